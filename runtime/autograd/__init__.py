@@ -1,0 +1,17 @@
+"""Autograd: the engine, grad modes, custom Functions and gradient checks."""
+
+from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .api import backward, grad
+from .engine import Engine, GraphTask, InputBuffer, ReadyQueue, get_default_engine
+from .function import Function, FunctionCtx, once_differentiable
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
+from .node import AccumulateGrad, Edge, GraphRoot, Node
+
+__all__ = [
+    "AccumulateGrad", "Edge", "Engine", "Function", "FunctionCtx", "GradcheckError", "GraphRoot",
+    "GraphTask", "InputBuffer", "Node", "ReadyQueue", "backward", "detect_anomaly",
+    "enable_grad", "get_default_engine", "grad", "gradcheck", "gradgradcheck",
+    "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
+    "set_detect_anomaly", "set_grad_enabled",
+]

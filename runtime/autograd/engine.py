@@ -1,0 +1,493 @@
+"""The backward engine, after torch/csrc/autograd/engine.cpp.
+
+A GraphTask holds one backward call's state: dependency counts, not-ready input buffers,
+exec_info for grad(inputs=...), captured gradients. NodeTasks go to ReadyQueues ordered by
+reentrant depth then sequence number. The calling thread runs CPU work from the task's own
+queue; each accelerator device has one worker thread. A backward called from inside a backward
+function (reentrant) runs on the same thread up to MAX_DEPTH, then a pool thread carries on.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import queue as _queue
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import anomaly
+from .grad_mode import _state as _grad_state
+from .node import AccumulateGrad, Edge, GraphRoot, Node
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+# Reentrant backwards nest this deep on one thread before a pool thread takes over. Each level
+# costs about a dozen Python frames, so this keeps well inside Python's recursion limit.
+MAX_DEPTH = 24
+
+
+class InputBuffer:
+    """Gradients arriving at one node, summed per input slot."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, size: int) -> None:
+        self.buffer: list[Any] = [None] * size
+
+    def add(self, pos: int, var: Tensor | None) -> None:
+        if var is None:
+            return
+        old = self.buffer[pos]
+        self.buffer[pos] = var if old is None else old + var
+
+    @property
+    def device(self) -> str:
+        for v in self.buffer:
+            if v is not None:
+                return v.device
+        return "cpu"
+
+
+@dataclass
+class ExecInfo:
+    needed: bool = False
+    captures: list[tuple[int, int]] | None = None  # (input_idx, output_idx)
+
+    def should_execute(self) -> bool:
+        return self.needed or self.captures is not None
+
+
+class GraphTask:
+    def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int,
+                 cpu_ready_queue: ReadyQueue) -> None:
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.reentrant_depth = reentrant_depth
+        self.cpu_ready_queue = cpu_ready_queue
+        self.outstanding_tasks = 0
+        self.has_error = False
+        self.exception: BaseException | None = None
+        self.done = threading.Event()
+        self.dependencies: dict[Node, int] = {}
+        self.not_ready: dict[Node, InputBuffer] = {}
+        self.exec_info: dict[Node, ExecInfo] = {}
+        self.captured_vars: list[Any] = []
+        self.owner: str | None = None
+        self.lock = threading.Lock()
+
+    def completed(self) -> bool:
+        return self.outstanding_tasks <= 0 or self.has_error
+
+    def set_exception(self, exc: BaseException, fn: Node | None) -> None:
+        with self.lock:
+            if self.has_error:
+                return
+            self.has_error = True
+            if fn is not None and not getattr(exc, "_backward_node_named", False):
+                exc.add_note(f"raised while running the backward of {fn.name()}")
+                exc._backward_node_named = True  # type: ignore[attr-defined]
+            self.exception = exc
+        self.done.set()
+
+    def mark_completed(self) -> None:
+        self.done.set()
+
+    def init_to_execute(self, graph_root: Node, outputs: list[Edge], accumulate_grad: bool,
+                        min_topo_nr: int) -> None:
+        exec_info = self.exec_info
+        exec_info[graph_root] = ExecInfo(needed=True)
+        output_idx = 0
+        for edge in outputs:
+            info = exec_info.setdefault(edge.function, ExecInfo())
+            if accumulate_grad:
+                info.needed = True
+            else:
+                if info.captures is None:
+                    info.captures = []
+                info.captures.append((edge.input_nr, output_idx))
+                output_idx += 1
+        self.captured_vars = [None] * output_idx
+
+        def should_execute(fn: Node) -> bool:
+            info = exec_info.get(fn)
+            return info is not None and info.should_execute()
+
+        def mark_needed(fn: Node) -> None:
+            exec_info.setdefault(fn, ExecInfo()).needed = True
+
+        # iterative DFS: a node is needed if any child is needed
+        seen: set[Node] = set()
+        stack: list[tuple[Node, Any]] = [(graph_root, iter(graph_root.next_edges))]
+        while stack:
+            fn, children = stack[-1]
+            child: Node | None = None
+            for edge in children:
+                if edge is None:
+                    continue
+                if edge.function in seen:
+                    if should_execute(edge.function):
+                        mark_needed(fn)
+                    continue
+                seen.add(edge.function)
+                child = edge.function
+                break
+            if child is not None:
+                if child.topological_nr < min_topo_nr:
+                    continue  # created before every output: cannot reach one
+                stack.append((child, iter(child.next_edges)))
+            else:
+                stack.pop()
+                if stack and should_execute(fn):
+                    mark_needed(stack[-1][0])
+
+
+class NodeTask:
+    __slots__ = ("graph_task", "fn", "inputs", "is_shutdown")
+
+    def __init__(self, graph_task: GraphTask | None, fn: Node | None,
+                 inputs: InputBuffer | None, is_shutdown: bool = False) -> None:
+        self.graph_task = graph_task
+        self.fn = fn
+        self.inputs = inputs
+        self.is_shutdown = is_shutdown
+
+
+class ReadyQueue:
+    """Priority queue: shutdown first, then wake-ups, then higher reentrant depth, then
+    higher sequence number (later-created nodes run first)."""
+
+    _tiebreak = itertools.count()
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, int, int, NodeTask]] = []
+        self._cond = threading.Condition(threading.Lock())
+
+    def push(self, task: NodeTask, increment_outstanding: bool = True) -> None:
+        gt = task.graph_task
+        if increment_outstanding and gt is not None:
+            with gt.lock:
+                gt.outstanding_tasks += 1
+        if task.is_shutdown:
+            key = (0, 0, 0)
+        elif task.fn is None:
+            key = (1, 0, 0)
+        else:
+            key = (2, -gt.reentrant_depth, -task.fn._sequence_nr)  # type: ignore[union-attr]
+        with self._cond:
+            heapq.heappush(self._heap, (*key, next(self._tiebreak), task))
+            self._cond.notify()
+
+    def pop(self) -> NodeTask:
+        with self._cond:
+            while not self._heap:
+                self._cond.wait()
+            return heapq.heappop(self._heap)[-1]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+class _ThreadState(threading.local):
+    worker_device: str | None = None  # None: not inside the engine on this thread
+    local_ready_queue: ReadyQueue | None = None
+    current_depth: int = 0
+    total_depth: int = 0
+
+
+_tls = _ThreadState()
+
+
+@dataclass
+class Engine:
+    device_ready_queues: dict[str, ReadyQueue] = field(default_factory=dict)
+    _pool: _queue.Queue = field(default_factory=_queue.Queue)
+    _pool_idle: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # --- queues and threads -----------------------------------------------------------------
+    def ready_queue(self, cpu_ready_queue: ReadyQueue | None, device: str) -> ReadyQueue:
+        if device == "cpu":
+            assert cpu_ready_queue is not None
+            return cpu_ready_queue
+        q = self.device_ready_queues.get(device)
+        if q is None:
+            with self._lock:
+                q = self.device_ready_queues.get(device)
+                if q is None:
+                    q = ReadyQueue()
+                    threading.Thread(target=self._device_thread, args=(device, q),
+                                     name=f"autograd-{device}", daemon=True).start()
+                    self.device_ready_queues[device] = q
+        return q
+
+    def _device_thread(self, device: str, q: ReadyQueue) -> None:
+        _tls.worker_device = device
+        _tls.local_ready_queue = q
+        self.thread_main(None)
+
+    def _add_thread_pool_task(self, gt: GraphTask) -> None:
+        with self._lock:
+            spawn = self._pool_idle == 0
+            if not spawn:
+                self._pool_idle -= 1
+        self._pool.put(gt)
+        if spawn:
+            threading.Thread(target=self._pool_thread, name="autograd-reentrant",
+                             daemon=True).start()
+
+    def _pool_thread(self) -> None:
+        while True:
+            gt = self._pool.get()
+            owner = gt.owner or "cpu"
+            _tls.worker_device = owner
+            _tls.local_ready_queue = self.ready_queue(gt.cpu_ready_queue, owner)
+            _tls.total_depth = gt.reentrant_depth
+            _tls.current_depth = 0
+            self.thread_main(gt)
+            with self._lock:
+                self._pool_idle += 1
+
+    # --- entry ----------------------------------------------------------------------------
+    def execute(self, roots: list[Edge], grads: list[Any], keep_graph: bool,
+                create_graph: bool, accumulate_grad: bool,
+                outputs: list[Edge] | None = None) -> list[Any]:
+        not_reentrant = _tls.worker_device is None
+        gt = GraphTask(keep_graph, create_graph,
+                       0 if not_reentrant else _tls.total_depth + 1,
+                       ReadyQueue() if not_reentrant else _tls.local_ready_queue)  # type: ignore[arg-type]
+        skip_dummy = len(roots) == 1
+        graph_root: Node = roots[0].function if skip_dummy else GraphRoot(roots, grads)
+        min_topo_nr = min((e.function.topological_nr for e in outputs), default=0) if outputs else 0
+        self.compute_dependencies(graph_root, gt, min_topo_nr)
+        if outputs:
+            gt.init_to_execute(graph_root, outputs, accumulate_grad, min_topo_nr)
+        if skip_dummy:
+            buf = InputBuffer(graph_root.num_inputs)
+            buf.add(roots[0].input_nr, grads[0])
+        else:
+            buf = InputBuffer(0)
+        self.execute_with_graph_task(gt, graph_root, buf)
+        return gt.captured_vars
+
+    @staticmethod
+    def compute_dependencies(root: Node, gt: GraphTask, min_topo_nr: int) -> None:
+        deps = gt.dependencies
+        seen = {root}
+        stack = [root]
+        while stack:
+            fn = stack.pop()
+            if fn.topological_nr < min_topo_nr:
+                continue
+            for edge in fn.next_edges:
+                if edge is None:
+                    continue
+                nxt = edge.function
+                deps[nxt] = deps.get(nxt, 0) + 1
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+
+    def execute_with_graph_task(self, gt: GraphTask, graph_root: Node, buf: InputBuffer) -> None:
+        q = self.ready_queue(gt.cpu_ready_queue, buf.device)
+        tls = _tls
+        if tls.worker_device is None:
+            gt.owner = "cpu"
+            q.push(NodeTask(gt, graph_root, buf))
+            tls.worker_device = "cpu"
+            tls.local_ready_queue = gt.cpu_ready_queue
+            try:
+                self.thread_main(gt)
+            finally:
+                tls.worker_device = None
+                tls.local_ready_queue = None
+        else:
+            gt.owner = tls.worker_device
+            q.push(NodeTask(gt, graph_root, buf))
+            tls.current_depth += 1
+            try:
+                if tls.current_depth >= MAX_DEPTH:
+                    self._add_thread_pool_task(gt)
+                    gt.done.wait()
+                else:
+                    tls.total_depth += 1
+                    try:
+                        self.thread_main(gt)
+                    finally:
+                        tls.total_depth -= 1
+            finally:
+                tls.current_depth -= 1
+        if gt.exception is not None:
+            raise gt.exception
+
+    # --- the loop -------------------------------------------------------------------------
+    def thread_main(self, graph_task: GraphTask | None) -> None:
+        q = _tls.local_ready_queue
+        assert q is not None
+        while graph_task is None or not graph_task.done.is_set():
+            task = q.pop()
+            if task.is_shutdown:
+                break
+            gt = task.graph_task
+            if gt is None:
+                continue  # a wake-up for a graph task finished on another thread
+            if task.fn is not None and not gt.has_error:
+                prev = _grad_state.enabled
+                _grad_state.enabled = gt.create_graph
+                try:
+                    self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
+                except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                    gt.set_exception(e, task.fn)
+                finally:
+                    _grad_state.enabled = prev
+            with gt.lock:
+                gt.outstanding_tasks -= 1
+                finished = gt.outstanding_tasks <= 0
+            if finished:
+                gt.mark_completed()
+                owner = gt.owner or "cpu"
+                if _tls.worker_device != owner:
+                    # wake the owner's queue so its thread_main sees completion
+                    self.ready_queue(gt.cpu_ready_queue, owner).push(
+                        NodeTask(None, None, None), increment_outstanding=False)
+
+    def evaluate_function(self, gt: GraphTask, fn: Node, inputs: InputBuffer) -> None:
+        exec_info = gt.exec_info
+        if exec_info:
+            info = exec_info.get(fn)
+            if info is None:
+                return
+            if info.captures is not None:
+                grads = inputs.buffer
+                if not info.needed:
+                    grads = _call_tensor_pre_hooks(fn, list(grads))
+                with gt.lock:
+                    for input_idx, output_idx in info.captures:
+                        gt.captured_vars[output_idx] = grads[input_idx]
+            if not info.needed:
+                return
+        outputs = _call_function(fn, inputs.buffer)
+        if not gt.keep_graph:
+            fn.release_variables()
+        if not outputs:
+            return
+        if anomaly.is_anomaly_enabled():
+            _check_nan(fn, outputs)
+        deps = gt.dependencies
+        not_ready = gt.not_ready
+        for i, out in enumerate(outputs):
+            edge = fn.next_edges[i]
+            if edge is None:
+                continue
+            nxt = edge.function
+            remaining = deps[nxt] - 1
+            if remaining == 0:
+                del deps[nxt]
+            else:
+                deps[nxt] = remaining
+            buf = not_ready.get(nxt)
+            if buf is None:
+                if exec_info:
+                    info = exec_info.get(nxt)
+                    if info is None or not info.should_execute():
+                        continue
+                buf = InputBuffer(nxt.num_inputs)
+                buf.add(edge.input_nr, out)
+                if remaining == 0:
+                    self.ready_queue(gt.cpu_ready_queue, buf.device).push(NodeTask(gt, nxt, buf))
+                else:
+                    not_ready[nxt] = buf
+            else:
+                buf.add(edge.input_nr, out)
+                if remaining == 0:
+                    del not_ready[nxt]
+                    self.ready_queue(gt.cpu_ready_queue, buf.device).push(NodeTask(gt, nxt, buf))
+
+
+def _call_tensor_pre_hooks(fn: Node, grads: list[Any]) -> list[Any]:
+    if fn._tensor_pre_hooks:
+        for idx, hooks in fn._tensor_pre_hooks.items():
+            for hook in list(hooks.values()):
+                r = hook(grads[idx])
+                if r is not None:
+                    grads[idx] = r
+    if isinstance(fn, AccumulateGrad):
+        hooks = fn.variable._hooks
+        if hooks:
+            for hook in list(hooks.values()):
+                r = hook(grads[0])
+                if r is not None:
+                    grads[0] = r
+    if fn._retains_grad_hooks:
+        for idx, hook in fn._retains_grad_hooks.items():
+            hook(grads[idx])
+    return grads
+
+
+def _call_function(fn: Node, grads: list[Any]) -> list[Any]:
+    grads = _call_tensor_pre_hooks(fn, grads)
+    if fn._pre_hooks:
+        for hook in list(fn._pre_hooks.values()):
+            r = hook(tuple(grads))
+            if r is not None:
+                grads = list(r)
+    outputs = fn.apply(grads)
+    outputs = validate_outputs(fn, outputs)
+    if fn._post_hooks:
+        for hook in list(fn._post_hooks.values()):
+            r = hook(tuple(outputs), tuple(grads))
+            if r is not None:
+                outputs = list(r)
+    return outputs
+
+
+def validate_outputs(fn: Node, grads: list[Any]) -> list[Any]:
+    edges = fn.next_edges
+    if len(grads) != len(edges):
+        raise RuntimeError(f"function {fn.name()} returned an incorrect number of gradients "
+                           f"(expected {len(edges)}, got {len(grads)})")
+    for i, g in enumerate(grads):
+        edge = edges[i]
+        if edge is None or g is None:
+            continue
+        meta = edge.function.input_metas[edge.input_nr]
+        if g.shape != meta.shape:
+            from ..ops.functional import is_expandable_to, sum_to
+
+            if not is_expandable_to(meta.shape, g.shape):
+                raise RuntimeError(
+                    f"Function {fn.name()} returned an invalid gradient at index {i} - got "
+                    f"{list(g.shape)} but expected shape compatible with {list(meta.shape)}")
+            g = grads[i] = sum_to(g, meta.shape)
+        if g.dtype is not meta.dtype:
+            grads[i] = g.to(meta.dtype)
+        if g.device != meta.device:
+            raise RuntimeError(
+                f"Function {fn.name()} returned an invalid gradient at index {i} - expected "
+                f"device {meta.device} but got {g.device}")
+    return grads
+
+
+def _check_nan(fn: Node, outputs: list[Any]) -> None:
+    for i, out in enumerate(outputs):
+        if out is not None and out.dtype.is_floating_point and bool(
+                out._data.__array_namespace__().isnan(out._data).any()
+                if hasattr(out._data, "__array_namespace__") else False):
+            msg = f"Function '{fn.name()}' returned nan values in its {i}th output."
+            if fn._trace:
+                msg += ("\nTraceback of forward call that caused the error "
+                        f"({_forward_op(fn)}):\n{fn._trace}")
+            raise RuntimeError(msg)
+
+
+def _forward_op(fn: Node) -> str:
+    prim = getattr(fn, "prim", None)
+    return f"forward op '{prim.name}'" if prim is not None else f"forward of {fn.name()}"
+
+
+_engine = Engine()
+
+
+def get_default_engine() -> Engine:
+    return _engine

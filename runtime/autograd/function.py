@@ -1,0 +1,164 @@
+"""rt.autograd.Function: user-defined forward/backward (PyTorch's custom Function)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .grad_mode import _state as _grad_state
+from .node import Meta, Node, SavedTensor, gradient_edge
+
+
+class FunctionCtx:
+    def __init__(self) -> None:
+        self._to_save: tuple[Any, ...] = ()
+        self._saved: list[SavedTensor | None] | None = None
+        self._dirty: tuple[Any, ...] = ()
+        self._non_differentiable: tuple[Any, ...] = ()
+        self.materialize_grads = True
+        self.needs_input_grad: tuple[bool, ...] = ()
+        self._node: BackwardCFunction | None = None
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self._to_save = tensors
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        self._dirty = tensors
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = value
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        if self._saved is None:
+            return tuple(self._to_save)
+        return tuple(s.unpack(self._node) if s is not None else None  # type: ignore[arg-type]
+                     for s in self._saved)
+
+
+class BackwardCFunction(Node):
+    """The node of one Function.apply call; its name is the Function's plus 'Backward'."""
+
+    __slots__ = ("fn_cls", "ctx")
+
+    def __init__(self, fn_cls: type, ctx: FunctionCtx, next_edges: list[Any],
+                 metas: list[Meta]) -> None:
+        super().__init__(next_edges, metas)
+        self.fn_cls = fn_cls
+        self.ctx = ctx
+
+    def name(self) -> str:
+        return f"{self.fn_cls.__name__}Backward"
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        from ..creation import zeros
+
+        ctx = self.ctx
+        if ctx.materialize_grads:
+            grads = [g if g is not None else zeros(m.shape, dtype=m.dtype, device=m.device)
+                     for g, m in zip(grads, self.input_metas)]
+        out = self.fn_cls.backward(ctx, *grads)
+        if not isinstance(out, tuple):
+            out = (out,)
+        n = len(self.next_edges)
+        if len(out) != n:
+            if len(out) > n and all(o is None for o in out[n:]):
+                out = out[:n]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of "
+                                   f"gradients (expected {n}, got {len(out)})")
+        return [o if self.next_edges[i] is not None else None for i, o in enumerate(out)]
+
+    def release_variables(self) -> None:
+        if self.ctx._saved is not None:
+            for s in self.ctx._saved:
+                if s is not None:
+                    s.release()
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("You must implement the forward function for custom "
+                                  "autograd.Function.")
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode AD.")
+
+    @classmethod
+    def apply(cls, *args: Any, **kwargs: Any) -> Any:
+        from ..tensor import Tensor
+
+        ctx = FunctionCtx()
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+        is_diff = _grad_state.enabled and any(ctx.needs_input_grad)
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            raw = cls.forward(ctx, *args, **kwargs)
+        finally:
+            _grad_state.enabled = prev
+        outputs = raw if isinstance(raw, tuple) else (raw,)
+        if not is_diff:
+            return raw
+        del tensor_args
+        edges = [gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad else None
+                 for a in args]
+        metas = [Meta(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else
+                 Meta((), None, "cpu") for o in outputs]
+        node = BackwardCFunction(cls, ctx, edges, metas)
+        ctx._node = node
+        dirty = {id(t) for t in ctx._dirty}
+        non_diff = {id(t) for t in ctx._non_differentiable}
+        inputs = {id(a) for a in args if isinstance(a, Tensor)}
+        wrapped: list[Any] = []
+        for i, o in enumerate(outputs):
+            if not isinstance(o, Tensor):
+                wrapped.append(o)
+                continue
+            if id(o) in dirty:
+                if o.is_leaf and o.requires_grad:
+                    raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                       "in-place operation.")
+                o._vc.v += 1
+                out = o
+            elif id(o) in inputs:
+                out = o.detach() if id(o) not in non_diff else o.detach()  # a fresh alias
+            else:
+                out = o
+            if id(o) in non_diff or not o.dtype.is_floating_point:
+                if out is o and id(o) not in dirty:
+                    out = o.detach()
+                out._rg = False
+            else:
+                out._grad_fn = node
+                out.output_nr = i
+                out._rg = True
+            wrapped.append(out)
+        ctx._saved = [SavedTensor(t, t._grad_fn is node) if isinstance(t, Tensor) else None
+                      for t in ctx._to_save]
+        ctx._to_save = ()
+        return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
+
+
+def once_differentiable(fn: Any) -> Any:
+    """Marks a backward that cannot itself be differentiated (it runs with grad disabled)."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(ctx: FunctionCtx, *args: Any) -> Any:
+        prev = _grad_state.enabled
+        _grad_state.enabled = False
+        try:
+            return fn(ctx, *args)
+        finally:
+            _grad_state.enabled = prev
+
+    return wrapper

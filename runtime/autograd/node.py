@@ -1,0 +1,299 @@
+"""The backward graph: Node, Edge, saved tensors, AccumulateGrad, GraphRoot.
+
+Follows torch/csrc/autograd/function.h: a Node takes the gradients of its forward outputs
+and returns the gradients of its forward inputs, routed along ``next_edges``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from . import anomaly
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+ERR_BACKWARD_TWICE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you call "
+    ".backward() or autograd.grad(). Specify retain_graph=True if you need to backward through the "
+    "graph a second time or if you need to access saved tensors after calling backward."
+)
+
+UINT64_MAX = (1 << 64) - 1
+
+
+class Edge(NamedTuple):
+    function: Node
+    input_nr: int
+
+
+class _Seq(threading.local):
+    def __init__(self) -> None:
+        self.counter = itertools.count()
+
+
+_seq = _Seq()
+
+
+class RemovableHandle:
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict[int, Callable[..., Any]]) -> None:
+        self._hooks_ref = weakref.ref(hooks) if hooks is not None else None
+        self.id = next(RemovableHandle._ids)
+
+    def remove(self) -> None:
+        hooks = self._hooks_ref() if self._hooks_ref else None
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+class _HookDict(dict):  # weakref-able dict of hooks, ordered by registration
+    pass
+
+
+def add_hook(hooks: _HookDict, fn: Callable[..., Any]) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    hooks[handle.id] = fn
+    return handle
+
+
+class Meta(NamedTuple):
+    """What a gradient flowing into a node's input must look like."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+    device: str
+
+
+class Node:
+    """A backward function. Subclasses implement ``apply(grads) -> grads``."""
+
+    __slots__ = (
+        "next_edges",
+        "_sequence_nr",
+        "topological_nr",
+        "input_metas",
+        "_pre_hooks",
+        "_post_hooks",
+        "_tensor_pre_hooks",
+        "_retains_grad_hooks",
+        "_trace",
+        "__weakref__",
+    )
+
+    def __init__(self, next_edges: list[Edge | None], input_metas: list[Meta]) -> None:
+        self.next_edges = next_edges
+        self._sequence_nr = next(_seq.counter)
+        topo = 0
+        for e in next_edges:
+            if e is not None and e.function.topological_nr >= topo:
+                topo = e.function.topological_nr + 1
+        self.topological_nr = topo
+        self.input_metas = input_metas
+        self._pre_hooks: _HookDict | None = None
+        self._post_hooks: _HookDict | None = None
+        self._tensor_pre_hooks: dict[int, _HookDict] | None = None
+        self._retains_grad_hooks: dict[int, Callable[[Any], None]] | None = None
+        self._trace = anomaly.forward_trace() if anomaly.is_anomaly_enabled() else None
+
+    # --- identity -------------------------------------------------------------------------
+    def name(self) -> str:
+        return type(self).__name__
+
+    def sequence_nr(self) -> int:
+        return self._sequence_nr
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.input_metas)
+
+    @property
+    def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
+        return tuple((e.function, e.input_nr) if e else (None, 0) for e in self.next_edges)
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # --- work -----------------------------------------------------------------------------
+    def apply(self, grads: list[Any]) -> list[Any]:
+        raise NotImplementedError(f"{self.name()} does not implement apply")
+
+    def release_variables(self) -> None:
+        """Free saved tensors after a backward without retain_graph."""
+
+    # --- hooks ----------------------------------------------------------------------------
+    def register_prehook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        return add_hook(self._pre_hooks, fn)
+
+    def register_hook(self, fn: Callable[..., Any]) -> RemovableHandle:
+        if self._post_hooks is None:
+            self._post_hooks = _HookDict()
+        return add_hook(self._post_hooks, fn)
+
+    def add_tensor_pre_hook(self, output_nr: int, fn: Callable[..., Any]) -> RemovableHandle:
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.setdefault(output_nr, _HookDict())
+        return add_hook(hooks, fn)
+
+    def set_retains_grad_hook(self, output_nr: int, fn: Callable[[Any], None] | None) -> None:
+        if self._retains_grad_hooks is None:
+            self._retains_grad_hooks = {}
+        if fn is None:
+            self._retains_grad_hooks.pop(output_nr, None)
+        else:
+            self._retains_grad_hooks[output_nr] = fn
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved (SavedVariable).
+
+    An output of the node that saves it is kept as its array only, so no reference cycle
+    node -> tensor -> node forms; unpacking rebuilds the tensor with the node as grad_fn.
+    """
+
+    __slots__ = ("_tensor", "_data", "_vc", "_version", "_is_output", "_requires_grad",
+                 "_output_nr", "_dtype", "_device", "_released", "_owner_name")
+
+    def __init__(self, t: Tensor, is_output: bool) -> None:
+        self._vc = t._vc
+        self._version = t._vc.v
+        self._is_output = is_output
+        self._released = False
+        if is_output:
+            self._tensor = None
+            self._data = t._data
+            self._requires_grad = t.requires_grad
+            self._output_nr = t.output_nr
+            self._dtype = t.dtype
+            self._device = t.device
+        else:
+            self._tensor = t
+            self._data = None
+        self._owner_name = ""
+
+    def unpack(self, node: Node) -> Tensor:
+        if self._released:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        if self._vc.v != self._version:
+            t = self.peek()
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.dtype.name} {list(t.shape)}], which is output "
+                f"{t.output_nr} of {node.name() if self._is_output else _grad_fn_name(t)}, is at "
+                f"version {self._vc.v}; expected version {self._version} instead. Hint: enable "
+                "anomaly detection to find the operation that failed to compute its gradient, "
+                "with runtime.autograd.set_detect_anomaly(True)."
+            )
+        if not self._is_output:
+            return self._tensor  # type: ignore[return-value]
+        from ..tensor import Tensor
+
+        return Tensor._make(self._data, self._dtype, self._device,
+                            node if self._requires_grad else None, self._output_nr, self._vc)
+
+    def peek(self) -> Tensor:
+        from ..tensor import Tensor
+
+        if self._tensor is not None:
+            return self._tensor
+        return Tensor._make(self._data, self._dtype, self._device, None, self._output_nr, self._vc)
+
+    def release(self) -> None:
+        self._released = True
+        self._tensor = None
+        self._data = None
+
+
+def _grad_fn_name(t: Tensor) -> str:
+    return t.grad_fn.name() if t.grad_fn is not None else "AccumulateGrad"
+
+
+class AccumulateGrad(Node):
+    """Sink of a leaf: adds the incoming gradient into ``variable.grad`` (PyTorch's rules)."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor) -> None:
+        super().__init__([], [Meta(variable.shape, variable.dtype, variable.device)])
+        self._sequence_nr = UINT64_MAX
+        self.variable = variable
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        from .grad_mode import is_grad_enabled
+
+        new = grads[0]
+        if new is None:
+            return []
+        var = self.variable
+        old = var.grad
+        if old is None:
+            # create_graph keeps the new grad's history; otherwise store a detached value,
+            # stealing the buffer when nobody else can see it (PyTorch's rule), else a copy
+            if is_grad_enabled():
+                var.grad = new
+            elif _exclusively_owned(new):
+                var.grad = new.detach()
+            else:
+                var.grad = new.detach().clone()
+        elif is_grad_enabled():
+            var.grad = old + new
+        else:
+            old._data += new._data  # in place, as PyTorch does outside create_graph
+            old._vc.v += 1
+        return []
+
+
+def _exclusively_owned(t: Tensor) -> bool:
+    # references: the engine's input buffer, apply's ``new``, this frame's ``t``, the call
+    data = t._data
+    return (
+        sys.getrefcount(t) <= 4
+        and sys.getrefcount(data) <= 2
+        and getattr(data, "base", None) is None
+        and getattr(getattr(data, "flags", None), "writeable", False)
+    )
+
+
+class GraphRoot(Node):
+    """Dummy root that hands the initial gradients to several roots."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self, edges: list[Edge], grads: list[Any]) -> None:
+        super().__init__(list(edges), [])
+        self.outputs = grads
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        return list(self.outputs)
+
+
+def gradient_edge(t: Tensor) -> Edge:
+    """Where a gradient for ``t`` goes: its grad_fn, or its leaf's AccumulateGrad."""
+    if t.grad_fn is not None:
+        return Edge(t.grad_fn, t.output_nr)
+    return Edge(grad_accumulator(t), 0)
+
+
+def grad_accumulator(t: Tensor) -> AccumulateGrad:
+    ref = t._grad_acc
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._grad_acc = weakref.ref(acc)
+    return acc

@@ -1,0 +1,183 @@
+"""Tensor constructors and the seeded random generator."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import array_module, canonical_device, device_of_array, move_array
+from .tensor import Tensor
+
+
+class Generator:
+    """A seeded random source (numpy's PCG64; the streams differ from PyTorch's)."""
+
+    def __init__(self, device: str = "cpu") -> None:
+        self.device = canonical_device(device)
+        self._rng = np.random.default_rng()
+
+    def manual_seed(self, seed: int) -> Generator:
+        self._rng = np.random.default_rng(int(seed))
+        return self
+
+    def seed(self) -> int:
+        s = int(np.random.SeedSequence().entropy % (1 << 63))
+        self.manual_seed(s)
+        return s
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    return default_generator.manual_seed(seed)
+
+
+def _size(size: Sequence[Any]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
+    dev = canonical_device(device)
+    if isinstance(data, Tensor):
+        arr = data._data
+    else:
+        arr = data
+    if hasattr(arr, "__cuda_array_interface__") and not isinstance(arr, np.ndarray):
+        src_dev = device_of_array(arr)
+        arr = arr.copy()
+    else:
+        src_dev = "cpu"
+        if isinstance(arr, (list, tuple)) and any(isinstance(v, Tensor) for v in arr):
+            arr = [v.item() if isinstance(v, Tensor) else v for v in arr]
+        arr = np.array(arr)
+    if dtype is not None:
+        dt = D.as_dtype(dtype)
+    elif arr.dtype.kind == "f":
+        dt = D.float32 if not isinstance(data, np.ndarray) else D.as_dtype(arr.dtype)
+    elif arr.dtype.kind in "iu":
+        dt = D.int64
+    elif arr.dtype.kind == "b":
+        dt = D.bool_
+    else:
+        raise TypeError(f"can't convert data of dtype {arr.dtype} to a tensor")
+    if arr.dtype != dt.np:
+        arr = arr.astype(dt.np)
+    if dev != src_dev:
+        arr = move_array(arr, dev)
+    return arr, dt, dev
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def from_numpy(a: np.ndarray) -> Tensor:
+    """Shares memory with ``a``."""
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
+    return Tensor._make(a, D.from_numpy_dtype(a.dtype), "cpu")
+
+
+def _filled(size: Sequence[Any], value: Any, dtype: Any, device: Any,
+            requires_grad: bool) -> Tensor:
+    dev = canonical_device(device)
+    if dtype is None:
+        dt = D.float32 if isinstance(value, float) or value is None else (
+            D.bool_ if isinstance(value, bool) else D.int64 if isinstance(value, int)
+            else D.float32)
+    else:
+        dt = D.as_dtype(dtype)
+    xp = array_module(dev)
+    shape = _size(size)
+    arr = xp.empty(shape, dtype=dt.np) if value is None else xp.full(shape, value, dtype=dt.np)
+    return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    return _filled(size, 0.0, dtype, device, requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    return _filled(size, 1.0, dtype, device, requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    return _filled(size, None, dtype, device, requires_grad)
+
+
+def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    return _filled((size,), fill_value, dtype, device, requires_grad)
+
+
+def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device)
+
+
+def _random(kind: str, size: Sequence[Any], generator: Generator | None, dtype: Any,
+            device: Any, requires_grad: bool) -> Tensor:
+    g = generator or default_generator
+    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    if not dt.is_floating_point:
+        raise TypeError(f"{kind} expects a floating point dtype, got {dt.name}")
+    shape = _size(size)
+    if kind == "randn":
+        arr = g._rng.standard_normal(shape, dtype=dt.np)
+    else:
+        arr = g._rng.random(shape, dtype=dt.np)
+    dev = canonical_device(device)
+    return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
+          device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _random("randn", size, generator, dtype, device, requires_grad)
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None,
+         device: Any = None, requires_grad: bool = False) -> Tensor:
+    return _random("rand", size, generator, dtype, device, requires_grad)
+
+
+def randint(low: int, high: int, size: Sequence[int], *, generator: Generator | None = None,
+            device: Any = None) -> Tensor:
+    g = generator or default_generator
+    arr = g._rng.integers(low, high, size=tuple(size), dtype=np.int64)
+    dev = canonical_device(device)
+    return Tensor._make(move_array(arr, dev), D.int64, dev)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in (start, end, step))
+        dt = D.float32 if is_float else D.int64
+    else:
+        dt = D.as_dtype(dtype)
+    dev = canonical_device(device)
+    arr = array_module(dev).arange(start, end, step, dtype=dt.np)
+    return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)

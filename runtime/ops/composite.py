@@ -1,0 +1,115 @@
+"""Composite ops, written from primitives (so their backward comes from the primitives')."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+
+tanh = F.tanh
+
+
+def relu(x: Tensor) -> Tensor:
+    return F.where(F.gt(x, 0), x, 0.0 if x.dtype.is_floating_point else 0)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return F.div(1.0, F.add(F.exp(F.neg(x)), 1.0))
+
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    if approximate == "tanh":
+        inner = F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
+        return F.mul(F.mul(x, 0.5), F.add(F.tanh(inner), 1.0))
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return F.mul(F.mul(x, 0.5), F.add(F.erf(F.mul(x, _INV_SQRT_2)), 1.0))
+
+
+def softmax(x: Tensor, dim: int) -> Tensor:
+    shifted = F.sub(x, F.amax(x.detach(), dim, keepdim=True))
+    e = F.exp(shifted)
+    return F.div(e, F.sum(e, dim, keepdim=True))
+
+
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    shifted = F.sub(x, F.amax(x.detach(), dim, keepdim=True))
+    return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
+
+
+def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
+    if reduction == "mean":
+        return F.mean(loss)
+    if reduction == "sum":
+        return F.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction")
+
+
+def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """Softmax cross-entropy against class indices, input (N, C) or (C,)."""
+    if target.dtype is not D.int64:
+        raise TypeError(f"cross_entropy: expected target of dtype int64 (class indices), got "
+                        f"{target.dtype.name}")
+    if input.ndim == 1:
+        input, target = F.unsqueeze(input, 0), F.reshape(target, (1,))
+        return _reduce(cross_entropy(input, target, "none")[0], reduction, "cross_entropy")
+    if input.ndim != 2 or target.shape != (input.shape[0],):
+        raise ValueError(f"cross_entropy: expected input (N, C) and target (N,), got "
+                         f"{list(input.shape)} and {list(target.shape)}")
+    n, c = input.shape
+    t = target._data
+    if n and (int(t.min()) < 0 or int(t.max()) >= c):
+        raise IndexError(f"cross_entropy: target {int(t.max())} is out of bounds for {c} classes")
+    logp = log_softmax(input, 1)
+    picked = F.getitem(logp, (input.xp.arange(n), t))
+    return _reduce(F.neg(picked), reduction, "cross_entropy")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    d = F.sub(input, target)
+    return _reduce(F.mul(d, d), reduction, "mse_loss")
+
+
+def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise ValueError(f"layer_norm: normalized_shape {list(shape)} does not match the input's "
+                         f"trailing dimensions {list(x.shape)}")
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    centered = F.sub(x, F.mean(x, axes, keepdim=True))
+    var = F.mean(F.mul(centered, centered), axes, keepdim=True)
+    y = F.div(centered, F.sqrt(F.add(var, eps)))
+    if weight is not None:
+        y = F.mul(y, weight)
+    if bias is not None:
+        y = F.add(y, bias)
+    return y
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    y = F.matmul(x, F.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
+    return y if bias is None else F.add(y, bias)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = None) -> Tensor:
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return F.mul(x, 0.0)
+    from ..creation import rand
+
+    keep = F.ge(rand(*x.shape, generator=generator, device=x.device), p)
+    return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))

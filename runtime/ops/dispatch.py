@@ -1,0 +1,185 @@
+"""Runs a primitive eagerly and records its backward node (the eager half of the registry)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from .._device import array_module
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
+from ..tensor import Tensor, _VersionCounter
+from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, Primitive
+
+_NP2DT = {d.np: d for d in D.DTYPES}
+_ndarray = np.ndarray
+
+
+class PrimitiveBackward(Node):
+    """The backward node of one primitive call; its formula comes from the registry."""
+
+    __slots__ = ("prim", "attrs", "args", "metas", "saved", "out_index")
+
+    def __init__(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
+                 next_edges: list[Edge | None], out_meta: Meta) -> None:
+        super().__init__(next_edges, [out_meta])
+        self.prim = prim
+        self.attrs = attrs
+        # per argument: its Meta if a tensor, else the constant itself
+        self.metas = [Meta(a._data.shape, a.dtype, a.device) if isinstance(a, Tensor) else a
+                      for a in args]
+        self.saved: dict[int | str, SavedTensor] = {}
+
+    def name(self) -> str:
+        return self.prim.backward_name
+
+    # --- what a backward formula reads ------------------------------------------------------
+    def input(self, i: int) -> Any:
+        s = self.saved.get(i)
+        if s is not None:
+            return s.unpack(self)
+        m = self.metas[i]
+        if isinstance(m, Meta):
+            raise RuntimeError(f"{self.name()}: argument {i} was not saved for backward")
+        return m
+
+    def output(self) -> Tensor:
+        return self.saved["out"].unpack(self)
+
+    def shape(self, i: int) -> tuple[int, ...]:
+        return self.metas[i].shape
+
+    def dtype(self, i: int) -> D.DType:
+        return self.metas[i].dtype
+
+    def needs(self, i: int) -> bool:
+        return self.next_edges[i] is not None
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return self.input_metas[0].shape
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        g = grads[0]
+        if g is None:
+            return [None] * len(self.next_edges)
+        out = self.prim.backward(self, g)  # type: ignore[misc]
+        return [o if self.next_edges[i] is not None else None for i, o in enumerate(out)]
+
+    def release_variables(self) -> None:
+        for s in self.saved.values():
+            s.release()
+
+
+def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> D.DType | None:
+    """Casts ``arrays`` in place to the promoted dtype; returns it (None: nothing to do)."""
+    positions = prim.promote_args if prim.promote_args is not None else range(len(args))
+    dts: list[D.DType] = []
+    scalars: list[Any] = []
+    for i in positions:
+        a = args[i]
+        if isinstance(a, Tensor):
+            dts.append(a.dtype)
+        elif a is not None:
+            scalars.append(a)
+    if not dts:
+        return None
+    rdt = D.result_dtype(dts, scalars)
+    if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
+        rdt = D.default_float
+    for i in positions:
+        a = args[i]
+        if isinstance(a, Tensor) and a.dtype is not rdt:
+            arrays[i] = arrays[i].astype(rdt.np)
+    return rdt
+
+
+def _describe(args: tuple[Any, ...]) -> str:
+    parts = []
+    for a in args:
+        if isinstance(a, Tensor):
+            parts.append(f"tensor of shape {tuple(a.shape)} and dtype {a.dtype.name}")
+        else:
+            parts.append(repr(a))
+    return ", ".join(parts)
+
+
+def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
+    """Run ``prim`` on tensors and scalars; record a backward node when grad is needed."""
+    arrays = list(args)
+    device = None
+    req = False
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            if device is None:
+                device = a.device
+            elif a.device != device:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two "
+                    f"devices, {device} and {a.device}! (in {prim.name})")
+            arrays[i] = a._data
+            if a._rg:
+                req = True
+    if device is None:
+        raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
+                        f"({_describe(args)})")
+    if prim.promote != PROMOTE_NONE:
+        _promote(prim, args, arrays)
+    try:
+        out = prim.impl(array_module(device), *arrays, **attrs)
+    except (ValueError, IndexError) as e:
+        raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
+    except TypeError as e:
+        raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
+    if type(out) is not _ndarray and device == "cpu":
+        out = np.asarray(out)
+    try:
+        dt = _NP2DT[out.dtype]
+    except KeyError:
+        raise TypeError(f"{prim.name}: produced unsupported dtype {out.dtype} "
+                        f"(arguments: {_describe(args)})") from None
+    if prim.promote == PROMOTE_BOOL_OUT:
+        req = False
+    if req and _grad_state.enabled and prim.differentiable:
+        return _record(prim, args, attrs, out, dt, device)
+    t = Tensor._make(out, dt, device)
+    if prim.view:
+        _mark_view(t, args[0], prim, attrs)
+    return t
+
+
+def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: Any,
+            dt: D.DType, device: str) -> Tensor:
+    edges = [gradient_edge(a) if isinstance(a, Tensor) and a._rg else None for a in args]
+    node = PrimitiveBackward(prim, args, attrs, edges, Meta(out.shape, dt, device))
+    t = Tensor._make(out, dt, device, node)
+    if prim.view:
+        _mark_view(t, args[0], prim, attrs)
+    saved = node.saved
+    for s in prim.saves:
+        if s == "out":
+            saved["out"] = SavedTensor(t, True)
+        else:
+            a = args[s]
+            if isinstance(a, Tensor):
+                saved[s] = SavedTensor(a, False)
+    return t
+
+
+def _mark_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -> None:
+    """A view shares storage and version counter with its base (numpy decides if it is one)."""
+    arr = src._data
+    owner = arr if arr.base is None else arr.base
+    if t._data.base is None or t._data.base is not owner:
+        return
+    t._vc = src._vc
+    t._base = src if src._base is None else src._base
+    step = (prim, attrs, src._data.shape, t._data.shape, src.dtype)
+    t._view_chain = src._view_chain + (step,)
+    t._view_version = t._vc.v
+
+
+def new_version_counter() -> _VersionCounter:
+    return _VersionCounter()

@@ -1,0 +1,457 @@
+"""Tensor functions over the registry's primitives (what Tensor methods and nn call)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import prims as P
+from .dispatch import apply
+from .inplace import apply_inplace
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def _axes(dim: Any, ndim: int) -> tuple[int, ...]:
+    bound = ndim if ndim else 1
+    if dim is None:
+        return tuple(range(ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if not dims:
+        return tuple(range(ndim))
+    out = []
+    for d in dims:
+        if not -bound <= d < bound:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-bound}, {bound - 1}], but got {d})")
+        out.append(d % ndim if ndim else 0)
+    return tuple(sorted(set(out)))
+
+
+def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def is_expandable_to(shape: tuple[int, ...], desired: tuple[int, ...]) -> bool:
+    if len(shape) > len(desired):
+        return False
+    for s, d in zip(reversed(shape), reversed(desired)):
+        if s != d and s != 1:
+            return False
+    return True
+
+
+def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a broadcast gradient back down to ``shape``."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
+    r = apply(P.SUM, g, axes=axes, keepdim=False)
+    return r if r.shape == shape else apply(P.RESHAPE, r, shape=shape)
+
+
+# --- elementwise ---------------------------------------------------------------------------
+
+
+def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    return apply(P.ADD, a, b if alpha == 1 else mul(b, alpha))
+
+
+def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    return apply(P.SUB, a, b if alpha == 1 else mul(b, alpha))
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return apply(P.MUL, a, b)
+
+
+def div(a: Any, b: Any) -> Tensor:
+    return apply(P.DIV, a, b)
+
+
+def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
+    return apply(P.POW, a, b)
+
+
+def maximum(a: Any, b: Any) -> Tensor:
+    return apply(P.MAXIMUM, a, b)
+
+
+def minimum(a: Any, b: Any) -> Tensor:
+    return apply(P.MINIMUM, a, b)
+
+
+def eq(a: Any, b: Any) -> Tensor:
+    return apply(P.EQ, a, b)
+
+
+def ne(a: Any, b: Any) -> Tensor:
+    return apply(P.NE, a, b)
+
+
+def lt(a: Any, b: Any) -> Tensor:
+    return apply(P.LT, a, b)
+
+
+def le(a: Any, b: Any) -> Tensor:
+    return apply(P.LE, a, b)
+
+
+def gt(a: Any, b: Any) -> Tensor:
+    return apply(P.GT, a, b)
+
+
+def ge(a: Any, b: Any) -> Tensor:
+    return apply(P.GE, a, b)
+
+
+def logical_and(a: Any, b: Any) -> Tensor:
+    return apply(P.LOGICAL_AND, a, b)
+
+
+def neg(x: Tensor) -> Tensor:
+    return apply(P.NEG, x)
+
+
+def exp(x: Tensor) -> Tensor:
+    return apply(P.EXP, x)
+
+
+def log(x: Tensor) -> Tensor:
+    return apply(P.LOG, x)
+
+
+def sin(x: Tensor) -> Tensor:
+    return apply(P.SIN, x)
+
+
+def cos(x: Tensor) -> Tensor:
+    return apply(P.COS, x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return apply(P.TANH, x)
+
+
+def sqrt(x: Tensor) -> Tensor:
+    return apply(P.SQRT, x)
+
+
+def abs(x: Tensor) -> Tensor:  # noqa: A001
+    return apply(P.ABS, x)
+
+
+def sign(x: Tensor) -> Tensor:
+    return apply(P.SIGN, x)
+
+
+def erf(x: Tensor) -> Tensor:
+    return apply(P.ERF, x)
+
+
+def where(cond: Tensor, a: Any, b: Any) -> Tensor:
+    return apply(P.WHERE, cond, a, b)
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    return apply(P.WHERE, mask, value, x)
+
+
+def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    return apply(P.CLAMP, x, min=min, max=max)
+
+
+def cast(x: Tensor, dtype: Any) -> Tensor:
+    return apply(P.CAST, x, dtype=D.as_dtype(dtype))
+
+
+def to_device(x: Tensor, device: str) -> Tensor:
+    return apply(P.TO_DEVICE, x, device=device)
+
+
+def clone(x: Tensor) -> Tensor:
+    return apply(P.CLONE, x)
+
+
+# --- reductions ----------------------------------------------------------------------------
+
+
+def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+    if dtype is not None:
+        x = cast(x, dtype)
+    return apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+
+
+def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+
+
+def amax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return apply(P.AMAX, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+
+
+MaxResult = namedtuple("MaxResult", ["values", "indices"])
+
+
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, Tensor):
+        return maximum(x, dim)
+    if dim is None:
+        return amax(x)
+    values = amax(x, dim, keepdim)
+    idx = x.xp.argmax(x._data, axis=dim)
+    if keepdim:
+        idx = x.xp.expand_dims(idx, dim)
+    return MaxResult(values, Tensor._make(idx.astype(np.int64), D.int64, x.device))
+
+
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
+    if isinstance(dim, Tensor):
+        return minimum(x, dim)
+    if dim is None:
+        return neg(amax(neg(x)))
+    values = neg(amax(neg(x), dim, keepdim))
+    idx = x.xp.argmin(x._data, axis=dim)
+    if keepdim:
+        idx = x.xp.expand_dims(idx, dim)
+    return MaxResult(values, Tensor._make(idx.astype(np.int64), D.int64, x.device))
+
+
+# --- shapes --------------------------------------------------------------------------------
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    shp = list(_shape_arg(shape))
+    if shp.count(-1) > 1:
+        raise ValueError("reshape: only one dimension can be inferred")
+    if -1 in shp:
+        known = int(np.prod([s for s in shp if s != -1]))
+        if known == 0 or x.numel() % known:
+            raise ValueError(f"reshape: shape {shp} is invalid for input of size {x.numel()}")
+        shp[shp.index(-1)] = x.numel() // known
+    new = tuple(shp)
+    if new == x.shape:
+        return x if not x._rg else apply(P.RESHAPE, x, shape=new)
+    if int(np.prod(new)) != x.numel():
+        raise ValueError(f"reshape: shape {list(new)} is invalid for input of size {x.numel()}")
+    return apply(P.RESHAPE, x, shape=new)
+
+
+view = reshape
+
+
+def view_as(x: Tensor, other: Tensor) -> Tensor:
+    return reshape(x, other.shape)
+
+
+def permute(x: Tensor, *dims: Any) -> Tensor:
+    d = _shape_arg(dims)
+    if sorted(a % x.ndim for a in d) != list(range(x.ndim)):
+        raise ValueError(f"permute: dims {list(d)} are not a permutation of {x.ndim} dims")
+    return apply(P.PERMUTE, x, dims=tuple(a % x.ndim for a in d))
+
+
+def transpose(x: Tensor, d0: int, d1: int) -> Tensor:
+    dims = list(range(x.ndim))
+    d0, d1 = d0 % x.ndim, d1 % x.ndim
+    dims[d0], dims[d1] = dims[d1], dims[d0]
+    return apply(P.PERMUTE, x, dims=tuple(dims))
+
+
+def t_(x: Tensor) -> Tensor:
+    if x.ndim > 2:
+        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    return transpose(x, 0, 1) if x.ndim == 2 else x
+
+
+def expand(x: Tensor, *sizes: Any) -> Tensor:
+    shp = _shape_arg(sizes)
+    lead = len(shp) - x.ndim
+    if lead < 0:
+        raise ValueError(f"expand: the number of sizes provided ({len(shp)}) must be greater or "
+                         f"equal to the number of dimensions in the tensor ({x.ndim})")
+    full = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shp))
+    if full == x.shape:
+        return x
+    return apply(P.EXPAND, x, shape=full)
+
+
+def expand_as(x: Tensor, other: Tensor) -> Tensor:
+    return expand(x, other.shape)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    d = dim % (x.ndim + 1)
+    return apply(P.RESHAPE, x, shape=x.shape[:d] + (1,) + x.shape[d:])
+
+
+def squeeze(x: Tensor, dim: Any = None) -> Tensor:
+    axes = _axes(dim, x.ndim) if x.ndim else ()
+    shape = tuple(s for i, s in enumerate(x.shape) if not (i in axes and s == 1))
+    return x if shape == x.shape else apply(P.RESHAPE, x, shape=shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    if x.ndim == 0:
+        return reshape(x, (1,))
+    s, e = start_dim % x.ndim, end_dim % x.ndim
+    shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
+    return reshape(x, shape)
+
+
+def _norm_key(key: Any) -> Any:
+    items = key if isinstance(key, tuple) else (key,)
+    out: list[Any] = []
+    for k in items:
+        if isinstance(k, Tensor):
+            k = k._data
+        elif isinstance(k, list):
+            k = np.asarray(k)
+        if isinstance(k, (bool, np.bool_)):
+            k = np.asarray(k)
+        if hasattr(k, "dtype") and hasattr(k, "ndim"):
+            if k.dtype == np.bool_:
+                out.extend(k.nonzero())
+                continue
+            if k.dtype.kind not in "iu":
+                raise TypeError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(k.astype(np.int64, copy=False))
+        elif isinstance(k, (int, np.integer)):
+            out.append(int(k))
+        elif k is None or k is Ellipsis or isinstance(k, slice):
+            out.append(k)
+        else:
+            raise TypeError(f"invalid index of type {type(k).__name__}")
+    return tuple(out)
+
+
+def getitem(x: Tensor, key: Any) -> Tensor:
+    return apply(P.GETITEM, x, key=_norm_key(key))
+
+
+def index_backward(g: Tensor, key: Any, shape: tuple[int, ...]) -> Tensor:
+    return apply(P.INDEX_BACKWARD, g, key=key, shape=tuple(shape))
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    if not tensors:
+        raise ValueError("cat: expected a non-empty list of tensors")
+    nd = tensors[0].ndim
+    for t in tensors:
+        if t.ndim != nd:
+            raise ValueError(f"cat: tensors must have the same number of dimensions, got {nd} "
+                             f"and {t.ndim}")
+    return apply(P.CAT, *tensors, axis=dim % nd)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    if not tensors:
+        raise ValueError("stack: expected a non-empty list of tensors")
+    shape = tensors[0].shape
+    for t in tensors:
+        if t.shape != shape:
+            raise ValueError(f"stack expects each tensor to be equal size, but got "
+                             f"{list(shape)} and {list(t.shape)}")
+    d = dim % (len(shape) + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    return apply(P.MATMUL, a, b)
+
+
+# --- in place ------------------------------------------------------------------------------
+
+
+def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return apply_inplace(P.ADD, t, other if alpha == 1 else mul(other, alpha)
+                         if isinstance(other, Tensor) else other * alpha)
+
+
+def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    return apply_inplace(P.SUB, t, other if alpha == 1 else mul(other, alpha)
+                         if isinstance(other, Tensor) else other * alpha)
+
+
+def mul_(t: Tensor, other: Any) -> Tensor:
+    return apply_inplace(P.MUL, t, other)
+
+
+def div_(t: Tensor, other: Any) -> Tensor:
+    return apply_inplace(P.DIV, t, other)
+
+
+def pow_(t: Tensor, other: Any) -> Tensor:
+    return apply_inplace(P.POW, t, other)
+
+
+def fill_(t: Tensor, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        value = value.item()
+    return apply_inplace(P.FILL, t, value=value)
+
+
+def zero_(t: Tensor) -> Tensor:
+    return fill_(t, 0)
+
+
+def copy_(t: Tensor, src: Tensor) -> Tensor:
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if src.device != t.device:
+        src = to_device(src, t.device)
+    return apply_inplace(P.COPY, t, src)
+
+
+def clamp_(t: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    return apply_inplace(P.CLAMP, t, min=min, max=max)
+
+
+def sqrt_(t: Tensor) -> Tensor:
+    return apply_inplace(P.SQRT, t)
+
+
+def neg_(t: Tensor) -> Tensor:
+    return apply_inplace(P.NEG, t)
+
+
+def exp_(t: Tensor) -> Tensor:
+    return apply_inplace(P.EXP, t)
+
+
+def tanh_(t: Tensor) -> Tensor:
+    return apply_inplace(P.TANH, t)
+
+
+def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
+    # PyTorch's formula, chosen by the weight for accuracy near both ends
+    if isinstance(weight, Tensor) or weight < 0.5:
+        return add_(t, mul(sub(end, t), weight))
+    return copy_(t, sub(end, mul(sub(end, t), 1 - weight)))
+
+
+def addcmul_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+    return add_(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
+
+
+def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+    return add_(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2))
+
+
+def setitem(t: Tensor, key: Any, value: Any) -> None:
+    if isinstance(value, Tensor) and value.device != t.device:
+        value = to_device(value, t.device)
+    apply_inplace(P.SETITEM, t, value, key=_norm_key(key))
+
+
+from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401

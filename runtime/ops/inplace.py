@@ -1,0 +1,138 @@
+"""In-place ops and views: version counters, leaf checks, and CopySlices (rebasing a base's
+history when one of its views is written in place)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _dtype as D
+from ..autograd.engine import validate_outputs
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.node import Edge, Meta, Node, gradient_edge
+from ..tensor import Tensor
+from .dispatch import PrimitiveBackward, apply
+from .registry import Primitive
+
+ERR_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+ERR_VIEW_OF_LEAF_INPLACE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def _category(d: D.DType) -> int:
+    return min(d.rank, 2)
+
+
+def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
+    """Compute ``prim(t, *args)`` out of place, write it into ``t``'s storage, bump the version
+    and move ``t``'s history onto the new node (or its base's, through CopySlices)."""
+    grad_on = _grad_state.enabled
+    base = t._base
+    if grad_on:
+        if t._rg and t._grad_fn is None and base is None:
+            raise RuntimeError(ERR_LEAF_INPLACE)
+        if base is not None and base._rg and base._grad_fn is None:
+            raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
+    needs_graph = grad_on and prim.differentiable and (
+        t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    src = t
+    if needs_graph and 0 in prim.saves:
+        # the backward needs the value before the write: keep a private copy of it
+        src = Tensor._make(t._data.copy(), t.dtype, t.device, t.grad_fn, t.output_nr)
+        src._rg = t._rg
+    result = apply(prim, src, *args, **attrs)
+    if _category(result.dtype) > _category(t.dtype):
+        raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired "
+                           f"output type {t.dtype.name} (in {prim.name}_)")
+    if result.shape != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
+                           f"shape {list(result.shape)} (in {prim.name}_)")
+    t._data[...] = result._data
+    t._vc.v += 1
+    if needs_graph:
+        node = result._grad_fn
+        if base is None:
+            t._grad_fn = node
+            t.output_nr = 0
+            t._rg = True
+        else:
+            _copy_slices(t, node)  # type: ignore[arg-type]
+    elif base is not None:
+        t._view_version = t._vc.v
+    return t
+
+
+def _view_ctx(step: tuple[Any, ...], edge: Edge | None, device: str) -> PrimitiveBackward:
+    prim, attrs, in_shape, out_shape, dtype = step
+    node = PrimitiveBackward.__new__(PrimitiveBackward)
+    Node.__init__(node, [edge], [Meta(out_shape, dtype, device)])
+    node.prim = prim
+    node.attrs = attrs
+    node.metas = [Meta(in_shape, dtype, device)]
+    node.saved = {}
+    return node
+
+
+def _view_of(chain: tuple[Any, ...], g: Tensor) -> Tensor:
+    for prim, attrs, *_ in chain:
+        g = apply(prim, g, **attrs)
+    return g
+
+
+def _view_adjoint(chain: tuple[Any, ...], g: Tensor) -> Tensor:
+    for step in reversed(chain):
+        ctx = _view_ctx(step, None, g.device)
+        g = step[0].backward(ctx, g)[0]
+    return g
+
+
+class CopySlices(Node):
+    """History of a base after an in-place op on its view: outside the view the gradient
+    passes through; inside, it goes through the in-place op's backward ``fn``."""
+
+    __slots__ = ("chain", "fn")
+
+    def __init__(self, base: Tensor, chain: tuple[Any, ...], fn: Node) -> None:
+        base_edge = gradient_edge(base) if base._rg else None
+        super().__init__([base_edge, *fn.next_edges[1:]],
+                         [Meta(base.shape, base.dtype, base.device)])
+        self.chain = chain
+        self.fn = fn
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        g = grads[0]
+        if g is None:
+            return [None] * len(self.next_edges)
+        sub = _view_of(self.chain, g)
+        res = validate_outputs(self.fn, list(self.fn.apply([sub])))
+        base_grad = g - _view_adjoint(self.chain, sub)
+        if res[0] is not None:
+            base_grad = base_grad + _view_adjoint(self.chain, res[0])
+        return [base_grad, *res[1:]]
+
+    def release_variables(self) -> None:
+        self.fn.release_variables()
+
+
+def _copy_slices(view: Tensor, fn: Node) -> None:
+    base = view._base
+    assert base is not None
+    base._grad_fn = CopySlices(base, view._view_chain, fn)
+    base.output_nr = 0
+    base._rg = True
+    regenerate_view_history(view)
+
+
+def regenerate_view_history(view: Tensor) -> None:
+    """Rebuild a view's grad_fn from its base's current history (after an in-place write)."""
+    base = view._base
+    assert base is not None
+    view._view_version = view._vc.v
+    if not base._rg or base._grad_fn is None:
+        return
+    edge: Edge = gradient_edge(base)
+    for step in view._view_chain:
+        node = _view_ctx(step, edge, base.device)
+        edge = Edge(node, 0)
+    view._grad_fn = edge.function
+    view.output_nr = 0
+    view._rg = True

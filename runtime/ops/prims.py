@@ -1,0 +1,482 @@
+"""Primitive definitions: forward (numpy/CuPy), shape/dtype rule and backward formula, side by
+side. Backward formulas use only functional ops, so they run eagerly and capture alike."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..autograd.node import Meta
+from . import functional as F
+from .registry import (
+    PROMOTE_BOOL_OUT,
+    PROMOTE_FLOAT,
+    PROMOTE_SAME,
+    Primitive,
+    register,
+)
+
+# --- shape/dtype rules ---------------------------------------------------------------------
+
+
+def _tensor_metas(metas: tuple[Any, ...]) -> list[Meta]:
+    return [m for m in metas if isinstance(m, Meta)]
+
+
+def _promoted(metas: tuple[Any, ...], promote: str) -> D.DType:
+    dts = [m.dtype for m in metas if isinstance(m, Meta)]
+    scalars = [m for m in metas if not isinstance(m, Meta) and m is not None]
+    rdt = D.result_dtype(dts, scalars)
+    if promote == PROMOTE_FLOAT and not rdt.is_floating_point:
+        rdt = D.default_float
+    return D.bool_ if promote == PROMOTE_BOOL_OUT else rdt
+
+
+def _elementwise_infer(promote: str, positions: tuple[int, ...] | None = None) -> Any:
+    def infer(*metas: Any, **attrs: Any) -> tuple[tuple[int, ...], D.DType]:
+        picked = metas if positions is None else tuple(metas[i] for i in positions)
+        shapes = [m.shape for m in _tensor_metas(metas)]
+        try:
+            shape = tuple(np.broadcast_shapes(*shapes))
+        except ValueError:
+            raise ValueError(f"shapes {shapes} are not broadcastable") from None
+        return shape, _promoted(picked, promote)
+
+    return infer
+
+
+def _norm_axes(axes: tuple[int, ...] | None, ndim: int) -> tuple[int, ...]:
+    return tuple(range(ndim)) if axes is None else axes
+
+
+def _reduce_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if i in axes else s for i, s in enumerate(shape))
+    return tuple(s for i, s in enumerate(shape) if i not in axes)
+
+
+# --- registration helpers ----------------------------------------------------------------
+
+
+def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
+           promote: str = PROMOTE_FLOAT) -> Primitive:
+    return register(Primitive(
+        name, impl=lambda xp, x: fn(xp)(x), infer=_elementwise_infer(promote),
+        backward=backward, saves=saves, promote=promote))
+
+
+def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
+            promote: str = PROMOTE_SAME) -> Primitive:
+    return register(Primitive(
+        name, impl=lambda xp, a, b: fn(xp)(a, b), infer=_elementwise_infer(promote),
+        backward=backward, saves=saves, promote=promote, differentiable=backward is not None))
+
+
+def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
+    """Reduce broadcast gradients back to each argument's shape (None where not needed)."""
+    return (F.sum_to(ga, c.shape(0)) if c.needs(0) else None,
+            F.sum_to(gb, c.shape(1)) if c.needs(1) else None)
+
+
+# --- elementwise -------------------------------------------------------------------------
+
+ADD = _binary("add", lambda xp: xp.add, lambda c, g: _grads2(c, g, g))
+SUB = _binary("sub", lambda xp: xp.subtract,
+              lambda c, g: _grads2(c, g, F.neg(g) if c.needs(1) else None))
+MUL = _binary("mul", lambda xp: xp.multiply,
+              lambda c, g: _grads2(c, F.mul(g, c.input(1)) if c.needs(0) else None,
+                                   F.mul(g, c.input(0)) if c.needs(1) else None),
+              saves=(0, 1))
+
+
+def _div_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    b = c.input(1)
+    ga = F.div(g, b) if c.needs(0) else None
+    gb = F.neg(F.div(F.mul(g, c.output()), b)) if c.needs(1) else None
+    return _grads2(c, ga, gb)
+
+
+DIV = _binary("div", lambda xp: xp.true_divide, _div_bwd, saves=(1, "out"),
+              promote=PROMOTE_FLOAT)
+
+
+def _pow_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    base, exp = c.input(0), c.input(1)
+    ga = gb = None
+    if c.needs(0):
+        exp_m1 = exp - 1 if isinstance(exp, (int, float)) else F.sub(exp, 1)
+        ga = F.mul(F.mul(g, exp), F.pow(base, exp_m1))
+    if c.needs(1):
+        out = c.output()
+        log_base = F.log(base) if not isinstance(base, (int, float)) else math.log(base)
+        gb = F.mul(F.mul(g, out), log_base)
+        if not isinstance(base, (int, float)):
+            # PyTorch's convention: d(0**e)/de = 0 for e >= 0
+            gb = F.where(F.logical_and(F.eq(base, 0), F.ge(exp, 0)), 0.0, gb)
+        elif base == 0:
+            gb = F.mul(gb, 0.0)
+    return _grads2(c, ga, gb)
+
+
+POW = _binary("pow", lambda xp: xp.power, _pow_bwd, saves=(0, 1, "out"))
+MAXIMUM = _binary(
+    "maximum", lambda xp: xp.maximum,
+    lambda c, g: _minmax_bwd(c, g, F.gt), saves=(0, 1))
+MINIMUM = _binary(
+    "minimum", lambda xp: xp.minimum,
+    lambda c, g: _minmax_bwd(c, g, F.lt), saves=(0, 1))
+
+
+def _minmax_bwd(c: Any, g: Any, wins: Any) -> tuple[Any, Any]:
+    a, b = c.input(0), c.input(1)
+    # ties split the gradient evenly, as PyTorch does
+    wa = F.add(F.cast(wins(a, b), g.dtype), F.mul(F.cast(F.eq(a, b), g.dtype), 0.5))
+    ga = F.mul(g, wa) if c.needs(0) else None
+    gb = F.mul(g, F.sub(1.0, wa)) if c.needs(1) else None
+    return _grads2(c, ga, gb)
+
+
+EQ = _binary("eq", lambda xp: xp.equal, None, promote=PROMOTE_BOOL_OUT)
+NE = _binary("ne", lambda xp: xp.not_equal, None, promote=PROMOTE_BOOL_OUT)
+LT = _binary("lt", lambda xp: xp.less, None, promote=PROMOTE_BOOL_OUT)
+LE = _binary("le", lambda xp: xp.less_equal, None, promote=PROMOTE_BOOL_OUT)
+GT = _binary("gt", lambda xp: xp.greater, None, promote=PROMOTE_BOOL_OUT)
+GE = _binary("ge", lambda xp: xp.greater_equal, None, promote=PROMOTE_BOOL_OUT)
+LOGICAL_AND = _binary("logical_and", lambda xp: xp.logical_and, None, promote=PROMOTE_BOOL_OUT)
+
+NEG = _unary("neg", lambda xp: xp.negative, lambda c, g: (F.neg(g),), (), PROMOTE_SAME)
+EXP = _unary("exp", lambda xp: xp.exp, lambda c, g: (F.mul(g, c.output()),), ("out",))
+LOG = _unary("log", lambda xp: xp.log, lambda c, g: (F.div(g, c.input(0)),), (0,))
+SIN = _unary("sin", lambda xp: xp.sin, lambda c, g: (F.mul(g, F.cos(c.input(0))),), (0,))
+COS = _unary("cos", lambda xp: xp.cos,
+             lambda c, g: (F.mul(g, F.neg(F.sin(c.input(0)))),), (0,))
+TANH = _unary("tanh", lambda xp: xp.tanh,
+              lambda c, g: (F.mul(g, F.sub(1.0, F.mul(c.output(), c.output()))),), ("out",))
+SQRT = _unary("sqrt", lambda xp: xp.sqrt,
+              lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
+ABS = _unary("abs", lambda xp: xp.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
+             PROMOTE_SAME)
+SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
+                          infer=_elementwise_infer(PROMOTE_SAME), differentiable=False,
+                          promote=PROMOTE_SAME))
+
+
+def _erf(xp: Any) -> Any:
+    if xp is np:
+        vec = np.frompyfunc(math.erf, 1, 1)
+        return lambda x: vec(x).astype(x.dtype)
+    from cupyx.scipy.special import erf  # type: ignore[import-not-found]
+
+    return erf
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+ERF = _unary("erf", _erf, lambda c, g: (
+    F.mul(g, F.mul(F.exp(F.neg(F.mul(c.input(0), c.input(0)))), _TWO_OVER_SQRT_PI)),), (0,))
+
+
+def _where_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
+    cond = c.input(0)
+    ga = F.where(cond, g, 0.0) if c.needs(1) else None
+    gb = F.where(cond, 0.0, g) if c.needs(2) else None
+    return (None,
+            F.sum_to(ga, c.shape(1)) if ga is not None else None,
+            F.sum_to(gb, c.shape(2)) if gb is not None else None)
+
+
+def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
+    if cond.dtype != np.bool_:
+        raise TypeError(f"where expected condition to be a bool tensor, got {cond.dtype}")
+    out = xp.where(cond, a, b)
+    # a scalar branch must not widen a tensor branch (numpy would with two scalars)
+    for v in (a, b):
+        if hasattr(v, "dtype") and v.dtype != out.dtype and out.dtype.kind == v.dtype.kind:
+            return out.astype(v.dtype)
+    return out
+
+
+WHERE = register(Primitive(
+    "where", impl=_where_impl, infer=_elementwise_infer(PROMOTE_SAME, (1, 2)),
+    backward=_where_bwd, saves=(0,), promote=PROMOTE_SAME, promote_args=(1, 2)))
+
+
+def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
+    return x.shape, dtype
+
+
+CAST = register(Primitive(
+    "cast", impl=lambda xp, x, *, dtype: x.astype(dtype.np), infer=_cast_infer,
+    backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",)))
+
+
+def _clamp_bwd(c: Any, g: Any) -> tuple[Any]:
+    x, lo, hi = c.input(0), c.attrs["min"], c.attrs["max"]
+    mask = None
+    if lo is not None:
+        mask = F.ge(x, lo)
+    if hi is not None:
+        m = F.le(x, hi)
+        mask = m if mask is None else F.logical_and(mask, m)
+    return (g if mask is None else F.where(mask, g, 0.0),)
+
+
+CLAMP = register(Primitive(
+    "clamp", impl=lambda xp, x, *, min, max: xp.clip(x, min, max) if (
+        min is not None or max is not None) else x.copy(),
+    infer=lambda x, *, min, max: (x.shape, x.dtype), backward=_clamp_bwd, saves=(0,),
+    attrs=("min", "max")))
+
+CLONE = register(Primitive(
+    "clone", impl=lambda xp, x: x.copy(), infer=lambda x: (x.shape, x.dtype),
+    backward=lambda c, g: (g,)))
+
+FILL = register(Primitive(
+    "fill", impl=lambda xp, x, *, value: xp.full(x.shape, value, dtype=x.dtype),
+    infer=lambda x, *, value: (x.shape, x.dtype), backward=lambda c, g: (None,),
+    attrs=("value",)))
+
+
+def _copy_impl(xp: Any, x: Any, src: Any) -> Any:
+    out = xp.empty_like(x)
+    out[...] = src
+    return out
+
+
+COPY = register(Primitive(
+    "copy", impl=_copy_impl, infer=lambda x, src: (x.shape, x.dtype),
+    backward=lambda c, g: (None, F.sum_to(F.cast(g, c.dtype(1)), c.shape(1)))))
+
+
+def _to_device_impl(xp: Any, x: Any, *, device: str) -> Any:
+    from .._device import move_array
+
+    return move_array(x, device)
+
+
+TO_DEVICE = register(Primitive(
+    "to_device", impl=_to_device_impl, infer=lambda x, *, device: (x.shape, x.dtype),
+    backward=lambda c, g: (F.to_device(g, c.metas[0].device),), attrs=("device",)))
+
+# --- reductions ----------------------------------------------------------------------------
+
+
+def _reduce_infer(x: Meta, *, axes: tuple[int, ...], keepdim: bool) -> tuple[Any, D.DType]:
+    dt = D.int64 if x.dtype is D.bool_ else x.dtype
+    return _reduce_shape(x.shape, axes, keepdim), dt
+
+
+def _keepdim_grad(c: Any, g: Any) -> Any:
+    """g reshaped so it broadcasts against the reduced input."""
+    if c.attrs["keepdim"]:
+        return g
+    return F.reshape(g, _reduce_shape(c.shape(0), c.attrs["axes"], True))
+
+
+SUM = register(Primitive(
+    "sum", impl=lambda xp, x, *, axes, keepdim: xp.sum(x, axis=axes, keepdims=keepdim),
+    infer=_reduce_infer,
+    backward=lambda c, g: (F.expand(_keepdim_grad(c, g), c.shape(0)),),
+    attrs=("axes", "keepdim")))
+
+
+def _mean_bwd(c: Any, g: Any) -> tuple[Any]:
+    n = 1
+    for a in c.attrs["axes"]:
+        n *= c.shape(0)[a]
+    return (F.expand(F.div(_keepdim_grad(c, g), float(n)), c.shape(0)),)
+
+
+MEAN = register(Primitive(
+    "mean", impl=lambda xp, x, *, axes, keepdim: xp.mean(x, axis=axes, keepdims=keepdim),
+    infer=lambda x, *, axes, keepdim: (_reduce_shape(x.shape, axes, keepdim), x.dtype),
+    backward=_mean_bwd, promote=PROMOTE_FLOAT, attrs=("axes", "keepdim")))
+
+
+def _amax_bwd(c: Any, g: Any) -> tuple[Any]:
+    x, out = c.input(0), c.output()
+    axes = c.attrs["axes"]
+    if not c.attrs["keepdim"]:
+        out = F.reshape(out, _reduce_shape(c.shape(0), axes, True))
+    mask = F.cast(F.eq(x, out), g.dtype)
+    count = F.sum(mask, axes, keepdim=True)  # ties share the gradient evenly
+    return (F.mul(F.div(mask, count), _keepdim_grad(c, g)),)
+
+
+def _amax_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
+    if x.size == 0:
+        raise ValueError("amax: cannot reduce an empty tensor")
+    return xp.amax(x, axis=axes, keepdims=keepdim)
+
+
+AMAX = register(Primitive(
+    "amax", impl=_amax_impl,
+    infer=lambda x, *, axes, keepdim: (_reduce_shape(x.shape, axes, keepdim), x.dtype),
+    backward=_amax_bwd, saves=(0, "out"), attrs=("axes", "keepdim")))
+
+# --- shape and views -----------------------------------------------------------------------
+
+
+def _reshape_impl(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
+    return x.reshape(shape)
+
+
+def _reshape_infer(x: Meta, *, shape: tuple[int, ...]) -> tuple[Any, D.DType]:
+    if math.prod(shape) != math.prod(x.shape):
+        raise ValueError(f"shape {list(shape)} is invalid for input of size {math.prod(x.shape)}")
+    return shape, x.dtype
+
+
+RESHAPE = register(Primitive(
+    "reshape", impl=_reshape_impl, infer=_reshape_infer,
+    backward=lambda c, g: (F.reshape(g, c.shape(0)),), view=True, attrs=("shape",)))
+
+
+def _permute_infer(x: Meta, *, dims: tuple[int, ...]) -> tuple[Any, D.DType]:
+    return tuple(x.shape[d] for d in dims), x.dtype
+
+
+PERMUTE = register(Primitive(
+    "permute", impl=lambda xp, x, *, dims: xp.transpose(x, dims), infer=_permute_infer,
+    backward=lambda c, g: (F.permute(g, *np.argsort(c.attrs["dims"]).tolist()),),
+    view=True, attrs=("dims",)))
+
+
+def _expand_impl(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
+    return xp.broadcast_to(x, shape)
+
+
+EXPAND = register(Primitive(
+    "expand", impl=_expand_impl,
+    infer=lambda x, *, shape: (tuple(np.broadcast_shapes(x.shape, shape)), x.dtype),
+    backward=lambda c, g: (F.sum_to(g, c.shape(0)),), view=True, attrs=("shape",)))
+
+
+def _getitem_infer(x: Meta, *, key: Any) -> tuple[Any, D.DType]:
+    probe = np.broadcast_to(np.zeros((), dtype=np.int8), x.shape)
+    return probe[key].shape, x.dtype
+
+
+GETITEM = register(Primitive(
+    "getitem", impl=lambda xp, x, *, key: x[key], infer=_getitem_infer,
+    backward=lambda c, g: (F.index_backward(g, c.attrs["key"], c.shape(0)),),
+    view=True, attrs=("key",)))
+
+
+def is_basic_key(key: Any) -> bool:
+    items = key if isinstance(key, tuple) else (key,)
+    return all(isinstance(k, (int, slice, type(None), type(Ellipsis))) for k in items)
+
+
+def _index_backward_impl(xp: Any, g: Any, *, key: Any, shape: tuple[int, ...]) -> Any:
+    out = xp.zeros(shape, dtype=g.dtype)
+    if is_basic_key(key):
+        out[key] = g
+    elif xp is np:
+        np.add.at(out, key, g)  # repeated indices accumulate (scatter-add)
+    else:
+        xp.add.at(out, key, g)
+    return out
+
+
+INDEX_BACKWARD = register(Primitive(
+    "index_backward", impl=_index_backward_impl,
+    infer=lambda g, *, key, shape: (shape, g.dtype),
+    backward=lambda c, g: (F.getitem(g, c.attrs["key"]),), attrs=("key", "shape")))
+
+
+def _setitem_impl(xp: Any, x: Any, v: Any, *, key: Any) -> Any:
+    out = x.copy()
+    out[key] = v
+    return out
+
+
+def _setitem_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    key = c.attrs["key"]
+    gx = _setitem_apply(g, key) if c.needs(0) else None
+    gv = F.sum_to(F.getitem(g, key), c.shape(1)) if c.needs(1) else None
+    return gx, gv
+
+
+def _setitem_apply(g: Any, key: Any) -> Any:
+    from .dispatch import apply
+
+    return apply(SETITEM, g, 0.0, key=key)
+
+
+SETITEM = register(Primitive(
+    "setitem", impl=_setitem_impl, infer=lambda x, v, *, key: (x.shape, x.dtype),
+    backward=_setitem_bwd, attrs=("key",)))
+
+
+def _cat_infer(*xs: Meta, axis: int) -> tuple[Any, D.DType]:
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    return tuple(shape), _promoted(xs, PROMOTE_SAME)
+
+
+def _cat_bwd(c: Any, g: Any) -> tuple[Any, ...]:
+    axis = c.attrs["axis"]
+    out: list[Any] = []
+    start = 0
+    for i in range(len(c.metas)):
+        n = c.shape(i)[axis]
+        if c.needs(i):
+            key = (slice(None),) * axis + (slice(start, start + n),)
+            out.append(F.getitem(g, key))
+        else:
+            out.append(None)
+        start += n
+    return tuple(out)
+
+
+CAT = register(Primitive(
+    "cat", impl=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), infer=_cat_infer,
+    backward=_cat_bwd, promote=PROMOTE_SAME, attrs=("axis",)))
+
+# --- matmul --------------------------------------------------------------------------------
+
+
+def _matmul_infer(a: Meta, b: Meta) -> tuple[Any, D.DType]:
+    if a.dtype is not b.dtype:
+        raise TypeError(f"expected both operands to have the same dtype, got {a.dtype.name} "
+                        f"and {b.dtype.name}")
+    pa = np.zeros(a.shape, dtype=np.int8)
+    pb = np.zeros(b.shape, dtype=np.int8)
+    return np.matmul(pa, pb).shape, a.dtype
+
+
+def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
+    if a.dtype != b.dtype:
+        raise TypeError(f"expected both operands to have the same dtype, got {a.dtype} "
+                        f"and {b.dtype}")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("both arguments to matmul need to be at least 1D")
+    return xp.matmul(a, b)
+
+
+def _matmul_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    a, b = c.input(0), c.input(1)
+    sa, sb = c.shape(0), c.shape(1)
+    if len(sa) == 1 and len(sb) == 1:
+        return (F.mul(g, b) if c.needs(0) else None, F.mul(g, a) if c.needs(1) else None)
+    a2 = F.reshape(a, (1, sa[0])) if len(sa) == 1 else a
+    b2 = F.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
+    g2 = g
+    if len(sa) == 1:
+        g2 = F.unsqueeze(g2, -2)
+    if len(sb) == 1:
+        g2 = F.unsqueeze(g2, -1)
+    ga = gb = None
+    if c.needs(0):
+        ga = F.reshape(F.sum_to(F.matmul(g2, F.transpose(b2, -1, -2)), a2.shape), sa)
+    if c.needs(1):
+        gb = F.reshape(F.sum_to(F.matmul(F.transpose(a2, -1, -2), g2), b2.shape), sb)
+    return ga, gb
+
+
+MATMUL = register(Primitive(
+    "matmul", impl=_matmul_impl, infer=_matmul_infer, backward=_matmul_bwd, saves=(0, 1)))
+

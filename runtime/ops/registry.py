@@ -1,0 +1,47 @@
+"""The one registry of primitives: eager forward, shape/dtype rule, backward formula.
+
+Backward formulas are written with primitive tensor ops, so the same formula runs eagerly
+and is captured into a graph by the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+# how a primitive's tensor arguments are promoted before its forward runs
+PROMOTE_NONE = "none"  # no promotion (shape ops, reductions, indexing)
+PROMOTE_SAME = "same"  # PyTorch's result_type over the arguments (add, mul, where, ...)
+PROMOTE_FLOAT = "float"  # as SAME, then integers and bools become float32 (div, exp, ...)
+PROMOTE_BOOL_OUT = "bool_out"  # as SAME for the inputs, bool result (comparisons)
+
+
+@dataclass(frozen=True)
+class Primitive:
+    name: str
+    impl: Callable[..., Any]  # impl(xp, *arrays_or_scalars, **attrs) -> array
+    infer: Callable[..., tuple[tuple[int, ...], Any]]  # infer(*metas, **attrs) -> (shape, dtype)
+    backward: Callable[..., tuple[Any, ...]] | None = None  # backward(ctx, grad) -> grads
+    differentiable: bool = True
+    saves: tuple[int | str, ...] = ()  # argument positions and/or "out" kept for backward
+    promote: str = PROMOTE_NONE
+    promote_args: tuple[int, ...] | None = None  # which positions promote (default: all)
+    view: bool = False  # the output may share storage with argument 0
+    attrs: tuple[str, ...] = field(default=())  # names of keyword attributes
+
+    @property
+    def backward_name(self) -> str:
+        return "".join(p.capitalize() for p in self.name.split("_")) + "Backward0"
+
+
+REGISTRY: dict[str, Primitive] = {}
+
+
+def register(prim: Primitive) -> Primitive:
+    if prim.name in REGISTRY:
+        raise ValueError(f"primitive {prim.name!r} is registered twice")
+    if prim.differentiable and prim.backward is None:
+        raise ValueError(f"differentiable primitive {prim.name!r} has no backward formula")
+    REGISTRY[prim.name] = prim
+    return prim

@@ -1,0 +1,344 @@
+"""Tensor: an array (numpy on "cpu", CuPy on "cuda:N") with autograd metadata."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import array_module, canonical_device, move_array
+from .autograd import grad_mode
+from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
+
+
+class _VersionCounter:
+    __slots__ = ("v",)
+
+    def __init__(self) -> None:
+        self.v = 0
+
+
+class Tensor:
+    __slots__ = (
+        "_data", "dtype", "device", "_rg", "grad", "_grad_fn", "output_nr", "_vc",
+        "_base", "_view_chain", "_view_version", "_grad_acc", "_hooks", "_retains_grad",
+        "__weakref__",
+    )
+    __array_priority__ = 1000  # numpy defers to our operators
+
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> None:
+        from .creation import _as_array
+
+        arr, dt, dev = _as_array(data, dtype, device)
+        self._init(arr, dt, dev, None, 0, _VersionCounter())
+        if requires_grad:
+            self.requires_grad_(True)
+
+    def _init(self, data: Any, dtype: D.DType, device: str, grad_fn: Node | None,
+              output_nr: int, vc: _VersionCounter) -> None:
+        self._data = data
+        self.dtype = dtype
+        self.device = device
+        self._rg = grad_fn is not None
+        self.grad: Tensor | None = None
+        self._grad_fn = grad_fn
+        self.output_nr = output_nr
+        self._vc = vc
+        self._base: Tensor | None = None
+        self._view_chain: tuple[Any, ...] = ()
+        self._view_version = 0
+        self._grad_acc = None
+        self._hooks: _HookDict | None = None
+        self._retains_grad = False
+
+    @classmethod
+    def _make(cls, data: Any, dtype: D.DType, device: str, grad_fn: Node | None = None,
+              output_nr: int = 0, vc: _VersionCounter | None = None) -> Tensor:
+        t = cls.__new__(cls)
+        t._init(data, dtype, device, grad_fn, output_nr, vc or _VersionCounter())
+        return t
+
+    # --- autograd metadata ------------------------------------------------------------------
+    @property
+    def grad_fn(self) -> Node | None:
+        if self._base is not None and self._view_version != self._vc.v:
+            from .ops.inplace import regenerate_view_history
+
+            regenerate_view_history(self)
+        return self._grad_fn
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self._grad_fn is not None:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to "
+                    "use a computed variable in a subgraph that doesn't require differentiation "
+                    "use var_no_grad = var.detach().")
+            return self
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self._rg = bool(requires_grad)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc.v
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.is_leaf or self._retains_grad:
+            return
+        import weakref
+
+        ref = weakref.ref(self)
+
+        def retain(g: Tensor | None) -> None:
+            t = ref()
+            if t is None or g is None:
+                return
+            if t.grad is None:
+                t.grad = g.detach().clone() if not grad_mode.is_grad_enabled() else g.clone()
+            else:
+                t.grad = t.grad + g
+        self.grad_fn.set_retains_grad_hook(self.output_nr, retain)  # type: ignore[union-attr]
+        self._retains_grad = True
+
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        fn = self.grad_fn
+        if fn is not None:
+            return fn.add_tensor_pre_hook(self.output_nr, hook)
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        return add_hook(self._hooks, hook)
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
+        from .autograd.api import backward
+
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                 inputs=inputs)
+
+    def detach(self) -> Tensor:
+        t = Tensor._make(self._data, self.dtype, self.device, None, 0, self._vc)
+        return t
+
+    def detach_(self) -> Tensor:
+        if self._base is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._rg = False
+        self.output_nr = 0
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        return Tensor._make(self._data, self.dtype, self.device)
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+        self.dtype = value.dtype
+        self.device = value.device
+
+    # --- plain properties -------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def size(self, dim: int | None = None) -> Any:
+        return self._data.shape if dim is None else self._data.shape[dim]
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device != "cpu"
+
+    def numpy(self) -> np.ndarray:
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self.device != "cpu":
+            raise TypeError(f"can't convert {self.device} device type tensor to numpy. Use "
+                            "Tensor.cpu() to copy the tensor to host memory first.")
+        return self._data
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.reshape(()).item() if self.device == "cpu" else self._data.item()
+
+    def tolist(self) -> Any:
+        return move_array(self._data, "cpu").tolist()  # type: ignore[union-attr]
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype is not D.int64 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __repr__(self) -> str:
+        body = np.array2string(np.asarray(move_array(self._data, "cpu")), separator=", ",
+                               prefix="tensor(")
+        extra = []
+        if self.device != "cpu":
+            extra.append(f"device='{self.device}'")
+        if self.dtype not in (D.float32, D.int64, D.bool_):
+            extra.append(f"dtype={self.dtype!r}")
+        if self._grad_fn is not None:
+            extra.append(f"grad_fn=<{self._grad_fn.name()}>")
+        elif self._rg:
+            extra.append("requires_grad=True")
+        return f"tensor({body}{''.join(', ' + e for e in extra)})"
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        new = type(self).__new__(type(self))
+        new._init(self._data.copy(), self.dtype, self.device, None, 0, _VersionCounter())
+        new._rg = self._rg
+        memo[id(self)] = new
+        if self.grad is not None:
+            new.grad = copy.deepcopy(self.grad, memo)
+        return new
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    # --- conversion -------------------------------------------------------------------------
+    def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, D.DType) or (not isinstance(a, str) and a is not None):
+                dtype = a
+            else:
+                device = a
+        out = self
+        if dtype is not None and D.as_dtype(dtype) is not self.dtype:
+            out = F.cast(out, D.as_dtype(dtype))
+        if device is not None and canonical_device(device) != self.device:
+            out = F.to_device(out, canonical_device(device))
+        return out
+
+    def cpu(self) -> Tensor:
+        return self.to("cpu")
+
+    def cuda(self, device: int | None = None) -> Tensor:
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    def float(self) -> Tensor:
+        return self.to(D.float32)
+
+    def double(self) -> Tensor:
+        return self.to(D.float64)
+
+    def long(self) -> Tensor:
+        return self.to(D.int64)
+
+    def bool(self) -> Tensor:
+        return self.to(D.bool_)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
+
+    def clone(self) -> Tensor:
+        return F.clone(self)
+
+    def contiguous(self) -> Tensor:
+        return self
+
+    def new_zeros(self, *size: Any) -> Tensor:
+        from .creation import zeros
+
+        return zeros(*size, dtype=self.dtype, device=self.device)
+
+    @property
+    def xp(self) -> Any:
+        return array_module(self.device)
+
+
+def _reflected(name: str) -> Callable[..., Any]:
+    def m(self: Tensor, other: Any) -> Any:
+        return getattr(F, name)(other, self)
+
+    m.__name__ = "__r" + name + "__"
+    return m
+
+
+from .ops import functional as F  # noqa: E402  (the ops need Tensor defined first)
+
+_METHODS = (
+    "add sub mul div neg pow exp log sin cos tanh sqrt abs sign erf sigmoid relu maximum "
+    "minimum clamp eq ne lt le gt ge sum mean amax max min reshape view view_as transpose "
+    "permute expand expand_as unsqueeze squeeze flatten matmul softmax log_softmax "
+    "add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ lerp_ addcmul_ addcdiv_ sqrt_ neg_ "
+    "exp_ tanh_ pow_ masked_fill"
+).split()
+for _n in _METHODS:
+    setattr(Tensor, _n, getattr(F, _n))
+for _dunder, _n in {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "pow": "pow",
+    "matmul": "matmul",
+}.items():
+    setattr(Tensor, f"__{_dunder}__", getattr(F, _n))
+    setattr(Tensor, f"__r{_dunder}__", _reflected(_n))
+for _dunder, _n in {
+    "neg": "neg", "abs": "abs", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
+    "ge": "ge", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_",
+    "getitem": "getitem", "setitem": "setitem",
+}.items():
+    setattr(Tensor, f"__{_dunder}__", getattr(F, _n))
+Tensor.t = F.t_  # type: ignore[assignment]
+Tensor.T = property(lambda self: F.permute(self, *reversed(range(self.ndim))))  # type: ignore
+Tensor.mT = property(lambda self: F.transpose(self, -2, -1))  # type: ignore
