@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,11 +23,16 @@ class _VersionCounter:
 
 
 class Tensor:
-    __slots__ = (
-        "_data", "dtype", "device", "_rg", "grad", "_grad_fn", "output_nr", "_vc",
-        "_base", "_view_chain", "_view_version", "_grad_acc", "_hooks", "_retains_grad",
-        "__weakref__",
-    )
+    # hot fields in slots; rarely set ones (views, hooks) default at class level and land in
+    # the instance __dict__ only when set, which keeps tensor creation cheap
+    __slots__ = ("_data", "dtype", "device", "_rg", "_grad", "_grad_fn", "output_nr", "_vc",
+                 "__weakref__", "__dict__")
+    _base: Tensor | None = None
+    _view_chain: tuple[Any, ...] = ()
+    _view_version = 0
+    _grad_acc: Any = None
+    _hooks: _HookDict | None = None
+    _retains_grad = False
     __array_priority__ = 1000  # numpy defers to our operators
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None,
@@ -44,21 +50,15 @@ class Tensor:
         self.dtype = dtype
         self.device = device
         self._rg = grad_fn is not None
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self._grad_fn = grad_fn
         self.output_nr = output_nr
         self._vc = vc
-        self._base: Tensor | None = None
-        self._view_chain: tuple[Any, ...] = ()
-        self._view_version = 0
-        self._grad_acc = None
-        self._hooks: _HookDict | None = None
-        self._retains_grad = False
 
     @classmethod
     def _make(cls, data: Any, dtype: D.DType, device: str, grad_fn: Node | None = None,
               output_nr: int = 0, vc: _VersionCounter | None = None) -> Tensor:
-        t = cls.__new__(cls)
+        t = object.__new__(cls)
         t._init(data, dtype, device, grad_fn, output_nr, vc or _VersionCounter())
         return t
 
@@ -70,6 +70,24 @@ class Tensor:
 
             regenerate_view_history(self)
         return self._grad_fn
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad is None and self._grad_fn is not None and not self._retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead.", UserWarning,
+                stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None and value.shape != self.shape:
+            raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:

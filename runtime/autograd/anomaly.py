@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import traceback
 
 _global_enabled = False
@@ -30,5 +31,10 @@ class detect_anomaly:  # noqa: N801 - PyTorch's name
         _global_enabled = self._prev
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def forward_trace() -> str:
-    return "".join(traceback.format_stack()[:-3])
+    """The user's stack at the forward call, without this package's own frames."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_PACKAGE_DIR)]
+    return "".join(traceback.format_list(frames))

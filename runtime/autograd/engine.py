@@ -16,6 +16,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._device import array_module
 from . import anomaly
 from .grad_mode import _state as _grad_state
 from .node import AccumulateGrad, Edge, GraphRoot, Node
@@ -451,29 +452,31 @@ def validate_outputs(fn: Node, grads: list[Any]) -> list[Any]:
         edge = edges[i]
         if edge is None or g is None:
             continue
-        meta = edge.function.input_metas[edge.input_nr]
-        if g.shape != meta.shape:
+        shape, dtype, device = edge[0].input_metas[edge[1]]
+        if g._data.shape == shape and g.dtype is dtype and g.device == device:
+            continue
+        if g.shape != shape:
             from ..ops.functional import is_expandable_to, sum_to
 
-            if not is_expandable_to(meta.shape, g.shape):
+            if not is_expandable_to(shape, g.shape):
                 raise RuntimeError(
                     f"Function {fn.name()} returned an invalid gradient at index {i} - got "
-                    f"{list(g.shape)} but expected shape compatible with {list(meta.shape)}")
-            g = grads[i] = sum_to(g, meta.shape)
-        if g.dtype is not meta.dtype:
-            grads[i] = g.to(meta.dtype)
-        if g.device != meta.device:
+                    f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+            g = grads[i] = sum_to(g, shape)
+        if g.dtype is not dtype:
+            g = grads[i] = g.to(dtype)
+        if g.device != device:
             raise RuntimeError(
                 f"Function {fn.name()} returned an invalid gradient at index {i} - expected "
-                f"device {meta.device} but got {g.device}")
+                f"device {device} but got {g.device}")
     return grads
 
 
 def _check_nan(fn: Node, outputs: list[Any]) -> None:
     for i, out in enumerate(outputs):
-        if out is not None and out.dtype.is_floating_point and bool(
-                out._data.__array_namespace__().isnan(out._data).any()
-                if hasattr(out._data, "__array_namespace__") else False):
+        if out is None or not out.dtype.is_floating_point:
+            continue
+        if bool(array_module(out.device).isnan(out._data).any()):
             msg = f"Function '{fn.name()}' returned nan values in its {i}th output."
             if fn._trace:
                 msg += ("\nTraceback of forward call that caused the error "

@@ -125,7 +125,7 @@ class Function:
                 continue
             if id(o) in dirty:
                 if o.is_leaf and o.requires_grad:
-                    raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                        "in-place operation.")
                 o._vc.v += 1
                 out = o
@@ -154,11 +154,31 @@ def once_differentiable(fn: Any) -> Any:
 
     @functools.wraps(fn)
     def wrapper(ctx: FunctionCtx, *args: Any) -> Any:
+        from ..tensor import Tensor
+
         prev = _grad_state.enabled
         _grad_state.enabled = False
         try:
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
         finally:
             _grad_state.enabled = prev
+        # like torch: under create_graph with grads that require grad, wire the results to a
+        # DelayedError node so that differentiating them again raises
+        if not prev or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
+            return outputs
+        outs = outputs if isinstance(outputs, tuple) else (outputs,)
+        fake = [o.detach().requires_grad_() if isinstance(o, Tensor) else o for o in outs]
+        return DelayedError.apply(*fake)
 
     return wrapper
+
+
+class DelayedError(Function):
+    @staticmethod
+    def forward(ctx: FunctionCtx, *outs: Any) -> Any:
+        return outs if len(outs) != 1 else outs[0]
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")

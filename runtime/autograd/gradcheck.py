@@ -15,6 +15,8 @@ class GradcheckError(RuntimeError):
 
 
 def _as_tuple(x: Any) -> tuple[Any, ...]:
+    if isinstance(x, list):  # PyTorch accepts a list of inputs too
+        return tuple(x)
     return x if isinstance(x, tuple) else (x,)
 
 
@@ -37,12 +39,14 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], out_ind
             orig = flat[j].item()
             flat[j] = orig + eps
             plus = _as_tuple(fn(*inputs))[out_index]
+            assert isinstance(plus, Tensor)
+            # copy now: a view output would otherwise see the next perturbation too
+            plus_arr = np.array(plus._data, dtype=np.float64)
             flat[j] = orig - eps
             minus = _as_tuple(fn(*inputs))[out_index]
+            minus_arr = np.array(minus._data, dtype=np.float64)
             flat[j] = orig
-            assert isinstance(plus, Tensor)
-            jac[j] = (np.asarray(plus._data, dtype=np.float64).reshape(-1)
-                      - np.asarray(minus._data, dtype=np.float64).reshape(-1)) / (2 * eps)
+            jac[j] = (plus_arr.reshape(-1) - minus_arr.reshape(-1)) / (2 * eps)
         jacs.append(jac)
     return jacs
 

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype as D
 from .._device import array_module
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
+from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge, meta
 from ..tensor import Tensor, _VersionCounter
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 
@@ -28,7 +28,7 @@ class PrimitiveBackward(Node):
         self.prim = prim
         self.attrs = attrs
         # per argument: its Meta if a tensor, else the constant itself
-        self.metas = [Meta(a._data.shape, a.dtype, a.device) if isinstance(a, Tensor) else a
+        self.metas = [meta(a._data.shape, a.dtype, a.device) if isinstance(a, Tensor) else a
                       for a in args]
         self.saved: dict[int | str, SavedTensor] = {}
 
@@ -111,21 +111,30 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     arrays = list(args)
     device = None
     req = False
+    dt0 = None
+    promote_needed = False
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             if device is None:
                 device = a.device
-            elif a.device != device:
-                raise RuntimeError(
-                    "Expected all tensors to be on the same device, but found at least two "
-                    f"devices, {device} and {a.device}! (in {prim.name})")
+                dt0 = a.dtype
+            else:
+                if a.device != device:
+                    raise RuntimeError(
+                        "Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {device} and {a.device}! (in {prim.name})")
+                if a.dtype is not dt0:
+                    promote_needed = True
             arrays[i] = a._data
             if a._rg:
                 req = True
+        elif a is not None and type(a) is not float:
+            promote_needed = True  # ints and bools may lift an integer or bool tensor
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
-    if prim.promote != PROMOTE_NONE:
+    if prim.promote != PROMOTE_NONE and (
+            promote_needed or dt0.rank < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
         _promote(prim, args, arrays)
     try:
         out = prim.impl(array_module(device), *arrays, **attrs)
@@ -142,7 +151,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
                         f"(arguments: {_describe(args)})") from None
     if prim.promote == PROMOTE_BOOL_OUT:
         req = False
-    if req and _grad_state.enabled and prim.differentiable:
+    if req and _grad_state.enabled and prim.differentiable and dt.is_floating_point:
         return _record(prim, args, attrs, out, dt, device)
     t = Tensor._make(out, dt, device)
     if prim.view:
@@ -153,7 +162,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
 def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: Any,
             dt: D.DType, device: str) -> Tensor:
     edges = [gradient_edge(a) if isinstance(a, Tensor) and a._rg else None for a in args]
-    node = PrimitiveBackward(prim, args, attrs, edges, Meta(out.shape, dt, device))
+    node = PrimitiveBackward(prim, args, attrs, edges, meta(out.shape, dt, device))
     t = Tensor._make(out, dt, device, node)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)

@@ -11,11 +11,24 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Edge, Meta, Node, gradient_edge
 from ..tensor import Tensor
 from .dispatch import PrimitiveBackward, apply
-from .registry import Primitive
+from .registry import PROMOTE_SAME, Primitive
 
 ERR_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 ERR_VIEW_OF_LEAF_INPLACE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+ERR_INTERNAL_OVERLAP = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation.")
+
+
+def _same_dtype(t: Tensor, args: tuple[Any, ...]) -> bool:
+    for a in args:
+        if isinstance(a, Tensor):
+            if a.dtype is not t.dtype:
+                return False
+        elif type(a) is not float or not t.dtype.is_floating_point:
+            return False
+    return True
 
 
 def _category(d: D.DType) -> int:
@@ -32,8 +45,24 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(ERR_LEAF_INPLACE)
         if base is not None and base._rg and base._grad_fn is None:
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
+    if any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)  # e.g. an expand()ed tensor
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    if not needs_graph and prim.promote == PROMOTE_SAME and _same_dtype(t, args):
+        # no history to record (optimizer steps, no_grad): write straight into the storage
+        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        for a in args:
+            if isinstance(a, Tensor) and a.device != t.device:
+                break
+        else:
+            out = prim.impl(None, t._data, *arrays, **attrs)
+            if out.shape == t.shape:
+                t._data[...] = out
+                t._vc.v += 1
+                if base is not None:
+                    t._view_version = t._vc.v
+                return t
     src = t
     if needs_graph and 0 in prim.saves:
         # the backward needs the value before the write: keep a private copy of it

@@ -63,15 +63,17 @@ def _reduce_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) 
 
 def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
            promote: str = PROMOTE_FLOAT) -> Primitive:
+    # numpy ufuncs hand CuPy arrays to CuPy (__array_ufunc__), so one callable serves both
+    impl = (lambda xp, x: fn(x)) if isinstance(fn, np.ufunc) else (lambda xp, x: fn(xp)(x))
     return register(Primitive(
-        name, impl=lambda xp, x: fn(xp)(x), infer=_elementwise_infer(promote),
+        name, impl=impl, infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote))
 
 
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
             promote: str = PROMOTE_SAME) -> Primitive:
     return register(Primitive(
-        name, impl=lambda xp, a, b: fn(xp)(a, b), infer=_elementwise_infer(promote),
+        name, impl=lambda xp, a, b: fn(a, b), infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, differentiable=backward is not None))
 
 
@@ -83,10 +85,10 @@ def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
 
 # --- elementwise -------------------------------------------------------------------------
 
-ADD = _binary("add", lambda xp: xp.add, lambda c, g: _grads2(c, g, g))
-SUB = _binary("sub", lambda xp: xp.subtract,
+ADD = _binary("add", np.add, lambda c, g: _grads2(c, g, g))
+SUB = _binary("sub", np.subtract,
               lambda c, g: _grads2(c, g, F.neg(g) if c.needs(1) else None))
-MUL = _binary("mul", lambda xp: xp.multiply,
+MUL = _binary("mul", np.multiply,
               lambda c, g: _grads2(c, F.mul(g, c.input(1)) if c.needs(0) else None,
                                    F.mul(g, c.input(0)) if c.needs(1) else None),
               saves=(0, 1))
@@ -99,7 +101,7 @@ def _div_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
-DIV = _binary("div", lambda xp: xp.true_divide, _div_bwd, saves=(1, "out"),
+DIV = _binary("div", np.true_divide, _div_bwd, saves=(1, "out"),
               promote=PROMOTE_FLOAT)
 
 
@@ -121,12 +123,12 @@ def _pow_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
-POW = _binary("pow", lambda xp: xp.power, _pow_bwd, saves=(0, 1, "out"))
+POW = _binary("pow", np.power, _pow_bwd, saves=(0, 1, "out"))
 MAXIMUM = _binary(
-    "maximum", lambda xp: xp.maximum,
+    "maximum", np.maximum,
     lambda c, g: _minmax_bwd(c, g, F.gt), saves=(0, 1))
 MINIMUM = _binary(
-    "minimum", lambda xp: xp.minimum,
+    "minimum", np.minimum,
     lambda c, g: _minmax_bwd(c, g, F.lt), saves=(0, 1))
 
 
@@ -139,28 +141,29 @@ def _minmax_bwd(c: Any, g: Any, wins: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
-EQ = _binary("eq", lambda xp: xp.equal, None, promote=PROMOTE_BOOL_OUT)
-NE = _binary("ne", lambda xp: xp.not_equal, None, promote=PROMOTE_BOOL_OUT)
-LT = _binary("lt", lambda xp: xp.less, None, promote=PROMOTE_BOOL_OUT)
-LE = _binary("le", lambda xp: xp.less_equal, None, promote=PROMOTE_BOOL_OUT)
-GT = _binary("gt", lambda xp: xp.greater, None, promote=PROMOTE_BOOL_OUT)
-GE = _binary("ge", lambda xp: xp.greater_equal, None, promote=PROMOTE_BOOL_OUT)
-LOGICAL_AND = _binary("logical_and", lambda xp: xp.logical_and, None, promote=PROMOTE_BOOL_OUT)
+EQ = _binary("eq", np.equal, None, promote=PROMOTE_BOOL_OUT)
+NE = _binary("ne", np.not_equal, None, promote=PROMOTE_BOOL_OUT)
+LT = _binary("lt", np.less, None, promote=PROMOTE_BOOL_OUT)
+LE = _binary("le", np.less_equal, None, promote=PROMOTE_BOOL_OUT)
+GT = _binary("gt", np.greater, None, promote=PROMOTE_BOOL_OUT)
+GE = _binary("ge", np.greater_equal, None, promote=PROMOTE_BOOL_OUT)
+LOGICAL_AND = _binary("logical_and", np.logical_and, None, promote=PROMOTE_BOOL_OUT)
 
-NEG = _unary("neg", lambda xp: xp.negative, lambda c, g: (F.neg(g),), (), PROMOTE_SAME)
-EXP = _unary("exp", lambda xp: xp.exp, lambda c, g: (F.mul(g, c.output()),), ("out",))
-LOG = _unary("log", lambda xp: xp.log, lambda c, g: (F.div(g, c.input(0)),), (0,))
-SIN = _unary("sin", lambda xp: xp.sin, lambda c, g: (F.mul(g, F.cos(c.input(0))),), (0,))
-COS = _unary("cos", lambda xp: xp.cos,
+NEG = _unary("neg", np.negative, lambda c, g: (F.neg(g),), (), PROMOTE_SAME)
+EXP = _unary("exp", np.exp, lambda c, g: (F.mul(g, c.output()),), ("out",))
+LOG = _unary("log", np.log, lambda c, g: (F.div(g, c.input(0)),), (0,))
+SIN = _unary("sin", np.sin, lambda c, g: (F.mul(g, F.cos(c.input(0))),), (0,))
+COS = _unary("cos", np.cos,
              lambda c, g: (F.mul(g, F.neg(F.sin(c.input(0)))),), (0,))
-TANH = _unary("tanh", lambda xp: xp.tanh,
+TANH = _unary("tanh", np.tanh,
               lambda c, g: (F.mul(g, F.sub(1.0, F.mul(c.output(), c.output()))),), ("out",))
-SQRT = _unary("sqrt", lambda xp: xp.sqrt,
+SQRT = _unary("sqrt", np.sqrt,
               lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
-ABS = _unary("abs", lambda xp: xp.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
+ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
              PROMOTE_SAME)
 SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
-                          infer=_elementwise_infer(PROMOTE_SAME), differentiable=False,
+                          infer=_elementwise_infer(PROMOTE_SAME),
+                          backward=lambda c, g: (F.mul(g, 0.0),),  # PyTorch: zero gradient
                           promote=PROMOTE_SAME))
 
 
@@ -359,8 +362,15 @@ def _getitem_infer(x: Meta, *, key: Any) -> tuple[Any, D.DType]:
     return probe[key].shape, x.dtype
 
 
+def _getitem_impl(xp: Any, x: Any, *, key: Any) -> Any:
+    # an all-integer key makes numpy return a scalar copy; a trailing Ellipsis keeps a 0-d view
+    if isinstance(key, tuple) and all(isinstance(k, int) for k in key):
+        key = (*key, Ellipsis)
+    return x[key]
+
+
 GETITEM = register(Primitive(
-    "getitem", impl=lambda xp, x, *, key: x[key], infer=_getitem_infer,
+    "getitem", impl=_getitem_impl, infer=_getitem_infer,
     backward=lambda c, g: (F.index_backward(g, c.attrs["key"], c.shape(0)),),
     view=True, attrs=("key",)))
 

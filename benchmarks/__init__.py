@@ -1,0 +1,1 @@
+"""Benchmarks and example training jobs for the runtime (and, later, the compiler)."""

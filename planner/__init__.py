@@ -1,0 +1,1 @@
+"""Static-graph backward planner: capture, passes, fusion, scheduling and compile (upcoming)."""

@@ -1,0 +1,455 @@
+"""`Module`: the container of parameters, buffers and submodules, as in `torch.nn.Module`."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from runtime.autograd import no_grad
+from runtime.nn.parameter import Parameter
+from runtime.tensor import Tensor
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+def _addindent(s: str, num_spaces: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * num_spaces + line for line in lines[1:])
+
+
+def zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
+    """Drop (`set_to_none`) or zero in place, detached, the gradients of `params`."""
+    for p in params:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()
+
+
+class Module:
+    """Base class of all layers; subclasses define `forward`."""
+
+    training: bool
+    _parameters: dict[str, Parameter | None]
+    _buffers: dict[str, Tensor | None]
+    _modules: dict[str, Module | None]
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers", set())
+        object.__setattr__(self, "_modules", {})
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f'Module [{self._get_name()}] is missing the required "forward" function'
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    # ---- attribute registration -------------------------------------------------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign attributes before Module.__init__() call")
+        params, buffers, modules = self._parameters, self._buffers, self._modules
+        if isinstance(value, Parameter):
+            self._discard(name, keep=params)
+            self.register_parameter(name, value)
+        elif name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(runtime.nn.Parameter or None expected)"
+                )
+            params[name] = None
+        elif isinstance(value, Module):
+            self._discard(name, keep=modules)
+            modules[name] = value
+        elif name in modules:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    "(runtime.nn.Module or None expected)"
+                )
+            modules[name] = None
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    "(runtime.Tensor or None expected)"
+                )
+            buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _discard(self, name: str, keep: dict[str, Any]) -> None:
+        self.__dict__.pop(name, None)
+        for d in (self._parameters, self._buffers, self._modules):
+            if d is not keep:
+                d.pop(name, None)
+        self._non_persistent_buffers.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for d in (self._parameters, self._buffers, self._modules):
+            if name in d:
+                del d[name]
+                self._non_persistent_buffers.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        keys = [*super().__dir__(), *self._parameters, *self._buffers, *self._modules]
+        return sorted(set(keys))
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(runtime.nn.Parameter or None required)"
+            )
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, "
+                "compute the value in the forward() method."
+            )
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                "(runtime.Tensor or None required)"
+            )
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _check_name(self, name: str, kind: str) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        store = {"parameter": self._parameters, "buffer": self._buffers, "module": self._modules}[
+            kind
+        ]
+        if hasattr(self, name) and name not in store:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    # ---- traversal ----------------------------------------------------------------------------
+
+    def named_modules(
+        self, memo: set[int] | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen: set[int] = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(
+        self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        seen: set[int] = set()
+        mods = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
+        for mod_prefix, module in mods:
+            for name, value in getattr(module, store).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield mod_prefix + ("." if mod_prefix else "") + name, value
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        members = self._named_members("_parameters", prefix, recurse, remove_duplicate)
+        yield from members  # type: ignore[misc]
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    # ---- modes and bulk operations ------------------------------------------------------------
+
+    def train(self, mode: bool = True) -> Self:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 - as torch
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self) -> Self:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        zero_grads(self.parameters(), set_to_none)
+
+    def apply(self, fn: Callable[[Module], None]) -> Self:
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Self:
+        """Set every parameter's (and gradient's) data to `fn` of it, and replace buffers by `fn`.
+
+        Parameters stay the same objects, as in torch, so an optimizer built before `.to()` still
+        updates them.
+        """
+        for module in self.modules():
+            for p in module._parameters.values():
+                if p is None:
+                    continue
+                with no_grad():
+                    p.data = fn(p)
+                    if p.grad is not None:
+                        p.grad.data = fn(p.grad)
+            for name, b in module._buffers.items():
+                if b is not None:
+                    module._buffers[name] = fn(b)
+        return self
+
+    def to(self, device_or_dtype: Any) -> Self:
+        """Move (device string) or cast (floating-point dtype) parameters and buffers."""
+        if isinstance(device_or_dtype, str):
+            return self._apply(lambda t: t.to(device_or_dtype))
+        return self._apply(lambda t: t.to(device_or_dtype) if t.dtype.is_floating_point else t)
+
+    def cpu(self) -> Self:
+        return self.to("cpu")
+
+    def cuda(self, device: int | None = None) -> Self:
+        return self.to("cuda" if device is None else f"cuda:{device}")
+
+    def float(self) -> Self:
+        from runtime import float32
+
+        return self.to(float32)
+
+    def double(self) -> Self:
+        from runtime import float64
+
+        return self.to(float64)
+
+    # ---- state dict ---------------------------------------------------------------------------
+
+    def state_dict(
+        self,
+        destination: OrderedDict[str, Tensor] | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+    ) -> OrderedDict[str, Tensor]:
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def _local_state(self) -> dict[str, Tensor]:
+        state: dict[str, Tensor] = {k: v for k, v in self._parameters.items() if v is not None}
+        for k, b in self._buffers.items():
+            if b is not None and k not in self._non_persistent_buffers:
+                state[k] = b
+        return state
+
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        local_state = self._local_state()
+        for name, param in local_state.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing_keys.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", expected runtime.Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(value)}"
+                )
+                continue
+            if len(param.shape) == 0 and value.shape == (1,):
+                value = value[0]
+            if value.shape != param.shape:
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape {value.shape} "
+                    "from checkpoint, "
+                    f"the shape in current model is {param.shape}."
+                )
+                continue
+            try:
+                with no_grad():
+                    param.copy_(value)
+            except Exception as ex:  # noqa: BLE001 - reported like torch, with the cause
+                error_msgs.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model are '
+                    f"{param.shape} and whose dimensions in the checkpoint are {value.shape}, "
+                    f"an exception occurred : {ex.args}."
+                )
+        for key in state_dict:
+            if not key.startswith(prefix):
+                continue
+            head = key[len(prefix) :].split(".", 1)
+            if (len(head) > 1 and head[0] not in self._modules) or (
+                len(head) == 1 and head[0] not in local_state
+            ):
+                unexpected_keys.append(key)
+
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True
+    ) -> IncompatibleKeys:
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing: list[str] = []
+        unexpected: list[str] = []
+        errors: list[str] = []
+
+        def load(module: Module, local: Mapping[str, Any], prefix: str) -> None:
+            module._load_from_state_dict(local, prefix, missing, unexpected, errors)
+            for name, child in module._modules.items():
+                if child is not None:
+                    child_prefix = prefix + name + "."
+                    load(
+                        child,
+                        {k: v for k, v in local.items() if k.startswith(child_prefix)},
+                        child_prefix,
+                    )
+
+        load(self, OrderedDict(state_dict), "")
+        if strict:
+            if unexpected:
+                errors.insert(
+                    0,
+                    "Unexpected key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in unexpected)
+                    ),
+                )
+            if missing:
+                errors.insert(
+                    0,
+                    "Missing key(s) in state_dict: {}. ".format(
+                        ", ".join(f'"{k}"' for k in missing)
+                    ),
+                )
+        if errors:
+            raise RuntimeError(
+                "Error(s) in loading state_dict for {}:\n\t{}".format(
+                    type(self).__name__, "\n\t".join(errors)
+                )
+            )
+        return IncompatibleKeys(missing, unexpected)
+
+    # ---- repr ---------------------------------------------------------------------------------
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [
+            f"({key}): " + _addindent(repr(module), 2) for key, module in self._modules.items()
+        ]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

@@ -1,0 +1,35 @@
+"""`Parameter`: a leaf Tensor that a `Module` registers as a learnable parameter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A leaf alias of `data` (same storage and version counter) with `requires_grad` set."""
+
+    __slots__ = ()
+
+    def __new__(cls, data: Any = None, requires_grad: bool = True) -> Parameter:
+        if data is None:
+            data = Tensor([])
+        elif not isinstance(data, Tensor):
+            data = Tensor(data)
+        param = cls._make(data._data, data.dtype, data.device, None, 0, data._vc)
+        param.requires_grad_(requires_grad)
+        return param  # type: ignore[return-value]
+
+    def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
+        """Everything is set up by `__new__`; `Tensor.__init__` must not run again."""
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        result = type(self)(self.data.clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()

@@ -1,0 +1,7 @@
+"""`runtime.optim`: optimizers in the shape of `torch.optim` (updates are in-place tensor ops)."""
+
+from runtime.optim.adam import Adam, AdamW
+from runtime.optim.optimizer import Optimizer
+from runtime.optim.sgd import SGD
+
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]

@@ -1,0 +1,147 @@
+"""`Optimizer`: parameter groups, per-parameter state and state dicts, as in `torch.optim`."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from copy import deepcopy
+from itertools import chain
+from typing import Any
+
+from runtime.autograd import enable_grad, no_grad
+from runtime.nn.module import zero_grads
+from runtime.tensor import Tensor
+
+
+Params = Iterable[Tensor] | Iterable[dict[str, Any]]
+
+
+class Optimizer:
+    """Subclasses implement `_step_group(group)`; `step` runs it for each group under `no_grad`."""
+
+    def __init__(self, params: Params, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        if isinstance(params, Tensor):
+            raise TypeError(
+                "params argument given to the optimizer should be an iterable of Tensors or dicts, "
+                f"but got {type(params).__name__}"
+            )
+        self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
+        lines.append(")")
+        return "\n".join(lines)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead."
+            )
+        param_group["params"] = list(params)
+        for p in param_group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(
+                    "optimizer can only optimize Tensors, but one of the params is "
+                    + type(p).__name__
+                )
+            if not (p.is_leaf or p.retains_grad):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            param_group.setdefault(name, default)
+        existing = {id(p) for group in self.param_groups for p in group["params"]}
+        if any(id(p) in existing for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
+
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Update every parameter that has a gradient; `closure` re-evaluates the loss first."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            for group in self.param_groups:
+                self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict[str, Any]:
+        """{"state": {index: state}, "param_groups": [groups, params as indices]}; no copies."""
+        index: dict[int, int] = {}
+        start = 0
+
+        def pack(group: dict[str, Any]) -> dict[str, Any]:
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for i, p in enumerate(group["params"], start):
+                index.setdefault(id(p), i)
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        groups = [pack(g) for g in self.param_groups]
+        state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a `state_dict()`; state tensors are copied to their parameter's dtype and device."""
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(self.param_groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(
+            len(g["params"]) != len(s["params"]) for g, s in zip(self.param_groups, saved_groups)
+        ):
+            raise ValueError(
+                "loaded state dict contains a parameter group "
+                "that doesn't match the size of optimizer's group"
+            )
+        id_map = dict(
+            zip(
+                chain.from_iterable(s["params"] for s in saved_groups),
+                chain.from_iterable(g["params"] for g in self.param_groups),
+            )
+        )
+        state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
+        for key, value in state_dict["state"].items():
+            if key in id_map:
+                param = id_map[key]
+                state[param] = {k: _cast(param, v, k) for k, v in value.items()}
+            else:
+                state[key] = value
+        for group, saved in zip(self.param_groups, saved_groups):
+            saved["params"] = group["params"]
+        self.state = state
+        self.param_groups = saved_groups
+
+
+def _cast(param: Tensor, value: Any, key: str) -> Any:
+    """A copy of a state value on `param`'s device (and its float dtype, except for "step")."""
+    if not isinstance(value, Tensor):
+        return deepcopy(value)
+    value = value.detach().to(param.device)
+    if key != "step" and param.dtype.is_floating_point:
+        value = value.to(param.dtype)
+    return value.clone()

@@ -1,0 +1,105 @@
+"""The benchmark workloads and the digits job compute the right thing (not how fast).
+
+Each workload's step runs once, at its benchmark size, in the runtime and in PyTorch (or in
+the hand-written numpy step) from the same initial arrays; losses, gradients and updated
+parameters must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import runtime as rt
+from benchmarks import run as bench_run
+from benchmarks import train_digits
+from benchmarks.digits import load_digits, minibatches, train_test_split
+from benchmarks.workloads import WORKLOADS
+
+
+def assert_outputs_close(actual: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
+    # Same keys: a gradient present on one side only (say a parameter's .grad after the
+    # input-only `partial` step) is a difference in semantics, not in rounding.
+    assert sorted(actual) == sorted(expected)
+    for key, ref in expected.items():
+        got = np.asarray(actual[key])
+        assert got.shape == np.shape(ref), key
+        assert got.dtype == np.float32, (key, got.dtype)
+        # float32 reductions over up to a million terms differ in summation order between
+        # libraries: compare against the scale of the reference, not element by element.
+        scale = float(np.abs(ref).max()) if np.size(ref) else 0.0
+        rtol = 1e-3 if np.ndim(ref) == 0 else 1e-4
+        np.testing.assert_allclose(got, ref, rtol=rtol, atol=1e-5 * scale + 1e-6, err_msg=key)
+
+
+def run_once(case) -> dict[str, np.ndarray]:
+    return case.outputs(case.run())
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_workload_matches_torch(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    workload = WORKLOADS[name]
+    arrays = workload.make_arrays(0)
+    ours = run_once(workload.build(rt, arrays))
+    theirs = run_once(workload.build(torch, arrays))
+    assert_outputs_close(ours, theirs)
+
+
+@pytest.mark.parametrize("name", [n for n, w in WORKLOADS.items() if w.build_numpy is not None])
+def test_numpy_step_matches_runtime(name: str) -> None:
+    workload = WORKLOADS[name]
+    assert workload.build_numpy is not None
+    arrays = workload.make_arrays(0)
+    ours = run_once(workload.build(rt, arrays))
+    by_hand = run_once(workload.build_numpy(arrays))
+    assert_outputs_close(ours, by_hand)
+
+
+def test_workload_inputs_are_not_mutated() -> None:
+    workload = WORKLOADS["mlp_small"]
+    arrays = workload.make_arrays(0)
+    before = {k: v.copy() for k, v in arrays.items()}
+    run_once(workload.build(rt, arrays))
+    run_once(workload.build_numpy(arrays))
+    for key, value in before.items():
+        np.testing.assert_array_equal(arrays[key], value, err_msg=key)
+
+
+def test_load_digits() -> None:
+    X, y = load_digits()
+    assert X.shape == (1797, 64)
+    assert X.dtype == np.float32
+    assert y.shape == (1797,)
+    assert y.dtype == np.int64
+    assert X.min() == 0.0
+    assert X.max() == 1.0
+    assert sorted(np.unique(y).tolist()) == list(range(10))
+
+
+def test_split_and_batches_are_deterministic() -> None:
+    X, y = load_digits()
+    a = train_test_split(X, y, test_fraction=0.2, seed=3)
+    b = train_test_split(X, y, test_fraction=0.2, seed=3)
+    for u, v in zip(a, b, strict=True):
+        np.testing.assert_array_equal(u, v)
+    X_train, X_test, _, _ = a
+    assert len(X_train) + len(X_test) == len(X)
+    assert len(X_test) == 359
+    batches = minibatches(100, 32, np.random.default_rng(0))
+    assert [len(b) for b in batches] == [32, 32, 32, 4]
+    assert sorted(np.concatenate(batches).tolist()) == list(range(100))
+
+
+def test_train_digits_learns(capsys: pytest.CaptureFixture[str]) -> None:
+    accuracy = train_digits.main(["--epochs", "2", "--batch-size", "32", "--seed", "0"])
+    out = capsys.readouterr().out
+    assert "epoch   2" in out
+    assert accuracy > 0.85
+
+
+def test_benchmark_runner_prints_table(capsys: pytest.CaptureFixture[str]) -> None:
+    bench_run.main(["--workloads", "chain", "--repeat", "1", "--min-time", "0.001"])
+    out = capsys.readouterr().out
+    assert "chain" in out
+    assert "ours ms" in out
