@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -12,10 +12,10 @@ class DType:
     name: str
     np: np.dtype
     rank: int  # promotion order: bool < int64 < float32 < float64
+    is_floating_point: bool = field(init=False)  # a field, not a property: read on hot paths
 
-    @property
-    def is_floating_point(self) -> bool:
-        return self.rank >= 2
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "is_floating_point", self.rank >= 2)
 
     def __repr__(self) -> str:
         return f"runtime.{self.name}"

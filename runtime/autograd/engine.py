@@ -164,6 +164,7 @@ class ReadyQueue:
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, int, int, NodeTask]] = []
         self._cond = threading.Condition(threading.Lock())
+        self._waiting = 0  # threads blocked in pop; notify only when there are some
 
     def push(self, task: NodeTask, increment_outstanding: bool = True) -> None:
         gt = task.graph_task
@@ -178,12 +179,17 @@ class ReadyQueue:
             key = (2, -gt.reentrant_depth, -task.fn._sequence_nr)  # type: ignore[union-attr]
         with self._cond:
             heapq.heappush(self._heap, (*key, next(self._tiebreak), task))
-            self._cond.notify()
+            if self._waiting:
+                self._cond.notify()
 
     def pop(self) -> NodeTask:
         with self._cond:
             while not self._heap:
-                self._cond.wait()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
             return heapq.heappop(self._heap)[-1]
 
     def __len__(self) -> int:
@@ -373,7 +379,7 @@ class Engine:
             fn.release_variables()
         if not outputs:
             return
-        if anomaly.is_anomaly_enabled():
+        if anomaly._global_enabled:
             _check_nan(fn, outputs)
         deps = gt.dependencies
         not_ready = gt.not_ready
@@ -393,17 +399,19 @@ class Engine:
                     info = exec_info.get(nxt)
                     if info is None or not info.should_execute():
                         continue
-                buf = InputBuffer(nxt.num_inputs)
+                buf = InputBuffer(len(nxt.input_metas))
                 buf.add(edge.input_nr, out)
-                if remaining == 0:
-                    self.ready_queue(gt.cpu_ready_queue, buf.device).push(NodeTask(gt, nxt, buf))
-                else:
+                if remaining != 0:
                     not_ready[nxt] = buf
+                    continue
             else:
                 buf.add(edge.input_nr, out)
-                if remaining == 0:
-                    del not_ready[nxt]
-                    self.ready_queue(gt.cpu_ready_queue, buf.device).push(NodeTask(gt, nxt, buf))
+                if remaining != 0:
+                    continue
+                del not_ready[nxt]
+            device = buf.device
+            q = gt.cpu_ready_queue if device == "cpu" else self.ready_queue(None, device)
+            q.push(NodeTask(gt, nxt, buf))
 
 
 def _call_tensor_pre_hooks(fn: Node, grads: list[Any]) -> list[Any]:

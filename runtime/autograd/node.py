@@ -111,7 +111,7 @@ class Node:
         self._post_hooks: _HookDict | None = None
         self._tensor_pre_hooks: dict[int, _HookDict] | None = None
         self._retains_grad_hooks: dict[int, Callable[[Any], None]] | None = None
-        self._trace = anomaly.forward_trace() if anomaly.is_anomaly_enabled() else None
+        self._trace = anomaly.forward_trace() if anomaly._global_enabled else None
 
     # --- identity -------------------------------------------------------------------------
     def name(self) -> str:
@@ -264,14 +264,26 @@ class AccumulateGrad(Node):
 
 
 def _exclusively_owned(t: Tensor) -> bool:
-    # references: the engine's input buffer, apply's ``new``, this frame's ``t``, the call
+    """Whether nobody else can see ``t``'s memory, so AccumulateGrad may keep it as .grad."""
+    # references to t: the engine's input buffer, apply's ``new``, this frame, the call;
+    # to data and base: their owner, this frame's local, the call
     data = t._data
-    return (
-        sys.getrefcount(t) <= 4
-        and sys.getrefcount(data) <= 2
-        and getattr(data, "base", None) is None
-        and getattr(getattr(data, "flags", None), "writeable", False)
-    )
+    if sys.getrefcount(t) > 4 or sys.getrefcount(data) > 3:
+        return False
+    flags = getattr(data, "flags", None)
+    if flags is None or not flags.writeable or not flags.c_contiguous:
+        return False
+    base = data.base
+    if base is None:
+        return True
+    # a contiguous view of a whole array that nobody else sees is as good; the view's own
+    # base tensor (kept by the view alone) may hold that array too
+    owner = t._base
+    owner_refs = 1 if owner is not None and owner._data is base else 0
+    if owner_refs and sys.getrefcount(owner) > 3:  # t._base, this local, the call
+        return False
+    return (type(base) is type(data) and base.size == data.size
+            and sys.getrefcount(base) <= 3 + owner_refs)
 
 
 class GraphRoot(Node):
@@ -289,9 +301,10 @@ class GraphRoot(Node):
 
 def gradient_edge(t: Tensor) -> Edge:
     """Where a gradient for ``t`` goes: its grad_fn, or its leaf's AccumulateGrad."""
-    if t.grad_fn is not None:
-        return Edge(t.grad_fn, t.output_nr)
-    return Edge(grad_accumulator(t), 0)
+    fn = t._grad_fn if t._base is None else t.grad_fn  # a view may need its history rebuilt
+    if fn is not None:
+        return tuple.__new__(Edge, (fn, t.output_nr))
+    return tuple.__new__(Edge, (grad_accumulator(t), 0))
 
 
 def grad_accumulator(t: Tensor) -> AccumulateGrad:

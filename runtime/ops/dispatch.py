@@ -137,7 +137,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
             promote_needed or dt0.rank < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
         _promote(prim, args, arrays)
     try:
-        out = prim.impl(array_module(device), *arrays, **attrs)
+        out = prim.impl(np if device == "cpu" else array_module(device), *arrays, **attrs)
     except (ValueError, IndexError) as e:
         raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     except TypeError as e:

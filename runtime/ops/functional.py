@@ -143,6 +143,11 @@ def tanh(x: Tensor) -> Tensor:
     return apply(P.TANH, x)
 
 
+def tanh_backward(g: Tensor, y: Tensor) -> Tensor:
+    """g * (1 - y * y), the gradient through y = tanh(x)."""
+    return apply(P.TANH_BACKWARD, g, y)
+
+
 def sqrt(x: Tensor) -> Tensor:
     return apply(P.SQRT, x)
 

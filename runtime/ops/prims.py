@@ -155,8 +155,28 @@ LOG = _unary("log", np.log, lambda c, g: (F.div(g, c.input(0)),), (0,))
 SIN = _unary("sin", np.sin, lambda c, g: (F.mul(g, F.cos(c.input(0))),), (0,))
 COS = _unary("cos", np.cos,
              lambda c, g: (F.mul(g, F.neg(F.sin(c.input(0)))),), (0,))
-TANH = _unary("tanh", np.tanh,
-              lambda c, g: (F.mul(g, F.sub(1.0, F.mul(c.output(), c.output()))),), ("out",))
+TANH = _unary("tanh", np.tanh, lambda c, g: (F.tanh_backward(g, c.output()),), ("out",))
+
+
+def _tanh_backward_impl(xp: Any, g: Any, y: Any) -> Any:
+    if g.shape != y.shape:
+        return g * (1 - y * y)
+    out = y * y
+    xp.subtract(1, out, out=out)
+    return xp.multiply(g, out, out=out)
+
+
+def _tanh_backward_bwd(c: Any, gg: Any) -> tuple[Any, Any]:
+    # d/dg [g (1 - y^2)] = 1 - y^2;  d/dy = -2 g y
+    g, y = c.input(0), c.input(1)
+    return _grads2(c, F.tanh_backward(gg, y) if c.needs(0) else None,
+                   F.mul(F.mul(gg, g), F.mul(y, -2.0)) if c.needs(1) else None)
+
+
+# PyTorch's tanh_backward: one pass instead of three ops for the most common activation
+TANH_BACKWARD = register(Primitive(
+    "tanh_backward", impl=_tanh_backward_impl, infer=_elementwise_infer(PROMOTE_SAME),
+    backward=_tanh_backward_bwd, saves=(0, 1), promote=PROMOTE_SAME))
 SQRT = _unary("sqrt", np.sqrt,
               lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
 ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
@@ -193,12 +213,21 @@ def _where_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
 def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
     if cond.dtype != np.bool_:
         raise TypeError(f"where expected condition to be a bool tensor, got {cond.dtype}")
-    out = xp.where(cond, a, b)
-    # a scalar branch must not widen a tensor branch (numpy would with two scalars)
-    for v in (a, b):
-        if hasattr(v, "dtype") and v.dtype != out.dtype and out.dtype.kind == v.dtype.kind:
-            return out.astype(v.dtype)
-    return out
+    if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
+        dt = np.dtype(np.float32) if isinstance(a, float) or isinstance(b, float) else np.dtype(
+            np.int64)
+    else:
+        dt = np.result_type(a, b)
+    shape = np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))
+    if dt.kind == "f" and cond.size >= 1024 and cond.shape == shape:
+        # numpy's where branches per element, which is slow on the random masks of ReLU and
+        # friends; cond * a + ~cond * b is exact for finite values (one term is 0)
+        out = xp.multiply(cond, a, dtype=dt)
+        if not (isinstance(b, (int, float)) and b == 0):
+            out += xp.multiply(~cond, b, dtype=dt)
+        if not xp.isnan(out).any():
+            return out
+    return xp.where(cond, a, b).astype(dt, copy=False)
 
 
 WHERE = register(Primitive(
@@ -472,6 +501,17 @@ def _matmul_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     sa, sb = c.shape(0), c.shape(1)
     if len(sa) == 1 and len(sb) == 1:
         return (F.mul(g, b) if c.needs(0) else None, F.mul(g, a) if c.needs(1) else None)
+    if len(sa) == 2 and len(sb) == 2:
+        ga = F.matmul(g, F.transpose(b, 0, 1)) if c.needs(0) else None
+        gb = None
+        if c.needs(1):
+            if _is_transposed(b):
+                # b is a transposed view (a Linear weight): compute the gradient in the
+                # weight's own layout, so the weight's grad comes out contiguous
+                gb = F.transpose(F.matmul(F.transpose(g, 0, 1), a), 0, 1)
+            else:
+                gb = F.matmul(F.transpose(a, 0, 1), g)
+        return ga, gb
     a2 = F.reshape(a, (1, sa[0])) if len(sa) == 1 else a
     b2 = F.reshape(b, (sb[0], 1)) if len(sb) == 1 else b
     g2 = g
@@ -485,6 +525,11 @@ def _matmul_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     if c.needs(1):
         gb = F.reshape(F.sum_to(F.matmul(F.transpose(a2, -1, -2), g2), b2.shape), sb)
     return ga, gb
+
+
+def _is_transposed(t: Any) -> bool:
+    flags = t._data.flags
+    return bool(flags.f_contiguous and not flags.c_contiguous)
 
 
 MATMUL = register(Primitive(
