@@ -163,7 +163,8 @@ class ReadyQueue:
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, int, int, NodeTask]] = []
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()  # taken directly: Condition's own __enter__ is Python code
+        self._cond = threading.Condition(self._lock)
         self._waiting = 0  # threads blocked in pop; notify only when there are some
 
     def push(self, task: NodeTask, increment_outstanding: bool = True) -> None:
@@ -177,13 +178,13 @@ class ReadyQueue:
             key = (1, 0, 0)
         else:
             key = (2, -gt.reentrant_depth, -task.fn._sequence_nr)  # type: ignore[union-attr]
-        with self._cond:
+        with self._lock:
             heapq.heappush(self._heap, (*key, next(self._tiebreak), task))
             if self._waiting:
                 self._cond.notify()
 
     def pop(self) -> NodeTask:
-        with self._cond:
+        with self._lock:
             while not self._heap:
                 self._waiting += 1
                 try:
@@ -383,11 +384,12 @@ class Engine:
             _check_nan(fn, outputs)
         deps = gt.dependencies
         not_ready = gt.not_ready
+        next_edges = fn.next_edges
         for i, out in enumerate(outputs):
-            edge = fn.next_edges[i]
+            edge = next_edges[i]
             if edge is None:
                 continue
-            nxt = edge.function
+            nxt, input_nr = edge
             remaining = deps[nxt] - 1
             if remaining == 0:
                 del deps[nxt]
@@ -400,12 +402,15 @@ class Engine:
                     if info is None or not info.should_execute():
                         continue
                 buf = InputBuffer(len(nxt.input_metas))
-                buf.add(edge.input_nr, out)
+                buf.buffer[input_nr] = out
                 if remaining != 0:
                     not_ready[nxt] = buf
                     continue
             else:
-                buf.add(edge.input_nr, out)
+                if out is not None:
+                    slots = buf.buffer
+                    old = slots[input_nr]
+                    slots[input_nr] = out if old is None else old + out
                 if remaining != 0:
                     continue
                 del not_ready[nxt]

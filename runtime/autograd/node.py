@@ -85,33 +85,27 @@ def meta(shape: tuple[int, ...], dtype: Any, device: str) -> Meta:
 class Node:
     """A backward function. Subclasses implement ``apply(grads) -> grads``."""
 
-    __slots__ = (
-        "next_edges",
-        "_sequence_nr",
-        "topological_nr",
-        "input_metas",
-        "_pre_hooks",
-        "_post_hooks",
-        "_tensor_pre_hooks",
-        "_retains_grad_hooks",
-        "_trace",
-        "__weakref__",
-    )
+    # hot fields in slots; hooks and the anomaly trace are rare, so they default at class
+    # level and land in the instance __dict__ only when set
+    __slots__ = ("next_edges", "_sequence_nr", "topological_nr", "input_metas", "__weakref__",
+                 "__dict__")
+    _pre_hooks: _HookDict | None = None
+    _post_hooks: _HookDict | None = None
+    _tensor_pre_hooks: dict[int, _HookDict] | None = None
+    _retains_grad_hooks: dict[int, Callable[[Any], None]] | None = None
+    _trace: str | None = None
 
     def __init__(self, next_edges: list[Edge | None], input_metas: list[Meta]) -> None:
         self.next_edges = next_edges
         self._sequence_nr = next(_seq.counter)
         topo = 0
         for e in next_edges:
-            if e is not None and e.function.topological_nr >= topo:
-                topo = e.function.topological_nr + 1
+            if e is not None and e[0].topological_nr >= topo:
+                topo = e[0].topological_nr + 1
         self.topological_nr = topo
         self.input_metas = input_metas
-        self._pre_hooks: _HookDict | None = None
-        self._post_hooks: _HookDict | None = None
-        self._tensor_pre_hooks: dict[int, _HookDict] | None = None
-        self._retains_grad_hooks: dict[int, Callable[[Any], None]] | None = None
-        self._trace = anomaly.forward_trace() if anomaly._global_enabled else None
+        if anomaly._global_enabled:
+            self._trace = anomaly.forward_trace()
 
     # --- identity -------------------------------------------------------------------------
     def name(self) -> str:
@@ -171,57 +165,51 @@ class SavedTensor:
     node -> tensor -> node forms; unpacking rebuilds the tensor with the node as grad_fn.
     """
 
-    __slots__ = ("_tensor", "_data", "_vc", "_version", "_is_output", "_requires_grad",
-                 "_output_nr", "_dtype", "_device", "_released", "_owner_name")
+    __slots__ = ("_tensor", "_vc", "_version", "_out")
 
     def __init__(self, t: Tensor, is_output: bool) -> None:
-        self._vc = t._vc
-        self._version = t._vc.v
-        self._is_output = is_output
-        self._released = False
+        vc = self._vc = t._vc
+        self._version = vc.v
         if is_output:
             self._tensor = None
-            self._data = t._data
-            self._requires_grad = t.requires_grad
-            self._output_nr = t.output_nr
-            self._dtype = t.dtype
-            self._device = t.device
+            self._out = (t._data, t._rg, t.output_nr, t.dtype, t.device)
         else:
             self._tensor = t
-            self._data = None
-        self._owner_name = ""
+            self._out = None
 
     def unpack(self, node: Node) -> Tensor:
-        if self._released:
+        if self._vc is None:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         if self._vc.v != self._version:
             t = self.peek()
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: [{t.dtype.name} {list(t.shape)}], which is output "
-                f"{t.output_nr} of {node.name() if self._is_output else _grad_fn_name(t)}, is at "
+                f"{t.output_nr} of {node.name() if self._out else _grad_fn_name(t)}, is at "
                 f"version {self._vc.v}; expected version {self._version} instead. Hint: enable "
                 "anomaly detection to find the operation that failed to compute its gradient, "
                 "with runtime.autograd.set_detect_anomaly(True)."
             )
-        if not self._is_output:
+        if self._out is None:
             return self._tensor  # type: ignore[return-value]
         from ..tensor import Tensor
 
-        return Tensor._make(self._data, self._dtype, self._device,
-                            node if self._requires_grad else None, self._output_nr, self._vc)
+        data, requires_grad, output_nr, dtype, device = self._out
+        return Tensor._make(data, dtype, device, node if requires_grad else None, output_nr,
+                            self._vc)
 
     def peek(self) -> Tensor:
         from ..tensor import Tensor
 
-        if self._tensor is not None:
-            return self._tensor
-        return Tensor._make(self._data, self._dtype, self._device, None, self._output_nr, self._vc)
+        if self._out is None:
+            return self._tensor  # type: ignore[return-value]
+        data, _, output_nr, dtype, device = self._out
+        return Tensor._make(data, dtype, device, None, output_nr, self._vc)
 
     def release(self) -> None:
-        self._released = True
+        self._vc = None  # type: ignore[assignment]
         self._tensor = None
-        self._data = None
+        self._out = None
 
 
 def _grad_fn_name(t: Tensor) -> str:

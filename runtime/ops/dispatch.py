@@ -9,12 +9,13 @@ import numpy as np
 from .. import _dtype as D
 from .._device import array_module
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge, meta
+from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
 from ..tensor import Tensor, _VersionCounter
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 
 _NP2DT = {d.np: d for d in D.DTYPES}
 _ndarray = np.ndarray
+_tnew = tuple.__new__  # builds Edge/Meta without NamedTuple's Python-level __new__
 
 
 class PrimitiveBackward(Node):
@@ -23,13 +24,13 @@ class PrimitiveBackward(Node):
     __slots__ = ("prim", "attrs", "args", "metas", "saved", "out_index")
 
     def __init__(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
-                 next_edges: list[Edge | None], out_meta: Meta) -> None:
-        super().__init__(next_edges, [out_meta])
+                 next_edges: list[Edge | None], out_metas: list[Meta]) -> None:
+        super().__init__(next_edges, out_metas)
         self.prim = prim
         self.attrs = attrs
         # per argument: its Meta if a tensor, else the constant itself
-        self.metas = [meta(a._data.shape, a.dtype, a.device) if isinstance(a, Tensor) else a
-                      for a in args]
+        self.metas = [_tnew(Meta, (a._data.shape, a.dtype, a.device))
+                      if isinstance(a, Tensor) else a for a in args]
         self.saved: dict[int | str, SavedTensor] = {}
 
     def name(self) -> str:
@@ -161,8 +162,10 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
 
 def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: Any,
             dt: D.DType, device: str) -> Tensor:
-    edges = [gradient_edge(a) if isinstance(a, Tensor) and a._rg else None for a in args]
-    node = PrimitiveBackward(prim, args, attrs, edges, meta(out.shape, dt, device))
+    edges = [(_tnew(Edge, (a._grad_fn, a.output_nr)) if a._grad_fn is not None
+               and a._base is None else gradient_edge(a))
+             if isinstance(a, Tensor) and a._rg else None for a in args]
+    node = PrimitiveBackward(prim, args, attrs, edges, [_tnew(Meta, (out.shape, dt, device))])
     t = Tensor._make(out, dt, device, node)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
