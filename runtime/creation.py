@@ -10,6 +10,7 @@ import numpy as np
 from . import _dtype as D
 from ._device import array_module, canonical_device, device_of_array, move_array
 from .tensor import Tensor
+from .tracing import GraphBreak, active_tracer
 
 
 class Generator:
@@ -94,8 +95,12 @@ def _filled(size: Sequence[Any], value: Any, dtype: Any, device: Any,
             else D.float32)
     else:
         dt = D.as_dtype(dtype)
-    xp = array_module(dev)
     shape = _size(size)
+    tracer = active_tracer()
+    if tracer is not None:
+        arr = np.zeros(shape, dtype=dt.np) if value is None else np.full(shape, value, dt.np)
+        return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
+    xp = array_module(dev)
     arr = xp.empty(shape, dtype=dt.np) if value is None else xp.full(shape, value, dtype=dt.np)
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
 
@@ -143,11 +148,14 @@ def _random(kind: str, size: Sequence[Any], generator: Generator | None, dtype: 
     if not dt.is_floating_point:
         raise TypeError(f"{kind} expects a floating point dtype, got {dt.name}")
     shape = _size(size)
+    dev = canonical_device(device)
+    tracer = active_tracer()
+    if tracer is not None:
+        return tracer.random(kind, shape, dt, dev, g).requires_grad_(requires_grad)
     if kind == "randn":
         arr = g._rng.standard_normal(shape, dtype=dt.np)
     else:
         arr = g._rng.random(shape, dtype=dt.np)
-    dev = canonical_device(device)
     return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
 
 
@@ -164,6 +172,8 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None,
 def randint(low: int, high: int, size: Sequence[int], *, generator: Generator | None = None,
             device: Any = None) -> Tensor:
     g = generator or default_generator
+    if active_tracer() is not None:
+        raise GraphBreak("randint inside a captured step")
     arr = g._rng.integers(low, high, size=tuple(size), dtype=np.int64)
     dev = canonical_device(device)
     return Tensor._make(move_array(arr, dev), D.int64, dev)
@@ -179,5 +189,9 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     else:
         dt = D.as_dtype(dtype)
     dev = canonical_device(device)
+    tracer = active_tracer()
+    if tracer is not None:
+        arr = np.arange(start, end, step, dtype=dt.np)
+        return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
     arr = array_module(dev).arange(start, end, step, dtype=dt.np)
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)

@@ -13,6 +13,8 @@ from . import _dtype as D
 from ._device import array_module, canonical_device, move_array
 from .autograd import grad_mode
 from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
+from .tracing import GraphBreak, MetaArray
+from .tracing import _state as _trace_state
 
 
 class _VersionCounter:
@@ -73,6 +75,9 @@ class Tensor:
 
     @property
     def grad(self) -> Tensor | None:
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            return tracer.read_grad(self)
         if self._grad is None and self._grad_fn is not None and not self._retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
@@ -87,6 +92,10 @@ class Tensor:
     def grad(self, value: Tensor | None) -> None:
         if value is not None and value.shape != self.shape:
             raise RuntimeError("assigned grad has data of a different size")
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            tracer.write_grad(self, value)
+            return
         self._grad = value
 
     @property
@@ -209,6 +218,8 @@ class Tensor:
         return self.device != "cpu"
 
     def numpy(self) -> np.ndarray:
+        if _trace_state.tracer is not None:
+            raise GraphBreak("Tensor.numpy() reads a tensor's value")
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -218,15 +229,21 @@ class Tensor:
         return self._data
 
     def item(self) -> Any:
+        if _trace_state.tracer is not None:
+            raise GraphBreak("Tensor.item() reads a tensor's value")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
         return self._data.reshape(()).item() if self.device == "cpu" else self._data.item()
 
     def tolist(self) -> Any:
+        if _trace_state.tracer is not None:
+            raise GraphBreak("Tensor.tolist() reads a tensor's value")
         return move_array(self._data, "cpu").tolist()  # type: ignore[union-attr]
 
     def __bool__(self) -> bool:
+        if _trace_state.tracer is not None:
+            raise GraphBreak("Tensor.bool() reads a tensor's value")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
@@ -243,6 +260,8 @@ class Tensor:
         return int(self.item())
 
     def __repr__(self) -> str:
+        if type(self._data) is MetaArray:
+            return f"tensor(<captured {list(self.shape)} {self.dtype.name}>)"
         body = np.array2string(np.asarray(move_array(self._data, "cpu")), separator=", ",
                                prefix="tensor(")
         extra = []

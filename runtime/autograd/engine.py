@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._device import array_module
+from ..tracing import _state as _trace_state
 from . import anomaly
 from .grad_mode import _state as _grad_state
 from .node import AccumulateGrad, Edge, GraphRoot, Node
@@ -216,7 +217,8 @@ class Engine:
 
     # --- queues and threads -----------------------------------------------------------------
     def ready_queue(self, cpu_ready_queue: ReadyQueue | None, device: str) -> ReadyQueue:
-        if device == "cpu":
+        if device == "cpu" or (_trace_state.tracer is not None and cpu_ready_queue is not None):
+            # capturing records on the calling thread only: every device's work stays there
             assert cpu_ready_queue is not None
             return cpu_ready_queue
         q = self.device_ready_queues.get(device)
@@ -375,12 +377,17 @@ class Engine:
                         gt.captured_vars[output_idx] = grads[input_idx]
             if not info.needed:
                 return
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            tracer.enter_backward_node(fn)
         outputs = _call_function(fn, inputs.buffer)
+        if tracer is not None:
+            tracer.exit_backward_node()
         if not gt.keep_graph:
             fn.release_variables()
         if not outputs:
             return
-        if anomaly._global_enabled:
+        if anomaly._global_enabled and tracer is None:
             _check_nan(fn, outputs)
         deps = gt.dependencies
         not_ready = gt.not_ready
@@ -415,7 +422,8 @@ class Engine:
                     continue
                 del not_ready[nxt]
             device = buf.device
-            q = gt.cpu_ready_queue if device == "cpu" else self.ready_queue(None, device)
+            q = (gt.cpu_ready_queue if device == "cpu" or _trace_state.tracer is not None
+                 else self.ready_queue(None, device))
             q.push(NodeTask(gt, nxt, buf))
 
 

@@ -13,6 +13,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ..tracing import _state as _trace_state
 from . import anomaly
 
 if TYPE_CHECKING:
@@ -234,6 +235,10 @@ class AccumulateGrad(Node):
             return []
         var = self.variable
         old = var.grad
+        if _trace_state.tracer is not None:
+            # capturing: .grad writes go to the tracer, which plans them as state updates
+            var.grad = (new if is_grad_enabled() else new.detach()) if old is None else old + new
+            return []
         if old is None:
             # create_graph keeps the new grad's history; otherwise store a detached value,
             # stealing the buffer when nobody else can see it (PyTorch's rule), else a copy

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runtime.autograd import no_grad
+from runtime.tracing import _state as _trace_state
 from runtime.nn.parameter import Parameter
 from runtime.tensor import Tensor
 
@@ -62,6 +63,9 @@ class Module:
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            tracer.on_module(self)  # a compiled step guards on this module's parameters
         return self.forward(*args, **kwargs)
 
     # ---- attribute registration -------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype as D
+from ..tracing import is_tracing
 from ..tensor import Tensor
 from . import functional as F
 
@@ -67,11 +68,19 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Ten
         raise ValueError(f"cross_entropy: expected input (N, C) and target (N,), got "
                          f"{list(input.shape)} and {list(target.shape)}")
     n, c = input.shape
-    t = target._data
-    if n and (int(t.min()) < 0 or int(t.max()) >= c):
-        raise IndexError(f"cross_entropy: target {int(t.max())} is out of bounds for {c} classes")
+    if n and not is_tracing():  # the bounds check reads the target's data: eager only
+        t = target._data
+        lo, hi = int(t.min()), int(t.max())
+        if lo < 0 or hi >= c:
+            raise IndexError(f"cross_entropy: target {hi if hi >= c else lo} is out of bounds "
+                             f"for {c} classes")
+    from ..creation import arange
+
     logp = log_softmax(input, 1)
-    picked = F.getitem(logp, (input.xp.arange(n), t))
+    rows = arange(n, device=input.device)
+    if target.device != input.device:
+        target = F.to_device(target, input.device)
+    picked = F.getitem(logp, (rows, target))
     return _reduce(F.neg(picked), reduction, "cross_entropy")
 
 

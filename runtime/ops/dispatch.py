@@ -11,7 +11,9 @@ from .._device import array_module
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
 from ..tensor import Tensor, _VersionCounter
-from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, Primitive
+from ..tracing import MetaArray
+from ..tracing import _state as _trace_state
+from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, Primitive
 
 _NP2DT = {d.np: d for d in D.DTYPES}
 _ndarray = np.ndarray
@@ -74,8 +76,8 @@ class PrimitiveBackward(Node):
             s.release()
 
 
-def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> D.DType | None:
-    """Casts ``arrays`` in place to the promoted dtype; returns it (None: nothing to do)."""
+def _promoted_dtype(prim: Primitive, args: tuple[Any, ...]) -> D.DType | None:
+    """The dtype ``prim``'s promoting arguments are cast to (None: no tensor among them)."""
     positions = prim.promote_args if prim.promote_args is not None else range(len(args))
     dts: list[D.DType] = []
     scalars: list[Any] = []
@@ -90,11 +92,18 @@ def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> D.DTy
     rdt = D.result_dtype(dts, scalars)
     if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
         rdt = D.default_float
-    for i in positions:
+    return rdt
+
+
+def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
+    """Casts ``arrays`` in place to the promoted dtype."""
+    rdt = _promoted_dtype(prim, args)
+    if rdt is None:
+        return
+    for i in prim.promote_args if prim.promote_args is not None else range(len(args)):
         a = args[i]
         if isinstance(a, Tensor) and a.dtype is not rdt:
             arrays[i] = arrays[i].astype(rdt.np)
-    return rdt
 
 
 def _describe(args: tuple[Any, ...]) -> str:
@@ -109,6 +118,9 @@ def _describe(args: tuple[Any, ...]) -> str:
 
 def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     """Run ``prim`` on tensors and scalars; record a backward node when grad is needed."""
+    tracer = _trace_state.tracer
+    if tracer is not None:
+        return _trace_apply(tracer, prim, args, attrs)
     arrays = list(args)
     device = None
     req = False
@@ -157,6 +169,51 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     t = Tensor._make(out, dt, device)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
+    return t
+
+
+def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
+                 attrs: dict[str, Any]) -> Tensor:
+    """Capture: record ``prim`` in the tracer's graph; the result holds a MetaArray."""
+    device = None
+    req = False
+    for a in args:
+        if isinstance(a, Tensor):
+            dev = tracer.device_of(a)
+            if device is None:
+                device = dev
+            elif dev != device:
+                raise RuntimeError(
+                    "Expected all tensors to be on the same device, but found at least two "
+                    f"devices, {device} and {dev}! (in {prim.name})")
+            req = req or a._rg
+    if device is None:
+        raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
+                        f"({_describe(args)})")
+    if prim.promote != PROMOTE_NONE:
+        rdt = _promoted_dtype(prim, args)
+        positions = prim.promote_args if prim.promote_args is not None else range(len(args))
+        cast = [i for i in positions if isinstance(args[i], Tensor) and args[i].dtype is not rdt]
+        if cast:
+            args = tuple(apply(REGISTRY["cast"], a, dtype=rdt) if i in cast else a
+                         for i, a in enumerate(args))
+    metas = [_tnew(Meta, (a._data.shape, a.dtype, device)) if isinstance(a, Tensor) else a
+             for a in args]
+    try:
+        shape, dt = prim.infer(*metas, **attrs)
+    except (ValueError, IndexError) as e:
+        raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
+    except TypeError as e:
+        raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
+    node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
+    view_of = tracer.storage_of(args[0]) if prim.view and isinstance(args[0], Tensor) else None
+    out = MetaArray(shape, dt.np, node, view_of)
+    if (req and _grad_state.enabled and prim.differentiable and dt.is_floating_point
+            and prim.promote != PROMOTE_BOOL_OUT):
+        t = _record(prim, args, attrs, out, dt, device)
+    else:
+        t = Tensor._make(out, dt, device)
+    tracer.annotate(node, t)
     return t
 
 

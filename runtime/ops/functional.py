@@ -11,8 +11,9 @@ import numpy as np
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import prims as P
-from .dispatch import apply
-from .inplace import apply_inplace
+from ..autograd.node import SavedTensor
+from .dispatch import PrimitiveBackward, apply
+from .inplace import CopySlices, apply_inplace
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -208,16 +209,26 @@ def amax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
 
+def _arg_axis(x: Tensor, dim: Any) -> int | None:
+    if dim is None:
+        return None
+    return _axes(dim, x.ndim)[0] if x.ndim else None
+
+
+def argmax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=keepdim)
+
+
+def argmin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=keepdim)
+
+
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     if isinstance(dim, Tensor):
         return maximum(x, dim)
     if dim is None:
         return amax(x)
-    values = amax(x, dim, keepdim)
-    idx = x.xp.argmax(x._data, axis=dim)
-    if keepdim:
-        idx = x.xp.expand_dims(idx, dim)
-    return MaxResult(values, Tensor._make(idx.astype(np.int64), D.int64, x.device))
+    return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -225,11 +236,7 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return minimum(x, dim)
     if dim is None:
         return neg(amax(neg(x)))
-    values = neg(amax(neg(x), dim, keepdim))
-    idx = x.xp.argmin(x._data, axis=dim)
-    if keepdim:
-        idx = x.xp.expand_dims(idx, dim)
-    return MaxResult(values, Tensor._make(idx.astype(np.int64), D.int64, x.device))
+    return MaxResult(neg(amax(neg(x), dim, keepdim)), argmin(x, dim, keepdim))
 
 
 # --- shapes --------------------------------------------------------------------------------
@@ -314,38 +321,95 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, shape)
 
 
-def _norm_key(key: Any) -> Any:
+def _index_tensor(a: Any, device: str) -> Tensor:
+    """An int64 index tensor on ``device`` from an integer array (numpy or CuPy)."""
+    from .._device import move_array
+
+    return Tensor._make(move_array(a.astype(np.int64, copy=False), device), D.int64, device)
+
+
+def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
+    """Split an index into (template, index tensors): each array index (a Tensor, list or
+    ndarray) becomes an int64 tensor argument, named in the template by ``P.IndexArg(i)``.
+    Bool masks become the int arrays of their nonzero() (read from data: eager only)."""
     items = key if isinstance(key, tuple) else (key,)
     out: list[Any] = []
+    idx: list[Tensor] = []
+
+    def add(t: Tensor) -> None:
+        out.append(P.IndexArg(len(idx)))
+        idx.append(t)
+
     for k in items:
         if isinstance(k, Tensor):
-            k = k._data
-        elif isinstance(k, list):
+            if k.dtype is D.bool_:
+                for a in k._data.nonzero():
+                    add(_index_tensor(a, device))
+                continue
+            if k.dtype is not D.int64:
+                raise TypeError("tensors used as indices must be long, int, byte or bool tensors")
+            add(k if k.device == device else to_device(k, device))
+            continue
+        if isinstance(k, list):
             k = np.asarray(k)
+            if k.size == 0:
+                k = k.astype(np.int64)
         if isinstance(k, (bool, np.bool_)):
             k = np.asarray(k)
         if hasattr(k, "dtype") and hasattr(k, "ndim"):
             if k.dtype == np.bool_:
-                out.extend(k.nonzero())
+                for a in k.nonzero():
+                    add(_index_tensor(a, device))
                 continue
             if k.dtype.kind not in "iu":
                 raise TypeError("tensors used as indices must be long, int, byte or bool tensors")
-            out.append(k.astype(np.int64, copy=False))
+            add(_index_tensor(k, device))
         elif isinstance(k, (int, np.integer)):
             out.append(int(k))
         elif k is None or k is Ellipsis or isinstance(k, slice):
             out.append(k)
         else:
             raise TypeError(f"invalid index of type {type(k).__name__}")
-    return tuple(out)
+    return tuple(out), idx
+
+
+def _save_index_args(node: Any, prim: Any, first: int, idx: Sequence[Tensor]) -> None:
+    """Keep the index tensors of a recorded indexing node for its backward formula.
+
+    (The registry's ``saves`` names fixed positions; indexing primitives take a variable
+    number of index tensors, so they are saved here, after dispatch recorded the node.)"""
+    if not idx or not isinstance(node, PrimitiveBackward) or node.prim is not prim:
+        return
+    for i, t in enumerate(idx):
+        if first + i not in node.saved:
+            node.saved[first + i] = SavedTensor(t, False)
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
-    return apply(P.GETITEM, x, key=_norm_key(key))
+    """``x[key]`` for any PyTorch-style index."""
+    template, idx = _norm_key(key, x.device)
+    return getitem_key(x, *idx, key=template)
 
 
-def index_backward(g: Tensor, key: Any, shape: tuple[int, ...]) -> Tensor:
-    return apply(P.INDEX_BACKWARD, g, key=key, shape=tuple(shape))
+def getitem_key(x: Tensor, *idx: Tensor, key: Any) -> Tensor:
+    """The getitem primitive on a key template and its index tensors."""
+    out = apply(P.GETITEM, x, *idx, key=key)
+    _save_index_args(out._grad_fn, P.GETITEM, 1, idx)
+    return out
+
+
+def index_backward(g: Tensor, *idx: Tensor, key: Any, shape: tuple[int, ...]) -> Tensor:
+    """Zeros of ``shape`` with ``g`` scatter-added at ``key`` (getitem's adjoint)."""
+    out = apply(P.INDEX_BACKWARD, g, *idx, key=key, shape=tuple(shape))
+    _save_index_args(out._grad_fn, P.INDEX_BACKWARD, 1, idx)
+    return out
+
+
+def index_put(x: Tensor, value: Any, *idx: Tensor, key: Any) -> Tensor:
+    """Out-of-place setitem primitive: a copy of ``x`` with ``x[key] = value``."""
+    out = apply(P.SETITEM, x, value, *idx, key=key)
+    _save_index_args(out._grad_fn, P.SETITEM, 2, idx)
+    return out
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -456,7 +520,13 @@ def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value.device != t.device:
         value = to_device(value, t.device)
-    apply_inplace(P.SETITEM, t, value, key=_norm_key(key))
+    template, idx = _norm_key(key, t.device)
+    apply_inplace(P.SETITEM, t, value, *idx, key=template)
+    if idx:
+        node = t._grad_fn
+        if t._base is not None and isinstance(t._base._grad_fn, CopySlices):
+            node = t._base._grad_fn.fn  # the write went into a view: its node sits in CopySlices
+        _save_index_args(node, P.SETITEM, 2, idx)
 
 
 from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401

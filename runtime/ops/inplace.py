@@ -10,8 +10,10 @@ from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Edge, Meta, Node, gradient_edge
 from ..tensor import Tensor
+from ..tracing import GraphBreak, MetaArray
+from ..tracing import _state as _trace_state
 from .dispatch import PrimitiveBackward, apply
-from .registry import PROMOTE_SAME, Primitive
+from .registry import PROMOTE_SAME, REGISTRY, Primitive
 
 ERR_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 ERR_VIEW_OF_LEAF_INPLACE = (
@@ -38,6 +40,9 @@ def _category(d: D.DType) -> int:
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
     """Compute ``prim(t, *args)`` out of place, write it into ``t``'s storage, bump the version
     and move ``t``'s history onto the new node (or its base's, through CopySlices)."""
+    tracer = _trace_state.tracer
+    if tracer is not None:
+        return _trace_inplace(tracer, prim, t, args, attrs)
     grad_on = _grad_state.enabled
     base = t._base
     if grad_on:
@@ -87,6 +92,45 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             _copy_slices(t, node)  # type: ignore[arg-type]
     elif base is not None:
         t._view_version = t._vc.v
+    return t
+
+
+def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...],
+                   attrs: dict[str, Any]) -> Tensor:
+    """Capture: an in-place op becomes a new graph value that the storage now holds."""
+    grad_on = _grad_state.enabled
+    if grad_on and t._rg and t._grad_fn is None:
+        raise RuntimeError(ERR_LEAF_INPLACE)
+    storage = tracer.storage_of(t)
+    if storage.view_of is not None:
+        raise GraphBreak(f"in-place {prim.name}_ on a view")
+    meta = type(t._data) is MetaArray
+    needs_graph = grad_on and prim.differentiable and (
+        t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    if needs_graph and not meta:
+        raise GraphBreak(f"in-place {prim.name}_ recording history on a tensor from outside "
+                         "the step")
+    src = t
+    if needs_graph and 0 in prim.saves:
+        # the backward needs the value before the write: an alias of the old graph value
+        src = Tensor._make(MetaArray(t.shape, t.dtype.np, storage.node), t.dtype,
+                           tracer.device_of(t), t.grad_fn, t.output_nr)
+        src._rg = t._rg
+    result = apply(prim, src, *args, **attrs)
+    if _category(result.dtype) > _category(t.dtype):
+        raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired "
+                           f"output type {t.dtype.name} (in {prim.name}_)")
+    if result.shape != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
+                           f"shape {list(result.shape)} (in {prim.name}_)")
+    value = result if result.dtype is t.dtype else apply(REGISTRY["cast"], result, dtype=t.dtype)
+    tracer.write(t, value)
+    if meta:
+        t._vc.v += 1
+        if needs_graph:
+            t._grad_fn = value._grad_fn
+            t.output_nr = 0
+            t._rg = True
     return t
 
 

@@ -4,6 +4,7 @@ side. Backward formulas use only functional ops, so they run eagerly and capture
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -348,6 +349,32 @@ AMAX = register(Primitive(
     infer=lambda x, *, axes, keepdim: (_reduce_shape(x.shape, axes, keepdim), x.dtype),
     backward=_amax_bwd, saves=(0, "out"), attrs=("axes", "keepdim")))
 
+
+def _arg_infer(x: Meta, *, axis: int | None, keepdim: bool) -> tuple[Any, D.DType]:
+    if axis is None or not x.shape:
+        return ((1,) * len(x.shape) if keepdim else ()), D.int64
+    return _reduce_shape(x.shape, (axis,), keepdim), D.int64
+
+
+def _arg_impl(fn: str) -> Any:
+    def impl(xp: Any, x: Any, *, axis: int | None, keepdim: bool) -> Any:
+        if x.size == 0:
+            raise ValueError(f"{fn}: cannot reduce an empty tensor")
+        if x.ndim == 0:
+            axis = None
+        return getattr(xp, fn)(x, axis=axis, keepdims=keepdim).astype(np.int64, copy=False)
+
+    return impl
+
+
+# index of the first max / min along ``axis`` (None: of the flattened tensor); int64, no grad
+ARGMAX = register(Primitive(
+    "argmax", impl=_arg_impl("argmax"), infer=_arg_infer, differentiable=False,
+    attrs=("axis", "keepdim")))
+ARGMIN = register(Primitive(
+    "argmin", impl=_arg_impl("argmin"), infer=_arg_infer, differentiable=False,
+    attrs=("axis", "keepdim")))
+
 # --- shape and views -----------------------------------------------------------------------
 
 
@@ -386,21 +413,70 @@ EXPAND = register(Primitive(
     backward=lambda c, g: (F.sum_to(g, c.shape(0)),), view=True, attrs=("shape",)))
 
 
-def _getitem_infer(x: Meta, *, key: Any) -> tuple[Any, D.DType]:
-    probe = np.broadcast_to(np.zeros((), dtype=np.int8), x.shape)
-    return probe[key].shape, x.dtype
+@dataclass(frozen=True)
+class IndexArg:
+    """Placeholder in an indexing key template: the array index passed as the primitive's
+    ``position``-th index argument (the tensor arguments after the data argument(s))."""
+
+    position: int
+
+    def __repr__(self) -> str:
+        return f"IndexArg({self.position})"
 
 
-def _getitem_impl(xp: Any, x: Any, *, key: Any) -> Any:
+def index_arg_count(key: Any) -> int:
+    """How many index tensors a key template takes."""
+    items = key if isinstance(key, tuple) else (key,)
+    return sum(1 for k in items if isinstance(k, IndexArg))
+
+
+def fill_key(key: Any, arrays: Any) -> Any:
+    """The key template with each ``IndexArg(i)`` replaced by ``arrays[i]``."""
+    if not isinstance(key, tuple):
+        return arrays[key.position] if isinstance(key, IndexArg) else key
+    return tuple(arrays[k.position] if isinstance(k, IndexArg) else k for k in key)
+
+
+def _check_index_metas(idx: tuple[Meta, ...], key: Any) -> None:
+    if len(idx) != index_arg_count(key):
+        raise ValueError(f"key {key!r} takes {index_arg_count(key)} index tensors, got {len(idx)}")
+    for m in idx:
+        if not isinstance(m, Meta) or m.dtype is not D.int64:
+            raise TypeError(f"index arguments must be int64 tensors, got {m!r}")
+
+
+def _index_shape(shape: tuple[int, ...], idx: tuple[Meta, ...], key: Any) -> tuple[int, ...]:
+    """The shape ``x[key]`` has for ``x`` of ``shape``, from shapes alone (numpy's rules)."""
+    _check_index_metas(idx, key)
+    probe = np.broadcast_to(np.zeros((), dtype=np.int8), shape)
+    return probe[fill_key(key, [np.zeros(m.shape, dtype=np.intp) for m in idx])].shape
+
+
+def _getitem_infer(x: Meta, *idx: Meta, key: Any) -> tuple[Any, D.DType]:
+    return _index_shape(x.shape, idx, key), x.dtype
+
+
+def _getitem_impl(xp: Any, x: Any, *idx: Any, key: Any) -> Any:
     # an all-integer key makes numpy return a scalar copy; a trailing Ellipsis keeps a 0-d view
     if isinstance(key, tuple) and all(isinstance(k, int) for k in key):
         key = (*key, Ellipsis)
-    return x[key]
+    return x[fill_key(key, idx) if idx else key]
 
 
+def _index_inputs(c: Any, first: int) -> list[Any]:
+    return [c.input(first + i) for i in range(index_arg_count(c.attrs["key"]))]
+
+
+def _getitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
+    idx = _index_inputs(c, 1)
+    return (F.index_backward(g, *idx, key=c.attrs["key"], shape=c.shape(0)),
+            *(None for _ in idx))
+
+
+# getitem(x, *index_tensors, key=template): basic keys (ints, slices, None, Ellipsis) give a
+# view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
 GETITEM = register(Primitive(
-    "getitem", impl=_getitem_impl, infer=_getitem_infer,
-    backward=lambda c, g: (F.index_backward(g, c.attrs["key"], c.shape(0)),),
+    "getitem", impl=_getitem_impl, infer=_getitem_infer, backward=_getitem_bwd,
     view=True, attrs=("key",)))
 
 
@@ -409,45 +485,58 @@ def is_basic_key(key: Any) -> bool:
     return all(isinstance(k, (int, slice, type(None), type(Ellipsis))) for k in items)
 
 
-def _index_backward_impl(xp: Any, g: Any, *, key: Any, shape: tuple[int, ...]) -> Any:
+def _index_backward_impl(xp: Any, g: Any, *idx: Any, key: Any, shape: tuple[int, ...]) -> Any:
     out = xp.zeros(shape, dtype=g.dtype)
     if is_basic_key(key):
         out[key] = g
     elif xp is np:
-        np.add.at(out, key, g)  # repeated indices accumulate (scatter-add)
+        np.add.at(out, fill_key(key, idx), g)  # repeated indices accumulate (scatter-add)
     else:
-        xp.add.at(out, key, g)
+        xp.add.at(out, fill_key(key, idx), g)
     return out
 
 
+def _index_backward_infer(g: Meta, *idx: Meta, key: Any,
+                          shape: tuple[int, ...]) -> tuple[Any, D.DType]:
+    _check_index_metas(idx, key)
+    return tuple(shape), g.dtype
+
+
+def _index_backward_bwd(c: Any, gg: Any) -> tuple[Any, ...]:
+    idx = _index_inputs(c, 1)
+    return (F.getitem_key(gg, *idx, key=c.attrs["key"]), *(None for _ in idx))
+
+
+# index_backward(g, *index_tensors, key=template, shape=x_shape): scatter-add g into zeros
 INDEX_BACKWARD = register(Primitive(
-    "index_backward", impl=_index_backward_impl,
-    infer=lambda g, *, key, shape: (shape, g.dtype),
-    backward=lambda c, g: (F.getitem(g, c.attrs["key"]),), attrs=("key", "shape")))
+    "index_backward", impl=_index_backward_impl, infer=_index_backward_infer,
+    backward=_index_backward_bwd, attrs=("key", "shape")))
 
 
-def _setitem_impl(xp: Any, x: Any, v: Any, *, key: Any) -> Any:
+def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, key: Any) -> Any:
     out = x.copy()
-    out[key] = v
+    out[fill_key(key, idx) if idx else key] = v
     return out
 
 
-def _setitem_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+def _setitem_infer(x: Meta, v: Any, *idx: Meta, key: Any) -> tuple[Any, D.DType]:
+    _index_shape(x.shape, idx, key)  # validates the key against x's shape
+    return x.shape, x.dtype
+
+
+def _setitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
     key = c.attrs["key"]
-    gx = _setitem_apply(g, key) if c.needs(0) else None
-    gv = F.sum_to(F.getitem(g, key), c.shape(1)) if c.needs(1) else None
-    return gx, gv
+    idx = _index_inputs(c, 2)
+    gx = F.index_put(g, 0.0, *idx, key=key) if c.needs(0) else None
+    gv = F.sum_to(F.getitem_key(g, *idx, key=key), c.shape(1)) if c.needs(1) else None
+    return (gx, gv, *(None for _ in idx))
 
 
-def _setitem_apply(g: Any, key: Any) -> Any:
-    from .dispatch import apply
-
-    return apply(SETITEM, g, 0.0, key=key)
-
-
+# setitem(x, v, *index_tensors, key=template): x with x[key] = v (out of place; the in-place
+# ``x[key] = v`` writes this result back)
 SETITEM = register(Primitive(
-    "setitem", impl=_setitem_impl, infer=lambda x, v, *, key: (x.shape, x.dtype),
-    backward=_setitem_bwd, attrs=("key",)))
+    "setitem", impl=_setitem_impl, infer=_setitem_infer, backward=_setitem_bwd,
+    attrs=("key",)))
 
 
 def _cat_infer(*xs: Meta, axis: int) -> tuple[Any, D.DType]:

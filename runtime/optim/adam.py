@@ -1,4 +1,5 @@
-"""Adam and AdamW (torch's single-tensor, non-capturable update order)."""
+"""Adam and AdamW (torch's single-tensor update, its capturable form: no tensor data is read
+in Python, so a step can be captured into a graph)."""
 
 from __future__ import annotations
 
@@ -73,11 +74,15 @@ class Adam(Optimizer):
             exp_avg.lerp_(grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
-            step = step_t.item()
-            bias_correction1 = 1 - beta1**step
-            bias_correction2 = 1 - beta2**step
-            step_size = lr / bias_correction1
-            bias_correction2_sqrt = bias_correction2**0.5
+            # torch's capturable branch: the bias corrections are tensor ops on the step
+            # tensor, so the step reads no tensor data in Python and captures as a graph.
+            # They are computed in float64 (1 - 0.999 loses 5 digits in float32) and rounded
+            # once to the parameter's dtype, as the non-capturable update's Python floats are
+            step64 = step_t.double()
+            bias_correction1 = 1 - beta1**step64
+            bias_correction2 = 1 - beta2**step64
+            step_size = (lr / bias_correction1).to(p.dtype)
+            bias_correction2_sqrt = bias_correction2.sqrt().to(p.dtype)
 
             if amsgrad:
                 max_exp_avg_sq = state["max_exp_avg_sq"]
@@ -85,7 +90,8 @@ class Adam(Optimizer):
                 denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            p.addcdiv_(exp_avg, denom, value=-step_size)
+            # p.addcdiv_(exp_avg, denom, value=-step_size), with a tensor step size
+            p.sub_((exp_avg / denom).mul_(step_size))
 
 
 class AdamW(Adam):

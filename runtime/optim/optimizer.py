@@ -11,6 +11,7 @@ from typing import Any
 from runtime.autograd import enable_grad, no_grad
 from runtime.nn.module import zero_grads
 from runtime.tensor import Tensor
+from runtime.tracing import _state as _trace_state
 
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -77,6 +78,9 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; `closure` re-evaluates the loss first."""
         loss = None
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            tracer.on_optimizer(self)  # a compiled step guards on, and plans, this state
         if closure is not None:
             with enable_grad():
                 loss = closure()

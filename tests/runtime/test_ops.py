@@ -178,6 +178,10 @@ case("max_all", lambda m, a: a.max(), [N(3, 4)])
 case("max_dim_values", lambda m, a: a.max(1)[0], [N(3, 4)])
 case("max_dim_keepdim", lambda m, a: a.max(dim=-1, keepdim=True)[0], [N(2, 3, 4)])
 case("max_dim0_values", lambda m, a: a.max(0)[0], [N(3, 4)])
+# the argmax / argmin primitives (max(dim) / min(dim) indices) feed a differentiable output
+case("max_min_dim_indices",
+     lambda m, a: a.max(1)[0] + a.min(1)[1].to(a.dtype) + a.max(-1, keepdim=True)[1][:, 0].to(a.dtype)
+     + a.min(0)[1][:3].to(a.dtype), [N(3, 4)])
 
 # ---------------------------------------------------------------- shape / views
 case("reshape", lambda m, a: a.reshape(6, 4), [N(2, 3, 4)])

@@ -1,0 +1,312 @@
+"""Capture: run a step once on shape-only tensors and record every primitive into one DAG.
+
+The step runs through the ordinary runtime API. While the tracer is active, each primitive call
+becomes a graph node instead of a computation (``runtime.ops.dispatch``), and ``backward()``
+runs the real engine: dependencies, exec_info pruning and each needed node's backward formula
+are what eager mode does, so the backward lands in the same graph as primitives. Writes to state
+(in-place ops on parameters, ``.grad``, optimizer buffers) are virtual: the tracer remembers them
+as graph values to write back, and nothing outside the tracer changes during a capture.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from runtime import _dtype as D
+from runtime.autograd.grad_mode import _set as set_grad_enabled
+from runtime.autograd.grad_mode import is_grad_enabled
+from runtime.autograd.node import Node
+from runtime.creation import Generator
+from runtime.ops.registry import Primitive
+from runtime.tensor import Tensor
+from runtime.tracing import GraphBreak, MetaArray, set_tracer
+
+
+@dataclass
+class Slot:
+    """Where a tensor the step reads or writes lives outside the step."""
+
+    kind: str  # "input" | "tensor" | "grad" | "opt_state"
+    ref: Any  # input index | tensor | owner tensor (grad) | (optimizer, param, key)
+    shape: tuple[int, ...]
+    dtype: D.DType
+    device: str
+    desc: str
+    mode: str = "inplace"  # how a write lands: "inplace" into the storage, or "assign" anew
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype.name,
+                "device": self.device, "desc": self.desc, "mode": self.mode}
+
+
+@dataclass
+class Capture:
+    """The result of tracing one call: the graph and how it binds to the outside world."""
+
+    graph: nx.DiGraph
+    slots: list[Slot]
+    generators: list[Generator]
+    modules: list[Any] = field(default_factory=list)
+    optimizers: list[Any] = field(default_factory=list)
+    grad_none: list[tuple[Tensor, bool]] = field(default_factory=list)
+
+
+class Tracer:
+    def __init__(self, target_device: str | None = None) -> None:
+        self.g = nx.DiGraph(outputs=[], writes=[], returns=None)
+        self.target_device = target_device
+        self._next_id = 0
+        self.slots: list[Slot] = []
+        self.cells: dict[int, tuple[MetaArray, int, Any]] = {}  # id(array) -> (cell, slot, keep)
+        self.source: dict[int, int] = {}  # slot index -> its source node
+        self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
+        self.grad_fresh: dict[int, bool] = {}
+        self.generators: list[Generator] = []
+        self.modules: dict[int, Any] = {}
+        self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
+        self.node_stack: list[Node] = []
+        self.seen_backward = False
+
+    # --- graph values -----------------------------------------------------------------------
+    def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
+             shape: tuple[int, ...], dtype: D.DType, device: str, **extra: Any) -> int:
+        v = self._next_id
+        self._next_id += 1
+        if self.node_stack:
+            fn = self.node_stack[-1]
+            phase, seq, topo, name = ("backward", fn._sequence_nr, fn.topological_nr, fn.name())
+        else:
+            phase = "update" if self.seen_backward else "forward"
+            seq = topo = name = None
+        self.g.add_node(v, op=op, args=args, attrs=attrs, shape=tuple(shape), dtype=dtype,
+                        device=device, phase=phase, sequence_nr=seq, topological_nr=topo,
+                        grad_fn=name, **extra)
+        for pos, (kind, u) in enumerate(args):
+            if kind == "node":
+                if self.g.has_edge(u, v):
+                    self.g.edges[u, v]["pos"].append(pos)
+                else:
+                    self.g.add_edge(u, v, pos=[pos])
+        return v
+
+    def add_op(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
+               shape: tuple[int, ...], dtype: D.DType, device: str) -> int:
+        spec = [("node", self._read(a)) if isinstance(a, Tensor) else ("scalar", a)
+                for a in args]
+        return self._add(prim.name, spec, dict(attrs), shape, dtype, device)
+
+    def _read(self, t: Tensor) -> int:
+        cell = self.storage_of(t)
+        base = cell.view_of
+        if base is not None and base.node != cell.base_node:
+            raise GraphBreak("a view is read after its base was written in place")
+        return cell.node
+
+    def annotate(self, node: int, t: Tensor) -> None:
+        """A forward op that made an autograd node carries that node's numbers."""
+        fn = t._grad_fn
+        data = self.g.nodes[node]
+        if fn is not None and data["phase"] != "backward":
+            data.update(sequence_nr=fn._sequence_nr, topological_nr=fn.topological_nr,
+                        grad_fn=fn.name())
+
+    def _meta_tensor(self, node: int, shape: tuple[int, ...], dtype: D.DType,
+                     device: str) -> Tensor:
+        return Tensor._make(MetaArray(shape, dtype.np, node), dtype, device)
+
+    def constant(self, value: np.ndarray, dtype: D.DType, device: str) -> Tensor:
+        node = self._add("const", [], {}, value.shape, dtype, device, value=value)
+        return self._meta_tensor(node, value.shape, dtype, device)
+
+    def random(self, kind: str, shape: tuple[int, ...], dtype: D.DType, device: str,
+               generator: Generator) -> Tensor:
+        if generator not in self.generators:
+            self.generators.append(generator)
+        node = self._add("rand", [], {"kind": kind, "generator": self.generators.index(generator)},
+                         shape, dtype, device)
+        return self._meta_tensor(node, shape, dtype, device)
+
+    # --- state ------------------------------------------------------------------------------
+    def device_of(self, t: Tensor) -> str:
+        if self.target_device is not None and type(t._data) is not MetaArray:
+            return self.target_device
+        return t.device
+
+    def _new_slot(self, slot: Slot, array: Any, keep: Any) -> MetaArray:
+        index = len(self.slots)
+        self.slots.append(slot)
+        op = "input" if slot.kind == "input" else "state"
+        attrs = {"index": slot.ref} if slot.kind == "input" else {"slot": index}
+        node = self._add(op, [], {}, slot.shape, slot.dtype, slot.device, **attrs)
+        self.source[index] = node
+        cell = MetaArray(slot.shape, slot.dtype.np, node)
+        self.cells[id(array)] = (cell, index, keep)
+        return cell
+
+    def add_input(self, index: int, t: Tensor) -> None:
+        if id(t._data) in self.cells:
+            raise GraphBreak(f"argument {index} shares storage with another argument")
+        self._new_slot(Slot("input", index, t.shape, t.dtype, self.device_of(t),
+                            f"arg{index}"), t._data, t)
+
+    def storage_of(self, t: Tensor) -> MetaArray:
+        """The cell holding ``t``'s current graph value (a state read for outside tensors)."""
+        data = t._data
+        if type(data) is MetaArray:
+            return data
+        hit = self.cells.get(id(data))
+        if hit is not None:
+            return hit[0]
+        if t._base is not None:
+            raise GraphBreak("a view of a tensor from outside the step is used")
+        desc = f"tensor{list(t.shape)}"
+        return self._new_slot(Slot("tensor", t, t.shape, t.dtype, self.device_of(t), desc),
+                              data, t)
+
+    def write(self, t: Tensor, value: Tensor) -> None:
+        """An in-place write: ``t``'s storage now holds ``value``'s graph value."""
+        cell = self.storage_of(t)
+        cell.node = self.storage_of(value).node
+
+    def read_grad(self, owner: Tensor) -> Tensor | None:
+        if type(owner._data) is MetaArray:
+            return owner._grad
+        hit = self.grad_shadow.get(id(owner))
+        if hit is not None:
+            return hit[1]
+        real = owner._grad
+        if real is not None and id(real._data) not in self.cells:
+            self._new_slot(Slot("grad", owner, real.shape, real.dtype, self.device_of(real),
+                                f"grad of tensor{list(owner.shape)}"), real._data, real)
+        self.grad_shadow[id(owner)] = (owner, real)
+        return real
+
+    def write_grad(self, owner: Tensor, value: Tensor | None) -> None:
+        if type(owner._data) is MetaArray:
+            owner._grad = value
+            return
+        before = self.read_grad(owner)
+        if before is None or value is None:
+            self.grad_fresh[id(owner)] = True
+        self.grad_shadow[id(owner)] = (owner, value)
+
+    # --- hooks from nn, optim and the engine ------------------------------------------------
+    def on_module(self, module: Any) -> None:
+        self.modules.setdefault(id(module), module)
+
+    def on_optimizer(self, opt: Any) -> None:
+        if id(opt) not in self.optimizers:
+            snapshot = {p: dict(st) for p, st in opt.state.items()}
+            self.optimizers[id(opt)] = (opt, snapshot)
+
+    def enter_backward_node(self, fn: Node) -> None:
+        self.node_stack.append(fn)
+        self.seen_backward = True
+
+    def exit_backward_node(self) -> None:
+        self.node_stack.pop()
+
+    # --- finishing --------------------------------------------------------------------------
+    def finish(self, result: Any) -> Capture:
+        """Collect the writes and outputs and undo Python-side state changes."""
+        writes: list[tuple[int, int]] = []
+        for cell, index, _ in self.cells.values():
+            if self.slots[index].kind != "grad" and cell.node != self.source[index]:
+                writes.append((index, cell.node))
+        grad_none: list[tuple[Tensor, bool]] = []
+        for key, (owner, value) in self.grad_shadow.items():
+            original = owner._grad
+            grad_none.append((owner, original is None))
+            if value is original:
+                if value is not None:
+                    cell, index, _ = self.cells[id(value._data)]
+                    if cell.node != self.source[index]:
+                        writes.append((index, cell.node))  # written in place, e.g. zero_()
+                continue
+            mode = "assign" if self.grad_fresh.get(key) else "inplace"
+            self.slots.append(Slot("grad", owner, tuple(owner.shape), owner.dtype,
+                                   self.device_of(owner), f"grad of tensor{list(owner.shape)}",
+                                   mode=mode))
+            writes.append((len(self.slots) - 1,
+                           -1 if value is None else self.storage_of(value).node))
+        for opt, snapshot in self.optimizers.values():
+            writes.extend(self._optimizer_writes(opt, snapshot))
+        template = self._template(result)
+        outputs = sorted({n for _, n in writes if n >= 0} | set(_template_nodes(template)))
+        self.g.graph.update(outputs=outputs, writes=writes, returns=template)
+        return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
+                       [o for o, _ in self.optimizers.values()], grad_none)
+
+    def restore_optimizers(self) -> None:
+        for opt, snapshot in self.optimizers.values():
+            opt.state.clear()
+            for p, st in snapshot.items():
+                opt.state[p] = st
+
+    def _optimizer_writes(self, opt: Any, snapshot: dict[Any, dict[str, Any]]
+                          ) -> list[tuple[int, int]]:
+        writes = []
+        for p, st in opt.state.items():
+            before = snapshot.get(p, {})
+            for key, value in st.items():
+                if key in before and before[key] is value:
+                    continue
+                if not isinstance(value, Tensor):
+                    raise GraphBreak(f"optimizer state {key!r} holds a Python value that "
+                                     "changes each step")
+                slot = Slot("opt_state", (weakref.ref(opt), p, key), tuple(value.shape),
+                            value.dtype, self.device_of(value), f"{type(opt).__name__} {key}",
+                            mode="assign")
+                self.slots.append(slot)
+                writes.append((len(self.slots) - 1, self.storage_of(value).node))
+        return writes
+
+    def _template(self, value: Any) -> Any:
+        if isinstance(value, Tensor):
+            return ("node", self.storage_of(value).node)
+        if isinstance(value, tuple):
+            return ("tuple", [self._template(v) for v in value])
+        if isinstance(value, list):
+            return ("list", [self._template(v) for v in value])
+        if isinstance(value, dict):
+            return ("dict", [(k, self._template(v)) for k, v in value.items()])
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return ("py", value)
+        raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
+                         "rebuild")
+
+
+def _template_nodes(template: Any) -> list[int]:
+    kind, body = template
+    if kind == "node":
+        return [body]
+    if kind in ("tuple", "list"):
+        return [n for item in body for n in _template_nodes(item)]
+    if kind == "dict":
+        return [n for _, item in body for n in _template_nodes(item)]
+    return []
+
+
+def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) -> Capture:
+    """Trace ``fn(*args)``; raises GraphBreak where the step cannot be captured."""
+    tracer = Tracer(target_device)
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor):
+            tracer.add_input(i, a)
+    grad_mode = is_grad_enabled()
+    prev = set_tracer(tracer)
+    try:
+        result = fn(*args)
+        set_tracer(prev)
+        if is_grad_enabled() != grad_mode:
+            raise GraphBreak("the step changed the grad mode and did not restore it")
+        return tracer.finish(result)
+    finally:
+        set_tracer(prev)
+        set_grad_enabled(grad_mode)
+        tracer.restore_optimizers()

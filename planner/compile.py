@@ -1,0 +1,311 @@
+"""planner.compile: capture a training step once per guard, plan it, and replay the plan.
+
+Semantics follow eager mode exactly: a compiled call leaves parameters, ``.grad``, optimizer
+state and returned values as eager would, and writes state back only after every step of the
+plan succeeded. What cannot be captured runs eagerly, with one warning naming the line (or,
+with ``fullgraph=True``, raises).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from runtime import _dtype as D
+from runtime._device import canonical_device
+from runtime.autograd.grad_mode import is_grad_enabled
+from runtime.tensor import Tensor, _VersionCounter
+from runtime.tracing import GraphBreak
+
+from .capture import Capture, Slot, capture
+from .plan import Plan, build_plan
+
+log = logging.getLogger("planner")
+
+BACKENDS = ("auto", "interpreter", "eager")
+CACHE_SIZE = 8
+
+
+class CompileError(RuntimeError):
+    """A step cannot be compiled and ``fullgraph=True`` forbids falling back to eager."""
+
+
+@dataclass
+class Binding:
+    """A plan with the live objects its slots stand for, and the guards that keep it valid."""
+
+    plan: Plan
+    slots: list[Slot]
+    generators: list[Any]
+    modules: list[tuple[Any, tuple[tuple[str, int], ...]]]
+    optimizers: list[tuple[Any, Any]]
+    grad_none: list[tuple[Any, bool]]
+
+    def failed_guard(self) -> str | None:
+        """Why this plan does not fit the current state (None: it fits)."""
+        for slot in self.slots:
+            if slot.kind == "tensor":
+                t = slot.ref
+                if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
+                    return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
+            elif slot.kind == "grad" and slot.mode == "inplace":
+                g = slot.ref._grad
+                if g is not None and (tuple(g.shape) != slot.shape or g.dtype is not slot.dtype):
+                    return f"{slot.desc} changed shape or dtype"
+        for owner, was_none in self.grad_none:
+            if (owner._grad is None) != was_none:
+                return (f"the .grad of tensor{list(owner.shape)} is "
+                        f"{'None' if owner._grad is None else 'set'} (it was "
+                        f"{'None' if was_none else 'set'} when the step was captured)")
+        for module, params in self.modules:
+            if _module_params(module) != params:
+                return f"the parameters of {type(module).__name__} were replaced"
+        for opt, key in self.optimizers:
+            if _optimizer_key(opt) != key:
+                return f"the state or settings of {type(opt).__name__} changed"
+        return None
+
+
+def _module_params(module: Any) -> tuple[tuple[str, int], ...]:
+    return tuple((name, id(p)) for name, p in module.named_parameters())
+
+
+def _optimizer_key(opt: Any) -> Any:
+    groups = tuple(
+        (tuple(id(p) for p in g["params"]),
+         tuple(sorted((k, v if not isinstance(v, (list, tuple)) else tuple(v))
+                      for k, v in g.items() if k != "params")))
+        for g in opt.param_groups)
+    state = tuple(
+        (id(p), tuple(sorted((k, id(v) if isinstance(v, Tensor) else v) for k, v in st.items())))
+        for p, st in opt.state.items())
+    return groups, state
+
+
+def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    key: list[Any] = [is_grad_enabled()]
+    for a in args:
+        if isinstance(a, Tensor):
+            key.append(("T", a.shape, a.dtype.name, a.device, a._rg))
+        elif a is None or isinstance(a, (bool, int, float, str)):
+            key.append(("P", type(a).__name__, a))
+        else:
+            key.append(("O", type(a).__name__, id(a)))
+    return tuple(key)
+
+
+def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
+    if old[0] != new[0]:
+        return f"grad mode is {'on' if new[0] else 'off'} (was {'on' if old[0] else 'off'})"
+    if len(old) != len(new):
+        return f"{len(new) - 1} arguments (was {len(old) - 1})"
+    names = {"T": ("shape", "dtype", "device", "requires_grad")}
+    for i, (a, b) in enumerate(zip(old[1:], new[1:])):
+        if a == b:
+            continue
+        if a[0] == b[0] == "T":
+            for name, x, y in zip(names["T"], a[1:], b[1:]):
+                if x != y:
+                    return f"argument {i}: {name} {y!r} (was {x!r})"
+        return f"argument {i}: {b[1:]!r} (was {a[1:]!r})"
+    return "unknown"
+
+
+@dataclass
+class _Entry:
+    bindings: list[Binding] = field(default_factory=list)
+    eager_reason: str | None = None
+
+
+class CompiledStep:
+    """What ``planner.compile(fn)`` returns: call it like ``fn``."""
+
+    def __init__(self, fn: Callable[..., Any], backend: str = "auto", device: str | None = None,
+                 workers: int | None = None, cache_dir: str | None = None,
+                 fullgraph: bool = False) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"planner.compile: unknown backend {backend!r}; expected one of "
+                             f"{', '.join(BACKENDS)}")
+        if workers is not None and (not isinstance(workers, int) or workers < 1):
+            raise ValueError(f"planner.compile: workers must be a positive int, got {workers!r}")
+        self.fn = fn
+        self.backend = backend
+        self.device = canonical_device(device) if device is not None else None
+        self.workers = workers
+        self.cache_dir = cache_dir
+        self.fullgraph = fullgraph
+        self.plan: Plan | None = None
+        self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        self._last_key: tuple[Any, ...] | None = None
+        self.captures = 0  # how many times the step was captured and planned
+        functools.update_wrapper(self, fn)
+
+    # --- calling ----------------------------------------------------------------------------
+    def __call__(self, *args: Any) -> Any:
+        if self.backend == "eager":
+            return self.fn(*args)
+        key = _arg_key(args)
+        entry = self._cache.get(key)
+        if entry is not None:
+            self._cache.move_to_end(key)
+            if entry.eager_reason is not None:
+                return self.fn(*args)
+            reasons = []
+            for binding in entry.bindings:
+                reason = binding.failed_guard()
+                if reason is None:
+                    self.plan = binding.plan
+                    self._last_key = key
+                    return _replay(binding, args)
+                reasons.append(reason)
+            log.info("planner: recompiling %s: %s", self._name, reasons[-1])
+        elif self._last_key is not None:
+            log.info("planner: recompiling %s: %s", self._name,
+                     _describe_key_change(self._last_key, key))
+        self._last_key = key
+        try:
+            binding = self._plan(args)
+        except GraphBreak as e:
+            if self.fullgraph:
+                raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
+                                   f"{e.where}") from e
+            warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
+                          RuntimeWarning, stacklevel=2)
+            self._entry(key).eager_reason = f"{e.reason} at {e.where}"
+            return self.fn(*args)
+        self._entry(key).bindings.append(binding)
+        self.plan = binding.plan
+        return _replay(binding, args)
+
+    def lower(self, *args: Any) -> Plan:
+        """Capture and plan for these arguments without running anything (like jax's lower)."""
+        try:
+            return self._plan(args).plan
+        except GraphBreak as e:
+            raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
+                               f"{e.where}") from e
+
+    # --- internals --------------------------------------------------------------------------
+    @property
+    def _name(self) -> str:
+        return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    def _entry(self, key: tuple[Any, ...]) -> _Entry:
+        entry = self._cache.get(key)
+        if entry is None:
+            entry = self._cache[key] = _Entry()
+            while len(self._cache) > CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return entry
+
+    def _plan(self, args: tuple[Any, ...]) -> Binding:
+        from .passes import run_default_passes
+
+        device = self.device
+        cap: Capture = capture(self.fn, args, target_device=device)
+        captured = cap.graph.number_of_nodes()
+        run_default_passes(cap.graph)
+        plan_device = device or _plan_device(cap)
+        plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
+        self.captures += 1
+        return Binding(plan, cap.slots, cap.generators,
+                       [(m, _module_params(m)) for m in cap.modules],
+                       [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none)
+
+
+def _plan_device(cap: Capture) -> str:
+    devices = {s.device for s in cap.slots}
+    return devices.pop() if len(devices) == 1 else "cpu"
+
+
+def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
+    plan = binding.plan
+    arrays = [a._data if isinstance(a, Tensor) else None for a in args]
+    state = {slot: _read_slot(binding.slots[slot]) for slot, _ in plan.reads}
+    result, writes = plan.run(arrays, state, binding.generators)
+    # every step succeeded: now, and only now, write state back
+    for slot_index, value in writes:
+        _write_slot(binding.slots[slot_index], value, args)
+    return _rebuild(result)
+
+
+def _read_slot(slot: Slot) -> Any:
+    if slot.kind == "tensor":
+        return slot.ref._data
+    if slot.kind == "grad":
+        return slot.ref._grad._data
+    raise AssertionError(f"slot of kind {slot.kind} is not read")
+
+
+def _fresh(value: Any) -> Any:
+    """A value safe to keep: views of other buffers are copied."""
+    return value if getattr(value, "base", None) is None else value.copy()
+
+
+def _write_slot(slot: Slot, value: Any, args: tuple[Any, ...]) -> None:
+    if slot.kind == "input":
+        t = args[slot.ref]
+        _write_into(t, value)
+    elif slot.kind == "tensor":
+        _write_into(slot.ref, value)
+    elif slot.kind == "grad":
+        owner = slot.ref
+        if value is None:
+            owner._grad = None
+        elif slot.mode == "inplace" and owner._grad is not None:
+            _write_into(owner._grad, value)
+        else:
+            owner._grad = Tensor._make(_fresh(value), slot.dtype, slot.device)
+    elif slot.kind == "opt_state":
+        opt_ref, p, key = slot.ref
+        opt = opt_ref()
+        if opt is not None:
+            opt.state[p][key] = Tensor._make(_fresh(value), slot.dtype, slot.device)
+    else:
+        raise AssertionError(f"unknown slot kind {slot.kind}")
+
+
+def _write_into(t: Tensor, value: Any) -> None:
+    if value is t._data:
+        return
+    t._data[...] = value
+    t._vc.v += 1
+
+
+def _rebuild(template: Any) -> Any:
+    kind, body = template
+    if kind == "array":
+        return Tensor._make(body, D.from_numpy_dtype(np.dtype(body.dtype)), _device_of(body),
+                            None, 0, _VersionCounter())
+    if kind == "tuple":
+        return tuple(_rebuild(t) for t in body)
+    if kind == "list":
+        return [_rebuild(t) for t in body]
+    if kind == "dict":
+        return {k: _rebuild(t) for k, t in body}
+    return body
+
+
+def _device_of(arr: Any) -> str:
+    from runtime._device import device_of_array
+
+    return device_of_array(arr)
+
+
+def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # noqa: A001
+            device: str | None = None, workers: int | None = None, cache_dir: str | None = None,
+            fullgraph: bool = False) -> Any:
+    """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``."""
+    def wrap(f: Callable[..., Any]) -> CompiledStep:
+        return CompiledStep(f, backend=backend, device=device, workers=workers,
+                            cache_dir=cache_dir, fullgraph=fullgraph)
+
+    return wrap if fn is None else wrap(fn)
+

@@ -1,0 +1,211 @@
+"""Helpers over the captured step graph (a networkx.DiGraph; see the format in the planner docs).
+
+Each node is one value: `op` (a primitive name or a source), `args` (("node", id) or
+("scalar", v) entries), `attrs`, `shape`, `dtype`, `device`. An edge u -> v carries `pos`, the
+sorted argument positions of v where u appears. `g.graph["next_id"]` is the next free node id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import networkx as nx
+
+from runtime.autograd.node import Meta
+from runtime.ops import REGISTRY
+
+SOURCES = frozenset({"input", "state", "const", "rand"})
+
+Arg = tuple[str, Any]
+
+
+class GraphError(ValueError):
+    """A graph breaks an invariant of the format."""
+
+
+def add_value(g: nx.DiGraph, op: str, args: list[Arg], attrs: dict[str, Any],
+              shape: tuple[int, ...], dtype: Any, device: str, **extra: Any) -> int:
+    """Add one value node (with its argument edges) under the next free id; return the id."""
+    v = g.graph.get("next_id", max(g.nodes, default=-1) + 1)
+    g.graph["next_id"] = v + 1
+    g.add_node(v, op=op, args=[], attrs=dict(attrs), shape=tuple(shape), dtype=dtype,
+               device=device, **extra)
+    set_args(g, v, args)
+    return v
+
+
+def set_args(g: nx.DiGraph, v: int, args: list[Arg]) -> None:
+    """Replace v's args and rebuild its incoming edges to match."""
+    g.remove_edges_from(list(g.in_edges(v)))
+    g.nodes[v]["args"] = list(args)
+    for u, pos in _arg_positions(args).items():
+        g.add_edge(u, v, pos=pos)
+
+
+def _arg_positions(args: list[Arg]) -> dict[int, list[int]]:
+    positions: dict[int, list[int]] = {}
+    for i, (kind, x) in enumerate(args):
+        if kind == "node":
+            positions.setdefault(x, []).append(i)
+    return positions
+
+
+def arg_nodes(g: nx.DiGraph, v: int) -> list[int]:
+    """The node ids among v's args, in argument order (repeats kept)."""
+    return [x for kind, x in g.nodes[v]["args"] if kind == "node"]
+
+
+def metas(g: nx.DiGraph, v: int) -> list[Any]:
+    """v's args as `infer` takes them: a Meta per tensor, the value itself per scalar."""
+    out: list[Any] = []
+    for kind, x in g.nodes[v]["args"]:
+        if kind == "node":
+            n = g.nodes[x]
+            out.append(Meta(n["shape"], n["dtype"], n["device"]))
+        else:
+            out.append(x)
+    return out
+
+
+def map_nodes(template: Any, fn: Any) -> Any:
+    """Rebuild a nested tuple/list/dict template with every ("node", id) leaf mapped by fn."""
+    if _is_node_ref(template):
+        return ("node", fn(template[1]))
+    if isinstance(template, dict):
+        return {k: map_nodes(x, fn) for k, x in template.items()}
+    if isinstance(template, list):
+        return [map_nodes(x, fn) for x in template]
+    if isinstance(template, tuple):
+        items = [map_nodes(x, fn) for x in template]
+        return type(template)(*items) if hasattr(template, "_fields") else tuple(items)
+    return template
+
+
+def template_nodes(template: Any) -> Iterator[int]:
+    """The node ids referenced by ("node", id) leaves of a nested template."""
+    if _is_node_ref(template):
+        yield template[1]
+    elif isinstance(template, dict):
+        for x in template.values():
+            yield from template_nodes(x)
+    elif isinstance(template, (list, tuple)):
+        for x in template:
+            yield from template_nodes(x)
+
+
+def _is_node_ref(x: Any) -> bool:
+    return (type(x) is tuple and len(x) == 2 and x[0] == "node"
+            and isinstance(x[1], int) and not isinstance(x[1], bool))
+
+
+def replace_uses(g: nx.DiGraph, old: int, new: int) -> None:
+    """Make every consumer of `old`, and the graph's outputs/writes/returns, use `new`."""
+    def swap(u: int) -> int:
+        return new if u == old else u
+
+    for c in list(g.successors(old)):
+        set_args(g, c, [("node", new) if a == ("node", old) else a for a in g.nodes[c]["args"]])
+    gr = g.graph
+    if "outputs" in gr:
+        gr["outputs"] = [swap(u) for u in gr["outputs"]]
+    if "writes" in gr:
+        gr["writes"] = [(slot, swap(u)) for slot, u in gr["writes"]]
+    if "returns" in gr:
+        gr["returns"] = map_nodes(gr["returns"], swap)
+
+
+def roots(g: nx.DiGraph) -> set[int]:
+    """The values the step must produce: outputs, written state, returned nodes, and random
+    draws (they advance a generator, so they stay even when unused)."""
+    gr = g.graph
+    keep = set(gr.get("outputs", ()))
+    keep.update(u for _, u in gr.get("writes", ()))
+    keep.update(template_nodes(gr.get("returns")))
+    keep.update(v for v, op in g.nodes(data="op") if op == "rand")
+    return keep
+
+
+def remove_dead(g: nx.DiGraph) -> int:
+    """Remove every node no root depends on; return how many were removed."""
+    live = set()
+    for r in roots(g) & set(g.nodes):
+        live.add(r)
+        live |= nx.ancestors(g, r)
+    dead = [v for v in g.nodes if v not in live]
+    g.remove_nodes_from(dead)
+    return len(dead)
+
+
+def topo_order(g: nx.DiGraph) -> list[int]:
+    """Node ids in a topological order, the lowest id first among the ready ones."""
+    return list(nx.lexicographical_topological_sort(g))
+
+
+def check(g: nx.DiGraph) -> None:
+    """Validate the format's invariants; raise GraphError naming the first offending node."""
+    for v in g.nodes:
+        _check_args(g, v)
+    if not nx.is_directed_acyclic_graph(g):
+        cycle = [u for u, _ in nx.find_cycle(g)]
+        raise GraphError(f"graph has a cycle through nodes {cycle}")
+    for v in g.nodes:
+        _check_node(g, v)
+    gr = g.graph
+    refs = [*gr.get("outputs", ()), *(u for _, u in gr.get("writes", ())),
+            *template_nodes(gr.get("returns"))]
+    missing = sorted({u for u in refs if u not in g})
+    if missing:
+        raise GraphError(f"graph outputs/writes/returns refer to missing nodes {missing}")
+
+
+def _fail(g: nx.DiGraph, v: int, what: str) -> GraphError:
+    return GraphError(f"node {v} ({g.nodes[v].get('op')!r}): {what}")
+
+
+def _check_args(g: nx.DiGraph, v: int) -> None:
+    args = g.nodes[v].get("args")
+    if not isinstance(args, list):
+        raise _fail(g, v, f"args must be a list, got {args!r}")
+    for i, a in enumerate(args):
+        if not (isinstance(a, tuple) and len(a) == 2 and a[0] in ("node", "scalar")):
+            raise _fail(g, v, f"arg {i} is {a!r}, expected ('node', id) or ('scalar', value)")
+        if a[0] == "node" and a[1] not in g:
+            raise _fail(g, v, f"arg {i} refers to missing node {a[1]!r}")
+    expected = _arg_positions(args)
+    actual = {u: g.edges[u, v].get("pos") for u in g.predecessors(v)}
+    if expected != actual:
+        raise _fail(g, v, f"incoming edges {actual} do not match args (expected {expected})")
+
+
+def _check_node(g: nx.DiGraph, v: int) -> None:
+    n = g.nodes[v]
+    op = n.get("op")
+    for key in ("attrs", "shape", "dtype", "device"):
+        if key not in n:
+            raise _fail(g, v, f"missing attribute {key!r}")
+    if op in SOURCES:
+        _check_source(g, v)
+        return
+    prim = REGISTRY.get(op)  # type: ignore[arg-type]
+    if prim is None:
+        raise _fail(g, v, "unknown op: neither a source nor a registered primitive")
+    try:
+        shape, dtype = prim.infer(*metas(g, v), **n["attrs"])
+    except Exception as e:  # any failure of the rule means a malformed node
+        raise _fail(g, v, f"infer rejects its arguments: {type(e).__name__}: {e}") from None
+    if tuple(shape) != n["shape"] or dtype != n["dtype"]:
+        raise _fail(g, v, f"shape/dtype {n['shape']}/{n['dtype']} differ from what infer gives, "
+                          f"{tuple(shape)}/{dtype}")
+
+
+def _check_source(g: nx.DiGraph, v: int) -> None:
+    n = g.nodes[v]
+    if n["args"]:
+        raise _fail(g, v, f"a source must have no args, got {n['args']}")
+    if n["op"] == "const":
+        value = n.get("value")
+        if value is None or value.shape != n["shape"] or value.dtype != n["dtype"].np:
+            got = None if value is None else (value.shape, value.dtype)
+            raise _fail(g, v, f"const value {got} does not match shape {n['shape']} and "
+                              f"dtype {n['dtype']}")

@@ -1,0 +1,294 @@
+"""Graph-to-graph passes over a captured step: each mutates g in place, keeps the format's
+invariants and returns how many nodes it changed or removed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from runtime import _dtype as D
+from runtime.autograd.node import Meta
+from runtime.ops import REGISTRY
+from runtime.ops.registry import PROMOTE_FLOAT, PROMOTE_NONE, Primitive
+
+from .graph import SOURCES, check, metas, remove_dead, replace_uses, set_args, topo_order
+
+# folding may materialise a broadcast: allow it only up to this many elements (or the size of
+# the largest constant it reads), so an expand of a scalar never becomes a huge constant
+FOLD_MAX_GROWTH = 1024
+MAX_ROUNDS = 5
+UNMERGEABLE = frozenset({"input", "state", "rand"})
+
+
+# --- prune --------------------------------------------------------------------------------
+
+
+def prune(g: nx.DiGraph) -> int:
+    """Remove the nodes no output, written state or returned value depends on."""
+    return remove_dead(g)
+
+
+# --- constant folding ---------------------------------------------------------------------
+
+
+def fold_constants(g: nx.DiGraph) -> int:
+    """Turn each primitive whose tensor args are all constants into a constant."""
+    folded = 0
+    for v in topo_order(g):
+        n = g.nodes[v]
+        if n["op"] in SOURCES or not _foldable(g, v):
+            continue
+        value = evaluate(g, v, {u: g.nodes[u]["value"] for u in g.predecessors(v)})
+        set_args(g, v, [])
+        n.update(op="const", attrs={}, value=value)
+        folded += 1
+    return folded
+
+
+def _foldable(g: nx.DiGraph, v: int) -> bool:
+    preds = [g.nodes[u] for u in g.predecessors(v)]
+    if not preds or any(p["op"] != "const" for p in preds):
+        return False
+    size = int(np.prod(g.nodes[v]["shape"]))
+    return size <= max(FOLD_MAX_GROWTH, *(p["value"].size for p in preds))
+
+
+def evaluate(g: nx.DiGraph, v: int, values: dict[int, Any]) -> np.ndarray:
+    """Run primitive node v on numpy, its tensor args taken from `values` (promoted first,
+    as the eager dispatcher does); the result has v's dtype."""
+    n = g.nodes[v]
+    prim = REGISTRY[n["op"]]
+    arrays = [values[x] if kind == "node" else x for kind, x in n["args"]]
+    _promote(prim, metas(g, v), arrays)
+    with np.errstate(all="ignore"):
+        out = prim.impl(np, *arrays, **n["attrs"])
+    return np.array(out, dtype=n["dtype"].np)
+
+
+def _promote(prim: Primitive, arg_metas: list[Any], arrays: list[Any]) -> None:
+    if prim.promote == PROMOTE_NONE:
+        return
+    positions = prim.promote_args if prim.promote_args is not None else range(len(arrays))
+    tensors = [i for i in positions if isinstance(arg_metas[i], Meta)]
+    if not tensors:
+        return
+    scalars = [arg_metas[i] for i in positions if i not in tensors and arg_metas[i] is not None]
+    rdt = D.result_dtype([arg_metas[i].dtype for i in tensors], scalars)
+    if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
+        rdt = D.default_float
+    for i in tensors:
+        arrays[i] = np.asarray(arrays[i]).astype(rdt.np, copy=False)
+
+
+# --- common-subexpression elimination -----------------------------------------------------
+
+
+def cse(g: nx.DiGraph) -> int:
+    """Merge primitives with the same op, args and attrs, and equal constants (the lower id
+    survives); input, state and random nodes never merge."""
+    seen: dict[Any, int] = {}
+    merged = 0
+    for v in topo_order(g):
+        key = _cse_key(g, v)
+        if key is None:
+            continue
+        keep = seen.setdefault(key, v)
+        if keep == v:
+            continue
+        keep, drop = min(keep, v), max(keep, v)
+        seen[key] = keep
+        replace_uses(g, drop, keep)
+        g.remove_node(drop)
+        merged += 1
+    return merged
+
+
+def _cse_key(g: nx.DiGraph, v: int) -> Any:
+    n = g.nodes[v]
+    op = n["op"]
+    if op in UNMERGEABLE:
+        return None
+    meta = (n["shape"], n["dtype"].name, n["device"])
+    if op == "const":
+        return ("const", meta, _canon(n["value"]))
+    return (op, meta, _canon(n["args"]), _canon(n["attrs"]))
+
+
+def _canon(x: Any) -> Any:
+    """A hashable key equal for equal attribute values (and only for them)."""
+    if isinstance(x, np.ndarray):
+        return ("array", x.dtype.str, x.shape, x.tobytes())
+    if isinstance(x, np.generic):
+        return ("npscalar", x.dtype.str, x.tobytes())
+    if isinstance(x, float):
+        return ("float", x.hex())  # tells -0.0 from 0.0, and nan equals nan
+    if x is None or isinstance(x, (bool, int, str)):
+        return (type(x).__name__, x)
+    if x is Ellipsis:
+        return ("ellipsis",)
+    if isinstance(x, slice):
+        return ("slice", _canon(x.start), _canon(x.stop), _canon(x.step))
+    if isinstance(x, D.DType):
+        return ("dtype", x.name)
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__, tuple(_canon(i) for i in x))
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted((k, _canon(i)) for k, i in x.items())))
+    return ("object", id(x))  # unknown: equal only to itself
+
+
+# --- algebraic simplification -------------------------------------------------------------
+
+
+def simplify(g: nx.DiGraph) -> int:
+    """Apply algebraic identities (x*1, x+0, no-op reshape/expand/cast/permute/sum, -(-x))
+    and turn broadcast float constants of add/sub/mul/div into scalar args."""
+    changed = 0
+    for v in topo_order(g):
+        if v not in g or g.nodes[v]["op"] in SOURCES:
+            continue
+        if _scalarize(g, v):
+            changed += 1
+        target = _identity_of(g, v)
+        if target is not None:
+            replace_uses(g, v, target)
+            g.remove_node(v)
+            changed += 1
+    return changed
+
+
+def _identity_of(g: nx.DiGraph, v: int) -> int | None:
+    """The node v's value always equals (same shape and dtype), if its op is a no-op here."""
+    n = g.nodes[v]
+    rule = _IDENTITIES.get(n["op"])
+    x = rule(g, n["args"], n["attrs"]) if rule else None
+    if x is None:
+        return None
+    m = g.nodes[x]
+    same = (m["shape"], m["dtype"], m["device"]) == (n["shape"], n["dtype"], n["device"])
+    return x if same else None
+
+
+def _node_arg(a: tuple[str, Any]) -> int | None:
+    return a[1] if a[0] == "node" else None
+
+
+def _is_constant(g: nx.DiGraph, a: tuple[str, Any], c: float) -> bool:
+    """Whether arg `a` is the scalar c, or a constant (perhaps expanded) all equal to c."""
+    kind, x = a
+    if kind == "scalar":
+        return type(x) in (bool, int, float) and x == c
+    value = _const_value(g, x)
+    return value is not None and value.size > 0 and bool(np.all(value == c))
+
+
+def _const_value(g: nx.DiGraph, u: int) -> np.ndarray | None:
+    """The value of const node u, looking through an expand of one."""
+    n = g.nodes[u]
+    if n["op"] == "expand" and n["args"][0][0] == "node":
+        n = g.nodes[n["args"][0][1]]
+    return n["value"] if n["op"] == "const" else None
+
+
+def _drop_constant(c: float, keep: int, at: tuple[int, ...]) -> Callable[..., int | None]:
+    """A rule: the arg at position `keep`, when every position in `at` is the constant c."""
+    def rule(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
+        if all(_is_constant(g, args[i], c) for i in at):
+            return _node_arg(args[keep])
+        return None
+
+    return rule
+
+
+def _first_of(*rules: Callable[..., int | None]) -> Callable[..., int | None]:
+    def rule(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
+        for r in rules:
+            x = r(g, args, attrs)
+            if x is not None:
+                return x
+        return None
+
+    return rule
+
+
+def _arg0(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
+    return _node_arg(args[0])  # a no-op exactly when the shape and dtype are unchanged
+
+
+def _identity_permute(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
+    dims = attrs["dims"]
+    return _node_arg(args[0]) if [d % len(dims) for d in dims] == list(range(len(dims))) else None
+
+
+def _double_neg(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
+    x = _node_arg(args[0])
+    if x is None or g.nodes[x]["op"] != "neg":
+        return None
+    return _node_arg(g.nodes[x]["args"][0])
+
+
+_IDENTITIES: dict[str, Callable[..., int | None]] = {
+    "add": _first_of(_drop_constant(0, 0, (1,)), _drop_constant(0, 1, (0,))),
+    "sub": _drop_constant(0, 0, (1,)),
+    "mul": _first_of(_drop_constant(1, 0, (1,)), _drop_constant(1, 1, (0,))),
+    "div": _drop_constant(1, 0, (1,)),
+    "expand": _arg0,
+    "reshape": _arg0,
+    "cast": _arg0,
+    "sum": _arg0,  # same shape: every reduced axis has size 1 (or there are none)
+    "amax": _arg0,
+    "permute": _identity_permute,
+    "neg": _double_neg,
+}
+
+_SCALAR_OPS = frozenset({"add", "sub", "mul", "div"})
+
+
+def _scalarize(g: nx.DiGraph, v: int) -> bool:
+    """Replace a one-element float constant (perhaps expanded) feeding add/sub/mul/div by a
+    Python float scalar when the other arg alone has the result's shape and dtype."""
+    n = g.nodes[v]
+    if n["op"] not in _SCALAR_OPS or not n["dtype"].is_floating_point:
+        return False
+    args = n["args"]
+    for i, other in ((0, 1), (1, 0)):
+        c, x = _node_arg(args[i]), _node_arg(args[other])
+        if c is None or x is None:
+            continue
+        value = _const_value(g, c)
+        m = g.nodes[x]
+        if (value is not None and value.size == 1 and value.dtype == n["dtype"].np
+                and (m["shape"], m["dtype"]) == (n["shape"], n["dtype"])):
+            new_args = list(args)
+            new_args[i] = ("scalar", float(value.reshape(()).item()))
+            set_args(g, v, new_args)
+            return True
+    return False
+
+
+# --- the default pipeline -----------------------------------------------------------------
+
+DEFAULT_PASSES: tuple[tuple[str, Callable[[nx.DiGraph], int]], ...] = (
+    ("simplify", simplify),
+    ("fold_constants", fold_constants),
+    ("cse", cse),
+    ("prune", prune),
+)
+
+
+def run_default_passes(g: nx.DiGraph) -> dict[str, int]:
+    """Run the default passes to a fixed point (at most MAX_ROUNDS rounds), then check g."""
+    counts = {name: 0 for name, _ in DEFAULT_PASSES}
+    for _ in range(MAX_ROUNDS):
+        changed = 0
+        for name, run in DEFAULT_PASSES:
+            n = run(g)
+            counts[name] += n
+            changed += n
+        if not changed:
+            break
+    check(g)
+    return counts

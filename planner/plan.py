@@ -1,0 +1,152 @@
+"""Plan: an ordered schedule of primitive steps over named buffers, and its reference interpreter.
+
+A Plan is data. It knows nothing of the live objects a step touched: it reads its inputs and
+state as arrays in slot order and returns the arrays to write back, so it can be printed,
+serialized, re-loaded and run again. The interpreter is the oracle for codegen and the fallback
+for any segment codegen cannot lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from runtime import _dtype as D
+from runtime._device import array_module
+from runtime.ops.registry import REGISTRY
+
+
+@dataclass
+class PlanStep:
+    out: int  # the buffer this step writes (its graph node id)
+    op: str
+    args: list[tuple[str, Any]]  # ("buf", id) | ("scalar", value)
+    attrs: dict[str, Any]
+    shape: tuple[int, ...]
+    dtype: D.DType
+    device: str
+    phase: str
+    free: list[int] = field(default_factory=list)  # buffers dead after this step
+
+
+@dataclass
+class Plan:
+    steps: list[PlanStep]
+    inputs: list[tuple[int, int]]  # (argument index, buffer)
+    reads: list[tuple[int, int]]  # (state slot, buffer)
+    consts: dict[int, np.ndarray]
+    rands: dict[int, tuple[str, int]]  # buffer -> (kind, generator index)
+    writes: list[tuple[int, int]]  # (slot, buffer or -1 for None)
+    returns: Any  # template: ("node", buffer) | ("tuple"|"list", [...]) | ("dict", [...]) | ("py", v)
+    slots: list[dict[str, Any]]  # descriptions of the slots, for printing and serialization
+    graph: nx.DiGraph
+    stats: dict[str, Any]
+    device: str
+    kernels: list[Any] = field(default_factory=list)
+
+    # --- running ----------------------------------------------------------------------------
+    def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
+            ) -> tuple[Any, list[tuple[int, Any]]]:
+        """Execute on arrays: ``args`` by argument index, ``state`` by slot. Returns the return
+        template filled with arrays, and (slot, array or None) pairs to write back."""
+        env: dict[int, Any] = {}
+        for index, buf in self.inputs:
+            env[buf] = args[index]
+        for slot, buf in self.reads:
+            env[buf] = state[slot]
+        env.update(self.consts)
+        xp = np if self.device == "cpu" else array_module(self.device)
+        for step in self.steps:
+            rand = self.rands.get(step.out)
+            if rand is not None:
+                env[step.out] = _draw(generators[rand[1]], rand[0], step)
+            elif step.op not in ("input", "state", "const"):
+                vals = [env[v] if kind == "buf" else v for kind, v in step.args]
+                out = REGISTRY[step.op].impl(xp, *vals, **step.attrs)
+                if type(out) is not np.ndarray and xp is np:
+                    out = np.asarray(out)
+                if out.dtype != step.dtype.np:
+                    out = out.astype(step.dtype.np)
+                env[step.out] = out
+            for buf in step.free:
+                del env[buf]
+        writes = [(slot, None if buf < 0 else env[buf]) for slot, buf in self.writes]
+        return _fill(self.returns, env), writes
+
+    # --- inspection -------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return (f"<Plan {len(self.steps)} steps, {len(self.inputs)} inputs, "
+                f"{len(self.reads)} state reads, {len(self.writes)} writes>")
+
+    def listing(self) -> str:
+        """One line a step: the schedule as text."""
+        lines = []
+        for i, s in enumerate(self.steps):
+            args = ", ".join(f"%{v}" if k == "buf" else repr(v) for k, v in s.args)
+            attrs = "".join(f", {k}={v!r}" for k, v in s.attrs.items())
+            lines.append(f"{i:4d}  %{s.out} = {s.op}({args}{attrs})  "
+                         f"{list(s.shape)} {s.dtype.name} [{s.phase}]")
+        return "\n".join(lines)
+
+
+def _draw(generator: Any, kind: str, step: PlanStep) -> Any:
+    rng = generator._rng
+    if kind == "randn":
+        arr = rng.standard_normal(step.shape, dtype=step.dtype.np)
+    else:
+        arr = rng.random(step.shape, dtype=step.dtype.np)
+    if step.device != "cpu":
+        from runtime._device import move_array
+
+        arr = move_array(arr, step.device)
+    return arr
+
+
+def _fill(template: Any, env: dict[int, Any]) -> Any:
+    kind, body = template
+    if kind == "node":
+        return ("array", env[body])
+    if kind in ("tuple", "list"):
+        return (kind, [_fill(t, env) for t in body])
+    if kind == "dict":
+        return (kind, [(k, _fill(t, env)) for k, t in body])
+    return template
+
+
+def build_plan(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,
+               captured: int) -> Plan:
+    """Schedule a (pruned, simplified) graph: creation order is a topological order, which
+    also keeps random draws in the order eager mode makes them."""
+    order = sorted(graph.nodes)
+    outputs = set(graph.graph["outputs"])
+    last_use: dict[int, int] = {}
+    for i, v in enumerate(order):
+        for kind, u in graph.nodes[v]["args"]:
+            if kind == "node":
+                last_use[u] = i
+    steps: list[PlanStep] = []
+    inputs, reads, rands = [], [], {}
+    consts: dict[int, np.ndarray] = {}
+    for i, v in enumerate(order):
+        data = graph.nodes[v]
+        op = data["op"]
+        if op == "input":
+            inputs.append((data["index"], v))
+        elif op == "state":
+            reads.append((data["slot"], v))
+        elif op == "const":
+            consts[v] = data["value"]
+        elif op == "rand":
+            rands[v] = (data["attrs"]["kind"], data["attrs"]["generator"])
+        args = [("buf", u) if kind == "node" else ("scalar", u) for kind, u in data["args"]]
+        steps.append(PlanStep(v, op, args, dict(data["attrs"]), tuple(data["shape"]),
+                              data["dtype"], data["device"], data["phase"]))
+    for v, i in last_use.items():
+        if v not in outputs:
+            steps[i].free.append(v)
+    stats = {"captured": captured, "kept": len(order), "pruned": captured - len(order)}
+    return Plan(steps, inputs, reads, consts, rands, list(graph.graph["writes"]),
+                graph.graph["returns"], slots, graph, stats, device)

@@ -1,0 +1,109 @@
+"""The hook through which planner.compile captures a step (set only while capturing).
+
+While a tracer is active, primitive calls are recorded instead of run: tensors made during the
+capture hold a ``MetaArray`` (shape and dtype, no data), and nothing outside the tracer changes:
+in-place writes, ``.grad`` assignments and random draws are routed to the tracer.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import traceback
+from typing import Any
+
+import numpy as np
+
+
+class GraphBreak(Exception):
+    """The step cannot be captured here (a tensor's value steers Python, an op we cannot
+    record); ``where`` names the user's file:line."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.where = user_frame()
+        super().__init__(f"{reason} (at {self.where})")
+
+
+_PACKAGES = tuple(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), p) + os.sep
+    for p in ("runtime", "planner", "codegen"))
+
+
+def user_frame() -> str:
+    """file:line of the innermost frame outside this project's packages."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_PACKAGES):
+            return f"{frame.filename}:{frame.lineno}"
+    return "<unknown>"
+
+
+class _Flags:
+    c_contiguous = True
+    f_contiguous = False
+    writeable = True
+
+
+class MetaArray:
+    """Storage stand-in while capturing: shape and dtype, and the graph value it holds now.
+
+    Tensors that share storage (detach, saved outputs) share the MetaArray, so an in-place write,
+    which moves ``node`` to the new value, is seen through every alias as in eager mode.
+    """
+
+    __slots__ = ("shape", "dtype", "node", "view_of", "base_node")
+    flags = _Flags()
+    base = None
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, node: int,
+                 view_of: MetaArray | None = None) -> None:
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.node = node
+        self.view_of = view_of  # the storage this one is a view of
+        self.base_node = view_of.node if view_of is not None else -1  # its value back then
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        raise GraphBreak("a tensor's data was read while capturing")
+
+    def __repr__(self) -> str:
+        return f"MetaArray(shape={self.shape}, dtype={self.dtype}, node={self.node})"
+
+
+class _State(threading.local):
+    tracer: Any = None
+
+
+_state = _State()
+
+
+def active_tracer() -> Any:
+    return _state.tracer
+
+
+def is_tracing() -> bool:
+    return _state.tracer is not None
+
+
+def set_tracer(tracer: Any) -> Any:
+    prev = _state.tracer
+    _state.tracer = tracer
+    return prev
+
+
+def is_meta(t: Any) -> bool:
+    return type(t._data) is MetaArray

@@ -1,0 +1,504 @@
+"""Planner graph helpers and passes: each pass on hand-built graphs, check(), and an
+evaluation oracle (outputs identical before and after the default passes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import networkx as nx
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import runtime as rt
+from planner.graph import (
+    GraphError,
+    add_value,
+    arg_nodes,
+    check,
+    metas,
+    remove_dead,
+    replace_uses,
+    topo_order,
+)
+from planner.passes import cse, fold_constants, prune, run_default_passes, simplify
+from runtime._dtype import from_numpy_dtype
+from runtime.autograd.node import Meta
+from runtime.ops import REGISTRY
+
+F32, F64 = rt.float32, rt.float64
+
+
+# --- building graphs ------------------------------------------------------------------------
+
+
+def new_graph() -> nx.DiGraph:
+    return nx.DiGraph(outputs=[], slots=[], writes=[], returns=None)
+
+
+def inp(g: nx.DiGraph, shape: tuple[int, ...], index: int = 0, dtype: Any = F32) -> int:
+    return add_value(g, "input", [], {}, shape, dtype, "cpu", index=index, phase="forward")
+
+
+def const(g: nx.DiGraph, value: Any, dtype: Any = F32) -> int:
+    arr = np.asarray(value, dtype=dtype.np)
+    return add_value(g, "const", [], {}, arr.shape, from_numpy_dtype(arr.dtype), "cpu",
+                     value=arr)
+
+
+def S(v: Any) -> tuple[str, Any]:
+    return ("scalar", v)
+
+
+def op(g: nx.DiGraph, name: str, *args: Any, **attrs: Any) -> int:
+    """A primitive node: int args are node ids, S(v) args are scalars; infer gives the meta."""
+    a = [x if isinstance(x, tuple) else ("node", x) for x in args]
+    ms = [Meta(g.nodes[x]["shape"], g.nodes[x]["dtype"], "cpu") if k == "node" else x
+          for k, x in a]
+    shape, dtype = REGISTRY[name].infer(*ms, **attrs)
+    return add_value(g, name, a, attrs, shape, dtype, "cpu", phase="forward")
+
+
+def reference_eval(g: nx.DiGraph, inputs: dict[int, np.ndarray]) -> list[np.ndarray]:
+    """Walk g in topological order, running each primitive's numpy forward."""
+    vals: dict[int, np.ndarray] = {}
+    with np.errstate(all="ignore"):
+        for v in nx.topological_sort(g):
+            n = g.nodes[v]
+            if n["op"] == "input":
+                vals[v] = inputs[n["index"]]
+            elif n["op"] == "const":
+                vals[v] = n["value"]
+            else:
+                args = [vals[x] if k == "node" else x for k, x in n["args"]]
+                out = REGISTRY[n["op"]].impl(np, *args, **n["attrs"])
+                vals[v] = np.asarray(out, dtype=n["dtype"].np)
+    return [vals[o] for o in g.graph["outputs"]]
+
+
+# --- graph helpers --------------------------------------------------------------------------
+
+
+def test_add_value_edges_and_metas() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    y = op(g, "mul", x, x)
+    z = op(g, "add", y, S(2.0))
+    assert (x, y, z) == (0, 1, 2) and g.graph["next_id"] == 3
+    assert g.edges[x, y]["pos"] == [0, 1]
+    assert arg_nodes(g, y) == [x, x] and arg_nodes(g, z) == [y]
+    assert metas(g, z) == [Meta((2, 3), F32, "cpu"), 2.0]
+    check(g)
+
+
+def test_replace_uses_rewrites_consumers_and_graph_refs() -> None:
+    g = new_graph()
+    x = inp(g, (3,))
+    a = op(g, "exp", x)
+    b = op(g, "sin", x)
+    c = op(g, "add", a, a)
+    g.graph.update(outputs=[a, c], writes=[(0, a)],
+                   returns={"loss": ("node", a), "rest": [("node", c), (("node", a), 1)]})
+    replace_uses(g, a, b)
+    assert g.nodes[c]["args"] == [("node", b), ("node", b)]
+    assert g.edges[b, c]["pos"] == [0, 1] and not g.has_edge(a, c)
+    assert g.graph["outputs"] == [b, c] and g.graph["writes"] == [(0, b)]
+    assert g.graph["returns"] == {"loss": ("node", b), "rest": [("node", c), (("node", b), 1)]}
+    assert remove_dead(g) == 1 and a not in g
+    check(g)
+
+
+def test_topo_order_is_stable_by_id() -> None:
+    g = new_graph()
+    x = inp(g, (2,))
+    y = inp(g, (2,), index=1)
+    a = op(g, "exp", y)
+    b = op(g, "neg", x)
+    assert topo_order(g) == [x, y, a, b]
+
+
+# --- check() --------------------------------------------------------------------------------
+
+
+def test_check_rejects_cycle() -> None:
+    g = new_graph()
+    x = inp(g, (2,))
+    a = op(g, "exp", x)
+    b = op(g, "neg", a)
+    g.nodes[a]["args"] = [("node", b)]
+    g.remove_edge(x, a)
+    g.add_edge(b, a, pos=[0])
+    with pytest.raises(GraphError, match="cycle"):
+        check(g)
+
+
+def test_check_rejects_dangling_arg() -> None:
+    g = new_graph()
+    x = inp(g, (2,))
+    a = op(g, "exp", x)
+    g.nodes[a]["args"] = [("node", 99)]
+    with pytest.raises(GraphError, match=r"node 1 \('exp'\): arg 0 refers to missing node 99"):
+        check(g)
+
+
+def test_check_rejects_edge_mismatch() -> None:
+    g = new_graph()
+    x = inp(g, (2,))
+    a = op(g, "mul", x, x)
+    g.edges[x, a]["pos"] = [0]
+    with pytest.raises(GraphError, match=r"node 1 \('mul'\): incoming edges"):
+        check(g)
+
+
+def test_check_rejects_unknown_op() -> None:
+    g = new_graph()
+    x = inp(g, (2,))
+    add_value(g, "frobnicate", [("node", x)], {}, (2,), F32, "cpu")
+    with pytest.raises(GraphError, match=r"node 1 \('frobnicate'\): unknown op"):
+        check(g)
+
+
+def test_check_rejects_wrong_shape_and_dtype() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    add_value(g, "exp", [("node", x)], {}, (3, 2), F32, "cpu")
+    with pytest.raises(GraphError, match=r"node 1 \('exp'\): shape/dtype .*\(2, 3\)"):
+        check(g)
+    g2 = new_graph()
+    x = inp(g2, (2, 3))
+    add_value(g2, "exp", [("node", x)], {}, (2, 3), F64, "cpu")
+    with pytest.raises(GraphError, match="differ from what infer gives"):
+        check(g2)
+
+
+def test_check_rejects_infer_failure_and_missing_output() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    y = inp(g, (4,), index=1)
+    add_value(g, "add", [("node", x), ("node", y)], {}, (2, 3), F32, "cpu")
+    with pytest.raises(GraphError, match=r"node 2 \('add'\): infer rejects"):
+        check(g)
+    g2 = new_graph()
+    inp(g2, (2,))
+    g2.graph["outputs"] = [5]
+    with pytest.raises(GraphError, match=r"missing nodes \[5\]"):
+        check(g2)
+
+
+# --- prune ----------------------------------------------------------------------------------
+
+
+def test_prune_keeps_exactly_what_outputs_and_writes_need() -> None:
+    g = new_graph()
+    x = inp(g, (3,))
+    unused_input = inp(g, (3,), index=1)
+    a = op(g, "exp", x)
+    op(g, "sin", a)  # dead
+    b = op(g, "neg", a)
+    w = op(g, "cos", x)
+    op(g, "add", w, unused_input)  # dead
+    r = add_value(g, "rand", [], {}, (3,), F32, "cpu", kind="rand", generator=0)
+    g.graph.update(outputs=[b], writes=[(0, w)])
+    assert prune(g) == 3
+    assert set(g.nodes) == {x, a, b, w, r}  # a random draw stays: it advances its generator
+    check(g)
+
+
+# --- constant folding -----------------------------------------------------------------------
+
+
+def test_fold_constants_matches_numpy() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    c1 = const(g, [[1.0, 2.0, 3.0]])
+    c2 = const(g, np.arange(6.0).reshape(2, 3))
+    e = op(g, "exp", c1)
+    s = op(g, "add", e, c2)
+    t = op(g, "sum", s, axes=(1,), keepdim=True)
+    d = op(g, "mul", x, t)
+    g.graph["outputs"] = [d, t]
+    assert fold_constants(g) == 3
+    for v in (e, s, t):
+        assert g.nodes[v]["op"] == "const" and g.nodes[v]["args"] == []
+        assert g.in_degree(v) == 0
+    expected = np.sum(np.exp(np.float32([[1, 2, 3]])) + np.arange(6, dtype=np.float32)
+                      .reshape(2, 3), axis=1, keepdims=True)
+    np.testing.assert_array_equal(g.nodes[t]["value"], expected)
+    assert g.nodes[t]["value"].dtype == np.float32
+    assert g.nodes[d]["op"] == "mul"
+    check(g)
+    assert prune(g) == 4
+
+
+def test_fold_constants_promotes_like_eager() -> None:
+    g = new_graph()
+    i = const(g, [1, 2, 3], rt.int64)
+    f = const(g, [0.5, 0.5, 0.5], F32)
+    s = op(g, "add", i, f)
+    q = op(g, "div", i, S(2))
+    g.graph["outputs"] = [s, q]
+    assert fold_constants(g) == 2
+    assert g.nodes[s]["value"].dtype == np.float32
+    np.testing.assert_array_equal(g.nodes[s]["value"], np.float32([1.5, 2.5, 3.5]))
+    np.testing.assert_array_equal(g.nodes[q]["value"], np.float32([0.5, 1.0, 1.5]))
+    check(g)
+
+
+def test_fold_constants_skips_sources_and_large_broadcasts() -> None:
+    g = new_graph()
+    x = inp(g, (2,))
+    r = add_value(g, "rand", [], {}, (2,), F32, "cpu", kind="randn", generator=0)
+    c = const(g, 2.0)
+    a = op(g, "mul", x, c)
+    b = op(g, "add", r, c)
+    big = op(g, "expand", c, shape=(64, 64))
+    g.graph["outputs"] = [a, b, big]
+    assert fold_constants(g) == 0
+    check(g)
+
+
+# --- CSE ------------------------------------------------------------------------------------
+
+
+def test_cse_merges_duplicate_subtrees_and_keeps_refs() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    e1 = op(g, "exp", x)
+    e2 = op(g, "exp", x)
+    s1 = op(g, "sum", e1, axes=(0,), keepdim=False)
+    s2 = op(g, "sum", e2, axes=(0,), keepdim=False)
+    s3 = op(g, "sum", e2, axes=(1,), keepdim=False)  # different attrs: stays
+    out = op(g, "add", s1, s2)
+    g.graph.update(outputs=[out, s2, s3], writes=[(0, e2)],
+                   returns=(("node", out), [("node", s2)]))
+    assert cse(g) == 2
+    assert set(g.nodes) == {x, e1, s1, s3, out}
+    assert g.nodes[out]["args"] == [("node", s1), ("node", s1)]
+    assert g.nodes[s3]["args"] == [("node", e1)]
+    assert g.graph["outputs"] == [out, s1, s3] and g.graph["writes"] == [(0, e1)]
+    assert g.graph["returns"] == (("node", out), [("node", s1)])
+    check(g)
+
+
+def test_cse_canonical_attrs() -> None:
+    g = new_graph()
+    x = inp(g, (4, 5))
+    key = (Ellipsis, slice(1, None), np.array([0, 2]))
+    a = op(g, "getitem", x, key=key)
+    b = op(g, "getitem", x, key=(Ellipsis, slice(1, None), np.array([0, 2])))
+    c = op(g, "getitem", x, key=(Ellipsis, slice(1, None), np.array([0, 3])))
+    d = op(g, "cast", x, dtype=F64)
+    e = op(g, "cast", x, dtype=F64)
+    m0 = op(g, "mul", x, S(0.0))
+    m1 = op(g, "mul", x, S(-0.0))  # a different scalar: stays
+    g.graph["outputs"] = [a, b, c, d, e, m0, m1]
+    assert cse(g) == 2
+    assert set(g.nodes) == {x, a, c, d, m0, m1}
+    assert g.graph["outputs"] == [a, a, c, d, d, m0, m1]
+    check(g)
+
+
+def test_cse_merges_consts_never_inputs_or_rand() -> None:
+    g = new_graph()
+    c1 = const(g, [1.0, 2.0])
+    c2 = const(g, [1.0, 2.0])
+    c3 = const(g, [1.0, 2.0], F64)  # different dtype: stays
+    x1 = inp(g, (2,))
+    x2 = inp(g, (2,))
+    r1 = add_value(g, "rand", [], {}, (2,), F32, "cpu", kind="rand", generator=0)
+    r2 = add_value(g, "rand", [], {}, (2,), F32, "cpu", kind="rand", generator=0)
+    g.graph["outputs"] = [c1, c2, c3, x1, x2, r1, r2]
+    assert cse(g) == 1
+    assert c2 not in g and g.graph["outputs"] == [c1, c1, c3, x1, x2, r1, r2]
+
+
+# --- simplify -------------------------------------------------------------------------------
+
+
+def _simplified(build: Any) -> tuple[nx.DiGraph, int, int]:
+    """Build (g, x, y) with y = output; run simplify; return g, x and what the output became."""
+    g = new_graph()
+    x, y = build(g)
+    g.graph["outputs"] = [y]
+    simplify(g)
+    check(g)
+    return g, x, g.graph["outputs"][0]
+
+
+@pytest.mark.parametrize("build", [
+    lambda g, x: op(g, "mul", x, S(1)),
+    lambda g, x: op(g, "mul", S(1.0), x),
+    lambda g, x: op(g, "mul", x, const(g, np.ones(3))),
+    lambda g, x: op(g, "div", x, S(1.0)),
+    lambda g, x: op(g, "add", x, S(0.0)),
+    lambda g, x: op(g, "add", S(0), x),
+    lambda g, x: op(g, "add", const(g, np.zeros((2, 3))), x),
+    lambda g, x: op(g, "sub", x, S(0.0)),
+    lambda g, x: op(g, "expand", x, shape=(2, 3)),
+    lambda g, x: op(g, "reshape", x, shape=(2, 3)),
+    lambda g, x: op(g, "cast", x, dtype=F32),
+    lambda g, x: op(g, "permute", x, dims=(0, 1)),
+    lambda g, x: op(g, "permute", x, dims=(-2, -1)),
+    lambda g, x: op(g, "sum", x, axes=(), keepdim=True),
+    lambda g, x: op(g, "neg", op(g, "neg", x)),
+    lambda g, x: op(g, "mul", x, op(g, "expand", const(g, 1.0), shape=(2, 3))),
+])
+def test_simplify_identity_rules(build: Any) -> None:
+    g, x, out = _simplified(lambda g: (x := inp(g, (2, 3)), build(g, x)))
+    assert out == x
+    prune(g)
+    assert set(g.nodes) == {x}
+
+
+@pytest.mark.parametrize("build", [
+    lambda g, x: op(g, "mul", x, S(0.0)),  # x*0 is not x*0 -> 0 (nan, inf)
+    lambda g, x: op(g, "mul", x, S(2.0)),
+    lambda g, x: op(g, "sub", S(0.0), x),
+    lambda g, x: op(g, "div", S(1.0), x),
+    lambda g, x: op(g, "mul", x, op(g, "reshape", const(g, np.ones(6)), shape=(2, 1, 3))),
+    lambda g, x: op(g, "mul", x, const(g, np.ones(3), F64)),  # promotes to float64
+    lambda g, x: op(g, "add", op(g, "cast", x, dtype=rt.int64), S(0.0)),  # int -> float32
+    lambda g, x: op(g, "expand", x, shape=(4, 2, 3)),
+    lambda g, x: op(g, "reshape", x, shape=(3, 2)),
+    lambda g, x: op(g, "cast", x, dtype=F64),
+    lambda g, x: op(g, "permute", x, dims=(1, 0)),
+    lambda g, x: op(g, "sum", x, axes=(0,), keepdim=True),
+    lambda g, x: op(g, "sum", op(g, "cast", x, dtype=rt.bool_), axes=(), keepdim=True),
+    lambda g, x: op(g, "neg", op(g, "exp", x)),
+])
+def test_simplify_leaves_non_identities(build: Any) -> None:
+    g, x, out = _simplified(lambda g: (x := inp(g, (2, 3)), build(g, x)))
+    assert out != x and g.nodes[out]["op"] != "input"
+
+
+def test_simplify_same_size_permute_is_not_identity() -> None:
+    g, x, out = _simplified(lambda g: (x := inp(g, (3, 3)), op(g, "permute", x, dims=(1, 0))))
+    assert out != x
+
+
+def test_simplify_scalarizes_broadcast_float_constant() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    c = op(g, "expand", const(g, 2.5), shape=(2, 3))
+    y = op(g, "sub", c, x)
+    z = op(g, "div", x, const(g, [[4.0]]))
+    g.graph["outputs"] = [y, z]
+    assert simplify(g) == 2
+    assert g.nodes[y]["args"] == [S(2.5), ("node", x)] and not g.has_edge(c, y)
+    assert g.nodes[z]["args"] == [("node", x), S(4.0)]
+    check(g)
+
+
+def test_simplify_keeps_constant_when_dtype_or_shape_would_change() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    xi = inp(g, (2, 3), index=1, dtype=rt.int64)
+    c64 = op(g, "expand", const(g, 2.0, F64), shape=(2, 3))
+    a = op(g, "mul", x, c64)  # float64 result: the constant decides the dtype
+    b = op(g, "mul", xi, op(g, "expand", const(g, 2.0), shape=(2, 3)))  # int tensor
+    r = inp(g, (3,), index=2)
+    d = op(g, "add", r, op(g, "expand", const(g, 1.0), shape=(2, 3)))  # constant sets shape
+    g.graph["outputs"] = [a, b, d]
+    assert simplify(g) == 0
+    check(g)
+
+
+# --- the default pipeline and the evaluation oracle -----------------------------------------
+
+
+def test_run_default_passes_counts() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    one = op(g, "expand", const(g, 1.0), shape=(2, 3))
+    a = op(g, "mul", op(g, "exp", x), one)
+    b = op(g, "mul", op(g, "exp", x), one)
+    k = op(g, "add", const(g, 1.0), const(g, 2.0))
+    out = op(g, "add", op(g, "add", a, b), k)
+    g.graph["outputs"] = [out]
+    before = reference_eval(g, {0: np.float32([[1, 2, 3], [4, 5, 6]])})
+    counts = run_default_passes(g)
+    assert all(counts[name] >= 1 for name in ("simplify", "fold_constants", "cse", "prune"))
+    # exp(x)*1 twice -> one exp; 1+2 folds to a constant, which then becomes a scalar arg
+    assert sorted(g.nodes[v]["op"] for v in g.nodes) == ["add", "add", "exp", "input"]
+    assert S(3.0) in g.nodes[out]["args"]
+    after = reference_eval(g, {0: np.float32([[1, 2, 3], [4, 5, 6]])})
+    np.testing.assert_array_equal(after[0], before[0])
+
+
+UNARY = ("neg", "exp", "tanh", "sin", "abs", "sqrt", "log")
+BINARY = ("add", "sub", "mul", "div", "maximum")
+SCALARS = (0.0, 1.0, 2.0, -0.5)
+
+
+@st.composite
+def random_graphs(draw: Any) -> nx.DiGraph:
+    g = new_graph()
+    nodes = [inp(g, (2, 3)), inp(g, (3,), index=1)]
+    nodes.append(op(g, "expand", const(g, draw(st.sampled_from(SCALARS))), shape=(2, 3)))
+    nodes.append(const(g, np.float32(draw(st.lists(st.sampled_from(SCALARS), min_size=3,
+                                                   max_size=3)))))
+    for _ in range(draw(st.integers(3, 12))):
+        nodes.append(_random_node(draw, g, nodes))
+    sinks = [v for v in nodes[2:] if g.out_degree(v) == 0]
+    g.graph["outputs"] = [*sinks, draw(st.sampled_from(nodes[2:]))]
+    return g
+
+
+def _random_node(draw: Any, g: nx.DiGraph, nodes: list[int]) -> int:
+    x = draw(st.sampled_from(nodes))
+    shape = g.nodes[x]["shape"]
+    kind = draw(st.sampled_from(("unary", "binary", "scalar", "scalar", "sum", "reshape", "same",
+                                 "dup", "dup", "clamp")))
+    if kind == "unary":
+        return op(g, draw(st.sampled_from(UNARY)), x)
+    if kind == "clamp":
+        bounds = st.sampled_from((None, *SCALARS))
+        return op(g, "clamp", x, min=draw(bounds), max=draw(bounds))
+    if kind == "binary":
+        fits = [y for y in nodes if _broadcasts(shape, g.nodes[y]["shape"])]
+        y = draw(st.sampled_from(fits))
+        a, b = draw(st.permutations((x, y)))
+        return op(g, draw(st.sampled_from(BINARY)), a, b)
+    if kind == "scalar":
+        a, b = draw(st.permutations((x, S(draw(st.sampled_from(SCALARS))))))
+        return op(g, draw(st.sampled_from(BINARY[:4])), a, b)
+    if kind == "sum":
+        axes = tuple(i for i in range(len(shape)) if draw(st.booleans()))
+        return op(g, "sum", x, axes=axes, keepdim=draw(st.booleans()))
+    if kind == "reshape":
+        size = int(np.prod(shape))
+        target = draw(st.sampled_from([s for s in ((size,), (1, size), shape, (size, 1))]))
+        return op(g, "reshape", x, shape=target)
+    if kind == "same":
+        name, attrs = draw(st.sampled_from([("expand", {"shape": shape}),
+                                            ("cast", {"dtype": F32}),
+                                            ("permute", {"dims": tuple(range(len(shape)))})]))
+        return op(g, name, x, **attrs)
+    n = g.nodes[draw(st.sampled_from(nodes))]  # dup: a copy of an existing node
+    if n["op"] in ("input", "const"):
+        return const(g, np.float32(1.0))
+    return add_value(g, n["op"], n["args"], n["attrs"], n["shape"], n["dtype"], "cpu")
+
+
+def _broadcasts(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    try:
+        np.broadcast_shapes(a, b)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=30, deadline=None)
+@given(random_graphs(), st.integers(0, 2**32 - 1))
+def test_default_passes_preserve_outputs(g: nx.DiGraph, seed: int) -> None:
+    check(g)
+    rng = np.random.default_rng(seed)
+    inputs = {0: rng.standard_normal((2, 3), dtype=np.float32),
+              1: rng.standard_normal(3, dtype=np.float32)}
+    before = reference_eval(g, inputs)
+    run_default_passes(g)
+    after = reference_eval(g, inputs)
+    for b, a in zip(before, after):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
