@@ -120,7 +120,7 @@ def roots(g: nx.DiGraph) -> set[int]:
     draws (they advance a generator, so they stay even when unused)."""
     gr = g.graph
     keep = set(gr.get("outputs", ()))
-    keep.update(u for _, u in gr.get("writes", ()))
+    keep.update(u for _, u in gr.get("writes", ()) if u >= 0)
     keep.update(template_nodes(gr.get("returns")))
     keep.update(v for v, op in g.nodes(data="op") if op == "rand")
     return keep
@@ -152,8 +152,8 @@ def check(g: nx.DiGraph) -> None:
     for v in g.nodes:
         _check_node(g, v)
     gr = g.graph
-    refs = [*gr.get("outputs", ()), *(u for _, u in gr.get("writes", ())),
-            *template_nodes(gr.get("returns"))]
+    refs = [*gr.get("outputs", ()), *(u for _, u in gr.get("writes", ()) if u >= 0),
+            *template_nodes(gr.get("returns"))]  # a write of -1 sets the slot to None
     missing = sorted({u for u in refs if u not in g})
     if missing:
         raise GraphError(f"graph outputs/writes/returns refer to missing nodes {missing}")

@@ -206,7 +206,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     except TypeError as e:
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
-    view_of = tracer.storage_of(args[0]) if prim.view and isinstance(args[0], Tensor) else None
+    view_of = (tracer.storage_of(args[0])
+               if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
+               else None)
     out = MetaArray(shape, dt.np, node, view_of)
     if (req and _grad_state.enabled and prim.differentiable and dt.is_floating_point
             and prim.promote != PROMOTE_BOOL_OUT):
@@ -215,6 +217,11 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         t = Tensor._make(out, dt, device)
     tracer.annotate(node, t)
     return t
+
+
+def _takes_index_tensors(args: tuple[Any, ...]) -> bool:
+    """Advanced indexing (index tensors after the data) copies; only basic keys make views."""
+    return any(isinstance(a, Tensor) for a in args[1:])
 
 
 def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: Any,
@@ -234,6 +241,11 @@ def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: 
             a = args[s]
             if isinstance(a, Tensor):
                 saved[s] = SavedTensor(a, False)
+    if prim.saves_from is not None:
+        for i in range(prim.saves_from, len(args)):
+            a = args[i]
+            if isinstance(a, Tensor):
+                saved[i] = SavedTensor(a, False)
     return t
 
 

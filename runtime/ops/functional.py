@@ -11,9 +11,8 @@ import numpy as np
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import prims as P
-from ..autograd.node import SavedTensor
-from .dispatch import PrimitiveBackward, apply
-from .inplace import CopySlices, apply_inplace
+from .dispatch import apply
+from .inplace import apply_inplace
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -373,18 +372,6 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
     return tuple(out), idx
 
 
-def _save_index_args(node: Any, prim: Any, first: int, idx: Sequence[Tensor]) -> None:
-    """Keep the index tensors of a recorded indexing node for its backward formula.
-
-    (The registry's ``saves`` names fixed positions; indexing primitives take a variable
-    number of index tensors, so they are saved here, after dispatch recorded the node.)"""
-    if not idx or not isinstance(node, PrimitiveBackward) or node.prim is not prim:
-        return
-    for i, t in enumerate(idx):
-        if first + i not in node.saved:
-            node.saved[first + i] = SavedTensor(t, False)
-
-
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` for any PyTorch-style index."""
     template, idx = _norm_key(key, x.device)
@@ -393,23 +380,17 @@ def getitem(x: Tensor, key: Any) -> Tensor:
 
 def getitem_key(x: Tensor, *idx: Tensor, key: Any) -> Tensor:
     """The getitem primitive on a key template and its index tensors."""
-    out = apply(P.GETITEM, x, *idx, key=key)
-    _save_index_args(out._grad_fn, P.GETITEM, 1, idx)
-    return out
+    return apply(P.GETITEM, x, *idx, key=key)
 
 
 def index_backward(g: Tensor, *idx: Tensor, key: Any, shape: tuple[int, ...]) -> Tensor:
     """Zeros of ``shape`` with ``g`` scatter-added at ``key`` (getitem's adjoint)."""
-    out = apply(P.INDEX_BACKWARD, g, *idx, key=key, shape=tuple(shape))
-    _save_index_args(out._grad_fn, P.INDEX_BACKWARD, 1, idx)
-    return out
+    return apply(P.INDEX_BACKWARD, g, *idx, key=key, shape=tuple(shape))
 
 
 def index_put(x: Tensor, value: Any, *idx: Tensor, key: Any) -> Tensor:
     """Out-of-place setitem primitive: a copy of ``x`` with ``x[key] = value``."""
-    out = apply(P.SETITEM, x, value, *idx, key=key)
-    _save_index_args(out._grad_fn, P.SETITEM, 2, idx)
-    return out
+    return apply(P.SETITEM, x, value, *idx, key=key)
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -522,11 +503,6 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         value = to_device(value, t.device)
     template, idx = _norm_key(key, t.device)
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
-    if idx:
-        node = t._grad_fn
-        if t._base is not None and isinstance(t._base._grad_fn, CopySlices):
-            node = t._base._grad_fn.fn  # the write went into a view: its node sits in CopySlices
-        _save_index_args(node, P.SETITEM, 2, idx)
 
 
 from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401

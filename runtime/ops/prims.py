@@ -477,7 +477,7 @@ def _getitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
 # view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
 GETITEM = register(Primitive(
     "getitem", impl=_getitem_impl, infer=_getitem_infer, backward=_getitem_bwd,
-    view=True, attrs=("key",)))
+    saves_from=1, view=True, attrs=("key",)))
 
 
 def is_basic_key(key: Any) -> bool:
@@ -510,7 +510,7 @@ def _index_backward_bwd(c: Any, gg: Any) -> tuple[Any, ...]:
 # index_backward(g, *index_tensors, key=template, shape=x_shape): scatter-add g into zeros
 INDEX_BACKWARD = register(Primitive(
     "index_backward", impl=_index_backward_impl, infer=_index_backward_infer,
-    backward=_index_backward_bwd, attrs=("key", "shape")))
+    backward=_index_backward_bwd, saves_from=1, attrs=("key", "shape")))
 
 
 def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, key: Any) -> Any:
@@ -536,7 +536,7 @@ def _setitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
 # ``x[key] = v`` writes this result back)
 SETITEM = register(Primitive(
     "setitem", impl=_setitem_impl, infer=_setitem_infer, backward=_setitem_bwd,
-    attrs=("key",)))
+    saves_from=2, attrs=("key",)))
 
 
 def _cat_infer(*xs: Meta, axis: int) -> tuple[Any, D.DType]:

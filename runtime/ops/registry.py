@@ -25,6 +25,7 @@ class Primitive:
     backward: Callable[..., tuple[Any, ...]] | None = None  # backward(ctx, grad) -> grads
     differentiable: bool = True
     saves: tuple[int | str, ...] = ()  # argument positions and/or "out" kept for backward
+    saves_from: int | None = None  # also keep every tensor argument from this position on
     promote: str = PROMOTE_NONE
     promote_args: tuple[int, ...] | None = None  # which positions promote (default: all)
     view: bool = False  # the output may share storage with argument 0
