@@ -187,7 +187,7 @@ def _check_node(g: nx.DiGraph, v: int) -> None:
     if op in SOURCES:
         _check_source(g, v)
         return
-    prim = REGISTRY.get(op)  # type: ignore[arg-type]
+    prim = REGISTRY.get(op)
     if prim is None:
         raise _fail(g, v, "unknown op: neither a source nor a registered primitive")
     try:

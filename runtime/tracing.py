@@ -39,9 +39,14 @@ def user_frame() -> str:
 
 
 class _Flags:
-    c_contiguous = True
-    f_contiguous = False
-    writeable = True
+    def __init__(self, transposed: bool) -> None:
+        self.c_contiguous = not transposed
+        self.f_contiguous = transposed
+        self.writeable = True
+
+
+_C_ORDER = _Flags(False)
+_TRANSPOSED = _Flags(True)
 
 
 class MetaArray:
@@ -51,8 +56,7 @@ class MetaArray:
     which moves ``node`` to the new value, is seen through every alias as in eager mode.
     """
 
-    __slots__ = ("shape", "dtype", "node", "view_of", "base_node")
-    flags = _Flags()
+    __slots__ = ("shape", "dtype", "node", "view_of", "base_node", "transposed")
     base = None
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, node: int,
@@ -62,6 +66,12 @@ class MetaArray:
         self.node = node
         self.view_of = view_of  # the storage this one is a view of
         self.base_node = view_of.node if view_of is not None else -1  # its value back then
+        # layout, as far as kernels choose by it: a matrix whose last two axes are swapped
+        self.transposed = False
+
+    @property
+    def flags(self) -> _Flags:
+        return _TRANSPOSED if self.transposed else _C_ORDER
 
     @property
     def ndim(self) -> int:

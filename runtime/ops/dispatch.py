@@ -210,6 +210,11 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
                else None)
     out = MetaArray(shape, dt.np, node, view_of)
+    dims = attrs.get("dims")
+    if view_of is not None and dims is not None and len(dims) >= 2:
+        # a permutation that swaps the last two axes flips the layout, as numpy's would
+        swapped = dims[-2:] == (len(dims) - 1, len(dims) - 2)
+        out.transposed = view_of.transposed != swapped
     if (req and _grad_state.enabled and prim.differentiable and dt.is_floating_point
             and prim.promote != PROMOTE_BOOL_OUT):
         t = _record(prim, args, attrs, out, dt, device)
