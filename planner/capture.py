@@ -120,11 +120,13 @@ class Tracer:
         return Tensor._make(MetaArray(shape, dtype.np, node), dtype, device)
 
     def constant(self, value: np.ndarray, dtype: D.DType, device: str) -> Tensor:
+        device = self.target_device or device
         node = self._add("const", [], {}, value.shape, dtype, device, value=value)
         return self._meta_tensor(node, value.shape, dtype, device)
 
     def random(self, kind: str, shape: tuple[int, ...], dtype: D.DType, device: str,
                generator: Generator) -> Tensor:
+        device = self.target_device or device
         if generator not in self.generators:
             self.generators.append(generator)
         node = self._add("rand", [], {"kind": kind, "generator": self.generators.index(generator)},

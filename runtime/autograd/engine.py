@@ -486,7 +486,7 @@ def validate_outputs(fn: Node, grads: list[Any]) -> list[Any]:
             g = grads[i] = sum_to(g, shape)
         if g.dtype is not dtype:
             g = grads[i] = g.to(dtype)
-        if g.device != device:
+        if g.device != device and _trace_state.tracer is None:  # lower() may retarget
             raise RuntimeError(
                 f"Function {fn.name()} returned an invalid gradient at index {i} - expected "
                 f"device {device} but got {g.device}")
