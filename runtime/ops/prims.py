@@ -571,9 +571,17 @@ def _matmul_infer(a: Meta, b: Meta) -> tuple[Any, D.DType]:
     if a.dtype is not b.dtype:
         raise TypeError(f"expected both operands to have the same dtype, got {a.dtype.name} "
                         f"and {b.dtype.name}")
-    pa = np.zeros(a.shape, dtype=np.int8)
-    pb = np.zeros(b.shape, dtype=np.int8)
-    return np.matmul(pa, pb).shape, a.dtype
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if not sa or not sb:
+        raise ValueError("both arguments to matmul need to be at least 1D")
+    a2 = (1,) + sa if len(sa) == 1 else sa
+    b2 = sb + (1,) if len(sb) == 1 else sb
+    if a2[-1] != b2[-2]:
+        raise ValueError(f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied "
+                         f"({a2[-1]} != {b2[-2]})")
+    batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+    out = batch + (a2[-2],) * (len(sa) > 1) + (b2[-1],) * (len(sb) > 1)
+    return out, a.dtype
 
 
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
