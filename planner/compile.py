@@ -26,6 +26,7 @@ from runtime.tracing import GraphBreak
 
 from .capture import Capture, Slot, capture
 from .plan import Plan, build_plan
+from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
 
@@ -103,6 +104,9 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
     if old[0] != new[0]:
+        return "the structure of the arguments changed"
+    old, new = old[1:], new[1:]
+    if old[0] != new[0]:
         return f"grad mode is {'on' if new[0] else 'off'} (was {'on' if old[0] else 'off'})"
     if len(old) != len(new):
         return f"{len(new) - 1} arguments (was {len(old) - 1})"
@@ -148,15 +152,21 @@ class CompiledStep:
         functools.update_wrapper(self, fn)
 
     # --- calling ----------------------------------------------------------------------------
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.backend == "eager":
-            return self.fn(*args)
-        key = _arg_key(args)
+            return self.fn(*args, **kwargs)
+        leaves, spec = flatten((args, kwargs))
+        return self._call_flat(leaves, spec)
+
+    def _call_flat(self, leaves: list[Any], spec: Any) -> Any:
+        fn = self._flat_fn(spec)
+        args = tuple(leaves)
+        key = (freeze(spec), *_arg_key(args))
         entry = self._cache.get(key)
         if entry is not None:
             self._cache.move_to_end(key)
             if entry.eager_reason is not None:
-                return self.fn(*args)
+                return fn(*args)
             reasons = []
             for binding in entry.bindings:
                 reason = binding.failed_guard()
@@ -171,7 +181,7 @@ class CompiledStep:
                      _describe_key_change(self._last_key, key))
         self._last_key = key
         try:
-            binding = self._plan(args)
+            binding = self._plan(fn, args)
         except GraphBreak as e:
             if self.fullgraph:
                 raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
@@ -179,15 +189,16 @@ class CompiledStep:
             warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
                           RuntimeWarning, stacklevel=2)
             self._entry(key).eager_reason = f"{e.reason} at {e.where}"
-            return self.fn(*args)
+            return fn(*args)
         self._entry(key).bindings.append(binding)
         self.plan = binding.plan
         return _replay(binding, args)
 
-    def lower(self, *args: Any) -> Plan:
+    def lower(self, *args: Any, **kwargs: Any) -> Plan:
         """Capture and plan for these arguments without running anything (like jax's lower)."""
+        leaves, spec = flatten((args, kwargs))
         try:
-            return self._plan(args).plan
+            return self._plan(self._flat_fn(spec), tuple(leaves)).plan
         except GraphBreak as e:
             raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                f"{e.where}") from e
@@ -205,11 +216,19 @@ class CompiledStep:
                 self._cache.popitem(last=False)
         return entry
 
-    def _plan(self, args: tuple[Any, ...]) -> Binding:
+    def _flat_fn(self, spec: Any) -> Callable[..., Any]:
+        """The step as a function of its flattened argument leaves."""
+        def call(*leaves: Any) -> Any:
+            args, kwargs = unflatten(spec, list(leaves))
+            return self.fn(*args, **kwargs)
+
+        return call
+
+    def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Binding:
         from .passes import run_default_passes
 
         device = self.device
-        cap: Capture = capture(self.fn, args, target_device=device)
+        cap: Capture = capture(fn, args, target_device=device)
         captured = cap.graph.number_of_nodes()
         run_default_passes(cap.graph)
         plan_device = device or _plan_device(cap)

@@ -1,0 +1,50 @@
+"""Flatten a step's arguments (nested tuples, lists and dicts) into leaves and back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# a tree spec: ("leaf",) | ("tuple"|"list", [specs]) | ("dict", [(key, spec)])
+Spec = tuple[Any, ...]
+
+
+def flatten(tree: Any) -> tuple[list[Any], Spec]:
+    leaves: list[Any] = []
+
+    def walk(x: Any) -> Spec:
+        if isinstance(x, tuple) and not hasattr(x, "_fields"):
+            return ("tuple", [walk(v) for v in x])
+        if isinstance(x, list):
+            return ("list", [walk(v) for v in x])
+        if isinstance(x, dict):
+            return ("dict", [(k, walk(v)) for k, v in x.items()])
+        leaves.append(x)
+        return ("leaf",)
+
+    return leaves, walk(tree)
+
+
+def unflatten(spec: Spec, leaves: list[Any]) -> Any:
+    it = iter(leaves)
+
+    def build(s: Spec) -> Any:
+        kind = s[0]
+        if kind == "leaf":
+            return next(it)
+        if kind == "tuple":
+            return tuple(build(c) for c in s[1])
+        if kind == "list":
+            return [build(c) for c in s[1]]
+        return {k: build(c) for k, c in s[1]}
+
+    return build(spec)
+
+
+def freeze(spec: Spec) -> Any:
+    """A hashable form of a spec, for guard keys."""
+    kind = spec[0]
+    if kind == "leaf":
+        return "leaf"
+    if kind == "dict":
+        return ("dict", tuple((k, freeze(c)) for k, c in spec[1]))
+    return (kind, tuple(freeze(c) for c in spec[1]))
