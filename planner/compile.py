@@ -20,6 +20,7 @@ import numpy as np
 
 from runtime import _dtype as D
 from runtime._device import canonical_device
+from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
@@ -45,7 +46,7 @@ class Binding:
     plan: Plan
     slots: list[Slot]
     generators: list[Any]
-    modules: list[tuple[Any, tuple[tuple[str, int], ...]]]
+    modules: list[tuple[Any, tuple[Any, ...]]]
     optimizers: list[tuple[Any, Any]]
     grad_none: list[tuple[Any, bool]]
 
@@ -66,16 +67,21 @@ class Binding:
                         f"{'None' if owner._grad is None else 'set'} (it was "
                         f"{'None' if was_none else 'set'} when the step was captured)")
         for module, params in self.modules:
-            if _module_params(module) != params:
+            now = _module_params(module)
+            if now[0] != params[0]:
                 return f"the parameters of {type(module).__name__} were replaced"
+            if now[1] != params[1]:
+                return f"{type(module).__name__} switched between train() and eval()"
         for opt, key in self.optimizers:
             if _optimizer_key(opt) != key:
                 return f"the state or settings of {type(opt).__name__} changed"
         return None
 
 
-def _module_params(module: Any) -> tuple[tuple[str, int], ...]:
-    return tuple((name, id(p)) for name, p in module.named_parameters())
+def _module_params(module: Any) -> tuple[Any, ...]:
+    """What a captured module's forward was traced with: its parameters and train/eval modes."""
+    return (tuple((name, id(p)) for name, p in module.named_parameters()),
+            tuple(m.training for m in module.modules()))
 
 
 def _optimizer_key(opt: Any) -> Any:
@@ -153,8 +159,8 @@ class CompiledStep:
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.backend == "eager":
-            return self.fn(*args, **kwargs)
+        if self.backend == "eager" or is_anomaly_enabled():
+            return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
         leaves, spec = flatten((args, kwargs))
         return self._call_flat(leaves, spec)
 
@@ -175,9 +181,9 @@ class CompiledStep:
                     self._last_key = key
                     return _replay(binding, args)
                 reasons.append(reason)
-            log.info("planner: recompiling %s: %s", self._name, reasons[-1])
+            log.info("recompiling %s: %s", self._name, reasons[-1])
         elif self._last_key is not None:
-            log.info("planner: recompiling %s: %s", self._name,
+            log.info("recompiling %s: %s", self._name,
                      _describe_key_change(self._last_key, key))
         self._last_key = key
         try:
