@@ -38,6 +38,7 @@ class Slot:
     device: str
     desc: str
     mode: str = "inplace"  # how a write lands: "inplace" into the storage, or "assign" anew
+    owner_input: int | None = None  # a grad slot of an argument: resolved per call
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype.name,
@@ -53,7 +54,7 @@ class Capture:
     generators: list[Generator]
     modules: list[Any] = field(default_factory=list)
     optimizers: list[Any] = field(default_factory=list)
-    grad_none: list[tuple[Tensor, bool]] = field(default_factory=list)
+    grad_none: list[tuple[Tensor, bool, int | None]] = field(default_factory=list)
 
 
 class Tracer:
@@ -64,6 +65,7 @@ class Tracer:
         self.slots: list[Slot] = []
         self.cells: dict[int, tuple[MetaArray, int, Any]] = {}  # id(array) -> (cell, slot, keep)
         self.source: dict[int, int] = {}  # slot index -> its source node
+        self.input_of: dict[int, int] = {}  # id(argument tensor) -> its index
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.generators: list[Generator] = []
@@ -155,6 +157,7 @@ class Tracer:
             raise GraphBreak(f"argument {index} shares storage with another argument")
         self._new_slot(Slot("input", index, t.shape, t.dtype, self.device_of(t),
                             f"arg{index}"), t._data, t)
+        self.input_of[id(t)] = index
 
     def storage_of(self, t: Tensor) -> MetaArray:
         """The cell holding ``t``'s current graph value (a state read for outside tensors)."""
@@ -184,7 +187,8 @@ class Tracer:
         real = owner._grad
         if real is not None and id(real._data) not in self.cells:
             self._new_slot(Slot("grad", owner, real.shape, real.dtype, self.device_of(real),
-                                f"grad of tensor{list(owner.shape)}"), real._data, real)
+                                f"grad of tensor{list(owner.shape)}",
+                                owner_input=self.input_of.get(id(owner))), real._data, real)
         self.grad_shadow[id(owner)] = (owner, real)
         return real
 
@@ -220,10 +224,10 @@ class Tracer:
         for cell, index, _ in self.cells.values():
             if self.slots[index].kind != "grad" and cell.node != self.source[index]:
                 writes.append((index, cell.node))
-        grad_none: list[tuple[Tensor, bool]] = []
+        grad_none: list[tuple[Tensor, bool, int | None]] = []
         for key, (owner, value) in self.grad_shadow.items():
             original = owner._grad
-            grad_none.append((owner, original is None))
+            grad_none.append((owner, original is None, self.input_of.get(key)))
             if value is original:
                 if value is not None:
                     cell, index, _ = self.cells[id(value._data)]
@@ -233,7 +237,7 @@ class Tracer:
             mode = "assign" if self.grad_fresh.get(key) else "inplace"
             self.slots.append(Slot("grad", owner, tuple(owner.shape), owner.dtype,
                                    self.device_of(owner), f"grad of tensor{list(owner.shape)}",
-                                   mode=mode))
+                                   mode=mode, owner_input=self.input_of.get(key)))
             writes.append((len(self.slots) - 1,
                            -1 if value is None else self.storage_of(value).node))
         for opt, snapshot in self.optimizers.values():

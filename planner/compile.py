@@ -48,9 +48,9 @@ class Binding:
     generators: list[Any]
     modules: list[tuple[Any, tuple[Any, ...]]]
     optimizers: list[tuple[Any, Any]]
-    grad_none: list[tuple[Any, bool]]
+    grad_none: list[tuple[Any, bool, int | None]]
 
-    def failed_guard(self) -> str | None:
+    def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
         for slot in self.slots:
             if slot.kind == "tensor":
@@ -58,10 +58,11 @@ class Binding:
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
                     return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
             elif slot.kind == "grad" and slot.mode == "inplace":
-                g = slot.ref._grad
+                g = _owner(slot, args)._grad
                 if g is not None and (tuple(g.shape) != slot.shape or g.dtype is not slot.dtype):
                     return f"{slot.desc} changed shape or dtype"
-        for owner, was_none in self.grad_none:
+        for ref, was_none, index in self.grad_none:
+            owner = ref if index is None else args[index]
             if (owner._grad is None) != was_none:
                 return (f"the .grad of tensor{list(owner.shape)} is "
                         f"{'None' if owner._grad is None else 'set'} (it was "
@@ -175,7 +176,7 @@ class CompiledStep:
                 return fn(*args)
             reasons = []
             for binding in entry.bindings:
-                reason = binding.failed_guard()
+                reason = binding.failed_guard(args)
                 if reason is None:
                     self.plan = binding.plan
                     self._last_key = key
@@ -253,7 +254,7 @@ def _plan_device(cap: Capture) -> str:
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
     plan = binding.plan
     arrays = [a._data if isinstance(a, Tensor) else None for a in args]
-    state = {slot: _read_slot(binding.slots[slot]) for slot, _ in plan.reads}
+    state = {slot: _read_slot(binding.slots[slot], args) for slot, _ in plan.reads}
     result, writes = plan.run(arrays, state, binding.generators)
     # every step succeeded: now, and only now, write state back
     for slot_index, value in writes:
@@ -261,11 +262,16 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
     return _rebuild(result)
 
 
-def _read_slot(slot: Slot) -> Any:
+def _owner(slot: Slot, args: tuple[Any, ...]) -> Any:
+    """The tensor whose .grad a grad slot stands for, in this call."""
+    return slot.ref if slot.owner_input is None else args[slot.owner_input]
+
+
+def _read_slot(slot: Slot, args: tuple[Any, ...]) -> Any:
     if slot.kind == "tensor":
         return slot.ref._data
     if slot.kind == "grad":
-        return slot.ref._grad._data
+        return _owner(slot, args)._grad._data
     raise AssertionError(f"slot of kind {slot.kind} is not read")
 
 
@@ -281,7 +287,7 @@ def _write_slot(slot: Slot, value: Any, args: tuple[Any, ...]) -> None:
     elif slot.kind == "tensor":
         _write_into(slot.ref, value)
     elif slot.kind == "grad":
-        owner = slot.ref
+        owner = _owner(slot, args)
         if value is None:
             owner._grad = None
         elif slot.mode == "inplace" and owner._grad is not None:

@@ -1,0 +1,185 @@
+"""Guards: a call whose inputs or captured state differ from the capture re-plans (and logs
+why); a call that matches replays; the plan cache is bounded."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+F = rt.nn.functional
+compile_module = sys.modules["planner.compile"]
+
+
+def arr(*shape: int, seed: int = 0, dtype: Any = np.float32) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+def simple_step(x: Any) -> Any:
+    return (x.tanh() * 2.0).sum()
+
+
+def planner_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "planner"]
+
+
+def test_same_shape_replays(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="planner")
+    step = planner.compile(simple_step)
+    for seed in range(3):
+        a = arr(3, 4, seed=seed)
+        out = step(rt.from_numpy(a))
+        np.testing.assert_allclose(out.numpy(), simple_step(rt.from_numpy(a)).numpy(),
+                                   rtol=1e-6)
+    assert step.captures == 1
+    assert not [m for m in planner_lines(caplog) if "recompil" in m]
+
+
+def test_shape_change_recompiles_and_logs(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="planner")
+    step = planner.compile(simple_step)
+    step(rt.from_numpy(arr(3, 4)))
+    assert step.captures == 1
+    out = step(rt.from_numpy(arr(5, 2)))
+    assert step.captures == 2
+    np.testing.assert_allclose(out.numpy(), simple_step(rt.from_numpy(arr(5, 2))).numpy(),
+                               rtol=1e-6)
+    lines = [m for m in planner_lines(caplog) if "recompil" in m]
+    assert len(lines) == 1
+    assert "shape" in lines[0] and "argument 0" in lines[0], lines
+    # both plans stay cached: going back replays
+    step(rt.from_numpy(arr(3, 4, seed=1)))
+    step(rt.from_numpy(arr(5, 2, seed=1)))
+    assert step.captures == 2
+
+
+@pytest.mark.parametrize("change", ["requires_grad", "dtype", "no_grad"])
+def test_other_guards_recompile(change: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="planner")
+
+    def step_fn(x: Any) -> Any:
+        y = (x * x).sum()
+        if y.requires_grad:
+            (g,) = rt.autograd.grad(y, [x])
+            return y, g
+        return y, None
+
+    step = planner.compile(step_fn)
+    a = arr(4)
+    step(rt.tensor(a, requires_grad=True))
+    assert step.captures == 1
+    if change == "requires_grad":
+        x = rt.tensor(a)
+        got, expected = step(x), step_fn(rt.tensor(a))
+        word = "requires_grad"
+    elif change == "dtype":
+        x = rt.tensor(a.astype(np.float64), requires_grad=True)
+        got, expected = step(x), step_fn(rt.tensor(a.astype(np.float64), requires_grad=True))
+        assert got[0].dtype is rt.float64 and got[1].dtype is rt.float64
+        word = "dtype"
+    else:
+        with rt.no_grad():
+            got = step(rt.tensor(a, requires_grad=True))
+            expected = step_fn(rt.tensor(a, requires_grad=True))
+        word = "grad mode"
+    assert step.captures == 2
+    np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=1e-6)
+    if expected[1] is None:
+        assert got[1] is None
+    else:
+        np.testing.assert_allclose(got[1].numpy(), expected[1].numpy(), rtol=1e-6)
+    lines = [m for m in planner_lines(caplog) if "recompil" in m]
+    assert len(lines) == 1 and word in lines[0], lines
+
+
+def make_linear(seed: int = 0) -> Any:
+    lin = rt.nn.Linear(4, 2)
+    with rt.no_grad():
+        lin.weight.copy_(rt.from_numpy(arr(2, 4, seed=seed)))
+        lin.bias.copy_(rt.from_numpy(arr(2, seed=seed + 1)))
+    return lin
+
+
+def test_replacing_parameter_recompiles(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="planner")
+    lin = make_linear()
+
+    def fwd(x: Any) -> Any:
+        return lin(x).sum()
+
+    step = planner.compile(fwd)
+    x = rt.from_numpy(arr(3, 4, seed=5))
+    step(x)
+    step(x)
+    assert step.captures == 1
+    lin.weight = rt.nn.Parameter(rt.from_numpy(arr(2, 4, seed=9)))
+    got = step(x)
+    assert step.captures == 2
+    np.testing.assert_allclose(got.numpy(), fwd(x).numpy(), rtol=1e-6)
+    lines = [m for m in planner_lines(caplog) if "recompil" in m]
+    assert len(lines) == 1 and "replaced" in lines[0], lines
+
+
+def test_changing_lr_recompiles_and_uses_new_lr(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="planner")
+    runs = []
+    for _ in range(2):
+        lin = make_linear()
+        opt = rt.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+
+        def train(x: Any, lin: Any = lin, opt: Any = opt) -> Any:
+            opt.zero_grad()
+            loss = (lin(x) ** 2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        runs.append((lin, opt, train))
+    (lin_e, opt_e, eager), (lin_c, opt_c, fn) = runs
+    step = planner.compile(fn)
+    x = rt.from_numpy(arr(3, 4, seed=5))
+    for i in range(5):
+        if i == 3:
+            opt_e.param_groups[0]["lr"] = 0.5
+            opt_c.param_groups[0]["lr"] = 0.5
+            before = step.captures
+        np.testing.assert_allclose(step(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
+        for pc, pe in zip(lin_c.parameters(), lin_e.parameters(), strict=True):
+            np.testing.assert_allclose(pc.numpy(), pe.numpy(), rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(opt_c.state[pc]["momentum_buffer"].numpy(),
+                                       opt_e.state[pe]["momentum_buffer"].numpy(),
+                                       rtol=1e-6, atol=1e-7)
+        if i == 3:
+            assert step.captures == before + 1
+            assert any("SGD" in m for m in planner_lines(caplog) if "recompil" in m)
+
+
+def test_lru_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compile_module, "CACHE_SIZE", 2)
+    step = planner.compile(simple_step)
+    for n in (1, 2, 3):
+        step(rt.from_numpy(arr(n)))
+    assert step.captures == 3
+    step(rt.from_numpy(arr(3)))
+    step(rt.from_numpy(arr(2)))
+    assert step.captures == 3  # the two most recent stay cached
+    out = step(rt.from_numpy(arr(1)))  # the oldest was evicted
+    assert step.captures == 4
+    np.testing.assert_allclose(out.numpy(), simple_step(rt.from_numpy(arr(1))).numpy(),
+                               rtol=1e-6)
+    step(rt.from_numpy(arr(3)))  # 3 was least recently used when 1 came back
+    assert step.captures == 5
+    assert len(step._cache) <= 2
+
+
+def test_default_cache_size_bounds_entries() -> None:
+    step = planner.compile(simple_step)
+    for n in range(1, compile_module.CACHE_SIZE + 3):
+        step(rt.from_numpy(arr(n)))
+    assert len(step._cache) == compile_module.CACHE_SIZE
