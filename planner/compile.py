@@ -85,6 +85,12 @@ def _module_params(module: Any) -> tuple[Any, ...]:
             tuple(m.training for m in module.modules()))
 
 
+def _outermost(modules: list[Any]) -> list[Any]:
+    """The captured modules that no other captured module contains (their guards cover all)."""
+    inner = {id(sub) for m in modules for sub in m.modules() if sub is not m}
+    return [m for m in modules if id(m) not in inner]
+
+
 def _optimizer_key(opt: Any) -> Any:
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
@@ -175,14 +181,16 @@ class CompiledStep:
             if entry.eager_reason is not None:
                 return fn(*args)
             reasons = []
-            for binding in entry.bindings:
+            for i, binding in enumerate(entry.bindings):
                 reason = binding.failed_guard(args)
                 if reason is None:
+                    if i:  # most recently used first: steady-state steps check one binding
+                        entry.bindings.insert(0, entry.bindings.pop(i))
                     self.plan = binding.plan
                     self._last_key = key
                     return _replay(binding, args)
                 reasons.append(reason)
-            log.info("recompiling %s: %s", self._name, reasons[-1])
+            log.info("recompiling %s: %s", self._name, reasons[0])  # the last plan used
         elif self._last_key is not None:
             log.info("recompiling %s: %s", self._name,
                      _describe_key_change(self._last_key, key))
@@ -242,7 +250,7 @@ class CompiledStep:
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
-                       [(m, _module_params(m)) for m in cap.modules],
+                       [(m, _module_params(m)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none)
 
 

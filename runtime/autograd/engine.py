@@ -378,16 +378,23 @@ class Engine:
             if not info.needed:
                 return
         tracer = _trace_state.tracer
-        if tracer is not None:
-            tracer.enter_backward_node(fn)
-        outputs = _call_function(fn, inputs.buffer)
-        if tracer is not None:
+        if tracer is None:
+            self._evaluate_outputs(gt, fn, inputs)
+            return
+        tracer.enter_backward_node(fn)  # capturing: what follows belongs to fn's backward
+        try:
+            self._evaluate_outputs(gt, fn, inputs)
+        finally:
             tracer.exit_backward_node()
+
+    def _evaluate_outputs(self, gt: GraphTask, fn: Node, inputs: InputBuffer) -> None:
+        exec_info = gt.exec_info
+        outputs = _call_function(fn, inputs.buffer)
         if not gt.keep_graph:
             fn.release_variables()
         if not outputs:
             return
-        if anomaly._global_enabled and tracer is None:
+        if anomaly._global_enabled and _trace_state.tracer is None:
             _check_nan(fn, outputs)
         deps = gt.dependencies
         not_ready = gt.not_ready

@@ -35,7 +35,7 @@ def test_same_shape_replays(caplog: pytest.LogCaptureFixture) -> None:
     for seed in range(3):
         a = arr(3, 4, seed=seed)
         out = step(rt.from_numpy(a))
-        np.testing.assert_allclose(out.numpy(), simple_step(rt.from_numpy(a)).numpy(),
+        np.testing.assert_allclose(out.detach().numpy(), simple_step(rt.from_numpy(a)).detach().numpy(),
                                    rtol=1e-6)
     assert step.captures == 1
     assert not [m for m in planner_lines(caplog) if "recompil" in m]
@@ -48,7 +48,7 @@ def test_shape_change_recompiles_and_logs(caplog: pytest.LogCaptureFixture) -> N
     assert step.captures == 1
     out = step(rt.from_numpy(arr(5, 2)))
     assert step.captures == 2
-    np.testing.assert_allclose(out.numpy(), simple_step(rt.from_numpy(arr(5, 2))).numpy(),
+    np.testing.assert_allclose(out.detach().numpy(), simple_step(rt.from_numpy(arr(5, 2))).detach().numpy(),
                                rtol=1e-6)
     lines = [m for m in planner_lines(caplog) if "recompil" in m]
     assert len(lines) == 1
@@ -89,11 +89,11 @@ def test_other_guards_recompile(change: str, caplog: pytest.LogCaptureFixture) -
             expected = step_fn(rt.tensor(a, requires_grad=True))
         word = "grad mode"
     assert step.captures == 2
-    np.testing.assert_allclose(got[0].numpy(), expected[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got[0].detach().numpy(), expected[0].detach().numpy(), rtol=1e-6)
     if expected[1] is None:
         assert got[1] is None
     else:
-        np.testing.assert_allclose(got[1].numpy(), expected[1].numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got[1].detach().numpy(), expected[1].detach().numpy(), rtol=1e-6)
     lines = [m for m in planner_lines(caplog) if "recompil" in m]
     assert len(lines) == 1 and word in lines[0], lines
 
@@ -121,7 +121,7 @@ def test_replacing_parameter_recompiles(caplog: pytest.LogCaptureFixture) -> Non
     lin.weight = rt.nn.Parameter(rt.from_numpy(arr(2, 4, seed=9)))
     got = step(x)
     assert step.captures == 2
-    np.testing.assert_allclose(got.numpy(), fwd(x).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(got.detach().numpy(), fwd(x).detach().numpy(), rtol=1e-6)
     lines = [m for m in planner_lines(caplog) if "recompil" in m]
     assert len(lines) == 1 and "replaced" in lines[0], lines
 
@@ -149,11 +149,11 @@ def test_changing_lr_recompiles_and_uses_new_lr(caplog: pytest.LogCaptureFixture
             opt_e.param_groups[0]["lr"] = 0.5
             opt_c.param_groups[0]["lr"] = 0.5
             before = step.captures
-        np.testing.assert_allclose(step(x).numpy(), eager(x).numpy(), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(step(x).detach().numpy(), eager(x).detach().numpy(), rtol=1e-6, atol=1e-7)
         for pc, pe in zip(lin_c.parameters(), lin_e.parameters(), strict=True):
-            np.testing.assert_allclose(pc.numpy(), pe.numpy(), rtol=1e-6, atol=1e-7)
-            np.testing.assert_allclose(opt_c.state[pc]["momentum_buffer"].numpy(),
-                                       opt_e.state[pe]["momentum_buffer"].numpy(),
+            np.testing.assert_allclose(pc.detach().numpy(), pe.detach().numpy(), rtol=1e-6, atol=1e-7)
+            np.testing.assert_allclose(opt_c.state[pc]["momentum_buffer"].detach().numpy(),
+                                       opt_e.state[pe]["momentum_buffer"].detach().numpy(),
                                        rtol=1e-6, atol=1e-7)
         if i == 3:
             assert step.captures == before + 1
@@ -171,7 +171,7 @@ def test_lru_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     assert step.captures == 3  # the two most recent stay cached
     out = step(rt.from_numpy(arr(1)))  # the oldest was evicted
     assert step.captures == 4
-    np.testing.assert_allclose(out.numpy(), simple_step(rt.from_numpy(arr(1))).numpy(),
+    np.testing.assert_allclose(out.detach().numpy(), simple_step(rt.from_numpy(arr(1))).detach().numpy(),
                                rtol=1e-6)
     step(rt.from_numpy(arr(3)))  # 3 was least recently used when 1 came back
     assert step.captures == 5

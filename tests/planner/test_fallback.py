@@ -1,0 +1,192 @@
+"""What cannot be captured runs eagerly, with one warning naming the line (or raises with
+fullgraph=True); a compiled call that fails leaves every piece of state as it was."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+import runtime.ops
+
+F = rt.nn.functional
+HERE = os.path.abspath(__file__)
+
+
+def line_of(marker: str) -> int:
+    """The line of this file holding ``marker`` (in a comment)."""
+    for i, text in enumerate(open(HERE).read().splitlines(), 1):
+        if text.rstrip().endswith(f"# <{marker}>"):
+            return i
+    raise AssertionError(marker)
+
+
+def make_model(seed: int = 0) -> Any:
+    model = rt.nn.Sequential(rt.nn.Linear(4, 6), rt.nn.Tanh(), rt.nn.Linear(6, 2))
+    rng = np.random.default_rng(seed)
+    with rt.no_grad():
+        for p in model.parameters():
+            p.copy_(rt.from_numpy(rng.uniform(-0.5, 0.5, p.shape).astype(np.float32)))
+    return model
+
+
+def step_item(model: Any, opt: Any, x: Any) -> Any:
+    opt.zero_grad()
+    loss = (model(x) ** 2).mean()
+    loss.backward()
+    opt.step()
+    return loss, loss.item()  # <item>
+
+
+def step_bool(model: Any, opt: Any, x: Any) -> Any:
+    opt.zero_grad()
+    out = model(x)
+    if out.sum() > 0:  # <bool>
+        loss = (out ** 2).mean()
+    else:
+        loss = out.abs().mean()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def step_numpy(model: Any, opt: Any, x: Any) -> Any:
+    opt.zero_grad()
+    loss = (model(x) ** 2).mean()
+    loss.backward()
+    opt.step()
+    scale = float(loss.detach().numpy())  # <numpy>
+    return loss * scale
+
+
+CASES = {
+    "item": (step_item, "item()"),
+    "bool": (step_bool, "bool"),
+    "numpy": (step_numpy, "numpy()"),
+}
+
+
+def snapshot(model: Any, opt: Any) -> Any:
+    params = list(model.parameters())
+    return ([p.detach().numpy().copy() for p in params],
+            [None if p.grad is None else p.grad.numpy().copy() for p in params],
+            [{k: (v.numpy().copy() if isinstance(v, rt.Tensor) else v)
+              for k, v in opt.state.get(p, {}).items()} for p in params])
+
+
+def assert_same_state(a: Any, b: Any) -> None:
+    pa, ga, sa = a
+    pb, gb, sb = b
+    for x, y in zip(pa, pb, strict=True):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(ga, gb, strict=True):
+        assert (x is None) == (y is None)
+        if x is not None:
+            np.testing.assert_array_equal(x, y)
+    for x, y in zip(sa, sb, strict=True):
+        assert x.keys() == y.keys()
+        for k in x:
+            np.testing.assert_array_equal(np.asarray(x[k]), np.asarray(y[k]))
+
+
+def flat(ret: Any) -> list[Any]:
+    items = ret if isinstance(ret, tuple) else (ret,)
+    return [i.detach().numpy() if isinstance(i, rt.Tensor) else i for i in items]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fallback_warns_once_and_matches_eager(name: str) -> None:
+    body, reason = CASES[name]
+    (m_e, m_c) = make_model(), make_model()
+    o_e = rt.optim.SGD(m_e.parameters(), lr=0.1, momentum=0.9)
+    o_c = rt.optim.SGD(m_c.parameters(), lr=0.1, momentum=0.9)
+    step = planner.compile(lambda x: body(m_c, o_c, x))
+    rng = np.random.default_rng(3)
+    caught_all = []
+    for i in range(4):
+        xa = rng.standard_normal((3, 4)).astype(np.float32)
+        if name == "bool" and i % 2:
+            xa = -xa
+        expected = body(m_e, o_e, rt.from_numpy(xa.copy()))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = step(rt.from_numpy(xa.copy()))
+        caught_all += [w for w in caught if issubclass(w.category, RuntimeWarning)]
+        for a, b in zip(flat(got), flat(expected), strict=True):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert_same_state(snapshot(m_c, o_c), snapshot(m_e, o_e))
+    assert len(caught_all) == 1, [str(w.message) for w in caught_all]
+    text = str(caught_all[0].message)
+    assert f"{HERE}:{line_of(name)}" in text, text
+    assert reason in text, text
+    assert "eager" in text
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fullgraph_raises(name: str) -> None:
+    body, reason = CASES[name]
+    model = make_model()
+    opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    before = snapshot(model, opt)
+    step = planner.compile(lambda x: body(model, opt, x), fullgraph=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(planner.CompileError) as info:
+            step(rt.from_numpy(np.ones((3, 4), np.float32)))
+    assert f"{HERE}:{line_of(name)}" in str(info.value)
+    assert reason in str(info.value)
+    assert_same_state(snapshot(model, opt), before)  # capture changed nothing
+
+
+@pytest.mark.parametrize("opt_name", ["sgd_momentum", "adam"])
+@pytest.mark.parametrize("victim", ["first", "last"])
+def test_failing_replay_leaves_state_untouched(monkeypatch: pytest.MonkeyPatch, opt_name: str,
+                                               victim: str) -> None:
+    model = make_model()
+    params = list(model.parameters())
+    opt = (rt.optim.SGD(params, lr=0.1, momentum=0.9) if opt_name == "sgd_momentum"
+           else rt.optim.Adam(params, lr=0.01))
+
+    def train(x: Any) -> Any:
+        opt.zero_grad(set_to_none=False)
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = planner.compile(train)
+    x = rt.from_numpy(np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32))
+    for _ in range(2):
+        step(x)  # state (grads, buffers) now exists; the plan replays
+    captures = step.captures
+    before = snapshot(model, opt)
+    versions = [p._vc.v for p in params]
+    plan = step.plan
+    compute = [s for s in plan.steps if s.op not in ("input", "state", "const", "rand")]
+    target = compute[0] if victim == "first" else compute[-1]
+    count = sum(1 for s in compute if s.op == target.op)
+    prim = runtime.ops.REGISTRY[target.op]
+    calls = {"n": 0}
+
+    def boom(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == count:  # the last use of this primitive in the plan
+            raise FloatingPointError("boom")
+        return prim.impl(*args, **kwargs)
+
+    monkeypatch.setitem(runtime.ops.REGISTRY, target.op, dataclasses.replace(prim, impl=boom))
+    with pytest.raises(FloatingPointError, match="boom"):
+        step(x)
+    assert calls["n"] == count
+    assert step.captures == captures  # it failed in replay, not in a new capture
+    assert_same_state(snapshot(model, opt), before)
+    assert [p._vc.v for p in params] == versions
+    monkeypatch.undo()
+    step(x)  # and it still works afterwards
+
