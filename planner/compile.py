@@ -22,6 +22,7 @@ from runtime import _dtype as D
 from runtime._device import canonical_device
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
+from runtime.nn.module import structure_version
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
@@ -49,6 +50,7 @@ class Binding:
     modules: list[tuple[Any, tuple[Any, ...]]]
     optimizers: list[tuple[Any, Any]]
     grad_none: list[tuple[Any, bool, int | None]]
+    module_version: int = -1  # the modules' structure version when last found unchanged
 
     def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
@@ -67,7 +69,8 @@ class Binding:
                 return (f"the .grad of tensor{list(owner.shape)} is "
                         f"{'None' if owner._grad is None else 'set'} (it was "
                         f"{'None' if was_none else 'set'} when the step was captured)")
-        for module, params in self.modules:
+        version = structure_version()
+        for module, params in self.modules if version != self.module_version else ():
             now = _module_params(module)
             if now[0] != params[0]:
                 return f"the parameters of {type(module).__name__} were replaced"
@@ -76,6 +79,7 @@ class Binding:
         for opt, key in self.optimizers:
             if _optimizer_key(opt) != key:
                 return f"the state or settings of {type(opt).__name__} changed"
+        self.module_version = version
         return None
 
 

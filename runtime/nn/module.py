@@ -42,6 +42,19 @@ def zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
             p.grad.zero_()
 
 
+_structure_version = 0  # bumped by every change to any module's attributes, children or mode
+
+
+def structure_version() -> int:
+    """Compiled steps skip re-checking their modules while this is unchanged."""
+    return _structure_version
+
+
+def _changed() -> None:
+    global _structure_version
+    _structure_version += 1
+
+
 class Module:
     """Base class of all layers; subclasses define `forward`."""
 
@@ -73,6 +86,7 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign attributes before Module.__init__() call")
+        _changed()
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
             self._discard(name, keep=params)
@@ -119,6 +133,7 @@ class Module:
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __delattr__(self, name: str) -> None:
+        _changed()
         for d in (self._parameters, self._buffers, self._modules):
             if name in d:
                 del d[name]
@@ -144,6 +159,7 @@ class Module:
                 "compute the value in the forward() method."
             )
         self._parameters[name] = param
+        _changed()
 
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
         self._check_name(name, "buffer")
@@ -153,6 +169,7 @@ class Module:
                 "(runtime.Tensor or None required)"
             )
         self._buffers[name] = tensor
+        _changed()
         if persistent:
             self._non_persistent_buffers.discard(name)
         else:
@@ -163,6 +180,7 @@ class Module:
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._check_name(name, "module")
         self._modules[name] = module
+        _changed()
 
     register_module = add_module
 
@@ -255,6 +273,7 @@ class Module:
             raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 - as torch
         for module in self.modules():
             object.__setattr__(module, "training", mode)
+        _changed()
         return self
 
     def eval(self) -> Self:

@@ -160,7 +160,7 @@ TANH = _unary("tanh", np.tanh, lambda c, g: (F.tanh_backward(g, c.output()),), (
 
 
 def _tanh_backward_impl(xp: Any, g: Any, y: Any) -> Any:
-    if g.shape != y.shape:
+    if g.shape != y.shape or y.ndim == 0:  # 0-d: y * y is a numpy scalar, not an out= target
         return g * (1 - y * y)
     out = y * y
     xp.subtract(1, out, out=out)
