@@ -59,22 +59,39 @@ class Plan:
             env[buf] = state[slot]
         env.update(self.consts)
         xp = np if self.device == "cpu" else array_module(self.device)
-        for step in self.steps:
-            rand = self.rands.get(step.out)
-            if rand is not None:
-                env[step.out] = _draw(generators[rand[1]], rand[0], step)
-            elif step.op not in ("input", "state", "const"):
-                vals = [env[v] if kind == "buf" else v for kind, v in step.args]
-                out = REGISTRY[step.op].impl(xp, *vals, **step.attrs)
-                if type(out) is not np.ndarray and xp is np:
-                    out = np.asarray(out)
-                if out.dtype != step.dtype.np:
-                    out = out.astype(step.dtype.np)
-                env[step.out] = out
-            for buf in step.free:
+        registry = REGISTRY
+        for out, op, spec, attrs, dtype, free, step in self._program():
+            if op is None:
+                if step is not None:  # a random draw
+                    kind, gen = self.rands[out]
+                    env[out] = _draw(generators[gen], kind, step)
+            else:
+                # looked up per run: the registry stays the one source of each primitive
+                value = registry[op].impl(xp, *[env[v] if is_buf else v for is_buf, v in spec],
+                                          **attrs)
+                if type(value) is not np.ndarray and xp is np:
+                    value = np.asarray(value)
+                if value.dtype != dtype:
+                    value = value.astype(dtype)
+                env[out] = value
+            for buf in free:
                 del env[buf]
         writes = [(slot, None if buf < 0 else env[buf]) for slot, buf in self.writes]
         return _fill(self.returns, env), writes
+
+    def _program(self) -> list[tuple[Any, ...]]:
+        """The steps as flat tuples for the interpreter loop (built once per plan)."""
+        program = self.__dict__.get("_program_cache")
+        if program is None:
+            program = []
+            for s in self.steps:
+                is_source = s.op in ("input", "state", "const", "rand")
+                spec = [(kind == "buf", v) for kind, v in s.args]
+                program.append((s.out, None if is_source else s.op, spec, s.attrs, s.dtype.np,
+                                s.free,
+                                s if s.op == "rand" else None))
+            self.__dict__["_program_cache"] = program
+        return program
 
     # --- inspection -------------------------------------------------------------------------
     def __repr__(self) -> str:

@@ -22,7 +22,7 @@ def matmul_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | No
     if not a or not b:
         return None
     try:
-        return np.matmul(np.empty(a), np.empty(b)).shape
+        return np.matmul(np.zeros(a), np.zeros(b)).shape
     except ValueError:
         return None
 
