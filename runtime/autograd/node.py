@@ -79,10 +79,6 @@ class Meta(NamedTuple):
     device: str
 
 
-def meta(shape: tuple[int, ...], dtype: Any, device: str) -> Meta:
-    return tuple.__new__(Meta, (shape, dtype, device))  # skips NamedTuple's Python __new__
-
-
 class Node:
     """A backward function. Subclasses implement ``apply(grads) -> grads``."""
 

@@ -10,7 +10,7 @@ from .. import _dtype as D
 from .._device import array_module
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
-from ..tensor import Tensor, _VersionCounter
+from ..tensor import Tensor
 from ..tracing import MetaArray
 from ..tracing import _state as _trace_state
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, Primitive
@@ -23,7 +23,7 @@ _tnew = tuple.__new__  # builds Edge/Meta without NamedTuple's Python-level __ne
 class PrimitiveBackward(Node):
     """The backward node of one primitive call; its formula comes from the registry."""
 
-    __slots__ = ("prim", "attrs", "args", "metas", "saved", "out_index")
+    __slots__ = ("prim", "attrs", "metas", "saved")
 
     def __init__(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
                  next_edges: list[Edge | None], out_metas: list[Meta]) -> None:
@@ -59,10 +59,6 @@ class PrimitiveBackward(Node):
 
     def needs(self, i: int) -> bool:
         return self.next_edges[i] is not None
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return self.input_metas[0].shape
 
     def apply(self, grads: list[Any]) -> list[Any]:
         g = grads[0]
@@ -265,7 +261,3 @@ def _mark_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -
     step = (prim, attrs, src._data.shape, t._data.shape, src.dtype)
     t._view_chain = src._view_chain + (step,)
     t._view_version = t._vc.v
-
-
-def new_version_counter() -> _VersionCounter:
-    return _VersionCounter()
