@@ -37,6 +37,16 @@ def _category(d: D.DType) -> int:
     return min(d.rank, 2)
 
 
+def _check_result(prim: Primitive, t: Tensor, result: Tensor) -> None:
+    """The out-of-place result must fit the tensor written in place (PyTorch's errors)."""
+    if _category(result.dtype) > _category(t.dtype):
+        raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired "
+                           f"output type {t.dtype.name} (in {prim.name}_)")
+    if result.shape != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
+                           f"shape {list(result.shape)} (in {prim.name}_)")
+
+
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
     """Compute ``prim(t, *args)`` out of place, write it into ``t``'s storage, bump the version
     and move ``t``'s history onto the new node (or its base's, through CopySlices)."""
@@ -74,12 +84,7 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
         src = Tensor._make(t._data.copy(), t.dtype, t.device, t.grad_fn, t.output_nr)
         src._rg = t._rg
     result = apply(prim, src, *args, **attrs)
-    if _category(result.dtype) > _category(t.dtype):
-        raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired "
-                           f"output type {t.dtype.name} (in {prim.name}_)")
-    if result.shape != t.shape:
-        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
-                           f"shape {list(result.shape)} (in {prim.name}_)")
+    _check_result(prim, t, result)
     t._data[...] = result._data
     t._vc.v += 1
     if needs_graph:
@@ -117,12 +122,7 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
                            tracer.device_of(t), t.grad_fn, t.output_nr)
         src._rg = t._rg
     result = apply(prim, src, *args, **attrs)
-    if _category(result.dtype) > _category(t.dtype):
-        raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired "
-                           f"output type {t.dtype.name} (in {prim.name}_)")
-    if result.shape != t.shape:
-        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
-                           f"shape {list(result.shape)} (in {prim.name}_)")
+    _check_result(prim, t, result)
     value = result if result.dtype is t.dtype else apply(REGISTRY["cast"], result, dtype=t.dtype)
     tracer.write(t, value)
     if meta:
