@@ -168,7 +168,8 @@ def test_layernorm_gelu_adam() -> None:
 
 
 def test_dropout_same_masks_with_seeded_generator() -> None:
-    train_pair("dropout", "sgd_momentum", plain_step, seeded=True)
+    step = train_pair("dropout", "sgd_momentum", plain_step, seeded=True)
+    assert step.plan.rands  # the masks are drawn at run time, not baked in
 
 
 def test_dropout_eval_mode_is_deterministic() -> None:
@@ -176,7 +177,8 @@ def test_dropout_eval_mode_is_deterministic() -> None:
         model.eval()
         return plain_step(model, opt, x, y)
 
-    train_pair("dropout", "sgd", body)
+    step = train_pair("dropout", "sgd", body)
+    assert not step.plan.rands
 
 
 def test_two_micro_batches_accumulate() -> None:
@@ -278,3 +280,29 @@ def test_grad_of_several_inputs_and_params() -> None:
         return loss, gw, gb
 
     train_pair("mlp", "sgd", body)
+
+
+def test_explicit_generators_advance_alike() -> None:
+    """Random draws in a replayed plan come from the step's generator, in eager order, and
+    leave it where eager leaves it (no reseeding between calls)."""
+    gens = [rt.Generator().manual_seed(7), rt.Generator().manual_seed(7)]
+
+    def make(gen: Any) -> Any:
+        def step(x: Any) -> Any:
+            noise = rt.randn(*x.shape, generator=gen)
+            keep = rt.rand(*x.shape, generator=gen)
+            return (x * noise + keep).sum(), noise, keep
+
+        return step
+
+    eager, compiled = make(gens[0]), planner.compile(make(gens[1]))
+    x = rt.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    seen = []
+    for i in range(3):
+        expected = eager(x)
+        got = no_warnings_call(compiled, x)
+        assert_same(got, expected, f"call {i}")
+        seen.append(to_np(got[1]))
+    assert not np.array_equal(seen[0], seen[1])  # each call draws fresh numbers
+    assert_same(rt.rand(4, generator=gens[1]), rt.rand(4, generator=gens[0]), "after")
+    assert compiled.captures == 1

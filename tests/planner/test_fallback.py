@@ -126,6 +126,17 @@ def test_fallback_warns_once_and_matches_eager(name: str) -> None:
     assert f"{HERE}:{line_of(name)}" in text, text
     assert reason in text, text
     assert "eager" in text
+    # a new guard (another batch size) is a new capture attempt: one more warning, once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            xa = rng.standard_normal((2, 4)).astype(np.float32)
+            expected = body(m_e, o_e, rt.from_numpy(xa.copy()))
+            got = step(rt.from_numpy(xa.copy()))
+            for a, b in zip(flat(got), flat(expected), strict=True):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
+    assert_same_state(snapshot(m_c, o_c), snapshot(m_e, o_e))
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
