@@ -50,10 +50,15 @@ class Binding:
     modules: list[tuple[Any, tuple[Any, ...]]]
     optimizers: list[tuple[Any, Any]]
     grad_none: list[tuple[Any, bool, int | None]]
+    python_values: list[tuple[str, Callable[[], Any], Any]] = field(default_factory=list)
     module_version: int = -1  # the modules' structure version when last found unchanged
 
     def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
+        for name, read, value in self.python_values:
+            now = read()
+            if type(now) is not type(value) or now != value:
+                return f"the Python value {name} is {now!r} (it was {value!r})"
         for slot in self.slots:
             if slot.kind == "tensor":
                 t = slot.ref
@@ -206,7 +211,7 @@ class CompiledStep:
                 raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                    f"{e.where}") from e
             warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
-                          RuntimeWarning, stacklevel=2)
+                          RuntimeWarning, stacklevel=3)
             self._entry(key).eager_reason = f"{e.reason} at {e.where}"
             return fn(*args)
         self._entry(key).bindings.append(binding)
@@ -255,7 +260,37 @@ class CompiledStep:
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m)) for m in _outermost(cap.modules)],
-                       [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none)
+                       [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
+                       _python_values(self.fn))
+
+
+_SCALARS = (bool, int, float, str, type(None))
+
+
+def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any], Any]]:
+    """Plain values the step's own code reads from its closure and module globals. A capture
+    bakes them into the plan, so each one becomes a guard (helpers the step calls are not
+    inspected: their Python values are fixed at capture, as under jax.jit)."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    found: list[tuple[str, Callable[[], Any], Any]] = []
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, _SCALARS):
+            found.append((name, lambda c=cell: c.cell_contents, value))
+    globs = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        value = globs.get(name, _MISSING)
+        if isinstance(value, _SCALARS):
+            found.append((name, lambda n=name: globs.get(n), value))
+    return found
+
+
+_MISSING = object()
 
 
 def _plan_device(cap: Capture) -> str:

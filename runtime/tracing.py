@@ -90,6 +90,10 @@ class MetaArray:
     def __array__(self, *args: Any, **kwargs: Any) -> Any:
         raise GraphBreak("a tensor's data was read while capturing")
 
+    def __getattr__(self, name: str) -> Any:
+        # anything else an array offers needs the data, which a capture does not have
+        raise GraphBreak(f"a tensor's data was used ({name}) while capturing")
+
     def __repr__(self) -> str:
         return f"MetaArray(shape={self.shape}, dtype={self.dtype}, node={self.node})"
 

@@ -183,3 +183,52 @@ def test_default_cache_size_bounds_entries() -> None:
     for n in range(1, compile_module.CACHE_SIZE + 3):
         step(rt.from_numpy(arr(n)))
     assert len(step._cache) == compile_module.CACHE_SIZE
+
+
+SCALE = 2.0
+
+
+def test_module_global_scalar_is_guarded() -> None:
+    global SCALE
+    w = rt.ones(3)
+
+    @planner.compile
+    def f(x: Any) -> Any:
+        return (x * w * SCALE).sum()
+
+    x = rt.ones(3)
+    assert f(x).item() == 6.0
+    SCALE = 3.0
+    try:
+        assert f(x).item() == 9.0
+        assert f.captures == 2
+    finally:
+        SCALE = 2.0
+
+
+def test_closure_scalar_is_guarded(caplog: pytest.LogCaptureFixture) -> None:
+    k = 1.0
+
+    @planner.compile
+    def g(x: Any) -> Any:
+        return (x * k).sum()
+
+    x = rt.ones(3)
+    assert g(x).item() == 3.0
+    k = 5.0
+    with caplog.at_level(logging.INFO, logger="planner"):
+        assert g(x).item() == 15.0
+    assert g.captures == 2
+    assert any("Python value k" in r.getMessage() for r in caplog.records)
+
+
+def test_data_dependent_shape_falls_back() -> None:
+    x = rt.randn(6)
+
+    @planner.compile
+    def f(x: Any) -> Any:
+        return x[x > 0].sum()
+
+    with pytest.warns(RuntimeWarning, match="runs eagerly"):
+        out = f(x)
+    assert out.item() == x[x > 0].sum().item()
