@@ -39,6 +39,7 @@ class Slot:
     desc: str
     mode: str = "inplace"  # how a write lands: "inplace" into the storage, or "assign" anew
     owner_input: int | None = None  # a grad slot of an argument: resolved per call
+    requires_grad: bool = False  # of a "tensor" slot when captured (the plan depends on it)
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype.name,
@@ -170,8 +171,8 @@ class Tracer:
         if t._base is not None:
             raise GraphBreak("a view of a tensor from outside the step is used")
         desc = f"tensor{list(t.shape)}"
-        return self._new_slot(Slot("tensor", t, t.shape, t.dtype, self.device_of(t), desc),
-                              data, t)
+        return self._new_slot(Slot("tensor", t, t.shape, t.dtype, self.device_of(t), desc,
+                                   requires_grad=t._rg), data, t)
 
     def write(self, t: Tensor, value: Tensor) -> None:
         """An in-place write: ``t``'s storage now holds ``value``'s graph value."""

@@ -64,6 +64,8 @@ class Binding:
                 t = slot.ref
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
                     return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
+                if t._rg != slot.requires_grad:
+                    return f"{slot.desc} now has requires_grad={t._rg}"
             elif slot.kind == "grad" and slot.mode == "inplace":
                 g = _owner(slot, args)._grad
                 if g is not None and (tuple(g.shape) != slot.shape or g.dtype is not slot.dtype):

@@ -232,3 +232,23 @@ def test_data_dependent_shape_falls_back() -> None:
     with pytest.warns(RuntimeWarning, match="runs eagerly"):
         out = f(x)
     assert out.item() == x[x > 0].sum().item()
+
+
+def test_freezing_a_parameter_recompiles() -> None:
+    lin = rt.nn.Linear(3, 2)
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        lin.zero_grad()
+        loss = lin(x).sum()
+        loss.backward()
+        return loss
+
+    x = rt.ones(4, 3)
+    step(x)
+    assert lin.weight.grad is not None
+    lin.weight.requires_grad_(False)
+    step(x)
+    assert lin.weight.grad is None  # zero_grad dropped it and backward no longer fills it
+    assert lin.bias.grad is not None
+    assert step.captures == 2
