@@ -275,6 +275,10 @@ class Tracer:
 
     def _template(self, value: Any) -> Any:
         if isinstance(value, Tensor):
+            if value._rg and not self.seen_backward:
+                # the caller will differentiate it: a replayed plan has no graph to offer
+                raise GraphBreak("the step returns a tensor that requires grad without "
+                                 "calling backward() inside the step")
             return ("node", self.storage_of(value).node)
         if isinstance(value, tuple):
             return ("tuple", [self._template(v) for v in value])

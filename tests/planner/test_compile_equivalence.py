@@ -238,12 +238,29 @@ def test_forward_only_step() -> None:
     train_pair("mlp", "sgd", body)
 
 
-def test_forward_only_with_grad_mode_on() -> None:
+def test_forward_only_under_no_grad() -> None:
     def body(model: Any, opt: Any, x: Any, y: Any) -> Any:
-        return F.cross_entropy(model(x), y)
+        with rt.no_grad():
+            return F.cross_entropy(model(x), y)
 
     step = train_pair("mlp", "sgd", body)
     assert all(d["phase"] == "forward" for _, d in step.plan.graph.nodes(data=True))
+
+
+def test_returning_a_tensor_with_a_live_graph_runs_eagerly() -> None:
+    # the caller may differentiate what it gets back: a plan has no graph to give, so eager
+    model = make_model("mlp")
+
+    @planner.compile
+    def forward(x: Any, y: Any) -> Any:
+        return F.cross_entropy(model(x), y)
+
+    xa, ya = next(iter(batches(1)))
+    with pytest.warns(RuntimeWarning, match="requires grad without calling backward"):
+        loss = forward(rt.from_numpy(xa.copy()), rt.from_numpy(ya.copy()))
+    assert loss.grad_fn is not None
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
 
 
 def test_input_gradient_step() -> None:
