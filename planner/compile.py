@@ -306,8 +306,11 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
     state = {slot: _read_slot(binding.slots[slot], args) for slot, _ in plan.reads}
     result, writes = plan.run(arrays, state, binding.generators)
     # every step succeeded: now, and only now, write state back
+    sources = {id(a) for a in arrays if a is not None} | {id(v) for v in state.values()}
     for slot_index, value in writes:
-        _write_slot(binding.slots[slot_index], value, args)
+        _write_slot(binding.slots[slot_index], value, args, sources)
+        if value is not None:
+            sources.add(id(value))  # a second slot given the same array gets its own copy
     return _rebuild(result)
 
 
@@ -324,12 +327,16 @@ def _read_slot(slot: Slot, args: tuple[Any, ...]) -> Any:
     raise AssertionError(f"slot of kind {slot.kind} is not read")
 
 
-def _fresh(value: Any) -> Any:
-    """A value safe to keep: views of other buffers are copied."""
-    return value if getattr(value, "base", None) is None else value.copy()
+def _fresh(value: Any, sources: set[int]) -> Any:
+    """A value safe to keep as a new tensor: copied if it is, or views, an input or state
+    array (which later writes or the caller may change)."""
+    base = getattr(value, "base", None)
+    if id(value) in sources or (base is not None and id(base) in sources):
+        return value.copy()
+    return value
 
 
-def _write_slot(slot: Slot, value: Any, args: tuple[Any, ...]) -> None:
+def _write_slot(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]) -> None:
     if slot.kind == "input":
         t = args[slot.ref]
         _write_into(t, value)
@@ -342,12 +349,12 @@ def _write_slot(slot: Slot, value: Any, args: tuple[Any, ...]) -> None:
         elif slot.mode == "inplace" and owner._grad is not None:
             _write_into(owner._grad, value)
         else:
-            owner._grad = Tensor._make(_fresh(value), slot.dtype, slot.device)
+            owner._grad = Tensor._make(_fresh(value, sources), slot.dtype, slot.device)
     elif slot.kind == "opt_state":
         opt_ref, p, key = slot.ref
         opt = opt_ref()
         if opt is not None:
-            opt.state[p][key] = Tensor._make(_fresh(value), slot.dtype, slot.device)
+            opt.state[p][key] = Tensor._make(_fresh(value, sources), slot.dtype, slot.device)
     else:
         raise AssertionError(f"unknown slot kind {slot.kind}")
 
