@@ -6,6 +6,7 @@ plan on later calls whose guards match.
 """
 
 from .compile import CompiledStep, CompileError, compile
+from .explain import explain
 from .plan import Plan
 
-__all__ = ["CompileError", "CompiledStep", "Plan", "compile"]
+__all__ = ["CompileError", "CompiledStep", "Plan", "compile", "explain"]

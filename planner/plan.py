@@ -108,6 +108,38 @@ class Plan:
                          f"{list(s.shape)} {s.dtype.name} [{s.phase}]")
         return "\n".join(lines)
 
+    def summary(self) -> str:
+        """A text table: nodes, steps, FLOPs, bytes, peak memory, op counts (planner.inspect)."""
+        from .inspect import summary
+
+        return summary(self)
+
+    def to_dot(self) -> str:
+        """Graphviz text of the plan's graph (planner.inspect)."""
+        from .inspect import to_dot
+
+        return to_dot(self)
+
+    @property
+    def flops(self) -> int:
+        """Estimated floating-point operations of one run (planner.inspect)."""
+        from .inspect import flops
+
+        return flops(self)
+
+    def dumps(self) -> str:
+        """The plan as JSON text (planner.serialize)."""
+        from .serialize import dumps
+
+        return dumps(self)
+
+    @staticmethod
+    def loads(text: str) -> Plan:
+        """A plan from ``Plan.dumps`` text (planner.serialize)."""
+        from .serialize import loads
+
+        return loads(text)
+
 
 def _draw(generator: Any, kind: str, step: PlanStep) -> Any:
     rng = generator._rng

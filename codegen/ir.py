@@ -1,0 +1,259 @@
+"""The kernel IR of one fused segment: frozen dataclasses shared by every renderer.
+
+A kernel is a loop domain, inputs read through element strides (0 = broadcast), a topologically
+ordered expression DAG and outputs. The last ``n_reduce`` domain axes are reduced by ``Reduce``
+exprs; every expr has a *stage* (how many reductions it sits behind). See ``stage_of``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+
+DTYPES: tuple[str, ...] = ("float32", "float64", "int64", "bool")
+FLOAT_DTYPES: frozenset[str] = frozenset({"float32", "float64"})
+NUMERIC_DTYPES: frozenset[str] = frozenset({"float32", "float64", "int64"})
+
+# op -> the operand dtypes it accepts (the result has the operand dtype unless listed below)
+UNARY_OPS: dict[str, frozenset[str]] = {
+    "neg": NUMERIC_DTYPES,
+    "abs": NUMERIC_DTYPES,
+    "sign": NUMERIC_DTYPES,
+    "exp": FLOAT_DTYPES,
+    "log": FLOAT_DTYPES,
+    "sin": FLOAT_DTYPES,
+    "cos": FLOAT_DTYPES,
+    "tanh": FLOAT_DTYPES,
+    "sqrt": FLOAT_DTYPES,
+    "sigmoid": FLOAT_DTYPES,
+    "erf": FLOAT_DTYPES,
+}
+_ALL = frozenset(DTYPES)
+BINARY_OPS: dict[str, frozenset[str]] = {
+    "add": NUMERIC_DTYPES,
+    "sub": NUMERIC_DTYPES,
+    "mul": NUMERIC_DTYPES,
+    "div": FLOAT_DTYPES,
+    "pow": FLOAT_DTYPES,
+    "maximum": NUMERIC_DTYPES,
+    "minimum": NUMERIC_DTYPES,
+    "eq": _ALL,
+    "ne": _ALL,
+    "lt": NUMERIC_DTYPES,
+    "le": NUMERIC_DTYPES,
+    "gt": NUMERIC_DTYPES,
+    "ge": NUMERIC_DTYPES,
+    "logical_and": frozenset({"bool"}),
+}
+COMPARISON_OPS: frozenset[str] = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+REDUCE_OPS: dict[str, frozenset[str]] = {"sum": NUMERIC_DTYPES, "max": NUMERIC_DTYPES}
+
+
+class KernelIRError(ValueError):
+    """A kernel that breaks the IR's rules; the message names kernel, expr, op and dtypes."""
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str
+    dtype: str
+    strides: tuple[int, ...]  # element strides, one per domain axis; 0 = broadcast
+
+
+@dataclass(frozen=True)
+class Load:
+    input: int
+
+
+@dataclass(frozen=True)
+class Const:
+    value: float | int | bool
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Unary:
+    op: str
+    x: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Binary:
+    op: str
+    a: int
+    b: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Where:
+    cond: int
+    a: int
+    b: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Cast:
+    x: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    op: str
+    x: int
+    dtype: str
+
+
+Expr = Load | Const | Unary | Binary | Where | Cast | Reduce
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    value: int
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    domain: tuple[int, ...]
+    n_reduce: int
+    inputs: tuple[Input, ...]
+    exprs: tuple[Expr, ...]
+    outputs: tuple[Output, ...]
+
+    @property
+    def outer_shape(self) -> tuple[int, ...]:
+        """The axes split across calls/threads; elementwise kernels keep the last axis inner."""
+        n_inner = self.n_reduce if self.n_reduce else min(1, len(self.domain))
+        return self.domain[: len(self.domain) - n_inner]
+
+    @property
+    def inner_shape(self) -> tuple[int, ...]:
+        return self.domain[len(self.outer_shape):]
+
+    @property
+    def outer_size(self) -> int:
+        return math.prod(self.outer_shape)
+
+
+def operands(expr: Expr) -> tuple[int, ...]:
+    """Indices of the exprs ``expr`` reads (Load reads an input, not an expr)."""
+    if isinstance(expr, (Unary, Cast, Reduce)):
+        return (expr.x,)
+    if isinstance(expr, Binary):
+        return (expr.a, expr.b)
+    if isinstance(expr, Where):
+        return (expr.cond, expr.a, expr.b)
+    return ()
+
+
+def stage_of(kernel: Kernel) -> list[int]:
+    """Stage per expr: loads/consts 0, elementwise = max of operands, Reduce = operand + 1."""
+    stages: list[int] = []
+    for expr in kernel.exprs:
+        ops = [stages[i] for i in operands(expr)]
+        stages.append(ops[0] + 1 if isinstance(expr, Reduce) else max(ops, default=0))
+    return stages
+
+
+def per_element(kernel: Kernel) -> list[bool]:
+    """Whether each expr varies along the inner axes (depends on a Load not behind a Reduce)."""
+    flags: list[bool] = []
+    for expr in kernel.exprs:
+        if isinstance(expr, Load):
+            flags.append(True)
+        elif isinstance(expr, Reduce):
+            flags.append(False)
+        else:
+            flags.append(any(flags[i] for i in operands(expr)))
+    return flags
+
+
+def output_shape(kernel: Kernel, output: Output) -> tuple[int, ...]:
+    """Full domain for per-element outputs, the outer shape domain[:-n_reduce] otherwise."""
+    if per_element(kernel)[output.value] or kernel.n_reduce == 0:
+        return kernel.domain
+    return kernel.domain[: len(kernel.domain) - kernel.n_reduce]
+
+
+def _result_dtype(kernel: Kernel, expr: Expr) -> str:
+    if isinstance(expr, Load):
+        return kernel.inputs[expr.input].dtype
+    return expr.dtype
+
+
+def validate(kernel: Kernel) -> None:
+    """Raise KernelIRError on the first rule ``kernel`` breaks."""
+    def fail(where: str, why: str) -> None:
+        raise KernelIRError(f"kernel {kernel.name!r}: {where}: {why}")
+
+    if any(d < 0 for d in kernel.domain):
+        fail("domain", f"negative extent in {kernel.domain}")
+    if not 0 <= kernel.n_reduce <= len(kernel.domain):
+        fail("domain", f"n_reduce={kernel.n_reduce} outside 0..{len(kernel.domain)}")
+    for i, inp in enumerate(kernel.inputs):
+        if inp.dtype not in DTYPES:
+            fail(f"input {i} ({inp.name})", f"unknown dtype {inp.dtype!r}")
+        if any(s < 0 for s in inp.strides):
+            fail(f"input {i} ({inp.name})", f"negative stride in {inp.strides}")
+        if len(inp.strides) != len(kernel.domain):
+            fail(f"input {i} ({inp.name})",
+                 f"{len(inp.strides)} strides {inp.strides} for domain {kernel.domain}")
+    dtypes: list[str] = []
+    for i, expr in enumerate(kernel.exprs):
+        _check_expr(kernel, i, expr, dtypes, fail)
+        dtypes.append(_result_dtype(kernel, expr))
+    for j, out in enumerate(kernel.outputs):
+        where = f"output {j} ({out.name})"
+        if not 0 <= out.value < len(kernel.exprs):
+            fail(where, f"references missing expr {out.value} of {len(kernel.exprs)}")
+        if out.dtype != dtypes[out.value]:
+            fail(where, f"dtype {out.dtype} but expr {out.value} is {dtypes[out.value]}")
+
+
+def _check_expr(kernel: Kernel, i: int, expr: Expr, dtypes: list[str], fail) -> None:
+    op = getattr(expr, "op", type(expr).__name__)
+    srcs = operands(expr)
+    where = f"expr {i} ({type(expr).__name__} {op}, operands {srcs})"
+    for s in srcs:
+        if not 0 <= s < i:
+            fail(where, f"operand {s} is not an earlier expr")
+    ins = tuple(dtypes[s] for s in srcs)
+    got = f"operand dtypes {ins}, result {getattr(expr, 'dtype', None)}"
+    if isinstance(expr, Load):
+        if not 0 <= expr.input < len(kernel.inputs):
+            fail(where, f"loads missing input {expr.input} of {len(kernel.inputs)}")
+        return
+    if expr.dtype not in DTYPES:
+        fail(where, f"unknown dtype {expr.dtype!r}")
+    if isinstance(expr, Const):
+        return
+    if isinstance(expr, Cast):
+        return
+    if isinstance(expr, Where):
+        if ins[0] != "bool" or ins[1] != ins[2] or expr.dtype != ins[1]:
+            fail(where, f"needs a bool cond and branches of the result dtype; {got}")
+        return
+    table = {Unary: UNARY_OPS, Binary: BINARY_OPS, Reduce: REDUCE_OPS}[type(expr)]
+    if expr.op not in table:
+        fail(where, f"unknown op {expr.op!r} (known: {sorted(table)})")
+    if len(set(ins)) != 1:
+        fail(where, f"operands must share a dtype; {got}")
+    if ins[0] not in table[expr.op]:
+        fail(where, f"op {expr.op} does not take {ins[0]}; {got}")
+    want = "bool" if isinstance(expr, Binary) and expr.op in COMPARISON_OPS else ins[0]
+    if expr.dtype != want:
+        fail(where, f"result dtype must be {want}; {got}")
+    if isinstance(expr, Reduce) and kernel.n_reduce == 0:
+        fail(where, "Reduce in a kernel with n_reduce == 0")
+
+
+def kernel_hash(kernel: Kernel) -> str:
+    """Stable sha256 of the kernel's canonical repr (dataclass reprs are deterministic)."""
+    return hashlib.sha256(repr(kernel).encode()).hexdigest()

@@ -1,0 +1,172 @@
+"""LLVM target setup, optimization (new pass manager) and MCJIT loading of rendered kernels.
+
+Every module is loaded the same way, fresh or from the disk cache: optimized IR -> object code
+-> an MCJIT engine over an empty module plus that object file. ctypes calls release the GIL, so
+``CompiledModule.run`` splits the outer range across a small thread pool.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from codegen import ir as kir
+
+_LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
+_compiles = 0
+_KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
+                              ctypes.c_int64)
+# below this many domain elements a kernel runs on the calling thread
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+@functools.cache
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def host() -> tuple[str, str]:
+    """(CPU name, feature string) the code is compiled for; part of every cache key."""
+    _initialize()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def _new_target_machine() -> llvm.TargetMachine:
+    cpu, features = host()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=cpu, features=features, opt=3,
+                                        codemodel="jitdefault")
+
+
+@functools.cache
+def _target_machine() -> llvm.TargetMachine:
+    """The machine used to optimize and emit; engines get their own (they take ownership)."""
+    return _new_target_machine()
+
+
+def compile_count() -> int:
+    """How many modules went through LLVM optimization and code generation."""
+    return _compiles
+
+
+@dataclass(frozen=True)
+class ObjectCode:
+    """What the disk cache stores: machine code plus the optimized IR (for ``asm``)."""
+    object_file: bytes
+    optimized_ir: str
+
+
+def optimize_and_emit(module: ir.Module) -> ObjectCode:
+    """Verify, optimize at O3 with loop and SLP vectorization, verify again, emit object code."""
+    global _compiles
+    tm = _target_machine()
+    with _LOCK:
+        mod = llvm.parse_assembly(str(module))
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        mod.verify()
+        code = ObjectCode(tm.emit_object(mod), str(mod))
+        _compiles += 1
+    return code
+
+
+def compile_module(module: ir.Module, kernels: list[kir.Kernel]) -> CompiledModule:
+    """Compile a rendered module (``codegen.llvm.render(kernels)``) and load it."""
+    return load(optimize_and_emit(module), kernels)
+
+
+def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
+    """Load object code into a fresh MCJIT engine and resolve each kernel's entry point."""
+    with _LOCK:
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
+        engine.finalize_object()
+        functions = {k.name: _KERNEL_FN(engine.get_function_address(k.name)) for k in kernels}
+    missing = [name for name, fn in functions.items() if not ctypes.cast(fn, ctypes.c_void_p).value]
+    if missing:
+        raise RuntimeError(f"kernels {missing} not found in the loaded object code")
+    return CompiledModule(engine, code, {k.name: k for k in kernels}, functions)
+
+
+@functools.cache
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="backplan-jit")
+
+
+class CompiledModule:
+    """The loaded machine code of one module; keeps its engine alive."""
+
+    def __init__(self, engine: llvm.ExecutionEngine, code: ObjectCode,
+                 kernels: dict[str, kir.Kernel], functions: dict[str, ctypes._CFuncPtr]) -> None:
+        self._engine = engine
+        self.code = code
+        self.kernels = kernels
+        self._functions = functions
+
+    def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
+            arrays_out: list[np.ndarray], threads: int | None = None) -> None:
+        """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range."""
+        name = kernel if isinstance(kernel, str) else kernel.name
+        k = self.kernels[name]
+        _check_arrays(k, arrays_in, arrays_out)
+        ptrs = (ctypes.c_void_p * (len(arrays_in) + len(arrays_out)))(
+            *[a.ctypes.data for a in (*arrays_in, *arrays_out)])
+        fn = self._functions[name]
+        outer = k.outer_size
+        if threads is None:
+            big = int(np.prod(k.domain)) >= PARALLEL_MIN_ELEMENTS
+            threads = (os.cpu_count() or 1) if big else 1
+        threads = max(1, min(threads, outer))
+        if threads == 1:
+            fn(ptrs, 0, outer)
+            return
+        bounds = [outer * t // threads for t in range(threads + 1)]
+        futures = [_pool().submit(fn, ptrs, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        for f in futures:
+            f.result()
+
+    def asm(self, kernel_name: str) -> str:
+        """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""
+        if kernel_name not in self.kernels:
+            raise KeyError(f"no kernel {kernel_name!r} in this module: {sorted(self.kernels)}")
+        with _LOCK:
+            text = _target_machine().emit_assembly(llvm.parse_assembly(self.code.optimized_ir))
+        match = re.search(rf"^{re.escape(kernel_name)}:.*?^\.Lfunc_end\d+:", text,
+                          re.MULTILINE | re.DOTALL)
+        if match is None:
+            raise RuntimeError(f"kernel {kernel_name!r} not found in the module's assembly")
+        return match.group(0)
+
+
+def _check_arrays(k: kir.Kernel, arrays_in: list[np.ndarray],
+                  arrays_out: list[np.ndarray]) -> None:
+    if len(arrays_in) != len(k.inputs) or len(arrays_out) != len(k.outputs):
+        raise ValueError(f"kernel {k.name!r} takes {len(k.inputs)} inputs and {len(k.outputs)} "
+                         f"outputs, got {len(arrays_in)} and {len(arrays_out)}")
+    for a, inp in zip(arrays_in, k.inputs):
+        reach = sum((d - 1) * s for d, s in zip(k.domain, inp.strides)) if all(k.domain) else -1
+        if a.dtype != np.dtype(inp.dtype) or not a.flags.c_contiguous or reach >= a.size:
+            raise ValueError(f"kernel {k.name!r} input {inp.name!r}: needs a C-contiguous "
+                             f"{inp.dtype} array of more than {reach} elements, got "
+                             f"{a.dtype} {a.shape} contiguous={a.flags.c_contiguous}")
+    for a, out in zip(arrays_out, k.outputs):
+        shape = kir.output_shape(k, out)
+        if a.dtype != np.dtype(out.dtype) or not a.flags.c_contiguous or a.size != int(np.prod(shape)):
+            raise ValueError(f"kernel {k.name!r} output {out.name!r}: needs a C-contiguous "
+                             f"{out.dtype} array of shape {shape}, got {a.dtype} {a.shape}")

@@ -1,0 +1,360 @@
+"""Render kernel IR to one LLVM module (llvmlite.ir only; JIT and target setup live in jit.py).
+
+Each kernel becomes an ABI wrapper ``void NAME(i8** ptrs, i64 start, i64 stop)`` that loads the
+data pointers and calls an internal always-inline body whose pointer parameters are ``noalias``,
+so LLVM may vectorize the plain unit/zero-stride inner loops the body is written with.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+
+from llvmlite import ir
+
+from codegen import ir as kir
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I64 = ir.IntType(64)
+VALUE_TYPES: dict[str, ir.Type] = {
+    "float32": ir.FloatType(), "float64": ir.DoubleType(), "int64": I64, "bool": I1,
+}
+# numpy stores bool as one byte
+STORAGE_TYPES: dict[str, ir.Type] = {**VALUE_TYPES, "bool": I8}
+ABI_TYPE = ir.FunctionType(ir.VoidType(), [I8.as_pointer().as_pointer(), I64, I64])
+
+
+class RenderError(NotImplementedError):
+    """An expr this renderer has no rule for; names the op, dtypes and operands."""
+
+
+@contextmanager
+def for_range(builder: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str
+              ) -> Iterator[ir.Value]:
+    """Loop over [start, stop) in named blocks; yields the induction variable (the only phi)."""
+    preheader = builder.block
+    cond = builder.append_basic_block(f"{name}.cond")
+    body = builder.append_basic_block(f"{name}.body")
+    end = builder.append_basic_block(f"{name}.end")
+    builder.branch(cond)
+    builder.position_at_end(cond)
+    index = builder.phi(I64, name=name)
+    index.add_incoming(start, preheader)
+    builder.cbranch(builder.icmp_signed("<", index, stop), body, end)
+    builder.position_at_end(body)
+    yield index
+    index.add_incoming(builder.add(index, I64(1), name=f"{name}.next", flags=("nsw",)),
+                       builder.block)
+    builder.branch(cond)
+    builder.position_at_end(end)
+
+
+def intrinsic(module: ir.Module, name: str, ty: ir.Type, n_args: int) -> ir.Function:
+    """Declare (once) the overloaded intrinsic ``name`` at type ``ty``, e.g. llvm.maximum.f32."""
+    full = f"{name}.{'f32' if ty == ir.FloatType() else 'f64'}"
+    if full in module.globals:
+        return module.globals[full]
+    return ir.Function(module, ir.FunctionType(ty, [ty] * n_args), full)
+
+
+def _kind(dtype: str) -> str:
+    return {"float32": "float", "float64": "float", "int64": "int", "bool": "bool"}[dtype]
+
+
+Builder = ir.IRBuilder
+V = ir.Value
+
+
+def _fsign(b: Builder, x: V) -> V:
+    one, zero = ir.Constant(x.type, 1.0), ir.Constant(x.type, 0.0)
+    neg = b.select(b.fcmp_ordered("<", x, zero), ir.Constant(x.type, -1.0), x)
+    return b.select(b.fcmp_ordered(">", x, zero), one, neg)
+
+
+def _isign(b: Builder, x: V) -> V:
+    neg = b.select(b.icmp_signed("<", x, I64(0)), I64(-1), I64(0))
+    return b.select(b.icmp_signed(">", x, I64(0)), I64(1), neg)
+
+
+# (op, kind) -> rule(builder, operand values, module); transcendentals come from the math table
+UNARY_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Module], V]] = {
+    ("neg", "float"): lambda b, x, m: b.fneg(x),
+    ("neg", "int"): lambda b, x, m: b.neg(x),
+    ("abs", "float"): lambda b, x, m: b.call(intrinsic(m, "llvm.fabs", x.type, 1), [x]),
+    ("abs", "int"): lambda b, x, m: b.select(b.icmp_signed("<", x, I64(0)), b.neg(x), x),
+    ("sign", "float"): lambda b, x, m: _fsign(b, x),
+    ("sign", "int"): lambda b, x, m: _isign(b, x),
+}
+_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _fcmp(op: str) -> Callable[[Builder, V, V, ir.Module], V]:
+    # numpy: nan != x is True, every other comparison with nan is False
+    if op == "ne":
+        return lambda b, x, y, m: b.fcmp_unordered("!=", x, y)
+    return lambda b, x, y, m: b.fcmp_ordered(_CMP[op], x, y)
+
+
+def _fintrinsic(name: str) -> Callable[[Builder, V, V, ir.Module], V]:
+    return lambda b, x, y, m: b.call(intrinsic(m, name, x.type, 2), [x, y])
+
+
+BINARY_RULES: dict[tuple[str, str], Callable[[Builder, V, V, ir.Module], V]] = {
+    ("add", "float"): lambda b, x, y, m: b.fadd(x, y),
+    ("sub", "float"): lambda b, x, y, m: b.fsub(x, y),
+    ("mul", "float"): lambda b, x, y, m: b.fmul(x, y),
+    ("div", "float"): lambda b, x, y, m: b.fdiv(x, y),
+    ("pow", "float"): _fintrinsic("llvm.pow"),
+    # llvm.maximum/minimum propagate nan like np.maximum/np.minimum
+    ("maximum", "float"): _fintrinsic("llvm.maximum"),
+    ("minimum", "float"): _fintrinsic("llvm.minimum"),
+    **{(op, "float"): _fcmp(op) for op in _CMP},
+    ("add", "int"): lambda b, x, y, m: b.add(x, y),
+    ("sub", "int"): lambda b, x, y, m: b.sub(x, y),
+    ("mul", "int"): lambda b, x, y, m: b.mul(x, y),
+    ("maximum", "int"): lambda b, x, y, m: b.select(b.icmp_signed(">", x, y), x, y),
+    ("minimum", "int"): lambda b, x, y, m: b.select(b.icmp_signed("<", x, y), x, y),
+    **{(op, "int"): (lambda c: lambda b, x, y, m: b.icmp_signed(c, x, y))(c)
+       for op, c in _CMP.items()},
+    ("eq", "bool"): lambda b, x, y, m: b.icmp_unsigned("==", x, y),
+    ("ne", "bool"): lambda b, x, y, m: b.icmp_unsigned("!=", x, y),
+    ("logical_and", "bool"): lambda b, x, y, m: b.and_(x, y),
+}
+
+# (from kind, to kind) -> rule(builder, value, target type); same-dtype casts are the identity
+CAST_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Type], V]] = {
+    ("float", "float"): lambda b, x, t: (b.fpext(x, t) if t == ir.DoubleType()
+                                         else b.fptrunc(x, t)),
+    ("float", "int"): lambda b, x, t: b.fptosi(x, t),
+    ("float", "bool"): lambda b, x, t: b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0)),
+    ("int", "float"): lambda b, x, t: b.sitofp(x, t),
+    ("int", "bool"): lambda b, x, t: b.icmp_signed("!=", x, I64(0)),
+    ("bool", "float"): lambda b, x, t: b.uitofp(x, t),
+    ("bool", "int"): lambda b, x, t: b.zext(x, t),
+}
+
+# (op, kind) -> (identity, combine); float sum may reassociate so the loop vectorizer can
+# keep vector partial sums: the order is fixed by the compiled code, so results stay
+# deterministic for given code and outer split.
+REDUCE_RULES: dict[tuple[str, str], tuple[Callable[[ir.Type], V],
+                                          Callable[[Builder, V, V, ir.Module], V]]] = {
+    ("sum", "float"): (lambda t: ir.Constant(t, 0.0),
+                       lambda b, acc, x, m: b.fadd(acc, x, flags=("reassoc",))),
+    ("max", "float"): (lambda t: ir.Constant(t, -math.inf), _fintrinsic("llvm.maximum")),
+    ("sum", "int"): (lambda t: I64(0), lambda b, acc, x, m: b.add(acc, x)),
+    ("max", "int"): (lambda t: I64(-(2 ** 63)), BINARY_RULES[("maximum", "int")]),
+}
+
+
+def _const(expr: kir.Const) -> ir.Constant:
+    ty = VALUE_TYPES[expr.dtype]
+    kind = _kind(expr.dtype)
+    value = float(expr.value) if kind == "float" else int(expr.value)
+    return ir.Constant(ty, value if kind != "bool" else int(bool(expr.value)))
+
+
+def declare_math(module: ir.Module) -> dict[str, Callable[[Builder, V, str], V]]:
+    """Transcendentals as LLVM intrinsics (scalar libm calls) until codegen/llvm_math lands."""
+    def call(name: str) -> Callable[[Builder, V, str], V]:
+        return lambda b, x, dtype: b.call(intrinsic(module, name, x.type, 1), [x])
+
+    def sigmoid(b: Builder, x: V, dtype: str) -> V:
+        one = ir.Constant(x.type, 1.0)
+        return b.fdiv(one, b.fadd(one, call("llvm.exp")(b, b.fneg(x), dtype)))
+
+    table = {op: call(f"llvm.{op}") for op in ("exp", "log", "sin", "cos", "tanh", "sqrt")}
+    return {**table, "sigmoid": sigmoid}
+
+
+def render(kernels: list[kir.Kernel]) -> ir.Module:
+    """One module holding every kernel of a plan, each behind the ``NAME(ptrs, start, stop)`` ABI."""
+    module = ir.Module(name="backplan")
+    math_table = declare_math(module)
+    names = [k.name for k in kernels]
+    if len(set(names)) != len(names):
+        raise RenderError(f"duplicate kernel names in one module: {names}")
+    for kernel in kernels:
+        kir.validate(kernel)
+        _KernelEmitter(module, kernel, math_table).emit()
+    return module
+
+
+class _KernelEmitter:
+    def __init__(self, module: ir.Module, kernel: kir.Kernel,
+                 math_table: dict[str, Callable[[Builder, V, str], V]]) -> None:
+        self.module = module
+        self.kernel = kernel
+        self.math = math_table
+        self.stages = kir.stage_of(kernel)
+        self.per_element = kir.per_element(kernel)
+        self.dtypes = [kir._result_dtype(kernel, e) for e in kernel.exprs]
+        # outputs stored inside the element loops (full domain shape)
+        self.elem_output = [self.per_element[o.value] or kernel.n_reduce == 0
+                            for o in kernel.outputs]
+
+    def emit(self) -> None:
+        kernel = self.kernel
+        ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
+                     for t in (*kernel.inputs, *kernel.outputs)]
+        body = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [*ptr_types, I64, I64]),
+                           f"{kernel.name}.body")
+        body.linkage = "internal"
+        body.attributes.add("alwaysinline")
+        body.attributes.add("nounwind")
+        for arg in body.args[: len(ptr_types)]:
+            arg.add_attribute("noalias")
+        self._emit_body(body)
+
+        wrapper = ir.Function(self.module, ABI_TYPE, kernel.name)
+        wrapper.attributes.add("nounwind")
+        b = ir.IRBuilder(wrapper.append_basic_block("entry"))
+        ptrs, start, stop = wrapper.args
+        args = [b.bitcast(b.load(b.gep(ptrs, [I64(i)], inbounds=True), name=f"ptr{i}"), ty)
+                for i, ty in enumerate(ptr_types)]
+        b.call(body, [*args, start, stop])
+        b.ret_void()
+
+    def _emit_body(self, fn: ir.Function) -> None:
+        kernel = self.kernel
+        n_in = len(kernel.inputs)
+        self.in_ptrs = fn.args[:n_in]
+        self.out_ptrs = fn.args[n_in: n_in + len(kernel.outputs)]
+        start, stop = fn.args[-2:]
+        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
+        self.accs = {i: b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"acc{i}") for i in reduces}
+        outer_shape = kernel.outer_shape
+        with for_range(b, start, stop, "outer") as o:
+            index = self._unflatten(o, outer_shape)
+            bases = [self._dot(index, inp.strides[: len(outer_shape)]) for inp in kernel.inputs]
+            self.outer_vals: dict[int, V] = {}
+            for stage in range(max(self.stages, default=0) + 1):
+                self._emit_outer_stage(stage, o)
+                self._emit_stage_loop(stage, bases, o)
+        b.ret_void()
+
+    def _unflatten(self, flat: V, shape: tuple[int, ...]) -> list[V]:
+        index: list[V] = []
+        for axis in reversed(range(len(shape))):
+            index.append(self.b.urem(flat, I64(shape[axis])) if axis else flat)
+            flat = self.b.udiv(flat, I64(shape[axis]))
+        return index[::-1]
+
+    def _dot(self, index: list[V], strides: tuple[int, ...]) -> V:
+        total: V = I64(0)
+        for i, s in zip(index, strides):
+            if s:
+                total = self.b.add(total, self.b.mul(i, I64(s), flags=("nsw",)), flags=("nsw",))
+        return total
+
+    def _emit_outer_stage(self, stage: int, o: V) -> None:
+        """Values constant along the inner axes that become available at ``stage``."""
+        for i, expr in enumerate(self.kernel.exprs):
+            if self.per_element[i] or self.stages[i] != stage:
+                continue
+            if isinstance(expr, kir.Reduce):
+                self.outer_vals[i] = self.b.load(self.accs[i], name=f"red{i}")
+            else:
+                self.outer_vals[i] = self._emit_expr(i, self.outer_vals.__getitem__)
+        for j, out in enumerate(self.kernel.outputs):
+            if not self.elem_output[j] and self.stages[out.value] == stage:
+                self._store(j, o, self.outer_vals[out.value])
+
+    def _emit_stage_loop(self, stage: int, bases: list[V], o: V) -> None:
+        """One loop over the inner axes: reductions of stage values and element outputs."""
+        kernel = self.kernel
+        reduces = [i for i, e in enumerate(kernel.exprs)
+                   if isinstance(e, kir.Reduce) and self.stages[e.x] == stage]
+        outputs = [j for j, out in enumerate(kernel.outputs)
+                   if self.elem_output[j] and self.stages[out.value] == stage]
+        if not reduces and not outputs:
+            return
+        for i in reduces:
+            identity, _ = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
+            self.b.store(identity(VALUE_TYPES[self.dtypes[i]]), self.accs[i])
+        with self._inner_loops(stage, bases, o) as (offsets, flat):
+            roots = [kernel.exprs[i].x for i in reduces] + [kernel.outputs[j].value
+                                                           for j in outputs]
+            vals = self._emit_elements(roots, offsets)
+            for i in reduces:
+                _, combine = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
+                acc = self.b.load(self.accs[i])
+                x = vals[kernel.exprs[i].x]
+                self.b.store(combine(self.b, acc, x, self.module), self.accs[i])
+            for j in outputs:
+                self._store(j, flat, vals[kernel.outputs[j].value])
+
+    @contextmanager
+    def _inner_loops(self, stage: int, bases: list[V], flat: V
+                     ) -> Iterator[tuple[list[V], V]]:
+        """Nested loops over the inner axes; yields per-input element offsets and the flat
+        domain index (``flat`` enters as the outer index)."""
+        n_outer = len(self.kernel.outer_shape)
+        offsets = bases
+        with ExitStack() as loops:
+            for axis, extent in enumerate(self.kernel.inner_shape):
+                i = loops.enter_context(for_range(self.b, I64(0), I64(extent), f"s{stage}.ax{axis}"))
+                b = self.b
+                offsets = [b.add(off, b.mul(i, I64(inp.strides[n_outer + axis]), flags=("nsw",)),
+                                 flags=("nsw",))
+                           for off, inp in zip(offsets, self.kernel.inputs)]
+                flat = b.add(b.mul(flat, I64(extent), flags=("nsw",)), i, flags=("nsw",))
+            yield offsets, flat
+
+    def _emit_elements(self, roots: list[int], offsets: list[V]) -> dict[int, V]:
+        """Emit, in program order, the per-element exprs the roots need (recomputed per loop)."""
+        needed: set[int] = set()
+        stack = list(roots)
+        while stack:
+            i = stack.pop()
+            if self.per_element[i] and i not in needed:
+                needed.add(i)
+                stack.extend(kir.operands(self.kernel.exprs[i]))
+        vals = dict(self.outer_vals)
+        for i in sorted(needed):
+            expr = self.kernel.exprs[i]
+            if isinstance(expr, kir.Load):
+                vals[i] = self._load(expr.input, offsets[expr.input])
+            else:
+                vals[i] = self._emit_expr(i, vals.__getitem__)
+        return vals
+
+    def _load(self, k: int, offset: V) -> V:
+        b = self.b
+        value = b.load(b.gep(self.in_ptrs[k], [offset], inbounds=True))
+        if self.kernel.inputs[k].dtype == "bool":
+            return b.icmp_unsigned("!=", value, I8(0))
+        return value
+
+    def _store(self, j: int, offset: V, value: V) -> None:
+        b = self.b
+        if self.kernel.outputs[j].dtype == "bool":
+            value = b.zext(value, I8)
+        b.store(value, b.gep(self.out_ptrs[j], [offset], inbounds=True))
+
+    def _emit_expr(self, i: int, get: Callable[[int], V]) -> V:
+        expr = self.kernel.exprs[i]
+        b, m = self.b, self.module
+        if isinstance(expr, kir.Const):
+            return _const(expr)
+        srcs = kir.operands(expr)
+        kind = _kind(self.dtypes[srcs[0]])
+        if isinstance(expr, kir.Where):
+            return b.select(get(expr.cond), get(expr.a), get(expr.b))
+        if isinstance(expr, kir.Cast):
+            if self.dtypes[expr.x] == expr.dtype:
+                return get(expr.x)
+            rule = CAST_RULES[(kind, _kind(expr.dtype))]
+            return rule(b, get(expr.x), VALUE_TYPES[expr.dtype])
+        if isinstance(expr, kir.Unary) and (expr.op, kind) in UNARY_RULES:
+            return UNARY_RULES[(expr.op, kind)](b, get(expr.x), m)
+        if isinstance(expr, kir.Unary) and kind == "float" and expr.op in self.math:
+            return self.math[expr.op](b, get(expr.x), expr.dtype)
+        if isinstance(expr, kir.Binary) and (expr.op, kind) in BINARY_RULES:
+            return BINARY_RULES[(expr.op, kind)](b, get(expr.a), get(expr.b), m)
+        raise RenderError(
+            f"kernel {self.kernel.name!r}: LLVM renderer has no rule for expr {i} {expr!r} "
+            f"(op {getattr(expr, 'op', None)}, operand dtypes "
+            f"{tuple(self.dtypes[s] for s in srcs)}, operands {srcs})")

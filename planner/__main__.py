@@ -1,0 +1,63 @@
+"""The planner's command line.
+
+    python -m planner plan WORKLOAD [--dot] [--listing] [--json]
+    python -m planner bench [WORKLOAD ...] [--repeat N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def compiled_plan(name: str, seed: int = 0) -> Any:
+    """The plan ``planner.compile`` makes for a benchmark workload's step."""
+    import planner
+    import runtime as rt
+    from benchmarks.workloads import WORKLOADS
+
+    workload = WORKLOADS[name]
+    case = workload.build(rt, workload.make_arrays(seed))
+    return planner.compile(case.fn).lower(*case.args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.workloads import WORKLOADS
+
+    parser = argparse.ArgumentParser(prog="python -m planner", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="print the compiled plan of a benchmark workload")
+    p.add_argument("workload", choices=list(WORKLOADS))
+    p.add_argument("--dot", action="store_true", help="also print Graphviz text")
+    p.add_argument("--listing", action="store_true", help="also print the step listing")
+    p.add_argument("--json", action="store_true", help="also print the serialized plan")
+    b = sub.add_parser("bench", help="time eager vs compiled (benchmarks.run)")
+    b.add_argument("workloads", nargs="*", choices=list(WORKLOADS) + [[]], metavar="WORKLOAD")
+    b.add_argument("--repeat", type=int, default=5)
+    b.add_argument("--min-time", type=float, default=0.05)
+    args = parser.parse_args(argv)
+    if args.command == "plan":
+        plan = compiled_plan(args.workload)
+        print(plan.summary())
+        if args.listing:
+            print()
+            print(plan.listing())
+        if args.dot:
+            print()
+            print(plan.to_dot())
+        if args.json:
+            print()
+            print(plan.dumps())
+        return 0
+    from benchmarks import run
+
+    argv2 = ["--repeat", str(args.repeat), "--min-time", str(args.min_time)]
+    if args.workloads:
+        argv2 += ["--workloads", *args.workloads]
+    run.main(argv2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""planner.explain(fn, *args): why a step replays, recompiles, falls back, or how it captures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.tracing import GraphBreak
+
+
+def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
+    """Say what calling ``fn(*args, **kwargs)`` would do, without running the step."""
+    from .compile import CompiledStep, _arg_key, _describe_key_change
+    from .tree import flatten, freeze
+
+    if isinstance(fn, CompiledStep):
+        name = fn._name
+        leaves, spec = flatten((args, kwargs))
+        flat = tuple(leaves)
+        key = (freeze(spec), *_arg_key(flat))
+        entry = fn._cache.get(key)
+        if entry is not None:
+            if entry.eager_reason is not None:
+                return f"{name} falls back to eager: {entry.eager_reason}"
+            reasons = []
+            for binding in entry.bindings:
+                reason = binding.failed_guard(flat)
+                if reason is None:
+                    return (f"{name} replays a cached plan ({len(binding.plan.steps)} steps)")
+                reasons.append(reason)
+            return f"{name} recompiles: guard failed: {reasons[0]}"
+        if fn._last_key is not None:
+            why = f"recompiles: {_describe_key_change(fn._last_key, key)}"
+        else:
+            why = "compiles on its first call"
+        return f"{name} {why}; " + _capture_report(fn._flat_fn(spec), flat, fn.device)
+    name = getattr(fn, "__qualname__", repr(fn))
+    leaves, spec = flatten((args, kwargs))
+
+    def call(*flat: Any) -> Any:
+        from .tree import unflatten
+
+        a, k = unflatten(spec, list(flat))
+        return fn(*a, **k)
+
+    return f"{name} " + _capture_report(call, tuple(leaves), None)
+
+
+def _capture_report(fn: Any, args: tuple[Any, ...], device: str | None) -> str:
+    from .capture import capture
+    from .compile import _plan_device
+    from .passes import run_default_passes
+    from .plan import build_plan
+
+    try:
+        cap = capture(fn, args, target_device=device)
+    except GraphBreak as e:
+        return f"cannot be captured (falls back to eager): {e.reason} at {e.where}"
+    captured = cap.graph.number_of_nodes()
+    run_default_passes(cap.graph)
+    plan = build_plan(cap.graph, [s.describe() for s in cap.slots],
+                      device or _plan_device(cap), captured)
+    return f"captures {captured} nodes, plan of {len(plan.steps)} steps"

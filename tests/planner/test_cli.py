@@ -1,0 +1,34 @@
+"""python -m planner, run in-process."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.__main__ import main
+
+
+def test_plan_summary(capsys):
+    assert main(["plan", "mlp_small"]) == 0
+    out = capsys.readouterr().out
+    assert "nodes captured" in out and "peak memory" in out
+
+
+def test_plan_listing_dot_json(capsys):
+    assert main(["plan", "mlp_small", "--listing", "--dot", "--json"]) == 0
+    out = capsys.readouterr().out
+    assert "matmul(" in out and "digraph plan {" in out
+    doc = json.loads(out.strip().splitlines()[-1])
+    assert doc["format"] == "planner.plan" and doc["version"] == 1
+
+
+def test_unknown_workload():
+    with pytest.raises(SystemExit):
+        main(["plan", "nope"])
+
+
+def test_bench(capsys):
+    assert main(["bench", "mlp_small", "--repeat", "1", "--min-time", "0.001"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled ms" in out and "mlp_small" in out and "compiled/ours" in out

@@ -1,0 +1,80 @@
+import json
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+from benchmarks.workloads import WORKLOADS
+from planner.compile import _read_slot
+from planner.serialize import decode, encode
+from runtime.tensor import Tensor
+
+
+def _binding_arrays(step, args):
+    """The argument and state arrays a replay of the current plan reads (as compile._replay)."""
+    binding = next(b for e in step._cache.values() for b in e.bindings if b.plan is step.plan)
+    arrays = [a._data.copy() if isinstance(a, Tensor) else None for a in args]
+    state = {slot: _read_slot(binding.slots[slot], args).copy() for slot, _ in binding.plan.reads}
+    return binding, arrays, state
+
+
+def _same(a, b):
+    assert type(a) is type(b) or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray))
+    if isinstance(a, np.ndarray):
+        np.testing.assert_array_equal(a, b)
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    else:
+        assert a == b
+
+
+@pytest.mark.parametrize("name", list(WORKLOADS))
+def test_round_trip_runs_identically(name):
+    workload = WORKLOADS[name]
+    case = workload.build(rt, workload.make_arrays(0))
+    step = planner.compile(case.fn)
+    step(*case.args)
+    step(*case.args)
+    binding, arrays, state = _binding_arrays(step, case.args)
+    plan = step.plan
+    text = plan.dumps()
+    json.loads(text)  # plain JSON
+    loaded = planner.Plan.loads(text)
+    assert loaded.listing() == plan.listing()
+    assert loaded.stats == plan.stats and loaded.slots == plan.slots
+    assert sorted(loaded.graph.nodes) == sorted(plan.graph.nodes)
+    assert sorted(loaded.graph.edges) == sorted(plan.graph.edges)
+    want = plan.run([None if a is None else a.copy() for a in arrays],
+                    {k: v.copy() for k, v in state.items()}, binding.generators)
+    got = loaded.run([None if a is None else a.copy() for a in arrays],
+                     {k: v.copy() for k, v in state.items()}, binding.generators)
+    _same(want[0], got[0])
+    assert [s for s, _ in want[1]] == [s for s, _ in got[1]]
+    for (_, a), (_, b) in zip(want[1], got[1]):
+        _same(a, b)
+    assert loaded.dumps() == text
+
+
+@pytest.mark.parametrize("value", [
+    None, 1, 2.5, True, "x", (1, 2), [1, (2, 3)], slice(1, None, 2), Ellipsis,
+    (slice(None), None, Ellipsis), {"a": (1,), 3: [None]}, rt.float32, rt.int64,
+    np.float32(1.5), np.int64(3),
+])
+def test_encode_decode_values(value):
+    back = decode(json.loads(json.dumps(encode(value))))
+    assert back == value and type(back) is type(value)
+
+
+def test_encode_arrays():
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)
+    back = decode(json.loads(json.dumps(encode(a))))
+    assert back.dtype == a.dtype and back.shape == a.shape
+    np.testing.assert_array_equal(back, a)
+
+
+def test_rejects_other_text():
+    with pytest.raises(ValueError):
+        planner.Plan.loads(json.dumps({"format": "other"}))
