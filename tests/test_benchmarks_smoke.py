@@ -103,3 +103,13 @@ def test_benchmark_runner_prints_table(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "chain" in out
     assert "ours ms" in out
+
+
+def test_planning_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import planning
+
+    planning.main()
+    out = capsys.readouterr().out
+    assert "capture + planning, mlp_large" in out
+    ratio = float(out.split("input and weights): ")[1].split("ratio ")[1].split()[0])
+    assert 0.0 < ratio < 1.0  # pruning removes the weight-gradient matmuls
