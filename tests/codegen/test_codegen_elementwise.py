@@ -1,0 +1,168 @@
+"""Every elementwise op rendered to LLVM, checked against numpy over broadcast shapes."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from codegen_testutil import broadcast_strides, build, random_array, run
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codegen import ir as K
+from codegen.llvm import declare_math
+
+FLOATS = ("float32", "float64")
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-x))
+
+
+UNARY_REF = {
+    "neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "log": np.log,
+    "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.sqrt, "sigmoid": _sigmoid,
+    "erf": np.vectorize(math.erf, otypes=[np.float64]),
+}
+BINARY_REF = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+    "pow": np.power, "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal,
+    "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
+    "ge": np.greater_equal, "logical_and": np.logical_and,
+}
+TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-13),
+       "int64": dict(rtol=0, atol=0), "bool": dict(rtol=0, atol=0)}
+RENDERED_UNARY = set(UNARY_REF) - {"erf"} | ({"erf"} if "erf" in declare_math(
+    __import__("llvmlite.ir").ir.Module()) else set())
+
+
+def _domain_and_shapes(n_inputs: int):
+    """A domain up to 3-D and, per input, a shape broadcastable to it (dropped/size-1 axes)."""
+    @st.composite
+    def strategy(draw):
+        domain = tuple(draw(st.lists(st.sampled_from([1, 2, 3, 5, 8, 17, 33]),
+                                     min_size=1, max_size=3)))
+        shapes = []
+        for _ in range(n_inputs):
+            keep = draw(st.integers(0, len(domain)))
+            tail = domain[len(domain) - keep:]
+            mask = draw(st.lists(st.booleans(), min_size=len(tail), max_size=len(tail)))
+            shapes.append(tuple(1 if m else d for d, m in zip(tail, mask)))
+        return domain, shapes
+    return strategy()
+
+
+def _unary_input(op: str, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    x = random_array(shape, dtype)
+    return np.abs(x) + np.asarray(0.1, dtype) if op in ("log", "sqrt") else x
+
+
+def _binary_inputs(op: str, dtype: str, shapes) -> list[np.ndarray]:
+    a, b = (random_array(s, dtype) for s in shapes)
+    if op == "pow":
+        a = np.abs(a) + np.asarray(0.5, dtype)
+    if op == "div":
+        b = np.where(np.abs(b) < 0.1, np.asarray(1.0, dtype), b).astype(dtype)
+    return [a, b]
+
+
+def _elementwise_kernel(name: str, domain, arrays, expr, out_dtype: str) -> K.Kernel:
+    loads = tuple(K.Load(i) for i in range(len(arrays)))
+    inputs = tuple(K.Input(f"in{i}", a.dtype.name, broadcast_strides(a.shape, domain))
+                   for i, a in enumerate(arrays))
+    return K.Kernel(name, domain, 0, inputs, (*loads, expr),
+                    (K.Output("out", len(loads), out_dtype),))
+
+
+def _check(cm, cases) -> None:
+    for kernel, arrays, ref in cases:
+        (got,) = run(cm, kernel, arrays)
+        expect = np.broadcast_to(ref(*arrays), kernel.domain)
+        np.testing.assert_allclose(got, expect, **TOL[got.dtype.name], err_msg=kernel.name)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_domain_and_shapes(1))
+def test_unary_ops_match_numpy(case):
+    domain, (shape,) = case
+    cases = []
+    for dtype in ("float32", "float64", "int64"):
+        for op in sorted(RENDERED_UNARY):
+            if dtype not in K.UNARY_OPS[op]:
+                continue
+            x = _unary_input(op, dtype, shape)
+            k = _elementwise_kernel(f"{op}_{dtype}", domain, [x], K.Unary(op, 0, dtype), dtype)
+            cases.append((k, [x], lambda a, f=UNARY_REF[op], t=dtype: f(a).astype(t)))
+    _check(build([k for k, _, _ in cases]), cases)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_domain_and_shapes(2))
+def test_binary_ops_match_numpy(case):
+    domain, shapes = case
+    cases = []
+    for dtype in ("float32", "float64", "int64", "bool"):
+        for op, ref in BINARY_REF.items():
+            if dtype not in K.BINARY_OPS[op]:
+                continue
+            arrays = _binary_inputs(op, dtype, shapes)
+            out = "bool" if op in K.COMPARISON_OPS else dtype
+            k = _elementwise_kernel(f"{op}_{dtype}", domain, arrays,
+                                    K.Binary(op, 0, 1, out), out)
+            cases.append((k, arrays, lambda a, b, f=ref, t=out: f(a, b).astype(t)))
+    _check(build([k for k, _, _ in cases]), cases)
+
+
+@settings(max_examples=25, deadline=None)
+@given(_domain_and_shapes(3))
+def test_where_and_casts_match_numpy(case):
+    domain, shapes = case
+    cases = []
+    for dtype in K.DTYPES:
+        arrays = [random_array(shapes[0], "bool"), random_array(shapes[1], dtype),
+                  random_array(shapes[2], dtype)]
+        k = _elementwise_kernel(f"where_{dtype}", domain, arrays, K.Where(0, 1, 2, dtype), dtype)
+        cases.append((k, arrays, np.where))
+        for to in K.DTYPES:
+            x = random_array(shapes[0], dtype) * (100 if dtype in FLOATS else 1)
+            k = _elementwise_kernel(f"cast_{dtype}_{to}", domain, [x], K.Cast(0, to), to)
+            cases.append((k, [x], lambda a, t=to: a.astype(t)))
+    _check(build([k for k, _, _ in cases]), cases)
+
+
+def test_nan_semantics_follow_numpy():
+    x = np.array([np.nan, 1.0, np.nan, -2.0, 0.0])
+    y = np.array([1.0, np.nan, np.nan, 3.0, -0.0])
+    cases = []
+    for op in ("maximum", "minimum", "eq", "ne", "lt", "ge"):
+        out = "bool" if op in K.COMPARISON_OPS else "float64"
+        k = _elementwise_kernel(f"nan_{op}", (5,), [x, y], K.Binary(op, 0, 1, out), out)
+        cases.append((k, [x, y], BINARY_REF[op]))
+    k = _elementwise_kernel("nan_tobool", (5,), [x], K.Cast(0, "bool"), "bool")
+    cases.append((k, [x], lambda a: a.astype(bool)))
+    k = _elementwise_kernel("nan_sign", (5,), [x], K.Unary("sign", 0, "float64"), "float64")
+    cases.append((k, [x], np.sign))
+    _check(build([k for k, _, _ in cases]), cases)
+
+
+def test_const_chain_and_multiple_outputs():
+    # out0 = tanh(x * 2 + c), out1 = x > 0 ; c broadcast along the last axis
+    x, c = random_array((4, 9), "float32"), random_array((4, 1), "float32")
+    exprs = (K.Load(0), K.Load(1), K.Const(2.0, "float32"), K.Binary("mul", 0, 2, "float32"),
+             K.Binary("add", 3, 1, "float32"), K.Unary("tanh", 4, "float32"),
+             K.Const(0.0, "float32"), K.Binary("gt", 0, 6, "bool"))
+    k = K.Kernel("chain", (4, 9), 0, (K.Input("x", "float32", (9, 1)),
+                                      K.Input("c", "float32", (1, 0))),
+                 exprs, (K.Output("y", 5, "float32"), K.Output("pos", 7, "bool")))
+    y, pos = run(build([k]), k, [x, c])
+    np.testing.assert_allclose(y, np.tanh(x * 2 + c), rtol=2e-6, atol=1e-6)
+    np.testing.assert_array_equal(pos, x > 0)
+
+
+@pytest.mark.parametrize("domain", [(), (1,), (0, 4), (3, 0)])
+def test_degenerate_domains(domain):
+    x = random_array(domain, "float64")
+    k = _elementwise_kernel("deg", domain, [x], K.Unary("neg", 0, "float64"), "float64")
+    (got,) = run(build([k]), k, [x])
+    np.testing.assert_array_equal(got, -x)
