@@ -71,97 +71,40 @@ def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
     return apply(P.SUB, a, b if alpha == 1 else mul(b, alpha))
 
 
-def mul(a: Any, b: Any) -> Tensor:
-    return apply(P.MUL, a, b)
+def _op(prim: Any, name: str, doc: str | None = None) -> Any:
+    """The functional form of a primitive: ``name(*args)`` runs ``prim`` on them."""
+    def fn(*args: Any) -> Tensor:
+        return apply(prim, *args)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc or f"The {prim.name} primitive."
+    return fn
 
 
-def div(a: Any, b: Any) -> Tensor:
-    return apply(P.DIV, a, b)
-
-
-def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
-    return apply(P.POW, a, b)
-
-
-def maximum(a: Any, b: Any) -> Tensor:
-    return apply(P.MAXIMUM, a, b)
-
-
-def minimum(a: Any, b: Any) -> Tensor:
-    return apply(P.MINIMUM, a, b)
-
-
-def eq(a: Any, b: Any) -> Tensor:
-    return apply(P.EQ, a, b)
-
-
-def ne(a: Any, b: Any) -> Tensor:
-    return apply(P.NE, a, b)
-
-
-def lt(a: Any, b: Any) -> Tensor:
-    return apply(P.LT, a, b)
-
-
-def le(a: Any, b: Any) -> Tensor:
-    return apply(P.LE, a, b)
-
-
-def gt(a: Any, b: Any) -> Tensor:
-    return apply(P.GT, a, b)
-
-
-def ge(a: Any, b: Any) -> Tensor:
-    return apply(P.GE, a, b)
-
-
-def logical_and(a: Any, b: Any) -> Tensor:
-    return apply(P.LOGICAL_AND, a, b)
-
-
-def neg(x: Tensor) -> Tensor:
-    return apply(P.NEG, x)
-
-
-def exp(x: Tensor) -> Tensor:
-    return apply(P.EXP, x)
-
-
-def log(x: Tensor) -> Tensor:
-    return apply(P.LOG, x)
-
-
-def sin(x: Tensor) -> Tensor:
-    return apply(P.SIN, x)
-
-
-def cos(x: Tensor) -> Tensor:
-    return apply(P.COS, x)
-
-
-def tanh(x: Tensor) -> Tensor:
-    return apply(P.TANH, x)
-
-
-def tanh_backward(g: Tensor, y: Tensor) -> Tensor:
-    """g * (1 - y * y), the gradient through y = tanh(x)."""
-    return apply(P.TANH_BACKWARD, g, y)
-
-
-def sqrt(x: Tensor) -> Tensor:
-    return apply(P.SQRT, x)
-
-
-def abs(x: Tensor) -> Tensor:  # noqa: A001
-    return apply(P.ABS, x)
-
-
-def sign(x: Tensor) -> Tensor:
-    return apply(P.SIGN, x)
-
-
-def erf(x: Tensor) -> Tensor:
-    return apply(P.ERF, x)
+mul = _op(P.MUL, "mul")
+div = _op(P.DIV, "div")
+pow = _op(P.POW, "pow")  # noqa: A001 - PyTorch's name
+maximum = _op(P.MAXIMUM, "maximum")
+minimum = _op(P.MINIMUM, "minimum")
+eq = _op(P.EQ, "eq")
+ne = _op(P.NE, "ne")
+lt = _op(P.LT, "lt")
+le = _op(P.LE, "le")
+gt = _op(P.GT, "gt")
+ge = _op(P.GE, "ge")
+logical_and = _op(P.LOGICAL_AND, "logical_and")
+neg = _op(P.NEG, "neg")
+exp = _op(P.EXP, "exp")
+log = _op(P.LOG, "log")
+sin = _op(P.SIN, "sin")
+cos = _op(P.COS, "cos")
+tanh = _op(P.TANH, "tanh")
+tanh_backward = _op(P.TANH_BACKWARD, "tanh_backward",
+                    "g * (1 - y * y), the gradient through y = tanh(x).")
+sqrt = _op(P.SQRT, "sqrt")
+abs = _op(P.ABS, "abs")  # noqa: A001
+sign = _op(P.SIGN, "sign")
+erf = _op(P.ERF, "erf")
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:

@@ -1,0 +1,88 @@
+"""JIT: vectorized assembly, argument checks, render errors, and the compiled-code cache."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from codegen_testutil import build, random_array, run
+
+from codegen import cache, llvm
+from codegen import ir as K
+
+
+def muladd_kernel(n: int, name: str = "muladd") -> K.Kernel:
+    f = "float32"
+    inputs = (K.Input("a", f, (1,)), K.Input("b", f, (1,)), K.Input("c", f, (1,)))
+    exprs = (K.Load(0), K.Load(1), K.Load(2), K.Binary("mul", 0, 1, f), K.Binary("add", 3, 2, f))
+    return K.Kernel(name, (n,), 0, inputs, exprs, (K.Output("out", 4, f),))
+
+
+def test_hot_elementwise_kernel_is_vectorized():
+    k = muladd_kernel(4096)
+    asm = build([k]).asm("muladd")
+    # x86-64 always has SSE2: packed single-precision multiplies on xmm/ymm/zmm registers
+    assert re.search(r"\bv?mulps\b.*%[xyz]mm", asm) or re.search(r"\bvfmadd\w*ps\b", asm), asm
+
+
+def test_run_checks_arrays():
+    k = muladd_kernel(16)
+    cm = build([k])
+    a = np.ones(16, np.float32)
+    with pytest.raises(ValueError, match="input 'b'.*float32"):
+        cm.run(k, [a, a.astype(np.float64), a], [np.empty(16, np.float32)])
+    with pytest.raises(ValueError, match="output 'out'.*shape \\(16,\\)"):
+        cm.run(k, [a, a, a], [np.empty(15, np.float32)])
+    with pytest.raises(ValueError, match="takes 3 inputs"):
+        cm.run(k, [a], [np.empty(16, np.float32)])
+
+
+def test_renderer_without_a_rule_names_op_dtypes_and_operands(monkeypatch):
+    monkeypatch.setattr(llvm, "declare_math", lambda module: {})
+    k = K.Kernel("needs_exp", (4,), 0, (K.Input("x", "float64", (1,)),),
+                 (K.Load(0), K.Unary("exp", 0, "float64")), (K.Output("y", 1, "float64"),))
+    with pytest.raises(llvm.RenderError, match=r"'needs_exp'.*expr 1.*exp.*float64.*\(0,\)"):
+        llvm.render([k])
+
+
+def test_duplicate_kernel_names_are_rejected():
+    with pytest.raises(llvm.RenderError, match="duplicate"):
+        llvm.render([muladd_kernel(4), muladd_kernel(8)])
+
+
+def test_warm_disk_cache_skips_llvm_and_gives_identical_results(tmp_path):
+    kernels = [muladd_kernel(1000 + i, f"k{i}") for i in range(3)]
+    arrays = [random_array((1003,), "float32") for _ in range(3)]
+    cache.clear_cache(tmp_path)
+    before = cache.stats()
+    cold = cache.get_compiled(kernels, tmp_path)
+    assert cache.stats()["compiles"] == before["compiles"] + 1
+    assert cache.get_compiled(kernels, tmp_path) is cold          # memory hit
+    cache.clear_cache(tmp_path, disk=False)                       # a fresh process, warm disk
+    warm = cache.get_compiled(kernels, tmp_path)
+    after = cache.stats()
+    assert after["compiles"] == before["compiles"] + 1
+    assert after["disk_hits"] == before["disk_hits"] + 1
+    assert warm is not cold
+    k = kernels[2]
+    for a, b in zip(run(cold, k, arrays), run(warm, k, arrays)):
+        assert np.array_equal(a, b)
+    assert "mulps" in warm.asm("k2") or "vfmadd" in warm.asm("k2")
+    cache.clear_cache(tmp_path)
+    assert not list(tmp_path.glob("*.o"))
+
+
+def test_cache_key_depends_on_every_kernel(tmp_path):
+    a, b = muladd_kernel(8, "a"), muladd_kernel(8, "b")
+    assert cache.cache_key([a, b]) == cache.cache_key([a, b])
+    assert cache.cache_key([a, b]) != cache.cache_key([a, muladd_kernel(9, "b")])
+
+
+def test_cache_dir_from_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("BACKPLAN_CACHE_DIR", str(tmp_path / "env"))
+    assert cache.cache_dir() == tmp_path / "env"
+    assert cache.cache_dir(tmp_path / "arg") == tmp_path / "arg"
+    kernels = [muladd_kernel(8, "env_kernel")]
+    cache.get_compiled(kernels)
+    assert list((tmp_path / "env").glob("*.o"))

@@ -1,0 +1,104 @@
+"""Reductions over trailing axes, multi-stage kernels (softmax, layer_norm) and determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from codegen_testutil import broadcast_strides, build, random_array, run
+
+from codegen import ir as K
+
+REF = {"sum": np.sum, "max": np.max}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+@pytest.mark.parametrize("shape,n_reduce,in_shape", [
+    ((6, 37), 1, (6, 37)),
+    ((3, 4, 19), 2, (3, 4, 19)),
+    ((2, 3, 5), 1, (3, 5)),        # input broadcast along an outer axis
+    ((4, 7, 6), 2, (4, 1, 6)),     # input broadcast along a reduced axis
+    ((13,), 1, (13,)),             # full reduction to a scalar
+])
+def test_sum_and_max_over_trailing_axes(dtype, shape, n_reduce, in_shape):
+    x = random_array(in_shape, dtype)
+    inp = (K.Input("x", dtype, broadcast_strides(in_shape, shape)),)
+    kernels = [K.Kernel(f"{op}_red", shape, n_reduce, inp,
+                        (K.Load(0), K.Reduce(op, 0, dtype)), (K.Output("out", 1, dtype),))
+               for op in REF]
+    cm = build(kernels)
+    axes = tuple(range(len(shape) - n_reduce, len(shape)))
+    for k in kernels:
+        (got,) = run(cm, k, [x])
+        expect = REF[k.name.split("_")[0]](np.broadcast_to(x, shape), axis=axes)
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(got, expect, rtol=tol, atol=tol, err_msg=k.name)
+
+
+def softmax_kernel(rows: int, cols: int, dtype: str) -> K.Kernel:
+    """m = max(x); e = exp(x - m) [stage 1]; s = sum(e) [stage 2]; y = e / s."""
+    exprs = (K.Load(0), K.Reduce("max", 0, dtype), K.Binary("sub", 0, 1, dtype),
+             K.Unary("exp", 2, dtype), K.Reduce("sum", 3, dtype), K.Binary("div", 3, 4, dtype))
+    return K.Kernel("softmax", (rows, cols), 1, (K.Input("x", dtype, (cols, 1)),), exprs,
+                    (K.Output("y", 5, dtype), K.Output("denom", 4, dtype)))
+
+
+def layer_norm_kernel(rows: int, cols: int, dtype: str, eps: float = 1e-5) -> K.Kernel:
+    """mean, var of each row; y = (x - mean) * rsqrt(var + eps) * w + b; also mean and rstd."""
+    exprs = (
+        K.Load(0), K.Load(1), K.Load(2),                                        # 0 x, 1 w, 2 b
+        K.Const(1.0 / cols, dtype), K.Reduce("sum", 0, dtype),                  # 3, 4
+        K.Binary("mul", 4, 3, dtype),                                           # 5 mean
+        K.Binary("sub", 0, 5, dtype), K.Binary("mul", 6, 6, dtype),             # 6 xc, 7 xc^2
+        K.Reduce("sum", 7, dtype), K.Binary("mul", 8, 3, dtype),                # 8, 9 var
+        K.Const(eps, dtype), K.Binary("add", 9, 10, dtype), K.Unary("sqrt", 11, dtype),
+        K.Const(1.0, dtype), K.Binary("div", 13, 12, dtype),                    # 14 rstd
+        K.Binary("mul", 6, 14, dtype), K.Binary("mul", 15, 1, dtype),
+        K.Binary("add", 16, 2, dtype),                                          # 17 y
+    )
+    inputs = (K.Input("x", dtype, (cols, 1)), K.Input("w", dtype, (0, 1)),
+              K.Input("b", dtype, (0, 1)))
+    return K.Kernel("layer_norm", (rows, cols), 1, inputs, exprs,
+                    (K.Output("y", 17, dtype), K.Output("mean", 5, dtype),
+                     K.Output("rstd", 14, dtype)))
+
+
+def test_stages():
+    assert K.stage_of(softmax_kernel(2, 3, "float32")) == [0, 1, 1, 1, 2, 2]
+    assert K.stage_of(layer_norm_kernel(2, 3, "float32"))[-1] == 2
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_three_stage_kernel(dtype):
+    x = random_array((33, 257), dtype) * 5
+    k = softmax_kernel(33, 257, dtype)
+    y, denom = run(build([k]), k, [x])
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(denom, e.sum(axis=1), rtol=tol)
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_layer_norm_forward_kernel(dtype):
+    rows, cols = 17, 300
+    x, w, b = (random_array(s, dtype) for s in [(rows, cols), (cols,), (cols,)])
+    k = layer_norm_kernel(rows, cols, dtype)
+    y, mean, rstd = run(build([k]), k, [x, w, b])
+    x64 = x.astype(np.float64)
+    mu = x64.mean(axis=1)
+    r = 1 / np.sqrt(x64.var(axis=1) + 1e-5)
+    tol = 2e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(mean, mu, rtol=tol, atol=tol)
+    np.testing.assert_allclose(rstd, r, rtol=tol, atol=tol)
+    np.testing.assert_allclose(y, (x64 - mu[:, None]) * r[:, None] * w + b, rtol=tol, atol=tol)
+
+
+def test_reductions_are_deterministic_across_runs_and_threads():
+    x = random_array((64, 10_001), "float32")
+    k = softmax_kernel(64, 10_001, "float32")
+    cm = build([k])
+    first = run(cm, k, [x], threads=1)
+    for threads in (1, 2, None):
+        again = run(cm, k, [x], threads=threads)
+        for a, b in zip(first, again):
+            assert np.array_equal(a, b), threads
