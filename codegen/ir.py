@@ -182,7 +182,7 @@ def output_shape(kernel: Kernel, output: Output) -> tuple[int, ...]:
     return kernel.domain[: len(kernel.domain) - kernel.n_reduce]
 
 
-def _result_dtype(kernel: Kernel, expr: Expr) -> str:
+def result_dtype(kernel: Kernel, expr: Expr) -> str:
     if isinstance(expr, Load):
         return kernel.inputs[expr.input].dtype
     return expr.dtype
@@ -208,7 +208,7 @@ def validate(kernel: Kernel) -> None:
     dtypes: list[str] = []
     for i, expr in enumerate(kernel.exprs):
         _check_expr(kernel, i, expr, dtypes, fail)
-        dtypes.append(_result_dtype(kernel, expr))
+        dtypes.append(result_dtype(kernel, expr))
     for j, out in enumerate(kernel.outputs):
         where = f"output {j} ({out.name})"
         if not 0 <= out.value < len(kernel.exprs):

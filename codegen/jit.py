@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import math
 import os
 import re
 import threading
@@ -97,16 +98,58 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
         engine.finalize_object()
-        functions = {k.name: _KERNEL_FN(engine.get_function_address(k.name)) for k in kernels}
-    missing = [name for name, fn in functions.items() if not ctypes.cast(fn, ctypes.c_void_p).value]
+        addresses = {k.name: engine.get_function_address(k.name) for k in kernels}
+    missing = [name for name, address in addresses.items() if not address]
     if missing:
         raise RuntimeError(f"kernels {missing} not found in the loaded object code")
+    functions = {name: _KERNEL_FN(address) for name, address in addresses.items()}
     return CompiledModule(engine, code, {k.name: k for k in kernels}, functions)
 
 
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="backplan-jit")
+
+
+@dataclass(frozen=True)
+class _ArraySpec:
+    """What one argument array must be: dtype, and its least element count."""
+    name: str
+    dtype: np.dtype
+    size: int
+    exact: bool  # outputs cover exactly their shape; inputs only need every strided element
+
+    def check(self, kernel: str, a: np.ndarray) -> None:
+        ok_size = a.size == self.size if self.exact else a.size >= self.size
+        if a.dtype != self.dtype or not a.flags.c_contiguous or not ok_size:
+            need = f"{self.size}" if self.exact else f"at least {self.size}"
+            raise ValueError(f"kernel {kernel!r} {self.name}: needs a C-contiguous {self.dtype} "
+                             f"array of {need} elements, got {a.dtype} shape {a.shape} "
+                             f"contiguous={a.flags.c_contiguous}")
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """Per-kernel facts ``run`` needs, computed once at load time."""
+    fn: ctypes._CFuncPtr
+    outer: int
+    default_threads: int
+    inputs: tuple[_ArraySpec, ...]
+    outputs: tuple[_ArraySpec, ...]
+
+    @classmethod
+    def of(cls, k: kir.Kernel, fn: ctypes._CFuncPtr) -> _Launch:
+        big = math.prod(k.domain) >= PARALLEL_MIN_ELEMENTS
+        empty = not all(k.domain)
+        inputs = tuple(
+            _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
+                       0 if empty else 1 + sum((d - 1) * s for d, s in zip(k.domain, inp.strides)),
+                       exact=False)
+            for inp in k.inputs)
+        outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
+                                   math.prod(kir.output_shape(k, out)), exact=True)
+                        for out in k.outputs)
+        return cls(fn, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs)
 
 
 class CompiledModule:
@@ -117,27 +160,30 @@ class CompiledModule:
         self._engine = engine
         self.code = code
         self.kernels = kernels
-        self._functions = functions
+        self._launch = {name: _Launch.of(kernels[name], fn) for name, fn in functions.items()}
 
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
-        """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range."""
+        """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
+        one per core for domains of PARALLEL_MIN_ELEMENTS or more, else the calling thread).
+        Outputs must not overlap inputs: the kernel body declares its pointers ``noalias``."""
         name = kernel if isinstance(kernel, str) else kernel.name
-        k = self.kernels[name]
-        _check_arrays(k, arrays_in, arrays_out)
+        launch = self._launch[name]
+        if len(arrays_in) != len(launch.inputs) or len(arrays_out) != len(launch.outputs):
+            raise ValueError(f"kernel {name!r} takes {len(launch.inputs)} inputs and "
+                             f"{len(launch.outputs)} outputs, got {len(arrays_in)} and "
+                             f"{len(arrays_out)}")
+        for spec, a in zip(launch.inputs + launch.outputs, (*arrays_in, *arrays_out)):
+            spec.check(name, a)
         ptrs = (ctypes.c_void_p * (len(arrays_in) + len(arrays_out)))(
             *[a.ctypes.data for a in (*arrays_in, *arrays_out)])
-        fn = self._functions[name]
-        outer = k.outer_size
-        if threads is None:
-            big = int(np.prod(k.domain)) >= PARALLEL_MIN_ELEMENTS
-            threads = (os.cpu_count() or 1) if big else 1
-        threads = max(1, min(threads, outer))
+        outer = launch.outer
+        threads = max(1, min(launch.default_threads if threads is None else threads, outer))
         if threads == 1:
-            fn(ptrs, 0, outer)
+            launch.fn(ptrs, 0, outer)
             return
         bounds = [outer * t // threads for t in range(threads + 1)]
-        futures = [_pool().submit(fn, ptrs, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        futures = [_pool().submit(launch.fn, ptrs, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
         for f in futures:
             f.result()
 
@@ -152,21 +198,3 @@ class CompiledModule:
         if match is None:
             raise RuntimeError(f"kernel {kernel_name!r} not found in the module's assembly")
         return match.group(0)
-
-
-def _check_arrays(k: kir.Kernel, arrays_in: list[np.ndarray],
-                  arrays_out: list[np.ndarray]) -> None:
-    if len(arrays_in) != len(k.inputs) or len(arrays_out) != len(k.outputs):
-        raise ValueError(f"kernel {k.name!r} takes {len(k.inputs)} inputs and {len(k.outputs)} "
-                         f"outputs, got {len(arrays_in)} and {len(arrays_out)}")
-    for a, inp in zip(arrays_in, k.inputs):
-        reach = sum((d - 1) * s for d, s in zip(k.domain, inp.strides)) if all(k.domain) else -1
-        if a.dtype != np.dtype(inp.dtype) or not a.flags.c_contiguous or reach >= a.size:
-            raise ValueError(f"kernel {k.name!r} input {inp.name!r}: needs a C-contiguous "
-                             f"{inp.dtype} array of more than {reach} elements, got "
-                             f"{a.dtype} {a.shape} contiguous={a.flags.c_contiguous}")
-    for a, out in zip(arrays_out, k.outputs):
-        shape = kir.output_shape(k, out)
-        if a.dtype != np.dtype(out.dtype) or not a.flags.c_contiguous or a.size != int(np.prod(shape)):
-            raise ValueError(f"kernel {k.name!r} output {out.name!r}: needs a C-contiguous "
-                             f"{out.dtype} array of shape {shape}, got {a.dtype} {a.shape}")

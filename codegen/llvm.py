@@ -14,6 +14,7 @@ from contextlib import ExitStack, contextmanager
 from llvmlite import ir
 
 from codegen import ir as kir
+from codegen.llvm_math import declare_math
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -78,7 +79,7 @@ def _isign(b: Builder, x: V) -> V:
     return b.select(b.icmp_signed(">", x, I64(0)), I64(1), neg)
 
 
-# (op, kind) -> rule(builder, operand values, module); transcendentals come from the math table
+# (op, kind) -> rule(builder, operand values, module); transcendentals come from llvm_math
 UNARY_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Module], V]] = {
     ("neg", "float"): lambda b, x, m: b.fneg(x),
     ("neg", "int"): lambda b, x, m: b.neg(x),
@@ -149,27 +150,14 @@ REDUCE_RULES: dict[tuple[str, str], tuple[Callable[[ir.Type], V],
 
 
 def _const(expr: kir.Const) -> ir.Constant:
-    ty = VALUE_TYPES[expr.dtype]
     kind = _kind(expr.dtype)
-    value = float(expr.value) if kind == "float" else int(expr.value)
-    return ir.Constant(ty, value if kind != "bool" else int(bool(expr.value)))
-
-
-def declare_math(module: ir.Module) -> dict[str, Callable[[Builder, V, str], V]]:
-    """Transcendentals as LLVM intrinsics (scalar libm calls) until codegen/llvm_math lands."""
-    def call(name: str) -> Callable[[Builder, V, str], V]:
-        return lambda b, x, dtype: b.call(intrinsic(module, name, x.type, 1), [x])
-
-    def sigmoid(b: Builder, x: V, dtype: str) -> V:
-        one = ir.Constant(x.type, 1.0)
-        return b.fdiv(one, b.fadd(one, call("llvm.exp")(b, b.fneg(x), dtype)))
-
-    table = {op: call(f"llvm.{op}") for op in ("exp", "log", "sin", "cos", "tanh", "sqrt")}
-    return {**table, "sigmoid": sigmoid}
+    value = {"float": float, "int": int, "bool": lambda v: int(bool(v))}[kind](expr.value)
+    return ir.Constant(VALUE_TYPES[expr.dtype], value)
 
 
 def render(kernels: list[kir.Kernel]) -> ir.Module:
-    """One module holding every kernel of a plan, each behind the ``NAME(ptrs, start, stop)`` ABI."""
+    """One module holding every kernel of a plan, each behind the ``NAME(ptrs, start, stop)``
+    ABI."""
     module = ir.Module(name="backplan")
     math_table = declare_math(module)
     names = [k.name for k in kernels]
@@ -189,7 +177,7 @@ class _KernelEmitter:
         self.math = math_table
         self.stages = kir.stage_of(kernel)
         self.per_element = kir.per_element(kernel)
-        self.dtypes = [kir._result_dtype(kernel, e) for e in kernel.exprs]
+        self.dtypes = [kir.result_dtype(kernel, e) for e in kernel.exprs]
         # outputs stored inside the element loops (full domain shape)
         self.elem_output = [self.per_element[o.value] or kernel.n_reduce == 0
                             for o in kernel.outputs]
@@ -237,9 +225,11 @@ class _KernelEmitter:
 
     def _unflatten(self, flat: V, shape: tuple[int, ...]) -> list[V]:
         index: list[V] = []
-        for axis in reversed(range(len(shape))):
-            index.append(self.b.urem(flat, I64(shape[axis])) if axis else flat)
+        for axis in reversed(range(1, len(shape))):
+            index.append(self.b.urem(flat, I64(shape[axis])))
             flat = self.b.udiv(flat, I64(shape[axis]))
+        if shape:
+            index.append(flat)
         return index[::-1]
 
     def _dot(self, index: list[V], strides: tuple[int, ...]) -> V:
@@ -295,8 +285,8 @@ class _KernelEmitter:
         offsets = bases
         with ExitStack() as loops:
             for axis, extent in enumerate(self.kernel.inner_shape):
-                i = loops.enter_context(for_range(self.b, I64(0), I64(extent), f"s{stage}.ax{axis}"))
                 b = self.b
+                i = loops.enter_context(for_range(b, I64(0), I64(extent), f"s{stage}.ax{axis}"))
                 offsets = [b.add(off, b.mul(i, I64(inp.strides[n_outer + axis]), flags=("nsw",)),
                                  flags=("nsw",))
                            for off, inp in zip(offsets, self.kernel.inputs)]

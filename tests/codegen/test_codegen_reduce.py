@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from codegen_testutil import broadcast_strides, build, random_array, run
@@ -102,3 +104,25 @@ def test_reductions_are_deterministic_across_runs_and_threads():
         again = run(cm, k, [x], threads=threads)
         for a, b in zip(first, again):
             assert np.array_equal(a, b), threads
+
+
+def test_outputs_are_written_in_the_stage_they_become_available():
+    # doubled = 2x [stage 0, full]; total = sum(x) [outer]; centered = x - total [stage 1, full]
+    f = "float64"
+    exprs = (K.Load(0), K.Const(2, f), K.Binary("mul", 0, 1, f), K.Reduce("sum", 0, f),
+             K.Binary("sub", 0, 3, f))
+    k = K.Kernel("stages", (3, 4, 5), 1, (K.Input("x", f, (20, 5, 1)),), exprs,
+                 (K.Output("doubled", 2, f), K.Output("total", 3, f),
+                  K.Output("centered", 4, f)))
+    x = random_array((3, 4, 5), f)
+    doubled, total, centered = run(build([k]), k, [x])
+    np.testing.assert_array_equal(doubled, 2 * x)
+    np.testing.assert_allclose(total, x.sum(axis=2), rtol=1e-12)
+    np.testing.assert_allclose(centered, x - x.sum(axis=2, keepdims=True), rtol=1e-12)
+
+
+def test_sum_reduction_is_vectorized():
+    k = K.Kernel("rowsum", (8, 4096), 1, (K.Input("x", "float32", (4096, 1)),),
+                 (K.Load(0), K.Reduce("sum", 0, "float32")), (K.Output("s", 1, "float32"),))
+    asm = build([k]).asm("rowsum")
+    assert re.search(r"\bvaddps\b.*%[yz]mm|\baddps\b.*%xmm", asm), asm

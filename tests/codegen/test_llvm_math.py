@@ -1,0 +1,253 @@
+"""Accuracy and vectorization of the LLVM IR transcendentals in codegen/llvm_math.py.
+
+Each function runs inside a plain loop ``void kernel(T* in, T* out, i64 n)`` compiled at -O3 with
+the loop and SLP vectorizers; results are compared in ulps against numpy evaluated one precision
+higher (float64 for float32, long double for float64).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from llvmlite import ir
+
+from codegen.llvm_math import declare_math
+
+I64 = ir.IntType(64)
+LLVM_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
+CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double}
+# one precision above the tested dtype; long double is 80-bit on x86-64 Linux
+WIDER = {"float32": np.float64, "float64": np.longdouble}
+
+
+@contextmanager
+def for_range(builder: ir.IRBuilder, stop: ir.Value, name: str) -> Iterator[ir.Value]:
+    """Loop over [0, stop) in named blocks; yields the induction variable."""
+    preheader = builder.block
+    cond = builder.append_basic_block(f"{name}.cond")
+    body = builder.append_basic_block(f"{name}.body")
+    end = builder.append_basic_block(f"{name}.end")
+    builder.branch(cond)
+    builder.position_at_end(cond)
+    index = builder.phi(I64, name=name)
+    index.add_incoming(I64(0), preheader)
+    builder.cbranch(builder.icmp_signed("<", index, stop), body, end)
+    builder.position_at_end(body)
+    yield index
+    index.add_incoming(builder.add(index, I64(1), flags=("nsw",)), builder.block)
+    builder.branch(cond)
+    builder.position_at_end(end)
+
+
+def loop_module(op: str, dtype: str) -> ir.Module:
+    module = ir.Module(name=f"{op}_{dtype}")
+    ty = LLVM_TYPES[dtype]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer(), ty.as_pointer(),
+                                                             I64]), name="kernel")
+    src, dst, n = fn.args
+    src.add_attribute("noalias")
+    dst.add_attribute("noalias")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    math_fn = declare_math(module)[op]
+    with for_range(builder, n, "i") as i:
+        x = builder.load(builder.gep(src, [i]))
+        builder.store(math_fn(builder, x, dtype), builder.gep(dst, [i]))
+    builder.ret_void()
+    return module
+
+
+@functools.cache
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+
+
+def _target_machine() -> llvm.TargetMachine:
+    _initialize()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                        features=llvm.get_host_cpu_features().flatten(),
+                                        opt=3, codemodel="jitdefault")
+
+
+@functools.cache
+def compiled(op: str, dtype: str) -> tuple[ctypes._CFuncPtr, str, llvm.ExecutionEngine]:
+    """(callable kernel, its optimized assembly, the engine that keeps it alive)."""
+    module = llvm.parse_assembly(str(loop_module(op, dtype)))
+    module.verify()
+    tm = _target_machine()
+    module.triple = llvm.get_process_triple()
+    module.data_layout = str(tm.target_data)
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(module, pb)
+    module.verify()
+    asm = tm.emit_assembly(module)
+    engine = llvm.create_mcjit_compiler(module, _target_machine())
+    engine.finalize_object()
+    ptr = ctypes.POINTER(CTYPES[dtype])
+    kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ctypes.c_int64)(
+        engine.get_function_address("kernel"))
+    return kernel, asm, engine
+
+
+def run(op: str, x: np.ndarray) -> np.ndarray:
+    dtype = x.dtype.name
+    kernel, _, _ = compiled(op, dtype)
+    x = np.ascontiguousarray(x)
+    out = np.empty_like(x)
+    ptr = ctypes.POINTER(CTYPES[dtype])
+    kernel(x.ctypes.data_as(ptr), out.ctypes.data_as(ptr), x.size)
+    return out
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
+
+
+REFERENCES = {
+    "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+    "sqrt": np.sqrt, "sigmoid": lambda x: 1 / (1 + np.exp(-x)), "erf": _erf,
+}
+
+
+def ulp_error(got: np.ndarray, x: np.ndarray, op: str) -> np.ndarray:
+    """|got - exact| in units of the spacing of the correctly rounded result; inf on a mismatch
+    in nan/inf/sign-of-zero-free special values."""
+    dtype = x.dtype
+    with np.errstate(all="ignore"):
+        exact = REFERENCES[op](x.astype(WIDER[dtype.name]))
+        rounded = exact.astype(dtype)
+        err = np.abs(got.astype(exact.dtype) - exact) / np.spacing(np.abs(rounded)).astype(
+            exact.dtype)
+    same = (got == rounded) | (np.isnan(got) & np.isnan(rounded))
+    err[same] = 0.0
+    err[~same & ~np.isfinite(rounded)] = np.inf
+    return err.astype(np.float64)
+
+
+def special_values(dtype: type) -> np.ndarray:
+    info = np.finfo(dtype)
+    values = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, -0.5, 2.0,
+              info.smallest_subnormal, -info.smallest_subnormal, info.smallest_normal,
+              -info.smallest_normal, info.smallest_normal * (1 - info.eps), info.max, -info.max,
+              info.eps, 1 - info.epsneg, 1 + info.eps, 1e-30, -1e-30]
+    return np.array(values, dtype=dtype)
+
+
+def log_uniform(rng: np.random.Generator, lo: float, hi: float, n: int, dtype: type,
+                signed: bool = True) -> np.ndarray:
+    x = np.exp2(rng.uniform(np.log2(lo), np.log2(hi), n))
+    if signed:
+        x *= rng.choice([-1.0, 1.0], n)
+    return x.astype(dtype)
+
+
+# documented accurate range of the sin/cos argument reduction
+SIN_COS_LIMIT = {"float32": 1e6, "float64": 1e14}
+
+
+def inputs(op: str, dtype: type) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    f32 = dtype == np.float32
+    info = np.finfo(dtype)
+    tiny = float(info.smallest_subnormal)
+    n = 200_000
+    parts = [special_values(dtype), log_uniform(rng, tiny, 1e3, n, dtype)]
+    if op == "exp":
+        hi, lo = (88.8, -104.0) if f32 else (709.9, -746.0)
+        parts += [np.linspace(lo, hi, n), rng.uniform(-1, 1, n),
+                  np.nextafter(np.array([hi, lo, 88.72283, 709.782712893384], dtype), 0)]
+    elif op == "log":
+        parts += [log_uniform(rng, tiny, float(info.max), n, dtype, signed=False),
+                  np.linspace(0.5, 2.0, n), 1 + rng.uniform(-1e-3, 1e-3, n),
+                  rng.uniform(-10, 0, 100)]
+    elif op in ("sin", "cos"):
+        limit = SIN_COS_LIMIT[np.dtype(dtype).name]
+        parts[0] = parts[0][~(np.abs(parts[0]) > limit)]
+        parts += [np.linspace(-10, 10, n), np.linspace(-1e4, 1e4, n),
+                  log_uniform(rng, 1e-3, limit, n, dtype),
+                  np.pi / 2 * np.arange(-1000, 1000), [limit, -limit]]
+    elif op in ("tanh", "erf"):
+        parts += [np.linspace(-7, 7, n), log_uniform(rng, tiny, 30.0, n, dtype),
+                  np.linspace(0.6, 0.65, 1000), np.linspace(0.8, 1.3, 1000)]
+    elif op == "sigmoid":
+        limit = 120.0 if f32 else 800.0
+        parts += [np.linspace(-limit, limit, n), log_uniform(rng, 1e-8, limit, n, dtype)]
+    elif op == "sqrt":
+        parts += [log_uniform(rng, tiny, float(info.max), n, dtype, signed=False)]
+    return np.concatenate([np.asarray(p, dtype=dtype) for p in parts])
+
+
+# max ulp allowed; the measured values are in codegen/llvm_math.py's docstring
+MAX_ULP = {"exp": 1.5, "log": 1.5, "sin": 2.0, "cos": 2.0, "tanh": 2.0, "sigmoid": 2.5,
+           "sqrt": 0.5, "erf": 2.0}
+OPS = sorted(MAX_ULP)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", OPS)
+def test_accuracy(op: str, dtype: type) -> None:
+    x = inputs(op, dtype)
+    err = ulp_error(run(op, x), x, op)
+    worst = int(np.argmax(err))
+    assert err[worst] <= MAX_ULP[op], (
+        f"{op} {np.dtype(dtype).name}: {err[worst]:.2f} ulp at x={x[worst]!r}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", OPS)
+def test_module_verifies(op: str, dtype: type) -> None:
+    llvm.parse_assembly(str(loop_module(op, np.dtype(dtype).name))).verify()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_sin_cos_beyond_the_reduction_range_stay_bounded(op: str, dtype: type) -> None:
+    info = np.finfo(dtype)
+    x = np.concatenate([log_uniform(np.random.default_rng(1), 1e6, float(info.max), 10_000,
+                                    dtype), [info.max, -info.max]]).astype(dtype)
+    assert np.all(np.abs(run(op, x)) <= 1)
+    assert np.all(np.isnan(run(op, np.array([np.inf, -np.inf, np.nan], dtype=dtype))))
+
+
+def test_exp_float32_loop_is_vectorized_without_libm_calls() -> None:
+    _, asm, _ = compiled("exp", "float32")
+    assert re.search(r"\bv?(mul|add|fmadd\d*|fmsub\d*|fnmadd\d*)ps\b[^\n]*%[xyz]mm", asm), asm
+    assert not re.search(r"^\s*(call|jmp)\w*\s+.*\bexpf?\b", asm, re.MULTILINE), asm
+    assert not re.search(r"^\s*call", asm, re.MULTILINE), asm
+
+
+def test_functions_are_internal_alwaysinline_and_shared() -> None:
+    module = ir.Module()
+    table = declare_math(module)
+    fn = ir.Function(module, ir.FunctionType(ir.FloatType(), [ir.FloatType()]), name="f")
+    builder = ir.IRBuilder(fn.append_basic_block())
+    y = table["tanh"](builder, fn.args[0], "float32")
+    builder.ret(table["sigmoid"](builder, y, "float32"))
+    math_fns = [g for g in module.globals.values()
+                if isinstance(g, ir.Function) and g.name.startswith("backplan.math.")]
+    # tanh and sigmoid both call the one float32 exp
+    assert sorted(g.name for g in math_fns) == [
+        "backplan.math.exp.float32", "backplan.math.sigmoid.float32", "backplan.math.tanh.float32"]
+    for g in math_fns:
+        assert g.linkage == "internal" and "alwaysinline" in g.attributes
+    llvm.parse_assembly(str(module)).verify()
+
+
+def test_rejects_a_value_of_the_wrong_type() -> None:
+    module = ir.Module()
+    fn = ir.Function(module, ir.FunctionType(ir.DoubleType(), [ir.DoubleType()]), name="f")
+    builder = ir.IRBuilder(fn.append_basic_block())
+    with pytest.raises(TypeError, match="exp"):
+        declare_math(module)["exp"](builder, fn.args[0], "float32")
