@@ -329,9 +329,14 @@ def _read_slot(slot: Slot, args: tuple[Any, ...]) -> Any:
 
 def _fresh(value: Any, sources: set[int]) -> Any:
     """A value safe to keep as a new tensor: copied if it is, or views, an input or state
-    array (which later writes or the caller may change)."""
+    array (which later writes or the caller may change), or is a read-only or partial view
+    (a broadcast, say) that later in-place updates could not write."""
     base = getattr(value, "base", None)
     if id(value) in sources or (base is not None and id(base) in sources):
+        return value.copy()
+    flags = value.flags
+    if not flags.writeable or (base is not None and not (
+            flags.c_contiguous and getattr(base, "size", -1) == value.size)):
         return value.copy()
     return value
 

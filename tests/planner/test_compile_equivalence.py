@@ -323,3 +323,21 @@ def test_explicit_generators_advance_alike() -> None:
     assert not np.array_equal(seen[0], seen[1])  # each call draws fresh numbers
     assert_same(rt.rand(4, generator=gens[1]), rt.rand(4, generator=gens[0]), "after")
     assert compiled.captures == 1
+
+
+def test_broadcast_gradient_accumulates_over_calls() -> None:
+    # the gradient of a sum is a broadcast view; kept as .grad it must be writable next call
+    x_e = rt.tensor([0.5, -1.0], requires_grad=True)
+    x_c = rt.tensor([0.5, -1.0], requires_grad=True)
+
+    def step(x: Any) -> Any:
+        loss = x.sum().exp()
+        loss.backward()
+        return loss
+
+    compiled = planner.compile(step)
+    for _ in range(3):
+        step(x_e)
+        compiled(x_c)
+        np.testing.assert_allclose(x_c.grad.numpy(), x_e.grad.numpy(), rtol=1e-6)
+    assert x_c.grad._data.flags.writeable
