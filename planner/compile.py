@@ -32,7 +32,9 @@ from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
 
-BACKENDS = ("auto", "interpreter", "eager")
+# "auto" runs the reference interpreter until fused kernels are the measured default;
+# "llvm" fuses elementwise segments into LLVM kernels (codegen/)
+BACKENDS = ("auto", "interpreter", "llvm", "eager")
 CACHE_SIZE = 8
 
 
@@ -259,6 +261,10 @@ class CompiledStep:
         run_default_passes(cap.graph)
         plan_device = device or _plan_device(cap)
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
+        if self.backend == "llvm" and plan_device == "cpu":
+            from .fusion import fuse
+
+            plan = fuse(plan)
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m)) for m in _outermost(cap.modules)],

@@ -65,6 +65,8 @@ class Plan:
                 if step is not None:  # a random draw
                     kind, gen = self.rands[out]
                     env[out] = _draw(generators[gen], kind, step)
+            elif op == "kernel":
+                self._run_kernel(attrs, [env[v] for _, v in spec], env)
             else:
                 # looked up per run: the registry stays the one source of each primitive
                 value = registry[op].impl(xp, *[env[v] if is_buf else v for is_buf, v in spec],
@@ -78,6 +80,24 @@ class Plan:
                 del env[buf]
         writes = [(slot, None if buf < 0 else env[buf]) for slot, buf in self.writes]
         return _fill(self.returns, env), writes
+
+    def _run_kernel(self, attrs: dict[str, Any], args: list[Any], env: dict[int, Any]) -> None:
+        """A fused segment: one compiled kernel call over C-contiguous arrays."""
+        ins = [np.ascontiguousarray(a) for a in args]
+        outs = [np.empty(shape, dtype=dtype) for shape, dtype in attrs["out_specs"]]
+        self._module().run(attrs["kernel"], ins, outs)
+        for buf, arr in zip(attrs["outs"], outs):
+            env[buf] = arr
+
+    def _module(self) -> Any:
+        """The compiled module of every kernel of this plan (built on first use, cached)."""
+        module = self.__dict__.get("_module_cache")
+        if module is None:
+            from codegen.cache import get_compiled
+
+            kernels = [s.attrs["kernel"] for s in self.steps if s.op == "kernel"]
+            module = self.__dict__["_module_cache"] = get_compiled(kernels)
+        return module
 
     def _program(self) -> list[tuple[Any, ...]]:
         """The steps as flat tuples for the interpreter loop (built once per plan)."""

@@ -62,20 +62,64 @@ def _reduce_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) 
 # --- registration helpers ----------------------------------------------------------------
 
 
+# --- kernel-IR lowerings (for fused segments; kb is the planner's kernel builder) ----------
+
+
+def _tensor_dtype(args: list[tuple[str, Any, Any]]) -> str:
+    return next(d for kind, _, d in args if kind == "expr")
+
+
+def _operand(kb: Any, arg: tuple[str, Any, Any], dtype: str) -> int:
+    """An expr for an argument: scalars become constants of the tensors' dtype (weak)."""
+    kind, value, _ = arg
+    return value if kind == "expr" else kb.const(value, dtype)
+
+
+def _lower_unary(op: str) -> Any:
+    def lower(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+        return kb.unary(op, _operand(kb, args[0], dtype), dtype)
+
+    return lower
+
+
+def _lower_binary(op: str) -> Any:
+    def lower(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+        t = _tensor_dtype(args)
+        return kb.binary(op, _operand(kb, args[0], t), _operand(kb, args[1], t), dtype)
+
+    return lower
+
+
+def _lower_where(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    return kb.where(_operand(kb, args[0], "bool"), _operand(kb, args[1], dtype),
+                    _operand(kb, args[2], dtype), dtype)
+
+
+def _lower_cast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    return kb.cast(_operand(kb, args[0], dtype), dtype)
+
+
+def _lower_tanh_backward(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    g, y = _operand(kb, args[0], dtype), _operand(kb, args[1], dtype)
+    one_minus = kb.binary("sub", kb.const(1.0, dtype), kb.binary("mul", y, y, dtype), dtype)
+    return kb.binary("mul", g, one_minus, dtype)
+
+
 def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
            promote: str = PROMOTE_FLOAT) -> Primitive:
     # numpy ufuncs hand CuPy arrays to CuPy (__array_ufunc__), so one callable serves both
     impl = (lambda xp, x: fn(x)) if isinstance(fn, np.ufunc) else (lambda xp, x: fn(xp)(x))
     return register(Primitive(
         name, impl=impl, infer=_elementwise_infer(promote),
-        backward=backward, saves=saves, promote=promote))
+        backward=backward, saves=saves, promote=promote, lower=_lower_unary(name)))
 
 
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
             promote: str = PROMOTE_SAME) -> Primitive:
     return register(Primitive(
         name, impl=lambda xp, a, b: fn(a, b), infer=_elementwise_infer(promote),
-        backward=backward, saves=saves, promote=promote, differentiable=backward is not None))
+        backward=backward, saves=saves, promote=promote, differentiable=backward is not None,
+        lower=_lower_binary(name)))
 
 
 def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
@@ -177,7 +221,8 @@ def _tanh_backward_bwd(c: Any, gg: Any) -> tuple[Any, Any]:
 # PyTorch's tanh_backward: one pass instead of three ops for the most common activation
 TANH_BACKWARD = register(Primitive(
     "tanh_backward", impl=_tanh_backward_impl, infer=_elementwise_infer(PROMOTE_SAME),
-    backward=_tanh_backward_bwd, saves=(0, 1), promote=PROMOTE_SAME))
+    backward=_tanh_backward_bwd, saves=(0, 1), promote=PROMOTE_SAME,
+    lower=_lower_tanh_backward))
 SQRT = _unary("sqrt", np.sqrt,
               lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
 ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
@@ -185,7 +230,7 @@ ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
 SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
                           infer=_elementwise_infer(PROMOTE_SAME),
                           backward=lambda c, g: (F.mul(g, 0.0),),  # PyTorch: zero gradient
-                          promote=PROMOTE_SAME))
+                          promote=PROMOTE_SAME, lower=_lower_unary("sign")))
 
 
 def _erf(xp: Any) -> Any:
@@ -233,7 +278,8 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
 
 WHERE = register(Primitive(
     "where", impl=_where_impl, infer=_elementwise_infer(PROMOTE_SAME, (1, 2)),
-    backward=_where_bwd, saves=(0,), promote=PROMOTE_SAME, promote_args=(1, 2)))
+    backward=_where_bwd, saves=(0,), promote=PROMOTE_SAME, promote_args=(1, 2),
+    lower=_lower_where))
 
 
 def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
@@ -242,7 +288,7 @@ def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
 
 CAST = register(Primitive(
     "cast", impl=lambda xp, x, *, dtype: x.astype(dtype.np), infer=_cast_infer,
-    backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",)))
+    backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",), lower=_lower_cast))
 
 
 def _clamp_bwd(c: Any, g: Any) -> tuple[Any]:

@@ -29,6 +29,9 @@ class Primitive:
     promote: str = PROMOTE_NONE
     promote_args: tuple[int, ...] | None = None  # which positions promote (default: all)
     view: bool = False  # the output may share storage with argument 0
+    # kernel-IR lowering of an elementwise primitive: lower(kb, args, attrs, dtype) -> expr,
+    # args as ("expr", index, dtype) | ("scalar", value, None); kb builds the fused kernel
+    lower: Callable[..., int] | None = None
     attrs: tuple[str, ...] = field(default=())  # names of keyword attributes
 
     @property
