@@ -1,7 +1,8 @@
 """The planner's command line.
 
-    python -m planner plan WORKLOAD [--dot] [--listing] [--json]
+    python -m planner plan WORKLOAD [--backend llvm] [--dot] [--listing] [--json] [--kernels]
     python -m planner bench [WORKLOAD ...] [--repeat N]
+    python -m planner cache [--clear] [--dir DIR]
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from typing import Any
 
 
-def compiled_plan(name: str, seed: int = 0) -> Any:
+def compiled_plan(name: str, seed: int = 0, backend: str = "auto") -> Any:
     """The plan ``planner.compile`` makes for a benchmark workload's step."""
     import planner
     import runtime as rt
@@ -19,7 +20,7 @@ def compiled_plan(name: str, seed: int = 0) -> Any:
 
     workload = WORKLOADS[name]
     case = workload.build(rt, workload.make_arrays(seed))
-    return planner.compile(case.fn).lower(*case.args)
+    return planner.compile(case.fn, backend=backend).lower(*case.args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,13 +33,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--dot", action="store_true", help="also print Graphviz text")
     p.add_argument("--listing", action="store_true", help="also print the step listing")
     p.add_argument("--json", action="store_true", help="also print the serialized plan")
+    p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm"])
+    p.add_argument("--kernels", action="store_true", help="also print each kernel's LLVM IR")
+    c = sub.add_parser("cache", help="show or clear the compiled-code cache")
+    c.add_argument("--clear", action="store_true", help="delete every cached object file")
+    c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
+                   "or ~/.cache/backplan)")
     b = sub.add_parser("bench", help="time eager vs compiled (benchmarks.run)")
     b.add_argument("workloads", nargs="*", choices=list(WORKLOADS) + [[]], metavar="WORKLOAD")
     b.add_argument("--repeat", type=int, default=5)
     b.add_argument("--min-time", type=float, default=0.05)
     args = parser.parse_args(argv)
+    if args.command == "cache":
+        from codegen import cache
+
+        directory = cache.cache_dir(args.dir)
+        if args.clear:
+            cache.clear_cache(args.dir)
+            print(f"cleared {directory}")
+        else:
+            files = sorted(directory.glob("*.o")) if directory.exists() else []
+            print(f"{directory}: {len(files)} compiled modules, "
+                  f"{sum(f.stat().st_size for f in files)} bytes")
+        return 0
     if args.command == "plan":
-        plan = compiled_plan(args.workload)
+        plan = compiled_plan(args.workload, backend=args.backend)
         print(plan.summary())
         if args.listing:
             print()
@@ -49,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print()
             print(plan.dumps())
+        for kernel in plan.kernels if args.kernels else ():
+            print()
+            print(kernel.source)
         return 0
     from benchmarks import run
 

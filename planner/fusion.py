@@ -222,7 +222,9 @@ def _kernel_infos(kernels: list[kir.Kernel]) -> list[KernelInfo]:
     from codegen.llvm import render
 
     module = render(kernels)
-    return [KernelInfo(k.name, "cpu", "llvm", str(module.get_global(k.name))) for k in kernels]
+    return [KernelInfo(k.name, "cpu", "llvm",
+                       f"{module.get_global(k.name + '.body')}\n{module.get_global(k.name)}")
+            for k in kernels]
 
 
 def _liveness(plan: Plan, needed: set[int]) -> None:

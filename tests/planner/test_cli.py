@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -32,3 +33,15 @@ def test_bench(capsys):
     assert main(["bench", "mlp_small", "--repeat", "1", "--min-time", "0.001"]) == 0
     out = capsys.readouterr().out
     assert "compiled ms" in out and "mlp_small" in out and "compiled/ours" in out
+
+
+def test_cli_llvm_plan_and_cache(tmp_path: Any, monkeypatch: Any, capsys: Any) -> None:
+    monkeypatch.setenv("BACKPLAN_CACHE_DIR", str(tmp_path))
+    assert main(["plan", "chain", "--backend", "llvm", "--kernels"]) == 0
+    out = capsys.readouterr().out
+    assert "define" in out and "kernels" in out
+    (tmp_path / "x.o").write_bytes(b"0")
+    assert main(["cache"]) == 0
+    assert "1 compiled modules" in capsys.readouterr().out
+    assert main(["cache", "--clear"]) == 0
+    assert not list(tmp_path.glob("*.o"))
