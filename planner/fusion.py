@@ -62,15 +62,24 @@ class KernelBuilder:
     def cast(self, x: int, dtype: str) -> int:
         return self._add(kir.Cast(x, dtype))
 
+    def reduce(self, op: str, x: int, dtype: str) -> int:
+        return self._add(kir.Reduce(op, x, dtype))
+
 
 @dataclass
 class Segment:
-    shape: tuple[int, ...]
+    shape: tuple[int, ...]  # the kernel's domain
     steps: list[PlanStep] = field(default_factory=list)
+    n_reduce: int = 0  # trailing domain axes its reductions reduce
+    reduced: set[int] = field(default_factory=set)  # members that hold one value per row
 
     @property
     def first(self) -> int:
         return self.steps[0].out
+
+    def row_shape(self, keepdim: bool) -> tuple[int, ...]:
+        outer = self.shape[:len(self.shape) - self.n_reduce]
+        return outer + (1,) * self.n_reduce if keepdim else outer
 
 
 @dataclass(frozen=True)
@@ -117,30 +126,101 @@ def _strides(shape: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, ...]
     return tuple(strides)
 
 
+REDUCTIONS = {"sum": "sum", "amax": "max", "mean": "sum"}  # plan op -> kernel IR reduce op
+
+
 def segments(plan: Plan) -> list[Segment]:
-    """Group the plan's elementwise steps into segments (see the module docstring)."""
+    """Group the plan's steps into segments (see the module docstring): elementwise chains
+    over one domain, a reduction over the domain's trailing axes with its elementwise
+    prologue, and the elementwise steps after it, per row or per element (softmax,
+    layer_norm: one kernel instead of a pass per op)."""
     shapes = {s.out: s.shape for s in plan.steps}
     dtypes = {s.out: s.dtype.name for s in plan.steps}
     member: dict[int, Segment] = {}
     found: list[Segment] = []
     for step in plan.steps:
-        if not _fusible(step, shapes, dtypes):
-            continue
-        bufs = [v for kind, v in step.args if kind == "buf"]
-        target = None
-        for v in bufs:
-            seg = member.get(v)
-            if seg is None or seg.shape != step.shape:
-                continue
-            if all(u in member and member[u] is seg or u < seg.first for u in bufs):
-                if target is None or len(seg.steps) > len(target.steps):
-                    target = seg
-        if target is None:
-            target = Segment(step.shape)
+        target = _join_reduction(step, member, shapes, dtypes)
+        if target is None and _starts_reduction(step, shapes):
+            # a reduction of an outside value opens a segment over that value's domain
+            (_, src), = step.args
+            target = Segment(shapes[src], n_reduce=len(step.attrs["axes"]))
+            target.reduced.add(step.out)
             found.append(target)
+        elif target is None and _fusible(step, shapes, dtypes):
+            target = _join_elementwise(step, member, shapes)
+            if target is None:
+                target = Segment(step.shape)
+                found.append(target)
+        if target is None:
+            continue
         target.steps.append(step)
         member[step.out] = target
     return [s for s in found if len(s.steps) > 1]
+
+
+def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment]) -> bool:
+    """Reading these keeps the segment acyclic: each is a member or older than the segment."""
+    return all(member.get(u) is seg or u < seg.first for u in bufs)
+
+
+def _join_elementwise(step: PlanStep, member: dict[int, Segment],
+                      shapes: dict[int, tuple[int, ...]]) -> Segment | None:
+    bufs = [v for kind, v in step.args if kind == "buf"]
+    best = None
+    for v in bufs:
+        seg = member.get(v)
+        if seg is None or not _precedes_or_inside(bufs, seg, member):
+            continue
+        if step.shape == seg.shape:
+            # per element: a row value may feed it only in its keepdim shape (broadcasts)
+            ok = all(u not in seg.reduced or shapes[u] == seg.row_shape(True) for u in bufs
+                     if member.get(u) is seg)
+        else:
+            # per row: a step of the row shape over row values only
+            ok = seg.n_reduce > 0 and step.shape in (seg.row_shape(True), seg.row_shape(False)) \
+                and all(u in seg.reduced for u in bufs if member.get(u) is seg)
+            if ok:
+                seg.reduced.add(step.out)
+        if ok and (best is None or len(seg.steps) > len(best.steps)):
+            best = seg
+    if best is not None and best.reduced and step.out in best.reduced and step.shape == best.shape:
+        best.reduced.discard(step.out)
+    return best
+
+
+def _trailing_axes(step: PlanStep, ndim: int) -> bool:
+    axes = tuple(step.attrs["axes"])
+    return bool(axes) and axes == tuple(range(ndim - len(axes), ndim))
+
+
+def _starts_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> bool:
+    if step.op not in REDUCTIONS or step.dtype.name not in ("float32", "float64"):
+        return False
+    if step.device != "cpu":
+        return False
+    (kind, src), = step.args
+    return kind == "buf" and _trailing_axes(step, len(shapes[src]))
+
+
+def _join_reduction(step: PlanStep, member: dict[int, Segment],
+                    shapes: dict[int, tuple[int, ...]], dtypes: dict[int, str]) -> Segment | None:
+    """A sum/amax/mean over the trailing axes of a segment's per-element member joins it."""
+    if step.op not in REDUCTIONS or step.dtype.name not in ("float32", "float64"):
+        return None
+    (kind, src), = step.args
+    seg = member.get(src) if kind == "buf" else None
+    if seg is None or src in seg.reduced or shapes[src] != seg.shape:
+        return None
+    nd = len(seg.shape)
+    axes = tuple(step.attrs["axes"])
+    k = len(axes)
+    if k == 0 or axes != tuple(range(nd - k, nd)) or seg.n_reduce not in (0, k):
+        return None
+    if seg.n_reduce == 0 and any(s.op in REDUCTIONS for s in seg.steps):
+        return None
+    seg.n_reduce = k
+    seg.reduced.add(step.out)
+    return seg
 
 
 def lower_segment(seg: Segment, name: str, used_after: set[int],
@@ -151,6 +231,7 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
     inside: dict[int, int] = {}
     inputs: list[kir.Input] = []
     input_bufs: list[int] = []
+    rows = seg.shape[:len(seg.shape) - seg.n_reduce]
     for step in seg.steps:
         args = []
         for kind, v in step.args:
@@ -158,16 +239,27 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
                 args.append(("scalar", v, None))
                 continue
             if v not in inside:
+                shape = shapes[v]
+                if seg.n_reduce and step.out in seg.reduced and shape == rows:
+                    shape = rows + (1,) * seg.n_reduce  # a per-row value, without keepdim
                 input_bufs.append(v)
                 inputs.append(kir.Input(f"in{len(inputs)}", dtypes[v],
-                                        _strides(shapes[v], seg.shape)))
+                                        _strides(shape, seg.shape)))
                 inside[v] = kb.load(len(inputs) - 1)
             args.append(("expr", inside[v], dtypes[v]))
-        prim = REGISTRY[step.op]
-        inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
+        if step.op in REDUCTIONS:
+            dtype = step.dtype.name
+            value = kb.reduce(REDUCTIONS[step.op], args[0][1], dtype)
+            if step.op == "mean":
+                count = math.prod(seg.shape[len(rows):])
+                value = kb.binary("mul", value, kb.const(1.0 / count, dtype), dtype)
+            inside[step.out] = value
+        else:
+            prim = REGISTRY[step.op]
+            inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
     outputs = [s.out for s in seg.steps if s.out in used_after]
     kernel = kir.Kernel(
-        name, seg.shape, 0, tuple(inputs), tuple(kb.exprs),
+        name, seg.shape, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
         tuple(kir.Output(f"out{i}", inside[b], dtypes[b]) for i, b in enumerate(outputs)))
     kir.validate(kernel)
     return kernel, input_bufs, outputs
@@ -206,8 +298,9 @@ def fuse(plan: Plan) -> Plan:
         steps.append(PlanStep(outs[0] if outs else last.out, "kernel",
                               [("buf", b) for b in ins],
                               {"kernel": kernel, "outs": outs, "fused": len(seg.steps),
-                               "out_specs": [(kir.output_shape(kernel, o), o.dtype)
-                                             for o in kernel.outputs]},
+                               "out_specs": [(kir.output_shape(kernel, o), o.dtype,
+                                              shapes[b])
+                                             for o, b in zip(kernel.outputs, outs)]},
                               seg.shape, last.dtype, last.device, last.phase))
     fused = Plan(steps, plan.inputs, plan.reads, plan.consts, plan.rands, plan.writes,
                  plan.returns, plan.slots, plan.graph, dict(plan.stats), plan.device)

@@ -84,10 +84,10 @@ class Plan:
     def _run_kernel(self, attrs: dict[str, Any], args: list[Any], env: dict[int, Any]) -> None:
         """A fused segment: one compiled kernel call over C-contiguous arrays."""
         ins = [np.ascontiguousarray(a) for a in args]
-        outs = [np.empty(shape, dtype=dtype) for shape, dtype in attrs["out_specs"]]
+        outs = [np.empty(shape, dtype=dtype) for shape, dtype, _ in attrs["out_specs"]]
         self._module().run(attrs["kernel"], ins, outs)
-        for buf, arr in zip(attrs["outs"], outs):
-            env[buf] = arr
+        for buf, arr, (_, _, plan_shape) in zip(attrs["outs"], outs, attrs["out_specs"]):
+            env[buf] = arr.reshape(plan_shape)  # a per-row output may carry keepdim ones
 
     def _module(self) -> Any:
         """The compiled module of every kernel of this plan (built on first use, cached)."""
@@ -123,7 +123,9 @@ class Plan:
         lines = []
         for i, s in enumerate(self.steps):
             args = ", ".join(f"%{v}" if k == "buf" else repr(v) for k, v in s.args)
-            attrs = "".join(f", {k}={v!r}" for k, v in s.attrs.items())
+            shown = {"kernel": s.attrs["kernel"].name, "fused": s.attrs["fused"],
+                     "outs": s.attrs["outs"]} if s.op == "kernel" else s.attrs
+            attrs = "".join(f", {k}={v!r}" for k, v in shown.items())
             lines.append(f"{i:4d}  %{s.out} = {s.op}({args}{attrs})  "
                          f"{list(s.shape)} {s.dtype.name} [{s.phase}]")
         return "\n".join(lines)

@@ -11,7 +11,7 @@ import pytest
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
-from planner.fusion import segments
+from planner.fusion import REDUCTIONS, segments
 
 
 @pytest.fixture(autouse=True)
@@ -51,15 +51,36 @@ def test_kernel_steps_read_only_earlier_buffers() -> None:
         defined.update(s.attrs["outs"] if s.op == "kernel" else [s.out])
 
 
-def test_segments_keep_one_shape_and_elementwise_ops() -> None:
-    wl = WORKLOADS["chain"]
+@pytest.mark.parametrize("name", ["chain", "eltwise"])
+def test_segments_keep_one_domain(name: str) -> None:
+    wl = WORKLOADS[name]
     case = wl.build(rt, wl.make_arrays(0))
     plan = planner.compile(case.fn).lower(*case.args)
     segs = segments(plan)
     assert segs
     for seg in segs:
-        assert all(s.shape == seg.shape for s in seg.steps)
-        assert all(rt.ops.REGISTRY[s.op].lower is not None for s in seg.steps)
+        for s in seg.steps:
+            if s.out in seg.reduced:
+                assert s.shape in (seg.row_shape(True), seg.row_shape(False))
+            else:
+                assert s.shape == seg.shape
+            assert s.op in REDUCTIONS or rt.ops.REGISTRY[s.op].lower is not None
+
+
+def test_layer_norm_rows_fuse_with_their_reductions() -> None:
+    x = rt.randn(8, 32)
+
+    @planner.compile(backend="llvm")
+    def norm(x: Any) -> Any:
+        with rt.no_grad():
+            return rt.nn.functional.layer_norm(x, (32,))
+
+    got = norm(x)
+    np.testing.assert_allclose(got.numpy(), rt.nn.functional.layer_norm(x, (32,)).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    kernels = [s.attrs["kernel"] for s in norm.plan.steps if s.op == "kernel"]
+    assert len(kernels) == 1 and kernels[0].n_reduce == 1  # mean, var and the normalisation
+    assert sum(s.op == "kernel" for s in norm.plan.steps) == len(norm.plan.steps) - 1
 
 
 def test_fused_plan_summary_and_round_trip() -> None:
