@@ -1,11 +1,14 @@
-"""Fusion: chains of elementwise steps of one shape become one kernel of the codegen IR.
+"""Fusion: segments of a plan become kernels of the codegen IR (one pass over memory each).
 
-A step joins the segment of one of its producers when it is elementwise (its primitive has a
-kernel-IR lowering), has the segment's shape, and every other argument it reads was computed
-before the segment began: since a plan's steps are in creation (topological) order, that rule
-can never make a segment depend on itself. Arguments from outside a segment become kernel
-inputs, read with broadcast strides; values used after the segment become kernel outputs.
-Matmul, reductions, indexing and views stay steps of the interpreter (numpy calls BLAS).
+A segment has a domain (a shape). Elementwise steps of that shape join it (their primitive
+has a kernel-IR lowering); so does a sum/amax/mean over the domain's trailing axes (its
+prologue is the segment so far), and after it the elementwise steps of the row shape (per
+row values, e.g. log of a sum) or of the domain shape (per element values reading row values
+in their keepdim shape, e.g. x - max). A step joins only if everything else it reads is
+computed before the segment's kernel runs (where its first member was), which keeps the plan
+acyclic. Arguments from outside become kernel inputs read with broadcast strides; values used
+after the segment become kernel outputs. Matmul (BLAS through numpy), indexing and views stay
+steps of the interpreter.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from runtime.ops.registry import REGISTRY
 from .graph import template_nodes
 from .plan import Plan, PlanStep
 
-MIN_ELEMENTS = 1  # fuse at every size: one pass over memory beats several at any size
+# A kernel call costs a few microseconds more than a numpy call; below these sizes a short
+# segment runs faster as numpy calls (measured on mlp_small: 2048-element segments of 2-4 ops)
+MIN_ELEMENTS = 1 << 15
+MIN_STEPS_WHEN_SMALL = 6
 _IR_DTYPES = frozenset(kir.DTYPES)
 
 
@@ -97,7 +103,7 @@ def _fusible(step: PlanStep, shapes: dict[int, tuple[int, ...]],
     prim = REGISTRY.get(step.op)
     if prim is None or prim.lower is None or step.device != "cpu":
         return False
-    if step.dtype.name not in _IR_DTYPES or math.prod(step.shape) < MIN_ELEMENTS:
+    if step.dtype.name not in _IR_DTYPES:
         return False
     for kind, v in step.args:
         if kind == "buf":
@@ -133,12 +139,23 @@ def segments(plan: Plan) -> list[Segment]:
     """Group the plan's steps into segments (see the module docstring): elementwise chains
     over one domain, a reduction over the domain's trailing axes with its elementwise
     prologue, and the elementwise steps after it, per row or per element (softmax,
-    layer_norm: one kernel instead of a pass per op)."""
+    layer_norm: one kernel instead of a pass per op). Segments too small to pay for a kernel
+    call are dropped, and the rest regrouped without them, so no kernel ever reads a value
+    that a dropped segment's step would compute after it."""
+    worth = [s for s in _group(plan, None) if len(s.steps) > 1 and (
+        math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL)]
+    allowed = {step.out for seg in worth for step in seg.steps}
+    return [s for s in _group(plan, allowed) if len(s.steps) > 1]
+
+
+def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
     shapes = {s.out: s.shape for s in plan.steps}
     dtypes = {s.out: s.dtype.name for s in plan.steps}
     member: dict[int, Segment] = {}
     found: list[Segment] = []
     for step in plan.steps:
+        if allowed is not None and step.out not in allowed:
+            continue
         target = _join_reduction(step, member, shapes, dtypes)
         if target is None and _starts_reduction(step, shapes):
             # a reduction of an outside value opens a segment over that value's domain
@@ -155,12 +172,21 @@ def segments(plan: Plan) -> list[Segment]:
             continue
         target.steps.append(step)
         member[step.out] = target
-    return [s for s in found if len(s.steps) > 1]
+    return found
 
 
 def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment]) -> bool:
-    """Reading these keeps the segment acyclic: each is a member or older than the segment."""
-    return all(member.get(u) is seg or u < seg.first for u in bufs)
+    """Reading these keeps the plan acyclic: each is a member, or is computed by a step or a
+    kernel that runs before the segment's kernel (which runs where its first member was).
+    A segment's members only ever read what runs before it, so no kernel can wait on a
+    later one."""
+    for u in bufs:
+        other = member.get(u)
+        if other is seg:
+            continue
+        if (other.first if other is not None else u) >= seg.first:
+            return False
+    return True
 
 
 def _join_elementwise(step: PlanStep, member: dict[int, Segment],
@@ -176,9 +202,10 @@ def _join_elementwise(step: PlanStep, member: dict[int, Segment],
             ok = all(u not in seg.reduced or shapes[u] == seg.row_shape(True) for u in bufs
                      if member.get(u) is seg)
         else:
-            # per row: a step of the row shape over row values only
+            # per row: a step of the row shape over the segment's row values only (the IR
+            # reads every input per element, so a row input would make a per-element value)
             ok = seg.n_reduce > 0 and step.shape in (seg.row_shape(True), seg.row_shape(False)) \
-                and all(u in seg.reduced for u in bufs if member.get(u) is seg)
+                and all(member.get(u) is seg and u in seg.reduced for u in bufs)
             if ok:
                 seg.reduced.add(step.out)
         if ok and (best is None or len(seg.steps) > len(best.steps)):
@@ -239,12 +266,9 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
                 args.append(("scalar", v, None))
                 continue
             if v not in inside:
-                shape = shapes[v]
-                if seg.n_reduce and step.out in seg.reduced and shape == rows:
-                    shape = rows + (1,) * seg.n_reduce  # a per-row value, without keepdim
                 input_bufs.append(v)
                 inputs.append(kir.Input(f"in{len(inputs)}", dtypes[v],
-                                        _strides(shape, seg.shape)))
+                                        _strides(shapes[v], seg.shape)))
                 inside[v] = kb.load(len(inputs) - 1)
             args.append(("expr", inside[v], dtypes[v]))
         if step.op in REDUCTIONS:

@@ -4,14 +4,18 @@ reference interpreter."""
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
+from planner import fusion
 from planner.fusion import REDUCTIONS, segments
+from tests.planner.test_random_programs import make_step, programs
 
 
 @pytest.fixture(autouse=True)
@@ -89,3 +93,36 @@ def test_fused_plan_summary_and_round_trip() -> None:
     assert "kernels" in plan.summary()
     again = planner.Plan.loads(plan.dumps())
     assert [s.op for s in again.steps] == [s.op for s in plan.steps]
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_kernels_run_after_every_value_they_read(name: str) -> None:
+    _, step = _outputs(name, "llvm", steps=2)
+    plan = step.plan
+    defined = {b for _, b in plan.inputs} | {b for _, b in plan.reads} | set(plan.consts)
+    for s in plan.steps:
+        assert all(v in defined for kind, v in s.args if kind == "buf"), (s.op, s.args)
+        defined.update(s.attrs["outs"] if s.op == "kernel" else [s.out])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_programs_fused_at_every_size(program: Any) -> None:
+    shapes, ops, seed = program
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.standard_normal(s) * 0.7).astype(np.float32) for s in shapes]
+    eager_leaves = [rt.tensor(a, requires_grad=True) for a in arrays]
+    fused_leaves = [rt.tensor(a, requires_grad=True) for a in arrays]
+    with mock.patch.object(fusion, "MIN_ELEMENTS", 1), \
+            mock.patch.object(fusion, "MIN_STEPS_WHEN_SMALL", 2):
+        fused = planner.compile(make_step(ops), backend="llvm", fullgraph=True)
+        for _ in range(2):
+            expected = make_step(ops)(*eager_leaves)
+            got = fused(*fused_leaves)
+            np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6, err_msg=f"{shapes} {ops}")
+            for ge, gf in zip(eager_leaves, fused_leaves, strict=True):
+                assert (gf.grad is None) == (ge.grad is None)
+                if ge.grad is not None:
+                    np.testing.assert_allclose(gf.grad.numpy(), ge.grad.numpy(), rtol=1e-5,
+                                               atol=1e-5, err_msg=f"{shapes} {ops}")
