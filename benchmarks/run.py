@@ -2,9 +2,9 @@
 
     python -m benchmarks.run [--workloads chain mlp_small ...] [--repeat N]
 
-Variants: ``ours`` (runtime eager), ``compiled`` (``planner.compile`` of the same step, once
-the planner provides it), ``torch`` (PyTorch eager, when importable) and ``numpy`` (the
-hand-written MLP step). After a warmup, each round times every variant once, in turn, so
+Variants: ``ours`` (runtime eager), ``compiled`` (``planner.compile`` of the same step on the
+reference interpreter), ``llvm`` (compiled with ``backend="llvm"``: fused LLVM kernels),
+``torch`` (PyTorch eager, when importable) and ``numpy`` (the hand-written MLP step). After a warmup, each round times every variant once, in turn, so
 that machine noise hits all of them alike; a timing is a loop of enough steps to last about
 ``--min-time`` seconds. The table shows the median over ``--repeat`` rounds, per step.
 """
@@ -31,7 +31,7 @@ except ImportError:  # torch is a test extra; the benchmark runs without it
     torch = None
 
 WARMUP_SECONDS = 0.3
-VARIANTS = ("ours", "compiled", "torch", "numpy")
+VARIANTS = ("ours", "compiled", "llvm", "torch", "numpy")
 
 # (workload, numerator, denominator, target): the issue's speed targets, as ratios of
 # median step times. Ratios without a target are printed for information.
@@ -50,8 +50,9 @@ def build_variants(workload: Workload, seed: int) -> dict[str, Case]:
     cases = {"ours": workload.build(rt, arrays)}
     compile_fn = getattr(planner, "compile", None)
     if compile_fn is not None:
-        eager = workload.build(rt, arrays)
-        cases["compiled"] = Case(compile_fn(eager.fn), eager.args, eager.outputs)
+        for name, backend in (("compiled", "interpreter"), ("llvm", "llvm")):
+            eager = workload.build(rt, arrays)
+            cases[name] = Case(compile_fn(eager.fn, backend=backend), eager.args, eager.outputs)
     if torch is not None:
         cases["torch"] = workload.build(torch, arrays)
     if workload.build_numpy is not None:
@@ -110,6 +111,7 @@ def format_table(results: dict[str, dict[str, float]]) -> str:
 def format_ratios(results: dict[str, dict[str, float]]) -> str:
     ratios = [r for r in RATIOS if r[0] in results]
     ratios += [(name, "compiled", "ours", None) for name in results]
+    ratios += [(name, "llvm", "torch", None) for name in results]
     lines = [f"{'workload':<10}{'ratio':>18}{'measured':>10}{'target':>10}  verdict"]
     for name, num, den, target in ratios:
         medians = results[name]
