@@ -1,6 +1,7 @@
 """The planner's command line.
 
     python -m planner plan WORKLOAD [--backend llvm] [--dot] [--listing] [--json] [--kernels]
+        [--fusion]
     python -m planner bench [WORKLOAD ...] [--repeat N]
     python -m planner cache [--clear] [--dir DIR]
 """
@@ -35,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="also print the serialized plan")
     p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm"])
     p.add_argument("--kernels", action="store_true", help="also print each kernel's LLVM IR")
+    p.add_argument("--fusion", action="store_true",
+                   help="also say why each step did or did not fuse")
     c = sub.add_parser("cache", help="show or clear the compiled-code cache")
     c.add_argument("--clear", action="store_true", help="delete every cached object file")
     c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
@@ -68,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             print()
             print(plan.dumps())
+        if args.fusion:
+            from .fusion import explain_fusion
+
+            print()
+            print(explain_fusion(compiled_plan(args.workload)))
         for kernel in plan.kernels if args.kernels else ():
             print()
             print(kernel.source)

@@ -289,6 +289,38 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
     return kernel, input_bufs, outputs
 
 
+def explain_fusion(plan: Plan) -> str:
+    """Why each step of ``plan`` did or did not fuse: one line per compute step."""
+    shapes = {s.out: s.shape for s in plan.steps}
+    dtypes = {s.out: s.dtype.name for s in plan.steps}
+    kept = {s.out: f"k{i}" for i, seg in enumerate(segments(plan)) for s in seg.steps}
+    first_pass = {s.out: seg for seg in _group(plan, None) for s in seg.steps}
+    lines = []
+    for step in plan.steps:
+        if step.op in ("input", "state", "const", "rand"):
+            continue
+        if step.out in kept:
+            why = f"fused into {kept[step.out]}"
+        elif step.out in first_pass and len(first_pass[step.out].steps) > 1:
+            seg = first_pass[step.out]
+            why = (f"not fused: its segment of {len(seg.steps)} steps over {list(seg.shape)} is "
+                   f"too small for a kernel call (needs {MIN_ELEMENTS} elements or "
+                   f"{MIN_STEPS_WHEN_SMALL} steps)")
+        elif step.out in first_pass:
+            why = "not fused: no neighbour to fuse with (its producers are not in a segment it "\
+                  "can join: another shape, or a value computed after that segment began)"
+        elif step.op in REDUCTIONS:
+            why = "not fused: reduces leading axes (only trailing-axis reductions fuse)"
+        elif REGISTRY.get(step.op) is None or REGISTRY[step.op].lower is None:
+            why = f"not fused: {step.op} has no kernel-IR lowering (runs as a numpy call)"
+        elif not _fusible(step, shapes, dtypes):
+            why = "not fused: dtype, device or an argument's shape does not fit a kernel"
+        else:
+            why = "not fused"
+        lines.append(f"%{step.out} {step.op} {list(step.shape)}: {why}")
+    return "\n".join(lines)
+
+
 def fuse(plan: Plan) -> Plan:
     """A plan whose elementwise segments are kernels (``op == "kernel"`` steps)."""
     found = segments(plan)

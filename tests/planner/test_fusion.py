@@ -126,3 +126,14 @@ def test_random_programs_fused_at_every_size(program: Any) -> None:
                 if ge.grad is not None:
                     np.testing.assert_allclose(gf.grad.numpy(), ge.grad.numpy(), rtol=1e-5,
                                                atol=1e-5, err_msg=f"{shapes} {ops}")
+
+
+def test_fusion_decisions_are_explained() -> None:
+    wl = WORKLOADS["eltwise"]
+    case = wl.build(rt, wl.make_arrays(0))
+    plan = planner.compile(case.fn).lower(*case.args)
+    report = fusion.explain_fusion(plan).splitlines()
+    compute = [s for s in plan.steps if s.op not in ("input", "state", "const", "rand")]
+    assert len(report) == len(compute)
+    assert any("fused into k" in line for line in report)
+    assert any("no kernel-IR lowering" in line or "leading axes" in line for line in report)
