@@ -28,6 +28,9 @@ _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_in
                               ctypes.c_int64)
 # below this many domain elements a kernel runs on the calling thread
 PARALLEL_MIN_ELEMENTS = 1 << 16
+# a kernel is worth splitting across threads once elements x exprs passes this: heavy
+# expression chains (transcendentals) pay for the thread hand-off on smaller domains
+PARALLEL_MIN_WORK = 4 * PARALLEL_MIN_ELEMENTS
 
 
 @functools.cache
@@ -139,7 +142,7 @@ class _Launch:
 
     @classmethod
     def of(cls, k: kir.Kernel, fn: ctypes._CFuncPtr) -> _Launch:
-        big = math.prod(k.domain) >= PARALLEL_MIN_ELEMENTS
+        big = math.prod(k.domain) * max(4, len(k.exprs)) >= PARALLEL_MIN_WORK
         empty = not all(k.domain)
         inputs = tuple(
             _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
@@ -165,7 +168,7 @@ class CompiledModule:
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
         """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
-        one per core for domains of PARALLEL_MIN_ELEMENTS or more, else the calling thread).
+        one per core for kernels of PARALLEL_MIN_WORK or more, else the calling thread).
         Outputs must not overlap inputs: the kernel body declares its pointers ``noalias``."""
         name = kernel if isinstance(kernel, str) else kernel.name
         launch = self._launch[name]

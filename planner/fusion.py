@@ -282,11 +282,31 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
             prim = REGISTRY[step.op]
             inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
     outputs = [s.out for s in seg.steps if s.out in used_after]
+    domain = seg.shape
+    if seg.n_reduce == 0:
+        domain, inputs = _rows_of(domain, inputs)
     kernel = kir.Kernel(
-        name, seg.shape, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
+        name, domain, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
         tuple(kir.Output(f"out{i}", inside[b], dtypes[b]) for i, b in enumerate(outputs)))
     kir.validate(kernel)
     return kernel, input_bufs, outputs
+
+
+ROW = 4096  # elements per row when an elementwise domain is cut into rows for threads
+
+
+def _rows_of(domain: tuple[int, ...], inputs: list[kir.Input]
+             ) -> tuple[tuple[int, ...], list[kir.Input]]:
+    """An elementwise domain whose inputs are all contiguous over it, or all broadcast, is one
+    flat run of elements: cut it into rows, so the outer axis can be split across threads."""
+    n = math.prod(domain)
+    contiguous = _strides(domain, domain)
+    if n < 2 * ROW or n % ROW or not all(
+            i.strides == contiguous or not any(i.strides) for i in inputs):
+        return domain, inputs
+    rows = (n // ROW, ROW)
+    return rows, [kir.Input(i.name, i.dtype, (ROW, 1) if any(i.strides) else (0, 0))
+                  for i in inputs]
 
 
 def explain_fusion(plan: Plan) -> str:
