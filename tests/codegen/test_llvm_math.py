@@ -11,14 +11,13 @@ import ctypes
 import functools
 import math
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
 from llvmlite import ir
 
+from codegen.llvm import for_range
 from codegen.llvm_math import declare_math
 
 I64 = ir.IntType(64)
@@ -26,25 +25,6 @@ LLVM_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
 CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double}
 # one precision above the tested dtype; long double is 80-bit on x86-64 Linux
 WIDER = {"float32": np.float64, "float64": np.longdouble}
-
-
-@contextmanager
-def for_range(builder: ir.IRBuilder, stop: ir.Value, name: str) -> Iterator[ir.Value]:
-    """Loop over [0, stop) in named blocks; yields the induction variable."""
-    preheader = builder.block
-    cond = builder.append_basic_block(f"{name}.cond")
-    body = builder.append_basic_block(f"{name}.body")
-    end = builder.append_basic_block(f"{name}.end")
-    builder.branch(cond)
-    builder.position_at_end(cond)
-    index = builder.phi(I64, name=name)
-    index.add_incoming(I64(0), preheader)
-    builder.cbranch(builder.icmp_signed("<", index, stop), body, end)
-    builder.position_at_end(body)
-    yield index
-    index.add_incoming(builder.add(index, I64(1), flags=("nsw",)), builder.block)
-    builder.branch(cond)
-    builder.position_at_end(end)
 
 
 def loop_module(op: str, dtype: str) -> ir.Module:
@@ -57,7 +37,7 @@ def loop_module(op: str, dtype: str) -> ir.Module:
     dst.add_attribute("noalias")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
     math_fn = declare_math(module)[op]
-    with for_range(builder, n, "i") as i:
+    with for_range(builder, I64(0), n, "i") as i:
         x = builder.load(builder.gep(src, [i]))
         builder.store(math_fn(builder, x, dtype), builder.gep(dst, [i]))
     builder.ret_void()
