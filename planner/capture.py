@@ -26,6 +26,8 @@ from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
 
+from .graph import template_nodes
+
 
 @dataclass
 class Slot:
@@ -244,7 +246,7 @@ class Tracer:
         for opt, snapshot in self.optimizers.values():
             writes.extend(self._optimizer_writes(opt, snapshot))
         template = self._template(result)
-        outputs = sorted({n for _, n in writes if n >= 0} | set(_template_nodes(template)))
+        outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
                        [o for o, _ in self.optimizers.values()], grad_none)
@@ -290,17 +292,6 @@ class Tracer:
             return ("py", value)
         raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
                          "rebuild")
-
-
-def _template_nodes(template: Any) -> list[int]:
-    kind, body = template
-    if kind == "node":
-        return [body]
-    if kind in ("tuple", "list"):
-        return [n for item in body for n in _template_nodes(item)]
-    if kind == "dict":
-        return [n for _, item in body for n in _template_nodes(item)]
-    return []
 
 
 def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) -> Capture:

@@ -117,7 +117,3 @@ def set_tracer(tracer: Any) -> Any:
     prev = _state.tracer
     _state.tracer = tracer
     return prev
-
-
-def is_meta(t: Any) -> bool:
-    return type(t._data) is MetaArray
