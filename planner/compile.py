@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from runtime import _dtype as D
-from runtime._device import canonical_device
+from runtime._device import canonical_device, device_of_array
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.nn.module import structure_version
@@ -380,8 +380,8 @@ def _write_into(t: Tensor, value: Any) -> None:
 def _rebuild(template: Any) -> Any:
     kind, body = template
     if kind == "array":
-        return Tensor._make(body, D.from_numpy_dtype(np.dtype(body.dtype)), _device_of(body),
-                            None, 0, _VersionCounter())
+        return Tensor._make(body, D.from_numpy_dtype(np.dtype(body.dtype)),
+                            device_of_array(body), None, 0, _VersionCounter())
     if kind == "tuple":
         return tuple(_rebuild(t) for t in body)
     if kind == "list":
@@ -389,12 +389,6 @@ def _rebuild(template: Any) -> Any:
     if kind == "dict":
         return {k: _rebuild(t) for k, t in body}
     return body
-
-
-def _device_of(arr: Any) -> str:
-    from runtime._device import device_of_array
-
-    return device_of_array(arr)
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # noqa: A001
