@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
-import pickle
 from typing import Any
 
 import networkx as nx
@@ -42,8 +42,12 @@ def encode(v: Any) -> Any:
         return {"$scalar": {"dtype": v.dtype.str, "value": v.item()}}
     if hasattr(v, "__array__") and hasattr(v, "shape"):  # a device array
         return encode(np.asarray(v.get() if hasattr(v, "get") else v))
-    # anything else (index placeholders and the like): pickled, so it round-trips exactly
-    return {"$pickle": base64.b64encode(pickle.dumps(v)).decode("ascii")}
+    name = type(v).__name__
+    if dataclasses.is_dataclass(v) and _DATACLASSES().get(name) is type(v):
+        # index placeholders and kernel IR: frozen dataclasses, field by field
+        return {"$dataclass": [name, {f.name: encode(getattr(v, f.name))
+                                      for f in dataclasses.fields(v)}]}
+    raise TypeError(f"a plan attribute of type {type(v).__name__} has no serialized form")
 
 
 def decode(v: Any) -> Any:
@@ -67,9 +71,23 @@ def decode(v: Any) -> Any:
         return np.frombuffer(data, dtype=np.dtype(body["dtype"])).reshape(body["shape"]).copy()
     if tag == "$scalar":
         return np.dtype(body["dtype"]).type(body["value"])
-    if tag == "$pickle":
-        return pickle.loads(base64.b64decode(body))
+    if tag == "$dataclass":
+        name, fields = body
+        cls = _DATACLASSES().get(name)
+        if cls is None:
+            raise ValueError(f"unknown class {name!r} in a serialized plan")
+        return cls(**{k: decode(x) for k, x in fields.items()})
     raise ValueError(f"unknown tag {tag!r} in a serialized plan")
+
+
+def _DATACLASSES() -> dict[str, type]:  # noqa: N802 - a constant, built on first use
+    """The only classes a serialized plan may name (never arbitrary code, unlike pickle)."""
+    from codegen import ir as kir
+    from runtime.ops.prims import IndexArg
+
+    classes = [IndexArg, kir.Input, kir.Load, kir.Const, kir.Unary, kir.Binary, kir.Where,
+               kir.Cast, kir.Reduce, kir.Output, kir.Kernel]
+    return {c.__name__: c for c in classes}
 
 
 def _key(k: Any) -> Any:

@@ -91,8 +91,19 @@ def test_fused_plan_summary_and_round_trip() -> None:
     _, step = _outputs("mlp_small", "llvm", steps=2)
     plan = step.plan
     assert "kernels" in plan.summary()
-    again = planner.Plan.loads(plan.dumps())
+    text = plan.dumps()
+    again = planner.Plan.loads(text)
     assert [s.op for s in again.steps] == [s.op for s in plan.steps]
+    assert [s.attrs.get("kernel") for s in again.steps] == [s.attrs.get("kernel")
+                                                            for s in plan.steps]
+    assert "pickle" not in text  # kernel IR is plain JSON: loading a plan runs no code
+
+
+def test_loading_refuses_classes_outside_the_allow_list() -> None:
+    from planner.serialize import decode
+
+    with pytest.raises(ValueError, match="unknown class 'Popen'"):
+        decode({"$dataclass": ["Popen", {"args": "true"}]})
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
