@@ -45,7 +45,8 @@ def host() -> tuple[str, str]:
     return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
 
 
-def _new_target_machine() -> llvm.TargetMachine:
+def new_target_machine() -> llvm.TargetMachine:
+    """A target machine for the host CPU (an MCJIT engine takes ownership of the one it gets)."""
     cpu, features = host()
     target = llvm.Target.from_default_triple()
     return target.create_target_machine(cpu=cpu, features=features, opt=3,
@@ -55,7 +56,7 @@ def _new_target_machine() -> llvm.TargetMachine:
 @functools.cache
 def _target_machine() -> llvm.TargetMachine:
     """The machine used to optimize and emit; engines get their own (they take ownership)."""
-    return _new_target_machine()
+    return new_target_machine()
 
 
 def compile_count() -> int:
@@ -70,9 +71,8 @@ class ObjectCode:
     optimized_ir: str
 
 
-def optimize_and_emit(module: ir.Module) -> ObjectCode:
-    """Verify, optimize at O3 with loop and SLP vectorization, verify again, emit object code."""
-    global _compiles
+def optimize(module: ir.Module) -> llvm.ModuleRef:
+    """Verify, optimize at O3 for the host with loop and SLP vectorization, verify again."""
     tm = _target_machine()
     with _LOCK:
         mod = llvm.parse_assembly(str(module))
@@ -85,7 +85,15 @@ def optimize_and_emit(module: ir.Module) -> ObjectCode:
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
         mod.verify()
-        code = ObjectCode(tm.emit_object(mod), str(mod))
+    return mod
+
+
+def optimize_and_emit(module: ir.Module) -> ObjectCode:
+    """Optimize (``optimize``) and emit object code."""
+    global _compiles
+    mod = optimize(module)
+    with _LOCK:
+        code = ObjectCode(_target_machine().emit_object(mod), str(mod))
         _compiles += 1
     return code
 
@@ -98,7 +106,7 @@ def compile_module(module: ir.Module, kernels: list[kir.Kernel]) -> CompiledModu
 def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
     """Load object code into a fresh MCJIT engine and resolve each kernel's entry point."""
     with _LOCK:
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), _new_target_machine())
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
         engine.finalize_object()
         addresses = {k.name: engine.get_function_address(k.name) for k in kernels}

@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from llvmlite import ir
 
+from codegen import jit
+from codegen.jit import optimize
 from codegen.llvm import for_range
 from codegen.llvm_math import declare_math
 
@@ -45,35 +47,11 @@ def loop_module(op: str, dtype: str) -> ir.Module:
 
 
 @functools.cache
-def _initialize() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-
-
-def _target_machine() -> llvm.TargetMachine:
-    _initialize()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                        features=llvm.get_host_cpu_features().flatten(),
-                                        opt=3, codemodel="jitdefault")
-
-
-@functools.cache
 def compiled(op: str, dtype: str) -> tuple[ctypes._CFuncPtr, str, llvm.ExecutionEngine]:
     """(callable kernel, its optimized assembly, the engine that keeps it alive)."""
-    module = llvm.parse_assembly(str(loop_module(op, dtype)))
-    module.verify()
-    tm = _target_machine()
-    module.triple = llvm.get_process_triple()
-    module.data_layout = str(tm.target_data)
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(module, pb)
-    module.verify()
-    asm = tm.emit_assembly(module)
-    engine = llvm.create_mcjit_compiler(module, _target_machine())
+    module = optimize(loop_module(op, dtype))
+    asm = jit.new_target_machine().emit_assembly(module)
+    engine = llvm.create_mcjit_compiler(module, jit.new_target_machine())
     engine.finalize_object()
     ptr = ctypes.POINTER(CTYPES[dtype])
     kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ctypes.c_int64)(
