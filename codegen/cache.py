@@ -1,11 +1,13 @@
 """Compiled-module cache: in memory, and object code on disk keyed by kernels and target.
 
-The key is the sha256 of every kernel hash, the host CPU name and features and the llvmlite
-version, so a different machine or LLVM never loads stale code.
+The key is the sha256 of every kernel hash, the host CPU name and features, the llvmlite
+version and the source of the code generator itself, so a different machine, LLVM or renderer
+never loads stale code.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -32,9 +34,19 @@ def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
     return Path(os.environ.get("BACKPLAN_CACHE_DIR") or Path.home() / ".cache" / "backplan")
 
 
+@functools.cache
+def generator_hash() -> str:
+    """sha256 of the modules that turn kernel IR into machine code."""
+    h = hashlib.sha256()
+    for name in ("ir.py", "llvm.py", "llvm_math.py", "jit.py"):
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()
+
+
 def cache_key(kernels: list[kir.Kernel]) -> str:
     cpu, features = host()
-    payload = [[kir.kernel_hash(k) for k in kernels], cpu, features, llvmlite.__version__]
+    payload = [[kir.kernel_hash(k) for k in kernels], cpu, features, llvmlite.__version__,
+               generator_hash()]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
 

@@ -3,6 +3,13 @@
 A kernel is a loop domain, inputs read through element strides (0 = broadcast), a topologically
 ordered expression DAG and outputs. The last ``n_reduce`` domain axes are reduced by ``Reduce``
 exprs; every expr has a *stage* (how many reductions it sits behind). See ``stage_of``.
+
+The domain splits into outer axes (run in parallel: threads here, blocks on a GPU) and inner
+axes (``Kernel.outer_shape`` / ``inner_shape``). An output with ``accumulate`` set is reduced
+over the outer axes as well (a column sum, or a whole-tensor sum of row sums): its shape is
+the inner shape (per-element values) or ``()`` (per-row values). A renderer gives each
+parallel chunk its own partial and combines the partials in chunk order, so the result is
+deterministic for a given split.
 """
 
 from __future__ import annotations
@@ -116,6 +123,7 @@ class Output:
     name: str
     value: int
     dtype: str
+    accumulate: str | None = None  # a REDUCE_OPS op: also reduce over the outer axes
 
 
 @dataclass(frozen=True)
@@ -176,8 +184,12 @@ def per_element(kernel: Kernel) -> list[bool]:
 
 
 def output_shape(kernel: Kernel, output: Output) -> tuple[int, ...]:
-    """Full domain for per-element outputs, the outer shape domain[:-n_reduce] otherwise."""
-    if per_element(kernel)[output.value] or kernel.n_reduce == 0:
+    """Full domain for per-element outputs, the outer shape domain[:-n_reduce] for per-row
+    ones; an accumulated output drops the outer axes (inner shape, or ``()`` per row)."""
+    elementwise = per_element(kernel)[output.value] or kernel.n_reduce == 0
+    if output.accumulate is not None:
+        return kernel.inner_shape if elementwise else ()
+    if elementwise:
         return kernel.domain
     return kernel.domain[: len(kernel.domain) - kernel.n_reduce]
 
@@ -215,6 +227,10 @@ def validate(kernel: Kernel) -> None:
             fail(where, f"references missing expr {out.value} of {len(kernel.exprs)}")
         if out.dtype != dtypes[out.value]:
             fail(where, f"dtype {out.dtype} but expr {out.value} is {dtypes[out.value]}")
+        if out.accumulate is not None and (out.accumulate not in REDUCE_OPS
+                                           or out.dtype not in REDUCE_OPS[out.accumulate]):
+            fail(where, f"cannot accumulate {out.dtype} with {out.accumulate!r} "
+                        f"(known: {sorted(REDUCE_OPS)} over {sorted(NUMERIC_DTYPES)})")
 
 
 def _check_expr(kernel: Kernel, i: int, expr: Expr, dtypes: list[str], fail) -> None:

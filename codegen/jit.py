@@ -117,6 +117,11 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
     return CompiledModule(engine, code, {k.name: k for k in kernels}, functions)
 
 
+# how partials of an accumulated output combine (numpy's maximum propagates nan, as the
+# kernels' llvm.maximum does)
+_COMBINE = {"sum": np.add, "max": np.maximum}
+
+
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="backplan-jit")
@@ -147,6 +152,7 @@ class _Launch:
     default_threads: int
     inputs: tuple[_ArraySpec, ...]
     outputs: tuple[_ArraySpec, ...]
+    accumulate: tuple[tuple[int, str], ...]  # (output index, reduce op) of accumulated outputs
 
     @classmethod
     def of(cls, k: kir.Kernel, fn: ctypes._CFuncPtr) -> _Launch:
@@ -160,7 +166,10 @@ class _Launch:
         outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
                                    math.prod(kir.output_shape(k, out)), exact=True)
                         for out in k.outputs)
-        return cls(fn, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs)
+        accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
+                           if out.accumulate is not None)
+        return cls(fn, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs,
+                   accumulate)
 
 
 class CompiledModule:
@@ -194,9 +203,27 @@ class CompiledModule:
             launch.fn(ptrs, 0, outer)
             return
         bounds = [outer * t // threads for t in range(threads + 1)]
-        futures = [_pool().submit(launch.fn, ptrs, lo, hi) for lo, hi in zip(bounds, bounds[1:])]
+        chunk_ptrs = [ptrs]
+        partials: list[list[np.ndarray]] = []
+        for _ in range(1, threads):
+            # each further chunk accumulates into partials of its own, combined below in chunk
+            # order: the same split gives the same sums
+            if launch.accumulate:
+                mine = [np.empty_like(arrays_out[j]) for j, _ in launch.accumulate]
+                partials.append(mine)
+                chunk = list(ptrs)
+                for (j, _), a in zip(launch.accumulate, mine):
+                    chunk[len(arrays_in) + j] = a.ctypes.data
+                chunk_ptrs.append((ctypes.c_void_p * len(chunk))(*chunk))
+            else:
+                chunk_ptrs.append(ptrs)
+        futures = [_pool().submit(launch.fn, p, lo, hi)
+                   for p, lo, hi in zip(chunk_ptrs, bounds, bounds[1:])]
         for f in futures:
             f.result()
+        for mine in partials:
+            for (j, op), a in zip(launch.accumulate, mine):
+                _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
 
     def asm(self, kernel_name: str) -> str:
         """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""

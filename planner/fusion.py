@@ -78,10 +78,19 @@ class Segment:
     steps: list[PlanStep] = field(default_factory=list)
     n_reduce: int = 0  # trailing domain axes its reductions reduce
     reduced: set[int] = field(default_factory=set)  # members that hold one value per row
+    # members reduced over the outer axes too (kernel outputs with ``accumulate``): no member
+    # may read them, as they are complete only when every row is done
+    accumulated: dict[int, str] = field(default_factory=dict)
+    inner: int | None = None  # inner axes, fixed once a member accumulates over the outer ones
 
     @property
     def first(self) -> int:
         return self.steps[0].out
+
+    @property
+    def n_inner(self) -> int:
+        """Trailing axes inside a kernel row (``Kernel.outer_shape`` splits the rest)."""
+        return self.n_reduce or self.inner or min(1, len(self.shape))
 
     def row_shape(self, keepdim: bool) -> tuple[int, ...]:
         outer = self.shape[:len(self.shape) - self.n_reduce]
@@ -148,23 +157,31 @@ def segments(plan: Plan) -> list[Segment]:
     return [s for s in _group(plan, allowed) if len(s.steps) > 1]
 
 
+SOURCES = ("input", "state", "const")  # in the environment before any step runs
+
+
 def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
     shapes = {s.out: s.shape for s in plan.steps}
     dtypes = {s.out: s.dtype.name for s in plan.steps}
+    ready = {s.out for s in plan.steps if s.op in SOURCES}
     member: dict[int, Segment] = {}
     found: list[Segment] = []
     for step in plan.steps:
         if allowed is not None and step.out not in allowed:
             continue
-        target = _join_reduction(step, member, shapes, dtypes)
-        if target is None and _starts_reduction(step, shapes):
-            # a reduction of an outside value opens a segment over that value's domain
-            (_, src), = step.args
-            target = Segment(shapes[src], n_reduce=len(step.attrs["axes"]))
-            target.reduced.add(step.out)
-            found.append(target)
-        elif target is None and _fusible(step, shapes, dtypes):
-            target = _join_elementwise(step, member, shapes)
+        target = None
+        if step.op in REDUCTIONS:
+            target = _join_reduction(step, member, shapes, ready)
+            if target is None:
+                target = _start_reduction(step, shapes)
+                if target is not None:
+                    found.append(target)
+        elif step.op == "reshape":
+            target = _join_row_view(step, member, shapes, ready)
+        elif _fusible(step, shapes, dtypes):
+            target = _join_elementwise(step, member, shapes, ready)
+            if target is None:
+                target = _join_sibling(step, found, shapes, ready)
             if target is None:
                 target = Segment(step.shape)
                 found.append(target)
@@ -175,27 +192,38 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
     return found
 
 
-def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment]) -> bool:
-    """Reading these keeps the plan acyclic: each is a member, or is computed by a step or a
-    kernel that runs before the segment's kernel (which runs where its first member was).
-    A segment's members only ever read what runs before it, so no kernel can wait on a
-    later one."""
+def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment],
+                        ready: set[int]) -> bool:
+    """Reading these keeps the plan acyclic: each is a source, a member that is not an
+    accumulated output, or is computed by a step or a kernel that runs before the segment's
+    kernel (which runs where its first member was). A segment's members only ever read what
+    runs before it, so no kernel can wait on a later one."""
     for u in bufs:
+        if u in ready:
+            continue
         other = member.get(u)
         if other is seg:
+            if u in seg.accumulated:
+                return False
             continue
         if (other.first if other is not None else u) >= seg.first:
             return False
     return True
 
 
+def _buf_args(step: PlanStep) -> list[int]:
+    return [v for kind, v in step.args if kind == "buf"]
+
+
 def _join_elementwise(step: PlanStep, member: dict[int, Segment],
-                      shapes: dict[int, tuple[int, ...]]) -> Segment | None:
-    bufs = [v for kind, v in step.args if kind == "buf"]
+                      shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
+    """The largest segment holding one of the step's arguments that it can join: per element
+    (the domain's shape), or per row (the row shape, reading only the segment's row values)."""
+    bufs = _buf_args(step)
     best = None
     for v in bufs:
         seg = member.get(v)
-        if seg is None or not _precedes_or_inside(bufs, seg, member):
+        if seg is None or not _precedes_or_inside(bufs, seg, member, ready):
             continue
         if step.shape == seg.shape:
             # per element: a row value may feed it only in its keepdim shape (broadcasts)
@@ -204,61 +232,132 @@ def _join_elementwise(step: PlanStep, member: dict[int, Segment],
         else:
             # per row: a step of the row shape over the segment's row values only (the IR
             # reads every input per element, so a row input would make a per-element value)
-            ok = seg.n_reduce > 0 and step.shape in (seg.row_shape(True), seg.row_shape(False)) \
-                and all(member.get(u) is seg and u in seg.reduced for u in bufs)
-            if ok:
-                seg.reduced.add(step.out)
+            ok = _is_row_step(step, seg, member, bufs)
         if ok and (best is None or len(seg.steps) > len(best.steps)):
             best = seg
-    if best is not None and best.reduced and step.out in best.reduced and step.shape == best.shape:
-        best.reduced.discard(step.out)
+    if best is not None and step.shape != best.shape:
+        best.reduced.add(step.out)
     return best
 
 
-def _trailing_axes(step: PlanStep, ndim: int) -> bool:
-    axes = tuple(step.attrs["axes"])
-    return bool(axes) and axes == tuple(range(ndim - len(axes), ndim))
+def _is_row_step(step: PlanStep, seg: Segment, member: dict[int, Segment],
+                 bufs: list[int]) -> bool:
+    return seg.n_reduce > 0 and step.shape in (seg.row_shape(True), seg.row_shape(False)) \
+        and all(member.get(u) is seg and u in seg.reduced for u in bufs)
 
 
-def _starts_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> bool:
-    if step.op not in REDUCTIONS or step.dtype.name not in ("float32", "float64"):
-        return False
-    if step.device != "cpu":
-        return False
-    (kind, src), = step.args
-    return kind == "buf" and _trailing_axes(step, len(shapes[src]))
-
-
-def _join_reduction(step: PlanStep, member: dict[int, Segment],
-                    shapes: dict[int, tuple[int, ...]], dtypes: dict[int, str]) -> Segment | None:
-    """A sum/amax/mean over the trailing axes of a segment's per-element member joins it."""
-    if step.op not in REDUCTIONS or step.dtype.name not in ("float32", "float64"):
-        return None
+def _join_row_view(step: PlanStep, member: dict[int, Segment],
+                   shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
+    """A reshape between a row value's two shapes (keepdim or not) is the same value."""
     (kind, src), = step.args
     seg = member.get(src) if kind == "buf" else None
-    if seg is None or src in seg.reduced or shapes[src] != seg.shape:
+    if seg is None or step.dtype.name not in _IR_DTYPES \
+            or not _precedes_or_inside([src], seg, member, ready) \
+            or not _is_row_step(step, seg, member, [src]):
         return None
-    nd = len(seg.shape)
-    axes = tuple(step.attrs["axes"])
-    k = len(axes)
-    if k == 0 or axes != tuple(range(nd - k, nd)) or seg.n_reduce not in (0, k):
-        return None
-    if seg.n_reduce == 0 and any(s.op in REDUCTIONS for s in seg.steps):
-        return None
-    seg.n_reduce = k
     seg.reduced.add(step.out)
     return seg
 
 
+def _join_sibling(step: PlanStep, found: list[Segment], shapes: dict[int, tuple[int, ...]],
+                  ready: set[int]) -> Segment | None:
+    """Horizontal fusion: a step none of whose arguments is a segment's value joins a segment
+    of its domain that runs after all of them, preferring one that already reads the same
+    data (one pass over it instead of two), else the latest."""
+    bufs = _buf_args(step)
+    fits = [seg for seg in found if seg.shape == step.shape
+            and all(u in ready or u < seg.first for u in bufs)]
+    if not fits:
+        return None
+    for seg in reversed(fits):
+        if any(u in _buf_args(m) for m in seg.steps for u in bufs):
+            return seg
+    return fits[-1]
+
+
+def _reduction_ok(step: PlanStep) -> bool:
+    return step.dtype.name in ("float32", "float64") and step.device == "cpu"
+
+
+def _start_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> Segment | None:
+    """A reduction of an outside value opens a segment over that value's domain: over
+    trailing axes a per-row value, over leading ones an accumulated output."""
+    (kind, src), = step.args
+    if kind != "buf" or not _reduction_ok(step):
+        return None
+    seg = Segment(shapes[src])
+    nd, axes = len(seg.shape), tuple(step.attrs["axes"])
+    if axes and axes == tuple(range(nd - len(axes), nd)):
+        seg.n_reduce = len(axes)
+        seg.reduced.add(step.out)
+        return seg
+    if axes and axes == tuple(range(nd - 1)):  # all but the last: an elementwise kernel's rows
+        seg.inner = 1
+        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        return seg
+    return None
+
+
+ACCUMULATE = {"sum": "sum", "amax": "max", "mean": "sum"}  # plan op -> Output.accumulate
+
+
+def _join_reduction(step: PlanStep, member: dict[int, Segment],
+                    shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
+    """A sum/amax/mean of a segment's value joins it: over the trailing axes of a
+    per-element value (a per-row value); over the outer axes of a per-element value or over
+    all axes of a row value (an accumulated output); over every axis of a per-element value
+    (both: a row reduction, then accumulated)."""
+    (kind, src), = step.args
+    seg = member.get(src) if kind == "buf" else None
+    if seg is None or not _reduction_ok(step) \
+            or not _precedes_or_inside([src], seg, member, ready):
+        return None
+    nd, axes = len(seg.shape), tuple(step.attrs["axes"])
+    k = len(axes)
+    if not axes:
+        return None
+    if src in seg.reduced:  # a row value: reduce it over the outer axes
+        if k != len(shapes[src]) or seg.n_reduce == nd:
+            return None
+        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        return seg
+    if shapes[src] != seg.shape:
+        return None
+    if axes == tuple(range(nd - k, nd)) and k < nd or k == nd == seg.n_reduce \
+            or k == nd == 1:
+        # trailing axes: one value per row
+        if seg.n_reduce not in (0, k) or seg.n_reduce == 0 and seg.inner not in (None, k):
+            return None
+        seg.n_reduce = k
+        seg.reduced.add(step.out)
+        return seg
+    if axes == tuple(range(nd - seg.n_inner)) and seg.n_inner < nd:
+        seg.inner = seg.n_inner  # the outer axes: accumulated per element
+        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        return seg
+    if k == nd and seg.n_reduce == 0 and seg.inner in (None, 1):
+        seg.n_reduce = seg.inner = 1  # all axes: row sums, accumulated over the rows
+        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        return seg
+    if k == nd and seg.n_reduce > 0:
+        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        return seg
+    return None
+
+
 def lower_segment(seg: Segment, name: str, used_after: set[int],
                   dtypes: dict[int, str], shapes: dict[int, tuple[int, ...]]
-                  ) -> tuple[kir.Kernel, list[int], list[int]]:
-    """The segment as a kernel; returns it with its input and output buffers."""
+                  ) -> tuple[kir.Kernel, list[int], list[int], dict[int, int]]:
+    """The segment as a kernel; returns it with its input and output buffers, and the
+    expands of row values used after it: ``{expand's buffer: row value's buffer}``. Inside
+    the kernel such an expand is the row value itself; after it, it stays a numpy view of
+    the row value's output (a kernel writes per-row values once per row)."""
     kb = KernelBuilder()
     inside: dict[int, int] = {}
     inputs: list[kir.Input] = []
     input_bufs: list[int] = []
-    rows = seg.shape[:len(seg.shape) - seg.n_reduce]
+    nd = len(seg.shape)
+    row_views: dict[int, int] = {}
     for step in seg.steps:
         args = []
         for kind, v in step.args:
@@ -272,24 +371,43 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
                 inside[v] = kb.load(len(inputs) - 1)
             args.append(("expr", inside[v], dtypes[v]))
         if step.op in REDUCTIONS:
-            dtype = step.dtype.name
-            value = kb.reduce(REDUCTIONS[step.op], args[0][1], dtype)
-            if step.op == "mean":
-                count = math.prod(seg.shape[len(rows):])
-                value = kb.binary("mul", value, kb.const(1.0 / count, dtype), dtype)
-            inside[step.out] = value
+            inside[step.out] = _lower_reduction(kb, seg, step, args[0][1], shapes)
+        elif step.op == "reshape":  # between a row value's two shapes: the same value
+            inside[step.out] = args[0][1]
+        elif step.op == "expand" and step.args[0][1] in seg.reduced:
+            inside[step.out] = args[0][1]
+            if step.out in used_after:
+                row_views[step.out] = step.args[0][1]
         else:
             prim = REGISTRY[step.op]
             inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
-    outputs = [s.out for s in seg.steps if s.out in used_after]
+    outputs = [s.out for s in seg.steps if s.out in used_after and s.out not in row_views]
+    outputs += [b for b in dict.fromkeys(row_views.values()) if b not in outputs]
     domain = seg.shape
-    if seg.n_reduce == 0:
+    if seg.n_reduce == 0 and seg.inner is None:
         domain, inputs = _rows_of(domain, inputs)
     kernel = kir.Kernel(
         name, domain, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
-        tuple(kir.Output(f"out{i}", inside[b], dtypes[b]) for i, b in enumerate(outputs)))
+        tuple(kir.Output(f"out{i}", inside[b], dtypes[b], seg.accumulated.get(b))
+              for i, b in enumerate(outputs)))
+    assert domain != seg.shape or kernel.inner_shape == seg.shape[nd - seg.n_inner:]
     kir.validate(kernel)
-    return kernel, input_bufs, outputs
+    return kernel, input_bufs, outputs, row_views
+
+
+def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PlanStep, x: int,
+                     shapes: dict[int, tuple[int, ...]]) -> int:
+    """A reduction member: a Reduce over the rows for a per-row value, then (accumulated
+    members) the value the kernel reduces over the outer axes; a mean scaled by its count."""
+    dtype = step.dtype.name
+    (_, src), = step.args
+    nd, axes = len(seg.shape), tuple(step.attrs["axes"])
+    if step.out not in seg.accumulated or src not in seg.reduced and len(axes) == nd:
+        x = kb.reduce(REDUCTIONS[step.op], x, dtype)  # over the row's axes
+    if step.op == "mean":
+        count = math.prod(shapes[src][a] for a in axes)
+        x = kb.binary("mul", x, kb.const(1.0 / count, dtype), dtype)
+    return x
 
 
 ROW = 4096  # elements per row when an elementwise domain is cut into rows for threads
@@ -330,7 +448,10 @@ def explain_fusion(plan: Plan) -> str:
             why = "not fused: no neighbour to fuse with (its producers are not in a segment it "\
                   "can join: another shape, or a value computed after that segment began)"
         elif step.op in REDUCTIONS:
-            why = "not fused: reduces leading axes (only trailing-axis reductions fuse)"
+            why = ("not fused: a reduction fuses over a segment's row (trailing) axes, its "
+                   "outer (leading) axes, or all axes, of a float value it can read")
+        elif step.op == "reshape":
+            why = "not fused: only a reshape between a row value's keepdim shapes fuses"
         elif REGISTRY.get(step.op) is None or REGISTRY[step.op].lower is None:
             why = f"not fused: {step.op} has no kernel-IR lowering (runs as a numpy call)"
         elif not _fusible(step, shapes, dtypes):
@@ -368,7 +489,8 @@ def fuse(plan: Plan) -> Plan:
         if id(seg) in placed:
             continue
         placed.add(id(seg))
-        kernel, ins, outs = lower_segment(seg, f"k{len(kernels)}", used_after, dtypes, shapes)
+        kernel, ins, outs, row_views = lower_segment(seg, f"k{len(kernels)}", used_after,
+                                                     dtypes, shapes)
         kernels.append(kernel)
         last = seg.steps[-1]
         steps.append(PlanStep(outs[0] if outs else last.out, "kernel",
@@ -378,6 +500,11 @@ def fuse(plan: Plan) -> Plan:
                                               shapes[b])
                                              for o, b in zip(kernel.outputs, outs)]},
                               seg.shape, last.dtype, last.device, last.phase))
+        by_out = {m.out: m for m in seg.steps}
+        for view, row in row_views.items():
+            m = by_out[view]
+            steps.append(PlanStep(view, "expand", [("buf", row)], m.attrs, m.shape, m.dtype,
+                                  m.device, m.phase))
     fused = Plan(steps, plan.inputs, plan.reads, plan.consts, plan.rands, plan.writes,
                  plan.returns, plan.slots, plan.graph, dict(plan.stats), plan.device)
     _liveness(fused, needed)

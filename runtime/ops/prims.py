@@ -99,6 +99,11 @@ def _lower_cast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> 
     return kb.cast(_operand(kb, args[0], dtype), dtype)
 
 
+def _lower_broadcast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    """expand inside a kernel: every value is already read broadcast over the domain."""
+    return _operand(kb, args[0], dtype)
+
+
 def _lower_tanh_backward(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
     g, y = _operand(kb, args[0], dtype), _operand(kb, args[1], dtype)
     one_minus = kb.binary("sub", kb.const(1.0, dtype), kb.binary("mul", y, y, dtype), dtype)
@@ -456,7 +461,8 @@ def _expand_impl(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
 EXPAND = register(Primitive(
     "expand", impl=_expand_impl,
     infer=lambda x, *, shape: (tuple(np.broadcast_shapes(x.shape, shape)), x.dtype),
-    backward=lambda c, g: (F.sum_to(g, c.shape(0)),), view=True, attrs=("shape",)))
+    backward=lambda c, g: (F.sum_to(g, c.shape(0)),), view=True, attrs=("shape",),
+    lower=_lower_broadcast))
 
 
 @dataclass(frozen=True)

@@ -126,3 +126,53 @@ def test_sum_reduction_is_vectorized():
                  (K.Load(0), K.Reduce("sum", 0, "float32")), (K.Output("s", 1, "float32"),))
     asm = build([k]).asm("rowsum")
     assert re.search(r"\bvaddps\b.*%[yz]mm|\baddps\b.*%xmm", asm), asm
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_accumulated_outputs_reduce_over_outer_axes(dtype, threads):
+    """Column sums and maxes of per-element values, and the sum of per-row sums, in the same
+    kernel as a per-element output; any thread split gives numpy's result."""
+    shape = (37, 5, 19)
+    x = random_array(shape, dtype)
+    b = random_array((19,), dtype)
+    exprs = (K.Load(0), K.Load(1), K.Binary("mul", 0, 1, dtype),     # 2 y = x * b
+             K.Reduce("sum", 2, dtype))                              # 3 row sums of y
+    inputs = (K.Input("x", dtype, broadcast_strides(shape, shape)),
+              K.Input("b", dtype, broadcast_strides((19,), shape)))
+    k = K.Kernel("acc", shape, 1, inputs, exprs,
+                 (K.Output("y", 2, dtype), K.Output("colsum", 2, dtype, "sum"),
+                  K.Output("colmax", 2, dtype, "max"), K.Output("total", 3, dtype, "sum"),
+                  K.Output("rowsum", 3, dtype)))
+    assert K.output_shape(k, k.outputs[1]) == (19,)
+    assert K.output_shape(k, k.outputs[3]) == ()
+    y, colsum, colmax, total, rowsum = run(build([k]), k, [x, b], threads=threads)
+    ref = x * b
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(y, ref, rtol=tol)
+    np.testing.assert_allclose(colsum, ref.sum(axis=(0, 1)), rtol=tol, atol=tol * 100)
+    np.testing.assert_array_equal(colmax, ref.max(axis=(0, 1)))
+    np.testing.assert_allclose(total, ref.sum(), rtol=tol, atol=tol * 1000)
+    np.testing.assert_allclose(rowsum, ref.sum(axis=2), rtol=tol, atol=tol * 100)
+
+
+def test_accumulated_output_of_elementwise_kernel_is_deterministic():
+    x = random_array((4000, 64), "float32")
+    k = K.Kernel("colsum", (4000, 64), 0, (K.Input("x", "float32", (64, 1)),),
+                 (K.Load(0), K.Unary("exp", 0, "float32")),
+                 (K.Output("s", 1, "float32", "sum"),))
+    cm = build([k])
+    first = run(cm, k, [x], threads=2)[0]
+    for _ in range(3):
+        np.testing.assert_array_equal(run(cm, k, [x], threads=2)[0], first)
+    np.testing.assert_allclose(first, np.exp(x).sum(axis=0), rtol=1e-5)
+
+
+def test_accumulate_rejects_bool_and_unknown_ops():
+    base = dict(name="bad", domain=(4, 3), n_reduce=0,
+                inputs=(K.Input("x", "bool", (3, 1)),), exprs=(K.Load(0),))
+    with pytest.raises(K.KernelIRError, match="cannot accumulate bool"):
+        K.validate(K.Kernel(**base, outputs=(K.Output("o", 0, "bool", "sum"),)))
+    with pytest.raises(K.KernelIRError, match="cannot accumulate"):
+        K.validate(K.Kernel(**{**base, "inputs": (K.Input("x", "float32", (3, 1)),)},
+                            outputs=(K.Output("o", 0, "float32", "mean"),)))
