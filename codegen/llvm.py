@@ -31,6 +31,14 @@ class RenderError(NotImplementedError):
     """An expr this renderer has no rule for; names the op, dtypes and operands."""
 
 
+# a row's per-element values a later stage re-reads instead of recomputing live in scratch of
+# at most this many bytes (on the stack of the thread running the kernel; an L2-sized row)
+SCRATCH_BYTES = 1 << 18
+CACHE_MIN_COST = 4  # recomputing cheaper values beats a store and a load
+EXPENSIVE = {"exp": 8, "log": 8, "sin": 8, "cos": 8, "tanh": 8, "sigmoid": 8, "erf": 10,
+             "pow": 16, "div": 4, "sqrt": 4}
+ITEM_BYTES = {"float32": 4, "float64": 8, "int64": 8, "bool": 1}
+
 # independent vector chains the vectorizer interleaves in a kernel's innermost loops: a long
 # expression chain (sin, tanh, ... of sin) is latency-bound with one in flight (measured on
 # the chain workload: 143 us with 1, 50 us with 4)
@@ -199,6 +207,62 @@ class _KernelEmitter:
         # outputs stored inside the element loops (full domain shape)
         self.elem_output = [self.per_element[o.value] or kernel.n_reduce == 0
                             for o in kernel.outputs]
+        self.roots = self._loop_roots()
+        self.cached = self._choose_cached()
+
+    def _loop_roots(self) -> dict[int, list[int]]:
+        """Per stage, the per-element exprs its loop must produce: operands of that stage's
+        reductions, then element outputs (stages with neither run no loop)."""
+        kernel, roots = self.kernel, {}
+        for stage in range(max(self.stages, default=0) + 1):
+            found = [e.x for e in kernel.exprs
+                     if isinstance(e, kir.Reduce) and self.stages[e.x] == stage]
+            found += [o.value for j, o in enumerate(kernel.outputs)
+                      if self.elem_output[j] and self.stages[o.value] == stage]
+            if found:
+                roots[stage] = found
+        return roots
+
+    def _choose_cached(self) -> set[int]:
+        """Per-element exprs a later stage's loop re-reads from a row-sized scratch buffer
+        instead of recomputing: the costly ones (see ``_cost``) whose own stage has a loop to
+        store them in, the first met on each path (their operands are then not needed),
+        while the scratch fits SCRATCH_BYTES."""
+        kernel = self.kernel
+        if kernel.n_reduce == 0 or len(self.roots) < 2:
+            return set()
+        inner = math.prod(kernel.inner_shape)
+        cost = self._cost()
+        cached: set[int] = set()
+        budget = SCRATCH_BYTES
+        for stage, roots in self.roots.items():
+            seen: set[int] = set()
+            stack = list(roots)
+            while stack:
+                i = stack.pop()
+                if i in seen or not self.per_element[i]:
+                    continue
+                seen.add(i)
+                size = inner * ITEM_BYTES[self.dtypes[i]]
+                if i in cached or self.stages[i] < stage and self.stages[i] in self.roots \
+                        and cost[i] >= CACHE_MIN_COST and size <= budget:
+                    if i not in cached:
+                        cached.add(i)
+                        budget -= size
+                    continue
+                stack.extend(kir.operands(kernel.exprs[i]))
+        return cached
+
+    def _cost(self) -> list[int]:
+        """Rough cost of recomputing each per-element expr from loads (a tree count)."""
+        costs: list[int] = []
+        for i, expr in enumerate(self.kernel.exprs):
+            if not self.per_element[i] or isinstance(expr, (kir.Load, kir.Const)):
+                costs.append(0)
+                continue
+            own = EXPENSIVE.get(getattr(expr, "op", ""), 1)
+            costs.append(own + sum(costs[j] for j in kir.operands(expr)))
+        return costs
 
     def emit(self) -> None:
         kernel = self.kernel
@@ -231,6 +295,9 @@ class _KernelEmitter:
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
         reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
         self.accs = {i: b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"acc{i}") for i in reduces}
+        inner = math.prod(kernel.inner_shape)
+        self.scratch = {i: b.alloca(STORAGE_TYPES[self.dtypes[i]], I64(inner), name=f"row{i}")
+                        for i in sorted(self.cached)}
         outer_shape = kernel.outer_shape
         self._init_accumulators()
         with for_range(b, start, stop, "outer") as o:
@@ -293,15 +360,16 @@ class _KernelEmitter:
                    if isinstance(e, kir.Reduce) and self.stages[e.x] == stage]
         outputs = [j for j, out in enumerate(kernel.outputs)
                    if self.elem_output[j] and self.stages[out.value] == stage]
-        if not reduces and not outputs:
+        if stage not in self.roots:
             return
         for i in reduces:
             identity, _ = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
             self.b.store(identity(VALUE_TYPES[self.dtypes[i]]), self.accs[i])
         with self._inner_loops(stage, bases, o) as (offsets, flat, inner):
-            roots = [kernel.exprs[i].x for i in reduces] + [kernel.outputs[j].value
-                                                           for j in outputs]
-            vals = self._emit_elements(roots, offsets)
+            stored = [i for i in sorted(self.cached) if self.stages[i] == stage]
+            vals = self._emit_elements(self.roots[stage] + stored, offsets, stage, inner)
+            for i in stored:
+                self._store_scratch(i, inner, vals[i])
             for i in reduces:
                 _, combine = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
                 acc = self.b.load(self.accs[i])
@@ -337,23 +405,40 @@ class _KernelEmitter:
                 inner = b.add(b.mul(inner, I64(extent), flags=("nsw",)), i, flags=("nsw",))
             yield offsets, flat, inner
 
-    def _emit_elements(self, roots: list[int], offsets: list[V]) -> dict[int, V]:
-        """Emit, in program order, the per-element exprs the roots need (recomputed per loop)."""
+    def _emit_elements(self, roots: list[int], offsets: list[V], stage: int, inner: V
+                       ) -> dict[int, V]:
+        """Emit, in program order, the per-element exprs the roots need: recomputed in each
+        loop, except those an earlier stage's loop left in scratch."""
         needed: set[int] = set()
         stack = list(roots)
         while stack:
             i = stack.pop()
             if self.per_element[i] and i not in needed:
                 needed.add(i)
-                stack.extend(kir.operands(self.kernel.exprs[i]))
+                if not self._from_scratch(i, stage):
+                    stack.extend(kir.operands(self.kernel.exprs[i]))
         vals = dict(self.outer_vals)
         for i in sorted(needed):
             expr = self.kernel.exprs[i]
-            if isinstance(expr, kir.Load):
+            if self._from_scratch(i, stage):
+                vals[i] = self._load_scratch(i, inner)
+            elif isinstance(expr, kir.Load):
                 vals[i] = self._load(expr.input, offsets[expr.input])
             else:
                 vals[i] = self._emit_expr(i, vals.__getitem__)
         return vals
+
+    def _from_scratch(self, i: int, stage: int) -> bool:
+        return i in self.cached and self.stages[i] < stage
+
+    def _store_scratch(self, i: int, inner: V, value: V) -> None:
+        if self.dtypes[i] == "bool":
+            value = self.b.zext(value, I8)
+        self.b.store(value, self.b.gep(self.scratch[i], [inner], inbounds=True))
+
+    def _load_scratch(self, i: int, inner: V) -> V:
+        value = self.b.load(self.b.gep(self.scratch[i], [inner], inbounds=True))
+        return self.b.icmp_unsigned("!=", value, I8(0)) if self.dtypes[i] == "bool" else value
 
     def _load(self, k: int, offset: V) -> V:
         b = self.b

@@ -176,3 +176,21 @@ def test_accumulate_rejects_bool_and_unknown_ops():
     with pytest.raises(K.KernelIRError, match="cannot accumulate"):
         K.validate(K.Kernel(**{**base, "inputs": (K.Input("x", "float32", (3, 1)),)},
                             outputs=(K.Output("o", 0, "float32", "mean"),)))
+
+
+@pytest.mark.parametrize("cols", [257, 70000])
+def test_later_stages_reread_costly_values_from_row_scratch(cols):
+    """softmax's exp(x - max) is stored by the sum's loop and re-read by the division's
+    instead of recomputed, while a row fits the scratch budget; wider rows recompute it."""
+    from codegen.llvm import SCRATCH_BYTES, _KernelEmitter
+    from codegen.llvm_math import declare_math
+    from llvmlite import ir as llir
+
+    k = softmax_kernel(3, cols, "float32")
+    module = llir.Module()
+    emitter = _KernelEmitter(module, k, declare_math(module))
+    assert emitter.cached == ({3} if cols * 4 <= SCRATCH_BYTES else set())
+    x = random_array((3, cols), "float32")
+    y, _ = run(build([k]), k, [x])
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
