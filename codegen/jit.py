@@ -12,7 +12,9 @@ import functools
 import math
 import os
 import re
+import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -21,11 +23,14 @@ import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
+from codegen.llvm import ARRAY_DATA_OFFSET, OBJECT_ENTRY
 
 _LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
 _compiles = 0
 _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
                               ctypes.c_int64)
+_OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64,
+                               ctypes.c_int64)
 # below this many domain elements a kernel runs on the calling thread
 PARALLEL_MIN_ELEMENTS = 1 << 16
 # a kernel is worth splitting across threads once elements x exprs passes this: heavy
@@ -109,12 +114,26 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
         engine.finalize_object()
-        addresses = {k.name: engine.get_function_address(k.name) for k in kernels}
-    missing = [name for name, address in addresses.items() if not address]
+        addresses = {k.name: (engine.get_function_address(k.name),
+                              engine.get_function_address(k.name + OBJECT_ENTRY))
+                     for k in kernels}
+    missing = [name for name, pair in addresses.items() if not all(pair)]
     if missing:
         raise RuntimeError(f"kernels {missing} not found in the loaded object code")
-    functions = {name: _KERNEL_FN(address) for name, address in addresses.items()}
+    functions = {name: (_KERNEL_FN(by_ptr), _OBJECTS_FN(by_obj))
+                 for name, (by_ptr, by_obj) in addresses.items()}
     return CompiledModule(engine, code, {k.name: k for k in kernels}, functions)
+
+
+@functools.cache
+def object_entry_ok() -> bool:
+    """Whether this interpreter keeps a numpy array's data pointer where the kernels' object
+    entry reads it (CPython's object header, then PyArrayObject's data field)."""
+    if sys.implementation.name != "cpython":
+        return False
+    base = np.arange(6.0)
+    return all(ctypes.c_void_p.from_address(id(a) + ARRAY_DATA_OFFSET).value == a.ctypes.data
+               for a in (base, base[2:], np.empty((3, 2), np.float32)))
 
 
 # how partials of an accumulated output combine (numpy's maximum propagates nan, as the
@@ -148,6 +167,7 @@ class _ArraySpec:
 class _Launch:
     """Per-kernel facts ``run`` needs, computed once at load time."""
     fn: ctypes._CFuncPtr
+    fn_objects: ctypes._CFuncPtr  # the same kernel over array objects' addresses
     outer: int
     default_threads: int
     inputs: tuple[_ArraySpec, ...]
@@ -155,7 +175,7 @@ class _Launch:
     accumulate: tuple[tuple[int, str], ...]  # (output index, reduce op) of accumulated outputs
 
     @classmethod
-    def of(cls, k: kir.Kernel, fn: ctypes._CFuncPtr) -> _Launch:
+    def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
         big = math.prod(k.domain) * max(4, len(k.exprs)) >= PARALLEL_MIN_WORK
         empty = not all(k.domain)
         inputs = tuple(
@@ -168,7 +188,7 @@ class _Launch:
                         for out in k.outputs)
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
-        return cls(fn, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs,
+        return cls(*fns, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs,
                    accumulate)
 
 
@@ -224,6 +244,30 @@ class CompiledModule:
         for mine in partials:
             for (j, op), a in zip(launch.accumulate, mine):
                 _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
+
+    def launcher(self, kernel: str | kir.Kernel) -> Callable[[list[np.ndarray]], None]:
+        """A fast ``run`` for a caller that passes arrays of the same dtypes, sizes and
+        layout on every call (a plan's kernel step): ``call(inputs + outputs)``. The first
+        call is checked as ``run`` checks; later ones hand the array objects straight to the
+        kernel's object entry. Kernels split across threads go through ``run``."""
+        name = kernel if isinstance(kernel, str) else kernel.name
+        launch = self._launch[name]
+        n_in = len(launch.inputs)
+        if launch.default_threads > 1 or not object_entry_ok():
+            return lambda arrays: self.run(name, arrays[:n_in], arrays[n_in:])
+        fn, outer = launch.fn_objects, launch.outer
+        addresses = ctypes.c_size_t * (n_in + len(launch.outputs))
+        checked = False
+
+        def call(arrays: list[np.ndarray]) -> None:
+            nonlocal checked
+            if not checked:
+                self.run(name, arrays[:n_in], arrays[n_in:])
+                checked = True
+                return
+            fn(addresses(*map(id, arrays)), 0, outer)
+
+        return call
 
     def asm(self, kernel_name: str) -> str:
         """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""

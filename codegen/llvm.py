@@ -24,6 +24,10 @@ VALUE_TYPES: dict[str, ir.Type] = {
 }
 # numpy stores bool as one byte
 STORAGE_TYPES: dict[str, ir.Type] = {**VALUE_TYPES, "bool": I8}
+# byte offset of the data pointer in a numpy array object (PyArrayObject_fields.data, after
+# PyObject_HEAD); codegen.jit checks it against this interpreter before using OBJECT_ENTRY
+ARRAY_DATA_OFFSET = 16
+OBJECT_ENTRY = ".objects"
 ABI_TYPE = ir.FunctionType(ir.VoidType(), [I8.as_pointer().as_pointer(), I64, I64])
 
 
@@ -283,6 +287,21 @@ class _KernelEmitter:
         ptrs, start, stop = wrapper.args
         args = [b.bitcast(b.load(b.gep(ptrs, [I64(i)], inbounds=True), name=f"ptr{i}"), ty)
                 for i, ty in enumerate(ptr_types)]
+        b.call(body, [*args, start, stop])
+        b.ret_void()
+
+        # the same entry over the addresses of numpy array objects (CPython's id()): it reads
+        # each data pointer from the object, sparing the caller a slow .ctypes.data per array
+        by_object = ir.Function(self.module, ABI_TYPE, kernel.name + OBJECT_ENTRY)
+        by_object.attributes.add("nounwind")
+        b = ir.IRBuilder(by_object.append_basic_block("entry"))
+        objs, start, stop = by_object.args
+        args = []
+        for i, ty in enumerate(ptr_types):
+            obj = b.load(b.gep(objs, [I64(i)], inbounds=True), name=f"obj{i}")
+            field = b.bitcast(b.gep(obj, [I64(ARRAY_DATA_OFFSET)], inbounds=True),
+                              I8.as_pointer().as_pointer())
+            args.append(b.bitcast(b.load(field, name=f"data{i}"), ty))
         b.call(body, [*args, start, stop])
         b.ret_void()
 

@@ -38,6 +38,22 @@ def test_run_checks_arrays():
         cm.run(k, [a], [np.empty(16, np.float32)])
 
 
+def test_launcher_checks_its_first_call_then_passes_array_objects():
+    from codegen.jit import object_entry_ok
+
+    assert object_entry_ok()  # CPython + numpy: the data pointer follows the object header
+    k = muladd_kernel(4096)
+    cm = build([k])
+    call = cm.launcher(k)
+    a, b, c = (random_array((4096,), "float32") for _ in range(3))
+    with pytest.raises(ValueError, match="input 'b'"):
+        call([a, b.astype(np.float64), c, np.empty(4096, np.float32)])
+    for _ in range(3):  # the first good call is checked, the others take the object entry
+        out = np.full(4096, np.nan, np.float32)
+        call([a, b[::-1].copy(), c, out])
+        np.testing.assert_allclose(out, a * b[::-1] + c, rtol=1e-6)
+
+
 def test_renderer_without_a_rule_names_op_dtypes_and_operands(monkeypatch):
     monkeypatch.setattr(llvm, "declare_math", lambda module: {})
     k = K.Kernel("needs_exp", (4,), 0, (K.Input("x", "float64", (1,)),),
