@@ -171,11 +171,14 @@ def stage_of(kernel: Kernel) -> list[int]:
 
 
 def per_element(kernel: Kernel) -> list[bool]:
-    """Whether each expr varies along the inner axes (depends on a Load not behind a Reduce)."""
+    """Whether each expr varies along the inner axes: it depends, not behind a Reduce, on a
+    Load of an input that is not broadcast over every inner axis (an input read with zero
+    inner strides, e.g. a (rows, 1) array, holds one value per row)."""
+    n_outer = len(kernel.outer_shape)
     flags: list[bool] = []
     for expr in kernel.exprs:
         if isinstance(expr, Load):
-            flags.append(True)
+            flags.append(any(kernel.inputs[expr.input].strides[n_outer:]))
         elif isinstance(expr, Reduce):
             flags.append(False)
         else:

@@ -321,7 +321,8 @@ class _KernelEmitter:
         self._init_accumulators()
         with for_range(b, start, stop, "outer") as o:
             index = self._unflatten(o, outer_shape)
-            bases = [self._dot(index, inp.strides[: len(outer_shape)]) for inp in kernel.inputs]
+            bases = self.bases = [self._dot(index, inp.strides[: len(outer_shape)])
+                                  for inp in kernel.inputs]
             self.outer_vals: dict[int, V] = {}
             for stage in range(max(self.stages, default=0) + 1):
                 self._emit_outer_stage(stage, o)
@@ -363,6 +364,8 @@ class _KernelEmitter:
                 continue
             if isinstance(expr, kir.Reduce):
                 self.outer_vals[i] = self.b.load(self.accs[i], name=f"red{i}")
+            elif isinstance(expr, kir.Load):  # an input broadcast over the inner axes
+                self.outer_vals[i] = self._load(expr.input, self.bases[expr.input])
             else:
                 self.outer_vals[i] = self._emit_expr(i, self.outer_vals.__getitem__)
         for j, out in enumerate(self.kernel.outputs):

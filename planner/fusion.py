@@ -232,7 +232,7 @@ def _join_elementwise(step: PlanStep, member: dict[int, Segment],
         else:
             # per row: a step of the row shape over the segment's row values only (the IR
             # reads every input per element, so a row input would make a per-element value)
-            ok = _is_row_step(step, seg, member, bufs)
+            ok = _is_row_step(step, seg, member, bufs, shapes)
         if ok and (best is None or len(seg.steps) > len(best.steps)):
             best = seg
     if best is not None and step.shape != best.shape:
@@ -241,9 +241,20 @@ def _join_elementwise(step: PlanStep, member: dict[int, Segment],
 
 
 def _is_row_step(step: PlanStep, seg: Segment, member: dict[int, Segment],
-                 bufs: list[int]) -> bool:
-    return seg.n_reduce > 0 and step.shape in (seg.row_shape(True), seg.row_shape(False)) \
-        and all(member.get(u) is seg and u in seg.reduced for u in bufs)
+                 bufs: list[int], shapes: dict[int, tuple[int, ...]]) -> bool:
+    """A step of the row shape reading only row values: the segment's, or outside values
+    constant along the row (their shape broadcasts to the domain with ones over the row's
+    axes, so the kernel reads them once per row)."""
+    if seg.n_reduce == 0 or step.shape not in (seg.row_shape(True), seg.row_shape(False)):
+        return False
+    for u in bufs:
+        if member.get(u) is seg:
+            if u not in seg.reduced:
+                return False
+        elif not _broadcasts(shapes[u], seg.shape) \
+                or any(_strides(shapes[u], seg.shape)[len(seg.shape) - seg.n_reduce:]):
+            return False
+    return True
 
 
 def _join_row_view(step: PlanStep, member: dict[int, Segment],
@@ -253,7 +264,7 @@ def _join_row_view(step: PlanStep, member: dict[int, Segment],
     seg = member.get(src) if kind == "buf" else None
     if seg is None or step.dtype.name not in _IR_DTYPES \
             or not _precedes_or_inside([src], seg, member, ready) \
-            or not _is_row_step(step, seg, member, [src]):
+            or not _is_row_step(step, seg, member, [src], shapes):
         return None
     seg.reduced.add(step.out)
     return seg
