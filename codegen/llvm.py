@@ -14,7 +14,7 @@ from contextlib import ExitStack, contextmanager
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import declare_math
+from codegen.llvm_math import declare_math, power
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -137,7 +137,7 @@ BINARY_RULES: dict[tuple[str, str], Callable[[Builder, V, V, ir.Module], V]] = {
     ("sub", "float"): lambda b, x, y, m: b.fsub(x, y),
     ("mul", "float"): lambda b, x, y, m: b.fmul(x, y),
     ("div", "float"): lambda b, x, y, m: b.fdiv(x, y),
-    ("pow", "float"): _fintrinsic("llvm.pow"),
+    ("pow", "float"): lambda b, x, y, m: power(m, b, x, y),
     # llvm.maximum/minimum propagate nan like np.maximum/np.minimum
     ("maximum", "float"): _fintrinsic("llvm.maximum"),
     ("minimum", "float"): _fintrinsic("llvm.minimum"),

@@ -366,3 +366,48 @@ def _call(module: ir.Module, op: str, builder: ir.IRBuilder, x: V, dtype: str) -
 def declare_math(module: ir.Module) -> dict[str, MathFn]:
     """Emitters keyed by op name: ``table[op](builder, x, dtype)`` returns op(x)."""
     return {op: partial(_call, module, op) for op in _BODIES}
+
+
+def _pow_f32(module: ir.Module) -> ir.Function:
+    """float32 pow(x, y) as exp(y * log|x|) in float64 (an error of at most 0.5 ulp plus
+    double rounding), with C99's cases: pow(x, 0) = pow(1, y) = 1, pow(-1, +-inf) = 1, a
+    negative finite base with a non-integer exponent gives nan, and an odd integer exponent
+    keeps the base's sign (also of zeros and infinities)."""
+    name = "backplan.math.pow.float32"
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    f32, f64 = ir.FloatType(), ir.DoubleType()
+    fn = ir.Function(module, ir.FunctionType(f32, [f32, f32]), name)
+    fn.linkage = "internal"
+    fn.attributes.add("alwaysinline")
+    fn.attributes.add("nounwind")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    e = _Emitter(module, b, _FORMATS["float64"])
+    x, y = (b.fpext(a, f64) for a in fn.args)
+    ax = e.intrinsic("llvm.fabs", x)
+    r = b.call(_function(module, "exp", "float64"),
+               [b.fmul(y, b.call(_function(module, "log", "float64"), [ax]))])
+    is_int = b.fcmp_ordered("==", e.intrinsic("llvm.floor", y), y)
+    half = b.fmul(y, e.c(0.5))
+    odd = b.and_(is_int, b.fcmp_ordered("!=", e.intrinsic("llvm.floor", half), half))
+    r = b.select(odd, e.intrinsic("llvm.copysign", r, x), r)
+    finite_neg = b.and_(b.fcmp_ordered("<", x, e.c(0.0)),
+                        b.fcmp_ordered("!=", ax, e.c(math.inf)))
+    r = b.select(b.and_(finite_neg, b.not_(is_int)), e.c(math.nan), r)
+    one = b.or_(b.fcmp_ordered("==", y, e.c(0.0)), b.fcmp_ordered("==", x, e.c(1.0)))
+    one = b.or_(one, b.and_(b.fcmp_ordered("==", ax, e.c(1.0)),
+                            b.fcmp_ordered("==", e.intrinsic("llvm.fabs", y), e.c(math.inf))))
+    b.ret(b.fptrunc(b.select(one, e.c(1.0), r), f32))
+    return fn
+
+
+def power(module: ir.Module, builder: ir.IRBuilder, x: V, y: V) -> V:
+    """pow(x, y): vectorizable for float32 (``_pow_f32``); float64 calls llvm.pow, which
+    becomes libm's pow (no float64 pow is written here yet)."""
+    if x.type == ir.FloatType():
+        return builder.call(_pow_f32(module), [x, y], name="pow")
+    full = "llvm.pow.f64"
+    fn = module.globals.get(full) or ir.Function(
+        module, ir.FunctionType(x.type, [x.type, x.type]), full)
+    return builder.call(fn, [x, y], name="pow")

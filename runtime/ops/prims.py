@@ -99,6 +99,22 @@ def _lower_cast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> 
     return kb.cast(_operand(kb, args[0], dtype), dtype)
 
 
+def _lower_pow(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    """x ** n for a small integer scalar n as multiplications (and one division for n < 0):
+    what ML code raises to (squares, cubes), cheaper than pow and within an ulp of it."""
+    base, exponent = args
+    n = exponent[1]
+    if base[0] != "expr" or exponent[0] != "scalar" or isinstance(n, bool) \
+            or n not in (0, 1, 2, 3, 4, -1, -2) or n != int(n):
+        return _lower_binary("pow")(kb, args, attrs, dtype)
+    x = _operand(kb, base, dtype)
+    one = kb.const(1.0, dtype)
+    acc = one if n == 0 else x
+    for _ in range(abs(int(n)) - 1):
+        acc = kb.binary("mul", acc, x, dtype)
+    return kb.binary("div", one, acc, dtype) if n < 0 else acc
+
+
 def _lower_broadcast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
     """expand inside a kernel: every value is already read broadcast over the domain."""
     return _operand(kb, args[0], dtype)
@@ -120,11 +136,11 @@ def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
 
 
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
-            promote: str = PROMOTE_SAME) -> Primitive:
+            promote: str = PROMOTE_SAME, lower: Any = None) -> Primitive:
     return register(Primitive(
         name, impl=lambda xp, a, b: fn(a, b), infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, differentiable=backward is not None,
-        lower=_lower_binary(name)))
+        lower=lower or _lower_binary(name)))
 
 
 def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
@@ -173,7 +189,7 @@ def _pow_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
-POW = _binary("pow", np.power, _pow_bwd, saves=(0, 1, "out"))
+POW = _binary("pow", np.power, _pow_bwd, saves=(0, 1, "out"), lower=_lower_pow)
 MAXIMUM = _binary(
     "maximum", np.maximum,
     lambda c, g: _minmax_bwd(c, g, F.gt), saves=(0, 1))

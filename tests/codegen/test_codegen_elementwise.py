@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -189,3 +190,51 @@ def test_degenerate_domains(domain):
     k = _elementwise_kernel("deg", domain, [x], K.Unary("neg", 0, "float64"), "float64")
     (got,) = run(build([k]), k, [x])
     np.testing.assert_array_equal(got, -x)
+
+
+def test_float32_pow_is_vectorized_and_follows_c99_special_cases():
+    specials = np.array([0.0, -0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5, np.inf, -np.inf, np.nan,
+                         3.7, -3.7, 1e-30, 1e30], np.float32)
+    x = np.repeat(specials, len(specials))
+    y = np.tile(np.array([0.0, -0.0, 1.0, -1.0, 2.0, 3.0, -3.0, 0.5, -0.5, np.inf, -np.inf,
+                          np.nan, 2.5, 7.0, -7.0], np.float32), len(specials))
+    rng = np.random.default_rng(1)
+    x = np.concatenate([x, rng.uniform(0, 4, 4096).astype(np.float32),
+                        rng.uniform(-4, 4, 4096).round().astype(np.float32)])
+    y = np.concatenate([y, rng.uniform(-8, 8, 4096).astype(np.float32),
+                        rng.integers(-9, 9, 4096).astype(np.float32)])
+    k = _elementwise_kernel("pow32", x.shape, [x, y], K.Binary("pow", 0, 1, "float32"),
+                            "float32")
+    cm = build([k])
+    (got,) = run(cm, k, [x, y])
+    with np.errstate(all="ignore"):
+        expect = np.power(x, y)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expect))
+    finite = np.isfinite(expect) & (expect != 0)
+    ulp = np.abs(got[finite] - expect[finite]) / np.spacing(np.abs(expect[finite]))
+    assert ulp.max() <= 1.0, ulp.max()
+    same = ~finite & ~np.isnan(expect)  # zeros and infinities, signs included
+    np.testing.assert_array_equal(np.signbit(got[same]), np.signbit(expect[same]))
+    np.testing.assert_array_equal(got[same], expect[same])
+    assert "call" not in cm.asm("pow32").replace("callq\t*", "")  # no libm in the loop
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 4, -1, -2, 2.5])
+def test_pow_by_small_integer_lowers_to_multiplications(n):
+    import planner
+    import runtime as rt
+
+    x = rt.tensor(np.linspace(-3, 3, 64 * 1024, dtype=np.float32).reshape(64, 1024) + 0.01)
+
+    @planner.compile(backend="llvm")
+    def f(x):
+        return ((x * 1.5) ** n).tanh()
+
+    with mock.patch("planner.fusion.MIN_ELEMENTS", 1):
+        got = f(x).numpy()
+    with np.errstate(all="ignore"):
+        expect = np.tanh(np.power(x.numpy() * np.float32(1.5), np.float32(n)))
+    np.testing.assert_allclose(got, expect, rtol=2e-6, atol=1e-6, equal_nan=True)
+    (kernel,) = [s.attrs["kernel"] for s in f.plan.steps if s.op == "kernel"]
+    has_pow = any(getattr(e, "op", None) == "pow" for e in kernel.exprs)
+    assert has_pow == (n == 2.5)
