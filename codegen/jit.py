@@ -143,7 +143,8 @@ _COMBINE = {"sum": np.add, "max": np.maximum}
 
 @functools.cache
 def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="backplan-jit")
+    return ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
+                              thread_name_prefix="backplan-jit")
 
 
 @dataclass(frozen=True)
@@ -237,8 +238,10 @@ class CompiledModule:
                 chunk_ptrs.append((ctypes.c_void_p * len(chunk))(*chunk))
             else:
                 chunk_ptrs.append(ptrs)
+        # the calling thread runs the first chunk itself rather than wait idle
         futures = [_pool().submit(launch.fn, p, lo, hi)
-                   for p, lo, hi in zip(chunk_ptrs, bounds, bounds[1:])]
+                   for p, lo, hi in zip(chunk_ptrs[1:], bounds[1:], bounds[2:])]
+        launch.fn(chunk_ptrs[0], bounds[0], bounds[1])
         for f in futures:
             f.result()
         for mine in partials:

@@ -213,6 +213,13 @@ class _KernelEmitter:
                             for o in kernel.outputs]
         self.roots = self._loop_roots()
         self.cached = self._choose_cached()
+        # divisors constant along a row (row values, constants) of per-element float
+        # divisions: divided into 1 once per row, then multiplied (vector division is several
+        # times slower than multiplication; the product is within an ulp of the quotient)
+        self.recip_of = {e.b for i, e in enumerate(kernel.exprs)
+                         if isinstance(e, kir.Binary) and e.op == "div" and self.per_element[i]
+                         and not self.per_element[e.b]}
+        self.recips: dict[int, V] = {}
 
     def _loop_roots(self) -> dict[int, list[int]]:
         """Per stage, the per-element exprs its loop must produce: operands of that stage's
@@ -368,6 +375,9 @@ class _KernelEmitter:
                 self.outer_vals[i] = self._load(expr.input, self.bases[expr.input])
             else:
                 self.outer_vals[i] = self._emit_expr(i, self.outer_vals.__getitem__)
+            if i in self.recip_of:
+                value = self.outer_vals[i]
+                self.recips[i] = self.b.fdiv(ir.Constant(value.type, 1.0), value)
         for j, out in enumerate(self.kernel.outputs):
             if not self.elem_output[j] and self.stages[out.value] == stage:
                 if out.accumulate is None:
@@ -500,6 +510,9 @@ class _KernelEmitter:
             return UNARY_RULES[(expr.op, kind)](b, get(expr.x), m)
         if isinstance(expr, kir.Unary) and kind == "float" and expr.op in self.math:
             return self.math[expr.op](b, get(expr.x), expr.dtype)
+        if isinstance(expr, kir.Binary) and expr.op == "div" and expr.b in self.recips \
+                and self.per_element[i]:
+            return b.fmul(get(expr.a), self.recips[expr.b])
         if isinstance(expr, kir.Binary) and (expr.op, kind) in BINARY_RULES:
             return BINARY_RULES[(expr.op, kind)](b, get(expr.a), get(expr.b), m)
         raise RenderError(
