@@ -45,3 +45,12 @@ def test_cli_llvm_plan_and_cache(tmp_path: Any, monkeypatch: Any, capsys: Any) -
     assert "1 compiled modules" in capsys.readouterr().out
     assert main(["cache", "--clear"]) == 0
     assert not list(tmp_path.glob("*.o"))
+
+
+def test_backplan_console_script_is_the_planner_cli() -> None:
+    from pathlib import Path
+
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert project["project"]["scripts"]["backplan"] == "planner.__main__:main"
