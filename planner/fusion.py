@@ -82,6 +82,10 @@ class Segment:
     # may read them, as they are complete only when every row is done
     accumulated: dict[int, str] = field(default_factory=dict)
     inner: int | None = None  # inner axes, fixed once a member accumulates over the outer ones
+    # a reduction over axes that are neither trailing nor leading opens a segment over its
+    # source with the axes permuted (kept axes, then reduced ones): domain axis i is the
+    # source's axis perm[i]. Only row steps over its row values may join such a segment.
+    perm: tuple[int, ...] | None = None
 
     @property
     def first(self) -> int:
@@ -94,7 +98,14 @@ class Segment:
 
     def row_shape(self, keepdim: bool) -> tuple[int, ...]:
         outer = self.shape[:len(self.shape) - self.n_reduce]
-        return outer + (1,) * self.n_reduce if keepdim else outer
+        if not keepdim:
+            return outer
+        if self.perm is None:
+            return outer + (1,) * self.n_reduce
+        keep = [1] * len(self.shape)  # the source's axis order, its reduced axes of size one
+        for axis, extent in zip(self.perm, outer):
+            keep[axis] = extent
+        return tuple(keep)
 
 
 @dataclass(frozen=True)
@@ -225,7 +236,7 @@ def _join_elementwise(step: PlanStep, member: dict[int, Segment],
         seg = member.get(v)
         if seg is None or not _precedes_or_inside(bufs, seg, member, ready):
             continue
-        if step.shape == seg.shape:
+        if step.shape == seg.shape and seg.perm is None:
             # per element: a row value may feed it only in its keepdim shape (broadcasts)
             ok = all(u not in seg.reduced or shapes[u] == seg.row_shape(True) for u in bufs
                      if member.get(u) is seg)
@@ -251,7 +262,7 @@ def _is_row_step(step: PlanStep, seg: Segment, member: dict[int, Segment],
         if member.get(u) is seg:
             if u not in seg.reduced:
                 return False
-        elif not _broadcasts(shapes[u], seg.shape) \
+        elif seg.perm is not None or not _broadcasts(shapes[u], seg.shape) \
                 or any(_strides(shapes[u], seg.shape)[len(seg.shape) - seg.n_reduce:]):
             return False
     return True
@@ -276,7 +287,7 @@ def _join_sibling(step: PlanStep, found: list[Segment], shapes: dict[int, tuple[
     of its domain that runs after all of them, preferring one that already reads the same
     data (one pass over it instead of two), else the latest."""
     bufs = _buf_args(step)
-    fits = [seg for seg in found if seg.shape == step.shape
+    fits = [seg for seg in found if seg.shape == step.shape and seg.perm is None
             and all(u in ready or u < seg.first for u in bufs)]
     if not fits:
         return None
@@ -306,6 +317,12 @@ def _start_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> Segm
         seg.inner = 1
         seg.accumulated[step.out] = ACCUMULATE[step.op]
         return seg
+    if axes and len(set(axes)) == len(axes) and all(0 <= a < nd for a in axes):
+        seg.perm = tuple(a for a in range(nd) if a not in axes) + tuple(sorted(axes))
+        seg.shape = tuple(shapes[src][a] for a in seg.perm)
+        seg.n_reduce = len(axes)
+        seg.reduced.add(step.out)
+        return seg
     return None
 
 
@@ -332,7 +349,7 @@ def _join_reduction(step: PlanStep, member: dict[int, Segment],
             return None
         seg.accumulated[step.out] = ACCUMULATE[step.op]
         return seg
-    if shapes[src] != seg.shape:
+    if shapes[src] != seg.shape or seg.perm is not None:
         return None
     if axes == tuple(range(nd - k, nd)) and k < nd or k == nd == seg.n_reduce \
             or k == nd == 1:
@@ -377,8 +394,9 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
                 continue
             if v not in inside:
                 input_bufs.append(v)
-                inputs.append(kir.Input(f"in{len(inputs)}", dtypes[v],
-                                        _strides(shapes[v], seg.shape)))
+                inputs.append(kir.Input(f"in{len(inputs)}", dtypes[v], _strides(
+                    shapes[v], seg.shape) if seg.perm is None else _permuted_strides(
+                        shapes[v], seg.perm)))
                 inside[v] = kb.load(len(inputs) - 1)
             args.append(("expr", inside[v], dtypes[v]))
         if step.op in REDUCTIONS:
@@ -404,6 +422,13 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
     assert domain != seg.shape or kernel.inner_shape == seg.shape[nd - seg.n_inner:]
     kir.validate(kernel)
     return kernel, input_bufs, outputs, row_views
+
+
+def _permuted_strides(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, ...]:
+    """Element strides of a C-contiguous array of ``shape`` read over its axes in ``perm``
+    order (size-1 axes broadcast)."""
+    natural = _strides(shape, shape)
+    return tuple(natural[a] for a in perm)
 
 
 def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PlanStep, x: int,

@@ -157,3 +157,22 @@ def test_fusion_decisions_are_explained() -> None:
         else:
             assert any("matmul has no kernel-IR lowering" in line for line in report)
             assert any("too small for a kernel call" in line for line in report)
+
+
+@pytest.mark.parametrize("axes,keepdim", [((1,), False), ((0, 2), True), ((1,), True)])
+@pytest.mark.parametrize("op", ["sum", "amax", "mean"])
+def test_reductions_over_middle_axes_run_over_a_permuted_domain(op: str, axes: Any,
+                                                                keepdim: bool) -> None:
+    x = rt.tensor(np.random.default_rng(3).standard_normal((16, 48, 64)).astype(np.float32))
+
+    def f(x: Any) -> Any:
+        r = getattr(x.exp(), op)(dim=axes, keepdim=keepdim)
+        return (r * 2.0).log()
+
+    with mock.patch.object(fusion, "MIN_ELEMENTS", 1):
+        step = planner.compile(f, backend="llvm")
+        got = step(x).numpy()
+    np.testing.assert_allclose(got, f(x).numpy(), rtol=1e-5, atol=1e-6)
+    kernels = [s.attrs["kernel"] for s in step.plan.steps if s.op == "kernel"]
+    assert any(k.n_reduce == len(axes) and k.domain[-len(axes):] == tuple(
+        x.shape[a] for a in axes) for k in kernels), kernels
