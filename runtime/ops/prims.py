@@ -257,7 +257,7 @@ SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
 def _erf(xp: Any) -> Any:
     if xp is np:
         vec = np.frompyfunc(math.erf, 1, 1)
-        return lambda x: vec(x).astype(x.dtype)
+        return lambda x: np.asarray(vec(x), dtype=x.dtype)  # a 0-d input gives a bare float
     from cupyx.scipy.special import erf  # type: ignore[import-not-found]
 
     return erf

@@ -709,3 +709,13 @@ def test_float_indices_type_error():
 def test_sum_bad_dim():
     with pytest.raises((ValueError, IndexError)):
         rt.ones(2, 3).sum(dim=2)
+
+
+def test_erf_of_a_zero_dim_tensor():
+    import math
+
+    x = rt.tensor(0.5, dtype=rt.float64, requires_grad=True)
+    y = x.erf()
+    assert y.shape == () and abs(y.item() - math.erf(0.5)) < 1e-15
+    y.backward()
+    assert abs(x.grad.item() - 2 / math.sqrt(math.pi) * math.exp(-0.25)) < 1e-12
