@@ -2,7 +2,18 @@
 
 Each kernel becomes an ABI wrapper ``void NAME(i8** ptrs, i64 start, i64 stop)`` that loads the
 data pointers and calls an internal always-inline body whose pointer parameters are ``noalias``,
-so LLVM may vectorize the plain unit/zero-stride inner loops the body is written with.
+so LLVM may vectorize the plain unit/zero-stride inner loops the body is written with. A second
+entry, ``NAME.objects``, takes the addresses of numpy array objects instead and reads each data
+pointer itself (what a plan's kernel step calls: no ``.ctypes.data`` per array in Python).
+
+The body loops over ``[start, stop)`` of the outer axes; per outer index it runs one inner loop
+per stage (``ir.stage_of``): a stage's loop feeds the reductions of that stage and stores its
+per-element outputs; values constant along the row are computed between loops. Costly
+per-element values a later stage needs again are stored to row-sized stack scratch by the loop
+of their own stage rather than recomputed; the innermost loops ask the vectorizer to interleave
+(``INTERLEAVE``) so long expression chains are not latency-bound; per-element division by a
+row value multiplies by its reciprocal. Outputs with ``accumulate`` start at the reduction's
+identity and combine every row of the call's range into one partial.
 """
 
 from __future__ import annotations
