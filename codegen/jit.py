@@ -31,11 +31,13 @@ _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_in
                               ctypes.c_int64)
 _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64,
                                ctypes.c_int64)
-# below this many domain elements a kernel runs on the calling thread
-PARALLEL_MIN_ELEMENTS = 1 << 16
-# a kernel is worth splitting across threads once elements x exprs passes this: heavy
-# expression chains (transcendentals) pay for the thread hand-off on smaller domains
-PARALLEL_MIN_WORK = 4 * PARALLEL_MIN_ELEMENTS
+# A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: handing
+# a chunk to a pool thread and back costs tens of microseconds (65 us measured for a no-op
+# round trip on this project's 2-core VM). The estimate is the larger of its memory traffic at
+# MEMORY_BYTES_PER_US and its element-exprs at EXPR_US (a vectorized transcendental chain).
+PARALLEL_MIN_US = 150.0
+MEMORY_BYTES_PER_US = 10_000.0
+EXPR_US = 5e-5
 
 
 @functools.cache
@@ -125,6 +127,14 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
     return CompiledModule(engine, code, {k.name: k for k in kernels}, functions)
 
 
+def estimated_us(k: kir.Kernel) -> float:
+    """A rough single-thread time of ``k``: memory traffic or arithmetic, whichever is more."""
+    elements = math.prod(k.domain)
+    per_element = sum(np.dtype(i.dtype).itemsize for i in k.inputs if any(i.strides))
+    per_element += sum(np.dtype(o.dtype).itemsize for o in k.outputs)
+    return max(elements * per_element / MEMORY_BYTES_PER_US, elements * len(k.exprs) * EXPR_US)
+
+
 @functools.cache
 def object_entry_ok() -> bool:
     """Whether this interpreter keeps a numpy array's data pointer where the kernels' object
@@ -177,7 +187,7 @@ class _Launch:
 
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
-        big = math.prod(k.domain) * max(4, len(k.exprs)) >= PARALLEL_MIN_WORK
+        big = estimated_us(k) >= PARALLEL_MIN_US
         empty = not all(k.domain)
         inputs = tuple(
             _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),

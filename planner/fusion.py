@@ -413,15 +413,36 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
     outputs = [s.out for s in seg.steps if s.out in used_after and s.out not in row_views]
     outputs += [b for b in dict.fromkeys(row_views.values()) if b not in outputs]
     domain = seg.shape
+    accumulate = {b: seg.accumulated.get(b) for b in outputs}
     if seg.n_reduce == 0 and seg.inner is None:
         domain, inputs = _rows_of(domain, inputs)
+    elif _splittable_reduction(seg, kb.exprs, [inside[b] for b in outputs]):
+        # a whole-vector reduction only read as a result: sums of rows, accumulated over the
+        # rows, so the vector splits across threads
+        domain, inputs = _rows_of(domain, inputs)
+        if domain != seg.shape:
+            accumulate = {b: _reduce_op(kb.exprs[inside[b]], accumulate[b]) for b in outputs}
     kernel = kir.Kernel(
         name, domain, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
-        tuple(kir.Output(f"out{i}", inside[b], dtypes[b], seg.accumulated.get(b))
+        tuple(kir.Output(f"out{i}", inside[b], dtypes[b], accumulate[b])
               for i, b in enumerate(outputs)))
     assert domain != seg.shape or kernel.inner_shape == seg.shape[nd - seg.n_inner:]
     kir.validate(kernel)
     return kernel, input_bufs, outputs, row_views
+
+
+def _splittable_reduction(seg: Segment, exprs: list[kir.Expr], out_values: list[int]) -> bool:
+    """A 1-D segment reduced whole whose reductions no expr reads (only outputs do)."""
+    if len(seg.shape) != 1 or seg.n_reduce != 1 or seg.accumulated or seg.perm is not None:
+        return False
+    read = {j for e in exprs for j in kir.operands(e)}
+    reduces = {i for i, e in enumerate(exprs) if isinstance(e, kir.Reduce)}
+    return not reduces & read and all(
+        isinstance(exprs[v], kir.Reduce) or v not in reduces for v in out_values)
+
+
+def _reduce_op(expr: kir.Expr, accumulate: str | None) -> str | None:
+    return expr.op if isinstance(expr, kir.Reduce) else accumulate
 
 
 def _permuted_strides(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, ...]:
@@ -455,11 +476,12 @@ def _rows_of(domain: tuple[int, ...], inputs: list[kir.Input]
     flat run of elements: cut it into rows, so the outer axis can be split across threads."""
     n = math.prod(domain)
     contiguous = _strides(domain, domain)
-    if n < 2 * ROW or n % ROW or not all(
+    row = ROW
+    if n < 2 * row or n % row or not all(
             i.strides == contiguous or not any(i.strides) for i in inputs):
         return domain, inputs
-    rows = (n // ROW, ROW)
-    return rows, [kir.Input(i.name, i.dtype, (ROW, 1) if any(i.strides) else (0, 0))
+    rows = (n // row, row)
+    return rows, [kir.Input(i.name, i.dtype, (row, 1) if any(i.strides) else (0, 0))
                   for i in inputs]
 
 
