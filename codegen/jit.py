@@ -282,6 +282,19 @@ class CompiledModule:
 
         return call
 
+    def object_entry(self, kernel: str | kir.Kernel
+                     ) -> tuple[ctypes._CFuncPtr, type, int] | None:
+        """``(fn, addresses, outer)`` to call ``fn(addresses(*map(id, ins + outs)), 0,
+        outer)`` for a caller that itself guarantees what ``run`` checks (dtypes, sizes,
+        C-contiguity, outputs apart from inputs; a plan's generated program) and keeps every
+        array alive during the call; None where the kernel splits across threads or this
+        interpreter's arrays do not fit the object entry."""
+        launch = self._launch[kernel if isinstance(kernel, str) else kernel.name]
+        if launch.default_threads > 1 or not object_entry_ok():
+            return None
+        n = len(launch.inputs) + len(launch.outputs)
+        return launch.fn_objects, ctypes.c_size_t * n, launch.outer
+
     def asm(self, kernel_name: str) -> str:
         """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""
         if kernel_name not in self.kernels:

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from runtime import _dtype as D
 from runtime._device import canonical_device, device_of_array
 from runtime.autograd.anomaly import is_anomaly_enabled
@@ -61,15 +59,15 @@ class Binding:
             now = read()
             if type(now) is not type(value) or now != value:
                 return f"the Python value {name} is {now!r} (it was {value!r})"
-        for slot in self.slots:
-            if slot.kind == "tensor":
+        for is_tensor, slot in self._guarded_slots():
+            if is_tensor:
                 t = slot.ref
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
                     return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
                 if t._rg != slot.requires_grad:
                     return f"{slot.desc} now has requires_grad={t._rg}"
-            elif slot.kind == "grad" and slot.mode == "inplace":
-                g = _owner(slot, args)._grad
+            else:
+                g = (slot.ref if slot.owner_input is None else args[slot.owner_input])._grad
                 if g is not None and (tuple(g.shape) != slot.shape or g.dtype is not slot.dtype):
                     return f"{slot.desc} changed shape or dtype"
         for ref, was_none, index in self.grad_none:
@@ -86,10 +84,26 @@ class Binding:
             if now[1] != params[1]:
                 return f"{type(module).__name__} switched between train() and eval()"
         for opt, key in self.optimizers:
-            if _optimizer_key(opt) != key:
+            if not _optimizer_matches(opt, key):
                 return f"the state or settings of {type(opt).__name__} changed"
         self.module_version = version
         return None
+
+    def _guarded_slots(self) -> list[tuple[bool, Slot]]:
+        """The slots failed_guard checks, in slot order, each with its kind decided once: a
+        tensor (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)."""
+        found = self.__dict__.get("_guarded")
+        if found is None:
+            found = self.__dict__["_guarded"] = [
+                (slot.kind == "tensor", slot) for slot in self.slots
+                if slot.kind == "tensor" or (slot.kind == "grad" and slot.mode == "inplace")]
+        return found
+
+    def _replayer(self) -> _Replayer:
+        found = self.__dict__.get("_replayer_cache")
+        if found is None:
+            found = self.__dict__["_replayer_cache"] = _Replayer(self)
+        return found
 
 
 def _module_params(module: Any) -> tuple[Any, ...]:
@@ -114,6 +128,39 @@ def _optimizer_key(opt: Any) -> Any:
         (id(p), tuple(sorted((k, id(v) if isinstance(v, Tensor) else v) for k, v in st.items())))
         for p, st in opt.state.items())
     return groups, state
+
+
+def _optimizer_matches(opt: Any, key: Any) -> bool:
+    """``_optimizer_key(opt) == key``, decided without building the key (it runs every call):
+    the same parameters by identity, the same settings and state entries by equality (as in a
+    tuple comparison: identical objects are equal, nan included)."""
+    groups, state = key
+    if len(opt.param_groups) != len(groups):
+        return False
+    for g, (ids, settings) in zip(opt.param_groups, groups):
+        params = g["params"]
+        if len(params) != len(ids) or any(id(p) != i for p, i in zip(params, ids)):
+            return False
+        if len(g) - 1 != len(settings):  # "params" is not among the settings
+            return False
+        for k, v in settings:
+            now = g.get(k, _MISSING)
+            if isinstance(now, (list, tuple)):
+                now = tuple(now)
+            if now is not v and (now is _MISSING or not now == v):
+                return False
+    if len(opt.state) != len(state):
+        return False
+    for (p, st), (pid, entries) in zip(opt.state.items(), state):
+        if id(p) != pid or len(st) != len(entries):
+            return False
+        for k, v in entries:
+            now = st.get(k, _MISSING)
+            if isinstance(now, Tensor):
+                now = id(now)
+            if now is not v and (now is _MISSING or not now == v):
+                return False
+    return True
 
 
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -146,6 +193,19 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
                     return f"argument {i}: {name} {y!r} (was {x!r})"
         return f"argument {i}: {b[1:]!r} (was {a[1:]!r})"
     return "unknown"
+
+
+_CONTAINERS = (tuple, list, dict)  # what flatten descends into (a namedtuple is a leaf)
+_POSITIONAL: dict[int, tuple[Any, Any]] = {}
+
+
+def _positional_spec(n: int) -> tuple[Any, Any]:
+    """flatten's spec of ``(args, {})`` for n leaf arguments, and its frozen form."""
+    found = _POSITIONAL.get(n)
+    if found is None:
+        spec = flatten((tuple(range(n)), {}))[1]
+        found = _POSITIONAL[n] = (spec, freeze(spec))
+    return found
 
 
 @dataclass
@@ -181,18 +241,23 @@ class CompiledStep:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.backend == "eager" or is_anomaly_enabled():
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
+        if not kwargs:
+            for a in args:
+                if isinstance(a, _CONTAINERS):
+                    break
+            else:  # plain positional leaves: the spec flatten would give, made once per arity
+                spec, frozen = _positional_spec(len(args))
+                return self._call_flat(args, spec, frozen)
         leaves, spec = flatten((args, kwargs))
-        return self._call_flat(leaves, spec)
+        return self._call_flat(tuple(leaves), spec, freeze(spec))
 
-    def _call_flat(self, leaves: list[Any], spec: Any) -> Any:
-        fn = self._flat_fn(spec)
-        args = tuple(leaves)
-        key = (freeze(spec), *_arg_key(args))
+    def _call_flat(self, args: tuple[Any, ...], spec: Any, frozen: Any) -> Any:
+        key = (frozen, *_arg_key(args))
         entry = self._cache.get(key)
         if entry is not None:
             self._cache.move_to_end(key)
             if entry.eager_reason is not None:
-                return fn(*args)
+                return self._flat_fn(spec)(*args)
             reasons = []
             for i, binding in enumerate(entry.bindings):
                 reason = binding.failed_guard(args)
@@ -208,6 +273,7 @@ class CompiledStep:
             log.info("recompiling %s: %s", self._name,
                      _describe_key_change(self._last_key, key))
         self._last_key = key
+        fn = self._flat_fn(spec)
         try:
             binding = self._plan(fn, args)
         except GraphBreak as e:
@@ -307,17 +373,63 @@ def _plan_device(cap: Capture) -> str:
 
 
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
-    plan = binding.plan
-    arrays = [a._data if isinstance(a, Tensor) else None for a in args]
-    state = {slot: _read_slot(binding.slots[slot], args) for slot, _ in plan.reads}
-    result, writes = plan.run(arrays, state, binding.generators)
-    # every step succeeded: now, and only now, write state back
-    sources = {id(a) for a in arrays if a is not None} | {id(v) for v in state.values()}
-    for slot_index, value in writes:
-        _write_slot(binding.slots[slot_index], value, args, sources)
-        if value is not None:
-            sources.add(id(value))  # a second slot given the same array gets its own copy
-    return _rebuild(result)
+    return binding._replayer()(args)
+
+
+class _Replayer:
+    """One binding's replay: read its state slots, run the plan, write state back, rebuild
+    the returned values. What each slot needs is decided once, not on every call."""
+
+    def __init__(self, binding: Binding) -> None:
+        self.binding = binding
+        self.plan = binding.plan
+        self.reads = [(slot, _reader(binding.slots[slot])) for slot, _ in self.plan.reads]
+        self.writers = {i: _writer(slot) for i, slot in enumerate(binding.slots)}
+
+    def __call__(self, args: tuple[Any, ...]) -> Any:
+        arrays = [a._data if isinstance(a, Tensor) else None for a in args]
+        state = {slot: read(args) for slot, read in self.reads}
+        result, writes = self.plan.run(arrays, state, self.binding.generators)
+        # every step succeeded: now, and only now, write state back
+        sources = {id(a) for a in arrays if a is not None}
+        sources.update(map(id, state.values()))
+        writers = self.writers
+        for slot_index, value in writes:
+            writers[slot_index](value, args, sources)
+            if value is not None:
+                sources.add(id(value))  # a second slot given the same array gets its own copy
+        return _rebuild(result)
+
+
+def _reader(slot: Slot) -> Callable[[tuple[Any, ...]], Any]:
+    """_read_slot for one slot, its kind decided now."""
+    if slot.kind == "tensor":
+        t = slot.ref
+        return lambda args: t._data
+    if slot.kind == "grad":
+        if slot.owner_input is None:
+            owner = slot.ref
+            return lambda args: owner._grad._data
+        index = slot.owner_input
+        return lambda args: args[index]._grad._data
+    return lambda args: _read_slot(slot, args)  # raises, as it always did
+
+
+def _writer(slot: Slot) -> Callable[[Any, tuple[Any, ...], set[int]], None]:
+    """_write_slot for one slot, its kind decided now."""
+    if slot.kind == "tensor":
+        t = slot.ref
+        return lambda value, args, sources: _write_into(t, value)
+    if slot.kind == "grad" and slot.mode != "inplace" and slot.owner_input is None:
+        return functools.partial(_assign_grad, slot.ref, slot.dtype, slot.device)
+    return lambda value, args, sources: _write_slot(slot, value, args, sources)
+
+
+def _assign_grad(owner: Tensor, dtype: D.DType, device: str, value: Any,
+                 args: tuple[Any, ...], sources: set[int]) -> None:
+    """_write_slot of a .grad slot written anew (mode "assign") whose owner is not an
+    argument."""
+    owner._grad = None if value is None else Tensor._make(_fresh(value, sources), dtype, device)
 
 
 def _owner(slot: Slot, args: tuple[Any, ...]) -> Any:
@@ -380,8 +492,8 @@ def _write_into(t: Tensor, value: Any) -> None:
 def _rebuild(template: Any) -> Any:
     kind, body = template
     if kind == "array":
-        return Tensor._make(body, D.from_numpy_dtype(np.dtype(body.dtype)),
-                            device_of_array(body), None, 0, _VersionCounter())
+        return Tensor._make(body, D.from_numpy_dtype(body.dtype), device_of_array(body), None,
+                            0, _VersionCounter())
     if kind == "tuple":
         return tuple(_rebuild(t) for t in body)
     if kind == "list":

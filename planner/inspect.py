@@ -84,15 +84,92 @@ def _nbytes(step: Any) -> int:
 
 
 def peak_memory(plan: Any) -> int:
-    """Peak bytes of live buffers when the schedule runs (views count as 0 extra bytes)."""
-    live: dict[int, int] = {}
-    peak = 0
-    for s in plan.steps:
-        live[s.out] = 0 if _is_view(s) else _nbytes(s)
-        peak = max(peak, sum(live.values()))
-        for buf in s.free:
-            live.pop(buf, None)
-    return peak
+    """Peak bytes of live buffers when the plan runs, its inputs, state and constants included.
+
+    It follows what the interpreter does (planner.program.release_schedule): a buffer dies
+    after its last reader; a view (reshape, permute, expand, basic indexing) allocates
+    nothing and keeps its base's memory alive as long as it lives; an elementwise step that
+    writes into a dying argument (``out=``) allocates nothing; each kernel output is its own
+    allocation. Temporaries inside a primitive are not counted."""
+    return _memory_walk(plan)[0]
+
+
+def peak_allocated(plan: Any) -> int:
+    """As peak_memory, counting only what the run allocates (not its inputs, state or
+    constants): what ``tracemalloc`` sees a run of the plan hold at its peak."""
+    return _memory_walk(plan)[1]
+
+
+def _memory_walk(plan: Any) -> tuple[int, int]:
+    """(peak of all live bytes, peak of bytes the run allocated), step by step."""
+    from .program import release_schedule, step_outputs
+
+    schedule = release_schedule(plan)
+    by_out = _by_out(plan)
+    storage_of: dict[int, set[int]] = {}  # buffer -> the storages it keeps alive
+    users: dict[int, int] = {}  # storage -> how many live buffers keep it
+    size: dict[int, tuple[int, bool]] = {}  # storage -> (bytes, allocated by the run)
+    live = allocated = peak = peak_alloc = 0
+    sources = {b for _, b in plan.inputs} | {b for _, b in plan.reads} | set(plan.consts)
+    for i, s in enumerate(plan.steps):
+        for o in step_outputs(s):
+            shared = _shared_storage(s, o, schedule.inplace.get(i), storage_of)
+            if shared is None:
+                nbytes = _out_nbytes(s, o, by_out)
+                size[o] = (nbytes, o not in sources and s.op not in SOURCES)
+                shared = {o}
+                live += nbytes
+                allocated += nbytes if size[o][1] else 0
+            storage_of[o] = shared
+            for r in shared:
+                users[r] = users.get(r, 0) + 1
+        copies = _kernel_input_copies(s, by_out)
+        peak, peak_alloc = max(peak, live + copies), max(peak_alloc, allocated + copies)
+        for buf in schedule.frees[i]:
+            for r in storage_of.pop(buf, ()):
+                users[r] -= 1
+                if not users[r]:
+                    nbytes, counted = size.pop(r)
+                    live -= nbytes
+                    allocated -= nbytes if counted else 0
+    return peak, peak_alloc
+
+
+def _kernel_input_copies(step: Any, by_out: dict[int, Any]) -> int:
+    """Bytes a kernel step copies while it runs: Plan._run_kernel makes each argument
+    C-contiguous, which copies a transposed, broadcast or sliced view."""
+    if step.op != "kernel":
+        return 0
+    total = 0
+    for kind, v in step.args:
+        src = by_out.get(v) if kind == "buf" else None
+        if src is not None and src.op in ("permute", "expand", "getitem") and _is_view(src):
+            total += _nbytes(src)
+    return total
+
+
+def _shared_storage(step: Any, out: int, inplace: int | None,
+                    storage_of: dict[int, set[int]]) -> set[int] | None:
+    """The storages output `out` of a step lives in, when it allocates none of its own."""
+    if inplace is not None:
+        return set(storage_of.get(inplace, ()))
+    if step.op != "kernel" and _is_view(step) and step.args and step.args[0][0] == "buf":
+        return set(storage_of.get(step.args[0][1], ()))
+    return None
+
+
+def _out_nbytes(step: Any, out: int, by_out: dict[int, Any]) -> int:
+    if step.op == "kernel":
+        for o, (shape, dtype, _) in zip(step.attrs["outs"], step.attrs["out_specs"]):
+            if o == out:  # Plan._run_kernel allocates each output in the kernel's shape
+                return _numel(shape) * _np_itemsize(dtype)
+    return _nbytes(step)
+
+
+def _np_itemsize(dtype: Any) -> int:
+    import numpy as np
+
+    return np.dtype(getattr(dtype, "np", dtype)).itemsize
 
 
 def flops(plan: Any) -> int:
@@ -118,6 +195,7 @@ def summary(plan: Any) -> str:
         row[1] += estimate_flops(s, plan)
         row[2] += estimate_bytes(s, plan)
         ops[s.op] += 1
+    peak, peak_alloc = _memory_walk(plan)
     total_flops = sum(r[1] for r in by_phase.values())
     total_bytes = sum(r[2] for r in by_phase.values())
     lines = [
@@ -127,7 +205,8 @@ def summary(plan: Any) -> str:
         f"  steps          {len(plan.steps)}",
         f"  FLOPs          {_human(total_flops, 'FLOP')} ({total_flops})",
         f"  bytes          {_human(total_bytes, 'B')} ({total_bytes})",
-        f"  peak memory    {_human(peak_memory(plan), 'B')} ({peak_memory(plan)})",
+        f"  peak memory    {_human(peak, 'B')} ({peak}), of which the run allocates "
+        f"{_human(peak_alloc, 'B')} ({peak_alloc})",
         f"  inputs {len(plan.inputs)}, state reads {len(plan.reads)}, writes {len(plan.writes)}, "
         f"consts {len(plan.consts)}, random draws {len(plan.rands)}, kernels {len(plan.kernels)}",
         "",

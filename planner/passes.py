@@ -144,13 +144,18 @@ def _canon(x: Any) -> Any:
 
 
 def simplify(g: nx.DiGraph) -> int:
-    """Apply algebraic identities (x*1, x+0, no-op reshape/expand/cast/permute/sum, -(-x))
-    and turn broadcast float constants of add/sub/mul/div into scalar args."""
+    """Apply algebraic identities (x*1, x+0, no-op reshape/expand/cast/permute/sum, -(-x)),
+    collapse chains of views (permute of permute, reshape of reshape, expand of expand) into
+    one view of the chain's source, and turn broadcast float constants of add/sub/mul/div
+    into scalar args. Autograd's transposes come in pairs (a weight's transpose in forward,
+    its gradient's transpose back in backward), so each removed view is a step saved."""
     changed = 0
     for v in topo_order(g):
         if v not in g or g.nodes[v]["op"] in SOURCES:
             continue
         if _scalarize(g, v):
+            changed += 1
+        if _collapse_view_chain(g, v):
             changed += 1
         target = _identity_of(g, v)
         if target is not None:
@@ -158,6 +163,45 @@ def simplify(g: nx.DiGraph) -> int:
             g.remove_node(v)
             changed += 1
     return changed
+
+
+def _compose_dims(inner: tuple[int, ...], outer: tuple[int, ...]) -> tuple[int, ...]:
+    """The dims of one permute equal to permute(permute(x, inner), outer)."""
+    n = len(inner)
+    return tuple(inner[d % n] % n for d in outer)
+
+
+def _collapse_view_chain(g: nx.DiGraph, v: int) -> bool:
+    """Make a view of a view of x (the same kind: permute, reshape or expand) a view of x.
+
+    The values are the same; the inner view is left to prune when nothing else reads it, and
+    an outer view that now does nothing (permute back to the original order, reshape back to
+    the original shape) is then removed by the identity rules."""
+    n = g.nodes[v]
+    op = n["op"]
+    if op not in _CHAINS or not n["args"] or n["args"][0][0] != "node":
+        return False
+    u = n["args"][0][1]
+    inner = g.nodes[u]
+    if inner["op"] != op or not inner["args"] or inner["args"][0][0] != "node":
+        return False
+    if (inner["dtype"], inner["device"]) != (n["dtype"], n["device"]):
+        return False
+    attrs = dict(n["attrs"])
+    if op == "expand" and tuple(attrs["shape"]) != tuple(n["shape"]):
+        return False  # only a plain broadcast_to(x, shape) composes
+    if op == "permute":
+        if len(inner["attrs"]["dims"]) != len(attrs["dims"]):
+            return False
+        attrs["dims"] = _compose_dims(tuple(inner["attrs"]["dims"]), tuple(attrs["dims"]))
+    n["attrs"] = attrs
+    set_args(g, v, [inner["args"][0], *n["args"][1:]])
+    return True
+
+
+# reshape(reshape(x, a), b) == reshape(x, b) and expand(expand(x, a), b) == expand(x, b)
+# (b's attrs stay); permute composes its dims
+_CHAINS = frozenset({"permute", "reshape", "expand"})
 
 
 def _identity_of(g: nx.DiGraph, v: int) -> int | None:

@@ -3,7 +3,8 @@
 A Plan is data. It knows nothing of the live objects a step touched: it reads its inputs and
 state as arrays in slot order and returns the arrays to write back, so it can be printed,
 serialized, re-loaded and run again. The interpreter is the oracle for codegen and the fallback
-for any segment codegen cannot lower.
+for any segment codegen cannot lower. It runs the steps as one generated Python function
+(planner.program), built on first use and cached beside the plan's data, never in it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import networkx as nx
 import numpy as np
 
 from runtime import _dtype as D
-from runtime._device import array_module
-from runtime.ops.registry import REGISTRY
+
+from .program import program_for
 
 
 @dataclass
@@ -47,47 +48,47 @@ class Plan:
     device: str
     kernels: list[Any] = field(default_factory=list)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The plan's data only: what it derives and caches on first use (its program, the
+        compiled kernel module, inspection indexes; all ``_``-named) is rebuilt on demand."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
     # --- running ----------------------------------------------------------------------------
     def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
             ) -> tuple[Any, list[tuple[int, Any]]]:
         """Execute on arrays: ``args`` by argument index, ``state`` by slot. Returns the return
         template filled with arrays, and (slot, array or None) pairs to write back."""
-        env: dict[int, Any] = {}
-        for index, buf in self.inputs:
-            env[buf] = args[index]
-        for slot, buf in self.reads:
-            env[buf] = state[slot]
-        env.update(self.consts)
-        xp = np if self.device == "cpu" else array_module(self.device)
-        registry = REGISTRY
-        for out, op, spec, attrs, dtype, free, step in self._program():
-            if op is None:
-                if step is not None:  # a random draw
-                    kind, gen = self.rands[out]
-                    env[out] = _draw(generators[gen], kind, step)
-            elif op == "kernel":
-                self._run_kernel(attrs, [env[v] for _, v in spec], env)
-            else:
-                # looked up per run: the registry stays the one source of each primitive
-                value = registry[op].impl(xp, *[env[v] if is_buf else v for is_buf, v in spec],
-                                          **attrs)
-                if type(value) is not np.ndarray and xp is np:
-                    value = np.asarray(value)
-                if value.dtype != dtype:
-                    value = value.astype(dtype)
-                env[out] = value
-            for buf in free:
-                del env[buf]
-        writes = [(slot, None if buf < 0 else env[buf]) for slot, buf in self.writes]
-        return _fill(self.returns, env), writes
+        return self._program()(self, args, state, generators)
 
     def _run_kernel(self, attrs: dict[str, Any], args: list[Any], env: dict[int, Any]) -> None:
-        """A fused segment: one compiled kernel call over C-contiguous arrays."""
-        ins = [np.ascontiguousarray(a) for a in args]
-        outs = [np.empty(shape, dtype=dtype) for shape, dtype, _ in attrs["out_specs"]]
-        self._module().run(attrs["kernel"], ins, outs)
-        for buf, arr, (_, _, plan_shape) in zip(attrs["outs"], outs, attrs["out_specs"]):
-            env[buf] = arr.reshape(plan_shape)  # a per-row output may carry keepdim ones
+        """A fused segment: one compiled kernel call; its outputs go into ``env``."""
+        for buf, arr in zip(attrs["outs"], self.kernel_call(attrs)(*args)):
+            env[buf] = arr
+
+    def kernel_call(self, attrs: dict[str, Any]) -> Any:
+        """``call(*args) -> outputs`` for a kernel step (built once per step, kept outside
+        the plan's data): C-contiguous arguments, fresh outputs of the kernel's shapes, the
+        module's launcher, outputs reshaped to the plan's shapes (a per-row output may carry
+        keepdim ones)."""
+        cache = self.__dict__.setdefault("_kernel_calls", {})
+        found = cache.get(id(attrs))
+        if found is not None and found[0] is attrs:
+            return found[1]
+        launch = self._module().launcher(attrs["kernel"])
+        specs = [(tuple(shape), np.dtype(dtype), tuple(plan_shape))
+                 for shape, dtype, plan_shape in attrs["out_specs"]]
+        empty, contiguous, ndarray = np.empty, np.ascontiguousarray, np.ndarray
+
+        def call(*args: Any) -> list[Any]:
+            ins = [a if a.__class__ is ndarray and a.flags.c_contiguous else contiguous(a)
+                   for a in args]
+            outs = [empty(shape, dtype) for shape, dtype, _ in specs]
+            launch(ins + outs)
+            return [o if o.shape == plan_shape else o.reshape(plan_shape)
+                    for o, (_, _, plan_shape) in zip(outs, specs)]
+
+        cache[id(attrs)] = (attrs, call)
+        return call
 
     def _module(self) -> Any:
         """The compiled module of every kernel of this plan (built on first use, cached)."""
@@ -99,19 +100,10 @@ class Plan:
             module = self.__dict__["_module_cache"] = get_compiled(kernels)
         return module
 
-    def _program(self) -> list[tuple[Any, ...]]:
-        """The steps as flat tuples for the interpreter loop (built once per plan)."""
-        program = self.__dict__.get("_program_cache")
-        if program is None:
-            program = []
-            for s in self.steps:
-                is_source = s.op in ("input", "state", "const", "rand")
-                spec = [(kind == "buf", v) for kind, v in s.args]
-                program.append((s.out, None if is_source else s.op, spec, s.attrs, s.dtype.np,
-                                s.free,
-                                s if s.op == "rand" else None))
-            self.__dict__["_program_cache"] = program
-        return program
+    def _program(self) -> Any:
+        """The steps as one generated Python function (planner.program; built once per plan
+        and kept out of the plan's data, which stays plain and serializable)."""
+        return program_for(self)
 
     # --- inspection -------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -174,17 +166,6 @@ def _draw(generator: Any, kind: str, step: PlanStep) -> Any:
 
         arr = move_array(arr, step.device)
     return arr
-
-
-def _fill(template: Any, env: dict[int, Any]) -> Any:
-    kind, body = template
-    if kind == "node":
-        return ("array", env[body])
-    if kind in ("tuple", "list"):
-        return (kind, [_fill(t, env) for t in body])
-    if kind == "dict":
-        return (kind, [(k, _fill(t, env)) for k, t in body])
-    return template
 
 
 def build_plan(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,

@@ -113,3 +113,12 @@ def test_planning_figures(capsys: pytest.CaptureFixture[str]) -> None:
     assert "capture + planning, mlp_large" in out
     ratio = float(out.split("input and weights): ")[1].split("ratio ")[1].split()[0])
     assert 0.0 < ratio < 1.0  # pruning removes the weight-gradient matmuls
+
+
+def test_memory_benchmark_prints_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks import memory
+
+    memory.main(["--workloads", "chain"])
+    out = capsys.readouterr().out
+    assert "step B" in out and "above start B" in out
+    assert "chain interpreter/eager, step peak" in out

@@ -49,10 +49,10 @@ def _array(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 def _operand(name: str, shape: tuple[int, ...], dtype: str) -> np.ndarray:
     x = _array(shape, dtype)
     if name in ("log", "sqrt"):
-        return np.abs(x) + np.asarray(0.1, dtype)
+        x = np.abs(x) + np.asarray(0.1, dtype)
     if name == "pow":
-        return np.abs(x) + np.asarray(0.5, dtype)
-    return x
+        x = np.abs(x) + np.asarray(0.5, dtype)
+    return np.asarray(x, dtype)  # 0-d arithmetic gives numpy scalars
 
 
 def _case(name: str, dtype: str, domain: tuple[int, ...], shapes: list[tuple[int, ...]],

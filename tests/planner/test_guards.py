@@ -253,3 +253,41 @@ def test_freezing_a_parameter_recompiles() -> None:
     assert lin.weight.grad is None  # zero_grad dropped it and backward no longer fills it
     assert lin.bias.grad is not None
     assert step.captures == 2
+
+
+def test_optimizer_match_is_key_equality() -> None:
+    """The per-call optimizer guard decides exactly what comparing the captured key would."""
+    model = rt.nn.Linear(3, 2)
+    params = list(model.parameters())
+    opt = rt.optim.Adam(params, lr=0.01, betas=(0.9, 0.999))
+    x = rt.from_numpy(arr(4, 3))
+
+    def agrees() -> bool:
+        same = compile_module._optimizer_matches(opt, key)
+        assert same == (compile_module._optimizer_key(opt) == key)
+        return same
+
+    key = compile_module._optimizer_key(opt)
+    assert agrees()
+    opt.param_groups[0]["betas"] = [0.9, 0.999]  # a list of the same values: the same key
+    assert agrees()
+    opt.param_groups[0]["lr"] = 0.02
+    assert not agrees()
+    opt.param_groups[0]["lr"] = 0.01
+    opt.param_groups[0]["extra"] = 1
+    assert not agrees()
+    del opt.param_groups[0]["extra"]
+    assert agrees()
+    opt.param_groups[0]["lr"] = float("nan")
+    key = compile_module._optimizer_key(opt)
+    assert agrees()  # the same nan object: equal, as inside a tuple
+    opt.zero_grad()
+    model(x).sum().backward()
+    opt.step()  # state appears
+    assert not agrees()
+    key = compile_module._optimizer_key(opt)
+    assert agrees()
+    opt.state[params[0]]["exp_avg"] = opt.state[params[0]]["exp_avg"].clone()
+    assert not agrees()  # another tensor object
+    opt.param_groups[0]["params"] = params[::-1]
+    assert not agrees()

@@ -11,7 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import planner
 import runtime as rt
+from benchmarks.workloads import WORKLOADS
 from planner.graph import (
     GraphError,
     add_value,
@@ -407,6 +409,74 @@ def test_simplify_keeps_constant_when_dtype_or_shape_would_change() -> None:
     check(g)
 
 
+def test_simplify_cancels_permute_pairs() -> None:
+    g, x, out = _simplified(lambda g: (x := inp(g, (2, 3)), op(
+        g, "permute", op(g, "permute", x, dims=(1, 0)), dims=(1, 0))))
+    assert out == x
+    prune(g)
+    assert set(g.nodes) == {x}
+
+
+def test_simplify_composes_permute_chain() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3, 4))
+    a = op(g, "permute", x, dims=(1, 2, 0))  # (3, 4, 2)
+    b = op(g, "permute", a, dims=(2, -3, 1))  # (2, 3, 4): x again
+    c = op(g, "permute", op(g, "permute", x, dims=(2, 0, 1)), dims=(0, 2, 1))
+    g.graph["outputs"] = [b, c]
+    inputs = {0: np.arange(24, dtype=np.float32).reshape(2, 3, 4)}
+    before = reference_eval(g, inputs)
+    simplify(g)
+    check(g)
+    assert g.graph["outputs"][0] == x
+    c = g.graph["outputs"][1]
+    assert g.nodes[c]["args"] == [("node", x)] and g.nodes[c]["attrs"]["dims"] == (2, 1, 0)
+    prune(g)
+    assert sorted(g.nodes[v]["op"] for v in g.nodes) == ["input", "permute"]
+    for a_, b_ in zip(reference_eval(g, inputs), before, strict=True):
+        np.testing.assert_array_equal(a_, b_)
+
+
+def test_simplify_collapses_reshape_and_expand_chains() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    r = op(g, "reshape", op(g, "reshape", x, shape=(6,)), shape=(3, 2))
+    back = op(g, "reshape", op(g, "reshape", x, shape=(3, 2)), shape=(2, 3))
+    y = inp(g, (3,), index=1)
+    e = op(g, "expand", op(g, "expand", y, shape=(2, 3)), shape=(4, 2, 3))
+    g.graph["outputs"] = [r, back, e]
+    simplify(g)
+    check(g)
+    r, back, e = g.graph["outputs"]
+    assert back == x
+    assert g.nodes[r]["args"] == [("node", x)] and g.nodes[r]["attrs"]["shape"] == (3, 2)
+    assert g.nodes[e]["args"] == [("node", y)] and g.nodes[e]["attrs"]["shape"] == (4, 2, 3)
+    prune(g)
+    assert g.number_of_nodes() == 4  # x, y and one view of each
+
+
+def test_simplify_keeps_an_inner_view_other_steps_read() -> None:
+    g = new_graph()
+    x = inp(g, (2, 3))
+    t = op(g, "permute", x, dims=(1, 0))
+    back = op(g, "permute", t, dims=(1, 0))
+    s = op(g, "exp", t)
+    g.graph["outputs"] = [back, s]
+    simplify(g)
+    check(g)
+    assert g.graph["outputs"][0] == x and g.nodes[s]["args"] == [("node", t)]
+
+
+def test_mlp_plan_has_no_view_of_a_view() -> None:
+    w = WORKLOADS["mlp_small"]
+    case = w.build(rt, w.make_arrays(0))
+    plan = planner.compile(case.fn).lower(*case.args)
+    kinds = {s.out: s.op for s in plan.steps}
+    for s in plan.steps:
+        if s.op in ("permute", "reshape", "expand"):
+            assert kinds[s.args[0][1]] != s.op, plan.listing()
+
+
 # --- the default pipeline and the evaluation oracle -----------------------------------------
 
 
@@ -452,7 +522,7 @@ def _random_node(draw: Any, g: nx.DiGraph, nodes: list[int]) -> int:
     x = draw(st.sampled_from(nodes))
     shape = g.nodes[x]["shape"]
     kind = draw(st.sampled_from(("unary", "binary", "scalar", "scalar", "sum", "reshape", "same",
-                                 "dup", "dup", "clamp")))
+                                 "dup", "dup", "clamp", "permute", "expand")))
     if kind == "unary":
         return op(g, draw(st.sampled_from(UNARY)), x)
     if kind == "clamp":  # two clamps of x that differ only in their attrs (or not at all)
@@ -474,6 +544,14 @@ def _random_node(draw: Any, g: nx.DiGraph, nodes: list[int]) -> int:
         size = int(np.prod(shape))
         target = draw(st.sampled_from([s for s in ((size,), (1, size), shape, (size, 1))]))
         return op(g, "reshape", x, shape=target)
+    if kind == "permute":  # one or two in a row: a pair may cancel, or compose
+        for _ in range(draw(st.integers(1, 2))):
+            dims = draw(st.permutations(range(len(shape))))
+            x = op(g, "permute", x, dims=tuple(dims))
+        return x
+    if kind == "expand":
+        target = draw(st.sampled_from([(2, *shape), (1, 2, *shape)]))
+        return op(g, "expand", x, shape=target)
     if kind == "same":
         name, attrs = draw(st.sampled_from([("expand", {"shape": shape}),
                                             ("cast", {"dtype": F32}),

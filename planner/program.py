@@ -1,0 +1,720 @@
+"""A plan's steps as one generated, straight-line Python function: the interpreter's fast path.
+
+A small plan spends more time in the interpreter than in numpy: a loop that looks each step's
+primitive up, builds its argument list and checks its result costs a few microseconds a step,
+about as much as the numpy call itself. So ``build_program`` writes the schedule out as Python
+source, one assignment a step over local variables, with every primitive's ``impl``, attribute
+and dtype bound once, and compiles it. What the result check can never catch is left out: when
+the inputs and state are plain numpy arrays of the planned dtypes (checked once a call), a ufunc,
+view, matmul or sum of them has the planned type and dtype, which the plan's build proves by
+running the same numpy call on tiny arrays. Anything else falls back to the registry's
+``impl`` and the full check, and a call whose inputs are not plain arrays runs a second,
+fully checked program, which is the reference interpreter's loop written out.
+
+Memory follows the schedule's liveness (``release_schedule``): a buffer is deleted after its
+last reader, and an elementwise step whose argument dies at that step writes its result into
+that argument's storage (``out=``) when nothing else can see it.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from runtime._device import array_module
+from runtime.ops import prims
+from runtime.ops.registry import REGISTRY, Primitive
+
+SOURCE_OPS = frozenset({"input", "state", "const", "rand"})
+_ADD_REDUCE = np.add.reduce  # one bound method each (every attribute access makes a new one)
+_MAX_REDUCE = np.maximum.reduce
+_ADD_AT = np.add.at
+# numpy 2 types Python scalars "weakly" (NEP 50): a ufunc's result dtype then depends on the
+# dtypes of its array arguments only, so one probe on tiny arrays speaks for every call
+_VALUE_FREE_DTYPES = int(np.__version__.split(".")[0]) >= 2
+
+Program = Callable[[Any, list[Any], dict[int, Any], list[Any]], tuple[Any, list[Any]]]
+
+
+# --- which registry primitives are plain numpy calls ------------------------------------------
+
+
+def _ufunc_ref(fn: Any) -> tuple[Any, Any]:
+    return (lambda xp, x: fn(x)), (lambda xp, a, b: fn(a, b))
+
+
+def _sum_ref(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
+    return xp.sum(x, axis=axes, keepdims=keepdim)
+
+
+_UNARY_REF, _BINARY_REF = (f.__code__ for f in _ufunc_ref(None))
+
+
+def _same_code(fn: Any, ref: Any) -> bool:
+    """Whether function fn's body is ref's, instruction for instruction (names of its locals
+    and free variables aside): then it computes what ref computes."""
+    code = getattr(fn, "__code__", None)
+    return code is not None and all(
+        getattr(code, a) == getattr(ref, a)
+        for a in ("co_code", "co_consts", "co_names", "co_argcount", "co_kwonlyargcount",
+                  "co_flags"))
+
+
+def ufunc_of(prim: Primitive) -> np.ufunc | None:
+    """The numpy ufunc a primitive's impl calls and returns, unchanged (``fn(a, b)``)."""
+    impl = prim.impl
+    for ref in (_UNARY_REF, _BINARY_REF):
+        if _same_code(impl, ref) and impl.__closure__ and len(impl.__closure__) == 1:
+            fn = impl.__closure__[0].cell_contents
+            if isinstance(fn, np.ufunc) and fn.nin == ref.co_argcount - 1 and fn.nout == 1:
+                return fn
+    return None
+
+
+def _mean_ref(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
+    return xp.mean(x, axis=axes, keepdims=keepdim)
+
+
+def _is_sum(prim: Primitive) -> bool:
+    return _same_code(prim.impl, _sum_ref.__code__)
+
+
+def _is_impl(prim: Primitive, name: str) -> bool:
+    """Whether the primitive's impl is the function ``runtime.ops.prims.<name>``."""
+    return prim.impl is getattr(prims, name, None)
+
+
+# --- liveness and storage ---------------------------------------------------------------------
+
+
+@dataclass
+class Schedule:
+    """When each buffer dies, and which steps write into a dying argument's storage."""
+
+    frees: list[list[int]]  # buffers released after each step (the plan's free lists, plus
+    # outputs nothing reads)
+    inplace: dict[int, int]  # step index -> the argument buffer whose storage it reuses
+
+
+def needed_buffers(plan: Any) -> set[int]:
+    """Buffers that outlive the run: graph outputs, written state and returned values."""
+    from .graph import template_nodes
+
+    needed = {b for _, b in plan.writes if b >= 0}
+    needed.update(template_nodes(plan.returns))
+    if plan.graph is not None:
+        needed.update(plan.graph.graph.get("outputs", ()))
+    return needed
+
+
+def step_outputs(step: Any) -> list[int]:
+    """The buffers a step writes: a kernel's outputs, or its own."""
+    return list(step.attrs["outs"]) if step.op == "kernel" else [step.out]
+
+
+def _buf_args(step: Any) -> list[int]:
+    return [v for kind, v in step.args if kind == "buf"]
+
+
+def release_schedule(plan: Any) -> Schedule:
+    """The plan's memory schedule (built once per plan): the interpreter deletes and reuses
+    buffers by it, and ``planner.inspect.peak_memory`` counts bytes by it."""
+    cached = plan.__dict__.get("_schedule_cache")
+    if cached is None:
+        cached = plan.__dict__["_schedule_cache"] = _schedule(plan)
+    return cached
+
+
+def _schedule(plan: Any) -> Schedule:
+    needed = needed_buffers(plan)
+    read = {v for s in plan.steps for v in _buf_args(s)}
+    frees = []
+    for s in plan.steps:
+        dead = [v for v in step_outputs(s) if v not in read and v not in needed
+                and s.op not in ("input", "state", "const")]
+        frees.append([*s.free, *(v for v in dead if v not in s.free)])
+    fresh = _fresh_buffers(plan)
+    released = {v: i for i, f in enumerate(frees) for v in f}
+    storage_end = _storage_end(plan, fresh, released, needed)
+    inplace: dict[int, int] = {}
+    for i, s in enumerate(plan.steps):
+        x = _inplace_candidate(plan, s, fresh, storage_end, i)
+        if x is not None:
+            inplace[i] = x
+    return Schedule(frees, inplace)
+
+
+def _fresh_buffers(plan: Any) -> set[int]:
+    """Buffers computed into new memory by a numpy call known to allocate (ufuncs, matmul,
+    where, kernels): no other buffer shares their storage unless it is a view of them."""
+    fresh: set[int] = set()
+    for s in plan.steps:
+        if s.op == "kernel":
+            fresh.update(s.attrs["outs"])
+        elif s.op in ("matmul", "where") or (s.op in REGISTRY and ufunc_of(REGISTRY[s.op])):
+            fresh.add(s.out)
+    return fresh
+
+
+def _storage_end(plan: Any, fresh: set[int], released: dict[int, int],
+                 needed: set[int]) -> dict[int, float]:
+    """For each fresh buffer, the last step after which its storage is still reachable through
+    itself or through any value that may share it (a view, or an op not known to copy)."""
+    roots: dict[int, set[int]] = {}
+    for s in plan.steps:
+        for v in step_outputs(s):
+            if v in fresh:
+                roots[v] = {v}
+            else:
+                roots[v] = set().union(*(roots.get(a, set()) for a in _buf_args(s)))
+    end: dict[int, float] = {}
+    for v, rs in roots.items():
+        last = float("inf") if v in needed or v not in released else released[v]
+        for r in rs:
+            end[r] = max(end.get(r, -1), last)
+    return end
+
+
+def _inplace_candidate(plan: Any, s: Any, fresh: set[int], storage_end: dict[int, float],
+                       i: int) -> int | None:
+    """The argument of an elementwise ufunc step whose storage can take its result: fresh,
+    dead after this step (views of it too), of the result's shape and dtype."""
+    prim = REGISTRY.get(s.op)
+    if prim is None or s.device != "cpu" or not s.shape or ufunc_of(prim) is None:
+        return None
+    metas = _metas(plan)
+    for x in _buf_args(s):
+        if x in fresh and storage_end.get(x) == i and metas[x] == (s.shape, s.dtype.np):
+            return x
+    return None
+
+
+def _metas(plan: Any) -> dict[int, tuple[tuple[int, ...], np.dtype]]:
+    cached = plan.__dict__.get("_metas_cache")
+    if cached is None:
+        cached = {}
+        for s in plan.steps:
+            if s.op == "kernel":
+                for o, (_, dtype, shape) in zip(s.attrs["outs"], s.attrs["out_specs"]):
+                    cached[o] = (tuple(shape), np.dtype(dtype))
+            else:
+                cached[s.out] = (tuple(s.shape), s.dtype.np)
+        plan.__dict__["_metas_cache"] = cached
+    return cached
+
+
+# --- code generation --------------------------------------------------------------------------
+
+
+class _Source:
+    """Lines of the generated function and the names they read (its globals)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.names: dict[str, Any] = {"_nd": np.ndarray}
+
+    def name(self, hint: str, value: Any) -> str:
+        key = f"_{hint}"
+        n = 0
+        while key in self.names and self.names[key] is not value:
+            n += 1
+            key = f"_{hint}_{n}"
+        self.names[key] = value
+        return key
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " + text)
+
+
+# what a plan caches of its program; all of it but the metas depends on the registry
+_DERIVED = ("_program_cache", "_checked_program_cache", "_schedule_cache",
+            "_broadcast_only_cache")
+
+
+def program_for(plan: Any, checked: bool = False) -> Program:
+    """The plan's fast (or fully checked) program, built on first use and cached on the plan
+    (in its ``__dict__``: derived, never part of the plan's data)."""
+    key = _DERIVED[1] if checked else _DERIVED[0]
+    program = plan.__dict__.get(key)
+    if program is None:
+        program = plan.__dict__[key] = build_program(plan, checked)
+    return program
+
+
+def _rebuilt(plan: Any) -> Program:
+    """The fast program made anew: a primitive it was built from left the registry."""
+    for key in _DERIVED:
+        plan.__dict__.pop(key, None)
+    return program_for(plan)
+
+
+def build_program(plan: Any, checked: bool = False) -> Program:
+    """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
+    program, or with ``checked`` the reference interpreter's exact steps and checks."""
+    xp = np if plan.device == "cpu" else array_module(plan.device)
+    fast = not checked and xp is np
+    src = _Source()
+    from .plan import _draw
+
+    src.names.update(_fix=_fix_numpy if xp is np else _fix_other, _xp=xp, _draw=_draw,
+                     _rebuilt=_rebuilt)
+    _emit_registry_check(src, plan)
+    _emit_sources(src, plan, fast)
+    schedule = release_schedule(plan)
+    known = _Known(_typed_values(plan) if fast else set(), set())
+    for i, s in enumerate(plan.steps):
+        _emit_step(src, plan, s, fast, known, schedule.inplace.get(i) if fast else None)
+        for v in schedule.frees[i]:
+            src.line(f"del b{v}")
+    writes = ", ".join(f"({slot}, {'None' if b < 0 else f'b{b}'})" for slot, b in plan.writes)
+    src.line(f"return {_template(src, plan.returns)}, [{writes}]")
+    if fast:
+        src.names["_checked"] = lambda p, a, st, g: program_for(p, checked=True)(p, a, st, g)
+    text = "def run(plan, args, state, generators):\n" + "\n".join(src.lines) + "\n"
+    namespace = dict(src.names)
+    exec(compile(text, f"<plan program {'checked' if checked else 'fast'}>", "exec"),
+         namespace)
+    run = namespace["run"]
+    run.source = text
+    return run
+
+
+def _emit_registry_check(src: _Source, plan: Any) -> None:
+    """The registry stays the one source of each primitive: a program checks on entry that
+    every primitive it was built from is still the registered one (a few identity tests),
+    and is rebuilt when one was replaced."""
+    ops = sorted({s.op for s in plan.steps if s.op not in SOURCE_OPS and s.op != "kernel"})
+    if not ops:
+        return
+    src.names["_R"] = REGISTRY
+    cond = " or ".join(f"_R[{op!r}] is not {src.name(f'p_{op}', REGISTRY[op])}" for op in ops)
+    src.line(f"if {cond}:")
+    src.line("    return _rebuilt(plan)(plan, args, state, generators)")
+
+
+def _emit_sources(src: _Source, plan: Any, fast: bool) -> None:
+    """Bind inputs, state reads and constants; the fast program first checks that inputs and
+    state are plain numpy arrays of the planned dtypes (else it runs the checked one)."""
+    metas = _metas(plan)
+    tests = []
+    for index, buf in plan.inputs:
+        src.line(f"b{buf} = args[{index}]")
+        tests.append(buf)
+    for slot, buf in plan.reads:
+        src.line(f"b{buf} = state[{slot}]")
+        tests.append(buf)
+    for buf, value in plan.consts.items():
+        src.line(f"b{buf} = {src.name(f'c{buf}', value)}")
+    if fast and tests:
+        cond = " or ".join(
+            f"b{b}.__class__ is not _nd or b{b}.dtype is not {src.name(f't{b}', metas[b][1])}"
+            for b in tests)
+        src.line(f"if {cond}:")
+        src.line("    return _checked(plan, args, state, generators)")
+
+
+def _typed_values(plan: Any) -> set[int]:
+    """Buffers the fast program knows to be plain numpy arrays of their planned dtype: inputs
+    and state (checked on entry), constants that are such arrays; steps add their outputs."""
+    metas = _metas(plan)
+    typed = {b for _, b in plan.inputs} | {b for _, b in plan.reads}
+    typed |= {b for b, v in plan.consts.items()
+              if type(v) is np.ndarray and v.dtype == metas[b][1]}
+    return typed
+
+
+@dataclass
+class _Known:
+    """What the fast program knows of its values before running: which are plain numpy
+    arrays of their planned dtype, and which of those are C-contiguous."""
+
+    typed: set[int]
+    contiguous: set[int]
+
+
+def _emit_step(src: _Source, plan: Any, s: Any, fast: bool, known: _Known,
+               inplace: int | None) -> None:
+    if s.op in SOURCE_OPS:
+        if s.op == "rand":
+            kind, gen = plan.rands[s.out]
+            src.line(f"b{s.out} = _draw(generators[{gen}], {kind!r}, "
+                     f"{src.name(f'step{s.out}', s)})")
+            if s.device == "cpu":
+                known.typed.add(s.out)
+                known.contiguous.add(s.out)
+        return
+    if s.op == "kernel":
+        if not (fast and _emit_direct_kernel(src, plan, s, known)):
+            _emit_kernel(src, s)
+        known.typed.update(s.attrs["outs"])
+        known.contiguous.update(s.attrs["outs"])  # reshaped np.empty arrays
+        return
+    if not (fast and _emit_fast(src, plan, s, known, inplace)):
+        _emit_generic(src, s)
+    known.typed.add(s.out)  # checked, or proved by the probe
+
+
+def _emit_kernel(src: _Source, s: Any) -> None:
+    """A kernel step: ``Plan.kernel_call``'s callable for it, fetched once per run (the
+    module compiles on first use), returning the step's outputs."""
+    args = ", ".join(f"b{v}" for _, v in s.args)
+    outs = "".join(f"b{o}, " for o in s.attrs["outs"])
+    src.line(f"{outs}= plan.kernel_call({src.name(f'a{s.out}', s.attrs)})({args})")
+
+
+def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
+    """A kernel step as its compiled entry called on the array objects themselves: inputs
+    known to be arrays of their planned dtype (made C-contiguous unless known to be), fresh
+    outputs of the kernel's shapes, all bound to locals for the call. False where the kernel
+    has no such entry (it splits across threads) or an input's type is not known."""
+    bufs = [v for _, v in s.args]
+    if s.device != "cpu" or any(v not in known.typed for v in bufs):
+        return False
+    entry = plan._module().object_entry(s.attrs["kernel"])
+    if entry is None:
+        return False
+    fn, addresses, outer = entry
+    names = []
+    for j, v in enumerate(bufs):
+        if v in known.contiguous:
+            names.append(f"b{v}")
+        else:
+            src.line(f"_in{j} = {src.name('contiguous', np.ascontiguousarray)}(b{v})")
+            names.append(f"_in{j}")
+    outs = []
+    for j, (shape, dtype, _) in enumerate(s.attrs["out_specs"]):
+        src.line(f"_out{j} = {src.name('empty', np.empty)}({src.name('shape', tuple(shape))}, "
+                 f"{src.name('t', np.dtype(dtype))})")
+        outs.append(f"_out{j}")
+    ids = ", ".join(f"_id({n})" for n in names + outs)
+    src.names["_id"] = id
+    src.line(f"{src.name(f'k{s.out}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
+             f"{outer})")
+    for j, (o, (shape, _, plan_shape)) in enumerate(zip(s.attrs["outs"], s.attrs["out_specs"])):
+        reshape = "" if tuple(shape) == tuple(plan_shape) else \
+            f".reshape({src.name('shape', tuple(plan_shape))})"
+        src.line(f"b{o} = _out{j}{reshape}")
+    temps = [n for n in names if n.startswith("_in")] + outs
+    src.line(f"del {', '.join(temps)}")  # liveness stays the plan's: only b-names hold arrays
+    return True
+
+
+def _arg_list(src: _Source, s: Any) -> list[str]:
+    return [f"b{v}" if kind == "buf" else src.name(f"s{s.out}", v) for kind, v in s.args]
+
+
+def _kwargs(src: _Source, s: Any) -> str:
+    parts = []
+    for k, v in s.attrs.items():
+        if not k.isidentifier() or keyword.iskeyword(k):
+            return f", **{src.name(f'a{s.out}', s.attrs)}"
+        parts.append(f", {k}={src.name(f'{k}{s.out}', v)}")
+    return "".join(parts)
+
+
+def _emit_generic(src: _Source, s: Any) -> None:
+    """The reference interpreter's step: the registry's impl, then the result check."""
+    impl = src.name(f"f_{s.op}", REGISTRY[s.op].impl)
+    args = "".join(", " + a for a in _arg_list(src, s))
+    src.line(f"b{s.out} = {impl}(_xp{args}{_kwargs(src, s)})")
+    _emit_check(src, s)
+
+
+def _emit_check(src: _Source, s: Any) -> None:
+    """The interpreter's result check: a numpy array of the planned dtype."""
+    dtype = src.name(f"t{s.out}", s.dtype.np)
+    src.line(f"if b{s.out}.__class__ is not _nd or b{s.out}.dtype is not {dtype}:")
+    src.line(f"    b{s.out} = _fix(b{s.out}, {dtype})")
+
+
+def _emit_fast(src: _Source, plan: Any, s: Any, known: _Known, inplace: int | None) -> bool:
+    """A direct numpy call for a step whose result needs no check; False if there is none."""
+    bufs = _buf_args(s)
+    if s.device != "cpu" or any(v not in known.typed for v in bufs):
+        return False
+    prim = REGISTRY.get(s.op)
+    if prim is None:
+        return False
+    if s.op in _VIEWS and s.args[0][0] == "buf":
+        _emit_view(src, plan, s, known)
+        return True
+    if (_emit_where(src, plan, s, prim) or _emit_gather(src, plan, s, prim)
+            or _emit_scatter(src, plan, s, prim) or _emit_mean(src, plan, s, prim)):
+        return True
+    call = _direct_call(src, plan, s, prim)
+    if call is None:
+        return False
+    fn, args, kwargs = call
+    plain = f"{fn}({', '.join(args)}{kwargs})"
+    if s.op == "matmul" or all(v in known.contiguous for v in bufs):
+        known.contiguous.add(s.out)  # numpy lays a result out as its arguments are
+    if inplace is None:
+        src.line(f"b{s.out} = {plain}")
+        return True
+    # the same ufunc into the dying argument: equal values, and the layout numpy would pick
+    # (C order) as long as every argument is C-contiguous; otherwise a new array as before
+    checks = [f"b{v}.flags.c_contiguous" for v in dict.fromkeys(bufs)
+              if v not in known.contiguous]
+    into = f"{fn}({', '.join(args)}{kwargs}, out=b{inplace})"
+    src.line(f"b{s.out} = {into} if {' and '.join(checks)} else {plain}" if checks
+             else f"b{s.out} = {into}")
+    return True
+
+
+_VIEWS = frozenset({"permute", "reshape", "expand"})
+
+
+def _emit_view(src: _Source, plan: Any, s: Any, known: _Known) -> None:
+    """permute, reshape and expand as the numpy calls their impls make; an expand that only
+    ufuncs read is not made at all (they broadcast its source to the same values)."""
+    x = s.args[0][1]
+    if s.out in _broadcast_only(plan):
+        src.line(f"b{s.out} = b{x}")
+        if x in known.contiguous:
+            known.contiguous.add(s.out)
+        return
+    if s.op == "permute":
+        src.line(f"b{s.out} = b{x}.transpose({src.name(f'dims{s.out}', s.attrs['dims'])})")
+    elif s.op == "reshape":
+        src.line(f"b{s.out} = b{x}.reshape({src.name(f'shape{s.out}', s.attrs['shape'])})")
+        if x in known.contiguous:
+            known.contiguous.add(s.out)  # a reshape of a C-contiguous array is a view of it
+    else:
+        shape = src.name(f"shape{s.out}", s.attrs["shape"])
+        src.line(f"b{s.out} = {src.name('broadcast_to', np.broadcast_to)}(b{x}, {shape})")
+
+
+def _broadcast_only(plan: Any) -> set[int]:
+    """Expands whose every reader is a ufunc step that gets its own shape without them."""
+    cached = plan.__dict__.get("_broadcast_only_cache")
+    if cached is not None:
+        return cached
+    metas = _metas(plan)
+    readers: dict[int, list[Any]] = {}
+    for s in plan.steps:
+        for v in dict.fromkeys(_buf_args(s)):
+            readers.setdefault(v, []).append(s)
+    needed = needed_buffers(plan)
+    found = set()
+    for s in plan.steps:
+        if s.op != "expand" or s.args[0][0] != "buf" or s.out in needed:
+            continue
+        source = metas[s.args[0][1]][0]
+        if all(_broadcasts_to(r, s.out, source, metas) for r in readers.get(s.out, [])):
+            found.add(s.out)
+    plan.__dict__["_broadcast_only_cache"] = found
+    return found
+
+
+def _broadcasts_to(reader: Any, v: int, source: tuple[int, ...],
+                   metas: dict[int, Any]) -> bool:
+    """Whether the ufunc step reader, given v's source shape for v, has its planned shape."""
+    prim = REGISTRY.get(reader.op)
+    if prim is None or ufunc_of(prim) is None:
+        return False
+    shapes = [source if u == v else metas[u][0] for k, u in reader.args if k == "buf"]
+    try:
+        return tuple(np.broadcast_shapes(*shapes)) == tuple(reader.shape)
+    except ValueError:
+        return False
+
+
+def _direct_call(src: _Source, plan: Any, s: Any,
+                 prim: Primitive) -> tuple[str, list[str], str] | None:
+    """(callable, args, keyword text) of a numpy call equal to the step's impl whose result,
+    probed on tiny arrays of the same dtypes, is an array of the planned dtype; or None."""
+    if not s.shape or not _VALUE_FREE_DTYPES:
+        return None  # a 0-d result may come back as a numpy scalar: keep the check
+    metas = _metas(plan)
+    ufunc = ufunc_of(prim)
+    if ufunc is not None:
+        fn: Any = ufunc
+        kwargs: dict[str, Any] = {}
+    elif _is_impl(prim, "_matmul_impl"):
+        dtypes = {metas[v][1] for k, v in s.args if k == "buf"}
+        ndims = [len(metas[v][0]) for k, v in s.args if k == "buf"]
+        if len(dtypes) != 1 or len(ndims) != 2 or 0 in ndims:
+            return None  # the impl raises: let it
+        fn, kwargs = np.matmul, {}
+    elif _is_sum(prim) and s.dtype.is_floating_point:
+        # np.sum of a plain ndarray is exactly this call (numpy's _wrapreduction)
+        fn, kwargs = _ADD_REDUCE, {"axis": s.attrs["axes"], "keepdims": s.attrs["keepdim"]}
+    elif _is_impl(prim, "_amax_impl") and all(math.prod(metas[v][0]) for v in _buf_args(s)):
+        fn, kwargs = _MAX_REDUCE, {"axis": s.attrs["axes"], "keepdims": s.attrs["keepdim"]}
+    else:
+        return None
+    if not _probe_ok(fn, s, metas, kwargs):
+        return None
+    name = src.name(_callable_name(fn, s.op), fn)
+    kw = "".join(f", {k}={src.name(f'{k}{s.out}', v)}" for k, v in kwargs.items())
+    return name, _arg_list(src, s), kw
+
+
+def _emit_where(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
+    """``where(cond, a, b)`` with everything the impl decides from shapes and dtypes decided
+    here: the same numpy calls in the same order, without the per-call bookkeeping."""
+    if not _is_impl(prim, "_where_impl") or not s.shape or len(s.args) != 3:
+        return False
+    metas = _metas(plan)
+    (kc, cond), (ka, a), (kb, b) = s.args
+    if kc != "buf" or ka != "buf" or metas[cond][1] != np.bool_:
+        return False
+    a_probe = np.zeros(1, metas[a][1])
+    b_probe = np.zeros(1, metas[b][1]) if kb == "buf" else b
+    dt = np.result_type(a_probe, b_probe)
+    shape = np.broadcast_shapes(metas[cond][0], metas[a][0],
+                                metas[b][0] if kb == "buf" else np.shape(b))
+    if dt != s.dtype.np or tuple(shape) != s.shape:
+        return False
+    masked = dt.kind == "f" and math.prod(metas[cond][0]) >= 1024 and metas[cond][0] == shape
+    add_b = not (isinstance(b, (int, float)) and kb == "scalar" and b == 0)
+    fn = src.name("where_masked" if masked else "where_plain",
+                  _where_masked if masked else _where_plain)
+    b_text = f"b{b}" if kb == "buf" else src.name(f"s{s.out}", b)
+    extra = f", {add_b}" if masked else ""
+    src.line(f"b{s.out} = {fn}(b{cond}, b{a}, {b_text}, {src.name(f't{s.out}', dt)}{extra})")
+    return True
+
+
+def _emit_gather(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
+    """``getitem`` with array indices (advanced indexing: always a new array of x's dtype)
+    as the one subscript its impl makes."""
+    key = s.attrs.get("key")
+    if (not _is_impl(prim, "_getitem_impl") or not s.shape or not isinstance(key, tuple)
+            or not any(isinstance(k, prims.IndexArg) for k in key)):
+        return False
+    metas = _metas(plan)
+    x, *idx = (v for _, v in s.args)
+    if any(kind != "buf" for kind, _ in s.args) or metas[x][1] != s.dtype.np:
+        return False
+    items = [f"b{idx[k.position]}" if isinstance(k, prims.IndexArg)
+             else src.name(f"k{s.out}", k) for k in key]
+    src.line(f"b{s.out} = b{x}[{', '.join(items)},]")
+    return True
+
+
+def _emit_scatter(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
+    """``index_backward`` with array indices as the two numpy calls its impl makes: zeros of
+    the input's shape, then ``np.add.at`` (repeated indices accumulate)."""
+    key = s.attrs.get("key")
+    if (not _is_impl(prim, "_index_backward_impl") or not isinstance(key, tuple)
+            or prims.is_basic_key(key) or any(kind != "buf" for kind, _ in s.args)):
+        return False
+    metas = _metas(plan)
+    g, *idx = (v for _, v in s.args)
+    if metas[g][1] != s.dtype.np or tuple(s.attrs["shape"]) != s.shape:
+        return False
+    items = [f"b{idx[k.position]}" if isinstance(k, prims.IndexArg)
+             else src.name(f"k{s.out}", k) for k in key]
+    shape, dtype = src.name(f"shape{s.out}", s.attrs["shape"]), src.name(f"t{s.out}", s.dtype.np)
+    src.line(f"b{s.out} = {src.name('zeros', np.zeros)}({shape}, dtype={dtype})")
+    src.line(f"{src.name('add_at', _ADD_AT)}(b{s.out}, ({', '.join(items)},), b{g})")
+    return True
+
+
+def _emit_mean(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
+    """``mean`` of a float32/float64 array as numpy 2's ``np.mean`` computes it (a sum, then
+    a division by the count), without its argument handling; a 0-d result keeps the check."""
+    if not (_VALUE_FREE_DTYPES and _same_code(prim.impl, _mean_ref.__code__)):
+        return False
+    if len(s.args) != 1 or s.args[0][0] != "buf":
+        return False
+    shape, dtype = _metas(plan)[s.args[0][1]]
+    x, axes = s.args[0][1], s.attrs["axes"]
+    count = math.prod(shape[a % len(shape)] for a in axes) if shape else 1
+    if dtype not in _MEAN_DTYPES or not count or dtype != s.dtype.np:
+        return False
+    axes_name = src.name(f"axes{s.out}", axes)
+    keep = src.name(f"keepdim{s.out}", s.attrs["keepdim"])
+    src.line(f"b{s.out} = {src.name('mean_float', _mean_float)}(b{x}, {axes_name}, {keep}, "
+             f"{src.name(f'count{s.out}', np.intp(count))})")
+    if not s.shape:
+        _emit_check(src, s)
+    return True
+
+
+_MEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _callable_name(fn: Any, op: str) -> str:
+    """A readable global name for fn in the generated source (add, matmul, add_reduce)."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, np.ufunc):
+        return f"{owner.__name__}_{fn.__name__}"
+    return getattr(fn, "__name__", op)
+
+
+def _probe_ok(fn: Any, s: Any, metas: dict[int, Any], kwargs: dict[str, Any]) -> bool:
+    """Whether fn on one-element arrays of the step's argument dtypes gives an array of the
+    step's dtype (numpy's result type does not depend on sizes or, under NEP 50, values)."""
+    probe = [np.zeros((1,) * len(metas[v][0]), metas[v][1]) if k == "buf" else v
+             for k, v in s.args]
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*probe, **kwargs)
+    except Exception:  # the probe is only a question: any failure means "keep the check"
+        return False
+    return type(out) is np.ndarray and out.dtype == s.dtype.np
+
+
+def _template(src: _Source, template: Any) -> str:
+    """Python source building the filled return template (``("array", value)`` leaves)."""
+    kind, body = template
+    if kind == "node":
+        return f"('array', b{body})"
+    if kind in ("tuple", "list"):
+        return f"({kind!r}, [{', '.join(_template(src, t) for t in body)}])"
+    if kind == "dict":
+        items = ", ".join(f"({src.name('key', k)}, {_template(src, t)})" for k, t in body)
+        return f"('dict', [{items}])"
+    return src.name("py", template)
+
+
+# --- helpers the generated code calls ---------------------------------------------------------
+
+
+def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
+    """runtime.ops.prims._where_impl on a large float mask of the result's shape."""
+    out = np.multiply(cond, a, dtype=dt)
+    if add_b:
+        out += np.multiply(~cond, b, dtype=dt)
+    if not np.count_nonzero(np.isnan(out)):  # isnan(out).any(), in one C call
+        return out
+    return np.where(cond, a, b).astype(dt, copy=False)
+
+
+def _mean_float(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, count: Any) -> Any:
+    """numpy 2's ``np.mean(x, axis=axes, keepdims=keepdims)`` (numpy/_core/_methods.py
+    ``_mean``) for a plain float32/float64 array and a nonzero count (a numpy intp)."""
+    ret = _ADD_REDUCE(x, axes, None, None, keepdims, where=True)
+    if isinstance(ret, np.ndarray):
+        return np.true_divide(ret, count, out=ret, casting="unsafe", subok=False)
+    return ret.dtype.type(ret / count)
+
+
+def _where_plain(cond: np.ndarray, a: Any, b: Any, dt: np.dtype) -> Any:
+    """runtime.ops.prims._where_impl on a small or broadcast mask."""
+    return np.where(cond, a, b).astype(dt, copy=False)
+
+
+def _fix_numpy(value: Any, dtype: np.dtype) -> Any:
+    """A step's result as a numpy array of its planned dtype (numpy may return a scalar, or a
+    promoted dtype)."""
+    if type(value) is not np.ndarray:
+        value = np.asarray(value)
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    return value
+
+
+def _fix_other(value: Any, dtype: np.dtype) -> Any:
+    """As ``_fix_numpy`` for a device array module: only the dtype is made right."""
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    return value
+

@@ -1,0 +1,237 @@
+"""The generated interpreter (planner.program): the fast program computes exactly what the
+fully checked one (the reference interpreter's loop) does, bit for bit and layout for layout,
+never writes into inputs, state or values still in use, and falls back or rebuilds when its
+assumptions (plain arrays, the registry's primitives) do not hold."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import planner
+import runtime as rt
+from benchmarks.workloads import WORKLOADS
+from planner.program import _mean_float, _where_masked, program_for, ufunc_of
+from runtime.ops import REGISTRY, prims
+from tests.planner.test_random_programs import make_step, programs
+
+compile_module = importlib.import_module("planner.compile")
+
+
+def plan_inputs(step: Any, args: tuple[Any, ...]) -> tuple[Any, list[Any], dict[int, Any], Any]:
+    """The binding last used by a compiled step, and copies of what its plan reads."""
+    binding = next(iter(step._cache.values())).bindings[0]
+    arrays = [a._data.copy() if isinstance(a, rt.Tensor) else None for a in args]
+    state = {slot: compile_module._read_slot(binding.slots[slot], args).copy()
+             for slot, _ in binding.plan.reads}
+    return binding, arrays, state, binding.generators
+
+
+def flat(filled: Any) -> list[np.ndarray]:
+    kind, body = filled
+    if kind == "array":
+        return [body]
+    if kind in ("tuple", "list"):
+        return [a for t in body for a in flat(t)]
+    if kind == "dict":
+        return [a for _, t in body for a in flat(t)]
+    return []
+
+
+def assert_identical(got: list[Any], expected: list[Any]) -> None:
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected, strict=True):
+        if e is None:
+            assert g is None
+            continue
+        assert type(g) is type(e) and g.dtype == e.dtype and g.shape == e.shape
+        assert g.strides == e.strides  # the same layout: later reductions round alike
+        np.testing.assert_array_equal(g, e)
+        assert np.array_equal(np.signbit(g), np.signbit(e))  # -0.0 stays -0.0
+
+
+def run_both(plan: Any, arrays: list[Any], state: dict[int, Any],
+             generators: Any) -> tuple[list[Any], list[Any]]:
+    """Outputs and writes of the fast and the checked program, on private copies."""
+    results = []
+    for checked in (False, True):
+        a = [x.copy() if x is not None else None for x in arrays]
+        st = {k: v.copy() for k, v in state.items()}
+        before = [x.copy() if x is not None else None for x in a] + [v.copy() for v in st.values()]
+        filled, writes = program_for(plan, checked=checked)(plan, a, st, generators)
+        after = [x for x in a] + list(st.values())
+        for b, x in zip(before, after, strict=True):  # inputs and state are never written
+            if b is not None:
+                np.testing.assert_array_equal(x, b)
+        results.append(flat(filled) + [v for _, v in writes])
+    return results[0], results[1]
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_fast_program_equals_checked_program(name: str, backend: str) -> None:
+    wl = WORKLOADS[name]
+    case = wl.build(rt, wl.make_arrays(0))
+    step = planner.compile(case.fn, backend=backend)
+    for _ in range(2):
+        step(*case.args)
+    binding, arrays, state, generators = plan_inputs(step, case.args)
+    fast, checked = run_both(binding.plan, arrays, state, generators)
+    assert_identical(fast, checked)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_programs_fast_equals_checked(program: Any) -> None:
+    shapes, ops, seed = program
+    rng = np.random.default_rng(seed)
+    leaves = [rt.tensor((rng.standard_normal(s) * 0.7).astype(np.float32), requires_grad=True)
+              for s in shapes]
+    step = planner.compile(make_step(ops), fullgraph=True)
+    step(*leaves)
+    step(*leaves)  # now .grad exists: the plan reads and accumulates it
+    binding, arrays, state, generators = plan_inputs(step, tuple(leaves))
+    fast, checked = run_both(binding.plan, arrays, state, generators)
+    assert_identical(fast, checked)
+
+
+def small_plan() -> tuple[Any, Any, tuple[Any, ...]]:
+    w = WORKLOADS["mlp_small"]
+    case = w.build(rt, w.make_arrays(0))
+    step = planner.compile(case.fn)
+    step(*case.args)
+    step(*case.args)
+    return step, case, case.args
+
+
+def test_inputs_that_are_not_plain_arrays_run_the_checked_program() -> None:
+    class Sub(np.ndarray):
+        pass
+
+    step, _, args = small_plan()
+    binding, arrays, state, generators = plan_inputs(step, args)
+    plan = binding.plan
+    expected = program_for(plan, checked=True)(plan, list(arrays), dict(state), generators)
+    odd = [a.view(Sub) if a is not None and a.dtype == np.float32 else a for a in arrays]
+    filled, writes = plan.run(odd, dict(state), generators)
+    assert_identical(flat(filled) + [v for _, v in writes],
+                     flat(expected[0]) + [v for _, v in expected[1]])
+    assert all(type(v) is np.ndarray for _, v in writes)  # checked: plain arrays come out
+
+
+def test_a_replaced_primitive_takes_effect_on_the_next_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    step, case, args = small_plan()
+    binding, arrays, state, generators = plan_inputs(step, args)
+    plan = binding.plan
+    prim = REGISTRY["matmul"]
+    calls = []
+
+    def counting(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return prim.impl(*a, **k)
+
+    monkeypatch.setitem(REGISTRY, "matmul", dataclasses.replace(prim, impl=counting))
+    plan.run(list(arrays), dict(state), generators)
+    assert len(calls) == sum(1 for s in plan.steps if s.op == "matmul")
+    monkeypatch.undo()
+    plan.run(list(arrays), dict(state), generators)
+    assert len(calls) == sum(1 for s in plan.steps if s.op == "matmul")  # the fast call again
+    assert "_matmul(" in program_for(plan).source
+
+
+def test_arrays_of_one_call_survive_the_next() -> None:
+    step, case, args = small_plan()
+    loss = step(*args)
+    grads = [p.grad for p in _params(case)]
+    kept = [loss.numpy().copy(), *(g.numpy().copy() for g in grads)]
+    step(*args)
+    for arr, t in zip(kept, [loss, *grads], strict=True):
+        np.testing.assert_array_equal(t.numpy(), arr)  # not reused by the second call
+
+
+def _params(case: Any) -> list[Any]:
+    """The model parameters a workload step closes over (through its optimizer)."""
+    cells = {name: c.cell_contents for name, c in
+             zip(case.fn.__code__.co_freevars, case.fn.__closure__, strict=True)}
+    return [p for g in cells["opt"].param_groups for p in g["params"]]
+
+
+def test_a_dying_value_still_viewed_is_not_overwritten() -> None:
+    def f(x: Any) -> Any:
+        t = x.exp()
+        v = t.reshape(-1)  # a view of t, read after t's last direct use
+        w = t * 2.0
+        return v.sum() + w.sum() * 0.5, v
+
+    x = rt.from_numpy(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    expected = f(x)
+    got = planner.compile(f)(x)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_array_equal(g.numpy(), e.numpy())
+
+
+# --- the specialised primitives against the registry's ---------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if ufunc_of(p)))
+def test_ufunc_primitives_are_the_ufunc(name: str) -> None:
+    prim = REGISTRY[name]
+    fn = ufunc_of(prim)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((3, 4)).astype(np.float32) + 2 for _ in range(fn.nin)]
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(fn(*args), prim.impl(np, *args))
+
+
+def test_non_ufunc_primitives_are_not_taken_for_one() -> None:
+    assert ufunc_of(REGISTRY["where"]) is None and ufunc_of(REGISTRY["erf"]) is None
+    assert ufunc_of(dataclasses.replace(REGISTRY["add"], impl=lambda xp, a, b: a - b)) is None
+
+
+@pytest.mark.parametrize("special", [0.0, -0.0, np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("b", [0.0, 1.5, "array"])
+def test_where_masked_equals_the_impl(special: float, b: Any) -> None:
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((32, 64)).astype(np.float32)
+    a[3, 5] = special
+    cond = rng.random((32, 64)) > 0.5
+    cond[3, 5] = False
+    other = rng.standard_normal((32, 64)).astype(np.float32) if b == "array" else b
+    with np.errstate(invalid="ignore"):  # 0 * inf: both warn alike, then take np.where
+        expected = prims._where_impl(np, cond, a, other)
+        got = _where_masked(cond, a, other, np.dtype(np.float32), b != 0.0)
+    assert_identical([got], [expected])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,axes", [((7,), (0,)), ((5, 6), (1,)), ((5, 6), (0,)),
+                                        ((5, 6), (0, 1)), ((2, 3, 4), (0, 2)), ((4, 3), ())])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_mean_float_equals_np_mean(dtype: Any, shape: tuple[int, ...], axes: tuple[int, ...],
+                                   keepdim: bool) -> None:
+    x = (np.random.default_rng(2).standard_normal(shape) * 1e3).astype(dtype)
+    count = np.intp(np.prod([shape[a] for a in axes]))
+    expected = np.mean(x, axis=axes, keepdims=keepdim)
+    got = _mean_float(x, axes, keepdim, count)
+    assert type(got) is type(expected)
+    assert_identical([np.asarray(got)], [np.asarray(expected)])
+
+
+def test_a_plan_copies_and_pickles_without_its_program() -> None:
+    step, _, args = small_plan()
+    binding, arrays, state, generators = plan_inputs(step, args)
+    plan = binding.plan
+    expected = plan.run(list(arrays), dict(state), generators)
+    for clone in (pickle.loads(pickle.dumps(plan)), copy.deepcopy(plan)):
+        assert "_program_cache" not in clone.__dict__
+        got = clone.run(list(arrays), dict(state), generators)
+        assert_identical(flat(got[0]) + [v for _, v in got[1]],
+                         flat(expected[0]) + [v for _, v in expected[1]])
