@@ -30,8 +30,9 @@ from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
 
-# "auto" runs the reference interpreter until fused kernels are the measured default;
-# "llvm" fuses elementwise segments into LLVM kernels (codegen/)
+# "llvm" fuses elementwise segments into LLVM kernels (codegen/); "auto" does so on the CPU
+# (measured faster than the interpreter on every workload: benchmarks/run.py) and runs the
+# reference interpreter elsewhere; "interpreter" never fuses
 BACKENDS = ("auto", "interpreter", "llvm", "eager")
 CACHE_SIZE = 8
 
@@ -327,7 +328,7 @@ class CompiledStep:
         run_default_passes(cap.graph)
         plan_device = device or _plan_device(cap)
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
-        if self.backend == "llvm" and plan_device == "cpu":
+        if self.backend in ("llvm", "auto") and plan_device == "cpu":
             from .fusion import fuse
 
             plan = fuse(plan)

@@ -60,7 +60,7 @@ def test_kernel_steps_read_only_earlier_buffers() -> None:
 def test_segments_keep_one_domain(name: str) -> None:
     wl = WORKLOADS[name]
     case = wl.build(rt, wl.make_arrays(0))
-    plan = planner.compile(case.fn).lower(*case.args)
+    plan = planner.compile(case.fn, backend="interpreter").lower(*case.args)
     segs = segments(plan)
     assert segs
     for seg in segs:
@@ -148,7 +148,7 @@ def test_fusion_decisions_are_explained() -> None:
     for name in ("eltwise", "mlp_small"):
         wl = WORKLOADS[name]
         case = wl.build(rt, wl.make_arrays(0))
-        plan = planner.compile(case.fn).lower(*case.args)
+        plan = planner.compile(case.fn, backend="interpreter").lower(*case.args)
         with mock.patch.object(fusion, "MIN_STEPS_WHEN_SMALL", 6):  # small segments unfused
             report = fusion.explain_fusion(plan).splitlines()
         compute = [s for s in plan.steps if s.op not in ("input", "state", "const", "rand")]

@@ -16,7 +16,7 @@ from planner.inspect import estimate_bytes, estimate_flops, peak_memory
 def mlp_plan():
     w = WORKLOADS["mlp_small"]
     case = w.build(rt, w.make_arrays(0))
-    step = planner.compile(case.fn)
+    step = planner.compile(case.fn, backend="interpreter")
     step(*case.args)
     step(*case.args)
     return step, case
