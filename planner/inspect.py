@@ -6,6 +6,8 @@ import math
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
 SOURCES = ("input", "state", "const", "rand")
 VIEWS = ("reshape", "permute", "expand")
 REDUCTIONS = ("sum", "mean", "amax", "argmax", "argmin")
@@ -19,13 +21,22 @@ def _numel(shape: Any) -> int:
 
 def _arg_shapes(plan: Any, step: Any) -> list[tuple[tuple[int, ...], int]]:
     """(shape, itemsize) of the step's buffer arguments."""
-    by_out = _by_out(plan)
-    out = []
-    for kind, v in step.args:
-        if kind == "buf" and v in by_out:
-            s = by_out[v]
-            out.append((s.shape, s.dtype.np.itemsize))
-    return out
+    metas = _metas(plan)
+    return [metas[v] for kind, v in step.args if kind == "buf" and v in metas]
+
+
+def _metas(plan: Any) -> dict[int, tuple[tuple[int, ...], int]]:
+    """Every buffer's (shape, itemsize), a kernel's outputs included (in the plan's shapes)."""
+    cache = plan.__dict__.get("_inspect_metas")
+    if cache is None:
+        cache = plan.__dict__["_inspect_metas"] = {}
+        for s in plan.steps:
+            if s.op == "kernel":
+                for o, (_, dtype, shape) in zip(s.attrs["outs"], s.attrs["out_specs"]):
+                    cache[o] = (tuple(shape), np.dtype(dtype).itemsize)
+            else:
+                cache[s.out] = (tuple(s.shape), s.dtype.np.itemsize)
+    return cache
 
 
 def _by_out(plan: Any) -> dict[int, Any]:
@@ -58,6 +69,8 @@ def estimate_flops(step: Any, plan: Any = None) -> int:
     op = step.op
     if op in SOURCES or op in SHAPE_OPS:
         return 0
+    if op == "kernel":
+        return _kernel_flops(step.attrs["kernel"])
     if op == "matmul":
         shapes = [s for s, _ in _arg_shapes(plan, step)] if plan is not None else []
         if len(shapes) == 2 and shapes[0]:
@@ -70,10 +83,31 @@ def estimate_flops(step: Any, plan: Any = None) -> int:
     return _numel(step.shape)  # elementwise
 
 
+def _kernel_flops(kernel: Any) -> int:
+    """One operation per arithmetic expr and value it is computed for, as the unfused steps
+    count them: per element over the domain, per row over its rows."""
+    from codegen import ir as kir
+
+    elements, rows = _numel(kernel.domain), _numel(kernel.outer_shape)
+    if kernel.n_reduce == 0:
+        rows = elements
+    flags = kir.per_element(kernel)
+    return sum(elements if flags[i] or isinstance(e, kir.Reduce) else rows
+               for i, e in enumerate(kernel.exprs)
+               if not isinstance(e, (kir.Load, kir.Const)))
+
+
 def estimate_bytes(step: Any, plan: Any = None) -> int:
     """Bytes moved by one step: its buffer inputs plus its output (views and sources: 0)."""
     if step.op in SOURCES or _is_view(step):
         return 0
+    if step.op == "kernel":
+        from codegen import ir as kir
+
+        kernel = step.attrs["kernel"]
+        ins = sum(_numel(s) * size for s, size in _arg_shapes(plan, step)) if plan else 0
+        return ins + sum(_numel(kir.output_shape(kernel, o)) * np.dtype(o.dtype).itemsize
+                         for o in kernel.outputs)
     out = _numel(step.shape) * step.dtype.np.itemsize
     ins = sum(_numel(s) * size for s, size in _arg_shapes(plan, step)) if plan is not None else 0
     return out + ins

@@ -119,3 +119,18 @@ def test_summary_of_every_workload(name):
     plan = planner.compile(case.fn).lower(*case.args)
     assert plan.flops > 0 and peak_memory(plan) > 0
     assert "peak memory" in plan.summary()
+
+
+@pytest.mark.parametrize("name", ["eltwise", "chain", "mlp_small"])
+def test_fused_plans_count_the_work_of_their_kernels(name: str) -> None:
+    """A kernel step counts the arithmetic of the steps it fused (about what they counted)
+    and only the bytes it reads and writes: far fewer than the unfused steps move."""
+    wl = WORKLOADS[name]
+    case = wl.build(rt, wl.make_arrays(0))
+    plain = planner.compile(case.fn, backend="interpreter").lower(*case.args)
+    fused = planner.compile(case.fn, backend="llvm").lower(*case.args)
+    assert fused.kernels
+    assert 0.8 <= fused.flops / plain.flops <= 1.3
+    moved = [sum(estimate_bytes(s, p) for s in p.steps) for p in (plain, fused)]
+    # elementwise work fuses into one pass; mlp_small's matmuls still read and write theirs
+    assert moved[1] < moved[0] / {"eltwise": 20, "chain": 20, "mlp_small": 1.3}[name]
