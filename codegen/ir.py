@@ -124,6 +124,10 @@ class Output:
     value: int
     dtype: str
     accumulate: str | None = None  # a REDUCE_OPS op: also reduce over the outer axes
+    # an input whose storage receives this output (an update in place): the kernel stores
+    # through that input's pointer, element by element where it loaded it, and never touches
+    # the output's own pointer
+    into: int | None = None
 
 
 @dataclass(frozen=True)
@@ -230,10 +234,30 @@ def validate(kernel: Kernel) -> None:
             fail(where, f"references missing expr {out.value} of {len(kernel.exprs)}")
         if out.dtype != dtypes[out.value]:
             fail(where, f"dtype {out.dtype} but expr {out.value} is {dtypes[out.value]}")
+        if out.into is not None:
+            _check_into(kernel, out, where, fail)
         if out.accumulate is not None and (out.accumulate not in REDUCE_OPS
                                            or out.dtype not in REDUCE_OPS[out.accumulate]):
             fail(where, f"cannot accumulate {out.dtype} with {out.accumulate!r} "
                         f"(known: {sorted(REDUCE_OPS)} over {sorted(NUMERIC_DTYPES)})")
+
+
+def _check_into(kernel: Kernel, out: Output, where: str, fail) -> None:
+    """An in-place output: an elementwise kernel writing, per element, over a dense input of
+    its dtype (each element is loaded before it is overwritten, in the same iteration)."""
+    if not 0 <= out.into < len(kernel.inputs):
+        fail(where, f"into missing input {out.into} of {len(kernel.inputs)}")
+    inp = kernel.inputs[out.into]
+    dense, step = [], 1
+    for d in reversed(kernel.domain):
+        dense.append(step if d != 1 else 0)
+        step *= d
+    if kernel.n_reduce or out.accumulate is not None or inp.dtype != out.dtype \
+            or tuple(s for s, d in zip(inp.strides, kernel.domain) if d != 1) \
+            != tuple(s for s, d in zip(reversed(dense), kernel.domain) if d != 1):
+        fail(where, f"cannot be written into input {out.into} ({inp.name}): needs an "
+                    f"elementwise kernel and a dense input of dtype {out.dtype}, got "
+                    f"n_reduce={kernel.n_reduce}, {inp.dtype} strides {inp.strides}")
 
 
 def _check_expr(kernel: Kernel, i: int, expr: Expr, dtypes: list[str], fail) -> None:

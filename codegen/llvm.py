@@ -492,9 +492,11 @@ class _KernelEmitter:
 
     def _store(self, j: int, offset: V, value: V) -> None:
         b = self.b
-        if self.kernel.outputs[j].dtype == "bool":
+        out = self.kernel.outputs[j]
+        if out.dtype == "bool":
             value = b.zext(value, I8)
-        b.store(value, b.gep(self.out_ptrs[j], [offset], inbounds=True))
+        ptr = self.out_ptrs[j] if out.into is None else self.in_ptrs[out.into]
+        b.store(value, b.gep(ptr, [offset], inbounds=True))
 
     def _accumulate(self, j: int, offset: V, value: V) -> None:
         """out[offset] = combine(out[offset], value) for an output reduced over outer axes."""

@@ -25,7 +25,7 @@ from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
 from .capture import Capture, Slot, capture
-from .plan import Plan, build_plan
+from .plan import Commit, Plan, build_plan
 from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
@@ -484,6 +484,10 @@ def _write_slot(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]
 
 
 def _write_into(t: Tensor, value: Any) -> None:
+    if isinstance(value, Commit):  # a parameter update run in place now (plan.Commit)
+        value.apply(t._data)
+        t._vc.v += 1
+        return
     if value is t._data:
         return
     t._data[...] = value

@@ -13,6 +13,7 @@ steps of the interpreter.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -536,6 +537,7 @@ def fuse(plan: Plan) -> Plan:
         for kind, v in step.args:
             if kind == "buf" and v in seg_of and seg_of.get(step.out) is not seg_of[v]:
                 used_after.add(v)
+    reads_after = _readers(plan)
     steps: list[PlanStep] = []
     kernels: list[kir.Kernel] = []
     placed: set[int] = set()
@@ -550,11 +552,16 @@ def fuse(plan: Plan) -> Plan:
         placed.add(id(seg))
         kernel, ins, outs, row_views = lower_segment(seg, f"k{len(kernels)}", used_after,
                                                      dtypes, shapes)
+        commit = _commit_input(plan, kernel, ins, outs, seg, used_after, reads_after)
+        if commit is not None:
+            kernel = dataclasses.replace(kernel, outputs=(
+                dataclasses.replace(kernel.outputs[0], into=commit),))
         kernels.append(kernel)
         last = seg.steps[-1]
         steps.append(PlanStep(outs[0] if outs else last.out, "kernel",
                               [("buf", b) for b in ins],
                               {"kernel": kernel, "outs": outs, "fused": len(seg.steps),
+                               "commit": commit,
                                "out_specs": [(kir.output_shape(kernel, o), o.dtype,
                                               shapes[b])
                                              for o, b in zip(kernel.outputs, outs)]},
@@ -571,6 +578,43 @@ def fuse(plan: Plan) -> Plan:
     fused.stats["fused_steps"] = sum(len(s.steps) for s in found)
     fused.kernels = _kernel_infos(kernels)
     return fused
+
+
+def _readers(plan: Plan) -> dict[int, int]:
+    """How many steps read each buffer, and how often it is written back or returned."""
+    count: dict[int, int] = {}
+    for step in plan.steps:
+        for kind, v in step.args:
+            if kind == "buf":
+                count[v] = count.get(v, 0) + 1
+    for v in [b for _, b in plan.writes if b >= 0] + list(template_nodes(plan.returns)):
+        count[v] = count.get(v, 0) + 1
+    return count
+
+
+def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],
+                  seg: Segment, used_after: set[int], readers: dict[int, int]) -> int | None:
+    """The input a kernel may update in place at write-back: a parameter update whose one
+    output nothing but the write of a parameter (a ``tensor`` slot) uses, computed
+    elementwise from that parameter's own value (read by the plan). The kernel then runs
+    when the replay commits, storing straight into the parameter: no second copy of it."""
+    if len(outs) != 1 or kernel.n_reduce or seg.steps[-1].device != "cpu":
+        return None
+    (out,) = outs
+    slots = [slot for slot, b in plan.writes if b == out]
+    if len(slots) != 1 or readers.get(out, 0) != 1 \
+            or plan.slots[slots[0]].get("kind") != "tensor":
+        return None
+    source = next((b for slot, b in plan.reads if slot == slots[0]), None)
+    if source not in ins:
+        return None
+    into = ins.index(source)
+    try:
+        kir.validate(dataclasses.replace(kernel, outputs=(
+            dataclasses.replace(kernel.outputs[0], into=into),)))
+    except kir.KernelIRError:
+        return None  # e.g. the parameter is read broadcast
+    return into
 
 
 def _kernel_infos(kernels: list[kir.Kernel]) -> list[KernelInfo]:

@@ -187,6 +187,9 @@ def _shared_storage(step: Any, out: int, inplace: int | None,
     """The storages output `out` of a step lives in, when it allocates none of its own."""
     if inplace is not None:
         return set(storage_of.get(inplace, ()))
+    if step.op == "kernel" and step.attrs.get("commit") is not None:
+        # a parameter update run at write-back in the parameter's own storage (plan.Commit)
+        return set(storage_of.get(step.args[step.attrs["commit"]][1], ()))
     if step.op != "kernel" and _is_view(step) and step.args and step.args[0][0] == "buf":
         return set(storage_of.get(step.args[0][1], ()))
     return None

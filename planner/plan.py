@@ -21,6 +21,42 @@ from .program import program_for
 
 
 @dataclass
+class Commit:
+    """A parameter update left to the write-back: the plan returns this instead of the new
+    value, and writing it runs the kernel on the parameter's own storage. It runs once every
+    step of the plan has succeeded, so a failing replay still leaves the parameter untouched,
+    and the parameter is never held twice."""
+
+    launch: Any  # CompiledModule.launcher of a kernel whose one output has ``into``
+    args: list[Any]  # the kernel's arguments; args[into] is the parameter's array as read
+    into: int
+
+    def apply(self, dest: Any) -> None:
+        """Update ``dest`` (the parameter's array) in place."""
+        args = list(self.args)
+        if args[self.into] is dest and dest.flags.c_contiguous:
+            self.launch([*(np.ascontiguousarray(a) for a in args), dest])
+            return
+        # the parameter's storage changed since the plan read it, or is not dense: update a
+        # dense copy, then write that back
+        work = np.array(args[self.into], order="C", copy=True)
+        args[self.into] = work
+        self.launch([*(np.ascontiguousarray(a) for a in args), work])
+        dest[...] = work.reshape(dest.shape)
+
+    def result(self) -> Any:
+        """The updated value as a new array, the parameter left as it is."""
+        dest = np.array(self.args[self.into], order="C", copy=True)
+        self.apply(dest)
+        return dest
+
+
+def materialize(value: Any) -> Any:
+    """A value a plan writes back, as an array (a Commit's result)."""
+    return value.result() if isinstance(value, Commit) else value
+
+
+@dataclass
 class PlanStep:
     out: int  # the buffer this step writes (its graph node id)
     op: str
@@ -77,6 +113,12 @@ class Plan:
         launch = self._module().launcher(attrs["kernel"])
         specs = [(tuple(shape), np.dtype(dtype), tuple(plan_shape))
                  for shape, dtype, plan_shape in attrs["out_specs"]]
+        if attrs.get("commit") is not None:
+            def defer(*args: Any) -> list[Any]:
+                return [Commit(launch, list(args), attrs["commit"])]
+
+            cache[id(attrs)] = (attrs, defer)
+            return defer
         empty, contiguous, ndarray = np.empty, np.ascontiguousarray, np.ndarray
 
         def call(*args: Any) -> list[Any]:

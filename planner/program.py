@@ -373,8 +373,9 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     outputs of the kernel's shapes, all bound to locals for the call. False where the kernel
     has no such entry (it splits across threads) or an input's type is not known."""
     bufs = [v for _, v in s.args]
-    if s.device != "cpu" or any(v not in known.typed for v in bufs):
-        return False
+    if s.device != "cpu" or s.attrs.get("commit") is not None \
+            or any(v not in known.typed for v in bufs):
+        return False  # a commit kernel runs at write-back (Plan.kernel_call)
     entry = plan._module().object_entry(s.attrs["kernel"])
     if entry is None:
         return False

@@ -116,3 +116,35 @@ def test_transcendental_loops_make_no_calls(dtype):
     asm = build([k]).asm("chain")
     assert "call" not in asm
     assert re.search(r"%[yz]mm", asm)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_output_written_into_its_input_updates_it_in_place(threads):
+    f = "float32"
+    n = 1 << 16
+    inputs = (K.Input("p", f, (1,)), K.Input("g", f, (1,)))
+    exprs = (K.Load(0), K.Load(1), K.Const(-0.5, f), K.Binary("mul", 1, 2, f),
+             K.Binary("add", 0, 3, f))
+    k = K.Kernel("sgd", (n,), 0, inputs, exprs, (K.Output("p_new", 4, f, into=0),))
+    cm = build([k])
+    p, g = random_array((n,), f), random_array((n,), f)
+    expect = p + g * np.float32(-0.5)
+    untouched = np.full(n, 7.0, np.float32)
+    cm.run(k, [p, g], [untouched], threads=threads)
+    np.testing.assert_allclose(p, expect, rtol=1e-6)
+    assert (untouched == 7.0).all()  # the output's own pointer is never written
+
+
+def test_into_needs_an_elementwise_kernel_over_a_dense_input_of_its_dtype():
+    f = "float32"
+    base = dict(name="bad", domain=(4, 3), n_reduce=0,
+                exprs=(K.Load(0), K.Unary("neg", 0, f)))
+    ok = K.Kernel(**base, inputs=(K.Input("x", f, (3, 1)),),
+                  outputs=(K.Output("o", 1, f, into=0),))
+    K.validate(ok)
+    with pytest.raises(K.KernelIRError, match="cannot be written into input 0"):
+        K.validate(K.Kernel(**base, inputs=(K.Input("x", f, (0, 1)),),
+                            outputs=(K.Output("o", 1, f, into=0),)))
+    with pytest.raises(K.KernelIRError, match="into missing input 3"):
+        K.validate(K.Kernel(**base, inputs=(K.Input("x", f, (3, 1)),),
+                            outputs=(K.Output("o", 1, f, into=3),)))

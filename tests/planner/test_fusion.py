@@ -177,3 +177,43 @@ def test_reductions_over_middle_axes_run_over_a_permuted_domain(op: str, axes: A
     kernels = [s.attrs["kernel"] for s in step.plan.steps if s.op == "kernel"]
     assert any(k.n_reduce == len(axes) and k.domain[-len(axes):] == tuple(
         x.shape[a] for a in axes) for k in kernels), kernels
+
+
+def test_parameter_updates_run_in_place_at_write_back() -> None:
+    """An SGD update fuses into a kernel that writes the parameter's own storage when the
+    replay commits: same array, version bumped, a detached alias sees it, values as eager."""
+    def make() -> tuple[Any, Any]:
+        model = rt.nn.Sequential(rt.nn.Linear(256, 256), rt.nn.Tanh(), rt.nn.Linear(256, 4))
+        with rt.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(rt.from_numpy(np.random.default_rng(i).standard_normal(p.shape)
+                                      .astype(np.float32) * 0.05))
+        return model, rt.optim.SGD(model.parameters(), lr=0.1)
+
+    x = rt.from_numpy(np.random.default_rng(9).standard_normal((64, 256)).astype(np.float32))
+
+    def body(model: Any, opt: Any) -> Any:
+        opt.zero_grad()
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    eager_model, eager_opt = make()
+    model, opt = make()
+    step = planner.compile(lambda: body(model, opt), backend="llvm")
+    for _ in range(2):
+        step()
+        body(eager_model, eager_opt)
+    weight = next(model.parameters())
+    storage, alias, version = weight._data, weight.detach(), weight._vc.v
+    commits = [s for s in step.plan.steps if s.op == "kernel" and s.attrs["commit"] is not None]
+    assert commits  # the weight updates
+    for _ in range(2):
+        step()
+        body(eager_model, eager_opt)
+    assert weight._data is storage and weight._vc.v == version + 2
+    np.testing.assert_array_equal(alias.numpy(), weight.detach().numpy())
+    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=2e-5,
+                                   atol=2e-6)

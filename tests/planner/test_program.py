@@ -19,6 +19,7 @@ import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from planner.program import _mean_float, _where_masked, program_for, ufunc_of
+from planner.plan import materialize
 from runtime.ops import REGISTRY, prims
 from tests.planner.test_random_programs import make_step, programs
 
@@ -70,7 +71,7 @@ def run_both(plan: Any, arrays: list[Any], state: dict[int, Any],
         for b, x in zip(before, after, strict=True):  # inputs and state are never written
             if b is not None:
                 np.testing.assert_array_equal(x, b)
-        results.append(flat(filled) + [v for _, v in writes])
+        results.append(flat(filled) + [materialize(v) for _, v in writes])
     return results[0], results[1]
 
 
