@@ -47,8 +47,9 @@ class RenderError(NotImplementedError):
 
 
 # a row's per-element values a later stage re-reads instead of recomputing live in scratch of
-# at most this many bytes (on the stack of the thread running the kernel; an L2-sized row)
-SCRATCH_BYTES = 1 << 18
+# at most this many bytes, on the stack of the thread running the kernel (small enough for
+# the 512 KiB stacks of threads on macOS; a wider row recomputes)
+SCRATCH_BYTES = 1 << 16
 CACHE_MIN_COST = 4  # recomputing cheaper values beats a store and a load
 EXPENSIVE = {"exp": 8, "log": 8, "sin": 8, "cos": 8, "tanh": 8, "sigmoid": 8, "erf": 10,
              "pow": 16, "div": 4, "sqrt": 4}

@@ -186,7 +186,7 @@ def test_later_stages_reread_costly_values_from_row_scratch(cols):
     from codegen.llvm_math import declare_math
     from llvmlite import ir as llir
 
-    k = softmax_kernel(3, cols, "float32")
+    k = softmax_kernel(3, cols, "float32")  # 70000 floats: over SCRATCH_BYTES
     module = llir.Module()
     emitter = _KernelEmitter(module, k, declare_math(module))
     assert emitter.cached == ({3} if cols * 4 <= SCRATCH_BYTES else set())
