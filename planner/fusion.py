@@ -608,6 +608,12 @@ def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int
     source = next((b for slot, b in plan.reads if slot == slots[0]), None)
     if source not in ins:
         return None
+    # by the time it runs, other commits may have updated their parameters: it must read no
+    # parameter's storage but its own, and its own only as the input it overwrites
+    state = {b for slot, b in plan.reads if plan.slots[slot].get("kind") == "tensor"}
+    if ins.count(source) != 1 or any(_storage_roots(plan, v) & state for v in ins
+                                     if v != source):
+        return None
     into = ins.index(source)
     try:
         kir.validate(dataclasses.replace(kernel, outputs=(
@@ -615,6 +621,22 @@ def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int
     except kir.KernelIRError:
         return None  # e.g. the parameter is read broadcast
     return into
+
+
+def _storage_roots(plan: Plan, v: int) -> set[int]:
+    """The buffers whose storage ``v`` may share: itself, and what views lead back to."""
+    by_out = plan.__dict__.get("_fusion_by_out")
+    if by_out is None:
+        by_out = plan.__dict__["_fusion_by_out"] = {s.out: s for s in plan.steps}
+    roots, stack = set(), [v]
+    while stack:
+        u = stack.pop()
+        roots.add(u)
+        step = by_out.get(u)
+        prim = REGISTRY.get(step.op) if step is not None else None
+        if prim is not None and prim.view:  # the registry says which ops may return views
+            stack.extend(w for kind, w in step.args if kind == "buf")
+    return roots
 
 
 def _kernel_infos(kernels: list[kir.Kernel]) -> list[KernelInfo]:

@@ -217,3 +217,34 @@ def test_parameter_updates_run_in_place_at_write_back() -> None:
     for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=2e-5,
                                    atol=2e-6)
+
+
+def test_updates_of_parameters_that_read_each_other_match_eager() -> None:
+    """w2's update reads w1's old value and w1's update follows: only an update that reads no
+    other parameter is deferred to write-back (w1's), so w1's new value never leaks into
+    w2's."""
+    def make() -> tuple[Any, Any]:
+        rng = np.random.default_rng(4)
+        return tuple(rt.tensor(rng.standard_normal(shape).astype(np.float32),
+                               requires_grad=True) for shape in ((64,), (64, 64)))
+
+    def body(w1: Any, w2: Any) -> Any:
+        loss = (w1 * w2).sum()
+        loss.backward()
+        with rt.no_grad():
+            w2.mul_(0.9).add_(w1)
+            w1.sub_(w1.grad * 0.1)
+            w1.grad = None
+            w2.grad = None
+        return loss
+
+    eager, compiled = make(), make()
+    step = planner.compile(lambda: body(*compiled), backend="llvm")  # w1, w2: state slots
+    for _ in range(3):
+        body(*eager)
+        step()
+    for e, c in zip(eager, compiled, strict=True):
+        np.testing.assert_allclose(c.detach().numpy(), e.detach().numpy(), rtol=1e-6)
+    kernels = [s for s in step.plan.steps if s.op == "kernel" and s.phase == "update"]
+    commits = [s for s in kernels if s.attrs["commit"] is not None]
+    assert len(commits) == 1 and commits[0].shape == (64,), step.plan.listing()
