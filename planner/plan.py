@@ -159,6 +159,9 @@ class Plan:
             args = ", ".join(f"%{v}" if k == "buf" else repr(v) for k, v in s.args)
             shown = {"kernel": s.attrs["kernel"].name, "fused": s.attrs["fused"],
                      "outs": s.attrs["outs"]} if s.op == "kernel" else s.attrs
+            if s.op == "kernel" and s.attrs.get("commit") is not None:
+                # runs at write-back, storing into this argument (a parameter): plan.Commit
+                shown = {**shown, "in_place_at_commit": f"%{s.args[s.attrs['commit']][1]}"}
             attrs = "".join(f", {k}={v!r}" for k, v in shown.items())
             lines.append(f"{i:4d}  %{s.out} = {s.op}({args}{attrs})  "
                          f"{list(s.shape)} {s.dtype.name} [{s.phase}]")
