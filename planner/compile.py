@@ -329,14 +329,32 @@ class CompiledStep:
         plan_device = device or _plan_device(cap)
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
         if self.backend in ("llvm", "auto") and plan_device == "cpu":
-            from .fusion import fuse
-
-            plan = fuse(plan)
+            plan = self._fused(plan)
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
                        _python_values(self.fn))
+
+
+    def _fused(self, plan: Plan) -> Plan:
+        """The plan with its segments fused and compiled now (not on the first replay). Under
+        "auto", code generation failing for any reason leaves the unfused plan, with a
+        warning naming why; "llvm" asked for kernels, so it raises."""
+        from .fusion import fuse
+
+        try:
+            fused = fuse(plan)
+            if fused.kernels:
+                fused._module()
+            return fused
+        except Exception as exc:
+            if self.backend == "llvm":
+                raise
+            warnings.warn(f"planner.compile({self._name}): fused kernels failed to build "
+                          f"({type(exc).__name__}: {exc}); running the plan on the "
+                          f"interpreter instead", RuntimeWarning, stacklevel=4)
+            return plan
 
 
 _SCALARS = (bool, int, float, str, type(None))

@@ -248,3 +248,26 @@ def test_updates_of_parameters_that_read_each_other_match_eager() -> None:
     kernels = [s for s in step.plan.steps if s.op == "kernel" and s.phase == "update"]
     commits = [s for s in kernels if s.attrs["commit"] is not None]
     assert len(commits) == 1 and commits[0].shape == (64,), step.plan.listing()
+
+
+def test_auto_falls_back_to_the_interpreter_when_kernels_fail_to_build(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """backend="auto" warns and runs unfused when code generation fails; "llvm" raises."""
+    import codegen.cache
+
+    def broken(kernels: Any, *args: Any) -> Any:
+        raise RuntimeError("no LLVM today")
+
+    monkeypatch.setattr(codegen.cache, "get_compiled", broken)
+    x = rt.tensor(np.linspace(-2, 2, 4096, dtype=np.float32))
+
+    def f(x: Any) -> Any:
+        return (x.sin() * 2.0).tanh().exp()
+
+    auto = planner.compile(f)
+    with pytest.warns(RuntimeWarning, match="fused kernels failed to build.*no LLVM today"):
+        got = auto(x)
+    np.testing.assert_allclose(got.numpy(), f(x).numpy(), rtol=1e-6)
+    assert not auto.plan.kernels
+    with pytest.raises(RuntimeError, match="no LLVM today"):
+        planner.compile(f, backend="llvm")(x)
