@@ -110,7 +110,7 @@ def test_planning_figures(capsys: pytest.CaptureFixture[str]) -> None:
 
     planning.main()
     out = capsys.readouterr().out
-    assert "capture + planning, mlp_large" in out
+    assert "capture + planning (fusion included" in out and "mlp_large" in out
     ratio = float(out.split("input and weights): ")[1].split("ratio ")[1].split()[0])
     assert 0.0 < ratio < 1.0  # pruning removes the weight-gradient matmuls
 
