@@ -216,8 +216,10 @@ class CompiledModule:
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
         """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
-        one per core for kernels of PARALLEL_MIN_WORK or more, else the calling thread).
-        Outputs must not overlap inputs: the kernel body declares its pointers ``noalias``."""
+        one per core for kernels estimated at PARALLEL_MIN_US or more, else the calling
+        thread). Outputs must not overlap inputs (the kernel body declares its pointers
+        ``noalias``), except that an output with ``into`` may be given its input's array: the
+        kernel stores through the input and never touches that output's own array."""
         name = kernel if isinstance(kernel, str) else kernel.name
         launch = self._launch[name]
         if len(arrays_in) != len(launch.inputs) or len(arrays_out) != len(launch.outputs):
