@@ -170,7 +170,7 @@ def _memory_walk(plan: Any) -> tuple[int, int]:
 
 
 def _kernel_input_copies(step: Any, by_out: dict[int, Any]) -> int:
-    """Bytes a kernel step copies while it runs: Plan._run_kernel makes each argument
+    """Bytes a kernel step copies while it runs: a plan's program makes each argument
     C-contiguous, which copies a transposed, broadcast or sliced view."""
     if step.op != "kernel":
         return 0
@@ -198,7 +198,7 @@ def _shared_storage(step: Any, out: int, inplace: int | None,
 def _out_nbytes(step: Any, out: int, by_out: dict[int, Any]) -> int:
     if step.op == "kernel":
         for o, (shape, dtype, _) in zip(step.attrs["outs"], step.attrs["out_specs"]):
-            if o == out:  # Plan._run_kernel allocates each output in the kernel's shape
+            if o == out:  # a kernel step allocates each output in the kernel's shape
                 return _numel(shape) * _np_itemsize(dtype)
     return _nbytes(step)
 

@@ -93,13 +93,9 @@ class Plan:
     def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
             ) -> tuple[Any, list[tuple[int, Any]]]:
         """Execute on arrays: ``args`` by argument index, ``state`` by slot. Returns the return
-        template filled with arrays, and (slot, array or None) pairs to write back."""
+        template filled with arrays, and (slot, value) pairs to write back: an array, None, or
+        a ``Commit`` (a parameter update to run in place: ``materialize`` gives its array)."""
         return self._program()(self, args, state, generators)
-
-    def _run_kernel(self, attrs: dict[str, Any], args: list[Any], env: dict[int, Any]) -> None:
-        """A fused segment: one compiled kernel call; its outputs go into ``env``."""
-        for buf, arr in zip(attrs["outs"], self.kernel_call(attrs)(*args)):
-            env[buf] = arr
 
     def kernel_call(self, attrs: dict[str, Any]) -> Any:
         """``call(*args) -> outputs`` for a kernel step (built once per step, kept outside
