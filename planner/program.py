@@ -491,7 +491,9 @@ def _emit_view(src: _Source, plan: Any, s: Any, known: _Known) -> None:
 
 
 def _broadcast_only(plan: Any) -> set[int]:
-    """Expands whose every reader is a ufunc step that gets its own shape without them."""
+    """Expands whose every reader is a ufunc step that gets its own shape without them (all
+    such expands it reads dropped at once: two expands feeding one add must not both go if
+    their sources alone broadcast to less)."""
     cached = plan.__dict__.get("_broadcast_only_cache")
     if cached is not None:
         return cached
@@ -501,24 +503,29 @@ def _broadcast_only(plan: Any) -> set[int]:
         for v in dict.fromkeys(_buf_args(s)):
             readers.setdefault(v, []).append(s)
     needed = needed_buffers(plan)
-    found = set()
-    for s in plan.steps:
-        if s.op != "expand" or s.args[0][0] != "buf" or s.out in needed:
-            continue
-        source = metas[s.args[0][1]][0]
-        if all(_broadcasts_to(r, s.out, source, metas) for r in readers.get(s.out, [])):
-            found.add(s.out)
+    source: dict[int, tuple[int, ...]] = {
+        s.out: metas[s.args[0][1]][0] for s in plan.steps
+        if s.op == "expand" and s.args[0][0] == "buf" and s.out not in needed}
+    found = set(source)
+    changed = True
+    while changed:  # drop expands a reader needs, until every remaining one is safe
+        changed = False
+        for v in sorted(found):
+            if not all(_broadcasts_to(r, found, source, metas) for r in readers.get(v, [])):
+                found.discard(v)
+                changed = True
     plan.__dict__["_broadcast_only_cache"] = found
     return found
 
 
-def _broadcasts_to(reader: Any, v: int, source: tuple[int, ...],
+def _broadcasts_to(reader: Any, dropped: set[int], source: dict[int, tuple[int, ...]],
                    metas: dict[int, Any]) -> bool:
-    """Whether the ufunc step reader, given v's source shape for v, has its planned shape."""
+    """Whether the ufunc step reader, given the sources of the dropped expands, has its
+    planned shape."""
     prim = REGISTRY.get(reader.op)
     if prim is None or ufunc_of(prim) is None:
         return False
-    shapes = [source if u == v else metas[u][0] for k, u in reader.args if k == "buf"]
+    shapes = [source[u] if u in dropped else metas[u][0] for k, u in reader.args if k == "buf"]
     try:
         return tuple(np.broadcast_shapes(*shapes)) == tuple(reader.shape)
     except ValueError:
