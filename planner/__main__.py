@@ -75,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
             from .fusion import explain_fusion
 
             print()
-            print(explain_fusion(compiled_plan(args.workload)))
+            # fusion explains the plan before it fused (the interpreter's)
+            print(explain_fusion(compiled_plan(args.workload, backend="interpreter")))
         for kernel in plan.kernels if args.kernels else ():
             print()
             print(kernel.source)

@@ -56,3 +56,9 @@ def test_backplan_console_script_is_the_planner_cli() -> None:
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert project["project"]["scripts"]["backplan"] == "planner.__main__:main"
+
+
+def test_fusion_report_explains_the_unfused_steps(capsys: Any) -> None:
+    assert main(["plan", "chain", "--fusion"]) == 0
+    out = capsys.readouterr().out
+    assert "fused into k0" in out and "kernel has no kernel-IR lowering" not in out
