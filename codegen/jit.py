@@ -266,12 +266,11 @@ class CompiledModule:
         call is checked as ``run`` checks; later ones hand the array objects straight to the
         kernel's object entry. Kernels split across threads go through ``run``."""
         name = kernel if isinstance(kernel, str) else kernel.name
-        launch = self._launch[name]
-        n_in = len(launch.inputs)
-        if launch.default_threads > 1 or not object_entry_ok():
+        n_in = len(self._launch[name].inputs)
+        entry = self.object_entry(name)
+        if entry is None:
             return lambda arrays: self.run(name, arrays[:n_in], arrays[n_in:])
-        fn, outer = launch.fn_objects, launch.outer
-        addresses = ctypes.c_size_t * (n_in + len(launch.outputs))
+        fn, addresses, outer = entry
         checked = False
 
         def call(arrays: list[np.ndarray]) -> None:

@@ -154,7 +154,8 @@ def _strides(shape: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, ...]
     return tuple(strides)
 
 
-REDUCTIONS = {"sum": "sum", "amax": "max", "mean": "sum"}  # plan op -> kernel IR reduce op
+# plan op -> kernel IR reduce op (a Reduce's, or an accumulated Output's)
+REDUCTIONS = {"sum": "sum", "amax": "max", "mean": "sum"}
 
 
 def segments(plan: Plan) -> list[Segment]:
@@ -317,7 +318,7 @@ def _start_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> Segm
         return seg
     if axes and axes == tuple(range(nd - 1)):  # all but the last: an elementwise kernel's rows
         seg.inner = 1
-        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
     if axes and len(set(axes)) == len(axes) and all(0 <= a < nd for a in axes):
         seg.perm = tuple(a for a in range(nd) if a not in axes) + tuple(sorted(axes))
@@ -326,9 +327,6 @@ def _start_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> Segm
         seg.reduced.add(step.out)
         return seg
     return None
-
-
-ACCUMULATE = {"sum": "sum", "amax": "max", "mean": "sum"}  # plan op -> Output.accumulate
 
 
 def _join_reduction(step: PlanStep, member: dict[int, Segment],
@@ -349,7 +347,7 @@ def _join_reduction(step: PlanStep, member: dict[int, Segment],
     if src in seg.reduced:  # a row value: reduce it over the outer axes
         if k != len(shapes[src]) or seg.n_reduce == nd:
             return None
-        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
     if shapes[src] != seg.shape or seg.perm is not None:
         return None
@@ -363,14 +361,14 @@ def _join_reduction(step: PlanStep, member: dict[int, Segment],
         return seg
     if axes == tuple(range(nd - seg.n_inner)) and seg.n_inner < nd:
         seg.inner = seg.n_inner  # the outer axes: accumulated per element
-        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
     if k == nd and seg.n_reduce == 0 and seg.inner in (None, 1):
         seg.n_reduce = seg.inner = 1  # all axes: row sums, accumulated over the rows
-        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
     if k == nd and seg.n_reduce > 0:
-        seg.accumulated[step.out] = ACCUMULATE[step.op]
+        seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
     return None
 

@@ -21,22 +21,11 @@ def _numel(shape: Any) -> int:
 
 def _arg_shapes(plan: Any, step: Any) -> list[tuple[tuple[int, ...], int]]:
     """(shape, itemsize) of the step's buffer arguments."""
-    metas = _metas(plan)
-    return [metas[v] for kind, v in step.args if kind == "buf" and v in metas]
+    from .program import buffer_metas
 
-
-def _metas(plan: Any) -> dict[int, tuple[tuple[int, ...], int]]:
-    """Every buffer's (shape, itemsize), a kernel's outputs included (in the plan's shapes)."""
-    cache = plan.__dict__.get("_inspect_metas")
-    if cache is None:
-        cache = plan.__dict__["_inspect_metas"] = {}
-        for s in plan.steps:
-            if s.op == "kernel":
-                for o, (_, dtype, shape) in zip(s.attrs["outs"], s.attrs["out_specs"]):
-                    cache[o] = (tuple(shape), np.dtype(dtype).itemsize)
-            else:
-                cache[s.out] = (tuple(s.shape), s.dtype.np.itemsize)
-    return cache
+    metas = buffer_metas(plan)
+    return [(metas[v][0], metas[v][1].itemsize) for kind, v in step.args
+            if kind == "buf" and v in metas]
 
 
 def _by_out(plan: Any) -> dict[int, Any]:

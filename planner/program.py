@@ -187,14 +187,15 @@ def _inplace_candidate(plan: Any, s: Any, fresh: set[int], storage_end: dict[int
     prim = REGISTRY.get(s.op)
     if prim is None or s.device != "cpu" or not s.shape or ufunc_of(prim) is None:
         return None
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     for x in _buf_args(s):
         if x in fresh and storage_end.get(x) == i and metas[x] == (s.shape, s.dtype.np):
             return x
     return None
 
 
-def _metas(plan: Any) -> dict[int, tuple[tuple[int, ...], np.dtype]]:
+def buffer_metas(plan: Any) -> dict[int, tuple[tuple[int, ...], np.dtype]]:
+    """Every buffer's (shape, dtype) in the plan, a kernel's outputs included."""
     cached = plan.__dict__.get("_metas_cache")
     if cached is None:
         cached = {}
@@ -300,7 +301,7 @@ def _emit_registry_check(src: _Source, plan: Any) -> None:
 def _emit_sources(src: _Source, plan: Any, fast: bool) -> None:
     """Bind inputs, state reads and constants; the fast program first checks that inputs and
     state are plain numpy arrays of the planned dtypes (else it runs the checked one)."""
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     tests = []
     for index, buf in plan.inputs:
         src.line(f"b{buf} = args[{index}]")
@@ -321,7 +322,7 @@ def _emit_sources(src: _Source, plan: Any, fast: bool) -> None:
 def _typed_values(plan: Any) -> set[int]:
     """Buffers the fast program knows to be plain numpy arrays of their planned dtype: inputs
     and state (checked on entry), constants that are such arrays; steps add their outputs."""
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     typed = {b for _, b in plan.inputs} | {b for _, b in plan.reads}
     typed |= {b for b, v in plan.consts.items()
               if type(v) is np.ndarray and v.dtype == metas[b][1]}
@@ -497,7 +498,7 @@ def _broadcast_only(plan: Any) -> set[int]:
     cached = plan.__dict__.get("_broadcast_only_cache")
     if cached is not None:
         return cached
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     readers: dict[int, list[Any]] = {}
     for s in plan.steps:
         for v in dict.fromkeys(_buf_args(s)):
@@ -538,7 +539,7 @@ def _direct_call(src: _Source, plan: Any, s: Any,
     probed on tiny arrays of the same dtypes, is an array of the planned dtype; or None."""
     if not s.shape or not _VALUE_FREE_DTYPES:
         return None  # a 0-d result may come back as a numpy scalar: keep the check
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     ufunc = ufunc_of(prim)
     if ufunc is not None:
         fn: Any = ufunc
@@ -568,7 +569,7 @@ def _emit_where(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     here: the same numpy calls in the same order, without the per-call bookkeeping."""
     if not _is_impl(prim, "_where_impl") or not s.shape or len(s.args) != 3:
         return False
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     (kc, cond), (ka, a), (kb, b) = s.args
     if kc != "buf" or ka != "buf" or metas[cond][1] != np.bool_:
         return False
@@ -596,7 +597,7 @@ def _emit_gather(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     if (not _is_impl(prim, "_getitem_impl") or not s.shape or not isinstance(key, tuple)
             or not any(isinstance(k, prims.IndexArg) for k in key)):
         return False
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     x, *idx = (v for _, v in s.args)
     if any(kind != "buf" for kind, _ in s.args) or metas[x][1] != s.dtype.np:
         return False
@@ -613,7 +614,7 @@ def _emit_scatter(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     if (not _is_impl(prim, "_index_backward_impl") or not isinstance(key, tuple)
             or prims.is_basic_key(key) or any(kind != "buf" for kind, _ in s.args)):
         return False
-    metas = _metas(plan)
+    metas = buffer_metas(plan)
     g, *idx = (v for _, v in s.args)
     if metas[g][1] != s.dtype.np or tuple(s.attrs["shape"]) != s.shape:
         return False
@@ -632,7 +633,7 @@ def _emit_mean(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
         return False
     if len(s.args) != 1 or s.args[0][0] != "buf":
         return False
-    shape, dtype = _metas(plan)[s.args[0][1]]
+    shape, dtype = buffer_metas(plan)[s.args[0][1]]
     x, axes = s.args[0][1], s.attrs["axes"]
     count = math.prod(shape[a % len(shape)] for a in axes) if shape else 1
     if dtype not in _MEAN_DTYPES or not count or dtype != s.dtype.np:
