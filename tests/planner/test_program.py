@@ -21,7 +21,7 @@ from benchmarks.workloads import WORKLOADS
 from planner.program import _mean_float, _where_masked, program_for, ufunc_of
 from planner.plan import materialize
 from runtime.ops import REGISTRY, prims
-from tests.planner.test_random_programs import make_step, programs
+from tests.planner.test_random_programs import make_leaves, make_step, programs
 
 compile_module = importlib.import_module("planner.compile")
 
@@ -95,9 +95,7 @@ def test_fast_program_equals_checked_program(name: str, backend: str) -> None:
                          ("exp", 5), ("exp", 2)], 0))
 def test_random_programs_fast_equals_checked(program: Any) -> None:
     shapes, ops, seed = program
-    rng = np.random.default_rng(seed)
-    leaves = [rt.tensor((rng.standard_normal(s) * 0.7).astype(np.float32), requires_grad=True)
-              for s in shapes]
+    (leaves,) = make_leaves(shapes, seed, copies=1)
     step = planner.compile(make_step(ops), fullgraph=True, backend="interpreter")
     step(*leaves)
     step(*leaves)  # now .grad exists: the plan reads and accumulates it

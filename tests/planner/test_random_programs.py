@@ -138,6 +138,14 @@ def run_program(leaves: tuple[Any, ...], ops: list[tuple[Any, ...]]) -> Any:
     return loss
 
 
+def make_leaves(shapes: list[tuple[int, ...]], seed: int, copies: int = 2) -> list[list[Any]]:
+    """``copies`` independent lists of leaf tensors holding the same random values (one for
+    each way of running the program)."""
+    rng = np.random.default_rng(seed)
+    arrays = [(rng.standard_normal(s) * 0.7).astype(np.float32) for s in shapes]
+    return [[rt.tensor(a, requires_grad=True) for a in arrays] for _ in range(copies)]
+
+
 def make_step(ops: list[tuple[Any, ...]]) -> Any:
     def step(*leaves: Any) -> Any:
         loss = run_program(leaves, ops)
@@ -151,10 +159,7 @@ def make_step(ops: list[tuple[Any, ...]]) -> Any:
 @given(programs())
 def test_random_program_compiled_equals_eager(program: Any) -> None:
     shapes, ops, seed = program
-    rng = np.random.default_rng(seed)
-    arrays = [(rng.standard_normal(s) * 0.7).astype(np.float32) for s in shapes]
-    eager_leaves = [rt.tensor(a, requires_grad=True) for a in arrays]
-    comp_leaves = [rt.tensor(a, requires_grad=True) for a in arrays]
+    eager_leaves, comp_leaves = make_leaves(shapes, seed)
     eager = make_step(ops)
     compiled = planner.compile(make_step(ops), fullgraph=True)
     for call in range(2):  # the second call accumulates into the .grad the first made
