@@ -3,16 +3,34 @@
 The key is the sha256 of every kernel hash, the host CPU name and features, the llvmlite
 version and the source of the code generator itself, so a different machine, LLVM or renderer
 never loads stale code.
+
+On disk, the cache owns one subdirectory of the cache directory, ``ENTRY_DIR`` (0700): one file
+per module, ``<key>.module``, and ``secret``, 32 random bytes (0600) made on first use. An entry
+holds the optimized IR and the object code, the key it was written for, and an HMAC-SHA256 of
+all of it under the secret. Machine code is loaded only when that digest verifies and names the
+key asked for: an empty, truncated or altered entry, or another module's entry copied under this
+key, is reported with a ``RuntimeWarning`` naming the file and what failed, then recompiled and
+replaced. A cache directory that is not owned by this user or is writable by group or others is
+not used (a ``RuntimeWarning`` says why): code is then kept in memory only, as it is when an
+entry cannot be written. The format's version is in ``ENTRY_DIR`` and in every entry's magic
+line, so entries of another version are simply misses.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import hmac
 import json
 import os
+import re
+import secrets
+import stat
+import struct
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import llvmlite
@@ -22,9 +40,24 @@ from codegen.jit import (CompiledModule, ObjectCode, compile_count, host, load,
                          optimize_and_emit)
 from codegen.llvm import render
 
+ENTRY_DIR = "backplan-modules-v2"
+ENTRY_SUFFIX = ".module"
+SECRET_NAME = "secret"
+SECRET_BYTES = 32
+_MAGIC = b"backplan compiled module v2\n"
+_LENGTHS = struct.Struct("<QQ")  # bytes of optimized IR, bytes of object code
+_KEY_BYTES = 64  # a sha256 hexdigest
+_TAG_BYTES = hashlib.sha256().digest_size
+_HEADER_BYTES = len(_MAGIC) + _TAG_BYTES + _KEY_BYTES + _LENGTHS.size
+# the cache's files are recognised by name, never by extension alone: entries and the temporary
+# files of interrupted writes in ENTRY_DIR, and version 1's flat <key>.o / <key>.ll pairs
+_ENTRY_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}")
+_TEMP_NAME = re.compile(rf"([0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}|{SECRET_NAME})\..+\.tmp")
+_V1_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\.(o|ll)(.*\.tmp)?")
+
 _memory: dict[str, CompiledModule] = {}
 _lock = threading.Lock()
-_hits = {"memory_hits": 0, "disk_hits": 0}
+_counts = {"memory_hits": 0, "disk_hits": 0, "disk_rejects": 0}
 
 
 def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
@@ -50,48 +83,223 @@ def cache_key(kernels: list[kir.Kernel]) -> str:
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
 
+class UnsafeCacheDirError(PermissionError):
+    """The cache directory may be written by someone else, so the cache does not use it."""
+
+
+class _BadEntry(Exception):
+    """An entry on disk that must not be loaded; the message says what failed."""
+
+
+def refusal(directory: Path, *, follow_symlinks: bool = True) -> str | None:
+    """Why ``directory`` must not hold compiled code, or None when it may: it must be a
+    directory owned by this user and writable by nobody else, since whoever can write there
+    can make this process run their machine code."""
+    try:
+        st = os.stat(directory, follow_symlinks=follow_symlinks)
+    except OSError as e:
+        return e.strerror or str(e)
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if st.st_uid != os.geteuid():
+        return f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):03o})"
+    return None
+
+
+def _write_new(path: Path, data: bytes, *, replace: bool) -> None:
+    """Write ``path`` whole or not at all (mode 0600): a reader sees no file or a complete
+    one. ``replace=False`` keeps a file already there (a concurrent writer's)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if replace:
+            os.replace(tmp, path)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _read_secret(path: Path) -> bytes:
+    """The HMAC secret in ``path``, made on first use; raises UnsafeCacheDirError when the file
+    is not this user's private regular file of SECRET_BYTES bytes."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        # linked into place rather than replaced: processes starting together keep one secret
+        _write_new(path, secrets.token_bytes(SECRET_BYTES), replace=False)
+        fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise UnsafeCacheDirError(
+                f"{path} must be a regular file readable only by its owner, this user (uid "
+                f"{os.geteuid()}); it is owned by uid {st.st_uid} with mode "
+                f"{stat.S_IMODE(st.st_mode):03o}")
+        secret = f.read(SECRET_BYTES + 1)
+    if len(secret) != SECRET_BYTES:
+        raise UnsafeCacheDirError(f"{path} holds {len(secret)} bytes, not {SECRET_BYTES}")
+    return secret
+
+
+class _DiskStore:
+    """The verified entries of one cache directory, under its secret."""
+
+    def __init__(self, entries: Path, secret: bytes) -> None:
+        self.entries = entries
+        self._secret = secret
+
+    @classmethod
+    def open(cls, directory: Path) -> _DiskStore | None:
+        """The store in ``directory`` (made private if new), or None with a RuntimeWarning
+        when the directory is unsafe or unusable: the caller keeps code in memory only."""
+        entries = directory / ENTRY_DIR
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            reason = refusal(directory)
+            if reason is None:
+                entries.mkdir(mode=0o700, exist_ok=True)
+                # the subdirectory is ours: never follow a link planted in its place
+                reason = refusal(entries, follow_symlinks=False)
+            if reason is None:
+                return cls(entries, _read_secret(entries / SECRET_NAME))
+        except OSError as e:  # UnsafeCacheDirError included
+            reason = str(e)
+        warnings.warn(f"backplan: not using the compiled-code cache directory {directory}: "
+                      f"{reason}; compiled code is kept in memory only", RuntimeWarning,
+                      stacklevel=3)
+        return None
+
+    def path(self, key: str) -> Path:
+        return self.entries / f"{key}{ENTRY_SUFFIX}"
+
+    def _tag(self, body: bytes) -> bytes:
+        return hmac.new(self._secret, _MAGIC + body, hashlib.sha256).digest()
+
+    def encode(self, key: str, code: ObjectCode) -> bytes:
+        """The entry for ``code`` under ``key``: magic, tag, then the tagged body (key,
+        lengths, optimized IR, object code)."""
+        ir_bytes = code.optimized_ir.encode()
+        body = (key.encode("ascii") + _LENGTHS.pack(len(ir_bytes), len(code.object_file))
+                + ir_bytes + code.object_file)
+        return _MAGIC + self._tag(body) + body
+
+    def decode(self, key: str, data: bytes) -> ObjectCode:
+        """The code in entry ``data`` written for ``key``; raises _BadEntry saying what failed."""
+        if not data:
+            raise _BadEntry("the file is empty")
+        if len(data) < _HEADER_BYTES:
+            raise _BadEntry(f"truncated: {len(data)} bytes, shorter than the "
+                            f"{_HEADER_BYTES}-byte header")
+        if not data.startswith(_MAGIC):
+            raise _BadEntry("not a version 2 entry (its magic line differs)")
+        tag, body = data[len(_MAGIC):len(_MAGIC) + _TAG_BYTES], data[len(_MAGIC) + _TAG_BYTES:]
+        n_ir, n_obj = _LENGTHS.unpack_from(body, _KEY_BYTES)
+        if len(data) != _HEADER_BYTES + n_ir + n_obj:
+            raise _BadEntry(f"truncated or padded: {len(data)} bytes where its header says "
+                            f"{_HEADER_BYTES + n_ir + n_obj}")
+        if not hmac.compare_digest(tag, self._tag(body)):
+            raise _BadEntry("digest mismatch: its content was altered, or it was not written "
+                            "by this user's cache")
+        written_for = body[:_KEY_BYTES].decode("ascii")
+        if written_for != key:
+            raise _BadEntry(f"written for another module (key {written_for[:16]}...), "
+                            f"not this one (key {key[:16]}...)")
+        start = _KEY_BYTES + _LENGTHS.size
+        return ObjectCode(body[start + n_ir:], body[start:start + n_ir].decode())
+
+    def read(self, key: str) -> ObjectCode | None:
+        """The verified code stored for ``key``; None on a miss, with a RuntimeWarning when an
+        entry was there but failed verification or could not be read."""
+        path = self.path(key)
+        try:
+            return self.decode(key, path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, _BadEntry) as e:
+            _counts["disk_rejects"] += 1
+            warnings.warn(f"backplan: compiled-code cache entry {path} rejected: {e}; "
+                          f"recompiling and replacing it", RuntimeWarning, stacklevel=3)
+            return None
+
+    def write(self, key: str, code: ObjectCode) -> None:
+        """Store ``code``; a failure warns and leaves the code in memory only."""
+        path = self.path(key)
+        try:
+            _write_new(path, self.encode(key, code), replace=True)
+        except OSError as e:
+            warnings.warn(f"backplan: could not write compiled-code cache entry {path}: {e}; "
+                          f"the compiled code is kept in memory only", RuntimeWarning,
+                          stacklevel=3)
+
+
 def get_compiled(kernels: list[kir.Kernel],
                  cache_dir_path: str | os.PathLike[str] | None = None) -> CompiledModule:
-    """The loaded module for ``kernels``: from memory, from disk, or compiled (then stored)."""
+    """The loaded module for ``kernels``: from memory, from a verified entry on disk, or
+    compiled (then stored)."""
     key = cache_key(kernels)
     with _lock:
         if key in _memory:
-            _hits["memory_hits"] += 1
+            _counts["memory_hits"] += 1
             return _memory[key]
-        directory = cache_dir(cache_dir_path)
-        obj, ll = directory / f"{key}.o", directory / f"{key}.ll"
-        if obj.exists() and ll.exists():
-            _hits["disk_hits"] += 1
-            code = ObjectCode(obj.read_bytes(), ll.read_text())
+        store = _DiskStore.open(cache_dir(cache_dir_path))
+        code = store.read(key) if store is not None else None
+        if code is not None:
+            _counts["disk_hits"] += 1
         else:
             code = optimize_and_emit(render(kernels))
-            directory.mkdir(parents=True, exist_ok=True)
-            _write_atomic(ll, code.optimized_ir.encode())
-            _write_atomic(obj, code.object_file)
+            if store is not None:
+                store.write(key, code)
         compiled = _memory[key] = load(code, kernels)
         return compiled
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    # a concurrent reader sees either no file or a whole one
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+def _files(folder: Path, *patterns: re.Pattern[str]) -> list[Path]:
+    """The regular files (not links) in ``folder`` whose names match one of ``patterns``."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if any(pat.fullmatch(p.name) for pat in patterns)
+                  and p.is_file() and not p.is_symlink())
+
+
+def entries(directory: Path) -> list[Path]:
+    """The module entries stored in cache directory ``directory``."""
+    return _files(directory / ENTRY_DIR, _ENTRY_NAME)
 
 
 def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
-                disk: bool = True) -> None:
-    """Forget compiled modules in memory and, unless ``disk=False``, their files on disk."""
+                disk: bool = True) -> list[Path]:
+    """Forget compiled modules in memory and, unless ``disk=False``, delete the files the cache
+    wrote on disk (entries, leftovers of interrupted writes, version 1 entries), and nothing
+    else; returns the deleted paths. Raises UnsafeCacheDirError for a directory the cache
+    refuses to use."""
+    deleted: list[Path] = []
+    directory = cache_dir(cache_dir_path)
+    if disk and directory.exists():
+        reason = refusal(directory)
+        if reason is not None:
+            raise UnsafeCacheDirError(f"not clearing the compiled-code cache directory "
+                                      f"{directory}: {reason}")
     with _lock:
         _memory.clear()
         if disk:
-            directory = cache_dir(cache_dir_path)
-            for pattern in ("*.o", "*.ll"):
-                for path in directory.glob(pattern):
-                    path.unlink()
+            for path in (_files(directory / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)
+                         + _files(directory, _V1_NAME)):
+                path.unlink()
+                deleted.append(path)
+    return deleted
 
 
 def stats() -> dict[str, int]:
-    """``compiles``: real LLVM optimizations+codegen so far; memory and disk cache hits."""
-    return {"compiles": compile_count(), **_hits}
+    """``compiles``: real LLVM optimizations+codegen so far; memory and disk cache hits;
+    ``disk_rejects``: entries on disk that failed verification (then recompiled)."""
+    return {"compiles": compile_count(), **_counts}
