@@ -10,15 +10,17 @@ holds the optimized IR and the object code, the key it was written for, and an H
 all of it under the secret. Machine code is loaded only when that digest verifies and names the
 key asked for: an empty, truncated or altered entry, or another module's entry copied under this
 key, is reported with a ``RuntimeWarning`` naming the file and what failed, then recompiled and
-replaced. A cache directory that is not owned by this user or is writable by group or others is
-not used (a ``RuntimeWarning`` says why): code is then kept in memory only, as it is when an
-entry cannot be written. The format's version is in ``ENTRY_DIR`` and in every entry's magic
-line, so entries of another version are simply misses.
+replaced. A cache directory (or ENTRY_DIR, or the secret) that is not owned by this user or is
+writable by group or others is not used (a ``RuntimeWarning`` says why): code is then kept in
+memory only, as it is when an entry cannot be written. A new cache directory is made 0700. The
+format's version is in ``ENTRY_DIR`` and in every entry's magic line, so entries of another
+version (version 1 kept ``<key>.o`` and ``<key>.ll`` in the directory itself) are simply misses.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import hmac
@@ -28,9 +30,9 @@ import re
 import secrets
 import stat
 import struct
-import tempfile
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import llvmlite
@@ -91,16 +93,8 @@ class _BadEntry(Exception):
     """An entry on disk that must not be loaded; the message says what failed."""
 
 
-def refusal(directory: Path, *, follow_symlinks: bool = True) -> str | None:
-    """Why ``directory`` must not hold compiled code, or None when it may: it must be a
-    directory owned by this user and writable by nobody else, since whoever can write there
-    can make this process run their machine code."""
-    try:
-        st = os.stat(directory, follow_symlinks=follow_symlinks)
-    except OSError as e:
-        return e.strerror or str(e)
-    if stat.S_ISLNK(st.st_mode):
-        return "it is a symbolic link"
+def _refusal(st: os.stat_result) -> str | None:
+    """``refusal`` of a directory already stat'ed (through the descriptor it will be used by)."""
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a directory"
     if st.st_uid != os.geteuid():
@@ -110,79 +104,135 @@ def refusal(directory: Path, *, follow_symlinks: bool = True) -> str | None:
     return None
 
 
-def _write_new(path: Path, data: bytes, *, replace: bool) -> None:
-    """Write ``path`` whole or not at all (mode 0600): a reader sees no file or a complete
-    one. ``replace=False`` keeps a file already there (a concurrent writer's)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+def refusal(directory: Path) -> str | None:
+    """Why ``directory`` must not hold compiled code, or None when it may: it must be a
+    directory owned by this user and writable by nobody else, since whoever can write there
+    can make this process run their machine code."""
+    try:
+        return _refusal(os.stat(directory))
+    except OSError as e:
+        return str(e)
+
+
+def _write_new(dir_fd: int, name: str, data: bytes, *, replace: bool) -> None:
+    """Write file ``name`` in directory ``dir_fd`` whole or not at all (mode 0600): a reader
+    sees no file or a complete one. ``replace=False`` keeps a file already there."""
+    tmp = f"{name}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                 dir_fd=dir_fd)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         if replace:
-            os.replace(tmp, path)
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         else:
             with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     finally:
         with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
 
 
-def _read_secret(path: Path) -> bytes:
-    """The HMAC secret in ``path``, made on first use; raises UnsafeCacheDirError when the file
-    is not this user's private regular file of SECRET_BYTES bytes."""
-    flags = os.O_RDONLY | os.O_NOFOLLOW
+def _read_secret(dir_fd: int, where: Path) -> bytes:
+    """The HMAC secret in directory ``dir_fd`` (at ``where``), made on first use; raises
+    UnsafeCacheDirError unless it is this user's private regular file of SECRET_BYTES bytes."""
+    def open_secret() -> int:
+        return os.open(SECRET_NAME, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+
     try:
-        fd = os.open(path, flags)
+        fd = open_secret()
     except FileNotFoundError:
         # linked into place rather than replaced: processes starting together keep one secret
-        _write_new(path, secrets.token_bytes(SECRET_BYTES), replace=False)
-        fd = os.open(path, flags)
+        _write_new(dir_fd, SECRET_NAME, secrets.token_bytes(SECRET_BYTES), replace=False)
+        fd = open_secret()
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
             raise UnsafeCacheDirError(
-                f"{path} must be a regular file readable only by its owner, this user (uid "
-                f"{os.geteuid()}); it is owned by uid {st.st_uid} with mode "
+                f"{where / SECRET_NAME} must be a regular file readable only by its owner, "
+                f"this user (uid {os.geteuid()}); it is owned by uid {st.st_uid} with mode "
                 f"{stat.S_IMODE(st.st_mode):03o}")
         secret = f.read(SECRET_BYTES + 1)
     if len(secret) != SECRET_BYTES:
-        raise UnsafeCacheDirError(f"{path} holds {len(secret)} bytes, not {SECRET_BYTES}")
+        raise UnsafeCacheDirError(f"{where / SECRET_NAME} holds {len(secret)} bytes, not "
+                                  f"{SECRET_BYTES}")
     return secret
+
+
+def _open_dir(path: str | Path, shown: Path, *, dir_fd: int | None = None,
+              follow_symlinks: bool = True) -> int:
+    """A descriptor of directory ``path`` (shown as ``shown`` in errors), checked to be safe;
+    raises UnsafeCacheDirError saying why not."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as e:
+        link = not follow_symlinks and e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
+            os.lstat(path, dir_fd=dir_fd).st_mode)
+        raise UnsafeCacheDirError(f"{shown}: {'it is a symbolic link' if link else e.strerror}"
+                                  ) from None
+    reason = _refusal(os.fstat(fd))
+    if reason is not None:
+        os.close(fd)
+        raise UnsafeCacheDirError(f"{shown}: {reason}")
+    return fd
+
+
+def _open_entries(directory: Path) -> int:
+    """A descriptor of ``directory``'s ENTRY_DIR (both made private if new), both checked to be
+    safe. Every later file operation goes through it, so neither directory can be swapped for
+    someone else's between the check and the use."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    top = _open_dir(directory, directory)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(ENTRY_DIR, 0o700, dir_fd=top)
+        # the subdirectory is ours: never follow a link planted in its place
+        return _open_dir(ENTRY_DIR, directory / ENTRY_DIR, dir_fd=top, follow_symlinks=False)
+    finally:
+        os.close(top)
+
+
+def _entry_name(key: str) -> str:
+    return f"{key}{ENTRY_SUFFIX}"
 
 
 class _DiskStore:
     """The verified entries of one cache directory, under its secret."""
 
-    def __init__(self, entries: Path, secret: bytes) -> None:
+    def __init__(self, entries: Path, fd: int, secret: bytes) -> None:
         self.entries = entries
+        self._fd = fd
         self._secret = secret
 
     @classmethod
-    def open(cls, directory: Path) -> _DiskStore | None:
-        """The store in ``directory`` (made private if new), or None with a RuntimeWarning
-        when the directory is unsafe or unusable: the caller keeps code in memory only."""
-        entries = directory / ENTRY_DIR
+    @contextlib.contextmanager
+    def open(cls, directory: Path) -> Iterator[_DiskStore | None]:
+        """The store in ``directory``, or None with a RuntimeWarning when the directory is
+        unsafe or unusable: the caller then keeps code in memory only."""
+        fd = None
         try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-            reason = refusal(directory)
-            if reason is None:
-                entries.mkdir(mode=0o700, exist_ok=True)
-                # the subdirectory is ours: never follow a link planted in its place
-                reason = refusal(entries, follow_symlinks=False)
-            if reason is None:
-                return cls(entries, _read_secret(entries / SECRET_NAME))
+            fd = _open_entries(directory)
+            store = cls(directory / ENTRY_DIR, fd, _read_secret(fd, directory / ENTRY_DIR))
         except OSError as e:  # UnsafeCacheDirError included
-            reason = str(e)
-        warnings.warn(f"backplan: not using the compiled-code cache directory {directory}: "
-                      f"{reason}; compiled code is kept in memory only", RuntimeWarning,
-                      stacklevel=3)
-        return None
+            if fd is not None:
+                os.close(fd)
+            warnings.warn(f"backplan: compiled-code cache not used ({e}); compiled code is "
+                          f"kept in memory only", RuntimeWarning, stacklevel=4)
+            yield None
+            return
+        try:
+            yield store
+        finally:
+            os.close(fd)
 
     def path(self, key: str) -> Path:
-        return self.entries / f"{key}{ENTRY_SUFFIX}"
+        return self.entries / _entry_name(key)
 
-    def _tag(self, body: bytes) -> bytes:
-        return hmac.new(self._secret, _MAGIC + body, hashlib.sha256).digest()
+    def _tag(self, body: bytes | memoryview) -> bytes:
+        mac = hmac.new(self._secret, _MAGIC, hashlib.sha256)
+        mac.update(body)
+        return mac.digest()
 
     def encode(self, key: str, code: ObjectCode) -> bytes:
         """The entry for ``code`` under ``key``: magic, tag, then the tagged body (key,
@@ -201,7 +251,8 @@ class _DiskStore:
                             f"{_HEADER_BYTES}-byte header")
         if not data.startswith(_MAGIC):
             raise _BadEntry("not a version 2 entry (its magic line differs)")
-        tag, body = data[len(_MAGIC):len(_MAGIC) + _TAG_BYTES], data[len(_MAGIC) + _TAG_BYTES:]
+        view = memoryview(data)  # the object code is megabytes: slice without copying
+        tag, body = view[len(_MAGIC):len(_MAGIC) + _TAG_BYTES], view[len(_MAGIC) + _TAG_BYTES:]
         n_ir, n_obj = _LENGTHS.unpack_from(body, _KEY_BYTES)
         if len(data) != _HEADER_BYTES + n_ir + n_obj:
             raise _BadEntry(f"truncated or padded: {len(data)} bytes where its header says "
@@ -209,19 +260,21 @@ class _DiskStore:
         if not hmac.compare_digest(tag, self._tag(body)):
             raise _BadEntry("digest mismatch: its content was altered, or it was not written "
                             "by this user's cache")
-        written_for = body[:_KEY_BYTES].decode("ascii")
+        written_for = bytes(body[:_KEY_BYTES]).decode("ascii")
         if written_for != key:
             raise _BadEntry(f"written for another module (key {written_for[:16]}...), "
                             f"not this one (key {key[:16]}...)")
         start = _KEY_BYTES + _LENGTHS.size
-        return ObjectCode(body[start + n_ir:], body[start:start + n_ir].decode())
+        return ObjectCode(bytes(body[start + n_ir:]), str(body[start:start + n_ir], "utf-8"))
 
     def read(self, key: str) -> ObjectCode | None:
         """The verified code stored for ``key``; None on a miss, with a RuntimeWarning when an
         entry was there but failed verification or could not be read."""
         path = self.path(key)
         try:
-            return self.decode(key, path.read_bytes())
+            fd = os.open(_entry_name(key), os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._fd)
+            with os.fdopen(fd, "rb") as f:
+                return self.decode(key, f.read())
         except FileNotFoundError:
             return None
         except (OSError, _BadEntry) as e:
@@ -234,7 +287,7 @@ class _DiskStore:
         """Store ``code``; a failure warns and leaves the code in memory only."""
         path = self.path(key)
         try:
-            _write_new(path, self.encode(key, code), replace=True)
+            _write_new(self._fd, _entry_name(key), self.encode(key, code), replace=True)
         except OSError as e:
             warnings.warn(f"backplan: could not write compiled-code cache entry {path}: {e}; "
                           f"the compiled code is kept in memory only", RuntimeWarning,
@@ -250,14 +303,14 @@ def get_compiled(kernels: list[kir.Kernel],
         if key in _memory:
             _counts["memory_hits"] += 1
             return _memory[key]
-        store = _DiskStore.open(cache_dir(cache_dir_path))
-        code = store.read(key) if store is not None else None
-        if code is not None:
-            _counts["disk_hits"] += 1
-        else:
-            code = optimize_and_emit(render(kernels))
-            if store is not None:
-                store.write(key, code)
+        with _DiskStore.open(cache_dir(cache_dir_path)) as store:
+            code = store.read(key) if store is not None else None
+            if code is not None:
+                _counts["disk_hits"] += 1
+            else:
+                code = optimize_and_emit(render(kernels))
+                if store is not None:
+                    store.write(key, code)
         compiled = _memory[key] = load(code, kernels)
         return compiled
 
