@@ -51,11 +51,14 @@ _LENGTHS = struct.Struct("<QQ")  # bytes of optimized IR, bytes of object code
 _KEY_BYTES = 64  # a sha256 hexdigest
 _TAG_BYTES = hashlib.sha256().digest_size
 _HEADER_BYTES = len(_MAGIC) + _TAG_BYTES + _KEY_BYTES + _LENGTHS.size
+_TEMP_TOKEN_BYTES = 8  # random bytes, as hex, in the name of a file being written
 # the cache's files are recognised by name, never by extension alone: entries and the temporary
 # files of interrupted writes in ENTRY_DIR, and version 1's flat <key>.o / <key>.ll pairs
 _ENTRY_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}")
-_TEMP_NAME = re.compile(rf"([0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}|{SECRET_NAME})\..+\.tmp")
-_V1_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\.(o|ll)(.*\.tmp)?")
+_TEMP_NAME = re.compile(rf"([0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}|{SECRET_NAME})"
+                        rf"\.[0-9a-f]{{{2 * _TEMP_TOKEN_BYTES}}}\.tmp")
+# (version 1 wrote through tempfile.mkstemp: 8 random characters)
+_V1_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\.(o|ll)([a-z0-9_]{{8}}\.tmp)?")
 
 _memory: dict[str, CompiledModule] = {}
 _lock = threading.Lock()
@@ -117,7 +120,7 @@ def refusal(directory: Path) -> str | None:
 def _write_new(dir_fd: int, name: str, data: bytes, *, replace: bool) -> None:
     """Write file ``name`` in directory ``dir_fd`` whole or not at all (mode 0600): a reader
     sees no file or a complete one. ``replace=False`` keeps a file already there."""
-    tmp = f"{name}.{secrets.token_hex(8)}.tmp"
+    tmp = f"{name}.{secrets.token_hex(_TEMP_TOKEN_BYTES)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
                  dir_fd=dir_fd)
     try:

@@ -232,10 +232,11 @@ def test_clear_deletes_only_what_the_cache_wrote(tmp_path: Path) -> None:
     cache.get_compiled(kernels, d)
     key = cache.cache_key(kernels)
     [entry] = cache.entries(d)
-    leftover = entry.parent / f"{entry.name}.abc123.tmp"  # an interrupted write
+    leftover = entry.parent / f"{entry.name}.0123456789abcdef.tmp"  # an interrupted write
     leftover.write_bytes(b"partial")
-    version_1 = [d / f"{key}.o", d / f"{key}.ll"]
-    user = [d / "notes.o", d / "notes.ll", d / f"{key}.o.bak", d / cache.ENTRY_DIR / "notes.o",
+    version_1 = [d / f"{key}.o", d / f"{key}.ll", d / f"{key}.oab_12xyz.tmp"]
+    user = [d / "notes.o", d / "notes.ll", d / f"{key}.o.bak", d / f"{key}.o.bak.tmp",
+            d / cache.ENTRY_DIR / "notes.o", d / cache.ENTRY_DIR / f"{entry.name}.mine.tmp",
             d / "sub" / f"{key}.o"]
     for p in version_1 + user:
         p.parent.mkdir(exist_ok=True)
