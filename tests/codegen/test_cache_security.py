@@ -246,3 +246,21 @@ def test_clear_deletes_only_what_the_cache_wrote(tmp_path: Path) -> None:
     assert all(p.exists() for p in user)
     assert (d / cache.ENTRY_DIR / cache.SECRET_NAME).exists()  # entries stay valid to write
     check_mul(cache.get_compiled(kernels, d), 53, "cleared")
+
+
+def test_secret_is_made_once_and_kept(tmp_path: Path) -> None:
+    """Processes starting together must agree on one secret: a second writer keeps the first's
+    file (linked into place, never replaced), and a made secret is never remade."""
+    d = tmp_path / "cache"
+    cache.get_compiled([binary_kernel("mul", 64, "secret_once")], d)
+    secret = d / cache.ENTRY_DIR / cache.SECRET_NAME
+    first = secret.read_bytes()
+    fd = os.open(secret.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        cache._write_new(fd, cache.SECRET_NAME, b"x" * cache.SECRET_BYTES, replace=False)
+    finally:
+        os.close(fd)
+    cache.clear_cache(d)
+    cache.get_compiled([binary_kernel("mul", 64, "secret_twice")], d)
+    assert secret.read_bytes() == first and len(first) == cache.SECRET_BYTES
+    assert [p.name for p in secret.parent.iterdir() if p.name.endswith(".tmp")] == []
