@@ -24,6 +24,7 @@ import numpy as np
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS, Case, Workload
+from planner.__main__ import at_least, seconds, workload_name
 
 try:
     import torch
@@ -148,27 +149,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--workloads",
         nargs="+",
-        choices=list(WORKLOADS),
+        type=workload_name,
         default=list(WORKLOADS),
         metavar="NAME",
         help=f"workloads to run (default: all of {', '.join(WORKLOADS)})",
     )
-    parser.add_argument("--repeat", type=int, default=7, help="timed rounds (median taken)")
+    parser.add_argument("--repeat", type=at_least(1), default=7,
+                        help="timed rounds (median taken)")
     parser.add_argument(
-        "--min-time", type=float, default=0.05, help="seconds each timing loops for (default 0.05)"
+        "--min-time", type=seconds, default=0.05, help="seconds each timing loops for (default 0.05)"
     )
-    parser.add_argument("--warmup", type=int, default=3, help="untimed steps per variant")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--warmup", type=at_least(0), default=3, help="untimed steps per variant")
+    parser.add_argument("--seed", type=at_least(0), default=0)
     parser.add_argument(
         "--threads",
-        type=int,
+        type=at_least(1),
         default=os.cpu_count() or 1,
         help="torch intra-op threads (default: all cores, as numpy's BLAS uses by default; "
         "numpy's own count is set by OPENBLAS_NUM_THREADS / OMP_NUM_THREADS at start-up)",
     )
     args = parser.parse_args(argv)
-    if args.repeat < 1 or args.threads < 1:
-        parser.error("--repeat and --threads must be at least 1")
 
     threads = args.threads
     if torch is not None:

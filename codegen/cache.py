@@ -3,16 +3,36 @@
 The key is the sha256 of every kernel hash, the host CPU name and features, the llvmlite
 version and the source of the code generator itself, so a different machine, LLVM or renderer
 never loads stale code.
+
+On disk, the cache owns one subdirectory of the cache directory, ``ENTRY_DIR`` (0700): one file
+per module, ``<key>.module``, and ``secret``, 32 random bytes (0600) made on first use. An entry
+holds the optimized IR and the object code, the key it was written for, and an HMAC-SHA256 of
+all of it under the secret. Machine code is loaded only when that digest verifies and names the
+key asked for: an empty, truncated or altered entry, or another module's entry copied under this
+key, is reported with a ``RuntimeWarning`` naming the file and what failed, then recompiled and
+replaced. A cache directory (or ENTRY_DIR, or the secret) that is not owned by this user or is
+writable by group or others is not used (a ``RuntimeWarning`` says why): code is then kept in
+memory only, as it is when an entry cannot be written. A new cache directory is made 0700. The
+format's version is in ``ENTRY_DIR`` and in every entry's magic line, so entries of another
+version (version 1 kept ``<key>.o`` and ``<key>.ll`` in the directory itself) are simply misses.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import hashlib
+import hmac
 import json
 import os
-import tempfile
+import re
+import secrets
+import stat
+import struct
 import threading
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import llvmlite
@@ -22,9 +42,27 @@ from codegen.jit import (CompiledModule, ObjectCode, compile_count, host, load,
                          optimize_and_emit)
 from codegen.llvm import render
 
+ENTRY_DIR = "backplan-modules-v2"
+ENTRY_SUFFIX = ".module"
+SECRET_NAME = "secret"
+SECRET_BYTES = 32
+_MAGIC = b"backplan compiled module v2\n"
+_LENGTHS = struct.Struct("<QQ")  # bytes of optimized IR, bytes of object code
+_KEY_BYTES = 64  # a sha256 hexdigest
+_TAG_BYTES = hashlib.sha256().digest_size
+_HEADER_BYTES = len(_MAGIC) + _TAG_BYTES + _KEY_BYTES + _LENGTHS.size
+_TEMP_TOKEN_BYTES = 8  # random bytes, as hex, in the name of a file being written
+# the cache's files are recognised by name, never by extension alone: entries and the temporary
+# files of interrupted writes in ENTRY_DIR, and version 1's flat <key>.o / <key>.ll pairs
+_ENTRY_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}")
+_TEMP_NAME = re.compile(rf"([0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}|{SECRET_NAME})"
+                        rf"\.[0-9a-f]{{{2 * _TEMP_TOKEN_BYTES}}}\.tmp")
+# (version 1 wrote through tempfile.mkstemp: 8 random characters)
+_V1_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\.(o|ll)([a-z0-9_]{{8}}\.tmp)?")
+
 _memory: dict[str, CompiledModule] = {}
 _lock = threading.Lock()
-_hits = {"memory_hits": 0, "disk_hits": 0}
+_counts = {"memory_hits": 0, "disk_hits": 0, "disk_rejects": 0}
 
 
 def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
@@ -50,48 +88,274 @@ def cache_key(kernels: list[kir.Kernel]) -> str:
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
 
+class UnsafeCacheDirError(PermissionError):
+    """The cache directory may be written by someone else, so the cache does not use it."""
+
+
+class _BadEntry(Exception):
+    """An entry on disk that must not be loaded; the message says what failed."""
+
+
+def _refusal(st: os.stat_result) -> str | None:
+    """``refusal`` of a directory already stat'ed (through the descriptor it will be used by)."""
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if st.st_uid != os.geteuid():
+        return f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
+    if st.st_mode & 0o022:
+        return f"it is writable by group or others (mode {stat.S_IMODE(st.st_mode):03o})"
+    return None
+
+
+def refusal(directory: Path) -> str | None:
+    """Why ``directory`` must not hold compiled code, or None when it may: it must be a
+    directory owned by this user and writable by nobody else, since whoever can write there
+    can make this process run their machine code."""
+    try:
+        return _refusal(os.stat(directory))
+    except OSError as e:
+        return str(e)
+
+
+def _write_new(dir_fd: int, name: str, data: bytes, *, replace: bool) -> None:
+    """Write file ``name`` in directory ``dir_fd`` whole or not at all (mode 0600): a reader
+    sees no file or a complete one. ``replace=False`` keeps a file already there."""
+    tmp = f"{name}.{secrets.token_hex(_TEMP_TOKEN_BYTES)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600,
+                 dir_fd=dir_fd)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        if replace:
+            os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+
+
+def _read_secret(dir_fd: int, where: Path) -> bytes:
+    """The HMAC secret in directory ``dir_fd`` (at ``where``), made on first use; raises
+    UnsafeCacheDirError unless it is this user's private regular file of SECRET_BYTES bytes."""
+    def open_secret() -> int:
+        return os.open(SECRET_NAME, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dir_fd)
+
+    try:
+        fd = open_secret()
+    except FileNotFoundError:
+        # linked into place rather than replaced: processes starting together keep one secret
+        _write_new(dir_fd, SECRET_NAME, secrets.token_bytes(SECRET_BYTES), replace=False)
+        fd = open_secret()
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise UnsafeCacheDirError(
+                f"{where / SECRET_NAME} must be a regular file readable only by its owner, "
+                f"this user (uid {os.geteuid()}); it is owned by uid {st.st_uid} with mode "
+                f"{stat.S_IMODE(st.st_mode):03o}")
+        secret = f.read(SECRET_BYTES + 1)
+    if len(secret) != SECRET_BYTES:
+        raise UnsafeCacheDirError(f"{where / SECRET_NAME} holds {len(secret)} bytes, not "
+                                  f"{SECRET_BYTES}")
+    return secret
+
+
+def _open_dir(path: str | Path, shown: Path, *, dir_fd: int | None = None,
+              follow_symlinks: bool = True) -> int:
+    """A descriptor of directory ``path`` (shown as ``shown`` in errors), checked to be safe;
+    raises UnsafeCacheDirError saying why not."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | (0 if follow_symlinks else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags, dir_fd=dir_fd)
+    except OSError as e:
+        link = not follow_symlinks and e.errno in (errno.ELOOP, errno.ENOTDIR) and stat.S_ISLNK(
+            os.lstat(path, dir_fd=dir_fd).st_mode)
+        raise UnsafeCacheDirError(f"{shown}: {'it is a symbolic link' if link else e.strerror}"
+                                  ) from None
+    reason = _refusal(os.fstat(fd))
+    if reason is not None:
+        os.close(fd)
+        raise UnsafeCacheDirError(f"{shown}: {reason}")
+    return fd
+
+
+def _open_entries(directory: Path) -> int:
+    """A descriptor of ``directory``'s ENTRY_DIR (both made private if new), both checked to be
+    safe. Every later file operation goes through it, so neither directory can be swapped for
+    someone else's between the check and the use."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    top = _open_dir(directory, directory)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(ENTRY_DIR, 0o700, dir_fd=top)
+        # the subdirectory is ours: never follow a link planted in its place
+        return _open_dir(ENTRY_DIR, directory / ENTRY_DIR, dir_fd=top, follow_symlinks=False)
+    finally:
+        os.close(top)
+
+
+def _entry_name(key: str) -> str:
+    return f"{key}{ENTRY_SUFFIX}"
+
+
+class _DiskStore:
+    """The verified entries of one cache directory, under its secret."""
+
+    def __init__(self, entries: Path, fd: int, secret: bytes) -> None:
+        self.entries = entries
+        self._fd = fd
+        self._secret = secret
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, directory: Path) -> Iterator[_DiskStore | None]:
+        """The store in ``directory``, or None with a RuntimeWarning when the directory is
+        unsafe or unusable: the caller then keeps code in memory only."""
+        fd = None
+        try:
+            fd = _open_entries(directory)
+            store = cls(directory / ENTRY_DIR, fd, _read_secret(fd, directory / ENTRY_DIR))
+        except OSError as e:  # UnsafeCacheDirError included
+            if fd is not None:
+                os.close(fd)
+            warnings.warn(f"backplan: compiled-code cache not used ({e}); compiled code is "
+                          f"kept in memory only", RuntimeWarning, stacklevel=4)
+            yield None
+            return
+        try:
+            yield store
+        finally:
+            os.close(fd)
+
+    def path(self, key: str) -> Path:
+        return self.entries / _entry_name(key)
+
+    def _tag(self, body: bytes | memoryview) -> bytes:
+        mac = hmac.new(self._secret, _MAGIC, hashlib.sha256)
+        mac.update(body)
+        return mac.digest()
+
+    def encode(self, key: str, code: ObjectCode) -> bytes:
+        """The entry for ``code`` under ``key``: magic, tag, then the tagged body (key,
+        lengths, optimized IR, object code)."""
+        ir_bytes = code.optimized_ir.encode()
+        body = (key.encode("ascii") + _LENGTHS.pack(len(ir_bytes), len(code.object_file))
+                + ir_bytes + code.object_file)
+        return _MAGIC + self._tag(body) + body
+
+    def decode(self, key: str, data: bytes) -> ObjectCode:
+        """The code in entry ``data`` written for ``key``; raises _BadEntry saying what failed."""
+        if not data:
+            raise _BadEntry("the file is empty")
+        if len(data) < _HEADER_BYTES:
+            raise _BadEntry(f"truncated: {len(data)} bytes, shorter than the "
+                            f"{_HEADER_BYTES}-byte header")
+        if not data.startswith(_MAGIC):
+            raise _BadEntry("not a version 2 entry (its magic line differs)")
+        view = memoryview(data)  # the object code is megabytes: slice without copying
+        tag, body = view[len(_MAGIC):len(_MAGIC) + _TAG_BYTES], view[len(_MAGIC) + _TAG_BYTES:]
+        n_ir, n_obj = _LENGTHS.unpack_from(body, _KEY_BYTES)
+        if len(data) != _HEADER_BYTES + n_ir + n_obj:
+            raise _BadEntry(f"truncated or padded: {len(data)} bytes where its header says "
+                            f"{_HEADER_BYTES + n_ir + n_obj}")
+        if not hmac.compare_digest(tag, self._tag(body)):
+            raise _BadEntry("digest mismatch: its content was altered, or it was not written "
+                            "by this user's cache")
+        written_for = bytes(body[:_KEY_BYTES]).decode("ascii")
+        if written_for != key:
+            raise _BadEntry(f"written for another module (key {written_for[:16]}...), "
+                            f"not this one (key {key[:16]}...)")
+        start = _KEY_BYTES + _LENGTHS.size
+        return ObjectCode(bytes(body[start + n_ir:]), str(body[start:start + n_ir], "utf-8"))
+
+    def read(self, key: str) -> ObjectCode | None:
+        """The verified code stored for ``key``; None on a miss, with a RuntimeWarning when an
+        entry was there but failed verification or could not be read."""
+        path = self.path(key)
+        try:
+            fd = os.open(_entry_name(key), os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._fd)
+            with os.fdopen(fd, "rb") as f:
+                return self.decode(key, f.read())
+        except FileNotFoundError:
+            return None
+        except (OSError, _BadEntry) as e:
+            _counts["disk_rejects"] += 1
+            warnings.warn(f"backplan: compiled-code cache entry {path} rejected: {e}; "
+                          f"recompiling and replacing it", RuntimeWarning, stacklevel=3)
+            return None
+
+    def write(self, key: str, code: ObjectCode) -> None:
+        """Store ``code``; a failure warns and leaves the code in memory only."""
+        path = self.path(key)
+        try:
+            _write_new(self._fd, _entry_name(key), self.encode(key, code), replace=True)
+        except OSError as e:
+            warnings.warn(f"backplan: could not write compiled-code cache entry {path}: {e}; "
+                          f"the compiled code is kept in memory only", RuntimeWarning,
+                          stacklevel=3)
+
+
 def get_compiled(kernels: list[kir.Kernel],
                  cache_dir_path: str | os.PathLike[str] | None = None) -> CompiledModule:
-    """The loaded module for ``kernels``: from memory, from disk, or compiled (then stored)."""
+    """The loaded module for ``kernels``: from memory, from a verified entry on disk, or
+    compiled (then stored)."""
     key = cache_key(kernels)
     with _lock:
         if key in _memory:
-            _hits["memory_hits"] += 1
+            _counts["memory_hits"] += 1
             return _memory[key]
-        directory = cache_dir(cache_dir_path)
-        obj, ll = directory / f"{key}.o", directory / f"{key}.ll"
-        if obj.exists() and ll.exists():
-            _hits["disk_hits"] += 1
-            code = ObjectCode(obj.read_bytes(), ll.read_text())
-        else:
-            code = optimize_and_emit(render(kernels))
-            directory.mkdir(parents=True, exist_ok=True)
-            _write_atomic(ll, code.optimized_ir.encode())
-            _write_atomic(obj, code.object_file)
+        with _DiskStore.open(cache_dir(cache_dir_path)) as store:
+            code = store.read(key) if store is not None else None
+            if code is not None:
+                _counts["disk_hits"] += 1
+            else:
+                code = optimize_and_emit(render(kernels))
+                if store is not None:
+                    store.write(key, code)
         compiled = _memory[key] = load(code, kernels)
         return compiled
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    # a concurrent reader sees either no file or a whole one
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+def _files(folder: Path, *patterns: re.Pattern[str]) -> list[Path]:
+    """The regular files (not links) in ``folder`` whose names match one of ``patterns``."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir()
+                  if any(pat.fullmatch(p.name) for pat in patterns)
+                  and p.is_file() and not p.is_symlink())
+
+
+def entries(directory: Path) -> list[Path]:
+    """The module entries stored in cache directory ``directory``."""
+    return _files(directory / ENTRY_DIR, _ENTRY_NAME)
 
 
 def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
-                disk: bool = True) -> None:
-    """Forget compiled modules in memory and, unless ``disk=False``, their files on disk."""
+                disk: bool = True) -> list[Path]:
+    """Forget compiled modules in memory and, unless ``disk=False``, delete the files the cache
+    wrote on disk (entries, leftovers of interrupted writes, version 1 entries), and nothing
+    else; returns the deleted paths. Raises UnsafeCacheDirError for a directory the cache
+    refuses to use."""
+    deleted: list[Path] = []
+    directory = cache_dir(cache_dir_path)
+    if disk and directory.exists():
+        reason = refusal(directory)
+        if reason is not None:
+            raise UnsafeCacheDirError(f"not clearing the compiled-code cache directory "
+                                      f"{directory}: {reason}")
     with _lock:
         _memory.clear()
         if disk:
-            directory = cache_dir(cache_dir_path)
-            for pattern in ("*.o", "*.ll"):
-                for path in directory.glob(pattern):
-                    path.unlink()
+            for path in (_files(directory / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)
+                         + _files(directory, _V1_NAME)):
+                path.unlink()
+                deleted.append(path)
+    return deleted
 
 
 def stats() -> dict[str, int]:
-    """``compiles``: real LLVM optimizations+codegen so far; memory and disk cache hits."""
-    return {"compiles": compile_count(), **_hits}
+    """``compiles``: real LLVM optimizations+codegen so far; memory and disk cache hits;
+    ``disk_rejects``: entries on disk that failed verification (then recompiled)."""
+    return {"compiles": compile_count(), **_counts}

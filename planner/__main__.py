@@ -9,8 +9,49 @@
 from __future__ import annotations
 
 import argparse
+import math
+import os
 import sys
+from collections.abc import Callable
 from typing import Any
+
+# what a shell reports for a writer killed by SIGPIPE (128 + 13): the reader went away early
+BROKEN_PIPE_STATUS = 141
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer no smaller than ``minimum`` (a count, a seed)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite, positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def workload_name(text: str) -> str:
+    """An argparse type: the name of a benchmark workload."""
+    from benchmarks.workloads import WORKLOADS
+
+    if text not in WORKLOADS:
+        raise argparse.ArgumentTypeError(f"unknown workload {text!r} (choose from "
+                                         f"{', '.join(WORKLOADS)})")
+    return text
 
 
 def compiled_plan(name: str, seed: int = 0, backend: str = "auto") -> Any:
@@ -25,12 +66,29 @@ def compiled_plan(name: str, seed: int = 0, backend: str = "auto") -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; when stdout's reader goes away early (``backplan plan ... |
+    head``), stop quietly with status BROKEN_PIPE_STATUS."""
+    try:
+        status = _run(argv)
+        # a closed pipe shows up at the last flush: make it happen here, not at exit
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python's recipe (signal module docs, "Note on SIGPIPE"): stdout goes to devnull, so
+        # the interpreter's own flush at exit does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE_STATUS
+
+
+def _run(argv: list[str] | None) -> int:
     from benchmarks.workloads import WORKLOADS
 
     parser = argparse.ArgumentParser(prog="python -m planner", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="print the compiled plan of a benchmark workload")
-    p.add_argument("workload", choices=list(WORKLOADS))
+    p.add_argument("workload", type=workload_name, metavar="WORKLOAD",
+                   help=f"one of {', '.join(WORKLOADS)}")
     p.add_argument("--dot", action="store_true", help="also print Graphviz text")
     p.add_argument("--listing", action="store_true", help="also print the step listing")
     p.add_argument("--json", action="store_true", help="also print the serialized plan")
@@ -39,25 +97,35 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fusion", action="store_true",
                    help="also say why each step did or did not fuse")
     c = sub.add_parser("cache", help="show or clear the compiled-code cache")
-    c.add_argument("--clear", action="store_true", help="delete every cached object file")
+    c.add_argument("--clear", action="store_true",
+                   help="delete the files the cache wrote (and no others)")
     c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
                    "or ~/.cache/backplan)")
     b = sub.add_parser("bench", help="time eager vs compiled (benchmarks.run)")
-    b.add_argument("workloads", nargs="*", choices=list(WORKLOADS) + [[]], metavar="WORKLOAD")
-    b.add_argument("--repeat", type=int, default=5)
-    b.add_argument("--min-time", type=float, default=0.05)
+    b.add_argument("workloads", nargs="*", type=workload_name, metavar="WORKLOAD",
+                   help=f"workloads to run (default: all of {', '.join(WORKLOADS)})")
+    b.add_argument("--repeat", type=at_least(1), default=5, help="timed rounds (median taken)")
+    b.add_argument("--min-time", type=seconds, default=0.05,
+                   help="seconds each timing loops for")
     args = parser.parse_args(argv)
     if args.command == "cache":
         from codegen import cache
 
         directory = cache.cache_dir(args.dir)
         if args.clear:
-            cache.clear_cache(args.dir)
-            print(f"cleared {directory}")
-        else:
-            files = sorted(directory.glob("*.o")) if directory.exists() else []
-            print(f"{directory}: {len(files)} compiled modules, "
-                  f"{sum(f.stat().st_size for f in files)} bytes")
+            try:
+                deleted = cache.clear_cache(directory)
+            except cache.UnsafeCacheDirError as e:
+                print(f"{parser.prog} cache: error: {e}", file=sys.stderr)
+                return 1
+            print(f"cleared {directory}: {len(deleted)} files the cache wrote")
+            return 0
+        entries = cache.entries(directory)
+        print(f"{directory}: {len(entries)} compiled modules, "
+              f"{sum(f.stat().st_size for f in entries)} bytes")
+        reason = cache.refusal(directory) if directory.exists() else None
+        if reason is not None:
+            print(f"not used: {reason}")
         return 0
     if args.command == "plan":
         plan = compiled_plan(args.workload, backend=args.backend)

@@ -1,13 +1,22 @@
-"""python -m planner, run in-process."""
+"""python -m planner: in-process, and as a subprocess where exit status, stderr or a pipe
+matter."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from planner.__main__ import main
+from benchmarks.workloads import WORKLOADS
+from codegen import cache
+from planner.__main__ import BROKEN_PIPE_STATUS, main
+
+ROOT = Path(__file__).parents[2]
 
 
 def test_plan_summary(capsys):
@@ -35,23 +44,101 @@ def test_bench(capsys):
     assert "compiled ms" in out and "mlp_small" in out and "compiled/ours" in out
 
 
-def test_cli_llvm_plan_and_cache(tmp_path: Any, monkeypatch: Any, capsys: Any) -> None:
+def run_cli(*commands: list[str], stdout: int = subprocess.PIPE
+            ) -> list[subprocess.CompletedProcess[str]]:
+    """``python -m planner`` once per command, all started at once (each pays for its own
+    interpreter start)."""
+    procs = [subprocess.Popen([sys.executable, "-m", "planner", *argv], cwd=ROOT, stdout=stdout,
+                              stderr=subprocess.PIPE, text=True) for argv in commands]
+    done = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=120)
+        done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+    return done
+
+
+def test_cli_llvm_plan_and_cache(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
     monkeypatch.setenv("BACKPLAN_CACHE_DIR", str(tmp_path))
+    cache.clear_cache(disk=False)  # an earlier test may hold the chain's module in memory
     assert main(["plan", "chain", "--backend", "llvm", "--kernels"]) == 0
     out = capsys.readouterr().out
     assert "define" in out and "kernels" in out
     assert main(["cache"]) == 0  # planning compiled the chain's kernel
     assert "1 compiled modules" in capsys.readouterr().out
-    (tmp_path / "x.o").write_bytes(b"0")
+    # the user's own files: object files are not the cache's for their extension
+    (tmp_path / "notes.o").write_bytes(b"mine")
+    (tmp_path / "notes.ll").write_text("mine")
+    (tmp_path / "secret").write_text("mine")
     assert main(["cache"]) == 0
-    assert "2 compiled modules" in capsys.readouterr().out
-    assert main(["cache", "--clear"]) == 0
-    assert not list(tmp_path.glob("*.o"))
+    assert "1 compiled modules" in capsys.readouterr().out
+    [cleared] = run_cli(["cache", "--clear", "--dir", str(tmp_path)])
+    assert cleared.returncode == 0, cleared.stderr
+    assert "cleared" in cleared.stdout and "1 files" in cleared.stdout
+    assert not cache.entries(tmp_path)
+    assert {p.name for p in tmp_path.iterdir() if p.is_file()} == {"notes.o", "notes.ll",
+                                                                     "secret"}
+    assert (tmp_path / "notes.o").read_bytes() == b"mine"
+
+
+def test_cache_refuses_a_directory_others_can_write(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    planted = shared / cache.ENTRY_DIR / ("0" * 64 + cache.ENTRY_SUFFIX)
+    planted.parent.mkdir(parents=True)
+    planted.write_bytes(b"not ours")
+    shared.chmod(0o777)
+    show, clear = run_cli(["cache", "--dir", str(shared)], ["cache", "--clear", "--dir", str(shared)])
+    assert show.returncode == 0 and "not used: it is writable by group or others" in show.stdout
+    assert clear.returncode == 1 and "writable by group or others (mode 777)" in clear.stderr
+    assert planted.exists()
+
+
+BAD_ARGUMENTS = [
+    (["bench", "--repeat", "-1"], "argument --repeat: must be an integer >= 1, got '-1'"),
+    (["bench", "--repeat", "0"], "argument --repeat: must be an integer >= 1, got '0'"),
+    (["bench", "--min-time", "-0.5"], "argument --min-time: must be a positive number"),
+    (["bench", "--min-time", "nan"], "argument --min-time: must be a positive number"),
+    (["bench", "mlp_small", "nosuch"], "argument WORKLOAD: unknown workload 'nosuch' (choose from "
+     + ", ".join(WORKLOADS) + ")"),
+    (["plan", "nosuch"], "argument WORKLOAD: unknown workload 'nosuch'"),
+]
+
+
+def test_bad_arguments_get_their_command_usage_and_name_the_argument() -> None:
+    for (argv, message), done in zip(BAD_ARGUMENTS, run_cli(*(a for a, _ in BAD_ARGUMENTS))):
+        assert done.returncode == 2, (argv, done.stderr)
+        assert done.stderr.startswith(f"usage: python -m planner {argv[0]} "), done.stderr
+        assert message in done.stderr and "[]" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--warmup", "-1"], "argument --warmup: must be an integer >= 0, got '-1'"),
+    (["--seed", "-3"], "argument --seed: must be an integer >= 0, got '-3'"),
+    (["--threads", "0"], "argument --threads: must be an integer >= 1, got '0'"),
+    (["--repeat", "-1"], "argument --repeat: must be an integer >= 1"),
+    (["--min-time", "inf"], "argument --min-time: must be a positive number"),
+    (["--workloads", "chain", "nosuch"], "unknown workload 'nosuch'"),
+])
+def test_benchmark_runner_rejects_bad_counts_and_names(argv: list[str], message: str,
+                                                       capsys: Any) -> None:
+    from benchmarks import run
+
+    with pytest.raises(SystemExit) as exit_:
+        run.main(argv)
+    assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_output_into_a_closed_pipe_ends_quietly() -> None:
+    """``backplan plan ... | head``: no traceback when the reader goes away."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # gone before the first write, so the CLI surely meets a broken pipe
+    try:
+        [done] = run_cli(["plan", "mlp_small", "--listing"], stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == BROKEN_PIPE_STATUS and done.stderr == ""
 
 
 def test_backplan_console_script_is_the_planner_cli() -> None:
-    from pathlib import Path
-
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
 
     project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
