@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype as D
-from ..tracing import is_tracing
 from ..tensor import Tensor
 from . import functional as F
+from . import prims as P
 
 tanh = F.tanh
 
@@ -68,19 +68,16 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Ten
         raise ValueError(f"cross_entropy: expected input (N, C) and target (N,), got "
                          f"{list(input.shape)} and {list(target.shape)}")
     n, c = input.shape
-    if n and not is_tracing():  # the bounds check reads the target's data: eager only
-        t = target._data
-        lo, hi = int(t.min()), int(t.max())
-        if lo < 0 or hi >= c:
-            raise IndexError(f"cross_entropy: target {hi if hi >= c else lo} is out of bounds "
-                             f"for {c} classes")
+    if n:  # a primitive, so a compiled step checks the target too (-1 is no class)
+        F.check_bounds(target, 0, c, "Target {} is out of bounds.")
     from ..creation import arange
 
     logp = log_softmax(input, 1)
     rows = arange(n, device=input.device)
     if target.device != input.device:
         target = F.to_device(target, input.device)
-    picked = F.getitem(logp, (rows, target))
+    # the indices are checked (rows by construction): getitem's own checks would repeat it
+    picked = F.getitem_key(logp, rows, target, key=(P.IndexArg(0), P.IndexArg(1)))
     return _reduce(F.neg(picked), reduction, "cross_entropy")
 
 

@@ -270,13 +270,16 @@ def _index_tensor(a: Any, device: str) -> Tensor:
     return Tensor._make(move_array(a.astype(np.int64, copy=False), device), D.int64, device)
 
 
-def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
-    """Split an index into (template, index tensors): each array index (a Tensor, list or
-    ndarray) becomes an int64 tensor argument, named in the template by ``P.IndexArg(i)``.
-    Bool masks become the int arrays of their nonzero() (read from data: eager only)."""
+def _norm_key(key: Any, device: str
+              ) -> tuple[Any, list[Tensor], dict[int, tuple[int, ...]]]:
+    """Split an index into (template, index tensors, masks): each array index (a Tensor, list
+    or ndarray) becomes an int64 tensor argument, named in the template by ``P.IndexArg(i)``.
+    Bool masks become the int arrays of their nonzero() (read from data: eager only); masks
+    maps each mask's first index argument to the mask's shape."""
     items = key if isinstance(key, tuple) else (key,)
     out: list[Any] = []
     idx: list[Tensor] = []
+    masks: dict[int, tuple[int, ...]] = {}
 
     def add(t: Tensor) -> None:
         out.append(P.IndexArg(len(idx)))
@@ -285,6 +288,8 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
     for k in items:
         if isinstance(k, Tensor):
             if k.dtype is D.bool_:
+                if k.ndim:  # a 0-d mask indexes no dimension
+                    masks[len(idx)] = k.shape
                 for a in k._data.nonzero():
                     add(_index_tensor(a, device))
                 continue
@@ -300,6 +305,8 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
             k = np.asarray(k)
         if hasattr(k, "dtype") and hasattr(k, "ndim"):
             if k.dtype == np.bool_:
+                if k.ndim:
+                    masks[len(idx)] = tuple(k.shape)
                 for a in k.nonzero():
                     add(_index_tensor(a, device))
                 continue
@@ -312,12 +319,47 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
             out.append(k)
         else:
             raise TypeError(f"invalid index of type {type(k).__name__}")
-    return tuple(out), idx
+    return tuple(out), idx, masks
+
+
+def check_bounds(x: Tensor, low: int, high: int, message: str) -> None:
+    """Raise IndexError(message.format(v)) for the first element v of the int64 tensor x
+    outside [low, high). A primitive, so a compiled step checks it as eager does."""
+    apply(P.CHECK_BOUNDS, x, low=int(low), high=int(high), message=message)
+
+
+def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tensor],
+               masks: dict[int, tuple[int, ...]]) -> None:
+    """PyTorch's checks of an index against the indexed shape: each bool mask's shape
+    (``masks``: its first index argument -> its shape) and each index tensor's values."""
+    consumed = len([k for k in template if k is not None and k is not Ellipsis])
+    dim = 0
+    for k in template:
+        if k is Ellipsis:
+            dim += len(shape) - consumed
+            continue
+        if k is None:
+            continue
+        if isinstance(k, P.IndexArg) and dim < len(shape):  # else getitem names the error
+            mask = masks.get(k.position)
+            if mask is not None:
+                for j, m in enumerate(mask):
+                    if dim + j >= len(shape) or m != shape[dim + j]:
+                        raise IndexError(
+                            f"The shape of the mask {list(mask)} at index {j} does not match "
+                            f"the shape of the indexed tensor {list(shape)} at index {dim + j}")
+            elif not any(k.position in range(p, p + len(m)) for p, m in masks.items()):
+                # PyTorch names the dimension by the index tensor's place among them
+                size = shape[dim]
+                check_bounds(idx[k.position], -size, size, f"index {{}} is out of bounds for "
+                             f"dimension {k.position} with size {size}")
+        dim += 1
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` for any PyTorch-style index."""
-    template, idx = _norm_key(key, x.device)
+    template, idx, masks = _norm_key(key, x.device)
+    _check_key(x.shape, template, idx, masks)
     return getitem_key(x, *idx, key=template)
 
 
@@ -444,7 +486,8 @@ def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value.device != t.device:
         value = to_device(value, t.device)
-    template, idx = _norm_key(key, t.device)
+    template, idx, masks = _norm_key(key, t.device)
+    _check_key(t.shape, template, idx, masks)
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
 
 
