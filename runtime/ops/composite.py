@@ -35,14 +35,22 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return F.mul(F.mul(x, 0.5), F.add(F.erf(F.mul(x, _INV_SQRT_2)), 1.0))
 
 
+def _shift_by_max(x: Tensor, dim: int) -> Tensor:
+    """x minus its max along dim (for a stable exp); an empty x, which has no max along an
+    empty dim, is returned as it is: PyTorch gives an empty softmax there, not an error."""
+    if not x.numel():
+        F._axes(dim, x.ndim)  # still rejects a dim out of range
+        return x
+    return F.sub(x, F.amax(x.detach(), dim, keepdim=True))
+
+
 def softmax(x: Tensor, dim: int) -> Tensor:
-    shifted = F.sub(x, F.amax(x.detach(), dim, keepdim=True))
-    e = F.exp(shifted)
+    e = F.exp(_shift_by_max(x, dim))
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
-    shifted = F.sub(x, F.amax(x.detach(), dim, keepdim=True))
+    shifted = _shift_by_max(x, dim)
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
 
 

@@ -144,7 +144,24 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
 
 
+def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
+    """PyTorch's errors for a reduction without an identity (max, argmax) over nothing. A
+    function of shapes, so a captured step raises them as eager does."""
+    if x.numel():
+        return
+    if dim is None:
+        if name.startswith("arg"):
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+    for a in _axes(dim, x.ndim):
+        if x.shape[a] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+
+
 def amax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_reduced_nonempty("amax", x, dim)
     return apply(P.AMAX, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
 
 
@@ -158,16 +175,19 @@ def _arg_axis(x: Tensor, dim: Any) -> int | None:
 
 
 def argmax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_reduced_nonempty("argmax", x, dim)
     return apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=keepdim)
 
 
 def argmin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_reduced_nonempty("argmin", x, dim)
     return apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=keepdim)
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     if isinstance(dim, Tensor):
         return maximum(x, dim)
+    _check_reduced_nonempty("max", x, dim)
     if dim is None:
         return amax(x)
     return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
@@ -176,6 +196,7 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     if isinstance(dim, Tensor):
         return minimum(x, dim)
+    _check_reduced_nonempty("min", x, dim)
     if dim is None:
         return neg(amax(neg(x)))
     return MaxResult(neg(amax(neg(x), dim, keepdim)), argmin(x, dim, keepdim))

@@ -297,8 +297,18 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
     return xp.where(cond, a, b).astype(dt, copy=False)
 
 
+_where_broadcast_infer = _elementwise_infer(PROMOTE_SAME, (1, 2))
+
+
+def _where_infer(cond: Any, a: Any, b: Any) -> tuple[tuple[int, ...], D.DType]:
+    # the impl's check, from dtypes alone: a captured step raises it as eager does
+    if isinstance(cond, Meta) and cond.dtype is not D.bool_:
+        raise TypeError(f"where expected condition to be a bool tensor, got {cond.dtype.name}")
+    return _where_broadcast_infer(cond, a, b)
+
+
 WHERE = register(Primitive(
-    "where", impl=_where_impl, infer=_elementwise_infer(PROMOTE_SAME, (1, 2)),
+    "where", impl=_where_impl, infer=_where_infer,
     backward=_where_bwd, saves=(0,), promote=PROMOTE_SAME, promote_args=(1, 2),
     lower=_lower_where))
 
@@ -406,8 +416,7 @@ def _amax_bwd(c: Any, g: Any) -> tuple[Any]:
 
 
 def _amax_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
-    if x.size == 0:
-        raise ValueError("amax: cannot reduce an empty tensor")
+    # an empty reduced axis has no maximum: functional.amax raises PyTorch's error first
     return xp.amax(x, axis=axes, keepdims=keepdim)
 
 
@@ -425,8 +434,7 @@ def _arg_infer(x: Meta, *, axis: int | None, keepdim: bool) -> tuple[Any, D.DTyp
 
 def _arg_impl(fn: str) -> Any:
     def impl(xp: Any, x: Any, *, axis: int | None, keepdim: bool) -> Any:
-        if x.size == 0:
-            raise ValueError(f"{fn}: cannot reduce an empty tensor")
+        # over an empty axis: functional.argmax/argmin raise PyTorch's error first
         if x.ndim == 0:
             axis = None
         return getattr(xp, fn)(x, axis=axis, keepdims=keepdim).astype(np.int64, copy=False)
