@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..tensor import Tensor
+from ..tracing import GraphBreak, is_tracing
 from . import prims as P
 from .dispatch import apply
 from .inplace import apply_inplace
@@ -309,6 +310,10 @@ def _norm_key(key: Any, device: str
     for k in items:
         if isinstance(k, Tensor):
             if k.dtype is D.bool_:
+                if is_tracing():
+                    # the mask's values decide the result's shape; a capture would bake the
+                    # first call's mask in (an input's data is at hand), so the step runs eagerly
+                    raise GraphBreak("indexing with a bool mask tensor reads its values")
                 if k.ndim:  # a 0-d mask indexes no dimension
                     masks[len(idx)] = k.shape
                 for a in k._data.nonzero():
