@@ -1,4 +1,5 @@
-"""Every check eager mode makes also holds in a compiled step: same exception, same message.
+"""Every check eager mode makes also holds in a compiled step: same exception, same message;
+and what eager computes on empty tensors, a compiled step computes too.
 
 Each case is a training step (forward, backward, SGD with momentum) and a bad input. Eager
 raises PyTorch's error; the compiled step, on the interpreter and on fused kernels, raises the
@@ -26,6 +27,7 @@ from runtime.ops import REGISTRY
 from runtime.ops import functional as F
 from runtime.ops.composite import cross_entropy
 from runtime.tensor import Tensor
+from tests.runtime.test_empty_tensors import EMPTY_SHAPES, compare_with_torch, empty_values
 
 ROWS, FEATURES, CLASSES = 5, 4, 3
 BACKENDS = ("interpreter", "auto")
@@ -225,3 +227,18 @@ def test_a_check_of_a_constant_runs_when_the_plan_is_made() -> None:
         planner.compile(step, backend="interpreter")(_x(), ROWS + 1)
     assert str(compiled.value) == str(eager.value) == (
         "index 5 is out of bounds for dimension 0 with size 5")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("shape", "dim"), EMPTY_SHAPES)
+def test_compiled_reductions_of_empty_tensors_match_torch(shape: tuple[int, ...], dim: int,
+                                                          backend: str) -> None:
+    import torch
+
+    def step(x: Tensor) -> list[Any]:
+        return empty_values(rt, x, dim)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "mean of empty slice"
+        ours = planner.compile(step, backend=backend, fullgraph=True)(rt.zeros(*shape))
+    compare_with_torch(ours, empty_values(torch, torch.zeros(*shape), dim))
