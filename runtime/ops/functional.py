@@ -356,17 +356,21 @@ def check_bounds(x: Tensor, low: int, high: int, message: str) -> None:
 
 def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tensor],
                masks: dict[int, tuple[int, ...]]) -> None:
-    """PyTorch's checks of an index against the indexed shape: each bool mask's shape
-    (``masks``: its first index argument -> its shape) and each index tensor's values."""
+    """PyTorch's checks of an index against the indexed shape: integers, each bool mask's
+    shape (``masks``: its first index argument -> its shape) and each index tensor's values."""
     consumed = len([k for k in template if k is not None and k is not Ellipsis])
     dim = 0
-    for k in template:
+    for position, k in enumerate(template):
         if k is Ellipsis:
             dim += len(shape) - consumed
             continue
-        if k is None:
+        if k is None or dim >= len(shape):  # too many indices: getitem names the error
             continue
-        if isinstance(k, P.IndexArg) and dim < len(shape):  # else getitem names the error
+        if isinstance(k, int) and not -shape[dim] <= k < shape[dim]:
+            # PyTorch names the dimension by the integer's place in the key
+            raise IndexError(f"index {k} is out of bounds for dimension {position} with size "
+                             f"{shape[dim]}")
+        if isinstance(k, P.IndexArg):
             mask = masks.get(k.position)
             if mask is not None:
                 for j, m in enumerate(mask):

@@ -53,9 +53,9 @@ class Case:
     """A loss of the model's output y (ROWS x CLASSES) and an extra argument t."""
 
     name: str
-    loss: Callable[[Tensor, Tensor], Tensor]
-    good: tuple[Tensor, Tensor]  # (x, t)
-    bad: tuple[Tensor, Tensor]
+    loss: Callable[[Tensor, Any], Tensor]
+    good: tuple[Tensor, Any]  # (x, t)
+    bad: tuple[Tensor, Any]
     error: type[Exception]
     message: str
     check: str  # what holds it: a check primitive, or "shape" (a function of shapes)
@@ -77,6 +77,8 @@ CASES = [
     Case("getitem second index tensor", lambda y, t: y[t, t].sum(), (_x(), _ints(0, 2)),
          (_x(), _ints(0, 4)), IndexError,
          "index 4 is out of bounds for dimension 1 with size 3", "check_bounds"),
+    Case("getitem integer", lambda y, t: y[:, t].sum(), (_x(), -3), (_x(), 3), IndexError,
+         "index 3 is out of bounds for dimension 1 with size 3", "shape"),
     Case("setitem rows", _set_rows, (_x(), _ints(1, 3)), (_x(), _ints(1, 7)), IndexError,
          "index 7 is out of bounds for dimension 0 with size 5", "check_bounds"),
     Case("amax over an empty dim", lambda y, t: y.amax(0).sum(), (_x(), _ints(0)),
@@ -103,7 +105,7 @@ def _trainer(case: Case) -> tuple[Callable[..., Any], list[Any]]:
     model = rt.nn.Linear(FEATURES, CLASSES)
     opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
-    def step(x: Tensor, t: Tensor) -> Tensor:
+    def step(x: Tensor, t: Any) -> Tensor:
         loss = case.loss(model(x), t)
         loss.backward()
         opt.step()  # grads accumulate from step to step: a failed one must add nothing
@@ -121,7 +123,7 @@ def _state(model: Any, opt: Any) -> list[np.ndarray]:
     return arrays
 
 
-def _raises(case: Case, fn: Callable[..., Any], args: tuple[Tensor, Tensor]) -> None:
+def _raises(case: Case, fn: Callable[..., Any], args: tuple[Tensor, Any]) -> None:
     with pytest.raises(case.error) as info:
         fn(*args)
     assert str(info.value) == case.message
