@@ -396,7 +396,9 @@ def _mean_bwd(c: Any, g: Any) -> tuple[Any]:
     n = 1
     for a in c.attrs["axes"]:
         n *= c.shape(0)[a]
-    return (F.expand(F.div(_keepdim_grad(c, g), float(n)), c.shape(0)),)
+    g = _keepdim_grad(c, g)
+    # n == 0: the input is empty, and so is its gradient (no division by zero to warn of)
+    return (F.expand(F.div(g, float(n)) if n else g, c.shape(0)),)
 
 
 MEAN = register(Primitive(
