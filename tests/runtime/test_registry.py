@@ -115,8 +115,8 @@ def test_a_check_primitive_must_be_a_pure_side_effect():
     for bad in ({"differentiable": True, "backward": lambda c, g: (None,)},
                 {"lower": lambda kb, args, attrs, dtype: 0}, {"view": True}):
         with pytest.raises(ValueError, match="check primitive 'check_x'"):
-            register(Primitive("check_x", base.impl, base.infer, differentiable=False,
-                               check=True, **bad))
+            register(Primitive("check_x", base.impl, base.infer, check=True,
+                               **{"differentiable": False, **bad}))
     assert "check_x" not in REGISTRY and base.check and not base.differentiable
 
 
