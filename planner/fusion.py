@@ -53,7 +53,7 @@ class KernelBuilder:
             value = int(value)
         else:
             value = float(value)
-        key = (value, dtype)
+        key = (repr(value), dtype)  # repr tells -0.0 from 0.0, which compare (and hash) equal
         if key not in self._consts:
             self._consts[key] = self._add(kir.Const(value, dtype))
         return self._consts[key]

@@ -116,14 +116,23 @@ def replace_uses(g: nx.DiGraph, old: int, new: int) -> None:
 
 
 def roots(g: nx.DiGraph) -> set[int]:
-    """The values the step must produce: outputs, written state, returned nodes, and random
-    draws (they advance a generator, so they stay even when unused)."""
+    """The values the step must produce: outputs, written state, returned nodes, and the side
+    effects: random draws (they advance a generator) and checks (they raise on bad values, as
+    eager mode does), which stay even when nothing reads them."""
     gr = g.graph
     keep = set(gr.get("outputs", ()))
     keep.update(u for _, u in gr.get("writes", ()) if u >= 0)
     keep.update(template_nodes(gr.get("returns")))
-    keep.update(v for v, op in g.nodes(data="op") if op == "rand")
+    keep.update(v for v, op in g.nodes(data="op") if has_side_effect(op))
     return keep
+
+
+def has_side_effect(op: str) -> bool:
+    """Whether a node of this op must run although nothing reads its value."""
+    if op == "rand":
+        return True
+    prim = REGISTRY.get(op)
+    return prim is not None and prim.check
 
 
 def remove_dead(g: nx.DiGraph) -> int:

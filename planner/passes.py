@@ -144,7 +144,8 @@ def _canon(x: Any) -> Any:
 
 
 def simplify(g: nx.DiGraph) -> int:
-    """Apply algebraic identities (x*1, x+0, no-op reshape/expand/cast/permute/sum, -(-x)),
+    """Apply algebraic identities (x*1, x/1, x+(-0.0), x-(+0.0), no-op reshape/expand/cast/
+    permute/integer sum, -(-x)), exact under IEEE arithmetic (signed zeros, inf, NaN),
     collapse chains of views (permute of permute, reshape of reshape, expand of expand) into
     one view of the chain's source, and turn broadcast float constants of add/sub/mul/div
     into scalar args. Autograd's transposes come in pairs (a weight's transpose in forward,
@@ -205,10 +206,11 @@ _CHAINS = frozenset({"permute", "reshape", "expand"})
 
 
 def _identity_of(g: nx.DiGraph, v: int) -> int | None:
-    """The node v's value always equals (same shape and dtype), if its op is a no-op here."""
+    """The node v's value always equals (same shape and dtype, and the same bits: signed
+    zeros, infinities and NaNs included), if its op is a no-op here."""
     n = g.nodes[v]
     rule = _IDENTITIES.get(n["op"])
-    x = rule(g, n["args"], n["attrs"]) if rule else None
+    x = rule(g, n) if rule else None
     if x is None:
         return None
     m = g.nodes[x]
@@ -216,17 +218,21 @@ def _identity_of(g: nx.DiGraph, v: int) -> int | None:
     return x if same else None
 
 
+Rule = Callable[[nx.DiGraph, dict[str, Any]], "int | None"]
+Neutral = Callable[[np.ndarray, D.DType], bool]  # (constant's values, result dtype) -> bool
+
+
 def _node_arg(a: tuple[str, Any]) -> int | None:
     return a[1] if a[0] == "node" else None
 
 
-def _is_constant(g: nx.DiGraph, a: tuple[str, Any], c: float) -> bool:
-    """Whether arg `a` is the scalar c, or a constant (perhaps expanded) all equal to c."""
+def _is_constant(g: nx.DiGraph, a: tuple[str, Any], neutral: Neutral, dtype: D.DType) -> bool:
+    """Whether arg `a` is a scalar, or a constant (perhaps expanded), that `neutral` accepts."""
     kind, x = a
     if kind == "scalar":
-        return type(x) in (bool, int, float) and x == c
+        return type(x) in (bool, int, float) and neutral(np.asarray(x), dtype)
     value = _const_value(g, x)
-    return value is not None and value.size > 0 and bool(np.all(value == c))
+    return value is not None and value.size > 0 and neutral(value, dtype)
 
 
 def _const_value(g: nx.DiGraph, u: int) -> np.ndarray | None:
@@ -237,20 +243,41 @@ def _const_value(g: nx.DiGraph, u: int) -> np.ndarray | None:
     return n["value"] if n["op"] == "const" else None
 
 
-def _drop_constant(c: float, keep: int, at: tuple[int, ...]) -> Callable[..., int | None]:
-    """A rule: the arg at position `keep`, when every position in `at` is the constant c."""
-    def rule(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
-        if all(_is_constant(g, args[i], c) for i in at):
+def _equal_to(c: float) -> Neutral:
+    """Values all equal to c: x * 1 and x / 1 are x exactly (-0.0, inf and NaN too)."""
+    return lambda v, dtype: bool(np.all(v == c))
+
+
+def _zero(negative: bool) -> Neutral:
+    """Zeros that leave x unchanged under IEEE addition: x + (-0.0) and x - (+0.0) are x, but
+    -0.0 + 0.0 is +0.0, so in a float result only a zero of the right sign is neutral (an
+    integer 0 becomes +0.0). In an integer result any zero is."""
+    def neutral(v: np.ndarray, dtype: D.DType) -> bool:
+        if not np.all(v == 0):
+            return False
+        if not dtype.is_floating_point:
+            return True
+        sign = np.signbit(v) if v.dtype.kind == "f" else np.zeros(v.shape, bool)
+        return bool(np.all(sign == negative))
+
+    return neutral
+
+
+def _drop_constant(neutral: Neutral, keep: int, at: tuple[int, ...]) -> Rule:
+    """A rule: the arg at position `keep`, when `neutral` accepts every arg in `at`."""
+    def rule(g: nx.DiGraph, n: dict[str, Any]) -> int | None:
+        args = n["args"]
+        if all(_is_constant(g, args[i], neutral, n["dtype"]) for i in at):
             return _node_arg(args[keep])
         return None
 
     return rule
 
 
-def _first_of(*rules: Callable[..., int | None]) -> Callable[..., int | None]:
-    def rule(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
+def _first_of(*rules: Rule) -> Rule:
+    def rule(g: nx.DiGraph, n: dict[str, Any]) -> int | None:
         for r in rules:
-            x = r(g, args, attrs)
+            x = r(g, n)
             if x is not None:
                 return x
         return None
@@ -258,32 +285,39 @@ def _first_of(*rules: Callable[..., int | None]) -> Callable[..., int | None]:
     return rule
 
 
-def _arg0(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
-    return _node_arg(args[0])  # a no-op exactly when the shape and dtype are unchanged
+def _arg0(g: nx.DiGraph, n: dict[str, Any]) -> int | None:
+    return _node_arg(n["args"][0])  # a no-op exactly when the shape and dtype are unchanged
 
 
-def _identity_permute(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
-    dims = attrs["dims"]
-    return _node_arg(args[0]) if [d % len(dims) for d in dims] == list(range(len(dims))) else None
+def _exact_sum(g: nx.DiGraph, n: dict[str, Any]) -> int | None:
+    """A sum that keeps the shape (every reduced axis has size 1) is x for integers; a float
+    sum adds to +0.0 (numpy and PyTorch alike), which turns -0.0 into +0.0: not x."""
+    return None if n["dtype"].is_floating_point else _arg0(g, n)
 
 
-def _double_neg(g: nx.DiGraph, args: list[Any], attrs: dict[str, Any]) -> int | None:
-    x = _node_arg(args[0])
+def _identity_permute(g: nx.DiGraph, n: dict[str, Any]) -> int | None:
+    dims = n["attrs"]["dims"]
+    return _arg0(g, n) if [d % len(dims) for d in dims] == list(range(len(dims))) else None
+
+
+def _double_neg(g: nx.DiGraph, n: dict[str, Any]) -> int | None:
+    x = _arg0(g, n)
     if x is None or g.nodes[x]["op"] != "neg":
         return None
     return _node_arg(g.nodes[x]["args"][0])
 
 
-_IDENTITIES: dict[str, Callable[..., int | None]] = {
-    "add": _first_of(_drop_constant(0, 0, (1,)), _drop_constant(0, 1, (0,))),
-    "sub": _drop_constant(0, 0, (1,)),
-    "mul": _first_of(_drop_constant(1, 0, (1,)), _drop_constant(1, 1, (0,))),
-    "div": _drop_constant(1, 0, (1,)),
+_IDENTITIES: dict[str, Rule] = {
+    "add": _first_of(_drop_constant(_zero(True), 0, (1,)), _drop_constant(_zero(True), 1, (0,))),
+    "sub": _drop_constant(_zero(False), 0, (1,)),
+    "mul": _first_of(_drop_constant(_equal_to(1), 0, (1,)),
+                     _drop_constant(_equal_to(1), 1, (0,))),
+    "div": _drop_constant(_equal_to(1), 0, (1,)),
     "expand": _arg0,
     "reshape": _arg0,
     "cast": _arg0,
-    "sum": _arg0,  # same shape: every reduced axis has size 1 (or there are none)
-    "amax": _arg0,
+    "sum": _exact_sum,
+    "amax": _arg0,  # the max of one value is that value, bit for bit
     "permute": _identity_permute,
     "neg": _double_neg,
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -139,15 +140,17 @@ class Tensor:
         import weakref
 
         ref = weakref.ref(self)
+        lock = threading.Lock()  # backward calls on one graph from several threads meet here
 
         def retain(g: Tensor | None) -> None:
             t = ref()
             if t is None or g is None:
                 return
-            if t.grad is None:
-                t.grad = g.detach().clone() if not grad_mode.is_grad_enabled() else g.clone()
-            else:
-                t.grad = t.grad + g
+            with lock:
+                if t.grad is None:
+                    t.grad = g.detach().clone() if not grad_mode.is_grad_enabled() else g.clone()
+                else:
+                    t.grad = t.grad + g
         self.grad_fn.set_retains_grad_hook(self.output_nr, retain)  # type: ignore[union-attr]
         self._retains_grad = True
 

@@ -214,27 +214,35 @@ def _grad_fn_name(t: Tensor) -> str:
 
 
 class AccumulateGrad(Node):
-    """Sink of a leaf: adds the incoming gradient into ``variable.grad`` (PyTorch's rules)."""
+    """Sink of a leaf: adds the incoming gradient into ``variable.grad`` (PyTorch's rules).
 
-    __slots__ = ("variable",)
+    Backward calls on one graph from several threads meet here: the read-modify-write of
+    ``.grad`` holds the node's lock, as PyTorch holds its mutex, so no gradient is lost."""
+
+    __slots__ = ("variable", "lock")
 
     def __init__(self, variable: Tensor) -> None:
         super().__init__([], [Meta(variable.shape, variable.dtype, variable.device)])
         self._sequence_nr = UINT64_MAX
         self.variable = variable
+        self.lock = threading.Lock()
 
     def apply(self, grads: list[Any]) -> list[Any]:
+        if grads[0] is None:
+            return []
+        with self.lock:
+            self._accumulate(grads[0])
+        return []
+
+    def _accumulate(self, new: Tensor) -> None:
         from .grad_mode import is_grad_enabled
 
-        new = grads[0]
-        if new is None:
-            return []
         var = self.variable
         old = var.grad
         if _trace_state.tracer is not None:
             # capturing: .grad writes go to the tracer, which plans them as state updates
             var.grad = (new if is_grad_enabled() else new.detach()) if old is None else old + new
-            return []
+            return
         if old is None:
             # create_graph keeps the new grad's history; otherwise store a detached value,
             # stealing the buffer when nobody else can see it (PyTorch's rule), else a copy
@@ -249,7 +257,6 @@ class AccumulateGrad(Node):
         else:
             old._data += new._data  # in place, as PyTorch does outside create_graph
             old._vc.v += 1
-        return []
 
 
 def _exclusively_owned(t: Tensor) -> bool:
@@ -296,10 +303,20 @@ def gradient_edge(t: Tensor) -> Edge:
     return tuple.__new__(Edge, (grad_accumulator(t), 0))
 
 
+# one lock for making accumulators (PyTorch's grad_accumulator_lock): a double backward run
+# from two threads must not give one leaf two AccumulateGrads, whose locks would not exclude
+# each other
+_accumulator_lock = threading.Lock()
+
+
 def grad_accumulator(t: Tensor) -> AccumulateGrad:
     ref = t._grad_acc
     acc = ref() if ref is not None else None
     if acc is None:
-        acc = AccumulateGrad(t)
-        t._grad_acc = weakref.ref(acc)
+        with _accumulator_lock:
+            ref = t._grad_acc
+            acc = ref() if ref is not None else None
+            if acc is None:
+                acc = AccumulateGrad(t)
+                t._grad_acc = weakref.ref(acc)
     return acc

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype as D
-from ..tracing import is_tracing
 from ..tensor import Tensor
 from . import functional as F
+from . import prims as P
 
 tanh = F.tanh
 
@@ -35,14 +35,22 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     return F.mul(F.mul(x, 0.5), F.add(F.erf(F.mul(x, _INV_SQRT_2)), 1.0))
 
 
+def _shift_by_max(x: Tensor, dim: int) -> Tensor:
+    """x minus its max along dim (for a stable exp); an empty x, which has no max along an
+    empty dim, is returned as it is: PyTorch gives an empty softmax there, not an error."""
+    if not x.numel():
+        F._axes(dim, x.ndim)  # still rejects a dim out of range
+        return x
+    return F.sub(x, F.amax(x.detach(), dim, keepdim=True))
+
+
 def softmax(x: Tensor, dim: int) -> Tensor:
-    shifted = F.sub(x, F.amax(x.detach(), dim, keepdim=True))
-    e = F.exp(shifted)
+    e = F.exp(_shift_by_max(x, dim))
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
-    shifted = F.sub(x, F.amax(x.detach(), dim, keepdim=True))
+    shifted = _shift_by_max(x, dim)
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
 
 
@@ -68,19 +76,16 @@ def cross_entropy(input: Tensor, target: Tensor, reduction: str = "mean") -> Ten
         raise ValueError(f"cross_entropy: expected input (N, C) and target (N,), got "
                          f"{list(input.shape)} and {list(target.shape)}")
     n, c = input.shape
-    if n and not is_tracing():  # the bounds check reads the target's data: eager only
-        t = target._data
-        lo, hi = int(t.min()), int(t.max())
-        if lo < 0 or hi >= c:
-            raise IndexError(f"cross_entropy: target {hi if hi >= c else lo} is out of bounds "
-                             f"for {c} classes")
+    if n:  # a primitive, so a compiled step checks the target too (-1 is no class)
+        F.check_bounds(target, 0, c, "Target {} is out of bounds.")
     from ..creation import arange
 
     logp = log_softmax(input, 1)
     rows = arange(n, device=input.device)
     if target.device != input.device:
         target = F.to_device(target, input.device)
-    picked = F.getitem(logp, (rows, target))
+    # the indices are checked (rows by construction): getitem's own checks would repeat it
+    picked = F.getitem_key(logp, rows, target, key=(P.IndexArg(0), P.IndexArg(1)))
     return _reduce(F.neg(picked), reduction, "cross_entropy")
 
 

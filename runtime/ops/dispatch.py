@@ -148,6 +148,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     try:
         out = prim.impl(np if device == "cpu" else array_module(device), *arrays, **attrs)
     except (ValueError, IndexError) as e:
+        if prim.check:
+            raise  # a check's error is the user-facing one (PyTorch's type and text)
         raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     except TypeError as e:
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None

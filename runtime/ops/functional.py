@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..tensor import Tensor
+from ..tracing import GraphBreak, is_tracing
 from . import prims as P
 from .dispatch import apply
 from .inplace import apply_inplace
@@ -144,7 +145,24 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
 
 
+def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
+    """PyTorch's errors for a reduction without an identity (max, argmax) over nothing. A
+    function of shapes, so a captured step raises them as eager does."""
+    if x.numel():
+        return
+    if dim is None:
+        if name.startswith("arg"):
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             "input.numel() == 0.")
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                           "== 0. Specify the reduction dim with the 'dim' argument.")
+    for a in _axes(dim, x.ndim):
+        if x.shape[a] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+
+
 def amax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_reduced_nonempty("amax", x, dim)
     return apply(P.AMAX, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
 
 
@@ -158,16 +176,19 @@ def _arg_axis(x: Tensor, dim: Any) -> int | None:
 
 
 def argmax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_reduced_nonempty("argmax", x, dim)
     return apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=keepdim)
 
 
 def argmin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_reduced_nonempty("argmin", x, dim)
     return apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=keepdim)
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     if isinstance(dim, Tensor):
         return maximum(x, dim)
+    _check_reduced_nonempty("max", x, dim)
     if dim is None:
         return amax(x)
     return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
@@ -176,6 +197,7 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     if isinstance(dim, Tensor):
         return minimum(x, dim)
+    _check_reduced_nonempty("min", x, dim)
     if dim is None:
         return neg(amax(neg(x)))
     return MaxResult(neg(amax(neg(x), dim, keepdim)), argmin(x, dim, keepdim))
@@ -270,13 +292,16 @@ def _index_tensor(a: Any, device: str) -> Tensor:
     return Tensor._make(move_array(a.astype(np.int64, copy=False), device), D.int64, device)
 
 
-def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
-    """Split an index into (template, index tensors): each array index (a Tensor, list or
-    ndarray) becomes an int64 tensor argument, named in the template by ``P.IndexArg(i)``.
-    Bool masks become the int arrays of their nonzero() (read from data: eager only)."""
+def _norm_key(key: Any, device: str
+              ) -> tuple[Any, list[Tensor], dict[int, tuple[int, ...]]]:
+    """Split an index into (template, index tensors, masks): each array index (a Tensor, list
+    or ndarray) becomes an int64 tensor argument, named in the template by ``P.IndexArg(i)``.
+    Bool masks become the int arrays of their nonzero() (read from data: eager only); masks
+    maps each mask's first index argument to the mask's shape."""
     items = key if isinstance(key, tuple) else (key,)
     out: list[Any] = []
     idx: list[Tensor] = []
+    masks: dict[int, tuple[int, ...]] = {}
 
     def add(t: Tensor) -> None:
         out.append(P.IndexArg(len(idx)))
@@ -285,6 +310,12 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
     for k in items:
         if isinstance(k, Tensor):
             if k.dtype is D.bool_:
+                if is_tracing():
+                    # the mask's values decide the result's shape; a capture would bake the
+                    # first call's mask in (an input's data is at hand), so the step runs eagerly
+                    raise GraphBreak("indexing with a bool mask tensor reads its values")
+                if k.ndim:  # a 0-d mask indexes no dimension
+                    masks[len(idx)] = k.shape
                 for a in k._data.nonzero():
                     add(_index_tensor(a, device))
                 continue
@@ -300,6 +331,8 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
             k = np.asarray(k)
         if hasattr(k, "dtype") and hasattr(k, "ndim"):
             if k.dtype == np.bool_:
+                if k.ndim:
+                    masks[len(idx)] = tuple(k.shape)
                 for a in k.nonzero():
                     add(_index_tensor(a, device))
                 continue
@@ -312,12 +345,51 @@ def _norm_key(key: Any, device: str) -> tuple[Any, list[Tensor]]:
             out.append(k)
         else:
             raise TypeError(f"invalid index of type {type(k).__name__}")
-    return tuple(out), idx
+    return tuple(out), idx, masks
+
+
+def check_bounds(x: Tensor, low: int, high: int, message: str) -> None:
+    """Raise IndexError(message.format(v)) for the first element v of the int64 tensor x
+    outside [low, high). A primitive, so a compiled step checks it as eager does."""
+    apply(P.CHECK_BOUNDS, x, low=int(low), high=int(high), message=message)
+
+
+def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tensor],
+               masks: dict[int, tuple[int, ...]]) -> None:
+    """PyTorch's checks of an index against the indexed shape: integers, each bool mask's
+    shape (``masks``: its first index argument -> its shape) and each index tensor's values."""
+    consumed = len([k for k in template if k is not None and k is not Ellipsis])
+    dim = 0
+    for position, k in enumerate(template):
+        if k is Ellipsis:
+            dim += len(shape) - consumed
+            continue
+        if k is None or dim >= len(shape):  # too many indices: getitem names the error
+            continue
+        if isinstance(k, int) and not -shape[dim] <= k < shape[dim]:
+            # PyTorch names the dimension by the integer's place in the key
+            raise IndexError(f"index {k} is out of bounds for dimension {position} with size "
+                             f"{shape[dim]}")
+        if isinstance(k, P.IndexArg):
+            mask = masks.get(k.position)
+            if mask is not None:
+                for j, m in enumerate(mask):
+                    if dim + j >= len(shape) or m != shape[dim + j]:
+                        raise IndexError(
+                            f"The shape of the mask {list(mask)} at index {j} does not match "
+                            f"the shape of the indexed tensor {list(shape)} at index {dim + j}")
+            elif not any(k.position in range(p, p + len(m)) for p, m in masks.items()):
+                # PyTorch names the dimension by the index tensor's place among them
+                size = shape[dim]
+                check_bounds(idx[k.position], -size, size, f"index {{}} is out of bounds for "
+                             f"dimension {k.position} with size {size}")
+        dim += 1
 
 
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` for any PyTorch-style index."""
-    template, idx = _norm_key(key, x.device)
+    template, idx, masks = _norm_key(key, x.device)
+    _check_key(x.shape, template, idx, masks)
     return getitem_key(x, *idx, key=template)
 
 
@@ -444,7 +516,8 @@ def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value.device != t.device:
         value = to_device(value, t.device)
-    template, idx = _norm_key(key, t.device)
+    template, idx, masks = _norm_key(key, t.device)
+    _check_key(t.shape, template, idx, masks)
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
 
 

@@ -297,8 +297,18 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
     return xp.where(cond, a, b).astype(dt, copy=False)
 
 
+_where_broadcast_infer = _elementwise_infer(PROMOTE_SAME, (1, 2))
+
+
+def _where_infer(cond: Any, a: Any, b: Any) -> tuple[tuple[int, ...], D.DType]:
+    # the impl's check, from dtypes alone: a captured step raises it as eager does
+    if isinstance(cond, Meta) and cond.dtype is not D.bool_:
+        raise TypeError(f"where expected condition to be a bool tensor, got {cond.dtype.name}")
+    return _where_broadcast_infer(cond, a, b)
+
+
 WHERE = register(Primitive(
-    "where", impl=_where_impl, infer=_elementwise_infer(PROMOTE_SAME, (1, 2)),
+    "where", impl=_where_impl, infer=_where_infer,
     backward=_where_bwd, saves=(0,), promote=PROMOTE_SAME, promote_args=(1, 2),
     lower=_lower_where))
 
@@ -386,7 +396,9 @@ def _mean_bwd(c: Any, g: Any) -> tuple[Any]:
     n = 1
     for a in c.attrs["axes"]:
         n *= c.shape(0)[a]
-    return (F.expand(F.div(_keepdim_grad(c, g), float(n)), c.shape(0)),)
+    g = _keepdim_grad(c, g)
+    # n == 0: the input is empty, and so is its gradient (no division by zero to warn of)
+    return (F.expand(F.div(g, float(n)) if n else g, c.shape(0)),)
 
 
 MEAN = register(Primitive(
@@ -406,8 +418,7 @@ def _amax_bwd(c: Any, g: Any) -> tuple[Any]:
 
 
 def _amax_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
-    if x.size == 0:
-        raise ValueError("amax: cannot reduce an empty tensor")
+    # an empty reduced axis has no maximum: functional.amax raises PyTorch's error first
     return xp.amax(x, axis=axes, keepdims=keepdim)
 
 
@@ -425,8 +436,7 @@ def _arg_infer(x: Meta, *, axis: int | None, keepdim: bool) -> tuple[Any, D.DTyp
 
 def _arg_impl(fn: str) -> Any:
     def impl(xp: Any, x: Any, *, axis: int | None, keepdim: bool) -> Any:
-        if x.size == 0:
-            raise ValueError(f"{fn}: cannot reduce an empty tensor")
+        # over an empty axis: functional.argmax/argmin raise PyTorch's error first
         if x.ndim == 0:
             axis = None
         return getattr(xp, fn)(x, axis=axis, keepdims=keepdim).astype(np.int64, copy=False)
@@ -631,6 +641,30 @@ def _cat_bwd(c: Any, g: Any) -> tuple[Any, ...]:
 CAT = register(Primitive(
     "cat", impl=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), infer=_cat_infer,
     backward=_cat_bwd, promote=PROMOTE_SAME, attrs=("axis",)))
+
+# --- checks of values ------------------------------------------------------------------------
+
+
+def _check_bounds_infer(x: Meta, *, low: int, high: int, message: str) -> tuple[Any, D.DType]:
+    if x.dtype is not D.int64:
+        raise TypeError(f"expected an int64 tensor of indices, got {x.dtype.name}")
+    return (), D.bool_
+
+
+def _check_bounds_impl(xp: Any, x: Any, *, low: int, high: int, message: str) -> Any:
+    if x.size and (int(x.min()) < low or int(x.max()) >= high):
+        flat = x.reshape(-1)
+        first = int(((flat < low) | (flat >= high)).argmax())  # the first bad one, as torch
+        raise IndexError(message.format(int(flat[first])))
+    return xp.asarray(True)
+
+
+# check_bounds(x, low=, high=, message=): raises IndexError(message.format(v)) for the first
+# element v of x outside [low, high), e.g. a class index or an index tensor out of range;
+# returns a placeholder. Eager and captured steps alike call it (a captured one is a plan step)
+CHECK_BOUNDS = register(Primitive(
+    "check_bounds", impl=_check_bounds_impl, infer=_check_bounds_infer, differentiable=False,
+    attrs=("low", "high", "message"), check=True))
 
 # --- matmul --------------------------------------------------------------------------------
 

@@ -33,6 +33,10 @@ class Primitive:
     # args as ("expr", index, dtype) | ("scalar", value, None); kb builds the fused kernel
     lower: Callable[..., int] | None = None
     attrs: tuple[str, ...] = field(default=())  # names of keyword attributes
+    # a check of its arguments' values: its impl raises the user-facing error (which the
+    # dispatcher passes on unchanged) or returns a placeholder nobody reads. A captured check
+    # is a side effect: the planner keeps it, never fuses it, and runs it where eager did
+    check: bool = False
 
     @property
     def backward_name(self) -> str:
@@ -47,5 +51,8 @@ def register(prim: Primitive) -> Primitive:
         raise ValueError(f"primitive {prim.name!r} is registered twice")
     if prim.differentiable and prim.backward is None:
         raise ValueError(f"differentiable primitive {prim.name!r} has no backward formula")
+    if prim.check and (prim.differentiable or prim.lower is not None or prim.view):
+        raise ValueError(f"check primitive {prim.name!r} must be non-differentiable, without a "
+                         "lowering and not a view")
     REGISTRY[prim.name] = prim
     return prim

@@ -336,16 +336,17 @@ def _simplified(build: Any) -> tuple[nx.DiGraph, int, int]:
     lambda g, x: op(g, "mul", S(1.0), x),
     lambda g, x: op(g, "mul", x, const(g, np.ones(3))),
     lambda g, x: op(g, "div", x, S(1.0)),
-    lambda g, x: op(g, "add", x, S(0.0)),
-    lambda g, x: op(g, "add", S(0), x),
-    lambda g, x: op(g, "add", const(g, np.zeros((2, 3))), x),
-    lambda g, x: op(g, "sub", x, S(0.0)),
+    lambda g, x: op(g, "add", x, S(-0.0)),  # IEEE: x + (-0.0) is x, -0.0 included
+    lambda g, x: op(g, "add", S(-0.0), x),
+    lambda g, x: op(g, "add", const(g, np.full((2, 3), -0.0, np.float32)), x),
+    lambda g, x: op(g, "sub", x, S(0.0)),  # x - (+0.0) is x + (-0.0)
+    lambda g, x: op(g, "sub", x, S(0)),
     lambda g, x: op(g, "expand", x, shape=(2, 3)),
     lambda g, x: op(g, "reshape", x, shape=(2, 3)),
     lambda g, x: op(g, "cast", x, dtype=F32),
     lambda g, x: op(g, "permute", x, dims=(0, 1)),
     lambda g, x: op(g, "permute", x, dims=(-2, -1)),
-    lambda g, x: op(g, "sum", x, axes=(), keepdim=True),
+    lambda g, x: op(g, "amax", x, axes=(), keepdim=True),
     lambda g, x: op(g, "neg", op(g, "neg", x)),
     lambda g, x: op(g, "mul", x, op(g, "expand", const(g, 1.0), shape=(2, 3))),
 ])
@@ -371,10 +372,29 @@ def test_simplify_identity_rules(build: Any) -> None:
     lambda g, x: op(g, "sum", x, axes=(0,), keepdim=True),
     lambda g, x: op(g, "sum", op(g, "cast", x, dtype=rt.bool_), axes=(), keepdim=True),
     lambda g, x: op(g, "neg", op(g, "exp", x)),
+    # -0.0 + 0.0 is +0.0: adding a positive zero (or an integer 0) is not a no-op on floats
+    lambda g, x: op(g, "add", x, S(0.0)),
+    lambda g, x: op(g, "add", S(0), x),
+    lambda g, x: op(g, "add", const(g, np.zeros((2, 3))), x),
+    lambda g, x: op(g, "add", x, const(g, np.float32([-0.0, 0.0, -0.0]))),
+    lambda g, x: op(g, "sub", x, S(-0.0)),  # x + 0.0
+    lambda g, x: op(g, "sum", x, axes=(), keepdim=True),  # a float sum of -0.0 is +0.0
 ])
 def test_simplify_leaves_non_identities(build: Any) -> None:
     g, x, out = _simplified(lambda g: (x := inp(g, (2, 3)), build(g, x)))
     assert out != x and g.nodes[out]["op"] != "input"
+
+
+@pytest.mark.parametrize("build", [
+    lambda g, x: op(g, "add", x, S(0)),  # integers have one zero
+    lambda g, x: op(g, "add", const(g, np.zeros(3), rt.int64), x),
+    lambda g, x: op(g, "sub", x, S(0)),
+    lambda g, x: op(g, "mul", x, S(1)),
+    lambda g, x: op(g, "sum", x, axes=(), keepdim=True),
+])
+def test_simplify_integer_identity_rules(build: Any) -> None:
+    g, x, out = _simplified(lambda g: (x := inp(g, (2, 3), dtype=rt.int64), build(g, x)))
+    assert out == x
 
 
 def test_simplify_same_size_permute_is_not_identity() -> None:
@@ -501,7 +521,8 @@ def test_run_default_passes_counts() -> None:
 
 UNARY = ("neg", "exp", "tanh", "sin", "abs", "sqrt", "log")
 BINARY = ("add", "sub", "mul", "div", "maximum")
-SCALARS = (0.0, 1.0, 2.0, -0.5)
+SCALARS = (0.0, -0.0, 1.0, 2.0, -0.5)
+SPECIALS = np.float32([-0.0, 0.0, np.inf, -np.inf, np.nan])
 
 
 @st.composite
@@ -578,9 +599,43 @@ def test_default_passes_preserve_outputs(g: nx.DiGraph, seed: int) -> None:
     rng = np.random.default_rng(seed)
     inputs = {0: rng.standard_normal((2, 3), dtype=np.float32),
               1: rng.standard_normal(3, dtype=np.float32)}
-    before = reference_eval(g, inputs)
-    run_default_passes(g)
-    after = reference_eval(g, inputs)
+    # IEEE's corner values, where a rewrite that is only algebraically right shows
+    inputs[0].flat[rng.choice(6, 3, replace=False)] = rng.choice(SPECIALS, 3)
+    inputs[1].flat[rng.integers(3)] = rng.choice(SPECIALS)
+    with np.errstate(all="ignore"):
+        before = reference_eval(g, inputs)
+        run_default_passes(g)
+        after = reference_eval(g, inputs)
     for b, a in zip(before, after):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_array_equal(a, b)
+        numbers = ~np.isnan(a)  # where NaNs are is checked above; their sign means nothing
+        np.testing.assert_array_equal(np.signbit(a[numbers]), np.signbit(b[numbers]))
+
+
+# --- compiled against eager and PyTorch, on IEEE's corner values -------------------------
+
+
+def _ieee_exprs(x: Any) -> tuple[Any, ...]:
+    """Expressions a rewrite could get wrong on -0.0, inf or NaN; written once, run on our
+    tensors and on torch's. The reciprocal shows a zero's sign (1/-0.0 is -inf)."""
+    return (1.0 / (x + 0.0), 1.0 / (0.0 + x), 1.0 / (x - 0.0), 1.0 / (x - (-0.0)),
+            1.0 / (x + (-0.0)), 1.0 / (x * 1.0), 1.0 / (x / 1.0), 1.0 / -(-x),
+            1.0 / x[:, :1].sum(1, keepdim=True), 1.0 / x.amax(1, keepdim=True),
+            1.0 / x.mean(1))
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "auto"])
+def test_compiled_matches_eager_and_torch_on_signed_zeros_inf_nan(backend: str) -> None:
+    torch = pytest.importorskip("torch")
+    special = np.float32([-0.0, 0.0, np.inf, -np.inf, np.nan, 1.5])
+    values = np.stack([np.roll(special, i) for i in range(6)])  # every value in every column
+    x = rt.tensor(values)
+    with np.errstate(all="ignore"):
+        eager = _ieee_exprs(x)
+        compiled = planner.compile(_ieee_exprs, backend=backend)(x)
+    expected = _ieee_exprs(torch.tensor(values))
+    for i, (e, c, t) in enumerate(zip(eager, compiled, expected)):
+        t = t.numpy()
+        np.testing.assert_array_equal(e.numpy(), t, err_msg=f"eager, expression {i}")
+        np.testing.assert_array_equal(c.numpy(), t, err_msg=f"compiled, expression {i}")

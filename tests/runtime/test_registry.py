@@ -107,6 +107,19 @@ def test_comparisons_are_not_differentiable():
         assert not REGISTRY[n].differentiable, n
 
 
+def test_a_check_primitive_must_be_a_pure_side_effect():
+    # the planner keeps checks unfused and unread: a backward, lowering or view would not run
+    from runtime.ops.registry import Primitive, register
+
+    base = REGISTRY["check_bounds"]
+    for bad in ({"differentiable": True, "backward": lambda c, g: (None,)},
+                {"lower": lambda kb, args, attrs, dtype: 0}, {"view": True}):
+        with pytest.raises(ValueError, match="check primitive 'check_x'"):
+            register(Primitive("check_x", base.impl, base.infer, check=True,
+                               **{"differentiable": False, **bad}))
+    assert "check_x" not in REGISTRY and base.check and not base.differentiable
+
+
 def test_every_primitive_is_exercised(corpus):
     seen = {name for name, *_ in corpus}
     unseen = sorted(set(REGISTRY) - seen)

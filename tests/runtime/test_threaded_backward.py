@@ -1,0 +1,87 @@
+"""Backward from several threads on one shared graph (retain_graph=True): every gradient lands.
+
+PyTorch holds a mutex while AccumulateGrad adds into ``.grad``; without one, two threads that
+read-modify-write the same ``.grad`` lose updates. Sums here are exact (float64, integer-valued
+data), so the final gradient must equal the sequential sum to the last bit.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+THREADS = 8
+CALLS = 20  # backward calls per thread
+SIZE = 1 << 18  # numpy releases the GIL inside an add this large: threads really overlap
+
+
+@pytest.fixture(autouse=True)
+def _frequent_switches() -> Iterator[None]:
+    """Switch threads every microsecond, so unlocked read-modify-writes interleave."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+def _run_threads(work: Callable[[], None]) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(THREADS)
+
+    def body() -> None:
+        try:
+            start.wait()
+            for _ in range(CALLS):
+                work()
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=body) for _ in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
+def _weights() -> np.ndarray:
+    return (np.arange(SIZE) % 7 + 1).astype(np.float64)
+
+
+def test_leaf_grad_accumulates_every_thread_exactly() -> None:
+    w = rt.tensor(_weights())
+    x = rt.tensor(np.ones(SIZE), requires_grad=True)
+    loss = (x * w).sum()  # one shared graph; d loss / dx = w
+    _run_threads(lambda: loss.backward(retain_graph=True))
+    np.testing.assert_array_equal(x.grad.numpy(), _weights() * (THREADS * CALLS))
+
+
+def test_retained_grad_of_a_non_leaf_accumulates_every_thread_exactly() -> None:
+    x = rt.tensor(np.ones(SIZE), requires_grad=True)
+    h = x * 2.0
+    h.retain_grad()
+    loss = (h * rt.tensor(_weights())).sum()
+    _run_threads(lambda: loss.backward(retain_graph=True))
+    np.testing.assert_array_equal(h.grad.numpy(), _weights() * (THREADS * CALLS))
+    np.testing.assert_array_equal(x.grad.numpy(), _weights() * (2 * THREADS * CALLS))
+
+
+def test_create_graph_makes_one_accumulator_per_leaf_across_threads() -> None:
+    # double backward builds new edges to x from every thread at once: they must all reach
+    # the one AccumulateGrad of x (two would each add, unlocked against each other)
+    x = rt.tensor(np.full(SIZE, 3.0), requires_grad=True)
+    loss = (x * x * x).sum()
+
+    def second_order() -> None:
+        (g,) = rt.autograd.grad(loss, [x], create_graph=True, retain_graph=True)
+        g.sum().backward(retain_graph=True)  # d/dx sum(3 x^2) = 6 x = 18
+
+    _run_threads(second_order)
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(SIZE, 18.0 * THREADS * CALLS))
