@@ -16,6 +16,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,12 +224,16 @@ class CompiledStep:
 
     def __init__(self, fn: Callable[..., Any], backend: str = "auto", device: str | None = None,
                  workers: int | None = None, cache_dir: str | None = None,
-                 fullgraph: bool = False) -> None:
+                 fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None
+                 ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"planner.compile: unknown backend {backend!r}; expected one of "
                              f"{', '.join(BACKENDS)}")
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"planner.compile: workers must be a positive int, got {workers!r}")
+        if lock is not None and not (hasattr(lock, "__enter__") and hasattr(lock, "__exit__")):
+            raise TypeError(f"planner.compile: lock must be a lock such as threading.RLock(), "
+                            f"got {type(lock).__name__}")
         self.fn = fn
         self.backend = backend
         self.device = canonical_device(device) if device is not None else None
@@ -239,10 +244,18 @@ class CompiledStep:
         self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._last_key: tuple[Any, ...] | None = None
         self.captures = 0  # how many times the step was captured and planned
+        # held by every call from its guards to its write-back, so that calls from several
+        # threads run one at a time: they share the parameters and optimizer state they
+        # update (and this step's plan cache). Steps given one lock share it.
+        self.lock: AbstractContextManager[Any] = threading.RLock() if lock is None else lock
         functools.update_wrapper(self, fn)
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return self._call(args, kwargs)
+
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.backend == "eager" or is_anomaly_enabled():
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
         if not kwargs:
@@ -296,7 +309,8 @@ class CompiledStep:
         """Capture and plan for these arguments without running anything (like jax's lower)."""
         leaves, spec = flatten((args, kwargs))
         try:
-            return self._plan(self._flat_fn(spec), tuple(leaves)).plan
+            with self.lock:  # a capture sets optimizer state aside while it runs
+                return self._plan(self._flat_fn(spec), tuple(leaves)).plan
         except GraphBreak as e:
             raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                f"{e.where}") from e
@@ -625,11 +639,15 @@ def _rebuild(template: Any) -> Any:
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # noqa: A001
             device: str | None = None, workers: int | None = None, cache_dir: str | None = None,
-            fullgraph: bool = False) -> Any:
-    """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``."""
+            fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None) -> Any:
+    """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
+
+    Calls of one compiled step run one at a time, whatever thread makes them (``step.lock``).
+    Different steps that update or read the same parameters or optimizer from several
+    threads must share a lock: ``planner.compile(evaluate, lock=train.lock)``."""
     def wrap(f: Callable[..., Any]) -> CompiledStep:
         return CompiledStep(f, backend=backend, device=device, workers=workers,
-                            cache_dir=cache_dir, fullgraph=fullgraph)
+                            cache_dir=cache_dir, fullgraph=fullgraph, lock=lock)
 
     return wrap if fn is None else wrap(fn)
 
