@@ -36,28 +36,31 @@ def make_step(opt_name: str, backend: str) -> tuple[planner.CompiledStep, Callab
     opt = (rt.optim.SGD(params, lr=0.05, momentum=0.9) if opt_name == "sgd_momentum"
            else rt.optim.Adam(params, lr=0.01))
     x = rt.from_numpy(rng.standard_normal((16, 8)).astype(np.float32))
+    total = rt.zeros((), dtype=rt.float32)  # an argument the step updates in place
 
-    def train(x: Any) -> Any:
+    def train(x: Any, total: Any) -> Any:
         opt.zero_grad()
         loss = (model(x) ** 2).mean()
         loss.backward()
         opt.step()
+        total.add_(loss.detach())
         return loss
 
     step = planner.compile(train, backend=backend)
 
     def state() -> tuple[Any, ...]:
-        """Every value the step writes, and the version counters of the parameters."""
-        return tuple(
+        """Every value the step writes, and the version counters of what it updates in
+        place."""
+        return (total.numpy().tobytes(), total._vc.v, *(
             (p.detach().numpy().tobytes(), p._vc.v,
              None if p.grad is None else p.grad.numpy().tobytes(),
              tuple(sorted((k, v.numpy().tobytes() if isinstance(v, rt.Tensor) else v)
                           for k, v in opt.state.get(p, {}).items())))
-            for p in params)
+            for p in params))
 
     for _ in range(2):
-        step(x)  # .grad and optimizer state exist now: later calls replay the plan
-    return step, lambda: step(x), state
+        step(x, total)  # .grad and optimizer state exist now: later calls replay the plan
+    return step, lambda: step(x, total), state
 
 
 @contextmanager
