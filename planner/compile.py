@@ -4,6 +4,11 @@ Semantics follow eager mode exactly: a compiled call leaves parameters, ``.grad`
 state and returned values as eager would, and writes state back only after every step of the
 plan succeeded. What cannot be captured runs eagerly, with one warning naming the line (or,
 with ``fullgraph=True``, raises).
+
+A call is all or nothing: one that fails or is interrupted (Ctrl-C) before its write-back
+leaves every piece of state as it was, the random generators included, and a Ctrl-C that
+arrives during the write-back is raised once it is complete (``_Replayer``). Calls of one
+compiled step run one at a time, from whatever threads (``CompiledStep.lock``).
 """
 
 from __future__ import annotations
@@ -440,16 +445,17 @@ class _Replayer:
         sources = {id(a) for a in arrays if a is not None}
         sources.update(map(id, state.values()))
         writers = self.writers
-        staged = []
+        staged: list[_Staged] = []
         for slot_index, value in writes:
-            stage, store = writers[slot_index]
-            staged.append((store, value if stage is None else stage(value, args, sources)))
+            stage, store, target = writers[slot_index]
+            staged.append((store, target, value) if stage is None
+                          else stage(value, args, sources))
             if value is not None:
                 sources.add(id(value))  # a second slot given the same array gets its own copy
         held = _hold_sigint()
         try:
-            for store, value in staged:
-                store(value, args)
+            for store, target, value in staged:
+                store(target, value)
             for draws in self.draws:
                 draws.commit()
         finally:
@@ -511,8 +517,10 @@ def _release_sigint(held: tuple[Any, list[int]] | None) -> None:
         signal.raise_signal(signal.SIGINT)
 
 
-_Stage = Callable[[Any, tuple[Any, ...], set[int]], Any]
-_Store = Callable[[Any, tuple[Any, ...]], None]
+# a write ready to store: ``store(target, value)`` only assigns or updates in place
+_Staged = tuple[Callable[[Any, Any], None], Any, Any]
+_Stage = Callable[[Any, tuple[Any, ...], set[int]], _Staged]
+_set_grad = Tensor._grad.__set__  # type: ignore[attr-defined]  # (owner, value): a slot
 
 
 def _reader(slot: Slot) -> Callable[[tuple[Any, ...]], Any]:
@@ -529,57 +537,43 @@ def _reader(slot: Slot) -> Callable[[tuple[Any, ...]], Any]:
     return lambda args: _read_slot(slot, args)  # raises, as it always did
 
 
-def _writeback(slot: Slot) -> tuple[_Stage | None, _Store]:
+def _writeback(slot: Slot) -> tuple[_Stage | None, Any, Any]:
     """How a value the plan returns for this slot is written back, in two parts: ``stage``
-    makes what the store needs and writes nothing (None: the value itself), ``store`` writes
-    it and cannot fail short of a bug."""
+    makes what the store needs and writes nothing, ``store(target, value)`` writes it and
+    cannot fail short of a bug. Either (stage, None, None), or (None, store, target) where
+    the value is stored as it is into a target known now."""
     if slot.kind == "tensor":
-        t = slot.ref
-        return None, lambda value, args: _write_into(t, value)
+        return None, _write_into, slot.ref
     if slot.kind == "input":
         index = slot.ref
-        return None, lambda value, args: _write_into(args[index], value)
+        return (lambda value, args, sources: (_write_into, args[index], value)), None, None
     if slot.kind == "grad":
-        if slot.mode == "inplace":
-            return (functools.partial(_stage_grad_inplace, slot),
-                    functools.partial(_store_grad_inplace, slot))
-        stage = functools.partial(_new_tensor, slot.dtype, slot.device)
-        if slot.owner_input is None:
-            owner = slot.ref
-            return stage, lambda value, args: setattr(owner, "_grad", value)
-        index = slot.owner_input
-        return stage, lambda value, args: setattr(args[index], "_grad", value)
+        return functools.partial(_stage_grad, slot), None, None
     if slot.kind == "opt_state":
-        return functools.partial(_new_tensor, slot.dtype, slot.device), functools.partial(
-            _store_opt_state, slot)
+        return functools.partial(_stage_opt_state, slot), None, None
     raise AssertionError(f"unknown slot kind {slot.kind}")
 
 
-def _new_tensor(dtype: D.DType, device: str, value: Any, args: tuple[Any, ...],
-                sources: set[int]) -> Tensor | None:
-    """A value written as a new tensor (a .grad assigned anew, an optimizer state entry)."""
-    return None if value is None else Tensor._make(_fresh(value, sources), dtype, device)
+def _stage_grad(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]) -> _Staged:
+    """A .grad written in place into its storage where the slot says so and there is one,
+    else assigned anew (or set to None)."""
+    owner = slot.ref if slot.owner_input is None else args[slot.owner_input]
+    if value is None:
+        return _set_grad, owner, None
+    if slot.mode == "inplace" and owner._grad is not None:
+        return _write_into, owner._grad, value
+    return _set_grad, owner, Tensor._make(_fresh(value, sources), slot.dtype, slot.device)
 
 
-def _stage_grad_inplace(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]
-                        ) -> Any:
-    """The value itself where the .grad is written in place, else a new tensor (the .grad is
-    None, or becomes None)."""
-    if value is None or _owner(slot, args)._grad is not None:
-        return value
-    return _new_tensor(slot.dtype, slot.device, value, args, sources)
-
-
-def _store_grad_inplace(slot: Slot, value: Any, args: tuple[Any, ...]) -> None:
-    owner = _owner(slot, args)
-    if value is None or isinstance(value, Tensor):
-        owner._grad = value
-    else:
-        _write_into(owner._grad, value)
-
-
-def _store_opt_state(slot: Slot, value: Tensor, args: tuple[Any, ...]) -> None:
+def _stage_opt_state(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]
+                     ) -> _Staged:
     opt_ref, p, key = slot.ref
+    return _store_opt_state, (opt_ref, p, key), Tensor._make(_fresh(value, sources),
+                                                              slot.dtype, slot.device)
+
+
+def _store_opt_state(where: tuple[Any, Any, str], value: Tensor) -> None:
+    opt_ref, p, key = where
     opt = opt_ref()
     if opt is not None:
         opt.state[p][key] = value
