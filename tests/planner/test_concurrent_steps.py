@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -152,6 +153,7 @@ def test_steps_sharing_a_lock_never_interleave(backend: str) -> None:
         def run() -> None:
             for _ in range(CALLS):
                 step(x)
+                time.sleep(1e-4)  # a gap for the watcher (a lock is not fair: it could starve)
             finished.append(True)
         return run
 

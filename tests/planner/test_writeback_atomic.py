@@ -6,6 +6,7 @@ state when the write-back could be interrupted between two parameters)."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -19,6 +20,8 @@ import planner
 import runtime as rt
 import runtime.ops
 from runtime.creation import default_generator
+
+compile_module = importlib.import_module("planner.compile")  # planner.compile: the function
 
 SECONDS = 8.0  # per case at most, whatever the machine's speed (about 2 s here)
 INSIDE = 120  # calls interrupted inside wanted per case
@@ -197,3 +200,43 @@ def test_failed_call_leaves_the_generator_where_it_was(monkeypatch: pytest.Monke
     default_generator._rng.bit_generator.state = drawn
     expected = (eager_model(x) ** 2).mean()
     np.testing.assert_allclose(loss.numpy(), expected.detach().numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("handler", ["default", "custom"])
+def test_sigint_during_the_stores_is_raised_after_the_last(monkeypatch: pytest.MonkeyPatch,
+                                                          handler: str) -> None:
+    """A SIGINT that lands on the first store of the write-back reaches the SIGINT handler
+    (the default one raises KeyboardInterrupt) once the last store is done, and the handler
+    is the caller's again afterwards."""
+    stores: list[int] = []
+    armed = [False]
+
+    def write_into(t: Any, value: Any) -> None:
+        if armed[0] and not stores:
+            signal.raise_signal(signal.SIGINT)  # as if Ctrl-C came now
+        stores.append(1)
+        real_write_into(t, value)
+
+    real_write_into = compile_module._write_into
+    monkeypatch.setattr(compile_module, "_write_into", write_into)
+    step, call, state = make_step("sgd_momentum", "llvm")
+    twin, twin_call, twin_state = make_step("sgd_momentum", "llvm")
+    twin_call()
+    caught: list[int] = []
+    own = (signal.default_int_handler if handler == "default"
+           else lambda signum, frame: caught.append(len(stores)))
+    previous = signal.signal(signal.SIGINT, own)
+    try:
+        stores.clear()
+        armed[0] = True
+        if handler == "default":
+            with pytest.raises(KeyboardInterrupt):
+                call()
+        else:
+            call()
+            assert caught == [len(stores)]  # once, after the last store
+        assert signal.getsignal(signal.SIGINT) is own
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert len(stores) > 1
+    assert state() == twin_state()
