@@ -548,6 +548,8 @@ def _writeback(slot: Slot) -> tuple[_Stage | None, Any, Any]:
         index = slot.ref
         return (lambda value, args, sources: (_write_into, args[index], value)), None, None
     if slot.kind == "grad":
+        if slot.mode == "assign" and slot.owner_input is None:  # the common case, made quick
+            return functools.partial(_stage_new_grad, slot.ref, slot.dtype, slot.device), None, None
         return functools.partial(_stage_grad, slot), None, None
     if slot.kind == "opt_state":
         return functools.partial(_stage_opt_state, slot), None, None
@@ -563,6 +565,13 @@ def _stage_grad(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]
     if slot.mode == "inplace" and owner._grad is not None:
         return _write_into, owner._grad, value
     return _set_grad, owner, Tensor._make(_fresh(value, sources), slot.dtype, slot.device)
+
+
+def _stage_new_grad(owner: Tensor, dtype: D.DType, device: str, value: Any,
+                    args: tuple[Any, ...], sources: set[int]) -> _Staged:
+    """_stage_grad of a .grad assigned anew whose owner is not an argument."""
+    return _set_grad, owner, (None if value is None else
+                              Tensor._make(_fresh(value, sources), dtype, device))
 
 
 def _stage_opt_state(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]
