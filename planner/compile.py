@@ -16,7 +16,6 @@ from __future__ import annotations
 import _signal
 import functools
 import logging
-import signal
 import threading
 import warnings
 from collections import OrderedDict
@@ -494,8 +493,8 @@ def _hold_sigint() -> tuple[Any, list[int]] | None:
 
     Once the recording handler is in, no SIGINT can raise, whichever bytecode it lands on: a
     signal that lands earlier raises before anything is written. ``_signal`` is the C module
-    under ``signal``, whose wrappers turn handlers into enums through a caught ValueError
-    (3.1 us of the 3.4 us a call took, measured)."""
+    under ``signal``, whose wrappers turn handlers into enums through a caught ValueError:
+    signal.getsignal and signal.signal took 2.0 and 3.1 us here, _signal's 0.04 and 0.3 us."""
     if threading.current_thread() is not threading.main_thread():
         return None
     previous = _signal.getsignal(_signal.SIGINT)
@@ -514,7 +513,7 @@ def _release_sigint(held: tuple[Any, list[int]] | None) -> None:
     previous, caught = held
     _signal.signal(_signal.SIGINT, previous)
     if caught:
-        signal.raise_signal(signal.SIGINT)
+        _signal.raise_signal(_signal.SIGINT)
 
 
 # a write ready to store: ``store(target, value)`` only assigns or updates in place
@@ -559,7 +558,7 @@ def _writeback(slot: Slot) -> tuple[_Stage | None, Any, Any]:
 def _stage_grad(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]) -> _Staged:
     """A .grad written in place into its storage where the slot says so and there is one,
     else assigned anew (or set to None)."""
-    owner = slot.ref if slot.owner_input is None else args[slot.owner_input]
+    owner = _owner(slot, args)
     if value is None:
         return _set_grad, owner, None
     if slot.mode == "inplace" and owner._grad is not None:
