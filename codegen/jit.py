@@ -201,19 +201,47 @@ class _Launch:
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
         big = estimated_us(k) >= PARALLEL_MIN_US
-        empty = not all(k.domain)
-        inputs = tuple(
-            _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
-                       0 if empty else 1 + sum((d - 1) * s for d, s in zip(k.domain, inp.strides)),
-                       exact=False)
-            for inp in k.inputs)
-        outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
-                                   math.prod(kir.output_shape(k, out)), exact=True)
-                        for out in k.outputs)
+        inputs, outputs = _array_specs(k)
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
         return cls(*fns, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs,
                    accumulate)
+
+
+def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
+    """What each input and output array of ``k`` must be. Every address the kernel makes is
+    an index of its domain times an array's element strides: an input's strides (outer and
+    inner axes, reduced or not) reach at most ``sum((d - 1) * s)``; an output is written
+    densely over its shape (``kir.output_shape``: domain, rows, or the accumulated inner
+    shape), an ``into`` output through its input, which ``kir.validate`` requires dense."""
+    empty = not all(k.domain)
+    inputs = tuple(
+        _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
+                   0 if empty else 1 + sum((d - 1) * s for d, s in zip(k.domain, inp.strides)),
+                   exact=False)
+        for inp in k.inputs)
+    outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
+                               math.prod(kir.output_shape(k, out)), exact=True)
+                    for out in k.outputs)
+    return inputs, outputs
+
+
+def check_signature(k: kir.Kernel, signature: Signature) -> Signature:
+    """``signature`` as plain tuples, once it is shown that C-contiguous arrays of those
+    shapes and dtypes (inputs, then outputs) hold every element ``k`` addresses; else a
+    ValueError naming the argument. Needs the IR only (``kir.validate``d), no machine code."""
+    inputs, outputs = _array_specs(k)
+    specs = inputs + outputs
+    if len(signature) != len(specs):
+        raise ValueError(f"kernel {k.name!r} takes {len(specs)} arrays, the signature has "
+                         f"{len(signature)}")
+    sig = tuple((tuple(shape), np.dtype(dtype)) for shape, dtype in signature)
+    for spec, (shape, dtype) in zip(specs, sig):
+        if not spec.fits(shape, dtype):
+            raise ValueError(f"kernel {k.name!r} {spec.name}: needs {spec.dtype} and "
+                             f"{spec.need()} elements, a {dtype} array of shape {shape} "
+                             f"does not fit")
+    return sig
 
 
 def signature_mismatch(kernel: str, expected: list[tuple[tuple[int, ...], np.dtype]] | Signature,
@@ -287,22 +315,9 @@ class CompiledModule:
                 _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
 
     def check_signature(self, kernel: str | kir.Kernel, signature: Signature) -> Signature:
-        """``signature`` as plain tuples, once it is shown that C-contiguous arrays of those
-        shapes and dtypes (inputs, then outputs) hold every element the kernel addresses;
-        else a ValueError naming the argument."""
-        name = kernel if isinstance(kernel, str) else kernel.name
-        launch = self._launch[name]
-        specs = launch.inputs + launch.outputs
-        if len(signature) != len(specs):
-            raise ValueError(f"kernel {name!r} takes {len(specs)} arrays, the signature has "
-                             f"{len(signature)}")
-        sig = tuple((tuple(shape), np.dtype(dtype)) for shape, dtype in signature)
-        for spec, (shape, dtype) in zip(specs, sig):
-            if not spec.fits(shape, dtype):
-                raise ValueError(f"kernel {name!r} {spec.name}: needs {spec.dtype} and "
-                                 f"{spec.need()} elements, a {dtype} array of shape {shape} "
-                                 f"does not fit")
-        return sig
+        """``check_signature`` for this module's kernel of that name."""
+        return check_signature(self.kernels[kernel if isinstance(kernel, str) else kernel.name],
+                               signature)
 
     def launcher(self, kernel: str | kir.Kernel,
                  signature: Signature) -> Callable[[list[np.ndarray]], None]:
