@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import math
 import re
@@ -52,43 +53,51 @@ def encode(v: Any) -> Any:
     raise TypeError(f"a plan attribute of type {type(v).__name__} has no serialized form")
 
 
-def decode(v: Any, path: str = "value") -> Any:
+def decode(v: Any, path: Path = "value", kernels: bool = True) -> Any:
     """The value ``encode`` made ``v`` from; a ValueError naming ``path`` for anything else
-    (an unknown tag or class, a field of the wrong type, an array of an unknown dtype)."""
-    return _decode(v, path, 0)
+    (an unknown tag or class, a field of the wrong type, an array of an unknown dtype).
+    Without ``kernels`` the only class it builds is IndexArg: the value is plain data."""
+    return _decode(v, path, 0, kernels)
 
 
-def _decode(v: Any, path: str, depth: int) -> Any:
+_SCALARS = frozenset({bool, int, float, str, type(None)})
+
+
+def _decode(v: Any, path: Path, depth: int, kernels: bool) -> Any:
     if depth > MAX_DEPTH:
         _fail(path, f"nested deeper than {MAX_DEPTH}")
-    if isinstance(v, list):
-        return [_decode(x, f"{path}[{i}]", depth + 1) for i, x in enumerate(v)]
-    if v is None or type(v) in (bool, int, float, str):
+    cls = type(v)
+    if cls in _SCALARS:
         return v
-    if not isinstance(v, dict) or len(v) != 1:
+    if cls is list:  # scalars inline: most of a plan's nodes are
+        return [x if type(x) in _SCALARS else _decode(x, (path, i), depth + 1, kernels)
+                for i, x in enumerate(v)]
+    if cls is not dict or len(v) != 1:
         _fail(path, f"{_show(v)} is not an encoded value")
     (tag, body), = v.items()
-    where = f"{path}.{tag}"
+    where = (path, tag)
+    if tag == "$tuple":
+        return tuple(_decode(_list(body, where), path, depth + 1, kernels))
+    if tag == "$dataclass":
+        return _decode_dataclass(body, where, depth, kernels)
     if tag == "$dtype":
-        if body not in _DTYPE_NAMES:
+        if not _one_of(body, _DTYPE_NAMES):
             _fail(where, f"unknown dtype {_show(body)}")
         return D.as_dtype(body)
-    if tag == "$tuple":
-        return tuple(_decode(_list(body, where), path, depth + 1))
     if tag == "$dict":
         out = {}
         for i, pair in enumerate(_list(body, where)):
             if not isinstance(pair, list) or len(pair) != 2:
-                _fail(f"{where}[{i}]", "is not a [key, value] pair")
-            key = _key(_decode(pair[0], f"{where}[{i}][0]", depth + 1))
+                _fail((where, i), "is not a [key, value] pair")
+            key = _key(_decode(pair[0], ((where, i), 0), depth + 1, kernels))
             try:
                 hash(key)
             except TypeError:
-                _fail(f"{where}[{i}][0]", f"{_show(key)} cannot be a key")
-            out[key] = _decode(pair[1], f"{where}[{i}][1]", depth + 1)
+                _fail(((where, i), 0), f"{_show(key)} cannot be a key")
+            out[key] = _decode(pair[1], ((where, i), 1), depth + 1, kernels)
         return out
     if tag == "$slice":
-        parts = _decode(_list(body, where), where, depth + 1)
+        parts = _decode(_list(body, where), where, depth + 1, kernels)
         if len(parts) != 3 or any(x is not None and type(x) is not int for x in parts):
             _fail(where, f"{_show(parts)} is not [start, stop, step] of ints or nulls")
         return slice(*parts)
@@ -101,58 +110,59 @@ def _decode(v: Any, path: str, depth: int) -> Any:
     if tag == "$scalar":
         if not isinstance(body, dict) or set(body) != {"dtype", "value"}:
             _fail(where, "needs exactly dtype and value")
-        dtype = _array_dtype(body["dtype"], f"{where}.dtype")
+        dtype = _array_dtype(body["dtype"], (where, "dtype"))
         value = body["value"]
         if type(value) not in (bool, int, float):
-            _fail(f"{where}.value", f"{_show(value)} is not a number")
+            _fail((where, "value"), f"{_show(value)} is not a number")
         try:
             with np.errstate(all="raise"):
                 return dtype.type(value)
         except (OverflowError, ValueError, TypeError, FloatingPointError) as e:
-            _fail(f"{where}.value", f"{_show(value)} is not a {dtype}: {e}")
-    if tag == "$dataclass":
-        return _decode_dataclass(body, where, depth)
+            _fail((where, "value"), f"{_show(value)} is not a {dtype}: {e}")
     _fail(path, f"unknown tag {_show(tag)}")
 
 
-def _decode_array(body: Any, where: str) -> np.ndarray:
+def _decode_array(body: Any, where: Path) -> np.ndarray:
     if not isinstance(body, dict) or set(body) != {"dtype", "shape", "data"}:
         _fail(where, "needs exactly dtype, shape and data")
-    dtype = _array_dtype(body["dtype"], f"{where}.dtype")
-    shape = _shape(body["shape"], f"{where}.shape")
+    dtype = _array_dtype(body["dtype"], (where, "dtype"))
+    shape = _shape(body["shape"], (where, "shape"))
     data = body["data"]
     if type(data) is not str or len(data) > 4 * MAX_ELEMENTS:
-        _fail(f"{where}.data", "is not base64 text")
+        _fail((where, "data"), "is not base64 text")
     try:
         raw = base64.b64decode(data, validate=True)
     except ValueError:
-        _fail(f"{where}.data", "is not base64 text")
+        _fail((where, "data"), "is not base64 text")
     if len(raw) != math.prod(shape) * dtype.itemsize:
-        _fail(f"{where}.data", f"holds {len(raw)} bytes, not the {math.prod(shape)} "
+        _fail((where, "data"), f"holds {len(raw)} bytes, not the {math.prod(shape)} "
                                f"{dtype} elements of shape {shape}")
     return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
-def _decode_dataclass(body: Any, where: str, depth: int) -> Any:
+def _decode_dataclass(body: Any, where: Path, depth: int, kernels: bool) -> Any:
     if not isinstance(body, list) or len(body) != 2 or not isinstance(body[1], dict):
         _fail(where, "is not [class name, fields]")
     name, fields = body
     cls = _DATACLASSES().get(name) if type(name) is str else None
     if cls is None:
         _fail(where, f"unknown class {_show(name)} in a serialized plan")
+    if not kernels and name != "IndexArg":
+        _fail(where, f"a {name} is kernel IR, which only a kernel step's attrs hold")
     checks = _FIELDS()[name]
-    if set(fields) != set(checks):
+    if fields.keys() != checks.keys():
         _fail(where, f"{name} needs exactly the fields {sorted(checks)}, got "
                      f"{sorted(map(str, fields))}")
     values = {}
     for k, check in checks.items():
-        value = _decode(fields[k], f"{where}.{k}", depth + 1)
+        value = _decode(fields[k], (where, k), depth + 1, kernels)
         if not check(value):
-            _fail(f"{where}.{k}", f"{_show(value)} is not a valid {name}.{k}")
+            _fail((where, k), f"{_show(value)} is not a valid {name}.{k}")
         values[k] = value
     return cls(**values)
 
 
+@functools.cache
 def _DATACLASSES() -> dict[str, type]:  # noqa: N802 - a constant, built on first use
     """The only classes a serialized plan may name (never arbitrary code, unlike pickle)."""
     from codegen import ir as kir
@@ -184,8 +194,21 @@ _RAND_KINDS = frozenset({"rand", "randn"})
 _KERNEL_ATTRS = frozenset({"kernel", "outs", "fused", "commit", "out_specs"})
 
 
-def _fail(path: str, why: str) -> NoReturn:
-    raise ValueError(f"plan field {path}: {why}")
+# where a value sits in the document: a name, or (parent, key or index), made into text only
+# for an error message
+Path = Any
+
+
+def _path_text(path: Path) -> str:
+    keys = []
+    while isinstance(path, tuple):
+        path, key = path
+        keys.append(f"[{key}]" if type(key) is int else f".{key}")
+    return path + "".join(reversed(keys))
+
+
+def _fail(path: Path, why: str) -> NoReturn:
+    raise ValueError(f"plan field {_path_text(path)}: {why}")
 
 
 def _show(v: Any) -> str:
@@ -198,13 +221,17 @@ def _is_int(v: Any, lo: int = 0, hi: int = MAX_INT) -> bool:
     return type(v) is int and lo <= v <= hi
 
 
-def _list(v: Any, path: str) -> list[Any]:
+def _one_of(v: Any, names: frozenset[str]) -> bool:
+    return type(v) is str and v in names
+
+
+def _list(v: Any, path: Path) -> list[Any]:
     if not isinstance(v, list):
         _fail(path, f"{_show(v)} is not a list")
     return v
 
 
-def _shape(v: Any, path: str) -> tuple[int, ...]:
+def _shape(v: Any, path: Path) -> tuple[int, ...]:
     """A shape: at most MAX_DIMS non-negative ints, at most MAX_ELEMENTS elements."""
     if not isinstance(v, (list, tuple)) or len(v) > MAX_DIMS \
             or not all(_is_int(d, 0, MAX_ELEMENTS) for d in v):
@@ -214,7 +241,7 @@ def _shape(v: Any, path: str) -> tuple[int, ...]:
     return tuple(v)
 
 
-def _array_dtype(v: Any, path: str) -> np.dtype:
+def _array_dtype(v: Any, path: Path) -> np.dtype:
     try:
         dtype = np.dtype(v) if type(v) is str else None
     except TypeError:
@@ -224,6 +251,7 @@ def _array_dtype(v: Any, path: str) -> np.dtype:
     return dtype
 
 
+@functools.cache
 def _FIELDS() -> dict[str, dict[str, Any]]:  # noqa: N802 - a constant, built on first use
     """Each serializable class's fields and a check of each value: a dataclass is only ever
     built from values of the types its fields declare."""
@@ -265,28 +293,6 @@ def _FIELDS() -> dict[str, dict[str, Any]]:  # noqa: N802 - a constant, built on
                    "inputs": each(kir.Input), "exprs": each(expr),
                    "outputs": each(kir.Output)},
     }
-
-
-def _plain(v: Any, path: str, depth: int = 0) -> None:
-    """A plain attribute value: what a primitive's attributes, a slot's description or the
-    graph's node data may hold (never a kernel: those live in a kernel step's attrs only)."""
-    from runtime.ops.prims import IndexArg
-
-    if depth > MAX_DEPTH:
-        _fail(path, f"nested deeper than {MAX_DEPTH}")
-    if v is None or v is Ellipsis or type(v) in (bool, int, float, str, slice, IndexArg) \
-            or isinstance(v, (D.DType, np.ndarray, np.generic)):
-        return
-    if type(v) in (tuple, list):
-        for i, x in enumerate(v):
-            _plain(x, f"{path}[{i}]", depth + 1)
-        return
-    if type(v) is dict:
-        for k, x in v.items():
-            _plain(k, f"{path}.key", depth + 1)
-            _plain(x, f"{path}[{_show(k)}]", depth + 1)
-        return
-    _fail(path, f"a {type(v).__name__} is not a plain value")
 
 
 def dumps(plan: Any) -> str:
@@ -354,16 +360,15 @@ class _Loader:
         device = doc["device"]
         if type(device) is not str or not _DEVICE.fullmatch(device):
             _fail("device", f"{_show(device)} is not a device")
-        slots = decode(doc["slots"], "slots")
+        slots = decode(doc["slots"], "slots", kernels=False)
         for i, slot in enumerate(_list(slots, "slots")):
             if type(slot) is not dict or not all(type(k) is str for k in slot):
                 _fail(f"slots[{i}]", "is not a dict with string keys")
-            _plain(slot, f"slots[{i}]")
-        stats = decode(doc["stats"], "stats")
+        stats = decode(doc["stats"], "stats", kernels=False)
         if type(stats) is not dict or not all(type(k) is str for k in stats):
             _fail("stats", "is not a dict with string keys")
-        _plain(stats, "stats")
-        steps = [self.step(raw, f"steps[{i}]") for i, raw in enumerate(_list(doc["steps"], "steps"))]
+        steps = [self.step(raw, f"steps[{i}]")
+                 for i, raw in enumerate(_list(doc["steps"], "steps"))]
         by_op: dict[str, list[Any]] = {}
         for st in steps:
             by_op.setdefault(st.op, []).append(st)
@@ -377,16 +382,17 @@ class _Loader:
         for i, st in enumerate(steps):
             self.check_step(st, f"steps[{i}]", live, rands)
         writes = []
-        for i, pair in enumerate(_list(decode(doc["writes"], "writes"), "writes")):
+        for i, pair in enumerate(_list(decode(doc["writes"], "writes", kernels=False),
+                                       "writes")):
             slot, buf = self.pair(pair, f"writes[{i}]")
             if not _is_int(slot, 0, len(slots) - 1):
                 _fail(f"writes[{i}][0]", f"slot {_show(slot)} is not one of {len(slots)} slots")
             if buf != -1:
                 self.live_buffer(buf, live, f"writes[{i}][1]")
             writes.append((slot, buf))
-        returns = decode(doc["returns"], "returns")
+        returns = decode(doc["returns"], "returns", kernels=False)
         self.template(returns, "returns", live, 0)
-        graph = self.graph(decode(doc["graph"], "graph"))
+        graph = self.graph(decode(doc["graph"], "graph", kernels=False))
         return Plan(steps, inputs, reads, consts, rands, writes, returns, slots, graph, stats,
                     device)
 
@@ -405,7 +411,7 @@ class _Loader:
         if type(op) is not str or not (op in REGISTRY or op in SOURCE_OPS or op == "kernel"):
             _fail(f"{path}.op", f"{_show(op)} is not a registered primitive, a source or a "
                                 "kernel")
-        args = decode(raw["args"], f"{path}.args")
+        args = decode(raw["args"], f"{path}.args", kernels=False)
         for j, arg in enumerate(_list(args, f"{path}.args")):
             kind, value = self.pair(arg, f"{path}.args[{j}]")
             if kind == "buf":
@@ -415,16 +421,16 @@ class _Loader:
                                           or isinstance(value, np.generic)):
                 _fail(f"{path}.args[{j}]", f"{_show(arg)} is not (\"buf\", id) or "
                                            "(\"scalar\", number)")
-        attrs = decode(raw["attrs"], f"{path}.attrs")
+        attrs = decode(raw["attrs"], f"{path}.attrs", kernels=op == "kernel")
         if type(attrs) is not dict or not all(type(k) is str for k in attrs):
             _fail(f"{path}.attrs", "is not a dict with string keys")
         shape = _shape(raw["shape"], f"{path}.shape")
-        if raw["dtype"] not in _DTYPE_NAMES:
+        if not _one_of(raw["dtype"], _DTYPE_NAMES):
             _fail(f"{path}.dtype", f"{_show(raw['dtype'])} is not one of {sorted(_DTYPE_NAMES)}")
         device, phase = raw["device"], raw["phase"]
         if type(device) is not str or not _DEVICE.fullmatch(device):
             _fail(f"{path}.device", f"{_show(device)} is not a device")
-        if phase not in _PHASES:
+        if not _one_of(phase, _PHASES):
             _fail(f"{path}.phase", f"{_show(phase)} is not one of {sorted(_PHASES)}")
         free = _list(raw["free"], f"{path}.free")
         if not all(map(_is_int, free)):
@@ -474,7 +480,6 @@ class _Loader:
             if k not in prim.attrs:
                 _fail(f"{path}.attrs", f"{st.op} takes no attribute {_show(k)} "
                                        f"(it takes {list(prim.attrs)})")
-            _plain(v, f"{path}.attrs.{k}")
         metas = [Meta(*self.metas[v]) if kind == "buf" else v for kind, v in st.args]
         try:
             shape, dtype = prim.infer(*metas, **st.attrs)
@@ -583,7 +588,8 @@ class _Loader:
               bound: int | None) -> list[tuple[int, int]]:
         """inputs or reads: (argument index or slot, buffer), one per input/state step."""
         found = []
-        for i, pair in enumerate(_list(decode(self.doc[field], field), field)):
+        doc = decode(self.doc[field], field, kernels=False)
+        for i, pair in enumerate(_list(doc, field)):
             key, buf = self.pair(pair, f"{field}[{i}]")
             if not _is_int(key, 0, MAX_INT if bound is None else bound - 1):
                 _fail(f"{field}[{i}][0]", f"{_show(key)} is not a valid {what}")
@@ -600,7 +606,7 @@ class _Loader:
         for i, pair in enumerate(_list(self.doc["consts"], "consts")):
             if not isinstance(pair, list) or len(pair) != 2 or not _is_int(pair[0]):
                 _fail(f"consts[{i}]", "is not a [buffer, array] pair")
-            found[pair[0]] = decode(pair[1], f"consts[{i}][1]")
+            found[pair[0]] = decode(pair[1], f"consts[{i}][1]", kernels=False)
         by_out = {st.out: st for st in steps}
         if set(found) != set(by_out) or len(found) != len(self.doc["consts"]):
             _fail("consts", f"buffers {_show(list(found))} are not those of the const steps")
@@ -616,8 +622,9 @@ class _Loader:
         for i, pair in enumerate(_list(self.doc["rands"], "rands")):
             if not isinstance(pair, list) or len(pair) != 2 or not _is_int(pair[0]):
                 _fail(f"rands[{i}]", "is not a [buffer, (kind, generator)] pair")
-            kind, gen = self.pair(decode(pair[1], f"rands[{i}][1]"), f"rands[{i}][1]")
-            if kind not in _RAND_KINDS or not _is_int(gen, 0, 2**16):
+            where = f"rands[{i}][1]"
+            kind, gen = self.pair(decode(pair[1], where, kernels=False), where)
+            if not _one_of(kind, _RAND_KINDS) or not _is_int(gen, 0, 2**16):
                 _fail(f"rands[{i}][1]", f"({_show(kind)}, {_show(gen)}) is not (rand or randn, "
                                         "generator index)")
             found[pair[0]] = (kind, gen)
@@ -643,7 +650,6 @@ class _Loader:
                     hash(key)
                 except TypeError:
                     _fail(f"{path}[1][{i}][0]", f"{_show(key)} cannot be a key")
-                _plain(key, f"{path}[1][{i}][0]")
                 self.template(x, f"{path}[1][{i}][1]", live, depth + 1)
         elif kind != "py" or not (body is None or type(body) in (bool, int, float, str)):
             _fail(path, f"{_show(t)} is not a return template")
@@ -652,11 +658,12 @@ class _Loader:
         """The captured graph (for inspection only: nothing runs from it)."""
         if type(data) is not dict:
             _fail("graph", "is not node-link data")
-        _plain(data, "graph")
         try:
             graph = nx.node_link_graph(data, directed=True, multigraph=False, edges="links")
         except (KeyError, TypeError, ValueError, AttributeError, nx.NetworkXError) as e:
             _fail("graph", f"is not node-link data: {type(e).__name__}: {_show(str(e))}")
+        if type(graph.graph) is not dict:
+            _fail("graph.graph", "is not a dict")
         outputs = graph.graph.get("outputs", [])
         if not isinstance(outputs, list) or not all(_is_int(v) for v in outputs):
             _fail("graph.graph.outputs", f"{_show(outputs)} is not a list of buffer ids")
