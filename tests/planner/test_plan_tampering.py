@@ -40,6 +40,7 @@ CODE = ("0]; __import__('pathlib').Path({canary!r}).touch(); _=[0",
 # every other kind of wrong value: huge, negative, fractional, not-a-number, wrong types
 HOSTILE: tuple[Any, ...] = (10**18, -1, -(2**63), 2**64, 1.5, float("nan"), None, True, "",
                             [], [[[]]], {}, {"$tuple": [None]}, {"$dtype": "object"})
+DESCRIPTIVE = frozenset({"graph", "slots", "stats"})
 BATCH = 1500  # mutations a subprocess runs
 BATCH_TIMEOUT_S = 240
 
@@ -121,14 +122,15 @@ def nodes(doc: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 def mutations(doc: Any) -> list[tuple[list[Any], list[Any]]]:
     """(path, values) per node: code and one other hostile value, each taken in turn so that
-    every kind meets every part of the tree. The captured graph, which a plan keeps for
-    inspection only (nothing runs from it, and ``Plan.loads`` checks it as plain data), gets
-    one of the two in turn: it is most of a plan's nodes, and this keeps the module fast."""
+    every kind meets every part of the tree. What a plan keeps for inspection only (the
+    captured graph, slot descriptions, stats: nothing runs from them, and ``Plan.loads``
+    checks them as plain data) gets one of the two in turn: they are most of a plan's nodes,
+    and this keeps the module fast."""
     found = []
     for i, path in enumerate(nodes(doc)):
         code = {"code": i % len(CODE)}
         hostile = {"hostile": i % len(HOSTILE)}
-        values = [code, hostile] if path[0] != "graph" else [(code, hostile)[i % 2]]
+        values = [code, hostile] if path[0] not in DESCRIPTIVE else [(code, hostile)[i % 2]]
         found.append((list(path), values))
     return found
 
