@@ -506,7 +506,8 @@ def _kwargs(src: _Source, s: Any) -> str:
 
 def _emit_generic(src: _Source, s: Any) -> None:
     """The reference interpreter's step: the registry's impl, then the result check."""
-    impl = src.name(f"f_{s.op}", REGISTRY[s.op].impl)
+    prim = REGISTRY[s.op]
+    impl = src.name(f"f_{prim.name}", prim.impl)  # the registry's name for it, not the plan's
     args = "".join(", " + a for a in _arg_list(src, s))
     src.line(f"{src.buf(s.out)} = {impl}(_xp{args}{_kwargs(src, s)})")
     _emit_check(src, s)
