@@ -179,7 +179,8 @@ def _key(k: Any) -> Any:
 
 # --- the checks a loaded plan passes --------------------------------------------------------
 
-MAX_ELEMENTS = 2**31  # the most elements a loaded plan's buffer, constant or kernel domain has
+MAX_ELEMENTS = 2**28  # the most elements (1 GiB of float32) a loaded plan's buffer, constant or
+# kernel domain has: shape rules and the kernel checks then never allocate more per buffer
 MAX_DIMS = 32  # numpy allows 64
 MAX_DEPTH = 64  # nesting of encoded values
 MAX_INT = 2**62  # indices, slots, strides: far past any real one, far inside int64
@@ -466,7 +467,7 @@ class _Loader:
             _fail(f"{path}.attrs", f"{_show(st.attrs)} is not {_show(want)}")
         if st.op == "rand":
             if not st.dtype.is_floating_point:
-                _fail(f"{path}.dtype", f"a random draw is float32 or float64, not {st.dtype}")
+                _fail(f"{path}.dtype", f"a random draw is float32 or float64, not {st.dtype.name}")
             self.define(st.out, st, path)
 
     def check_primitive(self, st: Any, path: str) -> None:
@@ -487,8 +488,8 @@ class _Loader:
             _fail(path, f"{st.op} rejects its arguments and attributes: {type(e).__name__}: "
                         f"{_show(str(e))}")
         if tuple(shape) != st.shape or D.as_dtype(dtype) is not st.dtype:
-            _fail(path, f"{st.op} makes shape {tuple(shape)} {D.as_dtype(dtype)} of its "
-                        f"arguments, the step says {st.shape} {st.dtype}")
+            _fail(path, f"{st.op} makes shape {tuple(shape)} {D.as_dtype(dtype).name} of its "
+                        f"arguments, the step says {st.shape} {st.dtype.name}")
         self.define(st.out, st, path)
 
     def check_kernel(self, st: Any, path: str) -> None:
@@ -519,7 +520,7 @@ class _Loader:
         ins = [self.metas[v] for _, v in st.args]
         for j, ((_, dtype, _), inp) in enumerate(zip(ins, k.inputs)):
             if dtype.name != inp.dtype:
-                _fail(f"{path}.args[{j}]", f"a {dtype} buffer for kernel input {inp.name} "
+                _fail(f"{path}.args[{j}]", f"a {dtype.name} buffer for kernel input {inp.name} "
                                            f"of dtype {inp.dtype}")
         outs, specs, fused = attrs["outs"], attrs["out_specs"], attrs["fused"]
         if not isinstance(outs, list) or len(outs) != len(k.outputs) \
@@ -614,7 +615,7 @@ class _Loader:
             st = by_out[v]
             if type(value) is not np.ndarray or value.shape != st.shape \
                     or value.dtype != st.dtype.np:
-                _fail(f"consts[{v}]", f"is not a {st.dtype} array of shape {st.shape}")
+                _fail(f"consts[{v}]", f"is not a {st.dtype.name} array of shape {st.shape}")
         return found
 
     def rands(self, steps: list[Any]) -> dict[int, tuple[str, int]]:
