@@ -92,9 +92,11 @@ class Plan:
     # --- running ----------------------------------------------------------------------------
     def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
             ) -> tuple[Any, list[tuple[int, Any]]]:
-        """Execute on arrays: ``args`` by argument index, ``state`` by slot. Returns the return
-        template filled with arrays, and (slot, value) pairs to write back: an array, None, or
-        a ``Commit`` (a parameter update to run in place: ``materialize`` gives its array)."""
+        """Execute on arrays: ``args`` by argument index, ``state`` by slot, each of its
+        planned shape and dtype (else a ValueError naming the argument or slot, expected and
+        given). Returns the return template filled with arrays, and (slot, value) pairs to
+        write back: an array, None, or a ``Commit`` (a parameter update to run in place:
+        ``materialize`` gives its array)."""
         return self._program()(self, args, state, generators)
 
     def kernel_signature(self, step: PlanStep) -> Any:

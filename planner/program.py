@@ -5,11 +5,17 @@ primitive up, builds its argument list and checks its result costs a few microse
 about as much as the numpy call itself. So ``build_program`` writes the schedule out as Python
 source, one assignment a step over local variables, with every primitive's ``impl``, attribute
 and dtype bound once, and compiles it. What the result check can never catch is left out: when
-the inputs and state are plain numpy arrays of the planned dtypes (checked once a call), a ufunc,
-view, matmul or sum of them has the planned type and dtype, which the plan's build proves by
-running the same numpy call on tiny arrays. Anything else falls back to the registry's
+the inputs and state are plain numpy arrays of the planned dtypes and shapes (checked once a
+call), a ufunc, view, matmul or sum of them has the planned type and dtype, which the plan's
+build proves by running the same numpy call on tiny arrays. Anything else falls back to the registry's
 ``impl`` and the full check, and a call whose inputs are not plain arrays runs a second,
 fully checked program, which is the reference interpreter's loop written out.
+
+The source never holds text of the plan: buffers are ``b<int>`` locals and indices are ints
+(``lit``, ``_Source.buf``: only a true ``int`` is written), every other value of the plan is a
+global bound through ``_Source.name`` under a name the generator makes. A kernel step called
+through its object entry first compares its arguments' (shape, dtype) with the signature
+``Plan.kernel_signature`` proved to hold every element the kernel addresses.
 
 Memory follows the schedule's liveness (``release_schedule``): a buffer is deleted after its
 last reader, and an elementwise step whose argument dies at that step writes its result into
