@@ -449,15 +449,19 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
             # asarray, not ascontiguousarray: that one makes a 0-d array 1-d
             src.line(f"_in{j} = {src.name('asarray', np.asarray)}({src.buf(v)}, None, 'C')")
             names.append(f"_in{j}")
-    # the one test that keeps the call memory-safe: each input's (shape, dtype) is the
-    # signature's, which holds every element the kernel addresses (outputs are made here)
+    # the test that keeps the call memory-safe: each input's (shape, dtype) is the
+    # signature's, which holds every element the kernel addresses (outputs are made here).
+    # A shape comparison and a dtype identity test an argument; a dtype that is equal but not
+    # the same object takes the slow path, which raises only on a real difference
     signature = plan.kernel_signature(s)
     n = lit(s.out)
-    got = "".join(f"{a}.shape, {a}.dtype, " for a in names)
-    expected = tuple(x for meta in signature[:len(names)] for x in meta)
-    src.names["_mismatch"] = _kernel_mismatch
-    src.line(f"if ({got}) != {src.name(f'sig{n}', expected)}:")
-    src.line(f"    _mismatch({src.name(f'kernel{n}', s.attrs['kernel'].name)}, "
+    tests = []
+    for j, (a, (shape, dtype)) in enumerate(zip(names, signature)):
+        tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', shape)} "
+                     f"or {a}.dtype is not {src.name(f't{n}_{j}', dtype)}")
+    src.names["_check_args"] = _check_kernel_args
+    src.line(f"if {' or '.join(tests)}:")
+    src.line(f"    _check_args({src.name(f'kernel{n}', s.attrs['kernel'].name)}, "
              f"{src.name(f'signature{n}', signature)}, [{', '.join(names)}])")
     outs = []
     for j, (shape, dtype, _) in enumerate(s.attrs["out_specs"]):
@@ -477,10 +481,12 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     return True
 
 
-def _kernel_mismatch(kernel: str, signature: Any, arrays: list[Any]) -> None:
+def _check_kernel_args(kernel: str, signature: Any, arrays: list[Any]) -> None:
+    """A ValueError unless each array's (shape, dtype) equals the signature's."""
     from codegen.jit import signature_mismatch
 
-    raise ValueError(signature_mismatch(kernel, signature, arrays))
+    if [(a.shape, a.dtype) for a in arrays] != list(signature[:len(arrays)]):
+        raise ValueError(signature_mismatch(kernel, signature, arrays))
 
 
 def _arg_list(src: _Source, s: Any) -> list[str]:

@@ -235,7 +235,7 @@ def _list(v: Any, path: Path) -> list[Any]:
 def _shape(v: Any, path: Path) -> tuple[int, ...]:
     """A shape: at most MAX_DIMS non-negative ints, at most MAX_ELEMENTS elements."""
     if not isinstance(v, (list, tuple)) or len(v) > MAX_DIMS \
-            or not all(_is_int(d, 0, MAX_ELEMENTS) for d in v):
+            or not all(map(_is_int, v)):
         _fail(path, f"{_show(v)} is not a shape (up to {MAX_DIMS} non-negative ints)")
     if math.prod(v) > MAX_ELEMENTS:
         _fail(path, f"shape {_show(v)} has more than {MAX_ELEMENTS} elements")
