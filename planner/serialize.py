@@ -245,7 +245,7 @@ def _shape(v: Any, path: Path) -> tuple[int, ...]:
 def _array_dtype(v: Any, path: Path) -> np.dtype:
     try:
         dtype = np.dtype(v) if type(v) is str else None
-    except TypeError:
+    except Exception:  # numpy's dtype parser: any failure means "not one of ours"
         dtype = None
     if dtype not in _ARRAY_DTYPES:
         _fail(path, f"{_show(v)} is not an array dtype (bool, integers, floats)")
@@ -371,10 +371,10 @@ class _Loader:
         steps = [self.step(raw, f"steps[{i}]")
                  for i, raw in enumerate(_list(doc["steps"], "steps"))]
         by_op: dict[str, list[Any]] = {}
-        for st in steps:
+        for i, st in enumerate(steps):
             by_op.setdefault(st.op, []).append(st)
             if st.op in ("input", "state", "const"):  # bound before the first step runs
-                self.define(st.out, st, "steps")
+                self.define(st.out, st, f"steps[{i}].out")
         inputs = self.pairs("inputs", by_op.get("input", []), "argument index", None)
         reads = self.pairs("reads", by_op.get("state", []), "slot", len(slots))
         consts = self.consts(by_op.get("const", []))
@@ -388,7 +388,7 @@ class _Loader:
             slot, buf = self.pair(pair, f"writes[{i}]")
             if not _is_int(slot, 0, len(slots) - 1):
                 _fail(f"writes[{i}][0]", f"slot {_show(slot)} is not one of {len(slots)} slots")
-            if buf != -1:
+            if not (type(buf) is int and buf == -1):  # -1: the slot is written None
                 self.live_buffer(buf, live, f"writes[{i}][1]")
             writes.append((slot, buf))
         returns = decode(doc["returns"], "returns", kernels=False)
@@ -523,10 +523,11 @@ class _Loader:
                 _fail(f"{path}.args[{j}]", f"a {dtype.name} buffer for kernel input {inp.name} "
                                            f"of dtype {inp.dtype}")
         outs, specs, fused = attrs["outs"], attrs["out_specs"], attrs["fused"]
-        if not isinstance(outs, list) or len(outs) != len(k.outputs) \
+        if not isinstance(outs, list) or not outs or len(outs) != len(k.outputs) \
                 or not all(map(_is_int, outs)) or len(set(outs)) != len(outs):
-            _fail(f"{where}.outs", f"{_show(outs)} is not {len(k.outputs)} distinct buffer ids")
-        if outs and st.out != outs[0]:
+            _fail(f"{where}.outs", f"{_show(outs)} is not the kernel's {len(k.outputs)} "
+                                   "outputs' distinct buffer ids")
+        if st.out != outs[0]:
             _fail(f"{path}.out", f"{st.out} is not the kernel's first output {outs[0]}")
         if not _is_int(fused):
             _fail(f"{where}.fused", f"{_show(fused)} is not a step count")
@@ -561,8 +562,6 @@ class _Loader:
             _fail(path, str(e))
         for v, (shape, dtype) in zip(outs, out_metas):
             self.metas_define(v, shape, dtype, st.device, f"{where}.outs")
-        if not outs:
-            self.define(st.out, st, path)
 
     # --- buffers ----------------------------------------------------------------------------
     def define(self, v: int, st: Any, path: str) -> None:
