@@ -41,7 +41,7 @@ CODE = ("0]; __import__('pathlib').Path({canary!r}).touch(); _=[0",
 HOSTILE: tuple[Any, ...] = (10**18, -1, -(2**63), 2**64, 1.5, float("nan"), None, True, "",
                             [], [[[]]], {}, {"$tuple": [None]}, {"$dtype": "object"})
 DESCRIPTIVE = frozenset({"graph", "slots", "stats"})
-BATCH = 1500  # mutations a subprocess runs
+BATCH = 3000  # mutations a subprocess runs (its start-up, imports included, costs about a second)
 BATCH_TIMEOUT_S = 240
 
 
