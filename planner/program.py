@@ -7,9 +7,9 @@ source, one assignment a step over local variables, with every primitive's ``imp
 and dtype bound once, and compiles it. What the result check can never catch is left out: when
 the inputs and state are plain numpy arrays of the planned dtypes and shapes (checked once a
 call), a ufunc, view, matmul or sum of them has the planned type and dtype, which the plan's
-build proves by running the same numpy call on tiny arrays. Anything else falls back to the registry's
-``impl`` and the full check, and a call whose inputs are not plain arrays runs a second,
-fully checked program, which is the reference interpreter's loop written out.
+build proves by running the same numpy call on tiny arrays. Anything else falls back to the
+registry's ``impl`` and the full check, and a call whose inputs are not plain arrays runs a
+second, fully checked program, which is the reference interpreter's loop written out.
 
 The source never holds text of the plan: buffers are ``b<int>`` locals and indices are ints
 (``lit``, ``_Source.buf``: only a true ``int`` is written), every other value of the plan is a
