@@ -246,7 +246,8 @@ def test_every_field_of_real_plans_resists_hostile_values(tmp_path: Path) -> Non
     assert not canary.exists()
     total = {k: sum(r["counts"][k] for _, r in results) for k in ("rejected", "ran", "raised")}
     # the walk is real: most mutations are rejected, some load and still run (a changed
-    # constant, a renamed slot), some load and fail cleanly at run
+    # constant, a slot's description, the graph); with the layout checks taken out of
+    # serialize and program, it dies by SIGSEGV at a kernel input's stride
     assert total["rejected"] > total["ran"] > 0, total
     assert sum(total.values()) == sum(len(v) for j in jobs for _, v in j["mutations"])
 
