@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -157,21 +158,33 @@ def _pool() -> ThreadPoolExecutor:
                               thread_name_prefix="backplan-jit")
 
 
+# (shape, dtype) of each array a kernel takes, inputs then outputs
+Signature = tuple[tuple[tuple[int, ...], np.dtype], ...]
+
+
 @dataclass(frozen=True)
 class _ArraySpec:
-    """What one argument array must be: dtype, and its least element count."""
+    """What one argument array must be: dtype, and its least element count (the kernel's
+    largest address into it: every domain index times the element strides, plus one)."""
     name: str
     dtype: np.dtype
     size: int
     exact: bool  # outputs cover exactly their shape; inputs only need every strided element
 
+    def fits(self, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+        size = math.prod(shape)
+        return dtype == self.dtype and (size == self.size if self.exact else size >= self.size)
+
     def check(self, kernel: str, a: np.ndarray) -> None:
-        ok_size = a.size == self.size if self.exact else a.size >= self.size
-        if a.dtype != self.dtype or not a.flags.c_contiguous or not ok_size:
-            need = f"{self.size}" if self.exact else f"at least {self.size}"
+        contiguous = type(a) is np.ndarray and a.flags.c_contiguous
+        if not contiguous or not self.fits(a.shape, a.dtype):
             raise ValueError(f"kernel {kernel!r} {self.name}: needs a C-contiguous {self.dtype} "
-                             f"array of {need} elements, got {a.dtype} shape {a.shape} "
-                             f"contiguous={a.flags.c_contiguous}")
+                             f"array of {self.need()} elements, got "
+                             f"{getattr(a, 'dtype', None)} shape {getattr(a, 'shape', None)} "
+                             f"contiguous={contiguous} ({type(a).__name__})")
+
+    def need(self) -> str:
+        return f"{self.size}" if self.exact else f"at least {self.size}"
 
 
 @dataclass(frozen=True)
@@ -188,19 +201,60 @@ class _Launch:
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
         big = estimated_us(k) >= PARALLEL_MIN_US
-        empty = not all(k.domain)
-        inputs = tuple(
-            _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
-                       0 if empty else 1 + sum((d - 1) * s for d, s in zip(k.domain, inp.strides)),
-                       exact=False)
-            for inp in k.inputs)
-        outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
-                                   math.prod(kir.output_shape(k, out)), exact=True)
-                        for out in k.outputs)
+        inputs, outputs = _array_specs(k)
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
         return cls(*fns, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs,
                    accumulate)
+
+
+def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
+    """What each input and output array of ``k`` must be. Every address the kernel makes is
+    an index of its domain times an array's element strides: an input's strides (outer and
+    inner axes, reduced or not) reach at most ``sum((d - 1) * s)``; an output is written
+    densely over its shape (``kir.output_shape``: domain, rows, or the accumulated inner
+    shape), an ``into`` output through its input, which ``kir.validate`` requires dense."""
+    empty = not all(k.domain)
+    inputs = tuple(
+        _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
+                   0 if empty else 1 + sum((d - 1) * s for d, s in zip(k.domain, inp.strides)),
+                   exact=False)
+        for inp in k.inputs)
+    outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
+                               math.prod(kir.output_shape(k, out)), exact=True)
+                    for out in k.outputs)
+    return inputs, outputs
+
+
+def check_signature(k: kir.Kernel, signature: Signature) -> Signature:
+    """``signature`` as plain tuples, once it is shown that C-contiguous arrays of those
+    shapes and dtypes (inputs, then outputs) hold every element ``k`` addresses; else a
+    ValueError naming the argument. Needs the IR only (``kir.validate``d), no machine code."""
+    inputs, outputs = _array_specs(k)
+    specs = inputs + outputs
+    if len(signature) != len(specs):
+        raise ValueError(f"kernel {k.name!r} takes {len(specs)} arrays, the signature has "
+                         f"{len(signature)}")
+    sig = tuple((tuple(shape), np.dtype(dtype)) for shape, dtype in signature)
+    for spec, (shape, dtype) in zip(specs, sig):
+        if not spec.fits(shape, dtype):
+            raise ValueError(f"kernel {k.name!r} {spec.name}: needs {spec.dtype} and "
+                             f"{spec.need()} elements, a {dtype} array of shape {shape} "
+                             f"does not fit")
+    return sig
+
+
+def signature_mismatch(kernel: str, expected: list[tuple[tuple[int, ...], np.dtype]] | Signature,
+                       arrays: list[Any]) -> str:
+    """The message for arrays that do not match a kernel's signature: the first that differs."""
+    for i, (a, (shape, dtype)) in enumerate(zip(arrays, expected)):
+        got = (getattr(a, "shape", None), getattr(a, "dtype", None))
+        dense = type(a) is np.ndarray and a.flags.c_contiguous
+        if got != (shape, dtype) or not dense:
+            return (f"kernel {kernel!r} array {i}: expected a C-contiguous numpy array of shape "
+                    f"{shape} and dtype {dtype}, got {type(a).__name__} of shape {got[0]} and "
+                    f"dtype {got[1]}" + ("" if dense else " (not a dense numpy array)"))
+    return f"kernel {kernel!r}: expected {len(expected)} arrays, got {len(arrays)}"
 
 
 class CompiledModule:
@@ -260,25 +314,31 @@ class CompiledModule:
             for (j, op), a in zip(launch.accumulate, mine):
                 _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
 
-    def launcher(self, kernel: str | kir.Kernel) -> Callable[[list[np.ndarray]], None]:
-        """A fast ``run`` for a caller that passes arrays of the same dtypes, sizes and
-        layout on every call (a plan's kernel step): ``call(inputs + outputs)``. The first
-        call is checked as ``run`` checks; later ones hand the array objects straight to the
-        kernel's object entry. Kernels split across threads go through ``run``."""
+    def check_signature(self, kernel: str | kir.Kernel, signature: Signature) -> Signature:
+        """``check_signature`` for this module's kernel of that name."""
+        return check_signature(self.kernels[kernel if isinstance(kernel, str) else kernel.name],
+                               signature)
+
+    def launcher(self, kernel: str | kir.Kernel,
+                 signature: Signature) -> Callable[[list[np.ndarray]], None]:
+        """A fast ``run`` for a caller that passes arrays of one signature on every call (a
+        plan's kernel step): ``call(inputs + outputs)``. The signature is checked against the
+        kernel once (``check_signature``); each call then compares its arrays' (shape, dtype)
+        with it and checks they are dense numpy arrays, and hands the array objects straight
+        to the kernel's object entry. Kernels split across threads go through ``run``."""
         name = kernel if isinstance(kernel, str) else kernel.name
+        expected = list(self.check_signature(name, signature))
         n_in = len(self._launch[name].inputs)
         entry = self.object_entry(name)
         if entry is None:
             return lambda arrays: self.run(name, arrays[:n_in], arrays[n_in:])
         fn, addresses, outer = entry
-        checked = False
+        ndarray = np.ndarray
 
         def call(arrays: list[np.ndarray]) -> None:
-            nonlocal checked
-            if not checked:
-                self.run(name, arrays[:n_in], arrays[n_in:])
-                checked = True
-                return
+            if not all(a.__class__ is ndarray and a.flags.c_contiguous for a in arrays) \
+                    or [(a.shape, a.dtype) for a in arrays] != expected:
+                raise ValueError(signature_mismatch(name, expected, arrays))
             fn(addresses(*map(id, arrays)), 0, outer)
 
         return call

@@ -17,7 +17,7 @@ import numpy as np
 
 from runtime import _dtype as D
 
-from .program import program_for
+from .program import buffer_metas, program_for
 
 
 @dataclass
@@ -35,13 +35,13 @@ class Commit:
         """Update ``dest`` (the parameter's array) in place."""
         args = list(self.args)
         if args[self.into] is dest and dest.flags.c_contiguous:
-            self.launch([*(np.ascontiguousarray(a) for a in args), dest])
+            self.launch([*(np.asarray(a, order="C") for a in args), dest])
             return
         # the parameter's storage changed since the plan read it, or is not dense: update a
         # dense copy, then write that back
         work = np.array(args[self.into], order="C", copy=True)
         args[self.into] = work
-        self.launch([*(np.ascontiguousarray(a) for a in args), work])
+        self.launch([*(np.asarray(a, order="C") for a in args), work])
         dest[...] = work.reshape(dest.shape)
 
     def result(self) -> Any:
@@ -92,40 +92,56 @@ class Plan:
     # --- running ----------------------------------------------------------------------------
     def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
             ) -> tuple[Any, list[tuple[int, Any]]]:
-        """Execute on arrays: ``args`` by argument index, ``state`` by slot. Returns the return
-        template filled with arrays, and (slot, value) pairs to write back: an array, None, or
-        a ``Commit`` (a parameter update to run in place: ``materialize`` gives its array)."""
+        """Execute on arrays: ``args`` by argument index, ``state`` by slot, each of its
+        planned shape and dtype (else a ValueError naming the argument or slot, expected and
+        given). Returns the return template filled with arrays, and (slot, value) pairs to
+        write back: an array, None, or a ``Commit`` (a parameter update to run in place:
+        ``materialize`` gives its array)."""
         return self._program()(self, args, state, generators)
 
-    def kernel_call(self, attrs: dict[str, Any]) -> Any:
+    def kernel_signature(self, step: PlanStep) -> Any:
+        """(shape, dtype) of every array a kernel step hands its kernel (its arguments as
+        planned, then its outputs), shown to hold every element the kernel's IR addresses
+        (``CompiledModule.check_signature``: a ValueError otherwise). A Commit's one output
+        is the parameter's own array, of its argument's shape."""
+        metas = buffer_metas(self)
+        ins = [metas[v] for _, v in step.args]
+        commit = step.attrs.get("commit")
+        outs = [ins[commit]] if commit is not None else [
+            (tuple(shape), np.dtype(dtype)) for shape, dtype, _ in step.attrs["out_specs"]]
+        return self._module().check_signature(step.attrs["kernel"], ins + outs)
+
+    def kernel_call(self, step: PlanStep) -> Any:
         """``call(*args) -> outputs`` for a kernel step (built once per step, kept outside
         the plan's data): C-contiguous arguments, fresh outputs of the kernel's shapes, the
-        module's launcher, outputs reshaped to the plan's shapes (a per-row output may carry
-        keepdim ones)."""
+        module's launcher (which checks every call against ``kernel_signature``), outputs
+        reshaped to the plan's shapes (a per-row output may carry keepdim ones)."""
         cache = self.__dict__.setdefault("_kernel_calls", {})
-        found = cache.get(id(attrs))
-        if found is not None and found[0] is attrs:
+        found = cache.get(id(step))
+        if found is not None and found[0] is step:
             return found[1]
-        launch = self._module().launcher(attrs["kernel"])
+        attrs = step.attrs
+        launch = self._module().launcher(attrs["kernel"], self.kernel_signature(step))
         specs = [(tuple(shape), np.dtype(dtype), tuple(plan_shape))
                  for shape, dtype, plan_shape in attrs["out_specs"]]
         if attrs.get("commit") is not None:
             def defer(*args: Any) -> list[Any]:
                 return [Commit(launch, list(args), attrs["commit"])]
 
-            cache[id(attrs)] = (attrs, defer)
+            cache[id(step)] = (step, defer)
             return defer
-        empty, contiguous, ndarray = np.empty, np.ascontiguousarray, np.ndarray
+        empty, asarray, ndarray = np.empty, np.asarray, np.ndarray
 
         def call(*args: Any) -> list[Any]:
-            ins = [a if a.__class__ is ndarray and a.flags.c_contiguous else contiguous(a)
+            # asarray keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
+            ins = [a if a.__class__ is ndarray and a.flags.c_contiguous else asarray(a, None, "C")
                    for a in args]
             outs = [empty(shape, dtype) for shape, dtype, _ in specs]
             launch(ins + outs)
             return [o if o.shape == plan_shape else o.reshape(plan_shape)
                     for o, (_, _, plan_shape) in zip(outs, specs)]
 
-        cache[id(attrs)] = (attrs, call)
+        cache[id(step)] = (step, call)
         return call
 
     def _module(self) -> Any:

@@ -5,11 +5,17 @@ primitive up, builds its argument list and checks its result costs a few microse
 about as much as the numpy call itself. So ``build_program`` writes the schedule out as Python
 source, one assignment a step over local variables, with every primitive's ``impl``, attribute
 and dtype bound once, and compiles it. What the result check can never catch is left out: when
-the inputs and state are plain numpy arrays of the planned dtypes (checked once a call), a ufunc,
-view, matmul or sum of them has the planned type and dtype, which the plan's build proves by
-running the same numpy call on tiny arrays. Anything else falls back to the registry's
-``impl`` and the full check, and a call whose inputs are not plain arrays runs a second,
-fully checked program, which is the reference interpreter's loop written out.
+the inputs and state are plain numpy arrays of the planned dtypes and shapes (checked once a
+call), a ufunc, view, matmul or sum of them has the planned type and dtype, which the plan's
+build proves by running the same numpy call on tiny arrays. Anything else falls back to the
+registry's ``impl`` and the full check, and a call whose inputs are not plain arrays runs a
+second, fully checked program, which is the reference interpreter's loop written out.
+
+The source never holds text of the plan: buffers are ``b<int>`` locals and indices are ints
+(``lit``, ``_Source.buf``: only a true ``int`` is written), every other value of the plan is a
+global bound through ``_Source.name`` under a name the generator makes. A kernel step called
+through its object entry first compares its arguments' (shape, dtype) with the signature
+``Plan.kernel_signature`` proved to hold every element the kernel addresses.
 
 Memory follows the schedule's liveness (``release_schedule``): a buffer is deleted after its
 last reader, and an elementwise step whose argument dies at that step writes its result into
@@ -18,8 +24,10 @@ that argument's storage (``out=``) when nothing else can see it.
 
 from __future__ import annotations
 
-import keyword
+import functools
+import inspect
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -212,14 +220,37 @@ def buffer_metas(plan: Any) -> dict[int, tuple[tuple[int, ...], np.dtype]]:
 # --- code generation --------------------------------------------------------------------------
 
 
+def lit(v: Any) -> str:
+    """An integer of the plan (a buffer id, an argument index, a slot) as source text: only a
+    true ``int`` is ever written into the source, so no plan text can reach it."""
+    if type(v) is not int:
+        raise ValueError(f"plan value {v!r} is not an integer")
+    return str(v)
+
+
+_HINT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
 class _Source:
-    """Lines of the generated function and the names they read (its globals)."""
+    """Lines of the generated function and the names they read (its globals).
+
+    Every name in the source is the generator's own: buffers are ``b<int>`` locals, and any
+    other value of the plan (an attribute, a constant, a scalar, a kernel) is bound as a global
+    through ``name`` and referred to by a name made from a hint the generator chose."""
 
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"_nd": np.ndarray}
 
+    def buf(self, v: Any) -> str:
+        """The local holding buffer ``v``."""
+        if type(v) is not int or v < 0:
+            raise ValueError(f"plan buffer id {v!r} is not a non-negative integer")
+        return f"b{v}"
+
     def name(self, hint: str, value: Any) -> str:
+        if not _HINT.fullmatch(hint):  # hints are the generator's: this never fires
+            raise AssertionError(f"bad name hint {hint!r}")
         key = f"_{hint}"
         n = 0
         while key in self.names and self.names[key] is not value:
@@ -271,8 +302,9 @@ def build_program(plan: Any, checked: bool = False) -> Program:
     for i, s in enumerate(plan.steps):
         _emit_step(src, plan, s, fast, known, schedule.inplace.get(i) if fast else None)
         for v in schedule.frees[i]:
-            src.line(f"del b{v}")
-    writes = ", ".join(f"({slot}, {'None' if b < 0 else f'b{b}'})" for slot, b in plan.writes)
+            src.line(f"del {src.buf(v)}")
+    writes = ", ".join(f"({lit(slot)}, {'None' if b == -1 else src.buf(b)})"
+                       for slot, b in plan.writes)
     src.line(f"return {_template(src, plan.returns)}, [{writes}]")
     if fast:
         src.names["_checked"] = lambda p, a, st, g: program_for(p, checked=True)(p, a, st, g)
@@ -293,30 +325,58 @@ def _emit_registry_check(src: _Source, plan: Any) -> None:
     if not ops:
         return
     src.names["_R"] = REGISTRY
-    cond = " or ".join(f"_R[{op!r}] is not {src.name(f'p_{op}', REGISTRY[op])}" for op in ops)
+    prims_used = [REGISTRY[op] for op in ops]
+    cond = " or ".join(f"_R[{src.name('op', p.name)}] is not {src.name('p', p)}"
+                       for p in prims_used)
     src.line(f"if {cond}:")
     src.line("    return _rebuilt(plan)(plan, args, state, generators)")
 
 
 def _emit_sources(src: _Source, plan: Any, fast: bool) -> None:
-    """Bind inputs, state reads and constants; the fast program first checks that inputs and
-    state are plain numpy arrays of the planned dtypes (else it runs the checked one)."""
+    """Bind inputs, state reads and constants. The fast program tests that inputs and state
+    are plain numpy arrays of the planned dtypes and shapes (one test a value), else runs the
+    checked one, which checks each value and says which is wrong (``fetch``)."""
     metas = buffer_metas(plan)
-    tests = []
-    for index, buf in plan.inputs:
-        src.line(f"b{buf} = args[{index}]")
-        tests.append(buf)
-    for slot, buf in plan.reads:
-        src.line(f"b{buf} = state[{slot}]")
-        tests.append(buf)
-    for buf, value in plan.consts.items():
-        src.line(f"b{buf} = {src.name(f'c{buf}', value)}")
-    if fast and tests:
+    sources = [(v, "args", "argument", i) for i, v in plan.inputs]
+    sources += [(v, "state", "state slot", slot) for slot, v in plan.reads]
+    if fast and sources:
+        src.line("try:")
+        for v, container, _, key in sources:
+            src.line(f"    {src.buf(v)} = {container}[{lit(key)}]")
+        src.line("except LookupError:")
+        src.line("    return _checked(plan, args, state, generators)")
         cond = " or ".join(
-            f"b{b}.__class__ is not _nd or b{b}.dtype is not {src.name(f't{b}', metas[b][1])}"
-            for b in tests)
+            f"{b}.__class__ is not _nd or {b}.dtype is not {src.name(f't{i}', metas[v][1])} "
+            f"or {b}.shape != {src.name(f'shape{i}', metas[v][0])}"
+            for b, v, i in ((src.buf(v), v, lit(v)) for v, *_ in sources))
         src.line(f"if {cond}:")
         src.line("    return _checked(plan, args, state, generators)")
+    elif sources:
+        src.names["_fetch"] = fetch
+        for v, container, kind, key in sources:
+            shape, dtype = metas[v]
+            src.line(f"{src.buf(v)} = _fetch({container}, {lit(key)}, "
+                     f"{src.name('what', f'{kind} {key}')}, {src.name(f'shape{lit(v)}', shape)}, "
+                     f"{src.name(f't{lit(v)}', dtype)})")
+    for buf, value in plan.consts.items():
+        src.line(f"{src.buf(buf)} = {src.name(f'c{lit(buf)}', value)}")
+
+
+def fetch(container: Any, key: int, what: str, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    """``container[key]``, an array of the planned shape and dtype (a plan's kernels and fast
+    steps rely on both), else a ValueError naming the value."""
+    try:
+        value = container[key]
+    except (LookupError, TypeError):
+        raise ValueError(f"plan {what} is missing") from None
+    got_shape, got_dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if got_shape is None or got_dtype is None:
+        raise ValueError(f"plan {what}: expected an array of shape {shape} and dtype {dtype}, "
+                         f"got {type(value).__name__}")
+    if tuple(got_shape) != shape or got_dtype != dtype:
+        raise ValueError(f"plan {what}: expected shape {shape} and dtype {dtype}, got shape "
+                         f"{tuple(got_shape)} and dtype {got_dtype}")
+    return value
 
 
 def _typed_values(plan: Any) -> set[int]:
@@ -343,8 +403,8 @@ def _emit_step(src: _Source, plan: Any, s: Any, fast: bool, known: _Known,
     if s.op in SOURCE_OPS:
         if s.op == "rand":
             kind, gen = plan.rands[s.out]
-            src.line(f"b{s.out} = _draw(generators[{gen}], {kind!r}, "
-                     f"{src.name(f'step{s.out}', s)})")
+            src.line(f"{src.buf(s.out)} = _draw(generators[{lit(gen)}], "
+                     f"{src.name('kind', kind)}, {src.name(f'step{lit(s.out)}', s)})")
             if s.device == "cpu":
                 known.typed.add(s.out)
                 known.contiguous.add(s.out)
@@ -363,9 +423,9 @@ def _emit_step(src: _Source, plan: Any, s: Any, fast: bool, known: _Known,
 def _emit_kernel(src: _Source, s: Any) -> None:
     """A kernel step: ``Plan.kernel_call``'s callable for it, fetched once per run (the
     module compiles on first use), returning the step's outputs."""
-    args = ", ".join(f"b{v}" for _, v in s.args)
-    outs = "".join(f"b{o}, " for o in s.attrs["outs"])
-    src.line(f"{outs}= plan.kernel_call({src.name(f'a{s.out}', s.attrs)})({args})")
+    args = ", ".join(src.buf(v) for _, v in s.args)
+    outs = "".join(f"{src.buf(o)}, " for o in s.attrs["outs"])
+    src.line(f"{outs}= plan.kernel_call({src.name(f'step{lit(s.out)}', s)})({args})")
 
 
 def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
@@ -384,10 +444,25 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     names = []
     for j, v in enumerate(bufs):
         if v in known.contiguous:
-            names.append(f"b{v}")
+            names.append(src.buf(v))
         else:
-            src.line(f"_in{j} = {src.name('contiguous', np.ascontiguousarray)}(b{v})")
+            # asarray, not ascontiguousarray: that one makes a 0-d array 1-d
+            src.line(f"_in{j} = {src.name('asarray', np.asarray)}({src.buf(v)}, None, 'C')")
             names.append(f"_in{j}")
+    # the test that keeps the call memory-safe: each input's (shape, dtype) is the
+    # signature's, which holds every element the kernel addresses (outputs are made here).
+    # A shape comparison and a dtype identity test an argument; a dtype that is equal but not
+    # the same object takes the slow path, which raises only on a real difference
+    signature = plan.kernel_signature(s)
+    n = lit(s.out)
+    tests = []
+    for j, (a, (shape, dtype)) in enumerate(zip(names, signature)):
+        tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', shape)} "
+                     f"or {a}.dtype is not {src.name(f't{n}_{j}', dtype)}")
+    src.names["_check_args"] = _check_kernel_args
+    src.line(f"if {' or '.join(tests)}:")
+    src.line(f"    _check_args({src.name(f'kernel{n}', s.attrs['kernel'].name)}, "
+             f"{src.name(f'signature{n}', signature)}, [{', '.join(names)}])")
     outs = []
     for j, (shape, dtype, _) in enumerate(s.attrs["out_specs"]):
         src.line(f"_out{j} = {src.name('empty', np.empty)}({src.name('shape', tuple(shape))}, "
@@ -395,43 +470,66 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
         outs.append(f"_out{j}")
     ids = ", ".join(f"_id({n})" for n in names + outs)
     src.names["_id"] = id
-    src.line(f"{src.name(f'k{s.out}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
-             f"{outer})")
+    src.line(f"{src.name(f'k{n}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
+             f"{lit(outer)})")
     for j, (o, (shape, _, plan_shape)) in enumerate(zip(s.attrs["outs"], s.attrs["out_specs"])):
         reshape = "" if tuple(shape) == tuple(plan_shape) else \
             f".reshape({src.name('shape', tuple(plan_shape))})"
-        src.line(f"b{o} = _out{j}{reshape}")
+        src.line(f"{src.buf(o)} = _out{j}{reshape}")
     temps = [n for n in names if n.startswith("_in")] + outs
     src.line(f"del {', '.join(temps)}")  # liveness stays the plan's: only b-names hold arrays
     return True
 
 
+def _check_kernel_args(kernel: str, signature: Any, arrays: list[Any]) -> None:
+    """A ValueError unless each array's (shape, dtype) equals the signature's."""
+    from codegen.jit import signature_mismatch
+
+    if [(a.shape, a.dtype) for a in arrays] != list(signature[:len(arrays)]):
+        raise ValueError(signature_mismatch(kernel, signature, arrays))
+
+
 def _arg_list(src: _Source, s: Any) -> list[str]:
-    return [f"b{v}" if kind == "buf" else src.name(f"s{s.out}", v) for kind, v in s.args]
+    return [src.buf(v) if kind == "buf" else src.name(f"s{lit(s.out)}", v)
+            for kind, v in s.args]
+
+
+@functools.cache
+def _keywords(impl: Any) -> dict[str, str]:
+    """The names impl takes by keyword, each mapped to itself (the signature's own string)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name: p.name for p in inspect.signature(impl).parameters.values()
+            if p.kind in kinds}
 
 
 def _kwargs(src: _Source, s: Any) -> str:
+    """Keyword text for the step's attributes: each name is the impl's own parameter name,
+    never the plan's key; an attribute the signature does not name goes in as ``**attrs``."""
+    n = lit(s.out)
+    names = _keywords(REGISTRY[s.op].impl)
     parts = []
     for k, v in s.attrs.items():
-        if not k.isidentifier() or keyword.iskeyword(k):
-            return f", **{src.name(f'a{s.out}', s.attrs)}"
-        parts.append(f", {k}={src.name(f'{k}{s.out}', v)}")
+        name = names.get(k) if isinstance(k, str) else None
+        if name is None:
+            return f", **{src.name(f'a{n}', s.attrs)}"
+        parts.append(f", {name}={src.name(f'kw{n}', v)}")
     return "".join(parts)
 
 
 def _emit_generic(src: _Source, s: Any) -> None:
     """The reference interpreter's step: the registry's impl, then the result check."""
-    impl = src.name(f"f_{s.op}", REGISTRY[s.op].impl)
+    prim = REGISTRY[s.op]
+    impl = src.name(f"f_{prim.name}", prim.impl)  # the registry's name for it, not the plan's
     args = "".join(", " + a for a in _arg_list(src, s))
-    src.line(f"b{s.out} = {impl}(_xp{args}{_kwargs(src, s)})")
+    src.line(f"{src.buf(s.out)} = {impl}(_xp{args}{_kwargs(src, s)})")
     _emit_check(src, s)
 
 
 def _emit_check(src: _Source, s: Any) -> None:
     """The interpreter's result check: a numpy array of the planned dtype."""
-    dtype = src.name(f"t{s.out}", s.dtype.np)
-    src.line(f"if b{s.out}.__class__ is not _nd or b{s.out}.dtype is not {dtype}:")
-    src.line(f"    b{s.out} = _fix(b{s.out}, {dtype})")
+    dtype, out = src.name(f"t{lit(s.out)}", s.dtype.np), src.buf(s.out)
+    src.line(f"if {out}.__class__ is not _nd or {out}.dtype is not {dtype}:")
+    src.line(f"    {out} = _fix({out}, {dtype})")
 
 
 def _emit_fast(src: _Source, plan: Any, s: Any, known: _Known, inplace: int | None) -> bool:
@@ -456,15 +554,15 @@ def _emit_fast(src: _Source, plan: Any, s: Any, known: _Known, inplace: int | No
     if s.op == "matmul" or all(v in known.contiguous for v in bufs):
         known.contiguous.add(s.out)  # numpy lays a result out as its arguments are
     if inplace is None:
-        src.line(f"b{s.out} = {plain}")
+        src.line(f"{src.buf(s.out)} = {plain}")
         return True
     # the same ufunc into the dying argument: equal values, and the layout numpy would pick
     # (C order) as long as every argument is C-contiguous; otherwise a new array as before
-    checks = [f"b{v}.flags.c_contiguous" for v in dict.fromkeys(bufs)
+    checks = [f"{src.buf(v)}.flags.c_contiguous" for v in dict.fromkeys(bufs)
               if v not in known.contiguous]
-    into = f"{fn}({', '.join(args)}{kwargs}, out=b{inplace})"
-    src.line(f"b{s.out} = {into} if {' and '.join(checks)} else {plain}" if checks
-             else f"b{s.out} = {into}")
+    into = f"{fn}({', '.join(args)}{kwargs}, out={src.buf(inplace)})"
+    src.line(f"{src.buf(s.out)} = {into} if {' and '.join(checks)} else {plain}" if checks
+             else f"{src.buf(s.out)} = {into}")
     return True
 
 
@@ -475,20 +573,21 @@ def _emit_view(src: _Source, plan: Any, s: Any, known: _Known) -> None:
     """permute, reshape and expand as the numpy calls their impls make; an expand that only
     ufuncs read is not made at all (they broadcast its source to the same values)."""
     x = s.args[0][1]
+    out, bx, n = src.buf(s.out), src.buf(x), lit(s.out)
     if s.out in _broadcast_only(plan):
-        src.line(f"b{s.out} = b{x}")
+        src.line(f"{out} = {bx}")
         if x in known.contiguous:
             known.contiguous.add(s.out)
         return
     if s.op == "permute":
-        src.line(f"b{s.out} = b{x}.transpose({src.name(f'dims{s.out}', s.attrs['dims'])})")
+        src.line(f"{out} = {bx}.transpose({src.name(f'dims{n}', s.attrs['dims'])})")
     elif s.op == "reshape":
-        src.line(f"b{s.out} = b{x}.reshape({src.name(f'shape{s.out}', s.attrs['shape'])})")
+        src.line(f"{out} = {bx}.reshape({src.name(f'shape{n}', s.attrs['shape'])})")
         if x in known.contiguous:
             known.contiguous.add(s.out)  # a reshape of a C-contiguous array is a view of it
     else:
-        shape = src.name(f"shape{s.out}", s.attrs["shape"])
-        src.line(f"b{s.out} = {src.name('broadcast_to', np.broadcast_to)}(b{x}, {shape})")
+        shape = src.name(f"shape{n}", s.attrs["shape"])
+        src.line(f"{out} = {src.name('broadcast_to', np.broadcast_to)}({bx}, {shape})")
 
 
 def _broadcast_only(plan: Any) -> set[int]:
@@ -559,8 +658,8 @@ def _direct_call(src: _Source, plan: Any, s: Any,
         return None
     if not _probe_ok(fn, s, metas, kwargs):
         return None
-    name = src.name(_callable_name(fn, s.op), fn)
-    kw = "".join(f", {k}={src.name(f'{k}{s.out}', v)}" for k, v in kwargs.items())
+    name = src.name(_callable_name(fn), fn)
+    kw = "".join(f", {k}={src.name(f'{k}{lit(s.out)}', v)}" for k, v in kwargs.items())
     return name, _arg_list(src, s), kw
 
 
@@ -584,9 +683,10 @@ def _emit_where(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     add_b = not (isinstance(b, (int, float)) and kb == "scalar" and b == 0)
     fn = src.name("where_masked" if masked else "where_plain",
                   _where_masked if masked else _where_plain)
-    b_text = f"b{b}" if kb == "buf" else src.name(f"s{s.out}", b)
-    extra = f", {add_b}" if masked else ""
-    src.line(f"b{s.out} = {fn}(b{cond}, b{a}, {b_text}, {src.name(f't{s.out}', dt)}{extra})")
+    b_text = src.buf(b) if kb == "buf" else src.name(f"s{lit(s.out)}", b)
+    extra = f", {add_b}" if masked else ""  # a bool the generator computed
+    dtype = src.name(f"t{lit(s.out)}", dt)
+    src.line(f"{src.buf(s.out)} = {fn}({src.buf(cond)}, {src.buf(a)}, {b_text}, {dtype}{extra})")
     return True
 
 
@@ -601,9 +701,7 @@ def _emit_gather(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     x, *idx = (v for _, v in s.args)
     if any(kind != "buf" for kind, _ in s.args) or metas[x][1] != s.dtype.np:
         return False
-    items = [f"b{idx[k.position]}" if isinstance(k, prims.IndexArg)
-             else src.name(f"k{s.out}", k) for k in key]
-    src.line(f"b{s.out} = b{x}[{', '.join(items)},]")
+    src.line(f"{src.buf(s.out)} = {src.buf(x)}[{', '.join(_key_items(src, s, key, idx))},]")
     return True
 
 
@@ -618,11 +716,24 @@ def _emit_scatter(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     g, *idx = (v for _, v in s.args)
     if metas[g][1] != s.dtype.np or tuple(s.attrs["shape"]) != s.shape:
         return False
-    items = [f"b{idx[k.position]}" if isinstance(k, prims.IndexArg)
-             else src.name(f"k{s.out}", k) for k in key]
-    shape, dtype = src.name(f"shape{s.out}", s.attrs["shape"]), src.name(f"t{s.out}", s.dtype.np)
-    src.line(f"b{s.out} = {src.name('zeros', np.zeros)}({shape}, dtype={dtype})")
-    src.line(f"{src.name('add_at', _ADD_AT)}(b{s.out}, ({', '.join(items)},), b{g})")
+    items = ", ".join(_key_items(src, s, key, idx))
+    n, out = lit(s.out), src.buf(s.out)
+    shape, dtype = src.name(f"shape{n}", s.attrs["shape"]), src.name(f"t{n}", s.dtype.np)
+    src.line(f"{out} = {src.name('zeros', np.zeros)}({shape}, dtype={dtype})")
+    src.line(f"{src.name('add_at', _ADD_AT)}({out}, ({items},), {src.buf(g)})")
+
+
+def _key_items(src: _Source, s: Any, key: tuple[Any, ...], idx: list[int]) -> list[str]:
+    """An indexing key's items as source: an index argument's local, or a bound value."""
+    items = []
+    for k in key:
+        if isinstance(k, prims.IndexArg):
+            if type(k.position) is not int or not 0 <= k.position < len(idx):
+                raise ValueError(f"step {s.out}: index argument {k.position!r} does not exist")
+            items.append(src.buf(idx[k.position]))
+        else:
+            items.append(src.name(f"k{lit(s.out)}", k))
+    return items
     return True
 
 
@@ -638,10 +749,11 @@ def _emit_mean(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     count = math.prod(shape[a % len(shape)] for a in axes) if shape else 1
     if dtype not in _MEAN_DTYPES or not count or dtype != s.dtype.np:
         return False
-    axes_name = src.name(f"axes{s.out}", axes)
-    keep = src.name(f"keepdim{s.out}", s.attrs["keepdim"])
-    src.line(f"b{s.out} = {src.name('mean_float', _mean_float)}(b{x}, {axes_name}, {keep}, "
-             f"{src.name(f'count{s.out}', np.intp(count))})")
+    axes_name = src.name(f"axes{lit(s.out)}", axes)
+    keep = src.name(f"keepdim{lit(s.out)}", s.attrs["keepdim"])
+    count_name = src.name(f"count{lit(s.out)}", np.intp(count))
+    src.line(f"{src.buf(s.out)} = {src.name('mean_float', _mean_float)}({src.buf(x)}, "
+             f"{axes_name}, {keep}, {count_name})")
     if not s.shape:
         _emit_check(src, s)
     return True
@@ -650,12 +762,12 @@ def _emit_mean(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
 _MEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _callable_name(fn: Any, op: str) -> str:
+def _callable_name(fn: Any) -> str:
     """A readable global name for fn in the generated source (add, matmul, add_reduce)."""
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, np.ufunc):
         return f"{owner.__name__}_{fn.__name__}"
-    return getattr(fn, "__name__", op)
+    return getattr(fn, "__name__", "fn")
 
 
 def _probe_ok(fn: Any, s: Any, metas: dict[int, Any], kwargs: dict[str, Any]) -> bool:
@@ -675,9 +787,10 @@ def _template(src: _Source, template: Any) -> str:
     """Python source building the filled return template (``("array", value)`` leaves)."""
     kind, body = template
     if kind == "node":
-        return f"('array', b{body})"
+        return f"('array', {src.buf(body)})"
     if kind in ("tuple", "list"):
-        return f"({kind!r}, [{', '.join(_template(src, t) for t in body)}])"
+        tag = "'tuple'" if kind == "tuple" else "'list'"
+        return f"({tag}, [{', '.join(_template(src, t) for t in body)}])"
     if kind == "dict":
         items = ", ".join(f"({src.name('key', k)}, {_template(src, t)})" for k, t in body)
         return f"('dict', [{items}])"

@@ -38,20 +38,50 @@ def test_run_checks_arrays():
         cm.run(k, [a], [np.empty(16, np.float32)])
 
 
-def test_launcher_checks_its_first_call_then_passes_array_objects():
+def test_launcher_checks_every_call_against_its_signature_then_passes_array_objects():
     from codegen.jit import object_entry_ok
 
     assert object_entry_ok()  # CPython + numpy: the data pointer follows the object header
     k = muladd_kernel(4096)
     cm = build([k])
-    call = cm.launcher(k)
+    f32 = np.dtype(np.float32)
+    call = cm.launcher(k, [((4096,), f32)] * 4)
     a, b, c = (random_array((4096,), "float32") for _ in range(3))
-    with pytest.raises(ValueError, match="input 'b'"):
-        call([a, b.astype(np.float64), c, np.empty(4096, np.float32)])
-    for _ in range(3):  # the first good call is checked, the others take the object entry
-        out = np.full(4096, np.nan, np.float32)
+    out = np.empty(4096, np.float32)
+    for _ in range(3):
+        out[:] = np.nan
         call([a, b[::-1].copy(), c, out])
         np.testing.assert_allclose(out, a * b[::-1] + c, rtol=1e-6)
+    # every call is checked, not only the first: a wrong shape, dtype, stride or type raises
+    bad = {"dtype": b.astype(np.float64), "shape": b[:1], "strides": np.repeat(b, 2)[::2],
+           "type": b.tolist()}
+    for why, arg in bad.items():
+        with pytest.raises(ValueError, match="kernel 'muladd' array 1"):
+            call([a, arg, c, out])
+        if why == "strides":
+            assert arg.shape == b.shape and arg.dtype == b.dtype
+
+
+def test_signature_must_hold_every_element_the_kernel_addresses():
+    k = muladd_kernel(16)
+    cm = build([k])
+    f32 = np.dtype(np.float32)
+    assert cm.check_signature(k, [((4, 4), f32)] * 4) == (((4, 4), f32),) * 4
+    with pytest.raises(ValueError, match="input 'a'.*at least 16 elements.*shape \\(1,\\)"):
+        cm.check_signature(k, [((1,), f32)] + [((16,), f32)] * 3)
+    with pytest.raises(ValueError, match="output 'out'.*float64"):
+        cm.check_signature(k, [((16,), f32)] * 3 + [((16,), np.dtype(np.float64))])
+    with pytest.raises(ValueError, match="takes 4 arrays"):
+        cm.launcher(k, [((16,), f32)] * 3)
+    strided = K.Kernel("strided", (4, 4), 0, (K.Input("x", "float32", (8, 1)),),
+                       (K.Load(0),), (K.Output("y", 0, "float32"),))
+    cm = build([strided])
+    with pytest.raises(ValueError, match="at least 28 elements"):  # 3 * 8 + 3 * 1 + 1
+        cm.launcher(strided, [((4, 4), f32), ((4, 4), f32)])
+    call = cm.launcher(strided, [((28,), f32), ((4, 4), f32)])
+    x, y = np.arange(28, dtype=np.float32), np.empty((4, 4), np.float32)
+    call([x, y])
+    np.testing.assert_array_equal(y, x[np.arange(4)[:, None] * 8 + np.arange(4)])
 
 
 def test_renderer_without_a_rule_names_op_dtypes_and_operands(monkeypatch):

@@ -237,3 +237,61 @@ def test_a_plan_copies_and_pickles_without_its_program() -> None:
         got = clone.run(list(arrays), dict(state), generators)
         assert_identical(flat(got[0]) + [v for _, v in got[1]],
                          flat(expected[0]) + [v for _, v in expected[1]])
+
+
+@pytest.mark.parametrize("field", ["inputs", "reads", "writes", "buffer", "attr_key", "op",
+                                   "generator", "returns"])
+def test_plan_text_never_reaches_the_generated_source(field: str, tmp_path: Any) -> None:
+    """A plan built in memory, past Plan.loads' checks, with text where an index, a buffer id,
+    an attribute name or a template tag goes: the generator writes only its own names and
+    checked ints, so the text is refused (a ValueError) or bound as a value, never run."""
+    canary = tmp_path / "canary"
+    code = f"0]; __import__('pathlib').Path({str(canary)!r}).touch(); _=[0"
+    w = rt.tensor(np.arange(6.0, dtype=np.float32).reshape(3, 2), requires_grad=True)
+    idx = rt.tensor(np.array([2, 0]))
+
+    def step(i: Any) -> Any:
+        loss = (w[i] * rt.randn(2, 2)).sum()
+        loss.backward()
+        return {"loss": loss}
+
+    compiled = planner.compile(step, backend="interpreter")
+    compiled(idx)
+    plan = copy.copy(compiled.plan)  # a copy carries no program: the next run builds one
+    plan.steps = [dataclasses.replace(s, attrs=dict(s.attrs), args=list(s.args))
+                  for s in plan.steps]
+    _, arrays, state, generators = plan_inputs(compiled, (idx,))
+    compute = next(s for s in plan.steps if s.op == "mul")
+    if field == "inputs":
+        plan.inputs = [(code, b) for _, b in plan.inputs]
+    elif field == "reads":
+        plan.reads = [(code, b) for _, b in plan.reads]
+    elif field == "writes":
+        plan.writes = [(code, b) for _, b in plan.writes]
+    elif field == "buffer":
+        compute.args[0] = ("buf", code)
+    elif field == "attr_key":  # bound as **attrs, so the impl refuses the keyword
+        next(s for s in plan.steps if s.op == "getitem").attrs[code] = 1
+    elif field == "op":  # a primitive's name in the source is the registry's, not the plan's
+        REGISTRY[code] = REGISTRY["mul"]
+        compute.op = code
+    elif field == "generator":
+        rand = next(s for s in plan.steps if s.op == "rand")
+        plan.rands = {**plan.rands, rand.out: ("randn", code)}
+    else:
+        plan.returns = (code, [])  # an unknown tag is a value, returned as it is
+    try:
+        for checked in (False, True):
+            if field in ("inputs", "reads", "writes", "buffer", "generator"):
+                with pytest.raises(ValueError, match="is not"):  # an int, or a buffer id
+                    program_for(plan, checked=checked)
+                continue
+            program = program_for(plan, checked=checked)
+            assert code not in program.source
+            try:
+                program(plan, arrays, dict(state), generators)
+            except TypeError as e:  # the impl's own refusal of an unknown keyword
+                assert field == "attr_key", e
+    finally:
+        REGISTRY.pop(code, None)
+    assert not canary.exists()

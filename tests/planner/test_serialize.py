@@ -1,3 +1,4 @@
+import functools
 import json
 
 import numpy as np
@@ -79,3 +80,59 @@ def test_encode_arrays():
 def test_rejects_other_text():
     with pytest.raises(ValueError):
         planner.Plan.loads(json.dumps({"format": "other"}))
+
+
+@functools.cache
+def _mlp_text():
+    workload = WORKLOADS["mlp_small"]
+    case = workload.build(rt, workload.make_arrays(0))
+    return planner.compile(case.fn).lower(*case.args).dumps()
+
+
+def _mlp_doc():
+    return json.loads(_mlp_text())
+
+
+def _first(doc, op):
+    return next(i for i, s in enumerate(doc["steps"]) if s["op"] == op)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d["steps"][_first(d, "matmul")]["args"][1]["$tuple"].__setitem__(1, 99999),
+     r"steps\[\d+\]\.args\[1\]: buffer 99999 does not exist"),
+    (lambda d: d["steps"][_first(d, "matmul")].__setitem__("op", "system"),
+     r"steps\[\d+\]\.op: 'system' is not a registered primitive"),
+    (lambda d: d["steps"][_first(d, "matmul")].__setitem__("shape", [32, 65]),
+     r"steps\[\d+\]: matmul makes shape \(32, 64\) float32 of its arguments, the step says "
+     r"\(32, 65\)"),
+    (lambda d: d["steps"][_first(d, "permute")]["attrs"]["$dict"][0].__setitem__(0, "dim"),
+     r"steps\[\d+\]\.attrs: permute takes no attribute 'dim'"),
+    (lambda d: d["steps"][0].__setitem__("dtype", "object"),
+     r"steps\[0\]\.dtype: 'object' is not one of"),
+    (lambda d: d["steps"][0].__setitem__("shape", [-1, 64]), r"steps\[0\]\.shape"),
+    (lambda d: d["steps"][_first(d, "matmul")]["free"].append(10**6),
+     r"steps\[\d+\]\.free\[\d+\]: buffer 1000000 is not live"),
+    (lambda d: d["reads"][0]["$tuple"].__setitem__(0, 10**6), r"reads\[0\]\[0\]"),
+    (lambda d: d["writes"][0]["$tuple"].__setitem__(0, "0"), r"writes\[0\]\[0\]"),
+    (lambda d: d.__setitem__("returns", {"$tuple": ["node", 10**6]}),
+     r"returns\[1\]: buffer 1000000 does not exist"),
+    (lambda d: d["consts"][0].__setitem__(1, {"$array": {"dtype": "|O", "shape": [1],
+                                                          "data": ""}}),
+     r"consts\[0\]\[1\]\.\$array\.dtype: '\|O' is not an array dtype"),
+    (lambda d: d["steps"][_first(d, "kernel")]["attrs"]["$dict"].append(["commit", 7]),
+     r"steps\[\d+\]\.attrs"),
+    (lambda d: d.__setitem__("graph", {"$dataclass": ["Kernel", {}]}),
+     r"graph\.\$dataclass: a Kernel is kernel IR"),
+])
+def test_a_bad_field_is_a_value_error_naming_it(edit, message):
+    doc = _mlp_doc()
+    edit(doc)
+    with pytest.raises(ValueError, match=message):
+        planner.Plan.loads(json.dumps(doc))
+
+
+@pytest.mark.parametrize("text", ["", "[" * 100_000, '{"format": "planner.plan"}', "null",
+                                  json.dumps({"format": "planner.plan", "version": 1})])
+def test_not_a_plan_is_a_value_error(text):
+    with pytest.raises(ValueError):
+        planner.Plan.loads(text)
