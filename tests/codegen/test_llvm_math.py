@@ -111,8 +111,11 @@ def log_uniform(rng: np.random.Generator, lo: float, hi: float, n: int, dtype: t
     return x.astype(dtype)
 
 
-# documented accurate range of the sin/cos argument reduction
-SIN_COS_LIMIT = {"float32": 1e6, "float64": 1e14}
+# documented range of the sin/cos argument reduction (codegen/llvm_math.py): within MAX_ULP
+# below SIN_COS_LIMIT; then (band's upper bound, max ulp) up to where results are meaningless
+SIN_COS_LIMIT = {"float32": 2.0**20, "float64": 2.0**49}
+SIN_COS_BANDS = {"float32": [(2.0**21, 2.0), (2.0**22, 6.0), (2.0**22 * math.pi / 2, 20.0)],
+                 "float64": [(2.0**50, 6.0), (2.0**51, 60.0)]}
 
 
 def inputs(op: str, dtype: type) -> np.ndarray:
@@ -167,6 +170,21 @@ def test_accuracy(op: str, dtype: type) -> None:
 @pytest.mark.parametrize("op", OPS)
 def test_module_verifies(op: str, dtype: type) -> None:
     llvm.parse_assembly(str(loop_module(op, np.dtype(dtype).name))).verify()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_sin_cos_degrade_as_documented_past_the_accurate_range(op: str, dtype: type) -> None:
+    name = np.dtype(dtype).name
+    lower = SIN_COS_LIMIT[name]
+    rng = np.random.default_rng(2)
+    for upper, max_ulp in SIN_COS_BANDS[name]:
+        x = rng.uniform(lower, upper, 100_000).astype(dtype)
+        x = x[np.abs(x) < upper]  # rounding to dtype may reach the bound
+        err = ulp_error(run(op, x), x, op)
+        worst = int(np.argmax(err))
+        assert err[worst] <= max_ulp, f"{op} {name}: {err[worst]:.2f} ulp at x={x[worst]!r}"
+        lower = upper
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
