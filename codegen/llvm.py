@@ -21,21 +21,29 @@ partials (reassociated freely, so it vectorizes as before), and the blocks' tota
 the row's sum with Neumaier's compensation (``_two_sum``). Accumulated float-sum outputs do
 the same over the outer axes: rows add into a stack partial, which joins the output with its
 compensation every ROW_BLOCK rows. Accumulation within a block stays vectorized and plain.
+
+A kernel with float32 sin or cos has a second body using their exact argument reduction
+(codegen/llvm_math.py): the fast body notes, as an any-of reduction, whether an argument passed
+FAST_SIN_COS_LIMIT, and the entry then reruns the call's range with the exact body, which
+rewrites every output. A kernel writing into an input (``into``) cannot rerun and has only the
+exact body.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import declare_math, power
+from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, declare_math, power
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 VALUE_TYPES: dict[str, ir.Type] = {
     "float32": ir.FloatType(), "float64": ir.DoubleType(), "int64": I64, "bool": I1,
@@ -273,6 +281,8 @@ class _KernelEmitter:
                          if isinstance(e, kir.Binary) and e.op == "div" and self.per_element[i]
                          and not self.per_element[e.b]}
         self.recips: dict[int, V] = {}
+        # the body being emitted: exact sin/cos, or fast ones checking their range
+        self.exact = self.checked = False
 
     def _loop_roots(self) -> dict[int, list[int]]:
         """Per stage, the per-element exprs its loop must produce: operands of that stage's
@@ -328,18 +338,41 @@ class _KernelEmitter:
             costs.append(own + sum(costs[j] for j in kir.operands(expr)))
         return costs
 
-    def emit(self) -> None:
-        kernel = self.kernel
-        ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
-                     for t in (*kernel.inputs, *kernel.outputs)]
-        body = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [*ptr_types, I64, I64]),
-                           f"{kernel.name}.body")
+    def _body(self, ptr_types: list[ir.Type], name: str, exact: bool, checked: bool
+              ) -> ir.Function:
+        """One body over [start, stop); returns whether an argument of a fast float32 sin/cos
+        passed FAST_SIN_COS_LIMIT (``checked``; always false otherwise)."""
+        body = ir.Function(self.module, ir.FunctionType(I1, [*ptr_types, I64, I64]),
+                           f"{self.kernel.name}.{name}")
         body.linkage = "internal"
         body.attributes.add("alwaysinline")
         body.attributes.add("nounwind")
         for arg in body.args[: len(ptr_types)]:
             arg.add_attribute("noalias")
+        self.exact, self.checked = exact, checked
         self._emit_body(body)
+        return body
+
+    def _call_bodies(self, b: Builder, bodies: list[ir.Function], args: list[V]) -> None:
+        """Call the fast body, then the exact one only if the fast one asks for it."""
+        needs_exact = b.call(bodies[0], args)
+        if len(bodies) > 1:
+            with b.if_then(needs_exact, likely=False):
+                b.call(bodies[1], args)
+
+    def emit(self) -> None:
+        kernel = self.kernel
+        ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
+                     for t in (*kernel.inputs, *kernel.outputs)]
+        ranged = any(isinstance(e, kir.Unary) and e.op in EXACT_VARIANTS and e.dtype == "float32"
+                     for e in kernel.exprs)
+        if not ranged:
+            bodies = [self._body(ptr_types, "body", exact=False, checked=False)]
+        elif any(out.into is not None for out in kernel.outputs):
+            bodies = [self._body(ptr_types, "body", exact=True, checked=False)]
+        else:
+            bodies = [self._body(ptr_types, "body", exact=False, checked=True),
+                      self._body(ptr_types, "exact", exact=True, checked=False)]
 
         wrapper = ir.Function(self.module, ABI_TYPE, kernel.name)
         wrapper.attributes.add("nounwind")
@@ -347,7 +380,7 @@ class _KernelEmitter:
         ptrs, start, stop = wrapper.args
         args = [b.bitcast(b.load(b.gep(ptrs, [I64(i)], inbounds=True), name=f"ptr{i}"), ty)
                 for i, ty in enumerate(ptr_types)]
-        b.call(body, [*args, start, stop])
+        self._call_bodies(b, bodies, [*args, start, stop])
         b.ret_void()
 
         # the same entry over the addresses of numpy array objects (CPython's id()): it reads
@@ -362,7 +395,7 @@ class _KernelEmitter:
             field = b.bitcast(b.gep(obj, [I64(ARRAY_DATA_OFFSET)], inbounds=True),
                               I8.as_pointer().as_pointer())
             args.append(b.bitcast(b.load(field, name=f"data{i}"), ty))
-        b.call(body, [*args, start, stop])
+        self._call_bodies(b, bodies, [*args, start, stop])
         b.ret_void()
 
     def _emit_body(self, fn: ir.Function) -> None:
@@ -372,6 +405,11 @@ class _KernelEmitter:
         self.out_ptrs = fn.args[n_in: n_in + len(kernel.outputs)]
         start, stop = fn.args[-2:]
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.recips = {}
+        # the largest |x| of the checked sin/cos arguments, as float32 bits (which order as
+        # the values do): an unsigned max reduction vectorizes at two instructions a value
+        self.largest_bits = b.alloca(I32, name="largest_bits")
+        b.store(I32(0), self.largest_bits)
         reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
         # a reduce's partial over one block (every element, for those not compensated)
         self.accs = {i: b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"acc{i}") for i in reduces}
@@ -394,7 +432,8 @@ class _KernelEmitter:
                 self._emit_outer_stage(stage, o)
                 self._emit_stage_loop(stage, bases, o)
         self._finish_accumulators()
-        b.ret_void()
+        limit = struct.unpack("<I", struct.pack("<f", FAST_SIN_COS_LIMIT))[0]
+        b.ret(b.icmp_unsigned(">", b.load(self.largest_bits), I32(limit)))
 
     def _output_compensations(self) -> dict[int, tuple[V, V]]:
         """Per accumulated float-sum output, two stack arrays of its size: the partial of the
@@ -664,7 +703,17 @@ class _KernelEmitter:
         if isinstance(expr, kir.Unary) and (expr.op, kind) in UNARY_RULES:
             return UNARY_RULES[(expr.op, kind)](b, get(expr.x), m)
         if isinstance(expr, kir.Unary) and kind == "float" and expr.op in self.math:
-            return self.math[expr.op](b, get(expr.x), expr.dtype)
+            x = get(expr.x)
+            if expr.op in EXACT_VARIANTS and expr.dtype == "float32":
+                if self.exact:
+                    return self.math[EXACT_VARIANTS[expr.op]](b, x, expr.dtype)
+                if self.checked:
+                    magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
+                    umax = m.globals.get("llvm.umax.i32") or ir.Function(
+                        m, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
+                    b.store(b.call(umax, [b.load(self.largest_bits), magnitude]),
+                            self.largest_bits)
+            return self.math[expr.op](b, x, expr.dtype)
         if isinstance(expr, kir.Binary) and expr.op == "div" and expr.b in self.recips \
                 and self.per_element[i]:
             return b.fmul(get(expr.a), self.recips[expr.b])
