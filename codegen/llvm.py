@@ -451,6 +451,10 @@ class _KernelEmitter:
                 ty = VALUE_TYPES[out.dtype]
                 comps[j] = (self.b.alloca(ty, I64(size), name=f"outpart{j}"),
                             self.b.alloca(ty, I64(size), name=f"outcomp{j}"))
+                for array in comps[j]:
+                    # cache-line aligned, as numpy's arrays are, so no vector access to
+                    # them straddles two lines
+                    array.align = 64
         return comps
 
     @contextmanager
