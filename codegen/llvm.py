@@ -23,9 +23,9 @@ the same over the outer axes: rows add into a stack partial, which joins the out
 compensation every ROW_BLOCK rows. Accumulation within a block stays vectorized and plain.
 
 A kernel with float32 sin or cos has a second body using their exact argument reduction
-(codegen/llvm_math.py): the fast body notes, as an any-of reduction, whether an argument passed
-FAST_SIN_COS_LIMIT, and the entry then reruns the call's range with the exact body, which
-rewrites every output. A kernel writing into an input (``into``) cannot rerun and has only the
+(codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
+reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
+exact body, which rewrites every output. A kernel writing into an input (``into``) cannot rerun and has only the
 exact body.
 """
 
