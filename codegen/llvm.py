@@ -14,21 +14,36 @@ of their own stage rather than recomputed; the innermost loops ask the vectorize
 (``INTERLEAVE``) so long expression chains are not latency-bound; per-element division by a
 row value multiplies by its reciprocal. Outputs with ``accumulate`` start at the reduction's
 identity and combine every row of the call's range into one partial.
+
+Float sums are blocked and compensated, so their error does not grow with the row or the range:
+a row's innermost loop runs in blocks of at most SUM_BLOCK elements, each summed in vector
+partials (reassociated freely, so it vectorizes as before), and the blocks' totals are added into
+the row's sum with Neumaier's compensation (``_two_sum``). Accumulated float-sum outputs do
+the same over the outer axes: rows add into a stack partial, which joins the output with its
+compensation every ROW_BLOCK rows. Accumulation within a block stays vectorized and plain.
+
+A kernel with float32 sin or cos has a second body using their exact argument reduction
+(codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
+reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
+exact body, which rewrites every output. A kernel writing into an input (``into``) cannot rerun and has only the
+exact body.
 """
 
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import declare_math, power
+from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, declare_math, power
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 VALUE_TYPES: dict[str, ir.Type] = {
     "float32": ir.FloatType(), "float64": ir.DoubleType(), "int64": I64, "bool": I1,
@@ -180,7 +195,8 @@ CAST_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Type], V]] = {
 
 # (op, kind) -> (identity, combine); float sum may reassociate so the loop vectorizer can
 # keep vector partial sums: the order is fixed by the compiled code, so results stay
-# deterministic for given code and outer split.
+# deterministic for given code and outer split. Float sums are also compensated (see
+# ``_two_sum``): the reassociated combine only ever sums one block.
 REDUCE_RULES: dict[tuple[str, str], tuple[Callable[[ir.Type], V],
                                           Callable[[Builder, V, V, ir.Module], V]]] = {
     ("sum", "float"): (lambda t: ir.Constant(t, 0.0),
@@ -189,6 +205,39 @@ REDUCE_RULES: dict[tuple[str, str], tuple[Callable[[ir.Type], V],
     ("sum", "int"): (lambda t: I64(0), lambda b, acc, x, m: b.add(acc, x)),
     ("max", "int"): (lambda t: I64(-(2 ** 63)), BINARY_RULES[("maximum", "int")]),
 }
+
+
+# elements a float sum adds into its vector partials before their total joins the row's
+# compensated sum: each of the vectorizer's partials (16 float lanes x INTERLEAVE with AVX-512,
+# 8 x INTERLEAVE with AVX2) sums 32 to 64 elements of a block, then a tree, about what
+# numpy's pairwise sum leaves to one partial (16) plus its tree. Smaller blocks pay a
+# horizontal reduction each: a two-pass row variance over (64, 4096) float32 took 22.6 us
+# unblocked, 23.8 us with blocks of 2048, 28.7 with 1024, 32.9 with 512.
+SUM_BLOCK = 2048
+# rows an accumulated float sum adds into its partial before the partial joins the output's
+# compensated sum (the same scheme over the outer axes; see ``_outer_loop``)
+ROW_BLOCK = 32
+
+
+def _compensated(op: str, dtype: str) -> bool:
+    return op == "sum" and _kind(dtype) == "float"
+
+
+def _two_sum(b: Builder, m: ir.Module, s: V, c: V, x: V) -> tuple[V, V]:
+    """Neumaier's step: (s + x rounded, c plus that addition's rounding error, which the
+    branch-free select computes exactly). No fast-math flags: reassociating undoes it."""
+    t = b.fadd(s, x)
+    fabs = intrinsic(m, "llvm.fabs", s.type, 1)
+    s_bigger = b.fcmp_ordered(">=", b.call(fabs, [s]), b.call(fabs, [x]))
+    err = b.select(s_bigger, b.fadd(b.fsub(s, t), x), b.fadd(b.fsub(x, t), s))
+    return t, b.fadd(c, err)
+
+
+def _compensated_total(b: Builder, m: ir.Module, s: V, c: V) -> V:
+    """s + c, or s itself once s overflowed or met an inf or nan (then c is nan)."""
+    finite = b.fcmp_ordered("<", b.call(intrinsic(m, "llvm.fabs", s.type, 1), [s]),
+                            ir.Constant(s.type, math.inf))
+    return b.select(finite, b.fadd(s, c), s)
 
 
 def _const(expr: kir.Const) -> ir.Constant:
@@ -232,6 +281,8 @@ class _KernelEmitter:
                          if isinstance(e, kir.Binary) and e.op == "div" and self.per_element[i]
                          and not self.per_element[e.b]}
         self.recips: dict[int, V] = {}
+        # the body being emitted: exact sin/cos, or fast ones checking their range
+        self.exact = self.checked = False
 
     def _loop_roots(self) -> dict[int, list[int]]:
         """Per stage, the per-element exprs its loop must produce: operands of that stage's
@@ -287,18 +338,41 @@ class _KernelEmitter:
             costs.append(own + sum(costs[j] for j in kir.operands(expr)))
         return costs
 
-    def emit(self) -> None:
-        kernel = self.kernel
-        ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
-                     for t in (*kernel.inputs, *kernel.outputs)]
-        body = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [*ptr_types, I64, I64]),
-                           f"{kernel.name}.body")
+    def _body(self, ptr_types: list[ir.Type], name: str, exact: bool, checked: bool
+              ) -> ir.Function:
+        """One body over [start, stop); returns whether an argument of a fast float32 sin/cos
+        passed FAST_SIN_COS_LIMIT (``checked``; always false otherwise)."""
+        body = ir.Function(self.module, ir.FunctionType(I1, [*ptr_types, I64, I64]),
+                           f"{self.kernel.name}.{name}")
         body.linkage = "internal"
         body.attributes.add("alwaysinline")
         body.attributes.add("nounwind")
         for arg in body.args[: len(ptr_types)]:
             arg.add_attribute("noalias")
+        self.exact, self.checked = exact, checked
         self._emit_body(body)
+        return body
+
+    def _call_bodies(self, b: Builder, bodies: list[ir.Function], args: list[V]) -> None:
+        """Call the fast body, then the exact one only if the fast one asks for it."""
+        needs_exact = b.call(bodies[0], args)
+        if len(bodies) > 1:
+            with b.if_then(needs_exact, likely=False):
+                b.call(bodies[1], args)
+
+    def emit(self) -> None:
+        kernel = self.kernel
+        ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
+                     for t in (*kernel.inputs, *kernel.outputs)]
+        ranged = any(isinstance(e, kir.Unary) and e.op in EXACT_VARIANTS and e.dtype == "float32"
+                     for e in kernel.exprs)
+        if not ranged:
+            bodies = [self._body(ptr_types, "body", exact=False, checked=False)]
+        elif any(out.into is not None for out in kernel.outputs):
+            bodies = [self._body(ptr_types, "body", exact=True, checked=False)]
+        else:
+            bodies = [self._body(ptr_types, "body", exact=False, checked=True),
+                      self._body(ptr_types, "exact", exact=True, checked=False)]
 
         wrapper = ir.Function(self.module, ABI_TYPE, kernel.name)
         wrapper.attributes.add("nounwind")
@@ -306,7 +380,7 @@ class _KernelEmitter:
         ptrs, start, stop = wrapper.args
         args = [b.bitcast(b.load(b.gep(ptrs, [I64(i)], inbounds=True), name=f"ptr{i}"), ty)
                 for i, ty in enumerate(ptr_types)]
-        b.call(body, [*args, start, stop])
+        self._call_bodies(b, bodies, [*args, start, stop])
         b.ret_void()
 
         # the same entry over the addresses of numpy array objects (CPython's id()): it reads
@@ -321,7 +395,7 @@ class _KernelEmitter:
             field = b.bitcast(b.gep(obj, [I64(ARRAY_DATA_OFFSET)], inbounds=True),
                               I8.as_pointer().as_pointer())
             args.append(b.bitcast(b.load(field, name=f"data{i}"), ty))
-        b.call(body, [*args, start, stop])
+        self._call_bodies(b, bodies, [*args, start, stop])
         b.ret_void()
 
     def _emit_body(self, fn: ir.Function) -> None:
@@ -331,14 +405,25 @@ class _KernelEmitter:
         self.out_ptrs = fn.args[n_in: n_in + len(kernel.outputs)]
         start, stop = fn.args[-2:]
         b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self.recips = {}
+        # the largest |x| of the checked sin/cos arguments, as float32 bits (which order as
+        # the values do): an unsigned max reduction vectorizes at two instructions a value
+        self.largest_bits = b.alloca(I32, name="largest_bits")
+        b.store(I32(0), self.largest_bits)
         reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
+        # a reduce's partial over one block (every element, for those not compensated)
         self.accs = {i: b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"acc{i}") for i in reduces}
+        # a compensated sum's row total and compensation, each block added by _two_sum
+        self.row_sums = {i: (b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"sum{i}"),
+                             b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"comp{i}"))
+                         for i in reduces if _compensated(kernel.exprs[i].op, self.dtypes[i])}
         inner = math.prod(kernel.inner_shape)
         self.scratch = {i: b.alloca(STORAGE_TYPES[self.dtypes[i]], I64(inner), name=f"row{i}")
                         for i in sorted(self.cached)}
+        self.out_comps = self._output_compensations()
         outer_shape = kernel.outer_shape
         self._init_accumulators()
-        with for_range(b, start, stop, "outer") as o:
+        with self._outer_loop(start, stop) as o:
             index = self._unflatten(o, outer_shape)
             bases = self.bases = [self._dot(index, inp.strides[: len(outer_shape)])
                                   for inp in kernel.inputs]
@@ -346,19 +431,89 @@ class _KernelEmitter:
             for stage in range(max(self.stages, default=0) + 1):
                 self._emit_outer_stage(stage, o)
                 self._emit_stage_loop(stage, bases, o)
-        b.ret_void()
+        self._finish_accumulators()
+        limit = struct.unpack("<I", struct.pack("<f", FAST_SIN_COS_LIMIT))[0]
+        b.ret(b.icmp_unsigned(">", b.load(self.largest_bits), I32(limit)))
+
+    def _output_compensations(self) -> dict[int, tuple[V, V]]:
+        """Per accumulated float-sum output, two stack arrays of its size: the partial of the
+        current block of rows (what the loops add into) and the compensation of the output,
+        while they fit SCRATCH_BYTES together (a column sum of rows wider than that
+        accumulates plainly, as numpy's own column sums do)."""
+        comps: dict[int, tuple[V, V]] = {}
+        budget = SCRATCH_BYTES
+        for j, out in enumerate(self.kernel.outputs):
+            if out.accumulate is None or not _compensated(out.accumulate, out.dtype):
+                continue
+            size = math.prod(kir.output_shape(self.kernel, out))
+            if 2 * size * ITEM_BYTES[out.dtype] <= budget:
+                budget -= 2 * size * ITEM_BYTES[out.dtype]
+                ty = VALUE_TYPES[out.dtype]
+                comps[j] = (self.b.alloca(ty, I64(size), name=f"outpart{j}"),
+                            self.b.alloca(ty, I64(size), name=f"outcomp{j}"))
+                for array in comps[j]:
+                    # cache-line aligned, as numpy's arrays are, so no vector access to
+                    # them straddles two lines
+                    array.align = 64
+        return comps
+
+    @contextmanager
+    def _outer_loop(self, start: V, stop: V) -> Iterator[V]:
+        """The loop over [start, stop) of the outer axes; with compensated outputs it runs
+        in blocks of ROW_BLOCK rows, each block's partials added into the outputs after it."""
+        b = self.b
+        if not self.out_comps:
+            with for_range(b, start, stop, "outer") as o:
+                yield o
+            return
+        count = b.sdiv(b.add(b.sub(stop, start), I64(ROW_BLOCK - 1)), I64(ROW_BLOCK))
+        with for_range(b, I64(0), count, "outer.block") as block:
+            lo = b.add(start, b.mul(block, I64(ROW_BLOCK), flags=("nsw",)), flags=("nsw",))
+            end = b.add(lo, I64(ROW_BLOCK), flags=("nsw",))
+            hi = b.select(b.icmp_signed("<", end, stop), end, stop)
+            with for_range(b, lo, hi, "outer") as o:
+                yield o
+            self._fold_outputs()
+
+    def _each_output_element(self, name: str) -> Iterator[tuple[int, V, V, V]]:
+        """(output index, pointer into it, into its partial, into its compensation) for
+        every element of each compensated output, inside a loop per output."""
+        b = self.b
+        for j, (part, comp) in self.out_comps.items():
+            size = math.prod(kir.output_shape(self.kernel, self.kernel.outputs[j]))
+            with for_range(b, I64(0), I64(size), f"{name}{j}") as i:
+                yield (j, b.gep(self.out_ptrs[j], [i], inbounds=True),
+                       b.gep(part, [i], inbounds=True), b.gep(comp, [i], inbounds=True))
 
     def _init_accumulators(self) -> None:
-        """Fill each accumulated output with its reduction's identity: every call (a chunk of
-        the outer range) gets its own output, combined by the caller in chunk order."""
+        """Fill each accumulated output with its reduction's identity (compensated ones, their
+        partials and compensations too): every call (a chunk of the outer range) gets its own
+        output, combined by the caller in chunk order."""
         for j, out in enumerate(self.kernel.outputs):
-            if out.accumulate is None:
+            if out.accumulate is None or j in self.out_comps:
                 continue
             identity, _ = REDUCE_RULES[(out.accumulate, _kind(out.dtype))]
-            value = identity(VALUE_TYPES[out.dtype])
             size = math.prod(kir.output_shape(self.kernel, out))
             with for_range(self.b, I64(0), I64(size), f"init{j}") as i:
-                self._store(j, i, value)
+                self._store(j, i, identity(VALUE_TYPES[out.dtype]))
+        for j, *ptrs in self._each_output_element("init"):
+            for ptr in ptrs:
+                self.b.store(ir.Constant(VALUE_TYPES[self.kernel.outputs[j].dtype], 0.0), ptr)
+
+    def _fold_outputs(self) -> None:
+        """Add each compensated output's block partial into it (``_two_sum``), then zero it."""
+        b = self.b
+        for j, out, part, comp in self._each_output_element("fold"):
+            total, c = _two_sum(b, self.module, b.load(out), b.load(comp), b.load(part))
+            b.store(total, out)
+            b.store(c, comp)
+            b.store(ir.Constant(VALUE_TYPES[self.kernel.outputs[j].dtype], 0.0), part)
+
+    def _finish_accumulators(self) -> None:
+        """Fold each compensated output's compensation into it, once per call."""
+        b = self.b
+        for _, out, _, comp in self._each_output_element("finish"):
+            b.store(_compensated_total(b, self.module, b.load(out), b.load(comp)), out)
 
     def _unflatten(self, flat: V, shape: tuple[int, ...]) -> list[V]:
         index: list[V] = []
@@ -381,7 +536,10 @@ class _KernelEmitter:
         for i, expr in enumerate(self.kernel.exprs):
             if self.per_element[i] or self.stages[i] != stage:
                 continue
-            if isinstance(expr, kir.Reduce):
+            if isinstance(expr, kir.Reduce) and i in self.row_sums:
+                total, comp = (self.b.load(p) for p in self.row_sums[i])
+                self.outer_vals[i] = _compensated_total(self.b, self.module, total, comp)
+            elif isinstance(expr, kir.Reduce):
                 self.outer_vals[i] = self.b.load(self.accs[i], name=f"red{i}")
             elif isinstance(expr, kir.Load):  # an input broadcast over the inner axes
                 self.outer_vals[i] = self._load(expr.input, self.bases[expr.input])
@@ -408,8 +566,10 @@ class _KernelEmitter:
             return
         for i in reduces:
             identity, _ = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
-            self.b.store(identity(VALUE_TYPES[self.dtypes[i]]), self.accs[i])
-        with self._inner_loops(stage, bases, o) as (offsets, flat, inner):
+            for ptr in self.row_sums.get(i, (self.accs[i],)):
+                self.b.store(identity(VALUE_TYPES[self.dtypes[i]]), ptr)
+        sums = [i for i in reduces if i in self.row_sums]
+        with self._inner_loops(stage, bases, o, sums) as (offsets, flat, inner):
             stored = [i for i in sorted(self.cached) if self.stages[i] == stage]
             vals = self._emit_elements(self.roots[stage] + stored, offsets, stage, inner)
             for i in stored:
@@ -427,27 +587,49 @@ class _KernelEmitter:
                     self._accumulate(j, inner, value)
 
     @contextmanager
-    def _inner_loops(self, stage: int, bases: list[V], flat: V
+    def _inner_loops(self, stage: int, bases: list[V], flat: V, sums: list[int]
                      ) -> Iterator[tuple[list[V], V, V]]:
         """Nested loops over the inner axes; yields per-input element offsets, the flat
-        domain index (``flat`` enters as the outer index) and the flat inner index."""
+        domain index (``flat`` enters as the outer index) and the flat inner index. With
+        compensated sums (``sums``) the innermost loop runs in blocks of at most SUM_BLOCK,
+        each block's partials starting at zero and ending in the row's sum."""
         n_outer = len(self.kernel.outer_shape)
         offsets = bases
         inner: V = I64(0)
+        b = self.b
         with ExitStack() as loops:
             inner_shape = self.kernel.inner_shape
             for axis, extent in enumerate(inner_shape):
-                b = self.b
-                hints = loop_hints(self.module, INTERLEAVE) if axis == len(inner_shape) - 1 \
-                    else None
-                i = loops.enter_context(for_range(b, I64(0), I64(extent), f"s{stage}.ax{axis}",
-                                                  hints))
+                lo, hi, hints = I64(0), I64(extent), None
+                last = axis == len(inner_shape) - 1
+                if last:
+                    hints = loop_hints(self.module, INTERLEAVE)
+                    if sums and extent > SUM_BLOCK:
+                        block = loops.enter_context(for_range(
+                            b, I64(0), I64(-(-extent // SUM_BLOCK)), f"s{stage}.block"))
+                        lo = b.mul(block, I64(SUM_BLOCK), flags=("nsw",))
+                        end = b.add(lo, I64(SUM_BLOCK), flags=("nsw",))
+                        hi = b.select(b.icmp_signed("<", end, I64(extent)), end, I64(extent))
+                    if sums:
+                        loops.callback(self._end_block, sums)
+                        for i in sums:
+                            b.store(ir.Constant(VALUE_TYPES[self.dtypes[i]], 0.0), self.accs[i])
+                i = loops.enter_context(for_range(b, lo, hi, f"s{stage}.ax{axis}", hints))
                 offsets = [b.add(off, b.mul(i, I64(inp.strides[n_outer + axis]), flags=("nsw",)),
                                  flags=("nsw",))
                            for off, inp in zip(offsets, self.kernel.inputs)]
                 flat = b.add(b.mul(flat, I64(extent), flags=("nsw",)), i, flags=("nsw",))
                 inner = b.add(b.mul(inner, I64(extent), flags=("nsw",)), i, flags=("nsw",))
             yield offsets, flat, inner
+
+    def _end_block(self, sums: list[int]) -> None:
+        """Add each compensated sum's block partial into its row sum (after the block loop)."""
+        b = self.b
+        for i in sums:
+            total, comp = self.row_sums[i]
+            t, c = _two_sum(b, self.module, b.load(total), b.load(comp), b.load(self.accs[i]))
+            b.store(t, total)
+            b.store(c, comp)
 
     def _emit_elements(self, roots: list[int], offsets: list[V], stage: int, inner: V
                        ) -> dict[int, V]:
@@ -501,10 +683,12 @@ class _KernelEmitter:
 
     def _accumulate(self, j: int, offset: V, value: V) -> None:
         """out[offset] = combine(out[offset], value) for an output reduced over outer axes."""
+        b = self.b
         out = self.kernel.outputs[j]
+        base = self.out_comps[j][0] if j in self.out_comps else self.out_ptrs[j]
+        ptr = b.gep(base, [offset], inbounds=True)
         _, combine = REDUCE_RULES[(out.accumulate, _kind(out.dtype))]
-        ptr = self.b.gep(self.out_ptrs[j], [offset], inbounds=True)
-        self.b.store(combine(self.b, self.b.load(ptr), value, self.module), ptr)
+        b.store(combine(b, b.load(ptr), value, self.module), ptr)
 
     def _emit_expr(self, i: int, get: Callable[[int], V]) -> V:
         expr = self.kernel.exprs[i]
@@ -523,7 +707,17 @@ class _KernelEmitter:
         if isinstance(expr, kir.Unary) and (expr.op, kind) in UNARY_RULES:
             return UNARY_RULES[(expr.op, kind)](b, get(expr.x), m)
         if isinstance(expr, kir.Unary) and kind == "float" and expr.op in self.math:
-            return self.math[expr.op](b, get(expr.x), expr.dtype)
+            x = get(expr.x)
+            if expr.op in EXACT_VARIANTS and expr.dtype == "float32":
+                if self.exact:
+                    return self.math[EXACT_VARIANTS[expr.op]](b, x, expr.dtype)
+                if self.checked:
+                    magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
+                    umax = m.globals.get("llvm.umax.i32") or ir.Function(
+                        m, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
+                    b.store(b.call(umax, [b.load(self.largest_bits), magnitude]),
+                            self.largest_bits)
+            return self.math[expr.op](b, x, expr.dtype)
         if isinstance(expr, kir.Binary) and expr.op == "div" and expr.b in self.recips \
                 and self.per_element[i]:
             return b.fmul(get(expr.a), self.recips[expr.b])

@@ -5,16 +5,24 @@ arithmetic, bitcasts, integer ops, ``select`` and intrinsics that vectorize nati
 llvm.fabs, llvm.sqrt, llvm.copysign). Every function is an internal ``alwaysinline`` function,
 created once per module and dtype, so after inlining the loop vectorizer sees only arithmetic.
 
-One algorithm per function serves both float32 and float64; only the coefficient tables differ.
+One algorithm per function serves both float32 and float64; only the coefficient tables differ
+(the exact sin/cos reduction below is float32's alone).
 Polynomials use llvm.fma (one instruction on x86-64-v3 and aarch64); Cody-Waite reductions rely on
 its single rounding.
 
 Accuracy (max error against numpy one precision higher, tests/codegen/test_llvm_math.py, same
-for both dtypes): sqrt 0.5 ulp; exp, log, erf <= 1 ulp; tanh, sin, cos <= 1.5 ulp; sigmoid
-<= 2.1 ulp. sin/cos reduce by pi/2 with a three-part Cody-Waite constant (no Payne-Hanek): within
-1.5 ulp for |x| <= 1e6 (float32) and |x| <= 1e14 (float64); beyond that accuracy degrades and
-past 2**22 * pi/2 (float32) / 2**51 * pi/2 (float64) the result is meaningless, but it stays in
-[-1, 1]; sin/cos of +-inf and nan are nan.
+for both dtypes): sqrt 0.5 ulp; exp, log, erf <= 1 ulp; tanh <= 1.5 ulp; sin, cos <= 1.6 ulp;
+sigmoid <= 2.1 ulp.
+
+sin/cos reduce by pi/2 with a three-part Cody-Waite constant (tested band by band, 1e6 samples
+per band): float32 within 1.6 ulp for |x| < 2**20 (FAST_SIN_COS_LIMIT), float64 within 1.5 ulp
+for |x| < 2**49 (5.6e14), 4.9 ulp below 2**50, 50 ulp below 2**51; past 2**51 (float64) the
+result is meaningless, though it stays in [-1, 1]. sin_exact/cos_exact (float32) reduce every
+finite x exactly (x = m * 2**k, x * 2/pi mod 4 = m * T(k) from a 256-entry float64 table of T),
+within 1.6 ulp on the whole range, but 5-6x slower: the table lookups are vector gathers on
+every element. A kernel runs the fast ones and, if any float32 argument passed
+FAST_SIN_COS_LIMIT, runs again with the exact ones (codegen/llvm.py). sin/cos of +-inf and nan
+are nan.
 """
 
 from __future__ import annotations
@@ -33,6 +41,12 @@ MathFn = Callable[[ir.IRBuilder, V, str], V]
 
 # enough digits for three double-precision parts of pi/2
 _PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459230781640628621")
+
+
+# |x| below which the fast float32 sin/cos is within 1.6 ulp (past 2**22 * pi/2 it is
+# meaningless); a kernel with a larger argument reruns with sin_exact/cos_exact
+FAST_SIN_COS_LIMIT = 2.0**20
+EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact"}  # float32 only
 
 
 @dataclass(frozen=True)
@@ -252,8 +266,9 @@ def _log(e: _Emitter, x: V) -> V:
     return b.select(b.fcmp_unordered("<", x, e.c(0.0)), e.c(math.nan), y)  # x < 0 or nan
 
 
-def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int) -> V:
-    """sin(x + offset*pi/2) from the quadrant q = rint(x*2/pi) and r = x - q*pi/2."""
+def _cody_waite(e: _Emitter, x: V) -> tuple[V, V]:
+    """(r, q) with x = q*pi/2 + r, |r| <= pi/4: a three-part Cody-Waite subtraction, exact
+    while q*pi/2 needs no more bits than the parts hold (the float64 range in the docstring)."""
     b, fmt = e.b, e.fmt
     q, qi = e.round_to_int(x, 2 / math.pi)
     minus_q = b.fneg(q)
@@ -264,7 +279,69 @@ def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int) -> V:
     # the polynomials within [-1, 1]
     bound = e.c(1.6)
     r = b.select(b.fcmp_ordered(">", r, bound), bound, r)
-    r = b.select(e.lt(r, b.fneg(bound)), b.fneg(bound), r)
+    return b.select(e.lt(r, b.fneg(bound)), b.fneg(bound), r), qi
+
+
+def _two_over_pi_table(module: ir.Module) -> tuple[ir.GlobalVariable, ir.GlobalVariable]:
+    """For each float32 biased exponent k (subnormals use k = 1): T(k) = 2**(k-150) * 2/pi
+    mod 4, as a double T_hi and the double T_lo nearest to the rest, once per module."""
+    f64 = ir.DoubleType()
+    tables = []
+    for part in ("hi", "lo"):
+        name = f"backplan.math.two_over_pi_mod4.{part}"
+        existing = module.globals.get(name)
+        if existing is None:
+            values = []
+            for k in range(256):
+                t = Fraction(2) ** (max(k, 1) - 150) * 2 / _PI
+                t -= 4 * (t // 4)
+                hi = float(t)
+                values.append(hi if part == "hi" else float(t - Fraction(hi)))
+            existing = ir.GlobalVariable(module, ir.ArrayType(f64, 256), name)
+            existing.initializer = ir.Constant(ir.ArrayType(f64, 256), values)
+            existing.global_constant = True
+            existing.linkage = "internal"
+        tables.append(existing)
+    return tables[0], tables[1]
+
+
+def _float32_exact_reduction(e: _Emitter, x: V) -> tuple[V, V]:
+    """(r, q) with x = q*pi/2 + r, |r| <= pi/4, for every finite float32 x, in float64.
+
+    x = m * 2**(k-150) with a 24-bit integer m, so x * 2/pi = m * T(k) modulo 4 (a table by
+    exponent, ``_two_over_pi_table``, 106 bits of T). m * T_hi is p + pe exactly (one fma);
+    p mod 4 is exact; what is left, under 1 in size, holds about 80 bits, enough for the
+    float32 arguments nearest a multiple of pi/2.
+    """
+    b = e.b
+    f64, i32, i64 = ir.DoubleType(), ir.IntType(32), ir.IntType(64)
+    d = _Emitter(e.module, b, _FORMATS["float64"])
+    bits = e.bits(x)
+    k = b.and_(b.lshr(bits, i32(23)), i32(0xFF))
+    mantissa = b.and_(bits, i32(0x7FFFFF))
+    normal = b.icmp_unsigned("!=", k, i32(0))
+    m = b.or_(mantissa, b.select(normal, i32(1 << 23), i32(0)))
+    index = b.zext(b.select(normal, k, i32(1)), i64)
+    t_hi, t_lo = (b.load(b.gep(table, [i64(0), index], inbounds=True))
+                  for table in _two_over_pi_table(e.module))
+    md = d.intrinsic("llvm.copysign", b.uitofp(m, f64), b.fpext(x, f64))
+    p = b.fmul(md, t_hi)
+    pe = d.fma(md, t_hi, b.fneg(p))
+    p_mod4 = d.fma(d.intrinsic("llvm.rint", b.fmul(p, d.c(0.25))), d.c(-4.0), p)
+    q = d.intrinsic("llvm.rint", p_mod4)
+    f = b.fadd(b.fsub(p_mod4, q), d.fma(md, t_lo, pe))
+    r = b.fptrunc(b.fmul(f, d.c(math.pi / 2)), e.fmt.float)
+    # +-0 keeps its sign (the reduction yields +0 for both)
+    return b.select(b.fcmp_ordered("==", x, e.c(0.0)), x, r), b.fptosi(q, i32)
+
+
+def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) -> V:
+    """sin(x + offset*pi/2) from the quadrant q and r = x - q*pi/2 (``exact``: the float32
+    reduction for every finite x, else Cody-Waite's)."""
+    b, fmt = e.b, e.fmt
+    if exact and fmt.dtype != "float32":
+        raise TypeError(f"no exact sin/cos reduction for {fmt.dtype}")
+    r, qi = _float32_exact_reduction(e, x) if exact else _cody_waite(e, x)
     z = b.fmul(r, r)
     sin_r = e.fma(b.fmul(z, r), e.poly(z, _SIN_P[fmt.dtype]), r)
     half_z = b.fmul(e.c(0.5), z)
@@ -277,7 +354,8 @@ def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int) -> V:
     value = b.select(odd, cos_r, sin_r)
     # quadrants 2 and 3 negate: move bit 1 of the quadrant into the sign bit
     sign = b.shl(b.and_(quadrant, e.i(2)), e.i(fmt.int.width - 2))
-    return e.from_bits(b.xor(e.bits(value), sign))
+    value = e.from_bits(b.xor(e.bits(value), sign))
+    return b.select(e.is_nan(b.fsub(x, x)), e.c(math.nan), value)  # x is +-inf or nan
 
 
 def _tanh(e: _Emitter, x: V) -> V:
@@ -332,6 +410,8 @@ _BODIES: dict[str, Callable[[_Emitter, V], V]] = {
     "log": _log,
     "sin": partial(_sin_or_cos, quadrant_offset=0),
     "cos": partial(_sin_or_cos, quadrant_offset=1),
+    "sin_exact": partial(_sin_or_cos, quadrant_offset=0, exact=True),
+    "cos_exact": partial(_sin_or_cos, quadrant_offset=1, exact=True),
     "tanh": _tanh,
     "sigmoid": _sigmoid,
     "sqrt": _sqrt,

@@ -15,12 +15,15 @@ import re
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
+from codegen_testutil import build as build_kernels
+from codegen_testutil import run as run_kernel
 from llvmlite import ir
 
+from codegen import ir as K
 from codegen import jit
 from codegen.jit import optimize
 from codegen.llvm import for_range
-from codegen.llvm_math import declare_math
+from codegen.llvm_math import FAST_SIN_COS_LIMIT, declare_math
 
 I64 = ir.IntType(64)
 LLVM_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
@@ -111,8 +114,10 @@ def log_uniform(rng: np.random.Generator, lo: float, hi: float, n: int, dtype: t
     return x.astype(dtype)
 
 
-# documented accurate range of the sin/cos argument reduction
-SIN_COS_LIMIT = {"float32": 1e6, "float64": 1e14}
+# documented range of the sin/cos argument reduction (codegen/llvm_math.py): within MAX_ULP
+# below SIN_COS_LIMIT; then (band's upper bound, max ulp) up to where results are meaningless
+SIN_COS_LIMIT = {"float32": FAST_SIN_COS_LIMIT, "float64": 2.0**49}
+SIN_COS_BANDS = {"float32": [], "float64": [(2.0**50, 6.0), (2.0**51, 60.0)]}
 
 
 def inputs(op: str, dtype: type) -> np.ndarray:
@@ -171,12 +176,77 @@ def test_module_verifies(op: str, dtype: type) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("op", ["sin", "cos"])
+def test_sin_cos_degrade_as_documented_past_the_accurate_range(op: str, dtype: type) -> None:
+    name = np.dtype(dtype).name
+    lower = SIN_COS_LIMIT[name]
+    rng = np.random.default_rng(2)
+    for upper, max_ulp in SIN_COS_BANDS[name]:
+        x = rng.uniform(lower, upper, 100_000).astype(dtype)
+        x = x[np.abs(x) < upper]  # rounding to dtype may reach the bound
+        err = ulp_error(run(op, x), x, op)
+        worst = int(np.argmax(err))
+        assert err[worst] <= max_ulp, f"{op} {name}: {err[worst]:.2f} ulp at x={x[worst]!r}"
+        lower = upper
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op", ["sin", "cos"])
 def test_sin_cos_beyond_the_reduction_range_stay_bounded(op: str, dtype: type) -> None:
     info = np.finfo(dtype)
     x = np.concatenate([log_uniform(np.random.default_rng(1), 1e6, float(info.max), 10_000,
                                     dtype), [info.max, -info.max]]).astype(dtype)
     assert np.all(np.abs(run(op, x)) <= 1)
     assert np.all(np.isnan(run(op, np.array([np.inf, -np.inf, np.nan], dtype=dtype))))
+
+
+def large_arguments(n: int) -> np.ndarray:
+    """float32 values across the whole finite range, the ones the brief names, and the float32
+    nearest a multiple of pi/2 (16367173 * 2**72: cos is -1.6e-9 there)."""
+    rng = np.random.default_rng(3)
+    info = np.finfo(np.float32)
+    named = [1e7, 1e10, 1e30, 3e38, info.max, 16367173 * 2.0**72, FAST_SIN_COS_LIMIT,
+             np.nextafter(np.float32(FAST_SIN_COS_LIMIT), np.float32(np.inf)), 6588397.0]
+    return np.concatenate([named, np.negative(named), special_values(np.float32),
+                           log_uniform(rng, float(info.smallest_subnormal), float(info.max), n,
+                                       np.float32),
+                           log_uniform(rng, 1e6, float(info.max), n, np.float32)]
+                          ).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_exact_sin_cos_float32_on_the_whole_finite_range(op: str) -> None:
+    x = large_arguments(200_000)
+    err = ulp_error(run(f"{op}_exact", x), x, op)
+    worst = int(np.argmax(err))
+    assert err[worst] <= MAX_ULP[op], f"{op}_exact: {err[worst]:.2f} ulp at x={x[worst]!r}"
+
+
+def test_kernels_rerun_large_float32_sin_cos_arguments_exactly() -> None:
+    """A kernel's fast sin/cos hand over to the exact ones once an argument passes
+    FAST_SIN_COS_LIMIT: element outputs, row sums, an accumulated column sum, and an
+    in-place kernel (exact only), at any thread split, as numpy in float64 gives."""
+    f = "float32"
+    x = np.empty((64, 64), np.float32)
+    x[:40] = np.random.default_rng(4).uniform(-10, 10, (40, 64))  # a chunk with no rerun
+    x[40:] = large_arguments(1_000)[: 24 * 64].reshape(24, 64)
+    exprs = (K.Load(0), K.Unary("sin", 0, f), K.Unary("cos", 0, f), K.Binary("add", 1, 2, f),
+             K.Reduce("sum", 3, f))
+    k = K.Kernel("sincos", x.shape, 1, (K.Input("x", f, (64, 1)),), exprs,
+                 (K.Output("y", 3, f), K.Output("rows", 4, f), K.Output("cols", 3, f, "sum")))
+    in_place = K.Kernel("sin_in_place", x.shape, 0, (K.Input("x", f, (64, 1)),),
+                        (K.Load(0), K.Unary("sin", 0, f)), (K.Output("x", 1, f, into=0),))
+    cm = build_kernels([k, in_place])
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # sin/cos of +-inf
+        y = (np.sin(x64).astype(f) + np.cos(x64).astype(f)).astype(np.float64)
+    for threads in (1, 2, 3):
+        got_y, rows, cols = run_kernel(cm, k, [x], threads=threads)
+        np.testing.assert_allclose(got_y, y, rtol=0, atol=3e-7)
+        np.testing.assert_allclose(rows, y.sum(axis=1), rtol=0, atol=64 * 3e-7)
+        np.testing.assert_allclose(cols, y.sum(axis=0), rtol=0, atol=64 * 3e-7)
+    inout = x.copy()
+    cm.run(in_place, [inout], [inout])
+    assert ulp_error(inout.reshape(-1), x.reshape(-1), "sin").max() <= MAX_ULP["sin"]
 
 
 def test_exp_float32_loop_is_vectorized_without_libm_calls() -> None:
