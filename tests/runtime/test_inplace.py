@@ -446,7 +446,7 @@ def test_inplace_on_expanded_tensor_raises():
     with pytest.raises(
         RuntimeError,
         match="unsupported operation: more than one element of the written-to tensor refers to a "
-        "single memory location. Please clone\(\) the tensor before performing the operation.",
+        r"single memory location. Please clone\(\) the tensor before performing the operation.",
     ):
         e.add_(1.0)
 
