@@ -65,10 +65,13 @@ def edge_rows(dtype: str, cols: int) -> np.ndarray:
 
 
 def row_sum_division(rows: int, cols: int, dtype: str) -> K.Kernel:
-    """y = x / sum(x) per row; the row sum is an output too, so numpy divides by the same sum."""
-    exprs = (K.Load(0), K.Reduce("sum", 0, dtype), K.Binary("div", 0, 1, dtype))
+    """y = x / sum(x) per row, and sum(y): the loop dividing also feeds a reduction. The row
+    sum is an output too, so numpy divides by the same sum."""
+    exprs = (K.Load(0), K.Reduce("sum", 0, dtype), K.Binary("div", 0, 1, dtype),
+             K.Reduce("sum", 2, dtype))
     return K.Kernel("row_div", (rows, cols), 1, (K.Input("x", dtype, (cols, 1)),), exprs,
-                    (K.Output("y", 2, dtype), K.Output("total", 1, dtype)))
+                    (K.Output("y", 2, dtype), K.Output("total", 1, dtype),
+                     K.Output("y_total", 3, dtype)))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
@@ -77,17 +80,19 @@ def test_division_by_a_row_sum_is_within_an_ulp(dtype: str, cols: int) -> None:
     x = edge_rows(dtype, cols)
     k = row_sum_division(len(x), cols, dtype)
     with np.errstate(over="ignore"):
-        y, total = run(build([k]), k, [x])
+        y, total, y_total = run(build([k]), k, [x])
         np.testing.assert_array_equal(total, x.sum(axis=1))  # exact sums, inf for the last
     with np.errstate(divide="ignore", invalid="ignore"):
-        assert_within_an_ulp(y, x / total[:, None])
+        want = x / total[:, None]
+        assert_within_an_ulp(y, want)
+        np.testing.assert_allclose(y_total, want.sum(axis=1), rtol=1e-6)
     assert (y[-5:-2, 1] == 1).all()  # lone values divided by themselves
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_division_by_a_per_row_input_is_within_an_ulp(dtype: str) -> None:
-    """An elementwise kernel (no reduction) dividing by a (rows, 1) input: mixing rows with
-    and without a normal reciprocal, so each row picks its own way of dividing."""
+    """An elementwise kernel (no reduction) dividing by two (rows, 1) inputs in one loop:
+    rows where both, one or neither has a normal reciprocal, so each row picks its loop."""
     info = np.finfo(dtype)
     c = np.array([info.smallest_subnormal, 1.5, info.tiny / 3, 3.0, -info.max / 3,
                   info.max, 0.0, np.inf, -np.inf, np.nan, 7 * info.smallest_subnormal],
@@ -96,14 +101,17 @@ def test_division_by_a_per_row_input_is_within_an_ulp(dtype: str) -> None:
                           np.inf, 1 / 3, 1e10, -7.0, 2.0, 0.1, 3.0], dtype), (len(c), 1))
     x[:, 0] = c[:, 0]
     domain = x.shape
+    c2 = np.roll(c, 3)
     k = K.Kernel("per_row_div", domain, 0,
-                 (K.Input("x", dtype, broadcast_strides(x.shape, domain)),
-                  K.Input("c", dtype, broadcast_strides(c.shape, domain))),
-                 (K.Load(0), K.Load(1), K.Binary("div", 0, 1, dtype)),
-                 (K.Output("y", 2, dtype),))
-    (y,) = run(build([k]), k, [x, c])
+                 tuple(K.Input(name, dtype, broadcast_strides(a.shape, domain))
+                       for name, a in (("x", x), ("c", c), ("c2", c2))),
+                 (K.Load(0), K.Load(1), K.Load(2), K.Binary("div", 0, 1, dtype),
+                  K.Binary("div", 0, 2, dtype)),
+                 (K.Output("y", 3, dtype), K.Output("y2", 4, dtype)))
+    y, y2 = run(build([k]), k, [x, c, c2])
     with np.errstate(all="ignore"):
         assert_within_an_ulp(y, x / c)
+        assert_within_an_ulp(y2, x / c2)
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
