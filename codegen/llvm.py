@@ -296,7 +296,10 @@ class _KernelEmitter:
         # subnormal c and is a subnormal, short of precision, for the largest c. A constant's
         # reciprocal is checked here (a constant failing it is divided by); a row value's,
         # per row: a loop multiplying by it runs only for rows where all its reciprocals are
-        # normal, the same loop dividing runs for the others (``_emit_stage_loop``).
+        # normal, the same loop dividing runs for the others (``_emit_stage_loop``). On the
+        # eltwise workload's kernel, (512, 2048) float32 on one thread, a call took 1.62 ms
+        # dividing throughout, 1.49 multiplying throughout and 1.46 choosing per row (which
+        # compiles in 0.25 s, not 0.18: the loop is emitted twice).
         self.recip_of = {e.b for i, e in enumerate(kernel.exprs)
                          if isinstance(e, kir.Binary) and e.op == "div" and self.per_element[i]
                          and not self.per_element[e.b]
