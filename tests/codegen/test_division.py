@@ -115,6 +115,24 @@ def test_division_by_a_per_row_input_is_within_an_ulp(dtype: str) -> None:
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
+def test_division_of_random_bit_patterns_is_within_an_ulp(dtype: str) -> None:
+    """Dividends and per-row divisors drawn uniformly from all bit patterns: every exponent,
+    subnormals, infs and nans alike."""
+    bits = {"float32": np.uint32, "float64": np.uint64}[dtype]
+    rng = np.random.default_rng(2)
+    x, c = (rng.integers(0, np.iinfo(bits).max, shape, dtype=bits, endpoint=True).view(dtype)
+            for shape in ((512, 33), (512, 1)))
+    k = K.Kernel("random_div", x.shape, 0,
+                 tuple(K.Input(name, dtype, broadcast_strides(a.shape, x.shape))
+                       for name, a in (("x", x), ("c", c))),
+                 (K.Load(0), K.Load(1), K.Binary("div", 0, 1, dtype)),
+                 (K.Output("y", 2, dtype),))
+    (y,) = run(build([k]), k, [x, c])
+    with np.errstate(all="ignore"):
+        assert_within_an_ulp(y, x / c)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
 def test_division_by_constants_is_within_an_ulp(dtype: str) -> None:
     info = np.finfo(dtype)
     divisors = [info.smallest_subnormal, info.tiny / 2, 3.0, info.max, -info.max / 5, 0.1]
