@@ -28,7 +28,11 @@ def ulps_apart(got: np.ndarray, want: np.ndarray) -> np.ndarray:
         i = a.view(bits).astype(np.int64)
         return np.where(i < 0, np.iinfo(bits).min - i, i)
 
-    apart = np.abs(ordered(got) - ordered(want))
+    a, b = ordered(got), ordered(want)
+    far = np.iinfo(np.int64).max
+    # apart on opposite sides of zero, the distance (|a| + |b|) may pass int64's range: saturate
+    across = np.where(np.abs(a) > far - np.abs(b), far, np.abs(a) + np.abs(b))
+    apart = np.where((a < 0) == (b < 0), np.abs(a - b), across)
     both_nan, one_nan = np.isnan(got) & np.isnan(want), np.isnan(got) != np.isnan(want)
     return np.where(both_nan, 0, np.where(one_nan, np.iinfo(np.int64).max, apart))
 
