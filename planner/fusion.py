@@ -167,8 +167,13 @@ def segments(plan: Plan) -> list[Segment]:
     layer_norm: one kernel instead of a pass per op). Segments too small to pay for a kernel
     call are dropped, and the rest regrouped without them, so no kernel ever reads a value
     that a dropped segment's step would compute after it."""
-    worth = [s for s in _group(plan, None) if len(s.steps) > 1 and (
-        math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL)]
+    grouped = [s for s in _group(plan, None) if len(s.steps) > 1]
+    worth = [s for s in grouped
+             if math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL]
+    if len(worth) == len(grouped):
+        # only lone steps dropped: no step joined them, so grouping again without them
+        # would give the same segments
+        return worth
     allowed = {step.out for seg in worth for step in seg.steps}
     return [s for s in _group(plan, allowed) if len(s.steps) > 1]
 
@@ -353,10 +358,10 @@ def _join_reduction(step: PlanStep, member: dict[int, Segment],
         return seg
     if shapes[src] != seg.shape or seg.perm is not None:
         return None
-    if axes == tuple(range(nd - k, nd)) and k < nd or k == nd == seg.n_reduce \
+    if (axes == tuple(range(nd - k, nd)) and k < nd) or k == nd == seg.n_reduce \
             or k == nd == 1:
         # trailing axes: one value per row
-        if seg.n_reduce not in (0, k) or seg.n_reduce == 0 and seg.inner not in (None, k):
+        if seg.n_reduce not in (0, k) or (seg.n_reduce == 0 and seg.inner not in (None, k)):
             return None
         seg.n_reduce = k
         seg.reduced.add(step.out)
@@ -494,7 +499,7 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PlanStep, x: int,
     dtype = step.dtype.name
     (_, src), = step.args
     nd, axes = len(seg.shape), tuple(step.attrs["axes"])
-    if step.out not in seg.accumulated or src not in seg.reduced and len(axes) == nd:
+    if step.out not in seg.accumulated or (src not in seg.reduced and len(axes) == nd):
         x = kb.reduce(REDUCTIONS[step.op], x, dtype)  # over the row's axes
     if step.op == "mean":
         count = math.prod(shapes[src][a] for a in axes)
