@@ -16,7 +16,7 @@ import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from planner import fusion
 from planner.fusion import REDUCTIONS, segments
-from tests.planner.test_random_programs import make_leaves, make_step, programs
+from tests.planner.test_random_programs import Program, assert_backends_match_eager, programs
 
 
 @pytest.fixture(autouse=True)
@@ -112,22 +112,10 @@ def test_kernels_run_after_every_value_they_read(name: str) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_random_programs_fused_at_every_size(program: Any) -> None:
-    shapes, ops, seed = program
-    eager_leaves, fused_leaves = make_leaves(shapes, seed)
+def test_random_programs_fused_at_every_size(program: Program) -> None:
     with mock.patch.object(fusion, "MIN_ELEMENTS", 1), \
             mock.patch.object(fusion, "MIN_STEPS_WHEN_SMALL", 2):
-        fused = planner.compile(make_step(ops), backend="llvm", fullgraph=True)
-        for _ in range(2):
-            expected = make_step(ops)(*eager_leaves)
-            got = fused(*fused_leaves)
-            np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-5,
-                                       atol=1e-6, err_msg=f"{shapes} {ops}")
-            for ge, gf in zip(eager_leaves, fused_leaves, strict=True):
-                assert (gf.grad is None) == (ge.grad is None)
-                if ge.grad is not None:
-                    np.testing.assert_allclose(gf.grad.numpy(), ge.grad.numpy(), rtol=1e-5,
-                                               atol=1e-5, err_msg=f"{shapes} {ops}")
+        assert_backends_match_eager(program, ("llvm",), atol=1e-5)
 
 
 def _backends_agree(f: Any, *arrays: np.ndarray) -> Any:
