@@ -439,7 +439,7 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
     for m in (m.out for m in seg.steps if m.out in used_after):
         b, value, acc, shape = m, inside[m], seg.accumulated.get(m), shapes[m]
         grain = kir.output_shape(probe, kir.Output("", value, dtypes[m], acc))
-        if math.prod(grain) != math.prod(shape):
+        if math.prod(grain) < math.prod(shape):
             # constant along the axes the kernel does not write it over (a constant broadcast
             # over the rows, a column sum of per-row values): written once per row, or once
             shape = seg.row_shape(True) if acc is None else ()
