@@ -14,7 +14,9 @@ steps of the interpreter.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,8 +167,13 @@ def segments(plan: Plan) -> list[Segment]:
     layer_norm: one kernel instead of a pass per op). Segments too small to pay for a kernel
     call are dropped, and the rest regrouped without them, so no kernel ever reads a value
     that a dropped segment's step would compute after it."""
-    worth = [s for s in _group(plan, None) if len(s.steps) > 1 and (
-        math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL)]
+    grouped = [s for s in _group(plan, None) if len(s.steps) > 1]
+    worth = [s for s in grouped
+             if math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL]
+    if len(worth) == len(grouped):
+        # only lone steps dropped: no step joined them, so grouping again without them
+        # would give the same segments
+        return worth
     allowed = {step.out for seg in worth for step in seg.steps}
     return [s for s in _group(plan, allowed) if len(s.steps) > 1]
 
@@ -351,10 +358,10 @@ def _join_reduction(step: PlanStep, member: dict[int, Segment],
         return seg
     if shapes[src] != seg.shape or seg.perm is not None:
         return None
-    if axes == tuple(range(nd - k, nd)) and k < nd or k == nd == seg.n_reduce \
+    if (axes == tuple(range(nd - k, nd)) and k < nd) or k == nd == seg.n_reduce \
             or k == nd == 1:
         # trailing axes: one value per row
-        if seg.n_reduce not in (0, k) or seg.n_reduce == 0 and seg.inner not in (None, k):
+        if seg.n_reduce not in (0, k) or (seg.n_reduce == 0 and seg.inner not in (None, k)):
             return None
         seg.n_reduce = k
         seg.reduced.add(step.out)
@@ -373,19 +380,32 @@ def _join_reduction(step: PlanStep, member: dict[int, Segment],
     return None
 
 
-def lower_segment(seg: Segment, name: str, used_after: set[int],
-                  dtypes: dict[int, str], shapes: dict[int, tuple[int, ...]]
-                  ) -> tuple[kir.Kernel, list[int], list[int], dict[int, int]]:
-    """The segment as a kernel; returns it with its input and output buffers, and the
-    expands of row values used after it: ``{expand's buffer: row value's buffer}``. Inside
-    the kernel such an expand is the row value itself; after it, it stays a numpy view of
-    the row value's output (a kernel writes per-row values once per row)."""
+@dataclass
+class LoweredSegment:
+    """A segment as a kernel: it reads plan buffers ``inputs`` and writes ``outputs`` (of plan
+    shapes ``out_shapes``). The kernel writes a value only as finely as it varies
+    (``kir.output_shape``): once per row if it is constant along the rows (an expand of a row
+    value, a constant broadcast over the rows), once in all if it is also summed over the
+    rows. ``views`` maps each member used after the kernel whose shape is finer than that to
+    the buffer the kernel writes its value to (of the keepdim row shape, or ``()``); after the
+    kernel the member is an expand (a numpy view) of that buffer."""
+
+    kernel: kir.Kernel
+    inputs: list[int]
+    outputs: list[int]
+    out_shapes: list[tuple[int, ...]]
+    views: dict[int, int]
+
+
+def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[int, str],
+                  shapes: dict[int, tuple[int, ...]], fresh: Iterator[int]) -> LoweredSegment:
+    """The segment as a kernel; ``fresh`` gives unused buffer ids for the buffers of
+    ``LoweredSegment.views`` that no member holds."""
     kb = KernelBuilder()
     inside: dict[int, int] = {}
     inputs: list[kir.Input] = []
     input_bufs: list[int] = []
     nd = len(seg.shape)
-    row_views: dict[int, int] = {}
     for step in seg.steps:
         args = []
         for kind, v in step.args:
@@ -403,42 +423,62 @@ def lower_segment(seg: Segment, name: str, used_after: set[int],
             inside[step.out] = _lower_reduction(kb, seg, step, args[0][1], shapes)
         elif step.op == "reshape":  # between a row value's two shapes: the same value
             inside[step.out] = args[0][1]
-        elif step.op == "expand" and step.args[0][1] in seg.reduced:
-            inside[step.out] = args[0][1]
-            if step.out in used_after:
-                row_views[step.out] = step.args[0][1]
         else:
             prim = REGISTRY[step.op]
             inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
-    outputs = [s.out for s in seg.steps if s.out in used_after and s.out not in row_views]
-    outputs += [b for b in dict.fromkeys(row_views.values()) if b not in outputs]
+    probe = kir.Kernel(name, seg.shape, seg.n_reduce, tuple(inputs), tuple(kb.exprs), ())
+    varies = kir.per_element(probe)
+    # the buffer holding each (value, accumulate op) the kernel writes: a member of the
+    # value's shape as the kernel writes it, or a fresh one
+    held: dict[tuple[int, str | None], int] = {}
+    for m in seg.steps:
+        if m.out in seg.reduced and shapes[m.out] == seg.row_shape(True):
+            held.setdefault((inside[m.out], None), m.out)
+    written: dict[int, tuple[int, str | None, str, tuple[int, ...]]] = {}
+    views: dict[int, int] = {}
+    for m in (m.out for m in seg.steps if m.out in used_after):
+        b, value, acc, shape = m, inside[m], seg.accumulated.get(m), shapes[m]
+        grain = kir.output_shape(probe, kir.Output("", value, dtypes[m], acc))
+        if math.prod(grain) < math.prod(shape):
+            # constant along the axes the kernel does not write it over (a constant broadcast
+            # over the rows, a column sum of per-row values): written once per row, or once
+            shape = seg.row_shape(True) if acc is None else ()
+            if (value, acc) not in held:
+                held[value, acc] = next(fresh)
+            b = views[m] = held[value, acc]
+        written.setdefault(b, (value, acc, dtypes[m], shape))
+    outputs = list(written)
     domain = seg.shape
-    accumulate = {b: seg.accumulated.get(b) for b in outputs}
+    accumulate = {b: written[b][1] for b in outputs}
     if seg.n_reduce == 0 and seg.inner is None:
         domain, inputs = _rows_of(domain, inputs)
-    elif _splittable_reduction(seg, kb.exprs, [inside[b] for b in outputs]):
+    elif _splittable_reduction(seg, kb.exprs, varies, [written[b][0] for b in outputs]):
         # a whole-vector reduction only read as a result: sums of rows, accumulated over the
         # rows, so the vector splits across threads
         domain, inputs = _rows_of(domain, inputs)
         if domain != seg.shape:
-            accumulate = {b: _reduce_op(kb.exprs[inside[b]], accumulate[b]) for b in outputs}
+            accumulate = {b: _reduce_op(kb.exprs[written[b][0]], accumulate[b])
+                          for b in outputs}
     kernel = kir.Kernel(
         name, domain, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
-        tuple(kir.Output(f"out{i}", inside[b], dtypes[b], accumulate[b])
+        tuple(kir.Output(f"out{i}", written[b][0], written[b][2], accumulate[b])
               for i, b in enumerate(outputs)))
     assert domain != seg.shape or kernel.inner_shape == seg.shape[nd - seg.n_inner:]
     kir.validate(kernel)
-    return kernel, input_bufs, outputs, row_views
+    return LoweredSegment(kernel, input_bufs, outputs, [written[b][3] for b in outputs], views)
 
 
-def _splittable_reduction(seg: Segment, exprs: list[kir.Expr], out_values: list[int]) -> bool:
-    """A 1-D segment reduced whole whose reductions no expr reads (only outputs do)."""
+def _splittable_reduction(seg: Segment, exprs: list[kir.Expr], varies: list[bool],
+                          out_values: list[int]) -> bool:
+    """A 1-D segment reduced whole whose reductions no expr reads and whose outputs are its
+    reductions or per-element values: cut into rows, a reduction becomes row sums accumulated
+    over the rows, and a per-element value stays one, but a value constant along the vector
+    (written once per row) would be written once per cut row instead of once."""
     if len(seg.shape) != 1 or seg.n_reduce != 1 or seg.accumulated or seg.perm is not None:
         return False
     read = {j for e in exprs for j in kir.operands(e)}
     reduces = {i for i, e in enumerate(exprs) if isinstance(e, kir.Reduce)}
-    return not reduces & read and all(
-        isinstance(exprs[v], kir.Reduce) or v not in reduces for v in out_values)
+    return not reduces & read and all(v in reduces or varies[v] for v in out_values)
 
 
 def _reduce_op(expr: kir.Expr, accumulate: str | None) -> str | None:
@@ -459,7 +499,7 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PlanStep, x: int,
     dtype = step.dtype.name
     (_, src), = step.args
     nd, axes = len(seg.shape), tuple(step.attrs["axes"])
-    if step.out not in seg.accumulated or src not in seg.reduced and len(axes) == nd:
+    if step.out not in seg.accumulated or (src not in seg.reduced and len(axes) == nd):
         x = kb.reduce(REDUCTIONS[step.op], x, dtype)  # over the row's axes
     if step.op == "mean":
         count = math.prod(shapes[src][a] for a in axes)
@@ -536,6 +576,9 @@ def fuse(plan: Plan) -> Plan:
             if kind == "buf" and v in seg_of and seg_of.get(step.out) is not seg_of[v]:
                 used_after.add(v)
     reads_after = _readers(plan)
+    # ids for row buffers no step of the plan holds (LoweredSegment.views)
+    fresh = itertools.count(max(plan.graph.graph.get("next_id", 0),
+                                max(s.out for s in plan.steps) + 1))
     steps: list[PlanStep] = []
     kernels: list[kir.Kernel] = []
     placed: set[int] = set()
@@ -548,8 +591,8 @@ def fuse(plan: Plan) -> Plan:
         if id(seg) in placed:
             continue
         placed.add(id(seg))
-        kernel, ins, outs, row_views = lower_segment(seg, f"k{len(kernels)}", used_after,
-                                                     dtypes, shapes)
+        low = lower_segment(seg, f"k{len(kernels)}", used_after, dtypes, shapes, fresh)
+        kernel, ins, outs = low.kernel, low.inputs, low.outputs
         commit = _commit_input(plan, kernel, ins, outs, seg, used_after, reads_after)
         if commit is not None:
             kernel = dataclasses.replace(kernel, outputs=(
@@ -560,15 +603,15 @@ def fuse(plan: Plan) -> Plan:
                               [("buf", b) for b in ins],
                               {"kernel": kernel, "outs": outs, "fused": len(seg.steps),
                                "commit": commit,
-                               "out_specs": [(kir.output_shape(kernel, o), o.dtype,
-                                              shapes[b])
-                                             for o, b in zip(kernel.outputs, outs)]},
+                               "out_specs": [(kir.output_shape(kernel, o), o.dtype, shape)
+                                             for o, shape in zip(kernel.outputs,
+                                                                 low.out_shapes)]},
                               seg.shape, last.dtype, last.device, last.phase))
         by_out = {m.out: m for m in seg.steps}
-        for view, row in row_views.items():
+        for view, row in low.views.items():
             m = by_out[view]
-            steps.append(PlanStep(view, "expand", [("buf", row)], m.attrs, m.shape, m.dtype,
-                                  m.device, m.phase))
+            steps.append(PlanStep(view, "expand", [("buf", row)], {"shape": m.shape},
+                                  m.shape, m.dtype, m.device, m.phase))
     fused = Plan(steps, plan.inputs, plan.reads, plan.consts, plan.rands, plan.writes,
                  plan.returns, plan.slots, plan.graph, dict(plan.stats), plan.device)
     _liveness(fused, needed)

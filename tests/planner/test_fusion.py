@@ -16,7 +16,7 @@ import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from planner import fusion
 from planner.fusion import REDUCTIONS, segments
-from tests.planner.test_random_programs import make_leaves, make_step, programs
+from tests.planner.test_random_programs import Program, assert_backends_match_eager, programs
 
 
 @pytest.fixture(autouse=True)
@@ -112,22 +112,69 @@ def test_kernels_run_after_every_value_they_read(name: str) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
-def test_random_programs_fused_at_every_size(program: Any) -> None:
-    shapes, ops, seed = program
-    eager_leaves, fused_leaves = make_leaves(shapes, seed)
+def test_random_programs_fused_at_every_size(program: Program) -> None:
     with mock.patch.object(fusion, "MIN_ELEMENTS", 1), \
             mock.patch.object(fusion, "MIN_STEPS_WHEN_SMALL", 2):
-        fused = planner.compile(make_step(ops), backend="llvm", fullgraph=True)
-        for _ in range(2):
-            expected = make_step(ops)(*eager_leaves)
-            got = fused(*fused_leaves)
-            np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-5,
-                                       atol=1e-6, err_msg=f"{shapes} {ops}")
-            for ge, gf in zip(eager_leaves, fused_leaves, strict=True):
-                assert (gf.grad is None) == (ge.grad is None)
-                if ge.grad is not None:
-                    np.testing.assert_allclose(gf.grad.numpy(), ge.grad.numpy(), rtol=1e-5,
-                                               atol=1e-5, err_msg=f"{shapes} {ops}")
+        assert_backends_match_eager(program, ("llvm",), atol=1e-5)
+
+
+def _backends_agree(f: Any, *arrays: np.ndarray) -> Any:
+    """f's results (a tensor or a tuple of them) eager, interpreted and fused agree; returns
+    the fused step."""
+    results, step = [], None
+    for backend in (None, "interpreter", "llvm"):
+        args = [rt.tensor(a, requires_grad=True) for a in arrays]
+        fn = f if backend is None else planner.compile(f, backend=backend, fullgraph=True)
+        out = fn(*args)
+        results.append([t.detach().numpy() for t in (out if isinstance(out, tuple) else (out,))])
+        step = fn
+    for got in results[1:]:
+        for g, want in zip(got, results[0], strict=True):
+            assert g.shape == want.shape
+            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+    return step
+
+
+@pytest.mark.parametrize("rows", [511, 512, 1024])
+def test_values_constant_along_rows_are_expanded_from_per_row_outputs(rows: int) -> None:
+    """The issue's program: x's gradient holds a ones-constant expanded to x's shape (too big
+    to fold from 342 rows on), fused into the row-sum kernel as a sibling. The kernel writes a
+    value constant along the rows once per row; the plan has it as an expand of that output
+    (it was reshaped to x's shape: "cannot reshape array of size 512 into shape (512,3)")."""
+    def f(x: Any, w: Any) -> Any:
+        return rt.autograd.grad((x.sum(-1, keepdim=True) * x * w.reshape(-1, 1)).sum(), [x])[0]
+
+    rng = np.random.default_rng(rows)
+    step = _backends_agree(f, rng.standard_normal((rows, 3)).astype(np.float32),
+                           rng.standard_normal(rows).astype(np.float32))
+    kernels = [s for s in step.plan.steps if s.op == "kernel"]
+    row_outs = {o for k in kernels for o, (shape, _, plan_shape) in zip(
+        k.attrs["outs"], k.attrs["out_specs"]) if plan_shape == (rows, 1)}
+    assert any(s.op == "expand" and s.args[0][1] in row_outs for s in step.plan.steps)
+
+
+def test_column_sums_of_per_row_values_are_expanded_from_one_sum() -> None:
+    """x / q with x (1, 1000) and q (804, 1): x's gradient sums 1 / q over the rows, a column
+    sum of per-row values, which the kernel accumulates once, not per column ("cannot
+    reshape array of size 1 into shape (1000,)")."""
+    def f(x: Any, q: Any) -> Any:
+        return rt.autograd.grad(x.sin().sum() + (x / q).mean(), [x, q])
+
+    rng = np.random.default_rng(0)
+    _backends_agree(f, rng.standard_normal((1, 1000)).astype(np.float32),
+                    (rng.random((804, 1)) + 1).astype(np.float32))
+
+
+@pytest.mark.parametrize("n", [fusion.ROW + 7, 2 * fusion.ROW, 3 * fusion.ROW])
+def test_whole_vector_sums_split_into_rows_only_when_every_output_splits(n: int) -> None:
+    """A whole-vector sum cut into rows for threads writes its other outputs per cut row: a
+    value constant along the vector (x.sum()'s gradient, a ones-constant) would come out once
+    per row ("cannot reshape array of size 2 into shape (8192,)"), so it keeps the vector
+    whole."""
+    def f(x: Any) -> Any:
+        return x.sin().sum(), rt.autograd.grad(x.sum(), [x])[0] * 2.0
+
+    _backends_agree(f, np.random.default_rng(n).standard_normal(n).astype(np.float32))
 
 
 def test_fusion_decisions_are_explained() -> None:
