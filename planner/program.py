@@ -721,6 +721,7 @@ def _emit_scatter(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
     shape, dtype = src.name(f"shape{n}", s.attrs["shape"]), src.name(f"t{n}", s.dtype.np)
     src.line(f"{out} = {src.name('zeros', np.zeros)}({shape}, dtype={dtype})")
     src.line(f"{src.name('add_at', _ADD_AT)}({out}, ({items},), {src.buf(g)})")
+    return True
 
 
 def _key_items(src: _Source, s: Any, key: tuple[Any, ...], idx: list[int]) -> list[str]:

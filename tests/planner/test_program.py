@@ -295,3 +295,22 @@ def test_plan_text_never_reaches_the_generated_source(field: str, tmp_path: Any)
     finally:
         REGISTRY.pop(code, None)
     assert not canary.exists()
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+@pytest.mark.parametrize("name", ["mlp_small", "partial"])
+def test_each_step_is_computed_once(name: str, backend: str) -> None:
+    # a fast path that emitted its numpy calls but fell through to the generic impl as well
+    # computed index_backward twice (the result was right, the step half again as slow)
+    w = WORKLOADS[name]
+    case = w.build(rt, w.make_arrays(0))
+    step = planner.compile(case.fn, backend=backend)
+    step(*case.args)
+    plan = next(iter(step._cache.values())).bindings[0].plan
+    source = program_for(plan).source
+    top = [line.split(" = ")[0] for line in source.splitlines()
+           if line.startswith("    b") and not line.startswith("     ")]
+    assert top, source
+    assert len(top) == len(set(top)), [b for b in set(top) if top.count(b) > 1]
+    assert any(s.op == "index_backward" for s in plan.steps)
+    assert "_add_at(" in source and "_f_index_backward(" not in source
