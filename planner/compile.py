@@ -16,6 +16,7 @@ from __future__ import annotations
 import _signal
 import functools
 import logging
+import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -227,7 +228,7 @@ class CompiledStep:
     """What ``planner.compile(fn)`` returns: call it like ``fn``."""
 
     def __init__(self, fn: Callable[..., Any], backend: str = "auto", device: str | None = None,
-                 workers: int | None = None, cache_dir: str | None = None,
+                 workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None
                  ) -> None:
         if backend not in BACKENDS:
@@ -235,6 +236,9 @@ class CompiledStep:
                              f"{', '.join(BACKENDS)}")
         if workers is not None and (not isinstance(workers, int) or workers < 1):
             raise ValueError(f"planner.compile: workers must be a positive int, got {workers!r}")
+        if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
+            raise TypeError(f"planner.compile: cache_dir must be a path, got "
+                            f"{type(cache_dir).__name__}")
         if lock is not None and not (hasattr(lock, "__enter__") and hasattr(lock, "__exit__")):
             raise TypeError(f"planner.compile: lock must be a lock such as threading.RLock(), "
                             f"got {type(lock).__name__}")
@@ -367,7 +371,7 @@ class CompiledStep:
         try:
             fused = fuse(plan)
             if fused.kernels:
-                fused._module()
+                fused._module(self.cache_dir)
             return fused
         except Exception as exc:
             if self.backend == "llvm":
@@ -640,9 +644,14 @@ def _rebuild(template: Any) -> Any:
 
 
 def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # noqa: A001
-            device: str | None = None, workers: int | None = None, cache_dir: str | None = None,
+            device: str | None = None, workers: int | None = None,
+            cache_dir: str | os.PathLike[str] | None = None,
             fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None) -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
+
+    ``cache_dir``: where compiled kernels are looked up and stored on disk (default
+    ``$BACKPLAN_CACHE_DIR``, else ``~/.cache/backplan``; see codegen.cache). ``workers``
+    is validated but not used yet: a plan runs on the calling thread.
 
     Calls of one compiled step run one at a time, whatever thread makes them (``step.lock``).
     Different steps that update or read the same parameters or optimizer from several

@@ -9,6 +9,7 @@ for any segment codegen cannot lower. It runs the steps as one generated Python 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,14 +145,16 @@ class Plan:
         cache[id(step)] = (step, call)
         return call
 
-    def _module(self) -> Any:
-        """The compiled module of every kernel of this plan (built on first use, cached)."""
+    def _module(self, cache_dir: str | os.PathLike[str] | None = None) -> Any:
+        """The compiled module of every kernel of this plan (built on first use, cached), from
+        and into the compiled-code cache ``cache_dir`` (``codegen.cache.cache_dir()`` if None)
+        on that first use."""
         module = self.__dict__.get("_module_cache")
         if module is None:
             from codegen.cache import get_compiled
 
             kernels = [s.attrs["kernel"] for s in self.steps if s.op == "kernel"]
-            module = self.__dict__["_module_cache"] = get_compiled(kernels)
+            module = self.__dict__["_module_cache"] = get_compiled(kernels, cache_dir)
         return module
 
     def _program(self) -> Any:

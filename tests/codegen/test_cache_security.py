@@ -264,3 +264,23 @@ def test_secret_is_made_once_and_kept(tmp_path: Path) -> None:
     cache.get_compiled([binary_kernel("mul", 64, "secret_twice")], d)
     assert secret.read_bytes() == first and len(first) == cache.SECRET_BYTES
     assert [p.name for p in secret.parent.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_compile_stores_kernels_in_its_cache_dir(tmp_path: Path, monkeypatch: Any) -> None:
+    import planner
+    import runtime as rt
+
+    default, own = tmp_path / "default", tmp_path / "own"
+    monkeypatch.setenv("BACKPLAN_CACHE_DIR", str(default))
+    cache.clear_cache(disk=False)  # the kernel must come from the disk cache, not memory
+
+    def f(x: Any) -> Any:
+        return rt.autograd.grad((x * 2.5).tanh().sum(), [x])[0]
+
+    x = rt.tensor(np.linspace(-1, 1, 7, dtype=np.float32), requires_grad=True)
+    step = planner.compile(f, backend="llvm", cache_dir=own)
+    got = step(x).numpy()
+    np.testing.assert_allclose(got, 2.5 / np.cosh(2.5 * x.detach().numpy()) ** 2, rtol=1e-5)
+    assert cache.entries(own) and not cache.entries(default)
+    with pytest.raises(TypeError, match="cache_dir must be a path"):
+        planner.compile(f, cache_dir=3)
