@@ -80,12 +80,22 @@ INTERLEAVE = 4
 
 
 def loop_hints(module: ir.Module, interleave: int) -> ir.values.MDValue:
-    """A fresh loop ID (``!N = !{!N, ...}``) asking the vectorizer to interleave."""
-    count = module.add_metadata([ir.MetaDataString(module, "llvm.loop.interleave.count"),
-                                 ir.IntType(32)(interleave)])
-    loop_id = ir.values.MDValue(module, [], name=str(len(module.metadata)))
-    loop_id.operands = (loop_id, count)  # self-reference: what makes it a loop ID
-    return loop_id
+    """A fresh loop ID asking the vectorizer to interleave."""
+    return loop_id(module, module.add_metadata([
+        ir.MetaDataString(module, "llvm.loop.interleave.count"), ir.IntType(32)(interleave)]))
+
+
+def loop_id(module: ir.Module, *properties: ir.values.MDValue) -> ir.values.MDValue:
+    """A fresh loop ID (``!N = !{!N, ...}``) with these properties."""
+    node = ir.values.MDValue(module, [], name=str(len(module.metadata)))
+    node.operands = (node, *properties)  # self-reference: what makes it a loop ID
+    return node
+
+
+def keep_rolled(module: ir.Module) -> ir.values.MDValue:
+    """A loop ID that keeps a loop from being unrolled (it may still be vectorized)."""
+    return loop_id(module,
+                   module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
 
 
 @contextmanager
@@ -507,7 +517,7 @@ class _KernelEmitter:
         b = self.b
         for j, (part, comp) in self.out_comps.items():
             size = math.prod(kir.output_shape(self.kernel, self.kernel.outputs[j]))
-            with for_range(b, I64(0), I64(size), f"{name}{j}") as i:
+            with for_range(b, I64(0), I64(size), f"{name}{j}", keep_rolled(self.module)) as i:
                 yield (j, b.gep(self.out_ptrs[j], [i], inbounds=True),
                        b.gep(part, [i], inbounds=True), b.gep(comp, [i], inbounds=True))
 
