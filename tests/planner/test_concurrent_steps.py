@@ -6,15 +6,15 @@ state no call has half written."""
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.threads import in_threads as run_in_threads
+from tests.threads import switch_interval
 
 import planner
 import runtime as rt
@@ -23,38 +23,11 @@ THREADS = 4
 CALLS = 25  # per thread
 
 
-@contextmanager
-def frequent_switches() -> Iterator[None]:
-    """Threads take turns every 10 us instead of every 5 ms, so that calls overlap at every
-    point (without the lock, 100 calls from 4 threads lose updates)."""
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(interval)
-
-
 def in_threads(*targets: Callable[[], None]) -> None:
-    """Run each target on its own thread, all starting at once; re-raise the first error."""
-    start = threading.Barrier(len(targets))
-    errors: list[BaseException] = []
-
-    def run(target: Callable[[], None]) -> None:
-        start.wait()
-        try:
-            target()
-        except BaseException as e:  # noqa: BLE001 (handed to the main thread)
-            errors.append(e)
-
-    threads = [threading.Thread(target=run, args=(t,)) for t in targets]
-    with frequent_switches():
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    if errors:
-        raise errors[0]
+    """tests.threads.in_threads, threads taking turns every 10 us instead of every 5 ms, so that
+    calls overlap at every point (without the lock, 100 calls from 4 threads lose updates)."""
+    with switch_interval(1e-5):
+        run_in_threads(*targets)
 
 
 def mlp_step(backend: str) -> tuple[planner.CompiledStep, Any, Callable[[], Any]]:

@@ -7,12 +7,11 @@ data), so the final gradient must equal the sequential sum to the last bit.
 
 from __future__ import annotations
 
-import sys
-import threading
 from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from tests.threads import in_threads, switch_interval
 
 import runtime as rt
 
@@ -24,31 +23,17 @@ SIZE = 1 << 18  # numpy releases the GIL inside an add this large: threads reall
 @pytest.fixture(autouse=True)
 def _frequent_switches() -> Iterator[None]:
     """Switch threads every microsecond, so unlocked read-modify-writes interleave."""
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(before)
+    with switch_interval(1e-6):
+        yield
 
 
 def _run_threads(work: Callable[[], None]) -> None:
-    errors: list[BaseException] = []
-    start = threading.Barrier(THREADS)
+    """THREADS threads, each calling ``work`` CALLS times."""
+    def calls() -> None:
+        for _ in range(CALLS):
+            work()
 
-    def body() -> None:
-        try:
-            start.wait()
-            for _ in range(CALLS):
-                work()
-        except BaseException as e:  # noqa: BLE001 - reported by the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=body) for _ in range(THREADS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if errors:
-        raise errors[0]
+    in_threads(*[calls] * THREADS)
 
 
 def _weights() -> np.ndarray:
