@@ -244,6 +244,15 @@ def check_signature(k: kir.Kernel, signature: Signature) -> Signature:
     return sig
 
 
+def check_arrays(kernel: str, expected: list[tuple[tuple[int, ...], np.dtype]] | Signature,
+                 arrays: list[Any]) -> None:
+    """A ValueError (``signature_mismatch``) unless ``arrays`` are dense numpy arrays whose
+    (shape, dtype) are the first ``len(arrays)`` of ``expected``."""
+    if not all(a.__class__ is np.ndarray and a.flags.c_contiguous for a in arrays) \
+            or [(a.shape, a.dtype) for a in arrays] != list(expected[:len(arrays)]):
+        raise ValueError(signature_mismatch(kernel, expected, arrays))
+
+
 def signature_mismatch(kernel: str, expected: list[tuple[tuple[int, ...], np.dtype]] | Signature,
                        arrays: list[Any]) -> str:
     """The message for arrays that do not match a kernel's signature: the first that differs."""
@@ -333,12 +342,9 @@ class CompiledModule:
         if entry is None:
             return lambda arrays: self.run(name, arrays[:n_in], arrays[n_in:])
         fn, addresses, outer = entry
-        ndarray = np.ndarray
 
         def call(arrays: list[np.ndarray]) -> None:
-            if not all(a.__class__ is ndarray and a.flags.c_contiguous for a in arrays) \
-                    or [(a.shape, a.dtype) for a in arrays] != expected:
-                raise ValueError(signature_mismatch(name, expected, arrays))
+            check_arrays(name, expected, arrays)
             fn(addresses(*map(id, arrays)), 0, outer)
 
         return call

@@ -433,6 +433,8 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     known to be arrays of their planned dtype (made C-contiguous unless known to be), fresh
     outputs of the kernel's shapes, all bound to locals for the call. False where the kernel
     has no such entry (it splits across threads) or an input's type is not known."""
+    from codegen.jit import check_arrays  # loaded already: the plan's kernels compiled
+
     bufs = [v for _, v in s.args]
     if s.device != "cpu" or s.attrs.get("commit") is not None \
             or any(v not in known.typed for v in bufs):
@@ -459,7 +461,7 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     for j, (a, (shape, dtype)) in enumerate(zip(names, signature)):
         tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', shape)} "
                      f"or {a}.dtype is not {src.name(f't{n}_{j}', dtype)}")
-    src.names["_check_args"] = _check_kernel_args
+    src.names["_check_args"] = check_arrays
     src.line(f"if {' or '.join(tests)}:")
     src.line(f"    _check_args({src.name(f'kernel{n}', s.attrs['kernel'].name)}, "
              f"{src.name(f'signature{n}', signature)}, [{', '.join(names)}])")
@@ -479,14 +481,6 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     temps = [n for n in names if n.startswith("_in")] + outs
     src.line(f"del {', '.join(temps)}")  # liveness stays the plan's: only b-names hold arrays
     return True
-
-
-def _check_kernel_args(kernel: str, signature: Any, arrays: list[Any]) -> None:
-    """A ValueError unless each array's (shape, dtype) equals the signature's."""
-    from codegen.jit import signature_mismatch
-
-    if [(a.shape, a.dtype) for a in arrays] != list(signature[:len(arrays)]):
-        raise ValueError(signature_mismatch(kernel, signature, arrays))
 
 
 def _arg_list(src: _Source, s: Any) -> list[str]:
