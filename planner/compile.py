@@ -371,7 +371,7 @@ class CompiledStep:
         try:
             fused = fuse(plan)
             if fused.kernels:
-                fused._module(self.cache_dir)
+                fused.executable.module(self.cache_dir)
             return fused
         except Exception as exc:
             if self.backend == "llvm":

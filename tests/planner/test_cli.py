@@ -30,7 +30,7 @@ def test_plan_listing_dot_json(capsys):
     out = capsys.readouterr().out
     assert "matmul(" in out and "digraph plan {" in out
     doc = json.loads(out.strip().splitlines()[-1])
-    assert doc["format"] == "planner.plan" and doc["version"] == 1
+    assert doc["format"] == "planner.plan" and doc["version"] == 2
 
 
 def test_unknown_workload():

@@ -19,7 +19,7 @@ import runtime as rt
 from benchmarks.memory import peak_above_start, step_peak
 from benchmarks.workloads import WORKLOADS
 from planner.inspect import peak_allocated, peak_memory
-from planner.program import program_for, release_schedule
+
 
 compile_module = importlib.import_module("planner.compile")
 
@@ -99,8 +99,8 @@ def test_elementwise_chain_reuses_dying_buffers() -> None:
     expected = f(x).numpy()
     np.testing.assert_array_equal(step(x).numpy(), expected)
     plan = step.plan
-    assert release_schedule(plan).inplace  # the chain writes into its own dying buffers
-    assert "out=" in program_for(plan).source
+    assert plan.schedule.inplace  # the chain writes into its own dying buffers
+    assert "out=" in plan.executable.program().source
     assert peak_allocated(plan) <= 4 * n + 64  # one array of the chain at a time, plus the sum
     assert n * 4 <= traced_run_peak(step, (x,)) <= 4 * n + 16_384
 
