@@ -6,7 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from . import cost
-from .steps import SOURCE_KINDS, Step
+from .steps import SourceStep, Step
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -73,6 +73,8 @@ def summary(plan: Plan) -> str:
         f"  bytes          {_human(total_bytes, 'B')} ({total_bytes})",
         f"  peak memory    {_human(peak, 'B')} ({peak}), of which the run allocates "
         f"{_human(peak_alloc, 'B')} ({peak_alloc})",
+        f"  schedule       critical path {sched.critical_length * 1e6:.1f} us estimated, "
+        f"expected parallelism {sched.parallelism:.2f}",
         f"  inputs {len(plan.inputs)}, state reads {len(plan.reads)}, writes {len(plan.writes)}, "
         f"consts {len(plan.consts)}, random draws {len(plan.rands)}, kernels {len(plan.kernels)}",
         "",
@@ -93,20 +95,62 @@ def _q(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(plan: Plan) -> str:
-    """Graphviz text of the plan's graph: label op/shape/dtype, colour by phase, sources boxed."""
-    g = plan.graph
+_DEVICE_COLOURS = ("lightblue", "lightsalmon", "palegreen", "plum", "khaki", "lightcyan")
+COLOUR_BY = ("phase", "device")
+
+
+def to_dot(plan: Plan, colour_by: str = "phase") -> str:
+    """Graphviz text of the plan's step DAG (the schedule's): a node a step labelled with
+    its buffer, op, shape, dtype and device, an edge from each step to those that wait for
+    it, sources boxed, the critical path drawn bold; filled by phase or by device."""
+    if colour_by not in COLOUR_BY:
+        raise ValueError(f"to_dot: colour_by must be one of {COLOUR_BY}, not {colour_by!r}")
+    sched = plan.schedule
+    devices = sorted(set(sched.devices))
+    critical = set(critical_path(plan))
     lines = ["digraph plan {", "  node [style=filled];"]
-    for v, data in g.nodes(data=True):
-        op = data.get("op", "?")
-        dtype = getattr(data.get("dtype"), "name", data.get("dtype"))
-        label = f"%{v} {op}\\n{list(data.get('shape', ()))} {dtype}"
-        source = op in SOURCE_KINDS
-        shape = "box" if source else "ellipse"
-        colour = "lightgrey" if source else _COLOURS.get(data.get("phase"), "white")
-        lines.append(f"  n{v} [label={_q(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}, "
-                     f"shape={shape}, fillcolor={colour}];")
-    for u, v in g.edges:
-        lines.append(f"  n{u} -> n{v};")
+    for i, s in enumerate(plan.steps):
+        label = f"%{s.out} {s.op}\\n{list(s.shape)} {s.dtype.name} {s.device}"
+        source = isinstance(s, SourceStep)
+        if colour_by == "device":
+            colour = _DEVICE_COLOURS[devices.index(s.device) % len(_DEVICE_COLOURS)]
+        else:
+            colour = "lightgrey" if source else _COLOURS.get(s.phase, "white")
+        bold = ", penwidth=3" if i in critical else ""
+        lines.append(f"  s{i} [label={_q(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}, "
+                     f"shape={'box' if source else 'ellipse'}, fillcolor={colour}{bold}];")
+    for i, consumers in enumerate(sched.consumers):
+        for j in consumers:
+            bold = " [penwidth=3]" if i in critical and j in critical else ""
+            lines.append(f"  s{i} -> s{j}{bold};")
     lines.append("}")
+    return "\n".join(lines)
+
+
+def critical_path(plan: Plan) -> list[int]:
+    """The steps of the longest chain of the schedule's DAG by estimated time, first to last."""
+    sched = plan.schedule
+    starts = [i for i, n in enumerate(sched.in_degree) if n == 0]
+    path: list[int] = []
+    nxt = max(starts, key=lambda i: (sched.critical_path[i], -i), default=None)
+    while nxt is not None:
+        path.append(nxt)
+        nxt = max(sched.consumers[nxt], key=lambda j: (sched.critical_path[j], -j),
+                  default=None)
+    return path
+
+
+def schedule_text(plan: Plan) -> str:
+    """The step DAG as text: per step its device, priority, estimated time and critical path,
+    and the steps waiting for it; then the critical path and the expected parallelism."""
+    sched = plan.schedule
+    lines = [f"  {'step':<36}{'device':>8}{'prio':>6}{'est us':>9}{'path us':>9}  consumers"]
+    for i in sched.order:
+        lines.append(f"  {sched.names[i]:<36}{sched.devices[i]:>8}{sched.priority[i]:>6}"
+                     f"{sched.cost[i] * 1e6:>9.1f}{sched.critical_path[i] * 1e6:>9.1f}  "
+                     f"{', '.join(map(str, sched.consumers[i])) or '-'}")
+    path = critical_path(plan)
+    lines += ["", f"  critical path  {len(path)} steps, {sched.critical_length * 1e6:.1f} us "
+                  f"estimated: {' -> '.join(str(i) for i in path)}",
+              f"  parallelism    {sched.parallelism:.2f} (estimated work / critical path)"]
     return "\n".join(lines)

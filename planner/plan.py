@@ -117,9 +117,10 @@ class Plan:
         """A text table: nodes, steps, FLOPs, bytes, peak memory, op counts (planner.inspect)."""
         return inspect.summary(self)
 
-    def to_dot(self) -> str:
-        """Graphviz text of the plan's graph (planner.inspect)."""
-        return inspect.to_dot(self)
+    def to_dot(self, colour_by: str = "phase") -> str:
+        """Graphviz text of the plan's step DAG, filled by "phase" or "device"
+        (planner.inspect)."""
+        return inspect.to_dot(self, colour_by)
 
     @property
     def flops(self) -> int:
