@@ -19,6 +19,9 @@ from .registry import (
     PROMOTE_FLOAT,
     PROMOTE_SAME,
     VALUE_FREE_DTYPES,
+    ArgMetas,
+    Attrs,
+    FastPath,
     OutMeta,
     Primitive,
     flops_elementwise,
@@ -321,7 +324,7 @@ def _where_infer(cond: Any, a: Any, b: Any) -> tuple[tuple[int, ...], D.DType]:
     return _where_broadcast_infer(cond, a, b)
 
 
-def _where_fast(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+def _where_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
     """_where_impl with its dtype, shape and masking decisions made from the metas."""
     if len(arg_metas) != 3 or not out_meta[0]:
         return None
@@ -436,7 +439,7 @@ def _reduce_fast(ufunc: np.ufunc, floats_only: bool, non_empty: bool) -> Any:
     (numpy's _wrapreduction), where the probe shows the planned dtype."""
     reduce = ufunc.reduce
 
-    def specialize(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+    def specialize(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
         if len(arg_metas) != 1 or not is_array_meta(arg_metas[0]):
             return None
         if floats_only and out_meta[1].kind != "f":
@@ -471,7 +474,7 @@ def _mean_bwd(c: Any, g: Any) -> tuple[Any]:
 _MEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _mean_fast(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+def _mean_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
     """numpy 2's np.mean (numpy/_core/_methods.py ``_mean``) of a float32/float64 array over
     a nonzero count: the sum, then a division by the count, without its argument handling."""
     if not VALUE_FREE_DTYPES or len(arg_metas) != 1 or not is_array_meta(arg_metas[0]):
@@ -562,7 +565,7 @@ def _view_fast(make: Any) -> Any:
     """A view primitive's fast path: make(attrs) -> f(x), the numpy call its impl makes (a
     view of an ndarray is an ndarray of its dtype, 0-d included)."""
 
-    def specialize(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+    def specialize(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
         if len(arg_metas) != 1 or not is_array_meta(arg_metas[0]) \
                 or arg_metas[0][1] != out_meta[1]:
             return None
@@ -652,7 +655,7 @@ def _key_shape(shape: tuple[int, ...], idx_shapes: Any, key: Any) -> tuple[int, 
     return probe[fill_key(key, [np.zeros(s, dtype=np.intp) for s in idx_shapes])].shape
 
 
-def _indexed_metas(arg_metas: Any, key: Any, data_args: int) -> bool:
+def _indexed_metas(arg_metas: ArgMetas, key: Any, data_args: int) -> bool:
     """Whether a planned indexing call's arguments are arrays, its index arguments int64 and
     as many as the key's IndexArg placeholders name (each naming one that exists)."""
     idx = arg_metas[data_args:]
@@ -704,7 +707,7 @@ def _getitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
 
 # getitem(x, *index_tensors, key=template): basic keys (ints, slices, None, Ellipsis) give a
 # view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
-def _getitem_fast(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+def _getitem_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
     """The one subscript _getitem_impl makes: a view for a basic key, a gather (always a new
     array of x's dtype) for array indices."""
     key = attrs["key"]
@@ -762,7 +765,7 @@ def _index_backward_bwd(c: Any, gg: Any) -> tuple[Any, ...]:
 
 
 # index_backward(g, *index_tensors, key=template, shape=x_shape): scatter-add g into zeros
-def _index_backward_fast(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+def _index_backward_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
     """With array indices, the two numpy calls _index_backward_impl makes: zeros of the
     input's shape, then np.add.at (repeated indices accumulate)."""
     key, shape = attrs["key"], tuple(attrs["shape"])
@@ -928,7 +931,7 @@ def _is_transposed(t: Any) -> bool:
     return bool(flags.f_contiguous and not flags.c_contiguous)
 
 
-def _matmul_fast(arg_metas: Any, attrs: Any, out_meta: OutMeta) -> Any:
+def _matmul_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
     """np.matmul where _matmul_impl's checks pass (same dtype, no 0-d operand) and the result
     is an array of the planned dtype."""
     if len(arg_metas) != 2 or not all(is_array_meta(m) for m in arg_metas):

@@ -24,10 +24,14 @@ Shape = tuple[int, ...]
 # the static facts of one planned call: each argument's (shape, dtype), or the scalar itself
 ArgMeta = Any
 OutMeta = tuple[Shape, np.dtype]
+ArgMetas = Sequence[ArgMeta]
+Attrs = Mapping[str, Any]
 # flops(out_shape, arg_shapes, attrs): arg_shapes has an argument's shape, None for a scalar
-FlopRule = Callable[[Shape, Sequence[Shape | None], Mapping[str, Any]], int]
-# specializer(arg_metas, attrs, out_meta) -> f(*args) -> ndarray, or None (see Primitive)
-Specializer = Callable[[Sequence[ArgMeta], Mapping[str, Any], OutMeta], Callable[..., Any] | None]
+ArgShapes = Sequence[Shape | None]
+FlopRule = Callable[[Shape, ArgShapes, Attrs], int]
+FastPath = Callable[..., Any] | None  # f(*args) -> ndarray, or None: no fast path
+# specializer(arg_metas, attrs, out_meta) -> FastPath (see Primitive.specialize)
+Specializer = Callable[[ArgMetas, Attrs, OutMeta], FastPath]
 
 # numpy 2 types Python scalars "weakly" (NEP 50): a ufunc's result dtype then depends on the
 # dtypes of its array arguments only, so one probe on tiny arrays speaks for every call
@@ -38,26 +42,22 @@ def _numel(shape: Shape | None) -> int:
     return math.prod(shape) if shape else 1
 
 
-def flops_none(out_shape: Shape, arg_shapes: Sequence[Shape | None],
-               attrs: Mapping[str, Any]) -> int:
+def flops_none(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
     """Shape, view, copy and source-like ops: no arithmetic."""
     return 0
 
 
-def flops_elementwise(out_shape: Shape, arg_shapes: Sequence[Shape | None],
-                      attrs: Mapping[str, Any]) -> int:
+def flops_elementwise(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
     """One operation per output element."""
     return _numel(out_shape)
 
 
-def flops_reduce(out_shape: Shape, arg_shapes: Sequence[Shape | None],
-                 attrs: Mapping[str, Any]) -> int:
+def flops_reduce(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
     """One operation per element of argument 0 (each is folded into an output once)."""
     return _numel(arg_shapes[0])
 
 
-def flops_matmul(out_shape: Shape, arg_shapes: Sequence[Shape | None],
-                 attrs: Mapping[str, Any]) -> int:
+def flops_matmul(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
     """A multiply and an add per output element and step of the contracted axis."""
     a = arg_shapes[0] if len(arg_shapes) == 2 else None
     return 2 * _numel(out_shape) * (a[-1] if a else 1)
@@ -68,7 +68,7 @@ def is_array_meta(meta: ArgMeta) -> bool:
     return type(meta) is tuple and len(meta) == 2 and isinstance(meta[1], np.dtype)
 
 
-def probe_ok(fn: Callable[..., Any], arg_metas: Sequence[ArgMeta], out_meta: OutMeta,
+def probe_ok(fn: Callable[..., Any], arg_metas: ArgMetas, out_meta: OutMeta,
              **kwargs: Any) -> bool:
     """Whether fn on one-element arrays of the arguments' dtypes and ranks gives an array of
     the planned dtype (numpy's result type does not depend on sizes or, under NEP 50,
@@ -88,8 +88,7 @@ def ufunc_specializer(ufunc: np.ufunc) -> Specializer:
     """The ufunc itself where its result on these metas is an array of the planned dtype and
     shape (the primitive's impl is that ufunc on its arguments)."""
 
-    def specialize(arg_metas: Sequence[ArgMeta], attrs: Mapping[str, Any],
-                   out_meta: OutMeta) -> Callable[..., Any] | None:
+    def specialize(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
         shapes = [m[0] for m in arg_metas if is_array_meta(m)]
         try:
             if tuple(np.broadcast_shapes(*shapes)) != tuple(out_meta[0]):
@@ -114,7 +113,7 @@ class Primitive:
     promote_args: tuple[int, ...] | None = None  # which positions promote (default: all)
     # the output may share storage with argument 0, for some attrs (view_if says which)
     view: bool = False
-    view_if: Callable[[Mapping[str, Any]], bool] | None = None  # None: for every attrs
+    view_if: Callable[[Attrs], bool] | None = None  # None: for every attrs
     # kernel-IR lowering of an elementwise primitive: lower(kb, args, attrs, dtype) -> expr,
     # args as ("expr", index, dtype) | ("scalar", value, None); kb builds the fused kernel
     lower: Callable[..., int] | None = None
@@ -133,12 +132,11 @@ class Primitive:
     # a fast path next to the impl (see specialize); a ufunc primitive has one by default
     specializer: Specializer | None = None
 
-    def is_view(self, attrs: Mapping[str, Any]) -> bool:
+    def is_view(self, attrs: Attrs) -> bool:
         """Whether the output shares argument 0's storage for these attrs."""
         return self.view and (self.view_if is None or self.view_if(attrs))
 
-    def specialize(self, arg_metas: Sequence[ArgMeta], attrs: Mapping[str, Any],
-                   out_meta: OutMeta) -> Callable[..., Any] | None:
+    def specialize(self, arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
         """A callable ``f(*args)`` equal to ``impl(np, *args, **attrs)`` for plain numpy
         arrays of ``arg_metas`` (``(shape, np.dtype)``, or the scalar itself), returning an
         ndarray of ``out_meta``'s shape and dtype, every decision the impl makes from shapes
