@@ -125,7 +125,8 @@ class Primitive:
     # FLOPs of one call (required: register refuses a primitive without a rule)
     flops: FlopRule | None = None
     ufunc: np.ufunc | None = None  # impl(np, *args) is exactly ufunc(*args)
-    elementwise: bool = False  # a broadcasting elementwise map of its tensor arguments
+    # a broadcasting elementwise map of its tensor arguments, into a new array (never a view)
+    elementwise: bool = False
     reduction: bool = False  # folds axes of argument 0
     extern: bool = False  # a library call that releases the GIL and may use BLAS threads
     transfer: bool = False  # a copy between host and device memory

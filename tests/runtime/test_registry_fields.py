@@ -360,6 +360,18 @@ def test_where_masked_path_keeps_nan_and_scalar_zero() -> None:
     assert _same(fast(cond, a, 2.5), np.where(cond, a, np.float32(2.5)))
 
 
+@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if p.elementwise))
+def test_elementwise_results_are_new_arrays(name: str) -> None:
+    prim = REGISTRY[name]
+    rng = np.random.default_rng(5)
+    x, y = _array(rng, (3, 4), np.dtype(np.float32)), _array(rng, (3, 4), np.dtype(np.float32))
+    attrs = {"cast": {"dtype": rt.float32}, "clamp": {"min": None, "max": None}}.get(name, {})
+    args = [x > 0, x, y] if name == "where" else [x, y][:prim.impl.__code__.co_argcount - 1]
+    with np.errstate(all="ignore"):
+        out = prim.impl(np, *args, **attrs)
+    assert not any(np.shares_memory(out, a) for a in args), name
+
+
 # --- declared ufuncs -----------------------------------------------------------------------
 
 
