@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from .registry import (
     FastPath,
     OutMeta,
     Primitive,
+    Specializer,
     flops_elementwise,
     flops_matmul,
     flops_none,
@@ -434,7 +436,7 @@ def _keepdim_grad(c: Any, g: Any) -> Any:
     return F.reshape(g, _reduce_shape(c.shape(0), c.attrs["axes"], True))
 
 
-def _reduce_fast(ufunc: np.ufunc, floats_only: bool, non_empty: bool) -> Any:
+def _reduce_fast(ufunc: np.ufunc, floats_only: bool, non_empty: bool) -> Specializer:
     """ufunc.reduce(x, axis, keepdims=): what np.sum / np.amax of a plain ndarray call
     (numpy's _wrapreduction), where the probe shows the planned dtype."""
     reduce = ufunc.reduce
@@ -561,7 +563,7 @@ def _reshape_infer(x: Meta, *, shape: tuple[int, ...]) -> tuple[Any, D.DType]:
     return shape, x.dtype
 
 
-def _view_fast(make: Any) -> Any:
+def _view_fast(make: Callable[[Attrs], Callable[..., Any]]) -> Specializer:
     """A view primitive's fast path: make(attrs) -> f(x), the numpy call its impl makes (a
     view of an ndarray is an ndarray of its dtype, 0-d included)."""
 
@@ -574,7 +576,7 @@ def _view_fast(make: Any) -> Any:
     return specialize
 
 
-def _reshape_fast(attrs: Any) -> Any:
+def _reshape_fast(attrs: Attrs) -> Callable[..., Any]:
     shape = attrs["shape"]
     return lambda x: x.reshape(shape)
 
@@ -589,7 +591,7 @@ def _permute_infer(x: Meta, *, dims: tuple[int, ...]) -> tuple[Any, D.DType]:
     return tuple(x.shape[d] for d in dims), x.dtype
 
 
-def _permute_fast(attrs: Any) -> Any:
+def _permute_fast(attrs: Attrs) -> Callable[..., Any]:
     dims = attrs["dims"]
     return lambda x: x.transpose(dims)
 
@@ -666,7 +668,7 @@ def _indexed_metas(arg_metas: ArgMetas, key: Any, data_args: int) -> bool:
             and all(m[1] == np.int64 for m in idx))
 
 
-def _key_filler(key: Any) -> Any:
+def _key_filler(key: Any) -> Callable[[Sequence[Any]], Any]:
     """f(idx) -> the key with its IndexArg placeholders filled: fill_key with the template's
     walk done once."""
     if not isinstance(key, tuple):
@@ -675,7 +677,7 @@ def _key_filler(key: Any) -> Any:
     slots = [(i, k.position) for i, k in enumerate(key) if isinstance(k, IndexArg)]
     template = list(key)
 
-    def fill(idx: Any) -> tuple[Any, ...]:
+    def fill(idx: Sequence[Any]) -> tuple[Any, ...]:
         items = template.copy()
         for i, p in slots:
             items[i] = idx[p]
@@ -705,8 +707,6 @@ def _getitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
             *(None for _ in idx))
 
 
-# getitem(x, *index_tensors, key=template): basic keys (ints, slices, None, Ellipsis) give a
-# view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
 def _getitem_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
     """The one subscript _getitem_impl makes: a view for a basic key, a gather (always a new
     array of x's dtype) for array indices."""
@@ -736,6 +736,8 @@ def is_basic_key(key: Any) -> bool:
     return all(isinstance(k, (int, slice, type(None), type(Ellipsis))) for k in items)
 
 
+# getitem(x, *index_tensors, key=template): basic keys (ints, slices, None, Ellipsis) give a
+# view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
 GETITEM = register(Primitive(
     "getitem", impl=_getitem_impl, infer=_getitem_infer, backward=_getitem_bwd,
     saves_from=1, view=True, view_if=lambda attrs: is_basic_key(attrs["key"]), attrs=("key",),
