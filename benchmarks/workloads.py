@@ -1,4 +1,4 @@
-"""The five benchmark workloads of DESIGN.md, one training (or gradient) step each.
+"""The benchmark workloads (the five of DESIGN.md, and two_tower), one training (or gradient) step each.
 
 Every workload starts from the same numpy arrays (``make_arrays``) so that all variants
 compute the same numbers:
@@ -254,6 +254,57 @@ def build_chain(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
     return Case(step, (x,), outputs)
 
 
+# ---------------------------------------------------------------------------- two_tower
+
+TOWER_WIDTH = 1024
+TOWER_DEPTH = 2
+
+
+def two_tower_arrays(seed: int, batch: int = 128) -> dict[str, np.ndarray]:
+    """Two independent stacks of Linear(1024, 1024) + tanh, each with its own input."""
+    rng = np.random.default_rng(seed)
+    bound = 1.0 / np.sqrt(TOWER_WIDTH)
+    arrays: dict[str, np.ndarray] = {}
+    for t in range(2):
+        arrays[f"x{t}"] = rng.standard_normal((batch, TOWER_WIDTH)).astype(np.float32)
+        for i in range(TOWER_DEPTH):
+            shape = (TOWER_WIDTH, TOWER_WIDTH)
+            arrays[f"w{t}_{i}"] = rng.uniform(-bound, bound, shape).astype(np.float32)
+            arrays[f"b{t}_{i}"] = rng.uniform(-bound, bound, (TOWER_WIDTH,)).astype(np.float32)
+    return arrays
+
+
+def build_two_tower(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
+    """Each tower: (Linear, tanh) x 2 on its own input; the two mean-square losses summed;
+    backward; SGD. The towers share nothing until the sum: a plan's two halves can overlap."""
+    towers, linears = [], []
+    for t in range(2):
+        layers: list[Any] = []
+        for i in range(TOWER_DEPTH):
+            linear = lib.nn.Linear(TOWER_WIDTH, TOWER_WIDTH)
+            with lib.no_grad():
+                linear.weight.copy_(lib.from_numpy(arrays[f"w{t}_{i}"].copy()))
+                linear.bias.copy_(lib.from_numpy(arrays[f"b{t}_{i}"].copy()))
+            linears.append(linear)
+            layers += [linear, lib.nn.Tanh()]
+        towers.append(lib.nn.Sequential(*layers))
+    params = [p for tower in towers for p in tower.parameters()]
+    opt = lib.optim.SGD(params, lr=LR)
+
+    def step(x0: Any, x1: Any) -> Any:
+        opt.zero_grad()
+        loss = (towers[0](x0) ** 2).mean() + (towers[1](x1) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def outputs(loss: Any) -> dict[str, np.ndarray]:
+        return {"loss": to_numpy(loss), **mlp_param_outputs(linears)}
+
+    x0, x1 = (lib.from_numpy(arrays[f"x{t}"].copy()) for t in range(2))
+    return Case(step, (x0, x1), outputs)
+
+
 # ----------------------------------------------------------------------------- registry
 
 MLP_LARGE = (784, 1024, 1024, 10)
@@ -298,6 +349,14 @@ WORKLOADS: dict[str, Workload] = {
             "pruning",
             lambda seed: mlp_arrays(MLP_LARGE, 128, seed),
             build_mlp_input_grad,
+        ),
+        Workload(
+            "two_tower",
+            "two independent (Linear 1024 + tanh) x 2 stacks, batch 128, mean-square losses "
+            "summed, SGD step",
+            "independent matmuls (parallel steps)",
+            two_tower_arrays,
+            build_two_tower,
         ),
     ]
 }

@@ -3,7 +3,10 @@ side. Backward formulas use only functional ops, so they run eagerly and capture
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +19,19 @@ from .registry import (
     PROMOTE_BOOL_OUT,
     PROMOTE_FLOAT,
     PROMOTE_SAME,
+    VALUE_FREE_DTYPES,
+    ArgMetas,
+    Attrs,
+    FastPath,
+    OutMeta,
     Primitive,
+    Specializer,
+    flops_elementwise,
+    flops_matmul,
+    flops_none,
+    flops_reduce,
+    is_array_meta,
+    probe_ok,
     register,
 )
 
@@ -132,7 +147,9 @@ def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
     impl = (lambda xp, x: fn(x)) if isinstance(fn, np.ufunc) else (lambda xp, x: fn(xp)(x))
     return register(Primitive(
         name, impl=impl, infer=_elementwise_infer(promote),
-        backward=backward, saves=saves, promote=promote, lower=_lower_unary(name)))
+        backward=backward, saves=saves, promote=promote, lower=_lower_unary(name),
+        ufunc=fn if isinstance(fn, np.ufunc) else None, elementwise=True,
+        flops=flops_elementwise))
 
 
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
@@ -140,7 +157,8 @@ def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ..
     return register(Primitive(
         name, impl=lambda xp, a, b: fn(a, b), infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, differentiable=backward is not None,
-        lower=lower or _lower_binary(name)))
+        lower=lower or _lower_binary(name), ufunc=fn, elementwise=True,
+        flops=flops_elementwise))
 
 
 def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
@@ -243,7 +261,7 @@ def _tanh_backward_bwd(c: Any, gg: Any) -> tuple[Any, Any]:
 TANH_BACKWARD = register(Primitive(
     "tanh_backward", impl=_tanh_backward_impl, infer=_elementwise_infer(PROMOTE_SAME),
     backward=_tanh_backward_bwd, saves=(0, 1), promote=PROMOTE_SAME,
-    lower=_lower_tanh_backward))
+    lower=_lower_tanh_backward, elementwise=True, flops=flops_elementwise))
 SQRT = _unary("sqrt", np.sqrt,
               lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
 ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
@@ -251,7 +269,8 @@ ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
 SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
                           infer=_elementwise_infer(PROMOTE_SAME),
                           backward=lambda c, g: (F.mul(g, 0.0),),  # PyTorch: zero gradient
-                          promote=PROMOTE_SAME, lower=_lower_unary("sign")))
+                          promote=PROMOTE_SAME, lower=_lower_unary("sign"), ufunc=np.sign,
+                          elementwise=True, flops=flops_elementwise))
 
 
 def _erf(xp: Any) -> Any:
@@ -307,10 +326,40 @@ def _where_infer(cond: Any, a: Any, b: Any) -> tuple[tuple[int, ...], D.DType]:
     return _where_broadcast_infer(cond, a, b)
 
 
+def _where_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """_where_impl with its dtype, shape and masking decisions made from the metas."""
+    if len(arg_metas) != 3 or not out_meta[0]:
+        return None
+    cm, am, b = arg_metas
+    if not (is_array_meta(cm) and is_array_meta(am)) or cm[1] != np.bool_:
+        return None
+    b_array = is_array_meta(b)
+    try:
+        dt = np.result_type(np.zeros(1, am[1]), np.zeros(1, b[1]) if b_array else b)
+        shape = np.broadcast_shapes(cm[0], am[0], b[0] if b_array else ())
+    except (TypeError, ValueError):
+        return None  # the impl raises: let it
+    if dt != out_meta[1] or tuple(shape) != tuple(out_meta[0]):
+        return None
+    if dt.kind == "f" and math.prod(cm[0]) >= 1024 and tuple(cm[0]) == tuple(shape):
+        add_b = b_array or not (isinstance(b, (int, float)) and b == 0)
+        return lambda cond, a, b: _where_masked(cond, a, b, dt, add_b)
+    return lambda cond, a, b: np.where(cond, a, b).astype(dt, copy=False)
+
+
+def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
+    out = np.multiply(cond, a, dtype=dt)
+    if add_b:
+        out += np.multiply(~cond, b, dtype=dt)
+    if not np.count_nonzero(np.isnan(out)):  # isnan(out).any(), in one C call
+        return out
+    return np.where(cond, a, b).astype(dt, copy=False)
+
+
 WHERE = register(Primitive(
     "where", impl=_where_impl, infer=_where_infer,
     backward=_where_bwd, saves=(0,), promote=PROMOTE_SAME, promote_args=(1, 2),
-    lower=_lower_where))
+    lower=_lower_where, elementwise=True, flops=flops_elementwise, specializer=_where_fast))
 
 
 def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
@@ -319,7 +368,8 @@ def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
 
 CAST = register(Primitive(
     "cast", impl=lambda xp, x, *, dtype: x.astype(dtype.np), infer=_cast_infer,
-    backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",), lower=_lower_cast))
+    backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",), lower=_lower_cast,
+    elementwise=True, flops=flops_none))
 
 
 def _clamp_bwd(c: Any, g: Any) -> tuple[Any]:
@@ -337,16 +387,16 @@ CLAMP = register(Primitive(
     "clamp", impl=lambda xp, x, *, min, max: xp.clip(x, min, max) if (
         min is not None or max is not None) else x.copy(),
     infer=lambda x, *, min, max: (x.shape, x.dtype), backward=_clamp_bwd, saves=(0,),
-    attrs=("min", "max")))
+    attrs=("min", "max"), elementwise=True, flops=flops_elementwise))
 
 CLONE = register(Primitive(
     "clone", impl=lambda xp, x: x.copy(), infer=lambda x: (x.shape, x.dtype),
-    backward=lambda c, g: (g,)))
+    backward=lambda c, g: (g,), elementwise=True, flops=flops_none))
 
 FILL = register(Primitive(
     "fill", impl=lambda xp, x, *, value: xp.full(x.shape, value, dtype=x.dtype),
     infer=lambda x, *, value: (x.shape, x.dtype), backward=lambda c, g: (None,),
-    attrs=("value",)))
+    attrs=("value",), flops=flops_none))
 
 
 def _copy_impl(xp: Any, x: Any, src: Any) -> Any:
@@ -357,7 +407,7 @@ def _copy_impl(xp: Any, x: Any, src: Any) -> Any:
 
 COPY = register(Primitive(
     "copy", impl=_copy_impl, infer=lambda x, src: (x.shape, x.dtype),
-    backward=lambda c, g: (None, F.sum_to(F.cast(g, c.dtype(1)), c.shape(1)))))
+    backward=lambda c, g: (None, F.sum_to(F.cast(g, c.dtype(1)), c.shape(1))), flops=flops_none))
 
 
 def _to_device_impl(xp: Any, x: Any, *, device: str) -> Any:
@@ -368,7 +418,8 @@ def _to_device_impl(xp: Any, x: Any, *, device: str) -> Any:
 
 TO_DEVICE = register(Primitive(
     "to_device", impl=_to_device_impl, infer=lambda x, *, device: (x.shape, x.dtype),
-    backward=lambda c, g: (F.to_device(g, c.metas[0].device),), attrs=("device",)))
+    backward=lambda c, g: (F.to_device(g, c.metas[0].device),), attrs=("device",),
+    transfer=True, flops=flops_none))
 
 # --- reductions ----------------------------------------------------------------------------
 
@@ -385,11 +436,32 @@ def _keepdim_grad(c: Any, g: Any) -> Any:
     return F.reshape(g, _reduce_shape(c.shape(0), c.attrs["axes"], True))
 
 
+def _reduce_fast(ufunc: np.ufunc, floats_only: bool, non_empty: bool) -> Specializer:
+    """ufunc.reduce(x, axis, keepdims=): what np.sum / np.amax of a plain ndarray call
+    (numpy's _wrapreduction), where the probe shows the planned dtype."""
+    reduce = ufunc.reduce
+
+    def specialize(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+        if len(arg_metas) != 1 or not is_array_meta(arg_metas[0]):
+            return None
+        if floats_only and out_meta[1].kind != "f":
+            return None
+        if non_empty and not math.prod(arg_metas[0][0]):
+            return None  # no identity: the impl raises, let it
+        axes, keep = attrs["axes"], attrs["keepdim"]
+        if not probe_ok(reduce, arg_metas, out_meta, axis=axes, keepdims=keep):
+            return None
+        return lambda x: reduce(x, axes, keepdims=keep)
+
+    return specialize
+
+
 SUM = register(Primitive(
     "sum", impl=lambda xp, x, *, axes, keepdim: xp.sum(x, axis=axes, keepdims=keepdim),
     infer=_reduce_infer,
     backward=lambda c, g: (F.expand(_keepdim_grad(c, g), c.shape(0)),),
-    attrs=("axes", "keepdim")))
+    attrs=("axes", "keepdim"), reduction=True, flops=flops_reduce,
+    specializer=_reduce_fast(np.add, floats_only=True, non_empty=False)))
 
 
 def _mean_bwd(c: Any, g: Any) -> tuple[Any]:
@@ -401,10 +473,35 @@ def _mean_bwd(c: Any, g: Any) -> tuple[Any]:
     return (F.expand(F.div(g, float(n)) if n else g, c.shape(0)),)
 
 
+_MEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _mean_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """numpy 2's np.mean (numpy/_core/_methods.py ``_mean``) of a float32/float64 array over
+    a nonzero count: the sum, then a division by the count, without its argument handling."""
+    if not VALUE_FREE_DTYPES or len(arg_metas) != 1 or not is_array_meta(arg_metas[0]):
+        return None
+    shape, dtype = arg_metas[0]
+    axes, keep = attrs["axes"], attrs["keepdim"]
+    count = math.prod(shape[a % len(shape)] for a in axes) if shape else 1
+    if dtype not in _MEAN_DTYPES or not count or dtype != out_meta[1]:
+        return None
+    n, scalar, reduce = np.intp(count), dtype.type, np.add.reduce
+
+    def mean(x: np.ndarray) -> np.ndarray:
+        ret = reduce(x, axes, None, None, keep, where=True)
+        if isinstance(ret, np.ndarray):
+            return np.true_divide(ret, n, out=ret, casting="unsafe", subok=False)
+        return np.asarray(scalar(ret / n))  # numpy's 0-d mean is a scalar: the plan's an array
+
+    return mean
+
+
 MEAN = register(Primitive(
     "mean", impl=lambda xp, x, *, axes, keepdim: xp.mean(x, axis=axes, keepdims=keepdim),
     infer=lambda x, *, axes, keepdim: (_reduce_shape(x.shape, axes, keepdim), x.dtype),
-    backward=_mean_bwd, promote=PROMOTE_FLOAT, attrs=("axes", "keepdim")))
+    backward=_mean_bwd, promote=PROMOTE_FLOAT, attrs=("axes", "keepdim"), reduction=True,
+    flops=flops_reduce, specializer=_mean_fast))
 
 
 def _amax_bwd(c: Any, g: Any) -> tuple[Any]:
@@ -425,7 +522,8 @@ def _amax_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
 AMAX = register(Primitive(
     "amax", impl=_amax_impl,
     infer=lambda x, *, axes, keepdim: (_reduce_shape(x.shape, axes, keepdim), x.dtype),
-    backward=_amax_bwd, saves=(0, "out"), attrs=("axes", "keepdim")))
+    backward=_amax_bwd, saves=(0, "out"), attrs=("axes", "keepdim"), reduction=True,
+    flops=flops_reduce, specializer=_reduce_fast(np.maximum, floats_only=False, non_empty=True)))
 
 
 def _arg_infer(x: Meta, *, axis: int | None, keepdim: bool) -> tuple[Any, D.DType]:
@@ -447,10 +545,10 @@ def _arg_impl(fn: str) -> Any:
 # index of the first max / min along ``axis`` (None: of the flattened tensor); int64, no grad
 ARGMAX = register(Primitive(
     "argmax", impl=_arg_impl("argmax"), infer=_arg_infer, differentiable=False,
-    attrs=("axis", "keepdim")))
+    attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce))
 ARGMIN = register(Primitive(
     "argmin", impl=_arg_impl("argmin"), infer=_arg_infer, differentiable=False,
-    attrs=("axis", "keepdim")))
+    attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce))
 
 # --- shape and views -----------------------------------------------------------------------
 
@@ -465,19 +563,43 @@ def _reshape_infer(x: Meta, *, shape: tuple[int, ...]) -> tuple[Any, D.DType]:
     return shape, x.dtype
 
 
+def _view_fast(make: Callable[[Attrs], Callable[..., Any]]) -> Specializer:
+    """A view primitive's fast path: make(attrs) -> f(x), the numpy call its impl makes (a
+    view of an ndarray is an ndarray of its dtype, 0-d included)."""
+
+    def specialize(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+        if len(arg_metas) != 1 or not is_array_meta(arg_metas[0]) \
+                or arg_metas[0][1] != out_meta[1]:
+            return None
+        return make(attrs)
+
+    return specialize
+
+
+def _reshape_fast(attrs: Attrs) -> Callable[..., Any]:
+    shape = attrs["shape"]
+    return lambda x: x.reshape(shape)
+
+
 RESHAPE = register(Primitive(
     "reshape", impl=_reshape_impl, infer=_reshape_infer,
-    backward=lambda c, g: (F.reshape(g, c.shape(0)),), view=True, attrs=("shape",)))
+    backward=lambda c, g: (F.reshape(g, c.shape(0)),), view=True, attrs=("shape",),
+    flops=flops_none, specializer=_view_fast(_reshape_fast)))
 
 
 def _permute_infer(x: Meta, *, dims: tuple[int, ...]) -> tuple[Any, D.DType]:
     return tuple(x.shape[d] for d in dims), x.dtype
 
 
+def _permute_fast(attrs: Attrs) -> Callable[..., Any]:
+    dims = attrs["dims"]
+    return lambda x: x.transpose(dims)
+
+
 PERMUTE = register(Primitive(
     "permute", impl=lambda xp, x, *, dims: xp.transpose(x, dims), infer=_permute_infer,
     backward=lambda c, g: (F.permute(g, *np.argsort(c.attrs["dims"]).tolist()),),
-    view=True, attrs=("dims",)))
+    view=True, attrs=("dims",), flops=flops_none, specializer=_view_fast(_permute_fast)))
 
 
 def _expand_impl(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
@@ -488,7 +610,8 @@ EXPAND = register(Primitive(
     "expand", impl=_expand_impl,
     infer=lambda x, *, shape: (tuple(np.broadcast_shapes(x.shape, shape)), x.dtype),
     backward=lambda c, g: (F.sum_to(g, c.shape(0)),), view=True, attrs=("shape",),
-    lower=_lower_broadcast))
+    lower=_lower_broadcast, flops=flops_none,
+    specializer=_view_fast(lambda attrs: functools.partial(np.broadcast_to, shape=attrs["shape"]))))
 
 
 @dataclass(frozen=True)
@@ -526,8 +649,41 @@ def _check_index_metas(idx: tuple[Meta, ...], key: Any) -> None:
 def _index_shape(shape: tuple[int, ...], idx: tuple[Meta, ...], key: Any) -> tuple[int, ...]:
     """The shape ``x[key]`` has for ``x`` of ``shape``, from shapes alone (numpy's rules)."""
     _check_index_metas(idx, key)
+    return _key_shape(shape, [m.shape for m in idx], key)
+
+
+def _key_shape(shape: tuple[int, ...], idx_shapes: Any, key: Any) -> tuple[int, ...]:
     probe = np.broadcast_to(np.zeros((), dtype=np.int8), shape)
-    return probe[fill_key(key, [np.zeros(m.shape, dtype=np.intp) for m in idx])].shape
+    return probe[fill_key(key, [np.zeros(s, dtype=np.intp) for s in idx_shapes])].shape
+
+
+def _indexed_metas(arg_metas: ArgMetas, key: Any, data_args: int) -> bool:
+    """Whether a planned indexing call's arguments are arrays, its index arguments int64 and
+    as many as the key's IndexArg placeholders name (each naming one that exists)."""
+    idx = arg_metas[data_args:]
+    items = key if isinstance(key, tuple) else (key,)
+    places = [k.position for k in items if isinstance(k, IndexArg)]
+    return (all(is_array_meta(m) for m in arg_metas) and len(places) == len(idx)
+            and sorted(p for p in places if type(p) is int) == list(range(len(idx)))
+            and all(m[1] == np.int64 for m in idx))
+
+
+def _key_filler(key: Any) -> Callable[[Sequence[Any]], Any]:
+    """f(idx) -> the key with its IndexArg placeholders filled: fill_key with the template's
+    walk done once."""
+    if not isinstance(key, tuple):
+        return operator.itemgetter(key.position) if isinstance(key, IndexArg) else (
+            lambda idx: key)
+    slots = [(i, k.position) for i, k in enumerate(key) if isinstance(k, IndexArg)]
+    template = list(key)
+
+    def fill(idx: Sequence[Any]) -> tuple[Any, ...]:
+        items = template.copy()
+        for i, p in slots:
+            items[i] = idx[p]
+        return tuple(items)
+
+    return fill
 
 
 def _getitem_infer(x: Meta, *idx: Meta, key: Any) -> tuple[Any, D.DType]:
@@ -551,16 +707,41 @@ def _getitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
             *(None for _ in idx))
 
 
-# getitem(x, *index_tensors, key=template): basic keys (ints, slices, None, Ellipsis) give a
-# view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
-GETITEM = register(Primitive(
-    "getitem", impl=_getitem_impl, infer=_getitem_infer, backward=_getitem_bwd,
-    saves_from=1, view=True, attrs=("key",)))
+def _getitem_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """The one subscript _getitem_impl makes: a view for a basic key, a gather (always a new
+    array of x's dtype) for array indices."""
+    key = attrs["key"]
+    if not arg_metas or not _indexed_metas(arg_metas, key, 1) or arg_metas[0][1] != out_meta[1]:
+        return None
+    x_shape, idx_shapes = arg_metas[0][0], [m[0] for m in arg_metas[1:]]
+    try:
+        if _key_shape(x_shape, idx_shapes, key) != tuple(out_meta[0]):
+            return None
+    except (IndexError, ValueError, TypeError):
+        return None  # the impl raises: let it
+    if is_basic_key(key):
+        if isinstance(key, tuple) and all(isinstance(k, int) for k in key):
+            key = (*key, Ellipsis)  # as the impl: a 0-d view, not a numpy scalar
+        elif not out_meta[0]:
+            return None  # numpy makes a scalar of this one: keep the planner's check
+        return lambda x: x[key]
+    if not out_meta[0]:
+        return None  # a gather to 0-d gives a numpy scalar
+    fill = _key_filler(key)
+    return lambda x, *idx: x[fill(idx)]
 
 
 def is_basic_key(key: Any) -> bool:
     items = key if isinstance(key, tuple) else (key,)
     return all(isinstance(k, (int, slice, type(None), type(Ellipsis))) for k in items)
+
+
+# getitem(x, *index_tensors, key=template): basic keys (ints, slices, None, Ellipsis) give a
+# view; array indices are int64 tensor arguments named in ``key`` by IndexArg placeholders
+GETITEM = register(Primitive(
+    "getitem", impl=_getitem_impl, infer=_getitem_infer, backward=_getitem_bwd,
+    saves_from=1, view=True, view_if=lambda attrs: is_basic_key(attrs["key"]), attrs=("key",),
+    flops=flops_none, specializer=_getitem_fast))
 
 
 def _index_backward_impl(xp: Any, g: Any, *idx: Any, key: Any, shape: tuple[int, ...]) -> Any:
@@ -586,9 +767,29 @@ def _index_backward_bwd(c: Any, gg: Any) -> tuple[Any, ...]:
 
 
 # index_backward(g, *index_tensors, key=template, shape=x_shape): scatter-add g into zeros
+def _index_backward_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """With array indices, the two numpy calls _index_backward_impl makes: zeros of the
+    input's shape, then np.add.at (repeated indices accumulate)."""
+    key, shape = attrs["key"], tuple(attrs["shape"])
+    if is_basic_key(key) or not arg_metas or not _indexed_metas(arg_metas, key, 1):
+        return None
+    dtype = arg_metas[0][1]
+    if dtype != out_meta[1] or shape != tuple(out_meta[0]):
+        return None
+    fill, add_at, zeros = _key_filler(key), np.add.at, np.zeros
+
+    def scatter(g: np.ndarray, *idx: np.ndarray) -> np.ndarray:
+        out = zeros(shape, dtype)
+        add_at(out, fill(idx), g)
+        return out
+
+    return scatter
+
+
 INDEX_BACKWARD = register(Primitive(
     "index_backward", impl=_index_backward_impl, infer=_index_backward_infer,
-    backward=_index_backward_bwd, saves_from=1, attrs=("key", "shape")))
+    backward=_index_backward_bwd, saves_from=1, attrs=("key", "shape"), flops=flops_reduce,
+    specializer=_index_backward_fast))
 
 
 def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, key: Any) -> Any:
@@ -614,7 +815,7 @@ def _setitem_bwd(c: Any, g: Any) -> tuple[Any, ...]:
 # ``x[key] = v`` writes this result back)
 SETITEM = register(Primitive(
     "setitem", impl=_setitem_impl, infer=_setitem_infer, backward=_setitem_bwd,
-    saves_from=2, attrs=("key",)))
+    saves_from=2, attrs=("key",), flops=flops_none))
 
 
 def _cat_infer(*xs: Meta, axis: int) -> tuple[Any, D.DType]:
@@ -640,7 +841,7 @@ def _cat_bwd(c: Any, g: Any) -> tuple[Any, ...]:
 
 CAT = register(Primitive(
     "cat", impl=lambda xp, *xs, axis: xp.concatenate(xs, axis=axis), infer=_cat_infer,
-    backward=_cat_bwd, promote=PROMOTE_SAME, attrs=("axis",)))
+    backward=_cat_bwd, promote=PROMOTE_SAME, attrs=("axis",), flops=flops_none))
 
 # --- checks of values ------------------------------------------------------------------------
 
@@ -664,7 +865,8 @@ def _check_bounds_impl(xp: Any, x: Any, *, low: int, high: int, message: str) ->
 # returns a placeholder. Eager and captured steps alike call it (a captured one is a plan step)
 CHECK_BOUNDS = register(Primitive(
     "check_bounds", impl=_check_bounds_impl, infer=_check_bounds_infer, differentiable=False,
-    attrs=("low", "high", "message"), check=True))
+    attrs=("low", "high", "message"), check=True,
+    flops=flops_elementwise))  # one for its 0-d placeholder, as plan summaries count it
 
 # --- matmul --------------------------------------------------------------------------------
 
@@ -731,6 +933,18 @@ def _is_transposed(t: Any) -> bool:
     return bool(flags.f_contiguous and not flags.c_contiguous)
 
 
+def _matmul_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """np.matmul where _matmul_impl's checks pass (same dtype, no 0-d operand) and the result
+    is an array of the planned dtype."""
+    if len(arg_metas) != 2 or not all(is_array_meta(m) for m in arg_metas):
+        return None
+    (sa, ta), (sb, tb) = arg_metas
+    if ta != tb or not sa or not sb or not probe_ok(np.matmul, arg_metas, out_meta):
+        return None
+    return np.matmul
+
+
 MATMUL = register(Primitive(
-    "matmul", impl=_matmul_impl, infer=_matmul_infer, backward=_matmul_bwd, saves=(0, 1)))
+    "matmul", impl=_matmul_impl, infer=_matmul_infer, backward=_matmul_bwd, saves=(0, 1),
+    extern=True, flops=flops_matmul, specializer=_matmul_fast))
 

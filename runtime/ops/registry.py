@@ -1,4 +1,5 @@
-"""The one registry of primitives: eager forward, shape/dtype rule, backward formula.
+"""The one registry of primitives: eager forward, shape/dtype rule, backward formula, and the
+facts the planner asks of an op (its kind, FLOPs, a fast path), so no file keeps its own list.
 
 Backward formulas are written with primitive tensor ops, so the same formula runs eagerly
 and is captured into a graph by the planner.
@@ -6,15 +7,97 @@ and is captured into a graph by the planner.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 # how a primitive's tensor arguments are promoted before its forward runs
 PROMOTE_NONE = "none"  # no promotion (shape ops, reductions, indexing)
 PROMOTE_SAME = "same"  # PyTorch's result_type over the arguments (add, mul, where, ...)
 PROMOTE_FLOAT = "float"  # as SAME, then integers and bools become float32 (div, exp, ...)
 PROMOTE_BOOL_OUT = "bool_out"  # as SAME for the inputs, bool result (comparisons)
+
+Shape = tuple[int, ...]
+# the static facts of one planned call: each argument's (shape, dtype), or the scalar itself
+ArgMeta = Any
+OutMeta = tuple[Shape, np.dtype]
+ArgMetas = Sequence[ArgMeta]
+Attrs = Mapping[str, Any]
+# flops(out_shape, arg_shapes, attrs): arg_shapes has an argument's shape, None for a scalar
+ArgShapes = Sequence[Shape | None]
+FlopRule = Callable[[Shape, ArgShapes, Attrs], int]
+FastPath = Callable[..., Any] | None  # f(*args) -> ndarray, or None: no fast path
+# specializer(arg_metas, attrs, out_meta) -> FastPath (see Primitive.specialize)
+Specializer = Callable[[ArgMetas, Attrs, OutMeta], FastPath]
+
+# numpy 2 types Python scalars "weakly" (NEP 50): a ufunc's result dtype then depends on the
+# dtypes of its array arguments only, so one probe on tiny arrays speaks for every call
+VALUE_FREE_DTYPES = int(np.__version__.split(".")[0]) >= 2
+
+
+def _numel(shape: Shape | None) -> int:
+    return math.prod(shape) if shape else 1
+
+
+def flops_none(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
+    """Shape, view, copy and source-like ops: no arithmetic."""
+    return 0
+
+
+def flops_elementwise(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
+    """One operation per output element."""
+    return _numel(out_shape)
+
+
+def flops_reduce(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
+    """One operation per element of argument 0 (each is folded into an output once)."""
+    return _numel(arg_shapes[0])
+
+
+def flops_matmul(out_shape: Shape, arg_shapes: ArgShapes, attrs: Attrs) -> int:
+    """A multiply and an add per output element and step of the contracted axis."""
+    a = arg_shapes[0] if len(arg_shapes) == 2 else None
+    return 2 * _numel(out_shape) * (a[-1] if a else 1)
+
+
+def is_array_meta(meta: ArgMeta) -> bool:
+    """Whether a specializer's argument meta is an array's (shape, dtype), not a scalar."""
+    return type(meta) is tuple and len(meta) == 2 and isinstance(meta[1], np.dtype)
+
+
+def probe_ok(fn: Callable[..., Any], arg_metas: ArgMetas, out_meta: OutMeta,
+             **kwargs: Any) -> bool:
+    """Whether fn on one-element arrays of the arguments' dtypes and ranks gives an array of
+    the planned dtype (numpy's result type does not depend on sizes or, under NEP 50,
+    values). Only for a non-0-d result: numpy returns a scalar for a 0-d one."""
+    if not out_meta[0] or not VALUE_FREE_DTYPES:
+        return False
+    probe = [np.zeros((1,) * len(m[0]), m[1]) if is_array_meta(m) else m for m in arg_metas]
+    try:
+        with np.errstate(all="ignore"):
+            out = fn(*probe, **kwargs)
+    except Exception:  # the probe is only a question: any failure means "no fast path"
+        return False
+    return type(out) is np.ndarray and out.dtype == out_meta[1]
+
+
+def ufunc_specializer(ufunc: np.ufunc) -> Specializer:
+    """The ufunc itself where its result on these metas is an array of the planned dtype and
+    shape (the primitive's impl is that ufunc on its arguments)."""
+
+    def specialize(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+        shapes = [m[0] for m in arg_metas if is_array_meta(m)]
+        try:
+            if tuple(np.broadcast_shapes(*shapes)) != tuple(out_meta[0]):
+                return None
+        except ValueError:
+            return None
+        return ufunc if probe_ok(ufunc, arg_metas, out_meta) else None
+
+    return specialize
 
 
 @dataclass(frozen=True)
@@ -28,7 +111,9 @@ class Primitive:
     saves_from: int | None = None  # also keep every tensor argument from this position on
     promote: str = PROMOTE_NONE
     promote_args: tuple[int, ...] | None = None  # which positions promote (default: all)
-    view: bool = False  # the output may share storage with argument 0
+    # the output may share storage with argument 0, for some attrs (view_if says which)
+    view: bool = False
+    view_if: Callable[[Attrs], bool] | None = None  # None: for every attrs
     # kernel-IR lowering of an elementwise primitive: lower(kb, args, attrs, dtype) -> expr,
     # args as ("expr", index, dtype) | ("scalar", value, None); kb builds the fused kernel
     lower: Callable[..., int] | None = None
@@ -37,6 +122,31 @@ class Primitive:
     # dispatcher passes on unchanged) or returns a placeholder nobody reads. A captured check
     # is a side effect: the planner keeps it, never fuses it, and runs it where eager did
     check: bool = False
+    # FLOPs of one call (required: register refuses a primitive without a rule)
+    flops: FlopRule | None = None
+    ufunc: np.ufunc | None = None  # impl(np, *args) is exactly ufunc(*args)
+    # a broadcasting elementwise map of its tensor arguments, into a new array (never a view)
+    elementwise: bool = False
+    reduction: bool = False  # folds axes of argument 0
+    extern: bool = False  # a library call that releases the GIL and may use BLAS threads
+    transfer: bool = False  # a copy between host and device memory
+    # a fast path next to the impl (see specialize); a ufunc primitive has one by default
+    specializer: Specializer | None = None
+
+    def is_view(self, attrs: Attrs) -> bool:
+        """Whether the output shares argument 0's storage for these attrs."""
+        return self.view and (self.view_if is None or self.view_if(attrs))
+
+    def specialize(self, arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+        """A callable ``f(*args)`` equal to ``impl(np, *args, **attrs)`` for plain numpy
+        arrays of ``arg_metas`` (``(shape, np.dtype)``, or the scalar itself), returning an
+        ndarray of ``out_meta``'s shape and dtype, every decision the impl makes from shapes
+        and dtypes made once here; or None where no such guarantee holds (then call impl and
+        check its result). The callable holds no array of the call."""
+        spec = self.specializer
+        if spec is None and self.ufunc is not None:
+            spec = ufunc_specializer(self.ufunc)
+        return None if spec is None else spec(arg_metas, attrs, out_meta)
 
     @property
     def backward_name(self) -> str:
@@ -54,5 +164,13 @@ def register(prim: Primitive) -> Primitive:
     if prim.check and (prim.differentiable or prim.lower is not None or prim.view):
         raise ValueError(f"check primitive {prim.name!r} must be non-differentiable, without a "
                          "lowering and not a view")
+    if prim.flops is None:
+        raise ValueError(f"primitive {prim.name!r} has no FLOP rule (flops=)")
+    if prim.ufunc is not None and not prim.elementwise:
+        raise ValueError(f"ufunc primitive {prim.name!r} must be elementwise")
+    if (prim.view or prim.reduction) and prim.elementwise:
+        raise ValueError(f"view or reduction primitive {prim.name!r} cannot be elementwise")
+    if prim.check and prim.extern:
+        raise ValueError(f"check primitive {prim.name!r} cannot be extern")
     REGISTRY[prim.name] = prim
     return prim
