@@ -4,16 +4,12 @@ estimated run time (what the schedule weighs its critical path by)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from .opkinds import is_view
-from .steps import ExternStep, KernelStep, Meta, PrimitiveStep, SourceStep, Step
-
-REDUCTIONS = ("sum", "mean", "amax", "argmax", "argmin")
-SHAPE_OPS = ("reshape", "permute", "expand", "getitem", "cat", "copy", "clone", "to_device",
-             "fill", "setitem", "cast")
+from .steps import KernelStep, Meta, PrimitiveStep, SourceStep, Step
 
 # A rough model of one core of this machine class: a step costs a fixed dispatch overhead (a
 # numpy call from the program: about 1 us), plus its FLOPs at about 10 GFLOP/s (vectorized
@@ -28,20 +24,14 @@ def _numel(shape: Any) -> int:
     return int(math.prod(shape)) if shape else 1
 
 
-def estimate_flops(step: Step, metas: dict[int, Meta]) -> int:
-    """Floating-point operations of one step (an estimate, per primitive kind)."""
+def estimate_flops(step: Step, metas: Mapping[int, Meta]) -> int:
+    """Floating-point operations of one step: its primitive's FLOP rule, a kernel's count."""
     if isinstance(step, KernelStep):
         return _kernel_flops(step.kernel)
-    if not isinstance(step, PrimitiveStep) or step.name in SHAPE_OPS:
+    if not isinstance(step, PrimitiveStep):
         return 0
-    shapes = [metas[v][0] for v in step.buffers if v in metas]
-    if isinstance(step, ExternStep):
-        if len(shapes) == 2 and shapes[0]:
-            return 2 * _numel(step.shape) * shapes[0][-1]
-        return 2 * _numel(step.shape)
-    if step.name in REDUCTIONS or step.name == "index_backward":
-        return _numel(shapes[0]) if shapes else _numel(step.shape)
-    return _numel(step.shape)  # elementwise
+    shapes = [metas[v][0] if kind == "buf" else None for kind, v in step.args]
+    return step.prim.flops(step.shape, shapes, step.attrs)  # type: ignore[misc]
 
 
 def _kernel_flops(kernel: Any) -> int:
@@ -58,9 +48,9 @@ def _kernel_flops(kernel: Any) -> int:
                if not isinstance(e, (kir.Load, kir.Const)))
 
 
-def estimate_bytes(step: Step, metas: dict[int, Meta]) -> int:
+def estimate_bytes(step: Step, metas: Mapping[int, Meta]) -> int:
     """Bytes moved by one step: its buffer inputs plus its outputs (views and sources: 0)."""
-    if isinstance(step, SourceStep) or is_view(step):
+    if isinstance(step, SourceStep) or step.is_view:
         return 0
     ins = sum(_numel(metas[v][0]) * metas[v][1].itemsize for v in step.buffers if v in metas)
     if isinstance(step, KernelStep):

@@ -24,7 +24,6 @@ from codegen import ir as kir
 from runtime.ops.registry import REGISTRY
 
 from .graph import template_nodes
-from .opkinds import is_view
 from .plan import Plan
 from .steps import CommitStep, KernelStep, PrimitiveStep, SourceStep, Step, primitive_step
 
@@ -657,7 +656,7 @@ def _storage_roots(plan: Plan, v: int) -> set[int]:
         u = stack.pop()
         roots.add(u)
         step = plan.steps[producer[u]]
-        if is_view(step):
+        if step.is_view:
             stack.append(step.args[0][1])
     return roots
 

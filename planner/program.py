@@ -6,10 +6,11 @@ about as much as the numpy call itself. So ``build_program`` writes the schedule
 source, one assignment a step over local variables, with every primitive's ``impl``, attribute
 and dtype bound once, and compiles it. What the result check can never catch is left out: when
 the inputs and state are plain numpy arrays of the planned dtypes and shapes (checked once a
-call), a ufunc, view, matmul or sum of them has the planned type and dtype, which the plan's
-build proves by running the same numpy call on tiny arrays. Anything else falls back to the
-registry's ``impl`` and the full check, and a call whose inputs are not plain arrays runs a
-second, fully checked program, which is the reference interpreter's loop written out.
+call), a step calls its primitive's fast path (``Primitive.specialize``: declared next to the
+impl in the registry, it guarantees an array of the planned dtype and shape for such
+arguments). Anything else calls the registry's ``impl`` and the full check, and a call whose
+inputs are not plain arrays runs a second, fully checked program, which is the reference
+interpreter's loop written out.
 
 The source never holds text of the plan: buffers are ``b<int>`` locals and indices are ints
 (``lit``, ``_Source.buf``: only a true ``int`` is written), every other value of the plan is a
@@ -26,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,10 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runtime._device import array_module
-from runtime.ops import prims
-from runtime.ops.registry import REGISTRY, Primitive
+from runtime.ops.registry import REGISTRY
 
-from .opkinds import same_code, step_ufunc
 from .steps import (
     CommitStep,
     ConstStep,
@@ -54,34 +52,7 @@ from .steps import (
 if TYPE_CHECKING:
     from .plan import Plan
 
-_ADD_REDUCE = np.add.reduce  # one bound method each (every attribute access makes a new one)
-_MAX_REDUCE = np.maximum.reduce
-_ADD_AT = np.add.at
-# numpy 2 types Python scalars "weakly" (NEP 50): a ufunc's result dtype then depends on the
-# dtypes of its array arguments only, so one probe on tiny arrays speaks for every call
-_VALUE_FREE_DTYPES = int(np.__version__.split(".")[0]) >= 2
-
 Program = Callable[[Any, list[Any], dict[int, Any], list[Any]], tuple[Any, list[Any]]]
-
-
-# --- which registry primitives are plain numpy calls ------------------------------------------
-
-
-def _sum_ref(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
-    return xp.sum(x, axis=axes, keepdims=keepdim)
-
-
-def _mean_ref(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
-    return xp.mean(x, axis=axes, keepdims=keepdim)
-
-
-def _is_sum(prim: Primitive) -> bool:
-    return same_code(prim.impl, _sum_ref.__code__)
-
-
-def _is_impl(prim: Primitive, name: str) -> bool:
-    """Whether the primitive's impl is the function ``runtime.ops.prims.<name>``."""
-    return prim.impl is getattr(prims, name, None)
 
 
 # --- code generation --------------------------------------------------------------------------
@@ -229,7 +200,7 @@ def _dropped_expands(plan: Plan) -> frozenset[int]:
     schedule = plan.schedule
     readers = (plan.steps[j] for v in schedule.broadcast_only
                for j in schedule.consumers[schedule.producer[v]])
-    if all(step_ufunc(r) is not None for r in readers):
+    if all(r.ufunc is not None for r in readers):
         return schedule.broadcast_only
     return frozenset()
 
@@ -446,213 +417,43 @@ def _emit_check(src: _Source, s: Step) -> None:
 
 def _emit_fast(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, inplace: int | None,
                dropped: frozenset[int]) -> bool:
-    """A direct numpy call for a step whose result needs no check; False if there is none."""
+    """The primitive's own fast path (``Primitive.specialize``) for a step whose arguments
+    are plain arrays of their planned dtypes: its result needs no check. False if it has
+    none. An expand only ufuncs read is not made at all (they broadcast its source to the
+    same values)."""
     bufs = s.buffers
     if s.device != "cpu" or any(v not in known.typed for v in bufs):
         return False
-    prim = REGISTRY.get(s.name)
-    if prim is None:
-        return False
-    if s.name in _VIEWS and s.args[0][0] == "buf":
-        _emit_view(src, s, known, dropped)
+    out = src.buf(s.out)
+    if s.out in dropped:
+        src.line(f"{out} = {src.buf(bufs[0])}")
+        if bufs[0] in known.contiguous:
+            known.contiguous.add(s.out)
         return True
-    if (_emit_where(src, plan, s, prim) or _emit_gather(src, plan, s, prim)
-            or _emit_scatter(src, plan, s, prim) or _emit_mean(src, plan, s, prim)):
-        return True
-    call = _direct_call(src, plan, s, prim)
-    if call is None:
+    metas = plan.schedule.metas
+    prim = REGISTRY[s.name]
+    fast = prim.specialize([metas[v] if kind == "buf" else v for kind, v in s.args], s.attrs,
+                           (s.shape, s.dtype.np))
+    if fast is None:
         return False
-    fn, args, kwargs = call
-    plain = f"{fn}({', '.join(args)}{kwargs})"
-    if s.op == "matmul" or all(v in known.contiguous for v in bufs):
-        known.contiguous.add(s.out)  # numpy lays a result out as its arguments are
-    if inplace is None:
-        src.line(f"{src.buf(s.out)} = {plain}")
+    fn = src.name(f"fast_{prim.name}", fast)
+    args = ", ".join(_arg_list(src, s))
+    if prim.extern or (all(v in known.contiguous for v in bufs) and (
+            prim.ufunc is not None or prim.reduction or s.name == "reshape")):
+        # matmul's result is C-contiguous; numpy lays a ufunc's or reduction's out as its
+        # arguments are; a reshape of a C-contiguous array is a C-contiguous view of it
+        known.contiguous.add(s.out)
+    if inplace is None or fast is not prim.ufunc:
+        src.line(f"{out} = {fn}({args})")
         return True
     # the same ufunc into the dying argument: equal values, and the layout numpy would pick
     # (C order) as long as every argument is C-contiguous; otherwise a new array as before
     checks = [f"{src.buf(v)}.flags.c_contiguous" for v in dict.fromkeys(bufs)
               if v not in known.contiguous]
-    into = f"{fn}({', '.join(args)}{kwargs}, out={src.buf(inplace)})"
-    src.line(f"{src.buf(s.out)} = {into} if {' and '.join(checks)} else {plain}" if checks
-             else f"{src.buf(s.out)} = {into}")
+    into = f"{fn}({args}, out={src.buf(inplace)})"
+    src.line(f"{out} = {into} if {' and '.join(checks)} else {fn}({args})" if checks
+             else f"{out} = {into}")
     return True
-
-
-_VIEWS = frozenset({"permute", "reshape", "expand"})
-
-
-def _emit_view(src: _Source, s: PrimitiveStep, known: _Known, dropped: frozenset[int]) -> None:
-    """permute, reshape and expand as the numpy calls their impls make; an expand that only
-    ufuncs read is not made at all (they broadcast its source to the same values)."""
-    x = s.args[0][1]
-    out, bx, n = src.buf(s.out), src.buf(x), lit(s.out)
-    if s.out in dropped:
-        src.line(f"{out} = {bx}")
-        if x in known.contiguous:
-            known.contiguous.add(s.out)
-        return
-    if s.op == "permute":
-        src.line(f"{out} = {bx}.transpose({src.name(f'dims{n}', s.attrs['dims'])})")
-    elif s.op == "reshape":
-        src.line(f"{out} = {bx}.reshape({src.name(f'shape{n}', s.attrs['shape'])})")
-        if x in known.contiguous:
-            known.contiguous.add(s.out)  # a reshape of a C-contiguous array is a view of it
-    else:
-        shape = src.name(f"shape{n}", s.attrs["shape"])
-        src.line(f"{out} = {src.name('broadcast_to', np.broadcast_to)}({bx}, {shape})")
-
-
-def _direct_call(src: _Source, plan: Plan, s: PrimitiveStep,
-                 prim: Primitive) -> tuple[str, list[str], str] | None:
-    """(callable, args, keyword text) of a numpy call equal to the step's impl whose result,
-    probed on tiny arrays of the same dtypes, is an array of the planned dtype; or None."""
-    if not s.shape or not _VALUE_FREE_DTYPES:
-        return None  # a 0-d result may come back as a numpy scalar: keep the check
-    metas = plan.schedule.metas
-    ufunc = step_ufunc(s)
-    if ufunc is not None:
-        fn: Any = ufunc
-        kwargs: dict[str, Any] = {}
-    elif _is_impl(prim, "_matmul_impl"):
-        dtypes = {metas[v][1] for k, v in s.args if k == "buf"}
-        ndims = [len(metas[v][0]) for k, v in s.args if k == "buf"]
-        if len(dtypes) != 1 or len(ndims) != 2 or 0 in ndims:
-            return None  # the impl raises: let it
-        fn, kwargs = np.matmul, {}
-    elif _is_sum(prim) and s.dtype.is_floating_point:
-        # np.sum of a plain ndarray is exactly this call (numpy's _wrapreduction)
-        fn, kwargs = _ADD_REDUCE, {"axis": s.attrs["axes"], "keepdims": s.attrs["keepdim"]}
-    elif _is_impl(prim, "_amax_impl") and all(math.prod(metas[v][0]) for v in s.buffers):
-        fn, kwargs = _MAX_REDUCE, {"axis": s.attrs["axes"], "keepdims": s.attrs["keepdim"]}
-    else:
-        return None
-    if not _probe_ok(fn, s, metas, kwargs):
-        return None
-    name = src.name(_callable_name(fn), fn)
-    kw = "".join(f", {k}={src.name(f'{k}{lit(s.out)}', v)}" for k, v in kwargs.items())
-    return name, _arg_list(src, s), kw
-
-
-def _emit_where(src: _Source, plan: Plan, s: PrimitiveStep, prim: Primitive) -> bool:
-    """``where(cond, a, b)`` with everything the impl decides from shapes and dtypes decided
-    here: the same numpy calls in the same order, without the per-call bookkeeping."""
-    if not _is_impl(prim, "_where_impl") or not s.shape or len(s.args) != 3:
-        return False
-    metas = plan.schedule.metas
-    (kc, cond), (ka, a), (kb, b) = s.args
-    if kc != "buf" or ka != "buf" or metas[cond][1] != np.bool_:
-        return False
-    a_probe = np.zeros(1, metas[a][1])
-    b_probe = np.zeros(1, metas[b][1]) if kb == "buf" else b
-    dt = np.result_type(a_probe, b_probe)
-    shape = np.broadcast_shapes(metas[cond][0], metas[a][0],
-                                metas[b][0] if kb == "buf" else np.shape(b))
-    if dt != s.dtype.np or tuple(shape) != s.shape:
-        return False
-    masked = dt.kind == "f" and math.prod(metas[cond][0]) >= 1024 and metas[cond][0] == shape
-    add_b = not (isinstance(b, (int, float)) and kb == "scalar" and b == 0)
-    fn = src.name("where_masked" if masked else "where_plain",
-                  _where_masked if masked else _where_plain)
-    b_text = src.buf(b) if kb == "buf" else src.name(f"s{lit(s.out)}", b)
-    extra = f", {add_b}" if masked else ""  # a bool the generator computed
-    dtype = src.name(f"t{lit(s.out)}", dt)
-    src.line(f"{src.buf(s.out)} = {fn}({src.buf(cond)}, {src.buf(a)}, {b_text}, {dtype}{extra})")
-    return True
-
-
-def _emit_gather(src: _Source, plan: Plan, s: PrimitiveStep, prim: Primitive) -> bool:
-    """``getitem`` with array indices (advanced indexing: always a new array of x's dtype)
-    as the one subscript its impl makes."""
-    key = s.attrs.get("key")
-    if (not _is_impl(prim, "_getitem_impl") or not s.shape or not isinstance(key, tuple)
-            or not any(isinstance(k, prims.IndexArg) for k in key)):
-        return False
-    metas = plan.schedule.metas
-    x, *idx = (v for _, v in s.args)
-    if any(kind != "buf" for kind, _ in s.args) or metas[x][1] != s.dtype.np:
-        return False
-    src.line(f"{src.buf(s.out)} = {src.buf(x)}[{', '.join(_key_items(src, s, key, idx))},]")
-    return True
-
-
-def _emit_scatter(src: _Source, plan: Plan, s: PrimitiveStep, prim: Primitive) -> bool:
-    """``index_backward`` with array indices as the two numpy calls its impl makes: zeros of
-    the input's shape, then ``np.add.at`` (repeated indices accumulate)."""
-    key = s.attrs.get("key")
-    if (not _is_impl(prim, "_index_backward_impl") or not isinstance(key, tuple)
-            or prims.is_basic_key(key) or any(kind != "buf" for kind, _ in s.args)):
-        return False
-    metas = plan.schedule.metas
-    g, *idx = (v for _, v in s.args)
-    if metas[g][1] != s.dtype.np or tuple(s.attrs["shape"]) != s.shape:
-        return False
-    items = ", ".join(_key_items(src, s, key, idx))
-    n, out = lit(s.out), src.buf(s.out)
-    shape, dtype = src.name(f"shape{n}", s.attrs["shape"]), src.name(f"t{n}", s.dtype.np)
-    src.line(f"{out} = {src.name('zeros', np.zeros)}({shape}, dtype={dtype})")
-    src.line(f"{src.name('add_at', _ADD_AT)}({out}, ({items},), {src.buf(g)})")
-    return True
-
-
-def _key_items(src: _Source, s: PrimitiveStep, key: tuple[Any, ...], idx: list[int]) -> list[str]:
-    """An indexing key's items as source: an index argument's local, or a bound value."""
-    items = []
-    for k in key:
-        if isinstance(k, prims.IndexArg):
-            if type(k.position) is not int or not 0 <= k.position < len(idx):
-                raise ValueError(f"step {s.out}: index argument {k.position!r} does not exist")
-            items.append(src.buf(idx[k.position]))
-        else:
-            items.append(src.name(f"k{lit(s.out)}", k))
-    return items
-    return True
-
-
-def _emit_mean(src: _Source, plan: Plan, s: PrimitiveStep, prim: Primitive) -> bool:
-    """``mean`` of a float32/float64 array as numpy 2's ``np.mean`` computes it (a sum, then
-    a division by the count), without its argument handling; a 0-d result keeps the check."""
-    if not (_VALUE_FREE_DTYPES and same_code(prim.impl, _mean_ref.__code__)):
-        return False
-    if len(s.args) != 1 or s.args[0][0] != "buf":
-        return False
-    shape, dtype = plan.schedule.metas[s.args[0][1]]
-    x, axes = s.args[0][1], s.attrs["axes"]
-    count = math.prod(shape[a % len(shape)] for a in axes) if shape else 1
-    if dtype not in _MEAN_DTYPES or not count or dtype != s.dtype.np:
-        return False
-    axes_name = src.name(f"axes{lit(s.out)}", axes)
-    keep = src.name(f"keepdim{lit(s.out)}", s.attrs["keepdim"])
-    count_name = src.name(f"count{lit(s.out)}", np.intp(count))
-    src.line(f"{src.buf(s.out)} = {src.name('mean_float', _mean_float)}({src.buf(x)}, "
-             f"{axes_name}, {keep}, {count_name})")
-    if not s.shape:
-        _emit_check(src, s)
-    return True
-
-
-_MEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _callable_name(fn: Any) -> str:
-    """A readable global name for fn in the generated source (add, matmul, add_reduce)."""
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, np.ufunc):
-        return f"{owner.__name__}_{fn.__name__}"
-    return getattr(fn, "__name__", "fn")
-
-
-def _probe_ok(fn: Any, s: PrimitiveStep, metas: dict[int, Any], kwargs: dict[str, Any]) -> bool:
-    """Whether fn on one-element arrays of the step's argument dtypes gives an array of the
-    step's dtype (numpy's result type does not depend on sizes or, under NEP 50, values)."""
-    probe = [np.zeros((1,) * len(metas[v][0]), metas[v][1]) if k == "buf" else v
-             for k, v in s.args]
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*probe, **kwargs)
-    except Exception:  # the probe is only a question: any failure means "keep the check"
-        return False
-    return type(out) is np.ndarray and out.dtype == s.dtype.np
 
 
 def _template(src: _Source, template: Any) -> str:
@@ -670,30 +471,6 @@ def _template(src: _Source, template: Any) -> str:
 
 
 # --- helpers the generated code calls ---------------------------------------------------------
-
-
-def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
-    """runtime.ops.prims._where_impl on a large float mask of the result's shape."""
-    out = np.multiply(cond, a, dtype=dt)
-    if add_b:
-        out += np.multiply(~cond, b, dtype=dt)
-    if not np.count_nonzero(np.isnan(out)):  # isnan(out).any(), in one C call
-        return out
-    return np.where(cond, a, b).astype(dt, copy=False)
-
-
-def _mean_float(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, count: Any) -> Any:
-    """numpy 2's ``np.mean(x, axis=axes, keepdims=keepdims)`` (numpy/_core/_methods.py
-    ``_mean``) for a plain float32/float64 array and a nonzero count (a numpy intp)."""
-    ret = _ADD_REDUCE(x, axes, None, None, keepdims, where=True)
-    if isinstance(ret, np.ndarray):
-        return np.true_divide(ret, count, out=ret, casting="unsafe", subok=False)
-    return ret.dtype.type(ret / count)
-
-
-def _where_plain(cond: np.ndarray, a: Any, b: Any, dt: np.dtype) -> Any:
-    """runtime.ops.prims._where_impl on a small or broadcast mask."""
-    return np.where(cond, a, b).astype(dt, copy=False)
 
 
 def _fix_numpy(value: Any, dtype: np.dtype) -> Any:

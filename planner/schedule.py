@@ -25,8 +25,16 @@ import numpy as np
 
 from .cost import estimate_bytes, estimate_flops, estimate_seconds
 from .graph import template_nodes
-from .opkinds import is_view, step_ufunc
-from .steps import CommitStep, ExternStep, KernelStep, Meta, RandStep, SourceStep, Step
+from .steps import (
+    CommitStep,
+    ExternStep,
+    KernelStep,
+    Meta,
+    PrimitiveStep,
+    RandStep,
+    SourceStep,
+    Step,
+)
 
 
 @dataclass(frozen=True)
@@ -165,13 +173,14 @@ def _ancestors(deps: list[list[int]], order: list[int]) -> list[int]:
 
 
 def _fresh_buffers(steps: list[Step]) -> set[int]:
-    """Buffers computed into new memory by a numpy call known to allocate (ufuncs, matmul,
-    where, kernels): no other buffer shares their storage unless it is a view of them."""
+    """Buffers computed into new memory by a call known to allocate (elementwise primitives,
+    extern calls, kernels): no other buffer shares their storage unless it is a view of them."""
     fresh: set[int] = set()
     for s in steps:
         if isinstance(s, KernelStep):
             fresh.update(s.outputs)
-        elif isinstance(s, ExternStep) or s.op == "where" or step_ufunc(s) is not None:
+        elif isinstance(s, ExternStep) or (isinstance(s, PrimitiveStep)
+                                           and s.prim.elementwise):
             fresh.add(s.out)
     return fresh
 
@@ -201,7 +210,7 @@ def _inplace(steps: list[Step], metas: dict[int, Meta], frees: tuple[tuple[int, 
             end[r] = max(end.get(r, -1), last)
     found: dict[int, int] = {}
     for i, s in enumerate(steps):
-        if s.device != "cpu" or not s.shape or step_ufunc(s) is None:
+        if s.device != "cpu" or not s.shape or s.ufunc is None:
             continue
         for x in s.buffers:
             if x in fresh and end.get(x) == i and metas[x] == (s.shape, s.dtype.np):
@@ -254,7 +263,7 @@ def _broadcasts_to(reader: Step, dropped: set[int], source: dict[int, tuple[int,
                    metas: dict[int, Meta]) -> bool:
     """Whether the ufunc step reader, given the sources of the dropped expands, has its
     planned shape."""
-    if step_ufunc(reader) is None:
+    if reader.ufunc is None:
         return False
     shapes = [source[u] if u in dropped else metas[u][0] for u in reader.buffers]
     try:
@@ -314,7 +323,7 @@ def _shared_storage(step: Step, inplace: int | None,
         return set(storage_of.get(inplace, ()))
     if isinstance(step, CommitStep):  # runs at write-back in the parameter's own storage
         return set(storage_of.get(step.target, ()))
-    if is_view(step):
+    if step.is_view:
         return set(storage_of.get(step.args[0][1], ()))
     return None
 
@@ -325,4 +334,4 @@ def _kernel_input_copies(step: Step, by_out: dict[int, Step]) -> int:
     if not isinstance(step, KernelStep):
         return 0
     return sum(_nbytes(src) for src in (by_out[v] for v in step.buffers)
-               if src.op in ("permute", "expand", "getitem") and is_view(src))
+               if src.is_view and src.op != "reshape")

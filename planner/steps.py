@@ -56,6 +56,16 @@ class Step:
         """The attributes ``Plan.listing`` prints and serialization stores (``attrs``)."""
         return {}
 
+    @property
+    def is_view(self) -> bool:
+        """Whether its output shares its first argument's storage."""
+        return False
+
+    @property
+    def ufunc(self) -> np.ufunc | None:
+        """The numpy ufunc the step is, applied to its arguments (None: not one)."""
+        return None
+
 
 @dataclass(eq=False, kw_only=True)
 class SourceStep(Step):
@@ -122,6 +132,16 @@ class PrimitiveStep(Step):
     def shown(self) -> dict[str, Any]:
         return self.attrs
 
+    @property
+    def is_view(self) -> bool:
+        """The registry's answer for these attributes (a gather copies; basic indexing, a
+        reshape, permute or expand is a view)."""
+        return bool(self.args) and self.args[0][0] == "buf" and self.prim.is_view(self.attrs)
+
+    @property
+    def ufunc(self) -> np.ufunc | None:
+        return self.prim.ufunc
+
 
 @dataclass(eq=False, kw_only=True)
 class ExternStep(PrimitiveStep):
@@ -133,14 +153,11 @@ class CopyStep(PrimitiveStep):
     """A copy between host and device memory (to_device)."""
 
 
-# which PrimitiveStep class a primitive's steps are
-_EXTERN = frozenset({"matmul"})
-_COPY = frozenset({"to_device"})
-
-
 def primitive_step(name: str, **fields: Any) -> PrimitiveStep:
-    """The step of registry primitive ``name``: an ExternStep, a CopyStep or a PrimitiveStep."""
-    cls = ExternStep if name in _EXTERN else CopyStep if name in _COPY else PrimitiveStep
+    """The step of registry primitive ``name`` (registered): an ExternStep, a CopyStep or a
+    PrimitiveStep, as the registry's ``extern`` and ``transfer`` say."""
+    prim = REGISTRY[name]
+    cls = ExternStep if prim.extern else CopyStep if prim.transfer else PrimitiveStep
     return cls(name=name, **fields)
 
 

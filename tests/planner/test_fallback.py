@@ -195,7 +195,9 @@ def test_failing_replay_leaves_state_untouched(monkeypatch: pytest.MonkeyPatch, 
             raise FloatingPointError("boom")
         return prim.impl(*args, **kwargs)
 
-    monkeypatch.setitem(runtime.ops.REGISTRY, target.op, dataclasses.replace(prim, impl=boom))
+    # a primitive whose one implementation is its impl (no declared ufunc or fast path)
+    monkeypatch.setitem(runtime.ops.REGISTRY, target.op,
+                        dataclasses.replace(prim, impl=boom, ufunc=None, specializer=None))
     with pytest.raises(FloatingPointError, match="boom"):
         step(x)
     assert calls["n"] == count

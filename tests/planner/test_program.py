@@ -18,11 +18,10 @@ from hypothesis import HealthCheck, example, given, settings
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
-from planner.opkinds import ufunc_of
+
 from planner.steps import InputStep, PrimitiveStep, RandStep, StateStep
-from planner.program import _mean_float, _where_masked
 from planner.plan import materialize
-from runtime.ops import REGISTRY, prims
+from runtime.ops import REGISTRY
 from tests.planner.test_random_programs import make_leaves, make_step, programs
 
 compile_module = importlib.import_module("planner.compile")
@@ -142,13 +141,14 @@ def test_a_replaced_primitive_takes_effect_on_the_next_run(
         calls.append(1)
         return prim.impl(*a, **k)
 
-    monkeypatch.setitem(REGISTRY, "matmul", dataclasses.replace(prim, impl=counting))
+    monkeypatch.setitem(REGISTRY, "matmul", dataclasses.replace(
+        prim, impl=counting, specializer=None))  # no fast path: every call is the impl
     plan.run(list(arrays), dict(state), generators)
     assert len(calls) == sum(1 for s in plan.steps if s.op == "matmul")
     monkeypatch.undo()
     plan.run(list(arrays), dict(state), generators)
     assert len(calls) == sum(1 for s in plan.steps if s.op == "matmul")  # the fast call again
-    assert "_matmul(" in plan.executable.program().source
+    assert "_fast_matmul(" in plan.executable.program().source
 
 
 def test_arrays_of_one_call_survive_the_next() -> None:
@@ -180,53 +180,6 @@ def test_a_dying_value_still_viewed_is_not_overwritten() -> None:
     got = planner.compile(f, backend="interpreter")(x)
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_array_equal(g.numpy(), e.numpy())
-
-
-# --- the specialised primitives against the registry's ---------------------------------------
-
-
-@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if ufunc_of(p)))
-def test_ufunc_primitives_are_the_ufunc(name: str) -> None:
-    prim = REGISTRY[name]
-    fn = ufunc_of(prim)
-    rng = np.random.default_rng(0)
-    args = [rng.standard_normal((3, 4)).astype(np.float32) + 2 for _ in range(fn.nin)]
-    with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(fn(*args), prim.impl(np, *args))
-
-
-def test_non_ufunc_primitives_are_not_taken_for_one() -> None:
-    assert ufunc_of(REGISTRY["where"]) is None and ufunc_of(REGISTRY["erf"]) is None
-    assert ufunc_of(dataclasses.replace(REGISTRY["add"], impl=lambda xp, a, b: a - b)) is None
-
-
-@pytest.mark.parametrize("special", [0.0, -0.0, np.inf, -np.inf, np.nan])
-@pytest.mark.parametrize("b", [0.0, 1.5, "array"])
-def test_where_masked_equals_the_impl(special: float, b: Any) -> None:
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((32, 64)).astype(np.float32)
-    a[3, 5] = special
-    cond = rng.random((32, 64)) > 0.5
-    cond[3, 5] = False
-    other = rng.standard_normal((32, 64)).astype(np.float32) if b == "array" else b
-    with np.errstate(invalid="ignore"):  # 0 * inf: both warn alike, then take np.where
-        expected = prims._where_impl(np, cond, a, other)
-        got = _where_masked(cond, a, other, np.dtype(np.float32), b != 0.0)
-    assert_identical([got], [expected])
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,axes", [((7,), (0,)), ((5, 6), (1,)), ((5, 6), (0,)),
-                                        ((5, 6), (0, 1)), ((2, 3, 4), (0, 2)), ((4, 3), ())])
-@pytest.mark.parametrize("keepdim", [False, True])
-def test_mean_float_equals_np_mean(dtype: Any, shape: tuple[int, ...], axes: tuple[int, ...],
-                                   keepdim: bool) -> None:
-    x = (np.random.default_rng(2).standard_normal(shape) * 1e3).astype(dtype)
-    count = np.intp(np.prod([shape[a] for a in axes]))
-    expected = np.mean(x, axis=axes, keepdims=keepdim)
-    got = _mean_float(x, axes, keepdim, count)
-    assert type(got) is type(expected)
-    assert_identical([np.asarray(got)], [np.asarray(expected)])
 
 
 def test_a_plan_copies_and_pickles_without_its_program() -> None:
@@ -320,4 +273,4 @@ def test_each_step_is_computed_once(name: str, backend: str) -> None:
     assert top, source
     assert len(top) == len(set(top)), [b for b in set(top) if top.count(b) > 1]
     assert any(s.op == "index_backward" for s in plan.steps)
-    assert "_add_at(" in source and "_f_index_backward(" not in source
+    assert "_fast_index_backward(" in source and "_f_index_backward(" not in source

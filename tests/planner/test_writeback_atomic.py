@@ -184,7 +184,9 @@ def test_failed_call_leaves_the_generator_where_it_was(monkeypatch: pytest.Monke
             raise FloatingPointError("boom")
         return prim.impl(*args, **kwargs)
 
-    monkeypatch.setitem(runtime.ops.REGISTRY, last.op, dataclasses.replace(prim, impl=boom))
+    # a primitive whose one implementation is its impl (no declared ufunc or fast path)
+    monkeypatch.setitem(runtime.ops.REGISTRY, last.op,
+                        dataclasses.replace(prim, impl=boom, ufunc=None, specializer=None))
     with pytest.raises(FloatingPointError, match="boom"):
         step(x)
     assert calls[0] == uses
