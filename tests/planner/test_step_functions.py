@@ -116,7 +116,7 @@ def test_step_functions_equal_plan_run(program: Program, backend: str, seed: int
     assert_steps_equal_run(compiled, leaves, [None, seed])
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, database=None,
+@settings(max_examples=8, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(programs(LARGE_BASES, LARGE_KINDS, full_leaf=True), st.sampled_from(["interpreter",
                                                                           "llvm"]))
