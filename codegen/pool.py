@@ -342,6 +342,7 @@ class Pool:
 _KEPT: list[Pool] = []  # pools whose workers did not stop: their memory must outlive them
 _pool: Pool | None = None
 _job_lock = threading.Lock()
+_exiting = False  # set at interpreter exit: no pool is started after that
 
 
 def _forget_after_fork() -> None:
@@ -356,7 +357,8 @@ def _forget_after_fork() -> None:
 def _close_at_exit() -> None:
     """Workers must leave the native loop before the interpreter tears down the JIT engine and
     the state; a job still running on another thread is waited for a little while."""
-    global _pool
+    global _pool, _exiting
+    _exiting = True
     if _pool is not None and _job_lock.acquire(timeout=5.0):
         pool, _pool = _pool, None
         pool.close()
@@ -387,7 +389,7 @@ def run_chunks(fn: int, ptr_tables: Sequence[ctypes.Array], bounds: Sequence[int
         raise ValueError("run_chunks: fn is a null function address")
     table = (_VOID_P * n)(*map(ctypes.addressof, ptr_tables))
     edges = (_I64 * (n + 1))(*bounds)
-    if n <= 1 or not available() or not _job_lock.acquire(blocking=False):
+    if n <= 1 or _exiting or not available() or not _job_lock.acquire(blocking=False):
         if available():
             _code().serial(fn, table, edges, n)
         else:

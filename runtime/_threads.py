@@ -32,7 +32,7 @@ _lock = threading.Lock()
 _base = _cores()  # intra-op threads outside every intra_op block
 _blas_base: int | None = None  # BLAS threads outside intra_op blocks; None: BLAS's own choice
 _narrowed: list[int] = []  # the n of every intra_op block open now, in any thread
-_threads = _base  # the intra-op count in force: min(_base, *_narrowed)
+_threads = _base  # the intra-op count in force: the least of _base and _narrowed
 
 
 def _check(name: str, n: object) -> int:
@@ -79,14 +79,14 @@ def intra_op(n: int) -> Iterator[None]:
 def _apply() -> None:
     """Bring the count in force and the BLAS threads up to date (called holding ``_lock``)."""
     global _threads, _blas_base
-    _threads = min(_base, *_narrowed)
+    _threads = min([_base, *_narrowed])
     if _blas_base is None and not _narrowed:
         return  # BLAS untouched so far, and nothing narrows it
     controllers = _blas_controllers()
     if _blas_base is None:
         _blas_base = min((c.get_num_threads() for c in controllers), default=_base)
     for c in controllers:
-        c.set_num_threads(min(_blas_base, *_narrowed))
+        c.set_num_threads(min([_blas_base, *_narrowed]))
 
 
 _controllers: list[Any] | None = None
