@@ -256,6 +256,7 @@ out:
 """
 
 
+@functools.cache
 def available() -> bool:
     """Whether this machine runs the native pool (Linux on x86-64 or aarch64)."""
     return sys.platform.startswith("linux") and platform.machine() in _ARCH
