@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from codegen import ir as kir
 from codegen import pool
-from codegen.llvm import ARRAY_DATA_OFFSET, OBJECT_ENTRY
+from codegen.llvm import ARRAY_DATA_OFFSET, EXPENSIVE, OBJECT_ENTRY
 from runtime._threads import get_num_threads
 
 _LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
@@ -36,10 +36,13 @@ _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_i
 # A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: a
 # no-op split in 2 chunks costs XX us on the native pool against 65 us on a ThreadPoolExecutor
 # (``python -m benchmarks.handoff`` on this project's 2-core VM). The estimate is the larger of
-# its memory traffic at MEMORY_BYTES_PER_US and its element-exprs at EXPR_US (a vectorized
-# transcendental chain).
+# its memory traffic at MEMORY_BYTES_PER_US and its element-exprs at EXPR_US each, an
+# expression weighted by its cost in the LLVM emitter's table (``EXPENSIVE``: sin, exp 8).
+# Both measured single-threaded on that VM, arrays in cache: x + y over 16 to 64 x 4096 float32
+# moves 50 to 65 bytes a ns; exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element per
+# unit of weight (1 + 8 + 8).
 PARALLEL_MIN_US = 20.0
-MEMORY_BYTES_PER_US = 10_000.0
+MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
 
 
@@ -136,7 +139,8 @@ def estimated_us(k: kir.Kernel) -> float:
     elements = math.prod(k.domain)
     per_element = sum(np.dtype(i.dtype).itemsize for i in k.inputs if any(i.strides))
     per_element += sum(np.dtype(o.dtype).itemsize for o in k.outputs)
-    return max(elements * per_element / MEMORY_BYTES_PER_US, elements * len(k.exprs) * EXPR_US)
+    weight = sum(EXPENSIVE.get(getattr(e, "op", ""), 1) for e in k.exprs)
+    return max(elements * per_element / MEMORY_BYTES_PER_US, elements * weight * EXPR_US)
 
 
 @functools.cache

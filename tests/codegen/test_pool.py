@@ -66,7 +66,8 @@ def test_accumulated_split_is_deterministic_and_right(module):
     first = run(module, k, [x], threads=3)[0]
     for _ in range(20):
         np.testing.assert_array_equal(run(module, k, [x], threads=3)[0], first)
-    np.testing.assert_allclose(first, np.tanh(x.astype(np.float64)).sum(0), rtol=1e-4)
+    want = np.tanh(x.astype(np.float64)).sum(0)
+    np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-3)  # column sums near 0
 
 
 def test_four_python_threads_calling_at_once_each_get_their_own_result(module):
