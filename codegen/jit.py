@@ -86,7 +86,8 @@ class ObjectCode:
 
 
 def optimize(module: ir.Module | str) -> llvm.ModuleRef:
-    """Verify (a module or its IR text), optimize at O3 for the host with loop and SLP vectorization, verify again."""
+    """Verify (a module or its IR text), optimize at O3 for the host with loop and SLP
+    vectorization, verify again."""
     tm = _target_machine()
     with _LOCK:
         mod = llvm.parse_assembly(str(module))
@@ -282,9 +283,10 @@ class CompiledModule:
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
         """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
         ``runtime.get_num_threads()`` for kernels estimated at PARALLEL_MIN_US or more, else the
-        calling thread), run on the native pool (``codegen.pool.run_chunks``). Outputs must not overlap inputs (the kernel body declares its pointers
-        ``noalias``), except that an output with ``into`` may be given its input's array: the
-        kernel stores through the input and never touches that output's own array."""
+        calling thread), run on the native pool (``codegen.pool.run_chunks``). Outputs must not
+        overlap inputs (the kernel body declares its pointers ``noalias``), except that an
+        output with ``into`` may be given its input's array: the kernel stores through the
+        input and never touches that output's own array."""
         name = kernel if isinstance(kernel, str) else kernel.name
         launch = self._launch[name]
         if len(arrays_in) != len(launch.inputs) or len(arrays_out) != len(launch.outputs):
