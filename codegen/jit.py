@@ -155,6 +155,10 @@ def object_entry_ok() -> bool:
                for a in (base, base[2:], np.empty((3, 2), np.float32)))
 
 
+def _data(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
 # how partials of an accumulated output combine (numpy's maximum propagates nan, as the
 # kernels' llvm.maximum does)
 _COMBINE = {"sum": np.add, "max": np.maximum}
@@ -195,6 +199,7 @@ class _Launch:
     fn: ctypes._CFuncPtr
     fn_objects: ctypes._CFuncPtr  # the same kernel over array objects' addresses
     address: int  # of ``fn``, for the pool
+    objects_address: int  # of ``fn_objects``
     outer: int
     split: bool  # by default across the intra-op threads (estimated at PARALLEL_MIN_US or more)
     inputs: tuple[_ArraySpec, ...]
@@ -206,8 +211,8 @@ class _Launch:
         inputs, outputs = _array_specs(k)
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
-        address = ctypes.cast(fns[0], ctypes.c_void_p).value
-        return cls(*fns, address, k.outer_size, estimated_us(k) >= PARALLEL_MIN_US, inputs,
+        address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
+        return cls(*fns, address, objects_address, k.outer_size, estimated_us(k) >= PARALLEL_MIN_US, inputs,
                    outputs, accumulate)
 
 
@@ -295,14 +300,19 @@ class CompiledModule:
                              f"{len(arrays_out)}")
         for spec, a in zip(launch.inputs + launch.outputs, (*arrays_in, *arrays_out)):
             spec.check(name, a)
-        ptrs = (ctypes.c_void_p * (len(arrays_in) + len(arrays_out)))(
-            *[a.ctypes.data for a in (*arrays_in, *arrays_out)])
+        # the object entry reads each array's data pointer itself: ``id(a)`` costs far less
+        # than ``a.ctypes.data`` (0.1 against 2 us an array)
+        fn, address, table, pointer = ((launch.fn_objects, launch.objects_address,
+                                        ctypes.c_size_t, id) if object_entry_ok() else
+                                       (launch.fn, launch.address, ctypes.c_void_p, _data))
+        ptrs = (table * (len(arrays_in) + len(arrays_out)))(
+            *map(pointer, (*arrays_in, *arrays_out)))
         outer = launch.outer
         if threads is None:
             threads = get_num_threads() if launch.split else 1
         threads = max(1, min(threads, outer))
         if threads == 1:
-            launch.fn(ptrs, 0, outer)
+            fn(ptrs, 0, outer)
             return
         bounds = [outer * t // threads for t in range(threads + 1)]
         chunk_ptrs = [ptrs]
@@ -315,11 +325,11 @@ class CompiledModule:
                 partials.append(mine)
                 chunk = list(ptrs)
                 for (j, _), a in zip(launch.accumulate, mine):
-                    chunk[len(arrays_in) + j] = a.ctypes.data
-                chunk_ptrs.append((ctypes.c_void_p * len(chunk))(*chunk))
+                    chunk[len(arrays_in) + j] = pointer(a)
+                chunk_ptrs.append((table * len(chunk))(*chunk))
             else:
                 chunk_ptrs.append(ptrs)
-        pool.run_chunks(launch.address, chunk_ptrs, bounds)
+        pool.run_chunks(address, chunk_ptrs, bounds)
         for mine in partials:
             for (j, op), a in zip(launch.accumulate, mine):
                 _COMBINE[op](arrays_out[j], a, out=arrays_out[j])

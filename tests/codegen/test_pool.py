@@ -15,7 +15,7 @@ import pytest
 from codegen_testutil import build, random_array, run
 
 from codegen import ir as K
-from codegen import pool
+from codegen import jit, pool
 from runtime import _threads
 from tests.threads import in_threads
 
@@ -203,3 +203,24 @@ def test_interpreter_exit_stops_the_workers_even_during_jobs():
         print("ok")
         """)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_data_pointers_where_the_object_entry_does_not_fit(module, monkeypatch, threads):
+    x, xc = random_array((64, 1024), F), random_array((509, 256), F)
+    want = [run(module, sin_exp(64), [x], threads=threads)[0],
+            run(module, column_sums(509), [xc], threads=threads)[0]]
+    monkeypatch.setattr(jit, "object_entry_ok", lambda: False)  # another Python: a.ctypes.data
+    np.testing.assert_array_equal(run(module, sin_exp(64), [x], threads=threads)[0], want[0])
+    np.testing.assert_array_equal(run(module, column_sums(509), [xc], threads=threads)[0],
+                                  want[1])
+
+
+def test_handoff_benchmark_prints_its_figures(capsys):
+    from benchmarks import handoff
+
+    handoff.main(["--repeats", "2"])
+    out = capsys.readouterr().out
+    assert "ThreadPoolExecutor" in out and "native pool" in out and "split in 2" in out
+    with pytest.raises(SystemExit):
+        handoff.main(["--repeats", "0"])
