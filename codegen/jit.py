@@ -34,8 +34,9 @@ _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_in
 _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64,
                                ctypes.c_int64)
 # A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: a
-# no-op split in 2 chunks costs XX us on the native pool against 65 us on a ThreadPoolExecutor
-# (``python -m benchmarks.handoff`` on this project's 2-core VM). The estimate is the larger of
+# no-op kernel split in 2 chunks costs 3 to 5 us on the native pool (6.4 us through ``run``)
+# against 30 to 60 us on a ThreadPoolExecutor (medians of ``python -m benchmarks.handoff`` on
+# this project's 2-core VM, shared with other jobs), so a kernel of 20 us gains from 2 threads. The estimate is the larger of
 # its memory traffic at MEMORY_BYTES_PER_US and its element-exprs at EXPR_US each, an
 # expression weighted by its cost in the LLVM emitter's table (``EXPENSIVE``: sin, exp 8).
 # Both measured single-threaded on that VM, arrays in cache: x + y over 16 to 64 x 4096 float32

@@ -314,7 +314,6 @@ class Pool:
         self.state = (ctypes.addressof(self._memory) + 63) // 64 * 64
         ctypes.c_int64.from_address(self.state + 8 * _SPIN).value = SPIN_NS
         self.threads: list[threading.Thread] = []
-        self.pid = os.getpid()
 
     def grow(self, workers: int) -> None:
         """At least ``workers`` worker threads. A thread that starts during a job joins from the
@@ -326,6 +325,7 @@ class Pool:
             self.threads.append(t)
 
     def run(self, fn: int, table: ctypes.Array, bounds: ctypes.Array, n: int) -> None:
+        """One job (``run_chunks``); the caller holds the job lock."""
         self._code.run(self.state, fn, table, bounds, n)
 
     def close(self, timeout: float = 5.0) -> bool:
