@@ -6,7 +6,8 @@ Medians over many short repeats, in one process:
 (a) ``concurrent.futures.ThreadPoolExecutor``: submit a no-op kernel call, wait for its result
     (how ``codegen.jit`` split kernels before ``codegen.pool``);
 (b) ``codegen.pool.run_chunks`` of the same no-op kernel in 2 chunks (one on the caller, one
-    on a pool worker), and the same through ``CompiledModule.run`` (with its argument checks);
+    on a pool worker), the same through ``CompiledModule.run`` (with its argument checks), and
+    the same once the workers have gone to sleep (the caller wakes them through the kernel);
 (c) a real kernel of a few tens of microseconds (sin then exp over 32 x 1024 float32), run on
     the calling thread and split in 2 through ``CompiledModule.run``.
 """
@@ -28,17 +29,24 @@ from codegen.jit import CompiledModule, compile_module
 from codegen.llvm import render
 
 
-def median_us(fn: Callable[[], object], repeats: int, inner: int = 20) -> float:
-    """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls, in us."""
+def median_us(fn: Callable[[], object], repeats: int, inner: int = 20,
+              between: Callable[[], object] = lambda: None) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls, in us;
+    ``between`` runs untimed before each repeat."""
     for _ in range(inner):
         fn()  # warm up: threads started, caches and branch predictors filled
     times = []
     for _ in range(repeats):
+        between()
         t0 = time.perf_counter()
         for _ in range(inner):
             fn()
         times.append((time.perf_counter() - t0) / inner * 1e6)
     return statistics.median(times)
+
+
+def _let_workers_sleep() -> None:
+    time.sleep(4 * pool.SPIN_NS / 1e9)
 
 
 def _kernels() -> tuple[CompiledModule, kir.Kernel, kir.Kernel]:
@@ -66,6 +74,8 @@ def measure(repeats: int) -> dict[str, float]:
     figures["pool"] = median_us(lambda: pool.run_chunks(address, [ptrs, ptrs], [0, 1, 2]),
                                 repeats)
     figures["pool_run"] = median_us(lambda: cm.run(noop, [x], [y], threads=2), repeats)
+    figures["asleep"] = median_us(lambda: pool.run_chunks(address, [ptrs, ptrs], [0, 1, 2]),
+                                  repeats // 10 + 1, inner=1, between=_let_workers_sleep)
     figures["kernel_1"] = median_us(lambda: cm.run(work, [xs], [ys], threads=1), repeats)
     figures["kernel_2"] = median_us(lambda: cm.run(work, [xs], [ys], threads=2), repeats)
     return figures
@@ -83,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"(a) ThreadPoolExecutor submit+result, no-op kernel  {m['executor']:8.1f} us")
     print(f"(b) native pool, no-op kernel in 2 chunks           {m['pool']:8.1f} us")
     print(f"    the same through CompiledModule.run             {m['pool_run']:8.1f} us")
+    print(f"    the same with the workers asleep                {m['asleep']:8.1f} us")
     print(f"(c) sin+exp over 32x1024 float32, 1 thread          {m['kernel_1']:8.1f} us")
     print(f"    the same split in 2 chunks                      {m['kernel_2']:8.1f} us"
           f"  ({m['kernel_1'] / m['kernel_2']:.2f}x)")
