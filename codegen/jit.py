@@ -34,14 +34,14 @@ _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_in
 _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64,
                                ctypes.c_int64)
 # A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: a
-# no-op kernel split in 2 chunks costs 3 to 5 us on the native pool (6.4 us through ``run``)
-# against 30 to 60 us on a ThreadPoolExecutor (medians of ``python -m benchmarks.handoff`` on
-# this project's 2-core VM, shared with other jobs), so a kernel of 20 us gains from 2 threads. The estimate is the larger of
-# its memory traffic at MEMORY_BYTES_PER_US and its element-exprs at EXPR_US each, an
-# expression weighted by its cost in the LLVM emitter's table (``EXPENSIVE``: sin, exp 8).
-# Both measured single-threaded on that VM, arrays in cache: x + y over 16 to 64 x 4096 float32
-# moves 50 to 65 bytes a ns; exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element per
-# unit of weight (1 + 8 + 8).
+# no-op kernel split in 2 chunks costs 3 to 5 us on the native pool (6.5 us through ``run``)
+# against 25 to 60 us on a ThreadPoolExecutor (medians of ``python -m benchmarks.handoff`` on
+# this project's 2-core VM, shared with other jobs), so a kernel of 20 us can gain from 2
+# threads. The estimate is the larger of its memory traffic at MEMORY_BYTES_PER_US and its
+# element-exprs at EXPR_US each, an expression weighted by the LLVM emitter's cost table
+# (``EXPENSIVE``: sin, exp 8). Measured single-threaded on that VM, arrays in cache: x + y over
+# 16 to 64 x 4096 float32 moves 50 to 65 bytes a ns (40 taken: larger arrays leave the cache);
+# exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element per unit of weight (1 + 8 + 8).
 PARALLEL_MIN_US = 20.0
 MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
@@ -213,8 +213,8 @@ class _Launch:
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
         address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
-        return cls(*fns, address, objects_address, k.outer_size, estimated_us(k) >= PARALLEL_MIN_US, inputs,
-                   outputs, accumulate)
+        return cls(*fns, address, objects_address, k.outer_size,
+                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate)
 
 
 def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
