@@ -108,14 +108,14 @@ out:
 ; a worker thread's whole life: wait for a new epoch (spin, then futex wait), claim chunks,
 ; return when the shutdown flag is set. It sleeps once SPIN ns have passed both since it last
 ; looked for chunks and since the last job ended: a job the caller ran alone (the worker came
-; too late) keeps the worker spinning for the next one
+; too late) keeps the worker spinning for the next one. It yields the core every 64 pauses: on
+; a busy machine it may share a core with the caller, whose next job it is waiting for
 define void @pool_worker(ptr %state) {
 entry:
   %epoch = call ptr @word(ptr %state, i64 $EPOCH)
   %sleepers = call ptr @word(ptr %state, i64 $SLEEPERS)
   %shutdown = call ptr @word(ptr %state, i64 $SHUTDOWN)
   %spinp = call ptr @word(ptr %state, i64 $SPIN)
-  %spin_ns = load i64, ptr %spinp
   %idlep = call ptr @word(ptr %state, i64 $IDLE_SINCE)
   %seen0 = load atomic i32, ptr %epoch acquire, align 4
   br label %awake
@@ -135,10 +135,12 @@ spin_more:
   %check = icmp eq i64 %k63, 0
   br i1 %check, label %spin_timed, label %spin
 spin_timed:
+  call i32 @sched_yield()
   %t = call i64 @now_ns()
   %idle = load atomic i64, ptr %idlep monotonic, align 8
   %later = call i64 @llvm.smax.i64(i64 %t0, i64 %idle)
   %dt = sub i64 %t, %later
+  %spin_ns = load atomic i64, ptr %spinp monotonic, align 8
   %long = icmp sgt i64 %dt, %spin_ns
   br i1 %long, label %sleep, label %spin
 sleep:
@@ -211,7 +213,7 @@ wait:
   br i1 %all, label %out, label %again
 again:
   %k1 = add i64 %k, 1
-  %patient = icmp ult i64 %k1, 4096
+  %patient = icmp ult i64 %k1, 256  ; then yield: the worker may be waiting for this core
   br i1 %patient, label %pause, label %yield
 pause:
   call void @pause()
