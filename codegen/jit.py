@@ -34,10 +34,11 @@ _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_in
 _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64,
                                ctypes.c_int64)
 # A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: a
-# no-op kernel split in 2 chunks costs 3 to 5 us on the native pool (6.5 us through ``run``)
-# against 25 to 60 us on a ThreadPoolExecutor (medians of ``python -m benchmarks.handoff`` on
-# this project's 2-core VM, shared with other jobs), so a kernel of 20 us can gain from 2
-# threads. The estimate is the larger of its memory traffic at MEMORY_BYTES_PER_US and its
+# no-op kernel split in 2 chunks costs 3 to 6 us on the native pool (6 to 13 us through
+# ``run``) against 25 to 90 us on a ThreadPoolExecutor (medians of ``python -m
+# benchmarks.handoff`` on this project's 2-core VM, shared with other jobs; there exp(sin(x))
+# over 32 x 1024 float32 runs in 25 to 33 us, 1.3 to 1.5x faster split in 2), so kernels of
+# about 20 us and up gain from 2 threads. The estimate is the larger of its memory traffic at MEMORY_BYTES_PER_US and its
 # element-exprs at EXPR_US each, an expression weighted by the LLVM emitter's cost table
 # (``EXPENSIVE``: sin, exp 8). Measured single-threaded on that VM, arrays in cache: x + y over
 # 16 to 64 x 4096 float32 moves 50 to 65 bytes a ns (40 taken: larger arrays leave the cache);

@@ -1,6 +1,6 @@
 """A native worker pool that runs the chunks of one kernel call on several cores.
 
-A ``concurrent.futures`` round trip costs 25 to 65 us on this project's 2-core VM (a Python
+A ``concurrent.futures`` round trip costs 25 to 90 us on this project's 2-core VM (a Python
 thread wakes, takes the GIL, calls, signals back); the loops here are LLVM IR, entered once per
 worker thread through ctypes (which releases the GIL for the whole loop), so handing a chunk over
 is a few atomic operations on shared memory. The caller and the workers claim chunks from one
@@ -30,8 +30,8 @@ import llvmlite.binding as llvm
 
 # A worker spins this long after its last chunk before it sleeps: kernels of a plan run back to
 # back with a few microseconds of Python between them, and a job that must wake sleepers costs
-# the caller 13 us against 3 us with the workers spinning (no-op kernel in 2 chunks, medians
-# of benchmarks.handoff on this project's 2-core VM); the woken worker comes later still.
+# the caller 12 to 40 us against 3 to 6 us with the workers spinning (no-op kernel in 2
+# chunks, medians of benchmarks.handoff on this project's 2-core VM, shared with other jobs).
 SPIN_NS = 50_000
 # (futex syscall number, pause instruction) per machine
 _ARCH = {"x86_64": (202, "pause"), "aarch64": (98, "yield")}
