@@ -37,12 +37,13 @@ _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_i
 # no-op kernel split in 2 chunks costs 3 to 6 us on the native pool (6 to 13 us through
 # ``run``) against 25 to 90 us on a ThreadPoolExecutor (medians of ``python -m
 # benchmarks.handoff`` on this project's 2-core VM, shared with other jobs; there exp(sin(x))
-# over 32 x 1024 float32 runs in 25 to 33 us, 1.3 to 1.5x faster split in 2), so kernels of
-# about 20 us and up gain from 2 threads. The estimate is the larger of its memory traffic at MEMORY_BYTES_PER_US and its
-# element-exprs at EXPR_US each, an expression weighted by the LLVM emitter's cost table
-# (``EXPENSIVE``: sin, exp 8). Measured single-threaded on that VM, arrays in cache: x + y over
-# 16 to 64 x 4096 float32 moves 50 to 65 bytes a ns (40 taken: larger arrays leave the cache);
-# exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element per unit of weight (1 + 8 + 8).
+# over 32 x 1024 float32 runs in 25 to 33 us, 1.3 to 1.5x faster split in 2): kernels of about
+# 20 us break even or gain, larger ones gain more. The estimate is the larger of its memory
+# traffic at MEMORY_BYTES_PER_US and its element-exprs at EXPR_US each, an expression weighted
+# by the LLVM emitter's cost table (``EXPENSIVE``: sin, exp 8). Measured single-threaded on that
+# VM, arrays in cache: x + y over 16 to 64 x 4096 float32 moves 50 to 65 bytes a ns (40 taken:
+# larger arrays leave the cache); exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element
+# per unit of weight (1 + 8 + 8).
 PARALLEL_MIN_US = 20.0
 MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
