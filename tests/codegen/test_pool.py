@@ -99,7 +99,7 @@ def _recording_chunk(record: list[tuple[int, int, int]], pause_s: float):
 
 def test_a_worker_takes_chunks_also_after_sleeping():
     record: list[tuple[int, int, int]] = []
-    fn, address = _recording_chunk(record, 0.05)
+    fn, address = _recording_chunk(record, 0.1)  # time enough for a sleeper to wake
     table = (ctypes.c_void_p * 1)()
     for _ in range(2):  # the second time every worker has slept on the futex for a while
         record.clear()
