@@ -48,8 +48,10 @@ class InputBuffer:
 
     @property
     def device(self) -> str:
+        # as PyTorch's InputBuffer::device: the first gradient off the CPU decides, so a node fed
+        # a GPU gradient in any slot runs on that GPU's worker, not on the CPU thread
         for v in self.buffer:
-            if v is not None:
+            if v is not None and v.device != "cpu":
                 return v.device
         return "cpu"
 

@@ -847,3 +847,55 @@ def test_deep_chain_double_backward():
     assert g.item() == pytest.approx(3.0)
     (gg,) = rt.autograd.grad(g, [x])
     assert gg.item() == pytest.approx(2.0)
+
+
+# ---------------------------------------------------------------------------
+# which device's thread runs a node
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def fake_cuda(monkeypatch):
+    """CuPy swapped for numpy: "cuda:0" tensors hold numpy arrays, and the engine still routes
+    their nodes to the cuda:0 worker thread."""
+    from runtime import _device
+
+    monkeypatch.setattr(_device, "cupy_module", lambda: np)
+
+
+def _on_fake_cuda(values):
+    from runtime.tensor import Tensor
+
+    return Tensor._make(np.asarray(values, dtype=np.float32), rt.float32, "cuda:0")
+
+
+def test_input_buffer_device_prefers_the_first_gradient_off_the_cpu(fake_cuda):
+    from runtime.autograd import InputBuffer
+
+    buf = InputBuffer(3)
+    buf.add(0, rt.tensor([1.0]))
+    assert buf.device == "cpu"
+    buf.add(2, _on_fake_cuda([1.0]))
+    assert buf.device == "cuda:0"  # not the CPU gradient that sits in the first slot
+
+
+def test_node_fed_cpu_and_gpu_gradients_runs_on_the_gpu_worker(fake_cuda):
+    threads = []
+
+    class TwoDevices(rt.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * 1.0, b * 1.0
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            threads.append(threading.current_thread().name)
+            return ga * 2.0, gb * 3.0
+
+    a = rt.tensor([1.0, 2.0], requires_grad=True)
+    b = _on_fake_cuda([1.0, 2.0]).requires_grad_()
+    out_a, out_b = TwoDevices.apply(a, b)
+    rt.autograd.backward([out_a.sum(), out_b.sum()])
+    assert threads == ["autograd-cuda:0"]
+    np.testing.assert_allclose(npa(a.grad), [2.0, 2.0])
+    np.testing.assert_allclose(b.grad._data, [3.0, 3.0])
