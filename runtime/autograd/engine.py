@@ -252,7 +252,8 @@ class ReadyQueue(Generic[T]):
             self._parked.clear()
 
     def unclaimed(self) -> int:
-        """Items that no parked or already woken thread will take."""
+        """Items that no parked or already woken thread will take (negative: threads that
+        will find nothing)."""
         return len(self._heap) - len(self._parked) - self._woken
 
     def __len__(self) -> int:

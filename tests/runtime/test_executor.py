@@ -313,6 +313,27 @@ def test_a_failing_step_is_raised_in_the_caller_named_and_later_runs_work(
         trace.check(g)
 
 
+def test_steps_queued_when_a_step_fails_are_not_run() -> None:
+    # 0 fails while 2 runs on a; 1 waits in the CPU queue, 3 in a's queue behind 2
+    g = make_graph(["cpu", "cpu", "a", "a"], [], priority=[0, 1, 0, 1])
+    started_2 = threading.Event()
+
+    def work(i: int) -> None:
+        if i == 2:
+            started_2.set()
+            time.sleep(0.05)
+        if i == 0:
+            started_2.wait()
+            raise StepFailed("boom")
+
+    trace = Trace()
+    with Executor(1) as ex:
+        with pytest.raises(StepFailed):
+            ex.run(g, trace.step(work))
+        time.sleep(0.02)
+    assert sorted(trace.calls) == [0, 2]
+
+
 @pytest.mark.parametrize("device", ["cpu", "a"])
 def test_keyboard_interrupt_from_a_step_reaches_the_caller(device: str) -> None:
     g = make_graph([device, "cpu"], [(0, 1)])
