@@ -187,9 +187,10 @@ T = TypeVar("T")
 class ReadyQueue(Generic[T]):
     """Ready work shared by threads: the smallest key pops first, equal keys in push order.
 
-    A thread that finds the queue empty parks on a lock of its own, which a push releases: about
-    a third cheaper than threading.Condition, whose wait and notify are Python code and allocate a
-    lock per wait (a wake-up round trip between two threads measured 19 us against 26 us here).
+    A thread that finds the queue empty parks on a lock of its own, which a push releases,
+    instead of threading.Condition, whose wait and notify are more Python code: a wake-up round
+    trip between two threads (push, pop on the other side, push back) took a median 17 us against
+    18 to 29 us with Condition, on a shared 2-core machine where two bare locks take 16 to 19 us.
     close() ends the queue: pops drain what is left, then return None.
     """
 
