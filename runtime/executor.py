@@ -255,7 +255,11 @@ _HOST = HostContext()
 class Executor:
     """Runs TaskGraphs with ``workers`` CPU threads (the caller included) and one persistent
     thread per other device. Several threads may call run() at once; each call is its own task.
-    close() (or a with block) stops the threads once no run is in progress."""
+    close() (or a with block) stops the threads once no run is in progress.
+
+    A step must not run() a graph on the executor running it when that graph has steps on the
+    step's own device other than the CPU: that device's one thread would wait for itself.
+    """
 
     def __init__(self, workers: int = 1,
                  device_context: Callable[[str], DeviceContext] = default_device_context) -> None:

@@ -232,35 +232,29 @@ def test_device_context_records_and_waits_on_cross_device_edges_only() -> None:
         assert not any(e[0] == "enter" for e in log)  # device threads persist across runs
 
 
-def test_two_gil_releasing_branches_overlap_with_two_workers() -> None:
-    intervals: dict[int, tuple[float, float]] = {}
+def overlapping(branches: set[int]) -> Callable[[int], None]:
+    """A run_step whose steps in ``branches`` each wait, releasing the GIL, until all of them
+    are running: it completes only if they run at the same time."""
+    meet = threading.Barrier(len(branches), timeout=10)
 
     def run_step(i: int) -> None:
-        t0 = time.perf_counter()
-        time.sleep(0.05)
-        intervals[i] = (t0, time.perf_counter())
+        if i in branches:
+            time.sleep(0.01)
+            meet.wait()  # BrokenBarrierError after 10 s if the branches ran one after the other
 
+    return run_step
+
+
+def test_two_gil_releasing_branches_overlap_with_two_workers() -> None:
     # a root, two independent branches, a join
     g = make_graph(["cpu"] * 4, [(0, 1), (0, 2), (1, 3), (2, 3)])
     with Executor(2) as ex:
-        ex.run(g, run_step)
-    (s1, e1), (s2, e2) = intervals[1], intervals[2]
-    assert max(s1, s2) < min(e1, e2), "the two branches did not run at the same time"
+        ex.run(g, overlapping({1, 2}))
 
 
 def test_host_work_overlaps_device_work_with_one_worker() -> None:
-    intervals: dict[int, tuple[float, float]] = {}
-
-    def run_step(i: int) -> None:
-        t0 = time.perf_counter()
-        time.sleep(0.05)
-        intervals[i] = (t0, time.perf_counter())
-
-    g = make_graph(["cpu", "a"], [])
     with Executor(1) as ex:
-        ex.run(g, run_step)
-    (s0, e0), (s1, e1) = intervals[0], intervals[1]
-    assert max(s0, s1) < min(e0, e1)
+        ex.run(make_graph(["cpu", "a"], []), overlapping({0, 1}))
 
 
 def test_eight_threads_calling_run_at_once_each_get_their_own_run() -> None:
