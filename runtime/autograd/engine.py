@@ -510,35 +510,41 @@ class Engine:
         deps = gt.dependencies
         not_ready = gt.not_ready
         next_edges = fn.next_edges
-        for i, out in enumerate(outputs):
-            edge = next_edges[i]
-            if edge is None:
-                continue
-            nxt, input_nr = edge
-            remaining = deps[nxt] - 1
-            if remaining == 0:
-                del deps[nxt]
-            else:
-                deps[nxt] = remaining
-            buf = not_ready.get(nxt)
-            if buf is None:
-                if exec_info:
-                    info = exec_info.get(nxt)
-                    if info is None or not info.should_execute():
+        ready: list[tuple[Node, InputBuffer]] = []
+        # the CPU thread and device threads finish nodes of one task at once: the counts and
+        # not-ready buffers change under the task's lock (engine.cpp holds its mutex here)
+        with gt.lock:
+            for i, out in enumerate(outputs):
+                edge = next_edges[i]
+                if edge is None:
+                    continue
+                nxt, input_nr = edge
+                remaining = deps[nxt] - 1
+                if remaining == 0:
+                    del deps[nxt]
+                else:
+                    deps[nxt] = remaining
+                buf = not_ready.get(nxt)
+                if buf is None:
+                    if exec_info:
+                        info = exec_info.get(nxt)
+                        if info is None or not info.should_execute():
+                            continue
+                    buf = InputBuffer(len(nxt.input_metas))
+                    buf.buffer[input_nr] = out
+                    if remaining != 0:
+                        not_ready[nxt] = buf
                         continue
-                buf = InputBuffer(len(nxt.input_metas))
-                buf.buffer[input_nr] = out
-                if remaining != 0:
-                    not_ready[nxt] = buf
-                    continue
-            else:
-                if out is not None:
-                    slots = buf.buffer
-                    old = slots[input_nr]
-                    slots[input_nr] = out if old is None else old + out
-                if remaining != 0:
-                    continue
-                del not_ready[nxt]
+                else:
+                    if out is not None:
+                        slots = buf.buffer
+                        old = slots[input_nr]
+                        slots[input_nr] = out if old is None else old + out
+                    if remaining != 0:
+                        continue
+                    del not_ready[nxt]
+                ready.append((nxt, buf))
+        for nxt, buf in ready:
             device = buf.device
             q = (gt.cpu_ready_queue if device == "cpu" or _trace_state.tracer is not None
                  else self.ready_queue(None, device))
