@@ -2,7 +2,8 @@
 
 Every module is loaded the same way, fresh or from the disk cache: optimized IR -> object code
 -> an MCJIT engine over an empty module plus that object file. ctypes calls release the GIL, so
-``CompiledModule.run`` splits the outer range across a small thread pool.
+``CompiledModule.run`` splits the outer range of a big kernel across the native worker pool
+(``codegen.pool``), in as many chunks as the intra-op thread budget (``runtime._threads``) allows.
 """
 
 from __future__ import annotations
@@ -10,12 +11,10 @@ from __future__ import annotations
 import ctypes
 import functools
 import math
-import os
 import re
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,9 @@ import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm import ARRAY_DATA_OFFSET, OBJECT_ENTRY
+from codegen import pool
+from codegen.llvm import ARRAY_DATA_OFFSET, EXPENSIVE, OBJECT_ENTRY
+from runtime._threads import get_num_threads
 
 _LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
 _compiles = 0
@@ -32,12 +33,19 @@ _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_in
                               ctypes.c_int64)
 _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_int64,
                                ctypes.c_int64)
-# A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: handing
-# a chunk to a pool thread and back costs tens of microseconds (65 us measured for a no-op
-# round trip on this project's 2-core VM). The estimate is the larger of its memory traffic at
-# MEMORY_BYTES_PER_US and its element-exprs at EXPR_US (a vectorized transcendental chain).
-PARALLEL_MIN_US = 150.0
-MEMORY_BYTES_PER_US = 10_000.0
+# A kernel is split across threads only when its estimated time passes PARALLEL_MIN_US: a
+# no-op kernel split in 2 chunks costs 3 to 6 us on the native pool (6 to 13 us through
+# ``run``) against 25 to 90 us on a ThreadPoolExecutor (medians of ``python -m
+# benchmarks.handoff`` on this project's 2-core VM, shared with other jobs; there exp(sin(x))
+# over 32 x 1024 float32 runs in 25 to 33 us, 1.3 to 1.5x faster split in 2): kernels of about
+# 20 us break even or gain, larger ones gain more. The estimate is the larger of its memory
+# traffic at MEMORY_BYTES_PER_US and its element-exprs at EXPR_US each, an expression weighted
+# by the LLVM emitter's cost table (``EXPENSIVE``: sin, exp 8). Measured single-threaded on that
+# VM, arrays in cache: x + y over 16 to 64 x 4096 float32 moves 50 to 65 bytes a ns (40 taken:
+# larger arrays leave the cache); exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element
+# per unit of weight (1 + 8 + 8).
+PARALLEL_MIN_US = 20.0
+MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
 
 
@@ -45,6 +53,7 @@ EXPR_US = 5e-5
 def _initialize() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()  # codegen.pool's pause instruction is inline asm
 
 
 def host() -> tuple[str, str]:
@@ -79,8 +88,9 @@ class ObjectCode:
     optimized_ir: str
 
 
-def optimize(module: ir.Module) -> llvm.ModuleRef:
-    """Verify, optimize at O3 for the host with loop and SLP vectorization, verify again."""
+def optimize(module: ir.Module | str) -> llvm.ModuleRef:
+    """Verify (a module or its IR text), optimize at O3 for the host with loop and SLP
+    vectorization, verify again."""
     tm = _target_machine()
     with _LOCK:
         mod = llvm.parse_assembly(str(module))
@@ -133,7 +143,8 @@ def estimated_us(k: kir.Kernel) -> float:
     elements = math.prod(k.domain)
     per_element = sum(np.dtype(i.dtype).itemsize for i in k.inputs if any(i.strides))
     per_element += sum(np.dtype(o.dtype).itemsize for o in k.outputs)
-    return max(elements * per_element / MEMORY_BYTES_PER_US, elements * len(k.exprs) * EXPR_US)
+    weight = sum(EXPENSIVE.get(getattr(e, "op", ""), 1) for e in k.exprs)
+    return max(elements * per_element / MEMORY_BYTES_PER_US, elements * weight * EXPR_US)
 
 
 @functools.cache
@@ -147,15 +158,13 @@ def object_entry_ok() -> bool:
                for a in (base, base[2:], np.empty((3, 2), np.float32)))
 
 
+def _data(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
 # how partials of an accumulated output combine (numpy's maximum propagates nan, as the
 # kernels' llvm.maximum does)
 _COMBINE = {"sum": np.add, "max": np.maximum}
-
-
-@functools.cache
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
-                              thread_name_prefix="backplan-jit")
 
 
 # (shape, dtype) of each array a kernel takes, inputs then outputs
@@ -192,20 +201,22 @@ class _Launch:
     """Per-kernel facts ``run`` needs, computed once at load time."""
     fn: ctypes._CFuncPtr
     fn_objects: ctypes._CFuncPtr  # the same kernel over array objects' addresses
+    address: int  # of ``fn``, for the pool
+    objects_address: int  # of ``fn_objects``
     outer: int
-    default_threads: int
+    split: bool  # by default across the intra-op threads (estimated at PARALLEL_MIN_US or more)
     inputs: tuple[_ArraySpec, ...]
     outputs: tuple[_ArraySpec, ...]
     accumulate: tuple[tuple[int, str], ...]  # (output index, reduce op) of accumulated outputs
 
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
-        big = estimated_us(k) >= PARALLEL_MIN_US
         inputs, outputs = _array_specs(k)
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
-        return cls(*fns, k.outer_size, (os.cpu_count() or 1) if big else 1, inputs, outputs,
-                   accumulate)
+        address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
+        return cls(*fns, address, objects_address, k.outer_size,
+                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate)
 
 
 def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
@@ -279,10 +290,11 @@ class CompiledModule:
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
         """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
-        one per core for kernels estimated at PARALLEL_MIN_US or more, else the calling
-        thread). Outputs must not overlap inputs (the kernel body declares its pointers
-        ``noalias``), except that an output with ``into`` may be given its input's array: the
-        kernel stores through the input and never touches that output's own array."""
+        ``runtime.get_num_threads()`` for kernels estimated at PARALLEL_MIN_US or more, else the
+        calling thread), run on the native pool (``codegen.pool.run_chunks``). Outputs must not
+        overlap inputs (the kernel body declares its pointers ``noalias``), except that an
+        output with ``into`` may be given its input's array: the kernel stores through the
+        input and never touches that output's own array."""
         name = kernel if isinstance(kernel, str) else kernel.name
         launch = self._launch[name]
         if len(arrays_in) != len(launch.inputs) or len(arrays_out) != len(launch.outputs):
@@ -291,12 +303,19 @@ class CompiledModule:
                              f"{len(arrays_out)}")
         for spec, a in zip(launch.inputs + launch.outputs, (*arrays_in, *arrays_out)):
             spec.check(name, a)
-        ptrs = (ctypes.c_void_p * (len(arrays_in) + len(arrays_out)))(
-            *[a.ctypes.data for a in (*arrays_in, *arrays_out)])
+        # the object entry reads each array's data pointer itself: ``id(a)`` costs far less
+        # than ``a.ctypes.data`` (0.1 against 2 us an array)
+        fn, address, table, pointer = ((launch.fn_objects, launch.objects_address,
+                                        ctypes.c_size_t, id) if object_entry_ok() else
+                                       (launch.fn, launch.address, ctypes.c_void_p, _data))
+        ptrs = (table * (len(arrays_in) + len(arrays_out)))(
+            *map(pointer, (*arrays_in, *arrays_out)))
         outer = launch.outer
-        threads = max(1, min(launch.default_threads if threads is None else threads, outer))
+        if threads is None:
+            threads = get_num_threads() if launch.split else 1
+        threads = max(1, min(threads, outer))
         if threads == 1:
-            launch.fn(ptrs, 0, outer)
+            fn(ptrs, 0, outer)
             return
         bounds = [outer * t // threads for t in range(threads + 1)]
         chunk_ptrs = [ptrs]
@@ -309,16 +328,11 @@ class CompiledModule:
                 partials.append(mine)
                 chunk = list(ptrs)
                 for (j, _), a in zip(launch.accumulate, mine):
-                    chunk[len(arrays_in) + j] = a.ctypes.data
-                chunk_ptrs.append((ctypes.c_void_p * len(chunk))(*chunk))
+                    chunk[len(arrays_in) + j] = pointer(a)
+                chunk_ptrs.append((table * len(chunk))(*chunk))
             else:
                 chunk_ptrs.append(ptrs)
-        # the calling thread runs the first chunk itself rather than wait idle
-        futures = [_pool().submit(launch.fn, p, lo, hi)
-                   for p, lo, hi in zip(chunk_ptrs[1:], bounds[1:], bounds[2:])]
-        launch.fn(chunk_ptrs[0], bounds[0], bounds[1])
-        for f in futures:
-            f.result()
+        pool.run_chunks(address, chunk_ptrs, bounds)
         for mine in partials:
             for (j, op), a in zip(launch.accumulate, mine):
                 _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
@@ -355,9 +369,11 @@ class CompiledModule:
         outer)`` for a caller that itself guarantees what ``run`` checks (dtypes, sizes,
         C-contiguity, outputs apart from inputs; a plan's generated program) and keeps every
         array alive during the call; None where the kernel splits across threads or this
-        interpreter's arrays do not fit the object entry."""
+        interpreter's arrays do not fit the object entry. A kernel that splits by default has
+        none whatever the thread count is now: a plan's program is generated once and must
+        follow later ``runtime.set_num_threads`` calls."""
         launch = self._launch[kernel if isinstance(kernel, str) else kernel.name]
-        if launch.default_threads > 1 or not object_entry_ok():
+        if launch.split or not object_entry_ok():
             return None
         n = len(launch.inputs) + len(launch.outputs)
         return launch.fn_objects, ctypes.c_size_t * n, launch.outer

@@ -2,6 +2,7 @@
 
 from . import autograd
 from ._dtype import DType, bool_, float32, float64, int64
+from ._threads import get_num_threads, set_num_threads
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .creation import (
     Generator,
@@ -55,8 +56,10 @@ from . import nn, optim  # noqa: E402
 __all__ = [
     "DType", "Generator", "Tensor", "abs", "amax", "arange", "autograd", "bool", "bool_", "cat",
     "clamp", "cos", "double", "empty", "enable_grad", "erf", "exp", "float", "float32",
-    "float64", "from_numpy", "full", "full_like", "int64", "is_grad_enabled", "log", "long",
+    "float64", "from_numpy", "full", "full_like", "get_num_threads", "int64", "is_grad_enabled",
+    "log", "long",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",
-    "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled", "sigmoid",
+    "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
+    "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
 ]

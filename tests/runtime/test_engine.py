@@ -847,3 +847,120 @@ def test_deep_chain_double_backward():
     assert g.item() == pytest.approx(3.0)
     (gg,) = rt.autograd.grad(g, [x])
     assert gg.item() == pytest.approx(2.0)
+
+
+# ---------------------------------------------------------------------------
+# which device's thread runs a node
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def fake_cuda(monkeypatch):
+    """CuPy swapped for numpy: "cuda:0" tensors hold numpy arrays, and the engine still routes
+    their nodes to the cuda:0 worker thread."""
+    from runtime import _device
+
+    monkeypatch.setattr(_device, "cupy_module", lambda: np)
+
+
+def _on_fake_cuda(values):
+    from runtime.tensor import Tensor
+
+    return Tensor._make(np.asarray(values, dtype=np.float32), rt.float32, "cuda:0")
+
+
+def test_input_buffer_device_prefers_the_first_gradient_off_the_cpu(fake_cuda):
+    from runtime.autograd import InputBuffer
+
+    buf = InputBuffer(3)
+    buf.add(0, rt.tensor([1.0]))
+    assert buf.device == "cpu"
+    buf.add(2, _on_fake_cuda([1.0]))
+    assert buf.device == "cuda:0"  # not the CPU gradient that sits in the first slot
+
+
+def test_node_fed_cpu_and_gpu_gradients_runs_on_the_gpu_worker(fake_cuda):
+    threads = []
+
+    class TwoDevices(rt.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * 1.0, b * 1.0
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            threads.append(threading.current_thread().name)
+            return ga * 2.0, gb * 3.0
+
+    a = rt.tensor([1.0, 2.0], requires_grad=True)
+    b = _on_fake_cuda([1.0, 2.0]).requires_grad_()
+    out_a, out_b = TwoDevices.apply(a, b)
+    rt.autograd.backward([out_a.sum(), out_b.sum()])
+    assert threads == ["autograd-cuda:0"]
+    np.testing.assert_allclose(npa(a.grad), [2.0, 2.0])
+    np.testing.assert_allclose(b.grad._data, [3.0, 3.0])
+
+
+# ---------------------------------------------------------------------------
+# ReadyQueue, shared with the plan executor
+# ---------------------------------------------------------------------------
+
+
+def test_ready_queue_pops_by_key_then_push_order():
+    from runtime.autograd import ReadyQueue
+
+    q = ReadyQueue()
+    for key, item in [((1, 5), "a"), ((0, 9), "b"), ((1, 5), "c"), ((0, 1), "d")]:
+        q.push(key, item)
+    assert [q.pop() for _ in range(4)] == ["d", "b", "a", "c"]
+    assert q.pop(block=False) is None
+
+
+def test_ready_queue_close_drains_then_wakes_every_parked_pop():
+    from runtime.autograd import ReadyQueue
+
+    q = ReadyQueue()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(q.pop()), daemon=True)
+               for _ in range(3)]
+    for t in threads:
+        t.start()
+    while len(q._parked) < 3:
+        threading.Event().wait(0.001)
+    q.push(0, "item")  # one parked pop takes it
+    assert q.unclaimed() <= 0
+    q.close()
+    for t in threads:
+        t.join()
+    assert sorted(got, key=str) == [None, None, "item"]
+    q2 = ReadyQueue()
+    q2.push(0, "left")
+    q2.close()
+    assert q2.pop() == "left" and q2.pop() is None  # closed: what is left drains first
+
+
+def test_ready_queue_pop_interrupted_while_parked_leaves_the_queue_consistent():
+    import signal
+
+    from runtime.autograd import ReadyQueue
+
+    assert threading.current_thread() is threading.main_thread()
+    q = ReadyQueue()
+
+    def interrupt():
+        while not q._parked:
+            threading.Event().wait(0.001)
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        t = threading.Thread(target=interrupt, daemon=True)
+        t.start()
+        with pytest.raises(KeyboardInterrupt):
+            q.pop()
+        t.join()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert q._parked == [] and q.unclaimed() == 0
+    q.push(0, "next")
+    assert q.unclaimed() == 1 and q.pop() == "next"

@@ -1,0 +1,103 @@
+"""Thread hand-off: what it costs to run part of a kernel on another core and get it back.
+
+    python -m benchmarks.handoff
+
+Medians over many short repeats, in one process:
+(a) ``concurrent.futures.ThreadPoolExecutor``: submit a no-op kernel call, wait for its result
+    (how ``codegen.jit`` split kernels before ``codegen.pool``);
+(b) ``codegen.pool.run_chunks`` of the same no-op kernel in 2 chunks (one on the caller, one
+    on a pool worker), the same through ``CompiledModule.run`` (with its argument checks), and
+    the same once the workers have gone to sleep (the caller wakes them through the kernel);
+(c) a real kernel of a few tens of microseconds (sin then exp over 32 x 1024 float32), run on
+    the calling thread and split in 2 through ``CompiledModule.run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from codegen import ir as kir
+from codegen import pool
+from codegen.jit import CompiledModule, compile_module
+from codegen.llvm import render
+
+
+def median_us(fn: Callable[[], object], repeats: int, inner: int = 20,
+              between: Callable[[], object] = lambda: None) -> float:
+    """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls, in us;
+    ``between`` runs untimed before each repeat."""
+    for _ in range(inner):
+        fn()  # warm up: threads started, caches and branch predictors filled
+    times = []
+    for _ in range(repeats):
+        between()
+        t0 = time.perf_counter()
+        for _ in range(inner):
+            fn()
+        times.append((time.perf_counter() - t0) / inner * 1e6)
+    return statistics.median(times)
+
+
+def _let_workers_sleep() -> None:
+    time.sleep(4 * pool.SPIN_NS / 1e9)
+
+
+def _kernels() -> tuple[CompiledModule, kir.Kernel, kir.Kernel]:
+    f = "float32"
+    noop = kir.Kernel("noop", (2, 1), 0, (kir.Input("x", f, (1, 1)),), (kir.Load(0),),
+                      (kir.Output("y", 0, f),))
+    work = kir.Kernel("sin_exp", (32, 1024), 0, (kir.Input("x", f, (1024, 1)),),
+                      (kir.Load(0), kir.Unary("sin", 0, f), kir.Unary("exp", 1, f)),
+                      (kir.Output("y", 2, f),))
+    return compile_module(render([noop, work]), [noop, work]), noop, work
+
+
+def measure(repeats: int) -> dict[str, float]:
+    cm, noop, work = _kernels()
+    x, y = np.ones((2, 1), np.float32), np.empty((2, 1), np.float32)
+    ptrs = (ctypes.c_void_p * 2)(x.ctypes.data, y.ctypes.data)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
+        cm._launch["noop"].address)
+    address = cm._launch["noop"].address
+    xs = np.random.default_rng(0).standard_normal((32, 1024)).astype(np.float32)
+    ys = np.empty_like(xs)
+    with ThreadPoolExecutor(max_workers=1) as executor:
+        figures = {"executor": median_us(lambda: executor.submit(fn, ptrs, 1, 2).result(),
+                                         repeats)}
+    figures["pool"] = median_us(lambda: pool.run_chunks(address, [ptrs, ptrs], [0, 1, 2]),
+                                repeats)
+    figures["pool_run"] = median_us(lambda: cm.run(noop, [x], [y], threads=2), repeats)
+    figures["asleep"] = median_us(lambda: pool.run_chunks(address, [ptrs, ptrs], [0, 1, 2]),
+                                  repeats // 10 + 1, inner=1, between=_let_workers_sleep)
+    figures["kernel_1"] = median_us(lambda: cm.run(work, [xs], [ys], threads=1), repeats)
+    figures["kernel_2"] = median_us(lambda: cm.run(work, [xs], [ys], threads=2), repeats)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeats", type=int, default=400, help="timed repeats per figure")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
+    if not pool.available():
+        raise SystemExit("the native pool does not run on this machine (Linux x86-64/aarch64)")
+    m = measure(args.repeats)
+    print(f"(a) ThreadPoolExecutor submit+result, no-op kernel  {m['executor']:8.1f} us")
+    print(f"(b) native pool, no-op kernel in 2 chunks           {m['pool']:8.1f} us")
+    print(f"    the same through CompiledModule.run             {m['pool_run']:8.1f} us")
+    print(f"    the same with the workers asleep                {m['asleep']:8.1f} us")
+    print(f"(c) sin+exp over 32x1024 float32, 1 thread          {m['kernel_1']:8.1f} us")
+    print(f"    the same split in 2 chunks                      {m['kernel_2']:8.1f} us"
+          f"  ({m['kernel_1'] / m['kernel_2']:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

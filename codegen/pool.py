@@ -1,0 +1,418 @@
+"""A native worker pool that runs the chunks of one kernel call on several cores.
+
+A ``concurrent.futures`` round trip costs 25 to 90 us on this project's 2-core VM (a Python
+thread wakes, takes the GIL, calls, signals back); the loops here are LLVM IR, entered once per
+worker thread through ctypes (which releases the GIL for the whole loop), so handing a chunk over
+is a few atomic operations on shared memory. The caller and the workers claim chunks from one
+atomic counter: whoever is awake takes the next chunk, so a worker that is asleep or descheduled
+never holds a call up (the caller runs what nobody claimed), and which thread runs a chunk never
+changes what the chunk computes.
+
+Workers spin on an epoch counter for ``SPIN_NS`` after their last chunk, then sleep on it in the
+kernel (Linux futex): idle workers do not burn a core. Linux on x86-64 and aarch64 only
+(``available()``); elsewhere ``run_chunks`` runs every chunk on the calling thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import functools
+import os
+import platform
+import string
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+
+# A worker spins this long after its last chunk before it sleeps: kernels of a plan run back to
+# back with a few microseconds of Python between them, and a job that must wake sleepers costs
+# the caller 12 to 40 us against 3 to 6 us with the workers spinning (no-op kernel in 2
+# chunks, medians of benchmarks.handoff on this project's 2-core VM, shared with other jobs).
+SPIN_NS = 50_000
+# (futex syscall number, pause instruction) per machine
+_ARCH = {"x86_64": (202, "pause"), "aarch64": (98, "yield")}
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+
+# the shared state: one i64 per cache line, so the counters do not share lines
+_EPOCH, _SLEEPERS, _CLAIM, _DONE, _JOB, _SHUTDOWN, _SPIN, _IDLE_SINCE = range(0, 64, 8)
+_JOB_FN, _JOB_PTRS, _JOB_BOUNDS = _JOB, _JOB + 1, _JOB + 2
+_STATE_WORDS = 72
+
+_IR = r"""
+declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
+declare i32 @clock_gettime(i32, ptr)
+declare i64 @llvm.smax.i64(i64, i64)
+
+define internal void @pause() alwaysinline {
+  call void asm sideeffect "$PAUSE", ""()
+  ret void
+}
+
+define internal i64 @now_ns() {
+  %ts = alloca [2 x i64]
+  call i32 @clock_gettime(i32 1, ptr %ts)
+  %s = load i64, ptr %ts
+  %nsp = getelementptr [2 x i64], ptr %ts, i64 0, i64 1
+  %ns = load i64, ptr %nsp
+  %sns = mul i64 %s, 1000000000
+  %t = add i64 %sns, %ns
+  ret i64 %t
+}
+
+define internal ptr @word(ptr %state, i64 %i) alwaysinline {
+  %p = getelementptr i64, ptr %state, i64 %i
+  ret ptr %p
+}
+
+; claim chunks of the current job until none is left. The claim word is (chunks << 32 | next):
+; a claim that comes too late (next >= chunks) touches nothing, so a worker that saw an old
+; epoch cannot run a chunk of a job that is over. The job's fields were stored before the claim
+; word (release), and the claim reads it with acquire.
+define void @pool_claim(ptr %state) {
+entry:
+  %claim = call ptr @word(ptr %state, i64 $CLAIM)
+  %done = call ptr @word(ptr %state, i64 $DONE)
+  br label %loop
+loop:
+  %old = atomicrmw add ptr %claim, i64 1 acq_rel
+  %n = lshr i64 %old, 32
+  %i = and i64 %old, 4294967295
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %run, label %out
+run:
+  %fnp = call ptr @word(ptr %state, i64 $JOB_FN)
+  %fn = load ptr, ptr %fnp
+  %tp = call ptr @word(ptr %state, i64 $JOB_PTRS)
+  %table = load ptr, ptr %tp
+  %bp = call ptr @word(ptr %state, i64 $JOB_BOUNDS)
+  %bounds = load ptr, ptr %bp
+  %ptrsp = getelementptr ptr, ptr %table, i64 %i
+  %ptrs = load ptr, ptr %ptrsp
+  %lop = getelementptr i64, ptr %bounds, i64 %i
+  %lo = load i64, ptr %lop
+  %i1 = add i64 %i, 1
+  %hip = getelementptr i64, ptr %bounds, i64 %i1
+  %hi = load i64, ptr %hip
+  call void %fn(ptr %ptrs, i64 %lo, i64 %hi)
+  atomicrmw add ptr %done, i64 1 release
+  br label %loop
+out:
+  ret void
+}
+
+; a worker thread's whole life: wait for a new epoch (spin, then futex wait), claim chunks,
+; return when the shutdown flag is set. It sleeps once SPIN ns have passed both since it last
+; looked for chunks and since the last job ended: a job the caller ran alone (the worker came
+; too late) keeps the worker spinning for the next one. It yields the core every 64 pauses: on
+; a busy machine it may share a core with the caller, whose next job it is waiting for
+define void @pool_worker(ptr %state) {
+entry:
+  %epoch = call ptr @word(ptr %state, i64 $EPOCH)
+  %sleepers = call ptr @word(ptr %state, i64 $SLEEPERS)
+  %shutdown = call ptr @word(ptr %state, i64 $SHUTDOWN)
+  %spinp = call ptr @word(ptr %state, i64 $SPIN)
+  %idlep = call ptr @word(ptr %state, i64 $IDLE_SINCE)
+  %seen0 = load atomic i32, ptr %epoch acquire, align 4
+  br label %awake
+awake:
+  %seen = phi i32 [ %seen0, %entry ], [ %e, %claim ], [ %seen, %slept ]
+  %t0 = call i64 @now_ns()
+  br label %spin
+spin:
+  %k = phi i64 [ 0, %awake ], [ %k1, %spin_more ], [ %k1, %spin_timed ]
+  %e = load atomic i32, ptr %epoch acquire, align 4
+  %new = icmp ne i32 %e, %seen
+  br i1 %new, label %work, label %spin_more
+spin_more:
+  call void @pause()
+  %k1 = add i64 %k, 1
+  %k63 = and i64 %k1, 63
+  %check = icmp eq i64 %k63, 0
+  br i1 %check, label %spin_timed, label %spin
+spin_timed:
+  call i32 @sched_yield()
+  %t = call i64 @now_ns()
+  %idle = load atomic i64, ptr %idlep monotonic, align 8
+  %later = call i64 @llvm.smax.i64(i64 %t0, i64 %idle)
+  %dt = sub i64 %t, %later
+  %spin_ns = load atomic i64, ptr %spinp monotonic, align 8
+  %long = icmp sgt i64 %dt, %spin_ns
+  br i1 %long, label %sleep, label %spin
+sleep:
+  atomicrmw add ptr %sleepers, i64 1 seq_cst
+  %e2 = load atomic i32, ptr %epoch seq_cst, align 4
+  %same = icmp eq i32 %e2, %seen
+  br i1 %same, label %wait, label %slept
+wait:
+  %seen64 = zext i32 %seen to i64
+  call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %epoch, i64 $FUTEX_WAIT, i64 %seen64,
+                                ptr null, ptr null, i64 0)
+  br label %slept
+slept:
+  atomicrmw sub ptr %sleepers, i64 1 seq_cst
+  br label %awake
+work:
+  %stop = load atomic i64, ptr %shutdown acquire, align 8
+  %stopping = icmp ne i64 %stop, 0
+  br i1 %stopping, label %out, label %claim
+claim:
+  call void @pool_claim(ptr %state)
+  br label %awake
+out:
+  ret void
+}
+
+; a new epoch: sleepers are woken (up to %wake of them) once it is visible. The increment and
+; the sleepers load are seq_cst, as the worker's sleepers increment and epoch load are: either
+; the worker sees the new epoch or this sees the worker among the sleepers
+define internal void @bump(ptr %state, i64 %wake) {
+entry:
+  %epoch = call ptr @word(ptr %state, i64 $EPOCH)
+  %sleepers = call ptr @word(ptr %state, i64 $SLEEPERS)
+  atomicrmw add ptr %epoch, i32 1 seq_cst
+  %s = load atomic i64, ptr %sleepers seq_cst, align 8
+  %any = icmp sgt i64 %s, 0
+  br i1 %any, label %wake_up, label %out
+wake_up:
+  call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %epoch, i64 $FUTEX_WAKE, i64 %wake)
+  br label %out
+out:
+  ret void
+}
+
+; run one job of %n chunks: chunk i is fn(table[i], bounds[i], bounds[i + 1]). Returns when
+; every chunk is done; the caller claims chunks too
+define void @pool_run(ptr %state, ptr %fn, ptr %table, ptr %bounds, i64 %n) {
+entry:
+  %idle = call ptr @word(ptr %state, i64 $IDLE_SINCE)
+  store atomic i64 9223372036854775807, ptr %idle monotonic, align 8
+  %done = call ptr @word(ptr %state, i64 $DONE)
+  store atomic i64 0, ptr %done monotonic, align 8
+  %fnp = call ptr @word(ptr %state, i64 $JOB_FN)
+  store ptr %fn, ptr %fnp
+  %tp = call ptr @word(ptr %state, i64 $JOB_PTRS)
+  store ptr %table, ptr %tp
+  %bp = call ptr @word(ptr %state, i64 $JOB_BOUNDS)
+  store ptr %bounds, ptr %bp
+  %claim = call ptr @word(ptr %state, i64 $CLAIM)
+  %word = shl i64 %n, 32
+  store atomic i64 %word, ptr %claim release, align 8
+  %others = sub i64 %n, 1
+  call void @bump(ptr %state, i64 %others)
+  call void @pool_claim(ptr %state)
+  br label %wait
+wait:
+  %k = phi i64 [ 0, %entry ], [ %k1, %pause ], [ %k1, %yield ]
+  %d = load atomic i64, ptr %done acquire, align 8
+  %all = icmp eq i64 %d, %n
+  br i1 %all, label %out, label %again
+again:
+  %k1 = add i64 %k, 1
+  %patient = icmp ult i64 %k1, 256  ; then yield: the worker may be waiting for this core
+  br i1 %patient, label %pause, label %yield
+pause:
+  call void @pause()
+  br label %wait
+yield:
+  call i32 @sched_yield()
+  br label %wait
+out:
+  %now = call i64 @now_ns()
+  store atomic i64 %now, ptr %idle monotonic, align 8
+  ret void
+}
+
+; set the shutdown flag and wake every worker
+define void @pool_stop(ptr %state) {
+  %shutdown = call ptr @word(ptr %state, i64 $SHUTDOWN)
+  store atomic i64 1, ptr %shutdown release, align 8
+  call void @bump(ptr %state, i64 2147483647)
+  ret void
+}
+
+; chunks one after another on the calling thread (the pool is busy or there is none)
+define void @run_serial(ptr %fn, ptr %table, ptr %bounds, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %i1, %body ]
+  %more = icmp ult i64 %i, %n
+  br i1 %more, label %body, label %out
+body:
+  %ptrsp = getelementptr ptr, ptr %table, i64 %i
+  %ptrs = load ptr, ptr %ptrsp
+  %lop = getelementptr i64, ptr %bounds, i64 %i
+  %lo = load i64, ptr %lop
+  %i1 = add i64 %i, 1
+  %hip = getelementptr i64, ptr %bounds, i64 %i1
+  %hi = load i64, ptr %hip
+  call void %fn(ptr %ptrs, i64 %lo, i64 %hi)
+  br label %loop
+out:
+  ret void
+}
+"""
+
+
+@functools.cache
+def available() -> bool:
+    """Whether this machine runs the native pool (Linux on x86-64 or aarch64)."""
+    return sys.platform.startswith("linux") and platform.machine() in _ARCH
+
+
+def _ir_text() -> str:
+    futex, pause = _ARCH[platform.machine()]
+    return string.Template(_IR).substitute(
+        EPOCH=_EPOCH, SLEEPERS=_SLEEPERS, CLAIM=_CLAIM, DONE=_DONE, JOB_FN=_JOB_FN,
+        JOB_PTRS=_JOB_PTRS, JOB_BOUNDS=_JOB_BOUNDS, SHUTDOWN=_SHUTDOWN, SPIN=_SPIN,
+        IDLE_SINCE=_IDLE_SINCE,
+        SYS_FUTEX=futex, FUTEX_WAIT=_FUTEX_WAIT_PRIVATE, FUTEX_WAKE=_FUTEX_WAKE_PRIVATE,
+        PAUSE=pause)
+
+
+_VOID_P, _I64 = ctypes.c_void_p, ctypes.c_int64
+
+
+@dataclass(frozen=True)
+class _Code:
+    """The pool's compiled loops; ``engine`` owns their machine code."""
+    engine: llvm.ExecutionEngine
+    worker: ctypes._CFuncPtr
+    run: ctypes._CFuncPtr
+    stop: ctypes._CFuncPtr
+    serial: ctypes._CFuncPtr
+
+
+@functools.cache
+def _code() -> _Code:
+    from codegen import jit  # jit imports this module: its target setup is looked up here
+
+    jit.host()  # initializes the native target
+    mod = jit.optimize(_ir_text())
+    with jit._LOCK:
+        engine = llvm.create_mcjit_compiler(mod, jit.new_target_machine())
+        engine.finalize_object()
+        address = engine.get_function_address
+        worker = ctypes.CFUNCTYPE(None, _VOID_P)(address("pool_worker"))
+        run = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _VOID_P, _VOID_P, _I64)(
+            address("pool_run"))
+        stop = ctypes.CFUNCTYPE(None, _VOID_P)(address("pool_stop"))
+        serial = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _VOID_P, _I64)(address("run_serial"))
+    return _Code(engine, worker, run, stop, serial)
+
+
+class Pool:
+    """Worker threads over one shared state. Its memory comes from ``ctypes`` and is never
+    freed while a worker might read it: ``close`` joins the workers first."""
+
+    def __init__(self) -> None:
+        self._code = _code()
+        self._memory = (ctypes.c_int64 * (_STATE_WORDS + 8))()
+        # 64-byte aligned, so that every counter has its cache line
+        self.state = (ctypes.addressof(self._memory) + 63) // 64 * 64
+        ctypes.c_int64.from_address(self.state + 8 * _SPIN).value = SPIN_NS
+        self.threads: list[threading.Thread] = []
+
+    def grow(self, workers: int) -> None:
+        """At least ``workers`` worker threads. A thread that starts during a job joins from the
+        next one: the caller runs whatever nobody claimed."""
+        while len(self.threads) < workers:
+            t = threading.Thread(target=self._code.worker, args=(self.state,), daemon=True,
+                                 name=f"backplan-pool-{len(self.threads)}")
+            t.start()
+            self.threads.append(t)
+
+    def run(self, fn: int, table: ctypes.Array, bounds: ctypes.Array, n: int) -> None:
+        """One job (``run_chunks``); the caller holds the job lock."""
+        self._code.run(self.state, fn, table, bounds, n)
+
+    def close(self, timeout: float = 5.0) -> bool:
+        """Stop and join the workers; False if one did not finish in ``timeout`` seconds (its
+        memory is then kept for good)."""
+        self._code.stop(self.state)
+        for t in self.threads:
+            t.join(timeout)
+        if any(t.is_alive() for t in self.threads):
+            _KEPT.append(self)
+            return False
+        return True
+
+
+_KEPT: list[Pool] = []  # pools whose workers did not stop: their memory must outlive them
+_pool: Pool | None = None
+_job_lock = threading.Lock()
+_exiting = False  # set at interpreter exit: no pool is started after that
+
+
+def _forget_after_fork() -> None:
+    """In a forked child only the forking thread exists: the workers and any holder of the job
+    lock are gone. The old state's memory is left as it is (no worker of this process uses it)."""
+    global _pool, _job_lock
+    if _pool is not None:
+        _KEPT.append(_pool)
+    _pool, _job_lock = None, threading.Lock()
+
+
+def _close_at_exit() -> None:
+    """Workers must leave the native loop before the interpreter tears down the JIT engine and
+    the state; a job still running on another thread is waited for a little while."""
+    global _pool, _exiting
+    _exiting = True
+    if _pool is not None and _job_lock.acquire(timeout=5.0):
+        pool, _pool = _pool, None
+        pool.close()
+        _job_lock.release()
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(_close_at_exit)
+
+
+def workers() -> int:
+    """How many worker threads the pool has now (0 before its first job)."""
+    return 0 if _pool is None else len(_pool.threads)
+
+
+def run_chunks(fn: int, ptr_tables: Sequence[ctypes.Array], bounds: Sequence[int]) -> None:
+    """Run ``fn(ptr_tables[i], bounds[i], bounds[i + 1])`` for every chunk ``i`` (the kernels'
+    C ABI: ``void fn(void** ptrs, i64 lo, i64 hi)``), on the calling thread and up to
+    ``len(ptr_tables) - 1`` workers, and return when all are done. One job runs on the pool at
+    a time: a caller that finds the pool busy (another Python thread's job) runs all its chunks
+    itself rather than wait, which gives the same results (a chunk computes the same wherever
+    it runs). The chunks must write disjoint memory."""
+    global _pool
+    n = len(ptr_tables)
+    if len(bounds) != n + 1:
+        raise ValueError(f"run_chunks: {n} chunks need {n + 1} bounds, got {len(bounds)}")
+    if not fn:
+        raise ValueError("run_chunks: fn is a null function address")
+    table = (_VOID_P * n)(*map(ctypes.addressof, ptr_tables))
+    edges = (_I64 * (n + 1))(*bounds)
+    if n <= 1 or _exiting or not available() or not _job_lock.acquire(blocking=False):
+        if available():
+            _code().serial(fn, table, edges, n)
+        else:
+            _run_in_python(fn, table, edges)
+        return
+    try:
+        if _pool is None:
+            _pool = Pool()
+        _pool.grow(n - 1)
+        _pool.run(fn, table, edges, n)
+    finally:
+        _job_lock.release()
+
+
+_KERNEL_FN = ctypes.CFUNCTYPE(None, _VOID_P, _I64, _I64)
+
+
+def _run_in_python(fn: int, table: ctypes.Array, bounds: ctypes.Array) -> None:
+    """Where the native loops do not run, the chunks run through ctypes one by one."""
+    call = _KERNEL_FN(fn)
+    for i, ptrs in enumerate(table):
+        call(ptrs, bounds[i], bounds[i + 1])
