@@ -1,6 +1,7 @@
 """The planner's command line.
 
-    python -m planner plan WORKLOAD [--backend llvm] [--dot] [--listing] [--json] [--kernels]
+    python -m planner plan WORKLOAD [--backend llvm] [--dot] [--listing] [--schedule] [--json]
+                                    [--kernels]
         [--fusion]
     python -m planner bench [WORKLOAD ...] [--repeat N]
     python -m planner cache [--clear] [--dir DIR]
@@ -90,6 +91,9 @@ def _run(argv: list[str] | None) -> int:
     p.add_argument("workload", type=workload_name, metavar="WORKLOAD",
                    help=f"one of {', '.join(WORKLOADS)}")
     p.add_argument("--dot", action="store_true", help="also print Graphviz text")
+    p.add_argument("--schedule", action="store_true",
+                   help="also print the step DAG: devices, priorities, the critical path and "
+                        "the expected parallelism")
     p.add_argument("--listing", action="store_true", help="also print the step listing")
     p.add_argument("--json", action="store_true", help="also print the serialized plan")
     p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm"])
@@ -133,6 +137,11 @@ def _run(argv: list[str] | None) -> int:
         if args.listing:
             print()
             print(plan.listing())
+        if args.schedule:
+            from .inspect import schedule_text
+
+            print()
+            print(schedule_text(plan))
         if args.dot:
             print()
             print(plan.to_dot())

@@ -62,6 +62,15 @@ class Binding:
     grad_none: list[tuple[Any, bool, int | None]]
     python_values: list[tuple[str, Callable[[], Any], Any]] = field(default_factory=list)
     module_version: int = -1  # the modules' structure version when last found unchanged
+    # the slots failed_guard checks, in slot order, each with its kind decided once: a tensor
+    # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
+    guarded: list[tuple[bool, Slot]] = field(init=False, repr=False)
+    replayer: _Replayer | None = field(default=None, init=False, repr=False)  # on first replay
+
+    def __post_init__(self) -> None:
+        self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
+                        if slot.kind == "tensor" or (slot.kind == "grad"
+                                                     and slot.mode == "inplace")]
 
     def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
@@ -69,7 +78,7 @@ class Binding:
             now = read()
             if type(now) is not type(value) or now != value:
                 return f"the Python value {name} is {now!r} (it was {value!r})"
-        for is_tensor, slot in self._guarded_slots():
+        for is_tensor, slot in self.guarded:
             if is_tensor:
                 t = slot.ref
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
@@ -99,20 +108,10 @@ class Binding:
         self.module_version = version
         return None
 
-    def _guarded_slots(self) -> list[tuple[bool, Slot]]:
-        """The slots failed_guard checks, in slot order, each with its kind decided once: a
-        tensor (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)."""
-        found = self.__dict__.get("_guarded")
-        if found is None:
-            found = self.__dict__["_guarded"] = [
-                (slot.kind == "tensor", slot) for slot in self.slots
-                if slot.kind == "tensor" or (slot.kind == "grad" and slot.mode == "inplace")]
-        return found
-
     def _replayer(self) -> _Replayer:
-        found = self.__dict__.get("_replayer_cache")
+        found = self.replayer
         if found is None:
-            found = self.__dict__["_replayer_cache"] = _Replayer(self)
+            found = self.replayer = _Replayer(self)
         return found
 
 
@@ -371,7 +370,7 @@ class CompiledStep:
         try:
             fused = fuse(plan)
             if fused.kernels:
-                fused._module(self.cache_dir)
+                fused.executable.module(self.cache_dir)
             return fused
         except Exception as exc:
             if self.backend == "llvm":

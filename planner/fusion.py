@@ -24,7 +24,8 @@ from codegen import ir as kir
 from runtime.ops.registry import REGISTRY
 
 from .graph import template_nodes
-from .plan import Plan, PlanStep
+from .plan import Plan
+from .steps import CommitStep, KernelStep, PrimitiveStep, SourceStep, Step, primitive_step
 
 # Below MIN_ELEMENTS a segment needs MIN_STEPS_WHEN_SMALL steps to become a kernel. A plan's
 # program calls a kernel for about what one numpy call costs (measured on mlp_small: 0.064 ms
@@ -79,7 +80,7 @@ class KernelBuilder:
 @dataclass
 class Segment:
     shape: tuple[int, ...]  # the kernel's domain
-    steps: list[PlanStep] = field(default_factory=list)
+    steps: list[PrimitiveStep] = field(default_factory=list)
     n_reduce: int = 0  # trailing domain axes its reductions reduce
     reduced: set[int] = field(default_factory=set)  # members that hold one value per row
     # members reduced over the outer axes too (kernel outputs with ``accumulate``): no member
@@ -122,9 +123,9 @@ class KernelInfo:
     source: str
 
 
-def _fusible(step: PlanStep, shapes: dict[int, tuple[int, ...]],
+def _fusible(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]],
              dtypes: dict[int, str]) -> bool:
-    prim = REGISTRY.get(step.op)
+    prim = REGISTRY.get(step.name)
     if prim is None or prim.lower is None or step.device != "cpu":
         return False
     if step.dtype.name not in _IR_DTYPES:
@@ -178,17 +179,21 @@ def segments(plan: Plan) -> list[Segment]:
     return [s for s in _group(plan, allowed) if len(s.steps) > 1]
 
 
-SOURCES = ("input", "state", "const")  # in the environment before any step runs
+def _shapes_dtypes(plan: Plan) -> tuple[dict[int, tuple[int, ...]], dict[int, str]]:
+    """Each buffer's shape and dtype name, from the plan's schedule."""
+    metas = plan.schedule.metas
+    return {v: m[0] for v, m in metas.items()}, {v: m[1].name for v, m in metas.items()}
 
 
 def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
-    shapes = {s.out: s.shape for s in plan.steps}
-    dtypes = {s.out: s.dtype.name for s in plan.steps}
-    ready = {s.out for s in plan.steps if s.op in SOURCES}
+    shapes, dtypes = _shapes_dtypes(plan)
+    # in the environment before any step runs
+    ready = {s.out for s in plan.steps if isinstance(s, SourceStep) and s.bound}
     member: dict[int, Segment] = {}
     found: list[Segment] = []
     for step in plan.steps:
-        if allowed is not None and step.out not in allowed:
+        if not isinstance(step, PrimitiveStep) or (allowed is not None
+                                                   and step.out not in allowed):
             continue
         target = None
         if step.op in REDUCTIONS:
@@ -232,15 +237,11 @@ def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment
     return True
 
 
-def _buf_args(step: PlanStep) -> list[int]:
-    return [v for kind, v in step.args if kind == "buf"]
-
-
-def _join_elementwise(step: PlanStep, member: dict[int, Segment],
+def _join_elementwise(step: PrimitiveStep, member: dict[int, Segment],
                       shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
     """The largest segment holding one of the step's arguments that it can join: per element
     (the domain's shape), or per row (the row shape, reading only the segment's row values)."""
-    bufs = _buf_args(step)
+    bufs = step.buffers
     best = None
     for v in bufs:
         seg = member.get(v)
@@ -261,7 +262,7 @@ def _join_elementwise(step: PlanStep, member: dict[int, Segment],
     return best
 
 
-def _is_row_step(step: PlanStep, seg: Segment, member: dict[int, Segment],
+def _is_row_step(step: PrimitiveStep, seg: Segment, member: dict[int, Segment],
                  bufs: list[int], shapes: dict[int, tuple[int, ...]]) -> bool:
     """A step of the row shape reading only row values: the segment's, or outside values
     constant along the row (their shape broadcasts to the domain with ones over the row's
@@ -278,7 +279,7 @@ def _is_row_step(step: PlanStep, seg: Segment, member: dict[int, Segment],
     return True
 
 
-def _join_row_view(step: PlanStep, member: dict[int, Segment],
+def _join_row_view(step: PrimitiveStep, member: dict[int, Segment],
                    shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
     """A reshape between a row value's two shapes (keepdim or not) is the same value."""
     (kind, src), = step.args
@@ -291,27 +292,27 @@ def _join_row_view(step: PlanStep, member: dict[int, Segment],
     return seg
 
 
-def _join_sibling(step: PlanStep, found: list[Segment], shapes: dict[int, tuple[int, ...]],
+def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, tuple[int, ...]],
                   ready: set[int]) -> Segment | None:
     """Horizontal fusion: a step none of whose arguments is a segment's value joins a segment
     of its domain that runs after all of them, preferring one that already reads the same
     data (one pass over it instead of two), else the latest."""
-    bufs = _buf_args(step)
+    bufs = step.buffers
     fits = [seg for seg in found if seg.shape == step.shape and seg.perm is None
             and all(u in ready or u < seg.first for u in bufs)]
     if not fits:
         return None
     for seg in reversed(fits):
-        if any(u in _buf_args(m) for m in seg.steps for u in bufs):
+        if any(u in m.buffers for m in seg.steps for u in bufs):
             return seg
     return fits[-1]
 
 
-def _reduction_ok(step: PlanStep) -> bool:
+def _reduction_ok(step: PrimitiveStep) -> bool:
     return step.dtype.name in ("float32", "float64") and step.device == "cpu"
 
 
-def _start_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> Segment | None:
+def _start_reduction(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]]) -> Segment | None:
     """A reduction of an outside value opens a segment over that value's domain: over
     trailing axes a per-row value, over leading ones an accumulated output."""
     (kind, src), = step.args
@@ -336,7 +337,7 @@ def _start_reduction(step: PlanStep, shapes: dict[int, tuple[int, ...]]) -> Segm
     return None
 
 
-def _join_reduction(step: PlanStep, member: dict[int, Segment],
+def _join_reduction(step: PrimitiveStep, member: dict[int, Segment],
                     shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
     """A sum/amax/mean of a segment's value joins it: over the trailing axes of a
     per-element value (a per-row value); over the outer axes of a per-element value or over
@@ -492,7 +493,7 @@ def _permuted_strides(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[in
     return tuple(natural[a] for a in perm)
 
 
-def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PlanStep, x: int,
+def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PrimitiveStep, x: int,
                      shapes: dict[int, tuple[int, ...]]) -> int:
     """A reduction member: a Reduce over the rows for a per-row value, then (accumulated
     members) the value the kernel reduces over the outer axes; a mean scaled by its count."""
@@ -527,13 +528,12 @@ def _rows_of(domain: tuple[int, ...], inputs: list[kir.Input]
 
 def explain_fusion(plan: Plan) -> str:
     """Why each step of ``plan`` did or did not fuse: one line per compute step."""
-    shapes = {s.out: s.shape for s in plan.steps}
-    dtypes = {s.out: s.dtype.name for s in plan.steps}
+    shapes, dtypes = _shapes_dtypes(plan)
     kept = {s.out: f"k{i}" for i, seg in enumerate(segments(plan)) for s in seg.steps}
     first_pass = {s.out: seg for seg in _group(plan, None) for s in seg.steps}
     lines = []
     for step in plan.steps:
-        if step.op in ("input", "state", "const", "rand"):
+        if not isinstance(step, PrimitiveStep):
             continue
         if step.out in kept:
             why = f"fused into {kept[step.out]}"
@@ -550,7 +550,7 @@ def explain_fusion(plan: Plan) -> str:
                    "outer (leading) axes, or all axes, of a float value it can read")
         elif step.op == "reshape":
             why = "not fused: only a reshape between a row value's keepdim shapes fuses"
-        elif REGISTRY.get(step.op) is None or REGISTRY[step.op].lower is None:
+        elif REGISTRY.get(step.name) is None or REGISTRY[step.name].lower is None:
             why = f"not fused: {step.op} has no kernel-IR lowering (runs as a numpy call)"
         elif not _fusible(step, shapes, dtypes):
             why = "not fused: dtype, device or an argument's shape does not fit a kernel"
@@ -561,80 +561,63 @@ def explain_fusion(plan: Plan) -> str:
 
 
 def fuse(plan: Plan) -> Plan:
-    """A plan whose elementwise segments are kernels (``op == "kernel"`` steps)."""
+    """A plan whose elementwise segments are kernels (``KernelStep``, ``CommitStep``)."""
     found = segments(plan)
     if not found:
         return plan
-    shapes = {s.out: s.shape for s in plan.steps}
-    dtypes = {s.out: s.dtype.name for s in plan.steps}
-    needed = set(plan.graph.graph["outputs"]) | {b for _, b in plan.writes if b >= 0}
-    needed |= set(template_nodes(plan.returns))
+    shapes, dtypes = _shapes_dtypes(plan)
+    needed = plan.schedule.needed
     seg_of = {s.out: seg for seg in found for s in seg.steps}
     used_after: set[int] = set(needed)
     for step in plan.steps:
-        for kind, v in step.args:
-            if kind == "buf" and v in seg_of and seg_of.get(step.out) is not seg_of[v]:
+        for v in step.buffers:
+            if v in seg_of and seg_of.get(step.out) is not seg_of[v]:
                 used_after.add(v)
-    reads_after = _readers(plan)
     # ids for row buffers no step of the plan holds (LoweredSegment.views)
     fresh = itertools.count(max(plan.graph.graph.get("next_id", 0),
                                 max(s.out for s in plan.steps) + 1))
-    steps: list[PlanStep] = []
+    steps: list[Step] = []
     kernels: list[kir.Kernel] = []
     placed: set[int] = set()
     for step in plan.steps:
         seg = seg_of.get(step.out)
         if seg is None:
-            steps.append(PlanStep(step.out, step.op, step.args, step.attrs, step.shape,
-                                  step.dtype, step.device, step.phase))
+            steps.append(step)  # steps are never changed: the fused plan shares them
             continue
         if id(seg) in placed:
             continue
         placed.add(id(seg))
         low = lower_segment(seg, f"k{len(kernels)}", used_after, dtypes, shapes, fresh)
         kernel, ins, outs = low.kernel, low.inputs, low.outputs
-        commit = _commit_input(plan, kernel, ins, outs, seg, used_after, reads_after)
+        commit = _commit_input(plan, kernel, ins, outs, seg)
         if commit is not None:
             kernel = dataclasses.replace(kernel, outputs=(
                 dataclasses.replace(kernel.outputs[0], into=commit),))
         kernels.append(kernel)
         last = seg.steps[-1]
-        steps.append(PlanStep(outs[0] if outs else last.out, "kernel",
-                              [("buf", b) for b in ins],
-                              {"kernel": kernel, "outs": outs, "fused": len(seg.steps),
-                               "commit": commit,
-                               "out_specs": [(kir.output_shape(kernel, o), o.dtype, shape)
-                                             for o, shape in zip(kernel.outputs,
-                                                                 low.out_shapes)]},
-                              seg.shape, last.dtype, last.device, last.phase))
+        fields = {"out": outs[0] if outs else last.out, "args": [("buf", b) for b in ins],
+                  "kernel": kernel, "outs": outs, "fused": len(seg.steps),
+                  "out_specs": [(kir.output_shape(kernel, o), o.dtype, shape)
+                                for o, shape in zip(kernel.outputs, low.out_shapes)],
+                  "shape": seg.shape, "dtype": last.dtype, "device": last.device,
+                  "phase": last.phase}
+        steps.append(KernelStep(**fields) if commit is None
+                     else CommitStep(commit=commit, **fields))
         by_out = {m.out: m for m in seg.steps}
         for view, row in low.views.items():
             m = by_out[view]
-            steps.append(PlanStep(view, "expand", [("buf", row)], {"shape": m.shape},
-                                  m.shape, m.dtype, m.device, m.phase))
-    fused = Plan(steps, plan.inputs, plan.reads, plan.consts, plan.rands, plan.writes,
-                 plan.returns, plan.slots, plan.graph, dict(plan.stats), plan.device)
-    _liveness(fused, needed)
-    fused.stats["kernels"] = len(kernels)
-    fused.stats["fused_steps"] = sum(len(s.steps) for s in found)
-    fused.kernels = _kernel_infos(kernels)
-    return fused
-
-
-def _readers(plan: Plan) -> dict[int, int]:
-    """How many steps read each buffer, and how often it is written back or returned."""
-    count: dict[int, int] = {}
-    for step in plan.steps:
-        for kind, v in step.args:
-            if kind == "buf":
-                count[v] = count.get(v, 0) + 1
-    for v in [b for _, b in plan.writes if b >= 0] + list(template_nodes(plan.returns)):
-        count[v] = count.get(v, 0) + 1
-    return count
+            steps.append(primitive_step("expand", out=view, args=[("buf", row)],
+                                        attrs={"shape": m.shape}, shape=m.shape,
+                                        dtype=m.dtype, device=m.device, phase=m.phase))
+    stats = dict(plan.stats)
+    stats["kernels"] = len(kernels)
+    stats["fused_steps"] = sum(len(s.steps) for s in found)
+    return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, stats, plan.device,
+                _kernel_infos(kernels))
 
 
 def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],
-                  seg: Segment, used_after: set[int], readers: dict[int, int]) -> int | None:
+                  seg: Segment) -> int | None:
     """The input a kernel may update in place at write-back: a parameter update whose one
     output nothing but the write of a parameter (a ``tensor`` slot) uses, computed
     elementwise from that parameter's own value (read by the plan). The kernel then runs
@@ -643,7 +626,8 @@ def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int
         return None
     (out,) = outs
     slots = [slot for slot, b in plan.writes if b == out]
-    if len(slots) != 1 or readers.get(out, 0) != 1 \
+    if len(slots) != 1 or plan.schedule.readers.get(out, 0) \
+            or out in template_nodes(plan.returns) \
             or plan.slots[slots[0]].get("kind") != "tensor":
         return None
     source = next((b for slot, b in plan.reads if slot == slots[0]), None)
@@ -666,17 +650,14 @@ def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int
 
 def _storage_roots(plan: Plan, v: int) -> set[int]:
     """The buffers whose storage ``v`` may share: itself, and what views lead back to."""
-    by_out = plan.__dict__.get("_fusion_by_out")
-    if by_out is None:
-        by_out = plan.__dict__["_fusion_by_out"] = {s.out: s for s in plan.steps}
+    producer = plan.schedule.producer
     roots, stack = set(), [v]
     while stack:
         u = stack.pop()
         roots.add(u)
-        step = by_out.get(u)
-        prim = REGISTRY.get(step.op) if step is not None else None
-        if prim is not None and prim.view:  # the registry says which ops may return views
-            stack.extend(w for kind, w in step.args if kind == "buf")
+        step = plan.steps[producer[u]]
+        if step.is_view:
+            stack.append(step.args[0][1])
     return roots
 
 
@@ -687,14 +668,3 @@ def _kernel_infos(kernels: list[kir.Kernel]) -> list[KernelInfo]:
     return [KernelInfo(k.name, "cpu", "llvm",
                        f"{module.get_global(k.name + '.body')}\n{module.get_global(k.name)}")
             for k in kernels]
-
-
-def _liveness(plan: Plan, needed: set[int]) -> None:
-    last_use: dict[int, int] = {}
-    for i, step in enumerate(plan.steps):
-        for kind, v in step.args:
-            if kind == "buf":
-                last_use[v] = i
-    for v, i in last_use.items():
-        if v not in needed:
-            plan.steps[i].free.append(v)

@@ -2,204 +2,44 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING
 
-import numpy as np
+from . import cost
+from .steps import SourceStep, Step
 
-SOURCES = ("input", "state", "const", "rand")
-VIEWS = ("reshape", "permute", "expand")
-REDUCTIONS = ("sum", "mean", "amax", "argmax", "argmin")
-SHAPE_OPS = VIEWS + ("getitem", "cat", "copy", "clone", "to_device", "fill", "setitem", "cast")
+if TYPE_CHECKING:
+    from .plan import Plan
+
 PHASES = ("forward", "backward", "update")
 
 
-def _numel(shape: Any) -> int:
-    return int(math.prod(shape)) if shape else 1
+def estimate_flops(step: Step, plan: Plan) -> int:
+    """Floating-point operations of one step of ``plan`` (planner.cost)."""
+    return cost.estimate_flops(step, plan.schedule.metas)
 
 
-def _arg_shapes(plan: Any, step: Any) -> list[tuple[tuple[int, ...], int]]:
-    """(shape, itemsize) of the step's buffer arguments."""
-    from .program import buffer_metas
-
-    metas = buffer_metas(plan)
-    return [(metas[v][0], metas[v][1].itemsize) for kind, v in step.args
-            if kind == "buf" and v in metas]
+def estimate_bytes(step: Step, plan: Plan) -> int:
+    """Bytes one step of ``plan`` moves (planner.cost)."""
+    return cost.estimate_bytes(step, plan.schedule.metas)
 
 
-def _by_out(plan: Any) -> dict[int, Any]:
-    cache = plan.__dict__.get("_inspect_by_out")
-    if cache is None:
-        cache = plan.__dict__["_inspect_by_out"] = {s.out: s for s in plan.steps}
-    return cache
+def peak_memory(plan: Plan) -> int:
+    """Peak bytes of live buffers when the plan runs, its inputs, state and constants included
+    (the schedule's figure: a buffer dies after its last reader; a view allocates nothing and
+    keeps its base alive; an in-place step allocates nothing; each kernel output is its own
+    allocation; temporaries inside a primitive are not counted)."""
+    return plan.schedule.peak_memory
 
 
-def _is_view(step: Any) -> bool:
-    if step.op in VIEWS:
-        return True
-    if step.op == "getitem":  # basic indexing (ints, slices, None, Ellipsis) gives a view
-        return not any(type(a).__name__ == "ndarray" for a in _flat(step.attrs.values()))
-    return False
-
-
-def _flat(values: Any) -> list[Any]:
-    out = []
-    for v in values:
-        if isinstance(v, (tuple, list)):
-            out.extend(_flat(v))
-        else:
-            out.append(v)
-    return out
-
-
-def estimate_flops(step: Any, plan: Any = None) -> int:
-    """Floating-point operations of one step (an estimate, per primitive kind)."""
-    op = step.op
-    if op in SOURCES or op in SHAPE_OPS:
-        return 0
-    if op == "kernel":
-        return _kernel_flops(step.attrs["kernel"])
-    if op == "matmul":
-        shapes = [s for s, _ in _arg_shapes(plan, step)] if plan is not None else []
-        if len(shapes) == 2 and shapes[0]:
-            k = shapes[0][-1]
-            return 2 * _numel(step.shape) * k
-        return 2 * _numel(step.shape)
-    if op in REDUCTIONS or op == "index_backward":
-        shapes = _arg_shapes(plan, step) if plan is not None else []
-        return _numel(shapes[0][0]) if shapes else _numel(step.shape)
-    return _numel(step.shape)  # elementwise
-
-
-def _kernel_flops(kernel: Any) -> int:
-    """One operation per arithmetic expr and value it is computed for, as the unfused steps
-    count them: per element over the domain, per row over its rows."""
-    from codegen import ir as kir
-
-    elements, rows = _numel(kernel.domain), _numel(kernel.outer_shape)
-    if kernel.n_reduce == 0:
-        rows = elements
-    flags = kir.per_element(kernel)
-    return sum(elements if flags[i] or isinstance(e, kir.Reduce) else rows
-               for i, e in enumerate(kernel.exprs)
-               if not isinstance(e, (kir.Load, kir.Const)))
-
-
-def estimate_bytes(step: Any, plan: Any = None) -> int:
-    """Bytes moved by one step: its buffer inputs plus its output (views and sources: 0)."""
-    if step.op in SOURCES or _is_view(step):
-        return 0
-    if step.op == "kernel":
-        from codegen import ir as kir
-
-        kernel = step.attrs["kernel"]
-        ins = sum(_numel(s) * size for s, size in _arg_shapes(plan, step)) if plan else 0
-        return ins + sum(_numel(kir.output_shape(kernel, o)) * np.dtype(o.dtype).itemsize
-                         for o in kernel.outputs)
-    out = _numel(step.shape) * step.dtype.np.itemsize
-    ins = sum(_numel(s) * size for s, size in _arg_shapes(plan, step)) if plan is not None else 0
-    return out + ins
-
-
-def _nbytes(step: Any) -> int:
-    return _numel(step.shape) * step.dtype.np.itemsize
-
-
-def peak_memory(plan: Any) -> int:
-    """Peak bytes of live buffers when the plan runs, its inputs, state and constants included.
-
-    It follows what the interpreter does (planner.program.release_schedule): a buffer dies
-    after its last reader; a view (reshape, permute, expand, basic indexing) allocates
-    nothing and keeps its base's memory alive as long as it lives; an elementwise step that
-    writes into a dying argument (``out=``) allocates nothing; each kernel output is its own
-    allocation. Temporaries inside a primitive are not counted."""
-    return _memory_walk(plan)[0]
-
-
-def peak_allocated(plan: Any) -> int:
+def peak_allocated(plan: Plan) -> int:
     """As peak_memory, counting only what the run allocates (not its inputs, state or
     constants): what ``tracemalloc`` sees a run of the plan hold at its peak."""
-    return _memory_walk(plan)[1]
+    return plan.schedule.peak_allocated
 
 
-def _memory_walk(plan: Any) -> tuple[int, int]:
-    """(peak of all live bytes, peak of bytes the run allocated), step by step."""
-    from .program import release_schedule, step_outputs
-
-    schedule = release_schedule(plan)
-    by_out = _by_out(plan)
-    storage_of: dict[int, set[int]] = {}  # buffer -> the storages it keeps alive
-    users: dict[int, int] = {}  # storage -> how many live buffers keep it
-    size: dict[int, tuple[int, bool]] = {}  # storage -> (bytes, allocated by the run)
-    live = allocated = peak = peak_alloc = 0
-    sources = {b for _, b in plan.inputs} | {b for _, b in plan.reads} | set(plan.consts)
-    for i, s in enumerate(plan.steps):
-        for o in step_outputs(s):
-            shared = _shared_storage(s, o, schedule.inplace.get(i), storage_of)
-            if shared is None:
-                nbytes = _out_nbytes(s, o, by_out)
-                size[o] = (nbytes, o not in sources and s.op not in SOURCES)
-                shared = {o}
-                live += nbytes
-                allocated += nbytes if size[o][1] else 0
-            storage_of[o] = shared
-            for r in shared:
-                users[r] = users.get(r, 0) + 1
-        copies = _kernel_input_copies(s, by_out)
-        peak, peak_alloc = max(peak, live + copies), max(peak_alloc, allocated + copies)
-        for buf in schedule.frees[i]:
-            for r in storage_of.pop(buf, ()):
-                users[r] -= 1
-                if not users[r]:
-                    nbytes, counted = size.pop(r)
-                    live -= nbytes
-                    allocated -= nbytes if counted else 0
-    return peak, peak_alloc
-
-
-def _kernel_input_copies(step: Any, by_out: dict[int, Any]) -> int:
-    """Bytes a kernel step copies while it runs: a plan's program makes each argument
-    C-contiguous, which copies a transposed, broadcast or sliced view."""
-    if step.op != "kernel":
-        return 0
-    total = 0
-    for kind, v in step.args:
-        src = by_out.get(v) if kind == "buf" else None
-        if src is not None and src.op in ("permute", "expand", "getitem") and _is_view(src):
-            total += _nbytes(src)
-    return total
-
-
-def _shared_storage(step: Any, out: int, inplace: int | None,
-                    storage_of: dict[int, set[int]]) -> set[int] | None:
-    """The storages output `out` of a step lives in, when it allocates none of its own."""
-    if inplace is not None:
-        return set(storage_of.get(inplace, ()))
-    if step.op == "kernel" and step.attrs.get("commit") is not None:
-        # a parameter update run at write-back in the parameter's own storage (plan.Commit)
-        return set(storage_of.get(step.args[step.attrs["commit"]][1], ()))
-    if step.op != "kernel" and _is_view(step) and step.args and step.args[0][0] == "buf":
-        return set(storage_of.get(step.args[0][1], ()))
-    return None
-
-
-def _out_nbytes(step: Any, out: int, by_out: dict[int, Any]) -> int:
-    if step.op == "kernel":
-        for o, (shape, dtype, _) in zip(step.attrs["outs"], step.attrs["out_specs"]):
-            if o == out:  # a kernel step allocates each output in the kernel's shape
-                return _numel(shape) * _np_itemsize(dtype)
-    return _nbytes(step)
-
-
-def _np_itemsize(dtype: Any) -> int:
-    import numpy as np
-
-    return np.dtype(getattr(dtype, "np", dtype)).itemsize
-
-
-def flops(plan: Any) -> int:
-    return sum(estimate_flops(s, plan) for s in plan.steps)
+def flops(plan: Plan) -> int:
+    return sum(plan.schedule.flops)
 
 
 def _human(n: float, unit: str) -> str:
@@ -210,18 +50,18 @@ def _human(n: float, unit: str) -> str:
     return f"{n} {unit}"
 
 
-def summary(plan: Any) -> str:
+def summary(plan: Plan) -> str:
     """A text table: nodes, steps, FLOPs and bytes by phase, peak memory, slots, op counts."""
-    stats = plan.stats
+    stats, sched = plan.stats, plan.schedule
     by_phase: dict[str, list[int]] = {p: [0, 0, 0] for p in PHASES}
     ops: Counter[str] = Counter()
-    for s in plan.steps:
+    for i, s in enumerate(plan.steps):
         row = by_phase.setdefault(s.phase, [0, 0, 0])
         row[0] += 1
-        row[1] += estimate_flops(s, plan)
-        row[2] += estimate_bytes(s, plan)
+        row[1] += sched.flops[i]
+        row[2] += sched.bytes[i]
         ops[s.op] += 1
-    peak, peak_alloc = _memory_walk(plan)
+    peak, peak_alloc = sched.peak_memory, sched.peak_allocated
     total_flops = sum(r[1] for r in by_phase.values())
     total_bytes = sum(r[2] for r in by_phase.values())
     lines = [
@@ -233,6 +73,8 @@ def summary(plan: Any) -> str:
         f"  bytes          {_human(total_bytes, 'B')} ({total_bytes})",
         f"  peak memory    {_human(peak, 'B')} ({peak}), of which the run allocates "
         f"{_human(peak_alloc, 'B')} ({peak_alloc})",
+        f"  schedule       critical path {sched.critical_length * 1e6:.1f} us estimated, "
+        f"expected parallelism {sched.parallelism:.2f}",
         f"  inputs {len(plan.inputs)}, state reads {len(plan.reads)}, writes {len(plan.writes)}, "
         f"consts {len(plan.consts)}, random draws {len(plan.rands)}, kernels {len(plan.kernels)}",
         "",
@@ -253,19 +95,62 @@ def _q(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def to_dot(plan: Any) -> str:
-    """Graphviz text of the plan's graph: label op/shape/dtype, colour by phase, sources boxed."""
-    g = plan.graph
+_DEVICE_COLOURS = ("lightblue", "lightsalmon", "palegreen", "plum", "khaki", "lightcyan")
+COLOUR_BY = ("phase", "device")
+
+
+def to_dot(plan: Plan, colour_by: str = "phase") -> str:
+    """Graphviz text of the plan's step DAG (the schedule's): a node a step labelled with
+    its buffer, op, shape, dtype and device, an edge from each step to those that wait for
+    it, sources boxed, the critical path drawn bold; filled by phase or by device."""
+    if colour_by not in COLOUR_BY:
+        raise ValueError(f"to_dot: colour_by must be one of {COLOUR_BY}, not {colour_by!r}")
+    sched = plan.schedule
+    devices = sorted(set(sched.devices))
+    critical = set(critical_path(plan))
     lines = ["digraph plan {", "  node [style=filled];"]
-    for v, data in g.nodes(data=True):
-        op = data.get("op", "?")
-        dtype = getattr(data.get("dtype"), "name", data.get("dtype"))
-        label = f"%{v} {op}\\n{list(data.get('shape', ()))} {dtype}"
-        shape = "box" if op in SOURCES else "ellipse"
-        colour = "lightgrey" if op in SOURCES else _COLOURS.get(data.get("phase"), "white")
-        lines.append(f"  n{v} [label={_q(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}, "
-                     f"shape={shape}, fillcolor={colour}];")
-    for u, v in g.edges:
-        lines.append(f"  n{u} -> n{v};")
+    for i, s in enumerate(plan.steps):
+        label = f"%{s.out} {s.op}\\n{list(s.shape)} {s.dtype.name} {s.device}"
+        source = isinstance(s, SourceStep)
+        if colour_by == "device":
+            colour = _DEVICE_COLOURS[devices.index(s.device) % len(_DEVICE_COLOURS)]
+        else:
+            colour = "lightgrey" if source else _COLOURS.get(s.phase, "white")
+        bold = ", penwidth=3" if i in critical else ""
+        lines.append(f"  s{i} [label={_q(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}, "
+                     f"shape={'box' if source else 'ellipse'}, fillcolor={colour}{bold}];")
+    for i, consumers in enumerate(sched.consumers):
+        for j in consumers:
+            bold = " [penwidth=3]" if i in critical and j in critical else ""
+            lines.append(f"  s{i} -> s{j}{bold};")
     lines.append("}")
+    return "\n".join(lines)
+
+
+def critical_path(plan: Plan) -> list[int]:
+    """The steps of the longest chain of the schedule's DAG by estimated time, first to last."""
+    sched = plan.schedule
+    starts = [i for i, n in enumerate(sched.in_degree) if n == 0]
+    path: list[int] = []
+    nxt = max(starts, key=lambda i: (sched.critical_path[i], -i), default=None)
+    while nxt is not None:
+        path.append(nxt)
+        nxt = max(sched.consumers[nxt], key=lambda j: (sched.critical_path[j], -j),
+                  default=None)
+    return path
+
+
+def schedule_text(plan: Plan) -> str:
+    """The step DAG as text: per step its device, priority, estimated time and critical path,
+    and the steps waiting for it; then the critical path and the expected parallelism."""
+    sched = plan.schedule
+    lines = [f"  {'step':<36}{'device':>8}{'prio':>6}{'est us':>9}{'path us':>9}  consumers"]
+    for i in sched.order:
+        lines.append(f"  {sched.names[i]:<36}{sched.devices[i]:>8}{sched.priority[i]:>6}"
+                     f"{sched.cost[i] * 1e6:>9.1f}{sched.critical_path[i] * 1e6:>9.1f}  "
+                     f"{', '.join(map(str, sched.consumers[i])) or '-'}")
+    path = critical_path(plan)
+    lines += ["", f"  critical path  {len(path)} steps, {sched.critical_length * 1e6:.1f} us "
+                  f"estimated: {' -> '.join(str(i) for i in path)}",
+              f"  parallelism    {sched.parallelism:.2f} (estimated work / critical path)"]
     return "\n".join(lines)

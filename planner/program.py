@@ -6,18 +6,19 @@ about as much as the numpy call itself. So ``build_program`` writes the schedule
 source, one assignment a step over local variables, with every primitive's ``impl``, attribute
 and dtype bound once, and compiles it. What the result check can never catch is left out: when
 the inputs and state are plain numpy arrays of the planned dtypes and shapes (checked once a
-call), a ufunc, view, matmul or sum of them has the planned type and dtype, which the plan's
-build proves by running the same numpy call on tiny arrays. Anything else falls back to the
-registry's ``impl`` and the full check, and a call whose inputs are not plain arrays runs a
-second, fully checked program, which is the reference interpreter's loop written out.
+call), a step calls its primitive's fast path (``Primitive.specialize``: declared next to the
+impl in the registry, it guarantees an array of the planned dtype and shape for such
+arguments). Anything else calls the registry's ``impl`` and the full check, and a call whose
+inputs are not plain arrays runs a second, fully checked program, which is the reference
+interpreter's loop written out.
 
 The source never holds text of the plan: buffers are ``b<int>`` locals and indices are ints
 (``lit``, ``_Source.buf``: only a true ``int`` is written), every other value of the plan is a
 global bound through ``_Source.name`` under a name the generator makes. A kernel step called
 through its object entry first compares its arguments' (shape, dtype) with the signature
-``Plan.kernel_signature`` proved to hold every element the kernel addresses.
+``Executable.kernel_signature`` proved to hold every element the kernel addresses.
 
-Memory follows the schedule's liveness (``release_schedule``): a buffer is deleted after its
+Memory follows the plan's schedule (planner.schedule): a buffer is deleted after its
 last reader, and an elementwise step whose argument dies at that step writes its result into
 that argument's storage (``out=``) when nothing else can see it.
 """
@@ -26,195 +27,32 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from runtime._device import array_module
-from runtime.ops import prims
-from runtime.ops.registry import REGISTRY, Primitive
+from runtime.ops.registry import REGISTRY
 
-SOURCE_OPS = frozenset({"input", "state", "const", "rand"})
-_ADD_REDUCE = np.add.reduce  # one bound method each (every attribute access makes a new one)
-_MAX_REDUCE = np.maximum.reduce
-_ADD_AT = np.add.at
-# numpy 2 types Python scalars "weakly" (NEP 50): a ufunc's result dtype then depends on the
-# dtypes of its array arguments only, so one probe on tiny arrays speaks for every call
-_VALUE_FREE_DTYPES = int(np.__version__.split(".")[0]) >= 2
+from .steps import (
+    CommitStep,
+    ConstStep,
+    InputStep,
+    KernelStep,
+    PrimitiveStep,
+    RandStep,
+    SourceStep,
+    StateStep,
+    Step,
+)
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 Program = Callable[[Any, list[Any], dict[int, Any], list[Any]], tuple[Any, list[Any]]]
-
-
-# --- which registry primitives are plain numpy calls ------------------------------------------
-
-
-def _ufunc_ref(fn: Any) -> tuple[Any, Any]:
-    return (lambda xp, x: fn(x)), (lambda xp, a, b: fn(a, b))
-
-
-def _sum_ref(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
-    return xp.sum(x, axis=axes, keepdims=keepdim)
-
-
-_UNARY_REF, _BINARY_REF = (f.__code__ for f in _ufunc_ref(None))
-
-
-def _same_code(fn: Any, ref: Any) -> bool:
-    """Whether function fn's body is ref's, instruction for instruction (names of its locals
-    and free variables aside): then it computes what ref computes."""
-    code = getattr(fn, "__code__", None)
-    return code is not None and all(
-        getattr(code, a) == getattr(ref, a)
-        for a in ("co_code", "co_consts", "co_names", "co_argcount", "co_kwonlyargcount",
-                  "co_flags"))
-
-
-def ufunc_of(prim: Primitive) -> np.ufunc | None:
-    """The numpy ufunc a primitive's impl calls and returns, unchanged (``fn(a, b)``)."""
-    impl = prim.impl
-    for ref in (_UNARY_REF, _BINARY_REF):
-        if _same_code(impl, ref) and impl.__closure__ and len(impl.__closure__) == 1:
-            fn = impl.__closure__[0].cell_contents
-            if isinstance(fn, np.ufunc) and fn.nin == ref.co_argcount - 1 and fn.nout == 1:
-                return fn
-    return None
-
-
-def _mean_ref(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
-    return xp.mean(x, axis=axes, keepdims=keepdim)
-
-
-def _is_sum(prim: Primitive) -> bool:
-    return _same_code(prim.impl, _sum_ref.__code__)
-
-
-def _is_impl(prim: Primitive, name: str) -> bool:
-    """Whether the primitive's impl is the function ``runtime.ops.prims.<name>``."""
-    return prim.impl is getattr(prims, name, None)
-
-
-# --- liveness and storage ---------------------------------------------------------------------
-
-
-@dataclass
-class Schedule:
-    """When each buffer dies, and which steps write into a dying argument's storage."""
-
-    frees: list[list[int]]  # buffers released after each step (the plan's free lists, plus
-    # outputs nothing reads)
-    inplace: dict[int, int]  # step index -> the argument buffer whose storage it reuses
-
-
-def needed_buffers(plan: Any) -> set[int]:
-    """Buffers that outlive the run: graph outputs, written state and returned values."""
-    from .graph import template_nodes
-
-    needed = {b for _, b in plan.writes if b >= 0}
-    needed.update(template_nodes(plan.returns))
-    if plan.graph is not None:
-        needed.update(plan.graph.graph.get("outputs", ()))
-    return needed
-
-
-def step_outputs(step: Any) -> list[int]:
-    """The buffers a step writes: a kernel's outputs, or its own."""
-    return list(step.attrs["outs"]) if step.op == "kernel" else [step.out]
-
-
-def _buf_args(step: Any) -> list[int]:
-    return [v for kind, v in step.args if kind == "buf"]
-
-
-def release_schedule(plan: Any) -> Schedule:
-    """The plan's memory schedule (built once per plan): the interpreter deletes and reuses
-    buffers by it, and ``planner.inspect.peak_memory`` counts bytes by it."""
-    cached = plan.__dict__.get("_schedule_cache")
-    if cached is None:
-        cached = plan.__dict__["_schedule_cache"] = _schedule(plan)
-    return cached
-
-
-def _schedule(plan: Any) -> Schedule:
-    needed = needed_buffers(plan)
-    read = {v for s in plan.steps for v in _buf_args(s)}
-    frees = []
-    for s in plan.steps:
-        dead = [v for v in step_outputs(s) if v not in read and v not in needed
-                and s.op not in ("input", "state", "const")]
-        frees.append([*s.free, *(v for v in dead if v not in s.free)])
-    fresh = _fresh_buffers(plan)
-    released = {v: i for i, f in enumerate(frees) for v in f}
-    storage_end = _storage_end(plan, fresh, released, needed)
-    inplace: dict[int, int] = {}
-    for i, s in enumerate(plan.steps):
-        x = _inplace_candidate(plan, s, fresh, storage_end, i)
-        if x is not None:
-            inplace[i] = x
-    return Schedule(frees, inplace)
-
-
-def _fresh_buffers(plan: Any) -> set[int]:
-    """Buffers computed into new memory by a numpy call known to allocate (ufuncs, matmul,
-    where, kernels): no other buffer shares their storage unless it is a view of them."""
-    fresh: set[int] = set()
-    for s in plan.steps:
-        if s.op == "kernel":
-            fresh.update(s.attrs["outs"])
-        elif s.op in ("matmul", "where") or (s.op in REGISTRY and ufunc_of(REGISTRY[s.op])):
-            fresh.add(s.out)
-    return fresh
-
-
-def _storage_end(plan: Any, fresh: set[int], released: dict[int, int],
-                 needed: set[int]) -> dict[int, float]:
-    """For each fresh buffer, the last step after which its storage is still reachable through
-    itself or through any value that may share it (a view, or an op not known to copy)."""
-    roots: dict[int, set[int]] = {}
-    for s in plan.steps:
-        for v in step_outputs(s):
-            if v in fresh:
-                roots[v] = {v}
-            else:
-                roots[v] = set().union(*(roots.get(a, set()) for a in _buf_args(s)))
-    end: dict[int, float] = {}
-    for v, rs in roots.items():
-        last = float("inf") if v in needed or v not in released else released[v]
-        for r in rs:
-            end[r] = max(end.get(r, -1), last)
-    return end
-
-
-def _inplace_candidate(plan: Any, s: Any, fresh: set[int], storage_end: dict[int, float],
-                       i: int) -> int | None:
-    """The argument of an elementwise ufunc step whose storage can take its result: fresh,
-    dead after this step (views of it too), of the result's shape and dtype."""
-    prim = REGISTRY.get(s.op)
-    if prim is None or s.device != "cpu" or not s.shape or ufunc_of(prim) is None:
-        return None
-    metas = buffer_metas(plan)
-    for x in _buf_args(s):
-        if x in fresh and storage_end.get(x) == i and metas[x] == (s.shape, s.dtype.np):
-            return x
-    return None
-
-
-def buffer_metas(plan: Any) -> dict[int, tuple[tuple[int, ...], np.dtype]]:
-    """Every buffer's (shape, dtype) in the plan, a kernel's outputs included."""
-    cached = plan.__dict__.get("_metas_cache")
-    if cached is None:
-        cached = {}
-        for s in plan.steps:
-            if s.op == "kernel":
-                for o, (_, dtype, shape) in zip(s.attrs["outs"], s.attrs["out_specs"]):
-                    cached[o] = (tuple(shape), np.dtype(dtype))
-            else:
-                cached[s.out] = (tuple(s.shape), s.dtype.np)
-        plan.__dict__["_metas_cache"] = cached
-    return cached
 
 
 # --- code generation --------------------------------------------------------------------------
@@ -263,65 +101,115 @@ class _Source:
         self.lines.append("    " + text)
 
 
-# what a plan caches of its program; all of it but the metas depends on the registry
-_DERIVED = ("_program_cache", "_checked_program_cache", "_schedule_cache",
-            "_broadcast_only_cache")
-
-
-def program_for(plan: Any, checked: bool = False) -> Program:
-    """The plan's fast (or fully checked) program, built on first use and cached on the plan
-    (in its ``__dict__``: derived, never part of the plan's data)."""
-    key = _DERIVED[1] if checked else _DERIVED[0]
-    program = plan.__dict__.get(key)
-    if program is None:
-        program = plan.__dict__[key] = build_program(plan, checked)
-    return program
-
-
-def _rebuilt(plan: Any) -> Program:
-    """The fast program made anew: a primitive it was built from left the registry."""
-    for key in _DERIVED:
-        plan.__dict__.pop(key, None)
-    return program_for(plan)
-
-
-def build_program(plan: Any, checked: bool = False) -> Program:
+def build_program(plan: Plan, checked: bool = False) -> Program:
     """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
     program, or with ``checked`` the reference interpreter's exact steps and checks."""
     xp = np if plan.device == "cpu" else array_module(plan.device)
     fast = not checked and xp is np
-    src = _Source()
-    from .plan import _draw
-
-    src.names.update(_fix=_fix_numpy if xp is np else _fix_other, _xp=xp, _draw=_draw,
-                     _rebuilt=_rebuilt)
+    src = _source(plan, xp)
     _emit_registry_check(src, plan)
     _emit_sources(src, plan, fast)
-    schedule = release_schedule(plan)
+    schedule = plan.schedule
     known = _Known(_typed_values(plan) if fast else set(), set())
+    dropped = _dropped_expands(plan) if fast else frozenset()
     for i, s in enumerate(plan.steps):
-        _emit_step(src, plan, s, fast, known, schedule.inplace.get(i) if fast else None)
+        _emit_step(src, plan, s, known, schedule.inplace.get(i) if fast else None, dropped)
         for v in schedule.frees[i]:
             src.line(f"del {src.buf(v)}")
     writes = ", ".join(f"({lit(slot)}, {'None' if b == -1 else src.buf(b)})"
                        for slot, b in plan.writes)
     src.line(f"return {_template(src, plan.returns)}, [{writes}]")
     if fast:
-        src.names["_checked"] = lambda p, a, st, g: program_for(p, checked=True)(p, a, st, g)
-    text = "def run(plan, args, state, generators):\n" + "\n".join(src.lines) + "\n"
+        executable = plan.executable
+        src.names["_checked"] = lambda p, a, st, g: executable.program(checked=True)(p, a, st, g)
+    return _compiled(src, "run(plan, args, state, generators)",
+                     f"<plan program {'checked' if checked else 'fast'}>")
+
+
+def _source(plan: Plan, xp: Any) -> _Source:
+    src = _Source()
+    src.names.update(_fix=_fix_numpy if xp is np else _fix_other, _xp=xp,
+                     _kernel_call=plan.executable.kernel_call,
+                     _rebuilt=plan.executable.rebuilt)
+    return src
+
+
+def _compiled(src: _Source, signature: str, filename: str) -> Any:
+    text = f"def {signature}:\n" + "\n".join(src.lines) + "\n"
     namespace = dict(src.names)
-    exec(compile(text, f"<plan program {'checked' if checked else 'fast'}>", "exec"),
-         namespace)
-    run = namespace["run"]
-    run.source = text
-    return run
+    exec(compile(text, filename, "exec"), namespace)
+    fn = namespace[signature.split("(")[0]]
+    fn.source = text
+    return fn
 
 
-def _emit_registry_check(src: _Source, plan: Any) -> None:
+# where a step function finds what the plan's sources read (buffers are non-negative ids)
+ARGS, STATE, GENERATORS = -1, -2, -3
+StepFunction = Callable[[dict[int, Any]], None]
+
+
+def step_functions(plan: Plan) -> list[StepFunction]:
+    """One generated function a step, for an executor that runs the steps in any order the
+    schedule's DAG allows: ``f(env)`` reads the step's buffer arguments from ``env`` (buffer
+    id -> array; the run's arguments, state and generators under ``ARGS``, ``STATE`` and
+    ``GENERATORS``) and stores its outputs there. It frees nothing: the caller drops a buffer
+    once its ``schedule.readers`` count of steps have run, unless ``schedule.needed`` holds it.
+    The same emitters as the straight-line program write each function (fast calls where the
+    plan proves them, reuse of dying storage only where ``schedule.inplace_concurrent`` allows
+    it); an input or state value is checked (``fetch``) and made a plain array of its dtype."""
+    xp = np if plan.device == "cpu" else array_module(plan.device)
+    fast = xp is np
+    schedule = plan.schedule
+    known = _Known(_typed_values(plan) if fast else set(), set())
+    dropped = _dropped_expands(plan) if fast else frozenset()
+    functions = []
+    for i, s in enumerate(plan.steps):
+        src = _source(plan, xp)
+        for v in dict.fromkeys(s.buffers):
+            src.line(f"{src.buf(v)} = env[{lit(v)}]")
+        if isinstance(s, (InputStep, StateStep)):
+            _emit_fetch(src, plan, s)
+        elif isinstance(s, ConstStep):
+            src.line(f"{src.buf(s.out)} = {src.name(f'c{lit(s.out)}', s.value)}")
+        else:
+            if isinstance(s, RandStep):
+                src.line(f"generators = env[{GENERATORS}]")
+            _emit_step(src, plan, s, known, schedule.inplace_concurrent.get(i)
+                       if fast else None, dropped)
+        for o in s.outputs:
+            src.line(f"env[{lit(o)}] = {src.buf(o)}")
+        functions.append(_compiled(src, "step(env)", f"<plan step {i}>"))
+    return functions
+
+
+def _emit_fetch(src: _Source, plan: Plan, s: InputStep | StateStep) -> None:
+    """An input or state value from the env, checked, as a plain array of its dtype."""
+    container, kind, key = ((ARGS, "argument", s.index) if isinstance(s, InputStep)
+                            else (STATE, "state slot", s.slot))
+    shape, dtype = plan.schedule.metas[s.out]
+    src.names["_fetch"] = fetch
+    dt = src.name(f"t{lit(s.out)}", dtype)
+    src.line(f"{src.buf(s.out)} = _fix(_fetch(env[{container}], {lit(key)}, "
+             f"{src.name('what', f'{kind} {key}')}, {src.name(f'shape{lit(s.out)}', shape)}, "
+             f"{dt}), {dt})")
+
+
+def _dropped_expands(plan: Plan) -> frozenset[int]:
+    """The schedule's broadcast-only expands, while every reader of them is still a ufunc
+    step (a primitive replaced in the registry since the plan was built keeps them all)."""
+    schedule = plan.schedule
+    readers = (plan.steps[j] for v in schedule.broadcast_only
+               for j in schedule.consumers[schedule.producer[v]])
+    if all(r.ufunc is not None for r in readers):
+        return schedule.broadcast_only
+    return frozenset()
+
+
+def _emit_registry_check(src: _Source, plan: Plan) -> None:
     """The registry stays the one source of each primitive: a program checks on entry that
     every primitive it was built from is still the registered one (a few identity tests),
     and is rebuilt when one was replaced."""
-    ops = sorted({s.op for s in plan.steps if s.op not in SOURCE_OPS and s.op != "kernel"})
+    ops = sorted({s.name for s in plan.steps if isinstance(s, PrimitiveStep)})
     if not ops:
         return
     src.names["_R"] = REGISTRY
@@ -329,14 +217,14 @@ def _emit_registry_check(src: _Source, plan: Any) -> None:
     cond = " or ".join(f"_R[{src.name('op', p.name)}] is not {src.name('p', p)}"
                        for p in prims_used)
     src.line(f"if {cond}:")
-    src.line("    return _rebuilt(plan)(plan, args, state, generators)")
+    src.line("    return _rebuilt()(plan, args, state, generators)")
 
 
-def _emit_sources(src: _Source, plan: Any, fast: bool) -> None:
+def _emit_sources(src: _Source, plan: Plan, fast: bool) -> None:
     """Bind inputs, state reads and constants. The fast program tests that inputs and state
     are plain numpy arrays of the planned dtypes and shapes (one test a value), else runs the
     checked one, which checks each value and says which is wrong (``fetch``)."""
-    metas = buffer_metas(plan)
+    metas = plan.schedule.metas
     sources = [(v, "args", "argument", i) for i, v in plan.inputs]
     sources += [(v, "state", "state slot", slot) for slot, v in plan.reads]
     if fast and sources:
@@ -379,10 +267,10 @@ def fetch(container: Any, key: int, what: str, shape: tuple[int, ...], dtype: np
     return value
 
 
-def _typed_values(plan: Any) -> set[int]:
+def _typed_values(plan: Plan) -> set[int]:
     """Buffers the fast program knows to be plain numpy arrays of their planned dtype: inputs
     and state (checked on entry), constants that are such arrays; steps add their outputs."""
-    metas = buffer_metas(plan)
+    metas = plan.schedule.metas
     typed = {b for _, b in plan.inputs} | {b for _, b in plan.reads}
     typed |= {b for b, v in plan.consts.items()
               if type(v) is np.ndarray and v.dtype == metas[b][1]}
@@ -398,37 +286,39 @@ class _Known:
     contiguous: set[int]
 
 
-def _emit_step(src: _Source, plan: Any, s: Any, fast: bool, known: _Known,
-               inplace: int | None) -> None:
-    if s.op in SOURCE_OPS:
-        if s.op == "rand":
-            kind, gen = plan.rands[s.out]
-            src.line(f"{src.buf(s.out)} = _draw(generators[{lit(gen)}], "
-                     f"{src.name('kind', kind)}, {src.name(f'step{lit(s.out)}', s)})")
+def _emit_step(src: _Source, plan: Plan, s: Step, known: _Known, inplace: int | None,
+               dropped: frozenset[int]) -> None:
+    """A step's lines: none for a value bound before the run (``_emit_sources``). ``known``
+    is empty for the checked program, which then takes no fast path."""
+    if isinstance(s, SourceStep):
+        if isinstance(s, RandStep):
+            src.line(f"{src.buf(s.out)} = {src.name(f'draw{lit(s.out)}', s.draw)}"
+                     f"(generators[{lit(s.generator)}])")
             if s.device == "cpu":
                 known.typed.add(s.out)
                 known.contiguous.add(s.out)
         return
-    if s.op == "kernel":
-        if not (fast and _emit_direct_kernel(src, plan, s, known)):
+    if isinstance(s, KernelStep):
+        if not _emit_direct_kernel(src, plan, s, known):
             _emit_kernel(src, s)
-        known.typed.update(s.attrs["outs"])
-        known.contiguous.update(s.attrs["outs"])  # reshaped np.empty arrays
+        known.typed.update(s.outputs)
+        known.contiguous.update(s.outputs)  # reshaped np.empty arrays
         return
-    if not (fast and _emit_fast(src, plan, s, known, inplace)):
+    assert isinstance(s, PrimitiveStep)
+    if not _emit_fast(src, plan, s, known, inplace, dropped):
         _emit_generic(src, s)
     known.typed.add(s.out)  # checked, or proved by the probe
 
 
-def _emit_kernel(src: _Source, s: Any) -> None:
-    """A kernel step: ``Plan.kernel_call``'s callable for it, fetched once per run (the
+def _emit_kernel(src: _Source, s: KernelStep) -> None:
+    """A kernel step: ``Executable.kernel_call``'s callable for it, fetched once per run (the
     module compiles on first use), returning the step's outputs."""
     args = ", ".join(src.buf(v) for _, v in s.args)
-    outs = "".join(f"{src.buf(o)}, " for o in s.attrs["outs"])
-    src.line(f"{outs}= plan.kernel_call({src.name(f'step{lit(s.out)}', s)})({args})")
+    outs = "".join(f"{src.buf(o)}, " for o in s.outputs)
+    src.line(f"{outs}= _kernel_call({src.name(f'step{lit(s.out)}', s)})({args})")
 
 
-def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
+def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) -> bool:
     """A kernel step as its compiled entry called on the array objects themselves: inputs
     known to be arrays of their planned dtype (made C-contiguous unless known to be), fresh
     outputs of the kernel's shapes, all bound to locals for the call. False where the kernel
@@ -436,10 +326,9 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     from codegen.jit import check_arrays  # loaded already: the plan's kernels compiled
 
     bufs = [v for _, v in s.args]
-    if s.device != "cpu" or s.attrs.get("commit") is not None \
-            or any(v not in known.typed for v in bufs):
-        return False  # a commit kernel runs at write-back (Plan.kernel_call)
-    entry = plan._module().object_entry(s.attrs["kernel"])
+    if s.device != "cpu" or isinstance(s, CommitStep) or any(v not in known.typed for v in bufs):
+        return False  # a commit kernel runs at write-back (Executable.kernel_call)
+    entry = plan.executable.module().object_entry(s.kernel)
     if entry is None:
         return False
     fn, addresses, outer = entry
@@ -455,7 +344,7 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     # signature's, which holds every element the kernel addresses (outputs are made here).
     # A shape comparison and a dtype identity test an argument; a dtype that is equal but not
     # the same object takes the slow path, which raises only on a real difference
-    signature = plan.kernel_signature(s)
+    signature = plan.executable.kernel_signature(s)
     n = lit(s.out)
     tests = []
     for j, (a, (shape, dtype)) in enumerate(zip(names, signature)):
@@ -463,10 +352,10 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
                      f"or {a}.dtype is not {src.name(f't{n}_{j}', dtype)}")
     src.names["_check_args"] = check_arrays
     src.line(f"if {' or '.join(tests)}:")
-    src.line(f"    _check_args({src.name(f'kernel{n}', s.attrs['kernel'].name)}, "
+    src.line(f"    _check_args({src.name(f'kernel{n}', s.kernel.name)}, "
              f"{src.name(f'signature{n}', signature)}, [{', '.join(names)}])")
     outs = []
-    for j, (shape, dtype, _) in enumerate(s.attrs["out_specs"]):
+    for j, (shape, dtype, _) in enumerate(s.out_specs):
         src.line(f"_out{j} = {src.name('empty', np.empty)}({src.name('shape', tuple(shape))}, "
                  f"{src.name('t', np.dtype(dtype))})")
         outs.append(f"_out{j}")
@@ -474,7 +363,7 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     src.names["_id"] = id
     src.line(f"{src.name(f'k{n}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
              f"{lit(outer)})")
-    for j, (o, (shape, _, plan_shape)) in enumerate(zip(s.attrs["outs"], s.attrs["out_specs"])):
+    for j, (o, (shape, _, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
         reshape = "" if tuple(shape) == tuple(plan_shape) else \
             f".reshape({src.name('shape', tuple(plan_shape))})"
         src.line(f"{src.buf(o)} = _out{j}{reshape}")
@@ -483,7 +372,7 @@ def _emit_direct_kernel(src: _Source, plan: Any, s: Any, known: _Known) -> bool:
     return True
 
 
-def _arg_list(src: _Source, s: Any) -> list[str]:
+def _arg_list(src: _Source, s: Step) -> list[str]:
     return [src.buf(v) if kind == "buf" else src.name(f"s{lit(s.out)}", v)
             for kind, v in s.args]
 
@@ -496,11 +385,11 @@ def _keywords(impl: Any) -> dict[str, str]:
             if p.kind in kinds}
 
 
-def _kwargs(src: _Source, s: Any) -> str:
+def _kwargs(src: _Source, s: PrimitiveStep) -> str:
     """Keyword text for the step's attributes: each name is the impl's own parameter name,
     never the plan's key; an attribute the signature does not name goes in as ``**attrs``."""
     n = lit(s.out)
-    names = _keywords(REGISTRY[s.op].impl)
+    names = _keywords(REGISTRY[s.name].impl)
     parts = []
     for k, v in s.attrs.items():
         name = names.get(k) if isinstance(k, str) else None
@@ -510,272 +399,61 @@ def _kwargs(src: _Source, s: Any) -> str:
     return "".join(parts)
 
 
-def _emit_generic(src: _Source, s: Any) -> None:
+def _emit_generic(src: _Source, s: PrimitiveStep) -> None:
     """The reference interpreter's step: the registry's impl, then the result check."""
-    prim = REGISTRY[s.op]
+    prim = REGISTRY[s.name]
     impl = src.name(f"f_{prim.name}", prim.impl)  # the registry's name for it, not the plan's
     args = "".join(", " + a for a in _arg_list(src, s))
     src.line(f"{src.buf(s.out)} = {impl}(_xp{args}{_kwargs(src, s)})")
     _emit_check(src, s)
 
 
-def _emit_check(src: _Source, s: Any) -> None:
+def _emit_check(src: _Source, s: Step) -> None:
     """The interpreter's result check: a numpy array of the planned dtype."""
     dtype, out = src.name(f"t{lit(s.out)}", s.dtype.np), src.buf(s.out)
     src.line(f"if {out}.__class__ is not _nd or {out}.dtype is not {dtype}:")
     src.line(f"    {out} = _fix({out}, {dtype})")
 
 
-def _emit_fast(src: _Source, plan: Any, s: Any, known: _Known, inplace: int | None) -> bool:
-    """A direct numpy call for a step whose result needs no check; False if there is none."""
-    bufs = _buf_args(s)
+def _emit_fast(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, inplace: int | None,
+               dropped: frozenset[int]) -> bool:
+    """The primitive's own fast path (``Primitive.specialize``) for a step whose arguments
+    are plain arrays of their planned dtypes: its result needs no check. False if it has
+    none. An expand only ufuncs read is not made at all (they broadcast its source to the
+    same values)."""
+    bufs = s.buffers
     if s.device != "cpu" or any(v not in known.typed for v in bufs):
         return False
-    prim = REGISTRY.get(s.op)
-    if prim is None:
-        return False
-    if s.op in _VIEWS and s.args[0][0] == "buf":
-        _emit_view(src, plan, s, known)
+    out = src.buf(s.out)
+    if s.out in dropped:
+        src.line(f"{out} = {src.buf(bufs[0])}")
+        if bufs[0] in known.contiguous:
+            known.contiguous.add(s.out)
         return True
-    if (_emit_where(src, plan, s, prim) or _emit_gather(src, plan, s, prim)
-            or _emit_scatter(src, plan, s, prim) or _emit_mean(src, plan, s, prim)):
-        return True
-    call = _direct_call(src, plan, s, prim)
-    if call is None:
+    metas = plan.schedule.metas
+    prim = REGISTRY[s.name]
+    fast = prim.specialize([metas[v] if kind == "buf" else v for kind, v in s.args], s.attrs,
+                           (s.shape, s.dtype.np))
+    if fast is None:
         return False
-    fn, args, kwargs = call
-    plain = f"{fn}({', '.join(args)}{kwargs})"
-    if s.op == "matmul" or all(v in known.contiguous for v in bufs):
-        known.contiguous.add(s.out)  # numpy lays a result out as its arguments are
-    if inplace is None:
-        src.line(f"{src.buf(s.out)} = {plain}")
+    fn = src.name(f"fast_{prim.name}", fast)
+    args = ", ".join(_arg_list(src, s))
+    if prim.extern or (all(v in known.contiguous for v in bufs) and (
+            prim.ufunc is not None or prim.reduction or s.name == "reshape")):
+        # matmul's result is C-contiguous; numpy lays a ufunc's or reduction's out as its
+        # arguments are; a reshape of a C-contiguous array is a C-contiguous view of it
+        known.contiguous.add(s.out)
+    if inplace is None or fast is not prim.ufunc:
+        src.line(f"{out} = {fn}({args})")
         return True
     # the same ufunc into the dying argument: equal values, and the layout numpy would pick
     # (C order) as long as every argument is C-contiguous; otherwise a new array as before
     checks = [f"{src.buf(v)}.flags.c_contiguous" for v in dict.fromkeys(bufs)
               if v not in known.contiguous]
-    into = f"{fn}({', '.join(args)}{kwargs}, out={src.buf(inplace)})"
-    src.line(f"{src.buf(s.out)} = {into} if {' and '.join(checks)} else {plain}" if checks
-             else f"{src.buf(s.out)} = {into}")
+    into = f"{fn}({args}, out={src.buf(inplace)})"
+    src.line(f"{out} = {into} if {' and '.join(checks)} else {fn}({args})" if checks
+             else f"{out} = {into}")
     return True
-
-
-_VIEWS = frozenset({"permute", "reshape", "expand"})
-
-
-def _emit_view(src: _Source, plan: Any, s: Any, known: _Known) -> None:
-    """permute, reshape and expand as the numpy calls their impls make; an expand that only
-    ufuncs read is not made at all (they broadcast its source to the same values)."""
-    x = s.args[0][1]
-    out, bx, n = src.buf(s.out), src.buf(x), lit(s.out)
-    if s.out in _broadcast_only(plan):
-        src.line(f"{out} = {bx}")
-        if x in known.contiguous:
-            known.contiguous.add(s.out)
-        return
-    if s.op == "permute":
-        src.line(f"{out} = {bx}.transpose({src.name(f'dims{n}', s.attrs['dims'])})")
-    elif s.op == "reshape":
-        src.line(f"{out} = {bx}.reshape({src.name(f'shape{n}', s.attrs['shape'])})")
-        if x in known.contiguous:
-            known.contiguous.add(s.out)  # a reshape of a C-contiguous array is a view of it
-    else:
-        shape = src.name(f"shape{n}", s.attrs["shape"])
-        src.line(f"{out} = {src.name('broadcast_to', np.broadcast_to)}({bx}, {shape})")
-
-
-def _broadcast_only(plan: Any) -> set[int]:
-    """Expands whose every reader is a ufunc step that gets its own shape without them (all
-    such expands it reads dropped at once: two expands feeding one add must not both go if
-    their sources alone broadcast to less)."""
-    cached = plan.__dict__.get("_broadcast_only_cache")
-    if cached is not None:
-        return cached
-    metas = buffer_metas(plan)
-    readers: dict[int, list[Any]] = {}
-    for s in plan.steps:
-        for v in dict.fromkeys(_buf_args(s)):
-            readers.setdefault(v, []).append(s)
-    needed = needed_buffers(plan)
-    source: dict[int, tuple[int, ...]] = {
-        s.out: metas[s.args[0][1]][0] for s in plan.steps
-        if s.op == "expand" and s.args[0][0] == "buf" and s.out not in needed}
-    found = set(source)
-    changed = True
-    while changed:  # drop expands a reader needs, until every remaining one is safe
-        changed = False
-        for v in sorted(found):
-            if not all(_broadcasts_to(r, found, source, metas) for r in readers.get(v, [])):
-                found.discard(v)
-                changed = True
-    plan.__dict__["_broadcast_only_cache"] = found
-    return found
-
-
-def _broadcasts_to(reader: Any, dropped: set[int], source: dict[int, tuple[int, ...]],
-                   metas: dict[int, Any]) -> bool:
-    """Whether the ufunc step reader, given the sources of the dropped expands, has its
-    planned shape."""
-    prim = REGISTRY.get(reader.op)
-    if prim is None or ufunc_of(prim) is None:
-        return False
-    shapes = [source[u] if u in dropped else metas[u][0] for k, u in reader.args if k == "buf"]
-    try:
-        return tuple(np.broadcast_shapes(*shapes)) == tuple(reader.shape)
-    except ValueError:
-        return False
-
-
-def _direct_call(src: _Source, plan: Any, s: Any,
-                 prim: Primitive) -> tuple[str, list[str], str] | None:
-    """(callable, args, keyword text) of a numpy call equal to the step's impl whose result,
-    probed on tiny arrays of the same dtypes, is an array of the planned dtype; or None."""
-    if not s.shape or not _VALUE_FREE_DTYPES:
-        return None  # a 0-d result may come back as a numpy scalar: keep the check
-    metas = buffer_metas(plan)
-    ufunc = ufunc_of(prim)
-    if ufunc is not None:
-        fn: Any = ufunc
-        kwargs: dict[str, Any] = {}
-    elif _is_impl(prim, "_matmul_impl"):
-        dtypes = {metas[v][1] for k, v in s.args if k == "buf"}
-        ndims = [len(metas[v][0]) for k, v in s.args if k == "buf"]
-        if len(dtypes) != 1 or len(ndims) != 2 or 0 in ndims:
-            return None  # the impl raises: let it
-        fn, kwargs = np.matmul, {}
-    elif _is_sum(prim) and s.dtype.is_floating_point:
-        # np.sum of a plain ndarray is exactly this call (numpy's _wrapreduction)
-        fn, kwargs = _ADD_REDUCE, {"axis": s.attrs["axes"], "keepdims": s.attrs["keepdim"]}
-    elif _is_impl(prim, "_amax_impl") and all(math.prod(metas[v][0]) for v in _buf_args(s)):
-        fn, kwargs = _MAX_REDUCE, {"axis": s.attrs["axes"], "keepdims": s.attrs["keepdim"]}
-    else:
-        return None
-    if not _probe_ok(fn, s, metas, kwargs):
-        return None
-    name = src.name(_callable_name(fn), fn)
-    kw = "".join(f", {k}={src.name(f'{k}{lit(s.out)}', v)}" for k, v in kwargs.items())
-    return name, _arg_list(src, s), kw
-
-
-def _emit_where(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
-    """``where(cond, a, b)`` with everything the impl decides from shapes and dtypes decided
-    here: the same numpy calls in the same order, without the per-call bookkeeping."""
-    if not _is_impl(prim, "_where_impl") or not s.shape or len(s.args) != 3:
-        return False
-    metas = buffer_metas(plan)
-    (kc, cond), (ka, a), (kb, b) = s.args
-    if kc != "buf" or ka != "buf" or metas[cond][1] != np.bool_:
-        return False
-    a_probe = np.zeros(1, metas[a][1])
-    b_probe = np.zeros(1, metas[b][1]) if kb == "buf" else b
-    dt = np.result_type(a_probe, b_probe)
-    shape = np.broadcast_shapes(metas[cond][0], metas[a][0],
-                                metas[b][0] if kb == "buf" else np.shape(b))
-    if dt != s.dtype.np or tuple(shape) != s.shape:
-        return False
-    masked = dt.kind == "f" and math.prod(metas[cond][0]) >= 1024 and metas[cond][0] == shape
-    add_b = not (isinstance(b, (int, float)) and kb == "scalar" and b == 0)
-    fn = src.name("where_masked" if masked else "where_plain",
-                  _where_masked if masked else _where_plain)
-    b_text = src.buf(b) if kb == "buf" else src.name(f"s{lit(s.out)}", b)
-    extra = f", {add_b}" if masked else ""  # a bool the generator computed
-    dtype = src.name(f"t{lit(s.out)}", dt)
-    src.line(f"{src.buf(s.out)} = {fn}({src.buf(cond)}, {src.buf(a)}, {b_text}, {dtype}{extra})")
-    return True
-
-
-def _emit_gather(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
-    """``getitem`` with array indices (advanced indexing: always a new array of x's dtype)
-    as the one subscript its impl makes."""
-    key = s.attrs.get("key")
-    if (not _is_impl(prim, "_getitem_impl") or not s.shape or not isinstance(key, tuple)
-            or not any(isinstance(k, prims.IndexArg) for k in key)):
-        return False
-    metas = buffer_metas(plan)
-    x, *idx = (v for _, v in s.args)
-    if any(kind != "buf" for kind, _ in s.args) or metas[x][1] != s.dtype.np:
-        return False
-    src.line(f"{src.buf(s.out)} = {src.buf(x)}[{', '.join(_key_items(src, s, key, idx))},]")
-    return True
-
-
-def _emit_scatter(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
-    """``index_backward`` with array indices as the two numpy calls its impl makes: zeros of
-    the input's shape, then ``np.add.at`` (repeated indices accumulate)."""
-    key = s.attrs.get("key")
-    if (not _is_impl(prim, "_index_backward_impl") or not isinstance(key, tuple)
-            or prims.is_basic_key(key) or any(kind != "buf" for kind, _ in s.args)):
-        return False
-    metas = buffer_metas(plan)
-    g, *idx = (v for _, v in s.args)
-    if metas[g][1] != s.dtype.np or tuple(s.attrs["shape"]) != s.shape:
-        return False
-    items = ", ".join(_key_items(src, s, key, idx))
-    n, out = lit(s.out), src.buf(s.out)
-    shape, dtype = src.name(f"shape{n}", s.attrs["shape"]), src.name(f"t{n}", s.dtype.np)
-    src.line(f"{out} = {src.name('zeros', np.zeros)}({shape}, dtype={dtype})")
-    src.line(f"{src.name('add_at', _ADD_AT)}({out}, ({items},), {src.buf(g)})")
-    return True
-
-
-def _key_items(src: _Source, s: Any, key: tuple[Any, ...], idx: list[int]) -> list[str]:
-    """An indexing key's items as source: an index argument's local, or a bound value."""
-    items = []
-    for k in key:
-        if isinstance(k, prims.IndexArg):
-            if type(k.position) is not int or not 0 <= k.position < len(idx):
-                raise ValueError(f"step {s.out}: index argument {k.position!r} does not exist")
-            items.append(src.buf(idx[k.position]))
-        else:
-            items.append(src.name(f"k{lit(s.out)}", k))
-    return items
-    return True
-
-
-def _emit_mean(src: _Source, plan: Any, s: Any, prim: Primitive) -> bool:
-    """``mean`` of a float32/float64 array as numpy 2's ``np.mean`` computes it (a sum, then
-    a division by the count), without its argument handling; a 0-d result keeps the check."""
-    if not (_VALUE_FREE_DTYPES and _same_code(prim.impl, _mean_ref.__code__)):
-        return False
-    if len(s.args) != 1 or s.args[0][0] != "buf":
-        return False
-    shape, dtype = buffer_metas(plan)[s.args[0][1]]
-    x, axes = s.args[0][1], s.attrs["axes"]
-    count = math.prod(shape[a % len(shape)] for a in axes) if shape else 1
-    if dtype not in _MEAN_DTYPES or not count or dtype != s.dtype.np:
-        return False
-    axes_name = src.name(f"axes{lit(s.out)}", axes)
-    keep = src.name(f"keepdim{lit(s.out)}", s.attrs["keepdim"])
-    count_name = src.name(f"count{lit(s.out)}", np.intp(count))
-    src.line(f"{src.buf(s.out)} = {src.name('mean_float', _mean_float)}({src.buf(x)}, "
-             f"{axes_name}, {keep}, {count_name})")
-    if not s.shape:
-        _emit_check(src, s)
-    return True
-
-
-_MEAN_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _callable_name(fn: Any) -> str:
-    """A readable global name for fn in the generated source (add, matmul, add_reduce)."""
-    owner = getattr(fn, "__self__", None)
-    if isinstance(owner, np.ufunc):
-        return f"{owner.__name__}_{fn.__name__}"
-    return getattr(fn, "__name__", "fn")
-
-
-def _probe_ok(fn: Any, s: Any, metas: dict[int, Any], kwargs: dict[str, Any]) -> bool:
-    """Whether fn on one-element arrays of the step's argument dtypes gives an array of the
-    step's dtype (numpy's result type does not depend on sizes or, under NEP 50, values)."""
-    probe = [np.zeros((1,) * len(metas[v][0]), metas[v][1]) if k == "buf" else v
-             for k, v in s.args]
-    try:
-        with np.errstate(all="ignore"):
-            out = fn(*probe, **kwargs)
-    except Exception:  # the probe is only a question: any failure means "keep the check"
-        return False
-    return type(out) is np.ndarray and out.dtype == s.dtype.np
 
 
 def _template(src: _Source, template: Any) -> str:
@@ -793,30 +471,6 @@ def _template(src: _Source, template: Any) -> str:
 
 
 # --- helpers the generated code calls ---------------------------------------------------------
-
-
-def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
-    """runtime.ops.prims._where_impl on a large float mask of the result's shape."""
-    out = np.multiply(cond, a, dtype=dt)
-    if add_b:
-        out += np.multiply(~cond, b, dtype=dt)
-    if not np.count_nonzero(np.isnan(out)):  # isnan(out).any(), in one C call
-        return out
-    return np.where(cond, a, b).astype(dt, copy=False)
-
-
-def _mean_float(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, count: Any) -> Any:
-    """numpy 2's ``np.mean(x, axis=axes, keepdims=keepdims)`` (numpy/_core/_methods.py
-    ``_mean``) for a plain float32/float64 array and a nonzero count (a numpy intp)."""
-    ret = _ADD_REDUCE(x, axes, None, None, keepdims, where=True)
-    if isinstance(ret, np.ndarray):
-        return np.true_divide(ret, count, out=ret, casting="unsafe", subok=False)
-    return ret.dtype.type(ret / count)
-
-
-def _where_plain(cond: np.ndarray, a: Any, b: Any, dt: np.dtype) -> Any:
-    """runtime.ops.prims._where_impl on a small or broadcast mask."""
-    return np.where(cond, a, b).astype(dt, copy=False)
 
 
 def _fix_numpy(value: Any, dtype: np.dtype) -> Any:

@@ -8,15 +8,31 @@ import functools
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import networkx as nx
 import numpy as np
 
 from runtime import _dtype as D
+from runtime.autograd.node import Meta
+from runtime.ops.registry import REGISTRY
+
+from .steps import (
+    SOURCE_KINDS,
+    CommitStep,
+    ConstStep,
+    InputStep,
+    KernelStep,
+    PrimitiveStep,
+    RandStep,
+    StateStep,
+    Step,
+    primitive_step,
+)
 
 FORMAT = "planner.plan"
-VERSION = 1
+VERSION = 2  # 2: no per-step free lists (the schedule computes liveness on load)
 
 
 def encode(v: Any) -> Any:
@@ -296,15 +312,28 @@ def _FIELDS() -> dict[str, dict[str, Any]]:  # noqa: N802 - a constant, built on
     }
 
 
+def _step_attrs(step: Step) -> dict[str, Any]:
+    """A step's typed fields beyond the common ones, as the document's ``attrs``."""
+    if isinstance(step, KernelStep):
+        return {"kernel": step.kernel, "outs": list(step.outs), "fused": step.fused,
+                "commit": step.commit if isinstance(step, CommitStep) else None,
+                "out_specs": list(step.out_specs)}
+    if isinstance(step, PrimitiveStep):
+        return step.attrs
+    return step.shown()
+
+
 def dumps(plan: Any) -> str:
+    """The plan's data as JSON text (its schedule is computed again when it is loaded)."""
     graph = nx.node_link_data(plan.graph, edges="links")
     doc = {
         "format": FORMAT,
         "version": VERSION,
         "device": plan.device,
-        "steps": [{"out": s.out, "op": s.op, "args": encode(s.args), "attrs": encode(s.attrs),
-                   "shape": list(s.shape), "dtype": s.dtype.name, "device": s.device,
-                   "phase": s.phase, "free": list(s.free)} for s in plan.steps],
+        "steps": [{"out": s.out, "op": s.op, "args": encode(s.args),
+                   "attrs": encode(_step_attrs(s)), "shape": list(s.shape),
+                   "dtype": s.dtype.name, "device": s.device, "phase": s.phase}
+                  for s in plan.steps],
         "inputs": encode(plan.inputs),
         "reads": encode(plan.reads),
         "consts": [[k, encode(a)] for k, a in plan.consts.items()],
@@ -320,15 +349,15 @@ def dumps(plan: Any) -> str:
 
 _DOC_KEYS = frozenset({"format", "version", "device", "steps", "inputs", "reads", "consts",
                        "rands", "writes", "returns", "slots", "stats", "graph"})
-_STEP_KEYS = frozenset({"out", "op", "args", "attrs", "shape", "dtype", "device", "phase",
-                        "free"})
+_STEP_KEYS = frozenset({"out", "op", "args", "attrs", "shape", "dtype", "device", "phase"})
 
 
-def loads(text: str) -> Any:
-    """The Plan ``dumps`` wrote. Every field is checked (types, ranges, buffers that exist
-    when read, shapes and dtypes by the registry's shape rules, kernel IR by
-    ``codegen.ir.validate`` and against the buffers it addresses): a bad plan is a
-    ValueError naming the field, and a loaded plan is data its program can only bind."""
+def loads(text: str) -> dict[str, Any]:
+    """The fields of the Plan ``dumps`` wrote (``Plan(**loads(text))`` builds it). Every field
+    is checked (types, ranges, buffers that exist when read, shapes and dtypes by the
+    registry's shape rules, kernel IR by ``codegen.ir.validate`` and against the buffers it
+    addresses): a bad plan is a ValueError naming the field, and a loaded plan is data its
+    program can only bind."""
     try:
         doc = json.loads(text)
     except (TypeError, ValueError, RecursionError) as e:
@@ -345,6 +374,17 @@ def loads(text: str) -> Any:
         raise ValueError("plan: nested too deeply") from None
 
 
+@dataclass
+class _Raw:
+    """A step of the document, its fields decoded and checked one by one."""
+
+    out: int
+    op: str
+    args: list[tuple[str, Any]]
+    attrs: dict[str, Any]
+    common: dict[str, Any]  # the fields every Step has but out and args
+
+
 class _Loader:
     """Decodes and checks a plan document, field by field, in the order the fields depend
     on each other: steps (and the buffers they define), then what refers to them."""
@@ -353,10 +393,9 @@ class _Loader:
         self.doc = doc
         self.metas: dict[int, tuple[tuple[int, ...], D.DType, str]] = {}  # shape, dtype, device
         self.kernel_names: set[str] = set()
+        self.defined: set[Any] = set()  # what some step claims to write (checked in order)
 
-    def plan(self) -> Any:
-        from .plan import Plan
-
+    def plan(self) -> dict[str, Any]:
         doc = self.doc
         device = doc["device"]
         if type(device) is not str or not _DEVICE.fullmatch(device):
@@ -368,20 +407,28 @@ class _Loader:
         stats = decode(doc["stats"], "stats", kernels=False)
         if type(stats) is not dict or not all(type(k) is str for k in stats):
             _fail("stats", "is not a dict with string keys")
-        steps = [self.step(raw, f"steps[{i}]")
-                 for i, raw in enumerate(_list(doc["steps"], "steps"))]
-        by_op: dict[str, list[Any]] = {}
-        for i, st in enumerate(steps):
+        raws = [self.step(raw, f"steps[{i}]")
+                for i, raw in enumerate(_list(doc["steps"], "steps"))]
+        by_op: dict[str, list[_Raw]] = {}
+        for i, st in enumerate(raws):
             by_op.setdefault(st.op, []).append(st)
             if st.op in ("input", "state", "const"):  # bound before the first step runs
-                self.define(st.out, st, f"steps[{i}].out")
-        inputs = self.pairs("inputs", by_op.get("input", []), "argument index", None)
-        reads = self.pairs("reads", by_op.get("state", []), "slot", len(slots))
+                self.metas_define(st.out, st.common["shape"], st.common["dtype"],
+                                  st.common["device"], f"steps[{i}].out")
+        inputs = dict((b, k) for k, b in self.pairs("inputs", by_op.get("input", []),
+                                                    "argument index", None))
+        reads = dict((b, k) for k, b in self.pairs("reads", by_op.get("state", []), "slot",
+                                                   len(slots)))
         consts = self.consts(by_op.get("const", []))
         rands = self.rands(by_op.get("rand", []))
-        live = {st.out for st in steps if st.op in ("input", "state", "const")}
-        for i, st in enumerate(steps):
-            self.check_step(st, f"steps[{i}]", live, rands)
+        live = {st.out for st in raws if st.op in ("input", "state", "const")}
+        for st in raws:
+            outs = st.attrs.get("outs") if st.op == "kernel" else [st.out]
+            if isinstance(outs, list):
+                self.defined.update(v for v in outs if _is_int(v))
+        steps = []
+        for i, st in enumerate(raws):
+            steps.append(self.check_step(st, f"steps[{i}]", live, inputs, reads, consts, rands))
         writes = []
         for i, pair in enumerate(_list(decode(doc["writes"], "writes", kernels=False),
                                        "writes")):
@@ -394,22 +441,17 @@ class _Loader:
         returns = decode(doc["returns"], "returns", kernels=False)
         self.template(returns, "returns", live, 0)
         graph = self.graph(decode(doc["graph"], "graph", kernels=False))
-        return Plan(steps, inputs, reads, consts, rands, writes, returns, slots, graph, stats,
-                    device)
+        return {"steps": steps, "writes": writes, "returns": returns, "slots": slots,
+                "graph": graph, "stats": stats, "device": device}
 
     # --- steps ------------------------------------------------------------------------------
-    def step(self, raw: Any, path: str) -> Any:
-        from runtime.ops.registry import REGISTRY
-
-        from .plan import PlanStep
-        from .program import SOURCE_OPS
-
+    def step(self, raw: Any, path: str) -> _Raw:
         if type(raw) is not dict or set(raw) != _STEP_KEYS:
             _fail(path, f"needs exactly the fields {sorted(_STEP_KEYS)}")
         out, op = raw["out"], raw["op"]
         if not _is_int(out):
             _fail(f"{path}.out", f"{_show(out)} is not a buffer id")
-        if type(op) is not str or not (op in REGISTRY or op in SOURCE_OPS or op == "kernel"):
+        if type(op) is not str or not (op in REGISTRY or op in SOURCE_KINDS or op == "kernel"):
             _fail(f"{path}.op", f"{_show(op)} is not a registered primitive, a source or a "
                                 "kernel")
         args = decode(raw["args"], f"{path}.args", kernels=False)
@@ -433,49 +475,50 @@ class _Loader:
             _fail(f"{path}.device", f"{_show(device)} is not a device")
         if not _one_of(phase, _PHASES):
             _fail(f"{path}.phase", f"{_show(phase)} is not one of {sorted(_PHASES)}")
-        free = _list(raw["free"], f"{path}.free")
-        if not all(map(_is_int, free)):
-            _fail(f"{path}.free", f"{_show(free)} is not a list of buffer ids")
-        return PlanStep(out, op, [tuple(a) for a in args], attrs, shape,
-                        D.as_dtype(raw["dtype"]), device, phase, list(free))
+        return _Raw(out, op, [tuple(a) for a in args], attrs,
+                    {"shape": shape, "dtype": D.as_dtype(raw["dtype"]), "device": device,
+                     "phase": phase})
 
-    def check_step(self, st: Any, path: str, live: set[int], rands: dict[int, Any]) -> None:
+    def check_step(self, st: _Raw, path: str, live: set[int], inputs: dict[int, int],
+                   reads: dict[int, int], consts: dict[int, np.ndarray],
+                   rands: dict[int, Any]) -> Step:
         """A step against the buffers live before it: arguments exist, and its outputs'
         shapes and dtypes are what its primitive (or kernel) makes of them."""
         for j, (kind, v) in enumerate(st.args):
             if kind == "buf":
                 self.live_buffer(v, live, f"{path}.args[{j}]")
-        if st.op in ("input", "state", "const", "rand"):
-            self.check_source(st, path, rands)
+        if st.op in SOURCE_KINDS:
+            step: Step = self.check_source(st, path, inputs, reads, consts, rands)
         elif st.op == "kernel":
-            self.check_kernel(st, path)
+            step = self.check_kernel(st, path)
         else:
-            self.check_primitive(st, path)
-        if st.op not in ("input", "state", "const"):
-            for v in (st.attrs["outs"] if st.op == "kernel" else [st.out]):
-                live.add(v)
-        for j, v in enumerate(st.free):
-            if v not in live:
-                _fail(f"{path}.free[{j}]", f"buffer {v} is not live here")
-            live.discard(v)
+            step = self.check_primitive(st, path)
+        live.update(step.outputs)
+        return step
 
-    def check_source(self, st: Any, path: str, rands: dict[int, Any]) -> None:
+    def check_source(self, st: _Raw, path: str, inputs: dict[int, int], reads: dict[int, int],
+                     consts: dict[int, np.ndarray], rands: dict[int, Any]) -> Step:
         if st.args:
             _fail(f"{path}.args", f"a {st.op} step takes no arguments")
         want = {} if st.op != "rand" else dict(zip(("kind", "generator"), rands[st.out]))
         if st.attrs != want:
             _fail(f"{path}.attrs", f"{_show(st.attrs)} is not {_show(want)}")
-        if st.op == "rand":
-            if not st.dtype.is_floating_point:
-                _fail(f"{path}.dtype", f"a random draw is float32 or float64, not {st.dtype.name}")
-            self.define(st.out, st, path)
+        fields = {"out": st.out, "args": [], **st.common}
+        if st.op == "input":
+            return InputStep(index=inputs[st.out], **fields)
+        if st.op == "state":
+            return StateStep(slot=reads[st.out], **fields)
+        if st.op == "const":
+            return ConstStep(value=consts[st.out], **fields)
+        if not st.common["dtype"].is_floating_point:
+            _fail(f"{path}.dtype", "a random draw is float32 or float64, not "
+                                   f"{st.common['dtype'].name}")
+        self.define(st, path)
+        return RandStep(kind=want["kind"], generator=want["generator"], **fields)
 
-    def check_primitive(self, st: Any, path: str) -> None:
+    def check_primitive(self, st: _Raw, path: str) -> Step:
         """A registry step: attributes the primitive names, of plain types, and the shape
         and dtype its shape rule gives for the arguments' planned metas."""
-        from runtime.autograd.node import Meta
-        from runtime.ops.registry import REGISTRY
-
         prim = REGISTRY[st.op]
         for k, v in st.attrs.items():
             if k not in prim.attrs:
@@ -487,12 +530,14 @@ class _Loader:
         except Exception as e:  # a shape rule rejects what it cannot type, in its own words
             _fail(path, f"{st.op} rejects its arguments and attributes: {type(e).__name__}: "
                         f"{_show(str(e))}")
-        if tuple(shape) != st.shape or D.as_dtype(dtype) is not st.dtype:
+        want_shape, want_dtype = st.common["shape"], st.common["dtype"]
+        if tuple(shape) != want_shape or D.as_dtype(dtype) is not want_dtype:
             _fail(path, f"{st.op} makes shape {tuple(shape)} {D.as_dtype(dtype).name} of its "
-                        f"arguments, the step says {st.shape} {st.dtype.name}")
-        self.define(st.out, st, path)
+                        f"arguments, the step says {want_shape} {want_dtype.name}")
+        self.define(st, path)
+        return primitive_step(st.op, out=st.out, args=st.args, attrs=st.attrs, **st.common)
 
-    def check_kernel(self, st: Any, path: str) -> None:
+    def check_kernel(self, st: _Raw, path: str) -> Step:
         """A kernel step: valid IR (``kir.validate``), one buffer argument per kernel input of
         its dtype, outputs and out_specs as the IR makes them, a commit index that is the
         kernel's one in-place output, and arrays of the planned shapes that hold every
@@ -561,11 +606,15 @@ class _Loader:
         except ValueError as e:
             _fail(path, str(e))
         for v, (shape, dtype) in zip(outs, out_metas):
-            self.metas_define(v, shape, dtype, st.device, f"{where}.outs")
+            self.metas_define(v, shape, dtype, st.common["device"], f"{where}.outs")
+        fields = {"out": st.out, "args": st.args, "kernel": k, "outs": outs, "fused": fused,
+                  "out_specs": specs, **st.common}
+        return KernelStep(**fields) if commit is None else CommitStep(commit=commit, **fields)
 
     # --- buffers ----------------------------------------------------------------------------
-    def define(self, v: int, st: Any, path: str) -> None:
-        self.metas_define(v, st.shape, st.dtype, st.device, path)
+    def define(self, st: _Raw, path: str) -> None:
+        self.metas_define(st.out, st.common["shape"], st.common["dtype"], st.common["device"],
+                          path)
 
     def metas_define(self, v: int, shape: tuple[int, ...], dtype: D.DType, device: str,
                      path: str) -> None:
@@ -574,7 +623,7 @@ class _Loader:
         self.metas[v] = (shape, dtype, device)
 
     def live_buffer(self, v: Any, live: set[int], path: str) -> None:
-        if not _is_int(v) or v not in self.metas:
+        if not _is_int(v) or (v not in self.metas and v not in self.defined):
             _fail(path, f"buffer {_show(v)} does not exist")
         if v not in live:
             _fail(path, f"buffer {v} is read before it is computed or after it is freed")
@@ -612,9 +661,9 @@ class _Loader:
             _fail("consts", f"buffers {_show(list(found))} are not those of the const steps")
         for v, value in found.items():
             st = by_out[v]
-            if type(value) is not np.ndarray or value.shape != st.shape \
-                    or value.dtype != st.dtype.np:
-                _fail(f"consts[{v}]", f"is not a {st.dtype.name} array of shape {st.shape}")
+            shape, dtype = st.common["shape"], st.common["dtype"]
+            if type(value) is not np.ndarray or value.shape != shape or value.dtype != dtype.np:
+                _fail(f"consts[{v}]", f"is not a {dtype.name} array of shape {shape}")
         return found
 
     def rands(self, steps: list[Any]) -> dict[int, tuple[str, int]]:

@@ -26,11 +26,12 @@ def test_plan_summary(capsys):
 
 
 def test_plan_listing_dot_json(capsys):
-    assert main(["plan", "mlp_small", "--listing", "--dot", "--json"]) == 0
+    assert main(["plan", "mlp_small", "--listing", "--dot", "--schedule", "--json"]) == 0
     out = capsys.readouterr().out
     assert "matmul(" in out and "digraph plan {" in out
+    assert "critical path" in out and "= matmul" in out
     doc = json.loads(out.strip().splitlines()[-1])
-    assert doc["format"] == "planner.plan" and doc["version"] == 1
+    assert doc["format"] == "planner.plan" and doc["version"] == 2
 
 
 def test_unknown_workload():

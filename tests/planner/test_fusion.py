@@ -16,6 +16,7 @@ import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from planner import fusion
 from planner.fusion import REDUCTIONS, segments
+from planner.steps import CommitStep, KernelStep
 from tests.planner.test_random_programs import Program, assert_backends_match_eager, programs
 
 
@@ -42,7 +43,7 @@ def test_llvm_backend_matches_eager(name: str) -> None:
     plan = step.plan
     assert plan.kernels and all(k.language == "llvm" and k.device == "cpu" for k in plan.kernels)
     assert all("define" in k.source for k in plan.kernels)
-    assert plan.stats["kernels"] == len(plan.kernels) == sum(s.op == "kernel" for s in plan.steps)
+    assert plan.stats["kernels"] == len(plan.kernels) == sum(isinstance(s, KernelStep) for s in plan.steps)
 
 
 @pytest.mark.parametrize("name", ["chain", "eltwise"])
@@ -76,9 +77,9 @@ def test_layer_norm_rows_fuse_with_their_reductions() -> None:
     got = norm(x)
     np.testing.assert_allclose(got.numpy(), rt.nn.functional.layer_norm(x, (32,)).numpy(),
                                rtol=1e-5, atol=1e-6)
-    kernels = [s.attrs["kernel"] for s in norm.plan.steps if s.op == "kernel"]
+    kernels = [s.kernel for s in norm.plan.steps if isinstance(s, KernelStep)]
     assert len(kernels) == 1 and kernels[0].n_reduce == 1  # mean, var and the normalisation
-    assert sum(s.op == "kernel" for s in norm.plan.steps) == len(norm.plan.steps) - 1
+    assert sum(isinstance(s, KernelStep) for s in norm.plan.steps) == len(norm.plan.steps) - 1
 
 
 def test_fused_plan_summary_and_round_trip() -> None:
@@ -88,8 +89,8 @@ def test_fused_plan_summary_and_round_trip() -> None:
     text = plan.dumps()
     again = planner.Plan.loads(text)
     assert [s.op for s in again.steps] == [s.op for s in plan.steps]
-    assert [s.attrs.get("kernel") for s in again.steps] == [s.attrs.get("kernel")
-                                                            for s in plan.steps]
+    assert [getattr(s, "kernel", None) for s in again.steps] == [
+        getattr(s, "kernel", None) for s in plan.steps]
     assert "pickle" not in text  # kernel IR is plain JSON: loading a plan runs no code
 
 
@@ -107,7 +108,7 @@ def test_kernels_run_after_every_value_they_read(name: str) -> None:
     defined = {b for _, b in plan.inputs} | {b for _, b in plan.reads} | set(plan.consts)
     for s in plan.steps:
         assert all(v in defined for kind, v in s.args if kind == "buf"), (s.op, s.args)
-        defined.update(s.attrs["outs"] if s.op == "kernel" else [s.out])
+        defined.update(s.outputs)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -147,9 +148,9 @@ def test_values_constant_along_rows_are_expanded_from_per_row_outputs(rows: int)
     rng = np.random.default_rng(rows)
     step = _backends_agree(f, rng.standard_normal((rows, 3)).astype(np.float32),
                            rng.standard_normal(rows).astype(np.float32))
-    kernels = [s for s in step.plan.steps if s.op == "kernel"]
+    kernels = [s for s in step.plan.steps if isinstance(s, KernelStep)]
     row_outs = {o for k in kernels for o, (shape, _, plan_shape) in zip(
-        k.attrs["outs"], k.attrs["out_specs"]) if plan_shape == (rows, 1)}
+        k.outs, k.out_specs) if plan_shape == (rows, 1)}
     assert any(s.op == "expand" and s.args[0][1] in row_outs for s in step.plan.steps)
 
 
@@ -207,7 +208,7 @@ def test_reductions_over_middle_axes_run_over_a_permuted_domain(op: str, axes: A
         step = planner.compile(f, backend="llvm")
         got = step(x).numpy()
     np.testing.assert_allclose(got, f(x).numpy(), rtol=1e-5, atol=1e-6)
-    kernels = [s.attrs["kernel"] for s in step.plan.steps if s.op == "kernel"]
+    kernels = [s.kernel for s in step.plan.steps if isinstance(s, KernelStep)]
     assert any(k.n_reduce == len(axes) and k.domain[-len(axes):] == tuple(
         x.shape[a] for a in axes) for k in kernels), kernels
 
@@ -240,7 +241,7 @@ def test_parameter_updates_run_in_place_at_write_back() -> None:
         body(eager_model, eager_opt)
     weight = next(model.parameters())
     storage, alias, version = weight._data, weight.detach(), weight._vc.v
-    commits = [s for s in step.plan.steps if s.op == "kernel" and s.attrs["commit"] is not None]
+    commits = [s for s in step.plan.steps if isinstance(s, CommitStep)]
     assert commits  # the weight updates
     for _ in range(2):
         step()
@@ -280,8 +281,8 @@ def test_updates_of_parameters_that_read_each_other_match_eager() -> None:
         # fused column sums are compensated, numpy's add the rows in turn: they round apart
         np.testing.assert_allclose(c.detach().numpy(), e.detach().numpy(), rtol=2e-5,
                                    atol=2e-6)
-    kernels = [s for s in step.plan.steps if s.op == "kernel" and s.phase == "update"]
-    commits = [s for s in kernels if s.attrs["commit"] is not None]
+    kernels = [s for s in step.plan.steps if isinstance(s, KernelStep) and s.phase == "update"]
+    commits = [s for s in kernels if isinstance(s, CommitStep)]
     assert len(commits) == 1 and commits[0].shape == (64,), step.plan.listing()
 
 

@@ -10,7 +10,13 @@ import pytest
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
-from planner.inspect import estimate_bytes, estimate_flops, peak_memory
+from planner.inspect import (
+    critical_path,
+    estimate_bytes,
+    estimate_flops,
+    peak_memory,
+    schedule_text,
+)
 
 
 def mlp_plan():
@@ -71,7 +77,30 @@ def test_to_dot():
     dot = step.plan.to_dot()
     assert dot.startswith("digraph plan {") and dot.rstrip().endswith("}")
     assert "shape=box" in dot and "matmul" in dot and "->" in dot
-    assert dot.count("->") == step.plan.graph.number_of_edges()
+    assert dot.count("->") == sum(map(len, step.plan.schedule.consumers))
+    assert "penwidth=3" in dot  # the critical path
+    by_device = step.plan.to_dot("device")
+    assert "lightblue" in by_device and "palegreen" not in by_device  # one device: one colour
+    with pytest.raises(ValueError, match="colour_by must be one of"):
+        step.plan.to_dot("worker")
+
+
+def test_schedule_text_and_critical_path():
+    step, _ = mlp_plan()
+    plan = step.plan
+    sched = plan.schedule
+    path = critical_path(plan)
+    assert sched.in_degree[path[0]] == 0 and not sched.consumers[path[-1]]
+    for a, b in zip(path, path[1:]):
+        assert b in sched.consumers[a]
+        assert sched.critical_path[a] == pytest.approx(sched.cost[a] + sched.critical_path[b])
+    assert sched.critical_path[path[0]] == pytest.approx(sched.critical_length)
+    assert sorted(sched.priority) == list(range(len(plan.steps)))
+    assert sched.priority[path[0]] == 0  # the longest path to the end starts first
+    assert sum(sched.cost) / sched.critical_length == pytest.approx(sched.parallelism)
+    text = schedule_text(plan)
+    assert "critical path" in text and "parallelism" in text and "matmul" in text
+    assert f"expected parallelism {sched.parallelism:.2f}" in plan.summary()
 
 
 def test_explain_replay_and_recompile():

@@ -29,6 +29,7 @@ if __name__ == "__main__":  # a child batch: the project's packages from this ch
 import planner  # noqa: E402
 import runtime as rt  # noqa: E402
 from planner.plan import Plan, materialize  # noqa: E402
+from planner.steps import KernelStep  # noqa: E402
 from runtime.nn import functional as F  # noqa: E402
 
 # code a generated program would run if a plan's text reached its source: each variant is
@@ -349,10 +350,10 @@ def test_kernel_tampered_in_memory_is_stopped_at_the_call() -> None:
     refuses the call before native code sees a layout its arrays do not hold."""
     f, x = _tanh_sum_plan()
     plan = Plan.loads(planner.compile(f).lower(x).dumps())  # nothing built from it yet
-    step = next(s for s in plan.steps if s.op == "kernel")
-    k = step.attrs["kernel"]
+    step = next(s for s in plan.steps if isinstance(s, KernelStep))
+    k = step.kernel
     wide = dataclasses.replace(k.inputs[0], strides=tuple(s * 64 for s in k.inputs[0].strides))
-    step.attrs["kernel"] = dataclasses.replace(k, inputs=(wide, *k.inputs[1:]))
+    step.kernel = dataclasses.replace(k, inputs=(wide, *k.inputs[1:]))
     with pytest.raises(ValueError, match="at least .* elements"):
         plan.run([x.detach().numpy()], {}, [])
     with pytest.raises(ValueError, match="at least .* elements"):

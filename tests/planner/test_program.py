@@ -18,9 +18,10 @@ from hypothesis import HealthCheck, example, given, settings
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
-from planner.program import _mean_float, _where_masked, program_for, ufunc_of
+
+from planner.steps import InputStep, PrimitiveStep, RandStep, StateStep
 from planner.plan import materialize
-from runtime.ops import REGISTRY, prims
+from runtime.ops import REGISTRY
 from tests.planner.test_random_programs import make_leaves, make_step, programs
 
 compile_module = importlib.import_module("planner.compile")
@@ -66,7 +67,7 @@ def run_both(plan: Any, arrays: list[Any], state: dict[int, Any],
         a = [x.copy() if x is not None else None for x in arrays]
         st = {k: v.copy() for k, v in state.items()}
         before = [x.copy() if x is not None else None for x in a] + [v.copy() for v in st.values()]
-        filled, writes = program_for(plan, checked=checked)(plan, a, st, generators)
+        filled, writes = plan.executable.program(checked=checked)(plan, a, st, generators)
         after = [x for x in a] + list(st.values())
         for b, x in zip(before, after, strict=True):  # inputs and state are never written
             if b is not None:
@@ -120,7 +121,7 @@ def test_inputs_that_are_not_plain_arrays_run_the_checked_program() -> None:
     step, _, args = small_plan()
     binding, arrays, state, generators = plan_inputs(step, args)
     plan = binding.plan
-    expected = program_for(plan, checked=True)(plan, list(arrays), dict(state), generators)
+    expected = plan.executable.program(checked=True)(plan, list(arrays), dict(state), generators)
     odd = [a.view(Sub) if a is not None and a.dtype == np.float32 else a for a in arrays]
     filled, writes = plan.run(odd, dict(state), generators)
     assert_identical(flat(filled) + [v for _, v in writes],
@@ -140,13 +141,14 @@ def test_a_replaced_primitive_takes_effect_on_the_next_run(
         calls.append(1)
         return prim.impl(*a, **k)
 
-    monkeypatch.setitem(REGISTRY, "matmul", dataclasses.replace(prim, impl=counting))
+    monkeypatch.setitem(REGISTRY, "matmul", dataclasses.replace(
+        prim, impl=counting, specializer=None))  # no fast path: every call is the impl
     plan.run(list(arrays), dict(state), generators)
     assert len(calls) == sum(1 for s in plan.steps if s.op == "matmul")
     monkeypatch.undo()
     plan.run(list(arrays), dict(state), generators)
     assert len(calls) == sum(1 for s in plan.steps if s.op == "matmul")  # the fast call again
-    assert "_matmul(" in program_for(plan).source
+    assert "_fast_matmul(" in plan.executable.program().source
 
 
 def test_arrays_of_one_call_survive_the_next() -> None:
@@ -180,60 +182,14 @@ def test_a_dying_value_still_viewed_is_not_overwritten() -> None:
         np.testing.assert_array_equal(g.numpy(), e.numpy())
 
 
-# --- the specialised primitives against the registry's ---------------------------------------
-
-
-@pytest.mark.parametrize("name", sorted(n for n, p in REGISTRY.items() if ufunc_of(p)))
-def test_ufunc_primitives_are_the_ufunc(name: str) -> None:
-    prim = REGISTRY[name]
-    fn = ufunc_of(prim)
-    rng = np.random.default_rng(0)
-    args = [rng.standard_normal((3, 4)).astype(np.float32) + 2 for _ in range(fn.nin)]
-    with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(fn(*args), prim.impl(np, *args))
-
-
-def test_non_ufunc_primitives_are_not_taken_for_one() -> None:
-    assert ufunc_of(REGISTRY["where"]) is None and ufunc_of(REGISTRY["erf"]) is None
-    assert ufunc_of(dataclasses.replace(REGISTRY["add"], impl=lambda xp, a, b: a - b)) is None
-
-
-@pytest.mark.parametrize("special", [0.0, -0.0, np.inf, -np.inf, np.nan])
-@pytest.mark.parametrize("b", [0.0, 1.5, "array"])
-def test_where_masked_equals_the_impl(special: float, b: Any) -> None:
-    rng = np.random.default_rng(1)
-    a = rng.standard_normal((32, 64)).astype(np.float32)
-    a[3, 5] = special
-    cond = rng.random((32, 64)) > 0.5
-    cond[3, 5] = False
-    other = rng.standard_normal((32, 64)).astype(np.float32) if b == "array" else b
-    with np.errstate(invalid="ignore"):  # 0 * inf: both warn alike, then take np.where
-        expected = prims._where_impl(np, cond, a, other)
-        got = _where_masked(cond, a, other, np.dtype(np.float32), b != 0.0)
-    assert_identical([got], [expected])
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,axes", [((7,), (0,)), ((5, 6), (1,)), ((5, 6), (0,)),
-                                        ((5, 6), (0, 1)), ((2, 3, 4), (0, 2)), ((4, 3), ())])
-@pytest.mark.parametrize("keepdim", [False, True])
-def test_mean_float_equals_np_mean(dtype: Any, shape: tuple[int, ...], axes: tuple[int, ...],
-                                   keepdim: bool) -> None:
-    x = (np.random.default_rng(2).standard_normal(shape) * 1e3).astype(dtype)
-    count = np.intp(np.prod([shape[a] for a in axes]))
-    expected = np.mean(x, axis=axes, keepdims=keepdim)
-    got = _mean_float(x, axes, keepdim, count)
-    assert type(got) is type(expected)
-    assert_identical([np.asarray(got)], [np.asarray(expected)])
-
-
 def test_a_plan_copies_and_pickles_without_its_program() -> None:
     step, _, args = small_plan()
     binding, arrays, state, generators = plan_inputs(step, args)
     plan = binding.plan
     expected = plan.run(list(arrays), dict(state), generators)
     for clone in (pickle.loads(pickle.dumps(plan)), copy.deepcopy(plan)):
-        assert "_program_cache" not in clone.__dict__
+        assert clone.executable is not plan.executable
+        assert not clone.executable._programs and clone.executable._module is None
         got = clone.run(list(arrays), dict(state), generators)
         assert_identical(flat(got[0]) + [v for _, v in got[1]],
                          flat(expected[0]) + [v for _, v in expected[1]])
@@ -258,14 +214,19 @@ def test_plan_text_never_reaches_the_generated_source(field: str, tmp_path: Any)
     compiled = planner.compile(step, backend="interpreter")
     compiled(idx)
     plan = copy.copy(compiled.plan)  # a copy carries no program: the next run builds one
-    plan.steps = [dataclasses.replace(s, attrs=dict(s.attrs), args=list(s.args))
-                  for s in plan.steps]
+    plan.steps = [dataclasses.replace(s, args=list(s.args), **(
+        {"attrs": dict(s.attrs)} if isinstance(s, PrimitiveStep) else {})) for s in plan.steps]
     _, arrays, state, generators = plan_inputs(compiled, (idx,))
     compute = next(s for s in plan.steps if s.op == "mul")
+
+    def retyped(cls: type, **fields: Any) -> list[Any]:
+        return [dataclasses.replace(s, **fields) if isinstance(s, cls) else s
+                for s in plan.steps]
+
     if field == "inputs":
-        plan.inputs = [(code, b) for _, b in plan.inputs]
+        plan.steps = retyped(InputStep, index=code)
     elif field == "reads":
-        plan.reads = [(code, b) for _, b in plan.reads]
+        plan.steps = retyped(StateStep, slot=code)
     elif field == "writes":
         plan.writes = [(code, b) for _, b in plan.writes]
     elif field == "buffer":
@@ -274,19 +235,18 @@ def test_plan_text_never_reaches_the_generated_source(field: str, tmp_path: Any)
         next(s for s in plan.steps if s.op == "getitem").attrs[code] = 1
     elif field == "op":  # a primitive's name in the source is the registry's, not the plan's
         REGISTRY[code] = REGISTRY["mul"]
-        compute.op = code
+        compute.name = code
     elif field == "generator":
-        rand = next(s for s in plan.steps if s.op == "rand")
-        plan.rands = {**plan.rands, rand.out: ("randn", code)}
+        plan.steps = retyped(RandStep, generator=code)
     else:
         plan.returns = (code, [])  # an unknown tag is a value, returned as it is
     try:
         for checked in (False, True):
             if field in ("inputs", "reads", "writes", "buffer", "generator"):
                 with pytest.raises(ValueError, match="is not"):  # an int, or a buffer id
-                    program_for(plan, checked=checked)
+                    plan.executable.program(checked=checked)
                 continue
-            program = program_for(plan, checked=checked)
+            program = plan.executable.program(checked=checked)
             assert code not in program.source
             try:
                 program(plan, arrays, dict(state), generators)
@@ -307,10 +267,10 @@ def test_each_step_is_computed_once(name: str, backend: str) -> None:
     step = planner.compile(case.fn, backend=backend)
     step(*case.args)
     plan = next(iter(step._cache.values())).bindings[0].plan
-    source = program_for(plan).source
+    source = plan.executable.program().source
     top = [line.split(" = ")[0] for line in source.splitlines()
            if line.startswith("    b") and not line.startswith("     ")]
     assert top, source
     assert len(top) == len(set(top)), [b for b in set(top) if top.count(b) > 1]
     assert any(s.op == "index_backward" for s in plan.steps)
-    assert "_add_at(" in source and "_f_index_backward(" not in source
+    assert "_fast_index_backward(" in source and "_f_index_backward(" not in source

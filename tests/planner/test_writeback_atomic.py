@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import planner
+from planner.steps import PrimitiveStep
 import runtime as rt
 import runtime.ops
 from runtime.creation import default_generator
@@ -172,7 +173,7 @@ def test_failed_call_leaves_the_generator_where_it_was(monkeypatch: pytest.Monke
     params = [p.detach().numpy().copy() for p in model.parameters()]
     drawn = default_generator._rng.bit_generator.state
     last = [s for s in step.plan.steps
-            if s.op not in ("input", "state", "const", "rand", "kernel")][-1]
+            if isinstance(s, PrimitiveStep)][-1]
     prim = runtime.ops.REGISTRY[last.op]
     uses = sum(1 for s in step.plan.steps if s.op == last.op)
     calls = [0]
@@ -183,7 +184,9 @@ def test_failed_call_leaves_the_generator_where_it_was(monkeypatch: pytest.Monke
             raise FloatingPointError("boom")
         return prim.impl(*args, **kwargs)
 
-    monkeypatch.setitem(runtime.ops.REGISTRY, last.op, dataclasses.replace(prim, impl=boom))
+    # a primitive whose one implementation is its impl (no declared ufunc or fast path)
+    monkeypatch.setitem(runtime.ops.REGISTRY, last.op,
+                        dataclasses.replace(prim, impl=boom, ufunc=None, specializer=None))
     with pytest.raises(FloatingPointError, match="boom"):
         step(x)
     assert calls[0] == uses

@@ -17,7 +17,7 @@ import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from planner.inspect import estimate_flops
-from planner.program import buffer_metas
+
 from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
 from runtime.ops.prims import IndexArg, _key_shape
@@ -102,7 +102,7 @@ def test_flops_match_the_plan_summary() -> None:
     step = planner.compile(case.fn, backend="interpreter")
     step(*case.args)
     plan = step.plan
-    metas = buffer_metas(plan)
+    metas = plan.schedule.metas
     seen = set()
     for s in plan.steps:
         prim = REGISTRY.get(s.op)

@@ -1,0 +1,157 @@
+"""What running a plan needs besides its data: the compiled module of its kernels, its
+generated programs and a callable per kernel step, built on first use under a lock (several
+threads may run one plan) and never part of the plan's data (not pickled, not serialized).
+Also ``Commit``, the parameter update a plan hands its caller to run at write-back.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .program import Program, build_program
+from .steps import CommitStep, KernelStep
+
+if TYPE_CHECKING:
+    from .plan import Plan
+
+
+@dataclass
+class Commit:
+    """A parameter update left to the write-back: the plan returns this instead of the new
+    value, and writing it runs the kernel on the parameter's own storage. It runs once every
+    step of the plan has succeeded, so a failing replay still leaves the parameter untouched,
+    and the parameter is never held twice."""
+
+    launch: Any  # CompiledModule.launcher of a kernel whose one output has ``into``
+    args: list[Any]  # the kernel's arguments; args[into] is the parameter's array as read
+    into: int
+
+    def apply(self, dest: Any) -> None:
+        """Update ``dest`` (the parameter's array) in place."""
+        args = list(self.args)
+        if args[self.into] is dest and dest.flags.c_contiguous:
+            self.launch([*(np.asarray(a, order="C") for a in args), dest])
+            return
+        # the parameter's storage changed since the plan read it, or is not dense: update a
+        # dense copy, then write that back
+        work = np.array(args[self.into], order="C", copy=True)
+        args[self.into] = work
+        self.launch([*(np.asarray(a, order="C") for a in args), work])
+        dest[...] = work.reshape(dest.shape)
+
+    def result(self) -> Any:
+        """The updated value as a new array, the parameter left as it is."""
+        dest = np.array(self.args[self.into], order="C", copy=True)
+        self.apply(dest)
+        return dest
+
+
+def materialize(value: Any) -> Any:
+    """A value a plan writes back, as an array (a Commit's result)."""
+    return value.result() if isinstance(value, Commit) else value
+
+
+KernelCall = Callable[..., list[Any]]
+
+
+class Executable:
+    """The runtime artefacts of one plan: its kernels' compiled module, its fast and checked
+    programs (planner.program) and a callable per kernel step."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self._lock = threading.RLock()  # building a program compiles the module and calls
+        self._module: Any = None
+        self._programs: dict[bool, Program] = {}
+        self._calls: dict[KernelStep, KernelCall] = {}
+
+    def module(self, cache_dir: str | os.PathLike[str] | None = None) -> Any:
+        """The compiled module of every kernel of the plan, from and into the compiled-code
+        cache ``cache_dir`` (``codegen.cache.cache_dir()`` if None) on first use."""
+        module = self._module
+        if module is None:
+            with self._lock:
+                if self._module is None:
+                    from codegen.cache import get_compiled
+
+                    kernels = [s.kernel for s in self.plan.steps if isinstance(s, KernelStep)]
+                    self._module = get_compiled(kernels, cache_dir)
+                module = self._module
+        return module
+
+    def program(self, checked: bool = False) -> Program:
+        """The plan's fast (or fully checked) program."""
+        program = self._programs.get(checked)
+        if program is None:
+            with self._lock:
+                program = self._programs.get(checked)
+                if program is None:
+                    program = self._programs[checked] = build_program(self.plan, checked)
+        return program
+
+    def rebuilt(self) -> Program:
+        """The fast program made anew: a primitive it was built from left the registry."""
+        with self._lock:
+            self._programs.clear()
+        return self.program()
+
+    def reset(self) -> None:
+        """Forget everything built (the module too): the next run builds it again."""
+        with self._lock:
+            self._module = None
+            self._programs.clear()
+            self._calls.clear()
+
+    def kernel_signature(self, step: KernelStep) -> Any:
+        """(shape, dtype) of every array a kernel step hands its kernel (its arguments as
+        planned, then its outputs), shown to hold every element the kernel's IR addresses
+        (``CompiledModule.check_signature``: a ValueError otherwise). A Commit's one output
+        is the parameter's own array, of its argument's shape."""
+        metas = self.plan.schedule.metas
+        ins = [metas[v] for _, v in step.args]
+        outs = [ins[step.commit]] if isinstance(step, CommitStep) else [
+            (tuple(shape), np.dtype(dtype)) for shape, dtype, _ in step.out_specs]
+        return self.module().check_signature(step.kernel, ins + outs)
+
+    def kernel_call(self, step: KernelStep) -> KernelCall:
+        """``call(*args) -> outputs`` for a kernel step (built once per step): C-contiguous
+        arguments, fresh outputs of the kernel's shapes, the module's launcher (which checks
+        every call against ``kernel_signature``), outputs reshaped to the plan's shapes (a
+        per-row output may carry keepdim ones). A commit step's call returns its Commit."""
+        call = self._calls.get(step)
+        if call is None:
+            with self._lock:
+                call = self._calls.get(step)
+                if call is None:
+                    call = self._calls[step] = self._make_call(step)
+        return call
+
+    def _make_call(self, step: KernelStep) -> KernelCall:
+        launch = self.module().launcher(step.kernel, self.kernel_signature(step))
+        if isinstance(step, CommitStep):
+            into = step.commit
+
+            def defer(*args: Any) -> list[Any]:
+                return [Commit(launch, list(args), into)]
+
+            return defer
+        specs = [(tuple(shape), np.dtype(dtype), tuple(plan_shape))
+                 for shape, dtype, plan_shape in step.out_specs]
+        empty, asarray, ndarray = np.empty, np.asarray, np.ndarray
+
+        def call(*args: Any) -> list[Any]:
+            # asarray keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
+            ins = [a if a.__class__ is ndarray and a.flags.c_contiguous else asarray(a, None, "C")
+                   for a in args]
+            outs = [empty(shape, dtype) for shape, dtype, _ in specs]
+            launch(ins + outs)
+            return [o if o.shape == plan_shape else o.reshape(plan_shape)
+                    for o, (_, _, plan_shape) in zip(outs, specs)]
+
+        return call

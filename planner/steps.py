@@ -1,0 +1,206 @@
+"""The steps of a plan, as typed data: what each step is decides how it runs, is checked,
+printed and scheduled (dispatch on the type, never on an op string plus an attrs dict).
+
+Every step writes the buffers ``outputs`` (its own ``out``, or a kernel's several), reads the
+buffers ``buffers`` (its ``("buf", id)`` arguments), and knows its device and phase:
+
+- ``InputStep``, ``StateStep``, ``ConstStep``: values bound before the first step runs (an
+  argument by index, a state slot, a constant array); ``RandStep``: a random draw, made in plan
+  order from the generator it names.
+- ``PrimitiveStep``: a registry primitive on numpy (cupy) arrays; ``ExternStep`` is one that
+  calls a library which releases the GIL (matmul: BLAS), ``CopyStep`` a host/device copy.
+- ``KernelStep``: a fused kernel of the codegen IR; ``CommitStep``: a kernel whose one output is
+  written into its argument ``commit`` (a parameter) when the plan's results are written back.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from codegen import ir as kir
+from runtime import _dtype as D
+from runtime.ops.registry import REGISTRY, Primitive
+
+Meta = tuple[tuple[int, ...], np.dtype]  # a buffer's (shape, dtype)
+
+
+@dataclass(eq=False, kw_only=True)
+class Step:
+    out: int  # the buffer this step writes (a kernel: its first output)
+    args: list[tuple[str, Any]]  # ("buf", id) | ("scalar", value)
+    shape: tuple[int, ...]
+    dtype: D.DType
+    device: str
+    phase: str
+    op: ClassVar[str] = ""  # what ``listing`` and serialization call the step
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        """The buffers the step writes."""
+        return (self.out,)
+
+    @property
+    def buffers(self) -> list[int]:
+        """The buffers the step reads, in argument order (repeats kept)."""
+        return [v for kind, v in self.args if kind == "buf"]
+
+    def out_metas(self) -> list[Meta]:
+        """(shape, dtype) of each output, in ``outputs`` order, as the plan holds it."""
+        return [(tuple(self.shape), self.dtype.np)]
+
+    def shown(self) -> dict[str, Any]:
+        """The attributes ``Plan.listing`` prints and serialization stores (``attrs``)."""
+        return {}
+
+    @property
+    def is_view(self) -> bool:
+        """Whether its output shares its first argument's storage."""
+        return False
+
+    @property
+    def ufunc(self) -> np.ufunc | None:
+        """The numpy ufunc the step is, applied to its arguments (None: not one)."""
+        return None
+
+
+@dataclass(eq=False, kw_only=True)
+class SourceStep(Step):
+    """A value that enters the plan rather than being computed from buffers."""
+
+    bound: ClassVar[bool] = True  # in the environment before any step runs
+
+
+@dataclass(eq=False, kw_only=True)
+class InputStep(SourceStep):
+    index: int  # the argument's position
+    op: ClassVar[str] = "input"
+
+
+@dataclass(eq=False, kw_only=True)
+class StateStep(SourceStep):
+    slot: int  # the state slot read
+    op: ClassVar[str] = "state"
+
+
+@dataclass(eq=False, kw_only=True)
+class ConstStep(SourceStep):
+    value: np.ndarray
+    op: ClassVar[str] = "const"
+
+
+@dataclass(eq=False, kw_only=True)
+class RandStep(SourceStep):
+    kind: str  # "rand" | "randn"
+    generator: int  # index into the run's generators
+    op: ClassVar[str] = "rand"
+    bound: ClassVar[bool] = False  # drawn where eager mode drew it, in plan order
+
+    def shown(self) -> dict[str, Any]:
+        return {"kind": self.kind, "generator": self.generator}
+
+    def draw(self, generator: Any) -> Any:
+        """A fresh array of this step's shape and dtype from ``generator``."""
+        rng = generator._rng
+        if self.kind == "randn":
+            arr = rng.standard_normal(self.shape, dtype=self.dtype.np)
+        else:
+            arr = rng.random(self.shape, dtype=self.dtype.np)
+        if self.device != "cpu":
+            from runtime._device import move_array
+
+            arr = move_array(arr, self.device)
+        return arr
+
+
+@dataclass(eq=False, kw_only=True)
+class PrimitiveStep(Step):
+    name: str  # the registry primitive
+    attrs: dict[str, Any]
+
+    @property
+    def op(self) -> str:  # type: ignore[override]
+        return self.name
+
+    @property
+    def prim(self) -> Primitive:
+        return REGISTRY[self.name]
+
+    def shown(self) -> dict[str, Any]:
+        return self.attrs
+
+    @property
+    def is_view(self) -> bool:
+        """The registry's answer for these attributes (a gather copies; basic indexing, a
+        reshape, permute or expand is a view)."""
+        return bool(self.args) and self.args[0][0] == "buf" and self.prim.is_view(self.attrs)
+
+    @property
+    def ufunc(self) -> np.ufunc | None:
+        return self.prim.ufunc
+
+
+@dataclass(eq=False, kw_only=True)
+class ExternStep(PrimitiveStep):
+    """A library call that releases the GIL (and may use BLAS threads): matmul."""
+
+
+@dataclass(eq=False, kw_only=True)
+class CopyStep(PrimitiveStep):
+    """A copy between host and device memory (to_device)."""
+
+
+def primitive_step(name: str, **fields: Any) -> PrimitiveStep:
+    """The step of registry primitive ``name`` (registered): an ExternStep, a CopyStep or a
+    PrimitiveStep, as the registry's ``extern`` and ``transfer`` say."""
+    prim = REGISTRY[name]
+    cls = ExternStep if prim.extern else CopyStep if prim.transfer else PrimitiveStep
+    return cls(name=name, **fields)
+
+
+SOURCE_KINDS: dict[str, type[SourceStep]] = {
+    c.op: c for c in (InputStep, StateStep, ConstStep, RandStep)}
+
+
+@dataclass(eq=False, kw_only=True)
+class KernelStep(Step):
+    kernel: kir.Kernel
+    outs: list[int]  # a buffer per kernel output
+    fused: int  # how many steps it replaced
+    # per output: (shape the kernel writes, IR dtype, the plan's shape of that buffer)
+    out_specs: list[tuple[tuple[int, ...], str, tuple[int, ...]]]
+    op: ClassVar[str] = "kernel"
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        return tuple(self.outs)
+
+    def out_metas(self) -> list[Meta]:
+        return [(tuple(plan_shape), np.dtype(dtype)) for _, dtype, plan_shape in self.out_specs]
+
+    def out_allocations(self) -> list[int]:
+        """Bytes of each output as the kernel allocates it (its own shape)."""
+        return [math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype, _ in self.out_specs]
+
+    def shown(self) -> dict[str, Any]:
+        return {"kernel": self.kernel.name, "fused": self.fused, "outs": self.outs}
+
+
+@dataclass(eq=False, kw_only=True)
+class CommitStep(KernelStep):
+    """A parameter update run at write-back, storing into argument ``commit``'s storage
+    (plan.Commit): nothing of the run reads its output, so it may wait till every step
+    succeeded, and the parameter is never held twice."""
+
+    commit: int
+
+    @property
+    def target(self) -> int:
+        """The buffer (a parameter's state read) the kernel writes into."""
+        return self.args[self.commit][1]
+
+    def shown(self) -> dict[str, Any]:
+        return {**super().shown(), "in_place_at_commit": f"%{self.target}"}
