@@ -34,6 +34,7 @@ from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
 from .capture import Capture, Slot, capture
+from .parallel import Execution, check_options
 from .plan import Commit, Plan, build_plan
 from .tree import flatten, freeze, unflatten
 
@@ -228,13 +229,12 @@ class CompiledStep:
 
     def __init__(self, fn: Callable[..., Any], backend: str = "auto", device: str | None = None,
                  workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None,
-                 fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None
-                 ) -> None:
+                 fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
+                 executor: str = "auto") -> None:
         if backend not in BACKENDS:
             raise ValueError(f"planner.compile: unknown backend {backend!r}; expected one of "
                              f"{', '.join(BACKENDS)}")
-        if workers is not None and (not isinstance(workers, int) or workers < 1):
-            raise ValueError(f"planner.compile: workers must be a positive int, got {workers!r}")
+        check_options(workers, executor, "planner.compile")
         if cache_dir is not None and not isinstance(cache_dir, (str, os.PathLike)):
             raise TypeError(f"planner.compile: cache_dir must be a path, got "
                             f"{type(cache_dir).__name__}")
@@ -245,6 +245,7 @@ class CompiledStep:
         self.backend = backend
         self.device = canonical_device(device) if device is not None else None
         self.workers = workers
+        self.executor = executor
         self.cache_dir = cache_dir
         self.fullgraph = fullgraph
         self.plan: Plan | None = None
@@ -322,6 +323,11 @@ class CompiledStep:
             raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                f"{e.where}") from e
 
+    @property
+    def execution(self) -> Execution | None:
+        """How the last plan run (``self.plan``) executes, and why (planner.parallel)."""
+        return None if self.plan is None else self.plan.execution
+
     # --- internals --------------------------------------------------------------------------
     @property
     def _name(self) -> str:
@@ -354,6 +360,7 @@ class CompiledStep:
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
         if self.backend in ("llvm", "auto") and plan_device == "cpu":
             plan = self._fused(plan)
+        plan.configure(self.workers, self.executor)
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m)) for m in _outermost(cap.modules)],
@@ -645,19 +652,29 @@ def _rebuild(template: Any) -> Any:
 def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # noqa: A001
             device: str | None = None, workers: int | None = None,
             cache_dir: str | os.PathLike[str] | None = None,
-            fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None) -> Any:
+            fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
+            executor: str = "auto") -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
 
     ``cache_dir``: where compiled kernels are looked up and stored on disk (default
-    ``$BACKPLAN_CACHE_DIR``, else ``~/.cache/backplan``; see codegen.cache). ``workers``
-    is validated but not used yet: a plan runs on the calling thread.
+    ``$BACKPLAN_CACHE_DIR``, else ``~/.cache/backplan``; see codegen.cache).
+
+    ``workers``: CPU threads a plan's independent steps may run on at once (the calling thread
+    included; None: one per core the process may use). While they do, each step gets
+    ``cores // workers`` intra-op threads (BLAS, split kernels; at most
+    ``runtime.get_num_threads()``), so that workers and their threads never oversubscribe the
+    cores. ``executor``: "auto" lets a cost model choose per plan between the straight-line
+    program (one generated function on the calling thread: tiny plans) and the runtime's
+    executor (planner.parallel); "program" or "parallel" asks for one. ``step.execution`` and
+    ``step.plan.summary()`` say which a plan uses and why.
 
     Calls of one compiled step run one at a time, whatever thread makes them (``step.lock``).
     Different steps that update or read the same parameters or optimizer from several
     threads must share a lock: ``planner.compile(evaluate, lock=train.lock)``."""
     def wrap(f: Callable[..., Any]) -> CompiledStep:
         return CompiledStep(f, backend=backend, device=device, workers=workers,
-                            cache_dir=cache_dir, fullgraph=fullgraph, lock=lock)
+                            cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
+                            executor=executor)
 
     return wrap if fn is None else wrap(fn)
 

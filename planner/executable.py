@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .program import Program, build_program
+from .parallel import ParallelRunner
+from .program import Program, build_program, failing_step
 from .steps import CommitStep, KernelStep
 
 if TYPE_CHECKING:
@@ -62,13 +63,15 @@ KernelCall = Callable[..., list[Any]]
 
 class Executable:
     """The runtime artefacts of one plan: its kernels' compiled module, its fast and checked
-    programs (planner.program) and a callable per kernel step."""
+    programs (planner.program), its runner on the executor per worker count
+    (planner.parallel) and a callable per kernel step."""
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self._lock = threading.RLock()  # building a program compiles the module and calls
         self._module: Any = None
         self._programs: dict[bool, Program] = {}
+        self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
 
     def module(self, cache_dir: str | os.PathLike[str] | None = None) -> Any:
@@ -95,6 +98,21 @@ class Executable:
                     program = self._programs[checked] = build_program(self.plan, checked)
         return program
 
+    def runner(self, workers: int) -> ParallelRunner:
+        """The plan's steps on the runtime's executor with ``workers`` CPU threads (built again
+        when a primitive it was built from left the registry)."""
+        runner = self._runners.get(workers)
+        if runner is None or not runner.current():
+            with self._lock:
+                runner = self._runners.get(workers)
+                if runner is None or not runner.current():
+                    runner = self._runners[workers] = ParallelRunner(self.plan, workers)
+        return runner
+
+    def failing_step(self, exc: BaseException) -> int | None:
+        """The step whose line in one of the plan's programs raised ``exc``, if one did."""
+        return failing_step(exc, list(self._programs.values()))
+
     def rebuilt(self) -> Program:
         """The fast program made anew: a primitive it was built from left the registry."""
         with self._lock:
@@ -106,6 +124,7 @@ class Executable:
         with self._lock:
             self._module = None
             self._programs.clear()
+            self._runners.clear()
             self._calls.clear()
 
     def kernel_signature(self, step: KernelStep) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -75,6 +77,7 @@ def summary(plan: Plan) -> str:
         f"{_human(peak_alloc, 'B')} ({peak_alloc})",
         f"  schedule       critical path {sched.critical_length * 1e6:.1f} us estimated, "
         f"expected parallelism {sched.parallelism:.2f}",
+        f"  executor       {plan.execution}",
         f"  inputs {len(plan.inputs)}, state reads {len(plan.reads)}, writes {len(plan.writes)}, "
         f"consts {len(plan.consts)}, random draws {len(plan.rands)}, kernels {len(plan.kernels)}",
         "",
@@ -96,24 +99,29 @@ def _q(text: str) -> str:
 
 
 _DEVICE_COLOURS = ("lightblue", "lightsalmon", "palegreen", "plum", "khaki", "lightcyan")
-COLOUR_BY = ("phase", "device")
+COLOUR_BY = ("phase", "device", "worker")
 
 
 def to_dot(plan: Plan, colour_by: str = "phase") -> str:
     """Graphviz text of the plan's step DAG (the schedule's): a node a step labelled with
     its buffer, op, shape, dtype and device, an edge from each step to those that wait for
-    it, sources boxed, the critical path drawn bold; filled by phase or by device."""
+    it, sources boxed, the critical path drawn bold; filled by phase, by device, or by the
+    CPU worker expected to run it (``expected_workers``: the plan's ``execution.workers``)."""
     if colour_by not in COLOUR_BY:
         raise ValueError(f"to_dot: colour_by must be one of {COLOUR_BY}, not {colour_by!r}")
     sched = plan.schedule
     devices = sorted(set(sched.devices))
     critical = set(critical_path(plan))
+    workers = expected_workers(plan) if colour_by == "worker" else []
     lines = ["digraph plan {", "  node [style=filled];"]
     for i, s in enumerate(plan.steps):
         label = f"%{s.out} {s.op}\\n{list(s.shape)} {s.dtype.name} {s.device}"
         source = isinstance(s, SourceStep)
         if colour_by == "device":
             colour = _DEVICE_COLOURS[devices.index(s.device) % len(_DEVICE_COLOURS)]
+        elif colour_by == "worker":
+            colour = _DEVICE_COLOURS[workers[i] % len(_DEVICE_COLOURS)]
+            label += f"\\nworker {workers[i]}"
         else:
             colour = "lightgrey" if source else _COLOURS.get(s.phase, "white")
         bold = ", penwidth=3" if i in critical else ""
@@ -125,6 +133,36 @@ def to_dot(plan: Plan, colour_by: str = "phase") -> str:
             lines.append(f"  s{i} -> s{j}{bold};")
     lines.append("}")
     return "\n".join(lines)
+
+
+def expected_workers(plan: Plan) -> list[int]:
+    """Per step, the worker a run is expected to give it: the executor's greedy list schedule
+    simulated with the schedule's estimated step times (ready steps by priority, each to the
+    worker free first; a device other than the CPU is its own worker, numbered after the
+    CPU's ``plan.execution.workers``). An estimate: real times decide at run time."""
+    sched = plan.schedule
+    n_cpu = plan.execution.workers if plan.execution.executor == "parallel" else 1
+    off_cpu = sorted({d for d in sched.devices if d != "cpu"})
+    free = [0.0] * (n_cpu + len(off_cpu))  # when each worker is next free
+    waiting = list(sched.in_degree)
+    ready_at = [0.0] * len(waiting)  # when each step's inputs are all done
+    ready = [(sched.priority[i], i) for i, n in enumerate(waiting) if n == 0]
+    heapq.heapify(ready)
+    worker = [0] * len(waiting)
+    while ready:
+        _, i = heapq.heappop(ready)
+        if sched.devices[i] == "cpu":
+            w = min(range(n_cpu), key=lambda k: (max(free[k], ready_at[i]), k))
+        else:
+            w = n_cpu + off_cpu.index(sched.devices[i])
+        end = max(free[w], ready_at[i]) + sched.cost[i]
+        free[w], worker[i] = end, w
+        for j in sched.consumers[i]:
+            ready_at[j] = max(ready_at[j], end)
+            waiting[j] -= 1
+            if not waiting[j]:
+                heapq.heappush(ready, (sched.priority[j], j))
+    return worker
 
 
 def critical_path(plan: Plan) -> list[int]:

@@ -16,8 +16,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from runtime.autograd.engine import name_in_note
+
 from . import inspect, serialize
 from .executable import Commit, Executable, materialize
+from .parallel import Execution, choose
 from .schedule import Schedule, compute, needed_buffers
 from .steps import (
     ConstStep,
@@ -44,21 +47,35 @@ class Plan:
     kernels: list[Any] = field(default_factory=list)
     schedule: Schedule = field(init=False, repr=False)  # derived once, from the above
     executable: Executable = field(init=False, repr=False)  # what runs derive; never pickled
+    # how it runs (planner.parallel): set by ``configure``, the straight-line program until then
+    execution: Execution = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         outputs = self.graph.graph.get("outputs", ()) if self.graph is not None else ()
         self.schedule = compute(self.steps, needed_buffers(
             self.steps, self.writes, self.returns, outputs))
         self.executable = Executable(self)
+        self.execution = Execution("program", 1, "not configured (Plan.configure)")
+
+    def configure(self, workers: int | None = 1, executor: str = "auto") -> Execution:
+        """Choose how the plan runs (planner.parallel.choose): with ``workers`` CPU threads
+        (None: one per core), on the straight-line program or the runtime's executor, as the
+        cost model decides (``executor="auto"``) or as asked ("program", "parallel")."""
+        self.execution = choose(self, workers, executor)
+        return self.execution
 
     def __getstate__(self) -> dict[str, Any]:
         """The plan's data only: a copy or unpickled plan computes its schedule again (as a
         loaded one does) and gets an executable of its own."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        state = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        return {**state, "execution": self.execution}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        execution = state.pop("execution", None)
         self.__dict__.update(state)
         self.__post_init__()
+        if execution is not None:
+            self.execution = execution
 
     # --- the source steps, by kind ------------------------------------------------------------
     @property
@@ -87,8 +104,18 @@ class Plan:
         planned shape and dtype (else a ValueError naming the argument or slot, expected and
         given). Returns the return template filled with arrays, and (slot, value) pairs to
         write back: an array, None, or a ``Commit`` (a parameter update to run in place:
-        ``materialize`` gives its array)."""
-        return self.executable.program()(self, args, state, generators)
+        ``materialize`` gives its array). How it runs is ``execution`` (``configure``); an
+        exception a step raises carries a note naming that step."""
+        execution = self.execution
+        if execution.executor == "parallel":
+            return self.executable.runner(execution.workers).run(args, state, generators)
+        try:
+            return self.executable.program()(self, args, state, generators)
+        except BaseException as exc:
+            i = self.executable.failing_step(exc)
+            if i is not None:
+                name_in_note(exc, self.schedule.names[i])
+            raise
 
     def kernel_signature(self, step: KernelStep) -> Any:
         """The signature a kernel step's kernel is called with (Executable.kernel_signature)."""

@@ -25,6 +25,7 @@ that argument's storage (``out=``) when nothing else can see it.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import inspect
 import re
@@ -112,7 +113,9 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
     schedule = plan.schedule
     known = _Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
+    starts = []  # (first source line, step): which step an exception came from
     for i, s in enumerate(plan.steps):
+        starts.append((len(src.lines) + 2, i))  # line 1 is the def
         _emit_step(src, plan, s, known, schedule.inplace.get(i) if fast else None, dropped)
         for v in schedule.frees[i]:
             src.line(f"del {src.buf(v)}")
@@ -122,8 +125,24 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
     if fast:
         executable = plan.executable
         src.names["_checked"] = lambda p, a, st, g: executable.program(checked=True)(p, a, st, g)
-    return _compiled(src, "run(plan, args, state, generators)",
-                     f"<plan program {'checked' if checked else 'fast'}>")
+    program = _compiled(src, "run(plan, args, state, generators)",
+                        f"<plan program {'checked' if checked else 'fast'}>")
+    program.step_starts = starts
+    return program
+
+
+def failing_step(exc: BaseException, programs: list[Program]) -> int | None:
+    """The step of one of ``programs`` whose line raised ``exc`` (the innermost such frame),
+    or None when none of them did."""
+    starts = {p.__code__: p.step_starts for p in programs}  # type: ignore[attr-defined]
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        lines = starts.get(tb.tb_frame.f_code)
+        if lines is not None:
+            found = bisect.bisect_right(lines, (tb.tb_lineno, len(lines))) - 1
+        tb = tb.tb_next
+    return None if found is None or found < 0 else found
 
 
 def _source(plan: Plan, xp: Any) -> _Source:

@@ -146,16 +146,28 @@ def _frees(steps: list[Step], needed: frozenset[int]) -> tuple[tuple[int, ...], 
 
 
 def _dependencies(steps: list[Step], producer: dict[int, int]) -> list[list[int]]:
-    """Per step, the steps it waits for: the producers of what it reads, and the previous
-    draw from the same generator (draws keep eager mode's order)."""
+    """Per step, the steps it waits for: the producers of what it reads; the previous draw
+    from the same generator (draws keep eager mode's order); and every earlier value check
+    of a buffer it reads, checks in plan order among themselves (a bad value raises the
+    check's error, the one eager mode raises, before any step can use it)."""
     deps: list[list[int]] = []
     last_draw: dict[int, int] = {}
+    checked: dict[int, list[int]] = {}  # buffer -> the checks of it so far
+    last_check: int | None = None
     for j, s in enumerate(steps):
         d = {producer[v] for v in s.buffers}
+        for v in s.buffers:
+            d.update(checked.get(v, ()))
         if isinstance(s, RandStep):
             if s.generator in last_draw:
                 d.add(last_draw[s.generator])
             last_draw[s.generator] = j
+        if isinstance(s, PrimitiveStep) and s.prim.check:
+            if last_check is not None:
+                d.add(last_check)
+            last_check = j
+            for v in s.buffers:
+                checked.setdefault(v, []).append(j)
         deps.append(sorted(d))
     return deps
 

@@ -21,15 +21,16 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def _cores() -> int:
-    """The cores this process may run on (its affinity mask where the OS has one)."""
+def cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one): the budget
+    that plan workers and their intra-op threads share."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
 _lock = threading.Lock()
-_base = _cores()  # intra-op threads outside every intra_op block
+_base = cores()  # intra-op threads outside every intra_op block
 _blas_base: int | None = None  # BLAS threads outside intra_op blocks; None: BLAS's own choice
 _narrowed: list[int] = []  # the n of every intra_op block open now, in any thread
 _threads = _base  # the intra-op count in force: the least of _base and _narrowed
