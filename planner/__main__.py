@@ -55,7 +55,8 @@ def workload_name(text: str) -> str:
     return text
 
 
-def compiled_plan(name: str, seed: int = 0, backend: str = "auto") -> Any:
+def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int | None = None,
+                  executor: str = "auto") -> Any:
     """The plan ``planner.compile`` makes for a benchmark workload's step."""
     import planner
     import runtime as rt
@@ -63,7 +64,8 @@ def compiled_plan(name: str, seed: int = 0, backend: str = "auto") -> Any:
 
     workload = WORKLOADS[name]
     case = workload.build(rt, workload.make_arrays(seed))
-    return planner.compile(case.fn, backend=backend).lower(*case.args)
+    return planner.compile(case.fn, backend=backend, workers=workers,
+                           executor=executor).lower(*case.args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +100,10 @@ def _run(argv: list[str] | None) -> int:
     p.add_argument("--json", action="store_true", help="also print the serialized plan")
     p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm"])
     p.add_argument("--kernels", action="store_true", help="also print each kernel's LLVM IR")
+    p.add_argument("--workers", type=at_least(1), default=None,
+                   help="CPU threads the plan's steps may run on (default: one per core)")
+    p.add_argument("--executor", default="auto", choices=["auto", "program", "parallel"],
+                   help="how the plan runs (default: the cost model chooses)")
     p.add_argument("--fusion", action="store_true",
                    help="also say why each step did or did not fuse")
     c = sub.add_parser("cache", help="show or clear the compiled-code cache")
@@ -132,7 +138,8 @@ def _run(argv: list[str] | None) -> int:
             print(f"not used: {reason}")
         return 0
     if args.command == "plan":
-        plan = compiled_plan(args.workload, backend=args.backend)
+        plan = compiled_plan(args.workload, backend=args.backend, workers=args.workers,
+                             executor=args.executor)
         print(plan.summary())
         if args.listing:
             print()

@@ -190,5 +190,6 @@ def schedule_text(plan: Plan) -> str:
     path = critical_path(plan)
     lines += ["", f"  critical path  {len(path)} steps, {sched.critical_length * 1e6:.1f} us "
                   f"estimated: {' -> '.join(str(i) for i in path)}",
-              f"  parallelism    {sched.parallelism:.2f} (estimated work / critical path)"]
+              f"  parallelism    {sched.parallelism:.2f} (estimated work / critical path)",
+              f"  executor       {plan.execution}"]
     return "\n".join(lines)

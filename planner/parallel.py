@@ -156,6 +156,14 @@ class ParallelRunner:
 
     def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
             ) -> tuple[Any, list[tuple[int, Any]]]:
+        env = self.run_env(args, state, generators)
+        writes = [(slot, None if b == -1 else env[b]) for slot, b in self.plan.writes]
+        return filled(self.plan.returns, env), writes
+
+    def run_env(self, args: list[Any], state: dict[int, Any], generators: list[Any]
+                ) -> dict[int, Any]:
+        """Run every step; the buffers left (those the schedule says a run returns or writes
+        back, every other one dropped after its last reader) and the run's arguments."""
         env: dict[int, Any] = {ARGS: args, STATE: state, GENERATORS: generators}
         counts = dict(self.readers)
         lock = threading.Lock()
@@ -176,8 +184,7 @@ class ParallelRunner:
         executor = shared_executor(self.workers)
         with _threads.intra_op(min(self.intra_op, _threads.get_num_threads())):
             executor.run(self.graph, run_step)
-        writes = [(slot, None if b == -1 else env[b]) for slot, b in self.plan.writes]
-        return filled(self.plan.returns, env), writes
+        return env
 
 
 def filled(template: Any, env: dict[int, Any]) -> Any:

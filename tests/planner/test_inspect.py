@@ -81,8 +81,10 @@ def test_to_dot():
     assert "penwidth=3" in dot  # the critical path
     by_device = step.plan.to_dot("device")
     assert "lightblue" in by_device and "palegreen" not in by_device  # one device: one colour
+    by_worker = step.plan.to_dot("worker")  # the straight-line program: one worker
+    assert "worker 0" in by_worker and "worker 1" not in by_worker
     with pytest.raises(ValueError, match="colour_by must be one of"):
-        step.plan.to_dot("worker")
+        step.plan.to_dot("stream")
 
 
 def test_schedule_text_and_critical_path():

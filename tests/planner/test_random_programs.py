@@ -241,7 +241,9 @@ def assert_backends_match_eager(program: Program, backends: tuple[str, ...] = ("
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_random_program_compiled_equals_eager(program: Program) -> None:
-    assert_backends_match_eager(program)
+    # gauged by float32 eager's own error: a chain like exp(exp(exp(x))) amplifies an ulp of
+    # its inner exps into a relative 2e-5 of its gradient, in eager as much as compiled
+    assert_backends_match_eager(program, gauge=True)
 
 
 # derandomized: the same examples on every run, so CI is repeatable
