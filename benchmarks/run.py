@@ -165,12 +165,13 @@ def main(argv: list[str] | None = None) -> None:
         "--threads",
         type=at_least(1),
         default=os.cpu_count() or 1,
-        help="torch intra-op threads (default: all cores, as numpy's BLAS uses by default; "
-        "numpy's own count is set by OPENBLAS_NUM_THREADS / OMP_NUM_THREADS at start-up)",
+        help="intra-op threads of every variant: torch's, and runtime.set_num_threads (numpy's "
+        "BLAS and split kernels) (default: all cores)",
     )
     args = parser.parse_args(argv)
 
     threads = args.threads
+    rt.set_num_threads(threads)  # BLAS and split kernels: the same count as torch's
     if torch is not None:
         torch.set_num_threads(threads)
     print(describe_environment(threads))
