@@ -71,10 +71,10 @@ def measure(repeats: int) -> dict[str, float]:
     with ThreadPoolExecutor(max_workers=1) as executor:
         figures = {"executor": median_us(lambda: executor.submit(fn, ptrs, 1, 2).result(),
                                          repeats)}
-    figures["pool"] = median_us(lambda: pool.run_chunks(address, [ptrs, ptrs], [0, 1, 2]),
+    figures["pool"] = median_us(lambda: pool.run_chunks(address, ptrs, [0, 1, 2]),
                                 repeats)
     figures["pool_run"] = median_us(lambda: cm.run(noop, [x], [y], threads=2), repeats)
-    figures["asleep"] = median_us(lambda: pool.run_chunks(address, [ptrs, ptrs], [0, 1, 2]),
+    figures["asleep"] = median_us(lambda: pool.run_chunks(address, ptrs, [0, 1, 2]),
                                   repeats // 10 + 1, inner=1, between=_let_workers_sleep)
     figures["kernel_1"] = median_us(lambda: cm.run(work, [xs], [ys], threads=1), repeats)
     figures["kernel_2"] = median_us(lambda: cm.run(work, [xs], [ys], threads=2), repeats)

@@ -3,7 +3,9 @@
 Every module is loaded the same way, fresh or from the disk cache: optimized IR -> object code
 -> an MCJIT engine over an empty module plus that object file. ctypes calls release the GIL, so
 ``CompiledModule.run`` splits the outer range of a big kernel across the native worker pool
-(``codegen.pool``), in as many chunks as the intra-op thread budget (``runtime._threads``) allows.
+(``codegen.pool``), on as many threads as the intra-op thread budget (``runtime._threads``) allows.
+A kernel with accumulated outputs splits into a number of chunks fixed by the kernel alone
+(``split_chunks``), so its sums are the same bits on any thread count.
 """
 
 from __future__ import annotations
@@ -47,6 +49,19 @@ _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_i
 PARALLEL_MIN_US = 20.0
 MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
+# A kernel with accumulated outputs (column sums, whole-tensor sums) gives each chunk partials
+# of its own, combined in chunk order: its chunks are a function of the kernel, never of the
+# thread count, so 1 and N threads give the same bits. About one chunk per CHUNK_US of estimated
+# work (a few us measured: the estimate runs about 2x high on this project's VM): fine enough to
+# share among a few threads, coarse enough that a chunk's fixed cost (a kernel entry, its
+# partial's set-up and fold, well under 1 us for outputs of a few KiB) stays small. The count is
+# the largest of EVEN_CHUNKS that fits, so 2, 3, 4 or 6 threads get equal shares where the
+# kernel is large enough; and it stays low enough that the partials (their set-up, fold and
+# combine: PARTIAL_PASSES passes over each) cost at most PARTIAL_SHARE of the estimated work.
+CHUNK_US = 10.0
+EVEN_CHUNKS = (2, 4, 6, 12, 24, 36, 48, 60)
+PARTIAL_PASSES = 4
+PARTIAL_SHARE = 0.05
 
 
 @functools.cache
@@ -158,13 +173,60 @@ def object_entry_ok() -> bool:
                for a in (base, base[2:], np.empty((3, 2), np.float32)))
 
 
+def split_chunks(k: kir.Kernel) -> int:
+    """How many chunks of its outer range a kernel with accumulated outputs runs in, whatever
+    the thread count (see CHUNK_US): 1 below PARALLEL_MIN_US, else at least 2 (where the outer
+    range has 2 rows) and at most the outer size."""
+    work = estimated_us(k)
+    if work < PARALLEL_MIN_US or k.outer_size < 2:
+        return 1
+    partial_bytes = sum(math.prod(kir.output_shape(k, o)) * np.dtype(o.dtype).itemsize
+                        for o in k.outputs if o.accumulate is not None)
+    partial_us = PARTIAL_PASSES * partial_bytes / MEMORY_BYTES_PER_US
+    fit = min(work / CHUNK_US, 1 + PARTIAL_SHARE * work / partial_us if partial_us else math.inf)
+    return min(max([c for c in EVEN_CHUNKS if c <= fit], default=2), k.outer_size)
+
+
 def _data(a: np.ndarray) -> int:
     return a.ctypes.data
+
+
+def _data_from_header(a: np.ndarray) -> int:
+    """``a.ctypes.data`` read where ``object_entry_ok`` found it (0.2 against 2 us)."""
+    return ctypes.c_void_p.from_address(id(a) + ARRAY_DATA_OFFSET).value or 0
 
 
 # how partials of an accumulated output combine (numpy's maximum propagates nan, as the
 # kernels' llvm.maximum does)
 _COMBINE = {"sum": np.add, "max": np.maximum}
+
+
+def _run_accumulating(launch: _Launch, arrays: tuple[np.ndarray, ...], threads: int) -> None:
+    """``launch.chunks`` chunks, each accumulating into a row of its own partials (one array
+    per accumulated output, a row per chunk), reduced in chunk order into the outputs: the
+    same arithmetic on any number of threads. The chunks get data pointers (the kernel's
+    first entry), their partials' rows being offsets into one array."""
+    address_of = _data_from_header if object_entry_ok() else _data
+    width, chunks, n_in = len(arrays), launch.chunks, len(launch.inputs)
+    table = list(map(address_of, arrays)) * chunks
+    partials = []
+    for j, _ in launch.accumulate:
+        out = arrays[n_in + j]
+        rows = np.empty((chunks, out.size), out.dtype)
+        partials.append(rows)
+        start = address_of(rows)
+        table[n_in + j::width] = [start + c * out.nbytes for c in range(chunks)]
+    pool.run_chunks(launch.address, (ctypes.c_void_p * len(table))(*table), launch.bounds,
+                    threads, stride=width)
+    for (j, op), rows in zip(launch.accumulate, partials):
+        _COMBINE[op].reduce(rows, axis=0, out=arrays[n_in + j].reshape(-1))
+
+
+@functools.lru_cache(maxsize=256)
+def _bounds(size: int, chunks: int) -> ctypes.Array:
+    """``pool.chunk_bounds``, kept: kernels without accumulated outputs split by thread count,
+    and a few (size, count) pairs recur (never written to, so threads may share them)."""
+    return pool.chunk_bounds(size, chunks)
 
 
 # (shape, dtype) of each array a kernel takes, inputs then outputs
@@ -208,6 +270,8 @@ class _Launch:
     inputs: tuple[_ArraySpec, ...]
     outputs: tuple[_ArraySpec, ...]
     accumulate: tuple[tuple[int, str], ...]  # (output index, reduce op) of accumulated outputs
+    chunks: int  # of a kernel with accumulated outputs (``split_chunks``); else 1
+    bounds: ctypes.Array  # the edges of those chunks (``pool.chunk_bounds``)
 
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
@@ -215,8 +279,10 @@ class _Launch:
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
         address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
+        chunks = split_chunks(k) if accumulate else 1
         return cls(*fns, address, objects_address, k.outer_size,
-                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate)
+                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate, chunks,
+                   pool.chunk_bounds(k.outer_size, chunks))
 
 
 def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
@@ -289,53 +355,43 @@ class CompiledModule:
 
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
-        """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
-        ``runtime.get_num_threads()`` for kernels estimated at PARALLEL_MIN_US or more, else the
-        calling thread), run on the native pool (``codegen.pool.run_chunks``). Outputs must not
-        overlap inputs (the kernel body declares its pointers ``noalias``), except that an
-        output with ``into`` may be given its input's array: the kernel stores through the
-        input and never touches that output's own array."""
+        """Run ``kernel`` over its whole domain on at most ``threads`` threads (default:
+        ``runtime.get_num_threads()`` for kernels estimated at PARALLEL_MIN_US or more, else
+        the calling thread), in chunks of the outer range run on the native pool
+        (``codegen.pool.run_chunks``). A kernel with accumulated outputs runs in its own
+        ``split_chunks`` chunks on min(threads, chunks) threads, so its results do not depend
+        on ``threads``; any other kernel runs in ``threads`` chunks, which does not change its
+        results either (each element is computed by one chunk, the same way in any). Outputs
+        must not overlap inputs (the kernel body declares its pointers ``noalias``), except
+        that an output with ``into`` may be given its input's array: the kernel stores through
+        the input and never touches that output's own array."""
         name = kernel if isinstance(kernel, str) else kernel.name
         launch = self._launch[name]
         if len(arrays_in) != len(launch.inputs) or len(arrays_out) != len(launch.outputs):
             raise ValueError(f"kernel {name!r} takes {len(launch.inputs)} inputs and "
                              f"{len(launch.outputs)} outputs, got {len(arrays_in)} and "
                              f"{len(arrays_out)}")
-        for spec, a in zip(launch.inputs + launch.outputs, (*arrays_in, *arrays_out)):
+        arrays = (*arrays_in, *arrays_out)
+        for spec, a in zip(launch.inputs + launch.outputs, arrays):
             spec.check(name, a)
+        if threads is None:
+            threads = get_num_threads() if launch.split else 1
+        elif type(threads) is not int or threads < 1:
+            raise ValueError(f"kernel {name!r}: threads must be a positive int, got {threads!r}")
+        if launch.chunks > 1:
+            _run_accumulating(launch, arrays, threads)
+            return
         # the object entry reads each array's data pointer itself: ``id(a)`` costs far less
         # than ``a.ctypes.data`` (0.1 against 2 us an array)
         fn, address, table, pointer = ((launch.fn_objects, launch.objects_address,
                                         ctypes.c_size_t, id) if object_entry_ok() else
                                        (launch.fn, launch.address, ctypes.c_void_p, _data))
-        ptrs = (table * (len(arrays_in) + len(arrays_out)))(
-            *map(pointer, (*arrays_in, *arrays_out)))
-        outer = launch.outer
-        if threads is None:
-            threads = get_num_threads() if launch.split else 1
-        threads = max(1, min(threads, outer))
-        if threads == 1:
-            fn(ptrs, 0, outer)
-            return
-        bounds = [outer * t // threads for t in range(threads + 1)]
-        chunk_ptrs = [ptrs]
-        partials: list[list[np.ndarray]] = []
-        for _ in range(1, threads):
-            # each further chunk accumulates into partials of its own, combined below in chunk
-            # order: the same split gives the same sums
-            if launch.accumulate:
-                mine = [np.empty_like(arrays_out[j]) for j, _ in launch.accumulate]
-                partials.append(mine)
-                chunk = list(ptrs)
-                for (j, _), a in zip(launch.accumulate, mine):
-                    chunk[len(arrays_in) + j] = pointer(a)
-                chunk_ptrs.append((table * len(chunk))(*chunk))
-            else:
-                chunk_ptrs.append(ptrs)
-        pool.run_chunks(address, chunk_ptrs, bounds)
-        for mine in partials:
-            for (j, op), a in zip(launch.accumulate, mine):
-                _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
+        ptrs = (table * len(arrays))(*map(pointer, arrays))
+        chunks = 1 if launch.accumulate else min(threads, launch.outer)
+        if chunks <= 1:
+            fn(ptrs, 0, launch.outer)
+        else:
+            pool.run_chunks(address, ptrs, _bounds(launch.outer, chunks))
 
     def check_signature(self, kernel: str | kir.Kernel, signature: Signature) -> Signature:
         """``check_signature`` for this module's kernel of that name."""

@@ -35,11 +35,16 @@ import llvmlite.binding as llvm
 SPIN_NS = 50_000
 # (futex syscall number, pause instruction) per machine
 _ARCH = {"x86_64": (202, "pause"), "aarch64": (98, "yield")}
-_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
+# FUTEX_WAIT_BITSET and FUTEX_WAKE_BITSET, process-private: a job wakes only the workers it
+# lets join
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 9 | 128, 10 | 128
+# the claim word's fields: next chunk and chunk count in 24 bits each, the worker limit above
+MAX_CHUNKS = (1 << 24) - 1
+_MAX_LIMIT = (1 << 16) - 1
 
 # the shared state: one i64 per cache line, so the counters do not share lines
 _EPOCH, _SLEEPERS, _CLAIM, _DONE, _JOB, _SHUTDOWN, _SPIN, _IDLE_SINCE = range(0, 64, 8)
-_JOB_FN, _JOB_PTRS, _JOB_BOUNDS = _JOB, _JOB + 1, _JOB + 2
+_JOB_FN, _JOB_PTRS, _JOB_BOUNDS, _JOB_STRIDE = _JOB, _JOB + 1, _JOB + 2, _JOB + 3
 _STATE_WORDS = 72
 
 _IR = r"""
@@ -47,6 +52,7 @@ declare i64 @syscall(i64, ...)
 declare i32 @sched_yield()
 declare i32 @clock_gettime(i32, ptr)
 declare i64 @llvm.smax.i64(i64, i64)
+declare i64 @llvm.umin.i64(i64, i64)
 
 define internal void @pause() alwaysinline {
   call void asm sideeffect "$PAUSE", ""()
@@ -69,30 +75,49 @@ define internal ptr @word(ptr %state, i64 %i) alwaysinline {
   ret ptr %p
 }
 
-; claim chunks of the current job until none is left. The claim word is (chunks << 32 | next):
-; a claim that comes too late (next >= chunks) touches nothing, so a worker that saw an old
-; epoch cannot run a chunk of a job that is over. The job's fields were stored before the claim
-; word (release), and the claim reads it with acquire.
-define void @pool_claim(ptr %state) {
+; claim chunks of the current job until none is left, if worker %who may join it (the caller
+; passes -1 and always may); returns whether it may. The claim word is (limit << 48 | chunks << 24
+; | next): limit is how many workers may join besides the caller. A claim is a compare-exchange
+; of the word a thread last read, so the limit it checked is the limit of the job it claims from,
+; and a claim that comes too late (next >= chunks) touches nothing: a worker that saw an old
+; epoch cannot run a chunk of a job that is over or that excludes it. The job's fields were
+; stored before the claim word (release), and the claim reads it with acquire.
+define i1 @pool_claim(ptr %state, i64 %who) {
 entry:
   %claim = call ptr @word(ptr %state, i64 $CLAIM)
   %done = call ptr @word(ptr %state, i64 $DONE)
+  %first = load atomic i64, ptr %claim acquire, align 8
   br label %loop
 loop:
-  %old = atomicrmw add ptr %claim, i64 1 acq_rel
-  %n = lshr i64 %old, 32
-  %i = and i64 %old, 4294967295
+  %w = phi i64 [ %first, %entry ], [ %seen, %contended ], [ %after, %run ]
+  %limit = lshr i64 %w, 48
+  %may = icmp slt i64 %who, %limit
+  br i1 %may, label %check, label %out
+check:
+  %n48 = lshr i64 %w, 24
+  %n = and i64 %n48, 16777215
+  %i = and i64 %w, 16777215
   %more = icmp ult i64 %i, %n
-  br i1 %more, label %run, label %out
+  br i1 %more, label %try, label %out
+try:
+  %w1 = add i64 %w, 1
+  %pair = cmpxchg ptr %claim, i64 %w, i64 %w1 acq_rel acquire
+  %seen = extractvalue { i64, i1 } %pair, 0
+  %won = extractvalue { i64, i1 } %pair, 1
+  br i1 %won, label %run, label %contended
+contended:
+  br label %loop
 run:
   %fnp = call ptr @word(ptr %state, i64 $JOB_FN)
   %fn = load ptr, ptr %fnp
   %tp = call ptr @word(ptr %state, i64 $JOB_PTRS)
   %table = load ptr, ptr %tp
+  %sp = call ptr @word(ptr %state, i64 $JOB_STRIDE)
+  %stride = load i64, ptr %sp
   %bp = call ptr @word(ptr %state, i64 $JOB_BOUNDS)
   %bounds = load ptr, ptr %bp
-  %ptrsp = getelementptr ptr, ptr %table, i64 %i
-  %ptrs = load ptr, ptr %ptrsp
+  %offset = mul i64 %i, %stride
+  %ptrs = getelementptr ptr, ptr %table, i64 %offset
   %lop = getelementptr i64, ptr %bounds, i64 %i
   %lo = load i64, ptr %lop
   %i1 = add i64 %i, 1
@@ -100,33 +125,45 @@ run:
   %hi = load i64, ptr %hip
   call void %fn(ptr %ptrs, i64 %lo, i64 %hi)
   atomicrmw add ptr %done, i64 1 release
+  %after = load atomic i64, ptr %claim acquire, align 8
   br label %loop
 out:
-  ret void
+  ret i1 %may
 }
 
 ; a worker thread's whole life: wait for a new epoch (spin, then futex wait), claim chunks,
 ; return when the shutdown flag is set. It sleeps once SPIN ns have passed both since it last
-; looked for chunks and since the last job ended: a job the caller ran alone (the worker came
-; too late) keeps the worker spinning for the next one. It yields the core every 64 pauses: on
-; a busy machine it may share a core with the caller, whose next job it is waiting for
-define void @pool_worker(ptr %state) {
+; joined a job and since the last job ended: a job the caller ran alone (the worker came too
+; late) keeps the worker spinning for the next one. Jobs that exclude it (their limit is at or
+; below its index) do not keep it awake: it sleeps SPIN ns after the last job it could join, and
+; only wakes for jobs whose limit includes its bit (bit min(index, 31) of a futex bitset). It
+; yields the core every 64 pauses: on a busy machine it may share a core with the caller, whose
+; next job it is waiting for
+define void @pool_worker(ptr %state, i64 %index) {
 entry:
   %epoch = call ptr @word(ptr %state, i64 $EPOCH)
   %sleepers = call ptr @word(ptr %state, i64 $SLEEPERS)
   %shutdown = call ptr @word(ptr %state, i64 $SHUTDOWN)
   %spinp = call ptr @word(ptr %state, i64 $SPIN)
   %idlep = call ptr @word(ptr %state, i64 $IDLE_SINCE)
+  %shift = call i64 @llvm.umin.i64(i64 %index, i64 31)
+  %bit = shl i64 1, %shift
   %seen0 = load atomic i32, ptr %epoch acquire, align 4
   br label %awake
 awake:
-  %seen = phi i32 [ %seen0, %entry ], [ %e, %claim ], [ %seen, %slept ]
+  %seen = phi i32 [ %seen0, %entry ], [ %e, %claim ], [ %seen_s, %slept ]
   %t0 = call i64 @now_ns()
   br label %spin
 spin:
-  %k = phi i64 [ 0, %awake ], [ %k1, %spin_more ], [ %k1, %spin_timed ]
+  %k = phi i64 [ 0, %awake ], [ %k1, %spin_more ], [ %k1, %spin_timed ], [ 0, %excluded ]
+  %seen_s = phi i32 [ %seen, %awake ], [ %seen_s, %spin_more ], [ %seen_s, %spin_timed ],
+                    [ %e, %excluded ]
+  %t0_s = phi i64 [ %t0, %awake ], [ %t0_s, %spin_more ], [ %t0_s, %spin_timed ],
+                  [ %t0_s, %excluded ]
+  %joined = phi i1 [ true, %awake ], [ %joined, %spin_more ], [ %joined, %spin_timed ],
+                   [ false, %excluded ]
   %e = load atomic i32, ptr %epoch acquire, align 4
-  %new = icmp ne i32 %e, %seen
+  %new = icmp ne i32 %e, %seen_s
   br i1 %new, label %work, label %spin_more
 spin_more:
   call void @pause()
@@ -138,7 +175,8 @@ spin_timed:
   call i32 @sched_yield()
   %t = call i64 @now_ns()
   %idle = load atomic i64, ptr %idlep monotonic, align 8
-  %later = call i64 @llvm.smax.i64(i64 %t0, i64 %idle)
+  %later_job = call i64 @llvm.smax.i64(i64 %t0_s, i64 %idle)
+  %later = select i1 %joined, i64 %later_job, i64 %t0_s
   %dt = sub i64 %t, %later
   %spin_ns = load atomic i64, ptr %spinp monotonic, align 8
   %long = icmp sgt i64 %dt, %spin_ns
@@ -146,12 +184,12 @@ spin_timed:
 sleep:
   atomicrmw add ptr %sleepers, i64 1 seq_cst
   %e2 = load atomic i32, ptr %epoch seq_cst, align 4
-  %same = icmp eq i32 %e2, %seen
+  %same = icmp eq i32 %e2, %seen_s
   br i1 %same, label %wait, label %slept
 wait:
-  %seen64 = zext i32 %seen to i64
+  %seen64 = zext i32 %seen_s to i64
   call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %epoch, i64 $FUTEX_WAIT, i64 %seen64,
-                                ptr null, ptr null, i64 0)
+                                ptr null, ptr null, i64 %bit)
   br label %slept
 slept:
   atomicrmw sub ptr %sleepers, i64 1 seq_cst
@@ -161,16 +199,19 @@ work:
   %stopping = icmp ne i64 %stop, 0
   br i1 %stopping, label %out, label %claim
 claim:
-  call void @pool_claim(ptr %state)
-  br label %awake
+  %may = call i1 @pool_claim(ptr %state, i64 %index)
+  br i1 %may, label %awake, label %excluded
+excluded:
+  br label %spin
 out:
   ret void
 }
 
-; a new epoch: sleepers are woken (up to %wake of them) once it is visible. The increment and
-; the sleepers load are seq_cst, as the worker's sleepers increment and epoch load are: either
-; the worker sees the new epoch or this sees the worker among the sleepers
-define internal void @bump(ptr %state, i64 %wake) {
+; a new epoch: sleepers whose bit is in %bits are woken (up to %wake of them) once it is
+; visible. The increment and the sleepers load are seq_cst, as the worker's sleepers increment
+; and epoch load are: either the worker sees the new epoch or this sees the worker among the
+; sleepers
+define internal void @bump(ptr %state, i64 %wake, i64 %bits) {
 entry:
   %epoch = call ptr @word(ptr %state, i64 $EPOCH)
   %sleepers = call ptr @word(ptr %state, i64 $SLEEPERS)
@@ -179,15 +220,18 @@ entry:
   %any = icmp sgt i64 %s, 0
   br i1 %any, label %wake_up, label %out
 wake_up:
-  call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %epoch, i64 $FUTEX_WAKE, i64 %wake)
+  call i64 (i64, ...) @syscall(i64 $SYS_FUTEX, ptr %epoch, i64 $FUTEX_WAKE, i64 %wake,
+                                ptr null, ptr null, i64 %bits)
   br label %out
 out:
   ret void
 }
 
-; run one job of %n chunks: chunk i is fn(table[i], bounds[i], bounds[i + 1]). Returns when
-; every chunk is done; the caller claims chunks too
-define void @pool_run(ptr %state, ptr %fn, ptr %table, ptr %bounds, i64 %n) {
+; run one job of %n chunks: chunk i is fn(table + i * stride, bounds[i], bounds[i + 1]), on the
+; caller and at most %limit (at least 1) workers, those of index below it. Returns when every
+; chunk is done
+define void @pool_run(ptr %state, ptr %fn, ptr %table, i64 %stride, ptr %bounds, i64 %n,
+                      i64 %limit) {
 entry:
   %idle = call ptr @word(ptr %state, i64 $IDLE_SINCE)
   store atomic i64 9223372036854775807, ptr %idle monotonic, align 8
@@ -197,14 +241,22 @@ entry:
   store ptr %fn, ptr %fnp
   %tp = call ptr @word(ptr %state, i64 $JOB_PTRS)
   store ptr %table, ptr %tp
+  %sp = call ptr @word(ptr %state, i64 $JOB_STRIDE)
+  store i64 %stride, ptr %sp
   %bp = call ptr @word(ptr %state, i64 $JOB_BOUNDS)
   store ptr %bounds, ptr %bp
   %claim = call ptr @word(ptr %state, i64 $CLAIM)
-  %word = shl i64 %n, 32
+  %high = shl i64 %limit, 48
+  %chunks = shl i64 %n, 24
+  %word = or i64 %high, %chunks
   store atomic i64 %word, ptr %claim release, align 8
   %others = sub i64 %n, 1
-  call void @bump(ptr %state, i64 %others)
-  call void @pool_claim(ptr %state)
+  %wake = call i64 @llvm.umin.i64(i64 %others, i64 %limit)
+  %shift = call i64 @llvm.umin.i64(i64 %limit, i64 32)
+  %past = shl i64 1, %shift
+  %bits = sub i64 %past, 1  ; the bits of workers 0 to limit - 1 (31 and up share bit 31)
+  call void @bump(ptr %state, i64 %wake, i64 %bits)
+  call i1 @pool_claim(ptr %state, i64 -1)
   br label %wait
 wait:
   %k = phi i64 [ 0, %entry ], [ %k1, %pause ], [ %k1, %yield ]
@@ -231,12 +283,13 @@ out:
 define void @pool_stop(ptr %state) {
   %shutdown = call ptr @word(ptr %state, i64 $SHUTDOWN)
   store atomic i64 1, ptr %shutdown release, align 8
-  call void @bump(ptr %state, i64 2147483647)
+  call void @bump(ptr %state, i64 2147483647, i64 4294967295)
   ret void
 }
 
-; chunks one after another on the calling thread (the pool is busy or there is none)
-define void @run_serial(ptr %fn, ptr %table, ptr %bounds, i64 %n) {
+; chunks one after another on the calling thread (one thread asked, the pool is busy or there is
+; none)
+define void @run_serial(ptr %fn, ptr %table, i64 %stride, ptr %bounds, i64 %n) {
 entry:
   br label %loop
 loop:
@@ -244,8 +297,8 @@ loop:
   %more = icmp ult i64 %i, %n
   br i1 %more, label %body, label %out
 body:
-  %ptrsp = getelementptr ptr, ptr %table, i64 %i
-  %ptrs = load ptr, ptr %ptrsp
+  %offset = mul i64 %i, %stride
+  %ptrs = getelementptr ptr, ptr %table, i64 %offset
   %lop = getelementptr i64, ptr %bounds, i64 %i
   %lo = load i64, ptr %lop
   %i1 = add i64 %i, 1
@@ -269,7 +322,8 @@ def _ir_text() -> str:
     futex, pause = _ARCH[platform.machine()]
     return string.Template(_IR).substitute(
         EPOCH=_EPOCH, SLEEPERS=_SLEEPERS, CLAIM=_CLAIM, DONE=_DONE, JOB_FN=_JOB_FN,
-        JOB_PTRS=_JOB_PTRS, JOB_BOUNDS=_JOB_BOUNDS, SHUTDOWN=_SHUTDOWN, SPIN=_SPIN,
+        JOB_PTRS=_JOB_PTRS, JOB_BOUNDS=_JOB_BOUNDS, JOB_STRIDE=_JOB_STRIDE, SHUTDOWN=_SHUTDOWN,
+        SPIN=_SPIN,
         IDLE_SINCE=_IDLE_SINCE,
         SYS_FUTEX=futex, FUTEX_WAIT=_FUTEX_WAIT_PRIVATE, FUTEX_WAKE=_FUTEX_WAKE_PRIVATE,
         PAUSE=pause)
@@ -298,11 +352,12 @@ def _code() -> _Code:
         engine = llvm.create_mcjit_compiler(mod, jit.new_target_machine())
         engine.finalize_object()
         address = engine.get_function_address
-        worker = ctypes.CFUNCTYPE(None, _VOID_P)(address("pool_worker"))
-        run = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _VOID_P, _VOID_P, _I64)(
+        worker = ctypes.CFUNCTYPE(None, _VOID_P, _I64)(address("pool_worker"))
+        run = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _VOID_P, _I64, _VOID_P, _I64, _I64)(
             address("pool_run"))
         stop = ctypes.CFUNCTYPE(None, _VOID_P)(address("pool_stop"))
-        serial = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _VOID_P, _I64)(address("run_serial"))
+        serial = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _I64, _VOID_P, _I64)(
+            address("run_serial"))
     return _Code(engine, worker, run, stop, serial)
 
 
@@ -322,14 +377,16 @@ class Pool:
         """At least ``workers`` worker threads. A thread that starts during a job joins from the
         next one: the caller runs whatever nobody claimed."""
         while len(self.threads) < workers:
-            t = threading.Thread(target=self._code.worker, args=(self.state,), daemon=True,
-                                 name=f"backplan-pool-{len(self.threads)}")
+            t = threading.Thread(target=self._code.worker, args=(self.state, len(self.threads)),
+                                 daemon=True, name=f"backplan-pool-{len(self.threads)}")
             t.start()
             self.threads.append(t)
 
-    def run(self, fn: int, table: ctypes.Array, bounds: ctypes.Array, n: int) -> None:
-        """One job (``run_chunks``); the caller holds the job lock."""
-        self._code.run(self.state, fn, table, bounds, n)
+    def run(self, fn: int, table: ctypes.Array, stride: int, bounds: ctypes.Array, n: int,
+            helpers: int) -> None:
+        """One job (``run_chunks``) on the caller and workers ``0 .. helpers - 1``; the caller
+        holds the job lock."""
+        self._code.run(self.state, fn, table, stride, bounds, n, helpers)
 
     def close(self, timeout: float = 5.0) -> bool:
         """Stop and join the workers; False if one did not finish in ``timeout`` seconds (its
@@ -378,41 +435,63 @@ def workers() -> int:
     return 0 if _pool is None else len(_pool.threads)
 
 
-def run_chunks(fn: int, ptr_tables: Sequence[ctypes.Array], bounds: Sequence[int]) -> None:
-    """Run ``fn(ptr_tables[i], bounds[i], bounds[i + 1])`` for every chunk ``i`` (the kernels'
-    C ABI: ``void fn(void** ptrs, i64 lo, i64 hi)``), on the calling thread and up to
-    ``len(ptr_tables) - 1`` workers, and return when all are done. One job runs on the pool at
-    a time: a caller that finds the pool busy (another Python thread's job) runs all its chunks
-    itself rather than wait, which gives the same results (a chunk computes the same wherever
-    it runs). The chunks must write disjoint memory."""
+def run_chunks(fn: int, table: ctypes.Array, bounds: Sequence[int] | ctypes.Array, threads: int | None = None,
+               stride: int = 0) -> None:
+    """Run chunk ``i`` as ``fn(&table[i * stride], bounds[i], bounds[i + 1])`` for every chunk
+    of ``bounds`` (the kernels' C ABI: ``void fn(void** ptrs, i64 lo, i64 hi)``; ``stride`` 0:
+    every chunk gets the same pointer table), on at most ``threads`` threads (default: one per
+    chunk): the calling thread and up to ``threads - 1`` pool workers, and return when all are
+    done. The pool may have more workers (grown by an earlier job): those stay out of this one.
+    One job runs on the pool at a time: a caller that finds the pool busy (another Python
+    thread's job) runs all its chunks itself rather than wait, and so does a caller that asks
+    for one thread. Either way the results are the same: a chunk computes the same wherever it
+    runs. The chunks must write disjoint memory."""
     global _pool
-    n = len(ptr_tables)
-    if len(bounds) != n + 1:
-        raise ValueError(f"run_chunks: {n} chunks need {n + 1} bounds, got {len(bounds)}")
+    n = len(bounds) - 1
+    threads = n if threads is None else threads
+    if not 1 <= n <= MAX_CHUNKS:
+        raise ValueError(f"run_chunks: bounds must delimit 1 to {MAX_CHUNKS} chunks, got "
+                         f"{len(bounds)} bounds")
+    if type(threads) is not int or threads < 1:
+        raise ValueError(f"run_chunks: threads must be a positive int, got {threads!r}")
     if not fn:
         raise ValueError("run_chunks: fn is a null function address")
-    table = (_VOID_P * n)(*map(ctypes.addressof, ptr_tables))
-    edges = (_I64 * (n + 1))(*bounds)
-    if n <= 1 or _exiting or not available() or not _job_lock.acquire(blocking=False):
+    if stride < 0 or len(table) < (n * stride if stride else 1):
+        raise ValueError(f"run_chunks: {n} chunks of {stride} pointers each need a table of "
+                         f"{n * stride or 1}, got {len(table)} (stride {stride})")
+    edges = bounds if _is_i64_array(bounds) else (_I64 * (n + 1))(*bounds)
+    helpers = min(threads, n, _MAX_LIMIT + 1) - 1
+    if helpers == 0 or _exiting or not available() or not _job_lock.acquire(blocking=False):
         if available():
-            _code().serial(fn, table, edges, n)
+            _code().serial(fn, table, stride, edges, n)
         else:
-            _run_in_python(fn, table, edges)
+            _run_in_python(fn, table, stride, edges)
         return
     try:
         if _pool is None:
             _pool = Pool()
-        _pool.grow(n - 1)
-        _pool.run(fn, table, edges, n)
+        _pool.grow(helpers)
+        _pool.run(fn, table, stride, edges, n, helpers)
     finally:
         _job_lock.release()
+
+
+def _is_i64_array(a: object) -> bool:
+    return isinstance(a, ctypes.Array) and a._type_ is _I64
+
+
+def chunk_bounds(size: int, chunks: int) -> ctypes.Array:
+    """The edges of ``chunks`` near-equal chunks of ``range(size)``, as ``run_chunks`` takes
+    them (a caller that splits the same range often keeps them)."""
+    return (_I64 * (chunks + 1))(*(size * c // chunks for c in range(chunks + 1)))
 
 
 _KERNEL_FN = ctypes.CFUNCTYPE(None, _VOID_P, _I64, _I64)
 
 
-def _run_in_python(fn: int, table: ctypes.Array, bounds: ctypes.Array) -> None:
+def _run_in_python(fn: int, table: ctypes.Array, stride: int, bounds: ctypes.Array) -> None:
     """Where the native loops do not run, the chunks run through ctypes one by one."""
     call = _KERNEL_FN(fn)
-    for i, ptrs in enumerate(table):
-        call(ptrs, bounds[i], bounds[i + 1])
+    start, size = ctypes.addressof(table), ctypes.sizeof(_VOID_P)
+    for i in range(len(bounds) - 1):
+        call(start + i * stride * size, bounds[i], bounds[i + 1])
