@@ -9,13 +9,19 @@ Medians over many short repeats, in one process:
     on a pool worker), the same through ``CompiledModule.run`` (with its argument checks), and
     the same once the workers have gone to sleep (the caller wakes them through the kernel);
 (c) a real kernel of a few tens of microseconds (sin then exp over 32 x 1024 float32), run on
-    the calling thread and split in 2 through ``CompiledModule.run``.
+    the calling thread and split in 2 through ``CompiledModule.run``;
+(d) column sums of 640 x 1024 float32 (about 50 us): on one thread in one call over the whole
+    range (how ``CompiledModule.run`` ran it before the chunks of a kernel with accumulated
+    outputs were fixed by the kernel), then in its ``split_bounds`` chunks with their partials
+    on 1 and 2 threads.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import ctypes
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable
@@ -25,7 +31,7 @@ import numpy as np
 
 from codegen import ir as kir
 from codegen import pool
-from codegen.jit import CompiledModule, compile_module
+from codegen.jit import CompiledModule, compile_module, split_bounds
 from codegen.llvm import render
 
 
@@ -49,18 +55,30 @@ def _let_workers_sleep() -> None:
     time.sleep(4 * pool.SPIN_NS / 1e9)
 
 
-def _kernels() -> tuple[CompiledModule, kir.Kernel, kir.Kernel]:
+def _kernels() -> tuple[CompiledModule, kir.Kernel, kir.Kernel, kir.Kernel]:
     f = "float32"
     noop = kir.Kernel("noop", (2, 1), 0, (kir.Input("x", f, (1, 1)),), (kir.Load(0),),
                       (kir.Output("y", 0, f),))
     work = kir.Kernel("sin_exp", (32, 1024), 0, (kir.Input("x", f, (1024, 1)),),
                       (kir.Load(0), kir.Unary("sin", 0, f), kir.Unary("exp", 1, f)),
                       (kir.Output("y", 2, f),))
-    return compile_module(render([noop, work]), [noop, work]), noop, work
+    colsum = kir.Kernel("colsum", (640, 1024), 0, (kir.Input("x", f, (1024, 1)),),
+                        (kir.Load(0),), (kir.Output("s", 0, f, accumulate="sum"),))
+    kernels = [noop, work, colsum]
+    return compile_module(render(kernels), kernels), noop, work, colsum
+
+
+def _in_one_call(cm: CompiledModule, k: kir.Kernel) -> CompiledModule:
+    """``cm`` with ``k`` run in one chunk, as before its chunks were fixed by the kernel."""
+    one = copy.copy(cm)
+    bounds = (ctypes.c_int64 * 2)(0, k.outer_size)
+    one._launch = {**cm._launch,
+                   k.name: dataclasses.replace(cm._launch[k.name], chunks=1, bounds=bounds)}
+    return one
 
 
 def measure(repeats: int) -> dict[str, float]:
-    cm, noop, work = _kernels()
+    cm, noop, work, colsum = _kernels()
     x, y = np.ones((2, 1), np.float32), np.empty((2, 1), np.float32)
     ptrs = (ctypes.c_void_p * 2)(x.ctypes.data, y.ctypes.data)
     fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(
@@ -78,6 +96,14 @@ def measure(repeats: int) -> dict[str, float]:
                                   repeats // 10 + 1, inner=1, between=_let_workers_sleep)
     figures["kernel_1"] = median_us(lambda: cm.run(work, [xs], [ys], threads=1), repeats)
     figures["kernel_2"] = median_us(lambda: cm.run(work, [xs], [ys], threads=2), repeats)
+    xc, sums, whole = np.ones((640, 1024), np.float32), np.empty(1024, np.float32), \
+        _in_one_call(cm, colsum)
+    figures["colsum_whole"] = median_us(lambda: whole.run(colsum, [xc], [sums], threads=1),
+                                        repeats)
+    for threads in (1, 2):
+        figures[f"colsum_{threads}"] = median_us(
+            lambda: cm.run(colsum, [xc], [sums], threads=threads), repeats)
+    figures["colsum_chunks"] = len(split_bounds(colsum)) - 1
     return figures
 
 
@@ -97,6 +123,11 @@ def main(argv: list[str] | None = None) -> None:
     print(f"(c) sin+exp over 32x1024 float32, 1 thread          {m['kernel_1']:8.1f} us")
     print(f"    the same split in 2 chunks                      {m['kernel_2']:8.1f} us"
           f"  ({m['kernel_1'] / m['kernel_2']:.2f}x)")
+    print(f"(d) column sums of 640x1024 float32, 1 call         {m['colsum_whole']:8.1f} us")
+    print(f"    in {m['colsum_chunks']} chunks with partials, 1 thread          "
+          f"{m['colsum_1']:8.1f} us  ({m['colsum_1'] / m['colsum_whole']:.3f}x)")
+    print(f"    the same on 2 threads                           {m['colsum_2']:8.1f} us"
+          f"  ({m['colsum_whole'] / m['colsum_2']:.2f}x faster than 1 call)")
 
 
 if __name__ == "__main__":

@@ -199,11 +199,6 @@ def _data(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-def _data_from_header(a: np.ndarray) -> int:
-    """``a.ctypes.data`` read where ``object_entry_ok`` found it (0.2 against 2 us)."""
-    return ctypes.c_void_p.from_address(id(a) + ARRAY_DATA_OFFSET).value or 0
-
-
 # how partials of an accumulated output combine (numpy's maximum propagates nan, as the
 # kernels' llvm.maximum does)
 _COMBINE = {"sum": np.add, "max": np.maximum}
@@ -212,23 +207,23 @@ _COMBINE = {"sum": np.add, "max": np.maximum}
 def _run_accumulating(launch: _Launch, arrays: tuple[np.ndarray, ...], threads: int) -> None:
     """``launch.chunks`` chunks, each accumulating into a row of its own partials (one array
     per accumulated output, a row per chunk), reduced in chunk order into the outputs: the
-    same arithmetic on any number of threads. The chunks get data pointers (the kernel's
-    first entry), their partials' rows being offsets into one array."""
-    address_of = _data_from_header if object_entry_ok() else _data
+    same arithmetic on any number of threads."""
+    fn, pointer = (launch.objects_address, id) if object_entry_ok() else (launch.address, _data)
     width, chunks, n_in = len(arrays), launch.chunks, len(launch.inputs)
-    table = list(map(address_of, arrays)) * chunks
-    partials = []
+    table = list(map(pointer, arrays)) * chunks
+    partials, rows = [], []
     for j, _ in launch.accumulate:
         out = arrays[n_in + j]
-        rows = np.empty((chunks, *out.shape), out.dtype)
-        partials.append(rows)
-        start = address_of(rows)
-        table[n_in + j::width] = [start + c * out.nbytes for c in range(chunks)]
-    pool.run_chunks(launch.address, array.array(pool.POINTER_TYPECODE, table), launch.bounds,
-                    threads, stride=width)
-    for (j, op), rows in zip(launch.accumulate, partials):
+        partials.append(np.empty((chunks, *out.shape), out.dtype))
+        # a chunk's row as an array of its own (the object entry reads its data pointer): a
+        # 0-d output's row too, which iterating over the partials would give as a scalar
+        rows.append(list(partials[-1].reshape(chunks, -1)))
+        table[n_in + j::width] = map(pointer, rows[-1])
+    table = array.array(pool.POINTER_TYPECODE, table)
+    pool.run_checked(fn, table.buffer_info()[0], width, launch.bounds, threads)
+    for (j, op), partial in zip(launch.accumulate, partials):
         # into the output itself: a reshaped view as ``out`` costs 1.4 us more here
-        _COMBINE[op].reduce(rows, axis=0, out=arrays[n_in + j])
+        _COMBINE[op].reduce(partial, axis=0, out=arrays[n_in + j])
 
 
 @functools.lru_cache(maxsize=256)

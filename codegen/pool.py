@@ -448,7 +448,6 @@ def run_chunks(fn: int, table: ctypes.Array | array.array, bounds: Sequence[int]
     job) runs all its chunks itself rather than wait, and so does a caller that asks for one
     thread. Either way the results are the same: a chunk computes the same wherever it runs.
     The chunks must write disjoint memory."""
-    global _pool
     n = len(bounds) - 1
     threads = n if threads is None else threads
     if not 1 <= n <= MAX_CHUNKS:
@@ -463,18 +462,27 @@ def run_chunks(fn: int, table: ctypes.Array | array.array, bounds: Sequence[int]
         raise ValueError(f"run_chunks: {n} chunks of {stride} pointers each need a table of "
                          f"{n * stride or 1}, got {size} (stride {stride})")
     edges = bounds if _is_i64_array(bounds) else (_I64 * (n + 1))(*bounds)
+    run_checked(fn, start, stride, edges, threads)
+
+
+def run_checked(fn: int, table: int, stride: int, bounds: ctypes.Array, threads: int) -> None:
+    """``run_chunks`` for a caller that has made sure of its arguments (a table address, a
+    ctypes array of i64 bounds, a positive thread count): a kernel's split, where the checks
+    would cost a microsecond a call."""
+    global _pool
+    n = len(bounds) - 1
     helpers = min(threads, n, _MAX_LIMIT + 1) - 1
     if helpers == 0 or _exiting or not available() or not _job_lock.acquire(blocking=False):
         if available():
-            _code().serial(fn, start, stride, edges, n)
+            _code().serial(fn, table, stride, bounds, n)
         else:
-            _run_in_python(fn, start, stride, edges)
+            _run_in_python(fn, table, stride, bounds)
         return
     try:
         if _pool is None:
             _pool = Pool()
         _pool.grow(helpers)
-        _pool.run(fn, start, stride, edges, n, helpers)
+        _pool.run(fn, table, stride, bounds, n, helpers)
     finally:
         _job_lock.release()
 

@@ -44,15 +44,15 @@ def budget():
 
 @pytest.fixture
 def chunk_calls(monkeypatch):
-    """(chunks, threads) of every pool.run_chunks call."""
-    calls: list[tuple[int, int | None]] = []
-    real = pool.run_chunks
+    """(chunks, threads) of every job handed to the pool (``pool.run_checked``)."""
+    calls: list[tuple[int, int]] = []
+    real = pool.run_checked
 
-    def record(fn, table, bounds, threads=None, stride=0):
+    def record(fn, table, stride, bounds, threads):
         calls.append((len(bounds) - 1, threads))
-        real(fn, table, bounds, threads, stride)
+        real(fn, table, stride, bounds, threads)
 
-    monkeypatch.setattr(pool, "run_chunks", record)
+    monkeypatch.setattr(pool, "run_checked", record)
     return calls
 
 
