@@ -199,33 +199,6 @@ def _data(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-# how partials of an accumulated output combine (numpy's maximum propagates nan, as the
-# kernels' llvm.maximum does)
-_COMBINE = {"sum": np.add, "max": np.maximum}
-
-
-def _run_accumulating(launch: _Launch, arrays: tuple[np.ndarray, ...], threads: int) -> None:
-    """``launch.chunks`` chunks, each accumulating into a row of its own partials (one array
-    per accumulated output, a row per chunk), reduced in chunk order into the outputs: the
-    same arithmetic on any number of threads."""
-    fn, pointer = (launch.objects_address, id) if object_entry_ok() else (launch.address, _data)
-    width, chunks, n_in = len(arrays), launch.chunks, len(launch.inputs)
-    table = list(map(pointer, arrays)) * chunks
-    partials, rows = [], []
-    for j, _ in launch.accumulate:
-        out = arrays[n_in + j]
-        partials.append(np.empty((chunks, *out.shape), out.dtype))
-        # a chunk's row as an array of its own (the object entry reads its data pointer): a
-        # 0-d output's row too, which iterating over the partials would give as a scalar
-        rows.append(list(partials[-1].reshape(chunks, -1)))
-        table[n_in + j::width] = map(pointer, rows[-1])
-    table = array.array(pool.POINTER_TYPECODE, table)
-    pool.run_checked(fn, table.buffer_info()[0], width, launch.bounds, threads)
-    for (j, op), partial in zip(launch.accumulate, partials):
-        # into the output itself: a reshaped view as ``out`` costs 1.4 us more here
-        _COMBINE[op].reduce(partial, axis=0, out=arrays[n_in + j])
-
-
 @functools.lru_cache(maxsize=256)
 def _bounds(size: int, chunks: int) -> ctypes.Array:
     """The edges of ``chunks`` near-equal chunks of ``range(size)``, for a kernel without
@@ -277,6 +250,7 @@ class _Launch:
     accumulate: tuple[tuple[int, str], ...]  # (output index, reduce op) of accumulated outputs
     chunks: int  # of a kernel with accumulated outputs (``split_bounds``); else 1
     bounds: ctypes.Array  # the edges of those chunks
+    partials: ctypes.Array  # ``pool.run_accumulating``'s words (where chunks > 1)
 
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
@@ -284,10 +258,16 @@ class _Launch:
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
         address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
-        bounds = split_bounds(k) if accumulate else (0, k.outer_size)
+        # where no native pool runs, chunks would run one after another anyway
+        split = accumulate and pool.available()
+        bounds = split_bounds(k) if split else (0, k.outer_size)
+        words = [(len(inputs) + j, outputs[j].size, outputs[j].size * outputs[j].dtype.itemsize,
+                  pool.combine_address(op, outputs[j].dtype.name))
+                 for j, op in (accumulate if len(bounds) > 2 else ())]
         return cls(*fns, address, objects_address, k.outer_size,
                    estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate,
-                   len(bounds) - 1, (ctypes.c_int64 * len(bounds))(*bounds))
+                   len(bounds) - 1, (ctypes.c_int64 * len(bounds))(*bounds),
+                   (ctypes.c_int64 * (4 * len(words)))(*(w for ws in words for w in ws)))
 
 
 def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
@@ -366,7 +346,8 @@ class CompiledModule:
         (``codegen.pool.run_chunks``). A kernel with accumulated outputs runs in its own
         ``split_bounds`` chunks on min(threads, chunks) threads, so its results do not depend
         on ``threads``; any other kernel runs in ``threads`` chunks, which does not change its
-        results either (each element is computed by one chunk, the same way in any). Outputs
+        results either (each element is computed by one chunk, the same way in any). Where no
+        native pool runs (``pool.available()``), an accumulating kernel runs in one call. Outputs
         must not overlap inputs (the kernel body declares its pointers ``noalias``), except
         that an output with ``into`` may be given its input's array: the kernel stores through
         the input and never touches that output's own array."""
@@ -384,7 +365,10 @@ class CompiledModule:
         elif type(threads) is not int or threads < 1:
             raise ValueError(f"kernel {name!r}: threads must be a positive int, got {threads!r}")
         if launch.chunks > 1:
-            _run_accumulating(launch, arrays, threads)
+            objects = object_entry_ok()
+            pool.run_accumulating(launch.address, array.array(
+                pool.POINTER_TYPECODE, map(id if objects else _data, arrays)), objects,
+                launch.bounds, threads, launch.partials)
             return
         # the object entry reads each array's data pointer itself: ``id(a)`` costs far less
         # than ``a.ctypes.data`` (0.1 against 2 us an array)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from codegen.llvm import ARRAY_DATA_OFFSET
+
 # A worker spins this long after its last chunk before it sleeps: kernels of a plan run back to
 # back with a few microseconds of Python between them, and a job that must wake sleepers costs
 # the caller 12 to 40 us against 3 to 6 us with the workers spinning (no-op kernel in 2
@@ -54,6 +56,8 @@ declare i32 @sched_yield()
 declare i32 @clock_gettime(i32, ptr)
 declare i64 @llvm.smax.i64(i64, i64)
 declare i64 @llvm.umin.i64(i64, i64)
+declare ptr @malloc(i64)
+declare void @free(ptr)
 
 define internal void @pause() alwaysinline {
   call void asm sideeffect "$PAUSE", ""()
@@ -310,7 +314,274 @@ body:
 out:
   ret void
 }
+
+define internal ptr @field(ptr %desc, i64 %d, i64 %f) alwaysinline {
+  %d4 = mul i64 %d, 4
+  %i = add i64 %d4, %f
+  %p = getelementptr i64, ptr %desc, i64 %i
+  ret ptr %p
+}
+
+; where %objects holds array objects (%objects_given), the data pointer of its entry %i, which
+; is at DATA_OFFSET in a numpy array object; else the entry itself
+define internal ptr @data(ptr %objects, i64 %i, i1 %objects_given) alwaysinline {
+  %p = getelementptr ptr, ptr %objects, i64 %i
+  %entry = load ptr, ptr %p
+  br i1 %objects_given, label %object, label %pointer
+object:
+  %datap = getelementptr i8, ptr %entry, i64 $DATA_OFFSET
+  %data = load ptr, ptr %datap
+  ret ptr %data
+pointer:
+  ret ptr %entry
+}
+
+; a kernel with accumulated outputs in %n chunks, on the pool (%state, whose job lock the caller
+; holds, with %helpers workers) or, where %state is null, on this thread. %objects holds the
+; %width arrays of the call (see @data); %desc
+; holds 4 words per accumulated output: its index in %objects, its element count, the bytes
+; of one chunk's partials of it, and the function that combines them. Each chunk gets the data
+; pointers, an accumulated output's being that chunk's row of partials (one block of memory
+; holds the chunks' pointer tables, then each output's rows); the rows are then combined into
+; the output in chunk order. Returns 0, or 1 where the block could not be allocated (nothing
+; ran)
+define i64 @run_accumulating(ptr %state, ptr %fn, ptr %objects, i1 %objects_given, i64 %width,
+                             ptr %bounds, i64 %n, i64 %helpers, ptr %desc, i64 %ndesc) {
+entry:
+  %entries = mul i64 %n, %width
+  %tbytes = shl i64 %entries, 3
+  br label %size
+size:
+  %d = phi i64 [ 0, %entry ], [ %d1, %size_next ]
+  %total = phi i64 [ %tbytes, %entry ], [ %total1, %size_next ]
+  %sizing = icmp ult i64 %d, %ndesc
+  br i1 %sizing, label %size_next, label %alloc
+size_next:
+  %rbp = call ptr @field(ptr %desc, i64 %d, i64 2)
+  %rb = load i64, ptr %rbp
+  %all = mul i64 %rb, %n
+  %total1 = add i64 %total, %all
+  %d1 = add i64 %d, 1
+  br label %size
+alloc:
+  %block = call ptr @malloc(i64 %total)
+  %failed = icmp eq ptr %block, null
+  br i1 %failed, label %oom, label %fill
+fill:
+  %k = phi i64 [ 0, %alloc ], [ %k1, %fill_body ]
+  %filling = icmp ult i64 %k, %entries
+  br i1 %filling, label %fill_body, label %patch
+fill_body:
+  %a = urem i64 %k, %width
+  %data = call ptr @data(ptr %objects, i64 %a, i1 %objects_given)
+  %tp = getelementptr ptr, ptr %block, i64 %k
+  store ptr %data, ptr %tp
+  %k1 = add i64 %k, 1
+  br label %fill
+patch:
+  %rows0 = getelementptr i8, ptr %block, i64 %tbytes
+  br label %patch_output
+patch_output:
+  %pd = phi i64 [ 0, %patch ], [ %pd1, %patched ]
+  %rows = phi ptr [ %rows0, %patch ], [ %rows_next, %patched ]
+  %patching = icmp ult i64 %pd, %ndesc
+  br i1 %patching, label %patch_rows, label %run
+patch_rows:
+  %slotp = call ptr @field(ptr %desc, i64 %pd, i64 0)
+  %slot = load i64, ptr %slotp
+  %prbp = call ptr @field(ptr %desc, i64 %pd, i64 2)
+  %prb = load i64, ptr %prbp
+  br label %patch_chunk
+patch_chunk:
+  %c = phi i64 [ 0, %patch_rows ], [ %c1, %patch_chunk_body ]
+  %chunking = icmp ult i64 %c, %n
+  br i1 %chunking, label %patch_chunk_body, label %patched
+patch_chunk_body:
+  %off = mul i64 %c, %prb
+  %row = getelementptr i8, ptr %rows, i64 %off
+  %at0 = mul i64 %c, %width
+  %at = add i64 %at0, %slot
+  %sp = getelementptr ptr, ptr %block, i64 %at
+  store ptr %row, ptr %sp
+  %c1 = add i64 %c, 1
+  br label %patch_chunk
+patched:
+  %span = mul i64 %prb, %n
+  %rows_next = getelementptr i8, ptr %rows, i64 %span
+  %pd1 = add i64 %pd, 1
+  br label %patch_output
+run:
+  %alone = icmp eq ptr %state, null
+  br i1 %alone, label %run_here, label %run_pool
+run_here:
+  call void @run_serial(ptr %fn, ptr %block, i64 %width, ptr %bounds, i64 %n)
+  br label %combine
+run_pool:
+  call void @pool_run(ptr %state, ptr %fn, ptr %block, i64 %width, ptr %bounds, i64 %n,
+                      i64 %helpers)
+  br label %combine
+combine:
+  %cd = phi i64 [ 0, %run_here ], [ 0, %run_pool ], [ %cd1, %combine_next ]
+  %crows = phi ptr [ %rows0, %run_here ], [ %rows0, %run_pool ], [ %crows1, %combine_next ]
+  %combining = icmp ult i64 %cd, %ndesc
+  br i1 %combining, label %combine_next, label %done
+combine_next:
+  %cslotp = call ptr @field(ptr %desc, i64 %cd, i64 0)
+  %cslot = load i64, ptr %cslotp
+  %csizep = call ptr @field(ptr %desc, i64 %cd, i64 1)
+  %csize = load i64, ptr %csizep
+  %crbp = call ptr @field(ptr %desc, i64 %cd, i64 2)
+  %crb = load i64, ptr %crbp
+  %cfnp = call ptr @field(ptr %desc, i64 %cd, i64 3)
+  %cfn = load ptr, ptr %cfnp
+  %cout = call ptr @data(ptr %objects, i64 %cslot, i1 %objects_given)
+  call void %cfn(ptr %cout, ptr %crows, i64 %n, i64 %csize)
+  %cspan = mul i64 %crb, %n
+  %crows1 = getelementptr i8, ptr %crows, i64 %cspan
+  %cd1 = add i64 %cd, 1
+  br label %combine
+done:
+  call void @free(ptr %block)
+  ret i64 0
+oom:
+  ret i64 1
+}
 """
+
+
+# out[e] = rows[0][e] OP rows[1][e] OP ... in chunk order, for every element e (vectorized over
+# e: each element's own order stays the chunks')
+_COMBINE_IR = r"""
+define void @combine_$NAME(ptr noalias %out, ptr noalias %rows, i64 %n, i64 %size) {
+entry:
+  br label %first
+first:
+  %e = phi i64 [ 0, %entry ], [ %e1, %first_body ]
+  %copying = icmp ult i64 %e, %size
+  br i1 %copying, label %first_body, label %next
+first_body:
+  %src = getelementptr $T, ptr %rows, i64 %e
+  %v = load $T, ptr %src
+  %dst = getelementptr $T, ptr %out, i64 %e
+  store $T %v, ptr %dst
+  %e1 = add i64 %e, 1
+  br label %first
+next:
+  %c = phi i64 [ 1, %first ], [ %c1, %row_done ]
+  %more = icmp ult i64 %c, %n
+  br i1 %more, label %row, label %finish
+row:
+  %base = mul i64 %c, %size
+  br label %inner
+inner:
+  %f = phi i64 [ 0, %row ], [ %f1, %inner_body ]
+  %adding = icmp ult i64 %f, %size
+  br i1 %adding, label %inner_body, label %row_done
+inner_body:
+  %i = add i64 %base, %f
+  %p = getelementptr $T, ptr %rows, i64 %i
+  %x = load $T, ptr %p
+  %q = getelementptr $T, ptr %out, i64 %f
+  %acc = load $T, ptr %q
+  %r = $OP
+  store $T %r, ptr %q
+  %f1 = add i64 %f, 1
+  br label %inner
+row_done:
+  %c1 = add i64 %c, 1
+  br label %next
+finish:
+  ret void
+}
+"""
+# Float sums combine compensated, as the kernels sum (codegen.llvm's _two_sum and
+# _compensated_total): sixty plain additions of partial sums lose an ulp of a float32 total
+# where one compensated pass loses almost none. Row 0, once copied into the output, holds the
+# compensations.
+_COMPENSATED_IR = r"""
+define void @combine_$NAME(ptr noalias %out, ptr noalias %rows, i64 %n, i64 %size) {
+entry:
+  br label %first
+first:
+  %e = phi i64 [ 0, %entry ], [ %e1, %first_body ]
+  %copying = icmp ult i64 %e, %size
+  br i1 %copying, label %first_body, label %next
+first_body:
+  %src = getelementptr $T, ptr %rows, i64 %e
+  %v = load $T, ptr %src
+  %dst = getelementptr $T, ptr %out, i64 %e
+  store $T %v, ptr %dst
+  store $T 0.0, ptr %src
+  %e1 = add i64 %e, 1
+  br label %first
+next:
+  %c = phi i64 [ 1, %first ], [ %c1, %row_done ]
+  %more = icmp ult i64 %c, %n
+  br i1 %more, label %row, label %total
+row:
+  %base = mul i64 %c, %size
+  br label %inner
+inner:
+  %f = phi i64 [ 0, %row ], [ %f1, %inner_body ]
+  %adding = icmp ult i64 %f, %size
+  br i1 %adding, label %inner_body, label %row_done
+inner_body:
+  %i = add i64 %base, %f
+  %p = getelementptr $T, ptr %rows, i64 %i
+  %x = load $T, ptr %p
+  %q = getelementptr $T, ptr %out, i64 %f
+  %s = load $T, ptr %q
+  %cp = getelementptr $T, ptr %rows, i64 %f
+  %comp = load $T, ptr %cp
+  %t = fadd $T %s, %x
+  %as = call $T @llvm.fabs.$S($T %s)
+  %ax = call $T @llvm.fabs.$S($T %x)
+  %s_bigger = fcmp oge $T %as, %ax
+  %ds = fsub $T %s, %t
+  %es = fadd $T %ds, %x
+  %dx = fsub $T %x, %t
+  %ex = fadd $T %dx, %s
+  %err = select i1 %s_bigger, $T %es, $T %ex
+  %comp1 = fadd $T %comp, %err
+  store $T %t, ptr %q
+  store $T %comp1, ptr %cp
+  %f1 = add i64 %f, 1
+  br label %inner
+row_done:
+  %c1 = add i64 %c, 1
+  br label %next
+total:
+  %g = phi i64 [ 0, %next ], [ %g1, %total_body ]
+  %totalling = icmp ult i64 %g, %size
+  br i1 %totalling, label %total_body, label %finish
+total_body:
+  %tq = getelementptr $T, ptr %out, i64 %g
+  %sum = load $T, ptr %tq
+  %tcp = getelementptr $T, ptr %rows, i64 %g
+  %tc = load $T, ptr %tcp
+  %abs = call $T @llvm.fabs.$S($T %sum)
+  %finite = fcmp olt $T %abs, $INF
+  %with = fadd $T %sum, %tc
+  %final = select i1 %finite, $T %with, $T %sum  ; an inf or nan sum makes the compensation nan
+  store $T %final, ptr %tq
+  %g1 = add i64 %g, 1
+  br label %total
+finish:
+  ret void
+}
+"""
+# (reduce op, dtype) -> (its template, LLVM type, intrinsic suffix, the combining instruction of
+# %acc and %x); float max as the kernels' own (llvm.maximum: nan propagates)
+COMBINES = {
+    ("sum", "float32"): (_COMPENSATED_IR, "float", "f32", ""),
+    ("sum", "float64"): (_COMPENSATED_IR, "double", "f64", ""),
+    ("sum", "int64"): (_COMBINE_IR, "i64", "i64", "add i64 %acc, %x"),
+    ("max", "float32"): (_COMBINE_IR, "float", "f32",
+                         "call float @llvm.maximum.f32(float %acc, float %x)"),
+    ("max", "float64"): (_COMBINE_IR, "double", "f64",
+                         "call double @llvm.maximum.f64(double %acc, double %x)"),
+    ("max", "int64"): (_COMBINE_IR, "i64", "i64", "call i64 @llvm.smax.i64(i64 %acc, i64 %x)"),
+}
 
 
 @functools.cache
@@ -321,13 +592,19 @@ def available() -> bool:
 
 def _ir_text() -> str:
     futex, pause = _ARCH[platform.machine()]
-    return string.Template(_IR).substitute(
+    combines = "".join(string.Template(ir).substitute(NAME="_".join(key), T=t, S=suffix, OP=op,
+                                                      INF="0x7FF0000000000000")
+                       for key, (ir, t, suffix, op) in COMBINES.items())
+    declares = "".join(f"declare {t} @llvm.{f}.{s}({t}{', ' + t if f == 'maximum' else ''})\n"
+                       for f in ("maximum", "fabs") for t, s in (("float", "f32"),
+                                                                 ("double", "f64")))
+    return declares + combines + string.Template(_IR).substitute(
         EPOCH=_EPOCH, SLEEPERS=_SLEEPERS, CLAIM=_CLAIM, DONE=_DONE, JOB_FN=_JOB_FN,
         JOB_PTRS=_JOB_PTRS, JOB_BOUNDS=_JOB_BOUNDS, JOB_STRIDE=_JOB_STRIDE, SHUTDOWN=_SHUTDOWN,
         SPIN=_SPIN,
         IDLE_SINCE=_IDLE_SINCE,
         SYS_FUTEX=futex, FUTEX_WAIT=_FUTEX_WAIT_PRIVATE, FUTEX_WAKE=_FUTEX_WAKE_PRIVATE,
-        PAUSE=pause)
+        PAUSE=pause, DATA_OFFSET=ARRAY_DATA_OFFSET)
 
 
 _VOID_P, _I64 = ctypes.c_void_p, ctypes.c_int64
@@ -341,10 +618,27 @@ class _Code:
     run: ctypes._CFuncPtr
     stop: ctypes._CFuncPtr
     serial: ctypes._CFuncPtr
+    accumulating: ctypes._CFuncPtr
+    combines: dict[tuple[str, str], int]  # COMBINES' functions' addresses
 
 
-@functools.cache
+_compiled: _Code | None = None
+_compiling = threading.Lock()
+
+
 def _code() -> _Code:
+    """The pool's loops, compiled once by whichever thread first needs them. (A second copy,
+    compiled by a thread that lost a race, would be freed with its engine outside
+    ``jit._LOCK``, while another thread may use LLVM's global context: an LLVM assertion.)"""
+    global _compiled
+    if _compiled is None:
+        with _compiling:
+            if _compiled is None:
+                _compiled = _compile()
+    return _compiled
+
+
+def _compile() -> _Code:
     from codegen import jit  # jit imports this module: its target setup is looked up here
 
     jit.host()  # initializes the native target
@@ -359,7 +653,11 @@ def _code() -> _Code:
         stop = ctypes.CFUNCTYPE(None, _VOID_P)(address("pool_stop"))
         serial = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _I64, _VOID_P, _I64)(
             address("run_serial"))
-    return _Code(engine, worker, run, stop, serial)
+        accumulating = ctypes.CFUNCTYPE(_I64, _VOID_P, _VOID_P, _VOID_P, ctypes.c_bool, _I64,
+                                        _VOID_P, _I64, _I64, _VOID_P, _I64)(
+            address("run_accumulating"))
+        combines = {key: address("combine_" + "_".join(key)) for key in COMBINES}
+    return _Code(engine, worker, run, stop, serial, accumulating, combines)
 
 
 class Pool:
@@ -410,10 +708,10 @@ _exiting = False  # set at interpreter exit: no pool is started after that
 def _forget_after_fork() -> None:
     """In a forked child only the forking thread exists: the workers and any holder of the job
     lock are gone. The old state's memory is left as it is (no worker of this process uses it)."""
-    global _pool, _job_lock
+    global _pool, _job_lock, _compiling
     if _pool is not None:
         _KEPT.append(_pool)
-    _pool, _job_lock = None, threading.Lock()
+    _pool, _job_lock, _compiling = None, threading.Lock(), threading.Lock()
 
 
 def _close_at_exit() -> None:
@@ -469,22 +767,67 @@ def run_checked(fn: int, table: int, stride: int, bounds: ctypes.Array, threads:
     """``run_chunks`` for a caller that has made sure of its arguments (a table address, a
     ctypes array of i64 bounds, a positive thread count): a kernel's split, where the checks
     would cost a microsecond a call."""
-    global _pool
     n = len(bounds) - 1
     helpers = min(threads, n, _MAX_LIMIT + 1) - 1
-    if helpers == 0 or _exiting or not available() or not _job_lock.acquire(blocking=False):
+    held = _take(helpers)
+    if held is None:
         if available():
             _code().serial(fn, table, stride, bounds, n)
         else:
             _run_in_python(fn, table, stride, bounds)
         return
     try:
+        held.run(fn, table, stride, bounds, n, helpers)
+    finally:
+        _job_lock.release()
+
+
+def run_accumulating(fn: int, arrays: array.array, objects: bool, bounds: ctypes.Array,
+                     threads: int, accumulated: ctypes.Array) -> None:
+    """Run a kernel with accumulated outputs in the chunks of ``bounds`` on at most
+    ``threads`` threads (as ``run_checked``), each chunk into partials of its own, then
+    combine the partials into the outputs in chunk order: the same arithmetic on any number
+    of threads. ``fn`` is the kernel's data-pointer entry; ``arrays`` its arrays, inputs then
+    outputs: their data pointers, or with ``objects`` the ids of numpy arrays whose data
+    pointers are where ``jit.object_entry_ok`` found them; ``accumulated`` 4 i64 per
+    accumulated output: its index in ``arrays``, its element count, its bytes, and its
+    ``combine_address``. Only where ``available()``."""
+    n = len(bounds) - 1
+    helpers = min(threads, n, _MAX_LIMIT + 1) - 1
+    start, width = arrays.buffer_info()
+    held = _take(helpers)
+    try:
+        failed = _code().accumulating(held and held.state, fn, start, objects, width, bounds, n,
+                                      helpers, accumulated, len(accumulated) // 4)
+    finally:
+        if held is not None:
+            _job_lock.release()
+    if failed:
+        raise MemoryError(f"run_accumulating: no memory for the partials of {n} chunks")
+
+
+def combine_address(op: str, dtype: str) -> int:
+    """The native function combining ``op`` partials of ``dtype`` (``run_accumulating``)."""
+    if (op, dtype) not in COMBINES:
+        raise ValueError(f"no combine of {dtype} partials with {op!r}: {sorted(COMBINES)}")
+    return _code().combines[(op, dtype)]
+
+
+def _take(helpers: int) -> Pool | None:
+    """The pool, grown to ``helpers`` workers and its job lock held, for a job that may use
+    them; None where the caller runs the job alone (no helpers asked, the pool is busy with
+    another thread's job, the interpreter is exiting, or the machine runs no pool)."""
+    global _pool
+    if helpers == 0 or _exiting or not available() or not _job_lock.acquire(blocking=False):
+        return None
+    try:
         if _pool is None:
             _pool = Pool()
         _pool.grow(helpers)
-        _pool.run(fn, table, stride, bounds, n, helpers)
-    finally:
+    except BaseException:
         _job_lock.release()
+        raise
+    return _pool
 
 
 POINTER_TYPECODE = "Q" if ctypes.sizeof(_VOID_P) == 8 else "I"

@@ -44,15 +44,15 @@ def budget():
 
 @pytest.fixture
 def chunk_calls(monkeypatch):
-    """(chunks, threads) of every job handed to the pool (``pool.run_checked``)."""
+    """(chunks, threads) of every split of a kernel with accumulated outputs."""
     calls: list[tuple[int, int]] = []
-    real = pool.run_checked
+    real = pool.run_accumulating
 
-    def record(fn, table, stride, bounds, threads):
+    def record(fn, arrays, objects, bounds, threads, partials):
         calls.append((len(bounds) - 1, threads))
-        real(fn, table, stride, bounds, threads)
+        real(fn, arrays, objects, bounds, threads, partials)
 
-    monkeypatch.setattr(pool, "run_checked", record)
+    monkeypatch.setattr(pool, "run_accumulating", record)
     return calls
 
 
