@@ -52,17 +52,19 @@ MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
 # A kernel with accumulated outputs (column sums, whole-tensor sums) gives each chunk partials
 # of its own, combined in chunk order: its chunks are a function of the kernel, never of the
-# thread count, so 1 and N threads give the same bits. About one chunk per CHUNK_US of estimated
-# work (a few us measured: the estimate runs about 2x high on this project's VM): fine enough to
-# share among a few threads, coarse enough that a chunk's fixed cost (a kernel entry, its
-# partial's set-up and fold, well under 1 us for outputs of a few KiB) stays small. The count is
-# the largest of EVEN_CHUNKS that fits, so 2, 3, 4 or 6 threads get equal shares where the
-# kernel is large enough; and it stays low enough that the partials (their set-up, fold and
-# combine: PARTIAL_PASSES passes over each) cost at most PARTIAL_SHARE of the estimated work.
+# thread count, so 1 and N threads give the same bits (``split_bounds``). At most one chunk per
+# CHUNK_US of estimated work (the estimate runs 2 to 3x high for a column sum on this project's
+# VM), and the count is the largest of EVEN_CHUNKS that fits, so 2, 3, 4 or 6 threads get equal
+# shares where the kernel is large enough. Each chunk past the first costs its partials' set-up,
+# fold and combine: about 0.3 us for a 4 KiB partial (a 448 x 1024 float32 column sum of 31 us
+# took 4.4 us more in 14 chunks than in one), some PARTIAL_PASSES passes over it at
+# MEMORY_BYTES_PER_US in the estimate's units; the count keeps them all under PARTIAL_SHARE of
+# the work. A column sum of about 50 us gets 4 chunks, a 4096 x 4096 one 24, and one with a
+# 256 KiB partial 2.
 CHUNK_US = 10.0
 EVEN_CHUNKS = (2, 4, 6, 12, 24, 36, 48, 60)
-PARTIAL_PASSES = 4
-PARTIAL_SHARE = 0.05
+PARTIAL_PASSES = 8
+PARTIAL_SHARE = 0.03
 
 
 @functools.cache

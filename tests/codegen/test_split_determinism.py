@@ -32,7 +32,7 @@ def sums(rows: int) -> K.Kernel:
 
 @pytest.fixture(scope="module")
 def module():
-    return build([sums(300), sums(8)])
+    return build([sums(600), sums(8)])
 
 
 @pytest.fixture
@@ -57,8 +57,8 @@ def chunk_calls(monkeypatch):
 
 
 def test_accumulated_outputs_are_the_same_bits_on_any_thread_count(module, budget, chunk_calls):
-    k = sums(300)
-    x = random_array((300, 1024), F)
+    k = sums(600)
+    x = random_array((600, 1024), F)
     with _threads.intra_op(1):
         want = run(module, k, [x])
     results = {}
@@ -94,15 +94,24 @@ def column_sum(rows: int, cols: int) -> K.Kernel:
                     (K.Output("s", 0, F, accumulate="sum"),))
 
 
-@pytest.mark.parametrize("rows,cols,chunks", [
-    (448, 1024, 6),     # ~90 us estimated: 6 chunks of whole ROW_BLOCKs (2 or 3 of them)
-    (4096, 4096, 60),   # the most EVEN_CHUNKS has
-    (100, 2048, 2),     # too few rows for 4 chunks of a ROW_BLOCK each: any rows
-    (64, 65536, 2),     # a 256 KiB partial per chunk: as few chunks as split at all
-    (1, 1 << 20, 1),    # one row cannot split
+def total(rows: int, cols: int) -> K.Kernel:
+    """A whole-tensor sum: rows summed, their sums accumulated (a partial of one float)."""
+    return K.Kernel("total", (rows, cols), 1, (K.Input("x", F, (cols, 1)),),
+                    (K.Load(0), K.Reduce("sum", 0, F)), (K.Output("t", 1, F, accumulate="sum"),))
+
+
+@pytest.mark.parametrize("kernel,chunks", [
+    (column_sum(448, 1024), 4),    # ~50 us: 4 chunks of whole ROW_BLOCKs, 3 or 4 of them
+    (column_sum(4096, 4096), 24),  # its 16 KiB partials keep it below the 60 CHUNK_US allows
+    (column_sum(64, 65536), 2),    # a 256 KiB partial per chunk: as few chunks as split at all
+    (total(1000, 4096), 60),       # the most EVEN_CHUNKS has
+    (total(100, 4096), 6),         # too few rows for 6 chunks of a ROW_BLOCK each: any rows
+    (total(1, 1 << 20), 1),        # one row cannot split
+    (column_sum(96, 1024), 1),     # below PARALLEL_MIN_US
 ])
-def test_split_bounds_depend_on_the_kernel_alone(rows, cols, chunks):
-    bounds = jit.split_bounds(column_sum(rows, cols))
+def test_split_bounds_depend_on_the_kernel_alone(kernel, chunks):
+    rows = kernel.outer_size
+    bounds = jit.split_bounds(kernel)
     assert len(bounds) - 1 == chunks and bounds[0] == 0 and bounds[-1] == rows
     assert all(lo < hi for lo, hi in zip(bounds, bounds[1:]))
     if rows >= chunks * 32:
@@ -138,3 +147,37 @@ def test_a_job_uses_no_more_threads_than_it_asks_for_in_a_bigger_pool():
     names.clear()
     pool.run_chunks(address, table, list(range(5)), threads=1)
     assert set(names) == {caller}
+
+
+def sum_and_max(dtype: str, rows: int) -> K.Kernel:
+    return K.Kernel(f"sum_max_{dtype}", (rows, 64), 0, (K.Input("x", dtype, (64, 1)),),
+                    (K.Load(0),), (K.Output("s", 0, dtype, "sum"), K.Output("m", 0, dtype, "max")))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_every_combine_of_partials_gives_numpys_result(dtype):
+    k = sum_and_max(dtype, 4096)
+    assert len(jit.split_bounds(k)) - 1 >= 4
+    cm = build([k])
+    x = random_array((4096, 64), dtype)
+    got = run(cm, k, [x], threads=1)
+    for threads in (2, 3):
+        for a, b in zip(got, run(cm, k, [x], threads=threads)):
+            np.testing.assert_array_equal(b, a)
+    if dtype == "int64":
+        np.testing.assert_array_equal(got[0], x.sum(0))
+    else:
+        np.testing.assert_allclose(got[0], x.astype(np.float64).sum(0), rtol=1e-6, atol=1e-4)
+    np.testing.assert_array_equal(got[1], x.max(0))
+
+
+def test_infinities_and_nans_in_one_chunk_reach_the_combined_sums():
+    k = sum_and_max("float32", 2048)
+    x = random_array((2048, 64), F)
+    x[1500, 0] = np.inf             # one chunk's sum is inf: the compensation must not turn
+    x[10, 1], x[2000, 1] = np.inf, -np.inf  # it into nan, and inf - inf across chunks is nan
+    x[700, 2] = np.nan
+    sums, maxes = run(build([k]), k, [x], threads=2)
+    assert sums[0] == np.inf and np.isnan(sums[1]) and np.isnan(sums[2])
+    assert maxes[0] == np.inf and maxes[1] == np.inf and np.isnan(maxes[2])
+    assert np.isfinite(sums[3:]).all()
