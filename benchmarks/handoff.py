@@ -13,7 +13,7 @@ Medians over many short repeats, in one process:
 (d) column sums of 640 x 1024 float32 (about 50 us): on one thread in one call over the whole
     range (how ``CompiledModule.run`` ran it before the chunks of a kernel with accumulated
     outputs were fixed by the kernel), then in its ``split_bounds`` chunks with their partials
-    on 1 and 2 threads.
+    on 1 and 2 threads (the three taken in turn).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import ctypes
 import dataclasses
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -39,16 +39,25 @@ def median_us(fn: Callable[[], object], repeats: int, inner: int = 20,
               between: Callable[[], object] = lambda: None) -> float:
     """Median over ``repeats`` of the mean time of ``inner`` back-to-back calls, in us;
     ``between`` runs untimed before each repeat."""
-    for _ in range(inner):
-        fn()  # warm up: threads started, caches and branch predictors filled
-    times = []
-    for _ in range(repeats):
-        between()
-        t0 = time.perf_counter()
+    return medians_us([fn], repeats, inner, between)[0]
+
+
+def medians_us(fns: Sequence[Callable[[], object]], repeats: int, inner: int = 20,
+               between: Callable[[], object] = lambda: None) -> list[float]:
+    """``median_us`` of each of ``fns``, their repeats taken in turn: close figures compared
+    are not skewed by a load on the machine that changed between them."""
+    for fn in fns:
         for _ in range(inner):
-            fn()
-        times.append((time.perf_counter() - t0) / inner * 1e6)
-    return statistics.median(times)
+            fn()  # warm up: threads started, caches and branch predictors filled
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, mine in zip(fns, times):
+            between()
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            mine.append((time.perf_counter() - t0) / inner * 1e6)
+    return [statistics.median(mine) for mine in times]
 
 
 def _let_workers_sleep() -> None:
@@ -98,11 +107,10 @@ def measure(repeats: int) -> dict[str, float]:
     figures["kernel_2"] = median_us(lambda: cm.run(work, [xs], [ys], threads=2), repeats)
     xc, sums, whole = np.ones((640, 1024), np.float32), np.empty(1024, np.float32), \
         _in_one_call(cm, colsum)
-    figures["colsum_whole"] = median_us(lambda: whole.run(colsum, [xc], [sums], threads=1),
-                                        repeats)
-    for threads in (1, 2):
-        figures[f"colsum_{threads}"] = median_us(
-            lambda: cm.run(colsum, [xc], [sums], threads=threads), repeats)
+    figures["colsum_whole"], figures["colsum_1"], figures["colsum_2"] = medians_us(
+        [lambda: whole.run(colsum, [xc], [sums], threads=1),
+         lambda: cm.run(colsum, [xc], [sums], threads=1),
+         lambda: cm.run(colsum, [xc], [sums], threads=2)], repeats)
     figures["colsum_chunks"] = len(split_bounds(colsum)) - 1
     return figures
 

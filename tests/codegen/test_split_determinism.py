@@ -181,3 +181,25 @@ def test_infinities_and_nans_in_one_chunk_reach_the_combined_sums():
     assert sums[0] == np.inf and np.isnan(sums[1]) and np.isnan(sums[2])
     assert maxes[0] == np.inf and maxes[1] == np.inf and np.isnan(maxes[2])
     assert np.isfinite(sums[3:]).all()
+
+
+def test_workers_a_job_leaves_out_go_to_sleep_while_jobs_go_on():
+    """Jobs that exclude a worker do not keep it spinning: it sleeps SPIN_NS after the last job
+    it could join, so an idle part of a pool grown earlier does not take cores from others."""
+    table = (ctypes.c_void_p * 1)()
+    grow, grow_address = _recording_chunk([], 0.0)
+    pool.run_chunks(grow_address, table, list(range(6)), threads=5)
+    assert pool.workers() >= 4
+    sleepers = ctypes.c_int64.from_address(pool._pool.state + 8 * pool._SLEEPERS)
+    seen: list[int] = []
+    start = time.perf_counter()
+
+    def chunk(ptrs: int, lo: int, hi: int) -> None:
+        if time.perf_counter() - start > 200 * pool.SPIN_NS / 1e9:
+            seen.append(sleepers.value)
+
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)(chunk)
+    address = ctypes.cast(fn, ctypes.c_void_p).value
+    while len(seen) < 20:
+        pool.run_chunks(address, table, [0, 1, 2], threads=2)  # worker 0 may join
+    assert max(seen) >= pool.workers() - 1, seen
