@@ -141,7 +141,8 @@ out:
 ; joined a job and since the last job ended: a job the caller ran alone (the worker came too
 ; late) keeps the worker spinning for the next one. Jobs that exclude it (their limit is at or
 ; below its index) do not keep it awake: it sleeps SPIN ns after the last job it could join, and
-; only wakes for jobs whose limit includes its bit (bit min(index, 31) of a futex bitset). It
+; only wakes for jobs whose limit includes its bit (bit min(index, 31) of a futex bitset). Waking
+; (or finding the epoch moved as it went to sleep) is no job joined: its clock runs on. It
 ; yields the core every 64 pauses: on a busy machine it may share a core with the caller, whose
 ; next job it is waiting for
 define void @pool_worker(ptr %state, i64 %index) {
@@ -156,17 +157,18 @@ entry:
   %seen0 = load atomic i32, ptr %epoch acquire, align 4
   br label %awake
 awake:
-  %seen = phi i32 [ %seen0, %entry ], [ %e, %claim ], [ %seen_s, %slept ]
+  %seen = phi i32 [ %seen0, %entry ], [ %e, %claim ]
   %t0 = call i64 @now_ns()
   br label %spin
 spin:
-  %k = phi i64 [ 0, %awake ], [ %k1, %spin_more ], [ %k1, %spin_timed ], [ 0, %excluded ]
+  %k = phi i64 [ 0, %awake ], [ %k1, %spin_more ], [ %k1, %spin_timed ], [ 0, %excluded ],
+               [ 0, %slept ]
   %seen_s = phi i32 [ %seen, %awake ], [ %seen_s, %spin_more ], [ %seen_s, %spin_timed ],
-                    [ %e, %excluded ]
+                    [ %e, %excluded ], [ %seen_s, %slept ]
   %t0_s = phi i64 [ %t0, %awake ], [ %t0_s, %spin_more ], [ %t0_s, %spin_timed ],
-                  [ %t0_s, %excluded ]
+                  [ %t0_s, %excluded ], [ %t0_s, %slept ]
   %joined = phi i1 [ true, %awake ], [ %joined, %spin_more ], [ %joined, %spin_timed ],
-                   [ false, %excluded ]
+                   [ false, %excluded ], [ %joined, %slept ]
   %e = load atomic i32, ptr %epoch acquire, align 4
   %new = icmp ne i32 %e, %seen_s
   br i1 %new, label %work, label %spin_more
@@ -198,7 +200,7 @@ wait:
   br label %slept
 slept:
   atomicrmw sub ptr %sleepers, i64 1 seq_cst
-  br label %awake
+  br label %spin
 work:
   %stop = load atomic i64, ptr %shutdown acquire, align 8
   %stopping = icmp ne i64 %stop, 0
