@@ -8,9 +8,17 @@ atomic counter: whoever is awake takes the next chunk, so a worker that is aslee
 never holds a call up (the caller runs what nobody claimed), and which thread runs a chunk never
 changes what the chunk computes.
 
-Workers spin on an epoch counter for ``SPIN_NS`` after their last chunk, then sleep on it in the
-kernel (Linux futex): idle workers do not burn a core. Linux on x86-64 and aarch64 only
-(``available()``); elsewhere ``run_chunks`` runs every chunk on the calling thread.
+A job says how many threads may run it (``run_chunks(..., threads=)``): workers of a lower index
+than its limit join it, the others stay out (the limit is part of the claim word, so a worker
+never joins a job that excludes it), so a job of 16 chunks on 2 intra-op threads runs on the
+caller and worker 0 however many workers an earlier job started. ``run_accumulating`` runs a
+kernel with accumulated outputs: every chunk into partials of its own, combined natively in
+chunk order, so the result depends on the chunks (fixed by the kernel) and not on the threads.
+
+Workers spin on an epoch counter for ``SPIN_NS`` after the last job they joined, then sleep on
+it in the kernel (Linux futex, with a bitset: a job wakes only workers it admits): idle workers
+do not burn a core. Linux on x86-64 and aarch64 only (``available()``); elsewhere
+``run_chunks`` runs every chunk on the calling thread.
 """
 
 from __future__ import annotations
