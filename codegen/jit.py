@@ -182,8 +182,8 @@ def split_bounds(k: kir.Kernel) -> tuple[int, ...]:
     2 (where the outer range has 2 rows) and at most the outer size. Where every chunk can have
     a ROW_BLOCK of rows, the edges fall on ROW_BLOCK rows, so a chunk folds its compensated sums
     no more often than one call over the whole range would (each fold passes over the output:
-    unaligned edges cost 1.5 us more than aligned ones for 6 chunks of a 448 x 1024 float32
-    column sum, about 5% of it)."""
+    6 chunks of a 448 x 1024 float32 column sum of 34 us took 1.5 us more than one call with
+    unaligned edges, 0.6 us more with aligned ones)."""
     work, outer = estimated_us(k), k.outer_size
     if work < PARALLEL_MIN_US or outer < 2:
         return (0, outer)

@@ -89,6 +89,13 @@ def test_a_kernel_too_small_to_split_runs_in_one_call_whatever_the_threads(modul
     assert chunk_calls == []
 
 
+@pytest.mark.parametrize("threads", [0, -1, 2.0, True])
+def test_a_thread_count_that_is_no_positive_int_is_refused(module, threads):
+    x = random_array((8, 1024), F)
+    with pytest.raises(ValueError, match=f"threads must be a positive int, got {threads!r}"):
+        run(module, sums(8), [x], threads=threads)
+
+
 def column_sum(rows: int, cols: int) -> K.Kernel:
     return K.Kernel("colsum", (rows, cols), 0, (K.Input("x", F, (cols, 1)),), (K.Load(0),),
                     (K.Output("s", 0, F, accumulate="sum"),))
