@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import ctypes
 import subprocess
 import sys
@@ -128,6 +129,10 @@ def test_run_chunks_rejects_bad_arguments():
         pool.run_chunks(1234, table, [0, 1], threads=0)
     with pytest.raises(ValueError, match="2 chunks of 2 pointers each need a table of 4, got 2"):
         pool.run_chunks(1234, table, [0, 1, 2], stride=2)
+    with pytest.raises(TypeError, match="table must be a ctypes array of pointer-sized items"):
+        pool.run_chunks(1234, [table], [0, 1])
+    with pytest.raises(TypeError, match="got array"):
+        pool.run_chunks(1234, array.array("b", [0]), [0, 1])
 
 
 def test_default_split_follows_the_thread_budget(module, budget, monkeypatch):
