@@ -3,11 +3,14 @@
 Every module is loaded the same way, fresh or from the disk cache: optimized IR -> object code
 -> an MCJIT engine over an empty module plus that object file. ctypes calls release the GIL, so
 ``CompiledModule.run`` splits the outer range of a big kernel across the native worker pool
-(``codegen.pool``), in as many chunks as the intra-op thread budget (``runtime._threads``) allows.
+(``codegen.pool``), on as many threads as the intra-op thread budget (``runtime._threads``) allows.
+A kernel with accumulated outputs splits into a number of chunks fixed by the kernel alone
+(``split_bounds``), so its sums are the same bits on any thread count.
 """
 
 from __future__ import annotations
 
+import array
 import ctypes
 import functools
 import math
@@ -24,7 +27,7 @@ from llvmlite import ir
 
 from codegen import ir as kir
 from codegen import pool
-from codegen.llvm import ARRAY_DATA_OFFSET, EXPENSIVE, OBJECT_ENTRY
+from codegen.llvm import ARRAY_DATA_OFFSET, EXPENSIVE, OBJECT_ENTRY, ROW_BLOCK
 from runtime._threads import get_num_threads
 
 _LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
@@ -47,6 +50,21 @@ _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_i
 PARALLEL_MIN_US = 20.0
 MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
+# A kernel with accumulated outputs (column sums, whole-tensor sums) gives each chunk partials
+# of its own, combined in chunk order: its chunks are a function of the kernel, never of the
+# thread count, so 1 and N threads give the same bits (``split_bounds``). At most one chunk per
+# CHUNK_US of estimated work (the estimate runs 2 to 3x high for a column sum on this project's
+# VM), and the count is the largest of EVEN_CHUNKS that fits, so 2, 3, 4 or 6 threads get equal
+# shares where the kernel is large enough. Each chunk past the first costs its partials' set-up,
+# fold and combine: about 0.3 us for a 4 KiB partial (a 448 x 1024 float32 column sum of 31 us
+# took 4.4 us more in 14 chunks than in one), some PARTIAL_PASSES passes over it at
+# MEMORY_BYTES_PER_US in the estimate's units; the count keeps them all under PARTIAL_SHARE of
+# the work. A column sum of about 50 us gets 4 chunks, a 4096 x 4096 one 24, and one with a
+# 256 KiB partial 2.
+CHUNK_US = 10.0
+EVEN_CHUNKS = (2, 4, 6, 12, 24, 36, 48, 60)
+PARTIAL_PASSES = 8
+PARTIAL_SHARE = 0.03
 
 
 @functools.cache
@@ -158,13 +176,37 @@ def object_entry_ok() -> bool:
                for a in (base, base[2:], np.empty((3, 2), np.float32)))
 
 
+def split_bounds(k: kir.Kernel) -> tuple[int, ...]:
+    """The chunks of its outer range a kernel with accumulated outputs runs in, whatever the
+    thread count (see CHUNK_US), as their edges: one chunk below PARALLEL_MIN_US, else at least
+    2 (where the outer range has 2 rows) and at most the outer size. Where every chunk can have
+    a ROW_BLOCK of rows, the edges fall on ROW_BLOCK rows, so a chunk folds its compensated sums
+    no more often than one call over the whole range would (each fold passes over the output:
+    6 chunks of a 448 x 1024 float32 column sum of 34 us took 1.5 us more than one call with
+    unaligned edges, 0.6 us more with aligned ones)."""
+    work, outer = estimated_us(k), k.outer_size
+    if work < PARALLEL_MIN_US or outer < 2:
+        return (0, outer)
+    partial_bytes = sum(math.prod(kir.output_shape(k, o)) * np.dtype(o.dtype).itemsize
+                        for o in k.outputs if o.accumulate is not None)
+    partial_us = PARTIAL_PASSES * partial_bytes / MEMORY_BYTES_PER_US
+    fit = min(work / CHUNK_US, 1 + PARTIAL_SHARE * work / partial_us if partial_us else math.inf)
+    chunks = min(max([c for c in EVEN_CHUNKS if c <= fit], default=2), outer)
+    unit = ROW_BLOCK if outer >= chunks * ROW_BLOCK else 1
+    units = -(-outer // unit)
+    return tuple(min(outer, unit * (units * c // chunks)) for c in range(chunks + 1))
+
+
 def _data(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
-# how partials of an accumulated output combine (numpy's maximum propagates nan, as the
-# kernels' llvm.maximum does)
-_COMBINE = {"sum": np.add, "max": np.maximum}
+@functools.lru_cache(maxsize=256)
+def _bounds(size: int, chunks: int) -> ctypes.Array:
+    """The edges of ``chunks`` near-equal chunks of ``range(size)``, for a kernel without
+    accumulated outputs (split in as many chunks as threads); kept, since a few (size, count)
+    pairs recur, and shared by threads (``run_chunks`` never writes them)."""
+    return (ctypes.c_int64 * (chunks + 1))(*(size * c // chunks for c in range(chunks + 1)))
 
 
 # (shape, dtype) of each array a kernel takes, inputs then outputs
@@ -208,6 +250,9 @@ class _Launch:
     inputs: tuple[_ArraySpec, ...]
     outputs: tuple[_ArraySpec, ...]
     accumulate: tuple[tuple[int, str], ...]  # (output index, reduce op) of accumulated outputs
+    chunks: int  # of a kernel with accumulated outputs (``split_bounds``); else 1
+    bounds: ctypes.Array  # the edges of those chunks
+    partials: ctypes.Array  # ``pool.run_accumulating``'s words (where chunks > 1)
 
     @classmethod
     def of(cls, k: kir.Kernel, fns: tuple[ctypes._CFuncPtr, ctypes._CFuncPtr]) -> _Launch:
@@ -215,8 +260,16 @@ class _Launch:
         accumulate = tuple((j, out.accumulate) for j, out in enumerate(k.outputs)
                            if out.accumulate is not None)
         address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
+        # where no native pool runs, chunks would run one after another anyway
+        split = accumulate and pool.available()
+        bounds = split_bounds(k) if split else (0, k.outer_size)
+        words = [(len(inputs) + j, outputs[j].size, outputs[j].size * outputs[j].dtype.itemsize,
+                  pool.combine_address(op, outputs[j].dtype.name))
+                 for j, op in (accumulate if len(bounds) > 2 else ())]
         return cls(*fns, address, objects_address, k.outer_size,
-                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate)
+                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate,
+                   len(bounds) - 1, (ctypes.c_int64 * len(bounds))(*bounds),
+                   (ctypes.c_int64 * (4 * len(words)))(*(w for ws in words for w in ws)))
 
 
 def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpec, ...]]:
@@ -289,53 +342,47 @@ class CompiledModule:
 
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
-        """Run ``kernel`` over its whole domain; ``threads`` chunks of the outer range (default:
-        ``runtime.get_num_threads()`` for kernels estimated at PARALLEL_MIN_US or more, else the
-        calling thread), run on the native pool (``codegen.pool.run_chunks``). Outputs must not
-        overlap inputs (the kernel body declares its pointers ``noalias``), except that an
-        output with ``into`` may be given its input's array: the kernel stores through the
-        input and never touches that output's own array."""
+        """Run ``kernel`` over its whole domain on at most ``threads`` threads (default:
+        ``runtime.get_num_threads()`` for kernels estimated at PARALLEL_MIN_US or more, else
+        the calling thread), in chunks of the outer range run on the native pool
+        (``codegen.pool.run_chunks``). A kernel with accumulated outputs runs in its own
+        ``split_bounds`` chunks on min(threads, chunks) threads, so its results do not depend
+        on ``threads``; any other kernel runs in ``threads`` chunks, which does not change its
+        results either (each element is computed by one chunk, the same way in any). Where no
+        native pool runs (``pool.available()``), an accumulating kernel runs in one call. Outputs
+        must not overlap inputs (the kernel body declares its pointers ``noalias``), except
+        that an output with ``into`` may be given its input's array: the kernel stores through
+        the input and never touches that output's own array."""
         name = kernel if isinstance(kernel, str) else kernel.name
         launch = self._launch[name]
         if len(arrays_in) != len(launch.inputs) or len(arrays_out) != len(launch.outputs):
             raise ValueError(f"kernel {name!r} takes {len(launch.inputs)} inputs and "
                              f"{len(launch.outputs)} outputs, got {len(arrays_in)} and "
                              f"{len(arrays_out)}")
-        for spec, a in zip(launch.inputs + launch.outputs, (*arrays_in, *arrays_out)):
+        arrays = (*arrays_in, *arrays_out)
+        for spec, a in zip(launch.inputs + launch.outputs, arrays):
             spec.check(name, a)
+        if threads is None:
+            threads = get_num_threads() if launch.split else 1
+        elif type(threads) is not int or threads < 1:
+            raise ValueError(f"kernel {name!r}: threads must be a positive int, got {threads!r}")
+        if launch.chunks > 1:
+            objects = object_entry_ok()
+            pool.run_accumulating(launch.address, array.array(
+                pool.POINTER_TYPECODE, map(id if objects else _data, arrays)), objects,
+                launch.bounds, threads, launch.partials)
+            return
         # the object entry reads each array's data pointer itself: ``id(a)`` costs far less
         # than ``a.ctypes.data`` (0.1 against 2 us an array)
         fn, address, table, pointer = ((launch.fn_objects, launch.objects_address,
                                         ctypes.c_size_t, id) if object_entry_ok() else
                                        (launch.fn, launch.address, ctypes.c_void_p, _data))
-        ptrs = (table * (len(arrays_in) + len(arrays_out)))(
-            *map(pointer, (*arrays_in, *arrays_out)))
-        outer = launch.outer
-        if threads is None:
-            threads = get_num_threads() if launch.split else 1
-        threads = max(1, min(threads, outer))
-        if threads == 1:
-            fn(ptrs, 0, outer)
-            return
-        bounds = [outer * t // threads for t in range(threads + 1)]
-        chunk_ptrs = [ptrs]
-        partials: list[list[np.ndarray]] = []
-        for _ in range(1, threads):
-            # each further chunk accumulates into partials of its own, combined below in chunk
-            # order: the same split gives the same sums
-            if launch.accumulate:
-                mine = [np.empty_like(arrays_out[j]) for j, _ in launch.accumulate]
-                partials.append(mine)
-                chunk = list(ptrs)
-                for (j, _), a in zip(launch.accumulate, mine):
-                    chunk[len(arrays_in) + j] = pointer(a)
-                chunk_ptrs.append((table * len(chunk))(*chunk))
-            else:
-                chunk_ptrs.append(ptrs)
-        pool.run_chunks(address, chunk_ptrs, bounds)
-        for mine in partials:
-            for (j, op), a in zip(launch.accumulate, mine):
-                _COMBINE[op](arrays_out[j], a, out=arrays_out[j])
+        ptrs = (table * len(arrays))(*map(pointer, arrays))
+        chunks = 1 if launch.accumulate else min(threads, launch.outer)
+        if chunks <= 1:
+            fn(ptrs, 0, launch.outer)
+        else:
+            pool.run_chunks(address, ptrs, _bounds(launch.outer, chunks))
 
     def check_signature(self, kernel: str | kir.Kernel, signature: Signature) -> Signature:
         """``check_signature`` for this module's kernel of that name."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 import ctypes
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def test_a_worker_takes_chunks_also_after_sleeping():
     table = (ctypes.c_void_p * 1)()
     for _ in range(2):  # the second time every worker has slept on the futex for a while
         record.clear()
-        pool.run_chunks(address, [table, table], [0, 5, 9])
+        pool.run_chunks(address, table, [0, 5, 9])
         assert sorted(r[:2] for r in record) == [(0, 5), (5, 9)]
         assert len({r[2] for r in record}) == 2  # the caller and a worker
         time.sleep(20 * pool.SPIN_NS / 1e9)
@@ -114,24 +115,32 @@ def test_a_caller_that_finds_the_pool_busy_runs_every_chunk_itself():
     fn, address = _recording_chunk(record, 0.0)
     table = (ctypes.c_void_p * 1)()
     with pool._job_lock:  # another thread's job
-        pool.run_chunks(address, [table] * 3, [0, 1, 2, 3])
+        pool.run_chunks(address, table, [0, 1, 2, 3])
     assert record == [(i, i + 1, threading.get_ident()) for i in range(3)]
 
 
 def test_run_chunks_rejects_bad_arguments():
-    table = (ctypes.c_void_p * 1)()
-    with pytest.raises(ValueError, match="2 chunks need 3 bounds, got 2"):
-        pool.run_chunks(1234, [table, table], [0, 1])
+    table = (ctypes.c_void_p * 2)()
+    with pytest.raises(ValueError, match="1 to 16777215 chunks, got 1 bounds"):
+        pool.run_chunks(1234, table, [0])
     with pytest.raises(ValueError, match="null function address"):
-        pool.run_chunks(0, [table], [0, 1])
+        pool.run_chunks(0, table, [0, 1])
+    with pytest.raises(ValueError, match="threads must be a positive int, got 0"):
+        pool.run_chunks(1234, table, [0, 1], threads=0)
+    with pytest.raises(ValueError, match="2 chunks of 2 pointers each need a table of 4, got 2"):
+        pool.run_chunks(1234, table, [0, 1, 2], stride=2)
+    with pytest.raises(TypeError, match="table must be a ctypes array of pointer-sized items"):
+        pool.run_chunks(1234, [table], [0, 1])
+    with pytest.raises(TypeError, match="got array"):
+        pool.run_chunks(1234, array.array("b", [0]), [0, 1])
 
 
 def test_default_split_follows_the_thread_budget(module, budget, monkeypatch):
     chunks: list[int] = []
     real = pool.run_chunks
     monkeypatch.setattr(pool, "run_chunks",
-                        lambda fn, tables, bounds: (chunks.append(len(tables)),
-                                                    real(fn, tables, bounds)))
+                        lambda fn, table, bounds: (chunks.append(len(bounds) - 1),
+                                                   real(fn, table, bounds)))
     x = random_array((64, 1024), F)
     want = np.exp(np.sin(x))
     for n in (3, 1, 2):
