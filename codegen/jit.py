@@ -118,6 +118,14 @@ def optimize(module: ir.Module | str) -> llvm.ModuleRef:
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
+        # interleave only the loops whose metadata asks for it (the renderer's innermost
+        # loops, ``codegen.llvm.INTERLEAVE``). Interleaving a loop of LLVM's own choosing
+        # could take hours: once short inner loops are fully unrolled the row loop is
+        # innermost, and over inputs broadcast along the rows its body is a deep DAG of
+        # values uniform across rows (compensated sums read each value 2 to 3 times);
+        # unrolling by an interleave count asks vputils::isUniformAcrossVFsAndUFs of each
+        # recipe, which walks every path of that DAG. See tests/codegen/test_compile_time.py
+        pto.loop_interleaving = False
         pb = llvm.create_pass_builder(tm, pto)
         pb.getModulePassManager().run(mod, pb)
         mod.verify()
