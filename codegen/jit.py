@@ -392,6 +392,10 @@ class CompiledModule:
         else:
             pool.run_chunks(address, ptrs, _bounds(launch.outer, chunks))
 
+    def splits(self, kernel: str | kir.Kernel) -> bool:
+        """Whether ``run`` splits ``kernel`` across the intra-op threads by default."""
+        return self._launch[kernel if isinstance(kernel, str) else kernel.name].split
+
     def check_signature(self, kernel: str | kir.Kernel, signature: Signature) -> Signature:
         """``check_signature`` for this module's kernel of that name."""
         return check_signature(self.kernels[kernel if isinstance(kernel, str) else kernel.name],

@@ -508,16 +508,20 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PrimitiveStep, x: in
     return x
 
 
-ROW = 4096  # elements per row when an elementwise domain is cut into rows for threads
+# elements per row when a flat elementwise run (or a whole-vector reduction) is cut into rows
+# for threads: small enough that a 4096-element chain (the chain workload, ~100 us of
+# transcendentals) has rows to split now that a hand-off costs 3-6 us (codegen.pool), long
+# enough for the vector loops to run at speed
+ROW = 1024
 
 
-def _rows_of(domain: tuple[int, ...], inputs: list[kir.Input]
+def _rows_of(domain: tuple[int, ...], inputs: list[kir.Input], row: int = ROW
              ) -> tuple[tuple[int, ...], list[kir.Input]]:
     """An elementwise domain whose inputs are all contiguous over it, or all broadcast, is one
-    flat run of elements: cut it into rows, so the outer axis can be split across threads."""
+    flat run of elements: cut it into rows of ``row``, so the outer axis can be split across
+    threads."""
     n = math.prod(domain)
     contiguous = _strides(domain, domain)
-    row = ROW
     if n < 2 * row or n % row or not all(
             i.strides == contiguous or not any(i.strides) for i in inputs):
         return domain, inputs

@@ -41,6 +41,7 @@ from runtime.ops.registry import REGISTRY
 from .steps import (
     CommitStep,
     ConstStep,
+    ExternStep,
     InputStep,
     KernelStep,
     PrimitiveStep,
@@ -114,8 +115,11 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
     known = _Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
     starts = []  # (first source line, step): which step an exception came from
+    rest = _rest_before_blas(plan)
     for i, s in enumerate(plan.steps):
         starts.append((len(src.lines) + 2, i))  # line 1 is the def
+        if rest is not None and isinstance(s, ExternStep):
+            src.line(f"{src.name('rest', rest)}()")
         _emit_step(src, plan, s, known, schedule.inplace.get(i) if fast else None, dropped)
         for v in schedule.frees[i]:
             src.line(f"del {src.buf(v)}")
@@ -129,6 +133,21 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
                         f"<plan program {'checked' if checked else 'fast'}>")
     program.step_starts = starts
     return program
+
+
+def _rest_before_blas(plan: Plan) -> Callable[[], None] | None:
+    """``codegen.pool.rest`` where the plan splits kernels across threads and calls BLAS: the
+    pool's workers, spinning after a split kernel, would take cores the BLAS threads need."""
+    kernels = [s.kernel for s in plan.steps if isinstance(s, KernelStep)]
+    if plan.device != "cpu" or not kernels or not any(isinstance(s, ExternStep)
+                                                      for s in plan.steps):
+        return None
+    module = plan.executable.module()
+    if not any(module.splits(k) for k in kernels):
+        return None
+    from codegen.pool import rest
+
+    return rest
 
 
 def failing_step(exc: BaseException, programs: list[Program]) -> int | None:
