@@ -18,9 +18,9 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from codegen import ir as kir
+from codegen.builder import KernelBuilder
 from runtime.ops.registry import REGISTRY
 
 from .graph import template_nodes
@@ -33,48 +33,6 @@ from .steps import CommitStep, KernelStep, PrimitiveStep, SourceStep, Step, prim
 MIN_ELEMENTS = 1 << 15
 MIN_STEPS_WHEN_SMALL = 2
 _IR_DTYPES = frozenset(kir.DTYPES)
-
-
-class KernelBuilder:
-    """Collects kernel-IR exprs for one segment; registry lowerings call its methods."""
-
-    def __init__(self) -> None:
-        self.exprs: list[kir.Expr] = []
-        self._consts: dict[tuple[Any, str], int] = {}
-
-    def _add(self, expr: kir.Expr) -> int:
-        self.exprs.append(expr)
-        return len(self.exprs) - 1
-
-    def load(self, input_index: int) -> int:
-        return self._add(kir.Load(input_index))
-
-    def const(self, value: Any, dtype: str) -> int:
-        if dtype == "bool":
-            value = bool(value)
-        elif dtype == "int64":
-            value = int(value)
-        else:
-            value = float(value)
-        key = (repr(value), dtype)  # repr tells -0.0 from 0.0, which compare (and hash) equal
-        if key not in self._consts:
-            self._consts[key] = self._add(kir.Const(value, dtype))
-        return self._consts[key]
-
-    def unary(self, op: str, x: int, dtype: str) -> int:
-        return self._add(kir.Unary(op, x, dtype))
-
-    def binary(self, op: str, a: int, b: int, dtype: str) -> int:
-        return self._add(kir.Binary(op, a, b, dtype))
-
-    def where(self, cond: int, a: int, b: int, dtype: str) -> int:
-        return self._add(kir.Where(cond, a, b, dtype))
-
-    def cast(self, x: int, dtype: str) -> int:
-        return self._add(kir.Cast(x, dtype))
-
-    def reduce(self, op: str, x: int, dtype: str) -> int:
-        return self._add(kir.Reduce(op, x, dtype))
 
 
 @dataclass

@@ -8,7 +8,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,12 @@ from .registry import (
     probe_ok,
     register,
 )
+
+if TYPE_CHECKING:
+    from codegen.builder import KernelBuilder
+
+# a lowering's argument: ("expr", expr index, dtype) or ("scalar", value, None)
+LowerArg = tuple[str, Any, Any]
 
 # --- shape/dtype rules ---------------------------------------------------------------------
 
@@ -77,44 +83,49 @@ def _reduce_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdim: bool) 
 # --- registration helpers ----------------------------------------------------------------
 
 
-# --- kernel-IR lowerings (for fused segments; kb is the planner's kernel builder) ----------
+# --- kernel-IR lowerings (for fused segments; kb is codegen.builder.KernelBuilder) --------
 
 
-def _tensor_dtype(args: list[tuple[str, Any, Any]]) -> str:
+def _tensor_dtype(args: list[LowerArg]) -> str:
     return next(d for kind, _, d in args if kind == "expr")
 
 
-def _operand(kb: Any, arg: tuple[str, Any, Any], dtype: str) -> int:
+def _operand(kb: KernelBuilder, arg: LowerArg, dtype: str) -> int:
     """An expr for an argument: scalars become constants of the tensors' dtype (weak)."""
     kind, value, _ = arg
     return value if kind == "expr" else kb.const(value, dtype)
 
 
 def _lower_unary(op: str) -> Any:
-    def lower(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    def lower(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
         return kb.unary(op, _operand(kb, args[0], dtype), dtype)
 
     return lower
 
 
 def _lower_binary(op: str) -> Any:
-    def lower(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+    def lower(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
         t = _tensor_dtype(args)
         return kb.binary(op, _operand(kb, args[0], t), _operand(kb, args[1], t), dtype)
 
     return lower
 
 
-def _lower_where(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+def _lower_where(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
     return kb.where(_operand(kb, args[0], "bool"), _operand(kb, args[1], dtype),
                     _operand(kb, args[2], dtype), dtype)
 
 
-def _lower_cast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+def _lower_cast(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
     return kb.cast(_operand(kb, args[0], dtype), dtype)
 
 
-def _lower_pow(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+def _lower_pow(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
     """x ** n for a small integer scalar n as multiplications (and one division for n < 0):
     what ML code raises to (squares, cubes), cheaper than pow and within an ulp of it."""
     base, exponent = args
@@ -130,12 +141,14 @@ def _lower_pow(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> i
     return kb.binary("div", one, acc, dtype) if n < 0 else acc
 
 
-def _lower_broadcast(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+def _lower_broadcast(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
     """expand inside a kernel: every value is already read broadcast over the domain."""
     return _operand(kb, args[0], dtype)
 
 
-def _lower_tanh_backward(kb: Any, args: list[Any], attrs: dict[str, Any], dtype: str) -> int:
+def _lower_tanh_backward(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+        dtype: str) -> int:
     g, y = _operand(kb, args[0], dtype), _operand(kb, args[1], dtype)
     one_minus = kb.binary("sub", kb.const(1.0, dtype), kb.binary("mul", y, y, dtype), dtype)
     return kb.binary("mul", g, one_minus, dtype)

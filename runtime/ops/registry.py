@@ -115,7 +115,7 @@ class Primitive:
     view: bool = False
     view_if: Callable[[Attrs], bool] | None = None  # None: for every attrs
     # kernel-IR lowering of an elementwise primitive: lower(kb, args, attrs, dtype) -> expr,
-    # args as ("expr", index, dtype) | ("scalar", value, None); kb builds the fused kernel
+    # args as ("expr", index, dtype) | ("scalar", value, None); kb: codegen.builder.KernelBuilder
     lower: Callable[..., int] | None = None
     attrs: tuple[str, ...] = field(default=())  # names of keyword attributes
     # a check of its arguments' values: its impl raises the user-facing error (which the

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codegen import ir as K
-from planner.fusion import KernelBuilder
+from codegen.builder import KernelBuilder
 from runtime.ops.registry import REGISTRY
 
 LOWERED = sorted(name for name, prim in REGISTRY.items() if prim.lower is not None)
