@@ -38,7 +38,8 @@ PROGRAM_STEP_S = 0.3e-6
 # parallel only where it is estimated to take at most this fraction of the program's time: the
 # cost model is rough (planner.cost), so a small estimated gain is no gain
 MIN_GAIN = 0.8
-# kernels the runtime splits across intra-op threads (codegen.jit.PARALLEL_MIN_US)
+# kernels the runtime splits across intra-op threads: codegen.jit.PARALLEL_MIN_US (a copy, so
+# that choosing an executor imports no LLVM; a test holds them equal)
 SPLIT_MIN_S = 20e-6
 
 

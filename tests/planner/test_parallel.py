@@ -221,3 +221,11 @@ def test_a_bad_executor_is_refused() -> None:
     with pytest.raises(ValueError, match="executor must be one of 'auto', 'program', "
                                          "'parallel', got 'threads'"):
         planner.compile(two_chains, executor="threads")
+
+
+def test_the_cost_model_splits_kernels_where_the_runtime_does() -> None:
+    from codegen.jit import PARALLEL_MIN_US
+    from planner import parallel
+
+    # planner.parallel keeps its own copy so that choosing an executor imports no LLVM
+    assert parallel.SPLIT_MIN_S * 1e6 == pytest.approx(PARALLEL_MIN_US, rel=1e-12)
