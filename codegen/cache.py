@@ -38,9 +38,9 @@ from pathlib import Path
 import llvmlite
 
 from codegen import ir as kir
-from codegen.jit import (CompiledModule, ObjectCode, compile_count, host, load,
-                         optimize_and_emit)
+from codegen.jit import CompiledModule, ObjectCode, compile_count, load, optimize_and_emit
 from codegen.llvm import render
+from codegen.target import host
 
 ENTRY_DIR = "backplan-modules-v2"
 ENTRY_SUFFIX = ".module"
@@ -76,7 +76,7 @@ def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
 def generator_hash() -> str:
     """sha256 of the modules that turn kernel IR into machine code."""
     h = hashlib.sha256()
-    for name in ("ir.py", "llvm.py", "llvm_math.py", "jit.py"):
+    for name in ("ir.py", "llvm.py", "llvm_math.py", "target.py", "jit.py"):
         h.update((Path(__file__).parent / name).read_bytes())
     return h.hexdigest()
 

@@ -1,4 +1,4 @@
-"""LLVM target setup, optimization (new pass manager) and MCJIT loading of rendered kernels.
+"""Optimization (through codegen.target) and MCJIT loading of rendered kernels, and their launch.
 
 Every module is loaded the same way, fresh or from the disk cache: optimized IR -> object code
 -> an MCJIT engine over an empty module plus that object file. ctypes calls release the GIL, so
@@ -16,7 +16,6 @@ import functools
 import math
 import re
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +26,10 @@ from llvmlite import ir
 
 from codegen import ir as kir
 from codegen import pool
+from codegen.target import LOCK, new_target_machine, optimize, target_machine
 from codegen.llvm import ARRAY_DATA_OFFSET, EXPENSIVE, OBJECT_ENTRY, ROW_BLOCK
 from runtime._threads import get_num_threads
 
-_LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
 _compiles = 0
 _KERNEL_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64,
                               ctypes.c_int64)
@@ -67,33 +66,6 @@ PARTIAL_PASSES = 8
 PARTIAL_SHARE = 0.03
 
 
-@functools.cache
-def _initialize() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    llvm.initialize_native_asmparser()  # codegen.pool's pause instruction is inline asm
-
-
-def host() -> tuple[str, str]:
-    """(CPU name, feature string) the code is compiled for; part of every cache key."""
-    _initialize()
-    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
-
-
-def new_target_machine() -> llvm.TargetMachine:
-    """A target machine for the host CPU (an MCJIT engine takes ownership of the one it gets)."""
-    cpu, features = host()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=cpu, features=features, opt=3,
-                                        codemodel="jitdefault")
-
-
-@functools.cache
-def _target_machine() -> llvm.TargetMachine:
-    """The machine used to optimize and emit; engines get their own (they take ownership)."""
-    return new_target_machine()
-
-
 def compile_count() -> int:
     """How many modules went through LLVM optimization and code generation."""
     return _compiles
@@ -106,38 +78,12 @@ class ObjectCode:
     optimized_ir: str
 
 
-def optimize(module: ir.Module | str) -> llvm.ModuleRef:
-    """Verify (a module or its IR text), optimize at O3 for the host with loop and SLP
-    vectorization, verify again."""
-    tm = _target_machine()
-    with _LOCK:
-        mod = llvm.parse_assembly(str(module))
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        # interleave only the loops whose metadata asks for it (the renderer's innermost
-        # loops, ``codegen.llvm.INTERLEAVE``). Interleaving a loop of LLVM's own choosing
-        # could take hours: once short inner loops are fully unrolled the row loop is
-        # innermost, and over inputs broadcast along the rows its body is a deep DAG of
-        # values uniform across rows (compensated sums read each value 2 to 3 times);
-        # unrolling by an interleave count asks vputils::isUniformAcrossVFsAndUFs of each
-        # recipe, which walks every path of that DAG. See tests/codegen/test_compile_time.py
-        pto.loop_interleaving = False
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-        mod.verify()
-    return mod
-
-
 def optimize_and_emit(module: ir.Module) -> ObjectCode:
     """Optimize (``optimize``) and emit object code."""
     global _compiles
     mod = optimize(module)
-    with _LOCK:
-        code = ObjectCode(_target_machine().emit_object(mod), str(mod))
+    with LOCK:
+        code = ObjectCode(target_machine().emit_object(mod), str(mod))
         _compiles += 1
     return code
 
@@ -149,7 +95,7 @@ def compile_module(module: ir.Module, kernels: list[kir.Kernel]) -> CompiledModu
 
 def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
     """Load object code into a fresh MCJIT engine and resolve each kernel's entry point."""
-    with _LOCK:
+    with LOCK:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
         engine.finalize_object()
@@ -441,8 +387,8 @@ class CompiledModule:
         """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""
         if kernel_name not in self.kernels:
             raise KeyError(f"no kernel {kernel_name!r} in this module: {sorted(self.kernels)}")
-        with _LOCK:
-            text = _target_machine().emit_assembly(llvm.parse_assembly(self.code.optimized_ir))
+        with LOCK:
+            text = target_machine().emit_assembly(llvm.parse_assembly(self.code.optimized_ir))
         match = re.search(rf"^{re.escape(kernel_name)}:.*?^\.Lfunc_end\d+:", text,
                           re.MULTILINE | re.DOTALL)
         if match is None:

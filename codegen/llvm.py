@@ -76,7 +76,7 @@ ITEM_BYTES = {"float32": 4, "float64": 8, "int64": 8, "bool": 1}
 # independent vector chains the vectorizer interleaves in a kernel's innermost loops: a long
 # expression chain (sin, tanh, ... of sin) is latency-bound with one in flight (measured on
 # the chain workload: 143 us with 1, 50 us with 4). The only loops LLVM interleaves are those
-# asking for it (``codegen.jit.optimize``)
+# asking for it (``codegen.target.optimize``)
 INTERLEAVE = 4
 
 

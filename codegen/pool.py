@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 
+from codegen import target
 from codegen.llvm import ARRAY_DATA_OFFSET
 
 # A worker spins this long after its last chunk before it sleeps: kernels of a plan run back to
@@ -639,7 +640,7 @@ _compiling = threading.Lock()
 def _code() -> _Code:
     """The pool's loops, compiled once by whichever thread first needs them. (A second copy,
     compiled by a thread that lost a race, would be freed with its engine outside
-    ``jit._LOCK``, while another thread may use LLVM's global context: an LLVM assertion.)"""
+    ``target.LOCK``, while another thread may use LLVM's global context: an LLVM assertion.)"""
     global _compiled
     if _compiled is None:
         with _compiling:
@@ -649,12 +650,10 @@ def _code() -> _Code:
 
 
 def _compile() -> _Code:
-    from codegen import jit  # jit imports this module: its target setup is looked up here
-
-    jit.host()  # initializes the native target
-    mod = jit.optimize(_ir_text())
-    with jit._LOCK:
-        engine = llvm.create_mcjit_compiler(mod, jit.new_target_machine())
+    target.host()  # initializes the native target
+    mod = target.optimize(_ir_text())
+    with target.LOCK:
+        engine = llvm.create_mcjit_compiler(mod, target.new_target_machine())
         engine.finalize_object()
         address = engine.get_function_address
         worker = ctypes.CFUNCTYPE(None, _VOID_P, _I64)(address("pool_worker"))

@@ -1,0 +1,68 @@
+"""The LLVM toolchain every compiled module goes through: the native target, the host's
+target machine, one lock around LLVM's global context, and the optimization pipeline. Below
+both ``codegen.jit`` (kernel modules) and ``codegen.pool`` (the pool's worker loops), which use
+it alike.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
+
+
+@functools.cache
+def _initialize() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    llvm.initialize_native_asmparser()  # codegen.pool's pause instruction is inline asm
+
+
+def host() -> tuple[str, str]:
+    """(CPU name, feature string) the code is compiled for; part of every cache key."""
+    _initialize()
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+
+
+def new_target_machine() -> llvm.TargetMachine:
+    """A target machine for the host CPU (an MCJIT engine takes ownership of the one it gets)."""
+    cpu, features = host()
+    target = llvm.Target.from_default_triple()
+    return target.create_target_machine(cpu=cpu, features=features, opt=3,
+                                        codemodel="jitdefault")
+
+
+@functools.cache
+def target_machine() -> llvm.TargetMachine:
+    """The machine used to optimize and emit; engines get their own (they take ownership)."""
+    return new_target_machine()
+
+
+def optimize(module: ir.Module | str) -> llvm.ModuleRef:
+    """Verify (a module or its IR text), optimize at O3 for the host with loop and SLP
+    vectorization, verify again."""
+    tm = target_machine()
+    with LOCK:
+        mod = llvm.parse_assembly(str(module))
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        # interleave only the loops whose metadata asks for it (the renderer's innermost
+        # loops, ``codegen.llvm.INTERLEAVE``). Interleaving a loop of LLVM's own choosing
+        # could take hours: once short inner loops are fully unrolled the row loop is
+        # innermost, and over inputs broadcast along the rows its body is a deep DAG of
+        # values uniform across rows (compensated sums read each value 2 to 3 times);
+        # unrolling by an interleave count asks vputils::isUniformAcrossVFsAndUFs of each
+        # recipe, which walks every path of that DAG. See tests/codegen/test_compile_time.py
+        pto.loop_interleaving = False
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
+        mod.verify()
+    return mod
