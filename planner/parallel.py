@@ -22,6 +22,7 @@ from runtime.executor import Executor, TaskGraph
 from runtime.ops.registry import REGISTRY
 
 from .program import ARGS, GENERATORS, STATE, step_functions
+from .schedule import longest_paths
 from .steps import ExternStep, KernelStep, PrimitiveStep
 
 if TYPE_CHECKING:
@@ -105,9 +106,7 @@ def _estimated(plan: Plan, intra: int, workers: int) -> float:
             for s, c in zip(plan.steps, schedule.cost)]
     if workers == 1:
         return sum(cost)
-    path = [0.0] * len(cost)
-    for i in reversed(schedule.order):
-        path[i] = cost[i] + max((path[j] for j in schedule.consumers[i]), default=0.0)
+    path = longest_paths(schedule.order, schedule.consumers, cost)
     return max(max(path, default=0.0), sum(cost) / workers)
 
 

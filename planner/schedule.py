@@ -105,9 +105,7 @@ def compute(steps: list[Step], needed: frozenset[int]) -> Schedule:
     flops = tuple(estimate_flops(s, metas) for s in steps)
     nbytes = tuple(estimate_bytes(s, metas) for s in steps)
     cost = tuple(estimate_seconds(f, b) for f, b in zip(flops, nbytes))
-    critical = [0.0] * len(steps)
-    for i in reversed(order):
-        critical[i] = cost[i] + max((critical[j] for j in consumers[i]), default=0.0)
+    critical = longest_paths(order, consumers, cost)
     ranked = sorted(range(len(steps)), key=lambda i: (-critical[i], i))
     priority = [0] * len(steps)
     for rank, i in enumerate(ranked):
@@ -125,6 +123,16 @@ def compute(steps: list[Step], needed: frozenset[int]) -> Schedule:
         parallelism=sum(cost) / longest if longest else 1.0, peak_memory=peak,
         peak_allocated=peak_alloc, devices=tuple(s.device for s in steps),
         names=tuple(f"step {i}: %{s.out} = {s.op}" for i, s in enumerate(steps)))
+
+
+def longest_paths(order: list[int] | tuple[int, ...], consumers: Any,
+                  cost: list[float] | tuple[float, ...]) -> list[float]:
+    """Per step, the longest ``cost``-weighted chain from its start to the end of the DAG
+    (``order`` topological, ``consumers[i]`` the steps waiting for step i)."""
+    path = [0.0] * len(cost)
+    for i in reversed(order):
+        path[i] = cost[i] + max((path[j] for j in consumers[i]), default=0.0)
+    return path
 
 
 def _frees(steps: list[Step], needed: frozenset[int]) -> tuple[tuple[int, ...], ...]:

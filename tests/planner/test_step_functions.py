@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import planner
 import runtime as rt
 from planner.executable import materialize
+from planner.parallel import filled
 from planner.program import ARGS, GENERATORS, STATE, step_functions
 from tests.planner.test_program import flat, plan_inputs
 from tests.planner.test_random_programs import (
@@ -71,18 +72,7 @@ def run_steps(plan: Any, args: list[Any], state: dict[int, Any], generators: lis
             if v not in sched.needed:
                 del env[v]
     writes = [(slot, None if b == -1 else env[b]) for slot, b in plan.writes]
-    return _fill(plan.returns, env), writes, most
-
-
-def _fill(template: Any, env: dict[int, Any]) -> Any:
-    kind, body = template
-    if kind == "node":
-        return ("array", env[body])
-    if kind in ("tuple", "list"):
-        return (kind, [_fill(t, env) for t in body])
-    if kind == "dict":
-        return ("dict", [(k, _fill(t, env)) for k, t in body])
-    return template
+    return filled(plan.returns, env), writes, most
 
 
 def assert_steps_equal_run(compiled: Any, leaves: list[Any], seeds: list[int | None]) -> None:
