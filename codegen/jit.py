@@ -27,7 +27,8 @@ from llvmlite import ir
 from codegen import ir as kir
 from codegen import pool
 from codegen.target import LOCK, new_target_machine, optimize, target_machine
-from codegen.llvm import ARRAY_DATA_OFFSET, EXPENSIVE, OBJECT_ENTRY, ROW_BLOCK
+from codegen.llvm import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
+from codegen.lower import EXPENSIVE
 from runtime._threads import get_num_threads
 
 _compiles = 0

@@ -43,6 +43,7 @@ from llvmlite import ir
 
 from codegen import ir as kir
 from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, declare_math, power
+from codegen.lower import SCRATCH_BYTES, LoopNest, lower
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -64,14 +65,6 @@ class RenderError(NotImplementedError):
     """An expr this renderer has no rule for; names the op, dtypes and operands."""
 
 
-# a row's per-element values a later stage re-reads instead of recomputing live in scratch of
-# at most this many bytes, on the stack of the thread running the kernel (small enough for
-# the 512 KiB stacks of threads on macOS; a wider row recomputes)
-SCRATCH_BYTES = 1 << 16
-CACHE_MIN_COST = 4  # recomputing cheaper values beats a store and a load
-EXPENSIVE = {"exp": 8, "log": 8, "sin": 8, "cos": 8, "tanh": 8, "sigmoid": 8, "erf": 10,
-             "pow": 16, "div": 4, "sqrt": 4}
-ITEM_BYTES = {"float32": 4, "float64": 8, "int64": 8, "bool": 1}
 
 # independent vector chains the vectorizer interleaves in a kernel's innermost loops: a long
 # expression chain (sin, tanh, ... of sin) is latency-bound with one in flight (measured on
@@ -233,10 +226,6 @@ SUM_BLOCK = 2048
 ROW_BLOCK = 32
 
 
-def _compensated(op: str, dtype: str) -> bool:
-    return op == "sum" and _kind(dtype) == "float"
-
-
 def _two_sum(b: Builder, m: ir.Module, s: V, c: V, x: V) -> tuple[V, V]:
     """Neumaier's step: (s + x rounded, c plus that addition's rounding error, which the
     branch-free select computes exactly). No fast-math flags: reassociating undoes it."""
@@ -260,18 +249,6 @@ def _const(expr: kir.Const) -> ir.Constant:
     return ir.Constant(VALUE_TYPES[expr.dtype], value)
 
 
-def _normal_reciprocal(divisor: kir.Expr, dtype: str) -> bool:
-    """Whether multiplying by the reciprocal of ``divisor`` may replace dividing by it as far
-    as rendering can tell: for a constant, whether its reciprocal in ``dtype`` is a normal
-    number; other divisors are checked per row when the kernel runs."""
-    if not isinstance(divisor, kir.Const):
-        return True
-    with np.errstate(divide="ignore", over="ignore"):
-        reciprocal = abs(np.divide(1, divisor.value, dtype=dtype))
-    info = np.finfo(dtype)
-    return bool(info.tiny <= reciprocal <= info.max)
-
-
 def render(kernels: list[kir.Kernel]) -> ir.Module:
     """One module holding every kernel of a plan, each behind the ``NAME(ptrs, start, stop)``
     ABI."""
@@ -292,88 +269,32 @@ class _KernelEmitter:
         self.module = module
         self.kernel = kernel
         self.math = math_table
-        self.stages = kir.stage_of(kernel)
-        self.per_element = kir.per_element(kernel)
-        self.dtypes = [kir.result_dtype(kernel, e) for e in kernel.exprs]
+        nest: LoopNest = lower(kernel, SCRATCH_BYTES)
+        self.nest = nest
+        self.stages = nest.stages
+        self.per_element = nest.per_element
+        self.dtypes = nest.dtypes
         # outputs stored inside the element loops (full domain shape)
-        self.elem_output = [self.per_element[o.value] or kernel.n_reduce == 0
-                            for o in kernel.outputs]
-        self.roots = self._loop_roots()
-        self.cached = self._choose_cached()
+        self.elem_output = nest.elem_output
+        self.roots = nest.roots
+        self.cached = nest.cached
         # divisors constant along a row (row values, constants) of per-element float
         # divisions: divided into 1 once per row, then multiplied (vector division is several
         # times slower than multiplication). The product is within an ulp of the quotient
         # only while the reciprocal is a normal number: 1/c overflows for the smallest
         # subnormal c and is a subnormal, short of precision, for the largest c. A constant's
-        # reciprocal is checked here (a constant failing it is divided by); a row value's,
-        # per row: a loop multiplying by it runs only for rows where all its reciprocals are
-        # normal, the same loop dividing runs for the others (``_emit_stage_loop``). On the
-        # eltwise workload's kernel, (512, 2048) float32 on one thread, a call took 1.62 ms
-        # dividing throughout, 1.49 multiplying throughout and 1.46 choosing per row (which
-        # compiles in 0.25 s, not 0.18: the loop is emitted twice).
-        self.recip_of = {e.b for i, e in enumerate(kernel.exprs)
-                         if isinstance(e, kir.Binary) and e.op == "div" and self.per_element[i]
-                         and not self.per_element[e.b]
-                         and _normal_reciprocal(kernel.exprs[e.b], self.dtypes[e.b])}
+        # reciprocal is checked when lowering (a constant failing it is divided by); a row
+        # value's, per row: a loop multiplying by it runs only for rows where all its
+        # reciprocals are normal, the same loop dividing runs for the others
+        # (``_emit_stage_loop``). On the eltwise workload's kernel, (512, 2048) float32 on one
+        # thread, a call took 1.62 ms dividing throughout, 1.49 multiplying throughout and
+        # 1.46 choosing per row (which compiles in 0.25 s, not 0.18: the loop is emitted twice).
+        self.recip_of = nest.reciprocal
         self.recips: dict[int, V] = {}
         # the divisors the loop being emitted multiplies by the reciprocal of
         self.multiplying: set[int] = set()
         # the body being emitted: exact sin/cos, or fast ones checking their range
         self.exact = self.checked = False
-
-    def _loop_roots(self) -> dict[int, list[int]]:
-        """Per stage, the per-element exprs its loop must produce: operands of that stage's
-        reductions, then element outputs (stages with neither run no loop)."""
-        kernel, roots = self.kernel, {}
-        for stage in range(max(self.stages, default=0) + 1):
-            found = [e.x for e in kernel.exprs
-                     if isinstance(e, kir.Reduce) and self.stages[e.x] == stage]
-            found += [o.value for j, o in enumerate(kernel.outputs)
-                      if self.elem_output[j] and self.stages[o.value] == stage]
-            if found:
-                roots[stage] = found
-        return roots
-
-    def _choose_cached(self) -> set[int]:
-        """Per-element exprs a later stage's loop re-reads from a row-sized scratch buffer
-        instead of recomputing: the costly ones (see ``_cost``) whose own stage has a loop to
-        store them in, the first met on each path (their operands are then not needed),
-        while the scratch fits SCRATCH_BYTES."""
-        kernel = self.kernel
-        if kernel.n_reduce == 0 or len(self.roots) < 2:
-            return set()
-        inner = math.prod(kernel.inner_shape)
-        cost = self._cost()
-        cached: set[int] = set()
-        budget = SCRATCH_BYTES
-        for stage, roots in self.roots.items():
-            seen: set[int] = set()
-            stack = list(roots)
-            while stack:
-                i = stack.pop()
-                if i in seen or not self.per_element[i]:
-                    continue
-                seen.add(i)
-                size = inner * ITEM_BYTES[self.dtypes[i]]
-                if i in cached or self.stages[i] < stage and self.stages[i] in self.roots \
-                        and cost[i] >= CACHE_MIN_COST and size <= budget:
-                    if i not in cached:
-                        cached.add(i)
-                        budget -= size
-                    continue
-                stack.extend(kir.operands(kernel.exprs[i]))
-        return cached
-
-    def _cost(self) -> list[int]:
-        """Rough cost of recomputing each per-element expr from loads (a tree count)."""
-        costs: list[int] = []
-        for i, expr in enumerate(self.kernel.exprs):
-            if not self.per_element[i] or isinstance(expr, (kir.Load, kir.Const)):
-                costs.append(0)
-                continue
-            own = EXPENSIVE.get(getattr(expr, "op", ""), 1)
-            costs.append(own + sum(costs[j] for j in kir.operands(expr)))
-        return costs
 
     def _body(self, ptr_types: list[ir.Type], name: str, exact: bool, checked: bool
               ) -> ir.Function:
@@ -401,9 +322,7 @@ class _KernelEmitter:
         kernel = self.kernel
         ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
                      for t in (*kernel.inputs, *kernel.outputs)]
-        ranged = any(isinstance(e, kir.Unary) and e.op in EXACT_VARIANTS and e.dtype == "float32"
-                     for e in kernel.exprs)
-        if not ranged:
+        if not self.nest.ranged:
             bodies = [self._body(ptr_types, "body", exact=False, checked=False)]
         elif any(out.into is not None for out in kernel.outputs):
             bodies = [self._body(ptr_types, "body", exact=True, checked=False)]
@@ -453,7 +372,7 @@ class _KernelEmitter:
         # a compensated sum's row total and compensation, each block added by _two_sum
         self.row_sums = {i: (b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"sum{i}"),
                              b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"comp{i}"))
-                         for i in reduces if _compensated(kernel.exprs[i].op, self.dtypes[i])}
+                         for i in reduces if i in self.nest.compensated}
         inner = math.prod(kernel.inner_shape)
         self.scratch = {i: b.alloca(STORAGE_TYPES[self.dtypes[i]], I64(inner), name=f"row{i}")
                         for i in sorted(self.cached)}
@@ -473,25 +392,20 @@ class _KernelEmitter:
         b.ret(b.icmp_unsigned(">", b.load(self.largest_bits), I32(limit)))
 
     def _output_compensations(self) -> dict[int, tuple[V, V]]:
-        """Per accumulated float-sum output, two stack arrays of its size: the partial of the
-        current block of rows (what the loops add into) and the compensation of the output,
-        while they fit SCRATCH_BYTES together (a column sum of rows wider than that
-        accumulates plainly, as numpy's own column sums do)."""
+        """Per accumulated float-sum output the lowering compensates, two stack arrays of its
+        size: the partial of the current block of rows (what the loops add into) and the
+        compensation of the output."""
         comps: dict[int, tuple[V, V]] = {}
-        budget = SCRATCH_BYTES
-        for j, out in enumerate(self.kernel.outputs):
-            if out.accumulate is None or not _compensated(out.accumulate, out.dtype):
-                continue
+        for j in sorted(self.nest.compensated_outputs):
+            out = self.kernel.outputs[j]
             size = math.prod(kir.output_shape(self.kernel, out))
-            if 2 * size * ITEM_BYTES[out.dtype] <= budget:
-                budget -= 2 * size * ITEM_BYTES[out.dtype]
-                ty = VALUE_TYPES[out.dtype]
-                comps[j] = (self.b.alloca(ty, I64(size), name=f"outpart{j}"),
-                            self.b.alloca(ty, I64(size), name=f"outcomp{j}"))
-                for array in comps[j]:
-                    # cache-line aligned, as numpy's arrays are, so no vector access to
-                    # them straddles two lines
-                    array.align = 64
+            ty = VALUE_TYPES[out.dtype]
+            comps[j] = (self.b.alloca(ty, I64(size), name=f"outpart{j}"),
+                        self.b.alloca(ty, I64(size), name=f"outcomp{j}"))
+            for array in comps[j]:
+                # cache-line aligned, as numpy's arrays are, so no vector access to
+                # them straddles two lines
+                array.align = 64
         return comps
 
     @contextmanager
@@ -608,8 +522,8 @@ class _KernelEmitter:
             for ptr in self.row_sums.get(i, (self.accs[i],)):
                 self.b.store(identity(VALUE_TYPES[self.dtypes[i]]), ptr)
         sums = [i for i in reduces if i in self.row_sums]
-        stored = [i for i in sorted(self.cached) if self.stages[i] == stage]
-        needed = self._needed(self.roots[stage] + stored, stage)
+        stored = self.nest.stored_of(stage)
+        needed = self.nest.needed(stage)
 
         def loop() -> None:
             with self._inner_loops(stage, bases, o, sums) as (offsets, flat, inner):
@@ -698,24 +612,11 @@ class _KernelEmitter:
             b.store(t, total)
             b.store(c, comp)
 
-    def _needed(self, roots: list[int], stage: int) -> set[int]:
-        """The per-element exprs a loop of ``stage`` computes for the roots: recomputed in
-        each loop, except those an earlier stage's loop left in scratch."""
-        needed: set[int] = set()
-        stack = list(roots)
-        while stack:
-            i = stack.pop()
-            if self.per_element[i] and i not in needed:
-                needed.add(i)
-                if not self._from_scratch(i, stage):
-                    stack.extend(kir.operands(self.kernel.exprs[i]))
-        return needed
-
-    def _emit_elements(self, needed: set[int], offsets: list[V], stage: int, inner: V
+    def _emit_elements(self, needed: list[int], offsets: list[V], stage: int, inner: V
                        ) -> dict[int, V]:
-        """Emit the ``needed`` per-element exprs (``_needed``) in program order."""
+        """Emit the ``needed`` per-element exprs (``LoopNest.needed``) in program order."""
         vals = dict(self.outer_vals)
-        for i in sorted(needed):
+        for i in needed:
             expr = self.kernel.exprs[i]
             if self._from_scratch(i, stage):
                 vals[i] = self._load_scratch(i, inner)
@@ -726,7 +627,7 @@ class _KernelEmitter:
         return vals
 
     def _from_scratch(self, i: int, stage: int) -> bool:
-        return i in self.cached and self.stages[i] < stage
+        return self.nest.from_scratch(i, stage)
 
     def _store_scratch(self, i: int, inner: V, value: V) -> None:
         if self.dtypes[i] == "bool":
