@@ -1,7 +1,7 @@
 """The planner's command line.
 
-    python -m planner plan WORKLOAD [--backend llvm] [--dot] [--listing] [--schedule] [--json]
-                                    [--kernels]
+    python -m planner plan WORKLOAD [--backend llvm] [--device cuda] [--dot] [--listing]
+                                    [--schedule] [--json] [--kernels]
         [--fusion]
     python -m planner bench [WORKLOAD ...] [--repeat N]
     python -m planner cache [--clear] [--dir DIR]
@@ -56,16 +56,17 @@ def workload_name(text: str) -> str:
 
 
 def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int | None = None,
-                  executor: str = "auto") -> Any:
-    """The plan ``planner.compile`` makes for a benchmark workload's step."""
+                  executor: str = "auto", device: str | None = None) -> Any:
+    """The plan ``planner.compile`` makes for a benchmark workload's step (on ``device``: its
+    tensors stay on the CPU, a plan for a GPU is rendered, not run)."""
     import planner
     import runtime as rt
     from benchmarks.workloads import WORKLOADS
 
     workload = WORKLOADS[name]
     case = workload.build(rt, workload.make_arrays(seed))
-    return planner.compile(case.fn, backend=backend, workers=workers,
-                           executor=executor).lower(*case.args)
+    return planner.compile(case.fn, backend=backend, workers=workers, executor=executor,
+                           device=device).lower(*case.args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,8 +99,12 @@ def _run(argv: list[str] | None) -> int:
                         "the expected parallelism")
     p.add_argument("--listing", action="store_true", help="also print the step listing")
     p.add_argument("--json", action="store_true", help="also print the serialized plan")
-    p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm"])
-    p.add_argument("--kernels", action="store_true", help="also print each kernel's LLVM IR")
+    p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm", "cuda"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                   help="the device the plan is for (cuda: its kernels render as CUDA C; no GPU "
+                        "or CuPy needed to inspect it)")
+    p.add_argument("--kernels", action="store_true",
+                   help="also print each kernel's source (LLVM IR on cpu, CUDA C on cuda)")
     p.add_argument("--workers", type=at_least(1), default=None,
                    help="CPU threads the plan's steps may run on (default: one per core)")
     p.add_argument("--executor", default="auto", choices=["auto", "program", "parallel"],
@@ -138,8 +143,11 @@ def _run(argv: list[str] | None) -> int:
             print(f"not used: {reason}")
         return 0
     if args.command == "plan":
-        plan = compiled_plan(args.workload, backend=args.backend, workers=args.workers,
-                             executor=args.executor)
+        try:
+            plan = compiled_plan(args.workload, backend=args.backend, workers=args.workers,
+                                 executor=args.executor, device=args.device)
+        except ValueError as e:  # options that do not go together (--backend cuda on cpu)
+            parser.error(str(e))
         print(plan.summary())
         if args.listing:
             print()
@@ -160,7 +168,8 @@ def _run(argv: list[str] | None) -> int:
 
             print()
             # fusion explains the plan before it fused (the interpreter's)
-            print(explain_fusion(compiled_plan(args.workload, backend="interpreter")))
+            print(explain_fusion(compiled_plan(args.workload, backend="interpreter",
+                                               device=args.device)))
         for kernel in plan.kernels if args.kernels else ():
             print()
             print(kernel.source)

@@ -40,10 +40,13 @@ from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
 
-# "llvm" fuses elementwise segments into LLVM kernels (codegen/); "auto" does so on the CPU
-# (measured faster than the interpreter on every workload: benchmarks/run.py) and runs the
-# reference interpreter elsewhere; "interpreter" never fuses
-BACKENDS = ("auto", "interpreter", "llvm", "eager")
+# "auto" fuses elementwise segments into kernels of the plan's device (codegen/: LLVM on the
+# CPU, measured faster than the interpreter on every workload by benchmarks/run.py; CUDA C on a
+# GPU) and falls back to the reference interpreter, with a warning, where they fail to build;
+# "llvm" and "cuda" ask for that device's kernels (a failure raises); "interpreter" never fuses
+BACKENDS = ("auto", "interpreter", "llvm", "cuda", "eager")
+# backend -> the device type its kernels run on
+KERNEL_BACKENDS = {"llvm": "cpu", "cuda": "cuda"}
 CACHE_SIZE = 8
 
 
@@ -318,7 +321,7 @@ class CompiledStep:
         leaves, spec = flatten((args, kwargs))
         try:
             with self.lock:  # a capture sets optimizer state aside while it runs
-                return self._plan(self._flat_fn(spec), tuple(leaves)).plan
+                return self._plan(self._flat_fn(spec), tuple(leaves), build=False).plan
         except GraphBreak as e:
             raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                f"{e.where}") from e
@@ -349,7 +352,10 @@ class CompiledStep:
 
         return call
 
-    def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Binding:
+    def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True
+              ) -> Binding:
+        """Capture and plan ``fn`` for ``args``; ``build``: compile the kernels now (a GPU
+        plan lowered for inspection renders its CUDA C but needs no CuPy to be planned)."""
         from .passes import run_default_passes
 
         device = self.device
@@ -357,9 +363,15 @@ class CompiledStep:
         captured = cap.graph.number_of_nodes()
         run_default_passes(cap.graph)
         plan_device = device or _plan_device(cap)
+        wanted = KERNEL_BACKENDS.get(self.backend)
+        if wanted is not None and plan_device.split(":")[0] != wanted:
+            raise ValueError(f"planner.compile({self._name}): backend {self.backend!r} builds "
+                             f"{wanted} kernels, but the plan runs on {plan_device}: use "
+                             f"backend='auto' (or "
+                             f"{[b for b, d in KERNEL_BACKENDS.items() if d != wanted][0]!r})")
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
-        if self.backend in ("llvm", "auto") and plan_device == "cpu":
-            plan = self._fused(plan)
+        if self.backend != "interpreter":
+            plan = self._fused(plan, build or plan_device == "cpu")
         plan.configure(self.workers, self.executor)
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
@@ -368,19 +380,19 @@ class CompiledStep:
                        _python_values(self.fn))
 
 
-    def _fused(self, plan: Plan) -> Plan:
-        """The plan with its segments fused and compiled now (not on the first replay). Under
-        "auto", code generation failing for any reason leaves the unfused plan, with a
-        warning naming why; "llvm" asked for kernels, so it raises."""
+    def _fused(self, plan: Plan, build: bool) -> Plan:
+        """The plan with its segments fused, and compiled now (``build``: not on the first
+        replay). Under "auto", code generation failing for any reason leaves the unfused plan,
+        with a warning naming why; "llvm" and "cuda" asked for kernels, so they raise."""
         from .fusion import fuse
 
         try:
             fused = fuse(plan)
-            if fused.kernels:
+            if fused.kernels and build:
                 fused.executable.module(self.cache_dir)
             return fused
         except Exception as exc:
-            if self.backend == "llvm":
+            if self.backend in KERNEL_BACKENDS:
                 raise
             warnings.warn(f"planner.compile({self._name}): fused kernels failed to build "
                           f"({type(exc).__name__}: {exc}); running the plan on the "
@@ -655,6 +667,13 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
             fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
             executor: str = "auto") -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
+
+    ``device``: where the plan runs ("cpu", "cuda" or "cuda:N"; default: the device of the
+    step's tensors); a plan on a GPU renders its fused segments as CUDA C, launched through
+    CuPy (``pip install 'backplan[cuda]'``), and ``compiled.lower(*args)`` renders them on any
+    machine. ``backend``: "auto" (fused kernels of the plan's device, the interpreter where they
+    fail to build, with a warning), "llvm" / "cuda" (that device's kernels, or an error),
+    "interpreter" (never fuses) or "eager" (runs ``fn`` as written).
 
     ``cache_dir``: where compiled kernels are looked up and stored on disk (default
     ``$BACKPLAN_CACHE_DIR``, else ``~/.cache/backplan``; see codegen.cache).
