@@ -35,15 +35,21 @@ from __future__ import annotations
 import functools
 import math
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
+from codegen.launch import cpu_launch_form
 from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, declare_math, power
 from codegen.lower import SCRATCH_BYTES, LoopNest, lower
+from codegen.renderer import Renderer
+
+if TYPE_CHECKING:
+    from codegen.jit import CompiledModule
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -249,9 +255,10 @@ def _const(expr: kir.Const) -> ir.Constant:
     return ir.Constant(VALUE_TYPES[expr.dtype], value)
 
 
-def render(kernels: list[kir.Kernel]) -> ir.Module:
-    """One module holding every kernel of a plan, each behind the ``NAME(ptrs, start, stop)``
-    ABI."""
+def render(kernels: Sequence[kir.Kernel]) -> ir.Module:
+    """One module holding every kernel of a plan in its CPU launch form
+    (``codegen.launch.cpu_launch_form``, as ``codegen.jit.load`` launches it), each behind the
+    ``NAME(ptrs, start, stop)`` ABI."""
     module = ir.Module(name="backplan")
     math_table = declare_math(module)
     names = [k.name for k in kernels]
@@ -259,8 +266,31 @@ def render(kernels: list[kir.Kernel]) -> ir.Module:
         raise RenderError(f"duplicate kernel names in one module: {names}")
     for kernel in kernels:
         kir.validate(kernel)
-        _KernelEmitter(module, kernel, math_table).emit()
+        _KernelEmitter(module, cpu_launch_form(kernel), math_table).emit()
     return module
+
+
+class LLVMRenderer(Renderer):
+    """The CPU renderer: LLVM IR (the rule tables above, ``render``'s driver), compiled through
+    the compile cache (``codegen.cache``) and launched by ``codegen.jit.CompiledModule``."""
+
+    device_type = "cpu"
+    language = "llvm"
+
+    def render(self, kernels: Sequence[kir.Kernel]) -> str:
+        return str(render(kernels))
+
+    def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledModule:
+        from codegen.cache import get_compiled  # the cache compiles through jit, which imports this
+
+        return get_compiled(list(kernels), cache_dir)
+
+    def kernel_source(self, kernel: kir.Kernel) -> str:
+        """The kernel's body (the exact sin/cos one too, where it has one) and its entry,
+        without the module's math functions and the array-object entry."""
+        module = render([kernel])
+        names = [f"{kernel.name}.body", f"{kernel.name}.exact", kernel.name]
+        return "\n".join(str(module.get_global(n)) for n in names if n in module.globals)
 
 
 class _KernelEmitter:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
+from codegen.launch import ROW
 from planner import fusion
 from planner.fusion import REDUCTIONS, segments
 from planner.steps import CommitStep, KernelStep
@@ -166,7 +167,7 @@ def test_column_sums_of_per_row_values_are_expanded_from_one_sum() -> None:
                     (rng.random((804, 1)) + 1).astype(np.float32))
 
 
-@pytest.mark.parametrize("n", [fusion.ROW + 7, 2 * fusion.ROW, 3 * fusion.ROW])
+@pytest.mark.parametrize("n", [ROW + 7, 2 * ROW, 3 * ROW])
 def test_whole_vector_sums_split_into_rows_only_when_every_output_splits(n: int) -> None:
     """A whole-vector sum cut into rows for threads writes its other outputs per cut row: a
     value constant along the vector (x.sum()'s gradient, a ones-constant) would come out once
