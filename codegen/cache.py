@@ -77,8 +77,8 @@ def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
 def generator_hash() -> str:
     """sha256 of the modules that turn kernel IR into machine code."""
     h = hashlib.sha256()
-    for name in ("ir.py", "launch.py", "lower.py", "llvm.py", "llvm_math.py", "target.py",
-                 "jit.py"):
+    for name in ("ir.py", "launch.py", "lower.py", "llvm.py", "llvm_emit.py", "llvm_math.py",
+                 "target.py", "jit.py"):
         h.update((Path(__file__).parent / name).read_bytes())
     return h.hexdigest()
 

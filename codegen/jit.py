@@ -28,7 +28,7 @@ from codegen import ir as kir
 from codegen import pool
 from codegen.launch import cpu_launch_form
 from codegen.target import LOCK, new_target_machine, optimize, target_machine
-from codegen.llvm import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
+from codegen.llvm_emit import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
 from codegen.lower import EXPENSIVE
 from runtime._threads import get_num_threads
 
