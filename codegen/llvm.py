@@ -137,7 +137,7 @@ class LLVMRenderer(Renderer):
         return str(render(kernels))
 
     def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledModule:
-        from codegen.cache import get_compiled  # the cache compiles through jit, which imports this
+        from codegen.cache import get_compiled  # the cache renders with this module
 
         return get_compiled(list(kernels), cache_dir)
 

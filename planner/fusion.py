@@ -9,6 +9,11 @@ computed before the segment's kernel runs (where its first member was), which ke
 acyclic. Arguments from outside become kernel inputs read with broadcast strides; values used
 after the segment become kernel outputs. Matmul (BLAS through numpy), indexing and views stay
 steps of the interpreter.
+
+A kernel is device-independent IR over its segment's own domain, on the device every member
+step shares (steps on two devices never share a kernel). How a launch cuts the domain (rows
+for CPU threads, blocks on a GPU) is the renderer's choice (``codegen.launch``), and a
+kernel's source is rendered only when ``plan.kernels`` is asked for it (``KernelInfo``).
 """
 
 from __future__ import annotations
