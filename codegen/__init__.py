@@ -1,12 +1,16 @@
-"""Kernel IR and its renderers: LLVM IR on the CPU and CUDA C on the GPU (upcoming)."""
+"""Kernel IR and its renderers: LLVM IR on the CPU (``LLVMRenderer``) and CUDA C on the GPU,
+picked by device (``renderer_for``)."""
 
 from codegen.cache import cache_dir, cache_key, clear_cache, get_compiled, stats
 from codegen.ir import Kernel, KernelIRError, kernel_hash, stage_of, validate
 from codegen.jit import CompiledModule, compile_module
-from codegen.llvm import RenderError, render
+from codegen.launch import cpu_launch_form
+from codegen.llvm import LLVMRenderer, RenderError, render
+from codegen.renderer import CompiledKernels, Renderer, renderer_for
 
 __all__ = [
-    "CompiledModule", "Kernel", "KernelIRError", "RenderError", "cache_dir", "cache_key",
-    "clear_cache", "compile_module", "get_compiled", "kernel_hash", "render", "stage_of",
+    "CompiledKernels", "CompiledModule", "Kernel", "KernelIRError", "LLVMRenderer",
+    "RenderError", "Renderer", "cache_dir", "cache_key", "clear_cache", "compile_module",
+    "cpu_launch_form", "get_compiled", "kernel_hash", "render", "renderer_for", "stage_of",
     "stats", "validate",
 ]

@@ -38,6 +38,7 @@ from pathlib import Path
 import llvmlite
 
 from codegen import ir as kir
+from codegen.launch import cpu_launch_form
 from codegen.jit import CompiledModule, ObjectCode, compile_count, load, optimize_and_emit
 from codegen.llvm import render
 from codegen.target import host
@@ -76,15 +77,18 @@ def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
 def generator_hash() -> str:
     """sha256 of the modules that turn kernel IR into machine code."""
     h = hashlib.sha256()
-    for name in ("ir.py", "lower.py", "llvm.py", "llvm_math.py", "target.py", "jit.py"):
+    for name in ("ir.py", "launch.py", "lower.py", "llvm.py", "llvm_emit.py", "llvm_math.py",
+                 "target.py", "jit.py"):
         h.update((Path(__file__).parent / name).read_bytes())
     return h.hexdigest()
 
 
 def cache_key(kernels: list[kir.Kernel]) -> str:
+    """The module's key: its kernels as launched (``cpu_launch_form``), the host, the code
+    generator."""
     cpu, features = host()
-    payload = [[kir.kernel_hash(k) for k in kernels], cpu, features, llvmlite.__version__,
-               generator_hash()]
+    payload = [[kir.kernel_hash(cpu_launch_form(k)) for k in kernels], cpu, features,
+               llvmlite.__version__, generator_hash()]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
 
 

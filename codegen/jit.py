@@ -26,8 +26,9 @@ from llvmlite import ir
 
 from codegen import ir as kir
 from codegen import pool
+from codegen.launch import cpu_launch_form
 from codegen.target import LOCK, new_target_machine, optimize, target_machine
-from codegen.llvm import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
+from codegen.llvm_emit import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
 from codegen.lower import EXPENSIVE
 from runtime._threads import get_num_threads
 
@@ -95,7 +96,10 @@ def compile_module(module: ir.Module, kernels: list[kir.Kernel]) -> CompiledModu
 
 
 def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
-    """Load object code into a fresh MCJIT engine and resolve each kernel's entry point."""
+    """Load object code into a fresh MCJIT engine and resolve each kernel's entry point. The
+    module launches each kernel in its CPU launch form, as ``codegen.llvm.render`` wrote it
+    (``CompiledModule.kernels`` holds those forms)."""
+    kernels = [cpu_launch_form(k) for k in kernels]
     with LOCK:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
@@ -348,18 +352,19 @@ class CompiledModule:
         return check_signature(self.kernels[kernel if isinstance(kernel, str) else kernel.name],
                                signature)
 
-    def launcher(self, kernel: str | kir.Kernel,
-                 signature: Signature) -> Callable[[list[np.ndarray]], None]:
+    def launcher(self, kernel: str | kir.Kernel, signature: Signature | None = None
+                 ) -> Callable[[list[np.ndarray]], None]:
         """A fast ``run`` for a caller that passes arrays of one signature on every call (a
         plan's kernel step): ``call(inputs + outputs)``. The signature is checked against the
         kernel once (``check_signature``); each call then compares its arrays' (shape, dtype)
         with it and checks they are dense numpy arrays, and hands the array objects straight
-        to the kernel's object entry. Kernels split across threads go through ``run``."""
+        to the kernel's object entry. Kernels split across threads, and calls without a
+        signature, go through ``run`` (which checks each call in full)."""
         name = kernel if isinstance(kernel, str) else kernel.name
-        expected = list(self.check_signature(name, signature))
+        expected = None if signature is None else list(self.check_signature(name, signature))
         n_in = len(self._launch[name].inputs)
         entry = self.object_entry(name)
-        if entry is None:
+        if entry is None or expected is None:
             return lambda arrays: self.run(name, arrays[:n_in], arrays[n_in:])
         fn, addresses, outer = entry
 

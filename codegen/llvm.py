@@ -1,135 +1,30 @@
-"""Render kernel IR to one LLVM module (llvmlite.ir only; JIT and target setup live in jit.py).
+"""The LLVM renderer (CPU): rule tables from kernel-IR ops to llvmlite IR, the driver that
+renders a module of kernels (``render``; each kernel written by ``codegen.llvm_emit``), and
+``LLVMRenderer``, the ``codegen.renderer.Renderer`` of the CPU, which compiles through the
+compile cache (``codegen.cache``, ``codegen.jit``).
 
-Each kernel becomes an ABI wrapper ``void NAME(i8** ptrs, i64 start, i64 stop)`` that loads the
-data pointers and calls an internal always-inline body whose pointer parameters are ``noalias``,
-so LLVM may vectorize the plain unit/zero-stride inner loops the body is written with. A second
-entry, ``NAME.objects``, takes the addresses of numpy array objects instead and reads each data
-pointer itself (what a plan's kernel step calls: no ``.ctypes.data`` per array in Python).
-
-The body loops over ``[start, stop)`` of the outer axes; per outer index it runs one inner loop
-per stage (``ir.stage_of``): a stage's loop feeds the reductions of that stage and stores its
-per-element outputs; values constant along the row are computed between loops. Costly
-per-element values a later stage needs again are stored to row-sized stack scratch by the loop
-of their own stage rather than recomputed; the innermost loops ask the vectorizer to interleave
-(``INTERLEAVE``) so long expression chains are not latency-bound; per-element division by a
-row value multiplies by its reciprocal in rows where that is a normal number (other rows run
-the same loop dividing). Outputs with ``accumulate`` start at the reduction's identity and
-combine every row of the call's range into one partial.
-
-Float sums are blocked and compensated, so their error does not grow with the row or the range:
-a row's innermost loop runs in blocks of at most SUM_BLOCK elements, each summed in vector
-partials (reassociated freely, so it vectorizes as before), and the blocks' totals are added into
-the row's sum with Neumaier's compensation (``_two_sum``). Accumulated float-sum outputs do
-the same over the outer axes: rows add into a stack partial, which joins the output with its
-compensation every ROW_BLOCK rows. Accumulation within a block stays vectorized and plain.
-
-A kernel with float32 sin or cos has a second body using their exact argument reduction
-(codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
-reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
-exact body, which rewrites every output. A kernel writing into an input (``into``) cannot rerun and has only the
-exact body.
+A kernel is rendered in its CPU launch form (``codegen.launch.cpu_launch_form``): a flat run of
+elements cut into rows, so that the launcher (``codegen.jit``) can split its outer range across
+threads. How a kernel becomes loops, and the ABI of its entries, is described in
+``codegen.llvm_emit``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-import struct
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, declare_math, power
-from codegen.lower import SCRATCH_BYTES, LoopNest, lower
+from codegen.launch import cpu_launch_form
+from codegen.llvm_emit import I64, Builder, KernelEmitter, RenderError, Rules, V, intrinsic
+from codegen.llvm_math import declare_math, power
+from codegen.renderer import Renderer
 
-I1 = ir.IntType(1)
-I8 = ir.IntType(8)
-I32 = ir.IntType(32)
-I64 = ir.IntType(64)
-VALUE_TYPES: dict[str, ir.Type] = {
-    "float32": ir.FloatType(), "float64": ir.DoubleType(), "int64": I64, "bool": I1,
-}
-# numpy stores bool as one byte
-STORAGE_TYPES: dict[str, ir.Type] = {**VALUE_TYPES, "bool": I8}
-# byte offset of the data pointer in a numpy array object (PyArrayObject_fields.data, after
-# PyObject_HEAD); codegen.jit checks it against this interpreter before using OBJECT_ENTRY
-ARRAY_DATA_OFFSET = 16
-OBJECT_ENTRY = ".objects"
-ABI_TYPE = ir.FunctionType(ir.VoidType(), [I8.as_pointer().as_pointer(), I64, I64])
-
-
-class RenderError(NotImplementedError):
-    """An expr this renderer has no rule for; names the op, dtypes and operands."""
-
-
-
-# independent vector chains the vectorizer interleaves in a kernel's innermost loops: a long
-# expression chain (sin, tanh, ... of sin) is latency-bound with one in flight (measured on
-# the chain workload: 143 us with 1, 50 us with 4). The only loops LLVM interleaves are those
-# asking for it (``codegen.target.optimize``)
-INTERLEAVE = 4
-
-
-def loop_hints(module: ir.Module, interleave: int) -> ir.values.MDValue:
-    """A fresh loop ID asking the vectorizer to interleave."""
-    return loop_id(module, module.add_metadata([
-        ir.MetaDataString(module, "llvm.loop.interleave.count"), ir.IntType(32)(interleave)]))
-
-
-def loop_id(module: ir.Module, *properties: ir.values.MDValue) -> ir.values.MDValue:
-    """A fresh loop ID (``!N = !{!N, ...}``) with these properties."""
-    node = ir.values.MDValue(module, [], name=str(len(module.metadata)))
-    node.operands = (node, *properties)  # self-reference: what makes it a loop ID
-    return node
-
-
-def keep_rolled(module: ir.Module) -> ir.values.MDValue:
-    """A loop ID that keeps a loop from being unrolled (it may still be vectorized)."""
-    return loop_id(module,
-                   module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.disable")]))
-
-
-@contextmanager
-def for_range(builder: ir.IRBuilder, start: ir.Value, stop: ir.Value, name: str,
-              hints: ir.values.MDValue | None = None) -> Iterator[ir.Value]:
-    """Loop over [start, stop) in named blocks; yields the induction variable (the only phi).
-    ``hints``: a loop ID (``loop_hints``) for the back edge."""
-    preheader = builder.block
-    cond = builder.append_basic_block(f"{name}.cond")
-    body = builder.append_basic_block(f"{name}.body")
-    end = builder.append_basic_block(f"{name}.end")
-    builder.branch(cond)
-    builder.position_at_end(cond)
-    index = builder.phi(I64, name=name)
-    index.add_incoming(start, preheader)
-    builder.cbranch(builder.icmp_signed("<", index, stop), body, end)
-    builder.position_at_end(body)
-    yield index
-    index.add_incoming(builder.add(index, I64(1), name=f"{name}.next", flags=("nsw",)),
-                       builder.block)
-    latch = builder.branch(cond)
-    if hints is not None:
-        latch.set_metadata("llvm.loop", hints)
-    builder.position_at_end(end)
-
-
-def intrinsic(module: ir.Module, name: str, ty: ir.Type, n_args: int) -> ir.Function:
-    """Declare (once) the overloaded intrinsic ``name`` at type ``ty``, e.g. llvm.maximum.f32."""
-    full = f"{name}.{'f32' if ty == ir.FloatType() else 'f64'}"
-    if full in module.globals:
-        return module.globals[full]
-    return ir.Function(module, ir.FunctionType(ty, [ty] * n_args), full)
-
-
-def _kind(dtype: str) -> str:
-    return {"float32": "float", "float64": "float", "int64": "int", "bool": "bool"}[dtype]
-
-
-Builder = ir.IRBuilder
-V = ir.Value
+if TYPE_CHECKING:
+    from codegen.jit import CompiledModule
 
 
 def _fsign(b: Builder, x: V) -> V:
@@ -203,7 +98,7 @@ CAST_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Type], V]] = {
 # (op, kind) -> (identity, combine); float sum may reassociate so the loop vectorizer can
 # keep vector partial sums: the order is fixed by the compiled code, so results stay
 # deterministic for given code and outer split. Float sums are also compensated (see
-# ``_two_sum``): the reassociated combine only ever sums one block.
+# ``codegen.llvm_emit._two_sum``): the reassociated combine only ever sums one block.
 REDUCE_RULES: dict[tuple[str, str], tuple[Callable[[ir.Type], V],
                                           Callable[[Builder, V, V, ir.Module], V]]] = {
     ("sum", "float"): (lambda t: ir.Constant(t, 0.0),
@@ -213,45 +108,13 @@ REDUCE_RULES: dict[tuple[str, str], tuple[Callable[[ir.Type], V],
     ("max", "int"): (lambda t: I64(-(2 ** 63)), BINARY_RULES[("maximum", "int")]),
 }
 
-
-# elements a float sum adds into its vector partials before their total joins the row's
-# compensated sum: each of the vectorizer's partials (16 float lanes x INTERLEAVE with AVX-512,
-# 8 x INTERLEAVE with AVX2) sums 32 to 64 elements of a block, then a tree, about what
-# numpy's pairwise sum leaves to one partial (16) plus its tree. Smaller blocks pay a
-# horizontal reduction each: a two-pass row variance over (64, 4096) float32 took 22.6 us
-# unblocked, 23.8 us with blocks of 2048, 28.7 with 1024, 32.9 with 512.
-SUM_BLOCK = 2048
-# rows an accumulated float sum adds into its partial before the partial joins the output's
-# compensated sum (the same scheme over the outer axes; see ``_outer_loop``)
-ROW_BLOCK = 32
+RULES = Rules(UNARY_RULES, BINARY_RULES, CAST_RULES, REDUCE_RULES)
 
 
-def _two_sum(b: Builder, m: ir.Module, s: V, c: V, x: V) -> tuple[V, V]:
-    """Neumaier's step: (s + x rounded, c plus that addition's rounding error, which the
-    branch-free select computes exactly). No fast-math flags: reassociating undoes it."""
-    t = b.fadd(s, x)
-    fabs = intrinsic(m, "llvm.fabs", s.type, 1)
-    s_bigger = b.fcmp_ordered(">=", b.call(fabs, [s]), b.call(fabs, [x]))
-    err = b.select(s_bigger, b.fadd(b.fsub(s, t), x), b.fadd(b.fsub(x, t), s))
-    return t, b.fadd(c, err)
-
-
-def _compensated_total(b: Builder, m: ir.Module, s: V, c: V) -> V:
-    """s + c, or s itself once s overflowed or met an inf or nan (then c is nan)."""
-    finite = b.fcmp_ordered("<", b.call(intrinsic(m, "llvm.fabs", s.type, 1), [s]),
-                            ir.Constant(s.type, math.inf))
-    return b.select(finite, b.fadd(s, c), s)
-
-
-def _const(expr: kir.Const) -> ir.Constant:
-    kind = _kind(expr.dtype)
-    value = {"float": float, "int": int, "bool": lambda v: int(bool(v))}[kind](expr.value)
-    return ir.Constant(VALUE_TYPES[expr.dtype], value)
-
-
-def render(kernels: list[kir.Kernel]) -> ir.Module:
-    """One module holding every kernel of a plan, each behind the ``NAME(ptrs, start, stop)``
-    ABI."""
+def render(kernels: Sequence[kir.Kernel]) -> ir.Module:
+    """One module holding every kernel of a plan in its CPU launch form
+    (``codegen.launch.cpu_launch_form``, as ``codegen.jit.load`` launches it), each behind the
+    ``NAME(ptrs, start, stop)`` ABI."""
     module = ir.Module(name="backplan")
     math_table = declare_math(module)
     names = [k.name for k in kernels]
@@ -259,443 +122,28 @@ def render(kernels: list[kir.Kernel]) -> ir.Module:
         raise RenderError(f"duplicate kernel names in one module: {names}")
     for kernel in kernels:
         kir.validate(kernel)
-        _KernelEmitter(module, kernel, math_table).emit()
+        KernelEmitter(module, cpu_launch_form(kernel), math_table, RULES).emit()
     return module
 
 
-class _KernelEmitter:
-    def __init__(self, module: ir.Module, kernel: kir.Kernel,
-                 math_table: dict[str, Callable[[Builder, V, str], V]]) -> None:
-        self.module = module
-        self.kernel = kernel
-        self.math = math_table
-        nest: LoopNest = lower(kernel, SCRATCH_BYTES)
-        self.nest = nest
-        self.stages = nest.stages
-        self.per_element = nest.per_element
-        self.dtypes = nest.dtypes
-        # outputs stored inside the element loops (full domain shape)
-        self.elem_output = nest.elem_output
-        self.roots = nest.roots
-        self.cached = nest.cached
-        # divisors constant along a row (row values, constants) of per-element float
-        # divisions: divided into 1 once per row, then multiplied (vector division is several
-        # times slower than multiplication). The product is within an ulp of the quotient
-        # only while the reciprocal is a normal number: 1/c overflows for the smallest
-        # subnormal c and is a subnormal, short of precision, for the largest c. A constant's
-        # reciprocal is checked when lowering (a constant failing it is divided by); a row
-        # value's, per row: a loop multiplying by it runs only for rows where all its
-        # reciprocals are normal, the same loop dividing runs for the others
-        # (``_emit_stage_loop``). On the eltwise workload's kernel, (512, 2048) float32 on one
-        # thread, a call took 1.62 ms dividing throughout, 1.49 multiplying throughout and
-        # 1.46 choosing per row (which compiles in 0.25 s, not 0.18: the loop is emitted twice).
-        self.recip_of = nest.reciprocal
-        self.recips: dict[int, V] = {}
-        # the divisors the loop being emitted multiplies by the reciprocal of
-        self.multiplying: set[int] = set()
-        # the body being emitted: exact sin/cos, or fast ones checking their range
-        self.exact = self.checked = False
+class LLVMRenderer(Renderer):
+    """The CPU renderer: LLVM IR (the rule tables above, ``render``'s driver), compiled through
+    the compile cache (``codegen.cache``) and launched by ``codegen.jit.CompiledModule``."""
 
-    def _body(self, ptr_types: list[ir.Type], name: str, exact: bool, checked: bool
-              ) -> ir.Function:
-        """One body over [start, stop); returns whether an argument of a fast float32 sin/cos
-        passed FAST_SIN_COS_LIMIT (``checked``; always false otherwise)."""
-        body = ir.Function(self.module, ir.FunctionType(I1, [*ptr_types, I64, I64]),
-                           f"{self.kernel.name}.{name}")
-        body.linkage = "internal"
-        body.attributes.add("alwaysinline")
-        body.attributes.add("nounwind")
-        for arg in body.args[: len(ptr_types)]:
-            arg.add_attribute("noalias")
-        self.exact, self.checked = exact, checked
-        self._emit_body(body)
-        return body
+    device_type = "cpu"
+    language = "llvm"
 
-    def _call_bodies(self, b: Builder, bodies: list[ir.Function], args: list[V]) -> None:
-        """Call the fast body, then the exact one only if the fast one asks for it."""
-        needs_exact = b.call(bodies[0], args)
-        if len(bodies) > 1:
-            with b.if_then(needs_exact, likely=False):
-                b.call(bodies[1], args)
+    def render(self, kernels: Sequence[kir.Kernel]) -> str:
+        return str(render(kernels))
 
-    def emit(self) -> None:
-        kernel = self.kernel
-        ptr_types = [STORAGE_TYPES[t.dtype].as_pointer()
-                     for t in (*kernel.inputs, *kernel.outputs)]
-        if not self.nest.ranged:
-            bodies = [self._body(ptr_types, "body", exact=False, checked=False)]
-        elif any(out.into is not None for out in kernel.outputs):
-            bodies = [self._body(ptr_types, "body", exact=True, checked=False)]
-        else:
-            bodies = [self._body(ptr_types, "body", exact=False, checked=True),
-                      self._body(ptr_types, "exact", exact=True, checked=False)]
+    def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledModule:
+        from codegen.cache import get_compiled  # the cache renders with this module
 
-        wrapper = ir.Function(self.module, ABI_TYPE, kernel.name)
-        wrapper.attributes.add("nounwind")
-        b = ir.IRBuilder(wrapper.append_basic_block("entry"))
-        ptrs, start, stop = wrapper.args
-        args = [b.bitcast(b.load(b.gep(ptrs, [I64(i)], inbounds=True), name=f"ptr{i}"), ty)
-                for i, ty in enumerate(ptr_types)]
-        self._call_bodies(b, bodies, [*args, start, stop])
-        b.ret_void()
+        return get_compiled(list(kernels), cache_dir)
 
-        # the same entry over the addresses of numpy array objects (CPython's id()): it reads
-        # each data pointer from the object, sparing the caller a slow .ctypes.data per array
-        by_object = ir.Function(self.module, ABI_TYPE, kernel.name + OBJECT_ENTRY)
-        by_object.attributes.add("nounwind")
-        b = ir.IRBuilder(by_object.append_basic_block("entry"))
-        objs, start, stop = by_object.args
-        args = []
-        for i, ty in enumerate(ptr_types):
-            obj = b.load(b.gep(objs, [I64(i)], inbounds=True), name=f"obj{i}")
-            field = b.bitcast(b.gep(obj, [I64(ARRAY_DATA_OFFSET)], inbounds=True),
-                              I8.as_pointer().as_pointer())
-            args.append(b.bitcast(b.load(field, name=f"data{i}"), ty))
-        self._call_bodies(b, bodies, [*args, start, stop])
-        b.ret_void()
-
-    def _emit_body(self, fn: ir.Function) -> None:
-        kernel = self.kernel
-        n_in = len(kernel.inputs)
-        self.in_ptrs = fn.args[:n_in]
-        self.out_ptrs = fn.args[n_in: n_in + len(kernel.outputs)]
-        start, stop = fn.args[-2:]
-        b = self.b = ir.IRBuilder(fn.append_basic_block("entry"))
-        self.recips = {}
-        # the largest |x| of the checked sin/cos arguments, as float32 bits (which order as
-        # the values do): an unsigned max reduction vectorizes at two instructions a value
-        self.largest_bits = b.alloca(I32, name="largest_bits")
-        b.store(I32(0), self.largest_bits)
-        reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
-        # a reduce's partial over one block (every element, for those not compensated)
-        self.accs = {i: b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"acc{i}") for i in reduces}
-        # a compensated sum's row total and compensation, each block added by _two_sum
-        self.row_sums = {i: (b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"sum{i}"),
-                             b.alloca(VALUE_TYPES[self.dtypes[i]], name=f"comp{i}"))
-                         for i in reduces if i in self.nest.compensated}
-        inner = math.prod(kernel.inner_shape)
-        self.scratch = {i: b.alloca(STORAGE_TYPES[self.dtypes[i]], I64(inner), name=f"row{i}")
-                        for i in sorted(self.cached)}
-        self.out_comps = self._output_compensations()
-        outer_shape = kernel.outer_shape
-        self._init_accumulators()
-        with self._outer_loop(start, stop) as o:
-            index = self._unflatten(o, outer_shape)
-            bases = self.bases = [self._dot(index, inp.strides[: len(outer_shape)])
-                                  for inp in kernel.inputs]
-            self.outer_vals: dict[int, V] = {}
-            for stage in range(max(self.stages, default=0) + 1):
-                self._emit_outer_stage(stage, o)
-                self._emit_stage_loop(stage, bases, o)
-        self._finish_accumulators()
-        limit = struct.unpack("<I", struct.pack("<f", FAST_SIN_COS_LIMIT))[0]
-        b.ret(b.icmp_unsigned(">", b.load(self.largest_bits), I32(limit)))
-
-    def _output_compensations(self) -> dict[int, tuple[V, V]]:
-        """Per accumulated float-sum output the lowering compensates, two stack arrays of its
-        size: the partial of the current block of rows (what the loops add into) and the
-        compensation of the output."""
-        comps: dict[int, tuple[V, V]] = {}
-        for j in sorted(self.nest.compensated_outputs):
-            out = self.kernel.outputs[j]
-            size = math.prod(kir.output_shape(self.kernel, out))
-            ty = VALUE_TYPES[out.dtype]
-            comps[j] = (self.b.alloca(ty, I64(size), name=f"outpart{j}"),
-                        self.b.alloca(ty, I64(size), name=f"outcomp{j}"))
-            for array in comps[j]:
-                # cache-line aligned, as numpy's arrays are, so no vector access to
-                # them straddles two lines
-                array.align = 64
-        return comps
-
-    @contextmanager
-    def _outer_loop(self, start: V, stop: V) -> Iterator[V]:
-        """The loop over [start, stop) of the outer axes; with compensated outputs it runs
-        in blocks of ROW_BLOCK rows, each block's partials added into the outputs after it."""
-        b = self.b
-        if not self.out_comps:
-            with for_range(b, start, stop, "outer") as o:
-                yield o
-            return
-        count = b.sdiv(b.add(b.sub(stop, start), I64(ROW_BLOCK - 1)), I64(ROW_BLOCK))
-        with for_range(b, I64(0), count, "outer.block") as block:
-            lo = b.add(start, b.mul(block, I64(ROW_BLOCK), flags=("nsw",)), flags=("nsw",))
-            end = b.add(lo, I64(ROW_BLOCK), flags=("nsw",))
-            hi = b.select(b.icmp_signed("<", end, stop), end, stop)
-            with for_range(b, lo, hi, "outer") as o:
-                yield o
-            self._fold_outputs()
-
-    def _each_output_element(self, name: str) -> Iterator[tuple[int, V, V, V]]:
-        """(output index, pointer into it, into its partial, into its compensation) for
-        every element of each compensated output, inside a loop per output."""
-        b = self.b
-        for j, (part, comp) in self.out_comps.items():
-            size = math.prod(kir.output_shape(self.kernel, self.kernel.outputs[j]))
-            with for_range(b, I64(0), I64(size), f"{name}{j}", keep_rolled(self.module)) as i:
-                yield (j, b.gep(self.out_ptrs[j], [i], inbounds=True),
-                       b.gep(part, [i], inbounds=True), b.gep(comp, [i], inbounds=True))
-
-    def _init_accumulators(self) -> None:
-        """Fill each accumulated output with its reduction's identity (compensated ones, their
-        partials and compensations too): every call (a chunk of the outer range) gets its own
-        output, combined by the caller in chunk order."""
-        for j, out in enumerate(self.kernel.outputs):
-            if out.accumulate is None or j in self.out_comps:
-                continue
-            identity, _ = REDUCE_RULES[(out.accumulate, _kind(out.dtype))]
-            size = math.prod(kir.output_shape(self.kernel, out))
-            with for_range(self.b, I64(0), I64(size), f"init{j}") as i:
-                self._store(j, i, identity(VALUE_TYPES[out.dtype]))
-        for j, *ptrs in self._each_output_element("init"):
-            for ptr in ptrs:
-                self.b.store(ir.Constant(VALUE_TYPES[self.kernel.outputs[j].dtype], 0.0), ptr)
-
-    def _fold_outputs(self) -> None:
-        """Add each compensated output's block partial into it (``_two_sum``), then zero it."""
-        b = self.b
-        for j, out, part, comp in self._each_output_element("fold"):
-            total, c = _two_sum(b, self.module, b.load(out), b.load(comp), b.load(part))
-            b.store(total, out)
-            b.store(c, comp)
-            b.store(ir.Constant(VALUE_TYPES[self.kernel.outputs[j].dtype], 0.0), part)
-
-    def _finish_accumulators(self) -> None:
-        """Fold each compensated output's compensation into it, once per call."""
-        b = self.b
-        for _, out, _, comp in self._each_output_element("finish"):
-            b.store(_compensated_total(b, self.module, b.load(out), b.load(comp)), out)
-
-    def _unflatten(self, flat: V, shape: tuple[int, ...]) -> list[V]:
-        index: list[V] = []
-        for axis in reversed(range(1, len(shape))):
-            index.append(self.b.urem(flat, I64(shape[axis])))
-            flat = self.b.udiv(flat, I64(shape[axis]))
-        if shape:
-            index.append(flat)
-        return index[::-1]
-
-    def _dot(self, index: list[V], strides: tuple[int, ...]) -> V:
-        total: V = I64(0)
-        for i, s in zip(index, strides):
-            if s:
-                total = self.b.add(total, self.b.mul(i, I64(s), flags=("nsw",)), flags=("nsw",))
-        return total
-
-    def _emit_outer_stage(self, stage: int, o: V) -> None:
-        """Values constant along the inner axes that become available at ``stage``."""
-        for i, expr in enumerate(self.kernel.exprs):
-            if self.per_element[i] or self.stages[i] != stage:
-                continue
-            if isinstance(expr, kir.Reduce) and i in self.row_sums:
-                total, comp = (self.b.load(p) for p in self.row_sums[i])
-                self.outer_vals[i] = _compensated_total(self.b, self.module, total, comp)
-            elif isinstance(expr, kir.Reduce):
-                self.outer_vals[i] = self.b.load(self.accs[i], name=f"red{i}")
-            elif isinstance(expr, kir.Load):  # an input broadcast over the inner axes
-                self.outer_vals[i] = self._load(expr.input, self.bases[expr.input])
-            else:
-                self.outer_vals[i] = self._emit_expr(i, self.outer_vals.__getitem__)
-            if i in self.recip_of:
-                value = self.outer_vals[i]
-                self.recips[i] = self.b.fdiv(ir.Constant(value.type, 1.0), value)
-        for j, out in enumerate(self.kernel.outputs):
-            if not self.elem_output[j] and self.stages[out.value] == stage:
-                if out.accumulate is None:
-                    self._store(j, o, self.outer_vals[out.value])
-                else:
-                    self._accumulate(j, I64(0), self.outer_vals[out.value])
-
-    def _emit_stage_loop(self, stage: int, bases: list[V], o: V) -> None:
-        """One loop over the inner axes: reductions of stage values and element outputs. A
-        loop dividing by row values comes in two versions, chosen per row: one multiplying by
-        their reciprocals, for rows where each is a normal number, and one dividing."""
-        kernel = self.kernel
-        reduces = [i for i, e in enumerate(kernel.exprs)
-                   if isinstance(e, kir.Reduce) and self.stages[e.x] == stage]
-        outputs = [j for j, out in enumerate(kernel.outputs)
-                   if self.elem_output[j] and self.stages[out.value] == stage]
-        if stage not in self.roots:
-            return
-        for i in reduces:
-            identity, _ = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
-            for ptr in self.row_sums.get(i, (self.accs[i],)):
-                self.b.store(identity(VALUE_TYPES[self.dtypes[i]]), ptr)
-        sums = [i for i in reduces if i in self.row_sums]
-        stored = self.nest.stored_of(stage)
-        needed = self.nest.needed(stage)
-
-        def loop() -> None:
-            with self._inner_loops(stage, bases, o, sums) as (offsets, flat, inner):
-                vals = self._emit_elements(needed, offsets, stage, inner)
-                for i in stored:
-                    self._store_scratch(i, inner, vals[i])
-                for i in reduces:
-                    _, combine = REDUCE_RULES[(kernel.exprs[i].op, _kind(self.dtypes[i]))]
-                    acc = self.b.load(self.accs[i])
-                    x = vals[kernel.exprs[i].x]
-                    self.b.store(combine(self.b, acc, x, self.module), self.accs[i])
-                for j in outputs:
-                    value = vals[kernel.outputs[j].value]
-                    if kernel.outputs[j].accumulate is None:
-                        self._store(j, flat, value)
-                    else:
-                        self._accumulate(j, inner, value)
-
-        divisors = {e.b for e in (kernel.exprs[i] for i in needed)
-                    if isinstance(e, kir.Binary) and e.op == "div" and e.b in self.recips}
-        # constants' reciprocals were checked when rendering (``recip_of``)
-        checked = sorted(d for d in divisors if not isinstance(kernel.exprs[d], kir.Const))
-        self.multiplying = divisors
-        if not checked:
-            loop()
-            return
-        normal = functools.reduce(self.b.and_, [self._is_normal(self.recips[d], self.dtypes[d])
-                                                for d in checked])
-        with self.b.if_else(normal, likely=True) as (multiply, divide):
-            with multiply:
-                loop()
-            with divide:
-                self.multiplying = divisors.difference(checked)
-                loop()
-
-    def _is_normal(self, x: V, dtype: str) -> V:
-        """Whether float x is a normal number (not zero, subnormal, inf or nan)."""
-        info = np.finfo(dtype)
-        magnitude = self.b.call(intrinsic(self.module, "llvm.fabs", x.type, 1), [x])
-        return self.b.and_(
-            self.b.fcmp_ordered(">=", magnitude, ir.Constant(x.type, float(info.tiny))),
-            self.b.fcmp_ordered("<=", magnitude, ir.Constant(x.type, float(info.max))))
-
-    @contextmanager
-    def _inner_loops(self, stage: int, bases: list[V], flat: V, sums: list[int]
-                     ) -> Iterator[tuple[list[V], V, V]]:
-        """Nested loops over the inner axes; yields per-input element offsets, the flat
-        domain index (``flat`` enters as the outer index) and the flat inner index. With
-        compensated sums (``sums``) the innermost loop runs in blocks of at most SUM_BLOCK,
-        each block's partials starting at zero and ending in the row's sum."""
-        n_outer = len(self.kernel.outer_shape)
-        offsets = bases
-        inner: V = I64(0)
-        b = self.b
-        with ExitStack() as loops:
-            inner_shape = self.kernel.inner_shape
-            for axis, extent in enumerate(inner_shape):
-                lo, hi, hints = I64(0), I64(extent), None
-                last = axis == len(inner_shape) - 1
-                if last:
-                    hints = loop_hints(self.module, INTERLEAVE)
-                    if sums and extent > SUM_BLOCK:
-                        block = loops.enter_context(for_range(
-                            b, I64(0), I64(-(-extent // SUM_BLOCK)), f"s{stage}.block"))
-                        lo = b.mul(block, I64(SUM_BLOCK), flags=("nsw",))
-                        end = b.add(lo, I64(SUM_BLOCK), flags=("nsw",))
-                        hi = b.select(b.icmp_signed("<", end, I64(extent)), end, I64(extent))
-                    if sums:
-                        loops.callback(self._end_block, sums)
-                        for i in sums:
-                            b.store(ir.Constant(VALUE_TYPES[self.dtypes[i]], 0.0), self.accs[i])
-                i = loops.enter_context(for_range(b, lo, hi, f"s{stage}.ax{axis}", hints))
-                offsets = [b.add(off, b.mul(i, I64(inp.strides[n_outer + axis]), flags=("nsw",)),
-                                 flags=("nsw",))
-                           for off, inp in zip(offsets, self.kernel.inputs)]
-                flat = b.add(b.mul(flat, I64(extent), flags=("nsw",)), i, flags=("nsw",))
-                inner = b.add(b.mul(inner, I64(extent), flags=("nsw",)), i, flags=("nsw",))
-            yield offsets, flat, inner
-
-    def _end_block(self, sums: list[int]) -> None:
-        """Add each compensated sum's block partial into its row sum (after the block loop)."""
-        b = self.b
-        for i in sums:
-            total, comp = self.row_sums[i]
-            t, c = _two_sum(b, self.module, b.load(total), b.load(comp), b.load(self.accs[i]))
-            b.store(t, total)
-            b.store(c, comp)
-
-    def _emit_elements(self, needed: list[int], offsets: list[V], stage: int, inner: V
-                       ) -> dict[int, V]:
-        """Emit the ``needed`` per-element exprs (``LoopNest.needed``) in program order."""
-        vals = dict(self.outer_vals)
-        for i in needed:
-            expr = self.kernel.exprs[i]
-            if self._from_scratch(i, stage):
-                vals[i] = self._load_scratch(i, inner)
-            elif isinstance(expr, kir.Load):
-                vals[i] = self._load(expr.input, offsets[expr.input])
-            else:
-                vals[i] = self._emit_expr(i, vals.__getitem__)
-        return vals
-
-    def _from_scratch(self, i: int, stage: int) -> bool:
-        return self.nest.from_scratch(i, stage)
-
-    def _store_scratch(self, i: int, inner: V, value: V) -> None:
-        if self.dtypes[i] == "bool":
-            value = self.b.zext(value, I8)
-        self.b.store(value, self.b.gep(self.scratch[i], [inner], inbounds=True))
-
-    def _load_scratch(self, i: int, inner: V) -> V:
-        value = self.b.load(self.b.gep(self.scratch[i], [inner], inbounds=True))
-        return self.b.icmp_unsigned("!=", value, I8(0)) if self.dtypes[i] == "bool" else value
-
-    def _load(self, k: int, offset: V) -> V:
-        b = self.b
-        value = b.load(b.gep(self.in_ptrs[k], [offset], inbounds=True))
-        if self.kernel.inputs[k].dtype == "bool":
-            return b.icmp_unsigned("!=", value, I8(0))
-        return value
-
-    def _store(self, j: int, offset: V, value: V) -> None:
-        b = self.b
-        out = self.kernel.outputs[j]
-        if out.dtype == "bool":
-            value = b.zext(value, I8)
-        ptr = self.out_ptrs[j] if out.into is None else self.in_ptrs[out.into]
-        b.store(value, b.gep(ptr, [offset], inbounds=True))
-
-    def _accumulate(self, j: int, offset: V, value: V) -> None:
-        """out[offset] = combine(out[offset], value) for an output reduced over outer axes."""
-        b = self.b
-        out = self.kernel.outputs[j]
-        base = self.out_comps[j][0] if j in self.out_comps else self.out_ptrs[j]
-        ptr = b.gep(base, [offset], inbounds=True)
-        _, combine = REDUCE_RULES[(out.accumulate, _kind(out.dtype))]
-        b.store(combine(b, b.load(ptr), value, self.module), ptr)
-
-    def _emit_expr(self, i: int, get: Callable[[int], V]) -> V:
-        expr = self.kernel.exprs[i]
-        b, m = self.b, self.module
-        if isinstance(expr, kir.Const):
-            return _const(expr)
-        srcs = kir.operands(expr)
-        kind = _kind(self.dtypes[srcs[0]])
-        if isinstance(expr, kir.Where):
-            return b.select(get(expr.cond), get(expr.a), get(expr.b))
-        if isinstance(expr, kir.Cast):
-            if self.dtypes[expr.x] == expr.dtype:
-                return get(expr.x)
-            rule = CAST_RULES[(kind, _kind(expr.dtype))]
-            return rule(b, get(expr.x), VALUE_TYPES[expr.dtype])
-        if isinstance(expr, kir.Unary) and (expr.op, kind) in UNARY_RULES:
-            return UNARY_RULES[(expr.op, kind)](b, get(expr.x), m)
-        if isinstance(expr, kir.Unary) and kind == "float" and expr.op in self.math:
-            x = get(expr.x)
-            if expr.op in EXACT_VARIANTS and expr.dtype == "float32":
-                if self.exact:
-                    return self.math[EXACT_VARIANTS[expr.op]](b, x, expr.dtype)
-                if self.checked:
-                    magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
-                    umax = m.globals.get("llvm.umax.i32") or ir.Function(
-                        m, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
-                    b.store(b.call(umax, [b.load(self.largest_bits), magnitude]),
-                            self.largest_bits)
-            return self.math[expr.op](b, x, expr.dtype)
-        if isinstance(expr, kir.Binary) and expr.op == "div" and expr.b in self.multiplying \
-                and self.per_element[i]:
-            return b.fmul(get(expr.a), self.recips[expr.b])
-        if isinstance(expr, kir.Binary) and (expr.op, kind) in BINARY_RULES:
-            return BINARY_RULES[(expr.op, kind)](b, get(expr.a), get(expr.b), m)
-        raise RenderError(
-            f"kernel {self.kernel.name!r}: LLVM renderer has no rule for expr {i} {expr!r} "
-            f"(op {getattr(expr, 'op', None)}, operand dtypes "
-            f"{tuple(self.dtypes[s] for s in srcs)}, operands {srcs})")
+    def kernel_source(self, kernel: kir.Kernel) -> str:
+        """The kernel's body (the exact sin/cos one too, where it has one) and its entry,
+        without the module's math functions and the array-object entry."""
+        module = render([kernel])
+        names = [f"{kernel.name}.body", f"{kernel.name}.exact", kernel.name]
+        return "\n".join(str(module.get_global(n)) for n in names if n in module.globals)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 
 from codegen import target
-from codegen.llvm import ARRAY_DATA_OFFSET
+from codegen.llvm_emit import ARRAY_DATA_OFFSET
 
 # A worker spins this long after its last chunk before it sleeps: kernels of a plan run back to
 # back with a few microseconds of Python between them, and a job that must wake sleepers costs
@@ -505,7 +505,7 @@ finish:
   ret void
 }
 """
-# Float sums combine compensated, as the kernels sum (codegen.llvm's _two_sum and
+# Float sums combine compensated, as the kernels sum (codegen.llvm_emit's _two_sum and
 # _compensated_total): sixty plain additions of partial sums lose an ulp of a float32 total
 # where one compensated pass loses almost none. Row 0, once copied into the output, holds the
 # compensations.

@@ -69,24 +69,28 @@ class Executable:
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
         self._lock = threading.RLock()  # building a program compiles the module and calls
-        self._module: Any = None
+        self._modules: dict[str, Any] | None = None  # device -> its compiled kernels
         self._programs: dict[bool, Program] = {}
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
 
-    def module(self, cache_dir: str | os.PathLike[str] | None = None) -> Any:
-        """The compiled module of every kernel of the plan, from and into the compiled-code
-        cache ``cache_dir`` (``codegen.cache.cache_dir()`` if None) on first use."""
-        module = self._module
-        if module is None:
+    def module(self, cache_dir: str | os.PathLike[str] | None = None,
+               device: str | None = None) -> Any:
+        """The compiled module of the plan's kernels on ``device`` (default: the plan's), a
+        ``codegen.renderer.CompiledKernels``. On first use every device's kernels are compiled
+        by that device's renderer, from and into the compiled-code cache ``cache_dir``
+        (``codegen.cache.cache_dir()`` if None)."""
+        modules = self._modules
+        if modules is None:
             with self._lock:
-                if self._module is None:
-                    from codegen.cache import get_compiled
-
-                    kernels = [s.kernel for s in self.plan.steps if isinstance(s, KernelStep)]
-                    self._module = get_compiled(kernels, cache_dir)
-                module = self._module
-        return module
+                if self._modules is None:
+                    self._modules = _compiled(self.plan, cache_dir)
+                modules = self._modules
+        device = self.plan.device if device is None else device
+        if device not in modules:
+            raise KeyError(f"the plan has no kernels on device {device!r} (it has kernels on "
+                           f"{sorted(modules)})")
+        return modules[device]
 
     def program(self, checked: bool = False) -> Program:
         """The plan's fast (or fully checked) program."""
@@ -122,7 +126,7 @@ class Executable:
     def reset(self) -> None:
         """Forget everything built (the module too): the next run builds it again."""
         with self._lock:
-            self._module = None
+            self._modules = None
             self._programs.clear()
             self._runners.clear()
             self._calls.clear()
@@ -136,7 +140,7 @@ class Executable:
         ins = [metas[v] for _, v in step.args]
         outs = [ins[step.commit]] if isinstance(step, CommitStep) else [
             (tuple(shape), np.dtype(dtype)) for shape, dtype, _ in step.out_specs]
-        return self.module().check_signature(step.kernel, ins + outs)
+        return self.module(device=step.device).check_signature(step.kernel, ins + outs)
 
     def kernel_call(self, step: KernelStep) -> KernelCall:
         """``call(*args) -> outputs`` for a kernel step (built once per step): C-contiguous
@@ -152,7 +156,8 @@ class Executable:
         return call
 
     def _make_call(self, step: KernelStep) -> KernelCall:
-        launch = self.module().launcher(step.kernel, self.kernel_signature(step))
+        launch = self.module(device=step.device).launcher(step.kernel,
+                                                          self.kernel_signature(step))
         if isinstance(step, CommitStep):
             into = step.commit
 
@@ -174,3 +179,15 @@ class Executable:
                     for o, (_, _, plan_shape) in zip(outs, specs)]
 
         return call
+
+
+def _compiled(plan: Plan, cache_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """Per device, its kernel steps' kernels compiled by that device's renderer."""
+    from codegen.renderer import renderer_for
+
+    by_device: dict[str, list[Any]] = {}
+    for s in plan.steps:
+        if isinstance(s, KernelStep):
+            by_device.setdefault(s.device, []).append(s.kernel)
+    return {device: renderer_for(device).compile(kernels, cache_dir)
+            for device, kernels in by_device.items()}

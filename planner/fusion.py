@@ -9,11 +9,17 @@ computed before the segment's kernel runs (where its first member was), which ke
 acyclic. Arguments from outside become kernel inputs read with broadcast strides; values used
 after the segment become kernel outputs. Matmul (BLAS through numpy), indexing and views stay
 steps of the interpreter.
+
+A kernel is device-independent IR over its segment's own domain, on the device every member
+step shares (steps on two devices never share a kernel). How a launch cuts the domain (rows
+for CPU threads, blocks on a GPU) is the renderer's choice (``codegen.launch``), and a
+kernel's source is rendered only when ``plan.kernels`` is asked for it (``KernelInfo``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Iterator
@@ -21,6 +27,7 @@ from dataclasses import dataclass, field
 
 from codegen import ir as kir
 from codegen.builder import KernelBuilder
+from codegen.renderer import renderer_for
 from runtime.ops.registry import REGISTRY
 
 from .graph import template_nodes
@@ -33,11 +40,14 @@ from .steps import CommitStep, KernelStep, PrimitiveStep, SourceStep, Step, prim
 MIN_ELEMENTS = 1 << 15
 MIN_STEPS_WHEN_SMALL = 2
 _IR_DTYPES = frozenset(kir.DTYPES)
+# where a parameter update may run in place at write-back (executable.Commit: numpy arrays)
+COMMIT_DEVICES = ("cpu",)
 
 
 @dataclass
 class Segment:
     shape: tuple[int, ...]  # the kernel's domain
+    device: str  # every member's: a kernel runs on one device
     steps: list[PrimitiveStep] = field(default_factory=list)
     n_reduce: int = 0  # trailing domain axes its reductions reduce
     reduced: set[int] = field(default_factory=set)  # members that hold one value per row
@@ -73,18 +83,29 @@ class Segment:
 
 @dataclass(frozen=True)
 class KernelInfo:
-    """What plan.kernels lists: one compiled kernel."""
+    """What plan.kernels lists: one kernel (IR) and the device it runs on; its source, in the
+    language of that device's renderer, is rendered on first access (fusion renders nothing)."""
 
-    name: str
+    kernel: kir.Kernel
     device: str
-    language: str
-    source: str
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def language(self) -> str:
+        return renderer_for(self.device).language
+
+    @functools.cached_property
+    def source(self) -> str:
+        return renderer_for(self.device).kernel_source(self.kernel)
 
 
 def _fusible(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]],
              dtypes: dict[int, str]) -> bool:
     prim = REGISTRY.get(step.name)
-    if prim is None or prim.lower is None or step.device != "cpu":
+    if prim is None or prim.lower is None:
         return False
     if step.dtype.name not in _IR_DTYPES:
         return False
@@ -167,7 +188,7 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
             if target is None:
                 target = _join_sibling(step, found, shapes, ready)
             if target is None:
-                target = Segment(step.shape)
+                target = Segment(step.shape, step.device)
                 found.append(target)
         if target is None:
             continue
@@ -203,7 +224,8 @@ def _join_elementwise(step: PrimitiveStep, member: dict[int, Segment],
     best = None
     for v in bufs:
         seg = member.get(v)
-        if seg is None or not _precedes_or_inside(bufs, seg, member, ready):
+        if seg is None or seg.device != step.device \
+                or not _precedes_or_inside(bufs, seg, member, ready):
             continue
         if step.shape == seg.shape and seg.perm is None:
             # per element: a row value may feed it only in its keepdim shape (broadcasts)
@@ -242,7 +264,7 @@ def _join_row_view(step: PrimitiveStep, member: dict[int, Segment],
     """A reshape between a row value's two shapes (keepdim or not) is the same value."""
     (kind, src), = step.args
     seg = member.get(src) if kind == "buf" else None
-    if seg is None or step.dtype.name not in _IR_DTYPES \
+    if seg is None or seg.device != step.device or step.dtype.name not in _IR_DTYPES \
             or not _precedes_or_inside([src], seg, member, ready) \
             or not _is_row_step(step, seg, member, [src], shapes):
         return None
@@ -257,6 +279,7 @@ def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, t
     data (one pass over it instead of two), else the latest."""
     bufs = step.buffers
     fits = [seg for seg in found if seg.shape == step.shape and seg.perm is None
+            and seg.device == step.device
             and all(u in ready or u < seg.first for u in bufs)]
     if not fits:
         return None
@@ -267,7 +290,7 @@ def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, t
 
 
 def _reduction_ok(step: PrimitiveStep) -> bool:
-    return step.dtype.name in ("float32", "float64") and step.device == "cpu"
+    return step.dtype.name in ("float32", "float64")
 
 
 def _start_reduction(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]]) -> Segment | None:
@@ -276,7 +299,7 @@ def _start_reduction(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]]) ->
     (kind, src), = step.args
     if kind != "buf" or not _reduction_ok(step):
         return None
-    seg = Segment(shapes[src])
+    seg = Segment(shapes[src], step.device)
     nd, axes = len(seg.shape), tuple(step.attrs["axes"])
     if axes and axes == tuple(range(nd - len(axes), nd)):
         seg.n_reduce = len(axes)
@@ -303,7 +326,7 @@ def _join_reduction(step: PrimitiveStep, member: dict[int, Segment],
     (both: a row reduction, then accumulated)."""
     (kind, src), = step.args
     seg = member.get(src) if kind == "buf" else None
-    if seg is None or not _reduction_ok(step) \
+    if seg is None or seg.device != step.device or not _reduction_ok(step) \
             or not _precedes_or_inside([src], seg, member, ready):
         return None
     nd, axes = len(seg.shape), tuple(step.attrs["axes"])
@@ -386,7 +409,6 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
             prim = REGISTRY[step.op]
             inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
     probe = kir.Kernel(name, seg.shape, seg.n_reduce, tuple(inputs), tuple(kb.exprs), ())
-    varies = kir.per_element(probe)
     # the buffer holding each (value, accumulate op) the kernel writes: a member of the
     # value's shape as the kernel writes it, or a fresh one
     held: dict[tuple[int, str | None], int] = {}
@@ -407,41 +429,15 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
             b = views[m] = held[value, acc]
         written.setdefault(b, (value, acc, dtypes[m], shape))
     outputs = list(written)
-    domain = seg.shape
-    accumulate = {b: written[b][1] for b in outputs}
-    if seg.n_reduce == 0 and seg.inner is None:
-        domain, inputs = _rows_of(domain, inputs)
-    elif _splittable_reduction(seg, kb.exprs, varies, [written[b][0] for b in outputs]):
-        # a whole-vector reduction only read as a result: sums of rows, accumulated over the
-        # rows, so the vector splits across threads
-        domain, inputs = _rows_of(domain, inputs)
-        if domain != seg.shape:
-            accumulate = {b: _reduce_op(kb.exprs[written[b][0]], accumulate[b])
-                          for b in outputs}
+    # the natural domain: how a launch cuts it (rows for CPU threads, blocks on a GPU) is the
+    # renderer's choice (codegen.launch)
     kernel = kir.Kernel(
-        name, domain, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
-        tuple(kir.Output(f"out{i}", written[b][0], written[b][2], accumulate[b])
+        name, seg.shape, seg.n_reduce, tuple(inputs), tuple(kb.exprs),
+        tuple(kir.Output(f"out{i}", written[b][0], written[b][2], written[b][1])
               for i, b in enumerate(outputs)))
-    assert domain != seg.shape or kernel.inner_shape == seg.shape[nd - seg.n_inner:]
+    assert kernel.inner_shape == seg.shape[nd - seg.n_inner:]
     kir.validate(kernel)
     return LoweredSegment(kernel, input_bufs, outputs, [written[b][3] for b in outputs], views)
-
-
-def _splittable_reduction(seg: Segment, exprs: list[kir.Expr], varies: list[bool],
-                          out_values: list[int]) -> bool:
-    """A 1-D segment reduced whole whose reductions no expr reads and whose outputs are its
-    reductions or per-element values: cut into rows, a reduction becomes row sums accumulated
-    over the rows, and a per-element value stays one, but a value constant along the vector
-    (written once per row) would be written once per cut row instead of once."""
-    if len(seg.shape) != 1 or seg.n_reduce != 1 or seg.accumulated or seg.perm is not None:
-        return False
-    read = {j for e in exprs for j in kir.operands(e)}
-    reduces = {i for i, e in enumerate(exprs) if isinstance(e, kir.Reduce)}
-    return not reduces & read and all(v in reduces or varies[v] for v in out_values)
-
-
-def _reduce_op(expr: kir.Expr, accumulate: str | None) -> str | None:
-    return expr.op if isinstance(expr, kir.Reduce) else accumulate
 
 
 def _permuted_strides(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, ...]:
@@ -464,28 +460,6 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PrimitiveStep, x: in
         count = math.prod(shapes[src][a] for a in axes)
         x = kb.binary("mul", x, kb.const(1.0 / count, dtype), dtype)
     return x
-
-
-# elements per row when a flat elementwise run (or a whole-vector reduction) is cut into rows
-# for threads: small enough that a 4096-element chain (the chain workload, ~100 us of
-# transcendentals) has rows to split now that a hand-off costs 3-6 us (codegen.pool), long
-# enough for the vector loops to run at speed
-ROW = 1024
-
-
-def _rows_of(domain: tuple[int, ...], inputs: list[kir.Input], row: int = ROW
-             ) -> tuple[tuple[int, ...], list[kir.Input]]:
-    """An elementwise domain whose inputs are all contiguous over it, or all broadcast, is one
-    flat run of elements: cut it into rows of ``row``, so the outer axis can be split across
-    threads."""
-    n = math.prod(domain)
-    contiguous = _strides(domain, domain)
-    if n < 2 * row or n % row or not all(
-            i.strides == contiguous or not any(i.strides) for i in inputs):
-        return domain, inputs
-    rows = (n // row, row)
-    return rows, [kir.Input(i.name, i.dtype, (row, 1) if any(i.strides) else (0, 0))
-                  for i in inputs]
 
 
 def explain_fusion(plan: Plan) -> str:
@@ -539,7 +513,7 @@ def fuse(plan: Plan) -> Plan:
     fresh = itertools.count(max(plan.graph.graph.get("next_id", 0),
                                 max(s.out for s in plan.steps) + 1))
     steps: list[Step] = []
-    kernels: list[kir.Kernel] = []
+    infos: list[KernelInfo] = []
     placed: set[int] = set()
     for step in plan.steps:
         seg = seg_of.get(step.out)
@@ -549,19 +523,19 @@ def fuse(plan: Plan) -> Plan:
         if id(seg) in placed:
             continue
         placed.add(id(seg))
-        low = lower_segment(seg, f"k{len(kernels)}", used_after, dtypes, shapes, fresh)
+        low = lower_segment(seg, f"k{len(infos)}", used_after, dtypes, shapes, fresh)
         kernel, ins, outs = low.kernel, low.inputs, low.outputs
         commit = _commit_input(plan, kernel, ins, outs, seg)
         if commit is not None:
             kernel = dataclasses.replace(kernel, outputs=(
                 dataclasses.replace(kernel.outputs[0], into=commit),))
-        kernels.append(kernel)
+        infos.append(KernelInfo(kernel, seg.device))
         last = seg.steps[-1]
         fields = {"out": outs[0] if outs else last.out, "args": [("buf", b) for b in ins],
                   "kernel": kernel, "outs": outs, "fused": len(seg.steps),
                   "out_specs": [(kir.output_shape(kernel, o), o.dtype, shape)
                                 for o, shape in zip(kernel.outputs, low.out_shapes)],
-                  "shape": seg.shape, "dtype": last.dtype, "device": last.device,
+                  "shape": seg.shape, "dtype": last.dtype, "device": seg.device,
                   "phase": last.phase}
         steps.append(KernelStep(**fields) if commit is None
                      else CommitStep(commit=commit, **fields))
@@ -572,10 +546,10 @@ def fuse(plan: Plan) -> Plan:
                                         attrs={"shape": m.shape}, shape=m.shape,
                                         dtype=m.dtype, device=m.device, phase=m.phase))
     stats = dict(plan.stats)
-    stats["kernels"] = len(kernels)
+    stats["kernels"] = len(infos)
     stats["fused_steps"] = sum(len(s.steps) for s in found)
     return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, stats, plan.device,
-                _kernel_infos(kernels))
+                infos)
 
 
 def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],
@@ -584,7 +558,7 @@ def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int
     output nothing but the write of a parameter (a ``tensor`` slot) uses, computed
     elementwise from that parameter's own value (read by the plan). The kernel then runs
     when the replay commits, storing straight into the parameter: no second copy of it."""
-    if len(outs) != 1 or kernel.n_reduce or seg.steps[-1].device != "cpu":
+    if len(outs) != 1 or kernel.n_reduce or seg.device not in COMMIT_DEVICES:
         return None
     (out,) = outs
     slots = [slot for slot, b in plan.writes if b == out]
@@ -621,12 +595,3 @@ def _storage_roots(plan: Plan, v: int) -> set[int]:
         if step.is_view:
             stack.append(step.args[0][1])
     return roots
-
-
-def _kernel_infos(kernels: list[kir.Kernel]) -> list[KernelInfo]:
-    from codegen.llvm import render
-
-    module = render(kernels)
-    return [KernelInfo(k.name, "cpu", "llvm",
-                       f"{module.get_global(k.name + '.body')}\n{module.get_global(k.name)}")
-            for k in kernels]

@@ -17,13 +17,14 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from codegen.launch import outer_rows
 from runtime import _threads
 from runtime.executor import Executor, TaskGraph
 from runtime.ops.registry import REGISTRY
 
 from .program import ARGS, GENERATORS, STATE, step_functions
 from .schedule import longest_paths
-from .steps import ExternStep, KernelStep, PrimitiveStep
+from .steps import ExternStep, KernelStep, PrimitiveStep, Step
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -99,15 +100,22 @@ def _estimated(plan: Plan, intra: int, workers: int) -> float:
     """Estimated seconds of a run on ``workers`` threads, each step with ``intra`` intra-op
     threads: the longer of the longest dependency chain and the work shared out (Graham's
     bound for a greedy list schedule), BLAS calls and kernels big enough to split sped up
-    ``intra`` times."""
+    ``intra`` times (a kernel at most as many times as its CPU launch form has rows)."""
     schedule = plan.schedule
-    cost = [c / intra if isinstance(s, ExternStep) or (isinstance(s, KernelStep)
-                                                       and c >= SPLIT_MIN_S) else c
-            for s, c in zip(plan.steps, schedule.cost)]
+    cost = [c / _intra_speedup(s, c, intra) for s, c in zip(plan.steps, schedule.cost)]
     if workers == 1:
         return sum(cost)
     path = longest_paths(schedule.order, schedule.consumers, cost)
     return max(max(path, default=0.0), sum(cost) / workers)
+
+
+def _intra_speedup(step: Step, cost: float, intra: int) -> int:
+    """How many intra-op threads share ``step``'s work."""
+    if isinstance(step, ExternStep):
+        return intra
+    if isinstance(step, KernelStep) and step.device == "cpu" and cost >= SPLIT_MIN_S:
+        return max(1, min(intra, outer_rows(step.kernel)))
+    return 1
 
 
 _EXECUTORS: dict[int, Executor] = {}

@@ -366,7 +366,7 @@ def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) 
     bufs = [v for _, v in s.args]
     if s.device != "cpu" or isinstance(s, CommitStep) or any(v not in known.typed for v in bufs):
         return False  # a commit kernel runs at write-back (Executable.kernel_call)
-    entry = plan.executable.module().object_entry(s.kernel)
+    entry = plan.executable.module(device=s.device).object_entry(s.kernel)
     if entry is None:
         return False
     fn, addresses, outer = entry

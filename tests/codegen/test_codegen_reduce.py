@@ -182,13 +182,14 @@ def test_accumulate_rejects_bool_and_unknown_ops():
 def test_later_stages_reread_costly_values_from_row_scratch(cols):
     """softmax's exp(x - max) is stored by the sum's loop and re-read by the division's
     instead of recomputed, while a row fits the scratch budget; wider rows recompute it."""
-    from codegen.llvm import SCRATCH_BYTES, _KernelEmitter
+    from codegen.llvm import RULES
+    from codegen.llvm_emit import SCRATCH_BYTES, KernelEmitter
     from codegen.llvm_math import declare_math
     from llvmlite import ir as llir
 
     k = softmax_kernel(3, cols, "float32")  # 70000 floats: over SCRATCH_BYTES
     module = llir.Module()
-    emitter = _KernelEmitter(module, k, declare_math(module))
+    emitter = KernelEmitter(module, k, declare_math(module), RULES)
     assert emitter.cached == ({3} if cols * 4 <= SCRATCH_BYTES else set())
     x = random_array((3, cols), "float32")
     y, _ = run(build([k]), k, [x])

@@ -22,7 +22,7 @@ from llvmlite import ir
 from codegen import ir as K
 from codegen import jit
 from codegen.jit import optimize
-from codegen.llvm import for_range
+from codegen.llvm_emit import for_range
 from codegen.llvm_math import FAST_SIN_COS_LIMIT, declare_math
 
 I64 = ir.IntType(64)

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
+from codegen.launch import ROW
 from planner import fusion
 from planner.fusion import REDUCTIONS, segments
 from planner.steps import CommitStep, KernelStep
@@ -166,7 +167,7 @@ def test_column_sums_of_per_row_values_are_expanded_from_one_sum() -> None:
                     (rng.random((804, 1)) + 1).astype(np.float32))
 
 
-@pytest.mark.parametrize("n", [fusion.ROW + 7, 2 * fusion.ROW, 3 * fusion.ROW])
+@pytest.mark.parametrize("n", [ROW + 7, 2 * ROW, 3 * ROW])
 def test_whole_vector_sums_split_into_rows_only_when_every_output_splits(n: int) -> None:
     """A whole-vector sum cut into rows for threads writes its other outputs per cut row: a
     value constant along the vector (x.sum()'s gradient, a ones-constant) would come out once
@@ -307,3 +308,93 @@ def test_auto_falls_back_to_the_interpreter_when_kernels_fail_to_build(
     assert not auto.plan.kernels
     with pytest.raises(RuntimeError, match="no LLVM today"):
         planner.compile(f, backend="llvm")(x)
+
+
+def _interpreter_plan(name: str) -> Any:
+    wl = WORKLOADS[name]
+    case = wl.build(rt, wl.make_arrays(0))
+    return planner.compile(case.fn, backend="interpreter").lower(*case.args)
+
+
+def test_fusion_stores_kernels_and_renders_a_source_only_when_asked() -> None:
+    """plan.kernels holds each kernel's IR and device: fusing renders nothing, a kernel's
+    source is rendered by its device's renderer on first access, once."""
+    import codegen.llvm
+
+    plan = _interpreter_plan("eltwise")
+    with mock.patch.object(codegen.llvm, "render", wraps=codegen.llvm.render) as render:
+        fused = fusion.fuse(plan)
+        assert render.call_count == 0
+        steps = [s for s in fused.steps if isinstance(s, KernelStep)]
+        assert [(k.name, k.kernel, k.device) for k in fused.kernels] == [
+            (s.kernel.name, s.kernel, s.device) for s in steps]
+        info = fused.kernels[0]
+        assert (info.name, info.device, info.language) == ("k0", "cpu", "llvm")
+        assert render.call_count == 0
+        assert 'define void @"k0"' in info.source and info.source is info.source
+        assert render.call_count == 1
+
+
+def test_fusion_emits_the_natural_domain_and_the_renderer_cuts_it() -> None:
+    """chain's 4096-element run is one kernel over (4096,): the CPU launch form cuts it into
+    rows for threads (codegen.launch), fusion does not."""
+    from codegen.launch import cpu_launch_form
+
+    (step,) = [s for s in fusion.fuse(_interpreter_plan("chain")).steps
+               if isinstance(s, KernelStep)]
+    assert step.kernel.domain == (4096,)
+    assert cpu_launch_form(step.kernel).domain == (4, ROW)
+    assert [shape for shape, _, _ in step.out_specs] == [plan for _, _, plan in step.out_specs]
+
+
+def _on_device(plan: Any, device: Any) -> Any:
+    """``plan`` with each step moved to ``device(step)``."""
+    import dataclasses
+
+    from planner.plan import Plan
+
+    steps = [dataclasses.replace(s, device=device(s)) for s in plan.steps]
+    return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, plan.stats,
+                plan.device)
+
+
+def test_fusion_fuses_a_segment_on_the_device_its_steps_share() -> None:
+    """A kernel is device-independent IR: steps on a GPU fuse into the same kernels as on the
+    CPU, the kernel step and plan.kernels carrying their device (and no in-place commit,
+    which updates numpy arrays); steps on two devices never share a kernel."""
+    plan = _interpreter_plan("mlp_small")
+    cpu = fusion.fuse(plan)
+    gpu = fusion.fuse(_on_device(plan, lambda s: "cuda:1"))
+    kernels = [s for s in gpu.steps if isinstance(s, KernelStep)]
+    assert kernels and all(s.device == "cuda:1" and not isinstance(s, CommitStep)
+                           for s in kernels)
+    assert all(k.device == "cuda:1" for k in gpu.kernels)
+    assert {s.kernel.exprs for s in kernels} <= {
+        s.kernel.exprs for s in cpu.steps if isinstance(s, KernelStep)}
+    # the hidden layer's backward (an 8-step segment on one device) cut across two devices
+    cut = [s.out for seg in fusion.segments(plan) for s in seg.steps if len(seg.steps) == 8][4]
+    mixed = fusion.segments(_on_device(plan, lambda s: "cuda:0" if s.out >= cut else "cpu"))
+    assert {seg.device for seg in mixed} == {"cpu", "cuda:0"}
+    for seg in mixed:
+        assert {s.device for s in seg.steps} == {seg.device}
+
+
+@pytest.mark.parametrize("n,rows", [(4096, 4), (4097, 1)])
+def test_the_cost_model_splits_a_kernel_at_most_into_its_launch_rows(n: int, rows: int) -> None:
+    """The executor's cost model (planner.parallel) speeds a big kernel up by the intra-op
+    threads only as far as its CPU launch form has rows to share out."""
+    from planner.parallel import SPLIT_MIN_S, _intra_speedup
+
+    def f(x: Any) -> Any:
+        return (x.sin() * 2.0).tanh().exp()
+
+    step = planner.compile(f)
+    step(rt.tensor(np.linspace(-2, 2, n, dtype=np.float32)))
+    (kernel,) = [s for s in step.plan.steps if isinstance(s, KernelStep)]
+    assert kernel.kernel.domain == (n,)
+    assert _intra_speedup(kernel, SPLIT_MIN_S, 8) == rows
+    assert _intra_speedup(kernel, SPLIT_MIN_S, 2) == min(2, rows)
+    assert _intra_speedup(kernel, SPLIT_MIN_S / 2, 8) == 1  # too small to split at all
+    assert step.plan.executable.module().kernels[kernel.kernel.name].outer_size == rows
+    with pytest.raises(KeyError, match="no kernels on device 'cuda:0'.*\\['cpu'\\]"):
+        step.plan.executable.module(device="cuda:0")

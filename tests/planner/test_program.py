@@ -189,7 +189,7 @@ def test_a_plan_copies_and_pickles_without_its_program() -> None:
     expected = plan.run(list(arrays), dict(state), generators)
     for clone in (pickle.loads(pickle.dumps(plan)), copy.deepcopy(plan)):
         assert clone.executable is not plan.executable
-        assert not clone.executable._programs and clone.executable._module is None
+        assert not clone.executable._programs and clone.executable._modules is None
         got = clone.run(list(arrays), dict(state), generators)
         assert_identical(flat(got[0]) + [v for _, v in got[1]],
                          flat(expected[0]) + [v for _, v in expected[1]])

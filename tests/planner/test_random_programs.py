@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import planner
 import runtime as rt
+from codegen.launch import ROW
 from planner import fusion
 
 UNARY = ("exp", "tanh", "sin", "neg", "sum", "mean", "amax", "reshape", "transpose",
@@ -45,15 +46,15 @@ SMALL_BASES = st.integers(1, 3).flatmap(
 
 # Realistic sizes (rows 255-1023 by columns 1000-2051) and shapes either side of the
 # thresholds where fusion and codegen change strategy: fusion.MIN_ELEMENTS (a segment of
-# fewer elements needs more steps to become a kernel), fusion.ROW (a domain of a whole
-# number of ROWs, at least two, is cut into rows split across threads) and kernels long
+# fewer elements needs more steps to become a kernel), codegen.launch.ROW (a domain of a
+# whole number of ROWs, at least two, is cut into rows for CPU threads) and kernels long
 # enough to be split across threads at all; all above the 1024 elements up to which a
 # broadcast constant is folded (passes.FOLD_MAX_GROWTH), so gradients hold expands of
 # constants.
 LARGE_BASES = st.one_of(
     st.tuples(st.integers(255, 1023), st.integers(1000, 2051)),
-    st.sampled_from([(2 * fusion.ROW,), (3 * fusion.ROW + 1,), (2, fusion.ROW),
-                     (8, fusion.ROW - 1), (fusion.MIN_ELEMENTS // 256, 256),
+    st.sampled_from([(2 * ROW,), (3 * ROW + 1,), (2, ROW),
+                     (8, ROW - 1), (fusion.MIN_ELEMENTS // 256, 256),
                      (fusion.MIN_ELEMENTS // 256 - 1, 257), (3, 255, 1001)]))
 LARGE_KINDS = tuple(k for k in KINDS if k != "matmul")  # BLAS is not what fusion changes
 
