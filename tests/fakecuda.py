@@ -1,5 +1,7 @@
 """The ``fake_cuda`` fixture: the strict fake CuPy of ``tests/fake_cupy.py`` installed as
-``cupy`` and ``cupyx`` for one test, so that "cuda" tensors and plans run without a GPU."""
+``cupy`` and ``cupyx`` for one test, so that "cuda" tensors and plans run without a GPU.
+
+A test module imports ``fake_cuda_fixture`` (``# noqa: F401``) and asks for ``fake_cuda``."""
 
 from __future__ import annotations
 
@@ -12,8 +14,8 @@ import pytest
 from tests import fake_cupy
 
 
-@pytest.fixture
-def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+@pytest.fixture(name="fake_cuda")
+def fake_cuda_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """The fake ``cupy`` module, in sys.modules for this test only (the runtime imports CuPy on
     each use, so nothing of it outlives the test)."""
     for name, module in fake_cupy.modules().items():

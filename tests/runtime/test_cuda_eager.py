@@ -6,8 +6,8 @@ cuda tensors and matches the CPU; nn, optim and gradcheck run there; placement f
 from __future__ import annotations
 
 import copy
-import sys
 import threading
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,7 @@ import pytest
 import runtime as rt
 from runtime.ops import REGISTRY
 from tests import fake_cupy
-from tests.fakecuda import fake_cuda  # noqa: F401 - the fixture
+from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
 
 try:
     from . import test_ops as T
@@ -302,9 +302,9 @@ def test_random_draws_on_cuda_follow_manual_seed_as_on_cpu() -> None:
     assert values[0] == values[1] == values[2]
 
 
-def test_the_fake_is_strict() -> None:
+def test_the_fake_is_strict(fake_cuda: ModuleType) -> None:
     """What the tests above rely on: a numpy call or a numpy operand on a device array fails."""
-    cupy = sys.modules["cupy"]
+    cupy = fake_cuda
     a = cupy.asarray([1.0, 2.0])
     with pytest.raises(TypeError, match="Implicit conversion to a NumPy array is not allowed"):
         np.asarray(a)
