@@ -158,7 +158,9 @@ def _xp_ufunc(fn: np.ufunc) -> Callable[..., Any]:
     """impl(xp, *args): the array module's ufunc of ``fn``'s name (numpy's is ``fn``; CuPy's
     runs on the device, where numpy's may not be forwarded)."""
     name = fn.__name__
-    return lambda xp, *args: getattr(xp, name)(*args)
+    if fn.nin == 1:
+        return lambda xp, x: getattr(xp, name)(x)
+    return lambda xp, a, b: getattr(xp, name)(a, b)
 
 
 def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
