@@ -214,6 +214,11 @@ def test_a_0d_cpu_tensor_joins_a_cuda_op_and_gets_its_gradient_back() -> None:
     assert x.grad.device == "cuda:0" and x.grad.tolist() == [3.0, 3.0]
     with pytest.raises(RuntimeError, match=f"^{MIXED}cuda:0 and cpu!$"):
         rt.ones(2, 2, device="cuda") @ s  # not elementwise: no scalar exception
+    y = rt.ones(2, device="cuda")
+    y.mul_(rt.tensor(2.0))  # in place too
+    assert y.device == "cuda:0" and y.tolist() == [2.0, 2.0]
+    with pytest.raises(RuntimeError, match=f"^{MIXED}cuda:0 and cpu!$"):
+        rt.ones(2).mul_(rt.tensor(2.0, device="cuda"))  # the written tensor is no scalar
 
 
 def test_backward_runs_each_device_on_its_own_queue() -> None:
