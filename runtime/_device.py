@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +37,14 @@ def array_module(device: str) -> ModuleType:
     return np if device == "cpu" else cupy_module()
 
 
+def device_guard(device: str) -> Any:
+    """A context in which CuPy works on ``device``: its kernels and allocations go there,
+    whatever this thread's current device is (PyTorch's device guard); nothing on the CPU."""
+    if device == "cpu":
+        return contextlib.nullcontext()
+    return cupy_module().cuda.Device(int(device[5:]))
+
+
 def device_of_array(a: object) -> str:
     if isinstance(a, np.ndarray | np.generic):
         return "cpu"
@@ -50,6 +60,5 @@ def move_array(a: object, device: str) -> object:
         return a
     if device == "cpu":
         return a.get()  # type: ignore[attr-defined]
-    cp = cupy_module()
-    with cp.cuda.Device(int(device.split(":")[1])):
-        return cp.asarray(a)
+    with device_guard(device):
+        return cupy_module().asarray(a)

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype as D
-from ._device import array_module, canonical_device, device_of_array, move_array
+from ._device import array_module, canonical_device, device_guard, device_of_array, move_array
 from .tensor import Tensor
 from .tracing import GraphBreak, active_tracer
 
@@ -101,7 +101,8 @@ def _filled(size: Sequence[Any], value: Any, dtype: Any, device: Any,
         arr = np.zeros(shape, dtype=dt.np) if value is None else np.full(shape, value, dt.np)
         return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
     xp = array_module(dev)
-    arr = xp.empty(shape, dtype=dt.np) if value is None else xp.full(shape, value, dtype=dt.np)
+    with device_guard(dev):
+        arr = xp.empty(shape, dtype=dt.np) if value is None else xp.full(shape, value, dt.np)
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
 
 
@@ -193,5 +194,6 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     if tracer is not None:
         arr = np.arange(start, end, step, dtype=dt.np)
         return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
-    arr = array_module(dev).arange(start, end, step, dtype=dt.np)
+    with device_guard(dev):
+        arr = array_module(dev).arange(start, end, step, dtype=dt.np)
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)

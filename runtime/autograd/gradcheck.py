@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._device import move_array
 from .api import grad as autograd_grad
 
 
@@ -26,6 +27,11 @@ def _diff_inputs(inputs: tuple[Any, ...]) -> list[Any]:
     return [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
 
 
+def _host_float64(t: Any) -> np.ndarray:
+    """A float64 host copy of a tensor's values (a device tensor's copied explicitly)."""
+    return np.array(move_array(t._data, "cpu"), dtype=np.float64)
+
+
 def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], out_index: int,
                         eps: float) -> list[np.ndarray]:
     from ..tensor import Tensor
@@ -41,10 +47,10 @@ def _numerical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], out_ind
             plus = _as_tuple(fn(*inputs))[out_index]
             assert isinstance(plus, Tensor)
             # copy now: a view output would otherwise see the next perturbation too
-            plus_arr = np.array(plus._data, dtype=np.float64)
+            plus_arr = _host_float64(plus)
             flat[j] = orig - eps
             minus = _as_tuple(fn(*inputs))[out_index]
-            minus_arr = np.array(minus._data, dtype=np.float64)
+            minus_arr = _host_float64(minus)
             flat[j] = orig
             jac[j] = (plus_arr.reshape(-1) - minus_arr.reshape(-1)) / (2 * eps)
         jacs.append(jac)
@@ -66,7 +72,7 @@ def _analytical_jacobian(fn: Callable[..., Any], inputs: tuple[Any, ...], out_in
         grads = autograd_grad([out], diff, [g], retain_graph=True, allow_unused=True)
         for jac, gi in zip(jacs, grads):
             if gi is not None:
-                jac[:, k] = np.asarray(gi._data, dtype=np.float64).reshape(-1)
+                jac[:, k] = _host_float64(gi).reshape(-1)
     return jacs
 
 

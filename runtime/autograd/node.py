@@ -267,7 +267,8 @@ def _exclusively_owned(t: Tensor) -> bool:
     if sys.getrefcount(t) > 4 or sys.getrefcount(data) > 3:
         return False
     flags = getattr(data, "flags", None)
-    if flags is None or not flags.writeable or not flags.c_contiguous:
+    # CuPy's flags have no writeable (its arrays always are)
+    if flags is None or not getattr(flags, "writeable", True) or not flags.c_contiguous:
         return False
     base = data.base
     if base is None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import _dtype as D
-from .._device import array_module
+from .._device import array_module, device_guard
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
 from ..tensor import Tensor
@@ -129,9 +130,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
                 dt0 = a.dtype
             else:
                 if a.device != device:
-                    raise RuntimeError(
-                        "Expected all tensors to be on the same device, but found at least two "
-                        f"devices, {device} and {a.device}! (in {prim.name})")
+                    return apply(prim, *_placed(prim, args, _eager_device), **attrs)
                 if a.dtype is not dt0:
                     promote_needed = True
             arrays[i] = a._data
@@ -146,14 +145,19 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
             promote_needed or dt0.rank < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
         _promote(prim, args, arrays)
     try:
-        out = prim.impl(np if device == "cpu" else array_module(device), *arrays, **attrs)
+        if device == "cpu":
+            out = prim.impl(np, *arrays, **attrs)
+        else:
+            with device_guard(device):
+                out = prim.impl(array_module(device), *arrays, **attrs)
     except (ValueError, IndexError) as e:
         if prim.check:
             raise  # a check's error is the user-facing one (PyTorch's type and text)
         raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     except TypeError as e:
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
-    if type(out) is not _ndarray and device == "cpu":
+    out_device = attrs["device"] if prim.transfer else device
+    if type(out) is not _ndarray and out_device == "cpu":
         out = np.asarray(out)
     try:
         dt = _NP2DT[out.dtype]
@@ -163,8 +167,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     if prim.promote == PROMOTE_BOOL_OUT:
         req = False
     if req and _grad_state.enabled and prim.differentiable and dt.is_floating_point:
-        return _record(prim, args, attrs, out, dt, device)
-    t = Tensor._make(out, dt, device)
+        return _record(prim, args, attrs, out, dt, out_device)
+    t = Tensor._make(out, dt, out_device)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
     return t
@@ -181,9 +185,7 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
             if device is None:
                 device = dev
             elif dev != device:
-                raise RuntimeError(
-                    "Expected all tensors to be on the same device, but found at least two "
-                    f"devices, {device} and {dev}! (in {prim.name})")
+                return apply(prim, *_placed(prim, args, tracer.device_of), **attrs)
             req = req or a._rg
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
@@ -203,6 +205,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     except TypeError as e:
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
+    # a graph value lives where its step writes it: a copy's is the device it copies to
+    device = attrs["device"] if prim.transfer else device
     node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
     view_of = (tracer.storage_of(args[0])
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
@@ -220,6 +224,28 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         t = Tensor._make(out, dt, device)
     tracer.annotate(node, t)
     return t
+
+
+def _eager_device(t: Tensor) -> str:
+    return t.device
+
+
+def _placed(prim: Primitive, args: tuple[Any, ...],
+            device_of: Callable[[Tensor], str]) -> tuple[Any, ...]:
+    """``args`` on one device, PyTorch's TensorIterator rule: the first device other than the
+    CPU is the op's; a 0-d CPU tensor joins an elementwise op there as a scalar would (copied
+    by a to_device step, whose backward copies its gradient back); any other tensor elsewhere
+    is an error naming that device and the op's."""
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    common = next((d for d in map(device_of, tensors) if d != "cpu"), "cpu")
+    for t in tensors:
+        dev = device_of(t)
+        if dev != common and not (prim.elementwise and dev == "cpu" and not t.shape):
+            raise RuntimeError("Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {common} and {dev}!")
+    to_device = REGISTRY["to_device"]
+    return tuple(apply(to_device, a, device=common)
+                 if isinstance(a, Tensor) and device_of(a) != common else a for a in args)
 
 
 def _takes_index_tensors(args: tuple[Any, ...]) -> bool:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .. import _dtype as D
+from .._device import array_module, device_guard
 from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import Edge, Meta, Node, gradient_edge
@@ -71,7 +74,11 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             if isinstance(a, Tensor) and a.device != t.device:
                 break
         else:
-            out = prim.impl(None, t._data, *arrays, **attrs)
+            if t.device == "cpu":
+                out = prim.impl(np, t._data, *arrays, **attrs)
+            else:
+                with device_guard(t.device):
+                    out = prim.impl(array_module(t.device), t._data, *arrays, **attrs)
             if out.shape == t.shape:
                 t._data[...] = out
                 t._vc.v += 1

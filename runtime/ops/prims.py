@@ -154,10 +154,18 @@ def _lower_tanh_backward(kb: KernelBuilder, args: list[LowerArg], attrs: dict[st
     return kb.binary("mul", g, one_minus, dtype)
 
 
+def _xp_ufunc(fn: np.ufunc) -> Callable[..., Any]:
+    """impl(xp, *args): the array module's ufunc of ``fn``'s name (numpy's is ``fn``; CuPy's
+    runs on the device, where numpy's may not be forwarded)."""
+    name = fn.__name__
+    if fn.nin == 1:
+        return lambda xp, x: getattr(xp, name)(x)
+    return lambda xp, a, b: getattr(xp, name)(a, b)
+
+
 def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
            promote: str = PROMOTE_FLOAT) -> Primitive:
-    # numpy ufuncs hand CuPy arrays to CuPy (__array_ufunc__), so one callable serves both
-    impl = (lambda xp, x: fn(x)) if isinstance(fn, np.ufunc) else (lambda xp, x: fn(xp)(x))
+    impl = _xp_ufunc(fn) if isinstance(fn, np.ufunc) else (lambda xp, x: fn(xp)(x))
     return register(Primitive(
         name, impl=impl, infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, lower=_lower_unary(name),
@@ -168,7 +176,7 @@ def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
             promote: str = PROMOTE_SAME, lower: Any = None) -> Primitive:
     return register(Primitive(
-        name, impl=lambda xp, a, b: fn(a, b), infer=_elementwise_infer(promote),
+        name, impl=_xp_ufunc(fn), infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, differentiable=backward is not None,
         lower=lower or _lower_binary(name), ufunc=fn, elementwise=True,
         flops=flops_elementwise))
@@ -316,8 +324,9 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
         dt = np.dtype(np.float32) if isinstance(a, float) or isinstance(b, float) else np.dtype(
             np.int64)
     else:
-        dt = np.result_type(a, b)
-    shape = np.broadcast_shapes(cond.shape, np.shape(a), np.shape(b))
+        # from dtypes, not arrays: numpy's result_type refuses device arrays
+        dt = np.result_type(getattr(a, "dtype", a), getattr(b, "dtype", b))
+    shape = np.broadcast_shapes(cond.shape, getattr(a, "shape", ()), getattr(b, "shape", ()))
     if dt.kind == "f" and cond.size >= 1024 and cond.shape == shape:
         # numpy's where branches per element, which is slow on the random masks of ReLU and
         # friends; cond * a + ~cond * b is exact for finite values (one term is 0)
@@ -764,7 +773,9 @@ def _index_backward_impl(xp: Any, g: Any, *idx: Any, key: Any, shape: tuple[int,
     elif xp is np:
         np.add.at(out, fill_key(key, idx), g)  # repeated indices accumulate (scatter-add)
     else:
-        xp.add.at(out, fill_key(key, idx), g)
+        from cupyx import scatter_add  # type: ignore[import-not-found]  # CuPy's add.at
+
+        scatter_add(out, fill_key(key, idx), g)
     return out
 
 

@@ -1,6 +1,6 @@
 """The engine's per-device worker threads, exercised without a GPU.
 
-CuPy is swapped for numpy, so tensors that say "cuda:0" hold numpy arrays; the engine still
+CuPy is the strict fake of tests/fake_cupy.py, so tensors on "cuda:0" hold its arrays; the engine
 routes their backward nodes to the cuda:0 worker thread, which is what these tests check.
 """
 
@@ -12,18 +12,12 @@ import numpy as np
 import pytest
 
 import runtime as rt
-from runtime import _device
 from runtime.tensor import Tensor
-
-
-@pytest.fixture()
-def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_device, "cupy_module", lambda: np)
+from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
 
 
 def _cuda_leaf(values: list[float]) -> Tensor:
-    t = Tensor._make(np.asarray(values, dtype=np.float32), rt.float32, "cuda:0")
-    return t.requires_grad_()
+    return rt.tensor(values, device="cuda:0", requires_grad=True)
 
 
 class RecordThread(rt.autograd.Function):
@@ -39,13 +33,13 @@ class RecordThread(rt.autograd.Function):
         return g * 2.0
 
 
-def test_cuda_nodes_run_on_the_device_worker_thread(fake_cuda: None) -> None:
+def test_cuda_nodes_run_on_the_device_worker_thread(fake_cuda: object) -> None:
     RecordThread.seen = []
     x = _cuda_leaf([1.0, 2.0, 3.0])
     y = RecordThread.apply(x * x).sum()
     y.backward()
     assert RecordThread.seen == ["autograd-cuda:0"]
-    np.testing.assert_allclose(x.grad._data, 4.0 * np.array([1.0, 2.0, 3.0]))
+    np.testing.assert_allclose(x.grad.cpu().numpy(), 4.0 * np.array([1.0, 2.0, 3.0]))
     assert x.grad.device == "cuda:0"
 
 
@@ -66,7 +60,7 @@ class Boom(rt.autograd.Function):
         raise ValueError("boom on the device thread")
 
 
-def test_error_on_device_thread_is_raised_in_caller(fake_cuda: None) -> None:
+def test_error_on_device_thread_is_raised_in_caller(fake_cuda: object) -> None:
     x = _cuda_leaf([1.0])
     with pytest.raises(ValueError, match="boom on the device thread") as info:
         Boom.apply(x).sum().backward()
@@ -74,4 +68,4 @@ def test_error_on_device_thread_is_raised_in_caller(fake_cuda: None) -> None:
     # the device thread survives the error and serves the next backward
     x2 = _cuda_leaf([3.0])
     (x2 * x2).sum().backward()
-    np.testing.assert_allclose(x2.grad._data, [6.0])
+    np.testing.assert_allclose(x2.grad.cpu().numpy(), [6.0])

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
+from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
 
 ACC_NAMES = ("AccumulateGrad", "torch::autograd::AccumulateGrad")
 
@@ -854,19 +855,9 @@ def test_deep_chain_double_backward():
 # ---------------------------------------------------------------------------
 
 
-@pytest.fixture()
-def fake_cuda(monkeypatch):
-    """CuPy swapped for numpy: "cuda:0" tensors hold numpy arrays, and the engine still routes
-    their nodes to the cuda:0 worker thread."""
-    from runtime import _device
-
-    monkeypatch.setattr(_device, "cupy_module", lambda: np)
-
-
 def _on_fake_cuda(values):
-    from runtime.tensor import Tensor
-
-    return Tensor._make(np.asarray(values, dtype=np.float32), rt.float32, "cuda:0")
+    """A "cuda:0" tensor through the strict fake CuPy (the fake_cuda fixture)."""
+    return rt.tensor(values, device="cuda:0")
 
 
 def test_input_buffer_device_prefers_the_first_gradient_off_the_cpu(fake_cuda):
@@ -898,7 +889,7 @@ def test_node_fed_cpu_and_gpu_gradients_runs_on_the_gpu_worker(fake_cuda):
     rt.autograd.backward([out_a.sum(), out_b.sum()])
     assert threads == ["autograd-cuda:0"]
     np.testing.assert_allclose(npa(a.grad), [2.0, 2.0])
-    np.testing.assert_allclose(b.grad._data, [3.0, 3.0])
+    np.testing.assert_allclose(b.grad.cpu().numpy(), [3.0, 3.0])
 
 
 # ---------------------------------------------------------------------------
