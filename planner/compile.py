@@ -630,7 +630,8 @@ def _fresh(value: Any, sources: set[int]) -> Any:
     if id(value) in sources or (base is not None and id(base) in sources):
         return value.copy()
     flags = value.flags
-    if not flags.writeable or (base is not None and not (
+    # CuPy's flags have no writeable (device arrays are always writeable)
+    if not getattr(flags, "writeable", True) or (base is not None and not (
             flags.c_contiguous and getattr(base, "size", -1) == value.size)):
         return value.copy()
     return value

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from runtime._device import array_module
+from runtime._device import array_module, move_array
 from runtime.ops.registry import REGISTRY
 
 from .steps import (
@@ -106,9 +106,8 @@ class _Source:
 def build_program(plan: Plan, checked: bool = False) -> Program:
     """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
     program, or with ``checked`` the reference interpreter's exact steps and checks."""
-    xp = np if plan.device == "cpu" else array_module(plan.device)
-    fast = not checked and xp is np
-    src = _source(plan, xp)
+    fast = not checked and plan.device == "cpu"
+    src = _source(plan)
     _emit_registry_check(src, plan)
     _emit_sources(src, plan, fast)
     schedule = plan.schedule
@@ -164,9 +163,9 @@ def failing_step(exc: BaseException, programs: list[Program]) -> int | None:
     return None if found is None or found < 0 else found
 
 
-def _source(plan: Plan, xp: Any) -> _Source:
+def _source(plan: Plan) -> _Source:
     src = _Source()
-    src.names.update(_fix=_fix_numpy if xp is np else _fix_other, _xp=xp,
+    src.names.update(_fix=_fix_numpy, _xp=np,
                      _kernel_call=plan.executable.kernel_call,
                      _rebuilt=plan.executable.rebuilt)
     return src
@@ -195,20 +194,20 @@ def step_functions(plan: Plan) -> list[StepFunction]:
     The same emitters as the straight-line program write each function (fast calls where the
     plan proves them, reuse of dying storage only where ``schedule.inplace_concurrent`` allows
     it); an input or state value is checked (``fetch``) and made a plain array of its dtype."""
-    xp = np if plan.device == "cpu" else array_module(plan.device)
-    fast = xp is np
+    fast = plan.device == "cpu"
     schedule = plan.schedule
     known = _Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
     functions = []
     for i, s in enumerate(plan.steps):
-        src = _source(plan, xp)
+        src = _source(plan)
         for v in dict.fromkeys(s.buffers):
             src.line(f"{src.buf(v)} = env[{lit(v)}]")
         if isinstance(s, (InputStep, StateStep)):
             _emit_fetch(src, plan, s)
         elif isinstance(s, ConstStep):
-            src.line(f"{src.buf(s.out)} = {src.name(f'c{lit(s.out)}', s.value)}")
+            value = _on_device(s.value, s.device)
+            src.line(f"{src.buf(s.out)} = {src.name(f'c{lit(s.out)}', value)}")
         else:
             if isinstance(s, RandStep):
                 src.line(f"generators = env[{GENERATORS}]")
@@ -227,7 +226,8 @@ def _emit_fetch(src: _Source, plan: Plan, s: InputStep | StateStep) -> None:
     shape, dtype = plan.schedule.metas[s.out]
     src.names["_fetch"] = fetch
     dt = src.name(f"t{lit(s.out)}", dtype)
-    src.line(f"{src.buf(s.out)} = _fix(_fetch(env[{container}], {lit(key)}, "
+    fix = "_fix" if s.device == "cpu" else src.name("fix_device", _fix_other)
+    src.line(f"{src.buf(s.out)} = {fix}(_fetch(env[{container}], {lit(key)}, "
              f"{src.name('what', f'{kind} {key}')}, {src.name(f'shape{lit(s.out)}', shape)}, "
              f"{dt}), {dt})")
 
@@ -284,8 +284,18 @@ def _emit_sources(src: _Source, plan: Plan, fast: bool) -> None:
             src.line(f"{src.buf(v)} = _fetch({container}, {lit(key)}, "
                      f"{src.name('what', f'{kind} {key}')}, {src.name(f'shape{lit(v)}', shape)}, "
                      f"{src.name(f't{lit(v)}', dtype)})")
+    devices = {s.out: s.device for s in plan.steps if isinstance(s, ConstStep)}
     for buf, value in plan.consts.items():
+        value = _on_device(value, devices.get(buf, plan.device))
         src.line(f"{src.buf(buf)} = {src.name(f'c{lit(buf)}', value)}")
+
+
+def _on_device(value: Any, device: str) -> Any:
+    """A plan constant (a numpy array, as captured and serialized) on its step's device: a GPU
+    plan copies its constants over once, when its program is built."""
+    if device == "cpu" or not isinstance(value, np.ndarray):
+        return value
+    return move_array(value, device)
 
 
 def fetch(container: Any, key: int, what: str, shape: tuple[int, ...], dtype: np.dtype) -> Any:
@@ -442,15 +452,18 @@ def _emit_generic(src: _Source, s: PrimitiveStep) -> None:
     prim = REGISTRY[s.name]
     impl = src.name(f"f_{prim.name}", prim.impl)  # the registry's name for it, not the plan's
     args = "".join(", " + a for a in _arg_list(src, s))
-    src.line(f"{src.buf(s.out)} = {impl}(_xp{args}{_kwargs(src, s)})")
+    xp = "_xp" if s.device == "cpu" else src.name("xp", array_module(s.device))
+    src.line(f"{src.buf(s.out)} = {impl}({xp}{args}{_kwargs(src, s)})")
     _emit_check(src, s)
 
 
 def _emit_check(src: _Source, s: Step) -> None:
-    """The interpreter's result check: a numpy array of the planned dtype."""
+    """The interpreter's result check: an array of the planned dtype (numpy's on the CPU, a
+    device array on a GPU: a step runs on the device of its own tensors)."""
     dtype, out = src.name(f"t{lit(s.out)}", s.dtype.np), src.buf(s.out)
+    fix = "_fix" if s.device == "cpu" else src.name("fix_device", _fix_other)
     src.line(f"if {out}.__class__ is not _nd or {out}.dtype is not {dtype}:")
-    src.line(f"    {out} = _fix({out}, {dtype})")
+    src.line(f"    {out} = {fix}({out}, {dtype})")
 
 
 def _emit_fast(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, inplace: int | None,
