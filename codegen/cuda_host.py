@@ -1,9 +1,9 @@
 """Run CUDA C on the host: the same source NVRTC compiles, built by g++ against a prelude of the
 CUDA built-ins it uses (codegen/cuda_host_prelude.h), and launched with ctypes.
 
-One host thread plays each CUDA thread of a block (``__syncthreads`` is a barrier over them,
-``__shfl_down_sync`` a per-warp exchange between two barriers); a launch runs its blocks one
-after another on those threads. This is how CUDA semantics are checked on a machine without a
+Each CUDA thread of a block is a fiber on the calling host thread (``__syncthreads`` a barrier
+over the block's fibers, ``__shfl_down_sync`` a per-warp exchange through a barrier over the
+warp's); a launch runs its blocks one after another. This is how CUDA semantics are checked on a machine without a
 GPU: ``emulate(kernels)`` gives the ``CudaModule`` of codegen/cuda_module.py (its launch
 configuration, workspaces and combine launches) over numpy arrays, with this module standing
 in for ``cupy.RawModule``.
@@ -44,7 +44,7 @@ SCALAR_TYPES: dict[str, tuple[str, type]] = {
     "double": ("float64", ctypes.c_double), "int": ("int32", ctypes.c_int),
     "unsigned": ("uint32", ctypes.c_uint), "bool": ("bool", ctypes.c_bool)}
 _SIGNATURE = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(([^)]*)\)')
-_lock = threading.Lock()  # launches share the prelude's globals (grid, block, barriers)
+_lock = threading.Lock()  # launches share the prelude's globals (grid, block, fibers)
 _built: dict[str, ctypes.CDLL] = {}
 _build_dir: list[Path] = []
 
