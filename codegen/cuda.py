@@ -117,6 +117,13 @@ NORMAL_RANGE: dict[str, tuple[str, str]] = {
     t: (float(np.finfo(t).tiny).hex() + s, float(np.finfo(t).max).hex() + s)
     for t, s in (("float32", "f"), ("float64", ""))}
 
+# C and CUDA library functions a kernel named alike would clash with (the math the rules call,
+# with and without the float suffix, and the C library's integer ones)
+RESERVED: frozenset[str] = frozenset(
+    {f"{name}{s}" for name in ("exp", "log", "sin", "cos", "tanh", "sqrt", "erf", "pow", "fabs")
+     for s in ("", "f")} | {"div", "ldiv", "lldiv", "abs", "labs", "llabs", "min", "max", "main",
+                            "exit", "abort", "malloc", "free", "memcpy", "memset", "printf"})
+
 PRELUDE = """\
 // backplan: kernels rendered from the kernel IR (codegen/cuda.py)
 #define BP_INF_F __int_as_float(0x7f800000)
@@ -213,8 +220,11 @@ class _KernelWriter:
     """The CUDA C of one kernel (and of its combine kernel, if it accumulates)."""
 
     def __init__(self, kernel: kir.Kernel) -> None:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", kernel.name):
-            raise CUDARenderError(f"kernel {kernel.name!r}: not a C identifier")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", kernel.name) \
+                or kernel.name.startswith(("bp_", "__")) or kernel.name in RESERVED:
+            raise CUDARenderError(f"kernel {kernel.name!r}: its name must be a C identifier "
+                                  "that names no C library function and starts with neither "
+                                  "'bp_' nor '__' (the renderer's and CUDA's own)")
         self.kernel = kernel
         self.nest: LoopNest = lower(kernel, SCRATCH_BYTES)
         self.accumulated = [j for j, o in enumerate(kernel.outputs) if o.accumulate]
