@@ -41,8 +41,11 @@ from codegen.lower import LoopNest, lower
 from codegen.renderer import CompiledKernels, Renderer
 
 # threads of a block (every launch uses at most this many, a multiple of WARP): the kernels
-# declare it in __launch_bounds__ so the compiler may give each thread up to 255 registers
+# declare it in __launch_bounds__ with one block per SM as the minimum, so the compiler may give
+# a thread up to 255 registers (without the minimum, ptxas held the eltwise kernel to 32
+# registers and spilled; with it, 44 and no spills)
 MAX_BLOCK = 256
+LAUNCH_BOUNDS = f"__launch_bounds__({MAX_BLOCK}, 1)"
 WARP = 32  # every NVIDIA GPU; the launcher checks the device agrees
 # shared memory per block for row scratch (of the 48 KiB a block may declare statically),
 # leaving room for the reduction buffers and for two blocks per SM
@@ -344,7 +347,7 @@ class _KernelWriter:
     # ------------------------------------------------------------------ the kernels
 
     def render(self) -> str:
-        head = f'extern "C" __global__ void __launch_bounds__({MAX_BLOCK}) {self.kernel.name}'
+        head = f'extern "C" __global__ void {LAUNCH_BOUNDS} {self.kernel.name}'
         self.open(f"{head}({self.params()})")
         if self.kernel.n_reduce:
             self.rows()
@@ -574,7 +577,7 @@ class _KernelWriter:
         kernel = self.kernel
         outs = ", ".join(f"{TYPES[kernel.outputs[j].dtype]}* __restrict__ out{j}"
                          for j in self.accumulated)
-        head = f'extern "C" __global__ void __launch_bounds__({MAX_BLOCK}) {kernel.name}{COMBINE}'
+        head = f'extern "C" __global__ void {LAUNCH_BOUNDS} {kernel.name}{COMBINE}'
         self.open(f"{head}({outs}, const unsigned char* __restrict__ bp_ws, long long parts)")
         for j, _, offset in self.workspace():
             out = kernel.outputs[j]

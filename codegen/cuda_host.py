@@ -43,7 +43,8 @@ SCALAR_TYPES: dict[str, tuple[str, type]] = {
     "long long": ("int64", ctypes.c_longlong), "float": ("float32", ctypes.c_float),
     "double": ("float64", ctypes.c_double), "int": ("int32", ctypes.c_int),
     "unsigned": ("uint32", ctypes.c_uint), "bool": ("bool", ctypes.c_bool)}
-_SIGNATURE = re.compile(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)\(([^)]*)\)')
+_SIGNATURE = re.compile(
+    r'extern "C" __global__ void (?:__launch_bounds__\([\d, ]+\) )?(\w+)\(([^)]*)\)')
 _lock = threading.Lock()  # launches share the prelude's globals (grid, block, fibers)
 _built: dict[str, ctypes.CDLL] = {}
 _build_dir: list[Path] = []

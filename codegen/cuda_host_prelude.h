@@ -20,7 +20,7 @@ struct dim3 {
 #define __device__
 #define __forceinline__ inline
 #define __shared__ static
-#define __launch_bounds__(n)
+#define __launch_bounds__(...)
 
 // The CUDA threads of a block are fibers (ucontext) on the launching host thread: a fiber runs
 // until it waits at a barrier (__syncthreads, or its warp's, inside a shuffle), and the

@@ -216,12 +216,12 @@ class CUDACompileError(RuntimeError):
 
 def compile_error_message(source: str, log: str) -> str:
     """The error for a compiler ``log`` of ``source``: the kernels whose lines the log's
-    ``(LINE):`` references fall in, then the log itself."""
+    ``(LINE): error`` references fall in (warnings name none), then the log itself."""
     starts = [(n, m.group(1)) for n, line in enumerate(source.splitlines(), 1)
-              if (m := re.match(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(',
+              if (m := re.match(r'extern "C" __global__ void __launch_bounds__\([\d, ]+\) (\w+)\(',
                                 line))]
     named: list[str] = []
-    for line in sorted({int(x) for x in re.findall(r"\((\d+)\): ", log)}):
+    for line in sorted({int(x) for x in re.findall(r"\((\d+)\): (?:catastrophic )?error", log)}):
         owner = [name for start, name in starts if start <= line]
         name = owner[-1].removesuffix(COMBINE) if owner else "(module prelude)"
         if name not in named:

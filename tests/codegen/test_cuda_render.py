@@ -14,7 +14,7 @@ from cuda_testutil import random_kernel, workload_kernels
 
 from codegen import cuda
 from codegen import ir as K
-from codegen.cuda import COMBINE, MAX_BLOCK, CUDARenderer, CUDARenderError, render
+from codegen.cuda import COMBINE, LAUNCH_BOUNDS, MAX_BLOCK, CUDARenderer, CUDARenderError, render
 from codegen.cuda_module import (
     SM80,
     SM90,
@@ -40,10 +40,10 @@ def test_every_workload_kernel_renders_as_an_extern_c_global_with_restrict_point
     for name, kernels in workload_kernels().items():
         source = render(list(kernels))
         for k in kernels:
-            assert re.search(rf'extern "C" __global__ void __launch_bounds__\({MAX_BLOCK}\) '
+            assert re.search(rf'extern "C" __global__ void {re.escape(LAUNCH_BOUNDS)} '
                              rf'{k.name}\(', source), (name, k.name)
             if any(o.accumulate for o in k.outputs):
-                assert f"void __launch_bounds__({MAX_BLOCK}) {k.name}{COMBINE}(" in source
+                assert f"void {LAUNCH_BOUNDS} {k.name}{COMBINE}(" in source
         assert "__restrict__" in source and "atomic" not in source
         # CUDA's accurate math: no intrinsics of the fast-math family
         assert not re.search(r"__(expf|logf|sinf|cosf|fdividef|powf)\(", source)
@@ -196,10 +196,13 @@ def test_module_launches_the_kernel_then_its_combine_with_int64_parts() -> None:
 def test_a_rejected_module_names_the_kernel_and_shows_the_log() -> None:
     kernels = [random_kernel(2, "k0"), random_kernel(5, "k1")]
     source = render(kernels)
-    line = next(n for n, text in enumerate(source.splitlines(), 1)
-                if "void __launch_bounds__(256) k1(" in text) + 2
-    log = f"kernel.cu({line}): error: identifier \"nope\" is undefined\n1 error detected"
+    line, k0_line = (next(n for n, text in enumerate(source.splitlines(), 1)
+                          if f"void {LAUNCH_BOUNDS} {name}(" in text) + 2 for name in ("k1", "k0"))
+    log = (f"kernel.cu({k0_line}): warning #177-D: variable \"v4\" was declared but never "
+           f"referenced\nkernel.cu({line}): error: identifier \"nope\" is undefined\n"
+           "1 error detected")
     message = compile_error_message(source, log)
     assert message.startswith("NVRTC rejected the CUDA module in kernel 'k1':")
     assert 'identifier "nope" is undefined' in message
     assert "(module prelude)" in compile_error_message(source, "kernel.cu(3): error: x")
+    assert "(no line named in the log)" in compile_error_message(source, "out of memory")
