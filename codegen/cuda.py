@@ -453,9 +453,10 @@ class _KernelWriter:
         row = nest.row_size
         outer = kernel.outer_shape
         n_outer = len(outer)
-        reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
-        for i in reduces:
-            self.emit(f"__shared__ {TYPES[nest.dtypes[i]]} bp_red{i}[33];")
+        # one exchange buffer per dtype serves every reduction of the kernel: bp_block_reduce's
+        # barriers keep one reduction's reads apart from the next one's writes
+        for dtype in reduce_dtypes(kernel):
+            self.emit(f"__shared__ {TYPES[dtype]} bp_red_{dtype}[33];")
         for i in sorted(nest.cached):
             self.emit(f"__shared__ {TYPES[nest.dtypes[i]]} bp_s{i}[{row}];")
         arrays = self.workspace_arrays("gridDim.x")
@@ -569,7 +570,7 @@ class _KernelWriter:
             op, t = kernel.exprs[i].op, nest.dtypes[i]
             identity, functor = REDUCE_RULES[(op, t)]
             mine = f"bp_total(bp_acc{i}, bp_acc_c{i})" if i in nest.compensated else f"bp_acc{i}"
-            self.value(i, f"bp_block_reduce({mine}, {functor}(), {identity}, bp_red{i})")
+            self.value(i, f"bp_block_reduce({mine}, {functor}(), {identity}, bp_red_{t})")
 
     def combine(self) -> None:
         """``NAME__combine``: each accumulated output, element by element, folds the parts'
@@ -599,6 +600,11 @@ class _KernelWriter:
             self.emit(f"out{j}[e] = {'bp_total(acc, comp)' if compensated else 'acc'};")
             self.close()
         self.close()
+
+
+def reduce_dtypes(kernel: kir.Kernel) -> list[str]:
+    """The dtypes of the kernel's reductions (each has a shared exchange buffer of 33)."""
+    return sorted({e.dtype for e in kernel.exprs if isinstance(e, kir.Reduce)})
 
 
 def render_kernel(kernel: kir.Kernel) -> str:

@@ -27,7 +27,15 @@ from typing import Any
 import numpy as np
 
 from codegen import ir as kir
-from codegen.cuda import COMBINE, MAX_BLOCK, SCRATCH_BYTES, WARP, render, workspace_layout
+from codegen.cuda import (
+    COMBINE,
+    MAX_BLOCK,
+    SCRATCH_BYTES,
+    WARP,
+    reduce_dtypes,
+    render,
+    workspace_layout,
+)
 from codegen.lower import lower
 
 # NVRTC options: C++17 and CUDA's accurate math (no --use_fast_math: IEEE division and square
@@ -83,8 +91,7 @@ def _threads(n: int, props: DeviceProps) -> int:
 def static_shared(kernel: kir.Kernel) -> int:
     """Bytes of shared memory a row-reduction kernel declares (reduce buffers, row scratch)."""
     nest = lower(kernel, SCRATCH_BYTES)
-    reduces = [i for i, e in enumerate(kernel.exprs) if isinstance(e, kir.Reduce)]
-    return sum(33 * np.dtype(nest.dtypes[i]).itemsize for i in reduces) \
+    return sum(33 * np.dtype(t).itemsize for t in reduce_dtypes(kernel)) \
         + sum(nest.row_size * np.dtype(nest.dtypes[i]).itemsize for i in nest.cached)
 
 

@@ -46,7 +46,9 @@ def compiled(tmp: str) -> tuple[str, list[str]]:
     kernels, bench = all_kernels()
     src = Path(tmp) / "all.cu"
     src.write_text(render(kernels))
-    done = subprocess.run([NVCC, "--std=c++17", *GENCODE, "--resource-usage", "-fatbin",
+    # --threads 2: the two architectures compile side by side (CI has two cores)
+    done = subprocess.run([NVCC, "--std=c++17", *GENCODE, "--resource-usage", "--threads", "2",
+                           "-fatbin",
                            "-o", str(src.with_suffix(".fatbin")), str(src)],
                           capture_output=True, text=True)
     assert done.returncode == 0, compile_error_message(src.read_text(), done.stderr)
