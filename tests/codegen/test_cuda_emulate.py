@@ -199,3 +199,92 @@ def test_host_module_mirrors_the_raw_module_api() -> None:
         combine((1, 1, 1), (32, 1, 1), (y, np.zeros(16, np.uint8), 3))
     with pytest.raises(KeyError, match="no kernel 'nope'"):
         module.get_function("nope")
+
+
+def cast_kernels() -> list[tuple[K.Kernel, list[np.ndarray]]]:
+    """A kernel per pair of distinct dtypes casting one to the other, over values with zeros,
+    signed zeros, nan (to bool) and fractions (float to int truncates toward zero)."""
+    values = {"float32": np.array([0, -0.0, 1.5, -2.75, np.nan, 3e9, -7, 0.25] * 5, "float32"),
+              "int64": np.array([0, 1, -1, 5, -300, 2 ** 40, 7, -8] * 5),
+              "bool": np.array([True, False, False, True, True, False, True, False] * 5)}
+    values["float64"] = values["float32"].astype("float64")
+    cases = []
+    for a in K.DTYPES:
+        for b in K.DTYPES:
+            if a == b:
+                continue
+            x = values[a].copy()
+            if b == "int64" and a in K.FLOAT_DTYPES:
+                x = np.nan_to_num(x)  # nan to int is undefined in C and LLVM alike
+            k = K.Kernel(f"cast_{a}_{b}", (40,), 0, (K.Input("x", a, (1,)),),
+                         (L(0), K.Cast(0, b)), (Out("y", 1, b),))
+            cases.append((k, [x]))
+    return cases
+
+
+def test_every_cast() -> None:
+    cases = cast_kernels()
+    _check_all([k for k, _ in cases], {k.name: arrays for k, arrays in cases})
+
+
+def _features(kernel: K.Kernel) -> set[tuple[str, ...]]:
+    """The rule-table entries and driver paths rendering ``kernel`` takes."""
+    nest = lower(kernel, SCRATCH_BYTES)
+    kind = {"float32": "float", "float64": "float", "int64": "int", "bool": "bool"}
+    found: set[tuple[str, ...]] = set()
+    for i, e in enumerate(kernel.exprs):
+        srcs = [nest.dtypes[s] for s in K.operands(e)]
+        if isinstance(e, K.Unary):
+            found.add(("unary", e.op, kind[srcs[0]]))
+        elif isinstance(e, K.Binary):
+            found.add(("binary", e.op, kind[srcs[0]]))
+            if e.op == "div" and e.b in nest.reciprocal and nest.per_element[i] \
+                    and kernel.n_reduce:
+                found.add(("reciprocal", type(kernel.exprs[e.b]).__name__))
+        elif isinstance(e, K.Cast) and srcs[0] != e.dtype:
+            found.add(("cast", kind[srcs[0]], kind[e.dtype]))
+        elif isinstance(e, K.Reduce):
+            found.add(("reduce", e.op, e.dtype, str(i in nest.compensated)))
+    accumulating = any(o.accumulate for o in kernel.outputs)
+    shape = "rows" if kernel.n_reduce else "columns" if accumulating else "flat"
+    found.add(("shape", shape))
+    if nest.cached:
+        found.add(("cached",))
+    for j, o in enumerate(kernel.outputs):
+        if o.accumulate:
+            where = "element" if nest.elem_output[j] else "row"
+            found.add(("accumulate", shape, where, o.accumulate, o.dtype,
+                       str(j in nest.compensated_outputs)))
+        if o.into is not None:
+            found.add(("into", shape))
+    return found
+
+
+def test_the_emulated_kernels_take_every_rule_and_every_path() -> None:
+    """The kernels the tests above emulate use every entry of the renderer's rule tables
+    and every path of its driver, so each is checked against numpy somewhere."""
+    from test_registry_lowerings import LOWERED, SCALAR_OPERAND, _dtypes
+
+    from codegen import cuda
+
+    kernels = [registry_kernel(n, d, (5, 3, 33), [(3, 1)] if n == "expand"
+                               else [(3, 1), (5, 1, 33), (33,)], s)[0]
+               for n in LOWERED for d in _dtypes(n)
+               for s in ((False, True) if n in SCALAR_OPERAND else (False,))]
+    kernels += [k for ks in workload_kernels().values() for k in ks]
+    kernels += [random_kernel(s, "r") for s in RANDOM_SEEDS] + big_kernels()
+    kernels += [k for k, _ in cast_kernels()]
+    covered = set().union(*map(_features, kernels))
+    want = {("unary", op, kind) for op, kind in cuda.UNARY_RULES} \
+        | {("binary", op, kind) for op, kind in cuda.BINARY_RULES} \
+        | {("cast", a, b) for a, b in cuda.CAST_RULES} \
+        | {("reduce", op, t, str(t in K.FLOAT_DTYPES and op == "sum"))
+           for op, t in cuda.REDUCE_RULES} \
+        | {("shape", s) for s in ("flat", "columns", "rows")} | {("cached",)} \
+        | {("reciprocal", "Const"), ("reciprocal", "Reduce")} \
+        | {("into", "flat"), ("into", "columns")} \
+        | {("accumulate", shape, where, "sum", "float32", "True")
+           for shape, where in (("columns", "element"), ("rows", "element"), ("rows", "row"))} \
+        | {("accumulate", "rows", "row", "max", "float32", "False"),
+           ("accumulate", "columns", "element", "sum", "int64", "False")}
+    assert not want - covered, sorted(want - covered)
