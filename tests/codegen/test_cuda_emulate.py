@@ -11,6 +11,7 @@ accumulation, ``into`` outputs, empty and 0-d domains, bool/int64/float32/float6
 from __future__ import annotations
 
 import dataclasses
+import math
 import shutil
 
 import numpy as np
@@ -222,6 +223,26 @@ def cast_kernels() -> list[tuple[K.Kernel, list[np.ndarray]]]:
     return cases
 
 
+def const_kernels() -> list[K.Kernel]:
+    """Infinite, nan and extreme constants, and casts to the same dtype (the identity)."""
+    kernels = []
+    for t in K.FLOAT_DTYPES:
+        exprs = (L(0), K.Const(math.inf, t), K.Const(-math.inf, t), K.Const(math.nan, t),
+                 K.Const(0.0, t), B("gt", 0, 4, "bool"), K.Where(5, 1, 2, t),
+                 B("maximum", 0, 3, t), K.Cast(0, t))
+        kernels.append(K.Kernel(f"consts_{t}", (37,), 0, (K.Input("x", t, (1,)),), exprs,
+                                (Out("inf", 6, t), Out("nan", 7, t), Out("same", 8, t))))
+    exprs = (L(0), K.Const(-2 ** 63, "int64"), B("maximum", 0, 1, "int64"), K.Cast(0, "int64"))
+    kernels.append(K.Kernel("consts_int64", (37,), 0, (K.Input("x", "int64", (1,)),), exprs,
+                            (Out("y", 2, "int64"), Out("same", 3, "int64"))))
+    return kernels
+
+
+def test_infinite_nan_and_extreme_constants() -> None:
+    kernels = const_kernels()
+    _check_all(kernels, {k.name: input_arrays(k) for k in kernels})
+
+
 def test_every_cast() -> None:
     cases = cast_kernels()
     _check_all([k for k, _ in cases], {k.name: arrays for k, arrays in cases})
@@ -241,8 +262,13 @@ def _features(kernel: K.Kernel) -> set[tuple[str, ...]]:
             if e.op == "div" and e.b in nest.reciprocal and nest.per_element[i] \
                     and kernel.n_reduce:
                 found.add(("reciprocal", type(kernel.exprs[e.b]).__name__))
-        elif isinstance(e, K.Cast) and srcs[0] != e.dtype:
-            found.add(("cast", kind[srcs[0]], kind[e.dtype]))
+        elif isinstance(e, K.Cast):
+            found.add(("cast", kind[srcs[0]], kind[e.dtype]) if srcs[0] != e.dtype
+                      else ("cast", "identity"))
+        elif isinstance(e, K.Const) and e.dtype in K.FLOAT_DTYPES \
+                and not math.isfinite(e.value):
+            found.add(("const", "nan" if math.isnan(e.value) else "inf" if e.value > 0
+                       else "-inf"))
         elif isinstance(e, K.Reduce):
             found.add(("reduce", e.op, e.dtype, str(i in nest.compensated)))
     accumulating = any(o.accumulate for o in kernel.outputs)
@@ -273,11 +299,12 @@ def test_the_emulated_kernels_take_every_rule_and_every_path() -> None:
                for s in ((False, True) if n in SCALAR_OPERAND else (False,))]
     kernels += [k for ks in workload_kernels().values() for k in ks]
     kernels += [random_kernel(s, "r") for s in RANDOM_SEEDS] + big_kernels()
-    kernels += [k for k, _ in cast_kernels()]
+    kernels += [k for k, _ in cast_kernels()] + const_kernels()
     covered = set().union(*map(_features, kernels))
     want = {("unary", op, kind) for op, kind in cuda.UNARY_RULES} \
         | {("binary", op, kind) for op, kind in cuda.BINARY_RULES} \
-        | {("cast", a, b) for a, b in cuda.CAST_RULES} \
+        | {("cast", a, b) for a, b in cuda.CAST_RULES} | {("cast", "identity")} \
+        | {("const", c) for c in ("nan", "inf", "-inf")} \
         | {("reduce", op, t, str(t in K.FLOAT_DTYPES and op == "sum"))
            for op, t in cuda.REDUCE_RULES} \
         | {("shape", s) for s in ("flat", "columns", "rows")} | {("cached",)} \
