@@ -140,6 +140,20 @@ def test_kernels_larger_than_one_grid_pass() -> None:
     _check_all(kernels, {k.name: input_arrays(k) for k in kernels}, props=SMALL)
 
 
+def test_the_portable_fiber_switch_computes_the_same_bits() -> None:
+    """The ucontext fibers (other platforms) against the x86-64 switch, on a kernel with
+    barriers and shuffles (built with -DBP_UCONTEXT through HostModule's g++ options)."""
+    from codegen.cuda_module import CudaModule
+
+    kernel = big_kernels()[1]
+    arrays = input_arrays(kernel, 5)
+    portable = CudaModule([kernel], HostModule(render([kernel]), ("-DBP_UCONTEXT",)), np,
+                          SMALL)
+    for got, want in zip(run(portable, kernel, arrays), run(emulate([kernel], SMALL), kernel,
+                                                            arrays)):
+        assert got.tobytes() == want.tobytes()
+
+
 def test_row_divisors_with_a_subnormal_reciprocal_divide_instead() -> None:
     """x / sum(x) in rows whose sum's reciprocal is not normal (a huge sum) or infinite (a
     tiny one): those rows divide, as the LLVM kernels do, the others multiply."""
