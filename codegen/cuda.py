@@ -233,6 +233,7 @@ class _KernelWriter:
         self.accumulated = [j for j, o in enumerate(kernel.outputs) if o.accumulate]
         self.lines: list[str] = []
         self.depth = 0
+        self.used_rows: set[int] = set()  # the row values a row-reduction kernel computes
 
     # ------------------------------------------------------------------ writing helpers
 
@@ -460,6 +461,7 @@ class _KernelWriter:
         for i in sorted(nest.cached):
             self.emit(f"__shared__ {TYPES[nest.dtypes[i]]} bp_s{i}[{row}];")
         arrays = self.workspace_arrays("gridDim.x")
+        self.used_rows = self.row_values_used()
         row_acc = {j: a for j, a in arrays.items() if not nest.elem_output[j]}
         elem_acc = {j: a for j, a in arrays.items() if nest.elem_output[j]}
         self.init_accumulators(row_acc)
@@ -493,6 +495,8 @@ class _KernelWriter:
         outputs they give (every thread computes them; thread 0 stores)."""
         kernel, nest = self.kernel, self.nest
         for i in nest.row_exprs_of(stage):
+            if i not in self.used_rows:
+                continue
             if not isinstance(kernel.exprs[i], kir.Reduce):
                 self.value(i, self.expr(i, lambda k: f"in{k}[bp_base{k}]", lambda _: None))
             if i in nest.reciprocal:
@@ -512,6 +516,24 @@ class _KernelWriter:
                 else:
                     self.store(j, "o", value)
             self.close()
+
+    def row_values_used(self) -> set[int]:
+        """The row values something reads: a stage loop, a row output, another such value
+        (the rest would be computed for nothing)."""
+        kernel, nest = self.kernel, self.nest
+        wanted = [o.value for j, o in enumerate(kernel.outputs) if not nest.elem_output[j]]
+        for stage, roots in nest.roots.items():
+            for i in {*nest.needed(stage), *roots}:
+                wanted += [i, *kir.operands(kernel.exprs[i])]
+        used: set[int] = set()
+        stack = [i for i in wanted if not nest.per_element[i]]
+        while stack:
+            i = stack.pop()
+            if i not in used:
+                used.add(i)
+                if not isinstance(kernel.exprs[i], kir.Reduce):
+                    stack.extend(kir.operands(kernel.exprs[i]))
+        return used
 
     def divide(self, i: int) -> str | None:
         """A per-element division by a row value: by its reciprocal where that is normal."""
