@@ -205,11 +205,14 @@ def _const(expr: kir.Const) -> str:
 
 
 def _index(flat: str, shape: tuple[int, ...], prefix: str, used: set[int]) -> list[str]:
-    """C declarations of the index along each axis in ``used`` of flat index ``flat``."""
+    """C declarations of the index along each axis in ``used`` of flat index ``flat``. (In an
+    empty domain the loop around them never runs; extents of 0 are written as 1 there, so
+    that the dead code divides by no zero.)"""
     lines = []
     for axis in sorted(used):
-        step = math.prod(shape[axis + 1:])
-        lines.append(f"const long long {prefix}{axis} = ({flat} / {step}LL) % {shape[axis]}LL;")
+        step = max(1, math.prod(shape[axis + 1:]))
+        lines.append(f"const long long {prefix}{axis} = ({flat} / {step}LL) % "
+                     f"{max(1, shape[axis])}LL;")
     return lines
 
 
@@ -234,6 +237,7 @@ class _KernelWriter:
         self.lines: list[str] = []
         self.depth = 0
         self.used_rows: set[int] = set()  # the row values a row-reduction kernel computes
+        self.reciprocals: set[int] = set()  # the row values whose reciprocal it multiplies by
 
     # ------------------------------------------------------------------ writing helpers
 
@@ -361,9 +365,32 @@ class _KernelWriter:
             self.combine()
         return "\n".join(self.lines)
 
+    def live(self) -> list[int]:
+        """The exprs an output depends on, in program order."""
+        live: set[int] = set()
+        stack = [o.value for o in self.kernel.outputs]
+        while stack:
+            i = stack.pop()
+            if i not in live:
+                live.add(i)
+                stack.extend(kir.operands(self.kernel.exprs[i]))
+        return sorted(live)
+
+    def element_offsets(self, flat: str) -> list[str]:
+        """Declare the domain index of flat element ``flat`` along the axes the inputs read
+        (or written ``into``) use; returns each input's element offset."""
+        kernel = self.kernel
+        read = {kernel.exprs[i].input for i in self.live()
+                if isinstance(kernel.exprs[i], kir.Load)}
+        read |= {o.into for o in kernel.outputs if o.into is not None}
+        used = {a for k in read for a, s in enumerate(kernel.inputs[k].strides) if s}
+        self.emit(*_index(flat, kernel.domain, "i", used))
+        return [_offset(inp.strides, "i") for inp in kernel.inputs]
+
     def elements(self, load: Callable[[int], str]) -> None:
-        """Every expr, per element (the elementwise shapes: each is an element's value)."""
-        for i in range(len(self.kernel.exprs)):
+        """Every expr an output depends on, per element (the elementwise shapes: each is an
+        element's value)."""
+        for i in self.live():
             self.value(i, self.expr(i, load, lambda _: None))
 
     def flat(self) -> None:
@@ -372,9 +399,7 @@ class _KernelWriter:
         size = math.prod(kernel.domain)
         self.open("for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                   f"e < {size}LL; e += (long long)gridDim.x * blockDim.x)")
-        used = {a for inp in kernel.inputs for a, s in enumerate(inp.strides) if s}
-        self.emit(*_index("e", kernel.domain, "i", used))
-        offsets = [_offset(inp.strides, "i") for inp in kernel.inputs]
+        offsets = self.element_offsets("e")
         self.elements(lambda k: f"in{k}[{offsets[k]}]")
         for j, out in enumerate(kernel.outputs):
             self.store(j, "e" if out.into is None else offsets[out.into], f"v{out.value}")
@@ -394,14 +419,12 @@ class _KernelWriter:
                   f"c < {cols}LL; c += (long long)gridDim.x * blockDim.x)")
         self.init_accumulators(arrays)
         self.open("for (long long r = r0; r < r1; ++r)")
-        self.emit(f"const long long e = r * {cols}LL + c;")
-        used = {a for inp in kernel.inputs for a, s in enumerate(inp.strides) if s}
-        self.emit(*_index("e", kernel.domain, "i", used))
-        offsets = [_offset(inp.strides, "i") for inp in kernel.inputs]
+        e = f"(r * {cols}LL + c)"
+        offsets = self.element_offsets(e)
         self.elements(lambda k: f"in{k}[{offsets[k]}]")
         for j, out in enumerate(kernel.outputs):
             if out.accumulate is None:
-                self.store(j, "e" if out.into is None else offsets[out.into], f"v{out.value}")
+                self.store(j, e if out.into is None else offsets[out.into], f"v{out.value}")
             else:
                 self.accumulate(j, f"v{out.value}", arrays, None)
         self.close()
@@ -462,6 +485,8 @@ class _KernelWriter:
             self.emit(f"__shared__ {TYPES[nest.dtypes[i]]} bp_s{i}[{row}];")
         arrays = self.workspace_arrays("gridDim.x")
         self.used_rows = self.row_values_used()
+        self.reciprocals = set(nest.divisors_in(sorted(
+            {i for stage in nest.roots for i in nest.needed(stage)})))
         row_acc = {j: a for j, a in arrays.items() if not nest.elem_output[j]}
         elem_acc = {j: a for j, a in arrays.items() if nest.elem_output[j]}
         self.init_accumulators(row_acc)
@@ -470,9 +495,14 @@ class _KernelWriter:
             self.init_accumulators(elem_acc, index=f"blockIdx.x * {row}LL + k")
             self.close()
         self.open(f"for (long long o = blockIdx.x; o < {kernel.outer_size}LL; o += gridDim.x)")
-        used_outer = {a for inp in kernel.inputs for a, s in enumerate(inp.strides[:n_outer]) if s}
+        loaded = {kernel.exprs[i].input for i in {*self.used_rows, *(
+            i for stage in nest.roots for i in nest.needed(stage))}
+            if isinstance(kernel.exprs[i], kir.Load)}
+        used_outer = {a for k in loaded for a, s in enumerate(kernel.inputs[k].strides[:n_outer])
+                      if s}
         self.emit(*_index("o", outer, "i", used_outer))
-        for k, inp in enumerate(kernel.inputs):
+        for k in sorted(loaded):
+            inp = kernel.inputs[k]
             self.emit(f"const long long bp_base{k} = {_offset(inp.strides[:n_outer], 'i')};")
         for stage in range(nest.n_stages):
             self.row_values(stage, row_acc)
@@ -499,7 +529,7 @@ class _KernelWriter:
                 continue
             if not isinstance(kernel.exprs[i], kir.Reduce):
                 self.value(i, self.expr(i, lambda k: f"in{k}[bp_base{k}]", lambda _: None))
-            if i in nest.reciprocal:
+            if i in self.reciprocals:
                 t = TYPES[nest.dtypes[i]]
                 self.emit(f"const {t} bp_rc{i} = ({t})1 / v{i};")
                 if not isinstance(kernel.exprs[i], kir.Const):

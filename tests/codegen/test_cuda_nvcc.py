@@ -81,6 +81,7 @@ def resource_usage(text: str) -> dict[tuple[str, str], tuple[int, int, int]]:
 
 def test_every_kernel_compiles_for_sm80_and_sm90(report: tuple[str, list[str]]) -> None:
     text, _ = report
+    assert "warning" not in text, text
     usage = resource_usage(text)
     kernels, _ = all_kernels()
     for k in kernels:
