@@ -686,8 +686,9 @@ class CUDARenderer(Renderer):
         return render(kernels)
 
     def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledKernels:
-        """The kernels compiled by NVRTC for the current device (``cuda_module.compile``);
-        CuPy keeps the compiled binaries on disk itself, so ``cache_dir`` is not used."""
+        """The kernels compiled by NVRTC for the current device
+        (``codegen.cuda_module.compile_module``). CuPy keeps NVRTC's binaries on disk in its own
+        kernel cache, so a ``cache_dir`` (the LLVM renderer's) is refused, not ignored."""
         if cache_dir is not None:
             raise ValueError("the CUDA renderer caches compiled modules in memory and in "
                              "CuPy's own kernel cache (CUPY_CACHE_DIR); it takes no cache_dir")
