@@ -120,7 +120,9 @@ class HostKernel:
         with _lock:
             failed = self._launch(self._call, slots, *grid, block[0])
         if failed:
-            raise RuntimeError(f"kernel {self.name!r}: the host launch refused block {block}")
+            raise RuntimeError(f"kernel {self.name!r}: " + (
+                "some threads of a block wait at a barrier (__syncthreads or a warp shuffle) "
+                "that others never reach" if failed == 2 else f"block {block} was refused"))
 
 
 class HostModule:

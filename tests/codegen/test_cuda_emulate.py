@@ -154,6 +154,15 @@ def test_the_portable_fiber_switch_computes_the_same_bits() -> None:
         assert got.tobytes() == want.tobytes()
 
 
+def test_a_barrier_some_threads_never_reach_is_reported() -> None:
+    """Hand-written CUDA C runs too; a deadlock is an error, not a hang."""
+    module = HostModule('extern "C" __global__ void stuck(float* x) {\n'
+                        '  if (threadIdx.x == 0) __syncthreads();\n'
+                        '  x[threadIdx.x] = 1.0f;\n}\n')
+    with pytest.raises(RuntimeError, match="kernel 'stuck': some threads of a block wait"):
+        module.get_function("stuck")((1, 1, 1), (64, 1, 1), (np.zeros(64, np.float32),))
+
+
 def test_row_divisors_with_a_subnormal_reciprocal_divide_instead() -> None:
     """x / sum(x) in rows whose sum's reciprocal is not normal (a huge sum) or infinite (a
     tiny one): those rows divide, as the LLVM kernels do, the others multiply."""
