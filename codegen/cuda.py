@@ -687,11 +687,8 @@ class CUDARenderer(Renderer):
 
     def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledKernels:
         """The kernels compiled by NVRTC for the current device
-        (``codegen.cuda_module.compile_module``). CuPy keeps NVRTC's binaries on disk in its own
-        kernel cache, so a ``cache_dir`` (the LLVM renderer's) is refused, not ignored."""
-        if cache_dir is not None:
-            raise ValueError("the CUDA renderer caches compiled modules in memory and in "
-                             "CuPy's own kernel cache (CUPY_CACHE_DIR); it takes no cache_dir")
+        (``codegen.cuda_module.compile_module``): NVRTC's binaries go to CuPy's kernel cache,
+        under ``cache_dir``/cuda where a cache directory is given."""
         from codegen.cuda_module import compile_module
 
-        return compile_module(list(kernels))
+        return compile_module(list(kernels), cache_dir=cache_dir)

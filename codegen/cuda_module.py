@@ -15,11 +15,14 @@ hash and compute capability; NVRTC's binaries are also kept on disk by CuPy's ow
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
+import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -164,21 +167,35 @@ class CudaModule:
 
     def check(self, name: str, arrays_in: Sequence[Any], arrays_out: Sequence[Any]) -> None:
         """Refuse arrays the kernel would read or write out of bounds."""
+        self._check(name, [(a.shape, a.dtype, a.flags.c_contiguous)
+                           for a in (*arrays_in, *arrays_out)], len(arrays_in))
+
+    def check_signature(self, kernel: str | kir.Kernel,
+                        signature: Sequence[tuple[tuple[int, ...], Any]]) -> Any:
+        """``signature`` ((shape, dtype) of each C-contiguous array the kernel is handed, inputs
+        then outputs) checked as ``check`` checks arrays; returned as given."""
+        name = kernel if isinstance(kernel, str) else kernel.name
+        n_in = len(self.kernels[name].inputs)
+        self._check(name, [(tuple(shape), np.dtype(dtype), True) for shape, dtype in signature],
+                    n_in)
+        return signature
+
+    def _check(self, name: str, arrays: list[tuple[tuple[int, ...], Any, bool]], n_in: int
+               ) -> None:
         kernel = self.kernels[name]
-        if len(arrays_in) != len(kernel.inputs) or len(arrays_out) != len(kernel.outputs):
+        if n_in != len(kernel.inputs) or len(arrays) - n_in != len(kernel.outputs):
             raise ValueError(f"kernel {name!r} takes {len(kernel.inputs)} inputs and "
-                             f"{len(kernel.outputs)} outputs, got {len(arrays_in)} and "
-                             f"{len(arrays_out)}")
-        for what, spec, a, need in (
+                             f"{len(kernel.outputs)} outputs, got {n_in} and "
+                             f"{len(arrays) - n_in}")
+        for what, spec, (shape, dtype, contiguous), need in (
                 *(("input", inp, a, _needed_elements(kernel, inp))
-                  for inp, a in zip(kernel.inputs, arrays_in)),
+                  for inp, a in zip(kernel.inputs, arrays[:n_in])),
                 *(("output", out, a, math.prod(kir.output_shape(kernel, out)))
-                  for out, a in zip(kernel.outputs, arrays_out) if out.into is None)):
-            if a.dtype != np.dtype(spec.dtype) or a.size < need \
-                    or not a.flags.c_contiguous:
+                  for out, a in zip(kernel.outputs, arrays[n_in:]) if out.into is None)):
+            if dtype != np.dtype(spec.dtype) or math.prod(shape) < need or not contiguous:
                 raise ValueError(f"kernel {name!r}: {what} {spec.name} needs a C-contiguous "
                                  f"{spec.dtype} array of at least {need} elements, got "
-                                 f"{a.dtype} {a.shape} (contiguous={a.flags.c_contiguous})")
+                                 f"{dtype} {tuple(shape)} (contiguous={contiguous})")
 
     def run(self, kernel: str | kir.Kernel, arrays_in: list[Any], arrays_out: list[Any]
             ) -> None:
@@ -201,12 +218,19 @@ class CudaModule:
         self.combines[name](config.combine_grid, config.combine_block,
                             (*outs, ws, np.int64(config.parts)))
 
-    def launcher(self, kernel: str | kir.Kernel) -> Callable[[list[Any]], None]:
+    def launcher(self, kernel: str | kir.Kernel,
+                 signature: Sequence[tuple[tuple[int, ...], Any]] | None = None
+                 ) -> Callable[[list[Any]], None]:
         """``call(inputs + outputs)``; the first call checks the arrays as ``run`` does, later
-        calls with arrays of the same shapes and dtypes go straight to the launch."""
+        calls with arrays of the same shapes and dtypes go straight to the launch. A
+        ``signature`` (``check_signature``'s) is checked now and counts as that first call."""
         name = kernel if isinstance(kernel, str) else kernel.name
         n_in = len(self.kernels[name].inputs)
         seen: list[tuple[Any, ...]] = []
+        if signature is not None:
+            self.check_signature(name, signature)
+            seen.append(tuple((tuple(shape), np.dtype(dtype), True)
+                              for shape, dtype in signature))
 
         def call(arrays: list[Any]) -> None:
             signature = tuple((a.shape, a.dtype, a.flags.c_contiguous) for a in arrays)
@@ -241,9 +265,12 @@ _modules: dict[tuple[str, str], CudaModule] = {}
 _lock = threading.Lock()
 
 
-def compile_module(kernels: list[kir.Kernel], device_id: int | None = None) -> CudaModule:
+def compile_module(kernels: list[kir.Kernel], device_id: int | None = None,
+                   cache_dir: str | os.PathLike[str] | None = None) -> CudaModule:
     """``kernels`` rendered (codegen/cuda.py) and compiled by NVRTC for the current (or
-    ``device_id``'s) GPU, once per source and compute capability."""
+    ``device_id``'s) GPU, once per source and compute capability. ``cache_dir``: the project's
+    compiled-code cache directory (``planner.compile(cache_dir=...)``); NVRTC's binaries go to
+    CuPy's kernel cache in its ``cuda`` subdirectory (default: CuPy's own, CUPY_CACHE_DIR)."""
     from runtime._device import cupy_module
 
     cupy = cupy_module()
@@ -253,7 +280,7 @@ def compile_module(kernels: list[kir.Kernel], device_id: int | None = None) -> C
     key = (hashlib.sha256(source.encode()).hexdigest(), props.arch)
     with _lock:
         if key not in _modules:
-            with device:
+            with device, _cupy_cache_dir(cache_dir):
                 raw = cupy.RawModule(code=source, options=NVRTC_OPTIONS)
                 try:
                     raw.compile()
@@ -262,3 +289,23 @@ def compile_module(kernels: list[kir.Kernel], device_id: int | None = None) -> C
                 _modules[key] = CudaModule(kernels, raw, cupy, props)
         return _modules[key]
 
+
+
+@contextlib.contextmanager
+def _cupy_cache_dir(cache_dir: str | os.PathLike[str] | None) -> Iterator[None]:
+    """CuPy's kernel cache in ``cache_dir``/cuda while a module compiles: CuPy reads
+    CUPY_CACHE_DIR at each compile (held under ``_lock``: no other compile of ours runs)."""
+    if cache_dir is None:
+        yield
+        return
+    path = Path(cache_dir) / "cuda"
+    path.mkdir(parents=True, exist_ok=True)
+    previous = os.environ.get("CUPY_CACHE_DIR")
+    os.environ["CUPY_CACHE_DIR"] = str(path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["CUPY_CACHE_DIR"]
+        else:
+            os.environ["CUPY_CACHE_DIR"] = previous

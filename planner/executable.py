@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from runtime._device import array_module
+
 from .parallel import ParallelRunner
 from .program import Program, build_program, failing_step
 from .steps import CommitStep, KernelStep
@@ -167,12 +169,13 @@ class Executable:
             return defer
         specs = [(tuple(shape), np.dtype(dtype), tuple(plan_shape))
                  for shape, dtype, plan_shape in step.out_specs]
-        empty, asarray, ndarray = np.empty, np.asarray, np.ndarray
+        xp = np if step.device == "cpu" else array_module(step.device)
+        empty, asarray, ndarray = xp.empty, xp.asarray, xp.ndarray
 
         def call(*args: Any) -> list[Any]:
             # asarray keeps a 0-d array 0-d (ascontiguousarray makes it 1-d)
-            ins = [a if a.__class__ is ndarray and a.flags.c_contiguous else asarray(a, None, "C")
-                   for a in args]
+            ins = [a if a.__class__ is ndarray and a.flags.c_contiguous
+                   else asarray(a, order="C") for a in args]
             outs = [empty(shape, dtype) for shape, dtype, _ in specs]
             launch(ins + outs)
             return [o if o.shape == plan_shape else o.reshape(plan_shape)

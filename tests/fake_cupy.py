@@ -472,16 +472,18 @@ def _device_properties(index: int) -> dict[str, Any]:
     _device_id(index)
     return {"name": b"Fake CUDA device (numpy)", "major": int(COMPUTE_CAPABILITY[0]),
             "minor": int(COMPUTE_CAPABILITY[1]), "multiProcessorCount": 132,
-            "maxThreadsPerBlock": 1024, "maxThreadsDim": (1024, 1024, 64),
+            "maxThreadsPerBlock": 1024, "maxThreadsPerMultiProcessor": 2048,
+            "maxThreadsDim": (1024, 1024, 64),
             "maxGridSize": (2147483647, 65535, 65535), "warpSize": 32,
             "sharedMemPerBlock": 49152, "totalGlobalMem": 80 * 2**30}
 
 
 # --- raw kernels: the hook a host-emulated launch plugs into ---------------------------------
 
-# backend(code, options, name) -> launch(grid, block, args, shared_mem): compiles kernel
-# ``name`` of CUDA C ``code`` for the host and returns its launcher (tests/codegen's emulator)
-RawModuleBackend = Callable[[str, tuple[str, ...], str], Callable[..., None]]
+# backend(code, options) -> a module with ``get_function(name) -> launch(grid, block, args,
+# shared_mem)``: CUDA C ``code`` built for the host (``codegen.cuda_host.HostModule``); an
+# exception while building is NVRTC rejecting the code (CompileException)
+RawModuleBackend = Callable[[str, tuple[str, ...]], Any]
 _raw_backend: RawModuleBackend | None = None
 
 
@@ -523,13 +525,27 @@ class RawModule:
         if code is None:
             raise TypeError("fake cupy: RawModule needs code= (path= is not emulated)")
         self.code, self.options, self.backend = code, tuple(options), backend
+        self._built: Any = None
+
+    def compile(self, log_stream: Any = None) -> None:
+        """Build the code now (as NVRTC would), raising CompileException with the log."""
+        if self._built is None:
+            if _raw_backend is None:
+                raise NotImplementedError(
+                    "fake cupy: RawModule needs a host launcher to build its code; plug one in "
+                    "with tests.fake_cupy.set_raw_module_backend(backend)")
+            try:
+                self._built = _raw_backend(self.code, self.options)
+            except Exception as e:  # the host compiler's log stands for NVRTC's
+                raise CompileException(str(e)) from e
 
     def get_function(self, name: str) -> RawKernel:
-        if _raw_backend is None:
-            raise NotImplementedError(
-                f"fake cupy: RawModule.get_function({name!r}) needs a host launcher; plug one "
-                "in with tests.fake_cupy.set_raw_module_backend(backend)")
-        return RawKernel(self, name, _raw_backend(self.code, self.options, name))
+        self.compile()
+        return RawKernel(self, name, self._built.get_function(name))
+
+
+class CompileException(Exception):
+    """cupy.cuda.compiler.CompileException: NVRTC rejected the code (the message is its log)."""
 
 
 # --- cupyx ---------------------------------------------------------------------------------
@@ -570,9 +586,11 @@ def modules() -> dict[str, ModuleType]:
                           CUDARuntimeError=CUDARuntimeError,
                           getDeviceCount=lambda: DEVICE_COUNT,
                           getDeviceProperties=_device_properties)
+    compiler = _module("cupy.cuda.compiler", "fake NVRTC front end",
+                       CompileException=CompileException)
     cuda = _module("cupy.cuda", "fake cupy.cuda", Device=Device, Stream=Stream, Event=Event,
                    get_current_stream=get_current_stream, runtime=runtime_api,
-                   MemoryPointer=MemoryPointer)
+                   MemoryPointer=MemoryPointer, compiler=compiler)
     members: dict[str, Any] = {name: getattr(np, name) for name in (
         "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool_",
         "dtype", "newaxis", "pi", "inf", "nan", "result_type", "can_cast", "promote_types")}
@@ -587,6 +605,7 @@ def modules() -> dict[str, ModuleType]:
     special = _module("cupyx.scipy.special", "fake cupyx.scipy.special", erf=erf)
     scipy = _module("cupyx.scipy", "fake cupyx.scipy", special=special)
     cupyx = _module("cupyx", "fake cupyx", scipy=scipy, scatter_add=scatter_add)
-    return {"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.runtime": runtime_api, "cupyx": cupyx,
+    return {"cupy": cupy, "cupy.cuda": cuda, "cupy.cuda.runtime": runtime_api,
+            "cupy.cuda.compiler": compiler, "cupyx": cupyx,
             "cupyx.scipy": scipy, "cupyx.scipy.special": special}
 

@@ -80,11 +80,6 @@ def test_compile_without_cupy_says_how_to_install_it(monkeypatch: pytest.MonkeyP
         CUDARenderer().compile(list(workload_kernels()["chain"]))
 
 
-def test_compile_refuses_a_cache_dir() -> None:
-    with pytest.raises(ValueError, match="CUPY_CACHE_DIR"):
-        CUDARenderer().compile([], cache_dir="/tmp/x")
-
-
 def test_an_op_without_a_rule_is_named_with_kernel_expr_and_dtypes(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(cuda.UNARY_RULES, ("erf", "float"))

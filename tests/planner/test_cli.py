@@ -150,3 +150,13 @@ def test_fusion_report_explains_the_unfused_steps(capsys: Any) -> None:
     assert main(["plan", "chain", "--fusion"]) == 0
     out = capsys.readouterr().out
     assert "fused into k0" in out and "kernel has no kernel-IR lowering" not in out
+
+
+def test_cli_plans_a_workload_for_cuda_without_a_gpu(capsys: Any) -> None:
+    assert main(["plan", "eltwise", "--device", "cuda", "--kernels"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Plan on cuda:0")
+    assert out.count('extern "C" __global__') >= 1 and "define void" not in out  # no LLVM
+    with pytest.raises(SystemExit):  # backend cuda on a cpu plan: a usage error, not a trace
+        main(["plan", "chain", "--backend", "cuda"])
+    assert "builds cuda kernels, but the plan runs on cpu" in capsys.readouterr().err

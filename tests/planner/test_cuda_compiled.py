@@ -4,6 +4,7 @@ compiles to a plan on cuda:0 whose results equal CPU eager's."""
 
 from __future__ import annotations
 
+import os
 import types
 import warnings
 from typing import Any
@@ -14,10 +15,12 @@ import pytest
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
+from tests import fake_cupy
 from tests.fakecuda import fake_cuda_fixture  # noqa: F401
 
 STEPS = 2
 TOL = 1e-6
+FUSED_TOL = 2e-5  # fused kernels round as compiled kernels do (as the CPU's fused plans)
 
 
 def cuda_lib() -> types.SimpleNamespace:
@@ -49,13 +52,13 @@ def run_on_cuda(name: str, backend: str) -> tuple[Any, list[dict[str, np.ndarray
     return step, want, got
 
 
-def assert_same_runs(want: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]]
-                     ) -> None:
+def assert_same_runs(want: list[dict[str, np.ndarray]], got: list[dict[str, np.ndarray]],
+                     tol: float = TOL) -> None:
     for i, (w, g) in enumerate(zip(want, got, strict=True)):
         assert g.keys() == w.keys()
         for k in w:
             assert g[k].dtype == w[k].dtype and g[k].shape == w[k].shape, (i, k)
-            np.testing.assert_allclose(g[k], w[k], rtol=TOL, atol=TOL, err_msg=f"step {i} {k}")
+            np.testing.assert_allclose(g[k], w[k], rtol=tol, atol=tol, err_msg=f"step {i} {k}")
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
@@ -64,3 +67,70 @@ def test_interpreted_cuda_plan_equals_cpu_eager(fake_cuda: Any, name: str) -> No
     assert step.plan.device == "cuda:0"
     assert not step.plan.kernels
     assert_same_runs(want, got)
+
+
+@pytest.fixture(name="host_gpu")
+def host_gpu_fixture(fake_cuda: Any) -> Any:
+    """The fake CuPy with its RawModule building CUDA C for the host (codegen.cuda_host): a
+    plan's fused CUDA kernels run, as rendered and launched for a GPU, on this machine."""
+    from codegen.cuda_host import HostCompilerMissing, HostModule, compiler
+
+    try:
+        compiler()
+    except HostCompilerMissing as e:
+        pytest.skip(str(e))
+    previous = fake_cupy.set_raw_module_backend(HostModule)
+    yield fake_cuda
+    fake_cupy.set_raw_module_backend(previous)
+
+
+@pytest.mark.parametrize("name", sorted(WORKLOADS))
+def test_fused_cuda_plan_equals_cpu_eager(host_gpu: Any, name: str) -> None:
+    step, want, got = run_on_cuda(name, "cuda")
+    plan = step.plan
+    assert plan.device == "cuda:0" and plan.kernels
+    assert all(k.language == "cuda" and k.device == "cuda:0" for k in plan.kernels)
+    assert all('extern "C" __global__' in k.source for k in plan.kernels)
+    assert_same_runs(want, got, FUSED_TOL)
+
+
+def test_cache_dir_holds_cupys_kernel_cache_while_a_module_compiles(
+        host_gpu: Any, tmp_path: Any) -> None:
+    from codegen.cuda_host import HostModule
+
+    seen = []
+
+    def build(code: str, options: tuple[str, ...]) -> Any:
+        seen.append(os.environ.get("CUPY_CACHE_DIR"))
+        return HostModule(code, options)
+
+    fake_cupy.set_raw_module_backend(build)
+    before = os.environ.get("CUPY_CACHE_DIR")
+    x = rt.ones(1000, device="cuda", requires_grad=True)
+
+    def step(x: Any) -> Any:
+        y = (x.exp() * 3.0).sum()
+        y.backward()
+        return y.detach()
+
+    compiled = planner.compile(step, backend="cuda", cache_dir=tmp_path)
+    got = compiled(x)
+    assert seen == [str(tmp_path / "cuda")] and (tmp_path / "cuda").is_dir()
+    assert os.environ.get("CUPY_CACHE_DIR") == before
+    np.testing.assert_allclose(got.cpu().numpy(), 3 * np.e * 1000, rtol=1e-6)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), np.full(1000, 3 * np.e), rtol=1e-6)
+
+
+def test_a_cuda_plan_without_cupy_says_how_to_install_it() -> None:
+    x = rt.ones(8, requires_grad=True)
+
+    def step(x: Any) -> Any:
+        y = (x.sin() * 2).sum()
+        y.backward()
+        return y.detach()
+
+    compiled = planner.compile(step, device="cuda", backend="cuda")
+    plan = compiled.lower(x)  # renders without CuPy
+    assert [k.language for k in plan.kernels] == ["cuda"]
+    with pytest.raises(RuntimeError, match=r"needs CuPy.*pip install 'backplan\[cuda\]'"):
+        compiled(x)
