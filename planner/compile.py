@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime import _dtype as D
-from runtime._device import canonical_device, device_of_array
+from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.nn.module import structure_version
@@ -369,6 +369,8 @@ class CompiledStep:
                              f"{wanted} kernels, but the plan runs on {plan_device}: use "
                              f"backend='auto' (or "
                              f"{[b for b, d in KERNEL_BACKENDS.items() if d != wanted][0]!r})")
+        if build and plan_device != "cpu":
+            cupy_module()  # a plan to run on a GPU needs CuPy, fused or not: say how to install
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
         if self.backend != "interpreter":
             plan = self._fused(plan, build or plan_device == "cpu")

@@ -132,5 +132,9 @@ def test_a_cuda_plan_without_cupy_says_how_to_install_it() -> None:
     compiled = planner.compile(step, device="cuda", backend="cuda")
     plan = compiled.lower(x)  # renders without CuPy
     assert [k.language for k in plan.kernels] == ["cuda"]
-    with pytest.raises(RuntimeError, match=r"needs CuPy.*pip install 'backplan\[cuda\]'"):
-        compiled(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # straight to the hint: no fallback warning first
+        with pytest.raises(RuntimeError, match=r"needs CuPy.*pip install 'backplan\[cuda\]'"):
+            compiled(x)
+    with pytest.raises(RuntimeError, match=r"needs CuPy"):
+        planner.compile(step, device="cuda")(x)  # under "auto" too
