@@ -19,11 +19,16 @@ partials in part order, so the result depends only on the launch configuration
 (``codegen.cuda_module.launch_config``), which depends only on the kernel and the device.
 Float sums are compensated (Neumaier) per thread and when combining parts.
 
-Loads are scalar: consecutive threads read consecutive elements, so a warp's loads of a dense
-input coalesce into full 128-byte transactions, and ``const __restrict__`` lets the compiler
-use the read-only cache; a vector (float4) path would need every input dense along the same
-axes, 16-byte aligned and a multiple of 4 long, which fused kernels with broadcast inputs
-rarely are. Float32 sin/cos need no fast/exact pair here: CUDA's accurate ``sinf``/``cosf``
+Loads: consecutive threads read consecutive elements, so a warp's loads of a dense input
+coalesce into full 128-byte transactions, and ``const __restrict__`` lets the compiler use the
+read-only cache. An elementwise kernel whose inputs are read along the last axis with stride 1
+(or not at all) and whose rows are whole 16-byte vectors also gets a vector variant
+``NAME__vec`` (``vector_width``): a thread loads 4 floats (2 doubles) of each such input at
+once, computes the lanes and stores 16 bytes (ld/st.global.v4.f32 in PTX), a quarter of the
+memory instructions. The launcher runs it only where every pointer is 16-byte aligned (a CuPy
+allocation is; a view with an offset may not be) and the scalar kernel elsewhere.
+
+Float32 sin/cos need no fast/exact pair here: CUDA's accurate ``sinf``/``cosf``
 reduce large arguments exactly themselves (no ``--use_fast_math``).
 """
 
@@ -51,6 +56,10 @@ WARP = 32  # every NVIDIA GPU; the launcher checks the device agrees
 # leaving room for the reduction buffers and for two blocks per SM
 SCRATCH_BYTES = 32 << 10
 COMBINE = "__combine"
+VECTOR = "__vec"  # an elementwise kernel's variant loading and storing 16 bytes at a time
+VECTOR_ALIGN = 16  # bytes every pointer of a vector launch is a multiple of
+VECTOR_WIDTH: dict[str, int] = {"float32": 4, "float64": 2}  # elements in VECTOR_ALIGN bytes
+VECTOR_TYPES: dict[str, str] = {"float32": "bp_vec4f", "float64": "bp_vec2d"}
 WORKSPACE_ALIGN = 16
 
 TYPES: dict[str, str] = {"float32": "float", "float64": "double", "int64": "long long",
@@ -149,6 +158,9 @@ __device__ __forceinline__ double bp_sigmoid(double x) {
   const double t = exp(-fabs(x)), d = 1.0 + t;
   return x >= 0.0 ? 1.0 / d : t / d;
 }
+// 16 bytes, 16-byte aligned: one vector load or store (ld.global.v4.f32, st.global.v2.f64)
+struct alignas(16) bp_vec4f { float v[4]; };
+struct alignas(16) bp_vec2d { double v[2]; };
 struct bp_add {
   template <class T> __device__ __forceinline__ T operator()(T a, T b) const { return a + b; }
 };
@@ -260,9 +272,10 @@ class _KernelWriter:
             f"(op {getattr(expr, 'op', type(expr).__name__)}, operand dtypes "
             f"{tuple(self.nest.dtypes[s] for s in srcs)}, operands {srcs}): {why}")
 
-    def expr(self, i: int, load: Callable[[int], str], divide: Callable[[int], str | None]
-             ) -> str:
-        """The C expression of expr ``i`` over earlier values ``v{j}``."""
+    def expr(self, i: int, load: Callable[[int], str], divide: Callable[[int], str | None],
+             lane: str = "") -> str:
+        """The C expression of expr ``i`` over earlier values ``v{j}`` (``v{j}{lane}``: one
+        lane of a vector kernel)."""
         expr = self.kernel.exprs[i]
         dtype = self.nest.dtypes[i]
         if isinstance(expr, kir.Load):
@@ -270,21 +283,21 @@ class _KernelWriter:
         if isinstance(expr, kir.Const):
             return _const(expr)
         if isinstance(expr, kir.Where):
-            return f"(v{expr.cond} ? v{expr.a} : v{expr.b})"
+            return f"(v{expr.cond}{lane} ? v{expr.a}{lane} : v{expr.b}{lane})"
         src = self.nest.dtypes[kir.operands(expr)[0]]
         fill = {"T": TYPES[dtype], "s": SUFFIX.get(src, "")}
         if isinstance(expr, kir.Cast):
             if src == dtype:
-                return f"v{expr.x}"
+                return f"v{expr.x}{lane}"
             rule = CAST_RULES.get((_kind(src), _kind(dtype)))
             if rule is None:
                 raise self.fail(i, "no cast rule")
-            return rule.format(x=f"v{expr.x}", **fill)
+            return rule.format(x=f"v{expr.x}{lane}", **fill)
         if isinstance(expr, kir.Unary):
             rule = UNARY_RULES.get((expr.op, _kind(src)))
             if rule is None:
                 raise self.fail(i, "no unary rule")
-            return rule.format(x=f"v{expr.x}", **fill)
+            return rule.format(x=f"v{expr.x}{lane}", **fill)
         if isinstance(expr, kir.Binary):
             multiply = divide(i)
             if multiply is not None:
@@ -292,11 +305,11 @@ class _KernelWriter:
             rule = BINARY_RULES.get((expr.op, _kind(src)))
             if rule is None:
                 raise self.fail(i, "no binary rule")
-            return rule.format(a=f"v{expr.a}", b=f"v{expr.b}", **fill)
+            return rule.format(a=f"v{expr.a}{lane}", b=f"v{expr.b}{lane}", **fill)
         raise self.fail(i, "a Reduce is combined by the driver, not rendered as an expression")
 
-    def value(self, i: int, code: str) -> None:
-        self.emit(f"const {TYPES[self.nest.dtypes[i]]} v{i} = {code};")
+    def value(self, i: int, code: str, lane: str = "") -> None:
+        self.emit(f"const {TYPES[self.nest.dtypes[i]]} v{i}{lane} = {code};")
 
     def store(self, j: int, index: str, value: str) -> None:
         out = self.kernel.outputs[j]
@@ -363,6 +376,12 @@ class _KernelWriter:
         self.close()
         if self.accumulated:
             self.combine()
+        width = vector_width(self.kernel)
+        if width:
+            self.emit("")
+            self.open(f"{head}{VECTOR}({self.params()})")
+            self.vector(width)
+            self.close()
         return "\n".join(self.lines)
 
     def live(self) -> list[int]:
@@ -403,6 +422,39 @@ class _KernelWriter:
         self.elements(lambda k: f"in{k}[{offsets[k]}]")
         for j, out in enumerate(kernel.outputs):
             self.store(j, "e" if out.into is None else offsets[out.into], f"v{out.value}")
+        self.close()
+
+    def vector(self, width: int) -> None:
+        """Elementwise, ``width`` consecutive elements of the last axis a thread: one aligned
+        16-byte load of each input read along that axis (one element of an input broadcast
+        over it), the exprs per lane, one 16-byte store of each output (``vector_width`` says
+        which kernels; the launcher runs this variant only where every pointer is aligned)."""
+        kernel = self.kernel
+        groups = math.prod(kernel.domain) // width
+        vec = VECTOR_TYPES[kernel.outputs[0].dtype if kernel.outputs else
+                           kernel.inputs[0].dtype]
+        self.open("for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+                  f"g < {groups}LL; g += (long long)gridDim.x * blockDim.x)")
+        self.emit(f"const long long e = g * {width}LL;")
+        offsets = self.element_offsets("e")
+        live = self.live()
+        read = sorted({kernel.exprs[i].input for i in live
+                       if isinstance(kernel.exprs[i], kir.Load)})
+        along = {k for k in read if kernel.inputs[k].strides[-1]}
+        for k in read:
+            if k in along:
+                self.emit(f"const {vec} l{k} = *reinterpret_cast<const {vec}*>"
+                          f"(in{k} + {offsets[k]});")
+            else:
+                self.emit(f"const {TYPES[kernel.inputs[k].dtype]} l{k} = in{k}[{offsets[k]}];")
+        for lane in range(width):
+            for i in live:
+                self.value(i, self.expr(i, lambda k: f"l{k}.v[{lane}]" if k in along
+                                        else f"l{k}", lambda _: None, f"_{lane}"), f"_{lane}")
+        for j, out in enumerate(kernel.outputs):
+            target = f"out{j} + e" if out.into is None else f"in{out.into} + {offsets[out.into]}"
+            lanes = ", ".join(f"v{out.value}_{lane}" for lane in range(width))
+            self.emit(f"*reinterpret_cast<{vec}*>({target}) = {vec}{{{{{lanes}}}}};")
         self.close()
 
     def columns(self) -> None:
@@ -652,6 +704,25 @@ class _KernelWriter:
             self.emit(f"out{j}[e] = {'bp_total(acc, comp)' if compensated else 'acc'};")
             self.close()
         self.close()
+
+
+def vector_width(kernel: kir.Kernel) -> int:
+    """Elements a thread of the kernel's vector variant (``NAME__vec``) handles, or 0 for none:
+    an elementwise kernel (nothing reduced or accumulated) whose inputs and outputs share a
+    float dtype, whose last axis is a whole number of 16-byte vectors, and whose every input is
+    read along that axis with stride 1 (its other strides whole vectors, so each thread's
+    elements are one aligned vector of it) or not at all (stride 0: one value a thread)."""
+    if kernel.n_reduce or any(o.accumulate for o in kernel.outputs) or not kernel.domain:
+        return 0
+    dtypes = {i.dtype for i in kernel.inputs} | {o.dtype for o in kernel.outputs}
+    width = VECTOR_WIDTH.get(dtypes.pop(), 0) if len(dtypes) == 1 else 0
+    if not width or kernel.domain[-1] % width:
+        return 0
+    for inp in kernel.inputs:
+        if inp.strides[-1] not in (0, 1) or (
+                inp.strides[-1] and any(s % width for s in inp.strides[:-1])):
+            return 0
+    return width
 
 
 def reduce_dtypes(kernel: kir.Kernel) -> list[str]:

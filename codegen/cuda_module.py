@@ -34,9 +34,12 @@ from codegen.cuda import (
     COMBINE,
     MAX_BLOCK,
     SCRATCH_BYTES,
+    VECTOR,
+    VECTOR_ALIGN,
     WARP,
     reduce_dtypes,
     render,
+    vector_width,
     workspace_layout,
 )
 from codegen.lower import lower
@@ -83,6 +86,11 @@ class LaunchConfig:
     workspace_bytes: int
     combine_grid: tuple[int, int, int]
     combine_block: tuple[int, int, int]
+    # the vector variant (``NAME__vec``, codegen.cuda.vector_width): elements a thread, and
+    # its grid and block (width 0: none)
+    vector: int = 0
+    vector_grid: tuple[int, int, int] = (0, 1, 1)
+    vector_block: tuple[int, int, int] = (0, 1, 1)
 
 
 def _threads(n: int, props: DeviceProps) -> int:
@@ -133,9 +141,23 @@ def launch_config(kernel: kir.Kernel, props: DeviceProps) -> LaunchConfig:
         combine_block = (_threads(size, props), 1, 1)
         full = props.sm_count * (props.max_threads_per_sm // combine_block[0])
         combine_grid = (max(1, min(-(-size // combine_block[0]), full)), 1, 1)
+    width = vector_width(kernel)
+    vector_grid, vector_block = (0, 1, 1), (0, 1, 1)
+    if width:
+        groups = math.prod(kernel.domain) // width
+        vector_block = (_threads(groups, props), 1, 1)
+        full = props.sm_count * (props.max_threads_per_sm // vector_block[0])
+        vector_grid = (max(1, min(-(-groups // vector_block[0]), full)), 1, 1)
     return LaunchConfig(grid, (block, 1, 1), shared, parts if layout else 0,
                         (parts if layout else 0) * sum(n for _, n, _ in layout),
-                        combine_grid, combine_block)
+                        combine_grid, combine_block, width, vector_grid, vector_block)
+
+
+def _address(a: Any) -> int:
+    """The address of an array's first element: a CuPy array's device pointer, a numpy
+    array's host one (the host emulation)."""
+    ptr = getattr(a.data, "ptr", None)
+    return a.ctypes.data if ptr is None else ptr
 
 
 def _needed_elements(kernel: kir.Kernel, inp: kir.Input) -> int:
@@ -156,6 +178,8 @@ class CudaModule:
         self.functions = {k.name: module.get_function(k.name) for k in kernels}
         self.combines = {k.name: module.get_function(k.name + COMBINE) for k in kernels
                          if self.configs[k.name].parts}
+        self.vectors = {k.name: module.get_function(k.name + VECTOR) for k in kernels
+                        if self.configs[k.name].vector}
         self._workspaces: dict[str, Any] = {}
 
     def _workspace(self, name: str) -> Any:
@@ -207,6 +231,9 @@ class CudaModule:
 
     def _launch(self, name: str, arrays: list[Any]) -> None:
         config = self.configs[name]
+        if config.vector and all(_address(a) % VECTOR_ALIGN == 0 for a in arrays):
+            self.vectors[name](config.vector_grid, config.vector_block, tuple(arrays))
+            return
         if not config.parts:
             self.functions[name](config.grid, config.block, tuple(arrays))
             return
