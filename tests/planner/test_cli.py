@@ -25,13 +25,17 @@ def test_plan_summary(capsys):
     assert "nodes captured" in out and "peak memory" in out
 
 
-def test_plan_listing_dot_json(capsys):
-    assert main(["plan", "mlp_small", "--listing", "--dot", "--schedule", "--json"]) == 0
+def test_plan_listing_schedule_then_pipeable_dot_json(capsys):
+    assert main(["plan", "mlp_small", "--listing", "--schedule"]) == 0
     out = capsys.readouterr().out
-    assert "matmul(" in out and "digraph plan {" in out
+    assert out.startswith("Plan on cpu") and "matmul(" in out
     assert "critical path" in out and "= matmul" in out
-    doc = json.loads(out.strip().splitlines()[-1])
-    assert doc["format"] == "planner.plan" and doc["version"] == 2
+    assert main(["plan", "mlp_small", "--dot"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("digraph plan {") and out.rstrip().endswith("}")
+    assert main(["plan", "mlp_small", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["flops"] > 0 and doc["kernels"] and doc["executor"]["kind"] == "program"
 
 
 def test_unknown_workload():
