@@ -209,6 +209,14 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         raise CLIError("--svg/--png need Graphviz's dot program: install graphviz (apt-get "
                        "install graphviz, brew install graphviz) or pipe --dot to it yourself")
 
+    from .compile import KERNEL_BACKENDS
+
+    # the plan is for --device (the CLI always passes it), so this is planner.compile's check
+    # made before any capture: a usage error, not a step's failure
+    if KERNEL_BACKENDS.get(args.backend, args.device) != args.device:
+        parser.error(f"--backend {args.backend} builds {KERNEL_BACKENDS[args.backend]} kernels, "
+                     f"but the plan runs on {args.device}: use --backend auto")
+
     def plan_for(backend: str) -> Any:
         from .cli_user import UserStepError
 
@@ -217,8 +225,6 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                                  executor=args.executor, device=args.device)
         except UserStepError as e:
             raise CLIError(str(e)) from e
-        except ValueError as e:  # options that do not go together (--backend cuda on cpu)
-            parser.error(str(e))
         except Exception as e:
             raise CLIError(f"{args.workload}: the step could not be captured: "
                            f"{type(e).__name__}: {e} (--debug shows where)") from e

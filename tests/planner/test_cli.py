@@ -163,4 +163,4 @@ def test_cli_plans_a_workload_for_cuda_without_a_gpu(capsys: Any) -> None:
     assert out.count('extern "C" __global__') >= 1 and "define void" not in out  # no LLVM
     with pytest.raises(SystemExit):  # backend cuda on a cpu plan: a usage error, not a trace
         main(["plan", "chain", "--backend", "cuda"])
-    assert "builds cuda kernels, but the plan runs on cpu" in capsys.readouterr().err
+    assert "--backend cuda builds cuda kernels, but the plan runs on cpu" in capsys.readouterr().err
