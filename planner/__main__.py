@@ -75,18 +75,21 @@ def workload_name(text: str) -> str:
 
 
 def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int | None = None,
-                  executor: str = "auto", device: str | None = None) -> Any:
+                  executor: str = "auto", device: str | None = None,
+                  wrt: list[str] | None = None) -> Any:
     """The plan ``planner.compile`` makes for a benchmark workload's step or a user's
     FILE.py:FUNC (on ``device``: its tensors stay on the CPU, a plan for a GPU is rendered,
-    not run)."""
+    not run); ``wrt``: plan the user's loss and its gradients of those inputs only."""
     import planner
     import runtime as rt
     from benchmarks.workloads import WORKLOADS
 
-    from .cli_user import is_user_step, load_user_step
+    from .cli_user import gradients_of, is_user_step, load_user_step
 
     if is_user_step(name):
         fn, args = load_user_step(name)
+        if wrt:
+            fn, args = gradients_of(fn, args, wrt)
     else:
         workload = WORKLOADS[name]
         case = workload.build(rt, workload.make_arrays(seed))
@@ -137,6 +140,9 @@ def _run(argv: list[str] | None) -> int:
     only.add_argument("--png", metavar="FILE", help="render the DOT to FILE (needs Graphviz)")
     p.add_argument("--unfused", action="store_true",
                    help="with --dot/--svg/--png: draw the captured graph, before fusion")
+    p.add_argument("--wrt", metavar="NAMES", type=lambda text: text.split(","),
+                   help="FILE.py:FUNC returns a loss: plan it and its gradients of these "
+                        "comma-separated parameters of FUNC only")
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of a step that cannot be loaded or captured")
     p.add_argument("--schedule", action="store_true",
@@ -198,11 +204,15 @@ def _run(argv: list[str] | None) -> int:
 
 
 def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .cli_user import is_user_step
+
     views = [f"--{v}" for v in ("listing", "schedule", "kernels", "fusion") if getattr(args, v)]
     drawn = args.dot or args.svg or args.png
     if (drawn or args.json) and views:
         parser.error(f"--dot, --json, --svg and --png print only their format: leave out "
                      f"{' '.join(views)}")
+    if args.wrt and not is_user_step(args.workload):
+        parser.error("--wrt goes with FILE.py:FUNC (a workload's step is fixed)")
     if args.unfused and not drawn:
         parser.error("--unfused goes with --dot, --svg or --png")
     if (args.svg or args.png) and shutil.which("dot") is None:
@@ -222,7 +232,7 @@ def _plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         try:
             return compiled_plan(args.workload, backend=backend, workers=args.workers,
-                                 executor=args.executor, device=args.device)
+                                 executor=args.executor, device=args.device, wrt=args.wrt)
         except UserStepError as e:
             raise CLIError(str(e)) from e
         except Exception as e:

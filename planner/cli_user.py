@@ -9,6 +9,7 @@ positional arguments, or a module attribute ``example_inputs`` holding that tupl
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import itertools
 import sys
 from collections.abc import Callable
@@ -72,3 +73,35 @@ def _inputs(module: Any, path_text: str) -> tuple[Any, ...]:
         raise UserStepError(f"{path_text}: {source} must be a tuple of the step's arguments, "
                             f"not {type(inputs).__name__}")
     return inputs
+
+
+def gradients_of(fn: Callable[..., Any], inputs: tuple[Any, ...], names: list[str]
+                 ) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """A step returning ``fn``'s loss and its gradients with respect to the parameters
+    ``names`` only (``backplan plan --wrt``), and inputs for it: those named are detached
+    copies that require grad, so no other input gets a gradient."""
+    import runtime as rt
+
+    params = [p.name for p in inspect.signature(fn).parameters.values()
+              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    unknown = [n for n in names if n not in params[:len(inputs)]]
+    if unknown:
+        raise UserStepError(f"--wrt {','.join(unknown)}: not among {fn.__name__}'s inputs "
+                            f"({', '.join(params[:len(inputs)])})")
+    wanted = [params.index(n) for n in names]
+    for i in wanted:
+        if not (isinstance(inputs[i], rt.Tensor) and inputs[i].dtype.is_floating_point):
+            raise UserStepError(f"--wrt {params[i]}: a gradient needs a floating-point runtime "
+                                f"tensor, got {type(inputs[i]).__name__}")
+    inputs = tuple(x.detach().requires_grad_() if i in wanted else x
+                   for i, x in enumerate(inputs))
+
+    def loss_and_gradients(*args: Any) -> tuple[Any, ...]:
+        loss = fn(*args)
+        if not (isinstance(loss, rt.Tensor) and loss.ndim == 0):
+            got = f"shape {tuple(loss.shape)}" if isinstance(loss, rt.Tensor) else type(loss)
+            raise UserStepError(f"--wrt: {fn.__name__} must return a scalar loss tensor, "
+                                f"got {got}")
+        return (loss, *rt.autograd.grad(loss, [args[i] for i in wanted]))
+
+    return loss_and_gradients, inputs

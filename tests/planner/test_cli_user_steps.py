@@ -54,6 +54,20 @@ def test_views_of_a_user_step() -> None:
     assert kernel["language"] == "llvm" and kernel["fused_ops"] and kernel["bytes"] > 0
 
 
+LOSS = ("def step(x, w, b):\n    return ((x @ w + b).tanh() ** 2).mean()\n\n"
+        "def make_inputs():\n    return rt.ones(8, 4), rt.ones(4, 3), rt.zeros(3)\n")
+
+
+def test_wrt_plans_only_the_gradients_asked_for(tmp_path: Path) -> None:
+    loss = bad_step(tmp_path, "loss", LOSS)
+    of_w, of_xw, of_b = run_cli(*(["plan", loss, "--wrt", names, "--listing"]
+                                  for names in ("w", "x,w", "b")))
+    for done in (of_w, of_xw, of_b):
+        assert done.returncode == 0 and not done.stderr, done.stderr
+    # the forward matmul, then one more per gradient of a matmul operand
+    assert [done.stdout.count("= matmul(") for done in (of_w, of_xw, of_b)] == [2, 3, 1]
+
+
 def bad_step(tmp_path: Path, name: str, body: str) -> str:
     (tmp_path / f"{name}.py").write_text("import runtime as rt\n\n" + body)
     return f"{tmp_path / name}.py:step"
@@ -76,8 +90,13 @@ def test_steps_that_cannot_be_planned_fail_in_one_line(tmp_path: Path) -> None:
                           "the step could not be captured: ValueError: bad step"),
         "import fails": (bad_step(tmp_path, "broken", "import nosuchmodule\n"),
                          "importing it raised ModuleNotFoundError"),
+        "wrt unknown": (bad_step(tmp_path, "wrt", LOSS) + " --wrt w,q",
+                        "--wrt q: not among step's inputs (x, w, b)"),
+        "wrt no loss": (bad_step(tmp_path, "notloss", "def step(x):\n    return x * 2\n\n"
+                                 "example_inputs = (rt.ones(3),)\n") + " --wrt x",
+                        "--wrt: step must return a scalar loss tensor, got shape (3,)"),
     }
-    runs = run_cli(*(["plan", target] for target, _ in cases.values()),
+    runs = run_cli(*(["plan", *target.split()] for target, _ in cases.values()),
                    ["plan", cases["capture fails"][0], "--debug"],
                    ["plan", STEP, "--dot", "--listing"], ["plan", STEP, "--unfused"],
                    ["--version"], ["plan", STEP, "--svg", str(tmp_path / "plan.svg")])
