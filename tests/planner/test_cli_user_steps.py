@@ -29,17 +29,19 @@ def check_dot(text: str) -> None:
 
 
 def test_views_of_a_user_step() -> None:
-    text, dot, unfused, doc, llvm = run_cli(
+    text, dot, unfused, doc, llvm, cuda = run_cli(
         ["plan", STEP, "--listing", "--schedule", "--fusion", "--workers", "2",
          "--executor", "parallel"],
         ["plan", STEP, "--dot"], ["plan", STEP, "--dot", "--unfused"], ["plan", STEP, "--json"],
-        ["plan", STEP, "--backend", "llvm", "--kernels"])
-    for done in (text, dot, unfused, doc, llvm):
+        ["plan", STEP, "--backend", "llvm", "--kernels"],
+        ["plan", STEP, "--device", "cuda", "--kernels"])  # no GPU needed to inspect it
+    for done in (text, dot, unfused, doc, llvm, cuda):
         assert done.returncode == 0 and not done.stderr, done.stderr
     assert text.stdout.startswith("Plan on cpu") and "= matmul" in text.stdout
     assert "critical path" in text.stdout and "parallel" in text.stdout
     assert "fused into k0" in text.stdout
     assert llvm.stdout.startswith("Plan on cpu") and "define " in llvm.stdout
+    assert cuda.stdout.startswith("Plan on cuda:0") and "__global__" in cuda.stdout
     check_dot(dot.stdout)
     check_dot(unfused.stdout)
     # fused kernels are nodes labelled with their ops; the captured graph has none
