@@ -4,10 +4,13 @@ pipeable --dot/--json, and one-line errors with status 2 for steps that cannot b
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
+from planner.__main__ import main
 from tests.planner.test_cli import ROOT, run_cli
 
 STEP = "examples/mlp_step.py:step"
@@ -118,3 +121,24 @@ def test_steps_that_cannot_be_planned_fail_in_one_line(tmp_path: Path) -> None:
     else:
         assert svg.returncode == 0 and "<svg" in (tmp_path / "plan.svg").read_text()
     assert (ROOT / "examples" / "mlp_step.py").is_file()
+
+
+def test_svg_and_png_go_through_graphviz_dot(tmp_path: Path, monkeypatch: Any,
+                                             capsys: Any) -> None:
+    # a stand-in for Graphviz's dot: it records its format and the DOT it was given, and
+    # fails on demand, so the rendering path is tested where Graphviz is not installed
+    fake = tmp_path / "bin" / "dot"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\n[ -n "$FAIL_DOT" ] && { echo "syntax error" >&2; exit 1; }\n'
+                    'echo "$1" > "$3"; cat >> "$3"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(ROOT)
+    assert main(["plan", STEP, "--png", str(tmp_path / "plan.png")]) == 0
+    assert not capsys.readouterr().out  # the picture goes to the file only
+    rendered = (tmp_path / "plan.png").read_text()
+    assert rendered.startswith("-Tpng\n") and " k0: " in rendered
+    check_dot(rendered.split("\n", 1)[1])
+    monkeypatch.setenv("FAIL_DOT", "1")
+    assert main(["plan", STEP, "--svg", str(tmp_path / "plan.svg"), "--unfused"]) == 2
+    assert capsys.readouterr().err == "backplan: error: dot -Tsvg failed: syntax error\n"
