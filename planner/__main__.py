@@ -2,8 +2,14 @@
 
     python -m planner plan WORKLOAD|FILE.py:FUNC [--backend llvm] [--device cuda] [--listing]
         [--schedule] [--kernels] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
+        [--wrt NAMES] [--debug]
     python -m planner bench [WORKLOAD ...] [--repeat N]
     python -m planner cache [--clear] [--dir DIR]
+    python -m planner --version
+
+FILE.py:FUNC is your own step: FILE is imported as a module and, beside FUNC, defines
+make_inputs() returning the tuple of FUNC's positional arguments, or example_inputs holding
+it (planner.cli_user). Input the CLI cannot use is one line on stderr and status 2.
 """
 
 from __future__ import annotations
@@ -75,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         except CLIError as e:
             if debug:
                 raise
-            print(f"backplan: error: {e}", file=sys.stderr)
+            # one line, whatever the step's exception said
+            print(f"backplan: error: {' '.join(str(e).split())}", file=sys.stderr)
             return USAGE_ERROR
         # a closed pipe shows up at the last flush: make it happen here, not at exit
         sys.stdout.flush()

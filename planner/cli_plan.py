@@ -40,6 +40,7 @@ def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int 
 
 
 def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``plan``: the summary and the text views asked for, or only DOT, JSON or a picture."""
     from .cli_user import is_user_step
 
     views = [f"--{v}" for v in ("listing", "schedule", "kernels", "fusion") if getattr(args, v)]
