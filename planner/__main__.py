@@ -1,10 +1,15 @@
 """The planner's command line.
 
-    python -m planner plan WORKLOAD [--backend llvm] [--device cuda] [--dot] [--listing]
-                                    [--schedule] [--json] [--kernels]
-        [--fusion]
+    python -m planner plan WORKLOAD|FILE.py:FUNC [--backend llvm] [--device cuda] [--listing]
+        [--schedule] [--kernels] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
+        [--wrt NAMES] [--debug]
     python -m planner bench [WORKLOAD ...] [--repeat N]
     python -m planner cache [--clear] [--dir DIR]
+    python -m planner --version
+
+FILE.py:FUNC is your own step: FILE is imported as a module and, beside FUNC, defines
+make_inputs() returning the tuple of FUNC's positional arguments, or example_inputs holding
+it (planner.cli_user). Input the CLI cannot use is one line on stderr and status 2.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import math
 import os
 import sys
 from collections.abc import Callable
-from typing import Any
+
+from .cli_plan import USAGE_ERROR, CLIError, run_plan
 
 # what a shell reports for a writer killed by SIGPIPE (128 + 13): the reader went away early
 BROKEN_PIPE_STATUS = 141
@@ -45,6 +51,16 @@ def seconds(text: str) -> float:
     return value
 
 
+USER_STEP_HELP = ("FILE.py:FUNC: FILE is imported as a module (its directory on sys.path "
+                  "meanwhile); FUNC is the step; beside it make_inputs() returns the tuple of "
+                  "FUNC's positional arguments (or example_inputs holds it)")
+def plan_target(text: str) -> str:
+    """An argparse type: a benchmark workload's name or a user's FILE.py:FUNC."""
+    from .cli_user import is_user_step
+
+    return text if is_user_step(text) else workload_name(text)
+
+
 def workload_name(text: str) -> str:
     """An argparse type: the name of a benchmark workload."""
     from benchmarks.workloads import WORKLOADS
@@ -55,25 +71,19 @@ def workload_name(text: str) -> str:
     return text
 
 
-def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int | None = None,
-                  executor: str = "auto", device: str | None = None) -> Any:
-    """The plan ``planner.compile`` makes for a benchmark workload's step (on ``device``: its
-    tensors stay on the CPU, a plan for a GPU is rendered, not run)."""
-    import planner
-    import runtime as rt
-    from benchmarks.workloads import WORKLOADS
-
-    workload = WORKLOADS[name]
-    case = workload.build(rt, workload.make_arrays(seed))
-    return planner.compile(case.fn, backend=backend, workers=workers, executor=executor,
-                           device=device).lower(*case.args)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; when stdout's reader goes away early (``backplan plan ... |
     head``), stop quietly with status BROKEN_PIPE_STATUS."""
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
-        status = _run(argv)
+        try:
+            status = _run(argv)
+        except CLIError as e:
+            if debug:
+                raise
+            # one line, whatever the step's exception said
+            print(f"backplan: error: {' '.join(str(e).split())}", file=sys.stderr)
+            return USAGE_ERROR
         # a closed pipe shows up at the last flush: make it happen here, not at exit
         sys.stdout.flush()
         return status
@@ -89,16 +99,30 @@ def _run(argv: list[str] | None) -> int:
     from benchmarks.workloads import WORKLOADS
 
     parser = argparse.ArgumentParser(prog="python -m planner", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"backplan {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("plan", help="print the compiled plan of a benchmark workload")
-    p.add_argument("workload", type=workload_name, metavar="WORKLOAD",
-                   help=f"one of {', '.join(WORKLOADS)}")
-    p.add_argument("--dot", action="store_true", help="also print Graphviz text")
+    p = sub.add_parser("plan", help="print the compiled plan of a workload or of your own step",
+                       epilog=USER_STEP_HELP)
+    p.add_argument("workload", type=plan_target, metavar="WORKLOAD",
+                   help=f"one of {', '.join(WORKLOADS)}, or FILE.py:FUNC (see below)")
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--dot", action="store_true",
+                      help="print only Graphviz text of the plan after fusion")
+    only.add_argument("--json", action="store_true",
+                      help="print only JSON: the plan's figures and its kernels")
+    only.add_argument("--svg", metavar="FILE", help="render the DOT to FILE (needs Graphviz)")
+    only.add_argument("--png", metavar="FILE", help="render the DOT to FILE (needs Graphviz)")
+    p.add_argument("--unfused", action="store_true",
+                   help="with --dot/--svg/--png: draw the captured graph, before fusion")
+    p.add_argument("--wrt", metavar="NAMES", type=lambda text: text.split(","),
+                   help="FILE.py:FUNC returns a loss: plan it and its gradients of these "
+                        "comma-separated parameters of FUNC only")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of a step that cannot be loaded or captured")
     p.add_argument("--schedule", action="store_true",
                    help="also print the step DAG: devices, priorities, the critical path and "
                         "the expected parallelism")
     p.add_argument("--listing", action="store_true", help="also print the step listing")
-    p.add_argument("--json", action="store_true", help="also print the serialized plan")
     p.add_argument("--backend", default="auto", choices=["auto", "interpreter", "llvm", "cuda"])
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                    help="the device the plan is for (cuda: its kernels render as CUDA C; no GPU "
@@ -143,37 +167,7 @@ def _run(argv: list[str] | None) -> int:
             print(f"not used: {reason}")
         return 0
     if args.command == "plan":
-        try:
-            plan = compiled_plan(args.workload, backend=args.backend, workers=args.workers,
-                                 executor=args.executor, device=args.device)
-        except ValueError as e:  # options that do not go together (--backend cuda on cpu)
-            parser.error(str(e))
-        print(plan.summary())
-        if args.listing:
-            print()
-            print(plan.listing())
-        if args.schedule:
-            from .inspect import schedule_text
-
-            print()
-            print(schedule_text(plan))
-        if args.dot:
-            print()
-            print(plan.to_dot())
-        if args.json:
-            print()
-            print(plan.dumps())
-        if args.fusion:
-            from .fusion import explain_fusion
-
-            print()
-            # fusion explains the plan before it fused (the interpreter's)
-            print(explain_fusion(compiled_plan(args.workload, backend="interpreter",
-                                               device=args.device)))
-        for kernel in plan.kernels if args.kernels else ():
-            print()
-            print(kernel.source)
-        return 0
+        return run_plan(args, p)
     from benchmarks import run
 
     argv2 = ["--repeat", str(args.repeat), "--min-time", str(args.min_time)]
@@ -181,6 +175,20 @@ def _run(argv: list[str] | None) -> int:
         argv2 += ["--workloads", *args.workloads]
     run.main(argv2)
     return 0
+
+
+def _version() -> str:
+    """The installed package's version, else the one pyproject.toml beside the source says."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("backplan")
+    except metadata.PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).parents[1] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
 
 
 if __name__ == "__main__":

@@ -102,9 +102,47 @@ _DEVICE_COLOURS = ("lightblue", "lightsalmon", "palegreen", "plum", "khaki", "li
 COLOUR_BY = ("phase", "device", "worker")
 
 
+def fused_ops(step: Step) -> list[str]:
+    """The operations a fused kernel step computes, in its expression order (loads and
+    constants left out); empty for a step that is not a kernel."""
+    kernel = getattr(step, "kernel", None)
+    if kernel is None:
+        return []
+    return [getattr(e, "op", type(e).__name__.lower()) for e in kernel.exprs
+            if type(e).__name__ not in ("Load", "Const")]
+
+
+def kernel_stats(plan: Plan) -> list[dict[str, object]]:
+    """Per fused kernel: its name, device, language, fused ops, domain and the bytes it moves."""
+    infos = {k.name: k for k in plan.kernels}
+    rows: list[dict[str, object]] = []
+    for i, s in enumerate(plan.steps):
+        kernel = getattr(s, "kernel", None)
+        if kernel is None:
+            continue
+        info = infos.get(kernel.name)
+        rows.append({"name": kernel.name, "device": s.device,
+                     "language": info.language if info is not None else None,
+                     "fused_ops": fused_ops(s), "domain": list(kernel.domain),
+                     "bytes": plan.schedule.bytes[i]})
+    return rows
+
+
+def stats(plan: Plan) -> dict[str, object]:
+    """The plan's figures as JSON-ready data (what ``backplan plan --json`` prints)."""
+    sched = plan.schedule
+    return {"device": plan.device, "steps": len(plan.steps), "flops": sum(sched.flops),
+            "bytes": sum(sched.bytes), "peak_memory": sched.peak_memory,
+            "peak_allocated": sched.peak_allocated,
+            "executor": {"kind": plan.execution.executor, "workers": plan.execution.workers,
+                         "why": str(plan.execution)},
+            "nodes": {k: plan.stats.get(k) for k in ("captured", "pruned", "kept")},
+            "kernels": kernel_stats(plan)}
+
+
 def to_dot(plan: Plan, colour_by: str = "phase") -> str:
     """Graphviz text of the plan's step DAG (the schedule's): a node a step labelled with
-    its buffer, op, shape, dtype and device, an edge from each step to those that wait for
+    its buffer, op, shape, dtype and device (a fused kernel with the ops it computes), an edge from each step to those that wait for
     it, sources boxed, the critical path drawn bold; filled by phase, by device, or by the
     CPU worker expected to run it (``expected_workers``: the plan's ``execution.workers``)."""
     if colour_by not in COLOUR_BY:
@@ -116,6 +154,8 @@ def to_dot(plan: Plan, colour_by: str = "phase") -> str:
     lines = ["digraph plan {", "  node [style=filled];"]
     for i, s in enumerate(plan.steps):
         label = f"%{s.out} {s.op}\\n{list(s.shape)} {s.dtype.name} {s.device}"
+        if ops := fused_ops(s):
+            label = f"%{s.out} {s.kernel.name}: {' '.join(ops)}\\n" + label.split("\\n", 1)[1]
         source = isinstance(s, SourceStep)
         if colour_by == "device":
             colour = _DEVICE_COLOURS[devices.index(s.device) % len(_DEVICE_COLOURS)]

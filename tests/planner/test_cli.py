@@ -25,13 +25,17 @@ def test_plan_summary(capsys):
     assert "nodes captured" in out and "peak memory" in out
 
 
-def test_plan_listing_dot_json(capsys):
-    assert main(["plan", "mlp_small", "--listing", "--dot", "--schedule", "--json"]) == 0
+def test_plan_listing_schedule_then_pipeable_dot_json(capsys):
+    assert main(["plan", "mlp_small", "--listing", "--schedule"]) == 0
     out = capsys.readouterr().out
-    assert "matmul(" in out and "digraph plan {" in out
+    assert out.startswith("Plan on cpu") and "matmul(" in out
     assert "critical path" in out and "= matmul" in out
-    doc = json.loads(out.strip().splitlines()[-1])
-    assert doc["format"] == "planner.plan" and doc["version"] == 2
+    assert main(["plan", "mlp_small", "--dot"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("digraph plan {") and out.rstrip().endswith("}")
+    assert main(["plan", "mlp_small", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["flops"] > 0 and doc["kernels"] and doc["executor"]["kind"] == "program"
 
 
 def test_unknown_workload():
@@ -159,4 +163,4 @@ def test_cli_plans_a_workload_for_cuda_without_a_gpu(capsys: Any) -> None:
     assert out.count('extern "C" __global__') >= 1 and "define void" not in out  # no LLVM
     with pytest.raises(SystemExit):  # backend cuda on a cpu plan: a usage error, not a trace
         main(["plan", "chain", "--backend", "cuda"])
-    assert "builds cuda kernels, but the plan runs on cpu" in capsys.readouterr().err
+    assert "--backend cuda builds cuda kernels, but the plan runs on cpu" in capsys.readouterr().err
