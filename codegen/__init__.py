@@ -2,13 +2,12 @@
 picked by device (``renderer_for``)."""
 
 from codegen.cache import cache_dir, cache_key, clear_cache, get_compiled, stats
-from codegen.cuda import CUDARenderer
 from codegen.ir import Kernel, KernelIRError, kernel_hash, stage_of, validate
 from codegen.jit import CompiledModule, compile_module
 from codegen.launch import cpu_launch_form
-from codegen.llvm import LLVMRenderer, RenderError, render
+from codegen.llvm import RenderError, render
 from codegen.lower import LoopNest, lower
-from codegen.renderer import CompiledKernels, Renderer, renderer_for
+from codegen.renderer import CompiledKernels, CUDARenderer, LLVMRenderer, Renderer, renderer_for
 
 __all__ = [
     "CUDARenderer", "CompiledKernels", "CompiledModule", "Kernel", "KernelIRError",

@@ -37,13 +37,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 
 from codegen import ir as kir
 from codegen.lower import LoopNest, lower
-from codegen.renderer import CompiledKernels, Renderer
 
 # threads of a block (every launch uses at most this many, a multiple of WARP): the kernels
 # declare it in __launch_bounds__ with one block per SM as the minimum, so the compiler may give
@@ -747,19 +745,3 @@ def render(kernels: Sequence[kir.Kernel]) -> str:
     if len(set(names)) != len(names):
         raise CUDARenderError(f"duplicate kernel names in one module: {names}")
     return PRELUDE + "".join("\n" + render_kernel(k) + "\n" for k in kernels)
-
-
-class CUDARenderer(Renderer):
-    device_type = "cuda"
-    language = "cuda"
-
-    def render(self, kernels: Sequence[kir.Kernel]) -> str:
-        return render(kernels)
-
-    def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledKernels:
-        """The kernels compiled by NVRTC for the current device
-        (``codegen.cuda_module.compile_module``): NVRTC's binaries go to CuPy's kernel cache,
-        under ``cache_dir``/cuda where a cache directory is given."""
-        from codegen.cuda_module import compile_module
-
-        return compile_module(list(kernels), cache_dir=cache_dir)

@@ -3,10 +3,10 @@ CUDA built-ins it uses (codegen/cuda_host_prelude.h), and launched with ctypes.
 
 Each CUDA thread of a block is a fiber on the calling host thread (``__syncthreads`` a barrier
 over the block's fibers, ``__shfl_down_sync`` a per-warp exchange through a barrier over the
-warp's); a launch runs its blocks one after another. This is how CUDA semantics are checked on a machine without a
-GPU: ``emulate(kernels)`` gives the ``CudaModule`` of codegen/cuda_module.py (its launch
-configuration, workspaces and combine launches) over numpy arrays, with this module standing
-in for ``cupy.RawModule``.
+warp's); a launch runs its blocks one after another. This is how CUDA semantics are checked
+on a machine without a GPU: ``emulate(kernels)`` gives the ``CudaModule`` of
+codegen/cuda_module.py (its launch configuration, workspaces and combine launches) over numpy
+arrays, with this module standing in for ``cupy.RawModule``.
 
 ``HostModule(code, options=())`` / ``.get_function(name)`` / ``HostKernel(grid, block, args,
 shared_mem=0)`` mirror CuPy's raw-module API: an argument is a numpy array, an object with a

@@ -1,7 +1,7 @@
 """The LLVM renderer (CPU): rule tables from kernel-IR ops to llvmlite IR, the driver that
-renders a module of kernels (``render``; each kernel written by ``codegen.llvm_emit``), and
-``LLVMRenderer``, the ``codegen.renderer.Renderer`` of the CPU, which compiles through the
-compile cache (``codegen.cache``, ``codegen.jit``).
+renders a module of kernels (``render``; each kernel written by ``codegen.llvm_emit``) and
+``kernel_source`` (one kernel's own functions); ``codegen.renderer.LLVMRenderer`` joins them
+with the compile cache (``codegen.cache``, ``codegen.jit``).
 
 A kernel is rendered in its CPU launch form (``codegen.launch.cpu_launch_form``): a flat run of
 elements cut into rows, so that the launcher (``codegen.jit``) can split its outer range across
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
 
 from llvmlite import ir
 
@@ -21,10 +20,7 @@ from codegen import ir as kir
 from codegen.launch import cpu_launch_form
 from codegen.llvm_emit import I64, Builder, KernelEmitter, RenderError, Rules, V, intrinsic
 from codegen.llvm_math import declare_math, power
-from codegen.renderer import Renderer
 
-if TYPE_CHECKING:
-    from codegen.jit import CompiledModule
 
 
 def _fsign(b: Builder, x: V) -> V:
@@ -126,24 +122,9 @@ def render(kernels: Sequence[kir.Kernel]) -> ir.Module:
     return module
 
 
-class LLVMRenderer(Renderer):
-    """The CPU renderer: LLVM IR (the rule tables above, ``render``'s driver), compiled through
-    the compile cache (``codegen.cache``) and launched by ``codegen.jit.CompiledModule``."""
-
-    device_type = "cpu"
-    language = "llvm"
-
-    def render(self, kernels: Sequence[kir.Kernel]) -> str:
-        return str(render(kernels))
-
-    def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledModule:
-        from codegen.cache import get_compiled  # the cache renders with this module
-
-        return get_compiled(list(kernels), cache_dir)
-
-    def kernel_source(self, kernel: kir.Kernel) -> str:
-        """The kernel's body (the exact sin/cos one too, where it has one) and its entry,
-        without the module's math functions and the array-object entry."""
-        module = render([kernel])
-        names = [f"{kernel.name}.body", f"{kernel.name}.exact", kernel.name]
-        return "\n".join(str(module.get_global(n)) for n in names if n in module.globals)
+def kernel_source(kernel: kir.Kernel) -> str:
+    """The kernel's body (the exact sin/cos one too, where it has one) and its entry,
+    without the module's math functions and the array-object entry."""
+    module = render([kernel])
+    names = [f"{kernel.name}.body", f"{kernel.name}.exact", kernel.name]
+    return "\n".join(str(module.get_global(n)) for n in names if n in module.globals)

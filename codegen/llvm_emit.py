@@ -27,8 +27,8 @@ compensation every ROW_BLOCK rows. Accumulation within a block stays vectorized 
 A kernel with float32 sin or cos has a second body using their exact argument reduction
 (codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
 reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
-exact body, which rewrites every output. A kernel writing into an input (``into``) cannot rerun and has only the
-exact body.
+exact body, which rewrites every output. A kernel writing into an input (``into``) cannot
+rerun and has only the exact body.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """The renderer interface: one per device type, each turning kernel IR into a compiled module.
 
 Every renderer consumes the same lowering (``codegen.lower.LoopNest``) and differs only in how
-it writes it: ``LLVMRenderer`` (codegen/llvm.py) emits LLVM IR for the CPU, JIT-compiled through
-llvmlite; ``CUDARenderer`` (codegen/cuda.py) emits CUDA C for NVIDIA GPUs, compiled through
-NVRTC (``cupy.RawModule``). A renderer has three jobs:
+it writes it: ``LLVMRenderer`` emits LLVM IR for the CPU (codegen/llvm.py), JIT-compiled
+through llvmlite (codegen/cache.py, jit.py); ``CUDARenderer`` emits CUDA C for NVIDIA GPUs
+(codegen/cuda.py), compiled through NVRTC (``cupy.RawModule``, codegen/cuda_module.py). Both
+live here, above the modules that write and those that compile, which never import each other
+back. A renderer has three jobs:
 
 - ``render(kernels)``: the source text of one module holding every kernel (no compiler, no
   device needed: CUDA C renders on a machine without CuPy or a GPU);
@@ -12,17 +14,17 @@ NVRTC (``cupy.RawModule``). A renderer has three jobs:
 - launch: ``CompiledKernels.run`` / ``launcher``, with the renderer's own launch choices (how
   the outer range is split across CPU threads; grid and block shape on a GPU).
 
-``renderer_for(device)`` picks the renderer of a device ("cpu", "cuda", "cuda:N"); renderers
-are imported on first use, so importing codegen needs neither llvmlite's JIT nor CuPy.
+``renderer_for(device)`` picks the renderer of a device ("cpu", "cuda", "cuda:N"). CuPy is
+imported only when a CUDA module compiles.
 """
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Protocol
 
+from codegen import cache, cuda, cuda_module, llvm
 from codegen import ir as kir
 
 
@@ -58,11 +60,42 @@ class Renderer(ABC):
         return self.render([kernel])
 
 
-# device type -> (module, class): imported on first use
-RENDERERS: dict[str, tuple[str, str]] = {
-    "cpu": ("codegen.llvm", "LLVMRenderer"),
-    "cuda": ("codegen.cuda", "CUDARenderer"),
-}
+class LLVMRenderer(Renderer):
+    """The CPU renderer: LLVM IR (codegen/llvm.py's rule tables and driver), compiled through
+    the compile cache (``codegen.cache``) and launched by ``codegen.jit.CompiledModule``."""
+
+    device_type = "cpu"
+    language = "llvm"
+
+    def render(self, kernels: Sequence[kir.Kernel]) -> str:
+        return str(llvm.render(kernels))
+
+    def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledKernels:
+        return cache.get_compiled(list(kernels), cache_dir)
+
+    def kernel_source(self, kernel: kir.Kernel) -> str:
+        return llvm.kernel_source(kernel)
+
+
+class CUDARenderer(Renderer):
+    """The GPU renderer: CUDA C (codegen/cuda.py), compiled by NVRTC and launched by
+    ``codegen.cuda_module.CudaModule``."""
+
+    device_type = "cuda"
+    language = "cuda"
+
+    def render(self, kernels: Sequence[kir.Kernel]) -> str:
+        return cuda.render(kernels)
+
+    def compile(self, kernels: Sequence[kir.Kernel], cache_dir: Any = None) -> CompiledKernels:
+        """The kernels compiled by NVRTC for the current device
+        (``codegen.cuda_module.compile_module``): NVRTC's binaries go to CuPy's kernel cache,
+        under ``cache_dir``/cuda where a cache directory is given."""
+        return cuda_module.compile_module(list(kernels), cache_dir=cache_dir)
+
+
+# device type -> its renderer
+RENDERERS: dict[str, type[Renderer]] = {"cpu": LLVMRenderer, "cuda": CUDARenderer}
 _instances: dict[str, Renderer] = {}
 
 
@@ -80,6 +113,5 @@ def renderer_for(device: str) -> Renderer:
     """The renderer of ``device`` (one instance per device type)."""
     kind = device_type(device)
     if kind not in _instances:
-        module, name = RENDERERS[kind]
-        _instances[kind] = getattr(importlib.import_module(module), name)()
+        _instances[kind] = RENDERERS[kind]()
     return _instances[kind]

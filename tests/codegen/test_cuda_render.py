@@ -14,7 +14,8 @@ from cuda_testutil import random_kernel, workload_kernels
 
 from codegen import cuda
 from codegen import ir as K
-from codegen.cuda import COMBINE, LAUNCH_BOUNDS, MAX_BLOCK, CUDARenderer, CUDARenderError, render
+from codegen.cuda import COMBINE, LAUNCH_BOUNDS, MAX_BLOCK, CUDARenderError, render
+from codegen.renderer import CUDARenderer
 from codegen.cuda_module import (
     SM80,
     SM90,

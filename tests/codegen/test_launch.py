@@ -11,7 +11,8 @@ import pytest
 from codegen import cache, jit
 from codegen import ir as K
 from codegen.launch import ROW, cpu_launch_form, outer_rows
-from codegen.llvm import LLVMRenderer, render
+from codegen.llvm import render
+from codegen.renderer import LLVMRenderer
 from codegen.renderer import renderer_for
 from tests.codegen.codegen_testutil import broadcast_strides, build, random_array, run
 
