@@ -45,37 +45,11 @@ def renamed(kernel: K.Kernel, name: str) -> K.Kernel:
 def registry_kernel(name: str, dtype: str, domain: tuple[int, ...],
                     shapes: list[tuple[int, ...]], scalar: bool
                     ) -> tuple[K.Kernel, list[np.ndarray], np.ndarray]:
-    """The kernel of one registry primitive lowered as fusion lowers it (the cases of
-    test_registry_lowerings), its input arrays and the primitive's own numpy result."""
-    from test_registry_lowerings import _case
+    """``test_registry_lowerings.registry_kernel``: the kernels the LLVM registry tests build
+    (imported when called: that module is a test module of its own)."""
+    from test_registry_lowerings import registry_kernel
 
-    from codegen.builder import KernelBuilder
-    from runtime.ops.registry import REGISTRY
-
-    prim = REGISTRY[name]
-    args, attrs = _case(name, dtype, domain, shapes, scalar)
-    with np.errstate(all="ignore"):
-        expect = np.asarray(prim.impl(np, *args, **attrs))
-    if name == "cast":
-        expect = expect.astype(attrs["dtype"].np)
-    kb = KernelBuilder()
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
-    inputs = tuple(K.Input(f"in{i}", a.dtype.name, _broadcast_strides(a.shape, domain))
-                   for i, a in enumerate(arrays))
-    loads = iter(kb.load(i) for i in range(len(arrays)))
-    lowered = [("expr", next(loads), a.dtype.name) if isinstance(a, np.ndarray)
-               else ("scalar", a, None) for a in args]
-    value = prim.lower(kb, lowered, attrs, expect.dtype.name)
-    kernel = K.Kernel(f"{name}_{dtype}{'_s' if scalar else ''}", domain, 0, inputs,
-                      tuple(kb.exprs), (K.Output("out", value, expect.dtype.name),))
-    return kernel, [np.ascontiguousarray(a) for a in arrays], \
-        np.ascontiguousarray(np.broadcast_to(expect, domain))
-
-
-def _broadcast_strides(shape: tuple[int, ...], domain: tuple[int, ...]) -> tuple[int, ...]:
-    from codegen_testutil import broadcast_strides
-
-    return broadcast_strides(shape, domain)
+    return registry_kernel(name, dtype, domain, shapes, scalar)
 
 
 def needed(kernel: K.Kernel, inp: K.Input) -> int:

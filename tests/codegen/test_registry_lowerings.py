@@ -87,8 +87,12 @@ def _dtype(name: str) -> Any:
     return D.as_dtype(name)
 
 
-def _check(name: str, dtype: str, domain: tuple[int, ...], shapes: list[tuple[int, ...]],
-           scalar: bool) -> None:
+def registry_kernel(name: str, dtype: str, domain: tuple[int, ...],
+                    shapes: list[tuple[int, ...]], scalar: bool
+                    ) -> tuple[K.Kernel, list[np.ndarray], np.ndarray]:
+    """The kernel of one registry primitive lowered as fusion lowers it (a case of
+    ``_case``), its input arrays and the primitive's own numpy result over ``domain``
+    (the CUDA tests render the same kernels: tests/codegen/cuda_testutil.py)."""
     prim = REGISTRY[name]
     args, attrs = _case(name, dtype, domain, shapes, scalar)
     with np.errstate(all="ignore"):
@@ -103,10 +107,17 @@ def _check(name: str, dtype: str, domain: tuple[int, ...], shapes: list[tuple[in
     lowered = [("expr", next(loads), a.dtype.name) if isinstance(a, np.ndarray)
                else ("scalar", a, None) for a in args]
     value = prim.lower(kb, lowered, attrs, expect.dtype.name)
-    kernel = K.Kernel(f"{name}_{dtype}", domain, 0, inputs, tuple(kb.exprs),
-                      (K.Output("out", value, expect.dtype.name),))
+    kernel = K.Kernel(f"{name}_{dtype}{'_s' if scalar else ''}", domain, 0, inputs,
+                      tuple(kb.exprs), (K.Output("out", value, expect.dtype.name),))
+    return kernel, [np.ascontiguousarray(a) for a in arrays], \
+        np.ascontiguousarray(np.broadcast_to(expect, domain))
+
+
+def _check(name: str, dtype: str, domain: tuple[int, ...], shapes: list[tuple[int, ...]],
+           scalar: bool) -> None:
+    kernel, arrays, expect = registry_kernel(name, dtype, domain, shapes, scalar)
     (got,) = run(build([kernel]), kernel, arrays)
-    np.testing.assert_allclose(got, np.broadcast_to(expect, domain), **TOL[expect.dtype.name],
+    np.testing.assert_allclose(got, expect, **TOL[expect.dtype.name],
                                err_msg=f"{name} {dtype} {shapes} scalar={scalar}")
 
 
