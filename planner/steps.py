@@ -215,6 +215,9 @@ class CommitStep(KernelStep):
 
 
 COMM = "comm"  # the device of communication steps: the runtime's communication queue
+# a stated network (the figure the README's scaling model uses): 10 Gbit/s Ethernet, 20 us
+COMM_BYTES_PER_S = 1.25e9
+COMM_LATENCY_S = 20e-6
 
 
 @dataclass(eq=False, kw_only=True)
@@ -235,6 +238,14 @@ class AllReduceStartStep(CommStep):
     its sum over the ranks; its output is the request in flight (runtime.distributed.Bucket)."""
 
     op: ClassVar[str] = "allreduce_start"
+
+    def seconds(self) -> float:
+        """Estimated seconds its all-reduce takes once started: a latency, and a ring's two
+        passes over the bucket's bytes at ``COMM_BYTES_PER_S``. Weighing the critical path by
+        it puts the gradients of early buckets (and the starts) ahead of the rest of the
+        backward, which then overlaps them."""
+        return COMM_LATENCY_S + 2 * math.prod(self.shape) * self.dtype.np.itemsize \
+            / COMM_BYTES_PER_S
 
     def shown(self) -> dict[str, Any]:
         return {"bucket": self.bucket}

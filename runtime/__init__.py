@@ -52,6 +52,7 @@ double = float64
 long = int64
 
 from . import nn, optim  # noqa: E402
+from . import distributed  # noqa: E402  (loads no MPI until init_process_group)
 
 __all__ = [
     "DType", "Generator", "Tensor", "abs", "amax", "arange", "autograd", "bool", "bool_", "cat",
@@ -59,7 +60,8 @@ __all__ = [
     "float64", "from_numpy", "full", "full_like", "get_num_threads", "int64", "is_grad_enabled",
     "log", "long",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",
-    "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
+    "ones_like", "optim",
+    "distributed", "rand", "randint", "randn", "relu", "set_grad_enabled",
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
 ]

@@ -79,7 +79,8 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
 def destroy_process_group() -> None:
     """Leave the group: the exception hooks are restored; MPI itself ends with the process."""
     global _group, _hooks
-    group()
+    if _group is None:
+        raise AssertionError("Process group cannot be None")  # torch's error, word for word
     _group = None
     if _hooks is not None:
         sys.excepthook, threading.excepthook = _hooks
