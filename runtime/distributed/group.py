@@ -20,7 +20,7 @@ from typing import Any
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=10)
 # between two tests of a pending request: short against a bucket's transfer, long enough that
 # a waiting thread leaves the core to the backward it overlaps (2 cores, 2 ranks here)
-_POLL_S = 20e-6
+_POLL_S = 1e-3
 
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
