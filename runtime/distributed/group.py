@@ -19,8 +19,10 @@ from typing import Any
 # torch.distributed's default for its gloo/MPI backends: long enough for a slow first compile
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=10)
 # between two tests of a pending request: short against a bucket's transfer, long enough that
-# a waiting thread leaves the core to the backward it overlaps (2 cores, 2 ranks here)
-_POLL_S = 1e-3
+# a waiting thread leaves the core to the backward it overlaps (2 ranks on 2 cores here: 20 us
+# made mlp_large's bucketed step 0.85-0.90x the one-bucket one, 200 us 0.95-0.98x, 1 ms 0.81-
+# 0.87x; examples/ddp_overlap.py)
+_POLL_S = 200e-6
 
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
