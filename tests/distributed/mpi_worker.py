@@ -31,7 +31,8 @@ def model(seed: int | None = None) -> rt.nn.Module:
 
 
 def train(m: rt.nn.Module, forward: rt.nn.Module, x: np.ndarray, y: np.ndarray,
-          compiled: bool) -> planner.CompiledStep | None:
+          compiled: str | None) -> planner.CompiledStep | None:
+    """``compiled``: None (eager) or the executor of a compiled step."""
     opt = rt.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
 
     def step(xb: rt.Tensor, yb: rt.Tensor) -> rt.Tensor:
@@ -41,7 +42,7 @@ def train(m: rt.nn.Module, forward: rt.nn.Module, x: np.ndarray, y: np.ndarray,
         opt.step()
         return loss.detach()
 
-    run = planner.compile(step) if compiled else step
+    run = planner.compile(step, executor=compiled) if compiled else step
     for _ in range(STEPS):
         run(rt.tensor(x), rt.tensor(y))
     return run if compiled else None
@@ -56,9 +57,9 @@ def equal(out_dir: str) -> None:
     plan shows its communication steps; one run's timeline overlaps them with the backward."""
     rank, n = dist.get_rank(), dist.get_world_size()
     single = model(seed=0)
-    train(single, single, X, Y, compiled=False)
+    train(single, single, X, Y, compiled=None)
     want = params(single)
-    for compiled in (False, True):
+    for compiled in (None, "program", "auto"):
         m = model()
         ddp = DistributedDataParallel(m, bucket_cap_mb=0.006)  # a bucket a layer
         step = train(m, ddp, X[rank::n], Y[rank::n], compiled)
@@ -66,6 +67,7 @@ def equal(out_dir: str) -> None:
         assert worst < 2e-5, (compiled, worst)
         print(f"OK equal compiled={compiled} worst={worst:.2e}", flush=True)
     plan = step.plan
+    assert plan.execution.executor == "parallel", plan.execution  # the communication queue
     assert plan.stats["buckets"] == 4, plan.stats
     for text in (plan.listing(), schedule_text(plan), plan.to_dot()):
         assert "allreduce_start" in text and "allreduce_wait" in text
@@ -100,7 +102,7 @@ def mismatch(out_dir: str) -> None:
     ddp = DistributedDataParallel(m)
     rows = 8 if rank == 0 else 5
     try:
-        train(m, ddp, X[:rows], Y[:rows], compiled=True)
+        train(m, ddp, X[:rows], Y[:rows], compiled="auto")
     except RuntimeError as exc:
         print(f"MISMATCH {exc}", flush=True)
         sys.exit(3)
