@@ -59,9 +59,9 @@ __all__ = [
     "clamp", "cos", "double", "empty", "enable_grad", "erf", "exp", "float", "float32",
     "float64", "from_numpy", "full", "full_like", "get_num_threads", "int64", "is_grad_enabled",
     "log", "long",
+    "distributed",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",
-    "ones_like", "optim",
-    "distributed", "rand", "randint", "randn", "relu", "set_grad_enabled",
+    "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
 ]
