@@ -160,7 +160,9 @@ def _frees(steps: list[Step], needed: frozenset[int]) -> tuple[tuple[int, ...], 
 def _dependencies(steps: list[Step], producer: dict[int, int]) -> list[list[int]]:
     """Per step, the steps it waits for: the producers of what it reads; the previous draw
     from the same generator (draws keep eager mode's order); the previous communication step
-    (every rank starts its collectives in plan order, as MPI matches them by order); and
+    that starts a collective, if it starts one (every rank starts its collectives in plan
+    order, as MPI matches them by order; a wait free of the chain runs, and so drives MPI's
+    progress, as soon as its start is done); and
     every earlier value check
     of a buffer it reads, checks in plan order among themselves (a bad value raises the
     check's error, the one eager mode raises, before any step can use it)."""
@@ -177,7 +179,7 @@ def _dependencies(steps: list[Step], producer: dict[int, int]) -> list[list[int]
             if s.generator in last_draw:
                 d.add(last_draw[s.generator])
             last_draw[s.generator] = j
-        if isinstance(s, CommStep):
+        if isinstance(s, CommStep) and s.starts:
             if last_comm is not None:
                 d.add(last_comm)
             last_comm = j

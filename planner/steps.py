@@ -223,10 +223,12 @@ COMM_LATENCY_S = 20e-6
 @dataclass(eq=False, kw_only=True)
 class CommStep(Step):
     """A step of the communication queue: ``call(*arrays)`` takes its buffer arguments and
-    returns its outputs. Communication steps run in plan order among themselves (the
-    schedule chains them), so every rank starts its collectives in the same order."""
+    returns its outputs. Those that start a collective (``starts``) run in plan order among
+    themselves (the schedule chains them), so every rank starts its collectives in the same
+    order, as MPI matches them; waits may end in any order."""
 
     bucket: int  # which bucket of gradients, in the order backward produces them
+    starts: ClassVar[bool] = False
 
     def call(self, *args: Any) -> tuple[Any, ...]:
         raise NotImplementedError
@@ -238,6 +240,7 @@ class AllReduceStartStep(CommStep):
     its sum over the ranks; its output is the request in flight (runtime.distributed.Bucket)."""
 
     op: ClassVar[str] = "allreduce_start"
+    starts: ClassVar[bool] = True
 
     def seconds(self) -> float:
         """Estimated seconds its all-reduce takes once started: a latency, and a ring's two

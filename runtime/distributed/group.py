@@ -18,11 +18,12 @@ from typing import Any
 
 # torch.distributed's default for its gloo/MPI backends: long enough for a slow first compile
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=10)
-# between two tests of a pending request: short against a bucket's transfer, long enough that
-# a waiting thread leaves the core to the backward it overlaps (2 ranks on 2 cores here: 20 us
-# made mlp_large's bucketed step 0.85-0.90x the one-bucket one, 200 us 0.95-0.98x, 1 ms 0.81-
-# 0.87x; examples/ddp_overlap.py)
-_POLL_S = 200e-6
+# between two tests of a pending request: MPI (mpich) moves a transfer on only inside such
+# calls, so short against a bucket's transfer; a sleep, not a spin, so that a waiting thread
+# leaves the core to the backward it overlaps. On this 2-core machine (2 ranks, load average
+# about 5 from other jobs) 20 us made mlp_large's bucketed step 0.92-0.97x the one-bucket
+# step, 200 us 0.85-0.91x (examples/ddp_overlap.py, one run each)
+_POLL_S = 20e-6
 
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
