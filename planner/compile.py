@@ -356,6 +356,7 @@ class CompiledStep:
               ) -> Binding:
         """Capture and plan ``fn`` for ``args``; ``build``: compile the kernels now (a GPU
         plan lowered for inspection renders its CUDA C but needs no CuPy to be planned)."""
+        from .distributed import data_parallel
         from .passes import run_default_passes
 
         device = self.device
@@ -372,6 +373,7 @@ class CompiledStep:
         if build and plan_device != "cpu":
             cupy_module()  # a plan to run on a GPU needs CuPy, fused or not: say how to install
         plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
+        plan = data_parallel(plan, cap.slots, cap.modules)  # DDP: gradients averaged in-plan
         if self.backend != "interpreter":
             plan = self._fused(plan, build or plan_device == "cpu")
         plan.configure(self.workers, self.executor)

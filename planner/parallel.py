@@ -14,6 +14,7 @@ and their threads never oversubscribe the cores.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +25,7 @@ from runtime.ops.registry import REGISTRY
 
 from .program import ARGS, GENERATORS, STATE, step_functions
 from .schedule import longest_paths
-from .steps import ExternStep, KernelStep, PrimitiveStep, Step
+from .steps import COMM, ExternStep, KernelStep, PrimitiveStep, Step
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -80,6 +81,9 @@ def choose(plan: Plan, workers: int | None, executor: str = "auto") -> Execution
     if executor == "parallel":
         return Execution("parallel", n, "executor='parallel' asked for")
     schedule = plan.schedule
+    if COMM in schedule.devices:
+        return Execution("parallel", n, "all-reduce steps run on the communication queue, "
+                                        "overlapping the rest of the backward")
     if n == 1 and all(d == "cpu" for d in schedule.devices):
         return Execution("program", 1, "one worker")
     steps = len(plan.steps)
@@ -158,6 +162,9 @@ class ParallelRunner:
         self.prims = {s.name: REGISTRY[s.name] for s in plan.steps
                       if isinstance(s, PrimitiveStep)}
         self.intra_op = max(1, _threads.cores() // workers)
+        # set to a list to record (step, start, end) of each step of the next runs, in
+        # time.perf_counter seconds: the timeline of which steps overlapped
+        self.timeline: list[tuple[int, float, float]] | None = None
 
     def current(self) -> bool:
         return all(REGISTRY.get(name) is p for name, p in self.prims.items())
@@ -177,8 +184,15 @@ class ParallelRunner:
         lock = threading.Lock()
         functions, reads, unread = self.functions, self.reads, self.unread
 
+        timeline = self.timeline
+
         def run_step(i: int) -> None:
-            functions[i](env)
+            if timeline is not None:
+                start = time.perf_counter()
+                functions[i](env)
+                timeline.append((i, start, time.perf_counter()))
+            else:
+                functions[i](env)
             dead = list(unread[i])
             with lock:
                 for v in reads[i]:

@@ -39,7 +39,9 @@ from runtime._device import array_module, move_array
 from runtime.ops.registry import REGISTRY
 
 from .steps import (
+    AllReduceWaitStep,
     CommitStep,
+    CommStep,
     ConstStep,
     ExternStep,
     InputStep,
@@ -345,6 +347,14 @@ def _emit_step(src: _Source, plan: Plan, s: Step, known: _Known, inplace: int | 
             if s.device == "cpu":
                 known.typed.add(s.out)
                 known.contiguous.add(s.out)
+        return
+    if isinstance(s, CommStep):
+        args = ", ".join(src.buf(v) for v in s.buffers)
+        outs = "".join(f"{src.buf(o)}, " for o in s.outputs)
+        src.line(f"{outs}= {src.name(f'comm{lit(s.out)}', s.call)}({args})")
+        if isinstance(s, AllReduceWaitStep):  # views of one contiguous numpy bucket
+            known.typed.update(s.outputs)
+            known.contiguous.update(s.outputs)
         return
     if isinstance(s, KernelStep):
         if not _emit_direct_kernel(src, plan, s, known):

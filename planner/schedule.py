@@ -26,7 +26,10 @@ import numpy as np
 from .cost import estimate_bytes, estimate_flops, estimate_seconds
 from .graph import template_nodes
 from .steps import (
+    AllReduceStartStep,
+    AllReduceWaitStep,
     CommitStep,
+    CommStep,
     ExternStep,
     KernelStep,
     Meta,
@@ -104,7 +107,8 @@ def compute(steps: list[Step], needed: frozenset[int]) -> Schedule:
     inplace_concurrent = _inplace_concurrent(steps, inplace, roots, _ancestors(deps, order))
     flops = tuple(estimate_flops(s, metas) for s in steps)
     nbytes = tuple(estimate_bytes(s, metas) for s in steps)
-    cost = tuple(estimate_seconds(f, b) for f, b in zip(flops, nbytes))
+    cost = tuple(s.seconds() if isinstance(s, AllReduceStartStep) else estimate_seconds(f, b)
+                 for s, f, b in zip(steps, flops, nbytes))
     critical = longest_paths(order, consumers, cost)
     ranked = sorted(range(len(steps)), key=lambda i: (-critical[i], i))
     priority = [0] * len(steps)
@@ -155,13 +159,18 @@ def _frees(steps: list[Step], needed: frozenset[int]) -> tuple[tuple[int, ...], 
 
 def _dependencies(steps: list[Step], producer: dict[int, int]) -> list[list[int]]:
     """Per step, the steps it waits for: the producers of what it reads; the previous draw
-    from the same generator (draws keep eager mode's order); and every earlier value check
+    from the same generator (draws keep eager mode's order); the previous communication step
+    that starts a collective, if it starts one (every rank starts its collectives in plan
+    order, as MPI matches them by order; a wait free of the chain runs, and so drives MPI's
+    progress, as soon as its start is done); and
+    every earlier value check
     of a buffer it reads, checks in plan order among themselves (a bad value raises the
     check's error, the one eager mode raises, before any step can use it)."""
     deps: list[list[int]] = []
     last_draw: dict[int, int] = {}
     checked: dict[int, list[int]] = {}  # buffer -> the checks of it so far
     last_check: int | None = None
+    last_comm: int | None = None
     for j, s in enumerate(steps):
         d = {producer[v] for v in s.buffers}
         for v in s.buffers:
@@ -170,6 +179,10 @@ def _dependencies(steps: list[Step], producer: dict[int, int]) -> list[list[int]
             if s.generator in last_draw:
                 d.add(last_draw[s.generator])
             last_draw[s.generator] = j
+        if isinstance(s, CommStep) and s.starts:
+            if last_comm is not None:
+                d.add(last_comm)
+            last_comm = j
         if isinstance(s, PrimitiveStep) and s.prim.check:
             if last_check is not None:
                 d.add(last_check)
@@ -197,7 +210,7 @@ def _fresh_buffers(steps: list[Step]) -> set[int]:
     extern calls, kernels): no other buffer shares their storage unless it is a view of them."""
     fresh: set[int] = set()
     for s in steps:
-        if isinstance(s, KernelStep):
+        if isinstance(s, (KernelStep, AllReduceStartStep)):  # a start packs a new array
             fresh.update(s.outputs)
         elif isinstance(s, ExternStep) or (isinstance(s, PrimitiveStep)
                                            and s.prim.elementwise):
@@ -308,9 +321,7 @@ def _memory_walk(steps: list[Step], frees: tuple[tuple[int, ...], ...],
     size: dict[int, tuple[int, bool]] = {}  # storage -> (bytes, allocated by the run)
     live = allocated = peak = peak_alloc = 0
     for i, s in enumerate(steps):
-        nbytes_of = (s.out_allocations() if isinstance(s, KernelStep)
-                     else [_nbytes(s)] * len(s.outputs))
-        for o, nbytes in zip(s.outputs, nbytes_of):
+        for o, nbytes in zip(s.outputs, s.out_allocations()):
             shared = _shared_storage(s, inplace.get(i), storage_of)
             if shared is None:
                 size[o] = (nbytes, not isinstance(s, SourceStep))
@@ -343,7 +354,7 @@ def _shared_storage(step: Step, inplace: int | None,
         return set(storage_of.get(inplace, ()))
     if isinstance(step, CommitStep):  # runs at write-back in the parameter's own storage
         return set(storage_of.get(step.target, ()))
-    if step.is_view:
+    if step.is_view or isinstance(step, AllReduceWaitStep):  # the wait: views of its bucket
         return set(storage_of.get(step.args[0][1], ()))
     return None
 

@@ -11,6 +11,10 @@ buffers ``buffers`` (its ``("buf", id)`` arguments), and knows its device and ph
   calls a library which releases the GIL (matmul: BLAS), ``CopyStep`` a host/device copy.
 - ``KernelStep``: a fused kernel of the codegen IR; ``CommitStep``: a kernel whose one output is
   written into its argument ``commit`` (a parameter) when the plan's results are written back.
+- ``AllReduceStartStep``, ``AllReduceWaitStep``: the communication queue's steps (device
+  ``COMM``) of a data-parallel plan (planner.distributed): a bucket of gradients packed and
+  its all-reduce started as a non-blocking MPI request; the request waited for and each
+  gradient's mean over the ranks given out.
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ class Step:
     def out_metas(self) -> list[Meta]:
         """(shape, dtype) of each output, in ``outputs`` order, as the plan holds it."""
         return [(tuple(self.shape), self.dtype.np)]
+
+    def out_allocations(self) -> list[int]:
+        """Bytes each output allocates, in ``outputs`` order."""
+        return [math.prod(self.shape) * self.dtype.np.itemsize] * len(self.outputs)
 
     def shown(self) -> dict[str, Any]:
         """The attributes ``Plan.listing`` prints and serialization stores (``attrs``)."""
@@ -204,3 +212,74 @@ class CommitStep(KernelStep):
 
     def shown(self) -> dict[str, Any]:
         return {**super().shown(), "in_place_at_commit": f"%{self.target}"}
+
+
+COMM = "comm"  # the device of communication steps: the runtime's communication queue
+# a stated network (the figure the README's scaling model uses): 10 Gbit/s Ethernet, 20 us
+COMM_BYTES_PER_S = 1.25e9
+COMM_LATENCY_S = 20e-6
+
+
+@dataclass(eq=False, kw_only=True)
+class CommStep(Step):
+    """A step of the communication queue: ``call(*arrays)`` takes its buffer arguments and
+    returns its outputs. Those that start a collective (``starts``) run in plan order among
+    themselves (the schedule chains them), so every rank starts its collectives in the same
+    order, as MPI matches them; waits may end in any order."""
+
+    bucket: int  # which bucket of gradients, in the order backward produces them
+    starts: ClassVar[bool] = False
+
+    def call(self, *args: Any) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+
+@dataclass(eq=False, kw_only=True)
+class AllReduceStartStep(CommStep):
+    """Packs its gradient arguments into one flat array (``shape``: their elements) and starts
+    its sum over the ranks; its output is the request in flight (runtime.distributed.Bucket)."""
+
+    op: ClassVar[str] = "allreduce_start"
+    starts: ClassVar[bool] = True
+
+    def seconds(self) -> float:
+        """Estimated seconds its all-reduce takes once started: a latency, and a ring's two
+        passes over the bucket's bytes at ``COMM_BYTES_PER_S``. Weighing the critical path by
+        it puts the gradients of early buckets (and the starts) ahead of the rest of the
+        backward, which then overlaps them."""
+        return COMM_LATENCY_S + 2 * math.prod(self.shape) * self.dtype.np.itemsize \
+            / COMM_BYTES_PER_S
+
+    def shown(self) -> dict[str, Any]:
+        return {"bucket": self.bucket}
+
+    def call(self, *grads: Any) -> tuple[Any, ...]:
+        from runtime.distributed import Bucket
+
+        return (Bucket(grads),)
+
+
+@dataclass(eq=False, kw_only=True)
+class AllReduceWaitStep(CommStep):
+    """Waits for its bucket's all-reduce (its one argument) and gives out the mean of each
+    gradient over the ranks: buffers ``outs`` of shapes ``out_shapes``, views of the bucket."""
+
+    outs: list[int]
+    out_shapes: list[tuple[int, ...]]
+    op: ClassVar[str] = "allreduce_wait"
+
+    @property
+    def outputs(self) -> tuple[int, ...]:
+        return tuple(self.outs)
+
+    def out_metas(self) -> list[Meta]:
+        return [(tuple(shape), self.dtype.np) for shape in self.out_shapes]
+
+    def out_allocations(self) -> list[int]:
+        return [0] * len(self.outs)  # views of the bucket the start step allocated
+
+    def shown(self) -> dict[str, Any]:
+        return {"bucket": self.bucket, "outs": self.outs}
+
+    def call(self, bucket: Any) -> tuple[Any, ...]:
+        return tuple(bucket.average())

@@ -52,12 +52,14 @@ double = float64
 long = int64
 
 from . import nn, optim  # noqa: E402
+from . import distributed  # noqa: E402  (loads no MPI until init_process_group)
 
 __all__ = [
     "DType", "Generator", "Tensor", "abs", "amax", "arange", "autograd", "bool", "bool_", "cat",
     "clamp", "cos", "double", "empty", "enable_grad", "erf", "exp", "float", "float32",
     "float64", "from_numpy", "full", "full_like", "get_num_threads", "int64", "is_grad_enabled",
     "log", "long",
+    "distributed",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",
     "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
     "set_num_threads", "sigmoid",
