@@ -65,3 +65,8 @@ __all__ = [
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
 ]
+
+from . import safetensors, utils  # noqa: E402
+from .serialization import load, save  # noqa: E402
+
+__all__ += ["load", "safetensors", "save", "utils"]

@@ -1,0 +1,184 @@
+"""Read and write the safetensors format (Hugging Face's), implemented here.
+
+A file is: an unsigned 64-bit little-endian header length N; N bytes of UTF-8 JSON mapping
+each tensor's name to ``{"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}``
+(offsets into the byte buffer after the header), with an optional ``"__metadata__"`` map of
+strings to strings; then the byte buffer, every tensor contiguous and little-endian. The
+buffer must be covered exactly, without holes or overlaps. Like the format itself, nothing
+here can run code, and every size is checked before anything is allocated.
+
+The names follow ``safetensors.numpy``: ``save_file(tensors, filename, metadata=None)``,
+``load_file(filename, device="cpu")``, ``save(tensors, metadata=None) -> bytes``,
+``load(data) -> dict``. Writing a file is atomic, as ``rt.save`` is.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import struct
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import canonical_device, move_array
+from .tensor import Tensor
+
+# safetensors' dtype codes for the dtypes a runtime tensor can have
+_CODE = {"bool": "BOOL", "int64": "I64", "float16": "F16", "float32": "F32",
+         "float64": "F64"}
+_DTYPE = {code: name for name, code in _CODE.items()}
+# codes the format defines that have no runtime dtype: named in the error
+_KNOWN_CODES = {"BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64",
+                "I64", "U64", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2",
+                "C64"}
+MAX_HEADER_BYTES = 100_000_000  # the limit of the reference implementation
+
+
+class SafetensorError(ValueError):
+    """A malformed safetensors file or an unsupported tensor in it."""
+
+
+def _array(name: str, t: Any) -> np.ndarray:
+    if isinstance(t, Tensor):
+        if t.dtype.name not in _CODE:
+            raise SafetensorError(f"tensor {name!r}: dtype {t.dtype.name} has no safetensors code")
+        arr = np.asarray(move_array(t.detach()._data, "cpu"))
+    elif isinstance(t, np.ndarray):
+        arr = t
+    else:
+        raise TypeError(f"save_file: {name!r} is a {type(t).__name__}, expected a Tensor")
+    return np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
+
+
+def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> bytes:
+    """The safetensors bytes of ``tensors`` (a dict of name -> Tensor)."""
+    out = io.BytesIO()
+    _write(tensors, metadata, out)
+    return out.getvalue()
+
+
+def _write(tensors: dict[str, Any], metadata: dict[str, str] | None, out: BinaryIO) -> None:
+    if not isinstance(tensors, dict):
+        raise TypeError(f"expected a dict of name -> Tensor, got {type(tensors).__name__}")
+    if metadata is not None and not all(isinstance(k, str) and isinstance(v, str)
+                                        for k, v in metadata.items()):
+        raise TypeError("metadata must map strings to strings")
+    arrays = {}
+    for name, t in tensors.items():
+        if not isinstance(name, str) or name == "__metadata__":
+            raise SafetensorError(f"invalid tensor name {name!r}")
+        arrays[name] = _array(name, t)
+    # the reference layout: larger alignment first, then by name (stable across writers)
+    order = sorted(arrays, key=lambda n: (-arrays[n].dtype.itemsize, n))
+    header: dict[str, Any] = {}
+    if metadata:
+        header["__metadata__"] = dict(metadata)
+    offset = 0
+    for name in order:
+        arr = arrays[name]
+        code = _CODE[D.from_numpy_dtype(arr.dtype.newbyteorder("=")).name]
+        header[name] = {"dtype": code, "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + arr.nbytes]}
+        offset += arr.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode()
+    raw += b" " * (-len(raw) % 8)  # the data starts 8-byte aligned
+    out.write(struct.pack("<Q", len(raw)))
+    out.write(raw)
+    for name in order:
+        if arrays[name].nbytes:
+            out.write(memoryview(arrays[name]).cast("B"))
+
+
+def save_file(tensors: dict[str, Any], filename: str | os.PathLike[str],
+              metadata: dict[str, str] | None = None) -> None:
+    """Write ``tensors`` to ``filename`` atomically (a crash leaves the old file intact)."""
+    from .serialization import atomic_write
+
+    atomic_write(os.fspath(filename), lambda out: _write(tensors, metadata, out))
+
+
+def _parse(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, str] | None, memoryview]:
+    view = memoryview(data)
+    if len(view) < 8:
+        raise SafetensorError("header too small: the file is shorter than 8 bytes")
+    (n,) = struct.unpack_from("<Q", view, 0)
+    if n > MAX_HEADER_BYTES:
+        raise SafetensorError(f"header too large: {n} bytes")
+    if 8 + n > len(view):
+        raise SafetensorError(f"invalid header length {n}: the file has {len(view) - 8} bytes")
+    try:
+        header = json.loads(bytes(view[8:8 + n]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise SafetensorError(f"invalid header: {exc}") from None
+    if not isinstance(header, dict):
+        raise SafetensorError("invalid header: not a JSON object")
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (isinstance(metadata, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise SafetensorError("invalid __metadata__: must map strings to strings")
+    buf = view[8 + n:]
+    spans = []
+    for name, info in header.items():
+        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
+            raise SafetensorError(f"tensor {name!r}: entry needs dtype, shape, data_offsets")
+        code, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
+        if code not in _DTYPE:
+            why = "has no runtime dtype" if code in _KNOWN_CODES else "is not a safetensors dtype"
+            raise SafetensorError(f"tensor {name!r}: dtype {code!r} {why}")
+        if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
+            raise SafetensorError(f"tensor {name!r}: invalid shape {shape!r}")
+        if not (isinstance(offs, list) and len(offs) == 2 and
+                all(type(o) is int for o in offs) and 0 <= offs[0] <= offs[1]):
+            raise SafetensorError(f"tensor {name!r}: invalid data_offsets {offs!r}")
+        itemsize = D.as_dtype(_DTYPE[code]).np.itemsize
+        if offs[1] - offs[0] != math.prod(shape) * itemsize:
+            raise SafetensorError(f"tensor {name!r}: data_offsets {offs} hold "
+                                  f"{offs[1] - offs[0]} bytes, shape {shape} of {code} needs "
+                                  f"{math.prod(shape) * itemsize}")
+        spans.append((offs[0], offs[1], name))
+    end = 0
+    for begin, stop, name in sorted(spans):
+        if begin != end:
+            raise SafetensorError(f"tensor {name!r}: data_offsets leave a hole or overlap "
+                                  f"at byte {min(begin, end)}")
+        end = stop
+    if end != len(buf):
+        raise SafetensorError(f"the tensors cover {end} bytes of a {len(buf)}-byte buffer "
+                              "(the file is truncated or has trailing bytes)")
+    return header, metadata, buf
+
+
+def _tensors(header: dict[str, Any], buf: memoryview, device: str) -> dict[str, Tensor]:
+    out = {}
+    for name, info in header.items():
+        dt = D.as_dtype(_DTYPE[info["dtype"]])
+        b, e = info["data_offsets"]
+        arr = np.frombuffer(buf[b:e], dtype=dt.np.newbyteorder("<"))
+        arr = arr.astype(dt.np, copy=True).reshape(info["shape"])
+        out[name] = Tensor._make(move_array(arr, device), dt, device)
+    return out
+
+
+def load(data: bytes) -> dict[str, Tensor]:
+    """The tensors in safetensors bytes."""
+    header, _, buf = _parse(data)
+    return _tensors(header, buf, "cpu")
+
+
+def load_file(filename: str | os.PathLike[str], device: Any = "cpu") -> dict[str, Tensor]:
+    """The tensors in a safetensors file, on ``device``."""
+    with open(filename, "rb") as fh:
+        data = fh.read()
+    header, _, buf = _parse(data)
+    return _tensors(header, buf, canonical_device(device))
+
+
+def metadata(filename: str | os.PathLike[str]) -> dict[str, str] | None:
+    """The ``__metadata__`` of a safetensors file."""
+    with open(filename, "rb") as fh:
+        data = fh.read()
+    return _parse(data)[1]

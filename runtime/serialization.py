@@ -1,0 +1,304 @@
+"""``rt.save``/``rt.load``: checkpoints that cannot run code when loaded.
+
+PyTorch pickles; unpickling a file runs whatever the file says, so a checkpoint from
+elsewhere is a program. Ours is data only:
+
+    b"BPCKPT\\x00\\x01"  magic and format version (8 bytes)
+    u64 little-endian    length of the header
+    header               UTF-8 JSON: {"tree": <object>, "tensors": [<tensor entry>, ...]}
+    tensor bytes         each tensor contiguous, little-endian, at its entry's offset
+
+An object is JSON where JSON says enough (None, bools, ints, floats, strings, lists) and a
+one-key tagged object where it does not: ``{"dict": [[key, value], ...]}`` (keys keep their
+type: an optimizer's state is keyed by int), ``{"tuple": [...]}``, ``{"tensor": index}``.
+A tensor entry holds dtype, shape, device, requires_grad, whether it is an nn.Parameter, and
+its byte range. Loading checks every size against the file before allocating, so a corrupt
+or hostile file raises an error, never a crash or a huge allocation.
+
+Saving to a path is atomic: the bytes go to a temporary file beside the target, are
+flushed to disk, and replace the target in one rename, so a crash mid-save leaves the
+previous checkpoint intact.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import struct
+import tempfile
+from collections.abc import Callable
+from typing import IO, Any, BinaryIO
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import canonical_device, move_array
+from .tensor import Tensor
+
+MAGIC = b"BPCKPT\x00\x01"
+_ALIGN = 64
+# a header this long is not a state dict's; refuse it before reading it into memory
+MAX_HEADER_BYTES = 256 << 20
+
+PathOrFile = str | os.PathLike[str] | BinaryIO | IO[bytes]
+MapLocation = str | Any | Callable[[Any, str], Any] | dict[str, str] | None
+
+
+class CheckpointError(RuntimeError):
+    """A file that is not a checkpoint this module wrote, or one that is damaged."""
+
+
+# ------------------------------------------------------------------------------------ save
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.entries: list[dict[str, Any]] = []
+        self.arrays: list[np.ndarray] = []
+        self.index: dict[int, int] = {}
+        self.size = 0
+
+    def tensor(self, t: Tensor) -> dict[str, int]:
+        known = self.index.get(id(t))
+        if known is not None:  # one tensor referenced twice is loaded as one tensor
+            return {"tensor": known}
+        arr = np.ascontiguousarray(np.asarray(move_array(t._data, "cpu")))
+        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+        self.size = -(-self.size // _ALIGN) * _ALIGN
+        from .nn.parameter import Parameter
+
+        self.entries.append({
+            "dtype": t.dtype.name, "shape": list(arr.shape), "device": t.device,
+            "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter),
+            "offset": self.size, "nbytes": int(arr.nbytes),
+        })
+        self.arrays.append(arr)
+        self.size += arr.nbytes
+        self.index[id(t)] = len(self.entries) - 1
+        return {"tensor": len(self.entries) - 1}
+
+    def encode(self, obj: Any, path: str) -> Any:
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, (int, float)) and not isinstance(obj, np.generic):
+            return obj
+        if isinstance(obj, np.generic):  # a numpy scalar: its Python value
+            return self.encode(obj.item(), path)
+        if isinstance(obj, Tensor):
+            return self.tensor(obj)
+        if isinstance(obj, list):
+            return [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]
+        if isinstance(obj, tuple):
+            return {"tuple": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]}
+        if isinstance(obj, dict):
+            return {"dict": [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
+                             for k, v in obj.items()]}
+        raise TypeError(
+            f"rt.save cannot store {path} of type {type(obj).__name__}: a checkpoint holds "
+            "tensors, numbers, strings, None and lists, tuples and dicts of them "
+            "(what state_dict() returns), never arbitrary objects")
+
+
+def _serialize(obj: Any, out: BinaryIO) -> None:
+    w = _Writer()
+    tree = w.encode(obj, "the object")
+    header = json.dumps({"tree": tree, "tensors": w.entries}, allow_nan=True,
+                        separators=(",", ":")).encode()
+    out.write(MAGIC)
+    out.write(struct.pack("<Q", len(header)))
+    out.write(header)
+    written = 0
+    for entry, arr in zip(w.entries, w.arrays):
+        out.write(b"\0" * (entry["offset"] - written))
+        out.write(memoryview(arr).cast("B") if arr.nbytes else b"")
+        written = entry["offset"] + arr.nbytes
+
+
+def save(obj: Any, f: PathOrFile) -> None:
+    """Write ``obj`` (a state dict, or tensors, numbers and strings nested in lists, tuples
+    and dicts) to ``f``: a path, replaced atomically, or a writable binary file."""
+    if isinstance(f, (str, os.PathLike)):
+        atomic_write(os.fspath(f), lambda out: _serialize(obj, out))
+    else:
+        _serialize(obj, f)  # type: ignore[arg-type]
+
+
+def atomic_write(path: str, write: Callable[[BinaryIO], None]) -> None:
+    """Run ``write`` on a temporary file beside ``path``, flush it to disk and rename it over
+    ``path``: readers see the old file or the new one, never a part; on any error the
+    temporary file is removed and ``path`` is untouched."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            write(out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(folder)
+
+
+def _fsync_dir(folder: str) -> None:
+    """Make the rename itself durable (where the platform lets a directory be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------------------------ load
+
+
+def _bad(name: str, why: str) -> CheckpointError:
+    return CheckpointError(f"rt.load: {name} is not a valid checkpoint: {why}")
+
+
+def _target_device(saved: str, map_location: MapLocation) -> str:
+    if map_location is None:
+        return saved
+    if callable(map_location):
+        raise TypeError("rt.load: a callable map_location is not supported; pass a device")
+    if isinstance(map_location, dict):
+        return canonical_device(map_location.get(saved, saved))
+    return canonical_device(map_location)
+
+
+def _check_entry(e: Any, i: int, data_size: int, name: str) -> tuple[D.DType, tuple[int, ...]]:
+    if not isinstance(e, dict):
+        raise _bad(name, f"tensor entry {i} is not an object")
+    if not isinstance(e.get("dtype"), str):
+        raise _bad(name, f"tensor entry {i} has no dtype name")
+    try:
+        dtype = D.as_dtype(e["dtype"])
+        shape = tuple(e["shape"])
+        offset, nbytes = e["offset"], e["nbytes"]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _bad(name, f"tensor entry {i} is malformed ({exc})") from None
+    if not all(type(s) is int and s >= 0 for s in shape) or len(shape) > 64:
+        raise _bad(name, f"tensor {i} has an invalid shape {list(shape)}")
+    if type(offset) is not int or type(nbytes) is not int or offset < 0:
+        raise _bad(name, f"tensor {i} has an invalid byte range")
+    if nbytes != math.prod(shape) * dtype.np.itemsize:
+        raise _bad(name, f"tensor {i} holds {nbytes} bytes, its shape {list(shape)} of "
+                         f"{dtype.name} needs {math.prod(shape) * dtype.np.itemsize}")
+    if offset + nbytes > data_size:
+        raise _bad(name, f"tensor {i} ends at byte {offset + nbytes} of a data section of "
+                         f"{data_size} bytes (the file is truncated)")
+    return dtype, shape
+
+
+def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) -> Any:
+    view = memoryview(buf)
+    if bytes(view[:len(MAGIC)]) != MAGIC:
+        if bytes(view[:2]) == b"PK" or bytes(view[:1]) == b"\x80":
+            raise _bad(name, "it looks like a PyTorch (pickle) file; rt.load never unpickles "
+                             "(that would run code from the file): convert it with "
+                             "torch.load and runtime.safetensors.save_file, or re-save it")
+        raise _bad(name, "it does not start with the rt.save magic bytes")
+    if len(view) < len(MAGIC) + 8:
+        raise _bad(name, "it is truncated inside its header")
+    (hlen,) = struct.unpack_from("<Q", view, len(MAGIC))
+    start = len(MAGIC) + 8
+    if hlen > MAX_HEADER_BYTES or start + hlen > len(view):
+        raise _bad(name, f"its header claims {hlen} bytes; the file has {len(view) - start}")
+    try:
+        header = json.loads(bytes(view[start:start + hlen]))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(name, f"its header is not JSON ({exc})") from None
+    if not isinstance(header, dict) or "tree" not in header or \
+            not isinstance(header.get("tensors"), list):
+        raise _bad(name, "its header lacks the tree or the tensor table")
+    data = view[start + hlen:]
+    entries = header["tensors"]
+    tensors: list[Tensor | None] = [None] * len(entries)
+
+    def tensor(i: Any) -> Tensor:
+        if type(i) is not int or not 0 <= i < len(entries):
+            raise _bad(name, f"it refers to tensor {i!r} of {len(entries)}")
+        if tensors[i] is None:
+            e = entries[i]
+            dtype, shape = _check_entry(e, i, len(data), name)
+            raw = data[e["offset"]:e["offset"] + e["nbytes"]]
+            arr = np.frombuffer(raw, dtype=dtype.np.newbyteorder("<"))
+            arr = arr.astype(dtype.np, copy=True).reshape(shape)
+            device = _target_device(str(e.get("device", "cpu")), map_location)
+            t = Tensor._make(move_array(arr, device), dtype, device)
+            if e.get("parameter"):
+                from .nn.parameter import Parameter
+
+                t = Parameter(t, requires_grad=bool(e.get("requires_grad", True)))
+            elif e.get("requires_grad"):
+                t.requires_grad_(True)
+            tensors[i] = t
+        return tensors[i]  # type: ignore[return-value]
+
+    def decode(o: Any, depth: int = 0) -> Any:
+        if depth > 512:
+            raise _bad(name, "it nests deeper than 512 levels")
+        if o is None or isinstance(o, (bool, int, float, str)):
+            return o
+        if isinstance(o, list):
+            return [decode(v, depth + 1) for v in o]
+        if isinstance(o, dict) and len(o) == 1:
+            (tag, v), = o.items()
+            if tag == "tensor":
+                return tensor(v)
+            if tag == "tuple" and isinstance(v, list):
+                return tuple(decode(x, depth + 1) for x in v)
+            if tag == "dict" and isinstance(v, list):
+                out = {}
+                for pair in v:
+                    if not (isinstance(pair, list) and len(pair) == 2):
+                        raise _bad(name, "a dict item is not a [key, value] pair")
+                    key = decode(pair[0], depth + 1)
+                    try:
+                        out[key] = decode(pair[1], depth + 1)
+                    except TypeError:
+                        raise _bad(name, f"a dict key {key!r} is not hashable") from None
+                return out
+        raise _bad(name, f"it holds an object this format does not define: {str(o)[:80]}")
+
+    return decode(header["tree"])
+
+
+def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool = True,
+         **kwargs: Any) -> Any:
+    """Read what ``rt.save`` wrote. Only data is read (``weights_only=False``, which in
+    PyTorch allows unpickling arbitrary objects, is refused); ``map_location`` moves every
+    tensor to one device (a string or ``rt.device``) or maps saved devices by a dict."""
+    if not weights_only:
+        raise ValueError("rt.load(weights_only=False) is not supported: a checkpoint is data "
+                         "only, never code")
+    if kwargs:
+        raise TypeError(f"rt.load() got unexpected keyword arguments {sorted(kwargs)}")
+    if isinstance(f, (str, os.PathLike)):
+        name = repr(os.fspath(f))
+        with open(f, "rb") as fh:
+            buf = fh.read()
+    else:
+        name = "the file"
+        buf = f.read()
+    return _deserialize(buf, name, map_location)
+
+
+def dumps(obj: Any) -> bytes:
+    """``save`` into bytes."""
+    out = io.BytesIO()
+    _serialize(obj, out)
+    return out.getvalue()

@@ -1,0 +1,112 @@
+"""Datasets: indexable (map-style) and iterable sources of samples, and random_split."""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+from ...creation import Generator, default_generator
+from ...tensor import Tensor
+
+T = TypeVar("T")
+
+
+class Dataset(Generic[T]):
+    """A map-style dataset: ``__getitem__(index)`` and (for samplers) ``__len__``."""
+
+    def __getitem__(self, index: int) -> T:
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other: Dataset[T]) -> ConcatDataset[T]:
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset[T]):
+    """A stream of samples: ``__iter__``; a DataLoader batches what it yields."""
+
+    def __iter__(self) -> Iterator[T]:
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
+class TensorDataset(Dataset[tuple[Tensor, ...]]):
+    """Sample i is ``tuple(t[i] for t in tensors)``."""
+
+    def __init__(self, *tensors: Tensor) -> None:
+        if not tensors or any(t.ndim == 0 for t in tensors):
+            raise ValueError("TensorDataset needs tensors with a first dimension")
+        if any(tensors[0].size(0) != t.size(0) for t in tensors):
+            raise AssertionError("Size mismatch between tensors")
+        self.tensors = tensors
+
+    def __getitem__(self, index: Any) -> tuple[Tensor, ...]:
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].size(0)
+
+
+class Subset(Dataset[T]):
+    """The samples of ``dataset`` at ``indices``."""
+
+    def __init__(self, dataset: Dataset[T], indices: Sequence[int]) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx: int | list[int]) -> Any:
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]  # type: ignore[index]
+        return self.dataset[self.indices[idx]]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class ConcatDataset(Dataset[T]):
+    """Several map-style datasets one after another."""
+
+    def __init__(self, datasets: Sequence[Dataset[T]]) -> None:
+        self.datasets = list(datasets)
+        if not self.datasets:
+            raise AssertionError("datasets should not be an empty iterable")
+        for d in self.datasets:
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes: list[int] = []
+        total = 0
+        for d in self.datasets:
+            total += len(d)  # type: ignore[arg-type]
+            self.cumulative_sizes.append(total)
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx: int) -> T:
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx += len(self)
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = self.cumulative_sizes[which - 1] if which else 0
+        return self.datasets[which][idx - start]
+
+
+def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
+                 generator: Generator | None = default_generator) -> list[Subset[T]]:
+    """Split into non-overlapping random subsets of the given lengths (or fractions)."""
+    n = len(dataset)  # type: ignore[arg-type]
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        subset_lengths = [int(math.floor(n * frac)) for frac in lengths]
+        for i in range(n - sum(subset_lengths)):  # the remainder, round-robin
+            subset_lengths[i % len(subset_lengths)] += 1
+        lengths = subset_lengths
+    if sum(lengths) != n:
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    g = generator if generator is not None else default_generator
+    perm = [int(i) for i in g._rng.permutation(n)]
+    out, start = [], 0
+    for length in lengths:
+        out.append(Subset(dataset, perm[start:start + int(length)]))
+        start += int(length)
+    return out

@@ -1,0 +1,121 @@
+"""Samplers: which dataset indices a DataLoader reads, in which order."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence, Sized
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from ...creation import Generator, default_generator
+
+T = TypeVar("T")
+
+
+def rng_of(generator: Generator | None) -> np.random.Generator:
+    """The numpy stream a sampler draws from: ``generator``'s own, or (as PyTorch seeds a
+    fresh one from the default generator) one seeded from ``rt.manual_seed``'s stream."""
+    if generator is not None:
+        return generator._rng
+    return np.random.default_rng(int(default_generator._rng.integers(1 << 63)))
+
+
+class Sampler(Generic[T]):
+    """Base class: an iterable over indices (or lists of indices)."""
+
+    def __init__(self, data_source: Sized | None = None) -> None:
+        pass
+
+    def __iter__(self) -> Iterator[T]:
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler[int]):
+    def __init__(self, data_source: Sized) -> None:
+        self.data_source = data_source
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(len(self.data_source)))
+
+    def __len__(self) -> int:
+        return len(self.data_source)
+
+
+class RandomSampler(Sampler[int]):
+    """A permutation of the indices (or ``num_samples`` draws with replacement)."""
+
+    def __init__(self, data_source: Sized, replacement: bool = False,
+                 num_samples: int | None = None, generator: Generator | None = None) -> None:
+        if not isinstance(replacement, bool):
+            raise TypeError("replacement should be a boolean value, but got "
+                            f"replacement={replacement}")
+        self.data_source = data_source
+        self.replacement = replacement
+        self._num_samples = num_samples
+        self.generator = generator
+        if not isinstance(self.num_samples, int) or self.num_samples <= 0:
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={self.num_samples}")
+
+    @property
+    def num_samples(self) -> int:
+        return len(self.data_source) if self._num_samples is None else self._num_samples
+
+    def __iter__(self) -> Iterator[int]:
+        n, rng = len(self.data_source), rng_of(self.generator)
+        if self.replacement:
+            yield from (int(i) for i in rng.integers(0, n, size=self.num_samples))
+            return
+        for _ in range(self.num_samples // n):
+            yield from (int(i) for i in rng.permutation(n))
+        yield from (int(i) for i in rng.permutation(n)[:self.num_samples % n])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class SubsetRandomSampler(Sampler[int]):
+    """The given indices in a random order."""
+
+    def __init__(self, indices: Sequence[int], generator: Generator | None = None) -> None:
+        self.indices = indices
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        for i in rng_of(self.generator).permutation(len(self.indices)):
+            yield self.indices[int(i)]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+class BatchSampler(Sampler[list[int]]):
+    """Groups another sampler's indices into lists of ``batch_size``."""
+
+    def __init__(self, sampler: Sampler[int] | Iterable[int], batch_size: int,
+                 drop_last: bool) -> None:
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError("batch_size should be a positive integer value, but got "
+                             f"batch_size={batch_size}")
+        if not isinstance(drop_last, bool):
+            raise ValueError("drop_last should be a boolean value, but got "
+                             f"drop_last={drop_last}")
+        self.sampler = sampler
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+
+    def __iter__(self) -> Iterator[list[int]]:
+        batch: list[int] = []
+        for i in self.sampler:
+            batch.append(i)
+            if len(batch) == self.batch_size:
+                yield batch
+                batch = []
+        if batch and not self.drop_last:
+            yield batch
+
+    def __len__(self) -> int:
+        n = len(self.sampler)  # type: ignore[arg-type]
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
