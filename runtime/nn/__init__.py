@@ -6,14 +6,31 @@ from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.container import Sequential
 from runtime.nn.dropout import Dropout
 from runtime.nn.linear import Identity, Linear
-from runtime.nn.loss import CrossEntropyLoss, MSELoss
+from runtime.nn.loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
+)
 from runtime.nn.module import Module
 from runtime.nn.normalization import LayerNorm
 from runtime.nn.parameter import Parameter
 
 __all__ = [
     "GELU",
+    "BCELoss",
+    "BCEWithLogitsLoss",
     "CrossEntropyLoss",
+    "HuberLoss",
+    "KLDivLoss",
+    "L1Loss",
+    "NLLLoss",
+    "SmoothL1Loss",
     "Dropout",
     "Identity",
     "LayerNorm",

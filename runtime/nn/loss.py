@@ -1,27 +1,116 @@
-"""Loss modules."""
+"""Loss modules: each holds its options (and class weights as buffers) and calls its
+function in runtime.ops.losses."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from runtime.nn import functional as F
 from runtime.nn.module import Module
+from runtime.ops.losses import _legacy
 from runtime.tensor import Tensor
-
-_REDUCTIONS = ("none", "mean", "sum")
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
         super().__init__()
-        if reduction not in _REDUCTIONS:
-            raise ValueError(f"{reduction} is not a valid value for reduction")
-        self.reduction = reduction
+        self.reduction = _legacy(size_average, reduce, reduction)
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.weight: Tensor | None
 
 
 class MSELoss(_Loss):
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
-class CrossEntropyLoss(_Loss):
-    def forward(self, input: Tensor, target: Tensor) -> Tensor:
-        return F.cross_entropy(input, target, reduction=self.reduction)
+class L1Loss(_Loss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 log_target: bool = False) -> None:
+        if reduction == "batchmean":
+            super().__init__(size_average, reduce)
+            self.reduction = "batchmean"
+        else:
+            super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+                 label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.cross_entropy(input, target, weight=self.weight,
+                               ignore_index=self.ignore_index, reduction=self.reduction,
+                               label_smoothing=self.label_smoothing)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None,
+                 reduce: Any = None, reduction: str = "mean",
+                 pos_weight: Tensor | None = None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+        self.weight: Tensor | None
+        self.pos_weight: Tensor | None
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  pos_weight=self.pos_weight,
+                                                  reduction=self.reduction)

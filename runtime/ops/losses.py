@@ -1,0 +1,313 @@
+"""Loss functions with PyTorch's signatures, defaults, reductions and error texts, written
+with registry ops (so each is differentiable, capturable and fused like any composite).
+
+Class-index targets are checked by the ``check_bounds`` primitive, so a compiled step
+raises on an out-of-range class instead of reading out of bounds; ``ignore_index`` targets
+are mapped to class 0 before the check and then weighed 0.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+from . import prims as P
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
+    if reduction == "mean":
+        return F.mean(loss)
+    if reduction == "sum":
+        return F.sum(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction")
+
+
+def _warn_broadcast(input: Tensor, target: Tensor) -> None:  # noqa: A002
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({_size(target)}) that is different to the input size "
+            f"({_size(input)}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+
+
+def _size(t: Tensor) -> str:
+    return f"torch.Size({list(t.shape)})"
+
+
+def _logits_rows(input: Tensor, target: Tensor, name: str) -> tuple[Tensor, Tensor, int]:  # noqa: A002
+    """(N, C, d1, ...) and (N, d1, ...) as (M, C) rows and (M,) targets; (C,) and () as one."""
+    if input.ndim == 0:
+        raise ValueError(f"{name}: input must have at least 1 dimension, got a scalar")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise ValueError(f"Expected input batch_size (1) to match target batch_size "
+                             f"({target.shape[0] if target.ndim else 1}).")
+        return F.unsqueeze(input, 0), F.reshape(target, (1,)), input.shape[0]
+    c = input.shape[1]
+    if target.ndim == 0 or target.shape[0] != input.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if target.ndim else 1}).")
+    if tuple(target.shape) != (input.shape[0], *input.shape[2:]):
+        raise RuntimeError(f"Expected target size [{', '.join(map(str, [input.shape[0], *input.shape[2:]]))}], "
+                           f"got [{', '.join(map(str, target.shape))}]")
+    if input.ndim > 2:  # the class dim last, then rows
+        dims = (0, *range(2, input.ndim), 1)
+        input = F.reshape(F.permute(input, *dims), (-1, c))
+        target = F.reshape(target, (-1,))
+    return input, target, c
+
+
+def _picked(logp: Tensor, target: Tensor, c: int, ignore_index: int) -> tuple[Tensor, Tensor]:
+    """-logp[i, target[i]] for every row, and the 0/1 mask of rows not ignored."""
+    from ..creation import arange
+
+    if target.device != logp.device:
+        target = F.to_device(target, logp.device)
+    keep = F.ne(target, ignore_index)
+    safe = F.where(keep, target, 0)
+    if logp.shape[0]:
+        F.check_bounds(safe, 0, c, "Target {} is out of bounds.")
+    rows = arange(logp.shape[0], device=logp.device)
+    picked = F.getitem_key(logp, rows, safe, key=(P.IndexArg(0), P.IndexArg(1)))
+    return F.neg(picked), keep
+
+
+def _class_weight(weight: Tensor | None, c: int, name: str) -> None:
+    if weight is not None and tuple(weight.shape) != (c,):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: [{', '.join(map(str, weight.shape))}]")
+
+
+def _nll_rows(logp: Tensor, target: Tensor, c: int, weight: Tensor | None, ignore_index: int,
+              reduction: str, out_shape: tuple[int, ...]) -> Tensor:
+    loss, keep = _picked(logp, target, c, ignore_index)
+    w = F.cast(keep, logp.dtype)
+    if weight is not None:
+        safe = F.where(keep, target, 0)
+        w = F.mul(w, F.getitem_key(weight, safe, key=(P.IndexArg(0),)))
+    loss = F.mul(loss, w)
+    if reduction == "mean":
+        return F.div(F.sum(loss), F.sum(w))
+    if reduction == "none":
+        return F.reshape(loss, out_shape)
+    return _reduce(loss, reduction, "nll_loss")
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+             size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+             reduction: str = "mean") -> Tensor:
+    """The negative log likelihood of ``target`` classes under log-probabilities ``input``
+    ((N, C), (N, C, d1, ...) or (C,)); ``weight`` per class, ``ignore_index`` rows skipped."""
+    reduction = _legacy(size_average, reduce, reduction)
+    _index_target(target, "nll_loss")
+    rows, tgt, c = _logits_rows(input, target, "nll_loss")
+    _class_weight(weight, c, "nll_loss")
+    return _nll_rows(rows, tgt, c, weight, ignore_index, reduction, tuple(target.shape))
+
+
+def _legacy(size_average: Any, reduce: Any, reduction: str) -> str:
+    """PyTorch's deprecated size_average/reduce arguments, mapped onto ``reduction``."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='mean' instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return "none" if not reduce else ("mean" if size_average else "sum")
+
+
+def _index_target(target: Tensor, name: str) -> None:
+    if target.dtype is not D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {_torch_name(target.dtype)}")
+
+
+def _torch_name(dt: D.DType) -> str:
+    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool",
+            "float16": "Half"}.get(dt.name, dt.name)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """Softmax cross-entropy: ``target`` holds class indices (int64, shape of ``input``
+    without its class dim 1) or class probabilities (floats, the shape of ``input``)."""
+    from .composite import log_softmax
+
+    reduction = _legacy(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if target.dtype.is_floating_point:
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    _index_target(target, "cross_entropy")
+    rows, tgt, c = _logits_rows(input, target, "cross_entropy")
+    _class_weight(weight, c, "cross_entropy")
+    logp = log_softmax(rows, 1)
+    nll = _nll_rows(logp, tgt, c, weight, ignore_index, reduction, tuple(target.shape))
+    if not label_smoothing:
+        return nll
+    keep = F.cast(F.ne(tgt, ignore_index), logp.dtype)
+    wl = logp if weight is None else F.mul(logp, F.reshape(weight, (1, c)))
+    smooth = F.mul(F.neg(F.sum(wl, 1)), keep)
+    if reduction == "mean":
+        if weight is None:
+            smooth = F.div(F.sum(smooth), F.sum(keep))
+        else:
+            safe = F.where(F.ne(tgt, ignore_index), tgt, 0)
+            wt = F.mul(F.getitem_key(weight, safe, key=(P.IndexArg(0),)), keep)
+            smooth = F.div(F.sum(smooth), F.sum(wt))
+    elif reduction == "sum":
+        smooth = F.sum(smooth)
+    else:
+        smooth = F.reshape(smooth, tuple(target.shape))
+    return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / c))
+
+
+def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  # noqa: A002
+                         reduction: str, label_smoothing: float) -> Tensor:
+    from .composite import log_softmax
+
+    if tuple(target.shape) != tuple(input.shape):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_torch_name(target.dtype)}")
+    dim = 0 if input.ndim == 1 else 1
+    c = input.shape[dim]
+    _class_weight(weight, c, "cross_entropy")
+    if label_smoothing:
+        target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / c)
+    logp = log_softmax(input, dim)
+    term = F.mul(logp, target)
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[dim] = c
+        term = F.mul(term, F.reshape(weight, tuple(shape)))
+    loss = F.neg(F.sum(term, dim))
+    if reduction == "mean":
+        n = input.shape[0] if input.ndim > 1 else 1
+        for s in input.shape[2:]:
+            n *= s
+        return F.div(F.sum(loss), float(n))
+    return _reduce(loss, reduction, "cross_entropy")
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
+                                     weight: Tensor | None = None, size_average: Any = None,
+                                     reduce: Any = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Sigmoid and binary cross-entropy in one stable formula; ``pos_weight`` weighs the
+    positive term per class (broadcast along the last dim)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
+                         f"({_size(input)})")
+    # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)), without overflow
+    softplus_neg = F.add(F.log(F.add(F.exp(F.neg(F.abs(input))), 1.0)),
+                         F.maximum(F.neg(input), 0.0))
+    if pos_weight is None:
+        loss = F.add(F.mul(F.sub(1.0, target), input), softplus_neg)
+    else:
+        log_w = F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0)
+        loss = F.add(F.mul(F.sub(1.0, target), input), F.mul(log_w, softplus_neg))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as PyTorch does."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({_size(target)}) that is different to the "
+                         f"input size ({_size(input)}) is deprecated. Please ensure they have "
+                         "the same size.")
+    log_x = F.clamp(F.log(input), min=-100.0)
+    log_1mx = F.clamp(F.log(F.sub(1.0, input)), min=-100.0)
+    loss = F.neg(F.add(F.mul(target, log_x), F.mul(F.sub(1.0, target), log_1mx)))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
+             reduce: Any = None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy(size_average, reduce, reduction)
+    _warn_broadcast(input, target)
+    d = F.sub(input, target)
+    return _reduce(F.mul(d, d), reduction, "mse_loss")
+
+
+def l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
+            reduce: Any = None, reduction: str = "mean") -> Tensor:
+    reduction = _legacy(size_average, reduce, reduction)
+    _warn_broadcast(input, target)
+    return _reduce(F.abs(F.sub(input, target)), reduction, "l1_loss")
+
+
+def _piecewise(d: Tensor, limit: float, inner: Tensor, outer: Tensor) -> Tensor:
+    return F.where(F.lt(F.abs(d), limit), inner, outer)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
+                   reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (L1 at beta = 0)."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _warn_broadcast(input, target)
+    d = F.sub(input, target)
+    a = F.abs(d)
+    if beta == 0:
+        return _reduce(a, reduction, "smooth_l1_loss")
+    loss = _piecewise(d, beta, F.mul(F.mul(d, d), 0.5 / beta), F.sub(a, 0.5 * beta))
+    return _reduce(loss, reduction, "smooth_l1_loss")
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+               delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    _warn_broadcast(input, target)
+    d = F.sub(input, target)
+    loss = _piecewise(d, delta, F.mul(F.mul(d, d), 0.5),
+                      F.mul(F.sub(F.abs(d), 0.5 * delta), delta))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    return _reduce(loss, reduction, "huber_loss")
+
+
+def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """target * (log target - input) (0 where target is 0); ``input`` is log-probabilities.
+    ``reduction="batchmean"`` divides the sum by the batch size (the KL divergence)."""
+    if reduction == "batchmean":
+        base = "sum"
+    else:
+        base = _legacy(size_average, reduce, reduction)
+    if log_target:
+        loss = F.mul(F.exp(target), F.sub(target, input))
+    else:
+        positive = F.gt(target, 0.0)
+        safe = F.where(positive, target, 1.0)  # no log(0) * 0 in backward
+        loss = F.mul(target, F.sub(F.log(safe), input))
+    out = _reduce(loss, base, "kl_div")
+    if reduction == "batchmean" and input.ndim:
+        return F.div(out, float(input.shape[0]))
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    return out
