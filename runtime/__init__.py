@@ -45,11 +45,73 @@ from .ops.functional import (
     where,
 )
 from .tensor import Tensor
+from . import cuda, linalg
+from ._device import device
+from ._dtype import float16
+from .creation import eye, linspace, rand_like, randn_like, randperm
+from .ops.functional import (
+    add,
+    argmax,
+    argmin,
+    div,
+    eq,
+    flatten,
+    ge,
+    gt,
+    le,
+    log_softmax,
+    logical_and,
+    lt,
+    mul,
+    ne,
+    neg,
+    permute,
+    pow,
+    reshape,
+    sign,
+    softmax,
+    squeeze,
+    sub,
+    transpose,
+    unsqueeze,
+)
+from .ops.functional import clamp as clip
+from .ops.functional import clone
+from .ops.tensor_ops import (
+    all,
+    any,
+    argsort,
+    bitwise_not,
+    bmm,
+    chunk,
+    cumsum,
+    einsum,
+    floor_divide,
+    gather,
+    index_select,
+    logsumexp,
+    masked_fill,
+    mm,
+    norm,
+    remainder,
+    rsqrt,
+    scatter,
+    scatter_add,
+    sort,
+    split,
+    square,
+    std,
+    topk,
+    tril,
+    triu,
+    var,
+)
 
 bool = bool_  # noqa: A001 - PyTorch's name: rt.bool
 float = float32  # noqa: A001
 double = float64
 long = int64
+half = float16
 
 from . import nn, optim  # noqa: E402
 
@@ -62,4 +124,11 @@ __all__ = [
     "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
+    "add", "all", "any", "argmax", "argmin", "argsort", "bitwise_not", "bmm", "chunk", "clip",
+    "clone", "cuda", "cumsum", "device", "div", "einsum", "eq", "eye", "flatten", "float16",
+    "floor_divide", "gather", "ge", "gt", "half", "index_select", "le", "linalg", "linspace",
+    "log_softmax", "logical_and", "logsumexp", "lt", "masked_fill", "mm", "mul", "ne", "neg",
+    "norm", "permute", "pow", "rand_like", "randn_like", "randperm", "remainder", "reshape",
+    "rsqrt", "scatter", "scatter_add", "sign", "softmax", "sort", "split", "square", "squeeze",
+    "std", "sub", "topk", "transpose", "tril", "triu", "unsqueeze", "var",
 ]

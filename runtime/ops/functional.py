@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..tensor import Tensor
-from ..tracing import GraphBreak, is_tracing
+from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply
 from .inplace import apply_inplace
@@ -110,10 +110,6 @@ erf = _op(P.ERF, "erf")
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     return apply(P.WHERE, cond, a, b)
-
-
-def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
-    return apply(P.WHERE, mask, value, x)
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
@@ -223,11 +219,35 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
     return apply(P.RESHAPE, x, shape=new)
 
 
-view = reshape
+_VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one "
+               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def _viewable(arr: Any, shape: tuple[int, ...]) -> bool:
+    """Whether ``arr`` reshapes to ``shape`` without a copy (PyTorch's view rule: strides of
+    merged dimensions must chain). A captured array knows its layout only as far as the
+    tracer keeps it (a transposed matrix), so it is checked by that."""
+    if isinstance(arr, MetaArray):
+        return arr.flags.c_contiguous or tuple(shape[-2:]) == tuple(arr.shape[-2:])
+    if not isinstance(arr, np.ndarray):  # a device array: numpy judges its strides alike
+        arr = np.lib.stride_tricks.as_strided(np.zeros((), arr.dtype), arr.shape, arr.strides)
+    try:
+        arr.reshape(shape, copy=False)
+    except ValueError:
+        return False
+    return True
+
+
+def view(x: Tensor, *shape: Any) -> Tensor:
+    """reshape that shares storage: PyTorch's error where the layout needs a copy."""
+    out = reshape(x, *shape)
+    if out is not x and not _viewable(x._data, out.shape):
+        raise RuntimeError(_VIEW_ERROR)
+    return out
 
 
 def view_as(x: Tensor, other: Tensor) -> Tensor:
-    return reshape(x, other.shape)
+    return view(x, other.shape)
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
@@ -522,3 +542,4 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
 
 
 from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401
+from .tensor_ops import masked_fill  # noqa: E402, F401
