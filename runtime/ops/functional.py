@@ -106,6 +106,8 @@ sqrt = _op(P.SQRT, "sqrt")
 abs = _op(P.ABS, "abs")  # noqa: A001
 sign = _op(P.SIGN, "sign")
 erf = _op(P.ERF, "erf")
+remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's rule, as PyTorch's).")
+floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
@@ -135,6 +137,12 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None)
     if dtype is not None:
         x = cast(x, dtype)
     return apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+
+
+def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        x = cast(x, dtype)
+    return apply(P.CUMSUM, x, axis=_axes(dim, x.ndim)[0] if x.ndim else 0)
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

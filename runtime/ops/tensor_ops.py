@@ -72,16 +72,8 @@ def _as_1d(x: Tensor) -> Tensor:
 # --- operators -------------------------------------------------------------------------------
 
 
-def remainder(a: Any, b: Any) -> Tensor:
-    """a % b with the sign of b (Python's rule, as PyTorch's)."""
-    return apply(P.REMAINDER, a, b)
-
-
-def floor_divide(a: Any, b: Any) -> Tensor:
-    """a // b rounded toward minus infinity."""
-    return apply(P.FLOOR_DIVIDE, a, b)
-
-
+remainder = F.remainder
+floor_divide = F.floor_divide
 def bitwise_not(x: Tensor) -> Tensor:
     if x.dtype is D.bool_:
         return F.eq(x, False)
@@ -336,12 +328,7 @@ def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     return out if keepdim else F.squeeze(out, axes) if axes else out
 
 
-def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    if dtype is not None:
-        x = F.cast(x, dtype)
-    return apply(P.CUMSUM, x, axis=_dim(x, dim))
-
-
+cumsum = F.cumsum
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
