@@ -376,10 +376,12 @@ def _norm_key(key: Any, device: str
     return tuple(out), idx, masks
 
 
-def check_bounds(x: Tensor, low: int, high: int, message: str) -> None:
-    """Raise IndexError(message.format(v)) for the first element v of the int64 tensor x
-    outside [low, high). A primitive, so a compiled step checks it as eager does."""
-    apply(P.CHECK_BOUNDS, x, low=int(low), high=int(high), message=message)
+def check_bounds(x: Tensor, low: int, high: int, message: str, error: str = "IndexError"
+                 ) -> None:
+    """Raise IndexError (or ``error``: "RuntimeError") with message.format(v) for the first
+    element v of the int64 tensor x outside [low, high). A primitive, so a compiled step
+    checks it as eager does."""
+    apply(P.CHECK_BOUNDS, x, low=int(low), high=int(high), message=message, error=error)
 
 
 def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tensor],

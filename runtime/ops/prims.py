@@ -942,26 +942,35 @@ CAT = register(Primitive(
 # --- checks of values ------------------------------------------------------------------------
 
 
-def _check_bounds_infer(x: Meta, *, low: int, high: int, message: str) -> tuple[Any, D.DType]:
+_CHECK_ERRORS = {"IndexError": IndexError, "RuntimeError": RuntimeError}
+
+
+def _check_bounds_infer(x: Meta, *, low: int, high: int, message: str,
+                        error: str = "IndexError") -> tuple[Any, D.DType]:
+    if error not in _CHECK_ERRORS:
+        raise ValueError(f"check_bounds: error must be one of {sorted(_CHECK_ERRORS)}, got "
+                         f"{error!r}")
     if x.dtype is not D.int64:
         raise TypeError(f"expected an int64 tensor of indices, got {x.dtype.name}")
     return (), D.bool_
 
 
-def _check_bounds_impl(xp: Any, x: Any, *, low: int, high: int, message: str) -> Any:
+def _check_bounds_impl(xp: Any, x: Any, *, low: int, high: int, message: str,
+                       error: str = "IndexError") -> Any:
     if x.size and (int(x.min()) < low or int(x.max()) >= high):
         flat = x.reshape(-1)
         first = int(((flat < low) | (flat >= high)).argmax())  # the first bad one, as torch
-        raise IndexError(message.format(int(flat[first])))
+        raise _CHECK_ERRORS[error](message.format(int(flat[first])))
     return xp.asarray(True)
 
 
-# check_bounds(x, low=, high=, message=): raises IndexError(message.format(v)) for the first
+# check_bounds(x, low=, high=, message=, error=): raises IndexError (or the error named, as
+# PyTorch's op raises) with message.format(v) for the first
 # element v of x outside [low, high), e.g. a class index or an index tensor out of range;
 # returns a placeholder. Eager and captured steps alike call it (a captured one is a plan step)
 CHECK_BOUNDS = register(Primitive(
     "check_bounds", impl=_check_bounds_impl, infer=_check_bounds_infer, differentiable=False,
-    attrs=("low", "high", "message"), check=True,
+    attrs=("low", "high", "message", "error"), check=True,
     flops=flops_elementwise))  # one for its 0-d placeholder, as plan summaries count it
 
 # --- matmul --------------------------------------------------------------------------------

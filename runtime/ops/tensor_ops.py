@@ -62,7 +62,7 @@ def _check_index_values(index: Tensor, x: Tensor, dim: int) -> None:
     if index.numel():
         F.check_bounds(index, 0, x.shape[dim] if x.ndim else 1,
                        f"index {{}} is out of bounds for dimension {dim} with size "
-                       f"{x.shape[dim] if x.ndim else 1}")
+                       f"{x.shape[dim] if x.ndim else 1}", error="RuntimeError")
 
 
 def _as_1d(x: Tensor) -> Tensor:
