@@ -153,14 +153,20 @@ def _random(kind: str, size: Sequence[Any], generator: Generator | None, dtype: 
     tracer = active_tracer()
     if tracer is not None:
         return tracer.random(kind, shape, dt, dev, g).requires_grad_(requires_grad)
-    # numpy draws float32 or float64: float16 is drawn in float32 and rounded
-    draw = dt.np if dt is not D.float16 else np.dtype(np.float32)
-    if kind == "randn":
-        arr = g._rng.standard_normal(shape, dtype=draw)
-    else:
-        arr = g._rng.random(shape, dtype=draw)
-    arr = arr.astype(dt.np, copy=False)
+    arr = draw(g, kind, shape, dt)
     return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+
+
+def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
+    """A host array of ``dtype`` from ``generator``: standard normal ("randn") or uniform on
+    [0, 1) ("rand"); eager calls and a compiled plan's random steps draw through it alike."""
+    # numpy draws float32 or float64: float16 is drawn in float32 and rounded
+    wide = dtype.np if dtype is not D.float16 else np.dtype(np.float32)
+    if kind == "randn":
+        arr = generator._rng.standard_normal(shape, dtype=wide)
+    else:
+        arr = generator._rng.random(shape, dtype=wide)
+    return arr.astype(dtype.np, copy=False)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,

@@ -87,3 +87,23 @@ def test_gather_index_out_of_range_raises_in_a_compiled_step() -> None:
     with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 1 with "
                        "size 3"):
         compiled(x, rt.tensor([[0], [3]]))
+
+
+def test_float16_step_compiled_equals_eager() -> None:
+    """float16 runs on float16 storage (numpy computes in it); kernels skip it, unfused."""
+
+    def step(x: rt.Tensor, w: rt.Tensor) -> Any:
+        y = ((x.half() * w).tanh() + rt.randn_like(w) * 0).sum()
+        y.backward()
+        return y, w.grad
+
+    x = rt.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    w_eager, w_comp = (rt.tensor(np.ones(4, np.float16) * 0.5, requires_grad=True)
+                       for _ in range(2))
+    expected = step(x, w_eager)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = planner.compile(step)(x, w_comp)
+    for a, e in zip(got, expected, strict=True):
+        assert a.dtype is rt.float16
+        np.testing.assert_array_equal(_np(a), _np(e))
