@@ -434,8 +434,39 @@ def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
     return parsed, out
 
 
+def _sum_private(t: Tensor, term: str, keep: str) -> tuple[Tensor, str]:
+    """t summed over the subscripts of ``term`` not in ``keep``, and the subscripts left."""
+    axes = tuple(i for i, c in enumerate(term) if c not in keep)
+    if not axes:
+        return t, term
+    return F.sum(t, axes), "".join(c for c in term if c in keep)
+
+
+def _einsum_matmul(a: Tensor, b: Tensor, ta: str, tb: str, out: str) -> Tensor:
+    """Two operands as one batched matmul: (batch, left, contracted) @ (batch, contracted,
+    right), then the output's order; no intermediate holds every subscript at once."""
+    a, ta = _sum_private(a, ta, tb + out)
+    b, tb = _sum_private(b, tb, ta + out)
+    batch = [c for c in out if c in ta and c in tb]
+    left = [c for c in out if c in ta and c not in tb]
+    right = [c for c in out if c in tb and c not in ta]
+    contracted = [c for c in ta if c in tb and c not in out]
+    size = dict(zip(ta, a.shape)) | dict(zip(tb, b.shape))
+    lead = tuple(size[c] for c in batch)
+    am = F.reshape(F.permute(a, *[ta.index(c) for c in batch + left + contracted]),
+                   lead + (math.prod(size[c] for c in left),
+                           math.prod(size[c] for c in contracted)))
+    bm = F.reshape(F.permute(b, *[tb.index(c) for c in batch + contracted + right]),
+                   lead + (math.prod(size[c] for c in contracted),
+                           math.prod(size[c] for c in right)))
+    order = batch + left + right
+    r = F.reshape(F.matmul(am, bm), tuple(size[c] for c in order))
+    return F.permute(r, *[order.index(c) for c in out]) if order != list(out) else r
+
+
 def einsum(equation: str, *operands: Any) -> Tensor:
-    """Einstein summation: each operand is laid out over every subscript (permute, then
+    """Einstein summation. Two operands whose shared subscripts agree in size map onto one
+    batched matmul; otherwise each operand is laid out over every subscript (permute, then
     reshape to insert size-1 axes), the operands multiplied with broadcasting, and the
     subscripts not in the output summed (a product and a reduction that fuse)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -459,6 +490,10 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         t = F.permute(t, *[term.index(c) for c in present]) if present else t
         aligned.append(F.reshape(t, tuple(t.shape[present.index(c)] if c in term else 1
                                           for c in letters)))
+    if len(operands) == 2 and builtins.all(
+            operands[0].shape[terms[0].index(c)] == operands[1].shape[terms[1].index(c)]
+            for c in set(terms[0]) & set(terms[1])):
+        return _einsum_matmul(*operands, *terms, out)
     prod = aligned[0]
     for t in aligned[1:]:
         prod = F.mul(prod, t)

@@ -84,6 +84,10 @@ case("einsum_matmul", lambda m, a, b: m.einsum("ij,jk->ik", a, b), [N(3, 4), N(4
 case("einsum_batch_outer", lambda m, a, b: m.einsum("bi,bj->bij", a, b), [N(2, 3), N(2, 4)])
 case("einsum_implicit", lambda m, a, b: m.einsum("ij,kj", a, b), [N(3, 4), N(2, 4)])
 case("einsum_ellipsis_sum", lambda m, a: m.einsum("...ij->...j", a), [N(2, 3, 4)])
+case("einsum_attention", lambda m, q, k: m.einsum("bhqd,bhkd->bhqk", q, k),
+     [N(2, 2, 3, 4), N(2, 2, 5, 4)])
+case("einsum_reorder_private", lambda m, a, b: m.einsum("abc,cd->db", a, b), [N(2, 3, 4), N(4, 5)])
+case("einsum_bcast_size1", lambda m, a, b: m.einsum("ij,ij->i", a, b), [N(3, 4), N(1, 4)])
 case("einsum_three", lambda m, a, b, c: m.einsum("ab,bc,c->a", a, b, c), [N(2, 3), N(3, 4), N(4)])
 case("square_rsqrt", lambda m, a: m.square(a) + m.rsqrt(a), [P(3, 4)])
 case("free_functions", lambda m, a, b: m.softmax(m.mul(m.add(a, b), 2), 1)
