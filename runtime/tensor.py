@@ -379,10 +379,11 @@ for _n in _METHODS:
 _TENSOR_OPS = (
     "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
     "scatter scatter_add masked_fill any all norm var std logsumexp cumsum sort argsort topk "
-    "mm bmm"
+    "mm bmm square rsqrt"
 ).split()
 for _n in _TENSOR_OPS:
     setattr(Tensor, _n, getattr(T, _n))
+Tensor.clip = F.clamp  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]
 for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
