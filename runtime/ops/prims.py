@@ -251,7 +251,9 @@ def _int_division_impl(fn: str) -> Callable[..., Any]:
     division by zero raises PyTorch's error where numpy would warn and give 0."""
 
     def impl(xp: Any, a: Any, b: Any) -> Any:
-        if xp.result_type(a, b).kind in "iub" and not bool(xp.all(xp.asarray(b) != 0)):
+        # from dtypes, not arrays: numpy's result_type refuses device arrays
+        kind = np.result_type(getattr(a, "dtype", a), getattr(b, "dtype", b)).kind
+        if kind in "iub" and not bool(xp.all(xp.asarray(b) != 0)):
             raise RuntimeError("ZeroDivisionError")
         with np.errstate(divide="ignore", invalid="ignore"):  # floats: inf and nan, as torch
             return getattr(xp, fn)(a, b)
