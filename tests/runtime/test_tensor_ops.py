@@ -268,10 +268,11 @@ def test_num_threads_like_torch():
         assert rt.get_num_threads() == 1
     finally:
         rt.set_num_threads(before)
-    with pytest.raises(Exception):  # noqa: B017 - both refuse a non-int count
-        rt.set_num_threads(1.5)
-    with pytest.raises(Exception):  # noqa: B017
-        torch.set_num_threads(1.5)
+    for bad in (0, -1, True, 1.5):
+        kind, text = _torch_error(lambda m: m.set_num_threads(bad))
+        with pytest.raises(kind) as info:
+            rt.set_num_threads(bad)
+        assert str(info.value) == text
 
 
 def _torch_error(fn):
