@@ -275,8 +275,17 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     if ord == 1:
         return F.sum(a, dim, keepdim)
     if ord == 2:
-        return F.sqrt(F.sum(F.mul(x, x), dim, keepdim))
-    return F.pow(F.sum(F.pow(a, float(ord)), dim, keepdim), 1.0 / float(ord))
+        return _root(F.sum(F.mul(x, x), dim, keepdim), 2.0)
+    return _root(F.sum(F.pow(a, float(ord)), dim, keepdim), float(ord))
+
+
+def _root(s: Tensor, p: float) -> Tensor:
+    """s ** (1/p) whose gradient at s == 0 is 0, as PyTorch's norm gives (the root's own
+    derivative there is infinite): the root is taken of 1 there, and masked to 0."""
+    zero = F.eq(s, 0.0)
+    safe = F.where(zero, 1.0, s)
+    root = F.sqrt(safe) if p == 2.0 else F.pow(safe, 1.0 / p)
+    return F.where(zero, 0.0, root)
 
 
 def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:

@@ -173,6 +173,16 @@ def test_scatter_reads_the_leading_block_of_a_larger_src():
     _assert_same(lambda m, a, s: a.scatter(1, I(m, [[0, 2], [3, 1]]), s), N(2, 4), N(2, 3))
 
 
+def test_norm_gradient_at_zero_is_zero_as_in_torch():
+    for p in (2, 3):
+        grads = []
+        for m in (rt, torch):
+            x = m.zeros(2, 3, dtype=m.float64, requires_grad=True)
+            (x.norm(p, dim=1).sum() + m.linalg.vector_norm(x, p)).backward()
+            grads.append(x.grad.numpy())
+        np.testing.assert_array_equal(*grads)
+
+
 def test_creation_matches_torch():
     for fn in (lambda m: m.eye(3), lambda m: m.eye(2, 4, dtype=m.float64),
                lambda m: m.linspace(-1, 2, 7), lambda m: m.linspace(0, 1, 1),
