@@ -210,7 +210,8 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 # --- shapes --------------------------------------------------------------------------------
 
 
-def reshape(x: Tensor, *shape: Any) -> Tensor:
+def _new_shape(x: Tensor, shape: Sequence[Any]) -> tuple[int, ...]:
+    """The shape reshape(x, *shape) gives: a -1 inferred, the size checked."""
     shp = list(_shape_arg(shape))
     if shp.count(-1) > 1:
         raise ValueError("reshape: only one dimension can be inferred")
@@ -220,10 +221,15 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
             raise ValueError(f"reshape: shape {shp} is invalid for input of size {x.numel()}")
         shp[shp.index(-1)] = x.numel() // known
     new = tuple(shp)
+    if new != x.shape and int(np.prod(new)) != x.numel():
+        raise ValueError(f"reshape: shape {list(new)} is invalid for input of size {x.numel()}")
+    return new
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    new = _new_shape(x, shape)
     if new == x.shape:
         return x if not x._rg else apply(P.RESHAPE, x, shape=new)
-    if int(np.prod(new)) != x.numel():
-        raise ValueError(f"reshape: shape {list(new)} is invalid for input of size {x.numel()}")
     return apply(P.RESHAPE, x, shape=new)
 
 
@@ -248,10 +254,10 @@ def _viewable(arr: Any, shape: tuple[int, ...]) -> bool:
 
 def view(x: Tensor, *shape: Any) -> Tensor:
     """reshape that shares storage: PyTorch's error where the layout needs a copy."""
-    out = reshape(x, *shape)
-    if out is not x and not _viewable(x._data, out.shape):
+    new = _new_shape(x, shape)
+    if new != x.shape and not _viewable(x._data, new):
         raise RuntimeError(_VIEW_ERROR)
-    return out
+    return reshape(x, new)
 
 
 def view_as(x: Tensor, other: Tensor) -> Tensor:
