@@ -443,6 +443,27 @@ def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
     return parsed, out
 
 
+def _diagonals(t: Tensor, term: str, i: int) -> tuple[Tensor, str]:
+    """t with each subscript repeated in ``term`` reduced to its diagonal (``ii->i``): the
+    repeated axes moved to the front and indexed by one shared arange."""
+    from ..creation import arange
+
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        places = [j for j, d in enumerate(term) if d == c]
+        sizes = {t.shape[j] for j in places}
+        if len(sizes) != 1:
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the "
+                               f"sizes don't match, {max(sizes)} != {min(sizes)}")
+        rest = [j for j in range(len(term)) if j not in places]
+        t = F.permute(t, *places, *rest)
+        ar = arange(t.shape[0], device=t.device)
+        t = F.getitem_key(t, *[ar] * len(places),
+                          key=tuple(P.IndexArg(k) for k in range(len(places))))
+        term = c + "".join(term[j] for j in rest)
+    return t, term
+
+
 def _sum_private(t: Tensor, term: str, keep: str) -> tuple[Tensor, str]:
     """t summed over the subscripts of ``term`` not in ``keep``, and the subscripts left."""
     axes = tuple(i for i, c in enumerate(term) if c not in keep)
@@ -484,10 +505,9 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     letters = list(dict.fromkeys(out + "".join(terms)))
     sizes: dict[str, int] = {}
     aligned = []
+    diagonal = [_diagonals(t, term, i) for i, (t, term) in enumerate(zip(operands, terms))]
+    operands, terms = tuple(t for t, _ in diagonal), [term for _, term in diagonal]
     for i, (t, term) in enumerate(zip(operands, terms)):
-        if len(set(term)) != len(term):
-            raise RuntimeError("einsum(): a subscript repeated within one operand (a "
-                               "diagonal) is not supported")
         for c, n in zip(term, t.shape):
             if n != 1 and sizes.get(c, 1) not in (1, n):
                 raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} "

@@ -17,7 +17,8 @@ TOL = 2e-5  # fused kernels sum in another order: float32 results move by a few 
 
 def _step(x: rt.Tensor, w: rt.Tensor, idx: rt.Tensor, order: rt.Tensor) -> Any:
     """A loss through every op here; returns the loss, its grads and integer side results."""
-    h = rt.einsum("bi,ij->bj", x, w)                        # (4, 6)
+    trace = rt.einsum("ii,bj->bj", w[:, :5], x)[:, :1]    # a diagonal, then an outer product
+    h = rt.einsum("bi,ij->bj", x, w) + trace * 0.01       # (4, 6)
     a, b = h.chunk(2, 1)
     c, d = h.split([2, 4], 1)
     tri = rt.tril(rt.mm(a, b.t())) + (rt.bmm(h.unsqueeze(0), h.t().unsqueeze(0))).triu(1)[0]

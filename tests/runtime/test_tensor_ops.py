@@ -88,6 +88,8 @@ case("einsum_attention", lambda m, q, k: m.einsum("bhqd,bhkd->bhqk", q, k),
      [N(2, 2, 3, 4), N(2, 2, 5, 4)])
 case("einsum_reorder_private", lambda m, a, b: m.einsum("abc,cd->db", a, b), [N(2, 3, 4), N(4, 5)])
 case("einsum_bcast_size1", lambda m, a, b: m.einsum("ij,ij->i", a, b), [N(3, 4), N(1, 4)])
+case("einsum_trace", lambda m, a: m.einsum("ii", a), [N(3, 3)])
+case("einsum_diagonals", lambda m, a, b: m.einsum("bii,bi->bi", a, b), [N(2, 3, 3), N(2, 3)])
 case("einsum_three", lambda m, a, b, c: m.einsum("ab,bc,c->a", a, b, c), [N(2, 3), N(3, 4), N(4)])
 case("square_rsqrt", lambda m, a: m.square(a) + m.rsqrt(a) + a.square() * a.rsqrt()
      + a.clip(0.7, 1.5), [P(3, 4)])
@@ -314,13 +316,14 @@ def _torch_error(fn):
     lambda m: m.ones(3, 4).cumsum(5),
     lambda m: m.randperm(-1),
     lambda m: m.einsum("ij,jk->ik", m.ones(3, 4), m.ones(3, 4)),
+    lambda m: m.einsum("ii->i", m.ones(2, 3)),
     lambda m: m.ones(2, 3).scatter(1, m.tensor([[0]]), m.ones(1, 1, dtype=m.float64)),
     lambda m: m.ones(3, 4).argmax(2),
     lambda m: m.ones(3, 4).var(dim=3),
 ], ids=["view", "mm_shapes", "mm_vector", "bmm_rank", "bmm_batch", "invert_float", "gather_oob",
         "index_select_oob", "repeat_rank", "topk_k", "masked_fill_float", "split_zero",
         "chunk_zero", "tril_1d", "triu_1d", "eye_negative", "linspace_negative", "int_mod_zero",
-        "int_floordiv_zero", "cumsum_dim", "randperm_negative", "einsum_sizes", "scatter_dtype",
+        "int_floordiv_zero", "cumsum_dim", "randperm_negative", "einsum_sizes", "einsum_diagonal", "scatter_dtype",
         "argmax_dim", "var_dim"])
 def test_errors_match_torch(fn):
     kind, text = _torch_error(fn)
