@@ -225,11 +225,16 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return F.add(x, F.index_backward(src, *idx, key=key, shape=x.shape))
 
 
+# how PyTorch's masked_fill error names a dtype
+_MASK_DTYPE_NAMES = {"float32": "float", "float64": "double", "int64": "long int",
+                     "float16": "c10::Half"}
+
+
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
         got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{'float' if got == 'float32' else got}")
+                           f"{_MASK_DTYPE_NAMES.get(got, got)}")
     if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
@@ -251,12 +256,6 @@ def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A
     return F.eq(F.sum(zero, dim, keepdim), 0)
 
 
-def _float_input(x: Tensor, name: str) -> None:
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{name}(): input dtype should be either floating point or complex. "
-                           f"Got {_torch_name(x.dtype)} instead.")
-
-
 def _torch_name(dt: D.DType) -> str:
     return {"int64": "Long", "bool": "Bool"}.get(dt.name, dt.name.capitalize())
 
@@ -264,7 +263,9 @@ def _torch_name(dt: D.DType) -> str:
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
     """(sum |x|^ord)^(1/ord) over ``dim`` (all of x by default); ord inf/-inf: max/min |x|,
     0: the count of nonzeros."""
-    _float_input(x, "linalg.vector_norm")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_torch_name(x.dtype)}")
     a = F.abs(x)
     if ord == math.inf:
         return F.amax(a, dim, keepdim)
@@ -309,7 +310,8 @@ def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
         correction: Any = None) -> Tensor:
     if isinstance(dim, bool):  # var(unbiased) positionally, as PyTorch's overload
         dim, unbiased = None, dim
-    _float_input(x, "var")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     axes = F._axes(dim, x.ndim)
     n = math.prod(x.shape[a] for a in axes)
     centered = F.sub(x, F.mean(x, axes, keepdim=True))

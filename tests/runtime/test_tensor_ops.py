@@ -320,11 +320,18 @@ def _torch_error(fn):
     lambda m: m.ones(2, 3).scatter(1, m.tensor([[0]]), m.ones(1, 1, dtype=m.float64)),
     lambda m: m.ones(3, 4).argmax(2),
     lambda m: m.ones(3, 4).var(dim=3),
+    lambda m: m.tensor([1, 2]).var(),
+    lambda m: m.tensor([1, 2]).std(),
+    lambda m: m.tensor([1, 2]).norm(),
+    lambda m: m.linalg.vector_norm(m.tensor([True])),
+    lambda m: m.ones(2).masked_fill(m.ones(2, dtype=m.float64), 1.0),
+    lambda m: m.ones(2).masked_fill(m.ones(2, dtype=m.int64), 1.0),
 ], ids=["view", "mm_shapes", "mm_vector", "bmm_rank", "bmm_batch", "invert_float", "gather_oob",
         "index_select_oob", "repeat_rank", "topk_k", "masked_fill_float", "split_zero",
         "chunk_zero", "tril_1d", "triu_1d", "eye_negative", "linspace_negative", "int_mod_zero",
         "int_floordiv_zero", "cumsum_dim", "randperm_negative", "einsum_sizes", "einsum_diagonal", "scatter_dtype",
-        "argmax_dim", "var_dim"])
+        "argmax_dim", "var_dim", "var_int", "std_int", "norm_int", "vector_norm_bool",
+        "masked_fill_double", "masked_fill_long"])
 def test_errors_match_torch(fn):
     kind, text = _torch_error(fn)
     with pytest.raises(Exception) as info:
