@@ -77,22 +77,17 @@ from .ops.functional import (
 )
 from .ops.functional import clamp as clip
 from .ops.functional import clone
+from .ops.products import bmm, einsum, mm
+from .ops.reductions import all, any, logsumexp, norm, std, var
 from .ops.tensor_ops import (
-    all,
-    any,
     argsort,
     bitwise_not,
-    bmm,
     chunk,
     cumsum,
-    einsum,
     floor_divide,
     gather,
     index_select,
-    logsumexp,
     masked_fill,
-    mm,
-    norm,
     remainder,
     rsqrt,
     scatter,
@@ -100,11 +95,9 @@ from .ops.tensor_ops import (
     sort,
     split,
     square,
-    std,
     topk,
     tril,
     triu,
-    var,
 )
 
 bool = bool_  # noqa: A001 - PyTorch's name: rt.bool

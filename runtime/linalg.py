@@ -1,5 +1,5 @@
 """``rt.linalg``: the linear-algebra names PyTorch keeps there (vector norms so far)."""
 
-from .ops.tensor_ops import vector_norm
+from .ops.reductions import vector_norm
 
 __all__ = ["vector_norm"]

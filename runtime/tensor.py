@@ -365,6 +365,7 @@ def _reflected(name: str) -> Callable[..., Any]:
 
 
 from .ops import functional as F  # noqa: E402  (the ops need Tensor defined first)
+from .ops import products, reductions  # noqa: E402
 from .ops import tensor_ops as T  # noqa: E402
 
 _METHODS = (
@@ -376,13 +377,15 @@ _METHODS = (
 ).split()
 for _n in _METHODS:
     setattr(Tensor, _n, getattr(F, _n))
-_TENSOR_OPS = (
-    "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
-    "scatter scatter_add masked_fill any all norm var std logsumexp cumsum sort argsort topk "
-    "mm bmm square rsqrt"
-).split()
-for _n in _TENSOR_OPS:
-    setattr(Tensor, _n, getattr(T, _n))
+_TENSOR_OPS = {
+    T: "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
+       "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt",
+    reductions: "any all norm var std logsumexp",
+    products: "mm bmm",
+}
+for _module, _names in _TENSOR_OPS.items():
+    for _n in _names.split():
+        setattr(Tensor, _n, getattr(_module, _n))
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]

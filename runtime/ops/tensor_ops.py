@@ -1,13 +1,11 @@
-"""PyTorch's tensor ops built from the registry's primitives: splits, triangles, reductions
-(any/all, norm, var/std, logsumexp), gather/scatter, sort/topk, mm/bmm/einsum, and the
-operators ``%``, ``//`` and ``~``. Written from primitives, their backward comes from the
-primitives', and the elementwise parts fuse in a compiled step."""
+"""PyTorch's tensor ops built from the registry's primitives: splits, triangles, repeat,
+gather/scatter/index_select, masked_fill, sort/topk and the operators ``%``, ``//`` and ``~``
+(reductions are in ``reductions``, products in ``products``). Written from primitives, their
+backward comes from the primitives', and the elementwise parts fuse in a compiled step."""
 
 from __future__ import annotations
 
 import builtins
-import math
-import string
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -74,6 +72,8 @@ def _as_1d(x: Tensor) -> Tensor:
 
 remainder = F.remainder
 floor_divide = F.floor_divide
+
+
 def bitwise_not(x: Tensor) -> Tensor:
     if x.dtype is D.bool_:
         return F.eq(x, False)
@@ -243,103 +243,8 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     return F.where(mask, value, x)
 
 
-# --- reductions ------------------------------------------------------------------------------
-
-
-def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    nonzero = F.cast(F.ne(x, 0 if x.dtype is not D.bool_ else False), D.int64)
-    return F.gt(F.sum(nonzero, dim, keepdim), 0)
-
-
-def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    zero = F.cast(F.eq(x, 0 if x.dtype is not D.bool_ else False), D.int64)
-    return F.eq(F.sum(zero, dim, keepdim), 0)
-
-
-def _torch_name(dt: D.DType) -> str:
-    return {"int64": "Long", "bool": "Bool"}.get(dt.name, dt.name.capitalize())
-
-
-def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
-    """(sum |x|^ord)^(1/ord) over ``dim`` (all of x by default); ord inf/-inf: max/min |x|,
-    0: the count of nonzeros."""
-    if not x.dtype.is_floating_point:
-        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_torch_name(x.dtype)}")
-    a = F.abs(x)
-    if ord == math.inf:
-        return F.amax(a, dim, keepdim)
-    if ord == -math.inf:
-        return F.neg(F.amax(F.neg(a), dim, keepdim))
-    if ord == 0:
-        return F.sum(F.cast(F.ne(x, 0), x.dtype), dim, keepdim)
-    if ord == 1:
-        return F.sum(a, dim, keepdim)
-    if ord == 2:
-        return _root(F.sum(F.mul(x, x), dim, keepdim), 2.0)
-    return _root(F.sum(F.pow(a, float(ord)), dim, keepdim), float(ord))
-
-
-def _root(s: Tensor, p: float) -> Tensor:
-    """s ** (1/p) whose gradient at s == 0 is 0, as PyTorch's norm gives (the root's own
-    derivative there is infinite): the root is taken of 1 there, and masked to 0."""
-    zero = F.eq(s, 0.0)
-    safe = F.where(zero, 1.0, s)
-    root = F.sqrt(safe) if p == 2.0 else F.pow(safe, 1.0 / p)
-    return F.where(zero, 0.0, root)
-
-
-def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-    """Tensor.norm: the vector norm of x over ``dim`` ("fro" is the 2-norm)."""
-    if p == "fro":
-        p = 2
-    if isinstance(p, str):
-        raise RuntimeError(f"norm: p={p!r} is not supported here: only 'fro' and numbers")
-    return vector_norm(x, p, dim, keepdim)
-
-
-def _correction(unbiased: Any, correction: Any) -> float:
-    if unbiased is not None and correction is not None:
-        raise TypeError("var()/std(): pass either unbiased or correction, not both")
-    if correction is not None:
-        return float(correction)
-    return 1.0 if unbiased is None or unbiased else 0.0
-
-
-def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None) -> Tensor:
-    if isinstance(dim, bool):  # var(unbiased) positionally, as PyTorch's overload
-        dim, unbiased = None, dim
-    if not x.dtype.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
-    axes = F._axes(dim, x.ndim)
-    n = math.prod(x.shape[a] for a in axes)
-    centered = F.sub(x, F.mean(x, axes, keepdim=True))
-    total = F.sum(F.mul(centered, centered), axes, keepdim)
-    # n <= correction: PyTorch divides by max(0, n - correction) (inf or nan, no error)
-    return F.div(total, builtins.max(0.0, n - _correction(unbiased, correction)))
-
-
-def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None) -> Tensor:
-    return F.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
-
-
-def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
-    if not x.dtype.is_floating_point:
-        x = F.cast(x, D.default_float)
-    axes = F._axes(dim, x.ndim)
-    if not x.numel():
-        return F.log(F.sum(F.exp(x), axes, keepdim))
-    m = F.amax(x.detach(), axes, keepdim=True)
-    # an all -inf row (or +inf max) would give inf - inf: shift by 0 there, as PyTorch does
-    m = F.where(F.eq(F.abs(m), math.inf), 0.0, m)
-    out = F.log(F.sum(F.exp(F.sub(x, m)), axes, keepdim=True))
-    out = F.add(out, m)
-    return out if keepdim else F.squeeze(out, axes) if axes else out
-
-
 cumsum = F.cumsum
+
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
@@ -370,166 +275,3 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         return TopkResult(F.clone(x), order)
     indices = F.getitem(order, (slice(None),) * d + (slice(0, k),))
     return TopkResult(gather(x, d, indices), indices)
-
-
-# --- products --------------------------------------------------------------------------------
-
-
-def _same_dtype(a: Tensor, b: Tensor) -> None:
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype.name} != {b.dtype.name}")
-
-
-def mm(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim != 2:
-        raise RuntimeError("self must be a matrix")
-    if b.ndim != 2:
-        raise RuntimeError("mat2 must be a matrix")
-    if a.shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
-                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    _same_dtype(a, b)
-    return F.matmul(a, b)
-
-
-def bmm(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor")
-    if b.ndim != 3:
-        raise RuntimeError("batch2 must be a 3D tensor")
-    if b.shape[:2] != (a.shape[0], a.shape[2]):
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
-                           f"{b.shape[1]}].")
-    _same_dtype(a, b)
-    return F.matmul(a, b)
-
-
-def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
-    eq = equation.replace(" ", "")
-    lhs, arrow, out = eq.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(ndims):
-        raise RuntimeError("einsum(): more operands were provided than specified in the "
-                           "equation" if len(ndims) > len(terms) else
-                           "einsum(): fewer operands were provided than specified in the "
-                           "equation")
-    free = sorted(set(string.ascii_letters) - set(eq))
-    ell: str | None = None
-    parsed = []
-    for term, nd in zip(terms, ndims):
-        if "..." in term:
-            head, _, tail = term.partition("...")
-            n_ell = nd - len(head) - len(tail)
-            if ell is None:
-                ell = "".join(free[:builtins.max(n_ell, 0)])
-            term = head + ell[len(ell) - n_ell:] + tail if n_ell else head + tail
-        for c in term:
-            if c not in string.ascii_letters:
-                raise RuntimeError(f"einsum(): invalid subscript given at index "
-                                   f"{eq.index(c)} in the equation string, subscripts must be "
-                                   f"in [a-zA-Z]")
-        if len(term) != nd:
-            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
-                               f"({len(term)}) does not match the number of dimensions ({nd}) "
-                               f"for operand {len(parsed)}"
-                               + ("" if ell is not None else " and no ellipsis was given"))
-        parsed.append(term)
-    if not arrow:
-        counts = {c: "".join(parsed).count(c) for c in "".join(parsed)}
-        out = (ell or "") + "".join(sorted(c for c, k in counts.items()
-                                           if k == 1 and c not in (ell or "")))
-    else:
-        out = out.replace("...", ell or "")
-    return parsed, out
-
-
-def _diagonals(t: Tensor, term: str, i: int) -> tuple[Tensor, str]:
-    """t with each subscript repeated in ``term`` reduced to its diagonal (``ii->i``): the
-    repeated axes moved to the front and indexed by one shared arange."""
-    from ..creation import arange
-
-    while len(set(term)) != len(term):
-        c = next(c for c in term if term.count(c) > 1)
-        places = [j for j, d in enumerate(term) if d == c]
-        sizes = {t.shape[j] for j in places}
-        if len(sizes) != 1:
-            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the "
-                               f"sizes don't match, {max(sizes)} != {min(sizes)}")
-        rest = [j for j in range(len(term)) if j not in places]
-        t = F.permute(t, *places, *rest)
-        ar = arange(t.shape[0], device=t.device)
-        t = F.getitem_key(t, *[ar] * len(places),
-                          key=tuple(P.IndexArg(k) for k in range(len(places))))
-        term = c + "".join(term[j] for j in rest)
-    return t, term
-
-
-def _sum_private(t: Tensor, term: str, keep: str) -> tuple[Tensor, str]:
-    """t summed over the subscripts of ``term`` not in ``keep``, and the subscripts left."""
-    axes = tuple(i for i, c in enumerate(term) if c not in keep)
-    if not axes:
-        return t, term
-    return F.sum(t, axes), "".join(c for c in term if c in keep)
-
-
-def _einsum_matmul(a: Tensor, b: Tensor, ta: str, tb: str, out: str) -> Tensor:
-    """Two operands as one batched matmul: (batch, left, contracted) @ (batch, contracted,
-    right), then the output's order; no intermediate holds every subscript at once."""
-    a, ta = _sum_private(a, ta, tb + out)
-    b, tb = _sum_private(b, tb, ta + out)
-    batch = [c for c in out if c in ta and c in tb]
-    left = [c for c in out if c in ta and c not in tb]
-    right = [c for c in out if c in tb and c not in ta]
-    contracted = [c for c in ta if c in tb and c not in out]
-    size = dict(zip(ta, a.shape)) | dict(zip(tb, b.shape))
-    lead = tuple(size[c] for c in batch)
-    am = F.reshape(F.permute(a, *[ta.index(c) for c in batch + left + contracted]),
-                   lead + (math.prod(size[c] for c in left),
-                           math.prod(size[c] for c in contracted)))
-    bm = F.reshape(F.permute(b, *[tb.index(c) for c in batch + contracted + right]),
-                   lead + (math.prod(size[c] for c in contracted),
-                           math.prod(size[c] for c in right)))
-    order = batch + left + right
-    r = F.reshape(F.matmul(am, bm), tuple(size[c] for c in order))
-    return F.permute(r, *[order.index(c) for c in out]) if order != list(out) else r
-
-
-def einsum(equation: str, *operands: Any) -> Tensor:
-    """Einstein summation. Two operands whose shared subscripts agree in size map onto one
-    batched matmul; otherwise each operand is laid out over every subscript (permute, then
-    reshape to insert size-1 axes), the operands multiplied with broadcasting, and the
-    subscripts not in the output summed (a product and a reduction that fuse)."""
-    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    terms, out = _parse_einsum(equation, [t.ndim for t in operands])
-    letters = list(dict.fromkeys(out + "".join(terms)))
-    sizes: dict[str, int] = {}
-    aligned = []
-    diagonal = [_diagonals(t, term, i) for i, (t, term) in enumerate(zip(operands, terms))]
-    operands, terms = tuple(t for t, _ in diagonal), [term for _, term in diagonal]
-    for i, (t, term) in enumerate(zip(operands, terms)):
-        for c, n in zip(term, t.shape):
-            if n != 1 and sizes.get(c, 1) not in (1, n):
-                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} "
-                                   f"which does not broadcast with previously seen size "
-                                   f"{sizes[c]}")
-            if n != 1 or c not in sizes:
-                sizes[c] = n
-        present = [c for c in letters if c in term]
-        t = F.permute(t, *[term.index(c) for c in present]) if present else t
-        aligned.append(F.reshape(t, tuple(t.shape[present.index(c)] if c in term else 1
-                                          for c in letters)))
-    if len(operands) == 2 and builtins.all(
-            operands[0].shape[terms[0].index(c)] == operands[1].shape[terms[1].index(c)]
-            for c in set(terms[0]) & set(terms[1])):
-        return _einsum_matmul(*operands, *terms, out)
-    prod = aligned[0]
-    for t in aligned[1:]:
-        prod = F.mul(prod, t)
-    summed = tuple(i for i, c in enumerate(letters) if c not in out)
-    if summed:
-        prod = F.sum(prod, summed)
-    prod = F.expand(prod, tuple(sizes[c] for c in letters if c in out))
-    return prod
