@@ -79,6 +79,34 @@ from .ops.functional import clamp as clip
 from .ops.functional import clone
 from .ops.products import bmm, einsum, mm
 from .ops.reductions import all, any, logsumexp, norm, std, var
+from .ops.functional import cat as concat
+from .ops.functional import cat as concatenate
+from .ops.functional import div as divide
+from .ops.functional import div as true_divide
+from .ops.functional import mul as multiply
+from .ops.functional import neg as negative
+from .ops.functional import sub as subtract
+from .ops.functional import abs as absolute
+from .ops.functional import expand as broadcast_to
+from .ops.functional import t_ as t
+from .ops.functional import transpose as swapaxes
+from .ops.tensor_ops import (
+    amin,
+    clamp_max,
+    clamp_min,
+    dot,
+    flip,
+    isfinite,
+    isinf,
+    isnan,
+    logical_not,
+    movedim,
+    narrow,
+    outer,
+    reciprocal,
+    tile,
+    unbind,
+)
 from .ops.tensor_ops import (
     argsort,
     bitwise_not,
@@ -124,4 +152,16 @@ __all__ = [
     "norm", "permute", "pow", "rand_like", "randn_like", "randperm", "remainder", "reshape",
     "rsqrt", "scatter", "scatter_add", "sign", "softmax", "sort", "split", "square", "squeeze",
     "std", "sub", "topk", "transpose", "tril", "triu", "unsqueeze", "var",
+    "absolute", "amin", "broadcast_to", "clamp_max", "clamp_min", "concat", "concatenate",
+    "divide", "dot", "flip", "is_tensor", "isfinite", "isinf", "isnan", "logical_not", "movedim",
+    "multiply", "narrow", "negative", "numel", "outer", "reciprocal", "subtract", "swapaxes", "t",
+    "tile", "true_divide", "unbind",
 ]
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(x: Tensor) -> int:
+    return x.numel()

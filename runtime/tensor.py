@@ -379,7 +379,9 @@ for _n in _METHODS:
     setattr(Tensor, _n, getattr(F, _n))
 _TENSOR_OPS = {
     T: "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
-       "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt",
+       "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt logical_not "
+       "reciprocal isnan isinf isfinite clamp_min clamp_max flip narrow unbind movedim tile "
+       "outer dot amin",
     reductions: "any all norm var std logsumexp",
     products: "mm bmm",
 }

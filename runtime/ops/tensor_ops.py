@@ -6,6 +6,7 @@ backward comes from the primitives', and the elementwise parts fuse in a compile
 from __future__ import annotations
 
 import builtins
+import math
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -275,3 +276,86 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         return TopkResult(F.clone(x), order)
     indices = F.getitem(order, (slice(None),) * d + (slice(0, k),))
     return TopkResult(gather(x, d, indices), indices)
+
+
+# --- small compositions PyTorch has as free functions -----------------------------------------
+
+
+def logical_not(x: Tensor) -> Tensor:
+    return F.eq(x, False if x.dtype is D.bool_ else 0)
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    return F.div(1.0, x)
+
+
+def isnan(x: Tensor) -> Tensor:
+    return F.ne(x, x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    return F.eq(F.abs(x), math.inf) if x.dtype.is_floating_point else F.ne(x, x)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    # an integer is always finite; a float is when |x| < inf (False for nan, too)
+    return F.eq(x, x) if not x.dtype.is_floating_point else F.lt(F.abs(x), math.inf)
+
+
+def clamp_min(x: Tensor, min: Any) -> Tensor:  # noqa: A002
+    return F.clamp(x, min=min)
+
+
+def clamp_max(x: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return F.clamp(x, max=max)
+
+
+def flip(x: Tensor, dims: Any) -> Tensor:
+    """A copy with ``dims`` reversed (PyTorch's flip copies; a reversed slice would alias)."""
+    axes = F._axes(dims, x.ndim) if x.ndim else ()
+    key = tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(x.ndim))
+    return F.clone(F.getitem(x, key)) if axes else F.clone(x)
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    d = _dim(x, dim)
+    n = x.shape[d]
+    start = start + n if start < 0 else start
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return F.getitem(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    d = _dim(x, dim)
+    return tuple(F.getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+
+
+def movedim(x: Tensor, source: int, destination: int) -> Tensor:
+    src, dst = _dim(x, source), _dim(x, destination)
+    order = [d for d in range(x.ndim) if d != src]
+    order.insert(dst, src)
+    return F.permute(x, *order)
+
+
+def tile(x: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = tuple(dims)
+    return repeat(x, *((1,) * (x.ndim - len(dims)) + dims))
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0))
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.shape != b.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                           f"[{b.shape[0]}] to have the same number of elements, but got "
+                           f"{a.shape[0]} and {b.shape[0]} elements respectively")
+    return F.matmul(a, b)
+
+
+def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return F.neg(F.amax(F.neg(x), dim, keepdim))

@@ -96,6 +96,10 @@ case("square_rsqrt", lambda m, a: m.square(a) + m.rsqrt(a) + a.square() * a.rsqr
 case("free_functions", lambda m, a, b: m.softmax(m.mul(m.add(a, b), 2), 1)
      + m.log_softmax(m.sub(m.div(a, b), m.neg(a)), 0) + m.pow(m.sigmoid(a), 2)
      + m.relu(a) + m.clip(a, -0.5, 0.5), [N(3, 4), P(3, 4)])
+case("small_compositions", lambda m, a, b, v: m.reciprocal(a).flip(0) + m.narrow(a, 1, 1, 3)
+     .tile((1, 2))[:, :4] + sum(r * (i + 1) for i, r in enumerate(m.unbind(a, 1))).unsqueeze(1)
+     + m.movedim(b, 0, 1) + m.outer(v, v)[:3] * m.dot(v, v) + a.amin(0) + a.clamp_min(0.8)
+     + m.clamp_max(a, 1.2), [P(3, 4), N(4, 3), N(4)])
 assert len({c.id for c in CASES}) == len(CASES), "duplicate case ids"
 
 
@@ -183,6 +187,22 @@ def test_norm_gradient_at_zero_is_zero_as_in_torch():
             (x.norm(p, dim=1).sum() + m.linalg.vector_norm(x, p)).backward()
             grads.append(x.grad.numpy())
         np.testing.assert_array_equal(*grads)
+
+
+def test_predicates_and_aliases_match_torch():
+    a = np.array([1.0, -np.inf, np.nan, np.inf, -2.5, 0.0])
+    _assert_same(lambda m, x: (m.isnan(x), m.isinf(x), m.isfinite(x), m.logical_not(x),
+                               x.isnan(), m.flip(x, (0,)), m.negative(x), m.absolute(x)), a,
+                 dtype="float32")
+    i = np.array([3, 0, -1])
+    _assert_same(lambda m, x: (m.isinf(x), m.isfinite(x), m.isnan(x), x.logical_not()), i)
+    x, y = rt.ones(2, 3), rt.ones(2, 3)
+    assert rt.concat([x, y]).shape == (4, 3) and rt.concatenate([x, y], 1).shape == (2, 6)
+    assert rt.is_tensor(x) and not rt.is_tensor(x.numpy()) and rt.numel(x) == 6
+    assert rt.t(x).shape == (3, 2) and rt.swapaxes(x, 0, 1).shape == (3, 2)
+    assert rt.broadcast_to(rt.ones(3), (2, 3)).shape == (2, 3)
+    for fn in (rt.multiply, rt.subtract, rt.divide, rt.true_divide):
+        assert fn(x, y).shape == (2, 3)
 
 
 def test_creation_matches_torch():
@@ -326,12 +346,15 @@ def _torch_error(fn):
     lambda m: m.linalg.vector_norm(m.tensor([True])),
     lambda m: m.ones(2).masked_fill(m.ones(2, dtype=m.float64), 1.0),
     lambda m: m.ones(2).masked_fill(m.ones(2, dtype=m.int64), 1.0),
+    lambda m: m.narrow(m.ones(3), 0, 2, 2),
+    lambda m: m.dot(m.ones(3), m.ones(2)),
+    lambda m: m.dot(m.ones(3, 1), m.ones(2)),
 ], ids=["view", "mm_shapes", "mm_vector", "bmm_rank", "bmm_batch", "invert_float", "gather_oob",
         "index_select_oob", "repeat_rank", "topk_k", "masked_fill_float", "split_zero",
         "chunk_zero", "tril_1d", "triu_1d", "eye_negative", "linspace_negative", "int_mod_zero",
         "int_floordiv_zero", "cumsum_dim", "randperm_negative", "einsum_sizes", "einsum_diagonal", "scatter_dtype",
         "argmax_dim", "var_dim", "var_int", "std_int", "norm_int", "vector_norm_bool",
-        "masked_fill_double", "masked_fill_long"])
+        "masked_fill_double", "masked_fill_long", "narrow_length", "dot_sizes", "dot_rank"])
 def test_errors_match_torch(fn):
     kind, text = _torch_error(fn)
     with pytest.raises(Exception) as info:
