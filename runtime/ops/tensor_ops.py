@@ -262,11 +262,14 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
 
 def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
             ) -> Tensor:
+    """The indices that sort x along ``dim``; stable either way (ties in input order)."""
     return apply(P.ARGSORT, x, axis=_dim(x, dim), descending=bool(descending))
 
 
 def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True  # noqa: A002
          ) -> TopkResult:
+    """The k largest (smallest) along ``dim``, always in sorted order: what sorted=True asks,
+    and one of the orders sorted=False allows."""
     d = _dim(x, dim)
     n = x.shape[d] if x.ndim else 1
     if not 0 <= k <= n:
