@@ -27,6 +27,7 @@ import numpy as np
 
 from codegen import ir as kir
 from runtime import _dtype as D
+from runtime.creation import draw
 from runtime.ops.registry import REGISTRY, Primitive
 
 Meta = tuple[tuple[int, ...], np.dtype]  # a buffer's (shape, dtype)
@@ -112,11 +113,7 @@ class RandStep(SourceStep):
 
     def draw(self, generator: Any) -> Any:
         """A fresh array of this step's shape and dtype from ``generator``."""
-        rng = generator._rng
-        if self.kind == "randn":
-            arr = rng.standard_normal(self.shape, dtype=self.dtype.np)
-        else:
-            arr = rng.random(self.shape, dtype=self.dtype.np)
+        arr = draw(generator, self.kind, self.shape, self.dtype)
         if self.device != "cpu":
             from runtime._device import move_array
 

@@ -45,11 +45,94 @@ from .ops.functional import (
     where,
 )
 from .tensor import Tensor
+from . import cuda, linalg
+from ._device import device
+from ._dtype import float16
+from .creation import eye, linspace, rand_like, randn_like, randperm
+from .ops.functional import (
+    add,
+    argmax,
+    argmin,
+    div,
+    eq,
+    flatten,
+    ge,
+    gt,
+    le,
+    log_softmax,
+    logical_and,
+    lt,
+    mul,
+    ne,
+    neg,
+    permute,
+    pow,
+    reshape,
+    sign,
+    softmax,
+    squeeze,
+    sub,
+    transpose,
+    unsqueeze,
+)
+from .ops.functional import clamp as clip
+from .ops.functional import clone
+from .ops.products import bmm, einsum, mm
+from .ops.reductions import all, any, logsumexp, norm, std, var
+from .ops.functional import cat as concat
+from .ops.functional import cat as concatenate
+from .ops.functional import div as divide
+from .ops.functional import div as true_divide
+from .ops.functional import mul as multiply
+from .ops.functional import neg as negative
+from .ops.functional import sub as subtract
+from .ops.functional import abs as absolute
+from .ops.functional import expand as broadcast_to
+from .ops.functional import t_ as t
+from .ops.functional import transpose as swapaxes
+from .ops.tensor_ops import (
+    amin,
+    clamp_max,
+    clamp_min,
+    dot,
+    flip,
+    isfinite,
+    isinf,
+    isnan,
+    logical_not,
+    movedim,
+    narrow,
+    outer,
+    reciprocal,
+    tile,
+    unbind,
+)
+from .ops.tensor_ops import (
+    argsort,
+    bitwise_not,
+    chunk,
+    cumsum,
+    floor_divide,
+    gather,
+    index_select,
+    masked_fill,
+    remainder,
+    rsqrt,
+    scatter,
+    scatter_add,
+    sort,
+    split,
+    square,
+    topk,
+    tril,
+    triu,
+)
 
 bool = bool_  # noqa: A001 - PyTorch's name: rt.bool
 float = float32  # noqa: A001
 double = float64
 long = int64
+half = float16
 
 from . import nn, optim  # noqa: E402
 from . import distributed  # noqa: E402  (loads no MPI until init_process_group)
@@ -64,7 +147,27 @@ __all__ = [
     "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
+    "add", "all", "any", "argmax", "argmin", "argsort", "bitwise_not", "bmm", "chunk", "clip",
+    "clone", "cuda", "cumsum", "device", "div", "einsum", "eq", "eye", "flatten", "float16",
+    "floor_divide", "gather", "ge", "gt", "half", "index_select", "le", "linalg", "linspace",
+    "log_softmax", "logical_and", "logsumexp", "lt", "masked_fill", "mm", "mul", "ne", "neg",
+    "norm", "permute", "pow", "rand_like", "randn_like", "randperm", "remainder", "reshape",
+    "rsqrt", "scatter", "scatter_add", "sign", "softmax", "sort", "split", "square", "squeeze",
+    "std", "sub", "topk", "transpose", "tril", "triu", "unsqueeze", "var",
+    "absolute", "amin", "broadcast_to", "clamp_max", "clamp_min", "concat", "concatenate",
+    "divide", "dot", "flip", "is_tensor", "isfinite", "isinf", "isnan", "logical_not", "movedim",
+    "multiply", "narrow", "negative", "numel", "outer", "reciprocal", "subtract", "swapaxes", "t",
+    "tile", "true_divide", "unbind",
 ]
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(x: Tensor) -> int:
+    return x.numel()
+
 
 from . import safetensors, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402

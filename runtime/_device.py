@@ -2,11 +2,63 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from types import ModuleType
 from typing import Any
 
 import numpy as np
+
+
+class device:  # noqa: N801 - PyTorch's name
+    """A device by type and index: ``device("cpu")``, ``device("cuda:1")``,
+    ``device("cuda", 1)``. Accepted wherever a device string is; equal to another device of
+    the same type and index, and (tensors naming theirs by string) to that string."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str | device, index: int | None = None) -> None:  # noqa: A002
+        if isinstance(type, device):
+            type, index = type.type, type.index if index is None else index
+        if not isinstance(type, str):
+            raise TypeError(f"device() received an invalid combination of arguments: expected "
+                            f"a string, got {builtins.type(type).__name__}")
+        name, _, idx = type.partition(":")
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was "
+                                   f"passed explicitly: {type}")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(idx)
+        if name not in ("cpu", "cuda"):
+            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
+                               f"string: {type}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        self.type = name
+        self.index = index
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            try:
+                other = device(other)
+            except RuntimeError:
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
 
 
 def canonical_device(device: object) -> str:

@@ -11,7 +11,7 @@ import numpy as np
 class DType:
     name: str
     np: np.dtype
-    rank: int  # promotion order: bool < int64 < float32 < float64
+    rank: int  # promotion order: bool < int64 < float16 < float32 < float64
     is_floating_point: bool = field(init=False)  # a field, not a property: read on hot paths
 
     def __post_init__(self) -> None:
@@ -23,14 +23,15 @@ class DType:
 
 bool_ = DType("bool", np.dtype(np.bool_), 0)
 int64 = DType("int64", np.dtype(np.int64), 1)
-float32 = DType("float32", np.dtype(np.float32), 2)
-float64 = DType("float64", np.dtype(np.float64), 3)
+float16 = DType("float16", np.dtype(np.float16), 2)
+float32 = DType("float32", np.dtype(np.float32), 3)
+float64 = DType("float64", np.dtype(np.float64), 4)
 
-DTYPES = (bool_, int64, float32, float64)
+DTYPES = (bool_, int64, float16, float32, float64)
 _BY_NP = {d.np: d for d in DTYPES}
-_BY_NAME = {d.name: d for d in DTYPES} | {"float": float32, "double": float64, "long": int64}
+_BY_NAME = {d.name: d for d in DTYPES} | {"float": float32, "double": float64, "long": int64,
+                                          "half": float16}
 _NP_ALIASES = {
-    np.dtype(np.float16): float32,
     np.dtype(np.int32): int64,
     np.dtype(np.int16): int64,
     np.dtype(np.int8): int64,
@@ -61,13 +62,14 @@ def as_dtype(d: object) -> DType:
         return _BY_NP[npd]
     if npd in _NP_ALIASES:
         return _NP_ALIASES[npd]
-    raise TypeError(f"unsupported dtype {d!r}: expected one of bool, int64, float32, float64")
+    raise TypeError(f"unsupported dtype {d!r}: expected one of bool, int64, float16, float32, float64")
 
 
 def from_numpy_dtype(npd: np.dtype) -> DType:
     d = _BY_NP.get(npd)
     if d is None:
-        raise TypeError(f"unsupported numpy dtype {npd}: expected bool, int64, float32 or float64")
+        raise TypeError(f"unsupported numpy dtype {npd}: expected bool, int64, float16, float32 or "
+                        "float64")
     return d
 
 

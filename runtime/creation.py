@@ -153,11 +153,20 @@ def _random(kind: str, size: Sequence[Any], generator: Generator | None, dtype: 
     tracer = active_tracer()
     if tracer is not None:
         return tracer.random(kind, shape, dt, dev, g).requires_grad_(requires_grad)
-    if kind == "randn":
-        arr = g._rng.standard_normal(shape, dtype=dt.np)
-    else:
-        arr = g._rng.random(shape, dtype=dt.np)
+    arr = draw(g, kind, shape, dt)
     return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+
+
+def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
+    """A host array of ``dtype`` from ``generator``: standard normal ("randn") or uniform on
+    [0, 1) ("rand"); eager calls and a compiled plan's random steps draw through it alike."""
+    # numpy draws float32 or float64: float16 is drawn in float32 and rounded
+    wide = dtype.np if dtype is not D.float16 else np.dtype(np.float32)
+    if kind == "randn":
+        arr = generator._rng.standard_normal(shape, dtype=wide)
+    else:
+        arr = generator._rng.random(shape, dtype=wide)
+    return arr.astype(dtype.np, copy=False)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
@@ -197,3 +206,56 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     with device_guard(dev):
         arr = array_module(dev).arange(start, end, step, dtype=dt.np)
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
+
+
+def _constant(arr: np.ndarray, dt: D.DType, dev: str, requires_grad: bool) -> Tensor:
+    """A tensor of a value computed on the host: a graph constant while capturing."""
+    tracer = active_tracer()
+    if tracer is not None:
+        return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
+    return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
+    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    return _constant(np.eye(n, m, dtype=dt.np), dt, canonical_device(device), requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    # computed in float64, then cast, so float32 points match PyTorch's to rounding
+    arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
+    return _constant(arr, dt, canonical_device(device), requires_grad)
+
+
+def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+               device: Any = None, requires_grad: bool = False) -> Tensor:
+    return randn(t.shape, generator=generator, dtype=dtype or t.dtype,
+                 device=device or t.device, requires_grad=requires_grad)
+
+
+def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+              device: Any = None, requires_grad: bool = False) -> Tensor:
+    return rand(t.shape, generator=generator, dtype=dtype or t.dtype,
+                device=device or t.device, requires_grad=requires_grad)
+
+
+def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
+             device: Any = None) -> Tensor:
+    """A random permutation of 0..n-1 from ``generator`` (the default one if None)."""
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    if active_tracer() is not None:
+        raise GraphBreak("randperm inside a captured step")
+    g = generator or default_generator
+    dt = D.as_dtype(dtype) if dtype is not None else D.int64
+    dev = canonical_device(device)
+    return Tensor._make(move_array(g._rng.permutation(int(n)).astype(dt.np), dev), dt, dev)

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import array_module, canonical_device, move_array
+from ._device import device as rt_device
 from .autograd import grad_mode
 from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
 from .tracing import GraphBreak, MetaArray
@@ -300,7 +301,9 @@ class Tensor:
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
-            if isinstance(a, D.DType) or (not isinstance(a, str) and a is not None):
+            if isinstance(a, Tensor):  # to(other): other's dtype and device
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, D.DType) or not isinstance(a, (str, rt_device, type(None))):
                 dtype = a
             else:
                 device = a
@@ -335,8 +338,13 @@ class Tensor:
     def clone(self) -> Tensor:
         return F.clone(self)
 
+    def half(self) -> Tensor:
+        return self.to(D.float16)
+
     def contiguous(self) -> Tensor:
-        return self
+        """self where its storage is in row-major order, else a row-major copy (so that a
+        view of it works)."""
+        return self if self._data.flags.c_contiguous else F.clone(self)
 
     def new_zeros(self, *size: Any) -> Tensor:
         from .creation import zeros
@@ -357,16 +365,37 @@ def _reflected(name: str) -> Callable[..., Any]:
 
 
 from .ops import functional as F  # noqa: E402  (the ops need Tensor defined first)
+from .ops import products, reductions  # noqa: E402
+from .ops import tensor_ops as T  # noqa: E402
 
 _METHODS = (
     "add sub mul div neg pow exp log sin cos tanh sqrt abs sign erf sigmoid relu maximum "
     "minimum clamp eq ne lt le gt ge sum mean amax max min reshape view view_as transpose "
     "permute expand expand_as unsqueeze squeeze flatten matmul softmax log_softmax "
     "add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ lerp_ addcmul_ addcdiv_ sqrt_ neg_ "
-    "exp_ tanh_ pow_ masked_fill"
+    "exp_ tanh_ pow_"
 ).split()
 for _n in _METHODS:
     setattr(Tensor, _n, getattr(F, _n))
+_TENSOR_OPS = {
+    T: "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
+       "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt logical_not "
+       "reciprocal isnan isinf isfinite clamp_min clamp_max flip narrow unbind movedim tile "
+       "outer dot amin",
+    reductions: "any all norm var std logsumexp",
+    products: "mm bmm",
+}
+for _module, _names in _TENSOR_OPS.items():
+    for _n in _names.split():
+        setattr(Tensor, _n, getattr(_module, _n))
+Tensor.clip = F.clamp  # type: ignore[attr-defined]
+Tensor.argmax = F.argmax  # type: ignore[assignment]
+Tensor.argmin = F.argmin  # type: ignore[assignment]
+for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
+    setattr(Tensor, f"__{_dunder}__", getattr(T, _n))
+    setattr(Tensor, f"__r{_dunder}__", (lambda fn: lambda self, other: fn(other, self))(
+        getattr(T, _n)))
+Tensor.__invert__ = T.bitwise_not  # type: ignore[assignment]
 for _dunder, _n in {
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "pow": "pow",
     "matmul": "matmul",

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..tensor import Tensor
-from ..tracing import GraphBreak, is_tracing
+from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply
 from .inplace import apply_inplace
@@ -106,14 +106,12 @@ sqrt = _op(P.SQRT, "sqrt")
 abs = _op(P.ABS, "abs")  # noqa: A001
 sign = _op(P.SIGN, "sign")
 erf = _op(P.ERF, "erf")
+remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's rule, as PyTorch's).")
+floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     return apply(P.WHERE, cond, a, b)
-
-
-def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
-    return apply(P.WHERE, mask, value, x)
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
@@ -139,6 +137,12 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None)
     if dtype is not None:
         x = cast(x, dtype)
     return apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+
+
+def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        x = cast(x, dtype)
+    return apply(P.CUMSUM, x, axis=_axes(dim, x.ndim)[0] if x.ndim else 0)
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -206,7 +210,8 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 # --- shapes --------------------------------------------------------------------------------
 
 
-def reshape(x: Tensor, *shape: Any) -> Tensor:
+def _new_shape(x: Tensor, shape: Sequence[Any]) -> tuple[int, ...]:
+    """The shape reshape(x, *shape) gives: a -1 inferred, the size checked."""
     shp = list(_shape_arg(shape))
     if shp.count(-1) > 1:
         raise ValueError("reshape: only one dimension can be inferred")
@@ -216,18 +221,47 @@ def reshape(x: Tensor, *shape: Any) -> Tensor:
             raise ValueError(f"reshape: shape {shp} is invalid for input of size {x.numel()}")
         shp[shp.index(-1)] = x.numel() // known
     new = tuple(shp)
+    if new != x.shape and int(np.prod(new)) != x.numel():
+        raise ValueError(f"reshape: shape {list(new)} is invalid for input of size {x.numel()}")
+    return new
+
+
+def reshape(x: Tensor, *shape: Any) -> Tensor:
+    new = _new_shape(x, shape)
     if new == x.shape:
         return x if not x._rg else apply(P.RESHAPE, x, shape=new)
-    if int(np.prod(new)) != x.numel():
-        raise ValueError(f"reshape: shape {list(new)} is invalid for input of size {x.numel()}")
     return apply(P.RESHAPE, x, shape=new)
 
 
-view = reshape
+_VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one "
+               "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def _viewable(arr: Any, shape: tuple[int, ...]) -> bool:
+    """Whether ``arr`` reshapes to ``shape`` without a copy (PyTorch's view rule: strides of
+    merged dimensions must chain). A captured array knows its layout only as far as the
+    tracer keeps it (a transposed matrix), so it is checked by that."""
+    if isinstance(arr, MetaArray):
+        return arr.flags.c_contiguous or tuple(shape[-2:]) == tuple(arr.shape[-2:])
+    if not isinstance(arr, np.ndarray):  # a device array: numpy judges its strides alike
+        arr = np.lib.stride_tricks.as_strided(np.zeros((), arr.dtype), arr.shape, arr.strides)
+    try:
+        arr.reshape(shape, copy=False)
+    except ValueError:
+        return False
+    return True
+
+
+def view(x: Tensor, *shape: Any) -> Tensor:
+    """reshape that shares storage: PyTorch's error where the layout needs a copy."""
+    new = _new_shape(x, shape)
+    if new != x.shape and not _viewable(x._data, new):
+        raise RuntimeError(_VIEW_ERROR)
+    return reshape(x, new)
 
 
 def view_as(x: Tensor, other: Tensor) -> Tensor:
-    return reshape(x, other.shape)
+    return view(x, other.shape)
 
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
@@ -348,10 +382,12 @@ def _norm_key(key: Any, device: str
     return tuple(out), idx, masks
 
 
-def check_bounds(x: Tensor, low: int, high: int, message: str) -> None:
-    """Raise IndexError(message.format(v)) for the first element v of the int64 tensor x
-    outside [low, high). A primitive, so a compiled step checks it as eager does."""
-    apply(P.CHECK_BOUNDS, x, low=int(low), high=int(high), message=message)
+def check_bounds(x: Tensor, low: int, high: int, message: str, error: str = "IndexError"
+                 ) -> None:
+    """Raise IndexError (or ``error``: "RuntimeError") with message.format(v) for the first
+    element v of the int64 tensor x outside [low, high). A primitive, so a compiled step
+    checks it as eager does."""
+    apply(P.CHECK_BOUNDS, x, low=int(low), high=int(high), message=message, error=error)
 
 
 def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tensor],
@@ -522,3 +558,4 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
 
 
 from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401
+from .tensor_ops import masked_fill  # noqa: E402, F401

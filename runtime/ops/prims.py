@@ -246,6 +246,39 @@ def _minmax_bwd(c: Any, g: Any, wins: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
+def _int_division_impl(fn: str) -> Callable[..., Any]:
+    """numpy's remainder / floor_divide with Python's sign rule, as PyTorch's; an integer
+    division by zero raises PyTorch's error where numpy would warn and give 0."""
+
+    def impl(xp: Any, a: Any, b: Any) -> Any:
+        # from dtypes, not arrays: numpy's result_type refuses device arrays
+        kind = np.result_type(getattr(a, "dtype", a), getattr(b, "dtype", b)).kind
+        if kind in "iub" and not bool(xp.all(xp.asarray(b) != 0)):
+            raise RuntimeError("ZeroDivisionError")
+        with np.errstate(divide="ignore", invalid="ignore"):  # floats: inf and nan, as torch
+            return getattr(xp, fn)(a, b)
+
+    return impl
+
+
+def _remainder_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    # PyTorch's formula: d/da = 1, d/db = -floor(a / b)
+    gb = F.neg(F.mul(g, F.floor_divide(c.input(0), c.input(1)))) if c.needs(1) else None
+    return _grads2(c, g if c.needs(0) else None, gb)
+
+
+# remainder and floor_divide: not lowered (the kernel IR has no floor or fmod op), so a
+# compiled step runs them as numpy steps between fused kernels
+REMAINDER = register(Primitive(
+    "remainder", impl=_int_division_impl("remainder"), infer=_elementwise_infer(PROMOTE_SAME),
+    backward=_remainder_bwd, saves=(0, 1), promote=PROMOTE_SAME, elementwise=True,
+    flops=flops_elementwise))
+FLOOR_DIVIDE = register(Primitive(
+    "floor_divide", impl=_int_division_impl("floor_divide"),
+    infer=_elementwise_infer(PROMOTE_SAME), differentiable=False, promote=PROMOTE_SAME,
+    elementwise=True, flops=flops_elementwise))
+
+
 EQ = _binary("eq", np.equal, None, promote=PROMOTE_BOOL_OUT)
 NE = _binary("ne", np.not_equal, None, promote=PROMOTE_BOOL_OUT)
 LT = _binary("lt", np.less, None, promote=PROMOTE_BOOL_OUT)
@@ -572,6 +605,47 @@ ARGMIN = register(Primitive(
     "argmin", impl=_arg_impl("argmin"), infer=_arg_infer, differentiable=False,
     attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce))
 
+def _cumsum_infer(x: Meta, *, axis: int) -> tuple[Any, D.DType]:
+    return x.shape, D.int64 if not x.dtype.is_floating_point else x.dtype
+
+
+def _cumsum_impl(xp: Any, x: Any, *, axis: int) -> Any:
+    dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+    return xp.cumsum(x, axis=axis, dtype=dt) if x.ndim else x.astype(dt)
+
+
+def _flip(x: Any, axis: int) -> Any:
+    return F.getitem(x, (slice(None),) * axis + (slice(None, None, -1),))
+
+
+def _cumsum_bwd(c: Any, g: Any) -> tuple[Any]:
+    # each input adds to every later output: the reversed cumulative sum of g
+    axis = c.attrs["axis"]
+    if not c.shape(0):
+        return (g,)
+    return (_flip(F.cumsum(_flip(g, axis), axis), axis),)
+
+
+# cumulative sum along ``axis`` (integers and bools sum in int64, as PyTorch's)
+CUMSUM = register(Primitive(
+    "cumsum", impl=_cumsum_impl, infer=_cumsum_infer, backward=_cumsum_bwd,
+    attrs=("axis",), flops=flops_elementwise))
+
+
+def _argsort_impl(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
+    if x.ndim == 0:
+        return xp.zeros((), dtype=np.int64)
+    if descending:
+        # a stable sort of the negated keys keeps ties in input order, as an ascending one
+        x = ~x if x.dtype == np.bool_ else -x
+    return xp.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
+
+
+# the permutation that sorts ``x`` along ``axis`` (stable); sort and topk gather by it
+ARGSORT = register(Primitive(
+    "argsort", impl=_argsort_impl, infer=lambda x, *, axis, descending: (x.shape, D.int64),
+    differentiable=False, attrs=("axis", "descending"), flops=flops_reduce))
+
 # --- shape and views -----------------------------------------------------------------------
 
 
@@ -870,26 +944,35 @@ CAT = register(Primitive(
 # --- checks of values ------------------------------------------------------------------------
 
 
-def _check_bounds_infer(x: Meta, *, low: int, high: int, message: str) -> tuple[Any, D.DType]:
+_CHECK_ERRORS = {"IndexError": IndexError, "RuntimeError": RuntimeError}
+
+
+def _check_bounds_infer(x: Meta, *, low: int, high: int, message: str,
+                        error: str = "IndexError") -> tuple[Any, D.DType]:
+    if error not in _CHECK_ERRORS:
+        raise ValueError(f"check_bounds: error must be one of {sorted(_CHECK_ERRORS)}, got "
+                         f"{error!r}")
     if x.dtype is not D.int64:
         raise TypeError(f"expected an int64 tensor of indices, got {x.dtype.name}")
     return (), D.bool_
 
 
-def _check_bounds_impl(xp: Any, x: Any, *, low: int, high: int, message: str) -> Any:
+def _check_bounds_impl(xp: Any, x: Any, *, low: int, high: int, message: str,
+                       error: str = "IndexError") -> Any:
     if x.size and (int(x.min()) < low or int(x.max()) >= high):
         flat = x.reshape(-1)
         first = int(((flat < low) | (flat >= high)).argmax())  # the first bad one, as torch
-        raise IndexError(message.format(int(flat[first])))
+        raise _CHECK_ERRORS[error](message.format(int(flat[first])))
     return xp.asarray(True)
 
 
-# check_bounds(x, low=, high=, message=): raises IndexError(message.format(v)) for the first
+# check_bounds(x, low=, high=, message=, error=): raises IndexError (or the error named, as
+# PyTorch's op raises) with message.format(v) for the first
 # element v of x outside [low, high), e.g. a class index or an index tensor out of range;
 # returns a placeholder. Eager and captured steps alike call it (a captured one is a plan step)
 CHECK_BOUNDS = register(Primitive(
     "check_bounds", impl=_check_bounds_impl, infer=_check_bounds_infer, differentiable=False,
-    attrs=("low", "high", "message"), check=True,
+    attrs=("low", "high", "message", "error"), check=True,
     flops=flops_elementwise))  # one for its 0-d placeholder, as plan summaries count it
 
 # --- matmul --------------------------------------------------------------------------------

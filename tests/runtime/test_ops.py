@@ -394,6 +394,10 @@ case(
 )
 case("dropout_eval", lambda m, a: F(m).dropout(a, p=0.4, training=False), [N(3, 4)])
 case("dropout_p0", lambda m, a: F(m).dropout(a, p=0.0), [N(3, 4)])
+# the tensor ops' primitives (tests/runtime/test_tensor_ops.py covers the ops in full)
+case("remainder_bcast", lambda m, a, b: a % b, [N(3, 4), P(4)])
+case("cumsum_dim1", lambda m, a: a.cumsum(1), [N(3, 4)], gg=True)
+case("sort_values", lambda m, a: a.sort(1, descending=True).values, [N(3, 4)])
 # a small chain mixing several ops
 case(
     "chain_mlp",

@@ -1,0 +1,171 @@
+"""Matrix products: mm and bmm (PyTorch's checks and texts over matmul) and einsum."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import string
+from typing import Any
+
+from ..tensor import Tensor
+from . import functional as F
+from . import prims as P
+
+def _same_dtype(a: Tensor, b: Tensor) -> None:
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}")
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if b.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if a.shape[1] != b.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
+                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
+    _same_dtype(a, b)
+    return F.matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    if b.ndim != 3:
+        raise RuntimeError("batch2 must be a 3D tensor")
+    if b.shape[:2] != (a.shape[0], a.shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
+                           f"{b.shape[1]}].")
+    _same_dtype(a, b)
+    return F.matmul(a, b)
+
+
+def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ndims):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation" if len(ndims) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    free = sorted(set(string.ascii_letters) - set(eq))
+    ell: str | None = None
+    parsed = []
+    for term, nd in zip(terms, ndims):
+        if "..." in term:
+            head, _, tail = term.partition("...")
+            n_ell = nd - len(head) - len(tail)
+            if ell is None:
+                ell = "".join(free[:builtins.max(n_ell, 0)])
+            term = head + ell[len(ell) - n_ell:] + tail if n_ell else head + tail
+        for c in term:
+            if c not in string.ascii_letters:
+                raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                   f"{eq.index(c)} in the equation string, subscripts must be "
+                                   f"in [a-zA-Z]")
+        if len(term) != nd:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                               f"({len(term)}) does not match the number of dimensions ({nd}) "
+                               f"for operand {len(parsed)}"
+                               + ("" if ell is not None else " and no ellipsis was given"))
+        parsed.append(term)
+    if not arrow:
+        counts = {c: "".join(parsed).count(c) for c in "".join(parsed)}
+        out = (ell or "") + "".join(sorted(c for c, k in counts.items()
+                                           if k == 1 and c not in (ell or "")))
+    else:
+        out = out.replace("...", ell or "")
+    return parsed, out
+
+
+def _diagonals(t: Tensor, term: str, i: int) -> tuple[Tensor, str]:
+    """t with each subscript repeated in ``term`` reduced to its diagonal (``ii->i``): the
+    repeated axes moved to the front and indexed by one shared arange."""
+    from ..creation import arange
+
+    while len(set(term)) != len(term):
+        c = next(c for c in term if term.count(c) > 1)
+        places = [j for j, d in enumerate(term) if d == c]
+        sizes = {t.shape[j] for j in places}
+        if len(sizes) != 1:
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the "
+                               f"sizes don't match, {max(sizes)} != {min(sizes)}")
+        rest = [j for j in range(len(term)) if j not in places]
+        t = F.permute(t, *places, *rest)
+        ar = arange(t.shape[0], device=t.device)
+        t = F.getitem_key(t, *[ar] * len(places),
+                          key=tuple(P.IndexArg(k) for k in range(len(places))))
+        term = c + "".join(term[j] for j in rest)
+    return t, term
+
+
+def _sum_private(t: Tensor, term: str, keep: str) -> tuple[Tensor, str]:
+    """t summed over the subscripts of ``term`` not in ``keep``, and the subscripts left."""
+    axes = tuple(i for i, c in enumerate(term) if c not in keep)
+    if not axes:
+        return t, term
+    return F.sum(t, axes), "".join(c for c in term if c in keep)
+
+
+def _einsum_matmul(a: Tensor, b: Tensor, ta: str, tb: str, out: str) -> Tensor:
+    """Two operands as one batched matmul: (batch, left, contracted) @ (batch, contracted,
+    right), then the output's order; no intermediate holds every subscript at once."""
+    a, ta = _sum_private(a, ta, tb + out)
+    b, tb = _sum_private(b, tb, ta + out)
+    batch = [c for c in out if c in ta and c in tb]
+    left = [c for c in out if c in ta and c not in tb]
+    right = [c for c in out if c in tb and c not in ta]
+    contracted = [c for c in ta if c in tb and c not in out]
+    size = dict(zip(ta, a.shape)) | dict(zip(tb, b.shape))
+    lead = tuple(size[c] for c in batch)
+    am = F.reshape(F.permute(a, *[ta.index(c) for c in batch + left + contracted]),
+                   lead + (math.prod(size[c] for c in left),
+                           math.prod(size[c] for c in contracted)))
+    bm = F.reshape(F.permute(b, *[tb.index(c) for c in batch + contracted + right]),
+                   lead + (math.prod(size[c] for c in contracted),
+                           math.prod(size[c] for c in right)))
+    order = batch + left + right
+    r = F.reshape(F.matmul(am, bm), tuple(size[c] for c in order))
+    return F.permute(r, *[order.index(c) for c in out]) if order != list(out) else r
+
+
+def einsum(equation: str, *operands: Any) -> Tensor:
+    """Einstein summation. Two operands whose shared subscripts agree in size map onto one
+    batched matmul; otherwise each operand is laid out over every subscript (permute, then
+    reshape to insert size-1 axes), the operands multiplied with broadcasting, and the
+    subscripts not in the output summed (a product and a reduction that fuse)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    terms, out = _parse_einsum(equation, [t.ndim for t in operands])
+    letters = list(dict.fromkeys(out + "".join(terms)))
+    sizes: dict[str, int] = {}
+    aligned = []
+    diagonal = [_diagonals(t, term, i) for i, (t, term) in enumerate(zip(operands, terms))]
+    operands, terms = tuple(t for t, _ in diagonal), [term for _, term in diagonal]
+    for i, (t, term) in enumerate(zip(operands, terms)):
+        for c, n in zip(term, t.shape):
+            if n != 1 and sizes.get(c, 1) not in (1, n):
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} "
+                                   f"which does not broadcast with previously seen size "
+                                   f"{sizes[c]}")
+            if n != 1 or c not in sizes:
+                sizes[c] = n
+        present = [c for c in letters if c in term]
+        t = F.permute(t, *[term.index(c) for c in present]) if present else t
+        aligned.append(F.reshape(t, tuple(t.shape[present.index(c)] if c in term else 1
+                                          for c in letters)))
+    if len(operands) == 2 and builtins.all(
+            operands[0].shape[terms[0].index(c)] == operands[1].shape[terms[1].index(c)]
+            for c in set(terms[0]) & set(terms[1])):
+        return _einsum_matmul(*operands, *terms, out)
+    prod = aligned[0]
+    for t in aligned[1:]:
+        prod = F.mul(prod, t)
+    summed = tuple(i for i, c in enumerate(letters) if c not in out)
+    if summed:
+        prod = F.sum(prod, summed)
+    prod = F.expand(prod, tuple(sizes[c] for c in letters if c in out))
+    return prod

@@ -1,0 +1,105 @@
+"""PyTorch's reductions built from sum, mean and amax: any/all, norm/vector_norm, var/std,
+logsumexp. Their backward comes from the primitives', and they fuse with their prologue and
+epilogue in a compiled step."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from typing import Any
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+
+def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    nonzero = F.cast(F.ne(x, 0 if x.dtype is not D.bool_ else False), D.int64)
+    return F.gt(F.sum(nonzero, dim, keepdim), 0)
+
+
+def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
+    zero = F.cast(F.eq(x, 0 if x.dtype is not D.bool_ else False), D.int64)
+    return F.eq(F.sum(zero, dim, keepdim), 0)
+
+
+def _torch_name(dt: D.DType) -> str:
+    return {"int64": "Long", "bool": "Bool"}.get(dt.name, dt.name.capitalize())
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    """(sum |x|^ord)^(1/ord) over ``dim`` (all of x by default); ord inf/-inf: max/min |x|,
+    0: the count of nonzeros."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {_torch_name(x.dtype)}")
+    a = F.abs(x)
+    if ord == math.inf:
+        return F.amax(a, dim, keepdim)
+    if ord == -math.inf:
+        return F.neg(F.amax(F.neg(a), dim, keepdim))
+    if ord == 0:
+        return F.sum(F.cast(F.ne(x, 0), x.dtype), dim, keepdim)
+    if ord == 1:
+        return F.sum(a, dim, keepdim)
+    if ord == 2:
+        return _root(F.sum(F.mul(x, x), dim, keepdim), 2.0)
+    return _root(F.sum(F.pow(a, float(ord)), dim, keepdim), float(ord))
+
+
+def _root(s: Tensor, p: float) -> Tensor:
+    """s ** (1/p) whose gradient at s == 0 is 0, as PyTorch's norm gives (the root's own
+    derivative there is infinite): the root is taken of 1 there, and masked to 0."""
+    zero = F.eq(s, 0.0)
+    safe = F.where(zero, 1.0, s)
+    root = F.sqrt(safe) if p == 2.0 else F.pow(safe, 1.0 / p)
+    return F.where(zero, 0.0, root)
+
+
+def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Tensor.norm: the vector norm of x over ``dim`` ("fro" is the 2-norm)."""
+    if p == "fro":
+        p = 2
+    if isinstance(p, str):
+        raise RuntimeError(f"norm: p={p!r} is not supported here: only 'fro' and numbers")
+    return vector_norm(x, p, dim, keepdim)
+
+
+def _correction(unbiased: Any, correction: Any) -> float:
+    if unbiased is not None and correction is not None:
+        raise TypeError("var()/std(): pass either unbiased or correction, not both")
+    if correction is not None:
+        return float(correction)
+    return 1.0 if unbiased is None or unbiased else 0.0
+
+
+def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    if isinstance(dim, bool):  # var(unbiased) positionally, as PyTorch's overload
+        dim, unbiased = None, dim
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    axes = F._axes(dim, x.ndim)
+    n = math.prod(x.shape[a] for a in axes)
+    centered = F.sub(x, F.mean(x, axes, keepdim=True))
+    total = F.sum(F.mul(centered, centered), axes, keepdim)
+    # n <= correction: PyTorch divides by max(0, n - correction) (inf or nan, no error)
+    return F.div(total, builtins.max(0.0, n - _correction(unbiased, correction)))
+
+
+def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+        correction: Any = None) -> Tensor:
+    return F.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+
+
+def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+    if not x.dtype.is_floating_point:
+        x = F.cast(x, D.default_float)
+    axes = F._axes(dim, x.ndim)
+    if not x.numel():
+        return F.log(F.sum(F.exp(x), axes, keepdim))
+    m = F.amax(x.detach(), axes, keepdim=True)
+    # an all -inf row (or +inf max) would give inf - inf: shift by 0 there, as PyTorch does
+    m = F.where(F.eq(F.abs(m), math.inf), 0.0, m)
+    out = F.log(F.sum(F.exp(F.sub(x, m)), axes, keepdim=True))
+    out = F.add(out, m)
+    return out if keepdim else F.squeeze(out, axes) if axes else out

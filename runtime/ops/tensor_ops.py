@@ -1,0 +1,364 @@
+"""PyTorch's tensor ops built from the registry's primitives: splits, triangles, repeat,
+gather/scatter/index_select, masked_fill, sort/topk and the operators ``%``, ``//`` and ``~``
+(reductions are in ``reductions``, products in ``products``). Written from primitives, their
+backward comes from the primitives', and the elementwise parts fuse in a compiled step."""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections import namedtuple
+from collections.abc import Sequence
+from typing import Any
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+from . import prims as P
+from .dispatch import apply
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _dim(x: Tensor, dim: int) -> int:
+    """One dimension of x, PyTorch's range check and error; a 0-d tensor has dim 0 or -1."""
+    return F._axes(dim, x.ndim)[0] if x.ndim else 0
+
+
+def _arange_along(n: int, axis: int, ndim: int, device: str) -> Tensor:
+    """0..n-1 laid along ``axis`` of an ``ndim``-d shape of ones (an index grid)."""
+    from ..creation import arange
+
+    shape = [1] * ndim
+    shape[axis] = n
+    return F.reshape(arange(n, device=device), tuple(shape))
+
+
+def _check_dim_range(x: Tensor, index: Tensor, dim: int, name: str) -> None:
+    """PyTorch's shape rules for gather/scatter's index: same rank, and no dimension larger
+    than the input's (the indexed one excepted)."""
+    if index.dtype is not D.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                           "tensor")
+    for d in range(index.ndim):
+        if d != dim and index.shape[d] > x.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                               f"{list(index.shape)} to be smaller than self {list(x.shape)} "
+                               f"apart from dimension {dim}")
+
+
+def _grid_key(index: Tensor, dim: int) -> tuple[tuple[Any, ...], list[Tensor]]:
+    """The advanced-indexing key that reads x[i0, .., index[i], .., in] for every position i
+    of ``index``: a broadcast index grid per other dimension, ``index`` itself along ``dim``."""
+    idx = [index if d == dim else _arange_along(n, d, index.ndim, index.device)
+           for d, n in enumerate(index.shape)]
+    return tuple(P.IndexArg(d) for d in range(index.ndim)), idx
+
+
+def _check_index_values(index: Tensor, x: Tensor, dim: int) -> None:
+    if index.numel():
+        F.check_bounds(index, 0, x.shape[dim] if x.ndim else 1,
+                       f"index {{}} is out of bounds for dimension {dim} with size "
+                       f"{x.shape[dim] if x.ndim else 1}", error="RuntimeError")
+
+
+def _as_1d(x: Tensor) -> Tensor:
+    return F.reshape(x, (1,)) if x.ndim == 0 else x
+
+
+# --- operators -------------------------------------------------------------------------------
+
+
+remainder = F.remainder
+floor_divide = F.floor_divide
+
+
+def bitwise_not(x: Tensor) -> Tensor:
+    if x.dtype is D.bool_:
+        return F.eq(x, False)
+    if x.dtype is D.int64:
+        return F.sub(F.neg(x), 1)  # two's complement: ~x == -x - 1, and both fuse
+    raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                    "tensors")
+
+
+def square(x: Tensor) -> Tensor:
+    return F.mul(x, x)
+
+
+def rsqrt(x: Tensor) -> Tensor:
+    return F.div(1.0, F.sqrt(x))
+
+
+# --- shapes ----------------------------------------------------------------------------------
+
+
+def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
+          ) -> tuple[Tensor, ...]:
+    d = _dim(x, dim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size="
+                               f"{size}")
+        if size == 0 and n != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        # an empty dimension still splits into one (empty) piece
+        sizes = [builtins.min(size, n - s) for s in range(0, n, size)] if size else []
+        sizes = sizes or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
+                               f"(input tensor's size at dimension {d}), but got split_sizes="
+                               f"{sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(F.getitem(x, (slice(None),) * d + (slice(start, start + s),)))
+        start += s
+    return tuple(out)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = x.shape[_dim(x, dim)]
+    return split(x, -(-n // chunks), dim)
+
+
+def _triangle(x: Tensor, diagonal: int, name: str, lower: bool) -> Tensor:
+    if x.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    rows = _arange_along(x.shape[-2], 0, 2, x.device)
+    cols = _arange_along(x.shape[-1], 1, 2, x.device)
+    offset = F.sub(cols, rows)
+    keep = F.le(offset, diagonal) if lower else F.ge(offset, diagonal)
+    zero: Any = False if x.dtype is D.bool_ else 0 if x.dtype is D.int64 else 0.0
+    return F.where(keep, x, zero)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(x, diagonal, "tril", lower=True)
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(x, diagonal, "triu", lower=False)
+
+
+def repeat(x: Tensor, *sizes: Any) -> Tensor:
+    reps = F._shape_arg(sizes)
+    if len(reps) < x.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    if builtins.any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{builtins.min(reps)}: {list(reps)}")
+    shape = (1,) * (len(reps) - x.ndim) + x.shape
+    # each axis of size s becomes (r, s), expanded, then merged: a tiling of the whole tensor
+    interleaved = tuple(v for s in shape for v in (1, s))
+    expanded = tuple(v for r, s in zip(reps, shape) for v in (r, s))
+    tiled = F.expand(F.reshape(x, interleaved), expanded)
+    return F.reshape(F.clone(tiled), tuple(r * s for r, s in zip(reps, shape)))
+
+
+def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    if index.dtype is not D.int64:
+        raise RuntimeError("index_select(): Expected dtype int64 for index")
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    d = _dim(x, dim)
+    index = _as_1d(index)
+    if index.numel():
+        F.check_bounds(index, 0, x.shape[d] if x.ndim else 1, "index out of range in self")
+    if x.ndim == 0:
+        return F.getitem_key(F.reshape(x, (1,)), index, key=(P.IndexArg(0),))[0]
+    return F.getitem_key(x, index, key=(slice(None),) * d + (P.IndexArg(0),))
+
+
+def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    d = _dim(x, dim)
+    _check_dim_range(x, index, d, "gather")
+    _check_index_values(index, x, d)
+    if x.ndim == 0:
+        return F.reshape(index_select(x, 0, index), index.shape)
+    key, idx = _grid_key(index, d)
+    return F.getitem_key(x, *idx, key=key)
+
+
+def _scatter_src(src: Any, index: Tensor, x: Tensor, name: str) -> Any:
+    if not isinstance(src, Tensor):
+        return src
+    if src.dtype is not x.dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    for d in range(index.ndim):
+        if index.shape[d] > src.shape[d]:
+            raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                               f"{list(index.shape)} to be smaller than src {list(src.shape)}")
+    # only src's leading block, of index's shape, is read
+    return F.getitem(src, tuple(slice(0, n) for n in index.shape)) if src.shape != index.shape \
+        else src
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None
+            ) -> Tensor:
+    """x with x[..index[i]..] = src[i] (out of place); src may be a number (``value``)."""
+    if (src is None) == (value is None):
+        raise TypeError("scatter() expects exactly one of src (a tensor) and value (a number)")
+    d = _dim(x, dim)
+    _check_dim_range(x, index, d, "scatter")
+    _check_index_values(index, x, d)
+    src = _scatter_src(src if src is not None else value, index, x, "scatter")
+    key, idx = _grid_key(index, d)
+    return F.index_put(x, src, *idx, key=key)
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """x plus src added at x[..index[i]..] (repeated indices accumulate)."""
+    d = _dim(x, dim)
+    _check_dim_range(x, index, d, "scatter_add")
+    _check_index_values(index, x, d)
+    src = _scatter_src(src, index, x, "scatter_add")
+    key, idx = _grid_key(index, d)
+    return F.add(x, F.index_backward(src, *idx, key=key, shape=x.shape))
+
+
+# how PyTorch's masked_fill error names a dtype
+_MASK_DTYPE_NAMES = {"float32": "float", "float64": "double", "int64": "long int",
+                     "float16": "c10::Half"}
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
+        got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_MASK_DTYPE_NAMES.get(got, got)}")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        value = F.cast(value, x.dtype)
+    return F.where(mask, value, x)
+
+
+cumsum = F.cumsum
+
+SortResult = namedtuple("SortResult", ["values", "indices"])
+TopkResult = namedtuple("TopkResult", ["values", "indices"])
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
+         ) -> SortResult:
+    """Values and indices along ``dim`` (ties keep their order: the sort is always stable)."""
+    d = _dim(x, dim)
+    indices = apply(P.ARGSORT, x, axis=d, descending=bool(descending))
+    if x.ndim == 0:
+        return SortResult(F.clone(x), indices)
+    return SortResult(gather(x, d, indices), indices)
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
+            ) -> Tensor:
+    """The indices that sort x along ``dim``; stable either way (ties in input order)."""
+    return apply(P.ARGSORT, x, axis=_dim(x, dim), descending=bool(descending))
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True  # noqa: A002
+         ) -> TopkResult:
+    """The k largest (smallest) along ``dim``, always in sorted order: what sorted=True asks,
+    and one of the orders sorted=False allows."""
+    d = _dim(x, dim)
+    n = x.shape[d] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    order = apply(P.ARGSORT, x, axis=d, descending=bool(largest))
+    if x.ndim == 0:
+        return TopkResult(F.clone(x), order)
+    indices = F.getitem(order, (slice(None),) * d + (slice(0, k),))
+    return TopkResult(gather(x, d, indices), indices)
+
+
+# --- small compositions PyTorch has as free functions -----------------------------------------
+
+
+def logical_not(x: Tensor) -> Tensor:
+    return F.eq(x, False if x.dtype is D.bool_ else 0)
+
+
+def reciprocal(x: Tensor) -> Tensor:
+    return F.div(1.0, x)
+
+
+def isnan(x: Tensor) -> Tensor:
+    return F.ne(x, x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    return F.eq(F.abs(x), math.inf) if x.dtype.is_floating_point else F.ne(x, x)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    # an integer is always finite; a float is when |x| < inf (False for nan, too)
+    return F.eq(x, x) if not x.dtype.is_floating_point else F.lt(F.abs(x), math.inf)
+
+
+def clamp_min(x: Tensor, min: Any) -> Tensor:  # noqa: A002
+    return F.clamp(x, min=min)
+
+
+def clamp_max(x: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return F.clamp(x, max=max)
+
+
+def flip(x: Tensor, dims: Any) -> Tensor:
+    """A copy with ``dims`` reversed (PyTorch's flip copies; a reversed slice would alias)."""
+    axes = F._axes(dims, x.ndim) if x.ndim else ()
+    key = tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(x.ndim))
+    return F.clone(F.getitem(x, key)) if axes else F.clone(x)
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    d = _dim(x, dim)
+    n = x.shape[d]
+    start = start + n if start < 0 else start
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return F.getitem(x, (slice(None),) * d + (slice(start, start + length),))
+
+
+def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    d = _dim(x, dim)
+    return tuple(F.getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+
+
+def movedim(x: Tensor, source: int, destination: int) -> Tensor:
+    src, dst = _dim(x, source), _dim(x, destination)
+    order = [d for d in range(x.ndim) if d != src]
+    order.insert(dst, src)
+    return F.permute(x, *order)
+
+
+def tile(x: Tensor, dims: Sequence[int]) -> Tensor:
+    dims = tuple(dims)
+    return repeat(x, *((1,) * (x.ndim - len(dims)) + dims))
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0))
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.shape != b.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
+                           f"[{b.shape[0]}] to have the same number of elements, but got "
+                           f"{a.shape[0]} and {b.shape[0]} elements respectively")
+    return F.matmul(a, b)
+
+
+def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    return F.neg(F.amax(F.neg(x), dim, keepdim))
