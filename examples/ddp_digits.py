@@ -1,7 +1,7 @@
 """Train the digits MLP (64-128-10, Adam) data-parallel over MPI ranks:
 
     mpiexec -n 2 python examples/ddp_digits.py [--epochs 5] [--batch-size 64] [--eager]
-                                               [--bucket-cap-mb 25] [--checkpoint ckpt.npz]
+                                               [--bucket-cap-mb 25] [--checkpoint ckpt.bp]
 
 Every rank shuffles the training set alike and takes every N-th row of each minibatch, so the
 N ranks together train on the same global batch that one process would (their gradients are
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> float:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--bucket-cap-mb", type=float, default=None)
     parser.add_argument("--eager", action="store_true", help="do not compile the step")
-    parser.add_argument("--checkpoint", default=None, help="an .npz written by rank 0")
+    parser.add_argument("--checkpoint", default=None, help="an rt.save file written by rank 0")
     args = parser.parse_args(argv)
     dist.init_process_group("mpi")
     rank, world = dist.get_rank(), dist.get_world_size()

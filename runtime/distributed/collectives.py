@@ -160,19 +160,11 @@ class Bucket:
         return out
 
 
-def save_checkpoint(arrays: dict[str, Any], path: str | os.PathLike[str]) -> None:
-    """Write ``arrays`` (name -> Tensor or array) to ``path`` as an .npz, on rank 0 only and
-    atomically (a temporary file renamed over the target: a reader never sees half a file);
-    every rank returns once it is on disk."""
-    from runtime.tensor import Tensor
-
+def save_checkpoint(obj: Any, path: str | os.PathLike[str]) -> None:
+    """``rt.save(obj, path)`` on rank 0 only (atomic: a temporary file renamed over the
+    target, so a reader never sees half a file); every rank returns once it is on disk."""
     if group().rank == 0:
-        path = os.fspath(path)
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "wb") as f:
-            np.savez(f, **{k: v.numpy() if isinstance(v, Tensor) else np.asarray(v)
-                           for k, v in arrays.items()})
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        from runtime.serialization import save
+
+        save(obj, path)
     barrier()

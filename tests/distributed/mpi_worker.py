@@ -87,11 +87,11 @@ def equal(out_dir: str) -> None:
     runner.timeline = None
     assert max(overlaps) > 0, overlaps
     print(f"OK overlap in {sum(o > 0 for o in overlaps)} of 5 runs", flush=True)
-    path = os.path.join(out_dir, "ckpt.npz")
+    path = os.path.join(out_dir, "ckpt.bp")
     dist.save_checkpoint({f"p{i}": p.detach() for i, p in enumerate(m.parameters())}, path)
-    assert sorted(os.listdir(out_dir)) == ["ckpt.npz"], os.listdir(out_dir)
-    with np.load(path) as saved:
-        assert all(np.array_equal(saved[f"p{i}"], p) for i, p in enumerate(params(m)))
+    assert sorted(os.listdir(out_dir)) == ["ckpt.bp"], os.listdir(out_dir)
+    saved = rt.load(path)
+    assert all(np.array_equal(saved[f"p{i}"].numpy(), p) for i, p in enumerate(params(m)))
     print("OK checkpoint", flush=True)
 
 
