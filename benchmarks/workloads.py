@@ -307,6 +307,19 @@ def build_two_tower(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
 
 # ----------------------------------------------------------------------------- registry
 
+
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """A function of a workload module that imports this one (imported on first call)."""
+
+    def call(*args: Any) -> Any:
+        import importlib
+
+        return getattr(importlib.import_module(f"benchmarks.{module}"), name)(*args)
+
+    call.__name__ = name
+    return call
+
+
 MLP_LARGE = (784, 1024, 1024, 10)
 MLP_SMALL = (64, 64, 64, 10)
 
@@ -357,6 +370,21 @@ WORKLOADS: dict[str, Workload] = {
             "independent matmuls (parallel steps)",
             two_tower_arrays,
             build_two_tower,
+        ),
+        Workload(
+            "cnn",
+            "batch 64 of 8x8 digits, (conv3x3-batchnorm-relu-maxpool) x 2, linear, "
+            "cross-entropy, SGD with momentum",
+            "im2col GEMMs, small ops",
+            _lazy("models_cnn", "cnn_arrays"),
+            _lazy("models_cnn", "build_cnn"),
+        ),
+        Workload(
+            "rnn",
+            "Elman RNN (tanh, hidden 128) unrolled over 16 steps, batch 64, linear head, Adam",
+            "a long chain of small matmuls",
+            _lazy("models_cnn", "rnn_arrays"),
+            _lazy("models_cnn", "build_rnn"),
         ),
     ]
 }

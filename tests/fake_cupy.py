@@ -338,7 +338,7 @@ def _function(np_fn: Callable[..., Any], view: bool = False) -> Callable[..., An
 _FUNCTIONS = ("empty zeros ones full empty_like zeros_like ones_like full_like arange "
               "linspace eye where clip sum mean prod amax amin max min argmax argmin any all "
               "concatenate stack matmul dot allclose isclose array_equal count_nonzero "
-              "cumsum sort argsort unique outer tensordot abs maximum minimum").split()
+              "cumsum sort argsort unique outer tensordot abs maximum minimum pad").split()
 _VIEW_FUNCTIONS = "reshape transpose broadcast_to expand_dims squeeze swapaxes ravel".split()
 
 
@@ -349,6 +349,8 @@ def asarray(a: Any, dtype: Any = None, order: Any = None) -> ndarray:
     if isinstance(a, ndarray):
         if a._device != device:
             return ndarray._of(np.array(a._a, dtype=dtype, order=order or "K"), device)
+        if order == "C" and not a._a.flags.c_contiguous:  # CuPy copies to honour the order
+            return ndarray._of(np.ascontiguousarray(a._a, dtype=dtype), device)
         return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
     return ndarray._of(np.array(a, dtype=dtype, order=order or "K"), device)
 

@@ -2,6 +2,8 @@
 
 from runtime.nn import functional, init
 from runtime.nn import parallel
+from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from runtime.nn.conv import Conv1d, Conv2d
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.container import Sequential
 from runtime.nn.dropout import Dropout
@@ -20,8 +22,28 @@ from runtime.nn.loss import (
 from runtime.nn.module import Module
 from runtime.nn.normalization import LayerNorm
 from runtime.nn.parameter import Parameter
+from runtime.nn.pooling import (
+    AdaptiveAvgPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Flatten,
+    MaxPool1d,
+    MaxPool2d,
+    Unflatten,
+)
 
 __all__ = [
+    "AdaptiveAvgPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Conv1d",
+    "Conv2d",
+    "Flatten",
+    "MaxPool1d",
+    "MaxPool2d",
+    "Unflatten",
     "GELU",
     "BCELoss",
     "BCEWithLogitsLoss",

@@ -23,8 +23,32 @@ from runtime.ops.losses import (  # noqa: E402
     nll_loss,
     smooth_l1_loss,
 )
+from runtime.ops.conv import (  # noqa: E402
+    adaptive_avg_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    fold,
+    max_pool1d,
+    max_pool2d,
+    pad,
+    unfold,
+)
 
 __all__ = [
+    "adaptive_avg_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "batch_norm",
+    "conv1d",
+    "conv2d",
+    "fold",
+    "max_pool1d",
+    "max_pool2d",
+    "pad",
+    "unfold",
     "binary_cross_entropy",
     "binary_cross_entropy_with_logits",
     "huber_loss",

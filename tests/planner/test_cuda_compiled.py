@@ -28,9 +28,13 @@ def cuda_lib() -> types.SimpleNamespace:
     lib = types.SimpleNamespace(**{k: getattr(rt, k) for k in dir(rt) if not k.startswith("_")})
     lib.nn = types.SimpleNamespace(**{k: getattr(rt.nn, k) for k in dir(rt.nn)
                                       if not k.startswith("_")})
-    lib.nn.Linear = lambda *a, **k: rt.nn.Linear(*a, **k).to("cuda")
+    for k in dir(rt.nn):  # every layer made on cuda
+        cls = getattr(rt.nn, k)
+        if isinstance(cls, type) and issubclass(cls, rt.nn.Module) and cls is not rt.nn.Module:
+            setattr(lib.nn, k, lambda *a, _cls=cls, **kw: _cls(*a, **kw).to("cuda"))
     lib.from_numpy = lambda a: rt.from_numpy(a).to("cuda")
     lib.tensor = lambda *a, **k: rt.tensor(*a, **{**k, "device": "cuda"})
+    lib.zeros = lambda *a, **k: rt.zeros(*a, **{**k, "device": "cuda"})
     return lib
 
 

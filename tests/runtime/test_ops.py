@@ -398,6 +398,11 @@ case("dropout_p0", lambda m, a: F(m).dropout(a, p=0.0), [N(3, 4)])
 case("remainder_bcast", lambda m, a, b: a % b, [N(3, 4), P(4)])
 case("cumsum_dim1", lambda m, a: a.cumsum(1), [N(3, 4)], gg=True)
 case("sort_values", lambda m, a: a.sort(1, descending=True).values, [N(3, 4)])
+# unfold and fold (tests/runtime/test_conv.py covers convolution and pooling in full)
+case("unfold_strided", lambda m, a: F(m).unfold(a, (2, 3), padding=1, stride=(2, 1)),
+     [N(2, 3, 5, 4)], gg=True)
+case("fold_dilated", lambda m, a: F(m).fold(a, (5, 6), (2, 2), dilation=2), [N(2, 8, 12)],
+     gg=True)
 # a small chain mixing several ops
 case(
     "chain_mlp",

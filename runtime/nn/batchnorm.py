@@ -1,0 +1,82 @@
+"""`BatchNorm1d` and `BatchNorm2d`: running statistics are buffers a training step updates
+in place (a compiled step writes them back like eager, as any state it updates)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import runtime as rt
+from runtime.nn import init
+from runtime.nn.module import Module
+from runtime.nn.parameter import Parameter
+from runtime.ops import conv as C
+from runtime.tensor import Tensor
+
+
+class _BatchNorm(Module):
+    _expected: tuple[int, ...] = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(rt.empty(num_features, device=device, dtype=dtype))
+            self.bias = Parameter(rt.empty(num_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", rt.zeros(num_features, device=device,
+                                                          dtype=dtype))
+            self.register_buffer("running_var", rt.ones(num_features, device=device,
+                                                        dtype=dtype))
+            self.register_buffer("num_batches_tracked", rt.tensor(0, dtype=rt.int64,
+                                                                  device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        if input.ndim not in self._expected:
+            raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected)} input "
+                             f"(got {input.ndim}D input)")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            with rt.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked)
+        use_batch = self.training or self.running_mean is None
+        track = not self.training or self.track_running_stats
+        return C.batch_norm(input, self.running_mean if track else None,
+                            self.running_var if track else None, self.weight, self.bias,
+                            use_batch, momentum, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    _expected = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    _expected = (4,)

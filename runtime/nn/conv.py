@@ -1,0 +1,98 @@
+"""`Conv1d` and `Conv2d` (PyTorch's arguments and default init)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import runtime as rt
+from runtime.nn import init
+from runtime.nn.module import Module
+from runtime.nn.parameter import Parameter
+from runtime.ops import conv as C
+from runtime.tensor import Tensor
+
+
+class _ConvNd(Module):
+    _dims = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        n = self._dims
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and any(s != 1 for s in C._pair(stride, "stride", n)):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
+            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', "
+                             f"'circular'], but got padding_mode='{padding_mode}'")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = C._pair(kernel_size, "kernel_size", n)
+        self.stride = C._pair(stride, "stride", n)
+        self.padding = padding if isinstance(padding, str) else C._pair(padding, "padding", n)
+        self.dilation = C._pair(dilation, "dilation", n)
+        self.groups, self.padding_mode = groups, padding_mode
+        self.weight = Parameter(rt.empty(out_channels, in_channels // groups, *self.kernel_size,
+                                         device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(rt.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def _padded(self, input: Tensor) -> tuple[Tensor, Any]:  # noqa: A002
+        """A non-zeros padding mode pads first (F.pad), then convolves unpadded."""
+        if self.padding_mode == "zeros" or isinstance(self.padding, str):
+            return input, self.padding
+        amounts = [p for p in reversed(self.padding) for _ in (0, 1)]
+        return C.pad(input, amounts, mode=self.padding_mode), 0
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * self._dims:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._dims:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class Conv2d(_ConvNd):
+    _dims = 2
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        x, padding = self._padded(input)
+        return C.conv2d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class Conv1d(_ConvNd):
+    _dims = 1
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        x, padding = self._padded(input)
+        return C.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)

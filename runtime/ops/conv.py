@@ -1,0 +1,525 @@
+"""Convolution and pooling: two primitives, ``unfold`` (im2col) and ``fold`` (col2im), each
+the other's backward, and composites over them (PyTorch's ``F.unfold``/``F.fold``,
+``conv1d``/``conv2d``, max/avg/adaptive pooling).
+
+A convolution is one GEMM of the weight, (groups, out/groups, C/groups*kh*kw), against the
+unfolded input, (groups, C/groups*kh*kw, N*L): im2col then a single BLAS call measured
+faster than a direct loop over kernel taps here, and every part is a registry op, so the
+gradients and the compiled plan come for free (matmul stays BLAS, the rest fuses).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..autograd.node import Meta
+from ..tensor import Tensor
+from . import functional as F
+from .registry import Primitive, flops_none, register
+
+Pair = tuple[int, int]
+Pad4 = tuple[int, int, int, int]  # top, bottom, left, right
+
+
+def _out_len(size: int, k: int, d: int, s: int, lo: int, hi: int) -> int:
+    return (size + lo + hi - d * (k - 1) - 1) // s + 1
+
+
+def _taps(k: Pair, d: Pair, s: Pair, out: Pair) -> list[tuple[slice, slice]]:
+    """For each kernel tap (i, j), the strided window of the padded input it reads."""
+    return [(slice(i * d[0], i * d[0] + s[0] * (out[0] - 1) + 1, s[0]),
+             slice(j * d[1], j * d[1] + s[1] * (out[1] - 1) + 1, s[1]))
+            for i in range(k[0]) for j in range(k[1])]
+
+
+def _unfold_infer(x: Meta, *, kernel: Pair, dilation: Pair, padding: Pad4, stride: Pair,
+                  pad_value: float) -> tuple[Any, D.DType]:
+    n, c, h, w = x.shape
+    oh = _out_len(h, kernel[0], dilation[0], stride[0], padding[0], padding[1])
+    ow = _out_len(w, kernel[1], dilation[1], stride[1], padding[2], padding[3])
+    return (n, c * kernel[0] * kernel[1], oh * ow), x.dtype
+
+
+def _unfold_impl(xp: Any, x: Any, *, kernel: Pair, dilation: Pair, padding: Pad4,
+                 stride: Pair, pad_value: float) -> Any:
+    n, c, h, w = x.shape
+    oh = _out_len(h, kernel[0], dilation[0], stride[0], padding[0], padding[1])
+    ow = _out_len(w, kernel[1], dilation[1], stride[1], padding[2], padding[3])
+    if any(padding):
+        x = xp.pad(x, ((0, 0), (0, 0), padding[:2], padding[2:]), constant_values=pad_value)
+    cols = xp.empty((n, c, kernel[0] * kernel[1], oh, ow), dtype=x.dtype)
+    for t, (rows, columns) in enumerate(_taps(kernel, dilation, stride, (oh, ow))):
+        cols[:, :, t] = x[:, :, rows, columns]
+    return cols.reshape(n, c * kernel[0] * kernel[1], oh * ow)
+
+
+def _unfold_bwd(c: Any, g: Any) -> tuple[Any]:
+    a = c.attrs
+    h, w = c.shape(0)[2:]
+    return (fold_raw(g, (h, w), a["kernel"], a["dilation"], a["padding"], a["stride"]),)
+
+
+def _fold_infer(cols: Meta, *, output_size: Pair, kernel: Pair, dilation: Pair,
+                padding: Pad4, stride: Pair) -> tuple[Any, D.DType]:
+    n, ckk, _ = cols.shape
+    return (n, ckk // (kernel[0] * kernel[1]), *output_size), cols.dtype
+
+
+def _fold_impl(xp: Any, cols: Any, *, output_size: Pair, kernel: Pair, dilation: Pair,
+               padding: Pad4, stride: Pair) -> Any:
+    n, ckk, _ = cols.shape
+    c = ckk // (kernel[0] * kernel[1])
+    h, w = output_size
+    oh = _out_len(h, kernel[0], dilation[0], stride[0], padding[0], padding[1])
+    ow = _out_len(w, kernel[1], dilation[1], stride[1], padding[2], padding[3])
+    out = xp.zeros((n, c, h + padding[0] + padding[1], w + padding[2] + padding[3]), cols.dtype)
+    taps = cols.reshape(n, c, kernel[0] * kernel[1], oh, ow)
+    for t, (rows, columns) in enumerate(_taps(kernel, dilation, stride, (oh, ow))):
+        out[:, :, rows, columns] += taps[:, :, t]
+    return xp.ascontiguousarray(out[:, :, padding[0]:padding[0] + h, padding[2]:padding[2] + w])
+
+
+def _fold_bwd(c: Any, g: Any) -> tuple[Any]:
+    a = c.attrs
+    return (unfold_raw(g, a["kernel"], a["dilation"], a["padding"], a["stride"]),)
+
+
+def _flops_taps(out_shape: Any, arg_shapes: Any, attrs: Any) -> int:
+    return math.prod(out_shape) if "output_size" not in attrs else math.prod(arg_shapes[0])
+
+
+_GEOMETRY = ("kernel", "dilation", "padding", "stride")
+UNFOLD = register(Primitive(
+    "unfold", impl=_unfold_impl, infer=_unfold_infer, backward=_unfold_bwd,
+    attrs=(*_GEOMETRY, "pad_value"), flops=flops_none))
+FOLD = register(Primitive(
+    "fold", impl=_fold_impl, infer=_fold_infer, backward=_fold_bwd,
+    attrs=("output_size", *_GEOMETRY), flops=_flops_taps))
+
+
+def unfold_raw(x: Tensor, kernel: Pair, dilation: Pair, padding: Pad4, stride: Pair,
+               pad_value: float = 0.0) -> Tensor:
+    return F.apply(UNFOLD, x, kernel=kernel, dilation=dilation, padding=padding,
+                   stride=stride, pad_value=pad_value)
+
+
+def fold_raw(cols: Tensor, output_size: Pair, kernel: Pair, dilation: Pair, padding: Pad4,
+             stride: Pair) -> Tensor:
+    return F.apply(FOLD, cols, output_size=tuple(output_size), kernel=kernel,
+                   dilation=dilation, padding=padding, stride=stride)
+
+
+# ------------------------------------------------------------------------- arguments
+
+
+def _pair(v: int | Sequence[int], name: str, n: int = 2) -> tuple[int, ...]:
+    if isinstance(v, (int, np.integer)):
+        return (int(v),) * n
+    t = tuple(int(x) for x in v)
+    if len(t) == 1:
+        return t * n
+    if len(t) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got {name}={list(t)}")
+    return t
+
+
+def _sym(p: tuple[int, int]) -> Pad4:
+    return (p[0], p[0], p[1], p[1])
+
+
+def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,  # noqa: A002
+           stride: Any = 1) -> Tensor:
+    """PyTorch's ``F.unfold`` (im2col) of a (N, C, H, W) or (C, H, W) input."""
+    batched = input.ndim == 4
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor for input with possible 0 "
+                           f"batch size and non-zero dimensions, but got: {list(input.shape)}")
+    x = input if batched else F.unsqueeze(input, 0)
+    out = unfold_raw(x, _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
+                     _sym(_pair(padding, "padding")), _pair(stride, "stride"))
+    return out if batched else F.squeeze(out, 0)
+
+
+def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,  # noqa: A002
+         padding: Any = 0, stride: Any = 1) -> Tensor:
+    """PyTorch's ``F.fold`` (col2im): sums each column back into its window."""
+    batched = input.ndim == 3
+    x = input if batched else F.unsqueeze(input, 0)
+    k = _pair(kernel_size, "kernel_size")
+    if x.shape[1] % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={x.shape[1]} and "
+                           f"kernel_size={k}")
+    size, d = _pair(output_size, "output_size"), _pair(dilation, "dilation")
+    p, s = _pair(padding, "padding"), _pair(stride, "stride")
+    blocks = [_out_len(size[i], k[i], d[i], s[i], p[i], p[i]) for i in (0, 1)]
+    if x.shape[2] != blocks[0] * blocks[1]:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, stride={s}, expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks {blocks[0]} * "
+                           f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size(2)={x.shape[2]}.")
+    out = fold_raw(x, size, k, d, _sym(p), s)
+    return out if batched else F.squeeze(out, 0)
+
+
+# ----------------------------------------------------------------------- convolution
+
+
+def _conv_padding(padding: Any, k: Pair, d: Pair, s: Pair, n: int) -> Pad4:
+    if isinstance(padding, str):
+        if padding == "valid":
+            return (0, 0, 0, 0)
+        if padding != "same":
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        if any(x != 1 for x in s):
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
+        total = [di * (ki - 1) for di, ki in zip(d, k)]  # the extra goes right, as PyTorch
+        return (total[0] // 2, total[0] - total[0] // 2, total[1] // 2, total[1] - total[1] // 2)
+    return _sym(_pair(padding, "padding", n) if n == 2 else (0, _pair(padding, "padding", 1)[0]))
+
+
+def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padding: Pad4,  # noqa: A002
+          dilation: Pair, groups: int, name: str) -> Tensor:
+    n, c, h, w = input.shape
+    o, cg, kh, kw = weight.shape
+    if groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+    if o % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {_shown(weight)} instead")
+    if c != cg * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {_shown(weight)}, expected "
+                           f"input{_shown(input)} to have {cg * groups} channels, but got {c} "
+                           "channels instead")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise RuntimeError(f"Given weight of size {_shown(weight)}, expected bias to be 1-"
+                           f"dimensional with {o} elements, but got bias of size "
+                           f"{_shown(bias)} instead")
+    ph, pw = h + padding[0] + padding[1], w + padding[2] + padding[3]
+    eh, ew = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
+    if ph < eh or pw < ew:
+        raise RuntimeError(f"Calculated padded input size per channel: ({ph} x {pw}). Kernel "
+                           f"size: ({eh} x {ew}). Kernel size can't be greater than actual "
+                           "input size")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({_torch_type(input)}) and weight type "
+                           f"({_torch_type(weight)}) should be the same")
+    cols = unfold_raw(input, (kh, kw), dilation, padding, stride)  # (N, C*kh*kw, L)
+    oh = _out_len(h, kh, dilation[0], stride[0], padding[0], padding[1])
+    ow = _out_len(w, kw, dilation[1], stride[1], padding[2], padding[3])
+    k, og, length = cg * kh * kw, o // groups, oh * ow
+    if groups == 1:  # (O, K) @ (K, N*L): one GEMM
+        rhs = F.reshape(F.permute(cols, 1, 0, 2), (k, n * length))
+        out = F.matmul(F.reshape(weight, (o, k)), rhs)
+    else:  # (G, O/G, K) @ (G, K, N*L): one batched GEMM
+        rhs = F.reshape(F.permute(F.reshape(cols, (n, groups, k, length)), 1, 2, 0, 3),
+                        (groups, k, n * length))
+        out = F.matmul(F.reshape(weight, (groups, og, k)), rhs)
+    out = F.permute(F.reshape(out, (o, n, oh, ow)), 1, 0, 2, 3)
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, (1, o, 1, 1)))
+    return F.clone(out) if bias is None else out
+
+
+def _shown(t: Tensor) -> str:
+    return "[" + ", ".join(map(str, t.shape)) + "]"
+
+
+def _torch_type(t: Tensor) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half"}.get(
+        t.dtype.name, t.dtype.name)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """PyTorch's ``F.conv2d`` on (N, C, H, W) or unbatched (C, H, W) input."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
+                           f"input of size: {_shown(input)}")
+    if weight.ndim != 4:
+        raise RuntimeError(f"weight should have at least three dimensions, got "
+                           f"{_shown(weight)}" if weight.ndim < 3 else
+                           f"Expected 4-dimensional weight for 4-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    s, d = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pad = _conv_padding(padding, tuple(weight.shape[2:]), d, s, 2)
+    x = input if input.ndim == 4 else F.unsqueeze(input, 0)
+    out = _conv(x, weight, bias, s, pad, d, groups, "conv2d")
+    return out if input.ndim == 4 else F.squeeze(out, 0)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """PyTorch's ``F.conv1d`` on (N, C, L) or unbatched (C, L) input: a conv2d of height 1."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {_shown(input)}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"Expected 3-dimensional weight for 3-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    s, d = (1, _pair(stride, "stride", 1)[0]), (1, _pair(dilation, "dilation", 1)[0])
+    if isinstance(padding, str):
+        pad = _conv_padding(padding, (1, weight.shape[2]), d, s, 2)
+    else:
+        p = _pair(padding, "padding", 1)[0]
+        pad = (0, 0, p, p)
+    x = input if input.ndim == 3 else F.unsqueeze(input, 0)
+    out = _conv(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, s, pad, d, groups, "conv1d")
+    out = F.squeeze(out, 2)
+    return out if input.ndim == 3 else F.squeeze(out, 0)
+
+
+# --------------------------------------------------------------------------- pooling
+
+
+def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                   ceil_mode: bool, name: str) -> tuple[Pair, Pair, Pair, Pair, Pair, Pad4]:
+    """Kernel, stride, padding, dilation, output size, and the padding unfold needs (the
+    right/bottom side grown where ceil_mode lets a last window start inside the input)."""
+    k = _pair(kernel_size, "kernel_size")
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _pair(stride, "stride")
+    p, d = _pair(padding, "padding"), _pair(dilation, "dilation")
+    for pi, ki, di in zip(p, k, d):
+        if pi > (di * (ki - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pi}, kernel_size={ki} and dilation={di}")
+    if any(v <= 0 for v in (*k, *s, *d)):
+        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than zero")
+    out, extra = [], []
+    for size, ki, si, pi, di in zip(x.shape[-2:], k, s, p, d):
+        span = size + 2 * pi - di * (ki - 1) - 1
+        o = (-(-span // si) if ceil_mode else span // si) + 1
+        if ceil_mode and (o - 1) * si >= size + pi:
+            o -= 1  # the last window must start inside the input or its left padding
+        if o < 1:
+            raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-3:]))}). "
+                               f"Calculated output size: ({'x'.join(map(str, [x.shape[-3], o, o]))}"
+                               "). Output size is too small")
+        out.append(o)
+        extra.append(max(0, (o - 1) * si + di * (ki - 1) + 1 - size - 2 * pi))
+    pad4 = (p[0], p[0] + extra[0], p[1], p[1] + extra[1])
+    return k, s, p, d, (out[0], out[1]), pad4
+
+
+def _as4d(x: Tensor, name: str) -> Tensor:
+    if x.ndim not in (3, 4):
+        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got: "
+                           f"{_shown(x)}")
+    return x if x.ndim == 4 else F.unsqueeze(x, 0)
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    """PyTorch's ``F.max_pool2d``: the gradient goes to the first maximum of each window."""
+    from .tensor_ops import gather
+
+    x = _as4d(input, "max_pool2d")
+    k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, dilation,
+                                           ceil_mode, "max_pool2d")
+    n, c, h, w = x.shape
+    fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(np.int64).min)
+    cols = F.reshape(unfold_raw(x, k, d, pad4, s, fill), (n, c, k[0] * k[1], out[0] * out[1]))
+    arg = F.argmax(cols.detach(), 2, keepdim=True)
+    values = F.reshape(gather(cols, 2, arg), (n, c, *out))
+    if input.ndim == 3:
+        values = F.squeeze(values, 0)
+    if not return_indices:
+        return values
+    # each tap's flat input position (-1 in padding), then the one argmax picked
+    grid = np.arange(h * w, dtype=np.float64).reshape(1, 1, h, w)
+    where = _unfold_impl(np, grid, kernel=k, dilation=d, padding=pad4, stride=s,
+                         pad_value=-1.0).astype(np.int64).reshape(1, 1, k[0] * k[1], -1)
+    from ..creation import tensor
+
+    table = F.expand(tensor(where, device=x.device), (n, c, k[0] * k[1], out[0] * out[1]))
+    indices = F.reshape(gather(table, 2, arg), (n, c, *out))
+    return values, (indices if input.ndim == 4 else F.squeeze(indices, 0))
+
+
+def _avg_divisor(size: Pair, k: Pair, s: Pair, p: Pair, out: Pair,
+                 count_include_pad: bool) -> np.ndarray:
+    """How many taps each output of an average pool divides by (PyTorch's rule: a window is
+    clipped to the padded input, and to the input itself unless count_include_pad)."""
+    axes = []
+    for size_i, ki, si, pi, oi in zip(size, k, s, p, out):
+        start = np.arange(oi) * si - pi
+        end = np.minimum(start + ki, size_i + pi)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, size_i)
+        axes.append(end - start)
+    return np.outer(axes[0], axes[1]).astype(np.float64)
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """PyTorch's ``F.avg_pool2d``."""
+    from ..creation import tensor
+
+    x = _as4d(input, "avg_pool2d")
+    k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode,
+                                           "avg_pool2d")
+    n, c, h, w = x.shape
+    cols = F.reshape(unfold_raw(x, k, d, pad4, s), (n, c, k[0] * k[1], out[0] * out[1]))
+    total = F.reshape(F.sum(cols, 2), (n, c, *out))
+    if divisor_override is not None:
+        if divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+        result = F.div(total, float(divisor_override))
+    else:
+        div = _avg_divisor((h, w), k, s, p, out, count_include_pad)
+        if np.all(div == div.flat[0]):
+            result = F.div(total, float(div.flat[0]))
+        else:
+            result = F.div(total, tensor(div.astype(x.dtype.np), device=x.device))
+    return result if input.ndim == 4 else F.squeeze(result, 0)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    """PyTorch's ``F.adaptive_avg_pool2d``: output cell i averages input rows
+    floor(i*H/oh) .. ceil((i+1)*H/oh) (and columns alike)."""
+    x = _as4d(input, "adaptive_avg_pool2d")
+    h, w = x.shape[-2:]
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        output_size = (output_size, output_size)
+    oh, ow = (h if o is None else int(o) for o in output_size)
+    if h % oh == 0 and w % ow == 0:  # uniform windows: one average pool
+        out = avg_pool2d(x, (h // oh, w // ow))
+    else:
+        rows = [F.mean(x[:, :, (i * h) // oh:-(-((i + 1) * h) // oh), :], 2, keepdim=True)
+                for i in range(oh)]
+        xr = F.cat(rows, 2)
+        out = F.cat([F.mean(xr[:, :, :, (j * w) // ow:-(-((j + 1) * w) // ow)], 3,
+                            keepdim=True) for j in range(ow)], 3)
+    return out if input.ndim == 4 else F.squeeze(out, 0)
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+    """``max_pool2d`` over a height of 1."""
+    k = _pair(kernel_size, "kernel_size", 1)[0]
+    s = k if stride is None else _pair(stride, "stride", 1)[0]
+    out = max_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, _pair(padding, "padding", 1)[0]),
+                     (1, _pair(dilation, "dilation", 1)[0]), ceil_mode)
+    return F.squeeze(out, -2)
+
+
+def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    k = _pair(kernel_size, "kernel_size", 1)[0]
+    s = k if stride is None else _pair(stride, "stride", 1)[0]
+    out = avg_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, _pair(padding, "padding", 1)[0]),
+                     ceil_mode, count_include_pad)
+    return F.squeeze(out, -2)
+
+
+# ------------------------------------------------------------------- batch norm, pad
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float | None = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """PyTorch's ``F.batch_norm`` over dim 1 of (N, C, ...): in training, batch statistics
+    normalize and (when given) the running ones are updated in place, with the unbiased
+    variance; otherwise the running statistics normalize."""
+    from ..autograd.grad_mode import no_grad
+
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    c = input.shape[1]
+    axes = (0, *range(2, input.ndim))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if training:
+        count = input.numel() // c if c else 0
+        if count <= 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {_torch_size(input)}")
+        mean = F.mean(input, axes, keepdim=True)
+        centered = F.sub(input, mean)
+        var = F.mean(F.mul(centered, centered), axes, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            m = 0.1 if momentum is None else momentum
+            with no_grad():
+                unbiased = F.mul(F.reshape(var.detach(), (c,)), count / (count - 1))
+                running_mean.mul_(1 - m).add_(F.mul(F.reshape(mean.detach(), (c,)), m))
+                running_var.mul_(1 - m).add_(F.mul(unbiased, m))
+        out = F.mul(centered, F.div(1.0, F.sqrt(F.add(var, eps))))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        inv = F.div(1.0, F.sqrt(F.add(F.reshape(running_var, shape), eps)))
+        out = F.mul(F.sub(input, F.reshape(running_mean, shape)), inv)
+    if weight is not None:
+        out = F.mul(out, F.reshape(weight, shape))
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, shape))
+    return out
+
+
+def _torch_size(t: Tensor) -> str:
+    return f"torch.Size({list(t.shape)})"
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
+        value: float | None = None) -> Tensor:
+    """PyTorch's ``F.pad``: ``pad`` gives (before, after) pairs from the last dim backwards;
+    negative amounts crop. Modes constant, reflect, replicate and circular."""
+    from ..creation import full, tensor
+    from .tensor_ops import index_select
+
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError("Padding length should be less than or equal to two times the "
+                           "input dimension but got padding length "
+                           f"{len(pad)} and input of dimension {input.ndim}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant" and value not in (None, 0, 0.0):
+        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    out = input
+    for i in range(len(pad) // 2):
+        dim = input.ndim - 1 - i
+        lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
+        n = out.shape[dim]
+        if lo < 0 or hi < 0:  # crop first
+            key = (slice(None),) * dim + (slice(max(-lo, 0), n - max(-hi, 0)),)
+            out = out[key]
+            lo, hi, n = max(lo, 0), max(hi, 0), out.shape[dim]
+        if not lo and not hi:
+            continue
+        if mode == "constant":
+            parts = []
+            for amount in (lo, hi):
+                shape = list(out.shape)
+                shape[dim] = amount
+                parts.append(full(tuple(shape), 0.0 if value is None else value,
+                                  dtype=out.dtype, device=out.device))
+            out = F.cat([parts[0], out, parts[1]], dim)
+            continue
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
+                               f"{dim} of input {list(out.shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        body = np.arange(n)
+        if mode == "reflect":
+            idx = np.concatenate([body[1:lo + 1][::-1], body, body[n - 1 - hi:n - 1][::-1]])
+        elif mode == "replicate":
+            idx = np.concatenate([np.zeros(lo, np.int64), body, np.full(hi, n - 1)])
+        else:
+            idx = np.concatenate([body[n - lo:], body, body[:hi]])
+        out = index_select(out, dim, tensor(idx.astype(np.int64), device=out.device))
+    return out if out is not input else F.clone(input)
