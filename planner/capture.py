@@ -71,6 +71,7 @@ class Tracer:
         self.input_of: dict[int, int] = {}  # id(argument tensor) -> its index
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
+        self.grad_cleared: set[int] = set()  # owners whose .grad the step set to None unread
         self.generators: list[Generator] = []
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
@@ -199,6 +200,13 @@ class Tracer:
         if type(owner._data) is MetaArray:
             owner._grad = value
             return
+        if value is None and id(owner) not in self.grad_shadow:
+            # cleared before the step read it (zero_grad(set_to_none=True)): the plan does
+            # not depend on whether it was set, so that is not guarded
+            self.grad_cleared.add(id(owner))
+            self.grad_fresh[id(owner)] = True
+            self.grad_shadow[id(owner)] = (owner, None)
+            return
         before = self.read_grad(owner)
         if before is None or value is None:
             self.grad_fresh[id(owner)] = True
@@ -230,8 +238,10 @@ class Tracer:
         grad_none: list[tuple[Tensor, bool, int | None]] = []
         for key, (owner, value) in self.grad_shadow.items():
             original = owner._grad
-            grad_none.append((owner, original is None, self.input_of.get(key)))
-            if value is original:
+            cleared = key in self.grad_cleared
+            if not cleared:
+                grad_none.append((owner, original is None, self.input_of.get(key)))
+            if value is original and not cleared:
                 if value is not None:
                     cell, index, _ = self.cells[id(value._data)]
                     if cell.node != self.source[index]:

@@ -14,10 +14,12 @@ compiled step run one at a time, from whatever threads (``CompiledStep.lock``).
 from __future__ import annotations
 
 import _signal
+import dis
 import functools
 import logging
 import os
 import threading
+import types
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
@@ -421,11 +423,25 @@ def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any],
         if isinstance(value, _SCALARS):
             found.append((name, lambda c=cell: c.cell_contents, value))
     globs = getattr(fn, "__globals__", {})
-    for name in code.co_names:
+    for name in _global_reads(code):
         value = globs.get(name, _MISSING)
         if isinstance(value, _SCALARS):
             found.append((name, lambda n=name: globs.get(n), value))
     return found
+
+
+def _global_reads(code: Any) -> dict[str, None]:
+    """The names ``code`` (and the code nested in it: comprehensions, lambdas) loads as
+    globals, in order. Not ``co_names``, which also holds attribute names: ``opt.step()``
+    would guard a module-level loop variable ``step``, and recompile every iteration."""
+    names: dict[str, None] = {}
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_GLOBAL":
+            names[ins.argval] = None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(_global_reads(const))
+    return names
 
 
 _MISSING = object()
