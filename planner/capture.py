@@ -33,8 +33,10 @@ from .graph import template_nodes
 class Slot:
     """Where a tensor the step reads or writes lives outside the step."""
 
-    kind: str  # "input" | "tensor" | "grad" | "opt_state"
-    ref: Any  # input index | tensor | owner tensor (grad) | (optimizer, param, key)
+    kind: str  # "input" | "tensor" | "grad" | "opt_state" | "hyper"
+    # input index | tensor | owner tensor (grad) | (optimizer, param, key) |
+    # (optimizer, group index, key, tuple index or None) (hyper)
+    ref: Any
     shape: tuple[int, ...]
     dtype: D.DType
     device: str
@@ -76,6 +78,7 @@ class Tracer:
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
         self.node_stack: list[Node] = []
+        self.hypers: dict[tuple[int, int, str, int | None], Tensor] = {}
         self.seen_backward = False
 
     # --- graph values -----------------------------------------------------------------------
@@ -221,6 +224,20 @@ class Tracer:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
             self.optimizers[id(opt)] = (opt, snapshot)
 
+    def hyper(self, opt: Any, group: int, key: str, index: int | None) -> Tensor:
+        """A hyperparameter ``opt.param_groups[group][key]`` (element ``index`` of a tuple
+        such as betas) as a float64 scalar the plan reads at each replay: a schedule that
+        changes it replays the plan instead of capturing again."""
+        where = (id(opt), group, key, index)
+        found = self.hypers.get(where)
+        if found is None:
+            desc = f"{type(opt).__name__} {key}" + ("" if index is None else f"[{index}]")
+            slot = Slot("hyper", (weakref.ref(opt), group, key, index), (), D.float64,
+                        self.target_device or "cpu", desc)
+            found = self.hypers[where] = Tensor._make(self._new_slot(slot, slot, slot),
+                                                      D.float64, slot.device)
+        return found
+
     def enter_backward_node(self, fn: Node) -> None:
         self.node_stack.append(fn)
         self.seen_backward = True
@@ -233,6 +250,9 @@ class Tracer:
         """Collect the writes and outputs and undo Python-side state changes."""
         writes: list[tuple[int, int]] = []
         for cell, index, _ in self.cells.values():
+            if self.slots[index].kind == "hyper" and cell.node != self.source[index]:
+                raise GraphBreak(f"the step writes the hyperparameter "
+                                 f"{self.slots[index].desc} in place")
             if self.slots[index].kind != "grad" and cell.node != self.source[index]:
                 writes.append((index, cell.node))
         grad_none: list[tuple[Tensor, bool, int | None]] = []

@@ -92,6 +92,19 @@ class Optimizer:
     def _step_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _hyper(self, group: dict[str, Any], key: str, index: int | None = None) -> Any:
+        """``group[key]`` (its element ``index``) for the update's arithmetic: the number
+        itself, or while a step is captured a float64 scalar tensor that the compiled plan
+        reads at each replay, so that changing it (a schedule) never recompiles. Arithmetic
+        among hyperparameters is float64 either way (Python floats are doubles); `scalar`
+        rounds a result to the parameters' dtype, as a Python number meeting a tensor is."""
+        value = group[key] if index is None else group[key][index]
+        tracer = _trace_state.tracer
+        if tracer is None or type(value) not in (int, float):
+            return value
+        at = next(i for i, g in enumerate(self.param_groups) if g is group)
+        return tracer.hyper(self, at, key, index)
+
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: state}, "param_groups": [groups, params as indices]}; no copies."""
         index: dict[int, int] = {}
@@ -149,3 +162,9 @@ def _cast(param: Tensor, value: Any, key: str) -> Any:
     if key != "step" and param.dtype.is_floating_point:
         value = value.to(param.dtype)
     return value.clone()
+
+
+def scalar(value: Any, like: Tensor) -> Any:
+    """A hyperparameter expression (``Optimizer._hyper``) to combine with ``like``: a number
+    as it is, a captured float64 scalar cast to ``like``'s dtype (the same rounding)."""
+    return value.to(like.dtype) if isinstance(value, Tensor) else value
