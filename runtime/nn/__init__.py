@@ -1,6 +1,7 @@
 """`runtime.nn`: modules, parameters and layers in the shape of `torch.nn`."""
 
 from runtime.nn import functional, init
+from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.container import Sequential
 from runtime.nn.dropout import Dropout
@@ -28,4 +29,5 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "utils",
 ]
