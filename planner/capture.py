@@ -78,6 +78,7 @@ class Tracer:
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
         self.node_stack: list[Node] = []
+        self.view_steps: dict[int, tuple[Any, ...]] = {}  # id(view cell) -> its view step
         self.hypers: dict[tuple[int, int, str, int | None], Tensor] = {}
         self.seen_backward = False
 
@@ -184,6 +185,47 @@ class Tracer:
         """An in-place write: ``t``'s storage now holds ``value``'s graph value."""
         cell = self.storage_of(t)
         cell.node = self.storage_of(value).node
+
+    def write_view(self, t: Tensor, value: Tensor, what: str) -> None:
+        """An in-place write into a view, functionalized: the view holds ``value`` and its
+        base the base that shows it, computed by inverting the view. Views that show every
+        element of their base once are inverted (the transposed .grad of a Linear weight);
+        a partial view (a slice) is not, and breaks the graph naming the tensor."""
+        from runtime.ops.inplace import view_inverse
+        from runtime.ops.registry import REGISTRY
+
+        cell = self.storage_of(t)
+        base = cell.view_of
+        assert base is not None
+        if base.node != cell.base_node:
+            raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was written "
+                             "in place since it was taken")
+        step = self.view_steps.get(id(cell))
+        if step is None:
+            data = self.g.nodes[cell.node]
+            prim = REGISTRY[data["op"]]
+            if not prim.view or int(np.prod(base.shape)) != int(np.prod(cell.shape)):
+                raise GraphBreak(f"{what} on {self.describe(t)}, a partial view of its base")
+            step = (prim, data["attrs"], base.shape, cell.shape, t.dtype)
+            self.view_steps[id(cell)] = step
+        new_base = view_inverse(step, value)
+        if base.view_of is not None:
+            holder = Tensor._make(base, t.dtype, self.device_of(t))
+            self.write_view(holder, new_base, what)
+        else:
+            base.node = self.storage_of(new_base).node
+        cell.node = self.storage_of(value).node
+        cell.base_node = base.node
+
+    def describe(self, t: Tensor) -> str:
+        """How a fallback names ``t``: the .grad of a module's parameter where it is one."""
+        for owner, value in self.grad_shadow.values():
+            if value is t:
+                names = {id(p): f"{type(m).__name__}.{n}" for m in self.modules.values()
+                         for n, p in m.named_parameters()}
+                name = names.get(id(owner))
+                return f"the .grad of {name}" if name else f"a .grad of tensor{list(owner.shape)}"
+        return f"a view tensor{list(t.shape)}"
 
     def read_grad(self, owner: Tensor) -> Tensor | None:
         if type(owner._data) is MetaArray:
