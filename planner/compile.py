@@ -690,6 +690,8 @@ def _read_slot(slot: Slot, args: tuple[Any, ...]) -> Any:
         return slot.ref._data
     if slot.kind == "grad":
         return _owner(slot, args)._grad._data
+    if slot.kind == "hyper":
+        return _hyper_reader(slot)(args)
     raise AssertionError(f"slot of kind {slot.kind} is not read")
 
 
