@@ -218,13 +218,22 @@ class Tracer:
         cell.base_node = base.node
 
     def describe(self, t: Tensor) -> str:
-        """How a fallback names ``t``: the .grad of a module's parameter where it is one."""
+        """How a fallback names ``t``: the .grad of a module's parameter (or a view of it)
+        where it is one, by its name in the outermost module the step called."""
+        cell = self.storage_of(t)
         for owner, value in self.grad_shadow.values():
-            if value is t:
-                names = {id(p): f"{type(m).__name__}.{n}" for m in self.modules.values()
-                         for n, p in m.named_parameters()}
-                name = names.get(id(owner))
-                return f"the .grad of {name}" if name else f"a .grad of tensor{list(owner.shape)}"
+            if value is None or type(value._data) is not MetaArray:
+                continue
+            grad_cell, prefix = self.storage_of(value), "the"
+            walk: MetaArray | None = cell
+            while walk is not None and walk is not grad_cell:
+                walk, prefix = walk.view_of, "a view of the"
+            if walk is None:
+                continue
+            names = [n for m in self.modules.values() for n, p in m.named_parameters()
+                     if p is owner]
+            name = max(names, key=len) if names else f"tensor{list(owner.shape)}"
+            return f"{prefix} .grad of {name}"
         return f"a view tensor{list(t.shape)}"
 
     def read_grad(self, owner: Tensor) -> Tensor | None:
