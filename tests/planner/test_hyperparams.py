@@ -97,3 +97,35 @@ def test_hyperparameter_written_in_place_is_refused() -> None:
 
     with pytest.raises(planner.CompileError, match="writes the hyperparameter SGD lr in place"):
         planner.compile(bad, fullgraph=True)(rt.ones(4, 6))
+
+
+@pytest.mark.parametrize("schedule", ["cosine_warmup", "onecycle"])
+def test_lr_scheduler_in_a_compiled_loop(schedule: str) -> None:
+    """optim.lr_scheduler between compiled steps: warmup then cosine (SequentialLR), and
+    OneCycleLR, which also cycles SGD's momentum every step. Neither recompiles."""
+    sched_mod = rt.optim.lr_scheduler
+
+    def build() -> tuple[Any, Any, Any]:
+        rt.manual_seed(0)
+        model = rt.nn.Sequential(rt.nn.Linear(6, 16), rt.nn.Tanh(), rt.nn.Linear(16, 2))
+        if schedule == "onecycle":
+            opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+            return model, opt, sched_mod.OneCycleLR(opt, max_lr=0.2, total_steps=10)
+        opt = rt.optim.AdamW(model.parameters(), lr=1e-2)
+        warm = sched_mod.LinearLR(opt, start_factor=0.1, total_iters=3)
+        cos = sched_mod.CosineAnnealingLR(opt, T_max=7)
+        return model, opt, sched_mod.SequentialLR(opt, [warm, cos], milestones=[3])
+
+    (model, opt, sched), (ref, ref_opt, ref_sched) = build(), build()
+    step = planner.compile(train)
+    x, y = rt.from_numpy(np.ones((8, 6), np.float32)), rt.from_numpy(np.zeros((8, 2), np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(10):
+            np.testing.assert_allclose(step(model, opt, x, y).item(),
+                                       train(ref, ref_opt, x, y).item(), rtol=1e-5)
+            sched.step()
+            ref_sched.step()
+    assert step.captures == 2  # the optimizer state appears after the first call
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-7)
