@@ -73,7 +73,7 @@ class Tracer:
         self.input_of: dict[int, int] = {}  # id(argument tensor) -> its index
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
-        self.grad_cleared: set[int] = set()  # owners whose .grad the step set to None unread
+        self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
         self.generators: list[Generator] = []
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
@@ -254,12 +254,12 @@ class Tracer:
         if type(owner._data) is MetaArray:
             owner._grad = value
             return
-        if value is None and id(owner) not in self.grad_shadow:
-            # cleared before the step read it (zero_grad(set_to_none=True)): the plan does
-            # not depend on whether it was set, so that is not guarded
+        if id(owner) not in self.grad_shadow:
+            # cleared (zero_grad(set_to_none=True)) or assigned before the step read it: the
+            # plan does not depend on whether it was set, so that is not guarded
             self.grad_cleared.add(id(owner))
             self.grad_fresh[id(owner)] = True
-            self.grad_shadow[id(owner)] = (owner, None)
+            self.grad_shadow[id(owner)] = (owner, value)
             return
         before = self.read_grad(owner)
         if before is None or value is None:

@@ -368,3 +368,20 @@ def test_training_loop_captures_once(caplog: pytest.LogCaptureFixture) -> None:
     compiled(model, opts[0], x, y)
     assert all(p.grad is not None for p in model.parameters())
     assert compiled.captures == 1
+
+
+def test_grad_assigned_before_it_is_read_is_not_guarded() -> None:
+    w = rt.tensor(np.ones(3, np.float32), requires_grad=True)
+    ref = rt.tensor(np.ones(3, np.float32), requires_grad=True)
+
+    def f(p: Any, x: Any) -> Any:
+        p.grad = rt.zeros_like(p)  # set before any read: whatever was there does not matter
+        (p * x).sum().backward()  # accumulates into the assigned zeros
+        return p.grad.sum()
+
+    step = planner.compile(f)
+    x = rt.from_numpy(arr(3))
+    for _ in range(3):  # None on the first call, set afterwards
+        np.testing.assert_allclose(step(w, x).item(), f(ref, x).item(), rtol=1e-6)
+        np.testing.assert_allclose(w.grad.numpy(), ref.grad.numpy(), rtol=1e-6)
+    assert step.captures == 1
