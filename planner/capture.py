@@ -275,16 +275,17 @@ class Tracer:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
             self.optimizers[id(opt)] = (opt, snapshot)
 
-    def hyper(self, opt: Any, group: int, key: str, index: int | None) -> Tensor:
+    def hyper(self, opt: Any, group: int, key: str, index: int | None, device: str) -> Tensor:
         """A hyperparameter ``opt.param_groups[group][key]`` (element ``index`` of a tuple
         such as betas) as a float64 scalar the plan reads at each replay: a schedule that
-        changes it replays the plan instead of capturing again."""
+        changes it replays the plan instead of capturing again. It lives on ``device``
+        (the group's parameters'), as the step's other values do."""
         where = (id(opt), group, key, index)
         found = self.hypers.get(where)
         if found is None:
             desc = f"{type(opt).__name__} {key}" + ("" if index is None else f"[{index}]")
             slot = Slot("hyper", (weakref.ref(opt), group, key, index), (), D.float64,
-                        self.target_device or "cpu", desc)
+                        self.target_device or device, desc)
             found = self.hypers[where] = Tensor._make(self._new_slot(slot, slot, slot),
                                                       D.float64, slot.device)
         return found

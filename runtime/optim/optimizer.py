@@ -103,7 +103,7 @@ class Optimizer:
         if tracer is None or type(value) not in (int, float):
             return value
         at = next(i for i, g in enumerate(self.param_groups) if g is group)
-        return tracer.hyper(self, at, key, index)
+        return tracer.hyper(self, at, key, index, group["params"][0].device)
 
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: state}, "param_groups": [groups, params as indices]}; no copies."""
