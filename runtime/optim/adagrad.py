@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, scalar
+from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
 class Adagrad(Optimizer):
@@ -51,6 +51,7 @@ class Adagrad(Optimizer):
         # group itself: whether a number is zero is part of a compiled step's guard
         lr, lr_decay = self._hyper(group, "lr"), self._hyper(group, "lr_decay")
         weight_decay, eps = self._hyper(group, "weight_decay"), self._hyper(group, "eps")
+        scalar = Scalars()
         for p in group["params"]:
             if p.grad is None:
                 continue

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, scalar
+from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
 class Adam(Optimizer):
@@ -49,6 +49,10 @@ class Adam(Optimizer):
         lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
         weight_decay, amsgrad = self._hyper(group, "weight_decay"), group["amsgrad"]
         beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        decay = 1 - lr * weight_decay
+        one_minus_beta1 = 1 - beta1
+        one_minus_beta2 = 1 - beta2
+        scalar = Scalars()
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -65,12 +69,12 @@ class Adam(Optimizer):
             step_t.add_(1)
             if group["weight_decay"] != 0:
                 if group["decoupled_weight_decay"]:
-                    p.mul_(scalar(1 - lr * weight_decay, p))
+                    p.mul_(scalar(decay, p))
                 else:
                     grad = grad.add(p * scalar(weight_decay, p))
 
-            exp_avg.lerp_(grad, scalar(1 - beta1, p))
-            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(1 - beta2, p) * grad)
+            exp_avg.lerp_(grad, scalar(one_minus_beta1, p))
+            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(one_minus_beta2, p) * grad)
 
             # torch's capturable branch: the bias corrections are tensor ops on the step
             # tensor, so the step reads no tensor data in Python and captures as a graph.

@@ -164,7 +164,20 @@ def _cast(param: Tensor, value: Any, key: str) -> Any:
     return value.clone()
 
 
-def scalar(value: Any, like: Tensor) -> Any:
-    """A hyperparameter expression (``Optimizer._hyper``) to combine with ``like``: a number
-    as it is, a captured float64 scalar cast to ``like``'s dtype (the same rounding)."""
-    return value.to(like.dtype) if isinstance(value, Tensor) else value
+class Scalars:
+    """Hyperparameter expressions (``Optimizer._hyper``) to combine with a parameter: a
+    number as it is; a captured float64 scalar cast to the parameter's dtype (the rounding a
+    Python number meeting a tensor gets), once per expression and dtype, so that a captured
+    update holds one cast per group rather than one per parameter."""
+
+    def __init__(self) -> None:
+        self._cast: dict[tuple[int, Any], tuple[Tensor, Tensor]] = {}
+
+    def __call__(self, value: Any, like: Tensor) -> Any:
+        if not isinstance(value, Tensor):
+            return value
+        key = (id(value), like.dtype)
+        found = self._cast.get(key)
+        if found is None:  # the value is kept with its cast: its id stays its own
+            found = self._cast[key] = (value, value.to(like.dtype))
+        return found[1]

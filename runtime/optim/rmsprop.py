@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, scalar
+from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
 class RMSprop(Optimizer):
@@ -47,6 +47,8 @@ class RMSprop(Optimizer):
         # group itself: whether a number is zero is part of a compiled step's guard
         lr, alpha, eps = self._hyper(group, "lr"), self._hyper(group, "alpha"), self._hyper(group, "eps")
         weight_decay, momentum = self._hyper(group, "weight_decay"), self._hyper(group, "momentum")
+        one_minus_alpha = 1 - alpha
+        scalar = Scalars()
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -63,10 +65,10 @@ class RMSprop(Optimizer):
             state["step"].add_(1)
             if group["weight_decay"] != 0:
                 grad = grad.add(p * scalar(weight_decay, p))
-            square_avg.mul_(scalar(alpha, p)).add_(grad * scalar(1 - alpha, p) * grad)
+            square_avg.mul_(scalar(alpha, p)).add_(grad * scalar(one_minus_alpha, p) * grad)
             if group["centered"]:
                 grad_avg = state["grad_avg"]
-                grad_avg.lerp_(grad, scalar(1 - alpha, p))
+                grad_avg.lerp_(grad, scalar(one_minus_alpha, p))
                 avg = (square_avg - grad_avg * grad_avg).sqrt_()
             else:
                 avg = square_avg.sqrt()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.optim.optimizer import Optimizer, Params, scalar
+from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
 class SGD(Optimizer):
@@ -42,6 +42,8 @@ class SGD(Optimizer):
         # group itself: whether a number is zero is part of a compiled step's guard
         lr, momentum = self._hyper(group, "lr"), self._hyper(group, "momentum")
         dampening, weight_decay = self._hyper(group, "dampening"), self._hyper(group, "weight_decay")
+        undamped = 1 - dampening
+        scalar = Scalars()
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -55,6 +57,6 @@ class SGD(Optimizer):
                     buf = grad.detach().clone()
                     state["momentum_buffer"] = buf
                 else:
-                    buf.mul_(scalar(momentum, p)).add_(grad * scalar(1 - dampening, p))
+                    buf.mul_(scalar(momentum, p)).add_(grad * scalar(undamped, p))
                 grad = grad.add(buf * scalar(momentum, p)) if group["nesterov"] else buf
             p.sub_(grad * scalar(lr, p))
