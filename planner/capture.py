@@ -33,8 +33,10 @@ from .graph import template_nodes
 class Slot:
     """Where a tensor the step reads or writes lives outside the step."""
 
-    kind: str  # "input" | "tensor" | "grad" | "opt_state"
-    ref: Any  # input index | tensor | owner tensor (grad) | (optimizer, param, key)
+    kind: str  # "input" | "tensor" | "grad" | "opt_state" | "hyper"
+    # input index | tensor | owner tensor (grad) | (optimizer, param, key) |
+    # (optimizer, group index, key, tuple index or None) (hyper)
+    ref: Any
     shape: tuple[int, ...]
     dtype: D.DType
     device: str
@@ -71,10 +73,13 @@ class Tracer:
         self.input_of: dict[int, int] = {}  # id(argument tensor) -> its index
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
+        self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
         self.generators: list[Generator] = []
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
         self.node_stack: list[Node] = []
+        self.view_steps: dict[int, tuple[Any, ...]] = {}  # id(view cell) -> its view step
+        self.hypers: dict[tuple[int, int, str, int | None], Tensor] = {}
         self.seen_backward = False
 
     # --- graph values -----------------------------------------------------------------------
@@ -181,6 +186,56 @@ class Tracer:
         cell = self.storage_of(t)
         cell.node = self.storage_of(value).node
 
+    def write_view(self, t: Tensor, value: Tensor, what: str) -> None:
+        """An in-place write into a view, functionalized: the view holds ``value`` and its
+        base the base that shows it, computed by inverting the view. Views that show every
+        element of their base once are inverted (the transposed .grad of a Linear weight);
+        a partial view (a slice) is not, and breaks the graph naming the tensor."""
+        from runtime.ops.inplace import view_inverse
+        from runtime.ops.registry import REGISTRY
+
+        cell = self.storage_of(t)
+        base = cell.view_of
+        assert base is not None
+        if base.node != cell.base_node:
+            raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was written "
+                             "in place since it was taken")
+        step = self.view_steps.get(id(cell))
+        if step is None:
+            data = self.g.nodes[cell.node]
+            prim = REGISTRY[data["op"]]
+            if not prim.view or int(np.prod(base.shape)) != int(np.prod(cell.shape)):
+                raise GraphBreak(f"{what} on {self.describe(t)}, a partial view of its base")
+            step = (prim, data["attrs"], base.shape, cell.shape, t.dtype)
+            self.view_steps[id(cell)] = step
+        new_base = view_inverse(step, value)
+        if base.view_of is not None:
+            holder = Tensor._make(base, t.dtype, self.device_of(t))
+            self.write_view(holder, new_base, what)
+        else:
+            base.node = self.storage_of(new_base).node
+        cell.node = self.storage_of(value).node
+        cell.base_node = base.node
+
+    def describe(self, t: Tensor) -> str:
+        """How a fallback names ``t``: the .grad of a module's parameter (or a view of it)
+        where it is one, by its name in the outermost module the step called."""
+        cell = self.storage_of(t)
+        for owner, value in self.grad_shadow.values():
+            if value is None or type(value._data) is not MetaArray:
+                continue
+            grad_cell, prefix = self.storage_of(value), "the"
+            walk: MetaArray | None = cell
+            while walk is not None and walk is not grad_cell:
+                walk, prefix = walk.view_of, "a view of the"
+            if walk is None:
+                continue
+            names = [n for m in self.modules.values() for n, p in m.named_parameters()
+                     if p is owner]
+            name = max(names, key=len) if names else f"tensor{list(owner.shape)}"
+            return f"{prefix} .grad of {name}"
+        return f"a view tensor{list(t.shape)}"
+
     def read_grad(self, owner: Tensor) -> Tensor | None:
         if type(owner._data) is MetaArray:
             return owner._grad
@@ -199,6 +254,13 @@ class Tracer:
         if type(owner._data) is MetaArray:
             owner._grad = value
             return
+        if id(owner) not in self.grad_shadow:
+            # cleared (zero_grad(set_to_none=True)) or assigned before the step read it: the
+            # plan does not depend on whether it was set, so that is not guarded
+            self.grad_cleared.add(id(owner))
+            self.grad_fresh[id(owner)] = True
+            self.grad_shadow[id(owner)] = (owner, value)
+            return
         before = self.read_grad(owner)
         if before is None or value is None:
             self.grad_fresh[id(owner)] = True
@@ -213,6 +275,21 @@ class Tracer:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
             self.optimizers[id(opt)] = (opt, snapshot)
 
+    def hyper(self, opt: Any, group: int, key: str, index: int | None, device: str) -> Tensor:
+        """A hyperparameter ``opt.param_groups[group][key]`` (element ``index`` of a tuple
+        such as betas) as a float64 scalar the plan reads at each replay: a schedule that
+        changes it replays the plan instead of capturing again. It lives on ``device``
+        (the group's parameters'), as the step's other values do."""
+        where = (id(opt), group, key, index)
+        found = self.hypers.get(where)
+        if found is None:
+            desc = f"{type(opt).__name__} {key}" + ("" if index is None else f"[{index}]")
+            slot = Slot("hyper", (weakref.ref(opt), group, key, index), (), D.float64,
+                        self.target_device or device, desc)
+            found = self.hypers[where] = Tensor._make(self._new_slot(slot, slot, slot),
+                                                      D.float64, slot.device)
+        return found
+
     def enter_backward_node(self, fn: Node) -> None:
         self.node_stack.append(fn)
         self.seen_backward = True
@@ -225,13 +302,18 @@ class Tracer:
         """Collect the writes and outputs and undo Python-side state changes."""
         writes: list[tuple[int, int]] = []
         for cell, index, _ in self.cells.values():
+            if self.slots[index].kind == "hyper" and cell.node != self.source[index]:
+                raise GraphBreak(f"the step writes the hyperparameter "
+                                 f"{self.slots[index].desc} in place")
             if self.slots[index].kind != "grad" and cell.node != self.source[index]:
                 writes.append((index, cell.node))
         grad_none: list[tuple[Tensor, bool, int | None]] = []
         for key, (owner, value) in self.grad_shadow.items():
             original = owner._grad
-            grad_none.append((owner, original is None, self.input_of.get(key)))
-            if value is original:
+            cleared = key in self.grad_cleared
+            if not cleared:
+                grad_none.append((owner, original is None, self.input_of.get(key)))
+            if value is original and not cleared:
                 if value is not None:
                     cell, index, _ = self.cells[id(value._data)]
                     if cell.node != self.source[index]:

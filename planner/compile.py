@@ -14,16 +14,20 @@ compiled step run one at a time, from whatever threads (``CompiledStep.lock``).
 from __future__ import annotations
 
 import _signal
+import dis
 import functools
 import logging
 import os
 import threading
+import types
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from runtime import _dtype as D
 from runtime._device import canonical_device, cupy_module, device_of_array
@@ -108,7 +112,7 @@ class Binding:
                 return f"{type(module).__name__} switched between train() and eval()"
         for opt, key in self.optimizers:
             if not _optimizer_matches(opt, key):
-                return f"the state or settings of {type(opt).__name__} changed"
+                return f"{type(opt).__name__}: {_optimizer_change(opt, key)}"
         self.module_version = version
         return None
 
@@ -131,11 +135,22 @@ def _outermost(modules: list[Any]) -> list[Any]:
     return [m for m in modules if id(m) not in inner]
 
 
+def _setting_key(value: Any) -> Any:
+    """What a plan depends on in an optimizer setting. A number (lr, betas, eps, momentum,
+    weight decay...) is read by the plan at each replay (Tracer.hyper), so only its type and
+    whether it is zero (the updates branch on that) are guarded: a learning-rate schedule
+    never recompiles. Anything else (flags such as nesterov) is guarded by value."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_setting_key(v) for v in value)
+    if type(value) in (int, float):
+        return ("number", type(value), value == 0)
+    return value
+
+
 def _optimizer_key(opt: Any) -> Any:
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
-         tuple(sorted((k, v if not isinstance(v, (list, tuple)) else tuple(v))
-                      for k, v in g.items() if k != "params")))
+         tuple(sorted((k, _setting_key(v)) for k, v in g.items() if k != "params")))
         for g in opt.param_groups)
     state = tuple(
         (id(p), tuple(sorted((k, id(v) if isinstance(v, Tensor) else v) for k, v in st.items())))
@@ -157,9 +172,7 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
         if len(g) - 1 != len(settings):  # "params" is not among the settings
             return False
         for k, v in settings:
-            now = g.get(k, _MISSING)
-            if isinstance(now, (list, tuple)):
-                now = tuple(now)
+            now = _setting_key(g.get(k, _MISSING))
             if now is not v and (now is _MISSING or not now == v):
                 return False
     if len(opt.state) != len(state):
@@ -174,6 +187,31 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
             if now is not v and (now is _MISSING or not now == v):
                 return False
     return True
+
+
+def _optimizer_change(opt: Any, key: Any) -> str:
+    """What differs between ``opt`` and the ``_optimizer_key`` it was captured with."""
+    groups, state = _optimizer_key(opt)
+    old_groups, old_state = key
+    if len(groups) != len(old_groups):
+        return f"{len(groups)} parameter groups (was {len(old_groups)})"
+    for i, ((ids, settings), (old_ids, old_settings)) in enumerate(zip(groups, old_groups)):
+        if ids != old_ids:
+            return f"the parameters of param_groups[{i}] changed"
+        now, was = dict(settings), dict(old_settings)
+        for name in sorted(now.keys() | was.keys()):
+            if now.get(name, _MISSING) != was.get(name, _MISSING):
+                value = opt.param_groups[i].get(name, "missing")
+                return f"param_groups[{i}][{name!r}] is {value!r} ({_was(was.get(name))})"
+    if len(state) != len(old_state):
+        return f"state for {len(state)} parameters (was {len(old_state)})"
+    return "its state entries changed"
+
+
+def _was(setting: Any) -> str:
+    if isinstance(setting, tuple) and setting[:1] == ("number",):
+        return f"was {'zero' if setting[2] else 'non-zero'}: the update branches on that"
+    return f"was {setting!r}"
 
 
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -423,11 +461,25 @@ def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any],
         if isinstance(value, _SCALARS):
             found.append((name, lambda c=cell: c.cell_contents, value))
     globs = getattr(fn, "__globals__", {})
-    for name in code.co_names:
+    for name in _global_reads(code):
         value = globs.get(name, _MISSING)
         if isinstance(value, _SCALARS):
             found.append((name, lambda n=name: globs.get(n), value))
     return found
+
+
+def _global_reads(code: Any) -> dict[str, None]:
+    """The names ``code`` (and the code nested in it: comprehensions, lambdas) loads as
+    globals, in order. Not ``co_names``, which also holds attribute names: ``opt.step()``
+    would guard a module-level loop variable ``step``, and recompile every iteration."""
+    names: dict[str, None] = {}
+    for ins in dis.get_instructions(code):
+        if ins.opname == "LOAD_GLOBAL":
+            names[ins.argval] = None
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names.update(_global_reads(const))
+    return names
 
 
 _MISSING = object()
@@ -559,7 +611,22 @@ def _reader(slot: Slot) -> Callable[[tuple[Any, ...]], Any]:
             return lambda args: owner._grad._data
         index = slot.owner_input
         return lambda args: args[index]._grad._data
+    if slot.kind == "hyper":
+        return _hyper_reader(slot)
     return lambda args: _read_slot(slot, args)  # raises, as it always did
+
+
+def _hyper_reader(slot: Slot) -> Callable[[tuple[Any, ...]], Any]:
+    """A hyperparameter's current value in its optimizer's param_groups, as the float64
+    scalar array the plan reads (the guard has checked that the group is still there)."""
+    opt_ref, group, key, index = slot.ref
+    xp = cupy_module() if slot.device != "cpu" else np
+
+    def read(args: tuple[Any, ...]) -> Any:
+        value = opt_ref().param_groups[group][key]
+        return xp.asarray(value if index is None else value[index], dtype=np.float64)
+
+    return read
 
 
 def _writeback(slot: Slot) -> tuple[_Stage | None, Any, Any]:
@@ -578,6 +645,8 @@ def _writeback(slot: Slot) -> tuple[_Stage | None, Any, Any]:
         return functools.partial(_stage_grad, slot), None, None
     if slot.kind == "opt_state":
         return functools.partial(_stage_opt_state, slot), None, None
+    if slot.kind == "hyper":
+        return None, None, None  # only read: a capture that writes one breaks the graph
     raise AssertionError(f"unknown slot kind {slot.kind}")
 
 
@@ -623,6 +692,8 @@ def _read_slot(slot: Slot, args: tuple[Any, ...]) -> Any:
         return slot.ref._data
     if slot.kind == "grad":
         return _owner(slot, args)._grad._data
+    if slot.kind == "hyper":
+        return _hyper_reader(slot)(args)
     raise AssertionError(f"slot of kind {slot.kind} is not read")
 
 

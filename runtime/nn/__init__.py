@@ -4,6 +4,7 @@ from runtime.nn import functional, init
 from runtime.nn import parallel
 from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from runtime.nn.conv import Conv1d, Conv2d
+from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.container import Sequential
 from runtime.nn.dropout import Dropout
@@ -69,4 +70,5 @@ __all__ = [
     "functional",
     "init",
     "parallel",
+    "utils",
 ]

@@ -30,16 +30,16 @@ def _addindent(s: str, num_spaces: int) -> str:
 def zero_grads(params: Iterable[Tensor], set_to_none: bool) -> None:
     """Drop (`set_to_none`) or zero in place, detached, the gradients of `params`."""
     for p in params:
+        if set_to_none:
+            p.grad = None  # unread: a compiled step need not guard on whether it was set
+            continue
         if p.grad is None:
             continue
-        if set_to_none:
-            p.grad = None
+        if p.grad.grad_fn is not None:
+            p.grad.detach_()
         else:
-            if p.grad.grad_fn is not None:
-                p.grad.detach_()
-            else:
-                p.grad.requires_grad_(False)
-            p.grad.zero_()
+            p.grad.requires_grad_(False)
+        p.grad.zero_()
 
 
 _structure_version = 0  # bumped by every change to any module's attributes, children or mode

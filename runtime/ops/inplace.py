@@ -114,11 +114,12 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     if grad_on and t._rg and t._grad_fn is None:
         raise RuntimeError(ERR_LEAF_INPLACE)
     storage = tracer.storage_of(t)
-    if storage.view_of is not None:
-        raise GraphBreak(f"in-place {prim.name}_ on a view")
     meta = type(t._data) is MetaArray
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
+    if storage.view_of is not None and needs_graph:
+        raise GraphBreak(f"in-place {prim.name}_ recording history on a view "
+                         f"({tracer.describe(t)})")
     if needs_graph and not meta:
         raise GraphBreak(f"in-place {prim.name}_ recording history on a tensor from outside "
                          "the step")
@@ -131,7 +132,10 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     result = apply(prim, src, *args, **attrs)
     _check_result(prim, t, result)
     value = result if result.dtype is t.dtype else apply(REGISTRY["cast"], result, dtype=t.dtype)
-    tracer.write(t, value)
+    if storage.view_of is not None:
+        tracer.write_view(t, value, f"in-place {prim.name}_")
+    else:
+        tracer.write(t, value)
     if meta:
         t._vc.v += 1
         if needs_graph:
@@ -156,6 +160,12 @@ def _view_of(chain: tuple[Any, ...], g: Tensor) -> Tensor:
     for prim, attrs, *_ in chain:
         g = apply(prim, g, **attrs)
     return g
+
+
+def view_inverse(step: tuple[Any, ...], value: Tensor) -> Tensor:
+    """The base that a view ``step`` maps onto ``value``, for a view that shows every element
+    of its base once (a transpose, permute or reshape): its adjoint is its inverse."""
+    return _view_adjoint((step,), value)
 
 
 def _view_adjoint(chain: tuple[Any, ...], g: Tensor) -> Tensor:

@@ -1,7 +1,10 @@
 """`runtime.optim`: optimizers in the shape of `torch.optim` (updates are in-place tensor ops)."""
 
+from runtime.optim import lr_scheduler
+from runtime.optim.adagrad import Adagrad
 from runtime.optim.adam import Adam, AdamW
 from runtime.optim.optimizer import Optimizer
+from runtime.optim.rmsprop import RMSprop
 from runtime.optim.sgd import SGD
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer"]
+__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params
+from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
 class Adam(Optimizer):
@@ -44,13 +44,15 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        lr, eps, weight_decay, amsgrad = (
-            group["lr"],
-            group["eps"],
-            group["weight_decay"],
-            group["amsgrad"],
-        )
-        beta1, beta2 = group["betas"]
+        # numbers from _hyper (replay-time inputs of a compiled step); branches read the
+        # group itself: whether a number is zero is part of a compiled step's guard
+        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
+        weight_decay, amsgrad = self._hyper(group, "weight_decay"), group["amsgrad"]
+        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        decay = 1 - lr * weight_decay
+        one_minus_beta1 = 1 - beta1
+        one_minus_beta2 = 1 - beta2
+        scalar = Scalars()
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -65,14 +67,14 @@ class Adam(Optimizer):
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
 
             step_t.add_(1)
-            if weight_decay != 0:
+            if group["weight_decay"] != 0:
                 if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
+                    p.mul_(scalar(decay, p))
                 else:
-                    grad = grad.add(p, alpha=weight_decay)
+                    grad = grad.add(p * scalar(weight_decay, p))
 
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            exp_avg.lerp_(grad, scalar(one_minus_beta1, p))
+            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(one_minus_beta2, p) * grad)
 
             # torch's capturable branch: the bias corrections are tensor ops on the step
             # tensor, so the step reads no tensor data in Python and captures as a graph.
@@ -87,9 +89,9 @@ class Adam(Optimizer):
             if amsgrad:
                 max_exp_avg_sq = state["max_exp_avg_sq"]
                 max_exp_avg_sq.copy_(rt.maximum(max_exp_avg_sq, exp_avg_sq))
-                denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(eps, p))
             else:
-                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(eps, p))
             # p.addcdiv_(exp_avg, denom, value=-step_size), with a tensor step size
             p.sub_((exp_avg / denom).mul_(step_size))
 

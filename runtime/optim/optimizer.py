@@ -92,6 +92,19 @@ class Optimizer:
     def _step_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _hyper(self, group: dict[str, Any], key: str, index: int | None = None) -> Any:
+        """``group[key]`` (its element ``index``) for the update's arithmetic: the number
+        itself, or while a step is captured a float64 scalar tensor that the compiled plan
+        reads at each replay, so that changing it (a schedule) never recompiles. Arithmetic
+        among hyperparameters is float64 either way (Python floats are doubles); `scalar`
+        rounds a result to the parameters' dtype, as a Python number meeting a tensor is."""
+        value = group[key] if index is None else group[key][index]
+        tracer = _trace_state.tracer
+        if tracer is None or type(value) not in (int, float):
+            return value
+        at = next(i for i, g in enumerate(self.param_groups) if g is group)
+        return tracer.hyper(self, at, key, index, group["params"][0].device)
+
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: state}, "param_groups": [groups, params as indices]}; no copies."""
         index: dict[int, int] = {}
@@ -149,3 +162,22 @@ def _cast(param: Tensor, value: Any, key: str) -> Any:
     if key != "step" and param.dtype.is_floating_point:
         value = value.to(param.dtype)
     return value.clone()
+
+
+class Scalars:
+    """Hyperparameter expressions (``Optimizer._hyper``) to combine with a parameter: a
+    number as it is; a captured float64 scalar cast to the parameter's dtype (the rounding a
+    Python number meeting a tensor gets), once per expression and dtype, so that a captured
+    update holds one cast per group rather than one per parameter."""
+
+    def __init__(self) -> None:
+        self._cast: dict[tuple[int, Any], tuple[Tensor, Tensor]] = {}
+
+    def __call__(self, value: Any, like: Tensor) -> Any:
+        if not isinstance(value, Tensor):
+            return value
+        key = (id(value), like.dtype)
+        found = self._cast.get(key)
+        if found is None:  # the value is kept with its cast: its id stays its own
+            found = self._cast[key] = (value, value.to(like.dtype))
+        return found[1]

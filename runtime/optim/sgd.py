@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.optim.optimizer import Optimizer, Params
+from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
 class SGD(Optimizer):
@@ -38,21 +38,25 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
-        weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        # numbers from _hyper (replay-time inputs of a compiled step); branches read the
+        # group itself: whether a number is zero is part of a compiled step's guard
+        lr, momentum = self._hyper(group, "lr"), self._hyper(group, "momentum")
+        dampening, weight_decay = self._hyper(group, "dampening"), self._hyper(group, "weight_decay")
+        undamped = 1 - dampening
+        scalar = Scalars()
         for p in group["params"]:
             if p.grad is None:
                 continue
             grad = -p.grad if group["maximize"] else p.grad
-            if weight_decay != 0:
-                grad = grad.add(p, alpha=weight_decay)
-            if momentum != 0:
+            if group["weight_decay"] != 0:
+                grad = grad.add(p * scalar(weight_decay, p))
+            if group["momentum"] != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
                 if buf is None:
                     buf = grad.detach().clone()
                     state["momentum_buffer"] = buf
                 else:
-                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                grad = grad.add(buf, alpha=momentum) if nesterov else buf
-            p.add_(grad, alpha=-lr)
+                    buf.mul_(scalar(momentum, p)).add_(grad * scalar(undamped, p))
+                grad = grad.add(buf * scalar(momentum, p)) if group["nesterov"] else buf
+            p.sub_(grad * scalar(lr, p))

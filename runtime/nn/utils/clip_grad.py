@@ -1,0 +1,73 @@
+"""`clip_grad_norm_` and `clip_grad_value_`, as in `torch.nn.utils`: tensor ops only (no data
+read in Python unless `error_if_nonfinite` asks), so a compiled step captures them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from runtime.autograd import no_grad
+from runtime.creation import tensor
+from runtime.ops.functional import stack
+from runtime.tensor import Tensor
+
+Parameters = Tensor | Iterable[Tensor]
+
+
+def _grads(parameters: Parameters) -> list[Tensor]:
+    params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [p.grad for p in params if p.grad is not None]
+
+
+def _check_foreach(foreach: bool | None) -> None:
+    # torch's foreach picks fused multi-tensor kernels with the same results; here every
+    # choice runs the same ops, so only its type is checked
+    if foreach is not None and not isinstance(foreach, bool):
+        raise TypeError(f"foreach must be a bool or None, got {type(foreach).__name__}")
+
+
+def _norm(x: Tensor, p: float) -> Tensor:
+    """torch.linalg.vector_norm(x, p) over all elements."""
+    if p == math.inf:
+        return x.abs().max()
+    if p == -math.inf:
+        return x.abs().min()
+    if p == 0:
+        return (x != 0).to(x.dtype).sum()
+    if p == 1:
+        return x.abs().sum()
+    if p == 2:
+        return (x * x).sum().sqrt()
+    return (x.abs() ** p).sum() ** (1.0 / p)
+
+
+def clip_grad_norm_(parameters: Parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Scale the gradients in place so that their joint `norm_type` norm is at most
+    `max_norm`; returns the norm before clipping (of all gradients as one vector)."""
+    _check_foreach(foreach)
+    max_norm, norm_type = float(max_norm), float(norm_type)
+    with no_grad():
+        grads = _grads(parameters)
+        if not grads:
+            return tensor(0.0)
+        total = _norm(stack([_norm(g, norm_type) for g in grads]), norm_type)
+        if error_if_nonfinite and not math.isfinite(total.item()):
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is "
+                "non-finite, so it cannot be clipped. To disable this error and scale the "
+                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(coef.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters: Parameters, clip_value: float,
+                     foreach: bool | None = None) -> None:
+    """Clamp every gradient in place to [-clip_value, clip_value]."""
+    _check_foreach(foreach)
+    clip_value = float(clip_value)
+    with no_grad():
+        for g in _grads(parameters):
+            g.clamp_(min=-clip_value, max=clip_value)

@@ -1,0 +1,69 @@
+"""Adagrad (torch's single-tensor update; the state exists from construction, as in torch)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import runtime as rt
+from runtime.optim.optimizer import Optimizer, Params, Scalars
+
+
+class Adagrad(Optimizer):
+    def __init__(
+        self,
+        params: Params,
+        lr: float = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        *,
+        maximize: bool = False,
+    ) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "maximize": maximize,
+        }
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = rt.tensor(0.0)
+                state["sum"] = rt.full_like(p, group["initial_accumulator_value"])
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        # numbers from _hyper (replay-time inputs of a compiled step); branches read the
+        # group itself: whether a number is zero is part of a compiled step's guard
+        lr, lr_decay = self._hyper(group, "lr"), self._hyper(group, "lr_decay")
+        weight_decay, eps = self._hyper(group, "weight_decay"), self._hyper(group, "eps")
+        scalar = Scalars()
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            state = self.state[p]
+            step_t, state_sum = state["step"], state["sum"]
+            step_t.add_(1)
+            if group["weight_decay"] != 0:
+                grad = grad.add(p * scalar(weight_decay, p))
+            # torch's clr = lr / (1 + (step - 1) * lr_decay), on the step tensor in float64
+            # (so that a compiled step reads no tensor data in Python)
+            clr = (lr / (1 + (step_t.double() - 1) * lr_decay)).to(p.dtype)
+            state_sum.add_(grad * grad)
+            std = state_sum.sqrt().add_(scalar(eps, p))
+            p.sub_(grad * clr / std)
