@@ -486,7 +486,9 @@ _MISSING = object()
 
 
 def _plan_device(cap: Capture) -> str:
-    devices = {s.device for s in cap.slots}
+    """The one accelerator the step's tensors are on, if any. CPU scalars beside it (an
+    optimizer's step count, as PyTorch keeps it) run as CPU steps of a device plan."""
+    devices = {s.device for s in cap.slots} - {"cpu"}
     return devices.pop() if len(devices) == 1 else "cpu"
 
 

@@ -93,8 +93,11 @@ def test_fused_cuda_plan_equals_cpu_eager(host_gpu: Any, name: str) -> None:
     step, want, got = run_on_cuda(name, "cuda")
     plan = step.plan
     assert plan.device == "cuda:0" and plan.kernels
-    assert all(k.language == "cuda" and k.device == "cuda:0" for k in plan.kernels)
-    assert all('extern "C" __global__' in k.source for k in plan.kernels)
+    # an optimizer's step count stays a CPU scalar (as PyTorch's): its arithmetic may fuse
+    # into a CPU kernel; every kernel on the GPU is CUDA C
+    gpu = [k for k in plan.kernels if k.device == "cuda:0"]
+    assert gpu and all(k.device == "cpu" for k in plan.kernels if k not in gpu)
+    assert all(k.language == "cuda" and 'extern "C" __global__' in k.source for k in gpu)
     assert_same_runs(want, got, FUSED_TOL)
 
 
