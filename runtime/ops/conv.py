@@ -333,10 +333,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, dilation,
                                            ceil_mode, "max_pool2d")
     n, c, h, w = x.shape
-    # padding never wins a window: the lowest finite value (not -inf, which the mask's
-    # multiply-based where would turn into nan * 0)
-    fill = float(np.finfo(x.dtype.np).min) if x.dtype.is_floating_point \
-        else int(np.iinfo(np.int64).min)
+    fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(np.int64).min)
     cols = F.reshape(unfold_raw(x, k, d, pad4, s, fill), (n, c, k[0] * k[1], out[0] * out[1]))
     arg = F.argmax(cols.detach(), 2, keepdim=True)
     # the first maximum of each window picked by a mask, not a gather: a where and a sum,

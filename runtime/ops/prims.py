@@ -363,9 +363,11 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
     if dt.kind == "f" and cond.size >= 1024 and cond.shape == shape:
         # numpy's where branches per element, which is slow on the random masks of ReLU and
         # friends; cond * a + ~cond * b is exact for finite values (one term is 0)
-        out = xp.multiply(cond, a, dtype=dt)
-        if not (isinstance(b, (int, float)) and b == 0):
-            out += xp.multiply(~cond, b, dtype=dt)
+        # an inf times the 0 of a false mask is nan: then numpy's where, and no warning
+        with np.errstate(invalid="ignore"):
+            out = xp.multiply(cond, a, dtype=dt)
+            if not (isinstance(b, (int, float)) and b == 0):
+                out += xp.multiply(~cond, b, dtype=dt)
         if not xp.isnan(out).any():
             return out
     return xp.where(cond, a, b).astype(dt, copy=False)
@@ -403,9 +405,10 @@ def _where_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPat
 
 
 def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
-    out = np.multiply(cond, a, dtype=dt)
-    if add_b:
-        out += np.multiply(~cond, b, dtype=dt)
+    with np.errstate(invalid="ignore"):  # inf * 0 is nan: numpy's where below, silently
+        out = np.multiply(cond, a, dtype=dt)
+        if add_b:
+            out += np.multiply(~cond, b, dtype=dt)
     if not np.count_nonzero(np.isnan(out)):  # isnan(out).any(), in one C call
         return out
     return np.where(cond, a, b).astype(dt, copy=False)
