@@ -6,6 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
@@ -127,3 +129,41 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = N
 
     keep = F.ge(rand(*x.shape, generator=generator, device=x.device), p)
     return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+
+
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    return _maybe_inplace(x, F.mul(x, sigmoid(x)), inplace)
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    # x > 0 picks the branch: at 0 the gradient is negative_slope, as PyTorch's
+    return _maybe_inplace(x, F.where(F.gt(x, 0), x, F.mul(x, negative_slope)), inplace)
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold. Written as
+    max(z, 0) + log(1 + exp(-|z|)) so exp never overflows in the branch not taken."""
+    z = F.mul(x, beta)
+    soft = F.add(F.maximum(z, 0.0), F.log(F.add(F.exp(F.neg(F.abs(z))), 1.0)))
+    return F.where(F.gt(z, threshold), x, F.div(soft, beta) if beta != 1.0 else soft)
+
+
+def _maybe_inplace(x: Tensor, y: Tensor, inplace: bool) -> Tensor:
+    """``y``, or for inplace=True ``x`` overwritten with it (autograd records the copy)."""
+    return F.copy_(x, y) if inplace else y
+
+
+def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
+    machine epsilon, as PyTorch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size"
+                           f"{list(x.shape)}")
+    if eps is None:
+        eps = float(np.finfo(x.dtype.np).eps)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    y = F.div(x, F.sqrt(F.add(F.mean(F.mul(x, x), axes, keepdim=True), eps)))
+    return y if weight is None else F.mul(y, weight)
