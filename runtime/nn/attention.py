@@ -21,10 +21,12 @@ class NonDynamicallyQuantizableLinear(Linear):
     """PyTorch's name for MultiheadAttention's out_proj (shown by repr)."""
 
 
-def _as_bias(mask: Tensor, dtype: D.DType) -> Tensor:
-    """MultiheadAttention's masks mark what is *not* attended: a bool True becomes -inf; a
-    float mask is added as it is."""
-    return F.where(mask, -math.inf, 0.0) if mask.dtype is D.bool_ else F.cast(mask, dtype)
+def _masked(scores: Tensor, mask: Tensor) -> Tensor:
+    """MultiheadAttention's masks mark what is *not* attended: where a bool mask is True the
+    score becomes -inf; a float mask is added."""
+    if mask.dtype is D.bool_:
+        return F.where(mask, -math.inf, scores)
+    return F.add(scores, F.cast(mask, scores.dtype))
 
 
 class MultiheadAttention(Module):
@@ -106,34 +108,33 @@ class MultiheadAttention(Module):
             raise AssertionError(f"key of shape {_size(key)} does not fit query of shape "
                                  f"{_size(query)} and embed_dim {self.embed_dim}")
 
-    def _mask_bias(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
-                   bsz: int, tgt: int, src: int, dtype: D.DType) -> Tensor | None:
-        """attn_mask (L, S) or (N·H, L, S) and key_padding_mask (N, S) as one additive bias
-        broadcast to (N, H, L, S), checked with PyTorch's texts."""
-        bias = None
+    def _apply_masks(self, scores: Tensor, attn_mask: Tensor | None,
+                     key_padding_mask: Tensor | None) -> Tensor:
+        """scores (N, H, L, S) under attn_mask (L, S) or (N·H, L, S) and key_padding_mask
+        (N, S), checked with PyTorch's texts."""
+        bsz, heads, tgt, src = scores.shape
         if attn_mask is not None:
             if attn_mask.ndim == 2:
                 if tuple(attn_mask.shape) != (tgt, src):
                     raise RuntimeError(f"The shape of the 2D attn_mask is {_size(attn_mask)}, "
                                        f"but should be {(tgt, src)}.")
-                bias = _as_bias(attn_mask, dtype)
             elif attn_mask.ndim == 3:
-                want = (bsz * self.num_heads, tgt, src)
+                want = (bsz * heads, tgt, src)
                 if tuple(attn_mask.shape) != want:
                     raise RuntimeError(f"The shape of the 3D attn_mask is {_size(attn_mask)}, "
                                        f"but should be {want}.")
-                bias = F.reshape(_as_bias(attn_mask, dtype), (bsz, self.num_heads, tgt, src))
+                attn_mask = F.reshape(attn_mask, (bsz, heads, tgt, src))
             else:
                 raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be "
                                      f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
                                      "instead")
+            scores = _masked(scores, attn_mask)
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (bsz, src):
                 raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src)}, but "
                                      f"got {_size(key_padding_mask)}")
-            pad = F.reshape(_as_bias(key_padding_mask, dtype), (bsz, 1, 1, src))
-            bias = pad if bias is None else F.add(bias, pad)
-        return bias
+            scores = _masked(scores, F.reshape(key_padding_mask, (bsz, 1, 1, src)))
+        return scores
 
     def forward(
         self,
@@ -191,9 +192,7 @@ class MultiheadAttention(Module):
         q, k, v = split(q, tgt), split(k, src), split(v, src)
         # q is scaled before the product, as PyTorch's reference (same rounding)
         scores = F.matmul(F.mul(q, 1.0 / math.sqrt(hd)), F.transpose(k, -2, -1))
-        bias = self._mask_bias(attn_mask, key_padding_mask, bsz, tgt, src, q.dtype)
-        if bias is not None:
-            scores = F.add(scores, bias)
+        scores = self._apply_masks(scores, attn_mask, key_padding_mask)
         weights = C.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
             weights = C.dropout(weights, self.dropout)

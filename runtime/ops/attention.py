@@ -33,19 +33,18 @@ def causal_mask(length: int, source: int, device: str) -> Tensor:
     return F.le(F.unsqueeze(arange(source, device=device), 0), rows)
 
 
-def attention_bias(mask: Tensor, scores_shape: tuple[int, ...], dtype: D.DType) -> Tensor:
-    """A mask as what is added to the scores: a bool mask keeps its True entries (the others
-    become -inf), a float one is added as it is."""
-    if mask.dtype is not D.bool_ and mask.dtype is not dtype:
+def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
+    """The scores under an sdpa mask: a bool mask keeps its True entries (the others become
+    -inf), a float one is added."""
+    if mask.dtype is not D.bool_ and mask.dtype is not scores.dtype:
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-            f"attn_mask.dtype: {mask.dtype.name} and  query.dtype: {dtype.name} instead.")
-    err = _broadcast_error(scores_shape, tuple(mask.shape))
+            f"attn_mask.dtype: {mask.dtype.name} and  query.dtype: {scores.dtype.name} "
+            "instead.")
+    err = _broadcast_error(tuple(scores.shape), tuple(mask.shape))
     if err is not None:
         raise RuntimeError(err)
-    if mask.dtype is D.bool_:
-        return F.where(mask, 0.0, -math.inf)
-    return mask
+    return F.where(mask, scores, -math.inf) if mask.dtype is D.bool_ else F.add(scores, mask)
 
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
@@ -72,7 +71,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if is_causal:
         attn_mask = causal_mask(length, source, query.device)
     if attn_mask is not None:
-        scores = F.add(scores, attention_bias(attn_mask, tuple(scores.shape), query.dtype))
+        scores = apply_attn_mask(scores, attn_mask)
     weights = C.softmax(scores, -1)
     if dropout_p > 0.0:
         weights = C.dropout(weights, dropout_p)
