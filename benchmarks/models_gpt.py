@@ -27,7 +27,12 @@ class GPTConfig:
     context: int = 64
     batch: int = 16
     tied: bool = True  # the head's weight is the token embedding's
-    lr: float = 3e-3
+    lr: float = 1e-3
+    # Adam's step is lr * m / (sqrt(v) + eps): with PyTorch's 1e-8, a weight whose gradient
+    # is ~1e-9 (the key projection's, while attention is near uniform at init) moves by a
+    # sizeable part of lr on the rounding of that gradient, so two libraries' first steps
+    # differ by 1e-4; 1e-6 keeps such updates proportional to their (tiny) gradients
+    eps: float = 1e-6
 
 
 GPT = GPTConfig()
@@ -136,7 +141,7 @@ def build_gpt(lib: ModuleType, arrays: dict[str, np.ndarray], cfg: GPTConfig = G
     """One training step: zero grads, forward, cross-entropy over every position, backward,
     optimizer step. ``case.fn(x, y)`` takes any batch of the same shape."""
     model = build_gpt_model(lib, arrays, cfg)
-    opt = lib.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = lib.optim.Adam(model.parameters(), lr=cfg.lr, eps=cfg.eps)
 
     def step(x: Any, y: Any) -> Any:
         opt.zero_grad()
