@@ -58,18 +58,20 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             f"query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
-    if is_causal and attn_mask is not None:
-        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
-                           "when is_causal=True")
     if key.shape[-1] != query.shape[-1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{key.shape[-2]}, {query.shape[-1]}] but got: "
                            f"[{key.shape[-2]}, {key.shape[-1]}].")
+    if is_causal and attn_mask is not None:
+        # PyTorch documents this error; its CPU kernels raise it or apply both masks depending
+        # on which kernel it picks for the shapes: one rule here
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
     length, source = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), factor)
     if is_causal:
-        attn_mask = causal_mask(length, source, query.device)
+        scores = F.where(causal_mask(length, source, query.device), scores, -math.inf)
     if attn_mask is not None:
         scores = apply_attn_mask(scores, attn_mask)
     weights = C.softmax(scores, -1)
