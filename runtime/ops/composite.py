@@ -131,13 +131,27 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = N
     return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
 
 
+def _stable_sigmoid(x: Tensor) -> Tensor:
+    """sigmoid from e = exp(-|x|) <= 1: no exp overflows, so no inf * 0 = nan in backward
+    (1 / (1 + exp(-x)) has one at x = -100). -|x| is written with where so its derivative
+    at 0 is -1 (abs's would be 0)."""
+    nonneg = F.ge(x, 0)
+    e = F.exp(F.where(nonneg, F.neg(x), x))
+    r = F.div(1.0, F.add(e, 1.0))
+    return F.where(nonneg, r, F.mul(e, r))
+
+
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
-    return _maybe_inplace(x, F.mul(x, sigmoid(x)), inplace)
+    if inplace:
+        return _inplace(silu, x)
+    return F.mul(x, _stable_sigmoid(x))
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(lambda t: leaky_relu(t, negative_slope), x)
     # x > 0 picks the branch: at 0 the gradient is negative_slope, as PyTorch's
-    return _maybe_inplace(x, F.where(F.gt(x, 0), x, F.mul(x, negative_slope)), inplace)
+    return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -148,9 +162,10 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     return F.where(F.gt(z, threshold), x, F.div(soft, beta) if beta != 1.0 else soft)
 
 
-def _maybe_inplace(x: Tensor, y: Tensor, inplace: bool) -> Tensor:
-    """``y``, or for inplace=True ``x`` overwritten with it (autograd records the copy)."""
-    return F.copy_(x, y) if inplace else y
+def _inplace(fn: Any, x: Tensor) -> Tensor:
+    """x overwritten with fn(x). fn reads a clone: its backward keeps what it saved, which
+    x's new value would otherwise overwrite (the same values, not the memory saved)."""
+    return F.copy_(x, fn(F.clone(x)))
 
 
 def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
