@@ -85,14 +85,16 @@ class MultiheadAttention(Module):
         b = None if self.in_proj_bias is None else F.getitem(self.in_proj_bias, rows)
         return C.linear(x, F.getitem(self.in_proj_weight, rows), b)
 
-    def _in_projection(self, q: Tensor, k: Tensor | None, v: Tensor | None) -> tuple[Tensor, Tensor, Tensor]:
-        if k is None:  # self-attention: one matmul, as PyTorch's packed projection
+    def _in_projection(self, q: Tensor, kv: tuple[Tensor, Tensor] | None
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k, v projected; kv None is self-attention: one matmul, as PyTorch's packed
+        projection."""
+        if kv is None:
             qkv = C.linear(q, self.in_proj_weight, self.in_proj_bias)
             e = self.embed_dim
-            return tuple(F.getitem(qkv, (..., slice(i * e, (i + 1) * e)))  # type: ignore
-                         for i in range(3))
-        assert v is not None
-        return self._project(q, 0), self._project(k, 1), self._project(v, 2)
+            q, k, v = (F.getitem(qkv, (..., slice(i * e, (i + 1) * e))) for i in range(3))
+            return q, k, v
+        return self._project(q, 0), self._project(kv[0], 1), self._project(kv[1], 2)
 
     def _check(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         if query.ndim not in (2, 3):
@@ -163,9 +165,8 @@ class MultiheadAttention(Module):
                 key_padding_mask = F.unsqueeze(key_padding_mask, 0)
         elif not self.batch_first:
             query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
-        out, weights = self._attend(query, None if self_attention else key,
-                                    None if self_attention else value, key_padding_mask,
-                                    attn_mask)
+        out, weights = self._attend(query, None if self_attention else (key, value),
+                                    key_padding_mask, attn_mask)
         if unbatched:
             out = out[0]
         elif not self.batch_first:
@@ -176,15 +177,15 @@ class MultiheadAttention(Module):
             weights = F.mean(weights, 1)
         return out, weights[0] if unbatched else weights
 
-    def _attend(self, query: Tensor, key: Tensor | None, value: Tensor | None,
+    def _attend(self, query: Tensor, kv: tuple[Tensor, Tensor] | None,
                 key_padding_mask: Tensor | None, attn_mask: Tensor | None
                 ) -> tuple[Tensor, Tensor]:
-        """Batch-first inputs (N, L, E), (N, S, E) (key and value None: both are query): the
-        output (N, L, E) and the per-head weights (N, H, L, S)."""
+        """Batch-first query (N, L, E) and key, value (N, S, E) (kv None: both are query):
+        the output (N, L, E) and the per-head weights (N, H, L, S)."""
         bsz, tgt, _ = query.shape
-        src = tgt if key is None else key.shape[1]
+        src = tgt if kv is None else kv[0].shape[1]
         heads, hd = self.num_heads, self.head_dim
-        q, k, v = self._in_projection(query, key, value)
+        q, k, v = self._in_projection(query, kv)
 
         def split(t: Tensor, n: int) -> Tensor:  # (N, n, E) -> (N, H, n, hd)
             return F.permute(F.reshape(t, (bsz, n, heads, hd)), 0, 2, 1, 3)
