@@ -109,6 +109,8 @@ def build_gpt_model(lib: ModuleType, arrays: dict[str, np.ndarray], cfg: GPTConf
         "tok": nn.Embedding(vocab, c), "pos": nn.Embedding(cfg.context, c),
         "blocks": nn.ModuleList([block() for _ in range(cfg.layers)]),
         "ln_f": nn.LayerNorm(c), "head": nn.Linear(c, vocab, bias=False)})
+    # wherever the library puts data (the CUDA tests' runtime puts it on cuda)
+    model.to(lib.from_numpy(arrays["x"][:1].copy()).device)
     if cfg.tied:
         model["head"].weight = model["tok"].weight
     params = dict(model.named_parameters())
@@ -125,7 +127,7 @@ def gpt_forward(lib: ModuleType, model: Any, idx: Any, heads: int) -> Any:
     """Logits (batch, context, vocab) of the next character at each position."""
     F = lib.nn.functional
     b, t = idx.shape
-    x = model["tok"](idx) + model["pos"](lib.arange(t))
+    x = model["tok"](idx) + model["pos"](lib.arange(t, device=idx.device))
     c = x.shape[-1]
     for blk in model["blocks"]:
         qkv = blk["qkv"](blk["ln1"](x))
