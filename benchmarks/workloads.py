@@ -388,3 +388,29 @@ WORKLOADS: dict[str, Workload] = {
         ),
     ]
 }
+
+
+# ----------------------------------------------------------------------------------- gpt
+# benchmarks.models_gpt imports Case from here: import it when the workload is first used
+
+
+def _gpt_arrays(seed: int) -> dict[str, np.ndarray]:
+    from benchmarks.models_gpt import gpt_arrays
+
+    return gpt_arrays(seed)
+
+
+def _build_gpt(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
+    from benchmarks.models_gpt import build_gpt
+
+    return build_gpt(lib, arrays)
+
+
+WORKLOADS["gpt"] = Workload(
+    "gpt",
+    "character-level GPT on pydoc_data.topics: 2 pre-norm layers, 4 heads, width 128, "
+    "context 64, batch 16, tied head, Adam step",
+    "attention, small matmuls",
+    _gpt_arrays,
+    _build_gpt,
+)

@@ -110,6 +110,8 @@ class Binding:
                 return f"the parameters of {type(module).__name__} were replaced"
             if now[1] != params[1]:
                 return f"{type(module).__name__} switched between train() and eval()"
+            if now[2] != params[2]:
+                return f"a forward hook of {type(module).__name__} was added or removed"
         for opt, key in self.optimizers:
             if not _optimizer_matches(opt, key):
                 return f"{type(opt).__name__}: {_optimizer_change(opt, key)}"
@@ -124,9 +126,11 @@ class Binding:
 
 
 def _module_params(module: Any) -> tuple[Any, ...]:
-    """What a captured module's forward was traced with: its parameters and train/eval modes."""
+    """What a captured module's forward was traced with: its parameters, train/eval modes and
+    forward hooks."""
     return (tuple((name, id(p)) for name, p in module.named_parameters()),
-            tuple(m.training for m in module.modules()))
+            tuple(m.training for m in module.modules()),
+            tuple((*m._forward_pre_hooks, -1, *m._forward_hooks) for m in module.modules()))
 
 
 def _outermost(modules: list[Any]) -> list[Any]:

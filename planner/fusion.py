@@ -39,6 +39,11 @@ from .steps import CommitStep, KernelStep, PrimitiveStep, SourceStep, Step, prim
 # a step with 2, 0.071 with 3, 0.076 with 6), so every segment of two steps pays.
 MIN_ELEMENTS = 1 << 15
 MIN_STEPS_WHEN_SMALL = 2
+# Horizontal fusion of one-element segments stops at this many steps: such siblings share
+# no pass over memory, and the gpt workload's 28 Adam step counters (a dozen scalar steps
+# each) made one kernel of 84 outputs that ptxas compiled to 255 registers and 320 bytes of
+# spills on sm_80; 64 steps stay in registers
+MAX_SCALAR_SIBLING_STEPS = 64
 _IR_DTYPES = frozenset(kir.DTYPES)
 # where a parameter update may run in place at write-back (executable.Commit: numpy arrays)
 COMMIT_DEVICES = ("cpu",)
@@ -280,6 +285,7 @@ def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, t
     bufs = step.buffers
     fits = [seg for seg in found if seg.shape == step.shape and seg.perm is None
             and seg.device == step.device
+            and (len(seg.steps) < MAX_SCALAR_SIBLING_STEPS or math.prod(seg.shape) > 1)
             and all(u in ready or u < seg.first for u in bufs)]
     if not fits:
         return None

@@ -6,7 +6,10 @@ from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d
 from runtime.nn.conv import Conv1d, Conv2d
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from runtime.nn.activation import LeakyReLU, SiLU, Softplus
+from runtime.nn.attention import MultiheadAttention
 from runtime.nn.container import Sequential
+from runtime.nn.container import ModuleDict, ModuleList, ParameterList
 from runtime.nn.dropout import Dropout
 from runtime.nn.linear import Identity, Linear
 from runtime.nn.loss import (
@@ -32,6 +35,8 @@ from runtime.nn.pooling import (
     MaxPool2d,
     Unflatten,
 )
+from runtime.nn.rmsnorm import RMSNorm
+from runtime.nn.sparse import Embedding
 
 __all__ = [
     "AdaptiveAvgPool2d",
@@ -45,6 +50,15 @@ __all__ = [
     "MaxPool1d",
     "MaxPool2d",
     "Unflatten",
+    "Embedding",
+    "LeakyReLU",
+    "ModuleDict",
+    "ModuleList",
+    "MultiheadAttention",
+    "ParameterList",
+    "RMSNorm",
+    "SiLU",
+    "Softplus",
     "GELU",
     "BCELoss",
     "BCEWithLogitsLoss",

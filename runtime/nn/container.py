@@ -1,12 +1,15 @@
-"""`Sequential`: chains modules in order."""
+"""Containers: `Sequential` chains modules in order; `ModuleList`, `ModuleDict` and
+`ParameterList` hold modules or parameters so that they are registered."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
 from runtime.nn.module import Module
+from runtime.nn.parameter import Parameter
+from runtime.tensor import Tensor
 
 
 class Sequential(Module):
@@ -69,3 +72,201 @@ class Sequential(Module):
         for module in self:
             input = module(input)
         return input
+
+
+def _abs_index(idx: int, size: int) -> int:
+    if not -size <= idx < size:
+        raise IndexError(f"index {idx} is out of range")
+    return idx % size
+
+
+def _check_module(module: Any) -> Module:
+    if not isinstance(module, Module):
+        raise TypeError(f"{type(module).__name__} is not a Module subclass")
+    return module
+
+
+class ModuleList(Module):
+    """Modules held in a list: registered (their parameters are the list's), indexable."""
+
+    def __init__(self, modules: Iterable[Module] | None = None) -> None:
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return type(self)(list(self._modules.values())[idx])  # type: ignore[arg-type]
+        return self._modules[str(_abs_index(idx, len(self)))]
+
+    def __setitem__(self, idx: int, module: Module) -> None:
+        self.add_module(str(_abs_index(idx, len(self))), _check_module(module))
+
+    def __delitem__(self, idx: int | slice) -> None:
+        items = list(self._modules.values())
+        if isinstance(idx, slice):
+            del items[idx]
+        else:
+            del items[_abs_index(idx, len(items))]
+        self._renumber(items)
+
+    def _renumber(self, items: list[Module | None]) -> None:
+        # torch keeps keys "0".."n-1" after a deletion or insertion
+        for key in list(self._modules):
+            delattr(self, key)
+        for i, module in enumerate(items):
+            self.add_module(str(i), module)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[Module]:
+        return iter(self._modules.values())  # type: ignore[arg-type]
+
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
+        return self.extend(modules)
+
+    def __add__(self, other: Iterable[Module]) -> ModuleList:
+        return type(self)([*self, *other])
+
+    def append(self, module: Module) -> ModuleList:
+        self.add_module(str(len(self)), _check_module(module))
+        return self
+
+    def extend(self, modules: Iterable[Module]) -> ModuleList:
+        if isinstance(modules, (str, bytes)) or not isinstance(modules, Iterable):
+            raise TypeError("ModuleList.extend should be called with an iterable, but got "
+                            + type(modules).__name__)
+        for module in modules:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> None:
+        items = list(self._modules.values())
+        items.insert(index, _check_module(module))
+        self._renumber(items)
+
+    def pop(self, key: int | slice) -> Module:
+        module = self[key]
+        del self[key]
+        return module  # type: ignore[no-any-return]
+
+
+class ModuleDict(Module):
+    """Modules held by name, in insertion order; registered as children."""
+
+    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] | None = None
+                 ) -> None:
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str) -> Module:
+        return self._modules[key]  # type: ignore[return-value]
+
+    def __setitem__(self, key: str, module: Module) -> None:
+        self.add_module(key, _check_module(module))
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._modules:
+            raise KeyError(key)
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._modules)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._modules)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._modules
+
+    def clear(self) -> None:
+        for key in list(self._modules):
+            delattr(self, key)
+
+    def pop(self, key: str) -> Module:
+        module = self[key]
+        del self[key]
+        return module
+
+    def keys(self) -> Iterable[str]:
+        return self._modules.keys()
+
+    def items(self) -> Iterable[tuple[str, Module]]:
+        return self._modules.items()  # type: ignore[return-value]
+
+    def values(self) -> Iterable[Module]:
+        return self._modules.values()  # type: ignore[return-value]
+
+    def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
+        if isinstance(modules, Mapping):
+            pairs: Iterable[Any] = modules.items()
+        elif isinstance(modules, Iterable) and not isinstance(modules, (str, bytes)):
+            pairs = modules
+        else:
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
+                            f"pairs, but got {type(modules).__name__}")
+        for j, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"ModuleDict update sequence element #{j} should be an "
+                                 "iterable of length 2")
+            self[pair[0]] = pair[1]
+
+
+class ParameterList(Module):
+    """Parameters held in a list, registered as "0", "1", ...; a plain tensor appended becomes
+    a Parameter (as torch's)."""
+
+    def __init__(self, values: Iterable[Any] | None = None) -> None:
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, idx: int | slice) -> Any:
+        if isinstance(idx, slice):
+            return type(self)([self[i] for i in range(len(self))[idx]])
+        return getattr(self, str(_abs_index(idx, len(self))))
+
+    def __setitem__(self, idx: int, param: Any) -> None:
+        setattr(self, str(_abs_index(idx, len(self))), _as_parameter(param))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self) -> Iterator[Any]:
+        return (self[i] for i in range(len(self)))
+
+    def __iadd__(self, values: Iterable[Any]) -> ParameterList:
+        return self.extend(values)
+
+    def append(self, value: Any) -> ParameterList:
+        self._size += 1
+        setattr(self, str(self._size - 1), _as_parameter(value))
+        return self
+
+    def extend(self, values: Iterable[Any]) -> ParameterList:
+        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+            raise TypeError("ParameterList.extend should be called with an iterable, but got "
+                            + type(values).__name__)
+        for value in values:
+            self.append(value)
+        return self
+
+    def extra_repr(self) -> str:
+        lines = []
+        for i, p in enumerate(self):
+            if isinstance(p, Tensor):
+                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+                size = "x".join(str(s) for s in p.shape)
+                lines.append(f"({i}): {kind} containing: [{p.dtype!r} of size {size}]")
+            else:
+                lines.append(f"({i}): Object of type: {type(p).__name__}")
+        return "\n".join(lines)
+
+
+def _as_parameter(value: Any) -> Any:
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value

@@ -1,18 +1,24 @@
 """`runtime.nn.functional`: the composites of `runtime.ops.composite`, under torch's names."""
 
+from runtime.ops.attention import scaled_dot_product_attention
 from runtime.ops.composite import (
     cross_entropy,
     dropout,
     gelu,
     layer_norm,
+    leaky_relu,
     linear,
     log_softmax,
     mse_loss,
     relu,
+    rms_norm,
     sigmoid,
+    silu,
     softmax,
+    softplus,
     tanh,
 )
+from runtime.ops.embedding import embedding
 
 from runtime.ops.losses import (  # noqa: E402
     binary_cross_entropy,
@@ -57,14 +63,20 @@ __all__ = [
     "nll_loss",
     "smooth_l1_loss",
     "cross_entropy",
+    "embedding",
     "dropout",
     "gelu",
     "layer_norm",
+    "leaky_relu",
     "linear",
     "log_softmax",
     "mse_loss",
     "relu",
+    "rms_norm",
+    "scaled_dot_product_attention",
     "sigmoid",
+    "silu",
     "softmax",
+    "softplus",
     "tanh",
 ]

@@ -55,6 +55,28 @@ def _changed() -> None:
     _structure_version += 1
 
 
+class RemovableHandle:
+    """Removes the hook it was returned for (``handle.remove()``, or leaving a ``with``)."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: dict[int, Any], with_kwargs: set[int]) -> None:
+        self.hooks, self.with_kwargs = hooks, with_kwargs
+        self.id = RemovableHandle._next_id
+        RemovableHandle._next_id += 1
+
+    def remove(self) -> None:
+        if self.hooks.pop(self.id, None) is not None:
+            _changed()
+        self.with_kwargs.discard(self.id)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
 class Module:
     """Base class of all layers; subclasses define `forward`."""
 
@@ -69,6 +91,9 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_forward_pre_hooks", {})
+        object.__setattr__(self, "_forward_hooks", {})
+        object.__setattr__(self, "_hooks_with_kwargs", set())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -79,7 +104,59 @@ class Module:
         tracer = _trace_state.tracer
         if tracer is not None:
             tracer.on_module(self)  # a compiled step guards on this module's parameters
-        return self.forward(*args, **kwargs)
+        if not (self._forward_pre_hooks or self._forward_hooks):
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """forward between its hooks, as torch's: a pre-hook may replace the arguments (a
+        non-tuple result is the one argument), a forward hook the output."""
+        with_kwargs = self._hooks_with_kwargs
+        for hook_id, hook in list(self._forward_pre_hooks.items()):
+            if hook_id in with_kwargs:
+                result = hook(self, args, kwargs)
+                if result is not None:
+                    if not (isinstance(result, tuple) and len(result) == 2):
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {result}.")
+                    args, kwargs = result
+            else:
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id in with_kwargs:
+                result = hook(self, args, kwargs, output)
+            else:
+                result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """hook(module, args) -> None or new args (hook(module, args, kwargs) -> None or
+        (args, kwargs) with with_kwargs), run before forward; first with prepend."""
+        return self._add_hook(self._forward_pre_hooks, hook, prepend, with_kwargs)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
+                              with_kwargs: bool = False) -> RemovableHandle:
+        """hook(module, args, output) -> None or a new output (hook(module, args, kwargs,
+        output) with with_kwargs), run after forward; first with prepend."""
+        return self._add_hook(self._forward_hooks, hook, prepend, with_kwargs)
+
+    def _add_hook(self, hooks: dict[int, Callable[..., Any]], hook: Callable[..., Any],
+                  prepend: bool, with_kwargs: bool) -> RemovableHandle:
+        handle = RemovableHandle(hooks, self._hooks_with_kwargs)
+        hooks[handle.id] = hook
+        if prepend:
+            for key in [k for k in hooks if k != handle.id]:
+                hooks[key] = hooks.pop(key)  # dicts keep insertion order: move the rest behind
+        if with_kwargs:
+            self._hooks_with_kwargs.add(handle.id)
+        _changed()  # a compiled step re-captures: the hook's effects are part of the step
+        return handle
 
     # ---- attribute registration -------------------------------------------------------------
 

@@ -6,6 +6,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ..tensor import Tensor
 from . import functional as F
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
@@ -71,6 +73,12 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if x.ndim > 2 and weight.ndim == 2:
+        # one GEMM over the flattened leading axes: numpy runs (B, T, K) @ (K, N) as B small
+        # GEMMs, 8x slower at (16, 64, 128) @ (128, 512), and its weight gradient likewise
+        lead = tuple(x.shape[:-1])
+        y = linear(F.reshape(x, (-1, x.shape[-1])), weight, bias)
+        return F.reshape(y, (*lead, weight.shape[0]))
     y = F.matmul(x, F.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
     return y if bias is None else F.add(y, bias)
 
@@ -86,3 +94,56 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = N
 
     keep = F.ge(rand(*x.shape, generator=generator, device=x.device), p)
     return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+
+
+def _stable_sigmoid(x: Tensor) -> Tensor:
+    """sigmoid from e = exp(-|x|) <= 1: no exp overflows, so no inf * 0 = nan in backward
+    (1 / (1 + exp(-x)) has one at x = -100). -|x| is written with where so its derivative
+    at 0 is -1 (abs's would be 0)."""
+    nonneg = F.ge(x, 0)
+    e = F.exp(F.where(nonneg, F.neg(x), x))
+    r = F.div(1.0, F.add(e, 1.0))
+    return F.where(nonneg, r, F.mul(e, r))
+
+
+def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(silu, x)
+    return F.mul(x, _stable_sigmoid(x))
+
+
+def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(lambda t: leaky_relu(t, negative_slope), x)
+    # x > 0 picks the branch: at 0 the gradient is negative_slope, as PyTorch's
+    return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
+
+
+def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + exp(beta x)) / beta, linear where beta x > threshold. Written as
+    max(z, 0) + log(1 + exp(-|z|)) so exp never overflows in the branch not taken."""
+    z = F.mul(x, beta)
+    soft = F.add(F.maximum(z, 0.0), F.log(F.add(F.exp(F.neg(F.abs(z))), 1.0)))
+    return F.where(F.gt(z, threshold), x, F.div(soft, beta) if beta != 1.0 else soft)
+
+
+def _inplace(fn: Any, x: Tensor) -> Tensor:
+    """x overwritten with fn(x). fn reads a clone: its backward keeps what it saved, which
+    x's new value would otherwise overwrite (the same values, not the memory saved)."""
+    return F.copy_(x, fn(F.clone(x)))
+
+
+def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
+    machine epsilon, as PyTorch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size"
+                           f"{list(x.shape)}")
+    if eps is None:
+        eps = float(np.finfo(x.dtype.np).eps)
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    y = F.div(x, F.sqrt(F.add(F.mean(F.mul(x, x), axes, keepdim=True), eps)))
+    return y if weight is None else F.mul(y, weight)

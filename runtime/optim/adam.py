@@ -59,7 +59,7 @@ class Adam(Optimizer):
             grad = -p.grad if group["maximize"] else p.grad
             state = self.state[p]
             if not state:
-                state["step"] = rt.tensor(0.0)
+                state["step"] = rt.tensor(0.0, device=p.device)
                 state["exp_avg"] = rt.zeros_like(p)
                 state["exp_avg_sq"] = rt.zeros_like(p)
                 if amsgrad:

@@ -1,0 +1,206 @@
+"""`MultiheadAttention`: PyTorch's layer (its in_proj/out_proj parameters, masks, need_weights
+and average_attn_weights), computed from primitives."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import runtime as rt
+from runtime import _dtype as D
+from runtime.nn import init
+from runtime.nn.linear import Linear
+from runtime.nn.module import Module
+from runtime.nn.parameter import Parameter
+from runtime.ops import composite as C
+from runtime.ops import functional as F
+from runtime.tensor import Tensor
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """PyTorch's name for MultiheadAttention's out_proj (shown by repr)."""
+
+
+def _masked(scores: Tensor, mask: Tensor) -> Tensor:
+    """MultiheadAttention's masks mark what is *not* attended: where a bool mask is True the
+    score becomes -inf; a float mask is added."""
+    if mask.dtype is D.bool_:
+        return F.where(mask, -math.inf, scores)
+    return F.add(scores, F.cast(mask, scores.dtype))
+
+
+class MultiheadAttention(Module):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        dropout: float = 0.0,
+        bias: bool = True,
+        add_bias_kv: bool = False,
+        add_zero_attn: bool = False,
+        kdim: int | None = None,
+        vdim: int | None = None,
+        batch_first: bool = False,
+        device: str | None = None,
+        dtype: Any = None,
+    ) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        if add_bias_kv or add_zero_attn:
+            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are "
+                                      "not supported")
+        if kdim not in (None, embed_dim) or vdim not in (None, embed_dim):
+            raise NotImplementedError("MultiheadAttention: kdim and vdim other than embed_dim "
+                                      "are not supported")
+        super().__init__()
+        self.embed_dim = self.kdim = self.vdim = embed_dim
+        self._qkv_same_embed_dim = True
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        self.in_proj_weight = Parameter(rt.empty(3 * embed_dim, embed_dim, device=device,
+                                                 dtype=dtype))
+        if bias:
+            self.in_proj_bias = Parameter(rt.empty(3 * embed_dim, device=device, dtype=dtype))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
+                                                        device=device, dtype=dtype)
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        init.xavier_uniform_(self.in_proj_weight)
+        if self.in_proj_bias is not None:
+            init.zeros_(self.in_proj_bias)
+            init.zeros_(self.out_proj.bias)
+
+    def _project(self, x: Tensor, part: int) -> Tensor:
+        """x through the part-th (q, k, v) third of in_proj."""
+        e = self.embed_dim
+        rows = (slice(part * e, (part + 1) * e),)
+        b = None if self.in_proj_bias is None else F.getitem(self.in_proj_bias, rows)
+        return C.linear(x, F.getitem(self.in_proj_weight, rows), b)
+
+    def _in_projection(self, q: Tensor, kv: tuple[Tensor, Tensor] | None
+                       ) -> tuple[Tensor, Tensor, Tensor]:
+        """q, k, v projected; kv None is self-attention: one matmul, as PyTorch's packed
+        projection."""
+        if kv is None:
+            qkv = C.linear(q, self.in_proj_weight, self.in_proj_bias)
+            e = self.embed_dim
+            q, k, v = (F.getitem(qkv, (..., slice(i * e, (i + 1) * e))) for i in range(3))
+            return q, k, v
+        return self._project(q, 0), self._project(kv[0], 1), self._project(kv[1], 2)
+
+    def _check(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        if query.ndim not in (2, 3):
+            raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
+                                 f"received {query.ndim}-D query tensor")
+        if query.shape[-1] != self.embed_dim:
+            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
+                                 f"got {query.shape[-1]}")
+        if key.shape != value.shape:
+            raise AssertionError(f"key shape {_size(key)} does not match value shape "
+                                 f"{_size(value)}")
+        if key.ndim != query.ndim or key.shape[-1] != self.embed_dim:
+            raise AssertionError(f"key of shape {_size(key)} does not fit query of shape "
+                                 f"{_size(query)} and embed_dim {self.embed_dim}")
+
+    def _apply_masks(self, scores: Tensor, attn_mask: Tensor | None,
+                     key_padding_mask: Tensor | None) -> Tensor:
+        """scores (N, H, L, S) under attn_mask (L, S) or (N·H, L, S) and key_padding_mask
+        (N, S), checked with PyTorch's texts."""
+        bsz, heads, tgt, src = scores.shape
+        if attn_mask is not None:
+            if attn_mask.ndim == 2:
+                if tuple(attn_mask.shape) != (tgt, src):
+                    raise RuntimeError(f"The shape of the 2D attn_mask is {_size(attn_mask)}, "
+                                       f"but should be {(tgt, src)}.")
+            elif attn_mask.ndim == 3:
+                want = (bsz * heads, tgt, src)
+                if tuple(attn_mask.shape) != want:
+                    raise RuntimeError(f"The shape of the 3D attn_mask is {_size(attn_mask)}, "
+                                       f"but should be {want}.")
+                attn_mask = F.reshape(attn_mask, (bsz, heads, tgt, src))
+            else:
+                raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be "
+                                     f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
+                                     "instead")
+            scores = _masked(scores, attn_mask)
+        if key_padding_mask is not None:
+            if tuple(key_padding_mask.shape) != (bsz, src):
+                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src)}, but "
+                                     f"got {_size(key_padding_mask)}")
+            scores = _masked(scores, F.reshape(key_padding_mask, (bsz, 1, 1, src)))
+        return scores
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Tensor | None = None,
+        need_weights: bool = True,
+        attn_mask: Tensor | None = None,
+        average_attn_weights: bool = True,
+        is_causal: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """(attn_output, attn_weights): weights (N, L, S) averaged over heads, (N, H, L, S)
+        with average_attn_weights=False, None with need_weights=False; is_causal is a hint
+        that attn_mask is causal, which must then be given (as PyTorch)."""
+        self._check(query, key, value)
+        self_attention = query is key and key is value
+        if is_causal and attn_mask is None:
+            raise RuntimeError(
+                "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
+                "module method `generate_square_subsequent_mask` to create this mask.")
+        unbatched = query.ndim == 2
+        if unbatched:
+            query, key, value = (F.unsqueeze(t, 0) for t in (query, key, value))
+            if key_padding_mask is not None:
+                key_padding_mask = F.unsqueeze(key_padding_mask, 0)
+        elif not self.batch_first:
+            query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
+        out, weights = self._attend(query, None if self_attention else (key, value),
+                                    key_padding_mask, attn_mask)
+        if unbatched:
+            out = out[0]
+        elif not self.batch_first:
+            out = F.transpose(out, 0, 1)
+        if not need_weights:
+            return out, None
+        if average_attn_weights:
+            weights = F.mean(weights, 1)
+        return out, weights[0] if unbatched else weights
+
+    def _attend(self, query: Tensor, kv: tuple[Tensor, Tensor] | None,
+                key_padding_mask: Tensor | None, attn_mask: Tensor | None
+                ) -> tuple[Tensor, Tensor]:
+        """Batch-first query (N, L, E) and key, value (N, S, E) (kv None: both are query):
+        the output (N, L, E) and the per-head weights (N, H, L, S)."""
+        bsz, tgt, _ = query.shape
+        src = tgt if kv is None else kv[0].shape[1]
+        heads, hd = self.num_heads, self.head_dim
+        q, k, v = self._in_projection(query, kv)
+
+        def split(t: Tensor, n: int) -> Tensor:  # (N, n, E) -> (N, H, n, hd)
+            return F.permute(F.reshape(t, (bsz, n, heads, hd)), 0, 2, 1, 3)
+
+        q, k, v = split(q, tgt), split(k, src), split(v, src)
+        # q is scaled before the product, as PyTorch's reference (same rounding)
+        scores = F.matmul(F.mul(q, 1.0 / math.sqrt(hd)), F.transpose(k, -2, -1))
+        scores = self._apply_masks(scores, attn_mask, key_padding_mask)
+        weights = C.softmax(scores, -1)
+        if self.training and self.dropout > 0.0:
+            weights = C.dropout(weights, self.dropout)
+        out = F.reshape(F.permute(F.matmul(weights, v), 0, 2, 1, 3), (bsz, tgt, self.embed_dim))
+        return self.out_proj(out), weights
+
+
+def _size(t: Tensor) -> str:
+    """A shape as PyTorch prints a Size in its messages."""
+    return f"torch.Size({list(t.shape)})"
