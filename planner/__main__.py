@@ -1,7 +1,7 @@
 """The planner's command line.
 
     python -m planner plan WORKLOAD|FILE.py:FUNC [--backend llvm] [--device cuda] [--listing]
-        [--schedule] [--kernels] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
+        [--schedule] [--kernels [--show llvm|asm|cuda]] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
         [--wrt NAMES] [--debug]
     python -m planner bench [WORKLOAD ...] [--repeat N]
     python -m planner cache [--clear] [--dir DIR]
@@ -128,7 +128,11 @@ def _run(argv: list[str] | None) -> int:
                    help="the device the plan is for (cuda: its kernels render as CUDA C; no GPU "
                         "or CuPy needed to inspect it)")
     p.add_argument("--kernels", action="store_true",
-                   help="also print each kernel's source (LLVM IR on cpu, CUDA C on cuda)")
+                   help="also print each kernel: its name, the ops it fuses, its domain and the "
+                        "bytes it moves, then its source (LLVM IR on cpu, CUDA C on cuda)")
+    p.add_argument("--show", choices=["llvm", "asm", "cuda"], default=None,
+                   help="with --kernels: the text shown, LLVM IR, the host's assembly or CUDA C "
+                        "(rendered without a GPU or CuPy)")
     p.add_argument("--workers", type=at_least(1), default=None,
                    help="CPU threads the plan's steps may run on (default: one per core)")
     p.add_argument("--executor", default="auto", choices=["auto", "program", "parallel"],
