@@ -3,7 +3,8 @@
     python -m planner plan WORKLOAD|FILE.py:FUNC [--backend llvm] [--device cuda] [--listing]
         [--schedule] [--kernels [--show llvm|asm|cuda]] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
         [--wrt NAMES] [--debug]
-    python -m planner bench [WORKLOAD ...] [--repeat N]
+    python -m planner bench [WORKLOAD ...] [--repeat N] [--threads N] [--json FILE]
+        [--plot FILE.png|svg]
     python -m planner cache [--clear] [--dir DIR]
     python -m planner --version
 
@@ -144,9 +145,18 @@ def _run(argv: list[str] | None) -> int:
                    help="delete the files the cache wrote (and no others)")
     c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
                    "or ~/.cache/backplan)")
-    b = sub.add_parser("bench", help="time eager vs compiled (benchmarks.run)")
+    from benchmarks.run import workloads_help
+
+    b = sub.add_parser("bench", help="time eager vs compiled vs PyTorch (benchmarks.run)",
+                       epilog=workloads_help(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("workloads", nargs="*", type=workload_name, metavar="WORKLOAD",
-                   help=f"workloads to run (default: all of {', '.join(WORKLOADS)})")
+                   help="workloads to run (default: all, listed below)")
+    b.add_argument("--threads", type=at_least(1), default=None,
+                   help="intra-op threads of every peer alike (default: all cores)")
+    b.add_argument("--json", metavar="FILE", help="also write every timing to FILE as JSON")
+    b.add_argument("--plot", metavar="FILE",
+                   help="also draw the medians to FILE (.png or .svg; needs matplotlib)")
     b.add_argument("--repeat", type=at_least(1), default=5, help="timed rounds (median taken)")
     b.add_argument("--min-time", type=seconds, default=0.05,
                    help="seconds each timing loops for")
@@ -175,10 +185,12 @@ def _run(argv: list[str] | None) -> int:
     from benchmarks import run
 
     argv2 = ["--repeat", str(args.repeat), "--min-time", str(args.min_time)]
+    for option in ("threads", "json", "plot"):
+        if getattr(args, option) is not None:
+            argv2 += [f"--{option}", str(getattr(args, option))]
     if args.workloads:
         argv2 += ["--workloads", *args.workloads]
-    run.main(argv2)
-    return 0
+    return run.main(argv2)
 
 
 def _version() -> str:
