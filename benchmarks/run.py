@@ -30,7 +30,7 @@ import numpy as np
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS, Case, Workload
-from planner.__main__ import at_least, seconds, workload_name
+from planner.__main__ import at_least, seconds, workload_name, workloads_help
 from planner.cli_plan import USAGE_ERROR, CLIError
 
 try:
@@ -262,11 +262,6 @@ def plot(results: dict[str, dict[str, Timing]], path: str) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
-
-
-def workloads_help() -> str:
-    return "workloads:\n" + "\n".join(f"  {w.name:<10} {w.what} ({w.dominated_by})"
-                                        for w in WORKLOADS.values())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,8 @@
         [--wrt NAMES] [--debug]
     python -m planner bench [WORKLOAD ...] [--repeat N] [--threads N] [--json FILE]
         [--plot FILE.png|svg]
+    python -m planner train [--task digits] [--epochs N] [--batch-size N] [--lr LR] [--seed N]
+        [--variants eager,compiled,torch] [--plot FILE.png|svg]
     python -m planner cache [--clear] [--dir DIR]
     python -m planner --version
 
@@ -70,6 +72,14 @@ def workload_name(text: str) -> str:
         raise argparse.ArgumentTypeError(f"unknown workload {text!r} (choose from "
                                          f"{', '.join(WORKLOADS)})")
     return text
+
+
+def workloads_help() -> str:
+    """The benchmark workloads, one a line, for a command's --help."""
+    from benchmarks.workloads import WORKLOADS
+
+    return "workloads:\n" + "\n".join(f"  {w.name:<10} {w.what} ({w.dominated_by})"
+                                        for w in WORKLOADS.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,13 +150,16 @@ def _run(argv: list[str] | None) -> int:
                    help="how the plan runs (default: the cost model chooses)")
     p.add_argument("--fusion", action="store_true",
                    help="also say why each step did or did not fuse")
+    from benchmarks.train import add_arguments
+
+    t = sub.add_parser("train", help="train a model on a bundled task: eager, compiled and "
+                       "PyTorch side by side (benchmarks.train)")
+    add_arguments(t)
     c = sub.add_parser("cache", help="show or clear the compiled-code cache")
     c.add_argument("--clear", action="store_true",
                    help="delete the files the cache wrote (and no others)")
     c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
                    "or ~/.cache/backplan)")
-    from benchmarks.run import workloads_help
-
     b = sub.add_parser("bench", help="time eager vs compiled vs PyTorch (benchmarks.run)",
                        epilog=workloads_help(),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -182,6 +195,11 @@ def _run(argv: list[str] | None) -> int:
         return 0
     if args.command == "plan":
         return run_plan(args, p)
+    if args.command == "train":
+        from benchmarks.train import train
+
+        train(args)
+        return 0
     from benchmarks import run
 
     argv2 = ["--repeat", str(args.repeat), "--min-time", str(args.min_time)]
