@@ -7,7 +7,7 @@
         [--plot FILE.png|svg]
     python -m planner train [--task digits] [--epochs N] [--batch-size N] [--lr LR] [--seed N]
         [--variants eager,compiled,torch] [--plot FILE.png|svg]
-    python -m planner cache [--clear] [--dir DIR]
+    python -m planner cache [info|clear] [--dir DIR]
     python -m planner --version
 
 FILE.py:FUNC is your own step: FILE is imported as a module and, beside FUNC, defines
@@ -155,9 +155,12 @@ def _run(argv: list[str] | None) -> int:
     t = sub.add_parser("train", help="train a model on a bundled task: eager, compiled and "
                        "PyTorch side by side (benchmarks.train)")
     add_arguments(t)
-    c = sub.add_parser("cache", help="show or clear the compiled-code cache")
-    c.add_argument("--clear", action="store_true",
-                   help="delete the files the cache wrote (and no others)")
+    c = sub.add_parser("cache", help="show (info, the default) or clear the compiled-code "
+                       "cache; its size limit is BACKPLAN_CACHE_MAX_BYTES (default 512M)")
+    c.add_argument("action", nargs="?", choices=["info", "clear"], default="info",
+                   help="info: entries, sizes, limit; clear: delete the files the cache wrote "
+                        "(and no others)")
+    c.add_argument("--clear", action="store_true", help="the same as the clear action")
     c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
                    "or ~/.cache/backplan)")
     b = sub.add_parser("bench", help="time eager vs compiled vs PyTorch (benchmarks.run)",
@@ -175,24 +178,9 @@ def _run(argv: list[str] | None) -> int:
                    help="seconds each timing loops for")
     args = parser.parse_args(argv)
     if args.command == "cache":
-        from codegen import cache
+        from .cli_cache import run_cache
 
-        directory = cache.cache_dir(args.dir)
-        if args.clear:
-            try:
-                deleted = cache.clear_cache(directory)
-            except cache.UnsafeCacheDirError as e:
-                print(f"{parser.prog} cache: error: {e}", file=sys.stderr)
-                return 1
-            print(f"cleared {directory}: {len(deleted)} files the cache wrote")
-            return 0
-        entries = cache.entries(directory)
-        print(f"{directory}: {len(entries)} compiled modules, "
-              f"{sum(f.stat().st_size for f in entries)} bytes")
-        reason = cache.refusal(directory) if directory.exists() else None
-        if reason is not None:
-            print(f"not used: {reason}")
-        return 0
+        return run_cache(args)
     if args.command == "plan":
         return run_plan(args, p)
     if args.command == "train":
