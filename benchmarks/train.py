@@ -4,8 +4,9 @@
         [--seed 0] [--variants eager,compiled,torch] [--plot FILE.png|svg]
 
 Every variant starts from the same initial weights and trains on the same minibatches, in
-turn, batch by batch (so machine noise hits them alike). A progress bar per epoch shows the
-eager loss and each variant's median step time; the compiled variant's first call (capture,
+turn, batch by batch (so machine noise hits them alike). A progress bar per epoch (on a terminal)
+shows the first variant's loss and accuracy (or perplexity) over the epoch so far and each
+variant's median step time; the compiled variant's first call (capture,
 planning and compile) is timed apart from its steps. A task is one ``TASKS`` entry: a model
 builder (over ``runtime`` or ``torch``), its data and its metric.
 """
@@ -85,6 +86,7 @@ class Run:
     model: Any
     step: Callable[[Any, Any], Any]
     losses: list[float] = field(default_factory=list)  # every step's
+    hits: list[float] = field(default_factory=list)  # every step's batch accuracy
     step_times: list[float] = field(default_factory=list)  # every step's but the first call
     first_call: float | None = None  # seconds of the first call
     metrics: list[float] = field(default_factory=list)  # after each epoch
@@ -92,13 +94,22 @@ class Run:
     def train_batch(self, xb: np.ndarray, yb: np.ndarray) -> None:
         x, y = self.lib.from_numpy(xb), self.lib.from_numpy(yb)
         start = time.perf_counter()
-        loss = self.step(x, y).item()
+        loss_t, logits = self.step(x, y)
+        loss = loss_t.item()
         elapsed = time.perf_counter() - start
         if self.first_call is None:
             self.first_call = elapsed
         else:
             self.step_times.append(elapsed)
         self.losses.append(loss)
+        self.hits.append(float((logits.numpy().argmax(axis=-1) == yb).mean()))
+
+    def running(self, task: Task, since: int) -> str:
+        """The epoch so far: mean loss, and accuracy or perplexity on its batches."""
+        loss = float(np.mean(self.losses[since:]))
+        if task.metric == "perplexity":
+            return f"loss {loss:.4f} ppl {math.exp(loss):.2f}"
+        return f"loss {loss:.4f} acc {np.mean(self.hits[since:]):.1%}"
 
     def evaluate(self, task: Task, x: np.ndarray, y: np.ndarray) -> float:
         lib = self.lib
@@ -131,12 +142,13 @@ def make_run(name: str, task: Task, eager_model: Any, lr: float) -> Run:
             model.load_state_dict(eager_model.state_dict())
     opt = lib.optim.Adam(model.parameters(), lr=lr)
 
-    def step(x: Any, y: Any) -> Any:
+    def step(x: Any, y: Any) -> tuple[Any, Any]:
         opt.zero_grad()
-        loss = cross_entropy(lib, model(x), y)
+        logits = model(x)
+        loss = cross_entropy(lib, logits, y)
         loss.backward()
         opt.step()
-        return loss
+        return loss, logits.detach()
 
     if name == "compiled":
         import planner
@@ -229,8 +241,9 @@ def train(args: argparse.Namespace) -> dict[str, Run]:
             for run in runs.values():
                 run.train_batch(data.x_train[idx], data.y_train[idx])
             lead = next(iter(runs.values()))
-            bar.set_postfix_str(f"loss {lead.losses[-1]:.4f} " + " ".join(
-                f"{r.name} {r.median_step * 1e3:.2f} ms" for r in runs.values()))
+            bar.set_postfix_str(f"{lead.name} {lead.running(task, seen[lead.name])}; step " +
+                                " ".join(f"{r.name} {r.median_step * 1e3:.2f} ms"
+                                         for r in runs.values()))
         bar.close()
         parts = []
         for run in runs.values():
