@@ -105,3 +105,16 @@ def slot_names(slots: list[Slot], fn: Callable[..., Any], args: tuple[Any, ...])
             _, param, key = slot.ref
             out.append(f"{key}[{of(param, 'param')}]")
     return out
+
+
+def name_by_writes(names: list[str], slots: list[Slot], writes: list[tuple[int, int]]
+                   ) -> list[str]:
+    """``names`` with each unnamed tensor slot named after the optimizer state written from
+    the same buffer: a state tensor the optimizer made during the captured call (Adam's first
+    ``step``) is read as a plain tensor and stored back as that state."""
+    state_of = {buf: names[slot] for slot, buf in writes if slots[slot].kind == "opt_state"}
+    out = list(names)
+    for slot, buf in writes:
+        if slots[slot].kind == "tensor" and out[slot] == slots[slot].desc and buf in state_of:
+            out[slot] = state_of[buf]
+    return out

@@ -26,7 +26,7 @@ def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int 
     import runtime as rt
     from benchmarks.workloads import WORKLOADS
 
-    from .cli_names import slot_names
+    from .cli_names import name_by_writes, slot_names
     from .cli_user import gradients_of, is_user_step, load_user_step
     from .tree import flatten
 
@@ -45,7 +45,8 @@ def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int 
     leaves, spec = flatten((args, {}))
     with step.lock:
         binding = step._plan(step._flat_fn(spec), tuple(leaves), build=False)
-    return binding.plan, slot_names(binding.slots, fn, args)
+    names = slot_names(binding.slots, fn, args)
+    return binding.plan, name_by_writes(names, binding.slots, binding.plan.writes)
 
 
 def named_listing(plan: Any, names: list[str]) -> str:
