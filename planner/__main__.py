@@ -1,7 +1,8 @@
 """The planner's command line.
 
     python -m planner plan WORKLOAD|FILE.py:FUNC [--backend llvm] [--device cuda] [--listing]
-        [--schedule] [--kernels [--show llvm|asm|cuda]] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
+        [--schedule] [--kernels [--show llvm|asm|cuda]] [--fusion]
+        | --dot [--unfused] | --json | --svg F | --png F
         [--wrt NAMES] [--debug]
     python -m planner bench [WORKLOAD ...] [--repeat N] [--threads N] [--json FILE]
         [--plot FILE.png|svg]
