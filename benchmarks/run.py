@@ -1,22 +1,28 @@
 """Time every variant of the workloads side by side in one process.
 
-    python -m benchmarks.run [--workloads chain mlp_small ...] [--repeat N]
+    python -m benchmarks.run [--workloads chain mlp_small ...] [--repeat N] [--threads N]
+        [--json FILE] [--plot FILE.png|svg]
 
 Variants: ``ours`` (runtime eager), ``compiled`` (``planner.compile`` of the same step on the
 reference interpreter), ``llvm`` (compiled with ``backend="llvm"``: fused LLVM kernels),
 ``torch`` (PyTorch eager, when importable) and ``numpy`` (the hand-written MLP step). After a warmup, each round times every variant once, in turn, so
 that machine noise hits all of them alike; a timing is a loop of enough steps to last about
-``--min-time`` seconds. The table shows the median over ``--repeat`` rounds, per step.
+``--min-time`` seconds. The table shows the median over ``--repeat`` rounds, per step, its
+spread (IQR/median) beside it, and apart from it each variant's first call (a compiled
+variant's capture and compile). A target's verdict is given only where the spreads are small.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,7 +30,8 @@ import numpy as np
 import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS, Case, Workload
-from planner.__main__ import at_least, seconds, workload_name
+from planner.__main__ import at_least, seconds, workload_name, workloads_help
+from planner.cli_plan import USAGE_ERROR, CLIError
 
 try:
     import torch
@@ -91,11 +98,77 @@ def calibrate(run: Callable[[], Any], min_time: float, warmup: int) -> int:
     return max(1, math.ceil(min_time / per_step))
 
 
+NOISY_SPREAD = 10.0  # % IQR/median above which a median says too little for a verdict
+
+
+@dataclass
+class Timing:
+    """One variant's timings on one workload."""
+
+    samples: list[float]  # seconds per step, one per round
+    first_call: float  # seconds of the very first call: a compiled variant's compile is here
+    threads: dict[str, int | None]  # thread counts seen inside the variant's first call
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over median, in %: 0 with fewer than two samples."""
+        if len(self.samples) < 2:
+            return 0.0
+        q1, _, q3 = statistics.quantiles(self.samples, n=4, method="inclusive")
+        return 100 * (q3 - q1) / self.median
+
+    def as_json(self) -> dict[str, Any]:
+        return {"median_s": self.median, "iqr_pct": self.spread, "first_call_s": self.first_call,
+                "samples_s": self.samples, "threads_seen": self.threads}
+
+
+def threads_seen() -> dict[str, int | None]:
+    """The intra-op thread counts in force now: the runtime's, numpy's BLAS (threadpoolctl's
+    fresh look at the loaded libraries), PyTorch's."""
+    from threadpoolctl import threadpool_info
+
+    blas = [i["num_threads"] for i in threadpool_info()
+            if i["user_api"] == "blas" and "numpy" in i["filepath"]]
+    return {"runtime": rt.get_num_threads(), "numpy_blas": max(blas, default=None),
+            "torch": torch.get_num_threads() if torch is not None else None}
+
+
+def set_threads(threads: int) -> list[str]:
+    """Give every peer ``threads`` intra-op threads; notes on those it could not be set for."""
+    import importlib.util
+    import sys
+
+    rt.set_num_threads(threads)  # the runtime's split kernels and numpy's BLAS (threadpoolctl)
+    if torch is not None:
+        torch.set_num_threads(threads)
+    if "jax" in sys.modules:
+        return ["jax was imported before the thread count could reach XLA: its count is "
+                "XLA's own"]
+    if importlib.util.find_spec("jax") is None:
+        return []
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
+                               f"{'true' if threads > 1 else 'false'} "
+                               f"intra_op_parallelism_threads={threads}").strip()
+    return []
+
+
 def bench_workload(
     workload: Workload, repeat: int, min_time: float, warmup: int, seed: int
-) -> dict[str, float]:
-    """Median seconds per step of each available variant."""
+) -> dict[str, Timing]:
+    """Each available variant's timings: rounds interleaved across variants (each round runs
+    every variant once, so machine noise hits all of them alike)."""
     cases = build_variants(workload, seed)
+    first: dict[str, float] = {}
+    seen: dict[str, dict[str, int | None]] = {}
+    for name, case in cases.items():
+        start = time.perf_counter()
+        case.run()
+        first[name] = time.perf_counter() - start
+        seen[name] = threads_seen()
     steps = {name: calibrate(case.run, min_time, warmup) for name, case in cases.items()}
     samples: dict[str, list[float]] = {name: [] for name in cases}
     names = list(cases)
@@ -104,55 +177,103 @@ def bench_workload(
         shift = round_nr % len(names)
         for name in names[shift:] + names[:shift]:
             samples[name].append(time_loop(cases[name].run, steps[name]))
-    return {name: statistics.median(times) for name, times in samples.items()}
+    return {name: Timing(samples[name], first[name], seen[name]) for name in cases}
 
 
-def format_table(results: dict[str, dict[str, float]]) -> str:
-    header = f"{'workload':<10}" + "".join(f"{v + ' ms':>14}" for v in VARIANTS)
+def format_table(results: dict[str, dict[str, Timing]]) -> str:
+    """Median ms per step, its spread (IQR/median) beside it, then first-call times."""
+    header = f"{'workload':<10}" + "".join(f"{v + ' ms':>12}{'±%':>6}" for v in VARIANTS)
     lines = [header, "-" * len(header)]
-    for name, medians in results.items():
-        cells = [f"{medians[v] * 1e3:>14.3f}" if v in medians else f"{'-':>14}" for v in VARIANTS]
+    for name, timings in results.items():
+        cells = [f"{timings[v].median * 1e3:>12.3f}{timings[v].spread:>6.1f}" if v in timings
+                 else f"{'-':>12}{'':>6}" for v in VARIANTS]
         lines.append(f"{name:<10}" + "".join(cells))
+    lines += ["", "first call (ms; compiled variants: capture, planning and compile included)",
+              f"{'workload':<10}" + "".join(f"{v:>18}" for v in VARIANTS)]
+    for name, timings in results.items():
+        lines.append(f"{name:<10}" + "".join(
+            f"{timings[v].first_call * 1e3:>18.1f}" if v in timings else f"{'-':>18}"
+            for v in VARIANTS))
     return "\n".join(lines)
 
 
-def format_ratios(results: dict[str, dict[str, float]]) -> str:
+def ratio_rows(results: dict[str, dict[str, Timing]]) -> list[dict[str, Any]]:
+    """The ratios of median step times, each with its target, and a verdict only where both
+    variants' spreads are below NOISY_SPREAD."""
     ratios = [r for r in RATIOS if r[0] in results]
     ratios += [(name, "compiled", "ours", None) for name in results]
     ratios += [(name, "llvm", "torch", None) for name in results
                if (name, "llvm", "torch") not in {r[:3] for r in RATIOS}]
-    lines = [f"{'workload':<10}{'ratio':>18}{'measured':>10}{'target':>10}  verdict"]
+    rows = []
     for name, num, den, target in ratios:
-        medians = results[name]
-        if num not in medians or den not in medians:
+        timings = results[name]
+        if num not in timings or den not in timings:
             continue
-        ratio = medians[num] / medians[den]
-        target_text = f"<= {target:.2f}" if target is not None else "-"
-        verdict = "" if target is None else ("met" if ratio <= target else "NOT met")
-        lines.append(f"{name:<10}{num + '/' + den:>18}{ratio:>10.2f}{target_text:>10}  {verdict}")
+        ratio = timings[num].median / timings[den].median
+        noisy = max(timings[num].spread, timings[den].spread) > NOISY_SPREAD
+        verdict = None
+        if target is not None:
+            verdict = "too noisy" if noisy else ("met" if ratio <= target else "missed")
+        rows.append({"workload": name, "ratio": f"{num}/{den}", "measured": ratio,
+                     "target": target, "verdict": verdict})
+    return rows
+
+
+def format_ratios(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{'workload':<10}{'ratio':>18}{'measured':>10}{'target':>10}  verdict"]
+    for row in rows:
+        target = f"<= {row['target']:.2f}" if row["target"] is not None else "-"
+        lines.append(f"{row['workload']:<10}{row['ratio']:>18}{row['measured']:>10.2f}"
+                     f"{target:>10}  {row['verdict'] or ''}")
+    if any(row["verdict"] == "too noisy" for row in rows):
+        lines.append(f"warning: a spread above {NOISY_SPREAD:.0f}% (IQR/median) means the "
+                     "machine is too noisy for a verdict on those targets: run again on a quiet "
+                     "machine, with more --repeat")
     return "\n".join(lines)
 
 
-def describe_environment(threads: int) -> str:
+def describe_environment(threads: int, notes: list[str]) -> str:
     parts = [f"numpy {np.__version__}"]
     if torch is not None:
         parts.append(f"torch {torch.__version__}")
     else:
         parts.append("torch not installed: no PyTorch column")
-    if not hasattr(planner, "compile"):
-        parts.append("planner.compile not available yet: no compiled column")
-    return f"{os.cpu_count()} cores, {threads} threads; " + "; ".join(parts)
+    return f"{os.cpu_count()} cores, {threads} threads; " + "; ".join(parts + notes)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def plot(results: dict[str, dict[str, Timing]], path: str) -> None:
+    """Median step time per workload and variant, IQR as error bars, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.6 + 1.4 * len(results), 4))
+    width = 0.8 / len(VARIANTS)
+    for i, variant in enumerate(VARIANTS):
+        xs = [j for j, t in enumerate(results.values()) if variant in t]
+        ts = [t[variant] for t in results.values() if variant in t]
+        ax.bar([x + i * width for x in xs], [t.median * 1e3 for t in ts], width,
+               yerr=[t.median * t.spread / 200 * 1e3 for t in ts], label=variant)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(results))], list(results))
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per step (median)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], epilog=workloads_help(),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--workloads",
         nargs="+",
         type=workload_name,
         default=list(WORKLOADS),
         metavar="NAME",
-        help=f"workloads to run (default: all of {', '.join(WORKLOADS)})",
+        help="workloads to run (default: all, listed below)",
     )
     parser.add_argument("--repeat", type=at_least(1), default=7,
                         help="timed rounds (median taken)")
@@ -165,28 +286,51 @@ def main(argv: list[str] | None = None) -> None:
         "--threads",
         type=at_least(1),
         default=os.cpu_count() or 1,
-        help="intra-op threads of every variant: torch's, and runtime.set_num_threads (numpy's "
-        "BLAS and split kernels) (default: all cores)",
+        help="intra-op threads of every variant: the runtime's (split kernels), numpy's BLAS, "
+        "torch's, and JAX's XLA flags when JAX is installed (default: all cores)",
     )
+    parser.add_argument("--json", metavar="FILE", help="also write every timing to FILE as JSON")
+    parser.add_argument("--plot", metavar="FILE",
+                        help="also draw the medians to FILE (.png or .svg; needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:
+        if not args.plot.endswith((".png", ".svg")):
+            parser.error(f"--plot {args.plot}: the file must end in .png or .svg")
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CLIError("--plot needs matplotlib: pip install 'backplan[plot]' (or pip "
+                           "install matplotlib)") from None
 
-    threads = args.threads
-    rt.set_num_threads(threads)  # BLAS and split kernels: the same count as torch's
-    if torch is not None:
-        torch.set_num_threads(threads)
-    print(describe_environment(threads))
+    notes = set_threads(args.threads)
+    print(describe_environment(args.threads, notes))
     results = {}
     for name in args.workloads:
         results[name] = bench_workload(
             WORKLOADS[name], args.repeat, args.min_time, args.warmup, args.seed
         )
         print(f"  {name}: done", flush=True)
+    rows = ratio_rows(results)
     print()
-    print(f"median step time over {args.repeat} interleaved rounds")
+    print(f"median step time over {args.repeat} interleaved rounds, ±: IQR/median in %")
     print(format_table(results))
     print()
-    print(format_ratios(results))
+    print(format_ratios(rows))
+    if args.json:
+        doc = {"threads": args.threads, "notes": notes, "repeat": args.repeat,
+               "workloads": {name: {v: t.as_json() for v, t in timings.items()}
+                             for name, timings in results.items()},
+               "ratios": rows}
+        with open(args.json, "w") as f:
+            json.dump(doc, f, indent=2)
+    if args.plot:
+        plot(results, args.plot)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        sys.exit(main())
+    except CLIError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(USAGE_ERROR)

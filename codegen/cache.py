@@ -15,6 +15,12 @@ writable by group or others is not used (a ``RuntimeWarning`` says why): code is
 memory only, as it is when an entry cannot be written. A new cache directory is made 0700. The
 format's version is in ``ENTRY_DIR`` and in every entry's magic line, so entries of another
 version (version 1 kept ``<key>.o`` and ``<key>.ll`` in the directory itself) are simply misses.
+
+The entries stay under a size limit (``max_bytes``: ``BACKPLAN_CACHE_MAX_BYTES``, default
+DEFAULT_MAX_BYTES): after each write the least recently used entries (a hit touches its entry's
+mtime) are deleted until the rest fit, the one just written kept. Deleting is safe beside
+another process loading an entry: a reader opens the file, then reads it whole through that
+descriptor, so an unlink after the open leaves its read intact, and one before it is a miss.
 """
 
 from __future__ import annotations
@@ -61,9 +67,46 @@ _TEMP_NAME = re.compile(rf"([0-9a-f]{{{_KEY_BYTES}}}\{ENTRY_SUFFIX}|{SECRET_NAME
 # (version 1 wrote through tempfile.mkstemp: 8 random characters)
 _V1_NAME = re.compile(rf"[0-9a-f]{{{_KEY_BYTES}}}\.(o|ll)([a-z0-9_]{{8}}\.tmp)?")
 
+MAX_BYTES_ENV = "BACKPLAN_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 512 * 2**20
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
 _memory: dict[str, CompiledModule] = {}
 _lock = threading.Lock()
-_counts = {"memory_hits": 0, "disk_hits": 0, "disk_rejects": 0}
+_counts = {"memory_hits": 0, "disk_hits": 0, "disk_rejects": 0, "evictions": 0}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text``: an integer, optionally with a binary unit (``512M``, ``1.5GiB``,
+    ``64k``); raises ValueError saying what is wrong."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", text, re.IGNORECASE)
+    if match is None:
+        raise ValueError(f"{text!r} is not a size in bytes (say 536870912, 512M or 1.5GiB)")
+    return int(float(match[1]) * _UNITS[match[2].lower()])
+
+
+def max_bytes() -> int:
+    """The disk cache's size limit: ``BACKPLAN_CACHE_MAX_BYTES`` (bytes, or with a unit: 512M),
+    else DEFAULT_MAX_BYTES; raises ValueError naming the variable when it is not a size."""
+    text = os.environ.get(MAX_BYTES_ENV)
+    if text is None:
+        return DEFAULT_MAX_BYTES
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise ValueError(f"{MAX_BYTES_ENV}: {e}") from None
+
+
+def human_bytes(n: int) -> str:
+    """``n`` bytes in binary units: 512 B, 1.5 KiB, 12.0 MiB."""
+    if n < 1024:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        value /= 1024
+        if value < 1024 or unit == "TiB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def cache_dir(path: str | os.PathLike[str] | None = None) -> Path:
@@ -281,7 +324,10 @@ class _DiskStore:
         try:
             fd = os.open(_entry_name(key), os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._fd)
             with os.fdopen(fd, "rb") as f:
-                return self.decode(key, f.read())
+                code = self.decode(key, f.read())
+                with contextlib.suppress(OSError):  # recency for eviction; a read-only file
+                    os.utime(f.fileno())
+                return code
         except FileNotFoundError:
             return None
         except (OSError, _BadEntry) as e:
@@ -300,12 +346,37 @@ class _DiskStore:
                           f"the compiled code is kept in memory only", RuntimeWarning,
                           stacklevel=3)
 
+    def evict(self, limit: int, keep: str) -> list[str]:
+        """Delete the least recently used entries until the rest take at most ``limit`` bytes,
+        never ``keep``'s; returns the names deleted. Entries another process deletes or
+        replaces meanwhile are skipped."""
+        found = []
+        with os.scandir(self._fd) as it:
+            for e in it:
+                if _ENTRY_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False):
+                    with contextlib.suppress(FileNotFoundError):
+                        st = e.stat(follow_symlinks=False)
+                        found.append((st.st_mtime_ns, st.st_size, e.name))
+        total = sum(size for _, size, _ in found)
+        deleted = []
+        for _, size, name in sorted(found):
+            if total <= limit:
+                break
+            if name == _entry_name(keep):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=self._fd)
+                deleted.append(name)
+            total -= size
+        return deleted
+
 
 def get_compiled(kernels: list[kir.Kernel],
                  cache_dir_path: str | os.PathLike[str] | None = None) -> CompiledModule:
     """The loaded module for ``kernels``: from memory, from a verified entry on disk, or
     compiled (then stored)."""
     key = cache_key(kernels)
+    limit = max_bytes()  # a bad BACKPLAN_CACHE_MAX_BYTES is an error before any work
     with _lock:
         if key in _memory:
             _counts["memory_hits"] += 1
@@ -318,6 +389,7 @@ def get_compiled(kernels: list[kir.Kernel],
                 code = optimize_and_emit(render(kernels))
                 if store is not None:
                     store.write(key, code)
+                    _counts["evictions"] += len(store.evict(limit, keep=key))
         compiled = _memory[key] = load(code, kernels)
         return compiled
 
@@ -361,5 +433,6 @@ def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
 
 def stats() -> dict[str, int]:
     """``compiles``: real LLVM optimizations+codegen so far; memory and disk cache hits;
-    ``disk_rejects``: entries on disk that failed verification (then recompiled)."""
+    ``disk_rejects``: entries on disk that failed verification (then recompiled);
+    ``evictions``: entries deleted to keep the disk cache under ``max_bytes``."""
     return {"compiles": compile_count(), **_counts}

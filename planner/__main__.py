@@ -1,10 +1,14 @@
 """The planner's command line.
 
     python -m planner plan WORKLOAD|FILE.py:FUNC [--backend llvm] [--device cuda] [--listing]
-        [--schedule] [--kernels] [--fusion] | --dot [--unfused] | --json | --svg F | --png F
+        [--schedule] [--kernels [--show llvm|asm|cuda]] [--fusion]
+        | --dot [--unfused] | --json | --svg F | --png F
         [--wrt NAMES] [--debug]
-    python -m planner bench [WORKLOAD ...] [--repeat N]
-    python -m planner cache [--clear] [--dir DIR]
+    python -m planner bench [WORKLOAD ...] [--repeat N] [--threads N] [--json FILE]
+        [--plot FILE.png|svg]
+    python -m planner train [--task digits] [--epochs N] [--batch-size N] [--lr LR] [--seed N]
+        [--variants eager,compiled,torch] [--plot FILE.png|svg]
+    python -m planner cache [info|clear] [--dir DIR]
     python -m planner --version
 
 FILE.py:FUNC is your own step: FILE is imported as a module and, beside FUNC, defines
@@ -71,6 +75,14 @@ def workload_name(text: str) -> str:
     return text
 
 
+def workloads_help() -> str:
+    """The benchmark workloads, one a line, for a command's --help."""
+    from benchmarks.workloads import WORKLOADS
+
+    return "workloads:\n" + "\n".join(f"  {w.name:<10} {w.what} ({w.dominated_by})"
+                                        for w in WORKLOADS.values())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; when stdout's reader goes away early (``backplan plan ... |
     head``), stop quietly with status BROKEN_PIPE_STATUS."""
@@ -128,53 +140,64 @@ def _run(argv: list[str] | None) -> int:
                    help="the device the plan is for (cuda: its kernels render as CUDA C; no GPU "
                         "or CuPy needed to inspect it)")
     p.add_argument("--kernels", action="store_true",
-                   help="also print each kernel's source (LLVM IR on cpu, CUDA C on cuda)")
+                   help="also print each kernel: its name, the ops it fuses, its domain and the "
+                        "bytes it moves, then its source (LLVM IR on cpu, CUDA C on cuda)")
+    p.add_argument("--show", choices=["llvm", "asm", "cuda"], default=None,
+                   help="with --kernels: the text shown, LLVM IR, the host's assembly or CUDA C "
+                        "(rendered without a GPU or CuPy)")
     p.add_argument("--workers", type=at_least(1), default=None,
                    help="CPU threads the plan's steps may run on (default: one per core)")
     p.add_argument("--executor", default="auto", choices=["auto", "program", "parallel"],
                    help="how the plan runs (default: the cost model chooses)")
     p.add_argument("--fusion", action="store_true",
                    help="also say why each step did or did not fuse")
-    c = sub.add_parser("cache", help="show or clear the compiled-code cache")
-    c.add_argument("--clear", action="store_true",
-                   help="delete the files the cache wrote (and no others)")
+    from benchmarks.train import add_arguments
+
+    t = sub.add_parser("train", help="train a model on a bundled task: eager, compiled and "
+                       "PyTorch side by side (benchmarks.train)")
+    add_arguments(t)
+    c = sub.add_parser("cache", help="show (info, the default) or clear the compiled-code "
+                       "cache; its size limit is BACKPLAN_CACHE_MAX_BYTES (default 512M)")
+    c.add_argument("action", nargs="?", choices=["info", "clear"], default="info",
+                   help="info: entries, sizes, limit; clear: delete the files the cache wrote "
+                        "(and no others)")
+    c.add_argument("--clear", action="store_true", help="the same as the clear action")
     c.add_argument("--dir", default=None, help="cache directory (default: BACKPLAN_CACHE_DIR "
                    "or ~/.cache/backplan)")
-    b = sub.add_parser("bench", help="time eager vs compiled (benchmarks.run)")
+    b = sub.add_parser("bench", help="time eager vs compiled vs PyTorch (benchmarks.run)",
+                       epilog=workloads_help(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("workloads", nargs="*", type=workload_name, metavar="WORKLOAD",
-                   help=f"workloads to run (default: all of {', '.join(WORKLOADS)})")
+                   help="workloads to run (default: all, listed below)")
+    b.add_argument("--threads", type=at_least(1), default=None,
+                   help="intra-op threads of every peer alike (default: all cores)")
+    b.add_argument("--json", metavar="FILE", help="also write every timing to FILE as JSON")
+    b.add_argument("--plot", metavar="FILE",
+                   help="also draw the medians to FILE (.png or .svg; needs matplotlib)")
     b.add_argument("--repeat", type=at_least(1), default=5, help="timed rounds (median taken)")
     b.add_argument("--min-time", type=seconds, default=0.05,
                    help="seconds each timing loops for")
     args = parser.parse_args(argv)
     if args.command == "cache":
-        from codegen import cache
+        from .cli_cache import run_cache
 
-        directory = cache.cache_dir(args.dir)
-        if args.clear:
-            try:
-                deleted = cache.clear_cache(directory)
-            except cache.UnsafeCacheDirError as e:
-                print(f"{parser.prog} cache: error: {e}", file=sys.stderr)
-                return 1
-            print(f"cleared {directory}: {len(deleted)} files the cache wrote")
-            return 0
-        entries = cache.entries(directory)
-        print(f"{directory}: {len(entries)} compiled modules, "
-              f"{sum(f.stat().st_size for f in entries)} bytes")
-        reason = cache.refusal(directory) if directory.exists() else None
-        if reason is not None:
-            print(f"not used: {reason}")
-        return 0
+        return run_cache(args)
     if args.command == "plan":
         return run_plan(args, p)
+    if args.command == "train":
+        from benchmarks.train import train
+
+        train(args)
+        return 0
     from benchmarks import run
 
     argv2 = ["--repeat", str(args.repeat), "--min-time", str(args.min_time)]
+    for option in ("threads", "json", "plot"):
+        if getattr(args, option) is not None:
+            argv2 += [f"--{option}", str(getattr(args, option))]
     if args.workloads:
         argv2 += ["--workloads", *args.workloads]
-    run.main(argv2)
-    return 0
+    return run.main(argv2)
 
 
 def _version() -> str:

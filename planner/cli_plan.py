@@ -17,15 +17,18 @@ class CLIError(Exception):
 
 def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int | None = None,
                   executor: str = "auto", device: str | None = None,
-                  wrt: list[str] | None = None) -> Any:
+                  wrt: list[str] | None = None) -> tuple[Any, list[str]]:
     """The plan ``planner.compile`` makes for a benchmark workload's step or a user's
     FILE.py:FUNC (on ``device``: its tensors stay on the CPU, a plan for a GPU is rendered,
-    not run); ``wrt``: plan the user's loss and its gradients of those inputs only."""
+    not run), and a name for each of its slots (planner.cli_names); ``wrt``: plan the user's
+    loss and its gradients of those inputs only."""
     import planner
     import runtime as rt
     from benchmarks.workloads import WORKLOADS
 
+    from .cli_names import name_by_writes, slot_names
     from .cli_user import gradients_of, is_user_step, load_user_step
+    from .tree import flatten
 
     if is_user_step(name):
         fn, args = load_user_step(name)
@@ -35,8 +38,33 @@ def compiled_plan(name: str, seed: int = 0, backend: str = "auto", workers: int 
         workload = WORKLOADS[name]
         case = workload.build(rt, workload.make_arrays(seed))
         fn, args = case.fn, case.args
-    return planner.compile(fn, backend=backend, workers=workers, executor=executor,
-                           device=device).lower(*args)
+    step = planner.compile(fn, backend=backend, workers=workers, executor=executor,
+                           device=device)
+    # lower()'s own work, keeping the binding: its slots hold the tensors and optimizer state
+    # the plan reads, which the names come from
+    leaves, spec = flatten((args, {}))
+    with step.lock:
+        binding = step._plan(step._flat_fn(spec), tuple(leaves), build=False)
+    names = slot_names(binding.slots, fn, args)
+    return binding.plan, name_by_writes(names, binding.slots, binding.plan.writes)
+
+
+def named_listing(plan: Any, names: list[str]) -> str:
+    """The plan's listing, each input and state read followed by what it is, then the
+    state the plan writes back, by name."""
+    from .steps import InputStep, StateStep
+
+    inputs = {s.out: names[s.slot] for s in plan.steps if isinstance(s, StateStep)}
+    arg_slots = {slot["desc"]: i for i, slot in enumerate(plan.slots) if slot["kind"] == "input"}
+    lines = plan.listing().splitlines()
+    for i, s in enumerate(plan.steps):
+        if isinstance(s, StateStep):
+            lines[i] += f"  # {inputs[s.out]}"
+        elif isinstance(s, InputStep) and f"arg{s.index}" in arg_slots:
+            lines[i] += f"  # {names[arg_slots[f'arg{s.index}']]}"
+    writes = [f"  {names[slot]} <- {'None' if buf < 0 else f'%{buf}'}"
+              for slot, buf in plan.writes]
+    return "\n".join(lines + (["writes back:", *writes] if writes else []))
 
 
 def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -50,6 +78,8 @@ def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                      f"{' '.join(views)}")
     if args.wrt and not is_user_step(args.workload):
         parser.error("--wrt goes with FILE.py:FUNC (a workload's step is fixed)")
+    if args.show and not args.kernels:
+        parser.error("--show goes with --kernels")
     if args.unfused and not drawn:
         parser.error("--unfused goes with --dot, --svg or --png")
     if (args.svg or args.png) and shutil.which("dot") is None:
@@ -64,7 +94,7 @@ def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         parser.error(f"--backend {args.backend} builds {KERNEL_BACKENDS[args.backend]} kernels, "
                      f"but the plan runs on {args.device}: use --backend auto")
 
-    def plan_for(backend: str) -> Any:
+    def plan_for(backend: str) -> tuple[Any, list[str]]:
         from .cli_user import UserStepError
 
         try:
@@ -77,7 +107,7 @@ def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                            f"{type(e).__name__}: {e} (--debug shows where)") from e
 
     # the captured graph is the interpreter's plan: nothing fused
-    plan = plan_for("interpreter" if args.unfused else args.backend)
+    plan, names = plan_for("interpreter" if args.unfused else args.backend)
     if args.json:
         from .inspect import stats
 
@@ -88,7 +118,7 @@ def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     print(plan.summary())
     if args.listing:
         print()
-        print(plan.listing())
+        print(named_listing(plan, names))
     if args.schedule:
         from .inspect import schedule_text
 
@@ -99,10 +129,12 @@ def run_plan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
         print()
         # fusion explains the plan before it fused (the interpreter's)
-        print(explain_fusion(plan_for("interpreter")))
-    for kernel in plan.kernels if args.kernels else ():
+        print(explain_fusion(plan_for("interpreter")[0]))
+    if args.kernels and plan.kernels:
+        from .cli_kernels import kernels_text
+
         print()
-        print(kernel.source)
+        print(kernels_text(plan, args.show or ("cuda" if args.device == "cuda" else "llvm")))
     return 0
 
 
