@@ -141,9 +141,10 @@ def gpt_forward(lib: ModuleType, model: Any, idx: Any, heads: int) -> Any:
 
 def build_gpt(lib: ModuleType, arrays: dict[str, np.ndarray], cfg: GPTConfig = GPT) -> Case:
     """One training step: zero grads, forward, cross-entropy over every position, backward,
-    optimizer step. ``case.fn(x, y)`` takes any batch of the same shape."""
+    gradient clipping (norm 1), AdamW. ``case.fn(x, y)`` takes any batch of the same shape;
+    a learning-rate schedule is stepped outside it, as a training loop does."""
     model = build_gpt_model(lib, arrays, cfg)
-    opt = lib.optim.Adam(model.parameters(), lr=cfg.lr, eps=cfg.eps)
+    opt = lib.optim.AdamW(model.parameters(), lr=cfg.lr, eps=cfg.eps, weight_decay=0.1)
 
     def step(x: Any, y: Any) -> Any:
         opt.zero_grad()
@@ -151,6 +152,7 @@ def build_gpt(lib: ModuleType, arrays: dict[str, np.ndarray], cfg: GPTConfig = G
         loss = lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                y.reshape(-1))
         loss.backward()
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
 

@@ -54,6 +54,12 @@ class Task:
     build: Callable[[ModuleType], Any]
     data: Callable[[int], Split]
     metric: str
+    # AdamW's weight decay (0: Adam), gradient clipping by norm, and a warmup-then-cosine
+    # learning rate stepped after every batch (outside the compiled step: a changed lr is a
+    # replay-time input, never a recompile)
+    weight_decay: float = 0.0
+    clip: float | None = None
+    cosine: bool = False
 
 
 def digits_mlp(lib: ModuleType) -> Any:
@@ -67,9 +73,58 @@ def digits_data(seed: int) -> Split:
     return Split(x_train, y_train, x_test, y_test)
 
 
+def digits_cnn(lib: ModuleType) -> Any:
+    nn = lib.nn
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 8, 8)),
+        nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64, N_CLASSES))
+
+
+GPT_TRAIN, GPT_TEST = 2048, 256  # windows of the text per split
+
+
+def gpt_model(lib: ModuleType) -> Any:
+    from benchmarks.models_gpt import GPT, build_gpt_model, gpt_forward
+
+    class CharGPT(lib.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = build_gpt_model(lib, _gpt_init())
+
+        def forward(self, idx: Any) -> Any:
+            return gpt_forward(lib, self.net, idx, GPT.heads)
+
+    return CharGPT()
+
+
+def _gpt_init() -> dict[str, np.ndarray]:
+    from benchmarks.models_gpt import gpt_arrays
+
+    return gpt_arrays(0)
+
+
+def gpt_data(seed: int) -> Split:
+    """Disjoint train and test windows of CPython's pydoc_data.topics text."""
+    from benchmarks.models_gpt import GPT, corpus
+
+    ids, _ = corpus()
+    n = len(ids) - GPT.context - 1
+    starts = np.random.default_rng(seed).choice(n, GPT_TRAIN + GPT_TEST, replace=False)
+    x = np.stack([ids[s:s + GPT.context] for s in starts]).astype(np.int64)
+    y = np.stack([ids[s + 1:s + 1 + GPT.context] for s in starts]).astype(np.int64)
+    return Split(x[:GPT_TRAIN], y[:GPT_TRAIN], x[GPT_TRAIN:], y[GPT_TRAIN:])
+
+
 TASKS: dict[str, Task] = {t.name: t for t in [
     Task("digits", "UCI handwritten digits (8x8), MLP 64-128-10, ReLU", digits_mlp, digits_data,
          "accuracy"),
+    Task("cnn", "UCI handwritten digits (8x8), (conv3x3-batchnorm-relu-maxpool) x 2, linear",
+         digits_cnn, digits_data, "accuracy"),
+    Task("gpt", "character-level GPT (2 layers, 4 heads, width 128, context 64) on CPython's "
+         "pydoc_data.topics; AdamW, clipping, warmup-cosine lr", gpt_model, gpt_data,
+         "perplexity", weight_decay=0.1, clip=1.0, cosine=True),
 ]}
 
 
@@ -90,6 +145,7 @@ class Run:
     step_times: list[float] = field(default_factory=list)  # every step's but the first call
     first_call: float | None = None  # seconds of the first call
     metrics: list[float] = field(default_factory=list)  # after each epoch
+    schedule: Any = None  # an lr scheduler stepped after every batch
 
     def train_batch(self, xb: np.ndarray, yb: np.ndarray) -> None:
         x, y = self.lib.from_numpy(xb), self.lib.from_numpy(yb)
@@ -101,6 +157,8 @@ class Run:
             self.first_call = elapsed
         else:
             self.step_times.append(elapsed)
+        if self.schedule is not None:
+            self.schedule.step()
         self.losses.append(loss)
         self.hits.append(float((logits.numpy().argmax(axis=-1) == yb).mean()))
 
@@ -113,10 +171,14 @@ class Run:
 
     def evaluate(self, task: Task, x: np.ndarray, y: np.ndarray) -> float:
         lib = self.lib
-        with lib.no_grad():
-            logits = self.model(lib.from_numpy(x))
-            if task.metric == "perplexity":
-                return math.exp(cross_entropy(lib, logits, lib.from_numpy(y)).item())
+        self.model.eval()  # batch norm's running statistics, no dropout
+        try:
+            with lib.no_grad():
+                logits = self.model(lib.from_numpy(x))
+                if task.metric == "perplexity":
+                    return math.exp(cross_entropy(lib, logits, lib.from_numpy(y)).item())
+        finally:
+            self.model.train()
         return float((logits.numpy().argmax(axis=-1) == y).mean())
 
     @property
@@ -124,8 +186,9 @@ class Run:
         return statistics.median(self.step_times) if self.step_times else math.nan
 
 
-def make_run(name: str, task: Task, eager_model: Any, lr: float) -> Run:
-    """A variant training a model with ``eager_model``'s current weights (Adam, lr)."""
+def make_run(name: str, task: Task, eager_model: Any, lr: float, total_steps: int) -> Run:
+    """A variant training a model with ``eager_model``'s current weights (Adam or AdamW, lr,
+    the task's clipping and schedule over ``total_steps``)."""
     if name == "torch":
         import torch
 
@@ -140,21 +203,36 @@ def make_run(name: str, task: Task, eager_model: Any, lr: float) -> Run:
         model = eager_model if name == "eager" else task.build(rt)
         if model is not eager_model:
             model.load_state_dict(eager_model.state_dict())
-    opt = lib.optim.Adam(model.parameters(), lr=lr)
+    if task.weight_decay:
+        opt = lib.optim.AdamW(model.parameters(), lr=lr, weight_decay=task.weight_decay)
+    else:
+        opt = lib.optim.Adam(model.parameters(), lr=lr)
+    schedule = None
+    if task.cosine:
+        warmup = max(1, total_steps // 10)
+
+        def factor(i: int) -> float:
+            if i < warmup:
+                return (i + 1) / warmup
+            return 0.5 * (1 + math.cos(math.pi * (i - warmup) / max(1, total_steps - warmup)))
+
+        schedule = lib.optim.lr_scheduler.LambdaLR(opt, factor)
 
     def step(x: Any, y: Any) -> tuple[Any, Any]:
         opt.zero_grad()
         logits = model(x)
         loss = cross_entropy(lib, logits, y)
         loss.backward()
+        if task.clip is not None:
+            lib.nn.utils.clip_grad_norm_(model.parameters(), task.clip)
         opt.step()
         return loss, logits.detach()
 
     if name == "compiled":
         import planner
 
-        return Run(name, lib, model, planner.compile(step))
-    return Run(name, lib, model, step)
+        return Run(name, lib, model, planner.compile(step), schedule=schedule)
+    return Run(name, lib, model, step, schedule=schedule)
 
 
 def parse_variants(text: str) -> list[str]:
@@ -227,9 +305,10 @@ def train(args: argparse.Namespace) -> dict[str, Run]:
     data = task.data(args.seed)
     rt.manual_seed(args.seed)
     first = task.build(rt)
-    runs = {name: make_run(name, task, first, args.lr) for name in variants}
+    total = args.epochs * -(-len(data.x_train) // args.batch_size)
+    runs = {name: make_run(name, task, first, args.lr, total) for name in variants}
     print(f"{task.name}: {task.what}; {len(data.x_train)} train / {len(data.x_test)} test "
-          f"samples; Adam lr={args.lr}, batch {args.batch_size}, {args.epochs} epochs; "
+          f"samples; {'AdamW' if task.weight_decay else 'Adam'} lr={args.lr}, batch {args.batch_size}, {args.epochs} epochs; "
           f"variants {', '.join(variants)}")
     batch_rng = np.random.default_rng(args.seed)
     for epoch in range(1, args.epochs + 1):
