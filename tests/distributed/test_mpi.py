@@ -68,3 +68,22 @@ def test_a_hanging_rank_times_out_the_job(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert "[rank 0] barrier did not complete within 5 s" in done.stderr
     assert took < 40
+
+
+def test_the_gpt_example_trains_data_parallel(tmp_path: Path) -> None:
+    """examples/ddp_train.py: the gpt task (AdamW, clipping, warmup-cosine lr) compiled over
+    two ranks, each printing its throughput; rank 0 the test perplexity and the checkpoint."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    ckpt = tmp_path / "gpt.bp"
+    done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "examples/ddp_train.py",
+                           "--task", "gpt", "--epochs", "1", "--max-steps", "3", "--lr", "3e-3",
+                           "--batch-size", "16", "--checkpoint", str(ckpt)],
+                          capture_output=True, text=True, env=env, timeout=TIMEOUT_S, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for rank in (0, 1):
+        assert f"rank {rank} epoch 1:" in done.stdout and "samples/s" in done.stdout
+    assert "test perplexity" in done.stdout
+    import runtime as rt
+
+    state = rt.load(ckpt)
+    assert "net.tok.weight" in state and state["net.tok.weight"].shape[1] == 128
