@@ -101,6 +101,10 @@ def slot_names(slots: list[Slot], fn: Callable[..., Any], args: tuple[Any, ...])
             out.append(of(slot.ref, slot.desc))
         elif slot.kind == "grad":
             out.append(f"{of(slot.ref, slot.desc)}.grad")
+        elif slot.kind == "hyper":  # (weak optimizer, group index, key, tuple index or None)
+            _, group, key, index = slot.ref
+            out.append(f"param_groups[{group}][{key!r}]" + ("" if index is None
+                                                           else f"[{index}]"))
         else:  # opt_state: (weak reference to the optimizer, parameter, state key)
             _, param, key = slot.ref
             out.append(f"{key}[{of(param, 'param')}]")

@@ -115,6 +115,9 @@ def abort(message: str) -> None:
     sys.stderr.write(f"[rank {rank}] {message}; aborting all ranks\n")
     sys.stderr.flush()
     if g is not None:
+        # mpiexec forwards a rank's output through a pipe; an abort at once can kill the
+        # forwarding before it has passed on the traceback just written, leaving no error
+        time.sleep(0.5)
         g.comm.Abort(1)
     os._exit(1)
 
