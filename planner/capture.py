@@ -60,6 +60,11 @@ class Capture:
     modules: list[Any] = field(default_factory=list)
     optimizers: list[Any] = field(default_factory=list)
     grad_none: list[tuple[Tensor, bool, int | None]] = field(default_factory=list)
+    # state the step created that its plan would be guarded on or would make anew at every
+    # replay (optimizer state entries absent when it began, a parameter's .grad it found None
+    # without clearing it first), described: the first such call runs eagerly and the step is
+    # captured at the next one, with that state in place (CompiledStep._call_flat)
+    created_state: list[str] = field(default_factory=list)
 
 
 class Tracer:
@@ -308,11 +313,15 @@ class Tracer:
             if self.slots[index].kind != "grad" and cell.node != self.source[index]:
                 writes.append((index, cell.node))
         grad_none: list[tuple[Tensor, bool, int | None]] = []
+        created: list[str] = []
         for key, (owner, value) in self.grad_shadow.items():
             original = owner._grad
             cleared = key in self.grad_cleared
             if not cleared:
                 grad_none.append((owner, original is None, self.input_of.get(key)))
+                if original is None and value is not None and key not in self.input_of:
+                    # guarded as None, left set: the next call would not fit this capture
+                    created.append(f"the .grad of tensor{list(owner.shape)}")
             if value is original and not cleared:
                 if value is not None:
                     cell, index, _ = self.cells[id(value._data)]
@@ -327,11 +336,14 @@ class Tracer:
                            -1 if value is None else self.storage_of(value).node))
         for opt, snapshot in self.optimizers.values():
             writes.extend(self._optimizer_writes(opt, snapshot))
+            created.extend(f"{type(opt).__name__} state {key!r} of a parameter "
+                           f"{list(p.shape)}" for p, st in opt.state.items()
+                           for key in st if key not in snapshot.get(p, {}))
         template = self._template(result)
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
-                       [o for o, _ in self.optimizers.values()], grad_none)
+                       [o for o, _ in self.optimizers.values()], grad_none, created)
 
     def restore_optimizers(self) -> None:
         for opt, snapshot in self.optimizers.values():

@@ -267,6 +267,16 @@ def _positional_spec(n: int) -> tuple[Any, Any]:
 class _Entry:
     bindings: list[Binding] = field(default_factory=list)
     eager_reason: str | None = None
+    warmed: bool = False  # a call ran eagerly because it created state (Capture.created_state)
+
+
+class _WarmUp(Exception):  # noqa: N818 (a signal, not an error)
+    """The capture created state its plan depends on: run this call eagerly, then capture
+    again."""
+
+    def __init__(self, created: list[str]) -> None:
+        super().__init__(created[0] + (f" and {len(created) - 1} more entries"
+                                       if len(created) > 1 else ""))
 
 
 class CompiledStep:
@@ -297,6 +307,12 @@ class CompiledStep:
         self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._last_key: tuple[Any, ...] | None = None
         self.captures = 0  # how many times the step was captured and planned
+        # calls run eagerly because their capture created state (Adam's moments, SGD's
+        # momentum buffers are made by the first step; a first backward makes the .grads that
+        # zero_grad(set_to_none=False) found None): a plan captured then would make them
+        # anew at every replay, or not fit the next call: such a call runs eagerly and the
+        # step is captured right after it, with that state in place (Capture.created_state)
+        self.warmups = 0
         # held by every call from its guards to its write-back, so that calls from several
         # threads run one at a time: they share the parameters and optimizer state they
         # update (and this step's plan cache). Steps given one lock share it.
@@ -338,24 +354,40 @@ class CompiledStep:
                     self._last_key = key
                     return _replay(binding, args)
                 reasons.append(reason)
-            log.info("recompiling %s: %s", self._name, reasons[0])  # the last plan used
+            if reasons:
+                log.info("recompiling %s: %s", self._name, reasons[0])  # the last plan used
         elif self._last_key is not None:
             log.info("recompiling %s: %s", self._name,
                      _describe_key_change(self._last_key, key))
         self._last_key = key
         fn = self._flat_fn(spec)
-        try:
-            binding = self._plan(fn, args)
-        except GraphBreak as e:
-            if self.fullgraph:
-                raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
-                                   f"{e.where}") from e
-            warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
-                          RuntimeWarning, stacklevel=3)
-            self._entry(key).eager_reason = f"{e.reason} at {e.where}"
-            return fn(*args)
+        warm_up = entry is None or not entry.warmed
+        ran_eagerly, result = False, None
+        while True:
+            try:
+                binding = self._plan(fn, args, warm_up=warm_up)
+            except _WarmUp as w:
+                # run this call eagerly, then capture with the state it made in place: the
+                # plan fits the next call (and this one's .plan is there to inspect)
+                self._entry(key).warmed = True
+                self.warmups += 1
+                log.info("%s runs eagerly this once and is captured after: it creates %s",
+                         self._name, w)
+                ran_eagerly, result, warm_up = True, fn(*args), False
+                continue
+            except GraphBreak as e:
+                if self.fullgraph:
+                    raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
+                                       f"{e.where}") from e
+                warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
+                              RuntimeWarning, stacklevel=3)
+                self._entry(key).eager_reason = f"{e.reason} at {e.where}"
+                return result if ran_eagerly else fn(*args)
+            break
         self._entry(key).bindings.append(binding)
         self.plan = binding.plan
+        if ran_eagerly:
+            return result
         return _replay(binding, args)
 
     def lower(self, *args: Any, **kwargs: Any) -> Plan:
@@ -394,15 +426,20 @@ class CompiledStep:
 
         return call
 
-    def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True
-              ) -> Binding:
+    def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True,
+              warm_up: bool = False) -> Binding:
         """Capture and plan ``fn`` for ``args``; ``build``: compile the kernels now (a GPU
-        plan lowered for inspection renders its CUDA C but needs no CuPy to be planned)."""
+        plan lowered for inspection renders its CUDA C but needs no CuPy to be planned).
+        ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
+        depends on (the capture is a trace on shape-only tensors: planning and code generation
+        are what it saves)."""
         from .distributed import data_parallel
         from .passes import run_default_passes
 
         device = self.device
         cap: Capture = capture(fn, args, target_device=device)
+        if warm_up and cap.created_state:
+            raise _WarmUp(cap.created_state)
         captured = cap.graph.number_of_nodes()
         run_default_passes(cap.graph)
         plan_device = device or _plan_device(cap)
