@@ -19,10 +19,13 @@ ROOT = Path(__file__).parents[2]
 
 
 def kernel(n: int) -> list[K.Kernel]:
-    """A module of its own for each ``n`` (the domain is in the key)."""
+    """A module of its own for each ``n`` (its kernel's name is in the key). The domain is
+    the same and the names are as long, so that every module's object code has the same size
+    (the eviction test counts bytes; a longer loop may be unrolled differently)."""
     f = "float32"
-    return [K.Kernel("k", (n,), 0, (K.Input("a", f, (1,)), K.Input("b", f, (1,))),
-                     (K.Load(0), K.Load(1), K.Binary("mul", 0, 1, f)), (K.Output("out", 2, f),))]
+    return [K.Kernel(f"k{n:02d}", (8,), 0, (K.Input("a", f, (1,)), K.Input("b", f, (1,))),
+                     (K.Load(0), K.Load(1), K.Binary("mul", 0, 1, f)),
+                     (K.Output("out", 2, f),))]
 
 
 def test_sizes_parse_and_print():

@@ -255,7 +255,8 @@ def train_side_by_side(
         opt.step()
         topt.step()
     for (name, p), tp in zip(ours.named_parameters(), theirs.parameters()):
-        np.testing.assert_allclose(arr(p), arr(tp), rtol=1e-5, atol=1e-6, err_msg=name)
+        # atol: 6 float32 steps whose matmuls split over BLAS threads differently per library
+        np.testing.assert_allclose(arr(p), arr(tp), rtol=1e-5, atol=2e-6, err_msg=name)
     for p, tp in zip(ours.parameters(), theirs.parameters()):
         for key, value in topt.state[tp].items():
             np.testing.assert_allclose(
