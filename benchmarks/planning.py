@@ -7,12 +7,22 @@
   the same forward with every gradient requested (the input and all parameters), and against
   the ``mlp_large`` SGD step;
 - LLVM compile time of the fused ``mlp_large`` plan: cold (empty cache) and warm (object code
-  from the disk cache, as a second process would find it).
+  from the disk cache, as a second process would find it);
+- per workload, the first calls of its ``backend="llvm"`` step in a new process: cold (an empty
+  disk cache) and warm (a second process on the cache the first one filled). A step whose first
+  call creates optimizer state runs that call eagerly and is captured at its second
+  (``CompiledStep.warmups``), so both calls are shown, with the captures the process made.
+
+    python -m benchmarks.planning [--workloads chain mlp_small ...]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from typing import Any
@@ -68,7 +78,57 @@ def _compile_times() -> tuple[float, float, dict[str, int]]:
     return cold, warm, cache.stats()
 
 
-def main() -> None:
+def first_calls(name: str) -> dict[str, Any]:
+    """In this process (meant to be a new one): the first two calls of ``name``'s llvm step,
+    imports that the first call triggers (codegen, llvmlite) included."""
+    wl = WORKLOADS[name]
+    case = wl.build(rt, wl.make_arrays(0))
+    step = planner.compile(case.fn, backend="llvm")
+    calls = []
+    for _ in range(2):
+        t0 = time.perf_counter()
+        step(*case.args)
+        calls.append(time.perf_counter() - t0)
+    return {"first_s": calls[0], "second_s": calls[1], "captures": step.captures,
+            "warmups": step.warmups}
+
+
+def _in_new_process(name: str, cache_dir: str) -> dict[str, Any]:
+    env = dict(os.environ, BACKPLAN_CACHE_DIR=cache_dir)
+    out = subprocess.run([sys.executable, "-m", "benchmarks.planning", "--first-calls", name],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def first_call_table(names: list[str]) -> str:
+    """Cold and warm first calls of each workload, each in a new process."""
+    lines = ["first calls of the llvm step in a new process (ms): cold = empty disk cache, "
+             "warm = the cache a previous process filled; targets: the call that compiles "
+             "<= 300 cold, <= 50 warm",
+             f"{'workload':<10}{'cold 1st':>10}{'cold 2nd':>10}{'warm 1st':>10}{'warm 2nd':>10}"
+             f"{'captures':>10}{'eager 1st':>10}"]
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            cold = _in_new_process(name, tmp)
+            warm = _in_new_process(name, tmp)
+        lines.append(f"{name:<10}{cold['first_s'] * 1e3:>10.1f}{cold['second_s'] * 1e3:>10.3f}"
+                     f"{warm['first_s'] * 1e3:>10.1f}{warm['second_s'] * 1e3:>10.3f}"
+                     f"{warm['captures']:>10}{'yes' if warm['warmups'] else 'no':>10}")
+    lines.append("eager 1st = yes: the step creates optimizer state, so its first call runs "
+                 "eagerly and the second one compiles")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", choices=list(WORKLOADS),
+                        default=list(WORKLOADS), help="workloads of the first-call table")
+    parser.add_argument("--first-calls", metavar="WORKLOAD", choices=list(WORKLOADS),
+                        help=argparse.SUPPRESS)  # the child process of the first-call table
+    args = parser.parse_args(argv)
+    if args.first_calls:
+        print(json.dumps(first_calls(args.first_calls)))
+        return
     wl = WORKLOADS["mlp_large"]
     case = wl.build(rt, wl.make_arrays(0))
     step = planner.compile(case.fn)
@@ -92,6 +152,7 @@ def main() -> None:
     cold, warm, stats = _compile_times()
     print(f"LLVM compile of the fused mlp_large plan: cold {cold * 1e3:.0f} ms (target < 1000), "
           f"warm from the disk cache {warm * 1e3:.1f} ms (target < 100); cache {stats}")
+    print(first_call_table(args.workloads))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The benchmark workloads (the five of DESIGN.md, and two_tower), one training (or gradient) step each.
+"""The benchmark workloads (the five of DESIGN.md, two_tower, the models cnn, rnn and gpt, and
+one_op, a single-op call), one training (or gradient) step each.
 
 Every workload starts from the same numpy arrays (``make_arrays``) so that all variants
 compute the same numbers:
@@ -305,6 +306,24 @@ def build_two_tower(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
     return Case(step, (x0, x1), outputs)
 
 
+# ------------------------------------------------------------------------------- one_op
+
+
+def one_op_arrays(seed: int) -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(seed).standard_normal(4).astype(np.float32)}
+
+
+def build_one_op(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
+    """grad((x * 2).sum(), [x]) on 4 floats: what one call costs, nothing else."""
+    x = lib.tensor(arrays["x"], requires_grad=True)
+
+    def step(x: Any) -> Any:
+        (grad,) = lib.autograd.grad((x * 2).sum(), [x])
+        return grad
+
+    return Case(step, (x,), lambda grad: {"grad_x": to_numpy(grad)})
+
+
 # ----------------------------------------------------------------------------- registry
 
 
@@ -370,6 +389,13 @@ WORKLOADS: dict[str, Workload] = {
             "independent matmuls (parallel steps)",
             two_tower_arrays,
             build_two_tower,
+        ),
+        Workload(
+            "one_op",
+            "grad((x * 2).sum(), [x]) on 4 floats",
+            "per-call overhead",
+            one_op_arrays,
+            build_one_op,
         ),
         Workload(
             "cnn",

@@ -99,20 +99,62 @@ def test_train_digits_learns(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_benchmark_runner_prints_table(capsys: pytest.CaptureFixture[str]) -> None:
-    bench_run.main(["--workloads", "chain", "--repeat", "1", "--min-time", "0.001"])
+    bench_run.main(["--workloads", "chain", "--repeat", "1", "--min-time", "0.001",
+                    "--no-torch-compile"])
     out = capsys.readouterr().out
     assert "chain" in out
     assert "ours ms" in out
+    assert "tcompile" in out  # the column, empty
+
+
+@pytest.mark.parametrize("name", ["mlp_small", "partial", "eltwise", "chain", "two_tower",
+                                  "one_op"])
+def test_jax_step_matches_runtime(name: str) -> None:
+    """The JAX column computes the same step: same loss, gradients and updated parameters."""
+    pytest.importorskip("jax")
+    builders = bench_run.jax_builders()
+    workload = WORKLOADS[name]
+    arrays = workload.make_arrays(0)
+    ours = run_once(workload.build(rt, arrays))
+    theirs = run_once(builders[name](arrays))
+    assert_outputs_close(ours, theirs)
+
+
+def test_torch_compile_column_is_timed_or_explained() -> None:
+    """torch.compile's variant is either timed or dropped with a note saying why."""
+    pytest.importorskip("torch")
+    notes: list[str] = []
+    timings = bench_run.bench_workload(WORKLOADS["one_op"], 1, 0.001, 0, 0, True, notes)
+    assert "tcompile" in timings or any("torch.compile failed" in n for n in notes), notes
+    assert {"ours", "llvm", "torch"} <= set(timings)
+
+
+def test_ratio_against_the_faster_of_two_peers() -> None:
+    """A denominator "a|b" is the faster peer; the verdict compares against the target."""
+    def t(ms: float) -> bench_run.Timing:
+        return bench_run.Timing([ms / 1e3] * 3, 0.0, {})
+
+    results = {"mlp_large": {"llvm": t(5.0), "torch": t(6.0), "jax": t(4.0), "numpy": t(7.0)}}
+    rows = {r["ratio"]: r for r in bench_run.ratio_rows(results)}
+    row = rows["llvm/jax (torch|jax)"]
+    assert row["measured"] == pytest.approx(1.25) and row["verdict"] == "missed"
+    results["mlp_large"]["jax"] = t(8.0)
+    row = {r["ratio"]: r for r in bench_run.ratio_rows(results)}["llvm/torch (torch|jax)"]
+    assert row["measured"] == pytest.approx(5 / 6) and row["verdict"] == "met"
+    del results["mlp_large"]["jax"]  # a peer missing: no row, rather than a wrong one
+    assert not [r for r in bench_run.ratio_rows(results) if "|" in r["ratio"]]
 
 
 def test_planning_figures(capsys: pytest.CaptureFixture[str]) -> None:
     from benchmarks import planning
 
-    planning.main()
+    planning.main(["--workloads", "one_op"])
     out = capsys.readouterr().out
     assert "capture + planning (fusion included" in out and "mlp_large" in out
     ratio = float(out.split("input and weights): ")[1].split("ratio ")[1].split()[0])
     assert 0.0 < ratio < 1.0  # pruning removes the weight-gradient matmuls
+    row = out.split("first calls of the llvm step")[1].splitlines()[2].split()
+    assert row[0] == "one_op" and float(row[1]) > 0 and float(row[3]) > 0 and row[5] == "1"
 
 
 def test_memory_benchmark_prints_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -42,9 +42,12 @@ def test_llvm_backend_matches_eager(name: str) -> None:
     for key in eager:
         np.testing.assert_allclose(fused[key], eager[key], rtol=2e-5, atol=2e-5, err_msg=key)
     plan = step.plan
-    assert plan.kernels and all(k.language == "llvm" and k.device == "cpu" for k in plan.kernels)
+    # one_op's gradient, 2 everywhere, is folded to a constant: it has no kernel
+    assert bool(plan.kernels) == (name != "one_op")
+    assert all(k.language == "llvm" and k.device == "cpu" for k in plan.kernels)
     assert all("define" in k.source for k in plan.kernels)
-    assert plan.stats["kernels"] == len(plan.kernels) == sum(isinstance(s, KernelStep) for s in plan.steps)
+    assert plan.stats.get("kernels", 0) == len(plan.kernels) == sum(isinstance(s, KernelStep)
+                                                                    for s in plan.steps)
 
 
 @pytest.mark.parametrize("name", ["chain", "eltwise"])

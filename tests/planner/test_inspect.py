@@ -148,7 +148,8 @@ def test_summary_of_every_workload(name):
     w = WORKLOADS[name]
     case = w.build(rt, w.make_arrays(0))
     plan = planner.compile(case.fn).lower(*case.args)
-    assert plan.flops > 0 and peak_memory(plan) > 0
+    # one_op's gradient, 2 everywhere, is folded to a constant: no arithmetic left
+    assert (plan.flops > 0) == (name != "one_op") and peak_memory(plan) > 0
     assert "peak memory" in plan.summary()
 
 
