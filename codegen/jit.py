@@ -395,8 +395,10 @@ class CompiledModule:
             raise KeyError(f"no kernel {kernel_name!r} in this module: {sorted(self.kernels)}")
         with LOCK:
             text = target_machine().emit_assembly(llvm.parse_assembly(self.code.optimized_ir))
-        match = re.search(rf"^{re.escape(kernel_name)}:.*?^\.Lfunc_end\d+:", text,
-                          re.MULTILINE | re.DOTALL)
-        if match is None:
+        # the entry, then the bodies it calls (NAME.body, NAME.exact)
+        found = [m.group(0) for suffix in ("", r"\.body", r"\.exact")
+                 for m in re.finditer(rf"^\"?{re.escape(kernel_name)}{suffix}\"?:.*?"
+                                      r"^\.Lfunc_end\d+:", text, re.MULTILINE | re.DOTALL)]
+        if not found:
             raise RuntimeError(f"kernel {kernel_name!r} not found in the module's assembly")
-        return match.group(0)
+        return "\n".join(found)

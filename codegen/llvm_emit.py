@@ -186,8 +186,10 @@ class KernelEmitter:
     """Writes one kernel (its ``LoopNest``) into ``module`` with a renderer's ``Rules``."""
 
     def __init__(self, module: ir.Module, kernel: kir.Kernel,
-                 math_table: dict[str, Callable[[Builder, V, str], V]], rules: Rules) -> None:
+                 math_table: dict[str, Callable[[Builder, V, str], V]], rules: Rules,
+                 interleave: int = INTERLEAVE) -> None:
         self.module = module
+        self.interleave = interleave
         self.rules = rules
         self.kernel = kernel
         self.math = math_table
@@ -225,7 +227,9 @@ class KernelEmitter:
         body = ir.Function(self.module, ir.FunctionType(I1, [*ptr_types, I64, I64]),
                            f"{self.kernel.name}.{name}")
         body.linkage = "internal"
-        body.attributes.add("alwaysinline")
+        # one copy, called by both entries (inlined in each, a kernel's code doubled: LLVM's
+        # optimization and code generation time with it)
+        body.attributes.add("noinline")
         body.attributes.add("nounwind")
         for arg in body.args[: len(ptr_types)]:
             arg.add_attribute("noalias")
@@ -506,7 +510,7 @@ class KernelEmitter:
                 lo, hi, hints = I64(0), I64(extent), None
                 last = axis == len(inner_shape) - 1
                 if last:
-                    hints = loop_hints(self.module, INTERLEAVE)
+                    hints = loop_hints(self.module, self.interleave)
                     if sums and extent > SUM_BLOCK:
                         block = loops.enter_context(for_range(
                             b, I64(0), I64(-(-extent // SUM_BLOCK)), f"s{stage}.block"))

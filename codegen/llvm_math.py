@@ -4,6 +4,11 @@ LLVM cannot vectorize a loop that calls scalar libm (``expf``), so each function
 arithmetic, bitcasts, integer ops, ``select`` and intrinsics that vectorize natively (llvm.fma,
 llvm.fabs, llvm.sqrt, llvm.copysign). Every function is an internal ``alwaysinline`` function,
 created once per module and dtype, so after inlining the loop vectorizer sees only arithmetic.
+A kernel with many of them calls them out of line instead (``declare_math(outlined=True)``):
+a ``noinline`` scalar function whose call sites name vector variants (LLVM's
+``vector-function-abi-variant``), each the inlined body applied lane by lane and vectorized
+by the SLP vectorizer, so the loop vectorizer calls one per vector of elements; the results
+are the same, bit for bit.
 
 One algorithm per function serves both float32 and float64; only the coefficient tables differ
 (the exact sin/cos reduction below is float32's alone).
@@ -35,6 +40,9 @@ from fractions import Fraction
 from functools import partial
 
 from llvmlite import ir
+from llvmlite.ir.instructions import CallInstrAttributes
+
+from codegen.target import host
 
 V = ir.Value
 MathFn = Callable[[ir.IRBuilder, V, str], V]
@@ -419,6 +427,10 @@ _BODIES: dict[str, Callable[[_Emitter, V], V]] = {
 }
 
 
+# the ops a kernel calls a function for (sqrt is an instruction)
+MATH_OPS = frozenset(_BODIES) - {"sqrt"}
+
+
 def _function(module: ir.Module, op: str, dtype: str) -> ir.Function:
     """The internal always-inline function for ``op`` at ``dtype``, emitted on first use."""
     name = f"backplan.math.{op}.{dtype}"
@@ -435,17 +447,89 @@ def _function(module: ir.Module, op: str, dtype: str) -> ir.Function:
     return fn
 
 
-def _call(module: ir.Module, op: str, builder: ir.IRBuilder, x: V, dtype: str) -> V:
+class _VariantAttribute(CallInstrAttributes):
+    """A call site's ``"vector-function-abi-variant"`` attribute (llvmlite knows only
+    keyword attributes)."""
+
+    def add(self, name: str) -> None:
+        if not name.startswith('"vector-function-abi-variant"='):
+            raise ValueError(f"not a vector variant attribute: {name!r}")
+        set.add(self, name)
+
+
+def vector_widths(dtype: str) -> tuple[int, ...]:
+    """Lane counts of the vector variants a math call offers the loop vectorizer: those of
+    the host's vector registers (128-bit; 256 with AVX; 512 with AVX-512, where LLVM may still
+    prefer 256-bit vectors)."""
+    _, features = host()
+    bits = [128]
+    if "+avx" in features.split(","):
+        bits.append(256)
+    if "+avx512f" in features.split(","):
+        bits.append(512)
+    size = 32 if dtype == "float32" else 64
+    return tuple(b // size for b in bits)
+
+
+def _outlined(module: ir.Module, op: str, dtype: str) -> tuple[ir.Function, str]:
+    """The out-of-line function a kernel calls for ``op`` at ``dtype``, and the call-site
+    attribute naming its vector variants. Each variant applies the inlined scalar body to
+    every lane; the SLP vectorizer turns that into one vector body. The loop vectorizer calls
+    a variant for a vector of elements instead of inlining the scalar body into every loop
+    (and every loop's scalar remainder) that uses it: that inlining, of 16 sins and 32 tanhs
+    in the chain workload's kernel, took seconds of LLVM time."""
+    name = f"backplan.math.{op}.{dtype}.call"
+    fmt = _FORMATS[dtype]
+    variants = []
+    for lanes in vector_widths(dtype):
+        vname = f"backplan.math.{op}.{dtype}.v{lanes}"
+        variants.append(f"_ZGV_LLVM_N{lanes}v_{name}({vname})")
+        if vname in module.globals:
+            continue
+        vty = ir.VectorType(fmt.float, lanes)
+        vfn = ir.Function(module, ir.FunctionType(vty, [vty]), vname)
+        vfn.attributes.add("nounwind")
+        vfn.attributes.add("readnone")
+        b = ir.IRBuilder(vfn.append_basic_block("entry"))
+        scalar = _function(module, op, dtype)
+        result: V = ir.Constant(vty, ir.Undefined)
+        for lane in range(lanes):
+            index = ir.Constant(ir.IntType(32), lane)
+            value = b.call(scalar, [b.extract_element(vfn.args[0], index)])
+            result = b.insert_element(result, value, index)
+        b.ret(result)
+    attribute = '"vector-function-abi-variant"="' + ",".join(variants) + '"'
+    fn = module.globals.get(name)
+    if fn is None:
+        fn = ir.Function(module, ir.FunctionType(fmt.float, [fmt.float]), name)
+        fn.attributes.add("noinline")
+        fn.attributes.add("nounwind")
+        fn.attributes.add("readnone")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.ret(b.call(_function(module, op, dtype), [fn.args[0]]))
+    return fn, attribute
+
+
+def _call(module: ir.Module, op: str, outlined: bool, builder: ir.IRBuilder, x: V,
+          dtype: str) -> V:
     fmt = _FORMATS.get(dtype)
     if fmt is None or x.type != fmt.float:
         raise TypeError(f"math op {op!r}: needs a float32/float64 value, got dtype {dtype!r} "
                         f"and LLVM type {x.type}")
-    return builder.call(_function(module, op, dtype), [x], name=op)
+    if not outlined or op == "sqrt":  # sqrt is an instruction: nothing to outline
+        return builder.call(_function(module, op, dtype), [x], name=op)
+    fn, attribute = _outlined(module, op, dtype)
+    call = builder.call(fn, [x], name=op)
+    call.attributes = _VariantAttribute([attribute])
+    return call
 
 
-def declare_math(module: ir.Module) -> dict[str, MathFn]:
-    """Emitters keyed by op name: ``table[op](builder, x, dtype)`` returns op(x)."""
-    return {op: partial(_call, module, op) for op in _BODIES}
+def declare_math(module: ir.Module, outlined: bool = False) -> dict[str, MathFn]:
+    """Emitters keyed by op name: ``table[op](builder, x, dtype)`` returns op(x), inlined, or
+    (``outlined``) as a call the loop vectorizer turns into calls of a vector variant
+    (``_outlined``): a kernel with many transcendental ops compiles several times faster
+    that way, and runs 10-15% slower (each call spills the vector registers live across it)."""
+    return {op: partial(_call, module, op, outlined) for op in _BODIES}
 
 
 def _pow_f32(module: ir.Module) -> ir.Function:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from codegen_testutil import build, random_array, run
 
-from codegen import cache, llvm
+from codegen import cache, llvm, llvm_math
 from codegen import ir as K
 
 
@@ -85,7 +85,7 @@ def test_signature_must_hold_every_element_the_kernel_addresses():
 
 
 def test_renderer_without_a_rule_names_op_dtypes_and_operands(monkeypatch):
-    monkeypatch.setattr(llvm, "declare_math", lambda module: {})
+    monkeypatch.setattr(llvm, "declare_math", lambda module, outlined=False: {})
     k = K.Kernel("needs_exp", (4,), 0, (K.Input("x", "float64", (1,)),),
                  (K.Load(0), K.Unary("exp", 0, "float64")), (K.Output("y", 1, "float64"),))
     with pytest.raises(llvm.RenderError, match=r"'needs_exp'.*expr 1.*exp.*float64.*\(0,\)"):
@@ -144,8 +144,35 @@ def test_transcendental_loops_make_no_calls(dtype):
     k = K.Kernel("chain", (64, 1024), 0, (K.Input("x", dtype, (1024, 1)),), tuple(exprs),
                  (K.Output("y", len(exprs) - 1, dtype),))
     asm = build([k]).asm("chain")
-    assert "call" not in asm
-    assert re.search(r"%[yz]mm", asm)
+    body = asm[re.search(r"^\"?chain\.body", asm, re.MULTILINE).start():]
+    assert "call" not in body  # the entry calls the body; the body calls nothing
+    assert re.search(r"%[yz]mm", body)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernel_heavy_with_transcendentals_calls_their_vector_variants(dtype, monkeypatch):
+    """Past llvm.INLINE_MATH_CALLS the functions are called out of line: the vectorized loop
+    calls a vector variant (not the scalar function), and the results are those of the
+    inlined functions, bit for bit."""
+    ops = ("exp", "log", "sin", "cos", "tanh", "sigmoid", "erf") * 3
+    exprs: list[K.Expr] = [K.Const(2.0, dtype), K.Load(0)]
+    for op in ops:
+        exprs.append(K.Unary(op, len(exprs) - 1, dtype))
+        exprs.append(K.Binary("add", len(exprs) - 1, 0, dtype))  # keeps log's argument > 0
+    k = K.Kernel("heavy", (64, 1000), 0, (K.Input("x", dtype, (1000, 1)),), tuple(exprs),
+                 (K.Output("y", len(exprs) - 1, dtype),))
+    assert llvm.math_calls(k) > llvm.INLINE_MATH_CALLS
+    outlined = build([k])
+    lanes = "|".join(str(n) for n in llvm_math.vector_widths(dtype))
+    asm = outlined.asm("heavy")  # calls go through a register: the address is loaded
+    assert re.search(rf"\$backplan\.math\.tanh\.{dtype}\.v({lanes})\b", asm)
+    x = random_array((64, 1000), dtype)  # 1000: a scalar remainder past 8 and 16 lanes
+    got = run(outlined, k, [x])[0]
+    monkeypatch.setattr(llvm, "INLINE_MATH_CALLS", 10**6)
+    inlined = build([k])
+    assert not re.search(r"backplan\.math\.\w+\.float", inlined.asm("heavy"))
+    np.testing.assert_array_equal(got, run(inlined, k, [x])[0])
+    assert np.isfinite(got).all()
 
 
 @pytest.mark.parametrize("threads", [1, 2])
