@@ -38,7 +38,7 @@ import stat
 import struct
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import llvmlite
@@ -257,9 +257,9 @@ class _DiskStore:
 
     @classmethod
     @contextlib.contextmanager
-    def open(cls, directory: Path) -> Iterator[_DiskStore | None]:
-        """The store in ``directory``, or None with a RuntimeWarning when the directory is
-        unsafe or unusable: the caller then keeps code in memory only."""
+    def open(cls, directory: Path, quiet: bool = False) -> Iterator[_DiskStore | None]:
+        """The store in ``directory``, or None with a RuntimeWarning (unless ``quiet``) when
+        the directory is unsafe or unusable: the caller then keeps code in memory only."""
         fd = None
         try:
             fd = _open_entries(directory)
@@ -267,8 +267,9 @@ class _DiskStore:
         except OSError as e:  # UnsafeCacheDirError included
             if fd is not None:
                 os.close(fd)
-            warnings.warn(f"backplan: compiled-code cache not used ({e}); compiled code is "
-                          f"kept in memory only", RuntimeWarning, stacklevel=4)
+            if not quiet:
+                warnings.warn(f"backplan: compiled-code cache not used ({e}); compiled code "
+                              f"is kept in memory only", RuntimeWarning, stacklevel=4)
             yield None
             return
         try:
@@ -392,6 +393,31 @@ def get_compiled(kernels: list[kir.Kernel],
                     _counts["evictions"] += len(store.evict(limit, keep=key))
         compiled = _memory[key] = load(code, kernels)
         return compiled
+
+
+SUPPORT_DIR = "support"  # under the cache directory: code that holds no kernels
+
+
+def support_code(name: str, text: str, emit: Callable[[str], ObjectCode],
+                 cache_dir_path: str | os.PathLike[str] | None = None) -> ObjectCode:
+    """Object code of a module that holds no kernels (``codegen.pool``'s loops, which every
+    process running a kernel needs), given as IR text: from a verified entry of the cache
+    directory's SUPPORT_DIR store (private and checked as the kernels' store is), else
+    ``emit(text)``, stored. Apart from the kernels' entries and counters (``entries``,
+    ``stats``), and silent where the directory is refused: the kernels' modules say so. No
+    lock: the caller compiles it once per process."""
+    cpu, features = host()
+    key = hashlib.sha256(json.dumps(
+        [name, hashlib.sha256(text.encode()).hexdigest(), cpu, features, llvmlite.__version__,
+         generator_hash()]).encode()).hexdigest()
+    with _DiskStore.open(cache_dir(cache_dir_path) / SUPPORT_DIR, quiet=True) as store:
+        code = store.read(key) if store is not None else None
+        if code is None:
+            code = emit(text)
+            if store is not None:
+                store.write(key, code)
+                store.evict(max_bytes(), keep=key)
+    return code
 
 
 def _files(folder: Path, *patterns: re.Pattern[str]) -> list[Path]:

@@ -27,7 +27,7 @@ from llvmlite import ir
 from codegen import ir as kir
 from codegen import pool
 from codegen.launch import cpu_launch_form
-from codegen.target import LOCK, new_target_machine, optimize, target_machine
+from codegen.target import LOCK, ObjectCode, new_target_machine, optimize, target_machine
 from codegen.llvm_emit import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
 from codegen.lower import EXPENSIVE
 from runtime._threads import get_num_threads
@@ -71,13 +71,6 @@ PARTIAL_SHARE = 0.03
 def compile_count() -> int:
     """How many modules went through LLVM optimization and code generation."""
     return _compiles
-
-
-@dataclass(frozen=True)
-class ObjectCode:
-    """What the disk cache stores: machine code plus the optimized IR (for ``asm``)."""
-    object_file: bytes
-    optimized_ir: str
 
 
 def optimize_and_emit(module: ir.Module) -> ObjectCode:

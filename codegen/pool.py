@@ -649,11 +649,22 @@ def _code() -> _Code:
     return _compiled
 
 
-def _compile() -> _Code:
-    target.host()  # initializes the native target
-    mod = target.optimize(_ir_text())
+def _emit(text: str) -> target.ObjectCode:
+    mod = target.optimize(text)
     with target.LOCK:
-        engine = llvm.create_mcjit_compiler(mod, target.new_target_machine())
+        return target.ObjectCode(target.target_machine().emit_object(mod), str(mod))
+
+
+def _compile() -> _Code:
+    """Load the loops' object code: from the disk cache (``codegen.cache.support_code``), else
+    compiled (about 0.2 s of LLVM time that every new process would pay)."""
+    from codegen.cache import support_code
+
+    target.host()  # initializes the native target
+    code = support_code("pool", _ir_text(), _emit)
+    with target.LOCK:
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.new_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
         engine.finalize_object()
         address = engine.get_function_address
         worker = ctypes.CFUNCTYPE(None, _VOID_P, _I64)(address("pool_worker"))

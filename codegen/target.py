@@ -8,9 +8,17 @@ from __future__ import annotations
 
 import functools
 import threading
+from dataclasses import dataclass
 
 import llvmlite.binding as llvm
 from llvmlite import ir
+
+@dataclass(frozen=True)
+class ObjectCode:
+    """What the disk cache stores: machine code plus the optimized IR (for ``asm``)."""
+    object_file: bytes
+    optimized_ir: str
+
 
 LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads
 
