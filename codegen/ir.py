@@ -178,6 +178,15 @@ def per_element(kernel: Kernel) -> list[bool]:
     """Whether each expr varies along the inner axes: it depends, not behind a Reduce, on a
     Load of an input that is not broadcast over every inner axis (an input read with zero
     inner strides, e.g. a (rows, 1) array, holds one value per row)."""
+    # kept on the (frozen) kernel: planning asks once per output of every kernel
+    cached = kernel.__dict__.get("_per_element")
+    if cached is None:
+        cached = _per_element(kernel)
+        object.__setattr__(kernel, "_per_element", cached)
+    return list(cached)
+
+
+def _per_element(kernel: Kernel) -> tuple[bool, ...]:
     n_outer = len(kernel.outer_shape)
     flags: list[bool] = []
     for expr in kernel.exprs:
@@ -187,7 +196,7 @@ def per_element(kernel: Kernel) -> list[bool]:
             flags.append(False)
         else:
             flags.append(any(flags[i] for i in operands(expr)))
-    return flags
+    return tuple(flags)
 
 
 def output_shape(kernel: Kernel, output: Output) -> tuple[int, ...]:

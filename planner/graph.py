@@ -137,10 +137,14 @@ def has_side_effect(op: str) -> bool:
 
 def remove_dead(g: nx.DiGraph) -> int:
     """Remove every node no root depends on; return how many were removed."""
-    live = set()
-    for r in roots(g) & set(g.nodes):
-        live.add(r)
-        live |= nx.ancestors(g, r)
+    live: set[int] = set()
+    stack = [r for r in roots(g) if r in g]
+    pred = g.pred
+    while stack:  # one walk up from every root: each node is visited once
+        v = stack.pop()
+        if v not in live:
+            live.add(v)
+            stack.extend(u for u in pred[v] if u not in live)
     dead = [v for v in g.nodes if v not in live]
     g.remove_nodes_from(dead)
     return len(dead)
