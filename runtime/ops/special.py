@@ -1,0 +1,75 @@
+"""erf over numpy arrays, vectorized: fdlibm's s_erf.c in float64 (float32 inputs are
+computed in float64 and rounded once), the algorithm and tables the LLVM kernels use
+(``codegen.llvm_math``). Eager mode's erf was ``math.erf`` per element through
+``np.frompyfunc``: about 0.2 us an element, the exact GELU of a small transformer's step
+spent 0.2 s in it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+# erf: fdlibm s_erf.c, four ranges of |x|; float32 evaluates the same rationals in float
+ERX = 8.45062911510467529297e-01
+ERF_PP = [1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
+          -5.77027029648944159157e-03, -2.37630166566501626084e-05]
+ERF_QQ = [1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02,
+          5.08130628187576562776e-03, 1.32494738004321644526e-04, -3.96022827877536812320e-06]
+ERF_PA = [-2.36211856075265944077e-03, 4.14856118683748331666e-01, -3.72207876035701323847e-01,
+          3.18346619901161753674e-01, -1.10894694282396677476e-01, 3.54783043256182359371e-02,
+          -2.16637559486879084300e-03]
+ERF_QA = [1.0, 1.06420880400844228286e-01, 5.40397917702171048937e-01,
+          7.18286544141962662868e-02, 1.26171219808761642112e-01, 1.36370839120290507362e-02,
+          1.19844998467991074170e-02]
+# erfc on [1.25, 1/0.35) and [1/0.35, 6); the shorter pair padded with a zero top coefficient
+ERF_RA = [-9.86494403484714822705e-03, -6.93858572707181764372e-01, -1.05586262253232909814e+01,
+          -6.23753324503260060396e+01, -1.62396669462573470355e+02, -1.84605092906711035994e+02,
+          -8.12874355063065934246e+01, -9.81432934416914548592e+00]
+ERF_SA = [1.0, 1.96512716674392571292e+01, 1.37657754143519042600e+02,
+          4.34565877475229228821e+02, 6.45387271733267880336e+02, 4.29008140027567833386e+02,
+          1.08635005541779435134e+02, 6.57024977031928170135e+00, -6.04244152148580987438e-02]
+ERF_RB = [-9.86494292470009928597e-03, -7.99283237680523006574e-01, -1.77579549177547519889e+01,
+          -1.60636384855821916062e+02, -6.37566443368389627722e+02, -1.02509513161107724954e+03,
+          -4.83519191608651397019e+02, 0.0]
+ERF_SB = [1.0, 3.03380607434824582924e+01, 3.25792512996573918826e+02,
+          1.53672958608443695994e+03, 3.19985821950859553908e+03, 2.55305040643316442583e+03,
+          4.74528541206955367215e+02, -2.24409524465858183362e+01, 0.0]
+# low mantissa bits cleared so that z*z is exact
+ERF_TRUNC_MASK = {"float32": 0xFFFFF000, "float64": 0xFFFFFFFF00000000}
+
+
+def _poly(x: np.ndarray, coeffs: list[float]) -> np.ndarray:
+    """Horner evaluation of sum(coeffs[k] * x**k)."""
+    acc = np.full_like(x, coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc *= x
+        acc += c
+    return acc
+
+
+def erf(x: np.ndarray) -> np.ndarray:
+    """erf(x) elementwise for a float array (any shape, 0-d included), in x's dtype: within
+    1 ulp of the true value in float64; float32 results are float64 ones rounded. Each range
+    of |x| is evaluated on its own elements only."""
+    x = np.asarray(x)
+    a = np.abs(x, dtype=np.float64).ravel()
+    y = np.ones_like(a)  # |x| >= 6
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        small = a < 0.84375
+        v = a[small]
+        z = v * v
+        y[small] = v + v * (_poly(z, ERF_PP) / _poly(z, ERF_QQ))
+        near1 = (a >= 0.84375) & (a < 1.25)
+        s = a[near1] - 1.0
+        y[near1] = ERX + _poly(s, ERF_PA) / _poly(s, ERF_QA)
+        for lo, hi, r, q in ((1.25, 1 / 0.35, ERF_RA, ERF_SA), (1 / 0.35, 6.0, ERF_RB, ERF_SB)):
+            mid = (a >= lo) & (a < hi)
+            v = a[mid]
+            inv = 1.0 / (v * v)
+            # erfc(v) = exp(-t*t - 0.5625) * exp((t - v)(t + v) + R/S) / v, t = v truncated
+            t = (v.view(np.uint64) & np.uint64(ERF_TRUNC_MASK["float64"])).view(np.float64)
+            y[mid] = 1.0 - (np.exp(-t * t - 0.5625)
+                            * np.exp((t - v) * (t + v) + _poly(inv, r) / _poly(inv, q)) / v)
+    nan = np.isnan(a)
+    y[nan] = a[nan]
+    return np.copysign(y.reshape(x.shape), x).astype(x.dtype, copy=False)
