@@ -177,6 +177,9 @@ def _run(argv: list[str] | None) -> int:
     b.add_argument("--repeat", type=at_least(1), default=5, help="timed rounds (median taken)")
     b.add_argument("--min-time", type=seconds, default=0.05,
                    help="seconds each timing loops for")
+    b.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
+                   help="leave out the torch.compile column (its compile costs ~20 s a "
+                   "workload)")
     args = parser.parse_args(argv)
     if args.command == "cache":
         from .cli_cache import run_cache
@@ -195,6 +198,8 @@ def _run(argv: list[str] | None) -> int:
     for option in ("threads", "json", "plot"):
         if getattr(args, option) is not None:
             argv2 += [f"--{option}", str(getattr(args, option))]
+    if not args.torch_compile:
+        argv2.append("--no-torch-compile")
     if args.workloads:
         argv2 += ["--workloads", *args.workloads]
     return run.main(argv2)

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.run import NOISY_SPREAD, Timing, ratio_rows
 from tests.planner.test_cli import ROOT, run_cli
 
-FAST = ["--repeat", "3", "--min-time", "0.002"]
+FAST = ["--repeat", "3", "--min-time", "0.002", "--no-torch-compile"]
 
 
 def test_bench_threads_reach_every_peer_and_json(tmp_path: Path):
