@@ -123,6 +123,8 @@ def generator_hash() -> str:
     for name in ("ir.py", "launch.py", "lower.py", "llvm.py", "llvm_emit.py", "llvm_math.py",
                  "target.py", "jit.py"):
         h.update((Path(__file__).parent / name).read_bytes())
+    # erf's tables (llvm_math imports them)
+    h.update((Path(__file__).parents[1] / "runtime" / "ops" / "special.py").read_bytes())
     return h.hexdigest()
 
 
