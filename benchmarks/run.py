@@ -93,15 +93,19 @@ def jax_builders() -> dict[str, Callable[[dict[str, np.ndarray]], Case]]:
 
 
 def build_variants(workload: Workload, seed: int, torch_compile: bool = True,
-                   notes: list[str] | None = None) -> dict[str, Case]:
-    """Every available variant of ``workload``; ``notes`` collects why one is missing."""
+                   notes: list[str] | None = None, workers: int | None = None
+                   ) -> dict[str, Case]:
+    """Every available variant of ``workload``; ``notes`` collects why one is missing.
+    ``workers``: the compiled steps' worker threads (``--threads``: a plan running steps on
+    two threads while its peers get one would not be a fair comparison)."""
     arrays = workload.make_arrays(seed)
     cases = {"ours": workload.build(rt, arrays)}
     compile_fn = getattr(planner, "compile", None)
     if compile_fn is not None:
         for name, backend in (("compiled", "interpreter"), ("llvm", "llvm")):
             eager = workload.build(rt, arrays)
-            cases[name] = Case(compile_fn(eager.fn, backend=backend), eager.args, eager.outputs)
+            cases[name] = Case(compile_fn(eager.fn, backend=backend, workers=workers),
+                               eager.args, eager.outputs)
     if torch is not None:
         cases["torch"] = workload.build(torch, arrays)
         if torch_compile:
@@ -198,11 +202,11 @@ def set_threads(threads: int) -> list[str]:
 
 def bench_workload(
     workload: Workload, repeat: int, min_time: float, warmup: int, seed: int,
-    torch_compile: bool = True, notes: list[str] | None = None,
+    torch_compile: bool = True, notes: list[str] | None = None, workers: int | None = None,
 ) -> dict[str, Timing]:
     """Each available variant's timings: rounds interleaved across variants (each round runs
     every variant once, so machine noise hits all of them alike)."""
-    cases = build_variants(workload, seed, torch_compile, notes)
+    cases = build_variants(workload, seed, torch_compile, notes, workers)
     first: dict[str, float] = {}
     seen: dict[str, dict[str, int | None]] = {}
     for name, case in list(cases.items()):
@@ -349,7 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         type=at_least(1),
         default=os.cpu_count() or 1,
         help="intra-op threads of every variant: the runtime's (split kernels), numpy's BLAS, "
-        "torch's, and JAX's XLA flags when JAX is installed (default: all cores)",
+        "torch's, and JAX's XLA flags when JAX is installed; also the compiled steps' worker "
+        "threads (default: all cores)",
     )
     parser.add_argument("--no-torch-compile", dest="torch_compile", action="store_false",
                         help="leave out the torch.compile column (its compile costs ~20 s a "
@@ -374,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.workloads:
         results[name] = bench_workload(
             WORKLOADS[name], args.repeat, args.min_time, args.warmup, args.seed,
-            args.torch_compile, notes
+            args.torch_compile, notes, workers=args.threads
         )
         print(f"  {name}: done", flush=True)
     rows = ratio_rows(results)

@@ -18,6 +18,10 @@ from .steps import KernelStep, Meta, PrimitiveStep, SourceStep, Step
 STEP_OVERHEAD_S = 1e-6
 FLOPS_PER_S = 1e10
 BYTES_PER_S = 1e10
+# a BLAS call (ExternStep) runs near the core's peak: 100-160 GFLOP/s measured for sgemm on
+# one core of an AVX2 or AVX-512 x86-64 (10 GFLOP/s made the rnn workload's 82 small matmuls
+# cost 10 ms where they take 1.5, and the parallel executor look worth its overhead)
+BLAS_FLOPS_PER_S = 1e11
 
 
 def _numel(shape: Any) -> int:
@@ -59,6 +63,8 @@ def estimate_bytes(step: Step, metas: Mapping[int, Meta]) -> int:
     return ins + _numel(step.shape) * step.dtype.np.itemsize
 
 
-def estimate_seconds(flops: int, nbytes: int) -> float:
-    """A step's estimated run time on one core, from its FLOPs and bytes."""
-    return STEP_OVERHEAD_S + max(flops / FLOPS_PER_S, nbytes / BYTES_PER_S)
+def estimate_seconds(flops: int, nbytes: int, blas: bool = False) -> float:
+    """A step's estimated run time on one core, from its FLOPs and bytes (``blas``: a BLAS
+    call's FLOPs, at BLAS_FLOPS_PER_S)."""
+    rate = BLAS_FLOPS_PER_S if blas else FLOPS_PER_S
+    return STEP_OVERHEAD_S + max(flops / rate, nbytes / BYTES_PER_S)
