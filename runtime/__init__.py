@@ -1,5 +1,6 @@
 """Eager tensors over numpy (CPU) and CuPy (GPU) with an autograd engine after PyTorch's."""
 
+from ._malloc import MALLOC_TUNED as MALLOC_TUNED  # first: later allocations use it
 from . import autograd
 from ._dtype import DType, bool_, float32, float64, int64
 from ._threads import get_num_threads, set_num_threads
