@@ -205,3 +205,29 @@ def test_into_needs_an_elementwise_kernel_over_a_dense_input_of_its_dtype():
     with pytest.raises(K.KernelIRError, match="into missing input 3"):
         K.validate(K.Kernel(**base, inputs=(K.Input("x", f, (3, 1)),),
                             outputs=(K.Output("o", 1, f, into=3),)))
+
+
+@pytest.mark.parametrize("op", ["max", "sum"])
+def test_masked_row_reduction_is_vectorized(op):
+    """reduce(where(mask, x, identity)) over rows, as a causal softmax's row max: the loop
+    vectorizes (LLVM would fold the select into a conditional reduction it leaves scalar) and
+    equals numpy, NaN rows included."""
+    f = "float32"
+    identity = -np.inf if op == "max" else 0.0
+    k = K.Kernel("masked", (8, 64, 64), 1,
+                 (K.Input("x", f, (4096, 64, 1)), K.Input("m", "bool", (0, 64, 1))),
+                 (K.Load(0), K.Load(1), K.Const(identity, f), K.Where(1, 0, 2, f),
+                  K.Reduce(op, 3, f)), (K.Output("o", 4, f),))
+    cm = build([k])
+    assert re.search(r"<\d+ x float>", cm.code.optimized_ir.split("@masked.body")[1])
+    if op == "max":
+        assert not re.search(r"call float @llvm\.maximum\.f32", cm.code.optimized_ir)
+    x = random_array((8, 64, 64), f)
+    x[3, 5, 2] = np.nan  # unmasked (2 <= 5): the row's max is nan
+    x[4, 1, 9] = np.nan  # masked out (9 > 1): no effect
+    mask = np.tril(np.ones((64, 64), bool))
+    got = run(cm, k, [x, mask])[0]
+    masked = np.where(mask, x, np.float32(identity))
+    want = masked.max(axis=-1) if op == "max" else masked.sum(axis=-1, dtype=np.float64)
+    np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
+    assert np.isnan(got[3, 5]) and not np.isnan(got[4, 1])
