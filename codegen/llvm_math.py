@@ -219,7 +219,11 @@ def _exp(e: _Emitter, x: V) -> V:
     b, fmt = e.b, e.fmt
     # beyond these exp is inf / rounds to 0, and k stays small enough for the two-step scaling
     hi, lo = (89.0, -104.0) if fmt.dtype == "float32" else (710.0, -746.0)
-    xc = b.select(b.fcmp_unordered("<", x, e.c(lo)), e.c(lo), x)  # nan -> lo, fixed below
+    # below lo (and nan) the result is 0 (nan, fixed below): computed from x = 0 instead and
+    # replaced, since computing it from lo ends in an underflowing multiply, a microcode assist
+    # of about 100 cycles per element on x86 (half of a causal softmax's exps are of -inf)
+    under = b.fcmp_unordered("<", x, e.c(lo))
+    xc = b.select(under, e.c(0.0), x)
     xc = b.select(b.fcmp_ordered(">", xc, e.c(hi)), e.c(hi), xc)
     k, ki = e.round_to_int(xc, 1 / math.log(2))
     ln2_hi, ln2_lo = _LN2_SPLIT[fmt.dtype]
@@ -231,7 +235,8 @@ def _exp(e: _Emitter, x: V) -> V:
     k2 = b.sub(ki, k1)
     scale1 = e.from_bits(b.shl(b.add(k1, e.i(fmt.bias)), e.i(fmt.mantissa_bits)))
     scale2 = e.from_bits(b.shl(b.add(k2, e.i(fmt.bias)), e.i(fmt.mantissa_bits)))
-    return b.select(e.is_nan(x), x, b.fmul(b.fmul(p, scale1), scale2))
+    result = b.select(under, e.c(0.0), b.fmul(b.fmul(p, scale1), scale2))
+    return b.select(e.is_nan(x), x, result)
 
 
 def _log(e: _Emitter, x: V) -> V:
