@@ -844,16 +844,38 @@ GETITEM = register(Primitive(
     flops=flops_none, specializer=_getitem_fast))
 
 
+def scatter_add(out: np.ndarray, key: Any, g: np.ndarray) -> None:
+    """``np.add.at(out, key, g)``: repeated indices accumulate. Where ``key`` is one integer
+    array picking rows of ``out`` (an embedding's backward), the rows are sorted by index and
+    summed by segment instead (np.add.reduceat), each index's rows in their order: np.add.at
+    took 2 ms of the gpt workload's step for 1024 rows of 128."""
+    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    n = out.shape[0] if out.ndim else 0
+    if (isinstance(k, np.ndarray) and k.dtype.kind in "iu" and k.size and out.ndim >= 2
+            and math.prod(out.shape[1:]) >= 8 and g.shape == k.shape + out.shape[1:]
+            and out.flags.c_contiguous):
+        flat = k.ravel()
+        flat = np.where(flat < 0, flat + n, flat)
+        order = np.argsort(flat, kind="stable")
+        rows = flat[order]
+        if 0 <= rows[0] and rows[-1] < n:  # else np.add.at raises numpy's IndexError
+            starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+            sums = np.add.reduceat(g.reshape(flat.size, -1)[order], starts, axis=0)
+            out.reshape(n, -1)[rows[starts]] += sums
+            return
+    np.add.at(out, key, g)
+
+
 def _index_backward_impl(xp: Any, g: Any, *idx: Any, key: Any, shape: tuple[int, ...]) -> Any:
     out = xp.zeros(shape, dtype=g.dtype)
     if is_basic_key(key):
         out[key] = g
     elif xp is np:
-        np.add.at(out, fill_key(key, idx), g)  # repeated indices accumulate (scatter-add)
+        scatter_add(out, fill_key(key, idx), g)  # repeated indices accumulate
     else:
-        from cupyx import scatter_add  # type: ignore[import-not-found]  # CuPy's add.at
+        from cupyx import scatter_add as cupy_scatter_add  # type: ignore[import-not-found]
 
-        scatter_add(out, fill_key(key, idx), g)
+        cupy_scatter_add(out, fill_key(key, idx), g)  # CuPy's add.at
     return out
 
 
@@ -878,7 +900,7 @@ def _index_backward_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -
     dtype = arg_metas[0][1]
     if dtype != out_meta[1] or shape != tuple(out_meta[0]):
         return None
-    fill, add_at, zeros = _key_filler(key), np.add.at, np.zeros
+    fill, add_at, zeros = _key_filler(key), scatter_add, np.zeros
 
     def scatter(g: np.ndarray, *idx: np.ndarray) -> np.ndarray:
         out = zeros(shape, dtype)
