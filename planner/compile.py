@@ -561,6 +561,8 @@ class _Replayer:
         for draws in self.draws:
             draws.start()
         result, writes = self.plan.run(arrays, state, self.draws or self.binding.generators)
+        if not writes and not self.draws:  # nothing to store (a pure function of its inputs)
+            return _rebuild(result)
         # every step succeeded: stage what the stores need, then store it all at once
         sources = {id(a) for a in arrays if a is not None}
         sources.update(map(id, state.values()))
