@@ -104,7 +104,7 @@ def device_type(device: str) -> str:
     kind = device.split(":", 1)[0]
     if kind not in RENDERERS or (kind == "cpu" and device != "cpu") \
             or (":" in device and not device.split(":", 1)[1].isdigit()):
-        raise ValueError(f"no renderer for device {device!r}: known device types are "
+        raise ValueError(f"no renderer for device '{device}': known device types are "
                          f"{sorted(RENDERERS)} ('cuda:N' for a GPU)")
     return kind
 

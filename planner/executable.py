@@ -90,8 +90,8 @@ class Executable:
                 modules = self._modules
         device = self.plan.device if device is None else device
         if device not in modules:
-            raise KeyError(f"the plan has no kernels on device {device!r} (it has kernels on "
-                           f"{sorted(modules)})")
+            raise KeyError(f"the plan has no kernels on device '{device}' (it has kernels on "
+                           f"{sorted(map(str, modules))})")
         return modules[device]
 
     def program(self, checked: bool = False) -> Program:

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import operator
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 
-class device:  # noqa: N801 - PyTorch's name
+class device(str):  # noqa: N801 - PyTorch's name
     """A device by type and index: ``device("cpu")``, ``device("cuda:1")``,
-    ``device("cuda", 1)``. Accepted wherever a device string is; equal to another device of
-    the same type and index, and (tensors naming theirs by string) to that string."""
+    ``device("cuda", 1)``, with ``.type`` and ``.index``; what ``Tensor.device`` is. It is
+    also the string it names ("cpu", "cuda:1"), so it goes wherever a device string does and
+    equals that string."""
 
-    __slots__ = ("type", "index")
+    __slots__ = ()
 
-    def __init__(self, type: str | device, index: int | None = None) -> None:  # noqa: A002
+    def __new__(cls, type: str | device, index: int | None = None) -> device:  # noqa: A002
         if isinstance(type, device):
-            type, index = type.type, type.index if index is None else index
+            if index is None:
+                return type
+            type = type.type
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments: expected "
                             f"a string, got {builtins.type(type).__name__}")
@@ -34,31 +38,47 @@ class device:  # noqa: N801 - PyTorch's name
         if name not in ("cpu", "cuda"):
             raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
                                f"string: {type}")
-        if index is not None and index < 0:
-            raise RuntimeError(f"Device index must not be negative, got {index}")
-        self.type = name
-        self.index = index
+        if index is not None:
+            try:
+                index = operator.index(index)
+            except TypeError:
+                raise TypeError(f"device() received an invalid combination of arguments: "
+                                f"index must be an int, got {builtins.type(index).__name__}"
+                                ) from None
+            if index < 0:
+                raise RuntimeError(f"Device index must not be negative, got {index}")
+        return super().__new__(cls, name if index is None else f"{name}:{index}")
+
+    @property
+    def type(self) -> str:  # noqa: A003
+        return self.partition(":")[0]
+
+    @property
+    def index(self) -> int | None:
+        idx = self.partition(":")[2]
+        return int(idx) if idx else None
 
     def __str__(self) -> str:
-        return self.type if self.index is None else f"{self.type}:{self.index}"
+        return str.__str__(self)
 
     def __repr__(self) -> str:
         if self.index is None:
             return f"device(type='{self.type}')"
         return f"device(type='{self.type}', index={self.index})"
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            try:
-                other = device(other)
-            except RuntimeError:
-                return False
-        if not isinstance(other, device):
-            return NotImplemented
-        return (self.type, self.index) == (other.type, other.index)
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        return device, (str(self),)
 
-    def __hash__(self) -> int:
-        return hash((self.type, self.index))
+
+_DEVICES: dict[str, device] = {}
+
+
+def as_device(name: str) -> device:
+    """The one ``device`` object for a canonical device string (tensors share them)."""
+    found = _DEVICES.get(name)
+    if found is None:
+        found = _DEVICES[name] = device(name)
+    return found
 
 
 def canonical_device(device: object) -> str:
@@ -71,7 +91,7 @@ def canonical_device(device: object) -> str:
         return "cuda:0"
     if name.startswith("cuda:") and name[5:].isdigit():
         return name
-    raise ValueError(f"unknown device {device!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+    raise ValueError(f"unknown device {str(device)!r}: expected 'cpu', 'cuda' or 'cuda:N'")
 
 
 def cupy_module() -> ModuleType:

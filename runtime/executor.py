@@ -71,7 +71,7 @@ class CudaContext:
 
     def __init__(self, device: str) -> None:
         if not device.startswith("cuda:") or canonical_device(device) != device:
-            raise ValueError(f"CudaContext: device {device!r} is not of the form 'cuda:N'")
+            raise ValueError(f"CudaContext: device '{device}' is not of the form 'cuda:N'")
         self.index = int(device[5:])
         self._cupy = cupy_module()
         self.stream: Any = None
@@ -485,7 +485,7 @@ class Executor:
                      cause: BaseException) -> None:
         while (item := q.pop()) is not None:
             run, i = item
-            error = RuntimeError(f"the worker thread of device {device!r} could not start: "
+            error = RuntimeError(f"the worker thread of device '{device}' could not start: "
                                  f"{cause!r}")
             error.__cause__ = cause
             self._fail(run, error, run.graph.names[i], counted=False)

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from . import _dtype as D
-from ._device import array_module, canonical_device, move_array
+from ._device import array_module, as_device, canonical_device, move_array
+from ._device import _DEVICES
 from ._device import device as rt_device
 from .autograd import grad_mode
 from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
@@ -52,7 +53,7 @@ class Tensor:
               output_nr: int, vc: _VersionCounter) -> None:
         self._data = data
         self.dtype = dtype
-        self.device = device
+        self.device = _DEVICES.get(device) or as_device(device)
         self._rg = grad_fn is not None
         self._grad: Tensor | None = None
         self._grad_fn = grad_fn

@@ -123,7 +123,7 @@ def cast(x: Tensor, dtype: Any) -> Tensor:
 
 
 def to_device(x: Tensor, device: str) -> Tensor:
-    return apply(P.TO_DEVICE, x, device=device)
+    return apply(P.TO_DEVICE, x, device=str(device))  # a plain string in plans and attrs
 
 
 def clone(x: Tensor) -> Tensor:

@@ -282,6 +282,22 @@ def test_device_objects():
         rt.device("tpu")
 
 
+def test_tensor_device_is_a_device_object():
+    """As torch's: x.device is a device with .type and .index (and, ours, its string)."""
+    import pickle
+
+    x = rt.ones(2)
+    assert isinstance(x.device, rt.device) and repr(x.device) == repr(torch.ones(2).device)
+    assert (x.device.type, x.device.index) == ("cpu", None) == (torch.ones(2).device.type, None)
+    assert x.device == rt.device("cpu") and x.device == "cpu" and str(x.device) == "cpu"
+    assert (x + 1).device is x.device and x.detach().device.type == "cpu"
+    assert rt.zeros(3, device=x.device).device == x.device
+    assert pickle.loads(pickle.dumps(x.device)) == x.device
+    assert rt.device("cuda", 2).index == 2 and rt.device("cuda", 2).type == "cuda"
+    with pytest.raises(RuntimeError, match="must not be negative"):
+        rt.device("cuda", -1)
+
+
 def test_cuda_queries_match_the_machine():
     assert isinstance(rt.cuda.is_available(), bool)
     assert rt.cuda.device_count() >= 0
