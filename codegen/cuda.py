@@ -95,6 +95,8 @@ BINARY_RULES: dict[tuple[str, str], str] = {
     ("div", "float"): "({a} / {b})",
     ("pow", "float"): "pow{s}({a}, {b})",
     # numpy's maximum/minimum propagate nan (fmax/fmin would drop it)
+    ("floor_divide", "float"): "bp_floor_divide({a}, {b})",
+    ("remainder", "float"): "bp_remainder({a}, {b})",
     ("maximum", "float"): "bp_maximum({a}, {b})",
     ("minimum", "float"): "bp_minimum({a}, {b})",
     ("maximum", "int"): "bp_maximum({a}, {b})",
@@ -145,6 +147,31 @@ template <class T> __device__ __forceinline__ T bp_maximum(T a, T b) {
 }
 template <class T> __device__ __forceinline__ T bp_minimum(T a, T b) {
   return (a != a || b != b) ? a + b : (a < b ? a : b);
+}
+// numpy's npy_divmod: fmod, the remainder given the divisor's sign, the quotient snapped to
+// an integer, signed zeros; a zero divisor gives a / b and fmod's nan (the LLVM rule's form)
+template <class T> __device__ __forceinline__ T bp_divmod(T a, T b, T* remainder) {
+  T mod = fmod(a, b);
+  if (b == 0) { *remainder = mod; return a / b; }
+  T div = (a - mod) / b;
+  if (mod != 0) {
+    if ((b < 0) != (mod < 0)) { mod += b; div -= 1; }
+  } else {
+    mod = copysign((T)0, b);
+  }
+  *remainder = mod;
+  if (div == 0) return copysign((T)0, a / b);
+  T floordiv = floor(div);
+  return div - floordiv > (T)0.5 ? floordiv + 1 : floordiv;
+}
+template <class T> __device__ __forceinline__ T bp_floor_divide(T a, T b) {
+  T mod;
+  return bp_divmod(a, b, &mod);
+}
+template <class T> __device__ __forceinline__ T bp_remainder(T a, T b) {
+  T mod;
+  bp_divmod(a, b, &mod);
+  return mod;
 }
 __device__ __forceinline__ float bp_abs(float x) { return fabsf(x); }
 __device__ __forceinline__ double bp_abs(double x) { return fabs(x); }

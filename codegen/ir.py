@@ -43,6 +43,9 @@ BINARY_OPS: dict[str, frozenset[str]] = {
     "mul": NUMERIC_DTYPES,
     "div": FLOAT_DTYPES,
     "pow": FLOAT_DTYPES,
+    # floats only: an integer division by zero raises, which a kernel cannot
+    "remainder": FLOAT_DTYPES,
+    "floor_divide": FLOAT_DTYPES,
     "maximum": NUMERIC_DTYPES,
     "minimum": NUMERIC_DTYPES,
     "eq": _ALL,

@@ -57,7 +57,34 @@ def _fintrinsic(name: str) -> Callable[[Builder, V, V, ir.Module], V]:
     return lambda b, x, y, m: b.call(intrinsic(m, name, x.type, 2), [x, y])
 
 
+def _divmod(b: Builder, x: V, y: V, m: ir.Module) -> tuple[V, V]:
+    """(floor division, remainder) of floats as numpy's npy_divmod computes them: fmod, then
+    Python's sign rule (the remainder takes the divisor's sign), the quotient (x - mod) / y
+    snapped to the nearest integer; signed zeros where those are 0; a zero divisor gives
+    x / y and fmod's nan."""
+    zero, one = ir.Constant(x.type, 0.0), ir.Constant(x.type, 1.0)
+    floor = intrinsic(m, "llvm.floor", x.type, 1)
+    copysign = intrinsic(m, "llvm.copysign", x.type, 2)
+    mod = b.frem(x, y)  # C's fmod
+    div = b.fdiv(b.fsub(x, mod), y)
+    flip = b.and_(b.fcmp_unordered("!=", mod, zero),  # mod != 0 (nan included)
+                  b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
+    mod = b.select(flip, b.fadd(mod, y), mod)
+    div = b.select(flip, b.fsub(div, one), div)
+    mod = b.select(b.fcmp_ordered("==", mod, zero), b.call(copysign, [zero, y]), mod)
+    floordiv = b.call(floor, [div])
+    floordiv = b.select(b.fcmp_ordered(">", b.fsub(div, floordiv), ir.Constant(x.type, 0.5)),
+                        b.fadd(floordiv, one), floordiv)
+    quotient = b.fdiv(x, y)
+    floordiv = b.select(b.fcmp_ordered("==", div, zero), b.call(copysign, [zero, quotient]),
+                        floordiv)
+    by_zero = b.fcmp_ordered("==", y, zero)
+    return b.select(by_zero, quotient, floordiv), b.select(by_zero, b.frem(x, y), mod)
+
+
 BINARY_RULES: dict[tuple[str, str], Callable[[Builder, V, V, ir.Module], V]] = {
+    ("floor_divide", "float"): lambda b, x, y, m: _divmod(b, x, y, m)[0],
+    ("remainder", "float"): lambda b, x, y, m: _divmod(b, x, y, m)[1],
     ("add", "float"): lambda b, x, y, m: b.fadd(x, y),
     ("sub", "float"): lambda b, x, y, m: b.fsub(x, y),
     ("mul", "float"): lambda b, x, y, m: b.fmul(x, y),

@@ -112,7 +112,7 @@ def _fusible(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]],
     prim = REGISTRY.get(step.name)
     if prim is None or prim.lower is None:
         return False
-    if step.dtype.name not in _IR_DTYPES:
+    if step.dtype.name not in (_IR_DTYPES if prim.lower_dtypes is None else prim.lower_dtypes):
         return False
     for kind, v in step.args:
         if kind == "buf":

@@ -267,16 +267,18 @@ def _remainder_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     return _grads2(c, g if c.needs(0) else None, gb)
 
 
-# remainder and floor_divide: not lowered (the kernel IR has no floor or fmod op), so a
-# compiled step runs them as numpy steps between fused kernels
+# remainder and floor_divide fuse for floats (the kernel IR's ops compute numpy's npy_divmod);
+# integers run as numpy steps, whose division by zero raises
+_FLOATS = frozenset({"float32", "float64"})
 REMAINDER = register(Primitive(
     "remainder", impl=_int_division_impl("remainder"), infer=_elementwise_infer(PROMOTE_SAME),
     backward=_remainder_bwd, saves=(0, 1), promote=PROMOTE_SAME, elementwise=True,
-    flops=flops_elementwise))
+    flops=flops_elementwise, lower=_lower_binary("remainder"), lower_dtypes=_FLOATS))
 FLOOR_DIVIDE = register(Primitive(
     "floor_divide", impl=_int_division_impl("floor_divide"),
     infer=_elementwise_infer(PROMOTE_SAME), differentiable=False, promote=PROMOTE_SAME,
-    elementwise=True, flops=flops_elementwise))
+    elementwise=True, flops=flops_elementwise, lower=_lower_binary("floor_divide"),
+    lower_dtypes=_FLOATS))
 
 
 EQ = _binary("eq", np.equal, None, promote=PROMOTE_BOOL_OUT)

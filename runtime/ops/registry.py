@@ -117,6 +117,8 @@ class Primitive:
     # kernel-IR lowering of an elementwise primitive: lower(kb, args, attrs, dtype) -> expr,
     # args as ("expr", index, dtype) | ("scalar", value, None); kb: codegen.builder.KernelBuilder
     lower: Callable[..., int] | None = None
+    # the result dtypes ``lower`` handles (None: every dtype of the kernel IR)
+    lower_dtypes: frozenset[str] | None = None
     attrs: tuple[str, ...] = field(default=())  # names of keyword attributes
     # a check of its arguments' values: its impl raises the user-facing error (which the
     # dispatcher passes on unchanged) or returns a placeholder nobody reads. A captured check

@@ -96,7 +96,8 @@ _UNARY = {"neg": np.negative, "abs": np.abs, "sign": np.sign, "exp": np.exp, "lo
 _BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
            "pow": np.power, "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal,
            "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-           "ge": np.greater_equal, "logical_and": np.logical_and}
+           "ge": np.greater_equal, "logical_and": np.logical_and, "remainder": np.remainder,
+           "floor_divide": np.floor_divide}
 
 
 def _reduce(op: str, x: np.ndarray, axes: tuple[int, ...], dtype: str) -> np.ndarray:

@@ -32,7 +32,8 @@ BINARY_REF = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
     "pow": np.power, "maximum": np.maximum, "minimum": np.minimum, "eq": np.equal,
     "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-    "ge": np.greater_equal, "logical_and": np.logical_and,
+    "ge": np.greater_equal, "logical_and": np.logical_and, "remainder": np.remainder,
+    "floor_divide": np.floor_divide,
 }
 TOL = {"float32": dict(rtol=2e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-13),
        "int64": dict(rtol=0, atol=0), "bool": dict(rtol=0, atol=0)}
@@ -67,6 +68,8 @@ def _binary_inputs(op: str, dtype: str, shapes) -> list[np.ndarray]:
         a = np.abs(a) + np.asarray(0.5, dtype)
     if op == "div":
         b = np.where(np.abs(b) < 0.1, np.asarray(1.0, dtype), b).astype(dtype)
+    if op in ("remainder", "floor_divide"):  # quotients of many sizes
+        a = (a * 50).astype(dtype)
     return [a, b]
 
 

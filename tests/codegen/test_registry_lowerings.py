@@ -19,7 +19,7 @@ from runtime.ops.registry import REGISTRY
 LOWERED = sorted(name for name, prim in REGISTRY.items() if prim.lower is not None)
 UNARY = {"neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "sign", "erf"}
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
-          "gt", "ge", "logical_and", "tanh_backward"}
+          "gt", "ge", "logical_and", "tanh_backward", "remainder", "floor_divide"}
 OTHER = {"where", "cast", "expand"}
 TOL = {"float32": dict(rtol=3e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-13),
        "int64": dict(rtol=0, atol=0), "bool": dict(rtol=0, atol=0)}
@@ -30,6 +30,8 @@ def test_every_lowered_primitive_is_covered_here():
 
 
 def _dtypes(name: str) -> list[str]:
+    if REGISTRY[name].lower_dtypes is not None:  # the dtypes its lowering handles
+        return sorted(REGISTRY[name].lower_dtypes)
     if name == "logical_and":
         return ["bool"]
     if name in ("eq", "ne"):
