@@ -186,18 +186,27 @@ def set_threads(threads: int) -> list[str]:
     import importlib.util
     import sys
 
+    notes = []
+    if hasattr(os, "sched_setaffinity"):
+        # at most `threads` cores for the whole process: a peer's own thread pools (XLA's
+        # runtime ran two_tower's towers side by side with its thread flags at 1) cannot use
+        # more than the others
+        cores = sorted(os.sched_getaffinity(0))
+        if threads < len(cores):
+            os.sched_setaffinity(0, cores[:threads])
+            notes.append(f"pinned to {threads} of {len(cores)} cores")
     rt.set_num_threads(threads)  # the runtime's split kernels and numpy's BLAS (threadpoolctl)
     if torch is not None:
         torch.set_num_threads(threads)
     if "jax" in sys.modules:
-        return ["jax was imported before the thread count could reach XLA: its count is "
-                "XLA's own"]
+        return notes + ["jax was imported before the thread count could reach XLA: its count "
+                        "is XLA's own"]
     if importlib.util.find_spec("jax") is None:
-        return []
+        return notes
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen="
                                f"{'true' if threads > 1 else 'false'} "
                                f"intra_op_parallelism_threads={threads}").strip()
-    return []
+    return notes
 
 
 def bench_workload(
@@ -372,16 +381,21 @@ def main(argv: list[str] | None = None) -> int:
             raise CLIError("--plot needs matplotlib: pip install 'backplan[plot]' (or pip "
                            "install matplotlib)") from None
 
-    notes = set_threads(args.threads)
-    environment_notes = list(notes)
-    print(describe_environment(args.threads, notes))
-    results = {}
-    for name in args.workloads:
-        results[name] = bench_workload(
-            WORKLOADS[name], args.repeat, args.min_time, args.warmup, args.seed,
-            args.torch_compile, notes, workers=args.threads
-        )
-        print(f"  {name}: done", flush=True)
+    affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    try:
+        notes = set_threads(args.threads)
+        environment_notes = list(notes)
+        print(describe_environment(args.threads, notes))
+        results = {}
+        for name in args.workloads:
+            results[name] = bench_workload(
+                WORKLOADS[name], args.repeat, args.min_time, args.warmup, args.seed,
+                args.torch_compile, notes, workers=args.threads
+            )
+            print(f"  {name}: done", flush=True)
+    finally:
+        if affinity is not None:  # set_threads may have pinned the process
+            os.sched_setaffinity(0, affinity)
     rows = ratio_rows(results)
     print()
     print(f"median step time over {args.repeat} interleaved rounds, ±: IQR/median in %")
