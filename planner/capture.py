@@ -83,7 +83,6 @@ class Tracer:
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
         self.node_stack: list[Node] = []
-        self.view_steps: dict[int, tuple[Any, ...]] = {}  # id(view cell) -> its view step
         self.hypers: dict[tuple[int, int, str, int | None], Tensor] = {}
         self.seen_backward = False
 
@@ -195,8 +194,12 @@ class Tracer:
         """An in-place write into a view, functionalized: the view holds ``value`` and its
         base the base that shows it, computed by inverting the view. Views that show every
         element of their base once are inverted (the transposed .grad of a Linear weight);
-        a partial view (a slice) is not, and breaks the graph naming the tensor."""
+        a partial view taken by basic indexing (slices, ints: ``x[1:3]``, ``x[:, 0]``) gives
+        its base a copy with the view's elements replaced (index_put, exact); any other partial
+        view breaks the graph naming the tensor."""
+        from runtime.ops import functional as F
         from runtime.ops.inplace import view_inverse
+        from runtime.ops.prims import is_basic_key
         from runtime.ops.registry import REGISTRY
 
         cell = self.storage_of(t)
@@ -205,15 +208,21 @@ class Tracer:
         if base.node != cell.base_node:
             raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was written "
                              "in place since it was taken")
-        step = self.view_steps.get(id(cell))
+        step = cell.view_step
         if step is None:
             data = self.g.nodes[cell.node]
             prim = REGISTRY[data["op"]]
-            if not prim.view or int(np.prod(base.shape)) != int(np.prod(cell.shape)):
+            partial = int(np.prod(base.shape)) != int(np.prod(cell.shape))
+            if not prim.view or (partial and not (
+                    prim.name == "getitem" and is_basic_key(data["attrs"]["key"]))):
                 raise GraphBreak(f"{what} on {self.describe(t)}, a partial view of its base")
-            step = (prim, data["attrs"], base.shape, cell.shape, t.dtype)
-            self.view_steps[id(cell)] = step
-        new_base = view_inverse(step, value)
+            step = cell.view_step = (prim, data["attrs"], base.shape, cell.shape, t.dtype,
+                                     partial)
+        if step[-1]:  # a slice: the base with the slice's elements replaced
+            holder = Tensor._make(base, t.dtype, self.device_of(t))
+            new_base = F.index_put(holder, value, key=step[1]["key"])
+        else:
+            new_base = view_inverse(step[:-1], value)
         if base.view_of is not None:
             holder = Tensor._make(base, t.dtype, self.device_of(t))
             self.write_view(holder, new_base, what)
