@@ -199,8 +199,6 @@ class Tracer:
         view breaks the graph naming the tensor."""
         from runtime.ops import functional as F
         from runtime.ops.inplace import view_inverse
-        from runtime.ops.prims import is_basic_key
-        from runtime.ops.registry import REGISTRY
 
         cell = self.storage_of(t)
         base = cell.view_of
@@ -208,16 +206,7 @@ class Tracer:
         if base.node != cell.base_node:
             raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was written "
                              "in place since it was taken")
-        step = cell.view_step
-        if step is None:
-            data = self.g.nodes[cell.node]
-            prim = REGISTRY[data["op"]]
-            partial = int(np.prod(base.shape)) != int(np.prod(cell.shape))
-            if not prim.view or (partial and not (
-                    prim.name == "getitem" and is_basic_key(data["attrs"]["key"]))):
-                raise GraphBreak(f"{what} on {self.describe(t)}, a partial view of its base")
-            step = cell.view_step = (prim, data["attrs"], base.shape, cell.shape, t.dtype,
-                                     partial)
+        step = self.view_step(cell, t, what)
         if step[-1]:  # a slice: the base with the slice's elements replaced
             holder = Tensor._make(base, t.dtype, self.device_of(t))
             new_base = F.index_put(holder, value, key=step[1]["key"])
@@ -230,6 +219,56 @@ class Tracer:
             base.node = self.storage_of(new_base).node
         cell.node = self.storage_of(value).node
         cell.base_node = base.node
+
+    def view_step(self, cell: MetaArray, t: Tensor, what: str) -> tuple[Any, ...]:
+        """(prim, attrs, base shape, view shape, dtype, partial) of the view op that made
+        ``cell``, read from the graph at the first in-place write (the cell's node is the
+        view op's then); a partial view other than a basic-index one breaks the graph."""
+        from runtime.ops.prims import is_basic_key
+        from runtime.ops.registry import REGISTRY
+
+        step = cell.view_step
+        if step is None:
+            base = cell.view_of
+            assert base is not None
+            data = self.g.nodes[cell.node]
+            prim = REGISTRY[data["op"]]
+            partial = int(np.prod(base.shape)) != int(np.prod(cell.shape))
+            if not prim.view or (partial and not (
+                    prim.name == "getitem" and is_basic_key(data["attrs"]["key"]))):
+                raise GraphBreak(f"{what} on {self.describe(t)}, a partial view of its base")
+            step = cell.view_step = (prim, data["attrs"], base.shape, cell.shape, t.dtype,
+                                     partial)
+        return step
+
+    def write_view_with_history(self, t: Tensor, value: Tensor, what: str) -> None:
+        """``write_view`` for an op that records autograd history: each tensor the view chain
+        was taken from, up to the base, gets its new value as a differentiable op of its old
+        one and the view's new value (index_put for a slice, the inverse view otherwise),
+        and that history, as eager mode's CopySlices gives it."""
+        from runtime.ops import functional as F
+        from runtime.ops.inplace import ERR_VIEW_OF_LEAF_INPLACE, view_inverse
+
+        chain = []  # (view cell, the tensor it was taken from, its view step), view first
+        cell = self.storage_of(t)
+        while cell.view_of is not None:
+            src, base = cell.view_src, cell.view_of
+            if src is None or self.storage_of(src) is not base or base.node != cell.base_node:
+                raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was "
+                                 "written in place since it was taken")
+            if src._rg and src._grad_fn is None:
+                raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)  # eager mode's error
+            chain.append((cell, src, self.view_step(cell, t, what)))
+            cell = base
+        new = value
+        for cell, src, step in chain:
+            cell.node = self.storage_of(new).node
+            new = (F.index_put(src, new, key=step[1]["key"]) if step[-1]
+                   else view_inverse(step[:-1], new))
+            base = cell.view_of
+            base.node = self.storage_of(new).node
+            cell.base_node = base.node
+            src._grad_fn, src.output_nr, src._rg = new._grad_fn, 0, new._rg
 
     def describe(self, t: Tensor) -> str:
         """How a fallback names ``t``: the .grad of a module's parameter (or a view of it)

@@ -56,7 +56,8 @@ class MetaArray:
     which moves ``node`` to the new value, is seen through every alias as in eager mode.
     """
 
-    __slots__ = ("shape", "dtype", "node", "view_of", "base_node", "transposed", "view_step")
+    __slots__ = ("shape", "dtype", "node", "view_of", "base_node", "transposed", "view_step",
+                 "view_src")
     base = None
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, node: int,
@@ -68,8 +69,11 @@ class MetaArray:
         self.base_node = view_of.node if view_of is not None else -1  # its value back then
         # layout, as far as kernels choose by it: a matrix whose last two axes are swapped
         self.transposed = False
-        # the view op that made it, kept at its first in-place write (planner.capture)
+        # the view op that made it, kept at its first in-place write (planner.capture), and
+        # the tensor it was taken from (the one whose autograd history an in-place op on the
+        # view rewrites)
         self.view_step: tuple[Any, ...] | None = None
+        self.view_src: Any = None
 
     @property
     def flags(self) -> _Flags:

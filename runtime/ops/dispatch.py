@@ -212,6 +212,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
                else None)
     out = MetaArray(shape, dt.np, node, view_of)
+    if view_of is not None:
+        out.view_src = args[0]
     dims = attrs.get("dims")
     if view_of is not None and dims is not None and len(dims) >= 2:
         # a permutation that swaps the last two axes flips the layout, as numpy's would

@@ -117,9 +117,6 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     meta = type(t._data) is MetaArray
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
-    if storage.view_of is not None and needs_graph:
-        raise GraphBreak(f"in-place {prim.name}_ recording history on a view "
-                         f"({tracer.describe(t)})")
     if needs_graph and not meta:
         raise GraphBreak(f"in-place {prim.name}_ recording history on a tensor from outside "
                          "the step")
@@ -132,7 +129,9 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     result = apply(prim, src, *args, **attrs)
     _check_result(prim, t, result)
     value = result if result.dtype is t.dtype else apply(REGISTRY["cast"], result, dtype=t.dtype)
-    if storage.view_of is not None:
+    if storage.view_of is not None and needs_graph:
+        tracer.write_view_with_history(t, value, f"in-place {prim.name}_")
+    elif storage.view_of is not None:
         tracer.write_view(t, value, f"in-place {prim.name}_")
     else:
         tracer.write(t, value)
