@@ -554,8 +554,14 @@ class _Replayer:
         self.reads = [(slot, _reader(binding.slots[slot])) for slot, _ in self.plan.reads]
         self.writers = {i: _writeback(slot) for i, slot in enumerate(binding.slots)}
         self.draws = [_Draws(g) for g in binding.generators] if self.plan.rands else []
+        # what the step's modules do eagerly at the start of their forward that the plan does
+        # not hold (DistributedDataParallel's buffer broadcast), run before the plan
+        self.before = [m._before_replay for m, _ in binding.modules
+                       if callable(getattr(m, "_before_replay", None))]
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
+        for before in self.before:
+            before()
         arrays = [a._data if isinstance(a, Tensor) else None for a in args]
         state = {slot: read(args) for slot, read in self.reads}
         for draws in self.draws:

@@ -95,6 +95,35 @@ def equal(out_dir: str) -> None:
     print("OK checkpoint", flush=True)
 
 
+def buffers(out_dir: str) -> None:
+    """BatchNorm's running statistics under DDP: with broadcast_buffers (the default) every
+    forward starts from rank 0's, compiled as eagerly; without, each rank keeps its own."""
+    rank = dist.get_rank()
+    x = X[rank::2] * (1 + rank)  # the ranks' batches differ in scale: their statistics too
+
+    def bn_model() -> rt.nn.Module:
+        rt.manual_seed(0)
+        return rt.nn.Sequential(rt.nn.Linear(512, 16), rt.nn.BatchNorm1d(16), rt.nn.ReLU(),
+                                rt.nn.Linear(16, 4))
+
+    def stats(m: rt.nn.Module) -> list[np.ndarray]:
+        return [b.numpy().copy() for b in m.buffers()]
+
+    runs = {}
+    for compiled, broadcast in ((None, True), ("auto", True), (None, False)):
+        m = bn_model()
+        ddp = DistributedDataParallel(m, broadcast_buffers=broadcast)
+        train(m, ddp, x, Y[rank::2], compiled=compiled)
+        runs[compiled, broadcast] = stats(m) + params(m)
+    for a, b in zip(runs[None, True], runs["auto", True], strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    print("OK buffers compiled equals eager", flush=True)
+    differs = any(not np.allclose(a, b) for a, b in zip(runs[None, True][:3],
+                                                          runs[None, False][:3]))
+    assert differs == (rank == 1), (rank, differs)  # rank 0's own statistics either way
+    print("OK buffers broadcast", flush=True)
+
+
 def mismatch(out_dir: str) -> None:
     """Rank 1 gets a batch of another size: every rank raises at the first compiled step."""
     rank = dist.get_rank()
@@ -128,7 +157,8 @@ def main() -> None:
     warnings.simplefilter("error")  # a compiled step that fell back to eager would warn
     dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=5 if mode == "hang"
                                                                else 120))
-    {"equal": equal, "mismatch": mismatch, "crash": crash, "hang": hang}[mode](out_dir)
+    {"equal": equal, "mismatch": mismatch, "crash": crash, "hang": hang,
+     "buffers": buffers}[mode](out_dir)
     dist.destroy_process_group()
 
 

@@ -45,6 +45,13 @@ def test_ddp_compiled_and_eager_equal_one_process_and_overlap(tmp_path: Path) ->
         assert done.stdout.count(line) == 2, (line, done.stdout, done.stderr)
 
 
+def test_ddp_broadcasts_buffers_every_forward_compiled_as_eager(tmp_path: Path) -> None:
+    done, _ = run("buffers", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for line in ("OK buffers compiled equals eager", "OK buffers broadcast"):
+        assert done.stdout.count(line) == 2, (line, done.stdout, done.stderr)
+
+
 def test_ranks_with_different_plans_fail_naming_the_difference(tmp_path: Path) -> None:
     done, _ = run("mismatch", tmp_path)
     assert done.returncode != 0

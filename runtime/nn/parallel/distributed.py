@@ -25,12 +25,15 @@ DEFAULT_BUCKET_CAP_MB = 25.0  # torch's default
 
 
 class DistributedDataParallel(Module):
-    """``module``'s parameters broadcast from rank 0 now; gradients averaged in buckets of at
-    most ``bucket_cap_mb`` (None: 25) megabytes (a bucket closes on the gradient that fills
-    it) during every backward. CPU modules only (``device_ids`` must be None)."""
+    """``module``'s parameters and buffers broadcast from rank 0 now; gradients averaged in
+    buckets of at most ``bucket_cap_mb`` (None: 25) megabytes (a bucket closes on the gradient
+    that fills it) during every backward; with ``broadcast_buffers`` (PyTorch's default) rank
+    0's buffers (BatchNorm's running statistics) broadcast again at the start of every
+    forward, also of a compiled step (before its plan runs: ``_before_replay``). CPU modules
+    only (``device_ids`` must be None)."""
 
     def __init__(self, module: Module, device_ids: Any = None,
-                 bucket_cap_mb: float | None = None) -> None:
+                 bucket_cap_mb: float | None = None, broadcast_buffers: bool = True) -> None:
         super().__init__()
         if not isinstance(module, Module):
             raise TypeError(f"DistributedDataParallel: module must be a runtime.nn.Module, "
@@ -43,7 +46,11 @@ class DistributedDataParallel(Module):
         if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap > 0:
             raise ValueError(f"DistributedDataParallel: bucket_cap_mb must be a positive number,"
                              f" got {bucket_cap_mb!r}")
+        if not isinstance(broadcast_buffers, bool):
+            raise TypeError(f"DistributedDataParallel: broadcast_buffers must be a bool, got "
+                            f"{type(broadcast_buffers).__name__}")
         self.module = module
+        self.broadcast_buffers = broadcast_buffers
         self.bucket_cap_bytes = int(cap * 1024 * 1024)
         self.world_size = dist.get_world_size()
         params = [p for p in module.parameters() if p.requires_grad]
@@ -54,7 +61,19 @@ class DistributedDataParallel(Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         if not is_tracing():
             self._reducer.check_finished()
+            self._sync_buffers()
         return self.module(*args, **kwargs)
+
+    def _sync_buffers(self) -> None:
+        """Rank 0's buffers to every rank, in place (PyTorch's broadcast_buffers)."""
+        if self.broadcast_buffers and self.world_size > 1:
+            for b in self.module.buffers():
+                dist.broadcast(b, src=0)
+
+    def _before_replay(self) -> None:
+        """What a compiled step whose capture called this module does before each run of its
+        plan (planner.compile): the buffer broadcast its forward does eagerly."""
+        self._sync_buffers()
 
     @property
     def ddp_parameters(self) -> list[Any]:
