@@ -44,9 +44,11 @@ from pathlib import Path
 import llvmlite
 
 from codegen import ir as kir
+from codegen import pool
 from codegen.launch import cpu_launch_form
 from codegen.jit import CompiledModule, ObjectCode, compile_count, load, optimize_and_emit
 from codegen.llvm import render
+from codegen.target import emit as emit_object_code
 from codegen.target import host
 
 ENTRY_DIR = "backplan-modules-v2"
@@ -403,9 +405,9 @@ SUPPORT_DIR = "support"  # under the cache directory: code that holds no kernels
 def support_code(name: str, text: str, emit: Callable[[str], ObjectCode],
                  cache_dir_path: str | os.PathLike[str] | None = None) -> ObjectCode:
     """Object code of a module that holds no kernels (``codegen.pool``'s loops, which every
-    process running a kernel needs), given as IR text: from a verified entry of the cache
-    directory's SUPPORT_DIR store (private and checked as the kernels' store is), else
-    ``emit(text)``, stored. Apart from the kernels' entries and counters (``entries``,
+    process running a kernel needs: installed as their source below), given as IR text: from
+    a verified entry of the cache directory's SUPPORT_DIR store (private and checked as the
+    kernels' store is), else ``emit(text)``, stored. Apart from the kernels' entries and counters (``entries``,
     ``stats``), and silent where the directory is refused: the kernels' modules say so. No
     lock: the caller compiles it once per process."""
     cpu, features = host()
@@ -420,6 +422,9 @@ def support_code(name: str, text: str, emit: Callable[[str], ObjectCode],
                 store.write(key, code)
                 store.evict(max_bytes(), keep=key)
     return code
+
+
+pool.set_code_source(functools.partial(support_code, "pool", emit=emit_object_code))
 
 
 def _files(folder: Path, *patterns: re.Pattern[str]) -> list[Path]:

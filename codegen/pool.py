@@ -32,7 +32,7 @@ import platform
 import string
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -649,19 +649,23 @@ def _code() -> _Code:
     return _compiled
 
 
-def _emit(text: str) -> target.ObjectCode:
-    mod = target.optimize(text)
-    with target.LOCK:
-        return target.ObjectCode(target.target_machine().emit_object(mod), str(mod))
+# where the loops' object code comes from: compiled here, unless codegen.cache has installed
+# its disk-backed source (set_code_source), as importing codegen does
+_code_source: Callable[[str], target.ObjectCode] = target.emit
+
+
+def set_code_source(source: Callable[[str], target.ObjectCode]) -> None:
+    """``source(ir_text)`` gives the loops' object code from now on (codegen.cache: from its
+    disk store, else compiled)."""
+    global _code_source
+    _code_source = source
 
 
 def _compile() -> _Code:
-    """Load the loops' object code: from the disk cache (``codegen.cache.support_code``), else
-    compiled (about 0.2 s of LLVM time that every new process would pay)."""
-    from codegen.cache import support_code
-
+    """Load the loops' object code from ``_code_source``: about 0.2 s of LLVM time when it
+    compiles, which a new process spares itself where the disk cache has it."""
     target.host()  # initializes the native target
-    code = support_code("pool", _ir_text(), _emit)
+    code = _code_source(_ir_text())
     with target.LOCK:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+
 @dataclass(frozen=True)
 class ObjectCode:
     """What the disk cache stores: machine code plus the optimized IR (for ``asm``)."""
@@ -74,3 +75,10 @@ def optimize(module: ir.Module | str) -> llvm.ModuleRef:
         pb.getModulePassManager().run(mod, pb)
         mod.verify()
     return mod
+
+
+def emit(module: ir.Module | str) -> ObjectCode:
+    """Optimize (``optimize``) a module or its IR text and emit its object code."""
+    mod = optimize(module)
+    with LOCK:
+        return ObjectCode(target_machine().emit_object(mod), str(mod))

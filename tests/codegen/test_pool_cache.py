@@ -1,0 +1,40 @@
+"""codegen.pool's loops come from the disk cache's support store: the first process compiles
+and stores them beside (not among) the kernels' entries, a second one loads them without
+compiling."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from codegen.cache import ENTRY_SUFFIX
+
+ROOT = Path(__file__).parents[2]
+
+PROBE = """
+import sys
+from codegen import cache, pool, target
+if sys.argv[1] == "warm":
+    def refuse(text):
+        raise AssertionError("compiled although the disk cache holds the loops")
+    pool.set_code_source(lambda text: cache.support_code("pool", text, refuse))
+pool._code()
+print(len(cache.entries(cache.cache_dir())), cache.stats()["compiles"])
+"""
+
+
+def _run(mode: str, cache_dir: Path) -> str:
+    env = {**os.environ, "BACKPLAN_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True,
+                          env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_pool_loops_are_stored_once_and_loaded_after(tmp_path: Path) -> None:
+    assert _run("cold", tmp_path) == "0 0"  # no kernel entry, no kernel compile counted
+    stored = [p for p in (tmp_path / "support").rglob(f"*{ENTRY_SUFFIX}") if p.is_file()]
+    assert len(stored) == 1, stored
+    assert _run("warm", tmp_path) == "0 0"
