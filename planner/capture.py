@@ -190,35 +190,44 @@ class Tracer:
         cell = self.storage_of(t)
         cell.node = self.storage_of(value).node
 
-    def write_view(self, t: Tensor, value: Tensor, what: str) -> None:
-        """An in-place write into a view, functionalized: the view holds ``value`` and its
-        base the base that shows it, computed by inverting the view. Views that show every
-        element of their base once are inverted (the transposed .grad of a Linear weight);
-        a partial view taken by basic indexing (slices, ints: ``x[1:3]``, ``x[:, 0]``) gives
-        its base a copy with the view's elements replaced (index_put, exact); any other partial
-        view breaks the graph naming the tensor."""
+    def write_view(self, t: Tensor, value: Tensor, what: str, history: bool = False) -> None:
+        """An in-place write into a view, functionalized: the view holds ``value``, and each
+        storage the view chain was taken from, up to the base, the value that shows it: the
+        inverse view of the new value where the view shows every element once (the
+        transposed .grad of a Linear weight), a copy with the view's elements replaced
+        (index_put, exact) where it is a basic-index one (slices, ints: ``x[1:3]``,
+        ``x[:, 0]``); any other partial view breaks the graph naming the tensor.
+        ``history``: the op records autograd history, and so do these ops, on the tensors the
+        chain was taken from, which take it, as eager mode's CopySlices gives it (a view of a
+        leaf that requires grad raises eager mode's error)."""
         from runtime.ops import functional as F
-        from runtime.ops.inplace import view_inverse
+        from runtime.ops.inplace import ERR_VIEW_OF_LEAF_INPLACE, view_inverse
 
-        cell = self.storage_of(t)
-        base = cell.view_of
-        assert base is not None
-        if base.node != cell.base_node:
-            raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was written "
-                             "in place since it was taken")
-        step = self.view_step(cell, t, what)
-        if step[-1]:  # a slice: the base with the slice's elements replaced
+        chain = []  # (view cell, the tensor its new base is computed from, its step), view first
+        cell, here = self.storage_of(t), t
+        while cell.view_of is not None:
+            base = cell.view_of
+            # a tensor over the base's storage that records no history: what the base's new
+            # value is computed from without history, and what messages name at that level
             holder = Tensor._make(base, t.dtype, self.device_of(t))
-            new_base = F.index_put(holder, value, key=step[1]["key"])
-        else:
-            new_base = view_inverse(step[:-1], value)
-        if base.view_of is not None:
-            holder = Tensor._make(base, t.dtype, self.device_of(t))
-            self.write_view(holder, new_base, what)
-        else:
-            base.node = self.storage_of(new_base).node
-        cell.node = self.storage_of(value).node
-        cell.base_node = base.node
+            src = cell.view_src if history else holder
+            if base.node != cell.base_node or (history and (
+                    src is None or self.storage_of(src) is not base)):
+                raise GraphBreak(f"{what} on {self.describe(here)}, a view whose base was "
+                                 "written in place since it was taken")
+            if history and src._rg and src._grad_fn is None:
+                raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)  # eager mode's error
+            chain.append((cell, src, self.view_step(cell, here, what)))
+            cell, here = base, holder
+        new = value
+        for cell, src, step in chain:
+            cell.node = self.storage_of(new).node
+            new = (F.index_put(src, new, key=step[1]["key"]) if step[-1]
+                   else view_inverse(step[:-1], new))
+            cell.view_of.node = self.storage_of(new).node
+            cell.base_node = cell.view_of.node
+            if history:
+                src._grad_fn, src.output_nr, src._rg = new._grad_fn, 0, new._rg
 
     def view_step(self, cell: MetaArray, t: Tensor, what: str) -> tuple[Any, ...]:
         """(prim, attrs, base shape, view shape, dtype, partial) of the view op that made
@@ -240,35 +249,6 @@ class Tracer:
             step = cell.view_step = (prim, data["attrs"], base.shape, cell.shape, t.dtype,
                                      partial)
         return step
-
-    def write_view_with_history(self, t: Tensor, value: Tensor, what: str) -> None:
-        """``write_view`` for an op that records autograd history: each tensor the view chain
-        was taken from, up to the base, gets its new value as a differentiable op of its old
-        one and the view's new value (index_put for a slice, the inverse view otherwise),
-        and that history, as eager mode's CopySlices gives it."""
-        from runtime.ops import functional as F
-        from runtime.ops.inplace import ERR_VIEW_OF_LEAF_INPLACE, view_inverse
-
-        chain = []  # (view cell, the tensor it was taken from, its view step), view first
-        cell = self.storage_of(t)
-        while cell.view_of is not None:
-            src, base = cell.view_src, cell.view_of
-            if src is None or self.storage_of(src) is not base or base.node != cell.base_node:
-                raise GraphBreak(f"{what} on {self.describe(t)}, a view whose base was "
-                                 "written in place since it was taken")
-            if src._rg and src._grad_fn is None:
-                raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)  # eager mode's error
-            chain.append((cell, src, self.view_step(cell, t, what)))
-            cell = base
-        new = value
-        for cell, src, step in chain:
-            cell.node = self.storage_of(new).node
-            new = (F.index_put(src, new, key=step[1]["key"]) if step[-1]
-                   else view_inverse(step[:-1], new))
-            base = cell.view_of
-            base.node = self.storage_of(new).node
-            cell.base_node = base.node
-            src._grad_fn, src.output_nr, src._rg = new._grad_fn, 0, new._rg
 
     def describe(self, t: Tensor) -> str:
         """How a fallback names ``t``: the .grad of a module's parameter (or a view of it)

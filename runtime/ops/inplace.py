@@ -129,10 +129,8 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     result = apply(prim, src, *args, **attrs)
     _check_result(prim, t, result)
     value = result if result.dtype is t.dtype else apply(REGISTRY["cast"], result, dtype=t.dtype)
-    if storage.view_of is not None and needs_graph:
-        tracer.write_view_with_history(t, value, f"in-place {prim.name}_")
-    elif storage.view_of is not None:
-        tracer.write_view(t, value, f"in-place {prim.name}_")
+    if storage.view_of is not None:
+        tracer.write_view(t, value, f"in-place {prim.name}_", history=needs_graph)
     else:
         tracer.write(t, value)
     if meta:
