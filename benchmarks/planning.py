@@ -10,8 +10,8 @@
   from the disk cache, as a second process would find it);
 - per workload, the first calls of its ``backend="llvm"`` step in a new process: cold (an empty
   disk cache) and warm (a second process on the cache the first one filled). A step whose first
-  call creates optimizer state runs that call eagerly and is captured at its second
-  (``CompiledStep.warmups``), so both calls are shown, with the captures the process made.
+  call creates optimizer state runs that call eagerly and is captured right after it
+  (``CompiledStep.warmups``); both calls are shown, with the captures the process made.
 
     python -m benchmarks.planning [--workloads chain mlp_small ...]
 """
@@ -115,7 +115,7 @@ def first_call_table(names: list[str]) -> str:
                      f"{warm['first_s'] * 1e3:>10.1f}{warm['second_s'] * 1e3:>10.3f}"
                      f"{warm['captures']:>10}{'yes' if warm['warmups'] else 'no':>10}")
     lines.append("eager 1st = yes: the step creates optimizer state, so its first call runs "
-                 "eagerly and the second one compiles")
+                 "eagerly, then captures and compiles")
     return "\n".join(lines)
 
 

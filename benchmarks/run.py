@@ -93,10 +93,8 @@ def jax_builders() -> dict[str, Callable[[dict[str, np.ndarray]], Case]]:
 
 
 def build_variants(workload: Workload, seed: int, torch_compile: bool = True,
-                   notes: list[str] | None = None, workers: int | None = None
-                   ) -> dict[str, Case]:
-    """Every available variant of ``workload``; ``notes`` collects why one is missing.
-    ``workers``: the compiled steps' worker threads (``--threads``: a plan running steps on
+                   workers: int | None = None) -> dict[str, Case]:
+    """Every available variant of ``workload``. ``workers``: the compiled steps' worker threads (``--threads``: a plan running steps on
     two threads while its peers get one would not be a fair comparison)."""
     arrays = workload.make_arrays(seed)
     cases = {"ours": workload.build(rt, arrays)}
@@ -215,7 +213,7 @@ def bench_workload(
 ) -> dict[str, Timing]:
     """Each available variant's timings: rounds interleaved across variants (each round runs
     every variant once, so machine noise hits all of them alike)."""
-    cases = build_variants(workload, seed, torch_compile, notes, workers)
+    cases = build_variants(workload, seed, torch_compile, workers)
     first: dict[str, float] = {}
     seen: dict[str, dict[str, int | None]] = {}
     for name, case in list(cases.items()):
@@ -252,8 +250,8 @@ def format_table(results: dict[str, dict[str, Timing]]) -> str:
                  else f"{'-':>12}{'':>6}" for v in VARIANTS]
         lines.append(f"{name:<10}" + "".join(cells))
     lines += ["", "first call (ms; compiled variants: capture, planning and compile included; "
-              "a step that creates optimizer state runs its first call eagerly and compiles at "
-              "its second: benchmarks.planning reports both)",
+              "a step that creates optimizer state runs its first call eagerly and is "
+              "captured right after: benchmarks.planning reports both calls)",
               f"{'workload':<10}" + "".join(f"{v:>18}" for v in VARIANTS)]
     for name, timings in results.items():
         lines.append(f"{name:<10}" + "".join(

@@ -894,19 +894,19 @@ def _index_backward_bwd(c: Any, gg: Any) -> tuple[Any, ...]:
 
 # index_backward(g, *index_tensors, key=template, shape=x_shape): scatter-add g into zeros
 def _index_backward_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
-    """With array indices, the two numpy calls _index_backward_impl makes: zeros of the
-    input's shape, then np.add.at (repeated indices accumulate)."""
+    """With array indices, the two calls _index_backward_impl makes: zeros of the input's
+    shape, then scatter_add (repeated indices accumulate)."""
     key, shape = attrs["key"], tuple(attrs["shape"])
     if is_basic_key(key) or not arg_metas or not _indexed_metas(arg_metas, key, 1):
         return None
     dtype = arg_metas[0][1]
     if dtype != out_meta[1] or shape != tuple(out_meta[0]):
         return None
-    fill, add_at, zeros = _key_filler(key), scatter_add, np.zeros
+    fill, add, zeros = _key_filler(key), scatter_add, np.zeros
 
     def scatter(g: np.ndarray, *idx: np.ndarray) -> np.ndarray:
         out = zeros(shape, dtype)
-        add_at(out, fill(idx), g)
+        add(out, fill(idx), g)
         return out
 
     return scatter

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-# erf: fdlibm s_erf.c, four ranges of |x|; float32 evaluates the same rationals in float
+# erf: fdlibm s_erf.c, four ranges of |x| (the LLVM kernels evaluate the same rationals in
+# float for float32; erf below, in float64)
 ERX = 8.45062911510467529297e-01
 ERF_PP = [1.28379167095512558561e-01, -3.25042107247001499370e-01, -2.84817495755985104766e-02,
           -5.77027029648944159157e-03, -2.37630166566501626084e-05]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,27 +43,26 @@ def _numpy(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return getattr(np, op)(a, b)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("op", ["remainder", "floor_divide"])
-def test_llvm_matches_numpy_bit_for_bit(op: str, dtype: str) -> None:
-    a, b = _grid(dtype)
-    k = _kernel(op, dtype, a.size)
-    out = np.empty_like(a)
-    build([k]).run(k, [a, b], [out])
-    same = _same(out, _numpy(op, a, b))
-    assert same.all(), (a[~same][:5], b[~same][:5], out[~same][:5])
-
-
-@pytest.mark.skipif(shutil.which("g++") is None, reason="the CUDA host emulation needs g++")
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("op", ["remainder", "floor_divide"])
-def test_cuda_matches_numpy_bit_for_bit(op: str, dtype: str) -> None:
+def _emulated(kernels: list[K.Kernel]) -> Any:
     from codegen.cuda_host import emulate
 
+    return emulate(kernels)
+
+
+NO_GXX = pytest.mark.skipif(shutil.which("g++") is None,
+                            reason="the CUDA host emulation needs g++")
+
+
+@pytest.mark.parametrize("renderer", [pytest.param(build, id="llvm"),
+                                      pytest.param(_emulated, id="cuda", marks=NO_GXX)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["remainder", "floor_divide"])
+def test_kernels_match_numpy_bit_for_bit(renderer: Any, op: str, dtype: str) -> None:
+    """The LLVM kernel, and the CUDA C run by the host emulation."""
     a, b = _grid(dtype)
     k = _kernel(op, dtype, a.size)
     out = np.empty_like(a)
-    emulate([k]).run(k, [a, b], [out])
+    renderer([k]).run(k, [a, b], [out])
     same = _same(out, _numpy(op, a, b))
     assert same.all(), (a[~same][:5], b[~same][:5], out[~same][:5])
 
