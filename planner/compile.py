@@ -473,6 +473,8 @@ class CompiledStep:
             fused = fuse(plan)
             if fused.kernels and build:
                 fused.executable.module(self.cache_dir)
+            if build:
+                fused.executable.products(self.cache_dir)
             return fused
         except Exception as exc:
             if self.backend in KERNEL_BACKENDS:

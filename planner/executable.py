@@ -18,7 +18,7 @@ from runtime._device import array_module
 
 from .parallel import ParallelRunner
 from .program import Program, build_program, failing_step
-from .steps import CommitStep, KernelStep
+from .steps import CommitStep, KernelStep, Step
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -75,6 +75,7 @@ class Executable:
         self._programs: dict[bool, Program] = {}
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
+        self._products: dict[Step, Any] | None = None
 
     def module(self, cache_dir: str | os.PathLike[str] | None = None,
                device: str | None = None) -> Any:
@@ -93,6 +94,19 @@ class Executable:
             raise KeyError(f"the plan has no kernels on device '{device}' (it has kernels on "
                            f"{sorted(map(str, modules))})")
         return modules[device]
+
+    def products(self, cache_dir: str | os.PathLike[str] | None = None) -> dict[Step, Any]:
+        """The plan's matmul steps that run as generated products (planner.products), each
+        with its ``(ProductCall, codegen.gemm.Product)``: compiled on first use, into and
+        from the compiled-code cache's support store. Empty where the plan has none or this
+        interpreter's arrays do not fit the products' object entry."""
+        products = self._products
+        if products is None:
+            with self._lock:
+                if self._products is None:
+                    self._products = _products(self.plan, cache_dir)
+                products = self._products
+        return products
 
     def program(self, checked: bool = False) -> Program:
         """The plan's fast (or fully checked) program."""
@@ -129,6 +143,7 @@ class Executable:
         """Forget everything built (the module too): the next run builds it again."""
         with self._lock:
             self._modules = None
+            self._products = None
             self._programs.clear()
             self._runners.clear()
             self._calls.clear()
@@ -194,3 +209,18 @@ def _compiled(plan: Plan, cache_dir: str | os.PathLike[str] | None) -> dict[str,
             by_device.setdefault(s.device, []).append(s.kernel)
     return {device: renderer_for(device).compile(kernels, cache_dir)
             for device, kernels in by_device.items()}
+
+
+def _products(plan: Plan, cache_dir: str | os.PathLike[str] | None) -> dict[Step, Any]:
+    """Each product step's (ProductCall, compiled Product), all from one module."""
+    from .products import product_calls
+
+    calls = product_calls(plan)
+    if not calls:
+        return {}
+    from codegen.gemm import compiled, object_strides_ok
+
+    if not object_strides_ok():
+        return {}
+    products = compiled([c.spec for c in calls.values()], cache_dir)
+    return {s: (c, products[c.spec]) for s, c in calls.items()}

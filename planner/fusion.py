@@ -503,10 +503,13 @@ def explain_fusion(plan: Plan) -> str:
 
 
 def fuse(plan: Plan) -> Plan:
-    """A plan whose elementwise segments are kernels (``KernelStep``, ``CommitStep``)."""
+    """A plan whose elementwise segments are kernels (``KernelStep``, ``CommitStep``) and
+    whose small matmuls may run as generated products (``Plan.products``,
+    planner.products)."""
     found = segments(plan)
     if not found:
-        return plan
+        return Plan(plan.steps, plan.writes, plan.returns, plan.slots, plan.graph,
+                    dict(plan.stats), plan.device, plan.kernels, products=True)
     shapes, dtypes = _shapes_dtypes(plan)
     needed = plan.schedule.needed
     seg_of = {s.out: seg for seg in found for s in seg.steps}
@@ -555,7 +558,7 @@ def fuse(plan: Plan) -> Plan:
     stats["kernels"] = len(infos)
     stats["fused_steps"] = sum(len(s.steps) for s in found)
     return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, stats, plan.device,
-                infos)
+                infos, products=True)
 
 
 def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],

@@ -45,6 +45,9 @@ class Plan:
     stats: dict[str, Any]
     device: str
     kernels: list[Any] = field(default_factory=list)
+    # whether its CPU matmuls may run as generated products (planner.products): set by the
+    # fusion pass (the LLVM backend); an interpreter plan runs numpy's matmul
+    products: bool = False
     schedule: Schedule = field(init=False, repr=False)  # derived once, from the above
     executable: Executable = field(init=False, repr=False)  # what runs derive; never pickled
     # how it runs (planner.parallel): set by ``configure``, the straight-line program until then

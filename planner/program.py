@@ -115,13 +115,15 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
     schedule = plan.schedule
     known = _Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
+    products = plan.executable.products() if plan.device == "cpu" else {}
     starts = []  # (first source line, step): which step an exception came from
     rest = _rest_before_blas(plan)
     for i, s in enumerate(plan.steps):
         starts.append((len(src.lines) + 2, i))  # line 1 is the def
         if rest is not None and isinstance(s, ExternStep):
             src.line(f"{src.name('rest', rest)}()")
-        _emit_step(src, plan, s, known, schedule.inplace.get(i) if fast else None, dropped)
+        _emit_step(src, plan, s, known, schedule.inplace.get(i) if fast else None, dropped,
+                   products)
         for v in schedule.frees[i]:
             src.line(f"del {src.buf(v)}")
     writes = ", ".join(f"({lit(slot)}, {'None' if b == -1 else src.buf(b)})"
@@ -200,6 +202,7 @@ def step_functions(plan: Plan) -> list[StepFunction]:
     schedule = plan.schedule
     known = _Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
+    products = plan.executable.products() if fast else {}
     functions = []
     for i, s in enumerate(plan.steps):
         src = _source(plan)
@@ -214,7 +217,7 @@ def step_functions(plan: Plan) -> list[StepFunction]:
             if isinstance(s, RandStep):
                 src.line(f"generators = env[{GENERATORS}]")
             _emit_step(src, plan, s, known, schedule.inplace_concurrent.get(i)
-                       if fast else None, dropped)
+                       if fast else None, dropped, products)
         for o in s.outputs:
             src.line(f"env[{lit(o)}] = {src.buf(o)}")
         functions.append(_compiled(src, "step(env)", f"<plan step {i}>"))
@@ -337,9 +340,9 @@ class _Known:
 
 
 def _emit_step(src: _Source, plan: Plan, s: Step, known: _Known, inplace: int | None,
-               dropped: frozenset[int]) -> None:
+               dropped: frozenset[int], products: dict[Step, Any]) -> None:
     """A step's lines: none for a value bound before the run (``_emit_sources``). ``known``
-    is empty for the checked program, which then takes no fast path."""
+    and ``products`` are empty for the checked program, which then takes no fast path."""
     if isinstance(s, SourceStep):
         if isinstance(s, RandStep):
             src.line(f"{src.buf(s.out)} = {src.name(f'draw{lit(s.out)}', s.draw)}"
@@ -363,7 +366,10 @@ def _emit_step(src: _Source, plan: Plan, s: Step, known: _Known, inplace: int | 
         known.contiguous.update(s.outputs)  # reshaped np.empty arrays
         return
     assert isinstance(s, PrimitiveStep)
-    if not _emit_fast(src, plan, s, known, inplace, dropped):
+    product = products.get(s)
+    if product is not None:
+        _emit_product(src, plan, s, known, *product)
+    elif not _emit_fast(src, plan, s, known, inplace, dropped):
         _emit_generic(src, s)
     known.typed.add(s.out)  # checked, or proved by the probe
 
@@ -428,6 +434,55 @@ def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) 
     temps = [n for n in names if n.startswith("_in")] + outs
     src.line(f"del {', '.join(temps)}")  # liveness stays the plan's: only b-names hold arrays
     return True
+
+
+def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, call: Any,
+                  product: Any) -> None:
+    """A matmul step as its generated product (planner.products), in every program alike,
+    so that a plan's products round the same way on every path. Where both operands are
+    known to be numpy arrays of their planned dtype, the shape tests (and a batched
+    operand's stride test) make every address the product reads an element of its operand,
+    and it writes a fresh C-contiguous array of the step's shape; numpy's matmul runs where
+    they fail. Elsewhere ``checked_product`` tests it all, then checks the result as the
+    interpreter does."""
+    a, b = s.buffers
+    n = lit(s.out)
+    out, ba, bb = src.buf(s.out), src.buf(a), src.buf(b)
+    if a not in known.typed or b not in known.typed:
+        fn = src.name(f"product{n}", checked_product(call, product, REGISTRY[s.name]))
+        src.line(f"{out} = {fn}({ba}, {bb})")
+        _emit_check(src, s)
+        return
+    tests = [f"{name}.{what} == {src.name(f'{what}{n}_{j}', value)}"
+             for j, (name, layout) in enumerate(((ba, call.a), (bb, call.b)))
+             for what, value in zip(("shape", "strides"), layout) if value is not None]
+    src.names["_id"] = id
+    src.line(f"if {' and '.join(tests)}:")
+    src.line(f"    {out} = {src.name('empty', np.empty)}({src.name(f'shape{n}', tuple(s.shape))}, "
+             f"{src.name(f't{n}', s.dtype.np)})")
+    src.line(f"    {src.name(f'product{n}', product.objects)}(_id({ba}), _id({bb}), _id({out}))")
+    src.line("else:")
+    src.line(f"    {out} = {src.name('matmul', np.matmul)}({ba}, {bb})")
+    known.contiguous.add(s.out)
+
+
+def checked_product(call: Any, product: Any, prim: Any) -> Callable[[Any, Any], Any]:
+    """``f(a, b)``: the product where ``a`` and ``b`` are numpy arrays of its dtype, shapes
+    and (batched) strides, else the primitive's impl."""
+    dtype = np.dtype(call.spec.dtype)
+    (shape_a, strides_a), (shape_b, strides_b) = call.a, call.b
+    shape = (*np.broadcast_shapes(shape_a[:-2], shape_b[:-2]), call.spec.m, call.spec.n)
+
+    def run(a: Any, b: Any) -> Any:
+        if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype
+                and b.dtype == dtype and a.shape == shape_a and b.shape == shape_b
+                and strides_a in (None, a.strides) and strides_b in (None, b.strides)):
+            out = np.empty(shape, dtype)
+            product.objects(id(a), id(b), id(out))
+            return out
+        return prim.impl(np, a, b)
+
+    return run
 
 
 def _arg_list(src: _Source, s: Step) -> list[str]:

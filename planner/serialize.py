@@ -32,7 +32,7 @@ from .steps import (
 )
 
 FORMAT = "planner.plan"
-VERSION = 2  # 2: no per-step free lists (the schedule computes liveness on load)
+VERSION = 3  # 2: no per-step free lists (the schedule computes liveness on load); 3: products
 
 
 def encode(v: Any) -> Any:
@@ -343,12 +343,13 @@ def dumps(plan: Any) -> str:
         "slots": encode(plan.slots),
         "stats": encode(plan.stats),
         "graph": encode(graph),
+        "products": plan.products,
     }
     return json.dumps(doc)
 
 
 _DOC_KEYS = frozenset({"format", "version", "device", "steps", "inputs", "reads", "consts",
-                       "rands", "writes", "returns", "slots", "stats", "graph"})
+                       "rands", "writes", "returns", "slots", "stats", "graph", "products"})
 _STEP_KEYS = frozenset({"out", "op", "args", "attrs", "shape", "dtype", "device", "phase"})
 
 
@@ -441,8 +442,11 @@ class _Loader:
         returns = decode(doc["returns"], "returns", kernels=False)
         self.template(returns, "returns", live, 0)
         graph = self.graph(decode(doc["graph"], "graph", kernels=False))
+        products = doc["products"]
+        if type(products) is not bool:
+            _fail("products", f"{_show(products)} is not true or false")
         return {"steps": steps, "writes": writes, "returns": returns, "slots": slots,
-                "graph": graph, "stats": stats, "device": device}
+                "graph": graph, "stats": stats, "device": device, "products": products}
 
     # --- steps ------------------------------------------------------------------------------
     def step(self, raw: Any, path: str) -> _Raw:

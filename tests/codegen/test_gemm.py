@@ -1,0 +1,118 @@
+"""Generated small matrix products (codegen.gemm): every layout, shape edge and dtype against
+a float64 reference, what qualifies, and determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from codegen import gemm
+
+RNG = np.random.default_rng(7)
+
+
+def _operand(shape: tuple[int, ...], layout: str, dtype: type) -> np.ndarray:
+    """An array of ``shape`` laid out as ``layout``: "c" C-contiguous, "t" the transpose of a
+    C-contiguous array (last two axes), "s" a strided slice, "r" reversed rows and columns,
+    "b" broadcast along the rows (stride 0)."""
+    if layout == "c":
+        return RNG.standard_normal(shape).astype(dtype)
+    if layout == "t":
+        return np.swapaxes(RNG.standard_normal(shape[:-2] + shape[-2:][::-1]).astype(dtype),
+                           -1, -2)
+    if layout == "s":
+        big = RNG.standard_normal(shape[:-2] + (2 * shape[-2] + 1, 3 * shape[-1] + 2))
+        return big.astype(dtype)[..., 1::2, 2::3][..., :shape[-2], :shape[-1]]
+    if layout == "r":
+        return RNG.standard_normal(shape).astype(dtype)[..., ::-1, ::-1]
+    if layout == "b":
+        row = RNG.standard_normal(shape[:-2] + (1, shape[-1])).astype(dtype)
+        return np.broadcast_to(row, shape)
+    raise AssertionError(layout)
+
+
+def _close(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    assert got.shape == want.shape and got.dtype == a.dtype
+    assert got.flags.c_contiguous
+    # k terms of |a||b| bound the rounding of a sum of k products
+    bound = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    eps = np.finfo(a.dtype).eps
+    assert np.all(np.abs(got - want) <= 2 * a.shape[-1] * eps * bound + 1e-300)
+
+
+SHAPES = [(1, 1, 1), (7, 5, 3), (13, 17, 33), (32, 64, 64), (32, 64, 10), (10, 32, 64),
+          (64, 8, 128), (6, 3, 16), (5, 16, 65), (64, 128, 128), (3, 300, 2)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,k,n", SHAPES)
+@pytest.mark.parametrize("la,lb", [("c", "c"), ("c", "t"), ("t", "c"), ("t", "t"),
+                                   ("s", "s"), ("r", "r"), ("b", "t"), ("c", "b")])
+def test_product_equals_the_float64_reference(dtype, m, k, n, la, lb):
+    a, b = _operand((m, k), la, dtype), _operand((k, n), lb, dtype)
+    assert gemm.GemmSpec.of(a.shape, a.strides, b.shape, b.strides, dtype) is not None
+    _close(gemm.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape,b_shape", [((2, 3, 8, 16), (2, 3, 16, 8)),
+                                             ((4, 9, 5), (5, 20)), ((9, 5), (4, 5, 20)),
+                                             ((1, 3, 4, 6), (1, 3, 6, 2))])
+def test_batched_products(dtype, a_shape, b_shape):
+    a, b = _operand(a_shape, "c", dtype), _operand(b_shape, "c", dtype)
+    assert gemm.GemmSpec.of(a.shape, a.strides, b.shape, b.strides, dtype) is not None
+    _close(gemm.matmul(a, b), a, b)
+    bt = _operand(b_shape, "t", dtype)  # a batch of transposed matrices: constant strides
+    _close(gemm.matmul(a, bt), a, bt)
+
+
+def test_same_bits_every_call_and_row_blocks_overlap_consistently():
+    # 13 rows: the last row block of the micro-kernel is moved up over rows computed before
+    a, b = _operand((13, 40), "c", np.float32), _operand((40, 70), "t", np.float32)
+    first = gemm.matmul(a, b)
+    assert np.array_equal(first, gemm.matmul(a, b))
+    # each row is computed the same way whatever block it falls in: a row alone gives it too
+    for i in (0, 6, 12):
+        assert np.array_equal(gemm.matmul(a[i:i + 1], b)[0], first[i])
+
+
+@pytest.mark.parametrize("a_shape,b_shape,dtype,why", [
+    ((4, 4), (4, 4), np.int64, "integer"),
+    ((4,), (4, 4), np.float32, "1-D"),
+    ((2, 1, 4, 4), (1, 3, 4, 4), np.float32, "batches broadcast against each other"),
+    ((512, 512), (512, 512), np.float32, "over MAX_FLOP"),
+    ((1, 4096), (4096, 64), np.float32, "packed B over PACK_BYTES"),
+    ((4, 5), (6, 4), np.float32, "mismatched k"),
+    ((0, 5), (5, 4), np.float32, "empty"),
+])
+def test_what_does_not_qualify_runs_numpy(a_shape, b_shape, dtype, why):
+    a, b = np.ones(a_shape, dtype), np.ones(b_shape, dtype)
+    assert gemm.GemmSpec.of(a.shape, a.strides, b.shape, b.strides, dtype) is None, why
+    if why != "mismatched k":
+        assert np.array_equal(gemm.matmul(a, b), np.matmul(a, b))
+
+
+def test_a_batched_operand_whose_batch_does_not_flatten_does_not_qualify():
+    a = _operand((4, 6, 8, 5), "c", np.float32)[:, ::2]  # batch strides (240, 80) x (4, 3)
+    b = _operand((4, 3, 5, 7), "c", np.float32)
+    a_odd = np.swapaxes(_operand((6, 4, 8, 5), "c", np.float32), 0, 1)[:, :3]
+    assert gemm.GemmSpec.of(a.shape, a.strides, b.shape, b.strides, np.float32) is not None
+    assert gemm.GemmSpec.of(a_odd.shape, a_odd.strides, b.shape, b.strides,
+                            np.float32) is None
+    _close(gemm.matmul(a, b), a, b)
+    _close(gemm.matmul(a_odd, b), a_odd, b)
+
+
+def test_one_module_holds_every_spec_and_is_kept():
+    specs = [gemm.GemmSpec.of((m, 8), None, (8, n), None, np.float32)
+             for m, n in ((3, 5), (4, 40))]
+    first = gemm.compiled(specs)
+    again = gemm.compiled(list(reversed(specs)))
+    assert all(first[s] is again[s] for s in specs)
+    text = gemm.render(specs)
+    assert all(f'@"{s.name}"' in text for s in specs)
+
+
+def test_object_layout_is_checked():
+    assert gemm.object_strides_ok()  # CPython: the products' object entry is used

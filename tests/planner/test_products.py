@@ -1,0 +1,191 @@
+"""Matmul steps run as generated products (planner.products, codegen.gemm): which steps, the
+same results as eager mode on every layout of the inputs, the same bits on every path of a
+plan, and the switch kept by serialization."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+from benchmarks.workloads import WORKLOADS
+from planner.products import contiguous_strides, predicted_strides, product_calls
+from planner.steps import PrimitiveStep
+
+
+def _matmuls(plan):
+    return [s for s in plan.steps if isinstance(s, PrimitiveStep) and s.name == "matmul"]
+
+
+@pytest.mark.parametrize("name", ["mlp_small", "rnn"])
+def test_a_training_step_runs_its_matmuls_as_products_and_matches_eager(name):
+    workload = WORKLOADS[name]
+    arrays = workload.make_arrays(0)
+    eager, compiled_case = workload.build(rt, arrays), workload.build(rt, arrays)
+    step = planner.compile(compiled_case.fn, backend="llvm")
+    for _ in range(3):
+        want = eager.outputs(eager.fn(*eager.args))
+        got = compiled_case.outputs(step(*compiled_case.args))
+    plan = step.plan
+    assert plan.products
+    products = plan.executable.products()
+    assert products and set(products) <= set(_matmuls(plan))
+    assert "_product" in plan.executable.program().source
+    for key in want:
+        np.testing.assert_allclose(got[key], want[key], rtol=2e-4, atol=2e-5, err_msg=key)
+
+
+def test_the_interpreter_backend_runs_numpy_matmul():
+    workload = WORKLOADS["mlp_small"]
+    case = workload.build(rt, workload.make_arrays(0))
+    step = planner.compile(case.fn, backend="interpreter")
+    step(*case.args)
+    step(*case.args)
+    assert not step.plan.products and not step.plan.executable.products()
+    assert "_product" not in step.plan.executable.program().source
+
+
+def _two_layer(x, w1, w2):
+    return ((x @ w1).relu() @ w2).sum()
+
+
+@pytest.mark.parametrize("dtype", [rt.float32, rt.float64])
+@pytest.mark.parametrize("layout", ["c", "t", "slice"])
+def test_any_layout_of_a_2d_input_gives_eager_results(dtype, layout):
+    rng = np.random.default_rng(3)
+    npdt = np.float32 if dtype == rt.float32 else np.float64
+
+    def arr(shape):
+        if layout == "c":
+            return rng.standard_normal(shape).astype(npdt)
+        if layout == "t":
+            return rng.standard_normal(shape[::-1]).astype(npdt).T
+        return rng.standard_normal((shape[0] * 2, shape[1] + 3)).astype(npdt)[::2, 1:-2]
+
+    xs = [arr((16, 24)), arr((24, 40)), arr((40, 7))]
+
+    def step(x, w1, w2):
+        loss = _two_layer(x, w1, w2)
+        loss.backward()
+        return loss, w1.grad, w2.grad
+
+    compiled = planner.compile(step, backend="llvm")
+    for _ in range(2):
+        ts = [rt.tensor(a, requires_grad=True) for a in xs]
+        et = [rt.tensor(a, requires_grad=True) for a in xs]
+        got = [t.detach().numpy() for t in compiled(*ts)]
+        want = [t.detach().numpy() for t in step(*et)]
+    assert compiled.plan.executable.products()
+    tol = 1e-4 if dtype == rt.float32 else 1e-12
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
+
+
+def test_float64_gradients_of_products_match_finite_differences():
+    rng = np.random.default_rng(5)
+    x0, w0 = rng.standard_normal((6, 9)), rng.standard_normal((9, 5))
+
+    def step(x, w):
+        loss = ((x @ w).tanh() @ w.t()).pow(2).sum()
+        loss.backward()
+        return loss, x.grad, w.grad
+
+    compiled = planner.compile(step, backend="llvm")
+    for _ in range(2):
+        loss, gx, gw = compiled(rt.tensor(x0, requires_grad=True),
+                                rt.tensor(w0, requires_grad=True))
+    assert compiled.plan.executable.products()
+
+    def f(x, w):
+        return float((np.tanh(x @ w) @ w.T).__pow__(2).sum())
+
+    eps = 1e-6
+    for arr, grad, which in ((x0, gx, 0), (w0, gw, 1)):
+        num = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            hi, lo = arr.copy(), arr.copy()
+            hi[idx] += eps
+            lo[idx] -= eps
+            args_hi = (hi, w0) if which == 0 else (x0, hi)
+            args_lo = (lo, w0) if which == 0 else (x0, lo)
+            num[idx] = (f(*args_hi) - f(*args_lo)) / (2 * eps)
+        np.testing.assert_allclose(grad.numpy(), num, rtol=1e-6, atol=1e-6)
+    assert float(loss.detach().numpy()) == pytest.approx(f(x0, w0), rel=1e-12)
+
+
+def test_batched_products_with_unpredicted_strides_fall_back_to_the_same_values():
+    rng = np.random.default_rng(11)
+    q0, k0 = rng.standard_normal((2, 3, 8, 4)), rng.standard_normal((2, 3, 8, 4))
+
+    def attention_scores(q, k):
+        return (q @ k.transpose(-1, -2)).softmax(-1).sum()
+
+    compiled = planner.compile(attention_scores, backend="llvm")
+    want = attention_scores(rt.tensor(q0), rt.tensor(k0)).numpy()
+    for _ in range(2):
+        got = compiled(rt.tensor(q0), rt.tensor(k0)).numpy()
+    assert compiled.plan.executable.products()
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # the same step on inputs laid out otherwise: numpy runs, same values
+    q1 = np.ascontiguousarray(np.swapaxes(q0, 0, 1)).swapaxes(0, 1)
+    assert q1.strides != q0.strides
+    np.testing.assert_allclose(compiled(rt.tensor(q1), rt.tensor(k0)).numpy(), want,
+                               rtol=1e-12)
+
+
+def test_the_checked_program_rounds_as_the_fast_one():
+    workload = WORKLOADS["mlp_small"]
+    case = workload.build(rt, workload.make_arrays(0))
+    step = planner.compile(case.fn, backend="llvm")
+    step(*case.args)
+    step(*case.args)
+    plan = step.plan
+    binding = next(iter(step._cache.values())).bindings[0]
+    import importlib
+    compile_module = importlib.import_module("planner.compile")
+    arrays = [a._data.copy() for a in case.args]
+    state = {slot: compile_module._read_slot(binding.slots[slot], case.args).copy()
+             for slot, _ in plan.reads}
+    fast = plan.executable.program()(plan, list(arrays), dict(state), binding.generators)
+    checked = plan.executable.program(checked=True)(plan, list(arrays), dict(state),
+                                                    binding.generators)
+    for (slot, a), (slot2, b) in zip(fast[1], checked[1]):
+        assert slot == slot2
+        from planner.plan import materialize
+        assert np.array_equal(materialize(a), materialize(b)), slot
+
+
+def test_predicted_strides_follow_permutes_and_reshapes():
+    def step(w, x):
+        return (x @ w.t()).reshape(-1).sum()
+
+    compiled = planner.compile(step, backend="llvm")
+    w, x = rt.tensor(np.ones((5, 3), np.float32)), rt.tensor(np.ones((4, 3), np.float32))
+    compiled(w, x)
+    compiled(w, x)
+    plan = compiled.plan
+    strides = predicted_strides(plan)
+    (mm,) = _matmuls(plan)
+    a, b = mm.buffers
+    assert strides[b] == (4, 12)  # w.t() of a C-contiguous (5, 3) float32 array
+    assert strides[a] == contiguous_strides((4, 3), 4)
+    assert mm in product_calls(plan)
+
+
+def test_products_survive_serialization_and_bad_values_are_refused():
+    workload = WORKLOADS["mlp_small"]
+    case = workload.build(rt, workload.make_arrays(0))
+    step = planner.compile(case.fn, backend="llvm")
+    step(*case.args)
+    step(*case.args)
+    text = step.plan.dumps()
+    loaded = planner.Plan.loads(text)
+    assert loaded.products and set(product_calls(loaded)) and len(product_calls(loaded)) == \
+        len(product_calls(step.plan))
+    doc = json.loads(text)
+    doc["products"] = 1
+    with pytest.raises(ValueError, match="products"):
+        planner.Plan.loads(json.dumps(doc))
