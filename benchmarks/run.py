@@ -207,12 +207,21 @@ def set_threads(threads: int) -> list[str]:
     return notes
 
 
+# With more than one thread, a peer's idle threads spin after its steps for a while (OpenBLAS's,
+# PyTorch's OpenMP pool, the runtime's native pool for SPIN_NS), taking the cores the next
+# variant's threads need: mlp_large compiled on 2 threads ran 5.7 ms alone and 10.5 ms timed
+# right after the others. Each variant's timing then starts SETTLE_S after the one before.
+SETTLE_S = 0.25
+
+
 def bench_workload(
     workload: Workload, repeat: int, min_time: float, warmup: int, seed: int,
     torch_compile: bool = True, notes: list[str] | None = None, workers: int | None = None,
+    settle: float = 0.0,
 ) -> dict[str, Timing]:
     """Each available variant's timings: rounds interleaved across variants (each round runs
-    every variant once, so machine noise hits all of them alike)."""
+    every variant once, so machine noise hits all of them alike), each timing ``settle``
+    seconds after the one before (SETTLE_S where several threads run)."""
     cases = build_variants(workload, seed, torch_compile, workers)
     first: dict[str, float] = {}
     seen: dict[str, dict[str, int | None]] = {}
@@ -237,6 +246,8 @@ def bench_workload(
         # Rotate who goes first, so no variant always runs right after the same other one.
         shift = round_nr % len(names)
         for name in names[shift:] + names[:shift]:
+            if settle:
+                time.sleep(settle)
             samples[name].append(time_loop(cases[name].run, steps[name]))
     return {name: Timing(samples[name], first[name], seen[name]) for name in cases}
 
@@ -382,13 +393,17 @@ def main(argv: list[str] | None = None) -> int:
     affinity = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     try:
         notes = set_threads(args.threads)
+        if args.threads > 1:
+            notes.append(f"each timing starts {SETTLE_S} s after the one before (idle threads "
+                         f"of the previous peer stop spinning)")
         environment_notes = list(notes)
         print(describe_environment(args.threads, notes))
         results = {}
         for name in args.workloads:
             results[name] = bench_workload(
                 WORKLOADS[name], args.repeat, args.min_time, args.warmup, args.seed,
-                args.torch_compile, notes, workers=args.threads
+                args.torch_compile, notes, workers=args.threads,
+                settle=SETTLE_S if args.threads > 1 else 0.0,
             )
             print(f"  {name}: done", flush=True)
     finally:

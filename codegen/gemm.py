@@ -13,13 +13,19 @@ strides). A 2-D operand's strides are read from its array object at each call, s
 of it runs the same code; a batched operand's strides are the spec's constants. The result is
 a fresh C-contiguous array.
 
+A product's work items are its panels (of each matrix of a batch): a large product splits
+them across the native pool's threads (``Product.run``), each panel computed the same way
+wherever it runs. With no BLAS threads spinning beside them, two threads reached 285 to 316
+GFLOP/s on mlp_large's and gpt's shapes where OpenBLAS reached 221 to 307, one thread 144 to
+166 against 117 to 150.
+
 ``GemmSpec.of`` says whether a product qualifies (float32 or float64, both operands at least
-2-D, batch dimensions equal or absent and flattening into one stride, a packed B of at most
-PACK_BYTES, at most MAX_FLOP flops); ``compiled(specs)`` gives callables
-``fn(id(a), id(b), id(c))`` over array objects (data pointer and strides read at
-``ARRAY_DATA_OFFSET`` and ``STRIDES_OFFSET``, checked by ``object_strides_ok``). The caller
-guarantees the rest: numpy arrays of the spec's dtype and shapes, a batched operand's strides
-the spec's, and ``c`` a fresh C-contiguous array of the product's shape.
+2-D, batch dimensions equal or absent and flattening into one stride, a packed panel of B of
+at most PACK_BYTES); ``compiled(specs)`` gives ``Product``s, called over array objects (data
+pointer and strides read at ``ARRAY_DATA_OFFSET`` and ``STRIDES_OFFSET``, checked by
+``object_strides_ok``). The caller guarantees the rest: numpy arrays of the spec's dtype and
+shapes, a batched operand's strides the spec's, and ``c`` a fresh C-contiguous array of the
+product's shape.
 
 Sums run in a fixed order (k from 0 to K - 1, one fused multiply-add a step into one
 accumulator per element), so a product's bits do not depend on threads or on the call; they
@@ -39,8 +45,10 @@ from dataclasses import dataclass
 import llvmlite.binding as llvm
 import numpy as np
 
-from codegen import target
+from codegen import pool, target
+from codegen.jit import PARALLEL_MIN_US
 from codegen.llvm_emit import ARRAY_DATA_OFFSET
+from runtime._threads import get_num_threads
 
 # byte offset of the strides pointer in a numpy array object (PyArrayObject_fields.strides:
 # after the data pointer, nd and the dimensions pointer); ``object_strides_ok`` checks it
@@ -49,10 +57,6 @@ STRIDES_OFFSET = ARRAY_DATA_OFFSET + 24
 # A packed panel of B (K x NR) lives on the stack of the thread computing it: at most this
 # many bytes (K = 1024 float32 rows of NR = 64; the threads Python starts get 8 MiB stacks).
 PACK_BYTES = 256 * 1024
-# Larger products stay with BLAS, which spreads them over the intra-op threads: a generated
-# product runs on the calling thread. 2**23 flops take about 40 us at the ~200 GFLOP/s the
-# micro-kernel reaches in cache on one core of this project's VM.
-MAX_FLOP = 2**23
 # at most this many accumulator vectors in a micro-kernel (x86-64 with AVX-512 has 32 vector
 # registers: MR x NV accumulators, NV vectors of B and one broadcast of A)
 MAX_ACCUMULATORS = 24
@@ -114,7 +118,7 @@ class GemmSpec:
             given.append((outer, strides[-2], strides[-1]))
         nv = min(MAX_NV, -(-n // lanes(dtype.name)))
         nr = nv * lanes(dtype.name)
-        if k * nr * size > PACK_BYTES or 2 * m * n * k > MAX_FLOP:
+        if k * nr * size > PACK_BYTES:
             return None
         return cls(dtype.name, batch, m, n, k, given[0], given[1])
 
@@ -328,7 +332,11 @@ def _pack(x: _Text, t: str, size: int, k: int, width: int, sbk: str, sbn: str,
     vl = lanes(_DTYPES[t])
     rows = ("rows", lambda: _pack_loops(x, t, k, width, sbk, str(size), nr, True))
     cols_ok = width % vl == 0
-    cols = ("cols", lambda: _pack_gather(x, t, size, k, width, sbn, nr))
+    tile = _TILE_BYTES // size
+    if k >= TILE_MIN_K and k % tile == 0 and width % tile == 0:
+        cols = ("cols", lambda: _pack_tiles(x, t, size, k, width, sbn, nr))
+    else:
+        cols = ("cols", lambda: _pack_gather(x, t, size, k, width, sbn, nr))
     other = ("any", lambda: _pack_loops(x, t, k, width, sbk, sbn, nr, True))
     if not sbk.startswith("%"):  # constants
         if int(sbn) == size:
@@ -353,6 +361,81 @@ def _pack(x: _Text, t: str, size: int, k: int, width: int, sbk: str, sbn: str,
         else:
             emit()
             x(f"br label %{done}")
+    x.block(done)
+
+
+# A transposed B of at least TILE_MIN_K rows is packed by tiles transposed in registers
+# (_TILE_BYTES-wide vectors: 8 x 8 float32): for mlp_large's (1024, 1024).T the gathers took
+# 1.6 cycles an element and the product ran at 104 GFLOP/s against 139 untransposed. Smaller
+# ones gather: the tiles' shuffles cost LLVM's X86 backend more compile time than they save.
+TILE_MIN_K = 256
+_TILE_BYTES = 32
+
+
+def _pack_tiles(x: _Text, t: str, size: int, k: int, width: int, sbn: str, nr: int) -> None:
+    """Pack a panel whose columns are contiguous in B by T x T tiles (T elements of
+    _TILE_BYTES): T columns' T consecutive elements loaded as vectors, transposed in
+    registers (log2(T) stages of two-source shuffles), stored as T rows of the panel. One
+    tile's code, in a loop over k and the panel's column tiles."""
+    tw = _TILE_BYTES // size
+    vt = f"<{tw} x {t}>"
+    pre, jh, kh, kend, done = (x.label(h) for h in ("tt.pre", "tt.j", "tt.k", "tt.kend",
+                                                     "tt.done"))
+    x(f"br label %{pre}")
+    x.block(pre)
+    x(f"br label %{kh}")
+    x.block(kh)
+    k0, k_next = x.fresh("tk"), x.fresh("tk.next")
+    x(f"{k0} = phi i64 [0, %{pre}], [{k_next}, %{kend}]")
+    kb = x.fresh("tkb")
+    x(f"{kb} = mul i64 {k0}, {size}")
+    x(f"br label %{jh}")
+    x.block(jh)
+    jt, jt_next = x.fresh("tj"), x.fresh("tj.next")
+    x(f"{jt} = phi i64 [0, %{kh}], [{jt_next}, %{jh}]")
+    j0, src0 = x.fresh("tj0"), x.fresh("ts")
+    x(f"{j0} = mul nuw nsw i64 {jt}, {tw}")
+    x(f"{src0} = mul i64 {j0}, {sbn}")
+    rows = []
+    for r in range(tw):
+        row, off, off2, ptr, val = (x.fresh(h) for h in ("trr", "to", "to2", "tpp", "trow"))
+        x(f"{row} = mul i64 {r}, {sbn}")
+        x(f"{off} = add i64 {src0}, {row}")
+        x(f"{off2} = add i64 {off}, {kb}")
+        x(f"{ptr} = getelementptr i8, ptr %bj, i64 {off2}")
+        x(f"{val} = load {vt}, ptr {ptr}, align 1")
+        rows.append(val)
+    s = tw // 2
+    while s:  # rows r and r + s (bit s of r clear) swap their off-diagonal s-lane blocks
+        out = list(rows)
+        for r in range(tw):
+            if r & s:
+                continue
+            lo = [lane if not lane & s else tw + lane - s for lane in range(tw)]
+            hi = [lane + s if not lane & s else tw + lane for lane in range(tw)]
+            for dst, mask in ((r, lo), (r + s, hi)):
+                name = x.fresh("tr")
+                m = ", ".join(f"i32 {i}" for i in mask)
+                x(f"{name} = shufflevector {vt} {rows[r]}, {vt} {rows[r + s]}, <{tw} x i32> <{m}>")
+                out[dst] = name
+        rows = out
+        s //= 2
+    for c in range(tw):
+        kc, d1, d2, ptr = x.fresh("tkc"), x.fresh("tdd"), x.fresh("tdd2"), x.fresh("tdp")
+        x(f"{kc} = add nuw nsw i64 {k0}, {c}")
+        x(f"{d1} = mul nuw nsw i64 {kc}, {nr}")
+        x(f"{d2} = add nuw nsw i64 {d1}, {j0}")
+        x(f"{ptr} = getelementptr inbounds {t}, ptr %bp, i64 {d2}")
+        x(f"store {vt} {rows[c]}, ptr {ptr}, align {_TILE_BYTES}")
+    x(f"{jt_next} = add nuw nsw i64 {jt}, 1")
+    c1 = x.fresh("c")
+    x(f"{c1} = icmp eq i64 {jt_next}, {width // tw}")
+    x.latch(c1, kend, jh)
+    x.block(kend)
+    x(f"{k_next} = add nuw nsw i64 {k0}, {tw}")
+    c2 = x.fresh("c")
+    x(f"{c2} = icmp eq i64 {k_next}, {k}")
+    x.latch(c2, done, kh)
     x.block(done)
 
 
@@ -551,14 +634,37 @@ def render(specs: list[GemmSpec]) -> str:
 # --- compiled products ------------------------------------------------------------------------
 
 _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t)
+# A product splits its items across the intra-op threads where it is estimated at
+# PARALLEL_MIN_US or more (codegen.jit's threshold for kernels), at FLOP_PER_US.
+FLOP_PER_US = 140_000.0
 
 
 @dataclass(frozen=True)
 class Product:
     """A compiled product: ``objects(id(a), id(b), id(c))`` over array objects (where
-    ``object_strides_ok``)."""
+    ``object_strides_ok``) on the calling thread; ``run(a, b, c)`` the same, its items
+    split across the intra-op threads where it is large enough (``split``)."""
     spec: GemmSpec
     objects: ctypes._CFuncPtr
+    chunks: int  # address of the items entry with the kernels' ABI
+    items: int
+    split: bool
+
+    def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
+        """The product into ``c`` on ``runtime.get_num_threads()`` threads at most (the
+        native pool's); the same bits on any number."""
+        threads = min(get_num_threads(), self.items) if self.split else 1
+        if threads <= 1:
+            self.objects(id(a), id(b), id(c))
+            return
+        table = (ctypes.c_size_t * 3)(id(a), id(b), id(c))
+        pool.run_checked(self.chunks, ctypes.addressof(table), 0,
+                         _bounds(self.items, threads), threads)
+
+
+@functools.lru_cache(maxsize=256)
+def _bounds(items: int, chunks: int) -> ctypes.Array:
+    return (ctypes.c_int64 * (chunks + 1))(*(items * c // chunks for c in range(chunks + 1)))
 
 
 class _Module:
@@ -593,9 +699,12 @@ def compiled(specs: list[GemmSpec], cache_dir: str | os.PathLike[str] | None = N
                 products = {}
                 for s in set(specs):
                     address = engine.get_function_address(s.name)
-                    if not address:
+                    chunks = engine.get_function_address(s.name + ".chunks")
+                    if not address or not chunks:
                         raise RuntimeError(f"product {s.name} not found in its object code")
-                    products[s] = Product(s, _OBJECTS_FN(address))
+                    flop = 2 * s.batch * s.m * s.n * s.k
+                    products[s] = Product(s, _OBJECTS_FN(address), chunks, items(s),
+                                          flop / FLOP_PER_US >= PARALLEL_MIN_US)
             module = _modules[key] = _Module(engine, products)
     return {s: module.products[s] for s in specs}
 
@@ -612,5 +721,5 @@ def matmul(a: np.ndarray, b: np.ndarray, cache_dir: str | os.PathLike[str] | Non
     if spec is None:
         return np.matmul(a, b)
     out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (spec.m, spec.n), a.dtype)
-    compiled([spec], cache_dir)[spec].objects(id(a), id(b), id(out))
+    compiled([spec], cache_dir)[spec].run(a, b, out)
     return out

@@ -460,7 +460,11 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
     src.line(f"if {' and '.join(tests)}:")
     src.line(f"    {out} = {src.name('empty', np.empty)}({src.name(f'shape{n}', tuple(s.shape))}, "
              f"{src.name(f't{n}', s.dtype.np)})")
-    src.line(f"    {src.name(f'product{n}', product.objects)}(_id({ba}), _id({bb}), _id({out}))")
+    if product.split:  # large: across the intra-op threads (Product.run)
+        src.line(f"    {src.name(f'product{n}', product.run)}({ba}, {bb}, {out})")
+    else:
+        src.line(f"    {src.name(f'product{n}', product.objects)}(_id({ba}), _id({bb}), "
+                 f"_id({out}))")
     src.line("else:")
     src.line(f"    {out} = {src.name('matmul', np.matmul)}({ba}, {bb})")
     known.contiguous.add(s.out)
@@ -478,7 +482,7 @@ def checked_product(call: Any, product: Any, prim: Any) -> Callable[[Any, Any], 
                 and b.dtype == dtype and a.shape == shape_a and b.shape == shape_b
                 and strides_a in (None, a.strides) and strides_b in (None, b.strides)):
             out = np.empty(shape, dtype)
-            product.objects(id(a), id(b), id(out))
+            product.run(a, b, out)
             return out
         return prim.impl(np, a, b)
 

@@ -42,7 +42,8 @@ def _close(got: np.ndarray, a: np.ndarray, b: np.ndarray) -> None:
 
 
 SHAPES = [(1, 1, 1), (7, 5, 3), (13, 17, 33), (32, 64, 64), (32, 64, 10), (10, 32, 64),
-          (64, 8, 128), (6, 3, 16), (5, 16, 65), (64, 128, 128), (3, 300, 2)]
+          (64, 8, 128), (6, 3, 16), (5, 16, 65), (64, 128, 128), (3, 300, 2), (5, 256, 70),
+          (9, 512, 128)]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -81,8 +82,8 @@ def test_same_bits_every_call_and_row_blocks_overlap_consistently():
     ((4, 4), (4, 4), np.int64, "integer"),
     ((4,), (4, 4), np.float32, "1-D"),
     ((2, 1, 4, 4), (1, 3, 4, 4), np.float32, "batches broadcast against each other"),
-    ((512, 512), (512, 512), np.float32, "over MAX_FLOP"),
-    ((1, 4096), (4096, 64), np.float32, "packed B over PACK_BYTES"),
+    ((1, 4096), (4096, 64), np.float32, "a packed panel over PACK_BYTES"),
+    ((2, 8192), (8192, 3), np.float64, "a packed panel over PACK_BYTES"),
     ((4, 5), (6, 4), np.float32, "mismatched k"),
     ((0, 5), (5, 4), np.float32, "empty"),
 ])
@@ -116,3 +117,24 @@ def test_one_module_holds_every_spec_and_is_kept():
 
 def test_object_layout_is_checked():
     assert gemm.object_strides_ok()  # CPython: the products' object entry is used
+
+
+def test_a_large_product_splits_across_threads_to_the_same_bits():
+    import runtime as rt
+
+    a, b = _operand((96, 300), "c", np.float32), _operand((300, 700), "t", np.float32)
+    spec = gemm.GemmSpec.of(a.shape, None, b.shape, None, np.float32)
+    product = gemm.compiled([spec])[spec]
+    assert product.split and product.items == 11  # 700 columns: 10 panels of 64, one of 60
+    previous = rt.get_num_threads()
+    try:
+        outs = []
+        for threads in (1, 2, 3):
+            rt.set_num_threads(threads)
+            out = np.empty((96, 700), np.float32)
+            product.run(a, b, out)
+            outs.append(out)
+    finally:
+        rt.set_num_threads(previous)
+    assert all(np.array_equal(outs[0], o) for o in outs[1:])
+    _close(outs[0], a, b)
