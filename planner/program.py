@@ -462,9 +462,10 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
              f"{src.name(f't{n}', s.dtype.np)})")
     if product.split:  # large: across the intra-op threads (Product.run)
         src.line(f"    {src.name(f'product{n}', product.run)}({ba}, {bb}, {out})")
-    else:
-        src.line(f"    {src.name(f'product{n}', product.objects)}(_id({ba}), _id({bb}), "
-                 f"_id({out}))")
+    else:  # its words' address: the program holds the product, which holds them
+        src.name(f"holds{n}", product)
+        src.line(f"    {src.name(f'product{n}', product.entry)}(_id({ba}), _id({bb}), "
+                 f"_id({out}), {src.name(f'dims{n}', product.dims)})")
     src.line("else:")
     src.line(f"    {out} = {src.name('matmul', np.matmul)}({ba}, {bb})")
     known.contiguous.add(s.out)
