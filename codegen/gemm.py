@@ -5,12 +5,13 @@ numpy hands every ``matmul`` to its BLAS (OpenBLAS here), which pays a fixed cos
 (32, 64) @ (64, 64).T float32 product took 5.8 us through ``np.matmul`` on this project's
 2-core VM (45 GFLOP/s) and a (64, 128) @ (128, 128).T one 24 us (87 GFLOP/s). A plan's
 products run here instead, called with their sizes: for each panel of NR columns of C, the
-panel of B is packed on the stack (by contiguous rows; by gathers, or by 8 x 8 tiles
-transposed in registers from K = TILE_MIN_K on, where B's columns are contiguous, as in a
-transposed weight; else element by element; zeros past N), then a register-blocked
+panel of B is packed on the stack (by contiguous rows; by 8 x 8 tiles transposed in
+registers, or by gathers where K is no multiple of 8, where B's columns are contiguous, as in
+a transposed weight; else element by element; zeros past N), then a register-blocked
 micro-kernel keeps an MR x NR block of C in vector registers while it walks K, broadcasting
 one element of A per row, so A may have any strides. Row and column strides are read from
-the operands' array objects at each call, so any layout runs the same code. The code holds
+the operands' array objects at each call, and so are the batch's (any axes broadcast), so
+any layout runs the same code. The code holds
 no shape: it is compiled once per machine (about 0.1 s, then read from the compiled-code
 cache) and loaded once per process, whatever products a plan has.
 
@@ -21,12 +22,11 @@ mlp_large's and gpt's shapes where OpenBLAS reached 221 to 307, one thread 144 t
 117 to 150.
 
 ``GemmSpec.of`` says whether a product qualifies (float32 or float64, both operands at least
-2-D, batch dimensions equal or absent and flattening into one stride, a packed panel of B of
-at most PACK_BYTES); ``compiled(specs)`` gives ``Product``s, called over array objects (data
-pointer, nd and strides read at ``ARRAY_DATA_OFFSET``, ``ND_OFFSET`` and ``STRIDES_OFFSET``,
-checked by ``object_strides_ok``). The caller guarantees the rest: numpy arrays of the spec's
-dtype and shapes, a batched operand's batch stride the spec's, and ``c`` a fresh C-contiguous
-array of the product's shape.
+2-D, batch dimensions that broadcast, a packed panel of B of at most PACK_BYTES); ``compiled(specs)`` gives ``Product``s, called over array objects (data
+pointer, nd, dimensions and strides read at ``ARRAY_DATA_OFFSET``, ``ND_OFFSET``,
+``DIMS_OFFSET`` and ``STRIDES_OFFSET``, checked by ``object_strides_ok``). The caller
+guarantees the rest: numpy arrays of the spec's dtype and of shapes whose product it is, and
+``c`` a fresh C-contiguous array of the product's shape.
 
 Sums run in a fixed order (k from 0 to K - 1, one fused multiply-add a step into one
 accumulator per element), so a product's bits do not depend on threads or on the call; they
@@ -50,9 +50,10 @@ from codegen.jit import PARALLEL_MIN_US
 from codegen.llvm_emit import ARRAY_DATA_OFFSET
 from runtime._threads import get_num_threads
 
-# where a numpy array object keeps nd (an int) and its strides pointer (PyArrayObject_fields:
-# after the data pointer come nd and the dimensions pointer); ``object_strides_ok`` checks both
+# where a numpy array object keeps nd (an int), its dimensions and its strides pointers
+# (PyArrayObject_fields, after the data pointer); ``object_strides_ok`` checks all three
 ND_OFFSET = ARRAY_DATA_OFFSET + 8
+DIMS_OFFSET = ARRAY_DATA_OFFSET + 16
 STRIDES_OFFSET = ARRAY_DATA_OFFSET + 24
 
 # A packed panel of B (K x NR) lives on the stack of the thread computing it: K at most
@@ -63,11 +64,10 @@ PACK_BYTES = 256 * 1024
 # vector registers of x86-64 with AVX-512, with NV vectors of B and one broadcast of A)
 MR = 6
 NV = 4
-# A transposed B of at least TILE_MIN_K rows is packed by tiles transposed in registers
-# (TILE_BYTES-wide vectors: 8 x 8 float32): for mlp_large's (1024, 1024).T the gathers took
-# 1.6 cycles an element and the product ran at 104 GFLOP/s against 139 untransposed. Smaller
-# ones gather.
-TILE_MIN_K = 256
+# A transposed B (columns contiguous) is packed by tiles transposed in registers
+# (TILE_BYTES-wide vectors: 8 x 8 float32) where K is a multiple of the tile: gathers took 1.6
+# cycles an element, and mlp_large's (128, 1024) @ (1024, 1024).T ran at 104 GFLOP/s against
+# 141 by tiles.
 TILE_BYTES = 32
 # A product splits its items across the intra-op threads where it is estimated at
 # PARALLEL_MIN_US or more (codegen.jit's threshold for kernels), at FLOP_PER_US.
@@ -76,7 +76,7 @@ FLOP_PER_US = 140_000.0
 _TYPES = {"float32": "float", "float64": "double"}
 _INTRINSIC = {"float32": "f32", "float64": "f64"}
 # the i64 words a product's call reads (``Product.dims``)
-_BATCH, _M, _N, _K, _SAB, _SBB, _PANELS, _ITEMS = range(8)
+_BATCH, _M, _N, _K, _PANELS, _ITEMS = range(6)
 
 
 @functools.cache
@@ -95,70 +95,40 @@ def panel_width(dtype: str) -> int:
 
 @dataclass(frozen=True)
 class GemmSpec:
-    """One product ``C[b] = A[b] @ B[b]`` for b < batch: A is (m, k), B is (k, n), C a fresh
-    C-contiguous (batch, m, n) array. Row and column strides are read from the operands'
-    array objects at each call (any layout); the byte stride between a batched operand's
-    matrices is the spec's (``a_batch``, ``b_batch``: 0 for a 2-D operand, broadcast over
-    the batch), which the caller makes sure of."""
+    """One product ``C[b] = A[b] @ B[b]`` over the broadcast batch (``batch`` matrices): A
+    is (m, k), B is (k, n), C a fresh C-contiguous array of the batch's shape and (m, n).
+    Everything about the operands' layouts (strides, which batch dimensions broadcast) is
+    read from their array objects at each call: any layout runs the same code."""
 
     dtype: str
     batch: int
     m: int
     n: int
     k: int
-    a_batch: int
-    b_batch: int
 
     @classmethod
-    def of(cls, a_shape: tuple[int, ...], a_strides: tuple[int, ...] | None,
-           b_shape: tuple[int, ...], b_strides: tuple[int, ...] | None, dtype: np.dtype
+    def of(cls, a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: np.dtype
            ) -> GemmSpec | None:
-        """The spec of ``matmul(a, b)`` for operands of these shapes and byte strides (those
-        of a 2-D operand are not needed: None will do), or None where a generated product
-        does not apply (numpy's matmul then runs)."""
+        """The spec of ``matmul(a, b)`` for operands of these shapes, or None where a
+        generated product does not apply (numpy's matmul then runs)."""
         dtype = np.dtype(dtype)
         if dtype.name not in _TYPES or len(a_shape) < 2 or len(b_shape) < 2:
             return None
         (m, k), (k2, n) = a_shape[-2:], b_shape[-2:]
-        if k != k2 or min(m, n, k) < 1:
+        if k != k2 or min(m, n, k) < 1 or k * panel_width(dtype.name) * dtype.itemsize > \
+                PACK_BYTES:
             return None
-        a_batch, b_batch = a_shape[:-2], b_shape[:-2]
-        if a_batch and b_batch and a_batch != b_batch:
-            return None  # broadcasting between batches: numpy
-        batch = math.prod(a_batch or b_batch)
-        if batch < 1 or k * panel_width(dtype.name) * dtype.itemsize > PACK_BYTES:
+        try:
+            batch = math.prod(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
+        except ValueError:
             return None
-        outer = []
-        for shape, strides in ((a_shape, a_strides), (b_shape, b_strides)):
-            if len(shape) == 2:
-                outer.append(0)
-                continue
-            stride = None if strides is None or len(strides) != len(shape) else \
-                _batch_stride(shape, strides)
-            if stride is None:
-                return None
-            outer.append(stride)
-        return cls(dtype.name, batch, m, n, k, outer[0], outer[1])
+        return cls(dtype.name, batch, m, n, k) if batch >= 1 else None
 
     def dims(self) -> tuple[int, ...]:
-        """The words the product's call reads: batch, m, n, k, the batch strides of A and B
-        in bytes, the panels of a matrix and the items of the call."""
+        """The words the product's call reads: batch, m, n, k, the panels of a matrix and the
+        items of the call."""
         panels = -(-self.n // panel_width(self.dtype))
-        return (self.batch, self.m, self.n, self.k, self.a_batch, self.b_batch, panels,
-                self.batch * panels)
-
-
-def _batch_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """The one byte stride that walks an operand's batch dimensions in C order (0 where
-    there are none, or all of size 1), or None where they do not flatten into one (numpy
-    then runs); also a non-negative one."""
-    dims = [(d, s) for d, s in zip(shape[:-2], strides[:-2]) if d != 1]
-    if not dims:
-        return 0
-    for (_, outer), (inner_d, inner) in zip(dims, dims[1:]):
-        if outer != inner * inner_d:
-            return None
-    return dims[-1][1] if dims[-1][1] >= 0 else None
+        return (self.batch, self.m, self.n, self.k, panels, self.batch * panels)
 
 
 @functools.cache
@@ -172,11 +142,13 @@ def object_strides_ok() -> bool:
         return False
     base = np.arange(24.0).reshape(4, 6)
     for a in (base, base.T, base[1:3, ::2], np.empty((3, 2, 5), np.float32).transpose(1, 0, 2)):
-        pointer = ctypes.c_void_p.from_address(id(a) + STRIDES_OFFSET).value
         nd = ctypes.c_int.from_address(id(a) + ND_OFFSET).value
-        if nd != a.ndim or not pointer or \
-                tuple((ctypes.c_int64 * nd).from_address(pointer)) != a.strides:
+        if nd != a.ndim:
             return False
+        for offset, want in ((DIMS_OFFSET, a.shape), (STRIDES_OFFSET, a.strides)):
+            pointer = ctypes.c_void_p.from_address(id(a) + offset).value
+            if not pointer or tuple((ctypes.c_int64 * nd).from_address(pointer)) != want:
+                return False
     return True
 
 
@@ -281,18 +253,24 @@ def _function(dtype: str) -> tuple[str, str]:
     for v in "abc":
         x(f"%{v}.field = getelementptr inbounds i8, ptr %{v}.obj, i64 {ARRAY_DATA_OFFSET}")
         x(f"%{v}0 = load ptr, ptr %{v}.field, align 8")
-    for v in "ab":  # row and column strides: the last two of the object's strides
+    for v in "abc":  # nd, dimensions and strides
         x(f"%{v}.ndp = getelementptr inbounds i8, ptr %{v}.obj, i64 {ND_OFFSET}")
         x(f"%{v}.nd32 = load i32, ptr %{v}.ndp, align 4")
         x(f"%{v}.nd = sext i32 %{v}.nd32 to i64")
+        x(f"%{v}.dpp = getelementptr inbounds i8, ptr %{v}.obj, i64 {DIMS_OFFSET}")
+        x(f"%{v}.dp = load ptr, ptr %{v}.dpp, align 8")
         x(f"%{v}.spp = getelementptr inbounds i8, ptr %{v}.obj, i64 {STRIDES_OFFSET}")
         x(f"%{v}.sp = load ptr, ptr %{v}.spp, align 8")
+    x("%cb = sub i64 %c.nd, 2")  # C's batch axes: the batch of the call
+    x("%cb.last = sub i64 %c.nd, 3")
+    x("%has.batch = icmp sgt i64 %cb, 0")
+    for v in "ab":  # row and column strides: the last two of the object's strides
+        x(f"%{v}.shift = sub i64 %{v}.nd, %c.nd")  # its axis for C's axis j: j + shift
         for j, back in ((0, 2), (1, 1)):
             x(f"%{v}.i{j} = sub i64 %{v}.nd, {back}")
             x(f"%{v}.s{j}p = getelementptr inbounds i64, ptr %{v}.sp, i64 %{v}.i{j}")
             x(f"%{v}.s{j} = load i64, ptr %{v}.s{j}p, align 8")
-    for word, name in ((_M, "m"), (_N, "n"), (_K, "k"), (_SAB, "sab"), (_SBB, "sbb"),
-                       (_PANELS, "panels")):
+    for word, name in ((_M, "m"), (_N, "n"), (_K, "k"), (_PANELS, "panels")):
         x(f"%{name}.p = getelementptr inbounds i64, ptr %dims, i64 {word}")
         x(f"%{name} = load i64, ptr %{name}.p, align 8")
     x("%cmat = mul i64 %m, %n")
@@ -311,8 +289,8 @@ def _function(dtype: str) -> tuple[str, str]:
     def item(it: str) -> None:
         x(f"%bi = udiv i64 {it}, %panels")
         x(f"%p = urem i64 {it}, %panels")
-        for v, stride in (("a", "%sab"), ("b", "%sbb")):
-            x(f"%{v}.off = mul i64 %bi, {stride}")
+        _batch_offsets(x)
+        for v in "ab":
             x(f"%{v} = getelementptr i8, ptr %{v}0, i64 %{v}.off")
         x("%c.off = mul i64 %bi, %cbytes")
         x("%c = getelementptr i8, ptr %c0, i64 %c.off")
@@ -322,14 +300,8 @@ def _function(dtype: str) -> tuple[str, str]:
         x(f"%w = select i1 %short, i64 %rem, i64 {nr}")
         x("%bj.off = mul i64 %j0, %b.s1")
         x("%bj = getelementptr i8, ptr %b, i64 %bj.off")
-        x("br i1 %short, label %zero, label %pack")
-        x.block("zero")  # the columns past N are zeros
-        x("call void @llvm.memset.p0.i64(ptr align 64 %bp, i8 0, i64 %panel.bytes, i1 false)")
-        x("br label %pack")
-        x.block("pack")
-        _pack(x, dtype, t, size, vl, nr)
         lane_ids = "<" + ", ".join(f"i64 {i}" for i in range(vl)) + ">"
-        masks = []
+        masks = []  # the panel's columns below N, vector by vector
         for v in range(NV):
             wv = x.fresh("wv")
             x(f"{wv} = sub i64 %w, {v * vl}")
@@ -337,13 +309,19 @@ def _function(dtype: str) -> tuple[str, str]:
             mask = x.fresh("mask")
             x(f"{mask} = icmp slt <{vl} x i64> {lane_ids}, {spl}")
             masks.append(mask)
+        _pack(x, dtype, t, size, vl, nr, masks)
+        # as many vectors as the panel's columns need: 4, 2 or 1 (NV_CHOICES)
         x(f"%thin = icmp sle i64 %w, {vl}")
+        x(f"%half = icmp sle i64 %w, {2 * vl}")
         x("br i1 %tall, label %tall.rows, label %one.rows")
         for rows, label in ((MR, "tall.rows"), (1, "one.rows")):
             x.block(label)
-            wide, thin = x.label("wide"), x.label("thin")
-            x(f"br i1 %thin, label %{thin}, label %{wide}")
-            for vectors, block in ((NV, wide), (1, thin)):
+            wide, half, thin, not_thin = (x.label(h) for h in ("wide", "half", "thin",
+                                                                 "not.thin"))
+            x(f"br i1 %thin, label %{thin}, label %{not_thin}")
+            x.block(not_thin)
+            x(f"br i1 %half, label %{half}, label %{wide}")
+            for vectors, block in ((NV, wide), (2, half), (1, thin)):
                 x.block(block)
                 _micro(x, dtype, t, vt, vl, nr, rows, vectors, masks)
                 x("br label %item.end")
@@ -370,19 +348,56 @@ def _function(dtype: str) -> tuple[str, str]:
             "i64 %end)\n  ret void\n}\n\n", x.metadata())
 
 
-def _pack(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> None:
+def _batch_offsets(x: _Text) -> None:
+    """``%a.off``, ``%b.off``: the byte offsets of matrix ``%bi`` of the batch in A and B.
+    ``%bi`` runs over C's batch axes in C order; an operand's axis for C's axis j is
+    j + shift (absent where negative), and one of size 1 broadcasts (offset 0 along it)."""
+    x("br label %bo.entry")
+    x.block("bo.entry")
+    x("br i1 %has.batch, label %bo, label %bo.done")
+    x.block("bo")
+    x("%bo.j = phi i64 [%cb.last, %bo.entry], [%bo.j.next, %bo]")
+    x("%bo.rem = phi i64 [%bi, %bo.entry], [%bo.rem.next, %bo]")
+    for v in "ab":
+        x(f"%bo.{v} = phi i64 [0, %bo.entry], [%bo.{v}.next, %bo]")
+    x("%bo.cdp = getelementptr inbounds i64, ptr %c.dp, i64 %bo.j")
+    x("%bo.cd = load i64, ptr %bo.cdp, align 8")
+    x("%bo.idx = urem i64 %bo.rem, %bo.cd")
+    x("%bo.rem.next = udiv i64 %bo.rem, %bo.cd")
+    for v in "ab":
+        x(f"%bo.{v}.ax = add i64 %bo.j, %{v}.shift")
+        x(f"%bo.{v}.in = icmp sge i64 %bo.{v}.ax, 0")
+        x(f"%bo.{v}.axc = select i1 %bo.{v}.in, i64 %bo.{v}.ax, i64 0")
+        x(f"%bo.{v}.dptr = getelementptr inbounds i64, ptr %{v}.dp, i64 %bo.{v}.axc")
+        x(f"%bo.{v}.d = load i64, ptr %bo.{v}.dptr, align 8")
+        x(f"%bo.{v}.sptr = getelementptr inbounds i64, ptr %{v}.sp, i64 %bo.{v}.axc")
+        x(f"%bo.{v}.s = load i64, ptr %bo.{v}.sptr, align 8")
+        x(f"%bo.{v}.real = icmp ne i64 %bo.{v}.d, 1")
+        x(f"%bo.{v}.use = and i1 %bo.{v}.in, %bo.{v}.real")
+        x(f"%bo.{v}.step = mul i64 %bo.idx, %bo.{v}.s")
+        x(f"%bo.{v}.add = select i1 %bo.{v}.use, i64 %bo.{v}.step, i64 0")
+        x(f"%bo.{v}.next = add i64 %bo.{v}, %bo.{v}.add")
+    x("%bo.j.next = sub i64 %bo.j, 1")
+    x("%bo.end = icmp slt i64 %bo.j.next, 0")
+    x.latch("%bo.end", "bo.done", "bo")
+    x.block("bo.done")
+    for v in "ab":
+        x(f"%{v}.off = phi i64 [0, %bo.entry], [%bo.{v}.next, %bo]")
+
+
+def _pack(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int, masks: list[str]) -> None:
     """Pack the panel's ``%w`` columns of B from ``%bj`` into ``%bp``: ``bp[kk * NR + jj] =
-    bj[kk * sbk + jj * sbn]`` (byte strides ``%b.s0``, ``%b.s1``), the way B's layout allows:
-    rows contiguous (``w`` contiguous elements a k: LLVM vectorizes the copy), columns
-    contiguous in a full panel (VL columns a gather, or TILE x TILE tiles transposed in
-    registers from K = TILE_MIN_K on), else element by element."""
+    bj[kk * sbk + jj * sbn]`` (byte strides ``%b.s0``, ``%b.s1``), zeros past ``%w``, the way
+    B's layout allows: rows contiguous (a k's columns as NV masked vector loads), columns
+    contiguous in a full panel (TILE x TILE tiles transposed in registers where K is a
+    multiple of TILE, else VL columns a gather), else element by element."""
     done = x.label("pack.done")
     rows, not_rows, cols, other = (x.label(h) for h in ("pack.rows", "pack.nr", "pack.cols",
                                                          "pack.any"))
     x(f"%rows.contiguous = icmp eq i64 %b.s1, {size}")
     x(f"br i1 %rows.contiguous, label %{rows}, label %{not_rows}")
     x.block(rows)
-    _pack_elements(x, t, nr, f"{size}", "%b.s0", columns_inner=True)
+    _pack_rows(x, dtype, t, size, vl, nr, masks)
     x(f"br label %{done}")
     x.block(not_rows)
     x(f"%cols.contiguous = icmp eq i64 %b.s0, {size}")
@@ -392,10 +407,8 @@ def _pack(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> None:
     x.block(cols)
     tile = TILE_BYTES // size
     tiles, gathers = x.label("pack.tiles"), x.label("pack.gathers")
-    x(f"%k.big = icmp sge i64 %k, {TILE_MIN_K}")
     x(f"%k.rest = urem i64 %k, {tile}")
-    x("%k.whole = icmp eq i64 %k.rest, 0")
-    x("%use.tiles = and i1 %k.big, %k.whole")
+    x("%use.tiles = icmp eq i64 %k.rest, 0")
     x(f"br i1 %use.tiles, label %{tiles}, label %{gathers}")
     x.block(tiles)
     _pack_tiles(x, t, size, nr, tile)
@@ -404,9 +417,38 @@ def _pack(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> None:
     _pack_gathers(x, dtype, t, size, vl, nr)
     x(f"br label %{done}")
     x.block(other)
+    zero = x.label("pack.zero")
+    x(f"br i1 %short, label %{zero}, label %{zero}.done")
+    x.block(zero)  # the columns past N are zeros
+    x("call void @llvm.memset.p0.i64(ptr align 64 %bp, i8 0, i64 %panel.bytes, i1 false)")
+    x(f"br label %{zero}.done")
+    x.block(f"{zero}.done")
     _pack_elements(x, t, nr, "%b.s1", "%b.s0", columns_inner=False)
     x(f"br label %{done}")
     x.block(done)
+
+
+def _pack_rows(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int,
+               masks: list[str]) -> None:
+    """A panel whose rows are contiguous in B: each k's columns as NV vector loads masked to
+    the panel's columns (zeros past them), stored whole."""
+    vt = f"<{vl} x {t}>"
+
+    def row(kk: str) -> None:
+        off, base, d0 = x.fresh("rk"), x.fresh("rb"), x.fresh("rd")
+        x(f"{off} = mul i64 {kk}, %b.s0")
+        x(f"{base} = getelementptr i8, ptr %bj, i64 {off}")
+        x(f"{d0} = mul i64 {kk}, {nr}")
+        for v in range(NV):
+            src, val, d1, dst = x.fresh("rs"), x.fresh("rv"), x.fresh("rd1"), x.fresh("rdp")
+            x(f"{src} = getelementptr inbounds {t}, ptr {base}, i64 {v * vl}")
+            x(f"{val} = call {vt} @llvm.masked.load.v{vl}{_INTRINSIC[dtype]}.p0(ptr {src}, "
+              f"i32 1, <{vl} x i1> {masks[v]}, {vt} zeroinitializer)")
+            x(f"{d1} = add i64 {d0}, {v * vl}")
+            x(f"{dst} = getelementptr inbounds {t}, ptr %bp, i64 {d1}")
+            x(f"store {vt} {val}, ptr {dst}, align 64")
+
+    _loop(x, "rk", "0", "%k", row)
 
 
 def _pack_elements(x: _Text, t: str, nr: int, sbn: str, sbk: str, columns_inner: bool) -> None:
@@ -591,6 +633,7 @@ def render(dtype: str) -> str:
     declares = [
         f"declare <{vl} x {t}> @llvm.fma.v{vl}{f}(<{vl} x {t}>, <{vl} x {t}>, <{vl} x {t}>)",
         f"declare void @llvm.masked.store.v{vl}{f}.p0(<{vl} x {t}>, ptr, i32, <{vl} x i1>)",
+        f"declare <{vl} x {t}> @llvm.masked.load.v{vl}{f}.p0(ptr, i32, <{vl} x i1>, <{vl} x {t}>)",
         f"declare <{vl} x {t}> @llvm.masked.gather.v{vl}{f}.v{vl}p0(<{vl} x ptr>, i32, "
         f"<{vl} x i1>, <{vl} x {t}>)",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
@@ -692,7 +735,7 @@ def matmul(a: np.ndarray, b: np.ndarray, cache_dir: str | os.PathLike[str] | Non
     spec = None
     if a.dtype == b.dtype and type(a) is np.ndarray and type(b) is np.ndarray \
             and object_strides_ok():
-        spec = GemmSpec.of(a.shape, a.strides, b.shape, b.strides, a.dtype)
+        spec = GemmSpec.of(a.shape, b.shape, a.dtype)
     if spec is None:
         return np.matmul(a, b)
     out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (spec.m, spec.n), a.dtype)

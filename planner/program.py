@@ -440,11 +440,11 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
                   product: Any) -> None:
     """A matmul step as its generated product (planner.products), in every program alike,
     so that a plan's products round the same way on every path. Where both operands are
-    known to be numpy arrays of their planned dtype, the shape tests (and a batched
-    operand's stride test) make every address the product reads an element of its operand,
-    and it writes a fresh C-contiguous array of the step's shape; numpy's matmul runs where
-    they fail. Elsewhere ``checked_product`` tests it all, then checks the result as the
-    interpreter does."""
+    known to be numpy arrays of their planned dtype, a test of their shapes makes every
+    address the product reads an element of its operand (it reads their layouts from the
+    arrays), and it writes a fresh C-contiguous array of the step's shape; numpy's matmul
+    runs where the test fails. Elsewhere ``checked_product`` tests it all, then the result
+    is checked as the interpreter does."""
     a, b = s.buffers
     n = lit(s.out)
     out, ba, bb = src.buf(s.out), src.buf(a), src.buf(b)
@@ -453,12 +453,10 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
         src.line(f"{out} = {fn}({ba}, {bb})")
         _emit_check(src, s)
         return
-    tests = [f"{name}.{what} == {src.name(f'{what}{n}_{j}', value)}"
-             for j, (name, layout) in enumerate(((ba, call.a), (bb, call.b)))
-             for what, value in zip(("shape", "strides"), layout) if value is not None]
     src.names["_id"] = id
-    src.line(f"if {' and '.join(tests)}:")
-    src.line(f"    {out} = {src.name('empty', np.empty)}({src.name(f'shape{n}', tuple(s.shape))}, "
+    src.line(f"if {ba}.shape == {src.name(f'shape{n}_0', call.a)} and "
+             f"{bb}.shape == {src.name(f'shape{n}_1', call.b)}:")
+    src.line(f"    {out} = {src.name('empty', np.empty)}({src.name(f'shape{n}', call.out)}, "
              f"{src.name(f't{n}', s.dtype.np)})")
     if product.split:  # large: across the intra-op threads (Product.run)
         src.line(f"    {src.name(f'product{n}', product.run)}({ba}, {bb}, {out})")
@@ -472,17 +470,14 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
 
 
 def checked_product(call: Any, product: Any, prim: Any) -> Callable[[Any, Any], Any]:
-    """``f(a, b)``: the product where ``a`` and ``b`` are numpy arrays of its dtype, shapes
-    and (batched) strides, else the primitive's impl."""
+    """``f(a, b)``: the product where ``a`` and ``b`` are numpy arrays of its dtype and
+    shapes, else the primitive's impl."""
     dtype = np.dtype(call.spec.dtype)
-    (shape_a, strides_a), (shape_b, strides_b) = call.a, call.b
-    shape = (*np.broadcast_shapes(shape_a[:-2], shape_b[:-2]), call.spec.m, call.spec.n)
 
     def run(a: Any, b: Any) -> Any:
         if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype
-                and b.dtype == dtype and a.shape == shape_a and b.shape == shape_b
-                and strides_a in (None, a.strides) and strides_b in (None, b.strides)):
-            out = np.empty(shape, dtype)
+                and b.dtype == dtype and a.shape == call.a and b.shape == call.b):
+            out = np.empty(call.out, dtype)
             product.run(a, b, out)
             return out
         return prim.impl(np, a, b)
