@@ -36,6 +36,7 @@ differ from BLAS's by rounding only.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import math
 import os
@@ -60,10 +61,10 @@ STRIDES_OFFSET = ARRAY_DATA_OFFSET + 24
 # PACK_BYTES / (NR * itemsize), 1024 float32 rows of NR = 64 (the threads Python starts get
 # 8 MiB stacks).
 PACK_BYTES = 256 * 1024
-# the micro-kernel: MR rows of A times NV vectors of B, MR x NV accumulators (24 of the 32
-# vector registers of x86-64 with AVX-512, with NV vectors of B and one broadcast of A)
+# the micro-kernel: MR rows of A times NV vectors of B, MR x NV accumulators: 6 x 4 = 24 of
+# the 32 vector registers of AVX-512, with NV vectors of B and one broadcast of A; 6 x 2 = 12
+# of 16 elsewhere (``vectors()``)
 MR = 6
-NV = 4
 # A transposed B (columns contiguous) is packed by tiles transposed in registers
 # (TILE_BYTES-wide vectors: 8 x 8 float32) where K is a multiple of the tile: gathers took 1.6
 # cycles an element, and mlp_large's (128, 1024) @ (1024, 1024).T ran at 104 GFLOP/s against
@@ -76,7 +77,7 @@ FLOP_PER_US = 140_000.0
 _TYPES = {"float32": "float", "float64": "double"}
 _INTRINSIC = {"float32": "f32", "float64": "f64"}
 # the i64 words a product's call reads (``Product.dims``)
-_BATCH, _M, _N, _K, _PANELS, _ITEMS = range(6)
+_BATCH, _M, _N, _K, _PANELS, _ITEMS, _ADD = range(7)
 
 
 @functools.cache
@@ -88,9 +89,16 @@ def lanes(dtype: str) -> int:
     return bits // (8 * np.dtype(dtype).itemsize)
 
 
+@functools.cache
+def vectors() -> int:
+    """NV: vectors of B a micro-kernel step holds, as many as the host's registers allow."""
+    _, features = target.host()
+    return 4 if "+avx512f" in features.split(",") else 2
+
+
 def panel_width(dtype: str) -> int:
     """NR: columns of C a packed panel of B holds."""
-    return NV * lanes(dtype)
+    return vectors() * lanes(dtype)
 
 
 @dataclass(frozen=True)
@@ -105,6 +113,7 @@ class GemmSpec:
     m: int
     n: int
     k: int
+    addend: bool = False  # C = A @ B + E: E added to the rounded product as it is stored
 
     @classmethod
     def of(cls, a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: np.dtype
@@ -125,10 +134,11 @@ class GemmSpec:
         return cls(dtype.name, batch, m, n, k) if batch >= 1 else None
 
     def dims(self) -> tuple[int, ...]:
-        """The words the product's call reads: batch, m, n, k, the panels of a matrix and the
-        items of the call."""
+        """The words the product's call reads: batch, m, n, k, the panels of a matrix, the
+        items of the call and whether it adds an addend."""
         panels = -(-self.n // panel_width(self.dtype))
-        return (self.batch, self.m, self.n, self.k, panels, self.batch * panels)
+        return (self.batch, self.m, self.n, self.k, panels, self.batch * panels,
+                int(self.addend))
 
 
 @functools.cache
@@ -238,22 +248,24 @@ def _loop(x: _Text, hint: str, start: str, count: str, body, step: int = 1,
 
 def _function(dtype: str) -> tuple[str, str]:
     """The IR of the products of ``dtype`` (see the module's docstring): the item loop
-    ``gemm.DTYPE.items(ptr a, ptr b, ptr c, ptr dims, i64 start, i64 end)`` over array
-    objects and the product's words, and its two entries, ``gemm.DTYPE(i64 a, i64 b, i64 c,
-    i64 dims)`` (every item, on the calling thread) and ``gemm.DTYPE.chunks(ptr objects, i64
-    start, i64 end)`` (a range of items, the kernels' ABI for ``codegen.pool``; objects holds
-    a, b, c and dims). Then its loops' metadata."""
+    ``gemm.DTYPE.items(ptr a, ptr b, ptr c, ptr e, ptr dims, i64 start, i64 end)`` over array
+    objects (``e``: the addend where the product's words say so, else ``c`` again) and the
+    product's words, and its two entries, ``gemm.DTYPE(i64 a, i64 b, i64 c, i64 e, i64 dims)``
+    (every item, on the calling thread) and ``gemm.DTYPE.chunks(ptr objects, i64 start, i64
+    end)`` (a range of items, the kernels' ABI for ``codegen.pool``; objects holds a, b, c, e
+    and dims). Then its loops' metadata."""
     t, vl = _TYPES[dtype], lanes(dtype)
     size = np.dtype(dtype).itemsize
     vt = f"<{vl} x {t}>"
-    nr = NV * vl
+    nv = vectors()
+    nr = nv * vl
     k_max = PACK_BYTES // (nr * size)
     x = _Text(2)
     x.block("entry")
-    for v in "abc":
+    for v in "abce":
         x(f"%{v}.field = getelementptr inbounds i8, ptr %{v}.obj, i64 {ARRAY_DATA_OFFSET}")
         x(f"%{v}0 = load ptr, ptr %{v}.field, align 8")
-    for v in "abc":  # nd, dimensions and strides
+    for v in "abce":  # nd, dimensions and strides
         x(f"%{v}.ndp = getelementptr inbounds i8, ptr %{v}.obj, i64 {ND_OFFSET}")
         x(f"%{v}.nd32 = load i32, ptr %{v}.ndp, align 4")
         x(f"%{v}.nd = sext i32 %{v}.nd32 to i64")
@@ -270,6 +282,22 @@ def _function(dtype: str) -> tuple[str, str]:
             x(f"%{v}.i{j} = sub i64 %{v}.nd, {back}")
             x(f"%{v}.s{j}p = getelementptr inbounds i64, ptr %{v}.sp, i64 %{v}.i{j}")
             x(f"%{v}.s{j} = load i64, ptr %{v}.s{j}p, align 8")
+    # the addend: its columns contiguous (the caller's test), its rows along its second last
+    # axis unless it has none or it is of size 1 (broadcast rows)
+    x("%e.shift = sub i64 %e.nd, %c.nd")
+    x("%e.ra = sub i64 %e.nd, 2")
+    x("%e.has.rows = icmp sge i64 %e.ra, 0")
+    x("%e.rac = select i1 %e.has.rows, i64 %e.ra, i64 0")
+    x("%e.rdp = getelementptr inbounds i64, ptr %e.dp, i64 %e.rac")
+    x("%e.rd = load i64, ptr %e.rdp, align 8")
+    x("%e.rsp = getelementptr inbounds i64, ptr %e.sp, i64 %e.rac")
+    x("%e.rs = load i64, ptr %e.rsp, align 8")
+    x("%e.real = icmp ne i64 %e.rd, 1")
+    x("%e.rows = and i1 %e.has.rows, %e.real")
+    x("%e.s0 = select i1 %e.rows, i64 %e.rs, i64 0")
+    x(f"%add.p = getelementptr inbounds i64, ptr %dims, i64 {_ADD}")
+    x("%add.w = load i64, ptr %add.p, align 8")
+    x("%add = icmp ne i64 %add.w, 0")
     for word, name in ((_M, "m"), (_N, "n"), (_K, "k"), (_PANELS, "panels")):
         x(f"%{name}.p = getelementptr inbounds i64, ptr %dims, i64 {word}")
         x(f"%{name} = load i64, ptr %{name}.p, align 8")
@@ -290,7 +318,7 @@ def _function(dtype: str) -> tuple[str, str]:
         x(f"%bi = udiv i64 {it}, %panels")
         x(f"%p = urem i64 {it}, %panels")
         _batch_offsets(x)
-        for v in "ab":
+        for v in "abe":
             x(f"%{v} = getelementptr i8, ptr %{v}0, i64 %{v}.off")
         x("%c.off = mul i64 %bi, %cbytes")
         x("%c = getelementptr i8, ptr %c0, i64 %c.off")
@@ -302,7 +330,7 @@ def _function(dtype: str) -> tuple[str, str]:
         x("%bj = getelementptr i8, ptr %b, i64 %bj.off")
         lane_ids = "<" + ", ".join(f"i64 {i}" for i in range(vl)) + ">"
         masks = []  # the panel's columns below N, vector by vector
-        for v in range(NV):
+        for v in range(nv):
             wv = x.fresh("wv")
             x(f"{wv} = sub i64 %w, {v * vl}")
             spl = _splat(x, wv, vl, "i64")
@@ -310,7 +338,7 @@ def _function(dtype: str) -> tuple[str, str]:
             x(f"{mask} = icmp slt <{vl} x i64> {lane_ids}, {spl}")
             masks.append(mask)
         _pack(x, dtype, t, size, vl, nr, masks)
-        # as many vectors as the panel's columns need: 4, 2 or 1 (NV_CHOICES)
+        # as many vectors as the panel's columns need: NV, 2 or 1
         x(f"%thin = icmp sle i64 %w, {vl}")
         x(f"%half = icmp sle i64 %w, {2 * vl}")
         x("br i1 %tall, label %tall.rows, label %one.rows")
@@ -321,9 +349,9 @@ def _function(dtype: str) -> tuple[str, str]:
             x(f"br i1 %thin, label %{thin}, label %{not_thin}")
             x.block(not_thin)
             x(f"br i1 %half, label %{half}, label %{wide}")
-            for vectors, block in ((NV, wide), (2, half), (1, thin)):
+            for count, block in ((nv, wide), (min(2, nv), half), (1, thin)):
                 x.block(block)
-                _micro(x, dtype, t, vt, vl, nr, rows, vectors, masks)
+                _micro(x, dtype, t, vt, vl, nr, rows, count, masks)
                 x("br label %item.end")
         x.block("item.end")
 
@@ -334,22 +362,23 @@ def _function(dtype: str) -> tuple[str, str]:
     body = "\n".join(x.lines)
     name = f"gemm.{dtype}"
     return (f'define internal void @"{name}.items"(ptr %a.obj, ptr %b.obj, ptr %c.obj, '
-            f"ptr %dims, i64 %start, i64 %end) #1 {{\n{body}\n}}\n\n"
-            f'define void @"{name}"(i64 %ao, i64 %bo, i64 %co, i64 %do) #0 {{\n'
-            + "".join(f"  %{v} = inttoptr i64 %{v}o to ptr\n" for v in "abcd")
+            f"ptr %e.obj, ptr %dims, i64 %start, i64 %end) #1 {{\n{body}\n}}\n\n"
+            f'define void @"{name}"(i64 %ao, i64 %bo, i64 %co, i64 %eo, i64 %do) #0 {{\n'
+            + "".join(f"  %{v} = inttoptr i64 %{v}o to ptr\n" for v in "abced")
             + f"  %items.p = getelementptr inbounds i64, ptr %d, i64 {_ITEMS}\n"
             "  %items = load i64, ptr %items.p, align 8\n"
-            f'  call void @"{name}.items"(ptr %a, ptr %b, ptr %c, ptr %d, i64 0, i64 %items)\n'
-            "  ret void\n}\n\n"
+            f'  call void @"{name}.items"(ptr %a, ptr %b, ptr %c, ptr %e, ptr %d, i64 0, '
+            "i64 %items)\n  ret void\n}\n\n"
             f'define void @"{name}.chunks"(ptr %objects, i64 %start, i64 %end) #0 {{\n'
             + "".join(f"  %{v}.p = getelementptr inbounds ptr, ptr %objects, i64 {i}\n"
-                      f"  %{v} = load ptr, ptr %{v}.p, align 8\n" for i, v in enumerate("abcd"))
-            + f'  call void @"{name}.items"(ptr %a, ptr %b, ptr %c, ptr %d, i64 %start, '
+                      f"  %{v} = load ptr, ptr %{v}.p, align 8\n" for i, v in enumerate("abced"))
+            + f'  call void @"{name}.items"(ptr %a, ptr %b, ptr %c, ptr %e, ptr %d, i64 %start, '
             "i64 %end)\n  ret void\n}\n\n", x.metadata())
 
 
 def _batch_offsets(x: _Text) -> None:
-    """``%a.off``, ``%b.off``: the byte offsets of matrix ``%bi`` of the batch in A and B.
+    """``%a.off``, ``%b.off``, ``%e.off``: the byte offsets of matrix ``%bi`` of the batch in
+    A, B and the addend.
     ``%bi`` runs over C's batch axes in C order; an operand's axis for C's axis j is
     j + shift (absent where negative), and one of size 1 broadcasts (offset 0 along it)."""
     x("br label %bo.entry")
@@ -358,13 +387,13 @@ def _batch_offsets(x: _Text) -> None:
     x.block("bo")
     x("%bo.j = phi i64 [%cb.last, %bo.entry], [%bo.j.next, %bo]")
     x("%bo.rem = phi i64 [%bi, %bo.entry], [%bo.rem.next, %bo]")
-    for v in "ab":
+    for v in "abe":
         x(f"%bo.{v} = phi i64 [0, %bo.entry], [%bo.{v}.next, %bo]")
     x("%bo.cdp = getelementptr inbounds i64, ptr %c.dp, i64 %bo.j")
     x("%bo.cd = load i64, ptr %bo.cdp, align 8")
     x("%bo.idx = urem i64 %bo.rem, %bo.cd")
     x("%bo.rem.next = udiv i64 %bo.rem, %bo.cd")
-    for v in "ab":
+    for v in "abe":
         x(f"%bo.{v}.ax = add i64 %bo.j, %{v}.shift")
         x(f"%bo.{v}.in = icmp sge i64 %bo.{v}.ax, 0")
         x(f"%bo.{v}.axc = select i1 %bo.{v}.in, i64 %bo.{v}.ax, i64 0")
@@ -381,7 +410,7 @@ def _batch_offsets(x: _Text) -> None:
     x("%bo.end = icmp slt i64 %bo.j.next, 0")
     x.latch("%bo.end", "bo.done", "bo")
     x.block("bo.done")
-    for v in "ab":
+    for v in "abe":
         x(f"%{v}.off = phi i64 [0, %bo.entry], [%bo.{v}.next, %bo]")
 
 
@@ -439,7 +468,7 @@ def _pack_rows(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int,
         x(f"{off} = mul i64 {kk}, %b.s0")
         x(f"{base} = getelementptr i8, ptr %bj, i64 {off}")
         x(f"{d0} = mul i64 {kk}, {nr}")
-        for v in range(NV):
+        for v in range(len(masks)):
             src, val, d1, dst = x.fresh("rs"), x.fresh("rv"), x.fresh("rd1"), x.fresh("rdp")
             x(f"{src} = getelementptr inbounds {t}, ptr {base}, i64 {v * vl}")
             x(f"{val} = call {vt} @llvm.masked.load.v{vl}{_INTRINSIC[dtype]}.p0(ptr {src}, "
@@ -490,7 +519,7 @@ def _pack_gathers(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> 
         x(f"{kb} = mul i64 {kk}, {size}")
         x(f"{base} = getelementptr i8, ptr %bj, i64 {kb}")
         x(f"{d0} = mul i64 {kk}, {nr}")
-        for g in range(NV):
+        for g in range(nr // vl):
             col, start, ptrs, val, d1, dptr = (x.fresh(h) for h in ("gc", "gs", "gp", "gv",
                                                                     "gd1", "gdp"))
             x(f"{col} = mul i64 {g * vl}, %b.s1")
@@ -611,17 +640,37 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, rows: int, v
         x(f"{kc} = icmp eq i64 {kk_next}, %k")
         x.latch(kc, kend, kh)
         x.block(kend)
-        for r in range(rows):
-            row, rs, base = x.fresh("cr"), x.fresh("crs"), x.fresh("cb")
-            x(f"{row} = add i64 {first}, {r}")
-            x(f"{rs} = mul i64 {row}, %n")
-            x(f"{base} = add i64 {rs}, %j0")
-            for v in range(vectors):
-                off, ptr = x.fresh("co"), x.fresh("cptr")
-                x(f"{off} = add i64 {base}, {v * vl}")
-                x(f"{ptr} = getelementptr inbounds {t}, ptr %c, i64 {off}")
-                x(f"call void @llvm.masked.store.v{vl}{f}.p0({vt} {nxt[r][v]}, ptr {ptr}, "
-                  f"i32 {np.dtype(dtype).itemsize}, <{vl} x i1> {masks[v]})")
+        size = np.dtype(dtype).itemsize
+        stores, plain, added = x.label("m.st"), x.label("m.plain"), x.label("m.added")
+        x(f"br i1 %add, label %{added}, label %{plain}")
+        for adding in (True, False):
+            x.block(added if adding else plain)
+            for r in range(rows):
+                row, rs, base = x.fresh("cr"), x.fresh("crs"), x.fresh("cb")
+                x(f"{row} = add i64 {first}, {r}")
+                x(f"{rs} = mul i64 {row}, %n")
+                x(f"{base} = add i64 {rs}, %j0")
+                if adding:
+                    er, eb, ej, ec = x.fresh("er"), x.fresh("eb"), x.fresh("ej"), x.fresh("ec")
+                    x(f"{er} = mul i64 {row}, %e.s0")
+                    x(f"{eb} = getelementptr i8, ptr %e, i64 {er}")
+                    x(f"{ej} = mul i64 %j0, {size}")
+                    x(f"{ec} = getelementptr i8, ptr {eb}, i64 {ej}")
+                for v in range(vectors):
+                    off, ptr, value = x.fresh("co"), x.fresh("cptr"), nxt[r][v]
+                    x(f"{off} = add i64 {base}, {v * vl}")
+                    x(f"{ptr} = getelementptr inbounds {t}, ptr %c, i64 {off}")
+                    if adding:  # the product rounded, then the addend added: the two steps'
+                        ep, ev, sv = x.fresh("ep"), x.fresh("ev"), x.fresh("sum")
+                        x(f"{ep} = getelementptr inbounds {t}, ptr {ec}, i64 {v * vl}")
+                        x(f"{ev} = call {vt} @llvm.masked.load.v{vl}{f}.p0(ptr {ep}, i32 1, "
+                          f"<{vl} x i1> {masks[v]}, {vt} zeroinitializer)")
+                        x(f"{sv} = fadd {vt} {value}, {ev}")
+                        value = sv
+                    x(f"call void @llvm.masked.store.v{vl}{f}.p0({vt} {value}, ptr {ptr}, "
+                      f"i32 {size}, <{vl} x i1> {masks[v]})")
+            x(f"br label %{stores}")
+        x.block(stores)
 
     _loop(x, "blk", "0", blocks, block)
 
@@ -651,7 +700,7 @@ def render(dtype: str) -> str:
 # --- compiled products ------------------------------------------------------------------------
 
 _ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
-                          ctypes.c_size_t)
+                          ctypes.c_size_t, ctypes.c_size_t)
 
 
 @dataclass(frozen=True)
@@ -688,8 +737,9 @@ def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
 
 
 class Product:
-    """A spec's compiled product. ``entry(id(a), id(b), id(c), dims)`` computes it on the
-    calling thread (``dims``: the address of its words, kept alive here); ``run(a, b, c)``
+    """A spec's compiled product. ``entry(id(a), id(b), id(c), id(e), dims)`` computes it on
+    the calling thread (``e``: the addend, or ``c`` for a spec without; ``dims``: the address
+    of its words, kept alive here); ``run(a, b, c, e)``
     the same, its items split across the intra-op threads where it is large enough
     (``split``)."""
 
@@ -697,20 +747,29 @@ class Product:
         self.spec = spec
         self._module = module
         self.entry = module.entry
-        self.words = (ctypes.c_int64 * 8)(*spec.dims())
+        self.words = (ctypes.c_int64 * 7)(*spec.dims())
         self.dims = ctypes.addressof(self.words)
         self.items = spec.dims()[_ITEMS]
         flop = 2 * spec.batch * spec.m * spec.n * spec.k
         self.split = self.items > 1 and flop / FLOP_PER_US >= PARALLEL_MIN_US
 
-    def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> None:
-        """The product into ``c`` on ``runtime.get_num_threads()`` threads at most (the
-        native pool's); the same bits on any number."""
+    @functools.cached_property
+    def without_addend(self) -> Product:
+        """The same product adding nothing (for an addend whose columns are not contiguous:
+        its caller adds it after)."""
+        return Product(dataclasses.replace(self.spec, addend=False), self._module)
+
+    def run(self, a: np.ndarray, b: np.ndarray, c: np.ndarray, e: np.ndarray | None = None
+            ) -> None:
+        """The product (plus the addend ``e``, for a spec with one) into ``c`` on
+        ``runtime.get_num_threads()`` threads at most (the native pool's); the same bits on
+        any number."""
+        e = c if e is None else e
         threads = min(get_num_threads(), self.items) if self.split else 1
         if threads <= 1:
-            self.entry(id(a), id(b), id(c), self.dims)
+            self.entry(id(a), id(b), id(c), id(e), self.dims)
             return
-        table = (ctypes.c_size_t * 4)(id(a), id(b), id(c), self.dims)
+        table = (ctypes.c_size_t * 5)(id(a), id(b), id(c), id(e), self.dims)
         pool.run_checked(self._module.chunks, ctypes.addressof(table), 0,
                          _bounds(self.items, threads), threads)
 
@@ -727,17 +786,33 @@ def compiled(specs: list[GemmSpec], cache_dir: str | os.PathLike[str] | None = N
     return {s: Product(s, _module(s.dtype, cache_dir)) for s in specs}
 
 
-def matmul(a: np.ndarray, b: np.ndarray, cache_dir: str | os.PathLike[str] | None = None
-           ) -> np.ndarray:
-    """``np.matmul(a, b)`` through a generated product where one applies (tests, and callers
-    without a plan), every assumption checked here."""
+def addend_fits(e: np.ndarray, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether a product of ``shape`` can add ``e`` as it stores: a numpy array of its dtype
+    that broadcasts to ``shape``, whose last axis is the product's columns (not broadcast),
+    contiguous."""
+    return (type(e) is np.ndarray and e.dtype == dtype and 1 <= e.ndim <= len(shape)
+            and e.shape[-1] == shape[-1] and e.strides[-1] == e.itemsize
+            and all(d in (1, s) for d, s in zip(e.shape[::-1], shape[::-1])))
+
+
+def matmul(a: np.ndarray, b: np.ndarray, addend: np.ndarray | None = None,
+           cache_dir: str | os.PathLike[str] | None = None) -> np.ndarray:
+    """``np.matmul(a, b)`` (``+ addend``) through a generated product where one applies
+    (tests, and callers without a plan), every assumption checked here."""
     a, b = np.asarray(a), np.asarray(b)
     spec = None
     if a.dtype == b.dtype and type(a) is np.ndarray and type(b) is np.ndarray \
             and object_strides_ok():
         spec = GemmSpec.of(a.shape, b.shape, a.dtype)
-    if spec is None:
-        return np.matmul(a, b)
-    out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (spec.m, spec.n), a.dtype)
+    shape = None if spec is None else \
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (spec.m, spec.n)
+    if spec is None or shape is None:
+        out = np.matmul(a, b)
+        return out if addend is None else np.add(out, addend)
+    out = np.empty(shape, a.dtype)
+    if addend is not None and addend_fits(addend, shape, a.dtype):
+        spec = dataclasses.replace(spec, addend=True)
+        compiled([spec], cache_dir)[spec].run(a, b, out, addend)
+        return out
     compiled([spec], cache_dir)[spec].run(a, b, out)
-    return out
+    return out if addend is None else np.add(out, addend)

@@ -508,8 +508,12 @@ def fuse(plan: Plan) -> Plan:
     planner.products)."""
     found = segments(plan)
     if not found:
-        return Plan(plan.steps, plan.writes, plan.returns, plan.slots, plan.graph,
-                    dict(plan.stats), plan.device, plan.kernels, products=True)
+        steps, epilogues = product_epilogues(list(plan.steps), plan.schedule.needed)
+        stats = dict(plan.stats)
+        if epilogues:
+            stats["product_epilogues"] = epilogues
+        return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, stats,
+                    plan.device, plan.kernels, products=True)
     shapes, dtypes = _shapes_dtypes(plan)
     needed = plan.schedule.needed
     seg_of = {s.out: seg for seg in found for s in seg.steps}
@@ -554,11 +558,57 @@ def fuse(plan: Plan) -> Plan:
             steps.append(primitive_step("expand", out=view, args=[("buf", row)],
                                         attrs={"shape": m.shape}, shape=m.shape,
                                         dtype=m.dtype, device=m.device, phase=m.phase))
+    steps, epilogues = product_epilogues(steps, plan.schedule.needed)
     stats = dict(plan.stats)
     stats["kernels"] = len(infos)
     stats["fused_steps"] = sum(len(s.steps) for s in found)
+    if epilogues:
+        stats["product_epilogues"] = epilogues
     return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, stats, plan.device,
                 infos, products=True)
+
+
+def product_epilogues(steps: list[Step], needed: frozenset[int]) -> tuple[list[Step], int]:
+    """The steps with each add left unfused whose one operand is a CPU matmul's result that
+    nothing else reads made one ``matmul_add`` step at the matmul's place (its product adds
+    the other operand as it stores: codegen.gemm), where that operand exists by then and
+    the add has the product's shape and dtype; and how many were made. A bias after a
+    Linear, a gradient summed over the steps of an RNN: a pass over the result saved each."""
+    producer: dict[int, int] = {}
+    readers: dict[int, int] = {}
+    dtypes: dict[int, str] = {}
+    for i, s in enumerate(steps):
+        for o in s.outputs:  # an input, state or constant is there before any step runs
+            producer[o] = -1 if isinstance(s, SourceStep) and s.bound else i
+            dtypes[o] = s.dtype.name
+        if isinstance(s, KernelStep):
+            dtypes.update((o, str(spec[1])) for o, spec in zip(s.outs, s.out_specs))
+        for v in set(s.buffers):
+            readers[v] = readers.get(v, 0) + 1
+    merged: dict[int, Step] = {}
+    dropped: set[int] = set()
+    for i, s in enumerate(steps):
+        if not (isinstance(s, PrimitiveStep) and s.name == "add" and s.device == "cpu"
+                and len(s.args) == 2 and all(kind == "buf" for kind, _ in s.args)):
+            continue
+        for pos in (0, 1):
+            product, addend = s.args[pos][1], s.args[1 - pos][1]
+            j = producer.get(product)
+            m = steps[j] if j is not None and j >= 0 else None
+            if not (isinstance(m, PrimitiveStep) and m.name == "matmul" and m.device == "cpu"
+                    and j not in merged and readers.get(product) == 1
+                    and product not in needed and product != addend
+                    and producer.get(addend, -1) < j and tuple(m.shape) == tuple(s.shape)
+                    and m.dtype is s.dtype and dtypes.get(addend) == s.dtype.name):
+                continue
+            merged[j] = primitive_step(
+                "matmul_add", out=s.out, args=[*m.args, ("buf", addend)], attrs={},
+                shape=s.shape, dtype=s.dtype, device=s.device, phase=s.phase)
+            dropped.add(i)
+            break
+    if not merged:
+        return steps, 0
+    return [merged.get(i, s) for i, s in enumerate(steps) if i not in dropped], len(merged)
 
 
 def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],

@@ -9,6 +9,7 @@ program knows of its values or tests.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -24,17 +25,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ProductCall:
-    """A matmul step run as a generated product: its spec and its operands' shapes."""
+    """A matmul (or matmul_add) step run as a generated product: its spec, its operands'
+    shapes and its addend's (None for a matmul). The product adds the addend itself where
+    ``spec.addend`` (its planned shape has the product's columns: a test of its last stride
+    remains), else the program adds it after."""
     spec: GemmSpec
     a: tuple[int, ...]
     b: tuple[int, ...]
     out: tuple[int, ...]
+    addend: tuple[int, ...] | None = None
 
 
 def product_calls(plan: Plan) -> dict[Step, ProductCall]:
-    """The matmul steps of a plan with ``products`` on that run as generated products: CPU
-    steps of two float operands of the result's dtype that ``codegen.gemm.GemmSpec.of``
-    accepts."""
+    """The matmul and matmul_add steps of a plan with ``products`` on that run as generated
+    products: CPU steps of float operands of the result's dtype that
+    ``codegen.gemm.GemmSpec.of`` accepts."""
     if not plan.products:
         return {}
     from codegen.gemm import GemmSpec
@@ -42,16 +47,23 @@ def product_calls(plan: Plan) -> dict[Step, ProductCall]:
     metas = plan.schedule.metas
     found: dict[Step, ProductCall] = {}
     for s in plan.steps:
-        if not (isinstance(s, PrimitiveStep) and s.name == "matmul" and s.device == "cpu"):
+        if not (isinstance(s, PrimitiveStep) and s.name in ("matmul", "matmul_add")
+                and s.device == "cpu"):
             continue
-        bufs = s.buffers
-        if len(bufs) != 2 or len(s.args) != 2:
+        bufs, arity = s.buffers, 2 if s.name == "matmul" else 3
+        if len(bufs) != arity or len(s.args) != arity:
             continue
-        (sa, ta), (sb, tb) = metas[bufs[0]], metas[bufs[1]]
-        if np.dtype(ta) != np.dtype(tb) or np.dtype(ta) != s.dtype.np:
+        if any(np.dtype(metas[v][1]) != s.dtype.np for v in bufs):
             continue
-        spec = GemmSpec.of(tuple(sa), tuple(sb), np.dtype(ta))
-        if spec is not None and tuple(s.shape) == \
-                np.broadcast_shapes(tuple(sa[:-2]), tuple(sb[:-2])) + (spec.m, spec.n):
-            found[s] = ProductCall(spec, tuple(sa), tuple(sb), tuple(s.shape))
+        sa, sb = (tuple(metas[v][0]) for v in bufs[:2])
+        spec = GemmSpec.of(sa, sb, s.dtype.np)
+        if spec is None or tuple(s.shape) != \
+                np.broadcast_shapes(sa[:-2], sb[:-2]) + (spec.m, spec.n):
+            continue
+        addend = tuple(metas[bufs[2]][0]) if arity == 3 else None
+        if addend is not None and 1 <= len(addend) <= len(s.shape) and \
+                addend[-1] == spec.n and np.broadcast_shapes(addend, tuple(s.shape)) == \
+                tuple(s.shape):
+            spec = dataclasses.replace(spec, addend=True)
+        found[s] = ProductCall(spec, sa, sb, tuple(s.shape), addend)
     return found

@@ -438,49 +438,84 @@ def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) 
 
 def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, call: Any,
                   product: Any) -> None:
-    """A matmul step as its generated product (planner.products), in every program alike,
-    so that a plan's products round the same way on every path. Where both operands are
-    known to be numpy arrays of their planned dtype, a test of their shapes makes every
-    address the product reads an element of its operand (it reads their layouts from the
-    arrays), and it writes a fresh C-contiguous array of the step's shape; numpy's matmul
-    runs where the test fails. Elsewhere ``checked_product`` tests it all, then the result
-    is checked as the interpreter does."""
-    a, b = s.buffers
+    """A matmul (or matmul_add) step as its generated product (planner.products), in every
+    program alike, so that a plan's products round the same way on every path. Where the
+    operands are known to be numpy arrays of their planned dtype, a test of their shapes
+    makes every address the product reads an element of its operand (it reads their layouts
+    from the arrays), and it writes a fresh C-contiguous array of the step's shape; an
+    addend is added by the product where its columns are contiguous, else after it (the
+    same numbers: the product is rounded, then the addend added); numpy runs where the test
+    fails. Elsewhere ``checked_product`` tests it all, then the result is checked as the
+    interpreter does."""
+    bufs = s.buffers
     n = lit(s.out)
-    out, ba, bb = src.buf(s.out), src.buf(a), src.buf(b)
-    if a not in known.typed or b not in known.typed:
+    out = src.buf(s.out)
+    names = [src.buf(v) for v in bufs]
+    if any(v not in known.typed for v in bufs):
         fn = src.name(f"product{n}", checked_product(call, product, REGISTRY[s.name]))
-        src.line(f"{out} = {fn}({ba}, {bb})")
+        src.line(f"{out} = {fn}({', '.join(names)})")
         _emit_check(src, s)
         return
+    ba, bb = names[:2]
     src.names["_id"] = id
     src.line(f"if {ba}.shape == {src.name(f'shape{n}_0', call.a)} and "
              f"{bb}.shape == {src.name(f'shape{n}_1', call.b)}:")
     src.line(f"    {out} = {src.name('empty', np.empty)}({src.name(f'shape{n}', call.out)}, "
              f"{src.name(f't{n}', s.dtype.np)})")
-    if product.split:  # large: across the intra-op threads (Product.run)
-        src.line(f"    {src.name(f'product{n}', product.run)}({ba}, {bb}, {out})")
-    else:  # its words' address: the program holds the product, which holds them
-        src.name(f"holds{n}", product)
-        src.line(f"    {src.name(f'product{n}', product.entry)}(_id({ba}), _id({bb}), "
-                 f"_id({out}), {src.name(f'dims{n}', product.dims)})")
+    add = src.name("add", np.add)
+    if call.spec.addend:  # by the product where the addend's columns are contiguous
+        be = names[2]
+        src.line(f"    if {be}.strides[-1] == {lit(s.dtype.np.itemsize)} and "
+                 f"{be}.shape == {src.name(f'shape{n}_2', call.addend)}:")
+        _emit_product_call(src, n, product, ba, bb, out, be, "        ")
+        src.line("    else:")
+        _emit_product_call(src, n, product.without_addend, ba, bb, out, None, "        ",
+                           "_alone")
+        src.line(f"        {add}({out}, {be}, out={out})")
+    else:
+        _emit_product_call(src, n, product, ba, bb, out, None, "    ")
+        if call.addend is not None:
+            src.line(f"    {add}({out}, {names[2]}, out={out})")
     src.line("else:")
-    src.line(f"    {out} = {src.name('matmul', np.matmul)}({ba}, {bb})")
+    matmul = f"{src.name('matmul', np.matmul)}({ba}, {bb})"
+    src.line(f"    {out} = {add}({matmul}, {names[2]})" if call.addend is not None
+             else f"    {out} = {matmul}")
     known.contiguous.add(s.out)
 
 
-def checked_product(call: Any, product: Any, prim: Any) -> Callable[[Any, Any], Any]:
-    """``f(a, b)``: the product where ``a`` and ``b`` are numpy arrays of its dtype and
-    shapes, else the primitive's impl."""
+def _emit_product_call(src: _Source, n: str, product: Any, ba: str, bb: str, out: str,
+                       be: str | None, indent: str, tag: str = "") -> None:
+    """The product's call: across the intra-op threads where it is large (Product.run), else
+    its entry on this thread with its words' address (the program holds the product, which
+    holds its words)."""
+    args = f"{ba}, {bb}, {out}" + ("" if be is None else f", {be}")
+    if product.split:
+        src.line(f"{indent}{src.name(f'product{n}{tag}', product.run)}({args})")
+        return
+    src.name(f"holds{n}{tag}", product)
+    src.line(f"{indent}{src.name(f'product{n}{tag}', product.entry)}(_id({ba}), _id({bb}), "
+             f"_id({out}), _id({out if be is None else be}), "
+             f"{src.name(f'dims{n}{tag}', product.dims)})")
+
+
+def checked_product(call: Any, product: Any, prim: Any) -> Callable[..., Any]:
+    """``f(a, b[, e])``: the product (plus the addend) where ``a`` and ``b`` are numpy arrays
+    of its dtype and shapes, else the primitive's impl."""
+    from codegen.gemm import addend_fits
+
     dtype = np.dtype(call.spec.dtype)
 
-    def run(a: Any, b: Any) -> Any:
-        if (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype
+    def run(a: Any, b: Any, *addend: Any) -> Any:
+        if not (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype
                 and b.dtype == dtype and a.shape == call.a and b.shape == call.b):
-            out = np.empty(call.out, dtype)
-            product.run(a, b, out)
+            return prim.impl(np, a, b, *addend)
+        out = np.empty(call.out, dtype)
+        if addend and call.spec.addend and addend_fits(addend[0], call.out, dtype) \
+                and addend[0].shape == call.addend:
+            product.run(a, b, out, addend[0])
             return out
-        return prim.impl(np, a, b)
+        (product.without_addend if call.spec.addend else product).run(a, b, out)
+        return np.add(out, addend[0], out=out) if addend else out
 
     return run
 

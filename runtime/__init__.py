@@ -78,7 +78,7 @@ from .ops.functional import (
 )
 from .ops.functional import clamp as clip
 from .ops.functional import clone
-from .ops.products import bmm, einsum, mm
+from .ops.products import addmm, bmm, einsum, mm
 from .ops.reductions import all, any, logsumexp, norm, std, var
 from .ops.functional import cat as concat
 from .ops.functional import cat as concatenate
@@ -148,7 +148,7 @@ __all__ = [
     "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
-    "add", "all", "any", "argmax", "argmin", "argsort", "bitwise_not", "bmm", "chunk", "clip",
+    "add", "addmm", "all", "any", "argmax", "argmin", "argsort", "bitwise_not", "bmm", "chunk", "clip",
     "clone", "cuda", "cumsum", "device", "div", "einsum", "eq", "eye", "flatten", "float16",
     "floor_divide", "gather", "ge", "gt", "half", "index_select", "le", "linalg", "linspace",
     "log_softmax", "logical_and", "logsumexp", "lt", "masked_fill", "mm", "mul", "ne", "neg",

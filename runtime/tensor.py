@@ -384,7 +384,7 @@ _TENSOR_OPS = {
        "reciprocal isnan isinf isfinite clamp_min clamp_max flip narrow unbind movedim tile "
        "outer dot amin",
     reductions: "any all norm var std logsumexp",
-    products: "mm bmm",
+    products: "mm bmm addmm",
 }
 for _module, _names in _TENSOR_OPS.items():
     for _n in _names.split():

@@ -1083,3 +1083,37 @@ MATMUL = register(Primitive(
     "matmul", impl=_matmul_impl, infer=_matmul_infer, backward=_matmul_bwd, saves=(0, 1),
     extern=True, flops=flops_matmul, specializer=_matmul_fast))
 
+
+# matmul(a, b) + d as one step: ``addmm`` (PyTorch's name) records it, and the LLVM backend's
+# fusion makes it of an add whose one operand is a matmul read by nothing else
+# (planner.fusion), so that a generated product adds d as it stores its result
+# (codegen.gemm) instead of a pass of its own. The same numbers as the two steps: the
+# product is rounded, then d added.
+def _matmul_add_infer(a: Meta, b: Meta, d: Meta) -> tuple[Any, D.DType]:
+    shape, dtype = _matmul_infer(a, b)
+    if d.dtype is not dtype or tuple(np.broadcast_shapes(tuple(shape), tuple(d.shape))) != \
+            tuple(shape):
+        raise ValueError(f"matmul_add: an addend of shape {list(d.shape)} and dtype "
+                         f"{d.dtype.name} does not fit a product of shape {list(shape)} and "
+                         f"dtype {dtype.name}")
+    return shape, dtype
+
+
+def _matmul_add_impl(xp: Any, a: Any, b: Any, d: Any) -> Any:
+    return xp.add(_matmul_impl(xp, a, b), d)
+
+
+def _matmul_add_flops(out_shape: Any, arg_shapes: Any, attrs: Any) -> int:
+    return flops_matmul(out_shape, arg_shapes[:2], attrs) + flops_elementwise(
+        out_shape, arg_shapes, attrs)
+
+
+def _matmul_add_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
+    ga, gb = _matmul_bwd(c, g)
+    return ga, gb, F.sum_to(g, c.shape(2)) if c.needs(2) else None
+
+
+MATMUL_ADD = register(Primitive(
+    "matmul_add", impl=_matmul_add_impl, infer=_matmul_add_infer, backward=_matmul_add_bwd,
+    saves=(0, 1), extern=True, flops=_matmul_add_flops))
+

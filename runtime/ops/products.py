@@ -1,4 +1,4 @@
-"""Matrix products: mm and bmm (PyTorch's checks and texts over matmul) and einsum."""
+"""Matrix products: mm, bmm and addmm (PyTorch's checks and texts over matmul) and einsum."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
+from .dispatch import apply
+from .losses import _torch_name
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:
     if a.dtype is not b.dtype:
@@ -27,6 +29,43 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
                            f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
     _same_dtype(a, b)
     return F.matmul(a, b)
+
+
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: A002
+          alpha: Any = 1) -> Tensor:
+    """``beta * input + alpha * (mat1 @ mat2)``, PyTorch's checks and texts; with beta and
+    alpha 1, one ``matmul_add`` step (the product, rounded, then input added)."""
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
+                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    if mat1.dtype is not mat2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_torch_name(mat1.dtype)} and {_torch_name(mat2.dtype)}")
+    target = (mat1.shape[0], mat2.shape[1])
+    shape = tuple(input.shape)
+    if len(shape) > 2 or any(s not in (1, t) for s, t in zip(shape[::-1], target[::-1])):
+        for i, (s, t) in enumerate(zip(((1,) * (2 - len(shape)) + shape)[::-1], target[::-1])):
+            if s not in (1, t):
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({t}) must match the existing size "
+                    f"({s}) at non-singleton dimension {1 - i}.  Target sizes: "
+                    f"{list(target)}.  Tensor sizes: {list(shape)}")
+        raise RuntimeError(f"addmm: an input of shape {list(shape)} does not broadcast to "
+                           f"{list(target)}")
+    if input.dtype is not mat1.dtype:
+        raise RuntimeError(f"expected scalar type {_torch_name(mat1.dtype)} but found "
+                           f"{_torch_name(input.dtype)}")
+    if beta == 1 and alpha == 1:
+        return apply(P.MATMUL_ADD, mat1, mat2, input)
+    product = F.matmul(mat1, mat2)
+    if alpha != 1:
+        product = F.mul(product, alpha)
+    if beta == 0:  # input ignored: its nan and inf do not propagate (PyTorch)
+        return product
+    return F.add(F.mul(input, beta) if beta != 1 else input, product)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:

@@ -142,3 +142,24 @@ def test_a_large_product_splits_across_threads_to_the_same_bits():
         rt.set_num_threads(previous)
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
     _close(outs[0], a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("a_shape,b_shape,e_shape", [
+    ((13, 40), (40, 70), (13, 70)), ((13, 40), (40, 70), (70,)), ((13, 40), (40, 70), (1, 70)),
+    ((3, 7, 9), (9, 20), (3, 1, 20)), ((3, 7, 9), (3, 9, 20), (7, 20)), ((5, 3), (3, 2), (2,)),
+])
+def test_an_addend_is_added_to_the_rounded_product(dtype, a_shape, b_shape, e_shape):
+    a, b = _operand(a_shape, "c", dtype), _operand(b_shape, "t", dtype)
+    e = _operand(e_shape, "c", dtype)
+    got = gemm.matmul(a, b, e)
+    # the two steps' numbers: the product, rounded, then the addend
+    assert np.array_equal(got, np.add(gemm.matmul(a, b), e))
+    assert gemm.addend_fits(e, got.shape, np.dtype(dtype))
+    sliced = _operand((a_shape[-2] * 2,) + e_shape[-1:], "c", dtype)[::2]
+    if len(e_shape) == 2 and e_shape[0] != 1:
+        assert np.array_equal(gemm.matmul(a, b, sliced), np.add(gemm.matmul(a, b), sliced))
+    column_strided = _operand((e_shape[-1] * 2,), "c", dtype)[::2]
+    assert not gemm.addend_fits(column_strided, got.shape, np.dtype(dtype))
+    assert np.array_equal(gemm.matmul(a, b, column_strided),
+                          np.add(gemm.matmul(a, b), column_strided))

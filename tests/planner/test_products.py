@@ -17,7 +17,8 @@ from planner.steps import PrimitiveStep
 
 
 def _matmuls(plan):
-    return [s for s in plan.steps if isinstance(s, PrimitiveStep) and s.name == "matmul"]
+    return [s for s in plan.steps
+            if isinstance(s, PrimitiveStep) and s.name in ("matmul", "matmul_add")]
 
 
 @pytest.mark.parametrize("name", ["mlp_small", "rnn"])
@@ -172,3 +173,81 @@ def test_products_survive_serialization_and_bad_values_are_refused():
     doc["products"] = 1
     with pytest.raises(ValueError, match="products"):
         planner.Plan.loads(json.dumps(doc))
+
+
+def _epilogues(plan):
+    return [s for s in plan.steps if isinstance(s, PrimitiveStep) and s.name == "matmul_add"]
+
+
+def test_a_bias_add_becomes_the_products_epilogue_with_the_same_numbers():
+    rng = np.random.default_rng(2)
+    a0, w0, d0 = (rng.standard_normal(s).astype(np.float32) for s in ((9, 20), (30, 20),
+                                                                      (9, 30)))
+
+    def step(a, w, d):
+        return a @ w.t() + d  # an add alone (with the tanh after it, a kernel would take it)
+
+    compiled = planner.compile(step, backend="llvm")
+    args = [rt.tensor(x) for x in (a0, w0, d0)]
+    for _ in range(2):
+        got = compiled(*args).numpy()
+    plan = compiled.plan
+    assert len(_epilogues(plan)) == 1 and plan.stats["product_epilogues"] == 1
+    assert not [s for s in plan.steps if isinstance(s, PrimitiveStep) and s.name == "add"]
+    np.testing.assert_allclose(got, step(*args).numpy(), rtol=1e-5, atol=1e-6)
+    # the product, rounded, then the addend: what the unfused steps give
+    from codegen import gemm
+
+    assert np.array_equal(got, np.add(gemm.matmul(a0, w0.T), d0))
+    # an addend whose columns are not contiguous: added after the product, same numbers
+    d_cols = np.ascontiguousarray(d0.T).T
+    assert d_cols.strides[-1] != 4
+    assert np.array_equal(compiled(args[0], args[1], rt.tensor(d_cols)).numpy(), got)
+
+
+def test_a_product_something_else_reads_keeps_its_add_apart():
+    rng = np.random.default_rng(4)
+    a0, b0, d0 = (rng.standard_normal(s) for s in ((5, 6), (6, 7), (7,)))
+
+    def step(a, b, d):
+        p = a @ b
+        return p + d, p
+
+    compiled = planner.compile(step, backend="llvm")
+    args = [rt.tensor(x) for x in (a0, b0, d0)]
+    for _ in range(2):
+        got = compiled(*args)
+    assert not _epilogues(compiled.plan)
+    want = step(*args)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+
+
+def test_gradients_summed_over_rnn_steps_are_epilogues():
+    workload = WORKLOADS["rnn"]
+    case = workload.build(rt, workload.make_arrays(0))
+    step = planner.compile(case.fn, backend="llvm")
+    step(*case.args)
+    step(*case.args)
+    epilogues = _epilogues(step.plan)
+    assert {s.phase for s in epilogues} == {"forward", "backward"}
+    assert set(epilogues) <= set(step.plan.executable.products())
+
+
+def test_addmm_compiles_to_one_product_with_its_gradients():
+    rng = np.random.default_rng(8)
+    c0, a0, b0 = (rng.standard_normal(s) for s in ((6,), (4, 5), (5, 6)))
+
+    def step(c, a, b):
+        loss = rt.addmm(c, a, b).tanh().sum()
+        loss.backward()
+        return loss, c.grad, a.grad, b.grad
+
+    compiled = planner.compile(step, backend="llvm")
+    for _ in range(2):
+        got = compiled(*(rt.tensor(x, requires_grad=True) for x in (c0, a0, b0)))
+    want = step(*(rt.tensor(x, requires_grad=True) for x in (c0, a0, b0)))
+    assert _epilogues(compiled.plan)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-12,
+                                   atol=1e-13)

@@ -327,6 +327,11 @@ case("matmul_bcast_4d_3d", lambda m, a, b: m.matmul(a, b), [N(2, 1, 3, 4), N(5, 
 case("matmul_1d_3d", lambda m, a, b: a.matmul(b), [N(4), N(2, 4, 3)])
 case("matmul_3d_1d", lambda m, a, b: a.matmul(b), [N(2, 3, 4), N(4)])
 case("matmul_self", lambda m, a: a @ a, [N(3, 3)])
+case("addmm", lambda m, c, a, b: m.addmm(c, a, b), [N(3, 5), N(3, 4), N(4, 5)], gg=True)
+case("addmm_bias", lambda m, c, a, b: m.addmm(c, a, b), [N(5), N(3, 4), N(4, 5)], gg=True)
+case("addmm_scaled", lambda m, c, a, b: m.addmm(c, a, b, beta=0.5, alpha=2.0),
+     [N(1, 5), N(3, 4), N(4, 5)])
+case("addmm_method", lambda m, c, a, b: c.addmm(a, b), [N(3, 5), N(3, 4), N(4, 5)])
 
 # ---------------------------------------------------------------- composites
 case("relu", lambda m, a: F(m).relu(a), [NZ(3, 4)])
