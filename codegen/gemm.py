@@ -305,10 +305,10 @@ def _function(dtype: str) -> tuple[str, str]:
     x(f"%cbytes = mul i64 %cmat, {size}")
     x(f"%panel.bytes = mul i64 %k, {nr * size}")
     x(f"%bp = alloca {t}, i64 {k_max * nr}, align 64")
-    x(f"%tall = icmp sge i64 %m, {MR}")
-    x(f"%blocks.tall = add i64 %m, {MR - 1}")
-    x(f"%blocks6 = udiv i64 %blocks.tall, {MR}")
-    x(f"%last.row = sub i64 %m, {MR}")
+    x(f"%blocks.up = add i64 %m, {MR - 1}")
+    x(f"%blocks = udiv i64 %blocks.up, {MR}")
+    x(f"%last.block = sub i64 %m, {MR}")  # negative where M < MR
+    x("%last.row = sub i64 %m, 1")
     x("%none = icmp sge i64 %start, %end")
     x("br i1 %none, label %exit, label %items.pre")
     x.block("items.pre")
@@ -341,18 +341,14 @@ def _function(dtype: str) -> tuple[str, str]:
         # as many vectors as the panel's columns need: NV, 2 or 1
         x(f"%thin = icmp sle i64 %w, {vl}")
         x(f"%half = icmp sle i64 %w, {2 * vl}")
-        x("br i1 %tall, label %tall.rows, label %one.rows")
-        for rows, label in ((MR, "tall.rows"), (1, "one.rows")):
-            x.block(label)
-            wide, half, thin, not_thin = (x.label(h) for h in ("wide", "half", "thin",
-                                                                 "not.thin"))
-            x(f"br i1 %thin, label %{thin}, label %{not_thin}")
-            x.block(not_thin)
-            x(f"br i1 %half, label %{half}, label %{wide}")
-            for count, block in ((nv, wide), (min(2, nv), half), (1, thin)):
-                x.block(block)
-                _micro(x, dtype, t, vt, vl, nr, rows, count, masks)
-                x("br label %item.end")
+        wide, half, thin, not_thin = (x.label(h) for h in ("wide", "half", "thin", "not.thin"))
+        x(f"br i1 %thin, label %{thin}, label %{not_thin}")
+        x.block(not_thin)
+        x(f"br i1 %half, label %{half}, label %{wide}")
+        for count, block in ((nv, wide), (min(2, nv), half), (1, thin)):
+            x.block(block)
+            _micro(x, dtype, t, vt, vl, nr, count, masks)
+            x("br label %item.end")
         x.block("item.end")
 
     _loop(x, "item", "%start", "%count", item)
@@ -583,24 +579,29 @@ def _pack_tiles(x: _Text, t: str, size: int, nr: int, tile: int) -> None:
         x, "tj", "0", str(nr // tile), lambda jt: block(k0, jt)), step=tile)
 
 
-def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, rows: int, vectors: int,
+def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int,
            masks: list[str]) -> None:
-    """Every block of ``rows`` rows of C (``rows`` = MR: block b from row min(b * MR, M - MR)
-    on, the last moved up over rows of the one before, recomputing them to the same bits;
-    ``rows`` = 1 where M < MR) over the packed panel (columns from ``%j0`` on): the block's
-    rows x vectors accumulators run over k in vector registers, then are stored through the
-    panel's masks (columns past N are not)."""
+    """Every block of MR rows of C over the packed panel (columns from ``%j0`` on): block b
+    from row min(b * MR, M - MR) on (the last moved up over rows of the one before), a row
+    past M - 1 read and written as row M - 1 (where M < MR): rows computed twice get the same
+    bits. The block's MR x vectors accumulators run over k in vector registers, then are
+    stored through the panel's masks (columns past N are not)."""
     f = _INTRINSIC[dtype]
-    blocks = "%blocks6" if rows == MR else "%m"
+    rows = MR
 
     def block(blk: str) -> None:
-        if rows == MR:
-            r0, over, first = x.fresh("r0"), x.fresh("over"), x.fresh("first")
-            x(f"{r0} = mul i64 {blk}, {MR}")
-            x(f"{over} = icmp sgt i64 {r0}, %last.row")
-            x(f"{first} = select i1 {over}, i64 %last.row, i64 {r0}")
-        else:
-            first = blk
+        r0, over, moved, first = x.fresh("r0"), x.fresh("over"), x.fresh("moved"), x.fresh("first")
+        x(f"{r0} = mul i64 {blk}, {MR}")
+        x(f"{over} = icmp sgt i64 {r0}, %last.block")
+        x(f"{moved} = select i1 {over}, i64 %last.block, i64 {r0}")
+        x(f"{first} = call i64 @llvm.smax.i64(i64 {moved}, i64 0)")
+        row_of = []
+        for r in range(rows):
+            raw, past, row = x.fresh("rr"), x.fresh("past"), x.fresh("row")
+            x(f"{raw} = add i64 {first}, {r}")
+            x(f"{past} = icmp sgt i64 {raw}, %last.row")
+            x(f"{row} = select i1 {past}, i64 %last.row, i64 {raw}")
+            row_of.append(row)
         pre, kh, kend = x.label("m.pre"), x.label("m.k"), x.label("m.kend")
         x(f"br label %{pre}")
         x.block(pre)
@@ -625,8 +626,8 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, rows: int, v
         ak = x.fresh("ak")
         x(f"{ak} = mul i64 {kk}, %a.s1")
         for r in range(rows):
-            row, rs, off, ptr, val = (x.fresh(h) for h in ("ar", "ars", "ao", "aptr", "av"))
-            x(f"{row} = add i64 {first}, {r}")
+            rs, off, ptr, val = (x.fresh(h) for h in ("ars", "ao", "aptr", "av"))
+            row = row_of[r]
             x(f"{rs} = mul i64 {row}, %a.s0")
             x(f"{off} = add i64 {rs}, {ak}")
             x(f"{ptr} = getelementptr i8, ptr %a, i64 {off}")
@@ -646,8 +647,8 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, rows: int, v
         for adding in (True, False):
             x.block(added if adding else plain)
             for r in range(rows):
-                row, rs, base = x.fresh("cr"), x.fresh("crs"), x.fresh("cb")
-                x(f"{row} = add i64 {first}, {r}")
+                rs, base = x.fresh("crs"), x.fresh("cb")
+                row = row_of[r]
                 x(f"{rs} = mul i64 {row}, %n")
                 x(f"{base} = add i64 {rs}, %j0")
                 if adding:
@@ -672,7 +673,7 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, rows: int, v
             x(f"br label %{stores}")
         x.block(stores)
 
-    _loop(x, "blk", "0", blocks, block)
+    _loop(x, "blk", "0", "%blocks", block)
 
 
 def render(dtype: str) -> str:
@@ -686,6 +687,7 @@ def render(dtype: str) -> str:
         f"declare <{vl} x {t}> @llvm.masked.gather.v{vl}{f}.v{vl}p0(<{vl} x ptr>, i32, "
         f"<{vl} x i1>, <{vl} x {t}>)",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+        "declare i64 @llvm.smax.i64(i64, i64)",
     ]
     del tile
     width = vl * np.dtype(dtype).itemsize * 8
