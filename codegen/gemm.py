@@ -57,9 +57,9 @@ ND_OFFSET = ARRAY_DATA_OFFSET + 8
 DIMS_OFFSET = ARRAY_DATA_OFFSET + 16
 STRIDES_OFFSET = ARRAY_DATA_OFFSET + 24
 
-# A packed panel of B (K x NR) lives on the stack of the thread computing it: K at most
-# PACK_BYTES / (NR * itemsize), 1024 float32 rows of NR = 64 (the threads Python starts get
-# 8 MiB stacks).
+# A packed panel of B (K x NR) lives on the stack of the thread computing it, its frame probed
+# page by page: K at most PACK_BYTES / (NR * itemsize), 1024 float32 rows of NR = 64 (the
+# threads Python starts get 8 MiB stacks).
 PACK_BYTES = 256 * 1024
 # the micro-kernel: MR rows of A times NV vectors of B, MR x NV accumulators: 6 x 4 = 24 of
 # the 32 vector registers of AVX-512, with NV vectors of B and one broadcast of A; 6 x 2 = 12
@@ -259,7 +259,6 @@ def _function(dtype: str) -> tuple[str, str]:
     vt = f"<{vl} x {t}>"
     nv = vectors()
     nr = nv * vl
-    k_max = PACK_BYTES // (nr * size)
     x = _Text(2)
     x.block("entry")
     for v in "abce":
@@ -304,7 +303,8 @@ def _function(dtype: str) -> tuple[str, str]:
     x("%cmat = mul i64 %m, %n")
     x(f"%cbytes = mul i64 %cmat, {size}")
     x(f"%panel.bytes = mul i64 %k, {nr * size}")
-    x(f"%bp = alloca {t}, i64 {k_max * nr}, align 64")
+    x(f"%panel.elems = mul i64 %k, {nr}")  # at most PACK_BYTES (GemmSpec.of)
+    x(f"%bp = alloca {t}, i64 %panel.elems, align 64")
     x(f"%blocks.up = add i64 %m, {MR - 1}")
     x(f"%blocks = udiv i64 %blocks.up, {MR}")
     x(f"%last.block = sub i64 %m, {MR}")  # negative where M < MR
@@ -695,7 +695,9 @@ def render(dtype: str) -> str:
     text, metadata = _function(dtype)
     return ("\n".join(declares) + "\n\n" + text
             + f"attributes #0 = {{ nounwind {vectors} }}\n"
-            + f"attributes #1 = {{ nounwind noinline {vectors} }}\n"
+            # the packed panel's frame is probed page by page: a thread whose stack has less
+            # left than it faults on the guard page instead of writing past it
+            + f'attributes #1 = {{ nounwind noinline "probe-stack"="inline-asm" {vectors} }}\n'
             + metadata + "\n" + _LOOP_OPTIONS)
 
 
