@@ -503,9 +503,9 @@ def explain_fusion(plan: Plan) -> str:
 
 
 def fuse(plan: Plan) -> Plan:
-    """A plan whose elementwise segments are kernels (``KernelStep``, ``CommitStep``) and
-    whose small matmuls may run as generated products (``Plan.products``,
-    planner.products)."""
+    """A plan whose elementwise segments are kernels (``KernelStep``, ``CommitStep``), whose
+    adds after a matmul are the product's (``product_epilogues``) and whose matmuls may run
+    as generated products (``Plan.products``, planner.products)."""
     found = segments(plan)
     if not found:
         steps, epilogues = product_epilogues(list(plan.steps), plan.schedule.needed)
