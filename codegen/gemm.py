@@ -47,8 +47,9 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from codegen import pool, target
-from codegen.jit import PARALLEL_MIN_US
+from codegen.jit import PARALLEL_MIN_US, even_bounds
 from codegen.llvm_emit import ARRAY_DATA_OFFSET
+from codegen.llvm_math import vector_widths
 from runtime._threads import get_num_threads
 
 # where a numpy array object keeps nd (an int), its dimensions and its strides pointers
@@ -80,20 +81,15 @@ _INTRINSIC = {"float32": "f32", "float64": "f64"}
 _BATCH, _M, _N, _K, _PANELS, _ITEMS, _ADD = range(7)
 
 
-@functools.cache
 def lanes(dtype: str) -> int:
     """Elements in one of the host's widest vector registers."""
-    _, features = target.host()
-    bits = 512 if "+avx512f" in features.split(",") else (
-        256 if "+avx" in features.split(",") else 128)
-    return bits // (8 * np.dtype(dtype).itemsize)
+    return vector_widths(dtype)[-1]
 
 
-@functools.cache
 def vectors() -> int:
-    """NV: vectors of B a micro-kernel step holds, as many as the host's registers allow."""
-    _, features = target.host()
-    return 4 if "+avx512f" in features.split(",") else 2
+    """NV: vectors of B a micro-kernel step holds, as many as the host's registers allow
+    (AVX-512, whose vectors hold 16 float32, has 32 of them)."""
+    return 4 if lanes("float32") == 16 else 2
 
 
 def panel_width(dtype: str) -> int:
@@ -775,12 +771,7 @@ class Product:
             return
         table = (ctypes.c_size_t * 5)(id(a), id(b), id(c), id(e), self.dims)
         pool.run_checked(self._module.chunks, ctypes.addressof(table), 0,
-                         _bounds(self.items, threads), threads)
-
-
-@functools.lru_cache(maxsize=256)
-def _bounds(items: int, chunks: int) -> ctypes.Array:
-    return (ctypes.c_int64 * (chunks + 1))(*(items * c // chunks for c in range(chunks + 1)))
+                         even_bounds(self.items, threads), threads)
 
 
 def compiled(specs: list[GemmSpec], cache_dir: str | os.PathLike[str] | None = None

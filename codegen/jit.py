@@ -154,10 +154,11 @@ def _data(a: np.ndarray) -> int:
 
 
 @functools.lru_cache(maxsize=256)
-def _bounds(size: int, chunks: int) -> ctypes.Array:
+def even_bounds(size: int, chunks: int) -> ctypes.Array:
     """The edges of ``chunks`` near-equal chunks of ``range(size)``, for a kernel without
-    accumulated outputs (split in as many chunks as threads); kept, since a few (size, count)
-    pairs recur, and shared by threads (``run_chunks`` never writes them)."""
+    accumulated outputs (split in as many chunks as threads) or a product's items
+    (codegen.gemm); kept, since a few (size, count) pairs recur, and shared by threads
+    (``run_chunks`` never writes them)."""
     return (ctypes.c_int64 * (chunks + 1))(*(size * c // chunks for c in range(chunks + 1)))
 
 
@@ -334,7 +335,7 @@ class CompiledModule:
         if chunks <= 1:
             fn(ptrs, 0, launch.outer)
         else:
-            pool.run_chunks(address, ptrs, _bounds(launch.outer, chunks))
+            pool.run_chunks(address, ptrs, even_bounds(launch.outer, chunks))
 
     def splits(self, kernel: str | kir.Kernel) -> bool:
         """Whether ``run`` splits ``kernel`` across the intra-op threads by default."""
