@@ -11,9 +11,9 @@ a transposed weight; else element by element; zeros past N), then a register-blo
 micro-kernel keeps an MR x NR block of C in vector registers while it walks K, broadcasting
 one element of A per row, so A may have any strides. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
-any layout runs the same code. The code holds
-no shape: it is compiled once per machine (about 0.1 s, then read from the compiled-code
-cache) and loaded once per process, whatever products a plan has.
+any layout runs the same code. The code holds no shape: it is compiled once per machine
+(about 0.15 s, then read from the compiled-code cache) and loaded once per process, whatever
+products a plan has.
 
 A product's work items are its panels (of each matrix of a batch): a large one splits them
 across the native pool's threads (``Product.run``), each computed the same way wherever it
@@ -22,11 +22,12 @@ mlp_large's and gpt's shapes where OpenBLAS reached 221 to 307, one thread 144 t
 117 to 150.
 
 ``GemmSpec.of`` says whether a product qualifies (float32 or float64, both operands at least
-2-D, batch dimensions that broadcast, a packed panel of B of at most PACK_BYTES); ``compiled(specs)`` gives ``Product``s, called over array objects (data
-pointer, nd, dimensions and strides read at ``ARRAY_DATA_OFFSET``, ``ND_OFFSET``,
-``DIMS_OFFSET`` and ``STRIDES_OFFSET``, checked by ``object_strides_ok``). The caller
-guarantees the rest: numpy arrays of the spec's dtype and of shapes whose product it is, and
-``c`` a fresh C-contiguous array of the product's shape.
+2-D, batch dimensions that broadcast, a packed panel of B of at most PACK_BYTES);
+``compiled(specs)`` gives ``Product``s, called over array objects (data pointer, nd,
+dimensions and strides read at ``ARRAY_DATA_OFFSET``, ``ND_OFFSET``, ``DIMS_OFFSET`` and
+``STRIDES_OFFSET``, checked by ``object_strides_ok``). The caller guarantees the rest: numpy
+arrays of the spec's dtype and of shapes whose product it is, and ``c`` a fresh C-contiguous
+array of the product's shape.
 
 Sums run in a fixed order (k from 0 to K - 1, one fused multiply-add a step into one
 accumulator per element), so a product's bits do not depend on threads or on the call; they
@@ -303,7 +304,6 @@ def _function(dtype: str) -> tuple[str, str]:
     x(f"%bp = alloca {t}, i64 %panel.elems, align 64")
     x(f"%blocks.up = add i64 %m, {MR - 1}")
     x(f"%blocks = udiv i64 %blocks.up, {MR}")
-    x(f"%last.block = sub i64 %m, {MR}")  # negative where M < MR
     x("%last.row = sub i64 %m, 1")
     x("%none = icmp sge i64 %start, %end")
     x("br i1 %none, label %exit, label %items.pre")
@@ -578,19 +578,16 @@ def _pack_tiles(x: _Text, t: str, size: int, nr: int, tile: int) -> None:
 def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int,
            masks: list[str]) -> None:
     """Every block of MR rows of C over the packed panel (columns from ``%j0`` on): block b
-    from row min(b * MR, M - MR) on (the last moved up over rows of the one before), a row
-    past M - 1 read and written as row M - 1 (where M < MR): rows computed twice get the same
-    bits. The block's MR x vectors accumulators run over k in vector registers, then are
-    stored through the panel's masks (columns past N are not)."""
+    from row b * MR on, a row past M - 1 read and written as row M - 1 (the last block's rows
+    past M compute row M - 1 again, to the same bits). The block's MR x vectors accumulators
+    run over k in vector registers, then are stored through the panel's masks (columns past
+    N are not)."""
     f = _INTRINSIC[dtype]
     rows = MR
 
     def block(blk: str) -> None:
-        r0, over, moved, first = x.fresh("r0"), x.fresh("over"), x.fresh("moved"), x.fresh("first")
-        x(f"{r0} = mul i64 {blk}, {MR}")
-        x(f"{over} = icmp sgt i64 {r0}, %last.block")
-        x(f"{moved} = select i1 {over}, i64 %last.block, i64 {r0}")
-        x(f"{first} = call i64 @llvm.smax.i64(i64 {moved}, i64 0)")
+        first = x.fresh("first")
+        x(f"{first} = mul i64 {blk}, {MR}")
         row_of = []
         for r in range(rows):
             raw, past, row = x.fresh("rr"), x.fresh("past"), x.fresh("row")
@@ -675,7 +672,6 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
 def render(dtype: str) -> str:
     """The IR text of the products of ``dtype``: one module."""
     vl, t, f = lanes(dtype), _TYPES[dtype], _INTRINSIC[dtype]
-    tile = TILE_BYTES // np.dtype(dtype).itemsize
     declares = [
         f"declare <{vl} x {t}> @llvm.fma.v{vl}{f}(<{vl} x {t}>, <{vl} x {t}>, <{vl} x {t}>)",
         f"declare void @llvm.masked.store.v{vl}{f}.p0(<{vl} x {t}>, ptr, i32, <{vl} x i1>)",
@@ -683,9 +679,7 @@ def render(dtype: str) -> str:
         f"declare <{vl} x {t}> @llvm.masked.gather.v{vl}{f}.v{vl}p0(<{vl} x ptr>, i32, "
         f"<{vl} x i1>, <{vl} x {t}>)",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
-        "declare i64 @llvm.smax.i64(i64, i64)",
     ]
-    del tile
     width = vl * np.dtype(dtype).itemsize * 8
     vectors = f'"min-legal-vector-width"="{width}" "prefer-vector-width"="{width}"'
     text, metadata = _function(dtype)
