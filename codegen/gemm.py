@@ -767,6 +767,18 @@ class Product:
         pool.run_checked(self._module.chunks, ctypes.addressof(table), 0,
                          even_bounds(self.items, threads), threads)
 
+    def apply(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, ...],
+              addend: np.ndarray | None = None) -> np.ndarray:
+        """The product (plus ``addend``) as a new array of ``shape``: the addend added as the
+        product stores where the spec has one and it fits (``addend_fits``), else after it,
+        the same numbers either way (the product is rounded, then the addend added)."""
+        out = np.empty(shape, self.spec.dtype)
+        if addend is not None and self.spec.addend and addend_fits(addend, shape, out.dtype):
+            self.run(a, b, out, addend)
+            return out
+        (self.without_addend if self.spec.addend else self).run(a, b, out)
+        return out if addend is None else np.add(out, addend, out=out)
+
 
 def compiled(specs: list[GemmSpec], cache_dir: str | os.PathLike[str] | None = None
              ) -> dict[GemmSpec, Product]:
@@ -798,10 +810,5 @@ def matmul(a: np.ndarray, b: np.ndarray, addend: np.ndarray | None = None,
     if spec is None or shape is None:
         out = np.matmul(a, b)
         return out if addend is None else np.add(out, addend)
-    out = np.empty(shape, a.dtype)
-    if addend is not None and addend_fits(addend, shape, a.dtype):
-        spec = dataclasses.replace(spec, addend=True)
-        compiled([spec], cache_dir)[spec].run(a, b, out, addend)
-        return out
-    compiled([spec], cache_dir)[spec].run(a, b, out)
-    return out if addend is None else np.add(out, addend)
+    spec = dataclasses.replace(spec, addend=addend is not None)
+    return compiled([spec], cache_dir)[spec].apply(a, b, shape, addend)

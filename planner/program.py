@@ -499,23 +499,15 @@ def _emit_product_call(src: _Source, n: str, product: Any, ba: str, bb: str, out
 
 
 def checked_product(call: Any, product: Any, prim: Any) -> Callable[..., Any]:
-    """``f(a, b[, e])``: the product (plus the addend) where ``a`` and ``b`` are numpy arrays
-    of its dtype and shapes, else the primitive's impl."""
-    from codegen.gemm import addend_fits
-
+    """``f(a, b[, e])``: the product (plus the addend: ``Product.apply``) where ``a`` and
+    ``b`` are numpy arrays of its dtype and shapes, else the primitive's impl."""
     dtype = np.dtype(call.spec.dtype)
 
     def run(a: Any, b: Any, *addend: Any) -> Any:
         if not (type(a) is np.ndarray and type(b) is np.ndarray and a.dtype == dtype
                 and b.dtype == dtype and a.shape == call.a and b.shape == call.b):
             return prim.impl(np, a, b, *addend)
-        out = np.empty(call.out, dtype)
-        if addend and call.spec.addend and addend_fits(addend[0], call.out, dtype) \
-                and addend[0].shape == call.addend:
-            product.run(a, b, out, addend[0])
-            return out
-        (product.without_addend if call.spec.addend else product).run(a, b, out)
-        return np.add(out, addend[0], out=out) if addend else out
+        return product.apply(a, b, call.out, *addend)
 
     return run
 
