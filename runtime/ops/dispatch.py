@@ -14,6 +14,7 @@ from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
 from ..tensor import Tensor
 from ..tracing import MetaArray
 from ..tracing import _state as _trace_state
+from .shapes import ShapeError, broadcast_shapes
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, Primitive
 
 _NP2DT = {d.np: d for d in D.DTYPES}
@@ -151,8 +152,10 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
             with device_guard(device):
                 out = prim.impl(array_module(device), *arrays, **attrs)
     except (ValueError, IndexError) as e:
-        if prim.check:
+        if prim.check or isinstance(e, ShapeError):
             raise  # a check's error is the user-facing one (PyTorch's type and text)
+        if prim.elementwise:  # operands that do not broadcast: PyTorch's text
+            broadcast_shapes(*(a.shape for a in args if isinstance(a, Tensor)))
         raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     except TypeError as e:
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
@@ -201,6 +204,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
              for a in args]
     try:
         shape, dt = prim.infer(*metas, **attrs)
+    except ShapeError:
+        raise  # PyTorch's type and text, as in eager mode
     except (ValueError, IndexError) as e:
         raise ValueError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     except TypeError as e:

@@ -17,6 +17,7 @@ from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
 from .dispatch import PrimitiveBackward, apply
 from .registry import PROMOTE_SAME, REGISTRY, Primitive
+from .shapes import broadcast_shapes
 
 ERR_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 ERR_VIEW_OF_LEAF_INPLACE = (
@@ -74,11 +75,16 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             if isinstance(a, Tensor) and a.device != t.device:
                 break
         else:
-            if t.device == "cpu":
-                out = prim.impl(np, t._data, *arrays, **attrs)
-            else:
-                with device_guard(t.device):
-                    out = prim.impl(array_module(t.device), t._data, *arrays, **attrs)
+            try:
+                if t.device == "cpu":
+                    out = prim.impl(np, t._data, *arrays, **attrs)
+                else:
+                    with device_guard(t.device):
+                        out = prim.impl(array_module(t.device), t._data, *arrays, **attrs)
+            except ValueError:
+                if prim.elementwise:  # operands that do not broadcast: PyTorch's text
+                    broadcast_shapes(t.shape, *(a.shape for a in args if isinstance(a, Tensor)))
+                raise
             if out.shape == t.shape:
                 t._data[...] = out
                 t._vc.v += 1

@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype as D
 from ..autograd.node import Meta
 from . import functional as F
+from .shapes import ShapeError, broadcast_shapes, matmul_error
 from .registry import (
     PROMOTE_BOOL_OUT,
     PROMOTE_FLOAT,
@@ -60,11 +61,7 @@ def _promoted(metas: tuple[Any, ...], promote: str) -> D.DType:
 def _elementwise_infer(promote: str, positions: tuple[int, ...] | None = None) -> Any:
     def infer(*metas: Any, **attrs: Any) -> tuple[tuple[int, ...], D.DType]:
         picked = metas if positions is None else tuple(metas[i] for i in positions)
-        shapes = [m.shape for m in _tensor_metas(metas)]
-        try:
-            shape = tuple(np.broadcast_shapes(*shapes))
-        except ValueError:
-            raise ValueError(f"shapes {shapes} are not broadcastable") from None
+        shape = broadcast_shapes(*(m.shape for m in _tensor_metas(metas)))
         return shape, _promoted(picked, promote)
 
     return infer
@@ -1013,12 +1010,12 @@ def _matmul_infer(a: Meta, b: Meta) -> tuple[Any, D.DType]:
     sa, sb = tuple(a.shape), tuple(b.shape)
     if not sa or not sb:
         raise ValueError("both arguments to matmul need to be at least 1D")
+    err = matmul_error(sa, sb)
+    if err is not None:
+        raise ShapeError(err)
     a2 = (1,) + sa if len(sa) == 1 else sa
     b2 = sb + (1,) if len(sb) == 1 else sb
-    if a2[-1] != b2[-2]:
-        raise ValueError(f"matmul: shapes {list(sa)} and {list(sb)} cannot be multiplied "
-                         f"({a2[-1]} != {b2[-2]})")
-    batch = tuple(np.broadcast_shapes(a2[:-2], b2[:-2]))
+    batch = broadcast_shapes(a2[:-2], b2[:-2])
     out = batch + (a2[-2],) * (len(sa) > 1) + (b2[-1],) * (len(sb) > 1)
     return out, a.dtype
 
@@ -1029,6 +1026,9 @@ def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
                         f"and {b.dtype}")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("both arguments to matmul need to be at least 1D")
+    err = matmul_error(a.shape, b.shape)
+    if err is not None:
+        raise ShapeError(err)
     return xp.matmul(a, b)
 
 
