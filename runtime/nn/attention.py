@@ -50,20 +50,30 @@ class MultiheadAttention(Module):
         if add_bias_kv or add_zero_attn:
             raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are "
                                       "not supported")
-        if kdim not in (None, embed_dim) or vdim not in (None, embed_dim):
-            raise NotImplementedError("MultiheadAttention: kdim and vdim other than embed_dim "
-                                      "are not supported")
         super().__init__()
-        self.embed_dim = self.kdim = self.vdim = embed_dim
-        self._qkv_same_embed_dim = True
+        self.embed_dim = embed_dim
+        self.kdim = embed_dim if kdim is None else kdim
+        self.vdim = embed_dim if vdim is None else vdim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
         self.num_heads = num_heads
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
-        self.in_proj_weight = Parameter(rt.empty(3 * embed_dim, embed_dim, device=device,
-                                                 dtype=dtype))
+        if self._qkv_same_embed_dim:
+            self.in_proj_weight = Parameter(rt.empty(3 * embed_dim, embed_dim, device=device,
+                                                     dtype=dtype))
+            for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
+                self.register_parameter(name, None)
+        else:  # keys and values of other widths: three weights, as PyTorch
+            self.q_proj_weight = Parameter(rt.empty(embed_dim, embed_dim, device=device,
+                                                    dtype=dtype))
+            self.k_proj_weight = Parameter(rt.empty(embed_dim, self.kdim, device=device,
+                                                    dtype=dtype))
+            self.v_proj_weight = Parameter(rt.empty(embed_dim, self.vdim, device=device,
+                                                    dtype=dtype))
+            self.register_parameter("in_proj_weight", None)
         if bias:
             self.in_proj_bias = Parameter(rt.empty(3 * embed_dim, device=device, dtype=dtype))
         else:
@@ -73,7 +83,11 @@ class MultiheadAttention(Module):
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
-        init.xavier_uniform_(self.in_proj_weight)
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            for w in (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+                init.xavier_uniform_(w)
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
@@ -83,6 +97,9 @@ class MultiheadAttention(Module):
         e = self.embed_dim
         rows = (slice(part * e, (part + 1) * e),)
         b = None if self.in_proj_bias is None else F.getitem(self.in_proj_bias, rows)
+        if not self._qkv_same_embed_dim:
+            w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[part]
+            return C.linear(x, w, b)
         return C.linear(x, F.getitem(self.in_proj_weight, rows), b)
 
     def _in_projection(self, q: Tensor, kv: tuple[Tensor, Tensor] | None
@@ -103,12 +120,18 @@ class MultiheadAttention(Module):
         if query.shape[-1] != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
                                  f"got {query.shape[-1]}")
-        if key.shape != value.shape:
-            raise AssertionError(f"key shape {_size(key)} does not match value shape "
-                                 f"{_size(value)}")
-        if key.ndim != query.ndim or key.shape[-1] != self.embed_dim:
-            raise AssertionError(f"key of shape {_size(key)} does not fit query of shape "
-                                 f"{_size(query)} and embed_dim {self.embed_dim}")
+        if self._qkv_same_embed_dim:
+            if key.shape != value.shape:
+                raise AssertionError(f"key shape {_size(key)} does not match value shape "
+                                     f"{_size(value)}")
+        elif key.ndim != value.ndim or key.shape[:-1] != value.shape[:-1]:
+            raise AssertionError(f"key's sequence and batch dims {_size(key, -1)} do not match "
+                                 f"value's {_size(value, -1)}")
+        if key.ndim != query.ndim or key.shape[-1] != self.kdim \
+                or value.shape[-1] != self.vdim:
+            raise AssertionError(f"key of shape {_size(key)} and value of shape "
+                                 f"{_size(value)} do not fit query of shape {_size(query)}, "
+                                 f"kdim {self.kdim} and vdim {self.vdim}")
 
     def _apply_masks(self, scores: Tensor, attn_mask: Tensor | None,
                      key_padding_mask: Tensor | None) -> Tensor:
@@ -153,7 +176,7 @@ class MultiheadAttention(Module):
         with average_attn_weights=False, None with need_weights=False; is_causal is a hint
         that attn_mask is causal, which must then be given (as PyTorch)."""
         self._check(query, key, value)
-        self_attention = query is key and key is value
+        self_attention = query is key and key is value and self._qkv_same_embed_dim
         if is_causal and attn_mask is None:
             raise RuntimeError(
                 "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
@@ -201,6 +224,6 @@ class MultiheadAttention(Module):
         return self.out_proj(out), weights
 
 
-def _size(t: Tensor) -> str:
-    """A shape as PyTorch prints a Size in its messages."""
-    return f"torch.Size({list(t.shape)})"
+def _size(t: Tensor, stop: int | None = None) -> str:
+    """A shape (up to axis ``stop``) as PyTorch prints a Size in its messages."""
+    return f"torch.Size({list(t.shape[:stop])})"

@@ -10,20 +10,7 @@ from ..creation import arange
 from ..tensor import Tensor
 from . import composite as C
 from . import functional as F
-
-
-def _broadcast_error(a: tuple[int, ...], b: tuple[int, ...]) -> str | None:
-    """PyTorch's message for shapes a and b that do not broadcast (None where they do): the
-    first mismatch from the right, as its infer_size finds it."""
-    n = max(len(a), len(b))
-    for dim in range(n - 1, -1, -1):
-        i, j = dim - (n - len(a)), dim - (n - len(b))
-        sa = a[i] if i >= 0 else 1
-        sb = b[j] if j >= 0 else 1
-        if sa != sb and sa != 1 and sb != 1:
-            return (f"The size of tensor a ({sa}) must match the size of tensor b ({sb}) at "
-                    f"non-singleton dimension {dim}")
-    return None
+from .shapes import broadcast_error
 
 
 def causal_mask(length: int, source: int, device: str) -> Tensor:
@@ -41,7 +28,7 @@ def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
             f"attn_mask.dtype: {mask.dtype.name} and  query.dtype: {scores.dtype.name} "
             "instead.")
-    err = _broadcast_error(tuple(scores.shape), tuple(mask.shape))
+    err = broadcast_error(tuple(scores.shape), tuple(mask.shape))
     if err is not None:
         raise RuntimeError(err)
     return F.where(mask, scores, -math.inf) if mask.dtype is D.bool_ else F.add(scores, mask)
@@ -49,9 +36,12 @@ def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
 
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
-                                 is_causal: bool = False, scale: float | None = None) -> Tensor:
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
     """softmax(q kᵀ · scale + mask) v over the last two axes, as PyTorch's reference (its math
-    backend): scale defaults to 1/sqrt(E); dropout (p = dropout_p) acts on the weights."""
+    backend): scale defaults to 1/sqrt(E); dropout (p = dropout_p) acts on the weights.
+    ``enable_gqa``: grouped-query attention, key and value with fewer heads (axis -3) than the
+    query, each head of theirs serving query.size(-3) // key.size(-3) query heads in turn."""
     if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
         raise RuntimeError(
             "Expected query, key, and value to all be  at least 2 dimensional, but got "
@@ -67,6 +57,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         # on which kernel it picks for the shapes: one rule here
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
+    if enable_gqa:
+        key, value = _grouped(query, key), _grouped(query, value)
     length, source = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), factor)
@@ -78,3 +70,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = C.dropout(weights, dropout_p)
     return F.matmul(weights, value)
+
+
+def _grouped(query: Tensor, kv: Tensor) -> Tensor:
+    """``kv`` with each head (axis -3) repeated for the query heads it serves, as PyTorch's
+    ``repeat_interleave(query.size(-3) // kv.size(-3), -3)`` under enable_gqa."""
+    if query.ndim < 3 or kv.ndim < 3:
+        return kv  # no head axis: nothing to group (PyTorch's reference does the same)
+    heads, kv_heads = query.shape[-3], kv.shape[-3]
+    if kv_heads == heads:
+        return kv
+    if kv_heads == 0 or heads % kv_heads:
+        # PyTorch's text, cut short as it is
+        raise RuntimeError("Number of heads in key and value must divide the number of heads in ")
+    shape = tuple(kv.shape)
+    wide = F.expand(F.unsqueeze(kv, -3), *shape[:-2], heads // kv_heads, *shape[-2:])
+    return F.reshape(wide, (*shape[:-3], heads, *shape[-2:]))

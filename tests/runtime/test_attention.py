@@ -272,3 +272,76 @@ def test_compiled_causal_sdpa_equals_eager() -> None:
         got = planner.compile(step)(q, k, v)
     for a, b in zip(got, want, strict=True):
         np.testing.assert_allclose(np_of(a), np_of(b), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("q_shape", "kv_shape"), [((2, 4, 5, 8), (2, 2, 6, 8)),
+                                                    ((6, 5, 8), (3, 6, 8)),
+                                                    ((1, 3, 4, 8), (1, 1, 4, 8))])
+def test_sdpa_grouped_query_attention_matches_torch(q_shape: tuple[int, ...],
+                                                    kv_shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in (q_shape, kv_shape, kv_shape)]
+    pairs = [both(a) for a in arrays]
+    ours_r, theirs = [r for r, _ in pairs], [t for _, t in pairs]
+    causal = q_shape[-2] == kv_shape[-2]
+    a = F.scaled_dot_product_attention(*ours_r, is_causal=causal, enable_gqa=True)
+    b = TF.scaled_dot_product_attention(*theirs, is_causal=causal, enable_gqa=True)
+    up = rng.standard_normal(tuple(b.shape)).astype(np.float32)
+    (a * rt.tensor(up)).sum().backward()
+    (b * torch.tensor(up)).sum().backward()
+    np.testing.assert_allclose(np_of(a), np_of(b), **TOL)
+    for r, t in zip(ours_r, theirs, strict=True):
+        np.testing.assert_allclose(np_of(r.grad), np_of(t.grad), **TOL)
+
+
+def test_sdpa_grouped_heads_must_divide() -> None:
+    arrays = [np.zeros(s, np.float32) for s in ((1, 4, 2, 8), (1, 3, 2, 8))]
+    theirs = errors(lambda: TF.scaled_dot_product_attention(
+        *(torch.tensor(a) for a in (arrays[0], arrays[1], arrays[1])), enable_gqa=True))
+    ours = errors(lambda: F.scaled_dot_product_attention(
+        *(rt.tensor(a) for a in (arrays[0], arrays[1], arrays[1])), enable_gqa=True))
+    assert ours == theirs
+    with pytest.raises(RuntimeError):  # without enable_gqa the heads must broadcast
+        F.scaled_dot_product_attention(*(rt.tensor(a) for a in (arrays[0], arrays[1],
+                                                                   arrays[1])))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_mha_keys_and_values_of_their_own_widths_match_torch(batch_first: bool) -> None:
+    rng = np.random.default_rng(8)
+    torch.manual_seed(3)
+    theirs = torch.nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=batch_first)
+    ours = rt.nn.MultiheadAttention(8, 2, kdim=5, vdim=3, batch_first=batch_first)
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert ours.in_proj_weight is None and not ours._qkv_same_embed_dim
+    ours.load_state_dict({k: rt.tensor(np_of(v)) for k, v in theirs.state_dict().items()})
+    lead = (2, 4) if batch_first else (4, 2)
+    src = (2, 6) if batch_first else (6, 2)
+    q, k, v = (rng.standard_normal(s).astype(np.float32)
+               for s in ((*lead, 8), (*src, 5), (*src, 3)))
+    (qr, qt), (kr, kt), (vr, vt) = both(q), both(k), both(v)
+    kpm = np.zeros((2, 6), bool)
+    kpm[1, -2:] = True
+    oa, wa = ours(qr, kr, vr, key_padding_mask=rt.tensor(kpm))
+    ob, wb = theirs(qt, kt, vt, key_padding_mask=torch.tensor(kpm))
+    (oa.sum() + (wa * wa).sum()).backward()
+    (ob.sum() + (wb * wb).sum()).backward()
+    np.testing.assert_allclose(np_of(oa), np_of(ob), **TOL)
+    np.testing.assert_allclose(np_of(wa), np_of(wb), **TOL)
+    for r, t in ((qr, qt), (kr, kt), (vr, vt)):
+        np.testing.assert_allclose(np_of(r.grad), np_of(t.grad), **TOL)
+    for (name, pr), pt in zip(ours.named_parameters(), theirs.parameters(), strict=True):
+        np.testing.assert_allclose(np_of(pr.grad), np_of(pt.grad), **TOL, err_msg=name)
+
+
+def test_mha_own_widths_init_and_checks() -> None:
+    rt.manual_seed(0)
+    mha = rt.nn.MultiheadAttention(16, 4, kdim=6, vdim=6)
+    for w, fan_in in ((mha.q_proj_weight, 16), (mha.k_proj_weight, 6), (mha.v_proj_weight, 6)):
+        bound = np.sqrt(6 / (16 + fan_in))  # xavier_uniform over (E, kdim)
+        assert 0.8 * bound < np.abs(w.detach().numpy()).max() <= bound
+    q = rt.zeros(3, 1, 16)
+    with pytest.raises(AssertionError, match="sequence and batch dims"):
+        mha(q, rt.zeros(5, 1, 6), rt.zeros(4, 1, 6))
+    with pytest.raises(AssertionError, match="kdim 6"):
+        mha(q, rt.zeros(5, 1, 16), rt.zeros(5, 1, 6))
