@@ -4,7 +4,14 @@ from ._malloc import MALLOC_TUNED as MALLOC_TUNED  # first: later allocations us
 from . import autograd
 from ._dtype import DType, bool_, float32, float64, int64
 from ._threads import get_num_threads, set_num_threads
-from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .creation import (
     Generator,
     arange,
@@ -49,7 +56,7 @@ from .tensor import Tensor
 from . import cuda, linalg
 from ._device import device
 from ._dtype import float16
-from .creation import eye, linspace, rand_like, randn_like, randperm
+from .creation import as_tensor, eye, linspace, rand_like, randn_like, randperm
 from .ops.functional import (
     add,
     argmax,
@@ -159,6 +166,7 @@ __all__ = [
     "divide", "dot", "flip", "is_tensor", "isfinite", "isinf", "isnan", "logical_not", "movedim",
     "multiply", "narrow", "negative", "numel", "outer", "reciprocal", "subtract", "swapaxes", "t",
     "tile", "true_divide", "unbind",
+    "as_tensor", "inference_mode", "is_inference_mode_enabled",
 ]
 
 

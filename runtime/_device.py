@@ -51,7 +51,8 @@ class device(str):  # noqa: N801 - PyTorch's name
 
     @property
     def type(self) -> str:  # noqa: A003
-        return self.partition(":")[0]
+        # a plain str: str.partition gives back ``self`` (a device) where there is no ":"
+        return str.__str__(self).partition(":")[0]
 
     @property
     def index(self) -> int | None:

@@ -79,6 +79,21 @@ def tensor(data: Any, dtype: Any = None, device: Any = None,
     return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """``data`` as a tensor without a copy where it can be: a tensor of that dtype and device
+    is returned as it is (else converted, as ``Tensor.to``), a CPU numpy array of a supported
+    dtype shares its memory (as ``from_numpy``), anything else is copied (as ``tensor``)."""
+    if isinstance(data, Tensor):
+        return data.to(device=device if device is not None else data.device,
+                       dtype=dtype if dtype is not None else data.dtype)
+    if isinstance(data, np.ndarray) and canonical_device(device) == "cpu" \
+            and data.dtype in D._BY_NP \
+            and (dtype is None or D.as_dtype(dtype).np == data.dtype) \
+            and active_tracer() is None:
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
 def from_numpy(a: np.ndarray) -> Tensor:
     """Shares memory with ``a``."""
     if not isinstance(a, np.ndarray):

@@ -4,7 +4,14 @@ from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
 from .api import backward, grad
 from .engine import Engine, GraphTask, InputBuffer, ReadyQueue, get_default_engine
 from .function import Function, FunctionCtx, once_differentiable
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .node import AccumulateGrad, Edge, GraphRoot, Node
 
@@ -12,6 +19,6 @@ __all__ = [
     "AccumulateGrad", "Edge", "Engine", "Function", "FunctionCtx", "GradcheckError", "GraphRoot",
     "GraphTask", "InputBuffer", "Node", "ReadyQueue", "backward", "detect_anomaly",
     "enable_grad", "get_default_engine", "grad", "gradcheck", "gradgradcheck",
-    "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
-    "set_detect_anomaly", "set_grad_enabled",
+    "inference_mode", "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled",
+    "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
 ]

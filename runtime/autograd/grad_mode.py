@@ -1,4 +1,4 @@
-"""Thread-local grad mode: no_grad, enable_grad, set_grad_enabled."""
+"""Thread-local grad mode: no_grad, enable_grad, set_grad_enabled, inference_mode."""
 
 from __future__ import annotations
 
@@ -52,11 +52,21 @@ class _GradModeContext:
         return wrapper  # type: ignore[return-value]
 
 
-class no_grad(_GradModeContext):  # noqa: N801 - PyTorch's name
+class _NoParamContext(_GradModeContext):
+    """A context that takes no argument, so it also decorates bare (``@no_grad``), as
+    PyTorch's."""
+
+    def __new__(cls, orig_func: Callable[..., Any] | None = None) -> Any:
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamContext):  # noqa: N801 - PyTorch's name
     _mode = False
 
 
-class enable_grad(_GradModeContext):  # noqa: N801
+class enable_grad(_NoParamContext):  # noqa: N801
     _mode = True
 
 
@@ -74,3 +84,50 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
     def __call__(self, fn: F) -> F:
         _state.enabled = self._prev  # construction set the mode; a decorator must not
         return super().__call__(fn)
+
+
+class _InferenceState(threading.local):
+    enabled: bool = False
+
+
+_inference = _InferenceState()
+
+
+def is_inference_mode_enabled() -> bool:
+    return _inference.enabled
+
+
+class inference_mode(_GradModeContext):  # noqa: N801
+    """PyTorch's inference_mode(mode=True): grad mode off (mode=False: a context that changes
+    nothing), and ``is_inference_mode_enabled()`` true inside. Tensors made inside are
+    ordinary tensors: PyTorch's "inference tensors" and the errors they raise when autograd
+    later meets them are not modelled."""
+
+    def __new__(cls, mode: Any = True) -> Any:
+        if callable(mode):  # used bare: @inference_mode
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def __init__(self, mode: bool = True) -> None:
+        self.mode = bool(mode)
+
+    def __enter__(self) -> None:
+        self._prev = _state.enabled
+        self._prev_inference = _inference.enabled
+        if self.mode:
+            _state.enabled = False
+            _inference.enabled = True
+
+    def __exit__(self, *exc: object) -> None:
+        _state.enabled = self._prev
+        _inference.enabled = self._prev_inference
+
+    def __call__(self, fn: F) -> F:
+        mode = self.mode
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(mode):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]

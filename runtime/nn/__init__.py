@@ -10,6 +10,7 @@ from runtime.nn.activation import LeakyReLU, SiLU, Softplus
 from runtime.nn.attention import MultiheadAttention
 from runtime.nn.container import Sequential
 from runtime.nn.container import ModuleDict, ModuleList, ParameterList
+from runtime.nn.distance import CosineSimilarity
 from runtime.nn.dropout import Dropout
 from runtime.nn.linear import Identity, Linear
 from runtime.nn.loss import (
@@ -46,6 +47,7 @@ __all__ = [
     "BatchNorm2d",
     "Conv1d",
     "Conv2d",
+    "CosineSimilarity",
     "Flatten",
     "MaxPool1d",
     "MaxPool2d",

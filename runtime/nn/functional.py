@@ -19,6 +19,7 @@ from runtime.ops.composite import (
     tanh,
 )
 from runtime.ops.embedding import embedding
+from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 
 from runtime.ops.losses import (  # noqa: E402
     binary_cross_entropy,
@@ -64,6 +65,9 @@ __all__ = [
     "smooth_l1_loss",
     "cross_entropy",
     "embedding",
+    "cosine_similarity",
+    "normalize",
+    "one_hot",
     "dropout",
     "gelu",
     "layer_norm",
