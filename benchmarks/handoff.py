@@ -13,7 +13,10 @@ Medians over many short repeats, in one process:
 (d) column sums of 640 x 1024 float32 (about 50 us): on one thread in one call over the whole
     range (how ``CompiledModule.run`` ran it before the chunks of a kernel with accumulated
     outputs were fixed by the kernel), then in its ``split_bounds`` chunks with their partials
-    on 1 and 2 threads (the three taken in turn).
+    on 1 and 2 threads (the three taken in turn);
+(e) one call on the calling thread, as a plan's program makes it, through ctypes and as a
+    builtin (``codegen.pyentry``), the two taken in turn: the no-op kernel's object entry, and
+    a generated product of 8 x 8 matrices (``codegen.gemm``).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from codegen import ir as kir
-from codegen import pool
+from codegen import gemm, pool
 from codegen.jit import CompiledModule, compile_module, split_bounds
 from codegen.llvm import render
 
@@ -112,6 +115,30 @@ def measure(repeats: int) -> dict[str, float]:
          lambda: cm.run(colsum, [xc], [sums], threads=1),
          lambda: cm.run(colsum, [xc], [sums], threads=2)], repeats)
     figures["colsum_chunks"] = len(split_bounds(colsum)) - 1
+    figures.update(_entries(cm, repeats))
+    return figures
+
+
+def _entries(cm: CompiledModule, repeats: int) -> dict[str, float]:
+    """(e): a call through ctypes and as a builtin, of a kernel and of a product."""
+    figures: dict[str, float] = {}
+    x, y = np.ones((2, 1), np.float32), np.empty((2, 1), np.float32)
+    builtin = cm.builtin_entry("noop")
+    entry = cm.object_entry("noop")
+    if builtin is None or entry is None:
+        return figures
+    fn, addresses, outer = entry
+    figures["kernel_ctypes"], figures["kernel_builtin"] = medians_us(
+        [lambda: fn(addresses(id(x), id(y)), 0, outer), lambda: builtin(x, y)], repeats)
+    spec = gemm.GemmSpec.of((8, 8), (8, 8), np.dtype(np.float32))
+    if spec is None:
+        return figures
+    product = gemm.compiled([spec])[spec]
+    a, b, c = (np.ones((8, 8), np.float32) for _ in range(3))
+    if product.builtin is not None:
+        figures["product_ctypes"], figures["product_builtin"] = medians_us(
+            [lambda: product.entry(id(a), id(b), id(c), id(c), product.dims),
+             lambda: product.builtin(a, b, c, c)], repeats)
     return figures
 
 
@@ -136,6 +163,11 @@ def main(argv: list[str] | None = None) -> None:
           f"{m['colsum_1']:8.1f} us  ({m['colsum_1'] / m['colsum_whole']:.3f}x)")
     print(f"    the same on 2 threads                           {m['colsum_2']:8.1f} us"
           f"  ({m['colsum_whole'] / m['colsum_2']:.2f}x faster than 1 call)")
+    for what, label in (("kernel", "no-op kernel"), ("product", "8x8 product")):
+        if f"{what}_builtin" in m:
+            print(f"(e) {label + ', ctypes call':<48}{m[f'{what}_ctypes']:8.2f} us")
+            print(f"    {label + ', builtin call':<48}{m[f'{what}_builtin']:8.2f} us"
+                  f"  ({m[f'{what}_ctypes'] / m[f'{what}_builtin']:.1f}x faster)")
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ import functools
 import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import llvmlite.binding as llvm
@@ -746,6 +747,19 @@ class Product:
         self.items = spec.dims()[_ITEMS]
         flop = 2 * spec.batch * spec.m * spec.n * spec.k
         self.split = self.items > 1 and flop / FLOP_PER_US >= PARALLEL_MIN_US
+
+    @functools.cached_property
+    def builtin(self) -> Callable[..., None] | None:
+        """``f(a, b, c, e)``: ``entry`` as a Python builtin taking the arrays themselves
+        (``codegen.pyentry``: a fraction of a ctypes call's cost), for a caller that checks
+        what ``entry`` needs; None where builtins cannot be made here."""
+        from codegen import pyentry
+
+        if not pyentry.available():
+            return None
+        return pyentry.product_builtin(ctypes.cast(self.entry, ctypes.c_void_p).value,
+                                       self.dims, f"product_{self.spec.dtype}",
+                                       (self._module, self.words))
 
     @functools.cached_property
     def without_addend(self) -> Product:

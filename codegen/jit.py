@@ -292,6 +292,7 @@ class CompiledModule:
         self.code = code
         self.kernels = kernels
         self._launch = {name: _Launch.of(kernels[name], fn) for name, fn in functions.items()}
+        self._builtins: dict[str, Callable[..., None] | None] = {}
 
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
@@ -352,14 +353,22 @@ class CompiledModule:
         plan's kernel step): ``call(inputs + outputs)``. The signature is checked against the
         kernel once (``check_signature``); each call then compares its arrays' (shape, dtype)
         with it and checks they are dense numpy arrays, and hands the array objects straight
-        to the kernel's object entry. Kernels split across threads, and calls without a
-        signature, go through ``run`` (which checks each call in full)."""
+        to the kernel's object entry (as its builtin, ``builtin_entry``, where there is one).
+        Kernels split across threads, and calls without a signature, go through ``run``
+        (which checks each call in full)."""
         name = kernel if isinstance(kernel, str) else kernel.name
         expected = None if signature is None else list(self.check_signature(name, signature))
         n_in = len(self._launch[name].inputs)
         entry = self.object_entry(name)
         if entry is None or expected is None:
             return lambda arrays: self.run(name, arrays[:n_in], arrays[n_in:])
+        builtin = self.builtin_entry(name)
+        if builtin is not None:
+            def call_builtin(arrays: list[np.ndarray]) -> None:
+                check_arrays(name, expected, arrays)
+                builtin(*arrays)
+
+            return call_builtin
         fn, addresses, outer = entry
 
         def call(arrays: list[np.ndarray]) -> None:
@@ -382,6 +391,25 @@ class CompiledModule:
             return None
         n = len(launch.inputs) + len(launch.outputs)
         return launch.fn_objects, ctypes.c_size_t * n, launch.outer
+
+    def builtin_entry(self, kernel: str | kir.Kernel) -> Callable[..., None] | None:
+        """``f(*arrays)``: ``object_entry`` as a Python builtin taking the array objects
+        themselves, inputs then outputs (``codegen.pyentry``: a fraction of a ctypes call's
+        cost), for a caller that guarantees what ``object_entry``'s does; None where that has
+        none or builtins cannot be made here. Made once per kernel."""
+        from codegen import pyentry
+
+        name = kernel if isinstance(kernel, str) else kernel.name
+        found = self._builtins.get(name)
+        if found is None and name not in self._builtins:
+            entry = self.object_entry(name)
+            if entry is not None and pyentry.available():
+                launch = self._launch[name]
+                found = pyentry.kernel_builtin(launch.objects_address, launch.outer,
+                                               len(launch.inputs) + len(launch.outputs),
+                                               name, self._engine)
+            self._builtins[name] = found
+        return found
 
     def asm(self, kernel_name: str) -> str:
         """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""

@@ -423,10 +423,14 @@ def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) 
         src.line(f"_out{j} = {src.name('empty', np.empty)}({src.name('shape', tuple(shape))}, "
                  f"{src.name('t', np.dtype(dtype))})")
         outs.append(f"_out{j}")
-    ids = ", ".join(f"_id({n})" for n in names + outs)
-    src.names["_id"] = id
-    src.line(f"{src.name(f'k{n}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
-             f"{lit(outer)})")
+    builtin = plan.executable.module(device=s.device).builtin_entry(s.kernel)
+    if builtin is not None:  # the arrays handed over as they are (codegen.pyentry)
+        src.line(f"{src.name(f'k{n}', builtin)}({', '.join(names + outs)})")
+    else:
+        ids = ", ".join(f"_id({n})" for n in names + outs)
+        src.names["_id"] = id
+        src.line(f"{src.name(f'k{n}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
+                 f"{lit(outer)})")
     for j, (o, (shape, _, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
         reshape = "" if tuple(shape) == tuple(plan_shape) else \
             f".reshape({src.name('shape', tuple(plan_shape))})"
@@ -486,13 +490,17 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
 def _emit_product_call(src: _Source, n: str, product: Any, ba: str, bb: str, out: str,
                        be: str | None, indent: str, tag: str = "") -> None:
     """The product's call: across the intra-op threads where it is large (Product.run), else
-    its entry on this thread with its words' address (the program holds the product, which
-    holds its words)."""
+    its entry on this thread: as a builtin taking the arrays (``Product.builtin``), or through
+    ctypes with its words' address (the program holds the product, which holds its words)."""
     args = f"{ba}, {bb}, {out}" + ("" if be is None else f", {be}")
     if product.split:
         src.line(f"{indent}{src.name(f'product{n}{tag}', product.run)}({args})")
         return
     src.name(f"holds{n}{tag}", product)
+    if product.builtin is not None:  # the arrays handed over as they are (codegen.pyentry)
+        src.line(f"{indent}{src.name(f'product{n}{tag}', product.builtin)}({ba}, {bb}, {out}, "
+                 f"{out if be is None else be})")
+        return
     src.line(f"{indent}{src.name(f'product{n}{tag}', product.entry)}(_id({ba}), _id({bb}), "
              f"_id({out}), _id({out if be is None else be}), "
              f"{src.name(f'dims{n}{tag}', product.dims)})")
