@@ -99,13 +99,49 @@ def _flops_taps(out_shape: Any, arg_shapes: Any, attrs: Any) -> int:
     return math.prod(out_shape) if "output_size" not in attrs else math.prod(arg_shapes[0])
 
 
+def _geometry(shape: tuple[int, ...], size: Pair, attrs: Any) -> Any:
+    """``codegen.windows``' geometry of an unfold of (n, c, *size) or the fold back to it,
+    or None where its generated code does not run here."""
+    try:
+        from codegen import windows
+    except ImportError:  # pragma: no cover - codegen ships with the runtime
+        return None
+    if not windows.available():
+        return None
+    h, w = size
+    k, d, p, s = (attrs[name] for name in _GEOMETRY)
+    out = (_out_len(h, k[0], d[0], s[0], p[0], p[1]), _out_len(w, k[1], d[1], s[1], p[2], p[3]))
+    return windows, windows.Geometry(shape[0] * shape[1], h, w, k, d, p, s, out)
+
+
+def _unfold_specializer(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
+    """A compiled plan's unfold: generated code (``codegen.windows``), numpy's bits."""
+    (shape, dtype), = arg_metas
+    found = _geometry(shape, shape[2:], attrs) if len(shape) == 4 else None
+    if found is None or not found[0].supports(dtype) or not all(shape):
+        return None
+    windows, geometry = found
+    return windows.unfolder(geometry, dtype, attrs["pad_value"])
+
+
+def _fold_specializer(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
+    """A compiled plan's fold: generated code (``codegen.windows``), numpy's bits."""
+    (_, dtype), = arg_metas
+    shape = out_meta[0]
+    found = _geometry(shape, attrs["output_size"], attrs)
+    if found is None or not found[0].supports(dtype) or not all(shape):
+        return None
+    windows, geometry = found
+    return windows.folder(geometry, dtype)
+
+
 _GEOMETRY = ("kernel", "dilation", "padding", "stride")
 UNFOLD = register(Primitive(
     "unfold", impl=_unfold_impl, infer=_unfold_infer, backward=_unfold_bwd,
-    attrs=(*_GEOMETRY, "pad_value"), flops=flops_none))
+    attrs=(*_GEOMETRY, "pad_value"), flops=flops_none, specializer=_unfold_specializer))
 FOLD = register(Primitive(
     "fold", impl=_fold_impl, infer=_fold_infer, backward=_fold_bwd,
-    attrs=("output_size", *_GEOMETRY), flops=_flops_taps))
+    attrs=("output_size", *_GEOMETRY), flops=_flops_taps, specializer=_fold_specializer))
 
 
 def unfold_raw(x: Tensor, kernel: Pair, dilation: Pair, padding: Pad4, stride: Pair,

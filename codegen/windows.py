@@ -1,0 +1,344 @@
+"""Sliding windows over images as generated code: ``unfold`` (im2col) and ``fold`` (col2im),
+the two primitives convolutions and poolings are made of (``runtime.ops.conv``).
+
+numpy runs them as one strided copy (or accumulation) per kernel tap, each over arrays whose
+inner axis is a few elements long: 2 to 5 ns an element, 0.8 ms of the cnn workload's 2.5 ms
+step. Here each is a loop nest over planes (batch x channels), taps, output rows and output
+columns, whose tables (each tap column's range of valid output columns, each tap row's input
+row per output row, -1 in the padding) the caller computes once per geometry: the inner loop
+is a plain copy or accumulation over the valid columns, with the padding value written
+around it.
+
+The results are numpy's bits: ``unfold`` copies (padding cells get the pad value cast to the
+dtype, as ``np.pad`` does); ``fold`` starts each plane from zeros and adds the taps in their
+order, as numpy's ``+=`` per tap does, or assigns where windows do not overlap (``disjoint``:
+numpy assigns there too, which keeps a -0.0). Cells that fall in the padding are dropped, as
+numpy's crop drops them.
+
+The code holds no geometry: one module for float32 and float64, compiled once per machine
+(then read from the compiled-code cache's support store) and loaded once per process. Its
+functions take the product entry's ABI (``codegen.gemm``: four array objects and the address
+of their words, data pointers read at ``ARRAY_DATA_OFFSET``), so they are called as builtins
+(``codegen.pyentry.product_builtin``): ``f(source, dest, dest, dest)``. The caller guarantees
+C-contiguous arrays of the geometry's shapes and the dtype.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+import struct
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+
+from codegen import target
+from codegen.llvm_emit import ARRAY_DATA_OFFSET
+
+_I64 = ir.IntType(64)
+_PTR = ir.PointerType(ir.IntType(8))
+_TYPES = {"float32": ir.FloatType(), "float64": ir.DoubleType()}
+
+# the fixed words, then the tables: lo[kw], hi[kw], column offset[kw], input row[kh * oh]
+(_PLANES, _H, _W, _KH, _KW, _OH, _OW, _SW, _DISJOINT, _PAD) = range(10)
+_FIXED = 10
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """One unfold/fold geometry: input planes of (h, w), a (kh, kw) kernel with its dilation,
+    padding (top, bottom, left, right) and stride, and its (oh, ow) output positions."""
+
+    planes: int
+    h: int
+    w: int
+    kernel: tuple[int, int]
+    dilation: tuple[int, int]
+    padding: tuple[int, int, int, int]
+    stride: tuple[int, int]
+    out: tuple[int, int]
+
+    @property
+    def disjoint(self) -> bool:
+        """Windows that do not overlap (a pooling's usual stride = kernel)."""
+        return all(s >= d * (k - 1) + 1 for s, d, k in zip(self.stride, self.dilation,
+                                                            self.kernel))
+
+    def words(self, pad_value: float = 0.0) -> ctypes.Array:
+        kh, kw = self.kernel
+        oh, ow = self.out
+        (dh, dw), (sh, sw) = self.dilation, self.stride
+        top, left = self.padding[0], self.padding[2]
+        lo, hi, base = [], [], []
+        for j in range(kw):
+            start = j * dw - left  # input column of output column 0
+            first = next((x for x in range(ow) if 0 <= start + x * sw), ow)
+            last = max((x + 1 for x in range(ow) if start + x * sw < self.w), default=0)
+            lo.append(first)
+            hi.append(max(first, last))
+            base.append(start)
+        rows = [(r if 0 <= (r := oy * sh + i * dh - top) < self.h else -1)
+                for i in range(kh) for oy in range(oh)]
+        pad = struct.unpack("<q", struct.pack("<d", float(pad_value)))[0]
+        words = [self.planes, self.h, self.w, kh, kw, oh, ow, sw, int(self.disjoint), pad,
+                 *lo, *hi, *base, *rows]
+        return (ctypes.c_int64 * len(words))(*words)
+
+
+def _loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value,
+          body: Callable[[ir.Value], None]) -> None:
+    """``for i in range(start, stop): body(i)`` at the builder's position."""
+    pre = b.block
+    head = b.append_basic_block("head")
+    inside = b.append_basic_block("body")
+    after = b.append_basic_block("after")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(_I64)
+    i.add_incoming(start, pre)
+    b.cbranch(b.icmp_signed("<", i, stop), inside, after)
+    b.position_at_end(inside)
+    body(i)
+    i.add_incoming(b.add(i, ir.Constant(_I64, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(after)
+
+
+class _Function:
+    """A function of the product entry's ABI: (source, dest, _, _, words)."""
+
+    def __init__(self, module: ir.Module, name: str, dtype: str) -> None:
+        self.t = _TYPES[dtype]
+        tp = self.t.as_pointer()
+        # the entry reads the data pointers and calls the body, whose arguments are noalias
+        # (source, destination and words never overlap): inlined, LLVM keeps that knowledge,
+        # so it hoists the words' loads out of the loops and vectorizes the copies
+        body = ir.Function(module, ir.FunctionType(ir.VoidType(), [tp, tp, _PTR]),
+                           name=name + ".body")
+        body.linkage = "internal"
+        body.attributes.add("nounwind")
+        body.attributes.add("alwaysinline")
+        for arg in body.args:
+            arg.add_attribute("noalias")
+        entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * 5), name=name)
+        entry.attributes.add("nounwind")
+        eb = ir.IRBuilder(entry.append_basic_block("entry"))
+        src_obj, dst_obj, _, _, words = entry.args
+        eb.call(body, [self._data(eb, src_obj, tp), self._data(eb, dst_obj, tp), words])
+        eb.ret_void()
+        self.b = ir.IRBuilder(body.append_basic_block("entry"))
+        self.src, self.dst, self.words = body.args
+
+    @staticmethod
+    def _data(b: ir.IRBuilder, obj: ir.Value, tp: ir.Type) -> ir.Value:
+        field = b.gep(obj, [ir.Constant(_I64, ARRAY_DATA_OFFSET)])
+        return b.bitcast(b.load(b.bitcast(field, _PTR.as_pointer())), tp)
+
+    def word(self, i: int | ir.Value) -> ir.Value:
+        b = self.b
+        at = b.gep(b.bitcast(self.words, _I64.as_pointer()),
+                   [ir.Constant(_I64, i) if isinstance(i, int) else i])
+        return b.load(at)
+
+    def table(self, first: int, index: ir.Value) -> ir.Value:
+        """Word ``first + index`` (``first`` counted past the fixed words and the kw and kh
+        sizes, which it is given as IR values)."""
+        return self.word(self.b.add(ir.Constant(_I64, first), index))
+
+    def at(self, base: ir.Value, index: ir.Value) -> ir.Value:
+        return self.b.gep(base, [index])
+
+
+def _walk(f: _Function, visit: Callable[[ir.Value, ir.Value, ir.Value, ir.Value, ir.Value,
+                                         ir.Value, ir.Value], None],
+          plane_start: Callable[[ir.Value], None]) -> None:
+    """Every (plane, tap (i, j), output row) with its tables' values: ``visit(plane, tap,
+    row of the input (-1: padding), lo, hi, column offset, output row)``."""
+    b = f.b
+    planes, kh, kw, oh = f.word(_PLANES), f.word(_KH), f.word(_KW), f.word(_OH)
+    zero = ir.Constant(_I64, 0)
+    lo_at = ir.Constant(_I64, _FIXED)
+    hi_at = b.add(lo_at, kw)
+    base_at = b.add(hi_at, kw)
+    rows_at = b.add(base_at, kw)
+
+    def plane(p: ir.Value) -> None:
+        plane_start(p)
+
+        def tap_row(i: ir.Value) -> None:
+            def tap_column(j: ir.Value) -> None:
+                tap = b.add(b.mul(i, kw), j)
+                lo = f.word(b.add(lo_at, j))
+                hi = f.word(b.add(hi_at, j))
+                base = f.word(b.add(base_at, j))
+
+                def out_row(oy: ir.Value) -> None:
+                    row = f.word(b.add(rows_at, b.add(b.mul(i, oh), oy)))
+                    visit(p, tap, row, lo, hi, base, oy)
+
+                _loop(b, zero, oh, out_row)
+
+            _loop(b, zero, kw, tap_column)
+
+        _loop(b, zero, kh, tap_row)
+
+    _loop(b, zero, planes, plane)
+
+
+def _unfold(module: ir.Module, dtype: str) -> None:
+    f = _Function(module, f"unfold.{dtype}", dtype)
+    b = f.b
+    h, w, kh, kw, oh, ow, sw = (f.word(i) for i in (_H, _W, _KH, _KW, _OH, _OW, _SW))
+    pad = b.bitcast(f.word(_PAD), ir.DoubleType())
+    if f.t != ir.DoubleType():
+        pad = b.fptrunc(pad, f.t)
+    zero = ir.Constant(_I64, 0)
+
+    def visit(p: ir.Value, tap: ir.Value, row: ir.Value, lo: ir.Value, hi: ir.Value,
+              base: ir.Value, oy: ir.Value) -> None:
+        # cols[p, tap, oy, :] from the input's row ``row`` of plane p
+        taps = b.mul(kh, kw)
+        dst = f.at(f.dst, b.mul(b.add(b.mul(b.add(b.mul(p, taps), tap), oh), oy), ow))
+        valid = b.icmp_signed(">=", row, zero)
+        start = b.select(valid, lo, ow)  # a padding row: pad values only
+        stop = b.select(valid, hi, ow)
+        fill = lambda x: b.store(pad, f.at(dst, x))  # noqa: E731
+        _loop(b, zero, start, fill)
+        src = f.at(f.src, b.add(b.mul(b.add(b.mul(p, h), row), w), base))
+        _loop(b, start, stop, lambda x: b.store(b.load(f.at(src, b.mul(x, sw))), f.at(dst, x)))
+        _loop(b, stop, ow, fill)
+
+    _walk(f, visit, lambda p: None)
+    b.ret_void()
+
+
+def _fold(module: ir.Module, dtype: str) -> None:
+    f = _Function(module, f"fold.{dtype}", dtype)
+    b = f.b
+    h, w, kh, kw, oh, ow, sw = (f.word(i) for i in (_H, _W, _KH, _KW, _OH, _OW, _SW))
+    disjoint = b.icmp_signed("!=", f.word(_DISJOINT), ir.Constant(_I64, 0))
+    zero = ir.Constant(_I64, 0)
+    area = b.mul(h, w)
+
+    def clear(p: ir.Value) -> None:
+        plane = f.at(f.dst, b.mul(p, area))
+        _loop(b, zero, area, lambda x: b.store(ir.Constant(f.t, 0.0), f.at(plane, x)))
+
+    def visit(p: ir.Value, tap: ir.Value, row: ir.Value, lo: ir.Value, hi: ir.Value,
+              base: ir.Value, oy: ir.Value) -> None:
+        # out[p, row, :] += cols[p, tap, oy, :] over the valid columns
+        taps = b.mul(kh, kw)
+        src = f.at(f.src, b.mul(b.add(b.mul(b.add(b.mul(p, taps), tap), oh), oy), ow))
+        valid = b.icmp_signed(">=", row, zero)
+        stop = b.select(valid, hi, lo)  # a padding row: nothing lands in the output
+        dst = f.at(f.dst, b.add(b.mul(b.add(b.mul(p, h), row), w), base))
+
+        def cell(x: ir.Value) -> None:
+            at = f.at(dst, b.mul(x, sw))
+            v = b.load(f.at(src, x))
+            b.store(b.select(disjoint, v, b.fadd(b.load(at), v)), at)
+
+        _loop(b, lo, stop, cell)
+
+    _walk(f, visit, clear)
+    b.ret_void()
+
+
+def render() -> str:
+    """The IR text of the module: unfold and fold of float32 and float64."""
+    module = ir.Module(name="windows")
+    for dtype in _TYPES:
+        _unfold(module, dtype)
+        _fold(module, dtype)
+    return str(module)
+
+
+@dataclass(frozen=True)
+class _Code:
+    engine: llvm.ExecutionEngine
+    addresses: dict[str, int]
+
+
+_compiled: _Code | None = None
+_lock = threading.Lock()
+
+
+def _code() -> _Code:
+    global _compiled
+    with _lock:
+        if _compiled is None:
+            from codegen.cache import support_code
+
+            code = support_code("windows", render(), target.emit)
+            with target.LOCK:
+                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                                    target.new_target_machine())
+                engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
+                engine.finalize_object()
+                addresses = {f"{op}.{t}": engine.get_function_address(f"{op}.{t}")
+                             for op in ("unfold", "fold") for t in _TYPES}
+            if not all(addresses.values()):
+                raise RuntimeError("the window functions are not in their object code")
+            _compiled = _Code(engine, addresses)
+    return _compiled
+
+
+@functools.cache
+def available() -> bool:
+    from codegen import pyentry
+
+    return pyentry.available()
+
+
+def supports(dtype: np.dtype) -> bool:
+    return np.dtype(dtype).name in _TYPES and available()
+
+
+def unfolder(geometry: Geometry, dtype: np.dtype, pad_value: float
+             ) -> Callable[[np.ndarray], np.ndarray]:
+    """``f(x)``: the columns (n, c * kh * kw, oh * ow) of ``x`` (n, c, h, w) of ``dtype``,
+    n * c = geometry.planes."""
+    from codegen import pyentry
+
+    words = geometry.words(pad_value)
+    name = f"unfold.{np.dtype(dtype).name}"
+    call = pyentry.product_builtin(_code().addresses[name], ctypes.addressof(words), name,
+                                   (_code(), words))
+    kh, kw = geometry.kernel
+    length = math.prod(geometry.out)
+
+    def unfold(x: np.ndarray) -> np.ndarray:
+        x = np.ascontiguousarray(x)
+        n, c = x.shape[:2]
+        cols = np.empty((n, c * kh * kw, length), x.dtype)
+        call(x, cols, cols, cols)
+        return cols
+
+    return unfold
+
+
+def folder(geometry: Geometry, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
+    """``f(cols)``: the sums (n, c, h, w) of the columns (n, c * kh * kw, oh * ow) of
+    ``dtype`` back at their input positions, n * c = geometry.planes."""
+    from codegen import pyentry
+
+    words = geometry.words()
+    name = f"fold.{np.dtype(dtype).name}"
+    call = pyentry.product_builtin(_code().addresses[name], ctypes.addressof(words), name,
+                                   (_code(), words))
+    kh, kw = geometry.kernel
+    h, w = geometry.h, geometry.w
+
+    def fold(cols: np.ndarray) -> np.ndarray:
+        cols = np.ascontiguousarray(cols)
+        n = cols.shape[0]
+        out = np.empty((n, cols.shape[1] // (kh * kw), h, w), cols.dtype)
+        call(cols, out, out, out)
+        return out
+
+    return fold
