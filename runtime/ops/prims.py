@@ -600,13 +600,37 @@ def _arg_impl(fn: str) -> Any:
     return impl
 
 
+def _arg_specializer(fn: str) -> Any:
+    """A compiled plan's argmax/argmin of a float array along an axis: generated code
+    (``codegen.windows.arg_reducer``), numpy's indices, NaN rule included."""
+
+    def specialize(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
+        (shape, dtype), = arg_metas
+        axis = attrs["axis"]
+        if axis is None or not shape or not all(shape):
+            return None
+        try:
+            from codegen import windows
+        except ImportError:  # pragma: no cover - codegen ships with the runtime
+            return None
+        if not windows.supports(dtype):
+            return None
+        return windows.arg_reducer(fn, tuple(shape), axis % len(shape), dtype,
+                                   attrs["keepdim"])
+
+    return specialize
+
+
 # index of the first max / min along ``axis`` (None: of the flattened tensor); int64, no grad
 ARGMAX = register(Primitive(
     "argmax", impl=_arg_impl("argmax"), infer=_arg_infer, differentiable=False,
-    attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce))
+    attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce,
+    specializer=_arg_specializer("argmax")))
 ARGMIN = register(Primitive(
     "argmin", impl=_arg_impl("argmin"), infer=_arg_infer, differentiable=False,
-    attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce))
+    attrs=("axis", "keepdim"), reduction=True, flops=flops_reduce,
+    specializer=_arg_specializer("argmin")))
+
 
 def _cumsum_infer(x: Meta, *, axis: int) -> tuple[Any, D.DType]:
     return x.shape, D.int64 if not x.dtype.is_floating_point else x.dtype

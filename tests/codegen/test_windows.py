@@ -102,3 +102,37 @@ def test_compiled_conv_pool_step_uses_them_and_equals_eager() -> None:
     for a, b in zip(models[0].parameters(), models[1].parameters(), strict=True):
         np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_reducers_give_numpys_indices(op: str) -> None:
+    rng = np.random.default_rng(4)
+    for t in range(150):
+        shape = tuple(int(v) for v in rng.integers(1, 6, int(rng.integers(1, 5))))
+        axis = int(rng.integers(0, len(shape)))
+        dtype = (np.float32, np.float64)[t % 2]
+        x = rng.integers(-3, 3, shape).astype(dtype)  # ties: the first one wins
+        if t % 3 == 0:
+            x.flat[::4] = np.nan  # the first NaN wins
+        if t % 5 == 0:
+            x.flat[::3] = -0.0
+        for keepdim in (False, True):
+            want = getattr(np, op)(x, axis=axis, keepdims=keepdim)
+            got = windows.arg_reducer(op, shape, axis, np.dtype(dtype), keepdim)(x)
+            assert got.dtype == np.int64 and got.shape == want.shape
+            np.testing.assert_array_equal(got, want, err_msg=f"{shape} {axis} {keepdim}")
+
+
+def test_compiled_argmax_uses_generated_code() -> None:
+    x = rt.tensor(np.random.default_rng(5).standard_normal((3, 5, 4)).astype(np.float32))
+
+    def step(x: rt.Tensor) -> tuple[rt.Tensor, rt.Tensor]:
+        return x.argmax(1, keepdim=True), rt.argmin(x * 2, dim=-1)
+
+    compiled = planner.compile(step)
+    for a, b in zip(compiled(x), step(x), strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    program = compiled.plan.executable.program()
+    native = [v for v in program.__globals__.values()
+              if getattr(v, "__qualname__", "") == "arg_reducer.<locals>.reduce"]
+    assert len(native) == 2
