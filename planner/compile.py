@@ -555,6 +555,19 @@ class _Replayer:
         self.plan = binding.plan
         self.reads = [(slot, _reader(binding.slots[slot])) for slot, _ in self.plan.reads]
         self.writers = {i: _writeback(slot) for i, slot in enumerate(binding.slots)}
+        # a .grad assigned a buffer the plan makes new on every call, and writes nowhere
+        # else, needs no check against the call's inputs and state (``_fresh``): staged
+        # straight; where every write is stored as it is or staged so, the call builds no
+        # set of its sources at all
+        straight = set()
+        for slot_index in self.plan.fresh_writes():
+            slot = binding.slots[slot_index]
+            if slot.kind == "grad" and slot.mode == "assign" and slot.owner_input is None:
+                self.writers[slot_index] = (functools.partial(
+                    _stage_fresh_grad, slot.ref, slot.dtype, slot.device), None, None)
+                straight.add(slot_index)
+        self.no_sources = all(self.writers[slot][0] is None or slot in straight
+                              for slot, _ in self.plan.writes)
         self.draws = [_Draws(g) for g in binding.generators] if self.plan.rands else []
         # what the step's modules do eagerly at the start of their forward that the plan does
         # not hold (DistributedDataParallel's buffer broadcast), run before the plan
@@ -572,16 +585,22 @@ class _Replayer:
         if not writes and not self.draws:  # nothing to store (a pure function of its inputs)
             return _rebuild(result)
         # every step succeeded: stage what the stores need, then store it all at once
-        sources = {id(a) for a in arrays if a is not None}
-        sources.update(map(id, state.values()))
         writers = self.writers
         staged: list[_Staged] = []
-        for slot_index, value in writes:
-            stage, store, target = writers[slot_index]
-            staged.append((store, target, value) if stage is None
-                          else stage(value, args, sources))
-            if value is not None:
-                sources.add(id(value))  # a second slot given the same array gets its own copy
+        if self.no_sources:
+            for slot_index, value in writes:
+                stage, store, target = writers[slot_index]
+                staged.append((store, target, value) if stage is None
+                              else stage(value, args, None))
+        else:
+            sources = {id(a) for a in arrays if a is not None}
+            sources.update(map(id, state.values()))
+            for slot_index, value in writes:
+                stage, store, target = writers[slot_index]
+                staged.append((store, target, value) if stage is None
+                              else stage(value, args, sources))
+                if value is not None:
+                    sources.add(id(value))  # a second slot given the same array: a copy
         held = _hold_sigint()
         try:
             for store, target, value in staged:
@@ -719,6 +738,13 @@ def _stage_new_grad(owner: Tensor, dtype: D.DType, device: str, value: Any,
     """_stage_grad of a .grad assigned anew whose owner is not an argument."""
     return _set_grad, owner, (None if value is None else
                               Tensor._make(_fresh(value, sources), dtype, device))
+
+
+def _stage_fresh_grad(owner: Tensor, dtype: D.DType, device: str, value: Any,
+                      args: tuple[Any, ...], sources: set[int] | None) -> _Staged:
+    """_stage_new_grad of a buffer the plan made new in this call and writes nowhere else
+    (``Plan.fresh_writes``): the array itself becomes the .grad."""
+    return _set_grad, owner, (None if value is None else Tensor._make(value, dtype, device))
 
 
 def _stage_opt_state(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]

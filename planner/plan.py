@@ -10,6 +10,7 @@ as one generated Python function (planner.program), built on first use in its ``
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -23,9 +24,11 @@ from .executable import Commit, Executable, materialize
 from .parallel import Execution, choose
 from .schedule import Schedule, compute, needed_buffers
 from .steps import (
+    CommitStep,
     ConstStep,
     InputStep,
     KernelStep,
+    PrimitiveStep,
     RandStep,
     StateStep,
     Step,
@@ -119,6 +122,20 @@ class Plan:
             if i is not None:
                 name_in_note(exc, self.schedule.names[i])
             raise
+
+    def fresh_writes(self) -> set[int]:
+        """The slots written a buffer the plan makes new on every call, on every path it runs
+        by, and written to no other slot: a kernel's output stored in an array of its own
+        (not through an input), a matrix product's result."""
+        made: set[int] = set()
+        for s in self.steps:
+            if isinstance(s, KernelStep) and not isinstance(s, CommitStep):
+                made.update(b for b, out in zip(s.outs, s.kernel.outputs) if out.into is None)
+            elif isinstance(s, PrimitiveStep) and s.name in ("matmul", "matmul_add") \
+                    and s.shape:
+                made.add(s.out)
+        counts = Counter(b for _, b in self.writes)
+        return {slot for slot, b in self.writes if b in made and counts[b] == 1}
 
     def kernel_signature(self, step: KernelStep) -> Any:
         """The signature a kernel step's kernel is called with (Executable.kernel_signature)."""

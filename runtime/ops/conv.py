@@ -111,6 +111,8 @@ def _geometry(shape: tuple[int, ...], size: Pair, attrs: Any) -> Any:
     h, w = size
     k, d, p, s = (attrs[name] for name in _GEOMETRY)
     out = (_out_len(h, k[0], d[0], s[0], p[0], p[1]), _out_len(w, k[1], d[1], s[1], p[2], p[3]))
+    if min(out) < 1:
+        return None  # no window fits (the composites refuse it first)
     return windows, windows.Geometry(shape[0] * shape[1], h, w, k, d, p, s, out)
 
 

@@ -258,10 +258,44 @@ def _index_backward_case(rng: np.random.Generator) -> Case:
     return [_array(rng, g_shape, _dtype(rng)), *idx], {"key": key, "shape": shape}
 
 
+def _arg_case(rng: np.random.Generator) -> Case:
+    x = _array(rng, _shape(rng, min_ndim=1), _dtype(rng))
+    if x.dtype.kind == "f" and rng.random() < 0.3:
+        x[...] = rng.integers(-2, 2, x.shape)  # ties: the first one wins
+        if x.size:
+            x.flat[::3] = np.nan  # the first nan wins
+    axis = None if rng.random() < 0.15 else int(rng.integers(0, x.ndim))  # as F.argmax gives
+    return [x], {"axis": axis, "keepdim": bool(rng.random() < 0.5)}
+
+
+def _geometry(rng: np.random.Generator) -> dict[str, Any]:
+    return {"kernel": tuple(int(v) for v in rng.integers(1, 4, 2)),
+            "dilation": tuple(int(v) for v in rng.integers(1, 3, 2)),
+            "padding": tuple(int(v) for v in rng.integers(0, 3, 4)),
+            "stride": tuple(int(v) for v in rng.integers(1, 4, 2))}
+
+
+def _unfold_case(rng: np.random.Generator) -> Case:
+    x = _array(rng, tuple(int(v) for v in rng.integers(1, 7, 4)), _dtype(rng))
+    return [x], {**_geometry(rng), "pad_value": [0.0, -np.inf, 1.5][int(rng.integers(3))]}
+
+
+def _fold_case(rng: np.random.Generator) -> Case:
+    n, c = (int(v) for v in rng.integers(1, 4, 2))
+    size = tuple(int(v) for v in rng.integers(1, 8, 2))
+    attrs = {**_geometry(rng), "output_size": size}
+    k, d, p, st = (attrs[a] for a in ("kernel", "dilation", "padding", "stride"))
+    out = [(size[i] + p[2 * i] + p[2 * i + 1] - d[i] * (k[i] - 1) - 1) // st[i] + 1
+           for i in range(2)]
+    cols = (n, c * k[0] * k[1], max(out[0], 0) * max(out[1], 0))
+    return [_array(rng, cols, _dtype(rng, floats=rng.random() < 0.8))], attrs
+
+
 CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "sum": _reduce_case, "amax": _reduce_case, "mean": _reduce_case, "where": _where_case,
     "matmul": _matmul_case, "reshape": _reshape_case, "permute": _permute_case,
     "expand": _expand_case, "getitem": _getitem_case, "index_backward": _index_backward_case,
+    "argmax": _arg_case, "argmin": _arg_case, "unfold": _unfold_case, "fold": _fold_case,
 }
 for _name, _prim in REGISTRY.items():
     if _prim.ufunc is not None:
