@@ -37,7 +37,9 @@ from runtime.nn.module import structure_version
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
+from . import guards
 from .capture import Capture, Slot, capture
+from .guards import MISSING, setting_key
 from .parallel import Execution, check_options
 from .plan import Commit, Plan, build_plan
 from .tree import flatten, freeze, unflatten
@@ -74,11 +76,22 @@ class Binding:
     # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
     guarded: list[tuple[bool, Slot]] = field(init=False, repr=False)
     replayer: _Replayer | None = field(default=None, init=False, repr=False)  # on first replay
+    # failed_guard's test written out (planner.guards), made on first use
+    quick: Callable[[tuple[Any, ...]], bool] | None = field(default=None, init=False,
+                                                             repr=False)
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
                         if slot.kind == "tensor" or (slot.kind == "grad"
                                                      and slot.mode == "inplace")]
+
+    def check(self, args: tuple[Any, ...]) -> str | None:
+        """``failed_guard``, asked only where the generated guards (``planner.guards``) do
+        not pass."""
+        quick = self.quick
+        if quick is None:
+            quick = self.quick = guards.build(self)
+        return None if quick(args) else self.failed_guard(args)
 
     def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
@@ -139,22 +152,10 @@ def _outermost(modules: list[Any]) -> list[Any]:
     return [m for m in modules if id(m) not in inner]
 
 
-def _setting_key(value: Any) -> Any:
-    """What a plan depends on in an optimizer setting. A number (lr, betas, eps, momentum,
-    weight decay...) is read by the plan at each replay (Tracer.hyper), so only its type and
-    whether it is zero (the updates branch on that) are guarded: a learning-rate schedule
-    never recompiles. Anything else (flags such as nesterov) is guarded by value."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_setting_key(v) for v in value)
-    if type(value) in (int, float):
-        return ("number", type(value), value == 0)
-    return value
-
-
 def _optimizer_key(opt: Any) -> Any:
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
-         tuple(sorted((k, _setting_key(v)) for k, v in g.items() if k != "params")))
+         tuple(sorted((k, setting_key(v)) for k, v in g.items() if k != "params")))
         for g in opt.param_groups)
     state = tuple(
         (id(p), tuple(sorted((k, id(v) if isinstance(v, Tensor) else v) for k, v in st.items())))
@@ -176,8 +177,8 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
         if len(g) - 1 != len(settings):  # "params" is not among the settings
             return False
         for k, v in settings:
-            now = _setting_key(g.get(k, _MISSING))
-            if now is not v and (now is _MISSING or not now == v):
+            now = setting_key(g.get(k, MISSING))
+            if now is not v and (now is MISSING or not now == v):
                 return False
     if len(opt.state) != len(state):
         return False
@@ -185,10 +186,10 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
         if id(p) != pid or len(st) != len(entries):
             return False
         for k, v in entries:
-            now = st.get(k, _MISSING)
+            now = st.get(k, MISSING)
             if isinstance(now, Tensor):
                 now = id(now)
-            if now is not v and (now is _MISSING or not now == v):
+            if now is not v and (now is MISSING or not now == v):
                 return False
     return True
 
@@ -204,7 +205,7 @@ def _optimizer_change(opt: Any, key: Any) -> str:
             return f"the parameters of param_groups[{i}] changed"
         now, was = dict(settings), dict(old_settings)
         for name in sorted(now.keys() | was.keys()):
-            if now.get(name, _MISSING) != was.get(name, _MISSING):
+            if now.get(name, MISSING) != was.get(name, MISSING):
                 value = opt.param_groups[i].get(name, "missing")
                 return f"param_groups[{i}][{name!r}] is {value!r} ({_was(was.get(name))})"
     if len(state) != len(old_state):
@@ -346,7 +347,7 @@ class CompiledStep:
                 return self._flat_fn(spec)(*args)
             reasons = []
             for i, binding in enumerate(entry.bindings):
-                reason = binding.failed_guard(args)
+                reason = binding.check(args)
                 if reason is None:
                     if i:  # most recently used first: steady-state steps check one binding
                         entry.bindings.insert(0, entry.bindings.pop(i))
@@ -505,7 +506,7 @@ def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any],
             found.append((name, lambda c=cell: c.cell_contents, value))
     globs = getattr(fn, "__globals__", {})
     for name in _global_reads(code):
-        value = globs.get(name, _MISSING)
+        value = globs.get(name, MISSING)
         if isinstance(value, _SCALARS):
             found.append((name, lambda n=name: globs.get(n), value))
     return found
@@ -525,7 +526,6 @@ def _global_reads(code: Any) -> dict[str, None]:
     return names
 
 
-_MISSING = object()
 
 
 def _plan_device(cap: Capture) -> str:
