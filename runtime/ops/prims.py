@@ -514,12 +514,41 @@ def _reduce_fast(ufunc: np.ufunc, floats_only: bool, non_empty: bool) -> Special
     return specialize
 
 
+_sum_fast = _reduce_fast(np.add, floats_only=True, non_empty=False)
+
+
+def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """A float sum over one axis with two or more elements after it (max pooling's sum over
+    a window's taps): generated code (``codegen.windows.axis_summer``: numpy's order and
+    bits) on a C-contiguous array, numpy's reduce on any other; else numpy's reduce."""
+    fast = _sum_fast(arg_metas, attrs, out_meta)
+    axes, keep = attrs["axes"], attrs["keepdim"]
+    if fast is None or len(axes) != 1:
+        return fast
+    shape, dtype = arg_metas[0]
+    axis = axes[0] % len(shape)
+    if not all(shape) or math.prod(shape[axis + 1:]) < 2 or dtype != out_meta[1]:
+        return fast
+    try:
+        from codegen import windows
+    except ImportError:  # pragma: no cover - codegen ships with the runtime
+        return fast
+    if not windows.supports(dtype):
+        return fast
+    native = windows.axis_summer(tuple(shape), axis, dtype, keep)
+
+    def run(x: Any) -> Any:
+        return native(x) if x.flags.c_contiguous else fast(x)
+
+    return run
+
+
 SUM = register(Primitive(
     "sum", impl=lambda xp, x, *, axes, keepdim: xp.sum(x, axis=axes, keepdims=keepdim),
     infer=_reduce_infer,
     backward=lambda c, g: (F.expand(_keepdim_grad(c, g), c.shape(0)),),
     attrs=("axes", "keepdim"), reduction=True, flops=flops_reduce,
-    specializer=_reduce_fast(np.add, floats_only=True, non_empty=False)))
+    specializer=_sum_specializer))
 
 
 def _mean_bwd(c: Any, g: Any) -> tuple[Any]:

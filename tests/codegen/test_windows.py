@@ -136,3 +136,30 @@ def test_compiled_argmax_uses_generated_code() -> None:
     native = [v for v in program.__globals__.values()
               if getattr(v, "__qualname__", "") == "arg_reducer.<locals>.reduce"]
     assert len(native) == 2
+
+
+def test_axis_summer_gives_numpys_bits() -> None:
+    rng = np.random.default_rng(6)
+    checked = 0
+    for t in range(500):
+        shape = tuple(int(v) for v in rng.integers(1, 10, int(rng.integers(2, 6))))
+        axis = int(rng.integers(0, len(shape) - 1))
+        if int(np.prod(shape[axis + 1:])) < 2:
+            continue
+        dtype = (np.float32, np.float64)[t % 2]
+        x = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)
+        if t % 5 == 0:
+            x.flat[::3] = -0.0  # numpy starts from add's identity: a sum of -0.0s is +0.0
+        if t % 7 == 0:
+            x.flat[::5] = np.nan
+        if t % 11 == 0:
+            x[...] = -0.0
+        for keepdim in (False, True):
+            want = np.add.reduce(x, axis=axis, keepdims=keepdim)
+            got = windows.axis_summer(shape, axis, np.dtype(dtype), keepdim)(x)
+            assert got.shape == want.shape and got.dtype == want.dtype
+            assert got.tobytes() == want.tobytes(), (shape, axis, keepdim)
+            checked += 1
+    assert checked > 300
+    with pytest.raises(ValueError, match="two or more elements after it"):
+        windows.axis_summer((3, 4, 1), 1, np.dtype(np.float32), False)
