@@ -402,22 +402,28 @@ def get_compiled(kernels: list[kir.Kernel],
 SUPPORT_DIR = "support"  # under the cache directory: code that holds no kernels
 
 
-def support_code(name: str, text: str, emit: Callable[[str], ObjectCode],
-                 cache_dir_path: str | os.PathLike[str] | None = None) -> ObjectCode:
+def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str], ObjectCode],
+                 cache_dir_path: str | os.PathLike[str] | None = None, *,
+                 version: str | None = None) -> ObjectCode:
     """Object code of a module that holds no kernels (``codegen.pool``'s loops, which every
     process running a kernel needs: installed as their source below), given as IR text: from
     a verified entry of the cache directory's SUPPORT_DIR store (private and checked as the
     kernels' store is), else ``emit(text)``, stored. Apart from the kernels' entries and counters (``entries``,
     ``stats``), and silent where the directory is refused: the kernels' modules say so. No
-    lock: the caller compiles it once per process."""
+    lock: the caller compiles it once per process. ``text`` may be a function giving it, with
+    ``version`` (a digest of what the text is made from) keying the entry in its place: the
+    text is then made only where the store does not have it."""
     cpu, features = host()
+    if version is None:
+        text = text() if callable(text) else text
+        version = hashlib.sha256(text.encode()).hexdigest()
     key = hashlib.sha256(json.dumps(
-        [name, hashlib.sha256(text.encode()).hexdigest(), cpu, features, llvmlite.__version__,
-         generator_hash()]).encode()).hexdigest()
+        [name, version, cpu, features, llvmlite.__version__, generator_hash()]
+    ).encode()).hexdigest()
     with _DiskStore.open(cache_dir(cache_dir_path) / SUPPORT_DIR, quiet=True) as store:
         code = store.read(key) if store is not None else None
         if code is None:
-            code = emit(text)
+            code = emit(text() if callable(text) else text)
             if store is not None:
                 store.write(key, code)
                 store.evict(max_bytes(), keep=key)

@@ -175,13 +175,15 @@ def available() -> bool:
     return sys.implementation.name == "cpython" and object_entry_ok()
 
 
-def _code(cache_dir: Any = None) -> _Code:
+def _code() -> _Code:
+    """The trampolines: compiled once per machine (from the compiled-code cache's support
+    store after that), loaded once per process."""
     global _compiled
     with _lock:
         if _compiled is None:
             from codegen.cache import support_code
 
-            code = support_code("pyentry", ir_text(), target.emit, cache_dir)
+            code = support_code("pyentry", ir_text(), target.emit)
             with target.LOCK:
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                                     target.new_target_machine())

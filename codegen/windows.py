@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import math
 import struct
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -368,7 +370,8 @@ def _code(name: str) -> _Code:
         if found is None:
             from codegen.cache import support_code
 
-            code = support_code(f"windows.{name}", render(name), target.emit)
+            code = support_code(f"windows.{name}", functools.partial(render, name),
+                                target.emit, version=_source_digest())
             with target.LOCK:
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                                     target.new_target_machine())
@@ -379,6 +382,14 @@ def _code(name: str) -> _Code:
                 raise RuntimeError(f"{name} is not in its object code")
             found = _compiled[name] = _Code(engine, address)
     return found
+
+
+@functools.cache
+def _source_digest() -> str:
+    """What every function's IR is made from: this module's source (the cache key's
+    generator hash covers the emitter's constants). Rendering the IR takes 5 to 7 ms a
+    function, which a process finding it in the cache need not spend."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
 def _builtin(name: str, words: ctypes.Array) -> Callable[..., None]:

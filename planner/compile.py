@@ -526,8 +526,6 @@ def _global_reads(code: Any) -> dict[str, None]:
     return names
 
 
-
-
 def _plan_device(cap: Capture) -> str:
     """The one accelerator the step's tensors are on, if any. CPU scalars beside it (an
     optimizer's step count, as PyTorch keeps it) run as CPU steps of a device plan."""
