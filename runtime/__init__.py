@@ -85,6 +85,22 @@ from .ops.functional import (
 )
 from .ops.functional import clamp as clip
 from .ops.functional import clone
+from .ops.functional import (
+    addcdiv,
+    addcmul,
+    ceil,
+    expm1,
+    floor,
+    frac,
+    lerp,
+    log1p,
+    log2,
+    log10,
+    round,  # noqa: A004 - PyTorch's name
+    tan,
+    trunc,
+)
+from .ops.tensor_ops import allclose, equal, isclose
 from .ops.products import addmm, bmm, einsum, mm
 from .ops.reductions import all, any, logsumexp, norm, std, var
 from .ops.functional import cat as concat
@@ -167,6 +183,8 @@ __all__ = [
     "multiply", "narrow", "negative", "numel", "outer", "reciprocal", "subtract", "swapaxes", "t",
     "tile", "true_divide", "unbind",
     "as_tensor", "inference_mode", "is_inference_mode_enabled",
+    "addcdiv", "addcmul", "allclose", "ceil", "equal", "expm1", "floor", "frac", "isclose",
+    "lerp", "log10", "log1p", "log2", "round", "tan", "trunc",
 ]
 
 

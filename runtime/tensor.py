@@ -347,10 +347,73 @@ class Tensor:
         view of it works)."""
         return self if self._data.flags.c_contiguous else F.clone(self)
 
-    def new_zeros(self, *size: Any) -> Tensor:
+    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
         from .creation import zeros
 
-        return zeros(*size, dtype=self.dtype, device=self.device)
+        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:
+        from .creation import ones
+
+        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+        from .creation import empty
+
+        return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
+                     requires_grad=requires_grad)
+
+    def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+                 requires_grad: bool = False) -> Tensor:
+        from .creation import full
+
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+    def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
+                   requires_grad: bool = False) -> Tensor:
+        """A new leaf holding a copy of ``data``, of this tensor's dtype and device unless
+        given (as PyTorch's)."""
+        if isinstance(data, Tensor):
+            data = data.detach().cpu().numpy()
+        return Tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                      requires_grad=requires_grad)
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Strides in elements, as PyTorch's (numpy counts bytes)."""
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        if dim is None:
+            return strides
+        if not -max(len(strides), 1) <= dim < max(len(strides), 1):
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-max(len(strides), 1)}, {max(len(strides), 1) - 1}], but got "
+                             f"{dim})")
+        return strides[dim] if strides else 1
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def ndimension(self) -> int:
+        return self.ndim
+
+    def nelement(self) -> int:
+        return self.numel()
+
+    def element_size(self) -> int:
+        return int(self._data.itemsize)
+
+    def where(self, condition: Any, other: Any) -> Tensor:
+        """``where(condition, self, other)``."""
+        return F.where(condition, self, other)
+
+    def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
+        """In place: ``value`` where ``mask`` is True."""
+        return F.copy_(self, T.masked_fill(self, mask, value))
 
     @property
     def xp(self) -> Any:
@@ -374,7 +437,8 @@ _METHODS = (
     "minimum clamp eq ne lt le gt ge sum mean amax max min reshape view view_as transpose "
     "permute expand expand_as unsqueeze squeeze flatten matmul softmax log_softmax "
     "add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_ lerp_ addcmul_ addcdiv_ sqrt_ neg_ "
-    "exp_ tanh_ pow_"
+    "exp_ tanh_ pow_ log1p expm1 log2 log10 tan floor ceil trunc round frac lerp addcmul "
+    "addcdiv"
 ).split()
 for _n in _METHODS:
     setattr(Tensor, _n, getattr(F, _n))
@@ -382,7 +446,7 @@ _TENSOR_OPS = {
     T: "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
        "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt logical_not "
        "reciprocal isnan isinf isfinite clamp_min clamp_max flip narrow unbind movedim tile "
-       "outer dot amin",
+       "outer dot amin isclose allclose equal",
     reductions: "any all norm var std logsumexp",
     products: "mm bmm addmm",
 }

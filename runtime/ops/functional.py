@@ -106,6 +106,14 @@ sqrt = _op(P.SQRT, "sqrt")
 abs = _op(P.ABS, "abs")  # noqa: A001
 sign = _op(P.SIGN, "sign")
 erf = _op(P.ERF, "erf")
+log1p = _op(P.LOG1P, "log1p")
+expm1 = _op(P.EXPM1, "expm1")
+log2 = _op(P.LOG2, "log2")
+log10 = _op(P.LOG10, "log10")
+tan = _op(P.TAN, "tan")
+floor = _op(P.FLOOR, "floor")
+ceil = _op(P.CEIL, "ceil")
+trunc = _op(P.TRUNC, "trunc")
 remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's rule, as PyTorch's).")
 floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
@@ -532,6 +540,45 @@ def exp_(t: Tensor) -> Tensor:
 
 def tanh_(t: Tensor) -> Tensor:
     return apply_inplace(P.TANH, t)
+
+
+def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+    """Half to even, as PyTorch's; ``decimals``: at that many places, as PyTorch computes it
+    (x scaled by a power of ten, rounded, scaled back)."""
+    if decimals == 0:
+        return apply(P.ROUND, x)
+    if decimals > 0:
+        scale = 10.0 ** decimals
+        return div(apply(P.ROUND, mul(x, scale)), scale)
+    scale = 10.0 ** -decimals
+    return mul(apply(P.ROUND, div(x, scale)), scale)
+
+
+def frac(x: Tensor) -> Tensor:
+    """x - trunc(x), as PyTorch's (the gradient passes unchanged)."""
+    return sub(x, trunc(x))
+
+
+def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
+    """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
+    |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
+    diff = sub(end, start)
+    if not isinstance(weight, Tensor):
+        if -0.5 < weight < 0.5:
+            return add(start, mul(diff, weight))
+        return sub(end, mul(diff, 1 - weight))
+    near_start = lt(abs(weight), 0.5)
+    return where(near_start, add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))))
+
+
+def addcmul(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+    """t + value * t1 * t2."""
+    return add(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
+
+
+def addcdiv(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+    """t + value * t1 / t2."""
+    return add(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2))
 
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:

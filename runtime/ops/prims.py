@@ -319,6 +319,47 @@ SQRT = _unary("sqrt", np.sqrt,
               lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
 ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
              PROMOTE_SAME)
+def _numpy_unary(name: str, fn: np.ufunc, backward: Any, saves: tuple[int | str, ...],
+                 promote: str = PROMOTE_FLOAT) -> Primitive:
+    """An elementwise primitive numpy computes and the kernel IR has no op for: a plan runs
+    it as a numpy step between its kernels (no ``lower``)."""
+    return register(Primitive(
+        name, impl=_xp_ufunc(fn), infer=_elementwise_infer(promote), backward=backward,
+        saves=saves, promote=promote, ufunc=fn, elementwise=True, flops=flops_elementwise))
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+LOG1P = _numpy_unary("log1p", np.log1p,
+                     lambda c, g: (F.div(g, F.add(c.input(0), 1.0)),), (0,))
+EXPM1 = _numpy_unary("expm1", np.expm1,
+                     lambda c, g: (F.mul(g, F.add(c.output(), 1.0)),), ("out",))
+LOG2 = _numpy_unary("log2", np.log2,
+                    lambda c, g: (F.div(g, F.mul(c.input(0), _LN2)),), (0,))
+LOG10 = _numpy_unary("log10", np.log10,
+                     lambda c, g: (F.div(g, F.mul(c.input(0), _LN10)),), (0,))
+TAN = _numpy_unary("tan", np.tan,
+                   lambda c, g: (F.mul(g, F.add(F.mul(c.output(), c.output()), 1.0)),),
+                   ("out",))
+
+
+def _rounding(name: str, fn: np.ufunc) -> Primitive:
+    """floor / ceil / trunc / round (half to even, as PyTorch's): an integer or bool tensor
+    is its own result (numpy would make it float64), and the gradient is zero."""
+    def impl(xp: Any, x: Any) -> Any:
+        return getattr(xp, fn.__name__)(x) if x.dtype.kind == "f" else x.copy()
+
+    return register(Primitive(
+        name, impl=impl, infer=_elementwise_infer(PROMOTE_SAME),
+        backward=lambda c, g: (F.mul(g, 0.0),), promote=PROMOTE_SAME,
+        elementwise=True, flops=flops_elementwise))
+
+
+FLOOR = _rounding("floor", np.floor)
+CEIL = _rounding("ceil", np.ceil)
+TRUNC = _rounding("trunc", np.trunc)
+ROUND = _rounding("round", np.rint)
+
+
 SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
                           infer=_elementwise_infer(PROMOTE_SAME),
                           backward=lambda c, g: (F.mul(g, 0.0),),  # PyTorch: zero gradient

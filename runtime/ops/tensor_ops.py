@@ -362,3 +362,42 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return F.neg(F.amax(F.neg(x), dim, keepdim))
+
+
+def _either(x: Tensor, y: Tensor) -> Tensor:
+    return logical_not(F.logical_and(logical_not(x), logical_not(y)))
+
+
+def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+            equal_nan: bool = False) -> Tensor:
+    """|a - b| <= atol + rtol * |b| elementwise, as PyTorch's: equal values (infinities
+    included) are close; a nan is close to a nan only with ``equal_nan``."""
+    for name, t in (("input", a), ("other", b)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"isclose(): argument '{name}' must be Tensor, not "
+                            f"{type(t).__name__}")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{a.dtype.name} did not match {b.dtype.name}")
+    if rtol < 0:
+        raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
+    if atol < 0:
+        raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
+    near = F.le(F.abs(F.sub(a, b)), F.add(F.mul(F.abs(b), rtol), atol))
+    if a.dtype.is_floating_point:  # an infinity is close only to itself
+        near = F.logical_and(near, F.logical_and(isfinite(a), isfinite(b)))
+    close = _either(F.eq(a, b), near)
+    if equal_nan and a.dtype.is_floating_point:
+        close = _either(close, F.logical_and(isnan(a), isnan(b)))
+    return close
+
+
+def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> bool:
+    return bool(isclose(a, b, rtol, atol, equal_nan).all().item())
+
+
+def equal(a: Tensor, b: Tensor) -> bool:
+    """Same shape and the same values (a nan equals nothing), as PyTorch's."""
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return bool(F.eq(a, b).all().item())

@@ -8,6 +8,7 @@ or ``torch``, so the same expression is evaluated by both libraries.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -136,6 +137,25 @@ case("abs", lambda m, a: a.abs(), [NZ(3, 4)])
 case("abs_fn", lambda m, a: m.abs(a), [NZ(2, 3)])
 case("sign", lambda m, a: a.sign() * a, [NZ(3, 4)])
 case("erf", lambda m, a: a.erf(), [N(3, 4)])
+case("log1p", lambda m, a: a.log1p(), [P(3, 4) - 0.4], gg=True)
+case("log1p_small", lambda m, a: m.log1p(a * 1e-4), [N(2, 3)])
+case("expm1", lambda m, a: a.expm1(), [N(3, 4)], gg=True)
+case("expm1_fn", lambda m, a: m.expm1(a * 1e-4), [N(2, 3)])
+case("log2", lambda m, a: a.log2(), [P(3, 4)], gg=True)
+case("log10", lambda m, a: m.log10(a), [P(3, 4)])
+case("tan", lambda m, a: a.tan(), [N(3, 4) * 0.5], gg=True)
+case("floor", lambda m, a: a.floor() * a, [avoid(N(3, 4) * 3, (-3, -2, -1, 0, 1, 2, 3))])
+case("ceil", lambda m, a: m.ceil(a) + a, [avoid(N(3, 4) * 3, (-3, -2, -1, 0, 1, 2, 3))])
+case("trunc", lambda m, a: a.trunc() * a, [avoid(N(3, 4) * 3, (-3, -2, -1, 0, 1, 2, 3))])
+case("frac", lambda m, a: a.frac(), [avoid(N(3, 4) * 3, (-3, -2, -1, 0, 1, 2, 3))])
+case("round", lambda m, a: m.round(a) * a, [avoid(N(3, 4) * 3, (-2.5, -1.5, -0.5, 0.5, 1.5, 2.5))])
+case("round_decimals", lambda m, a: a.round(decimals=2) + m.round(a, decimals=-1), [N(3, 4) * 30])
+case("lerp_scalar", lambda m, a, b: m.lerp(a, b, 0.3) + a.lerp(b, 0.8), [N(3, 4), N(3, 4)])
+case("lerp_tensor", lambda m, a, b, w: m.lerp(a, b, w), [N(3, 4), N(4), N(3, 4) * 0.6])
+case("addcmul", lambda m, a, b, c: m.addcmul(a, b, c, value=0.5) + a.addcmul(b, c),
+     [N(3, 4), N(3, 4), N(4)])
+case("addcdiv", lambda m, a, b, c: m.addcdiv(a, b, c, value=-2) + a.addcdiv(b, c),
+     [N(3, 4), N(3, 4), P(3, 4)])
 case("clamp_min", lambda m, a: a.clamp(min=-0.5), [avoid(N(3, 4), (-0.5,))])
 case("clamp_max", lambda m, a: a.clamp(max=0.5), [avoid(N(3, 4), (0.5,))])
 case("clamp_both", lambda m, a: a.clamp(-0.5, 0.5), [avoid(N(3, 4), (-0.5, 0.5))])
@@ -763,3 +783,85 @@ def test_erf_of_a_zero_dim_tensor():
     assert y.shape == () and abs(y.item() - math.erf(0.5)) < 1e-15
     y.backward()
     assert abs(x.grad.item() - 2 / math.sqrt(math.pi) * math.exp(-0.25)) < 1e-12
+
+
+def test_rounding_values_and_dtypes_against_torch():
+    torch = pytest.importorskip("torch")
+    half = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997]
+    for name in ("round", "floor", "ceil", "trunc", "frac"):
+        ours = getattr(rt, name)(rt.tensor(half))
+        theirs = getattr(torch, name)(torch.tensor(half))
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=name)
+    for name in ("round", "floor", "ceil", "trunc"):  # an integer tensor is its own result
+        ours = getattr(rt, name)(rt.tensor([1, -2, 3]))
+        theirs = getattr(torch, name)(torch.tensor([1, -2, 3]))
+        assert ours.dtype is rt.int64 and str(theirs.dtype) == "torch.int64", name
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    for name in ("log1p", "expm1", "log2", "log10", "tan"):  # integers become float32
+        ours = getattr(rt, name)(rt.tensor([1, 2, 3]))
+        assert ours.dtype is rt.float32, name
+    tiny = np.array([1e-10, -1e-12, 3e-8])
+    np.testing.assert_array_equal(rt.log1p(rt.tensor(tiny)).numpy(), np.log1p(tiny))
+    np.testing.assert_array_equal(rt.expm1(rt.tensor(tiny)).numpy(), np.expm1(tiny))
+
+
+def test_isclose_allclose_equal_against_torch():
+    torch = pytest.importorskip("torch")
+    inf, nan = float("inf"), float("nan")
+    a = [1.0, 1.0 + 1e-6, inf, -inf, nan, 0.0, 1e-9, 2.0]
+    b = [1.0, 1.0, inf, inf, nan, -0.0, 0.0, 2.1]
+    for kw in ({}, {"equal_nan": True}, {"rtol": 0.1}, {"atol": 1e-8, "rtol": 0.0}):
+        ours = rt.isclose(rt.tensor(a), rt.tensor(b), **kw)
+        theirs = torch.isclose(torch.tensor(a), torch.tensor(b), **kw)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=str(kw))
+    ours = rt.tensor([1, 5, 9]).isclose(rt.tensor([1, 6, 12]), rtol=0.2, atol=0)
+    theirs = torch.tensor([1, 5, 9]).isclose(torch.tensor([1, 6, 12]), rtol=0.2, atol=0)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    assert rt.allclose(rt.ones(3), rt.ones(3) + 1e-9) and not rt.allclose(rt.ones(2), rt.zeros(2))
+    assert rt.equal(rt.ones(2, 3), rt.ones(2, 3)) and not rt.equal(rt.ones(3), rt.ones(2))
+    assert not rt.tensor([nan]).equal(rt.tensor([nan]))
+    with pytest.raises(RuntimeError, match="did not match"):
+        rt.isclose(rt.ones(2), rt.ones(2, dtype=rt.float64))
+
+
+def test_new_tensor_helpers_and_metadata_against_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (rt, torch):
+        x = lib.ones(2, 3, dtype=lib.float64)
+        assert tuple(x.new_ones(2).shape) == (2,) and x.new_ones(2).dtype == lib.float64
+        assert x.new_full((2, 2), 7.0).tolist() == [[7.0, 7.0], [7.0, 7.0]]
+        assert tuple(x.new_empty(4, 1).shape) == (4, 1)
+        assert x.new_tensor([1, 2]).dtype == lib.float64
+        assert x.new_zeros(3, dtype=lib.int64).dtype == lib.int64
+        t = x.t()
+        assert t.stride() == (1, 3) and t.stride(0) == 1 and not t.is_contiguous()
+        assert x.is_contiguous() and x.ndimension() == 2 and x.nelement() == 6
+        assert x.element_size() == 8
+    m = rt.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = m * 1.0
+    y.masked_fill_(rt.tensor([[True, False, False], [False, False, True]]), -1.0)
+    y.sum().backward()
+    np.testing.assert_array_equal(y.detach().numpy(), [[-1, 1, 2], [3, 4, -1]])
+    np.testing.assert_array_equal(m.grad.numpy(), [[0, 1, 1], [1, 1, 0]])
+    np.testing.assert_array_equal(m.detach().where(m.detach() > 2, -m.detach()).numpy(),
+                                  [[0, -1, -2], [3, 4, 5]])
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "llvm"])
+def test_new_pointwise_ops_compile_without_fallback(backend):
+    x = rt.tensor(np.abs(N(4, 5)) + 0.1, requires_grad=True)
+    y = rt.tensor(N(4, 5))
+
+    def step(x, y):
+        z = (x.log1p() + x.expm1().tan() * 0.1 + x.log2() - m_floor(y) * y.frac()
+             + rt.lerp(x, y, 0.25) + rt.addcdiv(x, y, x + 1, value=0.5) + y.round(decimals=1))
+        (gx,) = rt.autograd.grad(z.sum(), [x])
+        return z, gx
+
+    m_floor = rt.floor
+    want = step(x, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = planner.compile(step, backend=backend)(x, y)
+    for a, b in zip(got, want, strict=True):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6, atol=1e-6)
