@@ -173,6 +173,10 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
     shapes, dtypes = _shapes_dtypes(plan)
     # in the environment before any step runs
     ready = {s.out for s in plan.steps if isinstance(s, SourceStep) and s.bound}
+    # the parameters the plan reads and writes back (tensor slots), by buffer, with shapes
+    written = {slot for slot, _ in plan.writes}
+    params = {b: shapes[b] for slot, b in plan.reads
+              if slot in written and plan.slots[slot].get("kind") == "tensor"}
     member: dict[int, Segment] = {}
     found: list[Segment] = []
     for step in plan.steps:
@@ -191,7 +195,7 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
         elif _fusible(step, shapes, dtypes):
             target = _join_elementwise(step, member, shapes, ready)
             if target is None:
-                target = _join_sibling(step, found, shapes, ready)
+                target = _join_sibling(step, found, shapes, ready, params)
             if target is None:
                 target = Segment(step.shape, step.device)
                 found.append(target)
@@ -278,7 +282,7 @@ def _join_row_view(step: PrimitiveStep, member: dict[int, Segment],
 
 
 def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, tuple[int, ...]],
-                  ready: set[int]) -> Segment | None:
+                  ready: set[int], params: dict[int, tuple[int, ...]]) -> Segment | None:
     """Horizontal fusion: a step none of whose arguments is a segment's value joins a segment
     of its domain that runs after all of them, preferring one that already reads the same
     data (one pass over it instead of two), else the latest."""
@@ -289,10 +293,25 @@ def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, t
             and all(u in ready or u < seg.first for u in bufs)]
     if not fits:
         return None
+    for seg in reversed(fits):  # one that reads the same array (not a scalar): one pass
+        if any(u in m.buffers and math.prod(shapes[u]) > 1 for m in seg.steps for u in bufs):
+            return seg
+    if math.prod(step.shape) >= MIN_ELEMENTS:
+        # siblings sharing no array save only a kernel call (0.1 us as a builtin); a large
+        # parameter's update alone in its kernel commits in place (two_tower's four weight
+        # updates, one kernel of 4 outputs, were each copied into their parameter at
+        # write-back: 16 MB more memory traffic a step), so none joins another's
+        fits = [seg for seg in fits if not _updates_parameter(seg.steps + [step], params)]
     for seg in reversed(fits):
         if any(u in m.buffers for m in seg.steps for u in bufs):
             return seg
-    return fits[-1]
+    return fits[-1] if fits else None
+
+
+def _updates_parameter(steps: list[PrimitiveStep], params: dict[int, tuple[int, ...]]) -> bool:
+    """Whether one of these steps reads a parameter (a tensor the plan reads and writes
+    back) of its own full shape, elementwise: an update of that parameter."""
+    return any(params.get(u) == step.shape for step in steps for u in step.buffers)
 
 
 def _reduction_ok(step: PrimitiveStep) -> bool:

@@ -257,6 +257,37 @@ def test_parameter_updates_run_in_place_at_write_back() -> None:
                                    atol=2e-6)
 
 
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_large_parameters_of_one_shape_each_commit_alone(momentum: float) -> None:
+    """Updates of same-shape large parameters share only the learning rate: they are not
+    joined into one kernel of several outputs (which could not commit: each new value
+    would be copied into its parameter at write-back); without momentum each commits in
+    place (with it, a kernel has the momentum buffer as a second output)."""
+    rt.manual_seed(3)
+    model = rt.nn.Sequential(*(rt.nn.Linear(192, 192) for _ in range(3)))
+    opt = rt.optim.SGD(model.parameters(), lr=0.05, momentum=momentum)
+    x = rt.randn(16, 192)
+
+    @planner.compile(backend="llvm")
+    def step() -> Any:
+        opt.zero_grad()
+        loss = (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step()
+    big = [s for s in step.plan.steps if isinstance(s, KernelStep) and s.phase == "update"
+           and s.shape == (192, 192)]
+    assert len(big) == 3, step.plan.listing()  # one kernel per weight
+    if momentum == 0.0:  # one output each, the new weight: stored in place at write-back
+        assert all(isinstance(s, CommitStep) and len(s.outs) == 1 for s in big)
+    storages = [m.weight._data for m in model]
+    step()  # updated in their own storage
+    assert all(m.weight._data is a for m, a in zip(model, storages, strict=True))
+
+
 def test_updates_of_parameters_that_read_each_other_match_eager() -> None:
     """w2's update reads w1's old value and w1's update follows: only an update that reads no
     other parameter is deferred to write-back (w1's), so w1's new value never leaks into
