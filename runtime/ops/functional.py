@@ -57,8 +57,24 @@ def sum_to(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         lead + i for i, s in enumerate(shape) if s == 1 and g.shape[lead + i] != 1)
-    r = apply(P.SUM, g, axes=axes, keepdim=False)
+    r = _sum_in_two(g, axes)
     return r if r.shape == shape else apply(P.RESHAPE, r, shape=shape)
+
+
+def _sum_in_two(g: Tensor, axes: tuple[int, ...]) -> Tensor:
+    """The sum of ``g`` over ``axes`` (not keeping them). Where they are some trailing axes
+    and others before a kept one (a per-channel sum of (N, C, H, W): axes 0, 2, 3), the
+    trailing ones first (a row reduction, which a compiled plan fuses into the kernel that
+    computes ``g``), then the rest over what is left: a sum numpy would run over strided
+    axes as one slow pass."""
+    nd = g.ndim
+    tail = 0
+    while tail < len(axes) and axes[len(axes) - 1 - tail] == nd - 1 - tail:
+        tail += 1
+    if tail == 0 or tail == len(axes) or tail == nd:
+        return apply(P.SUM, g, axes=axes, keepdim=False)
+    rows = apply(P.SUM, g, axes=axes[len(axes) - tail:], keepdim=False)
+    return apply(P.SUM, rows, axes=axes[:len(axes) - tail], keepdim=False)
 
 
 # --- elementwise ---------------------------------------------------------------------------
