@@ -44,7 +44,7 @@ from pathlib import Path
 import llvmlite
 
 from codegen import ir as kir
-from codegen import pool
+from codegen import pool, pyentry
 from codegen.launch import cpu_launch_form
 from codegen.jit import CompiledModule, ObjectCode, compile_count, load, optimize_and_emit
 from codegen.llvm import render
@@ -431,6 +431,7 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
 
 
 pool.set_code_source(functools.partial(support_code, "pool", emit=emit_object_code))
+pyentry.set_code_source(functools.partial(support_code, "pyentry", emit=emit_object_code))
 
 
 def _files(folder: Path, *patterns: re.Pattern[str]) -> list[Path]:

@@ -50,7 +50,7 @@ import numpy as np
 
 from codegen import pool, target
 from codegen.jit import PARALLEL_MIN_US, even_bounds
-from codegen.llvm_emit import ARRAY_DATA_OFFSET
+from codegen.llvm_emit import ARRAY_DATA_OFFSET, object_entry_ok
 from codegen.llvm_math import vector_widths
 from runtime._threads import get_num_threads
 
@@ -142,9 +142,8 @@ class GemmSpec:
 @functools.cache
 def object_strides_ok() -> bool:
     """Whether this interpreter's numpy arrays keep nd and their strides where the products
-    read them (``ND_OFFSET``, ``STRIDES_OFFSET``; ``codegen.jit.object_entry_ok`` checks the
+    read them (``ND_OFFSET``, ``STRIDES_OFFSET``; ``codegen.llvm_emit.object_entry_ok`` checks the
     data pointer)."""
-    from codegen.jit import object_entry_ok
 
     if not object_entry_ok():
         return False

@@ -15,7 +15,6 @@ import ctypes
 import functools
 import math
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,7 @@ from codegen import pool
 from codegen.launch import cpu_launch_form
 from codegen.target import LOCK, ObjectCode, emit, new_target_machine, target_machine
 from codegen.target import optimize as optimize  # re-exported: callers optimize through jit
-from codegen.llvm_emit import ARRAY_DATA_OFFSET, OBJECT_ENTRY, ROW_BLOCK
+from codegen.llvm_emit import OBJECT_ENTRY, ROW_BLOCK, object_entry_ok
 from codegen.lower import EXPENSIVE
 from runtime._threads import get_num_threads
 
@@ -115,17 +114,6 @@ def estimated_us(k: kir.Kernel) -> float:
     per_element += sum(np.dtype(o.dtype).itemsize for o in k.outputs)
     weight = sum(EXPENSIVE.get(getattr(e, "op", ""), 1) for e in k.exprs)
     return max(elements * per_element / MEMORY_BYTES_PER_US, elements * weight * EXPR_US)
-
-
-@functools.cache
-def object_entry_ok() -> bool:
-    """Whether this interpreter keeps a numpy array's data pointer where the kernels' object
-    entry reads it (CPython's object header, then PyArrayObject's data field)."""
-    if sys.implementation.name != "cpython":
-        return False
-    base = np.arange(6.0)
-    return all(ctypes.c_void_p.from_address(id(a) + ARRAY_DATA_OFFSET).value == a.ctypes.data
-               for a in (base, base[2:], np.empty((3, 2), np.float32)))
 
 
 def split_bounds(k: kir.Kernel) -> tuple[int, ...]:

@@ -33,9 +33,11 @@ rerun and has only the exact body.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import math
 import struct
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -57,9 +59,22 @@ VALUE_TYPES: dict[str, ir.Type] = {
 # numpy stores bool as one byte
 STORAGE_TYPES: dict[str, ir.Type] = {**VALUE_TYPES, "bool": I8}
 # byte offset of the data pointer in a numpy array object (PyArrayObject_fields.data, after
-# PyObject_HEAD); codegen.jit checks it against this interpreter before using OBJECT_ENTRY
+# PyObject_HEAD); object_entry_ok checks it against this interpreter before code reads it
 ARRAY_DATA_OFFSET = 16
 OBJECT_ENTRY = ".objects"
+
+
+@functools.cache
+def object_entry_ok() -> bool:
+    """Whether this interpreter keeps a numpy array's data pointer at ARRAY_DATA_OFFSET, where
+    the kernels' object entry (and every generated function over array objects) reads it
+    (CPython's object header, then PyArrayObject's data field)."""
+    if sys.implementation.name != "cpython":
+        return False
+    base = np.arange(6.0)
+    return all(ctypes.c_void_p.from_address(id(a) + ARRAY_DATA_OFFSET).value == a.ctypes.data
+               for a in (base, base[2:], np.empty((3, 2), np.float32)))
+
 ABI_TYPE = ir.FunctionType(ir.VoidType(), [I8.as_pointer().as_pointer(), I64, I64])
 
 

@@ -815,7 +815,7 @@ def run_accumulating(fn: int, arrays: array.array, objects: bool, bounds: ctypes
     combine the partials into the outputs in chunk order: the same arithmetic on any number
     of threads. ``fn`` is the kernel's data-pointer entry; ``arrays`` its arrays, inputs then
     outputs: their data pointers, or with ``objects`` the ids of numpy arrays whose data
-    pointers are where ``jit.object_entry_ok`` found them; ``accumulated`` 4 i64 per
+    pointers are where ``llvm_emit.object_entry_ok`` found them; ``accumulated`` 4 i64 per
     accumulated output: its index in ``arrays``, its element count, its bytes, and its
     ``combine_address``. Only where ``available()``."""
     n = len(bounds) - 1

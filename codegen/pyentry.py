@@ -14,7 +14,7 @@ theirs), checks ``nargs``, releases the GIL as ctypes does, calls the entry and 
 A wrong argument count raises TypeError. Everything else the ctypes path left to its caller
 stays there: the program checks each argument's type, shape and dtype before the call, as it
 did (``planner.program``). Where this interpreter is not CPython, or its array objects do not
-hold their data pointer where the trampolines read it (``jit.object_entry_ok``), ``available()``
+hold their data pointer where the trampolines read it (``llvm_emit.object_entry_ok``), ``available()``
 is False and callers keep ctypes.
 """
 
@@ -32,7 +32,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from codegen import target
-from codegen.llvm_emit import ARRAY_DATA_OFFSET
+from codegen.llvm_emit import ARRAY_DATA_OFFSET, object_entry_ok
 
 METH_FASTCALL = 0x0080
 
@@ -170,9 +170,19 @@ _lock = threading.Lock()
 def available() -> bool:
     """Whether builtins can be made here (CPython, with array objects as the kernels read
     them)."""
-    from codegen.jit import object_entry_ok
-
     return sys.implementation.name == "cpython" and object_entry_ok()
+
+
+# where the trampolines' object code comes from: compiled here, unless codegen.cache has
+# installed its disk-backed source (set_code_source), as importing codegen does (as for the
+# pool's loops)
+_code_source: Callable[[str], target.ObjectCode] = target.emit
+
+
+def set_code_source(source: Callable[[str], target.ObjectCode]) -> None:
+    """``source(ir_text)`` gives the trampolines' object code from now on."""
+    global _code_source
+    _code_source = source
 
 
 def _code() -> _Code:
@@ -181,9 +191,7 @@ def _code() -> _Code:
     global _compiled
     with _lock:
         if _compiled is None:
-            from codegen.cache import support_code
-
-            code = support_code("pyentry", ir_text(), target.emit)
+            code = _code_source(ir_text())
             with target.LOCK:
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                                     target.new_target_machine())
