@@ -20,7 +20,7 @@ from .. import _dtype as D
 from ..autograd.node import Meta
 from ..tensor import Tensor
 from . import functional as F
-from .registry import Primitive, flops_none, register
+from .registry import Primitive, flops_none, generated_windows, register
 
 Pair = tuple[int, int]
 Pad4 = tuple[int, int, int, int]  # top, bottom, left, right
@@ -99,14 +99,11 @@ def _flops_taps(out_shape: Any, arg_shapes: Any, attrs: Any) -> int:
     return math.prod(out_shape) if "output_size" not in attrs else math.prod(arg_shapes[0])
 
 
-def _geometry(shape: tuple[int, ...], size: Pair, attrs: Any) -> Any:
-    """``codegen.windows``' geometry of an unfold of (n, c, *size) or the fold back to it,
-    or None where its generated code does not run here."""
-    try:
-        from codegen import windows
-    except ImportError:  # pragma: no cover - codegen ships with the runtime
-        return None
-    if not windows.available():
+def _geometry(shape: tuple[int, ...], size: Pair, attrs: Any, dtype: Any) -> Any:
+    """``codegen.windows`` and its geometry of an unfold of (n, c, *size) or the fold back to
+    it, or None where its generated code does not run here (or no window fits)."""
+    windows = generated_windows(dtype)
+    if windows is None or not all(shape):
         return None
     h, w = size
     k, d, p, s = (attrs[name] for name in _GEOMETRY)
@@ -119,8 +116,8 @@ def _geometry(shape: tuple[int, ...], size: Pair, attrs: Any) -> Any:
 def _unfold_specializer(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
     """A compiled plan's unfold: generated code (``codegen.windows``), numpy's bits."""
     (shape, dtype), = arg_metas
-    found = _geometry(shape, shape[2:], attrs) if len(shape) == 4 else None
-    if found is None or not found[0].supports(dtype) or not all(shape):
+    found = _geometry(shape, shape[2:], attrs, dtype) if len(shape) == 4 else None
+    if found is None:
         return None
     windows, geometry = found
     return windows.unfolder(geometry, dtype, attrs["pad_value"])
@@ -129,9 +126,8 @@ def _unfold_specializer(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
 def _fold_specializer(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
     """A compiled plan's fold: generated code (``codegen.windows``), numpy's bits."""
     (_, dtype), = arg_metas
-    shape = out_meta[0]
-    found = _geometry(shape, attrs["output_size"], attrs)
-    if found is None or not found[0].supports(dtype) or not all(shape):
+    found = _geometry(out_meta[0], attrs["output_size"], attrs, dtype)
+    if found is None:
         return None
     windows, geometry = found
     return windows.folder(geometry, dtype)

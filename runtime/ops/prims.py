@@ -31,6 +31,7 @@ from .registry import (
     flops_matmul,
     flops_none,
     flops_reduce,
+    generated_windows,
     is_array_meta,
     probe_ok,
     register,
@@ -568,13 +569,9 @@ def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> Fa
         return fast
     shape, dtype = arg_metas[0]
     axis = axes[0] % len(shape)
-    if not all(shape) or math.prod(shape[axis + 1:]) < 2 or dtype != out_meta[1]:
-        return fast
-    try:
-        from codegen import windows
-    except ImportError:  # pragma: no cover - codegen ships with the runtime
-        return fast
-    if not windows.supports(dtype):
+    windows = generated_windows(dtype)
+    if windows is None or not all(shape) or math.prod(shape[axis + 1:]) < 2 \
+            or dtype != out_meta[1]:
         return fast
     native = windows.axis_summer(tuple(shape), axis, dtype, keep)
 
@@ -677,13 +674,8 @@ def _arg_specializer(fn: str) -> Any:
     def specialize(arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
         (shape, dtype), = arg_metas
         axis = attrs["axis"]
-        if axis is None or not shape or not all(shape):
-            return None
-        try:
-            from codegen import windows
-        except ImportError:  # pragma: no cover - codegen ships with the runtime
-            return None
-        if not windows.supports(dtype):
+        windows = generated_windows(dtype)
+        if windows is None or axis is None or not shape or not all(shape):
             return None
         return windows.arg_reducer(fn, tuple(shape), axis % len(shape), dtype,
                                    attrs["keepdim"])

@@ -84,6 +84,16 @@ def probe_ok(fn: Callable[..., Any], arg_metas: ArgMetas, out_meta: OutMeta,
     return type(out) is np.ndarray and out.dtype == out_meta[1]
 
 
+def generated_windows(dtype: np.dtype) -> Any:
+    """``codegen.windows`` where its generated code runs here for ``dtype`` (a fast path's
+    native code: unfold, fold, argmax/argmin, sums along a middle axis), else None."""
+    try:
+        from codegen import windows
+    except ImportError:  # pragma: no cover - codegen ships with the runtime
+        return None
+    return windows if windows.supports(dtype) else None
+
+
 def ufunc_specializer(ufunc: np.ufunc) -> Specializer:
     """The ufunc itself where its result on these metas is an array of the planned dtype and
     shape (the primitive's impl is that ufunc on its arguments)."""
