@@ -289,16 +289,16 @@ class _DiskStore:
         mac.update(body)
         return mac.digest()
 
-    def encode(self, key: str, code: ObjectCode) -> bytes:
-        """The entry for ``code`` under ``key``: magic, tag, then the tagged body (key,
-        lengths, optimized IR, object code)."""
-        ir_bytes = code.optimized_ir.encode()
-        body = (key.encode("ascii") + _LENGTHS.pack(len(ir_bytes), len(code.object_file))
-                + ir_bytes + code.object_file)
+    def encode(self, key: str, first: bytes, second: bytes) -> bytes:
+        """The entry holding ``first`` and ``second`` (a module's optimized IR and object
+        code; nothing and a plan's text) under ``key``: magic, tag, then the tagged body (key,
+        lengths, both parts)."""
+        body = key.encode("ascii") + _LENGTHS.pack(len(first), len(second)) + first + second
         return _MAGIC + self._tag(body) + body
 
-    def decode(self, key: str, data: bytes) -> ObjectCode:
-        """The code in entry ``data`` written for ``key``; raises _BadEntry saying what failed."""
+    def decode(self, key: str, data: bytes) -> tuple[bytes, bytes]:
+        """The two parts of entry ``data`` written for ``key``; raises _BadEntry saying what
+        failed."""
         if not data:
             raise _BadEntry("the file is empty")
         if len(data) < _HEADER_BYTES:
@@ -308,10 +308,10 @@ class _DiskStore:
             raise _BadEntry("not a version 2 entry (its magic line differs)")
         view = memoryview(data)  # the object code is megabytes: slice without copying
         tag, body = view[len(_MAGIC):len(_MAGIC) + _TAG_BYTES], view[len(_MAGIC) + _TAG_BYTES:]
-        n_ir, n_obj = _LENGTHS.unpack_from(body, _KEY_BYTES)
-        if len(data) != _HEADER_BYTES + n_ir + n_obj:
+        n_first, n_second = _LENGTHS.unpack_from(body, _KEY_BYTES)
+        if len(data) != _HEADER_BYTES + n_first + n_second:
             raise _BadEntry(f"truncated or padded: {len(data)} bytes where its header says "
-                            f"{_HEADER_BYTES + n_ir + n_obj}")
+                            f"{_HEADER_BYTES + n_first + n_second}")
         if not hmac.compare_digest(tag, self._tag(body)):
             raise _BadEntry("digest mismatch: its content was altered, or it was not written "
                             "by this user's cache")
@@ -320,19 +320,19 @@ class _DiskStore:
             raise _BadEntry(f"written for another module (key {written_for[:16]}...), "
                             f"not this one (key {key[:16]}...)")
         start = _KEY_BYTES + _LENGTHS.size
-        return ObjectCode(bytes(body[start + n_ir:]), str(body[start:start + n_ir], "utf-8"))
+        return bytes(body[start:start + n_first]), bytes(body[start + n_first:])
 
-    def read(self, key: str) -> ObjectCode | None:
-        """The verified code stored for ``key``; None on a miss, with a RuntimeWarning when an
+    def read(self, key: str) -> tuple[bytes, bytes] | None:
+        """The verified parts stored for ``key``; None on a miss, with a RuntimeWarning when an
         entry was there but failed verification or could not be read."""
         path = self.path(key)
         try:
             fd = os.open(_entry_name(key), os.O_RDONLY | os.O_NOFOLLOW, dir_fd=self._fd)
             with os.fdopen(fd, "rb") as f:
-                code = self.decode(key, f.read())
+                parts = self.decode(key, f.read())
                 with contextlib.suppress(OSError):  # recency for eviction; a read-only file
                     os.utime(f.fileno())
-                return code
+                return parts
         except FileNotFoundError:
             return None
         except (OSError, _BadEntry) as e:
@@ -341,15 +341,23 @@ class _DiskStore:
                           f"recompiling and replacing it", RuntimeWarning, stacklevel=3)
             return None
 
-    def write(self, key: str, code: ObjectCode) -> None:
-        """Store ``code``; a failure warns and leaves the code in memory only."""
+    def write(self, key: str, first: bytes, second: bytes) -> None:
+        """Store the two parts; a failure warns and leaves what they hold in memory only."""
         path = self.path(key)
         try:
-            _write_new(self._fd, _entry_name(key), self.encode(key, code), replace=True)
+            _write_new(self._fd, _entry_name(key), self.encode(key, first, second),
+                       replace=True)
         except OSError as e:
             warnings.warn(f"backplan: could not write compiled-code cache entry {path}: {e}; "
                           f"the compiled code is kept in memory only", RuntimeWarning,
                           stacklevel=3)
+
+    def read_code(self, key: str) -> ObjectCode | None:
+        parts = self.read(key)
+        return None if parts is None else ObjectCode(parts[1], str(parts[0], "utf-8"))
+
+    def write_code(self, key: str, code: ObjectCode) -> None:
+        self.write(key, code.optimized_ir.encode(), code.object_file)
 
     def evict(self, limit: int, keep: str) -> list[str]:
         """Delete the least recently used entries until the rest take at most ``limit`` bytes,
@@ -387,13 +395,13 @@ def get_compiled(kernels: list[kir.Kernel],
             _counts["memory_hits"] += 1
             return _memory[key]
         with _DiskStore.open(cache_dir(cache_dir_path)) as store:
-            code = store.read(key) if store is not None else None
+            code = store.read_code(key) if store is not None else None
             if code is not None:
                 _counts["disk_hits"] += 1
             else:
                 code = optimize_and_emit(render(kernels))
                 if store is not None:
-                    store.write(key, code)
+                    store.write_code(key, code)
                     _counts["evictions"] += len(store.evict(limit, keep=key))
         compiled = _memory[key] = load(code, kernels)
         return compiled
@@ -421,13 +429,36 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
         [name, version, cpu, features, llvmlite.__version__, generator_hash()]
     ).encode()).hexdigest()
     with _DiskStore.open(cache_dir(cache_dir_path) / SUPPORT_DIR, quiet=True) as store:
-        code = store.read(key) if store is not None else None
+        code = store.read_code(key) if store is not None else None
         if code is None:
             code = emit(text() if callable(text) else text)
             if store is not None:
-                store.write(key, code)
+                store.write_code(key, code)
                 store.evict(max_bytes(), keep=key)
     return code
+
+
+PLANS_DIR = "plans"  # under the cache directory: planned steps (planner.plan_cache)
+
+
+def stored_plan(key: str, cache_dir_path: str | os.PathLike[str] | None = None) -> bytes | None:
+    """The text stored under ``key`` by ``store_plan``: from a verified entry of the cache
+    directory's PLANS_DIR store (private and checked as the kernels' store is, an altered
+    entry rejected with a RuntimeWarning); None on a miss or where the directory is refused
+    (silently: the kernels' modules say so)."""
+    with _DiskStore.open(cache_dir(cache_dir_path) / PLANS_DIR, quiet=True) as store:
+        parts = store.read(key) if store is not None else None
+    return None if parts is None else parts[1]
+
+
+def store_plan(key: str, text: bytes,
+               cache_dir_path: str | os.PathLike[str] | None = None) -> None:
+    """Keep ``text`` under ``key`` in the PLANS_DIR store, least recently used entries evicted
+    past ``max_bytes``; kept nowhere where the directory is refused."""
+    with _DiskStore.open(cache_dir(cache_dir_path) / PLANS_DIR, quiet=True) as store:
+        if store is not None:
+            store.write(key, b"", text)
+            store.evict(max_bytes(), keep=key)
 
 
 pool.set_code_source(functools.partial(support_code, "pool", emit=emit_object_code))
@@ -448,11 +479,16 @@ def entries(directory: Path) -> list[Path]:
     return _files(directory / ENTRY_DIR, _ENTRY_NAME)
 
 
+def plan_entries(directory: Path) -> list[Path]:
+    """The plans kept in cache directory ``directory`` (planner.plan_cache)."""
+    return _files(directory / PLANS_DIR / ENTRY_DIR, _ENTRY_NAME)
+
+
 def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
                 disk: bool = True) -> list[Path]:
     """Forget compiled modules in memory and, unless ``disk=False``, delete the files the cache
-    wrote on disk (entries, leftovers of interrupted writes, version 1 entries), and nothing
-    else; returns the deleted paths. Raises UnsafeCacheDirError for a directory the cache
+    wrote on disk (module and plan entries, leftovers of interrupted writes, version 1
+    entries), and nothing else; returns the deleted paths. Raises UnsafeCacheDirError for a directory the cache
     refuses to use."""
     deleted: list[Path] = []
     directory = cache_dir(cache_dir_path)
@@ -465,6 +501,7 @@ def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
         _memory.clear()
         if disk:
             for path in (_files(directory / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)
+                         + _files(directory / PLANS_DIR / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)
                          + _files(directory, _V1_NAME)):
                 path.unlink()
                 deleted.append(path)

@@ -1,5 +1,5 @@
-"""``backplan cache [info|clear]``: what the compiled-code cache holds, in readable sizes
-against its limit, or delete the files it wrote."""
+"""``backplan cache [info|clear]``: what the compiled-code cache holds (modules, in readable
+sizes against its limit, and plans kept), or delete the files it wrote."""
 
 from __future__ import annotations
 
@@ -32,6 +32,9 @@ def run_cache(args: argparse.Namespace) -> int:
     total = sum(st.st_size for st in stats)
     print(f"{directory}: {len(entries)} compiled modules, {cache.human_bytes(total)} "
           f"({total} bytes) of at most {cache.human_bytes(limit)} ({cache.MAX_BYTES_ENV})")
+    plans = [f.stat().st_size for f in cache.plan_entries(directory)]
+    print(f"{len(plans)} plans kept for steps captured again in a new process, "
+          f"{cache.human_bytes(sum(plans))}")
     if stats:
         used = sorted(st.st_mtime for st in stats)
         print(f"least recently used {_ago(used[0])}, most recently {_ago(used[-1])}")

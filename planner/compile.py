@@ -37,7 +37,7 @@ from runtime.nn.module import structure_version
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
-from . import guards
+from . import guards, plan_cache
 from .capture import Capture, Slot, capture
 from .guards import MISSING, setting_key
 from .parallel import Execution, check_options
@@ -308,6 +308,7 @@ class CompiledStep:
         self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._last_key: tuple[Any, ...] | None = None
         self.captures = 0  # how many times the step was captured and planned
+        self.plans_loaded = 0  # of those, how many found their plan kept (planner.plan_cache)
         # calls run eagerly because their capture created state (Adam's moments, SGD's
         # momentum buffers are made by the first step; a first backward makes the .grads that
         # zero_grad(set_to_none=False) found None): a plan captured then would make them
@@ -434,15 +435,13 @@ class CompiledStep:
         ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
         depends on (the capture is a trace on shape-only tensors: planning and code generation
         are what it saves)."""
-        from .distributed import data_parallel
+        from .distributed import data_parallel, ddp_modules
         from .passes import run_default_passes
 
         device = self.device
         cap: Capture = capture(fn, args, target_device=device)
         if warm_up and cap.created_state:
             raise _WarmUp(cap.created_state)
-        captured = cap.graph.number_of_nodes()
-        run_default_passes(cap.graph)
         plan_device = device or _plan_device(cap)
         wanted = KERNEL_BACKENDS.get(self.backend)
         if wanted is not None and plan_device.split(":")[0] != wanted:
@@ -452,10 +451,23 @@ class CompiledStep:
                              f"{[b for b, d in KERNEL_BACKENDS.items() if d != wanted][0]!r})")
         if build and plan_device != "cpu":
             cupy_module()  # a plan to run on a GPU needs CuPy, fused or not: say how to install
-        plan = build_plan(cap.graph, [s.describe() for s in cap.slots], plan_device, captured)
-        plan = data_parallel(plan, cap.slots, cap.modules)  # DDP: gradients averaged in-plan
-        if self.backend != "interpreter":
-            plan = self._fused(plan, build or plan_device == "cpu")
+        slots = [s.describe() for s in cap.slots]
+        plan_key = None if ddp_modules(cap.modules) else plan_cache.key(
+            cap.graph, slots, plan_device, self.backend)
+        plan = None if plan_key is None else self._stored(plan_key, cap,
+                                                            build or plan_device == "cpu")
+        if plan is None:
+            captured = cap.graph.number_of_nodes()
+            run_default_passes(cap.graph)
+            plan = build_plan(cap.graph, slots, plan_device, captured)
+            plan = data_parallel(plan, cap.slots, cap.modules)  # DDP: gradients averaged in-plan
+            if self.backend != "interpreter":
+                fused = self._fused(plan, build or plan_device == "cpu")
+                if fused is plan:  # code generation failed: a warning said so; not kept
+                    plan_key = None
+                plan = fused
+            if plan_key is not None:
+                plan_cache.store(plan_key, plan, self.cache_dir)
         plan.configure(self.workers, self.executor)
         self.captures += 1
         return Binding(plan, cap.slots, cap.generators,
@@ -463,6 +475,29 @@ class CompiledStep:
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
                        _python_values(self.fn))
 
+    def _stored(self, plan_key: str, cap: Capture, build: bool) -> Plan | None:
+        """The plan kept under ``plan_key`` by an earlier process (planner.plan_cache), its
+        code built as ``_fused`` builds it; None where there is none, where it does not load
+        (a RuntimeWarning says why) or where its code does not build (planning again meets
+        the same failure and reports it as it always did). The step is then planned again."""
+        try:
+            plan = plan_cache.load(plan_key, cap.graph, self.cache_dir)
+        except Exception as exc:
+            warnings.warn(f"planner.compile({self._name}): the plan kept for this capture is "
+                          f"not used ({type(exc).__name__}: {exc}); planning again",
+                          RuntimeWarning, stacklevel=4)
+            return None
+        if plan is None:
+            return None
+        try:
+            if build and plan.kernels:
+                plan.executable.module(self.cache_dir)
+            if build and plan.products:
+                plan.executable.products(self.cache_dir)
+        except Exception:
+            return None
+        self.plans_loaded += 1
+        return plan
 
     def _fused(self, plan: Plan, build: bool) -> Plan:
         """The plan with its segments fused, and compiled now (``build``: not on the first

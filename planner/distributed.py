@@ -26,14 +26,19 @@ from .plan import Plan
 from .steps import COMM, AllReduceStartStep, AllReduceWaitStep, SourceStep, Step
 
 
+def ddp_modules(modules: list[Any]) -> list[Any]:
+    """The DistributedDataParallel modules among ``modules``."""
+    ddp = sys.modules.get("runtime.nn.parallel.distributed")
+    if ddp is None:  # never imported: no module is one, and nothing distributed gets loaded
+        return []
+    return [m for m in modules if isinstance(m, ddp.DistributedDataParallel)]
+
+
 def data_parallel(plan: Plan, slots: list[Any], modules: list[Any]) -> Plan:
     """``plan`` with the gradients of the DistributedDataParallel ``modules`` averaged across
     ranks (``slots``: the capture's, whose grad slots name the parameters); ``plan`` itself
     when no module is one. Checks that every rank has the same plan."""
-    ddp = sys.modules.get("runtime.nn.parallel.distributed")
-    if ddp is None:  # never imported: no module is one, and nothing distributed gets loaded
-        return plan
-    ddps = [m for m in modules if isinstance(m, ddp.DistributedDataParallel)]
+    ddps = ddp_modules(modules)
     if not ddps:
         return plan
     if plan.device != "cpu":

@@ -19,7 +19,6 @@ kernel's source is rendered only when ``plan.kernels`` is asked for it (``Kernel
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import math
 from collections.abc import Iterator
@@ -27,12 +26,19 @@ from dataclasses import dataclass, field
 
 from codegen import ir as kir
 from codegen.builder import KernelBuilder
-from codegen.renderer import renderer_for
 from runtime.ops.registry import REGISTRY
 
 from .graph import template_nodes
 from .plan import Plan
-from .steps import CommitStep, KernelStep, PrimitiveStep, SourceStep, Step, primitive_step
+from .steps import (
+    CommitStep,
+    KernelInfo,
+    KernelStep,
+    PrimitiveStep,
+    SourceStep,
+    Step,
+    primitive_step,
+)
 
 # Below MIN_ELEMENTS a segment needs MIN_STEPS_WHEN_SMALL steps to become a kernel. A plan's
 # program calls a kernel for about what one numpy call costs (measured on mlp_small: 0.064 ms
@@ -84,27 +90,6 @@ class Segment:
         for axis, extent in zip(self.perm, outer):
             keep[axis] = extent
         return tuple(keep)
-
-
-@dataclass(frozen=True)
-class KernelInfo:
-    """What plan.kernels lists: one kernel (IR) and the device it runs on; its source, in the
-    language of that device's renderer, is rendered on first access (fusion renders nothing)."""
-
-    kernel: kir.Kernel
-    device: str
-
-    @property
-    def name(self) -> str:
-        return self.kernel.name
-
-    @property
-    def language(self) -> str:
-        return renderer_for(self.device).language
-
-    @functools.cached_property
-    def source(self) -> str:
-        return renderer_for(self.device).kernel_source(self.kernel)
 
 
 def _fusible(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]],

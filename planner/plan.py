@@ -27,6 +27,7 @@ from .steps import (
     CommitStep,
     ConstStep,
     InputStep,
+    KernelInfo,
     KernelStep,
     PrimitiveStep,
     RandStep,
@@ -181,7 +182,10 @@ class Plan:
     @staticmethod
     def loads(text: str) -> Plan:
         """A plan from ``Plan.dumps`` text, every field checked (planner.serialize)."""
-        return Plan(**serialize.loads(text))
+        data = serialize.loads(text)
+        kernels = [KernelInfo(s.kernel, s.device) for s in data["steps"]
+                   if isinstance(s, KernelStep)]
+        return Plan(**data, kernels=kernels)
 
 
 def build_plan(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,

@@ -19,6 +19,7 @@ buffers ``buffers`` (its ``("buf", id)`` arguments), and knows its device and ph
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -280,3 +281,28 @@ class AllReduceWaitStep(CommStep):
 
     def call(self, bucket: Any) -> tuple[Any, ...]:
         return tuple(bucket.average())
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """What plan.kernels lists: one kernel (IR) and the device it runs on; its source, in the
+    language of that device's renderer, is rendered on first access (fusion renders nothing)."""
+
+    kernel: kir.Kernel
+    device: str
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    @property
+    def language(self) -> str:
+        from codegen.renderer import renderer_for
+
+        return renderer_for(self.device).language
+
+    @functools.cached_property
+    def source(self) -> str:
+        from codegen.renderer import renderer_for
+
+        return renderer_for(self.device).kernel_source(self.kernel)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -19,6 +20,11 @@ class DType:
 
     def __repr__(self) -> str:
         return f"runtime.{self.name}"
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        """Unpickled or deep-copied, a dtype is the one object of its name (compared with
+        ``is`` throughout the runtime and the planner)."""
+        return as_dtype, (self.name,)
 
 
 bool_ = DType("bool", np.dtype(np.bool_), 0)

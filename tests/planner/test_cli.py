@@ -69,8 +69,9 @@ def test_cli_llvm_plan_and_cache(tmp_path: Path, monkeypatch: Any, capsys: Any) 
     assert main(["plan", "chain", "--backend", "llvm", "--kernels"]) == 0
     out = capsys.readouterr().out
     assert "define" in out and "kernels" in out
-    assert main(["cache"]) == 0  # planning compiled the chain's kernel
-    assert "1 compiled modules" in capsys.readouterr().out
+    assert main(["cache"]) == 0  # planning compiled the chain's kernel, and kept its plan
+    out = capsys.readouterr().out
+    assert "1 compiled modules" in out and "1 plans kept" in out
     # the user's own files: object files are not the cache's for their extension
     (tmp_path / "notes.o").write_bytes(b"mine")
     (tmp_path / "notes.ll").write_text("mine")
@@ -79,8 +80,8 @@ def test_cli_llvm_plan_and_cache(tmp_path: Path, monkeypatch: Any, capsys: Any) 
     assert "1 compiled modules" in capsys.readouterr().out
     [cleared] = run_cli(["cache", "--clear", "--dir", str(tmp_path)])
     assert cleared.returncode == 0, cleared.stderr
-    assert "cleared" in cleared.stdout and "1 files" in cleared.stdout
-    assert not cache.entries(tmp_path)
+    assert "cleared" in cleared.stdout and "2 files" in cleared.stdout  # the module, the plan
+    assert not cache.entries(tmp_path) and not cache.plan_entries(tmp_path)
     assert {p.name for p in tmp_path.iterdir() if p.is_file()} == {"notes.o", "notes.ll",
                                                                      "secret"}
     assert (tmp_path / "notes.o").read_bytes() == b"mine"

@@ -1,0 +1,240 @@
+"""Plans kept across processes: a step captured in a new process (a training script run
+again) finds the plan its capture led to last time, and skips the graph passes, fusion and
+scheduling (most of a warm first call: two thirds of gpt's).
+
+The key is the sha256 of what planning reads: every node of the capture (op, arguments,
+attributes, shape, dtype, device, phase, the autograd function that made it; a constant by its
+bytes; not the autograd sequence numbers, which count up through a process and which planning
+never reads), the graph's outputs, writes and returns, the slots' descriptions, the plan's
+device and backend, each primitive the capture uses as registered now (its functions by name
+and line, its flags), the fusion pass's settings, the host, the versions of Python, numpy,
+networkx and llvmlite, and the sources of the packages that plan (runtime, planner, codegen;
+by size and modification time, as Python's bytecode cache checks them): a change to any of
+them is a miss. The capture is written out by a pickler that refuses every object but plain
+data, arrays, dtypes, devices, index placeholders and this project's or numpy's classes, so a
+key is exact: a capture holding anything else (a function of the user's in an attribute, a
+primitive registered outside the project) is planned as before and not kept.
+
+An entry is the pickled plan (its data only: ``Plan.__getstate__``; the schedule is computed
+again on load) in the compiled-code cache's PLANS_DIR store (codegen.cache: a private
+directory, each entry signed with the cache's secret, an altered or foreign one rejected with
+a warning). It is unpickled by ``_PlanUnpickler``, which builds nothing but the classes a plan
+is made of (steps, kernel IR, dtypes, numpy arrays, the networkx graph), so even a forged
+entry could not name a function to call. A JSON plan (``Plan.loads``, every field checked) was
+the other choice: 10x slower to load (gpt: 0.35 s against 0.03), most of what it would save.
+Only CPU plans are kept, and not those of DistributedDataParallel steps, whose plans also
+check that every rank agrees.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import io
+import os
+import pickle
+import platform
+import sys
+import types
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from runtime._device import device as Device
+from runtime._dtype import DType, as_dtype
+from runtime.ops.prims import IndexArg
+from runtime.ops.registry import REGISTRY
+
+from .plan import Plan
+
+FORMAT = "planner.plan-cache.1"
+PROTOCOL = 5
+# node fields planning never reads that differ from one process (or capture) to the next
+_UNKEYED = frozenset({"sequence_nr", "topological_nr"})
+_PACKAGES = ("runtime", "planner", "codegen")
+_OURS = frozenset(_PACKAGES)
+_KEYED_PACKAGES = _OURS | {"numpy", "builtins"}
+_DATA = (np.ndarray, np.generic, np.dtype, DType, Device, IndexArg, slice, type(Ellipsis))
+_FUNCTIONS = (type, types.FunctionType, types.BuiltinFunctionType)
+
+
+class _Unkeyed(Exception):
+    """A value the key cannot describe exactly: the capture is planned and not kept."""
+
+
+class _KeyPickler(pickle.Pickler):
+    """Pickles plain data (which the C pickler writes itself), the data types a capture holds,
+    and classes and functions of this project and numpy (by name: their code is in the key's
+    sources); raises _Unkeyed for anything else."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, _FUNCTIONS):
+            if getattr(obj, "__module__", "").partition(".")[0] in _KEYED_PACKAGES:
+                return NotImplemented
+            raise _Unkeyed(f"{obj!r}")
+        if isinstance(obj, _DATA):
+            return NotImplemented
+        raise _Unkeyed(f"a {type(obj).__name__}")
+
+
+def _function_id(fn: Any) -> Any:
+    if fn is None or isinstance(fn, np.ufunc):
+        return None if fn is None else ("ufunc", fn.__name__)
+    code = getattr(fn, "__code__", None)
+    module = getattr(fn, "__module__", None) or ""
+    if code is None or module.partition(".")[0] not in _OURS:
+        raise _Unkeyed(f"primitive function {fn!r}")
+    return (module, fn.__qualname__, code.co_firstlineno)
+
+
+def _primitive_id(name: str) -> Any:
+    """Primitive ``name`` as registered now: its functions by module, name and line, its
+    other fields by value."""
+    prim = REGISTRY.get(name)
+    if prim is None:
+        return None
+    found = []
+    for f in dataclasses.fields(prim):
+        v = getattr(prim, f.name)
+        if callable(v) and not isinstance(v, type):
+            v = _function_id(v)
+        elif isinstance(v, frozenset):
+            v = sorted(v)
+        found.append((f.name, v))
+    return found
+
+
+@functools.cache
+def _sources_digest() -> str:
+    """sha256 of the path, size and modification time of every Python source of the packages
+    that capture and plan a step (what Python's bytecode cache checks a source by): an edited
+    source is a miss, and a process pays a stat per file, not a read."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for package in _PACKAGES:
+        for folder, subfolders, files in os.walk(os.path.join(root, package)):
+            subfolders.sort()
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    where = os.path.relpath(os.path.join(folder, name), root)
+                    h.update(f"{where}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
+def _environment() -> list[Any]:
+    import llvmlite
+
+    from codegen.target import host
+
+    from . import fusion
+
+    cpu, features = host()
+    settings = sorted((name, value) for name, value in vars(fusion).items()
+                      if name.isupper() and type(value) in (int, float, bool, str))
+    return [FORMAT, _sources_digest(), sys.version, platform.machine(), np.__version__,
+            nx.__version__, llvmlite.__version__, cpu, features, settings]
+
+
+def key(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,
+        backend: str) -> str | None:
+    """The key of the plan of capture ``graph`` (before any pass) with ``slots`` described, or
+    None where it is not kept (a GPU plan, a value the key cannot describe)."""
+    if device != "cpu":
+        return None
+    out = io.BytesIO()
+    try:
+        nodes = [(v, sorted((k, x) for k, x in data.items() if k not in _UNKEYED))
+                 for v, data in graph.nodes(data=True)]
+        ops = sorted({data["op"] for _, data in graph.nodes(data=True)})
+        _KeyPickler(out, protocol=PROTOCOL).dump(
+            (_environment(), device, backend, [(op, _primitive_id(op)) for op in ops],
+             dict(graph.graph), nodes, list(graph.edges(data=True)), slots))
+    except (_Unkeyed, pickle.PicklingError, TypeError, AttributeError):
+        return None
+    return hashlib.sha256(out.getbuffer()).hexdigest()
+
+
+def _allowed() -> dict[tuple[str, str], Any]:
+    """The only globals a kept plan may name: the classes a plan is made of."""
+    from codegen import ir as kir
+
+    from . import parallel, steps
+
+    classes: list[Any] = [Plan, parallel.Execution, DType, as_dtype, Device, IndexArg, nx.DiGraph,
+                          np.ndarray, np.dtype, slice, set, frozenset, complex]
+    classes += [c for c in vars(steps).values()
+                if isinstance(c, type) and c.__module__ == steps.__name__
+                and dataclasses.is_dataclass(c)]
+    classes += [c for c in vars(kir).values()
+                if isinstance(c, type) and c.__module__ == kir.__name__
+                and dataclasses.is_dataclass(c)]
+    classes += [c for c in vars(np.dtypes).values() if isinstance(c, type)
+                and issubclass(c, np.dtype)]
+    classes += [c for c in np.sctypeDict.values()]
+    from networkx.classes import coreviews, reportviews
+
+    classes += [c for m in (coreviews, reportviews) for c in vars(m).values()
+                if isinstance(c, type) and c.__module__ == m.__name__]
+    # numpy's reconstructors of an array (strided, contiguous under protocol 5) and a scalar
+    classes += [np.zeros((2, 2))[:, :1].__reduce_ex__(PROTOCOL)[0],
+                np.zeros(2).__reduce_ex__(PROTOCOL)[0], np.float32(0).__reduce__()[0]]
+    allowed = {(c.__module__, c.__qualname__): c for c in classes}
+    allowed[("builtins", "Ellipsis")] = Ellipsis
+    return allowed
+
+
+_ALLOWED: dict[tuple[str, str], Any] | None = None
+
+
+class _PlanUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        global _ALLOWED
+        if _ALLOWED is None:
+            _ALLOWED = _allowed()
+        found = _ALLOWED.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"a kept plan may not name {module}.{name}")
+        return found
+
+
+class _PlanPickler(pickle.Pickler):
+    """A plan's pickler: a numpy dtype of one scalar type is pickled by its name, so that it
+    is unpickled as numpy's own object of that name (the program compares dtypes with ``is``;
+    numpy's own pickling makes a copy)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj).__module__ == "numpy.dtypes" and isinstance(obj, np.dtype) and (
+                obj.fields is None and obj.subdtype is None and obj.isbuiltin == 1):
+            return np.dtype, (obj.str,)
+        return NotImplemented
+
+
+def load(plan_key: str, graph: nx.DiGraph,
+         cache_dir: str | os.PathLike[str] | None = None) -> Plan | None:
+    """The plan kept under ``plan_key``, or None. Its graph's nodes take the autograd numbers
+    of this process's capture ``graph`` (left out of the key), where they still exist."""
+    from codegen import cache
+
+    data = cache.stored_plan(plan_key, cache_dir)
+    if data is None:
+        return None
+    plan = _PlanUnpickler(io.BytesIO(data)).load()
+    if type(plan) is not Plan:
+        raise pickle.UnpicklingError(f"the entry holds a {type(plan).__name__}, not a Plan")
+    numbers = graph.nodes
+    for v, node in plan.graph.nodes(data=True):
+        if v in numbers:
+            node.update((k, numbers[v].get(k)) for k in _UNKEYED)
+    return plan
+
+
+def store(plan_key: str, plan: Plan, cache_dir: str | os.PathLike[str] | None = None) -> None:
+    """Keep ``plan`` under ``plan_key`` (its data: the executable stays behind)."""
+    from codegen import cache
+
+    out = io.BytesIO()
+    _PlanPickler(out, protocol=PROTOCOL).dump(plan)
+    cache.store_plan(plan_key, out.getvalue(), cache_dir)
