@@ -14,15 +14,17 @@ compiled step run one at a time, from whatever threads (``CompiledStep.lock``).
 from __future__ import annotations
 
 import _signal
+import contextlib
 import dis
 import functools
+import gc
 import logging
 import os
 import threading
 import types
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
@@ -434,7 +436,12 @@ class CompiledStep:
         plan lowered for inspection renders its CUDA C but needs no CuPy to be planned).
         ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
         depends on (the capture is a trace on shape-only tensors: planning and code generation
-        are what it saves)."""
+        are what it saves). Python's garbage collector is held off meanwhile."""
+        with _collector_paused():
+            return self._capture_and_plan(fn, args, build, warm_up)
+
+    def _capture_and_plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool,
+                          warm_up: bool) -> Binding:
         from .distributed import data_parallel, ddp_modules
         from .passes import run_default_passes
 
@@ -522,6 +529,22 @@ class CompiledStep:
 
 
 _SCALARS = (bool, int, float, str, type(None))
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector held off while a step is captured and planned: both
+    make tens of thousands of objects that live on (graph nodes, steps), and each allocation
+    burst set off collections of every object the process holds (the model, its state, the
+    plans): 40 % of gpt's capture (165 -> 98 ms). Whatever became garbage meanwhile is
+    collected by the next collection after it. A collector that was off stays off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any], Any]]:
