@@ -7,6 +7,22 @@ from runtime.nn.conv import Conv1d, Conv2d
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.activation import LeakyReLU, SiLU, Softplus
+from runtime.nn.activation import (
+    CELU,
+    ELU,
+    GLU,
+    SELU,
+    Hardsigmoid,
+    Hardswish,
+    Hardtanh,
+    LogSigmoid,
+    Mish,
+    PReLU,
+    ReLU6,
+    Softsign,
+    Tanhshrink,
+    Threshold,
+)
 from runtime.nn.attention import MultiheadAttention
 from runtime.nn.container import Sequential
 from runtime.nn.container import ModuleDict, ModuleList, ParameterList
@@ -25,7 +41,7 @@ from runtime.nn.loss import (
     SmoothL1Loss,
 )
 from runtime.nn.module import Module
-from runtime.nn.normalization import LayerNorm
+from runtime.nn.normalization import GroupNorm, LayerNorm
 from runtime.nn.parameter import Parameter
 from runtime.nn.pooling import (
     AdaptiveAvgPool2d,
@@ -37,9 +53,33 @@ from runtime.nn.pooling import (
     Unflatten,
 )
 from runtime.nn.rmsnorm import RMSNorm
+from runtime.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from runtime.nn.sparse import Embedding
 
 __all__ = [
+    "CELU",
+    "ELU",
+    "GLU",
+    "SELU",
+    "Hardsigmoid",
+    "Hardswish",
+    "Hardtanh",
+    "LogSigmoid",
+    "Mish",
+    "PReLU",
+    "ReLU6",
+    "Softsign",
+    "Tanhshrink",
+    "Threshold",
+    "GroupNorm",
+    "GRU",
+    "GRUCell",
+    "LSTM",
+    "LSTMCell",
+    "RNN",
+    "RNNBase",
+    "RNNCell",
+    "RNNCellBase",
     "AdaptiveAvgPool2d",
     "AvgPool1d",
     "AvgPool2d",

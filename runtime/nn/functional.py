@@ -1,5 +1,22 @@
 """`runtime.nn.functional`: the composites of `runtime.ops.composite`, under torch's names."""
 
+from runtime.ops.activations import (
+    celu,
+    elu,
+    glu,
+    group_norm,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    logsigmoid,
+    mish,
+    prelu,
+    relu6,
+    selu,
+    softsign,
+    tanhshrink,
+    threshold,
+)
 from runtime.ops.attention import scaled_dot_product_attention
 from runtime.ops.composite import (
     cross_entropy,
@@ -45,6 +62,21 @@ from runtime.ops.conv import (  # noqa: E402
 )
 
 __all__ = [
+    "celu",
+    "elu",
+    "glu",
+    "group_norm",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "logsigmoid",
+    "mish",
+    "prelu",
+    "relu6",
+    "selu",
+    "softsign",
+    "tanhshrink",
+    "threshold",
     "adaptive_avg_pool2d",
     "avg_pool1d",
     "avg_pool2d",

@@ -1,0 +1,365 @@
+"""Recurrent layers as PyTorch has them: `RNN` (tanh or relu), `LSTM` and `GRU`, stacked and
+bidirectional, and their one-step cells `RNNCell`, `LSTMCell`, `GRUCell`.
+
+Each is a composition of differentiable ops (a matrix product, elementwise gates), so eager
+autograd differentiates it and a compiled step captures and fuses it like any other code: the
+input's projection for every time step is one product (``x @ W_ih.T`` over the whole sequence,
+as PyTorch's CPU path does), then one ``h @ W_hh.T`` and the fused gates per step.
+
+Parameters, their names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), shapes, gate order
+(LSTM: input, forget, cell, output; GRU: reset, update, new) and initialisation
+(``U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))``) are PyTorch's, so a state dict moves
+between the two.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import runtime as rt
+from runtime.nn import functional as F
+from runtime.nn import init
+from runtime.nn.module import Module
+from runtime.nn.parameter import Parameter
+from runtime.tensor import Tensor
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _cell(mode: str, x_proj: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
+          b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
+    """One step: ``x_proj`` is ``x @ W_ih.T + b_ih`` already; the new (h, c)."""
+    h_proj = F.linear(h, w_hh, b_hh)
+    if mode == "RNN_TANH":
+        return (x_proj + h_proj).tanh(), None
+    if mode == "RNN_RELU":
+        return (x_proj + h_proj).relu(), None
+    if mode == "LSTM":
+        i, f, g, o = (x_proj + h_proj).chunk(4, -1)
+        assert c is not None
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c.tanh(), c
+    xr, xz, xn = x_proj.chunk(3, -1)
+    hr, hz, hn = h_proj.chunk(3, -1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return n + z * (h - n), None  # (1 - z) * n + z * h
+
+
+class RNNBase(Module):
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if not isinstance(dropout, (int, float)) or isinstance(dropout, bool) or not (
+                0 <= dropout <= 1):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+            raise TypeError(f"hidden_size should be of type int, got: "
+                            f"{type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size != 0:
+            if mode != "LSTM":
+                raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+            raise NotImplementedError("LSTM(proj_size=...) is not supported; use proj_size=0 "
+                                      "and a Linear layer on the output")
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        gate_size = _GATES[mode] * hidden_size
+        directions = 2 if bidirectional else 1
+        self._flat_weights_names: list[str] = []
+        for layer in range(num_layers):
+            for direction in range(directions):
+                layer_input = input_size if layer == 0 else hidden_size * directions
+                suffix = "_reverse" if direction == 1 else ""
+                shapes = {f"weight_ih_l{layer}{suffix}": (gate_size, layer_input),
+                          f"weight_hh_l{layer}{suffix}": (gate_size, hidden_size)}
+                if bias:
+                    shapes[f"bias_ih_l{layer}{suffix}"] = (gate_size,)
+                    shapes[f"bias_hh_l{layer}{suffix}"] = (gate_size,)
+                for name, shape in shapes.items():
+                    setattr(self, name, Parameter(rt.empty(*shape, device=device, dtype=dtype)))
+                    self._flat_weights_names.append(name)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    @property
+    def all_weights(self) -> list[list[Parameter]]:
+        per = 4 if self.bias else 2
+        names = self._flat_weights_names
+        return [[getattr(self, n) for n in names[i:i + per]] for i in range(0, len(names), per)]
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.batch_first is not False:
+            s += f", batch_first={self.batch_first}"
+        if self.dropout != 0:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional is not False:
+            s += f", bidirectional={self.bidirectional}"
+        return s
+
+    # --- forward --------------------------------------------------------------------------
+    def _check_input(self, input: Tensor) -> bool:
+        """Whether ``input`` is batched; raises PyTorch's errors for a wrong rank or size."""
+        name = type(self).__name__
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             f"instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.shape[-1]}")
+        return input.dim() == 3
+
+    def _hidden(self, hx: Tensor | None, input: Tensor, batch: int, batched: bool,
+                what: str = "hidden") -> Tensor:
+        layers = self.num_layers * (2 if self.bidirectional else 1)
+        if hx is None:
+            return rt.zeros(layers, batch, self.hidden_size, dtype=input.dtype,
+                            device=input.device)
+        want_dims = 3 if batched else 2
+        if hx.dim() != want_dims:
+            raise RuntimeError(f"For {'batched' if batched else 'unbatched'} {want_dims - 1}-D "
+                               f"input, hx should also be {want_dims}-D but got "
+                               f"{hx.dim()}-D tensor")
+        if not batched:
+            hx = hx.unsqueeze(1)
+        expected = (layers, batch, self.hidden_size)
+        if tuple(hx.shape) != expected:
+            raise RuntimeError(f"Expected {what} size {expected}, got {list(hx.shape)}")
+        return hx
+
+    def _run(self, input: Tensor, h0: Tensor, c0: Tensor | None
+             ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``input`` (L, N, H_in) -> output (L, N, D * H), h_n, c_n (layers * D, N, H)."""
+        directions = 2 if self.bidirectional else 1
+        per = 4 if self.bias else 2
+        names = self._flat_weights_names
+        h_n: list[Tensor] = []
+        c_n: list[Tensor] = []
+        layer_input = input
+        steps = input.shape[0]
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                k = layer * directions + direction
+                w = [getattr(self, n) for n in names[k * per:(k + 1) * per]]
+                w_ih, w_hh = w[0], w[1]
+                b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
+                proj = F.linear(layer_input, w_ih, b_ih)  # every time step in one product
+                h, c = h0[k], None if c0 is None else c0[k]
+                order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
+                hs: list[Tensor] = [h] * steps
+                for t in order:
+                    h, c = _cell(self.mode, proj[t], h, c, w_hh, b_hh)
+                    hs[t] = h
+                outputs.append(rt.stack(hs, 0))
+                h_n.append(h)
+                if c is not None:
+                    c_n.append(c)
+            layer_input = outputs[0] if directions == 1 else rt.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        return layer_input, rt.stack(h_n, 0), rt.stack(c_n, 0) if c_n else None
+
+    def _forward(self, input: Tensor, hx: Any) -> tuple[Tensor, Any]:
+        batched = self._check_input(input)
+        if not batched:
+            input = input.unsqueeze(1)
+        elif self.batch_first:
+            input = input.transpose(0, 1)
+        batch = input.shape[1]
+        if self.mode == "LSTM":
+            if hx is None:
+                h0 = c0 = self._hidden(None, input, batch, batched)
+            else:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
+                h0 = self._hidden(hx[0], input, batch, batched)
+                c0 = self._hidden(hx[1], input, batch, batched, "cell")
+        else:
+            if isinstance(hx, (tuple, list)):
+                raise RuntimeError(f"{type(self).__name__}: hx must be a Tensor, not a tuple")
+            h0, c0 = self._hidden(hx, input, batch, batched), None
+        output, h_n, c_n = self._run(input, h0, c0)
+        if not batched:
+            output, h_n = output.squeeze(1), h_n.squeeze(1)
+            c_n = None if c_n is None else c_n.squeeze(1)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, (h_n, c_n) if self.mode == "LSTM" else h_n
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or relu)."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
+                 dtype: Any = None) -> None:
+        if nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        return self._forward(input, hx)
+
+
+class LSTM(RNNBase):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, proj_size, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        return self._forward(input, hx)
+
+
+class GRU(RNNBase):
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device: Any = None, dtype: Any = None) -> None:
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
+                         dropout, bidirectional, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        return self._forward(input, hx)
+
+
+class RNNCellBase(Module):
+    def __init__(self, mode: str, input_size: int, hidden_size: int, bias: bool,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        gate_size = _GATES[mode] * hidden_size
+        self.weight_ih = Parameter(rt.empty(gate_size, input_size, device=device, dtype=dtype))
+        self.weight_hh = Parameter(rt.empty(gate_size, hidden_size, device=device, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(rt.empty(gate_size, device=device, dtype=dtype))
+            self.bias_hh = Parameter(rt.empty(gate_size, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if self.mode == "RNN_RELU":
+            s += ", nonlinearity=relu"  # PyTorch's text, unquoted
+        return s
+
+    def _state(self, input: Tensor, hx: Tensor | None, what: str) -> tuple[Tensor, bool]:
+        name = type(self).__name__
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
+                             f"instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
+                               f"expected {self.input_size}")
+        batched = input.dim() == 2
+        batch = input.shape[0] if batched else 1
+        if hx is None:
+            return rt.zeros(batch, self.hidden_size, dtype=input.dtype,
+                            device=input.device), batched
+        if hx.dim() != input.dim():
+            raise ValueError(f"{name}: Expected {what} to be {input.dim()}D, got {hx.dim()}D "
+                             f"instead")
+        hx = hx if batched else hx.unsqueeze(0)
+        if tuple(hx.shape) != (batch, self.hidden_size):
+            raise RuntimeError(f"{what} has inconsistent hidden_size: got {hx.shape[-1]}, "
+                               f"expected {self.hidden_size}" if hx.shape[0] == batch else
+                               f"Input batch size {batch} doesn't match {what} batch size "
+                               f"{hx.shape[0]}")
+        return hx, batched
+
+    def _step(self, input: Tensor, h: Tensor, c: Tensor | None
+              ) -> tuple[Tensor, Tensor | None]:
+        x = input if input.dim() == 2 else input.unsqueeze(0)
+        return _cell(self.mode, F.linear(x, self.weight_ih, self.bias_ih), h, c,
+                     self.weight_hh, self.bias_hh)
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
+                         hidden_size, bias, device, dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        h, batched = self._state(input, hx, "hx")
+        h, _ = self._step(input, h, None)
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__("LSTM", input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor, Tensor]:
+        if hx is None:
+            h, batched = self._state(input, None, "hx")
+            c = h
+        else:
+            h, batched = self._state(input, hx[0], "hx[0]")
+            c, _ = self._state(input, hx[1], "hx[1]")
+        h, c2 = self._step(input, h, c)
+        assert c2 is not None
+        return (h, c2) if batched else (h.squeeze(0), c2.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__("GRU", input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        h, batched = self._state(input, hx, "hx")
+        h, _ = self._step(input, h, None)
+        return h if batched else h.squeeze(0)

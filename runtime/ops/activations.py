@@ -1,0 +1,145 @@
+"""More of torch.nn.functional's activations and group normalisation, as compositions of the
+registry's primitives (so eager autograd differentiates them and a compiled step fuses them).
+Each takes PyTorch's gradient at its kinks: a branch is picked by the comparison PyTorch's
+backward uses, and a clamped value that must pass no gradient is detached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runtime.ops import functional as F
+from runtime.ops.composite import _inplace, _stable_sigmoid, softplus
+from runtime.tensor import Tensor
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(lambda t: elu(t, alpha), x)
+    return F.where(F.gt(x, 0), x, F.mul(F.expm1(_nonpositive(x)), alpha))
+
+
+def _nonpositive(x: Tensor) -> Tensor:
+    """x where it is <= 0, else 0: the exponential branch of an ELU never sees a large x, whose
+    inf would make a nan of the zero gradient the branch not taken passes back."""
+    return F.clamp(x, None, 0.0)
+
+
+def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    if inplace:
+        return _inplace(lambda t: celu(t, alpha), x)
+    return F.where(F.gt(x, 0), x, F.mul(F.expm1(F.div(_nonpositive(x), alpha)), alpha))
+
+
+def selu(x: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(selu, x)
+    return F.mul(F.where(F.gt(x, 0), x, F.mul(F.expm1(_nonpositive(x)), SELU_ALPHA)),
+                 SELU_SCALE)
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+             inplace: bool = False) -> Tensor:
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    if inplace:
+        return _inplace(lambda t: hardtanh(t, min_val, max_val), x)
+    inside = F.logical_and(F.gt(x, min_val), F.lt(x, max_val))  # PyTorch: strictly inside
+    return F.where(inside, x, F.clamp(x, min_val, max_val).detach())
+
+
+def relu6(x: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(x, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(hardsigmoid, x)
+    return hardtanh(F.add(F.div(x, 6.0), 0.5), 0.0, 1.0)
+
+
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(hardswish, x)
+    middle = F.div(F.mul(x, F.add(x, 3.0)), 6.0)  # its gradient (2x + 3) / 6 inside (-3, 3)
+    return F.where(F.le(x, -3.0), F.mul(x, 0.0), F.where(F.lt(x, 3.0), middle, x))
+
+
+def mish(x: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(mish, x)
+    return F.mul(x, F.tanh(softplus(x)))
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    return F.neg(softplus(F.neg(x)))
+
+
+def softsign(x: Tensor) -> Tensor:
+    return F.div(x, F.add(F.abs(x), 1.0))
+
+
+def tanhshrink(x: Tensor) -> Tensor:
+    return F.sub(x, F.tanh(x))
+
+
+def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _inplace(lambda t: F.where(F.gt(t, threshold), t, value), x)
+    return F.where(F.gt(x, threshold), x, value)
+
+
+def glu(x: Tensor, dim: int = -1) -> Tensor:
+    if x.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % x.dim()
+    if x.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{x.shape[d]}")
+    a, b = x.chunk(2, d)
+    return F.mul(a, _stable_sigmoid(b))
+
+
+def prelu(x: Tensor, weight: Tensor) -> Tensor:
+    if weight.numel() != 1:
+        if x.dim() < 2 or x.shape[1] != weight.numel():
+            channels = x.shape[1] if x.dim() >= 2 else 1
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{channels}.")
+        weight = weight.reshape(weight.numel(), *([1] * (x.dim() - 2)))
+    return F.where(F.gt(x, 0), x, F.mul(x, weight))
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Each sample's channels in ``num_groups`` groups, each normalised over its channels and
+    positions (biased variance), then a per-channel affine."""
+    if x.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{x.dim()}")
+    n, c = x.shape[0], x.shape[1]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(x.shape)} and "
+                           f"num_groups={num_groups}")
+    g = x.reshape(n, num_groups, -1)
+    mean = F.mean(g, (2,), keepdim=True)
+    centered = F.sub(g, mean)
+    var = F.mean(F.mul(centered, centered), (2,), keepdim=True)
+    y = F.div(centered, F.sqrt(F.add(var, eps))).reshape(*x.shape)
+    channel = (c, *([1] * (x.dim() - 2)))
+    if weight is not None:
+        y = F.mul(y, weight.reshape(*channel))
+    if bias is not None:
+        y = F.add(y, bias.reshape(*channel))
+    return y
+
+
+__all__: list[Any] = ["celu", "elu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
+                      "logsigmoid", "mish", "prelu", "relu6", "selu", "softsign", "tanhshrink",
+                      "threshold"]
