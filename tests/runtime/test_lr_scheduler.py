@@ -33,6 +33,16 @@ CASES: dict[str, tuple[str, dict[str, Any], Callable[[Any, Any], Any]]] = {
     "sequential": ("SGD", {"lr": 0.1}, lambda m, o: m.SequentialLR(
         o, [m.LinearLR(o, start_factor=0.1, total_iters=4),
             m.CosineAnnealingLR(o, T_max=16)], milestones=[4])),
+    "exponential": ("Adam", {"lr": 0.01}, lambda m, o: m.ExponentialLR(o, gamma=0.9)),
+    "constant": ("SGD", {"lr": 0.1}, lambda m, o: m.ConstantLR(o, factor=0.25, total_iters=7)),
+    "multiplicative": ("SGD", {"lr": 0.1},
+                       lambda m, o: m.MultiplicativeLR(o, lambda e: 0.95 if e % 2 else 1.0)),
+    "polynomial": ("AdamW", {"lr": 0.01},
+                   lambda m, o: m.PolynomialLR(o, total_iters=10, power=2.0)),
+    "warm_restarts": ("SGD", {"lr": 0.1}, lambda m, o: m.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=1e-3)),
+    "chained": ("SGD", {"lr": 0.1}, lambda m, o: m.ChainedScheduler(
+        [m.ConstantLR(o, factor=0.5, total_iters=4), m.ExponentialLR(o, gamma=0.9)])),
 }
 
 
@@ -71,7 +81,8 @@ def test_values_equal_torch(name: str) -> None:
                 assert np.allclose(ours[k], torchs[k], rtol=1e-12, atol=0), (k, ours, torchs)
 
 
-@pytest.mark.parametrize("name", ["step", "cosine", "linear", "sequential", "onecycle"])
+@pytest.mark.parametrize("name", ["step", "cosine", "linear", "sequential", "onecycle",
+                                  "warm_restarts", "chained", "polynomial"])
 def test_state_dict_resumes(name: str) -> None:
     (mine, sched), _ = make(name)
     for _ in range(5):
@@ -125,3 +136,43 @@ def test_onecycle_past_total_steps_raises() -> None:
     with pytest.raises(ValueError, match="Tried to step 3 times"):
         sched.step()
     assert math.isfinite(opt.param_groups[0]["lr"])
+
+
+def test_warm_restarts_with_fractional_epochs_equal_torch() -> None:
+    (mine, sched), (theirs, tsched) = make("warm_restarts")
+    for epoch in range(12):
+        for i in range(4):
+            sched.step(epoch + i / 4)
+            tsched.step(epoch + i / 4)
+            assert sched.get_last_lr() == pytest.approx(tsched.get_last_lr(), rel=1e-12)
+    with pytest.raises(ValueError, match="Expected non-negative epoch, but got -1"):
+        sched.step(-1)
+
+
+@pytest.mark.parametrize("kw", [{}, {"mode": "max", "threshold_mode": "abs", "patience": 2},
+                                {"factor": 0.5, "patience": 1, "cooldown": 2,
+                                 "min_lr": [0.02, 0.01]}])
+def test_reduce_on_plateau_equals_torch(kw: dict[str, Any]) -> None:
+    mine, theirs = optim.SGD(groups(rt), lr=0.1), torch.optim.SGD(groups(torch), lr=0.1)
+    sched = ours_sched.ReduceLROnPlateau(mine, **kw)
+    tsched = torch.optim.lr_scheduler.ReduceLROnPlateau(theirs, **kw)
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.96, 0.97, 0.5, 0.6, 0.6, 0.6, 0.7, 0.7, 0.7, 0.8] * 2
+    for m in metrics:
+        sched.step(m)
+        tsched.step(m)
+        assert sched.get_last_lr() == tsched.get_last_lr()
+        assert sched.num_bad_epochs == tsched.num_bad_epochs
+    saved = sched.state_dict()
+    other = ours_sched.ReduceLROnPlateau(optim.SGD(groups(rt), lr=0.1), **kw)
+    other.load_state_dict(saved)
+    assert other.best == sched.best and other.mode_worse == sched.mode_worse
+    with pytest.raises(ValueError, match="Factor should be < 1.0."):
+        ours_sched.ReduceLROnPlateau(mine, factor=1.0)
+    with pytest.raises(ValueError, match="mode avg is unknown!"):
+        ours_sched.ReduceLROnPlateau(mine, mode="avg")
+
+
+def test_chained_refuses_plateau() -> None:
+    opt = optim.SGD(groups(rt), lr=0.1)
+    with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`"):
+        ours_sched.ChainedScheduler([ours_sched.ReduceLROnPlateau(opt)])
