@@ -152,6 +152,21 @@ from .ops.tensor_ops import (
     triu,
 )
 
+from .ops.extra_ops import (
+    count_nonzero,
+    diag,
+    index_add,
+    logaddexp,
+    logical_or,
+    logical_xor,
+    nan_to_num,
+    repeat_interleave,
+    roll,
+    std_mean,
+    unflatten,
+    var_mean,
+)
+
 bool = bool_  # noqa: A001 - PyTorch's name: rt.bool
 float = float32  # noqa: A001
 double = float64
@@ -185,6 +200,8 @@ __all__ = [
     "as_tensor", "inference_mode", "is_inference_mode_enabled",
     "addcdiv", "addcmul", "allclose", "ceil", "equal", "expm1", "floor", "frac", "isclose",
     "lerp", "log10", "log1p", "log2", "round", "tan", "trunc",
+    "count_nonzero", "diag", "index_add", "logaddexp", "logical_or", "logical_xor", "nan_to_num",
+    "repeat_interleave", "roll", "std_mean", "unflatten", "var_mean",
 ]
 
 

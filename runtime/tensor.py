@@ -453,6 +453,12 @@ _TENSOR_OPS = {
 for _module, _names in _TENSOR_OPS.items():
     for _n in _names.split():
         setattr(Tensor, _n, getattr(_module, _n))
+from .ops import extra_ops as _extra  # noqa: E402
+
+for _n in ("roll repeat_interleave nan_to_num diag logaddexp count_nonzero logical_or "
+           "logical_xor index_add unflatten split_with_sizes scatter_ scatter_add_ index_add_ "
+           "nan_to_num_").split():
+    setattr(Tensor, _n, getattr(_extra, _n))
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]

@@ -1,0 +1,242 @@
+"""More of PyTorch's tensor ops, each a composition of the others (so its backward is theirs,
+and a compiled step captures it): roll, repeat_interleave, nan_to_num, diag, logaddexp,
+var_mean/std_mean, count_nonzero, logical_or/xor, index_add, unflatten, and the in-place
+scatter_/scatter_add_/index_add_/nan_to_num_ (the out-of-place op, copied in)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor
+from . import functional as F
+from .reductions import std, var
+from .tensor_ops import _dim, scatter, scatter_add
+
+
+def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
+         ) -> Tensor:
+    """Elements shifted along ``dims`` (wrapping round); without dims, over the flattened
+    tensor, then reshaped back."""
+    if dims is None:
+        if not isinstance(shifts, int) and len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               f"dims:0")
+        shift = shifts if isinstance(shifts, int) else shifts[0]
+        return roll(x.reshape(-1), shift, 0).reshape(*x.shape)
+    shift_list = [shifts] if isinstance(shifts, int) else list(shifts)
+    dim_list = [dims] if isinstance(dims, int) else list(dims)
+    if len(shift_list) != len(dim_list):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift_list)}, "
+                           f"dims:{len(dim_list)}")
+    out = x
+    for shift, dim in zip(shift_list, dim_list):
+        d = _dim(x, dim)
+        n = x.shape[d]
+        s = shift % n if n else 0
+        if s:
+            head = (slice(None),) * d
+            out = F.cat([out[head + (slice(n - s, n),)], out[head + (slice(0, n - s),)]], d)
+    return out if out is not x else F.clone(x)
+
+
+def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Each element (each slice along ``dim``) repeated ``repeats`` times in place; without
+    dim, over the flattened tensor. A tensor of repeats (one per slice) decides the shape
+    from its values, so a compiled step reading one runs eagerly."""
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    d = _dim(x, dim)
+    if isinstance(repeats, Tensor):
+        counts = [int(r) for r in repeats.tolist()] if repeats.ndim else [int(repeats.item())]
+        if len(counts) == 1:
+            repeats = counts[0]
+        else:
+            if len(counts) != x.shape[d]:
+                raise RuntimeError("repeats must have the same size as input along dim, but "
+                                   f"got repeats.size(0) = {len(counts)} and "
+                                   f"input.size({d}) = {x.shape[d]}")
+            if any(c < 0 for c in counts):
+                raise RuntimeError("repeats can not be negative")
+            from ..creation import tensor
+
+            index = tensor(np.repeat(np.arange(len(counts)), counts), device=x.device)
+            return _index_select(x, d, index)
+    if repeats < 0:
+        raise RuntimeError("repeats can not be negative")
+    shape = list(x.shape)
+    expanded = x.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
+    out = expanded.reshape(*shape[:d], shape[d] * repeats, *shape[d + 1:])
+    if output_size is not None and out.shape[d] != output_size:
+        raise RuntimeError("allocated size does not match required size")
+    return out
+
+
+def _index_select(x: Tensor, d: int, index: Tensor) -> Tensor:
+    from .tensor_ops import index_select
+
+    return index_select(x, d, index)
+
+
+def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+               neginf: float | None = None) -> Tensor:
+    """nan, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest
+    finite values); the gradient passes where x was finite."""
+    if not x.dtype.is_floating_point:
+        return F.clone(x)
+    info = np.finfo(x.dtype.np)
+    hi = float(info.max) if posinf is None else posinf
+    lo = float(info.min) if neginf is None else neginf
+    out = F.where(F.eq(x, math.inf), hi, x)
+    out = F.where(F.eq(x, -math.inf), lo, out)
+    return F.where(F.ne(x, x), nan, out)
+
+
+def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+    """1-D: the square matrix with x on diagonal ``diagonal`` (above the main one when
+    positive); 2-D: that diagonal, as a 1-D tensor."""
+    from ..creation import arange, eye
+
+    k = diagonal
+    if x.ndim == 1:
+        n = x.shape[0]
+        square = F.mul(eye(n, dtype=x.dtype, device=x.device), x)
+        if k == 0:
+            return square
+        from .conv import pad
+
+        return pad(square, (k, 0, 0, k) if k > 0 else (0, -k, -k, 0))
+    if x.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
+    rows, cols = x.shape
+    r0, c0 = (0, k) if k >= 0 else (-k, 0)
+    n = max(0, min(rows - r0, cols - c0))
+    if n == 0:
+        return x.reshape(-1)[:0]
+    r = arange(r0, r0 + n, device=x.device)
+    c = arange(c0, c0 + n, device=x.device)
+    return x[r, c]
+
+
+def logaddexp(a: Tensor, b: Any) -> Tensor:
+    """log(exp(a) + exp(b)) without overflow: m + log(exp(a - m) + exp(b - m)), m the larger
+    (held constant: the formula is exact for any m, and its gradient is then softmax's)."""
+    if not isinstance(b, Tensor):
+        from ..creation import full_like
+
+        b = full_like(a, b)
+    m = F.maximum(a, b).detach()
+    finite = F.where(F.eq(F.abs(m), math.inf), 0.0, m)  # both -inf (or an inf): no inf - inf
+    return F.add(F.log(F.add(F.exp(F.sub(a, finite)), F.exp(F.sub(b, finite)))), finite)
+
+
+def var_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    axes = F._axes(dim, x.ndim)
+    return (var(x, dim, unbiased, keepdim, correction=correction),
+            F.mean(x, axes, keepdim))
+
+
+def std_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+             correction: Any = None) -> tuple[Tensor, Tensor]:
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    axes = F._axes(dim, x.ndim)
+    return (std(x, dim, unbiased, keepdim, correction=correction),
+            F.mean(x, axes, keepdim))
+
+
+def count_nonzero(x: Tensor, dim: Any = None) -> Tensor:
+    from .. import _dtype as D
+
+    return F.sum(F.cast(F.ne(x, 0), D.int64), F._axes(dim, x.ndim))
+
+
+def _as_bool(x: Any) -> Any:
+    from .. import _dtype as D
+
+    return x if not isinstance(x, Tensor) or x.dtype is D.bool_ else F.ne(x, 0)
+
+
+def logical_or(a: Tensor, b: Any) -> Tensor:
+    from .tensor_ops import logical_not
+
+    return logical_not(F.logical_and(logical_not(_as_bool(a)), logical_not(_as_bool(b))))
+
+
+def logical_xor(a: Tensor, b: Any) -> Tensor:
+    return F.ne(_as_bool(a), _as_bool(b))
+
+
+def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
+              ) -> Tensor:
+    """x with ``alpha * source[.., i, ..]`` added at x[.., index[i], ..] along ``dim``
+    (repeated indices accumulate)."""
+    d = _dim(x, dim)
+    if index.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.ndim} with type: Long and size: {list(index.shape)}")
+    n = index.numel()
+    src_n = source.shape[d] if source.ndim else 1
+    if n != src_n:
+        raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to "
+                           f"source.size(dim): ({src_n}), for dim: {d}")
+    shape = [1] * source.ndim
+    shape[d] = n
+    grid = index.reshape(*shape).expand(*source.shape)
+    if not (isinstance(alpha, (int, float)) and alpha == 1):
+        source = F.mul(source, alpha)
+    return scatter_add(x, d, grid, source)
+
+
+def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    d = _dim(x, dim)
+    sizes = list(sizes)
+    if sizes.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes:
+        sizes[sizes.index(-1)] = x.shape[d] // known if known else 0
+    if math.prod(sizes) != x.shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({x.shape[d]}) in the input tensor")
+    return x.reshape(*x.shape[:d], *sizes, *x.shape[d + 1:])
+
+
+def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+    from .tensor_ops import split
+
+    return tuple(split(x, list(split_sizes), dim))
+
+
+def scatter_(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+             reduce: str | None = None) -> Tensor:
+    if reduce is not None:
+        if reduce != "add":
+            raise NotImplementedError(f"scatter_(reduce={reduce!r}): only 'add' is supported")
+        from ..creation import full_like
+
+        src_t = src if isinstance(src, Tensor) else full_like(
+            index, value if src is None else src, dtype=x.dtype)
+        return F.copy_(x, scatter_add(x, dim, index, src_t))
+    return F.copy_(x, scatter(x, dim, index, src, value=value))
+
+
+def scatter_add_(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return F.copy_(x, scatter_add(x, dim, index, src))
+
+
+def index_add_(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
+               ) -> Tensor:
+    return F.copy_(x, index_add(x, dim, index, source, alpha=alpha))
+
+
+def nan_to_num_(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+                neginf: float | None = None) -> Tensor:
+    return F.copy_(x, nan_to_num(x, nan, posinf, neginf))
