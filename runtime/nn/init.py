@@ -76,3 +76,86 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0) -> Tensor:
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)))
+
+
+def kaiming_normal_(
+    tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu"
+) -> Tensor:
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of fan_in, fan_out")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = calculate_gain(nonlinearity, a) / math.sqrt(fan_in if mode == "fan_in" else fan_out)
+    return normal_(tensor, 0.0, std)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0) -> Tensor:
+    """Normal(mean, std) truncated to [a, b], by the inverse CDF of a uniform draw between
+    the bounds' CDFs (PyTorch's method)."""
+    def cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    with rt.no_grad():
+        u = rt.rand(*tensor.shape, dtype=rt.float64, device=tensor.device) * (2 * hi - 2 * lo) \
+            + (2 * lo - 1)
+        u = u.clamp(-1 + 1e-12, 1 - 1e-12)
+        x = _erfinv(u) * (std * math.sqrt(2.0)) + mean
+        return tensor.copy_(x.clamp(a, b).to(tensor.dtype))
+
+
+def _erfinv(u: Tensor) -> Tensor:
+    """erf's inverse on (-1, 1), float64: Giles' single-precision start, then two Newton
+    steps on erf (1e-14 off for |u| < 0.999, 5e-9 at 1 - 1e-9: more than a draw needs)."""
+    import numpy as np
+
+    y = u.numpy()
+    w = -np.log((1.0 - y) * (1.0 + y))
+    small = w < 5.0
+    ws, wl = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
+    ps = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                     0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                     1.50140941], ws)
+    pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682],
+                    wl)
+    x = np.where(small, ps, pl) * y
+    erf = np.vectorize(math.erf)
+    for _ in range(2):
+        x = x - (erf(x) - y) / (2.0 / math.sqrt(math.pi) * np.exp(-x * x))
+    return rt.tensor(x, dtype=rt.float64, device=u.device)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0) -> Tensor:
+    """A (semi-)orthogonal matrix from the QR factorisation of a normal draw, the signs of
+    R's diagonal folded in, as PyTorch's; trailing dimensions flattened."""
+    import numpy as np
+
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = rt.randn(rows, cols, dtype=rt.float64).numpy()
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with rt.no_grad():
+        return tensor.copy_(rt.tensor((q * gain).reshape(tensor.shape), dtype=tensor.dtype,
+                                      device=tensor.device))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with rt.no_grad():
+        return tensor.copy_(rt.eye(*tensor.shape, dtype=tensor.dtype, device=tensor.device))
