@@ -1,7 +1,8 @@
 """What running a plan needs besides its data: the compiled module of its kernels, its
 generated programs and a callable per kernel step, built on first use under a lock (several
 threads may run one plan) and never part of the plan's data (not pickled, not serialized).
-Also ``Commit``, the parameter update a plan hands its caller to run at write-back.
+Also ``Commit``, the parameter update a plan hands its caller (as a ``CommitOutput`` per
+updated state) to run at write-back.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # numpy < 2
+    from numpy import byte_bounds  # type: ignore[attr-defined,no-redef]
 
 from runtime._device import array_module
 
@@ -24,40 +29,84 @@ if TYPE_CHECKING:
     from .plan import Plan
 
 
-@dataclass
 class Commit:
-    """A parameter update left to the write-back: the plan returns this instead of the new
-    value, and writing it runs the kernel on the parameter's own storage. It runs once every
-    step of the plan has succeeded, so a failing replay still leaves the parameter untouched,
-    and the parameter is never held twice."""
+    """A parameter update left to the write-back: the plan returns one ``CommitOutput`` per
+    kernel output instead of the new values, and storing the last of them runs the kernel
+    once, storing each output in its own parameter's (or optimizer state's) storage. It runs
+    once every step of the plan has succeeded, so a failing replay still leaves the state
+    untouched, and no state is ever held twice."""
 
-    launch: Any  # CompiledModule.launcher of a kernel whose one output has ``into``
-    args: list[Any]  # the kernel's arguments; args[into] is the parameter's array as read
-    into: int
+    def __init__(self, launch: Any, args: list[Any], intos: tuple[int, ...]) -> None:
+        self.launch = launch  # CompiledModule.launcher of a kernel whose outputs have ``into``
+        self.args = args  # the kernel's arguments; args[into] is a state's array as read
+        self.intos = intos  # the argument each output is stored into
+        self.dests: list[Any] = [None] * len(intos)
+        self._results: list[Any] | None = None
+
+    def outputs(self) -> list[CommitOutput]:
+        return [CommitOutput(self, k) for k in range(len(self.intos))]
+
+    def store(self, k: int, dest: Any) -> None:
+        """Output ``k`` goes into ``dest``; the kernel runs once every output has its own."""
+        self.dests[k] = dest
+        if all(d is not None for d in self.dests):
+            self._run(self.dests)
+
+    def _run(self, dests: list[Any]) -> None:
+        if len(dests) > 1 and _overlapping(dests):  # states sharing storage: one at a time
+            for k, dest in enumerate(dests):
+                dest[...] = self.result(k).reshape(dest.shape)
+            return
+        args = list(self.args)
+        after = []
+        for into, dest in zip(self.intos, dests):
+            if args[into] is not dest or not dest.flags.c_contiguous:
+                # the storage changed since the plan read it, or is not dense: update a dense
+                # copy, then write that back
+                args[into] = np.array(args[into], order="C", copy=True)
+                after.append((dest, args[into]))
+        self.launch([*(np.asarray(a, order="C") for a in args), *(args[i] for i in self.intos)])
+        for dest, work in after:
+            dest[...] = work.reshape(dest.shape)
+
+    def result(self, k: int) -> Any:
+        """Output ``k``'s value as a new array, the state left as it is."""
+        if self._results is None:
+            copies = [np.array(self.args[i], order="C", copy=True) for i in self.intos]
+            args = list(self.args)
+            for into, copy in zip(self.intos, copies):
+                args[into] = copy
+            self.launch([*(np.asarray(a, order="C") for a in args), *copies])
+            self._results = copies
+        return self._results[k]
+
+
+def _overlapping(arrays: list[Any]) -> bool:
+    """Whether any two of the arrays' memory extents overlap (sorted by start: one pass)."""
+    spans = sorted(byte_bounds(a) for a in arrays)
+    return any(nxt[0] < prev[1] for prev, nxt in zip(spans, spans[1:]))
+
+
+class CommitOutput:
+    """One output of a Commit: what the plan returns for the state it updates."""
+
+    __slots__ = ("commit", "index")
+
+    def __init__(self, commit: Commit, index: int) -> None:
+        self.commit = commit
+        self.index = index
 
     def apply(self, dest: Any) -> None:
-        """Update ``dest`` (the parameter's array) in place."""
-        args = list(self.args)
-        if args[self.into] is dest and dest.flags.c_contiguous:
-            self.launch([*(np.asarray(a, order="C") for a in args), dest])
-            return
-        # the parameter's storage changed since the plan read it, or is not dense: update a
-        # dense copy, then write that back
-        work = np.array(args[self.into], order="C", copy=True)
-        args[self.into] = work
-        self.launch([*(np.asarray(a, order="C") for a in args), work])
-        dest[...] = work.reshape(dest.shape)
+        """Store this output in ``dest`` (the state's array) at write-back."""
+        self.commit.store(self.index, dest)
 
     def result(self) -> Any:
-        """The updated value as a new array, the parameter left as it is."""
-        dest = np.array(self.args[self.into], order="C", copy=True)
-        self.apply(dest)
-        return dest
+        return self.commit.result(self.index)
 
 
 def materialize(value: Any) -> Any:
-    """A value a plan writes back, as an array (a Commit's result)."""
-    return value.result() if isinstance(value, Commit) else value
+    """A value a plan writes back, as an array (a Commit output's result)."""
+    return value.result() if isinstance(value, CommitOutput) else value
 
 
 KernelCall = Callable[..., list[Any]]
@@ -151,11 +200,11 @@ class Executable:
     def kernel_signature(self, step: KernelStep) -> Any:
         """(shape, dtype) of every array a kernel step hands its kernel (its arguments as
         planned, then its outputs), shown to hold every element the kernel's IR addresses
-        (``CompiledModule.check_signature``: a ValueError otherwise). A Commit's one output
-        is the parameter's own array, of its argument's shape."""
+        (``CompiledModule.check_signature``: a ValueError otherwise). A commit's outputs
+        are the arrays of the arguments they are stored into."""
         metas = self.plan.schedule.metas
         ins = [metas[v] for _, v in step.args]
-        outs = [ins[step.commit]] if isinstance(step, CommitStep) else [
+        outs = [ins[c] for c in step.commits] if isinstance(step, CommitStep) else [
             (tuple(shape), np.dtype(dtype)) for shape, dtype, _ in step.out_specs]
         return self.module(device=step.device).check_signature(step.kernel, ins + outs)
 
@@ -163,7 +212,7 @@ class Executable:
         """``call(*args) -> outputs`` for a kernel step (built once per step): C-contiguous
         arguments, fresh outputs of the kernel's shapes, the module's launcher (which checks
         every call against ``kernel_signature``), outputs reshaped to the plan's shapes (a
-        per-row output may carry keepdim ones). A commit step's call returns its Commit."""
+        per-row output may carry keepdim ones). A commit step's call returns its Commit's outputs."""
         call = self._calls.get(step)
         if call is None:
             with self._lock:
@@ -176,10 +225,10 @@ class Executable:
         launch = self.module(device=step.device).launcher(step.kernel,
                                                           self.kernel_signature(step))
         if isinstance(step, CommitStep):
-            into = step.commit
+            intos = step.commits
 
             def defer(*args: Any) -> list[Any]:
-                return [Commit(launch, list(args), into)]
+                return Commit(launch, list(args), intos).outputs()
 
             return defer
         specs = [(tuple(shape), np.dtype(dtype), tuple(plan_shape))

@@ -521,11 +521,12 @@ def fuse(plan: Plan) -> Plan:
     shapes, dtypes = _shapes_dtypes(plan)
     needed = plan.schedule.needed
     seg_of = {s.out: seg for seg in found for s in seg.steps}
-    used_after: set[int] = set(needed)
+    read_outside: set[int] = set()  # segment outputs that steps of other segments read
     for step in plan.steps:
         for v in step.buffers:
             if v in seg_of and seg_of.get(step.out) is not seg_of[v]:
-                used_after.add(v)
+                read_outside.add(v)
+    used_after = read_outside | set(needed)
     # ids for row buffers no step of the plan holds (LoweredSegment.views)
     fresh = itertools.count(max(plan.graph.graph.get("next_id", 0),
                                 max(s.out for s in plan.steps) + 1))
@@ -542,10 +543,9 @@ def fuse(plan: Plan) -> Plan:
         placed.add(id(seg))
         low = lower_segment(seg, f"k{len(infos)}", used_after, dtypes, shapes, fresh)
         kernel, ins, outs = low.kernel, low.inputs, low.outputs
-        commit = _commit_input(plan, kernel, ins, outs, seg)
-        if commit is not None:
-            kernel = dataclasses.replace(kernel, outputs=(
-                dataclasses.replace(kernel.outputs[0], into=commit),))
+        intos = _commit_inputs(plan, kernel, ins, outs, seg, read_outside)
+        if intos is not None:
+            kernel = _with_intos(kernel, intos)
         infos.append(KernelInfo(kernel, seg.device))
         last = seg.steps[-1]
         fields = {"out": outs[0] if outs else last.out, "args": [("buf", b) for b in ins],
@@ -554,8 +554,8 @@ def fuse(plan: Plan) -> Plan:
                                 for o, shape in zip(kernel.outputs, low.out_shapes)],
                   "shape": seg.shape, "dtype": last.dtype, "device": seg.device,
                   "phase": last.phase}
-        steps.append(KernelStep(**fields) if commit is None
-                     else CommitStep(commit=commit, **fields))
+        steps.append(KernelStep(**fields) if intos is None
+                     else CommitStep(commit=intos[0], **fields))
         by_out = {m.out: m for m in seg.steps}
         for view, row in low.views.items():
             m = by_out[view]
@@ -615,36 +615,48 @@ def product_epilogues(steps: list[Step], needed: frozenset[int]) -> tuple[list[S
     return [merged.get(i, s) for i, s in enumerate(steps) if i not in dropped], len(merged)
 
 
-def _commit_input(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],
-                  seg: Segment) -> int | None:
-    """The input a kernel may update in place at write-back: a parameter update whose one
-    output nothing but the write of a parameter (a ``tensor`` slot) uses, computed
-    elementwise from that parameter's own value (read by the plan). The kernel then runs
-    when the replay commits, storing straight into the parameter: no second copy of it."""
-    if len(outs) != 1 or kernel.n_reduce or seg.device not in COMMIT_DEVICES:
+def _commit_inputs(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[int],
+                   seg: Segment, read_outside: set[int]) -> tuple[int, ...] | None:
+    """The inputs a kernel may update in place at write-back, one per output: a parameter
+    update (with its optimizer's moments, say) whose every output nothing outside the kernel
+    but the write of one state (a ``tensor`` slot) uses, computed elementwise from that state's own value (read
+    by the plan). The kernel then runs when the replay commits, storing each output straight
+    into its state: no second copy of any."""
+    if not outs or kernel.n_reduce or seg.device not in COMMIT_DEVICES:
         return None
-    (out,) = outs
-    slots = [slot for slot, b in plan.writes if b == out]
-    if len(slots) != 1 or plan.schedule.readers.get(out, 0) \
-            or out in template_nodes(plan.returns) \
-            or plan.slots[slots[0]].get("kind") != "tensor":
+    returned = template_nodes(plan.returns)
+    written: dict[int, list[int]] = {}
+    for slot, b in plan.writes:
+        written.setdefault(b, []).append(slot)
+    reads = dict(plan.reads)
+    sources = []
+    for out in outs:
+        slots = written.get(out, [])
+        if len(slots) != 1 or out in read_outside or out in returned \
+                or plan.slots[slots[0]].get("kind") != "tensor":
+            return None
+        source = reads.get(slots[0])
+        if source is None or ins.count(source) != 1:
+            return None
+        sources.append(source)
+    if len(set(sources)) != len(sources):
         return None
-    source = next((b for slot, b in plan.reads if slot == slots[0]), None)
-    if source not in ins:
-        return None
-    # by the time it runs, other commits may have updated their parameters: it must read no
-    # parameter's storage but its own, and its own only as the input it overwrites
+    # by the time it runs, other commits may have updated their state: it must read no state's
+    # storage but its own outputs', and each of those only as the input it overwrites
     state = {b for slot, b in plan.reads if plan.slots[slot].get("kind") == "tensor"}
-    if ins.count(source) != 1 or any(_storage_roots(plan, v) & state for v in ins
-                                     if v != source):
+    if any(_storage_roots(plan, v) & state for v in ins if v not in sources):
         return None
-    into = ins.index(source)
+    intos = tuple(ins.index(source) for source in sources)
     try:
-        kir.validate(dataclasses.replace(kernel, outputs=(
-            dataclasses.replace(kernel.outputs[0], into=into),)))
+        kir.validate(_with_intos(kernel, intos))
     except kir.KernelIRError:
-        return None  # e.g. the parameter is read broadcast
-    return into
+        return None  # e.g. a state is read broadcast
+    return intos
+
+
+def _with_intos(kernel: kir.Kernel, intos: tuple[int, ...]) -> kir.Kernel:
+    return dataclasses.replace(kernel, outputs=tuple(
+        dataclasses.replace(out, into=into) for out, into in zip(kernel.outputs, intos)))
 
 
 def _storage_roots(plan: Plan, v: int) -> set[int]:

@@ -20,7 +20,7 @@ import numpy as np
 from runtime.autograd.engine import name_in_note
 
 from . import inspect, serialize
-from .executable import Commit, Executable, materialize
+from .executable import Commit, CommitOutput, Executable, materialize
 from .parallel import Execution, choose
 from .schedule import Schedule, compute, needed_buffers
 from .steps import (
@@ -36,7 +36,7 @@ from .steps import (
     primitive_step,
 )
 
-__all__ = ["Commit", "Plan", "build_plan", "materialize"]
+__all__ = ["Commit", "CommitOutput", "Plan", "build_plan", "materialize"]
 
 
 @dataclass(eq=False)
@@ -110,7 +110,7 @@ class Plan:
         """Execute on arrays: ``args`` by argument index, ``state`` by slot, each of its
         planned shape and dtype (else a ValueError naming the argument or slot, expected and
         given). Returns the return template filled with arrays, and (slot, value) pairs to
-        write back: an array, None, or a ``Commit`` (a parameter update to run in place:
+        write back: an array, None, or a ``CommitOutput`` (a state update to run in place:
         ``materialize`` gives its array). How it runs is ``execution`` (``configure``); an
         exception a step raises carries a note naming that step."""
         execution = self.execution

@@ -322,8 +322,8 @@ def _memory_walk(steps: list[Step], frees: tuple[tuple[int, ...], ...],
     size: dict[int, tuple[int, bool]] = {}  # storage -> (bytes, allocated by the run)
     live = allocated = peak = peak_alloc = 0
     for i, s in enumerate(steps):
-        for o, nbytes in zip(s.outputs, s.out_allocations()):
-            shared = _shared_storage(s, inplace.get(i), storage_of)
+        for k, (o, nbytes) in enumerate(zip(s.outputs, s.out_allocations())):
+            shared = _shared_storage(s, k, inplace.get(i), storage_of)
             if shared is None:
                 size[o] = (nbytes, not isinstance(s, SourceStep))
                 shared = {o}
@@ -348,13 +348,13 @@ def _nbytes(step: Step) -> int:
     return int(np.prod(step.shape, dtype=np.int64)) * step.dtype.np.itemsize
 
 
-def _shared_storage(step: Step, inplace: int | None,
+def _shared_storage(step: Step, k: int, inplace: int | None,
                     storage_of: dict[int, set[int]]) -> set[int] | None:
-    """The storages a step's output lives in, when it allocates none of its own."""
+    """The storages a step's output ``k`` lives in, when it allocates none of its own."""
     if inplace is not None:
         return set(storage_of.get(inplace, ()))
-    if isinstance(step, CommitStep):  # runs at write-back in the parameter's own storage
-        return set(storage_of.get(step.target, ()))
+    if isinstance(step, CommitStep):  # runs at write-back in the state's own storage
+        return set(storage_of.get(step.targets[k], ()))
     if step.is_view or isinstance(step, AllReduceWaitStep):  # the wait: views of its bucket
         return set(storage_of.get(step.args[0][1], ()))
     return None

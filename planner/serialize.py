@@ -598,12 +598,14 @@ class _Loader:
         into = [j for j, out in enumerate(k.outputs) if out.into is not None]
         if commit is None and into:
             _fail(f"{where}.kernel.outputs[{into[0]}].into", "an in-place output needs a commit")
+        intos = [out.into for out in k.outputs]
         if commit is not None and (not _is_int(commit, 0, len(st.args) - 1)
-                                   or len(k.outputs) != 1 or k.outputs[0].into != commit):
+                                   or not k.outputs or intos[0] != commit
+                                   or len(into) != len(intos) or len(set(intos)) != len(intos)):
             _fail(f"{where}.commit", f"{_show(commit)} is not the argument index the kernel's "
-                                     "one output is written into")
+                                     "first output is written into, each output into its own")
         signature = [(shape, dtype.np) for shape, dtype, _ in ins]
-        signature += [signature[commit]] if commit is not None else \
+        signature += [signature[i] for i in intos] if commit is not None else \
             [(shape, dtype.np) for shape, dtype in out_metas]
         try:
             check_signature(k, signature)

@@ -197,19 +197,31 @@ class KernelStep(Step):
 
 @dataclass(eq=False, kw_only=True)
 class CommitStep(KernelStep):
-    """A parameter update run at write-back, storing into argument ``commit``'s storage
-    (plan.Commit): nothing of the run reads its output, so it may wait till every step
-    succeeded, and the parameter is never held twice."""
+    """A parameter update run at write-back (plan.Commit), each output stored into the
+    storage of the argument its kernel output's ``into`` names (a parameter, an optimizer's
+    moment): nothing of the run reads its outputs, so it may wait till every step succeeded,
+    and no parameter or state is ever held twice. ``commit`` is the first output's argument."""
 
     commit: int
 
     @property
+    def commits(self) -> tuple[int, ...]:
+        """The argument each output is stored into, in output order."""
+        return tuple(out.into for out in self.kernel.outputs)
+
+    @property
+    def targets(self) -> tuple[int, ...]:
+        """The buffers (state reads) the outputs are stored into, in output order."""
+        return tuple(self.args[i][1] for i in self.commits)
+
+    @property
     def target(self) -> int:
-        """The buffer (a parameter's state read) the kernel writes into."""
+        """The buffer the first output is stored into."""
         return self.args[self.commit][1]
 
     def shown(self) -> dict[str, Any]:
-        return {**super().shown(), "in_place_at_commit": f"%{self.target}"}
+        return {**super().shown(),
+                "in_place_at_commit": ", ".join(f"%{t}" for t in self.targets)}
 
 
 COMM = "comm"  # the device of communication steps: the runtime's communication queue
