@@ -3,8 +3,10 @@
 from runtime.optim import lr_scheduler
 from runtime.optim.adagrad import Adagrad
 from runtime.optim.adam import Adam, AdamW
+from runtime.optim.adam_family import Adadelta, Adamax, NAdam, RAdam
 from runtime.optim.optimizer import Optimizer
 from runtime.optim.rmsprop import RMSprop
 from runtime.optim.sgd import SGD
 
-__all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "lr_scheduler"]
+__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer", "RAdam",
+           "RMSprop", "lr_scheduler"]

@@ -1,0 +1,204 @@
+"""Adamax, NAdam, RAdam and Adadelta: torch 2.13's single-tensor updates, written (as Adam's)
+so that no tensor data is read in Python: the step count is a tensor, every quantity that
+depends on it is a float64 tensor op rounded once to the parameter's dtype, and RAdam's
+rectification branch is a ``where``. A step using them captures into a plan, and their
+hyperparameters are replay-time inputs (``Optimizer._hyper``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import runtime as rt
+from runtime.optim.optimizer import Optimizer, Params, Scalars
+
+
+def _check(lr: float, eps: float, weight_decay: float,
+           betas: tuple[float, float] | None = None) -> None:
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if betas is not None:
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+def _zeros_state(p: Any, *names: str) -> dict[str, Any]:
+    state = {"step": rt.tensor(0.0, device=p.device)}
+    state.update((name, rt.zeros_like(p)) for name in names)
+    return state
+
+
+class Adamax(Optimizer):
+    """Adam with the infinity norm: exp_inf = max(beta2 * exp_inf, |g| + eps)."""
+
+    def __init__(self, params: Params, lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, *, maximize: bool = False) -> None:
+        _check(lr, eps, weight_decay, betas)
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+                                  "weight_decay": weight_decay, "maximize": maximize})
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
+        weight_decay = self._hyper(group, "weight_decay")
+        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        scalar = Scalars()
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            state = self.state[p]
+            if not state:
+                state.update(_zeros_state(p, "exp_avg", "exp_inf"))
+            exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
+            step_t.add_(1)
+            if group["weight_decay"] != 0:
+                grad = grad.add(p * scalar(weight_decay, p))
+            exp_avg.lerp_(grad, scalar(1 - beta1, p))
+            exp_inf.copy_(rt.maximum(exp_inf * scalar(beta2, p),
+                                     grad.abs() + scalar(eps, p)))
+            clr = (lr / (1 - beta1 ** step_t.double())).to(p.dtype)
+            p.sub_((exp_avg / exp_inf).mul_(clr))
+
+
+class NAdam(Optimizer):
+    """Adam with Nesterov momentum and a momentum schedule (mu_t from ``momentum_decay``)."""
+
+    def __init__(self, params: Params, lr: float = 2e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, maximize: bool = False) -> None:
+        _check(lr, eps, weight_decay, betas)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+                                  "weight_decay": weight_decay,
+                                  "momentum_decay": momentum_decay,
+                                  "decoupled_weight_decay": decoupled_weight_decay,
+                                  "maximize": maximize})
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
+        weight_decay = self._hyper(group, "weight_decay")
+        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        momentum_decay = self._hyper(group, "momentum_decay")
+        scalar = Scalars()
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            state = self.state[p]
+            if not state:
+                state.update(_zeros_state(p, "exp_avg", "exp_avg_sq"))
+                state["mu_product"] = rt.tensor(1.0, device=p.device)
+            exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+            step_t, mu_product = state["step"], state["mu_product"]
+            step_t.add_(1)
+            step = step_t.double()
+            bias_correction2 = (1 - beta2 ** step).to(p.dtype)
+            if group["weight_decay"] != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(scalar(1 - lr * weight_decay, p))
+                else:
+                    grad = grad.add(p * scalar(weight_decay, p))
+            mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
+            mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+            mu_product.mul_(mu.to(mu_product.dtype))  # torch: a float32 tensor *= a float
+            exp_avg.lerp_(grad, scalar(1 - beta1, p))
+            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(1 - beta2, p) * grad)
+            denom = (exp_avg_sq / bias_correction2).sqrt().add_(scalar(eps, p))
+            product = mu_product.double()  # as torch reads its value: a float32 made double
+            grad_step = (-lr * (1.0 - mu) / (1.0 - product)).to(p.dtype)
+            avg_step = (-lr * mu_next / (1.0 - product * mu_next)).to(p.dtype)
+            p.add_((grad / denom).mul_(grad_step))
+            p.add_((exp_avg / denom).mul_(avg_step))
+
+
+class RAdam(Optimizer):
+    """Rectified Adam: the adaptive step only once the variance of its estimate is tractable
+    (rho_t > 5), the momentum step alone before."""
+
+    def __init__(self, params: Params, lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
+                 maximize: bool = False) -> None:
+        _check(lr, eps, weight_decay, betas)
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+                                  "weight_decay": weight_decay,
+                                  "decoupled_weight_decay": decoupled_weight_decay,
+                                  "maximize": maximize})
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
+        weight_decay = self._hyper(group, "weight_decay")
+        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        scalar = Scalars()
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            state = self.state[p]
+            if not state:
+                state.update(_zeros_state(p, "exp_avg", "exp_avg_sq"))
+            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            step_t.add_(1)
+            step = step_t.double()
+            if group["weight_decay"] != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(scalar(1 - lr * weight_decay, p))
+                else:
+                    grad = grad.add(p * scalar(weight_decay, p))
+            exp_avg.lerp_(grad, scalar(1 - beta1, p))
+            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(1 - beta2, p) * grad)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            corrected = exp_avg / bias_correction1.to(p.dtype)
+            rho_inf = 2 / (1 - beta2) - 1
+            rho_t = rho_inf - 2 * step * beta2 ** step / bias_correction2
+            tractable = rho_t > 5.0
+            # rho_t <= 4 makes the root's argument negative: a nan the where leaves unused
+            rect = rt.where(tractable, ((rho_t - 4) * (rho_t - 2) * rho_inf
+                                        / ((rho_inf - 4) * (rho_inf - 2) * rho_t)), 1.0).sqrt()
+            adaptive = bias_correction2.sqrt().to(p.dtype) / (exp_avg_sq.sqrt()
+                                                              + scalar(eps, p))
+            step_lr = (corrected * scalar(lr, p))
+            update = rt.where(tractable, step_lr * adaptive * rect.to(p.dtype), step_lr)
+            p.sub_(update)
+
+
+class Adadelta(Optimizer):
+    """Per-element steps from running averages of squared gradients and squared updates."""
+
+    def __init__(self, params: Params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, *, maximize: bool = False) -> None:
+        _check(lr, eps, weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        super().__init__(params, {"lr": lr, "rho": rho, "eps": eps,
+                                  "weight_decay": weight_decay, "maximize": maximize})
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
+        weight_decay, rho = self._hyper(group, "weight_decay"), self._hyper(group, "rho")
+        scalar = Scalars()
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            grad = -p.grad if group["maximize"] else p.grad
+            state = self.state[p]
+            if not state:
+                state.update(_zeros_state(p, "square_avg", "acc_delta"))
+            square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+            state["step"].add_(1)
+            if group["weight_decay"] != 0:
+                grad = grad.add(p * scalar(weight_decay, p))
+            square_avg.mul_(scalar(rho, p)).add_(grad * scalar(1 - rho, p) * grad)
+            std = (square_avg + scalar(eps, p)).sqrt()
+            delta = (acc_delta + scalar(eps, p)).sqrt().div_(std).mul_(grad)
+            acc_delta.mul_(scalar(rho, p)).add_(delta * scalar(1 - rho, p) * delta)
+            p.add_(delta * scalar(-lr, p))
