@@ -43,7 +43,7 @@ from . import guards, plan_cache
 from .capture import Capture, Slot, capture
 from .guards import MISSING, setting_key
 from .parallel import Execution, check_options
-from .plan import CommitOutput, Plan, build_plan
+from .plan import COMMITS, Plan, build_plan
 from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
@@ -848,7 +848,7 @@ def _fresh(value: Any, sources: set[int]) -> Any:
 
 
 def _write_into(t: Tensor, value: Any) -> None:
-    if isinstance(value, CommitOutput):  # a state update run in place now (plan.Commit)
+    if isinstance(value, COMMITS):  # a state update run in place now (plan.Commit)
         value.apply(t._data)
         t._vc.v += 1
         return

@@ -36,38 +36,62 @@ class Commit:
     once every step of the plan has succeeded, so a failing replay still leaves the state
     untouched, and no state is ever held twice."""
 
+    __slots__ = ("launch", "args", "intos", "dests", "_pending", "_results")
+
     def __init__(self, launch: Any, args: list[Any], intos: tuple[int, ...]) -> None:
         self.launch = launch  # CompiledModule.launcher of a kernel whose outputs have ``into``
         self.args = args  # the kernel's arguments; args[into] is a state's array as read
         self.intos = intos  # the argument each output is stored into
         self.dests: list[Any] = [None] * len(intos)
+        self._pending = len(intos)
         self._results: list[Any] | None = None
 
-    def outputs(self) -> list[CommitOutput]:
+    def outputs(self) -> list[Any]:
+        """What the plan returns for each updated state: the commit itself for a kernel of
+        one output (stored with ``apply``), else a ``CommitOutput`` per output."""
+        if len(self.intos) == 1:
+            return [self]
         return [CommitOutput(self, k) for k in range(len(self.intos))]
+
+    def apply(self, dest: Any) -> None:
+        """Store a one-output commit's value into ``dest``."""
+        self.store(0, dest)
 
     def store(self, k: int, dest: Any) -> None:
         """Output ``k`` goes into ``dest``; the kernel runs once every output has its own."""
+        if self.dests[k] is None:
+            self._pending -= 1
         self.dests[k] = dest
-        if all(d is not None for d in self.dests):
+        if not self._pending:
             self._run(self.dests)
 
     def _run(self, dests: list[Any]) -> None:
+        args = self.args
+        for into, dest in zip(self.intos, dests):
+            if args[into] is not dest or not dest.flags.c_contiguous:
+                break
+        else:  # each state's own array, as the plan read it: the kernel stores into them
+            # (arrays that own their memory never overlap; views are checked)
+            if len(dests) == 1 or all(d.base is None for d in dests) \
+                    or not _overlapping(dests):
+                self.launch([*(a if a.__class__ is np.ndarray and a.flags.c_contiguous
+                               else np.asarray(a, order="C") for a in args), *dests])
+                return
         if len(dests) > 1 and _overlapping(dests):  # states sharing storage: one at a time
             for k, dest in enumerate(dests):
                 dest[...] = self.result(k).reshape(dest.shape)
             return
-        args = list(self.args)
+        # a state's storage changed since the plan read it, or is not dense: update dense
+        # copies, then write those back
+        work = list(args)
         after = []
         for into, dest in zip(self.intos, dests):
-            if args[into] is not dest or not dest.flags.c_contiguous:
-                # the storage changed since the plan read it, or is not dense: update a dense
-                # copy, then write that back
-                args[into] = np.array(args[into], order="C", copy=True)
-                after.append((dest, args[into]))
-        self.launch([*(np.asarray(a, order="C") for a in args), *(args[i] for i in self.intos)])
-        for dest, work in after:
-            dest[...] = work.reshape(dest.shape)
+            if work[into] is not dest or not dest.flags.c_contiguous:
+                work[into] = np.array(work[into], order="C", copy=True)
+                after.append((dest, work[into]))
+        self.launch([*(np.asarray(a, order="C") for a in work), *(work[i] for i in self.intos)])
+        for dest, array in after:
+            dest[...] = array.reshape(dest.shape)
 
     def result(self, k: int) -> Any:
         """Output ``k``'s value as a new array, the state left as it is."""
@@ -105,8 +129,13 @@ class CommitOutput:
 
 
 def materialize(value: Any) -> Any:
-    """A value a plan writes back, as an array (a Commit output's result)."""
+    """A value a plan writes back, as an array (a commit output's result)."""
+    if isinstance(value, Commit):
+        return value.result(0)
     return value.result() if isinstance(value, CommitOutput) else value
+
+
+COMMITS = (Commit, CommitOutput)  # what a plan returns for a state it updates at write-back
 
 
 KernelCall = Callable[..., list[Any]]

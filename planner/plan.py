@@ -20,7 +20,7 @@ import numpy as np
 from runtime.autograd.engine import name_in_note
 
 from . import inspect, serialize
-from .executable import Commit, CommitOutput, Executable, materialize
+from .executable import COMMITS, Commit, CommitOutput, Executable, materialize
 from .parallel import Execution, choose
 from .schedule import Schedule, compute, needed_buffers
 from .steps import (
@@ -36,7 +36,7 @@ from .steps import (
     primitive_step,
 )
 
-__all__ = ["Commit", "CommitOutput", "Plan", "build_plan", "materialize"]
+__all__ = ["COMMITS", "Commit", "CommitOutput", "Plan", "build_plan", "materialize"]
 
 
 @dataclass(eq=False)

@@ -16,9 +16,10 @@ from planner.steps import CommitStep
 
 def _model(momentum: float, seed: int = 0) -> tuple[Any, Any, Any]:
     rt.manual_seed(seed)
-    model = rt.nn.Sequential(rt.nn.Linear(32, 48), rt.nn.Tanh(), rt.nn.Linear(48, 5))
+    # the first weight and its momentum buffer, 2 x 128 KiB: past MIN_MULTI_COMMIT_BYTES
+    model = rt.nn.Sequential(rt.nn.Linear(128, 256), rt.nn.Tanh(), rt.nn.Linear(256, 5))
     opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=momentum, weight_decay=1e-3)
-    x = rt.randn(16, 32)
+    x = rt.randn(16, 128)
     y = rt.randint(0, 5, (16,))
 
     def step() -> Any:
@@ -121,3 +122,23 @@ def test_commit_into_storage_other_than_what_was_read(case: str) -> None:
     else:
         np.testing.assert_array_equal(da, want_a)
         np.testing.assert_array_equal(db, want_b)
+
+
+def test_small_updates_of_several_outputs_stay_fresh_outputs() -> None:
+    """Under MIN_MULTI_COMMIT_BYTES the kernel writes fresh outputs the write-back copies:
+    cheaper than a deferred kernel for a few KiB."""
+    rt.manual_seed(2)
+    model = rt.nn.Linear(16, 8)
+    opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    x = rt.randn(4, 16)
+
+    @planner.compile(backend="llvm")
+    def step() -> Any:
+        opt.zero_grad()
+        (model(x) ** 2).mean().backward()
+        opt.step()
+
+    for _ in range(3):
+        step()
+    commits = [s for s in step.plan.steps if isinstance(s, CommitStep)]
+    assert all(len(s.outs) == 1 for s in commits), step.plan.listing()
