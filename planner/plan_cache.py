@@ -116,11 +116,11 @@ def _sources_digest() -> str:
     for package in _PACKAGES:
         for folder, subfolders, files in os.walk(os.path.join(root, package)):
             subfolders.sort()
+            where = folder[len(root) + 1:]
             for name in sorted(files):
                 if name.endswith(".py"):
                     st = os.stat(os.path.join(folder, name))
-                    where = os.path.relpath(os.path.join(folder, name), root)
-                    h.update(f"{where}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+                    h.update(f"{where}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
     return h.hexdigest()
 
 
@@ -131,9 +131,10 @@ def _environment() -> list[Any]:
 
     from . import fusion
 
-    cpu, features = host()
+    # the fusion pass's settings as they are now (a test or a user may have changed one)
     settings = sorted((name, value) for name, value in vars(fusion).items()
                       if name.isupper() and type(value) in (int, float, bool, str))
+    cpu, features = host()
     return [FORMAT, _sources_digest(), sys.version, platform.machine(), np.__version__,
             nx.__version__, llvmlite.__version__, cpu, features, settings]
 
