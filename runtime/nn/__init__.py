@@ -55,8 +55,11 @@ from runtime.nn.pooling import (
 from runtime.nn.rmsnorm import RMSNorm
 from runtime.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from runtime.nn.sparse import Embedding
+from runtime.nn.transformer import TransformerEncoder, TransformerEncoderLayer
 
 __all__ = [
+    "TransformerEncoder",
+    "TransformerEncoderLayer",
     "CELU",
     "ELU",
     "GLU",
