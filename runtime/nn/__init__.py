@@ -55,9 +55,18 @@ from runtime.nn.pooling import (
 from runtime.nn.rmsnorm import RMSNorm
 from runtime.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from runtime.nn.sparse import Embedding
-from runtime.nn.transformer import TransformerEncoder, TransformerEncoderLayer
+from runtime.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
+    "Transformer",
+    "TransformerDecoder",
+    "TransformerDecoderLayer",
     "TransformerEncoder",
     "TransformerEncoderLayer",
     "CELU",
