@@ -52,10 +52,7 @@ class Adagrad(Optimizer):
         lr, lr_decay = self._hyper(group, "lr"), self._hyper(group, "lr_decay")
         weight_decay, eps = self._hyper(group, "weight_decay"), self._hyper(group, "eps")
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             step_t, state_sum = state["step"], state["sum"]
             step_t.add_(1)

@@ -7,6 +7,44 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.tensor import Tensor
+
+
+class AdamHypers:
+    """One group's Adam-style hyperparameters for an update (``Optimizer._hyper``: numbers, or
+    replay-time inputs of a compiled step), with what every parameter's update derives from
+    them computed once; and the two steps Adam, NAdam and RAdam share. Branches read the group
+    itself: whether a number is zero is part of a compiled step's guard."""
+
+    def __init__(self, lr: Any, eps: Any, weight_decay: Any, beta1: Any, beta2: Any) -> None:
+        self.lr, self.eps, self.weight_decay = lr, eps, weight_decay
+        self.beta1, self.beta2 = beta1, beta2
+        self.decay = 1 - lr * weight_decay  # decoupled weight decay's factor
+        self.one_minus_beta1 = 1 - beta1
+        self.one_minus_beta2 = 1 - beta2
+
+    @classmethod
+    def of(cls, opt: Optimizer, group: dict[str, Any]) -> AdamHypers:
+        return cls(opt._hyper(group, "lr"), opt._hyper(group, "eps"),
+                   opt._hyper(group, "weight_decay"), opt._hyper(group, "betas", 0),
+                   opt._hyper(group, "betas", 1))
+
+    def weight_decay_(self, group: dict[str, Any], p: Tensor, grad: Tensor,
+                      scalar: Scalars) -> Tensor:
+        """The gradient with weight decay: added to it, or (decoupled) applied to ``p``."""
+        if group["weight_decay"] != 0:
+            if group.get("decoupled_weight_decay"):
+                p.mul_(scalar(self.decay, p))
+            else:
+                grad = grad.add(p * scalar(self.weight_decay, p))
+        return grad
+
+    def update_moments(self, exp_avg: Tensor, exp_avg_sq: Tensor, grad: Tensor, p: Tensor,
+                       scalar: Scalars) -> None:
+        """The running first and second moments of the gradient, in place."""
+        exp_avg.lerp_(grad, scalar(self.one_minus_beta1, p))
+        exp_avg_sq.mul_(scalar(self.beta2, p)).add_(grad * scalar(self.one_minus_beta2, p)
+                                                    * grad)
 
 
 class Adam(Optimizer):
@@ -44,19 +82,10 @@ class Adam(Optimizer):
         super().__init__(params, defaults)
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        # numbers from _hyper (replay-time inputs of a compiled step); branches read the
-        # group itself: whether a number is zero is part of a compiled step's guard
-        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
-        weight_decay, amsgrad = self._hyper(group, "weight_decay"), group["amsgrad"]
-        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
-        decay = 1 - lr * weight_decay
-        one_minus_beta1 = 1 - beta1
-        one_minus_beta2 = 1 - beta2
+        h = AdamHypers.of(self, group)
+        amsgrad = group["amsgrad"]
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
                 state["step"] = rt.tensor(0.0, device=p.device)
@@ -67,31 +96,25 @@ class Adam(Optimizer):
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
 
             step_t.add_(1)
-            if group["weight_decay"] != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(scalar(decay, p))
-                else:
-                    grad = grad.add(p * scalar(weight_decay, p))
-
-            exp_avg.lerp_(grad, scalar(one_minus_beta1, p))
-            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(one_minus_beta2, p) * grad)
+            grad = h.weight_decay_(group, p, grad, scalar)
+            h.update_moments(exp_avg, exp_avg_sq, grad, p, scalar)
 
             # torch's capturable branch: the bias corrections are tensor ops on the step
             # tensor, so the step reads no tensor data in Python and captures as a graph.
             # They are computed in float64 (1 - 0.999 loses 5 digits in float32) and rounded
             # once to the parameter's dtype, as the non-capturable update's Python floats are
             step64 = step_t.double()
-            bias_correction1 = 1 - beta1**step64
-            bias_correction2 = 1 - beta2**step64
-            step_size = (lr / bias_correction1).to(p.dtype)
+            bias_correction1 = 1 - h.beta1**step64
+            bias_correction2 = 1 - h.beta2**step64
+            step_size = (h.lr / bias_correction1).to(p.dtype)
             bias_correction2_sqrt = bias_correction2.sqrt().to(p.dtype)
 
             if amsgrad:
                 max_exp_avg_sq = state["max_exp_avg_sq"]
                 max_exp_avg_sq.copy_(rt.maximum(max_exp_avg_sq, exp_avg_sq))
-                denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(eps, p))
+                denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(h.eps, p))
             else:
-                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(eps, p))
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(h.eps, p))
             # p.addcdiv_(exp_avg, denom, value=-step_size), with a tensor step size
             p.sub_((exp_avg / denom).mul_(step_size))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
+from runtime.optim.adam import AdamHypers
 from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
@@ -44,25 +45,19 @@ class Adamax(Optimizer):
                                   "weight_decay": weight_decay, "maximize": maximize})
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
-        weight_decay = self._hyper(group, "weight_decay")
-        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        h = AdamHypers.of(self, group)
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
                 state.update(_zeros_state(p, "exp_avg", "exp_inf"))
             exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
             step_t.add_(1)
-            if group["weight_decay"] != 0:
-                grad = grad.add(p * scalar(weight_decay, p))
-            exp_avg.lerp_(grad, scalar(1 - beta1, p))
-            exp_inf.copy_(rt.maximum(exp_inf * scalar(beta2, p),
-                                     grad.abs() + scalar(eps, p)))
-            clr = (lr / (1 - beta1 ** step_t.double())).to(p.dtype)
+            grad = h.weight_decay_(group, p, grad, scalar)  # coupled: the group has no choice
+            exp_avg.lerp_(grad, scalar(h.one_minus_beta1, p))
+            exp_inf.copy_(rt.maximum(exp_inf * scalar(h.beta2, p),
+                                     grad.abs() + scalar(h.eps, p)))
+            clr = (h.lr / (1 - h.beta1 ** step_t.double())).to(p.dtype)
             p.sub_((exp_avg / exp_inf).mul_(clr))
 
 
@@ -83,15 +78,11 @@ class NAdam(Optimizer):
                                   "maximize": maximize})
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
-        weight_decay = self._hyper(group, "weight_decay")
-        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        h = AdamHypers.of(self, group)
+        lr, beta1 = h.lr, h.beta1
         momentum_decay = self._hyper(group, "momentum_decay")
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
                 state.update(_zeros_state(p, "exp_avg", "exp_avg_sq"))
@@ -100,18 +91,13 @@ class NAdam(Optimizer):
             step_t, mu_product = state["step"], state["mu_product"]
             step_t.add_(1)
             step = step_t.double()
-            bias_correction2 = (1 - beta2 ** step).to(p.dtype)
-            if group["weight_decay"] != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(scalar(1 - lr * weight_decay, p))
-                else:
-                    grad = grad.add(p * scalar(weight_decay, p))
+            bias_correction2 = (1 - h.beta2 ** step).to(p.dtype)
+            grad = h.weight_decay_(group, p, grad, scalar)
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
             mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
             mu_product.mul_(mu.to(mu_product.dtype))  # torch: a float32 tensor *= a float
-            exp_avg.lerp_(grad, scalar(1 - beta1, p))
-            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(1 - beta2, p) * grad)
-            denom = (exp_avg_sq / bias_correction2).sqrt().add_(scalar(eps, p))
+            h.update_moments(exp_avg, exp_avg_sq, grad, p, scalar)
+            denom = (exp_avg_sq / bias_correction2).sqrt().add_(scalar(h.eps, p))
             product = mu_product.double()  # as torch reads its value: a float32 made double
             grad_step = (-lr * (1.0 - mu) / (1.0 - product)).to(p.dtype)
             avg_step = (-lr * mu_next / (1.0 - product * mu_next)).to(p.dtype)
@@ -134,39 +120,30 @@ class RAdam(Optimizer):
                                   "maximize": maximize})
 
     def _step_group(self, group: dict[str, Any]) -> None:
-        lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
-        weight_decay = self._hyper(group, "weight_decay")
-        beta1, beta2 = self._hyper(group, "betas", 0), self._hyper(group, "betas", 1)
+        h = AdamHypers.of(self, group)
+        beta1, beta2 = h.beta1, h.beta2
+        rho_inf = 2 / h.one_minus_beta2 - 1
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
                 state.update(_zeros_state(p, "exp_avg", "exp_avg_sq"))
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t.add_(1)
             step = step_t.double()
-            if group["weight_decay"] != 0:
-                if group["decoupled_weight_decay"]:
-                    p.mul_(scalar(1 - lr * weight_decay, p))
-                else:
-                    grad = grad.add(p * scalar(weight_decay, p))
-            exp_avg.lerp_(grad, scalar(1 - beta1, p))
-            exp_avg_sq.mul_(scalar(beta2, p)).add_(grad * scalar(1 - beta2, p) * grad)
+            grad = h.weight_decay_(group, p, grad, scalar)
+            h.update_moments(exp_avg, exp_avg_sq, grad, p, scalar)
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
             corrected = exp_avg / bias_correction1.to(p.dtype)
-            rho_inf = 2 / (1 - beta2) - 1
             rho_t = rho_inf - 2 * step * beta2 ** step / bias_correction2
             tractable = rho_t > 5.0
             # rho_t <= 4 makes the root's argument negative: a nan the where leaves unused
             rect = rt.where(tractable, ((rho_t - 4) * (rho_t - 2) * rho_inf
                                         / ((rho_inf - 4) * (rho_inf - 2) * rho_t)), 1.0).sqrt()
             adaptive = bias_correction2.sqrt().to(p.dtype) / (exp_avg_sq.sqrt()
-                                                              + scalar(eps, p))
-            step_lr = (corrected * scalar(lr, p))
+                                                              + scalar(h.eps, p))
+            step_lr = corrected * scalar(h.lr, p)
             update = rt.where(tractable, step_lr * adaptive * rect.to(p.dtype), step_lr)
             p.sub_(update)
 
@@ -185,11 +162,9 @@ class Adadelta(Optimizer):
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
         weight_decay, rho = self._hyper(group, "weight_decay"), self._hyper(group, "rho")
+        one_minus_rho, neg_lr = 1 - rho, -lr
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
                 state.update(_zeros_state(p, "square_avg", "acc_delta"))
@@ -197,8 +172,8 @@ class Adadelta(Optimizer):
             state["step"].add_(1)
             if group["weight_decay"] != 0:
                 grad = grad.add(p * scalar(weight_decay, p))
-            square_avg.mul_(scalar(rho, p)).add_(grad * scalar(1 - rho, p) * grad)
+            square_avg.mul_(scalar(rho, p)).add_(grad * scalar(one_minus_rho, p) * grad)
             std = (square_avg + scalar(eps, p)).sqrt()
             delta = (acc_delta + scalar(eps, p)).sqrt().div_(std).mul_(grad)
-            acc_delta.mul_(scalar(rho, p)).add_(delta * scalar(1 - rho, p) * delta)
-            p.add_(delta * scalar(-lr, p))
+            acc_delta.mul_(scalar(rho, p)).add_(delta * scalar(one_minus_rho, p) * delta)
+            p.add_(delta * scalar(neg_lr, p))

@@ -5,7 +5,6 @@ torch's step for step. A compiled step reads lr at each replay: a schedule never
 from __future__ import annotations
 
 import math
-import types
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -145,17 +144,22 @@ class CosineAnnealingLR(LRScheduler):
                 for base in self.base_lrs]
 
 
+def _lr_lambdas(optimizer: Optimizer, lr_lambda: Any) -> list[Any]:
+    """One lr function per parameter group: the one given for every group, or a list of as
+    many as there are groups."""
+    groups = len(optimizer.param_groups)
+    if isinstance(lr_lambda, (list, tuple)):
+        if len(lr_lambda) != groups:
+            raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
+        return list(lr_lambda)
+    return [lr_lambda] * groups
+
+
 class LambdaLR(LRScheduler):
     def __init__(self, optimizer: Optimizer,
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
-        groups = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != groups:
-                raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * groups
+        self.lr_lambdas = _lr_lambdas(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -208,7 +212,25 @@ class LinearLR(LRScheduler):
                 for base in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _Composite(LRScheduler):
+    """A scheduler of schedulers (``_schedulers``): its state dict holds theirs."""
+
+    _schedulers: list[LRScheduler]
+
+    def state_dict(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_schedulers")
+        self.__dict__.update(state)
+        for scheduler, s in zip(self._schedulers, saved, strict=True):
+            scheduler.load_state_dict(s)
+
+
+class SequentialLR(_Composite):
     """Runs `schedulers[i]` from `milestones[i - 1]` on (each restarting from epoch 0)."""
 
     def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler],
@@ -250,18 +272,6 @@ class SequentialLR(LRScheduler):
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
-
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        saved = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for scheduler, s in zip(self._schedulers, saved, strict=True):
-            scheduler.load_state_dict(s)
 
 
 def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
@@ -412,48 +422,24 @@ class ConstantLR(LRScheduler):
                 for base in self.base_lrs]
 
 
-def _lambdas_state(lambdas: list[Any]) -> list[Any]:
-    """What a state dict keeps of lr functions: a callable object's attributes, nothing of a
-    plain function (its state is its code), as torch does."""
-    return [None if isinstance(fn, types.FunctionType) else dict(fn.__dict__) for fn in lambdas]
-
-
-class MultiplicativeLR(LRScheduler):
-    """lr times ``lr_lambda(epoch)`` at every step (one function, or one per group)."""
+class MultiplicativeLR(LambdaLR):
+    """lr times ``lr_lambda(epoch)`` at every step (one function, or one per group); its
+    functions and state dict as LambdaLR's."""
 
     def __init__(self, optimizer: Optimizer,
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
-        groups = len(optimizer.param_groups)
-        if isinstance(lr_lambda, (list, tuple)):
-            if len(lr_lambda) != groups:
-                raise ValueError(f"Expected {groups} lr_lambdas, but got {len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
-        else:
-            self.lr_lambdas = [lr_lambda] * groups
+        self.lr_lambdas = _lr_lambdas(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
-        super().__init__(optimizer, last_epoch)
+        LRScheduler.__init__(self, optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
         if self._is_initial:
             return self._lrs()
         return [lr * fn(self.last_epoch)
                 for fn, lr in zip(self.lr_lambdas, self._lrs(), strict=True)]
-
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = _lambdas_state(self.lr_lambdas)
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        lambdas = state.pop("lr_lambdas")
-        self.__dict__.update(state)
-        for fn, saved in zip(self.lr_lambdas, lambdas, strict=True):
-            if saved is not None:
-                fn.__dict__.update(saved)
 
 
 class PolynomialLR(LRScheduler):
@@ -531,7 +517,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         self._last_lr = self._lrs()
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_Composite):
     """Steps every scheduler in ``schedulers`` at each step (their factors compound)."""
 
     def __init__(self, schedulers: list[LRScheduler],
@@ -562,18 +548,6 @@ class ChainedScheduler(LRScheduler):
         for scheduler in self._schedulers:
             scheduler.step()
         self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
-
-    def state_dict(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        state = dict(state_dict)
-        saved = state.pop("_schedulers")
-        self.__dict__.update(state)
-        for scheduler, s in zip(self._schedulers, saved, strict=True):
-            scheduler.load_state_dict(s)
 
 
 class ReduceLROnPlateau(LRScheduler):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
 from itertools import chain
 from typing import Any
@@ -91,6 +91,15 @@ class Optimizer:
 
     def _step_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    def _grads(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
+        """(parameter, gradient) of each parameter of the group that has one, the gradient
+        negated where the group maximizes."""
+        maximize = group["maximize"]
+        for p in group["params"]:
+            if p.grad is not None:
+                yield p, -p.grad if maximize else p.grad
 
     def _hyper(self, group: dict[str, Any], key: str, index: int | None = None) -> Any:
         """``group[key]`` (its element ``index``) for the update's arithmetic: the number

@@ -49,10 +49,7 @@ class RMSprop(Optimizer):
         weight_decay, momentum = self._hyper(group, "weight_decay"), self._hyper(group, "momentum")
         one_minus_alpha = 1 - alpha
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
                 state["step"] = rt.tensor(0.0)

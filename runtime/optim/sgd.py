@@ -44,10 +44,7 @@ class SGD(Optimizer):
         dampening, weight_decay = self._hyper(group, "dampening"), self._hyper(group, "weight_decay")
         undamped = 1 - dampening
         scalar = Scalars()
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            grad = -p.grad if group["maximize"] else p.grad
+        for p, grad in self._grads(group):
             if group["weight_decay"] != 0:
                 grad = grad.add(p * scalar(weight_decay, p))
             if group["momentum"] != 0:
