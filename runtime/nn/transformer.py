@@ -33,7 +33,29 @@ def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tenso
     return activation
 
 
-class TransformerEncoderLayer(Module):
+class _Layer(Module):
+    """What an encoder and a decoder layer share: self-attention with its dropout
+    (``self_attn``, ``dropout1``) and the feed-forward block (``linear1``, ``activation``,
+    ``dropout``, ``linear2``), each layer ending the latter with its own dropout."""
+
+    self_attn: MultiheadAttention
+    linear1: Linear
+    linear2: Linear
+    dropout: Dropout
+    dropout1: Dropout
+    activation: Callable[[Tensor], Tensor]
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None,
+                  key_padding_mask: Tensor | None, is_causal: bool) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _feed_forward(self, x: Tensor, out_dropout: Dropout) -> Tensor:
+        return out_dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoderLayer(_Layer):
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation: str | Callable[[Tensor], Tensor] = F.relu,
                  layer_norm_eps: float = 1e-5, batch_first: bool = False,
@@ -64,14 +86,8 @@ class TransformerEncoderLayer(Module):
             x = self.norm2(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x: Tensor, attn_mask: Tensor | None,
-                  key_padding_mask: Tensor | None, is_causal: bool) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=is_causal)[0]
-        return self.dropout1(x)
-
     def _ff_block(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return self._feed_forward(x, self.dropout2)
 
 
 class TransformerEncoder(Module):
@@ -99,7 +115,7 @@ class TransformerEncoder(Module):
         return output if self.norm is None else self.norm(output)
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_Layer):
     """Self-attention over the target, attention over the encoder's ``memory``, then a
     feed-forward block: each with dropout, a residual and a LayerNorm (after, or before with
     ``norm_first``)."""
@@ -147,12 +163,6 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x: Tensor, attn_mask: Tensor | None,
-                  key_padding_mask: Tensor | None, is_causal: bool) -> Tensor:
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           is_causal=is_causal, need_weights=False)[0]
-        return self.dropout1(x)
-
     def _mha_block(self, x: Tensor, mem: Tensor, attn_mask: Tensor | None,
                    key_padding_mask: Tensor | None, is_causal: bool) -> Tensor:
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
@@ -161,7 +171,7 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(x)
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        return self._feed_forward(x, self.dropout3)
 
 
 class TransformerDecoder(Module):

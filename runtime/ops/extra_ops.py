@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from .reductions import std, var
-from .tensor_ops import _dim, scatter, scatter_add
+from .tensor_ops import _dim, index_select, logical_not, scatter, scatter_add, split
 
 
 def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
@@ -65,7 +66,7 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, 
             from ..creation import tensor
 
             index = tensor(np.repeat(np.arange(len(counts)), counts), device=x.device)
-            return _index_select(x, d, index)
+            return index_select(x, d, index)
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
     shape = list(x.shape)
@@ -74,12 +75,6 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, 
     if output_size is not None and out.shape[d] != output_size:
         raise RuntimeError("allocated size does not match required size")
     return out
-
-
-def _index_select(x: Tensor, d: int, index: Tensor) -> Tensor:
-    from .tensor_ops import index_select
-
-    return index_select(x, d, index)
 
 
 def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
@@ -153,20 +148,14 @@ def std_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = F
 
 
 def count_nonzero(x: Tensor, dim: Any = None) -> Tensor:
-    from .. import _dtype as D
-
     return F.sum(F.cast(F.ne(x, 0), D.int64), F._axes(dim, x.ndim))
 
 
 def _as_bool(x: Any) -> Any:
-    from .. import _dtype as D
-
     return x if not isinstance(x, Tensor) or x.dtype is D.bool_ else F.ne(x, 0)
 
 
 def logical_or(a: Tensor, b: Any) -> Tensor:
-    from .tensor_ops import logical_not
-
     return logical_not(F.logical_and(logical_not(_as_bool(a)), logical_not(_as_bool(b))))
 
 
@@ -210,8 +199,6 @@ def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
 
 
 def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
-    from .tensor_ops import split
-
     return tuple(split(x, list(split_sizes), dim))
 
 
