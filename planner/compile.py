@@ -497,14 +497,18 @@ class CompiledStep:
         if plan is None:
             return None
         try:
-            if build and plan.kernels:
-                plan.executable.module(self.cache_dir)
-            if build and plan.products:
-                plan.executable.products(self.cache_dir)
+            if build:
+                self._build(plan)
         except Exception:
             return None
         self.plans_loaded += 1
         return plan
+
+    def _build(self, plan: Plan) -> None:
+        """Compile the plan's kernels and generated products now, from and into the cache."""
+        if plan.kernels:
+            plan.executable.module(self.cache_dir)
+        plan.executable.products(self.cache_dir)
 
     def _fused(self, plan: Plan, build: bool) -> Plan:
         """The plan with its segments fused, and compiled now (``build``: not on the first
@@ -514,10 +518,8 @@ class CompiledStep:
 
         try:
             fused = fuse(plan)
-            if fused.kernels and build:
-                fused.executable.module(self.cache_dir)
             if build:
-                fused.executable.products(self.cache_dir)
+                self._build(fused)
             return fused
         except Exception as exc:
             if self.backend in KERNEL_BACKENDS:

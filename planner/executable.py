@@ -66,20 +66,17 @@ class Commit:
             self._run(self.dests)
 
     def _run(self, dests: list[Any]) -> None:
-        args = self.args
-        for into, dest in zip(self.intos, dests):
-            if args[into] is not dest or not dest.flags.c_contiguous:
-                break
-        else:  # each state's own array, as the plan read it: the kernel stores into them
-            # (arrays that own their memory never overlap; views are checked)
-            if len(dests) == 1 or all(d.base is None for d in dests) \
-                    or not _overlapping(dests):
-                self.launch([*(a if a.__class__ is np.ndarray and a.flags.c_contiguous
-                               else np.asarray(a, order="C") for a in args), *dests])
-                return
-        if len(dests) > 1 and _overlapping(dests):  # states sharing storage: one at a time
-            for k, dest in enumerate(dests):
+        # arrays that own their memory never overlap: only views need the bounds check
+        if len(dests) > 1 and any(d.base is not None for d in dests) and _overlapping(dests):
+            for k, dest in enumerate(dests):  # states sharing storage: one at a time
                 dest[...] = self.result(k).reshape(dest.shape)
+            return
+        args = self.args
+        if all(args[into] is dest and dest.flags.c_contiguous
+               for into, dest in zip(self.intos, dests)):
+            # each state's own array, as the plan read it: the kernel stores into them
+            self.launch([*(a if a.__class__ is np.ndarray and a.flags.c_contiguous
+                           else np.asarray(a, order="C") for a in args), *dests])
             return
         # a state's storage changed since the plan read it, or is not dense: update dense
         # copies, then write those back

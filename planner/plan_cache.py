@@ -158,6 +158,7 @@ def key(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,
     return hashlib.sha256(out.getbuffer()).hexdigest()
 
 
+@functools.cache
 def _allowed() -> dict[tuple[str, str], Any]:
     """The only globals a kept plan may name: the classes a plan is made of."""
     from codegen import ir as kir
@@ -187,15 +188,9 @@ def _allowed() -> dict[tuple[str, str], Any]:
     return allowed
 
 
-_ALLOWED: dict[tuple[str, str], Any] | None = None
-
-
 class _PlanUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        global _ALLOWED
-        if _ALLOWED is None:
-            _ALLOWED = _allowed()
-        found = _ALLOWED.get((module, name))
+        found = _allowed().get((module, name))
         if found is None:
             raise pickle.UnpicklingError(f"a kept plan may not name {module}.{name}")
         return found
