@@ -53,7 +53,7 @@ class Adamax(Optimizer):
                 state.update(_zeros_state(p, "exp_avg", "exp_inf"))
             exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
             step_t.add_(1)
-            grad = h.weight_decay_(group, p, grad, scalar)  # coupled: the group has no choice
+            grad = h.weight_decay_(group, p, grad, scalar)  # always coupled in Adamax
             exp_avg.lerp_(grad, scalar(h.one_minus_beta1, p))
             exp_inf.copy_(rt.maximum(exp_inf * scalar(h.beta2, p),
                                      grad.abs() + scalar(h.eps, p)))
