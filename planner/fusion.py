@@ -55,10 +55,11 @@ MAX_SCALAR_SIBLING_STEPS = 64
 _IR_DTYPES = frozenset(kir.DTYPES)
 # where a parameter update may run in place at write-back (executable.Commit: numpy arrays)
 COMMIT_DEVICES = ("cpu",)
-# a kernel of several outputs commits in place only when they hold at least this many bytes:
-# below it, the write-back's bookkeeping for a deferred kernel (a few us) costs more than the
-# fresh outputs and copies it saves (mlp_small's 64 x 64 updates ran 20% more instructions)
-MIN_MULTI_COMMIT_BYTES = 1 << 16
+# a kernel commits in place only when its outputs hold at least this many bytes: below it,
+# the write-back's bookkeeping for a deferred kernel (a few us) costs more than the fresh
+# outputs and copies it saves (mlp_small's 64 x 64 updates ran 20% more instructions with
+# them deferred; its last layer's two single-output commits, 2.5 KiB, cost 15 us a step)
+MIN_COMMIT_BYTES = 1 << 16
 
 
 @dataclass
@@ -630,9 +631,8 @@ def _commit_inputs(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[in
     into its state: no second copy of any."""
     if not outs or kernel.n_reduce or seg.device not in COMMIT_DEVICES:
         return None
-    if len(outs) > 1 and sum(math.prod(kir.output_shape(kernel, o))
-                             * np.dtype(o.dtype).itemsize
-                             for o in kernel.outputs) < MIN_MULTI_COMMIT_BYTES:
+    if sum(math.prod(kir.output_shape(kernel, o)) * np.dtype(o.dtype).itemsize
+           for o in kernel.outputs) < MIN_COMMIT_BYTES:
         return None
     returned = template_nodes(plan.returns)
     written: dict[int, list[int]] = {}

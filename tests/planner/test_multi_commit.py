@@ -16,7 +16,7 @@ from planner.steps import CommitStep
 
 def _model(momentum: float, seed: int = 0) -> tuple[Any, Any, Any]:
     rt.manual_seed(seed)
-    # the first weight and its momentum buffer, 2 x 128 KiB: past MIN_MULTI_COMMIT_BYTES
+    # the first weight and its momentum buffer, 2 x 128 KiB: past MIN_COMMIT_BYTES
     model = rt.nn.Sequential(rt.nn.Linear(128, 256), rt.nn.Tanh(), rt.nn.Linear(256, 5))
     opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=momentum, weight_decay=1e-3)
     x = rt.randn(16, 128)
@@ -125,7 +125,7 @@ def test_commit_into_storage_other_than_what_was_read(case: str) -> None:
 
 
 def test_small_updates_of_several_outputs_stay_fresh_outputs() -> None:
-    """Under MIN_MULTI_COMMIT_BYTES the kernel writes fresh outputs the write-back copies:
+    """Under MIN_COMMIT_BYTES the kernel writes fresh outputs the write-back copies:
     cheaper than a deferred kernel for a few KiB."""
     rt.manual_seed(2)
     model = rt.nn.Linear(16, 8)
