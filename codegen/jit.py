@@ -380,6 +380,15 @@ class CompiledModule:
         n = len(launch.inputs) + len(launch.outputs)
         return launch.fn_objects, ctypes.c_size_t * n, launch.outer
 
+    def native_entry(self, kernel: str | kir.Kernel) -> tuple[int, int] | None:
+        """``(address, outer)`` of ``object_entry``'s function, for native code that calls it
+        as ``fn(objects, 0, outer)`` (``codegen.pyentry.drive_builtin``) under the same
+        guarantees; None where it has none. The caller keeps this module alive."""
+        launch = self._launch[kernel if isinstance(kernel, str) else kernel.name]
+        if self.object_entry(kernel) is None:
+            return None
+        return launch.objects_address, launch.outer
+
     def builtin_entry(self, kernel: str | kir.Kernel) -> Callable[..., None] | None:
         """``f(*arrays)``: ``object_entry`` as a Python builtin taking the array objects
         themselves, inputs then outputs (``codegen.pyentry``: a fraction of a ctypes call's

@@ -136,8 +136,109 @@ bad:
 """
 
 
+# a run of kernels and products (``drive_builtin``): the call's argument objects are copied
+# into the first slots, then each record of the table at _FN, ``kind, fn, word, n, n slot
+# indices``, calls a kernel's object entry (kind 0: fn(its arguments' objects, 0, word)) or
+# a product (kind 1: fn(a, b, c, e, word)) with the objects of those slots, one after
+# another, the GIL released once for them all. The table starts with its record count and
+# the address of room for the largest record's objects.
+_DRIVE = f"""
+define ptr @entry_drive(ptr %self, ptr %args, i64 %nargs) {{
+entry:
+  %data = call ptr @words(ptr %self)
+  %want = call i64 @word(ptr %data, i64 {_NARGS})
+  %ok = icmp eq i64 %nargs, %want
+  br i1 %ok, label %copy, label %bad
+copy:
+  %table.i = call i64 @word(ptr %data, i64 {_FN})
+  %slots.i = call i64 @word(ptr %data, i64 {_WORD})
+  %table = inttoptr i64 %table.i to ptr
+  %slots = inttoptr i64 %slots.i to ptr
+  br label %copy.cond
+copy.cond:
+  %i = phi i64 [0, %copy], [%i.next, %copy.body]
+  %more = icmp slt i64 %i, %nargs
+  br i1 %more, label %copy.body, label %start
+copy.body:
+  %from = getelementptr inbounds ptr, ptr %args, i64 %i
+  %object = load ptr, ptr %from
+  %to = getelementptr inbounds ptr, ptr %slots, i64 %i
+  store ptr %object, ptr %to
+  %i.next = add i64 %i, 1
+  br label %copy.cond
+start:
+  %state = call ptr @release(ptr %data)
+  %count = load i64, ptr %table
+  %room.at = getelementptr inbounds i64, ptr %table, i64 1
+  %room.i = load i64, ptr %room.at
+  %room = inttoptr i64 %room.i to ptr
+  %first = getelementptr inbounds i64, ptr %table, i64 2
+  br label %loop
+loop:
+  %r = phi i64 [0, %start], [%r.next, %called]
+  %p = phi ptr [%first, %start], [%p.next, %called]
+  %go = icmp slt i64 %r, %count
+  br i1 %go, label %record, label %done
+record:
+  %kind = load i64, ptr %p
+  %fn.at = getelementptr inbounds i64, ptr %p, i64 1
+  %fn.i = load i64, ptr %fn.at
+  %fn = inttoptr i64 %fn.i to ptr
+  %w.at = getelementptr inbounds i64, ptr %p, i64 2
+  %w = load i64, ptr %w.at
+  %n.at = getelementptr inbounds i64, ptr %p, i64 3
+  %n = load i64, ptr %n.at
+  %indices = getelementptr inbounds i64, ptr %p, i64 4
+  br label %gather
+gather:
+  %j = phi i64 [0, %record], [%j.next, %gather.body]
+  %gmore = icmp slt i64 %j, %n
+  br i1 %gmore, label %gather.body, label %dispatch
+gather.body:
+  %index.at = getelementptr inbounds i64, ptr %indices, i64 %j
+  %index = load i64, ptr %index.at
+  %slot = getelementptr inbounds ptr, ptr %slots, i64 %index
+  %item = load ptr, ptr %slot
+  %put = getelementptr inbounds ptr, ptr %room, i64 %j
+  store ptr %item, ptr %put
+  %j.next = add i64 %j, 1
+  br label %gather
+dispatch:
+  %is.kernel = icmp eq i64 %kind, 0
+  br i1 %is.kernel, label %kernel, label %product
+kernel:
+  call void %fn(ptr %room, i64 0, i64 %w)
+  br label %called
+product:
+  %a = load ptr, ptr %room
+  %b.at = getelementptr inbounds ptr, ptr %room, i64 1
+  %b = load ptr, ptr %b.at
+  %c.at = getelementptr inbounds ptr, ptr %room, i64 2
+  %c = load ptr, ptr %c.at
+  %e.at = getelementptr inbounds ptr, ptr %room, i64 3
+  %e = load ptr, ptr %e.at
+  %dims = inttoptr i64 %w to ptr
+  call void %fn(ptr %a, ptr %b, ptr %c, ptr %e, ptr %dims)
+  br label %called
+called:
+  %skip = add i64 %n, 4
+  %p.next = getelementptr inbounds i64, ptr %p, i64 %skip
+  %r.next = add i64 %r, 1
+  br label %loop
+done:
+  %res = call ptr @none(ptr %data, ptr %state)
+  ret ptr %res
+bad:
+  %x = call ptr @refuse(ptr %data)
+  ret ptr %x
+}}
+"""
+
+KERNEL, PRODUCT = 0, 1  # a drive record's kinds
+
+
 def ir_text() -> str:
-    return _PRELUDE + _KERNEL + _PRODUCT
+    return _PRELUDE + _KERNEL + _PRODUCT + _DRIVE
 
 
 class _MethodDef(ctypes.Structure):
@@ -159,6 +260,7 @@ class _Code:
     engine: llvm.ExecutionEngine  # owns the trampolines' machine code
     kernel: int
     product: int
+    drive: int
     api: tuple[int, int, int, int, int, int]  # save, restore, incref, None, set error, TypeError
 
 
@@ -199,14 +301,15 @@ def _code() -> _Code:
                 engine.finalize_object()
                 kernel = engine.get_function_address("entry_kernel")
                 product = engine.get_function_address("entry_product")
-            if not kernel or not product:
+                drive = engine.get_function_address("entry_drive")
+            if not kernel or not product or not drive:
                 raise RuntimeError("the builtin trampolines are not in their object code")
             api = ctypes.pythonapi
             address = [ctypes.cast(getattr(api, name), ctypes.c_void_p).value
                        for name in ("PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef",
                                     "PyErr_SetString")]
             type_error = id(ctypes.py_object.in_dll(api, "PyExc_TypeError").value)
-            _compiled = _Code(engine, kernel, product,
+            _compiled = _Code(engine, kernel, product, drive,
                               (address[0], address[1], address[2], id(None), address[3],
                                type_error))
     return _compiled
@@ -247,3 +350,22 @@ def product_builtin(fn: int, dims: int, name: str, holds: Any) -> Callable[..., 
     """``f(a, b, c, e)``: the product entry at ``fn`` with its words at ``dims`` (``e``: the
     addend, or ``c`` where there is none). ``holds``: what keeps both alive."""
     return _builtin(_code().product, fn, dims, 4, name, holds)
+
+
+def drive_builtin(records: np.ndarray, slots: np.ndarray, nargs: int, name: str, holds: Any
+                  ) -> Callable[..., None]:
+    """``f(*arrays)``: the run of kernels and products that ``records`` (int64 words:
+    the record count, the address of room for the largest record's objects, then per record
+    ``kind, fn, word, n`` and ``n`` indices into ``slots``) describes, with the ``nargs``
+    argument objects copied into ``slots[:nargs]`` first; the other slots hold the addresses
+    of objects ``holds`` keeps alive, as it keeps the records, the slots, the room and the
+    entries' machine code. The caller guarantees what each entry needs of its arrays (as a
+    plan's generated program does for each kernel and product) and that no two calls run at
+    once: the slots are shared."""
+    if records.dtype != np.int64 or slots.dtype != np.int64 or not (
+            records.flags.c_contiguous and slots.flags.c_contiguous):
+        raise TypeError("drive records and slots are C-contiguous int64 arrays")
+    if nargs > len(slots):
+        raise ValueError(f"{nargs} arguments do not fit {len(slots)} slots")
+    return _builtin(_code().drive, records.ctypes.data, slots.ctypes.data, nargs, name,
+                    (records, slots, holds))

@@ -21,6 +21,7 @@ except ImportError:  # numpy < 2
 
 from runtime._device import array_module
 
+from . import native as native_runs
 from .parallel import ParallelRunner
 from .program import Program, build_program, failing_step
 from .steps import CommitStep, KernelStep, Step
@@ -147,7 +148,8 @@ class Executable:
         self.plan = plan
         self._lock = threading.RLock()  # building a program compiles the module and calls
         self._modules: dict[str, Any] | None = None  # device -> its compiled kernels
-        self._programs: dict[bool, Program] = {}
+        self._programs: dict[bool | str, Program] = {}
+        self._entry: Program | None = None  # the fast program a run calls
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
         self._products: dict[Step, Any] | None = None
@@ -184,7 +186,31 @@ class Executable:
         return products
 
     def program(self, checked: bool = False) -> Program:
-        """The plan's fast (or fully checked) program."""
+        """The plan's fast (or fully checked) program. The fast one runs its runs of kernels
+        and products as native calls (planner.native) where no other call is running them,
+        else the plain one (``plain_program``)."""
+        if checked:
+            return self._program(True)
+        entry = self._entry
+        if entry is None:
+            with self._lock:
+                if self._entry is None:
+                    native = build_program(self.plan, native=True) \
+                        if native_runs.ENABLED else None
+                    if native is None:
+                        self._entry = self.plain_program()
+                    else:
+                        self._programs["native"] = native
+                        self._entry = native_runs.native_first(native, self.plain_program)
+                entry = self._entry
+        return entry
+
+    def plain_program(self) -> Program:
+        """The fast program without native runs: for a call made while another runs the
+        native one, and where a run's test fails (built on first need)."""
+        return self._program(False)
+
+    def _program(self, checked: bool) -> Program:
         program = self._programs.get(checked)
         if program is None:
             with self._lock:
@@ -212,6 +238,7 @@ class Executable:
         """The fast program made anew: a primitive it was built from left the registry."""
         with self._lock:
             self._programs.clear()
+            self._entry = None
         return self.program()
 
     def reset(self) -> None:
@@ -220,6 +247,7 @@ class Executable:
             self._modules = None
             self._products = None
             self._programs.clear()
+            self._entry = None
             self._runners.clear()
             self._calls.clear()
 

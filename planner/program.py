@@ -13,8 +13,8 @@ inputs are not plain arrays runs a second, fully checked program, which is the r
 interpreter's loop written out.
 
 The source never holds text of the plan: buffers are ``b<int>`` locals and indices are ints
-(``lit``, ``_Source.buf``: only a true ``int`` is written), every other value of the plan is a
-global bound through ``_Source.name`` under a name the generator makes. A kernel step called
+(``lit``, ``Source.buf``: only a true ``int`` is written), every other value of the plan is a
+global bound through ``Source.name`` under a name the generator makes. A kernel step called
 through its object entry first compares its arguments' (shape, dtype) with the signature
 ``Executable.kernel_signature`` proved to hold every element the kernel addresses.
 
@@ -28,9 +28,7 @@ from __future__ import annotations
 import bisect
 import functools
 import inspect
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,6 +36,7 @@ import numpy as np
 from runtime._device import array_module, move_array
 from runtime.ops.registry import REGISTRY
 
+from .source import Known, Program, Source, lit
 from .steps import (
     AllReduceWaitStep,
     CommitStep,
@@ -56,69 +55,24 @@ from .steps import (
 if TYPE_CHECKING:
     from .plan import Plan
 
-Program = Callable[[Any, list[Any], dict[int, Any], list[Any]], tuple[Any, list[Any]]]
-
-
-# --- code generation --------------------------------------------------------------------------
-
-
-def lit(v: Any) -> str:
-    """An integer of the plan (a buffer id, an argument index, a slot) as source text: only a
-    true ``int`` is ever written into the source, so no plan text can reach it."""
-    if type(v) is not int:
-        raise ValueError(f"plan value {v!r} is not an integer")
-    return str(v)
-
-
-_HINT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-class _Source:
-    """Lines of the generated function and the names they read (its globals).
-
-    Every name in the source is the generator's own: buffers are ``b<int>`` locals, and any
-    other value of the plan (an attribute, a constant, a scalar, a kernel) is bound as a global
-    through ``name`` and referred to by a name made from a hint the generator chose."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.names: dict[str, Any] = {"_nd": np.ndarray}
-
-    def buf(self, v: Any) -> str:
-        """The local holding buffer ``v``."""
-        if type(v) is not int or v < 0:
-            raise ValueError(f"plan buffer id {v!r} is not a non-negative integer")
-        return f"b{v}"
-
-    def name(self, hint: str, value: Any) -> str:
-        if not _HINT.fullmatch(hint):  # hints are the generator's: this never fires
-            raise AssertionError(f"bad name hint {hint!r}")
-        key = f"_{hint}"
-        n = 0
-        while key in self.names and self.names[key] is not value:
-            n += 1
-            key = f"_{hint}_{n}"
-        self.names[key] = value
-        return key
-
-    def line(self, text: str) -> None:
-        self.lines.append("    " + text)
-
-
-def build_program(plan: Plan, checked: bool = False) -> Program:
+def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Program | None:
     """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
-    program, or with ``checked`` the reference interpreter's exact steps and checks."""
+    program, or with ``checked`` the reference interpreter's exact steps and checks. With
+    ``native``, the fast program with its runs of kernels and products made native calls
+    (planner.native: it must run one call at a time), or None where the plan has no run."""
     fast = not checked and plan.device == "cpu"
     src = _source(plan)
     _emit_registry_check(src, plan)
     _emit_sources(src, plan, fast)
     schedule = plan.schedule
-    known = _Known(_typed_values(plan) if fast else set(), set())
+    known = Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
     products = plan.executable.products() if plan.device == "cpu" else {}
     starts = []  # (first source line, step): which step an exception came from
     rest = _rest_before_blas(plan)
-    for i, s in enumerate(plan.steps):
+
+    def emit(i: int) -> None:
+        s = plan.steps[i]
         starts.append((len(src.lines) + 2, i))  # line 1 is the def
         if rest is not None and isinstance(s, ExternStep):
             src.line(f"{src.name('rest', rest)}()")
@@ -126,6 +80,45 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
                    products)
         for v in schedule.frees[i]:
             src.line(f"del {src.buf(v)}")
+
+    runs: list[Any] = []
+    native = native and fast
+    if native:
+        from . import native as nat
+
+        budget = nat.MAX_FIXED_BYTES
+        module = plan.executable.module() if any(
+            isinstance(s, KernelStep) for s in plan.steps) else None
+        # a call with no effect outside it is made again by the plain program where a run's
+        # test fails; one that draws or communicates runs the plain lines in its place
+        pure = not any(isinstance(s, (RandStep, CommStep)) for s in plan.steps)
+        executable = plan.executable
+        src.names["_plain"] = lambda p, a, st, g: executable.plain_program()(p, a, st, g)
+    i = 0
+    while i < len(plan.steps):
+        run = nat.find_run(plan, i, known, module, products, dropped, budget) if native \
+            else None
+        if run is None:
+            emit(i)
+            i += 1
+            continue
+        runs.append(run)
+        before = Known(set(known.typed), set(known.contiguous))
+        first_line, first_start = len(src.lines), len(starts)
+        for j in range(i, run.end):  # the plain lines, for where the run's tests fail
+            emit(j)
+        fallback = src.lines[first_line:]
+        plain_starts = [(line - first_line, j) for line, j in starts[first_start:]]
+        del src.lines[first_line:], starts[first_start:]
+        starts.append((len(src.lines) + 2, i))
+        at = nat.emit_run(src, plan, run, before, None if pure else fallback, rest)
+        if at is not None:
+            starts.extend((at + line - 2, j) for line, j in plain_starts)
+        i = run.end
+    if native and not runs:
+        return None
+    if runs:
+        nat.place_runs(runs)
     writes = ", ".join(f"({lit(slot)}, {'None' if b == -1 else src.buf(b)})"
                        for slot, b in plan.writes)
     src.line(f"return {_template(src, plan.returns)}, [{writes}]")
@@ -133,7 +126,7 @@ def build_program(plan: Plan, checked: bool = False) -> Program:
         executable = plan.executable
         src.names["_checked"] = lambda p, a, st, g: executable.program(checked=True)(p, a, st, g)
     program = _compiled(src, "run(plan, args, state, generators)",
-                        f"<plan program {'checked' if checked else 'fast'}>")
+                        f"<plan program {'checked' if checked else 'native' if native else 'fast'}>")
     program.step_starts = starts
     return program
 
@@ -167,15 +160,15 @@ def failing_step(exc: BaseException, programs: list[Program]) -> int | None:
     return None if found is None or found < 0 else found
 
 
-def _source(plan: Plan) -> _Source:
-    src = _Source()
+def _source(plan: Plan) -> Source:
+    src = Source()
     src.names.update(_fix=_fix_numpy, _xp=np,
                      _kernel_call=plan.executable.kernel_call,
                      _rebuilt=plan.executable.rebuilt)
     return src
 
 
-def _compiled(src: _Source, signature: str, filename: str) -> Any:
+def _compiled(src: Source, signature: str, filename: str) -> Any:
     text = f"def {signature}:\n" + "\n".join(src.lines) + "\n"
     namespace = dict(src.names)
     exec(compile(text, filename, "exec"), namespace)
@@ -200,7 +193,7 @@ def step_functions(plan: Plan) -> list[StepFunction]:
     it); an input or state value is checked (``fetch``) and made a plain array of its dtype."""
     fast = plan.device == "cpu"
     schedule = plan.schedule
-    known = _Known(_typed_values(plan) if fast else set(), set())
+    known = Known(_typed_values(plan) if fast else set(), set())
     dropped = _dropped_expands(plan) if fast else frozenset()
     products = plan.executable.products() if fast else {}
     functions = []
@@ -224,7 +217,7 @@ def step_functions(plan: Plan) -> list[StepFunction]:
     return functions
 
 
-def _emit_fetch(src: _Source, plan: Plan, s: InputStep | StateStep) -> None:
+def _emit_fetch(src: Source, plan: Plan, s: InputStep | StateStep) -> None:
     """An input or state value from the env, checked, as a plain array of its dtype."""
     container, kind, key = ((ARGS, "argument", s.index) if isinstance(s, InputStep)
                             else (STATE, "state slot", s.slot))
@@ -248,7 +241,7 @@ def _dropped_expands(plan: Plan) -> frozenset[int]:
     return frozenset()
 
 
-def _emit_registry_check(src: _Source, plan: Plan) -> None:
+def _emit_registry_check(src: Source, plan: Plan) -> None:
     """The registry stays the one source of each primitive: a program checks on entry that
     every primitive it was built from is still the registered one (a few identity tests),
     and is rebuilt when one was replaced."""
@@ -263,7 +256,7 @@ def _emit_registry_check(src: _Source, plan: Plan) -> None:
     src.line("    return _rebuilt()(plan, args, state, generators)")
 
 
-def _emit_sources(src: _Source, plan: Plan, fast: bool) -> None:
+def _emit_sources(src: Source, plan: Plan, fast: bool) -> None:
     """Bind inputs, state reads and constants. The fast program tests that inputs and state
     are plain numpy arrays of the planned dtypes and shapes (one test a value), else runs the
     checked one, which checks each value and says which is wrong (``fetch``)."""
@@ -330,16 +323,7 @@ def _typed_values(plan: Plan) -> set[int]:
     return typed
 
 
-@dataclass
-class _Known:
-    """What the fast program knows of its values before running: which are plain numpy
-    arrays of their planned dtype, and which of those are C-contiguous."""
-
-    typed: set[int]
-    contiguous: set[int]
-
-
-def _emit_step(src: _Source, plan: Plan, s: Step, known: _Known, inplace: int | None,
+def _emit_step(src: Source, plan: Plan, s: Step, known: Known, inplace: int | None,
                dropped: frozenset[int], products: dict[Step, Any]) -> None:
     """A step's lines: none for a value bound before the run (``_emit_sources``). ``known``
     and ``products`` are empty for the checked program, which then takes no fast path."""
@@ -374,7 +358,7 @@ def _emit_step(src: _Source, plan: Plan, s: Step, known: _Known, inplace: int | 
     known.typed.add(s.out)  # checked, or proved by the probe
 
 
-def _emit_kernel(src: _Source, s: KernelStep) -> None:
+def _emit_kernel(src: Source, s: KernelStep) -> None:
     """A kernel step: ``Executable.kernel_call``'s callable for it, fetched once per run (the
     module compiles on first use), returning the step's outputs."""
     args = ", ".join(src.buf(v) for _, v in s.args)
@@ -382,7 +366,7 @@ def _emit_kernel(src: _Source, s: KernelStep) -> None:
     src.line(f"{outs}= _kernel_call({src.name(f'step{lit(s.out)}', s)})({args})")
 
 
-def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) -> bool:
+def _emit_direct_kernel(src: Source, plan: Plan, s: KernelStep, known: Known) -> bool:
     """A kernel step as its compiled entry called on the array objects themselves: inputs
     known to be arrays of their planned dtype (made C-contiguous unless known to be), fresh
     outputs of the kernel's shapes, all bound to locals for the call. False where the kernel
@@ -440,7 +424,7 @@ def _emit_direct_kernel(src: _Source, plan: Plan, s: KernelStep, known: _Known) 
     return True
 
 
-def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, call: Any,
+def _emit_product(src: Source, plan: Plan, s: PrimitiveStep, known: Known, call: Any,
                   product: Any) -> None:
     """A matmul (or matmul_add) step as its generated product (planner.products), in every
     program alike, so that a plan's products round the same way on every path. Where the
@@ -487,7 +471,7 @@ def _emit_product(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, cal
     known.contiguous.add(s.out)
 
 
-def _emit_product_call(src: _Source, n: str, product: Any, ba: str, bb: str, out: str,
+def _emit_product_call(src: Source, n: str, product: Any, ba: str, bb: str, out: str,
                        be: str | None, indent: str, tag: str = "") -> None:
     """The product's call: across the intra-op threads where it is large (Product.run), else
     its entry on this thread: as a builtin taking the arrays (``Product.builtin``), or through
@@ -520,7 +504,7 @@ def checked_product(call: Any, product: Any, prim: Any) -> Callable[..., Any]:
     return run
 
 
-def _arg_list(src: _Source, s: Step) -> list[str]:
+def _arg_list(src: Source, s: Step) -> list[str]:
     return [src.buf(v) if kind == "buf" else src.name(f"s{lit(s.out)}", v)
             for kind, v in s.args]
 
@@ -533,7 +517,7 @@ def _keywords(impl: Any) -> dict[str, str]:
             if p.kind in kinds}
 
 
-def _kwargs(src: _Source, s: PrimitiveStep) -> str:
+def _kwargs(src: Source, s: PrimitiveStep) -> str:
     """Keyword text for the step's attributes: each name is the impl's own parameter name,
     never the plan's key; an attribute the signature does not name goes in as ``**attrs``."""
     n = lit(s.out)
@@ -547,7 +531,7 @@ def _kwargs(src: _Source, s: PrimitiveStep) -> str:
     return "".join(parts)
 
 
-def _emit_generic(src: _Source, s: PrimitiveStep) -> None:
+def _emit_generic(src: Source, s: PrimitiveStep) -> None:
     """The reference interpreter's step: the registry's impl, then the result check."""
     prim = REGISTRY[s.name]
     impl = src.name(f"f_{prim.name}", prim.impl)  # the registry's name for it, not the plan's
@@ -557,7 +541,7 @@ def _emit_generic(src: _Source, s: PrimitiveStep) -> None:
     _emit_check(src, s)
 
 
-def _emit_check(src: _Source, s: Step) -> None:
+def _emit_check(src: Source, s: Step) -> None:
     """The interpreter's result check: an array of the planned dtype (numpy's on the CPU, a
     device array on a GPU: a step runs on the device of its own tensors)."""
     dtype, out = src.name(f"t{lit(s.out)}", s.dtype.np), src.buf(s.out)
@@ -566,7 +550,7 @@ def _emit_check(src: _Source, s: Step) -> None:
     src.line(f"    {out} = {fix}({out}, {dtype})")
 
 
-def _emit_fast(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, inplace: int | None,
+def _emit_fast(src: Source, plan: Plan, s: PrimitiveStep, known: Known, inplace: int | None,
                dropped: frozenset[int]) -> bool:
     """The primitive's own fast path (``Primitive.specialize``) for a step whose arguments
     are plain arrays of their planned dtypes: its result needs no check. False if it has
@@ -607,7 +591,7 @@ def _emit_fast(src: _Source, plan: Plan, s: PrimitiveStep, known: _Known, inplac
     return True
 
 
-def _template(src: _Source, template: Any) -> str:
+def _template(src: Source, template: Any) -> str:
     """Python source building the filled return template (``("array", value)`` leaves)."""
     kind, body = template
     if kind == "node":

@@ -1,0 +1,479 @@
+"""Runs of a plan's kernels and products as one native call: the fast program's inner loop
+taken out of Python where a plan is small.
+
+Each kernel or product a fast program calls costs about a microsecond of Python around the
+native call (its argument test, fresh outputs, locals bound and deleted), as much as the call
+itself in a small plan. ``find_run`` finds a stretch of consecutive steps that are kernels
+and products called on this thread (with the views between them and the sources the program
+bound before), and ``emit_run`` writes it as one call of a ``codegen.pyentry.drive_builtin``
+that calls each entry in turn, the GIL released once for them all.
+
+What a run makes and nothing outside it reads lives in arrays made once, when the program is
+built (``fixed``): placed by liveness in one arena that every run of the program shares
+(arrays whose lives do not overlap share bytes, as the plain program's frees let numpy reuse
+hot memory: without that, rnn's runs held 1.8 MB apart and ran 4% slower than the plain
+program, with it 4% faster), at most ``MAX_FIXED_BYTES`` of it. The program that holds them
+runs one call at a time (``native_first``); a concurrent call runs the plain program. What
+leaves the run (read by a later step, written back or returned) is a fresh array every call,
+made before the native call, as the plain program makes it. An argument from before the run
+is tested in Python as the plain program tests it (its shape and dtype against the kernel's
+signature or the product's operands; C-contiguity made for a kernel); where a test fails, the
+run's steps run as the plain program runs them (the ``else`` branch), so a run never calls an
+entry on an array it was not proved for. Everything a run's own arrays must satisfy (shapes,
+contiguity, views that are views) is checked once, on the arrays themselves or on arrays laid
+out as they will be, when the run is found.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from runtime.ops.registry import REGISTRY
+
+from .source import Known, Program, Source, lit
+from .steps import CommitStep, KernelStep, PrimitiveStep, RandStep, SourceStep, Step
+
+if TYPE_CHECKING:
+    from .plan import Plan
+
+# whether fast programs make native runs (a switch for A/B measurements and tests)
+ENABLED = True
+# the most arena bytes a run's fixed arrays may need (a run needing more stays Python)
+MAX_FIXED_BYTES = 4 << 20
+# a run saves Python only where it makes at least this many native calls
+MIN_CALLS = 2
+
+
+def native_first(native: Program, plain: Callable[[], Program]) -> Program:
+    """The program a plan runs: ``native`` where no other call is running it (its fixed
+    arrays are one call's), else the plain program (``plain()``: built on first need)."""
+    lock = threading.Lock()
+    acquire, release = lock.acquire, lock.release
+
+    def run(plan: Any, args: list[Any], state: dict[int, Any], generators: list[Any]) -> Any:
+        if acquire(False):
+            try:
+                return native(plan, args, state, generators)
+            finally:
+                release()
+        return plain()(plan, args, state, generators)
+
+    run.native = native  # type: ignore[attr-defined]
+    run.plain_program = plain  # type: ignore[attr-defined]
+    run.source = native.source  # type: ignore[attr-defined]
+    return run
+
+
+@dataclass
+class _Member:
+    index: int
+    step: Step
+    kind: str  # "kernel", "product", "view" or "source"
+    call: Any = None  # a product's ProductCall
+    product: Any = None  # a product's codegen.gemm.Product
+    entry: tuple[int, int] | None = None  # a kernel's (address, outer)
+
+
+@dataclass
+class _Root:
+    """A fixed array a run makes: a kernel's output (``key``: its step and output) or a
+    product's, placed in the program's arena at ``offset`` while it is live (run positions
+    ``start`` to ``end``, its views' readers included)."""
+
+    buf: int
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    start: int
+    end: int
+    key: tuple[int, int] | None = None
+    plan_shape: tuple[int, ...] = ()
+    offset: int = 0
+
+    @property
+    def nbytes(self) -> int:
+        return -(-int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize // 64) * 64
+
+
+@dataclass
+class Run:
+    """Consecutive steps ``members`` of a plan, run by one native call."""
+
+    members: list[_Member]
+    escaping: set[int] = field(default_factory=set)  # made fresh every call
+    # views made in Python: of values from before the run (before its tests), and of its
+    # fresh arrays (once they are made)
+    outer_views: list[_Member] = field(default_factory=list)
+    fresh_views: list[_Member] = field(default_factory=list)
+    # values from before the run and views of them: the arguments its tests check
+    external: set[int] = field(default_factory=set)
+    # what stays inside the run: fixed arrays, placed by liveness in one arena (``place``)
+    roots: list[_Root] = field(default_factory=list)
+    fixed_views: list[_Member] = field(default_factory=list)
+    fixed: dict[int, np.ndarray] = field(default_factory=dict)  # buffer -> array (placed)
+    fixed_out: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)  # kernel shape
+    peak: int = 0  # arena bytes it needs
+    # set by ``emit_run``: its native call's slots, where the fixed arrays' begin, and what
+    # the call keeps alive
+    slots: np.ndarray | None = None
+    first_fixed: int = 0
+    held: list[Any] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        return self.members[-1].index + 1
+
+    @property
+    def calls(self) -> list[_Member]:
+        return [m for m in self.members if m.kind in ("kernel", "product")]
+
+    def fixed_bytes(self) -> int:
+        return self.peak
+
+    def fixed_buffers(self) -> list[int]:
+        return [r.buf for r in self.roots] + [m.step.out for m in self.fixed_views]
+
+    def fixed_outputs(self) -> list[tuple[int, int]]:
+        return [r.key for r in self.roots if r.key is not None]
+
+    def lay_out(self) -> None:
+        """Offsets for the roots, first fit by liveness: arrays whose lives do not overlap
+        share bytes (a kernel's output never shares its inputs': both are live at its
+        position), as the plain program's frees let numpy reuse memory."""
+        placed: list[_Root] = []
+        for r in sorted(self.roots, key=lambda r: r.start):
+            live = sorted((q for q in placed if q.end >= r.start), key=lambda q: q.offset)
+            offset = 0
+            for q in live:
+                if offset + r.nbytes <= q.offset:
+                    break
+                offset = max(offset, q.offset + q.nbytes)
+            r.offset = offset
+            placed.append(r)
+        self.peak = max((r.offset + r.nbytes for r in self.roots), default=0)
+
+    def place(self, arena: np.ndarray) -> list[np.ndarray]:
+        """The fixed arrays in ``arena`` (64-byte aligned, at least ``peak`` bytes), in the
+        order of ``fixed_buffers`` then ``fixed_outputs``."""
+        for r in self.roots:
+            size = int(np.prod(r.shape, dtype=np.int64)) * r.dtype.itemsize
+            a = arena[r.offset:r.offset + size].view(r.dtype).reshape(r.shape)
+            if r.key is not None:
+                self.fixed_out[r.key] = a
+                a = a.reshape(r.plan_shape)
+            self.fixed[r.buf] = a
+        for m in self.fixed_views:
+            self.fixed[m.step.out] = m.call(self.fixed[m.step.buffers[0]])
+        return [self.fixed[v] for v in self.fixed_buffers()] + [
+            self.fixed_out[k] for k in self.fixed_outputs()]
+
+
+def place_runs(runs: list[Run]) -> None:
+    """Every emitted run's fixed arrays in one arena (the runs of a program run one after
+    another), 64-byte aligned, their addresses in each run's slots."""
+    peak = max((r.peak for r in runs), default=0)
+    raw = np.empty(peak + 64, np.uint8)
+    skip = -raw.ctypes.data % 64
+    arena = raw[skip:skip + peak]
+    for run in runs:
+        assert run.slots is not None
+        arrays = run.place(arena)
+        run.slots[run.first_fixed:] = [id(a) for a in arrays]
+        run.held += [arena, arrays]
+
+
+def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
+            dropped: frozenset[int]) -> _Member | None:
+    if isinstance(s, SourceStep):
+        return None if isinstance(s, RandStep) else _Member(i, s, "source")
+    if s.device != "cpu":
+        return None
+    if isinstance(s, KernelStep):
+        if isinstance(s, CommitStep) or any(o.into is not None for o in s.kernel.outputs):
+            return None
+        entry = getattr(module, "native_entry", lambda k: None)(s.kernel)
+        return None if entry is None else _Member(i, s, "kernel", entry=entry)
+    if not isinstance(s, PrimitiveStep):
+        return None
+    found = products.get(s)
+    if found is not None:
+        call, product = found
+        if product.split or (call.addend is not None and not call.spec.addend):
+            return None
+        return _Member(i, s, "product", call=call, product=product)
+    prim = REGISTRY.get(s.name)
+    if prim is not None and prim.view and len(s.buffers) == 1 and s.out not in dropped:
+        metas = plan.schedule.metas
+        fast = prim.specialize([metas[v] if k == "buf" else v for k, v in s.args], s.attrs,
+                               (s.shape, s.dtype.np))
+        if fast is not None:
+            return _Member(i, s, "view", call=fast)
+    return None
+
+
+def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
+             dropped: frozenset[int], budget: int) -> Run | None:
+    """The run starting at step ``start`` (None where there is none worth a native call),
+    its fixed arrays made and everything about its own arrays checked."""
+    members = []
+    for i in range(start, len(plan.steps)):
+        m = _member(plan, i, plan.steps[i], module, products, dropped)
+        if m is None:
+            break
+        members.append(m)
+    while members and members[-1].kind in ("source", "view"):
+        members.pop()  # a run ends with a call
+    while sum(m.kind in ("kernel", "product") for m in members) >= MIN_CALLS:
+        run, bad = _checked_run(plan, members, known)
+        if bad is None:
+            return run if run.fixed_bytes() <= budget else None
+        members = members[:bad]
+        while members and members[-1].kind in ("source", "view"):
+            members.pop()
+    return None
+
+
+def _inputs(s: Step) -> list[int]:
+    return [v for k, v in s.args if k == "buf"]
+
+
+def _checked_run(plan: Plan, members: list[_Member], known: Known
+                 ) -> tuple[Run, int | None]:
+    """The run of ``members`` with its arrays, or the position of the first member that
+    cannot be in it (the run is then cut before that member)."""
+    schedule = plan.schedule
+    metas = schedule.metas
+    end = members[-1].index + 1
+    produced: dict[int, _Member] = {}
+    for m in members:
+        if m.kind != "source":
+            for o in m.step.outputs:
+                produced[o] = m
+    after = {v for s in plan.steps[end:] for v in s.buffers}
+    freed = {v for m in members for v in schedule.frees[m.index]}
+    escaping = {v for v in produced if v in after or v in schedule.needed or v not in freed}
+    for m in reversed(members):  # a view that leaves the run takes its source along
+        if m.kind == "view" and m.step.out in escaping and m.step.buffers[0] in produced:
+            escaping.add(m.step.buffers[0])
+    externals = {v for m in members if m.kind != "source" for v in _inputs(m.step)
+                 if v not in produced}
+    if any(v not in known.typed for v in externals):
+        bad = next(p for p, m in enumerate(members) if m.kind != "source"
+                   and any(v not in known.typed and v not in produced for v in _inputs(m.step)))
+        return Run(members), bad
+    run = Run(members, escaping=escaping)
+    # what each produced buffer will be laid out as (checked here on arrays so laid out);
+    # views of values from before the run are made in Python
+    proto: dict[int, np.ndarray] = {}
+    external_rooted: set[int] = set(externals)
+    root_of: dict[int, _Root] = {}
+    fresh = set(escaping)  # made every call: what leaves the run, and views of it
+    for p, m in enumerate(members):
+        s = m.step
+        if m.kind == "source":
+            continue
+        for v in _inputs(s):
+            if v in root_of:
+                root_of[v].end = p
+        if m.kind == "view":
+            src = s.buffers[0]
+            if src in external_rooted:
+                external_rooted.add(s.out)
+                run.outer_views.append(m)
+                continue
+            view = m.call(proto[src])
+            if not (isinstance(view, np.ndarray) and np.shares_memory(view, proto[src])
+                    and view.shape == tuple(metas[s.out][0])):
+                return run, p
+            proto[s.out] = view
+            if s.out in escaping or src in fresh:  # a view of a fresh array is made anew
+                run.fresh_views.append(m)
+                fresh.add(s.out)
+            else:
+                run.fixed_views.append(m)
+                root_of[s.out] = root_of[src]
+            continue
+        if m.kind == "kernel":
+            assert isinstance(s, KernelStep)
+            signature = plan.executable.kernel_signature(s)
+            for v, (shape, dtype) in zip(_inputs(s), signature):
+                if v in external_rooted:
+                    continue  # tested in Python
+                a = proto[v]
+                if a.shape != tuple(shape) or a.dtype != dtype or not a.flags.c_contiguous:
+                    return run, p
+            for j, (o, (shape, dtype, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
+                proto[o] = np.empty(tuple(shape), np.dtype(dtype)).reshape(tuple(plan_shape))
+                if o not in escaping:
+                    root_of[o] = _Root(o, tuple(shape), np.dtype(dtype), p, p, (m.index, j),
+                                       tuple(plan_shape))
+                    run.roots.append(root_of[o])
+            continue
+        call = m.call
+        bufs = s.buffers
+        for v, shape in zip(bufs, (call.a, call.b)):
+            if v not in external_rooted and proto[v].shape != tuple(shape):
+                return run, p
+        if call.addend is not None and bufs[2] not in external_rooted:
+            from codegen.gemm import addend_fits
+
+            if not addend_fits(proto[bufs[2]], tuple(call.out), s.dtype.np):
+                return run, p
+        proto[s.out] = np.empty(tuple(call.out), s.dtype.np)
+        if s.out not in escaping:
+            root_of[s.out] = _Root(s.out, tuple(call.out), s.dtype.np, p, p)
+            run.roots.append(root_of[s.out])
+    run.external = external_rooted
+    run.escaping -= external_rooted
+    run.lay_out()
+    return run, None
+
+
+def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str] | None,
+             rest: Callable[[], None] | None) -> int | None:
+    """The run's lines: its arguments tested, its fresh arrays and Python views made, its
+    native call; where a test fails, ``fallback`` (the plain program's lines for the same
+    steps), or with None (a plan whose steps have no effect outside the call: no random
+    draws, no communication) the whole call made again by the plain program (``_plain``).
+    Leaves bound exactly the locals the plain lines leave bound. Returns the source line
+    (1-based, as tracebacks count) where ``fallback`` begins, None where it is not there."""
+    from codegen.pyentry import KERNEL, PRODUCT, drive_builtin
+
+    schedule = plan.schedule
+    first = lit(run.members[0].index)
+    index: dict[int, int] = {}  # buffer -> slot: the arguments' first, then the fixed arrays'
+    out_index: dict[tuple[int, int], int] = {}  # (step, output) -> a kernel output's slot
+    names: list[str] = []
+    tests: list[str] = []
+    pre: list[str] = []
+    converted: dict[int, str] = {}
+
+    def argument(name: str) -> int:
+        names.append(name)
+        return len(names) - 1
+
+    for m in run.outer_views:  # in plan order: a view of a view follows its source
+        pre.append(f"{src.buf(m.step.out)} = {src.name(f'fast_{m.step.name}', m.call)}"
+                   f"({src.buf(m.step.buffers[0])})")
+    kernel_reads = {v for m in run.calls if m.kind == "kernel" for v in _inputs(m.step)}
+    for v in sorted(run.external & kernel_reads):
+        if v not in known.contiguous:
+            converted[v] = f"_n{lit(v)}"
+            pre.append(f"{converted[v]} = {src.name('asarray', np.asarray)}({src.buf(v)}, "
+                       "None, 'C')")
+    # the tests: every argument from before the run is what its readers were proved for
+    for m in run.calls:
+        s = m.step
+        n = lit(s.out)
+        if m.kind == "kernel":
+            assert isinstance(s, KernelStep)
+            signature = plan.executable.kernel_signature(s)
+            for j, (v, (shape, dtype)) in enumerate(zip(_inputs(s), signature)):
+                if v in run.external:
+                    a = converted.get(v, src.buf(v))
+                    tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', tuple(shape))} "
+                                 f"or {a}.dtype is not "
+                                 f"{src.name(f't{n}_{j}', np.dtype(dtype))}")
+        else:
+            bufs = s.buffers
+            for j, (v, shape) in enumerate(zip(bufs, (m.call.a, m.call.b, m.call.addend))):
+                if v in run.external:
+                    a = converted.get(v, src.buf(v))
+                    tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', tuple(shape))} "
+                                 f"or {a}.dtype is not {src.name(f't{n}', s.dtype.np)}")
+                    if j == 2:
+                        tests.append(f"{a}.strides[-1] != {lit(s.dtype.np.itemsize)}")
+    body: list[str] = []
+    empty = src.name("empty", np.empty)
+    for m in run.calls:  # fresh arrays for what leaves the run
+        s = m.step
+        if m.kind == "kernel":
+            assert isinstance(s, KernelStep)
+            for j, (o, (shape, dtype, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
+                if o not in run.escaping:
+                    continue
+                tmp = f"_o{lit(s.out)}_{j}"
+                body.append(f"{tmp} = {empty}({src.name('shape', tuple(shape))}, "
+                            f"{src.name('t', np.dtype(dtype))})")
+                out_index[(m.index, j)] = argument(tmp)
+                reshape = "" if tuple(shape) == tuple(plan_shape) else \
+                    f".reshape({src.name('shape', tuple(plan_shape))})"
+                body.append(f"{src.buf(o)} = {tmp}{reshape}")
+        elif s.out in run.escaping:
+            body.append(f"{src.buf(s.out)} = {empty}({src.name('shape', tuple(m.call.out))}, "
+                        f"{src.name('t', s.dtype.np)})")
+    for m in run.fresh_views:
+        fn = src.name(f"fast_{m.step.name}", m.call)
+        body.append(f"{src.buf(m.step.out)} = {fn}({src.buf(m.step.buffers[0])})")
+    fixed = set(run.fixed_buffers())
+    for m in run.calls:
+        for v in _inputs(m.step) if m.kind == "kernel" else m.step.buffers:
+            if v not in index and v not in fixed:
+                index[v] = argument(converted.get(v, src.buf(v)))
+        if m.kind == "product" and m.step.out in run.escaping:
+            index.setdefault(m.step.out, argument(src.buf(m.step.out)))
+    # the fixed arrays' slots follow the arguments' (filled by ``place_runs``)
+    first_fixed = len(names)
+    for k, v in enumerate(run.fixed_buffers()):
+        index[v] = first_fixed + k
+    for k, key in enumerate(run.fixed_outputs(), len(fixed)):
+        out_index[key] = first_fixed + k
+    words: list[int] = []
+    room = 4
+    for m in run.calls:
+        s = m.step
+        if m.kind == "kernel":
+            assert isinstance(s, KernelStep) and m.entry is not None
+            slots_of = [index[v] for v in _inputs(s)] + [out_index[(m.index, j)]
+                                                         for j in range(len(s.outs))]
+            words += [KERNEL, m.entry[0], m.entry[1], len(slots_of), *slots_of]
+        else:
+            bufs = s.buffers
+            c = index[s.out]
+            e = index[bufs[2]] if m.call.addend is not None else c
+            entry = m.product.entry
+            slots_of = [index[bufs[0]], index[bufs[1]], c, e]
+            words += [PRODUCT, ctypes.cast(entry, ctypes.c_void_p).value, m.product.dims, 4,
+                      *slots_of]
+        room = max(room, len(slots_of))
+    room_array = np.zeros(room, np.int64)
+    records = np.array([len(run.calls), room_array.ctypes.data, *words], np.int64)
+    run.slots = np.zeros(first_fixed + len(fixed) + len(run.fixed_outputs()), np.int64)
+    run.first_fixed = first_fixed
+    run.held = [room_array, [m.product for m in run.calls]]
+    if any(m.kind == "kernel" for m in run.calls):
+        run.held.append(plan.executable.module())
+    drive = drive_builtin(records, run.slots, len(names), f"run{first}", run.held)
+    if rest is not None and any(m.kind == "product" for m in run.calls):
+        src.line(f"{src.name('rest', rest)}()")
+    for line in pre:
+        src.line(line)
+    indent = "    " if tests else ""
+    if tests:
+        src.line(f"if not ({' or '.join(f'({t})' for t in tests)}):")
+    for line in body:
+        src.line(indent + line)
+    src.line(f"{indent}{src.name(f'drive{first}', drive)}({', '.join(names)})")
+    # what the plain lines free in the run, of what this branch bound
+    bound = run.external | run.escaping | {m.step.out for m in run.fresh_views}
+    dead = [v for m in run.members for v in schedule.frees[m.index] if v in bound]
+    gone = [n for n in names if n.startswith("_o")] + [src.buf(v) for v in dead]
+    if gone:
+        src.line(f"{indent}del {', '.join(gone)}")
+    at = None
+    if tests and fallback is None:
+        src.line("else:")
+        src.line("    return _plain(plan, args, state, generators)")
+    elif tests:
+        src.line("else:")
+        at = len(src.lines) + 2  # line 1 is the def
+        for line in fallback:
+            src.line(line)  # already indented once as program lines
+    if converted:
+        src.line(f"del {', '.join(converted.values())}")
+    return at
