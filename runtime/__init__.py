@@ -56,7 +56,7 @@ from .tensor import Tensor
 from . import cuda, linalg
 from ._device import device
 from ._dtype import float16
-from .creation import as_tensor, eye, linspace, rand_like, randn_like, randperm
+from .creation import as_tensor, eye, linspace, multinomial, rand_like, randn_like, randperm
 from .ops.functional import (
     add,
     argmax,
@@ -167,6 +167,37 @@ from .ops.extra_ops import (
     var_mean,
 )
 
+from .ops.functional import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cosh,
+    fmod,
+    sinh,
+)
+from .ops.more_ops import (
+    column_stack,
+    diff,
+    dstack,
+    empty_like,
+    finfo,
+    get_default_dtype,
+    hstack,
+    hypot,
+    iinfo,
+    meshgrid,
+    rot90,
+    tensordot,
+    trace,
+    vstack,
+)
+
+dtype = DType  # PyTorch's name for the class of rt.float32 and the others
+arctan2 = atan2
 bool = bool_  # noqa: A001 - PyTorch's name: rt.bool
 float = float32  # noqa: A001
 double = float64
@@ -202,6 +233,10 @@ __all__ = [
     "lerp", "log10", "log1p", "log2", "round", "tan", "trunc",
     "count_nonzero", "diag", "index_add", "logaddexp", "logical_or", "logical_xor", "nan_to_num",
     "repeat_interleave", "roll", "std_mean", "unflatten", "var_mean",
+    "acos", "acosh", "arctan2", "asin", "asinh", "atan", "atan2", "atanh", "column_stack",
+    "cosh", "diff", "dstack", "dtype", "empty_like", "finfo", "fmod", "get_default_dtype",
+    "hstack", "hypot", "iinfo", "meshgrid", "rot90", "sinh", "tensordot", "trace", "vstack",
+    "multinomial",
 ]
 
 

@@ -204,6 +204,46 @@ def randint(low: int, high: int, size: Sequence[int], *, generator: Generator | 
     return Tensor._make(move_array(arr, dev), D.int64, dev)
 
 
+_TORCH_NAMES = {"int64": "Long", "bool": "Bool"}
+
+
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
+                generator: Generator | None = None) -> Tensor:
+    """Indices drawn from the categories of each row of ``input`` (non-negative weights, not
+    necessarily normalised), ``num_samples`` a row; without ``replacement`` each category
+    once (by exponential keys: a category of weight 0 comes after every other, as in
+    PyTorch). Reads the weights' values, so a compiled step runs it eagerly."""
+    if active_tracer() is not None:
+        raise GraphBreak("multinomial inside a captured step")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           + _TORCH_NAMES.get(input.dtype.name, input.dtype.name))
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    n = input.shape[-1]
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rows = np.asarray(input.detach().cpu().numpy(), dtype=np.float64).reshape(-1, n)
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    totals = rows.sum(axis=1)
+    if np.any(totals <= 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rng = (generator or default_generator)._rng
+    if replacement:
+        out = np.stack([rng.choice(n, size=num_samples, replace=True, p=row / total)
+                        for row, total in zip(rows, totals)])
+    else:
+        with np.errstate(divide="ignore"):
+            keys = rng.standard_exponential(rows.shape) / rows  # weight 0: an infinite key
+        out = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    out = out.astype(np.int64).reshape(*input.shape[:-1], num_samples)
+    return Tensor._make(move_array(out, input.device), D.int64, input.device)
+
+
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     if end is None:

@@ -297,14 +297,26 @@ class Tensor:
 
     # --- conversion -------------------------------------------------------------------------
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
+        """PyTorch's forms: ``to(device=None, dtype=None, non_blocking=False, copy=False)``,
+        ``to(dtype, non_blocking=False, copy=False)``, ``to(other, non_blocking=False,
+        copy=False)``. ``non_blocking`` changes nothing here (every copy completes before
+        it returns); ``copy`` gives a new tensor even where nothing changes."""
         device = kwargs.pop("device", None)
         dtype = kwargs.pop("dtype", None)
+        flags = [kwargs.pop("non_blocking", False), kwargs.pop("copy", False)]
+        kwargs.pop("memory_format", None)  # one layout here: row-major
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        n_flags = 0
         for a in args:
-            if isinstance(a, Tensor):  # to(other): other's dtype and device
+            if isinstance(a, bool):  # non_blocking, then copy
+                if n_flags >= 2:
+                    raise TypeError("to() received too many positional bool arguments")
+                flags[n_flags] = a
+                n_flags += 1
+            elif isinstance(a, Tensor):  # to(other): other's dtype and device
                 dtype, device = a.dtype, a.device
-            elif isinstance(a, D.DType) or not isinstance(a, (str, rt_device, type(None))):
+            elif isinstance(a, D.DType) or not isinstance(a, (str, int, rt_device, type(None))):
                 dtype = a
             else:
                 device = a
@@ -313,7 +325,7 @@ class Tensor:
             out = F.cast(out, D.as_dtype(dtype))
         if device is not None and canonical_device(device) != self.device:
             out = F.to_device(out, canonical_device(device))
-        return out
+        return F.clone(out) if flags[1] and out is self else out
 
     def cpu(self) -> Tensor:
         return self.to("cpu")
@@ -459,6 +471,17 @@ for _n in ("roll repeat_interleave nan_to_num diag logaddexp count_nonzero logic
            "logical_xor index_add unflatten split_with_sizes scatter_ scatter_add_ index_add_ "
            "nan_to_num_").split():
     setattr(Tensor, _n, getattr(_extra, _n))
+from . import creation as _creation  # noqa: E402
+from .ops import more_ops as _more  # noqa: E402
+
+for _n in "asin acos atan sinh cosh asinh acosh atanh atan2 fmod".split():
+    setattr(Tensor, _n, getattr(F, _n))
+for _n in "hypot diff rot90 trace reshape_as uniform_ normal_ bernoulli_ exponential_".split():
+    setattr(Tensor, _n, getattr(_more, _n))
+Tensor.arctan2 = F.atan2  # type: ignore[attr-defined]
+Tensor.multinomial = lambda self, *a, **k: _creation.multinomial(self, *a, **k)  # type: ignore
+Tensor.int = _more.to_int  # type: ignore[attr-defined]
+Tensor.type = _more.type_  # type: ignore[attr-defined]
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]

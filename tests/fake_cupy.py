@@ -273,7 +273,8 @@ _UFUNCS = ("add subtract multiply divide true_divide floor_divide power negative
            "exp log sin cos tan tanh sqrt square reciprocal maximum minimum fmax fmin equal "
            "not_equal less less_equal greater greater_equal logical_and logical_or logical_not "
            "logical_xor invert bitwise_and bitwise_or bitwise_xor isnan isinf isfinite floor "
-           "ceil remainder mod log1p expm1 log2 log10 trunc rint").split()
+           "ceil remainder mod log1p expm1 log2 log10 trunc rint arcsin arccos arctan "
+           "arctan2 sinh cosh arcsinh arccosh arctanh fmod hypot").split()
 UFUNCS = {name: ufunc(getattr(np, name)) for name in _UFUNCS}
 
 

@@ -7,6 +7,7 @@ from runtime.nn.conv import Conv1d, Conv2d
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.activation import LeakyReLU, SiLU, Softplus
+from runtime.nn.activation import Hardshrink, Softmin, Softshrink
 from runtime.nn.activation import (
     CELU,
     ELU,
@@ -25,9 +26,9 @@ from runtime.nn.activation import (
 )
 from runtime.nn.attention import MultiheadAttention
 from runtime.nn.container import Sequential
-from runtime.nn.container import ModuleDict, ModuleList, ParameterList
-from runtime.nn.distance import CosineSimilarity
-from runtime.nn.dropout import Dropout
+from runtime.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList
+from runtime.nn.distance import CosineSimilarity, PairwiseDistance
+from runtime.nn.dropout import Dropout, Dropout1d, Dropout2d
 from runtime.nn.linear import Identity, Linear
 from runtime.nn.loss import (
     BCELoss,
@@ -45,6 +46,8 @@ from runtime.nn.normalization import GroupNorm, LayerNorm
 from runtime.nn.parameter import Parameter
 from runtime.nn.pooling import (
     AdaptiveAvgPool2d,
+    AdaptiveMaxPool2d,
+    Upsample,
     AvgPool1d,
     AvgPool2d,
     Flatten,
@@ -93,6 +96,8 @@ __all__ = [
     "RNNCell",
     "RNNCellBase",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool2d",
+    "Upsample",
     "AvgPool1d",
     "AvgPool2d",
     "BatchNorm1d",
@@ -109,6 +114,7 @@ __all__ = [
     "ModuleDict",
     "ModuleList",
     "MultiheadAttention",
+    "ParameterDict",
     "ParameterList",
     "RMSNorm",
     "SiLU",
@@ -123,6 +129,12 @@ __all__ = [
     "NLLLoss",
     "SmoothL1Loss",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Hardshrink",
+    "PairwiseDistance",
+    "Softmin",
+    "Softshrink",
     "Identity",
     "LayerNorm",
     "Linear",

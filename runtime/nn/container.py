@@ -266,6 +266,89 @@ class ParameterList(Module):
         return "\n".join(lines)
 
 
+class ParameterDict(Module):
+    """Parameters held by name, in insertion order; a plain tensor becomes a Parameter (as
+    torch's)."""
+
+    def __init__(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]] | None = None
+                 ) -> None:
+        super().__init__()
+        self._keys: dict[str, None] = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self._keys:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"parameter name should be a string. Got {type(key).__name__}")
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._keys:
+            raise KeyError(key)
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._keys))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def keys(self) -> Iterable[str]:
+        return list(self._keys)
+
+    def items(self) -> Iterable[tuple[str, Any]]:
+        return [(k, self[k]) for k in self._keys]
+
+    def values(self) -> Iterable[Any]:
+        return [self[k] for k in self._keys]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self[key] if key in self._keys else default
+
+    def pop(self, key: str) -> Any:
+        value = self[key]
+        del self[key]
+        return value
+
+    def clear(self) -> None:
+        for key in list(self._keys):
+            del self[key]
+
+    def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            pairs: Iterable[Any] = parameters.items()
+        elif isinstance(parameters, Mapping):  # a plain dict: by key, as PyTorch orders it
+            pairs = sorted(parameters.items())
+        elif isinstance(parameters, Iterable) and not isinstance(parameters, (str, bytes)):
+            pairs = parameters
+        else:
+            raise TypeError("ParametersDict.update should be called with an iterable of "
+                            f"key/value pairs, but got {type(parameters).__name__}")
+        for j, pair in enumerate(pairs):
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise ValueError(f"ParameterDict update sequence element #{j} should be of "
+                                 f"length 2; has length {len(pair)}")
+            self[pair[0]] = pair[1]
+
+    def extra_repr(self) -> str:
+        lines = []
+        for k, p in self.items():
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            size = "x".join(str(s) for s in p.shape)
+            lines.append(f"({k}): {kind} containing: [{p.dtype!r} of size {size}]")
+        return "\n".join(lines)
+
+
 def _as_parameter(value: Any) -> Any:
     if isinstance(value, Tensor) and not isinstance(value, Parameter):
         return Parameter(value)

@@ -1,4 +1,5 @@
-"""`Dropout`: zeroes elements with probability p while training; the identity in eval mode."""
+"""`Dropout`, `Dropout1d`, `Dropout2d`: zero elements (or whole channels) with probability p
+while training; the identity in eval mode."""
 
 from __future__ import annotations
 
@@ -7,15 +8,32 @@ from runtime.nn.module import Module
 from runtime.tensor import Tensor
 
 
-class Dropout(Module):
-    def __init__(self, p: float = 0.5) -> None:
+class _DropoutNd(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if p < 0 or p > 1:
             raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
         self.p = p
-
-    def forward(self, input: Tensor) -> Tensor:
-        return F.dropout(input, self.p, self.training)
+        self.inplace = inplace
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Whole channels of (N, C, L) or (C, L) inputs zeroed with probability p."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Whole channels of (N, C, H, W) inputs zeroed with probability p."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout2d(input, self.p, self.training, self.inplace)

@@ -2,6 +2,12 @@
 
 from runtime.ops.activations import (
     celu,
+    dropout1d,
+    dropout2d,
+    hardshrink,
+    pairwise_distance,
+    softmin,
+    softshrink,
     elu,
     glu,
     group_norm,
@@ -36,6 +42,7 @@ from runtime.ops.composite import (
     tanh,
 )
 from runtime.ops.embedding import embedding
+from runtime.ops.resample import interpolate
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 
 from runtime.ops.losses import (  # noqa: E402
@@ -49,6 +56,7 @@ from runtime.ops.losses import (  # noqa: E402
 )
 from runtime.ops.conv import (  # noqa: E402
     adaptive_avg_pool2d,
+    adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
     batch_norm,
@@ -78,6 +86,8 @@ __all__ = [
     "tanhshrink",
     "threshold",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool2d",
+    "interpolate",
     "avg_pool1d",
     "avg_pool2d",
     "batch_norm",
@@ -115,4 +125,10 @@ __all__ = [
     "softmax",
     "softplus",
     "tanh",
+    "dropout1d",
+    "dropout2d",
+    "hardshrink",
+    "pairwise_distance",
+    "softmin",
+    "softshrink",
 ]

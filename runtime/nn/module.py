@@ -389,11 +389,37 @@ class Module:
                     module._buffers[name] = fn(b)
         return self
 
-    def to(self, device_or_dtype: Any) -> Self:
-        """Move (device string) or cast (floating-point dtype) parameters and buffers."""
-        if isinstance(device_or_dtype, str):
-            return self._apply(lambda t: t.to(device_or_dtype))
-        return self._apply(lambda t: t.to(device_or_dtype) if t.dtype.is_floating_point else t)
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """Move parameters and buffers to a device and cast the floating-point ones to a
+        dtype: PyTorch's forms ``to(device=None, dtype=None, non_blocking=False)``,
+        ``to(dtype, non_blocking=False)``, ``to(tensor, non_blocking=False)``."""
+        from runtime import _dtype as D
+
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)  # every copy completes before it returns
+        kwargs.pop("memory_format", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, bool):
+                continue  # non_blocking
+            if isinstance(a, Tensor):
+                device, dtype = a.device, a.dtype
+            elif isinstance(a, D.DType):
+                dtype = a
+            else:
+                device = a
+        if dtype is not None:
+            dtype = D.as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError("nn.Module.to only accepts floating point or complex dtypes, "
+                                f"but got desired dtype={dtype}")
+
+        def move(t: Tensor) -> Tensor:
+            return t.to(device=device, dtype=dtype if t.dtype.is_floating_point else None)
+
+        return self._apply(move)
 
     def cpu(self) -> Self:
         return self.to("cpu")
@@ -410,6 +436,11 @@ class Module:
         from runtime import float64
 
         return self.to(float64)
+
+    def half(self) -> Self:
+        from runtime import float16
+
+        return self.to(float16)
 
     # ---- state dict ---------------------------------------------------------------------------
 

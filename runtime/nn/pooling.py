@@ -79,6 +79,46 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
+class AdaptiveMaxPool2d(Module):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
+        return C.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class Upsample(Module):
+    """``F.interpolate`` as a layer (PyTorch's ``nn.Upsample``)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None,
+                 recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        from runtime.ops.resample import upsample_sizes
+
+        self.name = type(self).__name__
+        self.size, self.scale_factor = upsample_sizes(size, scale_factor)
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        from runtime.ops.resample import interpolate
+
+        return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                           recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        info = (f"size={self.size}" if self.size is not None
+                else f"scale_factor={self.scale_factor}")
+        return info + f", mode='{self.mode}'"
+
+
 class Flatten(Module):
     """Merges dims start_dim..end_dim into one."""
 

@@ -104,6 +104,98 @@ def glu(x: Tensor, dim: int = -1) -> Tensor:
     return F.mul(a, _stable_sigmoid(b))
 
 
+def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return F.where(F.gt(x, lambd), F.sub(x, lambd),
+                   F.where(F.lt(x, -lambd), F.add(x, lambd), F.mul(x, 0.0)))
+
+
+def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+    """x where |x| > lambd, else 0."""
+    return F.where(F.gt(F.abs(x), lambd), x, F.mul(x, 0.0))
+
+
+def softmin(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """softmax(-x) along ``dim``."""
+    from runtime.ops.composite import softmax
+
+    if dim is None:
+        dim = 0 if x.dim() in (0, 1, 3) else 1  # PyTorch's legacy choice of dim
+    if dtype is not None:
+        x = x.to(dtype)
+    return softmax(F.neg(x), dim)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The p-norm of x1 - x2 + eps along the last dimension."""
+    from runtime.ops.reductions import norm
+
+    diff = F.add(F.sub(x1, x2), eps)
+    return norm(diff, p, dim=-1, keepdim=keepdim)
+
+
+def _channel_dropout(x: Tensor, p: float, training: bool, lead: int) -> Tensor:
+    """Whole channels zeroed with probability ``p`` (the rest scaled by 1/(1-p)): one draw
+    for each index of the first ``lead`` dimensions."""
+    from runtime.creation import rand
+
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return F.mul(x, 0.0)
+    keep = F.ge(rand(*x.shape[:lead], *([1] * (x.dim() - lead)), device=x.device,
+                     dtype=x.dtype if x.dtype.is_floating_point else None), p)
+    return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+
+
+def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+              ) -> Tensor:
+    """Channel dropout of (N, C, L) or (C, L) inputs."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if x.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {x.dim()}D "
+                           "input. Note that dropout1d exists to provide channel-wise dropout "
+                           "on inputs with 1 spatial dimension, a channel dimension, and an "
+                           "optional batch dimension (i.e. 2D or 3D inputs).")
+    out = _channel_dropout(x, p, training, x.dim() - 1)
+    return x.copy_(out) if inplace and out is not x else out
+
+
+def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+              ) -> Tensor:
+    """Channel dropout of (N, C, H, W) inputs: one draw per (sample, channel), as PyTorch's
+    (a 3-D input is read as (N, C, L), with PyTorch's warning)."""
+    import warnings
+
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if x.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
+                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
+                      "shape (N, C, L), where C is the channel dim. This behavior will change "
+                      "in a future release to interpret the input as one without a batch "
+                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
+                      "dropout behavior, please switch to using dropout1d instead.",
+                      stacklevel=2)
+    elif x.dim() != 4:
+        warnings.warn(f"dropout2d: Received a {x.dim()}-D input to dropout2d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. "
+                      "Note that dropout2d exists to provide channel-wise dropout on inputs "
+                      "with 2 spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if x.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    out = _channel_dropout(x, p, training, 2)
+    return x.copy_(out) if inplace and out is not x else out
+
+
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
     if weight.numel() != 1:
         if x.dim() < 2 or x.shape[1] != weight.numel():

@@ -45,12 +45,28 @@ def _shift_by_max(x: Tensor, dim: int) -> Tensor:
     return F.sub(x, F.amax(x.detach(), dim, keepdim=True))
 
 
-def softmax(x: Tensor, dim: int) -> Tensor:
+def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[Tensor, int]:
+    """The input cast to ``dtype`` first (as PyTorch's ``dtype=``), and the dimension: without
+    one, PyTorch's legacy choice (0 for 0-, 1- and 3-D inputs, else 1), with its warning."""
+    if dim is None:
+        import warnings
+
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning, stacklevel=3)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return (x if dtype is None else F.cast(x, dtype)), dim
+
+
+def softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+            ) -> Tensor:
+    x, dim = _softmax_input(x, dim, dtype, "softmax")
     e = F.exp(_shift_by_max(x, dim))
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
-def log_softmax(x: Tensor, dim: int) -> Tensor:
+def log_softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+                ) -> Tensor:
+    x, dim = _softmax_input(x, dim, dtype, "log_softmax")
     shifted = _shift_by_max(x, dim)
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
 
@@ -83,17 +99,22 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return y if bias is None else F.add(y, bias)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, generator: Any = None) -> Tensor:
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator: Any = None) -> Tensor:
+    """Elements zeroed with probability ``p`` and the rest scaled by 1/(1-p) while
+    ``training`` (``inplace``: written into ``x``, as ``x.copy_``)."""
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return x
     if p == 1.0:
-        return F.mul(x, 0.0)
-    from ..creation import rand
+        out = F.mul(x, 0.0)
+    else:
+        from ..creation import rand
 
-    keep = F.ge(rand(*x.shape, generator=generator, device=x.device), p)
-    return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+        keep = F.ge(rand(*x.shape, generator=generator, device=x.device), p)
+        out = F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+    return x.copy_(out) if inplace else out
 
 
 def _stable_sigmoid(x: Tensor) -> Tensor:

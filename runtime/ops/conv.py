@@ -450,6 +450,39 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
+def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False  # noqa: A002
+                        ) -> Any:
+    """PyTorch's ``F.adaptive_max_pool2d``: output cell (i, j) is the maximum of input rows
+    floor(i*H/oh) .. ceil((i+1)*H/oh) and columns alike (its first maximum takes the
+    gradient); ``return_indices`` also gives each maximum's flat position in its plane."""
+    x = _as4d(input, "adaptive_max_pool2d")
+    n, c, h, w = x.shape
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        output_size = (output_size, output_size)
+    oh, ow = (h if o is None else int(o) for o in output_size)
+    if h % oh == 0 and w % ow == 0:  # uniform windows: one max pool
+        out = max_pool2d(x, (h // oh, w // ow), return_indices=return_indices)
+    else:
+        values, indices = [], []
+        for i in range(oh):
+            r0, r1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+            for j in range(ow):
+                c0, c1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+                cell = F.reshape(x[:, :, r0:r1, c0:c1], (n, c, -1))
+                v, k = F.max(cell, 2)
+                values.append(v)
+                if return_indices:
+                    cw = c1 - c0
+                    rows = F.add(F.floor_divide(k, cw), r0)
+                    indices.append(F.add(F.mul(rows, w), F.add(F.remainder(k, cw), c0)))
+        out = F.reshape(F.stack(values, 2), (n, c, oh, ow))
+        if return_indices:
+            out = (out, F.reshape(F.stack(indices, 2), (n, c, oh, ow)))
+    if input.ndim == 3:
+        return tuple(F.squeeze(o, 0) for o in out) if return_indices else F.squeeze(out, 0)
+    return out
+
+
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
     """``max_pool2d`` over a height of 1."""

@@ -127,6 +127,16 @@ expm1 = _op(P.EXPM1, "expm1")
 log2 = _op(P.LOG2, "log2")
 log10 = _op(P.LOG10, "log10")
 tan = _op(P.TAN, "tan")
+asin = _op(P.ASIN, "asin")
+acos = _op(P.ACOS, "acos")
+atan = _op(P.ATAN, "atan")
+sinh = _op(P.SINH, "sinh")
+cosh = _op(P.COSH, "cosh")
+asinh = _op(P.ASINH, "asinh")
+acosh = _op(P.ACOSH, "acosh")
+atanh = _op(P.ATANH, "atanh")
+atan2 = _op(P.ATAN2, "atan2", "The angle of the point (b, a): arctan(a / b) in its quadrant.")
+fmod = _op(P.FMOD, "fmod", "a % b with the sign of a (C's fmod), as PyTorch's fmod.")
 floor = _op(P.FLOOR, "floor")
 ceil = _op(P.CEIL, "ceil")
 trunc = _op(P.TRUNC, "trunc")
@@ -139,6 +149,17 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 
 def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    """x limited to [min, max]; tensor bounds broadcast, and take the gradient where they
+    are the result (as PyTorch's: x's where min <= x <= max)."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x
+        if min is not None:
+            out = where(lt(out, min), min, out)
+        if max is not None:
+            out = where(gt(out, max), max, out)
+        return out
     return apply(P.CLAMP, x, min=min, max=max)
 
 
@@ -539,6 +560,8 @@ def copy_(t: Tensor, src: Tensor) -> Tensor:
 
 
 def clamp_(t: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        return copy_(t, clamp(t, min, max))
     return apply_inplace(P.CLAMP, t, min=min, max=max)
 
 

@@ -341,6 +341,46 @@ LOG10 = _numpy_unary("log10", np.log10,
 TAN = _numpy_unary("tan", np.tan,
                    lambda c, g: (F.mul(g, F.add(F.mul(c.output(), c.output()), 1.0)),),
                    ("out",))
+# the inverse and hyperbolic functions, with PyTorch's derivative formulas
+ASIN = _numpy_unary("asin", np.arcsin, lambda c, g: (
+    F.div(g, F.sqrt(F.sub(1.0, F.mul(c.input(0), c.input(0))))),), (0,))
+ACOS = _numpy_unary("acos", np.arccos, lambda c, g: (
+    F.neg(F.div(g, F.sqrt(F.sub(1.0, F.mul(c.input(0), c.input(0)))))),), (0,))
+ATAN = _numpy_unary("atan", np.arctan, lambda c, g: (
+    F.div(g, F.add(F.mul(c.input(0), c.input(0)), 1.0)),), (0,))
+SINH = _numpy_unary("sinh", np.sinh, lambda c, g: (F.mul(g, F.cosh(c.input(0))),), (0,))
+COSH = _numpy_unary("cosh", np.cosh, lambda c, g: (F.mul(g, F.sinh(c.input(0))),), (0,))
+ASINH = _numpy_unary("asinh", np.arcsinh, lambda c, g: (
+    F.div(g, F.sqrt(F.add(F.mul(c.input(0), c.input(0)), 1.0))),), (0,))
+ACOSH = _numpy_unary("acosh", np.arccosh, lambda c, g: (
+    F.div(g, F.mul(F.sqrt(F.sub(c.input(0), 1.0)), F.sqrt(F.add(c.input(0), 1.0)))),), (0,))
+ATANH = _numpy_unary("atanh", np.arctanh, lambda c, g: (
+    F.div(g, F.sub(1.0, F.mul(c.input(0), c.input(0)))),), (0,))
+
+
+def _atan2_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    a, b = c.input(0), c.input(1)
+    scale = F.div(g, F.add(F.mul(a, a), F.mul(b, b)))
+    return _grads2(c, F.mul(scale, b) if c.needs(0) else None,
+                   F.neg(F.mul(scale, a)) if c.needs(1) else None)
+
+
+def _fmod_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    # PyTorch's formula: d/da = 1, d/db = -trunc(a / b)
+    gb = F.neg(F.mul(g, F.trunc(F.div(c.input(0), c.input(1))))) if c.needs(1) else None
+    return _grads2(c, g if c.needs(0) else None, gb)
+
+
+def _numpy_binary(name: str, fn: np.ufunc, backward: Any, saves: tuple[int | str, ...],
+                  promote: str) -> Primitive:
+    """A binary elementwise primitive numpy computes (no ``lower``: a numpy step in a plan)."""
+    return register(Primitive(
+        name, impl=_xp_ufunc(fn), infer=_elementwise_infer(promote), backward=backward,
+        saves=saves, promote=promote, ufunc=fn, elementwise=True, flops=flops_elementwise))
+
+
+ATAN2 = _numpy_binary("atan2", np.arctan2, _atan2_bwd, (0, 1), PROMOTE_FLOAT)
+FMOD = _numpy_binary("fmod", np.fmod, _fmod_bwd, (0, 1), PROMOTE_SAME)
 
 
 def _rounding(name: str, fn: np.ufunc) -> Primitive:
@@ -578,6 +618,7 @@ def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> Fa
     def run(x: Any) -> Any:
         return native(x) if x.flags.c_contiguous else fast(x)
 
+    run.native = getattr(native, "native", None)  # type: ignore[attr-defined]
     return run
 
 

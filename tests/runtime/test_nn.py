@@ -303,7 +303,7 @@ def test_repr() -> None:
         "  (norm): LayerNorm((3,), eps=1e-05, elementwise_affine=True, bias=True)\n"
         ")"
     )
-    assert repr(nn.Dropout(0.25)) == "Dropout(p=0.25)"
+    assert repr(nn.Dropout(0.25)) == "Dropout(p=0.25, inplace=False)"  # as PyTorch's
 
 
 # ---- state dict ----------------------------------------------------------------------------------

@@ -1,0 +1,305 @@
+"""More of PyTorch's tensor API that training code reaches for, each a composition of the
+registry's primitives (so its backward is theirs, and a compiled step captures it): hypot,
+hstack/vstack/dstack/column_stack, meshgrid, trace, diff, rot90, tensordot, empty_like,
+reshape_as, the in-place random fills (uniform_, normal_, bernoulli_, exponential_), the
+dtype conversions int()/type(), and finfo/iinfo/get_default_dtype."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from .. import creation
+from ..tensor import Tensor
+from . import functional as F
+from .extra_ops import diag, logical_xor
+from .products import einsum
+from .tensor_ops import _dim, flip
+
+
+def hypot(a: Tensor, b: Any) -> Tensor:
+    """sqrt(a**2 + b**2) elementwise."""
+    return F.sqrt(F.add(F.mul(a, a), F.mul(b, b) if isinstance(b, Tensor) else b * b))
+
+
+def _at_least(x: Tensor, ndim: int) -> Tensor:
+    if ndim >= 2 and x.ndim == 1:
+        x = x.reshape(1, -1)
+    while x.ndim < ndim:
+        x = x.reshape(*x.shape, 1) if x.ndim == 2 and ndim == 3 else x.reshape(1, *x.shape)
+    return x
+
+
+def _check_sequence(fn: str, tensors: Sequence[Tensor]) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not len(tensors):
+        raise RuntimeError(f"{fn} expects a non-empty TensorList")
+    return list(tensors)
+
+
+def hstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the columns (dim 1; dim 0 for 1-D tensors)."""
+    ts = [_at_least(t, 1) for t in _check_sequence("hstack", tensors)]
+    return F.cat(ts, 0 if ts[0].ndim == 1 else 1)
+
+
+def vstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the rows, 1-D tensors made rows first."""
+    return F.cat([_at_least(t, 2) for t in _check_sequence("vstack", tensors)], 0)
+
+
+def dstack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along the third dimension, each tensor made at least 3-D first."""
+    return F.cat([_at_least(t, 3) for t in _check_sequence("dstack", tensors)], 2)
+
+
+def column_stack(tensors: Sequence[Tensor]) -> Tensor:
+    """Concatenate along dim 1, 0-D and 1-D tensors made columns first."""
+    ts = [t.reshape(-1, 1) if t.ndim <= 1 else t
+          for t in _check_sequence("column_stack", tensors)]
+    return F.cat(ts, 1)
+
+
+def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+    """Coordinate grids of 1-D tensors (``indexing="xy"`` swaps the first two axes, as
+    numpy's default)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    if not tensors:
+        raise RuntimeError("torch.meshgrid expects a non-empty TensorList")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
+                               f"but got: {t}")
+    ts = [t.reshape(-1) for t in tensors]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.shape[0] for t in ts)
+    grids = []
+    for i, t in enumerate(ts):
+        view = [1] * len(ts)
+        view[i] = shape[i]
+        grids.append(t.reshape(*view).expand(*shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def trace(x: Tensor) -> Tensor:
+    """The sum of a matrix's main diagonal."""
+    if x.ndim != 2:
+        raise RuntimeError("trace: expected a matrix, but got tensor with dim "
+                           f"{x.ndim}")
+    return F.sum(diag(x))
+
+
+def diff(x: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined first)."""
+    if x.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _dim(x, dim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    out = F.cat(parts, d) if len(parts) > 1 else x
+    head = (slice(None),) * d
+    for _ in range(n):
+        if out.shape[d] == 0:
+            break
+        later, earlier = out[head + (slice(1, None),)], out[head + (slice(None, -1),)]
+        out = logical_xor(later, earlier) if out.dtype is D.bool_ else F.sub(later, earlier)
+    return out
+
+
+def rot90(x: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """Rotated by 90 degrees ``k`` times in the plane of ``dims``, from the first towards
+    the second."""
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
+    d0, d1 = _dim(x, dims[0]), _dim(x, dims[1])
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return flip(x, [d1]).transpose(d0, d1)
+    if k == 2:
+        return flip(x, [d0, d1])
+    if k == 3:
+        return flip(x, [d0]).transpose(d0, d1)
+    return F.clone(x)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+    """The sum of products over ``dims``: the last ``dims`` axes of ``a`` with the first of
+    ``b`` (an int), or the axes listed in a pair of sequences."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got "
+                               f"dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+    else:
+        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        if len(dims_a) != len(dims_b):
+            raise RuntimeError("both dimension lists should have same length")
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[da]} in dim {da} and second has size "
+                               f"{b.shape[db]} in dim {db}")
+    dims_a = [_dim(a, d) for d in dims_a]
+    dims_b = [_dim(b, d) for d in dims_b]
+    sa = list(_LETTERS[:a.ndim])
+    sb = list(_LETTERS[a.ndim:a.ndim + b.ndim])
+    for da, db in zip(dims_a, dims_b):
+        sb[db] = sa[da]
+    out = [c for i, c in enumerate(sa) if i not in dims_a] + \
+        [c for i, c in enumerate(sb) if i not in dims_b]
+    return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
+
+
+def empty_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False) -> Tensor:
+    return creation.empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                          requires_grad=requires_grad)
+
+
+def reshape_as(x: Tensor, other: Tensor) -> Tensor:
+    return x.reshape(*other.shape)
+
+
+def to_int(x: Tensor) -> Tensor:
+    """``Tensor.int()``: the runtime's integer dtype is int64 (PyTorch's int() is int32,
+    which the runtime does not have): the values truncated toward zero, as PyTorch's."""
+    return F.cast(x, D.int64)
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "bool": "BoolTensor"}
+
+
+def type_(x: Tensor, dtype: Any = None) -> Any:
+    """``Tensor.type()``: the type's name without ``dtype``; with one, the tensor cast to it
+    (a dtype, or a name such as ``"torch.FloatTensor"``)."""
+    if dtype is None:
+        prefix = "runtime.cuda." if x.device != "cpu" else "runtime."
+        return prefix + _TYPE_NAMES[x.dtype.name]
+    if isinstance(dtype, str):
+        by_name = {v: k for k, v in _TYPE_NAMES.items()}
+        found = by_name.get(dtype.rsplit(".", 1)[-1])
+        if found is None:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = found
+    return x.to(D.as_dtype(dtype))
+
+
+def _fill_from(x: Tensor, values: Tensor) -> Tensor:
+    """Copy ``values`` into ``x`` in place (autograd's in-place rules, as ``copy_``)."""
+    return x.copy_(values)
+
+
+def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fill with values drawn uniformly from [a, b)."""
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a:g} > to={b:g}")
+    u = creation.rand(*x.shape, generator=generator, dtype=_float(x, "uniform_"),
+                      device=x.device)
+    return _fill_from(x, u * (b - a) + a)
+
+
+def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None
+            ) -> Tensor:
+    """Fill with values drawn from a normal distribution."""
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    n = creation.randn(*x.shape, generator=generator, dtype=_float(x, "normal_"),
+                       device=x.device)
+    return _fill_from(x, n * std + mean)
+
+
+def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    """Fill with 1 where a uniform draw falls below ``p`` (a number or a tensor of
+    probabilities that broadcasts to ``x``), else 0."""
+    if not isinstance(p, Tensor) and not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    dtype = x.dtype if x.dtype.is_floating_point else D.float32
+    u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
+    return _fill_from(x, F.cast(F.lt(u, p), x.dtype))
+
+
+def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
+    """Fill with values drawn from an exponential distribution of rate ``lambd``."""
+    if lambd <= 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    u = creation.rand(*x.shape, generator=generator, dtype=_float(x, "exponential_"),
+                      device=x.device)
+    return _fill_from(x, F.div(F.neg(F.log1p(F.neg(u))), lambd))
+
+
+def _float(x: Tensor, fn: str) -> D.DType:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{fn} expects a floating point tensor, got {x.dtype.name}")
+    return x.dtype
+
+
+def get_default_dtype() -> D.DType:
+    """The dtype of a tensor made from Python floats: float32."""
+    return D.float32
+
+
+class finfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of a floating point dtype, as Python floats."""
+
+    def __init__(self, dtype: Any = None) -> None:
+        dt = D.float32 if dtype is None else D.as_dtype(dtype)
+        if not dt.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use "
+                            "torch.iinfo to handle 'torch.finfo'")  # PyTorch's text
+        info = np.finfo(dt.np)
+        self.dtype = dt.name
+        self.bits = int(info.bits)
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = self.smallest_normal = float(info.tiny)
+        self.resolution = 10.0 ** -int(info.precision)
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801 - PyTorch's name
+    """Machine limits of an integer dtype, as Python ints."""
+
+    def __init__(self, dtype: Any) -> None:
+        dt = D.as_dtype(dtype)
+        if dt.is_floating_point or dt is D.bool_:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo "
+                            "to handle 'torch.iinfo'")  # PyTorch's text
+        info = np.iinfo(dt.np)
+        self.dtype = dt.name
+        self.bits = int(info.bits)
+        self.max = int(info.max)
+        self.min = int(info.min)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
