@@ -399,6 +399,29 @@ def _builtin(name: str, words: ctypes.Array) -> Callable[..., None]:
     return pyentry.product_builtin(code.address, ctypes.addressof(words), name, (code, words))
 
 
+@dataclass(frozen=True)
+class NativeForm:
+    """How native code calls a function here directly (``planner.native``'s runs): its
+    address and words, the product ABI's four arrays by role ("in": the C-contiguous source,
+    "out": the result of the step's planned shape, "scratch": a row of ``scratch``'s
+    (count, dtype)), and what keeps the code and words alive."""
+
+    address: int
+    words: int
+    roles: tuple[str, str, str, str]
+    scratch: tuple[int, np.dtype] | None
+    holds: object
+
+
+def _with_native(fn: Callable[..., np.ndarray], name: str, words: ctypes.Array,
+                 roles: tuple[str, str, str, str],
+                 scratch: tuple[int, np.dtype] | None = None) -> Callable[..., np.ndarray]:
+    code = _code(name)
+    fn.native = NativeForm(code.address, ctypes.addressof(words), roles,  # type: ignore
+                           scratch, (code, words))
+    return fn
+
+
 @functools.cache
 def available() -> bool:
     from codegen import pyentry
@@ -426,7 +449,8 @@ def unfolder(geometry: Geometry, dtype: np.dtype, pad_value: float
         call(x, cols, cols, cols)
         return cols
 
-    return unfold
+    return _with_native(unfold, f"unfold.{np.dtype(dtype).name}", words,
+                        ("in", "out", "out", "out"))
 
 
 def folder(geometry: Geometry, dtype: np.dtype) -> Callable[[np.ndarray], np.ndarray]:
@@ -444,7 +468,8 @@ def folder(geometry: Geometry, dtype: np.dtype) -> Callable[[np.ndarray], np.nda
         call(cols, out, out, out)
         return out
 
-    return fold
+    return _with_native(fold, f"fold.{np.dtype(dtype).name}", words,
+                        ("in", "out", "out", "out"))
 
 
 def arg_reducer(op: str, shape: tuple[int, ...], axis: int, dtype: np.dtype, keepdim: bool
@@ -463,7 +488,8 @@ def arg_reducer(op: str, shape: tuple[int, ...], axis: int, dtype: np.dtype, kee
         call(x, out, np.empty(inner, dtype), x)
         return out
 
-    return reduce
+    return _with_native(reduce, f"{op}.{dtype.name}", words, ("in", "out", "scratch", "in"),
+                        (inner, dtype))
 
 
 def axis_summer(shape: tuple[int, ...], axis: int, dtype: np.dtype, keepdim: bool
@@ -483,4 +509,5 @@ def axis_summer(shape: tuple[int, ...], axis: int, dtype: np.dtype, keepdim: boo
         call(x, out, out, out)
         return out
 
-    return reduce
+    return _with_native(reduce, f"sum.{np.dtype(dtype).name}", words,
+                        ("in", "out", "out", "out"))

@@ -3,10 +3,11 @@ taken out of Python where a plan is small.
 
 Each kernel or product a fast program calls costs about a microsecond of Python around the
 native call (its argument test, fresh outputs, locals bound and deleted), as much as the call
-itself in a small plan. ``find_run`` finds a stretch of consecutive steps that are kernels
-and products called on this thread (with the views between them and the sources the program
-bound before), and ``emit_run`` writes it as one call of a ``codegen.pyentry.drive_builtin``
-that calls each entry in turn, the GIL released once for them all.
+itself in a small plan. ``find_run`` finds a stretch of consecutive steps that are kernels,
+products and sliding-window functions (``codegen.windows``, through their ``NativeForm``)
+called on this thread (with the views between them and the sources the program bound
+before), and ``emit_run`` writes it as one call of a ``codegen.pyentry.drive_builtin`` that
+calls each entry in turn, the GIL released once for them all.
 
 What a run makes and nothing outside it reads lives in arrays made once, when the program is
 built (``fixed``): placed by liveness in one arena that every run of the program shares
@@ -48,6 +49,9 @@ ENABLED = True
 MAX_FIXED_BYTES = 4 << 20
 # a run saves Python only where it makes at least this many native calls
 MIN_CALLS = 2
+# the members that are native calls: kernels, products, and the sliding-window functions of
+# codegen.windows (which take the products' ABI: ``NativeForm``)
+_CALLS = ("kernel", "product", "window")
 
 
 def native_first(native: Program, plain: Callable[[], Program]) -> Program:
@@ -74,7 +78,7 @@ def native_first(native: Program, plain: Callable[[], Program]) -> Program:
 class _Member:
     index: int
     step: Step
-    kind: str  # "kernel", "product", "view" or "source"
+    kind: str  # "kernel", "product", "window", "view" or "source"
     call: Any = None  # a product's ProductCall
     product: Any = None  # a product's codegen.gemm.Product
     entry: tuple[int, int] | None = None  # a kernel's (address, outer)
@@ -130,7 +134,7 @@ class Run:
 
     @property
     def calls(self) -> list[_Member]:
-        return [m for m in self.members if m.kind in ("kernel", "product")]
+        return [m for m in self.members if m.kind in _CALLS]
 
     def fixed_bytes(self) -> int:
         return self.peak
@@ -207,13 +211,17 @@ def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
             return None
         return _Member(i, s, "product", call=call, product=product)
     prim = REGISTRY.get(s.name)
-    if prim is not None and prim.view and len(s.buffers) == 1 and s.out not in dropped:
-        metas = plan.schedule.metas
-        fast = prim.specialize([metas[v] if k == "buf" else v for k, v in s.args], s.attrs,
-                               (s.shape, s.dtype.np))
-        if fast is not None:
-            return _Member(i, s, "view", call=fast)
-    return None
+    if prim is None or len(s.buffers) != 1 or s.out in dropped:
+        return None
+    metas = plan.schedule.metas
+    fast = prim.specialize([metas[v] if k == "buf" else v for k, v in s.args], s.attrs,
+                           (s.shape, s.dtype.np))
+    if fast is None:
+        return None
+    form = getattr(fast, "native", None)
+    if form is not None:
+        return _Member(i, s, "window", call=form)
+    return _Member(i, s, "view", call=fast) if prim.view else None
 
 
 def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
@@ -228,7 +236,7 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
         members.append(m)
     while members and members[-1].kind in ("source", "view"):
         members.pop()  # a run ends with a call
-    while sum(m.kind in ("kernel", "product") for m in members) >= MIN_CALLS:
+    while sum(m.kind in _CALLS for m in members) >= MIN_CALLS:
         run, bad = _checked_run(plan, members, known)
         if bad is None:
             return run if run.fixed_bytes() <= budget else None
@@ -240,6 +248,12 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
 
 def _inputs(s: Step) -> list[int]:
     return [v for k, v in s.args if k == "buf"]
+
+
+def _scratch(m: _Member) -> int:
+    """The key of a window member's scratch row among a run's fixed arrays (buffers are
+    non-negative)."""
+    return -1 - m.index
 
 
 def _checked_run(plan: Plan, members: list[_Member], known: Known
@@ -297,6 +311,20 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
             else:
                 run.fixed_views.append(m)
                 root_of[s.out] = root_of[src]
+            continue
+        if m.kind == "window":
+            src = s.buffers[0]
+            if src not in external_rooted:
+                a = proto[src]
+                if a.shape != tuple(metas[src][0]) or not a.flags.c_contiguous:
+                    return run, p
+            proto[s.out] = np.empty(tuple(s.shape), s.dtype.np)
+            if s.out not in escaping:
+                root_of[s.out] = _Root(s.out, tuple(s.shape), s.dtype.np, p, p)
+                run.roots.append(root_of[s.out])
+            if m.call.scratch is not None:  # a row of scratch, for this call only
+                count, dtype = m.call.scratch
+                run.roots.append(_Root(_scratch(m), (count,), np.dtype(dtype), p, p))
             continue
         if m.kind == "kernel":
             assert isinstance(s, KernelStep)
@@ -360,7 +388,8 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     for m in run.outer_views:  # in plan order: a view of a view follows its source
         pre.append(f"{src.buf(m.step.out)} = {src.name(f'fast_{m.step.name}', m.call)}"
                    f"({src.buf(m.step.buffers[0])})")
-    kernel_reads = {v for m in run.calls if m.kind == "kernel" for v in _inputs(m.step)}
+    kernel_reads = {v for m in run.calls if m.kind in ("kernel", "window")
+                    for v in _inputs(m.step)}
     for v in sorted(run.external & kernel_reads):
         if v not in known.contiguous:
             converted[v] = f"_n{lit(v)}"
@@ -370,7 +399,14 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     for m in run.calls:
         s = m.step
         n = lit(s.out)
-        if m.kind == "kernel":
+        if m.kind == "window":
+            v = s.buffers[0]
+            if v in run.external:
+                a = converted.get(v, src.buf(v))
+                shape, dtype = plan.schedule.metas[v]
+                tests.append(f"{a}.shape != {src.name(f'shape{n}_0', tuple(shape))} "
+                             f"or {a}.dtype is not {src.name(f't{n}_0', np.dtype(dtype))}")
+        elif m.kind == "kernel":
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
             for j, (v, (shape, dtype)) in enumerate(zip(_inputs(s), signature)):
@@ -405,7 +441,8 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
                     f".reshape({src.name('shape', tuple(plan_shape))})"
                 body.append(f"{src.buf(o)} = {tmp}{reshape}")
         elif s.out in run.escaping:
-            body.append(f"{src.buf(s.out)} = {empty}({src.name('shape', tuple(m.call.out))}, "
+            shape = tuple(m.call.out) if m.kind == "product" else tuple(s.shape)
+            body.append(f"{src.buf(s.out)} = {empty}({src.name('shape', shape)}, "
                         f"{src.name('t', s.dtype.np)})")
     for m in run.fresh_views:
         fn = src.name(f"fast_{m.step.name}", m.call)
@@ -415,7 +452,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         for v in _inputs(m.step) if m.kind == "kernel" else m.step.buffers:
             if v not in index and v not in fixed:
                 index[v] = argument(converted.get(v, src.buf(v)))
-        if m.kind == "product" and m.step.out in run.escaping:
+        if m.kind != "kernel" and m.step.out in run.escaping:
             index.setdefault(m.step.out, argument(src.buf(m.step.out)))
     # the fixed arrays' slots follow the arguments' (filled by ``place_runs``)
     first_fixed = len(names)
@@ -424,6 +461,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     for k, key in enumerate(run.fixed_outputs(), len(fixed)):
         out_index[key] = first_fixed + k
     words: list[int] = []
+    holds: list[Any] = []  # the window functions' code and words
     room = 4
     for m in run.calls:
         s = m.step
@@ -432,6 +470,14 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
             slots_of = [index[v] for v in _inputs(s)] + [out_index[(m.index, j)]
                                                          for j in range(len(s.outs))]
             words += [KERNEL, m.entry[0], m.entry[1], len(slots_of), *slots_of]
+        elif m.kind == "window":
+            form = m.call
+            role = {"in": index[s.buffers[0]], "out": index[s.out]}
+            if form.scratch is not None:
+                role["scratch"] = index[_scratch(m)]
+            slots_of = [role[r] for r in form.roles]
+            words += [PRODUCT, form.address, form.words, 4, *slots_of]
+            holds.append(form.holds)
         else:
             bufs = s.buffers
             c = index[s.out]
@@ -445,7 +491,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     records = np.array([len(run.calls), room_array.ctypes.data, *words], np.int64)
     run.slots = np.zeros(first_fixed + len(fixed) + len(run.fixed_outputs()), np.int64)
     run.first_fixed = first_fixed
-    run.held = [room_array, [m.product for m in run.calls]]
+    run.held = [room_array, [m.product for m in run.calls], holds]
     if any(m.kind == "kernel" for m in run.calls):
         run.held.append(plan.executable.module())
     drive = drive_builtin(records, run.slots, len(names), f"run{first}", run.held)

@@ -198,3 +198,47 @@ def test_drive_builtin_checks_its_argument_count() -> None:
         drive(np.zeros(1))
     with pytest.raises(ValueError, match="do not fit"):
         pyentry.drive_builtin(records, slots, 3, "too_many", None)
+
+
+def _conv_step(seed: int) -> tuple[Any, Any, tuple[Any, ...]]:
+    rt.manual_seed(seed)
+    model = rt.nn.Sequential(rt.nn.Conv2d(2, 4, 3, padding=1), rt.nn.ReLU(), rt.nn.MaxPool2d(2),
+                             rt.nn.Conv2d(4, 4, 3), rt.nn.Flatten(), rt.nn.Linear(16, 3))
+    opt = rt.optim.SGD(model.parameters(), lr=0.05)
+    x = rt.from_numpy(np.random.default_rng(seed).standard_normal((3, 2, 8, 8))
+                      .astype(np.float32))
+    y = rt.tensor([0, 2, 1])
+
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        loss = rt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step, (x, y)
+
+
+def test_sliding_window_functions_run_inside_native_runs(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """im2col, col2im, max pooling's argmax and its sum over taps (codegen.windows) are
+    called by a run's driver, not by Python: the same bits as the plain program."""
+    steps = []
+    for enabled in (False, True):
+        monkeypatch.setattr(native, "ENABLED", enabled)
+        model, fn, args = _conv_step(2)
+        step = planner.compile(fn, backend="llvm")
+        step(*args)
+        steps.append((model, step, args))
+    program = steps[1][1].plan.executable.program()
+
+    def windows_calls(source: str) -> int:
+        return sum(source.count(f"_fast_{op}(") for op in ("unfold", "fold", "argmax"))
+
+    # the first im2col stays Python: the reshape after it copies (no run holds a copy)
+    assert windows_calls(program.source) <= 1 < windows_calls(program.plain_program().source)
+    for _ in range(3):
+        a, b = (step(*args) for _, step, args in steps)
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    for p, q in zip(steps[0][0].parameters(), steps[1][0].parameters(), strict=True):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
