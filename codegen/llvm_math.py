@@ -242,8 +242,8 @@ def _exp(e: _Emitter, x: V) -> V:
 
 def _exp_of_moderate(e: _Emitter, x: V) -> V:
     """exp(x) for 0 <= x <= 2 * _TANH_ONE (tanh's large branch): ``_exp`` without the
-    selects for overflow, underflow and nan, which cannot happen there; 2**k is one normal
-    number in both formats."""
+    selects for overflow and underflow, which cannot happen there (a nan gives a nan); 2**k
+    is one normal number in both formats."""
     b, fmt = e.b, e.fmt
     k, ki = e.round_to_int(x, 1 / math.log(2))
     ln2_hi, ln2_lo = _LN2_SPLIT[fmt.dtype]
@@ -377,14 +377,13 @@ def _tanh(e: _Emitter, x: V) -> V:
     p, q = _TANH_PQ[fmt.dtype]
     ratio = e.poly(z, p) if q == [1.0] else b.fdiv(e.poly(z, p), e.poly(z, q))
     small = e.fma(b.fmul(x, z), ratio, x)
-    # 1 - 2/(exp(2|x|) + 1), |x| clamped where tanh is 1 in both formats (nan too: its
-    # result is picked below), so exp needs no special cases (9% off the chain workload)
+    # 1 - 2/(exp(2|x|) + 1), |x| clamped where tanh is 1 in both formats, so exp needs no
+    # special cases (9% off the chain workload); a nan passes the clamp and every step after
     a = e.intrinsic("llvm.fabs", x)
-    clamped = b.select(e.lt(a, e.c(_TANH_ONE)), a, e.c(_TANH_ONE))
+    clamped = b.select(b.fcmp_ordered(">", a, e.c(_TANH_ONE)), e.c(_TANH_ONE), a)
     exp2a = _exp_of_moderate(e, b.fadd(clamped, clamped))
     big = b.fsub(e.c(1.0), b.fdiv(e.c(2.0), b.fadd(exp2a, e.c(1.0))))
-    out = b.select(e.lt(a, e.c(_TANH_SMALL)), small, e.intrinsic("llvm.copysign", big, x))
-    return b.select(e.is_nan(x), x, out)
+    return b.select(e.lt(a, e.c(_TANH_SMALL)), small, e.intrinsic("llvm.copysign", big, x))
 
 
 def _sigmoid(e: _Emitter, x: V) -> V:

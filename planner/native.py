@@ -1,5 +1,5 @@
-"""Runs of a plan's kernels and products as one native call: the fast program's inner loop
-taken out of Python where a plan is small.
+"""Runs of a plan's kernels, products and window functions as one native call: the fast
+program's inner loop taken out of Python where a plan is small.
 
 Each kernel or product a fast program calls costs about a microsecond of Python around the
 native call (its argument test, fresh outputs, locals bound and deleted), as much as the call
@@ -18,9 +18,10 @@ runs one call at a time (``native_first``); a concurrent call runs the plain pro
 leaves the run (read by a later step, written back or returned) is a fresh array every call,
 made before the native call, as the plain program makes it. An argument from before the run
 is tested in Python as the plain program tests it (its shape and dtype against the kernel's
-signature or the product's operands; C-contiguity made for a kernel); where a test fails, the
-run's steps run as the plain program runs them (the ``else`` branch), so a run never calls an
-entry on an array it was not proved for. Everything a run's own arrays must satisfy (shapes,
+signature or the product's operands; C-contiguity made for a kernel); where a test fails,
+the plain program makes the whole call again (a plan that draws random numbers or
+communicates, whose steps cannot run twice, has the plain lines of the run's steps in its
+``else`` branch instead), so a run never calls an entry on an array it was not proved for. Everything a run's own arrays must satisfy (shapes,
 contiguity, views that are views) is checked once, on the arrays themselves or on arrays laid
 out as they will be, when the run is found.
 """
