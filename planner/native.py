@@ -140,6 +140,11 @@ class Run:
     def fixed_bytes(self) -> int:
         return self.peak
 
+    def made(self) -> set[int]:
+        """What this run makes fresh of exactly its planned shape and dtype: the results of
+        its calls that leave it (not views of them)."""
+        return {o for m in self.calls for o in m.step.outputs if o in self.escaping}
+
     def fixed_buffers(self) -> list[int]:
         return [r.buf for r in self.roots] + [m.step.out for m in self.fixed_views]
 
@@ -364,13 +369,15 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
 
 
 def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str] | None,
-             rest: Callable[[], None] | None) -> int | None:
+             rest: Callable[[], None] | None, exact: set[int] = frozenset()) -> int | None:
     """The run's lines: its arguments tested, its fresh arrays and Python views made, its
     native call; where a test fails, ``fallback`` (the plain program's lines for the same
     steps), or with None (a plan whose steps have no effect outside the call: no random
     draws, no communication) the whole call made again by the plain program (``_plain``).
-    Leaves bound exactly the locals the plain lines leave bound. Returns the source line
-    (1-based, as tracebacks count) where ``fallback`` begins, None where it is not there."""
+    Leaves bound exactly the locals the plain lines leave bound. An argument in ``exact`` (of
+    its planned shape and dtype already, as the run's entries were proved for) is not tested.
+    Returns the source line (1-based, as tracebacks count) where ``fallback`` begins, None
+    where it is not there."""
     from codegen.pyentry import KERNEL, PRODUCT, drive_builtin
 
     schedule = plan.schedule
@@ -402,7 +409,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         n = lit(s.out)
         if m.kind == "window":
             v = s.buffers[0]
-            if v in run.external:
+            if v in run.external and v not in exact:
                 a = converted.get(v, src.buf(v))
                 shape, dtype = plan.schedule.metas[v]
                 tests.append(f"{a}.shape != {src.name(f'shape{n}_0', tuple(shape))} "
@@ -411,7 +418,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
             for j, (v, (shape, dtype)) in enumerate(zip(_inputs(s), signature)):
-                if v in run.external:
+                if v in run.external and v not in exact:
                     a = converted.get(v, src.buf(v))
                     tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', tuple(shape))} "
                                  f"or {a}.dtype is not "
@@ -419,12 +426,14 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         else:
             bufs = s.buffers
             for j, (v, shape) in enumerate(zip(bufs, (m.call.a, m.call.b, m.call.addend))):
-                if v in run.external:
-                    a = converted.get(v, src.buf(v))
+                if v not in run.external:
+                    continue
+                a = converted.get(v, src.buf(v))
+                if v not in exact:
                     tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', tuple(shape))} "
                                  f"or {a}.dtype is not {src.name(f't{n}', s.dtype.np)}")
-                    if j == 2:
-                        tests.append(f"{a}.strides[-1] != {lit(s.dtype.np.itemsize)}")
+                if j == 2 and v not in known.contiguous:
+                    tests.append(f"{a}.strides[-1] != {lit(s.dtype.np.itemsize)}")
     body: list[str] = []
     empty = src.name("empty", np.empty)
     for m in run.calls:  # fresh arrays for what leaves the run

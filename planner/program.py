@@ -94,6 +94,13 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
         pure = not any(isinstance(s, (RandStep, CommStep)) for s in plan.steps)
         executable = plan.executable
         src.names["_plain"] = lambda p, a, st, g: executable.plain_program()(p, a, st, g)
+        # values of exactly their planned shape and dtype before any run tests them: inputs
+        # and state (checked on entry), constants that are such arrays, and later what runs
+        # make (their kernels', products' and window functions' own results)
+        metas = schedule.metas
+        exact = {b for _, b in plan.inputs} | {b for _, b in plan.reads} | {
+            b for b, v in plan.consts.items() if type(v) is np.ndarray
+            and v.dtype == metas[b][1] and v.shape == tuple(metas[b][0])}
     i = 0
     while i < len(plan.steps):
         run = nat.find_run(plan, i, known, module, products, dropped, budget) if native \
@@ -111,9 +118,10 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
         plain_starts = [(line - first_line, j) for line, j in starts[first_start:]]
         del src.lines[first_line:], starts[first_start:]
         starts.append((len(src.lines) + 2, i))
-        at = nat.emit_run(src, plan, run, before, None if pure else fallback, rest)
+        at = nat.emit_run(src, plan, run, before, None if pure else fallback, rest, exact)
         if at is not None:
             starts.extend((at + line - 2, j) for line, j in plain_starts)
+        exact |= run.made()
         i = run.end
     if native and not runs:
         return None

@@ -74,9 +74,12 @@ def _picked(logp: Tensor, target: Tensor, c: int, ignore_index: int) -> tuple[Te
     safe = F.where(keep, target, 0)
     if logp.shape[0]:
         F.check_bounds(safe, 0, c, "Target {} is out of bounds.")
-    rows = arange(logp.shape[0], device=logp.device)
-    picked = F.getitem_key(logp, rows, safe, key=(P.IndexArg(0), P.IndexArg(1)))
-    return F.neg(picked), keep
+    # the pick as a masked row sum (one term is the picked value, the others exact zeros):
+    # a compiled step fuses it with the log-softmax before it, and its gradient, a where,
+    # with the softmax's backward, where a gather's scatter-add is a step of its own
+    classes = F.reshape(arange(logp.shape[1], device=logp.device), (1, -1))
+    hit = F.eq(classes, F.reshape(safe, (-1, 1)))
+    return F.neg(F.sum(F.where(hit, logp, 0.0), 1)), keep
 
 
 def _class_weight(weight: Tensor | None, c: int, name: str) -> None:
