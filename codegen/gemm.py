@@ -76,8 +76,8 @@ TILE_BYTES = 32
 # The micro-kernel prefetches A's first row of its block this many steps of k ahead: where A
 # is transposed (a weight gradient's x.T), each step of k is a new cache line, and a new 4 KiB
 # page every few steps, which the hardware prefetchers do not cross. gpt's (512, 1024).T @
-# (1024, 128) ran at 85 GFLOP/s without, 109-113 with 8, 16 or 32 steps (100 with 32); the
-# other shapes of gpt and mlp_large within noise (0: no prefetch)
+# (1024, 128) ran at 85 GFLOP/s without, 109-113 with 8 or 16 steps, 100 with 32; the other
+# shapes of gpt and mlp_large within noise (0: no prefetch)
 A_PREFETCH = 16
 # A product splits its items across the intra-op threads where it is estimated at
 # PARALLEL_MIN_US or more (codegen.jit's threshold for kernels), at FLOP_PER_US.
