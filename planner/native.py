@@ -80,16 +80,18 @@ class _Member:
     index: int
     step: Step
     kind: str  # "kernel", "product", "window", "view" or "source"
-    call: Any = None  # a product's ProductCall
+    # a product's ProductCall, a window function's NativeForm, a view's fast path
+    call: Any = None
     product: Any = None  # a product's codegen.gemm.Product
     entry: tuple[int, int] | None = None  # a kernel's (address, outer)
 
 
 @dataclass
 class _Root:
-    """A fixed array a run makes: a kernel's output (``key``: its step and output) or a
-    product's, placed in the program's arena at ``offset`` while it is live (run positions
-    ``start`` to ``end``, its views' readers included)."""
+    """A fixed array a run makes: a kernel's output (``key``: its step and output), a
+    product's or a window function's (or its scratch row: a negative ``buf``), placed in the
+    program's arena at ``offset`` while it is live (run positions ``start`` to ``end``, its
+    views' readers included)."""
 
     buf: int
     shape: tuple[int, ...]
