@@ -242,3 +242,23 @@ def test_sliding_window_functions_run_inside_native_runs(
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     for p, q in zip(steps[0][0].parameters(), steps[1][0].parameters(), strict=True):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+@pytest.mark.parametrize("make", [_mlp, _conv_step], ids=["mlp", "conv"])
+def test_inputs_of_another_layout_are_made_contiguous_for_the_runs(make: Any) -> None:
+    """An input of the planned shape and dtype but column-major passes the program's entry
+    check; a run makes it C-contiguous for its kernels and window functions (products read
+    any strides): the eager step's values."""
+    eager_model, eager_fn, (x, y) = make(7)
+    model, fn, _ = make(7)
+    step = planner.compile(fn, backend="llvm")
+    xf = rt.from_numpy(np.asfortranarray(x.numpy()))
+    assert not xf.numpy().flags.c_contiguous
+    for _ in range(3):
+        want = eager_fn(rt.from_numpy(np.asfortranarray(x.numpy())), y)
+        np.testing.assert_allclose(step(xf, y).detach().numpy(), want.detach().numpy(),
+                                   rtol=1e-5, atol=1e-6)
+    assert hasattr(step.plan.executable.program(), "native")
+    for p, q in zip(model.parameters(), eager_model.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
