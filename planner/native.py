@@ -395,9 +395,12 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         names.append(name)
         return len(names) - 1
 
+    exact = set(exact)
     for m in run.outer_views:  # in plan order: a view of a view follows its source
         pre.append(f"{src.buf(m.step.out)} = {src.name(f'fast_{m.step.name}', m.call)}"
                    f"({src.buf(m.step.buffers[0])})")
+        if m.step.buffers[0] in exact:  # a fast path's result has its planned shape and dtype
+            exact.add(m.step.out)
     kernel_reads = {v for m in run.calls if m.kind in ("kernel", "window")
                     for v in _inputs(m.step)}
     for v in sorted(run.external & kernel_reads):
@@ -406,25 +409,29 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
             pre.append(f"{converted[v]} = {src.name('asarray', np.asarray)}({src.buf(v)}, "
                        "None, 'C')")
     # the tests: every argument from before the run is what its readers were proved for
+    tested: set[tuple[str, tuple[int, ...], np.dtype]] = set()
+
+    def test(a: str, shape: Any, dtype: Any, n: str, j: int) -> None:
+        """Test argument ``a`` for (shape, dtype), once however many entries read it so."""
+        key = (a, tuple(shape), np.dtype(dtype))
+        if key not in tested:
+            tested.add(key)
+            tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', key[1])} "
+                         f"or {a}.dtype is not {src.name(f't{n}_{j}', key[2])}")
+
     for m in run.calls:
         s = m.step
         n = lit(s.out)
         if m.kind == "window":
             v = s.buffers[0]
             if v in run.external and v not in exact:
-                a = converted.get(v, src.buf(v))
-                shape, dtype = plan.schedule.metas[v]
-                tests.append(f"{a}.shape != {src.name(f'shape{n}_0', tuple(shape))} "
-                             f"or {a}.dtype is not {src.name(f't{n}_0', np.dtype(dtype))}")
+                test(converted.get(v, src.buf(v)), *plan.schedule.metas[v], n, 0)
         elif m.kind == "kernel":
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
             for j, (v, (shape, dtype)) in enumerate(zip(_inputs(s), signature)):
                 if v in run.external and v not in exact:
-                    a = converted.get(v, src.buf(v))
-                    tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', tuple(shape))} "
-                                 f"or {a}.dtype is not "
-                                 f"{src.name(f't{n}_{j}', np.dtype(dtype))}")
+                    test(converted.get(v, src.buf(v)), shape, dtype, n, j)
         else:
             bufs = s.buffers
             for j, (v, shape) in enumerate(zip(bufs, (m.call.a, m.call.b, m.call.addend))):
@@ -432,8 +439,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
                     continue
                 a = converted.get(v, src.buf(v))
                 if v not in exact:
-                    tests.append(f"{a}.shape != {src.name(f'shape{n}_{j}', tuple(shape))} "
-                                 f"or {a}.dtype is not {src.name(f't{n}', s.dtype.np)}")
+                    test(a, shape, s.dtype.np, n, j)
                 if j == 2 and v not in known.contiguous:
                     tests.append(f"{a}.strides[-1] != {lit(s.dtype.np.itemsize)}")
     body: list[str] = []
