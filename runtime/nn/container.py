@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, overload
 
 from runtime.nn.module import Module
@@ -200,18 +200,10 @@ class ModuleDict(Module):
         return self._modules.values()  # type: ignore[return-value]
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
-        if isinstance(modules, Mapping):
-            pairs: Iterable[Any] = modules.items()
-        elif isinstance(modules, Iterable) and not isinstance(modules, (str, bytes)):
-            pairs = modules
-        else:
-            raise TypeError("ModuleDict.update should be called with an iterable of key/value "
-                            f"pairs, but got {type(modules).__name__}")
-        for j, pair in enumerate(pairs):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} should be an "
-                                 "iterable of length 2")
-            self[pair[0]] = pair[1]
+        pairs = modules.items() if isinstance(modules, Mapping) else modules
+        for key, module in _pairs(pairs, modules, "ModuleDict", lambda j, pair: (
+                f"ModuleDict update sequence element #{j} should be an iterable of length 2")):
+            self[key] = module
 
 
 class ParameterList(Module):
@@ -326,19 +318,16 @@ class ParameterDict(Module):
 
     def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
         if isinstance(parameters, (OrderedDict, ParameterDict)):
-            pairs: Iterable[Any] = parameters.items()
+            pairs: Any = parameters.items()
         elif isinstance(parameters, Mapping):  # a plain dict: by key, as PyTorch orders it
             pairs = sorted(parameters.items())
-        elif isinstance(parameters, Iterable) and not isinstance(parameters, (str, bytes)):
-            pairs = parameters
         else:
-            raise TypeError("ParametersDict.update should be called with an iterable of "
-                            f"key/value pairs, but got {type(parameters).__name__}")
-        for j, pair in enumerate(pairs):
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise ValueError(f"ParameterDict update sequence element #{j} should be of "
-                                 f"length 2; has length {len(pair)}")
-            self[pair[0]] = pair[1]
+            pairs = parameters
+        # (PyTorch's TypeError names it "ParametersDict")
+        for key, value in _pairs(pairs, parameters, "ParametersDict", lambda j, pair: (
+                f"ParameterDict update sequence element #{j} should be of length 2; has "
+                f"length {len(pair)}")):
+            self[key] = value
 
     def extra_repr(self) -> str:
         lines = []
@@ -347,6 +336,20 @@ class ParameterDict(Module):
             size = "x".join(str(s) for s in p.shape)
             lines.append(f"({k}): {kind} containing: [{p.dtype!r} of size {size}]")
         return "\n".join(lines)
+
+
+def _pairs(pairs: Any, given: Any, name: str, bad_pair: Callable[[int, Any], str]
+           ) -> Iterator[tuple[Any, Any]]:
+    """The (key, value) pairs a container's ``update`` takes (``given`` as the caller passed
+    it), with PyTorch's errors: a TypeError for what is no iterable of pairs, a ValueError
+    (``bad_pair(j, pair)``) for an element that is no pair."""
+    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+        raise TypeError(f"{name}.update should be called with an iterable of key/value pairs, "
+                        f"but got {type(given).__name__}")
+    for j, pair in enumerate(pairs):
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(bad_pair(j, pair))
+        yield pair[0], pair[1]
 
 
 def _as_parameter(value: Any) -> Any:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from runtime.nn import functional as F
 from runtime.nn.module import Module
+from runtime.ops.composite import check_dropout_p
 from runtime.tensor import Tensor
 
 
 class _DropoutNd(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        check_dropout_p(p)
         self.p = p
         self.inplace = inplace
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from runtime.ops import functional as F
-from runtime.ops.composite import _inplace, _stable_sigmoid, softplus
+from runtime.ops.composite import _inplace, _stable_sigmoid, check_dropout_p, drop, softplus
 from runtime.tensor import Tensor
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -137,34 +137,25 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return norm(diff, p, dim=-1, keepdim=keepdim)
 
 
-def _channel_dropout(x: Tensor, p: float, training: bool, lead: int) -> Tensor:
+def _channel_dropout(x: Tensor, p: float, training: bool, inplace: bool, lead: int
+                     ) -> Tensor:
     """Whole channels zeroed with probability ``p`` (the rest scaled by 1/(1-p)): one draw
     for each index of the first ``lead`` dimensions."""
-    from runtime.creation import rand
-
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return x
-    if p == 1.0:
-        return F.mul(x, 0.0)
-    keep = F.ge(rand(*x.shape[:lead], *([1] * (x.dim() - lead)), device=x.device,
-                     dtype=x.dtype if x.dtype.is_floating_point else None), p)
-    return F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+    noise = (*x.shape[:lead], *([1] * (x.dim() - lead)))
+    return drop(x, p, training, inplace, noise,
+                dtype=x.dtype if x.dtype.is_floating_point else None)
 
 
 def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
               ) -> Tensor:
     """Channel dropout of (N, C, L) or (C, L) inputs."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_dropout_p(p)
     if x.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {x.dim()}D "
                            "input. Note that dropout1d exists to provide channel-wise dropout "
                            "on inputs with 1 spatial dimension, a channel dimension, and an "
                            "optional batch dimension (i.e. 2D or 3D inputs).")
-    out = _channel_dropout(x, p, training, x.dim() - 1)
-    return x.copy_(out) if inplace and out is not x else out
+    return _channel_dropout(x, p, training, inplace, x.dim() - 1)
 
 
 def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
@@ -173,8 +164,7 @@ def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = 
     (a 3-D input is read as (N, C, L), with PyTorch's warning)."""
     import warnings
 
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_dropout_p(p)
     if x.dim() == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
                       "channel-wise 1D dropout behavior is desired - input is interpreted as "
@@ -192,8 +182,7 @@ def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = 
                       "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
     if x.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    out = _channel_dropout(x, p, training, 2)
-    return x.copy_(out) if inplace and out is not x else out
+    return _channel_dropout(x, p, training, inplace, 2)
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:

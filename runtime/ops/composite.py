@@ -99,12 +99,16 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     return y if bias is None else F.add(y, bias)
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
-            generator: Any = None) -> Tensor:
-    """Elements zeroed with probability ``p`` and the rest scaled by 1/(1-p) while
-    ``training`` (``inplace``: written into ``x``, as ``x.copy_``)."""
+def check_dropout_p(p: float) -> None:
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def drop(x: Tensor, p: float, training: bool, inplace: bool, noise_shape: tuple[int, ...],
+         generator: Any = None, dtype: Any = None) -> Tensor:
+    """``x`` with the elements (or the slices) a uniform draw of ``noise_shape`` (``dtype``),
+    broadcast to x's shape, puts below ``p`` zeroed and the rest scaled by 1/(1-p) while
+    ``training``; ``inplace``: written into ``x``, as ``x.copy_``. ``p`` is checked before."""
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -112,9 +116,17 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = Fa
     else:
         from ..creation import rand
 
-        keep = F.ge(rand(*x.shape, generator=generator, device=x.device), p)
+        keep = F.ge(rand(*noise_shape, generator=generator, device=x.device, dtype=dtype), p)
         out = F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
     return x.copy_(out) if inplace else out
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+            generator: Any = None) -> Tensor:
+    """Elements zeroed with probability ``p`` and the rest scaled by 1/(1-p) while
+    ``training`` (``inplace``: written into ``x``, as ``x.copy_``)."""
+    check_dropout_p(p)
+    return drop(x, p, training, inplace, tuple(x.shape), generator)
 
 
 def _stable_sigmoid(x: Tensor) -> Tensor:
