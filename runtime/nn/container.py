@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
 from runtime.nn.module import Module
@@ -201,8 +201,7 @@ class ModuleDict(Module):
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
         pairs = modules.items() if isinstance(modules, Mapping) else modules
-        for key, module in _pairs(pairs, modules, "ModuleDict", lambda j, pair: (
-                f"ModuleDict update sequence element #{j} should be an iterable of length 2")):
+        for key, module in _pairs(pairs, modules, "ModuleDict", "ModuleDict"):
             self[key] = module
 
 
@@ -323,10 +322,8 @@ class ParameterDict(Module):
             pairs = sorted(parameters.items())
         else:
             pairs = parameters
-        # (PyTorch's TypeError names it "ParametersDict")
-        for key, value in _pairs(pairs, parameters, "ParametersDict", lambda j, pair: (
-                f"ParameterDict update sequence element #{j} should be of length 2; has "
-                f"length {len(pair)}")):
+        # (PyTorch's TypeError for the whole argument names it "ParametersDict")
+        for key, value in _pairs(pairs, parameters, "ParametersDict", "ParameterDict"):
             self[key] = value
 
     def extra_repr(self) -> str:
@@ -338,17 +335,22 @@ class ParameterDict(Module):
         return "\n".join(lines)
 
 
-def _pairs(pairs: Any, given: Any, name: str, bad_pair: Callable[[int, Any], str]
-           ) -> Iterator[tuple[Any, Any]]:
+def _pairs(pairs: Any, given: Any, name: str, element: str) -> Iterator[tuple[Any, Any]]:
     """The (key, value) pairs a container's ``update`` takes (``given`` as the caller passed
-    it), with PyTorch's errors: a TypeError for what is no iterable of pairs, a ValueError
-    (``bad_pair(j, pair)``) for an element that is no pair."""
-    if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+    it), with PyTorch's errors and texts: a TypeError for what is no iterable of pairs (naming
+    ``name``) or for an element that is not iterable, a ValueError for one not of length 2
+    (naming ``element``)."""
+    if not isinstance(given, Iterable):  # a string is an iterable of pairs too (of length 1)
         raise TypeError(f"{name}.update should be called with an iterable of key/value pairs, "
                         f"but got {type(given).__name__}")
     for j, pair in enumerate(pairs):
-        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-            raise ValueError(bad_pair(j, pair))
+        if not isinstance(pair, Iterable):
+            raise TypeError(f"{element} update sequence element #{j} should be Iterable; is"
+                            f"{type(pair).__name__}")
+        pair = tuple(pair)
+        if len(pair) != 2:
+            raise ValueError(f"{element} update sequence element #{j} has length {len(pair)}; "
+                             "2 is required")
         yield pair[0], pair[1]
 
 

@@ -317,3 +317,10 @@ def test_interpolate_errors_match_torch(case: str) -> None:
     assert got[0] is want[0]
     if case != "mode":
         assert got[1] == want[1]
+
+
+@pytest.mark.parametrize("bad", [5, "ab", [3], [("a",)], [(1, 2, 3)]], ids=str)
+@pytest.mark.parametrize("container", ["ModuleDict", "ParameterDict"])
+def test_dict_update_errors_match_torch(container: str, bad: Any) -> None:
+    assert _message(lambda: getattr(rt.nn, container)().update(bad)) == \
+        _message(lambda: getattr(torch.nn, container)().update(bad))
