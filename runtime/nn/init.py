@@ -35,16 +35,12 @@ def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
 
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0) -> Tensor:
     with rt.no_grad():
-        return tensor.copy_(
-            rt.rand(*tensor.shape, dtype=tensor.dtype, device=tensor.device) * (b - a) + a
-        )
+        return tensor.uniform_(a, b)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
     with rt.no_grad():
-        return tensor.copy_(
-            rt.randn(*tensor.shape, dtype=tensor.dtype, device=tensor.device) * std + mean
-        )
+        return tensor.normal_(mean, std)
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

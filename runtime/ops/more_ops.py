@@ -209,11 +209,6 @@ def type_(x: Tensor, dtype: Any = None) -> Any:
     return x.to(D.as_dtype(dtype))
 
 
-def _fill_from(x: Tensor, values: Tensor) -> Tensor:
-    """Copy ``values`` into ``x`` in place (autograd's in-place rules, as ``copy_``)."""
-    return x.copy_(values)
-
-
 def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
     """Fill with values drawn uniformly from [a, b)."""
     if a > b:
@@ -221,7 +216,7 @@ def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None
                            f"from={a:g} > to={b:g}")
     u = creation.rand(*x.shape, generator=generator, dtype=_float(x, "uniform_"),
                       device=x.device)
-    return _fill_from(x, u * (b - a) + a)
+    return x.copy_(u * (b - a) + a)
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None
@@ -231,7 +226,7 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     n = creation.randn(*x.shape, generator=generator, dtype=_float(x, "normal_"),
                        device=x.device)
-    return _fill_from(x, n * std + mean)
+    return x.copy_(n * std + mean)
 
 
 def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
@@ -241,7 +236,7 @@ def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
     dtype = x.dtype if x.dtype.is_floating_point else D.float32
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
-    return _fill_from(x, F.cast(F.lt(u, p), x.dtype))
+    return x.copy_(F.cast(F.lt(u, p), x.dtype))
 
 
 def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
@@ -250,7 +245,7 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Ten
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     u = creation.rand(*x.shape, generator=generator, dtype=_float(x, "exponential_"),
                       device=x.device)
-    return _fill_from(x, F.div(F.neg(F.log1p(F.neg(u))), lambd))
+    return x.copy_(F.div(F.neg(F.log1p(F.neg(u))), lambd))
 
 
 def _float(x: Tensor, fn: str) -> D.DType:
