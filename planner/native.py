@@ -139,9 +139,6 @@ class Run:
     def calls(self) -> list[_Member]:
         return [m for m in self.members if m.kind in _CALLS]
 
-    def fixed_bytes(self) -> int:
-        return self.peak
-
     def made(self) -> set[int]:
         """What this run makes fresh of exactly its planned shape and dtype: the results of
         its calls that leave it (not views of them)."""
@@ -233,7 +230,7 @@ def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
 
 
 def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
-             dropped: frozenset[int], budget: int) -> Run | None:
+             dropped: frozenset[int]) -> Run | None:
     """The run starting at step ``start`` (None where there is none worth a native call),
     its fixed arrays made and everything about its own arrays checked."""
     members = []
@@ -247,7 +244,7 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
     while sum(m.kind in _CALLS for m in members) >= MIN_CALLS:
         run, bad = _checked_run(plan, members, known)
         if bad is None:
-            return run if run.fixed_bytes() <= budget else None
+            return run if run.peak <= MAX_FIXED_BYTES else None
         members = members[:bad]
         while members and members[-1].kind in ("source", "view"):
             members.pop()
@@ -401,9 +398,10 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
                    f"({src.buf(m.step.buffers[0])})")
         if m.step.buffers[0] in exact:  # a fast path's result has its planned shape and dtype
             exact.add(m.step.out)
-    kernel_reads = {v for m in run.calls if m.kind in ("kernel", "window")
-                    for v in _inputs(m.step)}
-    for v in sorted(run.external & kernel_reads):
+    # kernels and window functions read C-contiguous arrays (products any layout)
+    contiguous_reads = {v for m in run.calls if m.kind in ("kernel", "window")
+                        for v in _inputs(m.step)}
+    for v in sorted(run.external & contiguous_reads):
         if v not in known.contiguous:
             converted[v] = f"_n{lit(v)}"
             pre.append(f"{converted[v]} = {src.name('asarray', np.asarray)}({src.buf(v)}, "

@@ -86,7 +86,6 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
     if native:
         from . import native as nat
 
-        budget = nat.MAX_FIXED_BYTES
         module = plan.executable.module() if any(
             isinstance(s, KernelStep) for s in plan.steps) else None
         # a call with no effect outside it is made again by the plain program where a run's
@@ -103,7 +102,7 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
             and v.dtype == metas[b][1] and v.shape == tuple(metas[b][0])}
     i = 0
     while i < len(plan.steps):
-        run = nat.find_run(plan, i, known, module, products, dropped, budget) if native \
+        run = nat.find_run(plan, i, known, module, products, dropped) if native \
             else None
         if run is None:
             emit(i)

@@ -176,12 +176,12 @@ def test_no_run_past_the_fixed_bytes_budget(monkeypatch: pytest.MonkeyPatch) -> 
 
     monkeypatch.setattr(native, "find_run", recording)
     _compiled(monkeypatch, True)
-    assert any(run.fixed_bytes() > 0 for run in found)
+    assert any(run.peak > 0 for run in found)
     found.clear()
     monkeypatch.setattr(native, "MAX_FIXED_BYTES", 0)
     model_a, plain, args_a = _compiled(monkeypatch, False)
     model_b, step, args_b = _compiled(monkeypatch, True)
-    assert all(run.fixed_bytes() == 0 for run in found)
+    assert all(run.peak == 0 for run in found)
     for _ in range(2):
         np.testing.assert_array_equal(plain(*args_a).numpy(), step(*args_b).numpy())
     monkeypatch.setattr(native, "MIN_CALLS", 10**6)
