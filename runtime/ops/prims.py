@@ -970,25 +970,30 @@ GETITEM = register(Primitive(
     flops=flops_none, specializer=_getitem_fast))
 
 
+def _row_pick(index_shape: Sequence[int], shape: Sequence[int], g_shape: Sequence[int]
+              ) -> bool:
+    """Whether one index array of ``index_shape`` picks rows of ``shape`` from ``g``'s (an
+    embedding's backward), rows of at least 8 elements: generated code's case."""
+    return (len(shape) >= 2 and math.prod(shape[1:]) >= 8
+            and tuple(g_shape) == tuple(index_shape) + tuple(shape[1:]))
+
+
 def scatter_add(out: np.ndarray, key: Any, g: np.ndarray) -> None:
-    """``np.add.at(out, key, g)``: repeated indices accumulate. Where ``key`` is one integer
-    array picking rows of ``out`` (an embedding's backward), the rows are sorted by index and
-    summed by segment instead (np.add.reduceat), each index's rows in their order: np.add.at
-    took 2 ms of the gpt workload's step for 1024 rows of 128."""
+    """``np.add.at(out, key, g)`` into zeros ``out``: repeated indices accumulate, each
+    index's terms in their order from +0.0. Where ``key`` is one integer array picking rows
+    (an embedding's backward) this is generated code (``codegen.windows.row_scatterer``,
+    the same bits): np.add.at took 2 ms of the gpt workload's step for 1024 rows of 128."""
     k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
-    n = out.shape[0] if out.ndim else 0
-    if (isinstance(k, np.ndarray) and k.dtype.kind in "iu" and k.size and out.ndim >= 2
-            and math.prod(out.shape[1:]) >= 8 and g.shape == k.shape + out.shape[1:]
-            and out.flags.c_contiguous):
-        flat = k.ravel()
-        flat = np.where(flat < 0, flat + n, flat)
-        order = np.argsort(flat, kind="stable")
-        rows = flat[order]
-        if 0 <= rows[0] and rows[-1] < n:  # else np.add.at raises numpy's IndexError
-            starts = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
-            sums = np.add.reduceat(g.reshape(flat.size, -1)[order], starts, axis=0)
-            out.reshape(n, -1)[rows[starts]] += sums
-            return
+    if (isinstance(k, np.ndarray) and k.dtype == np.int64 and out.flags.c_contiguous
+            and _row_pick(k.shape, out.shape, g.shape)):
+        windows = generated_windows(out.dtype)
+        if windows is not None:
+            rows = windows.row_scatterer(k.size, out.shape[0], math.prod(out.shape[1:]),
+                                         out.dtype)(np.ascontiguousarray(g),
+                                                    np.ascontiguousarray(k))
+            if rows is not None:  # else an index is out of range: numpy raises below
+                out += rows.reshape(out.shape)  # + 0.0: the same bits
+                return
     np.add.at(out, key, g)
 
 
@@ -1033,7 +1038,22 @@ def _index_backward_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -
         add(out, fill(idx), g)
         return out
 
-    return scatter
+    # one index array picking rows (an embedding's backward): generated code
+    # (codegen.windows.row_scatterer), numpy's path where it declines (an index out of
+    # range raises numpy's error there)
+    windows = generated_windows(dtype)
+    if not isinstance(key[0] if isinstance(key, tuple) and len(key) == 1 else key, IndexArg) \
+            or windows is None or len(arg_metas) != 2 \
+            or not _row_pick(arg_metas[1][0], shape, arg_metas[0][0]):
+        return scatter
+    native = windows.row_scatterer(math.prod(arg_metas[1][0]), shape[0],
+                                   math.prod(shape[1:]), dtype)
+
+    def scatter_rows(g: np.ndarray, index: np.ndarray) -> np.ndarray:
+        out = native(g, index)
+        return scatter(g, index) if out is None else out.reshape(shape)
+
+    return scatter_rows
 
 
 INDEX_BACKWARD = register(Primitive(

@@ -165,3 +165,66 @@ def test_axis_summer_gives_numpys_bits() -> None:
     assert checked > 300
     with pytest.raises(ValueError, match="two or more elements after it"):
         windows.axis_summer((3, 4, 1), 1, np.dtype(np.float32), False)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_scatter_gives_np_add_at_bits(dtype: type) -> None:
+    """An embedding's backward: rows added at their indices in order (repeats accumulate,
+    negative indices count from the end, a row of -0.0s into zeros gives +0.0), as
+    np.add.at does, over shapes with rows of any width and index arrays of any shape."""
+    rng = np.random.default_rng(3)
+    for n, width, idx_shape in ((1, 8, (5,)), (7, 9, (3, 4)), (50, 24, (1024,)),
+                                (103, 128, (16, 64)), (4, 33, (0,))):
+        g = rng.standard_normal((*idx_shape, width)).astype(dtype)
+        g.flat[::6] = -0.0
+        index = rng.integers(-n, n, idx_shape)
+        want = np.zeros((n, width), dtype)
+        np.add.at(want, index, g)
+        got = windows.row_scatterer(int(np.prod(idx_shape)), n, width, np.dtype(dtype))(
+            g, index)
+        assert got is not None and got.shape == want.shape and got.dtype == want.dtype
+        assert got.tobytes() == want.tobytes(), (n, width, idx_shape)
+
+
+def test_row_scatter_declines_what_it_cannot_do() -> None:
+    """None (the caller falls back to numpy, which raises its IndexError) for an index out
+    of range either way, and for arguments of another dtype, shape or layout."""
+    scatter = windows.row_scatterer(4, 5, 8, np.dtype(np.float32))
+    g = np.ones((4, 8), np.float32)
+    assert scatter(g, np.array([0, 1, 2, 4])) is not None
+    assert scatter(g, np.array([0, 1, 2, -5])) is not None
+    for index in (np.array([0, 1, 2, 5]), np.array([0, -6, 1, 2])):
+        assert scatter(g, index) is None
+    assert scatter(g.astype(np.float64), np.arange(4)) is None
+    assert scatter(g, np.arange(4, dtype=np.int32)) is None
+    assert scatter(np.ones((8, 4), np.float32).T, np.arange(4)) is None
+    assert scatter(np.ones((4, 9), np.float32), np.arange(4)) is None
+    assert scatter(g, np.arange(8)[::2]) is None
+
+
+def test_compiled_embedding_backward_runs_generated_code_and_equals_eager() -> None:
+    """A compiled embedding step (its backward a row scatter) gives eager mode's gradient
+    bit for bit, with repeated indices, and still raises PyTorch's error for a bad index."""
+    rng = np.random.default_rng(4)
+    weight = rng.standard_normal((11, 16)).astype(np.float32)
+    emb = rt.nn.Embedding(11, 16)
+    with rt.no_grad():
+        emb.weight.copy_(rt.tensor(weight))
+    up = rt.tensor(rng.standard_normal((4, 6, 16)).astype(np.float32))
+
+    def step(idx: rt.Tensor) -> rt.Tensor:
+        emb.weight.grad = None
+        loss = (emb(idx) * up).sum()
+        loss.backward()
+        return emb.weight.grad.clone()
+
+    idx = rt.tensor(rng.integers(0, 11, (4, 6)))
+    want = step(idx).numpy()
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            got = compiled(idx).numpy()
+            assert got.tobytes() == want.tobytes()
+    with pytest.raises(IndexError, match="index out of range in self"):
+        compiled(rt.tensor(np.full((4, 6), 11)))
