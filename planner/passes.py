@@ -14,7 +14,8 @@ from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
 from runtime.ops.registry import PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 
-from .graph import SOURCES, check, metas, remove_dead, replace_uses, set_args, topo_order
+from .graph import (SOURCES, check, metas, remove_dead, replace_uses, roots, set_args,
+                    topo_order)
 
 # folding may materialise a broadcast: allow it only up to this many elements (or the size of
 # the largest constant it reads), so an expand of a scalar never becomes a huge constant
@@ -347,12 +348,101 @@ def _scalarize(g: nx.DiGraph, v: int) -> bool:
     return False
 
 
+# --- slice gradients -----------------------------------------------------------------------
+
+
+def merge_slice_grads(g: nx.DiGraph) -> int:
+    """Turn a sum of ``index_backward``s of slices that tile one axis (the gradient of a
+    tensor split by slicing: ``qkv[..., :c]``, ``qkv[..., c:2c]``, ...) into one ``cat`` of
+    the slices' gradients: no zeros of the whole shape per slice and no adds of them. Each
+    element is its slice's gradient, bit for bit, except that a -0.0 stays -0.0 where the
+    sum with the other slices' zeros makes it +0.0."""
+    changed = 0
+    keep = roots(g)
+    for v in topo_order(g):
+        if v not in g or g.nodes[v]["op"] != "add":
+            continue
+        leaves = _add_leaves(g, v, keep, [])
+        if leaves is None or len(leaves) < 2:
+            continue
+        n = g.nodes[v]
+        pieces = [_slice_piece(g, u, n) for u in leaves]
+        if any(p is None for p in pieces):
+            continue
+        axes = {p[0] for p in pieces}  # type: ignore[index]
+        bounds = sorted((p[1], p[2], p[3]) for p in pieces)  # type: ignore[index]
+        if len(axes) != 1 or bounds[0][0] != 0 or bounds[-1][1] != n["shape"][axes.pop()] \
+                or any(a[1] != b[0] for a, b in zip(bounds, bounds[1:])):
+            continue
+        axis = pieces[0][0]  # type: ignore[index]
+        set_args(g, v, [("node", grad) for _, _, grad in bounds])
+        n.update(op="cat", attrs={"axis": axis})
+        changed += 1
+    return changed
+
+
+def _add_leaves(g: nx.DiGraph, v: int, keep: set[int], into: list[int]) -> list[int] | None:
+    """The terms of the tree of adds of one shape and dtype rooted at v (its inner adds used
+    by one add only, and not values the step produces), or None where an argument is a
+    scalar."""
+    n = g.nodes[v]
+    for kind, u in n["args"]:
+        if kind != "node":
+            return None
+        m = g.nodes[u]
+        if m["op"] == "add" and g.out_degree(u) == 1 and len(g.edges[u, v]["pos"]) == 1 \
+                and (m["shape"], m["dtype"]) == (n["shape"], n["dtype"]) \
+                and u not in keep:
+            if _add_leaves(g, u, keep, into) is None:
+                return None
+        else:
+            into.append(u)
+    return into
+
+
+def _slice_piece(g: nx.DiGraph, u: int, n: dict[str, Any]) -> tuple[int, int, int, int] | None:
+    """(axis, start, stop, gradient node) of an index_backward of n's shape, dtype and device
+    whose key is one step-1 slice along one axis (every other axis whole)."""
+    m = g.nodes[u]
+    if m["op"] != "index_backward" or (m["shape"], m["dtype"], m["device"]) != (
+            n["shape"], n["dtype"], n["device"]) or tuple(m["attrs"]["shape"]) != n["shape"]:
+        return None
+    args = m["args"]
+    if len(args) != 1 or args[0][0] != "node":
+        return None
+    key = m["attrs"]["key"]
+    items = list(key) if isinstance(key, tuple) else [key]
+    if any(not isinstance(k, (slice, type(Ellipsis))) for k in items) \
+            or items.count(Ellipsis) > 1:
+        return None
+    ndim = len(n["shape"])
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (ndim - len(items) + 1)
+    if len(items) > ndim:
+        return None
+    items += [slice(None)] * (ndim - len(items))
+    cut = [(axis, k.indices(n["shape"][axis])) for axis, k in enumerate(items)
+           if k != slice(None)]
+    if len(cut) != 1:
+        return None
+    axis, (start, stop, step) = cut[0]
+    grad = g.nodes[args[0][1]]
+    shape = list(n["shape"])
+    shape[axis] = stop - start
+    if step != 1 or start >= stop or tuple(grad["shape"]) != tuple(shape) \
+            or grad["dtype"] != n["dtype"]:
+        return None
+    return axis, start, stop, args[0][1]
+
+
 # --- the default pipeline -----------------------------------------------------------------
 
 DEFAULT_PASSES: tuple[tuple[str, Callable[[nx.DiGraph], int]], ...] = (
     ("simplify", simplify),
     ("fold_constants", fold_constants),
     ("cse", cse),
+    ("merge_slice_grads", merge_slice_grads),
     ("prune", prune),
 )
 

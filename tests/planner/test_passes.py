@@ -639,3 +639,73 @@ def test_compiled_matches_eager_and_torch_on_signed_zeros_inf_nan(backend: str) 
         t = t.numpy()
         np.testing.assert_array_equal(e.numpy(), t, err_msg=f"eager, expression {i}")
         np.testing.assert_array_equal(c.numpy(), t, err_msg=f"compiled, expression {i}")
+
+
+# --- slice gradients ------------------------------------------------------------------------
+
+
+def _slice_grads(keys: list[Any], shape: tuple[int, ...]) -> tuple[nx.DiGraph, int]:
+    """A graph summing the index_backward of one input per key (each of its slice's shape)
+    into ``shape``, left to right."""
+    g = new_graph()
+    total = None
+    for i, key in enumerate(keys):
+        part = np.zeros(shape)[key].shape
+        ib = op(g, "index_backward", inp(g, part, index=i), key=key, shape=shape)
+        total = ib if total is None else op(g, "add", total, ib)
+    g.graph["outputs"] = [total]
+    return g, total
+
+
+def test_merge_slice_grads_makes_one_cat_of_tiling_slices() -> None:
+    from planner.passes import merge_slice_grads
+
+    keys = [(Ellipsis, slice(2, 5)), (slice(None), slice(0, 2)), (slice(None), slice(5, None))]
+    g, out = _slice_grads(keys, (3, 7))
+    rng = np.random.default_rng(0)
+    inputs = {i: rng.standard_normal(np.zeros((3, 7))[k].shape).astype(np.float32)
+              for i, k in enumerate(keys)}
+    before = reference_eval(g, inputs)
+    assert merge_slice_grads(g) == 1
+    prune(g)
+    assert g.nodes[out]["op"] == "cat" and g.nodes[out]["attrs"] == {"axis": 1}
+    assert [g.nodes[u]["index"] for u in arg_nodes(g, out)] == [1, 0, 2]  # by start
+    assert sorted(g.nodes[v]["op"] for v in g.nodes) == ["cat", "input", "input", "input"]
+    check(g)
+    np.testing.assert_array_equal(reference_eval(g, inputs)[0], before[0])
+
+
+@pytest.mark.parametrize("keys", [
+    [(Ellipsis, slice(0, 2)), (Ellipsis, slice(3, 5))],  # a gap: zeros stay
+    [(Ellipsis, slice(0, 3)), (Ellipsis, slice(2, 5))],  # overlapping: they add
+    [(Ellipsis, slice(0, 5, 2)), (Ellipsis, slice(1, 5, 2))],  # strided
+    [(slice(0, 1),), (Ellipsis, slice(1, 5))],  # different axes
+    [(Ellipsis, slice(0, 2)), (0,)],  # an integer index
+])
+def test_merge_slice_grads_leaves_other_sums(keys: list[Any]) -> None:
+    from planner.passes import merge_slice_grads
+
+    g, out = _slice_grads(keys, (2, 5))
+    assert merge_slice_grads(g) == 0
+    assert g.nodes[out]["op"] == "add"
+
+
+def test_compiled_split_by_slicing_gives_eager_gradients_through_a_cat() -> None:
+    """q, k, v sliced from one projection (attention's qkv): the compiled step's gradient
+    equals eager mode's and its plan assembles it with a cat, without index_backward."""
+    rng = np.random.default_rng(1)
+    w = rt.tensor(rng.standard_normal((4, 9)).astype(np.float32), requires_grad=True)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        w.grad = None
+        qkv = x @ w
+        q, k, v = qkv[..., :3], qkv[..., 3:6], qkv[..., 6:]
+        ((q * k).tanh() * v).sum().backward()
+        return w.grad.clone()
+
+    x = rt.tensor(rng.standard_normal((5, 4)).astype(np.float32))
+    want = step(x).numpy()
+    compiled = planner.compile(step, fullgraph=True)
+    np.testing.assert_allclose(compiled(x).numpy(), want, rtol=1e-6, atol=1e-6)
+    ops = [s.prim.name for s in compiled.plan.steps if getattr(s, "prim", None) is not None]
+    assert "cat" in ops and "index_backward" not in ops
