@@ -444,6 +444,7 @@ class CompiledStep:
                           warm_up: bool) -> Binding:
         from .distributed import data_parallel, ddp_modules
         from .passes import run_default_passes
+        from .remat import rematerialize
 
         device = self.device
         cap: Capture = capture(fn, args, target_device=device)
@@ -466,6 +467,8 @@ class CompiledStep:
         if plan is None:
             captured = cap.graph.number_of_nodes()
             run_default_passes(cap.graph)
+            if self.backend != "interpreter":  # fused kernels recompute cheap saved values
+                rematerialize(cap.graph)
             plan = build_plan(cap.graph, slots, plan_device, captured)
             plan = data_parallel(plan, cap.slots, cap.modules)  # DDP: gradients averaged in-plan
             if self.backend != "interpreter":

@@ -32,6 +32,7 @@ from runtime.ops.registry import REGISTRY
 
 from .graph import template_nodes
 from .plan import Plan
+from .remat import RECOMPUTE
 from .steps import (
     CommitStep,
     KernelInfo,
@@ -220,13 +221,15 @@ def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment
 def _join_elementwise(step: PrimitiveStep, member: dict[int, Segment],
                       shapes: dict[int, tuple[int, ...]], ready: set[int]) -> Segment | None:
     """The largest segment holding one of the step's arguments that it can join: per element
-    (the domain's shape), or per row (the row shape, reading only the segment's row values)."""
+    (the domain's shape), or per row (the row shape, reading only the segment's row values).
+    A recomputed value (planner.remat) joins no forward kernel."""
     bufs = step.buffers
     best = None
     for v in bufs:
         seg = member.get(v)
         if seg is None or seg.device != step.device \
-                or not _precedes_or_inside(bufs, seg, member, ready):
+                or not _precedes_or_inside(bufs, seg, member, ready) \
+                or (step.phase == RECOMPUTE and seg.steps[0].phase == "forward"):
             continue
         if step.shape == seg.shape and seg.perm is None:
             # per element: a row value may feed it only in its keepdim shape (broadcasts)
@@ -279,8 +282,13 @@ def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, t
     of its domain that runs after all of them, preferring one that already reads the same
     data (one pass over it instead of two), else the latest."""
     bufs = step.buffers
+    # a backward step reading a computed value joins no forward kernel sideways: it would be
+    # computed there and held until the backward (a recomputed value, planner.remat,
+    # computed in the forward again; a GELU's derivative, read from a value it recomputes)
+    computed = step.phase != "forward" and any(u not in ready for u in bufs)
     fits = [seg for seg in found if seg.shape == step.shape and seg.perm is None
             and seg.device == step.device
+            and not (computed and seg.steps[0].phase == "forward")
             and (len(seg.steps) < MAX_SCALAR_SIBLING_STEPS or math.prod(seg.shape) > 1)
             and all(u in ready or u < seg.first for u in bufs)]
     if not fits:
@@ -297,7 +305,13 @@ def _join_sibling(step: PrimitiveStep, found: list[Segment], shapes: dict[int, t
     for seg in reversed(fits):
         if any(u in m.buffers for m in seg.steps for u in bufs):
             return seg
-    return fits[-1] if fits else None
+    # a recomputed value sharing nothing joins only the last segment found: it would run
+    # where the segment runs, earlier, and be held from there until read (a GELU derivative
+    # recomputed for one layer's backward, hoisted into the kernel of another's, held three
+    # arrays across it again)
+    if not fits or (step.phase == RECOMPUTE and fits[-1] is not found[-1]):
+        return None
+    return fits[-1]
 
 
 def _updates_parameter(steps: list[PrimitiveStep], params: dict[int, tuple[int, ...]]) -> bool:

@@ -13,7 +13,7 @@ from .steps import SourceStep, Step
 if TYPE_CHECKING:
     from .plan import Plan
 
-PHASES = ("forward", "backward", "update")
+PHASES = ("forward", "backward", "recompute", "update")  # recompute: planner.remat
 
 
 def estimate_flops(step: Step, plan: Plan) -> int:
@@ -91,7 +91,8 @@ def summary(plan: Plan) -> str:
     return "\n".join(lines)
 
 
-_COLOURS = {"forward": "lightblue", "backward": "lightsalmon", "update": "palegreen"}
+_COLOURS = {"forward": "lightblue", "backward": "lightsalmon", "recompute": "bisque",
+            "update": "palegreen"}
 
 
 def _q(text: str) -> str:

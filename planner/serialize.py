@@ -204,7 +204,7 @@ _DTYPE_NAMES = frozenset(d.name for d in D.DTYPES)
 _ARRAY_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
     np.uint64, np.float16, np.float32, np.float64))
-_PHASES = frozenset({"forward", "backward", "update"})
+_PHASES = frozenset({"forward", "backward", "recompute", "update"})
 _DEVICE = re.compile(r"cpu|cuda(:[0-9]{1,3})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _RAND_KINDS = frozenset({"rand", "randn"})
