@@ -1,5 +1,6 @@
 """Eager mode's numpy erf (runtime.ops.special): within 1 ulp of math.erf in float64, the
-correctly rounded float32, on every range of fdlibm's algorithm, with erf's special values."""
+correctly rounded float32, on every range of fdlibm's algorithm and of float32's
+polynomials, with erf's special values in both dtypes."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ def _ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("lo,hi", [(0, 1e-8), (1e-8, 0.84375), (0.84375, 1.25),
-                                   (1.25, 1 / 0.35), (1 / 0.35, 6.0), (6.0, 30.0)])
+                                   (1.25, 1 / 0.35), (1 / 0.35, 6.0), (6.0, 30.0),
+                                   (0.9, 1.1), (3.5, 4.5)])
 def test_every_range_within_one_ulp(lo: float, hi: float) -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(lo, hi, 20000) * rng.choice([-1.0, 1.0], 20000)
@@ -47,3 +49,14 @@ def test_tensor_erf_and_its_gradient() -> None:
     np.testing.assert_allclose(y.detach().numpy(), [math.erf(v) for v in np.linspace(-3, 3, 13)],
                                rtol=1e-15, atol=1e-16)
     assert rt.autograd.gradcheck(lambda t: t.erf(), (x,))
+
+
+def test_float32_special_values() -> None:
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-38, 3.4e38, -4.0],
+                 np.float32)
+    got = erf(x)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got[[0, 1, 2, 3, 7, 8]], [0.0, -0.0, 1.0, -1.0, 1.0, -1.0])
+    assert np.signbit(got[1]) and np.isnan(got[4])
+    want = np.array([math.erf(float(v)) for v in x[5:7]]).astype(np.float32)
+    assert _ulps(got[5:7], want).max() <= 1.0
