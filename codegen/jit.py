@@ -91,20 +91,23 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
     """Load object code into a fresh MCJIT engine and resolve each kernel's entry point. The
     module launches each kernel in its CPU launch form, as ``codegen.llvm.render`` wrote it
     (``CompiledModule.kernels`` holds those forms)."""
+    from codegen.llvm import distinct
+
+    same = distinct(kernels)  # a kernel the same as another but for its name is its function
     kernels = [cpu_launch_form(k) for k in kernels]
     with LOCK:
         engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
         engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
         engine.finalize_object()
-        addresses = {k.name: (engine.get_function_address(k.name),
-                              engine.get_function_address(k.name + OBJECT_ENTRY))
+        addresses = {k.name: (engine.get_function_address(same[k.name]),
+                              engine.get_function_address(same[k.name] + OBJECT_ENTRY))
                      for k in kernels}
     missing = [name for name, pair in addresses.items() if not all(pair)]
     if missing:
         raise RuntimeError(f"kernels {missing} not found in the loaded object code")
     functions = {name: (_KERNEL_FN(by_ptr), _OBJECTS_FN(by_obj))
                  for name, (by_ptr, by_obj) in addresses.items()}
-    return CompiledModule(engine, code, {k.name: k for k in kernels}, functions)
+    return CompiledModule(engine, code, {k.name: k for k in kernels}, functions, same)
 
 
 def estimated_us(k: kir.Kernel) -> float:
@@ -275,10 +278,13 @@ class CompiledModule:
     """The loaded machine code of one module; keeps its engine alive."""
 
     def __init__(self, engine: llvm.ExecutionEngine, code: ObjectCode,
-                 kernels: dict[str, kir.Kernel], functions: dict[str, ctypes._CFuncPtr]) -> None:
+                 kernels: dict[str, kir.Kernel], functions: dict[str, ctypes._CFuncPtr],
+                 function_of: dict[str, str] | None = None) -> None:
         self._engine = engine
         self.code = code
         self.kernels = kernels
+        # kernel name -> the name of the function it runs (``codegen.llvm.distinct``)
+        self.function_of = function_of or {}
         self._launch = {name: _Launch.of(kernels[name], fn) for name, fn in functions.items()}
         self._builtins: dict[str, Callable[..., None] | None] = {}
 
@@ -412,6 +418,7 @@ class CompiledModule:
         """Optimized assembly of ``kernel_name`` (re-emitted from the stored optimized IR)."""
         if kernel_name not in self.kernels:
             raise KeyError(f"no kernel {kernel_name!r} in this module: {sorted(self.kernels)}")
+        kernel_name = self.function_of.get(kernel_name, kernel_name)  # its function
         with LOCK:
             text = target_machine().emit_assembly(llvm.parse_assembly(self.code.optimized_ir))
         # the entry, then the bodies it calls (NAME.body, NAME.exact)

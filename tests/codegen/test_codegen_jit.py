@@ -97,6 +97,23 @@ def test_duplicate_kernel_names_are_rejected():
         llvm.render([muladd_kernel(4), muladd_kernel(8)])
 
 
+def test_kernels_the_same_but_for_their_names_share_one_function(tmp_path):
+    """A module holds one function for kernels that differ only by name (rnn's time steps);
+    each name runs it, shows its assembly, and a different kernel keeps its own."""
+    kernels = [muladd_kernel(512, "a"), muladd_kernel(512, "b"), muladd_kernel(256, "c"),
+               muladd_kernel(512, "d")]
+    assert llvm.distinct(kernels) == {"a": "a", "b": "a", "c": "c", "d": "a"}
+    text = str(llvm.render(kernels))
+    assert re.search(r'define .*@"?a"?\(', text) and re.search(r'define .*@"?c"?\(', text)
+    assert not re.search(r'define .*@"?[bd]"?\(', text)
+    cm = cache.get_compiled(kernels, tmp_path)
+    for k in kernels:
+        arrays = [random_array((k.domain[0],), "float32") for _ in range(3)]
+        (out,) = run(cm, k, arrays)
+        np.testing.assert_allclose(out, arrays[0] * arrays[1] + arrays[2], rtol=1e-6)
+        assert "mulps" in cm.asm(k.name) or "vfmadd" in cm.asm(k.name)
+
+
 def test_warm_disk_cache_skips_llvm_and_gives_identical_results(tmp_path):
     kernels = [muladd_kernel(1000 + i, f"k{i}") for i in range(3)]
     arrays = [random_array((1003,), "float32") for _ in range(3)]
