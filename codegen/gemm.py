@@ -7,9 +7,10 @@ numpy hands every ``matmul`` to its BLAS (OpenBLAS here), which pays a fixed cos
 products run here instead, called with their sizes: for each panel of NR columns of C, the
 panel of B is packed on the stack (by contiguous rows; by 8 x 8 tiles transposed in
 registers, or by gathers where K is no multiple of 8, where B's columns are contiguous, as in
-a transposed weight; else element by element; zeros past N), then a register-blocked
-micro-kernel keeps an MR x NR block of C in vector registers while it walks K, broadcasting
-one element of A per row, so A may have any strides. Row and column strides are read from
+a transposed weight; else element by element; zeros past N), all of K or KC rows of it at a
+time (see PACK_BYTES), then a register-blocked micro-kernel keeps an MR x NR block of C in
+vector registers while it walks those rows, broadcasting one element of A per row, so A may
+have any strides. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
 any layout runs the same code. The code holds no shape: it is compiled once per machine
 (about 0.15 s, then read from the compiled-code cache) and loaded once per process, whatever
@@ -22,7 +23,7 @@ mlp_large's and gpt's shapes where OpenBLAS reached 221 to 307, one thread 144 t
 117 to 150.
 
 ``GemmSpec.of`` says whether a product qualifies (float32 or float64, both operands at least
-2-D, batch dimensions that broadcast, a packed panel of B of at most PACK_BYTES);
+2-D, batch dimensions that broadcast; any K: past PACK_BYTES a panel is packed in chunks);
 ``compiled(specs)`` gives ``Product``s, called over array objects (data pointer, nd,
 dimensions and strides read at ``ARRAY_DATA_OFFSET``, ``ND_OFFSET``, ``DIMS_OFFSET`` and
 ``STRIDES_OFFSET``, checked by ``object_strides_ok``). The caller guarantees the rest: numpy
@@ -60,10 +61,17 @@ ND_OFFSET = ARRAY_DATA_OFFSET + 8
 DIMS_OFFSET = ARRAY_DATA_OFFSET + 16
 STRIDES_OFFSET = ARRAY_DATA_OFFSET + 24
 
-# A packed panel of B (K x NR) lives on the stack of the thread computing it, its frame probed
-# page by page: K at most PACK_BYTES / (NR * itemsize), 1024 float32 rows of NR = 64 (the
-# threads Python starts get 8 MiB stacks).
+# A packed panel of B lives on the stack of the thread computing it, its frame probed page by
+# page: all of K at once where A's rows are contiguous and the panel takes at most PACK_BYTES
+# (1024 float32 rows of NR = 64; the threads Python starts get 8 MiB stacks), else KC rows
+# (values of k) at a time, a chunk after the first starting its accumulators from the sums the
+# one before stored in C. Where A is transposed (a weight gradient's x.T), each step of k
+# reads a new cache line of A, which a row block's neighbour reads again: over KC steps those
+# lines stay in L1, over all of K they did not: gpt's (512, 1024).T @ (1024, 128) 116-123 ->
+# 147-149 GFLOP/s, (1024, 512).T @ (512, 128) 112-121 -> 132-141. Where A's rows are
+# contiguous chunks lost 3 to 5 % to their stores and loads of C (at KC = 128, 256 or 512).
 PACK_BYTES = 256 * 1024
+KC = 128
 # the micro-kernel: MR rows of A times NV vectors of B, MR x NV accumulators: 6 x 4 = 24 of
 # the 32 vector registers of AVX-512, with NV vectors of B and one broadcast of A; 6 x 2 = 12
 # of 16 elsewhere (``vectors()``)
@@ -128,8 +136,7 @@ class GemmSpec:
         if dtype.name not in _TYPES or len(a_shape) < 2 or len(b_shape) < 2:
             return None
         (m, k), (k2, n) = a_shape[-2:], b_shape[-2:]
-        if k != k2 or min(m, n, k) < 1 or k * panel_width(dtype.name) * dtype.itemsize > \
-                PACK_BYTES:
+        if k != k2 or min(m, n, k) < 1:
             return None
         try:
             batch = math.prod(np.broadcast_shapes(tuple(a_shape[:-2]), tuple(b_shape[:-2])))
@@ -222,7 +229,7 @@ def _splat(x: _Text, value: str, vl: int, elem: str) -> str:
     return spl
 
 
-def _loop(x: _Text, hint: str, start: str, count: str, body, step: int = 1,
+def _loop(x: _Text, hint: str, start: str, count: str, body, step: int | str = 1,
           vectorize: bool = False) -> None:
     """``for i = start; i < start + count * step; i += step: body(i)`` (count >= 1), a loop
     LLVM neither unrolls nor (unless ``vectorize``) vectorizes; ``body`` emits its lines and
@@ -305,9 +312,17 @@ def _function(dtype: str) -> tuple[str, str]:
         x(f"%{name} = load i64, ptr %{name}.p, align 8")
     x("%cmat = mul i64 %m, %n")
     x(f"%cbytes = mul i64 %cmat, {size}")
-    x(f"%panel.bytes = mul i64 %k, {nr * size}")
-    x(f"%panel.elems = mul i64 %k, {nr}")  # at most PACK_BYTES (GemmSpec.of)
+    # chunks of K: all of it at once where A's rows are contiguous and its panel fits
+    # PACK_BYTES, else KC rows at a time (see KC)
+    x(f"%a.k.dense = icmp eq i64 %a.s1, {size}")
+    x(f"%whole.fits = icmp ule i64 %k, {PACK_BYTES // (nr * size)}")
+    x("%whole = and i1 %a.k.dense, %whole.fits")
+    x(f"%kc.step = select i1 %whole, i64 %k, i64 {KC}")
+    x(f"%panel.elems = mul i64 %kc.step, {nr}")
     x(f"%bp = alloca {t}, i64 %panel.elems, align 64")
+    x("%chunks.up0 = add i64 %k, %kc.step")
+    x("%chunks.up = sub i64 %chunks.up0, 1")
+    x("%chunks = udiv i64 %chunks.up, %kc.step")
     x(f"%blocks.up = add i64 %m, {MR - 1}")
     x(f"%blocks = udiv i64 %blocks.up, {MR}")
     x("%last.row = sub i64 %m, 1")
@@ -339,19 +354,34 @@ def _function(dtype: str) -> tuple[str, str]:
             mask = x.fresh("mask")
             x(f"{mask} = icmp slt <{vl} x i64> {lane_ids}, {spl}")
             masks.append(mask)
-        _pack(x, dtype, t, size, vl, nr, masks)
         # as many vectors as the panel's columns need: NV, 2 or 1
         x(f"%thin = icmp sle i64 %w, {vl}")
         x(f"%half = icmp sle i64 %w, {2 * vl}")
-        wide, half, thin, not_thin = (x.label(h) for h in ("wide", "half", "thin", "not.thin"))
-        x(f"br i1 %thin, label %{thin}, label %{not_thin}")
-        x.block(not_thin)
-        x(f"br i1 %half, label %{half}, label %{wide}")
-        for count, block in ((nv, wide), (min(2, nv), half), (1, thin)):
-            x.block(block)
-            _micro(x, dtype, t, vt, vl, nr, count, masks)
-            x("br label %item.end")
-        x.block("item.end")
+
+        def chunk(k0: str) -> None:  # rows k0 .. k0 + KC - 1 of the panel (fewer at the end)
+            x(f"%k0 = add i64 {k0}, 0")
+            x("%kc.rest = sub i64 %k, %k0")
+            x("%kc.last = icmp sle i64 %kc.rest, %kc.step")
+            x("%kc.len = select i1 %kc.last, i64 %kc.rest, i64 %kc.step")
+            x("%kc.first = icmp eq i64 %k0, 0")
+            x(f"%chunk.bytes = mul i64 %kc.len, {nr * size}")
+            x("%bjk.off = mul i64 %k0, %b.s0")
+            x("%bjk = getelementptr i8, ptr %bj, i64 %bjk.off")
+            x("%ak0 = mul i64 %k0, %a.s1")
+            x("%do.add = and i1 %add, %kc.last")
+            _pack(x, dtype, t, size, vl, nr, masks)
+            wide, half, thin, not_thin, end = (x.label(h) for h in (
+                "wide", "half", "thin", "not.thin", "chunk.end"))
+            x(f"br i1 %thin, label %{thin}, label %{not_thin}")
+            x.block(not_thin)
+            x(f"br i1 %half, label %{half}, label %{wide}")
+            for count, block in ((nv, wide), (min(2, nv), half), (1, thin)):
+                x.block(block)
+                _micro(x, dtype, t, vt, vl, nr, count, masks)
+                x(f"br label %{end}")
+            x.block(end)
+
+        _loop(x, "kc", "0", "%chunks", chunk, step="%kc.step")
 
     _loop(x, "item", "%start", "%count", item)
     x("br label %exit")
@@ -434,7 +464,7 @@ def _pack(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int, masks: list
     x.block(cols)
     tile = TILE_BYTES // size
     tiles, gathers = x.label("pack.tiles"), x.label("pack.gathers")
-    x(f"%k.rest = urem i64 %k, {tile}")
+    x(f"%k.rest = urem i64 %kc.len, {tile}")
     x("%use.tiles = icmp eq i64 %k.rest, 0")
     x(f"br i1 %use.tiles, label %{tiles}, label %{gathers}")
     x.block(tiles)
@@ -447,7 +477,7 @@ def _pack(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int, masks: list
     zero = x.label("pack.zero")
     x(f"br i1 %short, label %{zero}, label %{zero}.done")
     x.block(zero)  # the columns past N are zeros
-    x("call void @llvm.memset.p0.i64(ptr align 64 %bp, i8 0, i64 %panel.bytes, i1 false)")
+    x("call void @llvm.memset.p0.i64(ptr align 64 %bp, i8 0, i64 %chunk.bytes, i1 false)")
     x(f"br label %{zero}.done")
     x.block(f"{zero}.done")
     _pack_elements(x, t, nr, "%b.s1", "%b.s0", columns_inner=False)
@@ -464,7 +494,7 @@ def _pack_rows(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int,
     def row(kk: str) -> None:
         off, base, d0 = x.fresh("rk"), x.fresh("rb"), x.fresh("rd")
         x(f"{off} = mul i64 {kk}, %b.s0")
-        x(f"{base} = getelementptr i8, ptr %bj, i64 {off}")
+        x(f"{base} = getelementptr i8, ptr %bjk, i64 {off}")
         x(f"{d0} = mul i64 {kk}, {nr}")
         for v in range(len(masks)):
             src, val, d1, dst = x.fresh("rs"), x.fresh("rv"), x.fresh("rd1"), x.fresh("rdp")
@@ -475,7 +505,7 @@ def _pack_rows(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int,
             x(f"{dst} = getelementptr inbounds {t}, ptr %bp, i64 {d1}")
             x(f"store {vt} {val}, ptr {dst}, align 64")
 
-    _loop(x, "rk", "0", "%k", row)
+    _loop(x, "rk", "0", "%kc.len", row)
 
 
 def _pack_elements(x: _Text, t: str, nr: int, sbn: str, sbk: str, columns_inner: bool) -> None:
@@ -489,17 +519,17 @@ def _pack_elements(x: _Text, t: str, nr: int, sbn: str, sbk: str, columns_inner:
         x(f"{s} = add i64 {sk}, {sj}")
         x(f"{d1} = mul i64 {kk}, {nr}")
         x(f"{d} = add i64 {d1}, {jj}")
-        x(f"{sp} = getelementptr i8, ptr %bj, i64 {s}")
+        x(f"{sp} = getelementptr i8, ptr %bjk, i64 {s}")
         x(f"{val} = load {t}, ptr {sp}, align 1")
         x(f"{dp} = getelementptr inbounds {t}, ptr %bp, i64 {d}")
         x(f"store {t} {val}, ptr {dp}")
 
     if columns_inner:
-        _loop(x, "pk", "0", "%k", lambda kk: _loop(
+        _loop(x, "pk", "0", "%kc.len", lambda kk: _loop(
             x, "pj", "0", "%w", lambda jj: element(kk, jj), vectorize=True))
     else:
         _loop(x, "pj", "0", "%w", lambda jj: _loop(
-            x, "pk", "0", "%k", lambda kk: element(kk, jj)))
+            x, "pk", "0", "%kc.len", lambda kk: element(kk, jj)))
 
 
 def _pack_gathers(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> None:
@@ -515,7 +545,7 @@ def _pack_gathers(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> 
     def row(kk: str) -> None:
         kb, base, d0 = x.fresh("gkb"), x.fresh("grow"), x.fresh("gd")
         x(f"{kb} = mul i64 {kk}, {size}")
-        x(f"{base} = getelementptr i8, ptr %bj, i64 {kb}")
+        x(f"{base} = getelementptr i8, ptr %bjk, i64 {kb}")
         x(f"{d0} = mul i64 {kk}, {nr}")
         for g in range(nr // vl):
             col, start, ptrs, val, d1, dptr = (x.fresh(h) for h in ("gc", "gs", "gp", "gv",
@@ -529,7 +559,7 @@ def _pack_gathers(x: _Text, dtype: str, t: str, size: int, vl: int, nr: int) -> 
             x(f"{dptr} = getelementptr inbounds {t}, ptr %bp, i64 {d1}")
             x(f"store {vt} {val}, ptr {dptr}, align 64")
 
-    _loop(x, "gk", "0", "%k", row)
+    _loop(x, "gk", "0", "%kc.len", row)
 
 
 def _pack_tiles(x: _Text, t: str, size: int, nr: int, tile: int) -> None:
@@ -537,7 +567,7 @@ def _pack_tiles(x: _Text, t: str, size: int, nr: int, tile: int) -> None:
     columns' ``tile`` consecutive elements loaded as vectors, transposed in registers
     (log2(tile) stages of two-source shuffles), stored as ``tile`` rows of the panel."""
     vt = f"<{tile} x {t}>"
-    x(f"%k.tiles = udiv i64 %k, {tile}")
+    x(f"%k.tiles = udiv i64 %kc.len, {tile}")
 
     def block(k0: str, jt: str) -> None:
         kb, j0, src0 = x.fresh("tkb"), x.fresh("tj0"), x.fresh("ts")
@@ -550,7 +580,7 @@ def _pack_tiles(x: _Text, t: str, size: int, nr: int, tile: int) -> None:
             x(f"{row} = mul i64 {r}, %b.s1")
             x(f"{off} = add i64 {src0}, {row}")
             x(f"{off2} = add i64 {off}, {kb}")
-            x(f"{ptr} = getelementptr i8, ptr %bj, i64 {off2}")
+            x(f"{ptr} = getelementptr i8, ptr %bjk, i64 {off2}")
             x(f"{val} = load {vt}, ptr {ptr}, align 1")
             rows.append(val)
         s = tile // 2
@@ -601,18 +631,46 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
             x(f"{past} = icmp sgt i64 {raw}, %last.row")
             x(f"{row} = select i1 {past}, i64 %last.row, i64 {raw}")
             row_of.append(row)
-        pre, kh, kend = x.label("m.pre"), x.label("m.k"), x.label("m.kend")
+        pre, load, start = x.label("m.pre"), x.label("m.load"), x.label("m.start")
+        kh, kend = x.label("m.k"), x.label("m.kend")
         x(f"br label %{pre}")
         x.block(pre)
+        c_ptr = [[None] * vectors for _ in range(rows)]
+        for r in range(rows):  # where the block's accumulators are stored
+            rs, base = x.fresh("crs"), x.fresh("cb")
+            x(f"{rs} = mul i64 {row_of[r]}, %n")
+            x(f"{base} = add i64 {rs}, %j0")
+            for v in range(vectors):
+                off, ptr = x.fresh("co"), x.fresh("cptr")
+                x(f"{off} = add i64 {base}, {v * vl}")
+                x(f"{ptr} = getelementptr inbounds {t}, ptr %c, i64 {off}")
+                c_ptr[r][v] = ptr
+        # the first chunk starts from zeros, a later one from the sums stored by the one
+        # before (exact: the accumulators are of C's type), so every element still adds its
+        # terms from k = 0 up, one fused multiply-add a step
+        x(f"br i1 %kc.first, label %{start}, label %{load}")
+        x.block(load)
+        loaded = [[x.fresh(f"ld{r}_{v}_") for v in range(vectors)] for r in range(rows)]
+        for r in range(rows):
+            for v in range(vectors):
+                x(f"{loaded[r][v]} = call {vt} @llvm.masked.load.v{vl}{f}.p0(ptr "
+                  f"{c_ptr[r][v]}, i32 1, <{vl} x i1> {masks[v]}, {vt} zeroinitializer)")
+        x(f"br label %{start}")
+        x.block(start)
+        init = [[x.fresh(f"init{r}_{v}_") for v in range(vectors)] for r in range(rows)]
+        for r in range(rows):
+            for v in range(vectors):
+                x(f"{init[r][v]} = phi {vt} [zeroinitializer, %{pre}], "
+                  f"[{loaded[r][v]}, %{load}]")
         x(f"br label %{kh}")
         x.block(kh)
         kk, kk_next = x.fresh("kk"), x.fresh("kk.next")
-        x(f"{kk} = phi i64 [0, %{pre}], [{kk_next}, %{kh}]")
+        x(f"{kk} = phi i64 [0, %{start}], [{kk_next}, %{kh}]")
         acc = [[x.fresh(f"acc{r}_{v}_") for v in range(vectors)] for r in range(rows)]
         nxt = [[x.fresh(f"nacc{r}_{v}_") for v in range(vectors)] for r in range(rows)]
         for r in range(rows):
             for v in range(vectors):
-                x(f"{acc[r][v]} = phi {vt} [zeroinitializer, %{pre}], [{nxt[r][v]}, %{kh}]")
+                x(f"{acc[r][v]} = phi {vt} [{init[r][v]}, %{start}], [{nxt[r][v]}, %{kh}]")
         kb = x.fresh("kb")
         x(f"{kb} = mul i64 {kk}, {nr}")
         bv = []
@@ -622,12 +680,15 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
             x(f"{ptr} = getelementptr inbounds {t}, ptr %bp, i64 {off}")
             x(f"{val} = load {vt}, ptr {ptr}, align 64")
             bv.append(val)
-        ak = x.fresh("ak")
-        x(f"{ak} = mul i64 {kk}, %a.s1")
+        ak, akk = x.fresh("ak"), x.fresh("akk")
+        x(f"{akk} = mul i64 {kk}, %a.s1")
+        x(f"{ak} = add i64 {akk}, %ak0")
         if A_PREFETCH:  # the block's first row, A_PREFETCH steps of k ahead (see there)
-            pk, pko, prs, poff, pptr = (x.fresh(h) for h in ("pk", "pko", "prs", "poff", "pp"))
-            x(f"{pk} = add i64 {kk}, {A_PREFETCH}")
-            x(f"{pko} = mul i64 {pk}, %a.s1")
+            pk, pkk, pko, prs, poff, pptr = (x.fresh(h) for h in ("pk", "pkk", "pko", "prs",
+                                                                   "poff", "pp"))
+            x(f"{pkk} = add i64 {kk}, {A_PREFETCH}")
+            x(f"{pk} = mul i64 {pkk}, %a.s1")
+            x(f"{pko} = add i64 {pk}, %ak0")
             x(f"{prs} = mul i64 {row_of[0]}, %a.s0")
             x(f"{poff} = add i64 {prs}, {pko}")
             x(f"{pptr} = getelementptr i8, ptr %a, i64 {poff}")
@@ -645,19 +706,17 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
                   f"{vt} {acc[r][v]})")
         x(f"{kk_next} = add i64 {kk}, 1")
         kc = x.fresh("kc")
-        x(f"{kc} = icmp eq i64 {kk_next}, %k")
+        x(f"{kc} = icmp eq i64 {kk_next}, %kc.len")
         x.latch(kc, kend, kh)
         x.block(kend)
         size = np.dtype(dtype).itemsize
         stores, plain, added = x.label("m.st"), x.label("m.plain"), x.label("m.added")
-        x(f"br i1 %add, label %{added}, label %{plain}")
+        # the addend after the last chunk only; the sums of the others are stored as they are
+        x(f"br i1 %do.add, label %{added}, label %{plain}")
         for adding in (True, False):
             x.block(added if adding else plain)
             for r in range(rows):
-                rs, base = x.fresh("crs"), x.fresh("cb")
                 row = row_of[r]
-                x(f"{rs} = mul i64 {row}, %n")
-                x(f"{base} = add i64 {rs}, %j0")
                 if adding:
                     er, eb, ej, ec = x.fresh("er"), x.fresh("eb"), x.fresh("ej"), x.fresh("ec")
                     x(f"{er} = mul i64 {row}, %e.s0")
@@ -665,9 +724,7 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
                     x(f"{ej} = mul i64 %j0, {size}")
                     x(f"{ec} = getelementptr i8, ptr {eb}, i64 {ej}")
                 for v in range(vectors):
-                    off, ptr, value = x.fresh("co"), x.fresh("cptr"), nxt[r][v]
-                    x(f"{off} = add i64 {base}, {v * vl}")
-                    x(f"{ptr} = getelementptr inbounds {t}, ptr %c, i64 {off}")
+                    ptr, value = c_ptr[r][v], nxt[r][v]
                     if adding:  # the product rounded, then the addend added: the two steps'
                         ep, ev, sv = x.fresh("ep"), x.fresh("ev"), x.fresh("sum")
                         x(f"{ep} = getelementptr inbounds {t}, ptr {ec}, i64 {v * vl}")
