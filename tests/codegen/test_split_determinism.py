@@ -210,3 +210,34 @@ def test_workers_a_job_leaves_out_go_to_sleep_while_jobs_go_on():
     while len(seen) < 20:
         pool.run_chunks(address, table, [0, 1, 2], threads=2)  # worker 0 may join
     assert max(seen) >= pool.workers() - 1, seen
+
+
+def _elementwise(rows: int) -> K.Kernel:
+    """exp(sin(x)) over (rows, 1024): split across the threads, no accumulated output."""
+    exprs = (K.Load(0), K.Unary("sin", 0, F), K.Unary("exp", 1, F))
+    return K.Kernel(f"ew{rows}", (rows, 1024), 0, (K.Input("x", F, (1024, 1)),), exprs,
+                    (K.Output("y", 2, F),))
+
+
+def test_launcher_of_a_split_kernel_gives_runs_bits_and_checks_every_call(budget):
+    """A plan's launcher of a kernel split across the threads (one with fixed chunks of
+    accumulated outputs, one without) gives ``run``'s bits on 1 and 3 threads, and refuses
+    arrays that do not match its signature on every call."""
+    ew, acc = _elementwise(600), sums(600)
+    cm = build([ew, acc])
+    assert cm.splits(ew) and cm.splits(acc)
+    x = random_array((600, 1024), F)
+    for k in (ew, acc):
+        want = run(cm, k, [x], threads=1)
+        outs = [o.shape for o in want]
+        signature = [(x.shape, x.dtype)] + [(s, np.dtype(F)) for s in outs]
+        launch = cm.launcher(k, signature)
+        for threads in (1, 3):
+            _threads.set_num_threads(threads)
+            got = [np.empty(s, F) for s in outs]
+            launch([x, *got])
+            for a, b in zip(want, got):
+                np.testing.assert_array_equal(b, a, err_msg=f"{k.name}, {threads} threads")
+        for bad in (x[:, ::2], x.astype(np.float64), x[:300]):
+            with pytest.raises(ValueError, match=f"kernel '{k.name}'"):
+                launch([bad, *[np.empty(s, F) for s in outs]])
