@@ -846,7 +846,11 @@ class Product:
         e = c if e is None else e
         threads = min(get_num_threads(), self.items) if self.split else 1
         if threads <= 1:
-            self.entry(id(a), id(b), id(c), id(e), self.dims)
+            builtin = self.builtin  # 0.1 us a call against ctypes' 1.5
+            if builtin is not None:
+                builtin(a, b, c, e)
+            else:
+                self.entry(id(a), id(b), id(c), id(e), self.dims)
             return
         table = (ctypes.c_size_t * 5)(id(a), id(b), id(c), id(e), self.dims)
         pool.run_checked(self._module.chunks, ctypes.addressof(table), 0,
