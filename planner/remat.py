@@ -8,16 +8,18 @@ three read back by its backward. Recomputing them from ``x`` in the backward ker
 one array in the forward and reads two in the backward (gpt: 1.9 -> 1.1 ms a step over its
 two GELUs' four kernels), and keeps one array alive between the passes instead of three.
 
-The rule (a greedy form of the min-cut partitioners of TorchInductor and XLA): the forward
-values the backward reads only through elementwise steps (whose kernels recompute them in
-registers: a product reading one would need it written out again) that are elementwise
-functions of other values ("anchors": the nearest values up the graph that are not
-elementwise forward values) are grouped by their anchors; a group is recomputed when the anchors it would keep alive, past those the
+The rule (a greedy form of the min-cut partitioners of TorchInductor and XLA): forward
+values the backward reads only through elementwise steps of their shape that come after a
+step fusion cannot join (a product: where none separates them, forward and backward are one
+kernel and nothing is saved), each an elementwise function of other values ("anchors": the
+nearest values up the graph that are not elementwise forward values), are grouped by their
+anchors; a group is recomputed when the anchors it would keep alive, past those the
 backward reads or the step holds anyway (its inputs, state, constants), take fewer bytes
-than the values it saves. The recomputed values are copies of their forward nodes (phase
-"recompute", which fusion joins to no forward kernel through a computed value: that would
-compute them in the forward again), placed just before their first reader; what the forward no longer needs is
-pruned. Values are the same bits: the same operations on the same operands.
+than the values it saves, by MIN_SAVED_BYTES at least. The recomputed values are copies of
+their forward nodes (phase "recompute", which fusion joins to no forward kernel through a
+computed value: that would compute them in the forward again), placed just before their
+first reader; what the forward no longer needs is pruned. Values are the same bits: the
+same operations on the same operands.
 """
 
 from __future__ import annotations
@@ -123,9 +125,10 @@ def _separate_readers(g: nx.DiGraph, v: int, early: set[int], barriers: dict[int
                       ) -> bool:
     """Whether v has later readers (not early values), each elementwise over v's shape, its
     kernel recomputing v in registers (a product or a reduction reading v would need it
-    written out again, a broadcast one a kernel of v's shape), and coming after a step fusion cannot join, made after v: a kernel of its
-    own, which the forward's cannot hold (where the backward follows the forward without
-    one, as a loss's elementwise gradient does, both are one kernel and nothing is saved)."""
+    written out again, a broadcast one a kernel of v's shape), and each after a step fusion
+    cannot join, made after v: a kernel of its own, which the forward's cannot hold (where
+    the backward follows the forward without one, as a loss's elementwise gradient does,
+    both are one kernel and nothing is saved)."""
     later = [c for c in g.successors(v) if c not in early]
     shape = g.nodes[v]["shape"]
     for c in later:
