@@ -40,11 +40,13 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import hashlib
 import math
 import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -780,6 +782,12 @@ _modules: dict[str, _Module] = {}
 _lock = threading.Lock()
 
 
+@functools.cache
+def _source_digest() -> str:
+    """What the products' IR is made from: this module's source."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
     """The products of ``dtype``, compiled once per process, from the compiled-code cache's
     support store where a process before stored them (``codegen.cache.support_code``)."""
@@ -788,7 +796,10 @@ def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
         if module is None:
             from codegen.cache import support_code
 
-            code = support_code(f"gemm.{dtype}", render(dtype), target.emit, cache_dir)
+            # keyed by this module's source (the key holds the host and the code generator):
+            # a process finding the code need not render its IR (2 ms)
+            code = support_code(f"gemm.{dtype}", functools.partial(render, dtype), target.emit,
+                                cache_dir, version=_source_digest())
             with target.LOCK:
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                                     target.new_target_machine())
