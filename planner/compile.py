@@ -367,6 +367,15 @@ class CompiledStep:
         fn = self._flat_fn(spec)
         warm_up = entry is None or not entry.warmed
         ran_eagerly, result = False, None
+        marker = plan_cache.warm_up_key(self.fn, key) if warm_up else None
+        if marker is not None and plan_cache.warms_up(marker, self.cache_dir):
+            # an earlier process found this step creating state on its first call: run it
+            # eagerly now, without the capture that would learn it again
+            self._entry(key).warmed = True
+            self.warmups += 1
+            log.info("%s runs eagerly this once and is captured after: it created state on "
+                     "its first call in an earlier process", self._name)
+            ran_eagerly, result, warm_up = True, fn(*args), False
         while True:
             try:
                 binding = self._plan(fn, args, warm_up=warm_up)
@@ -377,6 +386,8 @@ class CompiledStep:
                 self.warmups += 1
                 log.info("%s runs eagerly this once and is captured after: it creates %s",
                          self._name, w)
+                if marker is not None:
+                    plan_cache.remember_warm_up(marker, self.cache_dir)
                 ran_eagerly, result, warm_up = True, fn(*args), False
                 continue
             except GraphBreak as e:

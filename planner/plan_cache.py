@@ -236,3 +236,80 @@ def store(plan_key: str, plan: Plan, cache_dir: str | os.PathLike[str] | None = 
     out = io.BytesIO()
     _PlanPickler(out, protocol=PROTOCOL).dump(plan)
     cache.store_plan(plan_key, out.getvalue(), cache_dir)
+
+
+# --- steps that create state on their first call --------------------------------------------
+# A step whose first call creates state (an optimizer's moments) is captured once to learn
+# that, runs eagerly, and is captured again (planner.compile). A later process calling the
+# same step knows it from a marker kept here and runs its first call eagerly without the
+# first capture (cnn's warm first call: 9 ms of 54). The marker's key is the step's code,
+# its arguments' shapes and the optimizers it reaches (each one's class, hyperparameters,
+# parameter shapes and whether it holds state yet), so the same code stepping another
+# optimizer (SGD without momentum, which creates nothing) finds no marker. A marker that is
+# wrong all the same costs no correctness: that call runs eagerly, as a first call may.
+_WARM_UP = b"runs eagerly on its first call"
+
+
+def warm_up_key(fn: Any, call_key: tuple[Any, ...]) -> str | None:
+    """The marker's key for ``fn`` called with arguments of ``call_key``; None where it would
+    not be the same in another process (no code object; an argument known by its id) or
+    where ``fn`` reaches no optimizer (in its closure or the globals its code names)."""
+    import marshal
+
+    code = getattr(fn, "__code__", None)
+    if code is None or any(isinstance(k, tuple) and k[:1] == ("O",) for k in call_key):
+        return None
+    optimizers = _optimizers(fn, code)
+    if not optimizers:
+        return None
+    try:
+        body = marshal.dumps(code)
+    except ValueError:
+        return None
+    h = hashlib.sha256(b"warm-up\0")
+    h.update(body)
+    h.update(repr((getattr(fn, "__module__", None), getattr(fn, "__qualname__", None),
+                   call_key, sys.version, optimizers)).encode())
+    return h.hexdigest()
+
+
+def _optimizers(fn: Any, code: types.CodeType) -> list[Any]:
+    """What describes each optimizer ``fn`` reaches directly (a closure cell, or a global
+    its code names): class, hyperparameters, parameter shapes, whether it holds state."""
+    from runtime.optim.optimizer import Optimizer
+
+    found: list[Any] = []
+    seen: set[int] = set()
+    cells = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
+             if _filled(c)]
+    names = getattr(fn, "__globals__", {})
+    for obj in cells + [names[n] for n in code.co_names if n in names]:
+        if isinstance(obj, Optimizer) and id(obj) not in seen:
+            seen.add(id(obj))
+            groups = [(sorted((k, repr(v)) for k, v in g.items() if k != "params"),
+                       [tuple(p.shape) for p in g["params"]]) for g in obj.param_groups]
+            found.append((type(obj).__qualname__, groups, bool(obj.state)))
+    return found
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:  # an empty cell
+        return False
+    return True
+
+
+def remember_warm_up(marker: str, cache_dir: str | os.PathLike[str] | None = None) -> None:
+    """Keep the marker that the step of ``marker`` creates state on its first call."""
+    from codegen import cache
+
+    cache.store_plan(marker, _WARM_UP, cache_dir)
+
+
+def warms_up(marker: str, cache_dir: str | os.PathLike[str] | None = None) -> bool:
+    """Whether an earlier process found the step of ``marker`` creating state on its first
+    call."""
+    from codegen import cache
+
+    return cache.stored_plan(marker, cache_dir) == _WARM_UP

@@ -4,6 +4,7 @@ new process, runs as the planned one did, and is found only by a capture it was 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import json
 import os
@@ -251,3 +252,81 @@ def test_a_loaded_plan_runs_its_fast_program(tmp_path: Path) -> None:
     for program in programs:
         program.__globals__["_checked"] = checked
     step(*args)
+
+
+def _stepper(opt_factory: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    """_mlp's model and data, stepped by the optimizer ``opt_factory`` makes (one step
+    function's code for every optimizer)."""
+    model, _, args = _mlp()
+    opt = opt_factory(model.parameters())
+
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        loss = rt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step, args
+
+
+def _counting_captures() -> tuple[list[int], Any]:
+    captures: list[int] = []
+    real = planner.compile.__globals__["capture"]
+
+    def counting(*a: Any, **k: Any) -> Any:
+        captures[-1] += 1
+        return real(*a, **k)
+
+    return captures, mock.patch.dict(planner.compile.__globals__, {"capture": counting})
+
+
+def test_a_step_that_created_state_runs_eagerly_first_in_a_later_process(tmp_path: Path) -> None:
+    """The first compile captures to learn that the step creates state, runs eagerly, and
+    captures again; a later one (the same step's code, argument shapes and optimizer, the
+    same cache) runs eagerly at once and captures once; all train as eager mode does.
+    Another cache knows nothing of it."""
+    adam = functools.partial(rt.optim.Adam, lr=0.01)
+    captures, patch = _counting_captures()
+    losses, weights = [], []
+    for cache_dir in (tmp_path, tmp_path, tmp_path / "other"):
+        model, fn, args = _stepper(adam)
+        step = planner.compile(fn, backend="llvm", cache_dir=cache_dir)
+        captures.append(0)
+        with patch:
+            losses.append([float(step(*args)) for _ in range(3)])
+        weights.append([p.detach().numpy().copy() for p in model.parameters()])
+        assert (step.warmups, step.captures) == (1, 1)
+    assert captures == [2, 1, 2]
+    model, fn, args = _stepper(adam)
+    eager = [float(fn(*args)) for _ in range(3)]
+    for got in losses:
+        np.testing.assert_allclose(got, eager, rtol=1e-5)
+    assert losses[0] == losses[1]
+    for a, b in zip(weights[0], weights[1]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_the_same_code_stepping_another_optimizer_finds_no_marker(tmp_path: Path) -> None:
+    """SGD with momentum creates its buffers on the first step, plain SGD nothing: the same
+    step code with plain SGD, after the momentum one left its marker, captures and replays
+    its first call (its result is the plan's, not an eager tensor)."""
+    _, fn, args = _stepper(functools.partial(rt.optim.SGD, lr=0.1, momentum=0.9))
+    planner.compile(fn, cache_dir=tmp_path)(*args)
+    _, fn, args = _stepper(functools.partial(rt.optim.SGD, lr=0.1))
+    step = planner.compile(fn, cache_dir=tmp_path)
+    loss = step(*args)
+    assert step.warmups == 0 and not loss.requires_grad
+
+
+def test_the_warm_up_key_is_none_where_another_process_could_not_find_it() -> None:
+    _, fn, args = _stepper(functools.partial(rt.optim.Adam, lr=0.01))
+    key = ("leaf", True, ("T", (32, 8), "float32", "cpu", False))
+    assert plan_cache.warm_up_key(fn, key) == plan_cache.warm_up_key(fn, key)
+    assert plan_cache.warm_up_key(fn, key) != plan_cache.warm_up_key(fn, key[:2])
+    assert plan_cache.warm_up_key(fn, key + (("O", "object", 1234),)) is None
+    assert plan_cache.warm_up_key(len, key) is None  # a builtin has no code
+    assert plan_cache.warm_up_key(lambda x: x * 2, key) is None  # it steps no optimizer
+    fn(*args)  # the optimizer holds state now: another key
+    assert plan_cache.warm_up_key(fn, key) != plan_cache.warm_up_key(
+        _stepper(functools.partial(rt.optim.Adam, lr=0.01))[1], key)
