@@ -48,10 +48,25 @@ def _poly(x: np.ndarray, coeffs: list[float]) -> np.ndarray:
     return acc
 
 
+ERF32_BLOCK = 1 << 16  # elements a float32 erf evaluates at once: its float64 temporaries
+# (512 KiB each) stay in the L2 cache (gpt's GELU over 16 x 64 x 512: 16.6 -> 10.0 ms)
+
+
 def _erf32(x: np.ndarray) -> np.ndarray:
     """float32 erf: the compiled kernels' two ranges of polynomials
     (``codegen.llvm_math._erf32``), evaluated in float64 over every element and rounded
-    once (0.64 ulp on every 37th float32 below 4.5): 1.7x fdlibm's four masked ranges."""
+    once (0.64 ulp on every 37th float32 below 4.5), ERF32_BLOCK elements at a time: 2.5x
+    fdlibm's four masked ranges."""
+    if x.size <= ERF32_BLOCK:
+        return _erf32_block(x)
+    flat = x.reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    for start in range(0, flat.size, ERF32_BLOCK):
+        out[start:start + ERF32_BLOCK] = _erf32_block(flat[start:start + ERF32_BLOCK])
+    return out.reshape(x.shape)
+
+
+def _erf32_block(x: np.ndarray) -> np.ndarray:
     from codegen.llvm_math import _ERF32_LOG_ERFCX, _ERF32_ONE, _ERF32_SMALL
 
     w = x.astype(np.float64)

@@ -60,3 +60,18 @@ def test_float32_special_values() -> None:
     assert np.signbit(got[1]) and np.isnan(got[4])
     want = np.array([math.erf(float(v)) for v in x[5:7]]).astype(np.float32)
     assert _ulps(got[5:7], want).max() <= 1.0
+
+
+def test_float32_past_one_block_is_the_same_as_element_by_element() -> None:
+    """An array of more than ERF32_BLOCK elements (any layout) is evaluated block by block:
+    each element as it would be alone."""
+    from runtime.ops import special
+
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((3, special.ERF32_BLOCK + 7)) * 2).astype(np.float32)[:, ::-1]
+    got = erf(x)
+    assert got.shape == x.shape and got.dtype == np.float32
+    singles = np.array([erf(np.float32(v)) for v in x.ravel()[::4099]], np.float32)
+    np.testing.assert_array_equal(got.ravel()[::4099], singles)
+    want = np.array([math.erf(float(v)) for v in x.ravel()[::97]]).astype(np.float32)
+    assert _ulps(got.ravel()[::97], want).max() <= 1.0
