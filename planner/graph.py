@@ -7,7 +7,7 @@ sorted argument positions of v where u appears. `g.graph["next_id"]` is the next
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import networkx as nx
@@ -222,3 +222,31 @@ def _check_source(g: nx.DiGraph, v: int) -> None:
             got = None if value is None else (value.shape, value.dtype)
             raise _fail(g, v, f"const value {got} does not match shape {n['shape']} and "
                               f"dtype {n['dtype']}")
+
+
+def renumber(g: nx.DiGraph, key: Callable[[int], Any]) -> None:
+    """Give the nodes ids 0.. in the topological order that takes the node of least ``key``
+    among the ready ones (``build_plan`` schedules by id, fusion compares ids as positions),
+    rewriting every argument and the graph's outputs, writes and returns. Each node keeps
+    the id its capture gave it as ``captured`` (None for a node a pass made)."""
+    order = list(nx.lexicographical_topological_sort(g, key=key))
+    new = {v: i for i, v in enumerate(order)}
+    for v in order:  # the id the capture gave it (plan_cache.load numbers nodes by it)
+        g.nodes[v].setdefault("captured", v)
+    renamed = nx.relabel_nodes(g, new, copy=True)
+    attrs = dict(g.graph)
+    g.clear()
+    g.add_nodes_from(renamed.nodes(data=True))
+    g.add_edges_from(renamed.edges(data=True))
+    g.graph.update(attrs)
+    for v in g.nodes:
+        n = g.nodes[v]
+        n["args"] = [("node", new[x]) if k == "node" else (k, x) for k, x in n["args"]]
+    gr = g.graph
+    if "outputs" in gr:
+        gr["outputs"] = [new[u] for u in gr["outputs"]]
+    if "writes" in gr:
+        gr["writes"] = [(slot, new[u] if u >= 0 else u) for slot, u in gr["writes"]]
+    if "returns" in gr:
+        gr["returns"] = map_nodes(gr["returns"], new.__getitem__)
+    gr["next_id"] = len(order)

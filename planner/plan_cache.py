@@ -213,7 +213,8 @@ class _PlanPickler(pickle.Pickler):
 def load(plan_key: str, graph: nx.DiGraph,
          cache_dir: str | os.PathLike[str] | None = None) -> Plan | None:
     """The plan kept under ``plan_key``, or None. Its graph's nodes take the autograd numbers
-    of this process's capture ``graph`` (left out of the key), where they still exist."""
+    of this process's capture ``graph`` (left out of the key), where they still exist (by
+    the id the capture gave them: ``graph.renumber``)."""
     from codegen import cache
 
     data = cache.stored_plan(plan_key, cache_dir)
@@ -224,8 +225,9 @@ def load(plan_key: str, graph: nx.DiGraph,
         raise pickle.UnpicklingError(f"the entry holds a {type(plan).__name__}, not a Plan")
     numbers = graph.nodes
     for v, node in plan.graph.nodes(data=True):
-        if v in numbers:
-            node.update((k, numbers[v].get(k)) for k in _UNKEYED)
+        c = node.get("captured", v)  # its capture's id where a pass renumbered the graph
+        if c is not None and c in numbers:
+            node.update((k, numbers[c].get(k)) for k in _UNKEYED)
     return plan
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from runtime.ops import REGISTRY
 
-from .graph import add_value, map_nodes, remove_dead, roots
+from .graph import add_value, remove_dead, renumber, roots
 
 ENABLED = True  # False: save what the forward computes, as before (for A/B measurements)
 MAX_CONE = 32  # forward nodes recomputed for one saved value at most
@@ -84,7 +84,14 @@ def rematerialize(g: nx.DiGraph) -> int:
             else:
                 g.add_edge(copy, c, pos=pos)
     remove_dead(g)
-    _renumber(g, set(copies.values()))
+    made = set(copies.values())
+    # each copy just before its first reader, the other nodes in their order (every node's
+    # arguments sort before it: copies read anchors made before the values they copy)
+    key: dict[int, tuple[int, int]] = {}
+    for v in reversed(list(nx.topological_sort(g))):
+        key[v] = (v, 0) if v not in made else min(
+            (key[c][0], key[c][1] - 1) for c in g.successors(v))
+    renumber(g, key.__getitem__)
     return len(chosen)
 
 
@@ -195,36 +202,5 @@ def _copy(g: nx.DiGraph, v: int, cone: set[int], reader: dict[str, Any],
     extra = {key: reader.get(key) for key in ("sequence_nr", "topological_nr", "grad_fn")
              if key in reader}
     copies[v] = add_value(g, n["op"], args, n["attrs"], n["shape"], n["dtype"], n["device"],
-                          phase=RECOMPUTE, **extra)
+                          phase=RECOMPUTE, captured=None, **extra)
     return copies[v]
-
-
-def _renumber(g: nx.DiGraph, copies: set[int]) -> None:
-    """Ids 0.. in an order where each copy comes just before its first reader and the other
-    nodes keep their order (every node's arguments sort before it: copies read anchors made
-    before the values they copy, and copies)."""
-    key: dict[int, tuple[int, int]] = {}
-    for v in reversed(list(nx.topological_sort(g))):
-        if v not in copies:
-            key[v] = (v, 0)
-        else:
-            key[v] = min((key[c][0], key[c][1] - 1) for c in g.successors(v))
-    order = list(nx.lexicographical_topological_sort(g, key=key.__getitem__))
-    new = {v: i for i, v in enumerate(order)}
-    renamed = nx.relabel_nodes(g, new, copy=True)
-    attrs = dict(g.graph)
-    g.clear()
-    g.add_nodes_from(renamed.nodes(data=True))
-    g.add_edges_from(renamed.edges(data=True))
-    g.graph.update(attrs)
-    for v in g.nodes:
-        n = g.nodes[v]
-        n["args"] = [("node", new[x]) if k == "node" else (k, x) for k, x in n["args"]]
-    gr = g.graph
-    if "outputs" in gr:
-        gr["outputs"] = [new[u] for u in gr["outputs"]]
-    if "writes" in gr:
-        gr["writes"] = [(slot, new[u] if u >= 0 else u) for slot, u in gr["writes"]]
-    if "returns" in gr:
-        gr["returns"] = map_nodes(gr["returns"], new.__getitem__)
-    gr["next_id"] = len(order)
