@@ -454,7 +454,7 @@ class CompiledStep:
     def _capture_and_plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool,
                           warm_up: bool) -> Binding:
         from .distributed import data_parallel, ddp_modules
-        from .passes import run_default_passes
+        from .passes import hoist_source_views, run_default_passes
         from .remat import rematerialize
 
         device = self.device
@@ -480,6 +480,7 @@ class CompiledStep:
             run_default_passes(cap.graph)
             if self.backend != "interpreter":  # fused kernels recompute cheap saved values
                 rematerialize(cap.graph)
+                hoist_source_views(cap.graph)  # and read views of state from their start
             plan = build_plan(cap.graph, slots, plan_device, captured)
             plan = data_parallel(plan, cap.slots, cap.modules)  # DDP: gradients averaged in-plan
             if self.backend != "interpreter":

@@ -709,3 +709,54 @@ def test_compiled_split_by_slicing_gives_eager_gradients_through_a_cat() -> None
     np.testing.assert_allclose(compiled(x).numpy(), want, rtol=1e-6, atol=1e-6)
     ops = [s.prim.name for s in compiled.plan.steps if getattr(s, "prim", None) is not None]
     assert "cat" in ops and "index_backward" not in ops
+
+
+# --- views of sources first -------------------------------------------------------------------
+
+
+def test_hoist_source_views_puts_sources_and_their_views_first() -> None:
+    """Inputs, state and constants come first, then the views of inputs and state (a state
+    read late and its reshape), then the steps in their order (ids renumbered, outputs the
+    same); a view of a constant, and a random draw, keep their places."""
+    from planner.passes import hoist_source_views
+
+    g = new_graph()
+    x = inp(g, (4, 8))
+    e = op(g, "exp", x)
+    r = add_value(g, "rand", [], {"kind": "rand"}, (4, 8), F32, "cpu", generator=0,
+                  phase="forward")
+    w = add_value(g, "state", [], {}, (8,), F32, "cpu", slot=0, phase="forward")
+    wr = op(g, "reshape", w, shape=(1, 8))
+    c = op(g, "expand", const(g, 2.0), shape=(4, 8))
+    out = op(g, "add", op(g, "mul", op(g, "mul", e, wr), c), r)
+    g.graph["outputs"] = [out]
+    ops_before = [g.nodes[v]["op"] for v in sorted(g.nodes)]
+    assert hoist_source_views(g) == 1
+    check(g)
+    ops = [g.nodes[v]["op"] for v in sorted(g.nodes)]
+    assert ops[:4] == ["input", "state", "const", "reshape"]
+    assert ops.index("exp") < ops.index("rand") < ops.index("expand")
+    assert sorted(ops) == sorted(ops_before)
+    assert all(u < v for u, v in g.edges)
+    assert g.graph["outputs"] == [max(g.nodes)]
+    assert hoist_source_views(g) == 0  # nothing left to move
+
+
+def test_a_late_reshape_of_state_fuses_with_the_kernel_it_feeds() -> None:
+    """``exp(x) * w.reshape(1, -1)``: w is read (and reshaped) after exp ran; the product
+    still joins exp's kernel, and the result is eager mode's."""
+    w = rt.tensor(np.linspace(0.5, 1.5, 64).astype(np.float32), requires_grad=True)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        h = x.exp()
+        return (h * w.reshape(1, -1)).tanh()
+
+    x = rt.tensor(np.random.default_rng(0).standard_normal((256, 64)).astype(np.float32))
+    with rt.no_grad():
+        want = step(x).numpy()
+        compiled = planner.compile(step, backend="llvm")
+        got = compiled(x).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    (kernel,) = [k.kernel for k in compiled.plan.kernels]
+    ops = {getattr(e, "op", None) for e in kernel.exprs}
+    assert {"exp", "mul", "tanh"} <= ops
