@@ -457,11 +457,11 @@ def hoist_source_views(g: nx.DiGraph) -> int:
         n = g.nodes[v]
         prim = REGISTRY.get(n["op"])
         preds = [x for k, x in n["args"] if k == "node"]
+        view = prim is not None and prim.view and (prim.view_if is None
+                                                    or prim.view_if(n["attrs"]))
         if n["op"] in HELD_SOURCES or (
-                prim is not None and (prim.view or (prim.view_if is not None
-                                                    and prim.view_if(n["attrs"])))
-                and preds and all(u in early and g.nodes[u]["op"] != "const"
-                                  for u in preds)):
+                view and preds and all(u in early and g.nodes[u]["op"] != "const"
+                                       for u in preds)):
             early.add(v)
     first_step = min((v for v in g.nodes if v not in early), default=None)
     moved = sum(1 for v in early if g.nodes[v]["op"] not in HELD_SOURCES

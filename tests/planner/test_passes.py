@@ -760,3 +760,23 @@ def test_a_late_reshape_of_state_fuses_with_the_kernel_it_feeds() -> None:
     (kernel,) = [k.kernel for k in compiled.plan.kernels]
     ops = {getattr(e, "op", None) for e in kernel.exprs}
     assert {"exp", "mul", "tanh"} <= ops
+
+
+def test_hoist_source_views_leaves_gathers_behind_the_checks_before_them() -> None:
+    """A getitem with an index array (a gather, not a view) of state stays after the bounds
+    check eager mode ran before it: an index out of range raises the check's error."""
+    from planner.passes import hoist_source_views
+    from runtime.ops.prims import IndexArg
+
+    g = new_graph()
+    idx = inp(g, (3,), dtype=rt.int64)
+    chk = op(g, "check_bounds", idx, low=0, high=5, message="out of range", error="IndexError")
+    w = add_value(g, "state", [], {}, (5, 2), F32, "cpu", slot=0, phase="forward")
+    gathered = op(g, "getitem", w, idx, key=(IndexArg(0),))
+    row = op(g, "getitem", w, key=(0,))
+    out = op(g, "mul", gathered, row)
+    g.graph["outputs"] = [out, chk]
+    assert hoist_source_views(g) == 1  # the basic index (a view) only
+    ops = [(g.nodes[v]["op"], g.nodes[v]["attrs"].get("key")) for v in sorted(g.nodes)]
+    assert [o for o, _ in ops] == ["input", "state", "getitem", "check_bounds", "getitem", "mul"]
+    assert ops[2][1] == (0,) and ops[4][1] == (IndexArg(0),)
