@@ -53,6 +53,9 @@ from runtime.ops.special import (
     ERF_RB as _ERF_RB,
     ERF_SA as _ERF_SA,
     ERF_SB as _ERF_SB,
+    ERF32_LOG_ERFCX as _ERF32_LOG_ERFCX,
+    ERF32_ONE as _ERF32_ONE,
+    ERF32_SMALL as _ERF32_SMALL,
     ERF_TRUNC_MASK as _ERF_TRUNC_MASK,
     ERX as _ERX,
 )
@@ -145,7 +148,8 @@ _TANH_PQ = {
                 [4.84406305325125486048e3, 2.23548839060100448583e3,
                  1.12811678491632931402e2, 1.0]),
 }
-# erf: fdlibm s_erf.c's tables, shared with eager mode's numpy erf (runtime.ops.special)
+# erf: fdlibm s_erf.c's tables, and float32's polynomials, shared with eager mode's numpy erf
+# (runtime.ops.special)
 
 
 class _Emitter:
@@ -399,18 +403,6 @@ def _sqrt(e: _Emitter, x: V) -> V:
     return e.intrinsic("llvm.sqrt", x)
 
 
-# float32 erf in two ranges of polynomials, no division (fitted by weighted least squares on
-# Chebyshev nodes, checked in float32 with fused multiply-adds; 1.1 ulp measured): below 1,
-# erf(x) = x + x * P(x*x), P(z) = erf(x)/x - 1; from 1 to 4, erf(x) = 1 - exp(G(x) - x*x),
-# G(x) = log(erfc(x)) + x*x = log(erfcx(x)), smooth there; past 4 erf rounds to 1
-_ERF32_SMALL = [0.12837916612625122, -0.37612637877464294, 0.11283782869577408,
-                -0.026865437626838684, 0.005221053492277861, -0.0008484396385028958,
-                0.00011268253729213029, -9.673591193859465e-06]
-_ERF32_LOG_ERFCX = [2.1600502805085853e-05, -1.1285343170166016, 0.36387866735458374,
-                    -0.10371080785989761, 0.020260266959667206, -0.0006726314895786345,
-                    -0.0013036938617005944, 0.0005746521055698395, -0.00013819134619552642,
-                    2.073463474516757e-05, -1.8249781987833558e-06, 7.234360310803822e-08]
-_ERF32_ONE = 4.0
 
 
 def _erf32(e: _Emitter, x: V) -> V:
