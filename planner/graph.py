@@ -16,6 +16,9 @@ from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
 
 SOURCES = frozenset({"input", "state", "const", "rand"})
+# the sources the step holds from its start to its end (a random draw is made where eager mode
+# made it)
+HELD_SOURCES = SOURCES - {"rand"}
 
 Arg = tuple[str, Any]
 

@@ -14,8 +14,8 @@ from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
 from runtime.ops.registry import PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 
-from .graph import (SOURCES, check, metas, remove_dead, renumber, replace_uses, roots,
-                    set_args, topo_order)
+from .graph import (HELD_SOURCES, SOURCES, check, metas, remove_dead, renumber, replace_uses,
+                    roots, set_args, topo_order)
 
 # folding may materialise a broadcast: allow it only up to this many elements (or the size of
 # the largest constant it reads), so an expand of a scalar never becomes a huge constant
@@ -437,8 +437,6 @@ def _slice_piece(g: nx.DiGraph, u: int, n: dict[str, Any]) -> tuple[int, int, in
 
 
 # --- views of sources first -----------------------------------------------------------------
-
-HELD_SOURCES = frozenset({"input", "state", "const"})  # bound before any step (not rand)
 
 
 def hoist_source_views(g: nx.DiGraph) -> int:

@@ -31,14 +31,13 @@ import numpy as np
 
 from runtime.ops import REGISTRY
 
-from .graph import add_value, remove_dead, renumber, roots
+from .graph import HELD_SOURCES, add_value, remove_dead, renumber, roots
 
 ENABLED = True  # False: save what the forward computes, as before (for A/B measurements)
 MAX_CONE = 32  # forward nodes recomputed for one saved value at most
 # bytes a group must save to be recomputed: below, a kernel output more or less costs less
 # than the kernel calls recomputing can add (fusion.MIN_COMMIT_BYTES' size)
 MIN_SAVED_BYTES = 64 << 10
-HELD = frozenset({"input", "state", "const"})  # sources the step holds from start to end
 RECOMPUTE = "recompute"  # the phase of the copies
 
 
@@ -173,7 +172,7 @@ def _held_anyway(g: nx.DiGraph, a: int, keep: set[int], early: set[int]) -> bool
     produces, or one the backward reads itself."""
     while True:
         n = g.nodes[a]
-        if n["op"] in HELD or a in keep or any(
+        if n["op"] in HELD_SOURCES or a in keep or any(
                 c not in early and g.nodes[c]["phase"] != "forward" for c in g.successors(a)):
             return True
         prim = REGISTRY.get(n["op"])
