@@ -371,10 +371,7 @@ class CompiledStep:
         if marker is not None and plan_cache.warms_up(marker, self.cache_dir):
             # an earlier process found this step creating state on its first call: run it
             # eagerly now, without the capture that would learn it again
-            self._entry(key).warmed = True
-            self.warmups += 1
-            log.info("%s runs eagerly this once and is captured after: it created state on "
-                     "its first call in an earlier process", self._name)
+            self._warm_up(key, "it created state on its first call in an earlier process")
             ran_eagerly, result, warm_up = True, fn(*args), False
         while True:
             try:
@@ -382,10 +379,7 @@ class CompiledStep:
             except _WarmUp as w:
                 # run this call eagerly, then capture with the state it made in place: the
                 # plan fits the next call (and this one's .plan is there to inspect)
-                self._entry(key).warmed = True
-                self.warmups += 1
-                log.info("%s runs eagerly this once and is captured after: it creates %s",
-                         self._name, w)
+                self._warm_up(key, f"it creates {w}")
                 if marker is not None:
                     plan_cache.remember_warm_up(marker, self.cache_dir)
                 ran_eagerly, result, warm_up = True, fn(*args), False
@@ -424,6 +418,13 @@ class CompiledStep:
     @property
     def _name(self) -> str:
         return getattr(self.fn, "__qualname__", repr(self.fn))
+
+    def _warm_up(self, key: tuple[Any, ...], why: str) -> None:
+        """Note that the call of ``key`` runs eagerly this once (``why``) and is captured
+        after it."""
+        self._entry(key).warmed = True
+        self.warmups += 1
+        log.info("%s runs eagerly this once and is captured after: %s", self._name, why)
 
     def _entry(self, key: tuple[Any, ...]) -> _Entry:
         entry = self._cache.get(key)
