@@ -546,12 +546,14 @@ def axis_summer(shape: tuple[int, ...], axis: int, dtype: np.dtype, keepdim: boo
                         ("in", "out", "out", "out"))
 
 
+@functools.lru_cache(maxsize=64)
 def row_scatterer(rows: int, n: int, width: int, dtype: np.dtype
                   ) -> Callable[[np.ndarray, np.ndarray], np.ndarray | None]:
     """``f(g, index)``: zeros (n, width) of ``dtype`` with row ``i`` of ``g`` (rows, width)
     added to row ``index[i]`` (rows int64, negatives from the end), ``np.add.at``'s bits; None
     where an index is out of range (the caller raises numpy's error) or an argument is not a
-    C-contiguous array of these shapes and dtypes."""
+    C-contiguous array of these shapes and dtypes. Kept per geometry: eager mode's embedding
+    backward asks for one every step (9 us to make, 16 to run for gpt's 1024 rows of 128)."""
     dtype = np.dtype(dtype)
     words = (ctypes.c_int64 * 3)(rows, n, width)
     call = _builtin(f"scatter.{dtype.name}", words)
