@@ -29,13 +29,15 @@ from runtime.ops.registry import REGISTRY
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _mlp(seed: int = 0) -> tuple[Any, Any, tuple[Any, ...]]:
+def _mlp(seed: int = 0, make_opt: Any = None) -> tuple[Any, Any, tuple[Any, ...]]:
+    """A model, its training step and a batch; the step's optimizer is ``make_opt(params)``
+    (default SGD, lr 0.1): one step function's code for every optimizer."""
     g = np.random.default_rng(seed)
     model = rt.nn.Sequential(rt.nn.Linear(8, 16), rt.nn.Tanh(), rt.nn.Linear(16, 3))
     with rt.no_grad():
         for p in model.parameters():
             p.copy_(rt.tensor(g.standard_normal(tuple(p.shape)).astype(np.float32)))
-    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+    opt = (make_opt or functools.partial(rt.optim.SGD, lr=0.1))(model.parameters())
 
     def step(x: Any, y: Any) -> Any:
         opt.zero_grad()
@@ -254,22 +256,6 @@ def test_a_loaded_plan_runs_its_fast_program(tmp_path: Path) -> None:
     step(*args)
 
 
-def _stepper(opt_factory: Any) -> tuple[Any, Any, tuple[Any, ...]]:
-    """_mlp's model and data, stepped by the optimizer ``opt_factory`` makes (one step
-    function's code for every optimizer)."""
-    model, _, args = _mlp()
-    opt = opt_factory(model.parameters())
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = rt.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return model, step, args
-
-
 def _counting_captures() -> tuple[list[int], Any]:
     captures: list[int] = []
     real = planner.compile.__globals__["capture"]
@@ -290,7 +276,7 @@ def test_a_step_that_created_state_runs_eagerly_first_in_a_later_process(tmp_pat
     captures, patch = _counting_captures()
     losses, weights = [], []
     for cache_dir in (tmp_path, tmp_path, tmp_path / "other"):
-        model, fn, args = _stepper(adam)
+        model, fn, args = _mlp(make_opt=adam)
         step = planner.compile(fn, backend="llvm", cache_dir=cache_dir)
         captures.append(0)
         with patch:
@@ -298,7 +284,7 @@ def test_a_step_that_created_state_runs_eagerly_first_in_a_later_process(tmp_pat
         weights.append([p.detach().numpy().copy() for p in model.parameters()])
         assert (step.warmups, step.captures) == (1, 1)
     assert captures == [2, 1, 2]
-    model, fn, args = _stepper(adam)
+    model, fn, args = _mlp(make_opt=adam)
     eager = [float(fn(*args)) for _ in range(3)]
     for got in losses:
         np.testing.assert_allclose(got, eager, rtol=1e-5)
@@ -311,16 +297,16 @@ def test_the_same_code_stepping_another_optimizer_finds_no_marker(tmp_path: Path
     """SGD with momentum creates its buffers on the first step, plain SGD nothing: the same
     step code with plain SGD, after the momentum one left its marker, captures and replays
     its first call (its result is the plan's, not an eager tensor)."""
-    _, fn, args = _stepper(functools.partial(rt.optim.SGD, lr=0.1, momentum=0.9))
+    _, fn, args = _mlp(make_opt=functools.partial(rt.optim.SGD, lr=0.1, momentum=0.9))
     planner.compile(fn, cache_dir=tmp_path)(*args)
-    _, fn, args = _stepper(functools.partial(rt.optim.SGD, lr=0.1))
+    _, fn, args = _mlp(make_opt=functools.partial(rt.optim.SGD, lr=0.1))
     step = planner.compile(fn, cache_dir=tmp_path)
     loss = step(*args)
     assert step.warmups == 0 and not loss.requires_grad
 
 
 def test_the_warm_up_key_is_none_where_another_process_could_not_find_it() -> None:
-    _, fn, args = _stepper(functools.partial(rt.optim.Adam, lr=0.01))
+    _, fn, args = _mlp(make_opt=functools.partial(rt.optim.Adam, lr=0.01))
     key = ("leaf", True, ("T", (32, 8), "float32", "cpu", False))
     assert plan_cache.warm_up_key(fn, key) == plan_cache.warm_up_key(fn, key)
     assert plan_cache.warm_up_key(fn, key) != plan_cache.warm_up_key(fn, key[:2])
@@ -329,4 +315,4 @@ def test_the_warm_up_key_is_none_where_another_process_could_not_find_it() -> No
     assert plan_cache.warm_up_key(lambda x: x * 2, key) is None  # it steps no optimizer
     fn(*args)  # the optimizer holds state now: another key
     assert plan_cache.warm_up_key(fn, key) != plan_cache.warm_up_key(
-        _stepper(functools.partial(rt.optim.Adam, lr=0.01))[1], key)
+        _mlp(make_opt=functools.partial(rt.optim.Adam, lr=0.01))[1], key)
