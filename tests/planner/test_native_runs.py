@@ -18,6 +18,18 @@ from planner import native
 pytestmark = pytest.mark.skipif(not pyentry.available(), reason="no builtin entries here")
 
 
+def _classifier(model: Any, opt: Any, x: Any, y: Any) -> tuple[Any, Any, tuple[Any, ...]]:
+    """``model``, its training step (cross-entropy, ``opt``) and the batch (x, y)."""
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        loss = rt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return model, step, (x, y)
+
+
 def _mlp(seed: int = 0, momentum: float = 0.0, dropout: float = 0.0
          ) -> tuple[Any, Any, tuple[Any, ...]]:
     rt.manual_seed(seed)
@@ -27,15 +39,7 @@ def _mlp(seed: int = 0, momentum: float = 0.0, dropout: float = 0.0
     rng = np.random.default_rng(seed)
     x = rt.from_numpy(rng.standard_normal((16, 24)).astype(np.float32))
     y = rt.from_numpy(rng.integers(0, 5, 16))
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = rt.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return model, step, (x, y)
+    return _classifier(model, opt, x, y)
 
 
 def _params(model: Any) -> list[np.ndarray]:
@@ -208,15 +212,7 @@ def _conv_step(seed: int) -> tuple[Any, Any, tuple[Any, ...]]:
     x = rt.from_numpy(np.random.default_rng(seed).standard_normal((3, 2, 8, 8))
                       .astype(np.float32))
     y = rt.tensor([0, 2, 1])
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        loss = rt.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
-    return model, step, (x, y)
+    return _classifier(model, opt, x, y)
 
 
 def test_sliding_window_functions_run_inside_native_runs(
