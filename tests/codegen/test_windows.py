@@ -35,8 +35,10 @@ def _geometries(count: int, seed: int) -> list[tuple]:
     return found
 
 
+@pytest.mark.parametrize("tables", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_unfold_and_fold_give_numpys_bits(dtype: type) -> None:
+def test_unfold_and_fold_give_numpys_bits(dtype: type, tables: bool) -> None:
+    """Both ways: through index tables (gathers) and by rows."""
     rng = np.random.default_rng(0)
     for i, (n, c, h, w, k, d, s, pad, out) in enumerate(_geometries(120, 1)):
         geometry = windows.Geometry(n * c, h, w, k, d, pad, s, out)
@@ -45,16 +47,46 @@ def test_unfold_and_fold_give_numpys_bits(dtype: type) -> None:
         pad_value = (0.0, -np.inf, 1.5)[i % 3]
         want = _unfold_impl(np, x, kernel=k, dilation=d, padding=pad, stride=s,
                             pad_value=pad_value)
-        got = windows.unfolder(geometry, np.dtype(dtype), pad_value)(x)
+        got = windows.unfolder(geometry, np.dtype(dtype), pad_value, tables)(x)
         assert got.shape == want.shape and got.dtype == want.dtype
         assert got.tobytes() == want.tobytes(), (n, c, h, w, k, d, s, pad)
         cols = rng.standard_normal(want.shape).astype(dtype)
         cols.flat[::7] = -0.0
         want = _fold_impl(np, cols, output_size=(h, w), kernel=k, dilation=d, padding=pad,
                           stride=s)
-        got = windows.folder(geometry, np.dtype(dtype))(cols)
+        got = windows.folder(geometry, np.dtype(dtype), tables)(cols)
         assert got.shape == want.shape and got.dtype == want.dtype
         assert got.tobytes() == want.tobytes(), (n, c, h, w, k, d, s, pad)
+
+
+def test_tables_are_chosen_for_short_rows_and_disjoint_windows() -> None:
+    """Index tables where rows are no longer than a vector or windows are disjoint (and the
+    tables small); long rows of overlapping windows go by rows. Both give numpy's bits on
+    images larger than the random ones above, a NaN and infinities among the values."""
+    lanes = windows._lanes(np.dtype(np.float32))
+    rng = np.random.default_rng(7)
+    cases = [((2, 3, 4, 4), (3, 3), (1, 1), (1, 1, 1, 1), True),
+             ((2, 3, 20, 20), (2, 2), (2, 2), (0, 0, 0, 0), True),
+             ((1, 2, 40, 3 * lanes), (3, 3), (1, 1), (1, 1, 1, 1), False),
+             ((1, 2, 9, 2 * lanes), (3, 3), (2, 2), (1, 1, 1, 1), True),  # rows of lanes
+             ((1, 1, 400, 400), (2, 2), (2, 2), (0, 0, 0, 0), False)]  # too big a table
+    for (n, c, h, w), k, s, pad, tabled in cases:
+        out = (_out_len(h, k[0], 1, s[0], pad[0], pad[1]),
+               _out_len(w, k[1], 1, s[1], pad[2], pad[3]))
+        geometry = windows.Geometry(n * c, h, w, k, (1, 1), pad, s, out)
+        assert geometry.uses_tables(np.dtype(np.float32)) is tabled, (h, w, k, s)
+        x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+        x.flat[::11] = np.nan
+        x.flat[3::13] = -np.inf
+        for way in (None, not tabled):
+            want = _unfold_impl(np, x, kernel=k, dilation=(1, 1), padding=pad, stride=s,
+                                pad_value=-np.inf)
+            got = windows.unfolder(geometry, np.dtype(np.float32), -np.inf, way)(x)
+            assert got.tobytes() == want.tobytes(), (h, w, way)
+            want = _fold_impl(np, got, output_size=(h, w), kernel=k, dilation=(1, 1),
+                              padding=pad, stride=s)
+            back = windows.folder(geometry, np.dtype(np.float32), way)(got)
+            assert back.tobytes() == want.tobytes(), (h, w, way)
 
 
 def test_any_input_layout_is_made_contiguous_first() -> None:
