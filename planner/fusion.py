@@ -48,6 +48,11 @@ from .steps import (
 # a step with 2, 0.071 with 3, 0.076 with 6), so every segment of two steps pays.
 MIN_ELEMENTS = 1 << 15
 MIN_STEPS_WHEN_SMALL = 2
+# ops whose lone step of MIN_ELEMENTS or more is a kernel of its own, where numpy is slow: a
+# ReLU's backward ``where(mask, g, 0.0)`` between two products (numpy multiplies by the mask
+# and scans for the NaN an infinity would make: 105 us over (128, 1024) float32 in partial,
+# 24 as a kernel)
+LONE_KERNELS = frozenset({"where"})
 # Horizontal fusion of one-element segments stops at this many steps: such siblings share
 # no pass over memory, and the gpt workload's 28 Adam step counters (a dozen scalar steps
 # each) made one kernel of 84 outputs that ptxas compiled to 255 registers and 320 bytes of
@@ -145,7 +150,7 @@ def segments(plan: Plan) -> list[Segment]:
     layer_norm: one kernel instead of a pass per op). Segments too small to pay for a kernel
     call are dropped, and the rest regrouped without them, so no kernel ever reads a value
     that a dropped segment's step would compute after it."""
-    grouped = [s for s in _group(plan, None) if len(s.steps) > 1]
+    grouped = [s for s in _group(plan, None) if len(s.steps) > 1 or _lone_kernel(s)]
     worth = [s for s in grouped
              if math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL]
     if len(worth) == len(grouped):
@@ -153,7 +158,13 @@ def segments(plan: Plan) -> list[Segment]:
         # would give the same segments
         return worth
     allowed = {step.out for seg in worth for step in seg.steps}
-    return [s for s in _group(plan, allowed) if len(s.steps) > 1]
+    return [s for s in _group(plan, allowed) if len(s.steps) > 1 or _lone_kernel(s)]
+
+
+def _lone_kernel(seg: Segment) -> bool:
+    """Whether a segment of one step is a kernel (LONE_KERNELS, MIN_ELEMENTS)."""
+    return (len(seg.steps) == 1 and seg.steps[0].name in LONE_KERNELS
+            and not seg.n_reduce and math.prod(seg.shape) >= MIN_ELEMENTS)
 
 
 def _shapes_dtypes(plan: Plan) -> tuple[dict[int, tuple[int, ...]], dict[int, str]]:
