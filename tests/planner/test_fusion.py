@@ -458,3 +458,28 @@ def test_per_channel_gradient_sums_reduce_rows_first() -> None:
     unfused = planner.compile(step, backend="interpreter").lower(x, b)
     sums = [s.attrs["axes"] for s in unfused.steps if getattr(s, "name", None) == "sum"]
     assert (2, 3) in sums and (0, 2, 3) not in sums, unfused.listing()
+
+
+@pytest.mark.parametrize("rows", [4, 64])
+def test_a_lone_where_between_products_is_a_kernel_when_large(rows: int) -> None:
+    """A ReLU's backward between two products is a step of its own: a kernel from
+    MIN_ELEMENTS elements on (numpy's where is slower), a numpy call below; either way the
+    values eager mode gives, infinities and NaNs where the mask keeps them."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((rows, 512)).astype(np.float32)
+    a[0, 0] = np.inf  # row 0 of the product: infinities and NaNs
+    w = rt.tensor((rng.standard_normal((512, 512)) / 22.6).astype(np.float32))
+    v = rt.tensor((rng.standard_normal((512, 512)) / 22.6).astype(np.float32))
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        y = (x @ w).relu() @ v  # backward: where(mask, g @ v.T, 0.0) @ w.T
+        (g,) = rt.autograd.grad((y * y).sum(), [x])
+        return g
+
+    compiled = planner.compile(step, backend="llvm")
+    want = step(rt.tensor(a, requires_grad=True)).numpy()
+    got = compiled(rt.tensor(a, requires_grad=True)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    lone = [s for s in compiled.plan.steps
+            if isinstance(s, KernelStep) and s.fused == 1]
+    assert len(lone) == (1 if rows * 512 >= fusion.MIN_ELEMENTS else 0)
