@@ -82,6 +82,7 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
             src.line(f"del {src.buf(v)}")
 
     runs: list[Any] = []
+    members: dict[int, Any] = {}  # planner.native's members of runs, step by step
     native = native and fast
     if native:
         from . import native as nat
@@ -102,7 +103,7 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
             and v.dtype == metas[b][1] and v.shape == tuple(metas[b][0])}
     i = 0
     while i < len(plan.steps):
-        run = nat.find_run(plan, i, known, module, products, dropped) if native \
+        run = nat.find_run(plan, i, known, module, products, dropped, members) if native \
             else None
         if run is None:
             emit(i)
