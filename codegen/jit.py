@@ -47,8 +47,13 @@ _OBJECTS_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(ctypes.c_size_t), ctypes.c_i
 # by the LLVM emitter's cost table (``EXPENSIVE``: sin, exp 8). Measured single-threaded on that
 # VM, arrays in cache: x + y over 16 to 64 x 4096 float32 moves 50 to 65 bytes a ns (40 taken:
 # larger arrays leave the cache); exp(sin(x)) over 64 x 1024 float32 costs 4.6e-5 us an element
-# per unit of weight (1 + 8 + 8).
-PARALLEL_MIN_US = 20.0
+# per unit of weight (1 + 8 + 8). In a plan, though, kernels this small run far apart (other
+# steps between them), so the workers have gone to sleep and the split pays their waking and,
+# for accumulated outputs, the partials: cnn's four column-sum kernels (16 to 54 us) took 1.7
+# to 2.8x as long on 2 threads; at 40 us (A/B in one process, 2 threads) cnn 1.08 -> 0.87 ms,
+# rnn 1.16 -> 1.09, gpt, two_tower, eltwise, chain, mlp_small and mlp_large within 1.5 %
+# (at 100 two_tower lost 2.5 %).
+PARALLEL_MIN_US = 40.0
 MEMORY_BYTES_PER_US = 40_000.0
 EXPR_US = 5e-5
 # A kernel with accumulated outputs (column sums, whole-tensor sums) gives each chunk partials

@@ -43,7 +43,7 @@ PROGRAM_STEP_S = 0.3e-6
 MIN_GAIN = 0.8
 # kernels the runtime splits across intra-op threads: codegen.jit.PARALLEL_MIN_US (a copy, so
 # that choosing an executor imports no LLVM; a test holds them equal)
-SPLIT_MIN_S = 20e-6
+SPLIT_MIN_S = 40e-6
 
 
 @dataclass(frozen=True)
