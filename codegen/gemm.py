@@ -89,6 +89,16 @@ TILE_BYTES = 32
 # (1024, 128) ran at 85 GFLOP/s without, 109-113 with 8 or 16 steps, 100 with 32; the other
 # shapes of gpt and mlp_large within noise (0: no prefetch)
 A_PREFETCH = 16
+# Where both operands are contiguous along K (A's rows, B's columns: a convolution's weight
+# gradient, dout @ cols.T) and C has few rows, a panel's elements are dot products instead:
+# DOT_ROWS x DOT_COLS of them at a time, each in a vector of partial sums over k (k, k + VL,
+# ...), added pairwise at the end. Packing such a B (a transpose) cost more than the product
+# where few rows of A reuse it: cnn's (8, 4096) @ (4096, 9) took 37 us by panels, 8 to 11 as
+# dots (numpy 8), its (16, 1024) @ (1024, 72) 56 against 23 to 29 (numpy 58). The dots run at
+# 80 to 120 GFLOP/s, panels at 135 to 165 where 32 rows or more reuse them: (32, 1024) @
+# (1024, 256) 169 us by panels, 204 as dots; (64, 1024) @ (1024, 64) 62 against 98.
+DOT_MAX_M = 16
+DOT_MIN_K = 128
 # A product splits its items across the intra-op threads where it is estimated at
 # PARALLEL_MIN_US or more (codegen.jit's threshold for kernels), at FLOP_PER_US.
 FLOP_PER_US = 140_000.0
@@ -325,6 +335,13 @@ def _function(dtype: str) -> tuple[str, str]:
     x("%chunks.up0 = add i64 %k, %kc.step")
     x("%chunks.up = sub i64 %chunks.up0, 1")
     x("%chunks = udiv i64 %chunks.up, %kc.step")
+    x(f"%dot.a = icmp eq i64 %a.s1, {size}")
+    x(f"%dot.b = icmp eq i64 %b.s0, {size}")
+    x(f"%dot.m = icmp sle i64 %m, {DOT_MAX_M}")
+    x(f"%dot.k = icmp sge i64 %k, {max(DOT_MIN_K, vl)}")
+    x("%dot.ab = and i1 %dot.a, %dot.b")
+    x("%dot.mk = and i1 %dot.m, %dot.k")
+    x("%use.dots = and i1 %dot.ab, %dot.mk")
     x(f"%blocks.up = add i64 %m, {MR - 1}")
     x(f"%blocks = udiv i64 %blocks.up, {MR}")
     x("%last.row = sub i64 %m, 1")
@@ -356,6 +373,11 @@ def _function(dtype: str) -> tuple[str, str]:
             mask = x.fresh("mask")
             x(f"{mask} = icmp slt <{vl} x i64> {lane_ids}, {spl}")
             masks.append(mask)
+        x("br i1 %use.dots, label %dots, label %panel")
+        x.block("dots")
+        _dots(x, dtype, t, vt, vl, size)
+        x("br label %item.end")
+        x.block("panel")
         # as many vectors as the panel's columns need: NV, 2 or 1
         x(f"%thin = icmp sle i64 %w, {vl}")
         x(f"%half = icmp sle i64 %w, {2 * vl}")
@@ -384,6 +406,8 @@ def _function(dtype: str) -> tuple[str, str]:
             x.block(end)
 
         _loop(x, "kc", "0", "%chunks", chunk, step="%kc.step")
+        x("br label %item.end")
+        x.block("item.end")
 
     _loop(x, "item", "%start", "%count", item)
     x("br label %exit")
@@ -740,6 +764,147 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
         x.block(stores)
 
     _loop(x, "blk", "0", "%blocks", block)
+
+
+def _dot_block() -> tuple[int, int]:
+    """(rows, columns) of C a dot block holds: its accumulators and one vector of each row
+    and column fit the host's vector registers (32 with AVX-512, else 16)."""
+    return (4, 4) if vectors() == 4 else (2, 4)
+
+
+def _dots(x: _Text, dtype: str, t: str, vt: str, vl: int, size: int) -> None:
+    """The panel's ``%w`` columns of C (from ``%j0``) as dot products of A's rows and B's
+    columns, both contiguous along K (see DOT_MAX_M): block by block of DOT rows x columns
+    (past M or the panel's width read and written as the last row or column, to the same
+    bits), each element a vector of partial sums over k (lane l: k = l, l + VL, ...; the
+    remainder's lanes from a masked load), then its lanes added pairwise (8 + 8, 4 + 4, ...),
+    the addend after."""
+    f = _INTRINSIC[dtype]
+    rows, cols = _dot_block()
+    x(f"%dk.full = udiv i64 %k, {vl}")
+    x(f"%dk.rest = urem i64 %k, {vl}")
+    x("%dk.tail = icmp ne i64 %dk.rest, 0")
+    x(f"%dk.tailat = mul i64 %dk.full, {vl * size}")
+    spl = _splat(x, "%dk.rest", vl, "i64")
+    lane_ids = "<" + ", ".join(f"i64 {i}" for i in range(vl)) + ">"
+    x(f"%dk.mask = icmp slt <{vl} x i64> {lane_ids}, {spl}")
+    x(f"%dr.up = add i64 %m, {rows - 1}")
+    x(f"%dr.blocks = udiv i64 %dr.up, {rows}")
+    x(f"%dc.up = add i64 %w, {cols - 1}")
+    x(f"%dc.blocks = udiv i64 %dc.up, {cols}")
+    x("%dc.last = sub i64 %w, 1")
+
+    def block(rb: str, cb: str) -> None:
+        row_at, col_at, rowp, colp = [], [], [], []
+        for r in range(rows):
+            first, raw, past, row, off, ptr = (x.fresh(h) for h in ("dr0", "drr", "dpast",
+                                                                     "drow", "dro", "darow"))
+            x(f"{first} = mul i64 {rb}, {rows}")
+            x(f"{raw} = add i64 {first}, {r}")
+            x(f"{past} = icmp sgt i64 {raw}, %last.row")
+            x(f"{row} = select i1 {past}, i64 %last.row, i64 {raw}")
+            x(f"{off} = mul i64 {row}, %a.s0")
+            x(f"{ptr} = getelementptr i8, ptr %a, i64 {off}")
+            row_at.append(row)
+            rowp.append(ptr)
+        for c in range(cols):
+            first, raw, past, col, off, ptr = (x.fresh(h) for h in ("dc0", "dcr", "dcpast",
+                                                                     "dcol", "dco", "dbcol"))
+            x(f"{first} = mul i64 {cb}, {cols}")
+            x(f"{raw} = add i64 {first}, {c}")
+            x(f"{past} = icmp sgt i64 {raw}, %dc.last")
+            x(f"{col} = select i1 {past}, i64 %dc.last, i64 {raw}")
+            x(f"{off} = mul i64 {col}, %b.s1")
+            x(f"{ptr} = getelementptr i8, ptr %bj, i64 {off}")
+            col_at.append(col)
+            colp.append(ptr)
+        pre, head, done = x.label("d.pre"), x.label("d.k"), x.label("d.kdone")
+        x(f"br label %{pre}")
+        x.block(pre)
+        x(f"br label %{head}")
+        x.block(head)
+        kv, kv_next = x.fresh("dkv"), x.fresh("dkv.next")
+        x(f"{kv} = phi i64 [0, %{pre}], [{kv_next}, %{head}]")
+        acc = [[x.fresh(f"dacc{r}_{c}_") for c in range(cols)] for r in range(rows)]
+        nxt = [[x.fresh(f"dnx{r}_{c}_") for c in range(cols)] for r in range(rows)]
+        for r in range(rows):
+            for c in range(cols):
+                x(f"{acc[r][c]} = phi {vt} [zeroinitializer, %{pre}], [{nxt[r][c]}, %{head}]")
+        at = x.fresh("dat")
+        x(f"{at} = mul i64 {kv}, {vl * size}")
+
+        def loads(ptrs: list[str], where: str, mask: str | None) -> list[str]:
+            values = []
+            for p in ptrs:
+                q, v = x.fresh("dq"), x.fresh("dv")
+                x(f"{q} = getelementptr i8, ptr {p}, i64 {where}")
+                if mask is None:
+                    x(f"{v} = load {vt}, ptr {q}, align {size}")
+                else:
+                    x(f"{v} = call {vt} @llvm.masked.load.v{vl}{f}.p0(ptr {q}, i32 {size}, "
+                      f"<{vl} x i1> {mask}, {vt} zeroinitializer)")
+                values.append(v)
+            return values
+
+        av, bv = loads(rowp, at, None), loads(colp, at, None)
+        for r in range(rows):
+            for c in range(cols):
+                x(f"{nxt[r][c]} = call {vt} @llvm.fma.v{vl}{f}({vt} {av[r]}, {vt} {bv[c]}, "
+                  f"{vt} {acc[r][c]})")
+        x(f"{kv_next} = add i64 {kv}, 1")
+        end = x.fresh("dkend")
+        x(f"{end} = icmp eq i64 {kv_next}, %dk.full")
+        x.latch(end, done, head)
+        x.block(done)
+        tail, joined = x.label("d.tail"), x.label("d.joined")
+        x(f"br i1 %dk.tail, label %{tail}, label %{joined}")
+        x.block(tail)
+        at_, bt_ = loads(rowp, "%dk.tailat", "%dk.mask"), loads(colp, "%dk.tailat", "%dk.mask")
+        tails = [[x.fresh(f"dt{r}_{c}_") for c in range(cols)] for r in range(rows)]
+        for r in range(rows):
+            for c in range(cols):
+                x(f"{tails[r][c]} = call {vt} @llvm.fma.v{vl}{f}({vt} {at_[r]}, {vt} {bt_[c]}, "
+                  f"{vt} {nxt[r][c]})")
+        x(f"br label %{joined}")
+        x.block(joined)
+        totals = [[x.fresh("dsum") for c in range(cols)] for r in range(rows)]
+        for r in range(rows):
+            for c in range(cols):
+                x(f"{totals[r][c]} = phi {vt} [{nxt[r][c]}, %{done}], "
+                  f"[{tails[r][c]}, %{tail}]")
+        for r in range(rows):
+            for c in range(cols):
+                value, width = totals[r][c], vl
+                while width > 1:  # the lanes added pairwise: low half + high half
+                    half = width // 2
+                    lo, hi, s = x.fresh("dlo"), x.fresh("dhi"), x.fresh("dhs")
+                    wt, ht = f"<{width} x {t}>", f"<{half} x {t}>"
+                    los = ", ".join(f"i32 {i}" for i in range(half))
+                    his = ", ".join(f"i32 {i}" for i in range(half, width))
+                    x(f"{lo} = shufflevector {wt} {value}, {wt} poison, <{half} x i32> <{los}>")
+                    x(f"{hi} = shufflevector {wt} {value}, {wt} poison, <{half} x i32> <{his}>")
+                    x(f"{s} = fadd {ht} {lo}, {hi}")
+                    value, width = s, half
+                scalar, col, ea, eo, es, ep, ev, plus, out, cr, co, cptr = (
+                    x.fresh(h) for h in ("dsc", "dj", "dea", "deo", "des", "dep", "dev",
+                                         "dplus", "dout", "dcr", "dco", "dcp"))
+                x(f"{scalar} = extractelement <1 x {t}> {value}, i64 0")
+                x(f"{col} = add i64 %j0, {col_at[c]}")
+                # the addend's element (C's own where the product has none: read, unused)
+                x(f"{ea} = mul i64 {row_at[r]}, %e.s0")
+                x(f"{eo} = mul i64 {col}, {size}")
+                x(f"{es} = add i64 {ea}, {eo}")
+                x(f"{ep} = getelementptr i8, ptr %e, i64 {es}")
+                x(f"{ev} = load {t}, ptr {ep}, align {size}")
+                x(f"{plus} = fadd {t} {scalar}, {ev}")
+                x(f"{out} = select i1 %add, {t} {plus}, {t} {scalar}")
+                x(f"{cr} = mul i64 {row_at[r]}, %n")
+                x(f"{co} = add i64 {cr}, {col}")
+                x(f"{cptr} = getelementptr inbounds {t}, ptr %c, i64 {co}")
+                x(f"store {t} {out}, ptr {cptr}, align {size}")
+
+    _loop(x, "drb", "0", "%dr.blocks",
+          lambda rb: _loop(x, "dcb", "0", "%dc.blocks", lambda cb: block(rb, cb)))
 
 
 def render(dtype: str) -> str:
