@@ -10,7 +10,9 @@ registers, or by gathers where K is no multiple of 8, where B's columns are cont
 a transposed weight; else element by element; zeros past N), all of K or KC rows of it at a
 time (see PACK_BYTES), then a register-blocked micro-kernel keeps an MR x NR block of C in
 vector registers while it walks those rows, broadcasting one element of A per row, so A may
-have any strides. Row and column strides are read from
+have any strides. Where A's rows and B's columns both run along K and A has few rows (a
+convolution's weight gradient), a panel's elements are dot products instead (``DOT_MAX_M``),
+B unpacked. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
 any layout runs the same code. The code holds no shape: it is compiled once per machine
 (about 0.15 s, then read from the compiled-code cache) and loaded once per process, whatever
@@ -31,8 +33,9 @@ arrays of the spec's dtype and of shapes whose product it is, and ``c`` a fresh 
 array of the product's shape.
 
 Sums run in a fixed order (k from 0 to K - 1, one fused multiply-add a step into one
-accumulator per element), so a product's bits do not depend on threads or on the call; they
-differ from BLAS's by rounding only.
+accumulator per element; a dot product's in VL partial sums, k = l, l + VL, ..., added pairwise
+at the end), so a product's bits do not depend on threads or on the call; they differ from
+BLAS's by rounding only.
 """
 
 from __future__ import annotations
