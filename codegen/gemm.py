@@ -15,7 +15,7 @@ convolution's weight gradient), a panel's elements are dot products instead (``D
 B unpacked. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
 any layout runs the same code. The code holds no shape: it is compiled once per machine
-(about 0.15 s, then read from the compiled-code cache) and loaded once per process, whatever
+(about 0.07 s, then read from the compiled-code cache) and loaded once per process, whatever
 products a plan has.
 
 A product's work items are its panels (of each matrix of a batch): a large one splits them
@@ -966,8 +966,8 @@ def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
 
             # keyed by this module's source (the key holds the host and the code generator):
             # a process finding the code need not render its IR (2 ms)
-            code = support_code(f"gemm.{dtype}", functools.partial(render, dtype), target.emit,
-                                cache_dir, version=_source_digest())
+            code = support_code(f"gemm.{dtype}", functools.partial(render, dtype),
+                                target.emit_as_written, cache_dir, version=_source_digest())
             with target.LOCK:
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                                     target.new_target_machine())

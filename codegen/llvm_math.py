@@ -33,6 +33,7 @@ are nan.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from collections.abc import Callable
@@ -490,10 +491,11 @@ class _VariantAttribute(CallInstrAttributes):
         set.add(self, name)
 
 
+@functools.cache
 def vector_widths(dtype: str) -> tuple[int, ...]:
     """Lane counts of the vector variants a math call offers the loop vectorizer: those of
     the host's vector registers (128-bit; 256 with AVX; 512 with AVX-512, where LLVM may still
-    prefer 256-bit vectors)."""
+    prefer 256-bit vectors). Kept per dtype: a plan's products ask it hundreds of times."""
     _, features = host()
     bits = [128]
     if "+avx" in features.split(","):
