@@ -17,9 +17,11 @@ from runtime.ops.registry import PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 from .graph import (HELD_SOURCES, SOURCES, check, metas, remove_dead, renumber, replace_uses,
                     roots, set_args, topo_order)
 
-# folding may materialise a broadcast: allow it only up to this many elements (or the size of
-# the largest constant it reads), so an expand of a scalar never becomes a huge constant
-FOLD_MAX_GROWTH = 1024
+# folding may materialise a broadcast: allow it only up to this many bytes (or the size of the
+# largest constant it reads), so an expand of a scalar never becomes a huge constant. gpt's
+# causal mask, le(arange column, arange row), is 4 KiB of bool: folded, the attention scale
+# before it joins the masked softmax's kernel (it read a value computed after the mask)
+FOLD_MAX_BYTES = 4 << 10  # 1024 float32, 4096 bool
 MAX_ROUNDS = 5
 UNMERGEABLE = frozenset({"input", "state", "rand"})
 
@@ -53,8 +55,8 @@ def _foldable(g: nx.DiGraph, v: int) -> bool:
     preds = [g.nodes[u] for u in g.predecessors(v)]
     if not preds or any(p["op"] != "const" for p in preds):
         return False
-    size = int(np.prod(g.nodes[v]["shape"]))
-    return size <= max(FOLD_MAX_GROWTH, *(p["value"].size for p in preds))
+    size = int(np.prod(g.nodes[v]["shape"])) * g.nodes[v]["dtype"].np.itemsize
+    return size <= max(FOLD_MAX_BYTES, *(p["value"].nbytes for p in preds))
 
 
 def evaluate(g: nx.DiGraph, v: int, values: dict[int, Any]) -> np.ndarray:

@@ -129,12 +129,13 @@ def _environment() -> list[Any]:
 
     from codegen.target import host
 
-    from . import fusion, remat
+    from . import fusion, passes, remat
 
-    # the fusion and rematerialization passes' settings as they are now (a test or a user
-    # may have changed one)
+    # the graph passes', fusion's and rematerialization's settings as they are now (a test or
+    # a user may have changed one)
     settings = sorted((f"{module.__name__}.{name}", value)
-                      for module in (fusion, remat) for name, value in vars(module).items()
+                      for module in (passes, fusion, remat)
+                      for name, value in vars(module).items()
                       if name.isupper() and type(value) in (int, float, bool, str))
     cpu, features = host()
     return [FORMAT, _sources_digest(), sys.version, platform.machine(), np.__version__,

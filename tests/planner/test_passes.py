@@ -250,6 +250,20 @@ def test_fold_constants_promotes_like_eager() -> None:
     check(g)
 
 
+def test_fold_constants_bounds_bytes_not_elements() -> None:
+    """A causal mask of 64 x 64 bool (4 KiB: passes.FOLD_MAX_BYTES) made of two aranges is
+    folded, with numpy's values; a float32 broadcast of as many elements (16 KiB) is not."""
+    g = new_graph()
+    rows, cols = const(g, np.arange(64).reshape(64, 1)), const(g, np.arange(64).reshape(1, 64))
+    mask = op(g, "le", cols, rows)
+    wide = op(g, "add", const(g, np.zeros((64, 1))), const(g, np.ones((1, 64))))
+    g.graph["outputs"] = [mask, wide]
+    assert fold_constants(g) == 1
+    assert g.nodes[mask]["op"] == "const" and g.nodes[wide]["op"] == "add"
+    np.testing.assert_array_equal(g.nodes[mask]["value"], np.tril(np.ones((64, 64), bool)))
+    check(g)
+
+
 def test_fold_constants_skips_sources_and_large_broadcasts() -> None:
     g = new_graph()
     x = inp(g, (2,))

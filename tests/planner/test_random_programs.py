@@ -48,8 +48,8 @@ SMALL_BASES = st.integers(1, 3).flatmap(
 # thresholds where fusion and codegen change strategy: fusion.MIN_ELEMENTS (a segment of
 # fewer elements needs more steps to become a kernel), codegen.launch.ROW (a domain of a
 # whole number of ROWs, at least two, is cut into rows for CPU threads) and kernels long
-# enough to be split across threads at all; all above the 1024 elements up to which a
-# broadcast constant is folded (passes.FOLD_MAX_GROWTH), so gradients hold expands of
+# enough to be split across threads at all; all above the 4 KiB (1024 float32) up to which a
+# broadcast constant is folded (passes.FOLD_MAX_BYTES), so gradients hold expands of
 # constants.
 LARGE_BASES = st.one_of(
     st.tuples(st.integers(255, 1023), st.integers(1000, 2051)),
