@@ -7,6 +7,8 @@ and is captured into a graph by the planner.
 
 from __future__ import annotations
 
+import functools
+
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -160,8 +162,10 @@ class Primitive:
             spec = ufunc_specializer(self.ufunc)
         return None if spec is None else spec(arg_metas, attrs, out_meta)
 
-    @property
+    @functools.cached_property
     def backward_name(self) -> str:
+        """PyTorch's name of its backward node (``MmBackward0``); made once: a capture asks
+        it of every node it records."""
         return "".join(p.capitalize() for p in self.name.split("_")) + "Backward0"
 
 
