@@ -139,9 +139,12 @@ class Geometry:
         at most TABLE_ENTRIES. Measured (float32, us, loops -> tables): cnn's 8x8 and 4x4
         convolutions' unfold 19 -> 8 and 73 -> 17, fold 17 -> 10 and 61 -> 32; a 32x32
         pooling 144 -> 68; a 32x32 3x3 convolution (rows of 32) 532 -> 700: the loops."""
-        entries = self.kernel[0] * self.kernel[1] * self.out[0] * self.out[1]
-        return ((self.out[1] <= _lanes(dtype) or self.disjoint)
-                and max(entries, self.h * self.w) <= TABLE_ENTRIES)
+        taps = self.kernel[0] * self.kernel[1]
+        # unfold's table: a tap per output position; fold's: a layer per contribution (one,
+        # or at most a tap's) per input position
+        entries = max(taps * self.out[0] * self.out[1],
+                      (1 if self.disjoint else taps) * self.h * self.w)
+        return (self.out[1] <= _lanes(dtype) or self.disjoint) and entries <= TABLE_ENTRIES
 
     def gather_words(self, op: str, dtype: np.dtype, pad_value: float = 0.0) -> ctypes.Array:
         """The words of ``unfold_gather`` or ``fold_gather`` (``op``): the fixed ones, then
