@@ -3,6 +3,8 @@ invariants and returns how many nodes it changed or removed."""
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Callable
 from typing import Any
 
@@ -383,6 +385,34 @@ def merge_slice_grads(g: nx.DiGraph) -> int:
     return changed
 
 
+def sum_merged_axes(g: nx.DiGraph) -> int:
+    """A sum over the first axis of a reshape that only merged leading axes (a linear layer's
+    bias gradient: gpt's (16, 64, 128) gradient reshaped to (1024, 128) for the weight's
+    product, then summed over its rows) sums the reshape's source over those axes instead:
+    the same elements in the same order, and the sum can join the kernel that makes them
+    as one of its accumulated outputs (numpy summed gpt's 8 such (1024, N) columns: 0.45 ms a
+    step)."""
+    changed = 0
+    for v in topo_order(g):
+        n = g.nodes[v]
+        if n["op"] != "sum" or n["attrs"].get("keepdim") or tuple(n["attrs"]["axes"]) != (0,):
+            continue
+        (kind, u), = n["args"]
+        if kind != "node" or g.nodes[u]["op"] != "reshape":
+            continue
+        (kind, w), = g.nodes[u]["args"]
+        if kind != "node":
+            continue
+        source, merged = tuple(g.nodes[w]["shape"]), tuple(g.nodes[u]["shape"])
+        lead = len(source) - len(merged) + 1  # the source axes the first one merges
+        if lead < 2 or source[lead:] != merged[1:] or math.prod(source[:lead]) != merged[0]:
+            continue
+        set_args(g, v, [("node", w)])
+        n["attrs"] = {**n["attrs"], "axes": tuple(range(lead))}
+        changed += 1
+    return changed
+
+
 def _add_leaves(g: nx.DiGraph, v: int, keep: set[int], into: list[int]) -> list[int] | None:
     """The terms of the tree of adds of one shape and dtype rooted at v (its inner adds used
     by one add only, and not values the step produces), or None where an argument is a
@@ -479,6 +509,7 @@ DEFAULT_PASSES: tuple[tuple[str, Callable[[nx.DiGraph], int]], ...] = (
     ("fold_constants", fold_constants),
     ("cse", cse),
     ("merge_slice_grads", merge_slice_grads),
+    ("sum_merged_axes", sum_merged_axes),
     ("prune", prune),
 )
 

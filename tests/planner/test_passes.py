@@ -24,7 +24,8 @@ from planner.graph import (
     replace_uses,
     topo_order,
 )
-from planner.passes import cse, fold_constants, prune, run_default_passes, simplify
+from planner.passes import (cse, fold_constants, prune, run_default_passes, simplify,
+                             sum_merged_axes)
 from runtime._dtype import from_numpy_dtype
 from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
@@ -247,6 +248,26 @@ def test_fold_constants_promotes_like_eager() -> None:
     assert g.nodes[s]["value"].dtype == np.float32
     np.testing.assert_array_equal(g.nodes[s]["value"], np.float32([1.5, 2.5, 3.5]))
     np.testing.assert_array_equal(g.nodes[q]["value"], np.float32([0.5, 1.0, 1.5]))
+    check(g)
+
+
+def test_a_sum_over_merged_leading_axes_sums_the_source_over_them() -> None:
+    """sum(reshape(x (4, 3, 5) -> (12, 5)), axis 0) becomes sum(x, axes (0, 1)): numpy's
+    values; a reshape that merges other axes, a keepdim sum or one over another axis stays."""
+    g = new_graph()
+    x = inp(g, (4, 3, 5))
+    rows = op(g, "reshape", x, shape=(12, 5))
+    total = op(g, "sum", rows, axes=(0,), keepdim=False)
+    kept = op(g, "sum", rows, axes=(0,), keepdim=True)
+    other = op(g, "sum", op(g, "reshape", x, shape=(4, 15)), axes=(0,), keepdim=False)
+    g.graph["outputs"] = [total, kept, other, rows]
+    a = np.random.default_rng(0).standard_normal((4, 3, 5)).astype(np.float32)
+    before = reference_eval(g, {x: a})
+    assert sum_merged_axes(g) == 1
+    assert g.nodes[total]["attrs"]["axes"] == (0, 1) and list(g.predecessors(total)) == [x]
+    after = reference_eval(g, {x: a})
+    for b, c in zip(before, after, strict=True):
+        np.testing.assert_array_equal(b, c)
     check(g)
 
 
