@@ -291,7 +291,8 @@ class CompiledModule:
         # kernel name -> the name of the function it runs (``codegen.llvm.distinct``)
         self.function_of = function_of or {}
         self._launch = {name: _Launch.of(kernels[name], fn) for name, fn in functions.items()}
-        self._builtins: dict[str, Callable[..., None] | None] = {}
+        # builtin_entry's by kernel name, split_entry's by ("split", name)
+        self._builtins: dict[Any, Callable[..., None] | None] = {}
 
     def run(self, kernel: str | kir.Kernel, arrays_in: list[np.ndarray],
             arrays_out: list[np.ndarray], threads: int | None = None) -> None:
@@ -333,15 +334,18 @@ class CompiledModule:
             return
         # the object entry reads each array's data pointer itself: ``id(a)`` costs far less
         # than ``a.ctypes.data`` (0.1 against 2 us an array)
-        fn, address, table, pointer = ((launch.fn_objects, launch.objects_address,
-                                        ctypes.c_size_t, id) if object_entry_ok() else
-                                       (launch.fn, launch.address, ctypes.c_void_p, _data))
-        ptrs = (table * len(arrays))(*map(pointer, arrays))
+        objects = object_entry_ok()
         chunks = 1 if launch.accumulate else min(threads, launch.outer)
         if chunks <= 1:
-            fn(ptrs, 0, launch.outer)
-        else:
-            pool.run_chunks(address, ptrs, even_bounds(launch.outer, chunks))
+            fn, table, pointer = ((launch.fn_objects, ctypes.c_size_t, id) if objects else
+                                  (launch.fn, ctypes.c_void_p, _data))
+            fn((table * len(arrays))(*map(pointer, arrays)), 0, launch.outer)
+            return
+        # an array.array of the pointers (0.2 us against a ctypes array's 1.2), and the pool's
+        # entry past run_chunks' checks: the bounds are even_bounds', the table this one
+        ptrs = array.array(pool.POINTER_TYPECODE, map(id if objects else _data, arrays))
+        pool.run_checked(launch.objects_address if objects else launch.address,
+                         ptrs.buffer_info()[0], 0, even_bounds(launch.outer, chunks), chunks)
 
     def splits(self, kernel: str | kir.Kernel) -> bool:
         """Whether ``run`` splits ``kernel`` across the intra-op threads by default."""
@@ -388,27 +392,49 @@ class CompiledModule:
     def _split_launcher(self, name: str, expected: list[Any]) -> Callable[[list[np.ndarray]], None]:
         """``launcher`` of a kernel split across the intra-op threads: each call checks its
         arrays against the signature (as ``check_arrays`` does for the others), then runs as
-        ``run`` would on ``get_num_threads()`` threads: on one thread, where that is one call
-        over the whole range (the same bits), through the kernel's builtin (0.1 us against
-        ``run``'s checks of every array and a ctypes call: gpt's 33 split kernels a step)."""
+        ``split_entry``'s call."""
+        run = self.split_entry(name)
+        assert run is not None  # the caller's test: split, object entries here
+
+        def call(arrays: list[np.ndarray]) -> None:
+            check_arrays(name, expected, arrays)
+            run(*arrays)
+
+        return call
+
+    def split_entry(self, kernel: str | kir.Kernel) -> Callable[..., None] | None:
+        """``f(*arrays)``, inputs then outputs, for a kernel split across the intra-op threads,
+        from a caller that guarantees what ``object_entry``'s does (a plan's generated program,
+        which tests each argument's shape and dtype): as ``run`` on ``get_num_threads()``
+        threads at each call; on one thread, where that is one call over the whole range (the
+        same bits), through the kernel's builtin (0.1 us against ``run``'s checks of every
+        array and a ctypes call: gpt's 33 split kernels a step). None for a kernel that does
+        not split or where the object entry cannot be used. Made once per kernel."""
         from codegen import pyentry
 
+        name = kernel if isinstance(kernel, str) else kernel.name
+        key = ("split", name)
+        if key in self._builtins:
+            return self._builtins[key]
         launch = self._launch[name]
-        dispatch = self._dispatch
+        if not launch.split or not object_entry_ok():
+            self._builtins[key] = None
+            return None
         whole = launch.chunks <= 1  # no fixed chunks of accumulated outputs
         single = launch.accumulate and whole  # one call at any thread count
         builtin = pyentry.kernel_builtin(
             launch.objects_address, launch.outer, len(launch.inputs) + len(launch.outputs),
             name, self._engine) if whole and pyentry.available() else None
+        dispatch = self._dispatch
 
-        def call(arrays: list[np.ndarray]) -> None:
-            check_arrays(name, expected, arrays)
+        def call(*arrays: np.ndarray) -> None:
             threads = get_num_threads()
             if builtin is not None and (single or threads <= 1):
                 builtin(*arrays)
             else:
                 dispatch(launch, arrays, threads)
 
+        self._builtins[key] = call
         return call
 
     def object_entry(self, kernel: str | kir.Kernel

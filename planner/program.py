@@ -377,17 +377,19 @@ def _emit_kernel(src: Source, s: KernelStep) -> None:
 def _emit_direct_kernel(src: Source, plan: Plan, s: KernelStep, known: Known) -> bool:
     """A kernel step as its compiled entry called on the array objects themselves: inputs
     known to be arrays of their planned dtype (made C-contiguous unless known to be), fresh
-    outputs of the kernel's shapes, all bound to locals for the call. False where the kernel
-    has no such entry (it splits across threads) or an input's type is not known."""
+    outputs of the kernel's shapes, all bound to locals for the call (a kernel split across
+    threads: its ``split_entry``, which follows the thread count of each call). False where
+    the kernel has neither or an input's type is not known."""
     from codegen.jit import check_arrays  # loaded already: the plan's kernels compiled
 
     bufs = [v for _, v in s.args]
     if s.device != "cpu" or isinstance(s, CommitStep) or any(v not in known.typed for v in bufs):
         return False  # a commit kernel runs at write-back (Executable.kernel_call)
-    entry = plan.executable.module(device=s.device).object_entry(s.kernel)
-    if entry is None:
+    module = plan.executable.module(device=s.device)
+    entry = module.object_entry(s.kernel)
+    split = module.split_entry(s.kernel) if entry is None else None
+    if entry is None and split is None:
         return False
-    fn, addresses, outer = entry
     names = []
     for j, v in enumerate(bufs):
         if v in known.contiguous:
@@ -415,10 +417,11 @@ def _emit_direct_kernel(src: Source, plan: Plan, s: KernelStep, known: Known) ->
         src.line(f"_out{j} = {src.name('empty', np.empty)}({src.name('shape', tuple(shape))}, "
                  f"{src.name('t', np.dtype(dtype))})")
         outs.append(f"_out{j}")
-    builtin = plan.executable.module(device=s.device).builtin_entry(s.kernel)
+    builtin = split or module.builtin_entry(s.kernel)
     if builtin is not None:  # the arrays handed over as they are (codegen.pyentry)
         src.line(f"{src.name(f'k{n}', builtin)}({', '.join(names + outs)})")
     else:
+        fn, addresses, outer = entry
         ids = ", ".join(f"_id({n})" for n in names + outs)
         src.names["_id"] = id
         src.line(f"{src.name(f'k{n}', fn)}({src.name('addresses', addresses)}({ids}), 0, "
