@@ -40,6 +40,7 @@ BLAS's by rounding only.
 
 from __future__ import annotations
 
+import array
 import ctypes
 import dataclasses
 import functools
@@ -1031,8 +1032,9 @@ class Product:
             else:
                 self.entry(id(a), id(b), id(c), id(e), self.dims)
             return
-        table = (ctypes.c_size_t * 5)(id(a), id(b), id(c), id(e), self.dims)
-        pool.run_checked(self._module.chunks, ctypes.addressof(table), 0,
+        # the objects' addresses as an array.array (0.2 us against a ctypes array's 1.2)
+        table = array.array(pool.POINTER_TYPECODE, (id(a), id(b), id(c), id(e), self.dims))
+        pool.run_checked(self._module.chunks, table.buffer_info()[0], 0,
                          even_bounds(self.items, threads), threads)
 
     def apply(self, a: np.ndarray, b: np.ndarray, shape: tuple[int, ...],
