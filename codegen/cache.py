@@ -426,8 +426,11 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
     if version is None:
         text = text() if callable(text) else text
         version = hashlib.sha256(text.encode()).hexdigest()
+    # the emitter too: the same text through another pipeline is other code
+    emitter = getattr(emit, "__qualname__", None) or getattr(
+        getattr(emit, "func", None), "__qualname__", repr(emit))
     key = hashlib.sha256(json.dumps(
-        [name, version, cpu, features, llvmlite.__version__, generator_hash()]
+        [name, version, cpu, features, llvmlite.__version__, generator_hash(), emitter]
     ).encode()).hexdigest()
     with _DiskStore.open(cache_dir(cache_dir_path) / SUPPORT_DIR, quiet=True) as store:
         code = store.read_code(key) if store is not None else None
