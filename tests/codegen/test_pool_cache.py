@@ -41,3 +41,24 @@ def test_pool_loops_are_stored_once_and_loaded_after(tmp_path: Path) -> None:
     stored = [p for p in (tmp_path / "support").rglob(f"*{ENTRY_SUFFIX}") if p.is_file()]
     assert len(stored) == 1, stored
     assert _run("warm", tmp_path) == "0 0"
+
+
+def test_the_support_key_names_the_emitter(tmp_path: Path) -> None:
+    """The same text through another emitter (another pipeline) is other code: compiled and
+    kept apart; each emitter's code found again after."""
+    from codegen import cache, target
+
+    text = "define void @f() {\n  ret void\n}\n"
+    calls: list[str] = []
+
+    def first(source: str) -> target.ObjectCode:
+        calls.append("first")
+        return target.emit(source)
+
+    def second(source: str) -> target.ObjectCode:
+        calls.append("second")
+        return target.emit_as_written(source)
+
+    for emit in (first, second, first, second):
+        cache.support_code("probe", text, emit, tmp_path)
+    assert calls == ["first", "second"]
