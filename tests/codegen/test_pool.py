@@ -137,10 +137,11 @@ def test_run_chunks_rejects_bad_arguments():
 
 def test_default_split_follows_the_thread_budget(module, budget, monkeypatch):
     chunks: list[int] = []
-    real = pool.run_chunks
-    monkeypatch.setattr(pool, "run_chunks",
-                        lambda fn, table, bounds: (chunks.append(len(bounds) - 1),
-                                                   real(fn, table, bounds)))
+    real = pool.run_checked  # a split's way into the pool (past run_chunks' checks)
+    monkeypatch.setattr(pool, "run_checked",
+                        lambda fn, table, stride, bounds, threads: (
+                            chunks.append(len(bounds) - 1),
+                            real(fn, table, stride, bounds, threads)))
     x = random_array((64, 1024), F)
     want = np.exp(np.sin(x))
     for n in (3, 1, 2):
