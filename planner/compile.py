@@ -521,10 +521,16 @@ class CompiledStep:
         return plan
 
     def _build(self, plan: Plan) -> None:
-        """Compile the plan's kernels and generated products now, from and into the cache."""
+        """Compile the plan's kernels and generated products now, from and into the cache;
+        on the CPU, numpy's arrays of this thread start on 64-byte boundaries from now on
+        (``codegen.allocator``: the program's outputs, which its kernels write and read)."""
         if plan.kernels:
             plan.executable.module(self.cache_dir)
         plan.executable.products(self.cache_dir)
+        if plan.device == "cpu":
+            from codegen import allocator
+
+            allocator.install()
 
     def _fused(self, plan: Plan, build: bool) -> Plan:
         """The plan with its segments fused, and compiled now (``build``: not on the first

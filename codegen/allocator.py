@@ -1,0 +1,162 @@
+"""numpy's arrays of 4 KiB or more start on a 64-byte boundary, once compiled code is in use.
+
+numpy takes an array's memory from ``malloc``, which glibc aligns to 16 bytes, so where an
+array starts within a cache line depends on what the process allocated before it. A kernel's
+64-byte vector loads and stores from an array that starts 16, 32 or 48 bytes past a line
+each span two lines: eltwise's kernel alone, its arrays placed by hand, ran in 1.54 ms with
+every array on a boundary, 1.60 with its inputs 32 bytes past one, 1.59 with its outputs and
+1.63 with both; across processes its step moved by as much, whatever the code.
+
+numpy lets a process choose the functions its arrays' memory comes from (its
+``PyDataMem_SetHandler``, API slot 304 since numpy 1.22): ``install()`` gives it a handler
+whose ``malloc`` takes an allocation of ``ALIGNED_FROM`` bytes or more from glibc's
+``posix_memalign`` (64-byte aligned) and a smaller one from ``malloc``; ``calloc``,
+``realloc`` and ``free`` are glibc's (``free`` releases either kind; np.zeros keeps calloc's
+lazily zeroed pages). The four functions are a few lines of LLVM IR compiled once per machine
+(the support store), their machine code held for the life of the process: arrays freed while
+the interpreter shuts down still call them. numpy keeps the handler per context: the thread
+that installs it (the one that compiles a step, which runs the step's program) and contexts
+copied from it allocate through it; other threads keep numpy's default. Only where glibc runs
+(posix_memalign, free of an aligned block), numpy's API has the slot, and
+``BACKPLAN_ALIGNED_ARRAYS`` is not 0.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import platform
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+ALIGNMENT = 64  # a cache line, and an AVX-512 vector
+ALIGNED_FROM = 4096  # smaller allocations stay malloc's (their lines are few)
+NAME = b"backplan_aligned"  # the handler's name, as np.get_handler_name() shows it
+_SET_HANDLER = 304  # PyDataMem_SetHandler's slot in numpy's C API table
+_GET_HANDLER = 305
+
+_IR = f"""
+declare i32 @posix_memalign(ptr, i64, i64)
+declare ptr @malloc(i64)
+declare ptr @calloc(i64, i64)
+declare ptr @realloc(ptr, i64)
+declare void @free(ptr)
+
+define ptr @backplan_malloc(ptr %ctx, i64 %size) nounwind {{
+entry:
+  %slot = alloca ptr, align 8
+  %big = icmp uge i64 %size, {ALIGNED_FROM}
+  br i1 %big, label %aligned, label %plain
+aligned:
+  %failed = call i32 @posix_memalign(ptr %slot, i64 {ALIGNMENT}, i64 %size)
+  %ok = icmp eq i32 %failed, 0
+  %got = load ptr, ptr %slot, align 8
+  %result = select i1 %ok, ptr %got, ptr null
+  ret ptr %result
+plain:
+  %small = call ptr @malloc(i64 %size)
+  ret ptr %small
+}}
+
+define ptr @backplan_calloc(ptr %ctx, i64 %n, i64 %size) nounwind {{
+  %p = call ptr @calloc(i64 %n, i64 %size)
+  ret ptr %p
+}}
+
+define ptr @backplan_realloc(ptr %ctx, ptr %p, i64 %size) nounwind {{
+  %q = call ptr @realloc(ptr %p, i64 %size)
+  ret ptr %q
+}}
+
+define void @backplan_free(ptr %ctx, ptr %p, i64 %size) nounwind {{
+  call void @free(ptr %p)
+  ret void
+}}
+"""
+
+
+class _Allocator(ctypes.Structure):
+    _fields_ = [("ctx", ctypes.c_void_p), ("malloc", ctypes.c_void_p),
+                ("calloc", ctypes.c_void_p), ("realloc", ctypes.c_void_p),
+                ("free", ctypes.c_void_p)]
+
+
+class _Handler(ctypes.Structure):  # numpy's PyDataMem_Handler, version 1
+    _fields_ = [("name", ctypes.c_char * 127), ("version", ctypes.c_uint8),
+                ("allocator", _Allocator)]
+
+
+_lock = threading.Lock()
+# what must outlive every array allocated through the handler: never released
+_KEPT: list[Any] = []
+
+
+def available() -> bool:
+    """Whether ``install`` can work here: glibc, and not switched off."""
+    if os.environ.get("BACKPLAN_ALIGNED_ARRAYS", "1").strip() == "0":
+        return False
+    return sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+
+
+@functools.cache
+def _handler() -> Any:
+    """The handler capsule (made once per process), its functions compiled or read from the
+    support store."""
+    import llvmlite.binding as llvm
+
+    from codegen import target
+    from codegen.cache import support_code
+
+    code = support_code("allocator", _IR, target.emit_as_written)
+    with target.LOCK:
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                            target.new_target_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
+        engine.finalize_object()
+        addresses = [engine.get_function_address(f"backplan_{f}")
+                     for f in ("malloc", "calloc", "realloc", "free")]
+    if not all(addresses):
+        raise RuntimeError("the aligned allocator's functions are not in their object code")
+    handler = _Handler(NAME, 1, _Allocator(None, *addresses))
+    name = ctypes.c_char_p(b"mem_handler")
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+    capsule = new_capsule(ctypes.addressof(handler), name, None)
+    # the machine code, the struct and the capsule's name stay for good; an extra reference
+    # keeps the engine from being disposed at shutdown, while arrays still free through it
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
+    _KEPT.extend([engine, handler, name, capsule])
+    return capsule
+
+
+def _api_function(slot: int, restype: Any, *argtypes: Any) -> Any:
+    """numpy's C API function at ``slot`` of its table, callable with the GIL held."""
+    table_capsule = np._core._multiarray_umath._ARRAY_API
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
+    table = get_pointer(table_capsule, None)
+    address = ctypes.c_void_p.from_address(table + slot * ctypes.sizeof(ctypes.c_void_p))
+    return ctypes.PYFUNCTYPE(restype, *argtypes)(address.value)
+
+
+def install() -> bool:
+    """Make the calling thread's context allocate numpy arrays through the aligned handler;
+    False where it is not available here. Idempotent."""
+    if not available():
+        return False
+    with _lock:
+        if np._core.multiarray.get_handler_name() == NAME.decode():
+            return True
+        try:
+            capsule = _handler()
+            set_handler = _api_function(_SET_HANDLER, ctypes.py_object, ctypes.py_object)
+        except (AttributeError, OSError, RuntimeError, ValueError):
+            return False
+        set_handler(capsule)
+        return np._core.multiarray.get_handler_name() == NAME.decode()
