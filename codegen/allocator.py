@@ -37,7 +37,6 @@ ALIGNMENT = 64  # a cache line, and an AVX-512 vector
 ALIGNED_FROM = 4096  # smaller allocations stay malloc's (their lines are few)
 NAME = b"backplan_aligned"  # the handler's name, as np.get_handler_name() shows it
 _SET_HANDLER = 304  # PyDataMem_SetHandler's slot in numpy's C API table
-_GET_HANDLER = 305
 
 _IR = f"""
 declare i32 @posix_memalign(ptr, i64, i64)
@@ -136,7 +135,8 @@ def _handler() -> Any:
 
 def _api_function(slot: int, restype: Any, *argtypes: Any) -> Any:
     """numpy's C API function at ``slot`` of its table, callable with the GIL held."""
-    table_capsule = np._core._multiarray_umath._ARRAY_API
+    core = getattr(np, "_core", None) or np.core
+    table_capsule = core._multiarray_umath._ARRAY_API
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype = ctypes.c_void_p
     get_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
@@ -145,13 +145,24 @@ def _api_function(slot: int, restype: Any, *argtypes: Any) -> Any:
     return ctypes.PYFUNCTYPE(restype, *argtypes)(address.value)
 
 
+def handler_name() -> str | None:
+    """The name of the handler this thread's numpy arrays come from (None where numpy does
+    not say)."""
+    core = getattr(np, "_core", None) or getattr(np, "core", None)
+    get = getattr(getattr(core, "multiarray", None), "get_handler_name", None)
+    return None if get is None else get()
+
+
 def install() -> bool:
     """Make the calling thread's context allocate numpy arrays through the aligned handler;
     False where it is not available here. Idempotent."""
     if not available():
         return False
     with _lock:
-        if np._core.multiarray.get_handler_name() == NAME.decode():
+        name = handler_name()
+        if name is None:
+            return False
+        if name == NAME.decode():
             return True
         try:
             capsule = _handler()
@@ -159,4 +170,4 @@ def install() -> bool:
         except (AttributeError, OSError, RuntimeError, ValueError):
             return False
         set_handler(capsule)
-        return np._core.multiarray.get_handler_name() == NAME.decode()
+        return handler_name() == NAME.decode()
