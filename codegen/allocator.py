@@ -12,9 +12,10 @@ numpy lets a process choose the functions its arrays' memory comes from (its
 whose ``malloc`` takes an allocation of ``ALIGNED_FROM`` bytes or more from glibc's
 ``posix_memalign`` (64-byte aligned) and a smaller one from ``malloc``; ``calloc``,
 ``realloc`` and ``free`` are glibc's (``free`` releases either kind; np.zeros keeps calloc's
-lazily zeroed pages). The four functions are a few lines of LLVM IR compiled once per machine
-(the support store), their machine code held for the life of the process: arrays freed while
-the interpreter shuts down still call them. numpy keeps the handler per context: the thread
+lazily zeroed pages). The four functions are a few lines of LLVM IR (``IR``) in the builtin
+trampolines' module (``codegen.pyentry``), which every compiled step loads, their machine
+code held for the life of the process: arrays freed while the interpreter shuts down still
+call them. numpy keeps the handler per context: the thread
 that installs it (the one that compiles a step, which runs the step's program) and contexts
 copied from it allocate through it; other threads keep numpy's default. Only where glibc runs
 (posix_memalign, free of an aligned block), numpy's API has the slot, and
@@ -38,7 +39,7 @@ ALIGNED_FROM = 4096  # smaller allocations stay malloc's (their lines are few)
 NAME = b"backplan_aligned"  # the handler's name, as np.get_handler_name() shows it
 _SET_HANDLER = 304  # PyDataMem_SetHandler's slot in numpy's C API table
 
-_IR = f"""
+IR = f"""
 declare i32 @posix_memalign(ptr, i64, i64)
 declare ptr @malloc(i64)
 declare ptr @calloc(i64, i64)
@@ -94,33 +95,29 @@ _lock = threading.Lock()
 _KEPT: list[Any] = []
 
 
+@functools.cache
+def glibc() -> bool:
+    """Whether the process runs on glibc (posix_memalign, and free of what it returns)."""
+    return sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+
+
 def available() -> bool:
     """Whether ``install`` can work here: glibc, and not switched off."""
     if os.environ.get("BACKPLAN_ALIGNED_ARRAYS", "1").strip() == "0":
         return False
-    return sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+    return glibc()
 
 
 @functools.cache
 def _handler() -> Any:
-    """The handler capsule (made once per process), its functions compiled or read from the
-    support store."""
-    import llvmlite.binding as llvm
+    """The handler capsule (made once per process) over the four functions, which are part of
+    the builtin trampolines' module (``codegen.pyentry``: loaded by every compiled step)."""
+    from codegen import pyentry
 
-    from codegen import target
-    from codegen.cache import support_code
-
-    code = support_code("allocator", _IR, target.emit_as_written)
-    with target.LOCK:
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
-                                            target.new_target_machine())
-        engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
-        engine.finalize_object()
-        addresses = [engine.get_function_address(f"backplan_{f}")
-                     for f in ("malloc", "calloc", "realloc", "free")]
-    if not all(addresses):
-        raise RuntimeError("the aligned allocator's functions are not in their object code")
-    handler = _Handler(NAME, 1, _Allocator(None, *addresses))
+    code = pyentry._code()
+    if not all(code.allocator):
+        raise RuntimeError("the aligned allocator's functions are not in the trampolines")
+    handler = _Handler(NAME, 1, _Allocator(None, *code.allocator))
     name = ctypes.c_char_p(b"mem_handler")
     new_capsule = ctypes.pythonapi.PyCapsule_New
     new_capsule.restype = ctypes.py_object
@@ -128,8 +125,8 @@ def _handler() -> Any:
     capsule = new_capsule(ctypes.addressof(handler), name, None)
     # the machine code, the struct and the capsule's name stay for good; an extra reference
     # keeps the engine from being disposed at shutdown, while arrays still free through it
-    ctypes.pythonapi.Py_IncRef(ctypes.py_object(engine))
-    _KEPT.extend([engine, handler, name, capsule])
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(code.engine))
+    _KEPT.extend([code.engine, handler, name, capsule])
     return capsule
 
 

@@ -238,7 +238,12 @@ KERNEL, PRODUCT = 0, 1  # a drive record's kinds
 
 
 def ir_text() -> str:
-    return _PRELUDE + _KERNEL + _PRODUCT + _DRIVE
+    """The trampolines' module, with codegen.allocator's four functions (every process that
+    makes builtins loads this module: the allocator costs it no engine of its own)."""
+    from codegen import allocator
+
+    return (_PRELUDE + _KERNEL + _PRODUCT + _DRIVE
+            + (allocator.IR if allocator.glibc() else ""))
 
 
 class _MethodDef(ctypes.Structure):
@@ -262,6 +267,8 @@ class _Code:
     product: int
     drive: int
     api: tuple[int, int, int, int, int, int]  # save, restore, incref, None, set error, TypeError
+    # codegen.allocator's malloc, calloc, realloc and free (zeros where not compiled in)
+    allocator: tuple[int, ...]
 
 
 _compiled: _Code | None = None
@@ -302,6 +309,8 @@ def _code() -> _Code:
                 kernel = engine.get_function_address("entry_kernel")
                 product = engine.get_function_address("entry_product")
                 drive = engine.get_function_address("entry_drive")
+                allocator = tuple(engine.get_function_address(f"backplan_{f}")
+                                  for f in ("malloc", "calloc", "realloc", "free"))
             if not kernel or not product or not drive:
                 raise RuntimeError("the builtin trampolines are not in their object code")
             api = ctypes.pythonapi
@@ -311,7 +320,7 @@ def _code() -> _Code:
             type_error = id(ctypes.py_object.in_dll(api, "PyExc_TypeError").value)
             _compiled = _Code(engine, kernel, product, drive,
                               (address[0], address[1], address[2], id(None), address[3],
-                               type_error))
+                               type_error), allocator)
     return _compiled
 
 

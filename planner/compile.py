@@ -522,12 +522,13 @@ class CompiledStep:
 
     def _build(self, plan: Plan) -> None:
         """Compile the plan's kernels and generated products now, from and into the cache;
-        on the CPU, numpy's arrays of this thread start on 64-byte boundaries from now on
-        (``codegen.allocator``: the program's outputs, which its kernels write and read)."""
+        where there are any (on the CPU), numpy's arrays of this thread start on 64-byte
+        boundaries from now on (``codegen.allocator``: the program's outputs, which its
+        kernels and products write and read)."""
         if plan.kernels:
             plan.executable.module(self.cache_dir)
-        plan.executable.products(self.cache_dir)
-        if plan.device == "cpu":
+        products = plan.executable.products(self.cache_dir)
+        if plan.device == "cpu" and (plan.kernels or products):
             from codegen import allocator
 
             allocator.install()
