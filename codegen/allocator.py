@@ -13,12 +13,12 @@ whose ``malloc`` takes an allocation of ``ALIGNED_FROM`` bytes or more from glib
 ``posix_memalign`` (64-byte aligned) and a smaller one from ``malloc``; ``calloc``,
 ``realloc`` and ``free`` are glibc's (``free`` releases either kind; np.zeros keeps calloc's
 lazily zeroed pages). The four functions are a few lines of LLVM IR (``IR``) in the builtin
-trampolines' module (``codegen.pyentry``), which every compiled step loads, their machine
-code held for the life of the process: arrays freed while the interpreter shuts down still
-call them. numpy keeps the handler per context: the thread
-that installs it (the one that compiles a step, which runs the step's program) and contexts
+trampolines' module (``codegen.pyentry``), which a step with kernels or products loads
+anyway, their machine code held for the life of the process: arrays freed while the
+interpreter shuts down still call them. numpy keeps the handler per context: the thread that
+installs it (the one that builds such a step, which runs the step's program) and contexts
 copied from it allocate through it; other threads keep numpy's default. Only where glibc runs
-(posix_memalign, free of an aligned block), numpy's API has the slot, and
+(posix_memalign, free of an aligned block), numpy's API has the slot (1.22 on), and
 ``BACKPLAN_ALIGNED_ARRAYS`` is not 0.
 """
 
