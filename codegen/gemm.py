@@ -11,8 +11,8 @@ a transposed weight; else element by element; zeros past N), all of K or KC rows
 time (see PACK_BYTES), then a register-blocked micro-kernel keeps an MR x NR block of C in
 vector registers while it walks those rows, broadcasting one element of A per row, so A may
 have any strides. Where A's rows and B's columns both run along K and A has few rows (a
-convolution's weight gradient), a panel's elements are dot products instead (``DOT_MAX_M``),
-B unpacked. Row and column strides are read from
+convolution's weight gradient) or C few columns (a classifier's last layer), a panel's
+elements are dot products instead (``DOT_MAX_M``, ``DOT_MAX_N``), B unpacked. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
 any layout runs the same code. The code holds no shape: it is compiled once per machine
 (about 0.07 s, then read from the compiled-code cache) and loaded once per process, whatever
@@ -103,6 +103,13 @@ A_PREFETCH = 16
 # (1024, 256) 169 us by panels, 204 as dots; (64, 1024) @ (1024, 64) 62 against 98.
 DOT_MAX_M = 16
 DOT_MIN_K = 128
+# or where C has 16 columns or fewer and K is long (a classifier's last layer, x @ W.T): the
+# panel's one vector of columns keeps 6 accumulators, too few to hide the FMAs' latency, and
+# its columns are packed element by element. (128, 1024) @ (1024, 10): 40 -> 69-83 GFLOP/s,
+# (128, 1024) @ (1024, 16) 46-52 -> 77-79, (1024, 1024) @ (1024, 16) 74-88 -> 92-97; at K =
+# 128 the dots' sums of lanes weigh more ((1024, 128) @ (128, 10) 59-70 -> 53-57): panels
+DOT_MAX_N = 16
+DOT_NARROW_MIN_K = 256
 # A product splits its items across the intra-op threads where it is estimated at
 # PARALLEL_MIN_US or more (codegen.jit's threshold for kernels), at FLOP_PER_US.
 FLOP_PER_US = 140_000.0
@@ -341,7 +348,11 @@ def _function(dtype: str) -> tuple[str, str]:
     x("%chunks = udiv i64 %chunks.up, %kc.step")
     x(f"%dot.a = icmp eq i64 %a.s1, {size}")
     x(f"%dot.b = icmp eq i64 %b.s0, {size}")
-    x(f"%dot.m = icmp sle i64 %m, {DOT_MAX_M}")
+    x(f"%dot.rows = icmp sle i64 %m, {DOT_MAX_M}")
+    x(f"%dot.narrow = icmp sle i64 %n, {DOT_MAX_N}")
+    x(f"%dot.long = icmp sge i64 %k, {DOT_NARROW_MIN_K}")
+    x("%dot.cols = and i1 %dot.narrow, %dot.long")
+    x("%dot.m = or i1 %dot.rows, %dot.cols")
     x(f"%dot.k = icmp sge i64 %k, {max(DOT_MIN_K, vl)}")
     x("%dot.ab = and i1 %dot.a, %dot.b")
     x("%dot.mk = and i1 %dot.m, %dot.k")

@@ -192,13 +192,16 @@ def test_an_addend_is_added_to_the_rounded_product(dtype, a_shape, b_shape, e_sh
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,k,n", [(1, 128, 1), (8, 4096, 9), (16, 1024, 72), (3, 131, 5),
-                                   (16, 200, 130), (7, 129, 64), (5, 300, 3)])
+                                   (16, 200, 130), (7, 129, 64), (5, 300, 3), (128, 1024, 10),
+                                   (45, 257, 16), (70, 300, 1)])
 def test_dot_products_where_both_operands_run_along_k(dtype, m, k, n):
-    """A's rows and B's columns contiguous, few rows of A (gemm.DOT_MAX_M), K of DOT_MIN_K or
-    more: dot products (partial sums over k, added pairwise), within the reference's
-    rounding bound; batched and with an addend (the rounded product, then the addend), the
-    same bits every call."""
-    assert m <= gemm.DOT_MAX_M and k >= gemm.DOT_MIN_K
+    """A's rows and B's columns contiguous, few rows of A (gemm.DOT_MAX_M) and K of
+    DOT_MIN_K or more, or few columns of C (DOT_MAX_N) and K of DOT_NARROW_MIN_K or more: dot
+    products (partial sums over k, added pairwise), within the reference's rounding bound;
+    batched and with an addend (the rounded product, then the addend), the same bits every
+    call."""
+    assert (m <= gemm.DOT_MAX_M and k >= gemm.DOT_MIN_K) or (
+        n <= gemm.DOT_MAX_N and k >= gemm.DOT_NARROW_MIN_K)
     a, b = _operand((m, k), "c", dtype), _operand((k, n), "t", dtype)
     got = gemm.matmul(a, b)
     _close(got, a, b)
