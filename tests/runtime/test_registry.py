@@ -142,3 +142,29 @@ def test_infer_agrees_with_eager(corpus):
         checked.add(name)
     assert not mismatches, "\n".join(mismatches[:20])
     assert checked, "nothing recorded"
+
+
+def test_check_bounds_finds_every_value_outside_its_window() -> None:
+    """check_bounds' one-reduction test (integers shifted by ``low``, read unsigned) agrees
+    with a min and a max on every integer dtype, windows at the dtype's ends and beyond them,
+    and raises with the first offending value, as before."""
+    from runtime.ops.prims import _out_of_bounds
+
+    rng = np.random.default_rng(5)
+    for t in range(4000):
+        dtype = (np.int64, np.int32, np.int16, np.int8)[t % 4]
+        info = np.iinfo(dtype)
+        low = int(rng.integers(-300, 5))
+        high = low + int(rng.integers(-2, 400))
+        if t % 2:
+            x = rng.integers(info.min, info.max, int(rng.integers(1, 20)), endpoint=True)
+        else:
+            x = rng.integers(max(info.min, low - 5), min(info.max, max(low, high) + 5),
+                             int(rng.integers(1, 20)), endpoint=True)
+        x = x.astype(dtype)
+        want = bool((x.astype(np.int64) < low).any() or (x.astype(np.int64) >= high).any())
+        assert _out_of_bounds(x, low, high) == want, (dtype, low, high, x)
+    assert not _out_of_bounds(np.zeros(0, np.int64), 0, 0)
+    check = REGISTRY["check_bounds"].impl
+    with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+        check(np, np.array([1, 7, -1, 9]), low=0, high=5, message="Target {} is out of bounds.")
