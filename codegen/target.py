@@ -60,15 +60,22 @@ def target_machine() -> llvm.TargetMachine:
     return new_target_machine()
 
 
+def _parsed(module: ir.Module | str, tm: llvm.TargetMachine) -> llvm.ModuleRef:
+    """A module (or its IR text) parsed for ``tm``'s triple and data layout, verified; the
+    caller holds LOCK."""
+    mod = llvm.parse_assembly(str(module))
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    return mod
+
+
 def optimize(module: ir.Module | str) -> llvm.ModuleRef:
     """Verify (a module or its IR text), optimize at O3 for the host with loop and SLP
     vectorization (LLVM's unrolling as LOOP_UNROLLING says), verify again."""
     tm = target_machine()
     with LOCK:
-        mod = llvm.parse_assembly(str(module))
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
+        mod = _parsed(module, tm)
         pto = llvm.create_pipeline_tuning_options(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
@@ -102,10 +109,7 @@ def emit_as_written(module: ir.Module | str) -> ObjectCode:
     mlp_large's, gpt's and cnn's shapes (within 2 %); the native pool's loops 135 -> 39 ms."""
     tm = target_machine()
     with LOCK:
-        mod = llvm.parse_assembly(str(module))
-        mod.triple = tm.triple
-        mod.data_layout = str(tm.target_data)
-        mod.verify()
+        mod = _parsed(module, tm)
         passes = llvm.create_new_module_pass_manager()
         passes.add_always_inliner_pass()
         passes.run(mod, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options()))
