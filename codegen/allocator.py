@@ -12,9 +12,9 @@ numpy lets a process choose the functions its arrays' memory comes from (its
 whose ``malloc`` takes an allocation of ``ALIGNED_FROM`` bytes or more from glibc's
 ``posix_memalign`` (64-byte aligned) and a smaller one from ``malloc``; ``calloc``,
 ``realloc`` and ``free`` are glibc's (``free`` releases either kind; np.zeros keeps calloc's
-lazily zeroed pages). The four functions are a few lines of LLVM IR (``IR``) in the builtin
-trampolines' module (``codegen.pyentry``), which a step with kernels or products loads
-anyway, their machine code held for the life of the process: arrays freed while the
+lazily zeroed pages). The four functions are a few lines of LLVM IR in the builtin
+trampolines' module (``codegen.pyentry.ALLOCATOR_IR``), which a step with kernels or products
+loads anyway, their machine code held for the life of the process: arrays freed while the
 interpreter shuts down still call them. numpy keeps the handler per context: the thread that
 installs it (the one that builds such a step, which runs the step's program) and contexts
 copied from it allocate through it; other threads keep numpy's default. Only where glibc runs
@@ -27,56 +27,18 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
-import platform
-import sys
 import threading
 from typing import Any
 
 import numpy as np
 
-ALIGNMENT = 64  # a cache line, and an AVX-512 vector
-ALIGNED_FROM = 4096  # smaller allocations stay malloc's (their lines are few)
+from codegen import pyentry
+
+# the functions' policy, as the trampolines' module compiles it
+ALIGNMENT, ALIGNED_FROM = pyentry.ALIGNMENT, pyentry.ALIGNED_FROM
+
 NAME = b"backplan_aligned"  # the handler's name, as np.get_handler_name() shows it
 _SET_HANDLER = 304  # PyDataMem_SetHandler's slot in numpy's C API table
-
-IR = f"""
-declare i32 @posix_memalign(ptr, i64, i64)
-declare ptr @malloc(i64)
-declare ptr @calloc(i64, i64)
-declare ptr @realloc(ptr, i64)
-declare void @free(ptr)
-
-define ptr @backplan_malloc(ptr %ctx, i64 %size) nounwind {{
-entry:
-  %slot = alloca ptr, align 8
-  %big = icmp uge i64 %size, {ALIGNED_FROM}
-  br i1 %big, label %aligned, label %plain
-aligned:
-  %failed = call i32 @posix_memalign(ptr %slot, i64 {ALIGNMENT}, i64 %size)
-  %ok = icmp eq i32 %failed, 0
-  %got = load ptr, ptr %slot, align 8
-  %result = select i1 %ok, ptr %got, ptr null
-  ret ptr %result
-plain:
-  %small = call ptr @malloc(i64 %size)
-  ret ptr %small
-}}
-
-define ptr @backplan_calloc(ptr %ctx, i64 %n, i64 %size) nounwind {{
-  %p = call ptr @calloc(i64 %n, i64 %size)
-  ret ptr %p
-}}
-
-define ptr @backplan_realloc(ptr %ctx, ptr %p, i64 %size) nounwind {{
-  %q = call ptr @realloc(ptr %p, i64 %size)
-  ret ptr %q
-}}
-
-define void @backplan_free(ptr %ctx, ptr %p, i64 %size) nounwind {{
-  call void @free(ptr %p)
-  ret void
-}}
-"""
 
 
 class _Allocator(ctypes.Structure):
@@ -95,25 +57,17 @@ _lock = threading.Lock()
 _KEPT: list[Any] = []
 
 
-@functools.cache
-def glibc() -> bool:
-    """Whether the process runs on glibc (posix_memalign, and free of what it returns)."""
-    return sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
-
-
 def available() -> bool:
     """Whether ``install`` can work here: glibc, and not switched off."""
     if os.environ.get("BACKPLAN_ALIGNED_ARRAYS", "1").strip() == "0":
         return False
-    return glibc()
+    return pyentry.glibc()
 
 
 @functools.cache
 def _handler() -> Any:
     """The handler capsule (made once per process) over the four functions, which are part of
-    the builtin trampolines' module (``codegen.pyentry``: loaded by every compiled step)."""
-    from codegen import pyentry
-
+    the builtin trampolines' module (``codegen.pyentry``)."""
     code = pyentry._code()
     if not all(code.allocator):
         raise RuntimeError("the aligned allocator's functions are not in the trampolines")
@@ -130,10 +84,14 @@ def _handler() -> Any:
     return capsule
 
 
+def _numpy_core() -> Any:
+    """numpy's core package: ``numpy._core`` (numpy 2), ``numpy.core`` before."""
+    return getattr(np, "_core", None) or np.core
+
+
 def _api_function(slot: int, restype: Any, *argtypes: Any) -> Any:
     """numpy's C API function at ``slot`` of its table, callable with the GIL held."""
-    core = getattr(np, "_core", None) or np.core
-    table_capsule = core._multiarray_umath._ARRAY_API
+    table_capsule = _numpy_core()._multiarray_umath._ARRAY_API
     get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
     get_pointer.restype = ctypes.c_void_p
     get_pointer.argtypes = (ctypes.py_object, ctypes.c_char_p)
@@ -145,8 +103,7 @@ def _api_function(slot: int, restype: Any, *argtypes: Any) -> Any:
 def handler_name() -> str | None:
     """The name of the handler this thread's numpy arrays come from (None where numpy does
     not say)."""
-    core = getattr(np, "_core", None) or getattr(np, "core", None)
-    get = getattr(getattr(core, "multiarray", None), "get_handler_name", None)
+    get = getattr(getattr(_numpy_core(), "multiarray", None), "get_handler_name", None)
     return None if get is None else get()
 
 

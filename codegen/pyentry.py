@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import platform
 import sys
 import threading
 from collections.abc import Callable
@@ -237,13 +238,61 @@ bad:
 KERNEL, PRODUCT = 0, 1  # a drive record's kinds
 
 
-def ir_text() -> str:
-    """The trampolines' module, with codegen.allocator's four functions (every process that
-    makes builtins loads this module: the allocator costs it no engine of its own)."""
-    from codegen import allocator
+# codegen.allocator's numpy allocation functions live in this module (every process that
+# makes builtins loads it: the allocator costs no engine of its own): ``malloc`` takes an
+# allocation of ALIGNED_FROM bytes or more from posix_memalign, ALIGNMENT-aligned, a smaller
+# one from malloc; calloc, realloc and free are glibc's (free releases either kind)
+ALIGNMENT = 64  # a cache line, and an AVX-512 vector
+ALIGNED_FROM = 4096  # smaller allocations stay malloc's (their lines are few)
+ALLOCATOR_IR = f"""
+declare i32 @posix_memalign(ptr, i64, i64)
+declare ptr @malloc(i64)
+declare ptr @calloc(i64, i64)
+declare ptr @realloc(ptr, i64)
+declare void @free(ptr)
 
-    return (_PRELUDE + _KERNEL + _PRODUCT + _DRIVE
-            + (allocator.IR if allocator.glibc() else ""))
+define ptr @backplan_malloc(ptr %ctx, i64 %size) nounwind {{
+entry:
+  %slot = alloca ptr, align 8
+  %big = icmp uge i64 %size, {ALIGNED_FROM}
+  br i1 %big, label %aligned, label %plain
+aligned:
+  %failed = call i32 @posix_memalign(ptr %slot, i64 {ALIGNMENT}, i64 %size)
+  %ok = icmp eq i32 %failed, 0
+  %got = load ptr, ptr %slot, align 8
+  %result = select i1 %ok, ptr %got, ptr null
+  ret ptr %result
+plain:
+  %small = call ptr @malloc(i64 %size)
+  ret ptr %small
+}}
+
+define ptr @backplan_calloc(ptr %ctx, i64 %n, i64 %size) nounwind {{
+  %p = call ptr @calloc(i64 %n, i64 %size)
+  ret ptr %p
+}}
+
+define ptr @backplan_realloc(ptr %ctx, ptr %p, i64 %size) nounwind {{
+  %q = call ptr @realloc(ptr %p, i64 %size)
+  ret ptr %q
+}}
+
+define void @backplan_free(ptr %ctx, ptr %p, i64 %size) nounwind {{
+  call void @free(ptr %p)
+  ret void
+}}
+"""
+
+
+@functools.cache
+def glibc() -> bool:
+    """Whether the process runs on glibc (posix_memalign, and free of what it returns): only
+    there does the module hold the allocation functions."""
+    return sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+
+
+def ir_text() -> str:
+    return _PRELUDE + _KERNEL + _PRODUCT + _DRIVE + (ALLOCATOR_IR if glibc() else "")
 
 
 class _MethodDef(ctypes.Structure):
@@ -267,7 +316,7 @@ class _Code:
     product: int
     drive: int
     api: tuple[int, int, int, int, int, int]  # save, restore, incref, None, set error, TypeError
-    # codegen.allocator's malloc, calloc, realloc and free (zeros where not compiled in)
+    # ALLOCATOR_IR's malloc, calloc, realloc and free (zeros where not compiled in)
     allocator: tuple[int, ...]
 
 
