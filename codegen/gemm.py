@@ -58,7 +58,7 @@ import numpy as np
 from codegen import pool, target
 from codegen.jit import PARALLEL_MIN_US, even_bounds
 from codegen.llvm_emit import ARRAY_DATA_OFFSET, object_entry_ok
-from codegen.llvm_math import vector_widths
+from codegen.llvm_math import lanes
 from runtime._threads import get_num_threads
 
 # where a numpy array object keeps nd (an int), its dimensions and its strides pointers
@@ -118,11 +118,6 @@ _TYPES = {"float32": "float", "float64": "double"}
 _INTRINSIC = {"float32": "f32", "float64": "f64"}
 # the i64 words a product's call reads (``Product.dims``)
 _BATCH, _M, _N, _K, _PANELS, _ITEMS, _ADD = range(7)
-
-
-def lanes(dtype: str) -> int:
-    """Elements in one of the host's widest vector registers."""
-    return vector_widths(dtype)[-1]
 
 
 def vectors() -> int:
@@ -652,6 +647,19 @@ def _pack_tiles(x: _Text, t: str, size: int, nr: int, tile: int) -> None:
         x, "tj", "0", str(nr // tile), lambda jt: block(k0, jt)), step=tile)
 
 
+def _clamped(x: _Text, first: str, count: int, last: str, hint: str) -> list[str]:
+    """Indices ``first + i`` for i < count, each past ``last`` read as ``last``: a block's
+    rows (or columns) past the matrix's edge compute its last one again, to the same bits."""
+    found = []
+    for i in range(count):
+        raw, past, index = x.fresh(f"{hint}.r"), x.fresh(f"{hint}.past"), x.fresh(hint)
+        x(f"{raw} = add i64 {first}, {i}")
+        x(f"{past} = icmp sgt i64 {raw}, {last}")
+        x(f"{index} = select i1 {past}, i64 {last}, i64 {raw}")
+        found.append(index)
+    return found
+
+
 def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int,
            masks: list[str]) -> None:
     """Every block of MR rows of C over the packed panel (columns from ``%j0`` on): block b
@@ -665,13 +673,7 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
     def block(blk: str) -> None:
         first = x.fresh("first")
         x(f"{first} = mul i64 {blk}, {MR}")
-        row_of = []
-        for r in range(rows):
-            raw, past, row = x.fresh("rr"), x.fresh("past"), x.fresh("row")
-            x(f"{raw} = add i64 {first}, {r}")
-            x(f"{past} = icmp sgt i64 {raw}, %last.row")
-            x(f"{row} = select i1 {past}, i64 %last.row, i64 {raw}")
-            row_of.append(row)
+        row_of = _clamped(x, first, rows, "%last.row", "row")
         pre, load, start = x.label("m.pre"), x.label("m.load"), x.label("m.start")
         kh, kend = x.label("m.k"), x.label("m.kend")
         x(f"br label %{pre}")
@@ -809,30 +811,24 @@ def _dots(x: _Text, dtype: str, t: str, vt: str, vl: int, size: int) -> None:
     x(f"%dc.blocks = udiv i64 %dc.up, {cols}")
     x("%dc.last = sub i64 %w, 1")
 
+    def lines(block: str, count: int, last: str, base: str, stride: str, hint: str
+              ) -> tuple[list[str], list[str]]:
+        """The block's rows of A (or columns of B, in the panel): their clamped indices and
+        where each starts."""
+        first = x.fresh(f"{hint}0")
+        x(f"{first} = mul i64 {block}, {count}")
+        at = _clamped(x, first, count, last, hint)
+        starts = []
+        for i in at:
+            off, ptr = x.fresh(f"{hint}o"), x.fresh(f"{hint}p")
+            x(f"{off} = mul i64 {i}, {stride}")
+            x(f"{ptr} = getelementptr i8, ptr {base}, i64 {off}")
+            starts.append(ptr)
+        return at, starts
+
     def block(rb: str, cb: str) -> None:
-        row_at, col_at, rowp, colp = [], [], [], []
-        for r in range(rows):
-            first, raw, past, row, off, ptr = (x.fresh(h) for h in ("dr0", "drr", "dpast",
-                                                                     "drow", "dro", "darow"))
-            x(f"{first} = mul i64 {rb}, {rows}")
-            x(f"{raw} = add i64 {first}, {r}")
-            x(f"{past} = icmp sgt i64 {raw}, %last.row")
-            x(f"{row} = select i1 {past}, i64 %last.row, i64 {raw}")
-            x(f"{off} = mul i64 {row}, %a.s0")
-            x(f"{ptr} = getelementptr i8, ptr %a, i64 {off}")
-            row_at.append(row)
-            rowp.append(ptr)
-        for c in range(cols):
-            first, raw, past, col, off, ptr = (x.fresh(h) for h in ("dc0", "dcr", "dcpast",
-                                                                     "dcol", "dco", "dbcol"))
-            x(f"{first} = mul i64 {cb}, {cols}")
-            x(f"{raw} = add i64 {first}, {c}")
-            x(f"{past} = icmp sgt i64 {raw}, %dc.last")
-            x(f"{col} = select i1 {past}, i64 %dc.last, i64 {raw}")
-            x(f"{off} = mul i64 {col}, %b.s1")
-            x(f"{ptr} = getelementptr i8, ptr %bj, i64 {off}")
-            col_at.append(col)
-            colp.append(ptr)
+        row_at, rowp = lines(rb, rows, "%last.row", "%a", "%a.s0", "drow")
+        col_at, colp = lines(cb, cols, "%dc.last", "%bj", "%b.s1", "dcol")
         pre, head, done = x.label("d.pre"), x.label("d.k"), x.label("d.kdone")
         x(f"br label %{pre}")
         x.block(pre)

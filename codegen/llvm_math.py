@@ -506,6 +506,11 @@ def vector_widths(dtype: str) -> tuple[int, ...]:
     return tuple(b // size for b in bits)
 
 
+def lanes(dtype: str) -> int:
+    """Elements of ``dtype`` (a name) in one of the host's widest vector registers."""
+    return vector_widths(dtype)[-1]
+
+
 def _outlined(module: ir.Module, op: str, dtype: str) -> tuple[ir.Function, str]:
     """The out-of-line function a kernel calls for ``op`` at ``dtype``, and the call-site
     attribute naming its vector variants. Each variant applies the inlined scalar body to

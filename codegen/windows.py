@@ -65,6 +65,7 @@ from llvmlite import ir
 
 from codegen import target
 from codegen.llvm_emit import ARRAY_DATA_OFFSET
+from codegen.llvm_math import lanes
 
 _I64 = ir.IntType(64)
 _PTR = ir.PointerType(ir.IntType(8))
@@ -144,12 +145,12 @@ class Geometry:
         # or at most a tap's) per input position
         entries = max(taps * self.out[0] * self.out[1],
                       (1 if self.disjoint else taps) * self.h * self.w)
-        return (self.out[1] <= _lanes(dtype) or self.disjoint) and entries <= TABLE_ENTRIES
+        return (self.out[1] <= lanes(np.dtype(dtype).name) or self.disjoint) and entries <= TABLE_ENTRIES
 
     def gather_words(self, op: str, dtype: np.dtype, pad_value: float = 0.0) -> ctypes.Array:
         """The words of ``unfold_gather`` or ``fold_gather`` (``op``): the fixed ones, then
         the int32 table, padded with -1 so that every vector load of it stays inside."""
-        vl = _lanes(dtype)
+        vl = lanes(np.dtype(dtype).name)
         sources = self.sources()
         taps, length = sources.shape
         area = self.h * self.w
@@ -180,13 +181,6 @@ class Geometry:
 def _bits(value: float) -> int:
     """The int64 word holding a float64's bits."""
     return struct.unpack("<q", struct.pack("<d", float(value)))[0]
-
-
-def _lanes(dtype: np.dtype) -> int:
-    """Elements of ``dtype`` in one of the host's widest vectors."""
-    from codegen.llvm_math import vector_widths
-
-    return vector_widths(np.dtype(dtype).name)[-1]
 
 
 def _loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value,
@@ -466,7 +460,7 @@ def _gathering(op: str, dtype: str) -> str:
     to +0.0 in turn (a missing contribution adds +0.0, which changes no sum that starts
     there: such a sum is never -0.0)."""
     t, f, size = _SCALARS[dtype]
-    vl = _lanes(np.dtype(dtype))
+    vl = lanes(dtype)
     vt, it, mt = f"<{vl} x {t}>", f"<{vl} x i32>", f"<{vl} x i1>"
     gather = f"@llvm.masked.gather.v{vl}{f}.v{vl}p0"
     store = f"@llvm.masked.store.v{vl}{f}.p0"

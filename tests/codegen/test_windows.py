@@ -11,7 +11,7 @@ import pytest
 
 import planner
 import runtime as rt
-from codegen import windows
+from codegen import llvm_math, windows
 from runtime.ops.conv import _fold_impl, _out_len, _unfold_impl
 
 pytestmark = pytest.mark.skipif(not windows.available(),
@@ -63,7 +63,7 @@ def test_tables_are_chosen_for_short_rows_and_disjoint_windows() -> None:
     """Index tables where rows are no longer than a vector or windows are disjoint (and the
     tables small); long rows of overlapping windows go by rows. Both give numpy's bits on
     images larger than the random ones above, a NaN and infinities among the values."""
-    lanes = windows._lanes(np.dtype(np.float32))
+    lanes = llvm_math.lanes("float32")
     rng = np.random.default_rng(7)
     cases = [((2, 3, 4, 4), (3, 3), (1, 1), (1, 1, 1, 1), True),
              ((2, 3, 20, 20), (2, 2), (2, 2), (0, 0, 0, 0), True),
