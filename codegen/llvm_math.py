@@ -6,9 +6,9 @@ llvm.fabs, llvm.sqrt, llvm.copysign). Every function is an internal ``alwaysinli
 created once per module and dtype, so after inlining the loop vectorizer sees only arithmetic.
 A kernel with many of them calls them out of line instead (``declare_math(outlined=True)``):
 a ``noinline`` scalar function whose call sites name vector variants (LLVM's
-``vector-function-abi-variant``), each the inlined body applied lane by lane and vectorized
-by the SLP vectorizer, so the loop vectorizer calls one per vector of elements; the results
-are the same, bit for bit.
+``vector-function-abi-variant``), each the same body written on vectors (``_Format.vector``:
+the same instructions lane by lane), so the loop vectorizer calls one per vector of elements;
+the results are the same, bit for bit.
 
 One algorithm per function serves both float32 and float64; only the coefficient tables differ
 (the exact sin/cos reduction below is float32's alone, and float32 erf is polynomials and an
@@ -33,6 +33,7 @@ are nan.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import struct
@@ -44,7 +45,7 @@ from functools import partial
 from llvmlite import ir
 from llvmlite.ir.instructions import CallInstrAttributes
 
-from codegen.target import host
+from codegen.target import HELPER_PREFIX, host
 from runtime.ops.special import (
     ERF_PA as _ERF_PA,
     ERF_PP as _ERF_PP,
@@ -82,6 +83,27 @@ class _Format:
     mantissa_bits: int
     bias: int
     pack: str  # struct code
+    lanes: int = 0  # 0: scalar values; else vectors of this many lanes (``vector``)
+
+    @property
+    def width(self) -> int:
+        """Bits of one element."""
+        return 32 if self.pack == "f" else 64
+
+    def vector(self, lanes: int) -> _Format:
+        """This format with values that are vectors of ``lanes`` elements."""
+        return dataclasses.replace(self, float=ir.VectorType(self.float, lanes),
+                                   int=ir.VectorType(self.int, lanes), lanes=lanes)
+
+    def typed(self, scalar: ir.Type) -> ir.Type:
+        """``scalar``, or a vector of it where this format's values are vectors."""
+        return ir.VectorType(scalar, self.lanes) if self.lanes else scalar
+
+    def constant(self, scalar: ir.Type, value: float) -> ir.Constant:
+        """``value`` as a ``scalar`` constant, splat where this format's values are vectors."""
+        if self.lanes:
+            return ir.Constant(ir.VectorType(scalar, self.lanes), [value] * self.lanes)
+        return ir.Constant(scalar, value)
 
     def round(self, value: float) -> float:
         return struct.unpack(self.pack, struct.pack(self.pack, value))[0]
@@ -154,7 +176,8 @@ _TANH_PQ = {
 
 
 class _Emitter:
-    """Instruction helpers for one function body in one float format."""
+    """Instruction helpers for one function body in one float format, of scalars or (a
+    ``_Format.vector``) of vectors: the same instructions lane by lane, so the same bits."""
 
     def __init__(self, module: ir.Module, builder: ir.IRBuilder, fmt: _Format) -> None:
         self.module = module
@@ -162,14 +185,15 @@ class _Emitter:
         self.fmt = fmt
 
     def c(self, value: float) -> ir.Constant:
-        return ir.Constant(self.fmt.float, value)
+        return self.fmt.constant(ir.FloatType() if self.fmt.pack == "f" else ir.DoubleType(),
+                                 value)
 
     def i(self, value: int) -> ir.Constant:
-        return ir.Constant(self.fmt.int, value)
+        return self.fmt.constant(ir.IntType(self.fmt.width), value)
 
     def intrinsic(self, name: str, *args: V) -> V:
         suffix = "f32" if self.fmt.dtype == "float32" else "f64"
-        full = f"{name}.{suffix}"
+        full = f"{name}.{f'v{self.fmt.lanes}' if self.fmt.lanes else ''}{suffix}"
         fn = self.module.globals.get(full)
         if fn is None:
             ty = self.fmt.float
@@ -218,6 +242,8 @@ class _Emitter:
         return self.b.fcmp_unordered("uno", x, x)
 
     def call(self, op: str, x: V) -> V:
+        if self.fmt.lanes:  # a vector variant's body: the other function's written in place
+            return _BODIES[op](self, x)
         return self.b.call(_function(self.module, op, self.fmt.dtype), [x])
 
 
@@ -307,7 +333,7 @@ def _two_over_pi_table(module: ir.Module) -> tuple[ir.GlobalVariable, ir.GlobalV
     f64 = ir.DoubleType()
     tables = []
     for part in ("hi", "lo"):
-        name = f"backplan.math.two_over_pi_mod4.{part}"
+        name = f"{HELPER_PREFIX}two_over_pi_mod4.{part}"
         existing = module.globals.get(name)
         if existing is None:
             values = []
@@ -333,17 +359,17 @@ def _float32_exact_reduction(e: _Emitter, x: V) -> tuple[V, V]:
     float32 arguments nearest a multiple of pi/2.
     """
     b = e.b
-    f64, i32, i64 = ir.DoubleType(), ir.IntType(32), ir.IntType(64)
     d = _Emitter(e.module, b, _FORMATS["float64"])
+    if e.fmt.lanes:
+        d = _Emitter(e.module, b, d.fmt.vector(e.fmt.lanes))
     bits = e.bits(x)
-    k = b.and_(b.lshr(bits, i32(23)), i32(0xFF))
-    mantissa = b.and_(bits, i32(0x7FFFFF))
-    normal = b.icmp_unsigned("!=", k, i32(0))
-    m = b.or_(mantissa, b.select(normal, i32(1 << 23), i32(0)))
-    index = b.zext(b.select(normal, k, i32(1)), i64)
-    t_hi, t_lo = (b.load(b.gep(table, [i64(0), index], inbounds=True))
-                  for table in _two_over_pi_table(e.module))
-    md = d.intrinsic("llvm.copysign", b.uitofp(m, f64), b.fpext(x, f64))
+    k = b.and_(b.lshr(bits, e.i(23)), e.i(0xFF))
+    mantissa = b.and_(bits, e.i(0x7FFFFF))
+    normal = b.icmp_unsigned("!=", k, e.i(0))
+    m = b.or_(mantissa, b.select(normal, e.i(1 << 23), e.i(0)))
+    index = b.zext(b.select(normal, k, e.i(1)), d.fmt.int)
+    t_hi, t_lo = (_lookup(b, table, index) for table in _two_over_pi_table(e.module))
+    md = d.intrinsic("llvm.copysign", b.uitofp(m, d.fmt.float), b.fpext(x, d.fmt.float))
     p = b.fmul(md, t_hi)
     pe = d.fma(md, t_hi, b.fneg(p))
     p_mod4 = d.fma(d.intrinsic("llvm.rint", b.fmul(p, d.c(0.25))), d.c(-4.0), p)
@@ -351,7 +377,21 @@ def _float32_exact_reduction(e: _Emitter, x: V) -> tuple[V, V]:
     f = b.fadd(b.fsub(p_mod4, q), d.fma(md, t_lo, pe))
     r = b.fptrunc(b.fmul(f, d.c(math.pi / 2)), e.fmt.float)
     # +-0 keeps its sign (the reduction yields +0 for both)
-    return b.select(b.fcmp_ordered("==", x, e.c(0.0)), x, r), b.fptosi(q, i32)
+    return b.select(b.fcmp_ordered("==", x, e.c(0.0)), x, r), b.fptosi(q, e.fmt.int)
+
+
+def _lookup(b: ir.IRBuilder, table: ir.GlobalVariable, index: V) -> V:
+    """``table[index]`` for an i64 index, or lane by lane for a vector of them."""
+    i64 = ir.IntType(64)
+    if not isinstance(index.type, ir.VectorType):
+        return b.load(b.gep(table, [i64(0), index], inbounds=True))
+    element = table.type.pointee.element
+    out: V = ir.Constant(ir.VectorType(element, index.type.count), ir.Undefined)
+    for lane in range(index.type.count):
+        at = ir.Constant(ir.IntType(32), lane)
+        value = b.load(b.gep(table, [i64(0), b.extract_element(index, at)], inbounds=True))
+        out = b.insert_element(out, value, at)
+    return out
 
 
 def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) -> V:
@@ -372,7 +412,7 @@ def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) ->
     odd = b.icmp_unsigned("!=", b.and_(quadrant, e.i(1)), e.i(0))
     value = b.select(odd, cos_r, sin_r)
     # quadrants 2 and 3 negate: move bit 1 of the quadrant into the sign bit
-    sign = b.shl(b.and_(quadrant, e.i(2)), e.i(fmt.int.width - 2))
+    sign = b.shl(b.and_(quadrant, e.i(2)), e.i(fmt.width - 2))
     value = e.from_bits(b.xor(e.bits(value), sign))
     return b.select(e.is_nan(b.fsub(x, x)), e.c(math.nan), value)  # x is +-inf or nan
 
@@ -467,7 +507,7 @@ MATH_OPS = frozenset(_BODIES) - {"sqrt"}
 
 def _function(module: ir.Module, op: str, dtype: str) -> ir.Function:
     """The internal always-inline function for ``op`` at ``dtype``, emitted on first use."""
-    name = f"backplan.math.{op}.{dtype}"
+    name = f"{HELPER_PREFIX}{op}.{dtype}"
     existing = module.globals.get(name)
     if existing is not None:
         return existing
@@ -513,31 +553,28 @@ def lanes(dtype: str) -> int:
 
 def _outlined(module: ir.Module, op: str, dtype: str) -> tuple[ir.Function, str]:
     """The out-of-line function a kernel calls for ``op`` at ``dtype``, and the call-site
-    attribute naming its vector variants. Each variant applies the inlined scalar body to
-    every lane; the SLP vectorizer turns that into one vector body. The loop vectorizer calls
-    a variant for a vector of elements instead of inlining the scalar body into every loop
-    (and every loop's scalar remainder) that uses it: that inlining, of 16 sins and 32 tanhs
-    in the chain workload's kernel, took seconds of LLVM time."""
-    name = f"backplan.math.{op}.{dtype}.call"
+    attribute naming its vector variants. Each variant is the body written on vectors (the
+    same instructions as the scalar body, lane by lane). The loop vectorizer calls a variant
+    for a vector of elements instead of inlining the scalar body into every loop (and every
+    loop's scalar remainder) that uses it: that inlining, of 16 sins and 32 tanhs in the chain
+    workload's kernel, took seconds of LLVM time. (Variants made of the scalar body inlined
+    once a lane, for the SLP vectorizer to join, took 104 ms of the chain kernel's 254 ms of
+    optimization: its five functions' 28 lanes each.) Those the vectorizer does not choose
+    are dropped after optimization (``codegen.target.emit``)."""
+    name = f"{HELPER_PREFIX}{op}.{dtype}.call"
     fmt = _FORMATS[dtype]
     variants = []
     for lanes in vector_widths(dtype):
-        vname = f"backplan.math.{op}.{dtype}.v{lanes}"
+        vname = f"{HELPER_PREFIX}{op}.{dtype}.v{lanes}"
         variants.append(f"_ZGV_LLVM_N{lanes}v_{name}({vname})")
         if vname in module.globals:
             continue
-        vty = ir.VectorType(fmt.float, lanes)
-        vfn = ir.Function(module, ir.FunctionType(vty, [vty]), vname)
+        vfmt = fmt.vector(lanes)
+        vfn = ir.Function(module, ir.FunctionType(vfmt.float, [vfmt.float]), vname)
         vfn.attributes.add("nounwind")
         vfn.attributes.add("readnone")
         b = ir.IRBuilder(vfn.append_basic_block("entry"))
-        scalar = _function(module, op, dtype)
-        result: V = ir.Constant(vty, ir.Undefined)
-        for lane in range(lanes):
-            index = ir.Constant(ir.IntType(32), lane)
-            value = b.call(scalar, [b.extract_element(vfn.args[0], index)])
-            result = b.insert_element(result, value, index)
-        b.ret(result)
+        b.ret(_BODIES[op](_Emitter(module, b, vfmt), vfn.args[0]))
     attribute = '"vector-function-abi-variant"="' + ",".join(variants) + '"'
     fn = module.globals.get(name)
     if fn is None:
@@ -577,7 +614,7 @@ def _pow_f32(module: ir.Module) -> ir.Function:
     double rounding), with C99's cases: pow(x, 0) = pow(1, y) = 1, pow(-1, +-inf) = 1, a
     negative finite base with a non-integer exponent gives nan, and an odd integer exponent
     keeps the base's sign (also of zeros and infinities)."""
-    name = "backplan.math.pow.float32"
+    name = f"{HELPER_PREFIX}pow.float32"
     existing = module.globals.get(name)
     if existing is not None:
         return existing

@@ -29,6 +29,9 @@ LOCK = threading.Lock()  # LLVM's global context is not safe to use from several
 # the same; steps within noise (cnn 3.5 % faster). Unrolling reorders no arithmetic: the
 # same bits either way.
 LOOP_UNROLLING = False
+# names of the functions a module's own code calls and nothing outside it looks up
+# (codegen.llvm_math's): after optimization, those no call is left to are dropped (``emit``)
+HELPER_PREFIX = "backplan.math."
 
 
 @functools.cache
@@ -95,10 +98,29 @@ def optimize(module: ir.Module | str) -> llvm.ModuleRef:
 
 
 def emit(module: ir.Module | str) -> ObjectCode:
-    """Optimize (``optimize``) a module or its IR text and emit its object code."""
+    """Optimize (``optimize``) a module or its IR text and emit its object code, without the
+    helper functions (HELPER_PREFIX) nothing calls any more: math functions' vector variants
+    the loop vectorizer did not choose, or chose and inlined (the chain kernel's object code
+    84 -> 69 KB, its code generation 158 -> 131 ms)."""
     mod = optimize(module)
     with LOCK:
+        _drop_unused_helpers(mod)
         return ObjectCode(target_machine().emit_object(mod), str(mod))
+
+
+def _drop_unused_helpers(mod: llvm.ModuleRef) -> None:
+    """Make the helpers internal and let global dead-code elimination remove the unused; the
+    caller holds LOCK."""
+    helpers = [f for f in mod.functions
+               if f.name.startswith(HELPER_PREFIX) and not f.is_declaration]
+    if not helpers:
+        return
+    for f in helpers:
+        f.linkage = llvm.Linkage.internal
+    passes = llvm.create_new_module_pass_manager()
+    passes.add_global_dead_code_eliminate_pass()
+    passes.run(mod, llvm.create_pass_builder(target_machine(),
+                                             llvm.create_pipeline_tuning_options()))
 
 
 def emit_as_written(module: ir.Module | str) -> ObjectCode:

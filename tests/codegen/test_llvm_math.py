@@ -279,3 +279,97 @@ def test_rejects_a_value_of_the_wrong_type() -> None:
     builder = ir.IRBuilder(fn.append_basic_block())
     with pytest.raises(TypeError, match="exp"):
         declare_math(module)["exp"](builder, fn.args[0], "float32")
+
+
+def variant_module(op: str, dtype: str, lanes: int) -> ir.Module:
+    """``void kernel(T* in, T* out, i64 n)`` applying ``op``'s vector variant of ``lanes``
+    lanes to each vector of ``n`` elements (n a multiple of lanes), called, not inlined."""
+    module = ir.Module(name=f"{op}_{dtype}_v{lanes}")
+    ty = LLVM_TYPES[dtype]
+    vty = ir.VectorType(ty, lanes)
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer(), ty.as_pointer(),
+                                                             I64]), name="kernel")
+    src, dst, n = fn.args
+    call = ir.Function(module, ir.FunctionType(ty, [ty]), name="scalar")
+    builder = ir.IRBuilder(call.append_basic_block("entry"))  # an outlined call makes them
+    builder.ret(declare_math(module, outlined=True)[op](builder, call.args[0], dtype))
+    variant = module.globals[f"backplan.math.{op}.{dtype}.v{lanes}"]
+    variant.attributes.add("noinline")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    with for_range(builder, I64(0), builder.udiv(n, I64(lanes)), "i") as i:
+        at = builder.mul(i, I64(lanes))
+        x = builder.load(builder.bitcast(builder.gep(src, [at]), vty.as_pointer()), align=1)
+        builder.store(builder.call(variant, [x]),
+                      builder.bitcast(builder.gep(dst, [at]), vty.as_pointer()), align=1)
+    builder.ret_void()
+    return module
+
+
+VARIANT_OPS = [*(op for op in OPS if op != "sqrt"), "sin_exact", "cos_exact"]  # sqrt: none
+
+
+@pytest.mark.parametrize(("op", "dtype"), [
+    (op, dtype) for op in VARIANT_OPS for dtype in (np.float32, np.float64)
+    if not (op.endswith("_exact") and dtype == np.float64)])  # exact: float32's alone
+def test_vector_variants_give_the_scalar_functions_bits(op: str, dtype: type) -> None:
+    """Each vector variant a kernel's outlined math call offers the loop vectorizer (one per
+    host vector width) is the scalar function's instructions on vectors: the same bits on
+    every input of the accuracy test (and the whole float32 range for the exact sin/cos)."""
+    from codegen.llvm_math import vector_widths
+
+    name = np.dtype(dtype).name
+    x = large_arguments(50_000) if op.endswith("_exact") else inputs(op, dtype)
+    want = run(op, x)
+    ptr = ctypes.POINTER(CTYPES[name])
+    for lanes in vector_widths(name):
+        engine = llvm.create_mcjit_compiler(optimize(variant_module(op, name, lanes)),
+                                            jit.new_target_machine())
+        engine.finalize_object()
+        kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ctypes.c_int64)(
+            engine.get_function_address("kernel"))
+        n = x.size - x.size % lanes
+        got = np.full(n, 7.0, dtype)
+        kernel(x.ctypes.data_as(ptr), got.ctypes.data_as(ptr), n)
+        np.testing.assert_array_equal(got.view(f"u{x.itemsize}"),
+                                      want[:n].view(f"u{x.itemsize}"),
+                                      err_msg=f"{op} {name} v{lanes}")
+
+
+def test_object_code_keeps_only_the_math_variants_it_calls() -> None:
+    """After optimization the vector variants the loop vectorizer did not choose (and those
+    it inlined) are dropped: none of an outlined loop's helpers is left exported."""
+    from codegen.target import emit
+
+    module = ir.Module(name="outlined")
+    ty = ir.FloatType()
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer(), ty.as_pointer(),
+                                                             I64]), name="kernel")
+    src, dst, n = fn.args
+    src.add_attribute("noalias")
+    dst.add_attribute("noalias")
+    builder = ir.IRBuilder(fn.append_basic_block("entry"))
+    table = declare_math(module, outlined=True)
+    with for_range(builder, I64(0), n, "i") as i:
+        x = builder.load(builder.gep(src, [i]))
+        builder.store(table["tanh"](builder, table["sin"](builder, x, "float32"), "float32"),
+                      builder.gep(dst, [i]))
+    builder.ret_void()
+    assert sum(g.name.startswith("backplan.math.") and ".v" in g.name
+               for g in module.globals.values()) >= 2
+    code = emit(module)
+    defined = re.findall(r"^define\s[^@]*@\"?([\w.]+)", code.optimized_ir, re.MULTILINE)
+    assert "kernel" in defined
+    assert not [d for d in defined if d.startswith("backplan.math.") and "internal" not in
+                re.search(rf"^define[^\n]*@\"?{re.escape(d)}\b", code.optimized_ir,
+                          re.MULTILINE).group(0)]
+    assert len([d for d in defined if ".v" in d]) < 2 * 3  # not every variant of both ops
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), jit.new_target_machine())
+    engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
+    engine.finalize_object()
+    ptr = ctypes.POINTER(ctypes.c_float)
+    kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ctypes.c_int64)(
+        engine.get_function_address("kernel"))
+    x = np.linspace(-20, 20, 1001, dtype=np.float32)
+    out = np.empty_like(x)
+    kernel(x.ctypes.data_as(ptr), out.ctypes.data_as(ptr), x.size)
+    np.testing.assert_allclose(out, np.tanh(np.sin(x.astype(np.float64))), rtol=0, atol=3e-7)
