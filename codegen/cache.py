@@ -443,23 +443,25 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
 
 
 PLANS_DIR = "plans"  # under the cache directory: planned steps (planner.plan_cache)
+PROGRAMS_DIR = "programs"  # under the cache directory: plans' programs' bytecode (planner.program)
 
 
-def stored_plan(key: str, cache_dir_path: str | os.PathLike[str] | None = None) -> bytes | None:
+def stored_plan(key: str, cache_dir_path: str | os.PathLike[str] | None = None, *,
+                folder: str = PLANS_DIR) -> bytes | None:
     """The text stored under ``key`` by ``store_plan``: from a verified entry of the cache
-    directory's PLANS_DIR store (private and checked as the kernels' store is, an altered
-    entry rejected with a RuntimeWarning); None on a miss or where the directory is refused
-    (silently: the kernels' modules say so)."""
-    with _DiskStore.open(cache_dir(cache_dir_path) / PLANS_DIR, quiet=True) as store:
+    directory's ``folder`` store (PLANS_DIR or PROGRAMS_DIR: private and checked as the
+    kernels' store is, an altered entry rejected with a RuntimeWarning); None on a miss or
+    where the directory is refused (silently: the kernels' modules say so)."""
+    with _DiskStore.open(cache_dir(cache_dir_path) / folder, quiet=True) as store:
         parts = store.read(key) if store is not None else None
     return None if parts is None else parts[1]
 
 
-def store_plan(key: str, text: bytes,
-               cache_dir_path: str | os.PathLike[str] | None = None) -> None:
-    """Keep ``text`` under ``key`` in the PLANS_DIR store, least recently used entries evicted
-    past ``max_bytes``; kept nowhere where the directory is refused."""
-    with _DiskStore.open(cache_dir(cache_dir_path) / PLANS_DIR, quiet=True) as store:
+def store_plan(key: str, text: bytes, cache_dir_path: str | os.PathLike[str] | None = None, *,
+               folder: str = PLANS_DIR) -> None:
+    """Keep ``text`` under ``key`` in the ``folder`` store, least recently used entries
+    evicted past ``max_bytes``; kept nowhere where the directory is refused."""
+    with _DiskStore.open(cache_dir(cache_dir_path) / folder, quiet=True) as store:
         if store is not None:
             store.write(key, b"", text)
             store.evict(max_bytes(), keep=key)
@@ -485,9 +487,10 @@ def entries(directory: Path) -> list[Path]:
     return _files(directory / ENTRY_DIR, _ENTRY_NAME)
 
 
-def plan_entries(directory: Path) -> list[Path]:
-    """The plans kept in cache directory ``directory`` (planner.plan_cache)."""
-    return _files(directory / PLANS_DIR / ENTRY_DIR, _ENTRY_NAME)
+def plan_entries(directory: Path, folder: str = PLANS_DIR) -> list[Path]:
+    """The plans kept in cache directory ``directory`` (planner.plan_cache), or with
+    ``folder=PROGRAMS_DIR`` their programs' bytecode (planner.program)."""
+    return _files(directory / folder / ENTRY_DIR, _ENTRY_NAME)
 
 
 def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
@@ -507,7 +510,8 @@ def clear_cache(cache_dir_path: str | os.PathLike[str] | None = None, *,
         _memory.clear()
         if disk:
             for path in (_files(directory / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)
-                         + _files(directory / PLANS_DIR / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)
+                         + [p for folder in (PLANS_DIR, PROGRAMS_DIR) for p in _files(
+                             directory / folder / ENTRY_DIR, _ENTRY_NAME, _TEMP_NAME)]
                          + _files(directory, _V1_NAME)):
                 path.unlink()
                 deleted.append(path)

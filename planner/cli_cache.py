@@ -33,8 +33,10 @@ def run_cache(args: argparse.Namespace) -> int:
     print(f"{directory}: {len(entries)} compiled modules, {cache.human_bytes(total)} "
           f"({total} bytes) of at most {cache.human_bytes(limit)} ({cache.MAX_BYTES_ENV})")
     plans = [f.stat().st_size for f in cache.plan_entries(directory)]
+    programs = [f.stat().st_size for f in cache.plan_entries(directory, cache.PROGRAMS_DIR)]
     print(f"{len(plans)} plans kept for steps captured again in a new process, "
-          f"{cache.human_bytes(sum(plans))}")
+          f"{cache.human_bytes(sum(plans))}; {len(programs)} of their programs' bytecode, "
+          f"{cache.human_bytes(sum(programs))}")
     if stats:
         used = sorted(st.st_mtime for st in stats)
         print(f"least recently used {_ago(used[0])}, most recently {_ago(used[-1])}")

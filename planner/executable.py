@@ -153,6 +153,9 @@ class Executable:
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
         self._products: dict[Step, Any] | None = None
+        # the compiled-code cache its kernels and products came from (None: the default
+        # one), where its programs' code is kept too (planner.program); None until then
+        self.code_cache: tuple[str | os.PathLike[str] | None] | None = None
 
     def module(self, cache_dir: str | os.PathLike[str] | None = None,
                device: str | None = None) -> Any:
@@ -165,6 +168,7 @@ class Executable:
             with self._lock:
                 if self._modules is None:
                     self._modules = _compiled(self.plan, cache_dir)
+                    self.code_cache = self.code_cache or (cache_dir,)
                 modules = self._modules
         device = self.plan.device if device is None else device
         if device not in modules:
@@ -182,6 +186,8 @@ class Executable:
             with self._lock:
                 if self._products is None:
                     self._products = _products(self.plan, cache_dir)
+                    if self._products:
+                        self.code_cache = self.code_cache or (cache_dir,)
                 products = self._products
         return products
 

@@ -316,3 +316,95 @@ def test_the_warm_up_key_is_none_where_another_process_could_not_find_it() -> No
     fn(*args)  # the optimizer holds state now: another key
     assert plan_cache.warm_up_key(fn, key) != plan_cache.warm_up_key(
         _mlp(make_opt=functools.partial(rt.optim.Adam, lr=0.01))[1], key)
+
+
+def _deep_mlp() -> tuple[Any, tuple[Any, ...]]:
+    """A step whose program is long enough to be kept (planner.program.KEEP_CODE_CHARS)."""
+    g = np.random.default_rng(5)
+    layers: list[Any] = []
+    for _ in range(6):
+        layers += [rt.nn.Linear(16, 16), rt.nn.Tanh()]
+    model = rt.nn.Sequential(*layers, rt.nn.Linear(16, 3))
+    with rt.no_grad():
+        for p in model.parameters():
+            p.copy_(rt.tensor(0.3 * g.standard_normal(tuple(p.shape)).astype(np.float32)))
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        loss = rt.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, (rt.tensor(g.standard_normal((32, 16)).astype(np.float32)),
+                  rt.tensor(g.integers(0, 3, 32)))
+
+
+def _program_compiles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The file names of the plan programs compiled from now on (planner.program)."""
+    from planner import program
+
+    compiled: list[str] = []
+
+    def counting(text: str, filename: str, mode: str) -> Any:
+        if filename.startswith("<plan program"):
+            compiled.append(filename)
+        return compile(text, filename, mode)
+
+    monkeypatch.setattr(program, "compile", counting, raising=False)
+    return compiled
+
+
+def test_a_new_process_loads_the_programs_bytecode(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first replay of a plan kept by an earlier process loads its program's code from
+    the cache instead of compiling its text again, and trains the same."""
+    from planner import program
+
+    compiled = _program_compiles(monkeypatch)
+    fn, args = _deep_mlp()
+    first = planner.compile(fn, cache_dir=tmp_path)
+    want = [float(first(*args)) for _ in range(3)]
+    assert len(first.plan.executable.program().source) >= program.KEEP_CODE_CHARS
+    assert compiled and cache.plan_entries(tmp_path, cache.PROGRAMS_DIR)
+    compiled.clear()
+    fn, args = _deep_mlp()
+    second = planner.compile(fn, cache_dir=tmp_path)  # a new process's step, as far as it sees
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [float(second(*args)) for _ in range(3)]
+    assert second.plans_loaded == 1 and got == want
+    assert compiled == []
+    assert "programs' bytecode" in _cache_info(tmp_path)
+    cache.clear_cache(tmp_path)
+    assert not cache.plan_entries(tmp_path, cache.PROGRAMS_DIR)
+
+
+def _cache_info(directory: Path) -> str:
+    import contextlib
+    import types
+
+    from planner.cli_cache import run_cache
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run_cache(types.SimpleNamespace(dir=directory, clear=False, action="info"))
+    return out.getvalue()
+
+
+def test_an_altered_program_entry_is_rejected_and_compiled_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled = _program_compiles(monkeypatch)
+    fn, args = _deep_mlp()
+    want = [float(planner.compile(fn, cache_dir=tmp_path)(*args)) for _ in range(2)]
+    for entry in cache.plan_entries(tmp_path, cache.PROGRAMS_DIR):
+        data = bytearray(entry.read_bytes())
+        data[-20] ^= 1
+        entry.write_bytes(bytes(data))
+    compiled.clear()
+    fn, args = _deep_mlp()
+    step = planner.compile(fn, cache_dir=tmp_path)
+    with pytest.warns(RuntimeWarning, match="rejected: digest mismatch"):
+        got = [float(step(*args)) for _ in range(2)]
+    assert got == want and step.plans_loaded == 1 and compiled
