@@ -7,6 +7,7 @@ sorted argument positions of v where u appears. `g.graph["next_id"]` is the next
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -153,9 +154,34 @@ def remove_dead(g: nx.DiGraph) -> int:
     return len(dead)
 
 
-def topo_order(g: nx.DiGraph) -> list[int]:
-    """Node ids in a topological order, the lowest id first among the ready ones."""
-    return list(nx.lexicographical_topological_sort(g))
+def topo_order(g: nx.DiGraph, key: Callable[[int], Any] | None = None) -> list[int]:
+    """Node ids in a topological order, the lowest id (or with ``key``, the least key, then
+    the earliest in the graph's node order) first among the ready ones: networkx's
+    ``lexicographical_topological_sort``, 5x faster (it is the graph passes' walk: rnn's
+    passes sorted their graph 11 times, 65 of 150 ms of planning)."""
+    pred = g.pred
+    remaining = {v: len(pred[v]) for v in g}
+    if key is None:
+        ready: list[Any] = [v for v, d in remaining.items() if d == 0]
+    else:
+        position = {v: i for i, v in enumerate(g)}
+        ready = [(key(v), position[v], v) for v, d in remaining.items() if d == 0]
+    heapq.heapify(ready)
+    order = []
+    succ = g.succ
+    while ready:
+        v = heapq.heappop(ready)
+        if key is not None:
+            v = v[2]
+        order.append(v)
+        for w in succ[v]:
+            left = remaining[w] - 1
+            remaining[w] = left
+            if not left:
+                heapq.heappush(ready, w if key is None else (key(w), position[w], w))
+    if len(order) != len(remaining):
+        raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
+    return order
 
 
 def check(g: nx.DiGraph) -> None:
@@ -232,7 +258,7 @@ def renumber(g: nx.DiGraph, key: Callable[[int], Any]) -> None:
     among the ready ones (``build_plan`` schedules by id, fusion compares ids as positions),
     rewriting every argument and the graph's outputs, writes and returns. Each node keeps
     the id its capture gave it as ``captured`` (None for a node a pass made)."""
-    order = list(nx.lexicographical_topological_sort(g, key=key))
+    order = topo_order(g, key)
     new = {v: i for i, v in enumerate(order)}
     for v in order:  # the id the capture gave it (plan_cache.load numbers nodes by it)
         g.nodes[v].setdefault("captured", v)

@@ -124,6 +124,30 @@ def test_topo_order_is_stable_by_id() -> None:
     assert topo_order(g) == [x, y, a, b]
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 2**32 - 1), st.integers(1, 9))
+def test_topo_order_is_networkx_lexicographic_order(n: int, seed: int, modulus: int) -> None:
+    """The same order as networkx's lexicographical_topological_sort, by id and by a key
+    with ties (broken by the graph's node order), on random DAGs; a cycle raises."""
+    rng = np.random.default_rng(seed)
+    ids = [int(v) for v in rng.permutation(1000)[:n]]
+    g = nx.DiGraph()
+    g.add_nodes_from(ids)
+    g.add_edges_from((ids[i], ids[j]) for i in range(n) for j in range(i + 1, n)
+                     if rng.random() < 0.15)
+    assert topo_order(g) == list(nx.lexicographical_topological_sort(g))
+
+    def key(v: int) -> int:
+        return v % modulus
+
+    assert topo_order(g, key) == list(nx.lexicographical_topological_sort(g, key=key))
+    if n > 1:
+        g.add_edge(ids[-1], ids[0])
+        if not nx.is_directed_acyclic_graph(g):
+            with pytest.raises(nx.NetworkXUnfeasible):
+                topo_order(g)
+
+
 # --- check() --------------------------------------------------------------------------------
 
 
