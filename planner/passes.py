@@ -81,7 +81,8 @@ def _promote(prim: Primitive, arg_metas: list[Any], arrays: list[Any]) -> None:
     if not tensors:
         return
     scalars = [arg_metas[i] for i in positions if i not in tensors and arg_metas[i] is not None]
-    rdt = D.result_dtype([arg_metas[i].dtype for i in tensors], scalars)
+    rdt = D.result_dtype([arg_metas[i].dtype for i in tensors], scalars,
+                         [len(arg_metas[i].shape) for i in tensors])
     if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
         rdt = D.default_float
     for i in tensors:

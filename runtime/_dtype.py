@@ -89,11 +89,38 @@ def scalar_rank(v: object) -> int:
     raise TypeError(f"unsupported scalar {v!r} of type {type(v).__name__}")
 
 
-def result_dtype(tensor_dtypes: list[DType], scalars: list[object]) -> DType:
-    """PyTorch promotion: tensors decide among themselves, a scalar only lifts the category."""
-    best = max(tensor_dtypes, key=lambda d: d.rank)
+def result_dtype(tensor_dtypes: list[DType], scalars: list[object],
+                 ndims: list[int] | None = None) -> DType:
+    """PyTorch's promotion: tensors with dimensions decide among themselves; zero-dim tensors
+    (``ndims``, one per dtype, where given) and then scalars only where they are of a higher
+    category (bool < integer < floating), a scalar as the default dtype of its category.
+    ``ones(2) + tensor(1.0, dtype=float64)`` is float32; ``ones(2, dtype=int64) + 2.5`` float32;
+    numpy scalars are scalars (``ones(2) * np.float64(2.5)`` is float32, as in PyTorch)."""
+    if ndims is not None and any(ndims) and not all(ndims):
+        dim = _highest([d for d, n in zip(tensor_dtypes, ndims) if n])
+        zero = _highest([d for d, n in zip(tensor_dtypes, ndims) if not n])
+    else:
+        dim, zero = _highest(tensor_dtypes), None
+    wrapped = None
     if scalars:
         cat = max(scalar_rank(s) for s in scalars)
-        if cat > min(best.rank, 2):
-            best = _BY_RANK[cat] if cat < 2 else default_float
+        wrapped = _BY_RANK[cat] if cat < 2 else default_float
+    best = _combine(dim, _combine(zero, wrapped))
+    assert best is not None, "result_dtype needs a tensor"
     return best
+
+
+def _highest(dtypes: list[DType]) -> DType | None:
+    return max(dtypes, key=lambda d: d.rank) if dtypes else None
+
+
+def _combine(higher: DType | None, lower: DType | None) -> DType | None:
+    """c10's combine_categories: ``lower`` (a group of lower priority) counts only where it
+    is of a higher category than ``higher``."""
+    if higher is None or lower is None:
+        return lower if higher is None else higher
+    if higher.is_floating_point:
+        return higher
+    if higher is bool_ or lower.is_floating_point:
+        return higher if higher.rank >= lower.rank else lower
+    return higher

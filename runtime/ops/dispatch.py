@@ -19,6 +19,7 @@ from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, P
 
 _NP2DT = {d.np: d for d in D.DTYPES}
 _ndarray = np.ndarray
+_np_scalar = np.generic
 _tnew = tuple.__new__  # builds Edge/Meta without NamedTuple's Python-level __new__
 
 
@@ -78,16 +79,18 @@ def _promoted_dtype(prim: Primitive, args: tuple[Any, ...]) -> D.DType | None:
     """The dtype ``prim``'s promoting arguments are cast to (None: no tensor among them)."""
     positions = prim.promote_args if prim.promote_args is not None else range(len(args))
     dts: list[D.DType] = []
+    ndims: list[int] = []
     scalars: list[Any] = []
     for i in positions:
         a = args[i]
         if isinstance(a, Tensor):
             dts.append(a.dtype)
+            ndims.append(a._data.ndim)
         elif a is not None:
             scalars.append(a)
     if not dts:
         return None
-    rdt = D.result_dtype(dts, scalars)
+    rdt = D.result_dtype(dts, scalars, ndims)
     if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
         rdt = D.default_float
     return rdt
@@ -139,6 +142,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
                 req = True
         elif a is not None and type(a) is not float:
             promote_needed = True  # ints and bools may lift an integer or bool tensor
+            if isinstance(a, _np_scalar):  # a Python scalar's weak type in numpy too
+                arrays[i] = a.item()
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
@@ -182,6 +187,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     """Capture: record ``prim`` in the tracer's graph; the result holds a MetaArray."""
     device = None
     req = False
+    if any(isinstance(a, _np_scalar) for a in args):  # recorded as the Python scalars
+        args = tuple(a.item() if isinstance(a, _np_scalar) else a for a in args)
     for a in args:
         if isinstance(a, Tensor):
             dev = tracer.device_of(a)

@@ -51,9 +51,9 @@ def _tensor_metas(metas: tuple[Any, ...]) -> list[Meta]:
 
 
 def _promoted(metas: tuple[Any, ...], promote: str) -> D.DType:
-    dts = [m.dtype for m in metas if isinstance(m, Meta)]
+    tensors = [m for m in metas if isinstance(m, Meta)]
     scalars = [m for m in metas if not isinstance(m, Meta) and m is not None]
-    rdt = D.result_dtype(dts, scalars)
+    rdt = D.result_dtype([m.dtype for m in tensors], scalars, [len(m.shape) for m in tensors])
     if promote == PROMOTE_FLOAT and not rdt.is_floating_point:
         rdt = D.default_float
     return D.bool_ if promote == PROMOTE_BOOL_OUT else rdt

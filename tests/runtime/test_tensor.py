@@ -70,6 +70,65 @@ def test_promotion_matches_torch(lhs, rhs, op, expected):
     assert str(f(a, b).dtype) == f"torch.{expected}"
 
 
+# (lhs dtype and shape, rhs: a dtype and shape, or a numpy scalar); zero-dim tensors and
+# numpy scalars count only where they are of a higher category, as in torch
+ZERO_DIM = [
+    (("float32", (3,)), ("float64", ()), "float32"),
+    (("float16", (3,)), ("float32", ()), "float16"),
+    (("int64", (3,)), ("float64", ()), "float64"),
+    (("bool", (3,)), ("int64", ()), "int64"),
+    (("float32", ()), ("float64", ()), "float64"),
+    (("int64", ()), ("float32", (2,)), "float32"),
+    (("float32", (3,)), np.float64(2.5), "float32"),
+    (("float16", (3,)), np.float64(2.5), "float16"),
+    (("float32", (3,)), np.int64(2), "float32"),
+    (("int64", (3,)), np.float64(2.5), "float32"),
+    (("int64", (3,)), np.int32(2), "int64"),
+    (("float64", ()), 2.5, "float64"),
+]
+
+
+def _zero_dim_operand(spec, lib):
+    if not isinstance(spec, tuple):
+        return spec
+    dtype, shape = spec
+    value = np.full(shape, True if dtype == "bool" else 2, dtype=dtype)
+    return lib.tensor(value.tolist(), dtype=getattr(lib, dtype))
+
+
+@pytest.mark.parametrize(("lhs", "rhs", "expected"), ZERO_DIM)
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_zero_dim_tensors_and_numpy_scalars_promote_as_in_torch(lhs, rhs, expected, op):
+    f = getattr(operator, op)
+    out = f(_zero_dim_operand(lhs, rt), _zero_dim_operand(rhs, rt))
+    assert out.dtype.name == expected
+    if not isinstance(rhs, tuple):
+        assert f(_zero_dim_operand(rhs, rt), _zero_dim_operand(lhs, rt)).dtype.name == expected
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        got = f(_zero_dim_operand(lhs, torch), _zero_dim_operand(rhs, torch)).dtype
+        assert str(got) == f"torch.{expected}"
+
+
+def test_a_numpy_scalar_keeps_a_float32_step_float32_when_compiled():
+    import planner
+
+    w = rt.ones(2, 2, requires_grad=True)
+
+    def step(x):
+        loss = ((x / np.sqrt(2.0)) @ w * np.float32(3.0)).sum()
+        (g,) = rt.autograd.grad(loss, [w])
+        return loss, g
+
+    x = rt.ones(4, 2)
+    loss, g = planner.compile(step)(x)
+    want_loss, want_g = step(x)
+    assert loss.dtype == g.dtype == rt.float32
+    np.testing.assert_allclose(loss.item(), want_loss.item(), rtol=1e-6)
+    np.testing.assert_allclose(g.numpy(), want_g.numpy(), rtol=1e-6)
+
+
 def test_reverse_scalar_ops_promote():
     x = rt.tensor([1, 2, 3])
     assert (2.5 * x).dtype == rt.float32
