@@ -65,6 +65,9 @@ class Capture:
     # without clearing it first), described: the first such call runs eagerly and the step is
     # captured at the next one, with that state in place (CompiledStep._call_flat)
     created_state: list[str] = field(default_factory=list)
+    # Python calls the step made that the plan cannot hold (an lr scheduler's step), to run
+    # at every replay: (when, call), when "before" the plan or "after" it (Tracer.on_effect)
+    effects: list[tuple[str, Any]] = field(default_factory=list)
 
 
 class Tracer:
@@ -85,6 +88,8 @@ class Tracer:
         self.node_stack: list[Node] = []
         self.hypers: dict[tuple[int, int, str, int | None], Tensor] = {}
         self.seen_backward = False
+        self.effects: list[tuple[str, Any]] = []
+        self._effect_on: dict[int, str] = {}  # id(optimizer) -> an "after" effect's name
 
     # --- graph values -----------------------------------------------------------------------
     def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
@@ -308,11 +313,25 @@ class Tracer:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
             self.optimizers[id(opt)] = (opt, snapshot)
 
+    def on_effect(self, opt: Any, call: Any, name: str) -> None:
+        """``call`` (``name``: an lr scheduler's step of ``opt``), not run now, runs at every
+        replay: before the plan where no hyperparameter of ``opt`` was read yet (the update
+        reads the values it sets, as in eager mode), else after it. A hyperparameter read
+        after such a call cannot be planned (it would need the value in between)."""
+        read = any(where[0] == id(opt) for where in self.hypers)
+        when = "after" if read else "before"
+        if read:
+            self._effect_on[id(opt)] = name
+        self.effects.append((when, call))
+
     def hyper(self, opt: Any, group: int, key: str, index: int | None, device: str) -> Tensor:
         """A hyperparameter ``opt.param_groups[group][key]`` (element ``index`` of a tuple
         such as betas) as a float64 scalar the plan reads at each replay: a schedule that
         changes it replays the plan instead of capturing again. It lives on ``device``
         (the group's parameters'), as the step's other values do."""
+        if id(opt) in self._effect_on:
+            raise GraphBreak(f"{type(opt).__name__} steps again after "
+                             f"{self._effect_on[id(opt)]} in the same call")
         where = (id(opt), group, key, index)
         found = self.hypers.get(where)
         if found is None:
@@ -371,7 +390,8 @@ class Tracer:
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
-                       [o for o, _ in self.optimizers.values()], grad_none, created)
+                       [o for o, _ in self.optimizers.values()], grad_none, created,
+                       self.effects)
 
     def restore_optimizers(self) -> None:
         for opt, snapshot in self.optimizers.values():

@@ -73,6 +73,8 @@ class Binding:
     optimizers: list[tuple[Any, Any]]
     grad_none: list[tuple[Any, bool, int | None]]
     python_values: list[tuple[str, Callable[[], Any], Any]] = field(default_factory=list)
+    # Python calls replayed around the plan (Capture.effects: lr schedulers' steps)
+    effects: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
     module_version: int = -1  # the modules' structure version when last found unchanged
     # the slots failed_guard checks, in slot order, each with its kind decided once: a tensor
     # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
@@ -496,7 +498,7 @@ class CompiledStep:
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
-                       _python_values(self.fn))
+                       _python_values(self.fn), cap.effects)
 
     def _stored(self, plan_key: str, cap: Capture, build: bool) -> Plan | None:
         """The plan kept under ``plan_key`` by an earlier process (planner.plan_cache), its
@@ -654,6 +656,10 @@ class _Replayer:
         # not hold (DistributedDataParallel's buffer broadcast), run before the plan
         self.before = [m._before_replay for m, _ in binding.modules
                        if callable(getattr(m, "_before_replay", None))]
+        # and the step's own Python calls (lr schedulers' steps): before the plan reads the
+        # hyperparameters they set, or after its write-back
+        self.before += [call for when, call in binding.effects if when == "before"]
+        self.after = [call for when, call in binding.effects if when == "after"]
 
     def __call__(self, args: tuple[Any, ...]) -> Any:
         for before in self.before:
@@ -664,6 +670,8 @@ class _Replayer:
             draws.start()
         result, writes = self.plan.run(arrays, state, self.draws or self.binding.generators)
         if not writes and not self.draws:  # nothing to store (a pure function of its inputs)
+            for after in self.after:
+                after()
             return _rebuild(result)
         # every step succeeded: stage what the stores need, then store it all at once
         writers = self.writers
@@ -690,6 +698,8 @@ class _Replayer:
                 draws.commit()
         finally:
             _release_sigint(held)
+        for after in self.after:
+            after()
         return _rebuild(result)
 
 

@@ -1,9 +1,16 @@
 """`optim.lr_scheduler`, as in torch 2.13: each `step()` writes new learning rates into the
 optimizer's param_groups with torch's (chainable, recursive) formulas, so the values equal
-torch's step for step. A compiled step reads lr at each replay: a schedule never recompiles."""
+torch's step for step. A compiled step reads lr at each replay: a schedule never recompiles.
+
+A scheduler stepped inside a compiled step is stepped at every replay: while a step is
+captured, ``step()`` is not run but handed to the tracer (``Tracer.on_effect``), which the
+replay runs again, before the plan where it came before the optimizer's update, else after
+it. (Run at capture only, it would have stepped once and left lr there.) ReduceLROnPlateau's
+step reads a metric's value, so a step that calls it runs eagerly."""
 
 from __future__ import annotations
 
+import functools
 import math
 from bisect import bisect_right
 from collections import Counter
@@ -11,6 +18,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from runtime.optim.optimizer import Optimizer
+from runtime.tracing import GraphBreak
+from runtime.tracing import _state as _trace_state
 
 __all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
            "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
@@ -18,10 +27,36 @@ __all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnneali
            "StepLR"]
 
 
+def _replayed(step: Callable[..., None]) -> Callable[..., None]:
+    """``step`` as the tracer's effect while a step is captured (see the module's doc)."""
+    @functools.wraps(step)
+    def wrapper(self: LRScheduler, *args: Any, **kwargs: Any) -> None:
+        tracer = _trace_state.tracer
+        if tracer is None or self._is_initial:
+            return step(self, *args, **kwargs)
+        tracer.on_effect(self.optimizer, functools.partial(step, self, *args, **kwargs),
+                         f"{type(self).__name__}.step()")
+        return None
+
+    return _capture_aware(wrapper)
+
+
+def _capture_aware(step: Any) -> Any:
+    """Mark a ``step`` that handles a capture itself (not wrapped by ``_replayed``)."""
+    step._capture_aware = True
+    return step
+
+
 class LRScheduler:
     """Subclasses implement `get_lr()`: the next learning rates, after `last_epoch` moved."""
 
     _is_initial = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_capture_aware", False):
+            cls.step = _replayed(step)  # type: ignore[method-assign]
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
@@ -57,6 +92,7 @@ class LRScheduler:
     def get_last_lr(self) -> list[float]:
         return self._last_lr
 
+    @_replayed
     def step(self, epoch: int | None = None) -> None:
         self._step_count += 1
         self._update_lr(epoch)
@@ -591,7 +627,10 @@ class ReduceLROnPlateau(LRScheduler):
     def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
+    @_capture_aware
     def step(self, metrics: Any, epoch: int | None = None) -> None:  # type: ignore[override]
+        if _trace_state.tracer is not None:
+            raise GraphBreak("ReduceLROnPlateau.step(metrics) reads the metric's value")
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1

@@ -131,3 +131,99 @@ def test_lr_scheduler_in_a_compiled_loop(schedule: str) -> None:
     assert (step.captures, step.warmups) == (1, 1)
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
+SCHEDULES = {
+    "step": lambda opt: rt.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5),
+    "warmup_cosine": lambda opt: rt.optim.lr_scheduler.SequentialLR(
+        opt, [rt.optim.lr_scheduler.LinearLR(opt, start_factor=0.1, total_iters=3),
+              rt.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=7)], milestones=[3]),
+    "onecycle": lambda opt: rt.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.05, total_steps=12),
+    "lambda": lambda opt: rt.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 / (1 + e)),
+}
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+@pytest.mark.parametrize(("schedule", "name"), [("step", "sgd"), ("warmup_cosine", "adamw"),
+                                                ("onecycle", "adam"), ("lambda", "sgd")])
+def test_lr_scheduler_stepped_inside_the_compiled_step(schedule: str, name: str,
+                                                       where: str) -> None:
+    """A scheduler's ``step()`` inside the step is replayed at every call (not run once at
+    capture): before the optimizer's update where the step calls it first, after it
+    otherwise. Losses, weights, lr and the scheduler's epoch equal eager's; one capture."""
+    def build() -> tuple[Any, Any, Any, Any]:
+        model, opt = make(name)
+        sched = SCHEDULES[schedule](opt)
+
+        def step(x: Any, y: Any) -> Any:
+            opt.zero_grad()
+            if where == "before":
+                sched.step()
+            loss = ((model(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            if where == "after":
+                sched.step()
+            return loss
+
+        return model, opt, sched, step
+
+    model, opt, sched, fn = build()
+    ref, ref_opt, ref_sched, ref_fn = build()
+    step = planner.compile(fn)
+    rng = np.random.default_rng(2)
+    x = rt.from_numpy(rng.standard_normal((8, 6)).astype(np.float32))
+    y = rt.from_numpy(rng.standard_normal((8, 2)).astype(np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        for _ in range(10):
+            np.testing.assert_allclose(float(step(x, y)), float(ref_fn(x, y)), rtol=1e-5)
+            assert opt.param_groups[0]["lr"] == ref_opt.param_groups[0]["lr"]
+    assert sched.last_epoch == ref_sched.last_epoch == 10
+    assert step.captures == 1
+    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-7)
+
+
+def test_lowering_a_step_does_not_step_its_scheduler() -> None:
+    model, opt = make("sgd")
+    sched = SCHEDULES["step"](opt)
+
+    def step(x: Any) -> Any:
+        loss = train(model, opt, x, rt.zeros(4, 2))
+        sched.step()
+        return loss
+
+    planner.compile(step).lower(rt.ones(4, 6))
+    assert sched.last_epoch == 0 and opt.param_groups[0]["lr"] == 0.1
+
+
+def test_a_scheduler_between_two_updates_or_on_a_metric_runs_eagerly() -> None:
+    """What a replay cannot order (an update after the scheduler moved lr in the same call)
+    or cannot know (ReduceLROnPlateau's metric) falls back to eager, loudly, and trains as
+    eager does."""
+    for kind in ("between", "plateau"):
+        model, opt = make("sgd")
+        ref, ref_opt = make("sgd")
+        scheds = [rt.optim.lr_scheduler.StepLR(o, 1, gamma=0.5) if kind == "between"
+                  else rt.optim.lr_scheduler.ReduceLROnPlateau(o, patience=0)
+                  for o in (opt, ref_opt)]
+
+        def run(m: Any, o: Any, s: Any, x: Any) -> Any:
+            loss = train(m, o, x, rt.zeros(4, 2))
+            if kind == "between":
+                s.step()
+                loss = train(m, o, x, rt.zeros(4, 2))
+            else:
+                s.step(loss)
+            return loss
+
+        step = planner.compile(lambda x: run(model, opt, scheds[0], x))
+        x = rt.ones(4, 6)
+        with pytest.warns(RuntimeWarning, match="runs eagerly"):
+            got = float(step(x))
+        np.testing.assert_allclose(got, float(run(ref, ref_opt, scheds[1], x)), rtol=1e-6)
+        for _ in range(3):
+            np.testing.assert_allclose(float(step(x)), float(run(ref, ref_opt, scheds[1], x)),
+                                       rtol=1e-6)
+        assert opt.param_groups[0]["lr"] == ref_opt.param_groups[0]["lr"]
