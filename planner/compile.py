@@ -56,6 +56,10 @@ BACKENDS = ("auto", "interpreter", "llvm", "cuda", "eager")
 # backend -> the device type its kernels run on
 KERNEL_BACKENDS = {"llvm": "cpu", "cuda": "cuda"}
 CACHE_SIZE = 8
+# captures a step makes before new arguments run eagerly (torch.compile's recompile_limit, 8):
+# a step that specializes on a Python number that changes every call (a batch index that
+# slices numpy data) would otherwise capture and plan anew at every call, slower than eager
+RECOMPILE_LIMIT = 8
 
 
 class CompileError(RuntimeError):
@@ -290,7 +294,7 @@ class CompiledStep:
     def __init__(self, fn: Callable[..., Any], backend: str = "auto", device: str | None = None,
                  workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
-                 executor: str = "auto") -> None:
+                 executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"planner.compile: unknown backend {backend!r}; expected one of "
                              f"{', '.join(BACKENDS)}")
@@ -301,6 +305,11 @@ class CompiledStep:
         if lock is not None and not (hasattr(lock, "__enter__") and hasattr(lock, "__exit__")):
             raise TypeError(f"planner.compile: lock must be a lock such as threading.RLock(), "
                             f"got {type(lock).__name__}")
+        if recompile_limit is not None and (type(recompile_limit) is not int
+                                            or recompile_limit < 1):
+            raise ValueError(f"planner.compile: recompile_limit must be a positive int or None, "
+                             f"got {recompile_limit!r}")
+        self.recompile_limit = recompile_limit
         self.fn = fn
         self.backend = backend
         self.device = canonical_device(device) if device is not None else None
@@ -319,6 +328,7 @@ class CompiledStep:
         # anew at every replay, or not fit the next call: such a call runs eagerly and the
         # step is captured right after it, with that state in place (Capture.created_state)
         self.warmups = 0
+        self._limit_warned = False
         # held by every call from its guards to its write-back, so that calls from several
         # threads run one at a time: they share the parameters and optimizer state they
         # update (and this step's plan cache). Steps given one lock share it.
@@ -360,13 +370,18 @@ class CompiledStep:
                     self._last_key = key
                     return _replay(binding, args)
                 reasons.append(reason)
-            if reasons:
-                log.info("recompiling %s: %s", self._name, reasons[0])  # the last plan used
-        elif self._last_key is not None:
-            log.info("recompiling %s: %s", self._name,
-                     _describe_key_change(self._last_key, key))
+            why = reasons[0] if reasons else None
+            if why is not None:
+                log.info("recompiling %s: %s", self._name, why)  # the last plan used
+        else:
+            why = None if self._last_key is None else _describe_key_change(self._last_key, key)
+            if why is not None:
+                log.info("recompiling %s: %s", self._name, why)
         self._last_key = key
         fn = self._flat_fn(spec)
+        limit = self.recompile_limit
+        if limit is not None and self.captures >= limit and why is not None:
+            return self._over_limit(key, entry, why, fn, args)
         warm_up = entry is None or not entry.warmed
         ran_eagerly, result = False, None
         marker = plan_cache.warm_up_key(self.fn, key) if warm_up else None
@@ -391,7 +406,7 @@ class CompiledStep:
                     raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                        f"{e.where}") from e
                 warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
-                              RuntimeWarning, stacklevel=3)
+                              RuntimeWarning, stacklevel=4)  # the user's call
                 self._entry(key).eager_reason = f"{e.reason} at {e.where}"
                 return result if ran_eagerly else fn(*args)
             break
@@ -400,6 +415,23 @@ class CompiledStep:
         if ran_eagerly:
             return result
         return _replay(binding, args)
+
+    def _over_limit(self, key: tuple[Any, ...], entry: _Entry | None, why: str,
+                    fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """A call that would capture once more than ``recompile_limit`` allows: eager (its
+        arguments' key from now on: plans made already keep replaying), with a warning the
+        first time; ``fullgraph=True`` raises instead."""
+        message = (f"{self._name} was captured {self.captures} times (recompile_limit), the "
+                   f"last change: {why}; pass values that change between calls as tensors")
+        if self.fullgraph:
+            raise CompileError(f"{message} (fullgraph=True: not running it eagerly)")
+        if not self._limit_warned:
+            self._limit_warned = True
+            warnings.warn(f"planner: {message}; calls needing another capture run eagerly",
+                          RuntimeWarning, stacklevel=5)  # the user's call
+        if entry is None:
+            self._entry(key).eager_reason = f"recompile_limit ({self.recompile_limit}) reached"
+        return fn(*args)
 
     def lower(self, *args: Any, **kwargs: Any) -> Plan:
         """Capture and plan for these arguments without running anything (like jax's lower)."""
@@ -911,7 +943,7 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
             device: str | None = None, workers: int | None = None,
             cache_dir: str | os.PathLike[str] | None = None,
             fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
-            executor: str = "auto") -> Any:
+            executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT) -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
 
     ``device``: where the plan runs ("cpu", "cuda" or "cuda:N"; default: the device of the
@@ -935,11 +967,16 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
 
     Calls of one compiled step run one at a time, whatever thread makes them (``step.lock``).
     Different steps that update or read the same parameters or optimizer from several
-    threads must share a lock: ``planner.compile(evaluate, lock=train.lock)``."""
+    threads must share a lock: ``planner.compile(evaluate, lock=train.lock)``.
+
+    ``recompile_limit``: captures after which a call that would capture again (new argument
+    shapes or Python values, a failed guard) runs eagerly instead, with one RuntimeWarning
+    naming the last change (torch.compile's limit, 8; None: no limit). Plans made before keep
+    replaying. With ``fullgraph=True`` such a call raises CompileError."""
     def wrap(f: Callable[..., Any]) -> CompiledStep:
         return CompiledStep(f, backend=backend, device=device, workers=workers,
                             cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
-                            executor=executor)
+                            executor=executor, recompile_limit=recompile_limit)
 
     return wrap if fn is None else wrap(fn)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import planner
+from planner.compile import RECOMPILE_LIMIT
 from planner.steps import PrimitiveStep
 import runtime as rt
 import runtime.ops
@@ -207,3 +208,56 @@ def test_failing_replay_leaves_state_untouched(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.undo()
     step(x)  # and it still works afterwards
 
+
+
+def _indexed_step() -> tuple[Any, Any]:
+    """A training step that slices numpy data by a Python int: a new capture per index."""
+    data = np.random.default_rng(3).standard_normal((128, 4)).astype(np.float32)
+    w = rt.nn.Parameter(rt.ones(4))
+    opt = rt.optim.SGD([w], lr=0.1)
+
+    def step(i: int) -> Any:
+        x = rt.from_numpy(data[i * 8:(i + 1) * 8])
+        opt.zero_grad()
+        loss = (x @ w).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, w
+
+
+def test_past_the_recompile_limit_new_arguments_run_eagerly_with_one_warning() -> None:
+    """As torch.compile's recompile_limit: after 8 captures a call that needs another runs
+    eagerly (one RuntimeWarning naming the change and pointing at the caller); the plans
+    made replay; training equals eager throughout."""
+    fn, w = _indexed_step()
+    ref_fn, ref_w = _indexed_step()
+    step = planner.compile(fn)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in [*range(12), 3, 0, 14]:
+            np.testing.assert_allclose(float(step(i)), float(ref_fn(i)), rtol=1e-5)
+    assert step.captures == RECOMPILE_LIMIT == 8
+    (warning,) = [w for w in caught if "recompile_limit" in str(w.message)]
+    assert "argument 0: ('int', 8) (was ('int', 7))" in str(warning.message)
+    assert warning.filename == __file__
+    np.testing.assert_allclose(w.detach().numpy(), ref_w.detach().numpy(), rtol=1e-5)
+
+
+def test_recompile_limit_none_fullgraph_and_bad_values() -> None:
+    fn, _ = _indexed_step()
+    step = planner.compile(fn, recompile_limit=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(10):
+            step(i)
+    assert step.captures == 10
+    fn, _ = _indexed_step()
+    strict = planner.compile(fn, fullgraph=True, recompile_limit=2)
+    strict(0), strict(1)
+    with pytest.raises(planner.CompileError, match="captured 2 times .recompile_limit."):
+        strict(2)
+    for bad in (0, -1, 2.5, "8"):
+        with pytest.raises(ValueError, match="recompile_limit must be a positive int or None"):
+            planner.compile(fn, recompile_limit=bad)

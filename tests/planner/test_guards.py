@@ -180,10 +180,11 @@ def test_lru_bound(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_default_cache_size_bounds_entries() -> None:
-    step = planner.compile(simple_step)
+    step = planner.compile(simple_step, recompile_limit=None)
     for n in range(1, compile_module.CACHE_SIZE + 3):
         step(rt.from_numpy(arr(n)))
     assert len(step._cache) == compile_module.CACHE_SIZE
+    assert step.captures == compile_module.CACHE_SIZE + 2
 
 
 SCALE = 2.0
