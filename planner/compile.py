@@ -105,7 +105,10 @@ class Binding:
         """Why this plan does not fit the current state (None: it fits)."""
         for name, read, value in self.python_values:
             now = read()
-            if type(now) is not type(value) or now != value:
+            if type(value) is np.ndarray:
+                if now is not value:
+                    return f"the numpy array {name} is another array (by identity)"
+            elif type(now) is not type(value) or now != value:
                 return f"the Python value {name} is {now!r} (it was {value!r})"
         for is_tensor, slot in self.guarded:
             if is_tensor:
@@ -609,7 +612,12 @@ def _collector_paused() -> Iterator[None]:
 def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any], Any]]:
     """Plain values the step's own code reads from its closure and module globals. A capture
     bakes them into the plan, so each one becomes a guard (helpers the step calls are not
-    inspected: their Python values are fixed at capture, as under jax.jit)."""
+    inspected: their Python values are fixed at capture, as under jax.jit). A numpy array is
+    guarded by identity: a batch the step reads from a global rebound every iteration
+    (``x = rt.from_numpy(BATCH)``) was baked at capture and replayed stale; now rebinding it
+    captures again (and past ``recompile_limit`` runs eagerly, saying so). Its contents are
+    not compared: a tensor made by ``from_numpy`` shares them, one made by ``tensor`` keeps
+    the capture's copy."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return []
@@ -619,12 +627,12 @@ def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any],
             value = cell.cell_contents
         except ValueError:
             continue
-        if isinstance(value, _SCALARS):
+        if isinstance(value, _SCALARS) or type(value) is np.ndarray:
             found.append((name, lambda c=cell: c.cell_contents, value))
     globs = getattr(fn, "__globals__", {})
     for name in _global_reads(code):
         value = globs.get(name, MISSING)
-        if isinstance(value, _SCALARS):
+        if isinstance(value, _SCALARS) or type(value) is np.ndarray:
             found.append((name, lambda n=name: globs.get(n), value))
     return found
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from runtime.nn.module import structure_version
 from runtime.tensor import Tensor
 
@@ -71,6 +73,9 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     src = _Source()
     b = src.name(binding)
     for _, read, value in binding.python_values:
+        if type(value) is np.ndarray:  # by identity (planner.compile._python_values)
+            src.fail_if(f"{src.name(read)}() is not {src.name(value)}")
+            continue
         src.lines.append(f"    now = {src.name(read)}()")
         src.fail_if(f"_type(now) is not {src.name(type(value))} or now != {src.name(value)}")
     for is_tensor, slot in binding.guarded:
