@@ -147,8 +147,8 @@ def test_errors_name_the_bad_option():
         DataLoader(_ds(), batch_size=None, drop_last=True)
     with pytest.raises(ValueError, match="num_workers option should be non-negative"):
         DataLoader(_ds(), num_workers=-1)
-    with pytest.raises(ValueError, match="not implemented"):
-        DataLoader(_ds(), num_workers=2)
+    with pytest.raises(ValueError, match="persistent_workers option needs num_workers > 0"):
+        DataLoader(_ds(), persistent_workers=True)
     with pytest.raises(ValueError, match="batch_size should be a positive integer"):
         DataLoader(_ds(), batch_size=0)
     with pytest.raises(AssertionError, match="Size mismatch between tensors"):

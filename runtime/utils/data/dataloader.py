@@ -1,7 +1,11 @@
-"""The DataLoader: samples read by a sampler's indices and collated into batches."""
+"""The DataLoader: samples read by a sampler's indices and collated into batches, in the
+calling thread or in worker threads."""
 
 from __future__ import annotations
 
+import itertools
+import multiprocessing
+import multiprocessing.context
 import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
@@ -12,6 +16,7 @@ from ...creation import Generator, tensor
 from ...ops.functional import stack
 from ...tensor import Tensor
 from .dataset import Dataset, IterableDataset
+from .loader_iter import BaseLoaderIter, SingleThreadIter, ThreadedIter
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 
@@ -51,28 +56,48 @@ def default_collate(batch: Sequence[Any]) -> Any:
 
 class DataLoader:
     """Batches of a dataset: ``for x, y in DataLoader(ds, batch_size=64, shuffle=True,
-    generator=rt.Generator().manual_seed(0)):``. Samples are read in this process
-    (``num_workers=0``, the only value accepted: workers are not implemented)."""
+    generator=rt.Generator().manual_seed(0)):``, with PyTorch's arguments and checks.
+
+    ``num_workers > 0`` fetches and collates batches in that many worker *threads* (not
+    processes, as PyTorch's): numpy's copies and gathers release the GIL, and so does a
+    dataset that reads files, so workers overlap loading with the training step. Batches
+    come in the same order as with ``num_workers=0`` (``in_order=False``: as they are
+    ready); ``prefetch_factor`` batches (default 2) are in flight per worker;
+    ``persistent_workers`` keeps the threads between epochs; ``worker_init_fn(worker_id)``
+    runs first in each worker; ``get_worker_info()`` there says which worker it is (threads
+    share the dataset object, and instead of reseeding the process's global generators each
+    worker has its own, seeded, in ``get_worker_info().rng``); ``timeout`` (seconds) bounds
+    the wait for a worker's batch; an exception in a worker is raised again in the
+    iterating thread, of the same type, naming the worker. ``multiprocessing_context`` is
+    checked as PyTorch checks it (a start method's name or a context, only with workers),
+    but threads have no start method: nothing reads it.
+
+    ``pin_memory=True`` copies each batch's tensors into page-locked host memory (CuPy's)
+    where a GPU is available; without one it warns, as PyTorch, and pins nothing."""
 
     def __init__(self, dataset: Dataset[Any], batch_size: int | None = 1,
                  shuffle: bool | None = None, sampler: Sampler[Any] | Iterable[Any] | None = None,
                  batch_sampler: Sampler[Any] | Iterable[Any] | None = None,
-                 num_workers: int = 0, collate_fn: Callable[[list[Any]], Any] | None = None,
-                 pin_memory: bool = False, drop_last: bool = False,
-                 generator: Generator | None = None) -> None:
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 "
-                             "to disable multiprocessing.")
-        if num_workers > 0:
-            raise ValueError(f"num_workers={num_workers}: worker processes are not "
-                             "implemented; use num_workers=0")
-        if pin_memory:
-            raise ValueError("pin_memory=True: pinned host memory is not implemented")
+                 num_workers: int = 0, collate_fn: Callable[[Any], Any] | None = None,
+                 pin_memory: bool = False, drop_last: bool = False, timeout: float = 0,
+                 worker_init_fn: Callable[[int], None] | None = None,
+                 multiprocessing_context: Any = None, generator: Generator | None = None, *,
+                 prefetch_factor: int | None = None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True) -> None:
+        _check_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
         iterable = isinstance(dataset, IterableDataset)
-        if iterable and (shuffle not in (None, False) or sampler is not None
-                         or batch_sampler is not None):
-            raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle, "
-                             "sampler or batch_sampler option")
+        if iterable:
+            if shuffle not in (None, False):
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"shuffle option, but got shuffle={shuffle}")
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"sampler option, but got sampler={sampler}")
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified "
+                                 f"batch_sampler option, but got batch_sampler={batch_sampler}")
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
         if batch_sampler is not None:
@@ -88,41 +113,51 @@ class DataLoader:
                        else SequentialSampler(dataset))  # type: ignore[arg-type]
         if batch_size is not None and batch_sampler is None and not iterable:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)  # type: ignore[arg-type]
+        if iterable and batch_size is not None:
+            BatchSampler([], batch_size, drop_last)  # the same checks of both
         self.dataset = dataset
         self.batch_size = batch_size
         self.drop_last = drop_last
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = _check_context(multiprocessing_context, num_workers)
         self.generator = generator
-        self.collate_fn = collate_fn or (default_collate if batch_size is not None
-                                         or batch_sampler is not None else _convert)
+        self.persistent_workers = persistent_workers
+        self.in_order = in_order
+        self._iterable = iterable
+        self._auto_collation = batch_size is not None or batch_sampler is not None
+        self.collate_fn = collate_fn or (default_collate if self._auto_collation
+                                         else default_convert)
+        self._iterator: ThreadedIter | None = None
 
-    def __iter__(self) -> Iterator[Any]:
-        if isinstance(self.dataset, IterableDataset):
-            yield from self._iter_stream()
-        elif self.batch_sampler is not None:
-            for indices in self.batch_sampler:
-                yield self.collate_fn([self.dataset[i] for i in indices])
+    def _task_stream(self) -> Iterator[Any]:
+        """One task a batch: its indices (map-style), or its size (iterable datasets, whose
+        stream ends when the dataset's does)."""
+        if self._iterable:
+            return itertools.repeat(self.batch_size)
+        if self.batch_sampler is not None:
+            return iter(self.batch_sampler)
+        return iter(self.sampler)  # type: ignore[arg-type]
+
+    def __iter__(self) -> BaseLoaderIter:
+        if self.num_workers == 0:
+            return SingleThreadIter(self)
+        if not self.persistent_workers:
+            return ThreadedIter(self)
+        if self._iterator is None:
+            self._iterator = ThreadedIter(self)
         else:
-            for i in self.sampler:  # type: ignore[union-attr]
-                yield self.collate_fn(self.dataset[i])
-
-    def _iter_stream(self) -> Iterator[Any]:
-        if self.batch_size is None:
-            yield from (self.collate_fn(s) for s in self.dataset)  # type: ignore[attr-defined]
-            return
-        batch: list[Any] = []
-        for sample in self.dataset:  # type: ignore[attr-defined]
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+            self._iterator.reset(self)
+        return self._iterator
 
     def __len__(self) -> int:
-        if isinstance(self.dataset, IterableDataset):
+        if self._iterable:
             n = len(self.dataset)  # type: ignore[arg-type]
             if self.batch_size is None:
                 return n
@@ -132,12 +167,52 @@ class DataLoader:
         return len(self.sampler)  # type: ignore[arg-type]
 
 
-def _convert(sample: Any) -> Any:
+def _check_worker_options(num_workers: int, timeout: float, prefetch_factor: int | None,
+                          persistent_workers: bool) -> None:
+    """PyTorch's checks of the worker options, with its messages."""
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 "
+                         "to disable multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                         "let num_workers > 0 to enable multiprocessing, otherwise set "
+                         "prefetch_factor to None.")
+    if prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+
+
+def _check_context(context: Any, num_workers: int) -> Any:
+    """PyTorch's checks of ``multiprocessing_context``: a start method's name (made its
+    context) or a context object, and only with workers."""
+    if context is None:
+        return None
+    if num_workers == 0:
+        raise ValueError("multiprocessing_context can only be used with multi-process "
+                         f"loading (num_workers > 0), but got num_workers={num_workers}")
+    if isinstance(context, str):
+        methods = multiprocessing.get_all_start_methods()
+        if context not in methods:
+            raise ValueError("multiprocessing_context option should specify a valid start "
+                             f"method in {methods!r}, but got "
+                             f"multiprocessing_context={context!r}")
+        context = multiprocessing.get_context(context)
+    if not isinstance(context, multiprocessing.context.BaseContext):
+        raise TypeError("multiprocessing_context option should be a valid context object or "
+                        "a string specifying the start method, but got "
+                        f"multiprocessing_context={context}")
+    return context
+
+
+def default_convert(sample: Any) -> Any:
     """Without batching, numpy arrays become tensors and everything else passes through."""
     if isinstance(sample, np.ndarray):
         return tensor(sample)
     if isinstance(sample, Mapping):
-        return {k: _convert(v) for k, v in sample.items()}
+        return {k: default_convert(v) for k, v in sample.items()}
     if isinstance(sample, tuple):
-        return tuple(_convert(v) for v in sample)
+        return tuple(default_convert(v) for v in sample)
     return sample
