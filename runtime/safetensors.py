@@ -51,7 +51,8 @@ def _array(name: str, t: Any) -> np.ndarray:
         arr = t
     else:
         raise TypeError(f"save_file: {name!r} is a {type(t).__name__}, expected a Tensor")
-    return np.ascontiguousarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False))
+    # order="C", not np.ascontiguousarray: that makes a 0-dim tensor (1,)
+    return np.asarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False), order="C")
 
 
 def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> bytes:

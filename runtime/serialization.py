@@ -64,7 +64,8 @@ class _Writer:
         known = self.index.get(id(t))
         if known is not None:  # one tensor referenced twice is loaded as one tensor
             return {"tensor": known}
-        arr = np.ascontiguousarray(np.asarray(move_array(t._data, "cpu")))
+        # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-dim tensor (1,)
+        arr = np.asarray(move_array(t._data, "cpu"), order="C")
         arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
         self.size = -(-self.size // _ALIGN) * _ALIGN
         from .nn.parameter import Parameter

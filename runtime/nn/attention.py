@@ -13,6 +13,7 @@ from runtime.nn.linear import Linear
 from runtime.nn.module import Module
 from runtime.nn.parameter import Parameter
 from runtime.ops import composite as C
+from runtime.ops.attention import safe_softmax
 from runtime.ops import functional as F
 from runtime.tensor import Tensor
 
@@ -189,7 +190,7 @@ class MultiheadAttention(Module):
         elif not self.batch_first:
             query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
         out, weights = self._attend(query, None if self_attention else (key, value),
-                                    key_padding_mask, attn_mask)
+                                    key_padding_mask, attn_mask, safe=not need_weights)
         if unbatched:
             out = out[0]
         elif not self.batch_first:
@@ -201,10 +202,12 @@ class MultiheadAttention(Module):
         return out, weights[0] if unbatched else weights
 
     def _attend(self, query: Tensor, kv: tuple[Tensor, Tensor] | None,
-                key_padding_mask: Tensor | None, attn_mask: Tensor | None
+                key_padding_mask: Tensor | None, attn_mask: Tensor | None, safe: bool
                 ) -> tuple[Tensor, Tensor]:
         """Batch-first query (N, L, E) and key, value (N, S, E) (kv None: both are query):
-        the output (N, L, E) and the per-head weights (N, H, L, S)."""
+        the output (N, L, E) and the per-head weights (N, H, L, S). ``safe``: a query whose
+        every key is masked attends to nothing (output 0, as sdpa, which PyTorch runs when
+        no weights are asked for), not NaN (PyTorch's softmax, when they are)."""
         bsz, tgt, _ = query.shape
         src = tgt if kv is None else kv[0].shape[1]
         heads, hd = self.num_heads, self.head_dim
@@ -217,7 +220,7 @@ class MultiheadAttention(Module):
         # q is scaled before the product, as PyTorch's reference (same rounding)
         scores = F.matmul(F.mul(q, 1.0 / math.sqrt(hd)), F.transpose(k, -2, -1))
         scores = self._apply_masks(scores, attn_mask, key_padding_mask)
-        weights = C.softmax(scores, -1)
+        weights = safe_softmax(scores) if safe else C.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
             weights = C.dropout(weights, self.dropout)
         out = F.reshape(F.permute(F.matmul(weights, v), 0, 2, 1, 3), (bsz, tgt, self.embed_dim))

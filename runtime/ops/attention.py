@@ -34,6 +34,15 @@ def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
     return F.where(mask, scores, -math.inf) if mask.dtype is D.bool_ else F.add(scores, mask)
 
 
+def safe_softmax(scores: Tensor) -> Tensor:
+    """softmax over the last axis, but 0 across a row that is all -inf (a query whose every
+    key is masked), as PyTorch's ``_safe_softmax``: sdpa gives such a query a zero output and
+    zero gradients where a plain softmax gives NaN (exp(-inf - -inf)). The row is softmaxed as
+    zeros before it is replaced, so its backward sends nothing back, not 0 * NaN."""
+    dead = F.eq(F.amax(scores.detach(), -1, keepdim=True), -math.inf)
+    return F.where(dead, 0.0, C.softmax(F.where(dead, 0.0, scores), -1))
+
+
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,
@@ -66,7 +75,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         scores = F.where(causal_mask(length, source, query.device), scores, -math.inf)
     if attn_mask is not None:
         scores = apply_attn_mask(scores, attn_mask)
-    weights = C.softmax(scores, -1)
+    weights = safe_softmax(scores)
     if dropout_p > 0.0:
         weights = C.dropout(weights, dropout_p)
     return F.matmul(weights, value)

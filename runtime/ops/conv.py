@@ -431,14 +431,25 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return result if input.ndim == 4 else F.squeeze(result, 0)
 
 
+def _adaptive_size(output_size: Any, size: Pair, name: str) -> Pair:
+    """An adaptive pool's (oh, ow): an int for both, or a pair where None keeps that dim of
+    the input (PyTorch's ``AdaptiveAvgPool2d((2, None))``)."""
+    if isinstance(output_size, (int, np.integer)):
+        output_size = (output_size, output_size)
+    if output_size is None:
+        raise TypeError("object of type 'NoneType' has no len()")
+    if len(output_size) != 2:
+        raise RuntimeError(f"{name}: output_size must be 2")
+    oh, ow = (n if o is None else int(o) for o, n in zip(output_size, size))
+    return oh, ow
+
+
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """PyTorch's ``F.adaptive_avg_pool2d``: output cell i averages input rows
     floor(i*H/oh) .. ceil((i+1)*H/oh) (and columns alike)."""
     x = _as4d(input, "adaptive_avg_pool2d")
     h, w = x.shape[-2:]
-    if isinstance(output_size, (int, np.integer)) or output_size is None:
-        output_size = (output_size, output_size)
-    oh, ow = (h if o is None else int(o) for o in output_size)
+    oh, ow = _adaptive_size(output_size, (h, w), "adaptive_avg_pool2d")
     if h % oh == 0 and w % ow == 0:  # uniform windows: one average pool
         out = avg_pool2d(x, (h // oh, w // ow))
     else:
@@ -457,9 +468,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     gradient); ``return_indices`` also gives each maximum's flat position in its plane."""
     x = _as4d(input, "adaptive_max_pool2d")
     n, c, h, w = x.shape
-    if isinstance(output_size, (int, np.integer)) or output_size is None:
-        output_size = (output_size, output_size)
-    oh, ow = (h if o is None else int(o) for o in output_size)
+    oh, ow = _adaptive_size(output_size, (h, w), "adaptive_max_pool2d")
     if h % oh == 0 and w % ow == 0:  # uniform windows: one max pool
         out = max_pool2d(x, (h // oh, w // ow), return_indices=return_indices)
     else:

@@ -8,8 +8,11 @@ are mapped to class 0 before the check and then weighed 0.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any
+
+import numpy as np
 
 from .. import _dtype as D
 from ..tensor import Tensor
@@ -97,10 +100,20 @@ def _nll_rows(logp: Tensor, target: Tensor, c: int, weight: Tensor | None, ignor
         w = F.mul(w, F.getitem_key(weight, safe, key=(P.IndexArg(0),)))
     loss = F.mul(loss, w)
     if reduction == "mean":
-        return F.div(F.sum(loss), F.sum(w))
+        return _weighted_mean(F.sum(loss), F.sum(w))
     if reduction == "none":
         return F.reshape(loss, out_shape)
     return _reduce(loss, reduction, "nll_loss")
+
+
+def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
+    """``total / weight_sum``: NaN where every row is ignored (``weight_sum`` 0), as PyTorch's
+    value, but with PyTorch's gradient there, 0 (it writes none for ignored rows), where the
+    quotient's is 0/0. So the differentiable quotient divides by 1 there and the NaN comes
+    from a detached one (not a NaN constant: NaN != NaN breaks comparing captured kernels)."""
+    empty = F.eq(weight_sum, 0.0)
+    mean = F.div(total, F.where(empty, 1.0, weight_sum))
+    return F.where(empty, F.div(total.detach(), weight_sum.detach()), mean)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
@@ -162,11 +175,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     smooth = F.mul(F.neg(F.sum(wl, 1)), keep)
     if reduction == "mean":
         if weight is None:
-            smooth = F.div(F.sum(smooth), F.sum(keep))
+            smooth = _weighted_mean(F.sum(smooth), F.sum(keep))
         else:
             safe = F.where(F.ne(tgt, ignore_index), tgt, 0)
             wt = F.mul(F.getitem_key(weight, safe, key=(P.IndexArg(0),)), keep)
-            smooth = F.div(F.sum(smooth), F.sum(wt))
+            smooth = _weighted_mean(F.sum(smooth), F.sum(wt))
     elif reduction == "sum":
         smooth = F.sum(smooth)
     else:
@@ -224,18 +237,53 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
+_BCE_EPS = float(np.float32(1e-12))  # PyTorch's floor on x (1 - x) in the backward: a float
+
+
+def _log0(v: Tensor) -> Tensor:
+    """log(v) for v >= 0, -inf at 0 without numpy's divide-by-zero warning."""
+    positive = F.gt(v, 0.0)
+    return F.where(positive, F.log(F.where(positive, v, 1.0)), float("-inf"))
+
+
+def _bce_elements(x: Tensor, t: Tensor) -> Tensor:
+    """The elementwise loss with PyTorch's value and PyTorch's gradients: (x - t) /
+    max(x (1 - x), 1e-12) for x and log(1 - x) - log(x) for t.
+
+    Where x (1 - x) >= 1e-12 (the logs are far above -100) it is the plain formula, whose
+    autograd gives those gradients (and second derivatives). Elsewhere, at x = 0 or 1 say,
+    the plain formula's gradient is 0 * inf = NaN and the clamped one's is 0 or -100-bound,
+    so the value is the clamped formula, detached, plus a term that is exactly zero but
+    carries PyTorch's gradient: x (x/2 - t) / 1e-12 for x and t log-odds (held finite: at
+    x = 0 or 1 PyTorch's target gradient is infinite; here sqrt of the dtype's max) for t."""
+    wide = F.ge(F.mul(x, F.sub(1.0, x)), _BCE_EPS)
+    xs = F.where(wide, x, 0.5)  # finite logs in the branch not taken: no NaN sent back
+    plain = F.neg(F.add(F.mul(t, F.log(xs)), F.mul(F.sub(1.0, t), F.log(F.sub(1.0, xs)))))
+    xd, td = x.detach(), t.detach()
+    log_x, log_1mx = _log0(xd), _log0(F.sub(1.0, xd))
+    clamped = F.neg(F.add(F.mul(td, F.clamp(log_x, min=-100.0)),
+                          F.mul(F.sub(1.0, td), F.clamp(log_1mx, min=-100.0))))
+    big = math.sqrt(float(np.finfo(x.dtype.np).max))  # stands for inf, overflows nothing
+    log_odds = F.clamp(F.sub(log_1mx, log_x), min=-big, max=big)
+    carrier = F.add(F.div(F.mul(x, F.sub(F.mul(x, 0.5), td)), _BCE_EPS), F.mul(t, log_odds))
+    edge = F.add(clamped, F.sub(carrier, carrier.detach()))
+    return F.where(wide, plain, edge)
+
+
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
-    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as PyTorch does."""
+    """-(t log x + (1 - t) log(1 - x)), each log clamped at -100 as PyTorch does; an input
+    outside [0, 1] (or NaN) raises PyTorch's RuntimeError."""
     reduction = _legacy(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({_size(target)}) that is different to the "
                          f"input size ({_size(input)}) is deprecated. Please ensure they have "
                          "the same size.")
-    log_x = F.clamp(F.log(input), min=-100.0)
-    log_1mx = F.clamp(F.log(F.sub(1.0, input)), min=-100.0)
-    loss = F.neg(F.add(F.mul(target, log_x), F.mul(F.sub(1.0, target), log_1mx)))
+    in_range = F.cast(F.logical_and(F.ge(input, 0.0), F.le(input, 1.0)), D.int64)  # NaN: 0
+    F.check_bounds(in_range, 1, 2, "all elements of input should be between 0 and 1",
+                   "RuntimeError")
+    loss = _bce_elements(input, target)
     if weight is not None:
         loss = F.mul(loss, weight)
     return _reduce(loss, reduction, "binary_cross_entropy")
