@@ -19,7 +19,11 @@ from .creation import (
     from_numpy,
     full,
     full_like,
+    get_rng_state,
+    initial_seed,
     manual_seed,
+    seed,
+    set_rng_state,
     ones,
     ones_like,
     rand,
@@ -101,6 +105,12 @@ from .ops.functional import (
     trunc,
 )
 from .ops.tensor_ops import allclose, equal, isclose
+from .ops.shapes import Size
+from .ops.functional import cumprod
+from .ops.reductions import prod
+from .ops.tensor_ops import masked_select, scatter_reduce, take_along_dim
+from .ops.extra_ops import argwhere, nonzero, unique
+from .ops.more_ops import broadcast_tensors, diagonal, mv
 from .ops.products import addmm, bmm, einsum, mm
 from .ops.reductions import all, any, logsumexp, norm, std, var
 from .ops.functional import cat as concat
@@ -237,11 +247,18 @@ __all__ = [
     "cosh", "diff", "dstack", "dtype", "empty_like", "finfo", "fmod", "get_default_dtype",
     "hstack", "hypot", "iinfo", "meshgrid", "rot90", "sinh", "tensordot", "trace", "vstack",
     "multinomial",
+    "Size", "argwhere", "broadcast_tensors", "cumprod", "diagonal", "get_rng_state",
+    "initial_seed", "is_floating_point", "masked_select", "mv", "nonzero", "prod",
+    "scatter_reduce", "seed", "set_rng_state", "take_along_dim", "unique",
 ]
 
 
 def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
+
+
+def is_floating_point(x: Tensor) -> bool:
+    return x.is_floating_point()
 
 
 def numel(x: Tensor) -> int:

@@ -14,9 +14,11 @@ class DType:
     np: np.dtype
     rank: int  # promotion order: bool < int64 < float16 < float32 < float64
     is_floating_point: bool = field(init=False)  # a field, not a property: read on hot paths
+    itemsize: int = field(init=False)  # bytes of one element, as PyTorch's dtype.itemsize
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_floating_point", self.rank >= 2)
+        object.__setattr__(self, "itemsize", self.np.itemsize)
 
     def __repr__(self) -> str:
         return f"runtime.{self.name}"
@@ -69,6 +71,25 @@ def as_dtype(d: object) -> DType:
     if npd in _NP_ALIASES:
         return _NP_ALIASES[npd]
     raise TypeError(f"unsupported dtype {d!r}: expected one of bool, int64, float16, float32, float64")
+
+
+# PyTorch's two spellings of a dtype in its error texts: its ScalarType ("expected scalar
+# type Float but found Double") and its TypeMeta ("but got: float != double")
+_SCALAR_TYPE_NAMES = {"bool": "Bool", "int64": "Long", "float16": "Half", "float32": "Float",
+                      "float64": "Double"}
+_TYPE_META_NAMES = {"bool": "bool", "int64": "long int", "float16": "c10::Half",
+                    "float32": "float", "float64": "double"}
+
+
+def scalar_type_name(d: DType) -> str:
+    """PyTorch's ScalarType name of ``d``: Float, Double, Long, Half, Bool."""
+    return _SCALAR_TYPE_NAMES[d.name]
+
+
+def type_meta_name(d: DType) -> str:
+    """PyTorch's TypeMeta name of ``d`` (its C++ type): float, double, long int, c10::Half,
+    bool."""
+    return _TYPE_META_NAMES[d.name]
 
 
 def from_numpy_dtype(npd: np.dtype) -> DType:

@@ -9,8 +9,13 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import array_module, canonical_device, device_guard, device_of_array, move_array
-from .tensor import Tensor
+from .tensor import Tensor  # noqa: I001 - first: it loads the ops, shapes among them
+from .ops.shapes import ShapeError
 from .tracing import GraphBreak, active_tracer
+
+
+# the seed of a new Generator, as PyTorch's (its default generator is seeded from entropy)
+DEFAULT_SEED = 67280421310721
 
 
 class Generator:
@@ -18,29 +23,166 @@ class Generator:
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = canonical_device(device)
-        self._rng = np.random.default_rng()
+        self.manual_seed(DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
-        self._rng = np.random.default_rng(int(seed))
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
         return self
 
     def seed(self) -> int:
+        """Seeds from fresh entropy; returns the seed (as ``initial_seed()`` then does)."""
         s = int(np.random.SeedSequence().entropy % (1 << 63))
         self.manual_seed(s)
         return s
 
+    def initial_seed(self) -> int:
+        """The seed of the last ``manual_seed`` or ``seed``."""
+        return self._seed
 
+    def get_state(self) -> Tensor:
+        """The source's state as a tensor of bytes (int64 elements from 0 to 255: the runtime
+        has no uint8): PCG64's 128-bit state and increment, then its buffered 32-bit half
+        draw, little-endian. ``set_state`` of it continues the same draws; the bytes are not
+        PyTorch's (its Mersenne Twister state)."""
+        st = self._rng.bit_generator.state
+        if st["bit_generator"] != "PCG64":
+            raise RuntimeError(f"get_state: a {st['bit_generator']} source has no byte state "
+                               "here (only PCG64's)")
+        raw = (st["state"]["state"].to_bytes(16, "little")
+               + st["state"]["inc"].to_bytes(16, "little")
+               + int(st["has_uint32"]).to_bytes(8, "little")
+               + int(st["uinteger"]).to_bytes(8, "little"))
+        return Tensor._make(np.frombuffer(raw, np.uint8).astype(np.int64), D.int64, "cpu")
+
+    def set_state(self, new_state: Tensor) -> Generator:
+        """Restores a state from ``get_state``."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a Tensor, got {type(new_state).__name__}")
+        values = np.asarray(new_state.detach().cpu().numpy()).reshape(-1)
+        if values.size != _STATE_BYTES or values.min() < 0 or values.max() > 255:
+            raise RuntimeError(f"Expected a state of {_STATE_BYTES} bytes (from get_state), got "
+                               f"{values.size} values")
+        raw = values.astype(np.uint8).tobytes()
+        gen = np.random.PCG64()
+        gen.state = {"bit_generator": "PCG64",
+                     "state": {"state": int.from_bytes(raw[:16], "little"),
+                               "inc": int.from_bytes(raw[16:32], "little")},
+                     "has_uint32": int.from_bytes(raw[32:40], "little"),
+                     "uinteger": int.from_bytes(raw[40:48], "little")}
+        self._rng.bit_generator.state = gen.state
+        return self
+
+
+_STATE_BYTES = 48
 default_generator = Generator()
+default_generator.seed()
 
 
 def manual_seed(seed: int) -> Generator:
     return default_generator.manual_seed(seed)
 
 
-def _size(size: Sequence[Any]) -> tuple[int, ...]:
+def initial_seed() -> int:
+    """The default generator's seed."""
+    return default_generator.initial_seed()
+
+
+def seed() -> int:
+    """Seeds the default generator from fresh entropy; returns the seed."""
+    return default_generator.seed()
+
+
+def get_rng_state() -> Tensor:
+    """The default generator's state (``Generator.get_state``)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state: Tensor) -> None:
+    """Restores the default generator's state from ``get_rng_state``."""
+    default_generator.set_state(new_state)
+
+
+def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "zeros"
+          ) -> tuple[int, ...]:
+    """A creation function's shape: its sizes as arguments, as one sequence, or as the
+    keyword ``size`` (in ``kwargs``, the function's other keywords), as PyTorch's
+    overloads take them."""
+    if kwargs:
+        unexpected = sorted(set(kwargs) - {"size"})
+        if unexpected:
+            raise TypeError(f"{fn}() got an unexpected keyword argument '{unexpected[0]}'")
+        if size:
+            raise TypeError(f"{fn}() got multiple values for argument 'size'")
+        size = (kwargs["size"],)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     return tuple(int(s) for s in size)
+
+
+def _check_sizes(shape: tuple[int, ...], fn: str) -> None:
+    """PyTorch's error for a negative size (zeros words it its own way)."""
+    if any(s < 0 for s in shape):
+        if fn == "zeros":
+            raise ShapeError("zeros: Dimension size must be non-negative.")
+        raise ShapeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                         f"{list(shape)}")
+
+
+# numpy's float scalar types, as PyTorch infers a dtype from each (a Python float: float32)
+_FLOAT_SCALARS = {float: D.float32, np.float16: D.float16, np.float32: D.float32,
+                  np.float64: D.float64}
+
+
+def _leaf_types(data: Any, found: set[type]) -> set[type]:
+    """The types of the scalars of a nested list/tuple (``found`` extended; an array's are
+    its dtype's scalar type)."""
+    kinds = set(map(type, data))
+    if kinds & {list, tuple, np.ndarray}:
+        for v in data:
+            if isinstance(v, (list, tuple)):
+                _leaf_types(v, found)
+            else:
+                found.add(v.dtype.type if isinstance(v, np.ndarray) else type(v))
+    else:
+        found |= kinds
+    return found
+
+
+def _float_dtype(data: Any) -> D.DType:
+    """The float dtype PyTorch infers for data that numpy made float: the widest of its
+    scalars' (a numpy float64 scalar is float64, a Python float float32)."""
+    types = {type(data)} if not isinstance(data, (list, tuple)) else _leaf_types(data, set())
+    found = [_FLOAT_SCALARS[t] for t in types if t in _FLOAT_SCALARS]
+    return max(found, key=lambda d: d.rank) if found else D.float32
+
+
+def _ragged_error(data: Any) -> Exception | None:
+    """PyTorch's error for a nested list that is not rectangular: the sizes along the first
+    elements, then the first sequence of another length."""
+    sizes = []
+    probe = data
+    while isinstance(probe, (list, tuple)):
+        sizes.append(len(probe))
+        probe = probe[0] if len(probe) else None
+
+    def walk(seq: Any, dim: int) -> Exception | None:
+        if dim == len(sizes):
+            if isinstance(seq, (list, tuple)):
+                return TypeError("'list' object cannot be interpreted as an integer")
+            return None
+        if not isinstance(seq, (list, tuple)):
+            return TypeError("not a sequence")
+        if len(seq) != sizes[dim]:
+            return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} "
+                              f"(got {len(seq)})")
+        for v in seq:
+            err = walk(v, dim + 1)
+            if err is not None:
+                return err
+        return None
+
+    return walk(data, 0)
 
 
 def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
@@ -55,12 +197,20 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
     else:
         src_dev = "cpu"
         if isinstance(arr, (list, tuple)) and any(isinstance(v, Tensor) for v in arr):
-            arr = [v.item() if isinstance(v, Tensor) else v for v in arr]
-        arr = np.array(arr)
+            # each a numpy value of its dtype, which the float inference below reads
+            data = arr = [np.asarray(move_array(v.detach()._data, "cpu"))[()]
+                          if isinstance(v, Tensor) else v for v in arr]
+        try:
+            arr = np.array(arr)
+        except ValueError:
+            err = _ragged_error(arr) if isinstance(arr, (list, tuple)) else None
+            if err is None:
+                raise
+            raise err from None
     if dtype is not None:
         dt = D.as_dtype(dtype)
     elif arr.dtype.kind == "f":
-        dt = D.float32 if not isinstance(data, np.ndarray) else D.as_dtype(arr.dtype)
+        dt = D.as_dtype(arr.dtype) if isinstance(data, np.ndarray) else _float_dtype(data)
     elif arr.dtype.kind in "iu":
         dt = D.int64
     elif arr.dtype.kind == "b":
@@ -101,8 +251,9 @@ def from_numpy(a: np.ndarray) -> Tensor:
     return Tensor._make(a, D.from_numpy_dtype(a.dtype), "cpu")
 
 
-def _filled(size: Sequence[Any], value: Any, dtype: Any, device: Any,
-            requires_grad: bool) -> Tensor:
+def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
+            requires_grad: bool, fn: str) -> Tensor:
+    _check_sizes(shape, fn)
     dev = canonical_device(device)
     if dtype is None:
         dt = D.float32 if isinstance(value, float) or value is None else (
@@ -110,7 +261,6 @@ def _filled(size: Sequence[Any], value: Any, dtype: Any, device: Any,
             else D.float32)
     else:
         dt = D.as_dtype(dtype)
-    shape = _size(size)
     tracer = active_tracer()
     if tracer is not None:
         arr = np.zeros(shape, dtype=dt.np) if value is None else np.full(shape, value, dt.np)
@@ -121,24 +271,27 @@ def _filled(size: Sequence[Any], value: Any, dtype: Any, device: Any,
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
-    return _filled(size, 0.0, dtype, device, requires_grad)
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kwargs: Any) -> Tensor:
+    """Zeros of the shape given as sizes, one sequence or ``size=``."""
+    return _filled(_size(size, kwargs, "zeros"), 0.0, dtype, device, requires_grad, "zeros")
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
-    return _filled(size, 1.0, dtype, device, requires_grad)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         **kwargs: Any) -> Tensor:
+    return _filled(_size(size, kwargs, "ones"), 1.0, dtype, device, requires_grad, "ones")
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
-    return _filled(size, None, dtype, device, requires_grad)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kwargs: Any) -> Tensor:
+    return _filled(_size(size, kwargs, "empty"), None, dtype, device, requires_grad, "empty")
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
-    return _filled((size,), fill_value, dtype, device, requires_grad)
+    """``fill_value`` everywhere; its dtype from the value where not given (a bool: bool, an
+    int: int64, a float: float32), as PyTorch's."""
+    return _filled(_size((size,)), fill_value, dtype, device, requires_grad, "full")
 
 
 def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
@@ -157,13 +310,13 @@ def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = No
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def _random(kind: str, size: Sequence[Any], generator: Generator | None, dtype: Any,
+def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtype: Any,
             device: Any, requires_grad: bool) -> Tensor:
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
     if not dt.is_floating_point:
         raise TypeError(f"{kind} expects a floating point dtype, got {dt.name}")
-    shape = _size(size)
+    _check_sizes(shape, kind)
     dev = canonical_device(device)
     tracer = active_tracer()
     if tracer is not None:
@@ -185,23 +338,51 @@ def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
-          device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _random("randn", size, generator, dtype, device, requires_grad)
+          device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    return _random("randn", _size(size, kwargs, "randn"), generator, dtype, device,
+                   requires_grad)
 
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None,
-         device: Any = None, requires_grad: bool = False) -> Tensor:
-    return _random("rand", size, generator, dtype, device, requires_grad)
+         device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    return _random("rand", _size(size, kwargs, "rand"), generator, dtype, device,
+                   requires_grad)
 
 
-def randint(low: int, high: int, size: Sequence[int], *, generator: Generator | None = None,
-            device: Any = None) -> Tensor:
-    g = generator or default_generator
+def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
+            device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    """Integers drawn uniformly from [low, high): PyTorch's overloads ``randint(high, size)``
+    and ``randint(low, high, size)``, each argument positional or by name (int64 unless
+    ``dtype``)."""
+    names = ("low", "high", "size") if len(args) == 3 or "low" in kwargs else ("high", "size")
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in bound or k not in names:
+            raise TypeError(f"randint() got an unexpected keyword argument '{k}'" if k not in
+                            names else f"randint() got multiple values for argument '{k}'")
+        bound[k] = v
+    if len(args) > 3 or set(bound) != set(names):
+        raise TypeError(f"randint() received an invalid combination of arguments - got "
+                        f"{len(args)} positional and {sorted(kwargs)} keyword arguments, but "
+                        f"expected one of: (int high, tuple of ints size), "
+                        f"(int low, int high, tuple of ints size)")
+    low, high, size = int(bound.get("low", 0)), int(bound["high"]), bound["size"]
+    if not isinstance(size, (tuple, list)):
+        where = f" (position {len(args)})" if "size" not in kwargs else ""
+        raise TypeError(f"randint(): argument 'size'{where} must be tuple of ints, not "
+                        f"{type(size).__name__}")
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    shape = _size((size,))
+    _check_sizes(shape, "randint")
     if active_tracer() is not None:
         raise GraphBreak("randint inside a captured step")
-    arr = g._rng.integers(low, high, size=tuple(size), dtype=np.int64)
+    g = generator or default_generator
+    dt = D.as_dtype(dtype) if dtype is not None else D.int64
+    arr = g._rng.integers(low, high, size=shape, dtype=np.int64).astype(dt.np, copy=False)
     dev = canonical_device(device)
-    return Tensor._make(move_array(arr, dev), D.int64, dev)
+    return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
 
 
 _TORCH_NAMES = {"int64": "Long", "bool": "Bool"}
@@ -248,6 +429,10 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
         dt = D.float32 if is_float else D.int64

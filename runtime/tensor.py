@@ -20,6 +20,9 @@ from .tracing import GraphBreak, MetaArray
 from .tracing import _state as _trace_state
 
 
+_tnew = tuple.__new__  # a Size from a shape tuple without Size's Python-level __new__
+
+
 class _VersionCounter:
     __slots__ = ("v",)
 
@@ -197,8 +200,8 @@ class Tensor:
 
     # --- plain properties -------------------------------------------------------------------
     @property
-    def shape(self) -> tuple[int, ...]:
-        return self._data.shape
+    def shape(self) -> Size:
+        return _tnew(Size, self._data.shape)
 
     @property
     def ndim(self) -> int:
@@ -208,10 +211,28 @@ class Tensor:
         return self._data.ndim
 
     def size(self, dim: int | None = None) -> Any:
-        return self._data.shape if dim is None else self._data.shape[dim]
+        """The shape (a ``Size``), or the size of dimension ``dim``."""
+        shape = self._data.shape
+        if dim is None:
+            return _tnew(Size, shape)
+        if not shape:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return shape[wrap_dim(dim, len(shape))]
 
     def numel(self) -> int:
         return int(self._data.size)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the elements (numel times the dtype's size), as PyTorch's."""
+        return self.numel() * self.dtype.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
 
     def __len__(self) -> int:
         if self._data.ndim == 0:
@@ -401,11 +422,9 @@ class Tensor:
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
         if dim is None:
             return strides
-        if not -max(len(strides), 1) <= dim < max(len(strides), 1):
-            raise IndexError(f"Dimension out of range (expected to be in range of "
-                             f"[{-max(len(strides), 1)}, {max(len(strides), 1) - 1}], but got "
-                             f"{dim})")
-        return strides[dim] if strides else 1
+        if not strides:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        return strides[wrap_dim(dim, len(strides))]
 
     def is_contiguous(self) -> bool:
         return bool(self._data.flags.c_contiguous)
@@ -417,7 +436,7 @@ class Tensor:
         return self.numel()
 
     def element_size(self) -> int:
-        return int(self._data.itemsize)
+        return self.dtype.itemsize
 
     def where(self, condition: Any, other: Any) -> Tensor:
         """``where(condition, self, other)``."""
@@ -441,6 +460,7 @@ def _reflected(name: str) -> Callable[..., Any]:
 
 
 from .ops import functional as F  # noqa: E402  (the ops need Tensor defined first)
+from .ops.shapes import Size, wrap_dim  # noqa: E402
 from .ops import products, reductions  # noqa: E402
 from .ops import tensor_ops as T  # noqa: E402
 
@@ -458,8 +478,9 @@ _TENSOR_OPS = {
     T: "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
        "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt logical_not "
        "reciprocal isnan isinf isfinite clamp_min clamp_max flip narrow unbind movedim tile "
-       "outer dot amin isclose allclose equal",
-    reductions: "any all norm var std logsumexp",
+       "outer dot amin isclose allclose equal scatter_reduce masked_select take_along_dim "
+       "cumprod",
+    reductions: "any all norm var std logsumexp prod",
     products: "mm bmm addmm",
 }
 for _module, _names in _TENSOR_OPS.items():
@@ -469,20 +490,22 @@ from .ops import extra_ops as _extra  # noqa: E402
 
 for _n in ("roll repeat_interleave nan_to_num diag logaddexp count_nonzero logical_or "
            "logical_xor index_add unflatten split_with_sizes scatter_ scatter_add_ index_add_ "
-           "nan_to_num_").split():
+           "nan_to_num_ scatter_reduce_ nonzero argwhere unique").split():
     setattr(Tensor, _n, getattr(_extra, _n))
 from . import creation as _creation  # noqa: E402
 from .ops import more_ops as _more  # noqa: E402
 
 for _n in "asin acos atan sinh cosh asinh acosh atanh atan2 fmod".split():
     setattr(Tensor, _n, getattr(F, _n))
-for _n in "hypot diff rot90 trace reshape_as uniform_ normal_ bernoulli_ exponential_".split():
+for _n in ("hypot diff rot90 trace reshape_as uniform_ normal_ bernoulli_ exponential_ "
+           "diagonal mv").split():
     setattr(Tensor, _n, getattr(_more, _n))
 Tensor.arctan2 = F.atan2  # type: ignore[attr-defined]
 Tensor.multinomial = lambda self, *a, **k: _creation.multinomial(self, *a, **k)  # type: ignore
 Tensor.int = _more.to_int  # type: ignore[attr-defined]
 Tensor.type = _more.type_  # type: ignore[attr-defined]
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
+Tensor.broadcast_to = F.expand  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]
 for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():

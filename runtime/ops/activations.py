@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime.ops import functional as F
 from runtime.ops.composite import _inplace, _stable_sigmoid, check_dropout_p, drop, softplus
+from runtime.ops.shapes import wrap_dim
 from runtime.tensor import Tensor
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -96,7 +97,7 @@ def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) 
 def glu(x: Tensor, dim: int = -1) -> Tensor:
     if x.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = dim % x.dim()
+    d = wrap_dim(dim, x.dim())
     if x.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{x.shape[d]}")

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._dtype import scalar_type_name
 from ..tensor import Tensor
 from . import functional as F
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
@@ -89,6 +90,17 @@ def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor 
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """x @ weight.T + bias. With a bias PyTorch runs addmm and checks dtypes with its texts;
+    without one, matmul's checks speak."""
+    if bias is not None and weight.ndim == 2:
+        if x.dtype is not weight.dtype:
+            raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(x.dtype)} and "
+                               f"{scalar_type_name(weight.dtype)}")
+        if bias.dtype is not weight.dtype:
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{scalar_type_name(bias.dtype)} and "
+                               f"{scalar_type_name(weight.dtype)}")
     if x.ndim > 2 and weight.ndim == 2:
         # one GEMM over the flattened leading axes: numpy runs (B, T, K) @ (K, N) as B small
         # GEMMs, 8x slower at (16, 64, 128) @ (128, 512), and its weight gradient likewise

@@ -1,7 +1,9 @@
 """More of PyTorch's tensor ops, each a composition of the others (so its backward is theirs,
 and a compiled step captures it): roll, repeat_interleave, nan_to_num, diag, logaddexp,
 var_mean/std_mean, count_nonzero, logical_or/xor, index_add, unflatten, and the in-place
-scatter_/scatter_add_/index_add_/nan_to_num_ (the out-of-place op, copied in)."""
+scatter_/scatter_add_/scatter_reduce_/index_add_/nan_to_num_ (the out-of-place op, copied
+in); and the ops whose result's shape their input's values decide (nonzero, argwhere,
+unique), which read the values, so a compiled step runs them eagerly."""
 
 from __future__ import annotations
 
@@ -12,10 +14,20 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from .._device import move_array
 from ..tensor import Tensor
+from ..tracing import GraphBreak, is_tracing
 from . import functional as F
 from .reductions import std, var
-from .tensor_ops import _dim, index_select, logical_not, scatter, scatter_add, split
+from .tensor_ops import (
+    _dim,
+    index_select,
+    logical_not,
+    scatter,
+    scatter_add,
+    scatter_reduce,
+    split,
+)
 
 
 def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
@@ -204,15 +216,12 @@ def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tup
 
 def scatter_(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
              reduce: str | None = None) -> Tensor:
-    if reduce is not None:
-        if reduce != "add":
-            raise NotImplementedError(f"scatter_(reduce={reduce!r}): only 'add' is supported")
-        from ..creation import full_like
+    return F.copy_(x, scatter(x, dim, index, src, value=value, reduce=reduce))
 
-        src_t = src if isinstance(src, Tensor) else full_like(
-            index, value if src is None else src, dtype=x.dtype)
-        return F.copy_(x, scatter_add(x, dim, index, src_t))
-    return F.copy_(x, scatter(x, dim, index, src, value=value))
+
+def scatter_reduce_(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
+    return F.copy_(x, scatter_reduce(x, dim, index, src, reduce, include_self=include_self))
 
 
 def scatter_add_(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -227,3 +236,54 @@ def index_add_(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any
 def nan_to_num_(x: Tensor, nan: float = 0.0, posinf: float | None = None,
                 neginf: float | None = None) -> Tensor:
     return F.copy_(x, nan_to_num(x, nan, posinf, neginf))
+
+
+# --- ops whose result's shape the values decide ------------------------------------------------
+
+
+def _host_values(x: Tensor, name: str) -> np.ndarray:
+    """x's values on the host; a captured step cannot know them, so it runs eagerly."""
+    if is_tracing():
+        raise GraphBreak(f"{name}'s result has a shape its input's values decide")
+    return np.asarray(move_array(x.detach()._data, "cpu"))
+
+
+def _int64(a: np.ndarray, device: str) -> Tensor:
+    return Tensor._make(move_array(np.ascontiguousarray(a, dtype=np.int64), device), D.int64,
+                        device)
+
+
+def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
+    """The indices of x's nonzero elements: an (n, ndim) int64 tensor, one row each in
+    row-major order; ``as_tuple``: one 1-D tensor per dimension (a 0-d x counts as 1-D)."""
+    values = _host_values(x, "nonzero")
+    if as_tuple:
+        return tuple(_int64(a, x.device) for a in np.nonzero(values.reshape(values.shape or 1)))
+    if not values.ndim:
+        return _int64(np.zeros((int(values != 0), 0)), x.device)
+    return _int64(np.argwhere(values), x.device)
+
+
+def argwhere(x: Tensor) -> Tensor:
+    """``nonzero(x)``: the (n, ndim) indices of x's nonzero elements."""
+    return nonzero(x)
+
+
+def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
+           return_counts: bool = False, dim: int | None = None) -> Any:
+    """x's distinct values in ascending order (whatever ``sorted`` asks, as PyTorch's CPU
+    op; each nan distinct), or its distinct slices along ``dim``; with ``return_inverse``,
+    where each element (slice) of x is among them; with ``return_counts``, how often each
+    occurs. Not differentiable, as PyTorch's."""
+    values = _host_values(x, "unique")
+    axis = None if dim is None else _dim(x, dim)
+    if axis is not None and not values.ndim:
+        values = values.reshape(1)
+    out, inverse, counts = np.unique(values, return_inverse=True, return_counts=True,
+                                     axis=axis, equal_nan=False)
+    result = [Tensor._make(move_array(np.ascontiguousarray(out), x.device), x.dtype, x.device)]
+    if return_inverse:
+        result.append(_int64(inverse.reshape(x.shape if axis is None else -1), x.device))
+    if return_counts:
+        result.append(_int64(counts, x.device))
+    return result[0] if len(result) == 1 else tuple(result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -14,24 +15,21 @@ from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply
 from .inplace import apply_inplace
+from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 
 # --- helpers -------------------------------------------------------------------------------
 
 
 def _axes(dim: Any, ndim: int) -> tuple[int, ...]:
-    bound = ndim if ndim else 1
+    """The reduced axes of a reduction over ``dim`` (None or an empty list: all), wrapped
+    and sorted; PyTorch's errors for a dim out of range or named twice."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = (dim,) if not isinstance(dim, (tuple, list)) else dim
     if not dims:
         return tuple(range(ndim))
-    out = []
-    for d in dims:
-        if not -bound <= d < bound:
-            raise IndexError(f"Dimension out of range (expected to be in range of "
-                             f"[{-bound}, {bound - 1}], but got {d})")
-        out.append(d % ndim if ndim else 0)
-    return tuple(sorted(set(out)))
+    axes = wrap_dims(dims, ndim)
+    return tuple(sorted(axes)) if ndim else ()
 
 
 def _shape_arg(shape: Sequence[Any]) -> tuple[int, ...]:
@@ -99,7 +97,6 @@ def _op(prim: Any, name: str, doc: str | None = None) -> Any:
 
 
 mul = _op(P.MUL, "mul")
-div = _op(P.DIV, "div")
 pow = _op(P.POW, "pow")  # noqa: A001 - PyTorch's name
 maximum = _op(P.MAXIMUM, "maximum")
 minimum = _op(P.MINIMUM, "minimum")
@@ -144,7 +141,48 @@ remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's ru
 floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
 
-def where(cond: Tensor, a: Any, b: Any) -> Tensor:
+def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
+    """a / b (true division: integers give float32); ``rounding_mode`` "trunc" rounds the
+    quotient toward zero, "floor" toward minus infinity, in the operands' promoted dtype (an
+    integer quotient stays integer, and dividing one by zero is PyTorch's error). A rounded
+    quotient passes a zero gradient, as PyTorch's."""
+    if rounding_mode is None:
+        return apply(P.DIV, a, b)
+    if rounding_mode not in ("trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'")
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    dtype = D.result_dtype([t.dtype for t in tensors],
+                           [v for v in (a, b) if not isinstance(v, Tensor)],
+                           [t.ndim for t in tensors])
+    if dtype is D.bool_:
+        raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
+    if dtype.is_floating_point:
+        if rounding_mode == "trunc":
+            return trunc(apply(P.DIV, a, b))
+        # numpy's floor_divide (Python's //, as PyTorch's div_floor) has no derivative: a
+        # zero one is joined through each operand that asks for one
+        out = floor_divide(a, b)
+        for t in tensors:
+            if t._rg:
+                out = add(out, mul(sign(t), 0.0))
+        return out
+    q = floor_divide(a, b)
+    if rounding_mode == "floor":
+        return q
+    # the floor is one below the truncation where the quotient is negative and inexact
+    negative = ne(lt(a, 0) if isinstance(a, Tensor) else a < 0,
+                  lt(b, 0) if isinstance(b, Tensor) else b < 0)
+    inexact = ne(remainder(a, b), 0)
+    return add(q, cast(logical_and(inexact, negative), D.int64))
+
+
+def where(cond: Tensor, a: Any = None, b: Any = None) -> Any:
+    """a where cond holds, else b; ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
+    if a is None and b is None:
+        from .extra_ops import nonzero
+
+        return nonzero(cond, as_tuple=True)
     return apply(P.WHERE, cond, a, b)
 
 
@@ -187,7 +225,15 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None)
 def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     if dtype is not None:
         x = cast(x, dtype)
-    return apply(P.CUMSUM, x, axis=_axes(dim, x.ndim)[0] if x.ndim else 0)
+    return apply(P.CUMSUM, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
+
+
+def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+    """The running product along ``dim`` (integers and bools in int64); its gradient is
+    exact where x has zeros, as PyTorch's."""
+    if dtype is not None:
+        x = cast(x, dtype)
+    return apply(P.CUMPROD, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
 
 
 def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -221,7 +267,7 @@ MaxResult = namedtuple("MaxResult", ["values", "indices"])
 def _arg_axis(x: Tensor, dim: Any) -> int | None:
     if dim is None:
         return None
-    return _axes(dim, x.ndim)[0] if x.ndim else None
+    return wrap_dim(dim, x.ndim) if x.ndim else None
 
 
 def argmax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
@@ -256,19 +302,27 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
 
 
 def _new_shape(x: Tensor, shape: Sequence[Any]) -> tuple[int, ...]:
-    """The shape reshape(x, *shape) gives: a -1 inferred, the size checked."""
+    """The shape reshape(x, *shape) gives: a -1 inferred, the size checked (PyTorch's
+    errors, as ShapeError: a RuntimeError, as PyTorch's, and the ValueError it was here)."""
     shp = list(_shape_arg(shape))
     if shp.count(-1) > 1:
-        raise ValueError("reshape: only one dimension can be inferred")
+        raise ShapeError("only one dimension can be inferred")
+    for i, s in enumerate(shp):
+        if s < -1:
+            raise ShapeError(f"invalid shape dimension {s} at index {i} of shape {shp}")
+    numel = x.numel()
+    known = math.prod(s for s in shp if s != -1)
     if -1 in shp:
-        known = int(np.prod([s for s in shp if s != -1]))
-        if known == 0 or x.numel() % known:
-            raise ValueError(f"reshape: shape {shp} is invalid for input of size {x.numel()}")
-        shp[shp.index(-1)] = x.numel() // known
-    new = tuple(shp)
-    if new != x.shape and int(np.prod(new)) != x.numel():
-        raise ValueError(f"reshape: shape {list(new)} is invalid for input of size {x.numel()}")
-    return new
+        if known == 0 and numel == 0:
+            raise ShapeError(f"cannot reshape tensor of 0 elements into shape {shp} because "
+                             "the unspecified dimension size -1 can be any value and is "
+                             "ambiguous")
+        if known == 0 or numel % known:
+            raise ShapeError(f"shape '{shp}' is invalid for input of size {numel}")
+        shp[shp.index(-1)] = numel // known
+    elif known != numel:
+        raise ShapeError(f"shape '{shp}' is invalid for input of size {numel}")
+    return tuple(shp)
 
 
 def reshape(x: Tensor, *shape: Any) -> Tensor:
@@ -311,14 +365,22 @@ def view_as(x: Tensor, other: Tensor) -> Tensor:
 
 def permute(x: Tensor, *dims: Any) -> Tensor:
     d = _shape_arg(dims)
-    if sorted(a % x.ndim for a in d) != list(range(x.ndim)):
-        raise ValueError(f"permute: dims {list(d)} are not a permutation of {x.ndim} dims")
-    return apply(P.PERMUTE, x, dims=tuple(a % x.ndim for a in d))
+    if len(d) != x.ndim:
+        raise ShapeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                         f"not match the length of the desired ordering of dimensions i.e. "
+                         f"input.dim() = {x.ndim} is not equal to len(dims) = {len(d)}")
+    wrapped = tuple(wrap_dim(a, x.ndim) for a in d)
+    if len(set(wrapped)) != len(wrapped):
+        raise ShapeError("permute(): duplicate dims are not allowed.")
+    return apply(P.PERMUTE, x, dims=wrapped)
 
 
 def transpose(x: Tensor, d0: int, d1: int) -> Tensor:
+    if x.ndim == 0:
+        wrap_dim(d0, 0), wrap_dim(d1, 0)
+        return x
     dims = list(range(x.ndim))
-    d0, d1 = d0 % x.ndim, d1 % x.ndim
+    d0, d1 = wrap_dim(d0, x.ndim), wrap_dim(d1, x.ndim)
     dims[d0], dims[d1] = dims[d1], dims[d0]
     return apply(P.PERMUTE, x, dims=tuple(dims))
 
@@ -331,14 +393,19 @@ def t_(x: Tensor) -> Tensor:
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
     shp = _shape_arg(sizes)
+    err = expand_error(x.shape, shp, _TENSOR_TYPES.get(x.dtype.name, "FloatTensor"))
+    if err is not None:
+        raise ShapeError(err)
     lead = len(shp) - x.ndim
-    if lead < 0:
-        raise ValueError(f"expand: the number of sizes provided ({len(shp)}) must be greater or "
-                         f"equal to the number of dimensions in the tensor ({x.ndim})")
     full = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shp))
     if full == x.shape:
         return x
     return apply(P.EXPAND, x, shape=full)
+
+
+# how PyTorch's expand error names a tensor's type
+_TENSOR_TYPES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                 "int64": "LongTensor", "bool": "BoolTensor"}
 
 
 def expand_as(x: Tensor, other: Tensor) -> Tensor:
@@ -346,21 +413,23 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
-    d = dim % (x.ndim + 1)
+    d = wrap_dim(dim, x.ndim + 1)
     return apply(P.RESHAPE, x, shape=x.shape[:d] + (1,) + x.shape[d:])
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
-    axes = _axes(dim, x.ndim) if x.ndim else ()
+    axes = _axes(dim, x.ndim)
     shape = tuple(s for i, s in enumerate(x.shape) if not (i in axes and s == 1))
     return x if shape == x.shape else apply(P.RESHAPE, x, shape=shape)
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    s, e = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if x.ndim == 0:
         return reshape(x, (1,))
-    s, e = start_dim % x.ndim, end_dim % x.ndim
-    shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
+    shape = x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
     return reshape(x, shape)
 
 
@@ -440,6 +509,15 @@ def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tens
     """PyTorch's checks of an index against the indexed shape: integers, each bool mask's
     shape (``masks``: its first index argument -> its shape) and each index tensor's values."""
     consumed = len([k for k in template if k is not None and k is not Ellipsis])
+    if consumed > len(shape):
+        first = next(k for k in template if k is not None and k is not Ellipsis)
+        if not shape and isinstance(first, int) and template[0] is not Ellipsis:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python "
+                             "or `tensor.item<T>()` in C++ to convert a 0-dim tensor to a "
+                             "number")
+        if not shape and isinstance(first, slice):
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
     dim = 0
     for position, k in enumerate(template):
         if k is Ellipsis:
@@ -490,25 +568,49 @@ def index_put(x: Tensor, value: Any, *idx: Tensor, key: Any) -> Tensor:
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """``tensors`` joined along ``dim``, PyTorch's checks and texts; 1-D empty tensors are
+    skipped whatever the others' shape (PyTorch's legacy rule, which lets a loop start from
+    ``tensor([])``), their dtype still promoting the result's."""
+    if isinstance(tensors, Tensor):
+        raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        "Tensor")
     if not tensors:
-        raise ValueError("cat: expected a non-empty list of tensors")
-    nd = tensors[0].ndim
-    for t in tensors:
-        if t.ndim != nd:
-            raise ValueError(f"cat: tensors must have the same number of dimensions, got {nd} "
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise ShapeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    kept = [(i, t) for i, t in enumerate(tensors) if t.shape != (0,)]
+    if not kept:  # all legacy empties: one of them along dim 0
+        wrap_dim(dim, 1)
+        return apply(P.CAT, *tensors, axis=0)
+    first = kept[0][1]
+    d = wrap_dim(dim, first.ndim)
+    for i, t in kept[1:]:
+        if t.ndim != first.ndim:
+            raise ShapeError(f"Tensors must have same number of dimensions: got {first.ndim} "
                              f"and {t.ndim}")
-    return apply(P.CAT, *tensors, axis=dim % nd)
+        for a in range(first.ndim):
+            if a != d and t.shape[a] != first.shape[a]:
+                raise ShapeError(f"Sizes of tensors must match except in dimension {d}. "
+                                 f"Expected size {first.shape[a]} but got size {t.shape[a]} "
+                                 f"for tensor number {i} in the list.")
+    out = apply(P.CAT, *(t for _, t in kept), axis=d)
+    if len(kept) < len(tensors):
+        dtype = D.result_dtype([t.dtype for t in tensors], [])
+        if dtype is not out.dtype:
+            out = cast(out, dtype)
+    return out
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
+        raise ShapeError("stack expects a non-empty TensorList")
     shape = tensors[0].shape
-    for t in tensors:
+    for i, t in enumerate(tensors):
         if t.shape != shape:
-            raise ValueError(f"stack expects each tensor to be equal size, but got "
-                             f"{list(shape)} and {list(t.shape)}")
-    d = dim % (len(shape) + 1)
+            raise ShapeError(f"stack expects each tensor to be equal size, but got "
+                             f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}")
+    d = wrap_dim(dim, len(shape) + 1)
     return cat([unsqueeze(t, d) for t in tensors], d)
 
 
@@ -533,7 +635,9 @@ def mul_(t: Tensor, other: Any) -> Tensor:
     return apply_inplace(P.MUL, t, other)
 
 
-def div_(t: Tensor, other: Any) -> Tensor:
+def div_(t: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+    if rounding_mode is not None:
+        return copy_(t, div(t, other, rounding_mode=rounding_mode))
     return apply_inplace(P.DIV, t, other)
 
 
@@ -640,7 +744,28 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         value = to_device(value, t.device)
     template, idx, masks = _norm_key(key, t.device)
     _check_key(t.shape, template, idx, masks)
+    if isinstance(value, Tensor) and value.ndim:
+        _check_value_shape(value, P._key_shape(t.shape, [i.shape for i in idx], template),
+                           advanced=bool(idx))
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
+
+
+def _check_value_shape(value: Tensor, target: tuple[int, ...], advanced: bool) -> None:
+    """PyTorch's errors for ``x[key] = value`` where value does not broadcast to the indexed
+    part (of shape ``target``): its leading ones dropped, then expanded (a basic key), or
+    broadcast (an advanced one, index_put's text)."""
+    shape = tuple(value.shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    if advanced:
+        if len(shape) > len(target) or any(
+                v != 1 and v != t for v, t in zip(reversed(shape), reversed(target))):
+            raise ShapeError(f"shape mismatch: value tensor of shape {list(value.shape)} cannot "
+                             f"be broadcast to indexing result of shape {list(target)}")
+        return
+    err = expand_error(shape, target, _TENSOR_TYPES.get(value.dtype.name, "FloatTensor"))
+    if err is not None:
+        raise ShapeError(err)
 
 
 from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401

@@ -1,8 +1,9 @@
 """More of PyTorch's tensor API that training code reaches for, each a composition of the
 registry's primitives (so its backward is theirs, and a compiled step captures it): hypot,
-hstack/vstack/dstack/column_stack, meshgrid, trace, diff, rot90, tensordot, empty_like,
-reshape_as, the in-place random fills (uniform_, normal_, bernoulli_, exponential_), the
-dtype conversions int()/type(), and finfo/iinfo/get_default_dtype."""
+hstack/vstack/dstack/column_stack, meshgrid, trace, diagonal, mv, broadcast_tensors, diff,
+rot90, tensordot, empty_like, reshape_as, the in-place random fills (uniform_, normal_,
+bernoulli_, exponential_), the dtype conversions int()/type(), and
+finfo/iinfo/get_default_dtype."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..tensor import Tensor
 from . import functional as F
 from .extra_ops import diag, logical_xor
 from .products import einsum
+from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip
 
 
@@ -99,6 +101,38 @@ def trace(x: Tensor) -> Tensor:
     return F.sum(diag(x))
 
 
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    """The diagonal ``offset`` (above the main one when positive) of the matrices in dims
+    ``dim1`` and ``dim2``, as a last dimension after the others. PyTorch's is a view; this
+    is a copy with the same values and gradient."""
+    d1, d2 = _dim(x, dim1), _dim(x, dim2)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
+    moved = F.permute(x, *rest, d1, d2)
+    rows, cols = x.shape[d1], x.shape[d2]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    n = max(0, min(rows - r0, cols - c0))
+    r = creation.arange(r0, r0 + n, device=x.device)
+    c = creation.arange(c0, c0 + n, device=x.device)
+    return moved[(Ellipsis, r, c)]
+
+
+def mv(mat: Tensor, vec: Tensor) -> Tensor:
+    """The product of a matrix and a vector, PyTorch's checks and texts."""
+    if mat.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {mat.ndim}, {vec.ndim}")
+    return F.matmul(mat, vec)
+
+
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """The tensors expanded to their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(t.shape for t in tensors))
+    return tuple(F.expand(t, shape) for t in tensors)
+
+
 def diff(x: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
     """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined first)."""
@@ -159,7 +193,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
         if len(dims_a) != len(dims_b):
             raise RuntimeError("both dimension lists should have same length")
     for da, db in zip(dims_a, dims_b):
-        if a.shape[da] != b.shape[db]:
+        if a.shape[_dim(a, da)] != b.shape[_dim(b, db)]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a.shape[da]} in dim {da} and second has size "
                                f"{b.shape[db]} in dim {db}")

@@ -15,7 +15,13 @@ import numpy as np
 from .. import _dtype as D
 from ..autograd.node import Meta
 from . import functional as F
-from .shapes import ShapeError, broadcast_shapes, matmul_error
+from .shapes import (
+    DTypeError,
+    ShapeError,
+    broadcast_shapes,
+    matmul_dtype_error,
+    matmul_error,
+)
 from .registry import (
     PROMOTE_BOOL_OUT,
     PROMOTE_FLOAT,
@@ -762,6 +768,138 @@ CUMSUM = register(Primitive(
     attrs=("axis",), flops=flops_elementwise))
 
 
+def _cumprod_impl(xp: Any, x: Any, *, axis: int) -> Any:
+    dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+    return xp.cumprod(x, axis=axis, dtype=dt) if x.ndim else x.astype(dt)
+
+
+def _reversed_cumsum(v: Any, axis: int) -> Any:
+    return _flip(F.cumsum(_flip(v, axis), axis), axis)
+
+
+def _cumprod_bwd(c: Any, g: Any) -> tuple[Any]:
+    """out_j = prod_{k <= j} x_k, so dx_i = sum_{j >= i} g_j prod_{k <= j, k != i} x_k. Before
+    the first zero along the axis that is the reversed cumsum of g * out over x_i; at the first
+    zero, the reversed cumsum of g times the cumprod of x with that zero made 1; after it, 0
+    (every product holds the zero). No branch on values, so a captured step computes it too,
+    and each piece is differentiable (PyTorch's double backward)."""
+    axis = c.attrs["axis"]
+    if not c.shape(0) or c.shape(0)[axis] <= 1:
+        return (g,)
+    x, out = c.input(0), c.output()
+    zero = F.eq(x, 0)
+    zeros_so_far = F.cumsum(F.cast(zero, D.int64), axis)
+    before = F.eq(zeros_so_far, 0)
+    first = F.logical_and(zero, F.eq(zeros_so_far, 1))
+    at_nonzero = F.div(_reversed_cumsum(F.mul(g, out), axis), F.where(before, x, 1.0))
+    without_first = F.cumprod(F.where(first, 1.0, x), axis)
+    at_first = _reversed_cumsum(F.mul(g, without_first), axis)
+    return (F.where(before, at_nonzero, F.where(first, at_first, 0.0)),)
+
+
+# cumulative product along ``axis`` (integers and bools multiply in int64, as PyTorch's)
+CUMPROD = register(Primitive(
+    "cumprod", impl=_cumprod_impl, infer=_cumsum_infer, backward=_cumprod_bwd,
+    saves=(0, "out"), attrs=("axis",), flops=flops_elementwise))
+
+
+def _scatter_grid(xp: Any, index: Any, dim: int) -> tuple[Any, ...]:
+    """The advanced-indexing key that names x[i0, .., index[i], .., in] for every position
+    i of ``index``: ``index`` along ``dim``, a broadcast range along every other axis."""
+    grid = []
+    for d, n in enumerate(index.shape):
+        if d == dim:
+            grid.append(index)
+        else:
+            shape = [1] * index.ndim
+            shape[d] = n
+            grid.append(xp.arange(n).reshape(shape))
+    return tuple(grid)
+
+
+_SCATTER_UFUNCS = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum"}
+
+
+def _scatter_identity(reduce: str, dtype: np.dtype) -> Any:
+    """The value a position starts from where ``include_self=False`` leaves x out."""
+    if reduce in ("sum", "prod"):
+        return 0 if reduce == "sum" else 1
+    low = reduce == "amax"
+    if dtype.kind == "f":
+        return -np.inf if low else np.inf
+    if dtype.kind == "b":
+        return not low
+    info = np.iinfo(dtype)
+    return info.min if low else info.max
+
+
+def _scatter_reduce_impl(xp: Any, x: Any, index: Any, src: Any, *, dim: int, reduce: str,
+                         include_self: bool, legacy: bool) -> Any:
+    out = x.copy()
+    if not index.size:
+        return out
+    key = _scatter_grid(xp, index, dim)
+    if not include_self:
+        out[key] = _scatter_identity(reduce, x.dtype)
+    getattr(xp, _SCATTER_UFUNCS[reduce]).at(out, key, src)
+    return out
+
+
+def _scatter_reduce_infer(x: Meta, index: Meta, src: Meta, *, dim: int, reduce: str,
+                          include_self: bool, legacy: bool) -> tuple[Any, D.DType]:
+    if reduce not in _SCATTER_UFUNCS:
+        raise ValueError(f"scatter_reduce: reduce must be one of {sorted(_SCATTER_UFUNCS)}, "
+                         f"got {reduce!r}")
+    if tuple(src.shape) != tuple(index.shape) or src.dtype is not x.dtype:
+        raise ValueError("scatter_reduce: src must be of index's shape and x's dtype")
+    return x.shape, x.dtype
+
+
+def _scatter_reduce_bwd(c: Any, g: Any) -> tuple[Any, None, Any]:
+    """PyTorch's scatter_reduce_backward for prod, amax and amin (sum and mean are
+    compositions, differentiated through theirs); scatter's ``reduce=`` form (``legacy``) has
+    no derivative in PyTorch, and none here."""
+    from . import tensor_ops as T
+
+    a = c.attrs
+    if a["legacy"]:
+        raise RuntimeError("derivative for aten::scatter is not implemented")
+    dim, reduce, include_self = a["dim"], a["reduce"], a["include_self"]
+    x, index, src, out = c.input(0), c.input(1), c.input(2), c.output()
+    if reduce == "prod":
+        masked_x = F.where(F.eq(x, 0), 1.0, x)
+        masked_x_out = T.scatter_reduce(masked_x, dim, index, src, "prod",
+                                        include_self=include_self)
+        gx = F.div(F.mul(g, masked_x_out), masked_x)
+        src_zero = F.eq(src, 0)
+        zeros_there = T.gather(T.scatter_add(F.mul(x, 0.0), dim, index,
+                                             F.cast(src_zero, x.dtype)), dim, index)
+        single_zero = F.logical_and(src_zero, F.eq(zeros_there, 1))
+        masked_src_out = T.scatter_reduce(x, dim, index, F.where(single_zero, 1.0, src),
+                                          "prod", include_self=include_self)
+        gsrc = F.where(single_zero, T.gather(F.mul(g, masked_src_out), dim, index),
+                       F.div(T.gather(F.mul(g, out), dim, index), F.where(src_zero, 1.0, src)))
+    else:  # amax, amin: the gradient shared evenly by the values equal to the result
+        x_is = F.cast(F.eq(x, out), g.dtype)
+        src_is = F.cast(F.eq(src, T.gather(out, dim, index)), g.dtype)
+        shared = F.div(g, T.scatter_add(x_is, dim, index, src_is))
+        gx = F.mul(x_is, shared)
+        gsrc = F.mul(src_is, T.gather(shared, dim, index))
+    if not include_self:
+        gx = T.scatter(gx, dim, index, value=0.0)
+    return (gx if c.needs(0) else None, None, gsrc if c.needs(2) else None)
+
+
+# scatter_reduce(x, index, src, dim=, reduce=, include_self=, legacy=): x with each src[i]
+# folded into x[.., index[i], ..] along dim by reduce ("sum", "prod", "amax", "amin"), x's
+# own values left out of the scattered positions unless include_self; src of index's shape
+SCATTER_REDUCE = register(Primitive(
+    "scatter_reduce", impl=_scatter_reduce_impl, infer=_scatter_reduce_infer,
+    backward=_scatter_reduce_bwd, saves=(0, 1, 2, "out"),
+    attrs=("dim", "reduce", "include_self", "legacy"),
+    flops=lambda out_shape, arg_shapes, attrs: math.prod(arg_shapes[2] or ())))
+
+
 def _argsort_impl(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
     if x.ndim == 0:
         return xp.zeros((), dtype=np.int64)
@@ -1165,12 +1303,12 @@ CHECK_BOUNDS = register(Primitive(
 
 
 def _matmul_infer(a: Meta, b: Meta) -> tuple[Any, D.DType]:
-    if a.dtype is not b.dtype:
-        raise TypeError(f"expected both operands to have the same dtype, got {a.dtype.name} "
-                        f"and {b.dtype.name}")
     sa, sb = tuple(a.shape), tuple(b.shape)
     if not sa or not sb:
         raise ValueError("both arguments to matmul need to be at least 1D")
+    err = matmul_dtype_error(sa, sb, a.dtype, b.dtype)
+    if err is not None:
+        raise DTypeError(err)
     err = matmul_error(sa, sb)
     if err is not None:
         raise ShapeError(err)
@@ -1182,11 +1320,11 @@ def _matmul_infer(a: Meta, b: Meta) -> tuple[Any, D.DType]:
 
 
 def _matmul_impl(xp: Any, a: Any, b: Any) -> Any:
-    if a.dtype != b.dtype:
-        raise TypeError(f"expected both operands to have the same dtype, got {a.dtype} "
-                        f"and {b.dtype}")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("both arguments to matmul need to be at least 1D")
+    if a.dtype != b.dtype:
+        raise DTypeError(matmul_dtype_error(a.shape, b.shape, D.from_numpy_dtype(a.dtype),
+                                            D.from_numpy_dtype(b.dtype)))
     err = matmul_error(a.shape, b.shape)
     if err is not None:
         raise ShapeError(err)

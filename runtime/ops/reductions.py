@@ -11,6 +11,7 @@ from typing import Any
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
+from .shapes import wrap_dim
 
 def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     nonzero = F.cast(F.ne(x, 0 if x.dtype is not D.bool_ else False), D.int64)
@@ -20,6 +21,33 @@ def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A
 def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     zero = F.cast(F.eq(x, 0 if x.dtype is not D.bool_ else False), D.int64)
     return F.eq(F.sum(zero, dim, keepdim), 0)
+
+
+def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None
+         ) -> Tensor:
+    """The product of all elements, or along ``dim`` (integers and bools in int64): the last
+    of the running product, whose gradient is exact where x has zeros (PyTorch's)."""
+    if dtype is not None:
+        x = F.cast(x, dtype)
+    if dim is None:
+        if keepdim:
+            raise TypeError("prod(): keepdim needs a dim (PyTorch's overloads: prod(*, dtype) "
+                            "and prod(int dim, bool keepdim=False, *, dtype))")
+        flat = F.reshape(x, (-1,))
+        if not flat.numel():
+            return F.add(F.sum(flat), 1)  # the empty product, still of x's graph
+        return F.getitem(F.cumprod(flat, 0), -1)
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
+    if x.ndim == 0:
+        F._axes(dim, 0)
+        return F.cumprod(x, 0)
+    d = wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    if n == 0:
+        return F.add(F.sum(x, d, keepdim), 1)
+    last = slice(n - 1, n) if keepdim else n - 1
+    return F.getitem(F.cumprod(x, d), (slice(None),) * d + (last,))
 
 
 def _torch_name(dt: D.DType) -> str:

@@ -1,16 +1,105 @@
-"""Shape rules PyTorch states in its error texts: broadcasting (its ``infer_size``) and the
-operand shapes of a matrix product. Each ``*_error`` gives PyTorch's message, or None where
-the shapes are fine."""
+"""Shape rules PyTorch states in its error texts: dimension indices (its ``maybe_wrap_dim``),
+broadcasting (its ``infer_size``), expansion and the operand shapes of a matrix product. Each
+``*_error`` gives PyTorch's message, or None where the shapes are fine; ``Size`` is the shape
+a tensor reports (PyTorch's ``torch.Size``)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .._dtype import DType, scalar_type_name, type_meta_name
 
 
 class ShapeError(RuntimeError, ValueError):
     """Operand shapes that do not fit, with PyTorch's text: a RuntimeError, as PyTorch raises,
     and a ValueError, as this runtime's shape errors are (numpy's and the shape rules')."""
+
+
+class DTypeError(ShapeError):
+    """Operand dtypes that do not fit (a matmul of float and double), with PyTorch's text: a
+    RuntimeError, as PyTorch raises; a ShapeError, so that the dispatcher passes it on
+    unchanged and the planner, which skips a call whose shape rule raises a ValueError, skips
+    it."""
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple of ints that knows its ``numel()`` and prints as PyTorch's,
+    ``torch.Size([2, 3])``, so that a message formatting a shape reads as PyTorch's does
+    (load_state_dict's size mismatch). Slicing and concatenating give plain tuples
+    (PyTorch's give a Size): a Python ``__getitem__`` would make every ``shape[i]`` five
+    times slower, and shapes passed on as op attributes stay plain tuples, which plans store
+    and key."""
+
+    __slots__ = ()
+
+    def numel(self) -> int:
+        """The number of elements of a tensor of this shape (1 for ``Size([])``)."""
+        return math.prod(self)
+
+    def __repr__(self) -> str:
+        return f"torch.Size({list(self)})"
+
+    def __reduce__(self) -> tuple[Any, tuple[tuple[int, ...]]]:
+        return Size, (tuple(self),)
+
+
+def dim_error(dim: int, ndim: int) -> IndexError:
+    """PyTorch's error for ``dim`` outside the ``ndim`` dimensions (a 0-d tensor takes -1
+    and 0, as one of one dimension)."""
+    bound = max(ndim, 1)
+    return IndexError(f"Dimension out of range (expected to be in range of [{-bound}, "
+                      f"{bound - 1}], but got {dim})")
+
+
+def wrap_dim(dim: Any, ndim: int) -> int:
+    """``dim`` as an index in [0, ndim) (PyTorch's ``maybe_wrap_dim``): a negative one counts
+    from the end; one out of range is PyTorch's IndexError. A 0-d tensor's dims -1 and 0 are
+    0. Pass ``ndim + 1`` where a new dimension may be placed (unsqueeze, stack)."""
+    d = operator.index(dim)
+    bound = max(ndim, 1)
+    if not -bound <= d < bound:
+        raise dim_error(d, ndim)
+    return d + bound if d < 0 else d
+
+
+def wrap_dims(dims: Iterable[Any], ndim: int) -> tuple[int, ...]:
+    """Each of ``dims`` wrapped (``wrap_dim``), in the order given; a dim named twice (after
+    wrapping: 0 and -2 of a matrix) is PyTorch's RuntimeError."""
+    out: list[int] = []
+    for dim in dims:
+        d = wrap_dim(dim, ndim)
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(out)
+
+
+def expand_error(shape: Sequence[int], target: Sequence[int], tensor_type: str = "FloatTensor"
+                 ) -> str | None:
+    """PyTorch's message where ``shape`` does not expand to ``target`` (``-1`` in target
+    keeps a size; a new leading dimension cannot be -1), or None where it does; PyTorch names
+    the tensor's type (``tensor_type``: "FloatTensor", "LongTensor", ...) in one of them."""
+    if len(target) < len(shape):
+        return (f"expand(torch.{tensor_type}{{{list(shape)}}}, size={list(target)}): the number "
+                f"of sizes provided ({len(target)}) must be greater or equal to the number of "
+                f"dimensions in the tensor ({len(shape)})")
+    lead = len(target) - len(shape)
+    for i in range(len(target) - 1, -1, -1):
+        t = target[i]
+        if i < lead:
+            if t < 0:
+                return (f"The expanded size of the tensor ({t}) isn't allowed in a leading, "
+                        f"non-existing dimension {i}")
+            continue
+        s = shape[i - lead]
+        if t != -1 and s != t and s != 1:
+            return (f"The expanded size of the tensor ({t}) must match the existing size ({s}) "
+                    f"at non-singleton dimension {i}.  Target sizes: {list(target)}.  Tensor "
+                    f"sizes: {list(shape)}")
+    return None
 
 
 def broadcast_error(a: Sequence[int], b: Sequence[int]) -> str | None:
@@ -39,6 +128,24 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
         a, b = (1,) * (n - len(out)) + out, (1,) * (n - len(shape)) + tuple(shape)
         out = tuple(y if x == 1 else x for x, y in zip(a, b))
     return out
+
+
+def matmul_dtype_error(sa: Sequence[int], sb: Sequence[int], a: DType, b: DType) -> str | None:
+    """PyTorch's message for ``a @ b`` (shapes sa and sb, each at least 1-D) of different
+    dtypes, by the kernel its matmul reaches: dot, addmv (a's leading axes folded into
+    rows), mm (b 2-D) or bmm."""
+    if a is b:
+        return None
+    if len(sa) == 1 and len(sb) == 1:
+        return (f"dot : expected both vectors to have same dtype, but found "
+                f"{scalar_type_name(a)} and {scalar_type_name(b)}")
+    if len(sb) == 1:
+        return (f"addmv input tensors must have the same dtype, but got {scalar_type_name(b)}, "
+                f"{scalar_type_name(a)}, and {scalar_type_name(b)}")
+    if len(sb) == 2:
+        return (f"expected m1 and m2 to have the same dtype, but got: {type_meta_name(a)} != "
+                f"{type_meta_name(b)}")
+    return f"expected scalar type {scalar_type_name(a)} but found {scalar_type_name(b)}"
 
 
 def matmul_error(sa: Sequence[int], sb: Sequence[int]) -> str | None:

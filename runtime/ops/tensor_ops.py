@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
@@ -16,13 +17,14 @@ from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
 from .dispatch import apply
+from .shapes import broadcast_shapes, wrap_dim, wrap_dims
 
 # --- helpers ---------------------------------------------------------------------------------
 
 
 def _dim(x: Tensor, dim: int) -> int:
     """One dimension of x, PyTorch's range check and error; a 0-d tensor has dim 0 or -1."""
-    return F._axes(dim, x.ndim)[0] if x.ndim else 0
+    return wrap_dim(dim, x.ndim)
 
 
 def _arange_along(n: int, axis: int, ndim: int, device: str) -> Tensor:
@@ -203,17 +205,68 @@ def _scatter_src(src: Any, index: Tensor, x: Tensor, name: str) -> Any:
         else src
 
 
-def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None
-            ) -> Tensor:
-    """x with x[..index[i]..] = src[i] (out of place); src may be a number (``value``)."""
+def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """x with x[..index[i]..] = src[i] (out of place); src may be a number (``value``).
+    ``reduce`` ("add" or "multiply") folds src in instead, PyTorch's deprecated form,
+    which (as there) has no derivative."""
     if (src is None) == (value is None):
         raise TypeError("scatter() expects exactly one of src (a tensor) and value (a number)")
     d = _dim(x, dim)
     _check_dim_range(x, index, d, "scatter")
     _check_index_values(index, x, d)
     src = _scatter_src(src if src is not None else value, index, x, "scatter")
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        if isinstance(src, Tensor):
+            warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated "
+                          "and will be removed in a future PyTorch release. Use "
+                          "torch.scatter_reduce instead for more reduction options.",
+                          UserWarning, stacklevel=2)
+        else:
+            from ..creation import full
+
+            src = full(index.shape, src, dtype=x.dtype, device=x.device)
+        return apply(P.SCATTER_REDUCE, x, index, src, dim=d,
+                     reduce="sum" if reduce == "add" else "prod", include_self=True,
+                     legacy=True)
     key, idx = _grid_key(index, d)
     return F.index_put(x, src, *idx, key=key)
+
+
+_SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """x with each src[i] folded into x[..index[i]..] along ``dim`` by ``reduce`` (sum, prod,
+    mean, amax, amin); x's own values take part unless ``include_self`` is False (a position
+    nothing is scattered to keeps its value either way). An integer mean rounds down, as
+    PyTorch's. Differentiable for every reduce, by PyTorch's formulas."""
+    if reduce not in _SCATTER_REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _dim(x, dim)
+    _check_dim_range(x, index, d, "scatter_reduce")
+    _check_index_values(index, x, d)
+    src = _scatter_src(src, index, x, "scatter_reduce")
+    if reduce in ("sum", "mean"):
+        base = x if include_self else scatter(x, d, index, value=0)
+        total = scatter_add(base, d, index, src)
+        if reduce == "sum":
+            return total
+        from ..creation import full
+
+        count = scatter_add(full(x.shape, 1 if include_self else 0, dtype=x.dtype,
+                                 device=x.device),
+                            d, index, full(index.shape, 1, dtype=x.dtype, device=x.device))
+        count = F.clamp(count, min=1)  # nothing scattered there: x's value, as it was
+        if x.dtype.is_floating_point:
+            return F.div(total, count)
+        return F.floor_divide(total, count)
+    return apply(P.SCATTER_REDUCE, x, index, src, dim=d, reduce=reduce,
+                 include_self=bool(include_self), legacy=False)
 
 
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
@@ -244,7 +297,41 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     return F.where(mask, value, x)
 
 
+def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    """The elements of x (broadcast with mask) where mask holds, as a 1-D tensor in
+    row-major order; the gradient goes back to those elements. Its length is the mask's
+    count, so a compiled step runs it eagerly."""
+    if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = broadcast_shapes(mask.shape, x.shape)
+    return F.getitem(F.expand(x, shape), F.expand(mask, shape))
+
+
+def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+    """gather along ``dim`` with x and indices broadcast against each other along the other
+    dims (without dim: of the flattened x, at the flattened indices)."""
+    if indices.dtype is not D.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{D.scalar_type_name(indices.dtype)}")
+    if dim is None:
+        return gather(F.reshape(x, (-1,)), 0, F.reshape(indices, (-1,)))
+    if x.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
+                           f"number of dimensions, but got {x.ndim} dimensions for input, and "
+                           f"{indices.ndim} dimensions for indices")
+    d = _dim(x, dim)
+    sizes = list(x.shape)
+    if x.ndim:
+        sizes[d] = indices.shape[d]
+    shape = list(broadcast_shapes(sizes, indices.shape))
+    indices = F.expand(indices, shape)
+    if x.ndim:
+        shape[d] = x.shape[d]
+    return gather(F.expand(x, shape), d, indices)
+
+
 cumsum = F.cumsum
+cumprod = F.cumprod
 
 SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
@@ -313,9 +400,14 @@ def clamp_max(x: Tensor, max: Any) -> Tensor:  # noqa: A002
     return F.clamp(x, max=max)
 
 
-def flip(x: Tensor, dims: Any) -> Tensor:
-    """A copy with ``dims`` reversed (PyTorch's flip copies; a reversed slice would alias)."""
-    axes = F._axes(dims, x.ndim) if x.ndim else ()
+def flip(x: Tensor, *dims: Any) -> Tensor:
+    """A copy with ``dims`` reversed (PyTorch's flip copies; a reversed slice would alias);
+    ``flip((0, 1))`` or ``flip(0, 1)``."""
+    if not dims:
+        raise TypeError('flip() missing 1 required positional arguments: "dims"')
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    axes = wrap_dims(dims, x.ndim) if x.ndim else F._axes(dims, 0)
     key = tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(x.ndim))
     return F.clone(F.getitem(x, key)) if axes else F.clone(x)
 
@@ -334,11 +426,24 @@ def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     return tuple(F.getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
 
 
-def movedim(x: Tensor, source: int, destination: int) -> Tensor:
-    src, dst = _dim(x, source), _dim(x, destination)
-    order = [d for d in range(x.ndim) if d != src]
-    order.insert(dst, src)
-    return F.permute(x, *order)
+def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[int]
+            ) -> Tensor:
+    """x with its dims ``source`` moved to the places ``destination`` (one each), the
+    others keeping their order."""
+    sources = [source] if isinstance(source, int) else list(source)
+    destinations = [destination] if isinstance(destination, int) else list(destination)
+    if len(sources) != len(destinations):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({destinations} dims)")
+    src, dst = wrap_dims(sources, x.ndim), wrap_dims(destinations, x.ndim)
+    if x.ndim == 0:
+        return x
+    order: list[int | None] = [None] * x.ndim
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(x.ndim) if d not in src)
+    return F.permute(x, *(next(rest) if o is None else o for o in order))
 
 
 def tile(x: Tensor, dims: Sequence[int]) -> Tensor:

@@ -355,7 +355,7 @@ def test_load_state_dict_errors() -> None:
     assert str(err.value) == (
         "Error(s) in loading state_dict for Linear:\n"
         "\tsize mismatch for weight: copying a param with shape "
-        "(2, 4) from checkpoint, the shape in current model is (2, 3)."
+        "torch.Size([2, 4]) from checkpoint, the shape in current model is torch.Size([2, 3])."
     )
     result = model.load_state_dict(
         OrderedDict(weight=rt.ones(2, 3), other=rt.ones(1)), strict=False
