@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from runtime.autograd import no_grad
+from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
 from runtime.nn.parameter import Parameter
 from runtime.tensor import Tensor
@@ -56,19 +58,21 @@ def _changed() -> None:
 
 
 class RemovableHandle:
-    """Removes the hook it was returned for (``handle.remove()``, or leaving a ``with``)."""
+    """Removes the hook it was returned for (``handle.remove()``, or leaving a ``with``), and
+    its id from the sets that mark how to call it (``flags``: with kwargs, always called)."""
 
     _next_id = 0
 
-    def __init__(self, hooks: dict[int, Any], with_kwargs: set[int]) -> None:
-        self.hooks, self.with_kwargs = hooks, with_kwargs
+    def __init__(self, hooks: dict[int, Any], *flags: set[int]) -> None:
+        self.hooks, self.flags = hooks, flags
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
 
     def remove(self) -> None:
         if self.hooks.pop(self.id, None) is not None:
             _changed()
-        self.with_kwargs.discard(self.id)
+        for flag in self.flags:
+            flag.discard(self.id)
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -94,6 +98,9 @@ class Module:
         object.__setattr__(self, "_forward_pre_hooks", {})
         object.__setattr__(self, "_forward_hooks", {})
         object.__setattr__(self, "_hooks_with_kwargs", set())
+        object.__setattr__(self, "_forward_hooks_always_called", set())
+        object.__setattr__(self, "_backward_hooks", {})
+        object.__setattr__(self, "_backward_pre_hooks", {})
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -104,13 +111,47 @@ class Module:
         tracer = _trace_state.tracer
         if tracer is not None:
             tracer.on_module(self)  # a compiled step guards on this module's parameters
-        if not (self._forward_pre_hooks or self._forward_hooks):
+            if self._backward_hooks or self._backward_pre_hooks:
+                # a plan replays tensor ops only: the hooks would run once, at capture
+                raise GraphBreak(f"{self._get_name()} has a full backward (pre-)hook, which "
+                                 "runs Python during backward")
+        if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                or self._backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        return self._call_with_hooks(args, kwargs)
+        called: set[int] = set()  # the always-called forward hooks that ran
+        state: dict[str, Any] = {"args": args, "kwargs": kwargs, "result": None}
+        try:
+            return self._call_with_hooks(state, called)
+        except Exception:
+            self._call_always_called_hooks(state, called)
+            raise
 
-    def _call_with_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _call_always_called_hooks(self, state: dict[str, Any], called: set[int]) -> None:
+        """After forward (or a hook) raised: the forward hooks registered with always_call
+        that have not run, run with the output so far (None if forward raised), as torch's;
+        an error of theirs is a warning, the first error is the one raised."""
+        for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id not in self._forward_hooks_always_called or hook_id in called:
+                continue
+            try:
+                if hook_id in self._hooks_with_kwargs:
+                    result = hook(self, state["args"], state["kwargs"], state["result"])
+                else:
+                    result = hook(self, state["args"], state["result"])
+                if result is not None:
+                    state["result"] = result
+            except Exception as e:  # noqa: BLE001 - silenced, as torch: forward's error wins
+                warnings.warn("module forward hook with ``always_call=True`` raised an "
+                              "exception that was silenced as another error was raised in "
+                              f"forward: {e!s}", stacklevel=3)
+
+    def _call_with_hooks(self, state: dict[str, Any], called: set[int]) -> Any:
         """forward between its hooks, as torch's: a pre-hook may replace the arguments (a
-        non-tuple result is the one argument), a forward hook the output."""
+        non-tuple result is the one argument), a forward hook the output; with backward
+        hooks, the positional tensors in and the tensors out pass through the nodes that
+        run them (``backward_hooks.BackwardHook``). ``state`` keeps the arguments and the
+        output for the always-called hooks should anything raise."""
+        args, kwargs = state["args"], state["kwargs"]
         with_kwargs = self._hooks_with_kwargs
         for hook_id, hook in list(self._forward_pre_hooks.items()):
             if hook_id in with_kwargs:
@@ -124,14 +165,30 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
+            state["args"], state["kwargs"] = args, kwargs
+        bw_hook = None
+        if self._backward_hooks or self._backward_pre_hooks:
+            from runtime.nn.backward_hooks import BackwardHook
+
+            bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                   list(self._backward_pre_hooks.values()))
+            args = state["args"] = bw_hook.setup_input_hook(args)
+        output = state["result"] = self.forward(*args, **kwargs)
         for hook_id, hook in list(self._forward_hooks.items()):
+            if hook_id in self._forward_hooks_always_called:
+                called.add(hook_id)
             if hook_id in with_kwargs:
                 result = hook(self, args, kwargs, output)
             else:
                 result = hook(self, args, output)
             if result is not None:
-                output = result
+                output = state["result"] = result
+        if bw_hook is not None:
+            if not isinstance(output, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a "
+                              f"Tensor or a tuple of Tensors but received {type(output)}",
+                              stacklevel=3)
+            output = bw_hook.setup_output_hook(output)
         return output
 
     def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
@@ -141,14 +198,34 @@ class Module:
         return self._add_hook(self._forward_pre_hooks, hook, prepend, with_kwargs)
 
     def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
-                              with_kwargs: bool = False) -> RemovableHandle:
+                              with_kwargs: bool = False, always_call: bool = False
+                              ) -> RemovableHandle:
         """hook(module, args, output) -> None or a new output (hook(module, args, kwargs,
-        output) with with_kwargs), run after forward; first with prepend."""
-        return self._add_hook(self._forward_hooks, hook, prepend, with_kwargs)
+        output) with with_kwargs), run after forward; first with prepend; with always_call
+        also when forward (or a hook before it) raises, then with the output so far."""
+        handle = self._add_hook(self._forward_hooks, hook, prepend, with_kwargs)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
+        return handle
+
+    def register_full_backward_pre_hook(self, hook: Callable[..., Any],
+                                        prepend: bool = False) -> RemovableHandle:
+        """hook(module, grad_output) -> None or a new grad_output, run when the gradients
+        w.r.t. the module's outputs are computed, before those w.r.t. its inputs."""
+        return self._add_hook(self._backward_pre_hooks, hook, prepend, False)
+
+    def register_full_backward_hook(self, hook: Callable[..., Any],
+                                    prepend: bool = False) -> RemovableHandle:
+        """hook(module, grad_input, grad_output) -> None or a new grad_input, run when the
+        gradients w.r.t. the module's inputs are computed: ``grad_input`` has one entry per
+        positional argument of forward (None for one that is not a tensor needing a
+        gradient), ``grad_output`` one per output."""
+        return self._add_hook(self._backward_hooks, hook, prepend, False)
 
     def _add_hook(self, hooks: dict[int, Callable[..., Any]], hook: Callable[..., Any],
                   prepend: bool, with_kwargs: bool) -> RemovableHandle:
-        handle = RemovableHandle(hooks, self._hooks_with_kwargs)
+        handle = RemovableHandle(hooks, self._hooks_with_kwargs,
+                                 self._forward_hooks_always_called)
         hooks[handle.id] = hook
         if prepend:
             for key in [k for k in hooks if k != handle.id]:
@@ -291,6 +368,20 @@ class Module:
                 continue
             sub = prefix + ("." if prefix else "") + name
             yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at the dotted path ``target`` ("" is this module), with PyTorch's
+        AttributeError where a step of the path is missing or not a Module."""
+        if target == "":
+            return self
+        mod: Module = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
 
     def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():

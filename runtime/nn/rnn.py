@@ -17,11 +17,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 import runtime as rt
 from runtime.nn import functional as F
 from runtime.nn import init
 from runtime.nn.module import Module
 from runtime.nn.parameter import Parameter
+from runtime.nn.utils.rnn import PackedSequence
 from runtime.tensor import Tensor
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
@@ -151,16 +154,22 @@ class RNNBase(Module):
             raise RuntimeError(f"Expected {what} size {expected}, got {list(hx.shape)}")
         return hx
 
-    def _run(self, input: Tensor, h0: Tensor, c0: Tensor | None
-             ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """``input`` (L, N, H_in) -> output (L, N, D * H), h_n, c_n (layers * D, N, H)."""
+    def _run(self, input: Tensor, h0: Tensor, c0: Tensor | None,
+             batch_sizes: list[int] | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``input`` (L, N, H_in) -> output (L, N, D * H), h_n, c_n (layers * D, N, H).
+
+        With ``batch_sizes``, ``input`` is a PackedSequence's data (its steps one after
+        another, step t the first ``batch_sizes[t]`` sequences) and so is the output: a step
+        updates the hidden state of those rows only, so each row's h_n is its own last
+        step's (its first, reversed), and a reversed row starts from h0 when it begins."""
         directions = 2 if self.bidirectional else 1
         per = 4 if self.bias else 2
         names = self._flat_weights_names
         h_n: list[Tensor] = []
         c_n: list[Tensor] = []
         layer_input = input
-        steps = input.shape[0]
+        steps = input.shape[0] if batch_sizes is None else len(batch_sizes)
+        offsets = [0] if batch_sizes is None else np.cumsum([0, *batch_sizes]).tolist()
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
@@ -173,9 +182,22 @@ class RNNBase(Module):
                 order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
                 hs: list[Tensor] = [h] * steps
                 for t in order:
-                    h, c = _cell(self.mode, proj[t], h, c, w_hh, b_hh)
-                    hs[t] = h
-                outputs.append(rt.stack(hs, 0))
+                    if batch_sizes is None:
+                        h, c = _cell(self.mode, proj[t], h, c, w_hh, b_hh)
+                        hs[t] = h
+                        continue
+                    rows = batch_sizes[t]
+                    x = proj[offsets[t]:offsets[t + 1]]
+                    if rows == h.shape[0]:
+                        h, c = _cell(self.mode, x, h, c, w_hh, b_hh)
+                        hs[t] = h
+                        continue
+                    h_t, c_t = _cell(self.mode, x, h[:rows], None if c is None else c[:rows],
+                                     w_hh, b_hh)
+                    hs[t] = h_t
+                    h = rt.cat([h_t, h[rows:]], 0)
+                    c = None if c is None or c_t is None else rt.cat([c_t, c[rows:]], 0)
+                outputs.append(rt.stack(hs, 0) if batch_sizes is None else rt.cat(hs, 0))
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
@@ -184,25 +206,49 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, rt.stack(h_n, 0), rt.stack(c_n, 0) if c_n else None
 
-    def _forward(self, input: Tensor, hx: Any) -> tuple[Tensor, Any]:
+    def _initial_state(self, input: Tensor, hx: Any, batch: int, batched: bool
+                       ) -> tuple[Tensor, Tensor | None]:
+        """(h0, c0) from ``hx`` (None: zeros), checked as PyTorch checks them."""
+        if self.mode == "LSTM":
+            if hx is None:
+                h0 = self._hidden(None, input, batch, batched)
+                return h0, h0
+            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
+            return (self._hidden(hx[0], input, batch, batched),
+                    self._hidden(hx[1], input, batch, batched, "cell"))
+        if isinstance(hx, (tuple, list)):
+            raise RuntimeError(f"{type(self).__name__}: hx must be a Tensor, not a tuple")
+        return self._hidden(hx, input, batch, batched), None
+
+    def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
+        """A PackedSequence in and out; ``hx`` and h_n in the caller's batch order (PyTorch
+        permutes them by ``sorted_indices`` and back)."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        self._check_input(data)
+        if hx is not None and sorted_indices is not None:
+            hx = (tuple(h.index_select(1, sorted_indices) for h in hx)
+                  if isinstance(hx, (tuple, list)) else hx.index_select(1, sorted_indices))
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        h0, c0 = self._initial_state(data, hx, sizes[0], True)
+        output, h_n, c_n = self._run(data, h0, c0, sizes)
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)
+        out = PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices)
+        return out, (h_n, c_n) if self.mode == "LSTM" else h_n
+
+    def _forward(self, input: Tensor | PackedSequence, hx: Any) -> tuple[Any, Any]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         batched = self._check_input(input)
         if not batched:
             input = input.unsqueeze(1)
         elif self.batch_first:
             input = input.transpose(0, 1)
-        batch = input.shape[1]
-        if self.mode == "LSTM":
-            if hx is None:
-                h0 = c0 = self._hidden(None, input, batch, batched)
-            else:
-                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                    raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
-                h0 = self._hidden(hx[0], input, batch, batched)
-                c0 = self._hidden(hx[1], input, batch, batched, "cell")
-        else:
-            if isinstance(hx, (tuple, list)):
-                raise RuntimeError(f"{type(self).__name__}: hx must be a Tensor, not a tuple")
-            h0, c0 = self._hidden(hx, input, batch, batched), None
+        h0, c0 = self._initial_state(input, hx, input.shape[1], batched)
         output, h_n, c_n = self._run(input, h0, c0)
         if not batched:
             output, h_n = output.squeeze(1), h_n.squeeze(1)
@@ -230,7 +276,8 @@ class RNN(RNNBase):
                          dropout, bidirectional, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None  # noqa: A002
+                ) -> tuple[Any, Tensor]:
         return self._forward(input, hx)
 
 
@@ -242,8 +289,8 @@ class LSTM(RNNBase):
         super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, proj_size, device, dtype)
 
-    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
-                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward(self, input: Tensor | PackedSequence,  # noqa: A002
+                hx: tuple[Tensor, Tensor] | None = None) -> tuple[Any, tuple[Tensor, Tensor]]:
         return self._forward(input, hx)
 
 
@@ -254,7 +301,8 @@ class GRU(RNNBase):
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
                          dropout, bidirectional, device=device, dtype=dtype)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None  # noqa: A002
+                ) -> tuple[Any, Tensor]:
         return self._forward(input, hx)
 
 

@@ -479,6 +479,7 @@ def test_mha_all_padded_keys_match_torch_with_and_without_weights():
 @pytest.mark.parametrize("kwargs", [{}, {"label_smoothing": 0.1}, {"weight": [0.5, 1, 2, 3]},
                                     {"weight": [0.5, 1, 2, 3], "label_smoothing": 0.2}])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # numpy's 0/0
 def test_all_ignored_targets_give_nan_loss_and_zero_gradient(kwargs, dtype):
     rng = np.random.default_rng(2)
     logits = rng.standard_normal((3, 4))
@@ -510,3 +511,303 @@ def test_all_ignored_targets_give_nan_loss_and_zero_gradient(kwargs, dtype):
     tloss = torch.nn.functional.cross_entropy(tx, torch.tensor([-100, -100, -100]), **tkw)
     tloss.backward()
     assert math.isnan(tloss.item()) and torch.all(tx.grad == 0)
+
+
+# ----------------------------------------------------------------------- module API
+
+
+def _linear_pair(torch):
+    m = rt.nn.Linear(3, 2)
+    tm = torch.nn.Linear(3, 2)
+    w = np.arange(6.0, dtype=np.float32).reshape(2, 3) / 10
+    with rt.no_grad():
+        m.weight.copy_(rt.tensor(w))
+        m.bias.zero_()
+    with torch.no_grad():
+        tm.weight.copy_(torch.tensor(w))
+        tm.bias.zero_()
+    return m, tm
+
+
+def _as_lists(grads):
+    return [None if g is None else g.tolist() for g in grads]
+
+
+def test_full_backward_hooks_see_and_replace_gradients_as_torch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib, m):
+        log = []
+
+        def pre(mod, grad_output):
+            log.append(("pre", _as_lists(grad_output)))
+            return (grad_output[0] * 2,)
+
+        def hook(mod, grad_input, grad_output):
+            log.append(("hook", _as_lists(grad_input), _as_lists(grad_output)))
+            return None if grad_input[0] is None else (grad_input[0] * 3,)
+
+        m.register_full_backward_pre_hook(pre)
+        handle = m.register_full_backward_hook(hook)
+        x = lib.ones(1, 3, requires_grad=True)
+        (m(x) * lib.tensor([[1.0, 2.0]])).sum().backward()
+        log.append(("grads", x.grad.tolist(), m.weight.grad.tolist()))
+        with warnings.catch_warnings(record=True) as caught:  # no input needs a gradient
+            warnings.simplefilter("always")
+            m(lib.ones(1, 3)).sum().backward()
+        log.append(("warned", ["no inputs require gradients" in str(w.message)
+                               for w in caught]))
+        handle.remove()
+        m.weight.grad = None
+        m(x).sum().backward()
+        log.append(("removed", m.weight.grad.tolist()))
+        return log
+
+    m, tm = _linear_pair(torch)
+    ours, theirs = run(rt, m), run(torch, tm)
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a[0] == b[0]
+        np.testing.assert_allclose(np.array(_flat(a[1:]), float),
+                                   np.array(_flat(b[1:]), float), rtol=1e-6)
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        return [v for item in x for v in _flat(item)]
+    return [np.nan if x is None else x]
+
+
+def test_full_backward_hook_on_several_inputs_and_outputs():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        seen = []
+
+        class Two(lib.nn.Module):
+            def forward(self, a, k, b):
+                return a * b, a + k
+
+        two = Two()
+        two.register_full_backward_hook(
+            lambda mod, gi, go: seen.append((_as_lists(gi), _as_lists(go))))
+        a = lib.tensor([1.0, 2.0], requires_grad=True)
+        p, _ = two(a, 5, lib.tensor([3.0, 4.0]))
+        p.sum().backward()
+        return seen
+
+    # grad_input: a's gradient, None for the int, PyTorch's zeros for b (no gradient)
+    assert run(rt) == run(torch) == [([[3.0, 4.0], None, [0.0, 0.0]], [[1.0, 1.0], None])]
+
+
+def test_backward_hook_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (rt, torch):
+        m = lib.nn.Linear(2, 2)
+        m.register_full_backward_hook(lambda mod, gi, go: (gi[0], gi[0]))
+        with pytest.raises(RuntimeError, match="Backward hook returned an invalid number of "
+                                               "grad_input, got 2, but expected 1"):
+            m(lib.ones(1, 2, requires_grad=True)).sum().backward()
+        m2 = lib.nn.Linear(2, 2)
+        m2.register_full_backward_pre_hook(lambda mod, go: (go[0], go[0]))
+        with pytest.raises(RuntimeError, match="Backward pre hook returned an invalid number "
+                                               "of grad_output, got 2, but expected 1"):
+            m2(lib.ones(1, 2, requires_grad=True)).sum().backward()
+
+
+def test_a_compiled_step_with_a_backward_hook_runs_eagerly_and_says_why():
+    import planner
+
+    m = rt.nn.Linear(3, 2)
+    calls = []
+    m.register_full_backward_hook(lambda mod, gi, go: calls.append(1))
+
+    @planner.compile
+    def step(x):
+        loss = m(x).sum()
+        loss.backward()
+        return loss
+
+    x = rt.ones(2, 3, requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="runs eagerly: Linear has a full backward"):
+        step(x)
+    step(x)
+    assert len(calls) == 2
+
+
+def test_forward_hook_always_call_runs_when_forward_raises():
+    torch = pytest.importorskip("torch")
+    for lib in (rt, torch):
+        m = lib.nn.Linear(2, 2)
+        seen, plain = [], []
+        m.register_forward_hook(lambda mod, args, out: seen.append(out), always_call=True)
+        m.register_forward_hook(lambda mod, args, out: plain.append(out))
+        with pytest.raises(RuntimeError):
+            m(lib.ones(3))
+        assert seen == [None] and plain == []
+        m(lib.ones(2))
+        assert len(seen) == 2 and len(plain) == 1
+
+        def broken(mod, args, out):
+            raise ValueError("hook failed")
+
+        m.register_forward_hook(broken, always_call=True)
+        with pytest.warns(UserWarning, match="silenced as another error was raised in "
+                                             "forward: hook failed"), pytest.raises(RuntimeError):
+            m(lib.ones(3))
+        handle = m.register_forward_hook(lambda *a: None, always_call=True)
+        handle.remove()
+        assert handle.id not in getattr(m, "_forward_hooks_always_called")
+
+
+def test_get_submodule_matches_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (rt, torch):
+        net = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.ReLU()))
+        assert net.get_submodule("") is net
+        assert net.get_submodule("1.0") is net[1][0]
+        with pytest.raises(AttributeError, match="^Sequential has no attribute `2`$"):
+            net.get_submodule("2")
+        with pytest.raises(AttributeError, match=r"^`weight` is not an nn.Module$"):
+            net.get_submodule("0.weight")
+        with pytest.raises(AttributeError, match="^Linear has no attribute `x`$"):
+            net.get_submodule("0.x")
+
+
+def _grads_pair(torch, seed=0):
+    rng = np.random.default_rng(seed)
+    ours, theirs = [], []
+    for shape in [(3, 4), (4,), (2, 3)]:
+        w, g = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+        p, q = rt.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+        p.grad, q.grad = rt.tensor(g), torch.tensor(g)
+        ours.append(p)
+        theirs.append(q)
+    return ours, theirs
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1, 3.5, math.inf, "inf"])
+def test_get_total_norm_and_clip_grads_with_norm_match_torch(norm_type):
+    torch = pytest.importorskip("torch")
+    ours, theirs = _grads_pair(torch)
+    got = rt.nn.utils.get_total_norm([p.grad for p in ours], norm_type)
+    want = torch.nn.utils.get_total_norm([q.grad for q in theirs], norm_type)
+    np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    rt.nn.utils.clip_grads_with_norm_(ours, 1.0, got)
+    torch.nn.utils.clip_grads_with_norm_(theirs, 1.0, want)
+    for p, q in zip(ours, theirs):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-7)
+    x = rt.ones(3, requires_grad=True)
+    assert not rt.nn.utils.get_total_norm([x * 2]).requires_grad
+    assert rt.nn.utils.get_total_norm([]).item() == 0.0
+    assert rt.nn.utils.get_total_norm(rt.tensor([3.0, 4.0])).item() == pytest.approx(5.0)
+    with pytest.raises(RuntimeError, match="is non-finite, so it cannot be clipped"):
+        rt.nn.utils.get_total_norm([rt.tensor([math.inf])], error_if_nonfinite=True)
+
+
+def test_clip_grad_norm_is_total_norm_then_clip_and_warns_on_empty_generator():
+    p = rt.nn.Parameter(rt.ones(2))
+    p.grad = rt.tensor([3.0, 4.0])
+    assert rt.nn.utils.clip_grad_norm_(p, 1.0).item() == pytest.approx(5.0)
+    np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-5)
+    with pytest.warns(UserWarning, match="`parameters` is an empty generator, no gradient "
+                                         "clipping will occur."):
+        assert rt.nn.utils.clip_grad_norm_((q for q in []), 1.0).item() == 0.0
+
+
+# ----------------------------------------------------------------------- nn.utils.rnn
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_pad_sequence(batch_first, side):
+    seqs = [rt.tensor([1.0, 2.0, 3.0]), rt.tensor([4.0]), rt.tensor([5.0, 6.0])]
+    got = rt.nn.utils.rnn.pad_sequence(seqs, batch_first, -1.0, side)
+    rows = ([[1, 2, 3], [4, -1, -1], [5, 6, -1]] if side == "right"
+            else [[1, 2, 3], [-1, -1, 4], [-1, 5, 6]])
+    assert got.tolist() == (rows if batch_first else np.array(rows).T.tolist())
+    torch = pytest.importorskip("torch")
+    want = torch.nn.utils.rnn.pad_sequence([torch.tensor(s.numpy()) for s in seqs],
+                                           batch_first, -1.0, side)
+    assert got.tolist() == want.tolist()
+
+
+def test_pad_sequence_errors_and_gradient():
+    with pytest.raises(RuntimeError, match="^Expected padding_side to be one of left or right, "
+                                           "but got middle.$"):
+        rt.nn.utils.rnn.pad_sequence([rt.ones(2)], padding_side="middle")
+    with pytest.raises(RuntimeError, match="^received an empty list of sequences$"):
+        rt.nn.utils.rnn.pad_sequence([])
+    a = rt.ones(2, 3, requires_grad=True)
+    rt.nn.utils.rnn.pad_sequence([a, rt.ones(4, 3)]).sum().backward()
+    assert a.grad.tolist() == [[1.0] * 3] * 2
+
+
+@pytest.mark.parametrize("mode", ["RNN", "LSTM", "GRU"])
+@pytest.mark.parametrize("bidirectional", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_packed_sequences_through_recurrent_layers_match_torch(mode, bidirectional,
+                                                               batch_first):
+    torch = pytest.importorskip("torch")
+    R, T = rt.nn.utils.rnn, torch.nn.utils.rnn
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, mode)(3, 4, num_layers=2, bidirectional=bidirectional,
+                                 batch_first=batch_first).double()
+    m = getattr(rt.nn, mode)(3, 4, num_layers=2, bidirectional=bidirectional,
+                             batch_first=batch_first).double()
+    m.load_state_dict({k: rt.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4, 3))
+    if batch_first:
+        x = np.ascontiguousarray(x.transpose(1, 0, 2))
+    lengths = [2, 5, 3, 1]
+    tx, rx = torch.tensor(x, requires_grad=True), rt.tensor(x, requires_grad=True)
+    tp = T.pack_padded_sequence(tx, lengths, batch_first=batch_first, enforce_sorted=False)
+    rp = R.pack_padded_sequence(rx, lengths, batch_first=batch_first, enforce_sorted=False)
+    assert rp.batch_sizes.tolist() == tp.batch_sizes.tolist() == [4, 3, 2, 1, 1]
+    assert rp.sorted_indices.tolist() == tp.sorted_indices.tolist()
+    assert rp.unsorted_indices.tolist() == tp.unsorted_indices.tolist()
+    _close(rp.data, tp.data)
+    h0 = rng.standard_normal((2 * (2 if bidirectional else 1), 4, 4))
+    thx, rhx = torch.tensor(h0), rt.tensor(h0)
+    if mode == "LSTM":
+        thx, rhx = (thx, thx * 0.5), (rhx, rhx * 0.5)
+    tout, th = tm(tp, thx)
+    out, h = m(rp, rhx)
+    assert isinstance(out, R.PackedSequence)
+    tpad, tlen = T.pad_packed_sequence(tout, batch_first, -2.0, total_length=6)
+    pad, length = R.pad_packed_sequence(out, batch_first, -2.0, total_length=6)
+    assert length.tolist() == tlen.tolist() == lengths and length.dtype == rt.int64
+    _close(pad, tpad, rtol=1e-10)
+    ths, hs = (th, h) if mode == "LSTM" else ((th,), (h,))
+    for a, b in zip(hs, ths):
+        _close(a, b, rtol=1e-10)
+    (tpad.sum() + sum(t.sum() for t in ths)).backward()
+    (pad.sum() + sum(t.sum() for t in hs)).backward()
+    _close(rx.grad, tx.grad, rtol=1e-10)
+    for name, p in tm.named_parameters():
+        _close(getattr(m, name).grad, p.grad, rtol=1e-9)
+
+
+def test_pack_errors_and_round_trips():
+    R = rt.nn.utils.rnn
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order when "
+                                           "`enforce_sorted` is True"):
+        R.pack_padded_sequence(rt.ones(3, 2), [2, 3])
+    with pytest.raises(RuntimeError, match="Length of all samples has to be greater than 0"):
+        R.pack_padded_sequence(rt.ones(3, 2), [0, 3], enforce_sorted=False)
+    with pytest.raises(RuntimeError, match=r"Expected `len\(lengths\)` to be equal to "
+                                           r"batch_size, but got 1 \(batch_size=2\)"):
+        R.pack_padded_sequence(rt.ones(3, 2), [3])
+    packed = R.pack_padded_sequence(rt.ones(3, 2), [3, 2])
+    with pytest.raises(ValueError, match="Expected total_length to be at least the length of "
+                                         "the longest sequence in input, but got "
+                                         "total_length=2 and max sequence length being 3"):
+        R.pad_packed_sequence(packed, total_length=2)
+    seqs = [rt.tensor([1.0, 2.0]), rt.tensor([3.0, 4.0, 5.0]), rt.tensor([6.0])]
+    back = R.unpack_sequence(R.pack_sequence(seqs, enforce_sorted=False))
+    assert [s.tolist() for s in back] == [s.tolist() for s in seqs]
+    padded = R.pad_sequence(seqs, batch_first=True)
+    assert [s.tolist() for s in R.unpad_sequence(padded, rt.tensor([2, 3, 1]), True)] == \
+        [s.tolist() for s in seqs]
+    assert R.invert_permutation(rt.tensor([2, 0, 1])).tolist() == [1, 2, 0]

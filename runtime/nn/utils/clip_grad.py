@@ -1,9 +1,12 @@
-"""`clip_grad_norm_` and `clip_grad_value_`, as in `torch.nn.utils`: tensor ops only (no data
-read in Python unless `error_if_nonfinite` asks), so a compiled step captures them."""
+"""`clip_grad_norm_`, `get_total_norm`, `clip_grads_with_norm_` and `clip_grad_value_`, as
+in `torch.nn.utils`: tensor ops only (no data read in Python unless `error_if_nonfinite`
+asks), so a compiled step captures them."""
 
 from __future__ import annotations
 
 import math
+import types
+import warnings
 from collections.abc import Iterable
 
 from runtime.autograd import no_grad
@@ -41,25 +44,56 @@ def _norm(x: Tensor, p: float) -> Tensor:
     return (x.abs() ** p).sum() ** (1.0 / p)
 
 
-def clip_grad_norm_(parameters: Parameters, max_norm: float, norm_type: float = 2.0,
-                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
-    """Scale the gradients in place so that their joint `norm_type` norm is at most
-    `max_norm`; returns the norm before clipping (of all gradients as one vector)."""
+def get_total_norm(tensors: Parameters, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """The `norm_type` norm of `tensors` joined into one vector (the norm of their norms),
+    without gradient; 0 for none."""
     _check_foreach(foreach)
-    max_norm, norm_type = float(max_norm), float(norm_type)
+    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    norm_type = float(norm_type)
+    if not tensors:
+        return tensor(0.0)
+    with no_grad():
+        total = _norm(stack([_norm(t, norm_type) for t in tensors]), norm_type)
+    if error_if_nonfinite and not math.isfinite(total.item()):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is "
+            "non-finite, so it cannot be clipped. To disable this error and scale the "
+            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+    return total
+
+
+def clip_grads_with_norm_(parameters: Parameters, max_norm: float, total_norm: Tensor,
+                          foreach: bool | None = None) -> None:
+    """Scale the gradients in place by min(max_norm / (total_norm + 1e-6), 1), `total_norm`
+    computed beforehand (by `get_total_norm`, say over several models' gradients)."""
+    _check_foreach(foreach)
+    max_norm = float(max_norm)
     with no_grad():
         grads = _grads(parameters)
         if not grads:
-            return tensor(0.0)
-        total = _norm(stack([_norm(g, norm_type) for g in grads]), norm_type)
-        if error_if_nonfinite and not math.isfinite(total.item()):
-            raise RuntimeError(
-                f"The total norm of order {norm_type} for gradients from `parameters` is "
-                "non-finite, so it cannot be clipped. To disable this error and scale the "
-                "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
-        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
+            return
+        # always a multiply, never a branch on the coefficient: no data read in Python
+        coef = (max_norm / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef.to(g.dtype))
+
+
+def clip_grad_norm_(parameters: Parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Scale the gradients in place so that their joint `norm_type` norm is at most
+    `max_norm`; returns the norm before clipping (of all gradients as one vector):
+    `get_total_norm` of the gradients, then `clip_grads_with_norm_`."""
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    else:
+        is_generator = isinstance(parameters, types.GeneratorType)
+        parameters = list(parameters)
+        if is_generator and not parameters:
+            warnings.warn("`parameters` is an empty generator, no gradient clipping will "
+                          "occur.", stacklevel=2)
+    total = get_total_norm(_grads(parameters), norm_type, error_if_nonfinite, foreach)
+    clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
 
 
