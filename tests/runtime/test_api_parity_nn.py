@@ -811,3 +811,132 @@ def test_pack_errors_and_round_trips():
     assert [s.tolist() for s in R.unpad_sequence(padded, rt.tensor([2, 3, 1]), True)] == \
         [s.tolist() for s in seqs]
     assert R.invert_permutation(rt.tensor([2, 0, 1])).tolist() == [1, 2, 0]
+
+
+# ----------------------------------------------------------------------- rt.cuda, backends
+
+
+def test_cuda_without_a_gpu_behaves_as_torch_built_without_cuda():
+    if rt.cuda.is_available():
+        pytest.skip("a GPU is here")
+    try:
+        import cupy  # noqa: F401
+        no_cuda = (RuntimeError, "No CUDA GPUs are available")
+    except ImportError:
+        no_cuda = (AssertionError, "Torch not compiled with CUDA enabled")
+    assert rt.cuda.device_count() == 0 and rt.cuda.default_generators == ()
+    assert rt.cuda.manual_seed(3) is None and rt.cuda.manual_seed_all(3) is None
+    assert rt.cuda.empty_cache() is None and rt.cuda.seed() is None
+    for fn in (rt.cuda.current_device, rt.cuda.synchronize, rt.cuda.initial_seed):
+        with pytest.raises(no_cuda[0], match=f"^{no_cuda[1]}$"):
+            fn()
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available() or torch.version.cuda is not None:
+        return
+    assert torch.cuda.device_count() == 0 and torch.cuda.manual_seed(3) is None
+    assert torch.cuda.manual_seed_all(3) is None and torch.cuda.empty_cache() is None
+    for fn in (torch.cuda.current_device, torch.cuda.synchronize, torch.cuda.initial_seed):
+        with pytest.raises(AssertionError, match="^Torch not compiled with CUDA enabled$"):
+            fn()
+
+
+class _FakeCupy:
+    """CuPy's surface that rt.cuda and pinning touch, for two pretend GPUs."""
+
+    def __init__(self) -> None:
+        import types
+
+        self.synced: list[int] = []
+        self.freed: list[str] = []
+        self.current = 1
+        fake = self
+
+        class Device:
+            def __init__(self, index: int) -> None:
+                self.index = index
+
+            def __enter__(self):
+                self.saved, fake.current = fake.current, self.index
+
+            def __exit__(self, *exc):
+                fake.current = self.saved
+
+        class Pool:
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            def free_all_blocks(self) -> None:
+                fake.freed.append(self.name)
+
+        runtime = types.SimpleNamespace(getDeviceCount=lambda: 2, getDevice=lambda: fake.current,
+                                        deviceSynchronize=lambda: fake.synced.append(fake.current))
+        self.cuda = types.SimpleNamespace(runtime=runtime, Device=Device)
+        self.get_default_memory_pool = lambda: Pool("device")
+        self.get_default_pinned_memory_pool = lambda: Pool("pinned")
+
+
+def test_cuda_with_gpus_through_cupy(monkeypatch):
+    import sys
+    import types
+
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    pinned: list[tuple] = []
+
+    def empty_pinned(shape, dtype):
+        pinned.append(shape)
+        return np.empty(shape, dtype)
+
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(empty_pinned=empty_pinned))
+    monkeypatch.setattr(rt.cuda, "_generators", [])
+    assert rt.cuda.device_count() == 2 and rt.cuda.is_available()
+    assert rt.cuda.current_device() == 1
+    rt.cuda.synchronize()
+    rt.cuda.synchronize(0)
+    rt.cuda.synchronize("cuda:0")
+    rt.cuda.synchronize(rt.device("cuda"))
+    assert fake.synced == [1, 0, 0, 1] and fake.current == 1
+    with pytest.raises(ValueError, match="^Expected a cuda device, but got: cpu$"):
+        rt.cuda.synchronize("cpu")
+    rt.cuda.empty_cache()
+    assert fake.freed == ["device", "pinned"]
+    gens = rt.cuda.default_generators
+    assert [g.device for g in gens] == ["cuda:0", "cuda:1"]
+    rt.cuda.manual_seed(5)
+    assert gens[1].initial_seed() == 5 and gens[0].initial_seed() != 5
+    assert rt.cuda.initial_seed() == 5
+    rt.cuda.manual_seed_all(7)
+    assert [g.initial_seed() for g in gens] == [7, 7]
+    rt.cuda.seed_all()
+    assert gens[0].initial_seed() == gens[1].initial_seed() != 7
+    # DataLoader(pin_memory=True) with a GPU: batches copied into pinned host buffers
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        batches = list(DataLoader(_ds(4), batch_size=2, pin_memory=True, num_workers=1))
+    assert [x.tolist() for x, _ in batches] == [[0, 1], [2, 3]]
+    assert pinned == [(2,), (2,), (2,), (2,)]
+
+
+def test_backends_flags_are_settable_with_torch_defaults():
+    import runtime.backends as backends
+    import runtime.backends.cudnn as cudnn
+
+    assert cudnn is backends.cudnn
+    names = {"benchmark": False, "deterministic": False, "enabled": True}
+    for name, default in names.items():
+        assert getattr(cudnn, name) is default
+    assert backends.cuda.matmul.allow_tf32 is False
+    assert backends.mps.is_available() is False and backends.cudnn.is_available() is False
+    try:
+        cudnn.benchmark = True
+        cudnn.deterministic = True
+        backends.cuda.matmul.allow_tf32 = True
+        assert cudnn.benchmark and cudnn.deterministic and backends.cuda.matmul.allow_tf32
+    finally:
+        cudnn.benchmark = cudnn.deterministic = False
+        backends.cuda.matmul.allow_tf32 = False
+    torch = pytest.importorskip("torch")
+    for name, default in names.items():
+        assert getattr(torch.backends.cudnn, name) is default
+    assert torch.backends.cuda.matmul.allow_tf32 is False
+    assert torch.backends.mps.is_available() is False
