@@ -768,9 +768,21 @@ CUMSUM = register(Primitive(
     attrs=("axis",), flops=flops_elementwise))
 
 
+def _on_host(xp: Any, fn: Callable[..., Any], *arrays: Any) -> Any:
+    """numpy's ``fn`` on host copies of device arrays, its result moved back: for a call a
+    device array module lacks (an explicit copy each way; numpy arrays are used as they are)."""
+    if xp is np:
+        return fn(*arrays)
+    return xp.asarray(fn(*(xp.asnumpy(a) for a in arrays)))
+
+
 def _cumprod_impl(xp: Any, x: Any, *, axis: int) -> Any:
     dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
-    return xp.cumprod(x, axis=axis, dtype=dt) if x.ndim else x.astype(dt)
+    if not x.ndim:
+        return x.astype(dt)
+    if not hasattr(xp, "cumprod"):
+        return _on_host(xp, lambda a: np.cumprod(a, axis=axis, dtype=dt), x)
+    return xp.cumprod(x, axis=axis, dtype=dt)
 
 
 def _reversed_cumsum(v: Any, axis: int) -> Any:
@@ -835,13 +847,18 @@ def _scatter_identity(reduce: str, dtype: np.dtype) -> Any:
 
 def _scatter_reduce_impl(xp: Any, x: Any, index: Any, src: Any, *, dim: int, reduce: str,
                          include_self: bool, legacy: bool) -> Any:
+    ufunc = getattr(xp, _SCATTER_UFUNCS[reduce])
+    if not hasattr(ufunc, "at"):  # a device module without it (CuPy's multiply)
+        return _on_host(xp, functools.partial(
+            _scatter_reduce_impl, np, dim=dim, reduce=reduce, include_self=include_self,
+            legacy=legacy), x, index, src)
     out = x.copy()
     if not index.size:
         return out
     key = _scatter_grid(xp, index, dim)
     if not include_self:
         out[key] = _scatter_identity(reduce, x.dtype)
-    getattr(xp, _SCATTER_UFUNCS[reduce]).at(out, key, src)
+    ufunc.at(out, key, src)
     return out
 
 

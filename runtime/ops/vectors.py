@@ -10,7 +10,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from .reductions import vector_norm
-from .shapes import broadcast_shapes
+from .shapes import broadcast_shapes, wrap_dim
 from .tensor_ops import clamp_min
 
 _NO_LIMIT = 2 ** 62
@@ -67,9 +67,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
                            f"{x2.dtype.name}")
     shape = broadcast_shapes(x1.shape, x2.shape)
     a, b = F.expand(x1, *shape), F.expand(x2, *shape)
-    if not -len(shape) <= dim < max(len(shape), 1):
-        raise IndexError(f"Dimension out of range (expected to be in range of "
-                         f"[{-max(len(shape), 1)}, {max(len(shape), 1) - 1}], but got {dim})")
+    wrap_dim(dim, len(shape))
     na = clamp_min(vector_norm(a, 2, dim, True), eps)
     nb = clamp_min(vector_norm(b, 2, dim, True), eps)
     return F.sum(F.mul(F.div(a, na), F.div(b, nb)), dim)
