@@ -20,9 +20,6 @@ from .tracing import GraphBreak, MetaArray
 from .tracing import _state as _trace_state
 
 
-_tnew = tuple.__new__  # a Size from a shape tuple without Size's Python-level __new__
-
-
 class _VersionCounter:
     __slots__ = ("v",)
 
@@ -201,7 +198,7 @@ class Tensor:
     # --- plain properties -------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return _tnew(Size, self._data.shape)
+        return Size(self._data.shape)
 
     @property
     def ndim(self) -> int:
@@ -214,7 +211,7 @@ class Tensor:
         """The shape (a ``Size``), or the size of dimension ``dim``."""
         shape = self._data.shape
         if dim is None:
-            return _tnew(Size, shape)
+            return Size(shape)
         if not shape:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return shape[wrap_dim(dim, len(shape))]
