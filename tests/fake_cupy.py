@@ -240,7 +240,7 @@ def _method(name: str, view: bool = False) -> Callable[..., Any]:
 for _name in ("reshape", "transpose", "swapaxes", "squeeze", "view"):
     setattr(ndarray, _name, _method(_name, view=True))
 for _name in ("astype", "copy", "ravel", "flatten", "fill", "sum", "mean", "prod", "max", "min",
-              "argmax", "argmin", "any", "all", "nonzero", "clip", "round", "cumsum", "dot"):
+              "argmax", "argmin", "any", "all", "nonzero", "clip", "round", "cumsum", "cumprod", "dot"):
     setattr(ndarray, _name, _method(_name))
 
 
@@ -339,7 +339,7 @@ def _function(np_fn: Callable[..., Any], view: bool = False) -> Callable[..., An
 _FUNCTIONS = ("empty zeros ones full empty_like zeros_like ones_like full_like arange "
               "linspace eye where clip sum mean prod amax amin max min argmax argmin any all "
               "concatenate stack matmul dot allclose isclose array_equal count_nonzero "
-              "cumsum sort argsort unique outer tensordot abs maximum minimum pad").split()
+              "cumsum cumprod sort argsort unique outer tensordot abs maximum minimum pad").split()
 _VIEW_FUNCTIONS = "reshape transpose broadcast_to expand_dims squeeze swapaxes ravel".split()
 
 
