@@ -54,7 +54,7 @@ def encode(v: Any) -> Any:
     if v is Ellipsis:
         return {"$ellipsis": True}
     if isinstance(v, np.ndarray):
-        arr = np.ascontiguousarray(v)
+        arr = np.ascontiguousarray(v).reshape(v.shape)  # numpy's makes a 0-d array 1-d
         return {"$array": {"dtype": arr.dtype.str, "shape": list(arr.shape),
                            "data": base64.b64encode(arr.tobytes()).decode("ascii")}}
     if isinstance(v, np.generic):

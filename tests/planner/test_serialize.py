@@ -138,3 +138,14 @@ def test_a_bad_field_is_a_value_error_naming_it(edit, message):
 def test_not_a_plan_is_a_value_error(text):
     with pytest.raises(ValueError):
         planner.Plan.loads(text)
+
+
+def test_a_zero_dim_array_keeps_its_shape() -> None:
+    """numpy's ascontiguousarray makes a 0-d array 1-d: a plan's 0-d constant (a loss's
+    all-ignored test) came back as shape (1,) and the plan was refused."""
+    from planner.serialize import decode, encode
+
+    for value in (np.array(2.5, np.float32), np.array(True), np.arange(6.0).reshape(2, 3).T):
+        back = decode(json.loads(json.dumps(encode(value))), "v", kernels=False)
+        assert type(back) is np.ndarray and back.shape == value.shape
+        assert back.dtype == value.dtype and np.array_equal(back, value)
