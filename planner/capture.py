@@ -172,7 +172,7 @@ class Tracer:
     def add_input(self, index: int, t: Tensor) -> None:
         if id(t._data) in self.cells:
             raise GraphBreak(f"argument {index} shares storage with another argument")
-        self._new_slot(Slot("input", index, t.shape, t.dtype, self.device_of(t),
+        self._new_slot(Slot("input", index, tuple(t.shape), t.dtype, self.device_of(t),
                             f"arg{index}"), t._data, t)
         self.input_of[id(t)] = index
 
@@ -187,7 +187,7 @@ class Tracer:
         if t._base is not None:
             raise GraphBreak("a view of a tensor from outside the step is used")
         desc = f"tensor{list(t.shape)}"
-        return self._new_slot(Slot("tensor", t, t.shape, t.dtype, self.device_of(t), desc,
+        return self._new_slot(Slot("tensor", t, tuple(t.shape), t.dtype, self.device_of(t), desc,
                                    requires_grad=t._rg), data, t)
 
     def write(self, t: Tensor, value: Tensor) -> None:

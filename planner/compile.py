@@ -135,7 +135,7 @@ class Binding:
             if now[1] != params[1]:
                 return f"{type(module).__name__} switched between train() and eval()"
             if now[2] != params[2]:
-                return f"a forward hook of {type(module).__name__} was added or removed"
+                return f"a forward or backward hook of {type(module).__name__} was added or removed"
         for opt, key in self.optimizers:
             if not _optimizer_matches(opt, key):
                 return f"{type(opt).__name__}: {_optimizer_change(opt, key)}"
@@ -151,10 +151,12 @@ class Binding:
 
 def _module_params(module: Any) -> tuple[Any, ...]:
     """What a captured module's forward was traced with: its parameters, train/eval modes and
-    forward hooks."""
+    forward and backward hooks (a backward hook registered after the capture was skipped by
+    the plan, silently)."""
     return (tuple((name, id(p)) for name, p in module.named_parameters()),
             tuple(m.training for m in module.modules()),
-            tuple((*m._forward_pre_hooks, -1, *m._forward_hooks) for m in module.modules()))
+            tuple((*m._forward_pre_hooks, -1, *m._forward_hooks, -2, *m._backward_pre_hooks,
+                   -3, *m._backward_hooks) for m in module.modules()))
 
 
 def _outermost(modules: list[Any]) -> list[Any]:

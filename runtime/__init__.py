@@ -57,7 +57,7 @@ from .ops.functional import (
     where,
 )
 from .tensor import Tensor
-from . import cuda, linalg
+from . import backends, cuda, linalg
 from ._device import device
 from ._dtype import float16
 from .creation import as_tensor, eye, linspace, multinomial, rand_like, randn_like, randperm
@@ -218,7 +218,8 @@ from . import nn, optim  # noqa: E402
 from . import distributed  # noqa: E402  (loads no MPI until init_process_group)
 
 __all__ = [
-    "DType", "Generator", "Tensor", "abs", "amax", "arange", "autograd", "bool", "bool_", "cat",
+    "DType", "Generator", "Tensor", "abs", "amax", "arange", "autograd", "backends", "bool",
+    "bool_", "cat",
     "clamp", "cos", "double", "empty", "enable_grad", "erf", "exp", "float", "float32",
     "float64", "from_numpy", "full", "full_like", "get_num_threads", "int64", "is_grad_enabled",
     "log", "long",

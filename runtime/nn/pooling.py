@@ -7,6 +7,7 @@ from typing import Any
 from runtime.nn.module import Module
 from runtime.ops import conv as C
 from runtime.ops import functional as F
+from runtime.ops.shapes import wrap_dim
 from runtime.tensor import Tensor
 
 
@@ -141,7 +142,7 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        d = self.dim % input.ndim
+        d = wrap_dim(self.dim, input.ndim)
         sizes = list(self.unflattened_size)
         if -1 in sizes:
             known = 1

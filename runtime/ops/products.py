@@ -7,6 +7,7 @@ import math
 import string
 from typing import Any
 
+from .._dtype import scalar_type_name, type_meta_name
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
@@ -16,7 +17,7 @@ from .losses import _torch_name
 def _same_dtype(a: Tensor, b: Tensor) -> None:
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype.name} != {b.dtype.name}")
+                           f"{type_meta_name(a.dtype)} != {type_meta_name(b.dtype)}")
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
@@ -77,7 +78,9 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
                            f"{b.shape[1]}].")
-    _same_dtype(a, b)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(a.dtype)} but found "
+                           f"{scalar_type_name(b.dtype)}")
     return F.matmul(a, b)
 
 

@@ -452,3 +452,24 @@ def test_a_closure_numpy_array_rebound_is_guarded_and_explained() -> None:
     binding = step._cache[next(iter(step._cache))].bindings[-1]
     data = np.full(3, 5.0, np.float32)  # noqa: F841
     assert binding.check(()) == "the numpy array data is another array (by identity)"
+
+
+def test_a_backward_hook_added_after_capture_is_not_skipped() -> None:
+    """A module's backward hooks are part of the guard, as its forward hooks: the plan
+    captured before the hook would have replayed without calling it."""
+    model = rt.nn.Linear(3, 2)
+
+    def train(x: Any) -> Any:
+        loss = model(x).sum()
+        loss.backward()
+        return loss.detach()
+
+    step = planner.compile(train)
+    x = rt.ones(4, 3)
+    step(x)
+    calls: list[Any] = []
+    model.register_full_backward_hook(lambda m, gi, go: calls.append(go[0].shape))
+    with pytest.warns(RuntimeWarning, match="runs eagerly"):
+        step(x)
+    step(x)
+    assert calls == [(4, 2), (4, 2)]

@@ -5,6 +5,7 @@ hand, so it runs without torch too, and compares with torch where torch is insta
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from typing import Any
 
@@ -611,3 +612,27 @@ def test_data_dependent_ops_break_a_capture() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert planner.compile(step)(x).item() == 6.0  # 1 + 2, and three nonzeros
+
+
+@pytest.mark.parametrize(("fn", "shapes"), [("mm", ((2, 2), (2, 2))), ("bmm", ((1, 2, 2), (1, 2, 2))),
+                                            ("matmul", ((2, 2), (2, 2)))])
+def test_product_dtype_mismatch_texts(fn: str, shapes: Any) -> None:
+    want = {"mm": "expected m1 and m2 to have the same dtype, but got: float != double",
+            "matmul": "expected m1 and m2 to have the same dtype, but got: float != double",
+            "bmm": "expected scalar type Float but found Double"}[fn]
+    a, b = rt.ones(*shapes[0]), rt.ones(*shapes[1], dtype=rt.float64)
+    with pytest.raises(RuntimeError) as got:
+        getattr(rt, fn)(a, b)
+    assert str(got.value) == want
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        with pytest.raises(RuntimeError) as ref:
+            getattr(torch, fn)(torch.ones(*shapes[0]), torch.ones(*shapes[1], dtype=torch.float64))
+        assert str(ref.value) == want
+
+
+def test_unflatten_checks_its_dim() -> None:
+    assert rt.nn.Unflatten(-1, (2, 2))(rt.ones(3, 4)).shape == (3, 2, 2)
+    with pytest.raises(IndexError, match=r"expected to be in range of \[-2, 1\], but got 5"):
+        rt.nn.Unflatten(5, (2, 2))(rt.ones(3, 4))
