@@ -80,7 +80,22 @@ default_generator.seed()
 
 
 def manual_seed(seed: int) -> Generator:
+    """Seed the CPU's default generator and every GPU's (``cuda.manual_seed_all``), as
+    PyTorch's ``manual_seed``."""
+    from . import cuda
+
+    cuda.manual_seed_all(seed)
     return default_generator.manual_seed(seed)
+
+
+def _device_generator(device: str) -> Generator:
+    """The default generator of ``device``: the CPU's, or that GPU's (``cuda.default_generators``),
+    as PyTorch draws a tensor made on a GPU from that GPU's generator."""
+    if device == "cpu":
+        return default_generator
+    from . import cuda
+
+    return cuda.default_generators[int(device.partition(":")[2] or 0)]
 
 
 def initial_seed() -> int:
@@ -312,12 +327,12 @@ def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = No
 
 def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtype: Any,
             device: Any, requires_grad: bool) -> Tensor:
-    g = generator or default_generator
+    dev = canonical_device(device)
+    g = generator or _device_generator(dev)
     dt = D.as_dtype(dtype) if dtype is not None else D.float32
     if not dt.is_floating_point:
         raise TypeError(f"{kind} expects a floating point dtype, got {dt.name}")
     _check_sizes(shape, kind)
-    dev = canonical_device(device)
     tracer = active_tracer()
     if tracer is not None:
         return tracer.random(kind, shape, dt, dev, g).requires_grad_(requires_grad)

@@ -588,6 +588,7 @@ def modules() -> dict[str, ModuleType]:
     runtime_api = _module("cupy.cuda.runtime", "fake CUDA runtime API",
                           CUDARuntimeError=CUDARuntimeError,
                           getDeviceCount=lambda: DEVICE_COUNT,
+                          getDevice=_current_device,
                           getDeviceProperties=_device_properties)
     compiler = _module("cupy.cuda.compiler", "fake NVRTC front end",
                        CompileException=CompileException)

@@ -327,3 +327,20 @@ def test_the_fake_is_strict(fake_cuda: ModuleType) -> None:
     assert type(a.sum()) is fake_cupy.ndarray and a.sum().ndim == 0  # never a numpy scalar
     with pytest.raises(NotImplementedError, match="set_raw_module_backend"):
         cupy.RawModule(code="extern \"C\" __global__ void k() {}").get_function("k")
+
+
+def test_gpu_draws_come_from_that_gpus_generator() -> None:
+    """As PyTorch: a tensor made on a GPU draws from ``cuda.default_generators[i]``, which
+    ``manual_seed`` seeds with the CPU's and ``cuda.manual_seed`` alone; a CPU draw does not
+    move the GPU's stream."""
+    rt.manual_seed(3)
+    first = rt.randn(5, device="cuda").cpu().numpy()
+    rt.manual_seed(3)
+    rt.randn(7)  # the CPU's stream only
+    again = rt.randn(5, device="cuda").cpu().numpy()
+    np.testing.assert_array_equal(first, again)
+    rt.cuda.manual_seed(11)
+    a = rt.rand(4, device="cuda").cpu().numpy()
+    rt.cuda.manual_seed(11)
+    np.testing.assert_array_equal(rt.rand(4, device="cuda").cpu().numpy(), a)
+    assert rt.cuda.default_generators[0].initial_seed() == 11
