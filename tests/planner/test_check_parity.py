@@ -244,3 +244,44 @@ def test_compiled_reductions_of_empty_tensors_match_torch(shape: tuple[int, ...]
         warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "mean of empty slice"
         ours = planner.compile(step, backend=backend, fullgraph=True)(rt.zeros(*shape))
     compare_with_torch(ours, empty_values(torch, torch.zeros(*shape), dim))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clip_grad_norm_error_if_nonfinite_is_captured(backend: str) -> None:
+    """``clip_grad_norm_(..., error_if_nonfinite=True)`` tests the norm with a check step,
+    not ``.item()``: the step compiles (no fallback) and trains as eager; a non-finite
+    gradient raises PyTorch's error on replay and leaves every state as it was."""
+    def trainer() -> tuple[Callable[..., Any], list[Any]]:
+        rt.manual_seed(0)
+        model = rt.nn.Linear(FEATURES, CLASSES)
+        opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+        def step(x: Tensor) -> Tensor:
+            opt.zero_grad()
+            loss = (model(x) ** 2).sum()
+            loss.backward()
+            rt.nn.utils.clip_grad_norm_(model.parameters(), 0.5, error_if_nonfinite=True)
+            opt.step()
+            return loss.detach()
+
+        return step, [model, opt]
+
+    eager, eager_state = trainer()
+    fn, state = trainer()
+    compiled = planner.compile(fn, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            np.testing.assert_allclose(float(compiled(_x())), float(eager(_x())), rtol=1e-5)
+    assert compiled.captures == 1
+    bad = _x()
+    bad[0, 0] = float("inf")
+    before = _state(*state)
+    with np.errstate(invalid="ignore"), pytest.raises(
+            RuntimeError, match="The total norm of order 2.0 for gradients from `parameters` "
+                                "is non-finite"):
+        compiled(bad)
+    _assert_same_state(before, _state(*state))
+    with np.errstate(invalid="ignore"), pytest.raises(
+            RuntimeError, match="is non-finite, so it cannot be clipped"):
+        eager(bad)

@@ -1,6 +1,6 @@
 """`clip_grad_norm_`, `get_total_norm`, `clip_grads_with_norm_` and `clip_grad_value_`, as
-in `torch.nn.utils`: tensor ops only (no data read in Python unless `error_if_nonfinite`
-asks), so a compiled step captures them."""
+in `torch.nn.utils`: tensor ops only (no data read in Python; `error_if_nonfinite`'s test is
+a check step, ``F.check_bounds``), so a compiled step captures them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,10 @@ from collections.abc import Iterable
 
 from runtime.autograd import no_grad
 from runtime.creation import tensor
+from runtime import _dtype as D
+from runtime.ops import functional as F
 from runtime.ops.functional import stack
+from runtime.ops.tensor_ops import isfinite
 from runtime.tensor import Tensor
 
 Parameters = Tensor | Iterable[Tensor]
@@ -55,11 +58,12 @@ def get_total_norm(tensors: Parameters, norm_type: float = 2.0,
         return tensor(0.0)
     with no_grad():
         total = _norm(stack([_norm(t, norm_type) for t in tensors]), norm_type)
-    if error_if_nonfinite and not math.isfinite(total.item()):
-        raise RuntimeError(
+    if error_if_nonfinite:  # a check step, where .item() made a compiled step run eagerly
+        F.check_bounds(isfinite(total).to(D.int64), 1, 2, (
             f"The total norm of order {norm_type} for gradients from `parameters` is "
             "non-finite, so it cannot be clipped. To disable this error and scale the "
-            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`")
+            "gradients by the non-finite norm anyway, set `error_if_nonfinite=False`"),
+            error="RuntimeError")
     return total
 
 
