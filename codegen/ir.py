@@ -16,7 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import struct
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 DTYPES: tuple[str, ...] = ("float32", "float64", "int64", "bool")
 FLOAT_DTYPES: frozenset[str] = frozenset({"float32", "float64"})
@@ -76,10 +80,27 @@ class Load:
     input: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Const:
+    """A constant, equal to another (and hashed) by its bits: ``0.0 == -0.0`` and
+    ``nan != nan`` in Python, so a kernel with ``x * -0.0`` compared equal to one with
+    ``x * 0.0`` (one compiled function served both: ``codegen.llvm.distinct``), and one
+    holding a NaN never equalled itself rebuilt (no dedupe, no memory-cache hit)."""
+
     value: float | int | bool
     dtype: str
+
+    def _key(self) -> tuple[Any, ...]:
+        v = self.value
+        if isinstance(v, (bool, int, np.bool_, np.integer)):
+            return (self.dtype, int(v))
+        return (self.dtype, struct.pack("<d", float(v)))  # numpy's floats too
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Const and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
 
 @dataclass(frozen=True)

@@ -248,3 +248,27 @@ def test_masked_row_reduction_is_vectorized(op):
     want = masked.max(axis=-1) if op == "max" else masked.sum(axis=-1, dtype=np.float64)
     np.testing.assert_allclose(got, want.astype(np.float32), rtol=1e-5, atol=1e-5)
     assert np.isnan(got[3, 5]) and not np.isnan(got[4, 1])
+
+
+def _scale_kernel(constant: float, name: str) -> K.Kernel:
+    f = "float32"
+    return K.Kernel(name, (64,), 0, (K.Input("x", f, (1,)),),
+                    (K.Load(0), K.Const(constant, f), K.Binary("mul", 0, 1, f)),
+                    (K.Output("y", 2, f),))
+
+
+def test_kernels_differing_in_the_sign_of_a_zero_constant_stay_apart(tmp_path):
+    """Constants compare by their bits: 0.0 == -0.0 in Python made ``x * -0.0`` the same
+    kernel as ``x * 0.0`` (one function for both: wrong signs), and a NaN constant never
+    equal to itself."""
+    pos, neg = _scale_kernel(0.0, "pos"), _scale_kernel(-0.0, "neg")
+    assert llvm.distinct([pos, neg]) == {"pos": "pos", "neg": "neg"}
+    nan_a, nan_b = _scale_kernel(float("nan"), "a"), _scale_kernel(float("nan"), "b")
+    assert llvm.distinct([nan_a, nan_b]) == {"a": "a", "b": "a"}
+    assert K.Const(np.float32(0.5), "float32") == K.Const(0.5, "float32")
+    assert K.Const(np.float32(0.5), "float32") != K.Const(0.0, "float32")
+    cm = cache.get_compiled([pos, neg], tmp_path)
+    x = np.linspace(1.0, 2.0, 64, dtype=np.float32)
+    for k, want in ((pos, np.zeros(64, np.float32)), (neg, -np.zeros(64, np.float32))):
+        (out,) = run(cm, k, [x])
+        assert np.array_equal(np.signbit(out), np.signbit(want)), k.name
