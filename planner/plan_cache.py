@@ -45,6 +45,7 @@ import numpy as np
 from runtime._device import device as Device
 from runtime._dtype import DType, as_dtype
 from runtime.ops.prims import IndexArg
+from runtime.ops.shapes import Size
 from runtime.ops.registry import REGISTRY
 
 from .plan import Plan
@@ -56,7 +57,8 @@ _UNKEYED = frozenset({"sequence_nr", "topological_nr"})
 _PACKAGES = ("runtime", "planner", "codegen")
 _OURS = frozenset(_PACKAGES)
 _KEYED_PACKAGES = _OURS | {"numpy", "builtins"}
-_DATA = (np.ndarray, np.generic, np.dtype, DType, Device, IndexArg, slice, type(Ellipsis))
+_DATA = (np.ndarray, np.generic, np.dtype, DType, Device, IndexArg, Size, slice,
+         type(Ellipsis))
 _FUNCTIONS = (type, types.FunctionType, types.BuiltinFunctionType)
 
 
@@ -174,8 +176,8 @@ def _allowed() -> dict[tuple[str, str], Any]:
 
     from . import parallel, steps
 
-    classes: list[Any] = [Plan, parallel.Execution, DType, as_dtype, Device, IndexArg, nx.DiGraph,
-                          np.ndarray, np.dtype, slice, set, frozenset, complex]
+    classes: list[Any] = [Plan, parallel.Execution, DType, as_dtype, Device, IndexArg, Size,
+                          nx.DiGraph, np.ndarray, np.dtype, slice, set, frozenset, complex]
     classes += [c for c in vars(steps).values()
                 if isinstance(c, type) and c.__module__ == steps.__name__
                 and dataclasses.is_dataclass(c)]

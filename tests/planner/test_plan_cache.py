@@ -408,3 +408,16 @@ def test_an_altered_program_entry_is_rejected_and_compiled_again(
     with pytest.warns(RuntimeWarning, match="rejected: digest mismatch"):
         got = [float(step(*args)) for _ in range(2)]
     assert got == want and step.plans_loaded == 1 and compiled
+
+
+def test_a_tensor_size_keys_and_loads() -> None:
+    """``Tensor.shape`` is an ``rt.Size`` (a tuple subclass): one reaching a capture's
+    attributes still keys (the key pickler refused every class it did not know, and such a
+    plan was silently never kept) and a kept plan holding one loads."""
+    from runtime.ops.shapes import Size
+
+    out = io.BytesIO()
+    plan_cache._KeyPickler(out, protocol=plan_cache.PROTOCOL).dump({"shape": Size((2, 3))})
+    data = pickle.dumps({"shape": Size((2, 3))}, protocol=plan_cache.PROTOCOL)
+    back = plan_cache._PlanUnpickler(io.BytesIO(data)).load()
+    assert type(back["shape"]) is Size and back["shape"] == (2, 3)
