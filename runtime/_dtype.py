@@ -117,11 +117,14 @@ def result_dtype(tensor_dtypes: list[DType], scalars: list[object],
     category (bool < integer < floating), a scalar as the default dtype of its category.
     ``ones(2) + tensor(1.0, dtype=float64)`` is float32; ``ones(2, dtype=int64) + 2.5`` float32;
     numpy scalars are scalars (``ones(2) * np.float64(2.5)`` is float32, as in PyTorch)."""
-    if ndims is not None and any(ndims) and not all(ndims):
+    if ndims is not None and 0 in ndims and any(ndims):
         dim = _highest([d for d, n in zip(tensor_dtypes, ndims) if n])
         zero = _highest([d for d, n in zip(tensor_dtypes, ndims) if not n])
     else:
         dim, zero = _highest(tensor_dtypes), None
+        if not scalars:  # the common case: tensors of one kind, no scalar
+            assert dim is not None, "result_dtype needs a tensor"
+            return dim
     wrapped = None
     if scalars:
         cat = max(scalar_rank(s) for s in scalars)
@@ -132,7 +135,11 @@ def result_dtype(tensor_dtypes: list[DType], scalars: list[object],
 
 
 def _highest(dtypes: list[DType]) -> DType | None:
-    return max(dtypes, key=lambda d: d.rank) if dtypes else None
+    best = None
+    for d in dtypes:
+        if best is None or d.rank > best.rank:
+            best = d
+    return best
 
 
 def _combine(higher: DType | None, lower: DType | None) -> DType | None:

@@ -58,6 +58,11 @@ def wrap_dim(dim: Any, ndim: int) -> int:
     """``dim`` as an index in [0, ndim) (PyTorch's ``maybe_wrap_dim``): a negative one counts
     from the end; one out of range is PyTorch's IndexError. A 0-d tensor's dims -1 and 0 are
     0. Pass ``ndim + 1`` where a new dimension may be placed (unsqueeze, stack)."""
+    if type(dim) is int:  # the common case first: every transpose asks twice
+        if 0 <= dim < ndim:
+            return dim
+        if -ndim <= dim < 0:
+            return dim + ndim
     d = operator.index(dim)
     bound = max(ndim, 1)
     if not -bound <= d < bound:
