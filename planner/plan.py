@@ -22,7 +22,7 @@ from runtime.autograd.engine import name_in_note
 from . import inspect, serialize
 from .executable import COMMITS, Commit, CommitOutput, Executable, materialize
 from .parallel import Execution, choose
-from .schedule import Schedule, compute, needed_buffers
+from .schedule import Schedule, compute, needed_buffers, schedule_from_state, schedule_state
 from .steps import (
     CommitStep,
     ConstStep,
@@ -57,10 +57,12 @@ class Plan:
     # how it runs (planner.parallel): set by ``configure``, the straight-line program until then
     execution: Execution = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        outputs = self.graph.graph.get("outputs", ()) if self.graph is not None else ()
-        self.schedule = compute(self.steps, needed_buffers(
-            self.steps, self.writes, self.returns, outputs))
+    def __post_init__(self, schedule: Schedule | None = None) -> None:
+        if schedule is None:
+            outputs = self.graph.graph.get("outputs", ()) if self.graph is not None else ()
+            schedule = compute(self.steps, needed_buffers(
+                self.steps, self.writes, self.returns, outputs))
+        self.schedule = schedule
         self.executable = Executable(self)
         self.execution = Execution("program", 1, "not configured (Plan.configure)")
 
@@ -77,10 +79,16 @@ class Plan:
         state = {f.name: getattr(self, f.name) for f in fields(self) if f.init}
         return {**state, "execution": self.execution}
 
+    def kept_state(self) -> dict[str, Any]:
+        """``__getstate__`` plus the schedule as plain data: a kept plan (planner.plan_cache)
+        loads it instead of computing it again."""
+        return {**self.__getstate__(), "schedule": schedule_state(self.schedule)}
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         execution = state.pop("execution", None)
+        schedule = state.pop("schedule", None)
         self.__dict__.update(state)
-        self.__post_init__()
+        self.__post_init__(None if schedule is None else schedule_from_state(schedule))
         if execution is not None:
             self.execution = execution
 

@@ -421,3 +421,31 @@ def test_a_tensor_size_keys_and_loads() -> None:
     data = pickle.dumps({"shape": Size((2, 3))}, protocol=plan_cache.PROTOCOL)
     back = plan_cache._PlanUnpickler(io.BytesIO(data)).load()
     assert type(back["shape"]) is Size and back["shape"] == (2, 3)
+
+
+def test_a_kept_plan_loads_its_schedule_instead_of_computing_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kept plan carries its schedule (``Plan.kept_state``): a new process loads it
+    (equal to the one computed from the steps) and computes none."""
+    from planner import plan as plan_module
+    from planner.schedule import compute, needed_buffers
+
+    _, fn, args = _mlp()
+    planner.compile(fn, cache_dir=tmp_path)(*args)
+
+    def no_compute(*a: Any, **k: Any) -> Any:
+        raise AssertionError("the schedule was computed again")
+
+    _, fn, args = _mlp()
+    step = planner.compile(fn, cache_dir=tmp_path)
+    real = plan_module.compute
+    monkeypatch.setattr(plan_module, "compute", no_compute)
+    step(*args)
+    assert step.plans_loaded == 1
+    monkeypatch.setattr(plan_module, "compute", real)
+    plan = step.plan
+    outputs = plan.graph.graph.get("outputs", ())
+    assert plan.schedule == compute(plan.steps, needed_buffers(plan.steps, plan.writes,
+                                                               plan.returns, outputs))
+    copied = pickle.loads(pickle.dumps(plan))  # a plain copy still computes its own
+    assert copied.schedule == plan.schedule and copied.schedule is not plan.schedule
