@@ -236,7 +236,7 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     key: list[Any] = [is_grad_enabled()]
     for a in args:
         if isinstance(a, Tensor):
-            key.append(("T", a.shape, a.dtype.name, a.device, a._rg))
+            key.append(("T", a._data.shape, a.dtype.name, a.device, a._rg))
         elif a is None or isinstance(a, (bool, int, float, str)):
             key.append(("P", type(a).__name__, a))
         else:

@@ -81,13 +81,14 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     for is_tensor, slot in binding.guarded:
         if is_tensor:
             t = src.name(slot.ref)
-            src.fail_if(f"{t}.shape != {src.name(tuple(slot.shape))} or {t}.dtype is not "
+            # the array's shape: Tensor.shape makes an rt.Size at every read
+            src.fail_if(f"{t}._data.shape != {src.name(tuple(slot.shape))} or {t}.dtype is not "
                         f"{src.name(slot.dtype)} or {t}._rg != {_bool(slot.requires_grad)}")
         else:
             owner = src.name(slot.ref) if slot.owner_input is None else \
                 f"args[{_int(slot.owner_input)}]"
             src.lines.append(f"    g = {owner}._grad")
-            src.fail_if(f"g is not None and (g.shape != {src.name(tuple(slot.shape))} or "
+            src.fail_if(f"g is not None and (g._data.shape != {src.name(tuple(slot.shape))} or "
                         f"g.dtype is not {src.name(slot.dtype)})")
     for ref, was_none, index in binding.grad_none:
         owner = src.name(ref) if index is None else f"args[{_int(index)}]"
