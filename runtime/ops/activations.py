@@ -90,8 +90,14 @@ def tanhshrink(x: Tensor) -> Tensor:
 
 def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: F.where(F.gt(t, threshold), t, value), x)
-    return F.where(F.gt(x, threshold), x, value)
+        return _inplace(lambda t: _threshold(t, threshold, value), x)
+    return _threshold(x, threshold, value)
+
+
+def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
+    """PyTorch's ``x <= threshold ? value : x``: a NaN stays NaN, and the gradient passes
+    where ``x <= threshold`` does not hold, NaN included."""
+    return F.where(F.le(x, threshold), value, x)
 
 
 def glu(x: Tensor, dim: int = -1) -> Tensor:

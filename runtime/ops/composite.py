@@ -17,7 +17,10 @@ tanh = F.tanh
 
 
 def relu(x: Tensor) -> Tensor:
-    return F.where(F.gt(x, 0), x, 0.0 if x.dtype.is_floating_point else 0)
+    """PyTorch's ``x <= 0 ? 0 : x``: a NaN stays NaN (a diverging run shows its NaN loss; as
+    ``x > 0 ? x : 0`` it became 0), and the gradient passes where ``x <= 0`` does not hold,
+    NaN included, as PyTorch's threshold_backward."""
+    return F.where(F.le(x, 0), 0.0 if x.dtype.is_floating_point else 0, x)
 
 
 def sigmoid(x: Tensor) -> Tensor:

@@ -285,8 +285,8 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return maximum(x, dim)
     _check_reduced_nonempty("max", x, dim)
     if dim is None:
-        return amax(x)
-    return MaxResult(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+        return amax(x)  # PyTorch's max() shares the gradient among ties, as amax does
+    return _extreme_at(x, dim, keepdim, argmax(x, dim, True))
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -295,7 +295,23 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
     _check_reduced_nonempty("min", x, dim)
     if dim is None:
         return neg(amax(neg(x)))
-    return MaxResult(neg(amax(neg(x), dim, keepdim)), argmin(x, dim, keepdim))
+    return _extreme_at(x, dim, keepdim, argmin(x, dim, True))
+
+
+def _extreme_at(x: Tensor, dim: Any, keepdim: bool, index: Tensor) -> MaxResult:
+    """max(dim) / min(dim) from the index of the extreme (kept dim): the value is x there, so
+    the gradient goes to that one element, as PyTorch's (amax shares it among ties: a row of
+    ReLU zeros gave each a share)."""
+    from .tensor_ops import gather_in_range
+
+    if x.ndim == 0:
+        values = clone(x)
+        return MaxResult(values, index if keepdim else reshape(index, ()))
+    d = wrap_dim(dim, x.ndim)
+    values = gather_in_range(x, d, index)
+    if not keepdim:
+        values, index = squeeze(values, d), squeeze(index, d)
+    return MaxResult(values, index)
 
 
 # --- shapes --------------------------------------------------------------------------------

@@ -218,17 +218,26 @@ def _pow_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     base, exp = c.input(0), c.input(1)
     ga = gb = None
     if c.needs(0):
-        exp_m1 = exp - 1 if isinstance(exp, (int, float)) else F.sub(exp, 1)
-        ga = F.mul(F.mul(g, exp), F.pow(base, exp_m1))
+        # PyTorch's convention: d(x**0)/dx = 0, also at x = 0 (0 * 0**-1 would be nan)
+        if isinstance(exp, (int, float)) and exp == 0:
+            ga = F.where(F.eq(g, g), 0.0, 0.0)  # zeros of g's shape, nan-free
+        else:
+            exp_m1 = exp - 1 if isinstance(exp, (int, float)) else F.sub(exp, 1)
+            ga = F.mul(F.mul(g, exp), F.pow(base, exp_m1))
+            if not isinstance(exp, (int, float)):
+                ga = F.where(F.eq(exp, 0), 0.0, ga)
     if c.needs(1):
         out = c.output()
-        log_base = F.log(base) if not isinstance(base, (int, float)) else math.log(base)
-        gb = F.mul(F.mul(g, out), log_base)
         if not isinstance(base, (int, float)):
+            gb = F.mul(F.mul(g, out), F.log(base))
             # PyTorch's convention: d(0**e)/de = 0 for e >= 0
             gb = F.where(F.logical_and(F.eq(base, 0), F.ge(exp, 0)), 0.0, gb)
-        elif base == 0:
-            gb = F.mul(gb, 0.0)
+        elif base > 0:
+            gb = F.mul(F.mul(g, out), math.log(base))
+        elif base == 0:  # 0**e: d/de is 0 for e >= 0, -inf * 0**e (nan) below, as PyTorch
+            gb = F.where(F.ge(exp, 0), 0.0, F.mul(F.mul(g, out), -math.inf))
+        else:  # a negative base: log is nan
+            gb = F.mul(F.mul(g, out), math.nan)
     return _grads2(c, ga, gb)
 
 
@@ -921,6 +930,10 @@ def _argsort_impl(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
     if x.ndim == 0:
         return xp.zeros((), dtype=np.int64)
     if descending:
+        if x.dtype.kind == "f" and bool(xp.isnan(x).any()):
+            # PyTorch's NaN is the largest value: first, ties (NaNs too) in input order
+            order = xp.lexsort((-x, ~xp.isnan(x)), axis=axis)
+            return order.astype(np.int64, copy=False)
         # a stable sort of the negated keys keeps ties in input order, as an ascending one
         x = ~x if x.dtype == np.bool_ else -x
     return xp.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)

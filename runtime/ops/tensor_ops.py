@@ -187,6 +187,12 @@ def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     _check_index_values(index, x, d)
     if x.ndim == 0:
         return F.reshape(index_select(x, 0, index), index.shape)
+    return gather_in_range(x, d, index)
+
+
+def gather_in_range(x: Tensor, d: int, index: Tensor) -> Tensor:
+    """``gather`` along a wrapped ``d`` of an ``x`` with dimensions, ``index`` known to be in
+    range (an argmax's): no value check step."""
     key, idx = _grid_key(index, d)
     return F.getitem_key(x, *idx, key=key)
 

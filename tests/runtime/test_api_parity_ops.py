@@ -636,3 +636,101 @@ def test_unflatten_checks_its_dim() -> None:
     assert rt.nn.Unflatten(-1, (2, 2))(rt.ones(3, 4)).shape == (3, 2, 2)
     with pytest.raises(IndexError, match=r"expected to be in range of \[-2, 1\], but got 5"):
         rt.nn.Unflatten(5, (2, 2))(rt.ones(3, 4))
+
+
+NAN = float("nan")
+
+
+def _value_and_grad(fn: Any, values: list[Any], lib: Any) -> tuple[np.ndarray, np.ndarray]:
+    x = lib.tensor(values, requires_grad=True)
+    y = fn(x)
+    y.sum().backward()
+    return y.detach().numpy(), x.grad.numpy()
+
+
+@pytest.mark.parametrize("name", ["relu", "threshold"])
+def test_relu_and_threshold_keep_nan(name: str) -> None:
+    """PyTorch's ``x <= t ? v : x``: NaN passes through (a diverging run shows its NaN loss),
+    and so does its gradient."""
+    def fn(lib: Any) -> Any:
+        if name == "relu":
+            return lib.relu
+        return lambda x: lib.nn.functional.threshold(x, 0.5, -3.0)
+
+    values = [NAN, -1.0, 0.0, 0.5, 2.0]
+    y, g = _value_and_grad(fn(rt), values, rt)
+    want_y = [NAN, 0.0, 0.0, 0.5, 2.0] if name == "relu" else [NAN, -3.0, -3.0, -3.0, 2.0]
+    np.testing.assert_array_equal(y, np.array(want_y, np.float32))
+    np.testing.assert_array_equal(g, [1.0, 0.0, 0.0, 1.0 if name == "relu" else 0.0, 1.0])
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        ty, tg = _value_and_grad(fn(torch), values, torch)
+        np.testing.assert_array_equal(y, ty)
+        np.testing.assert_array_equal(g, tg)
+
+
+@pytest.mark.parametrize("fn", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_over_a_dim_give_the_gradient_to_the_returned_index(fn: str,
+                                                                    keepdim: bool) -> None:
+    """Ties: the whole gradient goes to the element whose index is returned (amax and
+    max() without a dim share it, as PyTorch's do)."""
+    values = [[3.0, 1.0, 3.0], [0.0, 0.0, 1.0], [2.0, NAN, 2.0]]
+    x = rt.tensor(values, requires_grad=True)
+    v, i = getattr(x, fn)(1, keepdim=keepdim)
+    v.sum().backward()
+    grad = np.zeros((3, 3), np.float32)
+    grad[np.arange(3), i.numpy().reshape(3)] = 1.0
+    np.testing.assert_array_equal(x.grad.numpy(), grad)
+    assert grad.sum(1).tolist() == [1.0, 1.0, 1.0]
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        t = torch.tensor(values, requires_grad=True)
+        tv, ti = getattr(t, fn)(1, keepdim=keepdim)
+        tv.sum().backward()
+        np.testing.assert_array_equal(i.numpy(), ti.numpy())
+        np.testing.assert_array_equal(v.detach().numpy(), tv.detach().numpy())
+        np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+
+
+def test_descending_sorts_and_topk_put_nan_first() -> None:
+    values = [1.0, NAN, 3.0, 3.0, NAN, -np.inf, np.inf]
+    s = rt.tensor(values).sort(descending=True)
+    assert s.indices.tolist() == [1, 4, 6, 2, 3, 0, 5]
+    assert rt.tensor(values).argsort(descending=True).tolist() == [1, 4, 6, 2, 3, 0, 5]
+    assert rt.tensor(values).sort().indices.tolist() == [5, 0, 2, 3, 6, 1, 4]
+    top = rt.tensor(values).topk(3)
+    assert top.indices.tolist() == [1, 4, 6]
+    m = np.array([[1.0, NAN, 3.0], [NAN, 2.0, NAN]])
+    assert rt.tensor(m).argsort(dim=1, descending=True).tolist() == [[1, 2, 0], [0, 2, 1]]
+    assert rt.tensor(m).argsort(dim=0, descending=True).tolist() == [[1, 0, 1], [0, 1, 0]]
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        ts = torch.tensor(values).sort(descending=True, stable=True)
+        assert ts.indices.tolist() == s.indices.tolist()
+        assert torch.tensor(values).topk(3).indices.tolist() == top.indices.tolist()
+
+
+@pytest.mark.parametrize(("rt_fn", "xs", "want"), [
+    (lambda x, lib: x ** 0, [0.0, 2.0], [0.0, 0.0]),
+    (lambda x, lib: x ** lib.tensor([0.0, 1.0]), [0.0, 2.0], [0.0, 1.0]),
+    (lambda x, lib: 0.0 ** x, [0.0, 2.0], [0.0, 0.0]),
+    (lambda x, lib: 0.0 ** x, [-1.0, 2.0], [-np.inf, 0.0]),
+    (lambda x, lib: (-2.0) ** x, [1.0, 2.0], [NAN, NAN]),
+    (lambda x, lib: 2.0 ** x, [1.0, 2.0], [2 * np.log(2), 4 * np.log(2)]),
+])
+def test_pow_gradients_at_zero_and_negative_bases(rt_fn: Any, xs: list[float],
+                                                  want: list[float]) -> None:
+    """PyTorch's conventions: d(x**0)/dx = 0 at x = 0; d(0**e)/de = 0 for e >= 0; a negative
+    scalar base gives nan (it raised 'math domain error')."""
+    with np.errstate(all="ignore"):
+        _, g = _value_and_grad(lambda x: rt_fn(x, rt), xs, rt)
+    np.testing.assert_allclose(g, np.array(want, np.float32), rtol=1e-6)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        _, tg = _value_and_grad(lambda x: rt_fn(x, torch), xs, torch)
+        np.testing.assert_allclose(g, tg, rtol=1e-6)
