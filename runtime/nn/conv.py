@@ -1,4 +1,5 @@
-"""`Conv1d` and `Conv2d` (PyTorch's arguments and default init)."""
+"""`Conv1d`, `Conv2d`, `ConvTranspose1d` and `ConvTranspose2d` (PyTorch's arguments and
+default init)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from runtime.tensor import Tensor
 
 class _ConvNd(Module):
     _dims = 2
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -42,8 +44,12 @@ class _ConvNd(Module):
         self.padding = padding if isinstance(padding, str) else C._pair(padding, "padding", n)
         self.dilation = C._pair(dilation, "dilation", n)
         self.groups, self.padding_mode = groups, padding_mode
-        self.weight = Parameter(rt.empty(out_channels, in_channels // groups, *self.kernel_size,
-                                         device=device, dtype=dtype))
+        self.transposed = self._transposed
+        self.output_padding = (0,) * n
+        # a transposed convolution's weight is the one of the convolution it inverts
+        shape = ((in_channels, out_channels // groups) if self.transposed
+                 else (out_channels, in_channels // groups))
+        self.weight = Parameter(rt.empty(*shape, *self.kernel_size, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(rt.empty(out_channels, device=device, dtype=dtype))
         else:
@@ -71,6 +77,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * self._dims:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._dims:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         if self.bias is None:
@@ -96,3 +104,58 @@ class Conv1d(_ConvNd):
         x, padding = self._padded(input)
         return C.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{type(self).__name__}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.output_padding = C._pair(output_padding, "output_padding", self._dims)
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:  # noqa: A002
+        """PyTorch's rule: an ``output_size`` (spatial, or with N and C in front) picks the
+        output padding that reaches it, among the sizes the stride leaves ambiguous."""
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        if len(output_size) == input.ndim:
+            output_size = output_size[-n:]
+        size = [int(v) for v in output_size]
+        if len(size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                             f"have {n} or {n + 2} elements (got {len(size)})")
+        spatial = input.shape[-n:]
+        lo = [(spatial[i] - 1) * self.stride[i] - 2 * self.padding[i]
+              + self.dilation[i] * (self.kernel_size[i] - 1) + 1 for i in range(n)]
+        hi = [lo[i] + self.stride[i] - 1 for i in range(n)]
+        if any(not lo[i] <= size[i] <= hi[i] for i in range(n)):
+            raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                             f"range from {lo} to {hi} (for an input of "
+                             f"torch.Size({list(spatial)}))")
+        return tuple(size[i] - lo[i] for i in range(n))
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    _dims = 2
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
+        return C.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _dims = 1
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
+        return C.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)

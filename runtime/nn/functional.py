@@ -1,5 +1,7 @@
 """`runtime.nn.functional`: the composites of `runtime.ops.composite`, under torch's names."""
 
+from runtime.tensor import Tensor
+
 from runtime.ops.activations import (
     celu,
     dropout1d,
@@ -33,7 +35,6 @@ from runtime.ops.composite import (
     linear,
     log_softmax,
     mse_loss,
-    relu,
     rms_norm,
     sigmoid,
     silu,
@@ -41,6 +42,7 @@ from runtime.ops.composite import (
     softplus,
     tanh,
 )
+from runtime.ops import composite as _composite
 from runtime.ops.embedding import embedding
 from runtime.ops.resample import interpolate
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
@@ -62,12 +64,24 @@ from runtime.ops.conv import (  # noqa: E402
     batch_norm,
     conv1d,
     conv2d,
+    conv_transpose1d,
+    conv_transpose2d,
     fold,
     max_pool1d,
     max_pool2d,
     pad,
     unfold,
 )
+
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """PyTorch's ``F.relu``; ``inplace`` overwrites ``input`` (and bumps its version, so a
+    backward that saved it fails as PyTorch's) and returns it."""
+    if inplace:
+        return _composite._inplace(_composite.relu, input)
+    return _composite.relu(input)
+
 
 __all__ = [
     "celu",
@@ -93,6 +107,8 @@ __all__ = [
     "batch_norm",
     "conv1d",
     "conv2d",
+    "conv_transpose1d",
+    "conv_transpose2d",
     "fold",
     "max_pool1d",
     "max_pool2d",

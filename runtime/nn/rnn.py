@@ -99,6 +99,11 @@ class RNNBase(Module):
                     self._flat_weights_names.append(name)
         self.reset_parameters()
 
+    def flatten_parameters(self) -> None:
+        """PyTorch's: packs the weights into one cuDNN buffer. Here every layer's weights are
+        separate parameters that each product reads as they are, so there is nothing to
+        rearrange and this does nothing."""
+
     def reset_parameters(self) -> None:
         stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for weight in self.parameters():

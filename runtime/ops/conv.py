@@ -611,3 +611,106 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
             idx = np.concatenate([body[n - lo:], body, body[:hi]])
         out = index_select(out, dim, tensor(idx.astype(np.int64), device=out.device))
     return out if out is not input else F.clone(input)
+
+
+# ------------------------------------------------------------- transposed convolution
+
+
+def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: Pair,  # noqa: C901
+                    op: Pair, groups: int, d: Pair) -> Tensor:
+    """The gradient of a convolution with respect to its input: one (batched) GEMM of the
+    weight's transpose against the input, (G, C_out/G*kh*kw, C_in/G) @ (G, C_in/G, N*H*W),
+    whose columns ``fold`` (col2im) sums into the output; both are registry ops, so the
+    gradients and a compiled plan come for free, as for ``_conv``."""
+    n, c, h, w = x.shape
+    ci, og, kh, kw = weight.shape
+    if groups < 1:
+        raise RuntimeError("non-positive groups is not supported")
+    if ci % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size [{_shown(weight)}] instead")
+    if c != ci:
+        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected "
+                           f"input{_shown(x)} to have {ci} channels, but got {c} channels "
+                           "instead")
+    o = og * groups
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected bias "
+                           f"to be 1-dimensional with {o} elements, but got bias of size "
+                           f"{_shown(bias)} instead")
+    if any(oi >= max(si, di) for oi, si, di in zip(op, s, d)):
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got output_padding_height: {op[0]} output_padding_width: {op[1]} "
+                           f"stride_height: {s[0]} stride_width: {s[1]} dilation_height: "
+                           f"{d[0]} dilation_width: {d[1]}")
+    if any(v <= 0 for v in (*s, *d)):
+        raise RuntimeError("stride and dilation should be greater than zero")
+    size = [(i - 1) * si - 2 * pi + di * (k - 1) + oi + 1
+            for i, si, pi, di, k, oi in zip((h, w), s, p, d, (kh, kw), op)]
+    if min(size) < 1:
+        raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size "
+                           f"per channel: ({size[0]} x {size[1]}). Output size is too small")
+    if x.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({_torch_type(x)}) and weight type "
+                           f"({_torch_type(weight)}) should be the same")
+    ig, kk, length = ci // groups, kh * kw, h * w
+    if groups == 1:  # (O*kh*kw, C) @ (C, N*L): one GEMM
+        rhs = F.reshape(F.permute(F.reshape(x, (n, c, length)), 1, 0, 2), (c, n * length))
+        cols = F.matmul(F.transpose(F.reshape(weight, (c, o * kk)), 0, 1), rhs)
+    else:  # (G, O/G*kh*kw, C/G) @ (G, C/G, N*L): one batched GEMM
+        rhs = F.reshape(F.permute(F.reshape(x, (n, groups, ig, length)), 1, 2, 0, 3),
+                        (groups, ig, n * length))
+        cols = F.matmul(F.transpose(F.reshape(weight, (groups, ig, og * kk)), 1, 2), rhs)
+    cols = F.permute(F.reshape(cols, (o * kk, n, length)), 1, 0, 2)  # (N, O*kh*kw, L)
+    # fold recovers H windows from the output size only when output_padding < stride; a
+    # larger one (allowed below the dilation) folds the unpadded size and pads with zeros
+    direct = all(oi < si for oi, si in zip(op, s))
+    folded = tuple(size) if direct else tuple(si - oi for si, oi in zip(size, op))
+    out = fold_raw(cols, folded, (kh, kw), d, _sym(p), s)
+    if not direct:
+        out = pad(out, (0, op[1], 0, op[0]))
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, (1, o, 1, 1)))
+    return out
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """PyTorch's ``F.conv_transpose2d`` on (N, C, H, W) or unbatched (C, H, W) input; the
+    weight is (C_in, C_out/groups, kh, kw)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, "
+                           f"but got input of size: {_shown(input)}")
+    if weight.ndim != 4:
+        raise RuntimeError(f"Expected 4-dimensional weight for 4-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    x = input if input.ndim == 4 else F.unsqueeze(input, 0)
+    out = _conv_transpose(x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"),
+                          _pair(output_padding, "output_padding"), groups,
+                          _pair(dilation, "dilation"))
+    return out if input.ndim == 4 else F.squeeze(out, 0)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """PyTorch's ``F.conv_transpose1d`` on (N, C, L) or (C, L): a conv_transpose2d of height
+    1."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv_transpose1d, "
+                           f"but got input of size: {_shown(input)}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"Expected 3-dimensional weight for 3-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+
+    def one(v: Any, name: str, height: int) -> Pair:
+        return (height, _pair(v, name, 1)[0])
+
+    x = input if input.ndim == 3 else F.unsqueeze(input, 0)
+    out = _conv_transpose(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias,
+                          one(stride, "stride", 1), one(padding, "padding", 0),
+                          one(output_padding, "output_padding", 0), groups,
+                          one(dilation, "dilation", 1))
+    out = F.squeeze(out, 2)
+    return out if input.ndim == 3 else F.squeeze(out, 0)

@@ -1,0 +1,225 @@
+"""Parity with PyTorch of the second batch of nn layers: ReLU(inplace), RNN
+flatten_parameters, transposed convolutions (eager values, gradients, errors, init and a
+compiled decoder equal to eager), instance norm, pixel shuffle, padding modules, and more
+losses."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+F = rt.nn.functional
+DTYPES = ["float32", "float64"]
+
+
+def _tol(dtype: str) -> dict[str, float]:
+    return {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-12}
+
+
+def _pair(arrays: list[np.ndarray]) -> tuple[list[Any], list[rt.Tensor]]:
+    """The same arrays as torch and runtime leaves that require grad (floats only)."""
+    torch = pytest.importorskip("torch")
+    theirs = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    ours = [rt.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    return theirs, ours
+
+
+def _check(torch_fn: Any, rt_fn: Any, arrays: list[np.ndarray], dtype: str) -> None:
+    """Values of torch_fn(*torch leaves) and rt_fn(*runtime leaves), and the gradients of a
+    random weighting of the result, agree."""
+    torch = pytest.importorskip("torch")
+    theirs, ours = _pair(arrays)
+    want, got = torch_fn(*theirs), rt_fn(*ours)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), **_tol(dtype))
+    g = np.random.default_rng(1).standard_normal(tuple(want.shape)).astype(dtype)
+    if not want.requires_grad:
+        return
+    want.backward(torch.tensor(g))
+    got.backward(rt.tensor(g))
+    for t, r in zip(theirs, ours):
+        if t.grad is None:
+            assert r.grad is None
+        else:
+            np.testing.assert_allclose(r.grad.numpy(), t.grad.numpy(), **_tol(dtype))
+
+
+def _raises_same(torch_fn: Any, rt_fn: Any) -> None:
+    """Both raise the same exception type with the same text."""
+    pytest.importorskip("torch")
+    with pytest.raises(Exception) as theirs:
+        torch_fn()
+    with pytest.raises(type(theirs.value)) as ours:
+        rt_fn()
+    assert str(ours.value) == str(theirs.value)
+
+
+def _rand(*shape: int, dtype: str = "float64", seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+# ------------------------------------------------------------------------------- item 1
+
+
+def test_relu_inplace_module_and_functional():
+    assert repr(rt.nn.ReLU(inplace=True)) == "ReLU(inplace=True)"
+    assert repr(rt.nn.ReLU()) == "ReLU()"
+    x = rt.tensor([-1.0, 2.0, 0.0], requires_grad=True)
+    y = x * 1
+    out = rt.nn.ReLU(True)(y)
+    assert out is y and y.tolist() == [0.0, 2.0, 0.0]
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0]
+    z = rt.tensor([-3.0, 4.0])
+    assert F.relu(z, inplace=True) is z and z.tolist() == [0.0, 4.0]
+    assert F.relu(rt.tensor([-3.0, 4.0])).tolist() == [0.0, 4.0]
+
+
+def test_relu_inplace_on_leaf_requiring_grad_raises_as_torch():
+    torch = pytest.importorskip("torch")
+    _raises_same(lambda: torch.nn.functional.relu(torch.ones(2, requires_grad=True), True),
+                 lambda: F.relu(rt.ones(2, requires_grad=True), True))
+
+
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_flatten_parameters_is_a_no_op(cls):
+    m = getattr(rt.nn, cls)(3, 4)
+    before = [p.detach().numpy().copy() for p in m.parameters()]
+    assert m.flatten_parameters() is None
+    assert all(np.array_equal(a, p.detach().numpy()) for a, p in zip(before, m.parameters()))
+    assert m.flatten_parameters.__doc__
+
+
+# ------------------------------------------------------------------------------- item 2
+
+CASES_2D = [  # n, c_in, c_out, kernel, stride, padding, output_padding, groups, dilation, hw
+    (2, 4, 6, 3, 2, 1, 1, 2, 1, (5, 6)),
+    (1, 3, 2, (2, 3), (3, 2), (0, 1), (2, 1), 1, (1, 2), (4, 4)),
+    (2, 2, 4, 3, 1, 0, 1, 1, 2, (3, 3)),  # output_padding >= stride, < dilation
+    (2, 4, 4, 1, 1, 0, 0, 4, 1, (3, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CASES_2D)
+def test_conv_transpose2d_values_and_grads(case, dtype):
+    torch = pytest.importorskip("torch")
+    n, c, o, k, s, p, op, g, d, hw = case
+    kk = (k, k) if isinstance(k, int) else k
+    arrays = [_rand(n, c, *hw, dtype=dtype), _rand(c, o // g, *kk, dtype=dtype, seed=1),
+              _rand(o, dtype=dtype, seed=2)]
+    _check(lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, s, p, op, g, d),
+           lambda x, w, b: F.conv_transpose2d(x, w, b, s, p, op, g, d), arrays, dtype)
+    _check(lambda x, w, b: torch.nn.functional.conv_transpose2d(x[0], w, None, s, p, op, g, d),
+           lambda x, w, b: F.conv_transpose2d(x[0], w, None, s, p, op, g, d), arrays, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_conv_transpose1d_values_and_grads(dtype):
+    torch = pytest.importorskip("torch")
+    arrays = [_rand(2, 4, 7, dtype=dtype), _rand(4, 3, 3, dtype=dtype, seed=1),
+              _rand(6, dtype=dtype, seed=2)]
+    _check(lambda x, w, b: torch.nn.functional.conv_transpose1d(x, w, b, 2, 1, 1, 2, 1),
+           lambda x, w, b: F.conv_transpose1d(x, w, b, 2, 1, 1, 2, 1), arrays, dtype)
+    _check(lambda x, w, b: torch.nn.functional.conv_transpose1d(x[1], w, b[:3], dilation=2),
+           lambda x, w, b: F.conv_transpose1d(x[1], w, b[:3], dilation=2), arrays, dtype)
+
+
+def test_conv_transpose_hand_checked():
+    # stride 2, a 2-tap kernel of ones: each input lands on two outputs, no overlap
+    x = rt.tensor([[[1.0, 2.0, 3.0]]])
+    w = rt.ones(1, 1, 2)
+    assert F.conv_transpose1d(x, w, stride=2).tolist() == [[[1.0, 1.0, 2.0, 2.0, 3.0, 3.0]]]
+    # stride 1: overlapping taps add
+    assert F.conv_transpose1d(x, w).tolist() == [[[1.0, 3.0, 5.0, 3.0]]]
+
+
+def test_conv_transpose_modules_init_repr_and_output_size():
+    torch = pytest.importorskip("torch")
+    args = dict(stride=2, padding=1, output_padding=1, groups=2, dilation=2, bias=False)
+    ours, theirs = rt.nn.ConvTranspose2d(4, 6, 3, **args), torch.nn.ConvTranspose2d(4, 6, 3, **args)
+    assert repr(ours) == repr(theirs)
+    assert repr(rt.nn.ConvTranspose1d(4, 6, 3)) == repr(torch.nn.ConvTranspose1d(4, 6, 3))
+    assert tuple(ours.weight.shape) == tuple(theirs.weight.shape) == (4, 3, 3, 3)
+    m = rt.nn.ConvTranspose2d(16, 8, 3)
+    bound = 1 / np.sqrt(8 * 9)  # fan_in of a transposed weight is out/groups * k*k
+    assert np.abs(m.bias.detach().numpy()).max() <= bound
+    assert np.abs(m.weight.detach().numpy()).max() <= bound
+    tm = torch.nn.ConvTranspose2d(4, 3, 3, stride=2)
+    rm = rt.nn.ConvTranspose2d(4, 3, 3, stride=2)
+    rm.load_state_dict({k: rt.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    x = _rand(1, 4, 5, 5, dtype="float32")
+    for size in [(12, 12), (11, 12), [1, 3, 12, 11]]:
+        want = tm(torch.tensor(x), output_size=size)
+        got = rm(rt.tensor(x), output_size=size)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    _raises_same(lambda: tm(torch.tensor(x), output_size=(20, 20)),
+                 lambda: rm(rt.tensor(x), output_size=(20, 20)))
+    t1, r1 = torch.nn.ConvTranspose1d(2, 2, 3, stride=3), rt.nn.ConvTranspose1d(2, 2, 3, stride=3)
+    r1.load_state_dict({k: rt.tensor(v.detach().numpy()) for k, v in t1.state_dict().items()})
+    x1 = _rand(2, 2, 4, dtype="float32")
+    np.testing.assert_allclose(r1(rt.tensor(x1), output_size=[14]).detach().numpy(),
+                               t1(torch.tensor(x1), output_size=[14]).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_conv_transpose_errors_as_torch():
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    w = _rand(4, 3, 3, 3, dtype="float32")
+    cases = [
+        ((1, 5, 8, 8), {}), ((1, 4, 8, 8), {"bias": _rand(5, dtype="float32")}),
+        ((1, 4, 8, 8), {"stride": 2, "output_padding": 2}), ((1, 4, 2, 2), {"padding": 3}),
+        ((1, 4, 8, 8), {"groups": 3}), ((4, 8, 8, 8, 8), {}),
+    ]
+    for shape, kw in cases:
+        x = _rand(*shape, dtype="float32")
+        tk = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        rk = {k: rt.tensor(v) if isinstance(v, np.ndarray) else v for k, v in kw.items()}
+        _raises_same(lambda: tf.conv_transpose2d(torch.tensor(x), torch.tensor(w), **tk),
+                     lambda: F.conv_transpose2d(rt.tensor(x), rt.tensor(w), **rk))
+    _raises_same(lambda: tf.conv_transpose1d(torch.ones(4, 8, 8, 8), torch.ones(4, 3, 3)),
+                 lambda: F.conv_transpose1d(rt.ones(4, 8, 8, 8), rt.ones(4, 3, 3)))
+    _raises_same(lambda: torch.nn.ConvTranspose2d(4, 3, 3, padding_mode="reflect"),
+                 lambda: rt.nn.ConvTranspose2d(4, 3, 3, padding_mode="reflect"))
+
+
+def test_compiled_conv_transpose_decoder_equals_eager():
+    import planner
+
+    rt.manual_seed(0)
+    model = rt.nn.Sequential(
+        rt.nn.Conv2d(2, 4, 3, stride=2, padding=1), rt.nn.ReLU(),
+        rt.nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2),
+        rt.nn.ReLU(inplace=True), rt.nn.ConvTranspose2d(4, 2, 3, padding=1))
+    twin = copy.deepcopy(model)
+
+    def trainer(m):
+        opt = rt.optim.SGD(m.parameters(), lr=0.05)
+
+        def step(x):
+            opt.zero_grad()
+            loss = F.mse_loss(m(x), x)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    compiled, eager = planner.compile(trainer(model)), trainer(twin)
+    x = rt.randn(3, 2, 8, 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [float(compiled(x)) for _ in range(3)]
+    want = [float(eager(x)) for _ in range(3)]
+    assert compiled.captures == 1
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for (name, a), (_, b) in zip(model.state_dict().items(), twin.state_dict().items()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
+                                   atol=1e-6, err_msg=name)
