@@ -270,3 +270,11 @@ from . import safetensors, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 
 __all__ += ["load", "safetensors", "save", "utils"]
+
+from .ops.functional import transpose as swapdims  # noqa: E402
+from .ops.inplace_ops import (  # noqa: E402
+    index_copy, index_fill, index_put, masked_scatter, nanmean, nansum, select)
+from .ops.tensor_ops import movedim as moveaxis  # noqa: E402
+
+__all__ += ["index_copy", "index_fill", "index_put", "masked_scatter", "moveaxis", "nanmean",
+            "nansum", "select", "swapdims"]

@@ -106,6 +106,10 @@ def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
         dim, unbiased = None, dim
     if not x.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
+    if x.dtype.itemsize < 4:
+        # half squares overflow at 256: PyTorch accumulates in float32 and rounds once
+        return F.cast(var(F.cast(x, D.float32), dim, unbiased, keepdim,
+                          correction=correction), x.dtype)
     axes = F._axes(dim, x.ndim)
     n = math.prod(x.shape[a] for a in axes)
     centered = F.sub(x, F.mean(x, axes, keepdim=True))
@@ -116,6 +120,11 @@ def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
 
 def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if x.dtype.is_floating_point and x.dtype.itemsize < 4:  # float32 inside, one rounding
+        return F.cast(std(F.cast(x, D.float32), dim, unbiased, keepdim,
+                          correction=correction), x.dtype)
     return F.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
 
 

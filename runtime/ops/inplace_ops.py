@@ -1,0 +1,312 @@
+"""PyTorch's remaining in-place Tensor methods (relu_, abs_, index_fill_, masked_scatter_,
+fill_diagonal_, random_, unsqueeze_ ...), unfold/select and the NaN-skipping sums.
+
+Each value-changing one is its out-of-place form written into the tensor through ``copy_``
+or ``apply_inplace``, so version counters, leaf checks, views (CopySlices) and capture in
+``planner.compile`` come from the one place that does them. Nothing here reads tensor values
+in Python: index masks are built from shapes and compared on tensors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from ..tracing import GraphBreak
+from ..tracing import _state as _trace_state
+from . import functional as F
+from . import prims as P
+from . import tensor_ops as T
+from .composite import _inplace, relu, sigmoid
+from .inplace import ERR_LEAF_INPLACE, apply_inplace
+from .shapes import wrap_dim
+
+
+def _prim_inplace(prim: Any) -> Any:
+    def method(t: Tensor) -> Tensor:
+        return apply_inplace(prim, t)
+
+    method.__name__ = prim.name + "_"
+    method.__doc__ = f"In place: ``{prim.name}(self)``."
+    return method
+
+
+abs_ = _prim_inplace(P.ABS)
+log_ = _prim_inplace(P.LOG)
+floor_ = _prim_inplace(P.FLOOR)
+ceil_ = _prim_inplace(P.CEIL)
+trunc_ = _prim_inplace(P.TRUNC)
+sign_ = _prim_inplace(P.SIGN)
+sin_ = _prim_inplace(P.SIN)
+cos_ = _prim_inplace(P.COS)
+log1p_ = _prim_inplace(P.LOG1P)
+expm1_ = _prim_inplace(P.EXPM1)
+
+
+def relu_(t: Tensor) -> Tensor:
+    return _inplace(relu, t)
+
+
+def sigmoid_(t: Tensor) -> Tensor:
+    return _inplace(sigmoid, t)
+
+
+def round_(t: Tensor, *, decimals: int = 0) -> Tensor:
+    return apply_inplace(P.ROUND, t) if decimals == 0 else F.copy_(t, F.round(
+        F.clone(t), decimals=decimals))
+
+
+def clamp_min_(t: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+    return F.clamp_(t, min, None)
+
+
+def clamp_max_(t: Tensor, max: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+    return F.clamp_(t, None, max)
+
+
+# --- in-place metadata changes ---------------------------------------------------------------
+
+
+def _restride(t: Tensor, view: Tensor) -> Tensor:
+    """t takes ``view``'s shape and history (PyTorch's unsqueeze_/t_ ...: same storage, new
+    geometry). A captured step cannot rebind a traced value's shape: it falls back."""
+    if _trace_state.tracer is not None:
+        raise GraphBreak("in-place view op (unsqueeze_/squeeze_/t_/transpose_)")
+    if t._rg and t._grad_fn is None and t._base is None:
+        raise RuntimeError(ERR_LEAF_INPLACE)
+    t._data = view._data
+    if view._rg:
+        t._grad_fn = view.grad_fn
+        t.output_nr = view.output_nr
+    return t
+
+
+def unsqueeze_(t: Tensor, dim: int) -> Tensor:
+    return _restride(t, F.unsqueeze(t, dim))
+
+
+def squeeze_(t: Tensor, dim: Any = None) -> Tensor:
+    return _restride(t, F.squeeze(t, dim))
+
+
+def t_inplace(t: Tensor) -> Tensor:
+    return _restride(t, F.t_(t))
+
+
+def transpose_(t: Tensor, dim0: int, dim1: int) -> Tensor:
+    return _restride(t, F.transpose(t, dim0, dim1))
+
+
+# --- index writes ----------------------------------------------------------------------------
+
+
+def _check_index(index: Tensor, name: str) -> None:
+    if index.dtype is not D.int64:
+        raise IndexError(f"{name}(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector")
+
+
+def _check_values(index: Tensor, x: Tensor, d: int, prefix: str, lowest: int) -> None:
+    """PyTorch's IndexError for an index outside [lowest * n, n) along ``d``."""
+    n = x.shape[d] if x.ndim else 1
+    if index.numel():
+        F.check_bounds(index, lowest * n, n, f"{prefix}index {{}} is out of bounds for "
+                       f"dimension {d} with size {n}", error="IndexError")
+
+
+def _hit_mask(x: Tensor, d: int, index: Tensor) -> Tensor:
+    """True on the slices of x along ``d`` that ``index`` names (negative indices wrap)."""
+    n = x.shape[d] if x.ndim else 1
+    idx = F.reshape(index, (-1,))
+    idx = F.where(F.lt(idx, 0), F.add(idx, n), idx)
+    rows = T._arange_along(n, 0, 2, x.device)
+    hit = F.amax(F.cast(F.eq(rows, F.reshape(idx, (1, -1))), D.int64), 1) if idx.numel() \
+        else F.mul(F.reshape(rows, (n,)), 0)
+    shape = [1] * x.ndim
+    if x.ndim:
+        shape[d] = n
+    return F.reshape(F.gt(hit, 0), tuple(shape))
+
+
+def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """x with ``value`` on the slices along ``dim`` that ``index`` names."""
+    _check_index(index, "index_fill_")
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    _check_values(index, x, d, "", -1)
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        value = F.cast(value, x.dtype)
+    return F.where(_hit_mask(x, d, index), value, x)
+
+
+def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    return F.copy_(x, index_fill(x, dim, index, value))
+
+
+def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """x with ``source``'s slices at the places along ``dim`` that ``index`` names."""
+    from .extra_ops import index_add
+
+    _check_index(index, "index_copy_")
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    _check_values(index, x, d, "index_copy_(): ", 0)
+    placed = index_add(F.mul(x.detach(), 0), d,
+                       index, F.cast(source, x.dtype))
+    return F.where(_hit_mask(x, d, index), placed, x)
+
+
+def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    return F.copy_(x, index_copy(x, dim, index, source))
+
+
+_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
+         "int32": "Int", "bool": "Bool", "int8": "Char", "uint8": "Byte", "int16": "Short",
+         "bfloat16": "BFloat16"}
+
+
+def index_put(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+              ) -> Tensor:
+    """A copy of x with ``x[indices] = values`` (``+=`` with ``accumulate``, repeated indices
+    summing)."""
+    out = F.clone(x)
+    return index_put_(out, indices, values, accumulate)
+
+
+def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+               ) -> Tensor:
+    key = tuple(indices)
+    if isinstance(values, Tensor) and values.dtype is not x.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_TYPE[x.dtype.name]} for the destination and "
+                           f"{_TYPE[values.dtype.name]} for the source.")
+    if not accumulate:
+        F.setitem(x, key, values)
+        return x
+    template, idx, _ = F._norm_key(key, x.device)
+    if not isinstance(values, Tensor):
+        values = Tensor(np.asarray(values, dtype=x.dtype.np), device=x.device)
+    shape = P._key_shape(x.shape, [i.shape for i in idx], template)
+    values = F.expand(F.cast(values, x.dtype), *shape)
+    return F.add_(x, F.index_backward(values, *idx, key=template, shape=x.shape))
+
+
+def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """x with source's leading elements, in order, written where ``mask`` is True."""
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype.name}")
+    m = F.expand(mask, *x.shape)
+    flat = F.reshape(F.cast(m, D.int64), (-1,))
+    pos = F.sub(F.cumsum(flat, 0), 1)
+    src = F.reshape(F.cast(source, x.dtype), (-1,))
+    if src.numel() == 0:
+        return F.where(m, F.mul(x, 0), x)
+    pos = F.clamp(pos, 0, src.numel() - 1)
+    picked = F.reshape(T.index_select(src, 0, pos), x.shape)
+    return F.where(m, picked, x)
+
+
+def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    return F.copy_(x, masked_scatter(x, mask, source))
+
+
+def fill_diagonal_(x: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
+    """The main diagonal (every index equal) set to ``fill_value``; a tall matrix with
+    ``wrap`` restarts the diagonal every ncols + 1 rows, as PyTorch's."""
+    if x.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if x.ndim > 2 and len(set(x.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(x.shape, dtype=bool)
+    if x.ndim == 2:
+        rows, cols = x.shape
+        n = rows if wrap and rows > cols + 1 else min(rows, cols)
+        flat = mask.reshape(-1)
+        stride = cols + 1
+        k = np.arange(0, n * cols if wrap else min(rows, cols) * stride, stride)
+        flat[k[k < rows * cols]] = True
+    else:
+        ii = np.arange(x.shape[0])
+        mask[(ii,) * x.ndim] = True
+    return x.masked_fill_(Tensor(mask, device=x.device), fill_value)
+
+
+def random_(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any = None
+            ) -> Tensor:
+    """Integers drawn uniformly from [from, to); no ``to``: [0, 2**mantissa] for floats (as
+    PyTorch's), the dtype's maximum + 1 for integers."""
+    from ..creation import randint
+
+    if to is None and from_ != 0:  # random_(to)
+        from_, to = 0, from_
+    if to is None:
+        if x.dtype.is_floating_point:
+            to = 2 ** (np.finfo(x.dtype.np).nmant + 1) + 1
+        elif x.dtype is D.bool_:
+            to = 2
+        else:
+            to = int(np.iinfo(x.dtype.np).max) + 1
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
+                           f"from={from_} >= to={to}")
+    r = randint(from_, to, tuple(x.shape), generator=generator, device=x.device)
+    return F.copy_(x, F.cast(r, x.dtype))
+
+
+# --- views and NaN-skipping reductions -------------------------------------------------------
+
+
+def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Every ``size``-long window along ``dimension``, ``step`` apart, as a new last dim."""
+    d = wrap_dim(dimension, x.ndim) if x.ndim else 0
+    n = x.shape[d] if x.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if x.ndim == 0:
+        return F.reshape(x, (1,))
+    count = (n - size) // step + 1
+    idx = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
+    picked = T.index_select(x, d, Tensor(idx.astype(np.int64), device=x.device))
+    shape = (*x.shape[:d], count, size, *x.shape[d + 1:])
+    return T.movedim(F.reshape(picked, shape), d + 1, -1)
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    """``x[..., index, ...]`` along ``dim`` (that dim removed)."""
+    if x.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x.shape)} at dimension {d}")
+    return F.getitem(x, (slice(None),) * d + (index,))
+
+
+def nansum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """sum with NaNs counted as zero."""
+    if not x.dtype.is_floating_point:
+        return F.sum(x, dim, keepdim, dtype=dtype)
+    return F.sum(F.where(T.isnan(x), 0.0, x), dim, keepdim, dtype=dtype)
+
+
+def nanmean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
+            ) -> Tensor:
+    """mean of the non-NaN elements (NaN where there are none)."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {x.dtype.name.capitalize()}")
+    if dtype is not None:
+        x = F.cast(x, D.as_dtype(dtype))
+    count = F.sum(F.cast(T.logical_not(T.isnan(x)), x.dtype), dim, keepdim)
+    return F.div(nansum(x, dim, keepdim), count)
+

@@ -1,0 +1,245 @@
+"""PyTorch parity of the second batch of tensor ops: the remaining in-place methods,
+unfold/select, NaN-skipping sums, half-precision var/std, ordering reductions and math
+functions. Hand-computed expectations run without torch; torch comparisons where installed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+from runtime.autograd.gradcheck import gradcheck
+
+R = np.random.default_rng(7)
+
+
+def _torch() -> Any:
+    return pytest.importorskip("torch")
+
+
+def _run(lib: Any, fn: Any, arrays: tuple[np.ndarray, ...], dtype: str) -> list[np.ndarray]:
+    """fn's outputs and the gradients of the float inputs (cast to ``dtype``) as numpy."""
+    xs = [lib.tensor(a.astype(dtype) if a.dtype.kind == "f" else a,
+                     requires_grad=a.dtype.kind == "f") for a in arrays]
+    out = fn(lib, *xs)
+    outs = list(out) if isinstance(out, tuple) else [out]
+    diff = [o for o in outs if o.dtype.is_floating_point and o.requires_grad]
+    if diff:
+        seeds = [lib.tensor(np.linspace(0.5, 1.5, o.numel()).reshape(tuple(o.shape))
+                            .astype(dtype)) for o in diff]
+        lib.autograd.backward(diff, seeds)
+    res = [o.detach().numpy() for o in outs]
+    res += [np.zeros(x.shape) if x.grad is None else x.grad.numpy()
+            for x in xs if x.requires_grad]
+    return res
+
+
+def same_as_torch(fn: Any, *arrays: np.ndarray, dtypes: tuple[str, ...] = ("float32", "float64"),
+                  tol: float | None = None) -> None:
+    torch = _torch()
+    for dtype in dtypes:
+        ours = _run(rt, fn, arrays, dtype)
+        theirs = _run(torch, fn, arrays, dtype)
+        assert len(ours) == len(theirs)
+        t = tol if tol is not None else (1e-5 if dtype == "float32" else 1e-10)
+        for a, b in zip(ours, theirs, strict=True):
+            assert a.dtype == b.dtype, (a.dtype, b.dtype)
+            np.testing.assert_allclose(a, b, rtol=t, atol=t)
+
+
+def check_grad(fn: Any, *arrays: np.ndarray) -> None:
+    xs = tuple(rt.tensor(a, requires_grad=True) for a in arrays)
+    assert gradcheck(fn, xs)
+
+
+def raises_same(fn: Any) -> None:
+    torch = _torch()
+    got = []
+    for lib in (rt, torch):
+        try:
+            fn(lib)
+        except Exception as e:  # noqa: BLE001 - the type and text are compared
+            got.append((type(e).__name__, str(e)))
+        else:
+            got.append(None)
+    assert got[0] == got[1] and got[0] is not None, got
+
+
+# --- 1. in-place methods ---------------------------------------------------------------------
+
+X = R.standard_normal((3, 4))
+
+UNARY_INPLACE = ["relu_", "sigmoid_", "tanh_", "abs_", "exp_", "sqrt_", "neg_", "floor_",
+                 "ceil_", "round_", "log_"]
+
+
+@pytest.mark.parametrize("name", UNARY_INPLACE)
+def test_unary_inplace_matches_torch(name: str) -> None:
+    a = np.abs(X) + 0.1 if name in ("sqrt_", "log_") else X
+
+    def fn(m: Any, x: Any) -> Any:
+        y = x * 1.5
+        getattr(y, name)()
+        return y * 2
+
+    same_as_torch(fn, a)
+
+
+def test_unary_inplace_by_hand() -> None:
+    x = rt.tensor([-1.5, 0.4, 2.5], dtype=rt.float64)
+    assert x.clone().relu_().tolist() == [0.0, 0.4, 2.5]
+    assert x.clone().abs_().tolist() == [1.5, 0.4, 2.5]
+    assert x.clone().round_().tolist() == [-2.0, 0.0, 2.0]
+    assert x.clone().floor_().tolist() == [-2.0, 0.0, 2.0]
+    assert x.clone().clamp_min_(0.0).tolist() == [0.0, 0.4, 2.5]
+    assert x.clone().clamp_max_(0.0).tolist() == [-1.5, 0.0, 0.0]
+    assert x.clone().clip_(-1, 1).tolist() == [-1.0, 0.4, 1.0]
+    leaf = rt.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        leaf.relu_()
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        leaf.unsqueeze_(0)
+
+
+def test_clamp_min_max_inplace_and_round_decimals() -> None:
+    same_as_torch(lambda m, x: (x * 1).clamp_min_(0.2).clamp_max_(0.9) * 3, X)
+    same_as_torch(lambda m, x: (x * 1).round_(decimals=2) + x, X)
+
+
+def test_inplace_view_methods() -> None:
+    def fn(m: Any, x: Any) -> Any:
+        y = x * 2
+        y.unsqueeze_(0)
+        assert tuple(y.shape) == (1, 3, 4)
+        y.squeeze_(0)
+        y.t_()
+        y.transpose_(0, 1)
+        y.unsqueeze_(-1).squeeze_()
+        return y * m.arange(12.0, dtype=y.dtype).reshape(3, 4)
+
+    same_as_torch(fn, X)
+    y = rt.ones(2, 3)
+    assert y.t_() is y and tuple(y.shape) == (3, 2)
+
+
+def test_index_fill_copy_put() -> None:
+    idx = np.array([0, 2])
+    same_as_torch(lambda m, x, i: (x * 1).index_fill_(1, i, -1.0) * x, X, idx)
+    same_as_torch(lambda m, x, i: (x * 1).index_fill_(0, i, 2.5), X, idx)
+    src = R.standard_normal((3, 2))
+    same_as_torch(lambda m, x, i, s: (x * 1).index_copy_(1, i, s) * 2, X, idx, src)
+    vals = R.standard_normal(3)
+
+    def put(m: Any, x: Any, v: Any) -> Any:
+        rows, cols = m.tensor([0, 1, 0]), m.tensor([1, 2, 1])
+        a = (x * 1).index_put_((rows, cols), v, accumulate=True)
+        b = (x * 1).index_put_((rows[1:], cols[1:]), v[1:])
+        return a + b
+
+    same_as_torch(put, X, vals)
+    x = rt.zeros(3, 4)
+    x.index_fill_(1, rt.tensor([1, -1]), 5.0)
+    assert x[0].tolist() == [0.0, 5.0, 0.0, 5.0]
+    raises_same(lambda m: m.zeros(3).index_fill_(0, m.tensor([0.0]), 1))
+    raises_same(lambda m: m.zeros(3, 4).index_fill_(1, m.tensor([-5]), 1))
+    raises_same(lambda m: m.zeros(3, 4).index_copy_(1, m.tensor([-1]), m.ones(3, 1)))
+    raises_same(lambda m: m.zeros(3, dtype=m.float64).index_put_((m.tensor([0]),),
+                                                                 m.tensor([1.0])))
+
+
+def test_masked_scatter_fill_diagonal_random() -> None:
+    mask = np.array([[1, 0, 1, 0], [0, 1, 1, 1], [0, 0, 0, 1]], dtype=bool)
+    src = R.standard_normal(12)
+    same_as_torch(lambda m, x, k, s: (x * 1).masked_scatter_(k, s * 1) * x, X, mask, src)
+    x = rt.zeros(2, 4)
+    x.masked_scatter_(rt.tensor(mask[:2]), rt.arange(10.0))
+    assert x.tolist() == [[0, 0, 1, 0], [0, 2, 3, 4]]
+    torch = _torch()
+    for shape, wrap in [((3, 4), False), ((7, 3), True), ((7, 3), False), ((5, 2), True),
+                        ((3, 3, 3), False)]:
+        ours = rt.zeros(*shape).fill_diagonal_(2.0, wrap=wrap).numpy()
+        theirs = torch.zeros(*shape).fill_diagonal_(2.0, wrap=wrap).numpy()
+        np.testing.assert_array_equal(ours, theirs)
+    r = rt.zeros(1000).random_(3, 7)
+    assert set(r.tolist()) == {3.0, 4.0, 5.0, 6.0}
+    assert set(rt.zeros(500, dtype=rt.int64).random_(4).tolist()) == {0, 1, 2, 3}
+    assert rt.zeros(100).random_().min().item() >= 0
+    raises_same(lambda m: m.zeros(3).random_(5, 2))
+
+
+def test_unfold_select_aliases() -> None:
+    same_as_torch(lambda m, x: x.unfold(1, 2, 1) * 2, X)
+    same_as_torch(lambda m, x: x.unfold(0, 2, 2), X)
+    same_as_torch(lambda m, x: x.select(1, -1) + x.select(0, 2).sum(), X)
+    assert rt.arange(10.0).unfold(0, 3, 2).tolist() == [
+        [0, 1, 2], [2, 3, 4], [4, 5, 6], [6, 7, 8]]
+    same_as_torch(lambda m, x: m.swapdims(x, 0, 1) + x.swapaxes(1, 0) + x.swapdims(0, 1), X)
+    y = R.standard_normal((2, 3, 4))
+    same_as_torch(lambda m, x: m.moveaxis(x, 0, -1) * x.moveaxis(2, 0).permute(2, 0, 1), y)
+    same_as_torch(lambda m, x: m.select(x, 0, 1), X)
+    raises_same(lambda m: m.ones(3).unfold(0, 4, 1))
+    raises_same(lambda m: m.ones(3, 2).select(1, 2))
+
+
+def test_nansum_nanmean() -> None:
+    a = X.copy()
+    a[0, 1] = a[2, 3] = np.nan
+    a[1, :3] = np.nan
+    assert rt.nansum(rt.tensor([1.0, float("nan"), 2.0])).item() == 3.0
+    assert rt.tensor([1.0, float("nan"), 2.0]).nanmean().item() == 1.5
+    assert np.isnan(rt.tensor([float("nan")]).nanmean().item())
+    same_as_torch(lambda m, x: m.nansum(x) + x.nansum(1).sum(), a)
+    same_as_torch(lambda m, x: m.nanmean(x, 1), a)
+    same_as_torch(lambda m, x: x.nanmean(0, keepdim=True), a)
+    same_as_torch(lambda m, x: x.nanmean(), a)
+    check_grad(lambda x: rt.nansum(x, 0) + rt.nanmean(x, 0), a[[0, 2]])
+
+
+def test_inplace_methods_in_a_compiled_step() -> None:
+    def step(x: rt.Tensor, mask: rt.Tensor) -> rt.Tensor:
+        y = x * 2
+        y.relu_()
+        y.abs_()
+        y.index_fill_(1, rt.tensor([0]), 0.5)
+        y.masked_scatter_(mask, x.flatten() * 3)
+        y.clamp_min_(0.1)
+        z = y.unfold(1, 2, 2).sum(-1).select(0, 1) + rt.nansum(y)
+        loss = z.sum()
+        loss.backward()
+        return loss
+
+    mask = rt.tensor(X > 0.5)
+    eager_x = rt.tensor(X, requires_grad=True)
+    expected = step(eager_x, mask)
+    compiled = planner.compile(step)
+    for _ in range(2):
+        cx = rt.tensor(X, requires_grad=True)
+        got = compiled(cx, mask)
+        np.testing.assert_allclose(got.item(), expected.item(), rtol=1e-12)
+        np.testing.assert_allclose(cx.grad.numpy(), eager_x.grad.numpy(), rtol=1e-12)
+
+
+# --- 2. half-precision var/std -------------------------------------------------------------
+
+
+def test_half_var_std_accumulate_in_float32() -> None:
+    a = np.linspace(200, 400, 50).astype(np.float16)
+    x = rt.tensor(a)
+    expected = np.float16(np.var(a.astype(np.float32), ddof=1))
+    assert x.var().dtype is rt.float16 and x.var().item() == float(expected)
+    assert np.isfinite(x.std().item())
+    torch = _torch()
+    t = torch.tensor(a)
+    for name in ("var", "std"):
+        assert getattr(x, name)().item() == getattr(t, name)().item()
+        assert getattr(x, name)(0, correction=0).item() == getattr(t, name)(
+            0, correction=0).item()
+    for name in ("var_mean", "std_mean"):
+        ours = getattr(rt, name)(x.reshape(5, 10), 1)
+        theirs = getattr(torch, name)(t.reshape(5, 10), 1)
+        for o, th in zip(ours, theirs, strict=True):
+            assert o.dtype is rt.float16
+            np.testing.assert_array_equal(o.numpy(), th.numpy())
