@@ -29,6 +29,7 @@ from runtime.nn.container import Sequential
 from runtime.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from runtime.nn.distance import CosineSimilarity, PairwiseDistance
 from runtime.nn.dropout import Dropout, Dropout1d, Dropout2d
+from runtime.nn.instancenorm import InstanceNorm1d, InstanceNorm2d
 from runtime.nn.linear import Identity, Linear
 from runtime.nn.loss import (
     BCELoss,
@@ -138,6 +139,8 @@ __all__ = [
     "Softmin",
     "Softshrink",
     "Identity",
+    "InstanceNorm1d",
+    "InstanceNorm2d",
     "LayerNorm",
     "Linear",
     "LogSoftmax",

@@ -714,3 +714,51 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                           one(dilation, "dilation", 1))
     out = F.squeeze(out, 2)
     return out if input.ndim == 3 else F.squeeze(out, 0)
+
+
+# ------------------------------------------------------------------------ instance norm
+
+
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """PyTorch's ``F.instance_norm`` over the spatial dims of (N, C, ...), each (n, c) with its
+    own statistics. PyTorch runs a batch norm of (1, N*C, ...) with the running statistics
+    repeated N times, then keeps their mean over N: the update below is that mean, written
+    out (the unbiased variance of each instance, as batch norm's)."""
+    from ..autograd.grad_mode import no_grad
+
+    if input.ndim < 3:
+        raise ValueError(f"expected 3D or more input (got {input.ndim}D input)")
+    c = input.shape[1]
+    axes = tuple(range(2, input.ndim))
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if use_input_stats:
+        count = math.prod(input.shape[2:])
+        if count == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                             f"size {_torch_size(input)}")
+        mean = F.mean(input, axes, keepdim=True)
+        centered = F.sub(input, mean)
+        var = F.mean(F.mul(centered, centered), axes, keepdim=True)
+        if running_mean is not None and running_var is not None:
+            with no_grad():
+                n = input.shape[0]
+                batch_mean = F.mean(F.reshape(mean.detach(), (n, c)), 0)
+                unbiased = F.mul(F.mean(F.reshape(var.detach(), (n, c)), 0),
+                                 count / (count - 1))
+                running_mean.mul_(1 - momentum).add_(F.mul(batch_mean, momentum))
+                running_var.mul_(1 - momentum).add_(F.mul(unbiased, momentum))
+        out = F.mul(centered, F.div(1.0, F.sqrt(F.add(var, eps))))
+    else:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when "
+                               "use_input_stats is false")
+        inv = F.div(1.0, F.sqrt(F.add(F.reshape(running_var, shape), eps)))
+        out = F.mul(F.sub(input, F.reshape(running_mean, shape)), inv)
+    if weight is not None:
+        out = F.mul(out, F.reshape(weight, shape))
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, shape))
+    return out

@@ -191,12 +191,13 @@ def test_conv_transpose_errors_as_torch():
                  lambda: rt.nn.ConvTranspose2d(4, 3, 3, padding_mode="reflect"))
 
 
-def test_compiled_conv_transpose_decoder_equals_eager():
+def test_compiled_conv_transpose_decoder_with_instance_norm_equals_eager():
     import planner
 
     rt.manual_seed(0)
     model = rt.nn.Sequential(
-        rt.nn.Conv2d(2, 4, 3, stride=2, padding=1), rt.nn.ReLU(),
+        rt.nn.Conv2d(2, 4, 3, stride=2, padding=1),
+        rt.nn.InstanceNorm2d(4, affine=True, track_running_stats=True), rt.nn.ReLU(),
         rt.nn.ConvTranspose2d(4, 4, 3, stride=2, padding=1, output_padding=1, groups=2),
         rt.nn.ReLU(inplace=True), rt.nn.ConvTranspose2d(4, 2, 3, padding=1))
     twin = copy.deepcopy(model)
@@ -223,3 +224,67 @@ def test_compiled_conv_transpose_decoder_equals_eager():
     for (name, a), (_, b) in zip(model.state_dict().items(), twin.state_dict().items()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
                                    atol=1e-6, err_msg=name)
+
+
+# ------------------------------------------------------------------------------- item 3
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 4, 6), (2, 3, 4, 5)])
+def test_instance_norm_functional_values_and_grads(shape, dtype):
+    torch = pytest.importorskip("torch")
+    c = shape[1]
+    arrays = [_rand(*shape, dtype=dtype), _rand(c, dtype=dtype, seed=1),
+              _rand(c, dtype=dtype, seed=2)]
+    _check(lambda x, w, b: torch.nn.functional.instance_norm(x, weight=w, bias=b, eps=1e-3),
+           lambda x, w, b: F.instance_norm(x, weight=w, bias=b, eps=1e-3), arrays, dtype)
+    rm, rv = np.abs(_rand(c, dtype=dtype, seed=3)), np.abs(_rand(c, dtype=dtype, seed=4)) + 0.5
+    _check(lambda x, w, b: torch.nn.functional.instance_norm(
+               x, torch.tensor(rm), torch.tensor(rv), w, b, use_input_stats=False),
+           lambda x, w, b: F.instance_norm(x, rt.tensor(rm), rt.tensor(rv), w, b,
+                                           use_input_stats=False), arrays, dtype)
+
+
+@pytest.mark.parametrize("cls,shape", [("InstanceNorm1d", (3, 4, 6)),
+                                       ("InstanceNorm1d", (4, 6)),
+                                       ("InstanceNorm2d", (2, 4, 3, 5)),
+                                       ("InstanceNorm2d", (4, 3, 5))])
+def test_instance_norm_modules_train_eval_running_stats(cls, shape):
+    torch = pytest.importorskip("torch")
+    for kw in [{}, {"affine": True}, {"track_running_stats": True, "momentum": 0.3},
+               {"affine": True, "track_running_stats": True, "momentum": None},
+               {"affine": True, "bias": False}]:
+        theirs, ours = getattr(torch.nn, cls)(4, **kw), getattr(rt.nn, cls)(4, **kw)
+        assert repr(ours) == repr(theirs)
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        for step in range(2):
+            x = _rand(*shape, dtype="float32", seed=step)
+            got = ours(rt.tensor(x, requires_grad=True))
+            want = theirs(torch.tensor(x, requires_grad=True))
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+        for (k, a), (_, b) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6, err_msg=k)
+        ours.eval(), theirs.eval()
+        x = _rand(*shape, dtype="float32", seed=5)
+        np.testing.assert_allclose(ours(rt.tensor(x)).detach().numpy(),
+                                   theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_instance_norm_hand_checked_and_errors():
+    torch = pytest.importorskip("torch")
+    out = F.instance_norm(rt.tensor([[[1.0, 3.0]]]))
+    np.testing.assert_allclose(out.numpy(), [[[-1.0, 1.0]]], rtol=1e-4)  # eps shrinks it a bit
+    tf = torch.nn.functional
+    _raises_same(lambda: tf.instance_norm(torch.ones(2, 3, 4), use_input_stats=False),
+                 lambda: F.instance_norm(rt.ones(2, 3, 4), use_input_stats=False))
+    _raises_same(lambda: tf.instance_norm(torch.ones(2, 3, 1)),
+                 lambda: F.instance_norm(rt.ones(2, 3, 1)))
+    _raises_same(lambda: torch.nn.InstanceNorm1d(3)(torch.ones(2, 3, 4, 5)),
+                 lambda: rt.nn.InstanceNorm1d(3)(rt.ones(2, 3, 4, 5)))
+    _raises_same(lambda: torch.nn.InstanceNorm2d(3, affine=True)(torch.ones(2, 4, 4, 5)),
+                 lambda: rt.nn.InstanceNorm2d(3, affine=True)(rt.ones(2, 4, 4, 5)))
+    with pytest.warns(UserWarning, match="does not match num_features"):
+        rt.nn.InstanceNorm2d(3)(rt.randn(2, 4, 4, 5))

@@ -1,0 +1,87 @@
+"""`InstanceNorm1d` and `InstanceNorm2d`: each sample's channel normalized over its own
+spatial extent; optional affine parameters and running statistics, as PyTorch's (off by
+default, and ``num_batches_tracked`` is registered but never counted, as there)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import runtime as rt
+from runtime.nn import init
+from runtime.nn.module import Module
+from runtime.nn.parameter import Parameter
+from runtime.ops import conv as C
+from runtime.tensor import Tensor
+
+
+class _InstanceNorm(Module):
+    _no_batch_dim = 2
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.register_parameter("weight", None)
+        self.register_parameter("bias", None)
+        if affine:
+            self.weight = Parameter(rt.empty(num_features, device=device, dtype=dtype))
+            if bias:
+                self.bias = Parameter(rt.empty(num_features, device=device, dtype=dtype))
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            self.register_buffer(name, None)
+        if track_running_stats:
+            self.running_mean = rt.zeros(num_features, device=device, dtype=dtype)
+            self.running_var = rt.ones(num_features, device=device, dtype=dtype)
+            self.num_batches_tracked = rt.tensor(0, dtype=rt.int64, device=device)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            self.running_mean.zero_()
+            self.running_var.fill_(1)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        nb = self._no_batch_dim
+        if input.ndim not in (nb, nb + 1):
+            raise ValueError(f"expected {nb}D or {nb + 1}D input (got {input.ndim}D input)")
+        dim = input.ndim - nb
+        if input.shape[dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={dim} to match num_features "
+                                 f"({self.num_features}), but got: {input.shape[dim]}.")
+            warnings.warn(f"input's size at dim={dim} does not match num_features. You can "
+                          "silence this warning by not passing in num_features, which is not "
+                          "used because affine=False", stacklevel=2)
+        x = input if input.ndim == nb + 1 else input.unsqueeze(0)
+        out = C.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              0.0 if self.momentum is None else self.momentum, self.eps)
+        return out if input.ndim == nb + 1 else out.squeeze(0)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """(N, C, L) or unbatched (C, L)."""
+
+    _no_batch_dim = 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """(N, C, H, W) or unbatched (C, H, W)."""
+
+    _no_batch_dim = 3
