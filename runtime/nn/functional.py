@@ -43,6 +43,7 @@ from runtime.ops.composite import (
     tanh,
 )
 from runtime.ops import composite as _composite
+from runtime.nn._layers_fn import alpha_dropout, bilinear, pixel_shuffle, pixel_unshuffle
 from runtime.ops.embedding import embedding
 from runtime.ops.resample import interpolate
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
@@ -85,6 +86,10 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 __all__ = [
+    "alpha_dropout",
+    "bilinear",
+    "pixel_shuffle",
+    "pixel_unshuffle",
     "celu",
     "elu",
     "glu",

@@ -6,6 +6,7 @@ losses."""
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from typing import Any
 
@@ -288,3 +289,137 @@ def test_instance_norm_hand_checked_and_errors():
                  lambda: rt.nn.InstanceNorm2d(3, affine=True)(rt.ones(2, 4, 4, 5)))
     with pytest.warns(UserWarning, match="does not match num_features"):
         rt.nn.InstanceNorm2d(3)(rt.randn(2, 4, 4, 5))
+
+
+# ------------------------------------------------------------------------------- item 4
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_pixel_shuffle_and_unshuffle(dtype):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    _check(lambda x: tf.pixel_shuffle(x, 2), lambda x: F.pixel_shuffle(x, 2),
+           [_rand(2, 8, 3, 4, dtype=dtype)], dtype)
+    _check(lambda x: tf.pixel_shuffle(x, 3), lambda x: F.pixel_shuffle(x, 3),
+           [_rand(2, 2, 9, 3, 2, dtype=dtype)], dtype)
+    _check(lambda x: tf.pixel_unshuffle(x, 2), lambda x: F.pixel_unshuffle(x, 2),
+           [_rand(3, 4, 6, dtype=dtype)], dtype)
+    x = rt.arange(8.0).reshape(1, 4, 1, 2)
+    # channel c*4 + i*2 + j goes to row i, column j of each 2x2 block
+    assert F.pixel_shuffle(x, 2).tolist() == [[[[0.0, 2.0, 1.0, 3.0], [4.0, 6.0, 5.0, 7.0]]]]
+    assert F.pixel_unshuffle(F.pixel_shuffle(x, 2), 2).tolist() == x.tolist()
+    m, tm = rt.nn.PixelShuffle(2), torch.nn.PixelShuffle(2)
+    assert repr(m) == repr(tm)
+    assert repr(rt.nn.PixelUnshuffle(3)) == repr(torch.nn.PixelUnshuffle(3))
+    for args in [((2, 3), 2), ((5, 2, 2), 2)]:
+        _raises_same(lambda: tf.pixel_shuffle(torch.ones(*args[0]), args[1]),
+                     lambda: F.pixel_shuffle(rt.ones(*args[0]), args[1]))
+    for shape in [(1, 5, 3), (1, 4, 3), (4, 3)]:
+        _raises_same(lambda: tf.pixel_unshuffle(torch.ones(*shape), 2),
+                     lambda: F.pixel_unshuffle(rt.ones(*shape), 2))
+
+
+PADS = [("ZeroPad1d", (1,), (2, 3, 4)), ("ZeroPad2d", ((1, 2, 0, 3),), (2, 3, 4)),
+        ("ConstantPad1d", (2, 3.5), (2, 3, 4)), ("ConstantPad2d", ((1, 0, 2, 1), -1.0), (3, 4, 5)),
+        ("ReflectionPad1d", (2,), (2, 3, 4)), ("ReflectionPad2d", ((1, 0, 2, 1),), (1, 3, 4, 5)),
+        ("ReplicationPad1d", ((3, 1),), (3, 4)), ("ReplicationPad2d", (2,), (2, 3, 4, 5)),
+        ("CircularPad1d", (2,), (2, 3, 4)), ("CircularPad2d", ((1, 2, 2, 1),), (2, 3, 4, 5))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,args,shape", PADS)
+def test_padding_modules(name, args, shape, dtype):
+    torch = pytest.importorskip("torch")
+    theirs, ours = getattr(torch.nn, name)(*args), getattr(rt.nn, name)(*args)
+    assert repr(ours) == repr(theirs)
+    _check(theirs, ours, [_rand(*shape, dtype=dtype)], dtype)
+
+
+def test_padding_module_errors():
+    torch = pytest.importorskip("torch")
+    _raises_same(lambda: torch.nn.ReflectionPad1d(1)(torch.ones(3)),
+                 lambda: rt.nn.ReflectionPad1d(1)(rt.ones(3)))
+    _raises_same(lambda: torch.nn.ZeroPad2d(1)(torch.ones(3)),
+                 lambda: rt.nn.ZeroPad2d(1)(rt.ones(3)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_unfold_fold_modules(dtype):
+    torch = pytest.importorskip("torch")
+    for args in [(2,), ((2, 3), 1, 1, 2)]:
+        theirs, ours = torch.nn.Unfold(*args), rt.nn.Unfold(*args)
+        assert repr(ours) == repr(theirs)
+        _check(theirs, ours, [_rand(2, 3, 5, 6, dtype=dtype)], dtype)
+    theirs, ours = torch.nn.Fold((4, 5), 2), rt.nn.Fold((4, 5), 2)
+    assert repr(ours) == repr(theirs)
+    _check(theirs, ours, [_rand(2, 12, 12, dtype=dtype)], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_upsampling_aliases_and_softmax2d(dtype):
+    torch = pytest.importorskip("torch")
+    x = [_rand(2, 3, 4, 5, dtype=dtype)]
+    for name, kw in [("UpsamplingNearest2d", {"scale_factor": 2}),
+                     ("UpsamplingBilinear2d", {"size": (3, 7)}),
+                     ("UpsamplingBilinear2d", {"scale_factor": 2})]:
+        theirs, ours = getattr(torch.nn, name)(**kw), getattr(rt.nn, name)(**kw)
+        assert repr(ours) == repr(theirs)
+        _check(theirs, ours, x, dtype)
+    assert repr(rt.nn.Softmax2d()) == "Softmax2d()"
+    _check(torch.nn.Softmax2d(), rt.nn.Softmax2d(), x, dtype)
+    _check(torch.nn.Softmax2d(), rt.nn.Softmax2d(), [x[0][0]], dtype)
+    _raises_same(lambda: torch.nn.Softmax2d()(torch.ones(2, 3)),
+                 lambda: rt.nn.Softmax2d()(rt.ones(2, 3)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bilinear(dtype):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    arrays = [_rand(2, 3, 4, dtype=dtype), _rand(2, 3, 5, dtype=dtype, seed=1),
+              _rand(6, 4, 5, dtype=dtype, seed=2), _rand(6, dtype=dtype, seed=3)]
+    _check(tf.bilinear, F.bilinear, arrays, dtype)
+    _check(lambda a, b, w, c: tf.bilinear(a[0], b[0], w),
+           lambda a, b, w, c: F.bilinear(a[0], b[0], w), arrays, dtype)
+    x1, x2 = rt.tensor([[1.0, 2.0]]), rt.tensor([[3.0]])
+    w = rt.tensor([[[1.0], [10.0]]])
+    assert F.bilinear(x1, x2, w, rt.tensor([0.5])).tolist() == [[63.5]]  # 3*1 + 2*3*10 + .5
+    theirs, ours = torch.nn.Bilinear(4, 5, 6), rt.nn.Bilinear(4, 5, 6, bias=True)
+    assert repr(ours) == repr(theirs)
+    assert repr(rt.nn.Bilinear(4, 5, 6, bias=False)) == repr(torch.nn.Bilinear(4, 5, 6, False))
+    assert np.abs(ours.weight.detach().numpy()).max() <= 0.5  # 1/sqrt(in1_features)
+    ours.load_state_dict({k: rt.tensor(v.detach().numpy()) for k, v in theirs.state_dict().items()})
+    a, b = _rand(3, 4, dtype="float32"), _rand(3, 5, dtype="float32", seed=1)
+    np.testing.assert_allclose(ours(rt.tensor(a), rt.tensor(b)).detach().numpy(),
+                               theirs(torch.tensor(a), torch.tensor(b)).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    _raises_same(lambda: tf.bilinear(torch.ones(2, 3), torch.ones(2, 4), torch.ones(5, 3, 3)),
+                 lambda: F.bilinear(rt.ones(2, 3), rt.ones(2, 4), rt.ones(5, 3, 3)))
+
+
+def test_alpha_dropout():
+    torch = pytest.importorskip("torch")
+    x = rt.randn(200000, dtype=rt.float64)
+    m = rt.nn.AlphaDropout(0.2)
+    assert repr(m) == repr(torch.nn.AlphaDropout(0.2))
+    assert repr(rt.nn.AlphaDropout(inplace=True)) == repr(torch.nn.AlphaDropout(inplace=True))
+    y = m(x).numpy()
+    # zero mean and unit variance kept, and dropped elements share one value, as PyTorch's
+    assert abs(y.mean()) < 0.02 and abs(y.var() - 1) < 0.02
+    alpha = 1.7580993408473766
+    a = 1 / math.sqrt((alpha ** 2 * 0.2 + 1) * 0.8)
+    dropped = np.isclose(y, -alpha * a + alpha * a * 0.2)
+    assert abs(dropped.mean() - 0.2) < 0.01
+    m.eval()
+    assert m(x) is x
+    assert F.alpha_dropout(x, 0.5) is x  # training defaults to False
+    assert F.alpha_dropout(rt.ones(3), 1.0, True).tolist() == [0.0, 0.0, 0.0]
+    _raises_same(lambda: torch.nn.functional.alpha_dropout(torch.ones(2), 1.5),
+                 lambda: F.alpha_dropout(rt.ones(2), 1.5))
+    leaf = rt.randn(50, requires_grad=True)
+    out = F.alpha_dropout(leaf, 0.3, True)
+    out.sum().backward()
+    kept = ~np.isclose(out.detach().numpy(), -alpha * (1 / math.sqrt((alpha ** 2 * 0.3 + 1)
+                                                                      * 0.7)) * 0.7)
+    a3 = 1 / math.sqrt((alpha ** 2 * 0.3 + 1) * 0.7)
+    np.testing.assert_allclose(leaf.grad.numpy(), np.where(kept, a3, 0.0), rtol=1e-6)
