@@ -278,3 +278,11 @@ from .ops.tensor_ops import movedim as moveaxis  # noqa: E402
 
 __all__ += ["index_copy", "index_fill", "index_put", "masked_scatter", "moveaxis", "nanmean",
             "nansum", "select", "swapdims"]
+
+from .ops.ordering import (  # noqa: E402
+    aminmax, bincount, bucketize, cummax, cummin, histc, kthvalue, logcumsumexp, median, mode,
+    nanmedian, nanquantile, quantile, searchsorted)
+
+__all__ += ["aminmax", "bincount", "bucketize", "cummax", "cummin", "histc", "kthvalue",
+            "logcumsumexp", "median", "mode", "nanmedian", "nanquantile", "quantile",
+            "searchsorted"]

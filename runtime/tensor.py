@@ -536,3 +536,8 @@ Tensor.t_ = _inpl.t_inplace  # type: ignore[attr-defined]
 Tensor.clip_ = F.clamp_  # type: ignore[attr-defined]
 Tensor.swapdims = Tensor.swapaxes = F.transpose  # type: ignore[attr-defined]
 Tensor.moveaxis = T.movedim  # type: ignore[attr-defined]
+from .ops import ordering as _ord  # noqa: E402
+
+for _n in ("median nanmedian kthvalue mode quantile nanquantile cummax cummin logcumsumexp "
+           "bincount histc aminmax").split():
+    setattr(Tensor, _n, getattr(_ord, _n))

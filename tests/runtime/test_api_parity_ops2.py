@@ -243,3 +243,142 @@ def test_half_var_std_accumulate_in_float32() -> None:
         for o, th in zip(ours, theirs, strict=True):
             assert o.dtype is rt.float16
             np.testing.assert_array_equal(o.numpy(), th.numpy())
+
+
+# --- 3. order statistics, scans, searching and counting ---------------------------------------
+
+NAN = float("nan")
+DISTINCT = R.permutation(24).reshape(4, 6).astype(np.float64) / 7 - 1.3
+WITH_NAN = np.array([[3.0, NAN, 1.0, NAN], [2.5, 2.0, 1.0, 5.0], [NAN, NAN, NAN, NAN]])
+
+
+def test_median_kthvalue_by_hand() -> None:
+    x = rt.tensor([[4.0, 1.0, 3.0, 2.0], [2.0, 2.0, 1.0, 5.0]])
+    v, i = rt.median(x, 1)
+    assert v.tolist() == [2.0, 2.0] and i.tolist() == [3, 0]  # even count: the lower median
+    assert rt.median(rt.tensor([4, 1, 3, 2])).item() == 2
+    assert rt.kthvalue(x, 3, 1).values.tolist() == [3.0, 2.0]
+    m = rt.median(x, 0, keepdim=True)
+    assert m.values.shape == (1, 4) and m.indices.shape == (1, 4)
+    v, i = rt.nanmedian(rt.tensor(WITH_NAN), 1)
+    assert v.tolist()[:2] == [1.0, 2.0] and i.tolist() == [2, 1, 0] and np.isnan(v[2].item())
+    assert np.isnan(rt.tensor(WITH_NAN).median().item())
+    assert rt.tensor([[1.0, NAN, 3.0]]).nanmedian().item() == 1.0
+    xg = rt.tensor([1.0, 2.0, 2.0, 0.0, 2.0, 5.0], requires_grad=True)
+    xg.median().backward()  # global median: shared evenly among the ties
+    np.testing.assert_allclose(xg.grad.numpy(), [0, 1 / 3, 1 / 3, 0, 1 / 3, 0])
+
+
+def test_median_family_matches_torch() -> None:
+    same_as_torch(lambda m, x: m.median(x, 1), DISTINCT)
+    same_as_torch(lambda m, x: x.median(0, keepdim=True), DISTINCT)
+    same_as_torch(lambda m, x: x.median() * 2, DISTINCT)
+    same_as_torch(lambda m, x: m.median(x, 1), WITH_NAN)
+    same_as_torch(lambda m, x: m.nanmedian(x[:2], 1), WITH_NAN)  # all-NaN row: any index
+    same_as_torch(lambda m, x: m.nanmedian(x[:2]), WITH_NAN)
+    same_as_torch(lambda m, x: m.kthvalue(x, 2, 0), DISTINCT)
+    same_as_torch(lambda m, x: x.kthvalue(5, keepdim=True), DISTINCT)
+    ties = np.array([[1.0, 2.0, 2.0, 1.0, 3.0], [5.0, 5.0, 4.0, 4.0, 4.0]])
+    same_as_torch(lambda m, x: m.mode(x, 1), ties)
+    same_as_torch(lambda m, x: x.mode(0), ties.T.copy())
+    check_grad(lambda x: rt.median(x, 1).values * 1.5 + rt.kthvalue(x, 2, 0).values.sum(),
+               DISTINCT)
+    raises_same(lambda m: m.kthvalue(m.ones(3), 4))
+    raises_same(lambda m: m.median(m.ones(3, 0), 1))
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_matches_torch(interpolation: str) -> None:
+    same_as_torch(lambda m, x: m.quantile(x, 0.3, 1, interpolation=interpolation), DISTINCT)
+    same_as_torch(lambda m, x: x.quantile(m.tensor([0.0, 0.25, 0.5, 1.0], dtype=x.dtype), 0,
+                                          keepdim=True, interpolation=interpolation), DISTINCT)
+    same_as_torch(lambda m, x: m.quantile(x, 0.7, interpolation=interpolation), DISTINCT)
+    same_as_torch(lambda m, x: m.nanquantile(x[:2], 0.4, 1, interpolation=interpolation),
+                  WITH_NAN)
+    same_as_torch(lambda m, x: m.quantile(x, 0.4, 1, interpolation=interpolation), WITH_NAN)
+
+
+def test_quantile_by_hand_and_errors() -> None:
+    x = rt.tensor([0.0, 10.0, 20.0, 30.0], dtype=rt.float64)
+    assert x.quantile(0.5).item() == 15.0
+    assert x.quantile(0.5, interpolation="lower").item() == 10.0
+    assert x.quantile(0.5, interpolation="higher").item() == 20.0
+    assert x.quantile(0.5, interpolation="nearest").item() == 20.0  # 1.5 rounds to even
+    check_grad(lambda t: rt.quantile(t, 0.35, 1) + rt.nanquantile(t, 0.8, 0).sum(), DISTINCT)
+    raises_same(lambda m: m.quantile(m.ones(3), 1.5))
+    raises_same(lambda m: m.quantile(m.ones(3), 0.5, interpolation="cubic"))
+    raises_same(lambda m: m.quantile(m.ones(3, dtype=m.int64), 0.5))
+
+
+def test_cummax_cummin_logcumsumexp() -> None:
+    v, i = rt.cummax(rt.tensor([1.0, 3.0, 3.0, NAN, 2.0, NAN]), 0)
+    assert i.tolist() == [0, 1, 2, 3, 3, 5]
+    v, i = rt.cummin(rt.tensor([[4, 1, 3, 0, 2]]), 1)
+    assert v.tolist() == [[4, 1, 1, 0, 0]] and i.tolist() == [[0, 1, 1, 3, 3]]
+    same_as_torch(lambda m, x: m.cummax(x, 1), DISTINCT)
+    same_as_torch(lambda m, x: x.cummin(0), DISTINCT)
+    same_as_torch(lambda m, x: m.cummax(x, 1), WITH_NAN)
+    same_as_torch(lambda m, x: m.cummin(x, -1), WITH_NAN)
+    same_as_torch(lambda m, x: m.logcumsumexp(x, 1), DISTINCT)
+    same_as_torch(lambda m, x: x.logcumsumexp(0), DISTINCT * 300, tol=1e-4)
+    out = rt.logcumsumexp(rt.tensor([-1000.0, 0.0, 1.0], dtype=rt.float64), 0)
+    np.testing.assert_allclose(out.numpy(), [-1000.0, 0.0, np.log(1 + np.e)], rtol=1e-12)
+    check_grad(lambda t: rt.cummax(t, 1).values + rt.logcumsumexp(t, 0), DISTINCT)
+
+
+def test_searchsorted_bucketize_bincount_histc_aminmax() -> None:
+    torch = _torch()
+    seq, vals = np.array([1, 3, 5, 7]), np.array([[3, 6], [9, 0]])
+    for kw in ({}, {"right": True}, {"side": "right"}, {"side": "left"}):
+        for lib_seq, lib_vals in ((seq, vals), (np.sort(R.standard_normal((2, 5)), 1),
+                                                R.standard_normal((2, 3)))):
+            ours = rt.searchsorted(rt.tensor(lib_seq), rt.tensor(lib_vals), **kw)
+            theirs = torch.searchsorted(torch.tensor(lib_seq), torch.tensor(lib_vals), **kw)
+            np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+            assert ours.numpy().dtype == theirs.numpy().dtype
+    assert rt.searchsorted(rt.tensor([1, 3, 5]), 4).item() == 2
+    for right in (False, True):
+        np.testing.assert_array_equal(
+            rt.bucketize(rt.tensor([3, 6, 9, 1]), rt.tensor(seq), right=right).numpy(),
+            torch.bucketize(torch.tensor([3, 6, 9, 1]), torch.tensor(seq), right=right).numpy())
+    raises_same(lambda m: m.searchsorted(m.tensor([1, 2]), m.tensor([1]), right=True,
+                                         side="left"))
+    idx = np.array([1, 1, 3, 0, 3, 3])
+    w = R.standard_normal(6)
+    for dt in ("float32", "float64"):
+        ours = rt.bincount(rt.tensor(idx), weights=rt.tensor(w.astype(dt)), minlength=7)
+        theirs = torch.bincount(torch.tensor(idx), weights=torch.tensor(w.astype(dt)),
+                                minlength=7)
+        assert ours.numpy().dtype == theirs.numpy().dtype
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    assert rt.bincount(rt.tensor(idx)).tolist() == [1, 2, 0, 3]
+    assert rt.bincount(rt.tensor(idx), minlength=6).tolist() == [1, 2, 0, 3, 0, 0]
+    raises_same(lambda m: m.bincount(m.tensor([-1, 2])))
+    data = R.standard_normal(50)
+    for args in ((10, -1.0, 1.0), (7, 0.0, 0.0), (4, 0.0, 3.0)):
+        np.testing.assert_array_equal(rt.histc(rt.tensor(data), *args).numpy(),
+                                      torch.histc(torch.tensor(data), *args).numpy())
+    assert rt.histc(rt.tensor([1.0, 2.0, 1.0, 4.0]), bins=4, min=0, max=3).tolist() == [
+        0, 2, 1, 0]
+    same_as_torch(lambda m, x: m.aminmax(x), DISTINCT)
+    same_as_torch(lambda m, x: m.aminmax(x, dim=1, keepdim=True), DISTINCT)
+    mn, mx = rt.aminmax(rt.tensor([[1, 5], [0, 3]]), dim=0)
+    assert mn.tolist() == [0, 3] and mx.tolist() == [1, 5]
+
+
+def test_ordering_ops_in_a_compiled_step() -> None:
+    def step(x: rt.Tensor) -> rt.Tensor:
+        loss = (rt.median(x, 1).values.sum() + rt.quantile(x, 0.3, 0).sum()
+                + rt.cummax(x, 1).values.sum() + rt.logcumsumexp(x, 1).sum()
+                + rt.kthvalue(x, 2, 1).values.sum() + rt.searchsorted(
+                    rt.tensor([-1.0, 0.0, 1.0], dtype=rt.float64), x).sum())
+        loss.backward()
+        return loss
+
+    eager = rt.tensor(DISTINCT, requires_grad=True)
+    expected = step(eager)
+    compiled = planner.compile(step)
+    for _ in range(2):
+        x = rt.tensor(DISTINCT, requires_grad=True)
+        np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-12)
+        np.testing.assert_allclose(x.grad.numpy(), eager.grad.numpy(), rtol=1e-12)

@@ -1,0 +1,412 @@
+"""Order statistics and scans, PyTorch's: median/nanmedian/kthvalue/mode, quantile and
+nanquantile, cummax/cummin, logcumsumexp, searchsorted/bucketize, bincount, histc, aminmax.
+
+All are written from primitives (a stable argsort, gathers, comparisons): the value-selecting
+ones gather the input at the chosen index, so the gradient goes to that element as PyTorch's
+does. Scans (cummax, logcumsumexp) run as log2(n) doubling steps of an associative combine,
+which keeps logcumsumexp exact where exp(x - max) would underflow. Only bincount and histc
+(output size from the values) read tensor values in Python."""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+from . import tensor_ops as T
+from .shapes import wrap_dim
+
+MedianResult = namedtuple("MedianResult", ["values", "indices"])
+MinMax = namedtuple("MinMax", ["min", "max"])
+
+
+def _float_like(x: Tensor) -> Tensor:
+    return x if x.dtype.is_floating_point else F.cast(x, D.float64)
+
+
+def _pick(x: Tensor, d: int, pos: Tensor, keepdim: bool) -> MedianResult:
+    """The element at sorted position ``pos`` (kept dim) along ``d``, and its index."""
+    order = T.argsort(x, d)
+    idx = T.gather_in_range(order, d, pos)
+    values = T.gather_in_range(x, d, idx)
+    if not keepdim:
+        values, idx = F.squeeze(values, d), F.squeeze(idx, d)
+    return MedianResult(values, idx)
+
+
+def _nan_count(x: Tensor, d: int) -> Tensor:
+    if not x.dtype.is_floating_point:
+        return F.mul(F.sum(F.cast(F.ne(x, x), D.int64), d, True), 0)
+    return F.sum(F.cast(T.isnan(x), D.int64), d, True)
+
+
+def _check_nonempty(x: Tensor, d: int | None, name: str) -> None:
+    if x.numel() == 0 or (d is not None and x.ndim and x.shape[d] == 0):
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size."
+                         if d is not None else
+                         f"{name}() input tensor cannot be empty")
+
+
+def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
+                ) -> MedianResult:
+    if x.ndim == 0:
+        return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
+    d = wrap_dim(dim, x.ndim)
+    _check_nonempty(x, d, name)
+    n = x.shape[d]
+    nans = _nan_count(x, d)
+    if ignore_nan:  # the lower median of the valid ones; all NaN: the first NaN
+        pos = F.clamp(F.floor_divide(F.sub(F.sub(n, nans), 1), 2), 0, None)
+    else:  # any NaN: the first NaN (NaNs sort last, stably)
+        pos = F.where(F.gt(nans, 0), F.sub(n, nans), (n - 1) // 2)
+    return _pick(x, d, pos, keepdim)
+
+
+def _spread(x: Tensor, value: Tensor) -> Tensor:
+    """``value`` with its gradient shared evenly among the elements equal to it (PyTorch's
+    evenly_distribute_backward for the global median), the value itself unchanged."""
+    v = value.detach()
+    if not x.requires_grad:
+        return v
+    hit = F.eq(x, v)
+    count = F.clamp(F.sum(F.cast(hit, x.dtype)), 1.0, None)  # NaN median: no hit, value NaN
+    return F.add(v, F.div(F.sum(F.where(hit, F.sub(x, v), 0.0)), count))
+
+
+def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The lower median (global: a value; along ``dim``: values and indices). NaN anywhere
+    gives NaN, as PyTorch's."""
+    if dim is None:
+        _check_nonempty(x, None, "median")
+        flat = F.reshape(x, (-1,))
+        value = _median_dim(flat, 0, False, False, "median").values
+        return _spread(flat, value) if x.dtype.is_floating_point else value
+    return _median_dim(x, dim, keepdim, False, "median")
+
+
+def nanmedian(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """median ignoring NaNs (NaN only where all are NaN)."""
+    if dim is None:
+        _check_nonempty(x, None, "nanmedian")
+        flat = F.reshape(x, (-1,))
+        value = _median_dim(flat, 0, False, True, "nanmedian").values
+        return _spread(flat, value) if x.dtype.is_floating_point else value
+    return _median_dim(x, dim, keepdim, True, "nanmedian")
+
+
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> MedianResult:
+    """The k-th smallest (1-based) along ``dim`` and its index."""
+    d = wrap_dim(dim, x.ndim) if x.ndim else 0
+    n = x.shape[d] if x.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if x.ndim == 0:
+        return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
+    return _pick(x, d, _const_pos(x, d, k - 1), keepdim)
+
+
+def _const_pos(x: Tensor, d: int, p: int) -> Tensor:
+    from ..creation import full
+
+    shape = list(x.shape)
+    shape[d] = 1
+    return full(tuple(shape), p, dtype=D.int64, device=x.device)
+
+
+def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> MedianResult:
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and
+    the index of its last occurrence, as PyTorch's CPU kernel."""
+    if x.ndim == 0:
+        return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
+    d = wrap_dim(dim, x.ndim)
+    _check_nonempty(x, d, "mode")
+    xm = T.movedim(x.detach(), d, -1)
+    counts = F.sum(F.cast(F.eq(F.unsqueeze(xm, -1), F.unsqueeze(xm, -2)), D.int64), -1)
+    best = F.amax(counts, -1, keepdim=True)
+    big = math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).max) \
+        if x.dtype is not D.bool_ else True
+    value = T.amin(F.where(F.eq(counts, best), xm, big), -1, keepdim=True)
+    n = x.shape[d]
+    ar = T._arange_along(n, xm.ndim - 1, xm.ndim, x.device)
+    idx = F.amax(F.where(F.eq(xm, value), ar, -1), -1, keepdim=True)
+    idx = T.movedim(idx, -1, d)
+    return _pick_at(x, d, idx, keepdim)
+
+
+def _pick_at(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> MedianResult:
+    values = T.gather_in_range(x, d, idx)
+    if not keepdim:
+        values, idx = F.squeeze(values, d), F.squeeze(idx, d)
+    return MedianResult(values, idx)
+
+
+# --- quantiles -------------------------------------------------------------------------------
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
+              ignore_nan: bool, name: str) -> Tensor:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    scalar_q = not isinstance(q, Tensor)
+    if scalar_q:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+        qt = Tensor(np.asarray([q], dtype=x.dtype.np), device=x.device)
+    else:
+        if q.ndim > 1:
+            raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+        if q.dtype is not x.dtype:
+            raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+        qt = F.reshape(q, (-1,))
+    if x.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if dim is None:
+        src, d = F.reshape(x, (-1,)), 0
+    else:
+        d = wrap_dim(dim, x.ndim) if x.ndim else 0
+        src = x if x.ndim else F.reshape(x, (1,))
+    v = T.movedim(T.sort(src, d).values, d, -1)  # (..., n), NaNs last
+    n = v.shape[-1]
+    nans = F.cast(_nan_count(v, v.ndim - 1), x.dtype)  # (..., 1)
+    valid = F.sub(float(n), nans) if ignore_nan else F.where(F.gt(nans, 0), 0.0, float(n))
+    rank = F.mul(F.unsqueeze(F.sub(valid, 1.0), -1), qt)  # (..., 1, nq)
+    rank = F.reshape(rank, (*v.shape[:-1], qt.shape[0]))
+    # no valid element (quantile: any NaN): PyTorch reads the last sorted place, a NaN, and
+    # gives it the gradient
+    rank = F.where(F.eq(valid, 0.0), float(n - 1), rank)
+    lo_f = F.floor(rank)
+    hi_f = F.ceil(rank)
+    if interpolation == "nearest":  # round half to even, as PyTorch's
+        lo_f = hi_f = F.round(rank)
+    lo = F.cast(lo_f, D.int64)
+    hi = F.cast(hi_f, D.int64)
+    lo_v = T.gather_in_range(v, v.ndim - 1, lo)
+    hi_v = T.gather_in_range(v, v.ndim - 1, hi)
+    if interpolation in ("lower", "nearest"):
+        out = lo_v
+    elif interpolation == "higher":
+        out = hi_v
+    elif interpolation == "midpoint":
+        out = F.lerp(lo_v, hi_v, 0.5)
+    else:
+        out = F.lerp(lo_v, hi_v, F.sub(rank, lo_f))
+    out = T.movedim(out, -1, 0)  # (nq, ...)
+    if keepdim:
+        shape = [1] * x.ndim if dim is None else list(x.shape)
+        if dim is not None and x.ndim:
+            shape[d] = 1
+        out = F.reshape(out, (qt.shape[0], *shape))
+    if scalar_q or (isinstance(q, Tensor) and q.ndim == 0):
+        out = F.squeeze(out, 0)
+    return out
+
+
+def quantile(x: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
+             interpolation: str = "linear") -> Tensor:
+    """The q-th quantiles along ``dim`` (all elements when None); NaN where a NaN is."""
+    return _quantile(x, q, dim, keepdim, interpolation, False, "quantile")
+
+
+def nanquantile(x: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
+                interpolation: str = "linear") -> Tensor:
+    """quantile of the non-NaN elements."""
+    return _quantile(x, q, dim, keepdim, interpolation, True, "nanquantile")
+
+
+# --- scans -----------------------------------------------------------------------------------
+
+
+def _shifted(v: Tensor, s: int, fill: Any) -> Tensor:
+    """v moved ``s`` places along its last dim, the first ``s`` places ``fill``."""
+    from ..creation import full
+
+    n = v.shape[-1]
+    pad = full((*v.shape[:-1], s), fill, dtype=v.dtype, device=v.device)
+    return F.cat([pad, F.getitem(v, (Ellipsis, slice(0, n - s)))], -1)
+
+
+def _cum_extreme(x: Tensor, dim: int, greater: bool) -> MedianResult:
+    if x.ndim == 0:
+        return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
+    d = wrap_dim(dim, x.ndim)
+    v = T.movedim(x.detach(), d, -1)
+    n = v.shape[-1]
+    idx = F.add(F.mul(F.cast(F.ne(v, v), D.int64), 0), T._arange_along(n, v.ndim - 1, v.ndim,
+                                                                          x.device))
+    floating = x.dtype.is_floating_point
+    s = 1
+    while s < n:  # Hillis-Steele: combine each place with the one s before it
+        left_v = _shifted(v, s, 0)  # the pad is never taken: its index is -1
+        left_i = _shifted(idx, s, -1)
+        has_left = F.ge(left_i, 0)
+        if floating:
+            right_nan, left_nan = T.isnan(v), T.isnan(left_v)
+            cmp = F.ge(v, left_v) if greater else F.le(v, left_v)
+            keep = _or(right_nan, F.logical_and(T.logical_not(left_nan), cmp))
+        else:
+            keep = F.ge(v, left_v) if greater else F.le(v, left_v)
+        take_left = F.logical_and(has_left, T.logical_not(keep))
+        v = F.where(take_left, left_v, v)
+        idx = F.where(take_left, left_i, idx)
+        s *= 2
+    idx = T.movedim(idx, -1, d)
+    return MedianResult(T.gather_in_range(x, d, idx), idx)
+
+
+def _or(a: Tensor, b: Tensor) -> Tensor:
+    return T.logical_not(F.logical_and(T.logical_not(a), T.logical_not(b)))
+
+
+def cummax(x: Tensor, dim: int) -> MedianResult:
+    """Running maximum along ``dim`` and where it was found (ties and NaNs: the latest); the
+    gradient goes to that index."""
+    return _cum_extreme(x, dim, True)
+
+
+def cummin(x: Tensor, dim: int) -> MedianResult:
+    """Running minimum along ``dim`` and where it was found."""
+    return _cum_extreme(x, dim, False)
+
+
+def logcumsumexp(x: Tensor, dim: int) -> Tensor:
+    """log(cumsum(exp(x))) along ``dim``, by doubling steps of logaddexp: exact where the
+    terms span more than exp's range."""
+    from .extra_ops import logaddexp
+
+    if not x.dtype.is_floating_point:
+        x = F.cast(x, D.default_float)
+    if x.ndim == 0:
+        return F.clone(x)
+    d = wrap_dim(dim, x.ndim)
+    v = T.movedim(x, d, -1)
+    n = v.shape[-1]
+    s = 1
+    while s < n:
+        v = logaddexp(v, _shifted(v, s, -math.inf))
+        s *= 2
+    return T.movedim(v, -1, d)
+
+
+# --- searching and counting ------------------------------------------------------------------
+
+
+def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None, sorter: Tensor | None = None
+                 ) -> Tensor:
+    """For each value, the number of sequence elements before which it would go to keep the
+    order: those < value (left) or <= value (right), counted on comparisons."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"got {side}")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, "
+                               "got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence
+    if sorter is not None:
+        seq = T.gather(seq, seq.ndim - 1, sorter)
+    scalar = not isinstance(values, Tensor)
+    vals = Tensor(np.asarray(values, dtype=seq.dtype.np), device=seq.device) if scalar \
+        else values
+    if seq.ndim > 1 and (vals.ndim != seq.ndim or tuple(vals.shape[:-1]) !=
+                         tuple(seq.shape[:-1])):
+        raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or "
+                           f"the first N-1 dimensions of boundaries tensor and input value "
+                           f"tensor must match, but we got boundaries tensor "
+                           f"{list(seq.shape)} and input value tensor {list(vals.shape)}")
+    v = F.unsqueeze(vals, -1)
+    s = F.unsqueeze(seq, -2) if seq.ndim > 1 else seq
+    before = F.le(s, v) if right else F.lt(s, v)
+    if out_int32:  # the runtime's integers are int64 only
+        raise NotImplementedError("searchsorted(out_int32=True): the runtime has no int32 dtype")
+    return F.sum(F.cast(before, D.int64), -1)
+
+
+def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A002
+              right: bool = False) -> Tensor:
+    """The bucket of each element: i with boundaries[i-1] < x <= boundaries[i] (right:
+    boundaries[i-1] <= x < boundaries[i])."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0  # noqa: A002
+             ) -> Tensor:
+    """How often each value 0..max occurs (or the sum of its weights); the length depends on
+    the values, so this reads them."""
+    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is D.bool_:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and tuple(weights.shape) != tuple(input.shape):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    data = input.detach().cpu().numpy()
+    if data.size and data.min() < 0:
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    size = max(int(data.max()) + 1 if data.size else 0, minlength)
+    hits = F.eq(F.unsqueeze(input, 1), T._arange_along(size, 1, 2, input.device))
+    if weights is None:
+        return F.sum(F.cast(hits, D.int64), 0)
+    w = weights.detach()  # PyTorch defines no derivative for bincount
+    w = w if w.dtype.is_floating_point else F.cast(w, D.float64)
+    w = w if w.dtype in (D.float32, D.float64) else F.cast(w, D.float64)
+    return F.sum(F.where(hits, F.unsqueeze(w, 1), 0.0), 0)
+
+
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0  # noqa: A002
+          ) -> Tensor:
+    """Counts in ``bins`` equal bins over [min, max] (min == max: the data's range); the
+    last bin includes max, elements outside are left out."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"\"histogram_cpu\" not implemented for '"
+                           f"{_TYPE.get(input.dtype.name, input.dtype.name)}'")
+    if bins <= 0:
+        raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins) + " for bins")
+    if min > max:
+        raise RuntimeError("max must be larger than min")
+    lo, hi = float(min), float(max)
+    if lo == hi and input.numel():
+        data = input.detach().cpu().numpy()
+        lo, hi = float(data.min()), float(data.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    x = F.reshape(input.detach(), (-1,))
+    scaled = F.mul(F.div(F.sub(x, lo), hi - lo), float(bins))
+    b = F.cast(F.floor(scaled), D.int64)
+    b = F.where(F.eq(x, hi), bins - 1, b)
+    inside = F.logical_and(F.ge(x, lo), F.le(x, hi))
+    hits = F.logical_and(F.eq(F.unsqueeze(b, 1), T._arange_along(bins, 1, 2, x.device)),
+                         F.unsqueeze(inside, 1))
+    return F.cast(F.sum(F.cast(hits, D.int64), 0), input.dtype)
+
+
+_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
+         "int32": "Int", "bool": "Bool"}
+
+
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False  # noqa: A002
+            ) -> MinMax:
+    """amin and amax at once (each shares its gradient among ties, as amin/amax)."""
+    if input.numel() == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    if dim is None:
+        mn, mx = T.amin(input), F.amax(input)
+        if keepdim:
+            shape = (1,) * input.ndim
+            mn, mx = F.reshape(mn, shape), F.reshape(mx, shape)
+        return MinMax(mn, mx)
+    return MinMax(T.amin(input, dim, keepdim), F.amax(input, dim, keepdim))
