@@ -51,6 +51,15 @@ from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 from runtime.ops.losses import (  # noqa: E402
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
+    cosine_embedding_loss,
+    gaussian_nll_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
     huber_loss,
     kl_div,
     l1_loss,
@@ -86,6 +95,15 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 __all__ = [
+    "cosine_embedding_loss",
+    "gaussian_nll_loss",
+    "hinge_embedding_loss",
+    "margin_ranking_loss",
+    "multi_margin_loss",
+    "multilabel_soft_margin_loss",
+    "poisson_nll_loss",
+    "soft_margin_loss",
+    "triplet_margin_loss",
     "alpha_dropout",
     "bilinear",
     "pixel_shuffle",

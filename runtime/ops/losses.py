@@ -362,3 +362,214 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", UserWarning, stacklevel=2)
     return out
+
+
+# ------------------------------------------------------------- margin and embedding losses
+
+
+def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
+    """The reduction, PyTorch's legacy flags applied, checked with its ValueError text."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _softplus0(z: Tensor) -> Tensor:
+    """log(1 + exp(z)) as max(z, 0) + log(1 + exp(-|z|)): no exp overflows."""
+    return F.add(F.maximum(z, 0.0), F.log(F.add(F.exp(F.neg(F.abs(z))), 1.0)))
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
+                        margin: float = 0, size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, -y (x1 - x2) + margin)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {_size(input1)}, input2: {_size(input2)}, "
+                           f"target: {_size(target)} ")
+    z = F.add(F.mul(F.neg(target), F.sub(input1, input2)), margin)
+    return _reduce(F.maximum(z, 0.0), reduction, "margin_ranking_loss")
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    """x where y = 1, max(0, margin - x) where y = -1 (PyTorch's sum of the two masks)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    hinge = F.where(F.ne(target, 1), F.maximum(F.sub(margin, input), 0.0), 0.0)
+    own = F.where(F.ne(target, -1), input, 0.0)
+    return _reduce(F.add(hinge, own), reduction, "hinge_embedding_loss")
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
+                          margin: float = 0, size_average: Any = None, reduce: Any = None,
+                          reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1; cos with 1e-12 added to
+    each squared norm, as PyTorch's."""
+    reduction = _reduction(size_average, reduce, reduction)
+    dim = target.ndim
+    if dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if (input1.ndim, input2.ndim) != (dim + 1, dim + 1):
+        raise RuntimeError(f"{dim}D target tensor expects {dim + 1}D input tensors, but found "
+                           f"inputs with sizes {list(input1.shape)} and {list(input2.shape)}.")
+    prod = F.sum(F.mul(input1, input2), dim)
+    sq1 = F.add(F.sum(F.mul(input1, input1), dim), 1e-12)
+    sq2 = F.add(F.sum(F.mul(input2, input2), dim), 1e-12)
+    cos = F.div(prod, F.sqrt(F.mul(sq1, sq2)))
+    pos = F.where(F.eq(target, 1), F.sub(1.0, cos), 0.0)
+    neg = F.where(F.eq(target, -1), F.maximum(F.sub(cos, margin), 0.0), 0.0)
+    return _reduce(F.add(pos, neg), reduction, "cosine_embedding_loss")
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2, eps: float = 1e-6,
+                        swap: bool = False, size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Tensor:
+    """max(0, margin + d(a, p) - d(a, n)), d the pairwise p-distance; ``swap`` takes
+    min(d(a, n), d(p, n)) as the negative distance."""
+    from .activations import pairwise_distance
+
+    reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    a, pd, n = anchor.ndim, positive.ndim, negative.ndim
+    if not a == pd == n:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {a}D, positive "
+                           f"{pd}D, and negative {n}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    loss = F.maximum(F.sub(F.add(d_pos, margin), d_neg), 0.0)
+    return _reduce(loss, reduction, "triplet_margin_loss")
+
+
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
+                     reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-y x)), written so exp never overflows."""
+    reduction = _reduction(size_average, reduce, reduction)
+    return _reduce(_softplus0(F.neg(F.mul(input, target))), reduction, "soft_margin_loss")
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
+                                weight: Tensor | None = None, size_average: Any = None,
+                                reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over the classes
+    (the last dim), then reduced over the samples."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
+    # -log sigmoid(x) = softplus(-x)
+    loss = F.add(F.mul(target, _softplus0(F.neg(input))),
+                 F.mul(F.sub(1.0, target), _softplus0(input)))
+    if weight is not None:
+        loss = F.mul(loss, weight)
+    c = input.shape[-1] if input.ndim else 1
+    loss = F.div(F.sum(loss, input.ndim - 1), float(c))
+    return _reduce(loss, reduction, "multilabel_soft_margin_loss")
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
+                      weight: Tensor | None = None, size_average: Any = None,
+                      reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Per sample, the sum over classes j != y of max(0, margin - x_y + x_j)^p (times
+    weight[y]) over C. x_y is picked by a one-hot mask, a where and a sum that fuse."""
+    from ..creation import arange
+
+    reduction = _reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    if input.ndim > 2:
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    x = input if input.ndim == 2 else F.reshape(input, (1, -1))
+    n, c = x.shape
+    if target.numel() != n or target.ndim > 1:
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to "
+                           f"the number of input samples (batch size). Expected target size "
+                           f"[{n}], but got [{', '.join(map(str, target.shape))}]. Input has "
+                           f"shape [{', '.join(map(str, input.shape))}].")
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
+    y = F.reshape(target, (n, 1))
+    if n:
+        F.check_bounds(y, 0, c, "target out of range", "RuntimeError")
+    onehot = F.eq(F.reshape(arange(c, device=x.device), (1, c)), y)
+    picked = F.sum(F.where(onehot, x, 0.0), 1, keepdim=True)
+    h = F.maximum(F.add(F.sub(margin, picked), x), 0.0)
+    if p == 2:
+        h = F.mul(h, h)
+    if weight is not None:
+        h = F.mul(h, F.sum(F.where(onehot, F.reshape(weight, (1, c)), 0.0), 1, keepdim=True))
+    loss = F.div(F.sum(F.where(onehot, 0.0, h), 1), float(c))
+    if input.ndim < 2 and reduction == "none":
+        loss = F.reshape(loss, tuple(target.shape))
+    return _reduce(loss, reduction, "multi_margin_loss")
+
+
+# ------------------------------------------------------------------ likelihood losses
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # noqa: A002
+                     full: bool = False, size_average: Any = None, eps: float = 1e-8,
+                     reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """exp(x) - y x (``log_input``) or x - y log(x + eps); ``full`` adds Stirling's
+    y log y - y + log(2 pi y) / 2 where y > 1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = F.sub(F.exp(input), F.mul(target, input))
+    else:
+        loss = F.sub(input, F.mul(target, F.log(F.add(input, eps))))
+    if full:
+        big = F.gt(target, 1)
+        safe = F.where(big, target, 1.0)  # no log(0) * 0 in a backward through target
+        stirling = F.add(F.sub(F.mul(safe, F.log(safe)), safe),
+                         F.mul(F.log(F.mul(safe, 2 * math.pi)), 0.5))
+        loss = F.add(loss, F.where(big, stirling, 0.0))
+    return _reduce(loss, reduction, "poisson_nll_loss")
+
+
+def _value_error() -> str:
+    """``check_bounds`` raises ValueError where its primitive knows it (PyTorch's type for a
+    negative variance), else RuntimeError."""
+    return "ValueError" if "ValueError" in getattr(P, "_CHECK_ERRORS", {}) else "RuntimeError"
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noqa: A002
+                      full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean") -> Tensor:
+    """(log max(var, eps) + (x - y)^2 / max(var, eps)) / 2 (+ log(2 pi) / 2 when ``full``);
+    the clamp passes the gradient through unchanged, as PyTorch's no_grad clamp_. ``var`` of
+    input's shape, one dim short, or with one dim of 1 (homoscedastic)."""
+    from ..creation import full as full_like
+
+    if not isinstance(var, Tensor):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = full_like(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)
+    else:
+        negative = F.cast(F.lt(var.detach(), 0.0), D.int64)
+        if negative.numel():
+            F.check_bounds(negative, 0, 1, "var has negative entry/entries", _value_error())
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = F.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim and sum(
+                v for i, v in zip(input.shape, var.shape) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
+    fixed = var.detach()
+    var = F.add(var, F.sub(F.clamp(fixed, eps), fixed))
+    d = F.sub(input, target)
+    loss = F.mul(F.add(F.log(var), F.div(F.mul(d, d), var)), 0.5)
+    if full:
+        loss = F.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction, "gaussian_nll_loss")

@@ -23,19 +23,23 @@ def _tol(dtype: str) -> dict[str, float]:
     return {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-10, "atol": 1e-12}
 
 
-def _pair(arrays: list[np.ndarray]) -> tuple[list[Any], list[rt.Tensor]]:
-    """The same arrays as torch and runtime leaves that require grad (floats only)."""
+def _pair(arrays: list[np.ndarray], nograd: tuple[int, ...] = ()
+          ) -> tuple[list[Any], list[rt.Tensor]]:
+    """The same arrays as torch and runtime leaves that require grad (floats not in
+    ``nograd`` only)."""
     torch = pytest.importorskip("torch")
-    theirs = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
-    ours = [rt.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    grad = [a.dtype.kind == "f" and i not in nograd for i, a in enumerate(arrays)]
+    theirs = [torch.tensor(a, requires_grad=g) for a, g in zip(arrays, grad)]
+    ours = [rt.tensor(a, requires_grad=g) for a, g in zip(arrays, grad)]
     return theirs, ours
 
 
-def _check(torch_fn: Any, rt_fn: Any, arrays: list[np.ndarray], dtype: str) -> None:
+def _check(torch_fn: Any, rt_fn: Any, arrays: list[np.ndarray], dtype: str,
+           nograd: tuple[int, ...] = ()) -> None:
     """Values of torch_fn(*torch leaves) and rt_fn(*runtime leaves), and the gradients of a
     random weighting of the result, agree."""
     torch = pytest.importorskip("torch")
-    theirs, ours = _pair(arrays)
+    theirs, ours = _pair(arrays, nograd)
     want, got = torch_fn(*theirs), rt_fn(*ours)
     assert tuple(got.shape) == tuple(want.shape)
     np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), **_tol(dtype))
@@ -423,3 +427,168 @@ def test_alpha_dropout():
                                                                       * 0.7)) * 0.7)
     a3 = 1 / math.sqrt((alpha ** 2 * 0.3 + 1) * 0.7)
     np.testing.assert_allclose(leaf.grad.numpy(), np.where(kept, a3, 0.0), rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------- item 5
+
+REDUCTIONS = ["none", "mean", "sum"]
+
+
+def _signs(n: int, seed: int = 7) -> np.ndarray:
+    return np.where(np.random.default_rng(seed).random(n) < 0.5, -1.0, 1.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_margin_hinge_soft_margin_losses(reduction, dtype):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    y = _signs(6).astype(dtype)
+    a, b = _rand(6, dtype=dtype), _rand(6, dtype=dtype, seed=1)
+    _check(lambda x1, x2, t: tf.margin_ranking_loss(x1, x2, t, 0.3, reduction=reduction),
+           lambda x1, x2, t: F.margin_ranking_loss(x1, x2, t, 0.3, reduction=reduction),
+           [a, b, y], dtype)
+    _check(lambda x, t: tf.hinge_embedding_loss(x, t, 0.7, reduction=reduction),
+           lambda x, t: F.hinge_embedding_loss(x, t, 0.7, reduction=reduction), [a, y], dtype)
+    _check(lambda x, t: tf.soft_margin_loss(x * 30, t, reduction=reduction),
+           lambda x, t: F.soft_margin_loss(x * 30, t, reduction=reduction), [a, y], dtype,
+           nograd=(1,))
+    for name, kw in [("MarginRankingLoss", {"margin": 0.3}), ("HingeEmbeddingLoss", {}),
+                     ("SoftMarginLoss", {})]:
+        theirs = getattr(torch.nn, name)(reduction=reduction, **kw)
+        ours = getattr(rt.nn, name)(reduction=reduction, **kw)
+        args = [a, b, y] if name == "MarginRankingLoss" else [a, y]
+        _check(theirs, ours, args, dtype, nograd=(len(args) - 1,))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_cosine_embedding_and_triplet_losses(reduction, dtype):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    a, b, c = (_rand(5, 4, dtype=dtype, seed=s) for s in range(3))
+    y = _signs(5).astype(dtype)
+    _check(lambda x1, x2, t: tf.cosine_embedding_loss(x1, x2, t, 0.2, reduction=reduction),
+           lambda x1, x2, t: F.cosine_embedding_loss(x1, x2, t, 0.2, reduction=reduction),
+           [a, b, y], dtype)
+    _check(lambda x1, x2, t: tf.cosine_embedding_loss(x1[0], x2[0], t[0], reduction=reduction),
+           lambda x1, x2, t: F.cosine_embedding_loss(x1[0], x2[0], t[0], reduction=reduction),
+           [a, b, y], dtype)
+    for kw in [{}, {"p": 1.0, "swap": True, "margin": 2.0}, {"p": 3.0, "eps": 1e-3}]:
+        _check(lambda x, p, n: tf.triplet_margin_loss(x, p, n, reduction=reduction, **kw),
+               lambda x, p, n: F.triplet_margin_loss(x, p, n, reduction=reduction, **kw),
+               [a, b, c], dtype)
+        _check(torch.nn.TripletMarginLoss(reduction=reduction, **kw),
+               rt.nn.TripletMarginLoss(reduction=reduction, **kw), [a, b, c], dtype)
+    _check(torch.nn.CosineEmbeddingLoss(0.1, reduction=reduction),
+           rt.nn.CosineEmbeddingLoss(0.1, reduction=reduction), [a, b, y], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_multilabel_soft_margin_and_multi_margin_losses(reduction, dtype):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    x = _rand(4, 5, dtype=dtype)
+    labels = (np.random.default_rng(3).random((4, 5)) < 0.5).astype(dtype)
+    w = np.abs(_rand(5, dtype=dtype, seed=4))
+    _check(lambda i, t: tf.multilabel_soft_margin_loss(i, t, reduction=reduction),
+           lambda i, t: F.multilabel_soft_margin_loss(i, t, reduction=reduction),
+           [x, labels], dtype)
+    _check(lambda i, t, v: tf.multilabel_soft_margin_loss(i, t, v, reduction=reduction),
+           lambda i, t, v: F.multilabel_soft_margin_loss(i, t, v, reduction=reduction),
+           [x, labels, w], dtype)
+    _check(torch.nn.MultiLabelSoftMarginLoss(torch.tensor(w), reduction=reduction),
+           rt.nn.MultiLabelSoftMarginLoss(rt.tensor(w), reduction=reduction), [x, labels], dtype)
+    target = np.array([0, 4, 2, 2])
+    for kw in [{}, {"p": 2, "margin": 0.5}]:
+        _check(lambda i, t: tf.multi_margin_loss(i, t, reduction=reduction, **kw),
+               lambda i, t: F.multi_margin_loss(i, t, reduction=reduction, **kw),
+               [x, target], dtype)
+        _check(lambda i, t, v: tf.multi_margin_loss(i, t, weight=v, reduction=reduction, **kw),
+               lambda i, t, v: F.multi_margin_loss(i, t, weight=v, reduction=reduction, **kw),
+               [x, target, w], dtype, nograd=(2,))
+    _check(lambda i, t: tf.multi_margin_loss(i[0], t[1], reduction=reduction),
+           lambda i, t: F.multi_margin_loss(i[0], t[1], reduction=reduction), [x, target], dtype)
+    _check(torch.nn.MultiMarginLoss(2, 0.7, torch.tensor(w), reduction=reduction),
+           rt.nn.MultiMarginLoss(2, 0.7, rt.tensor(w), reduction=reduction), [x, target], dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_poisson_and_gaussian_nll_losses(reduction, dtype):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    x = _rand(3, 4, dtype=dtype)
+    counts = np.random.default_rng(5).poisson(2.0, (3, 4)).astype(dtype)
+    rate = np.abs(x) + 0.1
+    for kw in [{}, {"full": True}]:
+        _check(lambda i, t: tf.poisson_nll_loss(i, t, reduction=reduction, **kw),
+               lambda i, t: F.poisson_nll_loss(i, t, reduction=reduction, **kw),
+               [x, counts], dtype, nograd=(1,))
+        _check(lambda i, t: tf.poisson_nll_loss(i, t, False, reduction=reduction, **kw),
+               lambda i, t: F.poisson_nll_loss(i, t, False, reduction=reduction, **kw),
+               [rate, counts], dtype, nograd=(1,))
+    _check(torch.nn.PoissonNLLLoss(False, True, eps=1e-3, reduction=reduction),
+           rt.nn.PoissonNLLLoss(False, True, eps=1e-3, reduction=reduction), [rate, counts], dtype,
+           nograd=(1,))
+    target = _rand(3, 4, dtype=dtype, seed=6)
+    var = np.abs(_rand(3, 4, dtype=dtype, seed=7))
+    var[0, 0] = 1e-9  # below eps: clamped, the gradient passing through
+    for v in [var, var[:, 0], var[:, :1], var[:1]]:
+        for kw in [{}, {"full": True, "eps": 1e-3}]:
+            _check(lambda i, t, s: tf.gaussian_nll_loss(i, t, s, reduction=reduction, **kw),
+                   lambda i, t, s: F.gaussian_nll_loss(i, t, s, reduction=reduction, **kw),
+                   [x, target, v], dtype)
+    _check(lambda i, t: tf.gaussian_nll_loss(i, t, 0.5, reduction=reduction),
+           lambda i, t: F.gaussian_nll_loss(i, t, 0.5, reduction=reduction), [x, target], dtype)
+    _check(torch.nn.GaussianNLLLoss(full=True, reduction=reduction),
+           rt.nn.GaussianNLLLoss(full=True, reduction=reduction), [x, target, var], dtype)
+
+
+def test_losses_hand_checked():
+    y = rt.tensor([1.0, -1.0])
+    assert F.margin_ranking_loss(rt.tensor([1.0, 1.0]), rt.tensor([0.0, 0.0]), y,
+                                 reduction="none").tolist() == [0.0, 1.0]
+    assert F.hinge_embedding_loss(rt.tensor([0.5, 0.25]), y, reduction="none").tolist() == \
+        [0.5, 0.75]
+    # sample 0: target 0, x = [1, 0.5]: max(0, 1 - 1 + 0.5) / 2 = 0.25
+    assert F.multi_margin_loss(rt.tensor([[1.0, 0.5]]), rt.tensor([0])).tolist() == 0.25
+    assert float(F.soft_margin_loss(rt.tensor([0.0]), rt.tensor([1.0]))) == pytest.approx(
+        math.log(2))
+
+
+def test_loss_errors_as_torch():
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+
+    def both(name: str, *shapes: Any, **kw: Any) -> None:
+        def make(lib: Any) -> list[Any]:
+            return [lib.tensor(s) if isinstance(s, list) else lib.ones(*s) for s in shapes]
+
+        _raises_same(lambda: getattr(tf, name)(*make(torch), **kw),
+                     lambda: getattr(F, name)(*make(rt), **kw))
+
+    both("margin_ranking_loss", (3,), (3,), (3, 1))
+    both("margin_ranking_loss", (3,), (3,), (3,), reduction="x")
+    both("hinge_embedding_loss", (3,), (3,), reduction="x")
+    both("cosine_embedding_loss", (2, 3, 4), (2, 3, 4), (2,))
+    both("cosine_embedding_loss", (2, 3), (2, 3), (2, 1))
+    both("triplet_margin_loss", (2, 3), (2, 3), (3,))
+    both("triplet_margin_loss", (2, 3), (2, 3), (2, 3), margin=0.0)
+    both("multi_margin_loss", (2, 3), [0, 1], p=3)
+    both("multi_margin_loss", (2, 3), [0, 1, 1])
+    both("multi_margin_loss", (2, 3), [0, 5])
+    both("gaussian_nll_loss", (3, 2), (3, 2), (3, 3))
+    both("gaussian_nll_loss", (3, 2), (3, 2), (3, 2), reduction="x")
+    both("poisson_nll_loss", (3,), (3,), reduction="x")
+    _raises_same(lambda: tf.multi_margin_loss(torch.ones(2, 3), torch.tensor([0, 1]),
+                                              weight=torch.ones(2)),
+                 lambda: F.multi_margin_loss(rt.ones(2, 3), rt.tensor([0, 1]), weight=rt.ones(2)))
+    _raises_same(lambda: tf.gaussian_nll_loss(torch.ones(2), torch.ones(2), -1.0),
+                 lambda: F.gaussian_nll_loss(rt.ones(2), rt.ones(2), -1.0))
+    _raises_same(lambda: torch.nn.TripletMarginLoss(margin=0),
+                 lambda: rt.nn.TripletMarginLoss(margin=0))
+    _raises_same(lambda: torch.nn.MultiMarginLoss(p=3), lambda: rt.nn.MultiMarginLoss(p=3))
+    with pytest.raises((ValueError, RuntimeError), match="var has negative entry"):
+        F.gaussian_nll_loss(rt.ones(2), rt.ones(2), rt.tensor([1.0, -1.0]))
