@@ -592,3 +592,53 @@ def test_loss_errors_as_torch():
     _raises_same(lambda: torch.nn.MultiMarginLoss(p=3), lambda: rt.nn.MultiMarginLoss(p=3))
     with pytest.raises((ValueError, RuntimeError), match="var has negative entry"):
         F.gaussian_nll_loss(rt.ones(2), rt.ones(2), rt.tensor([1.0, -1.0]))
+
+
+def test_compiled_layers_and_losses_equal_eager():
+    """The new layers and losses capture once (no eager fallback) and train as eager."""
+    import planner
+
+    rt.manual_seed(0)
+    model = rt.nn.ModuleDict({
+        "conv": rt.nn.Conv2d(2, 8, 3, padding=1), "shuffle": rt.nn.PixelShuffle(2),
+        "pad": rt.nn.ReflectionPad2d(1), "unshuffle": rt.nn.PixelUnshuffle(2),
+        "norm": rt.nn.InstanceNorm1d(8, affine=True),
+        "bil": rt.nn.Bilinear(8, 8, 5), "soft": rt.nn.Softmax2d()})
+    twin = copy.deepcopy(model)
+
+    def trainer(m):
+        opt = rt.optim.SGD(m.parameters(), lr=0.05)
+
+        def step(x, target, labels, var):
+            opt.zero_grad()
+            maps = m["soft"](m["unshuffle"](m["pad"](m["shuffle"](m["conv"](x)))))
+            h = F.adaptive_avg_pool2d(maps, 1).flatten(1)[:, :8]
+            z = m["bil"](h, m["norm"](maps.flatten(2)[:, :8]).pow(2).mean(-1))
+            loss = (F.multi_margin_loss(z, target, p=2)
+                    + F.multilabel_soft_margin_loss(z, labels)
+                    + F.gaussian_nll_loss(z, labels, var)
+                    + F.poisson_nll_loss(z, labels, full=True)
+                    + F.soft_margin_loss(z, labels * 2 - 1)
+                    + F.cosine_embedding_loss(z, z.flip(0), target.float() - 1)
+                    + F.triplet_margin_loss(z, z.flip(0), z.roll(1, 0), swap=True)
+                    + F.margin_ranking_loss(z[:, 0], z[:, 1], labels[:, 0] * 2 - 1)
+                    + F.hinge_embedding_loss(z, labels * 2 - 1))
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    compiled, eager = planner.compile(trainer(model)), trainer(twin)
+    x = rt.randn(4, 2, 6, 6)
+    target = rt.tensor([0, 4, 2, 1])
+    labels = (rt.rand(4, 5) < 0.5).float()
+    var = rt.rand(4, 5) + 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = [float(compiled(x, target, labels, var)) for _ in range(3)]
+    want = [float(eager(x, target, labels, var)) for _ in range(3)]
+    assert compiled.captures == 1
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    for (name, a), (_, b) in zip(model.state_dict().items(), twin.state_dict().items()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
+                                   atol=1e-6, err_msg=name)
