@@ -642,3 +642,15 @@ def test_compiled_layers_and_losses_equal_eager():
     for (name, a), (_, b) in zip(model.state_dict().items(), twin.state_dict().items()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4,
                                    atol=1e-6, err_msg=name)
+
+
+def test_batch_norm_bias_keyword_and_repr():
+    torch = pytest.importorskip("torch")
+    for kw in [{}, {"bias": False}, {"affine": False}]:
+        theirs, ours = torch.nn.BatchNorm2d(3, **kw), rt.nn.BatchNorm2d(3, **kw)
+        assert repr(ours) == repr(theirs)
+        assert list(ours.state_dict()) == list(theirs.state_dict())
+        x = _rand(4, 3, 2, 2, dtype="float32")
+        np.testing.assert_allclose(ours(rt.tensor(x)).detach().numpy(),
+                                   theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
