@@ -654,3 +654,16 @@ def test_batch_norm_bias_keyword_and_repr():
         np.testing.assert_allclose(ours(rt.tensor(x)).detach().numpy(),
                                    theirs(torch.tensor(x)).detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+@pytest.mark.parametrize("name,shapes", [
+    ("margin_ranking_loss", [(3,), (4,), (3,)]), ("hinge_embedding_loss", [(3,), (4,)]),
+    ("cosine_embedding_loss", [(2, 3), (2, 4), (2,)]),
+    ("cosine_embedding_loss", [(2, 3), (2, 3), (3,)]),
+    ("triplet_margin_loss", [(2, 3), (2, 3), (2, 4)]), ("soft_margin_loss", [(3,), (4,)]),
+    ("multilabel_soft_margin_loss", [(2, 3), (2, 4)]), ("poisson_nll_loss", [(3,), (4,)]),
+    ("gaussian_nll_loss", [(3,), (4,), (3,)])])
+def test_loss_shape_mismatch_errors_as_torch(name, shapes):
+    torch = pytest.importorskip("torch")
+    _raises_same(lambda: getattr(torch.nn.functional, name)(*[torch.ones(*s) for s in shapes]),
+                 lambda: getattr(F, name)(*[rt.ones(*s) for s in shapes]))
