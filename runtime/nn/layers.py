@@ -61,15 +61,6 @@ class _PadNd(Module):
         self.padding = _amounts(padding, self._dims)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        if self._mode != "constant" and len(self.padding) // 2 not in (input.ndim - 1,
-                                                                        input.ndim - 2):
-            dims = input.ndim
-            raise NotImplementedError(
-                f"Padding size {len(self.padding)} is not supported for {dims}D input tensor.\n"
-                "Supported combinations for non-constant padding:\n"
-                "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
-                "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
-                "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
         return C.pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:

@@ -576,6 +576,14 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     if mode != "constant" and value not in (None, 0, 0.0):
         raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+    if mode != "constant" and (len(pad) // 2 not in (1, 2, 3)
+                               or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2)):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i

@@ -667,3 +667,13 @@ def test_loss_shape_mismatch_errors_as_torch(name, shapes):
     torch = pytest.importorskip("torch")
     _raises_same(lambda: getattr(torch.nn.functional, name)(*[torch.ones(*s) for s in shapes]),
                  lambda: getattr(F, name)(*[rt.ones(*s) for s in shapes]))
+
+
+@pytest.mark.parametrize("shape,pad,mode", [
+    ((3,), (1, 1), "reflect"), ((2, 3, 4, 5, 6), (1, 1), "reflect"),
+    ((2, 3, 4, 5), (1, 1), "replicate"), ((3, 4), (1, 1, 1, 1), "circular"),
+    ((2, 3, 4, 5, 6, 7), (1, 1, 1, 1, 1, 1), "reflect")])
+def test_pad_unsupported_sizes_as_torch(shape, pad, mode):
+    torch = pytest.importorskip("torch")
+    _raises_same(lambda: torch.nn.functional.pad(torch.ones(*shape), pad, mode),
+                 lambda: F.pad(rt.ones(*shape), pad, mode))
