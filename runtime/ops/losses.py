@@ -380,6 +380,15 @@ def _softplus0(z: Tensor) -> Tensor:
     return F.add(F.maximum(z, 0.0), F.log(F.add(F.exp(F.neg(F.abs(z))), 1.0)))
 
 
+def _not_differentiable(t: Tensor | None, name: str, argument: str) -> None:
+    """PyTorch's refusal of a gradient its kernel has no formula for (under grad mode)."""
+    from ..autograd.grad_mode import is_grad_enabled
+
+    if t is not None and t.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"The function '{name}' is not differentiable with respect to "
+                           f"argument '{argument}'. This input cannot have requires_grad True.")
+
+
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         margin: float = 0, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Tensor:
@@ -452,6 +461,7 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  #
                      reduce: Any = None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)), written so exp never overflows."""
     reduction = _reduction(size_average, reduce, reduction)
+    _not_differentiable(target, "soft_margin_loss", "target")
     return _reduce(_softplus0(F.neg(F.mul(input, target))), reduction, "soft_margin_loss")
 
 
@@ -498,6 +508,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if weight is not None and weight.numel() != c:
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
+    _not_differentiable(weight, "multi_margin_loss", "weight")
     y = F.reshape(target, (n, 1))
     if n:
         F.check_bounds(y, 0, c, "target out of range", "RuntimeError")

@@ -677,3 +677,16 @@ def test_pad_unsupported_sizes_as_torch(shape, pad, mode):
     torch = pytest.importorskip("torch")
     _raises_same(lambda: torch.nn.functional.pad(torch.ones(*shape), pad, mode),
                  lambda: F.pad(rt.ones(*shape), pad, mode))
+
+
+def test_losses_refuse_gradients_torch_has_no_formula_for():
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    _raises_same(lambda: tf.soft_margin_loss(torch.ones(3), torch.ones(3, requires_grad=True)),
+                 lambda: F.soft_margin_loss(rt.ones(3), rt.ones(3, requires_grad=True)))
+    _raises_same(lambda: tf.multi_margin_loss(torch.ones(2, 3), torch.tensor([0, 1]),
+                                              weight=torch.ones(3, requires_grad=True)),
+                 lambda: F.multi_margin_loss(rt.ones(2, 3), rt.tensor([0, 1]),
+                                             weight=rt.ones(3, requires_grad=True)))
+    with rt.no_grad():
+        F.soft_margin_loss(rt.ones(3), rt.ones(3, requires_grad=True))
