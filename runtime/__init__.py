@@ -286,3 +286,11 @@ from .ops.ordering import (  # noqa: E402
 __all__ += ["aminmax", "bincount", "bucketize", "cummax", "cummin", "histc", "kthvalue",
             "logcumsumexp", "median", "mode", "nanmedian", "nanquantile", "quantile",
             "searchsorted"]
+
+from .ops.math_ops import (  # noqa: E402
+    copysign, digamma, erfc, erfinv, exp2, float_power, heaviside, lgamma, logaddexp2, logit,
+    signbit, sinc, xlogy)
+from . import special  # noqa: E402
+
+__all__ += ["copysign", "digamma", "erfc", "erfinv", "exp2", "float_power", "heaviside",
+            "lgamma", "logaddexp2", "logit", "signbit", "sinc", "special", "xlogy"]

@@ -541,3 +541,11 @@ from .ops import ordering as _ord  # noqa: E402
 for _n in ("median nanmedian kthvalue mode quantile nanquantile cummax cummin logcumsumexp "
            "bincount histc aminmax").split():
     setattr(Tensor, _n, getattr(_ord, _n))
+from .ops import math_ops as _math  # noqa: E402
+
+for _n in ("erfc erfinv lgamma digamma xlogy sinc logit heaviside copysign signbit logaddexp2 "
+           "float_power exp2").split():
+    setattr(Tensor, _n, getattr(_math, _n))
+for _n in "erfc erfinv lgamma digamma xlogy sinc logit exp2".split():
+    setattr(Tensor, _n + "_", (lambda fn: lambda self, *a, **k: F.copy_(self, fn(
+        F.clone(self), *a, **k)))(getattr(_math, _n)))

@@ -438,6 +438,21 @@ ERF = _unary("erf", _erf, lambda c, g: (
     F.mul(g, F.mul(F.exp(F.neg(F.mul(c.input(0), c.input(0)))), _TWO_OVER_SQRT_PI)),), (0,))
 
 
+def _erfc_impl(xp: Any, x: Any) -> Any:
+    from .special import erfc
+
+    return erfc(xp, x)
+
+
+# erfc: its own primitive, as 1 - erf(x) cancels to 0 past x = 6 (PyTorch's log_ndtr and
+# Gaussian tails need erfc(x) ~ 1e-16 and below); not lowered: a fused kernel calls it apart
+ERFC = register(Primitive(
+    "erfc", impl=_erfc_impl, infer=_elementwise_infer(PROMOTE_FLOAT),
+    backward=lambda c, g: (F.mul(g, F.mul(F.exp(F.neg(F.mul(c.input(0), c.input(0)))),
+                                          -_TWO_OVER_SQRT_PI)),),
+    saves=(0,), promote=PROMOTE_FLOAT, elementwise=True, flops=flops_elementwise))
+
+
 def _where_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
     cond = c.input(0)
     ga = F.where(cond, g, 0.0) if c.needs(1) else None
