@@ -646,13 +646,18 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: 
         raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected bias "
                            f"to be 1-dimensional with {o} elements, but got bias of size "
                            f"{_shown(bias)} instead")
+    if any(si <= 0 for si in s):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(pi < 0 for pi in p):
+        raise RuntimeError("negative padding is not supported")
+    if any(di <= 0 for di in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: "
+                           f"{d[0]}, dilation_width: {d[1]}")
     if any(oi >= max(si, di) for oi, si, di in zip(op, s, d)):
         raise RuntimeError("output padding must be smaller than either stride or dilation, but "
                            f"got output_padding_height: {op[0]} output_padding_width: {op[1]} "
                            f"stride_height: {s[0]} stride_width: {s[1]} dilation_height: "
                            f"{d[0]} dilation_width: {d[1]}")
-    if any(v <= 0 for v in (*s, *d)):
-        raise RuntimeError("stride and dilation should be greater than zero")
     size = [(i - 1) * si - 2 * pi + di * (k - 1) + oi + 1
             for i, si, pi, di, k, oi in zip((h, w), s, p, d, (kh, kw), op)]
     if min(size) < 1:

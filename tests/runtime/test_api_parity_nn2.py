@@ -182,7 +182,8 @@ def test_conv_transpose_errors_as_torch():
     cases = [
         ((1, 5, 8, 8), {}), ((1, 4, 8, 8), {"bias": _rand(5, dtype="float32")}),
         ((1, 4, 8, 8), {"stride": 2, "output_padding": 2}), ((1, 4, 2, 2), {"padding": 3}),
-        ((1, 4, 8, 8), {"groups": 3}), ((4, 8, 8, 8, 8), {}),
+        ((1, 4, 8, 8), {"groups": 3}), ((4, 8, 8, 8, 8), {}), ((1, 4, 3, 3), {"stride": 0}),
+        ((1, 4, 3, 3), {"dilation": 0}), ((1, 4, 3, 3), {"padding": -1}),
     ]
     for shape, kw in cases:
         x = _rand(*shape, dtype="float32")
