@@ -549,3 +549,8 @@ for _n in ("erfc erfinv lgamma digamma xlogy sinc logit heaviside copysign signb
 for _n in "erfc erfinv lgamma digamma xlogy sinc logit exp2".split():
     setattr(Tensor, _n + "_", (lambda fn: lambda self, *a, **k: F.copy_(self, fn(
         F.clone(self), *a, **k)))(getattr(_math, _n)))
+from .ops import structured as _st  # noqa: E402
+
+for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag_embed "
+           "cov corrcoef").split():
+    setattr(Tensor, _n, getattr(_st, _n))

@@ -475,3 +475,98 @@ def test_math_in_a_compiled_step() -> None:
         x = rt.tensor(a, requires_grad=True)
         np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-12)
         np.testing.assert_allclose(x.grad.numpy(), eager.grad.numpy(), rtol=1e-10)
+
+
+# --- 4b. structured products and index builders ---------------------------------------------
+
+A43 = R.standard_normal((4, 3))
+B53 = R.standard_normal((5, 3))
+
+
+def test_products_match_torch() -> None:
+    same_as_torch(lambda m, a, b: m.cross(a[:3], b[:3], dim=1), A43, B53)
+    same_as_torch(lambda m, a, b: m.cross(a[:3].T, b[:3].T, dim=0) + a[:3].T.cross(
+        b[1:4].T, dim=-2), A43, B53)
+    same_as_torch(lambda m, a, b: m.kron(a, b[:2]), A43, B53)
+    same_as_torch(lambda m, a, b: m.kron(a[0], b[:2]) + 0, A43, B53)
+    for p in (0.0, 1.0, 1.5, 2.0, 3.0, float("inf")):
+        same_as_torch(lambda m, a, b, p=p: m.cdist(a, b, p=p), A43, B53)
+        if p:  # torch's dist(p=0) backward fails ("Expected a proper Tensor but got None")
+            same_as_torch(lambda m, a, b, p=p: m.dist(a, b[:4], p), A43, B53)
+    big = R.standard_normal((30, 3))
+    same_as_torch(lambda m, a, b: m.cdist(a, b), big, B53)  # PyTorch's matrix-product path
+    same_as_torch(lambda m, a, b: m.cdist(a[None], b[None].expand(2, 5, 3),
+                                          compute_mode="use_mm_for_euclid_dist"), A43, B53)
+    same_as_torch(lambda m, a, b: m.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"),
+                  big, B53)
+    same_as_torch(lambda m, a, b: m.ger(a[:, 0], b[:, 1]) + m.outer(a[:, 1], b[:, 0]), A43,
+                  B53)
+    same_as_torch(lambda m, a, b: m.addmv(a[:, 0], a, b[0], beta=0.5, alpha=2), A43, B53)
+    same_as_torch(lambda m, a, b: a.addr(a[:, 0], b[0], beta=0) + m.addr(a, a[:, 1], b[1]),
+                  A43, B53)
+    same_as_torch(lambda m, a, b: m.baddbmm(a, a[None], b[None, :3], alpha=2), A43, B53)
+    same_as_torch(lambda m, a, b: m.addbmm(a, m.stack([a, a * 2]), m.stack([b[:3], b[1:4]]),
+                                           beta=0.3), A43, B53)
+    same_as_torch(lambda m, a, b: m.cov(a.T), A43, B53)
+    same_as_torch(lambda m, a, b: m.cov(a.T, correction=0, fweights=m.tensor([1, 2, 1, 3]),
+                                        aweights=m.tensor([0.5, 1.0, 2.0, 1.0],
+                                                          dtype=a.dtype)), A43, B53)
+    same_as_torch(lambda m, a, b: m.cov(a[:, 0]) + m.corrcoef(b.T).sum(), A43, B53)
+    # a zero distance has gradient 0 (PyTorch's cdist backward), not NaN
+    x = rt.tensor(A43, requires_grad=True)
+    rt.cdist(x, x).sum().backward()
+    assert np.isfinite(x.grad.numpy()).all()
+    check_grad(lambda a, b: rt.cdist(a, b) + rt.cdist(a, b, p=3), A43, B53)
+    check_grad(lambda a, b: rt.kron(a, b).sum() + rt.cross(a[:3], b[:3], dim=1).sum()
+               + rt.cov(a).sum() + rt.corrcoef(b).sum(), A43, B53)
+
+
+def test_index_builders_match_torch() -> None:
+    torch = _torch()
+    for args in ((3, 4), (3, 4, 1), (4, 3, -1), (0, 3), (5, 5, -10)):
+        for name in ("tril_indices", "triu_indices"):
+            np.testing.assert_array_equal(getattr(rt, name)(*args).numpy(),
+                                          getattr(torch, name)(*args).numpy())
+    assert rt.tril_indices(2, 2).tolist() == [[0, 1, 1], [0, 0, 1]]
+    assert rt.cartesian_prod(rt.tensor([1, 2]), rt.tensor([3, 4])).tolist() == [
+        [1, 3], [1, 4], [2, 3], [2, 4]]
+    assert rt.combinations(rt.tensor([1, 2, 3])).tolist() == [[1, 2], [1, 3], [2, 3]]
+    same_as_torch(lambda m, a, b: m.cartesian_prod(a[:, 0], b[:, 1], a[:2, 2]), A43, B53)
+    for r in (1, 2, 3):
+        for rep in (False, True):
+            same_as_torch(lambda m, a, b, r=r, rep=rep: m.combinations(
+                a[:, 0], r, with_replacement=rep), A43, B53)
+    for spec in (3, 4, [1, 3], [2, -1], [0, 9]):
+        for dim in (0, 1):
+            ours = [t.numpy() for t in rt.tensor_split(rt.tensor(A43), spec, dim)]
+            theirs = [t.numpy() for t in torch.tensor_split(torch.tensor(A43), spec, dim)]
+            assert len(ours) == len(theirs)
+            for o, t in zip(ours, theirs, strict=True):
+                np.testing.assert_array_equal(o, t)
+    same_as_torch(lambda m, a, b: m.cat(a.tensor_split(m.tensor([1, 2]), 1), 1) * 2, A43, B53)
+    same_as_torch(lambda m, a, b: m.take(a, m.tensor([[0, -1], [5, 2]])), A43, B53)
+    raises_same(lambda m: m.take(m.ones(2, 3), m.tensor([6])))
+    for off, d1, d2 in ((0, -2, -1), (1, 0, 2), (-2, 2, 0), (2, 1, 0)):
+        same_as_torch(lambda m, a, b, o=off, x=d1, y=d2: m.diag_embed(a, o, x, y), A43, B53)
+    same_as_torch(lambda m, a, b: m.block_diag(a, b[:2, :2], a[0, 0], b[0]), A43, B53)
+    assert rt.block_diag(rt.tensor(1), rt.tensor([2, 3])).tolist() == [[1, 0, 0], [0, 2, 3]]
+    raises_same(lambda m: m.cross(m.ones(2, 4), m.ones(2, 4), dim=1))
+    raises_same(lambda m: m.cdist(m.ones(2, 3), m.ones(2, 4)))
+
+
+def test_structured_ops_in_a_compiled_step() -> None:
+    def step(a: rt.Tensor, b: rt.Tensor) -> rt.Tensor:
+        loss = (rt.cdist(a, b).sum() + rt.kron(a, b[:2]).sum() + rt.cov(a).sum()
+                + rt.diag_embed(a, 1).sum() + rt.take(a, rt.tensor([0, 5])).sum()
+                + rt.block_diag(a, b).sum() + rt.addmv(a[:, 0], a, b[0]).sum())
+        loss.backward()
+        return loss
+
+    ea, eb = rt.tensor(A43, requires_grad=True), rt.tensor(B53, requires_grad=True)
+    expected = step(ea, eb)
+    compiled = planner.compile(step)
+    for _ in range(2):
+        a, b = rt.tensor(A43, requires_grad=True), rt.tensor(B53, requires_grad=True)
+        np.testing.assert_allclose(compiled(a, b).item(), expected.item(), rtol=1e-12)
+        np.testing.assert_allclose(a.grad.numpy(), ea.grad.numpy(), rtol=1e-10)
+        np.testing.assert_allclose(b.grad.numpy(), eb.grad.numpy(), rtol=1e-10)

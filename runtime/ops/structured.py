@@ -1,0 +1,395 @@
+"""PyTorch's structured products and index builders, from primitives: cross, kron, cdist,
+dist, the add-a-product family (addmv, addr, baddbmm, addbmm), tril/triu_indices,
+cartesian_prod, combinations, tensor_split, take, diag_embed, block_diag, cov, corrcoef.
+
+Index patterns come from shapes (numpy at trace time, constants in a compiled step); only
+tensor_split with a tensor of split points reads values."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+from . import tensor_ops as T
+from .shapes import broadcast_shapes, wrap_dim
+
+
+def _const(arr: np.ndarray, device: Any) -> Tensor:
+    return Tensor(arr, device=device)
+
+
+def _scaled(t: Tensor, s: Any) -> Tensor:
+    return t if isinstance(s, (int, float)) and s == 1 else F.mul(t, s)
+
+
+def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
+    """beta * inp + alpha * prod; beta == 0 ignores inp (its NaNs too), as PyTorch's."""
+    prod = _scaled(prod, alpha)
+    if isinstance(beta, (int, float)) and beta == 0:
+        return F.expand(prod, *broadcast_shapes(inp.shape, prod.shape))
+    return F.add(_scaled(inp, beta), prod)
+
+
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A002
+          alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (mat @ vec)."""
+    from .more_ops import mv
+
+    return _add_product(input, mv(mat, vec), beta, alpha)
+
+
+def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A002
+         alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * outer(vec1, vec2)."""
+    return _add_product(input, T.outer(vec1, vec2), beta, alpha)
+
+
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # noqa: A002
+            alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    from .products import bmm
+
+    return _add_product(input, bmm(batch1, batch2), beta, alpha)
+
+
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # noqa: A002
+           alpha: Any = 1) -> Tensor:
+    """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
+    from .products import bmm
+
+    return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha)
+
+
+def ger(vec1: Tensor, vec2: Tensor) -> Tensor:
+    """outer(vec1, vec2) (PyTorch's older name)."""
+    return T.outer(vec1, vec2)
+
+
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
+    """The cross product of 3-vectors along ``dim`` (None: the first dim of size 3, with
+    PyTorch's deprecation warning)."""
+    from .extra_ops import roll
+
+    shape = broadcast_shapes(input.shape, other.shape)
+    a, b = F.expand(input, *shape), F.expand(other, *shape)
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross."
+                      "\nThe default value of dim will change to agree with that of "
+                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+        dims = [i for i, n in enumerate(shape) if n == 3]
+        if not dims:
+            raise RuntimeError("no dimension of size 3 in input")
+        d = dims[0]
+    else:
+        d = wrap_dim(dim, len(shape))
+        if shape[d] != 3:
+            raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
+                               f"{input.shape[d] if input.ndim > d else 1} and "
+                               f"{other.shape[d] if other.ndim > d else 1}")
+    return F.sub(F.mul(roll(a, -1, d), roll(b, -2, d)), F.mul(roll(a, -2, d), roll(b, -1, d)))
+
+
+def kron(a: Tensor, b: Tensor) -> Tensor:
+    """The Kronecker product: every element of a times the whole of b, in blocks."""
+    nd = max(a.ndim, b.ndim)
+    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
+    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
+    ea = F.reshape(a, tuple(itertools.chain.from_iterable((n, 1) for n in sa)))
+    eb = F.reshape(b, tuple(itertools.chain.from_iterable((1, n) for n in sb)))
+    return F.reshape(F.mul(ea, eb), tuple(x * y for x, y in zip(sa, sb)))
+
+
+def _safe_root(s: Tensor, p: float) -> Tensor:
+    """s ** (1/p) with a zero gradient where s == 0 (PyTorch's cdist/norm backward)."""
+    zero = F.eq(s, 0)
+    safe = F.where(zero, 1.0, s)
+    root = F.sqrt(safe) if p == 2 else F.pow(safe, 1.0 / p)
+    return F.where(zero, 0.0, root)
+
+
+def _pnorm_last(diff: Tensor, p: float) -> Tensor:
+    if p == 0:
+        return F.sum(F.cast(F.ne(diff, 0), diff.dtype), -1)
+    if math.isinf(p):
+        return F.amax(F.abs(diff), -1) if p > 0 else T.amin(F.abs(diff), -1)
+    if p == 1:
+        return F.sum(F.abs(diff), -1)
+    if p == 2:
+        return _safe_root(F.sum(F.mul(diff, diff), -1), 2)
+    return _safe_root(F.sum(F.pow(F.abs(diff), p), -1), p)
+
+
+_CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                "donot_use_mm_for_euclid_dist")
+
+
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MODES[0]
+          ) -> Tensor:
+    """p-norm distances between each row of x1 and each row of x2 (batched). For p = 2 with
+    more than 25 rows (or compute_mode 'use_mm_for_euclid_dist') through a matrix product,
+    |a|^2 + |b|^2 - 2 a.b, as PyTorch's: its values differ from the direct sum in the last
+    bits, and this one matches them."""
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.ndim < 2 else 2}"
+                           f" got: {x1.ndim if x1.ndim < 2 else x2.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in _CDIST_MODES:
+        raise RuntimeError(f"{compute_mode} is not a valid value for compute_mode")
+    batch = broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+    a = F.expand(x1, *batch, *x1.shape[-2:])
+    b = F.expand(x2, *batch, *x2.shape[-2:])
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    use_mm = p == 2 and (compute_mode == _CDIST_MODES[1] or (
+        compute_mode == _CDIST_MODES[0] and (r1 > 25 or r2 > 25)))
+    if use_mm:
+        from ..creation import ones
+
+        n1 = F.sum(F.mul(a, a), -1, keepdim=True)
+        n2 = F.sum(F.mul(b, b), -1, keepdim=True)
+        o1 = ones(*n1.shape, dtype=a.dtype, device=a.device)
+        o2 = ones(*n2.shape, dtype=b.dtype, device=b.device)
+        left = F.cat([F.mul(a, -2.0), n1, o1], -1)
+        right = F.cat([b, o2, n2], -1)
+        sq = F.clamp(F.matmul(left, F.transpose(right, -1, -2)), 0.0, None)
+        return _safe_root(sq, 2)
+    diff = F.sub(F.unsqueeze(a, -2), F.unsqueeze(b, -3))
+    return _pnorm_last(diff, float(p))
+
+
+def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
+    """The p-norm of input - other."""
+    diff = F.sub(input, other)
+    return _pnorm_last(F.reshape(diff, (-1,)), float(p))
+
+
+# --- index builders --------------------------------------------------------------------------
+
+
+def _tri_indices(lower: bool, row: int, col: int, offset: int, dtype: Any, device: Any
+                 ) -> Tensor:
+    if row < 0 or col < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}" if row < 0 else
+                           f"col must be non-negative, got{col}")
+    mask = np.tri(row, col, offset, dtype=bool)
+    if not lower:
+        mask = ~np.tri(row, col, offset - 1, dtype=bool)
+    idx = np.stack(np.nonzero(mask)).astype(np.int64)
+    out = _const(idx, device)
+    return out if dtype is None else F.cast(out, D.as_dtype(dtype))
+
+
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
+                 device: Any = None) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle, row by row."""
+    return _tri_indices(True, row, col, offset, dtype, device)
+
+
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
+                 device: Any = None) -> Tensor:
+    """The (2, N) row and column indices of the upper triangle, row by row."""
+    return _tri_indices(False, row, col, offset, dtype, device)
+
+
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """Every combination of one element from each 1-D tensor, as rows."""
+    from .more_ops import meshgrid
+
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return F.stack([F.reshape(g, (-1,)) for g in grids], 1)
+
+
+def combinations(input: Tensor, r: int = 2, with_replacement: bool = False  # noqa: A002
+                 ) -> Tensor:
+    """The length-r combinations of a 1-D tensor's elements, as rows (itertools' order)."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return F.reshape(input[:0], (0,))
+    n = input.shape[0]
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = np.array(list(pick(range(n), r)), dtype=np.int64).reshape(-1, r)
+    if idx.shape[0] == 0:
+        return F.reshape(input[:0], (0, r))
+    flat = T.index_select(input, 0, _const(idx.reshape(-1), input.device))
+    return F.reshape(flat, idx.shape)
+
+
+def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0  # noqa: A002
+                 ) -> tuple[Tensor, ...]:
+    """Views split along ``dim``: into n nearly equal parts (the first n % size one longer),
+    or at the given indices."""
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    spec = indices_or_sections
+    if isinstance(spec, Tensor):
+        if spec.dtype is not D.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
+                               f"integer dtype, but got {spec.dtype.name}")
+        if spec.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {spec.ndim} dims")
+        values = spec.cpu().numpy()
+        spec = int(values) if spec.ndim == 0 else [int(v) for v in values]
+    if isinstance(spec, int):
+        if spec <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+        small, extra = divmod(size, spec)
+        bounds = [0]
+        for i in range(spec):
+            bounds.append(bounds[-1] + small + (1 if i < extra else 0))
+    else:
+        bounds = [0, *(max(0, min(size, i if i >= 0 else size + i)) for i in spec), size]
+    key = (slice(None),) * d
+    out = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        out.append(F.getitem(input, key + (slice(lo, max(lo, hi)),)))
+    return tuple(out)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
+    """input flattened, read at ``index`` (negative from the end), in index's shape."""
+    if index.dtype is not D.int64:
+        raise RuntimeError(f"take(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name.capitalize()}")
+    n = input.numel()
+    flat = F.reshape(input, (-1,))
+    if index.numel():
+        F.check_bounds(index, -n, n, f"out of range: tried to access index {{}} on a tensor "
+                       f"of {n} elements.", error="IndexError")
+    idx = F.reshape(index, (-1,))
+    idx = F.where(F.lt(idx, 0), F.add(idx, n), idx)
+    return F.reshape(T.index_select(flat, 0, idx), tuple(index.shape))
+
+
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1  # noqa: A002
+               ) -> Tensor:
+    """A (batch of) matrices with input's last dim on the ``offset`` diagonal of the
+    (dim1, dim2) planes of the result, zeros elsewhere."""
+    nd = input.ndim + 1
+    d1, d2 = wrap_dim(dim1, nd), wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    m = input.shape[-1]
+    n = m + abs(offset)
+    from ..creation import zeros
+
+    pad = zeros(*input.shape[:-1], abs(offset), dtype=input.dtype, device=input.device)
+    x = F.cat([input, pad], -1) if offset else input
+    mask = _const(np.eye(n, k=offset, dtype=bool), input.device)
+    x = F.unsqueeze(x, -1) if offset >= 0 else F.unsqueeze(x, -2)
+    out = F.where(mask, x, 0)  # (..., n, n): rows i, columns i + offset
+    out = F.cast(out, input.dtype) if out.dtype is not input.dtype else out
+    rest = [i for i in range(nd) if i not in (d1, d2)]
+    order = [0] * nd
+    for src, dst in zip(range(nd - 2), rest):
+        order[dst] = src
+    order[d1], order[d2] = nd - 2, nd - 1
+    return F.permute(out, *order)
+
+
+def block_diag(*tensors: Tensor) -> Tensor:
+    """The tensors (0-, 1- or 2-D) as the blocks of a block-diagonal matrix."""
+    from ..creation import zeros
+
+    mats = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {i} has {t.ndim} dimensions")
+        mats.append(F.reshape(t, (1, 1)) if t.ndim == 0 else F.unsqueeze(t, 0)
+                    if t.ndim == 1 else t)
+    if not mats:
+        return zeros(1, 0)
+    dtype = D.result_dtype([t.dtype for t in mats], [])
+    cols = sum(t.shape[1] for t in mats)
+    rows, left = [], 0
+    for t in mats:
+        r, c = t.shape
+        parts = []
+        if left:
+            parts.append(zeros(r, left, dtype=dtype, device=t.device))
+        parts.append(F.cast(t, dtype) if t.dtype is not dtype else t)
+        if cols - left - c:
+            parts.append(zeros(r, cols - left - c, dtype=dtype, device=t.device))
+        rows.append(F.cat(parts, 1) if len(parts) > 1 else parts[0])
+        left += c
+    return F.cat(rows, 0)
+
+
+# --- covariance --------------------------------------------------------------------------------
+
+
+def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  # noqa: A002
+        aweights: Tensor | None = None) -> Tensor:
+    """The covariance of the rows (variables) over the columns (observations), with
+    frequency and/or importance weights, as PyTorch's (numpy.cov's formula)."""
+    if input.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {input.ndim} dimensions")
+    x = F.reshape(input, (1, -1)) if input.ndim < 2 else input
+    if not x.dtype.is_floating_point:
+        x = F.cast(x, D.default_float)
+    n = x.shape[1]
+    w: Tensor | None = None
+    if fweights is not None:
+        w = F.cast(fweights, x.dtype)
+    if aweights is not None:
+        w = F.cast(aweights, x.dtype) if w is None else F.mul(w, aweights)
+    if w is None:
+        avg = F.mean(x, 1, keepdim=True)
+        norm: Any = max(0, n - correction)
+    else:
+        w_sum = F.sum(w)
+        avg = F.div(F.sum(F.mul(x, w), 1, keepdim=True), w_sum)
+        if correction == 0:
+            norm = w_sum
+        elif aweights is None:
+            norm = F.sub(w_sum, correction)
+        else:
+            norm = F.sub(w_sum, F.div(F.mul(F.sum(F.mul(w, aweights)), correction), w_sum))
+        norm = F.clamp(norm, 0.0, None)
+    xm = F.sub(x, avg)
+    xw = xm if w is None else F.mul(xm, w)
+    c = F.div(F.matmul(xw, F.transpose(xm, 0, 1)), norm)
+    return F.reshape(c, ()) if input.ndim < 2 or x.shape[0] == 1 and input.ndim < 2 else c
+
+
+def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
+    """Pearson correlation coefficients of the rows, clipped to [-1, 1]."""
+    c = cov(input)
+    if c.ndim == 0:
+        return F.div(c, c)
+    d = F.sqrt(_diag(c))
+    c = F.div(F.div(c, F.unsqueeze(d, 1)), F.unsqueeze(d, 0))
+    return F.clamp(c, -1.0, 1.0)
+
+
+def _diag(c: Tensor) -> Tensor:
+    from .more_ops import diagonal
+
+    return diagonal(c)
+
