@@ -62,6 +62,11 @@ class BackwardCFunction(Node):
         out = self.fn_cls.backward(ctx, *grads)
         if not isinstance(out, tuple):
             out = (out,)
+        from ..tensor import Tensor
+
+        for o in out:
+            if o is not None and not isinstance(o, Tensor):
+                raise RuntimeError(f"expected Variable or None (got {type(o).__name__})")
         n = len(self.next_edges)
         if len(out) != n:
             if len(out) > n and all(o is None for o in out[n:]):
@@ -91,6 +96,12 @@ class Function:
         raise NotImplementedError("You must implement either the backward or vjp method for "
                                   "your custom autograd.Function to use it with backward mode AD.")
 
+    @staticmethod
+    def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> Any:
+        """PyTorch >= 2.0's style: a Function that defines this has a ``forward(*args)``
+        without ctx, and saves what backward needs here, after forward ran."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         from ..tensor import Tensor
@@ -101,8 +112,13 @@ class Function:
         is_diff = _grad_state.enabled and any(ctx.needs_input_grad)
         prev = _grad_state.enabled
         _grad_state.enabled = False
+        separate = cls.setup_context is not Function.setup_context
         try:
-            raw = cls.forward(ctx, *args, **kwargs)
+            if separate:
+                raw = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, raw)
+            else:
+                raw = cls.forward(ctx, *args, **kwargs)
         finally:
             _grad_state.enabled = prev
         outputs = raw if isinstance(raw, tuple) else (raw,)

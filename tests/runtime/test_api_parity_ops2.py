@@ -570,3 +570,89 @@ def test_structured_ops_in_a_compiled_step() -> None:
         np.testing.assert_allclose(compiled(a, b).item(), expected.item(), rtol=1e-12)
         np.testing.assert_allclose(a.grad.numpy(), ea.grad.numpy(), rtol=1e-10)
         np.testing.assert_allclose(b.grad.numpy(), eb.grad.numpy(), rtol=1e-10)
+
+
+# --- 5. autograd.Function in the setup_context style ------------------------------------------
+
+
+def _scale_fn(lib: Any) -> Any:
+    class Scale(lib.autograd.Function):
+        @staticmethod
+        def forward(x: Any, k: float) -> Any:
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+            x, k = inputs
+            ctx.save_for_backward(x)
+            ctx.k = k
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            (x,) = ctx.saved_tensors
+            return g * ctx.k + 0 * x, None
+
+    return Scale
+
+
+def test_function_setup_context_style() -> None:
+    same_as_torch(lambda m, x: _scale_fn(m).apply(x, 3.0) * x, X)
+    scale = _scale_fn(rt)
+    x = rt.tensor([1.0, 2.0], requires_grad=True)
+    y = scale.apply(x, 2.5)
+    assert y.grad_fn.name() == "ScaleBackward"
+    y.sum().backward()
+    assert x.grad.tolist() == [2.5, 2.5]
+
+
+def test_function_backward_returning_a_non_tensor() -> None:
+    def nested(m: Any) -> None:
+        class Nested(m.autograd.Function):
+            @staticmethod
+            def forward(x: Any) -> Any:
+                return x * 2
+
+            @staticmethod
+            def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+                pass
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return ((g * 2,),)
+
+        Nested.apply(m.ones(2, requires_grad=True)).sum().backward()
+
+    def number(m: Any) -> None:
+        class Number(m.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, x: Any) -> Any:
+                return x * 2
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return 3
+
+        Number.apply(m.ones(2, requires_grad=True)).sum().backward()
+
+    # the engine adds the line "raised while running the backward of NestedBackward"
+    with pytest.raises(RuntimeError, match=r"^expected Variable or None \(got tuple\)\n"):
+        nested(rt)
+    with pytest.raises(RuntimeError, match=r"^expected Variable or None \(got int\)\n"):
+        number(rt)
+    torch = _torch()
+    with pytest.raises(RuntimeError, match=r"^expected Variable or None \(got tuple\)$"):
+        nested(torch)
+
+    def no_ctx(m: Any) -> None:
+        class NoCtx(m.autograd.Function):
+            @staticmethod
+            def forward(x: Any) -> Any:
+                return x
+
+            @staticmethod
+            def backward(ctx: Any, g: Any) -> Any:
+                return g
+
+        NoCtx.apply(m.ones(2))
+
+    raises_same(no_ctx)
