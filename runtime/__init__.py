@@ -303,3 +303,8 @@ from .ops.tensor_ops import outer  # noqa: E402, F811
 __all__ += ["addbmm", "addmv", "addr", "baddbmm", "block_diag", "cartesian_prod", "cdist",
             "combinations", "corrcoef", "cov", "cross", "diag_embed", "dist", "ger", "kron",
             "take", "tensor_split", "tril_indices", "triu_indices"]
+
+from .linalg import det, logdet, matrix_power, slogdet  # noqa: E402
+from .linalg import inv as inverse  # noqa: E402
+
+__all__ += ["det", "inverse", "logdet", "matrix_power", "slogdet"]

@@ -1,5 +1,160 @@
-"""``rt.linalg``: the linear-algebra names PyTorch keeps there (vector norms so far)."""
+"""``rt.linalg``: PyTorch's linear-algebra names. inv, det, slogdet's log|det| and cholesky
+are primitives (``ops.linalg_ops``); solve, matrix_power and the norms are composites of them
+and of matmul, so their gradients come from those primitives' formulas."""
 
-from .ops.reductions import vector_norm
+from __future__ import annotations
 
-__all__ = ["vector_norm"]
+import math
+from collections import namedtuple
+from typing import Any
+
+from . import _dtype as D
+from .ops import functional as F
+from .ops import linalg_ops as L
+from .ops import reductions as _red
+from .ops.dispatch import apply
+from .ops.shapes import wrap_dim
+from .tensor import Tensor
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+
+
+def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
+                *, dtype: Any = None) -> Tensor:
+    """(sum |x|^ord)^(1/ord) over ``dim``; ``dtype``: x cast to it first, as PyTorch's."""
+    if dtype is not None:
+        x = F.cast(x, D.as_dtype(dtype))
+    return _red.vector_norm(x, ord, dim, keepdim)
+
+
+def _two_dims(x: Tensor, dim: Any, name: str) -> tuple[int, int]:
+    if x.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 "
+                           f"dimensions.")
+    d0, d1 = (wrap_dim(d, x.ndim) for d in dim)
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
+                           f"{dim[1]})")
+    return d0, d1
+
+
+def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  # noqa: A002
+                keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """'fro', or the max (min, for -1/-inf) absolute column (1) or row (inf) sum. 'nuc' and
+    2/-2 need singular values, which the runtime does not have yet."""
+    if dtype is not None:
+        A = F.cast(A, D.as_dtype(dtype))
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {L._TYPE.get(A.dtype.name, A.dtype.name)}")
+    d0, d1 = _two_dims(A, dim, "matrix_norm")
+    if ord == "fro":
+        return _red.vector_norm(A, 2, (d0, d1), keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values: "
+                                  "not in the runtime yet")
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    summed, kept = (d0, d1) if ord in (1, -1) else (d1, d0)
+    sums = F.sum(F.abs(A), summed, keepdim=True)
+    out = F.amax(sums, kept, keepdim=True) if ord > 0 else F.neg(
+        F.amax(F.neg(sums), kept, keepdim=True))
+    return out if keepdim else F.squeeze(out, (d0, d1))
+
+
+def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,  # noqa: A002
+         *, dtype: Any = None) -> Tensor:
+    """A vector norm (dim an int, or ord None and no dim: all of A flattened) or a matrix
+    norm (dim two ints, or A 2-D with ord given), as PyTorch's."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and
+                                              A.ndim == 2):
+        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim or (-2, -1)), keepdim,
+                           dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it mut be of length 1 or 2. "
+                           f"Got {list(dim) if dim is not None else dim}")
+    if dim is None and ord is not None and A.ndim != 1:
+        raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
+                           f"be 1D or 2D. Got {A.ndim}D.")
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+
+
+LinAlgError = L.LinAlgError
+
+
+def inv(A: Tensor) -> Tensor:
+    """The inverse of each square matrix in A."""
+    L.check_square("inv", A)
+    return apply(L.INV, A)
+
+
+def det(A: Tensor) -> Tensor:
+    """The determinant of each square matrix in A."""
+    L.check_square("det", A)
+    return apply(L.DET, A)
+
+
+def slogdet(A: Tensor) -> SlogdetResult:
+    """(sign, log|det|): the sign from det (no gradient), log|det| a primitive (no overflow)."""
+    L.check_square("slogdet", A)
+    return SlogdetResult(F.sign(det(A.detach())), apply(L.LOGABSDET, A))
+
+
+def logdet(A: Tensor) -> Tensor:
+    """log det A: NaN where det < 0, -inf where 0, as PyTorch's."""
+    sign, logabs = slogdet(A)
+    return F.where(F.lt(sign, 0), math.nan, F.where(F.eq(sign, 0), -math.inf, logabs))
+
+
+def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
+    """The lower Cholesky factor L (A = L L^T); ``upper``: its transpose."""
+    L.check_square("cholesky", A)
+    out = apply(L.CHOLESKY, A)
+    return F.transpose(out, -1, -2) if upper else out
+
+
+def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
+    """X with A X = B (``left`` False: X A = B); B a vector where its shape says so, as
+    PyTorch's (B 1-D, or B with one dimension less than A and A's batch)."""
+    if not left:
+        return F.transpose(solve(F.transpose(A, -1, -2), F.transpose(B, -1, -2)), -1, -2)
+    L.check_square("solve", A)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rhs = F.unsqueeze(B, -1) if vector else B
+    if rhs.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x"
+                           f"{rhs.shape[-1]})")
+    X = F.matmul(inv(A), rhs)
+    return F.squeeze(X, -1) if vector else X
+
+
+def matrix_power(A: Tensor, n: int) -> Tensor:
+    """A multiplied by itself n times (by squaring; n < 0: of inv(A); 0: the identity)."""
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
+                           f"they are {A.shape[-2] if A.ndim > 1 else 1} by "
+                           f"{A.shape[-1] if A.ndim else 1} matrices")
+    if n == 0:
+        from .creation import eye
+
+        return F.add(F.mul(A, 0), eye(A.shape[-1], dtype=A.dtype, device=A.device)) \
+            if A.dtype.is_floating_point else F.expand(
+                F.cast(eye(A.shape[-1], device=A.device), A.dtype), *A.shape)
+    base = inv(A) if n < 0 else A
+    k = abs(n)
+    result: Tensor | None = None
+    while k:
+        if k & 1:
+            result = base if result is None else F.matmul(result, base)
+        k >>= 1
+        if k:
+            base = F.matmul(base, base)
+    assert result is not None
+    return result
+
+
+__all__ = ["LinAlgError", "cholesky", "det", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
+           "vector_norm"]

@@ -554,3 +554,8 @@ from .ops import structured as _st  # noqa: E402
 for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag_embed "
            "cov corrcoef").split():
     setattr(Tensor, _n, getattr(_st, _n))
+from . import linalg as _linalg  # noqa: E402
+
+for _n in "det logdet matrix_power slogdet".split():
+    setattr(Tensor, _n, getattr(_linalg, _n))
+Tensor.inverse = _linalg.inv  # type: ignore[attr-defined]

@@ -656,3 +656,74 @@ def test_function_backward_returning_a_non_tensor() -> None:
         NoCtx.apply(m.ones(2))
 
     raises_same(no_ctx)
+
+
+# --- 6. linear algebra -------------------------------------------------------------------------
+
+SQ = R.standard_normal((2, 3, 3)) + 2 * np.eye(3)
+SPD = SQ @ SQ.transpose(0, 2, 1) + np.eye(3)
+
+
+def test_linalg_matches_torch() -> None:
+    same_as_torch(lambda m, a: m.linalg.inv(a), SQ)
+    same_as_torch(lambda m, a: m.linalg.det(a) + m.det(a[0]) + a[1].det(), SQ)
+    same_as_torch(lambda m, a: m.linalg.slogdet(a), SQ)
+    same_as_torch(lambda m, a: m.logdet(a @ a.mT) + m.inverse(a).sum(), SQ)
+    same_as_torch(lambda m, a: m.linalg.cholesky(a), SPD)
+    same_as_torch(lambda m, a: m.linalg.cholesky(a, upper=True), SPD)
+    same_as_torch(lambda m, a, b: m.linalg.solve(a, b), SQ, R.standard_normal((2, 3, 2)))
+    same_as_torch(lambda m, a, b: m.linalg.solve(a, b), SQ, R.standard_normal((2, 3)))
+    same_as_torch(lambda m, a, b: m.linalg.solve(a[0], b), SQ, R.standard_normal(3))
+    same_as_torch(lambda m, a, b: m.linalg.solve(a, b, left=False), SQ,
+                  R.standard_normal((2, 4, 3)))
+    for n in (-3, -1, 0, 1, 2, 5):
+        same_as_torch(lambda m, a, n=n: m.linalg.matrix_power(a, n) + m.matrix_power(a, n),
+                      SQ)
+    for ord in ("fro", 1, -1, math.inf, -math.inf):
+        same_as_torch(lambda m, a, o=ord: m.linalg.matrix_norm(a, o), SQ)
+        same_as_torch(lambda m, a, o=ord: m.linalg.matrix_norm(a, o, dim=(0, 2),
+                                                               keepdim=True), SQ)
+        same_as_torch(lambda m, a, o=ord: m.linalg.norm(a[0], o), SQ)
+    same_as_torch(lambda m, a: m.linalg.norm(a) + m.linalg.norm(a, dim=1).sum(), SQ)
+    same_as_torch(lambda m, a: m.linalg.norm(a[0, 0], 3) + m.linalg.norm(a, 1, dim=(1, 2)).sum(),
+                  SQ)
+    same_as_torch(lambda m, a: m.linalg.vector_norm(a, 2, dtype=m.float64), SQ)
+    check_grad(lambda a: rt.linalg.inv(a).sum() + rt.linalg.det(a).sum()
+               + rt.linalg.slogdet(a)[1].sum(), SQ)
+    check_grad(lambda a: rt.linalg.cholesky(a @ a.mT + rt.eye(3, dtype=rt.float64)), SQ)
+
+
+def test_linalg_errors_match_torch() -> None:
+    torch = _torch()
+
+    def msg(fn: Any, lib: Any) -> str:
+        with pytest.raises(RuntimeError) as info:
+            fn(lib)
+        return str(info.value)
+
+    for fn in (lambda m: m.linalg.inv(m.tensor([[1.0, 2.0], [2.0, 4.0]])),
+               lambda m: m.linalg.inv(m.zeros(2, 2, 2)),
+               lambda m: m.linalg.cholesky(m.tensor([[1.0, 2.0], [2.0, 1.0]])),
+               lambda m: m.linalg.inv(m.ones(2, 3)),
+               lambda m: m.linalg.det(m.ones(2, 2, dtype=m.int64)),
+               lambda m: m.linalg.matrix_norm(m.ones(3), 1)):
+        assert msg(fn, rt) == msg(fn, torch)
+    with pytest.raises(rt.linalg.LinAlgError):
+        rt.linalg.inv(rt.zeros(2, 2))
+
+
+def test_linalg_in_a_compiled_step() -> None:
+    def step(a: rt.Tensor) -> rt.Tensor:
+        loss = (rt.linalg.inv(a).sum() + rt.linalg.det(a).sum()
+                + rt.linalg.slogdet(a).logabsdet.sum() + rt.linalg.solve(a, a[:, 0]).sum()
+                + rt.linalg.cholesky(a @ a.mT).sum() + rt.linalg.matrix_norm(a, 1).sum())
+        loss.backward()
+        return loss
+
+    ea = rt.tensor(SQ, requires_grad=True)
+    expected = step(ea)
+    compiled = planner.compile(step)
+    for _ in range(2):
+        a = rt.tensor(SQ, requires_grad=True)
+        np.testing.assert_allclose(compiled(a).item(), expected.item(), rtol=1e-12)
+        np.testing.assert_allclose(a.grad.numpy(), ea.grad.numpy(), rtol=1e-10)

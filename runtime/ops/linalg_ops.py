@@ -1,0 +1,193 @@
+"""Linear-algebra primitives: inv, det, logabsdet and cholesky of (batches of) square
+matrices, forward by numpy.linalg (CuPy's where it has one, else a host copy), backward by
+PyTorch's formulas written with primitives. Solve, slogdet, matrix_power and the norms are
+composites of these (``runtime.linalg``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from . import functional as F
+from .dispatch import apply
+from .prims import _on_host
+from .registry import Primitive, register
+
+_TYPE = {"int64": "Long", "bool": "Bool", "float16": "Half"}
+
+
+class LinAlgError(RuntimeError):
+    """A singular or not positive-definite input (PyTorch's torch.linalg.LinAlgError)."""
+
+
+def check_square(name: str, meta: Any) -> None:
+    """PyTorch's checks: a floating dtype and batches of square matrices."""
+    if not meta.dtype.is_floating_point or meta.dtype is D.float16:
+        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
+                           f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
+    shape = tuple(meta.shape)
+    if len(shape) < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 "
+                           f"dimensions.")
+    if shape[-1] != shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they "
+                           f"are {shape[-2]} by {shape[-1]} matrices")
+
+
+def _cubic_flops(out_shape: Any, arg_shapes: Any, attrs: Any) -> int:
+    shape = arg_shapes[0]
+    n = shape[-1] if shape else 1
+    return int(math.prod(shape[:-2]) * n ** 3) if len(shape) >= 2 else 1
+
+
+def _mT(x: Any) -> Any:
+    return F.transpose(x, -1, -2)
+
+
+def _batch_prefix(a: np.ndarray, index: tuple[int, ...]) -> str:
+    return f"(Batch element {int(np.ravel_multi_index(index, a.shape[:-2]))}): " \
+        if a.ndim > 2 else ""
+
+
+def _zero_pivot(m: np.ndarray) -> int:
+    """The 1-based index of the first zero pivot of m's LU with partial pivoting (LAPACK
+    getrf's info), 0 if none: PyTorch's text for a singular matrix names it."""
+    u = m.astype(np.float64).copy()
+    n = u.shape[0]
+    first = 0
+    for j in range(n):
+        p = j + int(np.argmax(np.abs(u[j:, j])))
+        if u[p, j] == 0:
+            first = first or j + 1
+            continue
+        u[[j, p]] = u[[p, j]]
+        u[j + 1:, j:] -= np.outer(u[j + 1:, j] / u[j, j], u[j, j:])
+    return first
+
+
+def _inv_impl(xp: Any, a: Any) -> Any:
+    def host(m: np.ndarray) -> np.ndarray:
+        try:
+            return np.linalg.inv(m)
+        except np.linalg.LinAlgError:
+            for index in np.ndindex(*m.shape[:-2]):
+                k = _zero_pivot(m[index])
+                if k:
+                    raise LinAlgError(
+                        f"linalg.inv: {_batch_prefix(m, index)}The diagonal element {k} is "
+                        f"zero, the inversion could not be completed because the input matrix "
+                        f"is singular.") from None
+            raise
+
+    lib = getattr(xp, "linalg", None)
+    return lib.inv(a) if xp is not np and lib is not None else _on_host(xp, host, a)
+
+
+def _inv_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+    check_square("inv", meta)
+    return tuple(meta.shape), meta.dtype
+
+
+# (A^-1)' = -A^-T g A^-T, from the saved output
+INV = register(Primitive(
+    "linalg_inv", impl=_inv_impl, infer=_inv_infer,
+    backward=lambda c, g: (F.neg(F.matmul(_mT(c.output()), F.matmul(g, _mT(c.output())))),),
+    saves=("out",), flops=_cubic_flops))
+
+
+def _det_impl(xp: Any, a: Any) -> Any:
+    lib = getattr(xp, "linalg", None)
+    out = lib.det(a) if xp is not np and lib is not None else _on_host(xp, np.linalg.det, a)
+    return xp.asarray(out).astype(a.dtype)
+
+
+def _det_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+    check_square("det", meta)
+    return tuple(meta.shape[:-2]), meta.dtype
+
+
+def _expand2(x: Any) -> Any:
+    return F.unsqueeze(F.unsqueeze(x, -1), -1)
+
+
+# det' = g det A^-T (A invertible; PyTorch's SVD path for singular A is not taken)
+DET = register(Primitive(
+    "linalg_det", impl=_det_impl, infer=_det_infer,
+    backward=lambda c, g: (F.mul(_expand2(F.mul(g, c.output())),
+                                 _mT(apply(INV, c.input(0)))),),
+    saves=(0, "out"), flops=_cubic_flops))
+
+
+def _logabsdet_impl(xp: Any, a: Any) -> Any:
+    def host(m: np.ndarray) -> np.ndarray:
+        return np.linalg.slogdet(m)[1]
+
+    lib = getattr(xp, "linalg", None)
+    out = lib.slogdet(a)[1] if xp is not np and lib is not None else _on_host(xp, host, a)
+    return xp.asarray(out).astype(a.dtype)
+
+
+def _logabsdet_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+    check_square("slogdet", meta)
+    return tuple(meta.shape[:-2]), meta.dtype
+
+
+# log|det A|' = g A^-T
+LOGABSDET = register(Primitive(
+    "linalg_logabsdet", impl=_logabsdet_impl, infer=_logabsdet_infer,
+    backward=lambda c, g: (F.mul(_expand2(g), _mT(apply(INV, c.input(0)))),),
+    saves=(0,), flops=_cubic_flops))
+
+
+def _cholesky_impl(xp: Any, a: Any) -> Any:
+    def host(m: np.ndarray) -> np.ndarray:
+        try:
+            return np.linalg.cholesky(m)
+        except np.linalg.LinAlgError:
+            for index in np.ndindex(*m.shape[:-2]):
+                sub = m[index]
+                for k in range(1, sub.shape[-1] + 1):
+                    try:
+                        np.linalg.cholesky(sub[:k, :k])
+                    except np.linalg.LinAlgError:
+                        raise LinAlgError(
+                            f"linalg.cholesky: {_batch_prefix(m, index)}The factorization "
+                            f"could not be completed because the input is not "
+                            f"positive-definite (the leading minor of order {k} is not "
+                            f"positive-definite).") from None
+            raise
+
+    lib = getattr(xp, "linalg", None)
+    return lib.cholesky(a) if xp is not np and lib is not None else _on_host(xp, host, a)
+
+
+def _cholesky_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+    check_square("cholesky", meta)
+    return tuple(meta.shape), meta.dtype
+
+
+def _cholesky_bwd(c: Any, g: Any) -> tuple[Any]:
+    """PyTorch's cholesky_backward: phi = tril(L^T gL) with its diagonal halved,
+    gA = L^-T phi L^-1, symmetrized."""
+    from .tensor_ops import tril
+
+    L = c.output()
+    L_inv = apply(INV, L)
+    phi = tril(F.matmul(_mT(L), tril(g)))
+    n = L.shape[-1]
+    half = np.ones((n, n))
+    np.fill_diagonal(half, 0.5)
+    from ..tensor import Tensor
+
+    phi = F.mul(phi, Tensor(half.astype(L.dtype.np), device=L.device))
+    s = F.matmul(_mT(L_inv), F.matmul(phi, L_inv))
+    return (F.mul(F.add(s, _mT(s)), 0.5),)
+
+
+# the lower Cholesky factor (torch.linalg.cholesky's upper=True is its transpose)
+CHOLESKY = register(Primitive(
+    "linalg_cholesky", impl=_cholesky_impl, infer=_cholesky_infer, backward=_cholesky_bwd,
+    saves=("out",), flops=_cubic_flops))
