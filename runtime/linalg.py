@@ -108,6 +108,25 @@ def logdet(A: Tensor) -> Tensor:
     return F.where(F.lt(sign, 0), math.nan, F.where(F.eq(sign, 0), -math.inf, logabs))
 
 
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+
+
+def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - PyTorch's name
+    """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices, from the
+    triangle ``UPLO`` names."""
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    L.check_square("eigh", A)
+    packed = apply(L.EIGH, A, upper=UPLO == "U")
+    return EighResult(F.getitem(packed, (Ellipsis, 0, slice(None))),
+                      F.getitem(packed, (Ellipsis, slice(1, None), slice(None))))
+
+
+def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - PyTorch's name
+    """The eigenvalues of symmetric matrices, ascending."""
+    return eigh(A, UPLO).eigenvalues
+
+
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L (A = L L^T); ``upper``: its transpose."""
     L.check_square("cholesky", A)
@@ -156,5 +175,5 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-__all__ = ["LinAlgError", "cholesky", "det", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
+__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
            "vector_norm"]

@@ -191,3 +191,48 @@ def _cholesky_bwd(c: Any, g: Any) -> tuple[Any]:
 CHOLESKY = register(Primitive(
     "linalg_cholesky", impl=_cholesky_impl, infer=_cholesky_infer, backward=_cholesky_bwd,
     saves=("out",), flops=_cubic_flops))
+
+
+def _eigh_impl(xp: Any, a: Any, upper: bool) -> Any:
+    """Eigenvalues (ascending) and eigenvectors packed as one array (..., n + 1, n): row 0
+    the values, the rest the vectors as columns (one output per primitive)."""
+    def host(m: np.ndarray) -> np.ndarray:
+        w, v = np.linalg.eigh(m, UPLO="U" if upper else "L")
+        return np.concatenate([w[..., None, :], v], -2)
+
+    lib = getattr(xp, "linalg", None)
+    if xp is not np and lib is not None:
+        w, v = lib.eigh(a, UPLO="U" if upper else "L")
+        return xp.concatenate([w[..., None, :], v], -2)
+    return _on_host(xp, host, a)
+
+
+def _eigh_infer(meta: Any, upper: bool) -> tuple[tuple[int, ...], Any]:
+    check_square("eigh", meta)
+    n = meta.shape[-1]
+    return (*meta.shape[:-2], n + 1, n), meta.dtype
+
+
+def _eigh_bwd(c: Any, g: Any) -> tuple[Any]:
+    """PyTorch's hermitian eig backward: gA = V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T,
+    the skew part halved (only the triangle read matters, the result is symmetric)."""
+    out = c.output()
+    n = out.shape[-1]
+    lam = F.getitem(out, (Ellipsis, 0, slice(None)))
+    V = F.getitem(out, (Ellipsis, slice(1, None), slice(None)))
+    g_lam = F.getitem(g, (Ellipsis, 0, slice(None)))
+    g_V = F.getitem(g, (Ellipsis, slice(1, None), slice(None)))
+    from ..tensor import Tensor
+
+    eye = Tensor(np.eye(n, dtype=bool), device=V.device)
+    vgv = F.matmul(_mT(V), g_V)
+    skew = F.mul(F.sub(vgv, _mT(vgv)), 0.5)
+    gap = F.sub(F.unsqueeze(lam, -2), F.unsqueeze(lam, -1))  # L_j - L_i
+    inner = F.where(eye, 0.0, F.div(skew, F.where(eye, 1.0, gap)))
+    inner = F.add(inner, F.mul(F.unsqueeze(g_lam, -2), F.cast(eye, V.dtype)))
+    return (F.matmul(V, F.matmul(inner, _mT(V))),)
+
+
+EIGH = register(Primitive(
+    "linalg_eigh", impl=_eigh_impl, infer=_eigh_infer, backward=_eigh_bwd,
+    saves=("out",), attrs=("upper",), flops=_cubic_flops))

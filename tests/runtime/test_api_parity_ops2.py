@@ -693,6 +693,23 @@ def test_linalg_matches_torch() -> None:
     check_grad(lambda a: rt.linalg.cholesky(a @ a.mT + rt.eye(3, dtype=rt.float64)), SQ)
 
 
+def test_eigh_matches_torch() -> None:
+    # eigenvectors are defined up to sign: compare sign-free functions of them
+    wt = R.standard_normal((3, 3))
+
+    def fn(m: Any, a: Any) -> Any:
+        w, v = m.linalg.eigh(a + a.mT)
+        return w * 2 + (v * v * m.tensor(wt, dtype=a.dtype)).sum(-1) + m.linalg.eigvalsh(
+            a + a.mT, "U")
+
+    same_as_torch(fn, SQ, tol=1e-4)
+    same_as_torch(fn, SQ, dtypes=("float64",), tol=1e-10)
+    w, v = rt.linalg.eigh(rt.tensor(SPD))
+    np.testing.assert_allclose((v @ rt.diag_embed(w) @ v.mT).numpy(), SPD, atol=1e-12)
+    check_grad(lambda a: rt.linalg.eigh(a + a.mT).eigenvalues, SQ)
+    check_grad(lambda a: rt.linalg.eigh(a + a.mT).eigenvectors ** 2, SQ)
+
+
 def test_linalg_errors_match_torch() -> None:
     torch = _torch()
 
