@@ -306,5 +306,6 @@ __all__ += ["addbmm", "addmv", "addr", "baddbmm", "block_diag", "cartesian_prod"
 
 from .linalg import det, logdet, matrix_power, slogdet  # noqa: E402
 from .linalg import inv as inverse  # noqa: E402
+from .linalg import pinv as pinverse  # noqa: E402
 
-__all__ += ["det", "inverse", "logdet", "matrix_power", "slogdet"]
+__all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]

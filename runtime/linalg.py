@@ -8,6 +8,8 @@ import math
 from collections import namedtuple
 from typing import Any
 
+import numpy as np
+
 from . import _dtype as D
 from .ops import functional as F
 from .ops import linalg_ops as L
@@ -40,8 +42,8 @@ def _two_dims(x: Tensor, dim: Any, name: str) -> tuple[int, int]:
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  # noqa: A002
                 keepdim: bool = False, *, dtype: Any = None) -> Tensor:
-    """'fro', or the max (min, for -1/-inf) absolute column (1) or row (inf) sum. 'nuc' and
-    2/-2 need singular values, which the runtime does not have yet."""
+    """'fro'; the max (min, for -1/-inf) absolute column (1) or row (inf) sum; 'nuc', 2, -2:
+    the sum, largest and smallest of the singular values."""
     if dtype is not None:
         A = F.cast(A, D.as_dtype(dtype))
     if not A.dtype.is_floating_point:
@@ -51,8 +53,13 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
     if ord == "fro":
         return _red.vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values: "
-                                  "not in the runtime yet")
+        moved = F.permute(A, *[i for i in range(A.ndim) if i not in (d0, d1)], d0, d1)
+        s = svdvals(moved)
+        out = F.sum(s, -1) if ord == "nuc" else F.amax(s, -1) if ord == 2 else F.neg(
+            F.amax(F.neg(s), -1))
+        if keepdim:
+            out = F.unsqueeze(F.unsqueeze(out, min(d0, d1)), max(d0, d1))
+        return out
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     summed, kept = (d0, d1) if ord in (1, -1) else (d1, d0)
@@ -127,6 +134,41 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - PyTorch's na
     return eigh(A, UPLO).eigenvalues
 
 
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
+    """U, S, Vh with A = U diag(S) Vh (S descending). Only the reduced factors are computed:
+    full_matrices=True on a non-square A is refused rather than padded without gradient."""
+    packed = apply(L.SVD, A)
+    m, n = A.shape[-2], A.shape[-1]
+    if full_matrices and m != n:
+        raise NotImplementedError("linalg.svd(full_matrices=True) of a non-square matrix: "
+                                  "pass full_matrices=False")
+    return SVDResult(*L.unpack_svd(packed, m, n))
+
+
+def svdvals(A: Tensor) -> Tensor:
+    """The singular values, descending."""
+    return svd(A, full_matrices=False).S
+
+
+def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
+         hermitian: bool = False) -> Tensor:
+    """The pseudo-inverse V diag(1/S) U^T, singular values at or below max(atol, rtol *
+    S_max) dropped (rtol default: eps * max(m, n), PyTorch's)."""
+    U, S, Vh = svd(A, full_matrices=False)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(
+            np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+    smax = F.amax(S.detach(), -1, keepdim=True) if S.shape[-1] else S
+    cut = F.maximum(F.mul(smax, rtol), atol or 0.0)
+    keep = F.gt(S, cut)
+    s_inv = F.where(keep, F.div(1.0, F.where(keep, S, 1.0)), 0.0)
+    return F.matmul(F.mul(F.transpose(Vh, -1, -2), F.unsqueeze(s_inv, -2)),
+                    F.transpose(U, -1, -2))
+
+
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L (A = L L^T); ``upper``: its transpose."""
     L.check_square("cholesky", A)
@@ -175,5 +217,5 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
+__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "pinv", "svd", "svdvals", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
            "vector_norm"]

@@ -559,3 +559,4 @@ from . import linalg as _linalg  # noqa: E402
 for _n in "det logdet matrix_power slogdet".split():
     setattr(Tensor, _n, getattr(_linalg, _n))
 Tensor.inverse = _linalg.inv  # type: ignore[attr-defined]
+Tensor.pinverse = _linalg.pinv  # type: ignore[attr-defined]

@@ -236,3 +236,76 @@ def _eigh_bwd(c: Any, g: Any) -> tuple[Any]:
 EIGH = register(Primitive(
     "linalg_eigh", impl=_eigh_impl, infer=_eigh_infer, backward=_eigh_bwd,
     saves=("out",), attrs=("upper",), flops=_cubic_flops))
+
+
+def _svd_sizes(shape: tuple[int, ...]) -> tuple[int, int, int]:
+    m, n = shape[-2], shape[-1]
+    return m, n, min(m, n)
+
+
+def _svd_impl(xp: Any, a: Any) -> Any:
+    """The reduced SVD packed along one last axis: U (m*k), S (k), Vh (k*n), row-major (one
+    output per primitive; ``runtime.linalg.svd`` unpacks it)."""
+    m, n, k = _svd_sizes(a.shape)
+    batch = a.shape[:-2]
+
+    def host(x: np.ndarray) -> np.ndarray:
+        u, s, vh = np.linalg.svd(x, full_matrices=False)
+        return np.concatenate([u.reshape(*batch, m * k), s, vh.reshape(*batch, k * n)], -1)
+
+    lib = getattr(xp, "linalg", None)
+    if xp is not np and lib is not None:
+        u, s, vh = lib.svd(a, full_matrices=False)
+        return xp.concatenate([u.reshape(*batch, m * k), s, vh.reshape(*batch, k * n)], -1)
+    return _on_host(xp, host, a)
+
+
+def _svd_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+    if not meta.dtype.is_floating_point or meta.dtype is D.float16:
+        raise RuntimeError(f"linalg.svd: Expected a floating point or complex tensor as "
+                           f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
+    if len(meta.shape) < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    m, n, k = _svd_sizes(tuple(meta.shape))
+    return (*meta.shape[:-2], m * k + k + k * n), meta.dtype
+
+
+def unpack_svd(packed: Any, m: int, n: int) -> tuple[Any, Any, Any]:
+    k = min(m, n)
+    batch = tuple(packed.shape[:-1])
+    u = F.reshape(F.getitem(packed, (Ellipsis, slice(0, m * k))), (*batch, m, k))
+    s = F.getitem(packed, (Ellipsis, slice(m * k, m * k + k)))
+    vh = F.reshape(F.getitem(packed, (Ellipsis, slice(m * k + k, None))), (*batch, k, n))
+    return u, s, vh
+
+
+def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
+    """PyTorch's svd_backward (real, reduced): gA = U [skew(U^T gU)/E S + S skew(V^T gV)/E
+    + diag(gS)] Vh, plus the parts of gU, gV outside the column spaces when A is not square;
+    E_jk = S_k^2 - S_j^2 (distinct singular values assumed, as PyTorch's)."""
+    m, n = c.shape(0)[-2], c.shape(0)[-1]
+    k = min(m, n)
+    u, s, vh = unpack_svd(c.output(), m, n)
+    gu, gs, gvh = unpack_svd(g, m, n)
+    from ..tensor import Tensor
+
+    eye = Tensor(np.eye(k, dtype=bool), device=u.device)
+    uhgu = F.matmul(_mT(u), gu)
+    vhgv = F.matmul(vh, _mT(gvh))
+    s2 = F.mul(s, s)
+    e = F.where(eye, 1.0, F.sub(F.unsqueeze(s2, -2), F.unsqueeze(s2, -1)))
+    inner = F.add(F.mul(F.div(F.sub(uhgu, _mT(uhgu)), e), F.unsqueeze(s, -2)),
+                  F.mul(F.unsqueeze(s, -1), F.div(F.sub(vhgv, _mT(vhgv)), e)))
+    inner = F.where(eye, F.unsqueeze(gs, -2), inner)
+    ga = F.matmul(u, F.matmul(inner, vh))
+    s_inv = F.unsqueeze(F.div(1.0, s), -2)
+    if m > k:
+        ga = F.add(ga, F.matmul(F.mul(F.sub(gu, F.matmul(u, uhgu)), s_inv), vh))
+    if n > k:
+        ga = F.add(ga, F.matmul(F.mul(u, s_inv), F.sub(gvh, F.matmul(_mT(vhgv), vh))))
+    return (ga,)
+
+
+SVD = register(Primitive(
+    "linalg_svd", impl=_svd_impl, infer=_svd_infer, backward=_svd_bwd, saves=("out",),
+    flops=_cubic_flops))

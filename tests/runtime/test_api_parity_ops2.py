@@ -710,6 +710,31 @@ def test_eigh_matches_torch() -> None:
     check_grad(lambda a: rt.linalg.eigh(a + a.mT).eigenvectors ** 2, SQ)
 
 
+@pytest.mark.parametrize("shape", [(2, 4, 4), (3, 5), (5, 3)])
+def test_svd_family_matches_torch(shape: tuple[int, ...]) -> None:
+    a = R.standard_normal(shape)
+    wt = R.standard_normal(shape)
+
+    def fn(m: Any, x: Any) -> Any:  # U and Vh up to sign: U @ Vh and squares are sign-free
+        u, s, vh = m.linalg.svd(x, full_matrices=False)
+        return (s * 2 + ((u @ vh) * m.tensor(wt, dtype=x.dtype)).sum() + (u * u).sum()
+                + m.linalg.svdvals(x) ** 2)
+
+    same_as_torch(fn, a, tol=1e-4)
+    same_as_torch(fn, a, dtypes=("float64",), tol=1e-10)
+    same_as_torch(lambda m, x: m.linalg.pinv(x) + m.pinverse(x) * 2, a, dtypes=("float64",),
+                  tol=1e-10)
+    for ord in ("nuc", 2, -2):
+        same_as_torch(lambda m, x, o=ord: m.linalg.matrix_norm(x, o), a, dtypes=("float64",),
+                      tol=1e-10)
+        same_as_torch(lambda m, x, o=ord: m.linalg.matrix_norm(x, o, dim=(-1, -2),
+                                                               keepdim=True), a,
+                      dtypes=("float64",), tol=1e-10)
+    u, s, vh = rt.linalg.svd(rt.tensor(a), full_matrices=False)
+    np.testing.assert_allclose((u @ rt.diag_embed(s) @ vh).numpy(), a, atol=1e-12)
+    check_grad(lambda x: rt.linalg.svdvals(x) + rt.linalg.pinv(x).sum(), a)
+
+
 def test_linalg_errors_match_torch() -> None:
     torch = _torch()
 

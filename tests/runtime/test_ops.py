@@ -146,6 +146,8 @@ case("linalg_cholesky", lambda m, a: m.linalg.cholesky(
     a @ a.transpose(-1, -2) + m.eye(3, dtype=a.dtype, device=a.device)), [N(2, 3, 3)])
 case("linalg_eigh", lambda m, a: (lambda e: e.eigenvalues + (e.eigenvectors ** 4).sum(-1))(
     m.linalg.eigh(a + a.transpose(-1, -2))), [N(2, 3, 3)])
+case("linalg_svd", lambda m, a: (lambda r: r.S + (r.U ** 4).sum(-2) + (r.Vh ** 4).sum(-1))(
+    m.linalg.svd(a, full_matrices=False)), [N(2, 3, 4)])
 case("log1p", lambda m, a: a.log1p(), [P(3, 4) - 0.4], gg=True)
 case("log1p_small", lambda m, a: m.log1p(a * 1e-4), [N(2, 3)])
 case("expm1", lambda m, a: a.expm1(), [N(3, 4)], gg=True)
