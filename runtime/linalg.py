@@ -169,6 +169,46 @@ def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
                     F.transpose(U, -1, -2))
 
 
+QRResult = namedtuple("QRResult", ["Q", "R"])
+LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
+
+
+def qr(A: Tensor, mode: str = "reduced") -> QRResult:
+    """Q with orthonormal columns and upper-triangular R, A = QR ('reduced'; 'r': R only,
+    Q empty; 'complete' only where it equals 'reduced', m <= n)."""
+    if mode not in ("reduced", "r", "complete"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    m, n = A.shape[-2], A.shape[-1]
+    if mode == "complete" and m > n:
+        raise NotImplementedError("linalg.qr(mode='complete') of a tall matrix")
+    q, r = L.unpack_qr(apply(L.QR, A.detach() if mode == "r" else A), m, n)
+    if mode == "r":  # no gradient: PyTorch's needs Q, which mode 'r' does not return
+        from .creation import zeros
+
+        return QRResult(zeros(0, dtype=A.dtype, device=A.device), r)
+    return QRResult(q, r)
+
+
+def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
+          ) -> LstsqResult:
+    """The least-squares solution X of A X = B by the pseudo-inverse (full-rank A: PyTorch's
+    'gelsy' answer); residuals and singular_values empty, rank counted, as gelsy reports."""
+    from .creation import zeros
+
+    vector = B.ndim == A.ndim - 1
+    rhs = F.unsqueeze(B, -1) if vector else B
+    if rhs.shape[-2] != A.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    pinv_a = pinv(A, rtol=rcond) if rcond is not None else pinv(A)
+    X = F.matmul(pinv_a, rhs)
+    S = svdvals(A.detach())
+    tol = rcond if rcond is not None else float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
+    rank = F.sum(F.cast(F.gt(S, F.mul(F.amax(S, -1, keepdim=True), tol)), D.int64), -1)
+    empty = zeros(0, dtype=A.dtype, device=A.device)
+    return LstsqResult(F.squeeze(X, -1) if vector else X, empty, rank, empty)
+
+
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L (A = L L^T); ``upper``: its transpose."""
     L.check_square("cholesky", A)
@@ -217,5 +257,5 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "pinv", "svd", "svdvals", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
+__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "lstsq", "pinv", "qr", "svd", "svdvals", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
            "vector_norm"]

@@ -309,3 +309,60 @@ def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
 SVD = register(Primitive(
     "linalg_svd", impl=_svd_impl, infer=_svd_infer, backward=_svd_bwd, saves=("out",),
     flops=_cubic_flops))
+
+
+def _qr_impl(xp: Any, a: Any) -> Any:
+    """The reduced QR packed along one last axis: Q (m*k), R (k*n), row-major."""
+    m, n, k = _svd_sizes(a.shape)
+    batch = a.shape[:-2]
+
+    def host(x: np.ndarray) -> np.ndarray:
+        q, r = np.linalg.qr(x, mode="reduced")
+        return np.concatenate([q.reshape(*batch, m * k), r.reshape(*batch, k * n)], -1)
+
+    lib = getattr(xp, "linalg", None)
+    if xp is not np and lib is not None:
+        q, r = lib.qr(a, mode="reduced")
+        return xp.concatenate([q.reshape(*batch, m * k), r.reshape(*batch, k * n)], -1)
+    return _on_host(xp, host, a)
+
+
+def _qr_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+    if not meta.dtype.is_floating_point or meta.dtype is D.float16:
+        raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as "
+                           f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
+    if len(meta.shape) < 2:
+        raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
+    m, n, k = _svd_sizes(tuple(meta.shape))
+    return (*meta.shape[:-2], m * k + k * n), meta.dtype
+
+
+def unpack_qr(packed: Any, m: int, n: int) -> tuple[Any, Any]:
+    k = min(m, n)
+    batch = tuple(packed.shape[:-1])
+    q = F.reshape(F.getitem(packed, (Ellipsis, slice(0, m * k))), (*batch, m, k))
+    r = F.reshape(F.getitem(packed, (Ellipsis, slice(m * k, None))), (*batch, k, n))
+    return q, r
+
+
+def _qr_bwd(c: Any, g: Any) -> tuple[Any]:
+    """Reduced QR with m >= n (Walter and Seeger's formula, as PyTorch's): M = R gR^T -
+    gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T, copyltu mirroring M's lower triangle upward."""
+    from .tensor_ops import tril
+
+    m, n = c.shape(0)[-2], c.shape(0)[-1]
+    if m < n:
+        raise NotImplementedError("linalg.qr backward for a wide matrix (m < n) is not "
+                                  "implemented in the runtime")
+    q, r = unpack_qr(c.output(), m, n)
+    gq, gr = unpack_qr(g, m, n)
+    big_m = F.sub(F.matmul(r, _mT(gr)), F.matmul(_mT(gq), q))
+    low = tril(big_m, -1)
+    copyltu = F.add(tril(big_m), _mT(low))
+    b = F.add(gq, F.matmul(q, copyltu))
+    return (F.matmul(b, _mT(apply(INV, r))),)
+
+
+QR = register(Primitive(
+    "linalg_qr", impl=_qr_impl, infer=_qr_infer, backward=_qr_bwd, saves=("out",),
+    flops=_cubic_flops))

@@ -735,6 +735,22 @@ def test_svd_family_matches_torch(shape: tuple[int, ...]) -> None:
     check_grad(lambda x: rt.linalg.svdvals(x) + rt.linalg.pinv(x).sum(), a)
 
 
+@pytest.mark.parametrize("shape", [(2, 4, 4), (5, 3)])
+def test_qr_lstsq_match_torch(shape: tuple[int, ...]) -> None:
+    a = R.standard_normal(shape)
+    b = R.standard_normal((*shape[:-1], 2))
+    same_as_torch(lambda m, x: m.linalg.qr(x), a)
+    same_as_torch(lambda m, x: m.linalg.qr(x.detach(), mode="r").R.sum() + x, a)
+    same_as_torch(lambda m, x, y: m.linalg.lstsq(x, y).solution, a, b)
+    same_as_torch(lambda m, x, y: m.linalg.lstsq(x, y[..., 0]).solution, a, b)
+    res = rt.linalg.lstsq(rt.tensor(a), rt.tensor(b))
+    assert res.rank.tolist() == _torch().linalg.lstsq(_torch().tensor(a),
+                                                       _torch().tensor(b)).rank.tolist()
+    q, r = rt.linalg.qr(rt.tensor(a))
+    np.testing.assert_allclose((q @ r).numpy(), a, atol=1e-12)
+    check_grad(lambda x: rt.linalg.qr(x), a)
+
+
 def test_linalg_errors_match_torch() -> None:
     torch = _torch()
 

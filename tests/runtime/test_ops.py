@@ -148,6 +148,8 @@ case("linalg_eigh", lambda m, a: (lambda e: e.eigenvalues + (e.eigenvectors ** 4
     m.linalg.eigh(a + a.transpose(-1, -2))), [N(2, 3, 3)])
 case("linalg_svd", lambda m, a: (lambda r: r.S + (r.U ** 4).sum(-2) + (r.Vh ** 4).sum(-1))(
     m.linalg.svd(a, full_matrices=False)), [N(2, 3, 4)])
+case("linalg_qr", lambda m, a: (lambda r: (r.Q ** 2).sum(-2) * 3 + r.R.sum(-2))(
+    m.linalg.qr(a)), [N(2, 4, 3)])
 case("log1p", lambda m, a: a.log1p(), [P(3, 4) - 0.4], gg=True)
 case("log1p_small", lambda m, a: m.log1p(a * 1e-4), [N(2, 3)])
 case("expm1", lambda m, a: a.expm1(), [N(3, 4)], gg=True)
