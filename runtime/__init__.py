@@ -288,11 +288,11 @@ __all__ += ["aminmax", "bincount", "bucketize", "cummax", "cummin", "histc", "kt
             "searchsorted"]
 
 from .ops.math_ops import (  # noqa: E402
-    copysign, digamma, erfc, erfinv, exp2, float_power, heaviside, lgamma, logaddexp2, logit,
-    signbit, sinc, xlogy)
+    copysign, digamma, erfc, erfinv, exp2, float_power, heaviside, i0, lgamma, logaddexp2,
+    logit, signbit, sinc, xlogy)
 from . import special  # noqa: E402
 
-__all__ += ["copysign", "digamma", "erfc", "erfinv", "exp2", "float_power", "heaviside",
+__all__ += ["copysign", "digamma", "erfc", "erfinv", "exp2", "float_power", "heaviside", "i0",
             "lgamma", "logaddexp2", "logit", "signbit", "sinc", "special", "xlogy"]
 
 from .ops.structured import (  # noqa: E402

@@ -544,9 +544,9 @@ for _n in ("median nanmedian kthvalue mode quantile nanquantile cummax cummin lo
 from .ops import math_ops as _math  # noqa: E402
 
 for _n in ("erfc erfinv lgamma digamma xlogy sinc logit heaviside copysign signbit logaddexp2 "
-           "float_power exp2").split():
+           "float_power exp2 i0").split():
     setattr(Tensor, _n, getattr(_math, _n))
-for _n in "erfc erfinv lgamma digamma xlogy sinc logit exp2".split():
+for _n in "erfc erfinv lgamma digamma xlogy sinc logit exp2 i0".split():
     setattr(Tensor, _n + "_", (lambda fn: lambda self, *a, **k: F.copy_(self, fn(
         F.clone(self), *a, **k)))(getattr(_math, _n)))
 from .ops import structured as _st  # noqa: E402

@@ -392,7 +392,7 @@ UNIT = np.linspace(-0.98, 0.98, 25)
 SINC_X = np.linspace(-2.3, 2.4, 21)
 
 
-@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "erfc", "sinc", "exp2"])
+@pytest.mark.parametrize("name", ["lgamma", "digamma", "erfinv", "erfc", "sinc", "exp2", "i0"])
 def test_unary_math_matches_torch(name: str) -> None:
     a = UNIT if name == "erfinv" else SINC_X if name == "sinc" else GAMMA_X
     # torch's trigamma (digamma's gradient) is off by 5e-10 at negative x (mpmath: ours 4e-16)
@@ -401,7 +401,7 @@ def test_unary_math_matches_torch(name: str) -> None:
     same_as_torch(lambda m, x: getattr(x, name)(), a, dtypes=("float64",), tol=tol)
 
 
-@pytest.mark.parametrize("name", ["gammaln", "digamma", "psi", "erfinv", "erfc", "expit",
+@pytest.mark.parametrize("name", ["gammaln", "digamma", "psi", "erfinv", "erfc", "expit", "i0",
                                   "ndtr", "log_ndtr", "entr", "sinc", "exp2", "erf",
                                   "expm1", "log1p"])
 def test_special_module_matches_torch(name: str) -> None:
