@@ -138,14 +138,12 @@ SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
-    """U, S, Vh with A = U diag(S) Vh (S descending). Only the reduced factors are computed:
-    full_matrices=True on a non-square A is refused rather than padded without gradient."""
-    packed = apply(L.SVD, A)
+    """U, S, Vh with A = U diag(S) Vh (S descending); full_matrices: U and Vh square (the
+    gradient reads their first min(m, n) columns and rows, as PyTorch's)."""
     m, n = A.shape[-2], A.shape[-1]
-    if full_matrices and m != n:
-        raise NotImplementedError("linalg.svd(full_matrices=True) of a non-square matrix: "
-                                  "pass full_matrices=False")
-    return SVDResult(*L.unpack_svd(packed, m, n))
+    full = bool(full_matrices) and m != n  # square: the same factors
+    packed = apply(L.SVD, A, full_matrices=full)
+    return SVDResult(*L.unpack_svd(packed, m, n, full))
 
 
 def svdvals(A: Tensor) -> Tensor:

@@ -238,55 +238,63 @@ EIGH = register(Primitive(
     saves=("out",), attrs=("upper",), flops=_cubic_flops))
 
 
-def _svd_sizes(shape: tuple[int, ...]) -> tuple[int, int, int]:
+def _svd_sizes(shape: tuple[int, ...], full: bool = False) -> tuple[int, int, int, int, int]:
+    """m, n, k = min(m, n), and the columns of U and rows of Vh (k, or m and n when full)."""
     m, n = shape[-2], shape[-1]
-    return m, n, min(m, n)
+    k = min(m, n)
+    return m, n, k, (m if full else k), (n if full else k)
 
 
-def _svd_impl(xp: Any, a: Any) -> Any:
-    """The reduced SVD packed along one last axis: U (m*k), S (k), Vh (k*n), row-major (one
-    output per primitive; ``runtime.linalg.svd`` unpacks it)."""
-    m, n, k = _svd_sizes(a.shape)
+def _svd_impl(xp: Any, a: Any, full_matrices: bool) -> Any:
+    """The SVD packed along one last axis: U (m*mu), S (k), Vh (nv*n), row-major (one output
+    per primitive; ``runtime.linalg.svd`` unpacks it)."""
+    m, n, k, mu, nv = _svd_sizes(a.shape, full_matrices)
     batch = a.shape[:-2]
 
     def host(x: np.ndarray) -> np.ndarray:
-        u, s, vh = np.linalg.svd(x, full_matrices=False)
-        return np.concatenate([u.reshape(*batch, m * k), s, vh.reshape(*batch, k * n)], -1)
+        u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
+        return np.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
 
     lib = getattr(xp, "linalg", None)
     if xp is not np and lib is not None:
-        u, s, vh = lib.svd(a, full_matrices=False)
-        return xp.concatenate([u.reshape(*batch, m * k), s, vh.reshape(*batch, k * n)], -1)
+        u, s, vh = lib.svd(a, full_matrices=full_matrices)
+        return xp.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
     return _on_host(xp, host, a)
 
 
-def _svd_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
+def _svd_infer(meta: Any, full_matrices: bool) -> tuple[tuple[int, ...], Any]:
     if not meta.dtype.is_floating_point or meta.dtype is D.float16:
         raise RuntimeError(f"linalg.svd: Expected a floating point or complex tensor as "
                            f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
     if len(meta.shape) < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
-    m, n, k = _svd_sizes(tuple(meta.shape))
-    return (*meta.shape[:-2], m * k + k + k * n), meta.dtype
+    m, n, k, mu, nv = _svd_sizes(tuple(meta.shape), full_matrices)
+    return (*meta.shape[:-2], m * mu + k + nv * n), meta.dtype
 
 
-def unpack_svd(packed: Any, m: int, n: int) -> tuple[Any, Any, Any]:
-    k = min(m, n)
+def unpack_svd(packed: Any, m: int, n: int, full: bool = False) -> tuple[Any, Any, Any]:
+    _, _, k, mu, nv = _svd_sizes((m, n), full)
     batch = tuple(packed.shape[:-1])
-    u = F.reshape(F.getitem(packed, (Ellipsis, slice(0, m * k))), (*batch, m, k))
-    s = F.getitem(packed, (Ellipsis, slice(m * k, m * k + k)))
-    vh = F.reshape(F.getitem(packed, (Ellipsis, slice(m * k + k, None))), (*batch, k, n))
+    u = F.reshape(F.getitem(packed, (Ellipsis, slice(0, m * mu))), (*batch, m, mu))
+    s = F.getitem(packed, (Ellipsis, slice(m * mu, m * mu + k)))
+    vh = F.reshape(F.getitem(packed, (Ellipsis, slice(m * mu + k, None))), (*batch, nv, n))
     return u, s, vh
 
 
 def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
-    """PyTorch's svd_backward (real, reduced): gA = U [skew(U^T gU)/E S + S skew(V^T gV)/E
-    + diag(gS)] Vh, plus the parts of gU, gV outside the column spaces when A is not square;
-    E_jk = S_k^2 - S_j^2 (distinct singular values assumed, as PyTorch's)."""
+    """PyTorch's svd_backward (real): gA = U [skew(U^T gU)/E S + S skew(V^T gV)/E + diag(gS)]
+    Vh, plus the parts of gU, gV outside the column spaces when A is not square;
+    E_jk = S_k^2 - S_j^2 (distinct singular values assumed, as PyTorch's). Full matrices:
+    only their first k columns (rows) count, as PyTorch's narrow."""
     m, n = c.shape(0)[-2], c.shape(0)[-1]
+    full = c.attrs["full_matrices"]
     k = min(m, n)
-    u, s, vh = unpack_svd(c.output(), m, n)
-    gu, gs, gvh = unpack_svd(g, m, n)
+    u, s, vh = unpack_svd(c.output(), m, n, full)
+    gu, gs, gvh = unpack_svd(g, m, n, full)
+    if full:
+        cols, rows = (Ellipsis, slice(None), slice(0, k)), (Ellipsis, slice(0, k), slice(None))
+        u, gu, vh, gvh = (F.getitem(u, cols), F.getitem(gu, cols), F.getitem(vh, rows),
+                          F.getitem(gvh, rows))
     from ..tensor import Tensor
 
     eye = Tensor(np.eye(k, dtype=bool), device=u.device)
@@ -308,12 +316,12 @@ def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
 
 SVD = register(Primitive(
     "linalg_svd", impl=_svd_impl, infer=_svd_infer, backward=_svd_bwd, saves=("out",),
-    flops=_cubic_flops))
+    attrs=("full_matrices",), flops=_cubic_flops))
 
 
 def _qr_impl(xp: Any, a: Any) -> Any:
     """The reduced QR packed along one last axis: Q (m*k), R (k*n), row-major."""
-    m, n, k = _svd_sizes(a.shape)
+    m, n, k, _, _ = _svd_sizes(a.shape)
     batch = a.shape[:-2]
 
     def host(x: np.ndarray) -> np.ndarray:
@@ -333,7 +341,7 @@ def _qr_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
                            f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
     if len(meta.shape) < 2:
         raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
-    m, n, k = _svd_sizes(tuple(meta.shape))
+    m, n, k, _, _ = _svd_sizes(tuple(meta.shape))
     return (*meta.shape[:-2], m * k + k * n), meta.dtype
 
 
