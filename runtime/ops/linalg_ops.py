@@ -353,22 +353,29 @@ def unpack_qr(packed: Any, m: int, n: int) -> tuple[Any, Any]:
     return q, r
 
 
-def _qr_bwd(c: Any, g: Any) -> tuple[Any]:
-    """Reduced QR with m >= n (Walter and Seeger's formula, as PyTorch's): M = R gR^T -
-    gQ^T Q, gA = (gQ + Q copyltu(M)) R^-T, copyltu mirroring M's lower triangle upward."""
+def _qr_square_or_tall(q: Any, r: Any, gq: Any, gr: Any) -> Any:
+    """m >= n (Walter and Seeger's formula, as PyTorch's): M = R gR^T - gQ^T Q,
+    gA = (gQ + Q copyltu(M)) R^-T, copyltu mirroring M's lower triangle upward."""
     from .tensor_ops import tril
 
+    big_m = F.sub(F.matmul(r, _mT(gr)), F.matmul(_mT(gq), q))
+    copyltu = F.add(tril(big_m), _mT(tril(big_m, -1)))
+    return F.matmul(F.add(gq, F.matmul(q, copyltu)), _mT(apply(INV, r)))
+
+
+def _qr_bwd(c: Any, g: Any) -> tuple[Any]:
+    """Reduced QR. Wide A = [X | Y] (m < n): X = Q R1 is square and Y = Q R2, so gY = Q gR2
+    and X's gradient is the square case with gQ + Y gR2^T (PyTorch's split)."""
     m, n = c.shape(0)[-2], c.shape(0)[-1]
-    if m < n:
-        raise NotImplementedError("linalg.qr backward for a wide matrix (m < n) is not "
-                                  "implemented in the runtime")
     q, r = unpack_qr(c.output(), m, n)
     gq, gr = unpack_qr(g, m, n)
-    big_m = F.sub(F.matmul(r, _mT(gr)), F.matmul(_mT(gq), q))
-    low = tril(big_m, -1)
-    copyltu = F.add(tril(big_m), _mT(low))
-    b = F.add(gq, F.matmul(q, copyltu))
-    return (F.matmul(b, _mT(apply(INV, r))),)
+    if m >= n:
+        return (_qr_square_or_tall(q, r, gq, gr),)
+    left, right = (Ellipsis, slice(None), slice(0, m)), (Ellipsis, slice(None), slice(m, None))
+    r1, gr1, gr2 = F.getitem(r, left), F.getitem(gr, left), F.getitem(gr, right)
+    y = F.matmul(q, F.getitem(r, right))
+    gx = _qr_square_or_tall(q, r1, F.add(gq, F.matmul(y, _mT(gr2))), gr1)
+    return (F.cat([gx, F.matmul(q, gr2)], -1),)
 
 
 QR = register(Primitive(
