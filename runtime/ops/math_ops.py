@@ -2,11 +2,12 @@
 logit, heaviside, copysign, signbit, logaddexp2, float_power, lgamma, digamma, erfinv,
 ndtr/log_ndtr, entr (``erfc`` is a primitive: 1 - erf cancels).
 
-lgamma, digamma and erfinv have no numpy routine; they are evaluated in float64 from
+lgamma, digamma, erfinv and i0 have no numpy routine; they are evaluated in float64 from
 primitives (so they capture, run on CuPy and differentiate like any composite) and rounded
-once to the input's dtype. Measured against mpmath-level references (math.lgamma, and
-scipy where installed) over [-50, 50]: lgamma 3e-15 absolute away from its poles, digamma 2e-15
-relative away from its zeros and poles, erfinv 2e-16 relative on (-1, 1)."""
+once to the input's dtype. Measured over [-50, 50] against torch and mpmath, the error
+relative to max(|value|, 1): lgamma 3.5e-15, digamma 2.4e-15 (its gradient 4e-16 against
+mpmath, where torch's trigamma is 5e-10 off at negative x); erfinv 2.2e-16 relative on
+(-1, 1), tails included; i0 2e-15."""
 
 from __future__ import annotations
 
@@ -319,23 +320,33 @@ for _k in range(1, 24):
     _I0_ASYMPTOTIC.append(_I0_ASYMPTOTIC[-1] * (2 * _k - 1) ** 2 / _k)
 
 
+def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
+    """I0(v), or e^-|v| I0(v) where ``scaled`` (the asymptotic branch then skips its
+    exponential, so the scaled form never overflows)."""
+    a = F.abs(v)
+    small = F.le(a, _I0_SWITCH)
+    sa = F.where(small, a, 0.0)
+    q = F.mul(F.mul(sa, sa), 0.25)
+    term = F.add(F.mul(q, 0.0), 1.0)
+    total = term
+    for k in range(1, _I0_SERIES_TERMS):
+        term = F.div(F.mul(term, q), float(k * k))
+        total = F.add(total, term)
+    big = F.where(small, _I0_SWITCH + 1.0, a)
+    series = _horner(F.div(1.0, F.mul(big, 8.0)), _I0_ASYMPTOTIC)
+    asym = F.div(series, F.sqrt(F.mul(big, 2 * math.pi)))
+    if scaled:
+        return F.where(small, F.mul(total, F.exp(F.neg(sa))), asym)
+    return F.where(small, total, F.mul(asym, F.exp(big)))
+
+
 def i0(x: Tensor) -> Tensor:
     """The modified Bessel function of the first kind, order 0, in float64: its power series
     up to |x| = 30, the asymptotic expansion e^|x| / sqrt(2 pi |x|) (1 + 1/(8|x|) + ...)
     beyond; 2e-15 relative against mpmath on [-50, 50] (its gradient, I1, too)."""
-    def f(v: Tensor) -> Tensor:
-        a = F.abs(v)
-        small = F.le(a, _I0_SWITCH)
-        sa = F.where(small, a, 0.0)
-        q = F.mul(F.mul(sa, sa), 0.25)
-        term = F.add(F.mul(q, 0.0), 1.0)
-        total = term
-        for k in range(1, _I0_SERIES_TERMS):
-            term = F.div(F.mul(term, q), float(k * k))
-            total = F.add(total, term)
-        big = F.where(small, _I0_SWITCH + 1.0, a)
-        z = F.div(1.0, F.mul(big, 8.0))
-        series = _horner(z, _I0_ASYMPTOTIC)
-        asym = F.div(F.mul(F.exp(big), series), F.sqrt(F.mul(big, 2 * math.pi)))
-        return F.where(small, total, asym)
-    return _in64(f, x)
+    return _in64(lambda v: _i0_parts(v, False), x)
+
+
+def i0e(x: Tensor) -> Tensor:
+    """e^-|x| I0(x): finite for every finite x."""
+    return _in64(lambda v: _i0_parts(v, True), x)

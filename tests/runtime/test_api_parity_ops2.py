@@ -401,7 +401,7 @@ def test_unary_math_matches_torch(name: str) -> None:
     same_as_torch(lambda m, x: getattr(x, name)(), a, dtypes=("float64",), tol=tol)
 
 
-@pytest.mark.parametrize("name", ["gammaln", "digamma", "psi", "erfinv", "erfc", "expit", "i0",
+@pytest.mark.parametrize("name", ["gammaln", "digamma", "psi", "erfinv", "erfc", "expit", "i0", "i0e",
                                   "ndtr", "log_ndtr", "entr", "sinc", "exp2", "erf",
                                   "expm1", "log1p"])
 def test_special_module_matches_torch(name: str) -> None:
