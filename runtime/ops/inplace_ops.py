@@ -78,6 +78,10 @@ def _restride(t: Tensor, view: Tensor) -> Tensor:
     if t._rg and t._grad_fn is None and t._base is None:
         raise RuntimeError(ERR_LEAF_INPLACE)
     t._data = view._data
+    if t._base is not None:  # a view: keep its record of its base in step with its shape
+        t._base = view._base
+        t._view_chain = view._view_chain
+        t._view_version = view._view_version
     if view._rg:
         t._grad_fn = view.grad_fn
         t.output_nr = view.output_nr

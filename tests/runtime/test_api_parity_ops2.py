@@ -125,6 +125,16 @@ def test_inplace_view_methods() -> None:
     y = rt.ones(2, 3)
     assert y.t_() is y and tuple(y.shape) == (3, 2)
 
+    def of_a_view(m: Any, x: Any) -> Any:  # the view's history follows its new shape
+        b = x * 1
+        v = b[0]
+        v.unsqueeze_(0)
+        b.mul_(2)
+        assert tuple(v.shape) == (1, 4)
+        return v * m.arange(4.0, dtype=x.dtype)
+
+    same_as_torch(of_a_view, X)
+
 
 def test_index_fill_copy_put() -> None:
     idx = np.array([0, 2])
