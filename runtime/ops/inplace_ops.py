@@ -204,11 +204,15 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """x with source's leading elements, in order, written where ``mask`` is True."""
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {mask.dtype.name}")
+                           f"dtype {_TYPE.get(mask.dtype.name, mask.dtype.name)}")
     m = F.expand(mask, *x.shape)
     flat = F.reshape(F.cast(m, D.int64), (-1,))
     pos = F.sub(F.cumsum(flat, 0), 1)
     src = F.reshape(F.cast(source, x.dtype), (-1,))
+    if flat.numel():  # a check step: capture keeps it, and no value is read in Python
+        F.check_bounds(F.reshape(F.sum(flat), (1,)), 0, src.numel() + 1,
+                       "Number of elements of source < number of ones in mask",
+                       error="RuntimeError")
     if src.numel() == 0:
         return F.where(m, F.mul(x, 0), x)
     pos = F.clamp(pos, 0, src.numel() - 1)

@@ -179,6 +179,9 @@ def test_masked_scatter_fill_diagonal_random() -> None:
     assert set(rt.zeros(500, dtype=rt.int64).random_(4).tolist()) == {0, 1, 2, 3}
     assert rt.zeros(100).random_().min().item() >= 0
     raises_same(lambda m: m.zeros(3).random_(5, 2))
+    raises_same(lambda m: m.zeros(3).masked_scatter_(m.tensor([True, True, True]),
+                                                     m.tensor([1.0, 2.0])))
+    raises_same(lambda m: m.zeros(3).masked_scatter_(m.tensor([1, 1, 1]), m.ones(3)))
 
 
 def test_unfold_select_aliases() -> None:
