@@ -228,7 +228,7 @@ def test_inplace_methods_in_a_compiled_step() -> None:
     mask = rt.tensor(X > 0.5)
     eager_x = rt.tensor(X, requires_grad=True)
     expected = step(eager_x, mask)
-    compiled = planner.compile(step)
+    compiled = planner.compile(step, fullgraph=True)  # captured whole, no eager fallback
     for _ in range(2):
         cx = rt.tensor(X, requires_grad=True)
         got = compiled(cx, mask)
@@ -391,7 +391,7 @@ def test_ordering_ops_in_a_compiled_step() -> None:
 
     eager = rt.tensor(DISTINCT, requires_grad=True)
     expected = step(eager)
-    compiled = planner.compile(step)
+    compiled = planner.compile(step, fullgraph=True)  # captured whole, no eager fallback
     for _ in range(2):
         x = rt.tensor(DISTINCT, requires_grad=True)
         np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-12)
@@ -483,7 +483,7 @@ def test_math_in_a_compiled_step() -> None:
     a = R.standard_normal((3, 4))
     eager = rt.tensor(a, requires_grad=True)
     expected = step(eager)
-    compiled = planner.compile(step)
+    compiled = planner.compile(step, fullgraph=True)  # captured whole, no eager fallback
     for _ in range(2):
         x = rt.tensor(a, requires_grad=True)
         np.testing.assert_allclose(compiled(x).item(), expected.item(), rtol=1e-12)
@@ -577,7 +577,7 @@ def test_structured_ops_in_a_compiled_step() -> None:
 
     ea, eb = rt.tensor(A43, requires_grad=True), rt.tensor(B53, requires_grad=True)
     expected = step(ea, eb)
-    compiled = planner.compile(step)
+    compiled = planner.compile(step, fullgraph=True)  # captured whole, no eager fallback
     for _ in range(2):
         a, b = rt.tensor(A43, requires_grad=True), rt.tensor(B53, requires_grad=True)
         np.testing.assert_allclose(compiled(a, b).item(), expected.item(), rtol=1e-12)
@@ -801,7 +801,7 @@ def test_linalg_in_a_compiled_step() -> None:
 
     ea = rt.tensor(SQ, requires_grad=True)
     expected = step(ea)
-    compiled = planner.compile(step)
+    compiled = planner.compile(step, fullgraph=True)  # captured whole, no eager fallback
     for _ in range(2):
         a = rt.tensor(SQ, requires_grad=True)
         np.testing.assert_allclose(compiled(a).item(), expected.item(), rtol=1e-12)
