@@ -207,6 +207,51 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     return LstsqResult(F.squeeze(X, -1) if vector else X, empty, rank, empty)
 
 
+def cross(A: Tensor, B: Tensor, *, dim: int = -1) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (last by default)."""
+    from .ops.structured import cross as _cross
+
+    return _cross(A, B, dim)
+
+
+def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
+    """The dot product of x and y along ``dim`` (broadcast)."""
+    return F.sum(F.mul(x, y), dim)
+
+
+def multi_dot(tensors: list[Tensor]) -> Tensor:
+    """The product of the matrices in order (first may be 1-D: a row; last: a column)."""
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = F.matmul(out, t)
+    return out
+
+
+def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
+                hermitian: bool = False) -> Tensor:
+    """The number of singular values above max(atol, rtol * S_max) (rtol default: eps *
+    max(m, n), PyTorch's)."""
+    S = svdvals(A.detach())
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else float(
+            np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+    smax = F.amax(S, -1, keepdim=True)
+    cut = F.maximum(F.mul(smax, rtol), atol or 0.0)
+    return F.sum(F.cast(F.gt(S, cut), D.int64), -1)
+
+
+def cond(A: Tensor, p: Any = None) -> Tensor:
+    """The condition number: S_max / S_min (p None or 2), S_min / S_max (-2), otherwise
+    matrix_norm(A, p) * matrix_norm(inv(A), p)."""
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        ratio = F.div(F.getitem(S, (Ellipsis, 0)), F.getitem(S, (Ellipsis, -1)))
+        return F.div(1.0, ratio) if p == -2 else ratio
+    return F.mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+
+
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L (A = L L^T); ``upper``: its transpose."""
     L.check_square("cholesky", A)
@@ -255,5 +300,6 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-__all__ = ["LinAlgError", "cholesky", "det", "eigh", "eigvalsh", "lstsq", "pinv", "qr", "svd", "svdvals", "inv", "matrix_norm", "matrix_power", "norm", "slogdet", "solve",
-           "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv",
+           "lstsq", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
+           "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]

@@ -772,6 +772,21 @@ def test_qr_lstsq_match_torch(shape: tuple[int, ...]) -> None:
     check_grad(lambda x: rt.linalg.qr(x), a)
 
 
+def test_linalg_small_composites_match_torch() -> None:
+    same_as_torch(lambda m, a: m.linalg.cond(a) + m.linalg.cond(a, -2), SQ,
+                  dtypes=("float64",), tol=1e-10)
+    # torch's cond(p) backward fails for the norm-based p ("modified by an inplace operation")
+    same_as_torch(lambda m, a: m.linalg.cond(a.detach(), "fro") + m.linalg.cond(
+        a.detach(), 1) + a.sum(), SQ, dtypes=("float64",), tol=1e-10)
+    check_grad(lambda a: rt.linalg.cond(a, "fro") + rt.linalg.cond(a, 1), SQ)
+    same_as_torch(lambda m, a: m.linalg.vecdot(a, a * 2) + m.linalg.cross(a, a.flip(-1)).sum(-1),
+                  SQ)
+    same_as_torch(lambda m, a: m.linalg.multi_dot([a[0], a[1], a[0, 0]]), SQ)
+    low_rank = SQ[0] @ np.diag([1.0, 1.0, 0.0])
+    assert rt.linalg.matrix_rank(rt.tensor(low_rank)).item() == 2
+    assert rt.linalg.matrix_rank(rt.tensor(SQ)).tolist() == [3, 3]
+
+
 def test_linalg_errors_match_torch() -> None:
     torch = _torch()
 
