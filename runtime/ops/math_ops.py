@@ -270,43 +270,64 @@ def _horner(x: Tensor, coeffs: list[float]) -> Tensor:
     return acc
 
 
+def _erfinv_core(s: Tensor, q: Tensor) -> Tensor:
+    """y with erf(y) = s, |s| < 1, given q = 1 - |s| exactly (it carries the tails: a caller
+    that has 1 - |s| without rounding, as ndtri does, keeps the precision s cannot hold).
+    Giles' approximation, then Newton steps: on erf in the centre, on log erfc(|y|) = log q
+    in the tails (nearly linear there; plain Newton on erfc crawls). No gradient."""
+    w = F.neg(F.log(F.mul(q, F.sub(2.0, q))))  # -log((1 - s)(1 + s))
+    central = _horner(F.sub(w, 2.5), _GILES_CENTRAL)
+    tail = _horner(F.sub(F.sqrt(w), 3.0), _GILES_TAIL)
+    sign = F.sign(s)
+    # past Giles' range (w > 16, q below 1e-7) erfc(y) ~ exp(-y^2) / (y sqrt(pi)) gives
+    # y^2 ~ L - log(L) / 2, L = -log(q sqrt(pi))
+    big_l = F.neg(F.log(F.mul(F.where(F.gt(w, 16.0), q, 1e-8), math.sqrt(math.pi))))
+    far = F.mul(F.sqrt(F.sub(big_l, F.mul(F.log(big_l), 0.5))), sign)
+    y = F.where(F.gt(w, 16.0), far, F.mul(F.where(F.lt(w, 5.0), central, tail), s))
+    half_sqrt_pi = math.sqrt(math.pi) / 2
+    tail_side = F.le(q, 0.5)
+    log_q = F.log(F.where(tail_side, q, 1.0))
+    for _ in range(3):
+        central_y = F.sub(y, F.mul(F.sub(F.erf(y), s), F.mul(F.exp(F.mul(y, y)),
+                                                             half_sqrt_pi)))
+        ay = F.where(tail_side, F.abs(y), 1.0)
+        ec = erfc(ay)
+        tail_y = F.add(ay, F.mul(F.mul(F.sub(F.log(ec), log_q), ec),
+                                 F.mul(F.exp(F.mul(ay, ay)), half_sqrt_pi)))
+        y = F.where(tail_side, F.mul(tail_y, sign), central_y)
+    return y
+
+
 def erfinv(x: Tensor) -> Tensor:
-    """The inverse of erf on [-1, 1]: Giles' approximation refined by Newton steps in float64,
-    on erf in the centre and on erfc near +-1 (where erf(y) - x cancels). The gradient, sqrt(pi)/2 exp(y**2), is exact to first
-    order (the steps before the last are constants to autograd: no second derivative)."""
+    """The inverse of erf on [-1, 1] (``_erfinv_core`` in float64). The gradient,
+    sqrt(pi)/2 exp(y**2), is exact to first order (the Newton steps are constants to
+    autograd: no second derivative)."""
     def f(v: Tensor) -> Tensor:
         c = v.detach()
         inside = F.lt(F.abs(c), 1.0)
         s = F.where(inside, c, 0.0)
-        w = F.neg(F.log(F.mul(F.sub(1.0, s), F.add(1.0, s))))
-        central = _horner(F.sub(w, 2.5), _GILES_CENTRAL)
-        tail = _horner(F.sub(F.sqrt(w), 3.0), _GILES_TAIL)
-        y = F.mul(F.where(F.lt(w, 5.0), central, tail), s)
-        half_sqrt_pi = math.sqrt(math.pi) / 2
-        mag = F.abs(s)
-        tail_side = F.ge(mag, 0.5)
-        q = F.sub(1.0, mag)  # exact for |s| >= 0.5: the tail's residual through erfc
-
-        def residual(y: Tensor) -> Tensor:  # erf(y) - s, accurate near |s| = 1
-            far = F.mul(F.sub(q, erfc(F.abs(y))), F.sign(s))
-            return F.where(tail_side, far, F.sub(F.erf(y), s))
-
-        log_q = F.log(F.where(tail_side, q, 1.0))
-        for _ in range(3):
-            # Newton on erf(y) = s in the centre; on log erfc(|y|) = log(1 - |s|) in the
-            # tails, nearly linear there (plain Newton on erfc crawls)
-            central_y = F.sub(y, F.mul(residual(y), F.mul(F.exp(F.mul(y, y)), half_sqrt_pi)))
-            ay = F.where(tail_side, F.abs(y), 1.0)
-            ec = erfc(ay)
-            tail_y = F.add(ay, F.mul(F.mul(F.sub(F.log(ec), log_q), ec),
-                                     F.mul(F.exp(F.mul(ay, ay)), half_sqrt_pi)))
-            y = F.where(tail_side, F.mul(tail_y, F.sign(s)), central_y)
-        slope = F.mul(F.exp(F.mul(y, y)), half_sqrt_pi)
-        step = F.sub(F.sub(F.where(inside, v, 0.0), s), residual(y))  # value: -residual
-        out = F.add(y, F.mul(step, slope))
+        y = _erfinv_core(s, F.sub(1.0, F.abs(s)))
+        slope = F.mul(F.exp(F.mul(y, y)), math.sqrt(math.pi) / 2)
+        out = F.add(y, F.mul(F.sub(F.where(inside, v, 0.0), s), slope))
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, -1.0), -math.inf, math.nan))
         return F.where(inside, out, edge)
     return _in64(f, x)
+
+
+def ndtri(p: Tensor) -> Tensor:
+    """The inverse of the normal CDF: sqrt(2) erfinv(2p - 1), with 1 - |2p - 1| taken as 2p
+    or 2(1 - p), exact, so tiny p keep their precision (ndtri(1e-300) = -37.0470963)."""
+    def f(v: Tensor) -> Tensor:
+        c = v.detach()
+        inside = F.logical_and(F.gt(c, 0.0), F.lt(c, 1.0))
+        pc = F.where(inside, c, 0.5)
+        q = F.where(F.lt(pc, 0.5), F.mul(pc, 2.0), F.mul(F.sub(1.0, pc), 2.0))
+        y = F.mul(_erfinv_core(F.sub(F.mul(pc, 2.0), 1.0), q), math.sqrt(2.0))
+        slope = F.mul(F.exp(F.mul(F.mul(y, y), 0.5)), math.sqrt(2 * math.pi))
+        out = F.add(y, F.mul(F.sub(F.where(inside, v, 0.5), pc), slope))
+        edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, 0.0), -math.inf, math.nan))
+        return F.where(inside, out, edge)
+    return _in64(f, p)
 
 
 # --- Bessel I0 ---------------------------------------------------------------------------------
