@@ -298,7 +298,6 @@ __all__ += ["copysign", "digamma", "erfc", "erfinv", "exp2", "float_power", "hea
 from .ops.structured import (  # noqa: E402
     addbmm, addmv, addr, baddbmm, block_diag, cartesian_prod, cdist, combinations, corrcoef, cov,
     cross, diag_embed, dist, ger, kron, take, tensor_split, tril_indices, triu_indices)
-from .ops.tensor_ops import outer  # noqa: E402, F811
 
 __all__ += ["addbmm", "addmv", "addr", "baddbmm", "block_diag", "cartesian_prod", "cdist",
             "combinations", "corrcoef", "cov", "cross", "diag_embed", "dist", "ger", "kron",
