@@ -547,12 +547,6 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     return _reduce(loss, reduction, "poisson_nll_loss")
 
 
-def _value_error() -> str:
-    """``check_bounds`` raises ValueError where its primitive knows it (PyTorch's type for a
-    negative variance), else RuntimeError."""
-    return "ValueError" if "ValueError" in getattr(P, "_CHECK_ERRORS", {}) else "RuntimeError"
-
-
 def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noqa: A002
                       full: bool = False, eps: float = 1e-6,
                       reduction: str = "mean") -> Tensor:
@@ -568,7 +562,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
     else:
         negative = F.cast(F.lt(var.detach(), 0.0), D.int64)
         if negative.numel():
-            F.check_bounds(negative, 0, 1, "var has negative entry/entries", _value_error())
+            F.check_bounds(negative, 0, 1, "var has negative entry/entries", "ValueError")
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = F.unsqueeze(var, -1)

@@ -1299,7 +1299,8 @@ CAT = register(Primitive(
 # --- checks of values ------------------------------------------------------------------------
 
 
-_CHECK_ERRORS = {"IndexError": IndexError, "RuntimeError": RuntimeError}
+_CHECK_ERRORS = {"IndexError": IndexError, "RuntimeError": RuntimeError,
+                 "ValueError": ValueError}
 
 
 def _check_bounds_infer(x: Meta, *, low: int, high: int, message: str,

@@ -591,7 +591,7 @@ def test_loss_errors_as_torch():
     _raises_same(lambda: torch.nn.TripletMarginLoss(margin=0),
                  lambda: rt.nn.TripletMarginLoss(margin=0))
     _raises_same(lambda: torch.nn.MultiMarginLoss(p=3), lambda: rt.nn.MultiMarginLoss(p=3))
-    with pytest.raises((ValueError, RuntimeError), match="var has negative entry"):
+    with pytest.raises(ValueError, match="var has negative entry"):
         F.gaussian_nll_loss(rt.ones(2), rt.ones(2), rt.tensor([1.0, -1.0]))
 
 
