@@ -477,9 +477,12 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
         # friends; cond * a + ~cond * b is exact for finite values (one term is 0)
         # an inf times the 0 of a false mask is nan: then numpy's where, and no warning
         with np.errstate(invalid="ignore"):
-            out = xp.multiply(cond, a, dtype=dt)
-            if not (isinstance(b, (int, float)) and b == 0):
-                out += xp.multiply(~cond, b, dtype=dt)
+            if isinstance(a, (int, float)) and a == 0:  # relu's where(x <= 0, 0, x)
+                out = xp.multiply(~cond, b, dtype=dt)
+            else:
+                out = xp.multiply(cond, a, dtype=dt)
+                if not (isinstance(b, (int, float)) and b == 0):
+                    out += xp.multiply(~cond, b, dtype=dt)
         if not xp.isnan(out).any():
             return out
     return xp.where(cond, a, b).astype(dt, copy=False)
@@ -500,20 +503,38 @@ def _where_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPat
     if len(arg_metas) != 3 or not out_meta[0]:
         return None
     cm, am, b = arg_metas
-    if not (is_array_meta(cm) and is_array_meta(am)) or cm[1] != np.bool_:
+    if not is_array_meta(cm) or cm[1] != np.bool_:
         return None
-    b_array = is_array_meta(b)
+    a_array, b_array = is_array_meta(am), is_array_meta(b)
+    if not (a_array or b_array):
+        return None
     try:
-        dt = np.result_type(np.zeros(1, am[1]), np.zeros(1, b[1]) if b_array else b)
-        shape = np.broadcast_shapes(cm[0], am[0], b[0] if b_array else ())
+        dt = np.result_type(np.zeros(1, am[1]) if a_array else am,
+                            np.zeros(1, b[1]) if b_array else b)
+        shape = np.broadcast_shapes(cm[0], am[0] if a_array else (), b[0] if b_array else ())
     except (TypeError, ValueError):
         return None  # the impl raises: let it
     if dt != out_meta[1] or tuple(shape) != tuple(out_meta[0]):
         return None
-    if dt.kind == "f" and math.prod(cm[0]) >= 1024 and tuple(cm[0]) == tuple(shape):
+    big = dt.kind == "f" and math.prod(cm[0]) >= 1024 and tuple(cm[0]) == tuple(shape)
+    if big and a_array:
         add_b = b_array or not (isinstance(b, (int, float)) and b == 0)
         return lambda cond, a, b: _where_masked(cond, a, b, dt, add_b)
+    if big and isinstance(am, (int, float)) and am == 0 and tuple(b[0]) == tuple(shape):
+        return lambda cond, a, b: _where_zero_first(cond, a, b, dt)
     return lambda cond, a, b: np.where(cond, a, b).astype(dt, copy=False)
+
+
+def _where_zero_first(cond: np.ndarray, a: Any, b: Any, dt: np.dtype) -> Any:
+    """where(cond, a, b) for a scalar ``a`` (relu's where(x <= 0, 0, x)): ~cond * b where a is
+    0, one temporary mask instead of cond * 0 and a sum."""
+    if not (isinstance(a, (int, float)) and a == 0):
+        return np.where(cond, a, b).astype(dt, copy=False)
+    with np.errstate(invalid="ignore"):
+        out = np.multiply(~cond, b, dtype=dt)
+    if not np.count_nonzero(np.isnan(out)):
+        return out
+    return np.where(cond, a, b).astype(dt, copy=False)
 
 
 def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
