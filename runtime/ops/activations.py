@@ -19,7 +19,8 @@ SELU_SCALE = 1.0507009873554804934193349852946
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(lambda t: elu(t, alpha), x)
-    return F.where(F.gt(x, 0), x, F.mul(F.expm1(_nonpositive(x)), alpha))
+    # PyTorch's backward picks the exponential branch where x <= 0: a NaN takes the identity
+    return F.where(F.le(x, 0), F.mul(F.expm1(_nonpositive(x)), alpha), x)
 
 
 def _nonpositive(x: Tensor) -> Tensor:
@@ -33,13 +34,13 @@ def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
         raise RuntimeError("ZeroDivisionError")
     if inplace:
         return _inplace(lambda t: celu(t, alpha), x)
-    return F.where(F.gt(x, 0), x, F.mul(F.expm1(F.div(_nonpositive(x), alpha)), alpha))
+    return F.where(F.le(x, 0), F.mul(F.expm1(F.div(_nonpositive(x), alpha)), alpha), x)
 
 
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(selu, x)
-    return F.mul(F.where(F.gt(x, 0), x, F.mul(F.expm1(_nonpositive(x)), SELU_ALPHA)),
+    return F.mul(F.where(F.le(x, 0), F.mul(F.expm1(_nonpositive(x)), SELU_ALPHA), x),
                  SELU_SCALE)
 
 
@@ -49,8 +50,9 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return _inplace(lambda t: hardtanh(t, min_val, max_val), x)
-    inside = F.logical_and(F.gt(x, min_val), F.lt(x, max_val))  # PyTorch: strictly inside
-    return F.where(inside, x, F.clamp(x, min_val, max_val).detach())
+    # PyTorch's backward: 0 where x <= min or x >= max, the gradient elsewhere (NaN included)
+    clamped = F.clamp(x, min_val, max_val).detach()
+    return F.where(F.le(x, min_val), clamped, F.where(F.ge(x, max_val), clamped, x))
 
 
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:

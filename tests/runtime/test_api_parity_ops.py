@@ -734,3 +734,27 @@ def test_pow_gradients_at_zero_and_negative_bases(rt_fn: Any, xs: list[float],
 
         _, tg = _value_and_grad(lambda x: rt_fn(x, torch), xs, torch)
         np.testing.assert_allclose(g, tg, rtol=1e-6)
+
+
+@pytest.mark.parametrize(("name", "kwargs", "want_grad"), [
+    ("relu6", {}, [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0]),
+    ("hardtanh", {}, [1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]),
+    ("elu", {}, None), ("celu", {"alpha": 0.5}, None), ("selu", {}, None),
+])
+def test_clamping_and_exponential_activations_pass_the_gradient_at_nan(
+        name: str, kwargs: dict[str, Any], want_grad: list[float] | None) -> None:
+    """PyTorch's backwards test ``x <= lo`` / ``x >= hi`` (or ``x <= 0``): a NaN is in
+    neither, so it gets the identity's gradient, 1 (it got 0); values stay NaN."""
+    values = [NAN, -7.0, -1.0, 0.0, 1.0, 6.0, 7.0]
+    fn = getattr(rt.nn.functional, name)
+    y, g = _value_and_grad(lambda x: fn(x, **kwargs), values, rt)
+    assert np.isnan(y[0]) and g[0] == 1.0
+    if want_grad is not None:
+        np.testing.assert_array_equal(g, want_grad)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        ty, tg = _value_and_grad(lambda x: getattr(torch.nn.functional, name)(x, **kwargs),
+                                 values, torch)
+        np.testing.assert_allclose(y, ty, rtol=1e-6, equal_nan=True)
+        np.testing.assert_allclose(g, tg, rtol=1e-4, atol=1e-8)
