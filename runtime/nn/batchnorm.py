@@ -13,8 +13,9 @@ from runtime.ops import conv as C
 from runtime.tensor import Tensor
 
 
-class _BatchNorm(Module):
-    _expected: tuple[int, ...] = ()
+class _NormBase(Module):
+    """What batch and instance normalization share (PyTorch's ``_NormBase``): the optional
+    affine parameters, the running statistics, their reset and the repr."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
@@ -57,6 +58,15 @@ class _BatchNorm(Module):
             if self.bias is not None:
                 init.zeros_(self.bias)
 
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    _expected: tuple[int, ...] = ()
+
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         if input.ndim not in self._expected:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected)} input "
@@ -72,11 +82,6 @@ class _BatchNorm(Module):
         return C.batch_norm(input, self.running_mean if track else None,
                             self.running_var if track else None, self.weight, self.bias,
                             use_batch, momentum, self.eps)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

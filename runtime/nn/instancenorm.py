@@ -7,49 +7,19 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import runtime as rt
-from runtime.nn import init
-from runtime.nn.module import Module
-from runtime.nn.parameter import Parameter
+from runtime.nn.batchnorm import _NormBase
 from runtime.ops import conv as C
 from runtime.tensor import Tensor
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     _no_batch_dim = 2
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device: Any = None,
                  dtype: Any = None, *, bias: bool = True) -> None:
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        self.register_parameter("weight", None)
-        self.register_parameter("bias", None)
-        if affine:
-            self.weight = Parameter(rt.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(rt.empty(num_features, device=device, dtype=dtype))
-        for name in ("running_mean", "running_var", "num_batches_tracked"):
-            self.register_buffer(name, None)
-        if track_running_stats:
-            self.running_mean = rt.zeros(num_features, device=device, dtype=dtype)
-            self.running_var = rt.ones(num_features, device=device, dtype=dtype)
-            self.num_batches_tracked = rt.tensor(0, dtype=rt.int64, device=device)
-        self.reset_parameters()
-
-    def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
-
-    def reset_parameters(self) -> None:
-        self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         nb = self._no_batch_dim
@@ -68,11 +38,6 @@ class _InstanceNorm(Module):
                               self.training or not self.track_running_stats,
                               0.0 if self.momentum is None else self.momentum, self.eps)
         return out if input.ndim == nb + 1 else out.squeeze(0)
-
-    def extra_repr(self) -> str:
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):
