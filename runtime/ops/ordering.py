@@ -81,22 +81,21 @@ def _spread(x: Tensor, value: Tensor) -> Tensor:
 def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The lower median (global: a value; along ``dim``: values and indices). NaN anywhere
     gives NaN, as PyTorch's."""
-    if dim is None:
-        _check_nonempty(x, None, "median")
-        flat = F.reshape(x, (-1,))
-        value = _median_dim(flat, 0, False, False, "median").values
-        return _spread(flat, value) if x.dtype.is_floating_point else value
-    return _median_dim(x, dim, keepdim, False, "median")
+    return _median(x, dim, keepdim, False, "median")
 
 
 def nanmedian(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """median ignoring NaNs (NaN only where all are NaN)."""
+    return _median(x, dim, keepdim, True, "nanmedian")
+
+
+def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> Any:
     if dim is None:
-        _check_nonempty(x, None, "nanmedian")
+        _check_nonempty(x, None, name)
         flat = F.reshape(x, (-1,))
-        value = _median_dim(flat, 0, False, True, "nanmedian").values
+        value = _median_dim(flat, 0, False, skip_nan, name).values
         return _spread(flat, value) if x.dtype.is_floating_point else value
-    return _median_dim(x, dim, keepdim, True, "nanmedian")
+    return _median_dim(x, dim, keepdim, skip_nan, name)
 
 
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> MedianResult:

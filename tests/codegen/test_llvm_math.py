@@ -32,7 +32,9 @@ CTYPES = {"float32": ctypes.c_float, "float64": ctypes.c_double}
 WIDER = {"float32": np.float64, "float64": np.longdouble}
 
 
-def loop_module(op: str, dtype: str) -> ir.Module:
+def loop_module(op: str, dtype: str, *then: str, outlined: bool = False) -> ir.Module:
+    """``out[i] = op(in[i])`` (then each of ``then`` applied in turn), the math inlined or
+    (``outlined``) called out of line as a kernel with many math calls does."""
     module = ir.Module(name=f"{op}_{dtype}")
     ty = LLVM_TYPES[dtype]
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer(), ty.as_pointer(),
@@ -41,10 +43,12 @@ def loop_module(op: str, dtype: str) -> ir.Module:
     src.add_attribute("noalias")
     dst.add_attribute("noalias")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    math_fn = declare_math(module)[op]
+    table = declare_math(module, outlined=outlined)
     with for_range(builder, I64(0), n, "i") as i:
         x = builder.load(builder.gep(src, [i]))
-        builder.store(math_fn(builder, x, dtype), builder.gep(dst, [i]))
+        for name in (op, *then):
+            x = table[name](builder, x, dtype)
+        builder.store(x, builder.gep(dst, [i]))
     builder.ret_void()
     return module
 
@@ -340,20 +344,7 @@ def test_object_code_keeps_only_the_math_variants_it_calls() -> None:
     it inlined) are dropped: none of an outlined loop's helpers is left exported."""
     from codegen.target import emit
 
-    module = ir.Module(name="outlined")
-    ty = ir.FloatType()
-    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer(), ty.as_pointer(),
-                                                             I64]), name="kernel")
-    src, dst, n = fn.args
-    src.add_attribute("noalias")
-    dst.add_attribute("noalias")
-    builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    table = declare_math(module, outlined=True)
-    with for_range(builder, I64(0), n, "i") as i:
-        x = builder.load(builder.gep(src, [i]))
-        builder.store(table["tanh"](builder, table["sin"](builder, x, "float32"), "float32"),
-                      builder.gep(dst, [i]))
-    builder.ret_void()
+    module = loop_module("sin", "float32", "tanh", outlined=True)
     assert sum(g.name.startswith("backplan.math.") and ".v" in g.name
                for g in module.globals.values()) >= 2
     code = emit(module)
