@@ -6,6 +6,7 @@ composites of these (``runtime.linalg``)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,21 @@ def _zero_pivot(m: np.ndarray) -> int:
     return first
 
 
+def _device_linalg(xp: Any) -> Any:
+    """A device array module's own linalg (CuPy's), or None: numpy's arrays, or a module
+    without one, go through numpy on the host (``_on_host``)."""
+    return None if xp is np else getattr(xp, "linalg", None)
+
+
+def _with_linalg(xp: Any, fn: Callable[[Any, Any, Any], Any], a: Any) -> Any:
+    """``fn(linalg, array module, a)``: with the device's linalg where it has one, else with
+    numpy's on a host copy (its result moved back)."""
+    lib = _device_linalg(xp)
+    if lib is not None:
+        return fn(lib, xp, a)
+    return _on_host(xp, lambda m: fn(np.linalg, np, m), a)
+
+
 def _inv_impl(xp: Any, a: Any) -> Any:
     def host(m: np.ndarray) -> np.ndarray:
         try:
@@ -82,8 +98,8 @@ def _inv_impl(xp: Any, a: Any) -> Any:
                         f"is singular.") from None
             raise
 
-    lib = getattr(xp, "linalg", None)
-    return lib.inv(a) if xp is not np and lib is not None else _on_host(xp, host, a)
+    lib = _device_linalg(xp)
+    return lib.inv(a) if lib is not None else _on_host(xp, host, a)
 
 
 def _inv_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
@@ -99,8 +115,8 @@ INV = register(Primitive(
 
 
 def _det_impl(xp: Any, a: Any) -> Any:
-    lib = getattr(xp, "linalg", None)
-    out = lib.det(a) if xp is not np and lib is not None else _on_host(xp, np.linalg.det, a)
+    lib = _device_linalg(xp)
+    out = lib.det(a) if lib is not None else _on_host(xp, np.linalg.det, a)
     return xp.asarray(out).astype(a.dtype)
 
 
@@ -125,8 +141,8 @@ def _logabsdet_impl(xp: Any, a: Any) -> Any:
     def host(m: np.ndarray) -> np.ndarray:
         return np.linalg.slogdet(m)[1]
 
-    lib = getattr(xp, "linalg", None)
-    out = lib.slogdet(a)[1] if xp is not np and lib is not None else _on_host(xp, host, a)
+    lib = _device_linalg(xp)
+    out = lib.slogdet(a)[1] if lib is not None else _on_host(xp, host, a)
     return xp.asarray(out).astype(a.dtype)
 
 
@@ -160,8 +176,8 @@ def _cholesky_impl(xp: Any, a: Any) -> Any:
                             f"positive-definite).") from None
             raise
 
-    lib = getattr(xp, "linalg", None)
-    return lib.cholesky(a) if xp is not np and lib is not None else _on_host(xp, host, a)
+    lib = _device_linalg(xp)
+    return lib.cholesky(a) if lib is not None else _on_host(xp, host, a)
 
 
 def _cholesky_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
@@ -196,15 +212,11 @@ CHOLESKY = register(Primitive(
 def _eigh_impl(xp: Any, a: Any, upper: bool) -> Any:
     """Eigenvalues (ascending) and eigenvectors packed as one array (..., n + 1, n): row 0
     the values, the rest the vectors as columns (one output per primitive)."""
-    def host(m: np.ndarray) -> np.ndarray:
-        w, v = np.linalg.eigh(m, UPLO="U" if upper else "L")
-        return np.concatenate([w[..., None, :], v], -2)
+    def packed(lib: Any, xm: Any, m: Any) -> Any:
+        w, v = lib.eigh(m, UPLO="U" if upper else "L")
+        return xm.concatenate([w[..., None, :], v], -2)
 
-    lib = getattr(xp, "linalg", None)
-    if xp is not np and lib is not None:
-        w, v = lib.eigh(a, UPLO="U" if upper else "L")
-        return xp.concatenate([w[..., None, :], v], -2)
-    return _on_host(xp, host, a)
+    return _with_linalg(xp, packed, a)
 
 
 def _eigh_infer(meta: Any, upper: bool) -> tuple[tuple[int, ...], Any]:
@@ -251,15 +263,11 @@ def _svd_impl(xp: Any, a: Any, full_matrices: bool) -> Any:
     m, n, k, mu, nv = _svd_sizes(a.shape, full_matrices)
     batch = a.shape[:-2]
 
-    def host(x: np.ndarray) -> np.ndarray:
-        u, s, vh = np.linalg.svd(x, full_matrices=full_matrices)
-        return np.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
+    def packed(lib: Any, xm: Any, x: Any) -> Any:
+        u, s, vh = lib.svd(x, full_matrices=full_matrices)
+        return xm.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
 
-    lib = getattr(xp, "linalg", None)
-    if xp is not np and lib is not None:
-        u, s, vh = lib.svd(a, full_matrices=full_matrices)
-        return xp.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
-    return _on_host(xp, host, a)
+    return _with_linalg(xp, packed, a)
 
 
 def _svd_infer(meta: Any, full_matrices: bool) -> tuple[tuple[int, ...], Any]:
@@ -324,15 +332,11 @@ def _qr_impl(xp: Any, a: Any) -> Any:
     m, n, k, _, _ = _svd_sizes(a.shape)
     batch = a.shape[:-2]
 
-    def host(x: np.ndarray) -> np.ndarray:
-        q, r = np.linalg.qr(x, mode="reduced")
-        return np.concatenate([q.reshape(*batch, m * k), r.reshape(*batch, k * n)], -1)
+    def packed(lib: Any, xm: Any, x: Any) -> Any:
+        q, r = lib.qr(x, mode="reduced")
+        return xm.concatenate([q.reshape(*batch, m * k), r.reshape(*batch, k * n)], -1)
 
-    lib = getattr(xp, "linalg", None)
-    if xp is not np and lib is not None:
-        q, r = lib.qr(a, mode="reduced")
-        return xp.concatenate([q.reshape(*batch, m * k), r.reshape(*batch, k * n)], -1)
-    return _on_host(xp, host, a)
+    return _with_linalg(xp, packed, a)
 
 
 def _qr_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
