@@ -76,6 +76,8 @@ from runtime.nn.module import Module
 from runtime.nn.normalization import GroupNorm, LayerNorm
 from runtime.nn.parameter import Parameter
 from runtime.nn.pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveMaxPool1d,
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
     Upsample,
@@ -126,7 +128,9 @@ __all__ = [
     "RNNBase",
     "RNNCell",
     "RNNCellBase",
+    "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "Upsample",
     "AvgPool1d",

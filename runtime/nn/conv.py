@@ -46,6 +46,7 @@ class _ConvNd(Module):
         self.groups, self.padding_mode = groups, padding_mode
         self.transposed = self._transposed
         self.output_padding = (0,) * n
+        self._reversed_padding_repeated_twice = self._pad_amounts()
         # a transposed convolution's weight is the one of the convolution it inverts
         shape = ((in_channels, out_channels // groups) if self.transposed
                  else (out_channels, in_channels // groups))
@@ -63,12 +64,23 @@ class _ConvNd(Module):
             bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
             init.uniform_(self.bias, -bound, bound)
 
+    def _pad_amounts(self) -> list[int]:
+        """F.pad's amounts (last dimension first) of the padding: 'same' puts the odd extra
+        on the right, as PyTorch."""
+        if self.padding == "valid":
+            sides = [(0, 0)] * self._dims
+        elif self.padding == "same":
+            totals = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            sides = [(t // 2, t - t // 2) for t in totals]
+        else:
+            sides = [(p, p) for p in self.padding]
+        return [a for side in reversed(sides) for a in side]
+
     def _padded(self, input: Tensor) -> tuple[Tensor, Any]:  # noqa: A002
         """A non-zeros padding mode pads first (F.pad), then convolves unpadded."""
-        if self.padding_mode == "zeros" or isinstance(self.padding, str):
+        if self.padding_mode == "zeros":
             return input, self.padding
-        amounts = [p for p in reversed(self.padding) for _ in (0, 1)]
-        return C.pad(input, amounts, mode=self.padding_mode), 0
+        return C.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), 0
 
     def extra_repr(self) -> str:
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "

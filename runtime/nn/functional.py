@@ -67,6 +67,8 @@ from runtime.ops.losses import (  # noqa: E402
     smooth_l1_loss,
 )
 from runtime.ops.conv import (  # noqa: E402
+    adaptive_avg_pool1d,
+    adaptive_max_pool1d,
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
     avg_pool1d,
@@ -123,7 +125,9 @@ __all__ = [
     "softsign",
     "tanhshrink",
     "threshold",
+    "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "interpolate",
     "avg_pool1d",

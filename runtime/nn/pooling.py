@@ -31,11 +31,8 @@ class MaxPool2d(Module):
 
 class MaxPool1d(MaxPool2d):
     def forward(self, input: Tensor) -> Any:  # noqa: A002
-        if self.return_indices:
-            raise NotImplementedError("MaxPool1d(return_indices=True) is not supported; use "
-                                      "MaxPool2d on an input with a height of 1")
         return C.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+                            self.ceil_mode, self.return_indices)
 
 
 class AvgPool2d(Module):
@@ -73,8 +70,10 @@ class AdaptiveAvgPool2d(Module):
         super().__init__()
         self.output_size = output_size
 
+    _pool = staticmethod(C.adaptive_avg_pool2d)
+
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return C.adaptive_avg_pool2d(input, self.output_size)
+        return self._pool(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
@@ -86,11 +85,21 @@ class AdaptiveMaxPool2d(Module):
         self.output_size = output_size
         self.return_indices = return_indices
 
+    _pool = staticmethod(C.adaptive_max_pool2d)
+
     def forward(self, input: Tensor) -> Any:  # noqa: A002
-        return C.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return self._pool(input, self.output_size, self.return_indices)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    _pool = staticmethod(C.adaptive_avg_pool1d)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    _pool = staticmethod(C.adaptive_max_pool1d)
 
 
 class Upsample(Module):

@@ -492,14 +492,36 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     return out
 
 
+def _squeeze_height(out: Any) -> Any:
+    """A 2-d pool's result (or its (values, indices)) over a height of 1, back to 1-d; an
+    index in a plane of height 1 is the position along the length."""
+    if isinstance(out, tuple):
+        return tuple(F.squeeze(o, -2) for o in out)
+    return F.squeeze(out, -2)
+
+
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
-               dilation: Any = 1, ceil_mode: bool = False) -> Tensor:
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
     """``max_pool2d`` over a height of 1."""
     k = _pair(kernel_size, "kernel_size", 1)[0]
     s = k if stride is None else _pair(stride, "stride", 1)[0]
     out = max_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, _pair(padding, "padding", 1)[0]),
-                     (1, _pair(dilation, "dilation", 1)[0]), ceil_mode)
-    return F.squeeze(out, -2)
+                     (1, _pair(dilation, "dilation", 1)[0]), ceil_mode, return_indices)
+    return _squeeze_height(out)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    """``adaptive_avg_pool2d`` over a height of 1."""
+    return F.squeeze(adaptive_avg_pool2d(F.unsqueeze(input, -2),
+                                         (1, _pair(output_size, "output_size", 1)[0])), -2)
+
+
+def adaptive_max_pool1d(input: Tensor, output_size: Any,  # noqa: A002
+                        return_indices: bool = False) -> Any:
+    """``adaptive_max_pool2d`` over a height of 1."""
+    return _squeeze_height(adaptive_max_pool2d(
+        F.unsqueeze(input, -2), (1, _pair(output_size, "output_size", 1)[0]), return_indices))
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
