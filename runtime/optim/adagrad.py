@@ -17,8 +17,11 @@ class Adagrad(Optimizer):
         weight_decay: float = 0,
         initial_accumulator_value: float = 0,
         eps: float = 1e-10,
+        foreach: bool | None = None,
         *,
         maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
     ) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -37,7 +40,10 @@ class Adagrad(Optimizer):
             "eps": eps,
             "weight_decay": weight_decay,
             "initial_accumulator_value": initial_accumulator_value,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
+            "fused": fused,
         }
         super().__init__(params, defaults)
         for group in self.param_groups:

@@ -39,10 +39,14 @@ class Adamax(Optimizer):
 
     def __init__(self, params: Params, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 maximize: bool = False, differentiable: bool = False,
+                 capturable: bool = False) -> None:
         _check(lr, eps, weight_decay, betas)
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
-                                  "weight_decay": weight_decay, "maximize": maximize})
+                                  "weight_decay": weight_decay, "foreach": foreach,
+                                  "maximize": maximize, "differentiable": differentiable,
+                                  "capturable": capturable})
 
     def _step_group(self, group: dict[str, Any]) -> None:
         h = AdamHypers.of(self, group)
@@ -67,7 +71,9 @@ class NAdam(Optimizer):
     def __init__(self, params: Params, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, *, maximize: bool = False) -> None:
+                 decoupled_weight_decay: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False) -> None:
         _check(lr, eps, weight_decay, betas)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
@@ -75,7 +81,8 @@ class NAdam(Optimizer):
                                   "weight_decay": weight_decay,
                                   "momentum_decay": momentum_decay,
                                   "decoupled_weight_decay": decoupled_weight_decay,
-                                  "maximize": maximize})
+                                  "maximize": maximize, "foreach": foreach,
+                                  "capturable": capturable, "differentiable": differentiable})
 
     def _step_group(self, group: dict[str, Any]) -> None:
         h = AdamHypers.of(self, group)
@@ -112,12 +119,14 @@ class RAdam(Optimizer):
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
-                 maximize: bool = False) -> None:
+                 foreach: bool | None = None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False) -> None:
         _check(lr, eps, weight_decay, betas)
         super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
-                                  "weight_decay": weight_decay,
+                                  "weight_decay": weight_decay, "maximize": maximize,
+                                  "foreach": foreach, "capturable": capturable,
                                   "decoupled_weight_decay": decoupled_weight_decay,
-                                  "maximize": maximize})
+                                  "differentiable": differentiable})
 
     def _step_group(self, group: dict[str, Any]) -> None:
         h = AdamHypers.of(self, group)
@@ -152,12 +161,16 @@ class Adadelta(Optimizer):
     """Per-element steps from running averages of squared gradients and squared updates."""
 
     def __init__(self, params: Params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0, *, maximize: bool = False) -> None:
+                 weight_decay: float = 0, foreach: bool | None = None, *,
+                 capturable: bool = False, maximize: bool = False,
+                 differentiable: bool = False) -> None:
         _check(lr, eps, weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         super().__init__(params, {"lr": lr, "rho": rho, "eps": eps,
-                                  "weight_decay": weight_decay, "maximize": maximize})
+                                  "weight_decay": weight_decay, "maximize": maximize,
+                                  "capturable": capturable, "foreach": foreach,
+                                  "differentiable": differentiable})
 
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")

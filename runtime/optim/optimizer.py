@@ -21,6 +21,7 @@ class Optimizer:
     """Subclasses implement `_step_group(group)`; `step` runs it for each group under `no_grad`."""
 
     def __init__(self, params: Params, defaults: dict[str, Any]) -> None:
+        _check_flags(defaults)
         self.defaults = defaults
         if isinstance(params, Tensor):
             raise TypeError(
@@ -56,7 +57,7 @@ class Optimizer:
                 "optimizer parameters need to be organized in ordered collections, but the "
                 "ordering of tensors in sets will change between runs. Please use a list instead."
             )
-        param_group["params"] = list(params)
+        _split_names(param_group, list(params))
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(
@@ -67,6 +68,12 @@ class Optimizer:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)
+        for group in self.param_groups:
+            if ("param_names" in param_group) != ("param_names" in group):
+                raise ValueError(
+                    "all optimizer param groups should be with/without names. cannot add param "
+                    "group " + ("with" if "param_names" in param_group else "without")
+                    + " names to the optimizer")
         existing = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in existing for p in param_group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -161,6 +168,32 @@ class Optimizer:
             saved["params"] = group["params"]
         self.state = state
         self.param_groups = saved_groups
+
+
+def _check_flags(defaults: dict[str, Any]) -> None:
+    """torch's implementation flags (foreach, fused, capturable, differentiable) are kept in
+    the groups as torch's, but one implementation serves them all: torch's single-tensor
+    update, written as its capturable form (no tensor data read in Python). Rejected: what
+    torch rejects, and differentiable=True."""
+    if defaults.get("fused") and defaults.get("foreach"):
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+    if defaults.get("fused") and defaults.get("differentiable"):
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if defaults.get("differentiable"):
+        raise NotImplementedError("differentiable=True is not supported: an optimizer step "
+                                  "here runs under no_grad")
+
+
+def _split_names(param_group: dict[str, Any], params: list[Any]) -> None:
+    """``param_group["params"]`` from ``params``: tensors, or (name, tensor) pairs (as
+    ``named_parameters()`` yields), whose names go to ``param_group["param_names"]``."""
+    names = [p[0] for p in params if isinstance(p, tuple)]
+    param_group["params"] = [p[1] if isinstance(p, tuple) else p for p in params]
+    if names:
+        if len(names) != len(params):
+            raise ValueError("all optimizer params should be with/without names. Some param "
+                             "names are missing")
+        param_group["param_names"] = names
 
 
 def _cast(param: Tensor, value: Any, key: str) -> Any:

@@ -18,8 +18,10 @@ class RMSprop(Optimizer):
         weight_decay: float = 0,
         momentum: float = 0,
         centered: bool = False,
-        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
         maximize: bool = False,
+        differentiable: bool = False,
     ) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
@@ -38,7 +40,10 @@ class RMSprop(Optimizer):
             "eps": eps,
             "centered": centered,
             "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
             "maximize": maximize,
+            "differentiable": differentiable,
         }
         super().__init__(params, defaults)
 
