@@ -4,9 +4,11 @@ from runtime.optim import lr_scheduler
 from runtime.optim.adagrad import Adagrad
 from runtime.optim.adam import Adam, AdamW
 from runtime.optim.adam_family import Adadelta, Adamax, NAdam, RAdam
+from runtime.optim.asgd import ASGD
 from runtime.optim.optimizer import Optimizer
 from runtime.optim.rmsprop import RMSprop
+from runtime.optim.rprop import Rprop
 from runtime.optim.sgd import SGD
 
-__all__ = ["SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer", "RAdam",
-           "RMSprop", "lr_scheduler"]
+__all__ = ["ASGD", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer",
+           "RAdam", "RMSprop", "Rprop", "lr_scheduler"]

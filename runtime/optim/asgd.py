@@ -1,0 +1,53 @@
+"""ASGD: averaged SGD (torch's single-tensor update, its capturable form: eta and mu are
+float32 scalar tensors updated by tensor ops on the step, so no tensor data is read in
+Python and a step captures into a plan)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import runtime as rt
+from runtime.optim.optimizer import Optimizer, Params, Scalars
+
+
+class ASGD(Optimizer):
+    """SGD with a decaying step eta_t = lr / (1 + lambd * lr * t) ** alpha and a running
+    average ``ax`` of the parameters from step ``t0`` on (mu_t = 1 / max(1, t - t0))."""
+
+    def __init__(self, params: Params, lr: float = 1e-2, lambd: float = 1e-4,
+                 alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
+                 foreach: bool | None = None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, {"lr": lr, "lambd": lambd, "alpha": alpha, "t0": t0,
+                                  "weight_decay": weight_decay, "foreach": foreach,
+                                  "maximize": maximize, "differentiable": differentiable,
+                                  "capturable": capturable})
+
+    def _step_group(self, group: dict[str, Any]) -> None:
+        lr, lambd, alpha = (self._hyper(group, k) for k in ("lr", "lambd", "alpha"))
+        t0, weight_decay = self._hyper(group, "t0"), self._hyper(group, "weight_decay")
+        scalar = Scalars()
+        for p, grad in self._grads(group):
+            state = self.state[p]
+            if not state:
+                state["step"] = rt.tensor(0.0, device=p.device)
+                state["eta"] = rt.tensor(float(group["lr"]), device=p.device)
+                state["mu"] = rt.tensor(1.0, device=p.device)
+                state["ax"] = rt.zeros_like(p)
+            step_t, eta, mu, ax = state["step"], state["eta"], state["mu"], state["ax"]
+            step_t.add_(1)
+            if group["weight_decay"] != 0:
+                grad = grad.add(p * scalar(weight_decay, p))
+            # torch reads eta's (float32) value as a Python float: the decay's arithmetic is
+            # float64, rounded once to the parameter's dtype
+            p.mul_((1 - lambd * eta.double()).to(p.dtype))
+            p.sub_(grad * eta.to(p.dtype))
+            # torch copies the parameter while mu is 1, else moves ax towards it by mu
+            ax.copy_(rt.where(mu == 1, p, ax + (p - ax) * mu.to(p.dtype)))
+            step = step_t.double()
+            eta.copy_(lr / (1 + lambd * lr * step) ** alpha)
+            mu.copy_(1 / (step - t0).clamp(min=1))
