@@ -2,7 +2,7 @@
 
 from runtime.nn import functional, init
 from runtime.nn import parallel
-from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d
+from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from runtime.nn.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
@@ -28,8 +28,8 @@ from runtime.nn.attention import MultiheadAttention
 from runtime.nn.container import Sequential
 from runtime.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from runtime.nn.distance import CosineSimilarity, PairwiseDistance
-from runtime.nn.dropout import Dropout, Dropout1d, Dropout2d
-from runtime.nn.instancenorm import InstanceNorm1d, InstanceNorm2d
+from runtime.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from runtime.nn.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from runtime.nn.layers import (
     AlphaDropout,
     Bilinear,
@@ -137,6 +137,7 @@ __all__ = [
     "AvgPool2d",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "Conv1d",
     "Conv2d",
     "ConvTranspose1d",
@@ -177,6 +178,7 @@ __all__ = [
     "Dropout",
     "Dropout1d",
     "Dropout2d",
+    "Dropout3d",
     "Hardshrink",
     "PairwiseDistance",
     "Softmin",
@@ -203,6 +205,7 @@ __all__ = [
     "ZeroPad2d",
     "InstanceNorm1d",
     "InstanceNorm2d",
+    "InstanceNorm3d",
     "LayerNorm",
     "Linear",
     "LogSoftmax",

@@ -1,4 +1,4 @@
-"""`BatchNorm1d` and `BatchNorm2d`: running statistics are buffers a training step updates
+"""`BatchNorm1d`, `BatchNorm2d` and `BatchNorm3d`: running statistics are buffers a training step updates
 in place (a compiled step writes them back like eager, as any state it updates)."""
 
 from __future__ import annotations
@@ -90,3 +90,7 @@ class BatchNorm1d(_BatchNorm):
 
 class BatchNorm2d(_BatchNorm):
     _expected = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    _expected = (5,)

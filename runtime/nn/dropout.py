@@ -1,4 +1,4 @@
-"""`Dropout`, `Dropout1d`, `Dropout2d`: zero elements (or whole channels) with probability p
+"""`Dropout`, `Dropout1d`, `Dropout2d`, `Dropout3d`: zero elements (or whole channels) with probability p
 while training; the identity in eval mode."""
 
 from __future__ import annotations
@@ -37,3 +37,10 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Whole channels of (N, C, D, H, W) or (C, D, H, W) inputs zeroed with probability p."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout3d(input, self.p, self.training, self.inplace)

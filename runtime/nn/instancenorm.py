@@ -1,4 +1,4 @@
-"""`InstanceNorm1d` and `InstanceNorm2d`: each sample's channel normalized over its own
+"""`InstanceNorm1d`, `InstanceNorm2d` and `InstanceNorm3d`: each sample's channel normalized over its own
 spatial extent; optional affine parameters and running statistics, as PyTorch's (off by
 default, and ``num_batches_tracked`` is registered but never counted, as there)."""
 
@@ -50,3 +50,9 @@ class InstanceNorm2d(_InstanceNorm):
     """(N, C, H, W) or unbatched (C, H, W)."""
 
     _no_batch_dim = 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """(N, C, D, H, W) or unbatched (C, D, H, W)."""
+
+    _no_batch_dim = 4

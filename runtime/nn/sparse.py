@@ -14,7 +14,7 @@ from runtime.tensor import Tensor
 
 class Embedding(Module):
     """Rows ~ N(0, 1) (torch's default init), the ``padding_idx`` row zeroed; that row gets no
-    gradient. max_norm, scale_grad_by_freq and sparse are refused by `F.embedding`."""
+    gradient. ``max_norm`` renormalizes the rows read, in place; sparse is refused by `F.embedding`."""
 
     def __init__(
         self,

@@ -194,6 +194,23 @@ def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = 
     return _channel_dropout(x, p, training, inplace, 2)
 
 
+def dropout3d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+              ) -> Tensor:
+    """Channel dropout of (N, C, D, H, W) or unbatched (C, D, H, W) inputs (another rank is
+    read as unbatched, with PyTorch's warning)."""
+    import warnings
+
+    check_dropout_p(p)
+    if x.dim() not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {x.dim()}-D input to dropout3d, which is "
+                      "deprecated and will result in an error in a future release. To retain "
+                      "the behavior and silence this warning, please use dropout instead. "
+                      "Note that dropout3d exists to provide channel-wise dropout on inputs "
+                      "with 3 spatial dimensions, a channel dimension, and an optional batch "
+                      "dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    return _channel_dropout(x, p, training, inplace, 2 if x.dim() == 5 else 1)
+
+
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
     if weight.numel() != 1:
         if x.dim() < 2 or x.shape[1] != weight.numel():

@@ -548,6 +548,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
     c = input.shape[1]
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+        if stat is not None and stat.numel() != c:
+            raise RuntimeError(f"{name} should contain {c} elements not {stat.numel()}")
     axes = (0, *range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if training:

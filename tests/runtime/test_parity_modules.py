@@ -90,3 +90,82 @@ def test_adaptive_pools_1d_match_torch(size):
     vr, ir = F.adaptive_max_pool1d(xr[0], size, return_indices=True)
     np.testing.assert_array_equal(_np(vr), vt.numpy())
     np.testing.assert_array_equal(_np(ir), it.numpy())
+
+
+# ---------------------------------------------------------------------- embedding options
+
+
+def test_embedding_max_norm_renormalizes_the_rows_read_in_place():
+    emb = rt.nn.Embedding(3, 2, max_norm=1.0)
+    with rt.no_grad():
+        emb.weight.copy_(rt.tensor([[3.0, 4.0], [0.3, 0.4], [6.0, 8.0]]))
+    out = emb(rt.tensor([0, 1, 0]))
+    scale = 1.0 / (5.0 + 1e-7)
+    np.testing.assert_allclose(_np(out), [[3 * scale, 4 * scale], [0.3, 0.4],
+                                          [3 * scale, 4 * scale]], rtol=1e-6)
+    # row 2 was not read: left as it was
+    np.testing.assert_allclose(_np(emb.weight), [[3 * scale, 4 * scale], [0.3, 0.4],
+                                                 [6.0, 8.0]], rtol=1e-6)
+    out.sum().backward()
+    assert emb.weight.grad.tolist() == [[2.0, 2.0], [1.0, 1.0], [0.0, 0.0]]
+
+
+def test_embedding_scale_grad_by_freq_divides_by_the_count_in_the_batch():
+    w = rt.ones(4, 2, requires_grad=True)
+    out = F.embedding(rt.tensor([[1, 1], [1, 3]]), w, scale_grad_by_freq=True)
+    assert out.tolist() == [[[1.0, 1.0]] * 2] * 2
+    out.sum().backward()
+    assert w.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 1.0]]
+
+
+def test_embedding_max_norm_and_scale_grad_by_freq_match_torch():
+    torch = pytest.importorskip("torch")
+    wt = (torch.randn(6, 3, dtype=torch.float64) * 2).requires_grad_()
+    wr = rt.tensor(wt.detach().numpy(), requires_grad=True)
+    idx = [[1, 3, 3], [5, 1, 1]]
+    kw = dict(max_norm=1.5, norm_type=1.0, scale_grad_by_freq=True, padding_idx=5)
+    yt = torch.nn.functional.embedding(torch.tensor(idx), wt, **kw)
+    yr = F.embedding(rt.tensor(idx), wr, **kw)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(_np(wr), wt.detach().numpy(), rtol=1e-12)
+    (yt ** 3).sum().backward()
+    (yr ** 3).sum().backward()
+    np.testing.assert_allclose(_np(wr.grad), wt.grad.numpy(), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ 3-d norms and dropout
+
+
+def test_batch_norm_3d_and_instance_norm_3d_match_torch():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(2, 3, 2, 3, 2)
+    for name in ("BatchNorm3d", "InstanceNorm3d"):
+        kw = dict(affine=True, track_running_stats=True)
+        tm, rm = getattr(torch.nn, name)(3, **kw), getattr(rt.nn, name)(3, **kw)
+        for _ in range(2):
+            np.testing.assert_allclose(_np(rm(rt.tensor(x.numpy()))), tm(x).detach().numpy(),
+                                       rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(_np(rm.running_var), tm.running_var.numpy(), rtol=1e-5)
+        rm.eval()
+        tm.eval()
+        np.testing.assert_allclose(_np(rm(rt.tensor(x.numpy()))), tm(x).detach().numpy(),
+                                   rtol=1e-5, atol=1e-5)
+
+
+def test_batch_norm_3d_checks_rank_and_running_statistics_size():
+    with pytest.raises(ValueError, match=r"expected 5D input \(got 4D input\)"):
+        rt.nn.BatchNorm3d(3)(rt.ones(2, 3, 4, 4))
+    with pytest.raises(RuntimeError, match="running_mean should contain 4 elements not 3"):
+        rt.nn.BatchNorm1d(3)(rt.randn(2, 4))
+
+
+def test_dropout3d_drops_whole_channels_and_is_the_identity_in_eval():
+    drop = rt.nn.Dropout3d(0.5)
+    y = drop(rt.ones(4, 50, 2, 3, 2)).numpy().reshape(200, -1)
+    assert (y.std(-1) == 0).all() and set(np.unique(y)) == {0.0, 2.0}
+    y = drop(rt.ones(50, 2, 3, 2)).numpy().reshape(50, -1)  # unbatched: one draw a channel
+    assert (y.std(-1) == 0).all() and set(np.unique(y)) == {0.0, 2.0}
+    drop.eval()
+    x = rt.randn(2, 3, 2, 2, 2)
+    assert drop(x) is x or np.array_equal(_np(drop(x)), _np(x))
+    assert repr(drop) == "Dropout3d(p=0.5, inplace=False)"
