@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .engine import get_default_engine
@@ -22,6 +23,22 @@ def _tensor_seq(x: Any) -> tuple[Any, ...]:
     return tuple(x)
 
 
+def _inputs_seq(inputs: Any, where: str) -> tuple[Any, ...]:
+    """``inputs=`` as a tuple: a tensor, a sequence, or (PyTorch 2.13) a dict of tensors, such
+    as ``dict(model.named_parameters())``, whose values count."""
+    if type(inputs) is dict:
+        return tuple(inputs.values())
+    if isinstance(inputs, Mapping):
+        raise TypeError(f"`inputs` argument to `{where}()` must be a dict, not "
+                        f"{type(inputs).__name__}. Other Mapping types are not supported.")
+    return _tensor_seq(inputs)
+
+
+def _grads_seq(grads: Any, n: int) -> tuple[Any, ...]:
+    """grad_tensors / grad_outputs as a tuple; None stands for a None per output."""
+    return (None,) * n if grads is None else _tensor_seq(grads)
+
+
 def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batched: bool = False
                 ) -> list[Any]:
     from ..creation import ones_like
@@ -30,15 +47,22 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batche
     new: list[Any] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if isinstance(g, Tensor):
-            if g.shape != out.shape:
+            g_shape = g.shape[1:] if is_grads_batched else g.shape
+            if g_shape != out.shape:
+                if is_grads_batched:
+                    raise RuntimeError(
+                        "If `is_grads_batched=True`, we interpret the first dimension of each "
+                        "grad_output as the batch dimension. The sizes of the remaining "
+                        "dimensions are expected to match the shape of corresponding output, "
+                        f"but a mismatch was detected: grad_output[{i}] has a shape of "
+                        f"{_size(g_shape)} and output[{i}] has a shape of {_size(out.shape)}. "
+                        "If you only want some tensors in `grad_output` to be considered "
+                        "batched, consider using vmap.")
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g.shape)} and "
                     f"output[{i}] has a shape of {_size(out.shape)}.")
-            if out.dtype.is_floating_point != g.dtype.is_floating_point:
-                raise RuntimeError(
-                    f"For complex Tensors, both grad_output and output are required to have the "
-                    f"same dtype. Mismatch in dtype: grad_output[{i}] has a dtype of "
-                    f"{g.dtype.name} and output[{i}] has a dtype of {out.dtype.name}.")
+            # PyTorch only refuses a complex grad_output for a real output (or the reverse);
+            # there are no complex dtypes here, and the engine casts the grad to the output's
             new.append(g)
         elif g is None:
             if out.requires_grad:
@@ -46,7 +70,7 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batche
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
                 if not out.dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
-                                       f"outputs but got {out.dtype.name}")
+                                       f"outputs but got {out.dtype}")
                 new.append(ones_like(out))
             else:
                 new.append(None)
@@ -60,7 +84,9 @@ def _size(shape: tuple[int, ...]) -> str:
     return f"runtime.Size({list(shape)})"
 
 
-def _root_edges(tensors: Sequence[Tensor]) -> list[Edge]:
+def _root_edges(tensors: Sequence[Tensor], grads: Sequence[Any]) -> list[Edge]:
+    if len(grads) != len(tensors):
+        raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
     edges = []
     for i, t in enumerate(tensors):
         if not t.requires_grad:
@@ -71,26 +97,32 @@ def _root_edges(tensors: Sequence[Tensor]) -> list[Edge]:
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
-             create_graph: bool = False, inputs: Any = None) -> None:
-    outs = _tensor_seq(tensors)
-    if not outs:
-        raise RuntimeError("backward() received an empty list of tensors")
-    inputs_t = _tensor_seq(inputs)
+             create_graph: bool = False, grad_variables: Any = None, inputs: Any = None
+             ) -> None:
+    if grad_variables is not None:
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.",
+                      FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both "
+                               "passed to `backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
+    inputs_t = _inputs_seq(inputs, "backward")
     if inputs is not None and not inputs_t:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    grads = _tensor_seq(grad_tensors) if grad_tensors is not None else (None,) * len(outs)
-    if len(grads) != len(outs):
-        raise RuntimeError(f"got {len(grads)} tensors and {len(outs)} gradients")
+    outs = _tensor_seq(tensors)
+    grads_list = _make_grads(outs, _grads_seq(grad_tensors, len(outs)))
     if retain_graph is None:
         retain_graph = create_graph
-    grads_list = _make_grads(outs, grads)
-    roots = _root_edges(outs)
+    roots = _root_edges(outs, grads_list)
+    if not roots:
+        return  # PyTorch's engine runs nothing for no tensors
     out_edges = None
     if inputs_t:
         out_edges = []
         for t in inputs_t:
             if not t.requires_grad:
-                raise RuntimeError("One of the differentiated Tensors does not require grad")
+                # PyTorch makes each input retain its grad first, and that check speaks
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             if t.grad_fn is not None and not t.retains_grad:
                 t.retain_grad()  # a non-leaf in inputs= gets its .grad, as in PyTorch
             out_edges.append(gradient_edge(t))
@@ -101,39 +133,66 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
          create_graph: bool = False, only_inputs: bool = True, allow_unused: bool | None = None,
          is_grads_batched: bool = False, materialize_grads: bool = False
-         ) -> tuple[Tensor | None, ...]:
+         ) -> Any:
+    """PyTorch's autograd.grad: a tuple of gradients, one per input (a dict keyed as
+    ``inputs`` when that is a dict)."""
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when "
                          "materialize_grads=True, but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
     outs = _tensor_seq(outputs)
-    ins = _tensor_seq(inputs)
+    ins = _inputs_seq(inputs, "grad")
     if not ins:
-        raise RuntimeError("grad requires non-empty inputs.")
-    grads = _tensor_seq(grad_outputs) if grad_outputs is not None else (None,) * len(outs)
-    if len(grads) != len(outs):
-        raise RuntimeError(f"grad_outputs has {len(grads)} tensors but outputs has {len(outs)}")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). "
+                      "To accumulate gradient for other parts of the graph, please use "
+                      "torch.autograd.backward.", FutureWarning, stacklevel=2)
+    grads_list = _make_grads(outs, _grads_seq(grad_outputs, len(outs)), is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
     for t in ins:
         if not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    grads_list = _make_grads(outs, grads)
-    roots = _root_edges(outs)
-    out_edges = [gradient_edge(t) for t in ins]
-    result = get_default_engine().execute(roots, grads_list, retain_graph, create_graph,
-                                          accumulate_grad=False, outputs=out_edges)
+    if is_grads_batched:
+        result = _batched_grad(outs, ins, grads_list, retain_graph, create_graph)
+    else:
+        result = _run_grad(outs, ins, grads_list, retain_graph, create_graph)
     final: list[Tensor | None] = []
-    for t, g in zip(ins, result):
+    for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if materialize_grads:
                 from ..creation import zeros_like
 
-                g = zeros_like(t)
+                g = zeros_like(t, requires_grad=create_graph)
             elif not allow_unused:
                 raise RuntimeError(
-                    "One of the differentiated Tensors appears to not have been used in the "
-                    "graph. Set allow_unused=True if this is the desired behavior.")
+                    f"The differentiated Tensor at index {i} appears to not have been used in "
+                    "the graph. Set allow_unused=True if this is the desired behavior.")
         final.append(g)
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), final))
     return tuple(final)
+
+
+def _run_grad(outs: Sequence[Tensor], ins: Sequence[Tensor], grads: list[Any],
+              retain_graph: bool, create_graph: bool) -> list[Any]:
+    roots = _root_edges(outs, grads)
+    out_edges = [gradient_edge(t) for t in ins]
+    return get_default_engine().execute(roots, grads, retain_graph, create_graph,
+                                        accumulate_grad=False, outputs=out_edges)
+
+
+def _batched_grad(outs: Sequence[Tensor], ins: Sequence[Tensor], grads: list[Any],
+                  retain_graph: bool, create_graph: bool) -> list[Any]:
+    """is_grads_batched: one backward per slice of the grad_outputs' first dimension, stacked
+    (PyTorch vmaps the backward; the values are the same). The graph is kept for all but the
+    last slice."""
+    from ..ops.functional import stack
+    from ..tensor import Tensor
+
+    batch = next((g.shape[0] for g in grads if isinstance(g, Tensor)), 1)
+    rows = [_run_grad(outs, ins, [g[b] if isinstance(g, Tensor) else g for g in grads],
+                      retain_graph or b < batch - 1, create_graph) for b in range(batch)]
+    return [None if col[0] is None else stack(list(col)) for col in zip(*rows)]

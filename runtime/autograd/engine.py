@@ -378,6 +378,7 @@ class Engine:
         gt = GraphTask(keep_graph, create_graph,
                        0 if not_reentrant else _tls.total_depth + 1,
                        ReadyQueue() if not_reentrant else _tls.local_ready_queue)  # type: ignore[arg-type]
+        grads = _validate(roots, list(grads), "invalid gradient")  # a root grad takes its dtype
         skip_dummy = len(roots) == 1
         graph_root: Node = roots[0].function if skip_dummy else GraphRoot(roots, grads)
         min_topo_nr = min((e.function.topological_nr for e in outputs), default=0) if outputs else 0
@@ -589,10 +590,16 @@ def _call_function(fn: Node, grads: list[Any]) -> list[Any]:
 
 
 def validate_outputs(fn: Node, grads: list[Any]) -> list[Any]:
-    edges = fn.next_edges
-    if len(grads) != len(edges):
+    if len(grads) != len(fn.next_edges):
         raise RuntimeError(f"function {fn.name()} returned an incorrect number of gradients "
-                           f"(expected {len(edges)}, got {len(grads)})")
+                           f"(expected {len(fn.next_edges)}, got {len(grads)})")
+    return _validate(fn.next_edges, grads, f"Function {fn.name()} returned an invalid gradient")
+
+
+def _validate(edges: list[Edge | None], grads: list[Any], what: str) -> list[Any]:
+    """Check the gradients flowing along edges against their inputs' metadata, summing a
+    broadcast gradient down and casting to the input's dtype, as PyTorch's validate_outputs;
+    ``what`` opens the error texts."""
     for i, g in enumerate(grads):
         edge = edges[i]
         if edge is None or g is None:
@@ -605,15 +612,14 @@ def validate_outputs(fn: Node, grads: list[Any]) -> list[Any]:
 
             if not is_expandable_to(shape, g.shape):
                 raise RuntimeError(
-                    f"Function {fn.name()} returned an invalid gradient at index {i} - got "
-                    f"{list(g.shape)} but expected shape compatible with {list(shape)}")
+                    f"{what} at index {i} - got {list(g.shape)} but expected shape compatible "
+                    f"with {list(shape)}")
             g = grads[i] = sum_to(g, shape)
         if g.dtype is not dtype:
             g = grads[i] = g.to(dtype)
         if g.device != device and _trace_state.tracer is None:  # lower() may retarget
-            raise RuntimeError(
-                f"Function {fn.name()} returned an invalid gradient at index {i} - expected "
-                f"device {device} but got {g.device}")
+            raise RuntimeError(f"{what} at index {i} - expected device {device} but got "
+                               f"{g.device}")
     return grads
 
 
