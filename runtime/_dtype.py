@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,22 @@ def type_meta_name(d: DType) -> str:
     """PyTorch's TypeMeta name of ``d`` (its C++ type): float, double, long int, c10::Half,
     bool."""
     return _TYPE_META_NAMES[d.name]
+
+
+def scalar_as(value: Any, d: DType) -> Any:
+    """A Python scalar as PyTorch converts it into an element of ``d`` (masked_fill's,
+    fill_'s value): truncated toward zero for int64, nonzero-ness for bool; a value out of
+    ``d``'s range is PyTorch's error."""
+    if d is bool_:
+        return bool(value)
+    if d is int64:
+        if not isinstance(value, (int, np.integer)) and not (
+                -2.0**63 <= float(value) < 2.0**63):  # nan and inf fail both
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        return int(value)
+    if d is float16 and abs(float(value)) > 65504.0 and math.isfinite(float(value)):
+        raise RuntimeError("value cannot be converted to type c10::Half without overflow")
+    return value
 
 
 def from_numpy_dtype(npd: np.dtype) -> DType:

@@ -198,7 +198,9 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         if max is not None:
             out = where(gt(out, max), max, out)
         return out
-    return apply(P.CLAMP, x, min=min, max=max)
+    bounds = [b for b in (min, max) if b is not None]
+    rdt = D.result_dtype([x.dtype], bounds)  # an integer x with float bounds: float32
+    return apply(P.CLAMP, x if rdt is x.dtype else cast(x, rdt), min=min, max=max)
 
 
 def cast(x: Tensor, dtype: Any) -> Tensor:
@@ -236,7 +238,16 @@ def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     return apply(P.CUMPROD, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
 
 
-def mean(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    """The mean over ``dim`` (all by default), of a floating point x or ``dtype``: an integer
+    or bool mean is PyTorch's error, as it has no result dtype to infer."""
+    rdt = x.dtype if dtype is None else D.as_dtype(dtype)
+    if not rdt.is_floating_point:
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either "
+                           f"a floating point or complex dtype. Got: {D.scalar_type_name(rdt)}")
+    if rdt is not x.dtype:
+        x = cast(x, rdt)
     return apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
 
 

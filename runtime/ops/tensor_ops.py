@@ -300,6 +300,8 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
         value = F.cast(value, x.dtype)
+    else:  # the result keeps x's dtype: the value is converted, as PyTorch's
+        value = D.scalar_as(value, x.dtype)
     return F.where(mask, value, x)
 
 
