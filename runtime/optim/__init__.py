@@ -5,10 +5,11 @@ from runtime.optim.adagrad import Adagrad
 from runtime.optim.adam import Adam, AdamW
 from runtime.optim.adam_family import Adadelta, Adamax, NAdam, RAdam
 from runtime.optim.asgd import ASGD
+from runtime.optim.lbfgs import LBFGS
 from runtime.optim.optimizer import Optimizer
 from runtime.optim.rmsprop import RMSprop
 from runtime.optim.rprop import Rprop
 from runtime.optim.sgd import SGD
 
-__all__ = ["ASGD", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "NAdam", "Optimizer",
-           "RAdam", "RMSprop", "Rprop", "lr_scheduler"]
+__all__ = ["ASGD", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam",
+           "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler"]
