@@ -169,3 +169,54 @@ def test_dropout3d_drops_whole_channels_and_is_the_identity_in_eval():
     x = rt.randn(2, 3, 2, 2, 2)
     assert drop(x) is x or np.array_equal(_np(drop(x)), _np(x))
     assert repr(drop) == "Dropout3d(p=0.5, inplace=False)"
+
+
+# ------------------------------------------------------------------------- interpolate
+
+
+def test_interpolate_bicubic_weights_are_pytorchs_cubic_convolution():
+    # the four weights sum to 1 (a constant stays constant); align_corners keeps the ends
+    x = rt.tensor([[[[0.0, 1.0, 2.0, 3.0]]]])
+    y = F.interpolate(x, size=(1, 8), mode="bicubic", align_corners=True)
+    assert abs(float(y[0, 0, 0, 0])) < 1e-7 and abs(float(y[0, 0, 0, 7]) - 3.0) < 1e-6
+    ones = F.interpolate(rt.ones(1, 1, 3, 4), scale_factor=2.5, mode="bicubic")
+    np.testing.assert_allclose(_np(ones), np.ones((1, 1, 7, 10)), rtol=1e-6)
+    # without align_corners, output 0 reads source -0.25: floor -1, t = 0.75, taps -2..1
+    # clamped to 0, 0, 0, 1; x[0] = 0, so only the far tap (distance 1.25) on x[1] = 1 counts
+    y = F.interpolate(x, scale_factor=(1, 2), mode="bicubic")
+    a, d = -0.75, 1.25
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    assert abs(float(y[0, 0, 0, 0]) - far) < 1e-7 and abs(far + 0.10546875) < 1e-12
+
+
+def test_interpolate_area_is_an_adaptive_average_and_trilinear_is_separable():
+    x = rt.arange(6.0).reshape(1, 1, 6)
+    assert F.interpolate(x, size=3, mode="area").tolist() == [[[0.5, 2.5, 4.5]]]
+    v = rt.arange(8.0).reshape(1, 1, 2, 2, 2)
+    y = F.interpolate(v, size=(3, 3, 3), mode="trilinear", align_corners=True)
+    assert float(y[0, 0, 1, 1, 1]) == 3.5 and y.shape == (1, 1, 3, 3, 3)
+    with pytest.raises(NotImplementedError, match="Got 4D input, but trilinear mode needs 5D"):
+        F.interpolate(rt.ones(1, 1, 2, 2), size=3, mode="trilinear")
+    with pytest.raises(ValueError, match="align_corners option can only be set"):
+        F.interpolate(x, size=3, mode="area", align_corners=True)
+
+
+@pytest.mark.parametrize("mode,dims", [("bicubic", 2), ("area", 1), ("area", 2),
+                                       ("trilinear", 3)])
+@pytest.mark.parametrize("align_corners", [None, False, True])
+@pytest.mark.parametrize("resize", [{"scale_factor": 1.7}, {"scale_factor": 0.6},
+                                    {"size": 3}])
+def test_interpolate_new_modes_match_torch(mode, dims, align_corners, resize):
+    torch = pytest.importorskip("torch")
+    if mode == "area" and align_corners is not None:
+        return
+    xt = torch.randn(2, 3, *(5, 4, 3)[:dims], dtype=torch.float64, requires_grad=True)
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    kw = dict(mode=mode, align_corners=align_corners, **resize)
+    yt = torch.nn.functional.interpolate(xt, **kw)
+    yr = F.interpolate(xr, **kw)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    g = torch.randn(yt.shape, dtype=torch.float64)
+    (yt * g).sum().backward()
+    (yr * rt.tensor(g.numpy())).sum().backward()
+    np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
