@@ -510,6 +510,17 @@ for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
     setattr(Tensor, f"__r{_dunder}__", (lambda fn: lambda self, other: fn(other, self))(
         getattr(T, _n)))
 Tensor.__invert__ = T.bitwise_not  # type: ignore[assignment]
+for _n in ("and", "or", "xor"):
+    _fn = getattr(_extra, f"bitwise_{_n}")
+    setattr(Tensor, f"bitwise_{_n}", _fn)
+    setattr(Tensor, f"__{_n}__", _fn)
+    setattr(Tensor, f"__r{_n}__", _fn)  # each commutes
+    setattr(Tensor, f"__i{_n}__", (lambda fn: lambda self, other: F.copy_(self, fn(
+        self, other)))(_fn))
+    setattr(Tensor, f"bitwise_{_n}_", getattr(Tensor, f"__i{_n}__"))
+Tensor.logical_and = F.logical_and  # type: ignore[attr-defined]
+for _n in ("fmax", "fmin"):
+    setattr(Tensor, _n, getattr(_extra, _n))
 for _dunder, _n in {
     "add": "add", "sub": "sub", "mul": "mul", "truediv": "div", "pow": "pow",
     "matmul": "matmul",

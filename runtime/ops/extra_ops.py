@@ -175,6 +175,56 @@ def logical_xor(a: Tensor, b: Any) -> Tensor:
     return F.ne(_as_bool(a), _as_bool(b))
 
 
+def _bool_bitwise(name: str, a: Any, b: Any) -> tuple[Tensor, Any]:
+    """The operands of a bitwise op, a tensor first (and, or, xor commute), where PyTorch's
+    result is bool: the logical ops are the bitwise ones there. Float operands are PyTorch's
+    error; integer ones need an integer primitive the runtime does not have."""
+    if not isinstance(a, Tensor):
+        a, b = b, a
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{name}() expects at least one tensor argument")
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    rdt = D.result_dtype([t.dtype for t in tensors], [] if isinstance(b, Tensor) else [b],
+                         [t.ndim for t in tensors])
+    if rdt.is_floating_point:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(rdt)}'")
+    if rdt is not D.bool_:
+        raise NotImplementedError(f"{name}: only bool tensors (masks) are supported, not "
+                                  f"{rdt.name} (the runtime has no integer bitwise primitive)")
+    return a, b
+
+
+def bitwise_and(a: Any, b: Any) -> Tensor:
+    """``a & b`` of bool tensors (or a bool tensor and a Python bool): logical and."""
+    a, b = _bool_bitwise("bitwise_and", a, b)
+    return F.logical_and(a, b)
+
+
+def bitwise_or(a: Any, b: Any) -> Tensor:
+    """``a | b`` of bool tensors: not (not a and not b)."""
+    a, b = _bool_bitwise("bitwise_or", a, b)
+    return logical_not(F.logical_and(logical_not(a), logical_not(b) if isinstance(
+        b, Tensor) else not b))
+
+
+def bitwise_xor(a: Any, b: Any) -> Tensor:
+    """``a ^ b`` of bool tensors: a != b."""
+    a, b = _bool_bitwise("bitwise_xor", a, b)
+    return F.ne(a, b)
+
+
+def fmax(a: Tensor, b: Tensor) -> Tensor:
+    """The larger of a and b elementwise, NaN only where both are (numpy's fmax); the gradient
+    goes to a where a >= b or b is NaN, else to b, as PyTorch's."""
+    return F.where(logical_or(F.ge(a, b), F.ne(b, b)), a, b)
+
+
+def fmin(a: Tensor, b: Tensor) -> Tensor:
+    """The smaller of a and b elementwise, NaN only where both are (numpy's fmin)."""
+    return F.where(logical_or(F.le(a, b), F.ne(b, b)), a, b)
+
+
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
               ) -> Tensor:
     """x with ``alpha * source[.., i, ..]`` added at x[.., index[i], ..] along ``dim``

@@ -101,3 +101,92 @@ def test_mean_dtype() -> None:
         rt.tensor([1.0]).mean(dtype=rt.int64)
     _same_as_torch(lambda m: m.tensor([[1, 2], [4, 7]]).mean(0, dtype=m.float64))
     _same_as_torch(lambda m: m.tensor([1.0]).mean(dtype=m.int64))
+
+
+# --- & | ^ of masks, fmax/fmin ----------------------------------------------------------------
+
+
+_MASK_OPS = {"&": lambda a, b: a & b, "|": lambda a, b: a | b, "^": lambda a, b: a ^ b}
+_MASK_WANT = {"&": [True, False, False, False], "|": [True, True, True, False],
+              "^": [False, True, True, False]}
+
+
+@pytest.mark.parametrize("op", sorted(_MASK_OPS))
+def test_bool_bitwise_operators(op: str) -> None:
+    fn = _MASK_OPS[op]
+
+    def masks(m: Any) -> tuple[Any, Any]:
+        return m.tensor([True, True, False, False]), m.tensor([True, False, True, False])
+
+    a, b = masks(rt)
+    out = fn(a, b)
+    assert out.dtype is rt.bool and out.tolist() == _MASK_WANT[op]
+    assert fn(a, True).tolist() == fn(a, rt.ones(4, dtype=rt.bool)).tolist()
+    assert fn(False, a).tolist() == fn(rt.zeros(4, dtype=rt.bool), a).tolist()
+    inplace = a.clone()
+    getattr(inplace, {"&": "__iand__", "|": "__ior__", "^": "__ixor__"}[op])(b)
+    assert inplace.tolist() == _MASK_WANT[op]
+    _same_as_torch(lambda m: fn(*masks(m)))
+    _same_as_torch(lambda m: fn(masks(m)[0], True))
+    _same_as_torch(lambda m: fn(False, masks(m)[1]))
+    _same_as_torch(lambda m: fn(masks(m)[0], 2.5))  # PyTorch's NotImplementedError for Float
+    _same_as_torch(lambda m: fn(m.ones(2), m.ones(2)))
+
+
+def test_bitwise_methods_and_integer_refusal() -> None:
+    a, b = rt.tensor([True, False]), rt.tensor([True, True])
+    assert a.bitwise_and(b).tolist() == [True, False]
+    assert a.bitwise_or(b).tolist() == [True, True]
+    assert a.bitwise_xor(b).tolist() == [False, True]
+    assert a.logical_and(b).tolist() == [True, False]
+    with pytest.raises(NotImplementedError, match="only bool tensors"):
+        _ = rt.tensor([6, 3]) & rt.tensor([3, 3])
+    with pytest.raises(NotImplementedError, match="only bool tensors"):
+        _ = a & 1  # PyTorch's result is int64 here
+
+
+def test_bool_bitwise_compiled_equals_eager() -> None:
+    import planner
+
+    def fn(p: Any, q: Any) -> Any:
+        return ((p > 0.5) & (q < 0.5)) | (p > 0.9), (p > 0.5) ^ True
+
+    step = planner.compile(fn)
+    rng = np.random.default_rng(0)
+    for _ in range(2):
+        p, q = rt.tensor(rng.random(8)), rt.tensor(rng.random(8))
+        for got, want in zip(step(p, q), fn(p, q)):
+            assert got.dtype is rt.bool and got.tolist() == want.tolist()
+
+
+_NAN = float("nan")
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_ignore_one_nan(name: str) -> None:
+    xs, ys = [1.0, _NAN, -np.inf, 3.0, _NAN, 2.0], [_NAN, 2.0, 0.0, -3.0, _NAN, 2.0]
+    out = getattr(rt.tensor(xs), name)(rt.tensor(ys)).tolist()
+    want = {"fmax": [1.0, 2.0, 0.0, 3.0, _NAN, 2.0], "fmin": [1.0, 2.0, -np.inf, -3.0, _NAN, 2.0]}
+    np.testing.assert_array_equal(out, want[name])
+    for dt in ("float32", "float16"):
+        _same_as_torch(lambda m: getattr(m.tensor(xs, dtype=getattr(m, dt)), name)(
+            m.tensor(ys, dtype=getattr(m, dt))))
+
+
+@pytest.mark.parametrize("name", ["fmax", "fmin"])
+def test_fmax_fmin_gradients(name: str) -> None:
+    from runtime.ops import extra_ops
+
+    fn = getattr(extra_ops, name)
+    rng = np.random.default_rng(1)
+    x, y = (rt.tensor(rng.random(5), dtype=rt.float64, requires_grad=True) for _ in range(2))
+    assert rt.autograd.gradcheck(fn, (x, y))
+    # ties and NaNs: all to the first argument, as PyTorch's
+    a = rt.tensor([2.0, 3.0, _NAN], dtype=rt.float64, requires_grad=True)
+    b = rt.tensor([2.0, _NAN, 1.0], dtype=rt.float64, requires_grad=True)
+    fn(a, b).sum().backward()
+    assert a.grad.tolist() == [1.0, 1.0, 0.0] and b.grad.tolist() == [0.0, 0.0, 1.0]
+    torch = _torch()
+    ta, tb = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (a, b))
+    getattr(torch, name)(ta, tb).sum().backward()
+    assert ta.grad.tolist() == a.grad.tolist() and tb.grad.tolist() == b.grad.tolist()
