@@ -31,8 +31,9 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
 def _cell(mode: str, x_proj: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
-          b_hh: Tensor | None) -> tuple[Tensor, Tensor | None]:
-    """One step: ``x_proj`` is ``x @ W_ih.T + b_ih`` already; the new (h, c)."""
+          b_hh: Tensor | None, w_hr: Tensor | None = None) -> tuple[Tensor, Tensor | None]:
+    """One step: ``x_proj`` is ``x @ W_ih.T + b_ih`` already; the new (h, c). An LSTM with
+    projections (``w_hr``) projects its h to ``proj_size``."""
     h_proj = F.linear(h, w_hh, b_hh)
     if mode == "RNN_TANH":
         return (x_proj + h_proj).tanh(), None
@@ -42,7 +43,8 @@ def _cell(mode: str, x_proj: Tensor, h: Tensor, c: Tensor | None, w_hh: Tensor,
         i, f, g, o = (x_proj + h_proj).chunk(4, -1)
         assert c is not None
         c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c.tanh(), c
+        h = o.sigmoid() * c.tanh()
+        return (h if w_hr is None else F.linear(h, w_hr)), c
     xr, xz, xn = x_proj.chunk(3, -1)
     hr, hz, hn = h_proj.chunk(3, -1)
     r = (xr + hr).sigmoid()
@@ -68,11 +70,13 @@ class RNNBase(Module):
             raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
             raise ValueError("num_layers must be greater than zero")
-        if proj_size != 0:
-            if mode != "LSTM":
-                raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
-            raise NotImplementedError("LSTM(proj_size=...) is not supported; use proj_size=0 "
-                                      "and a Linear layer on the output")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size != 0 and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         self.mode = mode
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -83,17 +87,20 @@ class RNNBase(Module):
         self.bidirectional = bidirectional
         self.proj_size = proj_size
         gate_size = _GATES[mode] * hidden_size
+        real_hidden_size = proj_size or hidden_size
         directions = 2 if bidirectional else 1
         self._flat_weights_names: list[str] = []
         for layer in range(num_layers):
             for direction in range(directions):
-                layer_input = input_size if layer == 0 else hidden_size * directions
+                layer_input = input_size if layer == 0 else real_hidden_size * directions
                 suffix = "_reverse" if direction == 1 else ""
                 shapes = {f"weight_ih_l{layer}{suffix}": (gate_size, layer_input),
-                          f"weight_hh_l{layer}{suffix}": (gate_size, hidden_size)}
+                          f"weight_hh_l{layer}{suffix}": (gate_size, real_hidden_size)}
                 if bias:
                     shapes[f"bias_ih_l{layer}{suffix}"] = (gate_size,)
                     shapes[f"bias_hh_l{layer}{suffix}"] = (gate_size,)
+                if proj_size:
+                    shapes[f"weight_hr_l{layer}{suffix}"] = (proj_size, hidden_size)
                 for name, shape in shapes.items():
                     setattr(self, name, Parameter(rt.empty(*shape, device=device, dtype=dtype)))
                     self._flat_weights_names.append(name)
@@ -110,8 +117,13 @@ class RNNBase(Module):
             init.uniform_(weight, -stdv, stdv)
 
     @property
+    def _per_direction(self) -> int:
+        """How many parameters each layer and direction has."""
+        return (4 if self.bias else 2) + (1 if self.proj_size else 0)
+
+    @property
     def all_weights(self) -> list[list[Parameter]]:
-        per = 4 if self.bias else 2
+        per = self._per_direction
         names = self._flat_weights_names
         return [[getattr(self, n) for n in names[i:i + per]] for i in range(0, len(names), per)]
 
@@ -127,6 +139,8 @@ class RNNBase(Module):
             s += f", dropout={self.dropout}"
         if self.bidirectional is not False:
             s += f", bidirectional={self.bidirectional}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         return s
 
     # --- forward --------------------------------------------------------------------------
@@ -142,11 +156,12 @@ class RNNBase(Module):
         return input.dim() == 3
 
     def _hidden(self, hx: Tensor | None, input: Tensor, batch: int, batched: bool,
-                what: str = "hidden") -> Tensor:
+                what: str = "hidden", size: int | None = None) -> Tensor:
+        """h0 (or, with ``size``, an LSTM's c0) checked, or zeros for None."""
         layers = self.num_layers * (2 if self.bidirectional else 1)
+        size = size or self.proj_size or self.hidden_size
         if hx is None:
-            return rt.zeros(layers, batch, self.hidden_size, dtype=input.dtype,
-                            device=input.device)
+            return rt.zeros(layers, batch, size, dtype=input.dtype, device=input.device)
         want_dims = 3 if batched else 2
         if hx.dim() != want_dims:
             raise RuntimeError(f"For {'batched' if batched else 'unbatched'} {want_dims - 1}-D "
@@ -154,7 +169,7 @@ class RNNBase(Module):
                                f"{hx.dim()}-D tensor")
         if not batched:
             hx = hx.unsqueeze(1)
-        expected = (layers, batch, self.hidden_size)
+        expected = (layers, batch, size)
         if tuple(hx.shape) != expected:
             raise RuntimeError(f"Expected {what} size {expected}, got {list(hx.shape)}")
         return hx
@@ -168,7 +183,7 @@ class RNNBase(Module):
         updates the hidden state of those rows only, so each row's h_n is its own last
         step's (its first, reversed), and a reversed row starts from h0 when it begins."""
         directions = 2 if self.bidirectional else 1
-        per = 4 if self.bias else 2
+        per = self._per_direction
         names = self._flat_weights_names
         h_n: list[Tensor] = []
         c_n: list[Tensor] = []
@@ -182,23 +197,24 @@ class RNNBase(Module):
                 w = [getattr(self, n) for n in names[k * per:(k + 1) * per]]
                 w_ih, w_hh = w[0], w[1]
                 b_ih, b_hh = (w[2], w[3]) if self.bias else (None, None)
+                w_hr = w[-1] if self.proj_size else None
                 proj = F.linear(layer_input, w_ih, b_ih)  # every time step in one product
                 h, c = h0[k], None if c0 is None else c0[k]
                 order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
                 hs: list[Tensor] = [h] * steps
                 for t in order:
                     if batch_sizes is None:
-                        h, c = _cell(self.mode, proj[t], h, c, w_hh, b_hh)
+                        h, c = _cell(self.mode, proj[t], h, c, w_hh, b_hh, w_hr)
                         hs[t] = h
                         continue
                     rows = batch_sizes[t]
                     x = proj[offsets[t]:offsets[t + 1]]
                     if rows == h.shape[0]:
-                        h, c = _cell(self.mode, x, h, c, w_hh, b_hh)
+                        h, c = _cell(self.mode, x, h, c, w_hh, b_hh, w_hr)
                         hs[t] = h
                         continue
                     h_t, c_t = _cell(self.mode, x, h[:rows], None if c is None else c[:rows],
-                                     w_hh, b_hh)
+                                     w_hh, b_hh, w_hr)
                     hs[t] = h_t
                     h = rt.cat([h_t, h[rows:]], 0)
                     c = None if c is None or c_t is None else rt.cat([c_t, c[rows:]], 0)
@@ -216,12 +232,11 @@ class RNNBase(Module):
         """(h0, c0) from ``hx`` (None: zeros), checked as PyTorch checks them."""
         if self.mode == "LSTM":
             if hx is None:
-                h0 = self._hidden(None, input, batch, batched)
-                return h0, h0
+                hx = (None, None)
             if not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
-            return (self._hidden(hx[0], input, batch, batched),
-                    self._hidden(hx[1], input, batch, batched, "cell"))
+            return (self._hidden(hx[0], input, batch, batched, "hidden[0]"),
+                    self._hidden(hx[1], input, batch, batched, "hidden[1]", self.hidden_size))
         if isinstance(hx, (tuple, list)):
             raise RuntimeError(f"{type(self).__name__}: hx must be a Tensor, not a tuple")
         return self._hidden(hx, input, batch, batched), None

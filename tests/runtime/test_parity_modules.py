@@ -220,3 +220,72 @@ def test_interpolate_new_modes_match_torch(mode, dims, align_corners, resize):
     (yt * g).sum().backward()
     (yr * rt.tensor(g.numpy())).sum().backward()
     np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# --------------------------------------------------------------------- LSTM projections
+
+
+def test_lstm_proj_size_parameters_state_shapes_and_errors():
+    m = rt.nn.LSTM(4, 6, num_layers=2, proj_size=3, bidirectional=True, bias=False)
+    shapes = {k: tuple(v.shape) for k, v in m.state_dict().items()}
+    assert list(shapes)[:3] == ["weight_ih_l0", "weight_hh_l0", "weight_hr_l0"]
+    assert shapes["weight_hh_l0"] == (24, 3) and shapes["weight_hr_l0"] == (3, 6)
+    assert shapes["weight_ih_l1_reverse"] == (24, 6)  # two directions of 3
+    out, (h, c) = m(rt.randn(5, 2, 4))
+    assert out.shape == (5, 2, 6) and h.shape == (4, 2, 3) and c.shape == (4, 2, 6)
+    assert repr(m) == "LSTM(4, 6, num_layers=2, bias=False, bidirectional=True, proj_size=3)"
+    with pytest.raises(RuntimeError, match=r"Expected hidden\[0\] size \(4, 2, 3\), got"):
+        m(rt.randn(5, 2, 4), (rt.zeros(4, 2, 6), rt.zeros(4, 2, 6)))
+    with pytest.raises(RuntimeError, match=r"Expected hidden\[1\] size \(4, 2, 6\), got"):
+        m(rt.randn(5, 2, 4), (rt.zeros(4, 2, 3), rt.zeros(4, 2, 3)))
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        rt.nn.LSTM(4, 6, proj_size=6)
+    with pytest.raises(ValueError, match="proj_size should be a positive integer or zero"):
+        rt.nn.LSTM(4, 6, proj_size=-1)
+
+
+def test_lstm_proj_size_one_step_by_hand():
+    m = rt.nn.LSTM(1, 2, proj_size=1, bias=False)
+    with rt.no_grad():
+        for p in m.parameters():
+            p.fill_(0.5)
+    out, (h, c) = m(rt.tensor([[[2.0]]]))
+    gate = 1 / (1 + np.exp(-1.0))  # every gate sees 0.5 * 2 (h0 = 0)
+    c_want = gate * np.tanh(1.0)
+    h_want = 0.5 * 2 * gate * np.tanh(c_want)  # the projection sums the two h units
+    np.testing.assert_allclose(_np(c), [[[c_want, c_want]]], rtol=1e-6)
+    np.testing.assert_allclose(_np(h), [[[h_want]]], rtol=1e-6)
+    np.testing.assert_allclose(_np(out), [[[h_want]]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("batch_first,packed", [(False, False), (True, False), (False, True)])
+def test_lstm_proj_size_matches_torch(batch_first, packed):
+    torch = pytest.importorskip("torch")
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    kw = dict(num_layers=2, bidirectional=True, proj_size=3, batch_first=batch_first)
+    torch.manual_seed(0)
+    tm, rm = torch.nn.LSTM(4, 6, **kw).double(), rt.nn.LSTM(4, 6, dtype=rt.float64, **kw)
+    _load_from_torch(rm, tm)
+    xt = torch.randn(3, 5, 4, dtype=torch.float64, requires_grad=True)
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    h0 = torch.randn(4, 5 if not batch_first else 3, 3, dtype=torch.float64)
+    c0 = torch.randn(4, h0.shape[1], 6, dtype=torch.float64)
+    state_r = (rt.tensor(h0.numpy()), rt.tensor(c0.numpy()))
+    if packed:
+        lens = [3, 1, 2, 3, 2]
+        ot, (ht, ct) = tm(pack_padded_sequence(xt, torch.tensor(lens), enforce_sorted=False),
+                          (h0, c0))
+        orr, (hr, cr) = rm(rt.nn.utils.rnn.pack_padded_sequence(xr, rt.tensor(lens),
+                                                                enforce_sorted=False), state_r)
+        ot, orr = pad_packed_sequence(ot)[0], rt.nn.utils.rnn.pad_packed_sequence(orr)[0]
+    else:
+        ot, (ht, ct) = tm(xt, (h0, c0))
+        orr, (hr, cr) = rm(xr, state_r)
+    for a, b in ((orr, ot), (hr, ht), (cr, ct)):
+        np.testing.assert_allclose(_np(a), b.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (ot.sum() + (ht * ht).sum() + ct.sum()).backward()
+    (orr.sum() + (hr * hr).sum() + cr.sum()).backward()
+    np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(_np(rm.weight_hr_l1_reverse.grad),
+                               tm.weight_hr_l1_reverse.grad.numpy(), rtol=1e-9, atol=1e-12)
