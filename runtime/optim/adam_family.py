@@ -92,8 +92,9 @@ class NAdam(Optimizer):
         for p, grad in self._grads(group):
             state = self.state[p]
             if not state:
-                state.update(_zeros_state(p, "exp_avg", "exp_avg_sq"))
-                state["mu_product"] = rt.tensor(1.0, device=p.device)
+                state.update(step=rt.tensor(0.0, device=p.device),  # torch's key order
+                             mu_product=rt.tensor(1.0, device=p.device),
+                             exp_avg=rt.zeros_like(p), exp_avg_sq=rt.zeros_like(p))
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             step_t, mu_product = state["step"], state["mu_product"]
             step_t.add_(1)

@@ -48,6 +48,8 @@ class ASGD(Optimizer):
             p.sub_(grad * eta.to(p.dtype))
             # torch copies the parameter while mu is 1, else moves ax towards it by mu
             ax.copy_(rt.where(mu == 1, p, ax + (p - ax) * mu.to(p.dtype)))
-            step = step_t.double()
-            eta.copy_(lr / (1 + lambd * lr * step) ** alpha)
-            mu.copy_(1 / (step - t0).clamp(min=1))
+            # torch makes each new value a tensor of the default dtype, then copies it in
+            # (into a float64 eta or mu after a state dict was loaded into float64 params)
+            step, scalar_dtype = step_t.double(), rt.get_default_dtype()
+            eta.copy_((lr / (1 + lambd * lr * step) ** alpha).to(scalar_dtype))
+            mu.copy_((1 / (step - t0).clamp(min=1)).to(scalar_dtype))

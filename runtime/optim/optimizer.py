@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from copy import deepcopy
@@ -68,6 +69,11 @@ class Optimizer:
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
             param_group.setdefault(name, default)
+        if len({id(p) for p in param_group["params"]}) != len(param_group["params"]):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
         for group in self.param_groups:
             if ("param_names" in param_group) != ("param_names" in group):
                 raise ValueError(
