@@ -16,10 +16,18 @@ class DType:
     rank: int  # promotion order: bool < int64 < float16 < float32 < float64
     is_floating_point: bool = field(init=False)  # a field, not a property: read on hot paths
     itemsize: int = field(init=False)  # bytes of one element, as PyTorch's dtype.itemsize
+    is_signed: bool = field(init=False)  # as PyTorch's: all but bool here
+    is_complex = False  # PyTorch's attribute; no complex dtype here
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_floating_point", self.rank >= 2)
         object.__setattr__(self, "itemsize", self.np.itemsize)
+        object.__setattr__(self, "is_signed", self.rank >= 1)
+
+    @property
+    def category(self) -> int:
+        """PyTorch's promotion category: 0 bool, 1 integer, 2 floating point."""
+        return min(self.rank, 2)
 
     def __repr__(self) -> str:
         return f"runtime.{self.name}"
@@ -48,6 +56,8 @@ _NP_ALIASES = {
     np.dtype(np.uint32): int64,
 }
 _BY_RANK = {d.rank: d for d in DTYPES}
+# the dtype of Python floats and of float results of integers (set_default_dtype); read as
+# ``D.default_float`` at each use, never imported by value
 default_float = float32
 
 
@@ -61,8 +71,8 @@ def as_dtype(d: object) -> DType:
         return bool_
     if d is int:
         return int64
-    if d is float:
-        return float32
+    if d is float:  # PyTorch's: a Python float is a C double
+        return float64
     try:
         npd = np.dtype(d)  # type: ignore[call-overload]
     except TypeError:

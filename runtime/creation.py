@@ -144,9 +144,9 @@ def _check_sizes(shape: tuple[int, ...], fn: str) -> None:
                          f"{list(shape)}")
 
 
-# numpy's float scalar types, as PyTorch infers a dtype from each (a Python float: float32)
-_FLOAT_SCALARS = {float: D.float32, np.float16: D.float16, np.float32: D.float32,
-                  np.float64: D.float64}
+# numpy's float scalar types, as PyTorch infers a dtype from each (a Python float: the
+# default dtype)
+_FLOAT_SCALARS = {np.float16: D.float16, np.float32: D.float32, np.float64: D.float64}
 
 
 def _leaf_types(data: Any, found: set[type]) -> set[type]:
@@ -166,10 +166,11 @@ def _leaf_types(data: Any, found: set[type]) -> set[type]:
 
 def _float_dtype(data: Any) -> D.DType:
     """The float dtype PyTorch infers for data that numpy made float: the widest of its
-    scalars' (a numpy float64 scalar is float64, a Python float float32)."""
+    scalars' (a numpy float64 scalar is float64, a Python float the default dtype)."""
     types = {type(data)} if not isinstance(data, (list, tuple)) else _leaf_types(data, set())
-    found = [_FLOAT_SCALARS[t] for t in types if t in _FLOAT_SCALARS]
-    return max(found, key=lambda d: d.rank) if found else D.float32
+    found = [_FLOAT_SCALARS.get(t, D.default_float) for t in types
+             if t in _FLOAT_SCALARS or t is float]
+    return max(found, key=lambda d: d.rank) if found else D.default_float
 
 
 def _ragged_error(data: Any) -> Exception | None:
@@ -271,9 +272,9 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
     _check_sizes(shape, fn)
     dev = canonical_device(device)
     if dtype is None:
-        dt = D.float32 if isinstance(value, float) or value is None else (
+        dt = D.default_float if isinstance(value, float) or value is None else (
             D.bool_ if isinstance(value, bool) else D.int64 if isinstance(value, int)
-            else D.float32)
+            else D.default_float)
     else:
         dt = D.as_dtype(dtype)
     tracer = active_tracer()
@@ -329,7 +330,7 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
             device: Any, requires_grad: bool) -> Tensor:
     dev = canonical_device(device)
     g = generator or _device_generator(dev)
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float
     if not dt.is_floating_point:
         raise TypeError(f"{kind} expects a floating point dtype, got {dt.name}")
     _check_sizes(shape, kind)
@@ -450,7 +451,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in (start, end, step))
-        dt = D.float32 if is_float else D.int64
+        dt = D.default_float if is_float else D.int64
     else:
         dt = D.as_dtype(dtype)
     dev = canonical_device(device)
@@ -477,7 +478,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m is not None and m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float
     return _constant(np.eye(n, m, dtype=dt.np), dt, canonical_device(device), requires_grad)
 
 
@@ -485,7 +486,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
              requires_grad: bool = False) -> Tensor:
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    dt = D.as_dtype(dtype) if dtype is not None else D.float32
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float
     # computed in float64, then cast, so float32 points match PyTorch's to rounding
     arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
     return _constant(arr, dt, canonical_device(device), requires_grad)

@@ -290,7 +290,8 @@ class Tensor:
         extra = []
         if self.device != "cpu":
             extra.append(f"device='{self.device}'")
-        if self.dtype not in (D.float32, D.int64, D.bool_):
+        if self.dtype is not D.default_float and (
+                self.dtype.is_floating_point or not self._data.size):  # PyTorch's rule
             extra.append(f"dtype={self.dtype!r}")
         if self._grad_fn is not None:
             extra.append(f"grad_fn=<{self._grad_fn.name()}>")

@@ -268,7 +268,7 @@ def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     probabilities that broadcasts to ``x``), else 0."""
     if not isinstance(p, Tensor) and not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
-    dtype = x.dtype if x.dtype.is_floating_point else D.float32
+    dtype = x.dtype if x.dtype.is_floating_point else D.default_float
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.cast(F.lt(u, p), x.dtype))
 
@@ -289,15 +289,44 @@ def _float(x: Tensor, fn: str) -> D.DType:
 
 
 def get_default_dtype() -> D.DType:
-    """The dtype of a tensor made from Python floats: float32."""
-    return D.float32
+    """The dtype of a tensor made from Python floats: float32 unless set."""
+    return D.default_float
+
+
+def set_default_dtype(d: Any) -> None:
+    """The dtype of tensors made from Python floats, of factories without ``dtype=`` and of
+    float results of integers (``int_tensor / 2``, ``int_tensor * 2.5``), as PyTorch's."""
+    dt = D.as_dtype(d)
+    if not dt.is_floating_point:
+        raise TypeError("only floating-point types are supported as the default type")
+    D.default_float = dt
+
+
+def result_type(a: Any, b: Any) -> D.DType:
+    """The dtype of an elementwise op on ``a`` and ``b`` (tensors or Python scalars), PyTorch's
+    promotion (a 0-d tensor and a scalar count only where of a higher category)."""
+    tensors = [x for x in (a, b) if isinstance(x, Tensor)]
+    return D.result_dtype([t.dtype for t in tensors],
+                          [x for x in (a, b) if not isinstance(x, Tensor)],
+                          [t.ndim for t in tensors])
+
+
+def promote_types(type1: Any, type2: Any) -> D.DType:
+    """The smallest dtype both ``type1`` and ``type2`` convert to without loss of category."""
+    return D.result_dtype([D.as_dtype(type1), D.as_dtype(type2)], [])
+
+
+def can_cast(from_: Any, to: Any) -> bool:
+    """Whether PyTorch's casting rules allow ``from_`` into ``to`` in an op's output: not to a
+    lower category (float to integer or bool, integer to bool)."""
+    return D.as_dtype(from_).category <= D.as_dtype(to).category
 
 
 class finfo:  # noqa: N801 - PyTorch's name
     """Machine limits of a floating point dtype, as Python floats."""
 
     def __init__(self, dtype: Any = None) -> None:
-        dt = D.float32 if dtype is None else D.as_dtype(dtype)
+        dt = D.default_float if dtype is None else D.as_dtype(dtype)
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")  # PyTorch's text

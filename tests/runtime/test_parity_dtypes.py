@@ -190,3 +190,90 @@ def test_fmax_fmin_gradients(name: str) -> None:
     ta, tb = (torch.tensor(t.detach().numpy(), requires_grad=True) for t in (a, b))
     getattr(torch, name)(ta, tb).sum().backward()
     assert ta.grad.tolist() == a.grad.tolist() and tb.grad.tolist() == b.grad.tolist()
+
+
+# --- promotion queries, the default dtype, dtype=float ----------------------------------------
+
+
+def test_result_type_promote_types_can_cast() -> None:
+    from runtime.ops.more_ops import can_cast, promote_types, result_type
+
+    assert promote_types(rt.int64, rt.float16) is rt.float16
+    assert promote_types(rt.bool, rt.int64) is rt.int64
+    assert result_type(rt.zeros(2, dtype=rt.int64), 2.5) is rt.float32
+    assert result_type(rt.zeros(2), rt.zeros((), dtype=rt.float64)) is rt.float32
+    assert result_type(True, rt.zeros((), dtype=rt.int64)) is rt.int64
+    assert can_cast(rt.int64, rt.float16) and not can_cast(rt.float16, rt.int64)
+    assert not can_cast(rt.int64, rt.bool) and can_cast(rt.bool, rt.int64)
+    assert [d.is_signed for d in (rt.bool, rt.int64, rt.float16)] == [False, True, True]
+    torch = _torch()
+    for a in DTYPES:
+        for b in DTYPES:
+            ra, rb, ta, tb = getattr(rt, a), getattr(rt, b), getattr(torch, a), getattr(torch, b)
+            assert str(promote_types(ra, rb)) == str(torch.promote_types(ta, tb)).replace(
+                "torch", "runtime")
+            assert can_cast(ra, rb) == torch.can_cast(ta, tb)
+            assert ra.is_signed == ta.is_signed
+            for other in (1, 2.5, True):
+                for shape in ((2,), ()):
+                    got = result_type(rt.zeros(shape, dtype=ra), other)
+                    want = torch.result_type(torch.zeros(shape, dtype=ta), other)
+                    assert got.name == str(want).removeprefix("torch.")
+                got = result_type(rt.zeros((), dtype=ra), rt.zeros(2, dtype=rb))
+                want = torch.result_type(torch.zeros((), dtype=ta), torch.zeros(2, dtype=tb))
+                assert got.name == str(want).removeprefix("torch.")
+
+
+def _made_with_default(m: Any) -> list[Any]:
+    return [m.tensor([1.5]), m.tensor(2.0), m.zeros(2), m.ones(1), m.full((1,), 1.5),
+            m.arange(3.0), m.linspace(0, 1, 2), m.rand(1), m.randn(1), m.empty(1),
+            m.tensor([1]) / 2, m.tensor([1]) * 1.5, m.tensor([True]) + 0.5,
+            m.tensor([np.float32(1.0)])]
+
+
+@pytest.mark.parametrize("default", ["float64", "float16"])
+def test_set_default_dtype(default: str) -> None:
+    from runtime.ops.more_ops import get_default_dtype, set_default_dtype
+
+    set_default_dtype(getattr(rt, default))
+    try:
+        assert get_default_dtype() is getattr(rt, default)
+        got = [t.dtype.name for t in _made_with_default(rt)]
+        assert got == [default] * 13 + ["float32"]  # a numpy float32 scalar stays float32
+        assert repr(rt.tensor([1.5])) == "tensor([1.5])"
+        assert "dtype=runtime.float32" in repr(rt.tensor([1.5], dtype=rt.float32))
+    finally:
+        set_default_dtype(rt.float32)
+    assert rt.tensor([1.5]).dtype is rt.float32 and get_default_dtype() is rt.float32
+    with pytest.raises(TypeError, match="only floating-point types are supported"):
+        set_default_dtype(rt.int64)
+    torch = _torch()
+    torch.set_default_dtype(getattr(torch, default))
+    try:
+        want = [str(t.dtype).removeprefix("torch.") for t in _made_with_default(torch)]
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert want == got
+
+
+def test_python_float_as_a_dtype_is_float64() -> None:
+    assert rt.zeros(2, dtype=float).dtype is rt.float64
+    assert rt.tensor([1]).to(float).dtype is rt.float64
+    assert rt.zeros(1, dtype=int).dtype is rt.int64 and rt.zeros(1, dtype=bool).dtype is rt.bool
+    _same_as_torch(lambda m: m.tensor([1, 2]).to(float))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_repr_names_the_dtype_as_torch(dtype: str) -> None:
+    def reprs(m: Any) -> list[str]:
+        d = getattr(m, dtype)
+        return [repr(m.tensor(v, dtype=d)).replace("torch.", "runtime.")
+                for v in ([], [1, 0], 3)]
+
+    got = reprs(rt)
+    assert got[0] == "tensor([])" if dtype == "float32" else got[0].endswith(
+        f"dtype=runtime.{dtype})")
+    torch = _torch()
+    want = reprs(torch)
+    # the values print as numpy's; the dtype suffix is PyTorch's
+    assert [g.partition("dtype=")[2] for g in got] == [w.partition("dtype=")[2] for w in want]
