@@ -1,7 +1,12 @@
 """Autograd: the engine, grad modes, custom Functions, gradient checks and the functional API."""
 
 from . import functional
-from .anomaly import detect_anomaly, is_anomaly_enabled, set_detect_anomaly
+from .anomaly import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from .api import backward, grad
 from .engine import Engine, GraphTask, InputBuffer, ReadyQueue, get_default_engine
 from .function import Function, FunctionCtx, once_differentiable
@@ -20,6 +25,7 @@ __all__ = [
     "AccumulateGrad", "Edge", "Engine", "Function", "FunctionCtx", "GradcheckError", "GraphRoot",
     "GraphTask", "InputBuffer", "Node", "ReadyQueue", "backward", "detect_anomaly",
     "enable_grad", "functional", "get_default_engine", "grad", "gradcheck", "gradgradcheck",
-    "inference_mode", "is_anomaly_enabled", "is_grad_enabled", "is_inference_mode_enabled",
-    "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
+    "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
+    "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
+    "set_grad_enabled",
 ]

@@ -2,33 +2,79 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import traceback
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _global_enabled = False
+_check_nan = True
 
 
 def is_anomaly_enabled() -> bool:
     return _global_enabled
 
 
-def set_detect_anomaly(mode: bool) -> None:
-    global _global_enabled
-    _global_enabled = bool(mode)
+def is_anomaly_check_nan_enabled() -> bool:
+    return _check_nan
+
+
+def _set(mode: bool, check_nan: bool) -> None:
+    global _global_enabled, _check_nan
+    _global_enabled, _check_nan = bool(mode), bool(check_nan)
 
 
 class detect_anomaly:  # noqa: N801 - PyTorch's name
+    """Context manager and decorator: each node remembers its forward traceback, an error in
+    a backward warns with it, and (check_nan) a NaN in a node's gradients raises."""
+
     def __init__(self, check_nan: bool = True) -> None:
         self.check_nan = check_nan
+        self.prev = _global_enabled
+        self.prev_check_nan = _check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", stacklevel=2)
 
     def __enter__(self) -> None:
-        global _global_enabled
-        self._prev = _global_enabled
-        _global_enabled = True
+        _set(True, self.check_nan)
 
     def __exit__(self, *exc: object) -> None:
-        global _global_enabled
-        _global_enabled = self._prev
+        _set(self.prev, self.prev_check_nan)
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+
+class set_detect_anomaly:  # noqa: N801 - PyTorch's name
+    """Sets anomaly mode at construction; as a context manager, restores the previous mode on
+    exit."""
+
+    def __init__(self, mode: bool, check_nan: bool = True) -> None:
+        self.prev = _global_enabled
+        self.prev_check_nan = _check_nan
+        _set(mode, check_nan)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        _set(self.prev, self.prev_check_nan)
+
+
+def warn_error_in(name: str, trace: str | None) -> None:
+    """PyTorch's anomaly-mode warning for an error raised in a node's backward."""
+    if trace:
+        warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the "
+                      f"error:\n{trace}", stacklevel=2)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

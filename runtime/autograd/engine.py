@@ -460,6 +460,8 @@ class Engine:
                 try:
                     self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
                 except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                    if anomaly._global_enabled:
+                        anomaly.warn_error_in(task.fn.name(), task.fn._trace)
                     gt.set_exception(e, task.fn)
                 finally:
                     _grad_state.enabled = prev
@@ -506,7 +508,7 @@ class Engine:
             fn.release_variables()
         if not outputs:
             return
-        if anomaly._global_enabled and _trace_state.tracer is None:
+        if anomaly._global_enabled and anomaly._check_nan and _trace_state.tracer is None:
             _check_nan(fn, outputs)
         deps = gt.dependencies
         not_ready = gt.not_ready
@@ -556,20 +558,40 @@ def _call_tensor_pre_hooks(fn: Node, grads: list[Any]) -> list[Any]:
     if fn._tensor_pre_hooks:
         for idx, hooks in fn._tensor_pre_hooks.items():
             for hook in list(hooks.values()):
-                r = hook(grads[idx])
-                if r is not None:
-                    grads[idx] = r
+                grads[idx] = _run_tensor_hook(hook, grads[idx])
     if isinstance(fn, AccumulateGrad):
         hooks = fn.variable._hooks
         if hooks:
             for hook in list(hooks.values()):
-                r = hook(grads[0])
-                if r is not None:
-                    grads[0] = r
+                grads[0] = _run_tensor_hook(hook, grads[0])
     if fn._retains_grad_hooks:
         for idx, hook in fn._retains_grad_hooks.items():
             hook(grads[idx])
     return grads
+
+
+def _run_tensor_hook(hook: Callable[[Any], Any], grad: Any) -> Any:
+    """A Tensor.register_hook hook's result, or grad when it returns None; a result of
+    another type, size or device is refused with PyTorch's texts."""
+    from ..tensor import Tensor
+
+    r = hook(grad)
+    if r is None:
+        return grad
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    if grad is None:
+        return r
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if r.dtype is not grad.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} got "
+                           f"{r.type()})")
+    if r.device != grad.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was {grad.device} "
+                           f"got {r.device})")
+    if r.shape != grad.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return r
 
 
 def _call_function(fn: Node, grads: list[Any]) -> list[Any]:
@@ -628,16 +650,7 @@ def _check_nan(fn: Node, outputs: list[Any]) -> None:
         if out is None or not out.dtype.is_floating_point:
             continue
         if bool(array_module(out.device).isnan(out._data).any()):
-            msg = f"Function '{fn.name()}' returned nan values in its {i}th output."
-            if fn._trace:
-                msg += ("\nTraceback of forward call that caused the error "
-                        f"({_forward_op(fn)}):\n{fn._trace}")
-            raise RuntimeError(msg)
-
-
-def _forward_op(fn: Node) -> str:
-    prim = getattr(fn, "prim", None)
-    return f"forward op '{prim.name}'" if prim is not None else f"forward of {fn.name()}"
+            raise RuntimeError(f"Function '{fn.name()}' returned nan values in its {i}th output.")
 
 
 _engine = Engine()

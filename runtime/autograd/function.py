@@ -39,18 +39,24 @@ class FunctionCtx:
 
 
 class BackwardCFunction(Node):
-    """The node of one Function.apply call; its name is the Function's plus 'Backward'."""
+    """The node of one Function.apply call; its name is the Function's plus 'Backward'. It has
+    an edge per tensor argument of forward; ``is_tensor`` marks which arguments those were."""
 
-    __slots__ = ("fn_cls", "ctx")
+    __slots__ = ("fn_cls", "ctx", "is_tensor")
 
     def __init__(self, fn_cls: type, ctx: FunctionCtx, next_edges: list[Any],
-                 metas: list[Meta]) -> None:
+                 metas: list[Meta], is_tensor: tuple[bool, ...]) -> None:
         super().__init__(next_edges, metas)
         self.fn_cls = fn_cls
         self.ctx = ctx
+        self.is_tensor = is_tensor
 
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
+
+    @property
+    def saved_tensors(self) -> tuple[Any, ...]:
+        return self.ctx.saved_tensors
 
     def apply(self, grads: list[Any]) -> list[Any]:
         from ..creation import zeros
@@ -67,14 +73,22 @@ class BackwardCFunction(Node):
         for o in out:
             if o is not None and not isinstance(o, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(o).__name__})")
-        n = len(self.next_edges)
+        n = len(self.is_tensor)
         if len(out) != n:
             if len(out) > n and all(o is None for o in out[n:]):
                 out = out[:n]
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of "
                                    f"gradients (expected {n}, got {len(out)})")
-        return [o if self.next_edges[i] is not None else None for i, o in enumerate(out)]
+        grads = []
+        for i, (o, is_tensor) in enumerate(zip(out, self.is_tensor)):
+            if is_tensor:
+                grads.append(o)
+            elif o is not None:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than "
+                                   f"None at position {i + 1}, but the corresponding forward "
+                                   "input was not a Variable")
+        return [g if e is not None else None for g, e in zip(grads, self.next_edges)]
 
     def release_variables(self) -> None:
         if self.ctx._saved is not None:
@@ -125,11 +139,12 @@ class Function:
         if not is_diff:
             return raw
         del tensor_args
-        edges = [gradient_edge(a) if isinstance(a, Tensor) and a.requires_grad else None
-                 for a in args]
+        edges = [gradient_edge(a) if a.requires_grad else None
+                 for a in args if isinstance(a, Tensor)]
         metas = [Meta(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else
                  Meta((), None, "cpu") for o in outputs]
-        node = BackwardCFunction(cls, ctx, edges, metas)
+        node = BackwardCFunction(cls, ctx, edges, metas,
+                                 tuple(isinstance(a, Tensor) for a in args))
         ctx._node = node
         dirty = {id(t) for t in ctx._dirty}
         non_diff = {id(t) for t in ctx._non_differentiable}

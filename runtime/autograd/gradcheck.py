@@ -80,6 +80,9 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
               rtol: float = 1e-3, raise_exception: bool = True, **_: Any) -> bool:
     """Compares the autograd Jacobian with central differences for every output."""
     inputs_t = _as_tuple(inputs)
+    if not _diff_inputs(inputs_t):
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
+                         "none of them have requires_grad=True.")
     for t in _diff_inputs(inputs_t):
         if t.dtype.name != "float64":
             import warnings

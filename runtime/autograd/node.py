@@ -7,6 +7,7 @@ and returns the gradients of its forward inputs, routed along ``next_edges``.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import threading
 import weakref
@@ -27,6 +28,8 @@ ERR_BACKWARD_TWICE = (
 )
 
 UINT64_MAX = (1 << 64) - 1
+
+_BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
 
 
 class Edge(NamedTuple):
@@ -178,15 +181,7 @@ class SavedTensor:
         if self._vc is None:
             raise RuntimeError(ERR_BACKWARD_TWICE)
         if self._vc.v != self._version:
-            t = self.peek()
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.dtype.name} {list(t.shape)}], which is output "
-                f"{t.output_nr} of {node.name() if self._out else _grad_fn_name(t)}, is at "
-                f"version {self._vc.v}; expected version {self._version} instead. Hint: enable "
-                "anomaly detection to find the operation that failed to compute its gradient, "
-                "with runtime.autograd.set_detect_anomaly(True)."
-            )
+            raise RuntimeError(self._modified_error(node))
         if self._out is None:
             return self._tensor  # type: ignore[return-value]
         from ..tensor import Tensor
@@ -194,6 +189,23 @@ class SavedTensor:
         data, requires_grad, output_nr, dtype, device = self._out
         return Tensor._make(data, dtype, device, node if requires_grad else None, output_nr,
                             self._vc)
+
+    def _modified_error(self, node: Node) -> str:
+        """PyTorch's text for a saved tensor changed in place since it was saved: an output
+        names the node that saved it, any other tensor its grad_fn now (a leaf, none); the
+        forward op's name is the node's without "Backward"."""
+        t = self.peek()
+        fn = node if self._out else self._tensor.grad_fn  # type: ignore[union-attr]
+        which = (f", which is output {t.output_nr} of {_BACKWARD_SUFFIX.sub('', fn.name())},"
+                 if fn is not None else "")
+        hint = ("the backtrace further above shows the operation that failed to compute its "
+                "gradient. The variable in question was changed in there or anywhere later. Good "
+                "luck!" if anomaly._global_enabled else
+                "enable anomaly detection to find the operation that failed to compute its "
+                "gradient, with runtime.autograd.set_detect_anomaly(True, check_nan=False).")
+        return ("one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.type()} {list(t.shape)}]{which} is at version "
+                f"{self._vc.v}; expected version {self._version} instead. Hint: {hint}")
 
     def peek(self) -> Tensor:
         from ..tensor import Tensor
@@ -207,10 +219,6 @@ class SavedTensor:
         self._vc = None  # type: ignore[assignment]
         self._tensor = None
         self._out = None
-
-
-def _grad_fn_name(t: Tensor) -> str:
-    return t.grad_fn.name() if t.grad_fn is not None else "AccumulateGrad"
 
 
 class AccumulateGrad(Node):
