@@ -495,7 +495,8 @@ def _norm_key(key: Any, device: str
                     add(_index_tensor(a, device))
                 continue
             if k.dtype is not D.int64:
-                raise TypeError("tensors used as indices must be long, int, byte or bool tensors")
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
             add(k if k.device == device else to_device(k, device))
             continue
         if isinstance(k, list):
@@ -512,14 +513,16 @@ def _norm_key(key: Any, device: str
                     add(_index_tensor(a, device))
                 continue
             if k.dtype.kind not in "iu":
-                raise TypeError("tensors used as indices must be long, int, byte or bool tensors")
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
             add(_index_tensor(k, device))
         elif isinstance(k, (int, np.integer)):
             out.append(int(k))
         elif k is None or k is Ellipsis or isinstance(k, slice):
             out.append(k)
         else:
-            raise TypeError(f"invalid index of type {type(k).__name__}")
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(k).__name__})")
     return tuple(out), idx, masks
 
 

@@ -395,7 +395,11 @@ def _numpy_binary(name: str, fn: np.ufunc, backward: Any, saves: tuple[int | str
 
 
 ATAN2 = _numpy_binary("atan2", np.arctan2, _atan2_bwd, (0, 1), PROMOTE_FLOAT)
-FMOD = _numpy_binary("fmod", np.fmod, _fmod_bwd, (0, 1), PROMOTE_SAME)
+# as remainder: an integer fmod by zero is PyTorch's error (numpy's would warn and give 0)
+FMOD = register(Primitive(
+    "fmod", impl=_int_division_impl("fmod"), infer=_elementwise_infer(PROMOTE_SAME),
+    backward=_fmod_bwd, saves=(0, 1), promote=PROMOTE_SAME, elementwise=True,
+    flops=flops_elementwise))
 
 
 def _rounding(name: str, fn: np.ufunc) -> Primitive:

@@ -277,3 +277,62 @@ def test_repr_names_the_dtype_as_torch(dtype: str) -> None:
     want = reprs(torch)
     # the values print as numpy's; the dtype suffix is PyTorch's
     assert [g.partition("dtype=")[2] for g in got] == [w.partition("dtype=")[2] for w in want]
+
+
+# --- integer division signs, fmod by zero, index errors ---------------------------------------
+
+
+_A, _B = [7, -7, 7, -7, 0, 5], [2, 2, -2, -2, 3, -5]
+_DIVISIONS = {
+    "floor_divide": ([3, -4, -4, 3, 0, -1], lambda m, a, b: m.floor_divide(a, b)),
+    "remainder": ([1, 1, -1, -1, 0, 0], lambda m, a, b: m.remainder(a, b)),
+    "fmod": ([1, -1, 1, -1, 0, 0], lambda m, a, b: m.fmod(a, b)),
+    "trunc": ([3, -3, -3, 3, 0, -1], lambda m, a, b: m.div(a, b, rounding_mode="trunc")),
+    "true": ([3.5, -3.5, -3.5, 3.5, 0.0, -1.0], lambda m, a, b: a / b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_DIVISIONS))
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64"])
+def test_division_signs_with_negatives(name: str, dtype: str) -> None:
+    want, fn = _DIVISIONS[name]
+
+    def run(m: Any) -> Any:
+        return fn(m, m.tensor(_A, dtype=getattr(m, dtype)), m.tensor(_B, dtype=getattr(m, dtype)))
+
+    out = run(rt)
+    assert out.tolist() == want
+    assert out.dtype is (rt.float32 if name == "true" and dtype == "int64" else getattr(rt, dtype))
+    _same_as_torch(run)
+
+
+@pytest.mark.parametrize("name", ["fmod", "remainder", "floor_divide"])
+def test_integer_division_by_zero_is_an_error(name: str) -> None:
+    def run(m: Any) -> Any:
+        return getattr(m, name)(m.tensor([3, 4]), m.tensor([1, 0]))
+
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        run(rt)
+    assert np.isnan(getattr(rt, name)(rt.tensor([3.0]), 0.0).item()) or name == "floor_divide"
+    _same_as_torch(run)
+
+
+def test_integer_fmod_compiled_checks_zero_as_eager() -> None:
+    import planner
+
+    step = planner.compile(lambda a, b: rt.fmod(a, b))
+    a = rt.tensor([-7, 7, 5])
+    for b in ([2, -2, 3], [-3, 4, 2]):
+        assert step(a, rt.tensor(b)).tolist() == rt.fmod(a, rt.tensor(b)).tolist()
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        step(a, rt.tensor([1, 0, 1]))
+
+
+@pytest.mark.parametrize("key", ["float_tensor", "float"])
+def test_index_with_a_float_is_torchs_index_error(key: str) -> None:
+    def run(m: Any) -> Any:
+        return m.arange(6).reshape(2, 3)[m.tensor([1.0]) if key == "float_tensor" else 1.0]
+
+    with pytest.raises(IndexError):
+        run(rt)
+    _same_as_torch(run)
