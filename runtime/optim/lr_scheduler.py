@@ -10,11 +10,13 @@ step reads a metric's value, so a step that calls it runs eagerly."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
+import warnings
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from runtime.optim.optimizer import Optimizer
@@ -22,7 +24,7 @@ from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
 
 __all__ = ["ChainedScheduler", "ConstantLR", "CosineAnnealingLR", "CosineAnnealingWarmRestarts",
-           "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
+           "CyclicLR", "ExponentialLR", "LRScheduler", "LambdaLR", "LinearLR", "MultiStepLR",
            "MultiplicativeLR", "OneCycleLR", "PolynomialLR", "ReduceLROnPlateau", "SequentialLR",
            "StepLR"]
 
@@ -41,6 +43,29 @@ def _replayed(step: Callable[..., None]) -> Callable[..., None]:
     return _capture_aware(wrapper)
 
 
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
+def _warn_outside_step(get_lr: Callable[..., list[float]]) -> Callable[..., list[float]]:
+    """``get_lr`` warning, as torch's, when called other than by a step (its chainable
+    formulas give the next values from the current ones, not the last values)."""
+    @functools.wraps(get_lr)
+    def wrapper(self: LRScheduler) -> list[float]:
+        if not self._get_lr_called_within_step:
+            warnings.warn("To get the last learning rate computed by the scheduler, please use "
+                          "`get_last_lr()`.", UserWarning, stacklevel=2)
+        return get_lr(self)
+
+    return wrapper
+
+
 def _capture_aware(step: Any) -> Any:
     """Mark a ``step`` that handles a capture itself (not wrapped by ``_replayed``)."""
     step._capture_aware = True
@@ -51,12 +76,16 @@ class LRScheduler:
     """Subclasses implement `get_lr()`: the next learning rates, after `last_epoch` moved."""
 
     _is_initial = False
+    _get_lr_called_within_step = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         step = cls.__dict__.get("step")
         if step is not None and not getattr(step, "_capture_aware", False):
             cls.step = _replayed(step)  # type: ignore[method-assign]
+        get_lr = cls.__dict__.get("get_lr")
+        if get_lr is not None:
+            cls.get_lr = _warn_outside_step(get_lr)  # type: ignore[method-assign]
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
         if not isinstance(optimizer, Optimizer):
@@ -94,17 +123,37 @@ class LRScheduler:
 
     @_replayed
     def step(self, epoch: int | None = None) -> None:
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(
+                "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch "
+                "1.1.0 and later, you should call them in the opposite order: "
+                "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will "
+                "result in PyTorch skipping the first value of the learning rate schedule. See "
+                "more details at "
+                "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                UserWarning, stacklevel=2)
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
+    @contextlib.contextmanager
+    def _within_step(self) -> Iterator[None]:
+        self._get_lr_called_within_step = True
+        try:
+            yield
+        finally:
+            self._get_lr_called_within_step = False
+
     def _update_lr(self, epoch: int | None = None) -> None:
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:  # torch: an explicit epoch uses the closed form where there is one
-            self.last_epoch = epoch
-            closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
+        with self._within_step():
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:  # torch: an explicit epoch uses the closed form where there is one
+                self.last_epoch = epoch
+                closed = getattr(self, "_get_closed_form_lr", None)
+                values = closed() if closed is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
@@ -191,6 +240,14 @@ def _lr_lambdas(optimizer: Optimizer, lr_lambda: Any) -> list[Any]:
     return [lr_lambda] * groups
 
 
+def _callable_state(fn: Any) -> dict[str, Any] | None:
+    """What a state dict keeps of a user's function: a callable object's attributes; nothing
+    of a plain function or lambda (its state is its code)."""
+    if fn is None or hasattr(fn, "__code__"):
+        return None
+    return dict(fn.__dict__)
+
+
 class LambdaLR(LRScheduler):
     def __init__(self, optimizer: Optimizer,
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
@@ -206,8 +263,7 @@ class LambdaLR(LRScheduler):
         """The functions are left out (a plain function's state is its code); a callable
         object's attributes are kept, as torch does."""
         state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if callable(fn) and hasattr(fn, "__code__")
-                               else dict(fn.__dict__) for fn in self.lr_lambdas]
+        state["lr_lambdas"] = [_callable_state(fn) for fn in self.lr_lambdas]
         return state
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -320,6 +376,33 @@ def _per_group(name: str, optimizer: Optimizer, value: Any) -> list[Any]:
     return [value] * len(optimizer.param_groups)
 
 
+def _cycled_momentum(optimizer: Optimizer, base_momentum: float | list[float],
+                     max_momentum: float | list[float],
+                     last_epoch: int) -> tuple[bool, list[float], list[float]]:
+    """For a scheduler that cycles momentum (or Adam's beta1) against lr: whether it is
+    beta1, and the bounds per group; starting (last_epoch -1), each group's momentum is set
+    to its maximum and the bounds recorded in the group, as torch's."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
+                         "option enabled")
+    use_beta1 = "betas" in optimizer.defaults
+    bases = _per_group("base_momentum", optimizer, base_momentum)
+    tops = _per_group("max_momentum", optimizer, max_momentum)
+    if last_epoch == -1:
+        for top, bottom, group in zip(tops, bases, optimizer.param_groups, strict=True):
+            _set_momentum(group, use_beta1, top)
+            group["max_momentum"] = top
+            group["base_momentum"] = bottom
+    return use_beta1, bases, tops
+
+
+def _set_momentum(group: dict[str, Any], use_beta1: bool, value: float) -> None:
+    if use_beta1:
+        group["betas"] = (value, *group["betas"][1:])
+    else:
+        group["momentum"] = value
+
+
 class OneCycleLR(LRScheduler):
     """The 1cycle policy: lr rises from max_lr / div_factor to max_lr, then anneals to
     initial_lr / final_div_factor (three_phase: back to initial_lr first); momentum (or
@@ -374,21 +457,8 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with "
-                                 "`cycle_momentum` option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
-            if last_epoch == -1:
-                for top, bottom, group in zip(
-                        _per_group("max_momentum", optimizer, max_momentum),
-                        _per_group("base_momentum", optimizer, base_momentum),
-                        optimizer.param_groups, strict=True):
-                    if self.use_beta1:
-                        group["betas"] = (top, *group["betas"][1:])
-                    else:
-                        group["momentum"] = top
-                    group["max_momentum"] = top
-                    group["base_momentum"] = bottom
+            self.use_beta1 = _cycled_momentum(optimizer, base_momentum, max_momentum,
+                                              last_epoch)[0]
         super().__init__(optimizer, last_epoch)
 
     def _anneal(self, start: float, end: float, pct: float) -> float:
@@ -409,14 +479,96 @@ class OneCycleLR(LRScheduler):
                     pct = (step - start) / (end - start)
                     lrs.append(self._anneal(group[lr_from], group[lr_to], pct))
                     if self.cycle_momentum:
-                        momentum = self._anneal(group[m_from], group[m_to], pct)
-                        if self.use_beta1:
-                            group["betas"] = (momentum, *group["betas"][1:])
-                        else:
-                            group["momentum"] = momentum
+                        _set_momentum(group, self.use_beta1,
+                                      self._anneal(group[m_from], group[m_to], pct))
                     break
                 start = end
         return lrs
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates: lr goes from ``base_lr`` up to ``max_lr`` over
+    ``step_size_up`` steps and back over ``step_size_down`` (stepped once per batch), the
+    amplitude scaled per cycle or per step by ``mode``'s function (or ``scale_fn``);
+    momentum (or beta1) cycles the other way."""
+
+    def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
+                 max_lr: float | list[float], step_size_up: int = 2000,
+                 step_size_down: int | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
+                 scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum: float | list[float] = 0.8,
+                 max_momentum: float | list[float] = 0.9, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            self.use_beta1, self.base_momentums, self.max_momentums = _cycled_momentum(
+                optimizer, base_momentum, max_momentum, last_epoch)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is None and self.mode != "exp_range":
+            self.scale_mode = "cycle"
+        elif self._scale_fn_custom is None:
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x: float) -> float:
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self) -> list[float]:
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [base + (top - base) * scale_factor * scale
+               for base, top in zip(self.base_lrs, self.max_lrs, strict=True)]
+        if self.cycle_momentum:
+            for group, base, top in zip(self.optimizer.param_groups, self.base_momentums,
+                                        self.max_momentums, strict=True):
+                _set_momentum(group, self.use_beta1, top - (top - base) * scale_factor * scale)
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        """A custom ``scale_fn`` is kept as its attributes (a callable object's), or None."""
+        state = super().state_dict()
+        state["_scale_fn_custom"] = _callable_state(self._scale_fn_custom)
+        return state
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_scale_fn_custom")
+        super().load_state_dict(state)
+        if saved is not None:
+            self._scale_fn_custom.__dict__.update(saved)
+        self._init_scale_fn()
 
 
 class ExponentialLR(LRScheduler):
@@ -548,7 +700,9 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             self.T_i = self.T_0
             self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
+        with self._within_step():
+            values = self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             group["lr"] = lr
         self._last_lr = self._lrs()
 
@@ -634,6 +788,8 @@ class ReduceLROnPlateau(LRScheduler):
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current

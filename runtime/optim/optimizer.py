@@ -91,6 +91,7 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; `closure` re-evaluates the loss first."""
         loss = None
+        self._opt_called = True  # an lr scheduler warns when it steps before its optimizer
         tracer = _trace_state.tracer
         if tracer is not None:
             tracer.on_optimizer(self)  # a compiled step guards on, and plans, this state
