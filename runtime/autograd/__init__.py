@@ -1,6 +1,6 @@
 """Autograd: the engine, grad modes, custom Functions, gradient checks and the functional API."""
 
-from . import functional
+from . import functional, graph
 from .anomaly import (
     detect_anomaly,
     is_anomaly_check_nan_enabled,
@@ -24,7 +24,7 @@ from .node import AccumulateGrad, Edge, GraphRoot, Node
 __all__ = [
     "AccumulateGrad", "Edge", "Engine", "Function", "FunctionCtx", "GradcheckError", "GraphRoot",
     "GraphTask", "InputBuffer", "Node", "ReadyQueue", "backward", "detect_anomaly",
-    "enable_grad", "functional", "get_default_engine", "grad", "gradcheck", "gradgradcheck",
+    "enable_grad", "functional", "get_default_engine", "graph", "grad", "gradcheck", "gradgradcheck",
     "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
     "set_grad_enabled",

@@ -158,28 +158,84 @@ class Node:
             self._retains_grad_hooks[output_nr] = fn
 
 
+class _SavedTensorsHooks(threading.local):
+    """This thread's saved_tensors_hooks (pack, unpack) pairs, innermost last, and the message
+    of an active disable_saved_tensors_hooks."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[Callable[[Any], Any], Callable[[Any], Any]]] = []
+        self.disabled: str | None = None
+
+
+saved_tensors_hooks_state = _SavedTensorsHooks()
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved (SavedVariable).
 
     An output of the node that saves it is kept as its array only, so no reference cycle
     node -> tensor -> node forms; unpacking rebuilds the tensor with the node as grad_fn.
+    Under saved_tensors_hooks only what the pack hook returned is kept (see _pack).
     """
 
-    __slots__ = ("_tensor", "_vc", "_version", "_out")
+    __slots__ = ("_tensor", "_vc", "_version", "_out", "_packed")
 
     def __init__(self, t: Tensor, is_output: bool) -> None:
         vc = self._vc = t._vc
         self._version = vc.v
-        if is_output:
+        self._packed: tuple[Any, ...] | None = None
+        if saved_tensors_hooks_state.stack:
+            self._pack(t, is_output)
+        elif is_output:
             self._tensor = None
             self._out = (t._data, t._rg, t.output_nr, t.dtype, t.device)
         else:
             self._tensor = t
             self._out = None
 
+    def _pack(self, t: Tensor, is_output: bool) -> None:
+        """Keep the innermost pack hook's result, and where the unpacked tensor's gradient
+        goes: the saving node (an output), t's grad_fn, or a leaf's accumulator (held weakly,
+        as PyTorch's). Versions are not checked through hooks (nor by PyTorch)."""
+        if _trace_state.tracer is not None:
+            from ..tracing import GraphBreak
+
+            raise GraphBreak("saved_tensors_hooks run Python on every tensor saved for backward")
+        pack, unpack = saved_tensors_hooks_state.stack[-1]
+        self._tensor = None
+        self._out = None
+        grad_fn = None if is_output else t.grad_fn
+        acc = (weakref.ref(grad_accumulator(t)) if t._rg and not is_output and grad_fn is None
+               else None)
+        from .grad_mode import no_grad
+
+        with no_grad():  # as PyTorch: what the pack hook computes is not recorded
+            packed = pack(t)
+        self._packed = (unpack, packed, is_output and t._rg, grad_fn, t.output_nr, acc)
+
+    def _unpack_hooked(self, node: Node) -> Tensor:
+        from ..tensor import Tensor
+
+        unpack, packed, from_node, grad_fn, output_nr, acc = self._packed  # type: ignore[misc]
+        data = unpack(packed)
+        if not isinstance(data, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(data).__name__}")
+        if from_node:
+            grad_fn = node
+        if grad_fn is None and acc is None:
+            return data
+        t = Tensor._make(data._data, data.dtype, data.device, grad_fn, output_nr, self._vc)
+        if acc is not None:
+            t._rg = True
+            t._grad_acc = acc  # gradients reach the saved leaf's .grad
+        return t
+
     def unpack(self, node: Node) -> Tensor:
         if self._vc is None:
             raise RuntimeError(ERR_BACKWARD_TWICE)
+        if self._packed is not None:
+            return self._unpack_hooked(node)
         if self._vc.v != self._version:
             raise RuntimeError(self._modified_error(node))
         if self._out is None:
@@ -219,6 +275,7 @@ class SavedTensor:
         self._vc = None  # type: ignore[assignment]
         self._tensor = None
         self._out = None
+        self._packed = None
 
 
 class AccumulateGrad(Node):
