@@ -46,7 +46,7 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 
@@ -58,7 +58,7 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
-    def __init__(self, dim: int) -> None:
+    def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
 

@@ -45,6 +45,18 @@ class _NormBase(Module):
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
 
+    _version = 2  # version 2 added num_batches_tracked
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: dict[str, Any],
+                              *args: Any) -> None:
+        """PyTorch's: a state dict without version 2 in its metadata (an older checkpoint, or
+        a plain dict) may lack ``num_batches_tracked``, which then keeps its value."""
+        key = prefix + "num_batches_tracked"
+        if (local_metadata.get("version", 1) < 2 and self.track_running_stats
+                and key not in state_dict):
+            state_dict[key] = self.num_batches_tracked
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, *args)
+
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
             self.running_mean.zero_()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -17,9 +18,22 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 
-class IncompatibleKeys(NamedTuple):
+class _IncompatibleKeys(NamedTuple):
+    """What ``load_state_dict`` returns, with PyTorch's name and repr."""
+
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, "
+                f"unexpected_keys={self.unexpected_keys!r})")
+
+    __str__ = __repr__
+
+
+_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
 
 
 def _addindent(s: str, num_spaces: int) -> str:
@@ -84,6 +98,7 @@ class RemovableHandle:
 class Module:
     """Base class of all layers; subclasses define `forward`."""
 
+    _version: int = 1  # a state dict's metadata records it; _load_from_state_dict reads it
     training: bool
     _parameters: dict[str, Parameter | None]
     _buffers: dict[str, Tensor | None]
@@ -101,6 +116,10 @@ class Module:
         object.__setattr__(self, "_forward_hooks_always_called", set())
         object.__setattr__(self, "_backward_hooks", {})
         object.__setattr__(self, "_backward_pre_hooks", {})
+        object.__setattr__(self, "_state_dict_pre_hooks", {})
+        object.__setattr__(self, "_state_dict_hooks", {})
+        object.__setattr__(self, "_load_state_dict_pre_hooks", {})
+        object.__setattr__(self, "_load_state_dict_post_hooks", {})
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -342,7 +361,8 @@ class Module:
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string. Got {type(name).__name__}")
         if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+            raise KeyError(f'{kind} name can\'t contain "."'
+                           + (f", got: {name}" if kind == "module" else ""))
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
         store = {"parameter": self._parameters, "buffer": self._buffers, "module": self._modules}[
@@ -382,6 +402,25 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def _get_member(self, target: str, kind: str) -> Any:
+        """The parameter or buffer at the dotted path ``target``, PyTorch's errors."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + name + "`")
+        value = getattr(mod, name)
+        if kind == "parameter" and not isinstance(value, Parameter):
+            raise AttributeError("`" + name + "` is not an nn.Parameter")
+        if kind == "buffer" and name not in mod._buffers:
+            raise AttributeError("`" + name + "` is not a buffer")
+        return value
+
+    def get_parameter(self, target: str) -> Parameter:
+        return self._get_member(target, "parameter")  # type: ignore[no-any-return]
+
+    def get_buffer(self, target: str) -> Tensor:
+        return self._get_member(target, "buffer")  # type: ignore[no-any-return]
 
     def modules(self) -> Iterator[Module]:
         for _, module in self.named_modules():
@@ -535,23 +574,83 @@ class Module:
 
     # ---- state dict ---------------------------------------------------------------------------
 
+    def get_extra_state(self) -> Any:
+        """A subclass that overrides this (and ``set_extra_state``) saves what it returns in
+        its state dict under ``_extra_state``."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+            "bug-report.yml to report this bug.")
+
+    def set_extra_state(self, state: Any) -> None:
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Please file an issue at https://github.com/pytorch/pytorch/issues/new?template="
+            "bug-report.yml to report this bug.")
+
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """hook(module, prefix, keep_vars), run before ``state_dict`` saves this module."""
+        return self._add_hook(self._state_dict_pre_hooks, hook, False, False)
+
+    def _register_state_dict_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """hook(module, state_dict, prefix, local_metadata) -> None or a new state dict, run
+        after ``state_dict`` saved this module and its children."""
+        return self._add_hook(self._state_dict_hooks, hook, False, False)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``_register_state_dict_hook``'s public form: the hook edits the dict in place."""
+
+        def checked(*args: Any) -> None:
+            if hook(*args) is not None:
+                raise RuntimeError("state_dict post-hook must return None")
+
+        return self._register_state_dict_hook(checked)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs), run before this module loads its entries."""
+        return self._add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self),
+                              False, False)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """hook(module, incompatible_keys), run after this module and its children loaded;
+        it may edit the missing and unexpected keys in place, before strict checks them."""
+        return self._add_hook(self._load_state_dict_post_hooks, hook, False, False)
+
+    def _has_extra_state(self, method: str) -> bool:
+        return getattr(type(self), method) is not getattr(Module, method)
+
+    def _save_to_state_dict(self, destination: dict[str, Any], prefix: str,
+                            keep_vars: bool) -> None:
+        for name, value in self._local_state().items():
+            destination[prefix + name] = value if keep_vars else value.detach()
+        if self._has_extra_state("get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
+
     def state_dict(
         self,
         destination: OrderedDict[str, Tensor] | None = None,
         prefix: str = "",
         keep_vars: bool = False,
     ) -> OrderedDict[str, Tensor]:
+        """Parameters and persistent buffers (and extra state) by dotted name; as PyTorch's,
+        the dict's ``_metadata`` keeps each module's ``_version``."""
         if destination is None:
             destination = OrderedDict()
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers:
-                destination[prefix + name] = b if keep_vars else b.detach()
+            destination._metadata = OrderedDict()  # type: ignore[attr-defined]
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in self._state_dict_pre_hooks.values():
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination, prefix + name + ".", keep_vars)
+        for hook in self._state_dict_hooks.values():
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None:
+                destination = result
         return destination
 
     def _local_state(self) -> dict[str, Tensor]:
@@ -561,19 +660,29 @@ class Module:
                 state[k] = b
         return state
 
-    def _load_from_state_dict(
+    def _load_from_state_dict(  # noqa: C901 - PyTorch's steps, in its order
         self,
         state_dict: Mapping[str, Any],
         prefix: str,
+        local_metadata: dict[str, Any],
+        strict: bool,
         missing_keys: list[str],
         unexpected_keys: list[str],
         error_msgs: list[str],
     ) -> None:
+        """PyTorch's: copy (or, with ``assign_to_params_buffers`` in the metadata, assign)
+        this module's own entries of ``state_dict``, noting what is missing, unexpected or
+        does not fit."""
+        for hook in self._load_state_dict_pre_hooks.values():
+            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                 error_msgs)
         local_state = self._local_state()
+        assign = local_metadata.get("assign_to_params_buffers", False)
         for name, param in local_state.items():
             key = prefix + name
             if key not in state_dict:
-                missing_keys.append(key)
+                if strict:
+                    missing_keys.append(key)
                 continue
             value = state_dict[key]
             if not isinstance(value, Tensor):
@@ -593,33 +702,61 @@ class Module:
                 continue
             try:
                 with no_grad():
-                    param.copy_(value)
+                    if assign:
+                        self._assign(name, param, value)
+                    else:
+                        param.copy_(value)
             except Exception as ex:  # noqa: BLE001 - reported like torch, with the cause
                 error_msgs.append(
                     f'While copying the parameter named "{key}", whose dimensions in the model are '
                     f"{param.shape} and whose dimensions in the checkpoint are {value.shape}, "
                     f"an exception occurred : {ex.args}."
                 )
+        extra_key = prefix + _EXTRA_STATE_KEY_SUFFIX
+        if self._has_extra_state("set_extra_state"):
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
+        if not strict:
+            return
         for key in state_dict:
-            if not key.startswith(prefix):
+            if not key.startswith(prefix) or key == extra_key:
                 continue
-            head = key[len(prefix) :].split(".", 1)
+            head = key[len(prefix):].split(".", 1)
             if (len(head) > 1 and head[0] not in self._modules) or (
                 len(head) == 1 and head[0] not in local_state
             ):
                 unexpected_keys.append(key)
 
+    def _assign(self, name: str, param: Tensor, value: Tensor) -> None:
+        """load_state_dict(assign=True): the checkpoint's tensor becomes the attribute (a
+        Parameter where the module had one), with the module's requires_grad."""
+        if isinstance(param, Parameter):
+            if isinstance(value, Parameter):
+                value.requires_grad_(param.requires_grad)
+            else:
+                value = Parameter(value, requires_grad=param.requires_grad)
+        setattr(self, name, value)
+
     def load_state_dict(
-        self, state_dict: Mapping[str, Any], strict: bool = True
-    ) -> IncompatibleKeys:
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> _IncompatibleKeys:
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         missing: list[str] = []
         unexpected: list[str] = []
         errors: list[str] = []
+        metadata = getattr(state_dict, "_metadata", None)
 
         def load(module: Module, local: Mapping[str, Any], prefix: str) -> None:
-            module._load_from_state_dict(local, prefix, missing, unexpected, errors)
+            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
+            if assign:
+                local_metadata["assign_to_params_buffers"] = assign
+            module._load_from_state_dict(local, prefix, local_metadata, True, missing,
+                                         unexpected, errors)
             for name, child in module._modules.items():
                 if child is not None:
                     child_prefix = prefix + name + "."
@@ -628,6 +765,13 @@ class Module:
                         {k: v for k, v in local.items() if k.startswith(child_prefix)},
                         child_prefix,
                     )
+            incompatible = _IncompatibleKeys(missing, unexpected)
+            for hook in module._load_state_dict_post_hooks.values():
+                if hook(module, incompatible) is not None:
+                    raise RuntimeError("Hooks registered with "
+                                       "``register_load_state_dict_post_hook`` are not expected "
+                                       "to return new values, if incompatible_keys need to be "
+                                       "modified, it should be done inplace.")
 
         load(self, OrderedDict(state_dict), "")
         if strict:
@@ -651,7 +795,7 @@ class Module:
                     type(self).__name__, "\n\t".join(errors)
                 )
             )
-        return IncompatibleKeys(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
 
     # ---- repr ---------------------------------------------------------------------------------
 

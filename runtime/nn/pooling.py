@@ -56,13 +56,17 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True) -> None:
         super().__init__()
-        self.kernel_size, self.stride = kernel_size, kernel_size if stride is None else stride
-        self.padding, self.ceil_mode = padding, ceil_mode
+        self.kernel_size = C._pair(kernel_size, "kernel_size", 1)
+        self.stride = C._pair(kernel_size if stride is None else stride, "stride", 1)
+        self.padding, self.ceil_mode = C._pair(padding, "padding", 1), ceil_mode
         self.count_include_pad = count_include_pad
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return C.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool2d(Module):
@@ -160,4 +164,7 @@ class Unflatten(Module):
             sizes[sizes.index(-1)] = input.shape[d] // known
         shape = (*input.shape[:d], *sizes, *input.shape[d + 1:])
         return F.reshape(input, shape)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 

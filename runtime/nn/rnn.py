@@ -129,6 +129,8 @@ class RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size != 0:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if self.bias is not True:
@@ -139,8 +141,6 @@ class RNNBase(Module):
             s += f", dropout={self.dropout}"
         if self.bidirectional is not False:
             s += f", bidirectional={self.bidirectional}"
-        if self.proj_size != 0:
-            s += f", proj_size={self.proj_size}"
         return s
 
     # --- forward --------------------------------------------------------------------------

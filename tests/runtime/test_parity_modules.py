@@ -233,7 +233,7 @@ def test_lstm_proj_size_parameters_state_shapes_and_errors():
     assert shapes["weight_ih_l1_reverse"] == (24, 6)  # two directions of 3
     out, (h, c) = m(rt.randn(5, 2, 4))
     assert out.shape == (5, 2, 6) and h.shape == (4, 2, 3) and c.shape == (4, 2, 6)
-    assert repr(m) == "LSTM(4, 6, num_layers=2, bias=False, bidirectional=True, proj_size=3)"
+    assert repr(m) == "LSTM(4, 6, proj_size=3, num_layers=2, bias=False, bidirectional=True)"
     with pytest.raises(RuntimeError, match=r"Expected hidden\[0\] size \(4, 2, 3\), got"):
         m(rt.randn(5, 2, 4), (rt.zeros(4, 2, 6), rt.zeros(4, 2, 6)))
     with pytest.raises(RuntimeError, match=r"Expected hidden\[1\] size \(4, 2, 6\), got"):
