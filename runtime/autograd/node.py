@@ -297,6 +297,10 @@ class AccumulateGrad(Node):
             return []
         with self.lock:
             self._accumulate(grads[0])
+        hooks = self.variable.__dict__.get("_post_accumulate_grad_hooks")
+        if hooks:
+            for hook in list(hooks.values()):
+                hook(self.variable)
         return []
 
     def _accumulate(self, new: Tensor) -> None:
@@ -322,6 +326,18 @@ class AccumulateGrad(Node):
         else:
             old._data += new._data  # in place, as PyTorch does outside create_graph
             old._vc.v += 1
+
+
+def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]
+                                       ) -> RemovableHandle:
+    """PyTorch's Tensor.register_post_accumulate_grad_hook: ``hook(t)`` runs after each
+    backward has accumulated into the leaf's ``.grad``."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    hooks = t.__dict__.setdefault("_post_accumulate_grad_hooks", _HookDict())
+    return add_hook(hooks, hook)
 
 
 def _exclusively_owned(t: Tensor) -> bool:

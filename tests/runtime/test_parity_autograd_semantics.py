@@ -192,3 +192,25 @@ def test_semantics_match_torch():
         return [m.replace("torch", "runtime") for m in out]
 
     assert messages(rt) == messages(torch)
+
+
+# --- post-accumulate-grad hooks (the engine side of Tensor.register_post_accumulate_grad_hook) --
+def test_post_accumulate_grad_hook_runs_after_each_accumulation():
+    from runtime.autograd.node import register_post_accumulate_grad_hook
+
+    x = rt.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    handle = register_post_accumulate_grad_hook(x, lambda p: seen.append(npa(p.grad).tolist()))
+    (x * 2).sum().backward()
+    (x * 2).sum().backward()
+    rt.autograd.grad((x * 2).sum(), x)  # grad() accumulates nothing: no call
+    handle.remove()
+    (x * 2).sum().backward()
+    assert seen == [[2.0, 2.0], [4.0, 4.0]]
+    np.testing.assert_array_equal(npa(x.grad), [6.0, 6.0])
+    with pytest.raises(RuntimeError, match="^post accumulate grad hooks cannot be registered on "
+                       "non-leaf tensors$"):
+        register_post_accumulate_grad_hook(x * 2, print)
+    with pytest.raises(RuntimeError, match="^cannot register a hook on a tensor that doesn't "
+                       "require gradient$"):
+        register_post_accumulate_grad_hook(rt.tensor([1.0]), print)
