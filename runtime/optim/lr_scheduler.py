@@ -131,10 +131,10 @@ class LRScheduler:
                 "result in PyTorch skipping the first value of the learning rate schedule. See "
                 "more details at "
                 "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                UserWarning, stacklevel=2)
+                UserWarning, stacklevel=3)  # the caller of _replayed's wrapper
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=3)
         self._update_lr(epoch)
 
     @contextlib.contextmanager
