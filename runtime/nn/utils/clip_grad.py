@@ -34,6 +34,9 @@ def _check_foreach(foreach: bool | None) -> None:
 
 def _norm(x: Tensor, p: float) -> Tensor:
     """torch.linalg.vector_norm(x, p) over all elements."""
+    if p in (math.inf, -math.inf) and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty "
+                           "tensor because the operation does not have an identity")
     if p == math.inf:
         return x.abs().max()
     if p == -math.inf:

@@ -14,12 +14,12 @@ def parameters_to_vector(parameters: Iterable[Tensor]) -> Tensor:
 
 
 def vector_to_parameters(vec: Tensor, parameters: Iterable[Tensor]) -> None:
-    """Each parameter's data replaced by its slice of ``vec`` (not differentiable)."""
+    """Each parameter's data replaced by its slice of ``vec`` (not differentiable): as
+    torch's ``param.data = ...``, the parameter then is a view of ``vec``, of its dtype."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     offset = 0
-    with rt.no_grad():
-        for p in parameters:
-            n = p.numel()
-            p.copy_(vec[offset:offset + n].reshape(*p.shape))
-            offset += n
+    for p in parameters:
+        n = p.numel()
+        p.data = vec[offset:offset + n].view_as(p).data
+        offset += n
