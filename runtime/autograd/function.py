@@ -65,7 +65,7 @@ class BackwardCFunction(Node):
         if ctx.materialize_grads:
             grads = [g if g is not None else zeros(m.shape, dtype=m.dtype, device=m.device)
                      for g, m in zip(grads, self.input_metas)]
-        out = self.fn_cls.backward(ctx, *grads)
+        out = self.fn_cls._backward_fn()(ctx, *grads)
         if not isinstance(out, tuple):
             out = (out,)
         from ..tensor import Tensor
@@ -110,6 +110,24 @@ class Function:
         raise NotImplementedError("You must implement either the backward or vjp method for "
                                   "your custom autograd.Function to use it with backward mode AD.")
 
+    vjp = backward  # PyTorch's other name: a Function defines one of the two
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @classmethod
+    def _backward_fn(cls) -> Any:
+        """The user's backward: ``backward`` or ``vjp``, whichever the subclass defines."""
+        if cls.vjp is Function.vjp:
+            return cls.backward
+        if cls.backward is not Function.backward:
+            raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is "
+                               "not allowed. You should only implement one of them.")
+        return cls.vjp
+
     @staticmethod
     def setup_context(ctx: FunctionCtx, inputs: tuple[Any, ...], output: Any) -> Any:
         """PyTorch >= 2.0's style: a Function that defines this has a ``forward(*args)``
@@ -121,7 +139,6 @@ class Function:
         from ..tensor import Tensor
 
         ctx = FunctionCtx()
-        tensor_args = [a for a in args if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         is_diff = _grad_state.enabled and any(ctx.needs_input_grad)
         prev = _grad_state.enabled
@@ -138,7 +155,7 @@ class Function:
         outputs = raw if isinstance(raw, tuple) else (raw,)
         if not is_diff:
             return raw
-        del tensor_args
+        _check_ctx(ctx, outputs)
         edges = [gradient_edge(a) if a.requires_grad else None
                  for a in args if isinstance(a, Tensor)]
         metas = [Meta(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else
@@ -161,7 +178,7 @@ class Function:
                 o._vc.v += 1
                 out = o
             elif id(o) in inputs:
-                out = o.detach() if id(o) not in non_diff else o.detach()  # a fresh alias
+                out = o.detach()  # a fresh alias
             else:
                 out = o
             if id(o) in non_diff or not o.dtype.is_floating_point:
@@ -177,6 +194,22 @@ class Function:
                       for t in ctx._to_save]
         ctx._to_save = ()
         return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
+
+
+def _check_ctx(ctx: FunctionCtx, outputs: tuple[Any, ...]) -> None:
+    """PyTorch's checks of what forward told ctx: only tensors (or None) saved, and every
+    tensor marked dirty returned."""
+    from ..tensor import Tensor
+
+    for i, t in enumerate(ctx._to_save):
+        if t is not None and not isinstance(t, Tensor):
+            raise TypeError(f"save_for_backward can only save variables, but argument {i} is of "
+                            f"type {type(t).__name__}")
+    returned = {id(o) for o in outputs}
+    if any(id(t) not in returned for t in ctx._dirty):
+        raise RuntimeError("Some elements marked as dirty during the forward method were not "
+                           "returned as output. The inputs that are modified inplace must all be "
+                           "outputs of the Function.")
 
 
 def once_differentiable(fn: Any) -> Any:

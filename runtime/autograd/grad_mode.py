@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import inspect
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -37,7 +39,12 @@ class _GradModeContext:
     def __exit__(self, *exc: object) -> None:
         _state.enabled = self._prev
 
+    def clone(self) -> Any:
+        return type(self)()
+
     def __call__(self, fn: F) -> F:
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(self, fn)
         mode = self._mode
 
         @functools.wraps(fn)
@@ -50,6 +57,35 @@ class _GradModeContext:
                 _state.enabled = prev
 
         return wrapper  # type: ignore[return-value]
+
+
+def _wrap_generator(ctx: Any, fn: F) -> F:
+    """A decorated generator function runs each of its steps inside a fresh copy of the
+    context (``ctx.clone()``), and the caller's code between steps outside it, as PyTorch's."""
+
+    @functools.wraps(fn)
+    def generator_context(*args: Any, **kwargs: Any) -> Any:
+        gen = fn(*args, **kwargs)
+        try:
+            with ctx.clone():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with ctx.clone():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with ctx.clone():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with ctx.clone():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+
+    return generator_context  # type: ignore[return-value]
 
 
 class _NoParamContext(_GradModeContext):
@@ -80,6 +116,9 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
 
     def __enter__(self) -> None:
         pass
+
+    def clone(self) -> set_grad_enabled:
+        return set_grad_enabled(self._mode)
 
     def __call__(self, fn: F) -> F:
         _state.enabled = self._prev  # construction set the mode; a decorator must not
@@ -122,7 +161,12 @@ class inference_mode(_GradModeContext):  # noqa: N801
         _state.enabled = self._prev
         _inference.enabled = self._prev_inference
 
+    def clone(self) -> inference_mode:
+        return inference_mode(self.mode)
+
     def __call__(self, fn: F) -> F:
+        if inspect.isgeneratorfunction(fn):
+            return _wrap_generator(self, fn)
         mode = self.mode
 
         @functools.wraps(fn)

@@ -214,3 +214,69 @@ def test_post_accumulate_grad_hook_runs_after_each_accumulation():
     with pytest.raises(RuntimeError, match="^cannot register a hook on a tensor that doesn't "
                        "require gradient$"):
         register_post_accumulate_grad_hook(rt.tensor([1.0]), print)
+
+
+def test_function_vjp_name_legacy_call_and_ctx_checks():
+    class Double(rt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 2
+
+    x = rt.tensor([1.0], requires_grad=True)
+    Double.apply(x).sum().backward()
+    np.testing.assert_array_equal(npa(x.grad), [2.0])
+    with pytest.raises(RuntimeError, match="^Legacy autograd function with non-static forward"):
+        Double()(x)
+
+    class SavesInt(rt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None, 3)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(TypeError, match="^save_for_backward can only save variables, but argument "
+                       "2 is of type int$"):
+        SavesInt.apply(x)
+
+    class DirtyNotReturned(rt.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    with pytest.raises(RuntimeError, match="^Some elements marked as dirty during the forward "
+                       "method were not returned as output"):
+        DirtyNotReturned.apply(x.clone())
+
+
+@pytest.mark.parametrize("make", [rt.no_grad, lambda: rt.set_grad_enabled(False),
+                                  rt.inference_mode])
+def test_grad_mode_decorates_generators_step_by_step(make):
+    ctx = make()
+    rt.set_grad_enabled(True)  # set_grad_enabled(False) switches it off at construction
+
+    @ctx
+    def gen():
+        yield rt.is_grad_enabled()
+        yield rt.is_grad_enabled()
+
+    g = gen()
+    assert next(g) is False
+    assert rt.is_grad_enabled()  # the caller's code between steps runs outside
+    assert next(g) is False
+    with ctx.clone():
+        assert not rt.is_grad_enabled()
+    assert rt.is_grad_enabled()
