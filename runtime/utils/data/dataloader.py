@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...creation import Generator, tensor
+from ...creation import Generator, as_tensor, tensor
 from ...ops.functional import stack
 from ...tensor import Tensor
 from .dataset import Dataset, IterableDataset
@@ -48,8 +48,7 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        fields = [default_collate(list(s)) for s in zip(*batch)]
-        return tuple(fields) if isinstance(elem, tuple) else fields
+        return [default_collate(list(s)) for s in zip(*batch)]  # tuples too, as PyTorch
     raise TypeError("default_collate: batch must contain tensors, numpy arrays, numbers, "
                     f"dicts or lists; found {type(elem)}")
 
@@ -208,11 +207,15 @@ def _check_context(context: Any, num_workers: int) -> Any:
 
 
 def default_convert(sample: Any) -> Any:
-    """Without batching, numpy arrays become tensors and everything else passes through."""
-    if isinstance(sample, np.ndarray):
-        return tensor(sample)
+    """Without batching, as PyTorch's: numpy arrays and scalars (of numbers) become tensors,
+    in dicts, namedtuples and sequences too (a tuple becomes a list); the rest passes
+    through."""
+    if isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biuf":
+        return as_tensor(sample)
     if isinstance(sample, Mapping):
         return {k: default_convert(v) for k, v in sample.items()}
-    if isinstance(sample, tuple):
-        return tuple(default_convert(v) for v in sample)
+    if isinstance(sample, tuple) and hasattr(sample, "_fields"):  # a namedtuple
+        return type(sample)(*(default_convert(v) for v in sample))
+    if isinstance(sample, Sequence) and not isinstance(sample, (str, bytes)):
+        return [default_convert(v) for v in sample]
     return sample

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from ...creation import Generator, default_generator
@@ -28,6 +29,51 @@ class IterableDataset(Dataset[T]):
 
     def __iter__(self) -> Iterator[T]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
+class ChainDataset(IterableDataset[T]):
+    """Several iterable datasets one after another (chained as they are iterated)."""
+
+    def __init__(self, datasets: Iterable[Dataset[T]]) -> None:
+        self.datasets = datasets
+
+    def __iter__(self) -> Iterator[T]:
+        for d in self.datasets:
+            yield from _iterable(d)
+
+    def __len__(self) -> int:
+        return sum(len(_iterable(d)) for d in self.datasets)  # type: ignore[arg-type]
+
+
+def _iterable(d: Dataset[T]) -> IterableDataset[T]:
+    if not isinstance(d, IterableDataset):
+        raise AssertionError("ChainDataset only supports IterableDataset")
+    return d
+
+
+class StackDataset(Dataset[Any]):
+    """Sample i of several same-length datasets together: a tuple of theirs (datasets given
+    positionally) or a dict (given by keyword)."""
+
+    def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        datasets = list(args or kwargs.values())
+        self._length = len(datasets[0])  # type: ignore[arg-type]
+        if any(self._length != len(d) for d in datasets):  # type: ignore[arg-type]
+            raise ValueError("Size mismatch between datasets")
+        self.datasets: tuple[Dataset[Any], ...] | dict[str, Dataset[Any]] = args or kwargs
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class TensorDataset(Dataset[tuple[Tensor, ...]]):
@@ -97,10 +143,17 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
     """Split into non-overlapping random subsets of the given lengths (or fractions)."""
     n = len(dataset)  # type: ignore[arg-type]
     if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
         subset_lengths = [int(math.floor(n * frac)) for frac in lengths]
         for i in range(n - sum(subset_lengths)):  # the remainder, round-robin
             subset_lengths[i % len(subset_lengths)] += 1
         lengths = subset_lengths
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an "
+                              "empty dataset.", stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     g = generator if generator is not None else default_generator

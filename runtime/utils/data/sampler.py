@@ -7,7 +7,9 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from ...creation import Generator, default_generator
+from ...creation import Generator, as_tensor, default_generator, multinomial
+from ...tensor import Tensor
+from ... import _dtype as D
 
 T = TypeVar("T")
 
@@ -69,6 +71,37 @@ class RandomSampler(Sampler[int]):
         for _ in range(self.num_samples // n):
             yield from (int(i) for i in rng.permutation(n))
         yield from (int(i) for i in rng.permutation(n)[:self.num_samples % n])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+
+class WeightedRandomSampler(Sampler[int]):
+    """``num_samples`` indices drawn with probabilities proportional to ``weights`` (with
+    replacement by default)."""
+
+    def __init__(self, weights: Sequence[float] | Tensor, num_samples: int,
+                 replacement: bool = True, generator: Generator | None = None) -> None:
+        if (not isinstance(num_samples, int) or isinstance(num_samples, bool)
+                or num_samples <= 0):
+            raise ValueError("num_samples should be a positive integer value, but got "
+                             f"num_samples={num_samples}")
+        if not isinstance(replacement, bool):
+            raise ValueError("replacement should be a boolean value, but got "
+                             f"replacement={replacement}")
+        weights_tensor = as_tensor(weights, dtype=D.float64)
+        if weights_tensor.ndim != 1:
+            raise ValueError("weights should be a 1d sequence but given weights have shape "
+                             f"{tuple(weights_tensor.shape)}")
+        self.weights = weights_tensor
+        self.num_samples = num_samples
+        self.replacement = replacement
+        self.generator = generator
+
+    def __iter__(self) -> Iterator[int]:
+        drawn = multinomial(self.weights, self.num_samples, self.replacement,
+                            generator=self.generator)
+        yield from iter(drawn.tolist())
 
     def __len__(self) -> int:
         return self.num_samples
