@@ -606,11 +606,19 @@ class Module:
 
         return self._register_state_dict_hook(checked)
 
+    def _register_load_state_dict_pre_hook(self, hook: Callable[..., Any],
+                                           with_module: bool = False) -> RemovableHandle:
+        """hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+        error_msgs) (the module first with ``with_module``), run before this module loads
+        its entries; it may edit the (local) state dict."""
+        if with_module:
+            hook = functools.partial(hook, self)
+        return self._add_hook(self._load_state_dict_pre_hooks, hook, False, False)
+
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
         unexpected_keys, error_msgs), run before this module loads its entries."""
-        return self._add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self),
-                              False, False)
+        return self._register_load_state_dict_pre_hook(hook, with_module=True)
 
     def register_load_state_dict_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
         """hook(module, incompatible_keys), run after this module and its children loaded;

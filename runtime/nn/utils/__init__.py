@@ -1,7 +1,8 @@
-"""`runtime.nn.utils`: gradient clipping, parameter vectors and variable-length sequences
-(`rnn`), as in `torch.nn.utils`."""
+"""`runtime.nn.utils`: gradient clipping, parameter vectors, variable-length sequences
+(`rnn`), parametrizations (`parametrize`, `parametrizations`) and the older hook-based
+weight normalization, as in `torch.nn.utils`."""
 
-from runtime.nn.utils import rnn
+from runtime.nn.utils import parametrizations, parametrize, rnn
 from runtime.nn.utils.clip_grad import (
     clip_grad_norm_,
     clip_grad_value_,
@@ -9,6 +10,8 @@ from runtime.nn.utils.clip_grad import (
     get_total_norm,
 )
 from runtime.nn.utils.convert_parameters import parameters_to_vector, vector_to_parameters
+from runtime.nn.utils.weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm",
-           "parameters_to_vector", "rnn", "vector_to_parameters"]
+           "parameters_to_vector", "parametrizations", "parametrize", "remove_weight_norm",
+           "rnn", "vector_to_parameters", "weight_norm"]
