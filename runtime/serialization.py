@@ -170,14 +170,26 @@ def _bad(name: str, why: str) -> CheckpointError:
     return CheckpointError(f"rt.load: {name} is not a valid checkpoint: {why}")
 
 
-def _target_device(saved: str, map_location: MapLocation) -> str:
-    if map_location is None:
-        return saved
-    if callable(map_location):
-        raise TypeError("rt.load: a callable map_location is not supported; pass a device")
-    if isinstance(map_location, dict):
-        return canonical_device(map_location.get(saved, saved))
-    return canonical_device(map_location)
+def _placed(arr: np.ndarray, dtype: D.DType, saved: str, map_location: MapLocation) -> Tensor:
+    """The loaded tensor on its device: the saved one, or as ``map_location`` says (a
+    device, a dict from saved devices to devices, or as torch's a function of the tensor on
+    the CPU and the saved device's name, returning the tensor to use or None to keep the
+    saved device)."""
+    if callable(map_location) and not isinstance(map_location, (str, dict)):
+        placed = map_location(Tensor._make(arr, dtype, "cpu"), saved)
+        if placed is not None:
+            if not isinstance(placed, Tensor):
+                raise TypeError("rt.load: a map_location function must return a tensor or "
+                                f"None, not {type(placed).__name__}")
+            return placed
+        device = saved
+    elif map_location is None:
+        device = saved
+    elif isinstance(map_location, dict):
+        device = canonical_device(map_location.get(saved, saved))
+    else:
+        device = canonical_device(map_location)
+    return Tensor._make(move_array(arr, device), dtype, device)
 
 
 def _check_entry(e: Any, i: int, data_size: int, name: str) -> tuple[D.DType, tuple[int, ...]]:
@@ -238,8 +250,7 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
             raw = data[e["offset"]:e["offset"] + e["nbytes"]]
             arr = np.frombuffer(raw, dtype=dtype.np.newbyteorder("<"))
             arr = arr.astype(dtype.np, copy=True).reshape(shape)
-            device = _target_device(str(e.get("device", "cpu")), map_location)
-            t = Tensor._make(move_array(arr, device), dtype, device)
+            t = _placed(arr, dtype, str(e.get("device", "cpu")), map_location)
             if e.get("parameter"):
                 from .nn.parameter import Parameter
 
@@ -267,9 +278,9 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
                 for pair in v:
                     if not (isinstance(pair, list) and len(pair) == 2):
                         raise _bad(name, "a dict item is not a [key, value] pair")
-                    key = decode(pair[0], depth + 1)
+                    key, value = decode(pair[0], depth + 1), decode(pair[1], depth + 1)
                     try:
-                        out[key] = decode(pair[1], depth + 1)
+                        out[key] = value
                     except TypeError:
                         raise _bad(name, f"a dict key {key!r} is not hashable") from None
                 return out
@@ -282,7 +293,8 @@ def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool 
          **kwargs: Any) -> Any:
     """Read what ``rt.save`` wrote. Only data is read (``weights_only=False``, which in
     PyTorch allows unpickling arbitrary objects, is refused); ``map_location`` moves every
-    tensor to one device (a string or ``rt.device``) or maps saved devices by a dict."""
+    tensor to one device (a string or ``rt.device``), maps saved devices by a dict, or is a
+    function ``(tensor, saved_device) -> tensor or None``, as torch's."""
     if not weights_only:
         raise ValueError("rt.load(weights_only=False) is not supported: a checkpoint is data "
                          "only, never code")
