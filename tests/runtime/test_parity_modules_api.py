@@ -160,3 +160,44 @@ def test_module_api_matches_torch():
     tl, rl = torch.nn.Linear(2, 3), nn.Linear(2, 3)
     assert repr(rl.load_state_dict({"weight": rt.ones(3, 2)}, strict=False)) == repr(
         tl.load_state_dict({"weight": torch.ones(3, 2)}, strict=False))
+
+
+# ------------------------------------------------------------------------------- nn.init
+
+
+def test_calculate_gain_covers_transposed_convolutions_and_checks_its_param():
+    assert nn.init.calculate_gain("conv_transpose2d") == 1
+    assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx((2 / 1.04) ** 0.5)
+    with pytest.raises(ValueError, match="negative_slope x not a valid number"):
+        nn.init.calculate_gain("leaky_relu", "x")
+    with pytest.raises(ValueError, match=r"please use one of \['fan_in', 'fan_out'\]"):
+        nn.init.kaiming_uniform_(rt.empty(3, 3), mode="fan")
+
+
+def test_init_functions_take_a_generator():
+    for fn in (nn.init.uniform_, nn.init.normal_, nn.init.kaiming_uniform_,
+               nn.init.kaiming_normal_, nn.init.xavier_uniform_, nn.init.xavier_normal_,
+               nn.init.trunc_normal_, nn.init.orthogonal_):
+        a, b = rt.empty(3, 4), rt.empty(3, 4)
+        fn(a, generator=rt.Generator().manual_seed(7))
+        fn(b, generator=rt.Generator().manual_seed(7))
+        assert a.tolist() == b.tolist(), fn.__name__
+
+
+def test_dirac_and_sparse():
+    w = nn.init.dirac_(rt.empty(4, 2, 3), groups=2)
+    want = np.zeros((4, 2, 3))
+    for out, inp in ((0, 0), (1, 1), (2, 0), (3, 1)):
+        want[out, inp, 1] = 1
+    assert w.tolist() == want.tolist()
+    x = rt.randn(1, 2, 5)
+    np.testing.assert_allclose(_conv1d_padded(x, nn.init.dirac_(rt.empty(2, 2, 3))), x.numpy(),
+                               atol=1e-6)
+    s = nn.init.sparse_(rt.empty(10, 4), 0.3, std=1.0)
+    assert (s.numpy() == 0).sum(0).tolist() == [3, 3, 3, 3]
+    with pytest.raises(ValueError, match="Only tensors with 3, 4, or 5 dimensions"):
+        nn.init.dirac_(rt.empty(2, 2))
+
+
+def _conv1d_padded(x: rt.Tensor, w: rt.Tensor) -> np.ndarray:
+    return rt.nn.functional.conv1d(x, w, padding=1).numpy()
