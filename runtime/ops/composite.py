@@ -23,6 +23,7 @@ def relu(x: Tensor) -> Tensor:
     return F.where(F.le(x, 0), 0.0 if x.dtype.is_floating_point else 0, x)
 
 
+@F.half_in_float32
 def sigmoid(x: Tensor) -> Tensor:
     return F.div(1.0, F.add(F.exp(F.neg(x)), 1.0))
 
@@ -31,6 +32,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
+@F.half_in_float32
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
         inner = F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
@@ -63,18 +65,27 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
 
 def softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
             ) -> Tensor:
-    x, dim = _softmax_input(x, dim, dtype, "softmax")
+    return _softmax(*_softmax_input(x, dim, dtype, "softmax"))
+
+
+@F.half_in_float32
+def _softmax(x: Tensor, dim: int) -> Tensor:
     e = F.exp(_shift_by_max(x, dim))
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
 def log_softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
                 ) -> Tensor:
-    x, dim = _softmax_input(x, dim, dtype, "log_softmax")
+    return _log_softmax(*_softmax_input(x, dim, dtype, "log_softmax"))
+
+
+@F.half_in_float32
+def _log_softmax(x: Tensor, dim: int) -> Tensor:
     shifted = _shift_by_max(x, dim)
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
 
 
+@F.half_in_float32
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -155,8 +166,11 @@ def _stable_sigmoid(x: Tensor) -> Tensor:
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _inplace(silu, x)
+    return _inplace(_silu, x) if inplace else _silu(x)
+
+
+@F.half_in_float32
+def _silu(x: Tensor) -> Tensor:
     return F.mul(x, _stable_sigmoid(x))
 
 
@@ -167,6 +181,7 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -
     return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
 
 
+@F.half_in_float32
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear where beta x > threshold. Written as
     max(z, 0) + log(1 + exp(-|z|)) so exp never overflows in the branch not taken."""
@@ -181,6 +196,7 @@ def _inplace(fn: Any, x: Tensor) -> Tensor:
     return F.copy_(x, fn(F.clone(x)))
 
 
+@F.half_in_float32
 def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,24 @@ from .inplace import apply_inplace
 from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def half_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """fn of a float16 tensor (and float16 tensor arguments) computed in float32 and rounded to
+    float16 once, as PyTorch's kernels compute half (its opmath type); fn's own steps would
+    each round to float16, an ulp or more off (sigmoid, softmax, layer_norm, cumsum)."""
+
+    def wide(a: Any) -> Any:
+        return cast(a, D.float32) if isinstance(a, Tensor) and a.dtype is D.float16 else a
+
+    @functools.wraps(fn)
+    def run(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if x.dtype is not D.float16:
+            return fn(x, *args, **kwargs)
+        out = fn(wide(x), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
+        return cast(out, D.float16) if out.dtype is D.float32 else out
+
+    return run
 
 
 def _axes(dim: Any, ndim: int) -> tuple[int, ...]:
@@ -225,8 +244,11 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None)
 
 
 def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    if dtype is not None:
-        x = cast(x, dtype)
+    return _cumsum(x if dtype is None else cast(x, dtype), dim)
+
+
+@half_in_float32
+def _cumsum(x: Tensor, dim: int) -> Tensor:
     return apply(P.CUMSUM, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
 
 
@@ -732,6 +754,7 @@ def frac(x: Tensor) -> Tensor:
     return sub(x, trunc(x))
 
 
+@half_in_float32
 def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
     |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
@@ -744,11 +767,13 @@ def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     return where(near_start, add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))))
 
 
+@half_in_float32
 def addcmul(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
     """t + value * t1 * t2."""
     return add(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
 
 
+@half_in_float32
 def addcdiv(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
     """t + value * t1 / t2."""
     return add(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2))

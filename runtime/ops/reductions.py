@@ -106,10 +106,11 @@ def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
         dim, unbiased = None, dim
     if not x.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    if x.dtype.itemsize < 4:
-        # half squares overflow at 256: PyTorch accumulates in float32 and rounds once
-        return F.cast(var(F.cast(x, D.float32), dim, unbiased, keepdim,
-                          correction=correction), x.dtype)
+    return _var(x, dim, unbiased, keepdim, correction)
+
+
+@F.half_in_float32  # half squares overflow at 256: PyTorch accumulates in float32
+def _var(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> Tensor:
     axes = F._axes(dim, x.ndim)
     n = math.prod(x.shape[a] for a in axes)
     centered = F.sub(x, F.mean(x, axes, keepdim=True))
@@ -122,9 +123,11 @@ def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
         correction: Any = None) -> Tensor:
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    if x.dtype.is_floating_point and x.dtype.itemsize < 4:  # float32 inside, one rounding
-        return F.cast(std(F.cast(x, D.float32), dim, unbiased, keepdim,
-                          correction=correction), x.dtype)
+    return _std(x, dim, unbiased, keepdim, correction)
+
+
+@F.half_in_float32
+def _std(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> Tensor:
     return F.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
 
 

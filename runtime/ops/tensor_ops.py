@@ -90,6 +90,7 @@ def square(x: Tensor) -> Tensor:
     return F.mul(x, x)
 
 
+@F.half_in_float32
 def rsqrt(x: Tensor) -> Tensor:
     return F.div(1.0, F.sqrt(x))
 

@@ -336,3 +336,69 @@ def test_index_with_a_float_is_torchs_index_error(key: str) -> None:
     with pytest.raises(IndexError):
         run(rt)
     _same_as_torch(run)
+
+
+# --- float16: computed in float32, rounded once, as PyTorch's ---------------------------------
+
+
+def _halves(shape: tuple[int, ...] = (6, 40), seed: int = 0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(np.float16)
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    return a.astype(np.float32)
+
+
+_HALF_OPS: dict[str, tuple[Callable[[Any, Any], Any], Callable[[np.ndarray], np.ndarray]]] = {
+    "mul_scalar": (lambda m, x: x * 0.3, lambda a: _f32(a) * np.float32(0.3)),
+    "rmul_scalar": (lambda m, x: 0.3 * x, lambda a: _f32(a) * np.float32(0.3)),
+    "div_scalar": (lambda m, x: x / 7, lambda a: _f32(a) / np.float32(7)),
+    "mul_int": (lambda m, x: x * 3001, lambda a: _f32(a) * np.float32(3001)),
+    "sigmoid": (lambda m, x: x.sigmoid(), lambda a: 1 / (1 + np.exp(-_f32(a)))),
+    "softmax": (lambda m, x: x.softmax(-1), lambda a: np.exp(_f32(a) - _f32(a).max(-1, keepdims=True))
+                / np.exp(_f32(a) - _f32(a).max(-1, keepdims=True)).sum(-1, keepdims=True)),
+    "layer_norm": (lambda m, x: m.nn.functional.layer_norm(x, (40,)),
+                   lambda a: (_f32(a) - _f32(a).mean(-1, keepdims=True))
+                   / np.sqrt(_f32(a).var(-1, keepdims=True) + np.float32(1e-5))),
+    "silu": (lambda m, x: m.nn.functional.silu(x), lambda a: _f32(a) / (1 + np.exp(-_f32(a)))),
+    "cumsum": (lambda m, x: x.cumsum(1), lambda a: np.cumsum(_f32(a), 1)),
+    "addcmul": (lambda m, x: x.addcmul(x, x.flip(0), value=0.5),
+                lambda a: _f32(a) + np.float32(0.5) * _f32(a) * _f32(a[::-1])),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_HALF_OPS))
+def test_float16_rounds_once(name: str) -> None:
+    fn, by_hand = _HALF_OPS[name]
+    a = _halves()
+    out = fn(rt, rt.tensor(a))
+    assert out.dtype is rt.float16
+    want = by_hand(a).astype(np.float16)
+    # numpy's float32 exp/sqrt may differ from ours by an ulp of float32: rarely a half's
+    assert np.mean(out.numpy() == want) > 0.995, name
+    if name in ("mul_scalar", "rmul_scalar", "div_scalar", "mul_int", "cumsum", "addcmul"):
+        np.testing.assert_array_equal(out.numpy(), want)
+    torch = _torch()
+    np.testing.assert_array_equal(out.numpy(), fn(torch, torch.tensor(a)).numpy())
+
+
+def test_float16_softmax_dtype_and_inplace_silu() -> None:
+    x = rt.tensor(_halves((2, 5)))
+    assert rt.softmax(x, -1, dtype=rt.float32).dtype is rt.float32
+    y = x.clone()
+    assert rt.nn.functional.silu(y, inplace=True) is y and y.dtype is rt.float16
+    np.testing.assert_array_equal(y.numpy(), rt.nn.functional.silu(x).numpy())
+
+
+def test_float16_scalar_products_compiled_equal_eager() -> None:
+    import planner
+
+    def fn(x: Any) -> Any:
+        return x * 0.3, 0.3 * x, x / 7
+
+    step = planner.compile(fn)
+    for seed in (0, 1):
+        x = rt.tensor(_halves((4, 8), seed))
+        for got, want in zip(step(x), fn(x)):
+            assert got.dtype is rt.float16
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
