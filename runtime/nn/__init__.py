@@ -90,7 +90,7 @@ from runtime.nn.pooling import (
 )
 from runtime.nn.rmsnorm import RMSNorm
 from runtime.nn.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from runtime.nn.sparse import Embedding
+from runtime.nn.sparse import Embedding, EmbeddingBag
 from runtime.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -148,6 +148,7 @@ __all__ = [
     "MaxPool2d",
     "Unflatten",
     "Embedding",
+    "EmbeddingBag",
     "LeakyReLU",
     "ModuleDict",
     "ModuleList",

@@ -14,6 +14,7 @@ from runtime.ops.activations import (
     elu,
     glu,
     group_norm,
+    gumbel_softmax,
     hardsigmoid,
     hardswish,
     hardtanh,
@@ -45,7 +46,7 @@ from runtime.ops.composite import (
 )
 from runtime.ops import composite as _composite
 from runtime.nn._layers_fn import alpha_dropout, bilinear, pixel_shuffle, pixel_unshuffle
-from runtime.ops.embedding import embedding
+from runtime.ops.embedding import embedding, embedding_bag
 from runtime.ops.resample import interpolate
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 
@@ -115,6 +116,7 @@ __all__ = [
     "elu",
     "glu",
     "group_norm",
+    "gumbel_softmax",
     "hardsigmoid",
     "hardswish",
     "hardtanh",
@@ -153,6 +155,7 @@ __all__ = [
     "smooth_l1_loss",
     "cross_entropy",
     "embedding",
+    "embedding_bag",
     "cosine_similarity",
     "normalize",
     "one_hot",

@@ -7,8 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
-from runtime.ops.composite import _inplace, _stable_sigmoid, check_dropout_p, drop, softplus
+from runtime.ops.composite import (
+    _inplace,
+    _stable_sigmoid,
+    check_dropout_p,
+    drop,
+    softmax,
+    softplus,
+)
 from runtime.ops.shapes import wrap_dim
 from runtime.tensor import Tensor
 
@@ -209,6 +217,25 @@ def dropout3d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = 
                       "with 3 spatial dimensions, a channel dimension, and an optional batch "
                       "dimension (i.e. 4D or 5D inputs).", stacklevel=2)
     return _channel_dropout(x, p, training, inplace, 2 if x.dim() == 5 else 1)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """PyTorch's ``F.gumbel_softmax``: softmax((logits + g) / tau), g ~ Gumbel(0, 1); with
+    ``hard``, the one-hot of its argmax in the forward and the soft sample's gradient
+    (straight-through). ``eps`` is unused, as in PyTorch."""
+    from runtime.creation import zeros_like
+    from runtime.ops.more_ops import empty_like
+
+    del eps
+    with no_grad():
+        gumbels = F.neg(F.log(empty_like(logits).exponential_()))
+    y_soft = softmax(F.div(F.add(logits, gumbels), tau), dim)
+    if not hard:
+        return y_soft
+    index = F.argmax(y_soft.detach(), dim, keepdim=True)
+    y_hard = zeros_like(logits).scatter_(dim, index, 1.0)
+    return F.add(F.sub(y_hard, y_soft.detach()), y_soft)
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:

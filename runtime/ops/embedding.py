@@ -5,6 +5,10 @@ bounds."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
@@ -79,3 +83,77 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     # the padding rows read the weight without a path back to it: their gradient is zero
     keep = F.unsqueeze(F.ne(input, padding_idx), -1)
     return F.where(keep, rows, rows.detach())
+
+
+def _bag_membership(input: Tensor, offsets: Tensor | None, include_last_offset: bool,  # noqa: A002
+                    padding_idx: int | None) -> tuple[Tensor, np.ndarray, np.ndarray]:
+    """The flat indices, a (bags, n) 0/1 table of which element each bag sums (padding_idx
+    entries left out, as PyTorch), and each bag's count."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found "
+                             f"offsets of type {type(offsets)}")
+        starts = list(range(0, input.numel(), input.shape[1]))
+        include_last_offset = False
+        input = F.reshape(input, (-1,))
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = [int(o) for o in offsets.tolist()]
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    n = input.numel()
+    ends = starts[1:] + ([] if include_last_offset else [n])
+    member = np.zeros((len(ends), n))
+    for b, (lo, hi) in enumerate(zip(starts, ends)):
+        member[b, lo:hi] = 1.0
+    if padding_idx is not None:
+        member *= input.numpy() != padding_idx
+    return input, member, member.sum(1)
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2.0,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """PyTorch's ``F.embedding_bag``: the sum, mean or max of each bag's rows (a bag is a row
+    of a 2-D ``input``, or ``input[offsets[i]:offsets[i + 1]]``); an empty bag gives zeros.
+    Sum and mean are one product of a (bags, n) weight table with the rows read."""
+    from ..creation import tensor
+
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
+                         f"is not None, then it must have the same shape as the input "
+                         f"({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
+                         f"{weight.ndim}")
+    padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])
+    flat, member, counts = _bag_membership(input, offsets, include_last_offset, padding_idx)
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and (scale_grad_by_freq or sparse):
+        raise ValueError("max mode does not support scaling the gradient by the frequency"
+                         if scale_grad_by_freq else "max mode does not support sparse weights")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. "
+                                  "per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    if mode == "max":
+        keep = tensor(member[:, :, None] > 0, device=weight.device)
+        picked = F.where(keep, F.unsqueeze(rows, 0), -float("inf"))
+        return F.where(tensor(counts[:, None] > 0, device=weight.device),
+                       F.amax(picked, 1, False), 0.0)
+    if mode == "mean":
+        member = member / np.maximum(counts, 1.0)[:, None]
+    table: Any = tensor(member, dtype=weight.dtype, device=weight.device)
+    if per_sample_weights is not None:
+        table = F.mul(table, F.unsqueeze(F.reshape(per_sample_weights, (-1,)), 0))
+    return F.matmul(table, rows)

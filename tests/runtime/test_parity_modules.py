@@ -289,3 +289,68 @@ def test_lstm_proj_size_matches_torch(batch_first, packed):
     np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(_np(rm.weight_hr_l1_reverse.grad),
                                tm.weight_hr_l1_reverse.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------------------ gumbel softmax, embedding bag
+
+
+def test_gumbel_softmax_samples_and_straight_through_gradient():
+    rt.manual_seed(0)
+    logits = rt.tensor([[0.0, 1.0, 3.0]], requires_grad=True)
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    assert soft.shape == (1, 3) and abs(float(soft.sum()) - 1.0) < 1e-6
+    hard = F.gumbel_softmax(logits, hard=True, dim=0)  # one entry along dim 0: all ones
+    assert hard.tolist() == [[1.0, 1.0, 1.0]]
+    counts = np.zeros(3)
+    for _ in range(2000):
+        counts += F.gumbel_softmax(logits, hard=True).detach().numpy()[0]
+    np.testing.assert_allclose(counts / 2000, np.exp([0, 1, 3]) / np.exp([0, 1, 3]).sum(),
+                               atol=0.03)  # argmax(logits + Gumbel) ~ softmax(logits)
+    y = F.gumbel_softmax(logits, hard=True)
+    (y * rt.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+    assert logits.grad is not None and float(logits.grad.abs().sum()) > 0
+
+
+def test_embedding_bag_modes_by_hand():
+    w = rt.tensor([[1.0, 0.0], [2.0, 4.0], [3.0, -1.0], [0.0, 8.0]], requires_grad=True)
+    idx, offsets = rt.tensor([1, 2, 3, 0, 3]), rt.tensor([0, 2, 2])  # bags [1 2] [] [3 0 3]
+    assert F.embedding_bag(idx, w, offsets, mode="sum").tolist() == [[5.0, 3.0], [0.0, 0.0],
+                                                                     [1.0, 16.0]]
+    assert F.embedding_bag(idx, w, offsets, mode="max").tolist() == [[3.0, 4.0], [0.0, 0.0],
+                                                                     [1.0, 8.0]]
+    mean = F.embedding_bag(idx, w, offsets, padding_idx=3)  # padding rows are left out
+    assert mean.tolist() == [[2.5, 1.5], [0.0, 0.0], [1.0, 0.0]]
+    out = F.embedding_bag(idx, w, offsets, mode="sum",
+                          per_sample_weights=rt.tensor([1.0, 2.0, 0.5, 1.0, 0.5]))
+    assert out.tolist() == [[8.0, 2.0], [0.0, 0.0], [1.0, 8.0]]
+    out.sum().backward()
+    assert w.grad.tolist() == [[1.0, 1.0], [1.0, 1.0], [2.0, 2.0], [1.0, 1.0]]
+    bag = rt.nn.EmbeddingBag.from_pretrained(w.detach(), mode="max")
+    assert bag(rt.tensor([[0, 1], [2, 3]])).tolist() == [[2.0, 4.0], [3.0, 8.0]]
+    assert repr(bag) == "EmbeddingBag(4, 2, mode='max')"
+    with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+        F.embedding_bag(idx, w, offsets, per_sample_weights=rt.ones(5))
+    with pytest.raises(ValueError, match="offsets has to be a 1D Tensor but got None"):
+        F.embedding_bag(idx, w)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_bag_matches_torch(mode, padding_idx):
+    torch = pytest.importorskip("torch")
+    wt = torch.randn(10, 3, dtype=torch.float64, requires_grad=True)
+    wr = rt.tensor(wt.detach().numpy(), requires_grad=True)
+    idx = [1, 2, 4, 5, 4, 3, 2, 9, 0, 0]
+    for offsets, last in (([0, 4, 4, 7], False), ([0, 3, 3, 10], True), (None, False)):
+        kw = dict(mode=mode, padding_idx=padding_idx, include_last_offset=last)
+        it, ir = torch.tensor(idx), rt.tensor(idx)
+        if offsets is None:
+            it, ir = it.view(2, 5), ir.reshape(2, 5)
+        ot = None if offsets is None else torch.tensor(offsets)
+        orr = None if offsets is None else rt.tensor(offsets)
+        yt = torch.nn.functional.embedding_bag(it, wt, ot, **kw)
+        yr = F.embedding_bag(ir, wr, orr, **kw)
+        np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-12)
+        (yt ** 2).sum().backward()
+        (yr ** 2).sum().backward()
+        np.testing.assert_allclose(_np(wr.grad), wt.grad.numpy(), rtol=1e-12)
