@@ -119,6 +119,11 @@ class Node:
         return len(self.input_metas)
 
     @property
+    def metadata(self) -> dict[Any, Any]:
+        """A dict that stays with the node, for the user's own annotations (PyTorch's)."""
+        return self.__dict__.setdefault("_metadata", {})
+
+    @property
     def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
         return tuple((e.function, e.input_nr) if e else (None, 0) for e in self.next_edges)
 

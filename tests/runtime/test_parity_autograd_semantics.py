@@ -280,3 +280,11 @@ def test_grad_mode_decorates_generators_step_by_step(make):
     with ctx.clone():
         assert not rt.is_grad_enabled()
     assert rt.is_grad_enabled()
+
+
+def test_node_metadata_is_a_dict_kept_by_the_node():
+    x = rt.tensor([1.0], requires_grad=True)
+    y = x * 2
+    y.grad_fn.metadata["tag"] = "scale"
+    assert y.grad_fn.metadata == {"tag": "scale"}
+    assert y.grad_fn.next_functions[0][0].metadata == {}
