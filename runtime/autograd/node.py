@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..tracing import _state as _trace_state
 from . import anomaly
+from .grad_mode import no_grad
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -212,8 +213,6 @@ class SavedTensor:
         grad_fn = None if is_output else t.grad_fn
         acc = (weakref.ref(grad_accumulator(t)) if t._rg and not is_output and grad_fn is None
                else None)
-        from .grad_mode import no_grad
-
         with no_grad():  # as PyTorch: what the pack hook computes is not recorded
             packed = pack(t)
         self._packed = (unpack, packed, is_output and t._rg, grad_fn, t.output_nr, acc)
