@@ -87,8 +87,10 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats:
             with rt.no_grad():
                 self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # a cumulative moving average
-                momentum = 1.0 / float(self.num_batches_tracked)
+            if self.momentum is None:
+                # a cumulative moving average; 1 / n as a tensor, since the .item() of a
+                # float() would make a compiled step run eagerly
+                momentum = 1.0 / self.num_batches_tracked.to(self.running_mean.dtype)
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
         return C.batch_norm(input, self.running_mean if track else None,

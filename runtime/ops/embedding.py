@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
@@ -29,13 +27,14 @@ def normalize_padding_idx(padding_idx: int | None, num_embeddings: int) -> int |
 def _renorm_rows_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: A002
                   norm_type: float) -> None:
     """PyTorch's ``embedding_renorm_``: each row ``input`` reads whose ``norm_type`` norm
-    exceeds ``max_norm`` is scaled in place, by max_norm / (norm + 1e-7)."""
+    exceeds ``max_norm`` is scaled in place, by max_norm / (norm + 1e-7). A row read twice
+    is written twice with the same value (no ``unique``, whose size a compiled step cannot
+    know)."""
     from ..autograd.grad_mode import no_grad
-    from .extra_ops import unique
     from .reductions import vector_norm
 
     with no_grad():
-        rows = unique(F.reshape(input, (-1,)))
+        rows = F.reshape(input, (-1,))
         picked = F.getitem_key(weight, rows, key=(P.IndexArg(0),))
         norms = vector_norm(picked, norm_type, 1, keepdim=True)
         scale = F.where(F.gt(norms, max_norm), F.div(max_norm, F.add(norms, 1e-7)), 1.0)
@@ -45,11 +44,14 @@ def _renorm_rows_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: A002
 def _grad_by_freq(rows: Tensor, input: Tensor, n: int) -> Tensor:  # noqa: A002
     """``rows`` as they are, their gradient divided by how often ``input`` reads each row
     (the value stays exact: rows + 0 * scale)."""
-    from .ordering import bincount
+    from ..creation import ones, zeros
+    from .tensor_ops import scatter_add
 
-    counts = F.getitem_key(bincount(F.reshape(input, (-1,)), minlength=n), input,
-                           key=(P.IndexArg(0),))
-    scale = F.unsqueeze(F.div(1.0, F.cast(counts, rows.dtype)), -1)
+    flat = F.reshape(input, (-1,))
+    counts = scatter_add(zeros(n, dtype=rows.dtype, device=rows.device), 0, flat,
+                         ones(flat.shape[0], dtype=rows.dtype, device=rows.device))
+    per_read = F.getitem_key(counts, input, key=(P.IndexArg(0),))
+    scale = F.unsqueeze(F.div(1.0, per_read), -1)
     return F.add(rows.detach(), F.mul(F.sub(rows, rows.detach()), scale))
 
 
@@ -86,15 +88,18 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
 
 
 def _bag_membership(input: Tensor, offsets: Tensor | None, include_last_offset: bool,  # noqa: A002
-                    padding_idx: int | None) -> tuple[Tensor, np.ndarray, np.ndarray]:
-    """The flat indices, a (bags, n) 0/1 table of which element each bag sums (padding_idx
-    entries left out, as PyTorch), and each bag's count."""
+                    padding_idx: int | None, dtype: Any) -> tuple[Tensor, Tensor]:
+    """The flat indices and a (bags, n) 0/1 table of the elements each bag holds (the
+    padding_idx entries left out, as PyTorch), from tensor ops on the offsets, so a compiled
+    step need not read their values."""
+    from ..creation import arange
+
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
                              "is a mini-batch of fixed length sequences. However, found "
                              f"offsets of type {type(offsets)}")
-        starts = list(range(0, input.numel(), input.shape[1]))
+        offsets = arange(0, input.numel(), max(input.shape[1], 1), device=input.device)
         include_last_offset = False
         input = F.reshape(input, (-1,))
     elif input.ndim == 1:
@@ -102,18 +107,20 @@ def _bag_membership(input: Tensor, offsets: Tensor | None, include_last_offset: 
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
-        starts = [int(o) for o in offsets.tolist()]
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.ndim}")
-    n = input.numel()
-    ends = starts[1:] + ([] if include_last_offset else [n])
-    member = np.zeros((len(ends), n))
-    for b, (lo, hi) in enumerate(zip(starts, ends)):
-        member[b, lo:hi] = 1.0
+    positions = arange(input.numel(), device=input.device)
+    starts = offsets[:-1] if include_last_offset else offsets
+    # element i belongs to the last bag starting at or before it
+    bag = F.sub(F.sum(F.le(F.unsqueeze(starts, 0), F.unsqueeze(positions, 1)), 1), 1)
+    member = F.eq(F.unsqueeze(arange(starts.shape[0], device=input.device), 1),
+                  F.unsqueeze(bag, 0))
+    if include_last_offset:
+        member = F.logical_and(member, F.unsqueeze(F.lt(positions, offsets[-1]), 0))
     if padding_idx is not None:
-        member *= input.numpy() != padding_idx
-    return input, member, member.sum(1)
+        member = F.logical_and(member, F.unsqueeze(F.ne(input, padding_idx), 0))
+    return input, F.cast(member, dtype)
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
@@ -124,8 +131,6 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     """PyTorch's ``F.embedding_bag``: the sum, mean or max of each bag's rows (a bag is a row
     of a 2-D ``input``, or ``input[offsets[i]:offsets[i + 1]]``); an empty bag gives zeros.
     Sum and mean are one product of a (bags, n) weight table with the rows read."""
-    from ..creation import tensor
-
     if per_sample_weights is not None and input.shape != per_sample_weights.shape:
         raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) "
                          f"is not None, then it must have the same shape as the input "
@@ -134,7 +139,8 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.ndim}")
     padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])
-    flat, member, counts = _bag_membership(input, offsets, include_last_offset, padding_idx)
+    flat, member = _bag_membership(input, offsets, include_last_offset, padding_idx,
+                                   weight.dtype)
     if mode not in ("sum", "mean", "max"):
         raise ValueError("mode has to be one of sum, mean or max")
     if mode == "max" and (scale_grad_by_freq or sparse):
@@ -146,14 +152,12 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                                   f"(got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    counts = F.sum(member, 1, keepdim=True)
     if mode == "max":
-        keep = tensor(member[:, :, None] > 0, device=weight.device)
-        picked = F.where(keep, F.unsqueeze(rows, 0), -float("inf"))
-        return F.where(tensor(counts[:, None] > 0, device=weight.device),
-                       F.amax(picked, 1, False), 0.0)
+        picked = F.where(F.unsqueeze(F.gt(member, 0), 2), F.unsqueeze(rows, 0), -float("inf"))
+        return F.where(F.gt(counts, 0), F.amax(picked, 1, False), 0.0)
     if mode == "mean":
-        member = member / np.maximum(counts, 1.0)[:, None]
-    table: Any = tensor(member, dtype=weight.dtype, device=weight.device)
+        member = F.div(member, F.maximum(counts, 1.0))
     if per_sample_weights is not None:
-        table = F.mul(table, F.unsqueeze(F.reshape(per_sample_weights, (-1,)), 0))
-    return F.matmul(table, rows)
+        member = F.mul(member, F.unsqueeze(F.reshape(per_sample_weights, (-1,)), 0))
+    return F.matmul(member, rows)

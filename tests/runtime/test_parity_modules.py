@@ -354,3 +354,58 @@ def test_embedding_bag_matches_torch(mode, padding_idx):
         (yt ** 2).sum().backward()
         (yr ** 2).sum().backward()
         np.testing.assert_allclose(_np(wr.grad), wt.grad.numpy(), rtol=1e-12)
+
+
+# ------------------------------------------------------------------------- compiled steps
+
+
+def _build_model() -> rt.nn.Module:
+    class Model(rt.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = rt.nn.Embedding(12, 4, max_norm=1.0, scale_grad_by_freq=True)
+            self.bag = rt.nn.EmbeddingBag(12, 4, mode="max")
+            self.conv = rt.nn.Conv1d(4, 4, 4, padding="same", padding_mode="reflect")
+            self.bn = rt.nn.BatchNorm1d(4, momentum=None)
+
+        def forward(self, idx: rt.Tensor, offsets: rt.Tensor) -> rt.Tensor:
+            x = self.emb(idx).transpose(1, 2)  # (N, 4, L)
+            y = self.bn(self.conv(x)).mean(2)
+            return y + self.bag(idx.reshape(-1), offsets)
+
+    return Model()
+
+
+def test_compiled_step_with_the_new_layer_options_equals_eager_without_falling_back():
+    import warnings
+
+    import planner
+
+    models = []
+    for _ in range(2):
+        rt.manual_seed(3)
+        models.append(_build_model())
+    steps = []
+    for model in models:
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(idx: rt.Tensor, offsets: rt.Tensor, model: rt.nn.Module = model,
+                 opt: rt.optim.SGD = opt) -> rt.Tensor:
+            opt.zero_grad()
+            loss = (model(idx, offsets) ** 2).sum()
+            loss.backward()
+            opt.step()
+            return loss
+
+        steps.append(step)
+    compiled = planner.compile(steps[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        for seed in range(3):
+            rt.manual_seed(10 + seed)
+            idx, offsets = rt.randint(0, 12, (2, 6)), rt.tensor([0, 5])
+            np.testing.assert_allclose(float(compiled(idx, offsets)),
+                                       float(steps[1](idx, offsets)), rtol=1e-5)
+    for (name, a), b in zip(models[0].state_dict().items(), models[1].state_dict().values()):
+        np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6, err_msg=name)
+    assert int(models[0].bn.num_batches_tracked) == 3
