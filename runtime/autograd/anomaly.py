@@ -71,10 +71,14 @@ class set_detect_anomaly:  # noqa: N801 - PyTorch's name
 
 
 def warn_error_in(name: str, trace: str | None) -> None:
-    """PyTorch's anomaly-mode warning for an error raised in a node's backward."""
+    """PyTorch's anomaly-mode warning for an error raised in a node's backward, with the
+    forward traceback the node remembered (none: made before anomaly mode was on)."""
     if trace:
         warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the "
                       f"error:\n{trace}", stacklevel=2)
+    else:
+        warnings.warn(f"Error detected in {name}. No forward pass information available. Enable "
+                      "detect anomaly during forward pass for more information.", stacklevel=2)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -288,3 +288,15 @@ def test_node_metadata_is_a_dict_kept_by_the_node():
     y.grad_fn.metadata["tag"] = "scale"
     assert y.grad_fn.metadata == {"tag": "scale"}
     assert y.grad_fn.next_functions[0][0].metadata == {}
+
+
+def test_anomaly_warning_without_forward_information():
+    x = rt.tensor([0.0, 1.0], requires_grad=True)
+    y = (x.sqrt() * 0).sum()  # recorded before anomaly mode
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with rt.autograd.detect_anomaly(), pytest.raises(RuntimeError, match="returned nan"):
+            y.backward()
+    assert ("Error detected in SqrtBackward0. No forward pass information available. Enable "
+            "detect anomaly during forward pass for more information.") in [str(m.message)
+                                                                           for m in w]
