@@ -239,3 +239,34 @@ def test_compiled_step_equals_eager(name: str, kwargs: dict[str, Any]) -> None:
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
+
+
+@pytest.mark.parametrize(("n", "replicas", "drop_last"), [(10, 3, False), (10, 3, True),
+                                                          (2, 4, False), (9, 3, True)])
+def test_distributed_sampler_shards(n: int, replicas: int, drop_last: bool) -> None:
+    shards = [list(data.DistributedSampler(range(n), replicas, rank, shuffle=False,
+                                           drop_last=drop_last)) for rank in range(replicas)]
+    size = (n // replicas) if drop_last else -(-n // replicas)
+    assert all(len(s) == size for s in shards)
+    assert len(data.DistributedSampler(range(n), replicas, 0, drop_last=drop_last)) == size
+    flat = sorted(i for s in shards for i in s)
+    assert set(flat) <= set(range(n)) and (drop_last or set(flat) == set(range(n)))
+    shuffled = [data.DistributedSampler(range(n), replicas, rank, seed=3, drop_last=drop_last)
+                for rank in range(replicas)]
+    order = [list(s) for s in shuffled]  # the same permutation on every rank: disjoint
+    assert len({i for s in order for i in s}) == min(n, replicas * size)
+    for s in shuffled:
+        s.set_epoch(1)
+    assert [list(s) for s in shuffled] != order or n <= replicas
+    torch = pytest.importorskip("torch")
+    assert shards == [list(torch.utils.data.DistributedSampler(
+        range(n), replicas, rank, shuffle=False, drop_last=drop_last))
+        for rank in range(replicas)]
+
+
+def test_distributed_sampler_errors() -> None:
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval "
+                                         r"\[0, 1\]"):
+        data.DistributedSampler(range(3), 2, 2)
+    with pytest.raises(ValueError, match="Default process group has not been initialized"):
+        data.DistributedSampler(range(3))
