@@ -101,8 +101,30 @@ def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
     return apply(P.ADD, a, b if alpha == 1 else mul(b, alpha))
 
 
+_BOOL_MINUS = ("the `-` operator, {} a bool tensor is not supported. If you are trying to "
+               "invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _is_bool(v: Any) -> bool:
+    return v.dtype is D.bool_ if isinstance(v, Tensor) else isinstance(v, (bool, np.bool_))
+
+
 def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    if _is_bool(a) or _is_bool(b):
+        raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
     return apply(P.SUB, a, b if alpha == 1 else mul(b, alpha))
+
+
+def neg(x: Tensor) -> Tensor:
+    if x.dtype is D.bool_:
+        raise RuntimeError("Negation, " + _BOOL_MINUS.format("on"))
+    return apply(P.NEG, x)
+
+
+def reversed_order(x: Tensor) -> Tensor:
+    """A map reversing x's order exactly: -x for floats, ~x (-x - 1, which cannot overflow) for
+    integers, not x for bools; min is reversed_order(max(reversed_order(x)))."""
+    return neg(x) if x.dtype.is_floating_point else bitwise_not(x)
 
 
 def _op(prim: Any, name: str, doc: str | None = None) -> Any:
@@ -126,7 +148,6 @@ le = _op(P.LE, "le")
 gt = _op(P.GT, "gt")
 ge = _op(P.GE, "ge")
 logical_and = _op(P.LOGICAL_AND, "logical_and")
-neg = _op(P.NEG, "neg")
 exp = _op(P.EXP, "exp")
 log = _op(P.LOG, "log")
 sin = _op(P.SIN, "sin")
@@ -327,7 +348,7 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return minimum(x, dim)
     _check_reduced_nonempty("min", x, dim)
     if dim is None:
-        return neg(amax(neg(x)))
+        return reversed_order(amax(reversed_order(x)))
     return _extreme_at(x, dim, keepdim, argmin(x, dim, True))
 
 
@@ -482,6 +503,11 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, shape)
 
 
+class IndexTypeError(IndexError, TypeError):
+    """An index of a type that cannot index: PyTorch's IndexError, and a TypeError as this
+    runtime raised before (as numpy's AxisError is both a ValueError and an IndexError)."""
+
+
 def _index_tensor(a: Any, device: str) -> Tensor:
     """An int64 index tensor on ``device`` from an integer array (numpy or CuPy)."""
     from .._device import move_array
@@ -517,8 +543,8 @@ def _norm_key(key: Any, device: str
                     add(_index_tensor(a, device))
                 continue
             if k.dtype is not D.int64:
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
+                raise IndexTypeError("tensors used as indices must be long, int, byte or "
+                                     "bool tensors")
             add(k if k.device == device else to_device(k, device))
             continue
         if isinstance(k, list):
@@ -535,16 +561,16 @@ def _norm_key(key: Any, device: str
                     add(_index_tensor(a, device))
                 continue
             if k.dtype.kind not in "iu":
-                raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                 "tensors")
+                raise IndexTypeError("tensors used as indices must be long, int, byte or "
+                                     "bool tensors")
             add(_index_tensor(k, device))
         elif isinstance(k, (int, np.integer)):
             out.append(int(k))
         elif k is None or k is Ellipsis or isinstance(k, slice):
             out.append(k)
         else:
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
-                             f"byte Variables are valid indices (got {type(k).__name__})")
+            raise IndexTypeError("only integers, slices (`:`), ellipsis (`...`), None and long "
+                                 f"or byte Variables are valid indices (got {type(k).__name__})")
     return tuple(out), idx, masks
 
 
@@ -824,4 +850,4 @@ def _check_value_shape(value: Tensor, target: tuple[int, ...], advanced: bool) -
 
 
 from .composite import log_softmax, relu, sigmoid, softmax  # noqa: E402, F401
-from .tensor_ops import masked_fill  # noqa: E402, F401
+from .tensor_ops import bitwise_not, masked_fill  # noqa: E402, F401

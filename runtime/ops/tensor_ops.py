@@ -475,7 +475,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 
 def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    return F.neg(F.amax(F.neg(x), dim, keepdim))
+    return F.reversed_order(F.amax(F.reversed_order(x), dim, keepdim))
 
 
 def _either(x: Tensor, y: Tensor) -> Tensor:

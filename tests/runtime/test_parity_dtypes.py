@@ -402,3 +402,39 @@ def test_float16_scalar_products_compiled_equal_eager() -> None:
         for got, want in zip(step(x), fn(x)):
             assert got.dtype is rt.float16
             np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+# --- bools refuse minus; min of integers and bools --------------------------------------------
+
+
+_MINUS = {
+    "tensor - True": lambda m: m.tensor([1]) - True,
+    "bool - 1": lambda m: m.tensor([True]) - 1,
+    "True - tensor": lambda m: True - m.tensor([1.0]),
+    "sub bool tensor": lambda m: m.tensor([1.0]).sub(m.tensor(True)),
+    "neg bool": lambda m: -m.tensor([True]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_MINUS))
+def test_minus_on_bools_is_torchs_error(case: str) -> None:
+    with pytest.raises(RuntimeError, match="the `-` operator, (with|on) a bool tensor is not "
+                                           "supported. If you are trying to invert a mask"):
+        _MINUS[case](rt)
+    _same_as_torch(_MINUS[case])
+
+
+_EXTREMES = {
+    "int64 min": (lambda m: m.tensor([2**63 - 1, -(2**63), 5]).min(), -(2**63)),
+    "int64 amin": (lambda m: m.tensor([[3, -(2**63)], [-1, 2]]).amin(1), [-(2**63), -1]),
+    "bool min": (lambda m: m.tensor([True, False]).min(), False),
+    "bool amin": (lambda m: m.tensor([[True, True], [True, False]]).amin(0), [True, False]),
+    "float min": (lambda m: m.tensor([1.0, -0.5, 3.0]).min(), -0.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_EXTREMES))
+def test_min_of_integers_and_bools(case: str) -> None:
+    fn, want = _EXTREMES[case]
+    assert fn(rt).tolist() == want
+    _same_as_torch(fn)
