@@ -3,7 +3,7 @@
 from runtime.nn import functional, init
 from runtime.nn import parallel
 from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from runtime.nn.conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from runtime.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.activation import LeakyReLU, SiLU, Softplus
@@ -140,6 +140,7 @@ __all__ = [
     "BatchNorm3d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "CosineSimilarity",

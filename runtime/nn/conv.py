@@ -1,5 +1,5 @@
-"""`Conv1d`, `Conv2d`, `ConvTranspose1d` and `ConvTranspose2d` (PyTorch's arguments and
-default init)."""
+"""`Conv1d`, `Conv2d`, `Conv3d`, `ConvTranspose1d` and `ConvTranspose2d` (PyTorch's
+arguments and default init)."""
 
 from __future__ import annotations
 
@@ -115,6 +115,15 @@ class Conv1d(_ConvNd):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         x, padding = self._padded(input)
         return C.conv1d(x, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class Conv3d(_ConvNd):
+    _dims = 3
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        x, padding = self._padded(input)
+        return C.conv3d(x, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
 
 

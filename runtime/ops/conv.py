@@ -226,10 +226,10 @@ def _conv_padding(padding: Any, k: Pair, d: Pair, s: Pair, n: int) -> Pad4:
     return _sym(_pair(padding, "padding", n) if n == 2 else (0, _pair(padding, "padding", 1)[0]))
 
 
-def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padding: Pad4,  # noqa: A002
-          dilation: Pair, groups: int, name: str) -> Tensor:
-    n, c, h, w = input.shape
-    o, cg, kh, kw = weight.shape
+def _check_channels(input: Tensor, weight: Tensor, bias: Tensor | None,  # noqa: A002
+                    groups: int) -> None:
+    """PyTorch's checks of groups, channels and bias against the weight."""
+    c, o, cg = input.shape[1], weight.shape[0], weight.shape[1]
     if groups < 1:
         raise RuntimeError("non-positive groups is not supported")
     if o % groups:
@@ -243,6 +243,13 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padd
         raise RuntimeError(f"Given weight of size {_shown(weight)}, expected bias to be 1-"
                            f"dimensional with {o} elements, but got bias of size "
                            f"{_shown(bias)} instead")
+
+
+def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padding: Pad4,  # noqa: A002
+          dilation: Pair, groups: int, name: str) -> Tensor:
+    n, c, h, w = input.shape
+    o, cg, kh, kw = weight.shape
+    _check_channels(input, weight, bias, groups)
     ph, pw = h + padding[0] + padding[1], w + padding[2] + padding[3]
     eh, ew = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
     if ph < eh or pw < ew:
@@ -315,6 +322,53 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     out = _conv(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, s, pad, d, groups, "conv1d")
     out = F.squeeze(out, 2)
     return out if input.ndim == 3 else F.squeeze(out, 0)
+
+
+def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """PyTorch's ``F.conv3d`` on (N, C, D, H, W) or unbatched (C, D, H, W) input: for each
+    depth tap of the kernel, one conv2d of the input's depth slices it meets (batched as
+    N * D_out images), summed over the taps."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
+                           f"input of size: {_shown(input)}")
+    if weight.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    x = input if input.ndim == 5 else F.unsqueeze(input, 0)
+    s, d = _pair(stride, "stride", 3), _pair(dilation, "dilation", 3)
+    k = tuple(weight.shape[2:])
+    if isinstance(padding, str):  # depth first, then (top, bottom, left, right)
+        hw = _conv_padding(padding, k[1:], d[1:], s, 2)  # (checks the string and strides)
+        total = d[0] * (k[0] - 1) if padding == "same" else 0
+        depth = (total // 2, total - total // 2)
+    else:
+        p = _pair(padding, "padding", 3)
+        depth, hw = (p[0], p[0]), _sym(p[1:])
+    _check_channels(x, weight, bias, groups)
+    padded = (x.shape[2] + sum(depth), x.shape[3] + hw[0] + hw[1], x.shape[4] + hw[2] + hw[3])
+    extent = tuple(di * (ki - 1) + 1 for di, ki in zip(d, k))
+    if any(pi < ei for pi, ei in zip(padded, extent)):
+        raise RuntimeError("Calculated padded input size per channel: ("
+                           + " x ".join(map(str, padded)) + "). Kernel size: ("
+                           + " x ".join(map(str, extent)) + "). Kernel size can't be greater "
+                           "than actual input size")
+    if any(depth):
+        x = pad(x, (0, 0, 0, 0, *depth))
+    n, c, _, h, w = x.shape
+    d_out = (padded[0] - extent[0]) // s[0] + 1
+    out = None
+    for tap in range(k[0]):
+        start = tap * d[0]
+        planes = x[:, :, start:start + s[0] * (d_out - 1) + 1:s[0]]  # (N, C, D_out, H, W)
+        planes = F.reshape(F.permute(planes, 0, 2, 1, 3, 4), (n * d_out, c, h, w))
+        y = _conv(planes, weight[:, :, tap], None, s[1:], hw, d[1:], groups, "conv3d")
+        out = y if out is None else F.add(out, y)
+    assert out is not None
+    out = F.permute(F.reshape(out, (n, d_out, *out.shape[1:])), 0, 2, 1, 3, 4)
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, (1, -1, 1, 1, 1)))
+    return out if input.ndim == 5 else F.squeeze(out, 0)
 
 
 # --------------------------------------------------------------------------- pooling

@@ -409,3 +409,40 @@ def test_compiled_step_with_the_new_layer_options_equals_eager_without_falling_b
     for (name, a), b in zip(models[0].state_dict().items(), models[1].state_dict().values()):
         np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-6, err_msg=name)
     assert int(models[0].bn.num_batches_tracked) == 3
+
+
+# ------------------------------------------------------------------------------- conv3d
+
+
+def test_conv3d_by_hand_and_its_errors():
+    w = rt.zeros(1, 1, 2, 1, 1)
+    with rt.no_grad():
+        w[0, 0, 0, 0, 0], w[0, 0, 1, 0, 0] = 1.0, 10.0
+    x = rt.arange(12.0).reshape(1, 1, 3, 2, 2)  # depth planes 0..3, 4..7, 8..11
+    y = F.conv3d(x, w)  # plane d + 10 * plane d+1
+    assert y.tolist() == [[[[[40.0, 51.0], [62.0, 73.0]], [[84.0, 95.0], [106.0, 117.0]]]]]
+    assert F.conv3d(x[0], w, stride=2).shape == (1, 1, 2, 2)  # unbatched
+    with pytest.raises(RuntimeError, match=r"padded input size per channel: \(3 x 2 x 2\)\. "
+                                           r"Kernel size: \(5 x 1 x 1\)"):
+        F.conv3d(x, rt.zeros(1, 1, 5, 1, 1))
+    with pytest.raises(RuntimeError, match="padding='same' is not supported for strided"):
+        F.conv3d(x, w, stride=(2, 1, 1), padding="same")
+
+
+@pytest.mark.parametrize("kw", [{"padding": (1, 0, 2), "stride": (2, 1, 2)},
+                                {"padding": "same", "dilation": 2, "groups": 2},
+                                {"padding": 1, "padding_mode": "circular", "bias": False}])
+def test_conv3d_matches_torch(kw):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tm, rm = torch.nn.Conv3d(4, 2, (3, 2, 3), **kw), rt.nn.Conv3d(4, 2, (3, 2, 3), **kw)
+    _load_from_torch(rm, tm)
+    assert repr(rm) == repr(tm)
+    xt = torch.randn(2, 4, 5, 6, 5, requires_grad=True)
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    yt, yr = tm(xt), rm(xr)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    (yt * yt).sum().backward()
+    (yr * yr).sum().backward()
+    np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_np(rm.weight.grad), tm.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
