@@ -421,7 +421,7 @@ def test_conv3d_by_hand_and_its_errors():
     x = rt.arange(12.0).reshape(1, 1, 3, 2, 2)  # depth planes 0..3, 4..7, 8..11
     y = F.conv3d(x, w)  # plane d + 10 * plane d+1
     assert y.tolist() == [[[[[40.0, 51.0], [62.0, 73.0]], [[84.0, 95.0], [106.0, 117.0]]]]]
-    assert F.conv3d(x[0], w, stride=2).shape == (1, 1, 2, 2)  # unbatched
+    assert F.conv3d(x[0], w, stride=(1, 2, 1)).shape == (1, 2, 1, 2)  # unbatched
     with pytest.raises(RuntimeError, match=r"padded input size per channel: \(3 x 2 x 2\)\. "
                                            r"Kernel size: \(5 x 1 x 1\)"):
         F.conv3d(x, rt.zeros(1, 1, 5, 1, 1))
