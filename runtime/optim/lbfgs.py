@@ -161,7 +161,6 @@ class LBFGS(Optimizer):
 
     def step(self, closure: Callable[[], Any]) -> Any:  # type: ignore[override]
         """Up to ``max_iter`` iterations; returns the loss first evaluated."""
-        self._opt_called = True
         with no_grad():
             return self._step(closure)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -10,6 +11,7 @@ from itertools import chain
 from typing import Any
 
 from runtime.autograd import enable_grad, no_grad
+from runtime.autograd.node import RemovableHandle, _HookDict
 from runtime.nn.module import zero_grads
 from runtime.tensor import Tensor
 from runtime.tracing import _state as _trace_state
@@ -17,13 +19,75 @@ from runtime.tracing import _state as _trace_state
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
 
+# hooks around every optimizer's step (register_optimizer_step_pre_hook / _post_hook)
+_global_optimizer_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
+_global_optimizer_post_hooks: dict[int, Callable[..., Any]] = _HookDict()
+
+
+def _add_hook(hooks: dict[int, Callable[..., Any]], hook: Callable[..., Any],
+              prepend: bool = False) -> RemovableHandle:
+    handle = RemovableHandle(hooks)
+    later = list(hooks.items()) if prepend else []
+    for key, _ in later:
+        del hooks[key]
+    hooks[handle.id] = hook
+    hooks.update(later)
+    return handle
+
+
+def register_optimizer_step_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` before every optimizer's step (as torch's: it may
+    return new ``(args, kwargs)``)."""
+    return _add_hook(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """``hook(optimizer, args, kwargs)`` after every optimizer's step."""
+    return _add_hook(_global_optimizer_post_hooks, hook)
+
+
+def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
+    """``step`` running the step hooks, global and the optimizer's, as torch's wrapper:
+    pre-hooks get ``(optimizer, args, kwargs)``, ``args`` starting with the optimizer."""
+    @functools.wraps(step)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        self = args[0]
+        self._opt_called = True  # an lr scheduler warns when it steps before its optimizer
+        for hook in chain(_global_optimizer_pre_hooks.values(),
+                          self._optimizer_step_pre_hooks.values()):
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+        out = step(*args, **kwargs)
+        for hook in chain(self._optimizer_step_post_hooks.values(),
+                          _global_optimizer_post_hooks.values()):
+            hook(self, args, kwargs)
+        return out
+
+    return wrapper
+
 
 class Optimizer:
-    """Subclasses implement `_step_group(group)`; `step` runs it for each group under `no_grad`."""
+    """Subclasses implement `_step_group(group)`; `step` runs it for each group under `no_grad`
+    (a subclass's own `step` runs the step hooks too)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "step" in cls.__dict__:
+            cls.step = _with_step_hooks(cls.__dict__["step"])  # type: ignore[method-assign]
 
     def __init__(self, params: Params, defaults: dict[str, Any]) -> None:
         _check_flags(defaults)
         self.defaults = defaults
+        self._optimizer_step_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
+        self._optimizer_step_post_hooks: dict[int, Callable[..., Any]] = _HookDict()
+        self._optimizer_state_dict_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
+        self._optimizer_state_dict_post_hooks: dict[int, Callable[..., Any]] = _HookDict()
+        self._optimizer_load_state_dict_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
+        self._optimizer_load_state_dict_post_hooks: dict[int, Callable[..., Any]] = _HookDict()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or dicts, "
@@ -88,10 +152,38 @@ class Optimizer:
     def zero_grad(self, set_to_none: bool = True) -> None:
         zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
+    def register_step_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` before each step; it may return new
+        ``(args, kwargs)``."""
+        return _add_hook(self._optimizer_step_pre_hooks, hook)
+
+    def register_step_post_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """``hook(optimizer, args, kwargs)`` after each step."""
+        return _add_hook(self._optimizer_step_post_hooks, hook)
+
+    def register_state_dict_pre_hook(self, hook: Callable[..., Any],
+                                     prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` before ``state_dict()`` builds the state dict."""
+        return _add_hook(self._optimizer_state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook: Callable[..., Any],
+                                      prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` after ``state_dict()``; it may return a new one."""
+        return _add_hook(self._optimizer_state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable[..., Any],
+                                          prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer, state_dict)`` before loading; it may return the one to load."""
+        return _add_hook(self._optimizer_load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook: Callable[..., Any],
+                                           prepend: bool = False) -> RemovableHandle:
+        """``hook(optimizer)`` after ``load_state_dict``."""
+        return _add_hook(self._optimizer_load_state_dict_post_hooks, hook, prepend)
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; `closure` re-evaluates the loss first."""
         loss = None
-        self._opt_called = True  # an lr scheduler warns when it steps before its optimizer
         tracer = _trace_state.tracer
         if tracer is not None:
             tracer.on_optimizer(self)  # a compiled step guards on, and plans, this state
@@ -130,6 +222,8 @@ class Optimizer:
 
     def state_dict(self) -> dict[str, Any]:
         """{"state": {index: state}, "param_groups": [groups, params as indices]}; no copies."""
+        for pre_hook in self._optimizer_state_dict_pre_hooks.values():
+            pre_hook(self)
         index: dict[int, int] = {}
         start = 0
 
@@ -144,10 +238,19 @@ class Optimizer:
 
         groups = [pack(g) for g in self.param_groups]
         state = {(index[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for post_hook in self._optimizer_state_dict_post_hooks.values():
+            result = post_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Load a `state_dict()`; state tensors are copied to their parameter's dtype and device."""
+        for pre_hook in self._optimizer_load_state_dict_pre_hooks.values():
+            result = pre_hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(self.param_groups) != len(saved_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -175,6 +278,11 @@ class Optimizer:
             saved["params"] = group["params"]
         self.state = state
         self.param_groups = saved_groups
+        for post_hook in self._optimizer_load_state_dict_post_hooks.values():
+            post_hook(self)
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)  # type: ignore[method-assign]
 
 
 def _check_flags(defaults: dict[str, Any]) -> None:

@@ -243,3 +243,63 @@ def test_duplicate_parameters_warn() -> None:
     with pytest.warns(UserWarning, match="duplicate parameters"):
         optim.SGD([p, p])
     assert math.isclose(optim.SGD([p], lr=0.1).param_groups[0]["lr"], 0.1)
+
+
+def _hook_log(lib: Any) -> list[Any]:
+    p = lib.ones(2, requires_grad=True)
+    p.grad = lib.ones(2)
+    opt = lib.optim.SGD([p], lr=1.0)
+    log: list[Any] = []
+    pre = opt.register_step_pre_hook(lambda o, args, kwargs: log.append(("pre", len(args))))
+    post = opt.register_step_post_hook(lambda o, args, kwargs: log.append("post"))
+    opt.step()
+    pre.remove()
+    opt.step()
+    post.remove()
+    opt.step()
+    opt.register_state_dict_pre_hook(lambda o: log.append("state_dict"))
+    opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1})
+    saved = opt.state_dict()
+    log.append(sorted(saved))
+    opt.register_load_state_dict_pre_hook(
+        lambda o, sd: {k: v for k, v in sd.items() if k != "extra"})
+    opt.register_load_state_dict_post_hook(lambda o: log.append("loaded"))
+    opt.register_load_state_dict_post_hook(lambda o: log.append("first"), prepend=True)
+    opt.load_state_dict(saved)
+    lbfgs = lib.optim.LBFGS([p], max_iter=1)
+    lbfgs.register_step_post_hook(lambda o, args, kwargs: log.append(len(args)))
+    lbfgs.step(lambda: (p ** 2).sum())
+    return log + [p.detach().numpy().tolist()]
+
+
+def test_optimizer_hooks() -> None:
+    ours = _hook_log(rt)
+    assert ours[:-1] == [("pre", 1), "post", "post", "state_dict",
+                         ["extra", "param_groups", "state"], "first", "loaded", 2]
+    torch = pytest.importorskip("torch")
+    assert ours == _hook_log(torch)
+
+
+def test_global_step_hooks_and_argument_rewrites() -> None:
+    from runtime.optim.optimizer import register_optimizer_step_pre_hook
+
+    p = rt.zeros(1, requires_grad=True)
+    opt = optim.SGD([p], lr=1.0)
+    calls: list[str] = []
+    handle = register_optimizer_step_pre_hook(lambda o, a, k: calls.append(type(o).__name__))
+
+    def closure() -> rt.Tensor:
+        opt.zero_grad()
+        loss = ((p - 3) ** 2).sum()
+        loss.backward()
+        return loss
+
+    opt.register_step_pre_hook(lambda o, args, kwargs: ((o,), {"closure": closure}))
+    assert opt.step() == 9.0  # the hook passed the closure
+    handle.remove()
+    opt.step()
+    # gradient -6 at 0, then 6 at 6: back to 0; the global hook ran once
+    assert calls == ["SGD"] and p.item() == 0.0
+    opt.register_step_pre_hook(lambda o, args, kwargs: 5)
+    with pytest.raises(RuntimeError, match="must return None or a tuple of"):
+        opt.step()
