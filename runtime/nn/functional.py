@@ -54,6 +54,7 @@ from runtime.ops.losses import (  # noqa: E402
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
     cosine_embedding_loss,
+    ctc_loss,
     gaussian_nll_loss,
     hinge_embedding_loss,
     margin_ranking_loss,
@@ -101,6 +102,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 __all__ = [
     "cosine_embedding_loss",
+    "ctc_loss",
     "gaussian_nll_loss",
     "hinge_embedding_loss",
     "margin_ranking_loss",

@@ -578,3 +578,96 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
     if full:
         loss = F.add(loss, 0.5 * math.log(2 * math.pi))
     return _reduce(loss, reduction, "gaussian_nll_loss")
+
+
+_CTC_UNREACHABLE = -1e30  # log(0) for CTC's lattice: finite, so no inf - inf in a gradient
+
+
+def _ctc_lengths(lengths: Any, n: int) -> list[int]:
+    values = lengths.tolist() if isinstance(lengths, Tensor) else lengths
+    values = [values] if isinstance(values, (int, float)) else list(values)
+    if len(values) != n:
+        raise RuntimeError(f"Expected tensor to have size at least {n} at dimension 1, but got "
+                           f"size {len(values)} for argument #2 'targets' (while checking "
+                           "arguments for ctc_loss_cpu)")
+    return [int(v) for v in values]
+
+
+def _ctc_labels(targets: Tensor, target_lengths: list[int], blank: int) -> np.ndarray:
+    """(N, 2 * S + 1): each target with a blank before, between and after its labels (the
+    rest blanks), from padded (N, S) targets or their 1-D concatenation."""
+    t = targets.numpy().astype(np.int64)
+    if t.ndim == 2:
+        rows = [t[i, :length] for i, length in enumerate(target_lengths)]
+    else:
+        ends = np.cumsum(target_lengths)
+        rows = [t[end - length:end] for end, length in zip(ends, target_lengths)]
+    ext = np.full((len(rows), 2 * max(target_lengths, default=0) + 1), blank, np.int64)
+    for i, row in enumerate(rows):
+        ext[i, 1:2 * len(row):2] = row
+    return ext
+
+
+def _ctc_softmax_term(lp: Tensor, in_lens: Tensor) -> Tensor:
+    """Zero, with the gradient exp(log_probs) (at each sequence's own steps): PyTorch's CTC
+    backward returns it on top of the exact gradient, which log_softmax's backward cancels,
+    so ``log_probs.grad`` of a leaf is PyTorch's too."""
+    from ..creation import arange
+
+    steps = F.unsqueeze(F.unsqueeze(arange(lp.shape[0], device=lp.device), 1), 2)
+    valid = F.logical_and(F.lt(steps, F.unsqueeze(F.reshape(in_lens, (1, -1)), 2)),
+                          F.gt(lp.detach(), -math.inf))
+    zero = F.mul(F.exp(lp.detach()), F.sub(lp, lp.detach()))
+    return F.sum(F.where(valid, zero, 0.0), (0, 2))
+
+
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
+             blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """PyTorch's ``F.ctc_loss``: -log of the summed probability of every alignment of each
+    target to its (T, N, C) or unbatched (T, C) log-probabilities, by the forward (alpha)
+    recursion over the blank-extended labels in log space; autograd gives its gradient.
+    'mean' divides each loss by its target length, then averages."""
+    from ..creation import tensor
+    from .reductions import logsumexp
+    from .tensor_ops import gather
+
+    batched = log_probs.ndim == 3
+    lp = log_probs if batched else F.unsqueeze(log_probs, 1)
+    if not batched:
+        targets = F.unsqueeze(targets, 0)
+    steps, n = lp.shape[0], lp.shape[1]
+    in_lens = _ctc_lengths(input_lengths, n)
+    tgt_lens = _ctc_lengths(target_lengths, n)
+    ext = _ctc_labels(targets, tgt_lens, blank)
+    width = ext.shape[1]
+    skip = np.zeros_like(ext, dtype=bool)  # s may come from s - 2: a label unlike the one before
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    index = F.expand(F.unsqueeze(tensor(ext, device=lp.device), 0), steps, n, width)
+    emit = gather(lp, 2, index)  # (T, N, 2S+1): the log-probability of each lattice label
+    none = tensor(np.full((n, 1), _CTC_UNREACHABLE), dtype=lp.dtype, device=lp.device)
+    start = np.full((n, width), _CTC_UNREACHABLE)
+    start[:, :2] = 0.0
+    alpha = F.add(emit[0], tensor(start, dtype=lp.dtype, device=lp.device))
+    skip_t = tensor(skip, device=lp.device)
+    in_lens_t = F.unsqueeze(tensor(in_lens, device=lp.device), 1)
+    for t in range(1, steps):
+        one = F.cat([none, alpha[:, :-1]], 1)
+        two = F.where(skip_t, F.cat([none, none, alpha[:, :-2]], 1), _CTC_UNREACHABLE)
+        step = F.add(logsumexp(F.stack([alpha, one, two], 0), 0), emit[t])
+        alpha = F.where(F.gt(in_lens_t, t), step, alpha)  # a sequence's own length only
+    ends = np.stack([2 * np.array(tgt_lens), np.maximum(2 * np.array(tgt_lens) - 1, 0)], 1)
+    last = gather(alpha, 1, tensor(ends, device=lp.device))
+    both = np.array(tgt_lens) > 0
+    last = F.where(tensor(np.stack([np.ones(n, bool), both], 1), device=lp.device), last,
+                   _CTC_UNREACHABLE)
+    loss = F.add(F.neg(logsumexp(last, 1)), _ctc_softmax_term(lp, in_lens_t))
+    impossible = F.gt(loss, -_CTC_UNREACHABLE / 10)
+    if zero_infinity:
+        loss = F.where(impossible, 0.0, loss)
+    else:
+        loss = F.where(impossible, math.inf, loss)
+    if reduction == "mean":
+        lengths = tensor(np.maximum(np.array(tgt_lens), 1), dtype=lp.dtype, device=lp.device)
+        return F.mean(F.div(loss, lengths))
+    loss = _reduce(loss, reduction, "ctc_loss")
+    return loss if batched or reduction != "none" else F.squeeze(loss, 0)

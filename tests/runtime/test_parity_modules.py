@@ -446,3 +446,50 @@ def test_conv3d_matches_torch(kw):
     (yr * yr).sum().backward()
     np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(_np(rm.weight.grad), tm.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+# ------------------------------------------------------------------------------ CTC loss
+
+
+def test_ctc_loss_sums_the_alignments_by_hand():
+    p = np.array([[0.6, 0.4], [0.3, 0.7]])  # (T=2, C=2), blank 0
+    lp = rt.tensor(np.log(p)[:, None, :])
+    loss = F.ctc_loss(lp, rt.tensor([[1]]), [2], [1], reduction="sum")
+    # "1 1", "- 1" and "1 -" all read as the one label
+    want = -np.log(p[0, 1] * p[1, 1] + p[0, 0] * p[1, 1] + p[0, 1] * p[1, 0])
+    assert abs(float(loss) - want) < 1e-6
+    # "1 1" as a target needs a blank between: impossible in two steps
+    inf = F.ctc_loss(lp, rt.tensor([[1, 1]]), [2], [2], reduction="none")
+    assert inf.tolist() == [float("inf")]
+    zero = F.ctc_loss(lp, rt.tensor([[1, 1]]), [2], [2], zero_infinity=True)
+    assert float(zero) == 0.0
+    assert repr(rt.nn.CTCLoss(blank=1)) == "CTCLoss()"
+
+
+def test_ctc_loss_gradcheck_through_log_softmax():
+    x = rt.randn(5, 2, 4, dtype=rt.float64, requires_grad=True)
+
+    def fn(x: rt.Tensor) -> rt.Tensor:
+        return F.ctc_loss(x.log_softmax(2), rt.tensor([[1, 2], [3, 0]]), [5, 4], [2, 1])
+
+    assert rt.autograd.gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("flat_targets", [False, True])
+def test_ctc_loss_matches_torch(reduction, flat_targets):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    lp = torch.randn(12, 3, 5, dtype=torch.float64).log_softmax(2).requires_grad_()
+    targets = torch.tensor([[1, 2, 2, 4], [3, 1, 0, 0], [1, 1, 1, 1]])
+    in_lens, tgt_lens = torch.tensor([12, 10, 7]), torch.tensor([4, 2, 0])
+    if flat_targets:
+        targets = torch.cat([targets[0], targets[1, :2]])
+    lr = rt.tensor(lp.detach().numpy(), requires_grad=True)
+    args_r = (rt.tensor(targets.numpy()), rt.tensor(in_lens.numpy()), rt.tensor(tgt_lens.numpy()))
+    yt = torch.nn.functional.ctc_loss(lp, targets, in_lens, tgt_lens, reduction=reduction)
+    yr = F.ctc_loss(lr, *args_r, reduction=reduction)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-10)
+    (yt * 1.5).sum().backward()
+    (yr * 1.5).sum().backward()  # log_probs.grad of a leaf: torch's formula too
+    np.testing.assert_allclose(_np(lr.grad), lp.grad.numpy(), rtol=1e-9, atol=1e-12)
