@@ -9,7 +9,7 @@ here can run code, and every size is checked before anything is allocated.
 
 The names follow ``safetensors.numpy``: ``save_file(tensors, filename, metadata=None)``,
 ``load_file(filename, device="cpu")``, ``save(tensors, metadata=None) -> bytes``,
-``load(data) -> dict``. Writing a file is atomic, as ``rt.save`` is.
+``load(data) -> dict``, and ``safe_open``. Writing a file is atomic, as ``rt.save`` is.
 """
 
 from __future__ import annotations
@@ -153,15 +153,47 @@ def _parse(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, str] | N
     return header, metadata, buf
 
 
+def _tensor(info: dict[str, Any], buf: memoryview, device: str) -> Tensor:
+    dt = D.as_dtype(_DTYPE[info["dtype"]])
+    b, e = info["data_offsets"]
+    arr = np.frombuffer(buf[b:e], dtype=dt.np.newbyteorder("<"))
+    arr = arr.astype(dt.np, copy=True).reshape(info["shape"])
+    return Tensor._make(move_array(arr, device), dt, device)
+
+
 def _tensors(header: dict[str, Any], buf: memoryview, device: str) -> dict[str, Tensor]:
-    out = {}
-    for name, info in header.items():
-        dt = D.as_dtype(_DTYPE[info["dtype"]])
-        b, e = info["data_offsets"]
-        arr = np.frombuffer(buf[b:e], dtype=dt.np.newbyteorder("<"))
-        arr = arr.astype(dt.np, copy=True).reshape(info["shape"])
-        out[name] = Tensor._make(move_array(arr, device), dt, device)
-    return out
+    return {name: _tensor(info, buf, device) for name, info in header.items()}
+
+
+class safe_open:  # noqa: N801  # the safetensors package's name
+    """``with safe_open(filename, framework="pt", device="cpu") as f:`` then ``f.keys()``,
+    ``f.get_tensor(name)`` and ``f.metadata()``, as the safetensors package's: the file is
+    checked once, and each tensor is read when asked for. Whatever ``framework`` names,
+    the tensors are runtime tensors."""
+
+    def __init__(self, filename: str | os.PathLike[str], framework: str,
+                 device: Any = "cpu") -> None:
+        with open(filename, "rb") as fh:
+            data = fh.read()
+        self._header, self._metadata, self._buf = _parse(data)
+        self._device = canonical_device(device)
+
+    def __enter__(self) -> safe_open:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def keys(self) -> list[str]:
+        return sorted(self._header)
+
+    def metadata(self) -> dict[str, str] | None:
+        return self._metadata
+
+    def get_tensor(self, name: str) -> Tensor:
+        if name not in self._header:
+            raise SafetensorError(f"File does not contain tensor {name}")
+        return _tensor(self._header[name], self._buf, self._device)
 
 
 def load(data: bytes) -> dict[str, Tensor]:

@@ -289,13 +289,15 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
     return decode(header["tree"])
 
 
-def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool = True,
-         **kwargs: Any) -> Any:
-    """Read what ``rt.save`` wrote. Only data is read (``weights_only=False``, which in
-    PyTorch allows unpickling arbitrary objects, is refused); ``map_location`` moves every
-    tensor to one device (a string or ``rt.device``), maps saved devices by a dict, or is a
-    function ``(tensor, saved_device) -> tensor or None``, as torch's."""
-    if not weights_only:
+def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool | None = None,
+         mmap: bool | None = None, **kwargs: Any) -> Any:
+    """Read what ``rt.save`` wrote. Only data is read (``weights_only`` None or True, as
+    torch's default; False, which in PyTorch allows unpickling arbitrary objects, is
+    refused); ``map_location`` moves every tensor to one device (a string or ``rt.device``),
+    maps saved devices by a dict, or is a function ``(tensor, saved_device) -> tensor or
+    None``, as torch's. ``mmap`` is accepted for torch's signature: the file is read whole
+    either way (the tensors are copies, not views of the file)."""
+    if weights_only is False:
         raise ValueError("rt.load(weights_only=False) is not supported: a checkpoint is data "
                          "only, never code")
     if kwargs:

@@ -270,3 +270,32 @@ def test_distributed_sampler_errors() -> None:
         data.DistributedSampler(range(3), 2, 2)
     with pytest.raises(ValueError, match="Default process group has not been initialized"):
         data.DistributedSampler(range(3))
+
+
+def test_load_takes_torchs_keywords() -> None:
+    buffer = io.BytesIO()
+    rt.save({"a": rt.ones(2)}, buffer)
+    for kwargs in ({"weights_only": None}, {"weights_only": True, "mmap": True}, {}):
+        buffer.seek(0)
+        assert rt.load(buffer, **kwargs)["a"].tolist() == [1.0, 1.0]
+    buffer.seek(0)
+    with pytest.raises(ValueError, match="weights_only=False"):
+        rt.load(buffer, weights_only=False)
+
+
+def test_safe_open(tmp_path: Any) -> None:
+    from runtime.safetensors import SafetensorError, safe_open, save_file
+
+    path = tmp_path / "m.safetensors"
+    save_file({"b": rt.arange(3), "a": rt.ones(2, 2, dtype=rt.float16)}, path,
+              metadata={"format": "pt"})
+    with safe_open(path, framework="pt") as f:
+        assert f.keys() == ["a", "b"] and f.metadata() == {"format": "pt"}
+        b = f.get_tensor("b")
+        assert b.dtype == rt.int64 and b.tolist() == [0, 1, 2]
+        assert f.get_tensor("a").dtype == rt.float16
+        with pytest.raises(SafetensorError, match="File does not contain tensor c"):
+            f.get_tensor("c")
+    safetensors = pytest.importorskip("safetensors")
+    with safetensors.safe_open(str(path), framework="pt") as f:
+        assert f.keys() == ["a", "b"] and f.get_tensor("b").tolist() == [0, 1, 2]
