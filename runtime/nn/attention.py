@@ -48,9 +48,6 @@ class MultiheadAttention(Module):
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
                              f"embed_dim={embed_dim} and num_heads={num_heads} instead")
-        if add_bias_kv or add_zero_attn:
-            raise NotImplementedError("MultiheadAttention: add_bias_kv and add_zero_attn are "
-                                      "not supported")
         super().__init__()
         self.embed_dim = embed_dim
         self.kdim = embed_dim if kdim is None else kdim
@@ -81,6 +78,12 @@ class MultiheadAttention(Module):
             self.register_parameter("in_proj_bias", None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias,
                                                         device=device, dtype=dtype)
+        if add_bias_kv:  # one more key and value, learned, that every query may attend
+            self.bias_k = Parameter(rt.empty(1, 1, embed_dim, device=device, dtype=dtype))
+            self.bias_v = Parameter(rt.empty(1, 1, embed_dim, device=device, dtype=dtype))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn  # one more key and value, zeros, per head
         self._reset_parameters()
 
     def _reset_parameters(self) -> None:
@@ -92,6 +95,9 @@ class MultiheadAttention(Module):
         if self.in_proj_bias is not None:
             init.zeros_(self.in_proj_bias)
             init.zeros_(self.out_proj.bias)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+            init.xavier_normal_(self.bias_v)
 
     def _project(self, x: Tensor, part: int) -> Tensor:
         """x through the part-th (q, k, v) third of in_proj."""
@@ -135,10 +141,12 @@ class MultiheadAttention(Module):
                                  f"kdim {self.kdim} and vdim {self.vdim}")
 
     def _apply_masks(self, scores: Tensor, attn_mask: Tensor | None,
-                     key_padding_mask: Tensor | None) -> Tensor:
-        """scores (N, H, L, S) under attn_mask (L, S) or (N·H, L, S) and key_padding_mask
-        (N, S), checked with PyTorch's texts."""
+                     key_padding_mask: Tensor | None, extra: int) -> Tensor:
+        """scores (N, H, L, S + extra) under attn_mask (L, S) or (N·H, L, S) and
+        key_padding_mask (N, S), checked with PyTorch's texts; the ``extra`` keys
+        (add_bias_kv, add_zero_attn) are never masked."""
         bsz, heads, tgt, src = scores.shape
+        src -= extra
         if attn_mask is not None:
             if attn_mask.ndim == 2:
                 if tuple(attn_mask.shape) != (tgt, src):
@@ -154,12 +162,13 @@ class MultiheadAttention(Module):
                 raise AssertionError(f"For batched (3-D) `query`, expected `attn_mask` to be "
                                      f"`None`, 2-D or 3-D but found {attn_mask.ndim}-D tensor "
                                      "instead")
-            scores = _masked(scores, attn_mask)
+            scores = _masked(scores, _unmasked_keys(attn_mask, extra))
         if key_padding_mask is not None:
             if tuple(key_padding_mask.shape) != (bsz, src):
                 raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src)}, but "
                                      f"got {_size(key_padding_mask)}")
-            scores = _masked(scores, F.reshape(key_padding_mask, (bsz, 1, 1, src)))
+            scores = _masked(scores, _unmasked_keys(
+                F.reshape(key_padding_mask, (bsz, 1, 1, src)), extra))
         return scores
 
     def forward(
@@ -216,15 +225,32 @@ class MultiheadAttention(Module):
         def split(t: Tensor, n: int) -> Tensor:  # (N, n, E) -> (N, H, n, hd)
             return F.permute(F.reshape(t, (bsz, n, heads, hd)), 0, 2, 1, 3)
 
-        q, k, v = split(q, tgt), split(k, src), split(v, src)
+        extra = 0
+        if self.bias_k is not None:
+            k = F.cat([k, F.expand(self.bias_k, bsz, 1, self.embed_dim)], 1)
+            v = F.cat([v, F.expand(self.bias_v, bsz, 1, self.embed_dim)], 1)
+            extra += 1
+        q, k, v = split(q, tgt), split(k, src + extra), split(v, src + extra)
+        if self.add_zero_attn:
+            zeros = rt.zeros(bsz, heads, 1, hd, dtype=k.dtype, device=k.device)
+            k, v = F.cat([k, zeros], 2), F.cat([v, zeros], 2)
+            extra += 1
         # q is scaled before the product, as PyTorch's reference (same rounding)
         scores = F.matmul(F.mul(q, 1.0 / math.sqrt(hd)), F.transpose(k, -2, -1))
-        scores = self._apply_masks(scores, attn_mask, key_padding_mask)
+        scores = self._apply_masks(scores, attn_mask, key_padding_mask, extra)
         weights = safe_softmax(scores) if safe else C.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
             weights = C.dropout(weights, self.dropout)
         out = F.reshape(F.permute(F.matmul(weights, v), 0, 2, 1, 3), (bsz, tgt, self.embed_dim))
         return self.out_proj(out), weights
+
+
+def _unmasked_keys(mask: Tensor, extra: int) -> Tensor:
+    """``mask`` with ``extra`` more keys at the end, none of them masked."""
+    if not extra:
+        return mask
+    return F.cat([mask, rt.zeros(*mask.shape[:-1], extra, dtype=mask.dtype,
+                                 device=mask.device)], -1)
 
 
 def _size(t: Tensor, stop: int | None = None) -> str:

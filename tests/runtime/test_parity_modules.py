@@ -493,3 +493,46 @@ def test_ctc_loss_matches_torch(reduction, flat_targets):
     (yt * 1.5).sum().backward()
     (yr * 1.5).sum().backward()  # log_probs.grad of a leaf: torch's formula too
     np.testing.assert_allclose(_np(lr.grad), lp.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ------------------------------------------------- MultiheadAttention extra keys and values
+
+
+def test_mha_add_zero_attn_gives_each_query_a_zero_key_and_value():
+    mha = rt.nn.MultiheadAttention(2, 1, add_zero_attn=True, bias=False)
+    with rt.no_grad():
+        mha.in_proj_weight.copy_(rt.cat([rt.zeros(2, 2), rt.eye(2), rt.eye(2)]))
+        mha.out_proj.weight.copy_(rt.eye(2))
+    key = rt.tensor([[[1.0, 2.0]]])  # (S=1, N=1, E=2); q = 0: both scores are 0
+    out, weights = mha(rt.zeros(1, 1, 2), key, key)
+    assert weights.tolist() == [[[0.5, 0.5]]]  # the key and the added zero key
+    np.testing.assert_allclose(_np(out), [[[0.5, 1.0]]])
+    biased = rt.nn.MultiheadAttention(4, 2, add_bias_kv=True)
+    assert list(biased.state_dict())[:4] == ["in_proj_weight", "in_proj_bias", "bias_k",
+                                             "bias_v"]
+    assert biased(rt.randn(3, 2, 4), rt.randn(5, 2, 4), rt.randn(5, 2, 4))[1].shape == (2, 3, 6)
+
+
+@pytest.mark.parametrize("bias_kv,zero_attn", [(True, False), (False, True), (True, True)])
+def test_mha_add_bias_kv_and_zero_attn_match_torch(bias_kv, zero_attn):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    kw = dict(add_bias_kv=bias_kv, add_zero_attn=zero_attn)
+    tm, rm = torch.nn.MultiheadAttention(8, 2, **kw), rt.nn.MultiheadAttention(8, 2, **kw)
+    _load_from_torch(rm, tm)
+    q, k = torch.randn(4, 2, 8, requires_grad=True), torch.randn(5, 2, 8)
+    kpm = torch.tensor([[False, False, True, False, True], [False] * 5])
+    mask = torch.rand(4, 5) > 0.6
+    ot, wt = tm(q, k, k, key_padding_mask=kpm, attn_mask=mask, average_attn_weights=False)
+    qr = rt.tensor(q.detach().numpy(), requires_grad=True)
+    orr, wr = rm(qr, rt.tensor(k.numpy()), rt.tensor(k.numpy()),
+                 key_padding_mask=rt.tensor(kpm.numpy()), attn_mask=rt.tensor(mask.numpy()),
+                 average_attn_weights=False)
+    np.testing.assert_allclose(_np(orr), ot.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(_np(wr), wt.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (ot ** 2).sum().backward()
+    (orr ** 2).sum().backward()
+    np.testing.assert_allclose(_np(qr.grad), q.grad.numpy(), rtol=1e-4, atol=1e-5)
+    if bias_kv:
+        np.testing.assert_allclose(_np(rm.bias_k.grad), tm.bias_k.grad.numpy(), rtol=1e-4,
+                                   atol=1e-5)
