@@ -22,6 +22,7 @@ from runtime.ops.activations import (
     mish,
     prelu,
     relu6,
+    rrelu,
     selu,
     softsign,
     tanhshrink,
@@ -44,10 +45,11 @@ from runtime.ops.composite import (
     softplus,
     tanh,
 )
+from runtime.ops import activations as _activations
 from runtime.ops import composite as _composite
 from runtime.nn._layers_fn import alpha_dropout, bilinear, pixel_shuffle, pixel_unshuffle
 from runtime.ops.embedding import embedding, embedding_bag
-from runtime.ops.resample import interpolate
+from runtime.ops.resample import interpolate, upsample, upsample_bilinear, upsample_nearest
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 
 from runtime.ops.losses import (  # noqa: E402
@@ -100,7 +102,53 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     return _composite.relu(input)
 
 
+# PyTorch's in-place forms: the function with inplace=True
+def relu_(input: Tensor) -> Tensor:  # noqa: A002
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:  # noqa: A002
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:  # noqa: A002
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:  # noqa: A002
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    return _activations.threshold(input, threshold, value, inplace=True)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+           training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 __all__ = [
+    "celu_",
+    "elu_",
+    "hardtanh_",
+    "leaky_relu_",
+    "relu_",
+    "rrelu",
+    "rrelu_",
+    "selu_",
+    "threshold_",
+    "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
     "cosine_embedding_loss",
     "ctc_loss",
     "gaussian_nll_loss",

@@ -14,6 +14,7 @@ from runtime.ops.composite import (
     _stable_sigmoid,
     check_dropout_p,
     drop,
+    leaky_relu,
     softmax,
     softplus,
 )
@@ -108,6 +109,21 @@ def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     """PyTorch's ``x <= threshold ? value : x``: a NaN stays NaN, and the gradient passes
     where ``x <= threshold`` does not hold, NaN included."""
     return F.where(F.le(x, threshold), value, x)
+
+
+def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """PyTorch's randomized leaky ReLU: negative inputs times a slope drawn from
+    U(lower, upper) per element while training, times (lower + upper) / 2 otherwise."""
+    from runtime.ops.more_ops import empty_like
+
+    if inplace:
+        return _inplace(lambda t: rrelu(t, lower, upper, training), x)
+    if not training:
+        return leaky_relu(x, (lower + upper) / 2)
+    with no_grad():
+        slope = empty_like(x).uniform_(lower, upper)
+    return F.where(F.ge(x, 0), x, F.mul(x, slope))
 
 
 def glu(x: Tensor, dim: int = -1) -> Tensor:

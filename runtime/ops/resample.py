@@ -156,6 +156,32 @@ def _axis_weight(w: np.ndarray, axis: int, out: Tensor, input: Tensor) -> Tensor
     return tensor(w.astype(np.float64).reshape(shape), dtype=input.dtype, device=input.device)
 
 
+def _deprecated(name: str) -> None:
+    import warnings
+
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", stacklevel=3)
+
+
+def upsample(input: Tensor, size: Any = None, scale_factor: Any = None,  # noqa: A002
+             mode: str = "nearest", align_corners: bool | None = None) -> Tensor:
+    """PyTorch's deprecated ``F.upsample``: ``interpolate``, with its warning."""
+    _deprecated("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None  # noqa: A002
+                     ) -> Tensor:
+    _deprecated("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None  # noqa: A002
+                      ) -> Tensor:
+    _deprecated("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
 def upsample_sizes(size: Any, scale_factor: Any) -> tuple[Any, Any]:
     """``nn.Upsample``'s size and scale factor as given (a float factor kept a float)."""
     if isinstance(scale_factor, Sequence):

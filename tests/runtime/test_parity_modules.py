@@ -536,3 +536,33 @@ def test_mha_add_bias_kv_and_zero_attn_match_torch(bias_kv, zero_attn):
     if bias_kv:
         np.testing.assert_allclose(_np(rm.bias_k.grad), tm.bias_k.grad.numpy(), rtol=1e-4,
                                    atol=1e-5)
+
+
+# ------------------------------------------------- rrelu, in-place forms, upsample aliases
+
+
+def test_rrelu_slopes_and_the_in_place_functional_forms():
+    x = rt.tensor([-2.0, 0.5])
+    assert F.rrelu(x, 0.1, 0.3).tolist() == pytest.approx([-0.4, 0.5])  # eval: the mean
+    y = rt.nn.RReLU(0.1, 0.3)(-rt.ones(1000)).numpy()  # training: one slope per element
+    assert (y <= -0.1 + 1e-6).all() and (y >= -0.3 - 1e-6).all() and y.std() > 0.03
+    assert repr(rt.nn.RReLU(0.1, 0.3, inplace=True)) == "RReLU(lower=0.1, upper=0.3, inplace=True)"
+    for name, args, want in [("relu_", (), [0.0, 0.5]), ("elu_", (1.0,), [np.expm1(-2), 0.5]),
+                             ("leaky_relu_", (0.5,), [-1.0, 0.5]),
+                             ("hardtanh_", (-1.0, 0.25), [-1.0, 0.25]),
+                             ("threshold_", (0.0, 7.0), [7.0, 0.5])]:
+        t = rt.tensor([-2.0, 0.5])
+        assert getattr(F, name)(t, *args) is t, name
+        np.testing.assert_allclose(t.numpy(), want, rtol=1e-6, err_msg=name)
+
+
+def test_deprecated_upsample_functions_warn_and_interpolate():
+    x = rt.arange(4.0).reshape(1, 1, 2, 2)
+    with pytest.warns(UserWarning, match="`nn.functional.upsample_bilinear` is deprecated"):
+        y = F.upsample_bilinear(x, scale_factor=2)
+    np.testing.assert_allclose(_np(y), _np(F.interpolate(x, scale_factor=2, mode="bilinear",
+                                                         align_corners=True)))
+    with pytest.warns(UserWarning, match="`nn.functional.upsample_nearest` is deprecated"):
+        assert F.upsample_nearest(x, size=4).shape == (1, 1, 4, 4)
+    with pytest.warns(UserWarning, match="`nn.functional.upsample` is deprecated"):
+        assert F.upsample(x, scale_factor=3).shape == (1, 1, 6, 6)
