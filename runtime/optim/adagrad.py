@@ -6,6 +6,7 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.tensor import Tensor
 
 
 class Adagrad(Optimizer):
@@ -48,9 +49,14 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                state = self.state[p]
-                state["step"] = rt.tensor(0.0)
-                state["sum"] = rt.full_like(p, group["initial_accumulator_value"])
+                self._init_state(p)
+
+    def _init_state(self, p: Tensor) -> None:
+        """A parameter's state: made at construction, or at its first step (a parameter of
+        a group added later), from the optimizer's initial_accumulator_value (torch's: not
+        the group's)."""
+        self.state[p].update(step=rt.tensor(0.0),
+                             sum=rt.full_like(p, self.defaults["initial_accumulator_value"]))
 
     def _step_group(self, group: dict[str, Any]) -> None:
         # numbers from _hyper (replay-time inputs of a compiled step); branches read the
@@ -60,6 +66,8 @@ class Adagrad(Optimizer):
         scalar = Scalars()
         for p, grad in self._grads(group):
             state = self.state[p]
+            if not state:
+                self._init_state(p)
             step_t, state_sum = state["step"], state["sum"]
             step_t.add_(1)
             if group["weight_decay"] != 0:
