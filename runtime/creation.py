@@ -228,6 +228,9 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
     elif arr.dtype.kind == "f":
         dt = D.as_dtype(arr.dtype) if isinstance(data, np.ndarray) else _float_dtype(data)
     elif arr.dtype.kind in "iu":
+        if arr.dtype == np.uint64 and not isinstance(data, np.ndarray):
+            # Python ints past int64's range (numpy's uint64 would wrap round)
+            raise ValueError("Overflow when unpacking long long")
         dt = D.int64
     elif arr.dtype.kind == "b":
         dt = D.bool_
@@ -445,15 +448,18 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
+    if dtype is None:
+        is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
+        dt = D.default_float if is_float else D.int64
+    else:
+        dt = D.as_dtype(dtype)
+    if dt is D.int64:  # PyTorch's: the bounds and step as int64 first (2.5 is 2)
+        start, end, step = int(start), int(end), int(step)
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    if dtype is None:
-        is_float = any(isinstance(v, float) for v in (start, end, step))
-        dt = D.default_float if is_float else D.int64
-    else:
-        dt = D.as_dtype(dtype)
     dev = canonical_device(device)
     tracer = active_tracer()
     if tracer is not None:

@@ -503,6 +503,7 @@ Tensor.multinomial = lambda self, *a, **k: _creation.multinomial(self, *a, **k) 
 Tensor.int = _more.to_int  # type: ignore[attr-defined]
 Tensor.type = _more.type_  # type: ignore[attr-defined]
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
+Tensor.sgn = F.sign  # type: ignore[attr-defined]  # sign, for real tensors
 Tensor.broadcast_to = F.expand  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]

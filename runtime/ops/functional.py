@@ -726,7 +726,7 @@ def pow_(t: Tensor, other: Any) -> Tensor:
 def fill_(t: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         value = value.item()
-    return apply_inplace(P.FILL, t, value=value)
+    return apply_inplace(P.FILL, t, value=D.scalar_as(value, t.dtype))
 
 
 def zero_(t: Tensor) -> Tensor:
@@ -825,6 +825,8 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         value = to_device(value, t.device)
     template, idx, masks = _norm_key(key, t.device)
     _check_key(t.shape, template, idx, masks)
+    if not isinstance(value, Tensor) and not t.dtype.is_floating_point:
+        value = D.scalar_as(value, t.dtype)  # PyTorch's error for nan or 1e30 (a half: inf)
     if isinstance(value, Tensor) and value.ndim:
         _check_value_shape(value, P._key_shape(t.shape, [i.shape for i in idx], template),
                            advanced=bool(idx))

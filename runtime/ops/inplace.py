@@ -37,15 +37,11 @@ def _same_dtype(t: Tensor, args: tuple[Any, ...]) -> bool:
     return True
 
 
-def _category(d: D.DType) -> int:
-    return min(d.rank, 2)
-
-
 def _check_result(prim: Primitive, t: Tensor, result: Tensor) -> None:
     """The out-of-place result must fit the tensor written in place (PyTorch's errors)."""
-    if _category(result.dtype) > _category(t.dtype):
-        raise RuntimeError(f"result type {result.dtype.name} can't be cast to the desired "
-                           f"output type {t.dtype.name} (in {prim.name}_)")
+    if result.dtype.category > t.dtype.category:
+        raise RuntimeError(f"result type {D.scalar_type_name(result.dtype)} can't be cast to "
+                           f"the desired output type {D.scalar_type_name(t.dtype)}")
     if result.shape != t.shape:
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
                            f"shape {list(result.shape)} (in {prim.name}_)")

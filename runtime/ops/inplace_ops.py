@@ -141,12 +141,7 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     _check_index(index, "index_fill_")
     d = wrap_dim(dim, x.ndim) if x.ndim else 0
     _check_values(index, x, d, "", -1)
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.ndim} dimension(s).")
-        value = F.cast(value, x.dtype)
-    return F.where(_hit_mask(x, d, index), value, x)
+    return F.where(_hit_mask(x, d, index), T.fill_value(x, value, "index_fill_"), x)
 
 
 def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:

@@ -510,7 +510,7 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
     if cond.dtype != np.bool_:
         raise TypeError(f"where expected condition to be a bool tensor, got {cond.dtype}")
     if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
-        dt = np.dtype(np.float32) if isinstance(a, float) or isinstance(b, float) else np.dtype(
+        dt = D.default_float.np if isinstance(a, float) or isinstance(b, float) else np.dtype(
             np.int64)
     else:
         # from dtypes, not arrays: numpy's result_type refuses device arrays

@@ -296,14 +296,18 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
         got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{_MASK_DTYPE_NAMES.get(got, got)}")
-    if isinstance(value, Tensor):
-        if value.ndim:
-            raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but "
-                               f"got tensor with {value.ndim} dimension(s).")
-        value = F.cast(value, x.dtype)
-    else:  # the result keeps x's dtype: the value is converted, as PyTorch's
-        value = D.scalar_as(value, x.dtype)
-    return F.where(mask, value, x)
+    return F.where(mask, fill_value(x, value, "masked_fill_"), x)
+
+
+def fill_value(x: Tensor, value: Any, op: str) -> Any:
+    """The value ``op`` (masked_fill_, index_fill_) writes into x, of x's dtype, so the result
+    keeps it: a 0-d tensor cast, a Python scalar converted as PyTorch's (2.7 is 2 in int64)."""
+    if not isinstance(value, Tensor):
+        return D.scalar_as(value, x.dtype)
+    if value.ndim:
+        raise RuntimeError(f"{op} only supports a 0-dimensional value tensor, but got tensor "
+                           f"with {value.ndim} dimension(s).")
+    return F.cast(value, x.dtype)
 
 
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:

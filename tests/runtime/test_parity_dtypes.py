@@ -438,3 +438,101 @@ def test_min_of_integers_and_bools(case: str) -> None:
     fn, want = _EXTREMES[case]
     assert fn(rt).tolist() == want
     _same_as_torch(fn)
+
+
+# --- arange's dtype and integer bounds; fills; in-place casts ---------------------------------
+
+
+_ARANGES = {
+    "int64 of 2.5": (lambda m: m.arange(2.5, dtype=m.int64), [0, 1]),
+    "int64 of floats": (lambda m: m.arange(1.9, 5.2, 1.5, dtype=m.int64), [1, 2, 3, 4]),
+    "int64 downward": (lambda m: m.arange(5, 0.5, -1.5, dtype=m.int64), [5, 4, 3, 2, 1]),
+    "numpy float end": (lambda m: m.arange(np.float32(2.5)), [0.0, 1.0, 2.0]),
+    "tensor end": (lambda m: m.arange(m.tensor(2.5)), [0.0, 1.0, 2.0]),
+    "int tensor end": (lambda m: m.arange(m.tensor(3)), [0, 1, 2]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_ARANGES))
+def test_arange_as_torch(case: str) -> None:
+    fn, want = _ARANGES[case]
+    out = fn(rt)
+    assert out.tolist() == want
+    assert out.dtype is (rt.int64 if isinstance(want[0], int) else rt.float32)
+    _same_as_torch(fn)
+
+
+def test_arange_step_truncated_to_zero_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="step must be nonzero"):
+        rt.arange(0, 1, 0.25, dtype=rt.int64)
+
+
+@pytest.mark.parametrize("value", [2.7, -2.7, True])
+def test_index_fill_keeps_dtype(value: Any) -> None:
+    def fn(m: Any) -> Any:
+        return m.zeros(3, dtype=m.int64).index_fill(0, m.tensor([1]), value)
+
+    assert fn(rt).tolist() == [0, int(value), 0] and fn(rt).dtype is rt.int64
+    _same_as_torch(fn)
+
+
+_INPLACE_CASTS = {
+    "add_": lambda m: m.zeros(2, dtype=m.int64).add_(1.5),
+    "div_": lambda m: m.ones(2, dtype=m.int64).div_(2),
+    "mul_": lambda m: m.ones(2, dtype=m.int64).mul_(m.tensor(2.0)),
+    "bool add_": lambda m: m.zeros(2, dtype=m.bool).add_(2),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INPLACE_CASTS))
+def test_inplace_to_a_lower_category_is_torchs_error(case: str) -> None:
+    with pytest.raises(RuntimeError, match="result type (Float|Long) can't be cast to the "
+                                           "desired output type (Long|Bool)"):
+        _INPLACE_CASTS[case](rt)
+    _same_as_torch(_INPLACE_CASTS[case])
+
+
+def test_sgn_and_where_of_two_scalars() -> None:
+    from runtime.ops.more_ops import set_default_dtype
+
+    assert rt.tensor([1.5, -2.0, 0.0]).sgn().tolist() == [1.0, -1.0, 0.0]
+    _same_as_torch(lambda m: m.tensor([1.5, -2.0, 0.0]).sgn())
+    set_default_dtype(rt.float64)
+    try:
+        assert rt.where(rt.tensor([True, False]), 1.0, 0).dtype is rt.float64
+    finally:
+        set_default_dtype(rt.float32)
+    assert rt.where(rt.tensor([True, False]), 1.0, 0).tolist() == [1.0, 0.0]
+    _same_as_torch(lambda m: m.where(m.tensor([True, False]), 1.0, 0))
+
+
+# --- Python scalars past a dtype's range ------------------------------------------------------
+
+
+_OVERFLOWS = {
+    "tensor of 2**63": (lambda m: m.tensor([2**63]), ValueError, "Overflow when unpacking long"),
+    "fill_ nan into int64": (lambda m: m.zeros(2, dtype=m.int64).fill_(float("nan")),
+                             RuntimeError, "cannot be converted to type int64_t without overflow"),
+    "setitem 1e30 into int64": (lambda m: m.zeros(2, dtype=m.int64).__setitem__(0, 1e30),
+                                RuntimeError, "cannot be converted to type int64_t"),
+    "fill_ 1e5 into half": (lambda m: m.zeros(2, dtype=m.float16).fill_(1e5), RuntimeError,
+                            "cannot be converted to type c10::Half without overflow"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OVERFLOWS))
+def test_scalars_out_of_range_are_torchs_errors(case: str) -> None:
+    fn, error, text = _OVERFLOWS[case]
+    with pytest.raises(error, match=text):
+        fn(rt)
+    _same_as_torch(fn)
+
+
+def test_scalars_in_range_convert_as_torch() -> None:
+    assert rt.tensor([2**63 - 1]).tolist() == [2**63 - 1]
+    assert rt.zeros(2, dtype=rt.int64).fill_(-2.7).tolist() == [-2, -2]
+    assert rt.zeros(2, dtype=rt.bool).fill_(0.2).tolist() == [True, True]
+    t = rt.zeros(2, dtype=rt.int64)
+    t[0] = 2.7
+    assert t.tolist() == [2, 0]
+    _same_as_torch(lambda m: m.zeros(2, dtype=m.int64).fill_(-2.7))
