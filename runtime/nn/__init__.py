@@ -79,15 +79,19 @@ from runtime.nn.normalization import GroupNorm, LayerNorm
 from runtime.nn.parameter import Parameter
 from runtime.nn.pooling import (
     AdaptiveAvgPool1d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
+    AdaptiveMaxPool3d,
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
     Upsample,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     Flatten,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
     Unflatten,
 )
 from runtime.nn.rmsnorm import RMSNorm
@@ -132,6 +136,10 @@ __all__ = [
     "RNNCell",
     "RNNCellBase",
     "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool3d",
+    "AvgPool3d",
+    "MaxPool3d",
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",

@@ -73,11 +73,14 @@ from runtime.ops.losses import (  # noqa: E402
 )
 from runtime.ops.conv import (  # noqa: E402
     adaptive_avg_pool1d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
+    adaptive_max_pool3d,
     adaptive_avg_pool2d,
     adaptive_max_pool2d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     batch_norm,
     conv1d,
     conv2d,
@@ -88,6 +91,7 @@ from runtime.ops.conv import (  # noqa: E402
     instance_norm,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
     pad,
     unfold,
 )
@@ -180,6 +184,10 @@ __all__ = [
     "tanhshrink",
     "threshold",
     "adaptive_avg_pool1d",
+    "adaptive_avg_pool3d",
+    "adaptive_max_pool3d",
+    "avg_pool3d",
+    "max_pool3d",
     "adaptive_avg_pool2d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",

@@ -52,6 +52,18 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
+class MaxPool3d(MaxPool2d):
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
+        return C.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode, self.return_indices)
+
+
+class AvgPool3d(AvgPool2d):
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return C.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+
 class AvgPool1d(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True) -> None:
@@ -104,6 +116,14 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 
 class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     _pool = staticmethod(C.adaptive_max_pool1d)
+
+
+class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+    _pool = staticmethod(C.adaptive_avg_pool3d)
+
+
+class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+    _pool = staticmethod(C.adaptive_max_pool3d)
 
 
 class Upsample(Module):

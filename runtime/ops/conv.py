@@ -10,6 +10,7 @@ gradients and the compiled plan come for free (matmul stays BLAS, the rest fuses
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -446,10 +447,11 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return values, (indices if input.ndim == 4 else F.squeeze(indices, 0))
 
 
-def _avg_divisor(size: Pair, k: Pair, s: Pair, p: Pair, out: Pair,
-                 count_include_pad: bool) -> np.ndarray:
+def _avg_divisor(size: Sequence[int], k: Sequence[int], s: Sequence[int], p: Sequence[int],
+                 out: Sequence[int], count_include_pad: bool) -> np.ndarray:
     """How many taps each output of an average pool divides by (PyTorch's rule: a window is
-    clipped to the padded input, and to the input itself unless count_include_pad)."""
+    clipped to the padded input, and to the input itself unless count_include_pad), for
+    any number of axes."""
     axes = []
     for size_i, ki, si, pi, oi in zip(size, k, s, p, out):
         start = np.arange(oi) * si - pi
@@ -457,7 +459,7 @@ def _avg_divisor(size: Pair, k: Pair, s: Pair, p: Pair, out: Pair,
         if not count_include_pad:
             start, end = np.maximum(start, 0), np.minimum(end, size_i)
         axes.append(end - start)
-    return np.outer(axes[0], axes[1]).astype(np.float64)
+    return functools.reduce(np.multiply.outer, axes).astype(np.float64)
 
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
@@ -585,6 +587,123 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     out = avg_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, _pair(padding, "padding", 1)[0]),
                      ceil_mode, count_include_pad)
     return F.squeeze(out, -2)
+
+
+# ------------------------------------------------------------------------ 3-d pooling
+#
+# A 3-d pool window is a box, and max, sum and adaptive means are separable: each pools the
+# (H, W) planes of every depth with the 2-d pool, then pools along the depth with a 2-d pool
+# whose window is one column wide, over planes (D, H_out * W_out).
+
+
+def _as5d(x: Tensor, message: str) -> Tensor:
+    if x.ndim not in (4, 5) or x.numel() == 0:
+        raise RuntimeError(message)
+    return x if x.ndim == 5 else F.unsqueeze(x, 0)
+
+
+def _pool_args3d(kernel_size: Any, stride: Any, padding: Any, dilation: Any
+                 ) -> tuple[tuple[int, ...], ...]:
+    k = _pair(kernel_size, "kernel_size", 3)
+    no_stride = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    s = k if no_stride else _pair(stride, "stride", 3)
+    return k, s, _pair(padding, "padding", 3), _pair(dilation, "dilation", 3)
+
+
+def _by_depth(planes: Tensor, n: int, c: int, depth: int) -> Tensor:
+    """(N, C·D, h, w) -> (N·C, 1, D, h·w): the depth as the rows of one plane."""
+    return F.reshape(planes, (n * c, 1, depth, planes.shape[-2] * planes.shape[-1]))
+
+
+def _volume(cols: Tensor, n: int, c: int, hw: tuple[int, int], input: Tensor) -> Tensor:  # noqa: A002
+    """(N·C, 1, D_out, h·w) back to (N, C, D_out, h, w) (unbatched as ``input`` was)."""
+    out = F.reshape(cols, (n, c, cols.shape[2], *hw))
+    return out if input.ndim == 5 else F.squeeze(out, 0)
+
+
+def _indices3d(depth_idx: Tensor, plane_idx: Tensor, n: int, c: int, depth: int,
+               hw_in: tuple[int, int], hw_out: tuple[int, int], input: Tensor  # noqa: A002
+               ) -> Tensor:
+    """Flat (D·H·W) positions of the maxima: the depth pool's index (d · h_out·w_out + j)
+    picks the depth d, whose plane pool's index at column j is the (H·W) position."""
+    from .tensor_ops import gather
+
+    cols = hw_out[0] * hw_out[1]
+    d = F.floor_divide(depth_idx, cols)
+    within = gather(_by_depth(plane_idx, n, c, depth), 2, d)
+    return _volume(F.add(F.mul(d, hw_in[0] * hw_in[1]), within), n, c, hw_out, input)
+
+
+def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Any:
+    """PyTorch's ``F.max_pool3d`` on (N, C, D, H, W) or (C, D, H, W)."""
+    x = _as5d(input, "non-empty 4D or 5D (batch mode) tensor expected for input")
+    k, s, p, d = _pool_args3d(kernel_size, stride, padding, dilation)
+    n, c, depth, h, w = x.shape
+    planes = max_pool2d(F.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], d[1:],
+                        ceil_mode, return_indices)
+    values = planes[0] if return_indices else planes
+    hw = tuple(values.shape[-2:])
+    cols = max_pool2d(_by_depth(values, n, c, depth), (k[0], 1), (s[0], 1), (p[0], 0),
+                      (d[0], 1), ceil_mode, return_indices)
+    if not return_indices:
+        return _volume(cols, n, c, hw, input)
+    return (_volume(cols[0], n, c, hw, input),
+            _indices3d(cols[1], planes[1], n, c, depth, (h, w), hw, input))
+
+
+def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """PyTorch's ``F.avg_pool3d``: window sums (planes, then depth) over PyTorch's divisor."""
+    from ..creation import tensor
+
+    x = _as5d(input, "non-empty 4D or 5D (batch mode) tensor expected for input")
+    k, s, p, _ = _pool_args3d(kernel_size, stride, padding, 1)
+    n, c, depth, h, w = x.shape
+    planes = avg_pool2d(F.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], ceil_mode,
+                        True, 1)
+    hw = tuple(planes.shape[-2:])
+    total = _volume(avg_pool2d(_by_depth(planes, n, c, depth), (k[0], 1), (s[0], 1),
+                               (p[0], 0), ceil_mode, True, 1), n, c, hw, input)
+    if divisor_override is not None:
+        if divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+        return F.div(total, float(divisor_override))
+    div = _avg_divisor((depth, h, w), k, s, p, (total.shape[-3], *hw), count_include_pad)
+    return F.div(total, tensor(div.astype(x.dtype.np), device=x.device))
+
+
+def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tuple[int, ...]]:  # noqa: A002
+    x = _as5d(input, f"{name}(): Expected 4D or 5D tensor, but got {list(input.shape)}")
+    sizes = (output_size,) * 3 if isinstance(output_size, (int, np.integer)) else output_size
+    if len(sizes) != 3:
+        raise RuntimeError(f"{name}: internal error: output_size.size() must be 3")
+    return x, tuple(n if o is None else int(o) for o, n in zip(sizes, x.shape[2:]))
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    """PyTorch's ``F.adaptive_avg_pool3d``: the mean over each box of adaptive windows."""
+    x, (od, oh, ow) = _adaptive3d(input, output_size, "adaptive_avg_pool3d")
+    n, c, depth, h, w = x.shape
+    planes = adaptive_avg_pool2d(F.reshape(x, (n, c * depth, h, w)), (oh, ow))
+    cols = adaptive_avg_pool2d(_by_depth(planes, n, c, depth), (od, oh * ow))
+    return _volume(cols, n, c, (oh, ow), input)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size: Any,  # noqa: A002
+                        return_indices: bool = False) -> Any:
+    """PyTorch's ``F.adaptive_max_pool3d`` (indices: flat D·H·W positions)."""
+    x, (od, oh, ow) = _adaptive3d(input, output_size, "adaptive_max_pool3d")
+    n, c, depth, h, w = x.shape
+    planes = adaptive_max_pool2d(F.reshape(x, (n, c * depth, h, w)), (oh, ow), return_indices)
+    values = planes[0] if return_indices else planes
+    cols = adaptive_max_pool2d(_by_depth(values, n, c, depth), (od, oh * ow), return_indices)
+    if not return_indices:
+        return _volume(cols, n, c, (oh, ow), input)
+    return (_volume(cols[0], n, c, (oh, ow), input),
+            _indices3d(cols[1], planes[1], n, c, depth, (h, w), (oh, ow), input))
 
 
 # ------------------------------------------------------------------- batch norm, pad

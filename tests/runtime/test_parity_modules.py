@@ -566,3 +566,47 @@ def test_deprecated_upsample_functions_warn_and_interpolate():
         assert F.upsample_nearest(x, size=4).shape == (1, 1, 4, 4)
     with pytest.warns(UserWarning, match="`nn.functional.upsample` is deprecated"):
         assert F.upsample(x, scale_factor=3).shape == (1, 1, 6, 6)
+
+
+# ---------------------------------------------------------------------------- 3-d pools
+
+
+def test_3d_pools_by_hand():
+    x = rt.arange(16.0).reshape(1, 2, 2, 2, 2)  # two channels of a 2x2x2 cube
+    values, indices = F.max_pool3d(x, 2, return_indices=True)
+    assert values.tolist() == [[[[[7.0]]], [[[15.0]]]]] and indices.tolist() == [[[[[7]]],
+                                                                                  [[[7]]]]]
+    assert F.avg_pool3d(x, 2).tolist() == [[[[[3.5]]], [[[11.5]]]]]
+    padded = F.avg_pool3d(x[:, :1], 2, padding=1, count_include_pad=False)
+    assert padded[0, 0, 0, 0, 0].item() == 0.0 and padded.shape == (1, 1, 2, 2, 2)
+    assert F.adaptive_avg_pool3d(x, (1, 1, 2)).tolist() == [[[[[3.0, 4.0]]], [[[11.0, 12.0]]]]]
+    v, i = rt.nn.AdaptiveMaxPool3d(1, return_indices=True)(x[0])
+    assert v.tolist() == [[[[7.0]]], [[[15.0]]]] and i.tolist() == [[[[7]]], [[[7]]]]
+    with pytest.raises(RuntimeError, match="non-empty 4D or 5D \\(batch mode\\) tensor"):
+        F.max_pool3d(rt.ones(2, 3, 4), 2)
+
+
+@pytest.mark.parametrize("kw", [{"kernel_size": 3, "stride": 2, "padding": 1,
+                                 "ceil_mode": True},
+                                {"kernel_size": (2, 3, 2), "stride": (1, 2, 2)}])
+def test_3d_pools_match_torch(kw):
+    torch = pytest.importorskip("torch")
+    xt = torch.randn(2, 3, 6, 7, 5, dtype=torch.float64, requires_grad=True)
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    tf = torch.nn.functional
+    for name, extra in (("max_pool3d", {"dilation": (2, 1, 1)}),
+                        ("avg_pool3d", {"count_include_pad": False}),
+                        ("adaptive_avg_pool3d", None), ("adaptive_max_pool3d", None)):
+        args = {"output_size": (4, 5, 3)} if extra is None else {**kw, **extra}
+        if name == "max_pool3d" and kw.get("padding"):
+            args.pop("dilation")
+        yt, yr = getattr(tf, name)(xt, **args), getattr(F, name)(xr, **args)
+        np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-12, err_msg=name)
+        xt.grad, xr.grad = None, None
+        (yt ** 2).sum().backward()
+        (yr ** 2).sum().backward()
+        np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-12, err_msg=name)
+        if name.endswith("max_pool3d"):
+            it = getattr(tf, name)(xt, **args, return_indices=True)[1]
+            ir = getattr(F, name)(xr, **args, return_indices=True)[1]
+            np.testing.assert_array_equal(_np(ir), it.numpy())
