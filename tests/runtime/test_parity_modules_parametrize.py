@@ -136,15 +136,36 @@ def test_spectral_norm_divides_by_the_largest_singular_value():
     assert conv_t.parametrizations.weight[0].dim == 1  # a transposed conv's output dim
 
 
+def test_old_spectral_norm_hook_buffers_and_removal():
+    lin = nn.Linear(3, 2, bias=False)
+    with rt.no_grad():
+        lin.weight.copy_(rt.tensor([[3.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    nn.utils.spectral_norm(lin, n_power_iterations=20)
+    assert list(lin.state_dict()) == ["weight_orig", "weight_u", "weight_v"]
+    lin(rt.ones(1, 3))  # training: 20 power iterations, then sigma = 3
+    np.testing.assert_allclose(_np(lin.weight), [[1.0, 0, 0], [0, 1 / 3, 0]], atol=1e-5)
+    lin.eval()
+    u = lin.weight_u.clone()
+    lin(rt.ones(1, 3))
+    assert lin.weight_u.tolist() == u.tolist()  # no power iteration in eval
+    nn.utils.remove_spectral_norm(lin)
+    assert list(lin.state_dict()) == ["weight"] and isinstance(lin.weight, nn.Parameter)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found in"):
+        nn.utils.remove_spectral_norm(lin)
+
+
 @pytest.mark.filterwarnings("ignore:`torch.nn.utils.weight_norm` is deprecated")
-@pytest.mark.parametrize("which", ["weight_norm", "spectral_norm", "old_weight_norm"])
+@pytest.mark.parametrize("which", ["weight_norm", "spectral_norm", "old_weight_norm",
+                                   "old_spectral_norm"])
 def test_parametrizations_match_torch(which):
     torch = pytest.importorskip("torch")
     apply_t = {"weight_norm": torch.nn.utils.parametrizations.weight_norm,
                "spectral_norm": torch.nn.utils.parametrizations.spectral_norm,
-               "old_weight_norm": torch.nn.utils.weight_norm}[which]
+               "old_weight_norm": torch.nn.utils.weight_norm,
+               "old_spectral_norm": torch.nn.utils.spectral_norm}[which]
     apply_r = {"weight_norm": PZ.weight_norm, "spectral_norm": PZ.spectral_norm,
-               "old_weight_norm": nn.utils.weight_norm}[which]
+               "old_weight_norm": nn.utils.weight_norm,
+               "old_spectral_norm": nn.utils.spectral_norm}[which]
     torch.manual_seed(0)
     tm, rm = apply_t(torch.nn.Conv2d(2, 3, 3)), apply_r(nn.Conv2d(2, 3, 3))
     assert list(rm.state_dict()) == list(tm.state_dict())

@@ -57,6 +57,13 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     return module
 
 
+def weight_to_matrix(weight: Tensor, dim: int) -> Tensor:
+    """The weight as a matrix whose rows run along ``dim`` (spectral norm's view)."""
+    if dim != 0:
+        weight = F.permute(weight, dim, *(d for d in range(weight.ndim) if d != dim))
+    return F.reshape(weight, (weight.shape[0], -1))
+
+
 class _SpectralNorm(Module):
     """``weight / sigma``, sigma the largest singular value of the weight as a matrix
     (``dim`` first), estimated by power iteration: one step per training forward."""
@@ -86,10 +93,7 @@ class _SpectralNorm(Module):
             self._power_method(mat, 15)
 
     def _reshape_weight_to_matrix(self, weight: Tensor) -> Tensor:
-        if self.dim != 0:
-            weight = F.permute(weight, self.dim,
-                               *(d for d in range(weight.ndim) if d != self.dim))
-        return F.reshape(weight, (weight.shape[0], -1))
+        return weight_to_matrix(weight, self.dim)
 
     def _power_method(self, mat: Tensor, n_power_iterations: int) -> None:
         with no_grad():
