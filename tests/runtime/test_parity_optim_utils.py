@@ -299,3 +299,29 @@ def test_safe_open(tmp_path: Any) -> None:
     safetensors = pytest.importorskip("safetensors")
     with safetensors.safe_open(str(path), framework="pt") as f:
         assert f.keys() == ["a", "b"] and f.get_tensor("b").tolist() == [0, 1, 2]
+
+
+class _Batched:
+    """A dataset that reads a batch at once (``__getitems__``), logging its reads."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def __len__(self) -> int:
+        return 6
+
+    def __getitem__(self, i: int) -> int:
+        self.calls.append(i)
+        return i
+
+    def __getitems__(self, indices: list[int]) -> list[int]:
+        self.calls.append(list(indices))
+        return [10 * i for i in indices]
+
+
+def test_loader_reads_batches_by_getitems() -> None:
+    ds = _Batched()
+    loader = data.DataLoader(data.Subset(ds, [5, 4, 3, 2]), batch_size=3)
+    assert [b.tolist() for b in loader] == [[50, 40, 30], [20]]
+    assert ds.calls == [[5, 4, 3], [2]]  # through the Subset, as torch's
+    assert list(data.DataLoader(ds, batch_size=None))[:2] == [0, 1]  # one by one

@@ -93,6 +93,14 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
         return self.tensors[0].size(0)
 
 
+def getitems(dataset: Any, indices: list[int]) -> list[Any]:
+    """``dataset``'s samples at ``indices``: by its ``__getitems__`` if it has one (as
+    PyTorch's fetcher), else one by one."""
+    if callable(getattr(dataset, "__getitems__", None)):
+        return dataset.__getitems__(indices)
+    return [dataset[i] for i in indices]
+
+
 class Subset(Dataset[T]):
     """The samples of ``dataset`` at ``indices``."""
 
@@ -104,6 +112,9 @@ class Subset(Dataset[T]):
         if isinstance(idx, list):
             return self.dataset[[self.indices[i] for i in idx]]  # type: ignore[index]
         return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices: list[int]) -> list[Any]:
+        return getitems(self.dataset, [self.indices[i] for i in indices])
 
     def __len__(self) -> int:
         return len(self.indices)

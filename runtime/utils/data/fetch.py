@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .dataset import Dataset
+from .dataset import Dataset, getitems
 
 Collate = Callable[[Any], Any]
 
 
 class MapFetcher:
-    """``collate_fn([dataset[i] for i in indices])`` with auto-batching, else
+    """``collate_fn([dataset[i] for i in indices])`` with auto-batching (or, as PyTorch, the
+    dataset's own ``__getitems__(indices)`` where it has one), else
     ``collate_fn(dataset[index])``."""
 
     def __init__(self, dataset: Dataset[Any], auto_collation: bool, collate_fn: Collate) -> None:
@@ -22,7 +23,7 @@ class MapFetcher:
 
     def fetch(self, index: Any) -> Any:
         if self.auto_collation:
-            return self.collate_fn([self.dataset[i] for i in index])
+            return self.collate_fn(getitems(self.dataset, index))
         return self.collate_fn(self.dataset[index])
 
 
