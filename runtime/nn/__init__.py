@@ -34,23 +34,29 @@ from runtime.nn.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm
 from runtime.nn.layers import (
     AlphaDropout,
     Bilinear,
+    ChannelShuffle,
     CircularPad1d,
     CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
+    ConstantPad3d,
     Fold,
     PixelShuffle,
     PixelUnshuffle,
     ReflectionPad1d,
     ReflectionPad2d,
+    ReflectionPad3d,
     ReplicationPad1d,
     ReplicationPad2d,
+    ReplicationPad3d,
     Softmax2d,
     Unfold,
     UpsamplingBilinear2d,
     UpsamplingNearest2d,
     ZeroPad1d,
     ZeroPad2d,
+    ZeroPad3d,
 )
 from runtime.nn.linear import Identity, Linear
 from runtime.nn.loss import (
@@ -66,6 +72,7 @@ from runtime.nn.loss import (
     PoissonNLLLoss,
     SoftMarginLoss,
     TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
     CrossEntropyLoss,
     HuberLoss,
     KLDivLoss,
@@ -75,7 +82,7 @@ from runtime.nn.loss import (
     SmoothL1Loss,
 )
 from runtime.nn.module import Module
-from runtime.nn.normalization import GroupNorm, LayerNorm
+from runtime.nn.normalization import GroupNorm, LayerNorm, LocalResponseNorm
 from runtime.nn.parameter import Parameter
 from runtime.nn.pooling import (
     AdaptiveAvgPool1d,
@@ -106,6 +113,9 @@ from runtime.nn.transformer import (
 )
 
 __all__ = [
+    "ChannelShuffle",
+    "LocalResponseNorm",
+    "TripletMarginWithDistanceLoss",
     "Transformer",
     "TransformerDecoder",
     "TransformerDecoderLayer",
@@ -202,21 +212,26 @@ __all__ = [
     "Bilinear",
     "CircularPad1d",
     "CircularPad2d",
+    "CircularPad3d",
     "ConstantPad1d",
     "ConstantPad2d",
+    "ConstantPad3d",
     "Fold",
     "PixelShuffle",
     "PixelUnshuffle",
     "ReflectionPad1d",
     "ReflectionPad2d",
+    "ReflectionPad3d",
     "ReplicationPad1d",
     "ReplicationPad2d",
+    "ReplicationPad3d",
     "Softmax2d",
     "Unfold",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
     "ZeroPad1d",
     "ZeroPad2d",
+    "ZeroPad3d",
     "InstanceNorm1d",
     "InstanceNorm2d",
     "InstanceNorm3d",

@@ -52,6 +52,17 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A0
     return F.reshape(x, (*lead, c * r * r, h // r, w // r))
 
 
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
+    """(N, C, *) with its channels read as (groups, C / groups) and transposed."""
+    c = input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    x = F.reshape(input, (input.shape[0], groups, c // groups, *rest))
+    return F.reshape(F.transpose(x, 1, 2), tuple(input.shape))
+
+
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
     """y_o = x1 . W_o . x2 + b_o: one product of x1 against W laid out (in1, out*in2), then an

@@ -18,6 +18,7 @@ from runtime.ops.activations import (
     hardsigmoid,
     hardswish,
     hardtanh,
+    local_response_norm,
     logsigmoid,
     mish,
     prelu,
@@ -47,7 +48,13 @@ from runtime.ops.composite import (
 )
 from runtime.ops import activations as _activations
 from runtime.ops import composite as _composite
-from runtime.nn._layers_fn import alpha_dropout, bilinear, pixel_shuffle, pixel_unshuffle
+from runtime.nn._layers_fn import (
+    alpha_dropout,
+    bilinear,
+    channel_shuffle,
+    pixel_shuffle,
+    pixel_unshuffle,
+)
 from runtime.ops.embedding import embedding, embedding_bag
 from runtime.ops.resample import interpolate, upsample, upsample_bilinear, upsample_nearest
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
@@ -65,6 +72,7 @@ from runtime.ops.losses import (  # noqa: E402
     poisson_nll_loss,
     soft_margin_loss,
     triplet_margin_loss,
+    triplet_margin_with_distance_loss,
     huber_loss,
     kl_div,
     l1_loss,
@@ -141,6 +149,9 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noq
 
 
 __all__ = [
+    "channel_shuffle",
+    "local_response_norm",
+    "triplet_margin_with_distance_loss",
     "celu_",
     "elu_",
     "hardtanh_",

@@ -30,6 +30,18 @@ class PixelShuffle(Module):
         return f"upscale_factor={self.upscale_factor}"
 
 
+class ChannelShuffle(Module):
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return L.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
 class PixelUnshuffle(Module):
     def __init__(self, downscale_factor: int) -> None:
         super().__init__()
@@ -87,6 +99,10 @@ class ConstantPad2d(_ConstantPadNd):
     _dims = 2
 
 
+class ConstantPad3d(_ConstantPadNd):
+    _dims = 3
+
+
 class _ZeroPadNd(_ConstantPadNd):
     def __init__(self, padding: Any) -> None:
         super().__init__(padding, 0.0)
@@ -103,12 +119,20 @@ class ZeroPad2d(_ZeroPadNd):
     _dims = 2
 
 
+class ZeroPad3d(_ZeroPadNd):
+    _dims = 3
+
+
 class ReflectionPad1d(_PadNd):
     _dims, _mode = 1, "reflect"
 
 
 class ReflectionPad2d(_PadNd):
     _dims, _mode = 2, "reflect"
+
+
+class ReflectionPad3d(_PadNd):
+    _dims, _mode = 3, "reflect"
 
 
 class ReplicationPad1d(_PadNd):
@@ -119,12 +143,20 @@ class ReplicationPad2d(_PadNd):
     _dims, _mode = 2, "replicate"
 
 
+class ReplicationPad3d(_PadNd):
+    _dims, _mode = 3, "replicate"
+
+
 class CircularPad1d(_PadNd):
     _dims, _mode = 1, "circular"
 
 
 class CircularPad2d(_PadNd):
     _dims, _mode = 2, "circular"
+
+
+class CircularPad3d(_PadNd):
+    _dims, _mode = 3, "circular"
 
 
 # ------------------------------------------------------------------- windows, resizing

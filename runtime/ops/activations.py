@@ -290,6 +290,29 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
     return y
 
 
+def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """PyTorch's ``F.local_response_norm``: x / (k + alpha * mean of x² over ``size``
+    neighbouring channels) ** beta, the window zero-padded as PyTorch's."""
+    from runtime.ops.conv import avg_pool2d, avg_pool3d, pad
+
+    if x.dim() < 3:
+        gap = " " * 26  # PyTorch's text keeps a line break's indent
+        raise ValueError(f"Expected 3D or higher dimensionality{gap}input (got {x.dim()} "
+                         "dimensions)")
+    if x.numel() == 0:
+        return x
+    sq = F.unsqueeze(F.mul(x, x), 1)
+    if x.dim() == 3:
+        div = avg_pool2d(pad(sq, (0, 0, size // 2, (size - 1) // 2)), (size, 1), stride=1)
+    else:
+        sq = F.reshape(sq, (x.shape[0], 1, x.shape[1], x.shape[2], -1))
+        div = avg_pool3d(pad(sq, (0, 0, 0, 0, size // 2, (size - 1) // 2)), (size, 1, 1),
+                         stride=1)
+    div = F.reshape(F.squeeze(div, 1), tuple(x.shape))
+    return F.div(x, F.pow(F.add(F.mul(div, alpha), k), beta))
+
+
 __all__: list[Any] = ["celu", "elu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
                       "logsigmoid", "mish", "prelu", "relu6", "selu", "softsign", "tanhshrink",
                       "threshold"]

@@ -444,17 +444,36 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     reduction = _reduction(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
+    return _triplet(anchor, positive, negative, lambda a, b: pairwise_distance(a, b, p, eps),
+                    margin, swap, reduction, "triplet_margin_loss")
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function: Any = None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``triplet_margin_loss`` with any distance (pairwise_distance by default)."""
+    from .activations import pairwise_distance
+
+    if margin <= 0:
+        raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
+                         f"got {margin} instead")
+    return _triplet(anchor, positive, negative, distance_function or pairwise_distance, margin,
+                    swap, reduction, "triplet_margin_with_distance_loss")
+
+
+def _triplet(anchor: Tensor, positive: Tensor, negative: Tensor, distance: Any, margin: float,
+             swap: bool, reduction: str, name: str) -> Tensor:
     a, pd, n = anchor.ndim, positive.ndim, negative.ndim
     if not a == pd == n:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
                            f"the same number of dimensions, but got: anchor {a}D, positive "
                            f"{pd}D, and negative {n}D inputs")
-    d_pos = pairwise_distance(anchor, positive, p, eps)
-    d_neg = pairwise_distance(anchor, negative, p, eps)
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
     if swap:
-        d_neg = F.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+        d_neg = F.minimum(d_neg, distance(positive, negative))
     loss = F.maximum(F.sub(F.add(d_pos, margin), d_neg), 0.0)
-    return _reduce(loss, reduction, "triplet_margin_loss")
+    return _reduce(loss, reduction, name)
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002

@@ -610,3 +610,41 @@ def test_3d_pools_match_torch(kw):
             it = getattr(tf, name)(xt, **args, return_indices=True)[1]
             ir = getattr(F, name)(xr, **args, return_indices=True)[1]
             np.testing.assert_array_equal(_np(ir), it.numpy())
+
+
+# -------------------------------------- 3-d pads, channel shuffle, LRN, triplet w/ distance
+
+
+def test_3d_pads_channel_shuffle_local_response_norm_and_triplet_with_distance():
+    x = rt.ones(1, 1, 1, 1, 1)
+    assert rt.nn.ZeroPad3d(1)(x).shape == (1, 1, 3, 3, 3)
+    assert float(rt.nn.ConstantPad3d((0, 0, 0, 0, 1, 0), 2.0)(x)[0, 0, 0, 0, 0]) == 2.0
+    assert rt.nn.ReplicationPad3d(1)(x).sum().item() == 27.0
+    shuffled = rt.nn.ChannelShuffle(2)(rt.arange(6.0).reshape(1, 6, 1))
+    assert shuffled.flatten().tolist() == [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    with pytest.raises(RuntimeError, match="Got 5 channels and 2 groups"):
+        F.channel_shuffle(rt.ones(1, 5, 1), 2)
+    ch = rt.tensor([[[1.0], [2.0], [3.0]]])  # (N=1, C=3, L=1), size 2: channels c-1, c
+    lrn = F.local_response_norm(ch, 2, alpha=1.0, beta=1.0, k=1.0)
+    want = [1 / (1 + 0.5), 2 / (1 + 2.5), 3 / (1 + 6.5)]  # mean of (0,1), (1,4), (4,9)
+    np.testing.assert_allclose(lrn.flatten().numpy(), want, rtol=1e-6)
+    assert repr(rt.nn.LocalResponseNorm(3)) == "LocalResponseNorm(3, alpha=0.0001, beta=0.75, k=1.0)"
+    a, p, n = rt.zeros(1, 2), rt.tensor([[3.0, 4.0]]), rt.tensor([[1.0, 0.0]])
+    loss = F.triplet_margin_with_distance_loss(
+        a, p, n, distance_function=lambda u, v: (u - v).abs().sum(-1), margin=1.0)
+    assert loss.item() == 7.0  # 1 + 7 - 1
+    with pytest.raises(ValueError, match="expected margin to be greater than 0, got 0"):
+        rt.nn.TripletMarginWithDistanceLoss(margin=0)
+
+
+def test_local_response_norm_matches_torch():
+    torch = pytest.importorskip("torch")
+    for shape in ((2, 6, 5), (2, 6, 3, 4), (2, 6, 3, 2, 2)):
+        xt = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+        xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+        yt = torch.nn.functional.local_response_norm(xt, 3, 0.1, 0.5, 2.0)
+        yr = F.local_response_norm(xr, 3, 0.1, 0.5, 2.0)
+        np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-12)
+        yt.pow(2).sum().backward()
+        yr.pow(2).sum().backward()
+        np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-10)
