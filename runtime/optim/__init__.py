@@ -1,6 +1,7 @@
 """`runtime.optim`: optimizers in the shape of `torch.optim` (updates are in-place tensor ops)."""
 
 from runtime.optim import lr_scheduler, swa_utils
+from runtime.optim.adafactor import Adafactor
 from runtime.optim.adagrad import Adagrad
 from runtime.optim.adam import Adam, AdamW
 from runtime.optim.adam_family import Adadelta, Adamax, NAdam, RAdam
@@ -11,5 +12,5 @@ from runtime.optim.rmsprop import RMSprop
 from runtime.optim.rprop import Rprop
 from runtime.optim.sgd import SGD
 
-__all__ = ["ASGD", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam",
-           "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils"]
+__all__ = ["ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS",
+           "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils"]

@@ -37,14 +37,16 @@ def _fit(lib: Any, name: str, kwargs: dict[str, Any], steps: int,
 NEW = [("ASGD", {}), ("ASGD", {"lr": 0.01, "lambd": 1e-3, "alpha": 0.5, "t0": 5,
                                "weight_decay": 0.1, "maximize": False}),
        ("Rprop", {}), ("Rprop", {"lr": 0.02, "etas": (0.4, 1.3), "step_sizes": (1e-5, 1)}),
-       ("Rprop", {"maximize": True})]
+       ("Rprop", {"maximize": True}),
+       ("Adafactor", {}), ("Adafactor", {"lr": 0.1, "weight_decay": 0.1}),
+       ("Adafactor", {"eps": (1e-30, 1e-2), "d": 2.0, "beta2_decay": -0.5, "maximize": True})]
 
 
 @pytest.mark.parametrize(("name", "kwargs", "dtype"),
                          [(*case, "float64") for case in NEW]
                          # Rprop's steps follow the gradient's sign: float32 gradients (torch's
                          # backward rounds differently) flip some near zero
-                         + [(*case, "float32") for case in NEW if case[0] == "ASGD"])
+                         + [(*case, "float32") for case in NEW if case[0] != "Rprop"])
 def test_new_optimizers_match_torch(name: str, kwargs: dict[str, Any], dtype: str) -> None:
     torch = pytest.importorskip("torch")
     tol = 1e-10 if dtype == "float64" else 1e-5
@@ -132,7 +134,7 @@ def test_lbfgs_solves_a_quadratic() -> None:
 
 
 ALL = ["SGD", "Adam", "AdamW", "Adamax", "NAdam", "RAdam", "Adadelta", "Adagrad", "RMSprop",
-       "ASGD", "Rprop", "LBFGS"]
+       "ASGD", "Rprop", "LBFGS", "Adafactor"]
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -325,3 +327,26 @@ def test_adagrad_state_of_an_added_group() -> None:
     np.testing.assert_allclose(ours[3], 1 - 0.2 / np.sqrt(1.5), rtol=1e-6)
     torch = pytest.importorskip("torch")
     np.testing.assert_allclose(ours, _adagrad_added_group(torch), rtol=1e-7)
+
+
+def test_adafactor_by_hand() -> None:
+    """Step 1 on a vector: beta2-hat is 1 - 1 ** -0.8 = 0, so the variance is g * g and the
+    update g / |g| = sign(g), of RMS 1 (not clipped at d = 1); the step is
+    max(eps2, RMS(p)) * min(lr, 1)."""
+    p = rt.tensor([3.0, -4.0], dtype=rt.float64, requires_grad=True)
+    opt = optim.Adafactor([p], lr=0.1)
+    p.grad = rt.tensor([0.5, 2.0], dtype=rt.float64)
+    opt.step()
+    rms = math.sqrt((9 + 16) / 2)
+    np.testing.assert_allclose(p.detach().numpy(), [3 - 0.1 * rms, -4 - 0.1 * rms],
+                               rtol=1e-12)
+    np.testing.assert_allclose(opt.state[p]["variance"].numpy(), [0.25, 4.0])
+    w = rt.ones(2, 3, requires_grad=True)
+    opt = optim.Adafactor([w])
+    w.grad = rt.ones(2, 3)
+    opt.step()
+    assert opt.state[w]["row_var"].shape == (2, 1) and opt.state[w]["col_var"].shape == (1, 3)
+    with pytest.raises(ValueError, match="beta2_decay should be <= 0 but is: 0.5"):
+        optim.Adafactor([w], beta2_decay=0.5)
+    with pytest.raises(ValueError, match="Clipping threshold d should be >= 1 but is: 0.5"):
+        optim.Adafactor([w], d=0.5)

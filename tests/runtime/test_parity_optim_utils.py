@@ -199,8 +199,7 @@ def test_load_with_a_map_location_function() -> None:
 # the optimizers new here, and torch's implementation flags (each compiles in ~1 s; the
 # others' compiled steps are tested with their own tests)
 COMPILED = [("AdamW", {"lr": 0.01, "amsgrad": True, "fused": True}),
-            ("SGD", {"lr": 0.05, "momentum": 0.9, "foreach": True}),
-            ("ASGD", {"t0": 2}), ("Rprop", {})]
+            ("ASGD", {"t0": 2}), ("Rprop", {}), ("Adafactor", {"lr": 0.05, "weight_decay": 0.1})]
 
 
 @pytest.mark.parametrize(("name", "kwargs"), COMPILED)
