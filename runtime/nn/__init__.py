@@ -3,7 +3,14 @@
 from runtime.nn import functional, init
 from runtime.nn import parallel
 from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from runtime.nn.conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
+from runtime.nn.conv import (
+    Conv1d,
+    Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.activation import LeakyReLU, SiLU, Softplus
@@ -164,6 +171,7 @@ __all__ = [
     "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "CosineSimilarity",
     "Flatten",
     "MaxPool1d",

@@ -1,5 +1,5 @@
-"""`Conv1d`, `Conv2d`, `Conv3d`, `ConvTranspose1d` and `ConvTranspose2d` (PyTorch's
-arguments and default init)."""
+"""`Conv1d`, `Conv2d`, `Conv3d`, `ConvTranspose1d`, `ConvTranspose2d` and `ConvTranspose3d`
+(PyTorch's arguments and default init)."""
 
 from __future__ import annotations
 
@@ -178,5 +178,14 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
         return C.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    _dims = 3
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
+        return C.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)

@@ -927,6 +927,47 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out if input.ndim == 3 else F.squeeze(out, 0)
 
 
+def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """PyTorch's ``F.conv_transpose3d`` on (N, C, D, H, W) or (C, D, H, W): for each depth tap
+    of the (C_in, C_out/groups, kd, kh, kw) weight, a conv_transpose2d of every depth plane,
+    spread along the output depth (input depth i lands at i*stride + tap*dilation, less the
+    padding) and summed."""
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, "
+                           f"but got input of size: {_shown(input)}")
+    if weight.ndim != 5:
+        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    x = input if input.ndim == 5 else F.unsqueeze(input, 0)
+    s, p = _pair(stride, "stride", 3), _pair(padding, "padding", 3)
+    op, d = _pair(output_padding, "output_padding", 3), _pair(dilation, "dilation", 3)
+    if x.shape[1] != weight.shape[0]:
+        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected "
+                           f"input{_shown(x)} to have {weight.shape[0]} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    n, c, depth, h, w = x.shape
+    d_out = (depth - 1) * s[0] - 2 * p[0] + d[0] * (weight.shape[2] - 1) + op[0] + 1
+    planes = F.reshape(F.permute(x, 0, 2, 1, 3, 4), (n * depth, c, h, w))
+    spread = (depth - 1) * s[0] + 1  # the input's depths, stride - 1 zero planes between
+    out = None
+    for tap in range(weight.shape[2]):
+        y = _conv_transpose(planes, weight[:, :, tap], None, s[1:], p[1:], op[1:], groups,
+                            d[1:])
+        y = F.reshape(y, (n, depth, 1, *y.shape[1:]))
+        if s[0] > 1:
+            y = pad(y, (0, 0, 0, 0, 0, 0, 0, s[0] - 1))  # zero planes after each depth
+        y = F.reshape(y, (n, depth * s[0], *y.shape[3:]))[:, :spread]
+        start = tap * d[0] - p[0]  # where input depth 0 lands in the output
+        y = pad(F.permute(y, 0, 2, 1, 3, 4), (0, 0, 0, 0, start, d_out - start - spread))
+        out = y if out is None else F.add(out, y)
+    assert out is not None
+    if bias is not None:
+        out = F.add(out, F.reshape(bias, (1, -1, 1, 1, 1)))
+    return out if input.ndim == 5 else F.squeeze(out, 0)
+
+
 # ------------------------------------------------------------------------ instance norm
 
 

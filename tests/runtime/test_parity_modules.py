@@ -648,3 +648,34 @@ def test_local_response_norm_matches_torch():
         yt.pow(2).sum().backward()
         yr.pow(2).sum().backward()
         np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-10)
+
+
+def test_conv_transpose3d_by_hand():
+    w = rt.ones(1, 1, 2, 1, 1)
+    x = rt.tensor([1.0, 10.0]).reshape(1, 1, 2, 1, 1)
+    # stride 2: depth i lands at 2i and 2i + 1 (the two taps)
+    assert F.conv_transpose3d(x, w, stride=2).flatten().tolist() == [1.0, 1.0, 10.0, 10.0]
+    # stride 1: the taps overlap at depth 1; padding 1 crops one plane each side
+    assert F.conv_transpose3d(x, w).flatten().tolist() == [1.0, 11.0, 10.0]
+    assert F.conv_transpose3d(x, w, padding=(1, 0, 0)).flatten().tolist() == [11.0]
+
+
+@pytest.mark.parametrize("kw", [{"stride": (2, 1, 2), "padding": (1, 0, 1),
+                                 "output_padding": (1, 0, 1)},
+                                {"groups": 2, "bias": False, "stride": 3, "padding": 2,
+                                 "dilation": (2, 1, 1)}])
+def test_conv_transpose3d_matches_torch(kw):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    tm = torch.nn.ConvTranspose3d(4, 6, (3, 2, 3), **kw)
+    rm = rt.nn.ConvTranspose3d(4, 6, (3, 2, 3), **kw)
+    _load_from_torch(rm, tm)
+    assert repr(rm) == repr(tm)
+    xt = torch.randn(2, 4, 3, 4, 3, requires_grad=True)
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    yt, yr = tm(xt), rm(xr)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-5, atol=1e-5)
+    (yt * yt).sum().backward()
+    (yr * yr).sum().backward()
+    np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(_np(rm.weight.grad), tm.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
