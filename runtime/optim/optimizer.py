@@ -14,6 +14,7 @@ from runtime.autograd import enable_grad, no_grad
 from runtime.autograd.node import RemovableHandle, _HookDict
 from runtime.nn.module import zero_grads
 from runtime.tensor import Tensor
+from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
 
 
@@ -53,6 +54,11 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         self = args[0]
         self._opt_called = True  # an lr scheduler warns when it steps before its optimizer
+        if _trace_state.tracer is not None and (
+                _global_optimizer_pre_hooks or _global_optimizer_post_hooks
+                or self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks):
+            # a plan replays tensor ops only: a hook's Python would run at capture alone
+            raise GraphBreak(f"{type(self).__name__}.step() has step hooks")
         for hook in chain(_global_optimizer_pre_hooks.values(),
                           self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)

@@ -350,3 +350,28 @@ def test_adafactor_by_hand() -> None:
         optim.Adafactor([w], beta2_decay=0.5)
     with pytest.raises(ValueError, match="Clipping threshold d should be >= 1 but is: 0.5"):
         optim.Adafactor([w], d=0.5)
+
+
+def test_step_hooks_make_a_compiled_step_run_eagerly() -> None:
+    """A plan replays tensor ops only: a step with hooks runs eagerly (with the planner's
+    warning), so that the hooks run at every step."""
+    import planner
+
+    rt.manual_seed(0)
+    model = rt.nn.Linear(3, 1)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    calls: list[int] = []
+    opt.register_step_post_hook(lambda o, args, kwargs: calls.append(1))
+
+    def train(x: rt.Tensor) -> rt.Tensor:
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    step = planner.compile(train)
+    with pytest.warns(RuntimeWarning, match="SGD.step\\(\\) has step hooks"):
+        for i in range(3):
+            step(rt.ones(2, 3) * i)
+    assert len(calls) == 3
