@@ -48,6 +48,7 @@ from runtime.nn.layers import (
     ConstantPad1d,
     ConstantPad2d,
     ConstantPad3d,
+    FeatureAlphaDropout,
     Fold,
     PixelShuffle,
     PixelUnshuffle,
@@ -103,9 +104,15 @@ from runtime.nn.pooling import (
     AvgPool2d,
     AvgPool3d,
     Flatten,
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
     Unflatten,
 )
 from runtime.nn.rmsnorm import RMSNorm
@@ -120,6 +127,13 @@ from runtime.nn.transformer import (
 )
 
 __all__ = [
+    "FeatureAlphaDropout",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "ChannelShuffle",
     "LocalResponseNorm",
     "TripletMarginWithDistanceLoss",

@@ -93,6 +93,20 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa
                   inplace: bool = False) -> Tensor:
     """PyTorch's ``F.alpha_dropout``: dropped elements take SELU's saturation value and an
     affine map a*x + b restores zero mean and unit variance (of a standard input)."""
+    return _alpha_drop(input, p, training, inplace, tuple(input.shape))
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
+                          inplace: bool = False) -> Tensor:
+    """``alpha_dropout`` of whole channels: one draw per (sample, channel)."""
+    noise = (*input.shape[:2], *([1] * (input.ndim - 2)))
+    return _alpha_drop(input, p, training, inplace, noise)
+
+
+def _alpha_drop(input: Tensor, p: float, training: bool, inplace: bool,  # noqa: A002
+                noise: tuple[int, ...]) -> Tensor:
+    """Alpha dropout with one keep/drop draw for each index of the ``noise`` shape (which
+    broadcasts over ``input``)."""
     check_dropout_p(p)
     if not training or p == 0.0 or input.numel() == 0:
         return input
@@ -101,11 +115,9 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa
     else:
         from runtime.creation import rand
 
-        keep = F.cast(F.ge(rand(*input.shape, device=input.device, dtype=input.dtype), p),
+        keep = F.cast(F.ge(rand(*noise, device=input.device, dtype=input.dtype), p),
                       input.dtype)
         a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
         b = F.add(F.mul(F.sub(keep, 1.0), _SELU_ALPHA * a), _SELU_ALPHA * a * p)
         out = F.add(F.mul(F.mul(input, keep), a), b)
     return input.copy_(out) if inplace else out
-
-

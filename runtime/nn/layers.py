@@ -257,3 +257,10 @@ class AlphaDropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class FeatureAlphaDropout(AlphaDropout):
+    """Alpha dropout of whole channels."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return L.feature_alpha_dropout(input, self.p, self.training, self.inplace)

@@ -126,6 +126,69 @@ class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
     _pool = staticmethod(C.adaptive_max_pool3d)
 
 
+class _LPPoolNd(Module):
+    _dims = 2
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return C._lp_pool(input, float(self.norm_type), self.kernel_size, self.stride,
+                          self.ceil_mode, self._dims)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    _dims = 1
+
+
+class LPPool2d(_LPPoolNd):
+    _dims = 2
+
+
+class LPPool3d(_LPPoolNd):
+    _dims = 3
+
+
+class _MaxUnpoolNd(Module):
+    """The partial inverse of a max pool: ``forward(input, indices, output_size=None)``."""
+
+    _dims = 2
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        n = self._dims
+        self.kernel_size = C._pair(kernel_size, "kernel_size", n)
+        self.stride = C._pair(kernel_size if stride is None else stride, "stride", n)
+        self.padding = C._pair(padding, "padding", n)
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None  # noqa: A002
+                ) -> Tensor:
+        return C._max_unpool(input, indices, self.kernel_size, self.stride, self.padding,
+                             output_size, self._dims)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    _dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _dims = 3
+
+
 class Upsample(Module):
     """``F.interpolate`` as a layer (PyTorch's ``nn.Upsample``)."""
 

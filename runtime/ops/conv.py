@@ -706,6 +706,117 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any,  # noqa: A002
             _indices3d(cols[1], planes[1], n, c, depth, (h, w), (oh, ow), input))
 
 
+# ----------------------------------------------- pools with indices, power pools, unpools
+
+
+def max_pool1d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    return max_pool1d(input, *args, **{**kwargs, "return_indices": True})
+
+
+def max_pool2d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    return max_pool2d(input, *args, **{**kwargs, "return_indices": True})
+
+
+def max_pool3d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    return max_pool3d(input, *args, **{**kwargs, "return_indices": True})
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any) -> Any:  # noqa: A002
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any) -> Any:  # noqa: A002
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any) -> Any:  # noqa: A002
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,  # noqa: A002
+             ceil_mode: bool, dims: int) -> Tensor:
+    """PyTorch's power-average pool: (sum of x^p over each window)^(1/p), from an average
+    pool (inf: the max of |x|)."""
+    k = _pair(kernel_size, "kernel_size", dims)
+    pools = {1: (max_pool1d, avg_pool1d), 2: (max_pool2d, avg_pool2d),
+             3: (max_pool3d, avg_pool3d)}[dims]
+    if norm_type == math.inf:
+        return pools[0](F.abs(input), k, stride, 0, 1, ceil_mode)
+    if norm_type == -math.inf:
+        return F.neg(pools[0](F.neg(F.abs(input)), k, stride, 0, 1, ceil_mode))
+    out = pools[1](F.pow(input, norm_type), k, stride, 0, ceil_mode)
+    out = F.mul(F.sign(out), F.maximum(F.abs(out), 0.0))
+    return F.pow(F.mul(out, math.prod(k)), 1.0 / norm_type)
+
+
+def lp_pool1d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 3)
+
+
+def _unpool_size(input: Tensor, k: tuple[int, ...], s: tuple[int, ...],  # noqa: A002
+                 p: tuple[int, ...], output_size: Any) -> list[int]:
+    """PyTorch's ``_unpool_output_size``."""
+    n = len(k)
+    default = [(input.shape[-n + i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(n)]
+    if output_size is None:
+        return default
+    size = [int(v) for v in output_size]
+    if len(size) == n + 2:
+        size = size[2:]
+    if len(size) != n:
+        raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} "
+                         f"elements, but it has a length of '{len(size)}'")
+    for i in range(n):
+        lo, hi = default[i] - s[i], default[i] + s[i]
+        if not lo < size[i] < hi:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {i} must be between '
+                             f'{lo} and {hi})')
+    return size
+
+
+def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any,  # noqa: A002
+                padding: Any, output_size: Any, dims: int) -> Tensor:
+    """PyTorch's ``F.max_unpool{1,2,3}d``: each value written at its flat index (as the max
+    pool returned it) in a zero output plane."""
+    from ..creation import zeros
+    from .tensor_ops import scatter
+
+    k = _pair(kernel_size, "kernel_size", dims)
+    s = k if stride is None else _pair(stride, "stride", dims)
+    size = _unpool_size(input, k, s, _pair(padding, "padding", dims), output_size)
+    lead = tuple(input.shape[:-dims])
+    flat = (*lead, math.prod(input.shape[-dims:]))
+    plane = zeros(*lead, math.prod(size), dtype=input.dtype, device=input.device)
+    out = scatter(plane, -1, F.reshape(indices, flat), F.reshape(input, flat))
+    return F.reshape(out, (*lead, *size))
+
+
+def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,  # noqa: A002
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 3)
+
+
 # ------------------------------------------------------------------- batch norm, pad
 
 

@@ -679,3 +679,55 @@ def test_conv_transpose3d_matches_torch(kw):
     (yr * yr).sum().backward()
     np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(_np(rm.weight.grad), tm.weight.grad.numpy(), rtol=1e-4, atol=1e-3)
+
+
+# -------------------------------------------------- power pools, unpools, alpha dropout
+
+
+def test_lp_pool_max_unpool_and_feature_alpha_dropout():
+    x = rt.tensor([[[3.0, 4.0, 1.0, 1.0]]])
+    np.testing.assert_allclose(_np(F.lp_pool1d(x, 2, 2)), [[[5.0, 2.0 ** 0.5]]], rtol=1e-6)
+    assert F.lp_pool1d(x, float("inf"), 2).tolist() == [[[4.0, 1.0]]]
+    assert repr(rt.nn.LPPool2d(2, 3)) == "LPPool2d(norm_type=2, kernel_size=3, stride=None, " \
+                                          "ceil_mode=False)"
+    values, indices = F.max_pool1d_with_indices(x, 2)
+    assert indices.tolist() == [[[1, 2]]]
+    assert F.max_unpool1d(values, indices, 2).tolist() == [[[0.0, 4.0, 1.0, 0.0]]]
+    unpool = rt.nn.MaxUnpool2d(2)
+    v, i = F.max_pool2d(rt.arange(16.0).reshape(1, 1, 4, 4), 2, return_indices=True)
+    restored = unpool(v, i, output_size=(1, 1, 5, 5))
+    assert restored.shape == (1, 1, 5, 5) and restored.sum().item() == 5 + 7 + 13 + 15
+    with pytest.raises(ValueError, match="invalid output_size"):
+        unpool(v, i, output_size=(9, 9))
+    drop = rt.nn.FeatureAlphaDropout(0.5)
+    y = drop(rt.randn(8, 50, 6)).numpy()
+    constant = (y == y[:, :, :1]).all(-1)  # a dropped channel is one value throughout
+    assert 0.3 < constant.mean() < 0.7
+    drop.eval()
+    z = rt.randn(2, 3, 4)
+    assert np.array_equal(_np(drop(z)), _np(z))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_lp_pool_and_max_unpool_match_torch(dims):
+    torch = pytest.importorskip("torch")
+    shape = (2, 3, *(8, 6, 4)[:dims])
+    xt = torch.randn(*shape, dtype=torch.float64).abs().requires_grad_()
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    tf = torch.nn.functional
+    yt = getattr(tf, f"lp_pool{dims}d")(xt, 3.0, 2)
+    yr = getattr(F, f"lp_pool{dims}d")(xr, 3.0, 2)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-12)
+    yt.sum().backward()
+    yr.sum().backward()
+    np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-10)
+    vt, it = getattr(tf, f"max_pool{dims}d")(xt, 2, return_indices=True)
+    vt = vt.detach().requires_grad_()
+    vr, ir = getattr(F, f"max_pool{dims}d_with_indices")(xr.detach(), 2)
+    vr.requires_grad_()
+    ut = getattr(tf, f"max_unpool{dims}d")(vt, it, 2)
+    ur = getattr(F, f"max_unpool{dims}d")(vr, ir, 2)
+    np.testing.assert_array_equal(_np(ur), ut.detach().numpy())
+    (ut * ut).sum().backward()
+    (ur * ur).sum().backward()
+    np.testing.assert_allclose(_np(vr.grad), vt.grad.numpy(), rtol=1e-12)
