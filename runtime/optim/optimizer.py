@@ -282,6 +282,8 @@ class Optimizer:
                 state[key] = value
         for group, saved in zip(self.param_groups, saved_groups):
             saved["params"] = group["params"]
+            if "param_names" in group:  # kept where the loaded groups have none
+                saved.setdefault("param_names", group["param_names"])
         self.state = state
         self.param_groups = saved_groups
         for post_hook in self._optimizer_load_state_dict_post_hooks.values():
@@ -317,8 +319,13 @@ def _split_names(param_group: dict[str, Any], params: list[Any]) -> None:
         param_group["param_names"] = names
 
 
-def _cast(param: Tensor, value: Any, key: str) -> Any:
-    """A copy of a state value on `param`'s device (and its float dtype, except for "step")."""
+def _cast(param: Tensor, value: Any, key: Any) -> Any:
+    """A copy of a state value on `param`'s device (and its float dtype, except for "step"):
+    tensors in dicts, lists and tuples too (LBFGS's history), as torch's."""
+    if isinstance(value, dict):
+        return {k: _cast(param, v, k) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(param, v, None) for v in value)
     if not isinstance(value, Tensor):
         return deepcopy(value)
     value = value.detach().to(param.device)

@@ -375,3 +375,34 @@ def test_step_hooks_make_a_compiled_step_run_eagerly() -> None:
         for i in range(3):
             step(rt.ones(2, 3) * i)
     assert len(calls) == 3
+
+
+def test_lbfgs_state_dict_round_trip() -> None:
+    """LBFGS's state holds lists of tensors (its history): saved, loaded and continued, the
+    numbers are those of an uninterrupted run; and a group's param_names survive loading a
+    state dict without names, as torch's."""
+    def fit(w: rt.Tensor, opt: optim.LBFGS) -> None:
+        def closure() -> rt.Tensor:
+            opt.zero_grad()
+            loss = (100 * (w[1:] - w[:-1] ** 2) ** 2 + (1 - w[:-1]) ** 2).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+
+    w = rt.tensor([-1.5, 2.0, 0.5], dtype=rt.float64, requires_grad=True)
+    opt = optim.LBFGS([w], max_iter=3)
+    fit(w, opt)
+    buffer = io.BytesIO()
+    rt.save(opt.state_dict(), buffer)
+    buffer.seek(0)
+    saved = rt.load(buffer)
+    assert isinstance(saved["state"][0]["old_dirs"], list)
+    w2 = w.detach().clone().requires_grad_()
+    opt2 = optim.LBFGS([("w", w2)], max_iter=3)
+    opt2.load_state_dict(saved)
+    assert opt2.param_groups[0]["param_names"] == ["w"]
+    assert opt2.state[w2]["old_dirs"][0] is not saved["state"][0]["old_dirs"][0]
+    fit(w, opt)
+    fit(w2, opt2)
+    np.testing.assert_array_equal(w.detach().numpy(), w2.detach().numpy())
