@@ -302,10 +302,10 @@ def test_gumbel_softmax_samples_and_straight_through_gradient():
     hard = F.gumbel_softmax(logits, hard=True, dim=0)  # one entry along dim 0: all ones
     assert hard.tolist() == [[1.0, 1.0, 1.0]]
     counts = np.zeros(3)
-    for _ in range(2000):
+    for _ in range(800):
         counts += F.gumbel_softmax(logits, hard=True).detach().numpy()[0]
-    np.testing.assert_allclose(counts / 2000, np.exp([0, 1, 3]) / np.exp([0, 1, 3]).sum(),
-                               atol=0.03)  # argmax(logits + Gumbel) ~ softmax(logits)
+    np.testing.assert_allclose(counts / 800, np.exp([0, 1, 3]) / np.exp([0, 1, 3]).sum(),
+                               atol=0.05)  # argmax(logits + Gumbel) ~ softmax(logits)
     y = F.gumbel_softmax(logits, hard=True)
     (y * rt.tensor([[1.0, 2.0, 3.0]])).sum().backward()
     assert logits.grad is not None and float(logits.grad.abs().sum()) > 0
