@@ -677,8 +677,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 for base in self.base_lrs]
 
     def step(self, epoch: float | None = None) -> None:  # type: ignore[override]
-        """One step on, or to ``epoch`` (fractional epochs: a step per batch)."""
-        self._step_count += 1
+        """One step on, or to ``epoch`` (fractional epochs: a step per batch). Its
+        ``_step_count`` stays 0, as torch's (this step does not count)."""
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:

@@ -239,3 +239,33 @@ def test_warnings_as_torchs(scenario: int) -> None:
     assert len(ours) == (0 if scenario == 4 else 1)
     torch = pytest.importorskip("torch")
     assert ours == _warned(torch, scenario)
+
+
+def _plain(value: Any) -> Any:
+    """A state dict value as plain Python data (a Counter as a dict)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_state_dict_contents_are_torchs(name: str) -> None:
+    """After 7 steps, every entry of the state dict equals torch's (OneCycleLR's phase
+    table, named _phases here and _schedule_phases in torch, apart)."""
+    torch = pytest.importorskip("torch")
+    states = []
+    for lib in (rt, torch):
+        opt = _optimizer(lib)
+        sched = CASES[name](lib, opt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for i in range(7):
+                opt.step()
+                sched.step(_metric(i)) if name == "ReduceLROnPlateau" else sched.step()
+        state = _plain(sched.state_dict())
+        for key in ("_phases", "_schedule_phases"):
+            state.pop(key, None)
+        states.append(state)
+    assert states[0] == states[1]
