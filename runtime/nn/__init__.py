@@ -91,7 +91,7 @@ from runtime.nn.loss import (
 )
 from runtime.nn.module import Module
 from runtime.nn.normalization import GroupNorm, LayerNorm, LocalResponseNorm
-from runtime.nn.parameter import Parameter
+from runtime.nn.parameter import Buffer, Parameter
 from runtime.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool3d,
@@ -127,6 +127,7 @@ from runtime.nn.transformer import (
 )
 
 __all__ = [
+    "Buffer",
     "FeatureAlphaDropout",
     "LPPool1d",
     "LPPool2d",

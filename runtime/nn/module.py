@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from runtime.autograd import no_grad
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
-from runtime.nn.parameter import Parameter
+from runtime.nn.parameter import Buffer, Parameter
 from runtime.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -281,13 +281,15 @@ class Module:
                     "(runtime.nn.Module or None expected)"
                 )
             modules[name] = None
-        elif name in buffers:
+        elif isinstance(value, Buffer) or name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
                     f"cannot assign '{type(value).__name__}' as buffer '{name}' "
-                    "(runtime.Tensor or None expected)"
+                    "(runtime.nn.Buffer, runtime.Tensor or None expected)"
                 )
-            buffers[name] = value
+            persistent = (value.persistent if isinstance(value, Buffer)
+                          else name not in self._non_persistent_buffers)
+            self.register_buffer(name, value, persistent)
         else:
             object.__setattr__(self, name, value)
 

@@ -1,4 +1,5 @@
-"""`Parameter`: a leaf Tensor that a `Module` registers as a learnable parameter."""
+"""`Parameter`: a leaf Tensor that a `Module` registers as a learnable parameter; `Buffer`:
+a Tensor that a `Module` registers as a buffer when assigned as an attribute."""
 
 from __future__ import annotations
 
@@ -33,3 +34,26 @@ class Parameter(Tensor):
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + super().__repr__()
+
+
+class _BufferMeta(type):
+    """``isinstance(t, Buffer)`` holds for the tensors ``Buffer(...)`` marked, as PyTorch's."""
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and bool(getattr(instance, "_is_buffer", False))
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """PyTorch's ``nn.Buffer``: ``Buffer(data, persistent=True)`` is ``data`` detached and
+    marked, so assigning it to a module attribute registers a buffer (``persistent=False``
+    keeps it out of the state dict)."""
+
+    def __new__(cls, data: Any = None, *, persistent: bool = True) -> Tensor:  # type: ignore[misc]
+        if data is None:
+            data = Tensor([])
+        t = data.detach().requires_grad_(data.requires_grad)
+        t.persistent = persistent
+        t._is_buffer = True
+        return t

@@ -201,3 +201,23 @@ def test_dirac_and_sparse():
 
 def _conv1d_padded(x: rt.Tensor, w: rt.Tensor) -> np.ndarray:
     return rt.nn.functional.conv1d(x, w, padding=1).numpy()
+
+
+def test_buffer_assignment_registers_a_buffer():
+    class WithBuffers(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.stats = nn.Buffer(rt.ones(2))
+            self.scratch = nn.Buffer(rt.zeros(1), persistent=False)
+            self.plain = rt.ones(3)
+
+    m = WithBuffers()
+    assert [n for n, _ in m.named_buffers()] == ["stats", "scratch"]
+    assert list(m.state_dict()) == ["stats"]
+    assert isinstance(m.stats, nn.Buffer) and not isinstance(rt.ones(1), nn.Buffer)
+    m.scratch = rt.ones(1)  # stays a non-persistent buffer
+    assert list(m.state_dict()) == ["stats"] and m.scratch.tolist() == [1.0]
+    with pytest.raises(KeyError, match="attribute 'plain' already exists"):
+        m.plain = nn.Buffer(rt.ones(1))
+    with pytest.raises(TypeError, match="cannot assign 'int' as buffer 'stats'"):
+        m.stats = 3
