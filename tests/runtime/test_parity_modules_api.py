@@ -221,3 +221,17 @@ def test_buffer_assignment_registers_a_buffer():
         m.plain = nn.Buffer(rt.ones(1))
     with pytest.raises(TypeError, match="cannot assign 'int' as buffer 'stats'"):
         m.stats = 3
+
+
+def test_set_submodule():
+    net = _Net()
+    net.set_submodule("bn", nn.Identity())
+    assert isinstance(net.bn, nn.Identity)
+    net.set_submodule("fc.act", nn.ReLU())  # added: not strict
+    assert isinstance(net.fc.act, nn.ReLU)
+    with pytest.raises(AttributeError, match="Linear has no attribute `nope`"):
+        net.set_submodule("fc.nope", nn.ReLU(), strict=True)
+    with pytest.raises(AttributeError, match="`weight` is not an nn.Module"):
+        net.set_submodule("fc.weight", nn.ReLU())
+    with pytest.raises(ValueError, match="Cannot set the submodule without a target name"):
+        net.set_submodule("", nn.ReLU())
