@@ -324,3 +324,12 @@ def test_loader_reads_batches_by_getitems() -> None:
     assert [b.tolist() for b in loader] == [[50, 40, 30], [20]]
     assert ds.calls == [[5, 4, 3], [2]]  # through the Subset, as torch's
     assert list(data.DataLoader(ds, batch_size=None))[:2] == [0, 1]  # one by one
+
+
+def test_tensor_dataset_errors_as_torchs() -> None:
+    with pytest.raises(IndexError, match="tuple index out of range"):
+        data.TensorDataset()
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dim"):
+        data.TensorDataset(rt.tensor(1.0))
+    with pytest.raises(AssertionError, match="Size mismatch between tensors"):
+        data.TensorDataset(rt.zeros(3), rt.zeros(4))

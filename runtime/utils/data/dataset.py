@@ -80,8 +80,7 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
     """Sample i is ``tuple(t[i] for t in tensors)``."""
 
     def __init__(self, *tensors: Tensor) -> None:
-        if not tensors or any(t.ndim == 0 for t in tensors):
-            raise ValueError("TensorDataset needs tensors with a first dimension")
+        # torch's errors: IndexError for no tensors, or one without dimensions (its size(0))
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
