@@ -328,7 +328,7 @@ def test_loader_reads_batches_by_getitems() -> None:
 
 def test_tensor_dataset_errors_as_torchs() -> None:
     with pytest.raises(IndexError, match="tuple index out of range"):
-        data.TensorDataset()
+        len(data.TensorDataset())  # torch's constructor takes no tensors; its len fails
     with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dim"):
         data.TensorDataset(rt.tensor(1.0))
     with pytest.raises(AssertionError, match="Size mismatch between tensors"):

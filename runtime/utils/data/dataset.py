@@ -80,7 +80,8 @@ class TensorDataset(Dataset[tuple[Tensor, ...]]):
     """Sample i is ``tuple(t[i] for t in tensors)``."""
 
     def __init__(self, *tensors: Tensor) -> None:
-        # torch's errors: IndexError for no tensors, or one without dimensions (its size(0))
+        # as torch's: no tensors is accepted (len() fails), one without dimensions is an
+        # IndexError (its size(0))
         if any(tensors[0].size(0) != t.size(0) for t in tensors):
             raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
