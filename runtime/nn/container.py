@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from runtime.nn.module import Module
+from runtime.nn.module import Module, _addindent
 from runtime.nn.parameter import Parameter
 from runtime.tensor import Tensor
 
@@ -68,6 +68,9 @@ class Sequential(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def __dir__(self) -> list[str]:
+        return [key for key in super().__dir__() if not key.isdigit()]
+
     def forward(self, input: Any) -> Any:
         for module in self:
             input = module(input)
@@ -125,6 +128,24 @@ class ModuleList(Module):
 
     def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         return self.extend(modules)
+
+    def __dir__(self) -> list[str]:
+        return [key for key in super().__dir__() if not key.isdigit()]
+
+    def __repr__(self) -> str:
+        """PyTorch's: a run of equal entries is one line, ``(0-11): 12 x Block(...)``."""
+        reprs = [repr(module) for module in self]
+        if not reprs:
+            return self._get_name() + "()"
+        runs: list[list[Any]] = []  # [first index, last index, repr]
+        for i, text in enumerate(reprs):
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, text])
+        lines = [_addindent(f"({a}): {text}" if a == b else f"({a}-{b}): {b - a + 1} x {text}", 2)
+                 for a, b, text in runs]
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     def __add__(self, other: Iterable[Module]) -> ModuleList:
         return type(self)([*self, *other])

@@ -235,3 +235,12 @@ def test_set_submodule():
         net.set_submodule("fc.weight", nn.ReLU())
     with pytest.raises(ValueError, match="Cannot set the submodule without a target name"):
         net.set_submodule("", nn.ReLU())
+
+
+def test_module_list_repr_groups_equal_entries_and_dir_hides_indices():
+    layers = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2), nn.ReLU()])
+    assert repr(layers) == ("ModuleList(\n  (0-1): 2 x Linear(in_features=2, out_features=2, "
+                            "bias=True)\n  (2): ReLU()\n)")
+    assert repr(nn.ModuleList()) == "ModuleList()"
+    assert "0" not in dir(layers) and "0" not in dir(nn.Sequential(nn.ReLU()))
+    assert "append" in dir(layers)
