@@ -333,3 +333,13 @@ def test_tensor_dataset_errors_as_torchs() -> None:
         data.TensorDataset(rt.tensor(1.0))
     with pytest.raises(AssertionError, match="Size mismatch between tensors"):
         data.TensorDataset(rt.zeros(3), rt.zeros(4))
+
+
+def test_deprecated_clip_grad_norm() -> None:
+    from runtime.nn.utils.clip_grad import clip_grad_norm
+
+    p = rt.zeros(2, requires_grad=True)
+    p.grad = rt.tensor([3.0, 4.0])
+    with pytest.warns(FutureWarning, match="deprecated in favor of `torch.nn.utils.clip_grad_"):
+        assert clip_grad_norm([p], 1.0).item() == pytest.approx(5.0)
+    np.testing.assert_allclose(p.grad.numpy(), [0.6, 0.8], rtol=1e-6)

@@ -112,3 +112,11 @@ def clip_grad_value_(parameters: Parameters, clip_value: float,
     with no_grad():
         for g in _grads(parameters):
             g.clamp_(min=-clip_value, max=clip_value)
+
+
+def clip_grad_norm(parameters: Parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach: bool | None = None) -> Tensor:
+    """Deprecated, as torch's: `clip_grad_norm_`."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
