@@ -602,29 +602,42 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
 _CTC_UNREACHABLE = -1e30  # log(0) for CTC's lattice: finite, so no inf - inf in a gradient
 
 
-def _ctc_lengths(lengths: Any, n: int) -> list[int]:
-    values = lengths.tolist() if isinstance(lengths, Tensor) else lengths
-    values = [values] if isinstance(values, (int, float)) else list(values)
-    if len(values) != n:
-        raise RuntimeError(f"Expected tensor to have size at least {n} at dimension 1, but got "
-                           f"size {len(values)} for argument #2 'targets' (while checking "
-                           "arguments for ctc_loss_cpu)")
-    return [int(v) for v in values]
+def _ctc_lengths(lengths: Any, n: int, device: Any) -> Tensor:
+    """Per-sequence lengths as an int64 tensor of ``n`` (from a tensor, a sequence or an
+    int), without reading a tensor's values, so a compiled step keeps them as inputs."""
+    from ..creation import tensor
 
-
-def _ctc_labels(targets: Tensor, target_lengths: list[int], blank: int) -> np.ndarray:
-    """(N, 2 * S + 1): each target with a blank before, between and after its labels (the
-    rest blanks), from padded (N, S) targets or their 1-D concatenation."""
-    t = targets.numpy().astype(np.int64)
-    if t.ndim == 2:
-        rows = [t[i, :length] for i, length in enumerate(target_lengths)]
+    if isinstance(lengths, Tensor):
+        lengths = F.cast(F.reshape(lengths, (-1,)), D.int64)
     else:
-        ends = np.cumsum(target_lengths)
-        rows = [t[end - length:end] for end, length in zip(ends, target_lengths)]
-    ext = np.full((len(rows), 2 * max(target_lengths, default=0) + 1), blank, np.int64)
-    for i, row in enumerate(rows):
-        ext[i, 1:2 * len(row):2] = row
-    return ext
+        lengths = tensor([lengths] if isinstance(lengths, int) else list(lengths),
+                         dtype=D.int64, device=device)
+    if lengths.shape[0] != n:
+        raise RuntimeError(f"Expected tensor to have size at least {n} at dimension 1, but got "
+                           f"size {lengths.shape[0]} for argument #2 'targets' (while checking "
+                           "arguments for ctc_loss_cpu)")
+    return lengths
+
+
+def _ctc_labels(targets: Tensor, target_lengths: Tensor, blank: int) -> Tensor:
+    """(N, 2 * S + 1): each target with a blank before, between and after its labels (the
+    rest blanks), from padded (N, S) targets (tensor ops) or their 1-D concatenation (which
+    reads the lengths to split it)."""
+    from ..creation import arange, full, tensor
+
+    if targets.ndim == 1:
+        t, lens = targets.numpy().astype(np.int64), target_lengths.tolist()
+        padded = np.full((len(lens), max(lens, default=0)), blank, np.int64)
+        for i, (end, length) in enumerate(zip(np.cumsum(lens), lens)):
+            padded[i, :length] = t[end - length:end]
+        targets = tensor(padded, device=targets.device)
+    n, width = targets.shape
+    inside = F.lt(F.unsqueeze(arange(width, device=targets.device), 0),
+                  F.unsqueeze(target_lengths, 1))
+    labels = F.where(inside, F.cast(targets, D.int64), blank)
+    blanks = full((n, width), blank, dtype=D.int64, device=targets.device)
+    pairs = F.reshape(F.stack([blanks, labels], 2), (n, 2 * width))
+    return F.cat([pairs, full((n, 1), blank, dtype=D.int64, device=targets.device)], 1)
 
 
 def _ctc_softmax_term(lp: Tensor, in_lens: Tensor) -> Tensor:
@@ -655,38 +668,32 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     if not batched:
         targets = F.unsqueeze(targets, 0)
     steps, n = lp.shape[0], lp.shape[1]
-    in_lens = _ctc_lengths(input_lengths, n)
-    tgt_lens = _ctc_lengths(target_lengths, n)
+    in_lens = _ctc_lengths(input_lengths, n, lp.device)
+    tgt_lens = _ctc_lengths(target_lengths, n, lp.device)
     ext = _ctc_labels(targets, tgt_lens, blank)
     width = ext.shape[1]
-    skip = np.zeros_like(ext, dtype=bool)  # s may come from s - 2: a label unlike the one before
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    index = F.expand(F.unsqueeze(tensor(ext, device=lp.device), 0), steps, n, width)
-    emit = gather(lp, 2, index)  # (T, N, 2S+1): the log-probability of each lattice label
+    # s may also come from s - 2: a label unlike the one two before
+    skip = F.cat([tensor(np.zeros((n, min(2, width)), bool), device=lp.device),
+                  F.logical_and(F.ne(ext[:, 2:], blank), F.ne(ext[:, 2:], ext[:, :-2]))], 1)
+    emit = gather(lp, 2, F.expand(F.unsqueeze(ext, 0), steps, n, width))  # (T, N, 2S+1)
     none = tensor(np.full((n, 1), _CTC_UNREACHABLE), dtype=lp.dtype, device=lp.device)
-    start = np.full((n, width), _CTC_UNREACHABLE)
+    start = np.full((1, width), _CTC_UNREACHABLE)
     start[:, :2] = 0.0
     alpha = F.add(emit[0], tensor(start, dtype=lp.dtype, device=lp.device))
-    skip_t = tensor(skip, device=lp.device)
-    in_lens_t = F.unsqueeze(tensor(in_lens, device=lp.device), 1)
+    in_lens_t = F.unsqueeze(in_lens, 1)
     for t in range(1, steps):
         one = F.cat([none, alpha[:, :-1]], 1)
-        two = F.where(skip_t, F.cat([none, none, alpha[:, :-2]], 1), _CTC_UNREACHABLE)
+        two = F.where(skip, F.cat([none, none, alpha[:, :-2]], 1), _CTC_UNREACHABLE)
         step = F.add(logsumexp(F.stack([alpha, one, two], 0), 0), emit[t])
         alpha = F.where(F.gt(in_lens_t, t), step, alpha)  # a sequence's own length only
-    ends = np.stack([2 * np.array(tgt_lens), np.maximum(2 * np.array(tgt_lens) - 1, 0)], 1)
-    last = gather(alpha, 1, tensor(ends, device=lp.device))
-    both = np.array(tgt_lens) > 0
-    last = F.where(tensor(np.stack([np.ones(n, bool), both], 1), device=lp.device), last,
-                   _CTC_UNREACHABLE)
+    double = F.mul(tgt_lens, 2)
+    last = gather(alpha, 1, F.stack([double, F.maximum(F.sub(double, 1), 0)], 1))
+    has_label = F.stack([F.ge(tgt_lens, 0), F.gt(tgt_lens, 0)], 1)
+    last = F.where(has_label, last, _CTC_UNREACHABLE)
     loss = F.add(F.neg(logsumexp(last, 1)), _ctc_softmax_term(lp, in_lens_t))
     impossible = F.gt(loss, -_CTC_UNREACHABLE / 10)
-    if zero_infinity:
-        loss = F.where(impossible, 0.0, loss)
-    else:
-        loss = F.where(impossible, math.inf, loss)
+    loss = F.where(impossible, 0.0 if zero_infinity else math.inf, loss)
     if reduction == "mean":
-        lengths = tensor(np.maximum(np.array(tgt_lens), 1), dtype=lp.dtype, device=lp.device)
-        return F.mean(F.div(loss, lengths))
+        return F.mean(F.div(loss, F.maximum(F.cast(tgt_lens, lp.dtype), 1.0)))
     loss = _reduce(loss, reduction, "ctc_loss")
     return loss if batched or reduction != "none" else F.squeeze(loss, 0)

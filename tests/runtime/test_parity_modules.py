@@ -731,3 +731,33 @@ def test_lp_pool_and_max_unpool_match_torch(dims):
     (ut * ut).sum().backward()
     (ur * ur).sum().backward()
     np.testing.assert_allclose(_np(vr.grad), vt.grad.numpy(), rtol=1e-12)
+
+
+def test_compiled_ctc_step_equals_eager_with_new_lengths():
+    import warnings
+
+    import planner
+
+    def make() -> tuple[rt.nn.Module, rt.optim.SGD]:
+        rt.manual_seed(4)
+        model = rt.nn.Linear(3, 5)
+        return model, rt.optim.SGD(model.parameters(), lr=0.1)
+
+    (m1, o1), (m2, o2) = make(), make()
+
+    def step(x, targets, in_lens, tgt_lens, model=m1, opt=o1):  # noqa: ANN001
+        opt.zero_grad()
+        loss = F.ctc_loss(model(x).log_softmax(2), targets, in_lens, tgt_lens)
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        for lens in ([6, 4], [5, 6], [6, 6]):
+            args = (rt.randn(6, 2, 3), rt.tensor([[1, 2, 2], [3, 1, 4]]), rt.tensor(lens),
+                    rt.tensor([3, lens[1] // 3]))
+            np.testing.assert_allclose(float(compiled(*args)),
+                                       float(step(*args, model=m2, opt=o2)), rtol=1e-5)
+    np.testing.assert_allclose(_np(m1.weight), _np(m2.weight), rtol=1e-5, atol=1e-6)
