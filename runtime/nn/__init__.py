@@ -75,6 +75,7 @@ from runtime.nn.loss import (
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     PoissonNLLLoss,
@@ -127,6 +128,7 @@ from runtime.nn.transformer import (
 )
 
 __all__ = [
+    "MultiLabelMarginLoss",
     "Buffer",
     "FeatureAlphaDropout",
     "LPPool1d",

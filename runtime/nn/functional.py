@@ -9,6 +9,7 @@ from runtime.ops.activations import (
     dropout3d,
     hardshrink,
     pairwise_distance,
+    pdist,
     softmin,
     softshrink,
     elu,
@@ -69,6 +70,7 @@ from runtime.ops.losses import (  # noqa: E402
     hinge_embedding_loss,
     margin_ranking_loss,
     multi_margin_loss,
+    multilabel_margin_loss,
     multilabel_soft_margin_loss,
     poisson_nll_loss,
     soft_margin_loss,
@@ -163,6 +165,8 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noq
 
 
 __all__ = [
+    "multilabel_margin_loss",
+    "pdist",
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d_with_indices",

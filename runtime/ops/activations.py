@@ -170,6 +170,18 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return norm(diff, p, dim=-1, keepdim=keepdim)
 
 
+def pdist(x: Tensor, p: float = 2.0) -> Tensor:
+    """PyTorch's ``F.pdist``: the p-norm distance of every pair of rows i < j of an (N, M)
+    input, in row-major order (N * (N - 1) / 2 values)."""
+    from runtime.ops.reductions import vector_norm
+    from runtime.ops.structured import triu_indices
+
+    if x.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.dim()}D")
+    pairs = triu_indices(x.shape[0], x.shape[0], 1, device=x.device)
+    return vector_norm(F.sub(x[pairs[0]], x[pairs[1]]), p, -1)
+
+
 def _channel_dropout(x: Tensor, p: float, training: bool, inplace: bool, lead: int
                      ) -> Tensor:
     """Whole channels zeroed with probability ``p`` (the rest scaled by 1/(1-p)): one draw
@@ -313,6 +325,6 @@ def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float =
     return F.div(x, F.pow(F.add(F.mul(div, alpha), k), beta))
 
 
-__all__: list[Any] = ["celu", "elu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
+__all__: list[Any] = ["pdist", "celu", "elu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",
                       "logsigmoid", "mish", "prelu", "relu6", "selu", "softsign", "tanhshrink",
                       "threshold"]

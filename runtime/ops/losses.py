@@ -502,6 +502,32 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     return _reduce(loss, reduction, "multilabel_soft_margin_loss")
 
 
+def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
+                           reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """PyTorch's ``F.multilabel_margin_loss``: for each sample, the sum over its target
+    classes j (``target`` up to its first -1) and non-target classes i of
+    max(0, 1 - (x[j] - x[i])), over the number of classes."""
+    from .tensor_ops import gather
+    from .vectors import one_hot
+
+    reduction = _reduction(size_average, reduce, reduction)
+    x, y = (input, target) if input.ndim == 2 else (F.unsqueeze(input, 0), F.unsqueeze(target, 0))
+    if tuple(y.shape) != tuple(x.shape):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    c = x.shape[1]
+    listed = F.cumprod(F.cast(F.ne(y, -1), D.int64), 1)  # the targets before the first -1
+    labels = F.where(F.gt(listed, 0), y, 0)
+    other = F.eq(F.sum(F.mul(one_hot(labels, c), F.unsqueeze(listed, 2)), 1), 0)
+    margins = F.maximum(F.add(F.sub(F.unsqueeze(x, 1), F.unsqueeze(gather(x, 1, labels), 2)),
+                              1.0), 0.0)  # (N, target j, class i)
+    counted = F.logical_and(F.unsqueeze(F.gt(listed, 0), 2), F.unsqueeze(other, 1))
+    loss = F.div(F.sum(F.where(counted, margins, 0.0), (1, 2)), float(c))
+    if input.ndim != 2:
+        loss = F.squeeze(loss, 0)
+    return _reduce(loss, reduction, "multilabel_margin_loss")
+
+
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
                       weight: Tensor | None = None, size_average: Any = None,
                       reduce: Any = None, reduction: str = "mean") -> Tensor:

@@ -761,3 +761,40 @@ def test_compiled_ctc_step_equals_eager_with_new_lengths():
             np.testing.assert_allclose(float(compiled(*args)),
                                        float(step(*args, model=m2, opt=o2)), rtol=1e-5)
     np.testing.assert_allclose(_np(m1.weight), _np(m2.weight), rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------- pdist, multilabel margin loss
+
+
+def test_pdist_and_multilabel_margin_loss_by_hand():
+    pts = rt.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]])
+    np.testing.assert_allclose(_np(F.pdist(pts)), [5.0, 1.0, 18.0 ** 0.5], rtol=1e-6)
+    with pytest.raises(RuntimeError, match="pdist only supports 2D tensors, got: 3D"):
+        F.pdist(rt.ones(1, 2, 3))
+    x = rt.tensor([[0.1, 0.2, 0.4, 0.8]])
+    y = rt.tensor([[3, 0, -1, 1]])  # targets 3 and 0; the -1 ends the list
+    # PyTorch's docs example: (hinge terms over classes 1 and 2) / 4 = 0.85
+    assert abs(F.multilabel_margin_loss(x, y).item() - 0.85) < 1e-6
+    assert rt.nn.MultiLabelMarginLoss(reduction="none")(x[0], y[0]).shape == ()
+
+
+def test_pdist_and_multilabel_margin_loss_match_torch():
+    torch = pytest.importorskip("torch")
+    xt = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
+    xr = rt.tensor(xt.detach().numpy(), requires_grad=True)
+    for p in (1.0, 2.0, float("inf")):
+        xt.grad, xr.grad = None, None
+        yt, yr = torch.nn.functional.pdist(xt, p), F.pdist(xr, p)
+        np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-12)
+        yt.sum().backward()
+        yr.sum().backward()
+        np.testing.assert_allclose(_np(xr.grad), xt.grad.numpy(), rtol=1e-12)
+    target = [[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 2, 3], [0, 0, -1, 2]]
+    st = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+    sr = rt.tensor(st.detach().numpy(), requires_grad=True)
+    lt = torch.nn.functional.multilabel_margin_loss(st, torch.tensor(target), reduction="none")
+    lr = F.multilabel_margin_loss(sr, rt.tensor(target), reduction="none")
+    np.testing.assert_allclose(_np(lr), lt.detach().numpy(), rtol=1e-12)
+    (lt * torch.arange(1.0, 5.0, dtype=torch.float64)).sum().backward()
+    (lr * rt.arange(1.0, 5.0, dtype=rt.float64)).sum().backward()
+    np.testing.assert_allclose(_np(sr.grad), st.grad.numpy(), rtol=1e-12)
