@@ -25,6 +25,7 @@ def relu(x: Tensor) -> Tensor:
 
 @F.half_in_float32
 def sigmoid(x: Tensor) -> Tensor:
+    x = F.as_float(x)  # an integer or bool x: float, as PyTorch's
     return F.div(1.0, F.add(F.exp(F.neg(x)), 1.0))
 
 

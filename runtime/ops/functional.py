@@ -21,6 +21,11 @@ from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 # --- helpers -------------------------------------------------------------------------------
 
 
+def as_float(x: Tensor) -> Tensor:
+    """x, or an integer or bool x in the default float dtype (the input of exp, sigmoid...)."""
+    return x if x.dtype.is_floating_point else cast(x, D.default_float)
+
+
 def half_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """fn of a float16 tensor (and float16 tensor arguments) computed in float32 and rounded to
     float16 once, as PyTorch's kernels compute half (its opmath type); fn's own steps would
@@ -157,7 +162,13 @@ tanh_backward = _op(P.TANH_BACKWARD, "tanh_backward",
                     "g * (1 - y * y), the gradient through y = tanh(x).")
 sqrt = _op(P.SQRT, "sqrt")
 abs = _op(P.ABS, "abs")  # noqa: A001
-sign = _op(P.SIGN, "sign")
+
+
+def sign(x: Tensor) -> Tensor:
+    """-1, 0 or 1 by x's sign; a bool x is its own sign, as PyTorch's."""
+    return apply(P.SIGN, x) if x.dtype is not D.bool_ else clone(x)
+
+
 erf = _op(P.ERF, "erf")
 log1p = _op(P.LOG1P, "log1p")
 expm1 = _op(P.EXPM1, "expm1")

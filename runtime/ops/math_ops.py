@@ -33,8 +33,7 @@ def _tensor(x: Any, like: Tensor | None = None) -> Tensor:
     return tensor(x, device=like.device if like is not None else None)
 
 
-def _as_float(x: Tensor) -> Tensor:
-    return x if x.dtype.is_floating_point else F.cast(x, D.default_float)
+_as_float = F.as_float
 
 
 def _in64(fn: Any, x: Tensor) -> Tensor:

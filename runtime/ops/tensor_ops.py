@@ -87,7 +87,8 @@ def bitwise_not(x: Tensor) -> Tensor:
 
 
 def square(x: Tensor) -> Tensor:
-    return F.mul(x, x)
+    """x * x; of a bool x, PyTorch's pow(x, 2): int64."""
+    return F.mul(x, x) if x.dtype is not D.bool_ else F.pow(x, 2)
 
 
 @F.half_in_float32

@@ -536,3 +536,28 @@ def test_scalars_in_range_convert_as_torch() -> None:
     t[0] = 2.7
     assert t.tolist() == [2, 0]
     _same_as_torch(lambda m: m.zeros(2, dtype=m.int64).fill_(-2.7))
+
+
+# --- unary ops of bools and integers ----------------------------------------------------------
+
+
+_UNARY_INT_BOOL = {
+    "sigmoid bool": (lambda m: m.tensor([True, False]).sigmoid(), "float32", [0.7310586, 0.5]),
+    "sigmoid int": (lambda m: m.tensor([1, 0]).sigmoid(), "float32", [0.7310586, 0.5]),
+    "square bool": (lambda m: m.tensor([True, False]).square(), "int64", [1, 0]),
+    "square int": (lambda m: m.tensor([3, -2]).square(), "int64", [9, 4]),
+    "sign bool": (lambda m: m.tensor([True, False]).sign(), "bool", [True, False]),
+    "sign int": (lambda m: m.tensor([-2, 0, 3]).sign(), "int64", [-1, 0, 1]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_UNARY_INT_BOOL))
+def test_unary_ops_of_bools_and_integers(case: str) -> None:
+    fn, dtype, want = _UNARY_INT_BOOL[case]
+    out = fn(rt)
+    assert out.dtype is getattr(rt, dtype)
+    np.testing.assert_allclose(out.tolist(), want, rtol=1e-6)
+    torch = _torch()
+    ref = fn(torch)
+    assert str(ref.dtype) == f"torch.{dtype}"
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
