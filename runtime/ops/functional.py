@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import functools
 import math
 from collections import namedtuple
@@ -634,8 +635,44 @@ def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tens
         dim += 1
 
 
+def _is_scalar_bool(k: Any) -> bool:
+    if isinstance(k, (bool, np.bool_)):
+        return True
+    return isinstance(k, (Tensor, np.ndarray)) and k.ndim == 0 and (
+        k.dtype is D.bool_ if isinstance(k, Tensor) else k.dtype == np.bool_)
+
+
+def _consumed(k: Any) -> int:
+    """The dimensions of x a key item indexes (a scalar bool not yet lifted: none)."""
+    if k is None or _is_scalar_bool(k):
+        return 0
+    if isinstance(k, (Tensor, np.ndarray)) and (k.dtype is D.bool_ or k.dtype == np.bool_):
+        return k.ndim
+    return 1
+
+
+def _lift_scalar_bools(x: Tensor, key: Any) -> tuple[Tensor, Any]:
+    """x and key with each 0-d bool of the key (True, False, a 0-d bool tensor) an index on a
+    new axis of x of length one there, [0] where true, [] where false: numpy's and PyTorch's
+    reading (``x[True]`` is x[None]; ``x[False]`` has a first dimension of 0)."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    for i, k in enumerate(items):
+        if not _is_scalar_bool(k):
+            continue
+        before, after = items[:i], items[i + 1:]
+        if any(b is Ellipsis for b in before):
+            dim = x.ndim - builtins.sum(_consumed(a) for a in after if a is not Ellipsis)
+        else:
+            dim = builtins.sum(_consumed(b) for b in before)
+        x = unsqueeze(x, dim)
+        items[i] = [0] if bool(k) else []
+    return x, tuple(items)
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` for any PyTorch-style index."""
+    if any(_is_scalar_bool(k) for k in (key if isinstance(key, tuple) else (key,))):
+        x, key = _lift_scalar_bools(x, key)
     template, idx, masks = _norm_key(key, x.device)
     _check_key(x.shape, template, idx, masks)
     return getitem_key(x, *idx, key=template)

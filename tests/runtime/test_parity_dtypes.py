@@ -561,3 +561,41 @@ def test_unary_ops_of_bools_and_integers(case: str) -> None:
     ref = fn(torch)
     assert str(ref.dtype) == f"torch.{dtype}"
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6)
+
+
+# --- 0-d bools in an index ---------------------------------------------------------------------
+
+
+_SCALAR_BOOL_KEYS: dict[str, tuple[Callable[[Any], Any], tuple[int, ...]]] = {
+    "True": (lambda m: True, (1, 3, 4)),
+    "False": (lambda m: False, (0, 3, 4)),
+    "ellipsis, True": (lambda m: (Ellipsis, True), (3, 4, 1)),
+    "int, True": (lambda m: (0, True), (1, 4)),
+    "slice, True, int": (lambda m: (slice(None), True, 1), (3, 1)),
+    "0-d mask": (lambda m: (m.tensor(True),), (1, 3, 4)),
+    "0-d false mask": (lambda m: m.tensor(False), (0, 3, 4)),
+    "None, True": (lambda m: (None, True), (1, 1, 3, 4)),
+    "True, index": (lambda m: (True, m.tensor([0, 2])), (2, 4)),
+    "True, True": (lambda m: (True, True), (1, 3, 4)),
+    "int, False, slice": (lambda m: (1, False, slice(1, 3)), (0, 2)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_SCALAR_BOOL_KEYS))
+def test_scalar_bool_in_an_index(case: str) -> None:
+    key, shape = _SCALAR_BOOL_KEYS[case]
+
+    def fn(m: Any) -> Any:
+        return m.arange(12).reshape(3, 4)[key(m)]
+
+    assert tuple(fn(rt).shape) == shape
+    _same_as_torch(fn)
+
+
+def test_mask_of_a_zero_dim_tensor_keeps_its_gradient() -> None:
+    y = rt.tensor(2.5, requires_grad=True)
+    z = y[y > 0]
+    assert z.tolist() == [2.5]
+    z.sum().backward()
+    assert y.grad.item() == 1.0
+    assert y[y < 0].shape == (0,)
