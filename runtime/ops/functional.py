@@ -144,7 +144,14 @@ def _op(prim: Any, name: str, doc: str | None = None) -> Any:
 
 
 mul = _op(P.MUL, "mul")
-pow = _op(P.POW, "pow")  # noqa: A001 - PyTorch's name
+
+
+def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
+    if type(b) is int and b < 0 and isinstance(a, Tensor) and not a.dtype.is_floating_point:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return apply(P.POW, a, b)
+
+
 maximum = _op(P.MAXIMUM, "maximum")
 minimum = _op(P.MINIMUM, "minimum")
 eq = _op(P.EQ, "eq")

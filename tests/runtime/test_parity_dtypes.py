@@ -599,3 +599,14 @@ def test_mask_of_a_zero_dim_tensor_keeps_its_gradient() -> None:
     z.sum().backward()
     assert y.grad.item() == 1.0
     assert y[y < 0].shape == (0,)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_integer_to_a_negative_integer_power_is_torchs_error(dtype: str) -> None:
+    def fn(m: Any) -> Any:
+        return m.tensor([2, 3]).to(getattr(m, dtype)) ** -1
+
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed"):
+        fn(rt)
+    _same_as_torch(fn)
+    assert (rt.tensor([2, 3]) ** -1.0).tolist() == [0.5, pytest.approx(1 / 3)]
