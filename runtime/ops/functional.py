@@ -116,6 +116,9 @@ def _is_bool(v: Any) -> bool:
 
 
 def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    if _is_bool(a) and _is_bool(b):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(a) or _is_bool(b):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
     return apply(P.SUB, a, b if alpha == 1 else mul(b, alpha))

@@ -414,6 +414,11 @@ _MINUS = {
     "sub bool tensor": lambda m: m.tensor([1.0]).sub(m.tensor(True)),
     "neg bool": lambda m: -m.tensor([True]),
 }
+_BOTH_BOOLS = {
+    "bool - bool": lambda m: m.tensor([True]) - m.tensor([False]),
+    "bool - True": lambda m: m.tensor([True]) - True,
+    "True - bool": lambda m: True - m.tensor([True]),
+}
 
 
 @pytest.mark.parametrize("case", sorted(_MINUS))
@@ -422,6 +427,13 @@ def test_minus_on_bools_is_torchs_error(case: str) -> None:
                                            "supported. If you are trying to invert a mask"):
         _MINUS[case](rt)
     _same_as_torch(_MINUS[case])
+
+
+@pytest.mark.parametrize("case", sorted(_BOTH_BOOLS))
+def test_minus_of_two_bools_points_to_xor(case: str) -> None:
+    with pytest.raises(RuntimeError, match="with two bool tensors is not supported. Use the `\\^`"):
+        _BOTH_BOOLS[case](rt)
+    _same_as_torch(_BOTH_BOOLS[case])
 
 
 _EXTREMES = {
