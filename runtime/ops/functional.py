@@ -260,9 +260,13 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         if max is not None:
             out = where(gt(out, max), max, out)
         return out
-    bounds = [b for b in (min, max) if b is not None]
-    rdt = D.result_dtype([x.dtype], bounds)  # an integer x with float bounds: float32
+    rdt = _clamp_dtype(x, min, max)
     return apply(P.CLAMP, x if rdt is x.dtype else cast(x, rdt), min=min, max=max)
+
+
+def _clamp_dtype(x: Tensor, lo: Any, hi: Any) -> D.DType:
+    """clamp's result dtype with scalar bounds: an integer x with float bounds is float32."""
+    return D.result_dtype([x.dtype], [b for b in (lo, hi) if b is not None])
 
 
 def cast(x: Tensor, dtype: Any) -> Tensor:
@@ -802,6 +806,10 @@ def copy_(t: Tensor, src: Tensor) -> Tensor:
 def clamp_(t: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         return copy_(t, clamp(t, min, max))
+    rdt = _clamp_dtype(t, min, max)
+    if rdt.category > t.dtype.category:  # PyTorch's text (its C++ name of t's type, here)
+        raise RuntimeError(f"result type {D.scalar_type_name(rdt)} can't be cast to the desired "
+                           f"output type {D.type_meta_name(t.dtype)}")
     return apply_inplace(P.CLAMP, t, min=min, max=max)
 
 
