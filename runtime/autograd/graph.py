@@ -3,13 +3,14 @@ save_on_cpu, disable_saved_tensors_hooks), and the graph's Node class."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from .node import Node, saved_tensors_hooks_state
 
-__all__ = ["Node", "disable_saved_tensors_hooks", "save_on_cpu", "saved_tensors_hooks"]
+__all__ = ["Node", "disable_saved_tensors_hooks", "increment_version", "save_on_cpu",
+           "saved_tensors_hooks"]
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
@@ -60,3 +61,12 @@ def disable_saved_tensors_hooks(error_message: str) -> Iterator[None]:
         yield
     finally:
         state.disabled = prev
+
+
+def increment_version(tensor: Any | Iterable[Any]) -> None:
+    """Bump the version counter of a tensor (or of each of several), as an in-place write
+    would: a saved copy of it then refuses to be used in backward."""
+    from ..tensor import Tensor
+
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._vc.v += 1

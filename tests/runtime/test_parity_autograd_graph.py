@@ -118,3 +118,13 @@ def test_hooks_match_torch():
 
     for a, b in zip(run(rt), run(torch)):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_increment_version_makes_a_saved_tensor_stale():
+    x = rt.tensor([1.0, 2.0], requires_grad=True)
+    w = rt.tensor([3.0, 4.0])
+    y = (x * w).sum()
+    G.increment_version([w, w])
+    assert w._version == 2
+    with pytest.raises(RuntimeError, match=r"is at version 2; expected version 0 instead"):
+        y.backward()
