@@ -139,10 +139,11 @@ bad:
 
 # a run of kernels and products (``drive_builtin``): the call's argument objects are copied
 # into the first slots, then each record of the table at _FN, ``kind, fn, word, n, n slot
-# indices``, calls a kernel's object entry (kind 0: fn(its arguments' objects, 0, word)) or
-# a product (kind 1: fn(a, b, c, e, word)) with the objects of those slots, one after
-# another, the GIL released once for them all. The table starts with its record count and
-# the address of room for the largest record's objects.
+# indices``, calls a kernel's object entry (kind 0: fn(its arguments' objects, 0, word)), a
+# product (kind 1: fn(a, b, c, e, word)) or a check (kind 2: fn(its arguments' objects,
+# word), whose non-zero result ends the run there) with the objects of those slots, one
+# after another, the GIL released once for them all. The table starts with its record count
+# and the address of room for the largest record's objects.
 _DRIVE = f"""
 define ptr @entry_drive(ptr %self, ptr %args, i64 %nargs) {{
 entry:
@@ -206,10 +207,17 @@ gather.body:
   br label %gather
 dispatch:
   %is.kernel = icmp eq i64 %kind, 0
-  br i1 %is.kernel, label %kernel, label %product
+  br i1 %is.kernel, label %kernel, label %other
+other:
+  %is.check = icmp eq i64 %kind, 2
+  br i1 %is.check, label %check, label %product
 kernel:
   call void %fn(ptr %room, i64 0, i64 %w)
   br label %called
+check:
+  %failed = call i64 %fn(ptr %room, i64 %w)
+  %stop = icmp ne i64 %failed, 0
+  br i1 %stop, label %done, label %called
 product:
   %a = load ptr, ptr %room
   %b.at = getelementptr inbounds ptr, ptr %room, i64 1
@@ -235,7 +243,58 @@ bad:
 }}
 """
 
-KERNEL, PRODUCT = 0, 1  # a drive record's kinds
+KERNEL, PRODUCT, CHECK = 0, 1, 2  # a drive record's kinds
+
+# a check of class indices (the check_bounds primitive over int64: ``check_words``): with
+# words ``n, low, high, flag`` (high inclusive), whether an element of the C-contiguous
+# array of n int64 is outside [low, high], written to ``flag`` (1 or 0) and returned: a
+# drive record of kind CHECK ends its run where it is 1
+_CHECK = f"""
+define i64 @check_bounds_i64(ptr %room, i64 %w) {{
+entry:
+  %object = load ptr, ptr %room
+  %x.field = getelementptr inbounds i8, ptr %object, i64 {ARRAY_DATA_OFFSET}
+  %x = load ptr, ptr %x.field
+  %words = inttoptr i64 %w to ptr
+  %n = load i64, ptr %words
+  %low.at = getelementptr inbounds i64, ptr %words, i64 1
+  %low = load i64, ptr %low.at
+  %high.at = getelementptr inbounds i64, ptr %words, i64 2
+  %high = load i64, ptr %high.at
+  br label %loop
+loop:
+  %i = phi i64 [0, %entry], [%i.next, %body]
+  %bad = phi i64 [0, %entry], [%bad.next, %body]
+  %more = icmp slt i64 %i, %n
+  br i1 %more, label %body, label %end
+body:
+  %at = getelementptr inbounds i64, ptr %x, i64 %i
+  %v = load i64, ptr %at
+  %below = icmp slt i64 %v, %low
+  %above = icmp sgt i64 %v, %high
+  %out = or i1 %below, %above
+  %out.i = zext i1 %out to i64
+  %bad.next = or i64 %bad, %out.i
+  %i.next = add i64 %i, 1
+  br label %loop
+end:
+  %flag.at = getelementptr inbounds i64, ptr %words, i64 3
+  store i64 %bad, ptr %flag.at
+  ret i64 %bad
+}}
+"""
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def check_words(n: int, low: int, high: int) -> np.ndarray | None:
+    """The words of a CHECK record testing n int64 values for [low, high) (Python ints: a
+    bound past int64's range is no bound), its flag last; None where no int64 is in range
+    (the check fails whenever there is an element: left to Python)."""
+    low, last = max(low, INT64_MIN), min(high - 1, INT64_MAX)
+    if low > last:
+        return None
+    return np.array([n, low, last, 0], np.int64)
 
 
 # codegen.allocator's numpy allocation functions live in this module (every process that
@@ -292,7 +351,7 @@ def glibc() -> bool:
 
 
 def ir_text() -> str:
-    return _PRELUDE + _KERNEL + _PRODUCT + _DRIVE + (ALLOCATOR_IR if glibc() else "")
+    return _PRELUDE + _KERNEL + _PRODUCT + _DRIVE + _CHECK + (ALLOCATOR_IR if glibc() else "")
 
 
 class _MethodDef(ctypes.Structure):
@@ -315,6 +374,7 @@ class _Code:
     kernel: int
     product: int
     drive: int
+    check: int  # check_bounds_i64
     api: tuple[int, int, int, int, int, int]  # save, restore, incref, None, set error, TypeError
     # ALLOCATOR_IR's malloc, calloc, realloc and free (zeros where not compiled in)
     allocator: tuple[int, ...]
@@ -358,16 +418,17 @@ def _code() -> _Code:
                 kernel = engine.get_function_address("entry_kernel")
                 product = engine.get_function_address("entry_product")
                 drive = engine.get_function_address("entry_drive")
+                check = engine.get_function_address("check_bounds_i64")
                 allocator = tuple(engine.get_function_address(f"backplan_{f}")
                                   for f in ("malloc", "calloc", "realloc", "free"))
-            if not kernel or not product or not drive:
+            if not kernel or not product or not drive or not check:
                 raise RuntimeError("the builtin trampolines are not in their object code")
             api = ctypes.pythonapi
             address = [ctypes.cast(getattr(api, name), ctypes.c_void_p).value
                        for name in ("PyEval_SaveThread", "PyEval_RestoreThread", "Py_IncRef",
                                     "PyErr_SetString")]
             type_error = id(ctypes.py_object.in_dll(api, "PyExc_TypeError").value)
-            _compiled = _Code(engine, kernel, product, drive,
+            _compiled = _Code(engine, kernel, product, drive, check,
                               (address[0], address[1], address[2], id(None), address[3],
                                type_error), allocator)
     return _compiled
@@ -408,6 +469,11 @@ def product_builtin(fn: int, dims: int, name: str, holds: Any) -> Callable[..., 
     """``f(a, b, c, e)``: the product entry at ``fn`` with its words at ``dims`` (``e``: the
     addend, or ``c`` where there is none). ``holds``: what keeps both alive."""
     return _builtin(_code().product, fn, dims, 4, name, holds)
+
+
+def check_entry() -> int:
+    """The address of ``check_bounds_i64`` (a drive record of kind CHECK calls it)."""
+    return _code().check
 
 
 def drive_builtin(records: np.ndarray, slots: np.ndarray, nargs: int, name: str, holds: Any

@@ -66,6 +66,9 @@ COMMIT_DEVICES = ("cpu",)
 # outputs and copies it saves (mlp_small's 64 x 64 updates ran 20% more instructions with
 # them deferred; its last layer's two single-output commits, 2.5 KiB, cost 15 us a step)
 MIN_COMMIT_BYTES = 1 << 16
+# the most bytes a value computed from sources alone may hold to be hoisted before the other
+# steps (``hoist_scalars``)
+HOIST_MAX_BYTES = 64
 
 
 @dataclass
@@ -594,6 +597,7 @@ def fuse(plan: Plan) -> Plan:
             steps.append(primitive_step("expand", out=view, args=[("buf", row)],
                                         attrs={"shape": m.shape}, shape=m.shape,
                                         dtype=m.dtype, device=m.device, phase=m.phase))
+    steps = hoist_scalars(steps)
     steps, epilogues = product_epilogues(steps, plan.schedule.needed)
     stats = dict(plan.stats)
     stats["kernels"] = len(infos)
@@ -602,6 +606,28 @@ def fuse(plan: Plan) -> Plan:
         stats["product_epilogues"] = epilogues
     return Plan(steps, plan.writes, plan.returns, plan.slots, plan.graph, stats, plan.device,
                 infos, products=True)
+
+
+def hoist_scalars(steps: list[Step]) -> list[Step]:
+    """The steps with each unfused CPU step that computes a value of at most
+    HOIST_MAX_BYTES from the plan's inputs, state and constants alone moved to just after
+    them (a hyperparameter's cast, read by the update kernels): placed among the kernels and
+    products, it cut the program's native run in two (planner.native), each part paying its
+    own arguments' tests and fresh arrays; hoisted, it is computed once the sources are bound.
+    A check stays where it was (it decides which error a call raises first)."""
+    bound = {o for s in steps if isinstance(s, SourceStep) and s.bound for o in s.outputs}
+    first: list[Step] = []  # the sources before the first computing step, the hoisted
+    rest: list[Step] = []
+    for s in steps:
+        if (isinstance(s, SourceStep) and s.bound and not rest) or (
+                isinstance(s, PrimitiveStep) and s.device == "cpu" and s.buffers
+                and all(v in bound for v in s.buffers) and not REGISTRY[s.name].check
+                and int(np.prod(s.shape, dtype=np.int64)) * s.dtype.np.itemsize
+                <= HOIST_MAX_BYTES):
+            first.append(s)  # every bound source is bound before the program's first line
+        else:
+            rest.append(s)
+    return first + rest
 
 
 def product_epilogues(steps: list[Step], needed: frozenset[int]) -> tuple[list[Step], int]:

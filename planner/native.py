@@ -45,6 +45,8 @@ from .steps import CommitStep, KernelStep, PrimitiveStep, RandStep, SourceStep, 
 if TYPE_CHECKING:
     from .plan import Plan
 
+# a check_bounds step's value (a placeholder: what the step returns where it does not raise)
+CHECKED = np.asarray(True)
 # whether fast programs make native runs (a switch for A/B measurements and tests)
 ENABLED = True
 # the most arena bytes a run's fixed arrays may need (a run needing more stays Python)
@@ -53,7 +55,7 @@ MAX_FIXED_BYTES = 4 << 20
 MIN_CALLS = 2
 # the members that are native calls: kernels, products, and the sliding-window functions of
 # codegen.windows (which take the products' ABI: ``NativeForm``)
-_CALLS = ("kernel", "product", "window")
+_CALLS = ("kernel", "product", "window", "check")
 
 
 def native_first(native: Program, plain: Callable[[], Program]) -> Program:
@@ -80,8 +82,9 @@ def native_first(native: Program, plain: Callable[[], Program]) -> Program:
 class _Member:
     index: int
     step: Step
-    kind: str  # "kernel", "product", "window", "view" or "source"
-    # a product's ProductCall, a window function's NativeForm, a view's fast path
+    kind: str  # "kernel", "product", "window", "check", "view" or "source"
+    # a product's ProductCall, a window function's NativeForm, a view's fast path, a
+    # check's words (codegen.pyentry.check_words)
     call: Any = None
     product: Any = None  # a product's codegen.gemm.Product
     entry: tuple[int, int] | None = None  # a kernel's (address, outer)
@@ -198,7 +201,7 @@ def place_runs(runs: list[Run]) -> None:
 
 
 def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
-            dropped: frozenset[int]) -> _Member | None:
+            dropped: frozenset[int], checks: bool) -> _Member | None:
     if isinstance(s, SourceStep):
         return None if isinstance(s, RandStep) else _Member(i, s, "source")
     if s.device != "cpu":
@@ -220,6 +223,8 @@ def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
     if prim is None or len(s.buffers) != 1 or s.out in dropped:
         return None
     metas = plan.schedule.metas
+    if s.name == "check_bounds":
+        return _check_member(i, s, metas[s.buffers[0]]) if checks else None
     fast = prim.specialize([metas[v] if k == "buf" else v for k, v in s.args], s.attrs,
                            (s.shape, s.dtype.np))
     if fast is None:
@@ -230,9 +235,23 @@ def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
     return _Member(i, s, "view", call=fast) if prim.view else None
 
 
+def _check_member(i: int, s: PrimitiveStep, meta: Any) -> _Member | None:
+    """A check_bounds step as a CHECK record: over int64 (its values' only dtype), where
+    some int64 is in its range."""
+    from codegen import pyentry
+
+    shape, dtype = meta
+    if np.dtype(dtype) != np.int64:
+        return None
+    attrs = s.attrs
+    words = pyentry.check_words(int(np.prod(shape, dtype=np.int64)), attrs["low"],
+                                attrs["high"])
+    return None if words is None else _Member(i, s, "check", call=words)
+
+
 def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
-             dropped: frozenset[int], memo: dict[int, _Member | None] | None = None
-             ) -> Run | None:
+             dropped: frozenset[int], memo: dict[int, _Member | None] | None = None,
+             checks: bool = False) -> Run | None:
     """The run starting at step ``start`` (None where there is none worth a native call),
     its fixed arrays made and everything about its own arrays checked. ``memo``: each step's
     member (or None) as found before, for a caller trying every start in turn (a member
@@ -241,7 +260,7 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
     members = []
     for i in range(start, len(plan.steps)):
         if i not in memo:
-            memo[i] = _member(plan, i, plan.steps[i], module, products, dropped)
+            memo[i] = _member(plan, i, plan.steps[i], module, products, dropped, checks)
         m = memo[i]
         if m is None:
             break
@@ -337,12 +356,15 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
                 run.fixed_views.append(m)
                 root_of[s.out] = root_of[src]
             continue
-        if m.kind == "window":
+        if m.kind in ("window", "check"):
             src = s.buffers[0]
             if src not in external_rooted:
                 a = proto[src]
                 if a.shape != tuple(metas[src][0]) or not a.flags.c_contiguous:
                     return run, p
+            if m.kind == "check":  # its value is a placeholder (CHECKED where it leaves)
+                proto[s.out] = CHECKED
+                continue
             proto[s.out] = np.empty(tuple(s.shape), s.dtype.np)
             if s.out not in escaping:
                 root_of[s.out] = _Root(s.out, tuple(s.shape), s.dtype.np, p, p)
@@ -397,7 +419,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     its planned shape and dtype already, as the run's entries were proved for) is not tested.
     Returns the source line (1-based, as tracebacks count) where ``fallback`` begins, None
     where it is not there."""
-    from codegen.pyentry import KERNEL, PRODUCT, drive_builtin
+    from codegen.pyentry import CHECK, KERNEL, PRODUCT, check_entry, drive_builtin
 
     schedule = plan.schedule
     first = lit(run.members[0].index)
@@ -419,7 +441,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         if m.step.buffers[0] in exact:  # a fast path's result has its planned shape and dtype
             exact.add(m.step.out)
     # kernels and window functions read C-contiguous arrays (products any layout)
-    contiguous_reads = {v for m in run.calls if m.kind in ("kernel", "window")
+    contiguous_reads = {v for m in run.calls if m.kind in ("kernel", "window", "check")
                         for v in _inputs(m.step)}
     for v in sorted(run.external & contiguous_reads):
         if v not in known.contiguous:
@@ -440,7 +462,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     for m in run.calls:
         s = m.step
         n = lit(s.out)
-        if m.kind == "window":
+        if m.kind in ("window", "check"):
             v = s.buffers[0]
             if v in run.external and v not in exact:
                 test(converted.get(v, src.buf(v)), *plan.schedule.metas[v], n, 0)
@@ -476,6 +498,9 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
                 reshape = "" if tuple(shape) == tuple(plan_shape) else \
                     f".reshape({src.name('shape', tuple(plan_shape))})"
                 body.append(f"{src.buf(o)} = {tmp}{reshape}")
+        elif m.kind == "check":
+            if s.out in run.escaping:
+                body.append(f"{src.buf(s.out)} = {src.name('checked', CHECKED)}.copy()")
         elif s.out in run.escaping:
             shape = tuple(m.call.out) if m.kind == "product" else tuple(s.shape)
             body.append(f"{src.buf(s.out)} = {empty}({src.name('shape', shape)}, "
@@ -488,7 +513,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         for v in _inputs(m.step) if m.kind == "kernel" else m.step.buffers:
             if v not in index and v not in fixed:
                 index[v] = argument(converted.get(v, src.buf(v)))
-        if m.kind != "kernel" and m.step.out in run.escaping:
+        if m.kind not in ("kernel", "check") and m.step.out in run.escaping:
             index.setdefault(m.step.out, argument(src.buf(m.step.out)))
     # the fixed arrays' slots follow the arguments' (filled by ``place_runs``)
     first_fixed = len(names)
@@ -497,7 +522,8 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     for k, key in enumerate(run.fixed_outputs(), len(fixed)):
         out_index[key] = first_fixed + k
     words: list[int] = []
-    holds: list[Any] = []  # the window functions' code and words
+    holds: list[Any] = []  # the window functions' code and words, the checks' words
+    flags: list[str] = []  # where the checks say whether they failed
     room = 4
     for m in run.calls:
         s = m.step
@@ -514,6 +540,11 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
             slots_of = [role[r] for r in form.roles]
             words += [PRODUCT, form.address, form.words, 4, *slots_of]
             holds.append(form.holds)
+        elif m.kind == "check":
+            slots_of = [index[s.buffers[0]]]
+            words += [CHECK, check_entry(), m.call.ctypes.data, 1, *slots_of]
+            holds.append(m.call)
+            flags.append(f"{src.name('check', m.call)}[3]")
         else:
             bufs = s.buffers
             c = index[s.out]
@@ -541,6 +572,9 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     for line in body:
         src.line(indent + line)
     src.line(f"{indent}{src.name(f'drive{first}', drive)}({', '.join(names)})")
+    if flags:  # a check failed (its run stopped there): the plain program raises its error
+        src.line(f"{indent}if {' or '.join(flags)}:")
+        src.line(f"{indent}    return _plain(plan, args, state, generators)")
     # what the plain lines free in the run, of what this branch bound
     bound = run.external | run.escaping | {m.step.out for m in run.fresh_views}
     dead = [v for m in run.members for v in schedule.frees[m.index] if v in bound]

@@ -88,6 +88,7 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
     runs: list[Any] = []
     members: dict[int, Any] = {}  # planner.native's members of runs, step by step
     native = native and fast
+    pure = False
     if native:
         from . import native as nat
 
@@ -107,8 +108,9 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
             and v.dtype == metas[b][1] and v.shape == tuple(metas[b][0])}
     i = 0
     while i < len(plan.steps):
-        run = nat.find_run(plan, i, known, module, products, dropped, members) if native \
-            else None
+        # a check (whose failure makes the whole call again) only where it can be made again
+        run = nat.find_run(plan, i, known, module, products, dropped, members, checks=pure) \
+            if native else None
         if run is None:
             emit(i)
             i += 1
