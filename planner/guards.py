@@ -119,6 +119,9 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
             src.fail_if(f"_id(params[{_int(j)}]) != {_int(pid)}")
         src.fail_if(f"_len(g) != {_int(len(settings) + 1)}")
         for k, v in settings:
+            if v is None or type(v) is bool:  # setting_key's own: only the same object
+                src.fail_if(f"g.get({src.name(k)}, _missing) is not {src.name(v)}")
+                continue
             src.lines.append(f"    now = g.get({src.name(k)}, _missing)")
             if isinstance(v, tuple) and len(v) == 3 and v[0] == "number" \
                     and v[1] in (int, float):
