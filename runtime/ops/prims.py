@@ -49,6 +49,11 @@ if TYPE_CHECKING:
 
 # a lowering's argument: ("expr", expr index, dtype) or ("scalar", value, None)
 LowerArg = tuple[str, Any, Any]
+# the result dtypes the kernel IR's arithmetic takes (codegen.ir's op tables): pow of integers
+# and the arithmetic of bools (True + True, abs, max) run as numpy steps; given to the IR, they
+# failed the whole step's kernels, which then ran on the interpreter
+_FLOATS = frozenset({"float32", "float64"})
+_NUMERIC = _FLOATS | {"int64"}
 
 # --- shape/dtype rules ---------------------------------------------------------------------
 
@@ -169,26 +174,28 @@ def _xp_ufunc(fn: np.ufunc) -> Callable[..., Any]:
 
 
 def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
-           promote: str = PROMOTE_FLOAT) -> Primitive:
+           promote: str = PROMOTE_FLOAT, lower_dtypes: frozenset[str] | None = None
+           ) -> Primitive:
     impl = _xp_ufunc(fn) if isinstance(fn, np.ufunc) else (lambda xp, x: fn(xp)(x))
     return register(Primitive(
         name, impl=impl, infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, lower=_lower_unary(name),
-        ufunc=fn if isinstance(fn, np.ufunc) else None, elementwise=True,
-        flops=flops_elementwise))
+        lower_dtypes=lower_dtypes, ufunc=fn if isinstance(fn, np.ufunc) else None,
+        elementwise=True, flops=flops_elementwise))
 
 
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
             promote: str = PROMOTE_SAME, lower: Any = None,
-            half_scalar_in_float32: bool = False) -> Primitive:
+            half_scalar_in_float32: bool = False, lower_dtypes: frozenset[str] | None = None
+            ) -> Primitive:
     impl, specializer = _xp_ufunc(fn), None
     if half_scalar_in_float32:
         impl, specializer = _half_scalar_impl(fn), _half_scalar_specializer(fn)
     return register(Primitive(
         name, impl=impl, infer=_elementwise_infer(promote),
         backward=backward, saves=saves, promote=promote, differentiable=backward is not None,
-        lower=lower or _lower_binary(name), ufunc=fn, elementwise=True,
-        flops=flops_elementwise, specializer=specializer))
+        lower=lower or _lower_binary(name), lower_dtypes=lower_dtypes, ufunc=fn,
+        elementwise=True, flops=flops_elementwise, specializer=specializer))
 
 
 _NUMBERS = (float, int)
@@ -234,13 +241,14 @@ def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
 
 # --- elementwise -------------------------------------------------------------------------
 
-ADD = _binary("add", np.add, lambda c, g: _grads2(c, g, g))
+ADD = _binary("add", np.add, lambda c, g: _grads2(c, g, g), lower_dtypes=_NUMERIC)
 SUB = _binary("sub", np.subtract,
-              lambda c, g: _grads2(c, g, F.neg(g) if c.needs(1) else None))
+              lambda c, g: _grads2(c, g, F.neg(g) if c.needs(1) else None),
+              lower_dtypes=_NUMERIC)
 MUL = _binary("mul", np.multiply,
               lambda c, g: _grads2(c, F.mul(g, c.input(1)) if c.needs(0) else None,
                                    F.mul(g, c.input(0)) if c.needs(1) else None),
-              saves=(0, 1), half_scalar_in_float32=True)
+              saves=(0, 1), half_scalar_in_float32=True, lower_dtypes=_NUMERIC)
 
 
 def _div_bwd(c: Any, g: Any) -> tuple[Any, Any]:
@@ -281,13 +289,14 @@ def _pow_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
-POW = _binary("pow", np.power, _pow_bwd, saves=(0, 1, "out"), lower=_lower_pow)
+POW = _binary("pow", np.power, _pow_bwd, saves=(0, 1, "out"), lower=_lower_pow,
+              lower_dtypes=_FLOATS)
 MAXIMUM = _binary(
     "maximum", np.maximum,
-    lambda c, g: _minmax_bwd(c, g, F.gt), saves=(0, 1))
+    lambda c, g: _minmax_bwd(c, g, F.gt), saves=(0, 1), lower_dtypes=_NUMERIC)
 MINIMUM = _binary(
     "minimum", np.minimum,
-    lambda c, g: _minmax_bwd(c, g, F.lt), saves=(0, 1))
+    lambda c, g: _minmax_bwd(c, g, F.lt), saves=(0, 1), lower_dtypes=_NUMERIC)
 
 
 def _minmax_bwd(c: Any, g: Any, wins: Any) -> tuple[Any, Any]:
@@ -322,7 +331,6 @@ def _remainder_bwd(c: Any, g: Any) -> tuple[Any, Any]:
 
 # remainder and floor_divide fuse for floats (the kernel IR's ops compute numpy's npy_divmod);
 # integers run as numpy steps, whose division by zero raises
-_FLOATS = frozenset({"float32", "float64"})
 REMAINDER = register(Primitive(
     "remainder", impl=_int_division_impl("remainder"), infer=_elementwise_infer(PROMOTE_SAME),
     backward=_remainder_bwd, saves=(0, 1), promote=PROMOTE_SAME, elementwise=True,
@@ -336,13 +344,40 @@ FLOOR_DIVIDE = register(Primitive(
 
 EQ = _binary("eq", np.equal, None, promote=PROMOTE_BOOL_OUT)
 NE = _binary("ne", np.not_equal, None, promote=PROMOTE_BOOL_OUT)
-LT = _binary("lt", np.less, None, promote=PROMOTE_BOOL_OUT)
-LE = _binary("le", np.less_equal, None, promote=PROMOTE_BOOL_OUT)
-GT = _binary("gt", np.greater, None, promote=PROMOTE_BOOL_OUT)
-GE = _binary("ge", np.greater_equal, None, promote=PROMOTE_BOOL_OUT)
-LOGICAL_AND = _binary("logical_and", np.logical_and, None, promote=PROMOTE_BOOL_OUT)
 
-NEG = _unary("neg", np.negative, lambda c, g: (F.neg(g),), (), PROMOTE_SAME)
+
+def _lower_ordered(op: str) -> Any:
+    """lt/le/gt/ge: the kernel IR orders numbers only, so bools compare as 0 and 1."""
+    def lower(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+              dtype: str) -> int:
+        t = _tensor_dtype(args)
+        a, b = _operand(kb, args[0], t), _operand(kb, args[1], t)
+        if t == "bool":
+            a, b = kb.cast(a, "int64"), kb.cast(b, "int64")
+        return kb.binary(op, a, b, dtype)
+
+    return lower
+
+
+def _lower_logical_and(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+                       dtype: str) -> int:
+    """The kernel IR's logical_and takes bools: numbers are cast (nonzero, NaN too) first."""
+    t = _tensor_dtype(args)
+    a, b = _operand(kb, args[0], t), _operand(kb, args[1], t)
+    if t != "bool":
+        a, b = kb.cast(a, "bool"), kb.cast(b, "bool")
+    return kb.binary("logical_and", a, b, dtype)
+
+
+LT = _binary("lt", np.less, None, promote=PROMOTE_BOOL_OUT, lower=_lower_ordered("lt"))
+LE = _binary("le", np.less_equal, None, promote=PROMOTE_BOOL_OUT, lower=_lower_ordered("le"))
+GT = _binary("gt", np.greater, None, promote=PROMOTE_BOOL_OUT, lower=_lower_ordered("gt"))
+GE = _binary("ge", np.greater_equal, None, promote=PROMOTE_BOOL_OUT,
+             lower=_lower_ordered("ge"))
+LOGICAL_AND = _binary("logical_and", np.logical_and, None, promote=PROMOTE_BOOL_OUT,
+                      lower=_lower_logical_and)
+
+NEG = _unary("neg", np.negative, lambda c, g: (F.neg(g),), (), PROMOTE_SAME, _NUMERIC)
 EXP = _unary("exp", np.exp, lambda c, g: (F.mul(g, c.output()),), ("out",))
 LOG = _unary("log", np.log, lambda c, g: (F.div(g, c.input(0)),), (0,))
 SIN = _unary("sin", np.sin, lambda c, g: (F.mul(g, F.cos(c.input(0))),), (0,))
@@ -374,7 +409,9 @@ TANH_BACKWARD = register(Primitive(
 SQRT = _unary("sqrt", np.sqrt,
               lambda c, g: (F.div(g, F.mul(c.output(), 2.0)),), ("out",))
 ABS = _unary("abs", np.abs, lambda c, g: (F.mul(g, F.sign(c.input(0))),), (0,),
-             PROMOTE_SAME)
+             PROMOTE_SAME, _NUMERIC)
+
+
 def _numpy_unary(name: str, fn: np.ufunc, backward: Any, saves: tuple[int | str, ...],
                  promote: str = PROMOTE_FLOAT) -> Primitive:
     """An elementwise primitive numpy computes and the kernel IR has no op for: a plan runs
@@ -463,8 +500,9 @@ ROUND = _rounding("round", np.rint)
 SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
                           infer=_elementwise_infer(PROMOTE_SAME),
                           backward=lambda c, g: (F.mul(g, 0.0),),  # PyTorch: zero gradient
-                          promote=PROMOTE_SAME, lower=_lower_unary("sign"), ufunc=np.sign,
-                          elementwise=True, flops=flops_elementwise))
+                          promote=PROMOTE_SAME, lower=_lower_unary("sign"),
+                          lower_dtypes=_NUMERIC, ufunc=np.sign, elementwise=True,
+                          flops=flops_elementwise))
 
 
 def _erf(xp: Any) -> Any:

@@ -623,3 +623,34 @@ def test_integer_to_a_negative_integer_power_is_torchs_error(dtype: str) -> None
         fn(rt)
     _same_as_torch(fn)
     assert (rt.tensor([2, 3]) ** -1.0).tolist() == [0.5, pytest.approx(1 / 3)]
+
+
+# --- compiled integer and bool arithmetic: fused where the kernel IR takes it, else numpy -----
+
+
+_COMPILED_INT_BOOL = {
+    "int pow": lambda a, b: a ** b.abs() + a ** 5,
+    "bool add, mul, max": lambda a, b: (((a > 0) + (b > 0)) * (a < 3)).long() + rt.maximum(
+        a > 1, b > 1).long(),
+    "bool order": lambda a, b: ((a > 0) < (b > 0)).long() + ((a > 0) >= True).long(),
+    "bool abs": lambda a, b: (a > 0).abs().long() + b,
+    "int logical_and": lambda a, b: rt.logical_and(a, b).long() + rt.logical_and(a, 1.5).long(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_COMPILED_INT_BOOL))
+def test_compiled_integer_and_bool_arithmetic_needs_no_fallback(case: str) -> None:
+    import warnings
+
+    import planner
+
+    fn = _COMPILED_INT_BOOL[case]
+    step = planner.compile(fn)
+    for seed in (0, 1):
+        rng = np.random.default_rng(seed)
+        a, b = (rt.tensor(rng.integers(-4, 5, (3, 8))) for _ in range(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "running the plan on the interpreter"
+            got = step(a, b)
+        want = fn(a, b)
+        assert got.dtype is want.dtype and got.tolist() == want.tolist()
