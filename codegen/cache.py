@@ -422,16 +422,11 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
     lock: the caller compiles it once per process. ``text`` may be a function giving it, with
     ``version`` (a digest of what the text is made from) keying the entry in its place: the
     text is then made only where the store does not have it."""
-    cpu, features = host()
+    _await_prefetch()
     if version is None:
         text = text() if callable(text) else text
         version = hashlib.sha256(text.encode()).hexdigest()
-    # the emitter too: the same text through another pipeline is other code
-    emitter = getattr(emit, "__qualname__", None) or getattr(
-        getattr(emit, "func", None), "__qualname__", repr(emit))
-    key = hashlib.sha256(json.dumps(
-        [name, version, cpu, features, llvmlite.__version__, generator_hash(), emitter]
-    ).encode()).hexdigest()
+    key = _support_key(name, version, emit)
     with _DiskStore.open(cache_dir(cache_dir_path) / SUPPORT_DIR, quiet=True) as store:
         code = store.read_code(key) if store is not None else None
         if code is None:
@@ -440,6 +435,91 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
                 store.write_code(key, code)
                 store.evict(max_bytes(), keep=key)
     return code
+
+
+def _support_key(name: str, version: str, emit: Callable[[str], ObjectCode]) -> str:
+    cpu, features = host()
+    # the emitter too: the same text through another pipeline is other code
+    emitter = getattr(emit, "__qualname__", None) or getattr(
+        getattr(emit, "func", None), "__qualname__", repr(emit))
+    return hashlib.sha256(json.dumps(
+        [name, version, cpu, features, llvmlite.__version__, generator_hash(), emitter]
+    ).encode()).hexdigest()
+
+
+# A first call with an empty cache compiled the support modules its plan's first run needs
+# (pyentry's trampolines and the float32 products: 110 of mlp_small's 390 ms) one after
+# another on the calling thread, after its own kernels. ``prefetch_support`` emits the ones
+# missing from the store in a child process (LLVM holds one lock per process: threads could
+# not overlap them) while the caller captures and plans; a support_code call waits for it,
+# then finds them stored. Off with BACKPLAN_PREFETCH_SUPPORT=0, and on one core.
+PREFETCH_ENV = "BACKPLAN_PREFETCH_SUPPORT"
+_prefetch_pid: int | None = None  # the child emitting them, until waited for
+_prefetched: set[Path] = set()  # the cache directories a child was started for
+
+
+def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None) -> bool:
+    """Start emitting, in a child process, the support modules a CPU plan runs with that the
+    store of ``cache_dir_path`` (the products') and the default one (the trampolines') lack;
+    once per directory and process, where ``os.fork`` exists and the process may use two
+    cores. Returns whether a child was started."""
+    global _prefetch_pid
+    from codegen import gemm
+
+    directory = cache_dir(cache_dir_path)
+    if (directory in _prefetched or _prefetch_pid is not None or not hasattr(os, "fork")
+            or os.environ.get(PREFETCH_ENV, "1") == "0" or _usable_cores() < 2):
+        return False
+    _prefetched.add(directory)
+    jobs: list[Callable[[], object]] = []
+    if pyentry.available() and not pyentry.loaded():
+        text = pyentry.ir_text()
+        version = hashlib.sha256(text.encode()).hexdigest()
+        if not _stored(None, _support_key("pyentry", version, emit_object_code)):
+            jobs.append(functools.partial(support_code, "pyentry", text, emit_object_code))
+    name, text_of, emit, version = gemm.support_module("float32")
+    if not gemm.loaded("float32") and not _stored(cache_dir_path,
+                                                  _support_key(name, version, emit)):
+        jobs.append(functools.partial(gemm.object_code, "float32", cache_dir_path))
+    if not jobs:
+        return False
+    pid = os.fork()
+    if pid == 0:  # the child: emit and store, then leave without running anything else
+        status = 1
+        try:
+            for job in jobs:
+                job()
+            status = 0
+        finally:
+            os._exit(status)
+    _prefetch_pid = pid
+    return True
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _stored(cache_dir_path: str | os.PathLike[str] | None, key: str) -> bool:
+    """Whether the support store has an entry for ``key`` (not verified: reading does that)."""
+    try:
+        os.stat(cache_dir(cache_dir_path) / SUPPORT_DIR / ENTRY_DIR / _entry_name(key))
+    except OSError:
+        return False
+    return True
+
+
+def _await_prefetch() -> None:
+    """Wait for the child ``prefetch_support`` started, if any (its entries are then stored:
+    a child that failed stored nothing, and the caller emits what it needs itself)."""
+    global _prefetch_pid
+    pid, _prefetch_pid = _prefetch_pid, None
+    if pid is not None:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 PLANS_DIR = "plans"  # under the cache directory: planned steps (planner.plan_cache)

@@ -964,18 +964,35 @@ def _source_digest() -> str:
     return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
 
 
+def support_module(dtype: str
+                   ) -> tuple[str, Callable[[], str], Callable[[str], target.ObjectCode], str]:
+    """The products of ``dtype`` as ``codegen.cache.support_code`` keeps them: name, IR text
+    (made on a miss), emitter and version. Keyed by this module's source (the key holds the
+    host and the code generator): a process finding the code need not render its IR (2 ms)."""
+    return f"gemm.{dtype}", functools.partial(render, dtype), target.emit_as_written, \
+        _source_digest()
+
+
+def object_code(dtype: str, cache_dir: str | os.PathLike[str] | None) -> target.ObjectCode:
+    """The products' object code, from the compiled-code cache's support store."""
+    from codegen.cache import support_code
+
+    name, text, emit, version = support_module(dtype)
+    return support_code(name, text, emit, cache_dir, version=version)
+
+
+def loaded(dtype: str) -> bool:
+    """Whether this process has loaded the products of ``dtype``."""
+    return dtype in _modules
+
+
 def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
     """The products of ``dtype``, compiled once per process, from the compiled-code cache's
     support store where a process before stored them (``codegen.cache.support_code``)."""
     with _lock:
         module = _modules.get(dtype)
         if module is None:
-            from codegen.cache import support_code
-
-            # keyed by this module's source (the key holds the host and the code generator):
-            # a process finding the code need not render its IR (2 ms)
-            code = support_code(f"gemm.{dtype}", functools.partial(render, dtype),
-                                target.emit_as_written, cache_dir, version=_source_digest())
+            code = object_code(dtype, cache_dir)
             with target.LOCK:
                 engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
                                                     target.new_target_machine())

@@ -403,6 +403,11 @@ def set_code_source(source: Callable[[str], target.ObjectCode]) -> None:
     _code_source = source
 
 
+def loaded() -> bool:
+    """Whether this process has loaded the trampolines."""
+    return _compiled is not None
+
+
 def _code() -> _Code:
     """The trampolines: compiled once per machine (from the compiled-code cache's support
     store after that), loaded once per process."""

@@ -55,6 +55,7 @@ log = logging.getLogger("planner")
 BACKENDS = ("auto", "interpreter", "llvm", "cuda", "eager")
 # backend -> the device type its kernels run on
 KERNEL_BACKENDS = {"llvm": "cpu", "cuda": "cuda"}
+KERNEL_BACKENDS_CPU = ("auto", "llvm")  # the backends that build LLVM kernels for a CPU plan
 CACHE_SIZE = 8
 # captures a step makes before new arguments run eagerly (torch.compile's recompile_limit, 8):
 # a step that specializes on a Python number that changes every call (a batch index that
@@ -516,6 +517,12 @@ class CompiledStep:
         plan = None if plan_key is None else self._stored(plan_key, cap,
                                                             build or plan_device == "cpu")
         if plan is None:
+            if build and plan_device == "cpu" and self.backend in KERNEL_BACKENDS_CPU:
+                # planning takes a while: the support modules its first run needs (where the
+                # cache lacks them) are emitted by another process meanwhile
+                from codegen.cache import prefetch_support
+
+                prefetch_support(self.cache_dir)
             captured = cap.graph.number_of_nodes()
             run_default_passes(cap.graph)
             if self.backend != "interpreter":  # fused kernels recompute cheap saved values

@@ -1,0 +1,78 @@
+"""codegen.cache.prefetch_support: the support modules a first run needs, emitted by a child
+process while the caller plans; the caller then finds them stored."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from codegen import cache
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+
+_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from codegen import cache, gemm, pyentry, target
+
+    emitted = []
+    for name in ("emit", "emit_as_written"):
+        real = getattr(target, name)
+        def counting(text, real=real, name=name):
+            emitted.append(name)
+            return real(text)
+        setattr(target, name, counting)
+    cache.pyentry.set_code_source(
+        lambda text: cache.support_code("pyentry", text, target.emit))
+    if sys.argv[2] == "fail":  # the child cannot emit: the caller emits for itself
+        real_code = gemm.object_code
+        def failing(*a, **k):
+            raise RuntimeError("no")
+        gemm.object_code = failing
+    started = cache.prefetch_support(sys.argv[1])
+    if sys.argv[2] == "fail":
+        gemm.object_code = real_code
+    again = cache.prefetch_support(sys.argv[1])
+    gemm.object_code("float32", sys.argv[1])  # what the first run of a plan asks for
+    name, text, emit, version = gemm.support_module("float32")
+    stored = cache._stored(sys.argv[1], cache._support_key(name, version, emit))
+    print(json.dumps({"started": started, "again": again, "emitted": emitted,
+                      "stored": stored, "cores": cache._usable_cores()}))
+""")
+
+
+def _run(tmp_path: Path, mode: str, env: dict[str, str] | None = None) -> dict:
+    import json
+
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(tmp_path / "cache"), mode], check=True,
+        capture_output=True, text=True, env={**os.environ, "BACKPLAN_CACHE_DIR":
+                                             str(tmp_path / "default"), **(env or {})},
+        cwd=Path(__file__).resolve().parents[2])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_child_emits_the_products_and_the_caller_loads_them(tmp_path: Path) -> None:
+    got = _run(tmp_path, "ok")
+    assert got["stored"]
+    assert got["again"] is False  # once per directory and process
+    if got["cores"] < 2:  # one core: nothing to overlap, the caller emits them itself
+        assert got["started"] is False and got["emitted"] == ["emit_as_written"]
+    else:
+        assert got["started"] is True
+        assert got["emitted"] == []  # the caller compiled nothing: it read the child's entry
+
+
+def test_a_failed_child_leaves_the_caller_to_emit(tmp_path: Path) -> None:
+    got = _run(tmp_path, "fail")
+    assert got["stored"] and got["emitted"] == ["emit_as_written"]
+
+
+def test_switched_off(tmp_path: Path) -> None:
+    got = _run(tmp_path, "ok", {cache.PREFETCH_ENV: "0"})
+    assert got["started"] is False and got["emitted"] == ["emit_as_written"]
+    assert got["stored"]
