@@ -58,7 +58,14 @@ from runtime.nn._layers_fn import (
     pixel_unshuffle,
 )
 from runtime.ops.embedding import embedding, embedding_bag
-from runtime.ops.resample import interpolate, upsample, upsample_bilinear, upsample_nearest
+from runtime.ops.resample import (
+    affine_grid,
+    grid_sample,
+    interpolate,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 
 from runtime.ops.losses import (  # noqa: E402
@@ -165,6 +172,8 @@ def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noq
 
 
 __all__ = [
+    "affine_grid",
+    "grid_sample",
     "multilabel_margin_loss",
     "pdist",
     "adaptive_max_pool1d_with_indices",

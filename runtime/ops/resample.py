@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from .tensor_ops import index_select
@@ -189,3 +190,125 @@ def upsample_sizes(size: Any, scale_factor: Any) -> tuple[Any, Any]:
     elif scale_factor is not None:
         scale_factor = float(scale_factor)
     return size, scale_factor
+
+
+# --------------------------------------------------------------- affine_grid, grid_sample
+
+
+def _align_warning(align_corners: bool | None) -> bool:
+    if align_corners is None:
+        import warnings
+
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", stacklevel=3)
+        return False
+    return align_corners
+
+
+def _base_coords(n: int, align_corners: bool) -> np.ndarray:
+    """The normalized coordinates of ``n`` pixel centres (or corners) in [-1, 1]."""
+    if n <= 1:
+        return np.zeros(n)
+    coords = np.linspace(-1.0, 1.0, n)
+    return coords if align_corners else coords * (n - 1) / n
+
+
+def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None = None
+                ) -> Tensor:
+    """PyTorch's ``F.affine_grid``: for an (N, 2, 3) (or (N, 3, 4)) ``theta``, the sampling
+    grid (N, H, W, 2) (or (N, D, H, W, 3)) of the affine map of normalized coordinates."""
+    from ..creation import tensor
+
+    align_corners = _align_warning(align_corners)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
+    dims = len(size) - 2
+    if dims not in (2, 3):
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if theta.ndim != 3 or tuple(theta.shape[-2:]) != (dims, dims + 1):
+        kind = "2D affine matrices of shape Nx2x3" if dims == 2 else \
+            "3D affine matrices of shape Nx3x4"
+        raise ValueError(f"Expected a batch of {kind} for size {size}. Got {theta.shape}.")
+    if min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    spatial = [int(v) for v in size[2:]]
+    axes = [_base_coords(n, align_corners) for n in spatial]
+    mesh = np.meshgrid(*axes, indexing="ij")  # (D,) H, W
+    base = np.stack([*reversed(mesh), np.ones_like(mesh[0])], -1)  # x, y(, z), 1
+    base_t = tensor(base.reshape(1, -1, dims + 1), dtype=theta.dtype, device=theta.device)
+    grid = F.matmul(base_t, F.transpose(theta, 1, 2))  # (N, points, dims)
+    return F.reshape(grid, (theta.shape[0], *spatial, dims))
+
+
+def _source_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """PyTorch's grid_sampler_compute_source_index: a normalized coordinate as a pixel
+    coordinate, clipped (border) or reflected (reflection) into the input."""
+    if align_corners:
+        pix = F.mul(F.add(coord, 1.0), (size - 1) / 2)
+    else:
+        pix = F.div(F.sub(F.mul(F.add(coord, 1.0), size), 1.0), 2)
+    if padding_mode == "reflection":
+        low, high = (0.0, 2.0 * (size - 1)) if align_corners else (-1.0, 2.0 * size - 1)
+        pix = _reflect(pix, low, high)
+    if padding_mode in ("border", "reflection"):  # on or past an edge: no gradient, as torch
+        pix = F.where(F.le(pix, 0), 0.0, F.where(F.ge(pix, size - 1), float(size - 1), pix))
+    return pix
+
+
+def _reflect(x: Tensor, twice_low: float, twice_high: float) -> Tensor:
+    if twice_low == twice_high:
+        return F.mul(x, 0.0)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    d = F.abs(F.sub(x, low))
+    extra = F.fmod(d, span)
+    even = F.eq(F.remainder(F.floor(F.div(d, span)), 2), 0)
+    return F.where(even, F.add(extra, low), F.add(F.sub(span, extra), low))
+
+
+def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
+                padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
+    """PyTorch's ``F.grid_sample`` of an (N, C, H, W) input at an (N, H_out, W_out, 2) grid
+    of normalized (x, y) coordinates: bilinear or nearest, with zeros, border or reflection
+    padding; a gather of the corners and their weights, differentiable in both."""
+    from .tensor_ops import gather
+
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    align_corners = _align_warning(align_corners)
+    if mode == "bicubic" or input.ndim != 4:
+        raise NotImplementedError("grid_sample: only 4-D inputs with mode 'bilinear' or "
+                                  "'nearest' are supported here")
+    n, c, h, w = input.shape
+    out_hw = tuple(grid.shape[1:3])
+    ix = _source_coord(grid[..., 0], w, padding_mode, align_corners)
+    iy = _source_coord(grid[..., 1], h, padding_mode, align_corners)
+    flat = F.reshape(input, (n, c, h * w))
+
+    def corner(x: Tensor, y: Tensor) -> Tensor:
+        """input at integer (x, y) (a float tensor), 0 outside the input."""
+        inside = F.logical_and(F.logical_and(F.ge(x, 0), F.le(x, w - 1)),
+                               F.logical_and(F.ge(y, 0), F.le(y, h - 1)))
+        pos = F.cast(F.add(F.mul(F.clamp(y, 0, h - 1), w), F.clamp(x, 0, w - 1)), D.int64)
+        index = F.expand(F.reshape(pos, (n, 1, -1)), n, c, pos.numel() // n)
+        values = F.reshape(gather(flat, 2, index), (n, c, *out_hw))
+        return F.where(F.unsqueeze(inside, 1), values, 0.0)
+
+    if mode == "nearest":
+        return corner(F.round(ix.detach()), F.round(iy.detach()))
+    x0, y0 = F.floor(ix.detach()), F.floor(iy.detach())
+    x1, y1 = F.add(x0, 1.0), F.add(y0, 1.0)
+    wx1, wy1 = F.sub(ix, x0), F.sub(iy, y0)
+    wx0, wy0 = F.sub(x1, ix), F.sub(y1, iy)
+    out = None
+    for x, y, weight in ((x0, y0, F.mul(wx0, wy0)), (x1, y0, F.mul(wx1, wy0)),
+                         (x0, y1, F.mul(wx0, wy1)), (x1, y1, F.mul(wx1, wy1))):
+        term = F.mul(corner(x, y), F.unsqueeze(weight, 1))
+        out = term if out is None else F.add(out, term)
+    return out

@@ -798,3 +798,48 @@ def test_pdist_and_multilabel_margin_loss_match_torch():
     (lt * torch.arange(1.0, 5.0, dtype=torch.float64)).sum().backward()
     (lr * rt.arange(1.0, 5.0, dtype=rt.float64)).sum().backward()
     np.testing.assert_allclose(_np(sr.grad), st.grad.numpy(), rtol=1e-12)
+
+
+# --------------------------------------------------------------- affine_grid, grid_sample
+
+
+def test_affine_grid_identity_and_grid_sample_by_hand():
+    theta = rt.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    grid = F.affine_grid(theta, [1, 1, 2, 3], align_corners=True)
+    assert grid[0, :, :, 0].tolist() == [[-1.0, 0.0, 1.0]] * 2
+    assert grid[0, :, 0, 1].tolist() == [-1.0, 1.0]
+    img = rt.arange(6.0).reshape(1, 1, 2, 3)
+    same = F.grid_sample(img, grid, align_corners=True)
+    np.testing.assert_allclose(_np(same), _np(img), atol=1e-6)
+    half = rt.tensor([[[[-0.5, 0.0], [2.0, 0.0]]]])  # x between columns 0 and 1; x off the edge
+    out = F.grid_sample(img, half, align_corners=True)
+    np.testing.assert_allclose(_np(out), [[[[2.0, 0.0]]]], atol=1e-6)  # row y = 0.5: 1.5 + 3/2
+    border = F.grid_sample(img, half, padding_mode="border", align_corners=True)
+    np.testing.assert_allclose(_np(border), [[[[2.0, 3.5]]]], atol=1e-6)
+    with pytest.warns(UserWarning, match="Default grid_sample and affine_grid behavior"):
+        F.affine_grid(theta, [1, 1, 2, 3])
+    with pytest.raises(ValueError, match="expected padding_mode to be 'zeros', 'border', or"):
+        F.grid_sample(img, half, padding_mode="wrap", align_corners=False)
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_torch(mode, padding_mode, align_corners):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    theta = torch.randn(2, 2, 3, dtype=torch.float64, requires_grad=True)
+    img = torch.randn(2, 3, 5, 6, dtype=torch.float64, requires_grad=True)
+    theta_r = rt.tensor(theta.detach().numpy(), requires_grad=True)
+    img_r = rt.tensor(img.detach().numpy(), requires_grad=True)
+    kw = dict(mode=mode, padding_mode=padding_mode, align_corners=align_corners)
+    tf = torch.nn.functional
+    yt = tf.grid_sample(img, tf.affine_grid(theta, [2, 3, 4, 7], align_corners), **kw)
+    yr = F.grid_sample(img_r, F.affine_grid(theta_r, [2, 3, 4, 7], align_corners), **kw)
+    np.testing.assert_allclose(_np(yr), yt.detach().numpy(), rtol=1e-10, atol=1e-12)
+    (yt ** 2).sum().backward()
+    (yr ** 2).sum().backward()
+    np.testing.assert_allclose(_np(img_r.grad), img.grad.numpy(), rtol=1e-9, atol=1e-12)
+    if mode == "bilinear":  # nearest: torch's grid gradient is zeros, here there is none
+        np.testing.assert_allclose(_np(theta_r.grad), theta.grad.numpy(), rtol=1e-8,
+                                   atol=1e-10)
