@@ -225,7 +225,10 @@ class TripletMarginWithDistanceLoss(_Loss):
         if margin <= 0:
             raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
                              f"than 0, got {margin} instead")
-        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+        from runtime.nn.distance import PairwiseDistance
+
+        self.distance_function = distance_function or PairwiseDistance()
+        self.margin, self.swap = margin, swap
 
     def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
         return F.triplet_margin_with_distance_loss(

@@ -211,8 +211,8 @@ class Upsample(Module):
                            recompute_scale_factor=self.recompute_scale_factor)
 
     def extra_repr(self) -> str:
-        info = (f"size={self.size}" if self.size is not None
-                else f"scale_factor={self.scale_factor}")
+        info = (f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None
+                else f"size={self.size!r}")
         return info + f", mode='{self.mode}'"
 
 

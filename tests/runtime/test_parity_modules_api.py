@@ -244,3 +244,11 @@ def test_module_list_repr_groups_equal_entries_and_dir_hides_indices():
     assert repr(nn.ModuleList()) == "ModuleList()"
     assert "0" not in dir(layers) and "0" not in dir(nn.Sequential(nn.ReLU()))
     assert "append" in dir(layers)
+
+
+def test_upsample_and_triplet_with_distance_reprs():
+    assert repr(nn.Upsample()) == "Upsample(size=None, mode='nearest')"
+    assert repr(nn.Upsample(size=3)) == "Upsample(size=3, mode='nearest')"
+    assert repr(nn.Upsample(scale_factor=2)) == "Upsample(scale_factor=2.0, mode='nearest')"
+    assert repr(nn.TripletMarginWithDistanceLoss()) == (
+        "TripletMarginWithDistanceLoss(\n  (distance_function): PairwiseDistance()\n)")
