@@ -44,7 +44,7 @@ from pathlib import Path
 import llvmlite
 
 from codegen import ir as kir
-from codegen import pool, pyentry
+from codegen import forked, pool, pyentry
 from codegen.launch import cpu_launch_form
 from codegen.jit import CompiledModule, ObjectCode, compile_count, load, optimize_and_emit
 from codegen.llvm import render
@@ -400,7 +400,7 @@ def get_compiled(kernels: list[kir.Kernel],
             if code is not None:
                 _counts["disk_hits"] += 1
             else:
-                code = optimize_and_emit(render(kernels))
+                code = forked.emit_in_parts(kernels) or optimize_and_emit(render(kernels))
                 if store is not None:
                     store.write_code(key, code)
                     _counts["evictions"] += len(store.evict(limit, keep=key))
@@ -468,7 +468,7 @@ def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None) -> bo
 
     directory = cache_dir(cache_dir_path)
     if (directory in _prefetched or _prefetch_pid is not None or not hasattr(os, "fork")
-            or os.environ.get(PREFETCH_ENV, "1") == "0" or _usable_cores() < 2):
+            or os.environ.get(PREFETCH_ENV, "1") == "0" or forked.usable_cores() < 2):
         return False
     _prefetched.add(directory)
     jobs: list[Callable[[], object]] = []
@@ -494,13 +494,6 @@ def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None) -> bo
             os._exit(status)
     _prefetch_pid = pid
     return True
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _stored(cache_dir_path: str | os.PathLike[str] | None, key: str) -> bool:

@@ -100,19 +100,30 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
 
     same = distinct(kernels)  # a kernel the same as another but for its name is its function
     kernels = [cpu_launch_form(k) for k in kernels]
+    engines = []
     with LOCK:
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
-        engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
-        engine.finalize_object()
-        addresses = {k.name: (engine.get_function_address(same[k.name]),
-                              engine.get_function_address(same[k.name] + OBJECT_ENTRY))
-                     for k in kernels}
+        for part in code.parts():  # one engine a part (codegen.forked): each its own symbols
+            engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
+            engine.add_object_file(llvm.ObjectFileRef.from_data(part.object_file))
+            engine.finalize_object()
+            engines.append(engine)
+        addresses = {k.name: _entries(engines, same[k.name]) for k in kernels}
     missing = [name for name, pair in addresses.items() if not all(pair)]
     if missing:
         raise RuntimeError(f"kernels {missing} not found in the loaded object code")
     functions = {name: (_KERNEL_FN(by_ptr), _OBJECTS_FN(by_obj))
                  for name, (by_ptr, by_obj) in addresses.items()}
-    return CompiledModule(engine, code, {k.name: k for k in kernels}, functions, same)
+    return CompiledModule(tuple(engines), code, {k.name: k for k in kernels}, functions, same)
+
+
+def _entries(engines: list[llvm.ExecutionEngine], name: str) -> tuple[int, int]:
+    """A kernel function's two entry addresses, from the engine whose part holds it."""
+    for engine in engines:
+        pair = (engine.get_function_address(name),
+                engine.get_function_address(name + OBJECT_ENTRY))
+        if all(pair):
+            return pair
+    return 0, 0
 
 
 def estimated_us(k: kir.Kernel) -> float:
@@ -280,9 +291,9 @@ def signature_mismatch(kernel: str, expected: list[tuple[tuple[int, ...], np.dty
 
 
 class CompiledModule:
-    """The loaded machine code of one module; keeps its engine alive."""
+    """The loaded machine code of one module; keeps its engines (one a part) alive."""
 
-    def __init__(self, engine: llvm.ExecutionEngine, code: ObjectCode,
+    def __init__(self, engine: tuple[llvm.ExecutionEngine, ...], code: ObjectCode,
                  kernels: dict[str, kir.Kernel], functions: dict[str, ctypes._CFuncPtr],
                  function_of: dict[str, str] | None = None) -> None:
         self._engine = engine
@@ -487,7 +498,8 @@ class CompiledModule:
             raise KeyError(f"no kernel {kernel_name!r} in this module: {sorted(self.kernels)}")
         kernel_name = self.function_of.get(kernel_name, kernel_name)  # its function
         with LOCK:
-            text = target_machine().emit_assembly(llvm.parse_assembly(self.code.optimized_ir))
+            text = "\n".join(target_machine().emit_assembly(llvm.parse_assembly(p.optimized_ir))
+                             for p in self.code.parts())
         # the entry, then the bodies it calls (NAME.body, NAME.exact)
         found = [m.group(0) for suffix in ("", r"\.body", r"\.exact")
                  for m in re.finditer(rf"^\"?{re.escape(kernel_name)}{suffix}\"?:.*?"

@@ -7,6 +7,7 @@ it alike.
 from __future__ import annotations
 
 import functools
+import struct
 import threading
 from dataclasses import dataclass
 
@@ -16,9 +17,43 @@ from llvmlite import ir
 
 @dataclass(frozen=True)
 class ObjectCode:
-    """What the disk cache stores: machine code plus the optimized IR (for ``asm``)."""
+    """What the disk cache stores: machine code plus the optimized IR (for ``asm``). A module
+    emitted in parts (``codegen.forked``) holds one object file per part, framed by
+    ``joined``: ``parts`` gives them back."""
     object_file: bytes
     optimized_ir: str
+
+    @classmethod
+    def joined(cls, parts: list[ObjectCode]) -> ObjectCode:
+        if len(parts) == 1:
+            return parts[0]
+        head = _PARTS_MAGIC + struct.pack(f"<{len(parts) + 1}Q", len(parts),
+                                          *(len(p.object_file) for p in parts))
+        return cls(head + b"".join(p.object_file for p in parts),
+                   _PART_LINE.join(p.optimized_ir for p in parts))
+
+    def parts(self) -> list[ObjectCode]:
+        data = self.object_file
+        if not data.startswith(_PARTS_MAGIC):
+            return [self]
+        at = len(_PARTS_MAGIC)
+        (count,) = struct.unpack_from("<Q", data, at)
+        sizes = struct.unpack_from(f"<{count}Q", data, at + 8)
+        irs = self.optimized_ir.split(_PART_LINE)
+        if len(irs) != count:
+            raise ValueError(f"object code of {count} parts holds {len(irs)} IR texts")
+        start, found = at + 8 * (count + 1), []
+        for size, ir_text in zip(sizes, irs, strict=True):
+            found.append(ObjectCode(data[start:start + size], ir_text))
+            start += size
+        if start != len(data):
+            raise ValueError("object code parts do not fill their frame")
+        return found
+
+
+# an object file starts with ELF's (or another format's) magic, never this
+_PARTS_MAGIC = b"backplan parts\0\0"
+_PART_LINE = "\n; ---- backplan: next part ----\n"
 
 
 LOCK = threading.Lock()  # LLVM's global context is not safe to use from several threads

@@ -41,7 +41,7 @@ _SCRIPT = textwrap.dedent("""
     name, text, emit, version = gemm.support_module("float32")
     stored = cache._stored(sys.argv[1], cache._support_key(name, version, emit))
     print(json.dumps({"started": started, "again": again, "emitted": emitted,
-                      "stored": stored, "cores": cache._usable_cores()}))
+                      "stored": stored, "cores": cache.forked.usable_cores()}))
 """)
 
 

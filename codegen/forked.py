@@ -1,0 +1,178 @@
+"""A plan's kernel module rendered and emitted in parts, the parts past the first by forked
+child processes, so that a first call with an empty cache uses the cores it may use.
+
+LLVM holds one lock per process (``codegen.target.LOCK``; llvmlite's own too), so threads
+cannot overlap two modules' optimization; processes can. ``emit_in_parts`` splits the
+kernels (each group of kernels that are one function kept together: ``codegen.llvm.distinct``)
+into balanced parts, forks a child for each part but the first, renders and emits the first
+itself, and reads each child's object code and optimized IR back through a pipe; the module's
+``ObjectCode`` holds one object file a part (``ObjectCode.joined``; ``codegen.jit.load``
+gives each part its engine). A child that fails or runs past TIMEOUT_S leaves its part to
+the caller, which emits it as it would have: the same code either way, as each part is the
+same IR text whichever process renders it.
+
+The fork happens with ``codegen.target.LOCK`` held: no other thread of this process is inside
+LLVM then, so the child's copy of LLVM's state is consistent, and the child's copy of the lock
+is released as the ``with`` block it was forked in ends. The child runs nothing but the
+rendering and emission of its part, and leaves with ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import struct
+import time
+from collections.abc import Sequence
+
+from codegen import ir as kir
+from codegen import target
+from codegen.target import ObjectCode
+
+# kernels of fewer element-exprs (over the distinct functions) are emitted in one part: below
+# it the fork and the second engine cost more than half the module's emission saves
+PARALLEL_MIN_EXPRS = 80
+MAX_PARTS = 8
+WORKERS_ENV = "BACKPLAN_COMPILE_WORKERS"  # processes a module's emission may use (1: none)
+TIMEOUT_S = 600.0  # a child that has not answered by then is killed: the caller emits its part
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def workers() -> int:
+    """How many processes may emit a module's parts: BACKPLAN_COMPILE_WORKERS, else the usable
+    cores (at most MAX_PARTS); 1 where ``os.fork`` does not exist."""
+    if not hasattr(os, "fork"):
+        return 1
+    text = os.environ.get(WORKERS_ENV)
+    if text is None:
+        return min(usable_cores(), MAX_PARTS)
+    try:
+        n = int(text)
+    except ValueError:
+        raise ValueError(f"{WORKERS_ENV} must be a positive integer, got {text!r}") from None
+    if n < 1:
+        raise ValueError(f"{WORKERS_ENV} must be a positive integer, got {text!r}")
+    return min(n, MAX_PARTS)
+
+
+def parts(kernels: Sequence[kir.Kernel], count: int) -> list[list[kir.Kernel]]:
+    """``kernels`` in at most ``count`` parts of about equal weight (element-exprs), each
+    group of kernels that share a function in one part, each part in the kernels' order;
+    one part where the kernels weigh less than PARALLEL_MIN_EXPRS."""
+    from codegen.llvm import distinct
+
+    same = distinct(kernels)
+    groups: dict[str, list[kir.Kernel]] = {}
+    for k in kernels:
+        groups.setdefault(same[k.name], []).append(k)
+    weight = {name: len(group[0].exprs) + 1 for name, group in groups.items()}
+    count = min(count, len(groups))
+    if count < 2 or sum(weight.values()) < PARALLEL_MIN_EXPRS:
+        return [list(kernels)]
+    loads = [0] * count
+    part_of: dict[str, int] = {}
+    for name in sorted(groups, key=lambda n: -weight[n]):  # heaviest first, to the lightest
+        i = loads.index(min(loads))
+        part_of[name] = i
+        loads[i] += weight[name]
+    return [[k for k in kernels if part_of[same[k.name]] == i] for i in range(count)]
+
+
+def emit_in_parts(kernels: Sequence[kir.Kernel]) -> ObjectCode | None:
+    """The module of ``kernels`` (``codegen.llvm.render``) emitted in parts as the module
+    docstring says, or None where it is one part (the caller emits it as one module)."""
+    split = parts(kernels, workers())
+    if len(split) < 2:
+        return None
+    from codegen.jit import optimize_and_emit
+    from codegen.llvm import render
+
+    children: list[tuple[int, int]] = []  # (pid, read end) of parts 1...
+    try:
+        for part in split[1:]:
+            children.append(_fork(part))
+        codes = [optimize_and_emit(render(split[0]))]
+        deadline = time.monotonic() + TIMEOUT_S
+        for part in split[1:]:
+            pid, fd = children.pop(0)
+            code = _collect(pid, fd, deadline)
+            codes.append(code if code is not None else target.emit(render(part)))
+    finally:
+        for pid, fd in children:  # interrupted: leave nothing behind
+            _stop(pid, fd)
+    return ObjectCode.joined(codes)
+
+
+def _fork(part: list[kir.Kernel]) -> tuple[int, int]:
+    from codegen.llvm import render
+
+    read, write = os.pipe()
+    with target.LOCK:  # no thread of this process is inside LLVM while it forks
+        pid = os.fork()
+    if pid == 0:  # the child: its part's code down the pipe, then leave
+        status = 1
+        try:
+            os.close(read)
+            code = target.emit(render(part))
+            ir_bytes = code.optimized_ir.encode()
+            data = struct.pack("<QQ", len(ir_bytes), len(code.object_file)) + ir_bytes + \
+                code.object_file
+            view = memoryview(data)
+            while view:
+                view = view[os.write(write, view):]
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    return pid, read
+
+
+def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
+    """A child's part, or None where it failed, ran out of time or sent something else; the
+    child waited for and its pipe closed either way."""
+    chunks: list[bytes] = []
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                _kill(pid)
+                return None
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except BaseException:
+        _kill(pid)
+        raise
+    finally:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    data = b"".join(chunks)
+    if status != 0 or len(data) < 16:
+        return None
+    n_ir, n_obj = struct.unpack_from("<QQ", data)
+    if len(data) != 16 + n_ir + n_obj:
+        return None
+    return ObjectCode(data[16 + n_ir:], data[16:16 + n_ir].decode())
+
+
+def _stop(pid: int, fd: int) -> None:
+    _kill(pid)
+    os.close(fd)
+
+
+def _kill(pid: int) -> None:
+    """Kill a child and wait for it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)

@@ -1,0 +1,95 @@
+"""codegen.forked: a kernel module emitted in parts by forked children: the same results as
+one module, one engine a part, a failed child's part emitted by the caller."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from codegen_testutil import random_array, run
+
+from codegen import cache, forked, target
+from codegen import ir as K
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+
+
+def _kernel(n: int, name: str, unary: str = "exp") -> K.Kernel:
+    f = "float32"
+    inputs = (K.Input("a", f, (1,)), K.Input("b", f, (1,)))
+    exprs = (K.Load(0), K.Load(1), K.Unary(unary, 0, f), K.Binary("mul", 2, 1, f),
+             K.Binary("add", 3, 0, f))
+    return K.Kernel(name, (n,), 0, inputs, exprs, (K.Output("out", 4, f),))
+
+
+def _kernels() -> list[K.Kernel]:
+    # 14 functions of 6 element-exprs (past PARALLEL_MIN_EXPRS); k0 and k14 are one
+    return [_kernel(100 + 7 * (i % 14), f"k{i}", ("exp", "tanh")[i % 14 % 2])
+            for i in range(18)]
+
+
+def test_parts_balance_and_keep_shared_functions_together() -> None:
+    kernels = _kernels()
+    split = forked.parts(kernels, 2)
+    assert len(split) == 2 and sorted(k.name for p in split for k in p) == sorted(
+        k.name for k in kernels)
+    part_of = {k.name: i for i, p in enumerate(split) for k in p}
+    for i in range(4):  # k{i} and k{i+14} are one function
+        assert part_of[f"k{i}"] == part_of[f"k{i + 14}"]
+    assert abs(len(split[0]) - len(split[1])) <= 3
+    assert forked.parts(kernels[:2], 2) == [kernels[:2]]  # too light to split
+    assert forked.parts(kernels, 1) == [kernels]
+
+
+def test_a_module_in_parts_runs_as_one_module(monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path) -> None:
+    kernels = _kernels()
+    monkeypatch.setenv(forked.WORKERS_ENV, "1")
+    one = cache.get_compiled(kernels, tmp_path / "one")
+    monkeypatch.setenv(forked.WORKERS_ENV, "3")
+    code = forked.emit_in_parts(kernels)
+    assert code is not None and len(code.parts()) == 3
+    cache.clear_cache(tmp_path / "one", disk=False)  # compiled anew, not from memory
+    split = cache.get_compiled(kernels, tmp_path / "split")
+    assert len(split.code.parts()) == 3 and len(split._engine) == 3
+    for k in kernels:
+        arrays = [random_array(k.domain, "float32") for _ in range(2)]
+        for a, b in zip(run(one, k, arrays), run(split, k, arrays), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert split.asm(k.name)
+    cache.clear_cache(tmp_path / "split", disk=False)  # a new process: from the disk entry
+    again = cache.get_compiled(kernels, tmp_path / "split")
+    assert len(again.code.parts()) == 3
+    k = kernels[5]
+    arrays = [random_array(k.domain, "float32") for _ in range(2)]
+    np.testing.assert_array_equal(run(again, k, arrays)[0], run(one, k, arrays)[0])
+
+
+def test_a_failed_child_leaves_its_part_to_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    parent, real = os.getpid(), target.emit
+
+    def only_here(module):  # a child's emission fails (it exits 1); the caller's works
+        if os.getpid() != parent:
+            raise RuntimeError("no LLVM in the child")
+        return real(module)
+
+    monkeypatch.setattr(target, "emit", only_here)
+    monkeypatch.setenv(forked.WORKERS_ENV, "2")
+    code = forked.emit_in_parts(_kernels())
+    assert code is not None and len(code.parts()) == 2
+    assert all(p.object_file for p in code.parts())
+
+
+def test_object_code_parts_round_trip() -> None:
+    a, b = target.ObjectCode(b"\x7fELF one", "ir a"), target.ObjectCode(b"\x7fELF two!", "ir b")
+    joined = target.ObjectCode.joined([a, b])
+    assert joined.parts() == [a, b]
+    assert target.ObjectCode.joined([a]) is a and a.parts() == [a]
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_workers_setting_is_checked(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(forked.WORKERS_ENV, value)
+    with pytest.raises(ValueError, match=forked.WORKERS_ENV):
+        forked.workers()
