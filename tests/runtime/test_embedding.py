@@ -69,9 +69,8 @@ def test_bad_arguments_are_refused() -> None:
             F.embedding(rt.tensor([1]), w, padding_idx=padding_idx)
         with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
             rt.nn.Embedding(5, 3, padding_idx=padding_idx)
-    for option in ({"max_norm": 1.0}, {"scale_grad_by_freq": True}, {"sparse": True}):
-        with pytest.raises(NotImplementedError, match=next(iter(option))):
-            F.embedding(rt.tensor([1]), w, **option)
+    with pytest.raises(NotImplementedError, match="sparse"):  # no sparse gradients here
+        F.embedding(rt.tensor([1]), w, sparse=True)
 
 
 def test_compiled_embedding_step_equals_eager_and_checks_bounds() -> None:

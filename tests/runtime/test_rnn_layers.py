@@ -98,8 +98,8 @@ def test_errors() -> None:
         rt.nn.RNN(4, 6, nonlinearity="gelu")
     with pytest.raises(ValueError, match="dropout should be a number in range"):
         rt.nn.LSTM(4, 6, dropout=2.0)
-    with pytest.raises(NotImplementedError, match="proj_size"):
-        rt.nn.LSTM(4, 6, proj_size=2)
+    with pytest.raises(ValueError, match="proj_size has to be smaller than hidden_size"):
+        rt.nn.LSTM(4, 6, proj_size=6)
     with pytest.raises(RuntimeError, match="input has inconsistent input_size: got 5 expected 4"):
         rt.nn.LSTMCell(4, 6)(rt.randn(2, 5))
 
