@@ -493,6 +493,8 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
+    if dt is D.int64:  # PyTorch's: the ends as int64 first (0.5 is 0), as arange's
+        start, end = int(start), int(end)
     # computed in float64, then cast, so float32 points match PyTorch's to rounding
     arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
     return _constant(arr, dt, canonical_device(device), requires_grad)

@@ -654,3 +654,12 @@ def test_compiled_integer_and_bool_arithmetic_needs_no_fallback(case: str) -> No
             got = step(a, b)
         want = fn(a, b)
         assert got.dtype is want.dtype and got.tolist() == want.tolist()
+
+
+def test_integer_linspace_truncates_its_ends_first() -> None:
+    def fn(m: Any) -> Any:
+        return m.linspace(0.5, 10.7, 5, dtype=m.int64)
+
+    assert fn(rt).tolist() == [0, 2, 5, 7, 10]  # from 0 to 10 (not 0.5 to 10.7: 3 and 8)
+    _same_as_torch(fn)
+    _same_as_torch(lambda m: m.linspace(-3.7, 8.2, 7, dtype=m.int64))
