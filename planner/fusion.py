@@ -609,19 +609,22 @@ def fuse(plan: Plan) -> Plan:
 
 
 def hoist_scalars(steps: list[Step]) -> list[Step]:
-    """The steps with each unfused CPU step that computes a value of at most
-    HOIST_MAX_BYTES from the plan's inputs, state and constants alone moved to just after
-    them (a hyperparameter's cast, read by the update kernels): placed among the kernels and
-    products, it cut the program's native run in two (planner.native), each part paying its
-    own arguments' tests and fresh arrays; hoisted, it is computed once the sources are bound.
-    A check stays where it was (it decides which error a call raises first)."""
+    """The steps with each unfused CPU elementwise step of a floating result of at most
+    HOIST_MAX_BYTES computed from the plan's inputs, state and constants alone moved to just
+    after them (a hyperparameter's cast, read by the update kernels): placed among the kernels
+    and products, it cut the program's native run in two (planner.native), each part paying
+    its own arguments' tests and fresh arrays; hoisted, it is computed once the sources are
+    bound. Only such steps: they raise nothing whatever the values, so no step moves before a
+    check that decides which error a call raises (a scatter by an index the check has not
+    tested yet would raise numpy's error in place of PyTorch's)."""
     bound = {o for s in steps if isinstance(s, SourceStep) and s.bound for o in s.outputs}
     first: list[Step] = []  # the sources before the first computing step, the hoisted
     rest: list[Step] = []
     for s in steps:
         if (isinstance(s, SourceStep) and s.bound and not rest) or (
                 isinstance(s, PrimitiveStep) and s.device == "cpu" and s.buffers
-                and all(v in bound for v in s.buffers) and not REGISTRY[s.name].check
+                and all(v in bound for v in s.buffers) and REGISTRY[s.name].elementwise
+                and s.dtype.np.kind == "f"
                 and int(np.prod(s.shape, dtype=np.int64)) * s.dtype.np.itemsize
                 <= HOIST_MAX_BYTES):
             first.append(s)  # every bound source is bound before the program's first line

@@ -531,12 +531,14 @@ class _Loader:
         metas = [Meta(*self.metas[v]) if kind == "buf" else v for kind, v in st.args]
         try:
             shape, dtype = prim.infer(*metas, **st.attrs)
+            # a rule may pass an attribute through unchecked (cast's dtype): typed here
+            shape, dtype = tuple(shape), D.as_dtype(dtype)
         except Exception as e:  # a shape rule rejects what it cannot type, in its own words
             _fail(path, f"{st.op} rejects its arguments and attributes: {type(e).__name__}: "
                         f"{_show(str(e))}")
         want_shape, want_dtype = st.common["shape"], st.common["dtype"]
-        if tuple(shape) != want_shape or D.as_dtype(dtype) is not want_dtype:
-            _fail(path, f"{st.op} makes shape {tuple(shape)} {D.as_dtype(dtype).name} of its "
+        if shape != want_shape or dtype is not want_dtype:
+            _fail(path, f"{st.op} makes shape {shape} {dtype.name} of its "
                         f"arguments, the step says {want_shape} {want_dtype.name}")
         self.define(st, path)
         return primitive_step(st.op, out=st.out, args=st.args, attrs=st.attrs, **st.common)
