@@ -458,11 +458,13 @@ _prefetch_pid: int | None = None  # the child emitting them, until waited for
 _prefetched: set[Path] = set()  # the cache directories a child was started for
 
 
-def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None) -> bool:
+def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None, *,
+                     products: bool = True, trampolines: bool = True) -> bool:
     """Start emitting, in a child process, the support modules a CPU plan runs with that the
-    store of ``cache_dir_path`` (the products') and the default one (the trampolines') lack;
-    once per directory and process, where ``os.fork`` exists and the process may use two
-    cores. Returns whether a child was started."""
+    store of ``cache_dir_path`` lacks: the float32 products (``products``) and the
+    trampolines of native runs (``trampolines``: in the default store, where pyentry keeps
+    them); once per directory and process, where ``os.fork`` exists and the process may use
+    two cores. Returns whether a child was started."""
     global _prefetch_pid
     from codegen import gemm
 
@@ -472,14 +474,14 @@ def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None) -> bo
         return False
     _prefetched.add(directory)
     jobs: list[Callable[[], object]] = []
-    if pyentry.available() and not pyentry.loaded():
+    if trampolines and pyentry.available() and not pyentry.loaded():
         text = pyentry.ir_text()
         version = hashlib.sha256(text.encode()).hexdigest()
         if not _stored(None, _support_key("pyentry", version, emit_object_code)):
             jobs.append(functools.partial(support_code, "pyentry", text, emit_object_code))
     name, text_of, emit, version = gemm.support_module("float32")
-    if not gemm.loaded("float32") and not _stored(cache_dir_path,
-                                                  _support_key(name, version, emit)):
+    if products and not gemm.loaded("float32") and not _stored(
+            cache_dir_path, _support_key(name, version, emit)):
         jobs.append(functools.partial(gemm.object_code, "float32", cache_dir_path))
     if not jobs:
         return False

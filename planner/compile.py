@@ -518,11 +518,7 @@ class CompiledStep:
                                                             build or plan_device == "cpu")
         if plan is None:
             if build and plan_device == "cpu" and self.backend in KERNEL_BACKENDS_CPU:
-                # planning takes a while: the support modules its first run needs (where the
-                # cache lacks them) are emitted by another process meanwhile
-                from codegen.cache import prefetch_support
-
-                prefetch_support(self.cache_dir)
+                _prefetch_support(cap, self.cache_dir)
             captured = cap.graph.number_of_nodes()
             run_default_passes(cap.graph)
             if self.backend != "interpreter":  # fused kernels recompute cheap saved values
@@ -658,6 +654,25 @@ def _global_reads(code: Any) -> dict[str, None]:
         if isinstance(const, types.CodeType):
             names.update(_global_reads(const))
     return names
+
+
+# a captured graph of fewer nodes is planned in less time than a fork takes (one_op: 7 nodes,
+# planned and compiled in 12 ms, 20 with the child), and its plan makes few native calls
+PREFETCH_MIN_NODES = 32
+
+
+def _prefetch_support(cap: Capture, cache_dir: Any) -> None:
+    """Planning takes a while: the support modules the plan's first run will need, where the
+    cache lacks them, are emitted by another process meanwhile (codegen.cache): the products
+    where the step multiplies float32 matrices, the native runs' trampolines."""
+    graph = cap.graph
+    if graph.number_of_nodes() < PREFETCH_MIN_NODES:
+        return
+    from codegen.cache import prefetch_support
+
+    products = any(d["op"] == "matmul" and d["dtype"] is D.float32
+                   for _, d in graph.nodes(data=True))
+    prefetch_support(cache_dir, products=products)
 
 
 def _plan_device(cap: Capture) -> str:
