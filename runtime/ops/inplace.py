@@ -99,9 +99,11 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
     if needs_graph:
         node = result._grad_fn
         if base is None:
+            old, old_nr = t._grad_fn, t.output_nr
             t._grad_fn = node
             t.output_nr = 0
             t._rg = True
+            _move_retains_grad(t, old, old_nr)
         else:
             _copy_slices(t, node)  # type: ignore[arg-type]
     elif base is not None:
@@ -138,10 +140,24 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     if meta:
         t._vc.v += 1
         if needs_graph:
+            old, old_nr = t._grad_fn, t.output_nr
             t._grad_fn = value._grad_fn
             t.output_nr = 0
             t._rg = True
+            _move_retains_grad(t, old, old_nr)
     return t
+
+
+def _move_retains_grad(t: Tensor, old: Node | None, old_nr: int) -> None:
+    """PyTorch's rebase_history: a tensor that retains its grad (``retain_grad``) keeps the
+    hook that stores it on the node its in-place write made it the output of, so its .grad is
+    the gradient of its new value (on the old node, it was the old value's)."""
+    if not t._retains_grad or old is None or old is t._grad_fn:
+        return
+    hooks = old._retains_grad_hooks
+    hook = hooks.pop(old_nr, None) if hooks else None
+    if hook is not None and t._grad_fn is not None:
+        t._grad_fn.set_retains_grad_hook(t.output_nr, hook)
 
 
 def _view_ctx(step: tuple[Any, ...], edge: Edge | None, device: str) -> PrimitiveBackward:
@@ -205,9 +221,11 @@ class CopySlices(Node):
 def _copy_slices(view: Tensor, fn: Node) -> None:
     base = view._base
     assert base is not None
+    old, old_nr = base._grad_fn, base.output_nr
     base._grad_fn = CopySlices(base, view._view_chain, fn)
     base.output_nr = 0
     base._rg = True
+    _move_retains_grad(base, old, old_nr)
     regenerate_view_history(view)
 
 
@@ -222,6 +240,8 @@ def regenerate_view_history(view: Tensor) -> None:
     for step in view._view_chain:
         node = _view_ctx(step, edge, base.device)
         edge = Edge(node, 0)
+    old, old_nr = view._grad_fn, view.output_nr
     view._grad_fn = edge.function
     view.output_nr = 0
     view._rg = True
+    _move_retains_grad(view, old, old_nr)

@@ -479,3 +479,37 @@ def test_inplace_with_self_as_other_raises_like_torch():
     np.testing.assert_allclose(npa(a), [1.0, 4.0, 9.0])
     with pytest.raises(RuntimeError, match=MODIFIED):
         a.sum().backward()
+
+
+def _retained_after_inplace(lib):
+    """.grad of tensors that retain it, after in-place writes to them, a view of them, or
+    their base (PyTorch moves the retains_grad hook onto the new node: rebase_history)."""
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    h.mul_(3)
+    (h * h).sum().backward()
+    a = h.grad
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    h[:1].mul_(5)
+    (h * 1).sum().backward()
+    b = h.grad
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    v = h[1:]
+    v.retain_grad()
+    h.mul_(3)
+    (v * v).sum().backward()
+    return [t.detach().numpy() for t in (a, b, v.grad, x.grad)]
+
+
+def test_retain_grad_follows_inplace_writes():
+    got = _retained_after_inplace(rt)
+    # by hand: h = 6x, loss = h^2: dh = 2h = [12, 24]; h * 1: ones; v = 6 x[1]: 2 v = 24
+    for g, want in zip(got, ([12.0, 24.0], [1.0, 1.0], [24.0], [0.0, 144.0]), strict=True):
+        np.testing.assert_array_equal(g, want)
+    torch = pytest.importorskip("torch")
+    for g, want in zip(got, _retained_after_inplace(torch), strict=True):
+        np.testing.assert_array_equal(g, want)
