@@ -61,6 +61,10 @@ from . import backends, cuda, linalg
 from ._device import device
 from ._dtype import float16
 from .creation import as_tensor, eye, linspace, multinomial, rand_like, randn_like, randperm
+from .creation import randint_like
+from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .ops.extra_ops import bitwise_and, bitwise_or, bitwise_xor, fmax, fmin
+from .ops.more_ops import can_cast, promote_types, result_type, set_default_dtype
 from .ops.functional import (
     add,
     argmax,
@@ -225,7 +229,10 @@ __all__ = [
     "log", "long",
     "distributed",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",
-    "ones_like", "optim", "rand", "randint", "randn", "relu", "set_grad_enabled",
+    "ones_like", "optim", "rand", "randint", "randint_like", "randn", "relu", "set_grad_enabled",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "can_cast", "fmax", "fmin",
+    "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "promote_types", "result_type",
+    "set_default_dtype",
     "set_num_threads", "sigmoid",
     "sin", "sqrt", "stack", "sum", "tanh", "tensor", "where", "zeros", "zeros_like",
     "add", "addmm", "all", "any", "argmax", "argmin", "argsort", "bitwise_not", "bmm", "chunk", "clip",

@@ -512,6 +512,14 @@ def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = Non
                 device=device or t.device, requires_grad=requires_grad)
 
 
+def randint_like(t: Tensor, *args: Any, generator: Generator | None = None, dtype: Any = None,
+                 device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    """Integers from [low, high) in ``t``'s shape, of ``t``'s dtype unless ``dtype``:
+    PyTorch's ``randint_like(input, high)`` and ``randint_like(input, low, high)``."""
+    return randint(*args, tuple(t.shape), generator=generator, dtype=dtype or t.dtype,
+                   device=device or t.device, requires_grad=requires_grad, **kwargs)
+
+
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
              device: Any = None) -> Tensor:
     """A random permutation of 0..n-1 from ``generator`` (the default one if None)."""
