@@ -60,8 +60,9 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(ERR_LEAF_INPLACE)
         if base is not None and base._rg and base._grad_fn is None:
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
-    if any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
-        raise RuntimeError(ERR_INTERNAL_OVERLAP)  # e.g. an expand()ed tensor
+    if t._data.size and any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)  # e.g. an expand()ed tensor (an empty one:
+        # numpy gives every axis stride 0, and no element overlaps another)
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
     if not needs_graph and prim.promote == PROMOTE_SAME and _same_dtype(t, args):

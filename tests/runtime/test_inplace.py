@@ -513,3 +513,15 @@ def test_retain_grad_follows_inplace_writes():
     torch = pytest.importorskip("torch")
     for g, want in zip(got, _retained_after_inplace(torch), strict=True):
         np.testing.assert_array_equal(g, want)
+
+
+def test_inplace_on_an_empty_tensor_is_no_overlap():
+    """numpy gives an empty array stride 0 on every axis: no element overlaps another, so an
+    in-place op (and clipping an empty gradient) runs, as PyTorch's does."""
+    t = rt.tensor(np.ones((2, 0, 3), np.float32))
+    assert t.mul_(2.0).shape == (2, 0, 3)
+    p = rt.nn.Parameter(rt.ones(0, 3))
+    p.grad = rt.ones(0, 3)
+    assert float(rt.nn.utils.clip_grad_norm_([p], 1.0)) == 0.0
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        rt.ones(1, 3).expand(2, 3).mul_(2)
