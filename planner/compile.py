@@ -234,7 +234,8 @@ def _was(setting: Any) -> str:
 
 
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    key: list[Any] = [is_grad_enabled()]
+    # the modes a capture depends on: grad mode, and the dtype Python floats take
+    key: list[Any] = [(is_grad_enabled(), D.default_float)]
     for a in args:
         if isinstance(a, Tensor):
             key.append(("T", a._data.shape, a.dtype.name, a.device, a._rg))
@@ -249,8 +250,11 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
     if old[0] != new[0]:
         return "the structure of the arguments changed"
     old, new = old[1:], new[1:]
-    if old[0] != new[0]:
-        return f"grad mode is {'on' if new[0] else 'off'} (was {'on' if old[0] else 'off'})"
+    (grad_was, float_was), (grad_now, float_now) = old[0], new[0]
+    if grad_was != grad_now:
+        return f"grad mode is {'on' if grad_now else 'off'} (was {'on' if grad_was else 'off'})"
+    if float_was is not float_now:
+        return f"the default dtype is {float_now.name} (was {float_was.name})"
     if len(old) != len(new):
         return f"{len(new) - 1} arguments (was {len(old) - 1})"
     names = {"T": ("shape", "dtype", "device", "requires_grad")}

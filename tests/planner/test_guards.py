@@ -473,3 +473,24 @@ def test_a_backward_hook_added_after_capture_is_not_skipped() -> None:
         step(x)
     step(x)
     assert calls == [(4, 2), (4, 2)]
+
+
+def test_the_default_dtype_is_part_of_the_call_key(caplog: pytest.LogCaptureFixture) -> None:
+    """rt.tensor(1.5) and Python floats take the default dtype: a step captured under float32
+    captures again under float64 (saying why), and the float32 plan is kept for float32."""
+    x = rt.ones(3, requires_grad=True)
+
+    def f(x: Any) -> Any:
+        return ((x * 2.5).sum() + rt.tensor(1.5)).detach()
+
+    step = planner.compile(f)
+    assert step(x).dtype is rt.float32
+    rt.set_default_dtype(rt.float64)
+    try:
+        with caplog.at_level(logging.INFO, logger="planner"):
+            got = step(x)
+        assert got.dtype is f(x).dtype is rt.float64
+        assert "the default dtype is float64 (was float32)" in caplog.text
+    finally:
+        rt.set_default_dtype(rt.float32)
+    assert step(x).dtype is rt.float32 and step.captures == 2
