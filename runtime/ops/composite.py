@@ -86,13 +86,27 @@ def _log_softmax(x: Tensor, dim: int) -> Tensor:
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
 
 
+def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
+                      ) -> tuple[int, ...]:
+    """layer_norm's and rms_norm's normalized_shape as a tuple, which must be the input's
+    trailing dimensions (PyTorch's error and text where it is not: its rms_norm writes the
+    expected shape "[*4]", its layer_norm "[*, 4]")."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if op == "rms_norm" and len(shape) > x.ndim:
+        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got "
+                         f"{x.ndim}")
+    if len(shape) > x.ndim or tuple(x.shape[x.ndim - len(shape):]) != shape:
+        dims = ", ".join(map(str, shape)) if op == "rms_norm" else "".join(
+            f", {d}" for d in shape)
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{dims}], but got input of size{list(x.shape)}")
+    return shape
+
+
 @F.half_in_float32
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(x.shape[x.ndim - len(shape):]) != shape:
-        raise ValueError(f"layer_norm: normalized_shape {list(shape)} does not match the input's "
-                         f"trailing dimensions {list(x.shape)}")
+    shape = _normalized_shape(x, normalized_shape, "layer_norm")
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     centered = F.sub(x, F.mean(x, axes, keepdim=True))
     var = F.mean(F.mul(centered, centered), axes, keepdim=True)
@@ -202,11 +216,7 @@ def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | 
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
     machine epsilon, as PyTorch's."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(x.shape[x.ndim - len(shape):]) != shape or len(shape) > x.ndim:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*{', '.join(map(str, shape))}], but got input of size"
-                           f"{list(x.shape)}")
+    shape = _normalized_shape(x, normalized_shape, "rms_norm")
     if eps is None:
         eps = float(np.finfo(x.dtype.np).eps)
     axes = tuple(range(x.ndim - len(shape), x.ndim))
