@@ -286,20 +286,27 @@ def _torch_type(t: Tensor) -> str:
         t.dtype.name, t.dtype.name)
 
 
+def _batched(input: Tensor, weight: Tensor, spatial: int, op: str) -> Tensor:  # noqa: A002
+    """``op``'s input (of ``spatial`` dimensions) as a batch, an unbatched one made a batch of
+    one; its rank and the weight's checked, with PyTorch's texts."""
+    n = spatial + 2
+    if input.ndim not in (n - 1, n):
+        raise RuntimeError(f"Expected {n - 1}D (unbatched) or {n}D (batched) input to {op}, but "
+                           f"got input of size: {_shown(input)}")
+    if weight.ndim != n:
+        raise RuntimeError(f"weight should have at least three dimensions, got "
+                           f"{_shown(weight)}" if op == "conv2d" and weight.ndim < 3 else
+                           f"Expected {n}-dimensional weight for {n}-dimensional input, but got "
+                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    return input if input.ndim == n else F.unsqueeze(input, 0)
+
+
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv2d`` on (N, C, H, W) or unbatched (C, H, W) input."""
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv2d, but got "
-                           f"input of size: {_shown(input)}")
-    if weight.ndim != 4:
-        raise RuntimeError(f"weight should have at least three dimensions, got "
-                           f"{_shown(weight)}" if weight.ndim < 3 else
-                           f"Expected 4-dimensional weight for 4-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    x = _batched(input, weight, 2, "conv2d")
     s, d = _pair(stride, "stride"), _pair(dilation, "dilation")
     pad = _conv_padding(padding, tuple(weight.shape[2:]), d, s, 2)
-    x = input if input.ndim == 4 else F.unsqueeze(input, 0)
     out = _conv(x, weight, bias, s, pad, d, groups, "conv2d")
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
@@ -307,19 +314,13 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv1d`` on (N, C, L) or unbatched (C, L) input: a conv2d of height 1."""
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
-                           f"input of size: {_shown(input)}")
-    if weight.ndim != 3:
-        raise RuntimeError(f"Expected 3-dimensional weight for 3-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    x = _batched(input, weight, 1, "conv1d")
     s, d = (1, _pair(stride, "stride", 1)[0]), (1, _pair(dilation, "dilation", 1)[0])
     if isinstance(padding, str):
         pad = _conv_padding(padding, (1, weight.shape[2]), d, s, 2)
     else:
         p = _pair(padding, "padding", 1)[0]
         pad = (0, 0, p, p)
-    x = input if input.ndim == 3 else F.unsqueeze(input, 0)
     out = _conv(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, s, pad, d, groups, "conv1d")
     out = F.squeeze(out, 2)
     return out if input.ndim == 3 else F.squeeze(out, 0)
@@ -330,13 +331,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     """PyTorch's ``F.conv3d`` on (N, C, D, H, W) or unbatched (C, D, H, W) input: for each
     depth tap of the kernel, one conv2d of the input's depth slices it meets (batched as
     N * D_out images), summed over the taps."""
-    if input.ndim not in (4, 5):
-        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
-                           f"input of size: {_shown(input)}")
-    if weight.ndim != 5:
-        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
-    x = input if input.ndim == 5 else F.unsqueeze(input, 0)
+    x = _batched(input, weight, 3, "conv3d")
     s, d = _pair(stride, "stride", 3), _pair(dilation, "dilation", 3)
     k = tuple(weight.shape[2:])
     if isinstance(padding, str):  # depth first, then (top, bottom, left, right)
@@ -1001,13 +996,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      dilation: Any = 1) -> Tensor:
     """PyTorch's ``F.conv_transpose2d`` on (N, C, H, W) or unbatched (C, H, W) input; the
     weight is (C_in, C_out/groups, kh, kw)."""
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, "
-                           f"but got input of size: {_shown(input)}")
-    if weight.ndim != 4:
-        raise RuntimeError(f"Expected 4-dimensional weight for 4-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
-    x = input if input.ndim == 4 else F.unsqueeze(input, 0)
+    x = _batched(input, weight, 2, "conv_transpose2d")
     out = _conv_transpose(x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"),
                           _pair(output_padding, "output_padding"), groups,
                           _pair(dilation, "dilation"))
@@ -1019,17 +1008,11 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      dilation: Any = 1) -> Tensor:
     """PyTorch's ``F.conv_transpose1d`` on (N, C, L) or (C, L): a conv_transpose2d of height
     1."""
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv_transpose1d, "
-                           f"but got input of size: {_shown(input)}")
-    if weight.ndim != 3:
-        raise RuntimeError(f"Expected 3-dimensional weight for 3-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+    x = _batched(input, weight, 1, "conv_transpose1d")
 
     def one(v: Any, name: str, height: int) -> Pair:
         return (height, _pair(v, name, 1)[0])
 
-    x = input if input.ndim == 3 else F.unsqueeze(input, 0)
     out = _conv_transpose(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias,
                           one(stride, "stride", 1), one(padding, "padding", 0),
                           one(output_padding, "output_padding", 0), groups,
@@ -1045,13 +1028,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     of the (C_in, C_out/groups, kd, kh, kw) weight, a conv_transpose2d of every depth plane,
     spread along the output depth (input depth i lands at i*stride + tap*dilation, less the
     padding) and summed."""
-    if input.ndim not in (4, 5):
-        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv_transpose3d, "
-                           f"but got input of size: {_shown(input)}")
-    if weight.ndim != 5:
-        raise RuntimeError(f"Expected 5-dimensional weight for 5-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
-    x = input if input.ndim == 5 else F.unsqueeze(input, 0)
+    x = _batched(input, weight, 3, "conv_transpose3d")
     s, p = _pair(stride, "stride", 3), _pair(padding, "padding", 3)
     op, d = _pair(output_padding, "output_padding", 3), _pair(dilation, "dilation", 3)
     if x.shape[1] != weight.shape[0]:
