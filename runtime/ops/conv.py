@@ -294,10 +294,9 @@ def _batched(input: Tensor, weight: Tensor, spatial: int, op: str) -> Tensor:  #
         raise RuntimeError(f"Expected {n - 1}D (unbatched) or {n}D (batched) input to {op}, but "
                            f"got input of size: {_shown(input)}")
     if weight.ndim != n:
-        raise RuntimeError(f"weight should have at least three dimensions, got "
-                           f"{_shown(weight)}" if op == "conv2d" and weight.ndim < 3 else
-                           f"Expected {n}-dimensional weight for {n}-dimensional input, but got "
-                           f"{weight.ndim}-dimensional weight of size {_shown(weight)}")
+        raise RuntimeError("weight should have at least three dimensions" if weight.ndim < 3
+                           else f"Expected {n}-dimensional weight for {n}-dimensional input, "
+                           f"but got {weight.ndim}-dimensional weight of size {_shown(weight)}")
     return input if input.ndim == n else F.unsqueeze(input, 0)
 
 

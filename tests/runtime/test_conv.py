@@ -234,3 +234,18 @@ def test_compiled_cnn_with_batchnorm_equals_eager_and_updates_running_stats():
         warnings.simplefilter("error")  # inference with the running statistics compiles too
         got = planner.compile(lambda x: model(x))(x).numpy()
         np.testing.assert_allclose(got, twin(x).numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["conv1d", "conv2d", "conv3d", "conv_transpose1d",
+                                "conv_transpose2d", "conv_transpose3d"])
+def test_rank_errors_are_pytorchs(op: str) -> None:
+    n = int(op[-2]) + 2
+    F = rt.nn.functional
+    with pytest.raises(RuntimeError, match=r"^weight should have at least three dimensions$"):
+        getattr(F, op)(rt.ones(*(2,) * n), rt.ones(3, 3))
+    with pytest.raises(RuntimeError, match=rf"^Expected {n - 1}D \(unbatched\) or {n}D "
+                                           rf"\(batched\) input to {op}, but got input of size"):
+        getattr(F, op)(rt.ones(4, 4, 4, 4, 4, 4, 4)[(0,) * (7 - n + 2)], rt.ones(*(1,) * n))
+    with pytest.raises(RuntimeError, match=rf"^Expected {n}-dimensional weight for "
+                                           rf"{n}-dimensional input, but got {n + 1}-dim"):
+        getattr(F, op)(rt.ones(*(2,) * n), rt.ones(*(1,) * (n + 1)))
