@@ -236,7 +236,7 @@ def _was(setting: Any) -> str:
 
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     # the modes a capture depends on: grad mode, and the dtype Python floats take
-    key: list[Any] = [(is_grad_enabled(), D.default_float)]
+    key: list[Any] = [(is_grad_enabled(), D.default_float.name)]  # a str: hashed in C
     for a in args:
         if isinstance(a, Tensor):
             key.append(("T", a._data.shape, a.dtype.name, a.device, a._rg))
@@ -254,8 +254,8 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
     (grad_was, float_was), (grad_now, float_now) = old[0], new[0]
     if grad_was != grad_now:
         return f"grad mode is {'on' if grad_now else 'off'} (was {'on' if grad_was else 'off'})"
-    if float_was is not float_now:
-        return f"the default dtype is {float_now.name} (was {float_was.name})"
+    if float_was != float_now:
+        return f"the default dtype is {float_now} (was {float_was})"
     if len(old) != len(new):
         return f"{len(new) - 1} arguments (was {len(old) - 1})"
     names = {"T": ("shape", "dtype", "device", "requires_grad")}
