@@ -7,7 +7,11 @@ itself in a small plan. ``find_run`` finds a stretch of consecutive steps that a
 products and sliding-window functions (``codegen.windows``, through their ``NativeForm``)
 called on this thread (with the views between them and the sources the program bound
 before), and ``emit_run`` writes it as one call of a ``codegen.pyentry.drive_builtin`` that
-calls each entry in turn, the GIL released once for them all.
+calls each entry in turn, the GIL released once for them all. A class-index check
+(check_bounds over int64: cross-entropy's targets, an embedding's or a gather's indices) is
+a record of the run too, in a plan that draws and communicates nothing: where it fails, the
+run stops there (no later entry reads past an array) and the plain program makes the whole
+call again, raising the check's own error.
 
 What a run makes and nothing outside it reads lives in arrays made once, when the program is
 built (``fixed``): placed by liveness in one arena that every run of the program shares
