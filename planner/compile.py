@@ -750,7 +750,10 @@ class _Replayer:
             names[key] = value
             return key
 
-        reads = ", ".join(f"{slot}: {name('read', read)}(args)" for slot, read in self.reads)
+        slots = self.binding.slots
+        reads = ", ".join(  # a tensor's array read in place, other slots through their reader
+            f"{slot}: {name('t', slots[slot].ref)}._data" if slots[slot].kind == "tensor"
+            else f"{slot}: {name('read', read)}(args)" for slot, read in self.reads)
         lines = ["def replay(args):",
                  "    arrays = [a._data if isinstance(a, _Tensor) else None for a in args]",
                  f"    result, writes = _run(arrays, {{{reads}}}, _generators)"]
