@@ -155,7 +155,10 @@ def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
         raise
     finally:
         os.close(fd)
-    _, status = os.waitpid(pid, 0)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # reaped already (SIGCHLD ignored): what it sent decides
+        status = 0
     data = b"".join(chunks)
     if status != 0 or len(data) < 16:
         return None

@@ -93,3 +93,17 @@ def test_workers_setting_is_checked(monkeypatch: pytest.MonkeyPatch, value: str)
     monkeypatch.setenv(forked.WORKERS_ENV, value)
     with pytest.raises(ValueError, match=forked.WORKERS_ENV):
         forked.workers()
+
+
+def test_children_reaped_by_the_system_still_deliver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With SIGCHLD ignored, the system reaps children itself (waitpid finds none): a part
+    read whole from its pipe is used."""
+    import signal
+
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        monkeypatch.setenv(forked.WORKERS_ENV, "2")
+        code = forked.emit_in_parts(_kernels())
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    assert code is not None and len(code.parts()) == 2
