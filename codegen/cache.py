@@ -423,10 +423,7 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
     ``version`` (a digest of what the text is made from) keying the entry in its place: the
     text is then made only where the store does not have it."""
     _await_prefetch()
-    if version is None:
-        text = text() if callable(text) else text
-        version = hashlib.sha256(text.encode()).hexdigest()
-    key = _support_key(name, version, emit)
+    text, key = _keyed(name, text, emit, version)
     with _DiskStore.open(cache_dir(cache_dir_path) / SUPPORT_DIR, quiet=True) as store:
         code = store.read_code(key) if store is not None else None
         if code is None:
@@ -435,6 +432,20 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
                 store.write_code(key, code)
                 store.evict(max_bytes(), keep=key)
     return code
+
+
+# a module support_code keeps: its name, IR text (or a function giving it), emitter and
+# version (None: the text's digest)
+SupportModule = tuple[str, "str | Callable[[], str]", Callable[[str], ObjectCode], "str | None"]
+
+
+def _keyed(name: str, text: str | Callable[[], str], emit: Callable[[str], ObjectCode],
+           version: str | None) -> tuple[str | Callable[[], str], str]:
+    """A support module's store key, and its text (made now where the text keys it)."""
+    if version is None:
+        text = text() if callable(text) else text
+        version = hashlib.sha256(text.encode()).hexdigest()
+    return text, _support_key(name, version, emit)
 
 
 def _support_key(name: str, version: str, emit: Callable[[str], ObjectCode]) -> str:
@@ -455,34 +466,26 @@ def _support_key(name: str, version: str, emit: Callable[[str], ObjectCode]) -> 
 # then finds them stored. Off with BACKPLAN_PREFETCH_SUPPORT=0, and on one core.
 PREFETCH_ENV = "BACKPLAN_PREFETCH_SUPPORT"
 _prefetch_pid: int | None = None  # the child emitting them, until waited for
-_prefetched: set[Path] = set()  # the cache directories a child was started for
+_prefetched: set[str] = set()  # the store keys a child was started for
 
 
-def prefetch_support(cache_dir_path: str | os.PathLike[str] | None = None, *,
-                     products: bool = True, trampolines: bool = True) -> bool:
-    """Start emitting, in a child process, the support modules a CPU plan runs with that the
-    store of ``cache_dir_path`` lacks: the float32 products (``products``) and the
-    trampolines of native runs (``trampolines``: in the default store, where pyentry keeps
-    them); once per directory and process, where ``os.fork`` exists and the process may use
-    two cores. Returns whether a child was started."""
+def prefetch_support(modules: list[tuple[SupportModule, str | os.PathLike[str] | None]]
+                     ) -> bool:
+    """Start emitting, in a child process, those of ``modules`` (each with the cache
+    directory whose store keeps it) that their stores lack and no child was started for in
+    this process; where ``os.fork`` exists and the process may use two cores. Returns
+    whether a child was started."""
     global _prefetch_pid
-    from codegen import gemm
-
-    directory = cache_dir(cache_dir_path)
-    if (directory in _prefetched or _prefetch_pid is not None or not hasattr(os, "fork")
+    if (_prefetch_pid is not None or not hasattr(os, "fork")
             or os.environ.get(PREFETCH_ENV, "1") == "0" or forked.usable_cores() < 2):
         return False
-    _prefetched.add(directory)
     jobs: list[Callable[[], object]] = []
-    if trampolines and pyentry.available() and not pyentry.loaded():
-        text = pyentry.ir_text()
-        version = hashlib.sha256(text.encode()).hexdigest()
-        if not _stored(None, _support_key("pyentry", version, emit_object_code)):
-            jobs.append(functools.partial(support_code, "pyentry", text, emit_object_code))
-    name, text_of, emit, version = gemm.support_module("float32")
-    if products and not gemm.loaded("float32") and not _stored(
-            cache_dir_path, _support_key(name, version, emit)):
-        jobs.append(functools.partial(gemm.object_code, "float32", cache_dir_path))
+    for (name, text, emit, version), directory in modules:
+        text, key = _keyed(name, text, emit, version)
+        if key not in _prefetched and not _stored(directory, key):
+            _prefetched.add(key)
+            jobs.append(functools.partial(support_code, name, text, emit, directory,
+                                          version=version))
     if not jobs:
         return False
     pid = os.fork()
@@ -545,7 +548,13 @@ def store_plan(key: str, text: bytes, cache_dir_path: str | os.PathLike[str] | N
 # the pool's loops are written as they should run (codegen.target.emit_as_written: 138 ->
 # 36 ms to compile); the trampolines' helpers want LLVM's inliner
 pool.set_code_source(functools.partial(support_code, "pool", emit=emit_as_written))
-pyentry.set_code_source(functools.partial(support_code, "pyentry", emit=emit_object_code))
+pyentry.set_code_source(functools.partial(support_code, pyentry.SUPPORT_NAME,
+                                          emit=emit_object_code))
+
+
+def trampolines() -> SupportModule:
+    """pyentry's trampolines as their code source above keeps them."""
+    return pyentry.SUPPORT_NAME, pyentry.ir_text(), emit_object_code, None
 
 
 def _files(folder: Path, *patterns: re.Pattern[str]) -> list[Path]:

@@ -403,6 +403,9 @@ def set_code_source(source: Callable[[str], target.ObjectCode]) -> None:
     _code_source = source
 
 
+SUPPORT_NAME = "pyentry"  # the trampolines' name in the compiled-code cache's support store
+
+
 def loaded() -> bool:
     """Whether this process has loaded the trampolines."""
     return _compiled is not None

@@ -673,11 +673,15 @@ def _prefetch_support(cap: Capture, cache_dir: Any) -> None:
     graph = cap.graph
     if graph.number_of_nodes() < PREFETCH_MIN_NODES:
         return
-    from codegen.cache import prefetch_support
+    from codegen import cache, gemm, pyentry
 
-    products = any(d["op"] == "matmul" and d["dtype"] is D.float32
-                   for _, d in graph.nodes(data=True))
-    prefetch_support(cache_dir, products=products)
+    modules: list[tuple[Any, Any]] = []
+    if pyentry.available() and not pyentry.loaded():
+        modules.append((cache.trampolines(), None))  # in the default store, as pyentry reads
+    if not gemm.loaded("float32") and any(d["op"] == "matmul" and d["dtype"] is D.float32
+                                          for _, d in graph.nodes(data=True)):
+        modules.append((gemm.support_module("float32"), cache_dir))
+    cache.prefetch_support(modules)
 
 
 def _plan_device(cap: Capture) -> str:
