@@ -293,10 +293,10 @@ def signature_mismatch(kernel: str, expected: list[tuple[tuple[int, ...], np.dty
 class CompiledModule:
     """The loaded machine code of one module; keeps its engines (one a part) alive."""
 
-    def __init__(self, engine: tuple[llvm.ExecutionEngine, ...], code: ObjectCode,
+    def __init__(self, engines: tuple[llvm.ExecutionEngine, ...], code: ObjectCode,
                  kernels: dict[str, kir.Kernel], functions: dict[str, ctypes._CFuncPtr],
                  function_of: dict[str, str] | None = None) -> None:
-        self._engine = engine
+        self._engines = engines
         self.code = code
         self.kernels = kernels
         # kernel name -> the name of the function it runs (``codegen.llvm.distinct``)
@@ -435,7 +435,7 @@ class CompiledModule:
         single = launch.accumulate and whole  # one call at any thread count
         builtin = pyentry.kernel_builtin(
             launch.objects_address, launch.outer, len(launch.inputs) + len(launch.outputs),
-            name, self._engine) if whole and pyentry.available() else None
+            name, self._engines) if whole and pyentry.available() else None
         dispatch = self._dispatch
 
         def call(*arrays: np.ndarray) -> None:
@@ -488,7 +488,7 @@ class CompiledModule:
                 launch = self._launch[name]
                 found = pyentry.kernel_builtin(launch.objects_address, launch.outer,
                                                len(launch.inputs) + len(launch.outputs),
-                                               name, self._engine)
+                                               name, self._engines)
             self._builtins[name] = found
         return found
 
