@@ -2,7 +2,7 @@
 
 from ._malloc import MALLOC_TUNED as MALLOC_TUNED  # first: later allocations use it
 from . import autograd
-from ._dtype import DType, bool_, float32, float64, int64
+from ._dtype import DType, bool_, float32, float64, int8, int16, int32, int64, uint8
 from ._threads import get_num_threads, set_num_threads
 from .autograd import (
     enable_grad,
@@ -216,6 +216,8 @@ bool = bool_  # noqa: A001 - PyTorch's name: rt.bool
 float = float32  # noqa: A001
 double = float64
 long = int64
+int = int32  # noqa: A001
+short = int16
 half = float16
 
 from . import nn, optim  # noqa: E402
@@ -226,6 +228,7 @@ __all__ = [
     "bool_", "cat",
     "clamp", "cos", "double", "empty", "enable_grad", "erf", "exp", "float", "float32",
     "float64", "from_numpy", "full", "full_like", "get_num_threads", "int64", "is_grad_enabled",
+    "int32", "int16", "int8", "uint8", "int", "short",
     "log", "long",
     "distributed",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",

@@ -13,21 +13,16 @@ import numpy as np
 class DType:
     name: str
     np: np.dtype
-    rank: int  # promotion order: bool < int64 < float16 < float32 < float64
+    category: int  # PyTorch's promotion category: 0 bool, 1 integer, 2 floating point
     is_floating_point: bool = field(init=False)  # a field, not a property: read on hot paths
     itemsize: int = field(init=False)  # bytes of one element, as PyTorch's dtype.itemsize
-    is_signed: bool = field(init=False)  # as PyTorch's: all but bool here
+    is_signed: bool = field(init=False)  # as PyTorch's: all but bool and uint8
     is_complex = False  # PyTorch's attribute; no complex dtype here
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "is_floating_point", self.rank >= 2)
+        object.__setattr__(self, "is_floating_point", self.category == 2)
         object.__setattr__(self, "itemsize", self.np.itemsize)
-        object.__setattr__(self, "is_signed", self.rank >= 1)
-
-    @property
-    def category(self) -> int:
-        """PyTorch's promotion category: 0 bool, 1 integer, 2 floating point."""
-        return min(self.rank, 2)
+        object.__setattr__(self, "is_signed", self.np.kind in "if")
 
     def __repr__(self) -> str:
         return f"runtime.{self.name}"
@@ -39,26 +34,39 @@ class DType:
 
 
 bool_ = DType("bool", np.dtype(np.bool_), 0)
+uint8 = DType("uint8", np.dtype(np.uint8), 1)
+int8 = DType("int8", np.dtype(np.int8), 1)
+int16 = DType("int16", np.dtype(np.int16), 1)
+int32 = DType("int32", np.dtype(np.int32), 1)
 int64 = DType("int64", np.dtype(np.int64), 1)
 float16 = DType("float16", np.dtype(np.float16), 2)
-float32 = DType("float32", np.dtype(np.float32), 3)
-float64 = DType("float64", np.dtype(np.float64), 4)
+float32 = DType("float32", np.dtype(np.float32), 2)
+float64 = DType("float64", np.dtype(np.float64), 2)
 
-DTYPES = (bool_, int64, float16, float32, float64)
+DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
 _BY_NP = {d.np: d for d in DTYPES}
 _BY_NAME = {d.name: d for d in DTYPES} | {"float": float32, "double": float64, "long": int64,
-                                          "half": float16}
-_NP_ALIASES = {
-    np.dtype(np.int32): int64,
-    np.dtype(np.int16): int64,
-    np.dtype(np.int8): int64,
-    np.dtype(np.uint8): int64,
-    np.dtype(np.uint32): int64,
-}
-_BY_RANK = {d.rank: d for d in DTYPES}
+                                          "half": float16, "int": int32, "short": int16}
+_NP_ALIASES = {np.dtype(np.uint32): int64}  # PyTorch's uint32 has too few ops: read as int64
+
+
+def _promote_pair(a: DType, b: DType) -> DType:
+    """PyTorch's promoteTypes: the higher category wins whole (int32 + float16 is float16);
+    within one, numpy's promotion agrees with PyTorch's (uint8 + int8 is int16)."""
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in DTYPES for b in DTYPES}
 # the dtype of Python floats and of float results of integers (set_default_dtype); read as
 # ``D.default_float`` at each use, never imported by value
 default_float = float32
+
+
+def promote(a: DType, b: DType) -> DType:
+    """PyTorch's ``promote_types(a, b)``."""
+    return a if a is b else _PROMOTE[a, b]
 
 
 def as_dtype(d: object) -> DType:
@@ -81,19 +89,25 @@ def as_dtype(d: object) -> DType:
         return _BY_NP[npd]
     if npd in _NP_ALIASES:
         return _NP_ALIASES[npd]
-    raise TypeError(f"unsupported dtype {d!r}: expected one of bool, int64, float16, float32, float64")
+    raise TypeError(f"unsupported dtype {d!r}: expected one of "
+                    f"{', '.join(d.name for d in DTYPES)}")
 
 
 # PyTorch's two spellings of a dtype in its error texts: its ScalarType ("expected scalar
 # type Float but found Double") and its TypeMeta ("but got: float != double")
-_SCALAR_TYPE_NAMES = {"bool": "Bool", "int64": "Long", "float16": "Half", "float32": "Float",
+_SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
+                      "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
                       "float64": "Double"}
-_TYPE_META_NAMES = {"bool": "bool", "int64": "long int", "float16": "c10::Half",
-                    "float32": "float", "float64": "double"}
+_TYPE_META_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+                    "int16": "short int", "int32": "int", "int64": "long int",
+                    "float16": "c10::Half", "float32": "float", "float64": "double"}
+# PyTorch's C++ type in its "value cannot be converted to type ... without overflow"
+_OVERFLOW_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                   "int64": "int64_t"}
 
 
 def scalar_type_name(d: DType) -> str:
-    """PyTorch's ScalarType name of ``d``: Float, Double, Long, Half, Bool."""
+    """PyTorch's ScalarType name of ``d``: Float, Double, Long, Int, Byte, Half, Bool..."""
     return _SCALAR_TYPE_NAMES[d.name]
 
 
@@ -105,25 +119,40 @@ def type_meta_name(d: DType) -> str:
 
 def scalar_as(value: Any, d: DType) -> Any:
     """A Python scalar as PyTorch converts it into an element of ``d`` (masked_fill's,
-    fill_'s value): truncated toward zero for int64, nonzero-ness for bool; a value out of
-    ``d``'s range is PyTorch's error."""
+    fill_'s value): truncated toward zero for integers, nonzero-ness for bool; a value out of
+    ``d``'s range is PyTorch's error (uint8 takes -255 to 255, the negatives wrapped)."""
     if d is bool_:
         return bool(value)
-    if d is int64:
-        if not isinstance(value, (int, np.integer)) and not (
-                -2.0**63 <= float(value) < 2.0**63):  # nan and inf fail both
-            raise RuntimeError("value cannot be converted to type int64_t without overflow")
-        return int(value)
+    if d.category == 1:
+        info = np.iinfo(d.np)
+        if isinstance(value, (int, np.integer)):
+            low, high = -int(info.max) if not d.is_signed else int(info.min), int(info.max)
+        else:  # c10's overflows(): the float itself in range (nan fails)
+            low, high, value = float(info.min), float(info.max), float(value)
+        if not low <= value <= high:
+            raise RuntimeError(f"value cannot be converted to type {_OVERFLOW_NAMES[d.name]} "
+                               "without overflow")
+        return wrapped_int(int(value), d)
     if d is float16 and abs(float(value)) > 65504.0 and math.isfinite(float(value)):
         raise RuntimeError("value cannot be converted to type c10::Half without overflow")
     return value
 
 
+def wrapped_int(value: int, d: DType) -> int:
+    """A Python int as an element of the integer dtype ``d``, wrapped round (two's
+    complement), as PyTorch converts a scalar operand: int8's 200 is -56."""
+    if d is int64:
+        return value
+    bits = 8 * d.itemsize
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if d.is_signed and value >> (bits - 1) else value
+
+
 def from_numpy_dtype(npd: np.dtype) -> DType:
     d = _BY_NP.get(npd)
     if d is None:
-        raise TypeError(f"unsupported numpy dtype {npd}: expected bool, int64, float16, float32 or "
-                        "float64")
+        raise TypeError(f"unsupported numpy dtype {npd}: expected one of "
+                        f"{', '.join(d.name for d in DTYPES)}")
     return d
 
 
@@ -155,7 +184,7 @@ def result_dtype(tensor_dtypes: list[DType], scalars: list[object],
     wrapped = None
     if scalars:
         cat = max(scalar_rank(s) for s in scalars)
-        wrapped = _BY_RANK[cat] if cat < 2 else default_float
+        wrapped = (bool_, int64)[cat] if cat < 2 else default_float
     best = _combine(dim, _combine(zero, wrapped))
     assert best is not None, "result_dtype needs a tensor"
     return best
@@ -164,8 +193,7 @@ def result_dtype(tensor_dtypes: list[DType], scalars: list[object],
 def _highest(dtypes: list[DType]) -> DType | None:
     best = None
     for d in dtypes:
-        if best is None or d.rank > best.rank:
-            best = d
+        best = d if best is None else best if best is d else _PROMOTE[best, d]
     return best
 
 
@@ -177,5 +205,5 @@ def _combine(higher: DType | None, lower: DType | None) -> DType | None:
     if higher.is_floating_point:
         return higher
     if higher is bool_ or lower.is_floating_point:
-        return higher if higher.rank >= lower.rank else lower
+        return promote(higher, lower)
     return higher

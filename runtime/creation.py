@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -170,7 +171,7 @@ def _float_dtype(data: Any) -> D.DType:
     types = {type(data)} if not isinstance(data, (list, tuple)) else _leaf_types(data, set())
     found = [_FLOAT_SCALARS.get(t, D.default_float) for t in types
              if t in _FLOAT_SCALARS or t is float]
-    return max(found, key=lambda d: d.rank) if found else D.default_float
+    return functools.reduce(D.promote, found) if found else D.default_float
 
 
 def _ragged_error(data: Any) -> Exception | None:
@@ -231,7 +232,9 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         if arr.dtype == np.uint64 and not isinstance(data, np.ndarray):
             # Python ints past int64's range (numpy's uint64 would wrap round)
             raise ValueError("Overflow when unpacking long long")
-        dt = D.int64
+        # a numpy array or scalar keeps its integer dtype, as PyTorch's (lists are int64)
+        dt = D._BY_NP.get(arr.dtype, D.int64) if isinstance(data, (np.ndarray, np.generic)) \
+            else D.int64
     elif arr.dtype.kind == "b":
         dt = D.bool_
     else:

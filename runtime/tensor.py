@@ -278,7 +278,7 @@ class Tensor:
         return int(self.item())
 
     def __index__(self) -> int:
-        if self.dtype is not D.int64 or self._data.size != 1:
+        if self.dtype.category != 1 or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
@@ -290,8 +290,8 @@ class Tensor:
         extra = []
         if self.device != "cpu":
             extra.append(f"device='{self.device}'")
-        if self.dtype is not D.default_float and (
-                self.dtype.is_floating_point or not self._data.size):  # PyTorch's rule
+        if self.dtype is not D.default_float and (self.dtype not in (D.int64, D.bool_)
+                                                  or not self._data.size):  # PyTorch's rule
             extra.append(f"dtype={self.dtype!r}")
         if self._grad_fn is not None:
             extra.append(f"grad_fn=<{self._grad_fn.name()}>")
@@ -363,6 +363,15 @@ class Tensor:
 
     def bool(self) -> Tensor:
         return self.to(D.bool_)
+
+    def short(self) -> Tensor:
+        return self.to(D.int16)
+
+    def char(self) -> Tensor:
+        return self.to(D.int8)
+
+    def byte(self) -> Tensor:
+        return self.to(D.uint8)
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)

@@ -148,7 +148,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
     if prim.promote != PROMOTE_NONE and (
-            promote_needed or dt0.rank < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
+            promote_needed or dt0.category < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
         _promote(prim, args, arrays)
     try:
         if device == "cpu":

@@ -219,13 +219,13 @@ def reshape_as(x: Tensor, other: Tensor) -> Tensor:
 
 
 def to_int(x: Tensor) -> Tensor:
-    """``Tensor.int()``: the runtime's integer dtype is int64 (PyTorch's int() is int32,
-    which the runtime does not have): the values truncated toward zero, as PyTorch's."""
-    return F.cast(x, D.int64)
+    """``Tensor.int()``: int32, the values truncated toward zero, as PyTorch's."""
+    return x.to(D.int32)
 
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-               "int64": "LongTensor", "bool": "BoolTensor"}
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
 
 
 def type_(x: Tensor, dtype: Any = None) -> Any:

@@ -87,7 +87,7 @@ def test_values_against_numpy() -> None:
     assert rt.diff(rt.tensor([True, True, False])).numpy().tolist() == [False, True]
     assert rt.empty_like(x).shape == x.shape and rt.empty_like(x, dtype=rt.float32).dtype \
         is rt.float32
-    assert x.int().dtype is rt.int64 and x.int().numpy().tolist() == np.trunc(X).tolist()
+    assert x.int().dtype is rt.int32 and x.int().numpy().tolist() == np.trunc(X).tolist()
     assert x.type() == "runtime.DoubleTensor" and x.type(rt.float32).dtype is rt.float32
     assert x.type("torch.LongTensor").dtype is rt.int64
     with pytest.raises(ValueError, match="invalid type"):
