@@ -15,6 +15,7 @@ from ._device import array_module, as_device, canonical_device, move_array
 from ._device import _DEVICES
 from ._device import device as rt_device
 from .autograd import grad_mode
+from .autograd.grad_mode import _inference as _inference_state
 from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
 from .tracing import GraphBreak, MetaArray
 from .tracing import _state as _trace_state
@@ -22,9 +23,18 @@ from .tracing import _state as _trace_state
 
 class _VersionCounter:
     __slots__ = ("v",)
+    inference = False
 
     def __init__(self) -> None:
         self.v = 0
+
+
+class _InferenceVersionCounter(_VersionCounter):
+    """The counter of an inference tensor (one made under inference_mode) and of its views:
+    PyTorch's have none, so the counter itself is the mark (views share it)."""
+
+    __slots__ = ()
+    inference = True
 
 
 class Tensor:
@@ -45,7 +55,8 @@ class Tensor:
         from .creation import _as_array
 
         arr, dt, dev = _as_array(data, dtype, device)
-        self._init(arr, dt, dev, None, 0, _VersionCounter())
+        self._init(arr, dt, dev, None, 0, _InferenceVersionCounter()
+                   if _inference_state.enabled else _VersionCounter())
         if requires_grad:
             self.requires_grad_(True)
 
@@ -64,7 +75,9 @@ class Tensor:
     def _make(cls, data: Any, dtype: D.DType, device: str, grad_fn: Node | None = None,
               output_nr: int = 0, vc: _VersionCounter | None = None) -> Tensor:
         t = object.__new__(cls)
-        t._init(data, dtype, device, grad_fn, output_nr, vc or _VersionCounter())
+        if vc is None:  # a new storage: an inference tensor's under inference_mode
+            vc = _InferenceVersionCounter() if _inference_state.enabled else _VersionCounter()
+        t._init(data, dtype, device, grad_fn, output_nr, vc)
         return t
 
     # --- autograd metadata ------------------------------------------------------------------
@@ -119,6 +132,9 @@ class Tensor:
             return self
         if requires_grad and not self.dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and self._vc.inference and not _inference_state.enabled:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         self._rg = bool(requires_grad)
         return self
 
@@ -126,8 +142,14 @@ class Tensor:
     def is_leaf(self) -> bool:
         return self.grad_fn is None
 
+    def is_inference(self) -> bool:
+        """Whether this tensor was made under inference_mode (or is a view of one)."""
+        return self._vc.inference
+
     @property
     def _version(self) -> int:
+        if self._vc.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc.v
 
     @property

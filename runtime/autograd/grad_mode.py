@@ -137,10 +137,10 @@ def is_inference_mode_enabled() -> bool:
 
 
 class inference_mode(_GradModeContext):  # noqa: N801
-    """PyTorch's inference_mode(mode=True): grad mode off (mode=False: a context that changes
-    nothing), and ``is_inference_mode_enabled()`` true inside. Tensors made inside are
-    ordinary tensors: PyTorch's "inference tensors" and the errors they raise when autograd
-    later meets them are not modelled."""
+    """PyTorch's inference_mode(mode=True): grad mode off and ``is_inference_mode_enabled()``
+    true inside; inference_mode(False) turns both back (grad mode on), as PyTorch's. Tensors
+    made inside are inference tensors (``is_inference()``): autograd refuses to save them,
+    and they take no in-place write and no requires_grad=True outside inference mode."""
 
     def __new__(cls, mode: Any = True) -> Any:
         if callable(mode):  # used bare: @inference_mode
@@ -153,9 +153,8 @@ class inference_mode(_GradModeContext):  # noqa: N801
     def __enter__(self) -> None:
         self._prev = _state.enabled
         self._prev_inference = _inference.enabled
-        if self.mode:
-            _state.enabled = False
-            _inference.enabled = True
+        _state.enabled = not self.mode
+        _inference.enabled = self.mode
 
     def __exit__(self, *exc: object) -> None:
         _state.enabled = self._prev

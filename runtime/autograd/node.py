@@ -28,6 +28,13 @@ ERR_BACKWARD_TWICE = (
     "graph a second time or if you need to access saved tensors after calling backward."
 )
 
+ERR_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`."
+)
+
 UINT64_MAX = (1 << 64) - 1
 
 _BACKWARD_SUFFIX = re.compile(r"Backward\d*$")
@@ -188,6 +195,8 @@ class SavedTensor:
 
     def __init__(self, t: Tensor, is_output: bool) -> None:
         vc = self._vc = t._vc
+        if vc.inference:
+            raise RuntimeError(ERR_INFERENCE_SAVED)
         self._version = vc.v
         self._packed: tuple[Any, ...] | None = None
         if saved_tensors_hooks_state.stack:

@@ -11,6 +11,7 @@ from .. import _dtype as D
 from .._device import array_module, device_guard
 from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import is_inference_mode_enabled
 from ..autograd.node import Edge, Meta, Node, gradient_edge
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
@@ -22,6 +23,10 @@ from .shapes import broadcast_shapes
 ERR_LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 ERR_VIEW_OF_LEAF_INPLACE = (
     "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+ERR_INFERENCE_INPLACE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details.")
 ERR_INTERNAL_OVERLAP = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
     "memory location. Please clone() the tensor before performing the operation.")
@@ -60,6 +65,8 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(ERR_LEAF_INPLACE)
         if base is not None and base._rg and base._grad_fn is None:
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
+    if t._vc.inference and not is_inference_mode_enabled():
+        raise RuntimeError(ERR_INFERENCE_INPLACE)
     if t._data.size and any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
         raise RuntimeError(ERR_INTERNAL_OVERLAP)  # e.g. an expand()ed tensor (an empty one:
         # numpy gives every axis stride 0, and no element overlaps another)
