@@ -17,6 +17,7 @@ from ._device import device as rt_device
 from .autograd import grad_mode
 from .autograd.grad_mode import _inference as _inference_state
 from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
+from .autograd.node import register_post_accumulate_grad_hook
 from .tracing import GraphBreak, MetaArray
 from .tracing import _state as _trace_state
 
@@ -106,8 +107,8 @@ class Tensor:
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
-        if value is not None and value.shape != self.shape:
-            raise RuntimeError("assigned grad has data of a different size")
+        if value is not None:
+            _check_assigned_grad(self, value)
         tracer = _trace_state.tracer
         if tracer is not None:
             tracer.write_grad(self, value)
@@ -120,6 +121,13 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise RuntimeError("requires_grad must be a bool")
+        if value and self._grad_fn is not None:  # requires_grad_ lets this pass, as PyTorch's
+            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+        if value and not self.dtype.is_floating_point:  # PyTorch's text for the setter
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -187,6 +195,8 @@ class Tensor:
         if self._hooks is None:
             self._hooks = _HookDict()
         return add_hook(self._hooks, hook)
+
+    register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Sequence[Tensor] | None = None) -> None:
@@ -478,6 +488,35 @@ class Tensor:
     @property
     def xp(self) -> Any:
         return array_module(self.device)
+
+
+def _check_assigned_grad(t: Tensor, g: Any) -> None:
+    """PyTorch's checks of ``t.grad = g``, in its order and with its texts."""
+    if not isinstance(g, Tensor):
+        raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(g).__name__}")
+    if g is t:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if g.dtype is not t.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{D.type_meta_name(g.dtype)}' to a "
+            f"tensor with grad_dtype '{D.scalar_type_name(t.dtype)}'. The gradient must match "
+            "the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+            "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
+            "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "
+            "break downstream systems that assume they match.")
+    same_device = "'. Please ensure that the gradient and the tensor are on the same device"
+    if g.device.type != t.device.type:
+        raise RuntimeError(f"attempting to assign a gradient with device type '{g.device.type}' "
+                           f"to a tensor with device type '{t.device.type}{same_device}")
+    if g.device != t.device:
+        raise RuntimeError("attempting to assign a gradient located on device with index "
+                           f"'{g.device.index}' to a tensor located on device with index "
+                           f"'{t.device.index}{same_device}")
+    if g.shape != t.shape:
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(g.shape)}' to a "
+                           f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "
+                           "and the tensor are the same size")
 
 
 def _reflected(name: str) -> Callable[..., Any]:

@@ -101,3 +101,69 @@ def test_inference_mode_false_enables_grad(lib: Any) -> None:
             assert lib.is_grad_enabled() and not lib.is_inference_mode_enabled()
         assert not lib.is_grad_enabled() and lib.is_inference_mode_enabled()
     assert not x.is_inference()
+
+
+# --- post-accumulate-grad hooks, requires_grad and .grad setters -------------------------------
+def test_register_post_accumulate_grad_hook_method(lib: Any) -> None:
+    x = lib.ones(3, requires_grad=True)
+    seen: list[float] = []
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.sum().item()))
+    (x * 2).sum().backward()
+    (x * 2).sum().backward()
+    handle.remove()
+    (x * 2).sum().backward()
+    assert seen == [6.0, 12.0] and x.grad.tolist() == [6.0, 6.0, 6.0]
+    with pytest.raises(RuntimeError, match="^post accumulate grad hooks cannot be registered on "
+                       "non-leaf tensors$"):
+        (x * 2).register_post_accumulate_grad_hook(print)
+    with pytest.raises(RuntimeError, match="^cannot register a hook on a tensor that doesn't "
+                       "require gradient$"):
+        lib.ones(3).register_post_accumulate_grad_hook(print)
+
+
+def test_requires_grad_setter_errors(lib: Any) -> None:
+    y = lib.ones(3, requires_grad=True) * 2
+    assert y.requires_grad_(True) is y
+    with pytest.raises(RuntimeError, match=r"^you can only change requires_grad flags of leaf "
+                       r"variables.$"):
+        y.requires_grad = True
+    detach_hint = "If you want to use a computed variable in a subgraph"
+    for clear in (lambda: y.requires_grad_(False), lambda: setattr(y, "requires_grad", False)):
+        with pytest.raises(RuntimeError, match=detach_hint):
+            clear()
+    n = lib.ones(3, dtype=lib.int64)
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point dtype can require "
+                       "gradients$"):
+        n.requires_grad_()
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype "
+                       "can require gradients$"):
+        n.requires_grad = True
+    n.requires_grad = False
+    assert not n.requires_grad_(False).requires_grad
+    with pytest.raises(RuntimeError, match="^requires_grad must be a bool$"):
+        lib.ones(3).requires_grad = 1
+
+
+def test_grad_setter_errors(lib: Any) -> None:
+    x = lib.ones(2, 3)
+    with pytest.raises(TypeError, match="^assigned grad expected to be a Tensor or None but got "
+                       "grad of type int$"):
+        x.grad = 3
+    with pytest.raises(RuntimeError, match="^can't assign Variable as its own grad$"):
+        x.grad = x
+    for dt, name in ((lib.float64, "double"), (lib.int64, "long int"), (lib.bool, "bool")):
+        with pytest.raises(RuntimeError, match=f"^attempting to assign a gradient with dtype "
+                           f"'{name}' to a tensor with grad_dtype 'Float'. The gradient must "
+                           "match the tensor's grad_dtype"):
+            x.grad = lib.ones(2, 3, dtype=dt)
+    with pytest.raises(RuntimeError, match=re.escape(
+            "attempting to assign a gradient of size '[3, 2]' to a tensor of size '[2, 3]'. "
+            "Please ensure that the gradient and the tensor are the same size")):
+        x.grad = lib.ones(3, 2)
+    x.grad = lib.full((2, 3), 2.0)
+    assert x.grad.sum().item() == 12.0
+    x.grad = None
+    assert x.grad is None
+    n = lib.ones(2, dtype=lib.int64)
+    n.grad = lib.ones(2, dtype=lib.int64)  # an integer tensor takes a grad of its dtype
+    assert n.grad.tolist() == [1, 1]
