@@ -407,7 +407,6 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
     return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
 
 
-_TORCH_NAMES = {"int64": "Long", "bool": "Bool"}
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
@@ -420,7 +419,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         raise GraphBreak("multinomial inside a captured step")
     if not input.dtype.is_floating_point:
         raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
-                           + _TORCH_NAMES.get(input.dtype.name, input.dtype.name))
+                           + D.scalar_type_name(input.dtype))
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if num_samples <= 0:

@@ -101,10 +101,22 @@ def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
     rdt = _promoted_dtype(prim, args)
     if rdt is None:
         return
-    for i in prim.promote_args if prim.promote_args is not None else range(len(args)):
+    positions = prim.promote_args if prim.promote_args is not None else range(len(args))
+    for i in positions:
         a = args[i]
         if isinstance(a, Tensor) and a.dtype is not rdt:
             arrays[i] = arrays[i].astype(rdt.np)
+    _wrap_ints(arrays, positions, rdt)
+
+
+def _wrap_ints(values: list[Any], positions: Any, rdt: D.DType) -> None:
+    """The Python ints among ``values`` as elements of ``rdt`` where it is a narrow integer
+    dtype, wrapped round as PyTorch converts them (int8's 300 is 44; numpy 2 refuses an int
+    out of its array's range)."""
+    if rdt.category == 1 and rdt is not D.int64:
+        for i in positions:
+            if type(values[i]) is int:
+                values[i] = D.wrapped_int(values[i], rdt)
 
 
 def _describe(args: tuple[Any, ...]) -> str:
@@ -207,6 +219,10 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         if cast:
             args = tuple(apply(REGISTRY["cast"], a, dtype=rdt) if i in cast else a
                          for i, a in enumerate(args))
+        if rdt is not None and rdt.category == 1 and rdt is not D.int64:
+            wrapped = list(args)
+            _wrap_ints(wrapped, positions, rdt)
+            args = tuple(wrapped)
     metas = [_tnew(Meta, (a._data.shape, a.dtype, device)) if isinstance(a, Tensor) else a
              for a in args]
     try:

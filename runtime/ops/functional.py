@@ -236,7 +236,7 @@ def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
     negative = ne(lt(a, 0) if isinstance(a, Tensor) else a < 0,
                   lt(b, 0) if isinstance(b, Tensor) else b < 0)
     inexact = ne(remainder(a, b), 0)
-    return add(q, cast(logical_and(inexact, negative), D.int64))
+    return add(q, cast(logical_and(inexact, negative), q.dtype))
 
 
 def where(cond: Tensor, a: Any = None, b: Any = None) -> Any:
@@ -261,6 +261,8 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
             out = where(gt(out, max), max, out)
         return out
     rdt = _clamp_dtype(x, min, max)
+    if rdt.category == 1:  # bounds wrapped round into a narrow integer dtype, as PyTorch's
+        min, max = (D.wrapped_int(b, rdt) if type(b) is int else b for b in (min, max))
     return apply(P.CLAMP, x if rdt is x.dtype else cast(x, rdt), min=min, max=max)
 
 
@@ -286,12 +288,22 @@ def clone(x: Tensor) -> Tensor:
 
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     if dtype is not None:
-        x = cast(x, dtype)
+        return in_dtype(sum, x, dtype, dim, keepdim)
     return apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
 
 
+def in_dtype(fn: Callable[..., Tensor], x: Tensor, dtype: Any, *args: Any) -> Tensor:
+    """``fn(x, *args, dtype=dtype)``: x cast to ``dtype``, the result of ``dtype`` too (an
+    integer sum or product, made in int64, wrapped round into int32 as PyTorch's)."""
+    dt = D.as_dtype(dtype)
+    out = fn(cast(x, dt), *args)
+    return out if out.dtype is dt else cast(out, dt)
+
+
 def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
-    return _cumsum(x if dtype is None else cast(x, dtype), dim)
+    if dtype is not None:
+        return in_dtype(cumsum, x, dtype, dim)
+    return _cumsum(x, dim)
 
 
 @half_in_float32
@@ -303,7 +315,7 @@ def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
     """The running product along ``dim`` (integers and bools in int64); its gradient is
     exact where x has zeros, as PyTorch's."""
     if dtype is not None:
-        x = cast(x, dtype)
+        return in_dtype(cumprod, x, dtype, dim)
     return apply(P.CUMPROD, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
 
 
@@ -862,7 +874,15 @@ def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
 @half_in_float32
 def addcmul(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
     """t + value * t1 * t2."""
+    t1, t2 = _promoted_with(t, t1, t2)
     return add(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
+
+
+def _promoted_with(t: Tensor, t1: Tensor, t2: Tensor) -> tuple[Tensor, Tensor]:
+    """t1 and t2 in the dtype of the three, as PyTorch's addcmul multiplies them (int8
+    factors of a float32 t multiply in float32, not wrapping round in int8)."""
+    rdt = D.result_dtype([t.dtype, t1.dtype, t2.dtype], [], [t.ndim, t1.ndim, t2.ndim])
+    return (t1 if t1.dtype is rdt else cast(t1, rdt)), (t2 if t2.dtype is rdt else cast(t2, rdt))
 
 
 @half_in_float32
@@ -879,6 +899,7 @@ def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 
 def addcmul_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+    t1, t2 = _promoted_with(t, t1, t2)
     return add_(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
 
 

@@ -164,9 +164,6 @@ def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     return F.copy_(x, index_copy(x, dim, index, source))
 
 
-_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
-         "int32": "Int", "bool": "Bool", "int8": "Char", "uint8": "Byte", "int16": "Short",
-         "bfloat16": "BFloat16"}
 
 
 def index_put(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
@@ -182,8 +179,8 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
     key = tuple(indices)
     if isinstance(values, Tensor) and values.dtype is not x.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_TYPE[x.dtype.name]} for the destination and "
-                           f"{_TYPE[values.dtype.name]} for the source.")
+                           f"{D.scalar_type_name(x.dtype)} for the destination and "
+                           f"{D.scalar_type_name(values.dtype)} for the source.")
     if not accumulate:
         F.setitem(x, key, values)
         return x
@@ -199,7 +196,7 @@ def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """x with source's leading elements, in order, written where ``mask`` is True."""
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {_TYPE.get(mask.dtype.name, mask.dtype.name)}")
+                           f"dtype {D.scalar_type_name(mask.dtype)}")
     m = F.expand(mask, *x.shape)
     flat = F.reshape(F.cast(m, D.int64), (-1,))
     pos = F.sub(F.cumsum(flat, 0), 1)

@@ -17,7 +17,6 @@ from .dispatch import apply
 from .prims import _on_host
 from .registry import Primitive, register
 
-_TYPE = {"int64": "Long", "bool": "Bool", "float16": "Half"}
 
 
 class LinAlgError(RuntimeError):
@@ -28,7 +27,7 @@ def check_square(name: str, meta: Any) -> None:
     """PyTorch's checks: a floating dtype and batches of square matrices."""
     if not meta.dtype.is_floating_point or meta.dtype is D.float16:
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
-                           f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
+                           f"input. Got {D.scalar_type_name(meta.dtype)}")
     shape = tuple(meta.shape)
     if len(shape) < 2:
         raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 "
@@ -273,7 +272,7 @@ def _svd_impl(xp: Any, a: Any, full_matrices: bool) -> Any:
 def _svd_infer(meta: Any, full_matrices: bool) -> tuple[tuple[int, ...], Any]:
     if not meta.dtype.is_floating_point or meta.dtype is D.float16:
         raise RuntimeError(f"linalg.svd: Expected a floating point or complex tensor as "
-                           f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
+                           f"input. Got {D.scalar_type_name(meta.dtype)}")
     if len(meta.shape) < 2:
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
     m, n, k, mu, nv = _svd_sizes(tuple(meta.shape), full_matrices)
@@ -342,7 +341,7 @@ def _qr_impl(xp: Any, a: Any) -> Any:
 def _qr_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
     if not meta.dtype.is_floating_point or meta.dtype is D.float16:
         raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as "
-                           f"input. Got {_TYPE.get(meta.dtype.name, meta.dtype.name)}")
+                           f"input. Got {D.scalar_type_name(meta.dtype)}")
     if len(meta.shape) < 2:
         raise RuntimeError("linalg.qr: The input tensor A must have at least 2 dimensions.")
     m, n, k, _, _ = _svd_sizes(tuple(meta.shape))

@@ -143,12 +143,7 @@ def _legacy(size_average: Any, reduce: Any, reduction: str) -> str:
 
 def _index_target(target: Tensor, name: str) -> None:
     if target.dtype is not D.int64:
-        raise RuntimeError(f"expected scalar type Long but found {_torch_name(target.dtype)}")
-
-
-def _torch_name(dt: D.DType) -> str:
-    return {"float32": "Float", "float64": "Double", "int64": "Long", "bool": "Bool",
-            "float16": "Half"}.get(dt.name, dt.name)
+        raise RuntimeError(f"expected scalar type Long but found {D.scalar_type_name(target.dtype)}")
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
@@ -193,7 +188,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
 
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                           f"{_torch_name(target.dtype)}")
+                           f"{D.scalar_type_name(target.dtype)}")
     dim = 0 if input.ndim == 1 else 1
     c = input.shape[dim]
     _class_weight(weight, c, "cross_entropy")

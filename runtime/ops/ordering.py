@@ -371,7 +371,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0  # noqa
     last bin includes max, elements outside are left out."""
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"histogram_cpu\" not implemented for '"
-                           f"{_TYPE.get(input.dtype.name, input.dtype.name)}'")
+                           f"{D.scalar_type_name(input.dtype)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins) + " for bins")
     if min > max:
@@ -392,8 +392,6 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0  # noqa
     return F.cast(F.sum(F.cast(hits, D.int64), 0), input.dtype)
 
 
-_TYPE = {"float16": "Half", "float32": "Float", "float64": "Double", "int64": "Long",
-         "int32": "Int", "bool": "Bool"}
 
 
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False  # noqa: A002

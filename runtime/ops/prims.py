@@ -310,11 +310,15 @@ def _minmax_bwd(c: Any, g: Any, wins: Any) -> tuple[Any, Any]:
 
 def _int_division_impl(fn: str) -> Callable[..., Any]:
     """numpy's remainder / floor_divide with Python's sign rule, as PyTorch's; an integer
-    division by zero raises PyTorch's error where numpy would warn and give 0."""
+    division by zero raises PyTorch's error where numpy would warn and give 0, bools
+    PyTorch's error where numpy would give int8."""
+    kernel = {"floor_divide": "div_floor"}.get(fn, fn)
 
     def impl(xp: Any, a: Any, b: Any) -> Any:
         # from dtypes, not arrays: numpy's result_type refuses device arrays
         kind = np.result_type(getattr(a, "dtype", a), getattr(b, "dtype", b)).kind
+        if kind == "b":
+            raise NotImplementedError(f'"{kernel}_cpu" not implemented for \'Bool\'')
         if kind in "iub" and not bool(xp.all(xp.asarray(b) != 0)):
             raise RuntimeError("ZeroDivisionError")
         with np.errstate(divide="ignore", invalid="ignore"):  # floats: inf and nan, as torch
@@ -698,8 +702,13 @@ TO_DEVICE = register(Primitive(
 
 
 def _reduce_infer(x: Meta, *, axes: tuple[int, ...], keepdim: bool) -> tuple[Any, D.DType]:
-    dt = D.int64 if x.dtype is D.bool_ else x.dtype
+    dt = D.int64 if not x.dtype.is_floating_point else x.dtype  # PyTorch's integer sums
     return _reduce_shape(x.shape, axes, keepdim), dt
+
+
+def _int64_unless_float(dt: np.dtype) -> np.dtype:
+    """The dtype PyTorch sums and multiplies ``dt`` in: integers and bools in int64."""
+    return dt if dt.kind == "f" else np.dtype(np.int64)
 
 
 def _keepdim_grad(c: Any, g: Any) -> Any:
@@ -756,7 +765,8 @@ def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> Fa
 
 
 SUM = register(Primitive(
-    "sum", impl=lambda xp, x, *, axes, keepdim: xp.sum(x, axis=axes, keepdims=keepdim),
+    "sum", impl=lambda xp, x, *, axes, keepdim: xp.sum(x, axis=axes, keepdims=keepdim,
+                                                        dtype=_int64_unless_float(x.dtype)),
     infer=_reduce_infer,
     backward=lambda c, g: (F.expand(_keepdim_grad(c, g), c.shape(0)),),
     attrs=("axes", "keepdim"), reduction=True, flops=flops_reduce,
@@ -873,7 +883,7 @@ def _cumsum_infer(x: Meta, *, axis: int) -> tuple[Any, D.DType]:
 
 
 def _cumsum_impl(xp: Any, x: Any, *, axis: int) -> Any:
-    dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+    dt = _int64_unless_float(x.dtype)
     return xp.cumsum(x, axis=axis, dtype=dt) if x.ndim else x.astype(dt)
 
 
@@ -904,7 +914,7 @@ def _on_host(xp: Any, fn: Callable[..., Any], *arrays: Any) -> Any:
 
 
 def _cumprod_impl(xp: Any, x: Any, *, axis: int) -> Any:
-    dt = x.dtype if x.dtype.kind == "f" else np.dtype(np.int64)
+    dt = _int64_unless_float(x.dtype)
     if not x.ndim:
         return x.astype(dt)
     if not hasattr(xp, "cumprod"):

@@ -12,7 +12,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
 from .dispatch import apply
-from .losses import _torch_name
+
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:
     if a.dtype is not b.dtype:
@@ -44,7 +44,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
                            f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     if mat1.dtype is not mat2.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                           f"{_torch_name(mat1.dtype)} and {_torch_name(mat2.dtype)}")
+                           f"{scalar_type_name(mat1.dtype)} and {scalar_type_name(mat2.dtype)}")
     target = (mat1.shape[0], mat2.shape[1])
     shape = tuple(input.shape)
     if len(shape) > 2 or any(s not in (1, t) for s, t in zip(shape[::-1], target[::-1])):
@@ -57,8 +57,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
         raise RuntimeError(f"addmm: an input of shape {list(shape)} does not broadcast to "
                            f"{list(target)}")
     if input.dtype is not mat1.dtype:
-        raise RuntimeError(f"expected scalar type {_torch_name(mat1.dtype)} but found "
-                           f"{_torch_name(input.dtype)}")
+        raise RuntimeError(f"expected scalar type {scalar_type_name(mat1.dtype)} but found "
+                           f"{scalar_type_name(input.dtype)}")
     if beta == 1 and alpha == 1:
         return apply(P.MATMUL_ADD, mat1, mat2, input)
     product = F.matmul(mat1, mat2)

@@ -15,12 +15,17 @@ from .shapes import wrap_dim
 
 def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     nonzero = F.cast(F.ne(x, 0 if x.dtype is not D.bool_ else False), D.int64)
-    return F.gt(F.sum(nonzero, dim, keepdim), 0)
+    return _as_uint8_of(x, F.gt(F.sum(nonzero, dim, keepdim), 0))
 
 
 def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
     zero = F.cast(F.eq(x, 0 if x.dtype is not D.bool_ else False), D.int64)
-    return F.eq(F.sum(zero, dim, keepdim), 0)
+    return _as_uint8_of(x, F.eq(F.sum(zero, dim, keepdim), 0))
+
+
+def _as_uint8_of(x: Tensor, out: Tensor) -> Tensor:
+    """any/all's bool result, as uint8 for a uint8 x (PyTorch's legacy rule)."""
+    return F.cast(out, D.uint8) if x.dtype is D.uint8 else out
 
 
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None
@@ -28,7 +33,7 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
     """The product of all elements, or along ``dim`` (integers and bools in int64): the last
     of the running product, whose gradient is exact where x has zeros (PyTorch's)."""
     if dtype is not None:
-        x = F.cast(x, dtype)
+        return F.in_dtype(prod, x, dtype, dim, keepdim)
     if dim is None:
         if keepdim:
             raise TypeError("prod(): keepdim needs a dim (PyTorch's overloads: prod(*, dtype) "
@@ -50,16 +55,12 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
     return F.getitem(F.cumprod(x, d), (slice(None),) * d + (last,))
 
 
-def _torch_name(dt: D.DType) -> str:
-    return {"int64": "Long", "bool": "Bool"}.get(dt.name, dt.name.capitalize())
-
-
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
     """(sum |x|^ord)^(1/ord) over ``dim`` (all of x by default); ord inf/-inf: max/min |x|,
     0: the count of nonzeros."""
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_torch_name(x.dtype)}")
+                           f"input. Got {D.scalar_type_name(x.dtype)}")
     a = F.abs(x)
     if ord == math.inf:
         return F.amax(a, dim, keepdim)

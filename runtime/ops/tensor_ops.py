@@ -141,7 +141,7 @@ def _triangle(x: Tensor, diagonal: int, name: str, lower: bool) -> Tensor:
     cols = _arange_along(x.shape[-1], 1, 2, x.device)
     offset = F.sub(cols, rows)
     keep = F.le(offset, diagonal) if lower else F.ge(offset, diagonal)
-    zero: Any = False if x.dtype is D.bool_ else 0 if x.dtype is D.int64 else 0.0
+    zero: Any = False if x.dtype is D.bool_ else 0 if x.dtype.category == 1 else 0.0
     return F.where(keep, x, zero)
 
 
@@ -288,15 +288,12 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 # how PyTorch's masked_fill error names a dtype
-_MASK_DTYPE_NAMES = {"float32": "float", "float64": "double", "int64": "long int",
-                     "float16": "c10::Half"}
-
 
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
         got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_MASK_DTYPE_NAMES.get(got, got)}")
+                           f"{D.type_meta_name(D.as_dtype(got))}")
     return F.where(mask, fill_value(x, value, "masked_fill_"), x)
 
 

@@ -566,9 +566,9 @@ def test_float_dtype_inference(data: Any, dtype: rt.dtype) -> None:
     assert str(torch.tensor(converted).dtype) == f"torch.{dtype.name}"
 
 
-def test_int_stays_int64() -> None:
-    assert rt.ones(2).int().dtype is rt.int64
-    assert "int64" in rt.Tensor.int.__doc__
+def test_int_is_int32() -> None:  # PyTorch's Tensor.int(), now that the runtime has int32
+    assert rt.ones(2).int().dtype is rt.int32
+    assert "int32" in rt.Tensor.int.__doc__
 
 
 # --- a compiled step ----------------------------------------------------------------------------
