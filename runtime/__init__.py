@@ -63,7 +63,15 @@ from ._dtype import float16
 from .creation import as_tensor, eye, linspace, multinomial, rand_like, randn_like, randperm
 from .creation import randint_like
 from .autograd.anomaly import is_anomaly_check_nan_enabled, is_anomaly_enabled
-from .ops.extra_ops import bitwise_and, bitwise_or, bitwise_xor, fmax, fmin
+from .ops.extra_ops import (
+    bitwise_and,
+    bitwise_left_shift,
+    bitwise_or,
+    bitwise_right_shift,
+    bitwise_xor,
+    fmax,
+    fmin,
+)
 from .ops.more_ops import can_cast, promote_types, result_type, set_default_dtype
 from .ops.functional import (
     add,
@@ -233,7 +241,8 @@ __all__ = [
     "distributed",
     "manual_seed", "matmul", "max", "maximum", "mean", "min", "minimum", "nn", "no_grad", "ones",
     "ones_like", "optim", "rand", "randint", "randint_like", "randn", "relu", "set_grad_enabled",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "can_cast", "fmax", "fmin",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    "can_cast", "fmax", "fmin",
     "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "promote_types", "result_type",
     "set_default_dtype",
     "set_num_threads", "sigmoid",

@@ -581,15 +581,15 @@ for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
     setattr(Tensor, f"__{_dunder}__", getattr(T, _n))
     setattr(Tensor, f"__r{_dunder}__", (lambda fn: lambda self, other: fn(other, self))(
         getattr(T, _n)))
-Tensor.__invert__ = T.bitwise_not  # type: ignore[assignment]
-for _n in ("and", "or", "xor"):
+Tensor.__invert__ = T.invert  # type: ignore[assignment]
+for _n, _dunder in (("and", "and"), ("or", "or"), ("xor", "xor"), ("left_shift", "lshift"),
+                    ("right_shift", "rshift")):
     _fn = getattr(_extra, f"bitwise_{_n}")
     setattr(Tensor, f"bitwise_{_n}", _fn)
-    setattr(Tensor, f"__{_n}__", _fn)
-    setattr(Tensor, f"__r{_n}__", _fn)  # each commutes
-    setattr(Tensor, f"__i{_n}__", (lambda fn: lambda self, other: F.copy_(self, fn(
-        self, other)))(_fn))
-    setattr(Tensor, f"bitwise_{_n}_", getattr(Tensor, f"__i{_n}__"))
+    setattr(Tensor, f"__{_dunder}__", _fn)
+    setattr(Tensor, f"__r{_dunder}__", (lambda fn: lambda self, other: fn(other, self))(_fn))
+    setattr(Tensor, f"__i{_dunder}__", _extra.in_place(_fn))
+    setattr(Tensor, f"bitwise_{_n}_", getattr(Tensor, f"__i{_dunder}__"))
 Tensor.logical_and = F.logical_and  # type: ignore[attr-defined]
 for _n in ("fmax", "fmin"):
     setattr(Tensor, _n, getattr(_extra, _n))

@@ -1,6 +1,6 @@
 """More of PyTorch's tensor ops, each a composition of the others (so its backward is theirs,
 and a compiled step captures it): roll, repeat_interleave, nan_to_num, diag, logaddexp,
-var_mean/std_mean, count_nonzero, logical_or/xor, index_add, unflatten, and the in-place
+var_mean/std_mean, count_nonzero, logical_or/xor, the bitwise ops, index_add, unflatten, and the in-place
 scatter_/scatter_add_/scatter_reduce_/index_add_/nan_to_num_ (the out-of-place op, copied
 in); and the ops whose result's shape their input's values decide (nonzero, argwhere,
 unique), which read the values, so a compiled step runs them eagerly."""
@@ -18,7 +18,11 @@ from .._device import move_array
 from ..tensor import Tensor
 from ..tracing import GraphBreak, is_tracing
 from . import functional as F
+from . import prims as P
+from .dispatch import apply
+from .inplace import check_fits
 from .reductions import std, var
+from .shapes import broadcast_shapes
 from .tensor_ops import (
     _dim,
     index_select,
@@ -175,43 +179,78 @@ def logical_xor(a: Tensor, b: Any) -> Tensor:
     return F.ne(_as_bool(a), _as_bool(b))
 
 
-def _bool_bitwise(name: str, a: Any, b: Any) -> tuple[Tensor, Any]:
-    """The operands of a bitwise op, a tensor first (and, or, xor commute), where PyTorch's
-    result is bool: the logical ops are the bitwise ones there. Float operands are PyTorch's
-    error; integer ones need an integer primitive the runtime does not have."""
-    if not isinstance(a, Tensor):
-        a, b = b, a
-    if not isinstance(a, Tensor):
-        raise TypeError(f"{name}() expects at least one tensor argument")
+def bitwise_dtype(kernel: str, a: Any, b: Any = None, bools: bool = True) -> D.DType:
+    """The promoted dtype of a bitwise op's operands (tensors or Python scalars, a tensor
+    among them); a float one, or a bool one for a shift (``bools`` False), is PyTorch's
+    error naming its CPU kernel (``"lshift_cpu" not implemented for 'Float'``)."""
     tensors = [t for t in (a, b) if isinstance(t, Tensor)]
-    rdt = D.result_dtype([t.dtype for t in tensors], [] if isinstance(b, Tensor) else [b],
+    if not tensors:
+        raise TypeError(f"{kernel}() expects at least one tensor argument")
+    rdt = D.result_dtype([t.dtype for t in tensors],
+                         [v for v in (a, b) if v is not None and not isinstance(v, Tensor)],
                          [t.ndim for t in tensors])
-    if rdt.is_floating_point:
-        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+    if rdt.is_floating_point or (rdt is D.bool_ and not bools):
+        raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
                                   f"'{D.scalar_type_name(rdt)}'")
-    if rdt is not D.bool_:
-        raise NotImplementedError(f"{name}: only bool tensors (masks) are supported, not "
-                                  f"{rdt.name} (the runtime has no integer bitwise primitive)")
-    return a, b
+    return rdt
+
+
+def _tensor_first(a: Any, b: Any) -> tuple[Tensor, Any]:
+    """The operands of a commuting op, a tensor first."""
+    return (a, b) if isinstance(a, Tensor) else (b, a)
 
 
 def bitwise_and(a: Any, b: Any) -> Tensor:
-    """``a & b`` of bool tensors (or a bool tensor and a Python bool): logical and."""
-    a, b = _bool_bitwise("bitwise_and", a, b)
-    return F.logical_and(a, b)
+    """``a & b``: of bools, logical and (which fuses in a compiled step); of integers,
+    bitwise."""
+    if bitwise_dtype("bitwise_and", a, b) is D.bool_:
+        return F.logical_and(*_tensor_first(a, b))
+    return apply(P.BITWISE_AND, a, b)
 
 
 def bitwise_or(a: Any, b: Any) -> Tensor:
-    """``a | b`` of bool tensors: not (not a and not b)."""
-    a, b = _bool_bitwise("bitwise_or", a, b)
-    return logical_not(F.logical_and(logical_not(a), logical_not(b) if isinstance(
-        b, Tensor) else not b))
+    """``a | b``: of bools, not (not a and not b); of integers, bitwise."""
+    if bitwise_dtype("bitwise_or", a, b) is D.bool_:
+        a, b = _tensor_first(a, b)
+        return logical_not(F.logical_and(logical_not(a), logical_not(b) if isinstance(
+            b, Tensor) else not b))
+    return apply(P.BITWISE_OR, a, b)
 
 
 def bitwise_xor(a: Any, b: Any) -> Tensor:
-    """``a ^ b`` of bool tensors: a != b."""
-    a, b = _bool_bitwise("bitwise_xor", a, b)
-    return F.ne(a, b)
+    """``a ^ b``: of bools, a != b; of integers, bitwise."""
+    if bitwise_dtype("bitwise_xor", a, b) is D.bool_:
+        return F.ne(*_tensor_first(a, b))
+    return apply(P.BITWISE_XOR, a, b)
+
+
+def bitwise_left_shift(a: Any, b: Any) -> Tensor:
+    """``a << b`` of integers: 0 where b is negative or past a's width, as PyTorch's."""
+    bitwise_dtype("lshift", a, b, bools=False)
+    return apply(P.BITWISE_LEFT_SHIFT, a, b)
+
+
+def bitwise_right_shift(a: Any, b: Any) -> Tensor:
+    """``a >> b`` of integers, arithmetic (the sign fills); a's sign where b is negative or
+    past its width, as PyTorch's."""
+    bitwise_dtype("rshift", a, b, bools=False)
+    return apply(P.BITWISE_RIGHT_SHIFT, a, b)
+
+
+def in_place(fn: Any) -> Any:
+    """The in-place method of the binary op ``fn`` (``__iand__``, ``bitwise_left_shift_``):
+    its result, which must fit self (PyTorch's errors), written into self."""
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        tensors = [self, other] if isinstance(other, Tensor) else [self]
+        check_fits(self, broadcast_shapes(*(t.shape for t in tensors)), D.result_dtype(
+            [t.dtype for t in tensors], [] if isinstance(other, Tensor) else [other],
+            [t.ndim for t in tensors]))
+        return F.copy_(self, fn(self, other))
+
+    method.__name__ = fn.__name__ + "_"
+    method.__doc__ = f"In place: ``{fn.__name__}(self, other)``."
+    return method
 
 
 def fmax(a: Tensor, b: Tensor) -> Tensor:

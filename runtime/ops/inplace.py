@@ -42,14 +42,15 @@ def _same_dtype(t: Tensor, args: tuple[Any, ...]) -> bool:
     return True
 
 
-def _check_result(prim: Primitive, t: Tensor, result: Tensor) -> None:
-    """The out-of-place result must fit the tensor written in place (PyTorch's errors)."""
-    if result.dtype.category > t.dtype.category:
-        raise RuntimeError(f"result type {D.scalar_type_name(result.dtype)} can't be cast to "
-                           f"the desired output type {D.scalar_type_name(t.dtype)}")
-    if result.shape != t.shape:
+def check_fits(t: Tensor, shape: tuple[int, ...], dtype: D.DType) -> None:
+    """An out-of-place result of ``shape`` and ``dtype`` must fit the tensor written in place
+    (PyTorch's errors, in its order: the shape, then the dtype)."""
+    if tuple(shape) != tuple(t.shape):
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
-                           f"shape {list(result.shape)} (in {prim.name}_)")
+                           f"shape {list(shape)}")
+    if dtype.category > t.dtype.category:
+        raise RuntimeError(f"result type {D.scalar_type_name(dtype)} can't be cast to "
+                           f"the desired output type {D.scalar_type_name(t.dtype)}")
 
 
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
@@ -101,7 +102,7 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
         src = Tensor._make(t._data.copy(), t.dtype, t.device, t.grad_fn, t.output_nr)
         src._rg = t._rg
     result = apply(prim, src, *args, **attrs)
-    _check_result(prim, t, result)
+    check_fits(t, result.shape, result.dtype)
     t._data[...] = result._data
     t._vc.v += 1
     if needs_graph:
@@ -139,7 +140,7 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
                            tracer.device_of(t), t.grad_fn, t.output_nr)
         src._rg = t._rg
     result = apply(prim, src, *args, **attrs)
-    _check_result(prim, t, result)
+    check_fits(t, result.shape, result.dtype)
     value = result if result.dtype is t.dtype else apply(REGISTRY["cast"], result, dtype=t.dtype)
     if storage.view_of is not None:
         tracer.write_view(t, value, f"in-place {prim.name}_", history=needs_graph)

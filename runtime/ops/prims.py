@@ -425,6 +425,21 @@ def _numpy_unary(name: str, fn: np.ufunc, backward: Any, saves: tuple[int | str,
         saves=saves, promote=promote, ufunc=fn, elementwise=True, flops=flops_elementwise))
 
 
+def _bitwise(name: str, fn: np.ufunc) -> Primitive:
+    """An integer bitwise primitive: numpy's ufunc (its shifts give PyTorch's values for
+    shifts past the width or negative: 0, or the sign for ``>>``); the kernel IR has no
+    bitwise op, so a plan runs it as a numpy step. Bool masks take the logical ops."""
+    return register(Primitive(
+        name, impl=_xp_ufunc(fn), infer=_elementwise_infer(PROMOTE_SAME), differentiable=False,
+        promote=PROMOTE_SAME, ufunc=fn, elementwise=True, flops=flops_elementwise))
+
+
+BITWISE_AND = _bitwise("bitwise_and", np.bitwise_and)
+BITWISE_OR = _bitwise("bitwise_or", np.bitwise_or)
+BITWISE_XOR = _bitwise("bitwise_xor", np.bitwise_xor)
+BITWISE_LEFT_SHIFT = _bitwise("bitwise_left_shift", np.left_shift)
+BITWISE_RIGHT_SHIFT = _bitwise("bitwise_right_shift", np.right_shift)
+
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 LOG1P = _numpy_unary("log1p", np.log1p,
                      lambda c, g: (F.div(g, F.add(c.input(0), 1.0)),), (0,))
@@ -501,12 +516,17 @@ TRUNC = _rounding("trunc", np.trunc)
 ROUND = _rounding("round", np.rint)
 
 
-SIGN = register(Primitive("sign", impl=lambda xp, x: xp.sign(x),
-                          infer=_elementwise_infer(PROMOTE_SAME),
+def _sign(xp: Any, x: Any) -> Any:
+    """PyTorch's (0 < x) - (x < 0): a NaN's sign is 0 (numpy's is NaN)."""
+    if x.dtype.kind != "f":
+        return xp.sign(x)
+    return xp.subtract(x > 0, x < 0, dtype=x.dtype)
+
+
+SIGN = register(Primitive("sign", impl=_sign, infer=_elementwise_infer(PROMOTE_SAME),
                           backward=lambda c, g: (F.mul(g, 0.0),),  # PyTorch: zero gradient
                           promote=PROMOTE_SAME, lower=_lower_unary("sign"),
-                          lower_dtypes=_NUMERIC, ufunc=np.sign, elementwise=True,
-                          flops=flops_elementwise))
+                          lower_dtypes=_NUMERIC, elementwise=True, flops=flops_elementwise))
 
 
 def _erf(xp: Any) -> Any:
@@ -660,9 +680,19 @@ def _clamp_bwd(c: Any, g: Any) -> tuple[Any]:
     return (g if mask is None else F.where(mask, g, 0.0),)
 
 
+def _clamp(xp: Any, x: Any, *, min: Any, max: Any) -> Any:  # noqa: A002 - PyTorch's names
+    if min is None and max is None:
+        return x.copy()
+    if x.dtype.kind != "f":
+        return xp.clip(x, min, max)
+    # x itself where it equals a bound, as PyTorch's: clamp(-0., min=0.) is -0. (numpy's clip
+    # gives the bound)
+    out = x if min is None else xp.maximum(min, x)
+    return out if max is None else xp.minimum(max, out)
+
+
 CLAMP = register(Primitive(
-    "clamp", impl=lambda xp, x, *, min, max: xp.clip(x, min, max) if (
-        min is not None or max is not None) else x.copy(),
+    "clamp", impl=_clamp,
     infer=lambda x, *, min, max: (x.shape, x.dtype), backward=_clamp_bwd, saves=(0,),
     attrs=("min", "max"), elementwise=True, flops=flops_elementwise))
 

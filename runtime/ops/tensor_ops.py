@@ -80,10 +80,20 @@ floor_divide = F.floor_divide
 def bitwise_not(x: Tensor) -> Tensor:
     if x.dtype is D.bool_:
         return F.eq(x, False)
-    if x.dtype is D.int64:
-        return F.sub(F.neg(x), 1)  # two's complement: ~x == -x - 1, and both fuse
-    raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
-                    "tensors")
+    if x.dtype.is_floating_point:
+        raise NotImplementedError('"bitwise_not_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(x.dtype)}'")
+    # two's complement, wrapping round in x's dtype: ~x == -x - 1 (uint8's 255 - x), and both
+    # fuse for int64
+    return F.sub(F.neg(x), 1)
+
+
+def invert(x: Tensor) -> Tensor:
+    """``~x``: bitwise_not, with PyTorch's TypeError for a float x."""
+    if x.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(x)
 
 
 def square(x: Tensor) -> Tensor:

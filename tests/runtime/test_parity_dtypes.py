@@ -133,16 +133,16 @@ def test_bool_bitwise_operators(op: str) -> None:
     _same_as_torch(lambda m: fn(m.ones(2), m.ones(2)))
 
 
-def test_bitwise_methods_and_integer_refusal() -> None:
+def test_bitwise_methods_and_integers() -> None:
     a, b = rt.tensor([True, False]), rt.tensor([True, True])
     assert a.bitwise_and(b).tolist() == [True, False]
     assert a.bitwise_or(b).tolist() == [True, True]
     assert a.bitwise_xor(b).tolist() == [False, True]
     assert a.logical_and(b).tolist() == [True, False]
-    with pytest.raises(NotImplementedError, match="only bool tensors"):
-        _ = rt.tensor([6, 3]) & rt.tensor([3, 3])
-    with pytest.raises(NotImplementedError, match="only bool tensors"):
-        _ = a & 1  # PyTorch's result is int64 here
+    out = rt.tensor([6, 3]) & rt.tensor([3, 3])  # integers: bitwise (more in
+    assert out.dtype is rt.int64 and out.tolist() == [2, 3]  # test_parity_intdtypes.py)
+    out = a & 1  # PyTorch's result is int64 here
+    assert out.dtype is rt.int64 and out.tolist() == [1, 0]
 
 
 def test_bool_bitwise_compiled_equals_eager() -> None:
