@@ -274,7 +274,7 @@ _UFUNCS = ("add subtract multiply divide true_divide floor_divide power negative
            "not_equal less less_equal greater greater_equal logical_and logical_or logical_not "
            "logical_xor invert bitwise_and bitwise_or bitwise_xor isnan isinf isfinite floor "
            "ceil remainder mod log1p expm1 log2 log10 trunc rint arcsin arccos arctan "
-           "arctan2 sinh cosh arcsinh arccosh arctanh fmod hypot").split()
+           "arctan2 sinh cosh arcsinh arccosh arctanh fmod hypot left_shift right_shift").split()
 UFUNCS = {name: ufunc(getattr(np, name)) for name in _UFUNCS}
 
 

@@ -45,6 +45,7 @@ def _extra_programs() -> None:
     _ = rt.where(b, i, f), rt.maximum(i, f), i.abs(), i[0], i[:, rt.tensor([0, 0, 2])], rt.cat([i, i], 1)
     _ = f.to(rt.float64), i.to("cpu"), i.reshape(3, 2), i.permute(1, 0), i.expand(2, 2, 3), rt.stack([f, f])
     _ = i @ rt.tensor([1, 0, 2])
+    _ = i & 3, i | b, i ^ 2, i << 1, i >> 1  # the integer bitwise primitives
     x = rt.tensor(T.N(3, 4), requires_grad=True)
     (x.max(1)[0].sum() + x.max() + (x.sign() * x).sum()).backward()
 

@@ -398,7 +398,8 @@ def test_where_masked_path_keeps_nan_and_scalar_zero() -> None:
 def test_elementwise_results_are_new_arrays(name: str) -> None:
     prim = REGISTRY[name]
     rng = np.random.default_rng(5)
-    x, y = _array(rng, (3, 4), np.dtype(np.float32)), _array(rng, (3, 4), np.dtype(np.float32))
+    dt = np.dtype(np.int64 if name.startswith("bitwise_") else np.float32)  # integer-only ops
+    x, y = _array(rng, (3, 4), dt), _array(rng, (3, 4), dt)
     attrs = {"cast": {"dtype": rt.float32}, "clamp": {"min": None, "max": None}}.get(name, {})
     args = [x > 0, x, y] if name == "where" else [x, y][:prim.impl.__code__.co_argcount - 1]
     with np.errstate(all="ignore"):
