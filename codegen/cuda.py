@@ -79,8 +79,8 @@ UNARY_RULES: dict[tuple[str, str], str] = {
     ("neg", "int"): "(-{x})",
     ("abs", "float"): "fabs{s}({x})",
     ("abs", "int"): "({x} < 0 ? -{x} : {x})",
-    # nan and signed zeros pass through, as in the LLVM rule
-    ("sign", "float"): "({x} > 0 ? ({T})1 : ({x} < 0 ? ({T})-1 : {x}))",
+    # PyTorch's: nan and -0. give +0., as in the LLVM rule
+    ("sign", "float"): "({x} > 0 ? ({T})1 : ({x} < 0 ? ({T})-1 : ({T})0))",
     ("sign", "int"): "({x} > 0 ? 1LL : ({x} < 0 ? -1LL : 0LL))",
     **{(op, "float"): f"{op}{{s}}({{x}})" for op in ("exp", "log", "sin", "cos", "tanh",
                                                      "sqrt", "erf")},

@@ -27,8 +27,9 @@ from codegen.llvm_math import MATH_OPS, declare_math, power, vector_widths
 
 
 def _fsign(b: Builder, x: V) -> V:
+    # PyTorch's (0 < x) - (x < 0): NaN and -0. give +0.
     one, zero = ir.Constant(x.type, 1.0), ir.Constant(x.type, 0.0)
-    neg = b.select(b.fcmp_ordered("<", x, zero), ir.Constant(x.type, -1.0), x)
+    neg = b.select(b.fcmp_ordered("<", x, zero), ir.Constant(x.type, -1.0), zero)
     return b.select(b.fcmp_ordered(">", x, zero), one, neg)
 
 

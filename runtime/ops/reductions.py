@@ -66,8 +66,9 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
         return F.amax(a, dim, keepdim)
     if ord == -math.inf:
         return F.neg(F.amax(F.neg(a), dim, keepdim))
-    if ord == 0:
-        return F.sum(F.cast(F.ne(x, 0), x.dtype), dim, keepdim)
+    if ord == 0:  # the count of nonzeros, recorded with a zero gradient as PyTorch's: x's
+        # sign is 0 where x is, and its gradient is 0
+        return F.sum(F.where(F.ne(x, 0), 1.0, F.sign(x)), dim, keepdim)
     if ord == 1:
         return F.sum(a, dim, keepdim)
     if ord == 2:

@@ -167,3 +167,61 @@ def test_grad_setter_errors(lib: Any) -> None:
     n = lib.ones(2, dtype=lib.int64)
     n.grad = lib.ones(2, dtype=lib.int64)  # an integer tensor takes a grad of its dtype
     assert n.grad.tolist() == [1, 1]
+
+
+# --- signs: sign of NaN, signed zeros ----------------------------------------------------------
+NAN = float("nan")
+
+
+def test_sign_of_nan_and_zeros(lib: Any) -> None:
+    for dt in (lib.float32, lib.float64, lib.float16):
+        x = lib.tensor([NAN, -0.0, 0.0, -2.5, 3.0, float("inf"), -float("inf")], dtype=dt)
+        for y in (lib.sign(x), x.sign(), x.sgn()):
+            assert y.dtype == dt
+            assert y.tolist() == [0.0, 0.0, 0.0, -1.0, 1.0, 1.0, -1.0]
+            assert not lib.signbit(y[:3]).any()
+    assert lib.sign(lib.tensor([3, -2, 0])).tolist() == [1, -1, 0]
+    x = lib.tensor([NAN, -0.0, 2.0], dtype=lib.float64, requires_grad=True)
+    lib.sign(x).sum().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_clamp_keeps_signed_zero(lib: Any) -> None:
+    x = lib.tensor([-0.0, 0.0, -1.0, NAN, 2.0])
+    signbits = {
+        "clamp min": lib.clamp(x, min=0.0), "clamp_min": x.clamp_min(0),
+        "clamp max": lib.clamp(x, max=-0.0), "clamp both": lib.clamp(x, min=0.0, max=0.0),
+        "elu": lib.nn.functional.elu(x), "abs": lib.abs(x),
+    }
+    expect = {"clamp min": [True, False, False, False, False],
+              "clamp_min": [True, False, False, False, False],
+              "clamp max": [True, False, True, False, True],
+              "clamp both": [True, False, False, False, False],
+              "elu": [True, False, True, False, False], "abs": [False] * 5}
+    assert {k: lib.signbit(v).tolist() for k, v in signbits.items()} == expect
+    assert lib.clamp(x, min=0.0).isnan().tolist() == [False, False, False, True, False]
+    y = x.clone()
+    y.clamp_(min=0.0)
+    assert lib.signbit(y).tolist() == expect["clamp min"]
+
+
+def test_compiled_sign_of_nan() -> None:
+    np = pytest.importorskip("numpy")
+    import planner
+
+    step = planner.compile(lambda x: rt.sign(x * 2.0) + 1.0)
+    for k, expect in ((1.0, [1.0, 1.0, 1.0, 0.0, 2.0]), (-3.0, [1.0, 1.0, 1.0, 2.0, 0.0])):
+        x = rt.tensor(np.array([NAN, -0.0, 0.0, -2.0, 3.0] * 4) * k)  # capture, then replay
+        assert step(x).tolist() == expect * 4
+
+
+def test_vector_norm_ord_zero_is_recorded(lib: Any) -> None:
+    x = lib.tensor([[0.0, 2.0, float("inf")], [0.0, -0.0, NAN]], dtype=lib.float64,
+                   requires_grad=True)
+    y = lib.linalg.vector_norm(x, 0, dim=1)
+    assert y.tolist() == [2.0, 1.0] and y.grad_fn is not None
+    y.sum().backward()
+    # PyTorch's gradient is undefined (None), the runtime's zeros: no value flows either way
+    assert x.grad is None or x.grad.abs().sum().item() == 0.0
+    z = lib.linalg.vector_norm(lib.zeros(2, 3, requires_grad=True), 0)
+    assert z.item() == 0.0 and not lib.signbit(z) and z.requires_grad
