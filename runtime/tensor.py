@@ -211,7 +211,12 @@ class Tensor:
 
     def detach_(self) -> Tensor:
         if self._base is not None:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in runtime/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._rg = False
         self.output_nr = 0

@@ -126,8 +126,27 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
             if t.grad_fn is not None and not t.retains_grad:
                 t.retain_grad()  # a non-leaf in inputs= gets its .grad, as in PyTorch
             out_edges.append(gradient_edge(t))
+    if create_graph:
+        _warn_create_graph_once()
     get_default_engine().execute(roots, grads_list, retain_graph, create_graph,
                                  accumulate_grad=True, outputs=out_edges)
+
+
+_create_graph_warned = False
+
+
+def _warn_create_graph_once() -> None:
+    """PyTorch's engine warns once a process (TORCH_WARN_ONCE) when backward() builds a graph
+    of the gradients it accumulates into .grad."""
+    global _create_graph_warned
+    if not _create_graph_warned:
+        _create_graph_warned = True
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,

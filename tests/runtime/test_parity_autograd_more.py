@@ -225,3 +225,32 @@ def test_vector_norm_ord_zero_is_recorded(lib: Any) -> None:
     assert x.grad is None or x.grad.abs().sum().item() == 0.0
     z = lib.linalg.vector_norm(lib.zeros(2, 3, requires_grad=True), 0)
     assert z.item() == 0.0 and not lib.signbit(z) and z.requires_grad
+
+
+# --- backward() and friends -------------------------------------------------------------------
+def test_detach_inplace_of_view_error(lib: Any) -> None:
+    x = lib.ones(3, requires_grad=True)
+    for view in (x[1:], x.view(3), lib.ones(3)[1:]):
+        with pytest.raises(RuntimeError, match=r"^Can't detach views in-place. Use detach\(\) "
+                           r"instead. If you are using DistributedDataParallel \(DDP\) for "
+                           r"training, and gradient_as_bucket_view is set as True"):
+            view.detach_()
+    y = x * 2
+    assert y.detach_() is y and not y.requires_grad and y.grad_fn is None and y.is_leaf
+
+
+def test_backward_create_graph_warns_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runtime.autograd.api as api
+
+    monkeypatch.setattr(api, "_create_graph_warned", False)
+    x = rt.ones(3, requires_grad=True)
+    with pytest.warns(UserWarning, match=r"^Using backward\(\) with create_graph=True will "
+                      "create a reference cycle between the parameter and its gradient"):
+        (x * x).sum().backward(create_graph=True)
+    assert x.grad.requires_grad and x.grad.tolist() == [2.0, 2.0, 2.0]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once a process, as PyTorch's TORCH_WARN_ONCE
+        (x * x).sum().backward(create_graph=True)
+        rt.autograd.grad((x * x).sum(), x, create_graph=True)  # grad() never warns
