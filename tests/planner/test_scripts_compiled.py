@@ -1,0 +1,113 @@
+"""The tutorial training scripts of tests/runtime/test_scripts_training.py with their step
+compiled: the same losses as eager, two calls and more, with no fallback to eager."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+from tests.runtime.test_scripts_training import SCRIPTS, Run, as_is, assert_runs_equal, vae
+
+# the scripts whose compiled run takes under 2 s with a cold kernel cache; the transformers,
+# gpt_sdpa and seq2seq (5 s each) equal eager too. nanoGPT's causal mask is a buffer made by
+# view(): capture refuses a view of a tensor from outside the step (planner/capture.py,
+# Capture.storage_of), and its step runs eagerly
+FAST = ["resnet", "lstm", "gan", "tabular"]
+
+
+def compiled_run(name: str, tmp: Path, weights: dict[str, np.ndarray]) -> Run:
+    rt.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager warns
+        return SCRIPTS[name](rt, weights, planner.compile, tmp)
+
+
+def eager_run(name: str, tmp: Path) -> Run:
+    rt.manual_seed(0)
+    return SCRIPTS[name](rt, None, as_is, tmp)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_compiled_script_equals_eager(name: str, tmp_path: Path) -> None:
+    want = eager_run(name, tmp_path)
+    assert_runs_equal(compiled_run(name, tmp_path, want.weights), want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, raises=RuntimeWarning,
+                   reason="planner.capture: a buffer that is a view (nanoGPT's tril mask) "
+                          "breaks the graph")
+def test_gpt_compiles_without_fallback(tmp_path: Path) -> None:
+    compiled_run("gpt", tmp_path, eager_run("gpt", tmp_path).weights)
+
+
+def test_gpt_falling_back_equals_eager(tmp_path: Path) -> None:
+    want = eager_run("gpt", tmp_path)
+    rt.manual_seed(0)
+    with pytest.warns(RuntimeWarning, match="a view of a tensor from outside the step"):
+        got = SCRIPTS["gpt"](rt, want.weights, planner.compile, tmp_path)
+    assert_runs_equal(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_vae_draws_as_eager(tmp_path: Path) -> None:
+    """randn_like in the step: a seeded compiled run draws the eager run's noise."""
+    want = vae(rt, None, as_is, tmp_path, noise=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = vae(rt, want.weights, planner.compile, tmp_path, noise=False)
+    np.testing.assert_allclose(got.losses, want.losses, rtol=1e-5)
+    assert len(set(got.losses)) == len(got.losses)
+
+
+@pytest.mark.xfail(strict=True, reason="planner.compile: a module's train/eval modes are "
+                                       "guarded as the step left them, not as it found them")
+def test_step_calling_train_captures_once_per_mode() -> None:
+    """An epoch loop ending in model.eval() with a step that starts with model.train(): two
+    captures (one per mode the step is entered in), not one per epoch."""
+    model = rt.nn.Sequential(rt.nn.Linear(3, 2), rt.nn.Dropout(0.0))
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+    @planner.compile
+    def step(x: rt.Tensor) -> rt.Tensor:
+        model.train()
+        opt.zero_grad()
+        loss = model(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(4):
+        for _ in range(2):
+            step(rt.ones(4, 3))
+        model.eval()
+    assert step.captures <= 3  # the warm-up may add one
+
+
+def _nested_losses(compiled: bool) -> list[float]:
+    w = rt.nn.Parameter(rt.ones(3))
+    opt = rt.optim.SGD([w], lr=0.1, momentum=0.9)
+
+    def forward_backward(x: rt.Tensor) -> rt.Tensor:
+        loss = (w * x).sum() ** 2
+        loss.backward()
+        return loss
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        loss = forward_backward(x)
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    if compiled:
+        step, forward_backward = planner.compile(step), planner.compile(forward_backward)
+    return [step(rt.full((3,), 0.1 * (i + 1))).item() for i in range(4)]
+
+
+@pytest.mark.xfail(strict=True, reason="planner.compile: a compiled step calling another "
+                                       "compiled step replays stale parameters")
+def test_compiled_step_calling_a_compiled_step_equals_eager() -> None:
+    np.testing.assert_allclose(_nested_losses(True), _nested_losses(False), rtol=1e-5)
