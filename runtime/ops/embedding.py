@@ -11,6 +11,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
+from .tensor_ops import int64_index
 
 _OUT_OF_RANGE = "index out of range in self"
 
@@ -63,11 +64,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     refused, not ignored."""
     if sparse:
         raise NotImplementedError("embedding: sparse=True is not supported")
-    if input.dtype is not D.int64:
-        raise RuntimeError(
-            "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            f"types: Long, Int; but got {input.dtype.name} instead (while checking arguments "
-            "for embedding)")
+    input = int64_index(input, (
+        "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        f"Long, Int; but got torch.{D.scalar_type_name(input.dtype)}Tensor instead (while "
+        "checking arguments for embedding)"))
     if weight.ndim != 2:
         raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
     padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])

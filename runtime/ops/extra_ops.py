@@ -26,6 +26,7 @@ from .shapes import broadcast_shapes
 from .tensor_ops import (
     _dim,
     index_select,
+    int64_index,
     logical_not,
     scatter,
     scatter_add,
@@ -69,6 +70,9 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, 
         x, dim = x.reshape(-1), 0
     d = _dim(x, dim)
     if isinstance(repeats, Tensor):
+        if repeats.dtype not in (D.int64, D.int32):
+            raise NotImplementedError('"repeat_interleave_cpu" not implemented for '
+                                      f"'{D.scalar_type_name(repeats.dtype)}'")
         counts = [int(r) for r in repeats.tolist()] if repeats.ndim else [int(repeats.item())]
         if len(counts) == 1:
             repeats = counts[0]
@@ -269,6 +273,8 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any 
     """x with ``alpha * source[.., i, ..]`` added at x[.., index[i], ..] along ``dim``
     (repeated indices accumulate)."""
     d = _dim(x, dim)
+    index = int64_index(index, "index_add_(): Expected dtype int32/int64 for index but got: "
+                        f"{D.scalar_type_name(index.dtype)}")
     if index.ndim > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
                          f"{index.ndim} with type: Long and size: {list(index.shape)}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import warnings
 from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -245,6 +246,11 @@ def where(cond: Tensor, a: Any = None, b: Any = None) -> Any:
         from .extra_ops import nonzero
 
         return nonzero(cond, as_tuple=True)
+    if isinstance(cond, Tensor) and cond.dtype is D.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version of PyTorch. Use a boolean condition "
+                      "instead.", UserWarning, stacklevel=2)
+        cond = ne(cond, 0)
     return apply(P.WHERE, cond, a, b)
 
 
@@ -695,8 +701,27 @@ def _lift_scalar_bools(x: Tensor, key: Any) -> tuple[Tensor, Any]:
     return x, tuple(items)
 
 
+def _index_item(k: Any) -> Any:
+    """A key item as PyTorch reads it: an int32 index tensor (or a 0-d one of any integer
+    dtype) as int64, a uint8 one as a bool mask (deprecated: PyTorch's warning); int8 and
+    int16 ones stay, for _norm_key's error."""
+    if not isinstance(k, Tensor) or k.dtype is D.int64 or k.dtype is D.bool_:
+        return k
+    if k.dtype is D.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=3)
+        return ne(k, 0)
+    return cast(k, D.int64) if k.dtype is D.int32 or (k.dtype.category == 1 and not k.ndim) \
+        else k
+
+
+def _index_items(key: Any) -> Any:
+    return tuple(map(_index_item, key)) if isinstance(key, tuple) else _index_item(key)
+
+
 def getitem(x: Tensor, key: Any) -> Tensor:
     """``x[key]`` for any PyTorch-style index."""
+    key = _index_items(key)
     if any(_is_scalar_bool(k) for k in (key if isinstance(key, tuple) else (key,))):
         x, key = _lift_scalar_bools(x, key)
     template, idx, masks = _norm_key(key, x.device)
@@ -910,7 +935,7 @@ def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value.device != t.device:
         value = to_device(value, t.device)
-    template, idx, masks = _norm_key(key, t.device)
+    template, idx, masks = _norm_key(_index_items(key), t.device)
     _check_key(t.shape, template, idx, masks)
     if not isinstance(value, Tensor) and not t.dtype.is_floating_point:
         value = D.scalar_as(value, t.dtype)  # PyTorch's error for nan or 1e30 (a half: inf)

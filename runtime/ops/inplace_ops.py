@@ -152,6 +152,9 @@ def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """x with ``source``'s slices at the places along ``dim`` that ``index`` names."""
     from .extra_ops import index_add
 
+    if index.dtype is not D.int64:  # PyTorch's text here
+        raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
+                           f"{D.scalar_type_name(index.dtype)}")
     _check_index(index, "index_copy_")
     d = wrap_dim(dim, x.ndim) if x.ndim else 0
     _check_values(index, x, d, "index_copy_(): ", 0)
@@ -304,7 +307,7 @@ def nanmean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = N
     """mean of the non-NaN elements (NaN where there are none)."""
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
-                           f"dtype but got {x.dtype.name.capitalize()}")
+                           f"dtype but got {D.scalar_type_name(x.dtype)}")
     if dtype is not None:
         x = F.cast(x, D.as_dtype(dtype))
     count = F.sum(F.cast(T.logical_not(T.isnan(x)), x.dtype), dim, keepdim)

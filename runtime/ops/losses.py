@@ -122,7 +122,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     """The negative log likelihood of ``target`` classes under log-probabilities ``input``
     ((N, C), (N, C, d1, ...) or (C,)); ``weight`` per class, ``ignore_index`` rows skipped."""
     reduction = _legacy(size_average, reduce, reduction)
-    _index_target(target, "nll_loss")
+    target = _index_target(input, target)
     rows, tgt, c = _logits_rows(input, target, "nll_loss")
     _class_weight(weight, c, "nll_loss")
     return _nll_rows(rows, tgt, c, weight, ignore_index, reduction, tuple(target.shape))
@@ -141,9 +141,18 @@ def _legacy(size_average: Any, reduce: Any, reduction: str) -> str:
     return "none" if not reduce else ("mean" if size_average else "sum")
 
 
-def _index_target(target: Tensor, name: str) -> None:
-    if target.dtype is not D.int64:
-        raise RuntimeError(f"expected scalar type Long but found {D.scalar_type_name(target.dtype)}")
+def _index_target(input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    """``target``'s class indices as int64: int64 ones, or uint8 ones for an input of one or
+    two dims (PyTorch's nll_loss kernel takes Byte, its 2-d one Long only); any other dtype
+    is PyTorch's error."""
+    if target.dtype is D.int64:
+        return target
+    name = D.scalar_type_name(target.dtype)
+    if input.ndim > 2 and target.dtype is D.uint8:
+        raise RuntimeError(f"expected scalar type Long but found {name}")
+    if target.dtype is not D.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}")
+    return F.cast(target, D.int64)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
@@ -158,7 +167,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if target.dtype.is_floating_point:
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
-    _index_target(target, "cross_entropy")
+    target = _index_target(input, target)
     rows, tgt, c = _logits_rows(input, target, "cross_entropy")
     _class_weight(weight, c, "cross_entropy")
     logp = log_softmax(rows, 1)

@@ -247,7 +247,7 @@ def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0  # noqa: 
     if isinstance(spec, Tensor):
         if spec.dtype is not D.int64:
             raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have "
-                               f"integer dtype, but got {spec.dtype.name}")
+                               f"dtype of long, but got {D.scalar_type_name(spec.dtype)}")
         if spec.ndim > 1:
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
                                "zero-dimensional or one-dimensional tensor, but got a tensor "
@@ -274,7 +274,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
     """input flattened, read at ``index`` (negative from the end), in index's shape."""
     if index.dtype is not D.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{index.dtype.name.capitalize()}")
+                           f"{D.scalar_type_name(index.dtype)}")
     n = input.numel()
     flat = F.reshape(input, (-1,))
     if index.numel():

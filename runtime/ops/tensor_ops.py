@@ -36,11 +36,24 @@ def _arange_along(n: int, axis: int, ndim: int, device: str) -> Tensor:
     return F.reshape(arange(n, device=device), tuple(shape))
 
 
+def int64_index(index: Tensor, message: str) -> Tensor:
+    """An index tensor PyTorch takes as int32 or int64, as int64 (what the indexing
+    primitives read); another dtype is PyTorch's error ``message``."""
+    if index.dtype is D.int64:
+        return index
+    if index.dtype is not D.int32:
+        raise RuntimeError(message)
+    return F.cast(index, D.int64)
+
+
+def _scatter_index(index: Tensor, kernel: str) -> Tensor:
+    """gather's / scatter's index as int64 (PyTorch names every scatter ``scatter`` here)."""
+    return int64_index(index, f"{kernel}(): Expected dtype int32/int64 for index")
+
+
 def _check_dim_range(x: Tensor, index: Tensor, dim: int, name: str) -> None:
     """PyTorch's shape rules for gather/scatter's index: same rank, and no dimension larger
     than the input's (the indexed one excepted)."""
-    if index.dtype is not D.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
     if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input "
                            "tensor")
@@ -180,8 +193,7 @@ def repeat(x: Tensor, *sizes: Any) -> Tensor:
 
 
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    if index.dtype is not D.int64:
-        raise RuntimeError("index_select(): Expected dtype int64 for index")
+    index = int64_index(index, "index_select(): Expected dtype int32 or int64 for index")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = _dim(x, dim)
@@ -195,6 +207,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     d = _dim(x, dim)
+    index = _scatter_index(index, "gather")
     _check_dim_range(x, index, d, "gather")
     _check_index_values(index, x, d)
     if x.ndim == 0:
@@ -231,6 +244,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any =
     if (src is None) == (value is None):
         raise TypeError("scatter() expects exactly one of src (a tensor) and value (a number)")
     d = _dim(x, dim)
+    index = _scatter_index(index, "scatter")
     _check_dim_range(x, index, d, "scatter")
     _check_index_values(index, x, d)
     src = _scatter_src(src if src is not None else value, index, x, "scatter")
@@ -266,6 +280,7 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     d = _dim(x, dim)
+    index = _scatter_index(index, "scatter")
     _check_dim_range(x, index, d, "scatter_reduce")
     _check_index_values(index, x, d)
     src = _scatter_src(src, index, x, "scatter_reduce")
@@ -290,6 +305,7 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """x plus src added at x[..index[i]..] (repeated indices accumulate)."""
     d = _dim(x, dim)
+    index = _scatter_index(index, "scatter")
     _check_dim_range(x, index, d, "scatter_add")
     _check_index_values(index, x, d)
     src = _scatter_src(src, index, x, "scatter_add")
