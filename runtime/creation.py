@@ -283,6 +283,8 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
             else D.default_float)
     else:
         dt = D.as_dtype(dtype)
+    if value is not None and dt.category == 1:  # PyTorch's overflow error, uint8's -1 255
+        value = D.scalar_as(value, dt)
     tracer = active_tracer()
     if tracer is not None:
         arr = np.zeros(shape, dtype=dt.np) if value is None else np.full(shape, value, dt.np)

@@ -28,8 +28,8 @@ from ._device import canonical_device, move_array
 from .tensor import Tensor
 
 # safetensors' dtype codes for the dtypes a runtime tensor can have
-_CODE = {"bool": "BOOL", "int64": "I64", "float16": "F16", "float32": "F32",
-         "float64": "F64"}
+_CODE = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
+         "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64"}
 _DTYPE = {code: name for name, code in _CODE.items()}
 # codes the format defines that have no runtime dtype: named in the error
 _KNOWN_CODES = {"BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64",
