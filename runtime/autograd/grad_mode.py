@@ -34,7 +34,8 @@ class _GradModeContext:
 
     def __enter__(self) -> None:
         self._prev = _state.enabled
-        _state.enabled = self._mode
+        # nothing is recorded under inference_mode, grad mode or not (as PyTorch's)
+        _state.enabled = self._mode and not _inference.enabled
 
     def __exit__(self, *exc: object) -> None:
         _state.enabled = self._prev
@@ -50,7 +51,7 @@ class _GradModeContext:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             prev = _state.enabled
-            _state.enabled = mode
+            _state.enabled = mode and not _inference.enabled
             try:
                 return fn(*args, **kwargs)
             finally:
@@ -112,7 +113,7 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
     def __init__(self, mode: bool) -> None:
         self._mode = bool(mode)
         self._prev = _state.enabled
-        _state.enabled = self._mode
+        _state.enabled = self._mode and not _inference.enabled
 
     def __enter__(self) -> None:
         pass
@@ -140,7 +141,9 @@ class inference_mode(_GradModeContext):  # noqa: N801
     """PyTorch's inference_mode(mode=True): grad mode off and ``is_inference_mode_enabled()``
     true inside; inference_mode(False) turns both back (grad mode on), as PyTorch's. Tensors
     made inside are inference tensors (``is_inference()``): autograd refuses to save them,
-    and they take no in-place write and no requires_grad=True outside inference mode."""
+    and they take no in-place write and no requires_grad=True outside inference mode. Nothing
+    is recorded inside, even under enable_grad (whose is_grad_enabled() is then False here,
+    True in PyTorch, which records nothing all the same)."""
 
     def __new__(cls, mode: Any = True) -> Any:
         if callable(mode):  # used bare: @inference_mode

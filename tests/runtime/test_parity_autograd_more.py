@@ -103,6 +103,20 @@ def test_inference_mode_false_enables_grad(lib: Any) -> None:
     assert not x.is_inference()
 
 
+def test_nothing_recorded_in_inference_mode_even_under_enable_grad(lib: Any) -> None:
+    w = lib.ones(2, requires_grad=True)
+    with lib.inference_mode():
+        with lib.enable_grad():
+            y = w * 2
+            z = _inference_ones(lib, 2, requires_grad=True) * 2  # nothing saved: no error
+        with lib.set_grad_enabled(True):
+            v = w.exp()
+        u = lib.enable_grad()(lambda: w * 3)()
+    for t in (y, z, v, u):
+        assert t.grad_fn is None and not t.requires_grad and t.is_inference()
+    assert lib.is_grad_enabled() and (w * 2).grad_fn is not None
+
+
 # --- post-accumulate-grad hooks, requires_grad and .grad setters -------------------------------
 def test_register_post_accumulate_grad_hook_method(lib: Any) -> None:
     x = lib.ones(3, requires_grad=True)
