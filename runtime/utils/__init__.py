@@ -1,5 +1,6 @@
-"""``rt.utils``: data loading (``rt.utils.data``), as ``torch.utils``."""
+"""``rt.utils``: data loading (``rt.utils.data``) and activation checkpointing
+(``rt.utils.checkpoint``), as ``torch.utils``."""
 
-from . import data
+from . import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]

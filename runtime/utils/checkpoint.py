@@ -1,0 +1,194 @@
+"""``rt.utils.checkpoint``: activation checkpointing, as ``torch.utils.checkpoint``.
+
+``checkpoint(fn, *args, use_reentrant=...)`` runs ``fn`` keeping none of the tensors its ops
+save for backward, and runs it again when the backward needs them. ``use_reentrant=True``
+(PyTorch's default, with a warning when not passed) is an autograd Function whose backward
+reruns ``fn`` and backpropagates through it (a reentrant backward; gradients reach only what
+``fn``'s tensor arguments and parameters lead to, and only when an argument requires grad);
+``use_reentrant=False`` keeps a counter in place of each saved tensor (saved_tensors_hooks)
+and reruns ``fn`` on the first unpack. Either reruns ``fn`` with the random state of the
+first run (``preserve_rng_state``), so dropout draws the same masks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..autograd import Function, backward, enable_grad, no_grad
+from ..autograd.graph import saved_tensors_hooks
+from ..creation import get_rng_state, set_rng_state
+from ..tensor import Tensor
+
+__all__ = ["CheckpointError", "CheckpointFunction", "check_backward_validity", "checkpoint",
+           "checkpoint_sequential", "detach_variable"]
+
+_USE_REENTRANT_WARNING = (
+    "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+    "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
+    "exception. use_reentrant=False is recommended, but if you need to preserve the current "
+    "default behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+    "differences between the two variants.")
+_SEQUENTIAL_USE_REENTRANT_WARNING = (
+    "torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be "
+    "passed explicitly. In version 2.9 we will raise an exception if use_reentrant is not "
+    "passed. use_reentrant=False is recommended, but if you need to preserve the current "
+    "default behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+    "differences between the two variants.")
+
+
+class CheckpointError(RuntimeError):
+    """The rerun of a checkpointed function saved other tensors than its first run."""
+
+
+def detach_variable(inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Each tensor of ``inputs`` detached, requiring grad as it did; anything else as is."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    return tuple(x.detach().requires_grad_(x.requires_grad) if isinstance(x, Tensor) else x
+                 for x in inputs)
+
+
+def check_backward_validity(inputs: Sequence[Any]) -> None:
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=2)
+
+
+@contextlib.contextmanager
+def _rng_of_first_run(state: Tensor | None) -> Iterator[None]:
+    """The generator set to ``state`` inside (None: left alone), and as it was after."""
+    if state is None:
+        yield
+        return
+    outside = get_rng_state()
+    set_rng_state(state)
+    try:
+        yield
+    finally:
+        set_rng_state(outside)
+
+
+class CheckpointFunction(Function):
+    """``use_reentrant=True``: no graph inside ``run_function`` until the backward reruns it."""
+
+    @staticmethod
+    def forward(ctx: Any, run_function: Callable[..., Any], preserve_rng_state: bool,
+                *args: Any) -> Any:
+        check_backward_validity(args)
+        ctx.run_function = run_function
+        ctx.rng_state = get_rng_state() if preserve_rng_state else None
+        ctx.inputs = [None if isinstance(a, Tensor) else a for a in args]
+        ctx.tensor_indices = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        ctx.save_for_backward(*(args[i] for i in ctx.tensor_indices))
+        with no_grad():
+            return run_function(*args)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        inputs = list(ctx.inputs)
+        for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
+            inputs[i] = t
+        detached = detach_variable(tuple(inputs))
+        with _rng_of_first_run(ctx.rng_state), enable_grad():
+            outputs = ctx.run_function(*detached)
+        if isinstance(outputs, Tensor):
+            outputs = (outputs,)
+        pairs = [(o, g) for o, g in zip(outputs, grads)
+                 if isinstance(o, Tensor) and o.requires_grad]
+        if not pairs:
+            raise RuntimeError("none of output has requires_grad=True, this checkpoint() is "
+                               "not necessary")
+        backward([o for o, _ in pairs], [g for _, g in pairs])
+        return (None, None, *(x.grad if isinstance(x, Tensor) else None for x in detached))
+
+
+class _Recomputation:
+    """``use_reentrant=False``: the forward keeps each saved tensor's position; the first
+    unpack reruns the function, keeping what it saves, and every unpack takes its own."""
+
+    def __init__(self, fn: Callable[..., Any], rng_state: Tensor | None,
+                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.fn, self.rng_state, self.args, self.kwargs = fn, rng_state, args, kwargs
+        self.saved = 0
+        self.values: list[Tensor] | None = None
+
+    def pack(self, _: Tensor) -> int:
+        self.saved += 1
+        return self.saved - 1
+
+    def unpack(self, index: int) -> Tensor:
+        if self.values is None:
+            self.values = self._rerun()
+        return self.values[index]
+
+    def _rerun(self) -> list[Tensor]:
+        values: list[Tensor] = []
+
+        def keep(t: Tensor) -> None:
+            values.append(t.detach())
+            if len(values) > self.saved:
+                raise CheckpointError("torch.utils.checkpoint: trying to save more tensors "
+                                      "during recomputation than during the original forward "
+                                      "pass.")
+
+        with (_rng_of_first_run(self.rng_state), enable_grad(),
+              saved_tensors_hooks(keep, lambda _: None)):
+            self.fn(*self.args, **self.kwargs)
+        if len(values) != self.saved:
+            raise CheckpointError(
+                "torch.utils.checkpoint: A different number of tensors was saved during the "
+                f"original forward and recomputation.\nNumber of tensors saved during forward: "
+                f"{self.saved}\nNumber of tensors saved during recomputation: {len(values)}.")
+        return values
+
+
+def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
+               preserve_rng_state: bool = True, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``, its activations recomputed in the backward (see the
+    module's docstring; keyword arguments reach ``function`` with ``use_reentrant=False``)."""
+    if use_reentrant is None:
+        warnings.warn(_USE_REENTRANT_WARNING, stacklevel=2)
+        use_reentrant = True
+    if use_reentrant:
+        if kwargs:
+            raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    frame = _Recomputation(function, get_rng_state() if preserve_rng_state else None, args,
+                           kwargs)
+    with saved_tensors_hooks(frame.pack, frame.unpack):
+        return function(*args, **kwargs)
+
+
+def checkpoint_sequential(functions: Any, segments: int, input: Any,  # noqa: A002
+                          use_reentrant: bool | None = None, **kwargs: Any) -> Any:
+    """``functions`` (a Sequential or a list of modules) run in ``segments`` parts, each but
+    the last checkpointed."""
+    if use_reentrant is None:
+        warnings.warn(_SEQUENTIAL_USE_REENTRANT_WARNING, stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    from ..nn import Sequential
+
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+
+    def run(start: int, end: int) -> Callable[[Any], Any]:
+        def forward(x: Any) -> Any:
+            for f in functions[start:end + 1]:
+                x = f(x)
+            return x
+        return forward
+
+    size = len(functions) // segments
+    end = -1
+    for start in range(0, size * (segments - 1), size):
+        end = start + size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant,
+                           preserve_rng_state=preserve)
+    return run(end + 1, len(functions) - 1)(input)
