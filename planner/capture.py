@@ -79,6 +79,11 @@ class Tracer:
         self.cells: dict[int, tuple[MetaArray, int, Any]] = {}  # id(array) -> (cell, slot, keep)
         self.source: dict[int, int] = {}  # slot index -> its source node
         self.input_of: dict[int, int] = {}  # id(argument tensor) -> its index
+        self.arguments: list[tuple[int, MetaArray, Any]] = []  # (index, cell, array)
+        # id(cell) -> index of an argument whose memory overlaps another argument's (views of
+        # one tensor: ``step(tokens[:, :-1], tokens[:, 1:])``): a capture reads each as its own
+        # input, exact until the step writes one in place
+        self.overlapping: dict[int, int] = {}
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
@@ -172,9 +177,21 @@ class Tracer:
     def add_input(self, index: int, t: Tensor) -> None:
         if id(t._data) in self.cells:
             raise GraphBreak(f"argument {index} shares storage with another argument")
-        self._new_slot(Slot("input", index, tuple(t.shape), t.dtype, self.device_of(t),
-                            f"arg{index}"), t._data, t)
+        cell = self._new_slot(Slot("input", index, tuple(t.shape), t.dtype, self.device_of(t),
+                                   f"arg{index}"), t._data, t)
         self.input_of[id(t)] = index
+        for other, other_cell, array in self.arguments:
+            if type(array) is np.ndarray and type(t._data) is np.ndarray \
+                    and np.may_share_memory(array, t._data):
+                self.overlapping[id(cell)] = index
+                self.overlapping[id(other_cell)] = other
+        self.arguments.append((index, cell, t._data))
+
+    def _check_aliased_write(self, cell: MetaArray) -> None:
+        index = self.overlapping.get(id(cell))
+        if index is not None:
+            raise GraphBreak(f"an in-place write to argument {index}, whose memory overlaps "
+                             "another argument's")
 
     def storage_of(self, t: Tensor) -> MetaArray:
         """The cell holding ``t``'s current graph value (a state read for outside tensors)."""
@@ -193,6 +210,7 @@ class Tracer:
     def write(self, t: Tensor, value: Tensor) -> None:
         """An in-place write: ``t``'s storage now holds ``value``'s graph value."""
         cell = self.storage_of(t)
+        self._check_aliased_write(cell)
         cell.node = self.storage_of(value).node
 
     def write_view(self, t: Tensor, value: Tensor, what: str, history: bool = False) -> None:
@@ -224,6 +242,7 @@ class Tracer:
                 raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)  # eager mode's error
             chain.append((cell, src, self.view_step(cell, here, what)))
             cell, here = base, holder
+        self._check_aliased_write(cell)
         new = value
         for cell, src, step in chain:
             cell.node = self.storage_of(new).node
