@@ -15,6 +15,7 @@ between the two.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -162,11 +163,6 @@ class RNNBase(Module):
         size = size or self.proj_size or self.hidden_size
         if hx is None:
             return rt.zeros(layers, batch, size, dtype=input.dtype, device=input.device)
-        want_dims = 3 if batched else 2
-        if hx.dim() != want_dims:
-            raise RuntimeError(f"For {'batched' if batched else 'unbatched'} {want_dims - 1}-D "
-                               f"input, hx should also be {want_dims}-D but got "
-                               f"{hx.dim()}-D tensor")
         if not batched:
             hx = hx.unsqueeze(1)
         expected = (layers, batch, size)
@@ -227,18 +223,35 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, rt.stack(h_n, 0), rt.stack(c_n, 0) if c_n else None
 
+    @staticmethod
+    def _check_batching(hx: Sequence[Tensor], batched: bool) -> None:
+        """PyTorch's check that h0 (and an LSTM's c0) are batched as the input is, both
+        before either's size."""
+        dims = 3 if batched else 2
+        if all(h.dim() == dims for h in hx):
+            return
+        given = f"For {'batched' if batched else 'unbatched'} {dims}-D input, hx"
+        if len(hx) == 2:
+            raise RuntimeError(f"{given} and cx should also be {dims}-D but got "
+                               f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+        raise RuntimeError(f"{given} should also be {dims}-D but got {hx[0].dim()}-D tensor")
+
     def _initial_state(self, input: Tensor, hx: Any, batch: int, batched: bool
                        ) -> tuple[Tensor, Tensor | None]:
         """(h0, c0) from ``hx`` (None: zeros), checked as PyTorch checks them."""
         if self.mode == "LSTM":
             if hx is None:
                 hx = (None, None)
-            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+            elif not isinstance(hx, (tuple, list)) or len(hx) != 2:
                 raise RuntimeError("LSTM: hx must be a tuple (h_0, c_0)")
+            else:
+                self._check_batching(hx, batched)
             return (self._hidden(hx[0], input, batch, batched, "hidden[0]"),
                     self._hidden(hx[1], input, batch, batched, "hidden[1]", self.hidden_size))
         if isinstance(hx, (tuple, list)):
             raise RuntimeError(f"{type(self).__name__}: hx must be a Tensor, not a tuple")
+        if hx is not None:
+            self._check_batching([hx], batched)
         return self._hidden(hx, input, batch, batched), None
 
     def _forward_packed(self, packed: PackedSequence, hx: Any) -> tuple[PackedSequence, Any]:
