@@ -52,11 +52,7 @@ class Sequential(Module):
         keys = list(self._modules)[idx] if isinstance(idx, slice) else [self._index(idx)]
         for key in keys:
             delattr(self, key)
-        # keep the numbering contiguous, like torch
-        items = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(items):
-            self._modules[str(i)] = module
+        _renumber(self, list(self._modules.values()))
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -68,6 +64,38 @@ class Sequential(Module):
         self.add_module(str(len(self)), module)
         return self
 
+    def extend(self, sequential: Iterable[Module]) -> Sequential:
+        for module in sequential:
+            self.append(module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        items = list(self._modules.values())
+        if not -len(items) <= index <= len(items):
+            raise IndexError(f"Index out of range: {index}")
+        items.insert(index, module)
+        _renumber(self, items)
+        return self
+
+    def pop(self, key: int | slice) -> Module:
+        module = self[key]
+        del self[key]
+        return module
+
+    def __add__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return Sequential(*self, *other)
+
+    def __iadd__(self, other: Sequential) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return self.extend(list(other))
+
     def __dir__(self) -> list[str]:
         return [key for key in super().__dir__() if not key.isdigit()]
 
@@ -75,6 +103,15 @@ class Sequential(Module):
         for module in self:
             input = module(input)
         return input
+
+
+def _renumber(container: Module, items: list[Module | None]) -> None:
+    """``container``'s children replaced by ``items``, keyed "0".."n-1" (as torch keeps a
+    Sequential or ModuleList after a deletion or insertion)."""
+    for key in list(container._modules):
+        delattr(container, key)
+    for i, module in enumerate(items):
+        container.add_module(str(i), module)
 
 
 def _abs_index(idx: int, size: int) -> int:
@@ -111,14 +148,7 @@ class ModuleList(Module):
             del items[idx]
         else:
             del items[_abs_index(idx, len(items))]
-        self._renumber(items)
-
-    def _renumber(self, items: list[Module | None]) -> None:
-        # torch keeps keys "0".."n-1" after a deletion or insertion
-        for key in list(self._modules):
-            delattr(self, key)
-        for i, module in enumerate(items):
-            self.add_module(str(i), module)
+        _renumber(self, items)
 
     def __len__(self) -> int:
         return len(self._modules)
@@ -165,7 +195,7 @@ class ModuleList(Module):
     def insert(self, index: int, module: Module) -> None:
         items = list(self._modules.values())
         items.insert(index, _check_module(module))
-        self._renumber(items)
+        _renumber(self, items)
 
     def pop(self, key: int | slice) -> Module:
         module = self[key]

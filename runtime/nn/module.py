@@ -258,7 +258,7 @@ class Module:
 
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign attributes before Module.__init__() call")
+            _refuse_before_init(value)
         _changed()
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
@@ -843,3 +843,13 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def _refuse_before_init(value: Any) -> None:
+    """An attribute set before Module.__init__: a parameter, module or buffer is refused with
+    PyTorch's text. PyTorch keeps a plain value (a subclass may set one before calling
+    super().__init__()); refused here too (tests/runtime/test_nn.py::test_setattr_rules)."""
+    for kind, what in ((Parameter, "parameters"), (Module, "module"), (Buffer, "buffer")):
+        if isinstance(value, kind):
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
+    raise AttributeError("cannot assign attributes before Module.__init__() call")
