@@ -224,7 +224,8 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        return Tensor._make(self._data, self.dtype, self.device)
+        # a new version counter (unlike detach), of the same kind: inference stays inference
+        return Tensor._make(self._data, self.dtype, self.device, None, 0, type(self._vc)())
 
     @data.setter
     def data(self, value: Tensor) -> None:

@@ -34,6 +34,10 @@ def test_inference_mode_makes_inference_tensors(lib: Any) -> None:
     assert x.is_inference() and not lib.ones(3).is_inference()
     assert x.view(3).is_inference() and x[1:].is_inference() and x.detach().is_inference()
     assert not x.clone().is_inference() and not (x * 2).is_inference()
+    assert x.data.is_inference() and not lib.ones(3).data.is_inference()
+    with lib.inference_mode():
+        made = (lib.tensor([1.0]), lib.arange(3), lib.randn(2), lib.zeros_like(x), x * 2)
+    assert all(t.is_inference() for t in made)
     assert x.grad_fn is None and x.is_leaf and not x.requires_grad
 
 
