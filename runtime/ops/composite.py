@@ -11,6 +11,7 @@ import numpy as np
 from .._dtype import scalar_type_name
 from ..tensor import Tensor
 from . import functional as F
+from .shapes import wrap_dim
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
 
 tanh = F.tanh
@@ -61,7 +62,12 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
         warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
                       "call to include dim=X as an argument.", UserWarning, stacklevel=3)
         dim = 0 if x.ndim in (0, 1, 3) else 1
-    return (x if dtype is None else F.cast(x, dtype)), dim
+    x = x if dtype is None else F.cast(x, dtype)
+    if not x.dtype.is_floating_point:  # PyTorch's error, naming its CPU kernel
+        last = "_lastdim" if x.ndim and wrap_dim(dim, x.ndim) == x.ndim - 1 else ""
+        raise NotImplementedError(f'"{name}{last}_kernel_impl" not implemented for '
+                                  f"'{scalar_type_name(x.dtype)}'")
+    return x, dim
 
 
 def softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None

@@ -267,9 +267,17 @@ def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
             out = where(gt(out, max), max, out)
         return out
     rdt = _clamp_dtype(x, min, max)
-    if rdt.category == 1:  # bounds wrapped round into a narrow integer dtype, as PyTorch's
-        min, max = (D.wrapped_int(b, rdt) if type(b) is int else b for b in (min, max))
+    min, max = _clamp_bounds(rdt, min, max)
     return apply(P.CLAMP, x if rdt is x.dtype else cast(x, rdt), min=min, max=max)
+
+
+def _clamp_bounds(rdt: D.DType, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """Integer bounds converted into an integer ``rdt`` as PyTorch's clamp does: its overflow
+    error out of range, uint8's negatives wrapped round (-5 is 251)."""
+    if rdt.category != 1:
+        return lo, hi
+    return tuple(D.scalar_as(b, rdt) if type(b) is int else b  # type: ignore[return-value]
+                 for b in (lo, hi))
 
 
 def _clamp_dtype(x: Tensor, lo: Any, hi: Any) -> D.DType:
@@ -847,6 +855,7 @@ def clamp_(t: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if rdt.category > t.dtype.category:  # PyTorch's text (its C++ name of t's type, here)
         raise RuntimeError(f"result type {D.scalar_type_name(rdt)} can't be cast to the desired "
                            f"output type {D.type_meta_name(t.dtype)}")
+    min, max = _clamp_bounds(rdt, min, max)
     return apply_inplace(P.CLAMP, t, min=min, max=max)
 
 
