@@ -115,6 +115,10 @@ class Tensor:
             return
         self._grad = value
 
+    @grad.deleter
+    def grad(self) -> None:
+        self.grad = None
+
     @property
     def requires_grad(self) -> bool:
         return self._rg
@@ -229,6 +233,11 @@ class Tensor:
 
     @data.setter
     def data(self, value: Tensor) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._rg and not value.dtype.is_floating_point:
+            raise RuntimeError("data set to a tensor that requires gradients must be floating "
+                               "point or complex dtype")
         self._data = value._data
         self.dtype = value.dtype
         self.device = value.device

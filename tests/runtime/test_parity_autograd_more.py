@@ -185,6 +185,22 @@ def test_grad_setter_errors(lib: Any) -> None:
     n = lib.ones(2, dtype=lib.int64)
     n.grad = lib.ones(2, dtype=lib.int64)  # an integer tensor takes a grad of its dtype
     assert n.grad.tolist() == [1, 1]
+    del n.grad
+    assert n.grad is None
+
+
+def test_data_setter_errors(lib: Any) -> None:
+    x = lib.ones(3, requires_grad=True)
+    with pytest.raises(TypeError, match="^Variable data has to be a tensor, but got int$"):
+        x.data = 5
+    with pytest.raises(RuntimeError, match="^data set to a tensor that requires gradients must "
+                       "be floating point or complex dtype$"):
+        x.data = lib.zeros(3, dtype=lib.int64)
+    x.data = lib.zeros(2, 2)  # any shape, as long as the dtype can require grad
+    assert x.shape == (2, 2) and x.requires_grad and x.sum().item() == 0.0
+    n = lib.ones(3)
+    n.data = lib.zeros(3, dtype=lib.int64)
+    assert n.dtype == lib.int64
 
 
 # --- signs: sign of NaN, signed zeros ----------------------------------------------------------
