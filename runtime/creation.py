@@ -42,9 +42,8 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The source's state as a tensor of bytes (int64 elements from 0 to 255: the runtime
-        has no uint8): PCG64's 128-bit state and increment, then its buffered 32-bit half
-        draw, little-endian. ``set_state`` of it continues the same draws; the bytes are not
+        """The source's state as a uint8 tensor of bytes (PyTorch's ByteTensor): PCG64's
+        128-bit state and increment, then its buffered 32-bit half draw, little-endian. ``set_state`` of it continues the same draws; the bytes are not
         PyTorch's (its Mersenne Twister state)."""
         st = self._rng.bit_generator.state
         if st["bit_generator"] != "PCG64":
@@ -54,7 +53,7 @@ class Generator:
                + st["state"]["inc"].to_bytes(16, "little")
                + int(st["has_uint32"]).to_bytes(8, "little")
                + int(st["uinteger"]).to_bytes(8, "little"))
-        return Tensor._make(np.frombuffer(raw, np.uint8).astype(np.int64), D.int64, "cpu")
+        return Tensor._make(np.frombuffer(raw, np.uint8).copy(), D.uint8, "cpu")
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restores a state from ``get_state``."""

@@ -327,9 +327,8 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
     v = F.unsqueeze(vals, -1)
     s = F.unsqueeze(seq, -2) if seq.ndim > 1 else seq
     before = F.le(s, v) if right else F.lt(s, v)
-    if out_int32:  # the runtime's integers are int64 only
-        raise NotImplementedError("searchsorted(out_int32=True): the runtime has no int32 dtype")
-    return F.sum(F.cast(before, D.int64), -1)
+    counts = F.sum(F.cast(before, D.int64), -1)
+    return F.cast(counts, D.int32) if out_int32 else counts
 
 
 def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A002
