@@ -59,6 +59,10 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
         return _inplace(lambda t: hardtanh(t, min_val, max_val), x)
+    if x.dtype.category == 1:  # PyTorch's: integers keep their dtype, the limits truncated
+        if not x.dtype.is_signed and (min_val < 0 or max_val < 0):
+            raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+        min_val, max_val = int(min_val), int(max_val)
     # PyTorch's backward: 0 where x <= min or x >= max, the gradient elsewhere (NaN included)
     clamped = F.clamp(x, min_val, max_val).detach()
     return F.where(F.le(x, min_val), clamped, F.where(F.ge(x, max_val), clamped, x))

@@ -416,7 +416,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, dilation,
                                            ceil_mode, "max_pool2d")
     n, c, h, w = x.shape
-    fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(np.int64).min)
+    fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min) \
+        if x.dtype.category == 1 else False
     cols = F.reshape(unfold_raw(x, k, d, pad4, s, fill), (n, c, k[0] * k[1], out[0] * out[1]))
     arg = F.argmax(cols.detach(), 2, keepdim=True)
     # the first maximum of each window picked by a mask, not a gather: a where and a sum,
@@ -426,6 +427,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     taps = F.reshape(arange(k[0] * k[1], device=x.device), (1, 1, k[0] * k[1], 1))
     picked = F.where(F.eq(taps, arg), cols, 0)
     values = F.reshape(F.sum(picked, 2), (n, c, *out))
+    if values.dtype is not x.dtype:  # an integer sum is int64
+        values = F.cast(values, x.dtype)
     if input.ndim == 3:
         values = F.squeeze(values, 0)
     if not return_indices:

@@ -369,8 +369,8 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0  # noqa
     """Counts in ``bins`` equal bins over [min, max] (min == max: the data's range); the
     last bin includes max, elements outside are left out."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_cpu\" not implemented for '"
-                           f"{D.scalar_type_name(input.dtype)}'")
+        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '"
+                                  f"{D.scalar_type_name(input.dtype)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins) + " for bins")
     if min > max:

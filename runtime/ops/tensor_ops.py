@@ -483,9 +483,11 @@ def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[
     return F.permute(x, *(next(rest) if o is None else o for o in order))
 
 
-def tile(x: Tensor, dims: Sequence[int]) -> Tensor:
-    dims = tuple(dims)
-    return repeat(x, *((1,) * (x.ndim - len(dims)) + dims))
+def tile(x: Tensor, *dims: Any) -> Tensor:
+    """x repeated ``dims`` times (a sequence, or sizes: ``x.tile(2, 1)``), leading ones
+    filled in where dims is shorter than x's rank."""
+    reps = F._shape_arg(dims)
+    return repeat(x, *((1,) * (x.ndim - len(reps)) + reps))
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:

@@ -456,3 +456,29 @@ def test_int32_outputs_and_byte_states() -> None:
     assert state.dtype is rt.uint8 and state.shape == (48,)
     _same_as_torch(lambda m: m.bucketize(m.tensor([2, 6]), m.tensor([1, 3, 5]), out_int32=True))
     assert str(_torch().get_rng_state().dtype) == "torch.uint8"
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int32", "uint8"])
+def test_integer_max_pool_and_hardtanh_keep_the_dtype(dtype: str) -> None:
+    a = np.array([[[[-5, -3, -9], [-7, -1, -2], [-4, -8, -6]]]])
+    a = np.abs(a) if dtype == "uint8" else a
+
+    def pool(m: Any) -> Any:  # padded windows of negative values: the pad is the dtype's min
+        return m.nn.functional.max_pool2d(m.tensor(a, dtype=_dt(m, dtype)), 2, padding=1)
+
+    got = pool(rt)
+    assert got.dtype is _dt(rt, dtype)
+    assert got.reshape(-1).tolist() == ([5, 9, 7, 8] if dtype == "uint8" else [-5, -3, -4, -1])
+    relu6 = rt.nn.functional.relu6(rt.tensor([7, 3], dtype=_dt(rt, dtype)))
+    assert relu6.dtype is _dt(rt, dtype) and relu6.tolist() == [6, 3]
+    _same_as_torch(pool)
+    _same_as_torch(lambda m: m.nn.functional.hardtanh(m.tensor([5, 1], dtype=_dt(m, dtype)),
+                                                      0.5, 2.5))
+    _same_as_torch(lambda m: m.nn.functional.hardtanh(m.tensor([5, 1], dtype=_dt(m, dtype))))
+
+
+def test_tile_takes_sizes() -> None:
+    x = rt.tensor([1, 2], dtype=rt.int16)
+    assert x.tile(2).tolist() == [1, 2, 1, 2] and x.tile(2, 1).shape == (2, 2)
+    assert rt.tile(x, (2,)).tolist() == [1, 2, 1, 2]
+    _same_as_torch(lambda m: m.tensor([[1, 2]], dtype=m.int16).tile(2))
