@@ -2,7 +2,14 @@
 
 from runtime.nn import functional, init
 from runtime.nn import parallel
-from runtime.nn.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from runtime.nn.batchnorm import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+)
 from runtime.nn.conv import (
     Conv1d,
     Conv2d,
@@ -10,6 +17,9 @@ from runtime.nn.conv import (
     ConvTranspose1d,
     ConvTranspose2d,
     ConvTranspose3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
 )
 from runtime.nn import utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
@@ -66,7 +76,7 @@ from runtime.nn.layers import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from runtime.nn.linear import Identity, Linear
+from runtime.nn.linear import Identity, LazyLinear, Linear
 from runtime.nn.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -92,7 +102,12 @@ from runtime.nn.loss import (
 )
 from runtime.nn.module import Module
 from runtime.nn.normalization import GroupNorm, LayerNorm, LocalResponseNorm
-from runtime.nn.parameter import Buffer, Parameter
+from runtime.nn.parameter import (
+    Buffer,
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 from runtime.nn.pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool3d,
@@ -183,9 +198,15 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
     "Conv1d",
     "Conv2d",
     "Conv3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
@@ -262,10 +283,13 @@ __all__ = [
     "InstanceNorm3d",
     "LayerNorm",
     "Linear",
+    "LazyLinear",
     "LogSoftmax",
     "MSELoss",
     "Module",
     "Parameter",
+    "UninitializedBuffer",
+    "UninitializedParameter",
     "ReLU",
     "Sequential",
     "Sigmoid",

@@ -7,8 +7,9 @@ from typing import Any
 
 import runtime as rt
 from runtime.nn import init
+from runtime.nn.lazy import LazyModuleMixin
 from runtime.nn.module import Module
-from runtime.nn.parameter import Parameter
+from runtime.nn.parameter import Parameter, UninitializedBuffer, UninitializedParameter
 from runtime.ops import conv as C
 from runtime.tensor import Tensor
 
@@ -108,3 +109,50 @@ class BatchNorm2d(_BatchNorm):
 
 class BatchNorm3d(_BatchNorm):
     _expected = (5,)
+
+
+class _LazyNormBase(LazyModuleMixin):
+    """Batch normalization whose num_features is its first input's dimension 1."""
+
+    def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                 track_running_stats: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        # no affine parameters nor statistics made only to be replaced
+        super().__init__(0, eps, momentum, False, False, device, dtype, bias=False)
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = UninitializedParameter(device=device, dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(device=device, dtype=dtype)
+        if track_running_stats:
+            self.running_mean = UninitializedBuffer(device=device, dtype=dtype)
+            self.running_var = UninitializedBuffer(device=device, dtype=dtype)
+            self.num_batches_tracked = rt.tensor(0, dtype=rt.int64, device=device)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.num_features != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def initialize_parameters(self, input: Tensor) -> None:  # noqa: A002
+        if not self.has_uninitialized_params():
+            return
+        self.num_features = input.shape[1]
+        with rt.no_grad():
+            lazy = [self.weight, self.bias] if self.affine else []
+            lazy += [self.running_mean, self.running_var] if self.track_running_stats else []
+            for t in lazy:
+                if t is not None:
+                    t.materialize((self.num_features,))
+            self.reset_parameters()
+
+
+class LazyBatchNorm1d(_LazyNormBase, BatchNorm1d):
+    cls_to_become = BatchNorm1d
+
+
+class LazyBatchNorm2d(_LazyNormBase, BatchNorm2d):
+    cls_to_become = BatchNorm2d
+
+
+class LazyBatchNorm3d(_LazyNormBase, BatchNorm3d):
+    cls_to_become = BatchNorm3d

@@ -1,5 +1,5 @@
 """`Conv1d`, `Conv2d`, `Conv3d`, `ConvTranspose1d`, `ConvTranspose2d` and `ConvTranspose3d`
-(PyTorch's arguments and default init)."""
+(PyTorch's arguments and default init), and `LazyConv1d/2d/3d`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 import runtime as rt
 from runtime.nn import init
+from runtime.nn.lazy import LazyModuleMixin
 from runtime.nn.module import Module
-from runtime.nn.parameter import Parameter
+from runtime.nn.parameter import Parameter, UninitializedParameter
 from runtime.ops import conv as C
 from runtime.tensor import Tensor
 
@@ -189,3 +190,52 @@ class ConvTranspose3d(_ConvTransposeNd):
         return C.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
+
+
+class _LazyConvNd(LazyModuleMixin):
+    """A convolution whose in_channels is its first input's channel dimension."""
+
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, device, dtype)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_channels = out_channels
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_channels != 0:
+            super().reset_parameters()  # type: ignore[misc]
+
+    def initialize_parameters(self, input: Tensor, *args: Any, **kwargs: Any) -> None:  # noqa: A002
+        if not self.has_uninitialized_params():
+            return
+        batched = self._dims + 2  # type: ignore[attr-defined]
+        if input.dim() not in (batched - 1, batched):
+            raise RuntimeError(f"Expected {batched - 1}D (unbatched) or {batched}D (batched) "
+                               f"input to {type(self).__name__}, but got input of size: "
+                               f"{input.shape}")
+        self.in_channels = input.shape[1] if input.dim() == batched else input.shape[0]
+        if self.in_channels % self.groups != 0:  # type: ignore[attr-defined]
+            raise ValueError("in_channels must be divisible by groups")
+        with rt.no_grad():
+            self.weight.materialize((self.out_channels,  # type: ignore[has-type]
+                                     self.in_channels // self.groups,  # type: ignore[attr-defined]
+                                     *self.kernel_size))  # type: ignore[attr-defined]
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
+
+
+class LazyConv1d(_LazyConvNd, Conv1d):
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvNd, Conv3d):
+    cls_to_become = Conv3d

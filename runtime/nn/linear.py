@@ -1,4 +1,4 @@
-"""`Linear` and `Identity`."""
+"""`Linear`, `LazyLinear` and `Identity`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 import runtime as rt
 from runtime.nn import functional as F
 from runtime.nn import init
+from runtime.nn.lazy import LazyModuleMixin
 from runtime.nn.module import Module
-from runtime.nn.parameter import Parameter
+from runtime.nn.parameter import Parameter, UninitializedParameter
 from runtime.tensor import Tensor
 
 
@@ -57,3 +58,30 @@ class Linear(Module):
             f"in_features={self.in_features}, out_features={self.out_features}, "
             f"bias={self.bias is not None}"
         )
+
+
+class LazyLinear(LazyModuleMixin, Linear):
+    """A Linear whose in_features is the last dimension of its first input."""
+
+    cls_to_become = Linear
+
+    def __init__(self, out_features: int, bias: bool = True, device: str | None = None,
+                 dtype: Any = None) -> None:
+        super().__init__(0, 0, False)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
+        if bias:
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
+
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input: Tensor) -> None:  # type: ignore[override]  # noqa: A002
+        if self.has_uninitialized_params():
+            with rt.no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()

@@ -57,3 +57,61 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         t.persistent = persistent
         t._is_buffer = True
         return t
+
+
+class UninitializedTensorMixin:
+    """A lazy module's parameter or buffer before its first input: no shape yet (PyTorch's
+    ``torch.nn.parameter``). ``materialize(shape)`` gives it one in place, so an optimizer
+    made before then holds the materialized tensor."""
+
+    __slots__ = ()
+    cls_to_become: type[Tensor]
+
+    def materialize(self, shape: Any, device: Any = None, dtype: Any = None) -> None:
+        import runtime as rt
+
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.data = rt.empty(shape, device=device or self.device,  # type: ignore[attr-defined]
+                             dtype=dtype or self.dtype)  # type: ignore[attr-defined]
+        self.__class__ = self.cls_to_become
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device: Any = None, dtype: Any = None
+                ) -> UninitializedParameter:
+        import runtime as rt
+
+        return super().__new__(cls, rt.empty(0, device=device, dtype=dtype),  # type: ignore[return-value]
+                               requires_grad)
+
+    def __init__(self, requires_grad: bool = True, device: Any = None, dtype: Any = None
+                 ) -> None:
+        """Everything is set up by `__new__`."""
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                persistent: bool = True) -> UninitializedBuffer:
+        import runtime as rt
+
+        data = rt.empty(0, device=device, dtype=dtype)
+        buffer = cls._make(data._data, data.dtype, data.device, None, 0, data._vc)
+        buffer.requires_grad_(requires_grad)
+        return buffer  # type: ignore[return-value]
+
+    def __init__(self, requires_grad: bool = False, device: Any = None, dtype: Any = None,
+                 persistent: bool = True) -> None:
+        """Everything is set up by `__new__`."""
+
+
+def is_lazy(value: Any) -> bool:
+    return isinstance(value, UninitializedTensorMixin)

@@ -111,3 +111,39 @@ def _nested_losses(compiled: bool) -> list[float]:
                                        "compiled step replays stale parameters")
 def test_compiled_step_calling_a_compiled_step_equals_eager() -> None:
     np.testing.assert_allclose(_nested_losses(True), _nested_losses(False), rtol=1e-5)
+
+
+def _lazy_losses(compiled: bool, dry_run: bool) -> list[float]:
+    rt.manual_seed(0)
+    model = rt.nn.Sequential(rt.nn.LazyLinear(8), rt.nn.LazyBatchNorm1d(), rt.nn.ReLU(),
+                             rt.nn.LazyLinear(1))
+    opt = rt.optim.Adam(model.parameters(), lr=0.01)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    if dry_run:
+        model(rt.ones(4, 3))
+    if compiled:
+        step = planner.compile(step)
+    return [step(rt.ones(4, 3) * (i + 1) + rt.arange(3).float()).item() for i in range(3)]
+
+
+def test_compiled_lazy_model_after_a_dry_run() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = _lazy_losses(compiled=True, dry_run=True)
+    np.testing.assert_allclose(got, _lazy_losses(compiled=False, dry_run=True), rtol=1e-5)
+
+
+def test_compiled_lazy_model_without_a_dry_run_runs_eagerly() -> None:
+    """Its first call would initialize the parameters inside the capture: eager, saying so
+    (it raised a GraphBreak out of the step, the parameters holding traced values)."""
+    with pytest.warns(RuntimeWarning, match="LazyLinear \\(a lazy module\\) has not had an "
+                                            "input yet"):
+        got = _lazy_losses(compiled=True, dry_run=False)
+    np.testing.assert_allclose(got, _lazy_losses(compiled=False, dry_run=False), rtol=1e-5)
