@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per dtype: identity equality, a fast hash
 class DType:
     name: str
     np: np.dtype

@@ -106,17 +106,21 @@ def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
         a = args[i]
         if isinstance(a, Tensor) and a.dtype is not rdt:
             arrays[i] = arrays[i].astype(rdt.np)
-    _wrap_ints(arrays, positions, rdt)
+    if rdt in _NARROW_INTS:
+        _wrap_ints(arrays, positions, rdt)
+
+
+# the integer dtypes a Python int operand may not fit
+_NARROW_INTS = frozenset(d for d in D.DTYPES if d.category == 1 and d is not D.int64)
 
 
 def _wrap_ints(values: list[Any], positions: Any, rdt: D.DType) -> None:
-    """The Python ints among ``values`` as elements of ``rdt`` where it is a narrow integer
-    dtype, wrapped round as PyTorch converts them (int8's 300 is 44; numpy 2 refuses an int
-    out of its array's range)."""
-    if rdt.category == 1 and rdt is not D.int64:
-        for i in positions:
-            if type(values[i]) is int:
-                values[i] = D.wrapped_int(values[i], rdt)
+    """The Python ints among ``values`` as elements of the narrow integer dtype ``rdt``,
+    wrapped round as PyTorch converts them (int8's 300 is 44; numpy 2 refuses an int out of
+    its array's range)."""
+    for i in positions:
+        if type(values[i]) is int:
+            values[i] = D.wrapped_int(values[i], rdt)
 
 
 def _describe(args: tuple[Any, ...]) -> str:
@@ -219,7 +223,7 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         if cast:
             args = tuple(apply(REGISTRY["cast"], a, dtype=rdt) if i in cast else a
                          for i, a in enumerate(args))
-        if rdt is not None and rdt.category == 1 and rdt is not D.int64:
+        if rdt in _NARROW_INTS:
             wrapped = list(args)
             _wrap_ints(wrapped, positions, rdt)
             args = tuple(wrapped)
