@@ -663,8 +663,15 @@ def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
     return x.shape, dtype
 
 
+def _cast_impl(xp: Any, x: Any, *, dtype: D.DType) -> Any:
+    if x.dtype.kind == "f" and not dtype.is_floating_point:
+        with np.errstate(invalid="ignore"):  # NaN and inf to integers: PyTorch's values, silent
+            return x.astype(dtype.np)
+    return x.astype(dtype.np)
+
+
 CAST = register(Primitive(
-    "cast", impl=lambda xp, x, *, dtype: x.astype(dtype.np), infer=_cast_infer,
+    "cast", impl=_cast_impl, infer=_cast_infer,
     backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",), lower=_lower_cast,
     elementwise=True, flops=flops_none))
 

@@ -482,3 +482,14 @@ def test_tile_takes_sizes() -> None:
     assert x.tile(2).tolist() == [1, 2, 1, 2] and x.tile(2, 1).shape == (2, 2)
     assert rt.tile(x, (2,)).tolist() == [1, 2, 1, 2]
     _same_as_torch(lambda m: m.tensor([[1, 2]], dtype=m.int16).tile(2))
+
+
+def test_float_to_integer_casts_wrap_and_are_silent() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's "invalid value encountered in cast"
+        nan = rt.tensor([float("nan"), 2.9, -2.9]).int()
+    assert nan.dtype is rt.int32 and nan.tolist()[1:] == [2, -2]
+    assert rt.tensor([300.0, -1.0, 2.9]).char().tolist() == [44, -1, 2]
+    assert rt.tensor([70000.0]).short().tolist() == [4464]
+    _same_as_torch(lambda m: m.tensor([300.0, -1.0, 70000.5]).to(m.int16))
+    _same_as_torch(lambda m: m.tensor([float("nan"), 1e10]).int())
