@@ -251,6 +251,11 @@ def where(cond: Tensor, a: Any = None, b: Any = None) -> Any:
                       "will be removed in a future version of PyTorch. Use a boolean condition "
                       "instead.", UserWarning, stacklevel=2)
         cond = ne(cond, 0)
+    other = b if type(a) is int else a if type(b) is int else None
+    if isinstance(other, Tensor) and other.dtype.category == 1:
+        # an int operand converts into the integer result checked, as PyTorch's where (its
+        # overflow error; uint8's -1 is 255), not wrapped round as arithmetic's
+        a, b = (D.scalar_as(v, other.dtype) if type(v) is int else v for v in (a, b))
     return apply(P.WHERE, cond, a, b)
 
 

@@ -493,3 +493,13 @@ def test_float_to_integer_casts_wrap_and_are_silent() -> None:
     assert rt.tensor([70000.0]).short().tolist() == [4464]
     _same_as_torch(lambda m: m.tensor([300.0, -1.0, 70000.5]).to(m.int16))
     _same_as_torch(lambda m: m.tensor([float("nan"), 1e10]).int())
+
+
+def test_where_converts_int_operands_checked() -> None:
+    c = rt.tensor([True, False])
+    assert rt.where(c, -1, rt.tensor([1, 2], dtype=rt.uint8)).tolist() == [255, 2]
+    with pytest.raises(RuntimeError, match="cannot be converted to type int without overflow"):
+        rt.where(c, 2**40, rt.tensor([1, 2], dtype=rt.int32))
+    _same_as_torch(lambda m: m.where(m.tensor([True, False]), m.tensor([1, 2], dtype=m.int8),
+                                     200))
+    _same_as_torch(lambda m: m.where(m.tensor([True, False]), m.tensor([1, 2], dtype=m.int8), 7))
