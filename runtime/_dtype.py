@@ -124,18 +124,25 @@ def scalar_as(value: Any, d: DType) -> Any:
     if d is bool_:
         return bool(value)
     if d.category == 1:
-        info = np.iinfo(d.np)
-        if isinstance(value, (int, np.integer)):
-            low, high = -int(info.max) if not d.is_signed else int(info.min), int(info.max)
-        else:  # c10's overflows(): the float itself in range (nan fails)
-            low, high, value = float(info.min), float(info.max), float(value)
-        if not low <= value <= high:
+        exact = isinstance(value, (int, np.integer))
+        low, high = int_bounds(d, exact)
+        if not low <= (value if exact else float(value)) <= high:
             raise RuntimeError(f"value cannot be converted to type {_OVERFLOW_NAMES[d.name]} "
                                "without overflow")
         return wrapped_int(int(value), d)
     if d is float16 and abs(float(value)) > 65504.0 and math.isfinite(float(value)):
         raise RuntimeError("value cannot be converted to type c10::Half without overflow")
     return value
+
+
+def int_bounds(d: DType, exact: bool) -> tuple[Any, Any]:
+    """The values c10's checked conversion takes into the integer dtype ``d``: an integer
+    (``exact``) in its range, or down to -max for an unsigned d (then wrapped round: uint8's
+    -1 is 255); a float in [min, max] (NaN in none)."""
+    info = np.iinfo(d.np)
+    if exact:
+        return (int(info.min) if d.is_signed else -int(info.max)), int(info.max)
+    return float(info.min), float(info.max)
 
 
 def wrapped_int(value: int, d: DType) -> int:

@@ -238,11 +238,26 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         dt = D.bool_
     else:
         raise TypeError(f"can't convert data of dtype {arr.dtype} to a tensor")
+    if dt.category == 1 and arr.dtype != dt.np and not isinstance(data, (np.ndarray,
+                                                                          np.generic)):
+        _check_fits(arr, dt)
     if arr.dtype != dt.np:
         arr = arr.astype(dt.np)
     if dev != src_dev:
         arr = move_array(arr, dev)
     return arr, dt, dev
+
+
+def _check_fits(arr: np.ndarray, dt: D.DType) -> None:
+    """PyTorch's error where a Python number of ``arr`` does not convert into the integer
+    dtype ``dt`` (``tensor([300], dtype=uint8)``; its -1 is 255)."""
+    if arr.dtype.kind not in "iuf" or not arr.size:
+        return
+    if arr.dtype == np.uint64:  # Python ints past int64's range
+        raise ValueError("Overflow when unpacking long long")
+    low, high = D.int_bounds(dt, arr.dtype.kind != "f")
+    if not bool(((arr >= low) & (arr <= high)).all()):  # NaN fails both
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,

@@ -417,7 +417,7 @@ def test_class_targets_take_uint8_not_int32() -> None:
 def test_checkpoints_keep_integer_dtypes(tmp_path: Any) -> None:
     from runtime import safetensors
 
-    tensors = {n: rt.tensor([[1, 2], [3, 250]], dtype=_dt(rt, n)) for n in INTS[:4]}
+    tensors = {n: rt.tensor([[1, 2], [3, -6]], dtype=_dt(rt, n)) for n in INTS[:4]}
     for back in (safetensors.load(safetensors.save(tensors)),
                  (rt.save(tensors, tmp_path / "c.pt"), rt.load(tmp_path / "c.pt"))[1]):
         for n, t in tensors.items():
@@ -503,3 +503,16 @@ def test_where_converts_int_operands_checked() -> None:
     _same_as_torch(lambda m: m.where(m.tensor([True, False]), m.tensor([1, 2], dtype=m.int8),
                                      200))
     _same_as_torch(lambda m: m.where(m.tensor([True, False]), m.tensor([1, 2], dtype=m.int8), 7))
+
+
+def test_python_numbers_convert_into_integer_dtypes_checked() -> None:
+    assert rt.tensor([-1, 5], dtype=rt.uint8).tolist() == [255, 5]
+    assert rt.tensor([1.7, -2.7], dtype=rt.int8).tolist() == [1, -2]
+    with pytest.raises(RuntimeError, match="value cannot be converted to type uint8 without "
+                                           "overflow"):
+        rt.tensor([300], dtype=rt.uint8)
+    assert rt.tensor(np.array([300]), dtype=rt.uint8).tolist() == [44]  # arrays cast as numpy
+    for data, d in (([2**40], "int32"), ([-200], "uint8"), ([-2.5], "uint8"),
+                    ([float("nan")], "int16"), ([[1, 300.5]], "int8"), ([2**63], "int64"),
+                    ([-255], "uint8")):
+        _same_as_torch(lambda m, data=data, d=d: m.tensor(data, dtype=_dt(m, d)))
