@@ -107,9 +107,9 @@ class Tensor:
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
-        if value is not None:
-            _check_assigned_grad(self, value)
         tracer = _trace_state.tracer
+        if value is not None:  # a capture knows where its tensors are planned to be
+            _check_assigned_grad(self, value, _eager_device if tracer is None else tracer.device_of)
         if tracer is not None:
             tracer.write_grad(self, value)
             return
@@ -505,7 +505,11 @@ class Tensor:
         return array_module(self.device)
 
 
-def _check_assigned_grad(t: Tensor, g: Any) -> None:
+def _eager_device(t: Tensor) -> str:
+    return t.device
+
+
+def _check_assigned_grad(t: Tensor, g: Any, device_of: Callable[[Tensor], str]) -> None:
     """PyTorch's checks of ``t.grad = g``, in its order and with its texts."""
     if not isinstance(g, Tensor):
         raise TypeError("assigned grad expected to be a Tensor or None but got grad of type "
@@ -520,14 +524,15 @@ def _check_assigned_grad(t: Tensor, g: Any) -> None:
             "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
             "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "
             "break downstream systems that assume they match.")
-    same_device = "'. Please ensure that the gradient and the tensor are on the same device"
-    if g.device.type != t.device.type:
-        raise RuntimeError(f"attempting to assign a gradient with device type '{g.device.type}' "
-                           f"to a tensor with device type '{t.device.type}{same_device}")
-    if g.device != t.device:
+    if device_of(g) != device_of(t):
+        gd, td = rt_device(device_of(g)), rt_device(device_of(t))
+        same = "'. Please ensure that the gradient and the tensor are on the same device"
+        if gd.type != td.type:
+            raise RuntimeError(f"attempting to assign a gradient with device type '{gd.type}' "
+                               f"to a tensor with device type '{td.type}{same}")
         raise RuntimeError("attempting to assign a gradient located on device with index "
-                           f"'{g.device.index}' to a tensor located on device with index "
-                           f"'{t.device.index}{same_device}")
+                           f"'{gd.index}' to a tensor located on device with index "
+                           f"'{td.index}{same}")
     if g.shape != t.shape:
         raise RuntimeError(f"attempting to assign a gradient of size '{list(g.shape)}' to a "
                            f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import runtime as rt
+from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
 
 
 @pytest.fixture(params=["runtime", "torch"])
@@ -187,6 +188,22 @@ def test_grad_setter_errors(lib: Any) -> None:
     assert n.grad.tolist() == [1, 1]
     del n.grad
     assert n.grad is None
+
+
+def test_grad_setter_device_errors(fake_cuda: Any) -> None:
+    x = rt.ones(3)
+    same = "'. Please ensure that the gradient and the tensor are on the same device"
+    with pytest.raises(RuntimeError, match=re.escape(
+            "attempting to assign a gradient with device type 'cuda' to a tensor with device "
+            "type 'cpu" + same)):
+        x.grad = rt.ones(3, device="cuda")
+    with pytest.raises(RuntimeError, match=re.escape(
+            "attempting to assign a gradient located on device with index '1' to a tensor "
+            "located on device with index '0" + same)):
+        rt.ones(3, device="cuda:0").grad = rt.ones(3, device="cuda:1")
+    c = rt.ones(3, device="cuda")
+    c.grad = rt.zeros(3, device="cuda")
+    assert c.grad.device == "cuda:0"
 
 
 def test_data_setter_errors(lib: Any) -> None:
