@@ -90,7 +90,7 @@ def as_dtype(d: object) -> DType:
     if npd in _NP_ALIASES:
         return _NP_ALIASES[npd]
     raise TypeError(f"unsupported dtype {d!r}: expected one of "
-                    f"{', '.join(d.name for d in DTYPES)}")
+                    f"{', '.join(t.name for t in DTYPES)}")
 
 
 # PyTorch's two spellings of a dtype in its error texts: its ScalarType ("expected scalar
@@ -159,7 +159,7 @@ def from_numpy_dtype(npd: np.dtype) -> DType:
     d = _BY_NP.get(npd)
     if d is None:
         raise TypeError(f"unsupported numpy dtype {npd}: expected one of "
-                        f"{', '.join(d.name for d in DTYPES)}")
+                        f"{', '.join(t.name for t in DTYPES)}")
     return d
 
 

@@ -1,9 +1,10 @@
 """More of PyTorch's tensor ops, each a composition of the others (so its backward is theirs,
 and a compiled step captures it): roll, repeat_interleave, nan_to_num, diag, logaddexp,
-var_mean/std_mean, count_nonzero, logical_or/xor, the bitwise ops, index_add, unflatten, and the in-place
-scatter_/scatter_add_/scatter_reduce_/index_add_/nan_to_num_ (the out-of-place op, copied
-in); and the ops whose result's shape their input's values decide (nonzero, argwhere,
-unique), which read the values, so a compiled step runs them eagerly."""
+var_mean/std_mean, count_nonzero, logical_or/xor, the bitwise ops (integers: their
+primitives), index_add, unflatten, and the in-place scatter_/scatter_add_/scatter_reduce_/
+index_add_/nan_to_num_ (the out-of-place op, copied in); and the ops whose result's shape
+their input's values decide (nonzero, argwhere, unique), which read the values, so a
+compiled step runs them eagerly."""
 
 from __future__ import annotations
 
@@ -183,7 +184,7 @@ def logical_xor(a: Tensor, b: Any) -> Tensor:
     return F.ne(_as_bool(a), _as_bool(b))
 
 
-def bitwise_dtype(kernel: str, a: Any, b: Any = None, bools: bool = True) -> D.DType:
+def bitwise_dtype(kernel: str, a: Any, b: Any, bools: bool = True) -> D.DType:
     """The promoted dtype of a bitwise op's operands (tensors or Python scalars, a tensor
     among them); a float one, or a bool one for a shift (``bools`` False), is PyTorch's
     error naming its CPU kernel (``"lshift_cpu" not implemented for 'Float'``)."""
@@ -191,7 +192,7 @@ def bitwise_dtype(kernel: str, a: Any, b: Any = None, bools: bool = True) -> D.D
     if not tensors:
         raise TypeError(f"{kernel}() expects at least one tensor argument")
     rdt = D.result_dtype([t.dtype for t in tensors],
-                         [v for v in (a, b) if v is not None and not isinstance(v, Tensor)],
+                         [v for v in (a, b) if not isinstance(v, Tensor)],
                          [t.ndim for t in tensors])
     if rdt.is_floating_point or (rdt is D.bool_ and not bools):
         raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
