@@ -206,16 +206,16 @@ def _check_context(context: Any, num_workers: int) -> Any:
     return context
 
 
-def default_convert(sample: Any) -> Any:
+def default_convert(data: Any) -> Any:
     """Without batching, as PyTorch's: numpy arrays and scalars (of numbers) become tensors,
     in dicts, namedtuples and sequences too (a tuple becomes a list); the rest passes
     through."""
-    if isinstance(sample, (np.ndarray, np.generic)) and sample.dtype.kind in "biuf":
-        return as_tensor(sample)
-    if isinstance(sample, Mapping):
-        return {k: default_convert(v) for k, v in sample.items()}
-    if isinstance(sample, tuple) and hasattr(sample, "_fields"):  # a namedtuple
-        return type(sample)(*(default_convert(v) for v in sample))
-    if isinstance(sample, Sequence) and not isinstance(sample, (str, bytes)):
-        return [default_convert(v) for v in sample]
-    return sample
+    if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":
+        return as_tensor(data)
+    if isinstance(data, Mapping):
+        return {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
+        return type(data)(*(default_convert(v) for v in data))
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return [default_convert(v) for v in data]
+    return data

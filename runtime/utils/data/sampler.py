@@ -23,10 +23,8 @@ def rng_of(generator: Generator | None) -> np.random.Generator:
 
 
 class Sampler(Generic[T]):
-    """Base class: an iterable over indices (or lists of indices)."""
-
-    def __init__(self, data_source: Sized | None = None) -> None:
-        pass
+    """Base class: an iterable over indices (or lists of indices). As PyTorch's (since 2.2) it
+    takes no data_source."""
 
     def __iter__(self) -> Iterator[T]:
         raise NotImplementedError
