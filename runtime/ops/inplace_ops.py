@@ -54,6 +54,10 @@ def sigmoid_(t: Tensor) -> Tensor:
     return _inplace(sigmoid, t)
 
 
+def bitwise_not_(t: Tensor) -> Tensor:
+    return F.copy_(t, T.bitwise_not(t))
+
+
 def round_(t: Tensor, *, decimals: int = 0) -> Tensor:
     return apply_inplace(P.ROUND, t) if decimals == 0 else F.copy_(t, F.round(
         F.clone(t), decimals=decimals))

@@ -516,3 +516,11 @@ def test_python_numbers_convert_into_integer_dtypes_checked() -> None:
                     ([float("nan")], "int16"), ([[1, 300.5]], "int8"), ([2**63], "int64"),
                     ([-255], "uint8")):
         _same_as_torch(lambda m, data=data, d=d: m.tensor(data, dtype=_dt(m, d)))
+
+
+def test_bitwise_not_in_place_and_is_signed() -> None:
+    x = rt.tensor([1, 2], dtype=rt.uint8)
+    assert x.bitwise_not_() is x and x.tolist() == [254, 253]
+    assert not x.is_signed() and rt.ones(1).is_signed() and rt.tensor([1]).int().is_signed()
+    _same_as_torch(lambda m: m.tensor([1, -2], dtype=m.int16).bitwise_not_())
+    assert _torch().ones(1, dtype=_torch().uint8).is_signed() is x.is_signed()
