@@ -102,3 +102,13 @@ def test_lstm_checks_both_batchings_before_sizes() -> None:
     assert error(rt) == want
     torch = pytest.importorskip("torch")
     assert error(torch) == want
+
+
+@pytest.mark.parametrize("lib_name", ["runtime", "torch"])
+def test_optimizer_given_one_tensor_names_its_type(lib_name: str) -> None:
+    """optim.SGD(model.weight) in place of [model.weight]: the tensor's type() is named."""
+    lib = pytest.importorskip(lib_name)
+    with pytest.raises(TypeError) as e:
+        lib.optim.SGD(lib.nn.Parameter(lib.ones(2, dtype=lib.float64)), lr=0.1)
+    assert str(e.value) == ("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {lib_name}.DoubleTensor")
