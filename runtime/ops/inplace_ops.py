@@ -191,7 +191,7 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
     if not accumulate:
         F.setitem(x, key, values)
         return x
-    template, idx, _ = F._norm_key(key, x.device)
+    template, idx, _ = F._norm_key(F._index_items(key), x.device)
     if not isinstance(values, Tensor):
         values = Tensor(np.asarray(values, dtype=x.dtype.np), device=x.device)
     shape = P._key_shape(x.shape, [i.shape for i in idx], template)

@@ -524,3 +524,13 @@ def test_bitwise_not_in_place_and_is_signed() -> None:
     assert not x.is_signed() and rt.ones(1).is_signed() and rt.tensor([1]).int().is_signed()
     _same_as_torch(lambda m: m.tensor([1, -2], dtype=m.int16).bitwise_not_())
     assert _torch().ones(1, dtype=_torch().uint8).is_signed() is x.is_signed()
+
+
+def test_index_put_accumulates_at_int32_indices() -> None:
+    x = rt.zeros(4).index_put_((rt.tensor([1, 1, 3], dtype=rt.int32),), rt.tensor([1.0, 2, 3]),
+                               accumulate=True)
+    assert x.tolist() == [0.0, 3.0, 0.0, 3.0]
+    _same_as_torch(lambda m: m.zeros(4).index_put_((m.tensor([1, 1, 3], dtype=m.int32),),
+                                                   m.tensor([1.0, 2, 3]), accumulate=True))
+    _same_as_torch(lambda m: m.zeros(4).index_put((m.tensor([1, 0, 0, 1], dtype=m.uint8),),
+                                                  m.tensor(5.0), accumulate=True))
