@@ -901,6 +901,9 @@ def frac(x: Tensor) -> Tensor:
 def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
     |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
+    if not isinstance(weight, Tensor) and not start.dtype.is_floating_point:
+        raise NotImplementedError('"lerp_kernel_scalar" not implemented for '
+                                  f"'{D.scalar_type_name(start.dtype)}'")  # floats only
     diff = sub(end, start)
     if not isinstance(weight, Tensor):
         if -0.5 < weight < 0.5:

@@ -534,3 +534,10 @@ def test_index_put_accumulates_at_int32_indices() -> None:
                                                    m.tensor([1.0, 2, 3]), accumulate=True))
     _same_as_torch(lambda m: m.zeros(4).index_put((m.tensor([1, 0, 0, 1], dtype=m.uint8),),
                                                   m.tensor(5.0), accumulate=True))
+
+
+def test_lerp_of_integers_is_torchs_error() -> None:
+    with pytest.raises(NotImplementedError, match="lerp_kernel_scalar.*'Int'"):
+        rt.lerp(rt.tensor([1, 2], dtype=rt.int32), rt.tensor([3, 4], dtype=rt.int32), 0.5)
+    _same_as_torch(lambda m: m.lerp(m.tensor([1, 2], dtype=m.uint8), m.tensor([3, 4],
+                                                                             dtype=m.uint8), 0.5))
