@@ -541,3 +541,12 @@ def test_lerp_of_integers_is_torchs_error() -> None:
         rt.lerp(rt.tensor([1, 2], dtype=rt.int32), rt.tensor([3, 4], dtype=rt.int32), 0.5)
     _same_as_torch(lambda m: m.lerp(m.tensor([1, 2], dtype=m.uint8), m.tensor([3, 4],
                                                                              dtype=m.uint8), 0.5))
+
+
+def test_addcmul_multiplies_integer_factors_in_the_result_dtype() -> None:
+    i = rt.tensor([100, 100], dtype=rt.int8)
+    assert rt.addcmul(rt.zeros(2), i, i).tolist() == [10000.0, 10000.0]  # not int8's 16
+    t, t2 = (rt.randn(2, dtype=rt.float64, requires_grad=True) for _ in range(2))
+    assert gradcheck(lambda a, b: rt.addcmul(a, i, b, value=0.5), (t, t2))
+    _same_as_torch(lambda m: m.addcmul(m.zeros(2), m.tensor([100, 7], dtype=m.int8),
+                                       m.tensor([3, 3], dtype=m.int8)))
