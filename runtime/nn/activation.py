@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import runtime as rt
@@ -156,9 +157,16 @@ class SELU(_Inplace):
 
 
 class Hardtanh(Module):
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0,
-                 inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        for old, new, value in (("min_value", "min_val", min_value),
+                                ("max_value", "max_val", max_value)):
+            if value is not None:  # PyTorch's deprecated names
+                warnings.warn(f"keyword argument `{old}` is deprecated and renamed to `{new}`",
+                              FutureWarning, stacklevel=2)
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
         self.min_val = min_val

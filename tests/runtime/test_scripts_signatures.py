@@ -1,6 +1,6 @@
-"""What a ported script passes by keyword reaches the same parameter: the optimizers', the
-LR schedulers', the data utilities' and nn.utils' signatures (names, kinds and defaults) are
-PyTorch's."""
+"""What a ported script passes by keyword reaches the same parameter: the modules', the
+optimizers', the LR schedulers', the data utilities' and nn.utils' signatures (names, kinds
+and defaults) are PyTorch's."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import runtime as rt
 import runtime.utils.data
 
 AREAS = {
+    "nn": ("torch.nn", rt.nn),
     "optim": ("torch.optim", rt.optim),
     "lr_scheduler": ("torch.optim.lr_scheduler", rt.optim.lr_scheduler),
     "data": ("torch.utils.data", runtime.utils.data),
@@ -33,14 +34,21 @@ def parameters(fn: Any) -> list[tuple[str, Any, Any]] | None:
 
 
 def _default(value: Any) -> Any:
-    """A default as compared: a generator object by its kind only."""
-    return "a Generator" if type(value).__name__ == "Generator" else value
+    """A default as compared: a generator object by its kind only, a function (F.relu, a
+    Transformer's activation) by its name."""
+    if type(value).__name__ == "Generator":
+        return "a Generator"
+    return value.__name__ if inspect.isfunction(value) else value
+
+
+# PyTorch's base classes a script does not build (their signatures are internal)
+INTERNAL = {"RNNCellBase"}
 
 
 def public_callables(theirs: ModuleType, ours: ModuleType) -> Iterator[tuple[str, Any, Any]]:
     for name in sorted(dir(theirs)):
-        if name.startswith("_") or name[0].islower() and not name.endswith("_") \
-                and not callable(getattr(ours, name, None)):
+        if name.startswith("_") or name in INTERNAL or name[0].islower() \
+                and not name.endswith("_") and not callable(getattr(ours, name, None)):
             continue
         mine, their = getattr(ours, name, None), getattr(theirs, name)
         if callable(mine) and callable(their) and getattr(their, "__module__", "").startswith(
@@ -65,6 +73,13 @@ def test_signatures_are_pytorchs(area: str) -> None:
             differ.append(f"{name}: {got} != {want}")
     assert compared >= 5
     assert not differ, "\n".join(differ)
+
+
+def test_hardtanh_takes_pytorchs_deprecated_names() -> None:
+    with pytest.warns(FutureWarning, match="keyword argument `max_value` is deprecated and "
+                                           "renamed to `max_val`"):
+        act = rt.nn.Hardtanh(max_value=3.0)
+    assert (act.min_val, act.max_val) == (-1.0, 3.0)
 
 
 def test_default_convert_takes_data_by_keyword() -> None:
