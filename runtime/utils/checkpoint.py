@@ -8,6 +8,10 @@ reruns ``fn`` and backpropagates through it (a reentrant backward; gradients rea
 ``use_reentrant=False`` keeps a counter in place of each saved tensor (saved_tensors_hooks)
 and reruns ``fn`` on the first unpack. Either reruns ``fn`` with the random state of the
 first run (``preserve_rng_state``), so dropout draws the same masks.
+
+Unlike PyTorch, a reentrant checkpoint inside ``autograd.grad`` is not refused (the engine
+does not say which kind of backward runs): its rerun's backward also sets the parameters'
+``.grad``.
 """
 
 from __future__ import annotations

@@ -154,3 +154,18 @@ def test_reentrant_refuses_keyword_arguments(lib_name: str) -> None:
     ck = pytest.importorskip(f"{lib_name}.utils.checkpoint")
     with pytest.raises(ValueError, match="^Unexpected keyword arguments: scale$"):
         ck.checkpoint(lambda t, scale: t * scale, lib.ones(2), use_reentrant=True, scale=2.0)
+
+
+@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception,
+                   reason="the engine does not say whether the running backward is a grad() "
+                          "(runtime/autograd/engine.py keeps the GraphTask to itself): the "
+                          "rerun's backward also fills the parameters' .grad")
+def test_reentrant_under_autograd_grad_raises() -> None:
+    """PyTorch refuses a reentrant checkpoint inside autograd.grad (its backward would set
+    the parameters' .grad, which grad() never does)."""
+    model = rt.nn.Linear(3, 2)
+    x = rt.ones(4, 3, requires_grad=True)
+    y = checkpoint(model, x, use_reentrant=True)
+    with pytest.raises(RuntimeError, match="When use_reentrant=True, torch.utils.checkpoint is "
+                                           "incompatible with .grad()"):
+        rt.autograd.grad(y.sum(), x)
