@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -83,12 +84,11 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     if not _diff_inputs(inputs_t):
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of them have requires_grad=True.")
-    for t in _diff_inputs(inputs_t):
-        if t.dtype.name != "float64":
-            import warnings
-
-            warnings.warn(f"gradcheck: input of dtype {t.dtype.name} is not double precision; "
-                          "the check will likely fail", stacklevel=2)
+    for idx, t in enumerate(inputs_t):
+        if _diff_inputs((t,)) and t.dtype.name != "float64":
+            warnings.warn(f"Input #{idx} requires gradient and is not a double precision floating "
+                          "point or complex. This check will likely fail if all the inputs are "
+                          "not of double precision floating point or complex. ", stacklevel=2)
     outputs = _as_tuple(func(*inputs_t))
     for i, out in enumerate(outputs):
         if not hasattr(out, "requires_grad") or not out.dtype.is_floating_point:

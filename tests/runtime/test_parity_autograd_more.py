@@ -305,3 +305,15 @@ def test_backward_create_graph_warns_once(monkeypatch: pytest.MonkeyPatch) -> No
         warnings.simplefilter("error")  # once a process, as PyTorch's TORCH_WARN_ONCE
         (x * x).sum().backward(create_graph=True)
         rt.autograd.grad((x * x).sum(), x, create_graph=True)  # grad() never warns
+
+
+def test_gradcheck_warns_of_single_precision_inputs(lib: Any) -> None:
+    x = lib.tensor([0.5, 1.5], requires_grad=True)
+    with pytest.warns(UserWarning, match=re.escape(
+            "Input #1 requires gradient and is not a double precision floating point or "
+            "complex. This check will likely fail if all the inputs are not of double precision "
+            "floating point or complex.")):
+        lib.autograd.gradcheck(lambda k, t: t * k, (3.0, x), raise_exception=False)
+    with pytest.raises(ValueError, match="^gradcheck expects at least one input tensor to "
+                       "require gradient, but none of them have requires_grad=True.$"):
+        lib.autograd.gradcheck(lambda t: t * 2, (x.detach().double(),))
