@@ -722,7 +722,7 @@ def _index_item(k: Any) -> Any:
         return k
     if k.dtype is D.uint8:
         warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                      "torch.bool instead.", UserWarning, stacklevel=3)
+                      "torch.bool instead.", UserWarning, stacklevel=4)
         return ne(k, 0)
     return cast(k, D.int64) if k.dtype is D.int32 or (k.dtype.category == 1 and not k.ndim) \
         else k
