@@ -536,7 +536,7 @@ def _check_assigned_grad(t: Tensor, g: Any, device_of: Callable[[Tensor], str]) 
         raise RuntimeError("attempting to assign a gradient located on device with index "
                            f"'{gd.index}' to a tensor located on device with index "
                            f"'{td.index}{same}")
-    if g.shape != t.shape:
+    if g._data.shape != t._data.shape:  # plain tuples: no Size made on the common path
         raise RuntimeError(f"attempting to assign a gradient of size '{list(g.shape)}' to a "
                            f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "
                            "and the tensor are the same size")
