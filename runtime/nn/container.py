@@ -366,6 +366,40 @@ class ParameterDict(Module):
         for key in list(self._keys):
             del self[key]
 
+    def popitem(self) -> tuple[str, Any]:
+        """The last inserted entry, removed."""
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default: Any | None = None) -> Any:
+        if key not in self._keys:
+            self[key] = default
+        return self[key]
+
+    def copy(self) -> ParameterDict:
+        """A new ParameterDict holding the same parameters."""
+        return ParameterDict(OrderedDict(self.items()))
+
+    def fromkeys(self, keys: Iterable[str], default: Any | None = None) -> ParameterDict:
+        return ParameterDict((k, default) for k in keys)
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
+
     def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
         if isinstance(parameters, (OrderedDict, ParameterDict)):
             pairs: Any = parameters.items()

@@ -112,3 +112,27 @@ def test_optimizer_given_one_tensor_names_its_type(lib_name: str) -> None:
         lib.optim.SGD(lib.nn.Parameter(lib.ones(2, dtype=lib.float64)), lr=0.1)
     assert str(e.value) == ("params argument given to the optimizer should be an iterable of "
                             f"Tensors or dicts, but got {lib_name}.DoubleTensor")
+
+
+def edited_parameter_dict(lib: ModuleType) -> list[Any]:
+    nn = lib.nn
+    d = nn.ParameterDict({"b": nn.Parameter(lib.ones(1)), "a": nn.Parameter(lib.zeros(2))})
+    d["c"] = nn.Parameter(lib.ones(3))
+    copied = d.copy()
+    key, value = d.popitem()
+    d.setdefault("z", nn.Parameter(lib.ones(4)))
+    kept = d.setdefault("z", nn.Parameter(lib.zeros(1)))
+    merged = d | nn.ParameterDict({"q": nn.Parameter(lib.ones(1))})
+    d |= d.fromkeys(["x", "y"], nn.Parameter(lib.ones(2)))
+    return [list(copied), copied["a"] is d["a"], key, tuple(value.shape), tuple(kept.shape),
+            list(merged), list(reversed(d)), [n for n, _ in d.named_parameters()]]
+
+
+def test_parameter_dict_methods() -> None:
+    """copy, popitem (the last inserted), setdefault, fromkeys, |, |= and reversed, as a
+    dict's; x and y share one parameter, named once."""
+    want = [["a", "b", "c"], True, "c", (3,), (4,), ["a", "b", "z", "q"],
+            ["y", "x", "z", "b", "a"], ["a", "b", "z", "x"]]
+    assert edited_parameter_dict(rt) == want
+    torch = pytest.importorskip("torch")
+    assert edited_parameter_dict(torch) == want
