@@ -21,7 +21,7 @@ from runtime import _dtype as D
 from runtime.autograd.grad_mode import _set as set_grad_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
-from runtime.creation import Generator
+from runtime.creation import Generator, default_generator
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
@@ -88,6 +88,11 @@ class Tracer:
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
         self.generators: list[Generator] = []
+        # the state of each generator the capture met, when it met it (the default one from
+        # the start): a step that seeds one (``rt.manual_seed(0)`` before its dropout) changes
+        # it, which the plan's draws, continuing from the state at each call, do not repeat
+        self.generator_states: dict[int, tuple[Generator, Tensor]] = {}
+        self._note_generator(default_generator)
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
         self.node_stack: list[Node] = []
@@ -153,9 +158,13 @@ class Tracer:
         device = self.target_device or device
         if generator not in self.generators:
             self.generators.append(generator)
+            self._note_generator(generator)
         node = self._add("rand", [], {"kind": kind, "generator": self.generators.index(generator)},
                          shape, dtype, device)
         return self._meta_tensor(node, shape, dtype, device)
+
+    def _note_generator(self, generator: Generator) -> None:
+        self.generator_states.setdefault(id(generator), (generator, generator.get_state()))
 
     # --- state ------------------------------------------------------------------------------
     def device_of(self, t: Tensor) -> str:
@@ -371,6 +380,10 @@ class Tracer:
     # --- finishing --------------------------------------------------------------------------
     def finish(self, result: Any) -> Capture:
         """Collect the writes and outputs and undo Python-side state changes."""
+        for generator, state in self.generator_states.values():
+            if not np.array_equal(generator.get_state()._data, state._data):
+                raise GraphBreak("the step seeds a random generator (manual_seed or "
+                                 "set_state), which a replayed plan would not do")
         writes: list[tuple[int, int]] = []
         for cell, index, _ in self.cells.values():
             if self.slots[index].kind == "hyper" and cell.node != self.source[index]:
@@ -411,6 +424,11 @@ class Tracer:
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
                        [o for o, _ in self.optimizers.values()], grad_none, created,
                        self.effects)
+
+    def restore_generators(self) -> None:
+        """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""
+        for generator, state in self.generator_states.values():
+            generator.set_state(state)
 
     def restore_optimizers(self) -> None:
         for opt, snapshot in self.optimizers.values():
@@ -473,3 +491,4 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         set_tracer(prev)
         set_grad_enabled(grad_mode)
         tracer.restore_optimizers()
+        tracer.restore_generators()

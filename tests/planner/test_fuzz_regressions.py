@@ -66,3 +66,39 @@ def test_overlapping_arguments_read_only_are_captured() -> None:
         np.testing.assert_allclose(w.detach().numpy(), w_eager.detach().numpy(), rtol=1e-6,
                                    atol=1e-7)
     assert compiled.captures == 1
+
+
+def test_a_step_that_seeds_its_generator_runs_eagerly() -> None:
+    # the capture ran the seeding and the plan's draws went on from there: the first replay
+    # gave eager's mask, every later one another
+    w = rt.tensor(np.ones(16, np.float32), requires_grad=True)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        rt.manual_seed(0)
+        loss = rt.nn.functional.dropout(x * w, 0.5).sum()
+        loss.backward()
+        return loss.detach()
+
+    compiled = planner.compile(step)
+    x = rt.arange(16.0)
+    with pytest.warns(RuntimeWarning, match="seeds a random generator"):
+        first = compiled(x).item()
+    assert [compiled(x).item() for _ in range(3)] == [first] * 3
+    assert step(x).item() == first
+
+
+def test_a_generator_seeded_between_its_draws_runs_eagerly() -> None:
+    g = rt.Generator()
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        a = rt.rand(4, generator=g)
+        g.manual_seed(1)
+        return (x * a + rt.rand(4, generator=g)).sum()
+
+    compiled = planner.compile(step)
+    x = f32([1.0, 2.0, 3.0, 4.0])
+    g.manual_seed(5)
+    with pytest.warns(RuntimeWarning, match="seeds a random generator"):
+        got = [compiled(x).item() for _ in range(3)]
+    g.manual_seed(5)
+    assert got == [step(x).item() for _ in range(3)]
