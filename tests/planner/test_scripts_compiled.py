@@ -108,11 +108,13 @@ def _nested_losses(compiled: bool) -> list[float]:
     return [step(rt.full((3,), 0.1 * (i + 1))).item() for i in range(4)]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="planner.compile: a compiled step calling another compiled step "
-                          "replays stale parameters")
 def test_compiled_step_calling_a_compiled_step_equals_eager() -> None:
-    np.testing.assert_allclose(_nested_losses(True), _nested_losses(False), rtol=1e-5)
+    """The inner step, called while the outer one is captured, may run eagerly (it says so),
+    never replay stale parameters (the second loss was the first step's, silently)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = _nested_losses(True)
+    np.testing.assert_allclose(got, _nested_losses(False), rtol=1e-5)
 
 
 def _lazy_losses(compiled: bool, dry_run: bool) -> list[float]:
