@@ -45,6 +45,7 @@ from .capture import Capture, Slot, capture
 from .guards import MISSING, setting_key
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
+from .steps import CommitStep
 from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
@@ -239,7 +240,7 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     key: list[Any] = [(is_grad_enabled(), D.default_float.name)]  # a str: hashed in C
     for a in args:
         if isinstance(a, Tensor):
-            key.append(("T", a._data.shape, a.dtype.name, a.device, a._rg))
+            key.append(("T", a._data.shape, a.dtype.name, a.device, a._rg, a._vc.inference))
         elif a is None or isinstance(a, (bool, int, float, str)):
             key.append(("P", type(a).__name__, a))
         else:
@@ -258,7 +259,7 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
         return f"the default dtype is {float_now} (was {float_was})"
     if len(old) != len(new):
         return f"{len(new) - 1} arguments (was {len(old) - 1})"
-    names = {"T": ("shape", "dtype", "device", "requires_grad")}
+    names = {"T": ("shape", "dtype", "device", "requires_grad", "inference tensor")}
     for i, (a, b) in enumerate(zip(old[1:], new[1:])):
         if a == b:
             continue
@@ -504,6 +505,10 @@ class CompiledStep:
         from .remat import rematerialize
 
         device = self.device
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor) and a._vc.inference:  # PyTorch checks each use of one
+                raise GraphBreak(f"argument {i} is an inference tensor (made under "
+                                 "inference_mode)")
         cap: Capture = capture(fn, args, target_device=device)
         if warm_up and cap.created_state:
             raise _WarmUp(cap.created_state)
@@ -733,6 +738,10 @@ class _Replayer:
         # hyperparameters they set, or after its write-back
         self.before += [call for when, call in binding.effects if when == "before"]
         self.after = [call for when, call in binding.effects if when == "after"]
+        # a native run may store parameter updates into their arrays as it goes
+        # (planner.native: its commits): SIGINT is then held from the run on, not only
+        # across the stores, so that an interrupted call still writes all or nothing
+        self.hold_run = any(isinstance(s, CommitStep) for s in self.plan.steps)
         # the common call (no draws, no effects around it, every write stored as it is or
         # staged straight), written out: what ``__call__`` does, without its loops
         self.fast = self._written_out() if (
@@ -758,11 +767,11 @@ class _Replayer:
         reads = ", ".join(  # a tensor's array read in place, other slots through their reader
             f"{slot}: {name('t', slots[slot].ref)}._data" if slots[slot].kind == "tensor"
             else f"{slot}: {name('read', read)}(args)" for slot, read in self.reads)
-        lines = ["def replay(args):",
-                 "    arrays = [a._data if isinstance(a, _Tensor) else None for a in args]",
-                 f"    result, writes = _run(arrays, {{{reads}}}, _generators)"]
+        # the run, then each value staged (what can fail), then the stores with SIGINT held;
+        # where the run itself stores into state (``hold_run``), all of it with SIGINT held
+        work = [f"result, writes = _run(arrays, {{{reads}}}, _generators, True)"]
         values = [f"v{k}" for k in range(len(self.plan.writes))]
-        lines.append(f"    ({', '.join(f'(_, {v})' for v in values)},) = writes")
+        work.append(f"({', '.join(f'(_, {v})' for v in values)},) = writes")
         stores = []
         for v, (slot, _) in zip(values, self.plan.writes, strict=True):
             stage, store, target = self.writers[slot]
@@ -770,14 +779,18 @@ class _Replayer:
                 stores.append(f"{name('store', store)}({name('target', target)}, {v})")
             elif getattr(stage, "func", None) is _stage_fresh_grad:  # the new .grad, inline
                 owner, dtype, device = stage.args  # type: ignore[attr-defined]
-                lines.append(f"    g{v} = None if {v} is None else _make({v}, "
-                             f"{name('dtype', dtype)}, {name('device', device)})")
+                work.append(f"g{v} = None if {v} is None else _make({v}, "
+                            f"{name('dtype', dtype)}, {name('device', device)})")
                 stores.append(f"_set_grad({name('owner', owner)}, g{v})")
             else:  # staged straight (no sources to check against)
-                lines.append(f"    s{v} = {name('stage', stage)}({v}, args, None)")
+                work.append(f"s{v} = {name('stage', stage)}({v}, args, None)")
                 stores.append(f"s{v}[0](s{v}[1], s{v}[2])")
-        lines += ["    held = _hold()", "    try:"] + [f"        {line}" for line in stores] + [
-            "    finally:", "        _release(held)", "    return _rebuild(result)"]
+        held = [*stores] if not self.hold_run else [*work, *stores]
+        lines = ["def replay(args):",
+                 "    arrays = [a._data if isinstance(a, _Tensor) else None for a in args]",
+                 *([] if self.hold_run else [f"    {line}" for line in work]),
+                 "    held = _hold()", "    try:", *(f"        {line}" for line in held),
+                 "    finally:", "        _release(held)", "    return _rebuild(result)"]
         namespace = dict(names)
         code = builtins.compile("\n".join(lines) + "\n", "<replay>", "exec")
         exec(code, namespace)  # noqa: S102 - our own source: names and int literals only
@@ -794,12 +807,28 @@ class _Replayer:
         state = {slot: read(args) for slot, read in self.reads}
         for draws in self.draws:
             draws.start()
-        result, writes = self.plan.run(arrays, state, self.draws or self.binding.generators)
-        if not writes and not self.draws:  # nothing to store (a pure function of its inputs)
-            for after in self.after:
-                after()
-            return _rebuild(result)
-        # every step succeeded: stage what the stores need, then store it all at once
+        held = _hold_sigint() if self.hold_run else None
+        try:
+            result, writes = self.plan.run(arrays, state, self.draws or self.binding.generators,
+                                           True)
+            if writes or self.draws:  # else nothing to store (a pure function of its inputs)
+                # every step succeeded: stage what the stores need, then store it all at once
+                staged = self._staged(writes, args, arrays, state)
+                if not self.hold_run:
+                    held = _hold_sigint()
+                for store, target, value in staged:
+                    store(target, value)
+                for draws in self.draws:
+                    draws.commit()
+        finally:
+            _release_sigint(held)
+        for after in self.after:
+            after()
+        return _rebuild(result)
+
+    def _staged(self, writes: list[tuple[int, Any]], args: tuple[Any, ...], arrays: list[Any],
+                state: dict[int, Any]) -> list[_Staged]:
+        """What each write's store needs (copies made here: whatever can fail)."""
         writers = self.writers
         staged: list[_Staged] = []
         if self.no_sources:
@@ -807,26 +836,16 @@ class _Replayer:
                 stage, store, target = writers[slot_index]
                 staged.append((store, target, value) if stage is None
                               else stage(value, args, None))
-        else:
-            sources = {id(a) for a in arrays if a is not None}
-            sources.update(map(id, state.values()))
-            for slot_index, value in writes:
-                stage, store, target = writers[slot_index]
-                staged.append((store, target, value) if stage is None
-                              else stage(value, args, sources))
-                if value is not None:
-                    sources.add(id(value))  # a second slot given the same array: a copy
-        held = _hold_sigint()
-        try:
-            for store, target, value in staged:
-                store(target, value)
-            for draws in self.draws:
-                draws.commit()
-        finally:
-            _release_sigint(held)
-        for after in self.after:
-            after()
-        return _rebuild(result)
+            return staged
+        sources = {id(a) for a in arrays if a is not None}
+        sources.update(map(id, state.values()))
+        for slot_index, value in writes:
+            stage, store, target = writers[slot_index]
+            staged.append((store, target, value) if stage is None
+                          else stage(value, args, sources))
+            if value is not None:
+                sources.add(id(value))  # a second slot given the same array: a copy
+        return staged
 
 
 class _Draws:
@@ -1013,9 +1032,8 @@ def _write_into(t: Tensor, value: Any) -> None:
         value.apply(t._data)
         t._vc.v += 1
         return
-    if value is t._data:
-        return
-    t._data[...] = value
+    if value is not t._data:  # else stored already (a native run's commit, planner.native)
+        t._data[...] = value
     t._vc.v += 1
 
 

@@ -149,7 +149,8 @@ class Executable:
         self._lock = threading.RLock()  # building a program compiles the module and calls
         self._modules: dict[str, Any] | None = None  # device -> its compiled kernels
         self._programs: dict[bool | str, Program] = {}
-        self._entry: Program | None = None  # the fast program a run calls
+        # the fast programs a run calls, by whether its commits may store in place
+        self._entries: dict[bool, Program] = {}
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
         self._products: dict[Step, Any] | None = None
@@ -191,24 +192,29 @@ class Executable:
                 products = self._products
         return products
 
-    def program(self, checked: bool = False) -> Program:
+    def program(self, checked: bool = False, in_place: bool = False) -> Program:
         """The plan's fast (or fully checked) program. The fast one runs its runs of kernels
         and products as native calls (planner.native) where no other call is running them,
-        else the plain one (``plain_program``)."""
+        else the plain one (``plain_program``). With ``in_place``, a native run may store
+        parameter updates into the state arrays it was given (its commits, returned as those
+        arrays), for a caller that writes them back anyway; without, a run changes nothing
+        it was given."""
         if checked:
             return self._program(True)
-        entry = self._entry
+        in_place = in_place and any(isinstance(s, CommitStep) for s in self.plan.steps)
+        entry = self._entries.get(in_place)
         if entry is None:
             with self._lock:
-                if self._entry is None:
-                    native = build_program(self.plan, native=True) \
+                entry = self._entries.get(in_place)
+                if entry is None:
+                    native = build_program(self.plan, native=True, in_place=in_place) \
                         if native_runs.ENABLED else None
                     if native is None:
-                        self._entry = self.plain_program()
+                        entry = self.plain_program()
                     else:
-                        self._programs["native"] = native
-                        self._entry = native_runs.native_first(native, self.plain_program)
-                entry = self._entry
+                        self._programs["native in place" if in_place else "native"] = native
+                        entry = native_runs.native_first(native, self.plain_program)
+                    self._entries[in_place] = entry
         return entry
 
     def plain_program(self) -> Program:
@@ -244,7 +250,7 @@ class Executable:
         """The fast program made anew: a primitive it was built from left the registry."""
         with self._lock:
             self._programs.clear()
-            self._entry = None
+            self._entries.clear()
         return self.program()
 
     def reset(self) -> None:
@@ -253,7 +259,7 @@ class Executable:
             self._modules = None
             self._products = None
             self._programs.clear()
-            self._entry = None
+            self._entries.clear()
             self._runners.clear()
             self._calls.clear()
 

@@ -61,10 +61,12 @@ MAX_SCALAR_SIBLING_STEPS = 64
 _IR_DTYPES = frozenset(kir.DTYPES)
 # where a parameter update may run in place at write-back (executable.Commit: numpy arrays)
 COMMIT_DEVICES = ("cpu",)
-# a kernel commits in place only when its outputs hold at least this many bytes: below it,
-# the write-back's bookkeeping for a deferred kernel (a few us) costs more than the fresh
-# outputs and copies it saves (mlp_small's 64 x 64 updates ran 20% more instructions with
-# them deferred; its last layer's two single-output commits, 2.5 KiB, cost 15 us a step)
+# a kernel commits in place only when its outputs hold at least this many bytes, where the
+# plan runs no native runs (planner.native, which run a commit inside the run, in place, at
+# no cost: there, any size): below it, the write-back's bookkeeping for a deferred kernel (a
+# few us) costs more than the fresh outputs and copies it saves (mlp_small's 64 x 64 updates
+# ran 20% more instructions with them deferred; its last layer's two single-output commits,
+# 2.5 KiB, cost 15 us a step)
 MIN_COMMIT_BYTES = 1 << 16
 # the most bytes a value computed from sources alone may hold to be hoisted before the other
 # steps (``hoist_scalars``)
@@ -686,7 +688,7 @@ def _commit_inputs(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[in
     if not outs or kernel.n_reduce or seg.device not in COMMIT_DEVICES:
         return None
     if sum(math.prod(kir.output_shape(kernel, o)) * np.dtype(o.dtype).itemsize
-           for o in kernel.outputs) < MIN_COMMIT_BYTES:
+           for o in kernel.outputs) < MIN_COMMIT_BYTES and not _native_runs():
         return None
     returned = template_nodes(plan.returns)
     written: dict[int, list[int]] = {}
@@ -716,6 +718,15 @@ def _commit_inputs(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[in
     except kir.KernelIRError:
         return None  # e.g. a state is read broadcast
     return intos
+
+
+def _native_runs() -> bool:
+    """Whether CPU plans' programs make native runs here (planner.native)."""
+    from codegen import pyentry
+
+    from . import native
+
+    return native.ENABLED and pyentry.available()
 
 
 def _with_intos(kernel: kir.Kernel, intos: tuple[int, ...]) -> kir.Kernel:

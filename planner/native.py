@@ -59,7 +59,9 @@ MAX_FIXED_BYTES = 4 << 20
 MIN_CALLS = 2
 # the members that are native calls: kernels, products, and the sliding-window functions of
 # codegen.windows (which take the products' ABI: ``NativeForm``)
-_CALLS = ("kernel", "product", "window", "check")
+_CALLS = ("kernel", "product", "window", "check", "commit")
+# the members that call a compiled kernel (a commit's stores into its state's arrays)
+_KERNELS = ("kernel", "commit")
 
 
 def native_first(native: Program, plain: Callable[[], Program]) -> Program:
@@ -86,7 +88,7 @@ def native_first(native: Program, plain: Callable[[], Program]) -> Program:
 class _Member:
     index: int
     step: Step
-    kind: str  # "kernel", "product", "window", "check", "view" or "source"
+    kind: str  # "kernel", "commit", "product", "window", "check", "view" or "source"
     # a product's ProductCall, a window function's NativeForm, a view's fast path, a
     # check's words (codegen.pyentry.check_words)
     call: Any = None
@@ -205,16 +207,22 @@ def place_runs(runs: list[Run]) -> None:
 
 
 def _member(plan: Plan, i: int, s: Step, module: Any, products: dict[Step, Any],
-            dropped: frozenset[int], checks: bool) -> _Member | None:
+            dropped: frozenset[int], checks: bool, commits: bool) -> _Member | None:
     if isinstance(s, SourceStep):
         return None if isinstance(s, RandStep) else _Member(i, s, "source")
     if s.device != "cpu":
         return None
     if isinstance(s, KernelStep):
-        if isinstance(s, CommitStep) or any(o.into is not None for o in s.kernel.outputs):
+        # a parameter update storing into its state (plan.Commit) runs in the run, in place,
+        # where the caller allows it (``commits``) and it is among the run's last calls
+        # (``_commits_stay_last``)
+        commit = isinstance(s, CommitStep)
+        if (commit and not commits) or (not commit and any(
+                o.into is not None for o in s.kernel.outputs)):
             return None
         entry = getattr(module, "native_entry", lambda k: None)(s.kernel)
-        return None if entry is None else _Member(i, s, "kernel", entry=entry)
+        return None if entry is None else _Member(i, s, "commit" if commit else "kernel",
+                                                  entry=entry)
     if not isinstance(s, PrimitiveStep):
         return None
     found = products.get(s)
@@ -255,7 +263,7 @@ def _check_member(i: int, s: PrimitiveStep, meta: Any) -> _Member | None:
 
 def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
              dropped: frozenset[int], memo: dict[int, _Member | None] | None = None,
-             checks: bool = False) -> Run | None:
+             checks: bool = False, commits: bool = False) -> Run | None:
     """The run starting at step ``start`` (None where there is none worth a native call),
     its fixed arrays made and everything about its own arrays checked. ``memo``: each step's
     member (or None) as found before, for a caller trying every start in turn (a member
@@ -264,7 +272,8 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
     members = []
     for i in range(start, len(plan.steps)):
         if i not in memo:
-            memo[i] = _member(plan, i, plan.steps[i], module, products, dropped, checks)
+            memo[i] = _member(plan, i, plan.steps[i], module, products, dropped, checks,
+                              commits)
         m = memo[i]
         if m is None:
             break
@@ -377,7 +386,7 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
                 count, dtype = m.call.scratch
                 run.roots.append(_Root(_scratch(m), (count,), np.dtype(dtype), p, p))
             continue
-        if m.kind == "kernel":
+        if m.kind in _KERNELS:
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
             for v, (shape, dtype) in zip(_inputs(s), signature):
@@ -386,9 +395,11 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
                 a = proto[v]
                 if a.shape != tuple(shape) or a.dtype != dtype or not a.flags.c_contiguous:
                     return run, p
+            if m.kind == "commit" and not _commits_stay_last(plan, members, p):
+                return run, p
             for j, (o, (shape, dtype, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
                 proto[o] = np.empty(tuple(shape), np.dtype(dtype)).reshape(tuple(plan_shape))
-                if o not in escaping:
+                if o not in escaping and m.kind == "kernel":  # a commit's are its states'
                     root_of[o] = _Root(o, tuple(shape), np.dtype(dtype), p, p, (m.index, j),
                                        tuple(plan_shape))
                     run.roots.append(root_of[o])
@@ -411,6 +422,35 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
     run.escaping -= external_rooted
     run.lay_out()
     return run, None
+
+
+def _commits_stay_last(plan: Plan, members: list[_Member], p: int) -> bool:
+    """Whether commit ``members[p]`` may store into its states' arrays during the run: once
+    it has, the call cannot be made again (the plain program would read the updated states),
+    so nothing after it may fail or take a test's other branch (no check after it in the
+    run, no step of the plan after the run), and nothing after it reads those states'
+    storage (their old values: a later step reading a view of one, another update reading
+    the parameter this one changed). The replay holds SIGINT across the run and its
+    write-back (``planner.compile._Replayer.hold_run``): an interrupted call still leaves
+    every state as it was."""
+    m = members[p]
+    if members[-1].index != len(plan.steps) - 1 or any(
+            q.kind == "check" for q in members[p + 1:]):
+        return False
+    step = m.step
+    assert isinstance(step, CommitStep)
+    targets = set(step.targets)
+    producer = plan.schedule.producer
+    for q in members[p + 1:]:
+        for v in q.step.buffers:
+            while True:  # v, then what it views, back to its storage's own buffer
+                if v in targets:
+                    return False
+                source = plan.steps[producer[v]]
+                if not source.is_view:
+                    break
+                v = source.args[0][1]
+    return True
 
 
 def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str] | None,
@@ -445,7 +485,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         if m.step.buffers[0] in exact:  # a fast path's result has its planned shape and dtype
             exact.add(m.step.out)
     # kernels and window functions read C-contiguous arrays (products any layout)
-    contiguous_reads = {v for m in run.calls if m.kind in ("kernel", "window", "check")
+    contiguous_reads = {v for m in run.calls if m.kind in (*_KERNELS, "window", "check")
                         for v in _inputs(m.step)}
     for v in sorted(run.external & contiguous_reads):
         if v not in known.contiguous:
@@ -470,7 +510,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
             v = s.buffers[0]
             if v in run.external and v not in exact:
                 test(converted.get(v, src.buf(v)), *plan.schedule.metas[v], n, 0)
-        elif m.kind == "kernel":
+        elif m.kind in _KERNELS:
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
             for j, (v, (shape, dtype)) in enumerate(zip(_inputs(s), signature)):
@@ -490,7 +530,11 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     empty = src.name("empty", np.empty)
     for m in run.calls:  # fresh arrays for what leaves the run
         s = m.step
-        if m.kind == "kernel":
+        if m.kind == "commit":  # its outputs are the arrays it stores into: its states'
+            assert isinstance(s, CommitStep)
+            for o, v in zip(s.outs, s.targets):
+                body.append(f"{src.buf(o)} = {converted.get(v, src.buf(v))}")
+        elif m.kind == "kernel":
             assert isinstance(s, KernelStep)
             for j, (o, (shape, dtype, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
                 if o not in run.escaping:
@@ -514,10 +558,10 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         body.append(f"{src.buf(m.step.out)} = {fn}({src.buf(m.step.buffers[0])})")
     fixed = set(run.fixed_buffers())
     for m in run.calls:
-        for v in _inputs(m.step) if m.kind == "kernel" else m.step.buffers:
+        for v in _inputs(m.step) if m.kind in _KERNELS else m.step.buffers:
             if v not in index and v not in fixed:
                 index[v] = argument(converted.get(v, src.buf(v)))
-        if m.kind not in ("kernel", "check") and m.step.out in run.escaping:
+        if m.kind not in (*_KERNELS, "check") and m.step.out in run.escaping:
             index.setdefault(m.step.out, argument(src.buf(m.step.out)))
     # the fixed arrays' slots follow the arguments' (filled by ``place_runs``)
     first_fixed = len(names)
@@ -531,10 +575,12 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     room = 4
     for m in run.calls:
         s = m.step
-        if m.kind == "kernel":
+        if m.kind in _KERNELS:
             assert isinstance(s, KernelStep) and m.entry is not None
-            slots_of = [index[v] for v in _inputs(s)] + [out_index[(m.index, j)]
-                                                         for j in range(len(s.outs))]
+            # a commit's outputs are given its states' arrays (it stores through those)
+            slots_of = [index[v] for v in _inputs(s)] + (
+                [index[v] for v in s.targets] if isinstance(s, CommitStep)
+                else [out_index[(m.index, j)] for j in range(len(s.outs))])
             words += [KERNEL, m.entry[0], m.entry[1], len(slots_of), *slots_of]
         elif m.kind == "window":
             form = m.call
@@ -563,7 +609,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     run.slots = np.zeros(first_fixed + len(fixed) + len(run.fixed_outputs()), np.int64)
     run.first_fixed = first_fixed
     run.held = [room_array, [m.product for m in run.calls], holds]
-    if any(m.kind == "kernel" for m in run.calls):
+    if any(m.kind in _KERNELS for m in run.calls):
         run.held.append(plan.executable.module())
     drive = drive_builtin(records, run.slots, len(names), f"run{first}", run.held)
     if rest is not None and any(m.kind == "product" for m in run.calls):

@@ -113,19 +113,21 @@ class Plan:
         return {s.out: (s.kind, s.generator) for s in self.steps if isinstance(s, RandStep)}
 
     # --- running ----------------------------------------------------------------------------
-    def run(self, args: list[Any], state: dict[int, Any], generators: list[Any]
-            ) -> tuple[Any, list[tuple[int, Any]]]:
+    def run(self, args: list[Any], state: dict[int, Any], generators: list[Any],
+            in_place: bool = False) -> tuple[Any, list[tuple[int, Any]]]:
         """Execute on arrays: ``args`` by argument index, ``state`` by slot, each of its
         planned shape and dtype (else a ValueError naming the argument or slot, expected and
         given). Returns the return template filled with arrays, and (slot, value) pairs to
         write back: an array, None, or a ``CommitOutput`` (a state update to run in place:
         ``materialize`` gives its array). How it runs is ``execution`` (``configure``); an
-        exception a step raises carries a note naming that step."""
+        exception a step raises carries a note naming that step. With ``in_place``, an update
+        may be stored into the state's own array during the run (returned as that array),
+        where nothing after it can fail: for a caller that writes every value back."""
         execution = self.execution
         if execution.executor == "parallel":
             return self.executable.runner(execution.workers).run(args, state, generators)
         try:
-            return self.executable.program()(self, args, state, generators)
+            return self.executable.program(in_place=in_place)(self, args, state, generators)
         except BaseException as exc:
             i = self.executable.failing_step(exc)
             if i is not None:

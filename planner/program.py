@@ -59,11 +59,14 @@ from .steps import (
 if TYPE_CHECKING:
     from .plan import Plan
 
-def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Program | None:
+def build_program(plan: Plan, checked: bool = False, native: bool = False,
+                  in_place: bool = False) -> Program | None:
     """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
     program, or with ``checked`` the reference interpreter's exact steps and checks. With
     ``native``, the fast program with its runs of kernels and products made native calls
-    (planner.native: it must run one call at a time), or None where the plan has no run."""
+    (planner.native: it must run one call at a time), or None where the plan has no run;
+    with ``in_place`` too, its runs may store parameter updates into the state's arrays
+    (commits: Executable.program)."""
     fast = not checked and plan.device == "cpu"
     src = _source(plan)
     _emit_registry_check(src, plan)
@@ -109,8 +112,8 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False) -> Pr
     i = 0
     while i < len(plan.steps):
         # a check (whose failure makes the whole call again) only where it can be made again
-        run = nat.find_run(plan, i, known, module, products, dropped, members, checks=pure) \
-            if native else None
+        run = nat.find_run(plan, i, known, module, products, dropped, members, checks=pure,
+                           commits=in_place) if native else None
         if run is None:
             emit(i)
             i += 1
