@@ -128,7 +128,7 @@ from .ops.reductions import all, any, logsumexp, norm, std, var
 from .ops.functional import cat as concat
 from .ops.functional import cat as concatenate
 from .ops.functional import div as divide
-from .ops.functional import div as true_divide
+from .ops.functional import sgn, true_divide
 from .ops.functional import mul as multiply
 from .ops.functional import neg as negative
 from .ops.functional import sub as subtract
@@ -257,7 +257,7 @@ __all__ = [
     "absolute", "amin", "broadcast_to", "clamp_max", "clamp_min", "concat", "concatenate",
     "divide", "dot", "flip", "is_tensor", "isfinite", "isinf", "isnan", "logical_not", "movedim",
     "multiply", "narrow", "negative", "numel", "outer", "reciprocal", "subtract", "swapaxes", "t",
-    "tile", "true_divide", "unbind",
+    "tile", "true_divide", "unbind", "sgn",
     "as_tensor", "inference_mode", "is_inference_mode_enabled",
     "addcdiv", "addcmul", "allclose", "ceil", "equal", "expm1", "floor", "frac", "isclose",
     "lerp", "log10", "log1p", "log2", "round", "tan", "trunc",

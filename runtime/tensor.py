@@ -596,7 +596,11 @@ Tensor.multinomial = lambda self, *a, **k: _creation.multinomial(self, *a, **k) 
 Tensor.int = _more.to_int  # type: ignore[attr-defined]
 Tensor.type = _more.type_  # type: ignore[attr-defined]
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
-Tensor.sgn = F.sign  # type: ignore[attr-defined]  # sign, for real tensors
+Tensor.sgn = F.sgn  # type: ignore[attr-defined]
+Tensor.divide = F.div  # type: ignore[attr-defined]
+Tensor.divide_ = F.div_  # type: ignore[attr-defined]
+Tensor.true_divide = F.true_divide  # type: ignore[attr-defined]
+Tensor.true_divide_ = F.true_divide_  # type: ignore[attr-defined]
 Tensor.broadcast_to = F.expand  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.argmin = F.argmin  # type: ignore[assignment]
@@ -640,6 +644,7 @@ for _n in ("abs_ log_ floor_ ceil_ trunc_ sign_ sin_ cos_ log1p_ expm1_ relu_ si
     setattr(Tensor, _n, getattr(_inpl, _n))
 Tensor.t_ = _inpl.t_inplace  # type: ignore[attr-defined]
 Tensor.clip_ = F.clamp_  # type: ignore[attr-defined]
+Tensor.sgn_ = _inpl.sign_  # type: ignore[attr-defined]
 Tensor.swapdims = Tensor.swapaxes = F.transpose  # type: ignore[attr-defined]
 Tensor.moveaxis = T.movedim  # type: ignore[attr-defined]
 from .ops import ordering as _ord  # noqa: E402

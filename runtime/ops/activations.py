@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
+from runtime.ops.dispatch import named_backward
 from runtime.ops.composite import (
     _inplace,
     _stable_sigmoid,
@@ -25,6 +26,7 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@named_backward("EluBackward0")
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(lambda t: elu(t, alpha), x)
@@ -38,6 +40,7 @@ def _nonpositive(x: Tensor) -> Tensor:
     return F.clamp(x, None, 0.0)
 
 
+@named_backward("CeluBackward0")
 def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
@@ -46,6 +49,7 @@ def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return F.where(F.le(x, 0), F.mul(F.expm1(F.div(_nonpositive(x), alpha)), alpha), x)
 
 
+@named_backward("EluBackward0")
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(selu, x)
@@ -53,6 +57,7 @@ def selu(x: Tensor, inplace: bool = False) -> Tensor:
                  SELU_SCALE)
 
 
+@named_backward("HardtanhBackward0")
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     if min_val > max_val:
@@ -72,12 +77,14 @@ def relu6(x: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(x, 0.0, 6.0, inplace)
 
 
+@named_backward("HardsigmoidBackward0")
 def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(hardsigmoid, x)
     return hardtanh(F.add(F.div(x, 6.0), 0.5), 0.0, 1.0)
 
 
+@named_backward("HardswishBackward0")
 def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(hardswish, x)
@@ -85,12 +92,14 @@ def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
     return F.where(F.le(x, -3.0), F.mul(x, 0.0), F.where(F.lt(x, 3.0), middle, x))
 
 
+@named_backward("MishBackward0")
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(mish, x)
     return F.mul(x, F.tanh(softplus(x)))
 
 
+@named_backward("LogSigmoidBackward0")
 def logsigmoid(x: Tensor) -> Tensor:
     return F.neg(softplus(F.neg(x)))
 
@@ -270,6 +279,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     return F.add(F.sub(y_hard, y_soft.detach()), y_soft)
 
 
+@named_backward("PreluKernelBackward0")
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
     if weight.numel() != 1:
         if x.dim() < 2 or x.shape[1] != weight.numel():
@@ -281,6 +291,7 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
     return F.where(F.gt(x, 0), x, F.mul(x, weight))
 
 
+@named_backward("NativeGroupNormBackward0")
 def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Each sample's channels in ``num_groups`` groups, each normalised over its channels and

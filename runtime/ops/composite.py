@@ -11,12 +11,14 @@ import numpy as np
 from .._dtype import scalar_type_name
 from ..tensor import Tensor
 from . import functional as F
+from .dispatch import named, named_backward
 from .shapes import wrap_dim
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
 
 tanh = F.tanh
 
 
+@named_backward("ReluBackward0")
 def relu(x: Tensor) -> Tensor:
     """PyTorch's ``x <= 0 ? 0 : x``: a NaN stays NaN (a diverging run shows its NaN loss; as
     ``x > 0 ? x : 0`` it became 0), and the gradient passes where ``x <= 0`` does not hold,
@@ -24,6 +26,7 @@ def relu(x: Tensor) -> Tensor:
     return F.where(F.le(x, 0), 0.0 if x.dtype.is_floating_point else 0, x)
 
 
+@named_backward("SigmoidBackward0")
 @F.half_in_float32
 def sigmoid(x: Tensor) -> Tensor:
     x = F.as_float(x)  # an integer or bool x: float, as PyTorch's
@@ -34,6 +37,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
+@named_backward("GeluBackward0")
 @F.half_in_float32
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
@@ -70,6 +74,7 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
     return x, dim
 
 
+@named_backward("SoftmaxBackward0")
 def softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
             ) -> Tensor:
     return _softmax(*_softmax_input(x, dim, dtype, "softmax"))
@@ -81,6 +86,7 @@ def _softmax(x: Tensor, dim: int) -> Tensor:
     return F.div(e, F.sum(e, dim, keepdim=True))
 
 
+@named_backward("LogSoftmaxBackward0")
 def log_softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
                 ) -> Tensor:
     return _log_softmax(*_softmax_input(x, dim, dtype, "log_softmax"))
@@ -109,6 +115,7 @@ def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
     return shape
 
 
+@named_backward("NativeLayerNormBackward0")
 @F.half_in_float32
 def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
@@ -143,7 +150,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         y = linear(F.reshape(x, (-1, x.shape[-1])), weight, bias)
         return F.reshape(y, (*lead, weight.shape[0]))
     y = F.matmul(x, F.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
-    return y if bias is None else F.add(y, bias)
+    if bias is None:
+        return y
+    # PyTorch runs addmm for a 2-d input
+    return named(F.add(y, bias), "AddmmBackward0") if x.ndim == 2 else F.add(y, bias)
 
 
 def check_dropout_p(p: float) -> None:
@@ -186,6 +196,7 @@ def _stable_sigmoid(x: Tensor) -> Tensor:
     return F.where(nonneg, r, F.mul(e, r))
 
 
+@named_backward("SiluBackward0")
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
     return _inplace(_silu, x) if inplace else _silu(x)
 
@@ -195,6 +206,7 @@ def _silu(x: Tensor) -> Tensor:
     return F.mul(x, _stable_sigmoid(x))
 
 
+@named_backward("LeakyReluBackward0")
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(lambda t: leaky_relu(t, negative_slope), x)
@@ -202,6 +214,7 @@ def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -
     return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
 
 
+@named_backward("SoftplusBackward0")
 @F.half_in_float32
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + exp(beta x)) / beta, linear where beta x > threshold. Written as

@@ -21,6 +21,7 @@ from .. import _dtype as D
 from ..autograd.node import Meta
 from ..tensor import Tensor
 from . import functional as F
+from .dispatch import named_backward
 from .registry import Primitive, flops_none, generated_windows, register
 
 Pair = tuple[int, int]
@@ -300,6 +301,7 @@ def _batched(input: Tensor, weight: Tensor, spatial: int, op: str) -> Tensor:  #
     return input if input.ndim == n else F.unsqueeze(input, 0)
 
 
+@named_backward("ConvolutionBackward0")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv2d`` on (N, C, H, W) or unbatched (C, H, W) input."""
@@ -310,6 +312,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
+@named_backward("ConvolutionBackward0")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv1d`` on (N, C, L) or unbatched (C, L) input: a conv2d of height 1."""
@@ -325,6 +328,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return out if input.ndim == 3 else F.squeeze(out, 0)
 
 
+@named_backward("ConvolutionBackward0")
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv3d`` on (N, C, D, H, W) or unbatched (C, D, H, W) input: for each
@@ -459,6 +463,7 @@ def _avg_divisor(size: Sequence[int], k: Sequence[int], s: Sequence[int], p: Seq
     return functools.reduce(np.multiply.outer, axes).astype(np.float64)
 
 
+@named_backward("AvgPool2DBackward0")
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:

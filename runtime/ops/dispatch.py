@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,7 @@ import numpy as np
 from .. import _dtype as D
 from .._device import array_module, device_guard
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.node import Edge, Meta, Node, SavedTensor, gradient_edge
+from ..autograd.node import ERR_BACKWARD_TWICE, Edge, Meta, Node, SavedTensor, gradient_edge
 from ..tensor import Tensor
 from ..tracing import MetaArray
 from ..tracing import _state as _trace_state
@@ -27,6 +28,11 @@ class PrimitiveBackward(Node):
     """The backward node of one primitive call; its formula comes from the registry."""
 
     __slots__ = ("prim", "attrs", "metas", "saved")
+    # set in the instance once a backward without retain_graph has freed what it saved; its
+    # scalar operands at saved positions count as freed too (PyTorch saves them as tensors)
+    _released = False
+    # a node whose op PyTorch saves nothing for (tril's mask is a constant): nothing is freed
+    _keeps_saved = False
 
     def __init__(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
                  next_edges: list[Edge | None], out_metas: list[Meta]) -> None:
@@ -38,9 +44,6 @@ class PrimitiveBackward(Node):
                       if isinstance(a, Tensor) else a for a in args]
         self.saved: dict[int | str, SavedTensor] = {}
 
-    def name(self) -> str:
-        return self.prim.backward_name
-
     # --- what a backward formula reads ------------------------------------------------------
     def input(self, i: int) -> Any:
         s = self.saved.get(i)
@@ -49,6 +52,8 @@ class PrimitiveBackward(Node):
         m = self.metas[i]
         if isinstance(m, Meta):
             raise RuntimeError(f"{self.name()}: argument {i} was not saved for backward")
+        if self._released and i in self.prim.saves:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
         return m
 
     def output(self) -> Tensor:
@@ -71,8 +76,62 @@ class PrimitiveBackward(Node):
         return [o if self.next_edges[i] is not None else None for i, o in enumerate(out)]
 
     def release_variables(self) -> None:
+        if self._keeps_saved:
+            return
         for s in self.saved.values():
             s.release()
+        self._released = True
+
+
+_NODE_CLASSES: dict[str, type[PrimitiveBackward]] = {}
+
+
+def node_class(name: str) -> type[PrimitiveBackward]:
+    """The PrimitiveBackward subclass called ``name`` (PyTorch's ``MmBackward0``), made once:
+    ``type(t.grad_fn).__name__``, ``.name()`` and the repr all say it."""
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _NODE_CLASSES[name] = type(name, (PrimitiveBackward,), {"__slots__": ()})
+    return cls
+
+
+def named(t: Tensor, name: str) -> Tensor:
+    """``t`` with its backward node renamed to PyTorch's ``name`` (the node of a composite op,
+    or of a primitive PyTorch names by the call: ``mm`` for a 2-d matmul); a tensor without a
+    node of its own primitive is returned as it is."""
+    fn = t._grad_fn
+    if fn is not None and isinstance(fn, PrimitiveBackward):
+        fn.__class__ = node_class(name)
+        tracer = _trace_state.tracer
+        if tracer is not None and type(t._data) is MetaArray:  # the capture's record of it
+            tracer.annotate(t._data.node, t)
+    return t
+
+
+def named_backward(name: str) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+    """A composite op whose result's backward node is PyTorch's ``name`` (``ReluBackward0``);
+    a result that is its first argument keeps that argument's node."""
+
+    def decorate(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Tensor:
+            out = fn(*args, **kwargs)
+            if out._grad_fn is not None and not (args and out is args[0]):
+                named(out, name)
+            return out
+
+        return op
+
+    return decorate
+
+
+def keeps_saved(t: Tensor) -> Tensor:
+    """``t`` with its backward node keeping what it saved after a backward, where PyTorch's op
+    saves nothing (tril's mask, add's alpha): a second backward through it does not raise."""
+    fn = t._grad_fn
+    if fn is not None and isinstance(fn, PrimitiveBackward):
+        fn._keeps_saved = True
+    return t
 
 
 def _promoted_dtype(prim: Primitive, args: tuple[Any, ...]) -> D.DType | None:
@@ -292,7 +351,8 @@ def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: 
     edges = [(_tnew(Edge, (a._grad_fn, a.output_nr)) if a._grad_fn is not None
                and a._base is None else gradient_edge(a))
              if isinstance(a, Tensor) and a._rg else None for a in args]
-    node = PrimitiveBackward(prim, args, attrs, edges, [_tnew(Meta, (out.shape, dt, device))])
+    cls = _NODE_CLASSES.get(prim.backward_name) or node_class(prim.backward_name)
+    node = cls(prim, args, attrs, edges, [_tnew(Meta, (out.shape, dt, device))])
     t = Tensor._make(out, dt, device, node)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)

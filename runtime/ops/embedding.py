@@ -11,6 +11,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
+from .dispatch import named_backward
 from .tensor_ops import int64_index
 
 _OUT_OF_RANGE = "index out of range in self"
@@ -56,6 +57,7 @@ def _grad_by_freq(rows: Tensor, input: Tensor, n: int) -> Tensor:  # noqa: A002
     return F.add(rows.detach(), F.mul(F.sub(rows, rows.detach()), scale))
 
 
+@named_backward("EmbeddingBackward0")
 def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
               max_norm: float | None = None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:

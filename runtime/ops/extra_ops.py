@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from ..tracing import GraphBreak, is_tracing
 from . import functional as F
 from . import prims as P
-from .dispatch import apply
+from .dispatch import apply, named_backward
 from .inplace import check_fits
 from .reductions import std, var
 from .shapes import broadcast_shapes
@@ -36,6 +36,7 @@ from .tensor_ops import (
 )
 
 
+@named_backward("RollBackward0")
 def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
          ) -> Tensor:
     """Elements shifted along ``dims`` (wrapping round); without dims, over the flattened

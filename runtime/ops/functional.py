@@ -16,7 +16,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
-from .dispatch import apply
+from .dispatch import apply, keeps_saved, named, named_backward
 from .inplace import apply_inplace
 from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 
@@ -105,7 +105,13 @@ def _sum_in_two(g: Tensor, axes: tuple[int, ...]) -> Tensor:
 
 
 def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
-    return apply(P.ADD, a, b if alpha == 1 else mul(b, alpha))
+    return apply(P.ADD, a, b if alpha == 1 else _scaled(b, alpha))
+
+
+def _scaled(b: Tensor, scalar: Any) -> Tensor:
+    """``b * scalar`` for a scalar PyTorch keeps as an attribute, not a saved tensor (add's
+    alpha, lerp's weight): a second backward through it does not raise."""
+    return keeps_saved(mul(b, scalar))
 
 
 _BOOL_MINUS = ("the `-` operator, {} a bool tensor is not supported. If you are trying to "
@@ -122,7 +128,7 @@ def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(a) or _is_bool(b):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
-    return apply(P.SUB, a, b if alpha == 1 else mul(b, alpha))
+    return apply(P.SUB, a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def neg(x: Tensor) -> Tensor:
@@ -153,7 +159,11 @@ mul = _op(P.MUL, "mul")
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     if type(b) is int and b < 0 and isinstance(a, Tensor) and not a.dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    return apply(P.POW, a, b)
+    out = apply(P.POW, a, b)
+    # PyTorch's overloads: pow(Tensor, Scalar), pow(Tensor, Tensor), pow(Scalar, Tensor)
+    if not isinstance(b, Tensor):
+        return out
+    return named(out, "PowBackward1" if isinstance(a, Tensor) else "PowBackward2")
 
 
 maximum = _op(P.MAXIMUM, "maximum")
@@ -179,6 +189,12 @@ abs = _op(P.ABS, "abs")  # noqa: A001
 def sign(x: Tensor) -> Tensor:
     """-1, 0 or 1 by x's sign; a bool x is its own sign, as PyTorch's."""
     return apply(P.SIGN, x) if x.dtype is not D.bool_ else clone(x)
+
+
+@named_backward("SgnBackward0")
+def sgn(x: Tensor) -> Tensor:
+    """PyTorch's sgn: sign, for real tensors."""
+    return sign(x)
 
 
 erf = _op(P.ERF, "erf")
@@ -308,7 +324,8 @@ def clone(x: Tensor) -> Tensor:
 def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
     if dtype is not None:
         return in_dtype(sum, x, dtype, dim, keepdim)
-    return apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+    out = apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+    return out if dim is None else named(out, "SumBackward1")
 
 
 def in_dtype(fn: Callable[..., Tensor], x: Tensor, dtype: Any, *args: Any) -> Tensor:
@@ -348,7 +365,8 @@ def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
                            f"a floating point or complex dtype. Got: {D.scalar_type_name(rdt)}")
     if rdt is not x.dtype:
         x = cast(x, rdt)
-    return apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+    out = apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+    return out if dim is None else named(out, "MeanBackward1")
 
 
 def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
@@ -396,8 +414,9 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return maximum(x, dim)
     _check_reduced_nonempty("max", x, dim)
     if dim is None:
-        return amax(x)  # PyTorch's max() shares the gradient among ties, as amax does
-    return _extreme_at(x, dim, keepdim, argmax(x, dim, True))
+        # PyTorch's max() shares the gradient among ties, as amax does
+        return named(amax(x), "MaxBackward1")
+    return _extreme_at(x, dim, keepdim, argmax(x, dim, True), "MaxBackward0")
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -405,24 +424,24 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return minimum(x, dim)
     _check_reduced_nonempty("min", x, dim)
     if dim is None:
-        return reversed_order(amax(reversed_order(x)))
-    return _extreme_at(x, dim, keepdim, argmin(x, dim, True))
+        return named(reversed_order(amax(reversed_order(x))), "MinBackward1")
+    return _extreme_at(x, dim, keepdim, argmin(x, dim, True), "MinBackward0")
 
 
-def _extreme_at(x: Tensor, dim: Any, keepdim: bool, index: Tensor) -> MaxResult:
+def _extreme_at(x: Tensor, dim: Any, keepdim: bool, index: Tensor, name: str) -> MaxResult:
     """max(dim) / min(dim) from the index of the extreme (kept dim): the value is x there, so
     the gradient goes to that one element, as PyTorch's (amax shares it among ties: a row of
     ReLU zeros gave each a share)."""
     from .tensor_ops import gather_in_range
 
     if x.ndim == 0:
-        values = clone(x)
+        values = named(clone(x), name)
         return MaxResult(values, index if keepdim else reshape(index, ()))
     d = wrap_dim(dim, x.ndim)
     values = gather_in_range(x, d, index)
     if not keepdim:
         values, index = squeeze(values, d), squeeze(index, d)
-    return MaxResult(values, index)
+    return MaxResult(named(values, name), index)
 
 
 # --- shapes --------------------------------------------------------------------------------
@@ -509,13 +528,13 @@ def transpose(x: Tensor, d0: int, d1: int) -> Tensor:
     dims = list(range(x.ndim))
     d0, d1 = wrap_dim(d0, x.ndim), wrap_dim(d1, x.ndim)
     dims[d0], dims[d1] = dims[d1], dims[d0]
-    return apply(P.PERMUTE, x, dims=tuple(dims))
+    return named(apply(P.PERMUTE, x, dims=tuple(dims)), "TransposeBackward0")
 
 
 def t_(x: Tensor) -> Tensor:
     if x.ndim > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return transpose(x, 0, 1) if x.ndim == 2 else x
+    return named(transpose(x, 0, 1), "TBackward0") if x.ndim == 2 else x
 
 
 def expand(x: Tensor, *sizes: Any) -> Tensor:
@@ -541,13 +560,17 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = wrap_dim(dim, x.ndim + 1)
-    return apply(P.RESHAPE, x, shape=x.shape[:d] + (1,) + x.shape[d:])
+    return named(apply(P.RESHAPE, x, shape=x.shape[:d] + (1,) + x.shape[d:]), "UnsqueezeBackward0")
 
 
 def squeeze(x: Tensor, dim: Any = None) -> Tensor:
     axes = _axes(dim, x.ndim)
     shape = tuple(s for i, s in enumerate(x.shape) if not (i in axes and s == 1))
-    return x if shape == x.shape else apply(P.RESHAPE, x, shape=shape)
+    if shape == x.shape:
+        return x
+    # PyTorch's overloads: squeeze(), squeeze(dim), squeeze(dims)
+    which = 0 if dim is None else 1 if isinstance(dim, int) else 2
+    return named(apply(P.RESHAPE, x, shape=shape), f"SqueezeBackward{which}")
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
@@ -739,7 +762,28 @@ def getitem(x: Tensor, key: Any) -> Tensor:
         x, key = _lift_scalar_bools(x, key)
     template, idx, masks = _norm_key(key, x.device)
     _check_key(x.shape, template, idx, masks)
-    return getitem_key(x, *idx, key=template)
+    return named(getitem_key(x, *idx, key=template), _index_node_name(template, idx))
+
+
+def _index_node_name(template: tuple[Any, ...], idx: list[Tensor]) -> str:
+    """PyTorch's node of ``x[key]``: its last step that does something (an index tensor makes
+    it Index, else an int Select, a None Unsqueeze, a slice Slice; ``:`` and ``...`` none)."""
+    if idx:
+        return "IndexBackward0"
+    name = None
+    for k in template:
+        if type(k) is int:
+            name = "SelectBackward0"
+        elif k is None:
+            name = "UnsqueezeBackward0"
+        elif type(k) is slice and k != _FULL_SLICE:
+            name = "SliceBackward0"
+    if name is not None:
+        return name
+    return "AliasBackward0" if any(k is Ellipsis for k in template) else "SliceBackward0"
+
+
+_FULL_SLICE = slice(None)
 
 
 def getitem_key(x: Tensor, *idx: Tensor, key: Any) -> Tensor:
@@ -801,23 +845,29 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise ShapeError(f"stack expects each tensor to be equal size, but got "
                              f"{list(shape)} at entry 0 and {list(t.shape)} at entry {i}")
     d = wrap_dim(dim, len(shape) + 1)
-    return cat([unsqueeze(t, d) for t in tensors], d)
+    return named(cat([unsqueeze(t, d) for t in tensors], d), "StackBackward0")
 
 
 def matmul(a: Tensor, b: Tensor) -> Tensor:
-    return apply(P.MATMUL, a, b)
+    return named(apply(P.MATMUL, a, b), _MATMUL_NODES.get((a.ndim, b.ndim), "UnsafeViewBackward0"))
+
+
+# PyTorch's node of a matmul by the operands' ranks: the kernel it runs (a batched one
+# reshapes its bmm's result: UnsafeView)
+_MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackward0",
+                 (1, 2): "SqueezeBackward4"}
 
 
 # --- in place ------------------------------------------------------------------------------
 
 
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    return apply_inplace(P.ADD, t, other if alpha == 1 else mul(other, alpha)
+    return apply_inplace(P.ADD, t, other if alpha == 1 else _scaled(other, alpha)
                          if isinstance(other, Tensor) else other * alpha)
 
 
 def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    return apply_inplace(P.SUB, t, other if alpha == 1 else mul(other, alpha)
+    return apply_inplace(P.SUB, t, other if alpha == 1 else _scaled(other, alpha)
                          if isinstance(other, Tensor) else other * alpha)
 
 
@@ -831,18 +881,38 @@ def div_(t: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     return apply_inplace(P.DIV, t, other)
 
 
+def true_divide(a: Any, b: Any) -> Tensor:
+    """PyTorch's true_divide: div without a rounding mode."""
+    return div(a, b)
+
+
+def true_divide_(t: Tensor, other: Any) -> Tensor:
+    return div_(t, other)
+
+
 def pow_(t: Tensor, other: Any) -> Tensor:
     return apply_inplace(P.POW, t, other)
 
 
 def fill_(t: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.ndim} dimensions.")
+        if value.requires_grad:  # its gradient is the sum of t's
+            return named(copy_(t, value), "FillBackward3")
         value = value.item()
-    return apply_inplace(P.FILL, t, value=D.scalar_as(value, t.dtype))
+    return named(apply_inplace(P.FILL, t, value=D.scalar_as(value, t.dtype)), "FillBackward2")
+
+
+def zeros_like(x: Tensor) -> Tensor:
+    """Zeros of x's shape, dtype and device, as a graph op: the gradient of an input a
+    backward formula's output does not depend on (PyTorch's zeros, not None)."""
+    return apply(P.FILL, x, value=D.scalar_as(0, x.dtype))
 
 
 def zero_(t: Tensor) -> Tensor:
-    return fill_(t, 0)
+    return named(fill_(t, 0), "ZeroBackward0")
 
 
 def copy_(t: Tensor, src: Tensor) -> Tensor:
@@ -898,6 +968,7 @@ def frac(x: Tensor) -> Tensor:
 
 
 @half_in_float32
+@named_backward("LerpBackward0")
 def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
     |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
@@ -907,13 +978,14 @@ def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     diff = sub(end, start)
     if not isinstance(weight, Tensor):
         if -0.5 < weight < 0.5:
-            return add(start, mul(diff, weight))
-        return sub(end, mul(diff, 1 - weight))
+            return add(start, _scaled(diff, weight))
+        return sub(end, _scaled(diff, 1 - weight))
     near_start = lt(abs(weight), 0.5)
     return where(near_start, add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))))
 
 
 @half_in_float32
+@named_backward("AddcmulBackward0")
 def addcmul(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
     """t + value * t1 * t2."""
     t1, t2 = _promoted_with(t, t1, t2)

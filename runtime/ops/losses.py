@@ -18,6 +18,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
+from .dispatch import named, named_backward
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -116,6 +117,7 @@ def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
     return F.where(empty, F.div(total.detach(), weight_sum.detach()), mean)
 
 
+@named_backward("NllLossBackward0")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
              reduction: str = "mean") -> Tensor:
@@ -173,7 +175,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     logp = log_softmax(rows, 1)
     nll = _nll_rows(logp, tgt, c, weight, ignore_index, reduction, tuple(target.shape))
     if not label_smoothing:
-        return nll
+        return named(nll, "NllLossBackward0")
     keep = F.cast(F.ne(tgt, ignore_index), logp.dtype)
     wl = logp if weight is None else F.mul(logp, F.reshape(weight, (1, c)))
     smooth = F.mul(F.neg(F.sum(wl, 1)), keep)
@@ -218,6 +220,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
     return _reduce(loss, reduction, "cross_entropy")
 
 
+@named_backward("BinaryCrossEntropyWithLogitsBackward0")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean",
@@ -274,6 +277,7 @@ def _bce_elements(x: Tensor, t: Tensor) -> Tensor:
     return F.where(wide, plain, edge)
 
 
+@named_backward("BinaryCrossEntropyBackward0")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
@@ -293,6 +297,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction, "binary_cross_entropy")
 
 
+@named_backward("MseLossBackward0")
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
              reduce: Any = None, reduction: str = "mean") -> Tensor:
     reduction = _legacy(size_average, reduce, reduction)
@@ -312,6 +317,7 @@ def _piecewise(d: Tensor, limit: float, inner: Tensor, outer: Tensor) -> Tensor:
     return F.where(F.lt(F.abs(d), limit), inner, outer)
 
 
+@named_backward("SmoothL1LossBackward0")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
                    reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (L1 at beta = 0)."""
@@ -327,6 +333,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # n
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
+@named_backward("HuberLossBackward0")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""

@@ -16,6 +16,7 @@ from .. import _dtype as D
 from .. import creation
 from ..tensor import Tensor
 from . import functional as F
+from .dispatch import keeps_saved, named_backward
 from .extra_ops import diag, logical_xor
 from .products import einsum
 from .shapes import broadcast_shapes
@@ -93,6 +94,7 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
     return tuple(grids)
 
 
+@named_backward("TraceBackward0")
 def trace(x: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
     if x.ndim != 2:
@@ -101,6 +103,7 @@ def trace(x: Tensor) -> Tensor:
     return F.sum(diag(x))
 
 
+@named_backward("DiagonalBackward0")
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal ``offset`` (above the main one when positive) of the matrices in dims
     ``dim1`` and ``dim2``, as a last dimension after the others. PyTorch's is a view; this
@@ -115,9 +118,10 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     n = max(0, min(rows - r0, cols - c0))
     r = creation.arange(r0, r0 + n, device=x.device)
     c = creation.arange(c0, c0 + n, device=x.device)
-    return moved[(Ellipsis, r, c)]
+    return keeps_saved(moved[(Ellipsis, r, c)])  # PyTorch's view saves no index
 
 
+@named_backward("MvBackward0")
 def mv(mat: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector, PyTorch's checks and texts."""
     if mat.ndim != 2 or vec.ndim != 1:

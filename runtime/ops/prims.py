@@ -578,20 +578,41 @@ def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
         # from dtypes, not arrays: numpy's result_type refuses device arrays
         dt = np.result_type(getattr(a, "dtype", a), getattr(b, "dtype", b))
     shape = np.broadcast_shapes(cond.shape, getattr(a, "shape", ()), getattr(b, "shape", ()))
-    if dt.kind == "f" and cond.size >= 1024 and cond.shape == shape:
-        # numpy's where branches per element, which is slow on the random masks of ReLU and
-        # friends; cond * a + ~cond * b is exact for finite values (one term is 0)
-        # an inf times the 0 of a false mask is nan: then numpy's where, and no warning
-        with np.errstate(invalid="ignore"):
-            if isinstance(a, (int, float)) and a == 0:  # relu's where(x <= 0, 0, x)
-                out = xp.multiply(~cond, b, dtype=dt)
-            else:
-                out = xp.multiply(cond, a, dtype=dt)
-                if not (isinstance(b, (int, float)) and b == 0):
-                    out += xp.multiply(~cond, b, dtype=dt)
-        if not xp.isnan(out).any():
-            return out
+    if xp is np and dt in _SAME_SIZE_INTS and cond.size >= 1024 and cond.shape == shape:
+        return _where_bits(cond, a, b, dt)
     return xp.where(cond, a, b).astype(dt, copy=False)
+
+
+# a float dtype's bits as the signed integers of its size
+_SAME_SIZE_INTS = {np.dtype(f): np.dtype(i) for f, i in
+                   (("float16", "int16"), ("float32", "int32"), ("float64", "int64"))}
+
+
+def _where_bits(cond: np.ndarray, a: Any, b: Any, dt: np.dtype) -> np.ndarray:
+    """where(cond, a, b) for a float ``dt`` and a cond of the result's shape, as a select of
+    the values' bits by a mask of all ones where cond holds: exact as numpy's where (a -0,
+    a NaN and an inf kept as they are) without its branch per element, slow on the random
+    masks of ReLU and friends. A scalar +0 (relu's where(x <= 0, 0, x)) is the mask alone."""
+    it = _SAME_SIZE_INTS[dt]
+    if _is_plus_zero(a):  # ones where cond does not hold: b's bits there, +0 elsewhere
+        m = np.subtract(cond, 1, dtype=it)
+        return np.bitwise_and(m, _bits(b, dt, it), out=m).view(dt)
+    m = np.negative(cond, dtype=it)
+    if _is_plus_zero(b):
+        return np.bitwise_and(m, _bits(a, dt, it), out=m).view(dt)
+    out = np.bitwise_and(m, _bits(a, dt, it))
+    np.invert(m, out=m)
+    np.bitwise_and(m, _bits(b, dt, it), out=m)
+    return np.bitwise_or(out, m, out=out).view(dt)
+
+
+def _is_plus_zero(v: Any) -> bool:
+    return type(v) in (int, float) and v == 0 and math.copysign(1.0, v) > 0
+
+
+def _bits(v: Any, dt: np.dtype, it: np.dtype) -> np.ndarray:
+    """An array or scalar's values in ``dt``, viewed as the integers ``it`` of their bits."""
+    return np.asarray(v, dt).view(it)
 
 
 _where_broadcast_infer = _elementwise_infer(PROMOTE_SAME, (1, 2))
@@ -622,35 +643,9 @@ def _where_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPat
         return None  # the impl raises: let it
     if dt != out_meta[1] or tuple(shape) != tuple(out_meta[0]):
         return None
-    big = dt.kind == "f" and math.prod(cm[0]) >= 1024 and tuple(cm[0]) == tuple(shape)
-    if big and a_array:
-        add_b = b_array or not (isinstance(b, (int, float)) and b == 0)
-        return lambda cond, a, b: _where_masked(cond, a, b, dt, add_b)
-    if big and isinstance(am, (int, float)) and am == 0 and tuple(b[0]) == tuple(shape):
-        return lambda cond, a, b: _where_zero_first(cond, a, b, dt)
+    if dt in _SAME_SIZE_INTS and math.prod(cm[0]) >= 1024 and tuple(cm[0]) == tuple(shape):
+        return lambda cond, a, b: _where_bits(cond, a, b, dt)
     return lambda cond, a, b: np.where(cond, a, b).astype(dt, copy=False)
-
-
-def _where_zero_first(cond: np.ndarray, a: Any, b: Any, dt: np.dtype) -> Any:
-    """where(cond, a, b) for a scalar ``a`` (relu's where(x <= 0, 0, x)): ~cond * b where a is
-    0, one temporary mask instead of cond * 0 and a sum."""
-    if not (isinstance(a, (int, float)) and a == 0):
-        return np.where(cond, a, b).astype(dt, copy=False)
-    with np.errstate(invalid="ignore"):
-        out = np.multiply(~cond, b, dtype=dt)
-    if not np.count_nonzero(np.isnan(out)):
-        return out
-    return np.where(cond, a, b).astype(dt, copy=False)
-
-
-def _where_masked(cond: np.ndarray, a: Any, b: Any, dt: np.dtype, add_b: bool) -> Any:
-    with np.errstate(invalid="ignore"):  # inf * 0 is nan: numpy's where below, silently
-        out = np.multiply(cond, a, dtype=dt)
-        if add_b:
-            out += np.multiply(~cond, b, dtype=dt)
-    if not np.count_nonzero(np.isnan(out)):  # isnan(out).any(), in one C call
-        return out
-    return np.where(cond, a, b).astype(dt, copy=False)
 
 
 WHERE = register(Primitive(
@@ -673,7 +668,7 @@ def _cast_impl(xp: Any, x: Any, *, dtype: D.DType) -> Any:
 CAST = register(Primitive(
     "cast", impl=_cast_impl, infer=_cast_infer,
     backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",), lower=_lower_cast,
-    elementwise=True, flops=flops_none))
+    elementwise=True, flops=flops_none, node_name="ToCopyBackward0"))
 
 
 def _clamp_bwd(c: Any, g: Any) -> tuple[Any]:
@@ -701,7 +696,8 @@ def _clamp(xp: Any, x: Any, *, min: Any, max: Any) -> Any:  # noqa: A002 - PyTor
 CLAMP = register(Primitive(
     "clamp", impl=_clamp,
     infer=lambda x, *, min, max: (x.shape, x.dtype), backward=_clamp_bwd, saves=(0,),
-    attrs=("min", "max"), elementwise=True, flops=flops_elementwise))
+    attrs=("min", "max"), elementwise=True, flops=flops_elementwise,
+    node_name="ClampBackward1"))
 
 CLONE = register(Primitive(
     "clone", impl=lambda xp, x: x.copy(), infer=lambda x: (x.shape, x.dtype),
@@ -709,7 +705,7 @@ CLONE = register(Primitive(
 
 FILL = register(Primitive(
     "fill", impl=lambda xp, x, *, value: xp.full(x.shape, value, dtype=x.dtype),
-    infer=lambda x, *, value: (x.shape, x.dtype), backward=lambda c, g: (None,),
+    infer=lambda x, *, value: (x.shape, x.dtype), backward=lambda c, g: (F.zeros_like(g),),
     attrs=("value",), flops=flops_none))
 
 
@@ -721,7 +717,9 @@ def _copy_impl(xp: Any, x: Any, src: Any) -> Any:
 
 COPY = register(Primitive(
     "copy", impl=_copy_impl, infer=lambda x, src: (x.shape, x.dtype),
-    backward=lambda c, g: (None, F.sum_to(F.cast(g, c.dtype(1)), c.shape(1))), flops=flops_none))
+    backward=lambda c, g: (F.zeros_like(g) if c.needs(0) else None,
+                           F.sum_to(F.cast(g, c.dtype(1)), c.shape(1)) if c.needs(1) else None),
+    flops=flops_none, node_name="CopyBackwards"))
 
 
 def _to_device_impl(xp: Any, x: Any, *, device: str) -> Any:
@@ -1143,7 +1141,7 @@ def _reshape_fast(attrs: Attrs) -> Callable[..., Any]:
 RESHAPE = register(Primitive(
     "reshape", impl=_reshape_impl, infer=_reshape_infer,
     backward=lambda c, g: (F.reshape(g, c.shape(0)),), view=True, attrs=("shape",),
-    flops=flops_none, specializer=_view_fast(_reshape_fast)))
+    flops=flops_none, specializer=_view_fast(_reshape_fast), node_name="ViewBackward0"))
 
 
 def _permute_infer(x: Meta, *, dims: tuple[int, ...]) -> tuple[Any, D.DType]:
@@ -1610,5 +1608,5 @@ def _matmul_add_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
 
 MATMUL_ADD = register(Primitive(
     "matmul_add", impl=_matmul_add_impl, infer=_matmul_add_infer, backward=_matmul_add_bwd,
-    saves=(0, 1), extern=True, flops=_matmul_add_flops))
+    saves=(0, 1), extern=True, flops=_matmul_add_flops, node_name="AddmmBackward0"))
 

@@ -11,7 +11,7 @@ from .._dtype import scalar_type_name, type_meta_name
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
-from .dispatch import apply
+from .dispatch import apply, named_backward
 
 
 def _same_dtype(a: Tensor, b: Tensor) -> None:
@@ -69,6 +69,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
     return F.add(F.mul(input, beta) if beta != 1 else input, product)
 
 
+@named_backward("BmmBackward0")
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")

@@ -11,6 +11,7 @@ from typing import Any
 from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
+from .dispatch import named, named_backward
 from .shapes import wrap_dim
 
 def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
@@ -41,7 +42,7 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
         flat = F.reshape(x, (-1,))
         if not flat.numel():
             return F.add(F.sum(flat), 1)  # the empty product, still of x's graph
-        return F.getitem(F.cumprod(flat, 0), -1)
+        return named(F.getitem(F.cumprod(flat, 0), -1), "ProdBackward0")
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
     if x.ndim == 0:
@@ -52,7 +53,7 @@ def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any
     if n == 0:
         return F.add(F.sum(x, d, keepdim), 1)
     last = slice(n - 1, n) if keepdim else n - 1
-    return F.getitem(F.cumprod(x, d), (slice(None),) * d + (last,))
+    return named(F.getitem(F.cumprod(x, d), (slice(None),) * d + (last,)), "ProdBackward1")
 
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
@@ -85,6 +86,7 @@ def _root(s: Tensor, p: float) -> Tensor:
     return F.where(zero, 0.0, root)
 
 
+@named_backward("LinalgVectorNormBackward0")
 def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
     """Tensor.norm: the vector norm of x over ``dim`` ("fro" is the 2-norm)."""
     if p == "fro":
@@ -102,6 +104,7 @@ def _correction(unbiased: Any, correction: Any) -> float:
     return 1.0 if unbiased is None or unbiased else 0.0
 
 
+@named_backward("VarBackward0")
 def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     if isinstance(dim, bool):  # var(unbiased) positionally, as PyTorch's overload
@@ -121,6 +124,7 @@ def _var(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
     return F.div(total, builtins.max(0.0, n - _correction(unbiased, correction)))
 
 
+@named_backward("StdBackward0")
 def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
         correction: Any = None) -> Tensor:
     if isinstance(dim, bool):
@@ -133,6 +137,7 @@ def _std(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
     return F.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
 
 
+@named_backward("LogsumexpBackward0")
 def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
     if not x.dtype.is_floating_point:
         x = F.cast(x, D.default_float)

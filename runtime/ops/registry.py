@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -146,6 +147,8 @@ class Primitive:
     transfer: bool = False  # a copy between host and device memory
     # a fast path next to the impl (see specialize); a ufunc primitive has one by default
     specializer: Specializer | None = None
+    # PyTorch's name of its backward node where it is not the CamelCase of ``name``
+    node_name: str | None = None
 
     def is_view(self, attrs: Attrs) -> bool:
         """Whether the output shares argument 0's storage for these attrs."""
@@ -165,8 +168,12 @@ class Primitive:
     @functools.cached_property
     def backward_name(self) -> str:
         """PyTorch's name of its backward node (``MmBackward0``); made once: a capture asks
-        it of every node it records."""
-        return "".join(p.capitalize() for p in self.name.split("_")) + "Backward0"
+        it of every node it records. A letter after a digit is capital, as PyTorch's
+        (``Log1PBackward0``)."""
+        if self.node_name is not None:
+            return self.node_name
+        camel = "".join(p.capitalize() for p in self.name.split("_"))
+        return re.sub(r"(?<=\d)[a-z]", lambda m: m.group().upper(), camel) + "Backward0"
 
 
 REGISTRY: dict[str, Primitive] = {}

@@ -16,7 +16,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
-from .dispatch import apply
+from .dispatch import apply, keeps_saved, named, named_backward
 from .shapes import broadcast_shapes, wrap_dim, wrap_dims
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -109,12 +109,14 @@ def invert(x: Tensor) -> Tensor:
     return bitwise_not(x)
 
 
+@named_backward("PowBackward0")
 def square(x: Tensor) -> Tensor:
     """x * x; of a bool x, PyTorch's pow(x, 2): int64."""
     return F.mul(x, x) if x.dtype is not D.bool_ else F.pow(x, 2)
 
 
 @F.half_in_float32
+@named_backward("RsqrtBackward0")
 def rsqrt(x: Tensor) -> Tensor:
     return F.div(1.0, F.sqrt(x))
 
@@ -143,9 +145,11 @@ def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got split_sizes="
                                f"{sizes}")
+    name = "SplitBackward0" if isinstance(split_size_or_sections, int) else \
+        "SplitWithSizesBackward0"
     out, start = [], 0
     for s in sizes:
-        out.append(F.getitem(x, (slice(None),) * d + (slice(start, start + s),)))
+        out.append(named(F.getitem(x, (slice(None),) * d + (slice(start, start + s),)), name))
         start += s
     return tuple(out)
 
@@ -165,17 +169,20 @@ def _triangle(x: Tensor, diagonal: int, name: str, lower: bool) -> Tensor:
     offset = F.sub(cols, rows)
     keep = F.le(offset, diagonal) if lower else F.ge(offset, diagonal)
     zero: Any = False if x.dtype is D.bool_ else 0 if x.dtype.category == 1 else 0.0
-    return F.where(keep, x, zero)
+    return keeps_saved(F.where(keep, x, zero))  # PyTorch's tril saves no mask
 
 
+@named_backward("TrilBackward0")
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(x, diagonal, "tril", lower=True)
 
 
+@named_backward("TriuBackward0")
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(x, diagonal, "triu", lower=False)
 
 
+@named_backward("RepeatBackward0")
 def repeat(x: Tensor, *sizes: Any) -> Tensor:
     reps = F._shape_arg(sizes)
     if len(reps) < x.ndim:
@@ -192,6 +199,7 @@ def repeat(x: Tensor, *sizes: Any) -> Tensor:
     return F.reshape(F.clone(tiled), tuple(r * s for r, s in zip(reps, shape)))
 
 
+@named_backward("IndexSelectBackward0")
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     index = int64_index(index, "index_select(): Expected dtype int32 or int64 for index")
     if index.ndim > 1:
@@ -205,6 +213,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return F.getitem_key(x, index, key=(slice(None),) * d + (P.IndexArg(0),))
 
 
+@named_backward("GatherBackward0")
 def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
     d = _dim(x, dim)
     index = _scatter_index(index, "gather")
@@ -315,6 +324,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 # how PyTorch's masked_fill error names a dtype
 
+@named_backward("MaskedFillBackward0")
 def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
         got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
@@ -380,8 +390,8 @@ def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = Fals
     d = _dim(x, dim)
     indices = apply(P.ARGSORT, x, axis=d, descending=bool(descending))
     if x.ndim == 0:
-        return SortResult(F.clone(x), indices)
-    return SortResult(gather(x, d, indices), indices)
+        return SortResult(named(F.clone(x), "SortBackward0"), indices)
+    return SortResult(named(gather(x, d, indices), "SortBackward0"), indices)
 
 
 def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
@@ -400,9 +410,9 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
         raise RuntimeError("selected index k out of range")
     order = apply(P.ARGSORT, x, axis=d, descending=bool(largest))
     if x.ndim == 0:
-        return TopkResult(F.clone(x), order)
+        return TopkResult(named(F.clone(x), "TopkBackward0"), order)
     indices = F.getitem(order, (slice(None),) * d + (slice(0, k),))
-    return TopkResult(gather(x, d, indices), indices)
+    return TopkResult(named(gather(x, d, indices), "TopkBackward0"), indices)
 
 
 # --- small compositions PyTorch has as free functions -----------------------------------------
@@ -412,6 +422,7 @@ def logical_not(x: Tensor) -> Tensor:
     return F.eq(x, False if x.dtype is D.bool_ else 0)
 
 
+@named_backward("ReciprocalBackward0")
 def reciprocal(x: Tensor) -> Tensor:
     return F.div(1.0, x)
 
@@ -437,6 +448,7 @@ def clamp_max(x: Tensor, max: Any) -> Tensor:  # noqa: A002
     return F.clamp(x, max=max)
 
 
+@named_backward("FlipBackward0")
 def flip(x: Tensor, *dims: Any) -> Tensor:
     """A copy with ``dims`` reversed (PyTorch's flip copies; a reversed slice would alias);
     ``flip((0, 1))`` or ``flip(0, 1)``."""
@@ -449,6 +461,7 @@ def flip(x: Tensor, *dims: Any) -> Tensor:
     return F.clone(F.getitem(x, key)) if axes else F.clone(x)
 
 
+@named_backward("SliceBackward0")
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = _dim(x, dim)
     n = x.shape[d]
@@ -460,7 +473,8 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     d = _dim(x, dim)
-    return tuple(F.getitem(x, (slice(None),) * d + (i,)) for i in range(x.shape[d]))
+    return tuple(named(F.getitem(x, (slice(None),) * d + (i,)), "UnbindBackward0")
+                 for i in range(x.shape[d]))
 
 
 def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[int]
@@ -494,6 +508,7 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
     return F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0))
 
 
+@named_backward("DotBackward0")
 def dot(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
