@@ -68,6 +68,13 @@ class Capture:
     # Python calls the step made that the plan cannot hold (an lr scheduler's step), to run
     # at every replay: (when, call), when "before" the plan or "after" it (Tracer.on_effect)
     effects: list[tuple[str, Any]] = field(default_factory=list)
+    # train()/eval() calls the step made, (module, mode): those before any module's forward
+    # ran are made again before each replay's guards (a step beginning with model.train(),
+    # called after an evaluation, replays); the later ones after each replay, and the modes
+    # they changed are guarded as the step found them (``found_modes``: id -> (module, mode))
+    modes: list[tuple[Any, bool]] = field(default_factory=list)
+    late_modes: list[tuple[Any, bool]] = field(default_factory=list)
+    found_modes: dict[int, tuple[Any, bool]] = field(default_factory=dict)
 
 
 class Tracer:
@@ -100,6 +107,9 @@ class Tracer:
         self.seen_backward = False
         self.effects: list[tuple[str, Any]] = []
         self._effect_on: dict[int, str] = {}  # id(optimizer) -> an "after" effect's name
+        self.modes: list[tuple[Any, bool]] = []
+        self.late_modes: list[tuple[Any, bool]] = []
+        self.found_modes: dict[int, tuple[Any, bool]] = {}
 
     # --- graph values -----------------------------------------------------------------------
     def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
@@ -336,6 +346,15 @@ class Tracer:
     def on_module(self, module: Any) -> None:
         self.modules.setdefault(id(module), module)
 
+    def on_mode(self, module: Any, mode: bool) -> None:
+        """``module.train(mode)`` is about to run (Capture.modes)."""
+        if not self.modules:
+            self.modes.append((module, mode))
+            return
+        self.late_modes.append((module, mode))
+        for m in module.modules():
+            self.found_modes.setdefault(id(m), (m, m.training))
+
     def on_optimizer(self, opt: Any) -> None:
         if id(opt) not in self.optimizers:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
@@ -423,7 +442,7 @@ class Tracer:
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
                        [o for o, _ in self.optimizers.values()], grad_none, created,
-                       self.effects)
+                       self.effects, self.modes, self.late_modes, self.found_modes)
 
     def restore_generators(self) -> None:
         """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""

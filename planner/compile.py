@@ -83,6 +83,9 @@ class Binding:
     # Python calls replayed around the plan (Capture.effects: lr schedulers' steps)
     effects: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
     module_version: int = -1  # the modules' structure version when last found unchanged
+    # the train()/eval() calls the step begins with (Capture.modes), made before the guards:
+    # (module, its modules as captured, mode)
+    modes: list[tuple[Any, tuple[Any, ...], bool]] = field(default_factory=list)
     # the slots failed_guard checks, in slot order, each with its kind decided once: a tensor
     # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
     guarded: list[tuple[bool, Slot]] = field(init=False, repr=False)
@@ -99,6 +102,9 @@ class Binding:
     def check(self, args: tuple[Any, ...]) -> str | None:
         """``failed_guard``, asked only where the generated guards (``planner.guards``) do
         not pass."""
+        for module, modules, mode in self.modes:  # as the step's first lines would
+            if any(m.training is not mode for m in modules):
+                module.train(mode)
         quick = self.quick
         if quick is None:
             quick = self.quick = guards.build(self)
@@ -139,6 +145,8 @@ class Binding:
                 return f"{type(module).__name__} switched between train() and eval()"
             if now[2] != params[2]:
                 return f"a forward or backward hook of {type(module).__name__} was added or removed"
+            if now[3] != params[3]:
+                return _setting_change(params[3], now[3])
         for opt, key in self.optimizers:
             if not _optimizer_matches(opt, key):
                 return f"{type(opt).__name__}: {_optimizer_change(opt, key)}"
@@ -152,14 +160,43 @@ class Binding:
         return found
 
 
-def _module_params(module: Any) -> tuple[Any, ...]:
-    """What a captured module's forward was traced with: its parameters, train/eval modes and
-    forward and backward hooks (a backward hook registered after the capture was skipped by
-    the plan, silently)."""
+def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
+                   ) -> tuple[Any, ...]:
+    """What a captured module's forward was traced with: its parameters, train/eval modes
+    (those in ``found`` as found there: Capture.found_modes), forward and backward hooks (a
+    backward hook registered after the capture was skipped by the plan, silently) and
+    settings (``_settings``)."""
+    modules = list(module.modules())
+    found = found or {}
     return (tuple((name, id(p)) for name, p in module.named_parameters()),
-            tuple(m.training for m in module.modules()),
+            tuple(found.get(id(m), (m, m.training))[1] for m in modules),
             tuple((*m._forward_pre_hooks, -1, *m._forward_hooks, -2, *m._backward_pre_hooks,
-                   -3, *m._backward_hooks) for m in module.modules()))
+                   -3, *m._backward_hooks) for m in modules),
+            tuple((m, _settings(m)) for m in modules))
+
+
+_SETTING_TYPES = (bool, int, float, str, type(None))
+
+
+def _settings(module: Any) -> tuple[tuple[str, Any], ...]:
+    """A module's plain settings, which its forward reads as constants (Dropout's p, a loss's
+    reduction, ignore_index and label_smoothing, a norm's eps): its public attributes that
+    are numbers, strings, None, or tuples of them."""
+    return tuple((name, value) for name, value in vars(module).items()
+                 if not name.startswith("_") and name != "training" and all(
+                     type(v) in _SETTING_TYPES
+                     for v in (value if type(value) in (tuple, list) else (value,))))
+
+
+def _setting_change(was: tuple[Any, ...], now: tuple[Any, ...]) -> str:
+    """Which module setting changed, for the recompile log."""
+    for (module, old), (_, new) in zip(was, now):
+        before, after = dict(old), dict(new)
+        for name in before.keys() | after.keys():
+            if before.get(name, MISSING) != after.get(name, MISSING):
+                return (f"{type(module).__name__}.{name} is {after.get(name, MISSING)!r} "
+                        f"(it was {before.get(name, MISSING)!r})")
+    return "a module setting changed"
 
 
 def _outermost(modules: list[Any]) -> list[Any]:
@@ -545,10 +582,14 @@ class CompiledStep:
                 plan_cache.store(plan_key, plan, self.cache_dir)
         plan.configure(self.workers, self.executor)
         self.captures += 1
+        found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
         return Binding(plan, cap.slots, cap.generators,
-                       [(m, _module_params(m)) for m in _outermost(cap.modules)],
+                       [(m, _module_params(m, found)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
-                       _python_values(self.fn), cap.effects)
+                       _python_values(self.fn), cap.effects + [
+                           ("after", functools.partial(m.train, mode))
+                           for m, mode in cap.late_modes],
+                       modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes])
 
     def _stored(self, plan_key: str, cap: Capture, build: bool) -> Plan | None:
         """The plan kept under ``plan_key`` by an earlier process (planner.plan_cache), its

@@ -494,6 +494,9 @@ class Module:
     def train(self, mode: bool = True) -> Self:
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 - as torch
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            tracer.on_mode(self, mode)  # a compiled step makes it again at each replay
         for module in self.modules():
             object.__setattr__(module, "training", mode)
         _changed()

@@ -63,9 +63,6 @@ def test_compiled_vae_draws_as_eager(tmp_path: Path) -> None:
     assert len(set(got.losses)) == len(got.losses)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="planner.compile: a module's train/eval modes are guarded as the step "
-                          "left them, not as it found them")
 def test_step_calling_train_captures_once_per_mode() -> None:
     """An epoch loop ending in model.eval() with a step that starts with model.train(): two
     captures (one per mode the step is entered in), not one per epoch."""
@@ -182,10 +179,6 @@ def _losses_after_attribute_change(compiled: bool, change: str) -> list[float]:
     return losses
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="planner.compile: a module's plain attributes (Dropout.p, a loss's "
-                          "label_smoothing or reduction) are not guarded: the plan keeps the "
-                          "captured values")
 @pytest.mark.parametrize("change", ["p", "label_smoothing", "reduction"])
 def test_changed_module_attribute_is_replayed(change: str) -> None:
     np.testing.assert_allclose(_losses_after_attribute_change(True, change),
