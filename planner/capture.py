@@ -91,6 +91,10 @@ class Tracer:
         # one tensor: ``step(tokens[:, :-1], tokens[:, 1:])``): a capture reads each as its own
         # input, exact until the step writes one in place
         self.overlapping: dict[int, int] = {}
+        # slot index -> the array of a view of a tensor from outside the step (nanoGPT's
+        # causal mask buffer, ``tril(ones(T, T)).view(1, 1, T, T)``): read as a state of its
+        # own, exact while the step writes neither it nor memory it shares (``finish``)
+        self.outside_views: dict[int, Any] = {}
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
@@ -220,11 +224,13 @@ class Tracer:
         hit = self.cells.get(id(data))
         if hit is not None:
             return hit[0]
-        if t._base is not None:
-            raise GraphBreak("a view of a tensor from outside the step is used")
-        desc = f"tensor{list(t.shape)}"
-        return self._new_slot(Slot("tensor", t, tuple(t.shape), t.dtype, self.device_of(t), desc,
+        desc = f"tensor{list(t.shape)}" if t._base is None else \
+            f"a view tensor{list(t.shape)} of a tensor from outside the step"
+        cell = self._new_slot(Slot("tensor", t, tuple(t.shape), t.dtype, self.device_of(t), desc,
                                    requires_grad=t._rg), data, t)
+        if t._base is not None:
+            self.outside_views[len(self.slots) - 1] = data
+        return cell
 
     def write(self, t: Tensor, value: Tensor) -> None:
         """An in-place write: ``t``'s storage now holds ``value``'s graph value."""
@@ -397,6 +403,23 @@ class Tracer:
         self.node_stack.pop()
 
     # --- finishing --------------------------------------------------------------------------
+    def _check_outside_views(self, writes: list[tuple[int, int]]) -> None:
+        """A view of a tensor from outside the step is its own state slot: exact unless the
+        step writes it, or a state or argument sharing its memory (the plan would not see one
+        through the other)."""
+        if not self.outside_views:
+            return
+        written = {index for index, _ in writes}
+        arrays = {index: keep._data for _, index, keep in self.cells.values()
+                  if isinstance(keep, Tensor)}
+        for index, view in self.outside_views.items():
+            for other in written:
+                if other == index or (other in arrays and type(view) is np.ndarray
+                                      and np.may_share_memory(view, arrays[other])):
+                    raise GraphBreak(f"{self.slots[index].desc} is used, and the step writes "
+                                     f"{'it' if other == index else 'memory it shares'} in "
+                                     "place")
+
     def finish(self, result: Any) -> Capture:
         """Collect the writes and outputs and undo Python-side state changes."""
         for generator, state in self.generator_states.values():
@@ -410,6 +433,7 @@ class Tracer:
                                  f"{self.slots[index].desc} in place")
             if self.slots[index].kind != "grad" and cell.node != self.source[index]:
                 writes.append((index, cell.node))
+        self._check_outside_views(writes)
         grad_none: list[tuple[Tensor, bool, int | None]] = []
         created: list[str] = []
         for key, (owner, value) in self.grad_shadow.items():
