@@ -21,7 +21,7 @@ from .. import _dtype as D
 from ..autograd.node import Meta
 from ..tensor import Tensor
 from . import functional as F
-from .dispatch import named_backward
+from .dispatch import named, named_backward
 from .registry import Primitive, flops_none, generated_windows, register
 
 Pair = tuple[int, int]
@@ -433,8 +433,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     values = F.reshape(F.sum(picked, 2), (n, c, *out))
     if values.dtype is not x.dtype:  # an integer sum is int64
         values = F.cast(values, x.dtype)
-    if input.ndim == 3:
-        values = F.squeeze(values, 0)
+    values = named(values if input.ndim == 4 else F.squeeze(values, 0),
+                   "MaxPool2DWithIndicesBackward0")
     if not return_indices:
         return values
     # each tap's flat input position (-1 in padding), then the one argmax picked
@@ -516,6 +516,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
         xr = F.cat(rows, 2)
         out = F.cat([F.mean(xr[:, :, :, (j * w) // ow:-(-((j + 1) * w) // ow)], 3,
                             keepdim=True) for j in range(ow)], 3)
+    # PyTorch's: a mean over the plane for output size 1
+    out = named(out, "MeanBackward1" if oh == ow == 1 else "AdaptiveAvgPool2DBackward0")
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
@@ -822,6 +824,7 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
 # ------------------------------------------------------------------- batch norm, pad
 
 
+@named_backward("NativeBatchNormBackward0")
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
                weight: Tensor | None = None, bias: Tensor | None = None,
                training: bool = False, momentum: float | None = 0.1,
@@ -929,7 +932,14 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
         else:
             idx = np.concatenate([body[n - lo:], body, body[:hi]])
         out = index_select(out, dim, tensor(idx.astype(np.int64), device=out.device))
-    return out if out is not input else F.clone(input)
+    out = out if out is not input else F.clone(input)
+    name = _PAD_NODES.get(mode)
+    return out if name is None else named(out, name.format(len(pad) // 2))
+
+
+# PyTorch's backward node of F.pad by mode (of the number of padded dims)
+_PAD_NODES = {"constant": "ConstantPadNdBackward0", "reflect": "ReflectionPad{}DBackward0",
+              "replicate": "ReplicationPad{}DBackward0"}
 
 
 # ------------------------------------------------------------- transposed convolution

@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from ..tracing import GraphBreak, is_tracing
 from . import functional as F
 from . import prims as P
-from .dispatch import apply, named_backward
+from .dispatch import apply, keeps_saved, named, named_backward
 from .inplace import check_fits
 from .reductions import std, var
 from .shapes import broadcast_shapes
@@ -33,6 +33,7 @@ from .tensor_ops import (
     scatter_add,
     scatter_reduce,
     split,
+    zero_of,
 )
 
 
@@ -121,12 +122,14 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     k = diagonal
     if x.ndim == 1:
         n = x.shape[0]
-        square = F.mul(eye(n, dtype=x.dtype, device=x.device), x)
-        if k == 0:
-            return square
-        from .conv import pad
+        # x where the eye is set, else 0 (x * eye made nan of an inf's row): nothing saved
+        square = keeps_saved(F.where(eye(n, dtype=D.bool_, device=x.device), x,
+                                     zero_of(x.dtype)))
+        if k:
+            from .conv import pad
 
-        return pad(square, (k, 0, 0, k) if k > 0 else (0, -k, -k, 0))
+            square = pad(square, (k, 0, 0, k) if k > 0 else (0, -k, -k, 0))
+        return named(square, "DiagEmbedBackward0")
     if x.ndim != 2:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
     rows, cols = x.shape
@@ -136,7 +139,7 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
         return x.reshape(-1)[:0]
     r = arange(r0, r0 + n, device=x.device)
     c = arange(c0, c0 + n, device=x.device)
-    return x[r, c]
+    return named(keeps_saved(x[r, c]), "DiagonalBackward0")
 
 
 def logaddexp(a: Tensor, b: Any) -> Tensor:

@@ -19,6 +19,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
+from .dispatch import named
 from .shapes import wrap_dim
 
 MedianResult = namedtuple("MedianResult", ["values", "indices"])
@@ -259,7 +260,8 @@ def _cum_extreme(x: Tensor, dim: int, greater: bool) -> MedianResult:
         idx = F.where(take_left, left_i, idx)
         s *= 2
     idx = T.movedim(idx, -1, d)
-    return MedianResult(T.gather_in_range(x, d, idx), idx)
+    return MedianResult(named(T.gather_in_range(x, d, idx),
+                              "CummaxBackward0" if greater else "CumminBackward0"), idx)
 
 
 def _or(a: Tensor, b: Tensor) -> Tensor:

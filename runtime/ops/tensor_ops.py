@@ -168,8 +168,12 @@ def _triangle(x: Tensor, diagonal: int, name: str, lower: bool) -> Tensor:
     cols = _arange_along(x.shape[-1], 1, 2, x.device)
     offset = F.sub(cols, rows)
     keep = F.le(offset, diagonal) if lower else F.ge(offset, diagonal)
-    zero: Any = False if x.dtype is D.bool_ else 0 if x.dtype.category == 1 else 0.0
-    return keeps_saved(F.where(keep, x, zero))  # PyTorch's tril saves no mask
+    return keeps_saved(F.where(keep, x, zero_of(x.dtype)))  # PyTorch's tril saves no mask
+
+
+def zero_of(dt: D.DType) -> Any:
+    """The Python zero that keeps ``dt`` in a where (False, 0 or 0.0)."""
+    return False if dt is D.bool_ else 0 if dt.category == 1 else 0.0
 
 
 @named_backward("TrilBackward0")
@@ -519,6 +523,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     return F.matmul(a, b)
 
 
+@named_backward("AminBackward0")
 def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return F.reversed_order(F.amax(F.reversed_order(x), dim, keepdim))
 

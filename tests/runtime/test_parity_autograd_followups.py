@@ -100,6 +100,9 @@ TWICE: dict[str, tuple[Callable[[Any, Any], Any], bool]] = {  # op, whether PyTo
     "tril": (lambda m, x: x.tril(), False),
     "triu": (lambda m, x: x.triu(1), False),
     "diagonal": (lambda m, x: x.diagonal(), False),
+    "diag_of_matrix": (lambda m, x: x.diag(), False),
+    "diag_of_vector": (lambda m, x: x[0].diag(1), False),
+    "trace": (lambda m, x: x.trace(), False),
     "where": (lambda m, x: m.where(x.detach() > 0, x, 0.0), True),
     "relu": (lambda m, x: x.relu(), True),
     "reshape": (lambda m, x: x.reshape(-1), False),
@@ -139,6 +142,19 @@ def test_retain_graph_keeps_scalar_operands() -> None:
     y.backward(retain_graph=True)
     y.backward()
     assert x.grad.tolist() == [4.0, 4.0]
+
+
+@pytest.mark.parametrize("k", [0, 1, -2])
+def test_diag_of_a_vector_keeps_inf_and_nan_on_the_diagonal(k: int) -> None:
+    v = [1.0, float("nan"), float("inf")]
+    got = rt.tensor(v).diag(k).numpy()
+    want = np.zeros((3 + abs(k), 3 + abs(k)))
+    want[np.arange(3) + max(-k, 0), np.arange(3) + max(k, 0)] = v
+    assert np.array_equal(got, want, equal_nan=True)
+    assert rt.tensor([1, 2]).diag().dtype is rt.int64
+    x = rt.tensor(v, requires_grad=True)
+    x.diag(k).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
 
 
 # --- sgn and true_divide ---------------------------------------------------------------------
