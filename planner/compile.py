@@ -114,9 +114,10 @@ class Binding:
         """Why this plan does not fit the current state (None: it fits)."""
         for name, read, value in self.python_values:
             now = read()
-            if type(value) is np.ndarray:
+            if _by_identity(value):
                 if now is not value:
-                    return f"the numpy array {name} is another array (by identity)"
+                    return (f"the {'numpy array' if type(value) is np.ndarray else 'tensor'} "
+                            f"{name} is another one (by identity)")
             elif type(now) is not type(value) or now != value:
                 return f"the Python value {name} is {now!r} (it was {value!r})"
         for is_tensor, slot in self.guarded:
@@ -140,7 +141,7 @@ class Binding:
         for module, params in self.modules if version != self.module_version else ():
             now = _module_params(module)
             if now[0] != params[0]:
-                return f"the parameters of {type(module).__name__} were replaced"
+                return f"the parameters or buffers of {type(module).__name__} were replaced"
             if now[1] != params[1]:
                 return f"{type(module).__name__} switched between train() and eval()"
             if now[2] != params[2]:
@@ -168,7 +169,8 @@ def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
     settings (``_settings``)."""
     modules = list(module.modules())
     found = found or {}
-    return (tuple((name, id(p)) for name, p in module.named_parameters()),
+    return (tuple((name, id(p)) for name, p in (*module.named_parameters(),
+                                                 *module.named_buffers())),
             tuple(found.get(id(m), (m, m.training))[1] for m in modules),
             tuple((*m._forward_pre_hooks, -1, *m._forward_hooks, -2, *m._backward_pre_hooks,
                    -3, *m._backward_hooks) for m in modules),
@@ -275,13 +277,19 @@ def _was(setting: Any) -> str:
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     # the modes a capture depends on: grad mode, and the dtype Python floats take
     key: list[Any] = [(is_grad_enabled(), D.default_float.name)]  # a str: hashed in C
+    roots: list[int] = []  # the storage of each tensor argument (its array's base or itself)
     for a in args:
         if isinstance(a, Tensor):
-            key.append(("T", a._data.shape, a.dtype.name, a.device, a._rg, a._vc.inference))
+            data = a._data
+            base = getattr(data, "base", None)
+            roots.append(id(data if base is None else base))
+            key.append(("T", data.shape, a.dtype.name, a.device, a._rg, a._vc.inference))
         elif a is None or isinstance(a, (bool, int, float, str)):
             key.append(("P", type(a).__name__, a))
         else:
             key.append(("O", type(a).__name__, id(a)))
+    if len(set(roots)) != len(roots):  # arguments sharing storage: captured apart
+        key.append(("alias", tuple(roots.index(r) for r in roots)))
     return tuple(key)
 
 
@@ -294,6 +302,11 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
         return f"grad mode is {'on' if grad_now else 'off'} (was {'on' if grad_was else 'off'})"
     if float_was != float_now:
         return f"the default dtype is {float_now} (was {float_was})"
+    aliases = [k[-1][1] if k[-1][0] == "alias" else None for k in (old, new)]
+    old, new = (k[:-1] if a is not None else k for k, a in zip((old, new), aliases))
+    if aliases[0] != aliases[1] and len(old) == len(new):
+        return (f"tensor arguments sharing storage: {_sharing(aliases[1])} (was "
+                f"{_sharing(aliases[0])})")
     if len(old) != len(new):
         return f"{len(new) - 1} arguments (was {len(old) - 1})"
     names = {"T": ("shape", "dtype", "device", "requires_grad", "inference tensor")}
@@ -306,6 +319,17 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
                     return f"argument {i}: {name} {y!r} (was {x!r})"
         return f"argument {i}: {b[1:]!r} (was {a[1:]!r})"
     return "unknown"
+
+
+def _sharing(pattern: tuple[int, ...] | None) -> str:
+    """_arg_key's alias pattern (each tensor argument's first one sharing its storage) in
+    words: the groups of tensor arguments (counted among tensors) that share storage."""
+    if pattern is None:
+        return "none"
+    groups: dict[int, list[int]] = {}
+    for i, first in enumerate(pattern):
+        groups.setdefault(first, []).append(i)
+    return ", ".join(str(g) for g in groups.values() if len(g) > 1)
 
 
 _CONTAINERS = (tuple, list, dict)  # what flatten descends into (a namedtuple is a leaf)
@@ -683,14 +707,21 @@ def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any],
             value = cell.cell_contents
         except ValueError:
             continue
-        if isinstance(value, _SCALARS) or type(value) is np.ndarray:
+        if isinstance(value, _SCALARS) or _by_identity(value):
             found.append((name, lambda c=cell: c.cell_contents, value))
     globs = getattr(fn, "__globals__", {})
     for name in _global_reads(code):
         value = globs.get(name, MISSING)
-        if isinstance(value, _SCALARS) or type(value) is np.ndarray:
+        if isinstance(value, _SCALARS) or _by_identity(value):
             found.append((name, lambda n=name: globs.get(n), value))
     return found
+
+
+def _by_identity(value: Any) -> bool:
+    """Whether a value the step reads by name is guarded by identity: a numpy array, or a
+    tensor (the plan reads the captured tensor's storage: a name rebound to another tensor,
+    ``W = rt.tensor(...)`` between calls, was replayed with the old one, silently)."""
+    return type(value) is np.ndarray or isinstance(value, Tensor)
 
 
 def _global_reads(code: Any) -> dict[str, None]:

@@ -73,7 +73,8 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     src = _Source()
     b = src.name(binding)
     for _, read, value in binding.python_values:
-        if type(value) is np.ndarray:  # by identity (planner.compile._python_values)
+        if type(value) is np.ndarray or isinstance(value, Tensor):  # by identity
+            # (planner.compile._python_values)
             src.fail_if(f"{src.name(read)}() is not {src.name(value)}")
             continue
         src.lines.append(f"    now = {src.name(read)}()")

@@ -106,3 +106,63 @@ def test_a_mode_switch_after_a_forward_is_still_guarded() -> None:
     drop.train()
     assert step(x).item() != 1000.0
     assert step.captures == 2
+
+
+class _Scaled(rt.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("scale", rt.ones(2))
+
+    def forward(self, x: Any) -> Any:
+        return (x * self.scale).sum()
+
+
+def test_a_replaced_buffer_recaptures() -> None:
+    m = _Scaled()
+    step = planner.compile(lambda x: m(x))
+    x = rt.ones(2)
+    assert step(x).item() == step(x).item() == 2.0
+    m.scale = rt.full((2,), 3.0)
+    assert step(x).item() == 6.0
+
+
+W = rt.tensor([1.0, 1.0])
+
+
+def test_a_tensor_read_by_name_is_guarded_by_identity() -> None:
+    """A global (or closure variable) rebound to another tensor between calls: the plan read
+    the captured tensor's storage, and replayed the old one."""
+    global W
+    step = planner.compile(lambda x: (x * W).sum())
+    x = rt.ones(2)
+    assert step(x).item() == step(x).item() == 2.0
+    W = rt.tensor([2.0, 2.0])
+    assert step(x).item() == 4.0
+    scale = rt.tensor([1.0, 1.0])
+    inner = planner.compile(lambda x: (x * scale).sum())
+    assert inner(x).item() == inner(x).item() == 2.0
+    scale = rt.tensor([5.0, 5.0])  # noqa: F841 - read by the lambda through its closure
+    assert inner(x).item() == 10.0
+
+
+def test_arguments_sharing_storage_are_captured_apart(caplog: pytest.LogCaptureFixture
+                                                      ) -> None:
+    """A plan captured for two arguments apart is not replayed for one tensor passed twice:
+    a write into the first is seen through the second."""
+    def fn(x: Any, y: Any) -> Any:
+        x.add_(1)
+        return y.sum()
+
+    step = planner.compile(fn)
+    a, b = rt.ones(2), rt.ones(2)
+    assert step(a, b).item() == step(a, b).item() == 2.0
+    c, e = rt.ones(2), rt.ones(2)
+    with caplog.at_level(logging.INFO, logger="planner"), \
+            pytest.warns(RuntimeWarning, match="shares storage"):
+        assert step(c, c).item() == fn(e, e).item() == 4.0
+    assert "sharing storage: [0, 1] (was none)" in caplog.text
+    tokens = rt.arange(10).float()  # read-only views of one tensor: still a plan
+    pairs = planner.compile(lambda u, v: (u * v).sum())
+    for _ in range(3):
+        assert pairs(tokens[:-1], tokens[1:]).item() == (tokens[:-1] * tokens[1:]).sum().item()
+    assert pairs.captures == 1
