@@ -501,7 +501,7 @@ class Tensor:
 
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
         """In place: ``value`` where ``mask`` is True."""
-        return F.copy_(self, T.masked_fill(self, mask, value))
+        return F.overwrite(self, T.masked_fill(self, mask, value))
 
     @property
     def xp(self) -> Any:

@@ -175,7 +175,7 @@ def drop(x: Tensor, p: float, training: bool, inplace: bool, noise_shape: tuple[
 
         keep = F.ge(rand(*noise_shape, generator=generator, device=x.device, dtype=dtype), p)
         out = F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
-    return x.copy_(out) if inplace else out
+    return F.overwrite(x, out) if inplace else out
 
 
 def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
@@ -198,7 +198,7 @@ def _stable_sigmoid(x: Tensor) -> Tensor:
 
 @named_backward("SiluBackward0")
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace(_silu, x) if inplace else _silu(x)
+    return _inplace(silu, x) if inplace else _silu(x)
 
 
 @F.half_in_float32
@@ -227,7 +227,7 @@ def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
 def _inplace(fn: Any, x: Tensor) -> Tensor:
     """x overwritten with fn(x). fn reads a clone: its backward keeps what it saved, which
     x's new value would otherwise overwrite (the same values, not the memory saved)."""
-    return F.copy_(x, fn(F.clone(x)))
+    return F.overwrite(x, fn(F.clone(x)))
 
 
 @F.half_in_float32

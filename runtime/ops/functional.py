@@ -1007,18 +1007,30 @@ def addcdiv(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
     # PyTorch's formula, chosen by the weight for accuracy near both ends
-    if isinstance(weight, Tensor) or weight < 0.5:
-        return add_(t, mul(sub(end, t), weight))
-    return copy_(t, sub(end, mul(sub(end, t), 1 - weight)))
+    if isinstance(weight, Tensor):
+        return named(add_(t, mul(sub(end, t), weight)), "LerpBackward1")
+    if weight < 0.5:
+        return named(add_(t, _scaled(sub(end, t), weight)), "LerpBackward0")
+    return overwrite(t, lerp(t, end, weight))
 
 
 def addcmul_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
     t1, t2 = _promoted_with(t, t1, t2)
-    return add_(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
+    return named(add_(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2)),
+                 "AddcmulBackward0")
 
 
 def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
-    return add_(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2))
+    return named(add_(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2)),
+                 "AddcdivBackward0")
+
+
+def overwrite(t: Tensor, value: Tensor) -> Tensor:
+    """``t.copy_(value)`` for an in-place op computed out of place: its node is named as
+    value's (PyTorch's relu_ is ReluBackward0, not CopyBackwards)."""
+    out = copy_(t, value)
+    fn = value._grad_fn
+    return out if fn is None else named(out, fn.name())
 
 
 def setitem(t: Tensor, key: Any, value: Any) -> None:

@@ -21,6 +21,7 @@ from . import functional as F
 from . import prims as P
 from . import tensor_ops as T
 from .composite import _inplace, relu, sigmoid
+from .dispatch import named_backward
 from .inplace import ERR_LEAF_INPLACE, apply_inplace
 from .shapes import wrap_dim
 
@@ -140,6 +141,7 @@ def _hit_mask(x: Tensor, d: int, index: Tensor) -> Tensor:
     return F.reshape(F.gt(hit, 0), tuple(shape))
 
 
+@named_backward("IndexFillBackward0")
 def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """x with ``value`` on the slices along ``dim`` that ``index`` names."""
     _check_index(index, "index_fill_")
@@ -149,7 +151,7 @@ def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 
 def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
-    return F.copy_(x, index_fill(x, dim, index, value))
+    return F.overwrite(x, index_fill(x, dim, index, value))
 
 
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:

@@ -97,6 +97,7 @@ TWICE: dict[str, tuple[Callable[[Any, Any], Any], bool]] = {  # op, whether PyTo
     "lerp_end_scaled": (lambda m, x: m.lerp(x, x * 2, 0.5), True),
     "lerp_tensor_weight": (lambda m, x: m.lerp(x, x.detach(), m.tensor(0.3, dtype=m.float64)),
                            True),
+    "lerp_inplace_scalar_weight": (lambda m, x: x.detach().clone().lerp_(x, 0.3), False),
     "tril": (lambda m, x: x.tril(), False),
     "triu": (lambda m, x: x.triu(1), False),
     "diagonal": (lambda m, x: x.diagonal(), False),

@@ -127,6 +127,18 @@ CASES: list[tuple[str, Callable[..., Any], str]] = [
      "AdaptiveAvgPool2DBackward0"),
     ("batch_norm", lambda m, x, y: _f(m).batch_norm(x, None, None, training=True),
      "NativeBatchNormBackward0"),
+    # in place: the op's node, not the copy's
+    ("relu_", lambda m, x, y: (x * 1).relu_(), "ReluBackward0"),
+    ("sigmoid_", lambda m, x, y: (x * 1).sigmoid_(), "SigmoidBackward0"),
+    ("silu_inplace", lambda m, x, y: _f(m).silu(x * 1, inplace=True), "SiluBackward0"),
+    ("masked_fill_", lambda m, x, y: (x * 1).masked_fill_(x > 0, 0.0), "MaskedFillBackward0"),
+    ("index_fill_", lambda m, x, y: (x * 1).index_fill_(0, m.tensor([1]), 2.0),
+     "IndexFillBackward0"),
+    ("lerp_", lambda m, x, y: (x * 1).lerp_(x.detach(), 0.3), "LerpBackward0"),
+    ("lerp_high", lambda m, x, y: (x * 1).lerp_(x.detach(), 0.7), "LerpBackward0"),
+    ("addcmul_", lambda m, x, y: (x * 1).addcmul_(x, x), "AddcmulBackward0"),
+    ("dropout_inplace", lambda m, x, y: _f(m).dropout(x * 1, 0.5, inplace=True),
+     "MulBackward0"),
     ("zero_", lambda m, x, y: (x * 1).zero_(), "ZeroBackward0"),
 ]
 
