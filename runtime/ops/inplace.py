@@ -16,7 +16,7 @@ from ..autograd.node import Edge, Meta, Node, gradient_edge
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
-from .dispatch import PrimitiveBackward, apply
+from .dispatch import PrimitiveBackward, apply, node_class
 from .registry import PROMOTE_SAME, REGISTRY, Primitive
 from .shapes import broadcast_shapes
 
@@ -171,7 +171,7 @@ def _move_retains_grad(t: Tensor, old: Node | None, old_nr: int) -> None:
 
 def _view_ctx(step: tuple[Any, ...], edge: Edge | None, device: str) -> PrimitiveBackward:
     prim, attrs, in_shape, out_shape, dtype = step
-    node = PrimitiveBackward.__new__(PrimitiveBackward)
+    node = PrimitiveBackward.__new__(node_class(prim.backward_name))
     Node.__init__(node, [edge], [Meta(out_shape, dtype, device)])
     node.prim = prim
     node.attrs = attrs
@@ -249,6 +249,7 @@ def regenerate_view_history(view: Tensor) -> None:
     for step in view._view_chain:
         node = _view_ctx(step, edge, base.device)
         edge = Edge(node, 0)
+    edge.function.__class__ = node_class("AsStridedBackward0")  # PyTorch's name for it
     old, old_nr = view._grad_fn, view.output_nr
     view._grad_fn = edge.function
     view.output_nr = 0

@@ -184,3 +184,12 @@ def test_registry_spelling_capitalizes_after_a_digit() -> None:
     assert REGISTRY["log10"].backward_name == "Log10Backward0"
     assert REGISTRY["expm1"].backward_name == "Expm1Backward0"
     assert REGISTRY["atan2"].backward_name == "Atan2Backward0"
+
+
+def test_a_view_rebuilt_after_its_base_was_written_is_as_strided() -> None:
+    x = rt.ones(3, 4, requires_grad=True) * 1
+    v = x[0]
+    x.mul_(2)
+    assert type(v.grad_fn).__name__ == v.grad_fn.name() == "AsStridedBackward0"
+    v.sum().backward()
+
