@@ -116,8 +116,8 @@ class Binding:
             now = read()
             if _by_identity(value):
                 if now is not value:
-                    return (f"the {'numpy array' if type(value) is np.ndarray else 'tensor'} "
-                            f"{name} is another one (by identity)")
+                    kind = "numpy array" if type(value) is np.ndarray else "tensor"
+                    return f"the {kind} {name} is another {kind.split()[-1]} (by identity)"
             elif type(now) is not type(value) or now != value:
                 return f"the Python value {name} is {now!r} (it was {value!r})"
         for is_tensor, slot in self.guarded:
@@ -277,19 +277,25 @@ def _was(setting: Any) -> str:
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     # the modes a capture depends on: grad mode, and the dtype Python floats take
     key: list[Any] = [(is_grad_enabled(), D.default_float.name)]  # a str: hashed in C
-    roots: list[int] = []  # the storage of each tensor argument (its array's base or itself)
+    first, arrays = None, None  # the tensor arguments' arrays, listed from the second on
     for a in args:
         if isinstance(a, Tensor):
             data = a._data
-            base = getattr(data, "base", None)
-            roots.append(id(data if base is None else base))
+            if first is None:
+                first = data
+            elif arrays is None:
+                arrays = [first, data]
+            else:
+                arrays.append(data)
             key.append(("T", data.shape, a.dtype.name, a.device, a._rg, a._vc.inference))
         elif a is None or isinstance(a, (bool, int, float, str)):
             key.append(("P", type(a).__name__, a))
         else:
             key.append(("O", type(a).__name__, id(a)))
-    if len(set(roots)) != len(roots):  # arguments sharing storage: captured apart
-        key.append(("alias", tuple(roots.index(r) for r in roots)))
+    if arrays is not None:  # tensor arguments sharing storage (a base) are captured apart
+        roots = [id(d if getattr(d, "base", None) is None else d.base) for d in arrays]
+        if len(set(roots)) != len(roots):
+            key.append(("alias", tuple(roots.index(r) for r in roots)))
     return tuple(key)
 
 
@@ -893,7 +899,8 @@ class _Replayer:
                 for draws in self.draws:
                     draws.commit()
         finally:
-            _release_sigint(held)
+            if held is not None:
+                _release_sigint(held)
         for after in self.after:
             after()
         return _rebuild(result)

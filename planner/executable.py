@@ -151,6 +151,8 @@ class Executable:
         self._programs: dict[bool | str, Program] = {}
         # the fast programs a run calls, by whether its commits may store in place
         self._entries: dict[bool, Program] = {}
+        # whether the plan has commits (which only an in-place program runs differently)
+        self._commits = any(isinstance(s, CommitStep) for s in plan.steps)
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
         self._products: dict[Step, Any] | None = None
@@ -201,20 +203,21 @@ class Executable:
         it was given."""
         if checked:
             return self._program(True)
-        in_place = in_place and any(isinstance(s, CommitStep) for s in self.plan.steps)
+        in_place = in_place and self._commits
         entry = self._entries.get(in_place)
-        if entry is None:
-            with self._lock:
-                entry = self._entries.get(in_place)
-                if entry is None:
-                    native = build_program(self.plan, native=True, in_place=in_place) \
-                        if native_runs.ENABLED else None
-                    if native is None:
-                        entry = self.plain_program()
-                    else:
-                        self._programs["native in place" if in_place else "native"] = native
-                        entry = native_runs.native_first(native, self.plain_program)
-                    self._entries[in_place] = entry
+        if entry is not None:
+            return entry
+        with self._lock:
+            entry = self._entries.get(in_place)
+            if entry is None:
+                native = build_program(self.plan, native=True, in_place=in_place) \
+                    if native_runs.ENABLED else None
+                if native is None:
+                    entry = self.plain_program()
+                else:
+                    self._programs["native in place" if in_place else "native"] = native
+                    entry = native_runs.native_first(native, self.plain_program)
+                self._entries[in_place] = entry
         return entry
 
     def plain_program(self) -> Program:

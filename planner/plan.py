@@ -127,7 +127,7 @@ class Plan:
         if execution.executor == "parallel":
             return self.executable.runner(execution.workers).run(args, state, generators)
         try:
-            return self.executable.program(in_place=in_place)(self, args, state, generators)
+            return self.executable.program(False, in_place)(self, args, state, generators)
         except BaseException as exc:
             i = self.executable.failing_step(exc)
             if i is not None:
