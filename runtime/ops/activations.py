@@ -27,11 +27,11 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 @named_backward("EluBackward0")
-def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: elu(t, alpha), x)
+        return _inplace(lambda t: elu(t, alpha), input)
     # PyTorch's backward picks the exponential branch where x <= 0: a NaN takes the identity
-    return F.where(F.le(x, 0), F.mul(F.expm1(_nonpositive(x)), alpha), x)
+    return F.where(F.le(input, 0), F.mul(F.expm1(_nonpositive(input)), alpha), input)
 
 
 def _nonpositive(x: Tensor) -> Tensor:
@@ -41,62 +41,62 @@ def _nonpositive(x: Tensor) -> Tensor:
 
 
 @named_backward("CeluBackward0")
-def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     if inplace:
-        return _inplace(lambda t: celu(t, alpha), x)
-    return F.where(F.le(x, 0), F.mul(F.expm1(F.div(_nonpositive(x), alpha)), alpha), x)
+        return _inplace(lambda t: celu(t, alpha), input)
+    return F.where(F.le(input, 0), F.mul(F.expm1(F.div(_nonpositive(input), alpha)), alpha), input)
 
 
 @named_backward("EluBackward0")
-def selu(x: Tensor, inplace: bool = False) -> Tensor:
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(selu, x)
-    return F.mul(F.where(F.le(x, 0), F.mul(F.expm1(_nonpositive(x)), SELU_ALPHA), x),
+        return _inplace(selu, input)
+    return F.mul(F.where(F.le(input, 0), F.mul(F.expm1(_nonpositive(input)), SELU_ALPHA), input),
                  SELU_SCALE)
 
 
 @named_backward("HardtanhBackward0")
-def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0,
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     if inplace:
-        return _inplace(lambda t: hardtanh(t, min_val, max_val), x)
-    if x.dtype.category == 1:  # PyTorch's: integers keep their dtype, the limits truncated
-        if not x.dtype.is_signed and (min_val < 0 or max_val < 0):
+        return _inplace(lambda t: hardtanh(t, min_val, max_val), input)
+    if input.dtype.category == 1:  # PyTorch's: integers keep their dtype, the limits truncated
+        if not input.dtype.is_signed and (min_val < 0 or max_val < 0):
             raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
         min_val, max_val = int(min_val), int(max_val)
     # PyTorch's backward: 0 where x <= min or x >= max, the gradient elsewhere (NaN included)
-    clamped = F.clamp(x, min_val, max_val).detach()
-    return F.where(F.le(x, min_val), clamped, F.where(F.ge(x, max_val), clamped, x))
+    clamped = F.clamp(input, min_val, max_val).detach()
+    return F.where(F.le(input, min_val), clamped, F.where(F.ge(input, max_val), clamped, input))
 
 
-def relu6(x: Tensor, inplace: bool = False) -> Tensor:
-    return hardtanh(x, 0.0, 6.0, inplace)
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:
+    return hardtanh(input, 0.0, 6.0, inplace)
 
 
 @named_backward("HardsigmoidBackward0")
-def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(hardsigmoid, x)
-    return hardtanh(F.add(F.div(x, 6.0), 0.5), 0.0, 1.0)
+        return _inplace(hardsigmoid, input)
+    return hardtanh(F.add(F.div(input, 6.0), 0.5), 0.0, 1.0)
 
 
 @named_backward("HardswishBackward0")
-def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(hardswish, x)
-    middle = F.div(F.mul(x, F.add(x, 3.0)), 6.0)  # its gradient (2x + 3) / 6 inside (-3, 3)
-    return F.where(F.le(x, -3.0), F.mul(x, 0.0), F.where(F.lt(x, 3.0), middle, x))
+        return _inplace(hardswish, input)
+    middle = F.div(F.mul(input, F.add(input, 3.0)), 6.0)  # its gradient (2x + 3) / 6 inside (-3, 3)
+    return F.where(F.le(input, -3.0), F.mul(input, 0.0), F.where(F.lt(input, 3.0), middle, input))
 
 
 @named_backward("MishBackward0")
-def mish(x: Tensor, inplace: bool = False) -> Tensor:
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(mish, x)
-    return F.mul(x, F.tanh(softplus(x)))
+        return _inplace(mish, input)
+    return F.mul(input, F.tanh(softplus(input)))
 
 
 @named_backward("LogSigmoidBackward0")
@@ -104,18 +104,18 @@ def logsigmoid(x: Tensor) -> Tensor:
     return F.neg(softplus(F.neg(x)))
 
 
-def softsign(x: Tensor) -> Tensor:
-    return F.div(x, F.add(F.abs(x), 1.0))
+def softsign(input: Tensor) -> Tensor:
+    return F.div(input, F.add(F.abs(input), 1.0))
 
 
-def tanhshrink(x: Tensor) -> Tensor:
-    return F.sub(x, F.tanh(x))
+def tanhshrink(input: Tensor) -> Tensor:
+    return F.sub(input, F.tanh(input))
 
 
-def threshold(x: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: _threshold(t, threshold, value), x)
-    return _threshold(x, threshold, value)
+        return _inplace(lambda t: _threshold(t, threshold, value), input)
+    return _threshold(input, threshold, value)
 
 
 def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
@@ -124,29 +124,29 @@ def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     return F.where(F.le(x, threshold), value, x)
 
 
-def rrelu(x: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """PyTorch's randomized leaky ReLU: negative inputs times a slope drawn from
     U(lower, upper) per element while training, times (lower + upper) / 2 otherwise."""
     from runtime.ops.more_ops import empty_like
 
     if inplace:
-        return _inplace(lambda t: rrelu(t, lower, upper, training), x)
+        return _inplace(lambda t: rrelu(t, lower, upper, training), input)
     if not training:
-        return leaky_relu(x, (lower + upper) / 2)
+        return leaky_relu(input, (lower + upper) / 2)
     with no_grad():
-        slope = empty_like(x).uniform_(lower, upper)
-    return F.where(F.ge(x, 0), x, F.mul(x, slope))
+        slope = empty_like(input).uniform_(lower, upper)
+    return F.where(F.ge(input, 0), input, F.mul(input, slope))
 
 
-def glu(x: Tensor, dim: int = -1) -> Tensor:
-    if x.dim() == 0:
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = wrap_dim(dim, x.dim())
-    if x.shape[d] % 2:
+    d = wrap_dim(dim, input.dim())
+    if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
-                           f"{x.shape[d]}")
-    a, b = x.chunk(2, d)
+                           f"{input.shape[d]}")
+    a, b = input.chunk(2, d)
     return F.mul(a, _stable_sigmoid(b))
 
 
@@ -163,15 +163,15 @@ def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
     return F.where(F.gt(F.abs(x), lambd), x, F.mul(x, 0.0))
 
 
-def softmin(x: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """softmax(-x) along ``dim``."""
     from runtime.ops.composite import softmax
 
     if dim is None:
-        dim = 0 if x.dim() in (0, 1, 3) else 1  # PyTorch's legacy choice of dim
+        dim = 0 if input.dim() in (0, 1, 3) else 1  # PyTorch's legacy choice of dim
     if dtype is not None:
-        x = x.to(dtype)
-    return softmax(F.neg(x), dim)
+        input = input.to(dtype)
+    return softmax(F.neg(input), dim)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
@@ -204,26 +204,26 @@ def _channel_dropout(x: Tensor, p: float, training: bool, inplace: bool, lead: i
                 dtype=x.dtype if x.dtype.is_floating_point else None)
 
 
-def dropout1d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
               ) -> Tensor:
     """Channel dropout of (N, C, L) or (C, L) inputs."""
     check_dropout_p(p)
-    if x.dim() not in (2, 3):
-        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {x.dim()}D "
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
                            "input. Note that dropout1d exists to provide channel-wise dropout "
                            "on inputs with 1 spatial dimension, a channel dimension, and an "
                            "optional batch dimension (i.e. 2D or 3D inputs).")
-    return _channel_dropout(x, p, training, inplace, x.dim() - 1)
+    return _channel_dropout(input, p, training, inplace, input.dim() - 1)
 
 
-def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
               ) -> Tensor:
     """Channel dropout of (N, C, H, W) inputs: one draw per (sample, channel), as PyTorch's
     (a 3-D input is read as (N, C, L), with PyTorch's warning)."""
     import warnings
 
     check_dropout_p(p)
-    if x.dim() == 3:
+    if input.dim() == 3:
         warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
                       "channel-wise 1D dropout behavior is desired - input is interpreted as "
                       "shape (N, C, L), where C is the channel dim. This behavior will change "
@@ -231,33 +231,33 @@ def dropout2d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = 
                       "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise "
                       "dropout behavior, please switch to using dropout1d instead.",
                       stacklevel=2)
-    elif x.dim() != 4:
-        warnings.warn(f"dropout2d: Received a {x.dim()}-D input to dropout2d, which is "
+    elif input.dim() != 4:
+        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
                       "deprecated and will result in an error in a future release. To retain "
                       "the behavior and silence this warning, please use dropout instead. "
                       "Note that dropout2d exists to provide channel-wise dropout on inputs "
                       "with 2 spatial dimensions, a channel dimension, and an optional batch "
                       "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
-    if x.dim() < 2:
+    if input.dim() < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    return _channel_dropout(x, p, training, inplace, 2)
+    return _channel_dropout(input, p, training, inplace, 2)
 
 
-def dropout3d(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False
               ) -> Tensor:
     """Channel dropout of (N, C, D, H, W) or unbatched (C, D, H, W) inputs (another rank is
     read as unbatched, with PyTorch's warning)."""
     import warnings
 
     check_dropout_p(p)
-    if x.dim() not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {x.dim()}-D input to dropout3d, which is "
+    if input.dim() not in (4, 5):
+        warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is "
                       "deprecated and will result in an error in a future release. To retain "
                       "the behavior and silence this warning, please use dropout instead. "
                       "Note that dropout3d exists to provide channel-wise dropout on inputs "
                       "with 3 spatial dimensions, a channel dimension, and an optional batch "
                       "dimension (i.e. 4D or 5D inputs).", stacklevel=2)
-    return _channel_dropout(x, p, training, inplace, 2 if x.dim() == 5 else 1)
+    return _channel_dropout(input, p, training, inplace, 2 if input.dim() == 5 else 1)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
@@ -292,24 +292,24 @@ def prelu(x: Tensor, weight: Tensor) -> Tensor:
 
 
 @named_backward("NativeGroupNormBackward0")
-def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Each sample's channels in ``num_groups`` groups, each normalised over its channels and
     positions (biased variance), then a per-channel affine."""
-    if x.dim() < 2:
+    if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
-                           f"{x.dim()}")
-    n, c = x.shape[0], x.shape[1]
+                           f"{input.dim()}")
+    n, c = input.shape[0], input.shape[1]
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
-                           f"num_groups, but got input of shape {list(x.shape)} and "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    g = x.reshape(n, num_groups, -1)
+    g = input.reshape(n, num_groups, -1)
     mean = F.mean(g, (2,), keepdim=True)
     centered = F.sub(g, mean)
     var = F.mean(F.mul(centered, centered), (2,), keepdim=True)
-    y = F.div(centered, F.sqrt(F.add(var, eps))).reshape(*x.shape)
-    channel = (c, *([1] * (x.dim() - 2)))
+    y = F.div(centered, F.sqrt(F.add(var, eps))).reshape(*input.shape)
+    channel = (c, *([1] * (input.dim() - 2)))
     if weight is not None:
         y = F.mul(y, weight.reshape(*channel))
     if bias is not None:
@@ -317,27 +317,27 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
     return y
 
 
-def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
                         k: float = 1.0) -> Tensor:
     """PyTorch's ``F.local_response_norm``: x / (k + alpha * mean of x² over ``size``
     neighbouring channels) ** beta, the window zero-padded as PyTorch's."""
     from runtime.ops.conv import avg_pool2d, avg_pool3d, pad
 
-    if x.dim() < 3:
+    if input.dim() < 3:
         gap = " " * 26  # PyTorch's text keeps a line break's indent
-        raise ValueError(f"Expected 3D or higher dimensionality{gap}input (got {x.dim()} "
+        raise ValueError(f"Expected 3D or higher dimensionality{gap}input (got {input.dim()} "
                          "dimensions)")
-    if x.numel() == 0:
-        return x
-    sq = F.unsqueeze(F.mul(x, x), 1)
-    if x.dim() == 3:
+    if input.numel() == 0:
+        return input
+    sq = F.unsqueeze(F.mul(input, input), 1)
+    if input.dim() == 3:
         div = avg_pool2d(pad(sq, (0, 0, size // 2, (size - 1) // 2)), (size, 1), stride=1)
     else:
-        sq = F.reshape(sq, (x.shape[0], 1, x.shape[1], x.shape[2], -1))
+        sq = F.reshape(sq, (input.shape[0], 1, input.shape[1], input.shape[2], -1))
         div = avg_pool3d(pad(sq, (0, 0, 0, 0, size // 2, (size - 1) // 2)), (size, 1, 1),
                          stride=1)
-    div = F.reshape(F.squeeze(div, 1), tuple(x.shape))
-    return F.div(x, F.pow(F.add(F.mul(div, alpha), k), beta))
+    div = F.reshape(F.squeeze(div, 1), tuple(input.shape))
+    return F.div(input, F.pow(F.add(F.mul(div, alpha), k), beta))
 
 
 __all__: list[Any] = ["pdist", "celu", "elu", "glu", "group_norm", "hardsigmoid", "hardswish", "hardtanh",

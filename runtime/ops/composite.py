@@ -28,9 +28,9 @@ def relu(x: Tensor) -> Tensor:
 
 @named_backward("SigmoidBackward0")
 @F.half_in_float32
-def sigmoid(x: Tensor) -> Tensor:
-    x = F.as_float(x)  # an integer or bool x: float, as PyTorch's
-    return F.div(1.0, F.add(F.exp(F.neg(x)), 1.0))
+def sigmoid(input: Tensor) -> Tensor:
+    input = F.as_float(input)  # an integer or bool x: float, as PyTorch's
+    return F.div(1.0, F.add(F.exp(F.neg(input)), 1.0))
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -75,9 +75,9 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
 
 
 @named_backward("SoftmaxBackward0")
-def softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
             ) -> Tensor:
-    return _softmax(*_softmax_input(x, dim, dtype, "softmax"))
+    return _softmax(*_softmax_input(input, dim, dtype, "softmax"))
 
 
 @F.half_in_float32
@@ -87,9 +87,9 @@ def _softmax(x: Tensor, dim: int) -> Tensor:
 
 
 @named_backward("LogSoftmaxBackward0")
-def log_softmax(x: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
                 ) -> Tensor:
-    return _log_softmax(*_softmax_input(x, dim, dtype, "log_softmax"))
+    return _log_softmax(*_softmax_input(input, dim, dtype, "log_softmax"))
 
 
 @F.half_in_float32
@@ -117,11 +117,11 @@ def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
 
 @named_backward("NativeLayerNormBackward0")
 @F.half_in_float32
-def layer_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
-    shape = _normalized_shape(x, normalized_shape, "layer_norm")
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
-    centered = F.sub(x, F.mean(x, axes, keepdim=True))
+    shape = _normalized_shape(input, normalized_shape, "layer_norm")
+    axes = tuple(range(input.ndim - len(shape), input.ndim))
+    centered = F.sub(input, F.mean(input, axes, keepdim=True))
     var = F.mean(F.mul(centered, centered), axes, keepdim=True)
     y = F.div(centered, F.sqrt(F.add(var, eps)))
     if weight is not None:
@@ -178,12 +178,12 @@ def drop(x: Tensor, p: float, training: bool, inplace: bool, noise_shape: tuple[
     return F.overwrite(x, out) if inplace else out
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
+def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False, *,
             generator: Any = None) -> Tensor:
     """Elements zeroed with probability ``p`` and the rest scaled by 1/(1-p) while
     ``training`` (``inplace``: written into ``x``, as ``x.copy_``)."""
     check_dropout_p(p)
-    return drop(x, p, training, inplace, tuple(x.shape), generator)
+    return drop(input, p, training, inplace, tuple(input.shape), generator)
 
 
 def _stable_sigmoid(x: Tensor) -> Tensor:
@@ -197,8 +197,8 @@ def _stable_sigmoid(x: Tensor) -> Tensor:
 
 
 @named_backward("SiluBackward0")
-def silu(x: Tensor, inplace: bool = False) -> Tensor:
-    return _inplace(silu, x) if inplace else _silu(x)
+def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _inplace(silu, input) if inplace else _silu(input)
 
 
 @F.half_in_float32
@@ -207,11 +207,11 @@ def _silu(x: Tensor) -> Tensor:
 
 
 @named_backward("LeakyReluBackward0")
-def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: leaky_relu(t, negative_slope), x)
+        return _inplace(lambda t: leaky_relu(t, negative_slope), input)
     # x > 0 picks the branch: at 0 the gradient is negative_slope, as PyTorch's
-    return F.where(F.gt(x, 0), x, F.mul(x, negative_slope))
+    return F.where(F.gt(input, 0), input, F.mul(input, negative_slope))
 
 
 @named_backward("SoftplusBackward0")
@@ -231,13 +231,13 @@ def _inplace(fn: Any, x: Tensor) -> Tensor:
 
 
 @F.half_in_float32
-def rms_norm(x: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
+def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
     machine epsilon, as PyTorch's."""
-    shape = _normalized_shape(x, normalized_shape, "rms_norm")
+    shape = _normalized_shape(input, normalized_shape, "rms_norm")
     if eps is None:
-        eps = float(np.finfo(x.dtype.np).eps)
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
-    y = F.div(x, F.sqrt(F.add(F.mean(F.mul(x, x), axes, keepdim=True), eps)))
+        eps = float(np.finfo(input.dtype.np).eps)
+    axes = tuple(range(input.ndim - len(shape), input.ndim))
+    y = F.div(input, F.sqrt(F.add(F.mean(F.mul(input, input), axes, keepdim=True), eps)))
     return y if weight is None else F.mul(y, weight)

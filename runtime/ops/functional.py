@@ -37,10 +37,10 @@ def half_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         return cast(a, D.float32) if isinstance(a, Tensor) and a.dtype is D.float16 else a
 
     @functools.wraps(fn)
-    def run(x: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        if x.dtype is not D.float16:
-            return fn(x, *args, **kwargs)
-        out = fn(wide(x), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
+    def run(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002 - as torch
+        if input.dtype is not D.float16:
+            return fn(input, *args, **kwargs)
+        out = fn(wide(input), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
         return cast(out, D.float16) if out.dtype is D.float32 else out
 
     return run

@@ -1,0 +1,44 @@
+"""nn.functional's functions take their tensor as ``input``, PyTorch's name: called by keyword
+(``F.softmax(input=x, dim=1)``) they equal the positional call."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+F = rt.nn.functional
+
+CASES: list[tuple[str, tuple[int, ...], dict[str, Any]]] = [
+    ("elu", (3, 4), {}), ("celu", (3, 4), {}), ("selu", (3, 4), {}), ("hardtanh", (3, 4), {}),
+    ("relu6", (3, 4), {}), ("hardsigmoid", (3, 4), {}), ("hardswish", (3, 4), {}),
+    ("mish", (3, 4), {}), ("softsign", (3, 4), {}), ("tanhshrink", (3, 4), {}),
+    ("threshold", (3, 4), {"threshold": 0.1, "value": 0.0}), ("glu", (3, 4), {}),
+    ("softmin", (3, 4), {"dim": 1}), ("sigmoid", (3, 4), {}), ("silu", (3, 4), {}),
+    ("leaky_relu", (3, 4), {"negative_slope": 0.1}), ("softmax", (3, 4), {"dim": 1}),
+    ("log_softmax", (3, 4), {"dim": 1}), ("layer_norm", (3, 4), {"normalized_shape": (4,)}),
+    ("rms_norm", (3, 4), {"normalized_shape": (4,)}), ("dropout", (3, 4), {"p": 0.0}),
+    ("dropout1d", (2, 4, 3), {"p": 0.0}), ("dropout2d", (2, 4, 3, 3), {"p": 0.0}),
+    ("dropout3d", (2, 4, 3, 3, 3), {"p": 0.0}), ("group_norm", (2, 4, 3), {"num_groups": 2}),
+    ("local_response_norm", (2, 4, 3), {"size": 2}),
+]
+
+
+@pytest.mark.parametrize(("name", "shape", "kwargs"), CASES, ids=[c[0] for c in CASES])
+def test_input_by_keyword_equals_positional(name: str, shape: tuple[int, ...],
+                                            kwargs: dict[str, Any]) -> None:
+    fn = getattr(F, name)
+    x = rt.from_numpy(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    np.testing.assert_array_equal(fn(input=x, **kwargs).numpy(), fn(x, **kwargs).numpy())
+    assert next(iter(inspect.signature(fn).parameters)) == "input"
+
+
+def test_first_parameter_names_match_torch() -> None:
+    torch_f = pytest.importorskip("torch.nn.functional")
+    for name, _, _ in CASES:
+        theirs = next(iter(inspect.signature(getattr(torch_f, name)).parameters))
+        assert next(iter(inspect.signature(getattr(F, name)).parameters)) == theirs, name
