@@ -110,7 +110,10 @@ def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
 
 def _scaled(b: Tensor, scalar: Any) -> Tensor:
     """``b * scalar`` for a scalar PyTorch keeps as an attribute, not a saved tensor (add's
-    alpha, lerp's weight): a second backward through it does not raise."""
+    alpha, lerp's weight): a second backward through it does not raise. A Python number
+    ``b`` is scaled as a number (``add(t, 3.0, alpha=2)`` is ``t + 6.0``)."""
+    if not isinstance(b, Tensor):
+        return b * scalar
     return keeps_saved(mul(b, scalar))
 
 

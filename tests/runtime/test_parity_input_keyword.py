@@ -42,3 +42,14 @@ def test_first_parameter_names_match_torch() -> None:
     for name, _, _ in CASES:
         theirs = next(iter(inspect.signature(getattr(torch_f, name)).parameters))
         assert next(iter(inspect.signature(getattr(F, name)).parameters)) == theirs, name
+
+
+def test_add_and_sub_scale_a_number_by_alpha() -> None:
+    """``add(t, 3.0, alpha=2)`` is ``t + 6.0`` (it raised: alpha scaled the number as a
+    tensor)."""
+    t = rt.ones(2, requires_grad=True)
+    np.testing.assert_array_equal(rt.add(t, 3.0, alpha=2).detach().numpy(), [7.0, 7.0])
+    np.testing.assert_array_equal(rt.sub(t, 3, alpha=2).detach().numpy(), [-5.0, -5.0])
+    np.testing.assert_array_equal(t.add(3.0, alpha=2).detach().numpy(), [7.0, 7.0])
+    rt.add(t, 3.0, alpha=2).sum().backward()
+    np.testing.assert_array_equal(t.grad.numpy(), [1.0, 1.0])
