@@ -109,20 +109,27 @@ def test_the_gil_is_released_during_the_call() -> None:
         product.builtin(a, b, c, c)
         alone.append(time.perf_counter() - t0)
     call = min(alone)
-    go, done = threading.Event(), threading.Event()
+    assert call > 0.002, call
 
-    def work() -> None:
-        go.wait()
-        product.builtin(a, b, c, c)
-        done.set()
+    def longest_pause() -> float:
+        go, done = threading.Event(), threading.Event()
 
-    thread = threading.Thread(target=work)
-    thread.start()
-    stamps = [time.perf_counter()]
-    go.set()  # this thread is stamping from before the call starts until after it ends
-    while not done.is_set():
-        stamps.append(time.perf_counter())
-    thread.join()
-    assert c[0, 0] == 1024.0
-    gap = max(np.diff(stamps), default=0.0)
-    assert call > 0.002 and gap < call / 2, (call, gap)
+        def work() -> None:
+            go.wait()
+            product.builtin(a, b, c, c)
+            done.set()
+
+        thread = threading.Thread(target=work)
+        thread.start()
+        stamps = [time.perf_counter()]
+        go.set()  # this thread is stamping from before the call starts until after it ends
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+        thread.join()
+        assert c[0, 0] == 1024.0
+        return float(max(np.diff(stamps), default=0.0))
+
+    # a held GIL pauses this thread for the whole call every time; a busy machine's scheduler
+    # may pause it for a while too, but not in each of three tries
+    gaps = [longest_pause() for _ in range(3)]
+    assert min(gaps) < call / 2, (call, gaps)
