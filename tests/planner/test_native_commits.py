@@ -107,29 +107,3 @@ def test_a_parameter_not_c_contiguous_is_updated_through_a_copy() -> None:
     np.testing.assert_allclose(weight.detach().numpy(), eager_model[0].weight.detach().numpy(),
                                rtol=1e-5, atol=1e-6)
 
-
-def test_an_update_a_later_step_reads_is_not_stored_early() -> None:
-    """w2's update reads w1's old value: w1's update, stored in the run before it, would
-    leak w1's new value into w2's."""
-    def make() -> tuple[Any, Any]:
-        rng = np.random.default_rng(4)
-        return tuple(rt.tensor(rng.standard_normal(shape).astype(np.float32),
-                               requires_grad=True) for shape in ((16,), (16, 16)))
-
-    def body(w1: Any, w2: Any) -> Any:
-        loss = (w1 * w2).sum()
-        loss.backward()
-        with rt.no_grad():
-            w2.mul_(0.9).add_(w1)
-            w1.sub_(w1.grad * 0.1)
-            w1.grad = None
-            w2.grad = None
-        return loss
-
-    w1, w2 = make()
-    e1, e2 = make()
-    step = planner.compile(lambda: body(w1, w2), backend="llvm")
-    for _ in range(4):
-        np.testing.assert_allclose(step().item(), body(e1, e2).item(), rtol=1e-5)
-    np.testing.assert_allclose(w1.detach().numpy(), e1.detach().numpy(), rtol=1e-5)
-    np.testing.assert_allclose(w2.detach().numpy(), e2.detach().numpy(), rtol=1e-5)
