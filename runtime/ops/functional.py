@@ -1039,6 +1039,8 @@ def overwrite(t: Tensor, value: Tensor) -> Tensor:
 def setitem(t: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value.device != t.device:
         value = to_device(value, t.device)
+    if is_tracing() and _mask_fill(t, key, value):
+        return
     template, idx, masks = _norm_key(_index_items(key), t.device)
     _check_key(t.shape, template, idx, masks)
     if not isinstance(value, Tensor) and not t.dtype.is_floating_point:
@@ -1047,6 +1049,25 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         _check_value_shape(value, P._key_shape(t.shape, [i.shape for i in idx], template),
                            advanced=bool(idx))
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
+
+
+def _mask_fill(t: Tensor, mask: Any, value: Any) -> bool:
+    """``t[mask] = value`` with one bool mask over t's leading dims and a number (or a 0-d
+    tensor that records no history), made ``masked_fill_`` (done: True): the same values,
+    with no read of the mask's values, so a compiled step captures it (``x[x < 0] = 0``);
+    anything else is left to index_put (False)."""
+    if not (isinstance(mask, Tensor) and mask.dtype is D.bool_ and 0 < mask.ndim <= t.ndim
+            and tuple(mask.shape) == tuple(t.shape[:mask.ndim]) and mask.device == t.device):
+        return False
+    if isinstance(value, Tensor):
+        if value.ndim or value.requires_grad:
+            return False
+    elif not isinstance(value, (bool, int, float)):
+        return False
+    elif not t.dtype.is_floating_point:
+        value = D.scalar_as(value, t.dtype)
+    t.masked_fill_(reshape(mask, (*mask.shape, *(1,) * (t.ndim - mask.ndim))), value)
+    return True
 
 
 def _check_value_shape(value: Tensor, target: tuple[int, ...], advanced: bool) -> None:

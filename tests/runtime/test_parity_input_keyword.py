@@ -53,3 +53,31 @@ def test_add_and_sub_scale_a_number_by_alpha() -> None:
     np.testing.assert_array_equal(t.add(3.0, alpha=2).detach().numpy(), [7.0, 7.0])
     rt.add(t, 3.0, alpha=2).sum().backward()
     np.testing.assert_array_equal(t.grad.numpy(), [1.0, 1.0])
+
+
+def test_a_bool_mask_assignment_is_captured() -> None:
+    """``x[x < 0] = 0`` (and a mask over leading dims, an int tensor's number) in a compiled
+    step: captured as masked_fill_ (it ran eagerly: the mask's values were read), equal to
+    eager."""
+    import warnings
+
+    import planner
+
+    def fn(x: Any, y: Any, k: Any) -> Any:
+        h = x * 2
+        h[h < 0] = 0.0
+        y[y[:, 0] > 0] = -1.0
+        k[k > 2] = 7
+        return h.sum() + y.sum() + k.sum()
+
+    step = planner.compile(fn)
+    rng = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager warns
+        for _ in range(3):
+            x = rng.standard_normal((4, 5)).astype(np.float32)
+            y = rng.standard_normal((3, 2, 2)).astype(np.float32)
+            k = rng.integers(0, 5, (6,))
+            got = step(rt.from_numpy(x.copy()), rt.from_numpy(y.copy()), rt.from_numpy(k.copy()))
+            want = fn(rt.from_numpy(x.copy()), rt.from_numpy(y.copy()), rt.from_numpy(k.copy()))
+            np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
