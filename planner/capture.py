@@ -198,6 +198,9 @@ class Tracer:
         return cell
 
     def add_input(self, index: int, t: Tensor) -> None:
+        if t._vc.inference:  # PyTorch checks each use of one: the call runs eagerly
+            raise GraphBreak(f"argument {index} is an inference tensor (made under "
+                             "inference_mode)")
         if id(t._data) in self.cells:
             raise GraphBreak(f"argument {index} shares storage with another argument")
         cell = self._new_slot(Slot("input", index, tuple(t.shape), t.dtype, self.device_of(t),

@@ -45,7 +45,6 @@ from .capture import Capture, Slot, capture
 from .guards import MISSING, setting_key
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
-from .steps import CommitStep
 from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
@@ -572,10 +571,6 @@ class CompiledStep:
         from .remat import rematerialize
 
         device = self.device
-        for i, a in enumerate(args):
-            if isinstance(a, Tensor) and a._vc.inference:  # PyTorch checks each use of one
-                raise GraphBreak(f"argument {i} is an inference tensor (made under "
-                                 "inference_mode)")
         cap: Capture = capture(fn, args, target_device=device)
         if warm_up and cap.created_state:
             raise _WarmUp(cap.created_state)
@@ -819,7 +814,7 @@ class _Replayer:
         # a native run may store parameter updates into their arrays as it goes
         # (planner.native: its commits): SIGINT is then held from the run on, not only
         # across the stores, so that an interrupted call still writes all or nothing
-        self.hold_run = any(isinstance(s, CommitStep) for s in self.plan.steps)
+        self.hold_run = self.plan.executable.commits
         # the common call (no draws, no effects around it, every write stored as it is or
         # staged straight), written out: what ``__call__`` does, without its loops
         self.fast = self._written_out() if (

@@ -151,8 +151,9 @@ class Executable:
         self._programs: dict[bool | str, Program] = {}
         # the fast programs a run calls, by whether its commits may store in place
         self._entries: dict[bool, Program] = {}
-        # whether the plan has commits (which only an in-place program runs differently)
-        self._commits = any(isinstance(s, CommitStep) for s in plan.steps)
+        # whether the plan has commits (which only an in-place program runs differently, and
+        # around whose runs a replay holds SIGINT: planner.compile._Replayer.hold_run)
+        self.commits = any(isinstance(s, CommitStep) for s in plan.steps)
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
         self._products: dict[Step, Any] | None = None
@@ -203,7 +204,7 @@ class Executable:
         it was given."""
         if checked:
             return self._program(True)
-        in_place = in_place and self._commits
+        in_place = in_place and self.commits
         entry = self._entries.get(in_place)
         if entry is not None:
             return entry
