@@ -23,15 +23,18 @@ def causal_mask(length: int, source: int, device: str) -> Tensor:
 def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
     """The scores under an sdpa mask: a bool mask keeps its True entries (the others become
     -inf), a float one is added."""
-    if mask.dtype is not D.bool_ and mask.dtype is not scores.dtype:
+    if mask.dtype not in (D.bool_, D.float32, scores.dtype):
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
-            f"attn_mask.dtype: {mask.dtype.name} and  query.dtype: {scores.dtype.name} "
-            "instead.")
+            f"attn_mask.dtype: {D.type_meta_name(mask.dtype)} and  query.dtype: "
+            f"{D.type_meta_name(scores.dtype)} instead.")
     err = broadcast_error(tuple(scores.shape), tuple(mask.shape))
     if err is not None:
         raise RuntimeError(err)
-    return F.where(mask, scores, -math.inf) if mask.dtype is D.bool_ else F.add(scores, mask)
+    if mask.dtype is D.bool_:
+        return F.where(mask, scores, -math.inf)
+    # a float32 mask is taken for any query dtype, converted to it (PyTorch's convert_boolean_attn_mask)
+    return F.add(scores, mask if mask.dtype is scores.dtype else F.cast(mask, scores.dtype))
 
 
 def safe_softmax(scores: Tensor) -> Tensor:
@@ -61,9 +64,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{key.shape[-2]}, {query.shape[-1]}] but got: "
                            f"[{key.shape[-2]}, {key.shape[-1]}].")
-    if is_causal and attn_mask is not None:
-        # PyTorch documents this error; its CPU kernels raise it or apply both masks depending
-        # on which kernel it picks for the shapes: one rule here
+    if is_causal and attn_mask is not None and not _flash_cpu_takes(
+            query, key, value, attn_mask, dropout_p, enable_gqa):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     if enable_gqa:
@@ -79,6 +81,44 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if dropout_p > 0.0:
         weights = C.dropout(weights, dropout_p)
     return F.matmul(weights, value)
+
+
+def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor,
+                     dropout_p: float, enable_gqa: bool) -> bool:
+    """Whether PyTorch's CPU dispatcher picks its flash kernel (sdp_utils_cpp's
+    use_flash_attention_cpp), which applies is_causal and an explicit attn_mask together (the
+    causal mask and the mask both); its math kernel, picked otherwise, refuses the pair."""
+    # PyTorch's checks in its order: the mask's shape is read after the ranks and heads
+    if dropout_p != 0.0 or not query.ndim == key.ndim == value.ndim == 4:
+        return False
+    batch, heads, length, _ = query.shape
+    kv_heads, source = key.shape[1], key.shape[2]
+    if not batch == key.shape[0] == value.shape[0] or kv_heads != value.shape[1]:
+        return False
+    if heads != kv_heads and not (enable_gqa and kv_heads and heads % kv_heads == 0):
+        return False
+    if mask.requires_grad or not _flash_cpu_mask_shape(tuple(mask.shape), batch, heads,
+                                                       length, source):
+        return False
+    if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
+        return False
+    if any(t.stride()[-1] != 1 for t in (query, key, value)):
+        return False
+    return query.dtype in (D.float32, D.float64, D.float16)
+
+
+def _flash_cpu_mask_shape(shape: tuple[int, ...], batch: int, heads: int, length: int,
+                          source: int) -> bool:
+    """PyTorch's check_attn_mask_shape: (L, S) or (B, H, L, S), each size 1 or the full one."""
+    if len(shape) < 2:
+        # PyTorch reads the mask's size(-2) before its rank: its IndexError
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got "
+                         "-2)" if shape else "Dimension specified as -2 but tensor has no "
+                         "dimensions")
+    if shape[-2] not in (1, length) or shape[-1] not in (1, source):
+        return False
+    return len(shape) == 2 or (len(shape) == 4 and shape[0] in (1, batch)
+                               and shape[1] in (1, heads))
 
 
 def _grouped(query: Tensor, kv: Tensor) -> Tensor:
