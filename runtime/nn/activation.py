@@ -167,11 +167,11 @@ class Hardtanh(Module):
                               FutureWarning, stacklevel=2)
         min_val = min_val if min_value is None else min_value
         max_val = max_val if max_value is None else max_value
-        if min_val > max_val:
-            raise ValueError("min_val cannot be greater than max_val")
         self.min_val = min_val
         self.max_val = max_val
         self.inplace = inplace
+        if max_val <= min_val:  # PyTorch's module check (its functional's is min > max)
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
 
     def forward(self, input: Tensor) -> Tensor:
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)

@@ -259,6 +259,8 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             _refuse_before_init(value)
+            object.__setattr__(self, name, value)
+            return
         _changed()
         params, buffers, modules = self._parameters, self._buffers, self._modules
         if isinstance(value, Parameter):
@@ -267,7 +269,7 @@ class Module:
         elif name in params:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    f"cannot assign '{typename(value)}' as parameter '{name}' "
                     "(runtime.nn.Parameter or None expected)"
                 )
             params[name] = None
@@ -277,14 +279,14 @@ class Module:
         elif name in modules:
             if value is not None:
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    f"cannot assign '{typename(value)}' as child module '{name}' "
                     "(runtime.nn.Module or None expected)"
                 )
             modules[name] = None
         elif isinstance(value, Buffer) or name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
-                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    f"cannot assign '{typename(value)}' as buffer '{name}' "
                     "(runtime.nn.Buffer, runtime.Tensor or None expected)"
                 )
             persistent = (value.persistent if isinstance(value, Buffer)
@@ -324,7 +326,7 @@ class Module:
         self._check_name(name, "parameter")
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(
-                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                f"cannot assign '{typename(param)}' object to parameter '{name}' "
                 "(runtime.nn.Parameter or None required)"
             )
         if param is not None and param.grad_fn is not None:
@@ -340,8 +342,8 @@ class Module:
         self._check_name(name, "buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(
-                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
-                "(runtime.Tensor or None required)"
+                f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
+                "(runtime Tensor or None required)"
             )
         self._buffers[name] = tensor
         _changed()
@@ -850,9 +852,24 @@ class Module:
 
 def _refuse_before_init(value: Any) -> None:
     """An attribute set before Module.__init__: a parameter, module or buffer is refused with
-    PyTorch's text. PyTorch keeps a plain value (a subclass may set one before calling
-    super().__init__()); refused here too (tests/runtime/test_nn.py::test_setattr_rules)."""
+    PyTorch's text; a plain value (a tensor too) is kept, as PyTorch keeps it (a subclass may
+    set one before calling super().__init__())."""
     for kind, what in ((Parameter, "parameters"), (Module, "module"), (Buffer, "buffer")):
         if isinstance(value, kind):
             raise AttributeError(f"cannot assign {what} before Module.__init__() call")
-    raise AttributeError("cannot assign attributes before Module.__init__() call")
+
+
+def typename(obj: Any) -> str:
+    """``torch.typename``: a tensor's type() (runtime.FloatTensor), else the object's or its
+    class's module-qualified name (builtins bare: int, str)."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = type(obj).__module__ or ""
+        qualname = type(obj).__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"

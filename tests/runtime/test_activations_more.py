@@ -69,8 +69,15 @@ def test_errors() -> None:
     with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel "
                                            "size"):
         F.prelu(rt.zeros(2, 3), rt.ones(4))
-    with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
+    # PyTorch's module asserts max > min (equal refused), its functional min <= max
+    with pytest.raises(AssertionError, match=r"^max_val \(-1.0\) must be greater than min_val "
+                                             r"\(1.0\)$"):
         rt.nn.Hardtanh(1.0, -1.0)
+    with pytest.raises(AssertionError, match=r"^max_val \(0.5\) must be greater than min_val"):
+        rt.nn.Hardtanh(0.5, 0.5)
+    with pytest.raises(ValueError, match="^min_val cannot be greater than max_val$"):
+        F.hardtanh(rt.zeros(2), 1.0, -1.0)
+    assert F.hardtanh(rt.tensor([2.0, 0.0]), 0.5, 0.5).tolist() == [0.5, 0.5]
 
 
 def test_a_compiled_step_with_them_equals_eager() -> None:

@@ -112,7 +112,8 @@ def test_setattr_rules() -> None:
     b.proj = nn.Linear(4, 3, bias=False)
     assert b.proj.bias is None
     assert [n for n, _ in b.proj.named_parameters()] == ["weight"]
-    with pytest.raises(TypeError, match="cannot assign 'Tensor' as parameter 'scale'"):
+    with pytest.raises(TypeError, match=r"^cannot assign 'runtime.FloatTensor' as parameter "
+                       r"'scale' \(runtime.nn.Parameter or None expected\)$"):
         b.scale = rt.ones(1)
     b.running = rt.ones(3)
     assert "running" in b.state_dict()
@@ -123,13 +124,27 @@ def test_setattr_rules() -> None:
     del b.proj
     with pytest.raises(AttributeError, match="no attribute 'proj'"):
         _ = b.proj
-    with pytest.raises(AttributeError, match="before Module.__init__"):
+
+    class Early(nn.Module):
+        # PyTorch keeps a plain value (a tensor too) set before Module.__init__
+        def __init__(self) -> None:
+            self.x = 1
+            self.t = rt.ones(1)
+            super().__init__()
+            self.lin = nn.Linear(1, 1)
+
+    early = Early()
+    assert early.x == 1 and "t" not in early.state_dict() and "lin.weight" in early.state_dict()
+    for value, what in ((nn.Parameter(rt.ones(1)), "parameters"), (nn.Linear(1, 1), "module"),
+                        (nn.Buffer(rt.ones(1)), "buffer")):
 
         class Bad(nn.Module):
             def __init__(self) -> None:
-                self.x = 1
+                self.x = value
 
-        Bad()
+        with pytest.raises(AttributeError, match=f"^cannot assign {what} before Module.__init__"
+                                                 r"\(\) call$"):
+            Bad()
 
 
 def test_parameter_counts() -> None:
