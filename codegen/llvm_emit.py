@@ -28,7 +28,9 @@ A kernel with float32 sin or cos has a second body using their exact argument re
 (codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
 reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
 exact body, which rewrites every output. A kernel writing into an input (``into``) cannot
-rerun and has only the exact body.
+rerun and has only the exact body. sin and cos of one value (sin's backward takes cos of its
+argument) are one call of their pair's function (``sincos``: one argument reduction), and an
+argument's range is checked once.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT
+from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, PAIRED
 from codegen.lower import SCRATCH_BYTES, LoopNest, lower
 
 I1 = ir.IntType(1)
@@ -208,6 +210,18 @@ def _const(expr: kir.Const) -> ir.Constant:
     return ir.Constant(VALUE_TYPES[expr.dtype], value)
 
 
+def _paired_operands(kernel: kir.Kernel, math_table: Mapping[str, object]) -> set[int]:
+    """Expr indices that are the operand of every op of a pair (``PAIRED``: sin and cos) whose
+    function the math table has."""
+    operands = {op: {e.x for e in kernel.exprs if isinstance(e, kir.Unary) and e.op == op}
+                for op in PAIRED}
+    out: set[int] = set()
+    for pair in {pair for pair, _ in PAIRED.values()} & set(math_table):
+        members = [operands[op] for op, (p, _) in PAIRED.items() if p == pair]
+        out |= set.intersection(*members)
+    return out
+
+
 class KernelEmitter:
     """Writes one kernel (its ``LoopNest``) into ``module`` with a renderer's ``Rules``."""
 
@@ -247,6 +261,12 @@ class KernelEmitter:
         self.multiplying: set[int] = set()
         # the body being emitted: exact sin/cos, or fast ones checking their range
         self.exact = self.checked = False
+        # operands (expr indices) of both ops of a pair (llvm_math.PAIRED: sin and cos), each
+        # evaluated by the pair's function once: sin's backward takes cos of its argument
+        self.paired = _paired_operands(kernel, math_table)
+        # per (argument value, block): the pair's results, and the checked arguments' ranges
+        self.pairs: dict[tuple[int, int], tuple[V, V]] = {}
+        self.range_checked: set[tuple[int, int]] = set()
 
     def _body(self, ptr_types: list[ir.Type], name: str, exact: bool, checked: bool
               ) -> ir.Function:
@@ -262,6 +282,7 @@ class KernelEmitter:
         for arg in body.args[: len(ptr_types)]:
             arg.add_attribute("noalias")
         self.exact, self.checked = exact, checked
+        self.pairs, self.range_checked = {}, set()
         self._emit_body(body)
         return body
 
@@ -513,6 +534,31 @@ class KernelEmitter:
                 self.multiplying = divisors.difference(checked)
                 loop()
 
+    def _math(self, expr: kir.Unary, x: V) -> V:
+        """A math op of ``x``: the exact variant in the exact body, the fast one (its argument
+        range checked) in the checked one; one of a pair from the pair's function, called once
+        per argument and block (the block's earlier instructions dominate its later ones)."""
+        b, op = self.b, expr.op
+        ranged = op in EXACT_VARIANTS and expr.dtype == "float32"
+        key = (id(x), id(b.block))
+        if ranged and self.checked and key not in self.range_checked:
+            self.range_checked.add(key)
+            magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
+            umax = self.module.globals.get("llvm.umax.i32") or ir.Function(
+                self.module, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
+            b.store(b.call(umax, [b.load(self.largest_bits), magnitude]), self.largest_bits)
+        if expr.x in self.paired and op in PAIRED:
+            pair_op, place = PAIRED[op]
+            if key not in self.pairs:
+                if ranged and self.exact:
+                    pair_op = EXACT_VARIANTS[pair_op]
+                both = self.math[pair_op](b, x, expr.dtype)
+                self.pairs[key] = (b.extract_value(both, 0), b.extract_value(both, 1))
+            return self.pairs[key][place]
+        if ranged and self.exact:
+            op = EXACT_VARIANTS[op]
+        return self.math[op](b, x, expr.dtype)
+
     def _is_normal(self, x: V, dtype: str) -> V:
         """Whether float x is a normal number (not zero, subnormal, inf or nan)."""
         info = np.finfo(dtype)
@@ -634,17 +680,7 @@ class KernelEmitter:
         if isinstance(expr, kir.Unary) and (expr.op, kind) in self.rules.unary:
             return self.rules.unary[(expr.op, kind)](b, get(expr.x), m)
         if isinstance(expr, kir.Unary) and kind == "float" and expr.op in self.math:
-            x = get(expr.x)
-            if expr.op in EXACT_VARIANTS and expr.dtype == "float32":
-                if self.exact:
-                    return self.math[EXACT_VARIANTS[expr.op]](b, x, expr.dtype)
-                if self.checked:
-                    magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
-                    umax = m.globals.get("llvm.umax.i32") or ir.Function(
-                        m, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
-                    b.store(b.call(umax, [b.load(self.largest_bits), magnitude]),
-                            self.largest_bits)
-            return self.math[expr.op](b, x, expr.dtype)
+            return self._math(expr, get(expr.x))
         if isinstance(expr, kir.Binary) and expr.op == "div" and expr.b in self.multiplying \
                 and self.per_element[i]:
             return b.fmul(get(expr.a), self.recips[expr.b])

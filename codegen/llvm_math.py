@@ -28,7 +28,9 @@ finite x exactly (x = m * 2**k, x * 2/pi mod 4 = m * T(k) from a 256-entry float
 within 1.6 ulp on the whole range, but 5-6x slower: the table lookups are vector gathers on
 every element. A kernel runs the fast ones and, if any float32 argument passed
 FAST_SIN_COS_LIMIT, runs again with the exact ones (codegen/llvm.py). sin/cos of +-inf and nan
-are nan.
+are nan. ``sincos`` (and ``sincos_exact``) return both from one reduction, the same bits as
+sin and cos each: a kernel with sin(x) and cos(x) calls it once (the chain workload's kernel:
+105 -> 77 us a call, benchmarks/chain_kernel.py).
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ _PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459
 # |x| below which the fast float32 sin/cos is within 1.6 ulp (past 2**22 * pi/2 it is
 # meaningless); a kernel with a larger argument reruns with sin_exact/cos_exact
 FAST_SIN_COS_LIMIT = 2.0**20
-EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact"}  # float32 only
+EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact",  # float32 only
+                  "sincos": "sincos_exact"}
 
 
 @dataclass(frozen=True)
@@ -394,9 +397,11 @@ def _lookup(b: ir.IRBuilder, table: ir.GlobalVariable, index: V) -> V:
     return out
 
 
-def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) -> V:
-    """sin(x + offset*pi/2) from the quadrant q and r = x - q*pi/2 (``exact``: the float32
-    reduction for every finite x, else Cody-Waite's)."""
+def _sin_cos(e: _Emitter, x: V, exact: bool = False) -> tuple[V, V]:
+    """(sin(x), cos(x)) from one quadrant q and r = x - q*pi/2 (``exact``: the float32
+    reduction for every finite x, else Cody-Waite's): both polynomials are computed and each
+    result picks one by its quadrant (q for sin, q + 1 for cos), so sin alone costs nearly
+    what both do (a kernel with both of one argument calls ``sincos`` once)."""
     b, fmt = e.b, e.fmt
     if exact and fmt.dtype != "float32":
         raise TypeError(f"no exact sin/cos reduction for {fmt.dtype}")
@@ -408,13 +413,23 @@ def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) ->
     tail = e.fma(b.fmul(z, z), e.poly(z, _COS_P[fmt.dtype]),
                  b.fsub(b.fsub(e.c(1.0), w), half_z))
     cos_r = b.fadd(w, tail)
-    quadrant = b.add(qi, e.i(quadrant_offset))
-    odd = b.icmp_unsigned("!=", b.and_(quadrant, e.i(1)), e.i(0))
-    value = b.select(odd, cos_r, sin_r)
-    # quadrants 2 and 3 negate: move bit 1 of the quadrant into the sign bit
-    sign = b.shl(b.and_(quadrant, e.i(2)), e.i(fmt.width - 2))
-    value = e.from_bits(b.xor(e.bits(value), sign))
-    return b.select(e.is_nan(b.fsub(x, x)), e.c(math.nan), value)  # x is +-inf or nan
+    not_finite = e.is_nan(b.fsub(x, x))  # x is +-inf or nan
+
+    def place(quadrant_offset: int) -> V:
+        quadrant = b.add(qi, e.i(quadrant_offset))
+        odd = b.icmp_unsigned("!=", b.and_(quadrant, e.i(1)), e.i(0))
+        value = b.select(odd, cos_r, sin_r)
+        # quadrants 2 and 3 negate: move bit 1 of the quadrant into the sign bit
+        sign = b.shl(b.and_(quadrant, e.i(2)), e.i(fmt.width - 2))
+        value = e.from_bits(b.xor(e.bits(value), sign))
+        return b.select(not_finite, e.c(math.nan), value)
+
+    return place(0), place(1)
+
+
+def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) -> V:
+    """sin(x + offset*pi/2): ``_sin_cos``'s sin (offset 0) or cos (offset 1)."""
+    return _sin_cos(e, x, exact)[quadrant_offset]
 
 
 def _tanh(e: _Emitter, x: V) -> V:
@@ -504,6 +519,30 @@ _BODIES: dict[str, Callable[[_Emitter, V], V]] = {
 # the ops a kernel calls a function for (sqrt is an instruction)
 MATH_OPS = frozenset(_BODIES) - {"sqrt"}
 
+# functions of two results, returned as a literal struct {T, T}: sin and cos of one argument
+# from one argument reduction (a kernel's sin(x) and cos(x), as in sin's forward and backward)
+_PAIR_BODIES: dict[str, Callable[[_Emitter, V], tuple[V, V]]] = {
+    "sincos": _sin_cos,
+    "sincos_exact": partial(_sin_cos, exact=True),
+}
+# each op of a pair: the pair's op and the op's place in its struct
+PAIRED = {"sin": ("sincos", 0), "cos": ("sincos", 1)}
+
+
+def _return_type(op: str, fmt: _Format) -> ir.Type:
+    return ir.LiteralStructType([fmt.float, fmt.float]) if op in _PAIR_BODIES else fmt.float
+
+
+def _emit_body(module: ir.Module, builder: ir.IRBuilder, fmt: _Format, op: str, x: V) -> V:
+    """``op``'s body at ``x`` (a pair's results in its struct)."""
+    e = _Emitter(module, builder, fmt)
+    if op not in _PAIR_BODIES:
+        return _BODIES[op](e, x)
+    out: V = ir.Constant(_return_type(op, fmt), ir.Undefined)
+    for place, value in enumerate(_PAIR_BODIES[op](e, x)):
+        out = builder.insert_value(out, value, place)
+    return out
+
 
 def _function(module: ir.Module, op: str, dtype: str) -> ir.Function:
     """The internal always-inline function for ``op`` at ``dtype``, emitted on first use."""
@@ -512,12 +551,12 @@ def _function(module: ir.Module, op: str, dtype: str) -> ir.Function:
     if existing is not None:
         return existing
     fmt = _FORMATS[dtype]
-    fn = ir.Function(module, ir.FunctionType(fmt.float, [fmt.float]), name)
+    fn = ir.Function(module, ir.FunctionType(_return_type(op, fmt), [fmt.float]), name)
     fn.linkage = "internal"
     fn.attributes.add("alwaysinline")
     fn.attributes.add("nounwind")
     builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    builder.ret(_BODIES[op](_Emitter(module, builder, fmt), fn.args[0]))
+    builder.ret(_emit_body(module, builder, fmt, op, fn.args[0]))
     return fn
 
 
@@ -570,15 +609,15 @@ def _outlined(module: ir.Module, op: str, dtype: str) -> tuple[ir.Function, str]
         if vname in module.globals:
             continue
         vfmt = fmt.vector(lanes)
-        vfn = ir.Function(module, ir.FunctionType(vfmt.float, [vfmt.float]), vname)
+        vfn = ir.Function(module, ir.FunctionType(_return_type(op, vfmt), [vfmt.float]), vname)
         vfn.attributes.add("nounwind")
         vfn.attributes.add("readnone")
         b = ir.IRBuilder(vfn.append_basic_block("entry"))
-        b.ret(_BODIES[op](_Emitter(module, b, vfmt), vfn.args[0]))
+        b.ret(_emit_body(module, b, vfmt, op, vfn.args[0]))
     attribute = '"vector-function-abi-variant"="' + ",".join(variants) + '"'
     fn = module.globals.get(name)
     if fn is None:
-        fn = ir.Function(module, ir.FunctionType(fmt.float, [fmt.float]), name)
+        fn = ir.Function(module, ir.FunctionType(_return_type(op, fmt), [fmt.float]), name)
         fn.attributes.add("noinline")
         fn.attributes.add("nounwind")
         fn.attributes.add("readnone")
@@ -605,8 +644,11 @@ def declare_math(module: ir.Module, outlined: bool = False) -> dict[str, MathFn]
     """Emitters keyed by op name: ``table[op](builder, x, dtype)`` returns op(x), inlined, or
     (``outlined``) as a call the loop vectorizer turns into calls of a vector variant
     (``_outlined``): a kernel with many transcendental ops compiles several times faster
-    that way, and runs 10-15% slower (each call spills the vector registers live across it)."""
-    return {op: partial(_call, module, op, outlined) for op in _BODIES}
+    that way, and runs 10-15% slower (each call spills the vector registers live across it).
+    ``sincos`` and ``sincos_exact`` return the struct {sin(x), cos(x)} (``PAIRED``): one
+    argument reduction for both, and one call out of line (LLVM vectorizes calls returning
+    a literal struct of floats into their variants returning a struct of vectors)."""
+    return {op: partial(_call, module, op, outlined) for op in (*_BODIES, *_PAIR_BODIES)}
 
 
 def _pow_f32(module: ir.Module) -> ir.Function:

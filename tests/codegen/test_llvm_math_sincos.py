@@ -1,0 +1,175 @@
+"""sin and cos of one argument from one function (codegen/llvm_math.py's ``sincos``): the same
+bits as sin and cos each alone, inlined, out of line and in each vector variant; a kernel with
+both of one value calls it once, vectorized."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from codegen_testutil import build as build_kernels
+from codegen_testutil import run as run_kernel
+from llvmlite import ir
+from test_llvm_math import CTYPES, LLVM_TYPES, MAX_ULP, inputs, large_arguments, run, ulp_error
+
+from codegen import ir as K
+from codegen import jit
+from codegen.jit import optimize
+from codegen.llvm import render
+from codegen.llvm_emit import for_range
+from codegen.llvm_math import declare_math, vector_widths
+
+I64 = ir.IntType(64)
+
+
+def pair_module(dtype: str, exact: bool, outlined: bool) -> ir.Module:
+    """``void kernel(T* in, T* sin, T* cos, i64 n)`` from one sincos call per element."""
+    module = ir.Module(name=f"sincos_{dtype}")
+    ty = LLVM_TYPES[dtype]
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer()] * 3 + [I64]),
+                     name="kernel")
+    src, sin_out, cos_out, n = fn.args
+    for arg in (src, sin_out, cos_out):
+        arg.add_attribute("noalias")
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    pair = declare_math(module, outlined=outlined)["sincos_exact" if exact else "sincos"]
+    with for_range(b, I64(0), n, "i") as i:
+        both = pair(b, b.load(b.gep(src, [i])), dtype)
+        b.store(b.extract_value(both, 0), b.gep(sin_out, [i]))
+        b.store(b.extract_value(both, 1), b.gep(cos_out, [i]))
+    b.ret_void()
+    return module
+
+
+def run_pair(x: np.ndarray, exact: bool, outlined: bool) -> tuple[np.ndarray, np.ndarray, str]:
+    """(sin, cos, optimized IR) of the pair's loop over x."""
+    dtype = x.dtype.name
+    module = optimize(pair_module(dtype, exact, outlined))
+    engine = llvm.create_mcjit_compiler(module, jit.new_target_machine())
+    engine.finalize_object()
+    ptr = ctypes.POINTER(CTYPES[dtype])
+    kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, ctypes.c_int64)(
+        engine.get_function_address("kernel"))
+    s, c = np.full_like(x, 7.0), np.full_like(x, 7.0)
+    kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), x.size)
+    return s, c, str(module)
+
+
+def same_bits(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    u = f"u{got.itemsize}"
+    np.testing.assert_array_equal(got.view(u), want.view(u), err_msg=what)
+
+
+@pytest.mark.parametrize("outlined", [False, True])
+@pytest.mark.parametrize(("dtype", "exact"), [(np.float32, False), (np.float64, False),
+                                              (np.float32, True)])
+def test_sincos_gives_sin_and_cos_bits(dtype: type, exact: bool, outlined: bool) -> None:
+    x = large_arguments(50_000) if exact else inputs("sin", dtype)
+    x = np.ascontiguousarray(x.astype(dtype))
+    s, c, optimized = run_pair(x, exact, outlined)
+    suffix = "_exact" if exact else ""
+    same_bits(s, run(f"sin{suffix}", x), "sin")
+    same_bits(c, run(f"cos{suffix}", x), "cos")
+    for op, got in (("sin", s), ("cos", c)):
+        assert ulp_error(got, x, op).max() <= MAX_ULP[op]
+    if outlined:  # the loop calls the widest vector variant, returning a struct of vectors
+        lanes = vector_widths(np.dtype(dtype).name)[-1]
+        assert re.search(rf"call[^\n]*@\"?backplan\.math\.sincos{suffix}\.\w+\.v{lanes}\b",
+                         optimized), optimized
+
+
+def variant_pair_module(dtype: str, lanes: int, exact: bool) -> ir.Module:
+    """The sincos vector variant of ``lanes`` lanes over each vector of n elements (n a
+    multiple of lanes), called, not inlined."""
+    module = ir.Module(name=f"sincos_{dtype}_v{lanes}")
+    ty = LLVM_TYPES[dtype]
+    vptr = ir.VectorType(ty, lanes).as_pointer()
+    op = "sincos_exact" if exact else "sincos"
+    call = ir.Function(module, ir.FunctionType(ty, [ty]), name="scalar")
+    b = ir.IRBuilder(call.append_basic_block("entry"))  # an outlined call makes the variants
+    b.ret(b.extract_value(declare_math(module, outlined=True)[op](b, call.args[0], dtype), 0))
+    variant = module.globals[f"backplan.math.{op}.{dtype}.v{lanes}"]
+    variant.attributes.add("noinline")
+    fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [ty.as_pointer()] * 3 + [I64]),
+                     name="kernel")
+    src, sin_out, cos_out, n = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    with for_range(b, I64(0), b.udiv(n, I64(lanes)), "i") as i:
+        at = b.mul(i, I64(lanes))
+        both = b.call(variant, [b.load(b.bitcast(b.gep(src, [at]), vptr), align=1)])
+        for place, out in enumerate((sin_out, cos_out)):
+            b.store(b.extract_value(both, place), b.bitcast(b.gep(out, [at]), vptr), align=1)
+    b.ret_void()
+    return module
+
+
+@pytest.mark.parametrize(("dtype", "exact"), [(np.float32, False), (np.float64, False),
+                                              (np.float32, True)])
+def test_sincos_vector_variants_give_the_scalar_bits(dtype: type, exact: bool) -> None:
+    name = np.dtype(dtype).name
+    x = np.ascontiguousarray((large_arguments(50_000) if exact else inputs("sin", dtype))
+                             .astype(dtype))
+    suffix = "_exact" if exact else ""
+    want_s, want_c = run(f"sin{suffix}", x), run(f"cos{suffix}", x)
+    ptr = ctypes.POINTER(CTYPES[name])
+    for lanes in vector_widths(name):
+        engine = llvm.create_mcjit_compiler(optimize(variant_pair_module(name, lanes, exact)),
+                                            jit.new_target_machine())
+        engine.finalize_object()
+        kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, ctypes.c_int64)(
+            engine.get_function_address("kernel"))
+        n = x.size - x.size % lanes
+        s, c = np.full(n, 7.0, dtype), np.full(n, 7.0, dtype)
+        kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), n)
+        same_bits(s, want_s[:n], f"sin v{lanes}")
+        same_bits(c, want_c[:n], f"cos v{lanes}")
+
+
+def chain_kernel(dtype: str, links: int) -> K.Kernel:
+    """h = x; ``links`` times h = tanh(sin(h)); outputs h and the product of cos of every
+    sin's argument: as many sin as cos of the same values, as in sin's backward."""
+    exprs: list[K.Expr] = [K.Load(0)]
+    args = []
+    for _ in range(links):
+        args.append(len(exprs) - 1)
+        exprs += [K.Unary("sin", len(exprs) - 1, dtype), K.Unary("tanh", len(exprs), dtype)]
+    h = len(exprs) - 1
+    prod = None
+    for a in args:
+        exprs.append(K.Unary("cos", a, dtype))
+        if prod is not None:
+            exprs.append(K.Binary("mul", prod, len(exprs) - 1, dtype))
+        prod = len(exprs) - 1
+    return K.Kernel(f"chain{links}_{dtype}", (4, 256), 1, (K.Input("x", dtype, (256, 1)),),
+                    tuple(exprs), (K.Output("h", h, dtype), K.Output("dh", prod, dtype)))
+
+
+def reference(x: np.ndarray, links: int) -> tuple[np.ndarray, np.ndarray]:
+    h, prod = x.astype(np.float64), np.ones(x.shape)
+    for _ in range(links):
+        prod = prod * np.cos(h)
+        h = np.tanh(np.sin(h))
+    return h, prod
+
+
+@pytest.mark.parametrize("links", [2, 8])  # 2: inlined math; 8: out of line (> 12 calls)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_kernel_with_sin_and_cos_of_one_value_calls_sincos_once(dtype: str, links: int) -> None:
+    k = chain_kernel(dtype, links)
+    text = str(render([k]))
+    body = text[text.index(f'define internal i1 @"{k.name}.body"'):]
+    body = body[: body.index("\n}\n")]
+    calls = re.findall(r"call [^@]*@\"backplan\.math\.(\w+)\.", body)
+    assert sorted(set(calls)) == ["sincos", "tanh"], calls
+    assert calls.count("sincos") == links
+    x = np.random.default_rng(5).uniform(-3, 3, (4, 256)).astype(dtype)
+    if dtype == "float32":  # a row past FAST_SIN_COS_LIMIT: the exact body reruns the call
+        x[3, 7] = 3e7
+    h, dh = run_kernel(build_kernels([k]), k, [x])
+    want_h, want_dh = reference(x, links)
+    tol = 1e-6 if dtype == "float32" else 1e-14
+    np.testing.assert_allclose(h, want_h, rtol=0, atol=tol * links)
+    np.testing.assert_allclose(dh, want_dh, rtol=0, atol=tol * links)
