@@ -193,10 +193,16 @@ class Hardsigmoid(_Inplace):
     def forward(self, input: Tensor) -> Tensor:
         return F.hardsigmoid(input, self.inplace)
 
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's repr leaves inplace out here
+
 
 class Hardswish(_Inplace):
     def forward(self, input: Tensor) -> Tensor:
         return F.hardswish(input, self.inplace)
+
+    def extra_repr(self) -> str:
+        return ""  # PyTorch's repr leaves inplace out here
 
 
 class Mish(_Inplace):

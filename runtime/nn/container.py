@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from runtime.nn.module import Module, _addindent
+from runtime.nn.module import Module, _addindent, typename
 from runtime.nn.parameter import Parameter
 from runtime.tensor import Tensor
 
@@ -297,15 +297,23 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        lines = []
-        for i, p in enumerate(self):
-            if isinstance(p, Tensor):
-                kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-                size = "x".join(str(s) for s in p.shape)
-                lines.append(f"({i}): {kind} containing: [{p.dtype!r} of size {size}]")
-            else:
-                lines.append(f"({i}): Object of type: {type(p).__name__}")
-        return "\n".join(lines)
+        return _parameter_lines(enumerate(self), lambda p: repr(p.dtype))
+
+
+def _parameter_lines(items: Iterable[tuple[Any, Any]], kind_of: Callable[[Tensor], str]) -> str:
+    """PyTorch's ParameterList/ParameterDict extra_repr: an indented line per entry, a
+    tensor's described by ``kind_of`` (its dtype, or its type name), its size and a cuda
+    device."""
+    lines = []
+    for key, p in items:
+        if isinstance(p, Tensor):
+            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
+            size = "x".join(str(s) for s in p.shape)
+            device = f" ({p.device})" if p.device.type == "cuda" else ""
+            lines.append(f"  ({key}): {kind} containing: [{kind_of(p)} of size {size}{device}]")
+        else:
+            lines.append(f"  ({key}): Object of type: {type(p).__name__}")
+    return "\n".join(lines)
 
 
 class ParameterDict(Module):
@@ -412,12 +420,7 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        lines = []
-        for k, p in self.items():
-            kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-            size = "x".join(str(s) for s in p.shape)
-            lines.append(f"({k}): {kind} containing: [{p.dtype!r} of size {size}]")
-        return "\n".join(lines)
+        return _parameter_lines(self.items(), typename)
 
 
 def _pairs(pairs: Any, given: Any, name: str, element: str) -> Iterator[tuple[Any, Any]]:

@@ -6,7 +6,7 @@ import functools
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from runtime.autograd import no_grad
 from runtime.tracing import GraphBreak
@@ -99,12 +99,22 @@ class Module:
     """Base class of all layers; subclasses define `forward`."""
 
     _version: int = 1  # a state dict's metadata records it; _load_from_state_dict reads it
+    dump_patches: bool = False  # PyTorch's class flags, read by code written for it
+    call_super_init: bool = False
+    T_destination = TypeVar("T_destination", bound=dict[str, Any])
     training: bool
     _parameters: dict[str, Parameter | None]
     _buffers: dict[str, Tensor | None]
     _modules: dict[str, Module | None]
 
-    def __init__(self) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # arguments are for the next class in the MRO, passed on where call_super_init is set
+        if not self.call_super_init and kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword "
+                            f"argument '{next(iter(kwargs))}'")
+        if not self.call_super_init and args:
+            raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                            f"{len(args) + 1} were given")
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", {})
         object.__setattr__(self, "_buffers", {})
@@ -120,6 +130,8 @@ class Module:
         object.__setattr__(self, "_state_dict_hooks", {})
         object.__setattr__(self, "_load_state_dict_pre_hooks", {})
         object.__setattr__(self, "_load_state_dict_post_hooks", {})
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError(
@@ -588,6 +600,10 @@ class Module:
 
         return self.to(float64)
 
+    def type(self, dst_type: Any) -> Self:
+        """Every parameter and buffer cast to ``dst_type`` (a dtype or a type name)."""
+        return self._apply(lambda t: t.type(dst_type))
+
     def half(self) -> Self:
         from runtime import float16
 
@@ -658,12 +674,22 @@ class Module:
 
     def state_dict(
         self,
+        *args: Any,
         destination: OrderedDict[str, Tensor] | None = None,
         prefix: str = "",
         keep_vars: bool = False,
     ) -> OrderedDict[str, Tensor]:
         """Parameters and persistent buffers (and extra state) by dotted name; as PyTorch's,
-        the dict's ``_metadata`` keeps each module's ``_version``."""
+        the dict's ``_metadata`` keeps each module's ``_version``. Positional arguments
+        (destination, prefix, keep_vars) are taken with PyTorch's deprecation warning."""
+        if args:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module."
+                "state_dict for details.", FutureWarning, stacklevel=2)
+            destination = args[0] if destination is None else destination
+            prefix = args[1] if len(args) > 1 and prefix == "" else prefix
+            keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()  # type: ignore[attr-defined]
@@ -675,7 +701,8 @@ class Module:
         self._save_to_state_dict(destination, prefix, keep_vars)
         for name, module in self._modules.items():
             if module is not None:
-                module.state_dict(destination, prefix + name + ".", keep_vars)
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
         for hook in self._state_dict_hooks.values():
             result = hook(self, destination, prefix, local_metadata)
             if result is not None:

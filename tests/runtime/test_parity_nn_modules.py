@@ -1,0 +1,134 @@
+"""Module API and layer reprs against PyTorch 2.13: repr(module) for every layer class with
+non-default arguments, the container reprs, state_dict's positional arguments, Module.type,
+Module.__init__'s arguments (call_super_init) and PyTorch's class flags."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+# constructor calls evaluated in both libraries (T is the library, nn its nn)
+LAYERS = """
+AdaptiveAvgPool1d(3)|AdaptiveAvgPool2d((3, None))|AdaptiveAvgPool3d(2)
+AdaptiveMaxPool1d(3, return_indices=True)|AdaptiveMaxPool2d((2, 3))|AdaptiveMaxPool3d(2)
+AlphaDropout(0.2, inplace=True)|AvgPool1d(3, 2, 1, ceil_mode=True, count_include_pad=False)
+AvgPool2d(3, stride=1, padding=1, divisor_override=2)|AvgPool3d(2)
+BCELoss(weight=T.ones(2), reduction='sum')|BCEWithLogitsLoss(pos_weight=T.ones(2))
+BatchNorm1d(4, eps=1e-3, momentum=None, affine=False, track_running_stats=False)
+BatchNorm2d(4, momentum=0.2)|BatchNorm3d(4)|Bilinear(2, 3, 4, bias=False)|CELU(0.5, inplace=True)
+CTCLoss(blank=1, zero_infinity=True)|ChannelShuffle(2)|CircularPad1d(2)|CircularPad2d((1, 2, 3, 4))
+CircularPad3d(1)|ConstantPad1d(2, 3.5)|ConstantPad2d((1, 2, 3, 4), 0)|ConstantPad3d(1, -1.0)
+Conv1d(2, 4, 3, stride=2, padding=1, dilation=2, groups=2, bias=False, padding_mode='reflect')
+Conv2d(2, 4, (3, 2), padding='same')|Conv2d(2, 4, 3, padding='valid', padding_mode='circular')
+Conv3d(2, 4, 1)|ConvTranspose2d(2, 4, 3)|ConvTranspose3d(2, 4, (1, 2, 3), stride=(1, 2, 1))
+ConvTranspose1d(2, 4, 3, stride=2, padding=1, output_padding=1, groups=2, bias=False, dilation=2)
+CosineEmbeddingLoss(margin=0.5, reduction='none')|CosineSimilarity(dim=0, eps=1e-6)
+CrossEntropyLoss(ignore_index=3, label_smoothing=0.1, reduction='sum')|Dropout(0.3)
+Dropout(0.3, inplace=True)|Dropout1d()|Dropout2d(0.1)|Dropout3d(inplace=True)|ELU(alpha=0.5)
+ELU(inplace=True)|Embedding(10, 3)|EmbeddingBag(10, 3, mode='sum', padding_idx=2)
+Embedding(10, 3, padding_idx=0, max_norm=1.0, norm_type=3.0, scale_grad_by_freq=True, sparse=True)
+EmbeddingBag(10, 3, max_norm=2.0, include_last_offset=True)|FeatureAlphaDropout(0.1)
+Flatten(0, 2)|Flatten()|Fold((4, 5), (2, 2), dilation=1, padding=1, stride=2)
+GELU(approximate='tanh')|GELU()|GLU(0)|GRU(3, 4)|GRUCell(3, 4, bias=False)
+GRU(3, 4, num_layers=2, bias=False, batch_first=True, dropout=0.1, bidirectional=True)
+GaussianNLLLoss(full=True, eps=1e-3)|GroupNorm(2, 4, eps=1e-3, affine=False)|Hardshrink(0.3)
+Hardsigmoid(inplace=True)|Hardswish(inplace=True)|Hardtanh(-2.0, 2.0, inplace=True)
+HingeEmbeddingLoss(margin=2.0)|HuberLoss(delta=0.5)|Identity(54, unused='x')
+InstanceNorm1d(4, affine=True)|InstanceNorm2d(4, track_running_stats=True, momentum=None)
+InstanceNorm3d(4)|KLDivLoss(reduction='batchmean', log_target=True)|L1Loss(reduction='none')
+LPPool1d(2, 3, stride=2, ceil_mode=True)|LPPool2d(1.5, (2, 3))|LPPool3d(2, 2)
+LSTM(3, 4, proj_size=2)|LSTM(3, 4, num_layers=2, batch_first=True)|LSTMCell(3, 4)
+LayerNorm((3, 4), eps=1e-6, elementwise_affine=False)|LayerNorm(4, bias=False)
+LazyBatchNorm1d()|LazyConv2d(4, 3)|LazyLinear(4, bias=False)|LeakyReLU(0.2, inplace=True)
+LeakyReLU()|Linear(2, 3, bias=False)|LocalResponseNorm(3, alpha=1e-3, beta=0.5, k=2.0)
+LogSigmoid()|LogSoftmax(dim=1)|LogSoftmax()|MSELoss(reduction='sum')|MarginRankingLoss(margin=0.3)
+MaxPool1d(3, 2, 1, dilation=2, return_indices=True, ceil_mode=True)|MaxPool2d(2)
+MaxPool3d((1, 2, 2))|MaxUnpool1d(2)|MaxUnpool2d(3, stride=2, padding=1)|MaxUnpool3d(2)
+Mish(inplace=True)|MultiLabelMarginLoss()|MultiLabelSoftMarginLoss(weight=T.ones(3))
+MultiMarginLoss(p=2, margin=0.5)|MultiheadAttention(8, 2)
+MultiheadAttention(8, 2, 0.1, False, True, True, kdim=4, vdim=6, batch_first=True)
+NLLLoss(ignore_index=1)|PReLU(3, init=0.1)|PReLU()|PairwiseDistance(p=1.0, eps=1e-3, keepdim=True)
+PixelShuffle(2)|PixelUnshuffle(3)|PoissonNLLLoss(log_input=False, full=True)
+RMSNorm((3, 4), eps=1e-5, elementwise_affine=False)|RMSNorm(4)
+RNN(3, 4, nonlinearity='relu', bias=False)|RNN(3, 4, num_layers=3, dropout=0.5)
+RNNCell(3, 4, nonlinearity='relu')|RReLU(0.1, 0.2, inplace=True)|RReLU()|ReLU(inplace=True)
+ReLU6(inplace=True)|ReflectionPad1d(2)|ReflectionPad2d((1, 0, 2, 0))|ReflectionPad3d(1)
+ReplicationPad1d((1, 2))|ReplicationPad2d(1)|ReplicationPad3d(1)|SELU(inplace=True)
+SiLU(inplace=True)|Sigmoid()|SmoothL1Loss(beta=0.5)|SoftMarginLoss()|Softmax(dim=-1)|Softmax()
+Softmax2d()|Softmin(1)|Softplus(beta=2.0, threshold=10.0)|Softshrink(0.3)|Softsign()|Tanh()
+Tanhshrink()|Threshold(0.1, 20.0, inplace=True)
+TripletMarginLoss(margin=2.0, p=1.0, eps=1e-3, swap=True)
+TripletMarginWithDistanceLoss(margin=0.5, swap=True)|Unflatten(1, (2, 3))
+Unfold((2, 3), dilation=2, padding=1, stride=(1, 2))
+Upsample(scale_factor=2.0, mode='bilinear', align_corners=True)|Upsample(size=(3, 4))
+Upsample(scale_factor=2)|UpsamplingBilinear2d(scale_factor=2)|UpsamplingNearest2d(size=4)
+ZeroPad1d(2)|ZeroPad2d((1, 2, 0, 3))|ZeroPad3d(1)|Sequential(Linear(2, 3), ReLU())
+ModuleList([ReLU(), ReLU(), ReLU(), Linear(1, 1)])|ModuleDict({'a': ReLU()})
+ParameterList([nn.Parameter(T.ones(2)), nn.Parameter(T.ones(2, 3, dtype=T.float64))])
+ParameterList([T.ones(2), 3])
+ParameterDict({'w': nn.Parameter(T.ones(2)), 'b': T.ones(2, dtype=T.float64)})
+TransformerEncoderLayer(8, 2, 16, 0.0, 'gelu', batch_first=True, norm_first=True, bias=False)
+TransformerDecoderLayer(8, 2, dim_feedforward=16)
+TransformerEncoder(TransformerEncoderLayer(8, 2, 16), 2, enable_nested_tensor=False)
+TransformerDecoder(TransformerDecoderLayer(8, 2, dim_feedforward=16), 1, norm=LayerNorm(8))
+Transformer(8, 2, 1, 1, 16)
+"""
+CALLS = [call for line in LAYERS.strip().splitlines() for call in line.split("|")]
+
+
+def build(lib: Any, call: str) -> Any:
+    scope: dict[str, Any] = {name: getattr(lib.nn, name) for name in dir(lib.nn)}
+    scope.update(T=lib, nn=lib.nn)
+    lib.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return eval(call, scope)  # noqa: S307 - the table above
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_layer_repr(call: str) -> None:
+    assert repr(build(rt, call)) == repr(build(torch, call)).replace("torch", "runtime")
+
+
+def test_state_dict_positional_arguments_warn() -> None:
+    lin = rt.nn.Linear(2, 3)
+    dest: dict[str, Any] = {}
+    with pytest.warns(FutureWarning, match="^Positional args are being deprecated, use kwargs "
+                      "instead. Refer to https://pytorch.org/docs/main/generated/torch.nn."
+                      "Module.html#torch.nn.Module.state_dict for details.$"):
+        out = lin.state_dict(dest, "p.", True)
+    assert out is dest and list(dest) == ["p.weight", "p.bias"]
+    assert dest["p.weight"] is lin.weight  # keep_vars
+
+
+def test_module_type() -> None:
+    lin = rt.nn.Linear(2, 3)
+    assert lin.type(rt.float64) is lin and lin.weight.dtype is rt.float64
+    lin.type("runtime.FloatTensor")
+    assert lin.bias.dtype is rt.float32
+
+
+def test_module_init_arguments() -> None:
+    with pytest.raises(TypeError, match=r"^Module.__init__\(\) got an unexpected keyword "
+                                        "argument 'x'$"):
+        rt.nn.Module(x=1)
+    with pytest.raises(TypeError, match=r"^Module.__init__\(\) takes 1 positional argument but "
+                                        "3 were given$"):
+        rt.nn.Module(1, 2)
+
+    class Mixin:
+        def __init__(self, tag: str) -> None:
+            self.tag = tag
+
+    class Tagged(rt.nn.Module, Mixin):
+        call_super_init = True
+
+    assert Tagged(tag="t").tag == "t"
+    assert rt.nn.Module.call_super_init is False and rt.nn.Module.dump_patches is False
+    assert hasattr(rt.nn.Module, "T_destination")
