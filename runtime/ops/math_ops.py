@@ -175,7 +175,8 @@ def log_ndtr(x: Tensor) -> Tensor:
         series = _horner(z, [1.0, -1.0, 3.0, -15.0, 105.0, -945.0])
         tail = F.sub(F.sub(F.mul(F.mul(tail_v, tail_v), -0.5), F.log(F.neg(tail_v))),
                      F.sub(_HALF_LOG_2PI, F.log(series)))
-        return F.where(F.gt(v, -1.0), upper, F.where(F.ge(v, -20.0), mid, tail))
+        out = F.where(F.gt(v, -1.0), upper, F.where(F.ge(v, -20.0), mid, tail))
+        return F.where(T.isnan(v), v, out)  # NaN fails every comparison: the tail took it
     return _in64(f, x)
 
 
@@ -236,7 +237,7 @@ def _digamma_pos(x: Tensor) -> Tensor:
 
 def digamma(x: Tensor) -> Tensor:
     """d/dx lgamma: the series for x >= 0.5, psi(1 - x) - pi / tan(pi x) below; -inf at 0
-    and NaN at the negative integers, as PyTorch's."""
+    (+inf at -0) and NaN at the negative integers, as PyTorch's."""
     def f(v: Tensor) -> Tensor:
         pole = F.logical_and(F.le(v, 0.0), F.eq(v, F.floor(v)))
         ok = F.logical_and(T.logical_not(pole), T.isfinite(v))
@@ -247,7 +248,7 @@ def digamma(x: Tensor) -> Tensor:
         r = F.sub(r, F.round(r))  # tan(pi x) has period 1
         refl = F.sub(pos, F.div(math.pi, F.tan(F.mul(r, math.pi))))
         out = F.where(low, refl, pos)
-        special = F.where(F.eq(v, 0.0), -math.inf, math.nan)
+        special = F.where(F.eq(v, 0.0), F.where(signbit(v), math.inf, -math.inf), math.nan)
         out = F.where(pole, special, out)
         out = F.where(T.isinf(v), F.where(F.gt(v, 0), math.inf, math.nan), out)
         return F.where(T.isnan(v), v, out)
@@ -309,6 +310,8 @@ def erfinv(x: Tensor) -> Tensor:
         slope = F.mul(F.exp(F.mul(y, y)), math.sqrt(math.pi) / 2)
         out = F.add(y, F.mul(F.sub(F.where(inside, v, 0.0), s), slope))
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, -1.0), -math.inf, math.nan))
+        # at 0 the slope alone: y + 0 * slope would make -0 a +0
+        out = F.where(F.eq(c, 0.0), F.mul(v, math.sqrt(math.pi) / 2), out)
         return F.where(inside, out, edge)
     return _in64(f, x)
 
