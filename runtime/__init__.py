@@ -327,3 +327,10 @@ from .linalg import inv as inverse  # noqa: E402
 from .linalg import pinv as pinverse  # noqa: E402
 
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
+
+from ._dtype import bfloat16, uint16, uint32, uint64  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
+
+__all__ += ["amp", "autocast", "bfloat16", "get_autocast_dtype", "is_autocast_enabled",
+            "uint16", "uint32", "uint64"]

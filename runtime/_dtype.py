@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 
@@ -16,13 +17,13 @@ class DType:
     category: int  # PyTorch's promotion category: 0 bool, 1 integer, 2 floating point
     is_floating_point: bool = field(init=False)  # a field, not a property: read on hot paths
     itemsize: int = field(init=False)  # bytes of one element, as PyTorch's dtype.itemsize
-    is_signed: bool = field(init=False)  # as PyTorch's: all but bool and uint8
+    is_signed: bool = field(init=False)  # as PyTorch's: floats and signed integers
     is_complex = False  # PyTorch's attribute; no complex dtype here
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "is_floating_point", self.category == 2)
         object.__setattr__(self, "itemsize", self.np.itemsize)
-        object.__setattr__(self, "is_signed", self.np.kind in "if")
+        object.__setattr__(self, "is_signed", self.category == 2 or self.np.kind == "i")
 
     def __repr__(self) -> str:
         return f"runtime.{self.name}"
@@ -42,19 +43,41 @@ int64 = DType("int64", np.dtype(np.int64), 1)
 float16 = DType("float16", np.dtype(np.float16), 2)
 float32 = DType("float32", np.dtype(np.float32), 2)
 float64 = DType("float64", np.dtype(np.float64), 2)
+# numpy has no bfloat16: ml_dtypes (JAX's numpy dtypes) gives it, its ufuncs computing each
+# element in float32 and rounding the result, as PyTorch's CPU kernels do
+bfloat16 = DType("bfloat16", np.dtype(ml_dtypes.bfloat16), 2)
+# PyTorch's "shell" unsigned dtypes: storage, casts, copies, and few ops; no promotion with
+# other integers
+uint16 = DType("uint16", np.dtype(np.uint16), 1)
+uint32 = DType("uint32", np.dtype(np.uint32), 1)
+uint64 = DType("uint64", np.dtype(np.uint64), 1)
 
-DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+DTYPES = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, bfloat16,
+          uint16, uint32, uint64)
+UNSIGNED_SHELL = frozenset((uint16, uint32, uint64))
+# the float dtypes PyTorch's CPU kernels compute in float32 (their opmath type)
+LOW_FLOATS = frozenset((float16, bfloat16))
 _BY_NP = {d.np: d for d in DTYPES}
 _BY_NAME = {d.name: d for d in DTYPES} | {"float": float32, "double": float64, "long": int64,
                                           "half": float16, "int": int32, "short": int16}
-_NP_ALIASES = {np.dtype(np.uint32): int64}  # PyTorch's uint32 has too few ops: read as int64
 
 
-def _promote_pair(a: DType, b: DType) -> DType:
+def _promote_pair(a: DType, b: DType) -> DType | None:
     """PyTorch's promoteTypes: the higher category wins whole (int32 + float16 is float16);
-    within one, numpy's promotion agrees with PyTorch's (uint8 + int8 is int16)."""
+    within one, numpy's promotion agrees with PyTorch's (uint8 + int8 is int16), but for
+    float16 with bfloat16 (float32). None: PyTorch refuses the pair (uint16 with int8)."""
+    if a is b:
+        return a
     if a.category != b.category:
+        if (a in UNSIGNED_SHELL and b.category < 2) or (b in UNSIGNED_SHELL and a.category < 2):
+            return None
         return a if a.category > b.category else b
+    if a in UNSIGNED_SHELL or b in UNSIGNED_SHELL:
+        return None
+    if {a, b} == LOW_FLOATS:
+        return float32
+    if bfloat16 in (a, b):
+        return a if b is bfloat16 else b
     return _BY_NP[np.promote_types(a.np, b.np)]
 
 
@@ -65,8 +88,15 @@ default_float = float32
 
 
 def promote(a: DType, b: DType) -> DType:
-    """PyTorch's ``promote_types(a, b)``."""
-    return a if a is b else _PROMOTE[a, b]
+    """PyTorch's ``promote_types(a, b)``, and its error for a pair it refuses."""
+    if a is b:
+        return a
+    out = _PROMOTE[a, b]
+    if out is None:
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {scalar_type_name(a)} and "
+                           f"{scalar_type_name(b)}")
+    return out
 
 
 def as_dtype(d: object) -> DType:
@@ -87,8 +117,6 @@ def as_dtype(d: object) -> DType:
         raise TypeError(f"unsupported dtype {d!r}") from None
     if npd in _BY_NP:
         return _BY_NP[npd]
-    if npd in _NP_ALIASES:
-        return _NP_ALIASES[npd]
     raise TypeError(f"unsupported dtype {d!r}: expected one of "
                     f"{', '.join(t.name for t in DTYPES)}")
 
@@ -97,13 +125,20 @@ def as_dtype(d: object) -> DType:
 # type Float but found Double") and its TypeMeta ("but got: float != double")
 _SCALAR_TYPE_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short",
                       "int32": "Int", "int64": "Long", "float16": "Half", "float32": "Float",
-                      "float64": "Double"}
+                      "float64": "Double", "bfloat16": "BFloat16", "uint16": "UInt16",
+                      "uint32": "UInt32", "uint64": "UInt64"}
 _TYPE_META_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
                     "int16": "short int", "int32": "int", "int64": "long int",
-                    "float16": "c10::Half", "float32": "float", "float64": "double"}
+                    "float16": "c10::Half", "float32": "float", "float64": "double",
+                    "bfloat16": "c10::BFloat16", "uint16": "short unsigned int",
+                    "uint32": "unsigned int", "uint64": "long unsigned int"}
 # PyTorch's C++ type in its "value cannot be converted to type ... without overflow"
 _OVERFLOW_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
-                   "int64": "int64_t"}
+                   "int64": "int64_t", "uint16": "uint16_t", "uint32": "uint32_t",
+                   "uint64": "uint64_t"}
+# the largest finite value of each low-precision float: a scalar beyond it overflows
+_FLOAT_LIMITS = {float16: (65504.0, "c10::Half"),
+                 bfloat16: (float(ml_dtypes.finfo(ml_dtypes.bfloat16).max), "c10::BFloat16")}
 
 
 def scalar_type_name(d: DType) -> str:
@@ -130,9 +165,15 @@ def scalar_as(value: Any, d: DType) -> Any:
             raise RuntimeError(f"value cannot be converted to type {_OVERFLOW_NAMES[d.name]} "
                                "without overflow")
         return wrapped_int(int(value), d)
-    if d is float16 and abs(float(value)) > 65504.0 and math.isfinite(float(value)):
-        raise RuntimeError("value cannot be converted to type c10::Half without overflow")
+    limit = _FLOAT_LIMITS.get(d)
+    if limit is not None and abs(float(value)) > limit[0] and math.isfinite(float(value)):
+        raise RuntimeError(f"value cannot be converted to type {limit[1]} without overflow")
     return value
+
+
+def np_finfo(d: DType) -> Any:
+    """numpy's finfo of the float dtype ``d`` (ml_dtypes' for bfloat16, which numpy lacks)."""
+    return ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
 
 
 def int_bounds(d: DType, exact: bool) -> tuple[Any, Any]:
@@ -200,7 +241,7 @@ def result_dtype(tensor_dtypes: list[DType], scalars: list[object],
 def _highest(dtypes: list[DType]) -> DType | None:
     best = None
     for d in dtypes:
-        best = d if best is None else best if best is d else _PROMOTE[best, d]
+        best = d if best is None else promote(best, d)
     return best
 
 

@@ -25,11 +25,13 @@ import numpy as np
 
 from . import _dtype as D
 from ._device import canonical_device, move_array
+from .serialization import raw_bytes
 from .tensor import Tensor
 
 # safetensors' dtype codes for the dtypes a runtime tensor can have
 _CODE = {"bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32",
-         "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64"}
+         "int64": "I64", "float16": "F16", "float32": "F32", "float64": "F64",
+         "bfloat16": "BF16", "uint16": "U16", "uint32": "U32", "uint64": "U64"}
 _DTYPE = {code: name for name, code in _CODE.items()}
 # codes the format defines that have no runtime dtype: named in the error
 _KNOWN_CODES = {"BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64",
@@ -91,7 +93,7 @@ def _write(tensors: dict[str, Any], metadata: dict[str, str] | None, out: Binary
     out.write(raw)
     for name in order:
         if arrays[name].nbytes:
-            out.write(memoryview(arrays[name]).cast("B"))
+            out.write(raw_bytes(arrays[name]))
 
 
 def save_file(tensors: dict[str, Any], filename: str | os.PathLike[str],

@@ -102,6 +102,12 @@ class _Writer:
             "(what state_dict() returns), never arbitrary objects")
 
 
+def raw_bytes(arr: np.ndarray) -> memoryview:
+    """The bytes of the C-contiguous ``arr``, uncopied (a buffer of its own dtype would refuse
+    ml_dtypes' bfloat16)."""
+    return memoryview(arr.reshape(-1).view(np.uint8))
+
+
 def _serialize(obj: Any, out: BinaryIO) -> None:
     w = _Writer()
     tree = w.encode(obj, "the object")
@@ -113,7 +119,7 @@ def _serialize(obj: Any, out: BinaryIO) -> None:
     written = 0
     for entry, arr in zip(w.entries, w.arrays):
         out.write(b"\0" * (entry["offset"] - written))
-        out.write(memoryview(arr).cast("B") if arr.nbytes else b"")
+        out.write(raw_bytes(arr) if arr.nbytes else b"")
         written = entry["offset"] + arr.nbytes
 
 

@@ -432,6 +432,9 @@ class Tensor:
     def half(self) -> Tensor:
         return self.to(D.float16)
 
+    def bfloat16(self) -> Tensor:
+        return self.to(D.bfloat16)
+
     def contiguous(self) -> Tensor:
         """self where its storage is in row-major order, else a row-major copy (so that a
         view of it works)."""

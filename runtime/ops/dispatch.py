@@ -13,7 +13,7 @@ from .._device import array_module, device_guard
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import ERR_BACKWARD_TWICE, Edge, Meta, Node, SavedTensor, gradient_edge
 from ..tensor import Tensor
-from ..tracing import MetaArray
+from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
 from .shapes import ShapeError, broadcast_shapes
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, Primitive
@@ -22,6 +22,9 @@ _NP2DT = {d.np: d for d in D.DTYPES}
 _ndarray = np.ndarray
 _np_scalar = np.generic
 _tnew = tuple.__new__  # builds Edge/Meta without NamedTuple's Python-level __new__
+_BF16 = D.bfloat16
+_BF16_NP = D.bfloat16.np
+_F32_NP = np.dtype(np.float32)
 
 
 class PrimitiveBackward(Node):
@@ -155,11 +158,11 @@ def _promoted_dtype(prim: Primitive, args: tuple[Any, ...]) -> D.DType | None:
     return rdt
 
 
-def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
-    """Casts ``arrays`` in place to the promoted dtype."""
+def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> D.DType | None:
+    """Casts ``arrays`` in place to the promoted dtype, which it returns."""
     rdt = _promoted_dtype(prim, args)
     if rdt is None:
-        return
+        return None
     positions = prim.promote_args if prim.promote_args is not None else range(len(args))
     for i in positions:
         a = args[i]
@@ -167,6 +170,35 @@ def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
             arrays[i] = arrays[i].astype(rdt.np)
     if rdt in _NARROW_INTS:
         _wrap_ints(arrays, positions, rdt)
+    return rdt
+
+
+# elementwise primitives whose Python-number operand PyTorch's CPU kernels keep in float32
+# (their scalar fast path); add, sub, pow... convert it to bfloat16 first (0.3 is 0.30078125)
+_OPMATH_SCALAR = frozenset(("mul", "div"))
+_bf16_scalar = _BF16_NP.type
+
+
+def _widen_bf16(prim: Primitive, arrays: list[Any], narrow: bool) -> None:
+    """The bfloat16 arrays among ``arrays`` as float32 (exact), in place: a primitive on
+    bfloat16 computes in float32 and its result is rounded once, as PyTorch's CPU kernels do
+    (numpy's sums and products over ml_dtypes' bfloat16 would round at every step). For a
+    bfloat16 result (``narrow``), an elementwise op's Python numbers as PyTorch converts
+    them."""
+    round_numbers = narrow and prim.elementwise and prim.name not in _OPMATH_SCALAR
+    for i, a in enumerate(arrays):
+        if getattr(a, "dtype", None) == _BF16_NP:
+            arrays[i] = a.astype(_F32_NP)
+        elif round_numbers and type(a) in (float, int):
+            arrays[i] = float(_bf16_scalar(a))
+
+
+def _narrow_bf16(out: Any, attrs: dict[str, Any]) -> Any:
+    """A float32 result of a bfloat16 primitive rounded to bfloat16 (but a cast to float32,
+    or a dtype= of float32, which asked for float32)."""
+    if out.dtype == _F32_NP and attrs.get("dtype") is not D.float32:
+        return out.astype(_BF16_NP)
+    return out
 
 
 # the integer dtypes a Python int operand may not fit
@@ -202,6 +234,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     req = False
     dt0 = None
     promote_needed = False
+    bf16_later = False  # a bfloat16 tensor after a first tensor of another dtype
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             if device is None:
@@ -212,6 +245,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
                     return apply(prim, *_placed(prim, args, _eager_device), **attrs)
                 if a.dtype is not dt0:
                     promote_needed = True
+                    bf16_later = bf16_later or a.dtype is _BF16
             arrays[i] = a._data
             if a._rg:
                 req = True
@@ -222,9 +256,14 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
+    rdt = dt0
     if prim.promote != PROMOTE_NONE and (
             promote_needed or dt0.category < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
-        _promote(prim, args, arrays)
+        rdt = _promote(prim, args, arrays)
+    narrow = False
+    if (dt0 is _BF16 or bf16_later) and not prim.view and not prim.transfer:
+        narrow = rdt is _BF16
+        _widen_bf16(prim, arrays, narrow)
     try:
         if device == "cpu":
             out = prim.impl(np, *arrays, **attrs)
@@ -242,6 +281,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     out_device = attrs["device"] if prim.transfer else device
     if type(out) is not _ndarray and out_device == "cpu":
         out = np.asarray(out)
+    if narrow:
+        out = _narrow_bf16(out, attrs)
     try:
         dt = _NP2DT[out.dtype]
     except KeyError:
@@ -275,6 +316,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
+    if any(isinstance(a, Tensor) and a.dtype is _BF16 for a in args):
+        # a plan's kernels and fast paths compute in the array's dtype: bfloat16 runs eagerly
+        raise GraphBreak(f"{prim.name} of a bfloat16 tensor (bfloat16 steps run eagerly)")
     if prim.promote != PROMOTE_NONE:
         rdt = _promoted_dtype(prim, args)
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))

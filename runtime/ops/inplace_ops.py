@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..amp.policy import autocast_promote
 from ..tensor import Tensor
 from ..tracing import GraphBreak
 from ..tracing import _state as _trace_state
@@ -154,6 +155,7 @@ def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     return F.overwrite(x, index_fill(x, dim, index, value))
 
 
+@autocast_promote
 def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """x with ``source``'s slices at the places along ``dim`` that ``index`` names."""
     from .extra_ops import index_add

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .. import creation
+from ..amp.policy import autocast_exclude, autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import keeps_saved, named_backward
@@ -94,6 +95,7 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
     return tuple(grids)
 
 
+@autocast_fp32
 @named_backward("TraceBackward0")
 def trace(x: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
@@ -121,6 +123,7 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     return keeps_saved(moved[(Ellipsis, r, c)])  # PyTorch's view saves no index
 
 
+@autocast_exclude
 @named_backward("MvBackward0")
 def mv(mat: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector, PyTorch's checks and texts."""
@@ -229,7 +232,9 @@ def to_int(x: Tensor) -> Tensor:
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor",
+               "bfloat16": "BFloat16Tensor", "uint16": "UInt16Tensor",
+               "uint32": "UInt32Tensor", "uint64": "UInt64Tensor"}
 
 
 def type_(x: Tensor, dtype: Any = None) -> Any:
@@ -334,7 +339,7 @@ class finfo:  # noqa: N801 - PyTorch's name
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")  # PyTorch's text
-        info = np.finfo(dt.np)
+        info = D.np_finfo(dt)
         self.dtype = dt.name
         self.bits = int(info.bits)
         self.eps = float(info.eps)

@@ -8,6 +8,7 @@ import string
 from typing import Any
 
 from .._dtype import scalar_type_name, type_meta_name
+from ..amp.policy import autocast_lower
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
@@ -20,6 +21,7 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
                            f"{type_meta_name(a.dtype)} != {type_meta_name(b.dtype)}")
 
 
+@autocast_lower
 def mm(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 2:
         raise RuntimeError("self must be a matrix")
@@ -32,6 +34,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     return F.matmul(a, b)
 
 
+@autocast_lower
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: A002
           alpha: Any = 1) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``, PyTorch's checks and texts; with beta and
@@ -69,6 +72,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
     return F.add(F.mul(input, beta) if beta != 1 else input, product)
 
 
+@autocast_lower
 @named_backward("BmmBackward0")
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 3:

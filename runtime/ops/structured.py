@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..amp.policy import autocast_exclude, autocast_fp32, autocast_lower
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
@@ -37,6 +38,7 @@ def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
     return F.add(_scaled(inp, beta), prod)
 
 
+@autocast_exclude
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A002
           alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (mat @ vec)."""
@@ -45,12 +47,14 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A0
     return _add_product(input, mv(mat, vec), beta, alpha)
 
 
+@autocast_exclude
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A002
          alpha: Any = 1) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2)."""
     return _add_product(input, T.outer(vec1, vec2), beta, alpha)
 
 
+@autocast_lower
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # noqa: A002
             alpha: Any = 1) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
@@ -59,6 +63,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # 
     return _add_product(input, bmm(batch1, batch2), beta, alpha)
 
 
+@autocast_lower
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # noqa: A002
            alpha: Any = 1) -> Tensor:
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
@@ -67,6 +72,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # n
     return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha)
 
 
+@autocast_exclude
 def ger(vec1: Tensor, vec2: Tensor) -> Tensor:
     """outer(vec1, vec2) (PyTorch's older name)."""
     return T.outer(vec1, vec2)
@@ -131,6 +137,7 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
                 "donot_use_mm_for_euclid_dist")
 
 
+@autocast_fp32
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MODES[0]
           ) -> Tensor:
     """p-norm distances between each row of x1 and each row of x2 (batched). For p = 2 with

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .. import _dtype as D
+from ..amp.policy import autocast_exclude
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
@@ -508,10 +509,12 @@ def tile(x: Tensor, *dims: Any) -> Tensor:
     return repeat(x, *((1,) * (x.ndim - len(reps)) + reps))
 
 
+@autocast_exclude
 def outer(a: Tensor, b: Tensor) -> Tensor:
     return F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0))
 
 
+@autocast_exclude
 @named_backward("DotBackward0")
 def dot(a: Tensor, b: Tensor) -> Tensor:
     if a.ndim != 1 or b.ndim != 1:

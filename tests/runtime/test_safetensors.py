@@ -60,7 +60,7 @@ def _file(header: dict, payload: bytes) -> bytes:
     ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4, "truncated"),
     ({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 9, "trailing"),
     ({"x": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, b"\0" * 8, "needs 12"),
-    ({"x": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 8]}}, b"\0" * 8,
+    ({"x": {"dtype": "F8_E4M3", "shape": [8], "data_offsets": [0, 8]}}, b"\0" * 8,
      "no runtime dtype"),
     ({"x": {"dtype": "Q9", "shape": [4], "data_offsets": [0, 8]}}, b"\0" * 8,
      "not a safetensors dtype"),

@@ -1,0 +1,119 @@
+"""``autocast``: a region where the ops of ``policy``'s lists run in a lower precision, as
+PyTorch's ``torch.autocast`` (state per device type and thread, nesting, a weight cache)."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .. import _dtype as D
+from ._state import DEFAULT_DTYPES, state
+
+Fn = TypeVar("Fn", bound=Callable[..., Any])
+
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
+                 "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+
+
+def _device_type(device_type: Any) -> str:
+    """A device type autocast keeps a state for; PyTorch's errors for others."""
+    name = str(device_type)
+    kind = name.split(":", 1)[0]
+    if kind not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
+                           f"of device string: {name}")
+    if kind not in DEFAULT_DTYPES:
+        raise RuntimeError(f"User specified an unsupported autocast device_type '{kind}'")
+    return kind
+
+
+def is_autocast_enabled(device_type: Any = None) -> bool:
+    """Whether autocast is on for ``device_type`` in this thread (no argument: CUDA's, as
+    PyTorch's legacy form)."""
+    return state.enabled[_device_type("cuda" if device_type is None else device_type)]
+
+
+def set_autocast_enabled(device_type: Any, enabled: bool) -> None:
+    state.enabled[_device_type(device_type)] = bool(enabled)
+    state.refresh()
+
+
+def get_autocast_dtype(device_type: Any) -> D.DType:
+    """The lower-precision dtype of autocast on ``device_type`` (cpu: bfloat16)."""
+    return state.dtype[_device_type(device_type)]
+
+
+def set_autocast_dtype(device_type: Any, dtype: Any) -> None:
+    state.dtype[_device_type(device_type)] = D.as_dtype(dtype)
+
+
+def is_autocast_cache_enabled() -> bool:
+    return state.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    state.cache_enabled = bool(enabled)
+
+
+def clear_autocast_cache() -> None:
+    state.cache.clear()
+
+
+class autocast:  # noqa: N801 - PyTorch's name
+    """``with autocast("cpu"):`` or ``@autocast("cpu")``: matrix products and convolutions in
+    ``dtype`` (bfloat16 on the CPU), losses and a few others in float32, inputs of cat and
+    stack promoted to the widest; leaves requiring grad cast once per region (cleared when
+    the outermost region exits). Gradients come back in the parameters' dtype."""
+
+    def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
+                 cache_enabled: bool | None = None) -> None:
+        if not isinstance(device_type, str):
+            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        self.device = _device_type(device_type)
+        self.fast_dtype = state.dtype[self.device] if dtype is None else D.as_dtype(dtype)
+        self._cache_enabled = state.cache_enabled if cache_enabled is None else cache_enabled
+        if enabled and self.device == "cuda":
+            from .. import cuda
+
+            if not cuda.is_available():
+                warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
+                              "autocast.", stacklevel=2)
+                enabled = False
+        if enabled and self.fast_dtype not in D.LOW_FLOATS:
+            name = self.device.upper()
+            warnings.warn(f"In {name} autocast, but the target dtype is not supported. "
+                          f"Disabling autocast.\n{name} Autocast only supports dtypes of "
+                          "runtime.bfloat16, runtime.float16 currently.", stacklevel=2)
+            enabled = False
+        self._enabled = bool(enabled)
+
+    def __enter__(self) -> autocast:
+        self.prev_cache_enabled = state.cache_enabled
+        self.prev = state.enabled[self.device]
+        self.prev_fastdtype = state.dtype[self.device]
+        state.enabled[self.device] = self._enabled
+        state.dtype[self.device] = self.fast_dtype
+        state.nesting += 1
+        state.cache_enabled = self._cache_enabled
+        state.refresh()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        state.nesting -= 1
+        if state.nesting == 0:  # leaving the outermost region: drop the weight cache
+            state.cache.clear()
+        state.enabled[self.device] = self.prev
+        state.dtype[self.device] = self.prev_fastdtype
+        state.cache_enabled = self.prev_cache_enabled
+        state.refresh()
+
+    def __call__(self, func: Fn) -> Fn:
+        @functools.wraps(func)
+        def decorated(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return func(*args, **kwargs)
+
+        return decorated  # type: ignore[return-value]
