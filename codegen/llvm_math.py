@@ -18,10 +18,11 @@ its single rounding.
 
 Accuracy (max error against numpy one precision higher, tests/codegen/test_llvm_math.py, same
 for both dtypes): sqrt 0.5 ulp; exp, log <= 1 ulp; erf <= 1 ulp (float32: 1.15, measured on
-every seventh float32 below 4.5); tanh <= 1.5 ulp; sin, cos <= 1.6 ulp; sigmoid <= 2.1 ulp.
+every seventh float32 below 4.5); tanh <= 1.5 ulp; sin, cos <= 1.6 ulp (float32's fast ones
+1.67, on every 13th float32 below 2**20); sigmoid <= 2.1 ulp.
 
 sin/cos reduce by pi/2 with a three-part Cody-Waite constant (tested band by band, 1e6 samples
-per band): float32 within 1.6 ulp for |x| < 2**20 (FAST_SIN_COS_LIMIT), float64 within 1.5 ulp
+per band): float32 within 1.7 ulp for |x| < 2**20 (FAST_SIN_COS_LIMIT), float64 within 1.5 ulp
 for |x| < 2**49 (5.6e14), 4.9 ulp below 2**50, 50 ulp below 2**51; past 2**51 (float64) the
 result is meaningless, though it stays in [-1, 1]. sin_exact/cos_exact (float32) reduce every
 finite x exactly (x = m * 2**k, x * 2/pi mod 4 = m * T(k) from a 256-entry float64 table of T),
@@ -71,7 +72,7 @@ MathFn = Callable[[ir.IRBuilder, V, str], V]
 _PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459230781640628621")
 
 
-# |x| below which the fast float32 sin/cos is within 1.6 ulp (past 2**22 * pi/2 it is
+# |x| below which the fast float32 sin/cos is within 1.7 ulp (past 2**22 * pi/2 it is
 # meaningless); a kernel with a larger argument reruns with sin_exact/cos_exact
 FAST_SIN_COS_LIMIT = 2.0**20
 EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact",  # float32 only
@@ -408,12 +409,17 @@ def _sin_cos(e: _Emitter, x: V, exact: bool = False) -> tuple[V, V]:
     r, qi = _float32_exact_reduction(e, x) if exact else _cody_waite(e, x)
     z = b.fmul(r, r)
     sin_r = e.fma(b.fmul(z, r), e.poly(z, _SIN_P[fmt.dtype]), r)
-    half_z = b.fmul(e.c(0.5), z)
-    w = b.fsub(e.c(1.0), half_z)
-    tail = e.fma(b.fmul(z, z), e.poly(z, _COS_P[fmt.dtype]),
-                 b.fsub(b.fsub(e.c(1.0), w), half_z))
-    cos_r = b.fadd(w, tail)
-    not_finite = e.is_nan(b.fsub(x, x))  # x is +-inf or nan
+    if fmt.dtype == "float32":  # cephes cosf's sum: 4 operations, not 9, as accurate here
+        cos_r = e.fma(z, e.poly(z, [-0.5, *_COS_P[fmt.dtype]]), e.c(1.0))
+    else:  # fdlibm's: w = 1 - z/2 and its rounding error added back
+        half_z = b.fmul(e.c(0.5), z)
+        w = b.fsub(e.c(1.0), half_z)
+        tail = e.fma(b.fmul(z, z), e.poly(z, _COS_P[fmt.dtype]),
+                     b.fsub(b.fsub(e.c(1.0), w), half_z))
+        cos_r = b.fadd(w, tail)
+    # x is +-inf or nan: the exact reduction's r is finite; Cody-Waite's is nan (inf - inf), and
+    # a nan r gives a nan result (the clamps keep it: an ordered comparison with nan is false)
+    not_finite = e.is_nan(b.fsub(x, x)) if exact else None
 
     def place(quadrant_offset: int) -> V:
         quadrant = b.add(qi, e.i(quadrant_offset))
@@ -422,7 +428,7 @@ def _sin_cos(e: _Emitter, x: V, exact: bool = False) -> tuple[V, V]:
         # quadrants 2 and 3 negate: move bit 1 of the quadrant into the sign bit
         sign = b.shl(b.and_(quadrant, e.i(2)), e.i(fmt.width - 2))
         value = e.from_bits(b.xor(e.bits(value), sign))
-        return b.select(not_finite, e.c(math.nan), value)
+        return value if not_finite is None else b.select(not_finite, e.c(math.nan), value)
 
     return place(0), place(1)
 
