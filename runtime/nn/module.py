@@ -609,6 +609,11 @@ class Module:
 
         return self.to(float16)
 
+    def bfloat16(self) -> Self:
+        from runtime import bfloat16
+
+        return self.to(bfloat16)
+
     # ---- state dict ---------------------------------------------------------------------------
 
     def get_extra_state(self) -> Any:

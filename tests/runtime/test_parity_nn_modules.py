@@ -114,6 +114,12 @@ def test_module_type() -> None:
     assert lin.bias.dtype is rt.float32
 
 
+def test_module_bfloat16() -> None:
+    bn = rt.nn.BatchNorm1d(2)
+    assert bn.bfloat16() is bn and bn.weight.dtype is rt.bfloat16
+    assert bn.running_mean.dtype is rt.bfloat16 and bn.num_batches_tracked.dtype is rt.int64
+
+
 def test_module_init_arguments() -> None:
     with pytest.raises(TypeError, match=r"^Module.__init__\(\) got an unexpected keyword "
                                         "argument 'x'$"):
