@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import _signal
 import contextlib
-import dis
 import builtins
 import functools
 import gc
+import inspect
 import logging
 import os
 import threading
@@ -78,7 +78,8 @@ class Binding:
     modules: list[tuple[Any, tuple[Any, ...]]]
     optimizers: list[tuple[Any, Any]]
     grad_none: list[tuple[Any, bool, int | None]]
-    python_values: list[tuple[str, Callable[[], Any], Any]] = field(default_factory=list)
+    # values the step reads through names, attributes and items (planner.guards.Guard)
+    python_values: list[guards.Guard] = field(default_factory=list)
     # Python calls replayed around the plan (Capture.effects: lr schedulers' steps)
     effects: list[tuple[str, Callable[[], Any]]] = field(default_factory=list)
     module_version: int = -1  # the modules' structure version when last found unchanged
@@ -111,14 +112,10 @@ class Binding:
 
     def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
-        for name, read, value in self.python_values:
-            now = read()
-            if _by_identity(value):
-                if now is not value:
-                    kind = "numpy array" if type(value) is np.ndarray else "tensor"
-                    return f"the {kind} {name} is another {kind.split()[-1]} (by identity)"
-            elif type(now) is not type(value) or now != value:
-                return f"the Python value {name} is {now!r} (it was {value!r})"
+        for guard in self.python_values:
+            why = guard.failed()
+            if why is not None:
+                return why
         for is_tensor, slot in self.guarded:
             if is_tensor:
                 t = slot.ref
@@ -552,6 +549,7 @@ class CompiledStep:
             args, kwargs = unflatten(spec, list(leaves))
             return self.fn(*args, **kwargs)
 
+        call.spec = spec  # type: ignore[attr-defined]  # (_arguments)
         return call
 
     def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True,
@@ -571,7 +569,13 @@ class CompiledStep:
         from .remat import rematerialize
 
         device = self.device
-        cap: Capture = capture(fn, args, target_device=device)
+        watch = guards.Watch(_accesses(self.fn, fn, args))
+        try:
+            cap: Capture = capture(fn, args, target_device=device)
+        except GraphBreak:
+            watch.restore()  # the call runs eagerly from the state it met
+            raise
+        increments = self._changed_by_capture(watch, warm_up, build)
         if warm_up and cap.created_state:
             raise _WarmUp(cap.created_state)
         plan_device = device or _plan_device(cap)
@@ -611,10 +615,34 @@ class CompiledStep:
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m, found)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
-                       _python_values(self.fn), cap.effects + [
+                       watch.guards([path for path, _ in increments]), cap.effects + [
                            ("after", functools.partial(m.train, mode))
-                           for m, mode in cap.late_modes],
+                           for m, mode in cap.late_modes] + [
+                           ("after", functools.partial(guards.add_constants, path, deltas))
+                           for path, deltas in increments],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes])
+
+    def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
+                            ) -> list[tuple[Any, list[Any]]]:
+        """What the capture changed among the values the step reads and writes by path, put
+        back as it was. A replay runs none of the step's Python, so: a number the step only
+        adds constants to (``self.n += 1``) has them added after each replay (returned: its
+        path and constants); anything else it changes makes the call run eagerly, and be
+        captured again after it where ``warm_up`` (a value the step sets once, ``self.ready =
+        True``, is in place then); a capture that still changes it cannot be replayed. A plan
+        only lowered for inspection (not ``build``) is planned all the same."""
+        changed = watch.changed()
+        if not changed:
+            return []
+        increments = watch.increments(changed)
+        watch.restore(changed)
+        if increments is not None or not build:
+            return increments or []
+        if warm_up:
+            raise _WarmUp([f"a new value at {path}" for path in changed])
+        path = changed[0]
+        raise GraphBreak(f"the step changes {path}, which a replayed plan would not do (its "
+                         f"Python does not run)")
 
     def _stored(self, plan_key: str, cap: Capture, build: bool) -> Plan | None:
         """The plan kept under ``plan_key`` by an earlier process (planner.plan_cache), its
@@ -671,9 +699,6 @@ class CompiledStep:
             return plan
 
 
-_SCALARS = (bool, int, float, str, type(None))
-
-
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector held off while a step is captured and planned: both
@@ -690,53 +715,31 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _python_values(fn: Callable[..., Any]) -> list[tuple[str, Callable[[], Any], Any]]:
-    """Plain values the step's own code reads from its closure and module globals. A capture
-    bakes them into the plan, so each one becomes a guard (helpers the step calls are not
-    inspected: their Python values are fixed at capture, as under jax.jit). A numpy array is
-    guarded by identity: a batch the step reads from a global rebound every iteration
+def _accesses(step: Callable[..., Any], flat: Callable[..., Any], leaves: tuple[Any, ...]
+              ) -> guards.Accesses:
+    """Where the step's own code reads and writes values through paths (guards.accesses),
+    its parameters bound to this call's arguments. A capture bakes the values it finds into
+    the plan, so each one becomes a guard; helpers the step calls are not inspected (their
+    Python values are fixed at capture, as under jax.jit). A numpy array or tensor is guarded
+    by identity: a batch the step reads from a global rebound every iteration
     (``x = rt.from_numpy(BATCH)``) was baked at capture and replayed stale; now rebinding it
     captures again (and past ``recompile_limit`` runs eagerly, saying so). Its contents are
     not compared: a tensor made by ``from_numpy`` shares them, one made by ``tensor`` keeps
     the capture's copy."""
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return []
-    found: list[tuple[str, Callable[[], Any], Any]] = []
-    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            continue
-        if isinstance(value, _SCALARS) or _by_identity(value):
-            found.append((name, lambda c=cell: c.cell_contents, value))
-    globs = getattr(fn, "__globals__", {})
-    for name in _global_reads(code):
-        value = globs.get(name, MISSING)
-        if isinstance(value, _SCALARS) or _by_identity(value):
-            found.append((name, lambda n=name: globs.get(n), value))
-    return found
-
-
-def _by_identity(value: Any) -> bool:
-    """Whether a value the step reads by name is guarded by identity: a numpy array, or a
-    tensor (the plan reads the captured tensor's storage: a name rebound to another tensor,
-    ``W = rt.tensor(...)`` between calls, was replayed with the old one, silently)."""
-    return type(value) is np.ndarray or isinstance(value, Tensor)
-
-
-def _global_reads(code: Any) -> dict[str, None]:
-    """The names ``code`` (and the code nested in it: comprehensions, lambdas) loads as
-    globals, in order. Not ``co_names``, which also holds attribute names: ``opt.step()``
-    would guard a module-level loop variable ``step``, and recompile every iteration."""
-    names: dict[str, None] = {}
-    for ins in dis.get_instructions(code):
-        if ins.opname == "LOAD_GLOBAL":
-            names[ins.argval] = None
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names.update(_global_reads(const))
-    return names
+    if getattr(step, "__code__", None) is None:
+        return guards.Accesses()
+    spec = getattr(flat, "spec", None)
+    try:
+        args, kwargs = unflatten(spec, list(leaves)) if spec is not None else (leaves, {})
+        if isinstance(step, types.MethodType):
+            bound = inspect.signature(step.__func__).bind(step.__self__, *args, **kwargs)
+        else:
+            bound = inspect.signature(step).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
+        return guards.accesses(step, {})
+    return guards.accesses(step, {name: value for name, value in bound.arguments.items()
+                                  if guards.guarded_kind(value) is None
+                                  and not isinstance(value, _CONTAINERS)})
 
 
 # a captured graph of fewer nodes is planned in less time than a fork takes (one_op: 7 nodes,

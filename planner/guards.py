@@ -1,4 +1,6 @@
-"""A binding's guards as generated straight-line code.
+"""A binding's guards: the values a step reaches by access paths (``accesses``, ``Watch``,
+``Guard``: see "values the step reaches by access paths" below), and all of its guards as
+generated straight-line code (``build``).
 
 ``Binding.failed_guard`` (planner.compile) says why a plan no longer fits the state it was
 captured for; it loops over the guards and builds a key per optimizer setting, which a
@@ -10,17 +12,28 @@ structure version moved without their parameters changing, which only it records
 
 As in planner.program, the source holds no value of the step's: objects are names in the
 function's namespace, and the only literals are ints, bools and the key 'params', written by
-this module. Measured on mlp_small's SGD step: 2.1 us where failed_guard took 4.8.
+this module (a path's attribute names and keys are names too). Measured on mlp_small's SGD
+step: 2.1 us where failed_guard took 4.8. A step that reads no value by a path (mlp_small,
+one_op: their names hold a model, an optimizer, a module) gets no path code at all
+(tests/planner/test_object_guards.py checks it); one that does pays about 0.15 us a step of
+each path (timeit of ``passes`` for ``x * cfg.inner.w * cfg.s``: 0.78 us, 0.35 for ``x * W``).
 """
 
 from __future__ import annotations
 
+import collections
+import dis
+import sys
+import types
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from runtime.nn.module import structure_version
+from runtime.nn.module import Module, structure_version
+from runtime.optim.lr_scheduler import LRScheduler
+from runtime.optim.optimizer import Optimizer
 from runtime.tensor import Tensor
 
 MISSING = object()  # a setting or state entry that is not there
@@ -44,7 +57,8 @@ class _Source:
         self.names: dict[str, Any] = {"_missing": MISSING, "_id": id, "_len": len,
                                       "_type": type, "_isinstance": isinstance,
                                       "_tensor": Tensor, "_setting_key": setting_key,
-                                      "_structure_version": structure_version}
+                                      "_structure_version": structure_version,
+                                      "_getattr": getattr}
 
     def name(self, value: Any) -> str:
         key = f"_v{len(self.names)}"
@@ -72,13 +86,12 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     """``passes(args)`` for ``binding`` (a planner.compile.Binding) as it is now."""
     src = _Source()
     b = src.name(binding)
-    for _, read, value in binding.python_values:
-        if type(value) is np.ndarray or isinstance(value, Tensor):  # by identity
-            # (planner.compile._python_values)
-            src.fail_if(f"{src.name(read)}() is not {src.name(value)}")
-            continue
-        src.lines.append(f"    now = {src.name(read)}()")
-        src.fail_if(f"_type(now) is not {src.name(type(value))} or now != {src.name(value)}")
+    if binding.python_values:
+        src.lines.append("    try:")
+        for guard in binding.python_values:
+            _path_guard(src, guard)
+        src.lines.append("    except Exception:")  # a step that finds nothing: failed_guard
+        src.lines.append("        return False")
     for is_tensor, slot in binding.guarded:
         if is_tensor:
             t = src.name(slot.ref)
@@ -105,6 +118,27 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     fn = namespace["passes"]
     fn.source = text
     return fn  # type: ignore[no-any-return]
+
+
+def _path_guard(src: _Source, guard: Guard) -> None:
+    """Guard.failed for one guard, written out: the path followed as it was at capture (each
+    object it goes through of the type it had), and the value found compared."""
+    path = guard.path
+    if path.kind == "global":
+        src.lines.append(f"        o = {src.name(path.root)}.get({src.name(path.name)}, _missing)")
+    elif path.kind == "cell":
+        src.lines.append(f"        o = {src.name(path.root)}.cell_contents")
+    else:
+        src.lines.append(f"        o = {src.name(path.root)}")
+    for (attr, key), cls in zip(path.steps, guard.types, strict=True):
+        src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
+        src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
+                         else f"        o = o[{src.name(key)}]")
+    if guarded_kind(guard.value) == "identity":
+        src.fail_if(f"o is not {src.name(guard.value)}", indent=2)
+    else:
+        src.fail_if(f"_type(o) is not {src.name(type(guard.value))} or o != "
+                    f"{src.name(guard.value)}", indent=2)
 
 
 def _optimizer(src: _Source, opt: str, key: Any) -> None:
@@ -146,3 +180,483 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
                 src.lines.append("    if _isinstance(now, _tensor):")
                 src.lines.append("        now = _id(now)")
                 src.fail_if(f"now is not {want} and (now is _missing or not now == {want})")
+
+
+# --- values the step reaches by access paths ---------------------------------------------
+#
+# A capture bakes the Python values the step reads into the plan: a number becomes a constant,
+# a tensor a state slot standing for that tensor object. The step's own bytecode says where it
+# reads them: a name (a module global, a closure cell, an argument) followed by attribute and
+# constant-key subscript loads, ``cfg.inner.w``, ``hp["lr"]``, ``ws[0]``, ``self.scale`` (as
+# dynamo's guards do, in spirit). Those paths are followed before the capture; each value found
+# that a plan depends on is guarded at every call (a tensor or numpy array by identity, a
+# number, string, bool or None by value), and a value the step changes itself (``self.n += 1``)
+# is noticed by following them again after the capture (``Watch``).
+#
+# A path is followed only where no code of the step's objects can run: instance and class
+# dictionaries, ``__slots__`` and namedtuple fields, modules, nn.Module's parameters, buffers
+# and submodules, and subscripts of exact dicts, lists and tuples. A property, a class with its
+# own ``__getattr__`` or ``__getattribute__``, a subscript of anything else is not followed
+# (and what lies beyond it is not guarded: the plan keeps what it found at capture). Tensors,
+# numpy arrays, optimizers and lr schedulers are not entered: their state has guards and
+# replay-time inputs of its own (an optimizer's lr is read at every replay, never guarded),
+# and neither is a module's ``training`` (its modes are guarded with its parameters).
+
+
+class _Unsafe(Exception):
+    """Following this step could run code of the step's objects: the path is not followed."""
+
+
+_FIELDS = (types.MemberDescriptorType, type(collections.namedtuple("_T", "a").a))
+# the builtin types whose attribute lookup (object.__getattribute__'s) a class may inherit
+_GENERIC_LOOKUP = (object, tuple, list, dict)
+_OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler)
+_SCALARS = (bool, int, float, str, type(None))
+
+
+@dataclass(eq=False, frozen=True)
+class Path:
+    """Where the step reads a value: ``kind`` "global" (``root``: the step's globals), "cell"
+    (a closure cell) or "object" (an argument, fixed for a plan by the call's key, or the
+    ``self`` of a bound method), then (attribute?, name or key) steps."""
+
+    kind: str
+    root: Any
+    name: str
+    steps: tuple[tuple[bool, Any], ...] = ()
+
+    @property
+    def _key(self) -> tuple[Any, ...]:
+        return self.kind, id(self.root), self.name, self.steps
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Path) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __str__(self) -> str:
+        return self.name + "".join(f".{k}" if attr else f"[{k!r}]" for attr, k in self.steps)
+
+    def then(self, attr: bool, key: Any) -> Path:
+        return Path(self.kind, self.root, self.name, (*self.steps, (attr, key)))
+
+    def start(self) -> Any:
+        if self.kind == "global":
+            return self.root.get(self.name, MISSING)
+        if self.kind == "cell":
+            try:
+                return self.root.cell_contents
+            except ValueError:  # an empty cell
+                return MISSING
+        return self.root
+
+    def follow(self) -> tuple[Any, tuple[type, ...]]:
+        """The value here (MISSING where a step finds nothing) and the type of each object a
+        step was taken from; raises _Unsafe where a step is not followed."""
+        obj = self.start()
+        seen: list[type] = []
+        for attr, key in self.steps:
+            if obj is MISSING or isinstance(obj, _OPAQUE):
+                raise _Unsafe
+            seen.append(type(obj))
+            try:
+                obj = _attribute(obj, key) if attr else _item(obj, key)
+            except (AttributeError, LookupError):
+                return MISSING, tuple(seen)
+        return obj, tuple(seen)
+
+    def assign(self, value: Any) -> None:
+        """Put ``value`` here (MISSING: remove what is here), as the step's own store would."""
+        if not self.steps:
+            if self.kind == "global":
+                _put(self.root, self.name, value)
+            elif self.kind == "cell":
+                if value is MISSING:
+                    del self.root.cell_contents
+                else:
+                    self.root.cell_contents = value
+            return
+        parent, _ = Path(self.kind, self.root, self.name, self.steps[:-1]).follow()
+        attr, key = self.steps[-1]
+        if not attr:
+            _put(parent, key, value)
+        elif value is MISSING:
+            delattr(parent, key)
+        else:
+            setattr(parent, key, value)
+
+
+def _put(container: Any, key: Any, value: Any) -> None:
+    if value is MISSING:
+        container.pop(key, None)
+    else:
+        container[key] = value
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return MISSING
+
+
+def _attribute(obj: Any, name: str) -> Any:
+    """``obj.name`` where reading it runs no code of the step's objects, else _Unsafe."""
+    if isinstance(obj, types.ModuleType):
+        found = obj.__dict__.get(name, MISSING)
+        if found is MISSING and "__getattr__" in obj.__dict__:
+            raise _Unsafe
+        if found is MISSING:
+            raise AttributeError(name)
+        return found
+    cls = type(obj)
+    if cls is type:  # a class's own attribute, not a descriptor (a method, a property)
+        found = _class_attribute(obj, name)
+        if found is MISSING:
+            raise AttributeError(name)
+        if hasattr(type(found), "__get__"):
+            raise _Unsafe
+        return found
+    if isinstance(obj, type) or getattr(cls.__getattribute__, "__objclass__",
+                                        None) not in _GENERIC_LOOKUP:
+        raise _Unsafe  # a metaclass's or the object's own lookup
+    static = _class_attribute(cls, name)
+    try:
+        own = object.__getattribute__(obj, "__dict__")
+    except AttributeError:
+        own = {}
+    if static is not MISSING and hasattr(type(static), "__get__"):
+        if isinstance(static, _FIELDS):  # __slots__ and namedtuple fields
+            return getattr(obj, name)
+        data = hasattr(type(static), "__set__") or hasattr(type(static), "__delete__")
+        if data or name not in own:  # a property, or a method found on the class
+            raise _Unsafe
+    module = isinstance(obj, Module)
+    if name in own:
+        if module and name == "training":
+            raise _Unsafe  # guarded as the module's mode
+        return own[name]
+    if static is not MISSING:
+        return static
+    if module and cls.__getattr__ is Module.__getattr__:  # parameters, buffers, submodules
+        return Module.__getattr__(obj, name)
+    if hasattr(cls, "__getattr__"):
+        raise _Unsafe
+    raise AttributeError(name)
+
+
+def _item(obj: Any, key: Any) -> Any:
+    if type(obj) is dict or (type(obj) in (list, tuple) and type(key) is int):
+        return obj[key]
+    raise _Unsafe
+
+
+def guarded_kind(value: Any) -> str | None:
+    """How a value found on a path is guarded: "identity" (a tensor or numpy array: the plan
+    reads that object's storage), "value" (a number, string, bool, None, or a tuple of them:
+    baked in as a constant), or None (not guarded: an object the plan does not hold)."""
+    if isinstance(value, Tensor) or type(value) is np.ndarray:
+        return "identity"
+    if isinstance(value, _SCALARS) or (type(value) is tuple
+                                       and all(type(v) in _SCALARS for v in value)):
+        return "value"
+    return None
+
+
+def same(before: Any, now: Any) -> bool:
+    """Whether the value at a path is still what it was: the same object, or an equal scalar
+    of the same type."""
+    if before is now:
+        return True
+    return guarded_kind(before) == "value" and type(now) is type(before) and bool(now == before)
+
+
+# --- where the step's bytecode reads and writes ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Ref:  # a path's value on the simulated stack, from its ``occurrence``-th read
+    path: Path
+    occurrence: int
+
+
+@dataclass(frozen=True)
+class _Const:
+    value: Any
+
+
+@dataclass(frozen=True)
+class _Sum:  # a read path's value plus a constant: ``self.n + 1``, ``self.n += 1``
+    ref: _Ref
+    delta: Any
+
+
+@dataclass
+class Accesses:
+    """The paths a step's bytecode reads (``reads``: each read, in order) and stores into
+    (``writes``), and the reads that only increment their path (``increments``: occurrence
+    -> the constant added, ``self.n += 1``)."""
+
+    reads: list[Path] = field(default_factory=list)
+    writes: dict[Path, None] = field(default_factory=dict)
+    increments: dict[int, Any] = field(default_factory=dict)
+
+    def paths(self) -> list[Path]:
+        """Every path read or written, once each, shorter ones first."""
+        return sorted(dict.fromkeys([*self.reads, *self.writes]), key=lambda p: len(p.steps))
+
+    def increment_only(self, path: Path) -> list[Any] | None:
+        """The constants added to ``path``, in order, where the step reads it only to add a
+        constant to it and store the sum back; else None."""
+        found = [i for i, p in enumerate(self.reads) if p == path]
+        if not found or any(i not in self.increments for i in found):
+            return None
+        return [self.increments[i] for i in found]
+
+
+_ADD = {"+": 1, "+=": 1, "-": -1, "-=": -1, "BINARY_ADD": 1, "INPLACE_ADD": 1,
+        "BINARY_SUBTRACT": -1, "INPLACE_SUBTRACT": -1}  # 3.11's BINARY_OP, 3.10's opcodes
+_BINARY_3_10 = ("BINARY_", "INPLACE_")
+
+
+def accesses(fn: Callable[..., Any], arguments: dict[str, Any]) -> Accesses:
+    """Where ``fn``'s own code (and code nested in it: comprehensions, lambdas) reads and
+    stores values through paths rooted at its globals, closure cells and, in its own code,
+    the ``arguments`` it is called with (name -> value) that it never rebinds. Helpers it
+    calls are not inspected. Bytecode of Python 3.10 to 3.13: each instruction either extends
+    the simulated stack's paths (LOAD_GLOBAL / LOAD_DEREF / LOAD_FAST, LOAD_ATTR, LOAD_CONST
+    and BINARY_SUBSCR, COPY / SWAP and their 3.10 forms) or, not modelled, empties it."""
+    code = fn.__code__
+    found = Accesses()
+    cells = dict(zip(code.co_freevars, getattr(fn, "__closure__", None) or ()))
+    globs = fn.__globals__
+    stored = _stored_names(code)
+    objects = {name: value for name, value in arguments.items() if name not in stored}
+
+    def root(op: str, name: str, top: bool) -> Path | None:
+        if op == "LOAD_GLOBAL":
+            return Path("global", globs, name)
+        if name in cells and (not top or name not in code.co_cellvars):
+            return Path("cell", cells[name], name)
+        if top and name in objects:
+            return Path("object", objects[name], name)
+        return None
+
+    _walk(code, root, found, top=True)
+    return found
+
+
+def _stored_names(code: Any) -> set[str]:
+    names: set[str] = set()
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith(("STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF")):
+            value = ins.argval
+            names.update(value if isinstance(value, tuple) else (value,))
+    return names
+
+
+def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Accesses,
+          top: bool) -> None:
+    stack: list[Any] = []
+
+    def pop() -> Any:
+        return stack.pop() if stack else None
+
+    def push_read(path: Path | None) -> None:
+        if path is None:
+            stack.append(None)
+            return
+        stack.append(_Ref(path, len(found.reads)))
+        found.reads.append(path)
+
+    def store(target: Path | None, value: Any) -> None:
+        if target is None:
+            return
+        found.writes[target] = None
+        if isinstance(value, _Sum) and value.ref.path == target:
+            found.increments[value.ref.occurrence] = value.delta
+
+    for ins in dis.get_instructions(code):
+        op, arg = ins.opname, ins.argval
+        if ins.is_jump_target:
+            stack.clear()
+        if op in ("LOAD_GLOBAL", "LOAD_DEREF") or (top and op in ("LOAD_FAST",
+                                                                   "LOAD_FAST_CHECK")):
+            if op == "LOAD_GLOBAL" and sys.version_info >= (3, 11) and ins.arg & 1:
+                stack.append(None)  # the NULL of a call
+            push_read(root(op, arg, top))
+        elif op == "LOAD_FAST_LOAD_FAST" and top:  # 3.13
+            for name in arg:
+                push_read(root("LOAD_FAST", name, top))
+        elif op == "LOAD_CONST":
+            stack.append(_Const(arg))
+        elif op in ("LOAD_ATTR", "LOAD_METHOD"):
+            obj = pop()
+            method = op == "LOAD_METHOD" or (sys.version_info >= (3, 12) and ins.arg & 1)
+            if method:  # a method is called, not read as a value
+                stack.extend((None, None))
+            else:
+                push_read(obj.path.then(True, arg) if isinstance(obj, _Ref) else None)
+        elif op == "BINARY_SUBSCR":
+            key, obj = pop(), pop()
+            push_read(obj.path.then(False, key.value) if isinstance(obj, _Ref) and isinstance(
+                key, _Const) and _hashable(key.value) else None)
+        elif op in _ADD or (op == "BINARY_OP" and ins.argrepr in _ADD):
+            right, left = pop(), pop()
+            sign = _ADD[op if op in _ADD else ins.argrepr]
+            number = isinstance(right, _Const) and type(right.value) in (int, float)
+            stack.append(_Sum(left, sign * right.value) if number and isinstance(left, _Ref)
+                         else None)
+        elif op == "BINARY_OP" or op.startswith(_BINARY_3_10):
+            pop(), pop()
+            stack.append(None)
+        elif op in ("COPY", "DUP_TOP"):
+            n = 1 if op == "DUP_TOP" else ins.arg
+            stack.append(stack[-n] if len(stack) >= n else None)
+        elif op == "DUP_TOP_TWO":
+            stack.extend(stack[-2:] if len(stack) >= 2 else [None, None])
+        elif op in ("SWAP", "ROT_TWO", "ROT_THREE"):
+            n = {"ROT_TWO": 2, "ROT_THREE": 3}.get(op, ins.arg)
+            if len(stack) < n:
+                stack.clear()
+            elif op == "ROT_THREE":
+                stack.insert(-2, stack.pop())
+            else:
+                stack[-1], stack[-n] = stack[-n], stack[-1]
+        elif op == "STORE_ATTR":
+            obj, value = pop(), pop()
+            store(obj.path.then(True, arg) if isinstance(obj, _Ref) else None, value)
+        elif op == "STORE_SUBSCR":
+            key, obj, value = pop(), pop(), pop()
+            store(obj.path.then(False, key.value) if isinstance(obj, _Ref) and isinstance(
+                key, _Const) and _hashable(key.value) else None, value)
+        elif op in ("STORE_GLOBAL", "STORE_DEREF"):
+            store(root("LOAD_GLOBAL" if op == "STORE_GLOBAL" else op, arg, top), pop())
+        elif op == "POP_TOP":
+            pop()
+        elif op in ("PUSH_NULL", "LOAD_CLOSURE"):
+            stack.append(None)
+        elif op not in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL"):
+            stack.clear()
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _walk(const, root, found, top=False)
+
+
+def _hashable(key: Any) -> bool:
+    return type(key) in (int, str, bytes, bool, float, type(None))
+
+
+# --- guarding them --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A value the step read at ``path`` when captured, and the type of each object the path
+    went through (a path through another kind of object is another path)."""
+
+    path: Path
+    value: Any
+    types: tuple[type, ...]
+
+    def failed(self) -> str | None:
+        """Why the value at the path is no longer the one captured (None: it is)."""
+        try:
+            now, seen = self.path.follow()
+        except _Unsafe:
+            return f"{self.path} is no longer read through plain attributes and items"
+        moved = next((i for i, (a, b) in enumerate(zip(seen, self.types)) if a is not b), None)
+        if moved is not None:  # else the same objects, up to one that lacks the next step
+            where = Path(self.path.kind, self.path.root, self.path.name, self.path.steps[:moved])
+            return (f"the Python value {where} is a {seen[moved].__name__} (it was a "
+                    f"{self.types[moved].__name__})")
+        identity = guarded_kind(self.value) == "identity"
+        if now is MISSING:
+            kind = ("a numpy array" if type(self.value) is np.ndarray else "a tensor"
+                    ) if identity else repr(self.value)
+            return f"the Python value {self.path} is missing (it was {kind})"
+        if identity:
+            if now is not self.value:
+                kind = "numpy array" if type(self.value) is np.ndarray else "tensor"
+                return f"the {kind} {self.path} is another {kind.split()[-1]} (by identity)"
+        elif type(now) is not type(self.value) or now != self.value:
+            return f"the Python value {self.path} is {now!r} (it was {self.value!r})"
+        return None
+
+
+class Watch:
+    """The values at the paths a step reads and writes (``accesses``), followed before its
+    capture: what its plan is guarded on, and what the capture itself changed."""
+
+    def __init__(self, found: Accesses) -> None:
+        self.found = found
+        self.before: dict[Path, tuple[Any, tuple[type, ...]]] = {}
+        for path in found.paths():
+            try:
+                self.before[path] = path.follow()
+            except _Unsafe:
+                continue
+
+    def changed(self) -> list[Path]:
+        """The paths whose value the capture changed (shorter ones first)."""
+        found = []
+        for path, (value, _) in self.before.items():
+            try:
+                now, _ = path.follow()
+            except _Unsafe:
+                now = MISSING
+            if not same(value, now):
+                found.append(path)
+        return found
+
+    def restore(self, paths: list[Path] | None = None) -> None:
+        """Put back the values found before the capture at ``paths`` (default: all that
+        changed), so that the call can run eagerly from the state it met."""
+        for path in self.changed() if paths is None else paths:
+            value = self.before[path][0]
+            try:
+                if not same(value, path.follow()[0]):
+                    path.assign(value)
+            except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to put back
+                continue
+
+    def increments(self, paths: list[Path]) -> list[tuple[Path, list[Any]]] | None:
+        """Where every path in ``paths`` is one the step only adds constants to
+        (``self.n += 1``) and the capture changed it by exactly those: each path with its
+        constants, to add at every replay as the step would (a number, never guarded); else
+        None."""
+        found = []
+        for path in paths:
+            deltas = self.found.increment_only(path)
+            value = self.before[path][0]
+            if deltas is None or type(value) not in (int, float):
+                return None
+            for delta in deltas:
+                value = value + delta
+            try:
+                now, _ = path.follow()
+            except _Unsafe:
+                return None
+            if type(now) is not type(value) or now != value:
+                return None
+            found.append((path, deltas))
+        return found
+
+    def guards(self, skip: list[Path]) -> list[Guard]:
+        """The values read (not those only written, or in ``skip``) that the plan depends
+        on."""
+        out = []
+        for path in dict.fromkeys(self.found.reads):
+            hit = self.before.get(path)
+            if hit is not None and path not in skip and guarded_kind(hit[0]) is not None:
+                out.append(Guard(path, hit[0], hit[1]))
+        return out
+
+
+def add_constants(path: Path, deltas: list[Any]) -> None:
+    """The step's ``path += delta`` stores, made after a replay."""
+    value, _ = path.follow()
+    for delta in deltas:
+        value = value + delta
+    path.assign(value)
