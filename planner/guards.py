@@ -134,11 +134,14 @@ def _path_guard(src: _Source, guard: Guard) -> None:
         src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
         src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
                          else f"        o = o[{src.name(key)}]")
-    if guarded_kind(guard.value) == "identity":
+    if not guard.exact:
+        src.fail_if(f"_type(o) is not {src.name(type(guard.value))}", indent=2)
+    elif guarded_kind(guard.value) == "identity":
         src.fail_if(f"o is not {src.name(guard.value)}", indent=2)
-    else:
-        src.fail_if(f"_type(o) is not {src.name(type(guard.value))} or o != "
-                    f"{src.name(guard.value)}", indent=2)
+    else:  # the same object passes, as in a tuple comparison (nan included)
+        value = src.name(guard.value)
+        src.fail_if(f"_type(o) is not {src.name(type(guard.value))} or (o is not {value} and "
+                    f"o != {value})", indent=2)
 
 
 def _optimizer(src: _Source, opt: str, key: Any) -> None:
@@ -554,11 +557,14 @@ def _hashable(key: Any) -> bool:
 @dataclass(frozen=True)
 class Guard:
     """A value the step read at ``path`` when captured, and the type of each object the path
-    went through (a path through another kind of object is another path)."""
+    went through (a path through another kind of object is another path). ``exact``: the
+    value itself is guarded; else only its type (a counter the step increments: what a replay
+    adds to, as the step would)."""
 
     path: Path
     value: Any
     types: tuple[type, ...]
+    exact: bool = True
 
     def failed(self) -> str | None:
         """Why the value at the path is no longer the one captured (None: it is)."""
@@ -572,6 +578,11 @@ class Guard:
             return (f"the Python value {where} is a {seen[moved].__name__} (it was a "
                     f"{self.types[moved].__name__})")
         identity = guarded_kind(self.value) == "identity"
+        if not self.exact and now is not MISSING:
+            if type(now) is not type(self.value):
+                return (f"the Python value {self.path} is a {type(now).__name__} (it was a "
+                        f"{type(self.value).__name__}, which the step adds to)")
+            return None
         if now is MISSING:
             kind = ("a numpy array" if type(self.value) is np.ndarray else "a tensor"
                     ) if identity else repr(self.value)
@@ -580,7 +591,7 @@ class Guard:
             if now is not self.value:
                 kind = "numpy array" if type(self.value) is np.ndarray else "tensor"
                 return f"the {kind} {self.path} is another {kind.split()[-1]} (by identity)"
-        elif type(now) is not type(self.value) or now != self.value:
+        elif type(now) is not type(self.value) or (now is not self.value and now != self.value):
             return f"the Python value {self.path} is {now!r} (it was {self.value!r})"
         return None
 
@@ -643,14 +654,14 @@ class Watch:
             found.append((path, deltas))
         return found
 
-    def guards(self, skip: list[Path]) -> list[Guard]:
-        """The values read (not those only written, or in ``skip``) that the plan depends
-        on."""
+    def guards(self, increments: list[Path]) -> list[Guard]:
+        """The values read (not those only written) that the plan depends on; of the paths
+        the step only increments, the type."""
         out = []
         for path in dict.fromkeys(self.found.reads):
             hit = self.before.get(path)
-            if hit is not None and path not in skip and guarded_kind(hit[0]) is not None:
-                out.append(Guard(path, hit[0], hit[1]))
+            if hit is not None and guarded_kind(hit[0]) is not None:
+                out.append(Guard(path, hit[0], hit[1], path not in increments))
         return out
 
 
