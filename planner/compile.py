@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import _signal
 import contextlib
+import dis
 import builtins
 import functools
 import gc
@@ -36,7 +37,7 @@ from runtime import _dtype as D
 from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
-from runtime.nn.module import structure_version
+from runtime.nn.module import Module, structure_version
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
@@ -86,6 +87,9 @@ class Binding:
     # the train()/eval() calls the step begins with (Capture.modes), made before the guards:
     # (module, its modules as captured, mode)
     modes: list[tuple[Any, tuple[Any, ...], bool]] = field(default_factory=list)
+    # (id(module), name) of module settings the step increments itself (``self.n += 1``):
+    # added to after each replay (an effect), so not guarded by value (_counters)
+    counters: frozenset[tuple[int, str]] = frozenset()
     # the slots failed_guard checks, in slot order, each with its kind decided once: a tensor
     # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
     guarded: list[tuple[bool, Slot]] = field(init=False, repr=False)
@@ -135,7 +139,7 @@ class Binding:
                         f"{'None' if was_none else 'set'} when the step was captured)")
         version = structure_version()
         for module, params in self.modules if version != self.module_version else ():
-            now = _module_params(module)
+            now = _module_params(module, None, self.counters)
             if now[0] != params[0]:
                 return f"the parameters or buffers of {type(module).__name__} were replaced"
             if now[1] != params[1]:
@@ -157,8 +161,8 @@ class Binding:
         return found
 
 
-def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
-                   ) -> tuple[Any, ...]:
+def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None,
+                   counters: frozenset[tuple[int, str]] = frozenset()) -> tuple[Any, ...]:
     """What a captured module's forward was traced with: its parameters, train/eval modes
     (those in ``found`` as found there: Capture.found_modes), forward and backward hooks (a
     backward hook registered after the capture was skipped by the plan, silently) and
@@ -170,18 +174,21 @@ def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
             tuple(found.get(id(m), (m, m.training))[1] for m in modules),
             tuple((*m._forward_pre_hooks, -1, *m._forward_hooks, -2, *m._backward_pre_hooks,
                    -3, *m._backward_hooks) for m in modules),
-            tuple((m, _settings(m)) for m in modules))
+            tuple((m, _settings(m, counters)) for m in modules))
 
 
 _SETTING_TYPES = (bool, int, float, str, type(None))
 
 
-def _settings(module: Any) -> tuple[tuple[str, Any], ...]:
+def _settings(module: Any, counters: frozenset[tuple[int, str]] = frozenset()
+              ) -> tuple[tuple[str, Any], ...]:
     """A module's plain settings, which its forward reads as constants (Dropout's p, a loss's
     reduction, ignore_index and label_smoothing, a norm's eps): its public attributes that
-    are numbers, strings, None, or tuples of them."""
+    are numbers, strings, None, or tuples of them; not the ``counters`` the step increments
+    itself (a replay adds to them: their type is guarded as a path, planner.guards.Guard)."""
     return tuple((name, value) for name, value in vars(module).items()
-                 if not name.startswith("_") and name != "training" and all(
+                 if not name.startswith("_") and name != "training"
+                 and (id(module), name) not in counters and all(
                      type(v) in _SETTING_TYPES
                      for v in (value if type(value) in (tuple, list) else (value,))))
 
@@ -612,37 +619,43 @@ class CompiledStep:
         plan.configure(self.workers, self.executor)
         self.captures += 1
         found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
+        counters = _counters(increments)
         return Binding(plan, cap.slots, cap.generators,
-                       [(m, _module_params(m, found)) for m in _outermost(cap.modules)],
+                       [(m, _module_params(m, found, counters)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
                        watch.guards([path for path, _ in increments]), cap.effects + [
                            ("after", functools.partial(m.train, mode))
                            for m, mode in cap.late_modes] + [
                            ("after", functools.partial(guards.add_constants, path, deltas))
                            for path, deltas in increments],
-                       modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes])
+                       modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
+                       counters=counters)
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
         """What the capture changed among the values the step reads and writes by path, put
         back as it was. A replay runs none of the step's Python, so: a number the step only
         adds constants to (``self.n += 1``) has them added after each replay (returned: its
-        path and constants); anything else it changes makes the call run eagerly, and be
+        path and constants), unless it is an nn.Module's attribute that the module's own code
+        also reads (``_read_by_its_module``); anything else it changes makes the call run
+        eagerly, and be
         captured again after it where ``warm_up`` (a value the step sets once, ``self.ready =
         True``, is in place then); a capture that still changes it cannot be replayed. A plan
         only lowered for inspection (not ``build``) is planned all the same."""
         changed = watch.changed()
         if not changed:
             return []
-        increments = watch.increments(changed)
+        increments = [(path, deltas) for path, deltas in watch.increments(changed)
+                      if not _read_by_its_module(path, self.fn)]
         watch.restore(changed)
-        if increments is not None or not build:
-            return increments or []
+        counted = {path for path, _ in increments}
+        others = [path for path in changed if path not in counted]
+        if not others or not build:
+            return increments
         if warm_up:
-            raise _WarmUp([f"a new value at {path}" for path in changed])
-        path = changed[0]
-        raise GraphBreak(f"the step changes {path}, which a replayed plan would not do (its "
-                         f"Python does not run)")
+            raise _WarmUp([f"a new value at {path}" for path in others])
+        raise GraphBreak(f"the step changes {others[0]}, which a replayed plan would not do "
+                         f"(its Python does not run)")
 
     def _stored(self, plan_key: str, cap: Capture, build: bool) -> Plan | None:
         """The plan kept under ``plan_key`` by an earlier process (planner.plan_cache), its
@@ -713,6 +726,48 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _read_by_its_module(path: Any, step: Callable[..., Any]) -> bool:
+    """Whether ``path`` is an nn.Module's attribute that code of the module's class other
+    than the step (its forward, a helper) reads: a setting the forward may read as a constant,
+    guarded by value as module settings are (``_settings``), so not a counter."""
+    owner = path.owner()
+    if not isinstance(owner, Module):
+        return False
+    name, own = path.steps[-1][1], getattr(step, "__func__", step)
+    for klass in type(owner).__mro__:
+        if klass is Module or klass is object:
+            continue
+        for value in vars(klass).values():
+            fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+            code = getattr(fn, "__code__", None)
+            if code is not None and fn is not own and _loads_attribute(code, name):
+                return True
+    return False
+
+
+def _loads_attribute(code: Any, name: str) -> bool:
+    """Whether ``code`` or the code nested in it loads an attribute ``name`` (stores, as in
+    ``__init__``, do not count)."""
+    if name not in code.co_names and not any(isinstance(c, types.CodeType)
+                                             for c in code.co_consts):
+        return False
+    if any(ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval == name
+           for ins in dis.get_instructions(code)):
+        return True
+    return any(_loads_attribute(c, name) for c in code.co_consts
+               if isinstance(c, types.CodeType))
+
+
+def _counters(increments: list[tuple[Any, list[Any]]]) -> frozenset[tuple[int, str]]:
+    """(id(module), name) of the module attributes among the paths the step increments."""
+    found = set()
+    for path, _ in increments:
+        owner = path.owner()
+        if owner is not None and isinstance(owner, Module):
+            found.add((id(owner), path.steps[-1][1]))
+    return frozenset(found)
 
 
 def _accesses(step: Callable[..., Any], flat: Callable[..., Any], leaves: tuple[Any, ...]

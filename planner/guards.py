@@ -269,6 +269,16 @@ class Path:
                 return MISSING, tuple(seen)
         return obj, tuple(seen)
 
+    def owner(self) -> Any:
+        """The object whose attribute this path ends with (None: it ends otherwise)."""
+        if not self.steps or not self.steps[-1][0]:
+            return None
+        try:
+            found, _ = Path(self.kind, self.root, self.name, self.steps[:-1]).follow()
+        except _Unsafe:
+            return None
+        return None if found is MISSING else found
+
     def assign(self, value: Any) -> None:
         """Put ``value`` here (MISSING: remove what is here), as the step's own store would."""
         if not self.steps:
@@ -632,26 +642,24 @@ class Watch:
             except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to put back
                 continue
 
-    def increments(self, paths: list[Path]) -> list[tuple[Path, list[Any]]] | None:
-        """Where every path in ``paths`` is one the step only adds constants to
-        (``self.n += 1``) and the capture changed it by exactly those: each path with its
-        constants, to add at every replay as the step would (a number, never guarded); else
-        None."""
+    def increments(self, paths: list[Path]) -> list[tuple[Path, list[Any]]]:
+        """Those of ``paths`` that the step only adds constants to (``self.n += 1``) and the
+        capture changed by exactly those: each with its constants, to add at every replay as
+        the step would (a number: its type is guarded, never its value)."""
         found = []
         for path in paths:
             deltas = self.found.increment_only(path)
             value = self.before[path][0]
             if deltas is None or type(value) not in (int, float):
-                return None
+                continue
             for delta in deltas:
                 value = value + delta
             try:
                 now, _ = path.follow()
             except _Unsafe:
-                return None
-            if type(now) is not type(value) or now != value:
-                return None
-            found.append((path, deltas))
+                continue
+            if type(now) is type(value) and now == value:
+                found.append((path, deltas))
         return found
 
     def guards(self, increments: list[Path]) -> list[Guard]:

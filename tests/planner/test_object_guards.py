@@ -495,3 +495,53 @@ def test_a_parameter_read_through_a_module_is_guarded_by_identity() -> None:
     model.fc.weight = rt.nn.Parameter(model.fc.weight.detach() * 2.0)
     assert _value(step(x)) == pytest.approx(2.0 * before)
     assert step.captures == 2
+
+
+class Counting(rt.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = rt.nn.Linear(2, 1)
+        self.steps = 1
+
+    def forward(self, x: Any) -> Any:
+        return self.fc(x)
+
+    def train_step(self, x: Any) -> Any:
+        self.steps += 1
+        loss = self(x).sum()
+        loss.backward()
+        return loss.detach()
+
+
+class ScaledCounting(Counting):
+    def forward(self, x: Any) -> Any:
+        return self.fc(x) * self.steps
+
+
+def test_a_module_counter_counts_every_call() -> None:
+    """A module attribute the step increments is one of the module's settings: guarded by
+    value, it recaptured at every call; only the step names it, so the replay adds to it."""
+    rt.manual_seed(0)
+    model, eager = Counting(), Counting()
+    eager.load_state_dict(model.state_dict())
+    step = planner.compile(model.train_step)
+    for _ in range(5):
+        got, want = step(rt.ones(3, 2)), eager.train_step(rt.ones(3, 2))
+        assert _value(got) == pytest.approx(_value(want))
+    assert model.steps == eager.steps == 6
+    assert step.captures == 1
+
+
+def test_a_module_counter_its_forward_reads_runs_eagerly() -> None:
+    """The forward (a helper the step calls) reads the counter as a constant: no plan fits
+    the next call, so the step runs eagerly and equals eager mode."""
+    rt.manual_seed(0)
+    model, eager = ScaledCounting(), ScaledCounting()
+    eager.load_state_dict(model.state_dict())
+    step = planner.compile(model.train_step)
+    with pytest.warns(RuntimeWarning, match=r"changes self\.steps"):
+        for _ in range(4):
+            got, want = step(rt.ones(3, 2)), eager.train_step(rt.ones(3, 2))
+            assert _value(got) == pytest.approx(_value(want))
+    assert model.steps == eager.steps == 5
+    np.testing.assert_allclose(model.fc.weight.grad.numpy(), eager.fc.weight.grad.numpy())
