@@ -26,6 +26,7 @@ from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
 
+from . import guards
 from .graph import template_nodes
 
 
@@ -75,6 +76,9 @@ class Capture:
     modes: list[tuple[Any, bool]] = field(default_factory=list)
     late_modes: list[tuple[Any, bool]] = field(default_factory=list)
     found_modes: dict[int, tuple[Any, bool]] = field(default_factory=dict)
+    # the values the step reads and writes by path, as they were before the capture (its
+    # guards), and what the capture changed among them, put back (planner.guards.Watch)
+    watch: guards.Watch = field(default_factory=lambda: guards.Watch(guards.Accesses()))
 
 
 class Tracer:
@@ -520,11 +524,15 @@ class Tracer:
 
 
 def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) -> Capture:
-    """Trace ``fn(*args)``; raises GraphBreak where the step cannot be captured."""
+    """Trace ``fn(*args)``; raises GraphBreak where the step cannot be captured. The Python
+    values the step changes at the paths its code reads and writes are put back as they were
+    (``Capture.watch`` says which), as are its optimizers' state and random generators: a
+    capture that falls back leaves the call to run eagerly from the state it met."""
     tracer = Tracer(target_device)
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             tracer.add_input(i, a)
+    watch = guards.Watch(guards.call_accesses(fn, args))
     grad_mode = is_grad_enabled()
     prev = set_tracer(tracer)
     try:
@@ -532,9 +540,12 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         set_tracer(prev)
         if is_grad_enabled() != grad_mode:
             raise GraphBreak("the step changed the grad mode and did not restore it")
-        return tracer.finish(result)
+        found = tracer.finish(result)
+        found.watch = watch
+        return found
     finally:
         set_tracer(prev)
         set_grad_enabled(grad_mode)
         tracer.restore_optimizers()
         tracer.restore_generators()
+        watch.settle()

@@ -19,7 +19,6 @@ import dis
 import builtins
 import functools
 import gc
-import inspect
 import logging
 import os
 import threading
@@ -556,7 +555,8 @@ class CompiledStep:
             args, kwargs = unflatten(spec, list(leaves))
             return self.fn(*args, **kwargs)
 
-        call.spec = spec  # type: ignore[attr-defined]  # (_arguments)
+        # what planner.guards.call_accesses binds the step's parameters with
+        call.step, call.spec = self.fn, spec  # type: ignore[attr-defined]
         return call
 
     def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True,
@@ -576,13 +576,8 @@ class CompiledStep:
         from .remat import rematerialize
 
         device = self.device
-        watch = guards.Watch(_accesses(self.fn, fn, args))
-        try:
-            cap: Capture = capture(fn, args, target_device=device)
-        except GraphBreak:
-            watch.restore()  # the call runs eagerly from the state it met
-            raise
-        increments = self._changed_by_capture(watch, warm_up, build)
+        cap: Capture = capture(fn, args, target_device=device)
+        increments = self._changed_by_capture(cap.watch, warm_up, build)
         if warm_up and cap.created_state:
             raise _WarmUp(cap.created_state)
         plan_device = device or _plan_device(cap)
@@ -623,7 +618,7 @@ class CompiledStep:
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m, found, counters)) for m in _outermost(cap.modules)],
                        [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
-                       watch.guards([path for path, _ in increments]), cap.effects + [
+                       cap.watch.guards([path for path, _ in increments]), cap.effects + [
                            ("after", functools.partial(m.train, mode))
                            for m, mode in cap.late_modes] + [
                            ("after", functools.partial(guards.add_constants, path, deltas))
@@ -633,8 +628,8 @@ class CompiledStep:
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
-        """What the capture changed among the values the step reads and writes by path, put
-        back as it was. A replay runs none of the step's Python, so: a number the step only
+        """What the capture changed among the values the step reads and writes by path (put
+        back as it was by ``capture``: Watch.settle). A replay runs none of the step's Python, so: a number the step only
         adds constants to (``self.n += 1``) has them added after each replay (returned: its
         path and constants), unless it is an nn.Module's attribute that the module's own code
         also reads (``_read_by_its_module``); anything else it changes makes the call run
@@ -642,12 +637,11 @@ class CompiledStep:
         captured again after it where ``warm_up`` (a value the step sets once, ``self.ready =
         True``, is in place then); a capture that still changes it cannot be replayed. A plan
         only lowered for inspection (not ``build``) is planned all the same."""
-        changed = watch.changed()
+        changed = watch.settled
         if not changed:
             return []
-        increments = [(path, deltas) for path, deltas in watch.increments(changed)
+        increments = [(path, deltas) for path, deltas in watch.counted
                       if not _read_by_its_module(path, self.fn)]
-        watch.restore(changed)
         counted = {path for path, _ in increments}
         others = [path for path in changed if path not in counted]
         if not others or not build:
@@ -768,33 +762,6 @@ def _counters(increments: list[tuple[Any, list[Any]]]) -> frozenset[tuple[int, s
         if owner is not None and isinstance(owner, Module):
             found.add((id(owner), path.steps[-1][1]))
     return frozenset(found)
-
-
-def _accesses(step: Callable[..., Any], flat: Callable[..., Any], leaves: tuple[Any, ...]
-              ) -> guards.Accesses:
-    """Where the step's own code reads and writes values through paths (guards.accesses),
-    its parameters bound to this call's arguments. A capture bakes the values it finds into
-    the plan, so each one becomes a guard; helpers the step calls are not inspected (their
-    Python values are fixed at capture, as under jax.jit). A numpy array or tensor is guarded
-    by identity: a batch the step reads from a global rebound every iteration
-    (``x = rt.from_numpy(BATCH)``) was baked at capture and replayed stale; now rebinding it
-    captures again (and past ``recompile_limit`` runs eagerly, saying so). Its contents are
-    not compared: a tensor made by ``from_numpy`` shares them, one made by ``tensor`` keeps
-    the capture's copy."""
-    if getattr(step, "__code__", None) is None:
-        return guards.Accesses()
-    spec = getattr(flat, "spec", None)
-    try:
-        args, kwargs = unflatten(spec, list(leaves)) if spec is not None else (leaves, {})
-        if isinstance(step, types.MethodType):
-            bound = inspect.signature(step.__func__).bind(step.__self__, *args, **kwargs)
-        else:
-            bound = inspect.signature(step).bind(*args, **kwargs)
-    except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
-        return guards.accesses(step, {})
-    return guards.accesses(step, {name: value for name, value in bound.arguments.items()
-                                  if guards.guarded_kind(value) is None
-                                  and not isinstance(value, _CONTAINERS)})
 
 
 # a captured graph of fewer nodes is planned in less time than a fork takes (one_op: 7 nodes,

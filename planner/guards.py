@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import dis
+import inspect
 import sys
 import types
 from collections.abc import Callable
@@ -35,6 +36,8 @@ from runtime.nn.module import Module, structure_version
 from runtime.optim.lr_scheduler import LRScheduler
 from runtime.optim.optimizer import Optimizer
 from runtime.tensor import Tensor
+
+from .tree import unflatten
 
 MISSING = object()  # a setting or state entry that is not there
 
@@ -460,6 +463,35 @@ def accesses(fn: Callable[..., Any], arguments: dict[str, Any]) -> Accesses:
     return found
 
 
+def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses:
+    """Where the step a capture calls reads and writes values through paths (``accesses``),
+    its parameters bound to this call's arguments: ``flat`` is the step, or (made by
+    planner.compile) a function of the call's argument leaves with the step as ``flat.step``
+    and the arguments' structure as ``flat.spec``. A capture bakes the values it finds into
+    the plan, so each one becomes a guard; helpers the step calls are not inspected (their
+    Python values are fixed at capture, as under jax.jit). A numpy array or tensor is guarded
+    by identity: a batch the step reads from a global rebound every iteration
+    (``x = rt.from_numpy(BATCH)``) was baked at capture and replayed stale; now rebinding it
+    captures again (and past ``recompile_limit`` runs eagerly, saying so). Its contents are
+    not compared: a tensor made by ``from_numpy`` shares them, one made by ``tensor`` keeps
+    the capture's copy."""
+    step = getattr(flat, "step", flat)
+    if getattr(step, "__code__", None) is None:
+        return Accesses()
+    spec = getattr(flat, "spec", None)
+    try:
+        args, kwargs = unflatten(spec, list(leaves)) if spec is not None else (leaves, {})
+        if isinstance(step, types.MethodType):
+            bound = inspect.signature(step.__func__).bind(step.__self__, *args, **kwargs)
+        else:
+            bound = inspect.signature(step).bind(*args, **kwargs)
+    except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
+        return accesses(step, {})
+    return accesses(step, {name: value for name, value in bound.arguments.items()
+                           if guarded_kind(value) is None
+                           and type(value) not in (tuple, list, dict)})
+
+
 def _stored_names(code: Any) -> set[str]:
     names: set[str] = set()
     for ins in dis.get_instructions(code):
@@ -618,6 +650,16 @@ class Watch:
                 self.before[path] = path.follow()
             except _Unsafe:
                 continue
+        self.settled: list[Path] = []  # what the capture changed (``settle``)
+        self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
+
+    def settle(self) -> None:
+        """After the capture: note what it changed, and which of those are increments, then
+        put every value back as it was (a replay, or the call run eagerly, makes the
+        changes, each once)."""
+        self.settled = self.changed()
+        self.counted = self.increments(self.settled)
+        self.restore(self.settled)
 
     def changed(self) -> list[Path]:
         """The paths whose value the capture changed (shorter ones first)."""

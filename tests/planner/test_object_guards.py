@@ -545,3 +545,19 @@ def test_a_module_counter_its_forward_reads_runs_eagerly() -> None:
             assert _value(got) == pytest.approx(_value(want))
     assert model.steps == eager.steps == 5
     np.testing.assert_allclose(model.fc.weight.grad.numpy(), eager.fc.weight.grad.numpy())
+
+
+def test_lowering_and_explaining_leave_the_values_the_step_changes() -> None:
+    """``lower`` and ``planner.explain`` capture without running the step: the values its
+    code changes are put back after the capture."""
+    state = Cfg(n=0, last=None)
+
+    def fn(x: Any) -> Any:
+        state.n += 1
+        state.last = "seen"
+        return (x * 2.0).sum()
+
+    step = planner.compile(fn)
+    step.lower(rt.ones(2))
+    assert "compiles on its first call" in planner.explain(step, rt.ones(2))
+    assert (state.n, state.last) == (0, None)
