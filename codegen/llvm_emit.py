@@ -222,6 +222,37 @@ def _paired_operands(kernel: kir.Kernel, math_table: Mapping[str, object]) -> se
     return out
 
 
+# ops whose float result is within [-1, 1] or nan, whatever their operand
+_UNIT_RANGE_OPS = frozenset({"sin", "cos", "tanh", "erf", "sigmoid", "sign"})
+# one rounding's relative growth of a bound, generously
+_ROUNDING = 1 + 2.0**-20
+
+
+def _magnitude_bounds(kernel: kir.Kernel) -> list[float]:
+    """Per expr, a bound on the magnitude of its value (a nan aside; inf where none is known):
+    what comes out of a sin, tanh, ... and through constant scales and offsets. A sin or cos
+    argument bounded by FAST_SIN_COS_LIMIT needs no range check (tanh's output, in the chain)."""
+    inf = math.inf
+    bounds: list[float] = []
+    for e in kernel.exprs:
+        bound = inf
+        if isinstance(e, kir.Const) and _kind(e.dtype) == "float":
+            bound = abs(float(e.value))
+        elif isinstance(e, kir.Unary) and e.op in _UNIT_RANGE_OPS:
+            bound = 1.0
+        elif isinstance(e, kir.Unary) and e.op in ("neg", "abs"):
+            bound = bounds[e.x]
+        elif isinstance(e, kir.Binary) and e.op in ("add", "sub", "mul", "maximum", "minimum"):
+            a, b = bounds[e.a], bounds[e.b]
+            if max(a, b) < inf:
+                bound = {"add": a + b, "sub": a + b, "mul": a * b}.get(e.op, max(a, b))
+                bound *= _ROUNDING
+        elif isinstance(e, kir.Where):
+            bound = max(bounds[e.a], bounds[e.b])
+        bounds.append(bound)
+    return bounds
+
+
 class KernelEmitter:
     """Writes one kernel (its ``LoopNest``) into ``module`` with a renderer's ``Rules``."""
 
@@ -264,6 +295,7 @@ class KernelEmitter:
         # operands (expr indices) of both ops of a pair (llvm_math.PAIRED: sin and cos), each
         # evaluated by the pair's function once: sin's backward takes cos of its argument
         self.paired = _paired_operands(kernel, math_table)
+        self.bounds = _magnitude_bounds(kernel)
         # per (argument value, block): the pair's results, and the checked arguments' ranges
         self.pairs: dict[tuple[int, int], tuple[V, V]] = {}
         self.range_checked: set[tuple[int, int]] = set()
@@ -541,7 +573,8 @@ class KernelEmitter:
         b, op = self.b, expr.op
         ranged = op in EXACT_VARIANTS and expr.dtype == "float32"
         key = (id(x), id(b.block))
-        if ranged and self.checked and key not in self.range_checked:
+        if ranged and self.checked and key not in self.range_checked \
+                and not self.bounds[expr.x] <= FAST_SIN_COS_LIMIT:
             self.range_checked.add(key)
             magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
             umax = self.module.globals.get("llvm.umax.i32") or ir.Function(

@@ -185,3 +185,26 @@ def test_fast_float32_sin_cos_on_a_dense_sweep_within_the_documented_bound(op: s
         err = ulp_error(run(op, xs), xs, op)
         worst = int(np.argmax(err))
         assert err[worst] <= 1.7, f"{op}: {err[worst]:.3f} ulp at x={xs[worst]!r}"
+
+
+@pytest.mark.parametrize(("scale", "checks"), [(1.01, 1), (3e6, 2)])
+def test_sin_of_a_bounded_value_skips_the_range_check(scale: float, checks: int) -> None:
+    """sin(x) and sin(tanh(x) * scale + 0.1): the second argument's magnitude is bounded by
+    scale + 0.1, so below FAST_SIN_COS_LIMIT it needs no check (and no exact rerun); above it
+    is checked, and its large values rerun exactly."""
+    f = "float32"
+    exprs = (K.Load(0), K.Unary("sin", 0, f), K.Unary("tanh", 0, f), K.Const(scale, f),
+             K.Binary("mul", 2, 3, f), K.Const(0.1, f), K.Binary("add", 4, 5, f),
+             K.Unary("sin", 6, f), K.Binary("add", 1, 7, f))
+    k = K.Kernel(f"bounded{checks}", (4, 256), 1, (K.Input("x", f, (256, 1)),), exprs,
+                 (K.Output("y", 8, f),))
+    text = str(render([k]))
+    body = text[text.index(f'define internal i1 @"{k.name}.body"'):]
+    body = body[: body.index("\n}\n")]
+    assert body.count("@\"llvm.umax.i32\"") == checks
+    x = np.random.default_rng(6).uniform(-5, 5, (4, 256)).astype(f)
+    (y,) = run_kernel(build_kernels([k]), k, [x])
+    x64 = x.astype(np.float64)
+    # the kernel's own tanh: an ulp of it moves the scaled argument far
+    arg = (run("tanh", x) * np.float32(scale) + np.float32(0.1)).astype(np.float64)
+    np.testing.assert_allclose(y, np.sin(x64) + np.sin(arg), rtol=0, atol=4e-7)
