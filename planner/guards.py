@@ -263,7 +263,9 @@ class Path:
         obj = self.start()
         seen: list[type] = []
         for attr, key in self.steps:
-            if obj is MISSING or isinstance(obj, _OPAQUE):
+            if obj is MISSING:
+                break
+            if isinstance(obj, _OPAQUE):
                 raise _Unsafe
             seen.append(type(obj))
             try:
