@@ -197,7 +197,9 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
 # dynamo's guards do, in spirit). Those paths are followed before the capture; each value found
 # that a plan depends on is guarded at every call (a tensor or numpy array by identity, a
 # number, string, bool or None by value), and a value the step changes itself (``self.n += 1``)
-# is noticed by following them again after the capture (``Watch``).
+# is noticed by following them again after the capture, and put back (``Watch``, made by
+# planner.capture): planner.compile adds a counter's constants after each replay, and runs a
+# step that changes anything else eagerly (CompiledStep._changed_by_capture).
 #
 # A path is followed only where no code of the step's objects can run: instance and class
 # dictionaries, ``__slots__`` and namedtuple fields, modules, nn.Module's parameters, buffers
@@ -442,9 +444,11 @@ def accesses(fn: Callable[..., Any], arguments: dict[str, Any]) -> Accesses:
     """Where ``fn``'s own code (and code nested in it: comprehensions, lambdas) reads and
     stores values through paths rooted at its globals, closure cells and, in its own code,
     the ``arguments`` it is called with (name -> value) that it never rebinds. Helpers it
-    calls are not inspected. Bytecode of Python 3.10 to 3.13: each instruction either extends
-    the simulated stack's paths (LOAD_GLOBAL / LOAD_DEREF / LOAD_FAST, LOAD_ATTR, LOAD_CONST
-    and BINARY_SUBSCR, COPY / SWAP and their 3.10 forms) or, not modelled, empties it."""
+    calls are not inspected. Bytecode of Python 3.10 to 3.13 (checked on each): each
+    instruction either extends the simulated stack's paths (LOAD_GLOBAL / LOAD_DEREF /
+    LOAD_FAST, LOAD_ATTR, LOAD_CONST and BINARY_SUBSCR, COPY / SWAP and their 3.10 forms) or,
+    not modelled, empties it; a read it does not model (3.14's subscript as a BINARY_OP, its
+    LOAD_SMALL_INT) is a path not followed, whose value keeps what the capture found."""
     code = fn.__code__
     found = Accesses()
     cells = dict(zip(code.co_freevars, getattr(fn, "__closure__", None) or ()))
