@@ -280,13 +280,18 @@ def _exp_of_moderate(e: _Emitter, x: V) -> V:
     """exp(x) for -80 <= x <= 80 (tanh's large branch, float32 erf's tail): ``_exp``
     without the selects for overflow and underflow, which cannot happen there (a nan gives a
     nan); 2**k is one normal number in both formats."""
+    return e.b.fmul(*_exp_of_moderate_parts(e, x))
+
+
+def _exp_of_moderate_parts(e: _Emitter, x: V) -> tuple[V, V]:
+    """``_exp_of_moderate``'s exp(r) and 2**k, exp(x) their product."""
     b, fmt = e.b, e.fmt
     k, ki = e.round_to_int(x, 1 / math.log(2))
     ln2_hi, ln2_lo = _LN2_SPLIT[fmt.dtype]
     r = e.fma(b.fneg(k), e.c(ln2_hi), x)
     r = e.fma(b.fneg(k), e.c(ln2_lo), r)
     p = b.fadd(e.c(1.0), e.fma(b.fmul(r, r), e.poly(r, _EXP_P[fmt.dtype]), r))
-    return b.fmul(p, e.from_bits(b.shl(b.add(ki, e.i(fmt.bias)), e.i(fmt.mantissa_bits))))
+    return p, e.from_bits(b.shl(b.add(ki, e.i(fmt.bias)), e.i(fmt.mantissa_bits)))
 
 
 def _log(e: _Emitter, x: V) -> V:
@@ -448,8 +453,9 @@ def _tanh(e: _Emitter, x: V) -> V:
     # special cases (9% off the chain workload); a nan passes the clamp and every step after
     a = e.intrinsic("llvm.fabs", x)
     clamped = b.select(b.fcmp_ordered(">", a, e.c(_TANH_ONE)), e.c(_TANH_ONE), a)
-    exp2a = _exp_of_moderate(e, b.fadd(clamped, clamped))
-    big = b.fsub(e.c(1.0), b.fdiv(e.c(2.0), b.fadd(exp2a, e.c(1.0))))
+    # exp(2|x|) + 1 in one fused multiply-add: exp(r) * 2**k + 1
+    p, scale = _exp_of_moderate_parts(e, b.fadd(clamped, clamped))
+    big = b.fsub(e.c(1.0), b.fdiv(e.c(2.0), e.fma(p, scale, e.c(1.0))))
     return b.select(e.lt(a, e.c(_TANH_SMALL)), small, e.intrinsic("llvm.copysign", big, x))
 
 
