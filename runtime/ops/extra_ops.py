@@ -142,9 +142,21 @@ def diag(x: Tensor, diagonal: int = 0) -> Tensor:
     return named(keeps_saved(x[r, c]), "DiagonalBackward0")
 
 
+def _float_pair(name: str, a: Any, b: Any) -> None:
+    """PyTorch's error for a binary op with float kernels only on operands that promote to
+    an integer or bool dtype."""
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    dt = D.result_dtype([t.dtype for t in tensors],
+                        [v for v in (a, b) if not isinstance(v, Tensor)], [t.ndim for t in tensors])
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(dt)}'")
+
+
 def logaddexp(a: Tensor, b: Any) -> Tensor:
     """log(exp(a) + exp(b)) without overflow: m + log(exp(a - m) + exp(b - m)), m the larger
     (held constant: the formula is exact for any m, and its gradient is then softmax's)."""
+    _float_pair("logaddexp", a, b)
     if not isinstance(b, Tensor):
         from ..creation import full_like
 
@@ -154,10 +166,16 @@ def logaddexp(a: Tensor, b: Any) -> Tensor:
     return F.add(F.log(F.add(F.exp(F.sub(a, finite)), F.exp(F.sub(b, finite)))), finite)
 
 
+def _check_float(name: str, x: Tensor) -> None:
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{name} only support floating point and complex dtypes")
+
+
 def var_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     if isinstance(dim, bool):
         dim, unbiased = None, dim
+    _check_float("var_mean", x)
     axes = F._axes(dim, x.ndim)
     return (var(x, dim, unbiased, keepdim, correction=correction),
             F.mean(x, axes, keepdim))
@@ -167,6 +185,7 @@ def std_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = F
              correction: Any = None) -> tuple[Tensor, Tensor]:
     if isinstance(dim, bool):
         dim, unbiased = None, dim
+    _check_float("std_mean", x)
     axes = F._axes(dim, x.ndim)
     return (std(x, dim, unbiased, keepdim, correction=correction),
             F.mean(x, axes, keepdim))

@@ -115,17 +115,21 @@ def signbit(x: Tensor) -> Tensor:
 def copysign(a: Any, b: Any) -> Tensor:
     """|a| with b's sign (b's -0.0 counts as negative); the gradient goes to a only."""
     a, b = _pair(a, b)
-    a = _as_float(a)
-    if not b.dtype.is_floating_point:
-        b = F.cast(b, a.dtype)
+    dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])
+    dt = dt if dt.is_floating_point else D.default_float  # float32 and float64: float64
+    a, b = (t if t.dtype is dt else F.cast(t, dt) for t in (a, b))
     mag = F.abs(a)
     return F.where(signbit(b), F.neg(mag), mag)
 
 
 def logaddexp2(a: Tensor, b: Tensor) -> Tensor:
     """log2(2**a + 2**b) without overflow."""
-    from .extra_ops import logaddexp
+    from .extra_ops import _float_pair, logaddexp
 
+    _float_pair("logaddexp2", a, b)
+    a, b = _pair(a, b)
+    dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])  # scaled in the result's
+    a, b = (t if t.dtype is dt else F.cast(t, dt) for t in (a, b))
     return F.div(logaddexp(F.mul(a, _LN2), F.mul(b, _LN2)), _LN2)
 
 

@@ -7,6 +7,7 @@ finfo/iinfo/get_default_dtype."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,15 +19,30 @@ from ..amp.policy import autocast_exclude, autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import keeps_saved, named_backward
-from .extra_ops import diag, logical_xor
+from .extra_ops import diag, logical_or, logical_xor
 from .products import einsum
 from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip
 
 
 def hypot(a: Tensor, b: Any) -> Tensor:
-    """sqrt(a**2 + b**2) elementwise."""
-    return F.sqrt(F.add(F.mul(a, a), F.mul(b, b) if isinstance(b, Tensor) else b * b))
+    """sqrt(a**2 + b**2) elementwise, as big * sqrt(1 + (small / big)**2) so no square
+    overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it included, as
+    C's hypot. Floats only, as PyTorch's."""
+    dt = D.result_dtype([t.dtype for t in (a, b) if isinstance(t, Tensor)],
+                        [v for v in (a, b) if not isinstance(v, Tensor)])
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"hypot_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(dt)}'")
+    if not isinstance(b, Tensor):
+        b = creation.full_like(a, b, dtype=dt)
+    aa, bb = F.abs(a), F.abs(b)
+    big, small = F.maximum(aa, bb), F.minimum(aa, bb)
+    ratio = F.div(small, F.where(F.eq(big, 0), 1.0, big))
+    h = F.mul(big, F.sqrt(F.add(F.mul(ratio, ratio), 1.0)))
+    # max(NaN, inf) is NaN: each side asked
+    infinite = logical_or(F.eq(aa, math.inf), F.eq(bb, math.inf))
+    return F.where(infinite, math.inf, h)
 
 
 def _at_least(x: Tensor, ndim: int) -> Tensor:

@@ -528,6 +528,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 
 @named_backward("AminBackward0")
 def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    F._check_reduced_nonempty("amin", x, dim)  # its own name in the error, not amax's
     return F.reversed_order(F.amax(F.reversed_order(x), dim, keepdim))
 
 
