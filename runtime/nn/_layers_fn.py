@@ -68,15 +68,23 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     """y_o = x1 . W_o . x2 + b_o: one product of x1 against W laid out (in1, out*in2), then an
     elementwise product with x2 summed over in2 (no (…, out, in1, in2) intermediate)."""
     o, i1, i2 = weight.shape
+    # PyTorch's checks, in its order
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
+                           f"{input2.ndim}")
+    for i, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {a} and {b}")
     if input1.shape[-1] != i1:
         raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
                            f"{input1.shape[-1]} but expected {i1}")
     if input2.shape[-1] != i2:
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
                            f"{input2.shape[-1]} but expected {i2}")
-    if tuple(input1.shape[:-1]) != tuple(input2.shape[:-1]):
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
-                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if bias is not None and bias.shape[0] != o:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
+                           f"{bias.shape[0]} but expected {o}")
     lead = tuple(input1.shape[:-1])
     w = F.reshape(F.permute(weight, 1, 0, 2), (i1, o * i2))
     t = F.reshape(F.matmul(F.reshape(input1, (-1, i1)), w), (-1, o, i2))

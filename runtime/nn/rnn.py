@@ -149,7 +149,8 @@ class RNNBase(Module):
         """Whether ``input`` is batched; raises PyTorch's errors for a wrong rank or size."""
         name = type(self).__name__
         if input.dim() not in (2, 3):
-            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+            kind = " tensor" if self.mode.startswith("RNN") else ""  # PyTorch's RNN says so
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{kind} "
                              f"instead")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
@@ -371,29 +372,36 @@ class RNNCellBase(Module):
             s += ", nonlinearity=relu"  # PyTorch's text, unquoted
         return s
 
-    def _state(self, input: Tensor, hx: Tensor | None, what: str) -> tuple[Tensor, bool]:
+    def _states(self, input: Tensor, hx: Sequence[Tensor] | None,  # noqa: A002
+                labels: tuple[str, ...]) -> tuple[list[Tensor], bool]:
+        """The cell's hidden states (zeros where ``hx`` is None) as a batch, and whether the
+        input is batched; PyTorch's checks in its order (its Python ranks, then its kernel's
+        input size, batch sizes and hidden sizes)."""
         name = type(self).__name__
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D "
                              f"instead")
+        for label, h in zip(labels, hx or ()):
+            if h.dim() not in (1, 2):
+                raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {h.dim()}D "
+                                 f"instead")
+        batched = input.dim() == 2
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input has inconsistent input_size: got {input.shape[-1]} "
                                f"expected {self.input_size}")
-        batched = input.dim() == 2
         batch = input.shape[0] if batched else 1
         if hx is None:
-            return rt.zeros(batch, self.hidden_size, dtype=input.dtype,
-                            device=input.device), batched
-        if hx.dim() != input.dim():
-            raise ValueError(f"{name}: Expected {what} to be {input.dim()}D, got {hx.dim()}D "
-                             f"instead")
-        hx = hx if batched else hx.unsqueeze(0)
-        if tuple(hx.shape) != (batch, self.hidden_size):
-            raise RuntimeError(f"{what} has inconsistent hidden_size: got {hx.shape[-1]}, "
-                               f"expected {self.hidden_size}" if hx.shape[0] == batch else
-                               f"Input batch size {batch} doesn't match {what} batch size "
-                               f"{hx.shape[0]}")
-        return hx, batched
+            zeros = rt.zeros(batch, self.hidden_size, dtype=input.dtype, device=input.device)
+            return [zeros] * len(labels), batched
+        states = [h if batched else h.unsqueeze(0) for h in hx]
+        for i, h in enumerate(states):
+            if h.shape[0] != batch:
+                raise RuntimeError(f"Input batch size {batch} doesn't match hidden{i} batch "
+                                   f"size {h.shape[0]}")
+            if h.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {h.shape[1]}, "
+                                   f"expected {self.hidden_size}")
+        return states, batched
 
     def _step(self, input: Tensor, h: Tensor, c: Tensor | None
               ) -> tuple[Tensor, Tensor | None]:
@@ -412,7 +420,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        h, batched = self._state(input, hx, "hx")
+        (h,), batched = self._states(input, None if hx is None else (hx,), ("hidden",))
         h, _ = self._step(input, h, None)
         return h if batched else h.squeeze(0)
 
@@ -424,12 +432,12 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
                 ) -> tuple[Tensor, Tensor]:
-        if hx is None:
-            h, batched = self._state(input, None, "hx")
-            c = h
-        else:
-            h, batched = self._state(input, hx[0], "hx[0]")
-            c, _ = self._state(input, hx[1], "hx[1]")
+        if isinstance(hx, Tensor):
+            raise TypeError("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, "
+                            "not Tensor")
+        if hx is not None and len(hx) != 2:
+            raise RuntimeError("lstm_cell expects two hidden states")
+        (h, c), batched = self._states(input, hx, ("hx[0]", "hx[1]"))
         h, c2 = self._step(input, h, c)
         assert c2 is not None
         return (h, c2) if batched else (h.squeeze(0), c2.squeeze(0))
@@ -441,6 +449,6 @@ class GRUCell(RNNCellBase):
         super().__init__("GRU", input_size, hidden_size, bias, device, dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        h, batched = self._state(input, hx, "hx")
+        (h,), batched = self._states(input, None if hx is None else (hx,), ("hidden",))
         h, _ = self._step(input, h, None)
         return h if batched else h.squeeze(0)

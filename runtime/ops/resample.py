@@ -32,15 +32,21 @@ def _scales(x: Tensor, spatial: int, size: Any, scale_factor: Any,
         raise ValueError("either size or scale_factor should be defined")
     ins = list(x.shape[2:])
     if size is not None:
-        sizes = [size] * spatial if isinstance(size, int) else list(size)
-        if len(sizes) != spatial:
+        sizes = [size] * max(spatial, 0) if isinstance(size, int) else list(size)
+        if not isinstance(size, int) and len(sizes) != spatial:
             raise ValueError(f"Input and output must have the same number of spatial "
                              f"dimensions, but got input with spatial dimensions of {ins} "
                              f"and output size of {size}. Please provide input tensor "
                              f"in (N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
                              f"...,oK) format.")
-        return [int(s) for s in sizes], [None] * spatial
-    factors = [scale_factor] * spatial if isinstance(scale_factor, (int, float)) \
+        if not all(isinstance(v, (int, np.integer)) for v in sizes):
+            raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] "
+                            "or Tuple[int, int, int], but got size with types "
+                            f"{[type(v) for v in sizes]}")
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        return [int(s) for s in sizes], [None] * len(sizes)
+    factors = [scale_factor] * max(spatial, 0) if isinstance(scale_factor, (int, float)) \
         else list(scale_factor)
     if len(factors) != spatial:
         raise ValueError(f"Input and scale_factor must have the same number of spatial "
@@ -102,28 +108,28 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
     ``scale_factor``, PyTorch's ``F.interpolate`` (modes nearest, nearest-exact, linear for
     3-D inputs, bilinear and bicubic for 4-D ones, trilinear for 5-D ones, area for 3-D and
     4-D ones)."""
-    if mode == "lanczos":
-        raise NotImplementedError("interpolate: mode 'lanczos' is not supported here")
-    if mode not in _SPATIAL:
-        raise NotImplementedError(
-            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) "
-            f"for the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
-            f"nearest-exact (got {mode})")
-    spatial = input.ndim - 2
-    if spatial not in _SPATIAL[mode]:
-        if mode == "area":
-            raise NotImplementedError("interpolate: mode 'area' of a 5-D input is not "
-                                      "supported here")
-        dims = {"linear": "3D", "bilinear": "4D", "trilinear": "5D", "bicubic": "4D"}.get(
-            mode, "3D, 4D and 5D")
-        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs {dims} "
-                                  "input")
-    if mode not in (*_LINEAR, "bicubic") and align_corners is not None:
+    # PyTorch's checks in its order: align_corners, the sizes, antialias, then the modes
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
+    spatial = input.ndim - 2
+    sizes, factors = _scales(input, spatial, size, scale_factor, recompute_scale_factor)
     if antialias:
         raise NotImplementedError("interpolate: antialias is not supported here")
-    sizes, factors = _scales(input, spatial, size, scale_factor, recompute_scale_factor)
+    if mode == "lanczos":
+        raise NotImplementedError("interpolate: mode 'lanczos' is not supported here")
+    if mode == "area" and spatial == 3:
+        raise NotImplementedError("interpolate: mode 'area' of a 5-D input is not supported "
+                                  "here")
+    if mode not in _SPATIAL or spatial not in _SPATIAL[mode]:
+        raise NotImplementedError(_mode_error(input.ndim, mode))
+    if mode != "area" and min(sizes) <= 0:
+        names = ("D", "H", "W")[-spatial:]
+        ins = ", ".join(f"{a}: {v}" for a, v in zip(names, input.shape[2:]))
+        outs = ", ".join(f"{a}: {v}" for a, v in zip(names, sizes))
+        joint = " and" if spatial == 1 else ""
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({ins}){joint} output ({outs})")
     if mode == "area":
         from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -146,6 +152,16 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
             a, b = _along(out, axis, lo), _along(out, axis, hi)
             out = F.add(a, F.mul(F.sub(b, a), _axis_weight(src - lo, axis, out, input)))
     return out
+
+
+def _mode_error(ndim: int, mode: str) -> str:
+    """PyTorch's text for a mode that does not take an input of ``ndim`` dims."""
+    needs = {"linear": 3, "bilinear": 4, "trilinear": 5}
+    if ndim in (3, 4, 5) and mode in needs:
+        return f"Got {ndim}D input, but {mode} mode needs {needs[mode]}D input"
+    return (f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {ndim}D) for the "
+            "modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
 
 
 def _axis_weight(w: np.ndarray, axis: int, out: Tensor, input: Tensor) -> Tensor:  # noqa: A002
@@ -234,6 +250,9 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
         raise ValueError(f"Expected a batch of {kind} for size {size}. Got {theta.shape}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:  # PyTorch's bmm of its base grid by theta
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {dims + 1}] but got: [{theta.shape[0]}, {dims + 1}].")
     spatial = [int(v) for v in size[2:]]
     axes = [_base_coords(n, align_corners) for n in spatial]
     mesh = np.meshgrid(*axes, indexing="ij")  # (D,) H, W
@@ -268,6 +287,30 @@ def _reflect(x: Tensor, twice_low: float, twice_high: float) -> Tensor:
     return F.where(even, F.add(extra, low), F.add(F.sub(span, extra), low))
 
 
+def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:  # noqa: A002
+    """PyTorch's grid_sampler checks, in its order."""
+    if input.dtype is not grid.dtype:
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(input.dtype)} but found "
+                           f"{D.scalar_type_name(grid.dtype)}")
+    shapes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, "
+                           f"but got {shapes}")
+    if grid.shape[-1] != input.ndim - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in "
+                           f"last dimension, but got grid with sizes {list(grid.shape)}")
+    for i in range(2, input.ndim):
+        if input.shape[i] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i} being empty")
+    if input.ndim == 4 and grid.ndim != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
+                           f"dimensions, but got {shapes}")
+    if input.ndim == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+
+
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """PyTorch's ``F.grid_sample`` of an (N, C, H, W) input at an (N, H_out, W_out, 2) grid
@@ -282,6 +325,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     align_corners = _align_warning(align_corners)
+    _check_grid(input, grid, mode)
     if mode == "bicubic" or input.ndim != 4:
         raise NotImplementedError("grid_sample: only 4-D inputs with mode 'bilinear' or "
                                   "'nearest' are supported here")
