@@ -48,7 +48,7 @@ import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import EXACT_VARIANTS, FAST_SIN_COS_LIMIT, PAIRED
+from codegen.llvm_math import BOUNDED_VARIANTS, EXACT_VARIANTS, FAST_SIN_COS_LIMIT, PAIRED
 from codegen.lower import SCRATCH_BYTES, LoopNest, lower
 
 I1 = ir.IntType(1)
@@ -568,29 +568,33 @@ class KernelEmitter:
 
     def _math(self, expr: kir.Unary, x: V) -> V:
         """A math op of ``x``: the exact variant in the exact body, the fast one (its argument
-        range checked) in the checked one; one of a pair from the pair's function, called once
+        range checked unless bounded) in the checked one, the bounded variant where the
+        argument's magnitude is bounded; one of a pair from the pair's function, called once
         per argument and block (the block's earlier instructions dominate its later ones)."""
         b, op = self.b, expr.op
         ranged = op in EXACT_VARIANTS and expr.dtype == "float32"
+        bounded = self.bounds[expr.x] <= FAST_SIN_COS_LIMIT
         key = (id(x), id(b.block))
-        if ranged and self.checked and key not in self.range_checked \
-                and not self.bounds[expr.x] <= FAST_SIN_COS_LIMIT:
+        if ranged and self.checked and key not in self.range_checked and not bounded:
             self.range_checked.add(key)
             magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
             umax = self.module.globals.get("llvm.umax.i32") or ir.Function(
                 self.module, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
             b.store(b.call(umax, [b.load(self.largest_bits), magnitude]), self.largest_bits)
+        place = None
         if expr.x in self.paired and op in PAIRED:
-            pair_op, place = PAIRED[op]
-            if key not in self.pairs:
-                if ranged and self.exact:
-                    pair_op = EXACT_VARIANTS[pair_op]
-                both = self.math[pair_op](b, x, expr.dtype)
-                self.pairs[key] = (b.extract_value(both, 0), b.extract_value(both, 1))
-            return self.pairs[key][place]
+            op, place = PAIRED[op]
+            if key in self.pairs:
+                return self.pairs[key][place]
         if ranged and self.exact:
             op = EXACT_VARIANTS[op]
-        return self.math[op](b, x, expr.dtype)
+        elif bounded and BOUNDED_VARIANTS.get(op) in self.math:
+            op = BOUNDED_VARIANTS[op]
+        value = self.math[op](b, x, expr.dtype)
+        if place is None:
+            return value
+        self.pairs[key] = (b.extract_value(value, 0), b.extract_value(value, 1))
+        return self.pairs[key][place]
 
     def _is_normal(self, x: V, dtype: str) -> V:
         """Whether float x is a normal number (not zero, subnormal, inf or nan)."""

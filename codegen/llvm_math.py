@@ -77,6 +77,9 @@ _PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459
 FAST_SIN_COS_LIMIT = 2.0**20
 EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact",  # float32 only
                   "sincos": "sincos_exact"}
+# the fast ones without their out-of-range clamp, for an argument whose magnitude is known to be
+# at most FAST_SIN_COS_LIMIT (a kernel's sin of a tanh, codegen/llvm_emit.py): the same bits
+BOUNDED_VARIANTS = {"sin": "sin_bounded", "cos": "cos_bounded", "sincos": "sincos_bounded"}
 
 
 @dataclass(frozen=True)
@@ -331,15 +334,18 @@ def _log(e: _Emitter, x: V) -> V:
     return b.select(b.fcmp_unordered("<", x, e.c(0.0)), e.c(math.nan), y)  # x < 0 or nan
 
 
-def _cody_waite(e: _Emitter, x: V) -> tuple[V, V]:
+def _cody_waite(e: _Emitter, x: V, clamp: bool = True) -> tuple[V, V]:
     """(r, q) with x = q*pi/2 + r, |r| <= pi/4: a three-part Cody-Waite subtraction, exact
-    while q*pi/2 needs no more bits than the parts hold (the float64 range in the docstring)."""
+    while q*pi/2 needs no more bits than the parts hold (the float64 range in the docstring).
+    ``clamp``: keep r within [-1.6, 1.6] (a no-op below FAST_SIN_COS_LIMIT)."""
     b, fmt = e.b, e.fmt
     q, qi = e.round_to_int(x, 2 / math.pi)
     minus_q = b.fneg(q)
     r = x
     for part in fmt.split(_PI / 2, 3):
         r = e.fma(minus_q, e.c(part), r)
+    if not clamp:
+        return r, qi
     # no-op in range (|r| <= pi/4 plus the error of rint(x * 2/pi)); out of range it keeps
     # the polynomials within [-1, 1]
     bound = e.c(1.6)
@@ -414,15 +420,18 @@ def _lookup(b: ir.IRBuilder, table: ir.GlobalVariable, index: V) -> V:
     return out
 
 
-def _sin_cos(e: _Emitter, x: V, exact: bool = False) -> tuple[V, V]:
+def _sin_cos(e: _Emitter, x: V, exact: bool = False, bounded: bool = False
+             ) -> tuple[V, V]:
     """(sin(x), cos(x)) from one quadrant q and r = x - q*pi/2 (``exact``: the float32
-    reduction for every finite x, else Cody-Waite's): both polynomials are computed and each
-    result picks one by its quadrant (q for sin, q + 1 for cos), so sin alone costs nearly
-    what both do (a kernel with both of one argument calls ``sincos`` once)."""
+    reduction for every finite x, else Cody-Waite's; ``bounded``: Cody-Waite's without its
+    clamp, for |x| <= FAST_SIN_COS_LIMIT or nan, where it gives the same bits): both
+    polynomials are computed and each result picks one by its quadrant (q for sin, q + 1 for
+    cos), so sin alone costs nearly what both do (a kernel with both of one argument calls
+    ``sincos`` once)."""
     b, fmt = e.b, e.fmt
     if exact and fmt.dtype != "float32":
         raise TypeError(f"no exact sin/cos reduction for {fmt.dtype}")
-    r, qi = _float32_exact_reduction(e, x) if exact else _cody_waite(e, x)
+    r, qi = _float32_exact_reduction(e, x) if exact else _cody_waite(e, x, clamp=not bounded)
     z = b.fmul(r, r)
     sin_r = e.fma(b.fmul(z, r), e.poly(z, _SIN_P[fmt.dtype]), r)
     if fmt.dtype == "float32":  # cephes cosf's sum: 4 operations, not 9, as accurate here
@@ -449,9 +458,10 @@ def _sin_cos(e: _Emitter, x: V, exact: bool = False) -> tuple[V, V]:
     return place(0), place(1)
 
 
-def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False) -> V:
+def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False,
+                bounded: bool = False) -> V:
     """sin(x + offset*pi/2): ``_sin_cos``'s sin (offset 0) or cos (offset 1)."""
-    return _sin_cos(e, x, exact)[quadrant_offset]
+    return _sin_cos(e, x, exact, bounded)[quadrant_offset]
 
 
 def _tanh(e: _Emitter, x: V) -> V:
@@ -532,6 +542,8 @@ _BODIES: dict[str, Callable[[_Emitter, V], V]] = {
     "cos": partial(_sin_or_cos, quadrant_offset=1),
     "sin_exact": partial(_sin_or_cos, quadrant_offset=0, exact=True),
     "cos_exact": partial(_sin_or_cos, quadrant_offset=1, exact=True),
+    "sin_bounded": partial(_sin_or_cos, quadrant_offset=0, bounded=True),
+    "cos_bounded": partial(_sin_or_cos, quadrant_offset=1, bounded=True),
     "tanh": _tanh,
     "sigmoid": _sigmoid,
     "sqrt": _sqrt,
@@ -547,6 +559,7 @@ MATH_OPS = frozenset(_BODIES) - {"sqrt"}
 _PAIR_BODIES: dict[str, Callable[[_Emitter, V], tuple[V, V]]] = {
     "sincos": _sin_cos,
     "sincos_exact": partial(_sin_cos, exact=True),
+    "sincos_bounded": partial(_sin_cos, bounded=True),
 }
 # each op of a pair: the pair's op and the op's place in its struct
 PAIRED = {"sin": ("sincos", 0), "cos": ("sincos", 1)}

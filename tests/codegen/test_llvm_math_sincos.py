@@ -27,7 +27,7 @@ from codegen.llvm_math import FAST_SIN_COS_LIMIT, declare_math, vector_widths
 I64 = ir.IntType(64)
 
 
-def pair_module(dtype: str, exact: bool, outlined: bool) -> ir.Module:
+def pair_module(dtype: str, exact: bool, outlined: bool, op: str = "") -> ir.Module:
     """``void kernel(T* in, T* sin, T* cos, i64 n)`` from one sincos call per element."""
     module = ir.Module(name=f"sincos_{dtype}")
     ty = LLVM_TYPES[dtype]
@@ -37,7 +37,8 @@ def pair_module(dtype: str, exact: bool, outlined: bool) -> ir.Module:
     for arg in (src, sin_out, cos_out):
         arg.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    pair = declare_math(module, outlined=outlined)["sincos_exact" if exact else "sincos"]
+    op = op or ("sincos_exact" if exact else "sincos")
+    pair = declare_math(module, outlined=outlined)[op]
     with for_range(b, I64(0), n, "i") as i:
         both = pair(b, b.load(b.gep(src, [i])), dtype)
         b.store(b.extract_value(both, 0), b.gep(sin_out, [i]))
@@ -46,10 +47,12 @@ def pair_module(dtype: str, exact: bool, outlined: bool) -> ir.Module:
     return module
 
 
-def run_pair(x: np.ndarray, exact: bool, outlined: bool) -> tuple[np.ndarray, np.ndarray, str]:
-    """(sin, cos, optimized IR) of the pair's loop over x."""
+def run_pair(x: np.ndarray, exact: bool, outlined: bool, op: str = ""
+             ) -> tuple[np.ndarray, np.ndarray, str]:
+    """(sin, cos, optimized IR) of the pair's loop over x (``op``: the pair's function, by
+    default sincos or sincos_exact)."""
     dtype = x.dtype.name
-    module = optimize(pair_module(dtype, exact, outlined))
+    module = optimize(pair_module(dtype, exact, outlined, op))
     engine = llvm.create_mcjit_compiler(module, jit.new_target_machine())
     engine.finalize_object()
     ptr = ctypes.POINTER(CTYPES[dtype])
@@ -83,13 +86,13 @@ def test_sincos_gives_sin_and_cos_bits(dtype: type, exact: bool, outlined: bool)
                          optimized), optimized
 
 
-def variant_pair_module(dtype: str, lanes: int, exact: bool) -> ir.Module:
+def variant_pair_module(dtype: str, lanes: int, exact: bool, op: str = "") -> ir.Module:
     """The sincos vector variant of ``lanes`` lanes over each vector of n elements (n a
     multiple of lanes), called, not inlined."""
     module = ir.Module(name=f"sincos_{dtype}_v{lanes}")
     ty = LLVM_TYPES[dtype]
     vptr = ir.VectorType(ty, lanes).as_pointer()
-    op = "sincos_exact" if exact else "sincos"
+    op = op or ("sincos_exact" if exact else "sincos")
     call = ir.Function(module, ir.FunctionType(ty, [ty]), name="scalar")
     b = ir.IRBuilder(call.append_basic_block("entry"))  # an outlined call makes the variants
     b.ret(b.extract_value(declare_math(module, outlined=True)[op](b, call.args[0], dtype), 0))
@@ -165,8 +168,8 @@ def test_kernel_with_sin_and_cos_of_one_value_calls_sincos_once(dtype: str, link
     body = text[text.index(f'define internal i1 @"{k.name}.body"'):]
     body = body[: body.index("\n}\n")]
     calls = re.findall(r"call [^@]*@\"backplan\.math\.(\w+)\.", body)
-    assert sorted(set(calls)) == ["sincos", "tanh"], calls
-    assert calls.count("sincos") == links
+    # the first sin's argument is x; the others', tanh's outputs, are bounded
+    assert calls == ["sincos", "tanh"] + ["sincos_bounded", "tanh"] * (links - 1), calls
     x = np.random.default_rng(5).uniform(-3, 3, (4, 256)).astype(dtype)
     if dtype == "float32":  # a row past FAST_SIN_COS_LIMIT: the exact body reruns the call
         x[3, 7] = 3e7
@@ -222,3 +225,32 @@ def test_float32_tanh_on_a_dense_sweep_within_the_documented_bound() -> None:
         err = ulp_error(run("tanh", xs), xs, "tanh")
         worst = int(np.argmax(err))
         assert err[worst] <= 1.5, f"tanh: {err[worst]:.3f} ulp at x={xs[worst]!r}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bounded_variants_give_the_fast_ones_bits_below_the_limit(dtype: type) -> None:
+    """sin, cos and sincos without the reduction's clamp (for arguments whose magnitude a
+    kernel bounds by FAST_SIN_COS_LIMIT): the fast ones' bits there, nan of nan, inlined and
+    in each vector variant."""
+    name = np.dtype(dtype).name
+    x = inputs("sin", dtype)
+    x = np.ascontiguousarray(x[~(np.abs(x) > FAST_SIN_COS_LIMIT)])
+    assert np.isnan(x).any()
+    for op in ("sin", "cos"):
+        same_bits(run(f"{op}_bounded", x), run(op, x), f"{op}_bounded")
+    s, c, _ = run_pair(x, exact=False, outlined=False, op="sincos_bounded")
+    same_bits(s, run("sin", x), "sincos_bounded's sin")
+    same_bits(c, run("cos", x), "sincos_bounded's cos")
+    ptr = ctypes.POINTER(CTYPES[name])
+    for lanes in vector_widths(name):
+        engine = llvm.create_mcjit_compiler(
+            optimize(variant_pair_module(name, lanes, exact=False, op="sincos_bounded")),
+            jit.new_target_machine())
+        engine.finalize_object()
+        kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, ctypes.c_int64)(
+            engine.get_function_address("kernel"))
+        n = x.size - x.size % lanes
+        s, c = np.full(n, 7.0, dtype), np.full(n, 7.0, dtype)
+        kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), n)
+        same_bits(s, run("sin", x)[:n], f"sincos_bounded v{lanes}")
+        same_bits(c, run("cos", x)[:n], f"sincos_bounded v{lanes}")
