@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from .. import _dtype as D
+from . import _state
 from ._state import state
 
 Fn = TypeVar("Fn", bound=Callable[..., Any])
@@ -24,14 +25,14 @@ EXCLUDE = "exclude"
 def autocast_op(policy: str) -> Callable[[Fn], Fn]:
     """The op ``fn`` under autocast: its tensor arguments cast by ``policy``, then ``fn`` run
     with autocast off for their device type (PyTorch excludes the Autocast key while the op
-    runs: what it calls is not cast again). Off, one thread-local read."""
+    runs: what it calls is not cast again). Off in every thread, one global read."""
     if policy not in (LOWER, FP32, PROMOTE, EXCLUDE):
         raise ValueError(f"unknown autocast policy {policy!r}")
 
     def decorate(fn: Fn) -> Fn:
         @functools.wraps(fn)
         def op(*args: Any, **kwargs: Any) -> Any:
-            if not state.on:
+            if not _state.active_threads or not state.on:
                 return fn(*args, **kwargs)
             return _autocast_call(fn, policy, args, kwargs)
 
@@ -85,7 +86,7 @@ def _autocast_call(fn: Callable[..., Any], policy: str, args: tuple[Any, ...],
         return fn(*args, **kwargs)
     finally:
         state.enabled[device_type] = True
-        state.on = True
+        state.refresh()
 
 
 def _widest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> D.DType | None:

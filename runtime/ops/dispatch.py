@@ -158,11 +158,11 @@ def _promoted_dtype(prim: Primitive, args: tuple[Any, ...]) -> D.DType | None:
     return rdt
 
 
-def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> D.DType | None:
-    """Casts ``arrays`` in place to the promoted dtype, which it returns."""
+def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
+    """Casts ``arrays`` in place to the promoted dtype."""
     rdt = _promoted_dtype(prim, args)
     if rdt is None:
-        return None
+        return
     positions = prim.promote_args if prim.promote_args is not None else range(len(args))
     for i in positions:
         a = args[i]
@@ -170,7 +170,6 @@ def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> D.DTy
             arrays[i] = arrays[i].astype(rdt.np)
     if rdt in _NARROW_INTS:
         _wrap_ints(arrays, positions, rdt)
-    return rdt
 
 
 # elementwise primitives whose Python-number operand PyTorch's CPU kernels keep in float32
@@ -179,26 +178,33 @@ _OPMATH_SCALAR = frozenset(("mul", "div"))
 _bf16_scalar = _BF16_NP.type
 
 
-def _widen_bf16(prim: Primitive, arrays: list[Any], narrow: bool) -> None:
-    """The bfloat16 arrays among ``arrays`` as float32 (exact), in place: a primitive on
-    bfloat16 computes in float32 and its result is rounded once, as PyTorch's CPU kernels do
-    (numpy's sums and products over ml_dtypes' bfloat16 would round at every step). For a
-    bfloat16 result (``narrow``), an elementwise op's Python numbers as PyTorch converts
-    them."""
+def _bf16_impl(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
+    """``prim``'s impl on bfloat16 operands: they are widened to float32 (exactly) and a
+    bfloat16 result is rounded once, as PyTorch's CPU kernels compute bfloat16 (numpy's sums
+    and products over ml_dtypes' bfloat16 would round at every step). A Python number of an
+    elementwise op with a bfloat16 result is converted as PyTorch converts it."""
+    first = next(a.dtype for a in args if isinstance(a, Tensor))
+    rdt = _promoted_dtype(prim, args) if prim.promote != PROMOTE_NONE else first
+    narrow = rdt is _BF16
     round_numbers = narrow and prim.elementwise and prim.name not in _OPMATH_SCALAR
-    for i, a in enumerate(arrays):
-        if getattr(a, "dtype", None) == _BF16_NP:
-            arrays[i] = a.astype(_F32_NP)
-        elif round_numbers and type(a) in (float, int):
-            arrays[i] = float(_bf16_scalar(a))
 
+    def impl(xp: Any, *arrays: Any, **attrs: Any) -> Any:
+        wide = list(arrays)
+        for i, a in enumerate(wide):
+            if getattr(a, "dtype", None) == _BF16_NP:
+                wide[i] = a.astype(_F32_NP)
+            elif round_numbers and type(a) in (float, int):
+                wide[i] = float(_bf16_scalar(a))
+        out = prim.impl(xp, *wide, **attrs)
+        if not narrow:
+            return out
+        out = np.asarray(out)
+        # a float32 result is rounded, but where a cast or dtype= asked for float32
+        if out.dtype == _F32_NP and attrs.get("dtype") is not D.float32:
+            return out.astype(_BF16_NP)
+        return out
 
-def _narrow_bf16(out: Any, attrs: dict[str, Any]) -> Any:
-    """A float32 result of a bfloat16 primitive rounded to bfloat16 (but a cast to float32,
-    or a dtype= of float32, which asked for float32)."""
-    if out.dtype == _F32_NP and attrs.get("dtype") is not D.float32:
-        return out.astype(_BF16_NP)
-    return out
+    return impl
 
 
 # the integer dtypes a Python int operand may not fit
@@ -232,9 +238,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     arrays = list(args)
     device = None
     req = False
-    dt0 = None
+    dt0 = None  # the first tensor's dtype; bfloat16 where any tensor's is (see _bf16_impl)
     promote_needed = False
-    bf16_later = False  # a bfloat16 tensor after a first tensor of another dtype
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             if device is None:
@@ -245,7 +250,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
                     return apply(prim, *_placed(prim, args, _eager_device), **attrs)
                 if a.dtype is not dt0:
                     promote_needed = True
-                    bf16_later = bf16_later or a.dtype is _BF16
+                    if a.dtype is _BF16:
+                        dt0 = _BF16
             arrays[i] = a._data
             if a._rg:
                 req = True
@@ -256,20 +262,18 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
-    rdt = dt0
     if prim.promote != PROMOTE_NONE and (
             promote_needed or dt0.category < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
-        rdt = _promote(prim, args, arrays)
-    narrow = False
-    if (dt0 is _BF16 or bf16_later) and not prim.view and not prim.transfer:
-        narrow = rdt is _BF16
-        _widen_bf16(prim, arrays, narrow)
+        _promote(prim, args, arrays)
+    impl = prim.impl
+    if dt0 is _BF16 and not prim.view and not prim.transfer:
+        impl = _bf16_impl(prim, args)
     try:
         if device == "cpu":
-            out = prim.impl(np, *arrays, **attrs)
+            out = impl(np, *arrays, **attrs)
         else:
             with device_guard(device):
-                out = prim.impl(array_module(device), *arrays, **attrs)
+                out = impl(array_module(device), *arrays, **attrs)
     except (ValueError, IndexError) as e:
         if prim.check or isinstance(e, ShapeError):
             raise  # a check's error is the user-facing one (PyTorch's type and text)
@@ -281,8 +285,6 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     out_device = attrs["device"] if prim.transfer else device
     if type(out) is not _ndarray and out_device == "cpu":
         out = np.asarray(out)
-    if narrow:
-        out = _narrow_bf16(out, attrs)
     try:
         dt = _NP2DT[out.dtype]
     except KeyError:
