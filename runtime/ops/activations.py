@@ -20,6 +20,7 @@ from runtime.ops.composite import (
     softplus,
 )
 from runtime.ops.shapes import wrap_dim
+from runtime.amp.policy import autocast_lower
 from runtime.tensor import Tensor
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -279,6 +280,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     return F.add(F.sub(y_hard, y_soft.detach()), y_soft)
 
 
+@autocast_lower
 @named_backward("PreluKernelBackward0")
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
     if weight.numel() != 1:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._dtype import scalar_type_name
+from ..amp.policy import autocast_lower
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import named, named_backward
@@ -131,6 +132,7 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
     return y
 
 
+@autocast_lower
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias. With a bias PyTorch runs addmm and checks dtypes with its texts;
     without one, matmul's checks speak."""

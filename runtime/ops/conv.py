@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..autograd.node import Meta
+from ..amp.policy import autocast_fp32, autocast_lower
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import named, named_backward
@@ -301,6 +302,7 @@ def _batched(input: Tensor, weight: Tensor, spatial: int, op: str) -> Tensor:  #
     return input if input.ndim == n else F.unsqueeze(input, 0)
 
 
+@autocast_lower
 @named_backward("ConvolutionBackward0")
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
@@ -312,6 +314,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
+@autocast_lower
 @named_backward("ConvolutionBackward0")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
@@ -328,6 +331,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     return out if input.ndim == 3 else F.squeeze(out, 0)
 
 
+@autocast_lower
 @named_backward("ConvolutionBackward0")
 def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
@@ -638,6 +642,7 @@ def _indices3d(depth_idx: Tensor, plane_idx: Tensor, n: int, c: int, depth: int,
     return _volume(F.add(F.mul(d, hw_in[0] * hw_in[1]), within), n, c, hw_out, input)
 
 
+@autocast_fp32
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                dilation: Any = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
@@ -657,6 +662,7 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
             _indices3d(cols[1], planes[1], n, c, depth, (h, w), hw, input))
 
 
+@autocast_fp32
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -687,6 +693,7 @@ def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tup
     return x, tuple(n if o is None else int(o) for o, n in zip(sizes, x.shape[2:]))
 
 
+@autocast_fp32
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """PyTorch's ``F.adaptive_avg_pool3d``: the mean over each box of adaptive windows."""
     x, (od, oh, ow) = _adaptive3d(input, output_size, "adaptive_avg_pool3d")
@@ -1008,6 +1015,7 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: 
     return out
 
 
+@autocast_lower
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -1020,6 +1028,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
+@autocast_lower
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -1038,6 +1047,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     return out if input.ndim == 3 else F.squeeze(out, 0)
 
 
+@autocast_lower
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:

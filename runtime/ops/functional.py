@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..amp.policy import autocast_lower, autocast_promote
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
@@ -34,14 +35,14 @@ def half_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     each round to float16, an ulp or more off (sigmoid, softmax, layer_norm, cumsum)."""
 
     def wide(a: Any) -> Any:
-        return cast(a, D.float32) if isinstance(a, Tensor) and a.dtype is D.float16 else a
+        return cast(a, D.float32) if isinstance(a, Tensor) and a.dtype in D.LOW_FLOATS else a
 
     @functools.wraps(fn)
     def run(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002 - as torch
-        if input.dtype is not D.float16:
+        if input.dtype not in D.LOW_FLOATS:
             return fn(input, *args, **kwargs)
         out = fn(wide(input), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
-        return cast(out, D.float16) if out.dtype is D.float32 else out
+        return cast(out, input.dtype) if out.dtype is D.float32 else out
 
     return run
 
@@ -804,6 +805,7 @@ def index_put(x: Tensor, value: Any, *idx: Tensor, key: Any) -> Tensor:
     return apply(P.SETITEM, x, value, *idx, key=key)
 
 
+@autocast_promote
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """``tensors`` joined along ``dim``, PyTorch's checks and texts; 1-D empty tensors are
     skipped whatever the others' shape (PyTorch's legacy rule, which lets a loop start from
@@ -839,6 +841,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return out
 
 
+@autocast_promote
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     if not tensors:
         raise ShapeError("stack expects a non-empty TensorList")
@@ -851,6 +854,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return named(cat([unsqueeze(t, d) for t in tensors], d), "StackBackward0")
 
 
+@autocast_lower
 def matmul(a: Tensor, b: Tensor) -> Tensor:
     return named(apply(P.MATMUL, a, b), _MATMUL_NODES.get((a.ndim, b.ndim), "UnsafeViewBackward0"))
 

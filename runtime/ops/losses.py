@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..amp.policy import autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
@@ -117,6 +118,7 @@ def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
     return F.where(empty, F.div(total.detach(), weight_sum.detach()), mean)
 
 
+@autocast_fp32
 @named_backward("NllLossBackward0")
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
@@ -157,6 +159,7 @@ def _index_target(input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
     return F.cast(target, D.int64)
 
 
+@autocast_fp32
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                   size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
                   reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
@@ -220,6 +223,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
     return _reduce(loss, reduction, "cross_entropy")
 
 
+@autocast_fp32
 @named_backward("BinaryCrossEntropyWithLogitsBackward0")
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None, size_average: Any = None,
@@ -277,6 +281,7 @@ def _bce_elements(x: Tensor, t: Tensor) -> Tensor:
     return F.where(wide, plain, edge)
 
 
+@autocast_fp32
 @named_backward("BinaryCrossEntropyBackward0")
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
@@ -297,6 +302,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     return _reduce(loss, reduction, "binary_cross_entropy")
 
 
+@autocast_fp32
 @named_backward("MseLossBackward0")
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
              reduce: Any = None, reduction: str = "mean") -> Tensor:
@@ -306,6 +312,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A
     return _reduce(F.mul(d, d), reduction, "mse_loss")
 
 
+@autocast_fp32
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
             reduce: Any = None, reduction: str = "mean") -> Tensor:
     reduction = _legacy(size_average, reduce, reduction)
@@ -317,6 +324,7 @@ def _piecewise(d: Tensor, limit: float, inner: Tensor, outer: Tensor) -> Tensor:
     return F.where(F.lt(F.abs(d), limit), inner, outer)
 
 
+@autocast_fp32
 @named_backward("SmoothL1LossBackward0")
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
                    reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
@@ -333,6 +341,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # n
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
+@autocast_fp32
 @named_backward("HuberLossBackward0")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
@@ -350,6 +359,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     return _reduce(loss, reduction, "huber_loss")
 
 
+@autocast_fp32
 def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """target * (log target - input) (0 where target is 0); ``input`` is log-probabilities.
@@ -400,6 +410,7 @@ def _not_differentiable(t: Tensor | None, name: str, argument: str) -> None:
                            f"argument '{argument}'. This input cannot have requires_grad True.")
 
 
+@autocast_fp32
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         margin: float = 0, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Tensor:
@@ -413,6 +424,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
     return _reduce(F.maximum(z, 0.0), reduction, "margin_ranking_loss")
 
 
+@autocast_fp32
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
@@ -423,6 +435,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
     return _reduce(F.add(hinge, own), reduction, "hinge_embedding_loss")
 
 
+@autocast_fp32
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
                           margin: float = 0, size_average: Any = None, reduce: Any = None,
                           reduction: str = "mean") -> Tensor:
@@ -444,6 +457,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
     return _reduce(F.add(pos, neg), reduction, "cosine_embedding_loss")
 
 
+@autocast_fp32
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6,
                         swap: bool = False, size_average: Any = None, reduce: Any = None,
@@ -487,6 +501,7 @@ def _triplet(anchor: Tensor, positive: Tensor, negative: Tensor, distance: Any, 
     return _reduce(loss, reduction, name)
 
 
+@autocast_fp32
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
                      reduce: Any = None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)), written so exp never overflows."""
@@ -513,6 +528,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     return _reduce(loss, reduction, "multilabel_soft_margin_loss")
 
 
+@autocast_fp32
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
                            reduce: Any = None, reduction: str = "mean") -> Tensor:
     """PyTorch's ``F.multilabel_margin_loss``: for each sample, the sum over its target
@@ -539,6 +555,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     return _reduce(loss, reduction, "multilabel_margin_loss")
 
 
+@autocast_fp32
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
                       weight: Tensor | None = None, size_average: Any = None,
                       reduce: Any = None, reduction: str = "mean") -> Tensor:
@@ -584,6 +601,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
 # ------------------------------------------------------------------ likelihood losses
 
 
+@autocast_fp32
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # noqa: A002
                      full: bool = False, size_average: Any = None, eps: float = 1e-8,
                      reduce: Any = None, reduction: str = "mean") -> Tensor:
@@ -690,6 +708,7 @@ def _ctc_softmax_term(lp: Tensor, in_lens: Tensor) -> Tensor:
     return F.sum(F.where(valid, zero, 0.0), (0, 2))
 
 
+@autocast_fp32
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any,
              blank: int = 0, reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
     """PyTorch's ``F.ctc_loss``: -log of the summed probability of every alignment of each

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..amp.policy import autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
@@ -211,6 +212,7 @@ def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
     return out
 
 
+@autocast_fp32
 def quantile(x: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
              interpolation: str = "linear") -> Tensor:
     """The q-th quantiles along ``dim`` (all elements when None); NaN where a NaN is."""

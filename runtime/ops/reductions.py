@@ -9,6 +9,7 @@ import math
 from typing import Any
 
 from .. import _dtype as D
+from ..amp.policy import autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import named, named_backward
@@ -29,6 +30,7 @@ def _as_uint8_of(x: Tensor, out: Tensor) -> Tensor:
     return F.cast(out, D.uint8) if x.dtype is D.uint8 else out
 
 
+@autocast_fp32
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None
          ) -> Tensor:
     """The product of all elements, or along ``dim`` (integers and bools in int64): the last
