@@ -4,6 +4,7 @@ and average_attn_weights), computed from primitives."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import runtime as rt
@@ -120,10 +121,38 @@ class MultiheadAttention(Module):
             return q, k, v
         return self._project(q, 0), self._project(kv[0], 1), self._project(kv[1], 2)
 
-    def _check(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+    def _check(self, query: Tensor, key: Tensor, value: Tensor,
+               key_padding_mask: Tensor | None, attn_mask: Tensor | None) -> None:
+        """PyTorch's checks of the inputs (its _canonical_mask, then _mha_shape_check, then
+        the embedding sizes), in its order."""
+        for name, mask in (("key_padding_mask", key_padding_mask), ("attn_mask", attn_mask)):
+            if mask is not None and mask.dtype is not D.bool_ and \
+                    not mask.dtype.is_floating_point:
+                raise AssertionError(f"only bool and floating types of {name} are supported")
+        if key_padding_mask is not None and attn_mask is not None \
+                and key_padding_mask.dtype is not attn_mask.dtype:
+            warnings.warn("Support for mismatched key_padding_mask and attn_mask is deprecated. "
+                          "Use same type for both instead.", stacklevel=3)
         if query.ndim not in (2, 3):
             raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but "
                                  f"received {query.ndim}-D query tensor")
+        kind, dims = ("batched (3-D)", 3) if query.ndim == 3 else ("unbatched (2-D)", 2)
+        if key.ndim != dims or value.ndim != dims:
+            raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be "
+                                 f"{dims}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                                 "respectively")
+        if key_padding_mask is not None and key_padding_mask.ndim != dims - 1:
+            raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` "
+                                 f"or {dims - 1}-D but found {key_padding_mask.ndim}-D tensor "
+                                 "instead")
+        if attn_mask is not None:
+            if attn_mask.ndim not in (2, 3):
+                raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, "
+                                     f"2-D or 3-D but found {attn_mask.ndim}-D tensor instead")
+            want = (self.num_heads, query.shape[0], key.shape[0])
+            if dims == 2 and attn_mask.ndim == 3 and tuple(attn_mask.shape) != want:
+                raise AssertionError(f"Expected `attn_mask` shape to be {want} but got "
+                                     f"{_size(attn_mask)}")
         if query.shape[-1] != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
                                  f"got {query.shape[-1]}")
@@ -164,9 +193,10 @@ class MultiheadAttention(Module):
                                      "instead")
             scores = _masked(scores, _unmasked_keys(attn_mask, extra))
         if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (bsz, src):
-                raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src)}, but "
-                                     f"got {_size(key_padding_mask)}")
+            for i, want in enumerate((bsz, src)):
+                if key_padding_mask.shape[i] != want:
+                    raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, "
+                                         f"but got {key_padding_mask.shape[i]}")
             scores = _masked(scores, _unmasked_keys(
                 F.reshape(key_padding_mask, (bsz, 1, 1, src)), extra))
         return scores
@@ -185,7 +215,9 @@ class MultiheadAttention(Module):
         """(attn_output, attn_weights): weights (N, L, S) averaged over heads, (N, H, L, S)
         with average_attn_weights=False, None with need_weights=False; is_causal is a hint
         that attn_mask is causal, which must then be given (as PyTorch)."""
-        self._check(query, key, value)
+        self._check(query, key, value, key_padding_mask, attn_mask)
+        if need_weights:
+            _check_weights_mask_dtype(query, key_padding_mask, attn_mask)
         self_attention = query is key and key is value and self._qkv_same_embed_dim
         if is_causal and attn_mask is None:
             raise RuntimeError(
@@ -243,6 +275,21 @@ class MultiheadAttention(Module):
             weights = C.dropout(weights, self.dropout)
         out = F.reshape(F.permute(F.matmul(weights, v), 0, 2, 1, 3), (bsz, tgt, self.embed_dim))
         return self.out_proj(out), weights
+
+
+def _check_weights_mask_dtype(query: Tensor, key_padding_mask: Tensor | None,
+                              attn_mask: Tensor | None) -> None:
+    """PyTorch computes the weights by a baddbmm of the merged float mask (a bool mask made
+    the query's dtype, the two added): a mask of another float dtype is its error."""
+    dtypes = [query.dtype if m.dtype is D.bool_ else m.dtype
+              for m in (key_padding_mask, attn_mask) if m is not None]
+    if not dtypes:
+        return
+    merged = dtypes[0] if len(dtypes) == 1 else D.promote(*dtypes)
+    if merged is not query.dtype:
+        q = D.type_meta_name(query.dtype)
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{D.type_meta_name(merged)}, batch1: {q}, batch2: {q}")
 
 
 def _unmasked_keys(mask: Tensor, extra: int) -> Tensor:

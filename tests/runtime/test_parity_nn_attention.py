@@ -4,6 +4,7 @@ shape (L, S) or (B, H, L, S)) applies both masks, its math kernel refuses the pa
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -122,3 +123,74 @@ def test_sdpa_float32_mask_for_a_float64_query(dtype: str) -> None:
                                          attn_mask=rt.tensor(m).to(getattr(rt, dtype)))
     assert got.dtype is rt.float64
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+
+
+# MultiheadAttention's mask and shape checks: (query, key, value shapes, keywords); a mask is
+# ("dtype", shape)
+MHA_CASES: dict[str, tuple[tuple[tuple[int, ...], ...], dict[str, Any]]] = {
+    "int_attn_mask": (((5, 2, 8),) * 3, {"attn_mask": ("int64", (5, 5))}),
+    "int_padding_mask": (((5, 2, 8),) * 3, {"key_padding_mask": ("int64", (2, 5))}),
+    "float32_padding_mask": (((5, 2, 8),) * 3, {"key_padding_mask": ("float32", (2, 5))}),
+    "float32_padding_mask_no_weights": (((5, 2, 8),) * 3, {
+        "key_padding_mask": ("float32", (2, 5)), "need_weights": False}),
+    "float32_attn_mask": (((5, 2, 8),) * 3, {"attn_mask": ("float32", (5, 5))}),
+    "float32_attn_mask_no_weights": (((5, 2, 8),) * 3, {
+        "attn_mask": ("float32", (5, 5)), "need_weights": False}),
+    "float32_and_bool": (((5, 2, 8),) * 3, {"attn_mask": ("float32", (5, 5)),
+                                           "key_padding_mask": ("bool", (2, 5))}),
+    "float32_and_float64": (((5, 2, 8),) * 3, {"attn_mask": ("float32", (5, 5)),
+                                              "key_padding_mask": ("float64", (2, 5))}),
+    "both_float32": (((5, 2, 8),) * 3, {"attn_mask": ("float32", (5, 5)),
+                                       "key_padding_mask": ("float32", (2, 5))}),
+    "padding_mask_3d": (((5, 2, 8),) * 3, {"key_padding_mask": ("bool", (2, 5, 3))}),
+    "attn_mask_4d": (((5, 2, 8),) * 3, {"attn_mask": ("bool", (1, 5, 5, 5))}),
+    "unbatched_padding_mask_2d": (((5, 8),) * 3, {"key_padding_mask": ("bool", (1, 5))}),
+    "unbatched_attn_mask_4d": (((5, 8),) * 3, {"attn_mask": ("bool", (1, 5, 5, 5))}),
+    "unbatched_attn_mask_heads": (((5, 8),) * 3, {"attn_mask": ("bool", (3, 5, 5))}),
+    "unbatched_attn_mask_3d": (((5, 8),) * 3, {"attn_mask": ("bool", (2, 5, 5))}),
+    "attn_mask_3d_wrong": (((5, 2, 8),) * 3, {"attn_mask": ("bool", (3, 5, 5))}),
+    "attn_mask_2d_wrong": (((5, 2, 8),) * 3, {"attn_mask": ("bool", (5, 4))}),
+    "padding_mask_short": (((5, 2, 8),) * 3, {"key_padding_mask": ("bool", (2, 4))}),
+    "padding_mask_batch": (((5, 2, 8),) * 3, {"key_padding_mask": ("bool", (3, 5))}),
+    "key_2d": (((5, 2, 8), (5, 8), (5, 2, 8)), {}),
+    "unbatched_key_3d": (((5, 8), (5, 2, 8), (5, 2, 8)), {}),
+    "query_4d": (((1, 1, 2, 8), (5, 2, 8), (5, 2, 8)), {}),
+    "key_value_lengths": (((5, 2, 8), (4, 2, 8), (5, 2, 8)), {}),
+}
+
+
+def mha_outcome(lib: Any, shapes: tuple[tuple[int, ...], ...],
+                kw: dict[str, Any]) -> tuple[str, set[str], list[np.ndarray]]:
+    """(error text, warning texts, [output, weights]) of a float64 MultiheadAttention(8, 2)."""
+    lib.manual_seed(0)
+    module = lib.nn.MultiheadAttention(8, 2).double()
+    if lib is rt:
+        state = torch_mha(shapes, kw).state_dict()
+        module.load_state_dict({k: rt.tensor(v.numpy()) for k, v in state.items()})
+    rng = np.random.default_rng(0)
+    args = [lib.tensor(rng.standard_normal(s)) for s in shapes]
+    kwargs = {k: lib.zeros(*v[1], dtype=getattr(lib, v[0])) if isinstance(v, tuple) else v
+              for k, v in kw.items()}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out, weights = module(*args, **kwargs)
+        except (AssertionError, RuntimeError) as e:
+            return f"{type(e).__name__}: {str(e).replace('torch', 'runtime')}", set(), []
+    values = [out.detach().numpy()] + ([] if weights is None else [weights.detach().numpy()])
+    return "", {str(w.message) for w in caught}, values
+
+
+def torch_mha(shapes: Any, kw: Any) -> Any:
+    torch.manual_seed(0)
+    return torch.nn.MultiheadAttention(8, 2).double()
+
+
+@pytest.mark.parametrize("case", MHA_CASES)
+def test_mha_mask_checks(case: str) -> None:
+    shapes, kw = MHA_CASES[case]
+    want = mha_outcome(torch, shapes, kw)
+    got = mha_outcome(rt, shapes, kw)
+    assert got[:2] == want[:2]
+    for g, w in zip(got[2], want[2], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
