@@ -201,6 +201,18 @@ def _ragged_error(data: Any) -> Exception | None:
     return walk(data, 0)
 
 
+def _uint64_array(data: Any) -> np.ndarray:
+    """Python values as uint64 directly: numpy infers float64 for a list mixing ints past
+    int64's range with others (2**64 - 1 rounded to 2**64, stored as 0); PyTorch's errors for
+    an int that is negative or too big."""
+    try:
+        return np.array(data, dtype=np.uint64)
+    except OverflowError:
+        negative = bool((np.array(data, dtype=object) < 0).any())
+        raise OverflowError("can't convert negative int to unsigned" if negative
+                            else "int too big to convert") from None
+
+
 def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
     dev = canonical_device(device)
     if isinstance(data, Tensor):
@@ -217,7 +229,8 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
             data = arr = [np.asarray(move_array(v.detach()._data, "cpu"))[()]
                           if isinstance(v, Tensor) else v for v in arr]
         try:
-            arr = np.array(arr)
+            arr = _uint64_array(arr) if dtype is not None and D.as_dtype(dtype) is D.uint64 \
+                else np.array(arr)
         except ValueError:
             err = _ragged_error(arr) if isinstance(arr, (list, tuple)) else None
             if err is None:

@@ -319,3 +319,16 @@ def test_safetensors_round_trip_and_against_the_reference(tmp_path: Any) -> None
     back = rt.safetensors.load_file(path)
     assert back["b"].dtype is rt.bfloat16 and back["b"].tolist() == [1.5, 3.0]
     assert back["u"].dtype is rt.uint16 and back["u"].tolist() == [7, 65535]
+
+
+def test_uint64_from_python_ints_past_int64_as_torch() -> None:
+    torch = _torch()
+    data = [2**64 - 1, 1, 2**63]
+    assert rt.tensor(data, dtype=rt.uint64).tolist() == \
+        torch.tensor(data, dtype=torch.uint64).tolist() == data
+    for bad in ([-1, 2], [2**64]):
+        with pytest.raises(OverflowError) as want:
+            torch.tensor(bad, dtype=torch.uint64)
+        with pytest.raises(OverflowError) as got:
+            rt.tensor(bad, dtype=rt.uint64)
+        assert str(got.value) == str(want.value)
