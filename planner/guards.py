@@ -36,6 +36,7 @@ from runtime.nn.module import Module, structure_version
 from runtime.optim.lr_scheduler import LRScheduler
 from runtime.optim.optimizer import Optimizer
 from runtime.tensor import Tensor
+from runtime.tracing import MetaArray
 
 from .tree import unflatten
 
@@ -197,6 +198,7 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
 # dynamo's guards do, in spirit). Those paths are followed before the capture; each value found
 # that a plan depends on is guarded at every call (a tensor or numpy array by identity, a
 # number, string, bool or None by value), and a value the step changes itself (``self.n += 1``)
+# (or a tensor of the capture it puts into a list or dict it reads, ``losses.append(loss)``)
 # is noticed by following them again after the capture, and put back (``Watch``, made by
 # planner.capture): planner.compile adds a counter's constants after each replay, and runs a
 # step that changes anything else eagerly (CompiledStep._changed_by_capture).
@@ -656,6 +658,11 @@ class Watch:
                 self.before[path] = path.follow()
             except _Unsafe:
                 continue
+        # the lists and dicts found, shallow copies: a step that puts a tensor of the capture
+        # (shape-only) into one (``losses.append(loss)``) left it there, for good
+        self.contents = {path: list(value) if type(value) is list else dict(value)
+                         for path, (value, _) in self.before.items()
+                         if type(value) in (list, dict)}
         self.settled: list[Path] = []  # what the capture changed (``settle``)
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
 
@@ -675,7 +682,7 @@ class Watch:
                 now, _ = path.follow()
             except _Unsafe:
                 now = MISSING
-            if not same(value, now):
+            if not same(value, now) or (path in self.contents and _holds_captured(now)):
                 found.append(path)
         return found
 
@@ -685,8 +692,11 @@ class Watch:
         for path in self.changed() if paths is None else paths:
             value = self.before[path][0]
             try:
-                if not same(value, path.follow()[0]):
+                now = path.follow()[0]
+                if not same(value, now):
                     path.assign(value)
+                elif path in self.contents:
+                    _refill(now, self.contents[path])
             except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to put back
                 continue
 
@@ -719,6 +729,20 @@ class Watch:
             if hit is not None and guarded_kind(hit[0]) is not None:
                 out.append(Guard(path, hit[0], hit[1], path not in increments))
         return out
+
+
+def _holds_captured(container: list[Any] | dict[Any, Any]) -> bool:
+    """Whether a list or dict holds a tensor of a capture (its data shape-only)."""
+    values = container.values() if type(container) is dict else container
+    return any(isinstance(v, Tensor) and type(v._data) is MetaArray for v in values)
+
+
+def _refill(container: Any, contents: list[Any] | dict[Any, Any]) -> None:
+    if type(container) is list:
+        container[:] = contents
+    else:
+        container.clear()
+        container.update(contents)
 
 
 def add_constants(path: Path, deltas: list[Any]) -> None:

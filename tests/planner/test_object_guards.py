@@ -561,3 +561,39 @@ def test_lowering_and_explaining_leave_the_values_the_step_changes() -> None:
     step.lower(rt.ones(2))
     assert "compiles on its first call" in planner.explain(step, rt.ones(2))
     assert (state.n, state.last) == (0, None)
+
+
+def test_a_tensor_appended_to_a_list_runs_eagerly() -> None:
+    """``losses.append(loss)`` kept the capture's shape-only tensor in the list (once, and
+    never a real one); a capture that puts one in a list or dict the step reads runs eagerly,
+    the list as it was before it."""
+    losses: list[Any] = []
+    by_name: dict[str, Any] = {}
+
+    def fn(x: Any) -> Any:
+        loss = (x * 2.0).sum()
+        losses.append(loss)
+        by_name.update(last=loss)
+        return loss
+
+    step = planner.compile(fn)
+    with pytest.warns(RuntimeWarning, match="runs eagerly"):
+        for k in range(3):
+            step(rt.full((2,), float(k)))
+    assert [_value(v) for v in losses] == [0.0, 4.0, 8.0]
+    assert _value(by_name["last"]) == 8.0
+
+
+def test_python_values_appended_to_a_list_still_happen_at_capture_only() -> None:
+    """Appending Python values (not tensors of the capture) is a documented limit: once, at
+    capture; the step keeps replaying."""
+    seen: list[Any] = []
+
+    def fn(x: Any) -> Any:
+        seen.append(1)
+        return (x * 2.0).sum()
+
+    step = planner.compile(fn)
+    for _ in range(3):
+        step(rt.ones(2))
+    assert seen == [1] and step.captures == 1
