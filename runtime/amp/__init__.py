@@ -4,6 +4,8 @@
 from .autocast_mode import (
     autocast,
     clear_autocast_cache,
+    custom_bwd,
+    custom_fwd,
     get_autocast_dtype,
     is_autocast_cache_enabled,
     is_autocast_enabled,
@@ -13,6 +15,6 @@ from .autocast_mode import (
 )
 from .grad_scaler import GradScaler
 
-__all__ = ["GradScaler", "autocast", "clear_autocast_cache", "get_autocast_dtype",
-           "is_autocast_cache_enabled", "is_autocast_enabled", "set_autocast_cache_enabled",
-           "set_autocast_dtype", "set_autocast_enabled"]
+__all__ = ["GradScaler", "autocast", "clear_autocast_cache", "custom_bwd", "custom_fwd",
+           "get_autocast_dtype", "is_autocast_cache_enabled", "is_autocast_enabled",
+           "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]

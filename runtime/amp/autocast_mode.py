@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import functools
 import warnings
+from collections import abc
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+import numpy as np
 
 from .. import _dtype as D
 from ._state import DEFAULT_DTYPES, state
@@ -117,3 +120,65 @@ class autocast:  # noqa: N801 - PyTorch's name
                 return func(*args, **kwargs)
 
         return decorated  # type: ignore[return-value]
+
+
+def _cast(value: Any, device_type: str, dtype: D.DType) -> Any:
+    """``value``'s floating tensors on ``device_type`` (but float64) in ``dtype``, through
+    mappings and iterables, as PyTorch's ``torch.amp.autocast_mode._cast``."""
+    from ..tensor import Tensor
+
+    if isinstance(value, Tensor):
+        eligible = (value.is_floating_point() and value.device.split(":", 1)[0] == device_type
+                    and value.dtype is not D.float64)
+        return value.to(dtype) if eligible else value
+    if isinstance(value, (str, bytes, np.ndarray)):
+        return value
+    if isinstance(value, abc.Mapping):
+        return {_cast(k, device_type, dtype): _cast(v, device_type, dtype)
+                for k, v in value.items()}
+    if isinstance(value, abc.Iterable):
+        iterable = (_cast(v, device_type, dtype) for v in value)
+        return type(value)(iterable) if isinstance(value, (list, tuple)) else iterable
+    return value
+
+
+def custom_fwd(fwd: Any = None, *, device_type: str, cast_inputs: Any = None) -> Any:
+    """For an ``autograd.Function``'s ``forward``: with ``cast_inputs``, its floating tensor
+    inputs cast to it and autocast off inside where autocast is on; without, it runs as
+    called. Either way the region's state is kept on ctx for ``custom_bwd``."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args: Any, **kwargs: Any) -> Any:
+        args[0]._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            args[0]._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        args[0]._fwd_used_autocast = False
+        if not is_autocast_enabled(device_type):
+            return fwd(*args, **kwargs)
+        dtype = D.as_dtype(cast_inputs)
+        with autocast(device_type=device_type, enabled=False):
+            return fwd(*_cast(args, device_type, dtype), **_cast(kwargs, device_type, dtype))
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd: Any = None, *, device_type: str) -> Any:
+    """For an ``autograd.Function``'s ``backward``: run in the autocast state its forward
+    ran in (see ``custom_fwd``)."""
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args: Any, **kwargs: Any) -> Any:
+        with autocast(device_type=device_type, enabled=args[0]._fwd_used_autocast,
+                      dtype=args[0]._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd

@@ -261,3 +261,43 @@ def test_compiled_step_with_autocast_runs_eagerly_with_torchs_values() -> None:
     assert losses[2] < losses[0]
     assert all(p.dtype is rt.float32 for p in m.parameters())
     assert not rt.is_autocast_enabled("cpu")
+
+
+def _mine(lib: Any, cast_inputs: Any) -> Any:
+    """A Function with custom_fwd/custom_bwd (PyTorch's recipe), recording dtypes seen."""
+    seen: dict[str, Any] = {}
+
+    class MyMM(lib.autograd.Function):
+        @staticmethod
+        @lib.amp.custom_fwd(device_type="cpu", cast_inputs=cast_inputs)
+        def forward(ctx: Any, a: Any, b: Any) -> Any:
+            ctx.save_for_backward(a, b)
+            seen["fwd"] = (a.dtype, lib.is_autocast_enabled("cpu"))
+            return a.mm(b)
+
+        @staticmethod
+        @lib.amp.custom_bwd(device_type="cpu")
+        def backward(ctx: Any, grad: Any) -> Any:
+            a, b = ctx.saved_tensors
+            seen["bwd"] = lib.is_autocast_enabled("cpu")
+            return grad.mm(b.t()), a.t().mm(grad)
+
+    return MyMM, seen
+
+
+@pytest.mark.parametrize("cast_inputs", [None, "float32"])
+def test_custom_fwd_bwd_as_torch(cast_inputs: Any) -> None:
+    torch = _torch()
+    results = []
+    for lib in (rt, torch):
+        fn, seen = _mine(lib, None if cast_inputs is None else getattr(lib, cast_inputs))
+        a = lib.ones(2, 3, requires_grad=True)
+        b = lib.ones(3, 2, requires_grad=True)
+        with lib.autocast("cpu"):
+            out = fn.apply(a, b)
+        out.float().sum().backward()
+        results.append((str(seen["fwd"][0]).split(".")[-1], seen["fwd"][1], seen["bwd"],
+                        str(out.dtype).split(".")[-1], str(a.grad.dtype).split(".")[-1]))
+    assert results[0] == results[1]
+    with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
+        rt.amp.custom_fwd(device_type=3)  # type: ignore[arg-type]
