@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from .._dtype import scalar_type_name
+from .._dtype import bfloat16, scalar_type_name
 from ..amp.policy import autocast_lower
 from ..tensor import Tensor
 from . import functional as F
@@ -151,6 +151,10 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         lead = tuple(x.shape[:-1])
         y = linear(F.reshape(x, (-1, x.shape[-1])), weight, bias)
         return F.reshape(y, (*lead, weight.shape[0]))
+    if bias is not None and x.dtype is bfloat16 and x.ndim == 2 and weight.ndim == 2:
+        from .products import addmm  # its bfloat16 product plus bias is rounded once
+
+        return addmm(bias, x, F.transpose(weight, 0, 1))
     y = F.matmul(x, F.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
     if bias is None:
         return y
