@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtime import _dtype as D
 from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
 from runtime.ops.dispatch import named_backward
@@ -15,7 +16,9 @@ from runtime.ops.composite import (
     _stable_sigmoid,
     check_dropout_p,
     drop,
+    float_kernel,
     leaky_relu,
+    piecewise_linear,
     softmax,
     softplus,
 )
@@ -28,41 +31,49 @@ SELU_SCALE = 1.0507009873554804934193349852946
 
 
 @named_backward("EluBackward0")
+@float_kernel("elu_cpu")
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(lambda t: elu(t, alpha), input)
-    # PyTorch's backward picks the exponential branch where x <= 0: a NaN takes the identity
-    return F.where(F.le(input, 0), F.mul(F.expm1(_nonpositive(input)), alpha), input)
+    return _elu(input, alpha, 1.0)
 
 
-def _nonpositive(x: Tensor) -> Tensor:
-    """x where it is <= 0, else 0: the exponential branch of an ELU never sees a large x, whose
-    inf would make a nan of the zero gradient the branch not taken passes back."""
-    return F.clamp(x, None, 0.0)
+def _elu(x: Tensor, alpha: float, input_scale: float) -> Tensor:
+    """alpha * expm1(x * input_scale) where x <= 0, else x. PyTorch's backward picks the
+    exponential branch where x <= 0 (a NaN takes the identity), its double backward where
+    x < 0: at 0 the branch is alpha * input_scale * x (the same value, -0 kept, and slope)."""
+    negative = F.lt(x, 0)
+    # x where it is < 0, else 0: the exponential never sees a large x, whose inf would make
+    # a nan of the zero gradient the branch not taken passes back
+    curve = F.expm1(F.mul(F.where(negative, x, 0.0), input_scale))
+    return F.where(F.le(x, 0), F.mul(F.where(negative, curve, F.mul(x, input_scale)), alpha), x)
 
 
 @named_backward("CeluBackward0")
+@float_kernel("elu_cpu")
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     if inplace:
         return _inplace(lambda t: celu(t, alpha), input)
-    return F.where(F.le(input, 0), F.mul(F.expm1(F.div(_nonpositive(input), alpha)), alpha), input)
+    return _elu(input, alpha, 1.0 / alpha)
 
 
 @named_backward("EluBackward0")
+@float_kernel("elu_cpu")
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(selu, input)
-    return F.mul(F.where(F.le(input, 0), F.mul(F.expm1(_nonpositive(input)), SELU_ALPHA), input),
-                 SELU_SCALE)
+    return F.mul(_elu(input, SELU_ALPHA, 1.0), SELU_SCALE)
 
 
-@named_backward("HardtanhBackward0")
+@piecewise_linear("HardtanhBackward0")
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,
              inplace: bool = False) -> Tensor:
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is D.bool_:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
     if inplace:
         return _inplace(lambda t: hardtanh(t, min_val, max_val), input)
     if input.dtype.category == 1:  # PyTorch's: integers keep their dtype, the limits truncated
@@ -79,21 +90,32 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 @named_backward("HardsigmoidBackward0")
+@float_kernel("hardsigmoid_cpu")
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(hardsigmoid, input)
-    return hardtanh(F.add(F.div(input, 6.0), 0.5), 0.0, 1.0)
+    # PyTorch's backward: grad / 6 inside (-3, 3) only (0 at a NaN, which stays NaN)
+    inside = F.logical_and(F.gt(input, -3.0), F.lt(input, 3.0))
+    y = F.add(F.div(input, 6.0), 0.5)
+    return F.where(inside, y, F.clamp(y, 0.0, 1.0).detach())
 
 
 @named_backward("HardswishBackward0")
+@float_kernel("hardswish_cpu")
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(hardswish, input)
-    middle = F.div(F.mul(input, F.add(input, 3.0)), 6.0)  # its gradient (2x + 3) / 6 inside (-3, 3)
-    return F.where(F.le(input, -3.0), F.mul(input, 0.0), F.where(F.lt(input, 3.0), middle, input))
+    # PyTorch's backward: 0 up to -3, x / 3 + 0.5 inside (-3, 3), the gradient from 3 on and
+    # at a NaN; the middle branch reads 0 outside (its gradient at inf or NaN: 0, not NaN)
+    inside = F.logical_and(F.gt(input, -3.0), F.lt(input, 3.0))
+    x = F.where(inside, input, 0.0)
+    middle = F.div(F.mul(x, F.add(x, 3.0)), 6.0)
+    outside = F.where(F.le(input, -3.0), F.mul(input, 0.0), input)
+    return F.where(inside, middle, outside)
 
 
 @named_backward("MishBackward0")
+@float_kernel("mish_cpu")
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(mish, input)
@@ -101,8 +123,12 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 @named_backward("LogSigmoidBackward0")
+@float_kernel("log_sigmoid_cpu")
 def logsigmoid(x: Tensor) -> Tensor:
-    return F.neg(softplus(F.neg(x)))
+    """PyTorch's min(x, 0) - log1p(exp(-|x|)); -|x| written with where, so the derivatives at
+    0 are those of the x >= 0 branch (abs's would be 0 there)."""
+    nonneg = F.ge(x, 0)
+    return F.sub(F.where(nonneg, 0.0, x), F.log1p(F.exp(F.where(nonneg, F.neg(x), x))))
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -113,6 +139,7 @@ def tanhshrink(input: Tensor) -> Tensor:
     return F.sub(input, F.tanh(input))
 
 
+@piecewise_linear("ThresholdBackward0")
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(lambda t: _threshold(t, threshold, value), input)
@@ -121,10 +148,16 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
 
 def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     """PyTorch's ``x <= threshold ? value : x``: a NaN stays NaN, and the gradient passes
-    where ``x <= threshold`` does not hold, NaN included."""
+    where ``x <= threshold`` does not hold, NaN included. Integers keep their dtype (the value
+    truncated), bools are PyTorch's error."""
+    if x.dtype is D.bool_:
+        raise NotImplementedError("\"threshold_cpu\" not implemented for 'Bool'")
+    if not x.dtype.is_floating_point:
+        value = D.scalar_as(int(value), x.dtype)
     return F.where(F.le(x, threshold), value, x)
 
 
+@float_kernel("leaky_relu_cpu")
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """PyTorch's randomized leaky ReLU: negative inputs times a slope drawn from
@@ -140,6 +173,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     return F.where(F.ge(input, 0), input, F.mul(input, slope))
 
 
+@float_kernel("glu_cpu")
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -151,17 +185,26 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return F.mul(a, _stable_sigmoid(b))
 
 
+@piecewise_linear("SoftshrinkBackward0")
+@float_kernel("softshrink_check")
 def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return F.where(F.gt(x, lambd), F.sub(x, lambd),
-                   F.where(F.lt(x, -lambd), F.add(x, lambd), F.mul(x, 0.0)))
+    # PyTorch's: 0 (not -0) on [-lambd, lambd]; a NaN stays NaN and passes the gradient
+    return F.where(_within(x, lambd), 0.0, F.where(F.gt(x, lambd), F.sub(x, lambd),
+                                                   F.add(x, lambd)))
 
 
+def _within(x: Tensor, lambd: float) -> Tensor:
+    return F.logical_and(F.ge(x, -lambd), F.le(x, lambd))
+
+
+@piecewise_linear("HardshrinkBackward0")
+@float_kernel("hardshrink_cpu")
 def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
-    return F.where(F.gt(F.abs(x), lambd), x, F.mul(x, 0.0))
+    return F.where(_within(x, lambd), 0.0, x)
 
 
 def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:

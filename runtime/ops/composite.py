@@ -2,28 +2,156 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .. import _dtype as D
 from .._dtype import bfloat16, scalar_type_name
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.node import SavedTensor
 from ..amp.policy import autocast_lower
 from ..tensor import Tensor
 from . import functional as F
-from .dispatch import named, named_backward
+from .dispatch import PrimitiveBackward, named, named_backward
 from .shapes import wrap_dim
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
 
 tanh = F.tanh
 
 
-@named_backward("ReluBackward0")
+def float_kernel(kernel: str) -> Any:
+    """An activation PyTorch computes for floating dtypes only: an integer or bool input is
+    its error naming the kernel (``"silu_cpu" not implemented for 'Long'``)."""
+
+    def decorate(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def op(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002 - as torch
+            if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+                raise NotImplementedError(f'"{kernel}" not implemented for '
+                                          f"'{scalar_type_name(input.dtype)}'")
+            return fn(input, *args, **kwargs)
+
+        return op
+
+    return decorate
+
+
+class _PiecewiseLinearBackward(PrimitiveBackward):
+    """The backward node of a piecewise linear activation (relu, leaky_relu, hardtanh...),
+    built as a ``where``. Its gradient is the incoming one masked or scaled, so under
+    ``create_graph`` it would not depend on x; PyTorch's (threshold_backward and friends) is a
+    function of x with a zero derivative, and double backward through it gives zeros. This
+    node links each gradient it makes to its saved result by a ``where`` that always picks
+    the gradient: the same values, and a zero second derivative that reaches x."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        out = PrimitiveBackward.apply(self, grads)
+        if not _grad_state.enabled or self._released or "result" not in self.saved:
+            return out
+        result = None
+        shape = self.input_metas[0].shape  # the result's
+        for i, g in enumerate(out):
+            if isinstance(g, Tensor) and not g.requires_grad and g.shape == shape:
+                if result is None:
+                    result = self.saved["result"].unpack(self)
+                out[i] = F.where(_always(), g, result)
+        return out
+
+
+def _always() -> Tensor:
+    """A 0-d True: where(_always(), a, b) is a's values, b's gradient zeros."""
+    return Tensor._make(np.array(True), D.bool_, "cpu")
+
+
+class _StraightThroughBackward(PrimitiveBackward):
+    """The node of ``where(True, value, path)`` made by straight_through: the gradient goes
+    to ``path`` whole (a where would give it zeros)."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        g = grads[0]
+        if g is None or self.next_edges[2] is None:
+            return [None, None, None]
+        return [None, None, F.sum_to(g, self.metas[2].shape)]
+
+
+_STRAIGHT_CLASSES: dict[str, type[_StraightThroughBackward]] = {}
+
+
+def straight_through(value: Tensor, path: Tensor, name: str) -> Tensor:
+    """``value``'s values (exactly: no arithmetic on them), with the gradient of ``path`` (of
+    the same shape), in a node named ``name``. For a result whose gradient rule arithmetic
+    on its value cannot carry: an inf minus itself is NaN."""
+    out = F.where(_always(), value.detach(), path)
+    node = out._grad_fn
+    if node is not None and isinstance(node, PrimitiveBackward):
+        cls = _STRAIGHT_CLASSES.get(name)
+        if cls is None:
+            cls = _STRAIGHT_CLASSES[name] = type(name, (_StraightThroughBackward,),
+                                                 {"__slots__": ()})
+        named(out, name)
+        node.__class__ = cls
+    return out
+
+
+def spread_among(x: Tensor, value: Tensor, name: str) -> Tensor:
+    """``value`` (0-d, one of x's values) with its gradient shared evenly among the elements
+    of x equal to it, NaN equal to NaN: PyTorch's evenly_distribute_backward (max(), min(),
+    median() over all of x)."""
+    v = value.detach()
+    if not x.requires_grad:
+        return v
+    hit = F.eq(x, v)
+    if x.dtype.is_floating_point:
+        from .extra_ops import logical_or
+        from .tensor_ops import isnan
+
+        hit = logical_or(hit, F.logical_and(isnan(x), isnan(v)))
+    count = F.sum(F.cast(hit, x.dtype))
+    return straight_through(v, F.div(F.sum(F.where(hit, x, 0.0)), count), name)
+
+
+_PIECEWISE_CLASSES: dict[str, type[_PiecewiseLinearBackward]] = {}
+
+
+def piecewise_linear(name: str) -> Any:
+    """named_backward for a piecewise linear activation: its node is PyTorch's ``name`` and
+    a _PiecewiseLinearBackward, which saves the result (as PyTorch's ReluBackward0)."""
+    cls = _PIECEWISE_CLASSES.setdefault(
+        name, type(name, (_PiecewiseLinearBackward,), {"__slots__": ()}))
+
+    def decorate(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Tensor:
+            out = fn(*args, **kwargs)
+            node = out._grad_fn
+            if node is None or (args and out is args[0]) or not isinstance(
+                    node, PrimitiveBackward):
+                return out
+            named(out, name)
+            node.__class__ = cls
+            node.saved["result"] = SavedTensor(out, True)
+            return out
+
+        return op
+
+    return decorate
+
+
+@piecewise_linear("ReluBackward0")
 def relu(x: Tensor) -> Tensor:
     """PyTorch's ``x <= 0 ? 0 : x``: a NaN stays NaN (a diverging run shows its NaN loss; as
     ``x > 0 ? x : 0`` it became 0), and the gradient passes where ``x <= 0`` does not hold,
     NaN included, as PyTorch's threshold_backward."""
+    if x.dtype is D.bool_:
+        raise RuntimeError("Boolean inputs not supported for relu")
     return F.where(F.le(x, 0), 0.0 if x.dtype.is_floating_point else 0, x)
 
 
@@ -31,7 +159,8 @@ def relu(x: Tensor) -> Tensor:
 @F.half_in_float32
 def sigmoid(input: Tensor) -> Tensor:
     input = F.as_float(input)  # an integer or bool x: float, as PyTorch's
-    return F.div(1.0, F.add(F.exp(F.neg(input)), 1.0))
+    # 1 / (1 + exp(-x)) had exp overflow below -88 (float32): a NaN gradient (0 * inf)
+    return _stable_sigmoid(input)
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -39,6 +168,7 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
 @named_backward("GeluBackward0")
+@float_kernel("GeluKernelImpl")
 @F.half_in_float32
 def gelu(x: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
@@ -203,6 +333,7 @@ def _stable_sigmoid(x: Tensor) -> Tensor:
 
 
 @named_backward("SiluBackward0")
+@float_kernel("silu_cpu")
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
     return _inplace(silu, input) if inplace else _silu(input)
 
@@ -212,7 +343,8 @@ def _silu(x: Tensor) -> Tensor:
     return F.mul(x, _stable_sigmoid(x))
 
 
-@named_backward("LeakyReluBackward0")
+@piecewise_linear("LeakyReluBackward0")
+@float_kernel("leaky_relu_cpu")
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(lambda t: leaky_relu(t, negative_slope), input)
@@ -221,13 +353,16 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 
 @named_backward("SoftplusBackward0")
+@float_kernel("softplus_cpu")
 @F.half_in_float32
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + exp(beta x)) / beta, linear where beta x > threshold. Written as
-    max(z, 0) + log(1 + exp(-|z|)) so exp never overflows in the branch not taken."""
+    """log1p(exp(beta x)) / beta, x where beta x > threshold, as PyTorch's. The curve reads 0
+    where the identity is taken: its exp never overflows there (an inf would make a nan of the
+    zero gradient it passes back)."""
     z = F.mul(x, beta)
-    soft = F.add(F.maximum(z, 0.0), F.log(F.add(F.exp(F.neg(F.abs(z))), 1.0)))
-    return F.where(F.gt(z, threshold), x, F.div(soft, beta) if beta != 1.0 else soft)
+    linear = F.gt(z, threshold)
+    soft = F.log1p(F.exp(F.where(linear, 0.0, z)))
+    return F.where(linear, x, F.div(soft, beta) if beta != 1.0 else soft)
 
 
 def _inplace(fn: Any, x: Tensor) -> Tensor:

@@ -21,6 +21,21 @@ from .dispatch import apply, keeps_saved, named, named_backward
 from .inplace import apply_inplace
 from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 
+# numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
+# are not shown: PyTorch computes the same inf and nan silently. Scoped by message and module
+# (the warning names the frame that called the ufunc), so a user's own ufuncs still warn; a
+# filter the user sets later (``-W error``, pytest's) goes first. Measured: np.errstate around
+# each call costs 1.9 us, more than a small op itself, this nothing until a warning fires.
+warnings.filterwarnings(
+    "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered in ",
+    category=RuntimeWarning, module=r"runtime\.")
+# a sum, cumprod or mean the runtime runs through numpy's Python wrappers (inf + -inf, the mean
+# of nothing) warns in the name of those wrappers: silenced there too, for everyone's calls
+warnings.filterwarnings(
+    "ignore", message=r"(invalid value encountered in (reduce|accumulate|divide|scalar divide)"
+    r"|Mean of empty slice)",
+    category=RuntimeWarning, module=r"numpy\._core\.(fromnumeric|_methods)")
+
 # --- helpers -------------------------------------------------------------------------------
 
 
@@ -148,12 +163,36 @@ def reversed_order(x: Tensor) -> Tensor:
 
 
 def _op(prim: Any, name: str, doc: str | None = None) -> Any:
-    """The functional form of a primitive: ``name(*args)`` runs ``prim`` on them."""
-    def fn(*args: Any) -> Tensor:
-        return apply(prim, *args)
+    """The functional form of a primitive, with PyTorch's parameters: ``name(input)`` or
+    ``name(input, other)`` runs ``prim`` on them (``torch.tanh(input=x)`` works, so does this)."""
+    if name == "tanh_backward":
+        def fn(grad_output: Any, output: Any) -> Tensor:
+            return apply(prim, grad_output, output)
+    elif name in _BINARY_OPS:
+        def fn(input: Any, other: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+            return apply(prim, input, other)
+    else:
+        def fn(input: Any) -> Tensor:  # noqa: A002 - PyTorch's name
+            return apply(prim, input)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"The {prim.name} primitive."
+    return fn
+
+
+_BINARY_OPS = frozenset("mul maximum minimum eq ne lt le gt ge logical_and atan2 fmod remainder "
+                        "floor_divide".split())
+
+
+def _op_no_bool(prim: Any, name: str, kernel: str) -> Any:
+    """_op for a primitive PyTorch has no bool kernel for: a bool tensor is its error."""
+    def fn(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+        if isinstance(input, Tensor) and input.dtype is D.bool_:
+            raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+        return apply(prim, input)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"The {prim.name} primitive."
     return fn
 
 
@@ -163,11 +202,30 @@ mul = _op(P.MUL, "mul")
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     if type(b) is int and b < 0 and isinstance(a, Tensor) and not a.dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    out = apply(P.POW, a, b)
+    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is D.bool_ is b.dtype:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    out = _int_pow(a, b) if _is_int_pow(a, b) else apply(P.POW, a, b)
     # PyTorch's overloads: pow(Tensor, Scalar), pow(Tensor, Tensor), pow(Scalar, Tensor)
     if not isinstance(b, Tensor):
         return out
     return named(out, "PowBackward1" if isinstance(a, Tensor) else "PowBackward2")
+
+
+def _is_int_pow(a: Any, b: Any) -> bool:
+    """An integer power whose exponent tensor may hold negatives (numpy raises for them)."""
+    if not isinstance(b, Tensor) or b.dtype.category != 1 or not b.dtype.is_signed:
+        return False
+    return not isinstance(a, float) and not (isinstance(a, Tensor) and a.dtype.is_floating_point)
+
+
+def _int_pow(a: Any, b: Tensor) -> Tensor:
+    """a ** b in integers, PyTorch's rule where b < 0: 1 for a == 1, +-1 by b's parity for
+    a == -1, 0 for any other a (numpy raises); from primitives alone, no value read."""
+    negative = lt(b, 0)
+    p = apply(P.POW, a, where(negative, remainder(b, 2), b))
+    unit = logical_and(ne(a, 1), ne(a, -1)) if isinstance(a, Tensor) else \
+        builtins.abs(int(a)) != 1
+    return where(logical_and(negative, unit), 0, p)
 
 
 maximum = _op(P.MAXIMUM, "maximum")
@@ -187,7 +245,7 @@ tanh = _op(P.TANH, "tanh")
 tanh_backward = _op(P.TANH_BACKWARD, "tanh_backward",
                     "g * (1 - y * y), the gradient through y = tanh(x).")
 sqrt = _op(P.SQRT, "sqrt")
-abs = _op(P.ABS, "abs")  # noqa: A001
+abs = _op_no_bool(P.ABS, "abs", "abs_cpu")  # noqa: A001
 
 
 def sign(x: Tensor) -> Tensor:
@@ -217,9 +275,9 @@ acosh = _op(P.ACOSH, "acosh")
 atanh = _op(P.ATANH, "atanh")
 atan2 = _op(P.ATAN2, "atan2", "The angle of the point (b, a): arctan(a / b) in its quadrant.")
 fmod = _op(P.FMOD, "fmod", "a % b with the sign of a (C's fmod), as PyTorch's fmod.")
-floor = _op(P.FLOOR, "floor")
-ceil = _op(P.CEIL, "ceil")
-trunc = _op(P.TRUNC, "trunc")
+floor = _op_no_bool(P.FLOOR, "floor", "floor_vml_cpu")
+ceil = _op_no_bool(P.CEIL, "ceil", "ceil_vml_cpu")
+trunc = _op_no_bool(P.TRUNC, "trunc", "trunc_vml_cpu")
 remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's rule, as PyTorch's).")
 floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
@@ -266,6 +324,9 @@ def where(cond: Tensor, a: Any = None, b: Any = None) -> Any:
         from .extra_ops import nonzero
 
         return nonzero(cond, as_tuple=True)
+    if isinstance(cond, Tensor) and cond.dtype is not D.bool_ and cond.dtype is not D.uint8:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {D.scalar_type_name(cond.dtype)}")
     if isinstance(cond, Tensor) and cond.dtype is D.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
                       "will be removed in a future version of PyTorch. Use a boolean condition "
@@ -403,12 +464,19 @@ def _arg_axis(x: Tensor, dim: Any) -> int | None:
     return wrap_dim(dim, x.ndim) if x.ndim else None
 
 
+def _check_not_bool(name: str, x: Tensor) -> None:
+    if x.dtype is D.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
+
+
 def argmax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_not_bool("argmax", x)
     _check_reduced_nonempty("argmax", x, dim)
     return apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=keepdim)
 
 
 def argmin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_not_bool("argmin", x)
     _check_reduced_nonempty("argmin", x, dim)
     return apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=keepdim)
 
@@ -418,9 +486,11 @@ def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return maximum(x, dim)
     _check_reduced_nonempty("max", x, dim)
     if dim is None:
-        # PyTorch's max() shares the gradient among ties, as amax does
-        return named(amax(x), "MaxBackward1")
-    return _extreme_at(x, dim, keepdim, argmax(x, dim, True), "MaxBackward0")
+        # PyTorch's max() shares the gradient among ties, NaNs included (amax's mask misses
+        # them: its gradient would be NaN)
+        return _over_all(amax(x.detach() if x._rg else x), x, "MaxBackward1")
+    index = apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=True)  # bools too, unlike argmax
+    return _extreme_at(x, dim, keepdim, index, "MaxBackward0")
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
@@ -428,8 +498,19 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
         return minimum(x, dim)
     _check_reduced_nonempty("min", x, dim)
     if dim is None:
-        return named(reversed_order(amax(reversed_order(x))), "MinBackward1")
-    return _extreme_at(x, dim, keepdim, argmin(x, dim, True), "MinBackward0")
+        value = reversed_order(amax(reversed_order(x.detach() if x._rg else x)))
+        return _over_all(value, x, "MinBackward1")
+    index = apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=True)
+    return _extreme_at(x, dim, keepdim, index, "MinBackward0")
+
+
+def _over_all(value: Tensor, x: Tensor, name: str) -> Tensor:
+    """max() / min(): ``value`` with its gradient shared among the elements equal to it."""
+    if not (x._rg and x.dtype.is_floating_point):
+        return value
+    from .composite import spread_among
+
+    return spread_among(x, value, name)
 
 
 def _extreme_at(x: Tensor, dim: Any, keepdim: bool, index: Tensor, name: str) -> MaxResult:
@@ -960,6 +1041,10 @@ def tanh_(t: Tensor) -> Tensor:
 def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
     """Half to even, as PyTorch's; ``decimals``: at that many places, as PyTorch computes it
     (x scaled by a power of ten, rounded, scaled back)."""
+    if x.dtype is D.bool_ or (decimals and not x.dtype.is_floating_point):
+        kernel = "round_cpu" if decimals else "round_vml_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{D.scalar_type_name(x.dtype)}'")
     if decimals == 0:
         return apply(P.ROUND, x)
     if decimals > 0:
@@ -970,7 +1055,10 @@ def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's 
 
 
 def frac(x: Tensor) -> Tensor:
-    """x - trunc(x), as PyTorch's (the gradient passes unchanged)."""
+    """x - trunc(x), as PyTorch's (the gradient passes unchanged); floats only."""
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(x.dtype)}'")
     return sub(x, trunc(x))
 
 
@@ -979,6 +1067,9 @@ def frac(x: Tensor) -> Tensor:
 def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
     """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
     |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
+    if isinstance(end, Tensor) and end.dtype is not start.dtype:  # no promotion, as PyTorch
+        raise RuntimeError(f"expected dtype {D.type_meta_name(start.dtype)} for `end` but got "
+                           f"dtype {D.type_meta_name(end.dtype)}")
     if not isinstance(weight, Tensor) and not start.dtype.is_floating_point:
         raise NotImplementedError('"lerp_kernel_scalar" not implemented for '
                                   f"'{D.scalar_type_name(start.dtype)}'")  # floats only
@@ -1045,6 +1136,7 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         value = to_device(value, t.device)
     if is_tracing() and _mask_fill(t, key, value):
         return
+    _check_byte_mask_fill(key, value)
     template, idx, masks = _norm_key(_index_items(key), t.device)
     _check_key(t.shape, template, idx, masks)
     if not isinstance(value, Tensor) and not t.dtype.is_floating_point:
@@ -1053,6 +1145,20 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         _check_value_shape(value, P._key_shape(t.shape, [i.shape for i in idx], template),
                            advanced=bool(idx))
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
+
+
+def _check_byte_mask_fill(key: Any, value: Any) -> None:
+    """PyTorch's error for ``t[uint8_mask] = v`` with a one-element ``v``: its index_put_
+    makes that a masked_fill_, which takes bool masks only (a longer ``v`` is index_put's,
+    with the deprecation warning)."""
+    items = key if isinstance(key, tuple) else (key,)
+    tensors = [k for k in items if isinstance(k, (Tensor, list))]
+    if len(tensors) != 1 or not isinstance(tensors[0], Tensor) or tensors[0].dtype is not D.uint8:
+        return
+    if isinstance(value, Tensor) and (value.numel() != 1 or value.device != "cpu"):
+        return
+    raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                       "unsigned char")
 
 
 def _mask_fill(t: Tensor, mask: Any, value: Any) -> bool:

@@ -69,17 +69,6 @@ def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
     return _pick(x, d, pos, keepdim)
 
 
-def _spread(x: Tensor, value: Tensor) -> Tensor:
-    """``value`` with its gradient shared evenly among the elements equal to it (PyTorch's
-    evenly_distribute_backward for the global median), the value itself unchanged."""
-    v = value.detach()
-    if not x.requires_grad:
-        return v
-    hit = F.eq(x, v)
-    count = F.clamp(F.sum(F.cast(hit, x.dtype)), 1.0, None)  # NaN median: no hit, value NaN
-    return F.add(v, F.div(F.sum(F.where(hit, F.sub(x, v), 0.0)), count))
-
-
 def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
     """The lower median (global: a value; along ``dim``: values and indices). NaN anywhere
     gives NaN, as PyTorch's."""
@@ -96,7 +85,12 @@ def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> An
         _check_nonempty(x, None, name)
         flat = F.reshape(x, (-1,))
         value = _median_dim(flat, 0, False, skip_nan, name).values
-        return _spread(flat, value) if x.dtype.is_floating_point else value
+        if not x.dtype.is_floating_point:
+            return value
+        from .composite import spread_among
+
+        return spread_among(flat, value, "MedianBackward0" if name == "median"
+                            else "NanmedianBackward0")
     return _median_dim(x, dim, keepdim, skip_nan, name)
 
 
@@ -286,8 +280,9 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
     terms span more than exp's range."""
     from .extra_ops import logaddexp
 
-    if not x.dtype.is_floating_point:
-        x = F.cast(x, D.default_float)
+    if not x.dtype.is_floating_point:  # PyTorch's kernel is for floats only
+        raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(x.dtype)}'")
     if x.ndim == 0:
         return F.clone(x)
     d = wrap_dim(dim, x.ndim)

@@ -136,7 +136,8 @@ def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False,
 
 @F.half_in_float32
 def _std(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> Tensor:
-    return F.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+    # sqrt's gradient is infinite at 0: PyTorch's std_backward masks it to 0 there
+    return _root(var(x, dim, unbiased, keepdim, correction=correction), 2.0)
 
 
 @named_backward("LogsumexpBackward0")

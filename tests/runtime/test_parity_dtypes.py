@@ -633,7 +633,8 @@ _COMPILED_INT_BOOL = {
     "bool add, mul, max": lambda a, b: (((a > 0) + (b > 0)) * (a < 3)).long() + rt.maximum(
         a > 1, b > 1).long(),
     "bool order": lambda a, b: ((a > 0) < (b > 0)).long() + ((a > 0) >= True).long(),
-    "bool abs": lambda a, b: (a > 0).abs().long() + b,
+    # abs of a bool is PyTorch's error ("abs_cpu" not implemented for 'Bool'): of its long
+    "bool abs": lambda a, b: (a > 0).long().abs() + b,
     "int logical_and": lambda a, b: rt.logical_and(a, b).long() + rt.logical_and(a, 1.5).long(),
 }
 
