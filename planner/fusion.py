@@ -212,7 +212,49 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
             continue
         target.steps.append(step)
         member[step.out] = target
-    return found
+    return [part for seg in found for part in _apart(seg, found, shapes)]
+
+
+def _apart(seg: Segment, found: list[Segment], shapes: dict[int, tuple[int, ...]]
+           ) -> list[Segment]:
+    """An elementwise segment of the update phase (after the backward) as its independent
+    parts: members joined by no value of more than one element (siblings sharing scalars only,
+    as a learning rate or a clipping coefficient) make kernels of their own, each run where its
+    first member was. The updates of parameters of one shape are then one kernel, compiled
+    once (codegen.llvm.distinct), where one kernel of them all is as much code as their count:
+    gpt's 14 width-128 vectors (norms' weights and biases, projections' biases), clipped and
+    updated through shared scalars, made a kernel of 42 outputs; apart (94 kernels, not 59),
+    its module is 92 KB of object code instead of 129, 1.28 s of LLVM CPU time instead of
+    1.49 to 1.56. Kept whole where another segment reads a part's value from a kernel that
+    runs before that part's."""
+    if seg.n_reduce or seg.accumulated or seg.perm is not None or seg.inner is not None \
+            or math.prod(seg.shape) <= 1 or any(m.phase != "update" for m in seg.steps):
+        return [seg]
+    root = list(range(len(seg.steps)))
+
+    def find(i: int) -> int:
+        while root[i] != i:
+            root[i] = root[root[i]]
+            i = root[i]
+        return i
+
+    members = {m.out for m in seg.steps}
+    touched: dict[int, int] = {}  # a member's value or an outside array -> first member
+    for i, m in enumerate(seg.steps):
+        for u in (m.out, *m.buffers):
+            if u in members or math.prod(shapes[u]) > 1:
+                root[find(i)] = find(touched.setdefault(u, i))
+    parts: dict[int, Segment] = {}
+    for i, m in enumerate(seg.steps):
+        parts.setdefault(find(i), Segment(seg.shape, seg.device)).steps.append(m)
+    if len(parts) == 1:
+        return [seg]
+    runs_at = {m.out: part.first for part in parts.values() for m in part.steps}
+    for other in found:
+        if other is not seg and any(runs_at.get(u, -1) >= other.first
+                                    for m in other.steps for u in m.buffers):
+            return [seg]
+    return list(parts.values())
 
 
 def _precedes_or_inside(bufs: list[int], seg: Segment, member: dict[int, Segment],
