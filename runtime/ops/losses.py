@@ -31,7 +31,7 @@ def _reduce(loss: Tensor, reduction: str, name: str) -> Tensor:
         return F.sum(loss)
     if reduction == "none":
         return loss
-    raise ValueError(f"{name}: {reduction!r} is not a valid value for reduction")
+    raise ValueError(f"{reduction} is not a valid value for reduction")
 
 
 def _warn_broadcast(input: Tensor, target: Tensor) -> None:  # noqa: A002
@@ -46,27 +46,54 @@ def _size(t: Tensor) -> str:
     return f"torch.Size({list(t.shape)})"
 
 
-def _logits_rows(input: Tensor, target: Tensor, name: str) -> tuple[Tensor, Tensor, int]:  # noqa: A002
-    """(N, C, d1, ...) and (N, d1, ...) as (M, C) rows and (M,) targets; (C,) and () as one."""
+def _class_rows(input: Tensor, target: Tensor,  # noqa: A002
+                weight: Tensor | None) -> tuple[Tensor, Tensor, int]:
+    """(N, C, d1, ...) and (N, d1, ...) as (M, C) rows and (M,) int64 targets; (C,) with ()
+    or (1,) as one row. PyTorch's checks in its order (nll_loss_nd, then the 2-d kernel or
+    nll_loss2d, which 3-d and 5-d inputs are reshaped for): batch size, target shape, target
+    dtype, weight."""
     if input.ndim == 0:
-        raise ValueError(f"{name}: input must have at least 1 dimension, got a scalar")
-    if input.ndim == 1:
-        if target.ndim != 0:
-            raise ValueError(f"Expected input batch_size (1) to match target batch_size "
-                             f"({target.shape[0] if target.ndim else 1}).")
-        return F.unsqueeze(input, 0), F.reshape(target, (1,)), input.shape[0]
-    c = input.shape[1]
-    if target.ndim == 0 or target.shape[0] != input.shape[0]:
+        raise ValueError("Expected 1 or more dimensions (got 0)")
+    batch = target.shape[0] if target.ndim else 0  # PyTorch reads a 0-d target's size as 0
+    if input.ndim != 1 and input.shape[0] != batch:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                         f"batch_size ({target.shape[0] if target.ndim else 1}).")
-    if tuple(target.shape) != (input.shape[0], *input.shape[2:]):
-        raise RuntimeError(f"Expected target size [{', '.join(map(str, [input.shape[0], *input.shape[2:]]))}], "
-                           f"got [{', '.join(map(str, target.shape))}]")
-    if input.ndim > 2:  # the class dim last, then rows
-        dims = (0, *range(2, input.ndim), 1)
-        input = F.reshape(F.permute(input, *dims), (-1, c))
-        target = F.reshape(target, (-1,))
-    return input, target, c
+                         f"batch_size ({batch}).")
+    c = input.shape[0] if input.ndim == 1 else input.shape[1]
+    if input.ndim <= 2:
+        if target.ndim > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        target = _index_target(input, target)
+        if input.ndim == 1 and target.ndim == 1 and target.shape[0] != 1:
+            raise ValueError("For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
+        _class_weight(weight, c, f"all {c} classes")
+        rows = F.unsqueeze(input, 0) if input.ndim == 1 else input
+        return rows, F.reshape(target, (-1,)), c
+    spatial = tuple(input.shape[2:])
+    if input.ndim == 4 and target.ndim != 3:
+        raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                           f"targets of dimension: {target.ndim}")
+    if input.ndim != 4 and tuple(target.shape[1:]) != spatial:
+        raise RuntimeError(f"Expected target size {_dims((input.shape[0], *spatial))}, got "
+                           f"{_dims(target.shape)}")
+    target = _index_target(input, target)
+    if tuple(target.shape[1:]) != spatial:
+        raise RuntimeError(f"size mismatch (got input: {_dims(input.shape)} , target: "
+                           f"{_dims(target.shape)}")
+    _class_weight(weight, c, "all")
+    # the class dim last, then rows
+    rows = F.reshape(F.permute(input, 0, *range(2, input.ndim), 1), (-1, c))
+    return rows, F.reshape(target, (-1,)), c
+
+
+def _loss_shape(input: Tensor) -> tuple[int, ...]:  # noqa: A002
+    """The shape of the unreduced class-index loss: () for one (C,) row, else input's without
+    its class dim."""
+    return () if input.ndim == 1 else (input.shape[0], *input.shape[2:])
+
+
+def _dims(shape: Any) -> str:
+    return f"[{', '.join(map(str, shape))}]"
 
 
 def _picked(logp: Tensor, target: Tensor, c: int, ignore_index: int) -> tuple[Tensor, Tensor]:
@@ -87,10 +114,15 @@ def _picked(logp: Tensor, target: Tensor, c: int, ignore_index: int) -> tuple[Te
     return F.neg(F.sum(F.where(hit, logp, 0.0), 1)), keep
 
 
-def _class_weight(weight: Tensor | None, c: int, name: str) -> None:
-    if weight is not None and tuple(weight.shape) != (c,):
-        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
-                           f"classes but got weight tensor of shape: [{', '.join(map(str, weight.shape))}]")
+def _class_weight(weight: Tensor | None, c: int, classes: str) -> None:
+    """PyTorch's weight check: its 2-d kernel names ``all {c} classes`` and the shape, its
+    nll_loss2d ``all``."""
+    if weight is None or (weight.ndim == 1 and weight.shape[0] == c):
+        return
+    if classes == "all":
+        raise RuntimeError("weight tensor should be defined either for all or no classes")
+    raise RuntimeError(f"weight tensor should be defined either for {classes} or no classes "
+                       f"but got weight tensor of shape: {_dims(weight.shape)}")
 
 
 def _nll_rows(logp: Tensor, target: Tensor, c: int, weight: Tensor | None, ignore_index: int,
@@ -126,23 +158,49 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     """The negative log likelihood of ``target`` classes under log-probabilities ``input``
     ((N, C), (N, C, d1, ...) or (C,)); ``weight`` per class, ``ignore_index`` rows skipped."""
     reduction = _legacy(size_average, reduce, reduction)
-    target = _index_target(input, target)
-    rows, tgt, c = _logits_rows(input, target, "nll_loss")
-    _class_weight(weight, c, "nll_loss")
-    return _nll_rows(rows, tgt, c, weight, ignore_index, reduction, tuple(target.shape))
+    rows, tgt, c = _class_rows(input, target, weight)
+    return _nll_rows(rows, tgt, c, weight, ignore_index, reduction, _loss_shape(input))
 
 
-def _legacy(size_average: Any, reduce: Any, reduction: str) -> str:
-    """PyTorch's deprecated size_average/reduce arguments, mapped onto ``reduction``."""
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+def _legacy(size_average: Any, reduce: Any, reduction: str, enum: bool = True) -> str:
+    """PyTorch's deprecated size_average/reduce arguments, which override ``reduction``
+    (warning with the reduction they make); else ``reduction``, checked as PyTorch's
+    ``_Reduction.get_enum`` checks it where ``enum`` (the losses that check it themselves
+    pass False)."""
     if size_average is None and reduce is None:
-        return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='mean' instead.", UserWarning, stacklevel=3)
+        return _enum(reduction) if enum else reduction
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
-    return "none" if not reduce else ("mean" if size_average else "sum")
+    legacy = "none" if not reduce else ("mean" if size_average else "sum")
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  f"reduction='{legacy}' instead.", UserWarning, stacklevel=3)
+    return legacy
+
+
+def _enum(reduction: str) -> str:
+    """PyTorch's ``_Reduction.get_enum``: 'elementwise_mean' is 'mean', with its warning."""
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", UserWarning, stacklevel=4)
+        return "mean"
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _weighted(loss: Tensor, input: Tensor, weight: Tensor, reduction: str,  # noqa: A002
+              mean_by_weight: bool) -> Tensor:
+    """PyTorch 2.13's elementwise ``weight`` of mse_loss, l1_loss and huber_loss: the shape
+    of ``input``; 'mean' divides by the weights' sum (mse, l1) or their count (huber)."""
+    if tuple(weight.shape) != tuple(input.shape):
+        raise ValueError("Weights and input must have the same size.")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"Invalid reduction mode: {reduction}. Expected one of 'none', "
+                         "'mean', 'sum'.")
+    loss = F.mul(loss, weight)
+    if reduction == "mean" and mean_by_weight:
+        return F.div(F.sum(loss), F.sum(weight))
+    return _reduce(loss, reduction, "")
 
 
 def _index_target(input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
@@ -170,13 +228,13 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     reduction = _legacy(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if target.dtype.is_floating_point:
+    if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
-    target = _index_target(input, target)
-    rows, tgt, c = _logits_rows(input, target, "cross_entropy")
-    _class_weight(weight, c, "cross_entropy")
+    if input.ndim == 0:  # PyTorch's log_softmax over dim 1 of it
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    rows, tgt, c = _class_rows(input, target, weight)
     logp = log_softmax(rows, 1)
-    nll = _nll_rows(logp, tgt, c, weight, ignore_index, reduction, tuple(target.shape))
+    nll = _nll_rows(logp, tgt, c, weight, ignore_index, reduction, _loss_shape(input))
     if not label_smoothing:
         return named(nll, "NllLossBackward0")
     keep = F.cast(F.ne(tgt, ignore_index), logp.dtype)
@@ -192,7 +250,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     elif reduction == "sum":
         smooth = F.sum(smooth)
     else:
-        smooth = F.reshape(smooth, tuple(target.shape))
+        smooth = F.reshape(smooth, _loss_shape(input))
     return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / c))
 
 
@@ -200,12 +258,12 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
                          reduction: str, label_smoothing: float) -> Tensor:
     from .composite import log_softmax
 
-    if tuple(target.shape) != tuple(input.shape):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
-                           f"{D.scalar_type_name(target.dtype)}")
+    if not target.dtype.is_floating_point:
+        raise RuntimeError("Expected floating point type for target with class probabilities, "
+                           f"got {D.scalar_type_name(target.dtype)}")
     dim = 0 if input.ndim == 1 else 1
     c = input.shape[dim]
-    _class_weight(weight, c, "cross_entropy")
+    _class_weight(weight, c, f"all {c} classes")
     if label_smoothing:
         target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / c)
     logp = log_softmax(input, dim)
@@ -303,21 +361,33 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
 
 
 @autocast_fp32
-@named_backward("MseLossBackward0")
 def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
-             reduce: Any = None, reduction: str = "mean") -> Tensor:
-    reduction = _legacy(size_average, reduce, reduction)
+             reduce: Any = None, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """(input - target)^2; ``weight`` (input's shape) weighs each element."""
     _warn_broadcast(input, target)
+    reduction = _legacy(size_average, reduce, reduction, enum=weight is None)
+    if weight is None:
+        return _mse(input, target, reduction)
+    d = F.sub(input, target)
+    return _weighted(F.mul(d, d), input, weight, reduction, mean_by_weight=True)
+
+
+@named_backward("MseLossBackward0")
+def _mse(input: Tensor, target: Tensor, reduction: str) -> Tensor:  # noqa: A002
     d = F.sub(input, target)
     return _reduce(F.mul(d, d), reduction, "mse_loss")
 
 
 @autocast_fp32
 def l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
-            reduce: Any = None, reduction: str = "mean") -> Tensor:
-    reduction = _legacy(size_average, reduce, reduction)
+            reduce: Any = None, reduction: str = "mean", weight: Tensor | None = None) -> Tensor:
+    """|input - target|; ``weight`` (input's shape) weighs each element."""
     _warn_broadcast(input, target)
-    return _reduce(F.abs(F.sub(input, target)), reduction, "l1_loss")
+    reduction = _legacy(size_average, reduce, reduction, enum=weight is None)
+    loss = F.abs(F.sub(input, target))
+    if weight is None:
+        return _reduce(loss, reduction, "l1_loss")
+    return _weighted(loss, input, weight, reduction, mean_by_weight=True)
 
 
 def _piecewise(d: Tensor, limit: float, inner: Tensor, outer: Tensor) -> Tensor:
@@ -342,20 +412,24 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # n
 
 
 @autocast_fp32
-@named_backward("HuberLossBackward0")
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
-    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); ``weight`` (input's shape)
+    weighs each element."""
+    _warn_broadcast(input, target)
+    if weight is None:
+        return _huber(input, target, _enum(reduction), delta)
+    return _weighted(_huber(input, target, "none", delta), input, weight, reduction,
+                     mean_by_weight=False)
+
+
+@named_backward("HuberLossBackward0")
+def _huber(input: Tensor, target: Tensor, reduction: str, delta: float) -> Tensor:  # noqa: A002
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    _warn_broadcast(input, target)
     d = F.sub(input, target)
     loss = _piecewise(d, delta, F.mul(F.mul(d, d), 0.5),
                       F.mul(F.sub(F.abs(d), 0.5 * delta), delta))
-    if weight is not None:
-        loss = F.mul(loss, weight)
     return _reduce(loss, reduction, "huber_loss")
 
 
@@ -364,36 +438,35 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """target * (log target - input) (0 where target is 0); ``input`` is log-probabilities.
     ``reduction="batchmean"`` divides the sum by the batch size (the KL divergence)."""
-    if reduction == "batchmean":
-        base = "sum"
-    else:
+    legacy = size_average is not None or reduce is not None
+    if not legacy and reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=3)
+    if legacy or reduction != "batchmean":
         base = _legacy(size_average, reduce, reduction)
+    else:
+        base = "sum"
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
         positive = F.gt(target, 0.0)
         safe = F.where(positive, target, 1.0)  # no log(0) * 0 in backward
-        loss = F.mul(target, F.sub(F.log(safe), input))
+        loss = F.sub(F.mul(target, F.log(safe)), F.mul(target, input))
     out = _reduce(loss, base, "kl_div")
-    if reduction == "batchmean" and input.ndim:
+    if reduction == "batchmean" and input.ndim:  # even where legacy flags set the reduction
         return F.div(out, float(input.shape[0]))
-    if reduction == "mean":
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with "
-                      "the KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
     return out
 
 
 # ------------------------------------------------------------- margin and embedding losses
 
 
-def _reduction(size_average: Any, reduce: Any, reduction: str) -> str:
-    """The reduction, PyTorch's legacy flags applied, checked with its ValueError text."""
-    reduction = _legacy(size_average, reduce, reduction)
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    return reduction
+def _clamp_min0(z: Tensor) -> Tensor:
+    """PyTorch's ``clamp_min(z, 0)``, whose gradient is 1 where z is 0 (a maximum's is
+    halved there: a margin loss of equal inputs got half its gradient)."""
+    return named(F.clamp(z, min=0.0), "ClampMinBackward0")
 
 
 def _softplus0(z: Tensor) -> Tensor:
@@ -415,13 +488,13 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         margin: float = 0, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Tensor:
     """max(0, -y (x1 - x2) + margin)."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction)
     if input1.ndim != input2.ndim or input1.ndim != target.ndim:
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {_size(input1)}, input2: {_size(input2)}, "
                            f"target: {_size(target)} ")
     z = F.add(F.mul(F.neg(target), F.sub(input1, input2)), margin)
-    return _reduce(F.maximum(z, 0.0), reduction, "margin_ranking_loss")
+    return _reduce(_clamp_min0(z), reduction, "margin_ranking_loss")
 
 
 @autocast_fp32
@@ -429,8 +502,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
     """x where y = 1, max(0, margin - x) where y = -1 (PyTorch's sum of the two masks)."""
-    reduction = _reduction(size_average, reduce, reduction)
-    hinge = F.where(F.ne(target, 1), F.maximum(F.sub(margin, input), 0.0), 0.0)
+    reduction = _legacy(size_average, reduce, reduction)
+    hinge = F.where(F.ne(target, 1), _clamp_min0(F.sub(margin, input)), 0.0)
     own = F.where(F.ne(target, -1), input, 0.0)
     return _reduce(F.add(hinge, own), reduction, "hinge_embedding_loss")
 
@@ -441,7 +514,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
                           reduction: str = "mean") -> Tensor:
     """1 - cos(x1, x2) where y = 1, max(0, cos - margin) where y = -1; cos with 1e-12 added to
     each squared norm, as PyTorch's."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction)
     dim = target.ndim
     if dim not in (0, 1):
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
@@ -453,7 +526,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
     sq2 = F.add(F.sum(F.mul(input2, input2), dim), 1e-12)
     cos = F.div(prod, F.sqrt(F.mul(sq1, sq2)))
     pos = F.where(F.eq(target, 1), F.sub(1.0, cos), 0.0)
-    neg = F.where(F.eq(target, -1), F.maximum(F.sub(cos, margin), 0.0), 0.0)
+    neg = F.where(F.eq(target, -1), _clamp_min0(F.sub(cos, margin)), 0.0)
     return _reduce(F.add(pos, neg), reduction, "cosine_embedding_loss")
 
 
@@ -466,7 +539,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     min(d(a, n), d(p, n)) as the negative distance."""
     from .activations import pairwise_distance
 
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction)
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     return _triplet(anchor, positive, negative, lambda a, b: pairwise_distance(a, b, p, eps),
@@ -479,6 +552,8 @@ def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative
     """``triplet_margin_loss`` with any distance (pairwise_distance by default)."""
     from .activations import pairwise_distance
 
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     if margin <= 0:
         raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater than 0, "
                          f"got {margin} instead")
@@ -497,7 +572,7 @@ def _triplet(anchor: Tensor, positive: Tensor, negative: Tensor, distance: Any, 
     d_neg = distance(anchor, negative)
     if swap:
         d_neg = F.minimum(d_neg, distance(positive, negative))
-    loss = F.maximum(F.sub(F.add(d_pos, margin), d_neg), 0.0)
+    loss = _clamp_min0(F.sub(F.add(d_pos, margin), d_neg))
     return _reduce(loss, reduction, name)
 
 
@@ -505,7 +580,7 @@ def _triplet(anchor: Tensor, positive: Tensor, negative: Tensor, distance: Any, 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
                      reduce: Any = None, reduction: str = "mean") -> Tensor:
     """log(1 + exp(-y x)), written so exp never overflows."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction)
     _not_differentiable(target, "soft_margin_loss", "target")
     return _reduce(_softplus0(F.neg(F.mul(input, target))), reduction, "soft_margin_loss")
 
@@ -515,7 +590,7 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                                 reduce: Any = None, reduction: str = "mean") -> Tensor:
     """-(y log sigmoid(x) + (1 - y) log sigmoid(-x)), weighted, averaged over the classes
     (the last dim), then reduced over the samples."""
-    reduction = _legacy(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction, enum=False)
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not valid")
     # -log sigmoid(x) = softplus(-x)
@@ -537,7 +612,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     from .tensor_ops import gather
     from .vectors import one_hot
 
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction)
     x, y = (input, target) if input.ndim == 2 else (F.unsqueeze(input, 0), F.unsqueeze(target, 0))
     if tuple(y.shape) != tuple(x.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
@@ -556,6 +631,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
 
 
 @autocast_fp32
+@named_backward("MultiMarginLossBackward0")
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
                       weight: Tensor | None = None, size_average: Any = None,
                       reduce: Any = None, reduction: str = "mean") -> Tensor:
@@ -563,12 +639,12 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     weight[y]) over C. x_y is picked by a one-hot mask, a where and a sum that fuse."""
     from ..creation import arange
 
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
-    if input.ndim > 2:
+    if input.ndim > 2 or (input.ndim and input.shape[-1] == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
                            f"size, but got: {list(input.shape)}")
     x = input if input.ndim == 2 else F.reshape(input, (1, -1))
@@ -582,12 +658,16 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
     _not_differentiable(weight, "multi_margin_loss", "weight")
+    if target.dtype is not D.int64:
+        raise RuntimeError("expected scalar type Long but found "
+                           f"{D.scalar_type_name(target.dtype)}")
     y = F.reshape(target, (n, 1))
     if n:
         F.check_bounds(y, 0, c, "target out of range", "RuntimeError")
     onehot = F.eq(F.reshape(arange(c, device=x.device), (1, c)), y)
     picked = F.sum(F.where(onehot, x, 0.0), 1, keepdim=True)
-    h = F.maximum(F.add(F.sub(margin, picked), x), 0.0)
+    z = F.add(F.sub(margin, picked), x)
+    h = F.where(F.gt(z, 0.0), z, 0.0)  # PyTorch's kernel: no gradient where z is 0
     if p == 2:
         h = F.mul(h, h)
     if weight is not None:
@@ -607,7 +687,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
                      reduce: Any = None, reduction: str = "mean") -> Tensor:
     """exp(x) - y x (``log_input``) or x - y log(x + eps); ``full`` adds Stirling's
     y log y - y + log(2 pi y) / 2 where y > 1."""
-    reduction = _reduction(size_average, reduce, reduction)
+    reduction = _legacy(size_average, reduce, reduction, enum=False)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
     if log_input:
         loss = F.sub(F.exp(input), F.mul(target, input))
     else:
@@ -719,6 +801,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     from .reductions import logsumexp
     from .tensor_ops import gather
 
+    reduction = _enum(reduction)
     batched = log_probs.ndim == 3
     lp = log_probs if batched else F.unsqueeze(log_probs, 1)
     if not batched:
