@@ -220,8 +220,7 @@ def _conv_padding(padding: Any, k: Pair, d: Pair, s: Pair, n: int) -> Pad4:
         if padding == "valid":
             return (0, 0, 0, 0)
         if padding != "same":
-            raise ValueError(f"Invalid padding string '{padding}', should be one of "
-                             "{'valid', 'same'}")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
         if any(x != 1 for x in s):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
         total = [di * (ki - 1) for di, ki in zip(d, k)]  # the extra goes right, as PyTorch
@@ -229,36 +228,98 @@ def _conv_padding(padding: Any, k: Pair, d: Pair, s: Pair, n: int) -> Pad4:
     return _sym(_pair(padding, "padding", n) if n == 2 else (0, _pair(padding, "padding", 1)[0]))
 
 
-def _check_channels(input: Tensor, weight: Tensor, bias: Tensor | None,  # noqa: A002
-                    groups: int) -> None:
-    """PyTorch's checks of groups, channels and bias against the weight."""
-    c, o, cg = input.shape[1], weight.shape[0], weight.shape[1]
+def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],  # noqa: C901
+                pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int,
+                output_padding: Sequence[int] | None = None) -> None:
+    """PyTorch's checks of a convolution (transposed where ``output_padding`` is given), in
+    its order, on the batched input and the weight as given: ``pads`` holds each spatial
+    dim's (low, high) padding. Its kernels see a 1-d convolution as a 2-d one of height 1, so
+    their texts name that height."""
+    transposed = output_padding is not None
     if groups < 1:
         raise RuntimeError("non-positive groups is not supported")
+    if any(lo < 0 or hi < 0 for lo, hi in pads):
+        raise RuntimeError("negative padding is not supported")
+    if transposed and any(o < 0 for o in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(si <= 0 for si in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(di < 0 for di in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    o = weight.shape[0]
+    if o < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {_shown(weight)} instead")
     if o % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size {_shown(weight)} instead")
+                           f"at dimension 0, but got weight of size [{_shown(weight)}] instead")
+    as2d = (1, *dilation) if len(dilation) == 1 else tuple(dilation)
+    if transposed:
+        _check_transposed(x, weight, bias, stride, pads, dilation, groups, output_padding)
+        return
+    c, cg = x.shape[1], weight.shape[1]
     if c != cg * groups:
         raise RuntimeError(f"Given groups={groups}, weight of size {_shown(weight)}, expected "
-                           f"input{_shown(input)} to have {cg * groups} channels, but got {c} "
+                           f"input{_shown(x)} to have {cg * groups} channels, but got {c} "
                            "channels instead")
     if bias is not None and tuple(bias.shape) != (o,):
         raise RuntimeError(f"Given weight of size {_shown(weight)}, expected bias to be 1-"
                            f"dimensional with {o} elements, but got bias of size "
                            f"{_shown(bias)} instead")
+    padded = [size + lo + hi for size, (lo, hi) in zip(x.shape[2:], pads)]
+    extent = [di * (k - 1) + 1 for di, k in zip(dilation, weight.shape[2:])]
+    if any(pi < ei for pi, ei in zip(padded, extent)):
+        raise RuntimeError("Calculated padded input size per channel: ("
+                           + " x ".join(map(str, padded)) + "). Kernel size: ("
+                           + " x ".join(map(str, extent)) + "). Kernel size can't be greater "
+                           "than actual input size")
+    if 0 in as2d:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(as2d)}")
+
+
+_DIMS = ("depth", "height", "width")
+
+
+def _check_transposed(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence[int],
+                      pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int,
+                      output_padding: Sequence[int]) -> None:
+    """The transposed half of ``_check_conv``: channels, bias, then its kernel's checks of
+    dilation, output padding and output size, which name each dim."""
+    ci, o = weight.shape[0], weight.shape[1] * groups
+    if x.shape[1] != ci:
+        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected "
+                           f"input{_shown(x)} to have {ci} channels, but got {x.shape[1]} "
+                           "channels instead")
+    if bias is not None and tuple(bias.shape) != (o,):
+        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected bias "
+                           f"to be 1-dimensional with {o} elements, but got bias of size "
+                           f"{_shown(bias)} instead")
+    lift = (lambda v, one: (one, *v)) if len(stride) == 1 else (lambda v, one: tuple(v))
+    s, d, op = lift(stride, 1), lift(dilation, 1), lift(output_padding, 0)
+    p = lift([lo for lo, _ in pads], 0)
+    k, size = lift(weight.shape[2:], 1), lift(x.shape[2:], 1)
+    names = _DIMS[-len(s):]
+    if 0 in d:
+        raise RuntimeError("dilation should be greater than zero, but got "
+                           + ", ".join(f"dilation_{n}: {v}" for n, v in zip(names, d)))
+    if any(oi >= max(si, di) for oi, si, di in zip(op, s, d)):
+        raise RuntimeError(
+            "output padding must be smaller than either stride or dilation, but got "
+            + " ".join(f"output_padding_{n}: {v}" for n, v in zip(names, op)) + " "
+            + " ".join(f"stride_{n}: {v}" for n, v in zip(names, s)) + " "
+            + " ".join(f"dilation_{n}: {v}" for n, v in zip(names, d)))
+    out = [(i - 1) * si - 2 * pi + di * (ki - 1) + oi + 1
+           for i, si, pi, di, ki, oi in zip(size, s, p, d, k, op)]
+    if min(out) < 1:
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, size))}). "
+                           f"Calculated output size per channel: "
+                           f"({' x '.join(map(str, out))}). Output size is too small")
 
 
 def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padding: Pad4,  # noqa: A002
           dilation: Pair, groups: int, name: str) -> Tensor:
     n, c, h, w = input.shape
     o, cg, kh, kw = weight.shape
-    _check_channels(input, weight, bias, groups)
-    ph, pw = h + padding[0] + padding[1], w + padding[2] + padding[3]
-    eh, ew = dilation[0] * (kh - 1) + 1, dilation[1] * (kw - 1) + 1
-    if ph < eh or pw < ew:
-        raise RuntimeError(f"Calculated padded input size per channel: ({ph} x {pw}). Kernel "
-                           f"size: ({eh} x {ew}). Kernel size can't be greater than actual "
-                           "input size")
     if input.dtype is not weight.dtype:
         raise RuntimeError(f"Input type ({_torch_type(input)}) and weight type "
                            f"({_torch_type(weight)}) should be the same")
@@ -310,6 +371,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     x = _batched(input, weight, 2, "conv2d")
     s, d = _pair(stride, "stride"), _pair(dilation, "dilation")
     pad = _conv_padding(padding, tuple(weight.shape[2:]), d, s, 2)
+    _check_conv(x, weight, bias, s, (pad[:2], pad[2:]), d, groups)
     out = _conv(x, weight, bias, s, pad, d, groups, "conv2d")
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
@@ -326,6 +388,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     else:
         p = _pair(padding, "padding", 1)[0]
         pad = (0, 0, p, p)
+    _check_conv(x, weight, bias, s[1:], (pad[2:],), d[1:], groups)
     out = _conv(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, s, pad, d, groups, "conv1d")
     out = F.squeeze(out, 2)
     return out if input.ndim == 3 else F.squeeze(out, 0)
@@ -348,14 +411,9 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     else:
         p = _pair(padding, "padding", 3)
         depth, hw = (p[0], p[0]), _sym(p[1:])
-    _check_channels(x, weight, bias, groups)
+    _check_conv(x, weight, bias, s, (depth, hw[:2], hw[2:]), d, groups)
     padded = (x.shape[2] + sum(depth), x.shape[3] + hw[0] + hw[1], x.shape[4] + hw[2] + hw[3])
     extent = tuple(di * (ki - 1) + 1 for di, ki in zip(d, k))
-    if any(pi < ei for pi, ei in zip(padded, extent)):
-        raise RuntimeError("Calculated padded input size per channel: ("
-                           + " x ".join(map(str, padded)) + "). Kernel size: ("
-                           + " x ".join(map(str, extent)) + "). Kernel size can't be greater "
-                           "than actual input size")
     if any(depth):
         x = pad(x, (0, 0, 0, 0, *depth))
     n, c, _, h, w = x.shape
@@ -377,40 +435,103 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 # --------------------------------------------------------------------------- pooling
 
 
+_POOL_ARG_TEXTS = {  # PyTorch's texts for a pool argument of the wrong length, by op
+    "max_pool2d": ("kernel_size must either be a single int, or a tuple of two ints",
+                   "stride must either be omitted, a single int, or a tuple of two ints",
+                   "padding must either be a single int, or a tuple of two ints",
+                   "dilation must be either a single int, or a tuple of two ints"),
+    "avg_pool2d": ("kernel_size must either be a single int, or a tuple of two ints",
+                   "stride must either be omitted, a single int, or a tuple of two ints",
+                   "padding must either be a single int, or a tuple of two ints", ""),
+    "max_pool3d": ("kernel_size must either be a single int, or a tuple of three ints",
+                   "stride must either be omitted, a single int, or a tuple of three ints",
+                   "padding must either be a single int, or a tuple of three ints",
+                   "dilation must be either a single int, or a tuple of three ints"),
+    "avg_pool3d": ("kernel_size must be a single int, or a tuple of three ints",
+                   "stride must be omitted, a single int, or a tuple of three ints",
+                   "padding must be a single int, or a tuple of three ints", ""),
+}
+
+
+def _pool_args(name: str, kernel_size: Any, stride: Any, padding: Any, dilation: Any
+               ) -> tuple[tuple[int, ...], ...]:
+    """A pool's kernel_size, stride (omitted: the kernel), padding and dilation, one per
+    spatial dim, with PyTorch's text for one of another length."""
+    n = 3 if name.endswith("3d") else 2
+    texts = _POOL_ARG_TEXTS[name]
+
+    def one(value: Any, text: str) -> tuple[int, ...]:
+        t = (int(value),) if isinstance(value, (int, np.integer)) else tuple(map(int, value))
+        if len(t) not in (1, n):
+            raise RuntimeError(f"{name}: {text}")
+        return t * n if len(t) == 1 else t
+
+    k = one(kernel_size, texts[0])
+    omitted = stride is None or (not isinstance(stride, (int, np.integer)) and not len(stride))
+    return k, k if omitted else one(stride, texts[1]), one(padding, texts[2]), \
+        one(dilation, texts[3])
+
+
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling_output_shape (with its checks of stride and padding)."""
+    if s == 0:
+        raise RuntimeError("stride should not be zero")
+    if p < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+    if p > (d * (k - 1) + 1) // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                           f"pad={p}, kernel_size={k} and dilation={d}")
+    span = size + 2 * p - d * (k - 1) - 1
+    o = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (o - 1) * s >= size + p:
+        o -= 1  # the last window must start inside the input or its left padding
+    return o
+
+
+def _pool_shape(x: Tensor, k: Sequence[int], s: Sequence[int], p: Sequence[int],
+                d: Sequence[int], ceil_mode: bool, image_check: bool = False) -> list[int]:
+    """A 2-d or 3-d pool's output size, checked as PyTorch's pool2d/pool3d_shape_check
+    (``image_check``: avg_pool3d's input-smaller-than-kernel check)."""
+    n = len(k)
+    spatial = tuple(x.shape[-n:])
+    out = [_pool_out(*args, ceil_mode) for args in zip(spatial, k, s, p, d)]
+    names = ("T", "H", "W")[-n:]
+    for values, what, label in ((k, "kernel size", "k"), (s, "stride", "d"),
+                                (d, "dilation", "dilation")):
+        if min(values) <= 0:
+            got = " ".join(f"{label}{name}: {v}" for name, v in zip(names, values))
+            raise RuntimeError(f"{what} should be greater than zero, but got {got}")
+    if image_check and any(si < ki for si, ki in zip(spatial, k)):
+        raise RuntimeError("input image (" + " ".join(f"{a}: {v}" for a, v in zip(names, spatial))
+                           + ") smaller than kernel size (" + " ".join(
+                               f"k{a}: {v}" for a, v in zip(names, k)) + ")")
+    if min(out) < 1:
+        c = x.shape[-n - 1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c, *spatial)))}). "
+                           f"Calculated output size: ({'x'.join(map(str, (c, *out)))}). Output "
+                           "size is too small")
+    return out
+
+
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                    ceil_mode: bool, name: str) -> tuple[Pair, Pair, Pair, Pair, Pair, Pad4]:
     """Kernel, stride, padding, dilation, output size, and the padding unfold needs (the
     right/bottom side grown where ceil_mode lets a last window start inside the input)."""
-    k = _pair(kernel_size, "kernel_size")
-    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
-        else _pair(stride, "stride")
-    p, d = _pair(padding, "padding"), _pair(dilation, "dilation")
-    for pi, ki, di in zip(p, k, d):
-        if pi > (di * (ki - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pi}, kernel_size={ki} and dilation={di}")
-    if any(v <= 0 for v in (*k, *s, *d)):
-        raise RuntimeError(f"{name}: kernel_size, stride and dilation must be greater than zero")
-    out, extra = [], []
-    for size, ki, si, pi, di in zip(x.shape[-2:], k, s, p, d):
-        span = size + 2 * pi - di * (ki - 1) - 1
-        o = (-(-span // si) if ceil_mode else span // si) + 1
-        if ceil_mode and (o - 1) * si >= size + pi:
-            o -= 1  # the last window must start inside the input or its left padding
-        if o < 1:
-            raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[-3:]))}). "
-                               f"Calculated output size: ({'x'.join(map(str, [x.shape[-3], o, o]))}"
-                               "). Output size is too small")
-        out.append(o)
-        extra.append(max(0, (o - 1) * si + di * (ki - 1) + 1 - size - 2 * pi))
+    k, s, p, d = _pool_args(name, kernel_size, stride, padding, dilation)
+    out = _pool_shape(x, k, s, p, d, ceil_mode)
+    extra = [max(0, (o - 1) * si + di * (ki - 1) + 1 - size - 2 * pi)
+             for size, o, ki, si, pi, di in zip(x.shape[-2:], out, k, s, p, d)]
     pad4 = (p[0], p[0] + extra[0], p[1], p[1] + extra[1])
     return k, s, p, d, (out[0], out[1]), pad4
 
 
 def _as4d(x: Tensor, name: str) -> Tensor:
     if x.ndim not in (3, 4):
-        raise RuntimeError(f"{name}: Expected 3D or 4D (batch mode) tensor for input, but got: "
-                           f"{_shown(x)}")
+        if name == "max_pool2d":
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+        # PyTorch's avg_pool2d reads size(-3) first
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-x.ndim}, "
+                         f"{x.ndim - 1}], but got -3)")
     return x if x.ndim == 4 else F.unsqueeze(x, 0)
 
 
@@ -502,17 +623,45 @@ def _adaptive_size(output_size: Any, size: Pair, name: str) -> Pair:
         raise TypeError("object of type 'NoneType' has no len()")
     if len(output_size) != 2:
         raise RuntimeError(f"{name}: output_size must be 2")
+    size = (0,) * (2 - len(size)) + tuple(size)  # an input of too few dims is refused later
     oh, ow = (n if o is None else int(o) for o, n in zip(output_size, size))
     return oh, ow
+
+
+def _check_adaptive(input: Tensor, sizes: Sequence[int], name: str) -> None:  # noqa: A002
+    """PyTorch's checks of an adaptive pool over len(sizes) spatial dims: the output sizes, the
+    input's rank and its empty dims (an average pool's spatial ones, a max pool's every one
+    but the first)."""
+    n, avg = len(sizes), "avg" in name
+    if avg and min(sizes) < 0:
+        shown = ", ".join(map(str, sizes)) if n == 2 else f"{sizes[0]}, {sizes[1]},{sizes[2]}"
+        raise RuntimeError(f"{name}: elements of output_size must be greater than or equal to "
+                           f"0 but received {{{shown}}}")
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(f"{name}(): Expected {n + 1}D or {n + 2}D tensor, but got"
+                           f"{'' if avg else ':'} {_shown(input)}")
+    dims = range(input.ndim - n, input.ndim) if avg else range(1, input.ndim)
+    for i in dims:
+        if input.shape[i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {_shown(input)} with dimension "
+                               f"{i} being empty")
+    if min(sizes) < 0:
+        shape = (*input.shape[:-n], *sizes)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
+                           f"{list(shape)}")
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """PyTorch's ``F.adaptive_avg_pool2d``: output cell i averages input rows
     floor(i*H/oh) .. ceil((i+1)*H/oh) (and columns alike)."""
+    oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_avg_pool2d")
+    _check_adaptive(input, (oh, ow), "adaptive_avg_pool2d")
     x = _as4d(input, "adaptive_avg_pool2d")
     h, w = x.shape[-2:]
-    oh, ow = _adaptive_size(output_size, (h, w), "adaptive_avg_pool2d")
-    if h % oh == 0 and w % ow == 0:  # uniform windows: one average pool
+    if oh == 0 or ow == 0:  # PyTorch's empty result
+        out = F.reshape(x[:, :, :0, :0], (*x.shape[:2], oh, ow))
+    elif h % oh == 0 and w % ow == 0:  # uniform windows: one average pool
         out = avg_pool2d(x, (h // oh, w // ow))
     else:
         rows = [F.mean(x[:, :, (i * h) // oh:-(-((i + 1) * h) // oh), :], 2, keepdim=True)
@@ -530,10 +679,14 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     """PyTorch's ``F.adaptive_max_pool2d``: output cell (i, j) is the maximum of input rows
     floor(i*H/oh) .. ceil((i+1)*H/oh) and columns alike (its first maximum takes the
     gradient); ``return_indices`` also gives each maximum's flat position in its plane."""
+    oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_max_pool2d")
+    _check_adaptive(input, (oh, ow), "adaptive_max_pool2d")
     x = _as4d(input, "adaptive_max_pool2d")
     n, c, h, w = x.shape
-    oh, ow = _adaptive_size(output_size, (h, w), "adaptive_max_pool2d")
-    if h % oh == 0 and w % ow == 0:  # uniform windows: one max pool
+    if oh == 0 or ow == 0:  # PyTorch's empty result
+        empty = F.reshape(x[:, :, :0, :0], (n, c, oh, ow))
+        out = (empty, F.cast(empty, D.int64)) if return_indices else empty
+    elif h % oh == 0 and w % ow == 0:  # uniform windows: one max pool
         out = max_pool2d(x, (h // oh, w // ow), return_indices=return_indices)
     else:
         values, indices = [], []
@@ -541,7 +694,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
             r0, r1 = (i * h) // oh, -(-((i + 1) * h) // oh)
             for j in range(ow):
                 c0, c1 = (j * w) // ow, -(-((j + 1) * w) // ow)
-                cell = F.reshape(x[:, :, r0:r1, c0:c1], (n, c, -1))
+                cell = F.reshape(x[:, :, r0:r1, c0:c1], (n, c, (r1 - r0) * (c1 - c0)))
                 v, k = F.max(cell, 2)
                 values.append(v)
                 if return_indices:
@@ -564,19 +717,78 @@ def _squeeze_height(out: Any) -> Any:
     return F.squeeze(out, -2)
 
 
+def _check_max_pool1d(input: Tensor, kernel_size: Any, stride: Any, padding: Any,  # noqa: A002
+                      dilation: Any, ceil_mode: bool) -> None:
+    """PyTorch's check_max_pool1d (max_pool1d without indices)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                           f"dim batch size for input, but got:{_shown(input)}")
+
+    def ints(v: Any) -> list[int]:
+        return [int(v)] if isinstance(v, (int, np.integer)) else [int(x) for x in v]
+
+    k, p, d = ints(kernel_size), ints(padding), ints(dilation)
+    s = [] if stride is None else ints(stride)
+    for values, text, allowed in (
+            (k, "kernel_size must be an int, list of ints or tuple of ints", (1,)),
+            (s, "stride must be None, an int, list of ints, or tuple of ints", (0, 1)),
+            (p, "padding must be an int, list of ints, or tuple of ints", (1,)),
+            (d, "dilation must be an int, list of ints or tuple of ints", (1,))):
+        if len(values) not in allowed:
+            raise RuntimeError(f"max_pool1d() {text} of size 1 but got size {len(values)}")
+    s = s or k
+    for ok, text in ((k[0] > 0, f"kernel_size must be greater than zero, but got {k[0]}"),
+                     (s[0] > 0, f"stride must be greater than zero, but got {s[0]}"),
+                     (p[0] >= 0, f"padding must be non-negative, but got {p[0]}"),
+                     (p[0] <= k[0] // 2, "padding should be at most half of kernel size, but "
+                                         f"got padding={p[0]} and kernel_size={k[0]}"),
+                     (d[0] > 0, f"dilation must be greater than zero, but got {d[0]}")):
+        if not ok:
+            raise RuntimeError(f"max_pool1d() {text}")
+    out = _pool_out(input.shape[-1], k[0], s[0], p[0], d[0], ceil_mode)
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+
+
+def _pool1d_args(input: Tensor, name: str, **args: Any) -> dict[str, Any]:  # noqa: A002
+    """A 1-d pool's input rank and arguments checked as PyTorch's argument parser and its
+    checkDimRange do: each argument one int (an omitted stride None)."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                           f"tensor for argument #1 'self' (while checking arguments for {name})")
+    out = {}
+    for what, value in args.items():
+        if value is None or isinstance(value, (int, np.integer)):
+            out[what] = value
+            continue
+        if what == "stride" and not len(value):
+            out[what] = None
+            continue
+        if len(value) != 1:
+            raise RuntimeError(f"{name}() argument '{what}' should contain one int (got "
+                               f"{len(value)})")
+        out[what] = int(value[0])
+    return out
+
+
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                dilation: Any = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
     """``max_pool2d`` over a height of 1."""
-    k = _pair(kernel_size, "kernel_size", 1)[0]
-    s = k if stride is None else _pair(stride, "stride", 1)[0]
-    out = max_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, _pair(padding, "padding", 1)[0]),
-                     (1, _pair(dilation, "dilation", 1)[0]), ceil_mode, return_indices)
+    if not return_indices:
+        _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    a = _pool1d_args(input, "max_pool1d", kernel_size=kernel_size, stride=stride,
+                     padding=padding, dilation=dilation)
+    k = a["kernel_size"]
+    s = k if a["stride"] is None else a["stride"]
+    out = max_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, a["padding"]),
+                     (1, a["dilation"]), ceil_mode, return_indices)
     return _squeeze_height(out)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """``adaptive_avg_pool2d`` over a height of 1."""
+    _pool1d_args(input, "adaptive_avg_pool1d")
     return F.squeeze(adaptive_avg_pool2d(F.unsqueeze(input, -2),
                                          (1, _pair(output_size, "output_size", 1)[0])), -2)
 
@@ -584,16 +796,23 @@ def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
 def adaptive_max_pool1d(input: Tensor, output_size: Any,  # noqa: A002
                         return_indices: bool = False) -> Any:
     """``adaptive_max_pool2d`` over a height of 1."""
+    _pool1d_args(input, "adaptive_max_pool1d")
+    if 0 in input.shape[1:]:
+        raise RuntimeError("adaptive_max_pool1d(): Expected input to have non-zero size for "
+                           f"non-batch dimensions, but input has sizes {_shown(input)} with "
+                           f"dimension {input.shape.index(0, 1)} being empty")
     return _squeeze_height(adaptive_max_pool2d(
         F.unsqueeze(input, -2), (1, _pair(output_size, "output_size", 1)[0]), return_indices))
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
-    k = _pair(kernel_size, "kernel_size", 1)[0]
-    s = k if stride is None else _pair(stride, "stride", 1)[0]
-    out = avg_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, _pair(padding, "padding", 1)[0]),
-                     ceil_mode, count_include_pad)
+    a = _pool1d_args(input, "avg_pool1d", kernel_size=kernel_size, stride=stride,
+                     padding=padding)
+    k = a["kernel_size"]
+    s = k if a["stride"] is None else a["stride"]
+    out = avg_pool2d(F.unsqueeze(input, -2), (1, k), (1, s), (0, a["padding"]), ceil_mode,
+                     count_include_pad)
     return F.squeeze(out, -2)
 
 
@@ -605,17 +824,11 @@ def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 
 def _as5d(x: Tensor, message: str) -> Tensor:
-    if x.ndim not in (4, 5) or x.numel() == 0:
+    """A 3-d pool's (N, C, D, H, W) input (a batch of none allowed), an unbatched one made a
+    batch of one."""
+    if x.ndim not in (4, 5) or 0 in x.shape[-4:]:
         raise RuntimeError(message)
     return x if x.ndim == 5 else F.unsqueeze(x, 0)
-
-
-def _pool_args3d(kernel_size: Any, stride: Any, padding: Any, dilation: Any
-                 ) -> tuple[tuple[int, ...], ...]:
-    k = _pair(kernel_size, "kernel_size", 3)
-    no_stride = stride is None or (not isinstance(stride, int) and len(stride) == 0)
-    s = k if no_stride else _pair(stride, "stride", 3)
-    return k, s, _pair(padding, "padding", 3), _pair(dilation, "dilation", 3)
 
 
 def _by_depth(planes: Tensor, n: int, c: int, depth: int) -> Tensor:
@@ -647,8 +860,9 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                dilation: Any = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Any:
     """PyTorch's ``F.max_pool3d`` on (N, C, D, H, W) or (C, D, H, W)."""
+    k, s, p, d = _pool_args("max_pool3d", kernel_size, stride, padding, dilation)
     x = _as5d(input, "non-empty 4D or 5D (batch mode) tensor expected for input")
-    k, s, p, d = _pool_args3d(kernel_size, stride, padding, dilation)
+    _pool_shape(x, k, s, p, d, ceil_mode)
     n, c, depth, h, w = x.shape
     planes = max_pool2d(F.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], d[1:],
                         ceil_mode, return_indices)
@@ -669,8 +883,11 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """PyTorch's ``F.avg_pool3d``: window sums (planes, then depth) over PyTorch's divisor."""
     from ..creation import tensor
 
+    k, s, p, _ = _pool_args("avg_pool3d", kernel_size, stride, padding, 1)
     x = _as5d(input, "non-empty 4D or 5D (batch mode) tensor expected for input")
-    k, s, p, _ = _pool_args3d(kernel_size, stride, padding, 1)
+    _pool_shape(x, k, s, p, (1, 1, 1), ceil_mode, image_check=True)
+    if divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     n, c, depth, h, w = x.shape
     planes = avg_pool2d(F.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], ceil_mode,
                         True, 1)
@@ -686,11 +903,13 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 
 def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tuple[int, ...]]:  # noqa: A002
-    x = _as5d(input, f"{name}(): Expected 4D or 5D tensor, but got {list(input.shape)}")
     sizes = (output_size,) * 3 if isinstance(output_size, (int, np.integer)) else output_size
     if len(sizes) != 3:
         raise RuntimeError(f"{name}: internal error: output_size.size() must be 3")
-    return x, tuple(n if o is None else int(o) for o, n in zip(sizes, x.shape[2:]))
+    spatial = (0,) * (3 - min(input.ndim, 3)) + tuple(input.shape[-3:])
+    full = tuple(n if o is None else int(o) for o, n in zip(sizes, spatial))
+    _check_adaptive(input, full, name)
+    return input if input.ndim == 5 else F.unsqueeze(input, 0), full
 
 
 @autocast_fp32
@@ -960,37 +1179,9 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: 
     gradients and a compiled plan come for free, as for ``_conv``."""
     n, c, h, w = x.shape
     ci, og, kh, kw = weight.shape
-    if groups < 1:
-        raise RuntimeError("non-positive groups is not supported")
-    if ci % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
-                           f"at dimension 0, but got weight of size [{_shown(weight)}] instead")
-    if c != ci:
-        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected "
-                           f"input{_shown(x)} to have {ci} channels, but got {c} channels "
-                           "instead")
     o = og * groups
-    if bias is not None and tuple(bias.shape) != (o,):
-        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected bias "
-                           f"to be 1-dimensional with {o} elements, but got bias of size "
-                           f"{_shown(bias)} instead")
-    if any(si <= 0 for si in s):
-        raise RuntimeError("non-positive stride is not supported")
-    if any(pi < 0 for pi in p):
-        raise RuntimeError("negative padding is not supported")
-    if any(di <= 0 for di in d):
-        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: "
-                           f"{d[0]}, dilation_width: {d[1]}")
-    if any(oi >= max(si, di) for oi, si, di in zip(op, s, d)):
-        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
-                           f"got output_padding_height: {op[0]} output_padding_width: {op[1]} "
-                           f"stride_height: {s[0]} stride_width: {s[1]} dilation_height: "
-                           f"{d[0]} dilation_width: {d[1]}")
     size = [(i - 1) * si - 2 * pi + di * (k - 1) + oi + 1
             for i, si, pi, di, k, oi in zip((h, w), s, p, d, (kh, kw), op)]
-    if min(size) < 1:
-        raise RuntimeError(f"Given input size per channel: ({h} x {w}). Calculated output size "
-                           f"per channel: ({size[0]} x {size[1]}). Output size is too small")
     if x.dtype is not weight.dtype:
         raise RuntimeError(f"Input type ({_torch_type(x)}) and weight type "
                            f"({_torch_type(weight)}) should be the same")
@@ -1022,9 +1213,10 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """PyTorch's ``F.conv_transpose2d`` on (N, C, H, W) or unbatched (C, H, W) input; the
     weight is (C_in, C_out/groups, kh, kw)."""
     x = _batched(input, weight, 2, "conv_transpose2d")
-    out = _conv_transpose(x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"),
-                          _pair(output_padding, "output_padding"), groups,
-                          _pair(dilation, "dilation"))
+    s, p = _pair(stride, "stride"), _pair(padding, "padding")
+    op, d = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
+    _check_conv(x, weight, bias, s, [(pi, pi) for pi in p], d, groups, op)
+    out = _conv_transpose(x, weight, bias, s, p, op, groups, d)
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
@@ -1035,14 +1227,11 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     """PyTorch's ``F.conv_transpose1d`` on (N, C, L) or (C, L): a conv_transpose2d of height
     1."""
     x = _batched(input, weight, 1, "conv_transpose1d")
-
-    def one(v: Any, name: str, height: int) -> Pair:
-        return (height, _pair(v, name, 1)[0])
-
-    out = _conv_transpose(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias,
-                          one(stride, "stride", 1), one(padding, "padding", 0),
-                          one(output_padding, "output_padding", 0), groups,
-                          one(dilation, "dilation", 1))
+    s, p = _pair(stride, "stride", 1), _pair(padding, "padding", 1)
+    op, d = _pair(output_padding, "output_padding", 1), _pair(dilation, "dilation", 1)
+    _check_conv(x, weight, bias, s, [(p[0], p[0])], d, groups, op)
+    out = _conv_transpose(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, (1, *s), (0, *p),
+                          (0, *op), groups, (1, *d))
     out = F.squeeze(out, 2)
     return out if input.ndim == 3 else F.squeeze(out, 0)
 
@@ -1058,10 +1247,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     x = _batched(input, weight, 3, "conv_transpose3d")
     s, p = _pair(stride, "stride", 3), _pair(padding, "padding", 3)
     op, d = _pair(output_padding, "output_padding", 3), _pair(dilation, "dilation", 3)
-    if x.shape[1] != weight.shape[0]:
-        raise RuntimeError(f"Given transposed=1, weight of size {_shown(weight)}, expected "
-                           f"input{_shown(x)} to have {weight.shape[0]} channels, but got "
-                           f"{x.shape[1]} channels instead")
+    _check_conv(x, weight, bias, s, [(pi, pi) for pi in p], d, groups, op)
     n, c, depth, h, w = x.shape
     d_out = (depth - 1) * s[0] - 2 * p[0] + d[0] * (weight.shape[2] - 1) + op[0] + 1
     planes = F.reshape(F.permute(x, 0, 2, 1, 3, 4), (n * depth, c, h, w))
