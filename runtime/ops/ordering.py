@@ -59,7 +59,7 @@ def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
     if x.ndim == 0:
         return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
     d = wrap_dim(dim, x.ndim)
-    _check_nonempty(x, d, name)
+    _check_nonempty(x, d, "median")  # nanmedian says median() too, as PyTorch
     n = x.shape[d]
     nans = _nan_count(x, d)
     if ignore_nan:  # the lower median of the valid ones; all NaN: the first NaN
@@ -81,8 +81,12 @@ def nanmedian(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> Any:
+    if x.dtype is D.bool_ and (dim is not None or x.numel()):
+        kernel = "median_cpu" if dim is None else "median_out"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
     if dim is None:
-        _check_nonempty(x, None, name)
+        if not x.numel():
+            return _empty_median(x, name)
         flat = F.reshape(x, (-1,))
         value = _median_dim(flat, 0, False, skip_nan, name).values
         if not x.dtype.is_floating_point:
@@ -92,6 +96,18 @@ def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> An
         return spread_among(flat, value, "MedianBackward0" if name == "median"
                             else "NanmedianBackward0")
     return _median_dim(x, dim, keepdim, skip_nan, name)
+
+
+def _empty_median(x: Tensor, name: str) -> Tensor:
+    """PyTorch's median of nothing: NaN for floats (recorded: MedianBackward0), the dtype's
+    least value for integers (its kernel's start), True for bools."""
+    if x.dtype.is_floating_point:
+        value = F.add(F.sum(x), math.nan)  # 0 + NaN, still of x's graph
+        return named(value, "MedianBackward0" if name == "median" else "NanmedianBackward0")
+    from ..creation import full
+
+    fill = True if x.dtype is D.bool_ else int(np.iinfo(x.dtype.np).min)
+    return full((), fill, dtype=x.dtype, device=x.device)
 
 
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> MedianResult:

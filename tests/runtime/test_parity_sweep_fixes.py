@@ -337,3 +337,37 @@ def test_sigmoid_gradient_finite_for_large_negative_inputs(dtype: str) -> None:
                                rtol=2e-7, atol=1e-37)
     assert rt.autograd.gradgradcheck(rt.sigmoid, (rt.tensor([-2.0, 0.0, 1.5], dtype=rt.float64,
                                                             requires_grad=True),))
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
+@pytest.mark.parametrize("shape", [(0,), (0, 2), (3,)])
+def test_median_of_empty_and_of_bools(name: str, dtype: str, shape: tuple[int, ...]) -> None:
+    """PyTorch's median of nothing is NaN (integers: the dtype's least value; bools: True); of
+    bools its error (it raised 'input tensor cannot be empty' / gave a bool)."""
+    a = np.ones(shape, dtype=dtype)
+    results = []
+    for m in (rt, torch):
+        try:
+            results.append(getattr(m, name)(m.tensor(a)))
+        except Exception as e:  # noqa: BLE001 - compared below
+            results.append((type(e).__name__, str(e)))
+    got, want = results
+    if isinstance(want, tuple):
+        assert got == want
+    else:
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: RF.hardswish(x), lambda x: RF.hardsigmoid(x), lambda x: RF.softshrink(x),
+    lambda x: RF.hardshrink(x), lambda x: RF.logsigmoid(x), lambda x: RF.softplus(x, 2.0, 3.0),
+    lambda x: RF.elu(x, 2.0), lambda x: RF.celu(x, 0.5), lambda x: RF.selu(x),
+    lambda x: x.max(), lambda x: x.min(), lambda x: x.median(), lambda x: x.nanmedian(),
+    lambda x: x.std(), lambda x: rt.pow(x, 3)])
+def test_changed_ops_gradcheck(fn: object) -> None:
+    """Numeric gradients of the rewritten ops away from their kinks."""
+    x = rt.tensor([-3.7, -1.3, -0.4, 0.35, 0.9, 2.2, 4.1], dtype=rt.float64,
+                  requires_grad=True)
+    assert rt.autograd.gradcheck(fn, (x,))

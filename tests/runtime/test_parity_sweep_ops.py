@@ -293,10 +293,6 @@ KNOWN: dict[str, list[str]] = {
         "test_unary[special.i0e-float64-edge]", "test_unary[special.i0e-float64-0d]",
         "test_unary[special.i0e-float64-2d]", "test_reduction[var_c0-float64-0d]",
         "test_reduction[norm-float64-0d]"],
-    "median/nanmedian of an empty tensor (PyTorch: NaN, or the dtype's minimum) and of bools "
-    "(PyTorch's error)": [
-        "test_reduction[median-*-empty]", "test_reduction[median-bool-*",
-        "test_reduction[nanmedian-*-empty]", "test_reduction[nanmedian-bool-*"],
     "softmax/log_softmax of a 0-d or empty integer tensor: PyTorch's kernel name in the error "
     "(or its empty result)": [
         "test_reduction[softmax-int*-0d]", "test_reduction[softmax-int*-empty]",
