@@ -146,7 +146,8 @@ def _check_sizes(shape: tuple[int, ...], fn: str) -> None:
 
 # numpy's float scalar types, as PyTorch infers a dtype from each (a Python float: the
 # default dtype)
-_FLOAT_SCALARS = {np.float16: D.float16, np.float32: D.float32, np.float64: D.float64}
+_FLOAT_SCALARS = {np.float16: D.float16, np.float32: D.float32, np.float64: D.float64,
+                  D.bfloat16.np.type: D.bfloat16}
 
 
 def _leaf_types(data: Any, found: set[type]) -> set[type]:
@@ -238,15 +239,18 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
             raise err from None
     if dtype is not None:
         dt = D.as_dtype(dtype)
-    elif arr.dtype.kind == "f":
-        dt = D.as_dtype(arr.dtype) if isinstance(data, np.ndarray) else _float_dtype(data)
+    elif arr.dtype.kind == "f" or arr.dtype == D.bfloat16.np:  # ml_dtypes: kind "V"
+        # a tensor or an array keeps its dtype (rt.tensor(t) of a float64 t made float32)
+        dt = D.as_dtype(arr.dtype) if isinstance(data, (np.ndarray, Tensor)) \
+            else _float_dtype(data)
     elif arr.dtype.kind in "iu":
-        if arr.dtype == np.uint64 and not isinstance(data, np.ndarray):
+        if arr.dtype == np.uint64 and not isinstance(data, (np.ndarray, Tensor)):
             # Python ints past int64's range (numpy's uint64 would wrap round)
             raise ValueError("Overflow when unpacking long long")
-        # a numpy array or scalar keeps its integer dtype, as PyTorch's (lists are int64)
-        dt = D._BY_NP.get(arr.dtype, D.int64) if isinstance(data, (np.ndarray, np.generic)) \
-            else D.int64
+        # a tensor, numpy array or scalar keeps its integer dtype, as PyTorch's (lists are
+        # int64)
+        dt = D._BY_NP.get(arr.dtype, D.int64) \
+            if isinstance(data, (np.ndarray, np.generic, Tensor)) else D.int64
     elif arr.dtype.kind == "b":
         dt = D.bool_
     else:
@@ -379,12 +383,16 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
 def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
     """A host array of ``dtype`` from ``generator``: standard normal ("randn") or uniform on
     [0, 1) ("rand"); eager calls and a compiled plan's random steps draw through it alike."""
-    # numpy draws float32 or float64: float16 is drawn in float32 and rounded
-    wide = dtype.np if dtype is not D.float16 else np.dtype(np.float32)
+    # numpy draws float32 or float64: float16 and bfloat16 are drawn in float32 and rounded
+    low = dtype in D.LOW_FLOATS
+    wide = np.dtype(np.float32) if low else dtype.np
     if kind == "randn":
         arr = generator._rng.standard_normal(shape, dtype=wide)
     else:
         arr = generator._rng.random(shape, dtype=wide)
+        if low:  # PyTorch's: multiples of 2**-digits below 1 (rounding would reach 1.0)
+            scale = np.float32(2 ** (D.np_finfo(dtype).nmant + 1))
+            arr = np.floor(arr * scale) / scale
     return arr.astype(dtype.np, copy=False)
 
 

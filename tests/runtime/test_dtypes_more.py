@@ -333,3 +333,36 @@ def test_uint64_from_python_ints_past_int64_as_torch() -> None:
         with pytest.raises(OverflowError) as got:
             rt.tensor(bad, dtype=rt.uint64)
         assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16", "float64", "int32", "uint8", "uint64"])
+def test_tensor_of_a_tensor_keeps_its_dtype_as_torch(name: str) -> None:
+    torch = _torch()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's "copy construct" advice
+        want = torch.tensor(torch.ones(2, dtype=getattr(torch, name))).dtype
+    assert f"torch.{rt.tensor(rt.ones(2, dtype=getattr(rt, name))).dtype.name}" == str(want)
+
+
+def test_bfloat16_from_numpy_arrays_and_scalars() -> None:
+    import ml_dtypes
+
+    arr = np.array([1.5, -2.0], ml_dtypes.bfloat16)
+    assert rt.tensor(arr).dtype is rt.bfloat16 and rt.tensor(arr).tolist() == [1.5, -2.0]
+    assert rt.tensor(arr[0]).dtype is rt.bfloat16
+    assert rt.from_numpy(arr).dtype is rt.bfloat16
+    assert rt.tensor(arr, dtype=rt.float32).dtype is rt.float32
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float16"])
+def test_low_precision_random_draws(name: str) -> None:
+    dt = getattr(rt, name)
+    rt.manual_seed(0)
+    u = rt.rand(100_000, dtype=dt).float().numpy()
+    # PyTorch's: multiples of 2**-digits in [0, 1); rounding a float32 draw reached 1.0
+    digits = 8 if name == "bfloat16" else 11
+    assert u.max() < 1.0 and u.min() >= 0.0
+    assert np.all(u * 2 ** digits == np.floor(u * 2 ** digits))
+    n = rt.randn(1000, dtype=dt)
+    assert n.dtype is dt and 0.8 < float(n.float().std()) < 1.2
+    assert rt.randn_like(n).dtype is dt
