@@ -127,6 +127,7 @@ LAYERS: list[tuple[str, list[Any], bool]] = [
     ("GroupNorm(2, 4)", [(3, 4)], True),
     ("GroupNorm(2, 4, affine=False)", [(3, 4, 2, 2)], True),
     ("GroupNorm(2, 4)", [(4,)], True),
+    ("GroupNorm(2, 4)", [(3, 6, 5)], True),
     ("LayerNorm(4)", [(2, 3, 4)], True),
     ("LayerNorm((3, 4), elementwise_affine=False)",
                                            [(2, 3, 4)], True),
@@ -328,6 +329,7 @@ F.interpolate(r(2, 5), size=(2, 2))|F.interpolate(r(3, 5), scale_factor=2)|F.int
 F.interpolate(r(2, 3, 5, 6), size=3, mode='linear')|F.interpolate(r(2, 3, 5), size=3, mode='bilinear')
 F.interpolate(r(2, 3, 5, 6), size=3, mode='nearest', align_corners=True)|F.interpolate(r(2, 3, 5, 6), mode='bilinear')
 F.interpolate(r(2, 3, 5, 6), size=3, scale_factor=2)|F.interpolate(r(2, 3, 5, 6), size=3, mode='cubic')
+F.group_norm(r(3, 4, 5), 2, r(6))|F.group_norm(r(3, 4, 5), 2, r(2, 2))|F.group_norm(r(3, 4, 5), 3)
 """
 ERROR_CALLS = [c for line in CALLS.strip().splitlines() for c in line.split("|")]
 
