@@ -42,6 +42,8 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
         a, k = unflatten(spec, list(flat))
         return fn(*a, **k)
 
+    # the step and its arguments' structure: the values its code changes are put back
+    call.step, call.spec = fn, spec  # type: ignore[attr-defined]  # (guards.call_accesses)
     return f"{name} " + _capture_report(call, tuple(leaves), None)
 
 

@@ -597,3 +597,16 @@ def test_python_values_appended_to_a_list_still_happen_at_capture_only() -> None
     for _ in range(3):
         step(rt.ones(2))
     assert seen == [1] and step.captures == 1
+
+
+def test_explaining_a_plain_function_leaves_the_values_it_changes() -> None:
+    state = Cfg(n=0)
+
+    def fn(x: Any, cfg: Any) -> Any:
+        state.n += 1
+        cfg.seen = True
+        return (x * 2.0).sum()
+
+    cfg = Cfg(seen=False)
+    assert "captures" in planner.explain(fn, rt.ones(2), cfg)
+    assert (state.n, cfg.seen) == (0, False)
