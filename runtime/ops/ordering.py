@@ -112,6 +112,8 @@ def _empty_median(x: Tensor, name: str) -> Tensor:
 
 def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> MedianResult:
     """The k-th smallest (1-based) along ``dim`` and its index."""
+    if x.dtype is D.bool_:
+        raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = wrap_dim(dim, x.ndim) if x.ndim else 0
     n = x.shape[d] if x.ndim else 1
     if not 1 <= k <= n:
@@ -333,6 +335,8 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
     scalar = not isinstance(values, Tensor)
     vals = Tensor(np.asarray(values, dtype=seq.dtype.np), device=seq.device) if scalar \
         else values
+    if seq.dtype is D.bool_ and vals.numel():  # nothing to search: an empty result
+        raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
     if seq.ndim > 1 and (vals.ndim != seq.ndim or tuple(vals.shape[:-1]) !=
                          tuple(seq.shape[:-1])):
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or "
@@ -342,6 +346,10 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
     v = F.unsqueeze(vals, -1)
     s = F.unsqueeze(seq, -2) if seq.ndim > 1 else seq
     before = F.le(s, v) if right else F.lt(s, v)
+    if v.dtype.is_floating_point:  # a NaN value goes after every number, as NaN sorts last
+        from .extra_ops import logical_or
+
+        before = logical_or(before, F.logical_and(T.isnan(v), T.logical_not(T.isnan(s))))
     counts = F.sum(F.cast(before, D.int64), -1)
     return F.cast(counts, D.int32) if out_int32 else counts
 

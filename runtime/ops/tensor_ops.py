@@ -409,6 +409,8 @@ def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = 
          ) -> TopkResult:
     """The k largest (smallest) along ``dim``, always in sorted order: what sorted=True asks,
     and one of the orders sorted=False allows."""
+    if x.dtype is D.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     d = _dim(x, dim)
     n = x.shape[d] if x.ndim else 1
     if not 0 <= k <= n:

@@ -371,3 +371,17 @@ def test_changed_ops_gradcheck(fn: object) -> None:
     x = rt.tensor([-3.7, -1.3, -0.4, 0.35, 0.9, 2.2, 4.1], dtype=rt.float64,
                   requires_grad=True)
     assert rt.autograd.gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_and_bucketize_put_nan_last(right: bool) -> None:
+    """A NaN value goes after every boundary, as PyTorch's (it went first: no number is less
+    than NaN)."""
+    vals = np.array([math.nan, -math.inf, -1.0, 0.0, 2.5, math.inf], dtype=np.float32)
+    bounds = np.array([-1.0, 0.0, 0.0, 2.5], dtype=np.float32)
+    got = rt.searchsorted(rt.tensor(bounds), rt.tensor(vals), right=right)
+    want = torch.searchsorted(torch.tensor(bounds), torch.tensor(vals), right=right)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    got = rt.bucketize(rt.tensor(vals), rt.tensor(bounds), right=right)
+    want = torch.bucketize(torch.tensor(vals), torch.tensor(bounds), right=right)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())

@@ -74,6 +74,7 @@ def _dtype_name(t: Any) -> str:
 _ZERO_SIGN_FREE = {"relu", "softshrink", "remainder", "remainder(t, s)", "remainder(s, t)",
                    "xlogy", "xlogy(t, s)", "xlogy(s, t)", "special.xlog1py",
                    "special.xlog1py(t, s)", "special.xlog1py(s, t)", "cumsum", "div_floor",
+                   "scatter_add", "index_add",
                    "nanmedian", "median"}
 # the gradient at a NaN input: PyTorch's vectorized loops give 0, its scalar loop (the tail
 # of a tensor) the gradient; which one a NaN meets depends on its position
@@ -261,6 +262,28 @@ INDEXING: dict[str, Callable[..., Any]] = {
     "gather": lambda m, x: m.gather(x, 0, m.zeros_like(x, dtype=m.int64)) if x.ndim else x,
     "take": lambda m, x: m.take(x, m.tensor([0, -1])) if x.numel() else m.take(x, m.tensor([], dtype=m.int64)),
     "masked_select": lambda m, x: m.masked_select(x, x == x),
+    "searchsorted_right": lambda m, x: m.searchsorted(m.tensor([-1.0, 0.0, 0.0, 2.5]), x,
+                                                      right=True),
+    "index_fill": lambda m, x: x.index_fill(0, m.tensor([0]), -2) if x.numel() else x,
+    "scatter": lambda m, x: m.scatter(x, 0, m.zeros_like(x, dtype=m.int64), x) if x.ndim else x,
+    "scatter_add": lambda m, x: (m.scatter_add(x, 0, m.zeros_like(x, dtype=m.int64), x)
+                                 if x.ndim else x),
+    "index_add": lambda m, x: m.index_add(x, 0, m.tensor([0] * len(x)), x) if x.ndim else x,
+    "take_along_dim": lambda m, x: (m.take_along_dim(x, m.zeros_like(x, dtype=m.int64), 0)
+                                    if x.ndim else x),
+    "topk": lambda m, x: tuple(m.topk(x, min(2, x.shape[0]), 0)) if x.ndim else x,
+    # values only: which of tied elements' index PyTorch reports is its implementation's
+    "kthvalue": lambda m, x: m.kthvalue(x, 2, 0).values if x.ndim and x.shape[0] else x,
+    "nograd:unique": lambda m, x: m.unique(x),  # PyTorch has no derivative for unique
+    # the sorted sequence without NaN: PyTorch's binary search over one is not an order
+    "searchsorted": lambda m, x: m.searchsorted(
+        m.sort(x.flatten()[x.flatten() == x.flatten()]).values, x),
+    "bucketize": lambda m, x: m.bucketize(x, m.tensor([-1.0, 0.0, 2.0])),
+    "roll": lambda m, x: m.roll(x, 1, 0) if x.ndim else x,
+    "tril": lambda m, x: m.tril(x) if x.ndim == 2 else x,
+    "diff": lambda m, x: m.diff(x, dim=0) if x.ndim else x,
+    "nonzero": lambda m, x: m.nonzero(x),
+    "clone_where": lambda m, x: m.where(x.bool() if x.dtype.is_floating_point else x != 0, x, x),
 }
 
 # --- what still differs (strict xfails: each fails once fixed; take it out then) ---------------
