@@ -23,6 +23,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -212,25 +213,57 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
             continue
         target.steps.append(step)
         member[step.out] = target
-    return [part for seg in found for part in _apart(seg, found, shapes)]
+    return _apart(found, shapes, ready)
 
 
-def _apart(seg: Segment, found: list[Segment], shapes: dict[int, tuple[int, ...]]
+def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[int]
            ) -> list[Segment]:
-    """An elementwise segment of the update phase (after the backward) as its independent
-    parts: members joined by no value of more than one element (siblings sharing scalars only,
-    as a learning rate or a clipping coefficient) make kernels of their own, each run where its
-    first member was. The updates of parameters of one shape are then one kernel, compiled
-    once (codegen.llvm.distinct), where one kernel of them all is as much code as their count:
+    """The elementwise segments of the update phase (after the backward), pooled by domain, as
+    their independent parts (``_parts``), each a kernel run where its first member was. The
+    updates of parameters of one shape are then one kernel each, compiled once
+    (codegen.llvm.distinct), where one kernel of them all is as much code as their count:
     gpt's 14 width-128 vectors (norms' weights and biases, projections' biases), clipped and
     updated through shared scalars, made a kernel of 42 outputs; apart (94 kernels, not 59),
     its module is 92 KB of object code instead of 129, 1.28 s of LLVM CPU time instead of
-    1.49 to 1.56. Kept whole where another segment reads a part's value from a kernel that
-    runs before that part's."""
-    if seg.n_reduce or seg.accumulated or seg.perm is not None or seg.inner is not None \
-            or math.prod(seg.shape) <= 1 or any(m.phase != "update" for m in seg.steps):
-        return [seg]
-    root = list(range(len(seg.steps)))
+    1.49 to 1.56. A part must read every other value from a step or kernel that runs before
+    it: where one of a pool's parts does not, the pool's segments are split one by one
+    instead, and where one of those does not either, the pool stays as it was grouped."""
+    pools: dict[tuple[tuple[int, ...], str], list[Segment]] = {}
+    for seg in found:
+        if not (seg.n_reduce or seg.accumulated or seg.perm is not None
+                or seg.inner is not None or math.prod(seg.shape) <= 1
+                or any(m.phase != "update" for m in seg.steps)):
+            pools.setdefault((seg.shape, seg.device), []).append(seg)
+    # per pool, from the finest: parts across its segments, parts of each, its segments
+    levels = {key: [_parts(segs, shapes), [p for seg in segs for p in _parts([seg], shapes)],
+                    segs] for key, segs in pools.items()}
+    level = dict.fromkeys(pools, 0)
+    pooled = {id(seg) for segs in pools.values() for seg in segs}
+    rest = [(None, seg) for seg in found if id(seg) not in pooled]
+    while True:
+        now = rest + [(key, part) for key in pools for part in levels[key][level[key]]]
+        runs_at = {m.out: (n, part.first) for n, (_, part) in enumerate(now)
+                   for m in part.steps}
+        late: set[Any] = set()  # pools of parts that read a value too late, or compute it
+        for n, (key, part) in enumerate(now):
+            for u in (u for m in part.steps for u in m.buffers):
+                at = runs_at.get(u, (None, None if u in ready else u))
+                if at[0] != n and at[1] is not None and at[1] >= part.first:
+                    late.update((key, now[at[0]][0] if at[0] is not None else None))
+        late = {key for key in late if key is not None and level[key] < 2}
+        if not late:
+            return sorted((part for _, part in now), key=lambda seg: seg.first)
+        for key in late:
+            level[key] += 1
+
+
+def _parts(segs: list[Segment], shapes: dict[int, tuple[int, ...]]) -> list[Segment]:
+    """Elementwise segments of one domain and device as their members joined by values of
+    more than one element (a member's value, an outside array): siblings that shared only
+    scalars, as a learning rate or a clipping coefficient, fall apart, and the pieces of one
+    parameter's update that two segments held come together."""
+    steps = sorted((m for seg in segs for m in seg.steps), key=lambda m: m.out)
+    root = list(range(len(steps)))
 
     def find(i: int) -> int:
         while root[i] != i:
@@ -238,22 +271,15 @@ def _apart(seg: Segment, found: list[Segment], shapes: dict[int, tuple[int, ...]
             i = root[i]
         return i
 
-    members = {m.out for m in seg.steps}
+    members = {m.out for m in steps}
     touched: dict[int, int] = {}  # a member's value or an outside array -> first member
-    for i, m in enumerate(seg.steps):
+    for i, m in enumerate(steps):
         for u in (m.out, *m.buffers):
             if u in members or math.prod(shapes[u]) > 1:
                 root[find(i)] = find(touched.setdefault(u, i))
     parts: dict[int, Segment] = {}
-    for i, m in enumerate(seg.steps):
-        parts.setdefault(find(i), Segment(seg.shape, seg.device)).steps.append(m)
-    if len(parts) == 1:
-        return [seg]
-    runs_at = {m.out: part.first for part in parts.values() for m in part.steps}
-    for other in found:
-        if other is not seg and any(runs_at.get(u, -1) >= other.first
-                                    for m in other.steps for u in m.buffers):
-            return [seg]
+    for i, m in enumerate(steps):
+        parts.setdefault(find(i), Segment(segs[0].shape, segs[0].device)).steps.append(m)
     return list(parts.values())
 
 
