@@ -161,9 +161,16 @@ def logaddexp(a: Tensor, b: Any) -> Tensor:
         from ..creation import full_like
 
         b = full_like(a, b)
+    # a +inf operand: the result is it (maximum's gradient: 1 to it, 0 to the other, as
+    # PyTorch's 1 / (1 + exp(b - a))); the formula reads 0 there, whose exp(inf) / exp(inf)
+    # made a NaN gradient
+    inf = logical_or(F.eq(a, math.inf), F.eq(b, math.inf))
+    top = F.maximum(a, b)
+    a, b = F.where(inf, 0.0, a), F.where(inf, 0.0, b)
     m = F.maximum(a, b).detach()
-    finite = F.where(F.eq(F.abs(m), math.inf), 0.0, m)  # both -inf (or an inf): no inf - inf
-    return F.add(F.log(F.add(F.exp(F.sub(a, finite)), F.exp(F.sub(b, finite)))), finite)
+    finite = F.where(F.eq(m, -math.inf), 0.0, m)  # both -inf: no inf - inf
+    out = F.add(F.log(F.add(F.exp(F.sub(a, finite)), F.exp(F.sub(b, finite)))), finite)
+    return F.where(inf, top, out)
 
 
 def _check_float(name: str, x: Tensor) -> None:

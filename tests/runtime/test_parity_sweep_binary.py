@@ -83,3 +83,19 @@ def test_errors_as_torch(call: object, da: str, db: str) -> None:
     with pytest.raises(Exception) as got:
         call(rt, rt.tensor(a), rt.tensor(b))
     assert (type(got.value), str(got.value)) == (type(want.value), str(want.value))
+
+
+def test_logaddexp_gradient_at_plus_inf() -> None:
+    """logaddexp(inf, y) is inf with the gradient 1 to the inf operand and 0 to y, as
+    PyTorch's 1 / (1 + exp(y - x)) (exp(inf) / exp(inf) made it NaN)."""
+    xs = [math.inf, math.inf, 1.0, -math.inf, 0.5, -1e308]
+    ys = [2.0, -math.inf, math.inf, -1.0, 0.25, -1e308]
+    grads = []
+    for m in (rt, torch):
+        x = m.tensor(xs, dtype=m.float64, requires_grad=True)
+        y = m.tensor(ys, dtype=m.float64, requires_grad=True)
+        out = m.logaddexp(x, y)
+        grads.append([out.detach().numpy(), *(g.numpy() for g in m.autograd.grad(out.sum(),
+                                                                                  (x, y)))])
+    for got, want in zip(*grads):
+        np.testing.assert_allclose(got, want, rtol=1e-15)
