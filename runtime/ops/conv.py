@@ -253,7 +253,6 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence
     if o % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
                            f"at dimension 0, but got weight of size [{_shown(weight)}] instead")
-    as2d = (1, *dilation) if len(dilation) == 1 else tuple(dilation)
     if transposed:
         _check_transposed(x, weight, bias, stride, pads, dilation, groups, output_padding)
         return
@@ -273,7 +272,8 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence
                            + " x ".join(map(str, padded)) + "). Kernel size: ("
                            + " x ".join(map(str, extent)) + "). Kernel size can't be greater "
                            "than actual input size")
-    if 0 in as2d:
+    if 0 in dilation:
+        as2d = (1, *dilation) if len(dilation) == 1 else tuple(dilation)
         raise RuntimeError(f"dilation should be greater than zero, but got {list(as2d)}")
 
 
