@@ -41,7 +41,7 @@ def autocast_op(policy: str) -> Callable[[Fn], Fn]:
     return decorate
 
 
-# the three decorators an op's module applies
+# the decorators an op's module applies
 autocast_lower = autocast_op(LOWER)
 autocast_fp32 = autocast_op(FP32)
 autocast_promote = autocast_op(PROMOTE)

@@ -301,3 +301,19 @@ def test_custom_fwd_bwd_as_torch(cast_inputs: Any) -> None:
     assert results[0] == results[1]
     with pytest.raises(ValueError, match="Expected `device_type` of type `str`"):
         rt.amp.custom_fwd(device_type=3)  # type: ignore[arg-type]
+
+
+def test_state_is_per_thread() -> None:
+    import threading
+
+    seen: list[Any] = []
+
+    def other() -> None:
+        seen.append((rt.is_autocast_enabled("cpu"), (rt.ones(2, 2) @ rt.ones(2, 2)).dtype))
+
+    with rt.autocast("cpu"):
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert (rt.ones(2, 2) @ rt.ones(2, 2)).dtype is rt.bfloat16
+    assert seen == [(False, rt.float32)]
