@@ -78,6 +78,8 @@ TransformerDecoderLayer(8, 2, dim_feedforward=16)
 TransformerEncoder(TransformerEncoderLayer(8, 2, 16), 2, enable_nested_tensor=False)
 TransformerDecoder(TransformerDecoderLayer(8, 2, dim_feedforward=16), 1, norm=LayerNorm(8))
 Transformer(8, 2, 1, 1, 16)
+Embedding.from_pretrained(T.ones(3, 2), True, 1, 2.0, 3.0, True, True)
+EmbeddingBag.from_pretrained(T.ones(3, 2), mode='max', padding_idx=0)
 """
 CALLS = [call for line in LAYERS.strip().splitlines() for call in line.split("|")]
 
