@@ -452,8 +452,8 @@ class Module:
     def get_buffer(self, target: str) -> Tensor:
         return self._get_member(target, "buffer")  # type: ignore[no-any-return]
 
-    def modules(self) -> Iterator[Module]:
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self) -> Iterator[tuple[str, Module]]:

@@ -140,3 +140,12 @@ def test_module_init_arguments() -> None:
     assert Tagged(tag="t").tag == "t"
     assert rt.nn.Module.call_super_init is False and rt.nn.Module.dump_patches is False
     assert hasattr(rt.nn.Module, "T_destination")
+
+
+def test_modules_remove_duplicate() -> None:
+    for lib in (rt, torch):
+        shared = lib.nn.ReLU()
+        seq = lib.nn.Sequential(shared, shared)
+        assert [type(m).__name__ for m in seq.modules(remove_duplicate=False)] == [
+            "Sequential", "ReLU", "ReLU"]
+        assert len(list(seq.modules())) == 2
