@@ -186,7 +186,14 @@ def _bf16_impl(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
     first = next(a.dtype for a in args if isinstance(a, Tensor))
     rdt = _promoted_dtype(prim, args) if prim.promote != PROMOTE_NONE else first
     narrow = rdt is _BF16
-    round_numbers = narrow and prim.elementwise and prim.name not in _OPMATH_SCALAR
+    opmath_scalar = prim.name in _OPMATH_SCALAR
+    round_numbers = narrow and prim.elementwise and not opmath_scalar
+    # mul's and div's second operand as a 0-d float tensor of another dtype: PyTorch's CPU
+    # scalar, its value in float32 (the promotion rounded it to bfloat16)
+    scalar = args[1] if narrow and opmath_scalar and len(args) == 2 else None
+    if not (isinstance(scalar, Tensor) and scalar.ndim == 0 and scalar.dtype is not _BF16
+            and scalar.dtype.is_floating_point):
+        scalar = None
 
     def impl(xp: Any, *arrays: Any, **attrs: Any) -> Any:
         wide = list(arrays)
@@ -195,6 +202,8 @@ def _bf16_impl(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
                 wide[i] = a.astype(_F32_NP)
             elif round_numbers and type(a) in (float, int):
                 wide[i] = float(_bf16_scalar(a))
+        if scalar is not None:
+            wide[1] = np.asarray(scalar._data).astype(_F32_NP)
         out = prim.impl(xp, *wide, **attrs)
         if not narrow:
             return out

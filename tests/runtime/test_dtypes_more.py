@@ -212,6 +212,10 @@ OPS = {
     "mean_dim": lambda lib, x, y: x.mean(1),
     "softmax": lambda lib, x, y: lib.softmax(x, -1),
     "zero_dim_f32": lambda lib, x, y: x + lib.tensor(0.1),
+    "mul_zero_dim_f32": lambda lib, x, y: x * lib.tensor(0.1),
+    "mul_zero_dim_f64_left": lambda lib, x, y: lib.tensor(0.1, dtype=lib.float64) * x,
+    "div_zero_dim_f64": lambda lib, x, y: x / lib.tensor(0.3, dtype=lib.float64),
+    "rmul_scalar": lambda lib, x, y: 0.1 * x,
     "maximum": lambda lib, x, y: lib.maximum(x, y),
     "where": lambda lib, x, y: lib.where(x > 0, x, y),
 }
