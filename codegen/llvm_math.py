@@ -340,10 +340,13 @@ def _cody_waite(e: _Emitter, x: V, clamp: bool = True) -> tuple[V, V]:
     ``clamp``: keep r within [-1.6, 1.6] (a no-op below FAST_SIN_COS_LIMIT)."""
     b, fmt = e.b, e.fmt
     q, qi = e.round_to_int(x, 2 / math.pi)
-    minus_q = b.fneg(q)
+    # -q twice: -0 and +0 where q is 0, so that a zero x keeps its sign through each step,
+    # x - q*part: its product must be a zero of x's sign (-0 + +0 is +0), -0 for a positive
+    # part and +0 for a negative one (the parts' signs differ)
+    minus_q = {True: b.fneg(q), False: b.fsub(e.c(0.0), q)}
     r = x
     for part in fmt.split(_PI / 2, 3):
-        r = e.fma(minus_q, e.c(part), r)
+        r = e.fma(minus_q[part > 0], e.c(part), r)
     if not clamp:
         return r, qi
     # no-op in range (|r| <= pi/4 plus the error of rint(x * 2/pi)); out of range it keeps
@@ -420,6 +423,12 @@ def _lookup(b: ir.IRBuilder, table: ir.GlobalVariable, index: V) -> V:
     return out
 
 
+def _times_plus_zero(e: _Emitter, a: V, b: V) -> V:
+    """a * b rounded once, as a fused multiply-add of +0: +0 where a * b is -0 (what LLVM's
+    fmul of a = +0 and a negative b would give), so r + r * (a * b) keeps a zero r's sign."""
+    return e.fma(a, b, e.c(0.0))
+
+
 def _sin_cos(e: _Emitter, x: V, exact: bool = False, bounded: bool = False
              ) -> tuple[V, V]:
     """(sin(x), cos(x)) from one quadrant q and r = x - q*pi/2 (``exact``: the float32
@@ -433,7 +442,9 @@ def _sin_cos(e: _Emitter, x: V, exact: bool = False, bounded: bool = False
         raise TypeError(f"no exact sin/cos reduction for {fmt.dtype}")
     r, qi = _float32_exact_reduction(e, x) if exact else _cody_waite(e, x, clamp=not bounded)
     z = b.fmul(r, r)
-    sin_r = e.fma(b.fmul(z, r), e.poly(z, _SIN_P[fmt.dtype]), r)
+    # r + r * (z * S(z)), z * S(z) a fused multiply-add of +0: +0 where z is, so that r = -0
+    # gives -0 (with (z * r) * S(z) + r the negative S made the product +0, and -0 + +0 = +0)
+    sin_r = e.fma(r, _times_plus_zero(e, z, e.poly(z, _SIN_P[fmt.dtype])), r)
     if fmt.dtype == "float32":  # cephes cosf's sum: 4 operations, not 9, as accurate here
         cos_r = e.fma(z, e.poly(z, [-0.5, *_COS_P[fmt.dtype]]), e.c(1.0))
     else:  # fdlibm's: w = 1 - z/2 and its rounding error added back
@@ -469,7 +480,7 @@ def _tanh(e: _Emitter, x: V) -> V:
     z = b.fmul(x, x)
     p, q = _TANH_PQ[fmt.dtype]
     ratio = e.poly(z, p) if q == [1.0] else b.fdiv(e.poly(z, p), e.poly(z, q))
-    small = e.fma(b.fmul(x, z), ratio, x)
+    small = e.fma(x, _times_plus_zero(e, z, ratio), x)  # -0 stays -0 (see _sin_cos)
     # 1 - 2/(exp(2|x|) + 1), |x| clamped where tanh is 1 in both formats, so exp needs no
     # special cases (9% off the chain workload); a nan passes the clamp and every step after
     a = e.intrinsic("llvm.fabs", x)

@@ -254,3 +254,21 @@ def test_bounded_variants_give_the_fast_ones_bits_below_the_limit(dtype: type) -
         kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), n)
         same_bits(s, run("sin", x)[:n], f"sincos_bounded v{lanes}")
         same_bits(c, run("cos", x)[:n], f"sincos_bounded v{lanes}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_odd_functions_keep_the_sign_of_zero(dtype: type) -> None:
+    """sin(-0) and tanh(-0) are -0, as numpy and torch give (they were +0: a polynomial's
+    product of +0 and a negative coefficient is +0, and -0 + +0 is +0), from every variant."""
+    name = np.dtype(dtype).name
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    x = np.array([-0.0, 0.0, -tiny, tiny, -1e-30, 1e-30], dtype)
+    ops = ["sin", "sin_bounded", "tanh", "erf"] + (["sin_exact"] if name == "float32" else [])
+    for op in ops:
+        got = run(op, x)
+        ref = {"tanh": np.tanh, "erf": np.tanh}.get(op, np.sin)(x)  # erf: the same signs
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(ref), err_msg=op)
+    for pair in ("sincos", "sincos_bounded"):
+        s, c, _ = run_pair(x, exact=False, outlined=True, op=pair)
+        np.testing.assert_array_equal(np.signbit(s), np.signbit(x), err_msg=pair)
+        assert np.all(c == 1)
