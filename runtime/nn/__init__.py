@@ -21,7 +21,7 @@ from runtime.nn.conv import (
     LazyConv2d,
     LazyConv3d,
 )
-from runtime.nn import utils
+from runtime.nn import modules, utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
 from runtime.nn.activation import LeakyReLU, SiLU, Softplus
 from runtime.nn.activation import Hardshrink, Softmin, Softshrink
@@ -297,6 +297,7 @@ __all__ = [
     "Tanh",
     "functional",
     "init",
+    "modules",
     "parallel",
     "utils",
 ]

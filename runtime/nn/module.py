@@ -95,6 +95,52 @@ class RemovableHandle:
         self.remove()
 
 
+# hooks of every module (torch.nn.modules.module.register_module_*_hook), run before each
+# module's own
+_global_forward_pre_hooks: dict[int, Callable[..., Any]] = {}
+_global_forward_hooks: dict[int, Callable[..., Any]] = {}
+_global_backward_pre_hooks: dict[int, Callable[..., Any]] = {}
+_global_backward_hooks: dict[int, Callable[..., Any]] = {}
+_global_hooks_with_kwargs: set[int] = set()
+_global_forward_hooks_always_called: set[int] = set()
+
+
+def _add_global_hook(hooks: dict[int, Callable[..., Any]], hook: Callable[..., Any]
+                     ) -> RemovableHandle:
+    handle = RemovableHandle(hooks, _global_hooks_with_kwargs,
+                             _global_forward_hooks_always_called)
+    hooks[handle.id] = hook
+    _changed()  # a compiled step re-captures: the hook's effects are part of the step
+    return handle
+
+
+def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """hook(module, args) -> None or new args, run before every module's forward."""
+    return _add_global_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> RemovableHandle:
+    """hook(module, args, output) -> None or a new output, run after every module's
+    forward (hook(module, args, kwargs, output) with with_kwargs)."""
+    handle = _add_global_hook(_global_forward_hooks, hook)
+    if with_kwargs:
+        _global_hooks_with_kwargs.add(handle.id)
+    if always_call:
+        _global_forward_hooks_always_called.add(handle.id)
+    return handle
+
+
+def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Module.register_full_backward_pre_hook for every module."""
+    return _add_global_hook(_global_backward_pre_hooks, hook)
+
+
+def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """Module.register_full_backward_hook for every module."""
+    return _add_global_hook(_global_backward_hooks, hook)
+
+
 class Module:
     """Base class of all layers; subclasses define `forward`."""
 
@@ -142,12 +188,15 @@ class Module:
         tracer = _trace_state.tracer
         if tracer is not None:
             tracer.on_module(self)  # a compiled step guards on this module's parameters
-            if self._backward_hooks or self._backward_pre_hooks:
+            if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks \
+                    or _global_backward_pre_hooks:
                 # a plan replays tensor ops only: the hooks would run once, at capture
                 raise GraphBreak(f"{self._get_name()} has a full backward (pre-)hook, which "
                                  "runs Python during backward")
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
-                or self._backward_pre_hooks):
+                or self._backward_pre_hooks or _global_forward_pre_hooks
+                or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
         called: set[int] = set()  # the always-called forward hooks that ran
         state: dict[str, Any] = {"args": args, "kwargs": kwargs, "result": None}
@@ -161,11 +210,13 @@ class Module:
         """After forward (or a hook) raised: the forward hooks registered with always_call
         that have not run, run with the output so far (None if forward raised), as torch's;
         an error of theirs is a warning, the first error is the one raised."""
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id not in self._forward_hooks_always_called or hook_id in called:
+        always = self._forward_hooks_always_called | _global_forward_hooks_always_called
+        with_kwargs = self._hooks_with_kwargs | _global_hooks_with_kwargs
+        for hook_id, hook in list({**_global_forward_hooks, **self._forward_hooks}.items()):
+            if hook_id not in always or hook_id in called:
                 continue
             try:
-                if hook_id in self._hooks_with_kwargs:
+                if hook_id in with_kwargs:
                     result = hook(self, state["args"], state["kwargs"], state["result"])
                 else:
                     result = hook(self, state["args"], state["result"])
@@ -183,8 +234,10 @@ class Module:
         run them (``backward_hooks.BackwardHook``). ``state`` keeps the arguments and the
         output for the always-called hooks should anything raise."""
         args, kwargs = state["args"], state["kwargs"]
-        with_kwargs = self._hooks_with_kwargs
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+        with_kwargs = self._hooks_with_kwargs | _global_hooks_with_kwargs
+        always = self._forward_hooks_always_called | _global_forward_hooks_always_called
+        for hook_id, hook in list({**_global_forward_pre_hooks,
+                                   **self._forward_pre_hooks}.items()):
             if hook_id in with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -198,15 +251,16 @@ class Module:
                     args = result if isinstance(result, tuple) else (result,)
             state["args"], state["kwargs"] = args, kwargs
         bw_hook = None
-        if self._backward_hooks or self._backward_pre_hooks:
+        backward = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+        backward_pre = [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        if backward or backward_pre:
             from runtime.nn.backward_hooks import BackwardHook
 
-            bw_hook = BackwardHook(self, list(self._backward_hooks.values()),
-                                   list(self._backward_pre_hooks.values()))
+            bw_hook = BackwardHook(self, backward, backward_pre)
             args = state["args"] = bw_hook.setup_input_hook(args)
         output = state["result"] = self.forward(*args, **kwargs)
-        for hook_id, hook in list(self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_always_called:
+        for hook_id, hook in list({**_global_forward_hooks, **self._forward_hooks}.items()):
+            if hook_id in always:
                 called.add(hook_id)
             if hook_id in with_kwargs:
                 result = hook(self, args, kwargs, output)

@@ -149,3 +149,54 @@ def test_modules_remove_duplicate() -> None:
         assert [type(m).__name__ for m in seq.modules(remove_duplicate=False)] == [
             "Sequential", "ReLU", "ReLU"]
         assert len(list(seq.modules())) == 2
+
+
+def global_hooks_log(lib: Any) -> list[Any]:
+    """What module-wide hooks (nn.modules.module.register_module_*_hook) see, and the
+    outputs they shape, in one library."""
+    hooks = lib.nn.modules.module
+    log: list[Any] = []
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(2, 2, dtype=lib.float64), lib.nn.ReLU())
+    with lib.no_grad():
+        model[0].weight.copy_(lib.tensor([[1.0, 2.0], [3.0, -4.0]], dtype=lib.float64))
+        model[0].bias.zero_()
+    x = lib.tensor([[1.0, 1.0]], dtype=lib.float64, requires_grad=True)
+    handles = [
+        hooks.register_module_forward_pre_hook(lambda m, a: log.append(("pre", type(m).__name__))),
+        hooks.register_module_forward_hook(lambda m, a, o: log.append(("post", type(m).__name__))),
+        model[0].register_forward_pre_hook(lambda m, a: log.append(("own pre", type(m).__name__))),
+        hooks.register_module_forward_hook(lambda m, a, kw, o: log.append(("kw", sorted(kw))),
+                                           with_kwargs=True)]
+    model(x)
+    for handle in handles:
+        handle.remove()
+    model(x)
+    log.append("removed")
+    handles = [
+        hooks.register_module_full_backward_hook(
+            lambda m, gi, go: log.append(("bw", type(m).__name__, gi[0].tolist()))),
+        hooks.register_module_full_backward_pre_hook(
+            lambda m, go: log.append(("bw pre", type(m).__name__)))]
+    model(x).sum().backward()
+    for handle in handles:
+        handle.remove()
+
+    class Failing(lib.nn.Module):
+        def forward(self, x: Any) -> Any:
+            raise ValueError("forward")
+
+    handle = hooks.register_module_forward_hook(lambda m, a, o: log.append(("always", o)),
+                                                always_call=True)
+    with pytest.raises(ValueError, match="forward"):
+        Failing()(x)
+    handle.remove()
+    handle = hooks.register_module_forward_pre_hook(lambda m, a: (a[0] * 2,))
+    log.append(model(x).tolist())
+    handle.remove()
+    log.append(model(x).tolist())
+    return log
+
+
+def test_global_module_hooks() -> None:
+    assert global_hooks_log(rt) == global_hooks_log(torch)
