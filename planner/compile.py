@@ -36,7 +36,7 @@ from runtime import _dtype as D
 from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
-from runtime.nn.module import Module, structure_version
+from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
@@ -171,8 +171,9 @@ def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
     return (tuple((name, id(p)) for name, p in (*module.named_parameters(),
                                                  *module.named_buffers())),
             tuple(found.get(id(m), (m, m.training))[1] for m in modules),
-            tuple((*m._forward_pre_hooks, -1, *m._forward_hooks, -2, *m._backward_pre_hooks,
-                   -3, *m._backward_hooks) for m in modules),
+            (global_hook_ids(), *((*m._forward_pre_hooks, -1, *m._forward_hooks, -2,
+                                   *m._backward_pre_hooks, -3, *m._backward_hooks)
+                                  for m in modules)),
             tuple((m, _settings(m, counters)) for m in modules))
 
 

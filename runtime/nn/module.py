@@ -114,6 +114,12 @@ def _add_global_hook(hooks: dict[int, Callable[..., Any]], hook: Callable[..., A
     return handle
 
 
+def global_hook_ids() -> tuple[int, ...]:
+    """The ids of the module-wide hooks, by kind (what a compiled step's module guard reads)."""
+    return (*_global_forward_pre_hooks, -1, *_global_forward_hooks, -2,
+            *_global_backward_pre_hooks, -3, *_global_backward_hooks)
+
+
 def register_module_forward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
     """hook(module, args) -> None or new args, run before every module's forward."""
     return _add_global_hook(_global_forward_pre_hooks, hook)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 
 import runtime as rt
@@ -200,3 +201,28 @@ def global_hooks_log(lib: Any) -> list[Any]:
 
 def test_global_module_hooks() -> None:
     assert global_hooks_log(rt) == global_hooks_log(torch)
+
+
+def test_global_hook_recaptures_a_compiled_step() -> None:
+    import planner
+
+    rt.manual_seed(0)
+    lin = rt.nn.Linear(3, 2)
+    x = rt.ones(4, 3)
+
+    def step(x: Any) -> Any:
+        lin.zero_grad()
+        loss = lin(x).sum()
+        loss.backward()
+        return loss.detach()
+
+    compiled = planner.compile(step)
+    plain = float(compiled(x))
+    handle = rt.nn.modules.module.register_module_forward_hook(lambda m, a, out: out * 2)
+    try:
+        assert float(compiled(x)) == pytest.approx(2 * plain)  # not the plan captured before
+        assert lin.weight.grad is not None
+        np.testing.assert_allclose(lin.weight.grad.numpy(), np.full((2, 3), 8.0))
+    finally:
+        handle.remove()
+    assert float(compiled(x)) == pytest.approx(plain)
