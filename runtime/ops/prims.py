@@ -780,6 +780,8 @@ def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> Fa
     """A float sum over one axis with two or more elements after it (max pooling's sum over
     a window's taps): generated code (``codegen.windows.axis_summer``: numpy's order and
     bits) on a C-contiguous array, numpy's reduce on any other; else numpy's reduce."""
+    if out_meta[1] == np.float16:
+        return None  # accumulated in float32 (_sum_impl)
     fast = _sum_fast(arg_metas, attrs, out_meta)
     axes, keep = attrs["axes"], attrs["keepdim"]
     if fast is None or len(axes) != 1:
@@ -799,9 +801,17 @@ def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> Fa
     return run
 
 
+def _sum_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
+    """numpy's sum, integers and bools in int64, float16 in float32 (PyTorch's CPU kernels
+    accumulate half in float, where numpy adds in float16: a (64, 48) column sum differed
+    from PyTorch's in 38 of its 48 values), rounded once."""
+    if x.dtype == np.float16:
+        return xp.sum(x, axis=axes, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+    return xp.sum(x, axis=axes, keepdims=keepdim, dtype=_int64_unless_float(x.dtype))
+
+
 SUM = register(Primitive(
-    "sum", impl=lambda xp, x, *, axes, keepdim: xp.sum(x, axis=axes, keepdims=keepdim,
-                                                        dtype=_int64_unless_float(x.dtype)),
+    "sum", impl=_sum_impl,
     infer=_reduce_infer,
     backward=lambda c, g: (F.expand(_keepdim_grad(c, g), c.shape(0)),),
     attrs=("axes", "keepdim"), reduction=True, flops=flops_reduce,
