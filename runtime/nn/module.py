@@ -593,13 +593,14 @@ class Module:
         fn(self)
         return self
 
-    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Self:
-        """Set every parameter's (and gradient's) data to `fn` of it, and replace buffers by `fn`.
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Self:
+        """Set every parameter's (and gradient's) data to `fn` of it, and replace buffers by `fn`
+        (this module's only, without ``recurse``).
 
         Parameters stay the same objects, as in torch, so an optimizer built before `.to()` still
         updates them.
         """
-        for module in self.modules():
+        for module in self.modules() if recurse else (self,):
             for p in module._parameters.values():
                 if p is None:
                     continue
@@ -659,6 +660,12 @@ class Module:
         from runtime import float64
 
         return self.to(float64)
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Self:
+        """Parameters and buffers replaced by uninitialized tensors on ``device``."""
+        from runtime import empty_like
+
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def type(self, dst_type: Any) -> Self:
         """Every parameter and buffer cast to ``dst_type`` (a dtype or a type name)."""

@@ -117,6 +117,22 @@ def test_module_type() -> None:
     assert lin.bias.dtype is rt.float32
 
 
+def test_module_to_empty() -> None:
+    for lib in (rt, torch):
+        model = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3))
+        weight = model[0].weight
+        assert model.to_empty(device="cpu") is model and model[0].weight is weight
+        assert tuple(model[0].weight.shape) == (3, 2) and model[1].running_mean.shape[0] == 3
+        assert model[0].weight.requires_grad
+        top = lib.nn.Linear(2, 2)
+        top.inner = lib.nn.Linear(2, 2)
+        inner = top.inner.weight.detach().clone()
+        top.to_empty(device="cpu", recurse=False)
+        assert bool((top.inner.weight == inner).all())
+    with pytest.raises(TypeError):
+        rt.nn.Linear(1, 1).to_empty("cpu")  # type: ignore[misc]
+
+
 def test_module_bfloat16() -> None:
     bn = rt.nn.BatchNorm1d(2)
     assert bn.bfloat16() is bn and bn.weight.dtype is rt.bfloat16
