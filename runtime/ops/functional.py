@@ -121,6 +121,8 @@ def _sum_in_two(g: Tensor, axes: tuple[int, ...]) -> Tensor:
 
 
 def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
+    if alpha != 1 and _is_bool(a) and _is_bool(b) and not isinstance(alpha, float):
+        return apply(P.ADD, a, b if alpha else False)  # bools: alpha as a bool, as PyTorch's
     return apply(P.ADD, a, b if alpha == 1 else _scaled(b, alpha))
 
 
@@ -202,8 +204,10 @@ mul = _op(P.MUL, "mul")
 def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
     if type(b) is int and b < 0 and isinstance(a, Tensor) and not a.dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and a.dtype is D.bool_ is b.dtype:
+    if isinstance(b, Tensor) and b.dtype is D.bool_ and _is_bool(a):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if isinstance(a, Tensor) and a.dtype is D.bool_ and type(b) is bool:
+        return ne(a, False) if b else eq(a, a)  # PyTorch's bool result (numpy's int8)
     out = _int_pow(a, b) if _is_int_pow(a, b) else apply(P.POW, a, b)
     # PyTorch's overloads: pow(Tensor, Scalar), pow(Tensor, Tensor), pow(Scalar, Tensor)
     if not isinstance(b, Tensor):

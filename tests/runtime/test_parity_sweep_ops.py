@@ -324,9 +324,6 @@ KNOWN: dict[str, list[str]] = {
         "test_reduction[log_softmax-bool-0d]", "test_reduction[log_softmax-bool-empty]"],
     "PyTorch has no derivative (its backward raises); this runtime's gradient is 0": [
         "test_binary[floor_divide-float64-float64]", "test_binary[heaviside-float64-float64]"],
-    "bool results: add(bool, bool, alpha=2) and bool ** True are bool in PyTorch": [
-        "test_binary[add_alpha-bool-bool]", "test_binary_scalar[bool-True-pow]",
-        "test_binary_scalar[bool-True-add_alpha]"],
 }
 
 
