@@ -629,6 +629,8 @@ for _dunder, _n in {
 }.items():
     setattr(Tensor, f"__{_dunder}__", getattr(F, _n))
     setattr(Tensor, f"__r{_dunder}__", _reflected(_n))
+# number / t is PyTorch's t.reciprocal() * number (Tensor.__rdiv__): its bits, MulBackward0
+Tensor.__rtruediv__ = lambda self, other: F.mul(T.reciprocal(self), other)  # type: ignore
 for _dunder, _n in {
     "neg": "neg", "abs": "abs", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
     "ge": "ge", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_",
