@@ -135,6 +135,9 @@ class Tensor:
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if type(requires_grad) is not bool:  # PyTorch's argument parser takes bools only
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be "
+                            f"bool, not {_typename(requires_grad)}")
         if self._grad_fn is not None:
             if not requires_grad:
                 raise RuntimeError(
@@ -543,6 +546,13 @@ def _check_assigned_grad(t: Tensor, g: Any, device_of: Callable[[Tensor], str]) 
         raise RuntimeError(f"attempting to assign a gradient of size '{list(g.shape)}' to a "
                            f"tensor of size '{list(t.shape)}'. Please ensure that the gradient "
                            "and the tensor are the same size")
+
+
+def _typename(value: Any) -> str:
+    """A value's type as PyTorch's argument parser names it (int, numpy.bool, NoneType)."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else \
+        f"{kind.__module__}.{kind.__name__}"
 
 
 def _reflected(name: str) -> Callable[..., Any]:
