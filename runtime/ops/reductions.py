@@ -65,10 +65,8 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(x.dtype)}")
     a = F.abs(x)
-    if ord == math.inf:
-        return F.amax(a, dim, keepdim)
-    if ord == -math.inf:
-        return F.neg(F.amax(F.neg(a), dim, keepdim))
+    if ord in (math.inf, -math.inf):
+        return _inf_norm(x, a, ord, dim, keepdim)
     if ord == 0:  # the count of nonzeros, recorded with a zero gradient as PyTorch's: x's
         # sign is 0 where x is, and its gradient is 0
         return F.sum(F.where(F.ne(x, 0), 1.0, F.sign(x)), dim, keepdim)
@@ -77,6 +75,34 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     if ord == 2:
         return _root(F.sum(F.mul(x, x), dim, keepdim), 2.0)
     return _root(F.sum(F.pow(a, float(ord)), dim, keepdim), float(ord))
+
+
+def _inf_norm(x: Tensor, a: Tensor, ord: float, dim: Any, keepdim: bool) -> Tensor:  # noqa: A002
+    """max |x| (min for -inf), its gradient shared among the elements at it, 0 where the norm
+    is NaN (PyTorch's: amax's mask misses a NaN, and its share became 0/0)."""
+    sign = "" if ord > 0 else "-"
+    if not x.numel() and dim is None:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on an empty "
+                           "tensor because the operation does not have an identity")
+    empty = [d for d in F._axes(dim, x.ndim) if x.shape[d] == 0] if dim is not None else []
+    if empty:  # PyTorch's text, its missing space kept
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on the "
+                           f"dimension {empty[0]}because this dimension is empty and the "
+                           "operation does not have an identity")
+    key = a if ord > 0 else F.neg(a)
+    top = F.amax(key.detach(), dim, True)
+    value = top if ord > 0 else F.neg(top)
+    axes = F._axes(dim, x.ndim)
+    if not keepdim and axes:
+        value = F.squeeze(value, axes)
+    if not x.requires_grad:
+        return value
+    from .composite import straight_through
+
+    hit = F.eq(key, top)
+    count = F.clamp(F.sum(F.cast(hit, a.dtype), axes, keepdim), 1.0, None)
+    path = F.div(F.sum(F.where(hit, a, 0.0), axes, keepdim), count)
+    return straight_through(value, path, "LinalgVectorNormBackward0")
 
 
 def _root(s: Tensor, p: float) -> Tensor:
@@ -88,14 +114,16 @@ def _root(s: Tensor, p: float) -> Tensor:
     return F.where(zero, 0.0, root)
 
 
-@named_backward("LinalgVectorNormBackward0")
 def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
     """Tensor.norm: the vector norm of x over ``dim`` ("fro" is the 2-norm)."""
     if p == "fro":
         p = 2
     if isinstance(p, str):
         raise RuntimeError(f"norm: p={p!r} is not supported here: only 'fro' and numbers")
-    return vector_norm(x, p, dim, keepdim)
+    out = vector_norm(x, p, dim, keepdim)
+    # the inf norms' node is named already, and is one whose backward a rename would lose
+    return out if p in (math.inf, -math.inf) or out is x else named(
+        out, "LinalgVectorNormBackward0")
 
 
 def _correction(unbiased: Any, correction: Any) -> float:

@@ -385,3 +385,22 @@ def test_searchsorted_and_bucketize_put_nan_last(right: bool) -> None:
     got = rt.bucketize(rt.tensor(vals), rt.tensor(bounds), right=right)
     want = torch.bucketize(torch.tensor(vals), torch.tensor(bounds), right=right)
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("ord_", [math.inf, -math.inf])
+@pytest.mark.parametrize("dim", [None, 0, 1])
+def test_inf_norm_gradient_with_nan_and_ties(ord_: float, dim: object) -> None:
+    """vector_norm(x, inf): the gradient shared among the elements at the norm, 0 where it is
+    NaN (it was NaN everywhere), and PyTorch's errors over nothing."""
+    vals = [[math.nan, 1.0, -3.0], [2.0, -2.0, 1.0]]
+    r, t = _both(vals, grad=True)
+    ry, ty = rt.linalg.vector_norm(r, ord_, dim), torch.linalg.vector_norm(t, ord_, dim)
+    _same(ry, ty)
+    _same(rt.autograd.grad(ry.sum(), r)[0], torch.autograd.grad(ty.sum(), t)[0])
+    _same(r.norm(ord_, dim), t.norm(ord_, dim))
+    for shape, d in (((0,), None), ((3, 0), 1)):
+        with pytest.raises(RuntimeError) as want:
+            torch.linalg.vector_norm(torch.ones(shape), ord_, d)
+        with pytest.raises(RuntimeError) as got:
+            rt.linalg.vector_norm(rt.ones(shape), ord_, d)
+        assert str(got.value) == str(want.value)

@@ -309,9 +309,6 @@ KNOWN: dict[str, list[str]] = {
     "maximum/minimum's gradient where an operand is NaN: PyTorch gives it to both (its mask "
     "misses NaN), this runtime's primitive backward to the other one only": [
         "test_binary[maximum-float64-float64]", "test_binary[minimum-float64-float64]"],
-    "vector_norm(inf): NaN gradient where x has a NaN (PyTorch: 0), and amax's error text for "
-    "an empty x": ["test_reduction[norm_inf-float64-edge]", "test_reduction[norm_inf-float64-2d]",
-                        "test_reduction[norm_inf-float*-empty]"],
     "the sign of a zero gradient": [
         "test_unary[special.i0e-float64-edge]", "test_unary[special.i0e-float64-0d]",
         "test_unary[special.i0e-float64-2d]", "test_reduction[var_c0-float64-0d]",
