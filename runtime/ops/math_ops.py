@@ -223,7 +223,15 @@ def lgamma(x: Tensor) -> Tensor:
         refl_v = F.where(low, safe, 0.25)
         refl = F.sub(F.sub(math.log(math.pi), F.log(F.abs(_sinpi(refl_v)))), pos)
         out = F.where(low, refl, pos)
-        return F.where(bad, F.where(T.isnan(v), v, math.inf), out)
+        value = F.where(bad, F.where(T.isnan(v), v, math.inf), out)
+        if not v.requires_grad:
+            return value
+        # at the poles, +-inf and NaN PyTorch's gradient is digamma there (+-inf or NaN; the
+        # constant branch gave 0): v times it, as the gradient path of those elements
+        from .composite import straight_through
+
+        at_bad = F.mul(v, digamma(F.where(bad, v.detach(), 1.5)))
+        return straight_through(value, F.where(bad, at_bad, out), "LgammaBackward0")
     return _in64(f, x)
 
 
