@@ -111,6 +111,23 @@ def variant_pair_module(dtype: str, lanes: int, exact: bool, op: str = "") -> ir
     return module
 
 
+def run_variant_pair(x: np.ndarray, lanes: int, exact: bool, op: str = ""
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """sin and cos of x's first multiple of ``lanes`` elements through the ``lanes``-lane
+    sincos variant (``variant_pair_module``), compiled and run."""
+    name = x.dtype.name
+    engine = llvm.create_mcjit_compiler(optimize(variant_pair_module(name, lanes, exact, op)),
+                                        jit.new_target_machine())
+    engine.finalize_object()
+    ptr = ctypes.POINTER(CTYPES[name])
+    kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, ctypes.c_int64)(
+        engine.get_function_address("kernel"))
+    n = x.size - x.size % lanes
+    s, c = np.full(n, 7.0, x.dtype), np.full(n, 7.0, x.dtype)
+    kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), n)
+    return s, c
+
+
 @pytest.mark.parametrize(("dtype", "exact"), [(np.float32, False), (np.float64, False),
                                               (np.float32, True)])
 def test_sincos_vector_variants_give_the_scalar_bits(dtype: type, exact: bool) -> None:
@@ -119,18 +136,10 @@ def test_sincos_vector_variants_give_the_scalar_bits(dtype: type, exact: bool) -
                              .astype(dtype))
     suffix = "_exact" if exact else ""
     want_s, want_c = run(f"sin{suffix}", x), run(f"cos{suffix}", x)
-    ptr = ctypes.POINTER(CTYPES[name])
     for lanes in vector_widths(name):
-        engine = llvm.create_mcjit_compiler(optimize(variant_pair_module(name, lanes, exact)),
-                                            jit.new_target_machine())
-        engine.finalize_object()
-        kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, ctypes.c_int64)(
-            engine.get_function_address("kernel"))
-        n = x.size - x.size % lanes
-        s, c = np.full(n, 7.0, dtype), np.full(n, 7.0, dtype)
-        kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), n)
-        same_bits(s, want_s[:n], f"sin v{lanes}")
-        same_bits(c, want_c[:n], f"cos v{lanes}")
+        s, c = run_variant_pair(x, lanes, exact)
+        same_bits(s, want_s[:s.size], f"sin v{lanes}")
+        same_bits(c, want_c[:c.size], f"cos v{lanes}")
 
 
 def chain_kernel(dtype: str, links: int) -> K.Kernel:
@@ -241,19 +250,10 @@ def test_bounded_variants_give_the_fast_ones_bits_below_the_limit(dtype: type) -
     s, c, _ = run_pair(x, exact=False, outlined=False, op="sincos_bounded")
     same_bits(s, run("sin", x), "sincos_bounded's sin")
     same_bits(c, run("cos", x), "sincos_bounded's cos")
-    ptr = ctypes.POINTER(CTYPES[name])
     for lanes in vector_widths(name):
-        engine = llvm.create_mcjit_compiler(
-            optimize(variant_pair_module(name, lanes, exact=False, op="sincos_bounded")),
-            jit.new_target_machine())
-        engine.finalize_object()
-        kernel = ctypes.CFUNCTYPE(None, ptr, ptr, ptr, ctypes.c_int64)(
-            engine.get_function_address("kernel"))
-        n = x.size - x.size % lanes
-        s, c = np.full(n, 7.0, dtype), np.full(n, 7.0, dtype)
-        kernel(*(a.ctypes.data_as(ptr) for a in (x, s, c)), n)
-        same_bits(s, run("sin", x)[:n], f"sincos_bounded v{lanes}")
-        same_bits(c, run("cos", x)[:n], f"sincos_bounded v{lanes}")
+        s, c = run_variant_pair(x, lanes, exact=False, op="sincos_bounded")
+        same_bits(s, run("sin", x)[:s.size], f"sincos_bounded v{lanes}")
+        same_bits(c, run("cos", x)[:c.size], f"sincos_bounded v{lanes}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
