@@ -226,8 +226,9 @@ def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[
     updated through shared scalars, made a kernel of 42 outputs; apart (94 kernels, not 59),
     its module is 92 KB of object code instead of 129, 1.28 s of LLVM CPU time instead of
     1.49 to 1.56. A part must read every other value from a step or kernel that runs before
-    it: where one of a pool's parts does not, the pool's segments are split one by one
-    instead, and where one of those does not either, the pool stays as it was grouped."""
+    it: where one of a pool's parts does not, or one would be larger than any of its
+    segments, the pool's segments are split one by one instead, and where one of those parts
+    does not either, the pool stays as it was grouped."""
     pools: dict[tuple[tuple[int, ...], str], list[Segment]] = {}
     for seg in found:
         if not (seg.n_reduce or seg.accumulated or seg.perm is not None
@@ -235,9 +236,12 @@ def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[
                 or any(m.phase != "update" for m in seg.steps)):
             pools.setdefault((seg.shape, seg.device), []).append(seg)
     # per pool, from the finest: parts across its segments, parts of each, its segments
-    levels = {key: [_parts(segs, shapes), [p for seg in segs for p in _parts([seg], shapes)],
+    levels = {key: [_parts(segs), [p for seg in segs for p in _parts([seg])],
                     segs] for key, segs in pools.items()}
-    level = dict.fromkeys(pools, 0)
+    # parts across segments only where none outgrows the pool's largest segment (a value the
+    # first step's capture computes once for every parameter, its moments' zeros, joins them)
+    level = {key: 0 if max(len(p.steps) for p in levels[key][0])
+             <= max(len(seg.steps) for seg in segs) else 1 for key, segs in pools.items()}
     pooled = {id(seg) for segs in pools.values() for seg in segs}
     rest = [(None, seg) for seg in found if id(seg) not in pooled]
     while True:
@@ -257,11 +261,12 @@ def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[
             level[key] += 1
 
 
-def _parts(segs: list[Segment], shapes: dict[int, tuple[int, ...]]) -> list[Segment]:
-    """Elementwise segments of one domain and device as their members joined by values of
-    more than one element (a member's value, an outside array): siblings that shared only
-    scalars, as a learning rate or a clipping coefficient, fall apart, and the pieces of one
-    parameter's update that two segments held come together."""
+def _parts(segs: list[Segment]) -> list[Segment]:
+    """Elementwise segments of one domain and device as their members joined by the values
+    they compute: siblings that shared only what they read (a learning rate, a clipping
+    coefficient; the zeros an optimizer's first step starts its moments from, one constant
+    for all of them after CSE) fall apart, and the pieces of one parameter's update that two
+    segments held come together."""
     steps = sorted((m for seg in segs for m in seg.steps), key=lambda m: m.out)
     root = list(range(len(steps)))
 
@@ -271,12 +276,11 @@ def _parts(segs: list[Segment], shapes: dict[int, tuple[int, ...]]) -> list[Segm
             i = root[i]
         return i
 
-    members = {m.out for m in steps}
-    touched: dict[int, int] = {}  # a member's value or an outside array -> first member
+    made = {m.out: i for i, m in enumerate(steps)}
     for i, m in enumerate(steps):
-        for u in (m.out, *m.buffers):
-            if u in members or math.prod(shapes[u]) > 1:
-                root[find(i)] = find(touched.setdefault(u, i))
+        for u in m.buffers:
+            if u in made:
+                root[find(i)] = find(made[u])
     parts: dict[int, Segment] = {}
     for i, m in enumerate(steps):
         parts.setdefault(find(i), Segment(segs[0].shape, segs[0].device)).steps.append(m)
