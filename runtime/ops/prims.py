@@ -300,11 +300,13 @@ MINIMUM = _binary(
 
 
 def _minmax_bwd(c: Any, g: Any, wins: Any) -> tuple[Any, Any]:
+    """PyTorch's maximum/minimum backward: an operand gets the gradient where it does not
+    lose, half of it on a tie; a NaN loses nowhere, so where either is NaN both get all of
+    it (the winner's mask gave the other operand none)."""
     a, b = c.input(0), c.input(1)
-    # ties split the gradient evenly, as PyTorch does
-    wa = F.add(F.cast(wins(a, b), g.dtype), F.mul(F.cast(F.eq(a, b), g.dtype), 0.5))
-    ga = F.mul(g, wa) if c.needs(0) else None
-    gb = F.mul(g, F.sub(1.0, wa)) if c.needs(1) else None
+    tie = F.mul(F.cast(F.eq(a, b), g.dtype), 0.5)
+    ga = F.mul(g, F.sub(F.sub(1.0, F.cast(wins(b, a), g.dtype)), tie)) if c.needs(0) else None
+    gb = F.mul(g, F.sub(F.sub(1.0, F.cast(wins(a, b), g.dtype)), tie)) if c.needs(1) else None
     return _grads2(c, ga, gb)
 
 

@@ -309,9 +309,6 @@ KNOWN: dict[str, list[str]] = {
         "test_binary[xlogy-float64-float64]", "test_binary[logaddexp-float64-float64]",
         "test_binary[logaddexp2-float64-float64]", "test_binary[div_trunc-float64-float64]",
         "test_binary[special.xlog1py-float64-float64]"],
-    "maximum/minimum's gradient where an operand is NaN: PyTorch gives it to both (its mask "
-    "misses NaN), this runtime's primitive backward to the other one only": [
-        "test_binary[maximum-float64-float64]", "test_binary[minimum-float64-float64]"],
     "the sign of a zero gradient": [
         "test_unary[special.i0e-float64-edge]", "test_unary[special.i0e-float64-0d]",
         "test_unary[special.i0e-float64-2d]", "test_reduction[var_c0-float64-0d]",
