@@ -213,11 +213,10 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
             continue
         target.steps.append(step)
         member[step.out] = target
-    return _apart(found, shapes, ready)
+    return _apart(found, ready)
 
 
-def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[int]
-           ) -> list[Segment]:
+def _apart(found: list[Segment], ready: set[int]) -> list[Segment]:
     """The elementwise segments of the update phase (after the backward), pooled by domain, as
     their independent parts (``_parts``), each a kernel run where its first member was. The
     updates of parameters of one shape are then one kernel each, compiled once
@@ -225,10 +224,11 @@ def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[
     gpt's 14 width-128 vectors (norms' weights and biases, projections' biases), clipped and
     updated through shared scalars, made a kernel of 42 outputs; apart (74 kernels, not 59,
     42 functions, not 46) and with codegen.llvm.interleave, its module is 83 KB of object
-    code instead of 129, 1.0 s of LLVM CPU time instead of 1.5. A part must read every other value from a step or kernel that runs before
-    it: where one of a pool's parts does not, or one would be larger than any of its
-    segments, the pool's segments are split one by one instead, and where one of those parts
-    does not either, the pool stays as it was grouped."""
+    code instead of 129, 1.0 s of LLVM CPU time instead of 1.5. A part must read every other
+    value from a step or kernel that runs before it: where one of a pool's parts does not, or
+    one would be larger than any of its segments, the pool's segments are split one by one
+    instead, and where one of those parts does not either, the pool stays as it was
+    grouped."""
     pools: dict[tuple[tuple[int, ...], str], list[Segment]] = {}
     for seg in found:
         if not (seg.n_reduce or seg.accumulated or seg.perm is not None
@@ -264,9 +264,8 @@ def _apart(found: list[Segment], shapes: dict[int, tuple[int, ...]], ready: set[
 def _parts(segs: list[Segment]) -> list[Segment]:
     """Elementwise segments of one domain and device as their members joined by the values
     they compute: siblings that shared only what they read (a learning rate, a clipping
-    coefficient; the zeros an optimizer's first step starts its moments from, one constant
-    for all of them after CSE) fall apart, and the pieces of one parameter's update that two
-    segments held come together."""
+    coefficient) fall apart, and the pieces of one parameter's update that two segments held
+    come together."""
     steps = sorted((m for seg in segs for m in seg.steps), key=lambda m: m.out)
     root = list(range(len(steps)))
 
