@@ -630,14 +630,14 @@ class CompiledStep:
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
         """What the capture changed among the values the step reads and writes by path (put
-        back as it was by ``capture``: Watch.settle). A replay runs none of the step's Python, so: a number the step only
-        adds constants to (``self.n += 1``) has them added after each replay (returned: its
-        path and constants), unless it is an nn.Module's attribute that the module's own code
-        also reads (``_read_by_its_module``); anything else it changes makes the call run
-        eagerly, and be
-        captured again after it where ``warm_up`` (a value the step sets once, ``self.ready =
-        True``, is in place then); a capture that still changes it cannot be replayed. A plan
-        only lowered for inspection (not ``build``) is planned all the same."""
+        back as it was by ``capture``: Watch.settle). A replay runs none of the step's Python,
+        so: a number the step only adds constants to (``self.n += 1``) has them added after
+        each replay (returned: its path and constants), unless it is an nn.Module's attribute
+        that the module's own code also reads (``_read_by_its_module``); anything else it
+        changes makes the call run eagerly, and be captured again after it where ``warm_up``
+        (a value the step sets once, ``self.ready = True``, is in place then); a capture that
+        still changes it cannot be replayed. A plan only lowered for inspection (not
+        ``build``) is planned all the same."""
         changed = watch.settled
         if not changed:
             return []
@@ -760,7 +760,7 @@ def _counters(increments: list[tuple[Any, list[Any]]]) -> frozenset[tuple[int, s
     found = set()
     for path, _ in increments:
         owner = path.owner()
-        if owner is not None and isinstance(owner, Module):
+        if isinstance(owner, Module):
             found.add((id(owner), path.steps[-1][1]))
     return frozenset(found)
 
