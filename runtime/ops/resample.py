@@ -2,10 +2,13 @@
 and area resampling, PyTorch's index rules, as gathers along each spatial axis
 (``index_select`` with index tables computed once from the sizes) and, for the linear and
 cubic modes, a blend of two or four neighbours with fixed weights: differentiable, and
-captured by a compiled step. ``area`` is an adaptive average pool, as PyTorch's."""
+captured by a compiled step. ``area`` is an adaptive average pool, as PyTorch's; the
+antialiased modes (bilinear, bicubic, lanczos of 4-D inputs) multiply by a fixed weight matrix
+along each axis. ``grid_sample`` gathers the neighbours of each grid point."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -18,8 +21,30 @@ from . import functional as F
 from .tensor_ops import index_select
 
 _SPATIAL = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "linear": (1,),
-            "bilinear": (2,), "trilinear": (3,), "bicubic": (2,), "area": (1, 2)}
+            "bilinear": (2,), "trilinear": (3,), "bicubic": (2,), "area": (1, 2),
+            "lanczos": (2,)}
 _LINEAR = ("linear", "bilinear", "trilinear")
+
+
+def _triangle(x: np.ndarray) -> np.ndarray:
+    return np.maximum(1.0 - np.abs(x), 0.0)
+
+
+def _keys_cubic(x: np.ndarray) -> np.ndarray:
+    """The cubic convolution with A = -0.5 (Keys'), which PyTorch's antialiased bicubic
+    filter uses (not the -0.75 of its plain bicubic)."""
+    a, d = -0.5, np.abs(x)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d < 1.0, near, np.where(d < 2.0, far, 0.0))
+
+
+def _lanczos3(x: np.ndarray) -> np.ndarray:
+    return np.where(np.abs(x) < 3.0, np.sinc(x) * np.sinc(x / 3.0), 0.0)
+
+
+# the antialiasing filters and their support at scale 1 (PyTorch's interp_size)
+_FILTERS = {"bilinear": (_triangle, 2), "bicubic": (_keys_cubic, 4), "lanczos": (_lanczos3, 6)}
 _CUBIC_A = -0.75  # PyTorch's bicubic coefficient
 
 
@@ -114,10 +139,14 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
                          "linear | bilinear | bicubic | trilinear")
     spatial = input.ndim - 2
     sizes, factors = _scales(input, spatial, size, scale_factor, recompute_scale_factor)
-    if antialias:
-        raise NotImplementedError("interpolate: antialias is not supported here")
-    if mode == "lanczos":
-        raise NotImplementedError("interpolate: mode 'lanczos' is not supported here")
+    if antialias and not (mode in _FILTERS and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if mode == "lanczos" and input.ndim == 4:
+        if align_corners:
+            raise ValueError("Lanczos mode does not support align_corners=True")
+        if not antialias:
+            raise ValueError("Lanczos mode requires antialias=True")
     if mode == "area" and spatial == 3:
         raise NotImplementedError("interpolate: mode 'area' of a 5-D input is not supported "
                                   "here")
@@ -130,6 +159,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         joint = " and" if spatial == 1 else ""
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({ins}){joint} output ({outs})")
+    if antialias:
+        return _antialiased(input, sizes, factors, mode, bool(align_corners))
     if mode == "area":
         from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
 
@@ -152,6 +183,44 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
             a, b = _along(out, axis, lo), _along(out, axis, hi)
             out = F.add(a, F.mul(F.sub(b, a), _axis_weight(src - lo, axis, out, input)))
     return out
+
+
+def _antialias_weights(out: int, n: int, factor: float | None, align_corners: bool,
+                       mode: str) -> np.ndarray:
+    """The (out, n) matrix of PyTorch's antialiased resampling along one axis
+    (_compute_index_ranges_weights with antialias): each output position averages the
+    inputs within the filter's support, stretched by the scale when it shrinks, with weights
+    normalized to sum to one."""
+    fn, interp_size = _FILTERS[mode]
+    if align_corners:
+        scale = (n - 1) / (out - 1) if out > 1 else 0.0
+    else:
+        scale = 1.0 / factor if factor is not None and factor > 0 else n / out
+    support = interp_size * 0.5 * scale if scale >= 1.0 else interp_size * 0.5
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    weights = np.zeros((out, n))
+    for i in range(out):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)  # C++'s truncation toward zero
+        hi = min(int(center + support + 0.5), n)
+        w = fn((np.arange(lo, hi) - center + 0.5) * invscale)
+        total = w.sum()
+        weights[i, lo:hi] = w / total if total != 0.0 else w
+    return weights
+
+
+def _antialiased(input: Tensor, sizes: list[int], factors: list[float | None],  # noqa: A002
+                 mode: str, align_corners: bool) -> Tensor:
+    """Antialiased bilinear, bicubic or lanczos resampling of a 4-D input: a weight matrix
+    along H, then one along W (separable, as PyTorch's)."""
+    from ..creation import tensor
+
+    (oh, ow), (fh, fw), (h, w) = sizes, factors, input.shape[2:]
+    rows = tensor(_antialias_weights(oh, h, fh, align_corners, mode), dtype=input.dtype,
+                  device=input.device)
+    cols = tensor(_antialias_weights(ow, w, fw, align_corners, mode).T, dtype=input.dtype,
+                  device=input.device)
+    return F.matmul(F.matmul(rows, input), cols)
 
 
 def _mode_error(ndim: int, mode: str) -> str:
@@ -262,19 +331,30 @@ def affine_grid(theta: Tensor, size: Sequence[int], align_corners: bool | None =
     return F.reshape(grid, (theta.shape[0], *spatial, dims))
 
 
-def _source_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
-    """PyTorch's grid_sampler_compute_source_index: a normalized coordinate as a pixel
-    coordinate, clipped (border) or reflected (reflection) into the input."""
+def _unnormalize(coord: Tensor, size: int, align_corners: bool) -> Tensor:
+    """PyTorch's grid_sampler_unnormalize: a normalized coordinate in [-1, 1] as a pixel
+    coordinate."""
     if align_corners:
-        pix = F.mul(F.add(coord, 1.0), (size - 1) / 2)
-    else:
-        pix = F.div(F.sub(F.mul(F.add(coord, 1.0), size), 1.0), 2)
+        return F.mul(F.add(coord, 1.0), (size - 1) / 2)
+    return F.div(F.sub(F.mul(F.add(coord, 1.0), size), 1.0), 2)
+
+
+def _pad_coord(pix: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """PyTorch's grid_sampler's compute_coordinates: a pixel coordinate clipped (border) or
+    reflected (reflection) into the input; on or past an edge it gets no gradient, as
+    torch's clip_coordinates_set_grad."""
     if padding_mode == "reflection":
         low, high = (0.0, 2.0 * (size - 1)) if align_corners else (-1.0, 2.0 * size - 1)
         pix = _reflect(pix, low, high)
-    if padding_mode in ("border", "reflection"):  # on or past an edge: no gradient, as torch
+    if padding_mode in ("border", "reflection"):
         pix = F.where(F.le(pix, 0), 0.0, F.where(F.ge(pix, size - 1), float(size - 1), pix))
     return pix
+
+
+def _source_coord(coord: Tensor, size: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """PyTorch's grid_sampler_compute_source_index."""
+    return _pad_coord(_unnormalize(coord, size, align_corners), size, padding_mode,
+                      align_corners)
 
 
 def _reflect(x: Tensor, twice_low: float, twice_high: float) -> Tensor:
@@ -307,6 +387,9 @@ def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:  # noqa: A002
     if input.ndim == 4 and grid.ndim != 4:
         raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
                            f"dimensions, but got {shapes}")
+    if input.ndim != 4 and (input.ndim != 5 or grid.ndim != 5):
+        raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of "
+                           f"dimensions, but got {shapes}")
     if input.ndim == 5 and mode == "bicubic":
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
 
@@ -314,10 +397,10 @@ def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:  # noqa: A002
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """PyTorch's ``F.grid_sample`` of an (N, C, H, W) input at an (N, H_out, W_out, 2) grid
-    of normalized (x, y) coordinates: bilinear or nearest, with zeros, border or reflection
-    padding; a gather of the corners and their weights, differentiable in both."""
-    from .tensor_ops import gather
-
+    of normalized (x, y) coordinates, or of an (N, C, D, H, W) input at an (N, D_out, H_out,
+    W_out, 3) grid of (x, y, z): bilinear (trilinear on 5-D), nearest or bicubic (4-D), with
+    zeros, border or reflection padding; gathers of the neighbours and their weights,
+    differentiable in both."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -326,33 +409,86 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     align_corners = _align_warning(align_corners)
     _check_grid(input, grid, mode)
-    if mode == "bicubic" or input.ndim != 4:
-        raise NotImplementedError("grid_sample: only 4-D inputs with mode 'bilinear' or "
-                                  "'nearest' are supported here")
-    n, c, h, w = input.shape
-    out_hw = tuple(grid.shape[1:3])
-    ix = _source_coord(grid[..., 0], w, padding_mode, align_corners)
-    iy = _source_coord(grid[..., 1], h, padding_mode, align_corners)
-    flat = F.reshape(input, (n, c, h * w))
+    sizes = list(reversed(input.shape[2:]))  # W, H(, D): the order of the grid's coordinates
+    sampler = _Sampler(input, tuple(grid.shape[1:-1]))
+    if mode == "bicubic":
+        return _bicubic(sampler, grid, sizes, padding_mode, align_corners)
+    pix = [_source_coord(grid[..., k], n, padding_mode, align_corners)
+           for k, n in enumerate(sizes)]
+    if mode == "nearest":
+        # round's gradient is zero: the grid gets a zero gradient, as torch gives, not None
+        nearest = [F.round(p) for p in pix]
+        one = F.add(F.sub(nearest[0], nearest[0].detach()), 1.0)
+        return F.mul(sampler.at([r.detach() for r in nearest]), F.unsqueeze(one, 1))
+    lows = [F.floor(p.detach()) for p in pix]
+    out = None
+    for corner in itertools.product((0, 1), repeat=len(sizes)):
+        coords, weight = [], None
+        for p, low, high in zip(pix, lows, corner):
+            # the weight of a corner is its distance to the opposite one, along each axis
+            coords.append(F.add(low, 1.0) if high else low)
+            w = F.sub(p, low) if high else F.sub(F.add(low, 1.0), p)
+            weight = w if weight is None else F.mul(weight, w)
+        term = F.mul(sampler.at(coords), F.unsqueeze(weight, 1))
+        out = term if out is None else F.add(out, term)
+    return out
 
-    def corner(x: Tensor, y: Tensor) -> Tensor:
-        """input at integer (x, y) (a float tensor), 0 outside the input."""
-        inside = F.logical_and(F.logical_and(F.ge(x, 0), F.le(x, w - 1)),
-                               F.logical_and(F.ge(y, 0), F.le(y, h - 1)))
-        pos = F.cast(F.add(F.mul(F.clamp(y, 0, h - 1), w), F.clamp(x, 0, w - 1)), D.int64)
-        index = F.expand(F.reshape(pos, (n, 1, -1)), n, c, pos.numel() // n)
-        values = F.reshape(gather(flat, 2, index), (n, c, *out_hw))
+
+class _Sampler:
+    """Values of an (N, C, *spatial) input at integer pixel coordinates (float tensors of
+    the grid's shape, x first), 0 outside the input: one gather over the flattened spatial
+    dimensions."""
+
+    def __init__(self, input: Tensor, out_shape: tuple[int, ...]) -> None:  # noqa: A002
+        self.n, self.c = input.shape[:2]
+        self.sizes = list(reversed(input.shape[2:]))
+        self.flat = F.reshape(input, (self.n, self.c, -1))
+        self.out_shape = out_shape
+
+    def at(self, coords: Sequence[Tensor]) -> Tensor:
+        from .tensor_ops import gather
+
+        inside, pos, stride = None, None, 1
+        for x, size in zip(coords, self.sizes):
+            ok = F.logical_and(F.ge(x, 0), F.le(x, size - 1))
+            inside = ok if inside is None else F.logical_and(inside, ok)
+            term = F.mul(F.clamp(x, 0, size - 1), stride)
+            pos = term if pos is None else F.add(pos, term)
+            stride *= size
+        pos = F.cast(pos, D.int64)
+        points = pos.numel() // self.n
+        index = F.expand(F.reshape(pos, (self.n, 1, points)), self.n, self.c, points)
+        values = F.reshape(gather(self.flat, 2, index), (self.n, self.c, *self.out_shape))
         return F.where(F.unsqueeze(inside, 1), values, 0.0)
 
-    if mode == "nearest":
-        return corner(F.round(ix.detach()), F.round(iy.detach()))
-    x0, y0 = F.floor(ix.detach()), F.floor(iy.detach())
-    x1, y1 = F.add(x0, 1.0), F.add(y0, 1.0)
-    wx1, wy1 = F.sub(ix, x0), F.sub(iy, y0)
-    wx0, wy0 = F.sub(x1, ix), F.sub(y1, iy)
+
+def _cubic_weights(t: Tensor) -> list[Tensor]:
+    """PyTorch's get_cubic_upsample_coefficients (A = -0.75) of the fractional parts ``t``:
+    the weights of the neighbours at -1, 0, +1 and +2."""
+    a = _CUBIC_A
+
+    def near(d: Tensor) -> Tensor:  # |d| <= 1
+        return F.add(F.mul(F.mul(F.sub(F.mul(d, a + 2), a + 3), d), d), 1.0)
+
+    def far(d: Tensor) -> Tensor:  # 1 < |d| < 2
+        return F.sub(F.mul(F.add(F.mul(F.sub(F.mul(d, a), 5 * a), d), 8 * a), d), 4 * a)
+
+    rest = F.add(F.neg(t), 1.0)
+    return [far(F.add(t, 1.0)), near(t), near(rest), far(F.add(rest, 1.0))]
+
+
+def _bicubic(sampler: _Sampler, grid: Tensor, sizes: list[int], padding_mode: str,
+             align_corners: bool) -> Tensor:
+    """Bicubic grid sampling as PyTorch's: the 4 x 4 neighbours of each unnormalized (not
+    padded) coordinate, each neighbour's integer coordinate padded on its own."""
+    pix = [_unnormalize(grid[..., k], n, align_corners) for k, n in enumerate(sizes)]
+    bases = [F.floor(p.detach()) for p in pix]
+    weights = [_cubic_weights(F.sub(p, b)) for p, b in zip(pix, bases)]
+    taps = [[_pad_coord(F.add(b, float(k - 1)), n, padding_mode, align_corners)
+             for k in range(4)] for b, n in zip(bases, sizes)]
     out = None
-    for x, y, weight in ((x0, y0, F.mul(wx0, wy0)), (x1, y0, F.mul(wx1, wy0)),
-                         (x0, y1, F.mul(wx0, wy1)), (x1, y1, F.mul(wx1, wy1))):
-        term = F.mul(corner(x, y), F.unsqueeze(weight, 1))
+    for i, j in itertools.product(range(4), repeat=2):
+        weight = F.mul(weights[0][i], weights[1][j])
+        term = F.mul(sampler.at([taps[0][i], taps[1][j]]), F.unsqueeze(weight, 1))
         out = term if out is None else F.add(out, term)
     return out
