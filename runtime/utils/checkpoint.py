@@ -9,6 +9,13 @@ reruns ``fn`` and backpropagates through it (a reentrant backward; gradients rea
 and reruns ``fn`` on the first unpack. Either reruns ``fn`` with the random state of the
 first run (``preserve_rng_state``), so dropout draws the same masks.
 
+While ``planner.compile`` captures a step, ``checkpoint`` runs ``fn`` once, as it is: the plan
+keeps or recomputes activations itself (``planner.remat``), and the rerun would give the first
+run's values anyway (its random draws too, which is why ``preserve_rng_state=False``, whose
+rerun draws anew, is captured as eager runs it: saved_tensors_hooks or a reentrant backward,
+which the planner refuses, saying so). A reentrant checkpoint none of whose tensor arguments
+requires grad runs under ``no_grad`` there, as its eager output requires none.
+
 Unlike PyTorch, a reentrant checkpoint inside ``autograd.grad`` is not refused (the engine
 does not say which kind of backward runs): its rerun's backward also sets the parameters'
 ``.grad``.
@@ -25,6 +32,7 @@ from ..autograd import Function, backward, enable_grad, no_grad
 from ..autograd.graph import saved_tensors_hooks
 from ..creation import get_rng_state, set_rng_state
 from ..tensor import Tensor
+from ..tracing import is_tracing
 
 __all__ = ["CheckpointError", "CheckpointFunction", "check_backward_validity", "checkpoint",
            "checkpoint_sequential", "detach_variable"]
@@ -150,6 +158,16 @@ class _Recomputation:
         return values
 
 
+def _captured_reentrant(function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    """What a reentrant checkpoint computes, run once: no graph (and the eager warning) when
+    no tensor argument requires grad."""
+    if any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        return function(*args)
+    check_backward_validity(args)
+    with no_grad():
+        return function(*args)
+
+
 def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``, its activations recomputed in the backward (see the
@@ -160,7 +178,11 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
     if use_reentrant:
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if is_tracing() and preserve_rng_state:
+            return _captured_reentrant(function, args)
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    if is_tracing() and preserve_rng_state:
+        return function(*args, **kwargs)
     frame = _Recomputation(function, get_rng_state() if preserve_rng_state else None, args,
                            kwargs)
     with saved_tensors_hooks(frame.pack, frame.unpack):

@@ -6,7 +6,7 @@ then eval mode, activation checkpointing, a weight-tied language model and a con
 VAE. As in tests/runtime/test_scripts_training.py, each script is written once against a
 library, starts from the same weights and data in both, draws no random numbers, and its
 losses, final parameters and evaluation equal PyTorch's; the compiled runs are in
-tests/planner/test_scripts_compiled_more_models.py."""
+tests/planner/test_scripts_compiled_more_scripts.py."""
 
 from __future__ import annotations
 

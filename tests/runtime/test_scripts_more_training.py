@@ -5,7 +5,7 @@ head, ``clip_grad_norm_(error_if_nonfinite=True)`` and evaluation under ``infere
 between steps. Each starts from the same weights and data in both libraries and its losses,
 learning rates and final parameters equal PyTorch's; seeded dropout (whose draws are each
 library's own) is checked to repeat within a library. The compiled runs are in
-tests/planner/test_scripts_compiled_more_training.py."""
+tests/planner/test_scripts_compiled_more_scripts.py."""
 
 from __future__ import annotations
 
