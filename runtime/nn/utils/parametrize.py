@@ -81,8 +81,10 @@ class ParametrizationList(ModuleList):
         with no_grad():
             new: Any = original
             for module in reversed(self):  # type: ignore[call-overload]
+                # no right_inverse, or one that raises NotImplementedError: the identity
                 if hasattr(module, "right_inverse"):
-                    new = module.right_inverse(new)
+                    with contextlib.suppress(NotImplementedError):
+                        new = module.right_inverse(new)
         if not isinstance(new, (Tensor, Sequence)):
             raise ValueError("'right_inverse' must return a Tensor or a Sequence of tensors "
                              f"(list, tuple...). Got {type(new).__name__}")
