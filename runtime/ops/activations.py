@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from runtime import _dtype as D
 from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
@@ -28,6 +30,7 @@ from runtime.tensor import Tensor
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
+_SIXTH_FLOAT32 = float(np.float32(1.0) / np.float32(6.0))
 
 
 @named_backward("EluBackward0")
@@ -89,15 +92,20 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
-@named_backward("HardsigmoidBackward0")
 @float_kernel("hardsigmoid_cpu")
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(hardsigmoid, input)
-    # PyTorch's backward: grad / 6 inside (-3, 3) only (0 at a NaN, which stays NaN)
+    # PyTorch's value min(max(x + 3, 0), 6) / 6, and its backward: grad times float32's 1/6
+    # (its one_sixth is 1.0f / 6.0f in every dtype) inside (-3, 3) only (0 at a NaN)
+    from runtime.ops.composite import straight_through
+
+    value = F.div(F.clamp(F.add(input.detach(), 3.0), 0.0, 6.0), 6.0)
+    if not input.requires_grad:
+        return value
     inside = F.logical_and(F.gt(input, -3.0), F.lt(input, 3.0))
-    y = F.add(F.div(input, 6.0), 0.5)
-    return F.where(inside, y, F.clamp(y, 0.0, 1.0).detach())
+    return straight_through(value, F.mul(F.where(inside, input, 0.0), _SIXTH_FLOAT32),
+                            "HardsigmoidBackward0")
 
 
 @named_backward("HardswishBackward0")

@@ -155,22 +155,29 @@ def _float_pair(name: str, a: Any, b: Any) -> None:
 
 def logaddexp(a: Tensor, b: Any) -> Tensor:
     """log(exp(a) + exp(b)) without overflow: m + log(exp(a - m) + exp(b - m)), m the larger
-    (held constant: the formula is exact for any m, and its gradient is then softmax's)."""
+    (held constant: the formula is exact for any m, and its gradient is then softmax's) where
+    both are finite."""
     _float_pair("logaddexp", a, b)
     if not isinstance(b, Tensor):
         from ..creation import full_like
 
         b = full_like(a, b)
-    # a +inf operand: the result is it (maximum's gradient: 1 to it, 0 to the other, as
-    # PyTorch's 1 / (1 + exp(b - a))); the formula reads 0 there, whose exp(inf) / exp(inf)
-    # made a NaN gradient
-    inf = logical_or(F.eq(a, math.inf), F.eq(b, math.inf))
-    top = F.maximum(a, b)
-    a, b = F.where(inf, 0.0, a), F.where(inf, 0.0, b)
-    m = F.maximum(a, b).detach()
-    finite = F.where(F.eq(m, -math.inf), 0.0, m)  # both -inf: no inf - inf
-    out = F.add(F.log(F.add(F.exp(F.sub(a, finite)), F.exp(F.sub(b, finite)))), finite)
-    return F.where(inf, top, out)
+    from .math_ops import _safe, _with_edges
+    from .tensor_ops import isfinite
+
+    ad, bd = a.detach(), b.detach()
+    regular = F.logical_and(isfinite(ad), isfinite(bd))
+    sa, sb = _safe(a, regular, 0.0), _safe(b, regular, 0.0)
+    m = F.maximum(sa, sb).detach()
+    out = F.add(F.log(F.add(F.exp(F.sub(sa, m)), F.exp(F.sub(sb, m)))), m)
+    # an infinite or NaN operand: PyTorch's value (an inf equal to the other is itself) and
+    # gradient 1 / (1 + exp(b - a)) (0 or 1 beside one inf, NaN at inf and inf or NaN)
+    edge = F.where(F.eq(ad, bd), ad, F.add(F.maximum(ad, bd),
+                                           F.log1p(F.exp(F.neg(F.abs(F.sub(ad, bd)))))))
+    slopes = (F.div(1.0, F.add(F.exp(F.sub(bd, ad)), 1.0)),
+              F.div(1.0, F.add(F.exp(F.sub(ad, bd)), 1.0)))
+    return _with_edges(F.where(regular, out, edge), (a, b), regular, slopes,
+                       "LogaddexpBackward0")
 
 
 def _check_float(name: str, x: Tensor) -> None:

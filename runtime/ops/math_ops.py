@@ -22,6 +22,10 @@ from . import tensor_ops as T
 from .dispatch import apply
 
 _LN2 = math.log(2.0)
+# below this |x| lgamma is -log|x| and digamma -1/x (the next terms are 1e-150 of them), and
+# the series' own gradients would overflow (1 / x**2) into NaN
+_TINY = 1e-150
+_EULER = 0.57721566490153286
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -43,6 +47,39 @@ def _in64(fn: Any, x: Tensor) -> Tensor:
     return out if x.dtype is D.float64 else F.cast(out, x.dtype)
 
 
+def _with_edges(value: Tensor, x: Tensor | tuple[Tensor, ...], regular: Tensor, slope: Any,
+                name: str) -> Tensor:
+    """``value`` differentiated as itself where ``regular`` and as the incoming gradient times
+    ``slope`` (PyTorch's derivative formula evaluated there, held constant) elsewhere: at a
+    pole, an infinity or NaN, where a composite's own gradient is 0 (a branch not taken) or
+    leaks (a where passing x through). ``value`` must be computed from ``_safe(x, regular,
+    ...)`` (no inf or NaN in its gradient outside ``regular``), in a node named ``name``.
+    Several inputs: ``x`` and ``slope`` are tuples, a slope for each."""
+    from .composite import straight_through
+
+    xs, slopes = (x, slope) if isinstance(x, tuple) else ((x,), (slope,))
+    if not any(t.requires_grad for t in xs):
+        return value
+    edge = None
+    for t, k in zip(xs, slopes):
+        # -0 where regular: the zero this term adds to a regular gradient keeps its sign
+        k = F.where(regular, -0.0, k.detach() if isinstance(k, Tensor) else k)
+        edge = F.mul(t, k) if edge is None else F.add(edge, F.mul(t, k))
+    return straight_through(value, F.where(regular, value, edge), name)
+
+
+def _safe(x: Tensor, regular: Tensor, fill: float) -> Tensor:
+    """x where ``regular``, else ``fill``, with a -0 gradient there (a where's would be +0,
+    which turns the edge's -0 gradient that ``_with_edges`` adds to it into +0)."""
+    return F.neg(F.where(regular, F.neg(x), -fill))
+
+
+def _or(a: Tensor, b: Tensor) -> Tensor:
+    from .extra_ops import logical_or
+
+    return logical_or(a, b)
+
+
 def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
     if isinstance(a, Tensor):
         return a, _tensor(b, a) if not isinstance(b, Tensor) else b
@@ -58,25 +95,30 @@ def erfc(x: Tensor) -> Tensor:
     return apply(P.ERFC, x)
 
 
-def _zero_x(x: Tensor, y: Tensor, fine: Tensor) -> Tensor:
-    return F.logical_and(F.eq(x, 0), F.logical_and(T.logical_not(fine),
-                                                   T.logical_not(T.isnan(y))))
+def _x_log(x: Any, y: Any, log: Any, pole: float, name: str) -> Tensor:
+    """x * log(y) as PyTorch's xlogy (``log`` = log, pole 0) and xlog1py (log1p, -1): NaN
+    where y is, else +0 where x == 0 (-0 too, and beside log(y) = +-inf); the gradient log(y)
+    for x, except 0 where x == 0 and y is at or below the pole, and x / y (x / (1 + y)) for
+    y, as PyTorch's formulas."""
+    x, y = _pair(x, y)
+    zero = F.eq(x.detach(), 0)
+    path = F.mul(x, F.where(F.logical_and(zero, F.le(y.detach(), pole)), 0.0, log(y)))
+    value = F.where(T.isnan(y.detach()), math.nan, F.where(zero, 0.0, path.detach()))
+    if not (x.requires_grad or y.requires_grad):
+        return value
+    from .composite import straight_through
+
+    return straight_through(value, path, name)
 
 
 def xlogy(x: Any, y: Any) -> Tensor:
     """x * log(y), 0 where x == 0 (unless y is NaN), as PyTorch's."""
-    x, y = _pair(x, y)
-    # where x == 0 and log(y) is not finite (y <= 0 or inf), 0 * log(y) would be NaN: 0 there;
-    # elsewhere x * log(y) is 0 already and keeps PyTorch's gradient log(y) for x
-    fine = F.logical_and(F.gt(y, 0), T.isfinite(y))
-    return F.where(_zero_x(x, y, fine), 0.0, F.mul(x, F.log(y)))
+    return _x_log(x, y, F.log, 0.0, "XlogyBackward0")
 
 
 def xlog1py(x: Any, y: Any) -> Tensor:
     """x * log1p(y), 0 where x == 0 (unless y is NaN)."""
-    x, y = _pair(x, y)
-    fine = F.logical_and(F.gt(y, -1), T.isfinite(y))
-    return F.where(_zero_x(x, y, fine), 0.0, F.mul(x, F.log1p(y)))
+    return _x_log(x, y, F.log1p, -1.0, "SpecialXlog1PyBackward0")
 
 
 def sinc(x: Tensor) -> Tensor:
@@ -88,11 +130,23 @@ def sinc(x: Tensor) -> Tensor:
 
 
 def logit(x: Tensor, eps: float | None = None) -> Tensor:
-    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given."""
+    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (a negative eps
+    is none, as PyTorch's). The gradient is PyTorch's: 1 / (x (1 - x)) on [lo, hi], inf at 0
+    and 1, 0 outside [eps, 1 - eps] (NaN outside [0, 1] without eps) and NaN at NaN."""
     x = _as_float(x)
-    if eps is not None:
-        x = F.clamp(x, eps, 1 - eps)
-    return F.log(F.div(x, F.sub(1.0, x)))
+    c = x.detach()
+    clamps = eps is not None and eps >= 0
+    lo, hi = (eps, 1 - eps) if clamps else (0.0, 1.0)
+    clamped = F.clamp(c, lo, hi) if clamps else c
+    value = F.log(F.div(clamped, F.sub(1.0, clamped)))
+    inside = F.logical_and(F.ge(c, lo), F.le(c, hi))
+    regular = F.logical_and(inside, F.logical_and(F.ne(c, 0.0), F.ne(c, 1.0)))
+    safe = _safe(x, regular, 0.5)
+    path = F.where(regular, F.log(F.div(safe, F.sub(1.0, safe))), value)
+    # at 0 and 1 (-0 too) PyTorch's scalar loop gives grad * inf (its vectorized one
+    # 1 / (x (1 - x)): -inf at -0); outside [lo, hi] 0 when clamped, else NaN
+    slope = F.where(inside, math.inf, F.where(T.isnan(c), math.nan, 0.0 if clamps else math.nan))
+    return _with_edges(path, x, regular, slope, "LogitBackward0")
 
 
 def heaviside(x: Tensor, values: Any) -> Tensor:
@@ -113,13 +167,21 @@ def signbit(x: Tensor) -> Tensor:
 
 
 def copysign(a: Any, b: Any) -> Tensor:
-    """|a| with b's sign (b's -0.0 counts as negative); the gradient goes to a only."""
+    """|a| with b's sign (b's -0.0 counts as negative). The gradient is PyTorch's: to a,
+    result / a (NaN at inf and NaN), 0 where a is 0; to b, zeros."""
     a, b = _pair(a, b)
     dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])
     dt = dt if dt.is_floating_point else D.default_float  # float32 and float64: float64
     a, b = (t if t.dtype is dt else F.cast(t, dt) for t in (a, b))
-    mag = F.abs(a)
-    return F.where(signbit(b), F.neg(mag), mag)
+    c = a.detach()
+    mag = F.abs(c)
+    value = F.where(signbit(b.detach()), F.neg(mag), mag)
+    if not (a.requires_grad or b.requires_grad):
+        return value
+    from .composite import straight_through
+
+    ratio = F.where(F.eq(c, 0), 0.0, F.div(value, c))
+    return straight_through(value, F.add(F.mul(a, ratio), F.mul(b, 0.0)), "CopysignBackward0")
 
 
 def logaddexp2(a: Tensor, b: Tensor) -> Tensor:
@@ -155,10 +217,14 @@ def exp2(x: Tensor) -> Tensor:
 def entr(x: Tensor) -> Tensor:
     """-x log x: 0 at 0, -inf below 0."""
     x = _as_float(x)
-    pos = F.gt(x, 0)
-    safe = F.where(pos, x, 1.0)
+    c = x.detach()
+    regular = F.logical_and(F.gt(c, 0), T.isfinite(c))
+    safe = _safe(x, regular, 1.0)
     out = F.neg(F.mul(safe, F.log(safe)))
-    return F.where(pos, out, F.where(F.eq(x, 0), 0.0, F.where(T.isnan(x), x, -math.inf)))
+    out = F.where(regular, out, F.where(F.eq(c, 0), 0.0, F.where(
+        T.isnan(c), math.nan, F.where(F.gt(c, 0), -math.inf, -math.inf))))
+    # PyTorch's -(1 + log x) beyond: inf at 0, -inf at inf, NaN below 0 and at NaN
+    return _with_edges(out, x, regular, F.neg(F.add(F.log(c), 1.0)), "SpecialEntrBackward0")
 
 
 def ndtr(x: Tensor) -> Tensor:
@@ -180,7 +246,9 @@ def log_ndtr(x: Tensor) -> Tensor:
         tail = F.sub(F.sub(F.mul(F.mul(tail_v, tail_v), -0.5), F.log(F.neg(tail_v))),
                      F.sub(_HALF_LOG_2PI, F.log(series)))
         out = F.where(F.gt(v, -1.0), upper, F.where(F.ge(v, -20.0), mid, tail))
-        return F.where(T.isnan(v), v, out)  # NaN fails every comparison: the tail took it
+        out = F.where(T.isnan(v), math.nan, out)  # NaN fails every comparison: the tail took it
+        return _with_edges(out, v, T.logical_not(T.isnan(v.detach())), math.nan,
+                           "SpecialLogNdtrBackward0")
     return _in64(f, x)
 
 
@@ -216,18 +284,23 @@ def lgamma(x: Tensor) -> Tensor:
     def f(v: Tensor) -> Tensor:
         finite = T.isfinite(v)
         pole = F.logical_and(F.le(v, 0.0), F.eq(v, F.floor(v)))
-        bad = T.logical_not(F.logical_and(finite, T.logical_not(pole)))
+        tiny = F.logical_and(F.lt(F.abs(v), _TINY), F.ne(v, 0.0))
+        bad = _or(T.logical_not(F.logical_and(finite, T.logical_not(pole))), tiny)
         safe = F.where(bad, 1.5, v)
         low = F.lt(safe, 0.5)
         pos = _lgamma_pos(F.where(low, F.sub(1.0, safe), safe))
         refl_v = F.where(low, safe, 0.25)
         refl = F.sub(F.sub(math.log(math.pi), F.log(F.abs(_sinpi(refl_v)))), pos)
         out = F.where(low, refl, pos)
-        value = F.where(bad, F.where(T.isnan(v), v, math.inf), out)
+        # exactly 0 at 1 and 2, with the series' gradient
+        out = F.where(_or(F.eq(v, 1.0), F.eq(v, 2.0)), F.sub(out, out.detach()), out)
+        c = v.detach()
+        value = F.where(bad, F.where(T.isnan(c), math.nan, F.where(
+            tiny, F.neg(F.log(F.abs(F.where(tiny, c, 1.0)))), math.inf)), out)
         if not v.requires_grad:
             return value
-        # at the poles, +-inf and NaN PyTorch's gradient is digamma there (+-inf or NaN; the
-        # constant branch gave 0): v times it, as the gradient path of those elements
+        # at the poles, +-inf, NaN and tiny x PyTorch's gradient is digamma there (+-inf or
+        # NaN; the constant branch gave 0): v times it, as the gradient path of those elements
         from .composite import straight_through
 
         at_bad = F.mul(v, digamma(F.where(bad, v.detach(), 1.5)))
@@ -251,9 +324,12 @@ def digamma(x: Tensor) -> Tensor:
     """d/dx lgamma: the series for x >= 0.5, psi(1 - x) - pi / tan(pi x) below; -inf at 0
     (+inf at -0) and NaN at the negative integers, as PyTorch's."""
     def f(v: Tensor) -> Tensor:
-        pole = F.logical_and(F.le(v, 0.0), F.eq(v, F.floor(v)))
-        ok = F.logical_and(T.logical_not(pole), T.isfinite(v))
-        safe = F.where(ok, v, 1.5)
+        c = v.detach()
+        pole = F.logical_and(F.le(c, 0.0), F.eq(c, F.floor(c)))
+        tiny = F.logical_and(F.lt(F.abs(c), _TINY), F.ne(c, 0.0))
+        ok = F.logical_and(F.logical_and(T.logical_not(pole), T.isfinite(c)),
+                           T.logical_not(tiny))
+        safe = _safe(v, ok, 1.5)
         low = F.lt(safe, 0.5)
         pos = _digamma_pos(F.where(low, F.sub(1.0, safe), safe))
         r = F.where(low, safe, 0.25)
@@ -263,7 +339,14 @@ def digamma(x: Tensor) -> Tensor:
         special = F.where(F.eq(v, 0.0), F.where(signbit(v), math.inf, -math.inf), math.nan)
         out = F.where(pole, special, out)
         out = F.where(T.isinf(v), F.where(F.gt(v, 0), math.inf, math.nan), out)
-        return F.where(T.isnan(v), v, out)
+        out = F.where(T.isnan(v), math.nan, out)
+        out = F.where(tiny, F.sub(F.div(-1.0, F.where(tiny, c, 1.0)), _EULER), out)
+        # PyTorch's trigamma there: pi^2 / sin(pi x)^2 from its reflection (inf at +-0, ~1e32
+        # at the negative integers, where sin(pi x) is a rounding's, 1 / x**2 at tiny x), 0 at
+        # inf, NaN at -inf
+        sin_pi = F.sin(F.mul(c, math.pi))
+        slope = F.where(F.eq(c, math.inf), 0.0, F.div(math.pi * math.pi, F.mul(sin_pi, sin_pi)))
+        return _with_edges(out, v, ok, slope, "DigammaBackward0")
     return _in64(f, x)
 
 
@@ -324,7 +407,9 @@ def erfinv(x: Tensor) -> Tensor:
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, -1.0), -math.inf, math.nan))
         # at 0 the slope alone: y + 0 * slope would make -0 a +0
         out = F.where(F.eq(c, 0.0), F.mul(v, math.sqrt(math.pi) / 2), out)
-        return F.where(inside, out, edge)
+        # PyTorch's sqrt(pi)/2 exp(erfinv(x)^2) beyond: inf at +-1, NaN past them and at NaN
+        slope = F.where(F.eq(F.abs(c), 1.0), math.inf, math.nan)
+        return _with_edges(F.where(inside, out, edge), v, inside, slope, "ErfinvBackward0")
     return _in64(f, x)
 
 
@@ -340,7 +425,10 @@ def ndtri(p: Tensor) -> Tensor:
         slope = F.mul(F.exp(F.mul(F.mul(y, y), 0.5)), math.sqrt(2 * math.pi))
         out = F.add(y, F.mul(F.sub(F.where(inside, v, 0.5), pc), slope))
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, 0.0), -math.inf, math.nan))
-        return F.where(inside, out, edge)
+        # PyTorch's sqrt(2 pi) exp(ndtri(p)^2 / 2) beyond: inf at 0 and 1, NaN past them
+        slope = F.where(_or(F.eq(c, 0.0), F.eq(c, 1.0)), math.inf, math.nan)
+        return _with_edges(F.where(inside, out, edge), v, inside, slope,
+                           "SpecialNdtriBackward0")
     return _in64(f, p)
 
 

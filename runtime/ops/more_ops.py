@@ -36,13 +36,26 @@ def hypot(a: Tensor, b: Any) -> Tensor:
                                   f"'{D.scalar_type_name(dt)}'")
     if not isinstance(b, Tensor):
         b = creation.full_like(a, b, dtype=dt)
-    aa, bb = F.abs(a), F.abs(b)
+    from .math_ops import _safe, _with_edges
+    from .tensor_ops import isfinite
+
+    ad, bd = a.detach(), b.detach()
+    # PyTorch's gradient a / hypot, b / hypot: NaN at (0, 0), 0 beside an inf, the zero's
+    # sign where a or b is; the scaled formula below is differentiated elsewhere only
+    regular = F.logical_and(F.logical_and(F.ne(ad, 0), F.ne(bd, 0)),
+                            F.logical_and(isfinite(ad), isfinite(bd)))
+    sa, sb = _safe(a, regular, 1.0), _safe(b, regular, 1.0)
+    aa, bb = F.abs(sa), F.abs(sb)
     big, small = F.maximum(aa, bb), F.minimum(aa, bb)
-    ratio = F.div(small, F.where(F.eq(big, 0), 1.0, big))
+    ratio = F.div(small, big)
     h = F.mul(big, F.sqrt(F.add(F.mul(ratio, ratio), 1.0)))
     # max(NaN, inf) is NaN: each side asked
-    infinite = logical_or(F.eq(aa, math.inf), F.eq(bb, math.inf))
-    return F.where(infinite, math.inf, h)
+    infinite = logical_or(F.eq(F.abs(ad), math.inf), F.eq(F.abs(bd), math.inf))
+    edge = F.where(infinite, math.inf, F.where(F.eq(ad, 0), F.abs(bd), F.where(
+        F.eq(bd, 0), F.abs(ad), math.nan)))
+    value = F.where(regular, h, F.cast(edge, h.dtype) if edge.dtype is not h.dtype else edge)
+    return _with_edges(value, (a, b), regular, (F.div(ad, edge), F.div(bd, edge)),
+                       "HypotBackward0")
 
 
 def _at_least(x: Tensor, ndim: int) -> Tensor:

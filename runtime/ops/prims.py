@@ -465,17 +465,22 @@ SINH = _numpy_unary("sinh", np.sinh, lambda c, g: (F.mul(g, F.cosh(c.input(0))),
 COSH = _numpy_unary("cosh", np.cosh, lambda c, g: (F.mul(g, F.sinh(c.input(0))),), (0,))
 ASINH = _numpy_unary("asinh", np.arcsinh, lambda c, g: (
     F.div(g, F.sqrt(F.add(F.mul(c.input(0), c.input(0)), 1.0))),), (0,))
-ACOSH = _numpy_unary("acosh", np.arccosh, lambda c, g: (
-    F.div(g, F.mul(F.sqrt(F.sub(c.input(0), 1.0)), F.sqrt(F.add(c.input(0), 1.0)))),), (0,))
+# acosh: PyTorch's rsqrt(x^2 - 1), with (x - 1)(x + 1) for x^2 - 1 (exact near 1; + 0 makes
+# its -0 at -1 a +0): inf at -1 as at 1, finite below (sqrt(x - 1) sqrt(x + 1) was NaN there)
+ACOSH = _numpy_unary("acosh", np.arccosh, lambda c, g: (F.div(g, F.sqrt(F.add(
+    F.mul(F.sub(c.input(0), 1.0), F.add(c.input(0), 1.0)), 0.0))),), (0,))
 ATANH = _numpy_unary("atanh", np.arctanh, lambda c, g: (
     F.div(g, F.sub(1.0, F.mul(c.input(0), c.input(0)))),), (0,))
 
 
 def _atan2_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    # PyTorch's g b / (a^2 + b^2), -g a / (a^2 + b^2), its 1 / (a^2 + b^2) taken as 0 where
+    # a^2 + b^2 is (at (0, 0): signed zeros where 0 / 0 was NaN)
     a, b = c.input(0), c.input(1)
-    scale = F.div(g, F.add(F.mul(a, a), F.mul(b, b)))
-    return _grads2(c, F.mul(scale, b) if c.needs(0) else None,
-                   F.neg(F.mul(scale, a)) if c.needs(1) else None)
+    den = F.add(F.mul(a, a), F.mul(b, b))
+    recip = F.where(F.eq(den, 0.0), 0.0, F.div(1.0, den))
+    return _grads2(c, F.mul(F.mul(g, b), recip) if c.needs(0) else None,
+                   F.mul(F.mul(g, F.neg(a)), recip) if c.needs(1) else None)
 
 
 def _fmod_bwd(c: Any, g: Any) -> tuple[Any, Any]:

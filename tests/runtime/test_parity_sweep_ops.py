@@ -81,8 +81,9 @@ _ZERO_SIGN_FREE = {"relu", "softshrink", "remainder", "remainder(t, s)", "remain
 _NAN_GRAD_FREE = {"hardtanh", "hardtanh_range", "relu6", "hardshrink", "softshrink",
                   "hardsigmoid"}
 # values where PyTorch's float32 kernel is off: gelu(inf) is NaN (vectorized erf), and
-# gelu(-3) 1.3e-4 relative off; hardsigmoid's float64 gradient uses a float32 1/6
-_LOOSE = {("gelu", "float32"): 2e-4, ("hardsigmoid", "float64"): 5e-8}
+# gelu(-3) 1.3e-4 relative off; digamma's float64 gradient: PyTorch's trigamma is 8e-10 off
+# (1.6449340676 at 1, pi^2 / 6 = 1.6449340668), this runtime's 4e-16
+_LOOSE = {("gelu", "float32"): 2e-4, ("digamma", "float64"): 2e-9}
 _INF_FREE = {("gelu", "float32")}
 
 
@@ -292,23 +293,9 @@ _GRAD_EDGES = ("the gradient at inf, NaN or a pole (PyTorch's derivative formula
                "there; this runtime's composite gives 0 or a finite value)")
 KNOWN: dict[str, list[str]] = {
     _GRAD_EDGES: [
-        "test_unary[acosh-float64-edge]", "test_unary[acosh-float64-2d]",
-        "test_unary[erfinv-float64-edge]", "test_unary[erfinv-float64-2d]",
-        "test_unary[digamma-float64-edge]", "test_unary[digamma-float64-0d]",
-        "test_unary[digamma-float64-2d]", "test_unary[logit-float64-edge]",
-        "test_unary[logit-float64-0d]", "test_unary[logit-float64-2d]",
-        "test_unary[logit_eps-float64-edge]", "test_unary[logit_eps-float64-2d]",
-        "test_unary[special.log_ndtr-float64-edge]", "test_unary[special.log_ndtr-float64-2d]",
-        "test_unary[special.entr-float64-edge]", "test_unary[special.entr-float64-0d]",
-        "test_unary[special.entr-float64-2d]", "test_unary[special.ndtri-float64-edge]",
-        "test_unary[special.ndtri-float64-0d]", "test_unary[special.ndtri-float64-2d]",
         "test_reduction[prod-float64-edge]", "test_reduction[prod-float64-2d]",
         "test_reduction[prod0-float64-edge]", "test_reduction[prod0-float64-2d]",
-        "test_reduction[logcumsumexp-float64-2d]", "test_binary[atan2-float64-float64]",
-        "test_binary[hypot-float64-float64]", "test_binary[copysign-float64-float64]",
-        "test_binary[xlogy-float64-float64]", "test_binary[logaddexp-float64-float64]",
-        "test_binary[logaddexp2-float64-float64]", "test_binary[div_trunc-float64-float64]",
-        "test_binary[special.xlog1py-float64-float64]"],
+        "test_reduction[logcumsumexp-float64-2d]", "test_binary[div_trunc-float64-float64]"],
     "the sign of a zero gradient": [
         "test_unary[special.i0e-float64-edge]", "test_unary[special.i0e-float64-0d]",
         "test_unary[special.i0e-float64-2d]", "test_reduction[var_c0-float64-0d]",
