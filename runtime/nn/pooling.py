@@ -7,7 +7,6 @@ from typing import Any
 from runtime.nn.module import Module
 from runtime.ops import conv as C
 from runtime.ops import functional as F
-from runtime.ops.shapes import wrap_dim
 from runtime.tensor import Tensor
 
 
@@ -238,15 +237,7 @@ class Unflatten(Module):
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        d = wrap_dim(self.dim, input.ndim)
-        sizes = list(self.unflattened_size)
-        if -1 in sizes:
-            known = 1
-            for s in sizes:
-                known *= s if s != -1 else 1
-            sizes[sizes.index(-1)] = input.shape[d] // known
-        shape = (*input.shape[:d], *sizes, *input.shape[d + 1:])
-        return F.reshape(input, shape)
+        return input.unflatten(self.dim, self.unflattened_size)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

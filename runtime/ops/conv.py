@@ -176,31 +176,78 @@ def _sym(p: tuple[int, int]) -> Pad4:
     return (p[0], p[0], p[1], p[1])
 
 
+def _check_window(k: Pair, d: Pair, p: Pair, s: Pair) -> None:
+    """PyTorch's im2col/col2im checks of the window's geometry, in its order."""
+    for name, (h, w), ok, need in (("kernel size", k, k[0] > 0 and k[1] > 0, "greater than zero"),
+                                   ("dilation", d, d[0] > 0 and d[1] > 0, "greater than zero"),
+                                   ("padding", p, p[0] >= 0 and p[1] >= 0, "non-negative"),
+                                   ("stride", s, s[0] > 0 and s[1] > 0, "greater than zero")):
+        if not ok:
+            label = {"kernel size": "kernel", "padding": "pad"}.get(name, name)
+            raise RuntimeError(f"{name} should be {need}, but got {label}_height: {h} "
+                               f"{label}_width: {w}")
+
+
+def _size_of(x: Tensor, dim: int) -> int:
+    """``x.size(dim)`` with PyTorch's IndexError where the dim is not there."""
+    if x.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if dim >= x.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{x.ndim}, "
+                         f"{x.ndim - 1}], but got {dim})")
+    return int(x.shape[dim])
+
+
+def _window_args(kernel_size: Any, dilation: Any, padding: Any, stride: Any
+              ) -> tuple[Pair, Pair, Pair, Pair]:
+    k, d = _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation")
+    p, s = _pair(padding, "padding"), _pair(stride, "stride")
+    _check_window(k, d, p, s)
+    return k, d, p, s  # type: ignore[return-value]
+
+
 def unfold(input: Tensor, kernel_size: Any, dilation: Any = 1, padding: Any = 0,  # noqa: A002
            stride: Any = 1) -> Tensor:
-    """PyTorch's ``F.unfold`` (im2col) of a (N, C, H, W) or (C, H, W) input."""
-    batched = input.ndim == 4
-    if input.ndim not in (3, 4):
-        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor for input with possible 0 "
-                           f"batch size and non-zero dimensions, but got: {list(input.shape)}")
+    """PyTorch's ``F.unfold`` (im2col) of a (N, C, H, W) or (C, H, W) input, with its
+    checks in its order."""
+    k, d, p, s = _window_args(kernel_size, dilation, padding, stride)
+    ndim = input.ndim
+    valid = _size_of(input, 1) != 0 and _size_of(input, 2) != 0
+    if not ((ndim == 3 and input.shape[0] != 0 and valid)
+            or (ndim == 4 and valid and input.shape[3] != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           "and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    h, w = input.shape[-2:]
+    blocks = [_out_len(n, k[i], d[i], s[i], p[i], p[i]) for i, n in enumerate((h, w))]
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given input with spatial size ({h}, {w}), kernel_size={k}, "
+                           f"dilation={d}, padding={p}, calculated shape of the array of "
+                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components "
+                           "must be at least one.")
+    batched = ndim == 4
     x = input if batched else F.unsqueeze(input, 0)
-    out = unfold_raw(x, _pair(kernel_size, "kernel_size"), _pair(dilation, "dilation"),
-                     _sym(_pair(padding, "padding")), _pair(stride, "stride"))
+    out = unfold_raw(x, k, d, _sym(p), s)
     return out if batched else F.squeeze(out, 0)
 
 
 def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,  # noqa: A002
          padding: Any = 0, stride: Any = 1) -> Tensor:
-    """PyTorch's ``F.fold`` (col2im): sums each column back into its window."""
+    """PyTorch's ``F.fold`` (col2im): sums each column back into its window; its checks in
+    its order."""
+    size = _pair(output_size, "output_size")
+    k, d, p, s = _window_args(kernel_size, dilation, padding, stride)
+    shape = list(input.shape)
+    if not ((len(shape) == 2 and shape[0] != 0 and shape[1] != 0)
+            or (len(shape) == 3 and shape[1] != 0 and shape[2] != 0)):
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: {shape}")
     batched = input.ndim == 3
     x = input if batched else F.unsqueeze(input, 0)
-    k = _pair(kernel_size, "kernel_size")
     if x.shape[1] % (k[0] * k[1]):
         raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
                            f"of kernel_size, but got input.size(1)={x.shape[1]} and "
-                           f"kernel_size={k}")
-    size, d = _pair(output_size, "output_size"), _pair(dilation, "dilation")
-    p, s = _pair(padding, "padding"), _pair(stride, "stride")
+                           f"kernel_size={k}.")
     blocks = [_out_len(size[i], k[i], d[i], s[i], p[i], p[i]) for i in (0, 1)]
     if x.shape[2] != blocks[0] * blocks[1]:
         raise RuntimeError(f"Given output_size={size}, kernel_size={k}, dilation={d}, "
@@ -208,6 +255,11 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,  
                            f"match the calculated number of sliding blocks {blocks[0]} * "
                            f"{blocks[1]} = {blocks[0] * blocks[1]}, but got "
                            f"input.size(2)={x.shape[2]}.")
+    if min(blocks) < 1:
+        raise RuntimeError(f"Given output_size={size}, kernel_size={k}, dilation={d}, "
+                           f"padding={p}, stride={s}, calculated shape of the array of sliding "
+                           f"blocks as ({blocks[0]}, {blocks[1]}), which is too small "
+                           "(non-positive)")
     out = fold_raw(x, size, k, d, _sym(p), s)
     return out if batched else F.squeeze(out, 0)
 
@@ -939,27 +991,39 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any,  # noqa: A002
 # ----------------------------------------------- pools with indices, power pools, unpools
 
 
-def max_pool1d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-    return max_pool1d(input, *args, **{**kwargs, "return_indices": True})
+# PyTorch's signatures: return_indices is taken, and ignored (the indices always come back)
 
 
-def max_pool2d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-    return max_pool2d(input, *args, **{**kwargs, "return_indices": True})
+def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> Any:
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-def max_pool3d_with_indices(input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-    return max_pool3d(input, *args, **{**kwargs, "return_indices": True})
+def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> Any:
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
-def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any) -> Any:  # noqa: A002
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,  # noqa: A002
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = False) -> Any:
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any,  # noqa: A002
+                                     return_indices: bool = False) -> Any:
     return adaptive_max_pool1d(input, output_size, True)
 
 
-def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any) -> Any:  # noqa: A002
+def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any,  # noqa: A002
+                                     return_indices: bool = False) -> Any:
     return adaptive_max_pool2d(input, output_size, True)
 
 
-def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any) -> Any:  # noqa: A002
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,  # noqa: A002
+                                     return_indices: bool = False) -> Any:
     return adaptive_max_pool3d(input, output_size, True)
 
 
@@ -1015,6 +1079,37 @@ def _unpool_size(input: Tensor, k: tuple[int, ...], s: tuple[int, ...],  # noqa:
     return size
 
 
+def _check_unpool(input: Tensor, indices: Tensor, size: list[int],  # noqa: A002
+                  stride: tuple[int, ...]) -> None:
+    """PyTorch's max_unpooling{2,3}d checks, in its order, on the input as its kernel sees it
+    (a 1-d unpool is a 2-d one of width 1)."""
+    dims = len(size)
+    if indices.dtype is not D.int64:
+        raise RuntimeError("elements in indices should be type int64" + (
+            f" but got: {D.scalar_type_name(indices.dtype)}" if dims == 2 else ""))
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"Input to max_unpooling{dims}d should be a {dims + 1}d or "
+                           f"{dims + 2}d Tensor, but got a tensor with {input.ndim} "
+                           "dimensions.")
+    if tuple(input.shape) != tuple(indices.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"max_unpooling{dims}d_forward_out_cpu(): Expected input to "
+                               f"have non-zero size for non-batch dimensions, but got "
+                               f"{list(input.shape)} with dimension {i} being empty.")
+    if dims == 3 and min(stride) <= 0:
+        raise RuntimeError(f"strides should be greater than zero, but got stride: "
+                           f"{list(stride)}")
+    if indices.numel():  # a primitive: a compiled step checks it too
+        volume = "x".join(str(v) for v in size)
+        F.check_bounds(F.reshape(indices, (-1,)), 0, math.prod(size),
+                       "Found an invalid max index: {} (output volumes are of size "
+                       + volume + ")", error="RuntimeError")
+
+
 def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any,  # noqa: A002
                 padding: Any, output_size: Any, dims: int) -> Tensor:
     """PyTorch's ``F.max_unpool{1,2,3}d``: each value written at its flat index (as the max
@@ -1025,6 +1120,10 @@ def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any,  
     k = _pair(kernel_size, "kernel_size", dims)
     s = k if stride is None else _pair(stride, "stride", dims)
     size = _unpool_size(input, k, s, _pair(padding, "padding", dims), output_size)
+    if dims == 1:  # PyTorch unpools (..., L, 1) in 2-d
+        _check_unpool(F.unsqueeze(input, -1), F.unsqueeze(indices, -1), [*size, 1], (*s, 1))
+    else:
+        _check_unpool(input, indices, size, s)
     lead = tuple(input.shape[:-dims])
     flat = (*lead, math.prod(input.shape[-dims:]))
     plane = zeros(*lead, math.prod(size), dtype=input.dtype, device=input.device)
