@@ -349,20 +349,20 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     return _filled(_size((size,)), fill_value, dtype, device, requires_grad, "full")
 
 
-def zeros_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
-    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device)
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device)
 
 
 def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtype: Any,
@@ -539,24 +539,24 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     return _constant(arr, dt, canonical_device(device), requires_grad)
 
 
-def randn_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
                device: Any = None, requires_grad: bool = False) -> Tensor:
-    return randn(t.shape, generator=generator, dtype=dtype or t.dtype,
-                 device=device or t.device, requires_grad=requires_grad)
+    return randn(input.shape, generator=generator, dtype=dtype or input.dtype,
+                 device=device or input.device, requires_grad=requires_grad)
 
 
-def rand_like(t: Tensor, *, generator: Generator | None = None, dtype: Any = None,
+def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
               device: Any = None, requires_grad: bool = False) -> Tensor:
-    return rand(t.shape, generator=generator, dtype=dtype or t.dtype,
-                device=device or t.device, requires_grad=requires_grad)
+    return rand(input.shape, generator=generator, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
 
 
-def randint_like(t: Tensor, *args: Any, generator: Generator | None = None, dtype: Any = None,
+def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, dtype: Any = None,
                  device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
     """Integers from [low, high) in ``t``'s shape, of ``t``'s dtype unless ``dtype``:
     PyTorch's ``randint_like(input, high)`` and ``randint_like(input, low, high)``."""
-    return randint(*args, tuple(t.shape), generator=generator, dtype=dtype or t.dtype,
-                   device=device or t.device, requires_grad=requires_grad, **kwargs)
+    return randint(*args, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
+                   device=device or input.device, requires_grad=requires_grad, **kwargs)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,

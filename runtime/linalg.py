@@ -69,23 +69,23 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
     return out if keepdim else F.squeeze(out, (d0, d1))
 
 
-def norm(A: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,  # noqa: A002
+def norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,  # noqa: A002
          *, dtype: Any = None) -> Tensor:
     """A vector norm (dim an int, or ord None and no dim: all of A flattened) or a matrix
     norm (dim two ints, or A 2-D with ord given), as PyTorch's."""
     if isinstance(dim, int):
         dim = (dim,)
     if dim is not None and len(dim) == 2 or (dim is None and ord is not None and
-                                              A.ndim == 2):
-        return matrix_norm(A, "fro" if ord is None else ord, tuple(dim or (-2, -1)), keepdim,
+                                              input.ndim == 2):
+        return matrix_norm(input, "fro" if ord is None else ord, tuple(dim or (-2, -1)), keepdim,
                            dtype=dtype)
     if isinstance(ord, str):
         raise RuntimeError(f"linalg.norm: If dim is specified, it mut be of length 1 or 2. "
                            f"Got {list(dim) if dim is not None else dim}")
-    if dim is None and ord is not None and A.ndim != 1:
+    if dim is None and ord is not None and input.ndim != 1:
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
-                           f"be 1D or 2D. Got {A.ndim}D.")
-    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+                           f"be 1D or 2D. Got {input.ndim}D.")
+    return vector_norm(input, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
 LinAlgError = L.LinAlgError
@@ -207,11 +207,11 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     return LstsqResult(F.squeeze(X, -1) if vector else X, empty, rank, empty)
 
 
-def cross(A: Tensor, B: Tensor, *, dim: int = -1) -> Tensor:
+def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (last by default)."""
     from .ops.structured import cross as _cross
 
-    return _cross(A, B, dim)
+    return _cross(input, other, dim)
 
 
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:

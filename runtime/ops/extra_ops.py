@@ -38,7 +38,7 @@ from .tensor_ops import (
 
 
 @named_backward("RollBackward0")
-def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
+def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
          ) -> Tensor:
     """Elements shifted along ``dims`` (wrapping round); without dims, over the flattened
     tensor, then reshaped back."""
@@ -47,21 +47,21 @@ def roll(x: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | Non
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                                f"dims:0")
         shift = shifts if isinstance(shifts, int) else shifts[0]
-        return roll(x.reshape(-1), shift, 0).reshape(*x.shape)
+        return roll(input.reshape(-1), shift, 0).reshape(*input.shape)
     shift_list = [shifts] if isinstance(shifts, int) else list(shifts)
     dim_list = [dims] if isinstance(dims, int) else list(dims)
     if len(shift_list) != len(dim_list):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shift_list)}, "
                            f"dims:{len(dim_list)}")
-    out = x
+    out = input
     for shift, dim in zip(shift_list, dim_list):
-        d = _dim(x, dim)
-        n = x.shape[d]
+        d = _dim(input, dim)
+        n = input.shape[d]
         s = shift % n if n else 0
         if s:
             head = (slice(None),) * d
             out = F.cat([out[head + (slice(n - s, n),)], out[head + (slice(0, n - s),)]], d)
-    return out if out is not x else F.clone(x)
+    return out if out is not input else F.clone(input)
 
 
 def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, *,
@@ -100,46 +100,46 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, 
     return out
 
 
-def nan_to_num(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """nan, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest
     finite values); the gradient passes where x was finite."""
-    if not x.dtype.is_floating_point:
-        return F.clone(x)
-    info = np.finfo(x.dtype.np)
+    if not input.dtype.is_floating_point:
+        return F.clone(input)
+    info = np.finfo(input.dtype.np)
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf
-    out = F.where(F.eq(x, math.inf), hi, x)
-    out = F.where(F.eq(x, -math.inf), lo, out)
-    return F.where(F.ne(x, x), nan, out)
+    out = F.where(F.eq(input, math.inf), hi, input)
+    out = F.where(F.eq(input, -math.inf), lo, out)
+    return F.where(F.ne(input, input), nan, out)
 
 
-def diag(x: Tensor, diagonal: int = 0) -> Tensor:
+def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D: the square matrix with x on diagonal ``diagonal`` (above the main one when
     positive); 2-D: that diagonal, as a 1-D tensor."""
     from ..creation import arange, eye
 
     k = diagonal
-    if x.ndim == 1:
-        n = x.shape[0]
+    if input.ndim == 1:
+        n = input.shape[0]
         # x where the eye is set, else 0 (x * eye made nan of an inf's row): nothing saved
-        square = keeps_saved(F.where(eye(n, dtype=D.bool_, device=x.device), x,
-                                     zero_of(x.dtype)))
+        square = keeps_saved(F.where(eye(n, dtype=D.bool_, device=input.device), input,
+                                     zero_of(input.dtype)))
         if k:
             from .conv import pad
 
             square = pad(square, (k, 0, 0, k) if k > 0 else (0, -k, -k, 0))
         return named(square, "DiagEmbedBackward0")
-    if x.ndim != 2:
-        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {x.ndim}D")
-    rows, cols = x.shape
+    if input.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    rows, cols = input.shape
     r0, c0 = (0, k) if k >= 0 else (-k, 0)
     n = max(0, min(rows - r0, cols - c0))
     if n == 0:
-        return x.reshape(-1)[:0]
-    r = arange(r0, r0 + n, device=x.device)
-    c = arange(c0, c0 + n, device=x.device)
-    return named(keeps_saved(x[r, c]), "DiagonalBackward0")
+        return input.reshape(-1)[:0]
+    r = arange(r0, r0 + n, device=input.device)
+    c = arange(c0, c0 + n, device=input.device)
+    return named(keeps_saved(input[r, c]), "DiagonalBackward0")
 
 
 def _float_pair(name: str, a: Any, b: Any) -> None:
@@ -153,21 +153,21 @@ def _float_pair(name: str, a: Any, b: Any) -> None:
                                   f"'{D.scalar_type_name(dt)}'")
 
 
-def logaddexp(a: Tensor, b: Any) -> Tensor:
+def logaddexp(input: Tensor, other: Any) -> Tensor:
     """log(exp(a) + exp(b)) without overflow: m + log(exp(a - m) + exp(b - m)), m the larger
     (held constant: the formula is exact for any m, and its gradient is then softmax's) where
     both are finite."""
-    _float_pair("logaddexp", a, b)
-    if not isinstance(b, Tensor):
+    _float_pair("logaddexp", input, other)
+    if not isinstance(other, Tensor):
         from ..creation import full_like
 
-        b = full_like(a, b)
+        other = full_like(input, other)
     from .math_ops import _safe, _with_edges
     from .tensor_ops import isfinite
 
-    ad, bd = a.detach(), b.detach()
+    ad, bd = input.detach(), other.detach()
     regular = F.logical_and(isfinite(ad), isfinite(bd))
-    sa, sb = _safe(a, regular, 0.0), _safe(b, regular, 0.0)
+    sa, sb = _safe(input, regular, 0.0), _safe(other, regular, 0.0)
     m = F.maximum(sa, sb).detach()
     out = F.add(F.log(F.add(F.exp(F.sub(sa, m)), F.exp(F.sub(sb, m)))), m)
     # an infinite or NaN operand: PyTorch's value (an inf equal to the other is itself) and
@@ -176,7 +176,7 @@ def logaddexp(a: Tensor, b: Any) -> Tensor:
                                            F.log1p(F.exp(F.neg(F.abs(F.sub(ad, bd)))))))
     slopes = (F.div(1.0, F.add(F.exp(F.sub(bd, ad)), 1.0)),
               F.div(1.0, F.add(F.exp(F.sub(ad, bd)), 1.0)))
-    return _with_edges(F.where(regular, out, edge), (a, b), regular, slopes,
+    return _with_edges(F.where(regular, out, edge), (input, other), regular, slopes,
                        "LogaddexpBackward0")
 
 
@@ -185,40 +185,40 @@ def _check_float(name: str, x: Tensor) -> None:
         raise RuntimeError(f"{name} only support floating point and complex dtypes")
 
 
-def var_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    _check_float("var_mean", x)
-    axes = F._axes(dim, x.ndim)
-    return (var(x, dim, unbiased, keepdim, correction=correction),
-            F.mean(x, axes, keepdim))
+    _check_float("var_mean", input)
+    axes = F._axes(dim, input.ndim)
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            F.mean(input, axes, keepdim))
 
 
-def std_mean(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
+def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
              correction: Any = None) -> tuple[Tensor, Tensor]:
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    _check_float("std_mean", x)
-    axes = F._axes(dim, x.ndim)
-    return (std(x, dim, unbiased, keepdim, correction=correction),
-            F.mean(x, axes, keepdim))
+    _check_float("std_mean", input)
+    axes = F._axes(dim, input.ndim)
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            F.mean(input, axes, keepdim))
 
 
-def count_nonzero(x: Tensor, dim: Any = None) -> Tensor:
-    return F.sum(F.cast(F.ne(x, 0), D.int64), F._axes(dim, x.ndim))
+def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
+    return F.sum(F.cast(F.ne(input, 0), D.int64), F._axes(dim, input.ndim))
 
 
 def _as_bool(x: Any) -> Any:
     return x if not isinstance(x, Tensor) or x.dtype is D.bool_ else F.ne(x, 0)
 
 
-def logical_or(a: Tensor, b: Any) -> Tensor:
-    return logical_not(F.logical_and(logical_not(_as_bool(a)), logical_not(_as_bool(b))))
+def logical_or(input: Tensor, other: Any) -> Tensor:
+    return logical_not(F.logical_and(logical_not(_as_bool(input)), logical_not(_as_bool(other))))
 
 
-def logical_xor(a: Tensor, b: Any) -> Tensor:
-    return F.ne(_as_bool(a), _as_bool(b))
+def logical_xor(input: Tensor, other: Any) -> Tensor:
+    return F.ne(_as_bool(input), _as_bool(other))
 
 
 def bitwise_dtype(kernel: str, a: Any, b: Any, bools: bool = True) -> D.DType:
@@ -242,41 +242,41 @@ def _tensor_first(a: Any, b: Any) -> tuple[Tensor, Any]:
     return (a, b) if isinstance(a, Tensor) else (b, a)
 
 
-def bitwise_and(a: Any, b: Any) -> Tensor:
+def bitwise_and(input: Any, other: Any) -> Tensor:
     """``a & b``: of bools, logical and (which fuses in a compiled step); of integers,
     bitwise."""
-    if bitwise_dtype("bitwise_and", a, b) is D.bool_:
-        return F.logical_and(*_tensor_first(a, b))
-    return apply(P.BITWISE_AND, a, b)
+    if bitwise_dtype("bitwise_and", input, other) is D.bool_:
+        return F.logical_and(*_tensor_first(input, other))
+    return apply(P.BITWISE_AND, input, other)
 
 
-def bitwise_or(a: Any, b: Any) -> Tensor:
+def bitwise_or(input: Any, other: Any) -> Tensor:
     """``a | b``: of bools, not (not a and not b); of integers, bitwise."""
-    if bitwise_dtype("bitwise_or", a, b) is D.bool_:
-        a, b = _tensor_first(a, b)
-        return logical_not(F.logical_and(logical_not(a), logical_not(b) if isinstance(
-            b, Tensor) else not b))
-    return apply(P.BITWISE_OR, a, b)
+    if bitwise_dtype("bitwise_or", input, other) is D.bool_:
+        input, other = _tensor_first(input, other)
+        return logical_not(F.logical_and(logical_not(input), logical_not(other) if isinstance(
+            other, Tensor) else not other))
+    return apply(P.BITWISE_OR, input, other)
 
 
-def bitwise_xor(a: Any, b: Any) -> Tensor:
+def bitwise_xor(input: Any, other: Any) -> Tensor:
     """``a ^ b``: of bools, a != b; of integers, bitwise."""
-    if bitwise_dtype("bitwise_xor", a, b) is D.bool_:
-        return F.ne(*_tensor_first(a, b))
-    return apply(P.BITWISE_XOR, a, b)
+    if bitwise_dtype("bitwise_xor", input, other) is D.bool_:
+        return F.ne(*_tensor_first(input, other))
+    return apply(P.BITWISE_XOR, input, other)
 
 
-def bitwise_left_shift(a: Any, b: Any) -> Tensor:
+def bitwise_left_shift(input: Any, other: Any) -> Tensor:
     """``a << b`` of integers: 0 where b is negative or past a's width, as PyTorch's."""
-    bitwise_dtype("lshift", a, b, bools=False)
-    return apply(P.BITWISE_LEFT_SHIFT, a, b)
+    bitwise_dtype("lshift", input, other, bools=False)
+    return apply(P.BITWISE_LEFT_SHIFT, input, other)
 
 
-def bitwise_right_shift(a: Any, b: Any) -> Tensor:
+def bitwise_right_shift(input: Any, other: Any) -> Tensor:
     """``a >> b`` of integers, arithmetic (the sign fills); a's sign where b is negative or
     past its width, as PyTorch's."""
-    bitwise_dtype("rshift", a, b, bools=False)
-    return apply(P.BITWISE_RIGHT_SHIFT, a, b)
+    bitwise_dtype("rshift", input, other, bools=False)
+    return apply(P.BITWISE_RIGHT_SHIFT, input, other)
 
 
 def in_place(fn: Any) -> Any:
@@ -295,22 +295,22 @@ def in_place(fn: Any) -> Any:
     return method
 
 
-def fmax(a: Tensor, b: Tensor) -> Tensor:
+def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The larger of a and b elementwise, NaN only where both are (numpy's fmax); the gradient
     goes to a where a >= b or b is NaN, else to b, as PyTorch's."""
-    return F.where(logical_or(F.ge(a, b), F.ne(b, b)), a, b)
+    return F.where(logical_or(F.ge(input, other), F.ne(other, other)), input, other)
 
 
-def fmin(a: Tensor, b: Tensor) -> Tensor:
+def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The smaller of a and b elementwise, NaN only where both are (numpy's fmin)."""
-    return F.where(logical_or(F.le(a, b), F.ne(b, b)), a, b)
+    return F.where(logical_or(F.le(input, other), F.ne(other, other)), input, other)
 
 
-def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
               ) -> Tensor:
     """x with ``alpha * source[.., i, ..]`` added at x[.., index[i], ..] along ``dim``
     (repeated indices accumulate)."""
-    d = _dim(x, dim)
+    d = _dim(input, dim)
     index = int64_index(index, "index_add_(): Expected dtype int32/int64 for index but got: "
                         f"{D.scalar_type_name(index.dtype)}")
     if index.ndim > 1:
@@ -326,21 +326,21 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any 
     grid = index.reshape(*shape).expand(*source.shape)
     if not (isinstance(alpha, (int, float)) and alpha == 1):
         source = F.mul(source, alpha)
-    return scatter_add(x, d, grid, source)
+    return scatter_add(input, d, grid, source)
 
 
-def unflatten(x: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
-    d = _dim(x, dim)
+def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    d = _dim(input, dim)
     sizes = list(sizes)
     if sizes.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(s for s in sizes if s != -1)
     if -1 in sizes:
-        sizes[sizes.index(-1)] = x.shape[d] // known if known else 0
-    if math.prod(sizes) != x.shape[d]:
+        sizes[sizes.index(-1)] = input.shape[d] // known if known else 0
+    if math.prod(sizes) != input.shape[d]:
         raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
-                           f"size of dim {dim} ({x.shape[d]}) in the input tensor")
-    return x.reshape(*x.shape[:d], *sizes, *x.shape[d + 1:])
+                           f"size of dim {dim} ({input.shape[d]}) in the input tensor")
+    return input.reshape(*input.shape[:d], *sizes, *input.shape[d + 1:])
 
 
 def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
@@ -386,20 +386,20 @@ def _int64(a: np.ndarray, device: str) -> Tensor:
                         device)
 
 
-def nonzero(x: Tensor, *, as_tuple: bool = False) -> Any:
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """The indices of x's nonzero elements: an (n, ndim) int64 tensor, one row each in
     row-major order; ``as_tuple``: one 1-D tensor per dimension (a 0-d x counts as 1-D)."""
-    values = _host_values(x, "nonzero")
+    values = _host_values(input, "nonzero")
     if as_tuple:
-        return tuple(_int64(a, x.device) for a in np.nonzero(values.reshape(values.shape or 1)))
+        return tuple(_int64(a, input.device) for a in np.nonzero(values.reshape(values.shape or 1)))
     if not values.ndim:
-        return _int64(np.zeros((int(values != 0), 0)), x.device)
-    return _int64(np.argwhere(values), x.device)
+        return _int64(np.zeros((int(values != 0), 0)), input.device)
+    return _int64(np.argwhere(values), input.device)
 
 
-def argwhere(x: Tensor) -> Tensor:
+def argwhere(input: Tensor) -> Tensor:
     """``nonzero(x)``: the (n, ndim) indices of x's nonzero elements."""
-    return nonzero(x)
+    return nonzero(input)
 
 
 def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002

@@ -90,9 +90,9 @@ def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
 # --- simple compositions ---------------------------------------------------------------------
 
 
-def erfc(x: Tensor) -> Tensor:
+def erfc(input: Tensor) -> Tensor:
     """1 - erf(x), accurate in the tails."""
-    return apply(P.ERFC, x)
+    return apply(P.ERFC, input)
 
 
 def _x_log(x: Any, y: Any, log: Any, pole: float, name: str) -> Tensor:
@@ -111,128 +111,128 @@ def _x_log(x: Any, y: Any, log: Any, pole: float, name: str) -> Tensor:
     return straight_through(value, path, name)
 
 
-def xlogy(x: Any, y: Any) -> Tensor:
+def xlogy(input: Any, other: Any) -> Tensor:
     """x * log(y), 0 where x == 0 (unless y is NaN), as PyTorch's."""
-    return _x_log(x, y, F.log, 0.0, "XlogyBackward0")
+    return _x_log(input, other, F.log, 0.0, "XlogyBackward0")
 
 
-def xlog1py(x: Any, y: Any) -> Tensor:
+def xlog1py(input: Any, other: Any) -> Tensor:
     """x * log1p(y), 0 where x == 0 (unless y is NaN)."""
-    return _x_log(x, y, F.log1p, -1.0, "SpecialXlog1PyBackward0")
+    return _x_log(input, other, F.log1p, -1.0, "SpecialXlog1PyBackward0")
 
 
-def sinc(x: Tensor) -> Tensor:
+def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0 (gradient 0 there)."""
-    x = _as_float(x)
-    zero = F.eq(x, 0)
-    px = F.mul(F.where(zero, 1.0, x), math.pi)
+    input = _as_float(input)
+    zero = F.eq(input, 0)
+    px = F.mul(F.where(zero, 1.0, input), math.pi)
     return F.where(zero, 1.0, F.div(F.sin(px), px))
 
 
-def logit(x: Tensor, eps: float | None = None) -> Tensor:
+def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (a negative eps
     is none, as PyTorch's). The gradient is PyTorch's: 1 / (x (1 - x)) on [lo, hi], inf at 0
     and 1, 0 outside [eps, 1 - eps] (NaN outside [0, 1] without eps) and NaN at NaN."""
-    x = _as_float(x)
-    c = x.detach()
+    input = _as_float(input)
+    c = input.detach()
     clamps = eps is not None and eps >= 0
     lo, hi = (eps, 1 - eps) if clamps else (0.0, 1.0)
     clamped = F.clamp(c, lo, hi) if clamps else c
     value = F.log(F.div(clamped, F.sub(1.0, clamped)))
     inside = F.logical_and(F.ge(c, lo), F.le(c, hi))
     regular = F.logical_and(inside, F.logical_and(F.ne(c, 0.0), F.ne(c, 1.0)))
-    safe = _safe(x, regular, 0.5)
+    safe = _safe(input, regular, 0.5)
     path = F.where(regular, F.log(F.div(safe, F.sub(1.0, safe))), value)
     # at 0 and 1 (-0 too) PyTorch's scalar loop gives grad * inf (its vectorized one
     # 1 / (x (1 - x)): -inf at -0); outside [lo, hi] 0 when clamped, else NaN
     slope = F.where(inside, math.inf, F.where(T.isnan(c), math.nan, 0.0 if clamps else math.nan))
-    return _with_edges(path, x, regular, slope, "LogitBackward0")
+    return _with_edges(path, input, regular, slope, "LogitBackward0")
 
 
-def heaviside(x: Tensor, values: Any) -> Tensor:
+def heaviside(input: Tensor, values: Any) -> Tensor:
     """0 below zero, 1 above, ``values`` at zero."""
-    values = _tensor(values, x)
-    if values.dtype is not x.dtype:
+    values = _tensor(values, input)
+    if values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
-    step = F.cast(F.gt(x.detach(), 0), x.dtype)
-    return F.where(F.eq(x.detach(), 0), values.detach(), step)
+    step = F.cast(F.gt(input.detach(), 0), input.dtype)
+    return F.where(F.eq(input.detach(), 0), values.detach(), step)
 
 
-def signbit(x: Tensor) -> Tensor:
+def signbit(input: Tensor) -> Tensor:
     """True where the sign bit is set (-0.0 included: atan2(-0, -1) is -pi)."""
-    if not x.dtype.is_floating_point:
-        return F.lt(x, 0)
-    return F.lt(F.atan2(x.detach(), -1.0), 0)
+    if not input.dtype.is_floating_point:
+        return F.lt(input, 0)
+    return F.lt(F.atan2(input.detach(), -1.0), 0)
 
 
-def copysign(a: Any, b: Any) -> Tensor:
+def copysign(input: Any, other: Any) -> Tensor:
     """|a| with b's sign (b's -0.0 counts as negative). The gradient is PyTorch's: to a,
     result / a (NaN at inf and NaN), 0 where a is 0; to b, zeros."""
-    a, b = _pair(a, b)
-    dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])
+    input, other = _pair(input, other)
+    dt = D.result_dtype([input.dtype, other.dtype], [], [input.ndim, other.ndim])
     dt = dt if dt.is_floating_point else D.default_float  # float32 and float64: float64
-    a, b = (t if t.dtype is dt else F.cast(t, dt) for t in (a, b))
-    c = a.detach()
+    input, other = (t if t.dtype is dt else F.cast(t, dt) for t in (input, other))
+    c = input.detach()
     mag = F.abs(c)
-    value = F.where(signbit(b.detach()), F.neg(mag), mag)
-    if not (a.requires_grad or b.requires_grad):
+    value = F.where(signbit(other.detach()), F.neg(mag), mag)
+    if not (input.requires_grad or other.requires_grad):
         return value
     from .composite import straight_through
 
     ratio = F.where(F.eq(c, 0), 0.0, F.div(value, c))
-    return straight_through(value, F.add(F.mul(a, ratio), F.mul(b, 0.0)), "CopysignBackward0")
+    return straight_through(value, F.add(F.mul(input, ratio), F.mul(other, 0.0)), "CopysignBackward0")
 
 
-def logaddexp2(a: Tensor, b: Tensor) -> Tensor:
+def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2**a + 2**b) without overflow."""
     from .extra_ops import _float_pair, logaddexp
 
-    _float_pair("logaddexp2", a, b)
-    a, b = _pair(a, b)
-    dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])  # scaled in the result's
-    a, b = (t if t.dtype is dt else F.cast(t, dt) for t in (a, b))
-    return F.div(logaddexp(F.mul(a, _LN2), F.mul(b, _LN2)), _LN2)
+    _float_pair("logaddexp2", input, other)
+    input, other = _pair(input, other)
+    dt = D.result_dtype([input.dtype, other.dtype], [], [input.ndim, other.ndim])  # scaled in the result's
+    input, other = (t if t.dtype is dt else F.cast(t, dt) for t in (input, other))
+    return F.div(logaddexp(F.mul(input, _LN2), F.mul(other, _LN2)), _LN2)
 
 
-def float_power(a: Any, b: Any) -> Tensor:
+def float_power(input: Any, exponent: Any) -> Tensor:
     """a ** b in float64, whatever the inputs' dtypes."""
-    if isinstance(a, Tensor):
-        a = F.cast(a, D.float64)
-    if isinstance(b, Tensor):
-        b = F.cast(b, D.float64)
-    elif not isinstance(a, Tensor):
+    if isinstance(input, Tensor):
+        input = F.cast(input, D.float64)
+    if isinstance(exponent, Tensor):
+        exponent = F.cast(exponent, D.float64)
+    elif not isinstance(input, Tensor):
         raise TypeError("float_power(): expected a tensor argument")
-    if not isinstance(a, Tensor):
-        a = _tensor(float(a), b)
-        a = F.cast(a, D.float64)
-    return F.pow(a, float(b) if not isinstance(b, Tensor) else b)
+    if not isinstance(input, Tensor):
+        input = _tensor(float(input), exponent)
+        input = F.cast(input, D.float64)
+    return F.pow(input, float(exponent) if not isinstance(exponent, Tensor) else exponent)
 
 
-def exp2(x: Tensor) -> Tensor:
+def exp2(input: Tensor) -> Tensor:
     """2 ** x."""
-    return F.exp(F.mul(_as_float(x), _LN2))
+    return F.exp(F.mul(_as_float(input), _LN2))
 
 
-def entr(x: Tensor) -> Tensor:
+def entr(input: Tensor) -> Tensor:
     """-x log x: 0 at 0, -inf below 0."""
-    x = _as_float(x)
-    c = x.detach()
+    input = _as_float(input)
+    c = input.detach()
     regular = F.logical_and(F.gt(c, 0), T.isfinite(c))
-    safe = _safe(x, regular, 1.0)
+    safe = _safe(input, regular, 1.0)
     out = F.neg(F.mul(safe, F.log(safe)))
     out = F.where(regular, out, F.where(F.eq(c, 0), 0.0, F.where(
         T.isnan(c), math.nan, F.where(F.gt(c, 0), -math.inf, -math.inf))))
     # PyTorch's -(1 + log x) beyond: inf at 0, -inf at inf, NaN below 0 and at NaN
-    return _with_edges(out, x, regular, F.neg(F.add(F.log(c), 1.0)), "SpecialEntrBackward0")
+    return _with_edges(out, input, regular, F.neg(F.add(F.log(c), 1.0)), "SpecialEntrBackward0")
 
 
-def ndtr(x: Tensor) -> Tensor:
+def ndtr(input: Tensor) -> Tensor:
     """The standard normal CDF: erfc(-x / sqrt 2) / 2."""
-    return F.mul(erfc(F.div(F.neg(_as_float(x)), math.sqrt(2.0))), 0.5)
+    return F.mul(erfc(F.div(F.neg(_as_float(input)), math.sqrt(2.0))), 0.5)
 
 
-def log_ndtr(x: Tensor) -> Tensor:
+def log_ndtr(input: Tensor) -> Tensor:
     """log of the normal CDF, accurate in both tails: log1p(-Q) above -1, log(erfc / 2)
     down to -20, the asymptotic series below (its next term 2.5e-12 relative at -20)."""
     def f(v: Tensor) -> Tensor:
@@ -249,7 +249,7 @@ def log_ndtr(x: Tensor) -> Tensor:
         out = F.where(T.isnan(v), math.nan, out)  # NaN fails every comparison: the tail took it
         return _with_edges(out, v, T.logical_not(T.isnan(v.detach())), math.nan,
                            "SpecialLogNdtrBackward0")
-    return _in64(f, x)
+    return _in64(f, input)
 
 
 # --- gamma family ----------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def _lgamma_pos(x: Tensor) -> Tensor:
                  F.add(F.log(acc), _HALF_LOG_2PI))
 
 
-def lgamma(x: Tensor) -> Tensor:
+def lgamma(input: Tensor) -> Tensor:
     """log|Gamma(x)|: Lanczos for x >= 0.5, the reflection log(pi / |sin(pi x)|) -
     lgamma(1 - x) below; inf at the poles (0, -1, ...) and at +-inf."""
     def f(v: Tensor) -> Tensor:
@@ -305,7 +305,7 @@ def lgamma(x: Tensor) -> Tensor:
 
         at_bad = F.mul(v, digamma(F.where(bad, v.detach(), 1.5)))
         return straight_through(value, F.where(bad, at_bad, out), "LgammaBackward0")
-    return _in64(f, x)
+    return _in64(f, input)
 
 
 def _digamma_pos(x: Tensor) -> Tensor:
@@ -320,7 +320,7 @@ def _digamma_pos(x: Tensor) -> Tensor:
     return F.sub(F.sub(F.sub(F.log(y), F.div(0.5, y)), series), shift)
 
 
-def digamma(x: Tensor) -> Tensor:
+def digamma(input: Tensor) -> Tensor:
     """d/dx lgamma: the series for x >= 0.5, psi(1 - x) - pi / tan(pi x) below; -inf at 0
     (+inf at -0) and NaN at the negative integers, as PyTorch's."""
     def f(v: Tensor) -> Tensor:
@@ -347,7 +347,7 @@ def digamma(x: Tensor) -> Tensor:
         sin_pi = F.sin(F.mul(c, math.pi))
         slope = F.where(F.eq(c, math.inf), 0.0, F.div(math.pi * math.pi, F.mul(sin_pi, sin_pi)))
         return _with_edges(out, v, ok, slope, "DigammaBackward0")
-    return _in64(f, x)
+    return _in64(f, input)
 
 
 # --- erfinv ----------------------------------------------------------------------------------
@@ -393,7 +393,7 @@ def _erfinv_core(s: Tensor, q: Tensor) -> Tensor:
     return y
 
 
-def erfinv(x: Tensor) -> Tensor:
+def erfinv(input: Tensor) -> Tensor:
     """The inverse of erf on [-1, 1] (``_erfinv_core`` in float64). The gradient,
     sqrt(pi)/2 exp(y**2), is exact to first order (the Newton steps are constants to
     autograd: no second derivative)."""
@@ -410,10 +410,10 @@ def erfinv(x: Tensor) -> Tensor:
         # PyTorch's sqrt(pi)/2 exp(erfinv(x)^2) beyond: inf at +-1, NaN past them and at NaN
         slope = F.where(F.eq(F.abs(c), 1.0), math.inf, math.nan)
         return _with_edges(F.where(inside, out, edge), v, inside, slope, "ErfinvBackward0")
-    return _in64(f, x)
+    return _in64(f, input)
 
 
-def ndtri(p: Tensor) -> Tensor:
+def ndtri(input: Tensor) -> Tensor:
     """The inverse of the normal CDF: sqrt(2) erfinv(2p - 1), with 1 - |2p - 1| taken as 2p
     or 2(1 - p), exact, so tiny p keep their precision (ndtri(1e-300) = -37.0470963)."""
     def f(v: Tensor) -> Tensor:
@@ -429,7 +429,7 @@ def ndtri(p: Tensor) -> Tensor:
         slope = F.where(_or(F.eq(c, 0.0), F.eq(c, 1.0)), math.inf, math.nan)
         return _with_edges(F.where(inside, out, edge), v, inside, slope,
                            "SpecialNdtriBackward0")
-    return _in64(f, p)
+    return _in64(f, input)
 
 
 # --- Bessel I0 ---------------------------------------------------------------------------------
@@ -463,13 +463,13 @@ def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
     return F.where(small, total, F.mul(asym, F.exp(big)))
 
 
-def i0(x: Tensor) -> Tensor:
+def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind, order 0, in float64: its power series
     up to |x| = 30, the asymptotic expansion e^|x| / sqrt(2 pi |x|) (1 + 1/(8|x|) + ...)
     beyond; 2e-15 relative against mpmath on [-50, 50] (its gradient, I1, too)."""
-    return _in64(lambda v: _i0_parts(v, False), x)
+    return _in64(lambda v: _i0_parts(v, False), input)
 
 
-def i0e(x: Tensor) -> Tensor:
+def i0e(input: Tensor) -> Tensor:
     """e^-|x| I0(x): finite for every finite x."""
-    return _in64(lambda v: _i0_parts(v, True), x)
+    return _in64(lambda v: _i0_parts(v, True), input)

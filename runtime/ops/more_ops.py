@@ -25,26 +25,26 @@ from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip
 
 
-def hypot(a: Tensor, b: Any) -> Tensor:
+def hypot(input: Tensor, other: Any) -> Tensor:
     """sqrt(a**2 + b**2) elementwise, as big * sqrt(1 + (small / big)**2) so no square
     overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it included, as
     C's hypot. Floats only, as PyTorch's."""
-    dt = D.result_dtype([t.dtype for t in (a, b) if isinstance(t, Tensor)],
-                        [v for v in (a, b) if not isinstance(v, Tensor)])
+    dt = D.result_dtype([t.dtype for t in (input, other) if isinstance(t, Tensor)],
+                        [v for v in (input, other) if not isinstance(v, Tensor)])
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"hypot_cpu\" not implemented for "
                                   f"'{D.scalar_type_name(dt)}'")
-    if not isinstance(b, Tensor):
-        b = creation.full_like(a, b, dtype=dt)
+    if not isinstance(other, Tensor):
+        other = creation.full_like(input, other, dtype=dt)
     from .math_ops import _safe, _with_edges
     from .tensor_ops import isfinite
 
-    ad, bd = a.detach(), b.detach()
+    ad, bd = input.detach(), other.detach()
     # PyTorch's gradient a / hypot, b / hypot: NaN at (0, 0), 0 beside an inf, the zero's
     # sign where a or b is; the scaled formula below is differentiated elsewhere only
     regular = F.logical_and(F.logical_and(F.ne(ad, 0), F.ne(bd, 0)),
                             F.logical_and(isfinite(ad), isfinite(bd)))
-    sa, sb = _safe(a, regular, 1.0), _safe(b, regular, 1.0)
+    sa, sb = _safe(input, regular, 1.0), _safe(other, regular, 1.0)
     aa, bb = F.abs(sa), F.abs(sb)
     big, small = F.maximum(aa, bb), F.minimum(aa, bb)
     ratio = F.div(small, big)
@@ -54,7 +54,7 @@ def hypot(a: Tensor, b: Any) -> Tensor:
     edge = F.where(infinite, math.inf, F.where(F.eq(ad, 0), F.abs(bd), F.where(
         F.eq(bd, 0), F.abs(ad), math.nan)))
     value = F.where(regular, h, F.cast(edge, h.dtype) if edge.dtype is not h.dtype else edge)
-    return _with_edges(value, (a, b), regular, (F.div(ad, edge), F.div(bd, edge)),
+    return _with_edges(value, (input, other), regular, (F.div(ad, edge), F.div(bd, edge)),
                        "HypotBackward0")
 
 
@@ -126,39 +126,39 @@ def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
 
 @autocast_fp32
 @named_backward("TraceBackward0")
-def trace(x: Tensor) -> Tensor:
+def trace(input: Tensor) -> Tensor:
     """The sum of a matrix's main diagonal."""
-    if x.ndim != 2:
+    if input.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim "
-                           f"{x.ndim}")
-    return F.sum(diag(x))
+                           f"{input.ndim}")
+    return F.sum(diag(input))
 
 
 @named_backward("DiagonalBackward0")
-def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal ``offset`` (above the main one when positive) of the matrices in dims
     ``dim1`` and ``dim2``, as a last dimension after the others. PyTorch's is a view; this
     is a copy with the same values and gradient."""
-    d1, d2 = _dim(x, dim1), _dim(x, dim2)
+    d1, d2 = _dim(input, dim1), _dim(input, dim2)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    rest = [d for d in range(x.ndim) if d not in (d1, d2)]
-    moved = F.permute(x, *rest, d1, d2)
-    rows, cols = x.shape[d1], x.shape[d2]
+    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
+    moved = F.permute(input, *rest, d1, d2)
+    rows, cols = input.shape[d1], input.shape[d2]
     r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
     n = max(0, min(rows - r0, cols - c0))
-    r = creation.arange(r0, r0 + n, device=x.device)
-    c = creation.arange(c0, c0 + n, device=x.device)
+    r = creation.arange(r0, r0 + n, device=input.device)
+    c = creation.arange(c0, c0 + n, device=input.device)
     return keeps_saved(moved[(Ellipsis, r, c)])  # PyTorch's view saves no index
 
 
 @autocast_exclude
 @named_backward("MvBackward0")
-def mv(mat: Tensor, vec: Tensor) -> Tensor:
+def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector, PyTorch's checks and texts."""
-    if mat.ndim != 2 or vec.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {mat.ndim}, {vec.ndim}")
-    return F.matmul(mat, vec)
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
+    return F.matmul(input, vec)
 
 
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
@@ -169,16 +169,16 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(F.expand(t, shape) for t in tensors)
 
 
-def diff(x: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
     """The ``n``-th forward difference along ``dim`` (``prepend``/``append`` joined first)."""
-    if x.ndim == 0:
+    if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
-    d = _dim(x, dim)
-    parts = [p for p in (prepend, x, append) if p is not None]
-    out = F.cat(parts, d) if len(parts) > 1 else x
+    d = _dim(input, dim)
+    parts = [p for p in (prepend, input, append) if p is not None]
+    out = F.cat(parts, d) if len(parts) > 1 else input
     head = (slice(None),) * d
     for _ in range(n):
         if out.shape[d] == 0:
@@ -188,25 +188,25 @@ def diff(x: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
     return out
 
 
-def rot90(x: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotated by 90 degrees ``k`` times in the plane of ``dims``, from the first towards
     the second."""
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
-    if x.ndim < 2:
-        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
-    d0, d1 = _dim(x, dims[0]), _dim(x, dims[1])
+    if input.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
+    d0, d1 = _dim(input, dims[0]), _dim(input, dims[1])
     if d0 == d1:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
                            f"dim1 = {d1}")
     k %= 4
     if k == 1:
-        return flip(x, [d1]).transpose(d0, d1)
+        return flip(input, [d1]).transpose(d0, d1)
     if k == 2:
-        return flip(x, [d0, d1])
+        return flip(input, [d0, d1])
     if k == 3:
-        return flip(x, [d0]).transpose(d0, d1)
-    return F.clone(x)
+        return flip(input, [d0]).transpose(d0, d1)
+    return F.clone(input)
 
 
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -244,9 +244,9 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
     return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
 
 
-def empty_like(t: Tensor, *, dtype: Any = None, device: Any = None,
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    return creation.empty(*t.shape, dtype=dtype or t.dtype, device=device or t.device,
+    return creation.empty(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
                           requires_grad=requires_grad)
 
 

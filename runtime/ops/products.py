@@ -22,16 +22,16 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
 
 
 @autocast_lower
-def mm(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim != 2:
+def mm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
-    if b.ndim != 2:
+    if mat2.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
-    if a.shape[1] != b.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x"
-                           f"{a.shape[1]} and {b.shape[0]}x{b.shape[1]})")
-    _same_dtype(a, b)
-    return F.matmul(a, b)
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
+                           f"{input.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    _same_dtype(input, mat2)
+    return F.matmul(input, mat2)
 
 
 @autocast_lower
@@ -74,19 +74,19 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
 
 @autocast_lower
 @named_backward("BmmBackward0")
-def bmm(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim != 3:
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    if input.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
-    if b.ndim != 3:
+    if mat2.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
-    if b.shape[:2] != (a.shape[0], a.shape[2]):
+    if mat2.shape[:2] != (input.shape[0], input.shape[2]):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a.shape[0]}, {a.shape[2]}] but got: [{b.shape[0]}, "
-                           f"{b.shape[1]}].")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {scalar_type_name(a.dtype)} but found "
-                           f"{scalar_type_name(b.dtype)}")
-    return F.matmul(a, b)
+                           f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, "
+                           f"{mat2.shape[1]}].")
+    if input.dtype is not mat2.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} but found "
+                           f"{scalar_type_name(mat2.dtype)}")
+    return F.matmul(input, mat2)
 
 
 def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
