@@ -20,6 +20,9 @@ from runtime.nn.conv import (
     LazyConv1d,
     LazyConv2d,
     LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
 )
 from runtime.nn import modules, utils
 from runtime.nn.activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
@@ -47,7 +50,14 @@ from runtime.nn.container import Sequential
 from runtime.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from runtime.nn.distance import CosineSimilarity, PairwiseDistance
 from runtime.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from runtime.nn.instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
+from runtime.nn.instancenorm import (
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+)
 from runtime.nn.layers import (
     AlphaDropout,
     Bilinear,
@@ -210,6 +220,9 @@ __all__ = [
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
     "CosineSimilarity",
     "Flatten",
     "MaxPool1d",
@@ -281,6 +294,9 @@ __all__ = [
     "InstanceNorm1d",
     "InstanceNorm2d",
     "InstanceNorm3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
     "LayerNorm",
     "Linear",
     "LazyLinear",

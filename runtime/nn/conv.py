@@ -1,5 +1,6 @@
 """`Conv1d`, `Conv2d`, `Conv3d`, `ConvTranspose1d`, `ConvTranspose2d` and `ConvTranspose3d`
-(PyTorch's arguments and default init), and `LazyConv1d/2d/3d`."""
+(PyTorch's arguments and default init), and their lazy forms (`LazyConv1d/2d/3d`,
+`LazyConvTranspose1d/2d/3d`)."""
 
 from __future__ import annotations
 
@@ -200,6 +201,9 @@ class _LazyConvNd(LazyModuleMixin):
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
                          padding_mode, device, dtype)
+        self._lazy_parameters(out_channels, bias, device, dtype)
+
+    def _lazy_parameters(self, out_channels: int, bias: bool, device: Any, dtype: Any) -> None:
         self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_channels = out_channels
         if bias:
@@ -220,9 +224,11 @@ class _LazyConvNd(LazyModuleMixin):
         self.in_channels = input.shape[1] if input.dim() == batched else input.shape[0]
         if self.in_channels % self.groups != 0:  # type: ignore[attr-defined]
             raise ValueError("in_channels must be divisible by groups")
+        outer, inner = self.out_channels, self.in_channels  # type: ignore[has-type]
+        if self._transposed:  # type: ignore[attr-defined]
+            outer, inner = inner, outer
         with rt.no_grad():
-            self.weight.materialize((self.out_channels,  # type: ignore[has-type]
-                                     self.in_channels // self.groups,  # type: ignore[attr-defined]
+            self.weight.materialize((outer, inner // self.groups,  # type: ignore[attr-defined]
                                      *self.kernel_size))  # type: ignore[attr-defined]
             if self.bias is not None:
                 self.bias.materialize((self.out_channels,))
@@ -239,3 +245,27 @@ class LazyConv2d(_LazyConvNd, Conv2d):
 
 class LazyConv3d(_LazyConvNd, Conv3d):
     cls_to_become = Conv3d
+
+
+class _LazyConvTransposeNd(_LazyConvNd):
+    """A transposed convolution whose in_channels is its first input's channel dimension."""
+
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1,  # noqa: PLR0913
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        LazyModuleMixin.__init__(self, 0, 0, kernel_size, stride, padding, output_padding,
+                                 groups, False, dilation, padding_mode, device, dtype)
+        self._lazy_parameters(out_channels, bias, device, dtype)
+
+
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d

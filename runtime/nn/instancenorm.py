@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from runtime.nn.batchnorm import _NormBase
+from runtime.nn.batchnorm import _LazyNormBase, _NormBase
 from runtime.ops import conv as C
 from runtime.tensor import Tensor
 
@@ -56,3 +56,19 @@ class InstanceNorm3d(_InstanceNorm):
     """(N, C, D, H, W) or unbatched (C, D, H, W)."""
 
     _no_batch_dim = 4
+
+
+# PyTorch's lazy instance norms take the lazy batch norms' defaults (affine and running
+# statistics on), and num_features from the input's dim 1 even unbatched, as there
+
+
+class LazyInstanceNorm1d(_LazyNormBase, InstanceNorm1d):
+    cls_to_become = InstanceNorm1d
+
+
+class LazyInstanceNorm2d(_LazyNormBase, InstanceNorm2d):
+    cls_to_become = InstanceNorm2d
+
+
+class LazyInstanceNorm3d(_LazyNormBase, InstanceNorm3d):
+    cls_to_become = InstanceNorm3d

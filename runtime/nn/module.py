@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from runtime.autograd import no_grad
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
-from runtime.nn.parameter import Buffer, Parameter
+from runtime.nn.parameter import Buffer, Parameter, is_lazy
 from runtime.tensor import Tensor
 
 if TYPE_CHECKING:
@@ -728,7 +728,10 @@ class Module:
                         p.grad.data = fn(p.grad)
             for name, b in module._buffers.items():
                 if b is not None:
-                    module._buffers[name] = fn(b)
+                    new = fn(b)
+                    if is_lazy(b) and not is_lazy(new):  # stays uninitialized, as torch's
+                        new = type(b)(b.requires_grad, device=new.device, dtype=new.dtype)
+                    module._buffers[name] = new
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
