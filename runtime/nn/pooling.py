@@ -188,6 +188,50 @@ class MaxUnpool3d(_MaxUnpoolNd):
     _dims = 3
 
 
+def _ntuple(value: Any, n: int) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+
+class _FractionalMaxPoolNd(Module):
+    """Max pooling over pseudo-random windows (Graham's fractional max pooling), PyTorch's
+    checks and buffer ``_random_samples`` (None: drawn on each call)."""
+
+    _dims = 2
+
+    def __init__(self, kernel_size: Any, output_size: Any = None, output_ratio: Any = None,
+                 return_indices: bool = False, _random_samples: Tensor | None = None) -> None:
+        super().__init__()
+        n, name = self._dims, type(self).__name__
+        if n == 3 and ((isinstance(kernel_size, int) and kernel_size <= 0) or (
+                isinstance(kernel_size, (tuple, list)) and not all(k > 0 for k in kernel_size))):
+            raise ValueError(f"kernel_size must be greater than 0, but got {kernel_size}")
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = _ntuple(output_size, n) if output_size is not None else None
+        self.output_ratio = _ntuple(output_ratio, n) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a pooling "
+                             "ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002
+        pool = C.fractional_max_pool2d if self._dims == 2 else C.fractional_max_pool3d
+        return pool(input, self.kernel_size, self.output_size, self.output_ratio,
+                    self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _dims = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _dims = 3
+
+
 class Upsample(Module):
     """``F.interpolate`` as a layer (PyTorch's ``nn.Upsample``)."""
 

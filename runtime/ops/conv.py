@@ -1027,6 +1027,155 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,  # noqa: A
     return adaptive_max_pool3d(input, output_size, True)
 
 
+# ------------------------------------------------------------------ fractional max pools
+
+
+def _dim_size(x: Tensor, dim: int) -> int:
+    """``x.size(dim)`` for a negative dim, with PyTorch's IndexError past the first."""
+    if dim < -x.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{x.ndim}, "
+                         f"{x.ndim - 1}], but got {dim})")
+    return int(x.shape[dim])
+
+
+def _intervals(samples: np.ndarray, n_in: int, n_out: int, pool: int) -> np.ndarray:
+    """PyTorch's generate_intervals: each output's window start along one axis, from each
+    plane's sample in [0, 1), computed in the input's precision as there."""
+    seq = np.zeros((*samples.shape, n_out), dtype=np.int64)
+    if n_out > 1:
+        ftype = samples.dtype.type
+        alpha = ftype(n_in - pool) / ftype(n_out - 1)
+        steps = np.arange(n_out, dtype=samples.dtype)
+        seq = ((steps + samples[..., None]) * alpha).astype(np.int64) \
+            - (samples * alpha).astype(np.int64)[..., None]
+    if n_out > 0:
+        seq[..., -1] = n_in - pool
+    return seq
+
+
+def _check_fractional(input: Tensor, k: Sequence[int], size: Sequence[int],  # noqa: A002
+                      samples: Tensor, dims: int) -> None:
+    """PyTorch's fractional_max_pool{2,3}d checks, in its order."""
+    name = f"fractional_max_pool{dims}d"
+    kernel_name = name + ("()" if dims == 2 else "_out()")
+    ints = "tuple of Ints" if dims == 2 else "tuple of three Ints"
+    if len(k) != dims:
+        raise RuntimeError(f"{name}: kernel_size must either be a single Int or {ints}")
+    if len(size) != dims:
+        raise RuntimeError(f"{name}: output_size must either be a single Int or {ints}")
+    if input.ndim not in (dims + 1, dims + 2):
+        raise RuntimeError(f"{kernel_name}: Expected {dims + 1}D or {dims + 2}D tensor, but "
+                           f"got: {list(input.shape)}")
+    for i in range(1, input.ndim):
+        if input.shape[i] <= 0:
+            raise RuntimeError(f"{kernel_name}: Expected input to have non-zero size for "
+                               f"non-batch dimensions, but got{list(input.shape)} with "
+                               f"dimension {i} being empty.")
+    axes = ("height", "width") if dims == 2 else ("time", "height", "width")
+    for axis, o, kk, n in zip(axes, size, k, input.shape[-dims:]):
+        if o + kk - 1 > n:
+            raise RuntimeError(f"{kernel_name}: pool {axis} {kk} too large relative to input "
+                               f"{axis} {n}")
+    if samples.dtype is not input.dtype:
+        raise RuntimeError("Expect _random_samples to have the same dtype as input")
+    if samples.ndim != 3:
+        raise RuntimeError(f"Expect _random_samples to have 3 dimensions, got {samples.ndim}")
+    if samples.shape[0] < (input.shape[0] if input.ndim == dims + 2 else 1):
+        raise RuntimeError("Expect _random_samples.size(0) no less then input batch size.")
+    if samples.shape[1] != input.shape[-dims - 1]:
+        raise RuntimeError("Expect _random_samples.size(1) equals to input channel size.")
+    if samples.shape[2] != dims:
+        raise RuntimeError(f"Expect _random_samples.size(2) equals to {dims}; got "
+                           f"{samples.shape[2]}.")
+
+
+def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any,  # noqa: A002
+                         output_ratio: Any, return_indices: bool, samples: Tensor | None,
+                         dims: int) -> Any:
+    """PyTorch's ``F.fractional_max_pool{2,3}d``: the max of pseudo-random windows, whose
+    starts come from ``_random_samples`` (one sample per plane and axis, drawn when not
+    given); a gather of every window, then a max over it."""
+    from ..creation import rand, tensor
+    from .tensor_ops import gather
+
+    name = f"fractional_max_pool{dims}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{name} requires specifying either an output_size or an "
+                         "output_ratio")
+    if output_size is None:
+        if dims == 2 and len(output_ratio) > 2:
+            raise ValueError(f"{name} requires output_ratio to either be a single Int or "
+                             "tuple of Ints.")
+        ratio = (float(output_ratio),) * dims if isinstance(output_ratio, (int, float)) \
+            else tuple(float(v) for v in output_ratio)
+        output_size = [int(_dim_size(input, i - dims) * ratio[i]) for i in range(dims)]
+    if samples is None:
+        batch = 1 if input.ndim == dims + 1 else _dim_size(input, 0)
+        samples = rand(batch, _dim_size(input, -dims - 1), dims, dtype=input.dtype,
+                       device=input.device)
+    k = (int(kernel_size),) * dims if isinstance(kernel_size, (int, np.integer)) \
+        else tuple(int(v) for v in kernel_size)
+    size = (int(output_size),) * dims if isinstance(output_size, (int, np.integer)) \
+        else tuple(int(v) for v in output_size)
+    _check_fractional(input, k, size, samples, dims)
+    x = input if input.ndim == dims + 2 else F.unsqueeze(input, 0)
+    n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    picks = samples.detach().numpy()[:n]  # (n, c, dims)
+    # the sample of each axis: W then H in 2-d, T, H, W in 3-d (PyTorch's order)
+    order = (1, 0) if dims == 2 else (0, 1, 2)
+    index = np.zeros((n, c, *size, *k), dtype=np.int64)
+    stride = 1
+    for axis in reversed(range(dims)):
+        starts = _intervals(picks[..., order[axis]], spatial[axis], size[axis], k[axis])
+        shape = [n, c] + [1] * (2 * dims)
+        shape[2 + axis] = size[axis]
+        taps = [1] * (2 + 2 * dims)
+        taps[2 + dims + axis] = k[axis]
+        pos = starts.reshape(shape) + np.arange(k[axis]).reshape(taps)
+        index = index + pos * stride
+        stride *= spatial[axis]
+    index = index.reshape(n, c, math.prod(size), math.prod(k))
+    flat_index = tensor(index.reshape(n, c, -1), device=x.device)
+    values = gather(F.reshape(x, (n, c, -1)), 2, flat_index)
+    best = F.reshape(values, (n, c, math.prod(size), math.prod(k))).max(-1)
+    out = F.reshape(best.values, (n, c, *size))
+    where = np.take_along_axis(index, best.indices.numpy()[..., None], -1)
+    indices = tensor(where.reshape(n, c, *size), device=x.device)
+    if input.ndim == dims + 1:
+        out, indices = F.squeeze(out, 0), F.squeeze(indices, 0)
+    return (out, indices) if return_indices else out
+
+
+def fractional_max_pool2d_with_indices(input: Tensor, kernel_size: Any,  # noqa: A002
+                                       output_size: Any = None, output_ratio: Any = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
+                                _random_samples, 2)
+
+
+def fractional_max_pool2d(input: Tensor, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples, 2)
+
+
+def fractional_max_pool3d_with_indices(input: Tensor, kernel_size: Any,  # noqa: A002
+                                       output_size: Any = None, output_ratio: Any = None,
+                                       return_indices: bool = False,
+                                       _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio, True,
+                                _random_samples, 3)
+
+
+def fractional_max_pool3d(input: Tensor, kernel_size: Any, output_size: Any = None,  # noqa: A002
+                          output_ratio: Any = None, return_indices: bool = False,
+                          _random_samples: Tensor | None = None) -> Any:
+    return _fractional_max_pool(input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples, 3)
+
+
 def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,  # noqa: A002
              ceil_mode: bool, dims: int) -> Tensor:
     """PyTorch's power-average pool: (sum of x^p over each window)^(1/p), from an average

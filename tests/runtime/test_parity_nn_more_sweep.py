@@ -65,6 +65,8 @@ EmbeddingBag(10, 3, mode='sum', include_last_offset=True)
 FeatureAlphaDropout(0.1)
 Flatten(0, 2)
 Fold((4, 5), (2, 2), stride=1)
+FractionalMaxPool2d(2, output_ratio=0.5)
+FractionalMaxPool3d((2, 1, 2), output_size=3, return_indices=True)
 GELU('tanh')
 GLU(0)
 GRU(3, 4, 2, batch_first=True, bidirectional=True)
@@ -95,6 +97,12 @@ LazyBatchNorm3d()
 LazyConv1d(4, 3)
 LazyConv2d(4, 3, padding=1)
 LazyConv3d(4, 2)
+LazyConvTranspose1d(4, 3, stride=2)
+LazyConvTranspose2d(4, 3, output_padding=1, stride=2, bias=False)
+LazyConvTranspose3d(2, 2)
+LazyInstanceNorm1d()
+LazyInstanceNorm2d(affine=False)
+LazyInstanceNorm3d(momentum=0.2)
 LazyLinear(5)
 LeakyReLU(0.2)
 Linear(3, 4, bias=False)
@@ -176,8 +184,8 @@ SIGNATURE_ALLOWED = {
     # an internal base: ours takes the mode, torch the number of gate chunks
     "RNNCellBase",
     # torch's boolean_dispatch wrappers take (*args, **kwargs); ours name the parameters
-    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "max_pool1d",
-    "max_pool2d", "max_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "fractional_max_pool2d", "fractional_max_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
 }
 # Parameters ours takes beyond torch's (keyword-only, defaulted), with the reason.
 EXTRA_KEYWORDS = {
@@ -225,7 +233,9 @@ def _describe(v: Any) -> Any:
 # torch's lazy modules hold UninitializedParameter placeholders, ours empty tensors until
 # the first call; the transformer's fast-path flags have no counterpart here (no fast path)
 _STATE_ALLOWED = {"LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d",
-                  "LazyConv2d", "LazyConv3d", "LazyLinear"}
+                  "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+                  "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+                  "LazyInstanceNorm3d", "LazyLinear"}
 _ATTRS_ALLOWED = {"use_nested_tensor", "activation_relu_or_gelu"}
 
 
