@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..tracing import set_tracer
 
 
 class OptState(Enum):
@@ -66,10 +67,18 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self, dev: str) -> None:
+        """Made as real tensors even while ``planner.compile`` captures the first call: the
+        scaler keeps them (a traced value kept here broke the eager run the step falls back
+        to, as GradScaler's inf checks make it), and a plan reads them as state."""
         from ..creation import full
 
-        self._scale = full((), self._init_scale, dtype=D.float32, device=dev)
-        self._growth_tracker = full((), self._init_growth_tracker, dtype=D.int32, device=dev)
+        tracer = set_tracer(None)
+        try:
+            self._scale = full((), self._init_scale, dtype=D.float32, device=dev)
+            self._growth_tracker = full((), self._init_growth_tracker, dtype=D.int32,
+                                        device=dev)
+        finally:
+            set_tracer(tracer)
 
     def scale(self, outputs: Any) -> Any:
         """``outputs`` (a tensor, or nested lists and tuples of them) times the scale."""

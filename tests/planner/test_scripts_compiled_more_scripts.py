@@ -1,7 +1,8 @@
-"""The scripts of tests/runtime/test_scripts_more_models.py and test_scripts_more_training.py
-with their steps compiled: the same losses, parameters and evaluations as eager, each step
-captured (a fallback to eager warns, and warnings are errors here) and replayed rather than
-captured again on every call."""
+"""The scripts of tests/runtime/test_scripts_more_models.py, test_scripts_more_training.py and
+test_scripts_more_recipes.py with their steps compiled: the same losses, parameters and
+evaluations as eager, each step captured (a fallback to eager warns, and warnings are errors
+here) and replayed rather than captured again on every call; the two that run eagerly by
+design say why and still equal eager."""
 
 from __future__ import annotations
 
@@ -17,10 +18,16 @@ import planner
 import runtime as rt
 from runtime.utils.checkpoint import checkpoint
 from tests.runtime import test_scripts_more_models as models
+from tests.runtime import test_scripts_more_recipes as recipes
 from tests.runtime import test_scripts_more_training as training
 from tests.runtime.test_scripts_training import Run, as_is
 
-SCRIPTS = {**models.SCRIPTS, **training.SCRIPTS}
+# scripts whose step runs eagerly, and the reason the planner gives
+EAGER = {"grad_hooks": "Linear has a full backward \\(pre-\\)hook",
+         "autocast_scaler": "\\(bfloat16 steps run eagerly\\)"}
+SCRIPTS = {name: script for name, script in
+           {**models.SCRIPTS, **training.SCRIPTS, **recipes.SCRIPTS}.items()
+           if name not in EAGER}
 
 # the captures a step may make: one (after an eager warm-up call that makes the optimizer's
 # state), and more where the script changes what the plan depends on
@@ -28,7 +35,7 @@ MAX_CAPTURES: dict[str, int] = {
     "accumulate": 2,  # a micro-batch's .grad is None (the first) or accumulates (the others)
     "finetune": 3,  # add_param_group and a layer unfrozen halfway
     "conv_vae": models.STEPS,  # beta, a Python float, changes every step (KL annealing)
-    "dcgan": models.STEPS,  # see test_dcgan_toggling_requires_grad_replays
+    "custom_inplace": 2,  # a Python bool argument: the tail output used or not
 }
 
 
@@ -42,7 +49,7 @@ def compiled_run(name: str, tmp: Path, weights: Any) -> tuple[Run, list[Any]]:
     rt.manual_seed(0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager warns
-        return SCRIPTS[name](rt, weights, wrap, tmp), made
+        return {**SCRIPTS, **recipes.SCRIPTS}[name](rt, weights, wrap, tmp), made
 
 
 @pytest.mark.parametrize("name", list(SCRIPTS))
@@ -56,15 +63,14 @@ def test_compiled_script_equals_eager(name: str, tmp_path: Path) -> None:
         assert 1 <= step.captures <= MAX_CAPTURES.get(name, 1), step.captures
 
 
-@pytest.mark.xfail(strict=True, reason="planner: a requires_grad guard holds the value a "
-                   "parameter had when the capture read it, not at the call: a step that "
-                   "sets requires_grad_(True) and ends with requires_grad_(False) captures "
-                   "again on every call")
-def test_dcgan_toggling_requires_grad_replays(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", list(EAGER))
+def test_compiled_script_running_eagerly_says_why(name: str, tmp_path: Path) -> None:
     rt.manual_seed(0)
-    want = models.dcgan(rt, None, as_is, tmp_path)
-    _, (step,) = compiled_run("dcgan", tmp_path, want.weights)
-    assert step.captures <= 2
+    want = recipes.SCRIPTS[name](rt, None, as_is, tmp_path)
+    rt.manual_seed(0)
+    with pytest.warns(RuntimeWarning, match=f"runs eagerly: .*{EAGER[name]}"):
+        got = recipes.SCRIPTS[name](rt, want.weights, planner.compile, tmp_path)
+    models.assert_runs_match(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_seeded_dropout_compiled_equals_eager() -> None:
@@ -138,3 +144,54 @@ def test_reentrant_checkpoint_without_grad_inputs_is_captured_as_eager() -> None
     got, want = run(True), run(False)
     assert got[0] is None and want[0] is None
     np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+
+
+def _scaled_steps(compiled: bool, autocast: bool) -> list[Any]:
+    """GradScaler's first scale() makes its scale while the step is captured: a tensor the
+    scaler keeps, read by the plan as state (the scaler kept a traced value: the eager
+    unscale_ or fallback after it raised GraphBreak out of the user's call)."""
+    rt.manual_seed(0)
+    model = rt.nn.Sequential(rt.nn.Linear(3, 4), rt.nn.Tanh(), rt.nn.Linear(4, 2))
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+    scaler = rt.amp.GradScaler("cpu", init_scale=4.0, growth_interval=1)
+
+    def forward_backward(x: Any) -> Any:
+        opt.zero_grad()
+        with rt.autocast("cpu", dtype=rt.float16, enabled=autocast):
+            loss = model(x).float().pow(2).mean()
+        scaler.scale(loss).backward()
+        return loss
+
+    def step(x: Any) -> Any:  # unscale_ reads whether a gradient is finite: eager
+        loss = forward_backward(x)
+        scaler.step(opt)
+        scaler.update()
+        return loss
+
+    run = forward_backward if not autocast else step
+    if compiled:
+        run = planner.compile(run)
+    out = []
+    for i in range(4):
+        loss = run(rt.ones(2, 3) * (i + 1))
+        if not autocast:
+            out.append(model[0].weight.grad.numpy().copy())
+            scaler.step(opt)
+            scaler.update()
+        out += [loss.item(), scaler.get_scale()]
+    return out + [p.detach().numpy() for p in model.parameters()]
+
+
+def test_grad_scaler_made_in_a_capture_is_state() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = _scaled_steps(compiled=True, autocast=False)
+    for g, w in zip(got, _scaled_steps(compiled=False, autocast=False), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+def test_grad_scaler_step_falls_back_to_eager() -> None:
+    with pytest.warns(RuntimeWarning, match="runs eagerly: Tensor.bool\\(\\) reads"):
+        got = _scaled_steps(compiled=True, autocast=True)
+    for g, w in zip(got, _scaled_steps(compiled=False, autocast=True), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
