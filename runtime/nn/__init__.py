@@ -2,6 +2,7 @@
 
 from runtime.nn import functional, init
 from runtime.nn import parallel
+from runtime.nn.parallel import DataParallel
 from runtime.nn.batchnorm import (
     BatchNorm1d,
     BatchNorm2d,
@@ -108,6 +109,7 @@ from runtime.nn.loss import (
     L1Loss,
     MSELoss,
     NLLLoss,
+    NLLLoss2d,
     SmoothL1Loss,
 )
 from runtime.nn.module import Module
@@ -261,6 +263,7 @@ __all__ = [
     "KLDivLoss",
     "L1Loss",
     "NLLLoss",
+    "NLLLoss2d",
     "SmoothL1Loss",
     "Dropout",
     "Dropout1d",
@@ -319,5 +322,6 @@ __all__ = [
     "init",
     "modules",
     "parallel",
+    "DataParallel",
     "utils",
 ]

@@ -63,6 +63,9 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
     return F.reshape(F.transpose(x, 1, 2), tuple(input.shape))
 
 
+native_channel_shuffle = channel_shuffle  # PyTorch's kernel-level name for the same op
+
+
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
              bias: Tensor | None = None) -> Tensor:
     """y_o = x1 . W_o . x2 + b_o: one product of x1 against W laid out (in1, out*in2), then an

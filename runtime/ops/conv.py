@@ -430,6 +430,30 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
 
 @autocast_lower
 @named_backward("ConvolutionBackward0")
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:  # noqa: A002
+    """PyTorch's ``F.conv_tbc``: a 1-d convolution of a (time, batch, channels) input by a
+    (kernel width, in, out) weight, as conv1d on the transposed layout; its checks."""
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output "
+                           "channels).")
+    if input.shape[0] + 2 * pad - weight.shape[0] + 1 <= 0:  # torch gives an empty output
+        from ..creation import zeros
+
+        return zeros(0, input.shape[1], weight.shape[2], dtype=input.dtype,
+                     device=input.device)
+    out = conv1d(F.permute(input, 1, 2, 0), F.permute(weight, 2, 1, 0), bias, padding=pad)
+    return F.permute(out, 2, 0, 1)
+
+
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv1d`` on (N, C, L) or unbatched (C, L) input: a conv2d of height 1."""
