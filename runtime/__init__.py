@@ -135,7 +135,7 @@ from .ops.functional import sub as subtract
 from .ops.functional import abs as absolute
 from .ops.functional import expand as broadcast_to
 from .ops.functional import t_ as t
-from .ops.functional import transpose as swapaxes
+from .ops.functional import swapaxes
 from .ops.tensor_ops import (
     amin,
     clamp_max,
@@ -277,12 +277,12 @@ def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 
 
-def is_floating_point(x: Tensor) -> bool:
-    return x.is_floating_point()
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
 
 
-def numel(x: Tensor) -> int:
-    return x.numel()
+def numel(input: Tensor) -> int:
+    return input.numel()
 
 
 from . import safetensors, utils  # noqa: E402
@@ -322,9 +322,8 @@ __all__ += ["addbmm", "addmv", "addr", "baddbmm", "block_diag", "cartesian_prod"
             "combinations", "corrcoef", "cov", "cross", "diag_embed", "dist", "ger", "kron",
             "take", "tensor_split", "tril_indices", "triu_indices"]
 
-from .linalg import det, logdet, matrix_power, slogdet  # noqa: E402
-from .linalg import inv as inverse  # noqa: E402
-from .linalg import pinv as pinverse  # noqa: E402
+from .ops.structured import (  # noqa: E402
+    det, inverse, logdet, matrix_power, pinverse, slogdet)
 
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
 
@@ -334,3 +333,9 @@ from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 
 __all__ += ["amp", "autocast", "bfloat16", "get_autocast_dtype", "is_autocast_enabled",
             "uint16", "uint32", "uint64"]
+from ._determinism import (  # noqa: E402
+    are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms)
+
+__all__ += ["are_deterministic_algorithms_enabled",
+            "is_deterministic_algorithms_warn_only_enabled", "use_deterministic_algorithms"]

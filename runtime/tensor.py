@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import inspect
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -150,6 +151,8 @@ class Tensor:
         if requires_grad and self._vc.inference and not _inference_state.enabled:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
+        if requires_grad is not self._rg and _trace_state.tracer is not None:
+            _trace_state.tracer.requires_grad_changes(self)  # planner.capture: a replay sets it
         self._rg = bool(requires_grad)
         return self
 
@@ -290,9 +293,13 @@ class Tensor:
     def is_cuda(self) -> bool:
         return self.device != "cpu"
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The tensor's values as a numpy array, sharing its storage; ``force`` takes them
+        from a tensor that requires grad or lives on a GPU (a copy there), as PyTorch's."""
         if _trace_state.tracer is not None:
             raise GraphBreak("Tensor.numpy() reads a tensor's value")
+        if force:
+            return self.detach().cpu().numpy()
         if self._rg:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -443,26 +450,26 @@ class Tensor:
         view of it works)."""
         return self if self._data.flags.c_contiguous else F.clone(self)
 
-    def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
+    def new_zeros(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
         from .creation import zeros
 
-        return zeros(*size, dtype=dtype or self.dtype, device=device or self.device,
-                     requires_grad=requires_grad)
+        return zeros(*F.sizes_or(sizes, size, "new_zeros", "size"), dtype=dtype or self.dtype,
+                     device=device or self.device, requires_grad=requires_grad)
 
-    def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
+    def new_ones(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> Tensor:
         from .creation import ones
 
-        return ones(*size, dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
+        return ones(*F.sizes_or(sizes, size, "new_ones", "size"), dtype=dtype or self.dtype,
+                    device=device or self.device, requires_grad=requires_grad)
 
-    def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
+    def new_empty(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
         from .creation import empty
 
-        return empty(*size, dtype=dtype or self.dtype, device=device or self.device,
-                     requires_grad=requires_grad)
+        return empty(*F.sizes_or(sizes, size, "new_empty", "size"), dtype=dtype or self.dtype,
+                     device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> Tensor:
@@ -579,12 +586,12 @@ _METHODS = (
 for _n in _METHODS:
     setattr(Tensor, _n, getattr(F, _n))
 _TENSOR_OPS = {
-    T: "remainder floor_divide bitwise_not split chunk tril triu repeat index_select gather "
+    T: "remainder floor_divide bitwise_not chunk tril triu repeat index_select gather "
        "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt logical_not "
        "reciprocal isnan isinf isfinite clamp_min clamp_max flip narrow unbind movedim tile "
        "outer dot amin isclose allclose equal scatter_reduce masked_select take_along_dim "
        "cumprod",
-    reductions: "any all norm var std logsumexp prod",
+    reductions: "any all var std logsumexp prod",
     products: "mm bmm addmm",
 }
 for _module, _names in _TENSOR_OPS.items():
@@ -605,7 +612,14 @@ for _n in ("hypot diff rot90 trace reshape_as uniform_ normal_ bernoulli_ expone
            "diagonal mv").split():
     setattr(Tensor, _n, getattr(_more, _n))
 Tensor.arctan2 = F.atan2  # type: ignore[attr-defined]
-Tensor.multinomial = lambda self, *a, **k: _creation.multinomial(self, *a, **k)  # type: ignore
+
+
+def _multinomial(self: Tensor, num_samples: int, replacement: bool = False, *,
+                 generator: Any = None) -> Tensor:
+    return _creation.multinomial(self, num_samples, replacement, generator=generator)
+
+
+Tensor.multinomial = _multinomial  # type: ignore[attr-defined]  (creation loads after this)
 Tensor.int = _more.to_int  # type: ignore[attr-defined]
 Tensor.type = _more.type_  # type: ignore[attr-defined]
 Tensor.clip = F.clamp  # type: ignore[attr-defined]
@@ -616,6 +630,7 @@ Tensor.true_divide = F.true_divide  # type: ignore[attr-defined]
 Tensor.true_divide_ = F.true_divide_  # type: ignore[attr-defined]
 Tensor.broadcast_to = F.expand  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
+Tensor.norm = reductions.norm_method  # type: ignore[attr-defined]
 Tensor.argmin = F.argmin  # type: ignore[assignment]
 for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
     setattr(Tensor, f"__{_dunder}__", getattr(T, _n))
@@ -660,7 +675,9 @@ for _n in ("abs_ log_ floor_ ceil_ trunc_ sign_ sin_ cos_ log1p_ expm1_ relu_ si
 Tensor.t_ = _inpl.t_inplace  # type: ignore[attr-defined]
 Tensor.clip_ = F.clamp_  # type: ignore[attr-defined]
 Tensor.sgn_ = _inpl.sign_  # type: ignore[attr-defined]
-Tensor.swapdims = Tensor.swapaxes = F.transpose  # type: ignore[attr-defined]
+Tensor.swapdims = F.transpose  # type: ignore[attr-defined]
+Tensor.swapaxes = F.swapaxes  # type: ignore[attr-defined]
+Tensor.split = T.split_method  # type: ignore[attr-defined]
 Tensor.moveaxis = T.movedim  # type: ignore[attr-defined]
 from .ops import ordering as _ord  # noqa: E402
 
@@ -672,17 +689,23 @@ from .ops import math_ops as _math  # noqa: E402
 for _n in ("erfc erfinv lgamma digamma xlogy sinc logit heaviside copysign signbit logaddexp2 "
            "float_power exp2 i0").split():
     setattr(Tensor, _n, getattr(_math, _n))
+def _in_place_of(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """The method ``fn_``: fn's result written into self, with fn's signature (``other`` of
+    ``xlogy_``)."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return F.copy_(self, fn(F.clone(self), *args, **kwargs))
+
+    method.__name__ = method.__qualname__ = fn.__name__ + "_"
+    method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return method
+
+
 for _n in "erfc erfinv lgamma digamma xlogy sinc logit exp2 i0".split():
-    setattr(Tensor, _n + "_", (lambda fn: lambda self, *a, **k: F.copy_(self, fn(
-        F.clone(self), *a, **k)))(getattr(_math, _n)))
+    setattr(Tensor, _n + "_", _in_place_of(getattr(_math, _n)))
 from .ops import structured as _st  # noqa: E402
 
 for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag_embed "
            "cov corrcoef").split():
     setattr(Tensor, _n, getattr(_st, _n))
-from . import linalg as _linalg  # noqa: E402
-
-for _n in "det logdet matrix_power slogdet".split():
-    setattr(Tensor, _n, getattr(_linalg, _n))
-Tensor.inverse = _linalg.inv  # type: ignore[attr-defined]
-Tensor.pinverse = _linalg.pinv  # type: ignore[attr-defined]
+for _n in "det logdet matrix_power slogdet inverse pinverse".split():
+    setattr(Tensor, _n, getattr(_st, _n))

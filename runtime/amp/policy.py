@@ -34,7 +34,8 @@ def autocast_op(policy: str) -> Callable[[Fn], Fn]:
         def op(*args: Any, **kwargs: Any) -> Any:
             if not _state.active_threads or not state.on:
                 return fn(*args, **kwargs)
-            return _autocast_call(fn, policy, args, kwargs)
+            # an out= call is not autocast (PyTorch registers no .out overload for it)
+            return _autocast_call(fn, EXCLUDE if "out" in kwargs else policy, args, kwargs)
 
         return op  # type: ignore[return-value]
 

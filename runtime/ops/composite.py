@@ -157,7 +157,9 @@ def relu(x: Tensor) -> Tensor:
 
 @named_backward("SigmoidBackward0")
 @F.half_in_float32
-def sigmoid(input: Tensor) -> Tensor:
+def sigmoid(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, sigmoid(input), "sigmoid")
     input = F.as_float(input)  # an integer or bool x: float, as PyTorch's
     # 1 / (1 + exp(-x)) had exp overflow below -88 (float32): a NaN gradient (0 * inf)
     return _stable_sigmoid(input)

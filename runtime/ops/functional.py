@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from ..autograd.grad_mode import _state as _grad_state
 from ..amp.policy import autocast_lower, autocast_promote
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
@@ -29,14 +30,74 @@ from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 warnings.filterwarnings(
     "ignore", message=r"(divide by zero|invalid value|overflow|underflow) encountered in ",
     category=RuntimeWarning, module=r"runtime\.")
-# a sum, cumprod or mean the runtime runs through numpy's Python wrappers (inf + -inf, the mean
-# of nothing) warns in the name of those wrappers: silenced there too, for everyone's calls
-warnings.filterwarnings(
-    "ignore", message=r"(invalid value encountered in (reduce|accumulate|divide|scalar divide)"
-    r"|Mean of empty slice)",
-    category=RuntimeWarning, module=r"numpy\._core\.(fromnumeric|_methods)")
+# (sums, means, running sums and products are silent through prims.quietly, numpy's
+# floating-point state set for the call alone: no filter here hides the user's own np.sum or
+# np.mean warnings, as one on numpy's modules did)
 
 # --- helpers -------------------------------------------------------------------------------
+
+
+def written_to(out: Any, result: Tensor, name: str) -> Tensor:
+    """``result`` written into ``out`` and ``out`` returned, as PyTorch's ``out=``: no graph
+    through it (its error where one would be recorded), the result's dtype castable to out's
+    (its category no higher), and an out of another shape resized (with PyTorch's warning
+    unless out was empty)."""
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if result._rg or out._rg and _grad_state.enabled:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if result.dtype.category > out.dtype.category:
+        raise RuntimeError(f"result type {D.scalar_type_name(result.dtype)} can't be cast to the "
+                           f"desired output type {D.scalar_type_name(out.dtype)}")
+    if tuple(out.shape) != tuple(result.shape):
+        _resize_out(out, tuple(result.shape))
+    prev = _grad_state.enabled
+    _grad_state.enabled = False
+    try:
+        copy_(out, result)
+    finally:
+        _grad_state.enabled = prev
+    return out
+
+
+def written_to_each(out: Any, results: tuple[Tensor, ...], name: str) -> Any:
+    """``out=(values, indices)`` of an op with two results (max along a dim, sort, topk):
+    each written as ``written_to`` does, of exactly the result's dtype (PyTorch's check), and
+    the results' named tuple returned over them."""
+    if not isinstance(out, (tuple, list)) or len(out) != len(results):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of {len(results)} Tensors")
+    for o, r in zip(out, results):
+        if isinstance(o, Tensor) and o.dtype is not r.dtype:
+            raise RuntimeError(f"Expected out tensor to have dtype {D.type_meta_name(r.dtype)}, "
+                               f"but got {D.type_meta_name(o.dtype)} instead")
+    return type(results)(*(written_to(o, r, name) for o, r in zip(out, results)))
+
+
+def _out_dtype(dtype: Any, out: Tensor) -> Any:
+    """The dtype a sum or product into ``out`` is made in: out's (PyTorch's), or ``dtype``
+    where given, which out must then be."""
+    if dtype is None:
+        return out.dtype if isinstance(out, Tensor) else None
+    dtype = D.as_dtype(dtype)
+    if isinstance(out, Tensor) and out.dtype is not dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {D.type_meta_name(dtype)}, but "
+                           f"got {D.type_meta_name(out.dtype)} instead")
+    return dtype
+
+
+def _resize_out(out: Tensor, shape: tuple[int, ...]) -> None:
+    if is_tracing():
+        raise GraphBreak("an out= tensor resized")
+    if out.numel():
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape "
+            f"{list(out.shape)}, which does not match the required output shape {list(shape)}. "
+            "This behavior is deprecated, and in a future PyTorch release outputs will not be "
+            "resized unless they have zero elements. You can explicitly reuse an out tensor t by "
+            "resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
+            stacklevel=4)
+    out._data = out.xp.empty(shape, dtype=out._data.dtype)
 
 
 def as_float(x: Tensor) -> Tensor:
@@ -56,8 +117,10 @@ def half_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     def run(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002 - as torch
         if input.dtype not in D.LOW_FLOATS:
             return fn(input, *args, **kwargs)
-        out = fn(wide(input), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
-        return cast(out, input.dtype) if out.dtype is D.float32 else out
+        if kwargs.get("out") is not None:  # written into as it is, after the half result
+            return fn(input, *args, **kwargs)
+        result = fn(wide(input), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
+        return cast(result, input.dtype) if result.dtype is D.float32 else result
 
     return run
 
@@ -120,10 +183,14 @@ def _sum_in_two(g: Tensor, axes: tuple[int, ...]) -> Tensor:
 # --- elementwise ---------------------------------------------------------------------------
 
 
-def add(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
-    if alpha != 1 and _is_bool(a) and _is_bool(b) and not isinstance(alpha, float):
-        return apply(P.ADD, a, b if alpha else False)  # bools: alpha as a bool, as PyTorch's
-    return apply(P.ADD, a, b if alpha == 1 else _scaled(b, alpha))
+def add(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
+        out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, add(input, other, alpha=alpha), "add")
+    if alpha != 1 and _is_bool(input) and _is_bool(other) and not isinstance(alpha, float):
+        # bools: alpha as a bool, as PyTorch's
+        return apply(P.ADD, input, other if alpha else False)
+    return apply(P.ADD, input, other if alpha == 1 else _scaled(other, alpha))
 
 
 def _scaled(b: Tensor, scalar: Any) -> Tensor:
@@ -143,19 +210,24 @@ def _is_bool(v: Any) -> bool:
     return v.dtype is D.bool_ if isinstance(v, Tensor) else isinstance(v, (bool, np.bool_))
 
 
-def sub(a: Any, b: Any, *, alpha: Any = 1) -> Tensor:
-    if _is_bool(a) and _is_bool(b):
+def sub(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
+        out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, sub(input, other, alpha=alpha), "sub")
+    if _is_bool(input) and _is_bool(other):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
-    if _is_bool(a) or _is_bool(b):
+    if _is_bool(input) or _is_bool(other):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
-    return apply(P.SUB, a, b if alpha == 1 else _scaled(b, alpha))
+    return apply(P.SUB, input, other if alpha == 1 else _scaled(other, alpha))
 
 
-def neg(x: Tensor) -> Tensor:
-    if x.dtype is D.bool_:
+def neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return written_to(out, neg(input), "neg")
+    if input.dtype is D.bool_:
         raise RuntimeError("Negation, " + _BOOL_MINUS.format("on"))
-    return apply(P.NEG, x)
+    return apply(P.NEG, input)
 
 
 def reversed_order(x: Tensor) -> Tensor:
@@ -171,11 +243,16 @@ def _op(prim: Any, name: str, doc: str | None = None) -> Any:
         def fn(grad_output: Any, output: Any) -> Tensor:
             return apply(prim, grad_output, output)
     elif name in _BINARY_OPS:
-        def fn(input: Any, other: Any) -> Tensor:  # noqa: A002 - PyTorch's name
-            return apply(prim, input, other)
+        def fn(input: Any, other: Any, *, out: Tensor | None = None  # noqa: A002
+               ) -> Tensor:
+            if out is None:
+                return apply(prim, input, other)
+            return written_to(out, apply(prim, input, other), name)
     else:
-        def fn(input: Any) -> Tensor:  # noqa: A002 - PyTorch's name
-            return apply(prim, input)
+        def fn(input: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+            if out is None:
+                return apply(prim, input)
+            return written_to(out, apply(prim, input), name)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc or f"The {prim.name} primitive."
@@ -188,10 +265,12 @@ _BINARY_OPS = frozenset("mul maximum minimum eq ne lt le gt ge logical_and atan2
 
 def _op_no_bool(prim: Any, name: str, kernel: str) -> Any:
     """_op for a primitive PyTorch has no bool kernel for: a bool tensor is its error."""
-    def fn(input: Tensor) -> Tensor:  # noqa: A002 - PyTorch's name
+    def fn(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
         if isinstance(input, Tensor) and input.dtype is D.bool_:
             raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
-        return apply(prim, input)
+        if out is None:
+            return apply(prim, input)
+        return written_to(out, apply(prim, input), name)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"The {prim.name} primitive."
@@ -201,18 +280,24 @@ def _op_no_bool(prim: Any, name: str, kernel: str) -> Any:
 mul = _op(P.MUL, "mul")
 
 
-def pow(a: Any, b: Any) -> Tensor:  # noqa: A001 - PyTorch's name
-    if type(b) is int and b < 0 and isinstance(a, Tensor) and not a.dtype.is_floating_point:
+def pow(input: Any, exponent: Any, *,  # noqa: A001, A002 - PyTorch's names
+        out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, pow(input, exponent), "pow")
+    if type(exponent) is int and exponent < 0 and isinstance(input, Tensor) \
+            and not input.dtype.is_floating_point:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    if isinstance(b, Tensor) and b.dtype is D.bool_ and _is_bool(a):
+    if isinstance(exponent, Tensor) and exponent.dtype is D.bool_ and _is_bool(input):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
-    if isinstance(a, Tensor) and a.dtype is D.bool_ and type(b) is bool:
-        return ne(a, False) if b else eq(a, a)  # PyTorch's bool result (numpy's int8)
-    out = _int_pow(a, b) if _is_int_pow(a, b) else apply(P.POW, a, b)
+    if isinstance(input, Tensor) and input.dtype is D.bool_ and type(exponent) is bool:
+        # PyTorch's bool result (numpy's int8)
+        return ne(input, False) if exponent else eq(input, input)
+    result = _int_pow(input, exponent) if _is_int_pow(input, exponent) else \
+        apply(P.POW, input, exponent)
     # PyTorch's overloads: pow(Tensor, Scalar), pow(Tensor, Tensor), pow(Scalar, Tensor)
-    if not isinstance(b, Tensor):
-        return out
-    return named(out, "PowBackward1" if isinstance(a, Tensor) else "PowBackward2")
+    if not isinstance(exponent, Tensor):
+        return result
+    return named(result, "PowBackward1" if isinstance(input, Tensor) else "PowBackward2")
 
 
 def _is_int_pow(a: Any, b: Any) -> bool:
@@ -252,15 +337,19 @@ sqrt = _op(P.SQRT, "sqrt")
 abs = _op_no_bool(P.ABS, "abs", "abs_cpu")  # noqa: A001
 
 
-def sign(x: Tensor) -> Tensor:
+def sign(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """-1, 0 or 1 by x's sign; a bool x is its own sign, as PyTorch's."""
-    return apply(P.SIGN, x) if x.dtype is not D.bool_ else clone(x)
+    if out is not None:
+        return written_to(out, sign(input), "sign")
+    return apply(P.SIGN, input) if input.dtype is not D.bool_ else clone(input)
 
 
 @named_backward("SgnBackward0")
-def sgn(x: Tensor) -> Tensor:
+def sgn(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """PyTorch's sgn: sign, for real tensors."""
-    return sign(x)
+    if out is not None:
+        return written_to(out, sgn(input), "sgn")
+    return sign(input)
 
 
 erf = _op(P.ERF, "erf")
@@ -286,79 +375,90 @@ remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's ru
 floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
 
-def div(a: Any, b: Any, *, rounding_mode: str | None = None) -> Any:
+def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A002
+        out: Tensor | None = None) -> Any:
     """a / b (true division: integers give float32); ``rounding_mode`` "trunc" rounds the
     quotient toward zero, "floor" toward minus infinity, in the operands' promoted dtype (an
     integer quotient stays integer, and dividing one by zero is PyTorch's error). A rounded
     quotient passes a zero gradient, as PyTorch's."""
+    if out is not None:
+        return written_to(out, div(input, other, rounding_mode=rounding_mode), "div")
     if rounding_mode is None:
-        return apply(P.DIV, a, b)
+        return apply(P.DIV, input, other)
     if rounding_mode not in ("trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
-    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    tensors = [t for t in (input, other) if isinstance(t, Tensor)]
     dtype = D.result_dtype([t.dtype for t in tensors],
-                           [v for v in (a, b) if not isinstance(v, Tensor)],
+                           [v for v in (input, other) if not isinstance(v, Tensor)],
                            [t.ndim for t in tensors])
     if dtype is D.bool_:
         raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
     if dtype.is_floating_point:
         if rounding_mode == "trunc":
-            return trunc(apply(P.DIV, a, b))
+            return trunc(apply(P.DIV, input, other))
         # numpy's floor_divide (Python's //, as PyTorch's div_floor) has no derivative: a
         # zero one is joined through each operand that asks for one
-        out = floor_divide(a, b)
+        result = floor_divide(input, other)
         for t in tensors:
             if t._rg:
-                out = add(out, mul(sign(t), 0.0))
-        return out
-    q = floor_divide(a, b)
+                result = add(result, mul(sign(t), 0.0))
+        return result
+    q = floor_divide(input, other)
     if rounding_mode == "floor":
         return q
     # the floor is one below the truncation where the quotient is negative and inexact
-    negative = ne(lt(a, 0) if isinstance(a, Tensor) else a < 0,
-                  lt(b, 0) if isinstance(b, Tensor) else b < 0)
-    inexact = ne(remainder(a, b), 0)
+    negative = ne(lt(input, 0) if isinstance(input, Tensor) else input < 0,
+                  lt(other, 0) if isinstance(other, Tensor) else other < 0)
+    inexact = ne(remainder(input, other), 0)
     return add(q, cast(logical_and(inexact, negative), q.dtype))
 
 
-def where(cond: Tensor, a: Any = None, b: Any = None) -> Any:
-    """a where cond holds, else b; ``where(cond)`` alone is ``nonzero(cond, as_tuple=True)``."""
-    if a is None and b is None:
+def where(condition: Tensor, input: Any = None, other: Any = None, *,  # noqa: A002
+          out: Tensor | None = None) -> Any:
+    """input where condition holds, else other; ``where(condition)`` alone is
+    ``nonzero(condition, as_tuple=True)``."""
+    if input is None and other is None:
         from .extra_ops import nonzero
 
-        return nonzero(cond, as_tuple=True)
-    if isinstance(cond, Tensor) and cond.dtype is not D.bool_ and cond.dtype is not D.uint8:
+        return nonzero(condition, as_tuple=True)
+    if isinstance(condition, Tensor) and condition.dtype is not D.bool_ \
+            and condition.dtype is not D.uint8:
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
-                           f"with dtype {D.scalar_type_name(cond.dtype)}")
-    if isinstance(cond, Tensor) and cond.dtype is D.uint8:
+                           f"with dtype {D.scalar_type_name(condition.dtype)}")
+    if isinstance(condition, Tensor) and condition.dtype is D.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
                       "will be removed in a future version of PyTorch. Use a boolean condition "
                       "instead.", UserWarning, stacklevel=2)
-        cond = ne(cond, 0)
-    other = b if type(a) is int else a if type(b) is int else None
-    if isinstance(other, Tensor) and other.dtype.category == 1:
+        condition = ne(condition, 0)
+    tensor = other if type(input) is int else input if type(other) is int else None
+    if isinstance(tensor, Tensor) and tensor.dtype.category == 1:
         # an int operand converts into the integer result checked, as PyTorch's where (its
         # overflow error; uint8's -1 is 255), not wrapped round as arithmetic's
-        a, b = (D.scalar_as(v, other.dtype) if type(v) is int else v for v in (a, b))
-    return apply(P.WHERE, cond, a, b)
+        input, other = (D.scalar_as(v, tensor.dtype) if type(v) is int else v
+                        for v in (input, other))
+    result = apply(P.WHERE, condition, input, other)
+    return result if out is None else written_to(out, result, "where")
 
 
-def clamp(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # noqa: A002
+          out: Tensor | None = None) -> Tensor:
     """x limited to [min, max]; tensor bounds broadcast, and take the gradient where they
     are the result (as PyTorch's: x's where min <= x <= max)."""
+    if out is not None:
+        return written_to(out, clamp(input, min, max), "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = x
+        result = input
         if min is not None:
-            out = where(lt(out, min), min, out)
+            result = where(lt(result, min), min, result)
         if max is not None:
-            out = where(gt(out, max), max, out)
-        return out
-    rdt = _clamp_dtype(x, min, max)
+            result = where(gt(result, max), max, result)
+        return result
+    rdt = _clamp_dtype(input, min, max)
     min, max = _clamp_bounds(rdt, min, max)
-    return apply(P.CLAMP, x if rdt is x.dtype else cast(x, rdt), min=min, max=max)
+    return apply(P.CLAMP, input if rdt is input.dtype else cast(input, rdt), min=min, max=max)
 
 
 def _clamp_bounds(rdt: D.DType, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -383,18 +483,21 @@ def to_device(x: Tensor, device: str) -> Tensor:
     return apply(P.TO_DEVICE, x, device=str(device))  # a plain string in plans and attrs
 
 
-def clone(x: Tensor) -> Tensor:
-    return apply(P.CLONE, x)
+def clone(input: Tensor) -> Tensor:
+    return apply(P.CLONE, input)
 
 
 # --- reductions ----------------------------------------------------------------------------
 
 
-def sum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+        dtype: Any = None, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, sum(input, dim, keepdim, dtype=_out_dtype(dtype, out)), "sum")
     if dtype is not None:
-        return in_dtype(sum, x, dtype, dim, keepdim)
-    out = apply(P.SUM, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
-    return out if dim is None else named(out, "SumBackward1")
+        return in_dtype(sum, input, dtype, dim, keepdim)
+    result = apply(P.SUM, input, axes=_axes(dim, input.ndim), keepdim=keepdim)
+    return result if dim is None else named(result, "SumBackward1")
 
 
 def in_dtype(fn: Callable[..., Tensor], x: Tensor, dtype: Any, *args: Any) -> Tensor:
@@ -405,10 +508,13 @@ def in_dtype(fn: Callable[..., Tensor], x: Tensor, dtype: Any, *args: Any) -> Te
     return out if out.dtype is dt else cast(out, dt)
 
 
-def cumsum(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
+           out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, cumsum(input, dim, dtype=_out_dtype(dtype, out)), "cumsum")
     if dtype is not None:
-        return in_dtype(cumsum, x, dtype, dim)
-    return _cumsum(x, dim)
+        return in_dtype(cumsum, input, dtype, dim)
+    return _cumsum(input, dim)
 
 
 @half_in_float32
@@ -416,26 +522,32 @@ def _cumsum(x: Tensor, dim: int) -> Tensor:
     return apply(P.CUMSUM, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
 
 
-def cumprod(x: Tensor, dim: int, *, dtype: Any = None) -> Tensor:
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
+            out: Tensor | None = None) -> Tensor:
     """The running product along ``dim`` (integers and bools in int64); its gradient is
     exact where x has zeros, as PyTorch's."""
+    if out is not None:
+        return written_to(out, cumprod(input, dim, dtype=_out_dtype(dtype, out)), "cumprod")
     if dtype is not None:
-        return in_dtype(cumprod, x, dtype, dim)
-    return apply(P.CUMPROD, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
+        return in_dtype(cumprod, input, dtype, dim)
+    return apply(P.CUMPROD, input, axis=wrap_dim(dim, input.ndim) if input.ndim else 0)
 
 
-def mean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+         dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """The mean over ``dim`` (all by default), of a floating point x or ``dtype``: an integer
     or bool mean is PyTorch's error, as it has no result dtype to infer."""
-    rdt = x.dtype if dtype is None else D.as_dtype(dtype)
+    if out is not None:
+        return written_to(out, mean(input, dim, keepdim, dtype=dtype), "mean")
+    rdt = input.dtype if dtype is None else D.as_dtype(dtype)
     if not rdt.is_floating_point:
         which = "Input" if dtype is None else "Optional"
         raise RuntimeError(f"mean(): could not infer output dtype. {which} dtype must be either "
                            f"a floating point or complex dtype. Got: {D.scalar_type_name(rdt)}")
-    if rdt is not x.dtype:
-        x = cast(x, rdt)
-    out = apply(P.MEAN, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
-    return out if dim is None else named(out, "MeanBackward1")
+    if rdt is not input.dtype:
+        input = cast(input, rdt)
+    result = apply(P.MEAN, input, axes=_axes(dim, input.ndim), keepdim=keepdim)
+    return result if dim is None else named(result, "MeanBackward1")
 
 
 def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
@@ -454,9 +566,12 @@ def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
             raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
 
 
-def amax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    _check_reduced_nonempty("amax", x, dim)
-    return apply(P.AMAX, x, axes=_axes(dim, x.ndim), keepdim=keepdim)
+def amax(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+         out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, amax(input, dim, keepdim), "amax")
+    _check_reduced_nonempty("amax", input, dim)
+    return apply(P.AMAX, input, axes=_axes(dim, input.ndim), keepdim=keepdim)
 
 
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
@@ -473,39 +588,54 @@ def _check_not_bool(name: str, x: Tensor) -> None:
         raise RuntimeError(f"{name}(): does not support bool input")
 
 
-def argmax(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    _check_not_bool("argmax", x)
-    _check_reduced_nonempty("argmax", x, dim)
-    return apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=keepdim)
+def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_not_bool("argmax", input)
+    _check_reduced_nonempty("argmax", input, dim)
+    return apply(P.ARGMAX, input, axis=_arg_axis(input, dim), keepdim=keepdim)
 
 
-def argmin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    _check_not_bool("argmin", x)
-    _check_reduced_nonempty("argmin", x, dim)
-    return apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=keepdim)
+def argmin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    _check_not_bool("argmin", input)
+    _check_reduced_nonempty("argmin", input, dim)
+    return apply(P.ARGMIN, input, axis=_arg_axis(input, dim), keepdim=keepdim)
 
 
-def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    if isinstance(dim, Tensor):
-        return maximum(x, dim)
-    _check_reduced_nonempty("max", x, dim)
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+        other: Tensor | None = None, out: Any = None) -> Any:
+    """PyTorch's three maxs: over all of input, along ``dim`` (values and indices), and
+    ``max(input, other)``, which is ``maximum``."""
+    if isinstance(dim, Tensor) or other is not None:
+        return maximum(input, dim if other is None else other, out=out)
+    if out is not None:
+        result = max(input, dim, keepdim)
+        return written_to(out, result, "max") if dim is None else \
+            written_to_each(out, result, "max")
+    _check_reduced_nonempty("max", input, dim)
     if dim is None:
         # PyTorch's max() shares the gradient among ties, NaNs included (amax's mask misses
         # them: its gradient would be NaN)
-        return _over_all(amax(x.detach() if x._rg else x), x, "MaxBackward1")
-    index = apply(P.ARGMAX, x, axis=_arg_axis(x, dim), keepdim=True)  # bools too, unlike argmax
-    return _extreme_at(x, dim, keepdim, index, "MaxBackward0")
+        return _over_all(amax(input.detach() if input._rg else input), input, "MaxBackward1")
+    # bools too, unlike argmax
+    index = apply(P.ARGMAX, input, axis=_arg_axis(input, dim), keepdim=True)
+    return _extreme_at(input, dim, keepdim, index, "MaxBackward0")
 
 
-def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001
-    if isinstance(dim, Tensor):
-        return minimum(x, dim)
-    _check_reduced_nonempty("min", x, dim)
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+        other: Tensor | None = None, out: Any = None) -> Any:
+    """PyTorch's three mins: over all of input, along ``dim`` (values and indices), and
+    ``min(input, other)``, which is ``minimum``."""
+    if isinstance(dim, Tensor) or other is not None:
+        return minimum(input, dim if other is None else other, out=out)
+    if out is not None:
+        result = min(input, dim, keepdim)
+        return written_to(out, result, "min") if dim is None else \
+            written_to_each(out, result, "min")
+    _check_reduced_nonempty("min", input, dim)
     if dim is None:
-        value = reversed_order(amax(reversed_order(x.detach() if x._rg else x)))
-        return _over_all(value, x, "MinBackward1")
-    index = apply(P.ARGMIN, x, axis=_arg_axis(x, dim), keepdim=True)
-    return _extreme_at(x, dim, keepdim, index, "MinBackward0")
+        value = reversed_order(amax(reversed_order(input.detach() if input._rg else input)))
+        return _over_all(value, input, "MinBackward1")
+    index = apply(P.ARGMIN, input, axis=_arg_axis(input, dim), keepdim=True)
+    return _extreme_at(input, dim, keepdim, index, "MinBackward0")
 
 
 def _over_all(value: Tensor, x: Tensor, name: str) -> Tensor:
@@ -560,11 +690,23 @@ def _new_shape(x: Tensor, shape: Sequence[Any]) -> tuple[int, ...]:
     return tuple(shp)
 
 
-def reshape(x: Tensor, *shape: Any) -> Tensor:
-    new = _new_shape(x, shape)
-    if new == x.shape:
-        return x if not x._rg else apply(P.RESHAPE, x, shape=new)
-    return apply(P.RESHAPE, x, shape=new)
+def sizes_or(args: tuple[Any, ...], keyword: Any, name: str, keyword_name: str
+             ) -> tuple[Any, ...]:
+    """The sizes a ``name(input, *sizes)`` got, or the one sequence given as ``keyword_name=``
+    (``torch.reshape(input=x, shape=(2, 3))``, ``x.permute(dims=(1, 0))``)."""
+    if keyword is None:
+        return args
+    if args:
+        raise TypeError(f"{name}() got multiple values for argument '{keyword_name}'")
+    return (keyword,)
+
+
+def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:  # noqa: A002
+    new = _new_shape(input, sizes if shape is None else sizes_or(sizes, shape, "reshape",
+                                                                 "shape"))
+    if new == input.shape:
+        return input if not input._rg else apply(P.RESHAPE, input, shape=new)
+    return apply(P.RESHAPE, input, shape=new)
 
 
 _VIEW_ERROR = ("view size is not compatible with input tensor's size and stride (at least one "
@@ -598,44 +740,49 @@ def view_as(x: Tensor, other: Tensor) -> Tensor:
     return view(x, other.shape)
 
 
-def permute(x: Tensor, *dims: Any) -> Tensor:
-    d = _shape_arg(dims)
-    if len(d) != x.ndim:
+def permute(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:  # noqa: A002
+    d = _shape_arg(sizes_or(sizes, dims, "permute", "dims"))
+    if len(d) != input.ndim:
         raise ShapeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                          f"not match the length of the desired ordering of dimensions i.e. "
-                         f"input.dim() = {x.ndim} is not equal to len(dims) = {len(d)}")
-    wrapped = tuple(wrap_dim(a, x.ndim) for a in d)
+                         f"input.dim() = {input.ndim} is not equal to len(dims) = {len(d)}")
+    wrapped = tuple(wrap_dim(a, input.ndim) for a in d)
     if len(set(wrapped)) != len(wrapped):
         raise ShapeError("permute(): duplicate dims are not allowed.")
-    return apply(P.PERMUTE, x, dims=wrapped)
+    return apply(P.PERMUTE, input, dims=wrapped)
 
 
-def transpose(x: Tensor, d0: int, d1: int) -> Tensor:
-    if x.ndim == 0:
-        wrap_dim(d0, 0), wrap_dim(d1, 0)
-        return x
-    dims = list(range(x.ndim))
-    d0, d1 = wrap_dim(d0, x.ndim), wrap_dim(d1, x.ndim)
-    dims[d0], dims[d1] = dims[d1], dims[d0]
-    return named(apply(P.PERMUTE, x, dims=tuple(dims)), "TransposeBackward0")
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
+    if input.ndim == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)
+        return input
+    dims = list(range(input.ndim))
+    dim0, dim1 = wrap_dim(dim0, input.ndim), wrap_dim(dim1, input.ndim)
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return named(apply(P.PERMUTE, input, dims=tuple(dims)), "TransposeBackward0")
 
 
-def t_(x: Tensor) -> Tensor:
-    if x.ndim > 2:
-        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-    return named(transpose(x, 0, 1), "TBackward0") if x.ndim == 2 else x
+def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:  # noqa: A002
+    """transpose, with numpy's parameter names (PyTorch's swapaxes)."""
+    return transpose(input, axis0, axis1)
 
 
-def expand(x: Tensor, *sizes: Any) -> Tensor:
+def t_(input: Tensor) -> Tensor:
+    if input.ndim > 2:
+        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return named(transpose(input, 0, 1), "TBackward0") if input.ndim == 2 else input
+
+
+def expand(input: Tensor, *sizes: Any) -> Tensor:
     shp = _shape_arg(sizes)
-    err = expand_error(x.shape, shp, _TENSOR_TYPES.get(x.dtype.name, "FloatTensor"))
+    err = expand_error(input.shape, shp, _TENSOR_TYPES.get(input.dtype.name, "FloatTensor"))
     if err is not None:
         raise ShapeError(err)
-    lead = len(shp) - x.ndim
-    full = tuple(x.shape[i - lead] if s == -1 else s for i, s in enumerate(shp))
-    if full == x.shape:
-        return x
-    return apply(P.EXPAND, x, shape=full)
+    lead = len(shp) - input.ndim
+    full = tuple(input.shape[i - lead] if s == -1 else s for i, s in enumerate(shp))
+    if full == input.shape:
+        return input
+    return apply(P.EXPAND, input, shape=full)
 
 
 # how PyTorch's expand error names a tensor's type
@@ -647,29 +794,30 @@ def expand_as(x: Tensor, other: Tensor) -> Tensor:
     return expand(x, other.shape)
 
 
-def unsqueeze(x: Tensor, dim: int) -> Tensor:
-    d = wrap_dim(dim, x.ndim + 1)
-    return named(apply(P.RESHAPE, x, shape=x.shape[:d] + (1,) + x.shape[d:]), "UnsqueezeBackward0")
+def unsqueeze(input: Tensor, dim: int) -> Tensor:
+    d = wrap_dim(dim, input.ndim + 1)
+    return named(apply(P.RESHAPE, input, shape=input.shape[:d] + (1,) + input.shape[d:]),
+                 "UnsqueezeBackward0")
 
 
-def squeeze(x: Tensor, dim: Any = None) -> Tensor:
-    axes = _axes(dim, x.ndim)
-    shape = tuple(s for i, s in enumerate(x.shape) if not (i in axes and s == 1))
-    if shape == x.shape:
-        return x
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:
+    axes = _axes(dim, input.ndim)
+    shape = tuple(s for i, s in enumerate(input.shape) if not (i in axes and s == 1))
+    if shape == input.shape:
+        return input
     # PyTorch's overloads: squeeze(), squeeze(dim), squeeze(dims)
     which = 0 if dim is None else 1 if isinstance(dim, int) else 2
-    return named(apply(P.RESHAPE, x, shape=shape), f"SqueezeBackward{which}")
+    return named(apply(P.RESHAPE, input, shape=shape), f"SqueezeBackward{which}")
 
 
-def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    s, e = wrap_dim(start_dim, x.ndim), wrap_dim(end_dim, x.ndim)
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-    if x.ndim == 0:
-        return reshape(x, (1,))
-    shape = x.shape[:s] + (math.prod(x.shape[s:e + 1]),) + x.shape[e + 1:]
-    return reshape(x, shape)
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
+    return reshape(input, shape)
 
 
 class IndexTypeError(IndexError, TypeError):
@@ -891,10 +1039,12 @@ def index_put(x: Tensor, value: Any, *idx: Tensor, key: Any) -> Tensor:
 
 
 @autocast_promote
-def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """``tensors`` joined along ``dim``, PyTorch's checks and texts; 1-D empty tensors are
     skipped whatever the others' shape (PyTorch's legacy rule, which lets a loop start from
     ``tensor([])``), their dtype still promoting the result's."""
+    if out is not None:
+        return written_to(out, cat(tensors, dim), "cat")
     if isinstance(tensors, Tensor):
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         "Tensor")
@@ -918,16 +1068,18 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 raise ShapeError(f"Sizes of tensors must match except in dimension {d}. "
                                  f"Expected size {first.shape[a]} but got size {t.shape[a]} "
                                  f"for tensor number {i} in the list.")
-    out = apply(P.CAT, *(t for _, t in kept), axis=d)
+    result = apply(P.CAT, *(t for _, t in kept), axis=d)
     if len(kept) < len(tensors):
         dtype = D.result_dtype([t.dtype for t in tensors], [])
-        if dtype is not out.dtype:
-            out = cast(out, dtype)
-    return out
+        if dtype is not result.dtype:
+            result = cast(result, dtype)
+    return result
 
 
 @autocast_promote
-def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_to(out, stack(tensors, dim), "stack")
     if not tensors:
         raise ShapeError("stack expects a non-empty TensorList")
     shape = tensors[0].shape
@@ -940,8 +1092,11 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 @autocast_lower
-def matmul(a: Tensor, b: Tensor) -> Tensor:
-    return named(apply(P.MATMUL, a, b), _MATMUL_NODES.get((a.ndim, b.ndim), "UnsafeViewBackward0"))
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return written_to(out, matmul(input, other), "matmul")
+    return named(apply(P.MATMUL, input, other),
+                 _MATMUL_NODES.get((input.ndim, other.ndim), "UnsafeViewBackward0"))
 
 
 # PyTorch's node of a matmul by the operands' ranks: the kernel it runs (a batched one
@@ -973,17 +1128,19 @@ def div_(t: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     return apply_inplace(P.DIV, t, other)
 
 
-def true_divide(a: Any, b: Any) -> Tensor:
+def true_divide(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """PyTorch's true_divide: div without a rounding mode."""
-    return div(a, b)
+    if out is not None:
+        return written_to(out, true_divide(input, other), "true_divide")
+    return div(input, other)
 
 
 def true_divide_(t: Tensor, other: Any) -> Tensor:
     return div_(t, other)
 
 
-def pow_(t: Tensor, other: Any) -> Tensor:
-    return apply_inplace(P.POW, t, other)
+def pow_(t: Tensor, exponent: Any) -> Tensor:
+    return apply_inplace(P.POW, t, exponent)
 
 
 def fill_(t: Tensor, value: Any) -> Tensor:
@@ -1007,7 +1164,9 @@ def zero_(t: Tensor) -> Tensor:
     return named(fill_(t, 0), "ZeroBackward0")
 
 
-def copy_(t: Tensor, src: Tensor) -> Tensor:
+def copy_(t: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
+    """src's values written into t (broadcast, cast); the copy is always synchronous, which
+    ``non_blocking`` (a permission to return early) allows."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     if src.device != t.device:
@@ -1042,56 +1201,67 @@ def tanh_(t: Tensor) -> Tensor:
     return apply_inplace(P.TANH, t)
 
 
-def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+def round(input: Tensor, *, decimals: int = 0,  # noqa: A001, A002 - PyTorch's names
+          out: Tensor | None = None) -> Tensor:
     """Half to even, as PyTorch's; ``decimals``: at that many places, as PyTorch computes it
     (x scaled by a power of ten, rounded, scaled back)."""
-    if x.dtype is D.bool_ or (decimals and not x.dtype.is_floating_point):
+    if out is not None:
+        return written_to(out, round(input, decimals=decimals), "round")
+    if input.dtype is D.bool_ or (decimals and not input.dtype.is_floating_point):
         kernel = "round_cpu" if decimals else "round_vml_cpu"
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
-                                  f"'{D.scalar_type_name(x.dtype)}'")
+                                  f"'{D.scalar_type_name(input.dtype)}'")
     if decimals == 0:
-        return apply(P.ROUND, x)
+        return apply(P.ROUND, input)
     if decimals > 0:
         scale = 10.0 ** decimals
-        return div(apply(P.ROUND, mul(x, scale)), scale)
+        return div(apply(P.ROUND, mul(input, scale)), scale)
     scale = 10.0 ** -decimals
-    return mul(apply(P.ROUND, div(x, scale)), scale)
+    return mul(apply(P.ROUND, div(input, scale)), scale)
 
 
-def frac(x: Tensor) -> Tensor:
+def frac(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """x - trunc(x), as PyTorch's (the gradient passes unchanged); floats only."""
-    if not x.dtype.is_floating_point:
+    if out is not None:
+        return written_to(out, frac(input), "frac")
+    if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"frac_cpu\" not implemented for "
-                                  f"'{D.scalar_type_name(x.dtype)}'")
-    return sub(x, trunc(x))
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    return sub(input, trunc(input))
 
 
 @half_in_float32
 @named_backward("LerpBackward0")
-def lerp(start: Tensor, end: Any, weight: Any) -> Tensor:
+def lerp(input: Tensor, end: Any, weight: Any, *,  # noqa: A002
+         out: Tensor | None = None) -> Tensor:
     """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
     |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
-    if isinstance(end, Tensor) and end.dtype is not start.dtype:  # no promotion, as PyTorch
-        raise RuntimeError(f"expected dtype {D.type_meta_name(start.dtype)} for `end` but got "
+    if out is not None:
+        return written_to(out, lerp(input, end, weight), "lerp")
+    if isinstance(end, Tensor) and end.dtype is not input.dtype:  # no promotion, as PyTorch
+        raise RuntimeError(f"expected dtype {D.type_meta_name(input.dtype)} for `end` but got "
                            f"dtype {D.type_meta_name(end.dtype)}")
-    if not isinstance(weight, Tensor) and not start.dtype.is_floating_point:
+    if not isinstance(weight, Tensor) and not input.dtype.is_floating_point:
         raise NotImplementedError('"lerp_kernel_scalar" not implemented for '
-                                  f"'{D.scalar_type_name(start.dtype)}'")  # floats only
-    diff = sub(end, start)
+                                  f"'{D.scalar_type_name(input.dtype)}'")  # floats only
+    diff = sub(end, input)
     if not isinstance(weight, Tensor):
         if -0.5 < weight < 0.5:
-            return add(start, _scaled(diff, weight))
+            return add(input, _scaled(diff, weight))
         return sub(end, _scaled(diff, 1 - weight))
     near_start = lt(abs(weight), 0.5)
-    return where(near_start, add(start, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))))
+    return where(near_start, add(input, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))))
 
 
 @half_in_float32
 @named_backward("AddcmulBackward0")
-def addcmul(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1,  # noqa: A002
+            out: Tensor | None = None) -> Tensor:
     """t + value * t1 * t2."""
-    t1, t2 = _promoted_with(t, t1, t2)
-    return add(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2))
+    if out is not None:
+        return written_to(out, addcmul(input, tensor1, tensor2, value=value), "addcmul")
+    tensor1, tensor2 = _promoted_with(input, tensor1, tensor2)
+    return add(input, mul(mul(tensor1, value), tensor2) if value != 1 else mul(tensor1, tensor2))
 
 
 def _promoted_with(t: Tensor, t1: Tensor, t2: Tensor) -> tuple[Tensor, Tensor]:
@@ -1102,9 +1272,12 @@ def _promoted_with(t: Tensor, t1: Tensor, t2: Tensor) -> tuple[Tensor, Tensor]:
 
 
 @half_in_float32
-def addcdiv(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1,  # noqa: A002
+            out: Tensor | None = None) -> Tensor:
     """t + value * t1 / t2."""
-    return add(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2))
+    if out is not None:
+        return written_to(out, addcdiv(input, tensor1, tensor2, value=value), "addcdiv")
+    return add(input, div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2))
 
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
@@ -1116,14 +1289,16 @@ def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
     return overwrite(t, lerp(t, end, weight))
 
 
-def addcmul_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
-    t1, t2 = _promoted_with(t, t1, t2)
-    return named(add_(t, mul(mul(t1, value), t2) if value != 1 else mul(t1, t2)),
+def addcmul_(t: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    tensor1, tensor2 = _promoted_with(t, tensor1, tensor2)
+    return named(add_(t, mul(mul(tensor1, value), tensor2) if value != 1 else
+                      mul(tensor1, tensor2)),
                  "AddcmulBackward0")
 
 
-def addcdiv_(t: Tensor, t1: Tensor, t2: Tensor, *, value: Any = 1) -> Tensor:
-    return named(add_(t, div(mul(t1, value), t2) if value != 1 else div(t1, t2)),
+def addcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    return named(add_(t, div(mul(tensor1, value), tensor2) if value != 1 else
+                      div(tensor1, tensor2)),
                  "AddcdivBackward0")
 
 

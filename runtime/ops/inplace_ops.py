@@ -156,19 +156,22 @@ def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 
 @autocast_promote
-def index_copy(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noqa: A002
+               out: Tensor | None = None) -> Tensor:
     """x with ``source``'s slices at the places along ``dim`` that ``index`` names."""
+    if out is not None:
+        return F.written_to(out, index_copy(input, dim, index, source), "index_copy")
     from .extra_ops import index_add
 
     if index.dtype is not D.int64:  # PyTorch's text here
         raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
                            f"{D.scalar_type_name(index.dtype)}")
     _check_index(index, "index_copy_")
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
-    _check_values(index, x, d, "index_copy_(): ", 0)
-    placed = index_add(F.mul(x.detach(), 0), d,
-                       index, F.cast(source, x.dtype))
-    return F.where(_hit_mask(x, d, index), placed, x)
+    d = wrap_dim(dim, input.ndim) if input.ndim else 0
+    _check_values(index, input, d, "index_copy_(): ", 0)
+    placed = index_add(F.mul(input.detach(), 0), d,
+                       index, F.cast(source, input.dtype))
+    return F.where(_hit_mask(input, d, index), placed, input)
 
 
 def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
@@ -291,33 +294,39 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     return T.movedim(F.reshape(picked, shape), d + 1, -1)
 
 
-def select(x: Tensor, dim: int, index: int) -> Tensor:
+def select(input: Tensor, dim: int, index: int) -> Tensor:
     """``x[..., index, ...]`` along ``dim`` (that dim removed)."""
-    if x.ndim == 0:
+    if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, x.ndim)
-    n = x.shape[d]
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
-                         f"{list(x.shape)} at dimension {d}")
-    return F.getitem(x, (slice(None),) * d + (index,))
+                         f"{list(input.shape)} at dimension {d}")
+    return F.getitem(input, (slice(None),) * d + (index,))
 
 
-def nansum(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+           dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """sum with NaNs counted as zero."""
-    if not x.dtype.is_floating_point:
-        return F.sum(x, dim, keepdim, dtype=dtype)
-    return F.sum(F.where(T.isnan(x), 0.0, x), dim, keepdim, dtype=dtype)
+    if out is not None:
+        return F.written_to(out, nansum(input, dim, keepdim, dtype=F._out_dtype(dtype, out)),
+                            "nansum")
+    if not input.dtype.is_floating_point:
+        return F.sum(input, dim, keepdim, dtype=dtype)
+    return F.sum(F.where(T.isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
 
 
-def nanmean(x: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None
-            ) -> Tensor:
+def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+            dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """mean of the non-NaN elements (NaN where there are none)."""
-    if not x.dtype.is_floating_point:
+    if out is not None:
+        return F.written_to(out, nanmean(input, dim, keepdim, dtype=dtype), "nanmean")
+    if not input.dtype.is_floating_point:
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
-                           f"dtype but got {D.scalar_type_name(x.dtype)}")
+                           f"dtype but got {D.scalar_type_name(input.dtype)}")
     if dtype is not None:
-        x = F.cast(x, D.as_dtype(dtype))
-    count = F.sum(F.cast(T.logical_not(T.isnan(x)), x.dtype), dim, keepdim)
-    return F.div(nansum(x, dim, keepdim), count)
+        input = F.cast(input, D.as_dtype(dtype))
+    count = F.sum(F.cast(T.logical_not(T.isnan(input)), input.dtype), dim, keepdim)
+    return F.div(nansum(input, dim, keepdim), count)
 

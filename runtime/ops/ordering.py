@@ -69,15 +69,25 @@ def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
     return _pick(x, d, pos, keepdim)
 
 
-def median(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def median(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+           out: Any = None) -> Any:
     """The lower median (global: a value; along ``dim``: values and indices). NaN anywhere
     gives NaN, as PyTorch's."""
-    return _median(x, dim, keepdim, False, "median")
+    if out is not None:
+        result = median(input, dim, keepdim)
+        return F.written_to(out, result, "median") if dim is None else \
+            F.written_to_each(out, result, "median")
+    return _median(input, dim, keepdim, False, "median")
 
 
-def nanmedian(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+              out: Any = None) -> Any:
     """median ignoring NaNs (NaN only where all are NaN)."""
-    return _median(x, dim, keepdim, True, "nanmedian")
+    if out is not None:
+        result = nanmedian(input, dim, keepdim)
+        return F.written_to(out, result, "nanmedian") if dim is None else \
+            F.written_to_each(out, result, "nanmedian")
+    return _median(input, dim, keepdim, True, "nanmedian")
 
 
 def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> Any:
@@ -110,17 +120,20 @@ def _empty_median(x: Tensor, name: str) -> Tensor:
     return full((), fill, dtype=x.dtype, device=x.device)
 
 
-def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> MedianResult:
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
+             out: Any = None) -> MedianResult:
     """The k-th smallest (1-based) along ``dim`` and its index."""
-    if x.dtype is D.bool_:
+    if out is not None:
+        return F.written_to_each(out, kthvalue(input, k, dim, keepdim), "kthvalue")
+    if input.dtype is D.bool_:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
-    n = x.shape[d] if x.ndim else 1
+    d = wrap_dim(dim, input.ndim) if input.ndim else 0
+    n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if x.ndim == 0:
-        return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
-    return _pick(x, d, _const_pos(x, d, k - 1), keepdim)
+    if input.ndim == 0:
+        return MedianResult(F.clone(input), F.mul(F.cast(F.ne(input, input), D.int64), 0))
+    return _pick(input, d, _const_pos(input, d, k - 1), keepdim)
 
 
 def _const_pos(x: Tensor, d: int, p: int) -> Tensor:
@@ -131,24 +144,27 @@ def _const_pos(x: Tensor, d: int, p: int) -> Tensor:
     return full(tuple(shape), p, dtype=D.int64, device=x.device)
 
 
-def mode(x: Tensor, dim: int = -1, keepdim: bool = False) -> MedianResult:
+def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
+         out: Any = None) -> MedianResult:
     """The most frequent value along ``dim`` (the smallest among equally frequent ones) and
     the index of its last occurrence, as PyTorch's CPU kernel."""
-    if x.ndim == 0:
-        return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
-    d = wrap_dim(dim, x.ndim)
-    _check_nonempty(x, d, "mode")
-    xm = T.movedim(x.detach(), d, -1)
+    if out is not None:
+        return F.written_to_each(out, mode(input, dim, keepdim), "mode")
+    if input.ndim == 0:
+        return MedianResult(F.clone(input), F.mul(F.cast(F.ne(input, input), D.int64), 0))
+    d = wrap_dim(dim, input.ndim)
+    _check_nonempty(input, d, "mode")
+    xm = T.movedim(input.detach(), d, -1)
     counts = F.sum(F.cast(F.eq(F.unsqueeze(xm, -1), F.unsqueeze(xm, -2)), D.int64), -1)
     best = F.amax(counts, -1, keepdim=True)
-    big = math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).max) \
-        if x.dtype is not D.bool_ else True
+    big = math.inf if input.dtype.is_floating_point else int(np.iinfo(input.dtype.np).max) \
+        if input.dtype is not D.bool_ else True
     value = T.amin(F.where(F.eq(counts, best), xm, big), -1, keepdim=True)
-    n = x.shape[d]
-    ar = T._arange_along(n, xm.ndim - 1, xm.ndim, x.device)
+    n = input.shape[d]
+    ar = T._arange_along(n, xm.ndim - 1, xm.ndim, input.device)
     idx = F.amax(F.where(F.eq(xm, value), ar, -1), -1, keepdim=True)
     idx = T.movedim(idx, -1, d)
-    return _pick_at(x, d, idx, keepdim)
+    return _pick_at(input, d, idx, keepdim)
 
 
 def _pick_at(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> MedianResult:
@@ -225,16 +241,22 @@ def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
 
 
 @autocast_fp32
-def quantile(x: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
-             interpolation: str = "linear") -> Tensor:
+def quantile(input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+             interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """The q-th quantiles along ``dim`` (all elements when None); NaN where a NaN is."""
-    return _quantile(x, q, dim, keepdim, interpolation, False, "quantile")
+    if out is not None:
+        return F.written_to(out, quantile(input, q, dim, keepdim, interpolation=interpolation),
+                            "quantile")
+    return _quantile(input, q, dim, keepdim, interpolation, False, "quantile")
 
 
-def nanquantile(x: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,
-                interpolation: str = "linear") -> Tensor:
+def nanquantile(input: Tensor, q: Any, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+                interpolation: str = "linear", out: Tensor | None = None) -> Tensor:
     """quantile of the non-NaN elements."""
-    return _quantile(x, q, dim, keepdim, interpolation, True, "nanquantile")
+    if out is not None:
+        result = nanquantile(input, q, dim, keepdim, interpolation=interpolation)
+        return F.written_to(out, result, "nanquantile")
+    return _quantile(input, q, dim, keepdim, interpolation, True, "nanquantile")
 
 
 # --- scans -----------------------------------------------------------------------------------
@@ -282,29 +304,35 @@ def _or(a: Tensor, b: Tensor) -> Tensor:
     return T.logical_not(F.logical_and(T.logical_not(a), T.logical_not(b)))
 
 
-def cummax(x: Tensor, dim: int) -> MedianResult:
+def cummax(input: Tensor, dim: int, *, out: Any = None) -> MedianResult:  # noqa: A002
     """Running maximum along ``dim`` and where it was found (ties and NaNs: the latest); the
     gradient goes to that index."""
-    return _cum_extreme(x, dim, True)
+    if out is not None:
+        return F.written_to_each(out, cummax(input, dim), "cummax")
+    return _cum_extreme(input, dim, True)
 
 
-def cummin(x: Tensor, dim: int) -> MedianResult:
+def cummin(input: Tensor, dim: int, *, out: Any = None) -> MedianResult:  # noqa: A002
     """Running minimum along ``dim`` and where it was found."""
-    return _cum_extreme(x, dim, False)
+    if out is not None:
+        return F.written_to_each(out, cummin(input, dim), "cummin")
+    return _cum_extreme(input, dim, False)
 
 
-def logcumsumexp(x: Tensor, dim: int) -> Tensor:
+def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """log(cumsum(exp(x))) along ``dim``, by doubling steps of logaddexp: exact where the
     terms span more than exp's range."""
+    if out is not None:
+        return F.written_to(out, logcumsumexp(input, dim), "logcumsumexp")
     from .extra_ops import logaddexp
 
-    if not x.dtype.is_floating_point:  # PyTorch's kernel is for floats only
+    if not input.dtype.is_floating_point:  # PyTorch's kernel is for floats only
         raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for "
-                                  f"'{D.scalar_type_name(x.dtype)}'")
-    if x.ndim == 0:
-        return F.clone(x)
-    d = wrap_dim(dim, x.ndim)
-    v = T.movedim(x, d, -1)
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    if input.ndim == 0:
+        return F.clone(input)
+    d = wrap_dim(dim, input.ndim)
+    v = T.movedim(input, d, -1)
     n = v.shape[-1]
     s = 1
     while s < n:
@@ -317,10 +345,14 @@ def logcumsumexp(x: Tensor, dim: int) -> Tensor:
 
 
 def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = False,
-                 right: bool = False, side: str | None = None, sorter: Tensor | None = None
-                 ) -> Tensor:
+                 right: bool = False, side: str | None = None, out: Tensor | None = None,
+                 sorter: Tensor | None = None) -> Tensor:
     """For each value, the number of sequence elements before which it would go to keep the
     order: those < value (left) or <= value (right), counted on comparisons."""
+    if out is not None:
+        result = searchsorted(sorted_sequence, values, out_int32=out_int32, right=right,
+                              side=side, sorter=sorter)
+        return F.written_to(out, result, "searchsorted")
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
@@ -355,9 +387,12 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
 
 
 def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A002
-              right: bool = False) -> Tensor:
+              right: bool = False, out: Tensor | None = None) -> Tensor:
     """The bucket of each element: i with boundaries[i-1] < x <= boundaries[i] (right:
     boundaries[i-1] <= x < boundaries[i])."""
+    if out is not None:
+        result = bucketize(input, boundaries, out_int32=out_int32, right=right)
+        return F.written_to(out, result, "bucketize")
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries.ndim})")
@@ -387,10 +422,12 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0  #
     return F.sum(F.where(hits, F.unsqueeze(w, 1), 0.0), 0)
 
 
-def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0  # noqa: A002
-          ) -> Tensor:
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,  # noqa: A002
+          out: Tensor | None = None) -> Tensor:
     """Counts in ``bins`` equal bins over [min, max] (min == max: the data's range); the
     last bin includes max, elements outside are left out."""
+    if out is not None:
+        return F.written_to(out, histc(input, bins, min, max), "histc")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogram_cpu\" not implemented for '"
                                   f"{D.scalar_type_name(input.dtype)}'")
@@ -416,9 +453,11 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0  # noqa
 
 
 
-def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False  # noqa: A002
-            ) -> MinMax:
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,  # noqa: A002
+            out: Any = None) -> MinMax:
     """amin and amax at once (each shares its gradient among ties, as amin/amax)."""
+    if out is not None:
+        return F.written_to_each(out, aminmax(input, dim=dim, keepdim=keepdim), "aminmax")
     if input.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")

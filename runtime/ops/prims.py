@@ -808,13 +808,42 @@ def _sum_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> Fa
     return run
 
 
+try:  # numpy 2's floating-point error state (np.errstate's): a context variable, set directly
+    # by quietly (np.errstate costs 1.5 to 4 us a call here, more than a small sum)
+    from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE
+    with np.errstate(all="ignore"):
+        _FP_IGNORED = _FP_STATE.get()
+except ImportError:  # another numpy: np.errstate itself
+    _FP_STATE = None
+
+
+def quietly(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with numpy's floating-point warnings off in this thread and
+    context only (inf + -inf, 0 / 0 in a reduction: PyTorch is silent), the user's own
+    numpy calls warning as ever (a warnings filter on numpy's modules hid those too)."""
+    if _FP_STATE is None:
+        with np.errstate(all="ignore"):
+            return fn(*args, **kwargs)
+    token = _FP_STATE.set(_FP_IGNORED)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _FP_STATE.reset(token)
+
+
 def _sum_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
     """numpy's sum, integers and bools in int64, float16 in float32 (PyTorch's CPU kernels
     accumulate half in float, where numpy adds in float16: a (64, 48) column sum differed
-    from PyTorch's in 38 of its 48 values), rounded once."""
+    from PyTorch's in 38 of its 48 values), rounded once; silent (quietly)."""
+    if xp is not np:
+        return _sum_of(xp.sum, x, axes, keepdim)
+    return quietly(_sum_of, np.add.reduce, x, axes, keepdim)
+
+
+def _sum_of(total: Callable[..., Any], x: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     if x.dtype == np.float16:
-        return xp.sum(x, axis=axes, keepdims=keepdim, dtype=np.float32).astype(np.float16)
-    return xp.sum(x, axis=axes, keepdims=keepdim, dtype=_int64_unless_float(x.dtype))
+        return total(x, axis=axes, keepdims=keepdim, dtype=np.float32).astype(np.float16)
+    return total(x, axis=axes, keepdims=keepdim, dtype=_int64_unless_float(x.dtype))
 
 
 SUM = register(Primitive(
@@ -858,8 +887,24 @@ def _mean_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath
     return mean
 
 
+def _mean_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
+    """numpy's mean (numpy/_core/_methods.py ``_mean``: float16 summed in float32, the sum
+    divided by the count) from its ufuncs, quietly: the mean of nothing is NaN without
+    numpy's "Mean of empty slice" warning, as PyTorch's."""
+    if xp is not np:
+        return xp.mean(x, axis=axes, keepdims=keepdim)
+    return quietly(_np_mean, x, axes, keepdim)
+
+
+def _np_mean(x: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
+    half = x.dtype == np.float16
+    total = np.add.reduce(x, axis=axes, dtype=np.float32 if half else None, keepdims=keepdim)
+    mean = np.true_divide(total, math.prod(x.shape[a] for a in axes))
+    return np.asarray(mean.astype(np.float16) if half else mean)
+
+
 MEAN = register(Primitive(
-    "mean", impl=lambda xp, x, *, axes, keepdim: xp.mean(x, axis=axes, keepdims=keepdim),
+    "mean", impl=_mean_impl,
     infer=lambda x, *, axes, keepdim: (_reduce_shape(x.shape, axes, keepdim), x.dtype),
     backward=_mean_bwd, promote=PROMOTE_FLOAT, attrs=("axes", "keepdim"), reduction=True,
     flops=flops_reduce, specializer=_mean_fast))
@@ -936,7 +981,11 @@ def _cumsum_infer(x: Meta, *, axis: int) -> tuple[Any, D.DType]:
 
 def _cumsum_impl(xp: Any, x: Any, *, axis: int) -> Any:
     dt = _int64_unless_float(x.dtype)
-    return xp.cumsum(x, axis=axis, dtype=dt) if x.ndim else x.astype(dt)
+    if not x.ndim:
+        return x.astype(dt)
+    if xp is not np:
+        return xp.cumsum(x, axis=axis, dtype=dt)
+    return quietly(np.add.accumulate, x, axis=axis, dtype=dt)
 
 
 def _flip(x: Any, axis: int) -> Any:
@@ -970,8 +1019,10 @@ def _cumprod_impl(xp: Any, x: Any, *, axis: int) -> Any:
     if not x.ndim:
         return x.astype(dt)
     if not hasattr(xp, "cumprod"):
-        return _on_host(xp, lambda a: np.cumprod(a, axis=axis, dtype=dt), x)
-    return xp.cumprod(x, axis=axis, dtype=dt)
+        return _on_host(xp, lambda a: quietly(np.cumprod, a, axis=axis, dtype=dt), x)
+    if xp is not np:
+        return xp.cumprod(x, axis=axis, dtype=dt)
+    return quietly(np.multiply.accumulate, x, axis=axis, dtype=dt)
 
 
 def _reversed_cumsum(v: Any, axis: int) -> Any:

@@ -15,14 +15,28 @@ from . import functional as F
 from .dispatch import named, named_backward
 from .shapes import wrap_dim
 
-def any(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    nonzero = F.cast(F.ne(x, 0 if x.dtype is not D.bool_ else False), D.int64)
-    return _as_uint8_of(x, F.gt(F.sum(nonzero, dim, keepdim), 0))
+def any(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+        out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        _check_bool_out("any", out)
+        return F.written_to(out, any(input, dim, keepdim), "any")
+    nonzero = F.cast(F.ne(input, 0 if input.dtype is not D.bool_ else False), D.int64)
+    return _as_uint8_of(input, F.gt(F.sum(nonzero, dim, keepdim), 0))
 
 
-def all(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001
-    zero = F.cast(F.eq(x, 0 if x.dtype is not D.bool_ else False), D.int64)
-    return _as_uint8_of(x, F.eq(F.sum(zero, dim, keepdim), 0))
+def all(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+        out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        _check_bool_out("all", out)
+        return F.written_to(out, all(input, dim, keepdim), "all")
+    zero = F.cast(F.eq(input, 0 if input.dtype is not D.bool_ else False), D.int64)
+    return _as_uint8_of(input, F.eq(F.sum(zero, dim, keepdim), 0))
+
+
+def _check_bool_out(name: str, out: Any) -> None:
+    if isinstance(out, Tensor) and out.dtype not in (D.bool_, D.uint8):
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: "
+                           f"{D.scalar_type_name(out.dtype)}")
 
 
 def _as_uint8_of(x: Tensor, out: Tensor) -> Tensor:
@@ -31,31 +45,33 @@ def _as_uint8_of(x: Tensor, out: Tensor) -> Tensor:
 
 
 @autocast_fp32
-def prod(x: Tensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None
-         ) -> Tensor:
+def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,  # noqa: A002
+         dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """The product of all elements, or along ``dim`` (integers and bools in int64): the last
     of the running product, whose gradient is exact where x has zeros (PyTorch's)."""
+    if out is not None:
+        return F.written_to(out, prod(input, dim, keepdim, dtype=F._out_dtype(dtype, out)), "prod")
     if dtype is not None:
-        return F.in_dtype(prod, x, dtype, dim, keepdim)
+        return F.in_dtype(prod, input, dtype, dim, keepdim)
     if dim is None:
         if keepdim:
             raise TypeError("prod(): keepdim needs a dim (PyTorch's overloads: prod(*, dtype) "
                             "and prod(int dim, bool keepdim=False, *, dtype))")
-        flat = F.reshape(x, (-1,))
+        flat = F.reshape(input, (-1,))
         if not flat.numel():
             return F.add(F.sum(flat), 1)  # the empty product, still of x's graph
         return named(F.getitem(F.cumprod(flat, 0), -1), "ProdBackward0")
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
-    if x.ndim == 0:
+    if input.ndim == 0:
         F._axes(dim, 0)
-        return F.cumprod(x, 0)
-    d = wrap_dim(dim, x.ndim)
-    n = x.shape[d]
+        return F.cumprod(input, 0)
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
     if n == 0:
-        return F.add(F.sum(x, d, keepdim), 1)
+        return F.add(F.sum(input, d, keepdim), 1)
     last = slice(n - 1, n) if keepdim else n - 1
-    return named(F.getitem(F.cumprod(x, d), (slice(None),) * d + (last,)), "ProdBackward1")
+    return named(F.getitem(F.cumprod(input, d), (slice(None),) * d + (last,)), "ProdBackward1")
 
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
@@ -114,16 +130,28 @@ def _root(s: Tensor, p: float) -> Tensor:
     return F.where(zero, 0.0, root)
 
 
-def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
-    """Tensor.norm: the vector norm of x over ``dim`` ("fro" is the 2-norm)."""
+def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,  # noqa: A002
+         out: Tensor | None = None, dtype: Any = None) -> Tensor:
+    """Tensor.norm: the vector norm of input over ``dim`` ("fro" is the 2-norm), computed in
+    ``dtype`` where given."""
+    if out is not None:
+        return F.written_to(out, norm(input, p, dim, keepdim, dtype=dtype), "norm")
+    if dtype is not None:
+        input = F.cast(input, dtype)
     if p == "fro":
         p = 2
     if isinstance(p, str):
         raise RuntimeError(f"norm: p={p!r} is not supported here: only 'fro' and numbers")
-    out = vector_norm(x, p, dim, keepdim)
+    result = vector_norm(input, p, dim, keepdim)
     # the inf norms' node is named already, and is one whose backward a rename would lose
-    return out if p in (math.inf, -math.inf) or out is x else named(
-        out, "LinalgVectorNormBackward0")
+    return result if p in (math.inf, -math.inf) or result is input else named(
+        result, "LinalgVectorNormBackward0")
+
+
+def norm_method(self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+                dtype: Any = None) -> Tensor:
+    """Tensor.norm: norm, its dtype fourth (PyTorch's method has no out)."""
+    return norm(self, p, dim, keepdim, dtype=dtype)
 
 
 def _correction(unbiased: Any, correction: Any) -> float:
@@ -135,13 +163,15 @@ def _correction(unbiased: Any, correction: Any) -> float:
 
 
 @named_backward("VarBackward0")
-def var(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None) -> Tensor:
+def var(input: Tensor, dim: Any = None, unbiased: Any = None,  # noqa: A002
+        keepdim: bool = False, *, correction: Any = None, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return F.written_to(out, var(input, dim, unbiased, keepdim, correction=correction), "var")
     if isinstance(dim, bool):  # var(unbiased) positionally, as PyTorch's overload
         dim, unbiased = None, dim
-    if not x.dtype.is_floating_point:
+    if not input.dtype.is_floating_point:
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    return _var(x, dim, unbiased, keepdim, correction)
+    return _var(input, dim, unbiased, keepdim, correction)
 
 
 @F.half_in_float32  # half squares overflow at 256: PyTorch accumulates in float32
@@ -155,11 +185,13 @@ def _var(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
 
 
 @named_backward("StdBackward0")
-def std(x: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
-        correction: Any = None) -> Tensor:
+def std(input: Tensor, dim: Any = None, unbiased: Any = None,  # noqa: A002
+        keepdim: bool = False, *, correction: Any = None, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return F.written_to(out, std(input, dim, unbiased, keepdim, correction=correction), "std")
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    return _std(x, dim, unbiased, keepdim, correction)
+    return _std(input, dim, unbiased, keepdim, correction)
 
 
 @F.half_in_float32
@@ -169,15 +201,20 @@ def _std(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
 
 
 @named_backward("LogsumexpBackward0")
-def logsumexp(x: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
-    if not x.dtype.is_floating_point:
-        x = F.cast(x, D.default_float)
-    axes = F._axes(dim, x.ndim)
-    if not x.numel():
-        return F.log(F.sum(F.exp(x), axes, keepdim))
-    m = F.amax(x.detach(), axes, keepdim=True)
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False, *,  # noqa: A002
+              out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        if isinstance(out, Tensor) and not out.dtype.is_floating_point:
+            raise RuntimeError("logsumexp(): Expected floating point type for result tensor, but "
+                               f"got: {D.scalar_type_name(out.dtype)}")
+        return F.written_to(out, logsumexp(input, dim, keepdim), "logsumexp")
+    if not input.dtype.is_floating_point:
+        input = F.cast(input, D.default_float)
+    axes = F._axes(dim, input.ndim)
+    if not input.numel():
+        return F.log(F.sum(F.exp(input), axes, keepdim))
+    m = F.amax(input.detach(), axes, keepdim=True)
     # an all -inf row (or +inf max) would give inf - inf: shift by 0 there, as PyTorch does
     m = F.where(F.eq(F.abs(m), math.inf), 0.0, m)
-    out = F.log(F.sum(F.exp(F.sub(x, m)), axes, keepdim=True))
-    out = F.add(out, m)
-    return out if keepdim else F.squeeze(out, axes) if axes else out
+    result = F.add(F.log(F.sum(F.exp(F.sub(input, m)), axes, keepdim=True)), m)
+    return result if keepdim else F.squeeze(result, axes) if axes else result

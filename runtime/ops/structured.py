@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -40,8 +41,10 @@ def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
 
 @autocast_exclude
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A002
-          alpha: Any = 1) -> Tensor:
+          alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat @ vec)."""
+    if out is not None:
+        return F.written_to(out, addmv(input, mat, vec, beta=beta, alpha=alpha), "addmv")
     from .more_ops import mv
 
     return _add_product(input, mv(mat, vec), beta, alpha)
@@ -49,15 +52,19 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A0
 
 @autocast_exclude
 def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A002
-         alpha: Any = 1) -> Tensor:
+         alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * outer(vec1, vec2)."""
+    if out is not None:
+        return F.written_to(out, addr(input, vec1, vec2, beta=beta, alpha=alpha), "addr")
     return _add_product(input, T.outer(vec1, vec2), beta, alpha)
 
 
 @autocast_lower
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # noqa: A002
-            alpha: Any = 1) -> Tensor:
+            alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (batch1 @ batch2), batch by batch."""
+    if out is not None:
+        return F.written_to(out, baddbmm(input, batch1, batch2, beta=beta, alpha=alpha), "baddbmm")
     from .products import bmm
 
     return _add_product(input, bmm(batch1, batch2), beta, alpha)
@@ -65,22 +72,29 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # 
 
 @autocast_lower
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # noqa: A002
-           alpha: Any = 1) -> Tensor:
+           alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
+    if out is not None:
+        return F.written_to(out, addbmm(input, batch1, batch2, beta=beta, alpha=alpha), "addbmm")
     from .products import bmm
 
     return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha)
 
 
 @autocast_exclude
-def ger(vec1: Tensor, vec2: Tensor) -> Tensor:
+def ger(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """outer(vec1, vec2) (PyTorch's older name)."""
-    return T.outer(vec1, vec2)
+    if out is not None:
+        return F.written_to(out, ger(input, vec2), "ger")
+    return T.outer(input, vec2)
 
 
-def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # noqa: A002
+def cross(input: Tensor, other: Tensor, dim: int | None = None, *,  # noqa: A002
+          out: Tensor | None = None) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (None: the first dim of size 3, with
     PyTorch's deprecation warning)."""
+    if out is not None:
+        return F.written_to(out, cross(input, other, dim), "cross")
     from .extra_ops import roll
 
     shape = broadcast_shapes(input.shape, other.shape)
@@ -103,13 +117,15 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:  # no
     return F.sub(F.mul(roll(a, -1, d), roll(b, -2, d)), F.mul(roll(a, -2, d), roll(b, -1, d)))
 
 
-def kron(a: Tensor, b: Tensor) -> Tensor:
+def kron(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """The Kronecker product: every element of a times the whole of b, in blocks."""
-    nd = max(a.ndim, b.ndim)
-    sa = (1,) * (nd - a.ndim) + tuple(a.shape)
-    sb = (1,) * (nd - b.ndim) + tuple(b.shape)
-    ea = F.reshape(a, tuple(itertools.chain.from_iterable((n, 1) for n in sa)))
-    eb = F.reshape(b, tuple(itertools.chain.from_iterable((1, n) for n in sb)))
+    if out is not None:
+        return F.written_to(out, kron(input, other), "kron")
+    nd = max(input.ndim, other.ndim)
+    sa = (1,) * (nd - input.ndim) + tuple(input.shape)
+    sb = (1,) * (nd - other.ndim) + tuple(other.shape)
+    ea = F.reshape(input, tuple(itertools.chain.from_iterable((n, 1) for n in sa)))
+    eb = F.reshape(other, tuple(itertools.chain.from_iterable((1, n) for n in sb)))
     return F.reshape(F.mul(ea, eb), tuple(x * y for x, y in zip(sa, sb)))
 
 
@@ -241,10 +257,15 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False  # no
     return F.reshape(flat, idx.shape)
 
 
-def tensor_split(input: Tensor, indices_or_sections: Any, dim: int = 0  # noqa: A002
+def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *,  # noqa: A002
+                 sections: int | None = None, indices: Sequence[int] | None = None
                  ) -> tuple[Tensor, ...]:
     """Views split along ``dim``: into n nearly equal parts (the first n % size one longer),
-    or at the given indices."""
+    or at the given indices (PyTorch's overloads name them ``sections=`` and ``indices=``)."""
+    given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() takes one of indices_or_sections, sections or indices")
+    indices_or_sections = given[0]
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
                            "tensor with 0 dims")
@@ -400,3 +421,53 @@ def _diag(c: Tensor) -> Tensor:
 
     return diagonal(c)
 
+
+
+# --- linalg's functions under PyTorch's top-level names, with those names' parameters -------
+
+
+def det(input: Tensor) -> Tensor:  # noqa: A002
+    """torch.det: linalg.det."""
+    from .. import linalg
+
+    return linalg.det(input)
+
+
+def logdet(input: Tensor) -> Tensor:  # noqa: A002
+    """torch.logdet: log det, NaN where det < 0."""
+    from .. import linalg
+
+    return linalg.logdet(input)
+
+
+def slogdet(input: Tensor) -> Any:  # noqa: A002
+    """torch.slogdet: linalg.slogdet."""
+    from .. import linalg
+
+    return linalg.slogdet(input)
+
+
+def inverse(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """torch.inverse: linalg.inv."""
+    from .. import linalg
+
+    if out is not None:
+        return F.written_to(out, linalg.inv(input), "inverse")
+    return linalg.inv(input)
+
+
+def pinverse(input: Tensor, rcond: float = 1e-15) -> Tensor:  # noqa: A002
+    """torch.pinverse: linalg.pinv with singular values at or below rcond * the largest
+    dropped (its rtol, no atol)."""
+    from .. import linalg
+
+    return linalg.pinv(input, atol=0.0, rtol=rcond)
+
+
+def matrix_power(input: Tensor, n: int, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """torch.matrix_power: linalg.matrix_power."""
+    from .. import linalg
+
+    if out is not None:
+        return F.written_to(out, linalg.matrix_power(input, n), "matrix_power")
+    return linalg.matrix_power(input, n)

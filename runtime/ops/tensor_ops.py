@@ -91,15 +91,17 @@ remainder = F.remainder
 floor_divide = F.floor_divide
 
 
-def bitwise_not(x: Tensor) -> Tensor:
-    if x.dtype is D.bool_:
-        return F.eq(x, False)
-    if x.dtype.is_floating_point:
+def bitwise_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, bitwise_not(input), "bitwise_not")
+    if input.dtype is D.bool_:
+        return F.eq(input, False)
+    if input.dtype.is_floating_point:
         raise NotImplementedError('"bitwise_not_cpu" not implemented for '
-                                  f"'{D.scalar_type_name(x.dtype)}'")
+                                  f"'{D.scalar_type_name(input.dtype)}'")
     # two's complement, wrapping round in x's dtype: ~x == -x - 1 (uint8's 255 - x), and both
     # fuse for int64
-    return F.sub(F.neg(x), 1)
+    return F.sub(F.neg(input), 1)
 
 
 def invert(x: Tensor) -> Tensor:
@@ -111,24 +113,28 @@ def invert(x: Tensor) -> Tensor:
 
 
 @named_backward("PowBackward0")
-def square(x: Tensor) -> Tensor:
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """x * x; of a bool x, PyTorch's pow(x, 2): int64."""
-    return F.mul(x, x) if x.dtype is not D.bool_ else F.pow(x, 2)
+    if out is not None:
+        return F.written_to(out, square(input), "square")
+    return F.mul(input, input) if input.dtype is not D.bool_ else F.pow(input, 2)
 
 
 @F.half_in_float32
 @named_backward("RsqrtBackward0")
-def rsqrt(x: Tensor) -> Tensor:
-    return F.div(1.0, F.sqrt(x))
+def rsqrt(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, rsqrt(input), "rsqrt")
+    return F.div(1.0, F.sqrt(input))
 
 
 # --- shapes ----------------------------------------------------------------------------------
 
 
-def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
+def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
           ) -> tuple[Tensor, ...]:
-    d = _dim(x, dim)
-    n = x.shape[d]
+    d = _dim(tensor, dim)
+    n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
         if size < 0:
@@ -150,16 +156,22 @@ def split(x: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
         "SplitWithSizesBackward0"
     out, start = [], 0
     for s in sizes:
-        out.append(named(F.getitem(x, (slice(None),) * d + (slice(start, start + s),)), name))
+        out.append(named(F.getitem(tensor, (slice(None),) * d + (slice(start, start + s),)), name))
         start += s
     return tuple(out)
 
 
-def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+def split_method(self: Tensor, split_size: int | Sequence[int], dim: int = 0
+                 ) -> tuple[Tensor, ...]:
+    """Tensor.split: split, its size parameter named ``split_size`` (as PyTorch's method)."""
+    return split(self, split_size, dim)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    n = x.shape[_dim(x, dim)]
-    return split(x, -(-n // chunks), dim)
+    n = input.shape[_dim(input, dim)]
+    return split(input, -(-n // chunks), dim)
 
 
 def _triangle(x: Tensor, diagonal: int, name: str, lower: bool) -> Tensor:
@@ -178,13 +190,17 @@ def zero_of(dt: D.DType) -> Any:
 
 
 @named_backward("TrilBackward0")
-def tril(x: Tensor, diagonal: int = 0) -> Tensor:
-    return _triangle(x, diagonal, "tril", lower=True)
+def tril(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, tril(input, diagonal), "tril")
+    return _triangle(input, diagonal, "tril", lower=True)
 
 
 @named_backward("TriuBackward0")
-def triu(x: Tensor, diagonal: int = 0) -> Tensor:
-    return _triangle(x, diagonal, "triu", lower=False)
+def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, triu(input, diagonal), "triu")
+    return _triangle(input, diagonal, "triu", lower=False)
 
 
 @named_backward("RepeatBackward0")
@@ -205,28 +221,37 @@ def repeat(x: Tensor, *sizes: Any) -> Tensor:
 
 
 @named_backward("IndexSelectBackward0")
-def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
+                 out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return F.written_to(out, index_select(input, dim, index), "index_select")
     index = int64_index(index, "index_select(): Expected dtype int32 or int64 for index")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    d = _dim(x, dim)
+    d = _dim(input, dim)
     index = _as_1d(index)
     if index.numel():
-        F.check_bounds(index, 0, x.shape[d] if x.ndim else 1, "index out of range in self")
-    if x.ndim == 0:
-        return F.getitem_key(F.reshape(x, (1,)), index, key=(P.IndexArg(0),))[0]
-    return F.getitem_key(x, index, key=(slice(None),) * d + (P.IndexArg(0),))
+        F.check_bounds(index, 0, input.shape[d] if input.ndim else 1, "index out of range in self")
+    if input.ndim == 0:
+        return F.getitem_key(F.reshape(input, (1,)), index, key=(P.IndexArg(0),))[0]
+    return F.getitem_key(input, index, key=(slice(None),) * d + (P.IndexArg(0),))
 
 
 @named_backward("GatherBackward0")
-def gather(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    d = _dim(x, dim)
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
+           out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return F.written_to(out, gather(input, dim, index, sparse_grad=sparse_grad), "gather")
+    if sparse_grad:
+        raise NotImplementedError("gather(): sparse_grad=True is not supported (no sparse "
+                                  "tensors here)")
+    d = _dim(input, dim)
     index = _scatter_index(index, "gather")
-    _check_dim_range(x, index, d, "gather")
-    _check_index_values(index, x, d)
-    if x.ndim == 0:
-        return F.reshape(index_select(x, 0, index), index.shape)
-    return gather_in_range(x, d, index)
+    _check_dim_range(input, index, d, "gather")
+    _check_index_values(index, input, d)
+    if input.ndim == 0:
+        return F.reshape(index_select(input, 0, index), index.shape)
+    return gather_in_range(input, d, index)
 
 
 def gather_in_range(x: Tensor, d: int, index: Tensor) -> Tensor:
@@ -250,18 +275,18 @@ def _scatter_src(src: Any, index: Tensor, x: Tensor, name: str) -> Any:
         else src
 
 
-def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """x with x[..index[i]..] = src[i] (out of place); src may be a number (``value``).
     ``reduce`` ("add" or "multiply") folds src in instead, PyTorch's deprecated form,
     which (as there) has no derivative."""
     if (src is None) == (value is None):
         raise TypeError("scatter() expects exactly one of src (a tensor) and value (a number)")
-    d = _dim(x, dim)
+    d = _dim(input, dim)
     index = _scatter_index(index, "scatter")
-    _check_dim_range(x, index, d, "scatter")
-    _check_index_values(index, x, d)
-    src = _scatter_src(src if src is not None else value, index, x, "scatter")
+    _check_dim_range(input, index, d, "scatter")
+    _check_index_values(index, input, d)
+    src = _scatter_src(src if src is not None else value, index, input, "scatter")
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
@@ -273,18 +298,18 @@ def scatter(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any =
         else:
             from ..creation import full
 
-            src = full(index.shape, src, dtype=x.dtype, device=x.device)
-        return apply(P.SCATTER_REDUCE, x, index, src, dim=d,
+            src = full(index.shape, src, dtype=input.dtype, device=input.device)
+        return apply(P.SCATTER_REDUCE, input, index, src, dim=d,
                      reduce="sum" if reduce == "add" else "prod", include_self=True,
                      legacy=True)
     key, idx = _grid_key(index, d)
-    return F.index_put(x, src, *idx, key=key)
+    return F.index_put(input, src, *idx, key=key)
 
 
 _SCATTER_REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
-def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """x with each src[i] folded into x[..index[i]..] along ``dim`` by ``reduce`` (sum, prod,
     mean, amax, amin); x's own values take part unless ``include_self`` is False (a position
@@ -293,38 +318,38 @@ def scatter_reduce(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
     if reduce not in _SCATTER_REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
-    d = _dim(x, dim)
+    d = _dim(input, dim)
     index = _scatter_index(index, "scatter")
-    _check_dim_range(x, index, d, "scatter_reduce")
-    _check_index_values(index, x, d)
-    src = _scatter_src(src, index, x, "scatter_reduce")
+    _check_dim_range(input, index, d, "scatter_reduce")
+    _check_index_values(index, input, d)
+    src = _scatter_src(src, index, input, "scatter_reduce")
     if reduce in ("sum", "mean"):
-        base = x if include_self else scatter(x, d, index, value=0)
+        base = input if include_self else scatter(input, d, index, value=0)
         total = scatter_add(base, d, index, src)
         if reduce == "sum":
             return total
         from ..creation import full
 
-        count = scatter_add(full(x.shape, 1 if include_self else 0, dtype=x.dtype,
-                                 device=x.device),
-                            d, index, full(index.shape, 1, dtype=x.dtype, device=x.device))
+        count = scatter_add(full(input.shape, 1 if include_self else 0, dtype=input.dtype,
+                                 device=input.device),
+                            d, index, full(index.shape, 1, dtype=input.dtype, device=input.device))
         count = F.clamp(count, min=1)  # nothing scattered there: x's value, as it was
-        if x.dtype.is_floating_point:
+        if input.dtype.is_floating_point:
             return F.div(total, count)
         return F.floor_divide(total, count)
-    return apply(P.SCATTER_REDUCE, x, index, src, dim=d, reduce=reduce,
+    return apply(P.SCATTER_REDUCE, input, index, src, dim=d, reduce=reduce,
                  include_self=bool(include_self), legacy=False)
 
 
-def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """x plus src added at x[..index[i]..] (repeated indices accumulate)."""
-    d = _dim(x, dim)
+    d = _dim(input, dim)
     index = _scatter_index(index, "scatter")
-    _check_dim_range(x, index, d, "scatter_add")
-    _check_index_values(index, x, d)
-    src = _scatter_src(src, index, x, "scatter_add")
+    _check_dim_range(input, index, d, "scatter_add")
+    _check_index_values(index, input, d)
+    src = _scatter_src(src, index, input, "scatter_add")
     key, idx = _grid_key(index, d)
-    return F.add(x, F.index_backward(src, *idx, key=key, shape=x.shape))
+    return F.add(input, F.index_backward(src, *idx, key=key, shape=input.shape))
 
 
 # how PyTorch's masked_fill error names a dtype
@@ -349,37 +374,43 @@ def fill_value(x: Tensor, value: Any, op: str) -> Any:
     return F.cast(value, x.dtype)
 
 
-def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+def masked_select(input: Tensor, mask: Tensor, *,  # noqa: A002
+                  out: Tensor | None = None) -> Tensor:
     """The elements of x (broadcast with mask) where mask holds, as a 1-D tensor in
     row-major order; the gradient goes back to those elements. Its length is the mask's
     count, so a compiled step runs it eagerly."""
+    if out is not None:
+        return F.written_to(out, masked_select(input, mask), "masked_select")
     if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = broadcast_shapes(mask.shape, x.shape)
-    return F.getitem(F.expand(x, shape), F.expand(mask, shape))
+    shape = broadcast_shapes(mask.shape, input.shape)
+    return F.getitem(F.expand(input, shape), F.expand(mask, shape))
 
 
-def take_along_dim(x: Tensor, indices: Tensor, dim: int | None = None) -> Tensor:
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,  # noqa: A002
+                   out: Tensor | None = None) -> Tensor:
     """gather along ``dim`` with x and indices broadcast against each other along the other
     dims (without dim: of the flattened x, at the flattened indices)."""
+    if out is not None:
+        return F.written_to(out, take_along_dim(input, indices, dim), "take_along_dim")
     if indices.dtype is not D.int64:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
                            f"{D.scalar_type_name(indices.dtype)}")
     if dim is None:
-        return gather(F.reshape(x, (-1,)), 0, F.reshape(indices, (-1,)))
-    if x.ndim != indices.ndim:
+        return gather(F.reshape(input, (-1,)), 0, F.reshape(indices, (-1,)))
+    if input.ndim != indices.ndim:
         raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same "
-                           f"number of dimensions, but got {x.ndim} dimensions for input, and "
+                           f"number of dimensions, but got {input.ndim} dimensions for input, and "
                            f"{indices.ndim} dimensions for indices")
-    d = _dim(x, dim)
-    sizes = list(x.shape)
-    if x.ndim:
+    d = _dim(input, dim)
+    sizes = list(input.shape)
+    if input.ndim:
         sizes[d] = indices.shape[d]
     shape = list(broadcast_shapes(sizes, indices.shape))
     indices = F.expand(indices, shape)
-    if x.ndim:
-        shape[d] = x.shape[d]
-    return gather(F.expand(x, shape), d, indices)
+    if input.ndim:
+        shape[d] = input.shape[d]
+    return gather(F.expand(input, shape), d, indices)
 
 
 cumsum = F.cumsum
@@ -389,62 +420,70 @@ SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
 
-def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
-         ) -> SortResult:
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False,  # noqa: A002
+         *, out: Any = None) -> SortResult:
     """Values and indices along ``dim`` (ties keep their order: the sort is always stable)."""
-    d = _dim(x, dim)
-    indices = apply(P.ARGSORT, x, axis=d, descending=bool(descending))
-    if x.ndim == 0:
-        return SortResult(named(F.clone(x), "SortBackward0"), indices)
-    return SortResult(named(gather(x, d, indices), "SortBackward0"), indices)
+    if out is not None:
+        return F.written_to_each(out, sort(input, dim, descending, stable), "sort")
+    d = _dim(input, dim)
+    indices = apply(P.ARGSORT, input, axis=d, descending=bool(descending))
+    if input.ndim == 0:
+        return SortResult(named(F.clone(input), "SortBackward0"), indices)
+    return SortResult(named(gather(input, d, indices), "SortBackward0"), indices)
 
 
-def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
             ) -> Tensor:
     """The indices that sort x along ``dim``; stable either way (ties in input order)."""
-    return apply(P.ARGSORT, x, axis=_dim(x, dim), descending=bool(descending))
+    return apply(P.ARGSORT, input, axis=_dim(input, dim), descending=bool(descending))
 
 
-def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True  # noqa: A002
-         ) -> TopkResult:
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A002
+         sorted: bool = True, *, out: Any = None) -> TopkResult:
     """The k largest (smallest) along ``dim``, always in sorted order: what sorted=True asks,
     and one of the orders sorted=False allows."""
-    if x.dtype is D.bool_:
+    if out is not None:
+        return F.written_to_each(out, topk(input, k, dim, largest, sorted), "topk")
+    if input.dtype is D.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
-    d = _dim(x, dim)
-    n = x.shape[d] if x.ndim else 1
+    d = _dim(input, dim)
+    n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    order = apply(P.ARGSORT, x, axis=d, descending=bool(largest))
-    if x.ndim == 0:
-        return TopkResult(named(F.clone(x), "TopkBackward0"), order)
+    order = apply(P.ARGSORT, input, axis=d, descending=bool(largest))
+    if input.ndim == 0:
+        return TopkResult(named(F.clone(input), "TopkBackward0"), order)
     indices = F.getitem(order, (slice(None),) * d + (slice(0, k),))
-    return TopkResult(named(gather(x, d, indices), "TopkBackward0"), indices)
+    return TopkResult(named(gather(input, d, indices), "TopkBackward0"), indices)
 
 
 # --- small compositions PyTorch has as free functions -----------------------------------------
 
 
-def logical_not(x: Tensor) -> Tensor:
-    return F.eq(x, False if x.dtype is D.bool_ else 0)
+def logical_not(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, logical_not(input), "logical_not")
+    return F.eq(input, False if input.dtype is D.bool_ else 0)
 
 
 @named_backward("ReciprocalBackward0")
-def reciprocal(x: Tensor) -> Tensor:
-    return F.div(1.0, x)
+def reciprocal(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, reciprocal(input), "reciprocal")
+    return F.div(1.0, input)
 
 
-def isnan(x: Tensor) -> Tensor:
-    return F.ne(x, x)
+def isnan(input: Tensor) -> Tensor:
+    return F.ne(input, input)
 
 
-def isinf(x: Tensor) -> Tensor:
-    return F.eq(F.abs(x), math.inf) if x.dtype.is_floating_point else F.ne(x, x)
+def isinf(input: Tensor) -> Tensor:
+    return F.eq(F.abs(input), math.inf) if input.dtype.is_floating_point else F.ne(input, input)
 
 
-def isfinite(x: Tensor) -> Tensor:
+def isfinite(input: Tensor) -> Tensor:
     # an integer is always finite; a float is when |x| < inf (False for nan, too)
-    return F.eq(x, x) if not x.dtype.is_floating_point else F.lt(F.abs(x), math.inf)
+    return F.eq(input, input) if not input.dtype.is_floating_point else F.lt(F.abs(input), math.inf)
 
 
 def clamp_min(x: Tensor, min: Any) -> Tensor:  # noqa: A002
@@ -456,35 +495,36 @@ def clamp_max(x: Tensor, max: Any) -> Tensor:  # noqa: A002
 
 
 @named_backward("FlipBackward0")
-def flip(x: Tensor, *dims: Any) -> Tensor:
+def flip(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:  # noqa: A002
     """A copy with ``dims`` reversed (PyTorch's flip copies; a reversed slice would alias);
-    ``flip((0, 1))`` or ``flip(0, 1)``."""
+    ``flip((0, 1))``, ``flip(0, 1)`` or ``flip(dims=(0, 1))``."""
+    dims = F.sizes_or(sizes, dims, "flip", "dims")
     if not dims:
         raise TypeError('flip() missing 1 required positional arguments: "dims"')
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
-    axes = wrap_dims(dims, x.ndim) if x.ndim else F._axes(dims, 0)
-    key = tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(x.ndim))
-    return F.clone(F.getitem(x, key)) if axes else F.clone(x)
+    axes = wrap_dims(dims, input.ndim) if input.ndim else F._axes(dims, 0)
+    key = tuple(slice(None, None, -1) if d in axes else slice(None) for d in range(input.ndim))
+    return F.clone(F.getitem(input, key)) if axes else F.clone(input)
 
 
 @named_backward("SliceBackward0")
-def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    d = _dim(x, dim)
-    n = x.shape[d]
+def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    d = _dim(input, dim)
+    n = input.shape[d]
     start = start + n if start < 0 else start
     if not 0 <= start <= n or length < 0 or start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return F.getitem(x, (slice(None),) * d + (slice(start, start + length),))
+    return F.getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
 
-def unbind(x: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    d = _dim(x, dim)
-    return tuple(named(F.getitem(x, (slice(None),) * d + (i,)), "UnbindBackward0")
-                 for i in range(x.shape[d]))
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    d = _dim(input, dim)
+    return tuple(named(F.getitem(input, (slice(None),) * d + (i,)), "UnbindBackward0")
+                 for i in range(input.shape[d]))
 
 
-def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[int]
+def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]
             ) -> Tensor:
     """x with its dims ``source`` moved to the places ``destination`` (one each), the
     others keeping their order."""
@@ -494,80 +534,87 @@ def movedim(x: Tensor, source: int | Sequence[int], destination: int | Sequence[
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} "
                            f"dims) should contain the same number of dims as destination "
                            f"({destinations} dims)")
-    src, dst = wrap_dims(sources, x.ndim), wrap_dims(destinations, x.ndim)
-    if x.ndim == 0:
-        return x
-    order: list[int | None] = [None] * x.ndim
+    src, dst = wrap_dims(sources, input.ndim), wrap_dims(destinations, input.ndim)
+    if input.ndim == 0:
+        return input
+    order: list[int | None] = [None] * input.ndim
     for s, d in zip(src, dst):
         order[d] = s
-    rest = iter(d for d in range(x.ndim) if d not in src)
-    return F.permute(x, *(next(rest) if o is None else o for o in order))
+    rest = iter(d for d in range(input.ndim) if d not in src)
+    return F.permute(input, *(next(rest) if o is None else o for o in order))
 
 
-def tile(x: Tensor, *dims: Any) -> Tensor:
-    """x repeated ``dims`` times (a sequence, or sizes: ``x.tile(2, 1)``), leading ones
-    filled in where dims is shorter than x's rank."""
-    reps = F._shape_arg(dims)
-    return repeat(x, *((1,) * (x.ndim - len(reps)) + reps))
+def tile(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:  # noqa: A002
+    """input repeated ``dims`` times (a sequence, or sizes: ``x.tile(2, 1)``), leading ones
+    filled in where dims is shorter than input's rank."""
+    reps = F._shape_arg(F.sizes_or(sizes, dims, "tile", "dims"))
+    return repeat(input, *((1,) * (input.ndim - len(reps)) + reps))
 
 
 @autocast_exclude
-def outer(a: Tensor, b: Tensor) -> Tensor:
-    return F.mul(F.unsqueeze(a, 1), F.unsqueeze(b, 0))
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, outer(input, vec2), "outer")
+    return F.mul(F.unsqueeze(input, 1), F.unsqueeze(vec2, 0))
 
 
 @autocast_exclude
 @named_backward("DotBackward0")
-def dot(a: Tensor, b: Tensor) -> Tensor:
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    if a.shape != b.shape:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src "
-                           f"[{b.shape[0]}] to have the same number of elements, but got "
-                           f"{a.shape[0]} and {b.shape[0]} elements respectively")
-    return F.matmul(a, b)
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, dot(input, tensor), "dot")
+    if input.ndim != 1 or tensor.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
+    if input.shape != tensor.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{tensor.shape[0]}] to have the same number of elements, but got "
+                           f"{input.shape[0]} and {tensor.shape[0]} elements respectively")
+    return F.matmul(input, tensor)
 
 
 @named_backward("AminBackward0")
-def amin(x: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-    F._check_reduced_nonempty("amin", x, dim)  # its own name in the error, not amax's
-    return F.reversed_order(F.amax(F.reversed_order(x), dim, keepdim))
+def amin(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+         out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return F.written_to(out, amin(input, dim, keepdim), "amin")
+    F._check_reduced_nonempty("amin", input, dim)  # its own name in the error, not amax's
+    return F.reversed_order(F.amax(F.reversed_order(input), dim, keepdim))
 
 
 def _either(x: Tensor, y: Tensor) -> Tensor:
     return logical_not(F.logical_and(logical_not(x), logical_not(y)))
 
 
-def isclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
     """|a - b| <= atol + rtol * |b| elementwise, as PyTorch's: equal values (infinities
     included) are close; a nan is close to a nan only with ``equal_nan``."""
-    for name, t in (("input", a), ("other", b)):
+    for name, t in (("input", input), ("other", other)):
         if not isinstance(t, Tensor):
             raise TypeError(f"isclose(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"{a.dtype.name} did not match {b.dtype.name}")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
-    near = F.le(F.abs(F.sub(a, b)), F.add(F.mul(F.abs(b), rtol), atol))
-    if a.dtype.is_floating_point:  # an infinity is close only to itself
-        near = F.logical_and(near, F.logical_and(isfinite(a), isfinite(b)))
-    close = _either(F.eq(a, b), near)
-    if equal_nan and a.dtype.is_floating_point:
-        close = _either(close, F.logical_and(isnan(a), isnan(b)))
+    near = F.le(F.abs(F.sub(input, other)), F.add(F.mul(F.abs(other), rtol), atol))
+    if input.dtype.is_floating_point:  # an infinity is close only to itself
+        near = F.logical_and(near, F.logical_and(isfinite(input), isfinite(other)))
+    close = _either(F.eq(input, other), near)
+    if equal_nan and input.dtype.is_floating_point:
+        close = _either(close, F.logical_and(isnan(input), isnan(other)))
     return close
 
 
-def allclose(a: Tensor, b: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
+def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
              equal_nan: bool = False) -> bool:
-    return bool(isclose(a, b, rtol, atol, equal_nan).all().item())
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
 
 
-def equal(a: Tensor, b: Tensor) -> bool:
+def equal(input: Tensor, other: Tensor) -> bool:
     """Same shape and the same values (a nan equals nothing), as PyTorch's."""
-    if tuple(a.shape) != tuple(b.shape):
+    if tuple(input.shape) != tuple(other.shape):
         return False
-    return bool(F.eq(a, b).all().item())
+    return bool(F.eq(input, other).all().item())
