@@ -98,7 +98,19 @@ class BackwardCFunction(Node):
 
 
 class Function:
-    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``."""
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``.
+
+    Each subclass gets its node class, as PyTorch's FunctionMeta makes it: ``_backward_cls``,
+    a BackwardCFunction named the Function's name plus 'Backward' (``type(y.grad_fn)``),
+    whose ``_forward_cls`` is the Function."""
+
+    _backward_cls: type[BackwardCFunction]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._backward_cls = type(f"{cls.__name__}Backward", (BackwardCFunction,),
+                                 {"__slots__": (), "_forward_cls": cls,
+                                  "__module__": BackwardCFunction.__module__})
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
@@ -160,7 +172,7 @@ class Function:
                  for a in args if isinstance(a, Tensor)]
         metas = [Meta(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else
                  Meta((), None, "cpu") for o in outputs]
-        node = BackwardCFunction(cls, ctx, edges, metas,
+        node = cls._backward_cls(cls, ctx, edges, metas,
                                  tuple(isinstance(a, Tensor) for a in args))
         ctx._node = node
         dirty = {id(t) for t in ctx._dirty}

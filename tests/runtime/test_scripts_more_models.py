@@ -229,6 +229,10 @@ def custom_function(lib: ModuleType, weights: Weights | None, wrap: Callable[[St
     x = lib.from_numpy(batches(13, 1, lambda r: (r.standard_normal((2, 4)),))[0][0]
                        .astype(np.float32)).requires_grad_()
     values, _ = model(x)
+    node = values.grad_fn  # the Function's own node class, as PyTorch's FunctionMeta makes it
+    assert type(node).__name__ == node.name() == "MaxWithIndexBackward"
+    assert isinstance(node, MaxWithIndex._backward_cls)
+    assert type(node.next_functions[0][0]).__name__ == "LinearFunctionBackward"
     (gx,) = lib.autograd.grad(values.sum(), x)  # the weights need no gradient here
     return finish(lib, model, tmp, w0, losses, picks=np.stack(picks), gx=gx.numpy())
 
