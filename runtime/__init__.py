@@ -126,7 +126,7 @@ from .ops.more_ops import broadcast_tensors, diagonal, mv
 from .ops.products import addmm, bmm, einsum, mm
 from .ops.reductions import all, any, logsumexp, norm, std, var
 from .ops.functional import cat as concat
-from .ops.functional import cat as concatenate
+from .ops.functional import concatenate
 from .ops.functional import div as divide
 from .ops.functional import sgn, true_divide
 from .ops.functional import mul as multiply

@@ -64,14 +64,14 @@ def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] |
     return out if out is not input else F.clone(input)
 
 
-def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, *,
+def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Each element (each slice along ``dim``) repeated ``repeats`` times in place; without
     dim, over the flattened tensor. A tensor of repeats (one per slice) decides the shape
     from its values, so a compiled step reading one runs eagerly."""
     if dim is None:
-        x, dim = x.reshape(-1), 0
-    d = _dim(x, dim)
+        input, dim = input.reshape(-1), 0
+    d = _dim(input, dim)
     if isinstance(repeats, Tensor):
         if repeats.dtype not in (D.int64, D.int32):
             raise NotImplementedError('"repeat_interleave_cpu" not implemented for '
@@ -80,20 +80,20 @@ def repeat_interleave(x: Tensor, repeats: int | Tensor, dim: int | None = None, 
         if len(counts) == 1:
             repeats = counts[0]
         else:
-            if len(counts) != x.shape[d]:
+            if len(counts) != input.shape[d]:
                 raise RuntimeError("repeats must have the same size as input along dim, but "
                                    f"got repeats.size(0) = {len(counts)} and "
-                                   f"input.size({d}) = {x.shape[d]}")
+                                   f"input.size({d}) = {input.shape[d]}")
             if any(c < 0 for c in counts):
                 raise RuntimeError("repeats can not be negative")
             from ..creation import tensor
 
-            index = tensor(np.repeat(np.arange(len(counts)), counts), device=x.device)
-            return index_select(x, d, index)
+            index = tensor(np.repeat(np.arange(len(counts)), counts), device=input.device)
+            return index_select(input, d, index)
     if repeats < 0:
         raise RuntimeError("repeats can not be negative")
-    shape = list(x.shape)
-    expanded = x.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
+    shape = list(input.shape)
+    expanded = input.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
     out = expanded.reshape(*shape[:d], shape[d] * repeats, *shape[d + 1:])
     if output_size is not None and out.shape[d] != output_size:
         raise RuntimeError("allocated size does not match required size")

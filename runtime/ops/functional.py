@@ -1076,6 +1076,12 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     return result
 
 
+def concatenate(tensors: Sequence[Tensor], axis: int = 0, *, dim: int | None = None,
+                out: Tensor | None = None) -> Tensor:
+    """cat with numpy's name and ``axis`` (PyTorch's concatenate; ``dim=`` is taken too)."""
+    return cat(tensors, axis if dim is None else dim, out=out)
+
+
 @autocast_promote
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     if out is not None:

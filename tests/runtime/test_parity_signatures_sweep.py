@@ -87,9 +87,8 @@ ELSEWHERE: dict[str, str] = {
             "var_mean", "out= missing", "extra_ops.py: " + _OUT_TODO),
     **_each("Tensor.nan_to_num Tensor.nan_to_num_ nan_to_num", "nan=0.0, not None",
             "extra_ops.py: PyTorch's default is None (zero)"),
-    "repeat_interleave: input missing": "extra_ops.py: repeat_interleave(input, repeats, dim) "
-                                        "has repeats first",
-    "repeat_interleave: repeats at position 1, not 0": "extra_ops.py: as above",
+    "repeat_interleave: repeats at position 1, not 0": "extra_ops.py: PyTorch's overload "
+                                                       "repeat_interleave(repeats) is missing",
     **_each("copysign digamma erfc erfinv exp2 float_power heaviside i0 lgamma logaddexp2 "
             "logit signbit sinc xlogy special.digamma special.entr special.erfc special.erfinv "
             "special.exp2 special.gammaln special.i0 special.i0e special.log_ndtr special.logit "
