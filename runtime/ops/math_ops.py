@@ -210,8 +210,8 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 
 
 def exp2(input: Tensor) -> Tensor:
-    """2 ** x."""
-    return F.exp(F.mul(_as_float(input), _LN2))
+    """2 ** x, as exp(x ln 2) in float64 (float32's x ln 2 rounds away 2**100's last 8 ulps)."""
+    return _in64(lambda v: F.exp(F.mul(v, _LN2)), input)
 
 
 def entr(input: Tensor) -> Tensor:
@@ -278,6 +278,15 @@ def _lgamma_pos(x: Tensor) -> Tensor:
                  F.add(F.log(acc), _HALF_LOG_2PI))
 
 
+# lgamma(1 + z) = -gamma z + sum_k>=2 (-1)^k zeta(k) / k z^k for |z| < 0.2 (the 26th term
+# is below 1e-18 of it); lgamma(2 + z) = lgamma(1 + z) + log1p(z)
+_LGAMMA_NEAR = 0.2
+_ZETA = [1.6449340668482264, 1.2020569031595943, 1.0823232337111382, 1.0369277551433699,
+         1.0173430619844491, 1.0083492773819228, 1.0040773561979443, 1.0020083928260822]
+_ZETA += [sum(n ** -float(k) for n in range(1, 60)) for k in range(10, 28)]  # 60^-9 / 9 left
+_LGAMMA_AT_1 = [0.0, -_EULER] + [(-1) ** k * _ZETA[k - 2] / k for k in range(2, 28)]
+
+
 def lgamma(input: Tensor) -> Tensor:
     """log|Gamma(x)|: Lanczos for x >= 0.5, the reflection log(pi / |sin(pi x)|) -
     lgamma(1 - x) below; inf at the poles (0, -1, ...) and at +-inf."""
@@ -285,22 +294,28 @@ def lgamma(input: Tensor) -> Tensor:
         finite = T.isfinite(v)
         pole = F.logical_and(F.le(v, 0.0), F.eq(v, F.floor(v)))
         tiny = F.logical_and(F.lt(F.abs(v), _TINY), F.ne(v, 0.0))
-        bad = _or(T.logical_not(F.logical_and(finite, T.logical_not(pole))), tiny)
-        safe = F.where(bad, 1.5, v)
+        bad = T.logical_not(F.logical_and(finite, T.logical_not(pole)))
+        safe = F.where(_or(bad, tiny), 1.5, v)
         low = F.lt(safe, 0.5)
         pos = _lgamma_pos(F.where(low, F.sub(1.0, safe), safe))
         refl_v = F.where(low, safe, 0.25)
         refl = F.sub(F.sub(math.log(math.pi), F.log(F.abs(_sinpi(refl_v)))), pos)
         out = F.where(low, refl, pos)
-        # exactly 0 at 1 and 2, with the series' gradient
-        out = F.where(_or(F.eq(v, 1.0), F.eq(v, 2.0)), F.sub(out, out.detach()), out)
+        # near its zeros 1 and 2 lgamma's Taylor series: Lanczos' 1e-16 absolute error is
+        # 2e-12 relative at 0.999 (and 0 is exactly 0 there)
+        near1 = F.lt(F.abs(F.sub(v, 1.0)), _LGAMMA_NEAR)
+        near2 = F.lt(F.abs(F.sub(v, 2.0)), _LGAMMA_NEAR)
+        z = F.where(near1, F.sub(v, 1.0), F.where(near2, F.sub(v, 2.0), 0.0))
+        taylor = _horner(z, _LGAMMA_AT_1)
+        out = F.where(near1, taylor, F.where(near2, F.add(taylor, F.log1p(z)), out))
         c = v.detach()
-        value = F.where(bad, F.where(T.isnan(c), math.nan, F.where(
-            tiny, F.neg(F.log(F.abs(F.where(tiny, c, 1.0)))), math.inf)), out)
+        # -log|x| at tiny x (its gradient -1/x, then 1/x^2: inf, as PyTorch's)
+        out = F.where(tiny, F.neg(F.log(F.abs(F.where(tiny, v, 1.0)))), out)
+        value = F.where(bad, F.where(T.isnan(c), math.nan, math.inf), out)
         if not v.requires_grad:
             return value
-        # at the poles, +-inf, NaN and tiny x PyTorch's gradient is digamma there (+-inf or
-        # NaN; the constant branch gave 0): v times it, as the gradient path of those elements
+        # at the poles, +-inf and NaN PyTorch's gradient is digamma there (+-inf or NaN; the
+        # constant branch gave 0): v times it, as the gradient path of those elements
         from .composite import straight_through
 
         at_bad = F.mul(v, digamma(F.where(bad, v.detach(), 1.5)))
@@ -393,20 +408,29 @@ def _erfinv_core(s: Tensor, q: Tensor) -> Tensor:
     return y
 
 
+def _second_order(y: Tensor, d: Tensor, slope: Any, zero: Tensor) -> Tensor:
+    """y + d (S0 + S(y + d S0)) / 2, d = x - x0 (0 in value, 1 in gradient), S0 = slope(y) held
+    constant: y in value, slope(y) as its gradient and slope's derivative as its second (the
+    half sum gives each half of it), for an inverse function whose y is computed without a
+    gradient (Newton steps). Where ``zero``, y (+-0) is left out: y + 0 would make -0 a +0."""
+    s0 = slope(y)
+    t = F.mul(F.mul(d, F.add(s0, slope(F.add(y, F.mul(d, s0))))), 0.5)
+    return F.where(zero, t, F.add(y, t))
+
+
 def erfinv(input: Tensor) -> Tensor:
-    """The inverse of erf on [-1, 1] (``_erfinv_core`` in float64). The gradient,
-    sqrt(pi)/2 exp(y**2), is exact to first order (the Newton steps are constants to
-    autograd: no second derivative)."""
+    """The inverse of erf on [-1, 1] (``_erfinv_core`` in float64), differentiated to second
+    order by ``_second_order``: sqrt(pi)/2 exp(y**2), then its derivative."""
     def f(v: Tensor) -> Tensor:
         c = v.detach()
         inside = F.lt(F.abs(c), 1.0)
         s = F.where(inside, c, 0.0)
         y = _erfinv_core(s, F.sub(1.0, F.abs(s)))
-        slope = F.mul(F.exp(F.mul(y, y)), math.sqrt(math.pi) / 2)
-        out = F.add(y, F.mul(F.sub(F.where(inside, v, 0.0), s), slope))
+        zero = F.eq(c, 0.0)  # d is x itself there: x - x would make -0 a +0
+        d = F.where(zero, v, F.sub(F.where(inside, v, 0.0), s))
+        out = _second_order(y, d, lambda t: F.mul(F.exp(F.mul(t, t)), math.sqrt(math.pi) / 2),
+                            zero)
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, -1.0), -math.inf, math.nan))
-        # at 0 the slope alone: y + 0 * slope would make -0 a +0
-        out = F.where(F.eq(c, 0.0), F.mul(v, math.sqrt(math.pi) / 2), out)
         # PyTorch's sqrt(pi)/2 exp(erfinv(x)^2) beyond: inf at +-1, NaN past them and at NaN
         slope = F.where(F.eq(F.abs(c), 1.0), math.inf, math.nan)
         return _with_edges(F.where(inside, out, edge), v, inside, slope, "ErfinvBackward0")
@@ -422,8 +446,8 @@ def ndtri(input: Tensor) -> Tensor:
         pc = F.where(inside, c, 0.5)
         q = F.where(F.lt(pc, 0.5), F.mul(pc, 2.0), F.mul(F.sub(1.0, pc), 2.0))
         y = F.mul(_erfinv_core(F.sub(F.mul(pc, 2.0), 1.0), q), math.sqrt(2.0))
-        slope = F.mul(F.exp(F.mul(F.mul(y, y), 0.5)), math.sqrt(2 * math.pi))
-        out = F.add(y, F.mul(F.sub(F.where(inside, v, 0.5), pc), slope))
+        out = _second_order(y, F.sub(F.where(inside, v, 0.5), pc), lambda t: F.mul(
+            F.exp(F.mul(F.mul(t, t), 0.5)), math.sqrt(2 * math.pi)), F.eq(c, 0.5))
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, 0.0), -math.inf, math.nan))
         # PyTorch's sqrt(2 pi) exp(ndtri(p)^2 / 2) beyond: inf at 0 and 1, NaN past them
         slope = F.where(_or(F.eq(c, 0.0), F.eq(c, 1.0)), math.inf, math.nan)
@@ -436,11 +460,30 @@ def ndtri(input: Tensor) -> Tensor:
 
 _I0_SERIES_TERMS = 60  # (x/2)^2k / k!^2 for |x| <= 30: the terms fall below 1e-17 of the sum
 _I0_SWITCH = 30.0
-# the asymptotic coefficients ((2k-1)!!)^2 / k! (1, 1, 9/2, 225/6, ...): 24 terms put the
-# truncation below 1e-17 at |x| = 30
-_I0_ASYMPTOTIC = [1.0]
-for _k in range(1, 24):
-    _I0_ASYMPTOTIC.append(_I0_ASYMPTOTIC[-1] * (2 * _k - 1) ** 2 / _k)
+# past 709 I0's gradient is not its expansion's: exp(|x| + log(series)) times its slope
+# sums inf and -inf once I0 / series overflows; I1's own expansion gives it there
+_I0_REGULAR = 709.0
+
+
+def _bessel_asymptotic(nu: int) -> list[float]:
+    """The coefficients of I_nu(x) ~ e^x / sqrt(2 pi x) sum_k c_k (1 / 8x)^k: c_k =
+    -c_{k-1} (4 nu^2 - (2k - 1)^2) / k ((2k-1)!!^2 / k! for nu = 0: 1, 1, 9/2, 225/6, ...);
+    24 terms put the truncation below 1e-17 at |x| = 30."""
+    coeffs = [1.0]
+    for k in range(1, 24):
+        coeffs.append(-coeffs[-1] * (4 * nu * nu - (2 * k - 1) ** 2) / k)
+    return coeffs
+
+
+_I0_ASYMPTOTIC = _bessel_asymptotic(0)
+_I1_ASYMPTOTIC = _bessel_asymptotic(1)
+
+
+def _bessel_far(a: Tensor, coeffs: list[float]) -> Tensor:
+    """e^a / sqrt(2 pi a) times the expansion, as one exp (I0 overflows at 713.9848, where
+    e^a alone does at 709.78); a > 30, inf included."""
+    series = _horner(F.div(1.0, F.mul(a, 8.0)), coeffs)
+    return F.exp(F.sub(F.add(a, F.log(series)), F.mul(F.log(F.mul(a, 2 * math.pi)), 0.5)))
 
 
 def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
@@ -449,7 +492,8 @@ def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
     a = F.abs(v)
     small = F.le(a, _I0_SWITCH)
     sa = F.where(small, a, 0.0)
-    q = F.mul(F.mul(sa, sa), 0.25)
+    sv = F.where(small, v, 0.0)
+    q = F.mul(F.mul(sv, sv), 0.25)  # x^2, not |x|^2: abs's second derivative at 0 is 0
     term = F.add(F.mul(q, 0.0), 1.0)
     total = term
     for k in range(1, _I0_SERIES_TERMS):
@@ -466,8 +510,21 @@ def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind, order 0, in float64: its power series
     up to |x| = 30, the asymptotic expansion e^|x| / sqrt(2 pi |x|) (1 + 1/(8|x|) + ...)
-    beyond; 2e-15 relative against mpmath on [-50, 50] (its gradient, I1, too)."""
-    return _in64(lambda v: _i0_parts(v, False), input)
+    beyond; 2e-15 relative against mpmath on [-50, 50] (its gradient, I1, too). From where
+    I0 nears float64's end (|x| = 709; I0 overflows at 713.9848) the gradient is I1's own
+    expansion, inf past 713.9, as PyTorch's (whose I0 overflows at 709.78); NaN at +-inf, as
+    PyTorch's."""
+    def f(v: Tensor) -> Tensor:
+        c = v.detach()
+        regular = F.le(F.abs(c), _I0_REGULAR)
+        out = _i0_parts(_safe(v, regular, 0.0), False)
+        # NaN at +-inf, as PyTorch's (its e^x times a series of 1 / x there)
+        finite = T.isfinite(c)
+        a = F.where(F.logical_and(finite, T.logical_not(regular)), F.abs(c), _I0_REGULAR + 1.0)
+        far = F.where(finite, _bessel_far(a, _I0_ASYMPTOTIC), math.nan)
+        slope = F.where(finite, F.mul(_bessel_far(a, _I1_ASYMPTOTIC), F.sign(c)), math.nan)
+        return _with_edges(F.where(regular, out, far), v, regular, slope, "I0Backward0")
+    return _in64(f, input)
 
 
 def i0e(input: Tensor) -> Tensor:

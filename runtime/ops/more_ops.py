@@ -26,9 +26,9 @@ from .tensor_ops import _dim, flip
 
 
 def hypot(input: Tensor, other: Any) -> Tensor:
-    """sqrt(a**2 + b**2) elementwise, as big * sqrt(1 + (small / big)**2) so no square
-    overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it included, as
-    C's hypot. Floats only, as PyTorch's."""
+    """sqrt(a**2 + b**2) elementwise, as big * sqrt((a / big)**2 + (b / big)**2) so no
+    square overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it
+    included, as C's hypot. Floats only, as PyTorch's."""
     dt = D.result_dtype([t.dtype for t in (input, other) if isinstance(t, Tensor)],
                         [v for v in (input, other) if not isinstance(v, Tensor)])
     if not dt.is_floating_point:
@@ -40,19 +40,20 @@ def hypot(input: Tensor, other: Any) -> Tensor:
     from .tensor_ops import isfinite
 
     ad, bd = input.detach(), other.detach()
-    # PyTorch's gradient a / hypot, b / hypot: NaN at (0, 0), 0 beside an inf, the zero's
-    # sign where a or b is; the scaled formula below is differentiated elsewhere only
-    regular = F.logical_and(F.logical_and(F.ne(ad, 0), F.ne(bd, 0)),
+    # PyTorch's gradient a / hypot, b / hypot: NaN at (0, 0), 0 beside an inf; the scaled
+    # formula below is differentiated elsewhere only
+    regular = F.logical_and(logical_or(F.ne(ad, 0), F.ne(bd, 0)),
                             F.logical_and(isfinite(ad), isfinite(bd)))
     sa, sb = _safe(input, regular, 1.0), _safe(other, regular, 1.0)
-    aa, bb = F.abs(sa), F.abs(sb)
-    big, small = F.maximum(aa, bb), F.minimum(aa, bb)
-    ratio = F.div(small, big)
-    h = F.mul(big, F.sqrt(F.add(F.mul(ratio, ratio), 1.0)))
+    # scaled by the larger magnitude, held constant (exact, and its gradient a / hypot keeps
+    # a's sign: -0 at a = -0, where abs's would be +0)
+    scale = F.maximum(F.abs(sa), F.abs(sb)).detach()
+    ra, rb = F.div(sa, scale), F.div(sb, scale)
+    h = F.mul(F.sqrt(F.add(F.mul(ra, ra), F.mul(rb, rb))), scale)
     # max(NaN, inf) is NaN: each side asked
     infinite = logical_or(F.eq(F.abs(ad), math.inf), F.eq(F.abs(bd), math.inf))
-    edge = F.where(infinite, math.inf, F.where(F.eq(ad, 0), F.abs(bd), F.where(
-        F.eq(bd, 0), F.abs(ad), math.nan)))
+    edge = F.where(infinite, math.inf, F.where(F.logical_and(F.eq(ad, 0), F.eq(bd, 0)), 0.0,
+                                               math.nan))
     value = F.where(regular, h, F.cast(edge, h.dtype) if edge.dtype is not h.dtype else edge)
     return _with_edges(value, (input, other), regular, (F.div(ad, edge), F.div(bd, edge)),
                        "HypotBackward0")
