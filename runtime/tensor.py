@@ -244,6 +244,9 @@ class Tensor:
         if self._rg and not value.dtype.is_floating_point:
             raise RuntimeError("data set to a tensor that requires gradients must be floating "
                                "point or complex dtype")
+        if _trace_state.tracer is not None:  # before the swap: a traced value kept here leaks
+            # a plan does not replace a tensor's storage (the step replayed the old values)
+            raise GraphBreak("Tensor.data is assigned")
         self._data = value._data
         self.dtype = value.dtype
         self.device = value.device

@@ -195,3 +195,55 @@ def test_grad_scaler_step_falls_back_to_eager() -> None:
         got = _scaled_steps(compiled=True, autocast=True)
     for g, w in zip(got, _scaled_steps(compiled=False, autocast=True), strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+def _momentum_encoder_losses(compiled: bool) -> tuple[list[float], list[np.ndarray]]:
+    """MoCo's key encoder, updated as the reference code does (``param_k.data =
+    param_k.data * m + param_q.data * (1 - m)``), and its queue written at a Python
+    pointer."""
+    rt.manual_seed(0)
+    nn, F = rt.nn, rt.nn.functional
+    encoder_q = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    encoder_k = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    encoder_k.load_state_dict(encoder_q.state_dict())
+    encoder_k.requires_grad_(False)
+    queue = F.normalize(rt.randn(3, 8), dim=0)
+    pointer = {"ptr": 0}
+    opt = rt.optim.SGD(encoder_q.parameters(), lr=0.1, momentum=0.9)
+
+    def step(im_q: Any, im_k: Any) -> Any:
+        opt.zero_grad()
+        q = F.normalize(encoder_q(im_q), dim=1)
+        with rt.no_grad():
+            for param_q, param_k in zip(encoder_q.parameters(), encoder_k.parameters()):
+                param_k.data = param_k.data * 0.9 + param_q.data * 0.1
+            k = F.normalize(encoder_k(im_k), dim=1)
+        logits = rt.cat([(q * k).sum(1, keepdim=True), q @ queue.clone().detach()], 1) / 0.2
+        loss = F.cross_entropy(logits, rt.zeros(logits.size(0), dtype=rt.long))
+        loss.backward()
+        opt.step()
+        ptr = pointer["ptr"]
+        queue[:, ptr:ptr + 2] = k.T
+        pointer["ptr"] = (ptr + 2) % 8
+        return loss
+
+    if compiled:
+        step = planner.compile(step)
+    r = np.random.default_rng(0)
+    losses = []
+    for _ in range(5):
+        x = rt.from_numpy(r.standard_normal((2, 4)).astype(np.float32))
+        losses.append(step(x, x + 0.1).item())
+    return losses, [queue.numpy()] + [p.detach().numpy() for p in encoder_k.parameters()]
+
+
+def test_data_assigned_in_a_step_runs_eagerly() -> None:
+    """``.data =`` swaps a tensor's storage, which a plan does not do: the step runs eagerly,
+    saying so (the plan replayed the key encoder's first values, silently; or the capture
+    left a traced value in it, and the eager warm-up raised GraphBreak)."""
+    with pytest.warns(RuntimeWarning, match="runs eagerly: Tensor.data is assigned"):
+        got, got_state = _momentum_encoder_losses(compiled=True)
+    want, want_state = _momentum_encoder_losses(compiled=False)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    for g, w in zip(got_state, want_state, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
