@@ -4,6 +4,8 @@ so its backward comes from theirs and a captured step fuses the elementwise part
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import _dtype as D
 from ..creation import arange
@@ -60,10 +62,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             f"query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
-    if key.shape[-1] != query.shape[-1]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{key.shape[-2]}, {query.shape[-1]}] but got: "
-                           f"[{key.shape[-2]}, {key.shape[-1]}].")
+    if key.shape[-1] != query.shape[-1]:  # the scores' bmm by key transposed
+        _bmm_error(query.shape, key.shape, (key.shape[-1], key.shape[-2]))
     if is_causal and attn_mask is not None and not _flash_cpu_takes(
             query, key, value, attn_mask, dropout_p, enable_gqa):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
@@ -80,7 +80,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     weights = safe_softmax(scores)
     if dropout_p > 0.0:
         weights = C.dropout(weights, dropout_p)
+    if value.shape[-2] != source:
+        _bmm_error(weights.shape, value.shape, (value.shape[-2], value.shape[-1]))
     return F.matmul(weights, value)
+
+
+def _bmm_error(left: Sequence[int], right: Sequence[int], matrix: tuple[int, int]
+               ) -> NoReturn:
+    """PyTorch's math kernel multiplies (B, L, E) by (B, E', S), B the broadcast batch dims
+    of ``left`` and ``right``, ``matrix`` (E', S) the right operand as multiplied: its bmm's
+    text (its mm's for 2-d operands) where E' is not E."""
+    if len(left) == 2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({left[-2]}x{left[-1]} "
+                           f"and {matrix[0]}x{matrix[1]})")
+    batch = math.prod(max(a, b) for a, b in zip(left[:-2], right[:-2]))
+    raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                       f"[{batch}, {left[-1]}] but got: [{batch}, {matrix[0]}].")
 
 
 def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor,

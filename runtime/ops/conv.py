@@ -1557,6 +1557,12 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
     if input.ndim < 3:
         raise ValueError(f"expected 3D or more input (got {input.ndim}D input)")
     c = input.shape[1]
+    # PyTorch's batch norm of N*C channels, each of these repeated N times: its checks
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        if t is not None and t.numel() != c:
+            n = input.shape[0]
+            raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel() * n}")
     axes = tuple(range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if use_input_stats:

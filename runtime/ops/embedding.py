@@ -71,7 +71,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
         f"Long, Int; but got torch.{D.scalar_type_name(input.dtype)}Tensor instead (while "
         "checking arguments for embedding)"))
     if weight.ndim != 2:
-        raise RuntimeError(f"'weight' must be 2-D, got {weight.ndim}-D")
+        raise RuntimeError("'weight' must be 2-D")
     padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])
     if input.device != weight.device:
         input = F.to_device(input, weight.device)
@@ -109,6 +109,7 @@ def _bag_membership(input: Tensor, offsets: Tensor | None, include_last_offset: 
             raise ValueError("offsets has to be a 1D Tensor but got None")
         if offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor")
+        offsets = _checked_offsets(offsets, input.numel())
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.ndim}")
@@ -123,6 +124,32 @@ def _bag_membership(input: Tensor, offsets: Tensor | None, include_last_offset: 
     if padding_idx is not None:
         member = F.logical_and(member, F.unsqueeze(F.ne(input, padding_idx), 0))
     return input, F.cast(member, dtype)
+
+
+_HUGE = 2 ** 62
+
+
+def _checked_offsets(offsets: Tensor, length: int) -> Tensor:
+    """PyTorch's checks of a 1-D input's bag offsets (int64 or int32; the first 0, none past
+    the input, none smaller than the one before), by the check primitive, so a compiled step
+    checks them too."""
+    offsets = int64_index(offsets, (
+        "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        f"Long, Int; but got torch.{D.scalar_type_name(offsets.dtype)}Tensor instead (while "
+        "checking arguments for embedding_bag)"))
+    if not offsets.numel():
+        return offsets
+    F.check_bounds(offsets[:1], 0, 1, "offsets[0] has to be 0, i.e., the first sequence in "
+                   "the mini-batch has to start from position 0. However, got {}\n"
+                   "[ torch.LongTensor{{}} ]", "RuntimeError")
+    F.check_bounds(offsets[-1:], -_HUGE, length + 1, "offsets[-1] can not be greater than "
+                   f"input's length {length} but got offsets[-1] of {{}}", "RuntimeError")
+    if offsets.numel() > 1:  # PyTorch's kernel fails on a bag that ends before it starts
+        F.check_bounds(F.sub(offsets[1:], offsets[:-1]), 0, _HUGE,
+                       "Expected i < index_size to be true, but got false.  (Could this error "
+                       "message be improved?  If so, please report an enhancement request to "
+                       "PyTorch.)", "RuntimeError")
+    return offsets
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002

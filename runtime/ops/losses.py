@@ -293,6 +293,15 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
                          f"({_size(input)})")
+    from .shapes import broadcast_shapes
+
+    # PyTorch writes the loss into input's shape (pos_weight multiplies first, weight last)
+    for operands in ((pos_weight, input), (input, weight)):
+        if all(t is not None for t in operands):
+            shape = tuple(broadcast_shapes(*(tuple(t.shape) for t in operands)))
+            if shape != tuple(input.shape):
+                raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the "
+                                   f"broadcast shape {list(shape)}")
     # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)), without overflow
     softplus_neg = F.add(F.log(F.add(F.exp(F.neg(F.abs(input))), 1.0)),
                          F.maximum(F.neg(input), 0.0))
@@ -356,8 +365,25 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                    "RuntimeError")
     loss = _bce_elements(input, target)
     if weight is not None:
+        _check_bce_weight(weight, target)
         loss = F.mul(loss, weight)
     return _reduce(loss, reduction, "binary_cross_entropy")
+
+
+def _check_bce_weight(weight: Tensor, target: Tensor) -> None:
+    """PyTorch's checks of binary_cross_entropy's weight: broadcast with the target
+    (torch._infer_size's text), and to no larger a shape than the loss (a weight of more
+    dims would silently broadcast the loss)."""
+    w, t = tuple(weight.shape), tuple(target.shape)
+    for k in range(1, min(len(w), len(t)) + 1):
+        if w[-k] not in (1, t[-k]) and t[-k] != 1:
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {w[-k]} at -{k}! "
+                               f"Mismatching argument at index 1 had torch.Size({list(w)}); but "
+                               f"expected shape should be broadcastable to {list(t)}")
+    shape = tuple(np.broadcast_shapes(w, t))
+    if shape != t:
+        raise RuntimeError(f"output with shape {list(t)} doesn't match the broadcast shape "
+                           f"{list(shape)}")
 
 
 @autocast_fp32
@@ -617,7 +643,12 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     if tuple(y.shape) != tuple(x.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    if y.dtype is not D.int64:
+        raise RuntimeError(f"expected scalar type Long but found {D.scalar_type_name(y.dtype)}")
     c = x.shape[1]
+    if y.numel():  # every entry, also past the first -1, is a class or -1
+        F.check_bounds(F.reshape(y, (-1,)), -1, c, "argument #2 'target' is out of range",
+                       "RuntimeError")
     listed = F.cumprod(F.cast(F.ne(y, -1), D.int64), 1)  # the targets before the first -1
     labels = F.where(F.gt(listed, 0), y, 0)
     other = F.eq(F.sum(F.mul(one_hot(labels, c), F.unsqueeze(listed, 2)), 1), 0)
@@ -739,7 +770,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
 _CTC_UNREACHABLE = -1e30  # log(0) for CTC's lattice: finite, so no inf - inf in a gradient
 
 
-def _ctc_lengths(lengths: Any, n: int, device: Any) -> Tensor:
+def _ctc_lengths(lengths: Any, device: Any) -> Tensor:
     """Per-sequence lengths as an int64 tensor of ``n`` (from a tensor, a sequence or an
     int), without reading a tensor's values, so a compiled step keeps them as inputs."""
     from ..creation import tensor
@@ -749,11 +780,45 @@ def _ctc_lengths(lengths: Any, n: int, device: Any) -> Tensor:
     else:
         lengths = tensor([lengths] if isinstance(lengths, int) else list(lengths),
                          dtype=D.int64, device=device)
-    if lengths.shape[0] != n:
-        raise RuntimeError(f"Expected tensor to have size at least {n} at dimension 1, but got "
-                           f"size {lengths.shape[0]} for argument #2 'targets' (while checking "
-                           "arguments for ctc_loss_cpu)")
     return lengths
+
+
+_CTC_WHERE = " (while checking arguments for ctc_loss_allocate_outputs)"
+_HUGE = 2 ** 62
+
+
+def _check_ctc(lp: Tensor, targets: Tensor, in_lens: Tensor, tgt_lens: Tensor,
+               blank: int) -> None:
+    """PyTorch's ctc_loss checks, in its order. The lengths' values are checked by the check
+    primitive (a compiled step checks them too); where several targets are too long, the
+    first one's length is named (PyTorch names the longest)."""
+    steps, n, classes = lp.shape
+    if not 0 <= blank < classes:
+        raise RuntimeError("blank must be in label range")
+    for name, lengths in (("input_lengths", in_lens), ("target_lengths", tgt_lens)):
+        if lengths.shape[0] != n:
+            raise RuntimeError(f"{name} must be of size batch_size")
+    if not n:
+        return
+    F.check_bounds(tgt_lens, 0, _HUGE, "Expected target_lengths to have value at least 0, "
+                   "but got value {}" + _CTC_WHERE, "RuntimeError")
+    targets_arg = "for argument #2 'targets'" + _CTC_WHERE
+    if targets.ndim == 1:
+        total = int(sum(tgt_lens.tolist()))
+        if targets.shape[0] != total:
+            raise RuntimeError(f"Expected tensor to have size {total} at dimension 0, but got "
+                               f"size {targets.shape[0]} {targets_arg}")
+    else:
+        if targets.shape[0] != n:
+            raise RuntimeError(f"Expected tensor to have size {n} at dimension 0, but got "
+                               f"size {targets.shape[0]} {targets_arg}")
+        F.check_bounds(tgt_lens, -_HUGE, targets.shape[1] + 1,
+                       "Expected tensor to have size at least {} at dimension 1, but got "
+                       f"size {targets.shape[1]} {targets_arg}", "RuntimeError")
+    F.check_bounds(in_lens, 0, _HUGE, "Expected input_lengths to have value at least 0, but "
+                   "got value {}" + _CTC_WHERE, "RuntimeError")
+    F.check_bounds(in_lens, -_HUGE, steps + 1, f"Expected input_lengths to have value at most "
+                   f"{steps}, but got value {{}}" + _CTC_WHERE, "RuntimeError")
 
 
 def _ctc_labels(targets: Tensor, target_lengths: Tensor, blank: int) -> Tensor:
@@ -807,8 +872,9 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     if not batched:
         targets = F.unsqueeze(targets, 0)
     steps, n = lp.shape[0], lp.shape[1]
-    in_lens = _ctc_lengths(input_lengths, n, lp.device)
-    tgt_lens = _ctc_lengths(target_lengths, n, lp.device)
+    in_lens = _ctc_lengths(input_lengths, lp.device)
+    tgt_lens = _ctc_lengths(target_lengths, lp.device)
+    _check_ctc(lp, targets, in_lens, tgt_lens, blank)
     ext = _ctc_labels(targets, tgt_lens, blank)
     width = ext.shape[1]
     # s may also come from s - 2: a label unlike the one two before

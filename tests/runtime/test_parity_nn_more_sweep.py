@@ -515,6 +515,54 @@ FUNCTIONAL_ERRORS = [
     'F.fold(r(1,1,5,12), (4,5), 2)',
     'F.fold(r(1, 9, 4), (0, 0), 3)',
     'F.fold(r(1, 9, 1), (-1, -1), 1)',
+    # ctc_loss's checks of blank, the lengths and the targets (a length past the input was
+    # silently accepted)
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(2) + 5, l(3) + 3)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(3) + 5, l(2) + 3)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(2) - 1, l(2) + 3)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(2) + 5, l(2) - 1)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(2) + 5, l(2) + 3, blank=4)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(6) + 1, l(2) + 5, l(2) + 4)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(3, 3) + 1, l(2) + 5, l(2) + 3)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(2) + 6, l(2) + 3)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, l(2) + 5, l(2) + 4)',
+    'F.ctc_loss(r(5, 4).log_softmax(1), l(3) + 1, l(1) + 6, l(1) + 3)',
+    'F.ctc_loss(r(5, 2, 4).log_softmax(2), l(2, 3) + 1, [5, 6], [3, 3])',
+    # embedding_bag's offsets (a first offset not 0, one past the input or going back were
+    # silently accepted), embedding's weight
+    'F.embedding_bag(L(0, 1, 2, 3), r(5, 3), L(1, 2))',
+    'F.embedding_bag(L(0, 1, 2, 3), r(5, 3), L(0, 5))',
+    'F.embedding_bag(L(0, 1, 2, 3), r(5, 3), L(0, 2, 5), include_last_offset=True)',
+    'F.embedding_bag(L(0, 1, 2, 3), r(5, 3), L(0, 2, 4), include_last_offset=True)',
+    'F.embedding_bag(L(0, 1, 2, 3), r(5, 3), L(0, 2).int())',
+    'F.embedding_bag(L(0, 1, 2, 3), r(5, 3), L(0, 2).float())',
+    'F.embedding(l(2, 3), r(5))',
+    # weights of other shapes (one of more dims broadcast the loss silently)
+    'F.binary_cross_entropy(p(2, 3), p(2, 3), weight=r(3, 2))',
+    'F.binary_cross_entropy(p(2, 3), p(2, 3), weight=r(4, 2, 3))',
+    'F.binary_cross_entropy(p(2, 3), p(2, 3), weight=r(4))',
+    'F.binary_cross_entropy(p(3), p(3), weight=r(2, 3))',
+    'F.binary_cross_entropy(p(2, 3), p(2, 3), weight=r(2, 1))',
+    'F.binary_cross_entropy_with_logits(r(2, 3), p(2, 3), weight=r(4, 2, 3))',
+    'F.binary_cross_entropy_with_logits(r(2, 3), p(2, 3), pos_weight=r(4, 2, 3))',
+    'F.binary_cross_entropy_with_logits(r(2, 3), p(2, 3), pos_weight=r(3, 1))',
+    'F.binary_cross_entropy_with_logits(r(2, 3), p(2, 3), weight=r(3, 2))',
+    'F.binary_cross_entropy_with_logits(r(2, 3), p(2, 3), reduction="none", weight=r(4, 1, 3))',
+    'F.multilabel_margin_loss(r(2, 3), L(0, 3, -1).expand(2, 3))',
+    'F.multilabel_margin_loss(r(2, 3), L(0, -2, -1).expand(2, 3))',
+    'F.multilabel_margin_loss(r(2, 3), L(1, -1, 5).expand(2, 3))',
+    'F.multilabel_margin_loss(r(2, 3), L(1, -1, 0).expand(2, 3).float())',
+    'F.instance_norm(r(2, 3, 4), weight=r(2))',
+    'F.instance_norm(r(2, 3, 4), bias=r(2))',
+    'F.instance_norm(r(2, 3, 4), running_mean=r(2), running_var=r(2))',
+    'F.instance_norm(r(2, 3, 4), running_mean=r(3), running_var=r(2))',
+    'F.instance_norm(r(2, 3, 4), running_mean=r(3), running_var=r(3), weight=r(2), bias=r(5))',
+    # sdpa's bmm texts
+    'F.scaled_dot_product_attention(r(2, 3, 4), r(2, 5, 3), r(2, 5, 6))',
+    'F.scaled_dot_product_attention(r(2, 2, 3, 4), r(2, 2, 5, 3), r(2, 2, 5, 6))',
+    'F.scaled_dot_product_attention(r(3, 4), r(5, 3), r(5, 6))',
+    'F.scaled_dot_product_attention(r(2, 1, 3, 4), r(2, 3, 5, 3), r(2, 3, 5, 6))',
+    'F.scaled_dot_product_attention(r(2, 3, 4), r(2, 5, 4), r(2, 4, 6))',
 ]
 
 
@@ -526,10 +574,17 @@ def _call(lib: Any, call: str) -> str:
     def l(*shape: int) -> Any:  # noqa: E743 - a short name in the table
         return lib.tensor(np.zeros(shape, dtype=np.int64))
 
+    def p(*shape: int) -> Any:  # values in [0, 1)
+        return lib.tensor(np.random.default_rng(2).random(shape))
+
+    def L(*values: int) -> Any:  # noqa: N802 - a short name in the table
+        return lib.tensor(list(values))
+
+    scope = {"F": lib.nn.functional, "r": r, "l": l, "p": p, "L": L}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out = eval(call, {"F": lib.nn.functional, "r": r, "l": l})  # noqa: S307
+            out = eval(call, scope)  # noqa: S307
     except Exception as e:  # noqa: BLE001 - the texts are compared
         return _error_text(e)
     if isinstance(out, (torch.Tensor, rt.Tensor)):
@@ -542,3 +597,12 @@ def _call(lib: Any, call: str) -> str:
 @pytest.mark.parametrize("call", FUNCTIONAL_ERRORS)
 def test_functional_error_texts_match_torch(call: str) -> None:
     assert _call(rt, call) == _call(torch, call)
+
+
+def test_embedding_bag_offsets_going_back_are_refused():
+    """PyTorch reads past a bag that ends before it starts (an error or a value, by what
+    memory holds); here it is always the error."""
+    with pytest.raises(RuntimeError, match="Expected i < index_size to be true"):
+        rt.nn.functional.embedding_bag(rt.tensor([0, 1, 2, 3]), rt.randn(5, 3),
+                                       rt.tensor([0, 3, 2]))
+
