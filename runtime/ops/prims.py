@@ -899,8 +899,12 @@ def _mean_impl(xp: Any, x: Any, *, axes: tuple[int, ...], keepdim: bool) -> Any:
 def _np_mean(x: Any, axes: tuple[int, ...], keepdim: bool) -> Any:
     half = x.dtype == np.float16
     total = np.add.reduce(x, axis=axes, dtype=np.float32 if half else None, keepdims=keepdim)
-    mean = np.true_divide(total, math.prod(x.shape[a] for a in axes))
-    return np.asarray(mean.astype(np.float16) if half else mean)
+    n = np.intp(math.prod(x.shape[a] for a in axes))  # numpy's count: an exact division by it
+    if isinstance(total, np.ndarray):
+        mean = np.true_divide(total, n, out=total, casting="unsafe")
+    else:
+        mean = total.dtype.type(total / n)
+    return np.asarray(mean, dtype=x.dtype)
 
 
 MEAN = register(Primitive(
