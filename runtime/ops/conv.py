@@ -1345,6 +1345,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {_torch_size(input)}")
+        if (running_mean is None) != (running_var is None):  # one would go un-updated
+            raise ValueError("running_mean and running_var must either both be None or "
+                             "neither be None")
         mean = F.mean(input, axes, keepdim=True)
         centered = F.sub(input, mean)
         var = F.mean(F.mul(centered, centered), axes, keepdim=True)
@@ -1356,8 +1359,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
                 running_var.mul_(1 - m).add_(F.mul(unbiased, m))
         out = F.mul(centered, F.div(1.0, F.sqrt(F.add(var, eps))))
     else:
-        if running_mean is None or running_var is None:
-            raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+        for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+            if stat is None:
+                raise RuntimeError(f"{name} must be defined in evaluation mode")
         inv = F.div(1.0, F.sqrt(F.add(F.reshape(running_var, shape), eps)))
         out = F.mul(F.sub(input, F.reshape(running_mean, shape)), inv)
     if weight is not None:

@@ -21,7 +21,7 @@ from . import functional as F
 from .tensor_ops import index_select
 
 _SPATIAL = {"nearest": (1, 2, 3), "nearest-exact": (1, 2, 3), "linear": (1,),
-            "bilinear": (2,), "trilinear": (3,), "bicubic": (2,), "area": (1, 2),
+            "bilinear": (2,), "trilinear": (3,), "bicubic": (2,), "area": (1, 2, 3),
             "lanczos": (2,)}
 _LINEAR = ("linear", "bilinear", "trilinear")
 
@@ -131,8 +131,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
     """Resample the spatial dimensions of an (N, C, ...) input to ``size`` or by
     ``scale_factor``, PyTorch's ``F.interpolate`` (modes nearest, nearest-exact, linear for
-    3-D inputs, bilinear and bicubic for 4-D ones, trilinear for 5-D ones, area for 3-D and
-    4-D ones)."""
+    3-D inputs, bilinear and bicubic for 4-D ones, trilinear for 5-D ones, area for all)."""
     # PyTorch's checks in its order: align_corners, the sizes, antialias, then the modes
     if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -147,9 +146,6 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
             raise ValueError("Lanczos mode does not support align_corners=True")
         if not antialias:
             raise ValueError("Lanczos mode requires antialias=True")
-    if mode == "area" and spatial == 3:
-        raise NotImplementedError("interpolate: mode 'area' of a 5-D input is not supported "
-                                  "here")
     if mode not in _SPATIAL or spatial not in _SPATIAL[mode]:
         raise NotImplementedError(_mode_error(input.ndim, mode))
     if mode != "area" and min(sizes) <= 0:
@@ -162,10 +158,11 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
     if antialias:
         return _antialiased(input, sizes, factors, mode, bool(align_corners))
     if mode == "area":
-        from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d
+        from .conv import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
-        pool = adaptive_avg_pool1d if spatial == 1 else adaptive_avg_pool2d
-        return pool(input, sizes[0] if spatial == 1 else sizes)
+        if spatial == 1:
+            return adaptive_avg_pool1d(input, sizes[0])
+        return (adaptive_avg_pool2d if spatial == 2 else adaptive_avg_pool3d)(input, sizes)
     out = input
     for k, (o, f) in enumerate(zip(sizes, factors)):
         axis, n = 2 + k, input.shape[2 + k]

@@ -606,3 +606,154 @@ def test_embedding_bag_offsets_going_back_are_refused():
         rt.nn.functional.embedding_bag(rt.tensor([0, 1, 2, 3]), rt.randn(5, 3),
                                        rt.tensor([0, 3, 2]))
 
+
+# functional calls on valid (and some invalid) arguments: the values (first output) or the
+# error text, as torch's
+FUNCTIONAL_VALUES = [
+    'F.conv2d(r(1,4,5,5), r(6,2,3,3), groups=2)',
+    'F.conv2d(r(1,4,5,5), r(6,3,3,3), groups=2)',
+    'F.conv2d(r(1,4,5,5), r(5,2,3,3), groups=2)',
+    'F.conv2d(r(1,4,5,5), r(6,4,3,3), padding=-1)',
+    'F.conv2d(r(1,4,5,5), r(6,4,3,3), stride=0)',
+    'F.conv2d(r(1,4,5,5), r(6,4,3,3), dilation=0)',
+    'F.conv2d(r(1,4,2,2), r(6,4,3,3))',
+    'F.conv2d(r(1,4,5,5), r(6,4,3,3), r(5))',
+    "F.conv2d(r(1,4,5,5), r(6,4,3,3), padding='same', stride=2)",
+    "F.conv1d(r(1,4,5), r(6,4,3), padding='same', dilation=2)",
+    'F.conv3d(r(1,2,4,4,4), r(3,2,2,2,2), stride=(1,2,1))',
+    'F.conv_transpose2d(r(1,4,3,3), r(4,2,3,3), stride=2, output_padding=2)',
+    'F.conv_transpose2d(r(1,4,3,3), r(4,2,3,3), stride=2, output_padding=1, groups=2)',
+    'F.conv_transpose1d(r(1,4,3), r(4,2,3), padding=5)',
+    'F.conv_transpose3d(r(1,2,2,2,2), r(2,3,2,2,2), dilation=2)',
+    'F.avg_pool2d(r(1,2,5,5), 3, stride=2, padding=1, ceil_mode=True)',
+    'F.avg_pool2d(r(1,2,5,5), 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)',
+    'F.avg_pool2d(r(1,2,5,5), 2, divisor_override=0)',
+    'F.avg_pool2d(r(1,2,5,5), 2, divisor_override=3)',
+    'F.avg_pool1d(r(1,2,7), 3, 2, 1, True, False)',
+    'F.avg_pool3d(r(1,1,5,5,5), 3, 2, 1, True)',
+    'F.max_pool2d(r(1,2,5,5), 3, 2, 1, ceil_mode=True)',
+    'F.max_pool2d(r(1,2,5,5), 3, 2, 2)',
+    'F.max_pool1d(r(1,2,7), 3, 2, 1, 2, True)',
+    'F.max_pool3d(r(1,1,5,5,5), 2, 2, 1, 1, True)',
+    'F.max_pool2d(r(1,2,5,5), 0)',
+    'F.max_pool2d(r(1,2,5,5), 2, stride=0)',
+    'F.adaptive_avg_pool2d(r(1,2,7,5), (3,4))',
+    'F.adaptive_max_pool2d(r(1,2,7,5), (3,4))',
+    'F.adaptive_avg_pool1d(r(1,2,7), 10)',
+    'F.adaptive_max_pool3d(r(1,1,5,6,7), (2,3,4))',
+    'F.adaptive_avg_pool3d(r(1,1,5,6,7), (2,None,4))',
+    'F.lp_pool2d(r(1,2,5,5).abs(), 3, 2, ceil_mode=True)',
+    'F.lp_pool1d(r(1,2,7).abs(), 1.5, 3)',
+    'F.lp_pool3d(r(1,1,4,4,4).abs(), 2, 2)',
+    "F.pad(r(1,2,3,4), (1,2,3,4), mode='replicate')",
+    'F.pad(r(1,2,3,4), (-1,2,0,-1))',
+    "F.pad(r(1,2,3,4), (2,2,1,1), mode='reflect')",
+    "F.pad(r(1,2,3,4), (4,1,1,1), mode='reflect')",
+    "F.pad(r(1,2,3,4), (1,1,1,1), mode='circular')",
+    "F.pad(r(1,2,3,4), (-1,1,1,-1), mode='circular')",
+    "F.pad(r(2,3,4), (1,1,1,1,1,1), mode='replicate')",
+    "F.pad(r(1,2,3,4,5), (1,1,1,1,1,1), mode='reflect')",
+    "F.pad(r(3,4), (1,1), mode='reflect')",
+    'F.pad(r(1,3,4), (1,1), value=2.5)',
+    "F.pad(r(1,2,3,4), (1,1,1,1), mode='foo')",
+    "F.pad(r(1,2,3,4), (1,1,1), mode='constant')",
+    "F.pad(r(2,3), (1,1,1,1), mode='replicate')",
+    "F.interpolate(r(1,2,5), scale_factor=1.7, mode='linear')",
+    "F.interpolate(r(1,2,5,4), scale_factor=(0.6,1.3), mode='bicubic', align_corners=True)",
+    "F.interpolate(r(1,2,3,4,5), size=(4,3,7), mode='trilinear')",
+    "F.interpolate(r(1,2,5,4), size=(7,3), mode='nearest-exact')",
+    "F.interpolate(r(1,2,5,4), size=(2,3), mode='area')",
+    "F.interpolate(r(1,2,5,4,3), size=(2,3,2), mode='area')",
+    "F.interpolate(r(1,2,5,4), scale_factor=2.5, mode='nearest', recompute_scale_factor=True)",
+    "F.interpolate(r(1,2,5,4), scale_factor=0.3, mode='bilinear')",
+    "F.interpolate(r(1,2,5,4), scale_factor=0.3, mode='bilinear', recompute_scale_factor=True)",
+    'F.pixel_shuffle(r(2,8,3,3), 2)',
+    'F.pixel_unshuffle(r(2,2,4,6), 2)',
+    'F.channel_shuffle(r(2,6,3,3), 3)',
+    'F.unfold(r(1,2,5,6), (2,3), dilation=(2,1), padding=(1,0), stride=(1,2))',
+    'F.fold(r(1,8,12), (5,6), (2,2), stride=(2,2), padding=1)',
+    'F.local_response_norm(r(2,5,4,4), 3, 1e-3, 0.75, 2.0)',
+    'F.local_response_norm(r(2,5,4), 2)',
+    'F.group_norm(r(2,6,3,3), 3, r(6), r(6))',
+    'F.layer_norm(r(2,3,4), (3,4), r(3,4), r(3,4))',
+    'F.rms_norm(r(2,3,4), (4,), r(4))',
+    'F.batch_norm(r(4,3,2), r(3).abs(), r(3).abs(), r(3), r(3), training=True, momentum=0.3)',
+    'F.batch_norm(r(4,3), None, None, training=True)',
+    'F.batch_norm(r(4,3), None, None, training=False)',
+    'F.normalize(r(2,3,4), p=1, dim=1)',
+    "F.normalize(r(2,3,4), p=float('inf'), dim=-1)",
+    'F.cosine_similarity(r(2,3,4), r(1,3,4), dim=1)',
+    'F.pairwise_distance(r(2,3), r(1,3), p=3)',
+    'F.pdist(r(4,3), p=1.5)',
+    'F.embedding(L(0,2,4), r(5,3), max_norm=0.5)',
+    "F.embedding_bag(L(0,1,2,3,4), r(5,3), L(0,2), mode='max')",
+    "F.embedding_bag(L(0,1,2,3,4), r(5,3), L(0,2), mode='mean', padding_idx=1)",
+    'F.one_hot(L(0,2,1), 4)',
+    'F.bilinear(r(2,3), r(2,4), r(5,3,4), r(5))',
+    'F.glu(r(2,6), 1)',
+    'F.affine_grid(r(1,3,4), [1,1,2,3,4], align_corners=True)',
+    'F.grid_sample(r(1,1,3,4), r(1,2,2,2).clamp(-1,1), align_corners=True)',
+    'F.cross_entropy(r(3,4), L(0,3,1), label_smoothing=0.2, weight=r(4).abs(), ignore_index=3)',
+    'F.cross_entropy(r(3,4), r(3,4).softmax(1), label_smoothing=0.1)',
+    "F.cross_entropy(r(2,4,3,3), l(2,3,3), reduction='sum')",
+    'F.nll_loss(r(3,4), L(0,3,1), weight=r(4).abs(), ignore_index=1)',
+    "F.kl_div(r(2,3), r(2,3), log_target=True, reduction='batchmean')",
+    'F.poisson_nll_loss(r(2,3), r(2,3).abs(), log_input=False, full=True)',
+    'F.gaussian_nll_loss(r(2,3), r(2,3), r(2,1).abs(), full=True)',
+    'F.huber_loss(r(2,3), r(2,3), delta=0.3)',
+    'F.smooth_l1_loss(r(2,3), r(2,3), beta=0.0)',
+    'F.multi_margin_loss(r(3,4), L(0,3,1), p=2, margin=0.7, weight=r(4).abs())',
+    'F.multilabel_soft_margin_loss(r(3,4), (r(3,4)>0).double(), weight=r(4))',
+    'F.triplet_margin_loss(r(3,4), r(3,4), r(3,4), swap=True, p=1)',
+    'F.triplet_margin_with_distance_loss(r(3,4), r(3,4), r(3,4), margin=0.3, swap=True)',
+    'F.cosine_embedding_loss(r(3,4), r(3,4), L(1,-1,1), margin=0.2)',
+    'F.margin_ranking_loss(r(3), r(3), L(1,-1,1).double(), margin=0.1)',
+    'F.hinge_embedding_loss(r(3,2), L(1,-1,1).double().unsqueeze(1), margin=0.5)',
+    'F.soft_margin_loss(r(3), L(1,-1,1).double())',
+    'F.binary_cross_entropy(p(2,3), p(2,3), weight=r(3).abs())',
+    'F.binary_cross_entropy_with_logits(r(2,3), p(2,3), weight=r(3), pos_weight=r(3).abs())',
+    'F.scaled_dot_product_attention(r(2,2,3,4), r(2,2,5,4), r(2,2,5,6), attn_mask=(r(3,5)>0))',
+    'F.scaled_dot_product_attention(r(2,3,4), r(2,5,4), r(2,5,6), is_causal=True)',
+    'F.scaled_dot_product_attention(r(2,3,4), r(2,5,4), r(2,5,6), attn_mask=r(3,5), scale=0.3)',
+    "F.ctc_loss(r(6,2,4).log_softmax(2), L(1,2,3,1,2), L(6,5), L(3,2), reduction='sum')",
+    'F.ctc_loss(r(6,2,4).log_softmax(2), L(1,1,3,1,2,0).reshape(2,3), L(6,4), L(3,2), zero_infinity=True)',
+    'F.batch_norm(r(4, 3), r(3), None, training=False)',
+    'F.batch_norm(r(4, 3), None, r(3), training=False)',
+    'F.batch_norm(r(4, 3), r(3), None, training=True)',
+    'F.batch_norm(r(4, 3), None, None, training=False)',
+    'F.batch_norm(r(1, 3), r(3), None, training=True)',
+]
+
+
+def _value(lib: Any, call: str) -> Any:
+    def r(*shape: int) -> Any:
+        return lib.tensor(np.random.default_rng(sum(shape) + len(shape)).standard_normal(shape))
+
+    def p(*shape: int) -> Any:
+        return lib.tensor(np.random.default_rng(sum(shape) + 7).random(shape))
+
+    def l(*shape: int) -> Any:  # noqa: E743 - a short name in the table
+        return lib.tensor(np.zeros(shape, dtype=np.int64))
+
+    def L(*values: int) -> Any:  # noqa: N802 - a short name in the table
+        return lib.tensor(list(values))
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = eval(call, {"F": lib.nn.functional, "r": r, "p": p, "l": l, "L": L})  # noqa: S307
+    except Exception as e:  # noqa: BLE001 - the texts are compared
+        return _error_text(e)
+    out = out[0] if isinstance(out, tuple) else out
+    return tuple(out.shape), np.asarray(out.detach().numpy(), dtype=np.float64)
+
+
+@pytest.mark.parametrize("call", FUNCTIONAL_VALUES)
+def test_functional_values_match_torch(call: str) -> None:
+    want, got = _value(torch, call), _value(rt, call)
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want
+        return
+    assert got[0] == want[0]
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-7, atol=1e-9, equal_nan=True)
+
