@@ -5,6 +5,7 @@ and of matmul, so their gradients come from those primitives' formulas."""
 from __future__ import annotations
 
 import math
+import re
 from collections import namedtuple
 from typing import Any
 
@@ -271,7 +272,13 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x"
                            f"{rhs.shape[-1]})")
-    X = F.matmul(inv(A), rhs)
+    try:
+        A_inv = inv(A)
+    except LinAlgError as e:  # PyTorch's text: its solver names itself, not the inverse
+        batch = re.search(r"\(Batch element \d+\): ", str(e))
+        raise LinAlgError(f"torch.linalg.solve: {batch.group(0) if batch else ''}The solver "
+                          f"failed because the input matrix is singular.") from None
+    X = F.matmul(A_inv, rhs)
     return F.squeeze(X, -1) if vector else X
 
 

@@ -83,11 +83,30 @@ def _with_linalg(xp: Any, fn: Callable[[Any, Any, Any], Any], a: Any) -> Any:
     return _on_host(xp, lambda m: fn(np.linalg, np, m), a)
 
 
+def _lu_inverse(m: np.ndarray) -> np.ndarray:
+    """The inverse of m as PyTorch's (LAPACK's getrf, then getrs on the identity): for a
+    matrix numpy's LAPACK finds singular (an exact zero pivot) where this elimination rounds
+    to a tiny one, and PyTorch gives its huge inverse."""
+    u = m.astype(np.float64).copy()
+    n = u.shape[0]
+    x = np.eye(n)
+    for j in range(n):
+        p = j + int(np.argmax(np.abs(u[j:, j])))
+        u[[j, p]], x[[j, p]] = u[[p, j]], x[[p, j]]
+        factors = u[j + 1:, j] / u[j, j]
+        u[j + 1:, j:] -= np.outer(factors, u[j, j:])
+        x[j + 1:] -= np.outer(factors, x[j])
+    for j in range(n - 1, -1, -1):
+        x[j] = (x[j] - u[j, j + 1:] @ x[j + 1:]) / u[j, j]
+    return x.astype(m.dtype)
+
+
 def _inv_impl(xp: Any, a: Any) -> Any:
     def host(m: np.ndarray) -> np.ndarray:
         try:
-            return np.linalg.inv(m)
+            out = np.linalg.inv(m)
         except np.linalg.LinAlgError:
+            out = np.empty_like(m)
             for index in np.ndindex(*m.shape[:-2]):
                 k = _zero_pivot(m[index])
                 if k:
@@ -95,7 +114,13 @@ def _inv_impl(xp: Any, a: Any) -> Any:
                         f"linalg.inv: {_batch_prefix(m, index)}The diagonal element {k} is "
                         f"zero, the inversion could not be completed because the input matrix "
                         f"is singular.") from None
-            raise
+                out[index] = _lu_inverse(m[index])
+        # a NaN anywhere in a matrix is NaN in all of its inverse, as PyTorch's (LAPACK's
+        # elimination carried it into some entries only)
+        nan = np.isnan(m).any(axis=(-2, -1))
+        if nan.any():
+            out[nan] = np.nan
+        return out
 
     lib = _device_linalg(xp)
     return lib.inv(a) if lib is not None else _on_host(xp, host, a)
@@ -128,11 +153,28 @@ def _expand2(x: Any) -> Any:
     return F.unsqueeze(F.unsqueeze(x, -1), -1)
 
 
-# det' = g det A^-T (A invertible; PyTorch's SVD path for singular A is not taken)
+def _singular_safe(a: Any, singular: Any) -> Any:
+    """a with each matrix where ``singular`` (its batch shape) replaced by the identity, so
+    that its inverse is defined (the caller masks what that gives there)."""
+    from ..creation import eye
+
+    return F.where(_expand2(singular), eye(a.shape[-1], dtype=a.dtype, device=a.device), a)
+
+
+def _det_bwd(c: Any, g: Any) -> tuple[Any]:
+    """g det A^-T, as PyTorch's (its LU solve of det g I): 0 where det is 0 (PyTorch's
+    first-order gradient there; its SVD formula under create_graph is not taken); a 1 x 1
+    matrix's is g."""
+    a, det = c.input(0), c.output()
+    if a.shape[-1] == 1:
+        return (F.expand(_expand2(g), *a.shape),)
+    singular = F.eq(det, 0.0)
+    inv_t = _mT(apply(INV, _singular_safe(a, singular)))
+    return (F.mul(_expand2(F.mul(g, det)), inv_t),)
+
+
 DET = register(Primitive(
-    "linalg_det", impl=_det_impl, infer=_det_infer,
-    backward=lambda c, g: (F.mul(_expand2(F.mul(g, c.output())),
-                                 _mT(apply(INV, c.input(0)))),),
+    "linalg_det", impl=_det_impl, infer=_det_infer, backward=_det_bwd,
     saves=(0, "out"), flops=_cubic_flops))
 
 
@@ -150,23 +192,37 @@ def _logabsdet_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
     return tuple(meta.shape[:-2]), meta.dtype
 
 
+def _logabsdet_bwd(c: Any, g: Any) -> tuple[Any]:
+    """g A^-T; NaN where A is singular (log|det| is -inf there: PyTorch's LU solve by a zero
+    pivot gives a mix of +-inf and NaN; the inverse's error was raised)."""
+    a = c.input(0)
+    singular = F.eq(c.output(), -math.inf)
+    inv_t = _mT(apply(INV, _singular_safe(a, singular)))
+    return (F.where(_expand2(singular), math.nan, F.mul(_expand2(g), inv_t)),)
+
+
 # log|det A|' = g A^-T
 LOGABSDET = register(Primitive(
     "linalg_logabsdet", impl=_logabsdet_impl, infer=_logabsdet_infer,
-    backward=lambda c, g: (F.mul(_expand2(g), _mT(apply(INV, c.input(0)))),),
-    saves=(0,), flops=_cubic_flops))
+    backward=_logabsdet_bwd, saves=(0, "out"), flops=_cubic_flops))
 
 
 def _cholesky_impl(xp: Any, a: Any) -> Any:
     def host(m: np.ndarray) -> np.ndarray:
         try:
-            return np.linalg.cholesky(m)
+            out = np.linalg.cholesky(m)
+            if not np.isnan(out).any():
+                return out
+            # LAPACK's potrf stops at a NaN pivot, as at a negative one (numpy's returned
+            # the NaNs): PyTorch's error names its order
+            raise np.linalg.LinAlgError
         except np.linalg.LinAlgError:
             for index in np.ndindex(*m.shape[:-2]):
                 sub = m[index]
                 for k in range(1, sub.shape[-1] + 1):
                     try:
-                        np.linalg.cholesky(sub[:k, :k])
+                        if np.isnan(np.linalg.cholesky(sub[:k, :k])).any():
+                            raise np.linalg.LinAlgError
                     except np.linalg.LinAlgError:
                         raise LinAlgError(
                             f"linalg.cholesky: {_batch_prefix(m, index)}The factorization "
@@ -239,7 +295,11 @@ def _eigh_bwd(c: Any, g: Any) -> tuple[Any]:
     vgv = F.matmul(_mT(V), g_V)
     skew = F.mul(F.sub(vgv, _mT(vgv)), 0.5)
     gap = F.sub(F.unsqueeze(lam, -2), F.unsqueeze(lam, -1))  # L_j - L_i
-    inner = F.where(eye, 0.0, F.div(skew, F.where(eye, 1.0, gap)))
+    # a zero numerator is 0 whatever the gap: eigvalsh's gradient (no gV) is defined at
+    # repeated eigenvalues, as PyTorch's (which forms no quotient then)
+    from .extra_ops import logical_or
+
+    inner = F.where(logical_or(eye, F.eq(skew, 0.0)), 0.0, F.div(skew, F.where(eye, 1.0, gap)))
     inner = F.add(inner, F.mul(F.unsqueeze(g_lam, -2), F.cast(eye, V.dtype)))
     return (F.matmul(V, F.matmul(inner, _mT(V))),)
 
@@ -263,8 +323,16 @@ def _svd_impl(xp: Any, a: Any, full_matrices: bool) -> Any:
     batch = a.shape[:-2]
 
     def packed(lib: Any, xm: Any, x: Any) -> Any:
-        u, s, vh = lib.svd(x, full_matrices=full_matrices)
-        return xm.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
+        # PyTorch's: a NaN is its error, an inf makes NaN singular values (numpy's raised
+        # for both); here NaN throughout that matrix's U, S and Vh
+        if bool(xm.isnan(x).any()):
+            raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                              "matrix contained non-finite values.")
+        infinite = xm.isinf(x).any(axis=(-2, -1))
+        u, s, vh = lib.svd(xm.where(infinite[..., None, None], 0, x),
+                           full_matrices=full_matrices)
+        out = xm.concatenate([u.reshape(*batch, m * mu), s, vh.reshape(*batch, nv * n)], -1)
+        return xm.where(infinite[..., None], xm.nan, out)
 
     return _with_linalg(xp, packed, a)
 
@@ -309,6 +377,9 @@ def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
     vhgv = F.matmul(vh, _mT(gvh))
     s2 = F.mul(s, s)
     e = F.where(eye, 1.0, F.sub(F.unsqueeze(s2, -2), F.unsqueeze(s2, -1)))
+    # a zero numerator is 0 whatever E: svdvals' gradient (no gU, gV) is defined at repeated
+    # singular values, as PyTorch's (which forms no quotient then)
+    e = F.where(F.logical_and(F.eq(uhgu, _mT(uhgu)), F.eq(vhgv, _mT(vhgv))), 1.0, e)
     inner = F.add(F.mul(F.div(F.sub(uhgu, _mT(uhgu)), e), F.unsqueeze(s, -2)),
                   F.mul(F.unsqueeze(s, -1), F.div(F.sub(vhgv, _mT(vhgv)), e)))
     inner = F.where(eye, F.unsqueeze(gs, -2), inner)
