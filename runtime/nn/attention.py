@@ -215,6 +215,16 @@ class MultiheadAttention(Module):
         """(attn_output, attn_weights): weights (N, L, S) averaged over heads, (N, H, L, S)
         with average_attn_weights=False, None with need_weights=False; is_causal is a hint
         that attn_mask is causal, which must then be given (as PyTorch)."""
+        return self._forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                             average_attn_weights, is_causal)
+
+    def _forward(self, query: Tensor, key: Tensor, value: Tensor,
+                 key_padding_mask: Tensor | None, need_weights: bool,
+                 attn_mask: Tensor | None, average_attn_weights: bool, is_causal: bool,
+                 static: tuple[Tensor | None, Tensor | None] = (None, None)
+                 ) -> tuple[Tensor, Tensor | None]:
+        """forward, and F.multi_head_attention_forward's ``static`` keys and values (given
+        per head as (N·H, S, head_dim), in place of the projected ones)."""
         self._check(query, key, value, key_padding_mask, attn_mask)
         if need_weights:
             _check_weights_mask_dtype(query, key_padding_mask, attn_mask)
@@ -231,7 +241,8 @@ class MultiheadAttention(Module):
         elif not self.batch_first:
             query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
         out, weights = self._attend(query, None if self_attention else (key, value),
-                                    key_padding_mask, attn_mask, safe=not need_weights)
+                                    key_padding_mask, attn_mask, safe=not need_weights,
+                                    static=static)
         if unbatched:
             out = out[0]
         elif not self.batch_first:
@@ -243,7 +254,8 @@ class MultiheadAttention(Module):
         return out, weights[0] if unbatched else weights
 
     def _attend(self, query: Tensor, kv: tuple[Tensor, Tensor] | None,
-                key_padding_mask: Tensor | None, attn_mask: Tensor | None, safe: bool
+                key_padding_mask: Tensor | None, attn_mask: Tensor | None, safe: bool,
+                static: tuple[Tensor | None, Tensor | None] = (None, None)
                 ) -> tuple[Tensor, Tensor]:
         """Batch-first query (N, L, E) and key, value (N, S, E) (kv None: both are query):
         the output (N, L, E) and the per-head weights (N, H, L, S). ``safe``: a query whose
@@ -263,6 +275,10 @@ class MultiheadAttention(Module):
             v = F.cat([v, F.expand(self.bias_v, bsz, 1, self.embed_dim)], 1)
             extra += 1
         q, k, v = split(q, tgt), split(k, src + extra), split(v, src + extra)
+        if static[0] is not None:  # (N·H, S', hd) keys given in place of the projected ones
+            k = F.reshape(static[0], (bsz, heads, static[0].shape[1], hd))
+        if static[1] is not None:
+            v = F.reshape(static[1], (bsz, heads, static[1].shape[1], hd))
         if self.add_zero_attn:
             zeros = rt.zeros(bsz, heads, 1, hd, dtype=k.dtype, device=k.device)
             k, v = F.cat([k, zeros], 2), F.cat([v, zeros], 2)
@@ -303,3 +319,64 @@ def _unmasked_keys(mask: Tensor, extra: int) -> Tensor:
 def _size(t: Tensor, stop: int | None = None) -> str:
     """A shape (up to axis ``stop``) as PyTorch prints a Size in its messages."""
     return f"torch.Size({list(t.shape[:stop])})"
+
+
+def multi_head_attention_forward(  # noqa: PLR0913 - PyTorch's signature
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+        bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+        out_proj_bias: Tensor | None, training: bool = True,
+        key_padding_mask: Tensor | None = None, need_weights: bool = True,
+        attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+        q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+        v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+        static_v: Tensor | None = None, average_attn_weights: bool = True,
+        is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """PyTorch's ``F.multi_head_attention_forward`` (sequence-first, or unbatched, inputs):
+    MultiheadAttention's computation with the given tensors as its parameters."""
+    embed_dim = query.shape[-1]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    weights = (q_proj_weight, k_proj_weight, v_proj_weight)
+    if use_separate_proj_weight:
+        for name, w in zip(("q_proj_weight", "k_proj_weight", "v_proj_weight"), weights):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name} is None")
+    elif in_proj_weight is None:
+        raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+    batch = query.shape[1] if query.ndim == 3 else 1
+    for name, t in (("static_k", static_k), ("static_v", static_v)):
+        if t is not None:
+            if t.shape[0] != batch * num_heads:
+                raise AssertionError(f"expecting {name}.size(0) of {batch * num_heads}, but got "
+                                     f"{t.shape[0]}")
+            if t.shape[2] != head_dim:
+                raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got "
+                                     f"{t.shape[2]}")
+    shell = MultiheadAttention.__new__(MultiheadAttention)
+    Module.__init__(shell)
+    fields = {
+        "embed_dim": embed_dim, "num_heads": num_heads, "head_dim": head_dim,
+        "kdim": k_proj_weight.shape[1] if use_separate_proj_weight else embed_dim,
+        "vdim": v_proj_weight.shape[1] if use_separate_proj_weight else embed_dim,
+        "_qkv_same_embed_dim": not use_separate_proj_weight, "batch_first": False,
+        "dropout": dropout_p, "training": training, "add_zero_attn": add_zero_attn,
+        "in_proj_weight": in_proj_weight, "in_proj_bias": in_proj_bias,
+        "q_proj_weight": q_proj_weight, "k_proj_weight": k_proj_weight,
+        "v_proj_weight": v_proj_weight, "bias_k": bias_k, "bias_v": bias_v,
+        "out_proj": lambda x: C.linear(x, out_proj_weight, out_proj_bias),
+    }
+    for name, value_ in fields.items():
+        object.__setattr__(shell, name, value_)
+    return shell._forward(query, key, value, key_padding_mask, need_weights, attn_mask,
+                          average_attn_weights, is_causal, (static_k, static_v))
+

@@ -306,3 +306,8 @@ __all__ = [
     "softmin",
     "softshrink",
 ]
+
+# last: runtime.nn.attention imports modules that import this one
+from runtime.nn.attention import multi_head_attention_forward  # noqa: E402
+
+__all__ += ["multi_head_attention_forward"]
