@@ -302,14 +302,15 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
             if shape != tuple(input.shape):
                 raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the "
                                    f"broadcast shape {list(shape)}")
-    # log(1 + exp(-|x|)) + max(-x, 0) is -log(sigmoid(x)), without overflow
-    softplus_neg = F.add(F.log(F.add(F.exp(F.neg(F.abs(input))), 1.0)),
-                         F.maximum(F.neg(input), 0.0))
-    if pos_weight is None:
-        loss = F.add(F.mul(F.sub(1.0, target), input), softplus_neg)
-    else:
+    # PyTorch's (1 - t) x - log_sigmoid(x): abs and maximum had no second derivative at 0,
+    # where log_sigmoid's branches do (a Hessian at zero logits missed sigmoid' = 1/4)
+    from .activations import logsigmoid
+
+    log_sigmoid = logsigmoid(input)
+    if pos_weight is not None:
         log_w = F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0)
-        loss = F.add(F.mul(F.sub(1.0, target), input), F.mul(log_w, softplus_neg))
+        log_sigmoid = F.mul(log_w, log_sigmoid)
+    loss = F.sub(F.mul(F.sub(1.0, target), input), log_sigmoid)
     if weight is not None:
         loss = F.mul(loss, weight)
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
