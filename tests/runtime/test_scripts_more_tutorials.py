@@ -427,3 +427,20 @@ def test_bce_with_logits_second_derivative_at_zero_logits(pos_weight: float | No
         out.append([t.detach().numpy() for t in (loss, g, h)])
     for got, want in zip(out[1], out[0], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-16)
+
+
+@pytest.mark.parametrize("loss", ["soft_margin_loss", "multilabel_soft_margin_loss"])
+def test_soft_margin_second_derivative_at_zero(loss: str) -> None:
+    """log(1 + exp(-y x)) at y x = 0: its second derivative is 1/4 (0 before, as for BCE)."""
+    torch = pytest.importorskip("torch")
+    out = []
+    for lib in (torch, rt):
+        x = lib.tensor([[0.0, -0.0, 1.0, -3.0]], dtype=lib.float64, requires_grad=True)
+        y = lib.tensor([[1.0, -1.0, 1.0, -1.0]], dtype=lib.float64)
+        target = y if loss == "soft_margin_loss" else (y > 0).double()
+        value = getattr(lib.nn.functional, loss)(x, target)
+        (g,) = lib.autograd.grad(value, x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)
+        out.append([t.detach().numpy() for t in (value, g, h)])
+    for got, want in zip(out[1], out[0], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-16)
