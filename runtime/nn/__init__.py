@@ -2,6 +2,7 @@
 
 from runtime.nn import functional, init
 from runtime.nn import parallel
+from runtime.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from runtime.nn.parallel import DataParallel
 from runtime.nn.batchnorm import (
     BatchNorm1d,
@@ -322,6 +323,7 @@ __all__ = [
     "init",
     "modules",
     "parallel",
+    "AdaptiveLogSoftmaxWithLoss",
     "DataParallel",
     "utils",
 ]

@@ -79,8 +79,18 @@ def kaiming_uniform_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
     generator: Any = None,
 ) -> Tensor:
+    if 0 in tensor.shape:
+        return _zero_element(tensor)
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, generator)
+
+
+def _zero_element(tensor: Tensor) -> Tensor:
+    """PyTorch's kaiming inits of an empty tensor: a warning, no fan to divide by."""
+    import warnings
+
+    warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+    return tensor
 
 
 def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
@@ -98,6 +108,8 @@ def kaiming_normal_(
     tensor: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
     generator: Any = None,
 ) -> Tensor:
+    if 0 in tensor.shape:
+        return _zero_element(tensor)
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 

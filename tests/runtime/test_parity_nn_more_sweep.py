@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 # Each layer as built in both libraries: T is the library, nn its nn.
 CALLS = """
 AdaptiveAvgPool1d(3)
+AdaptiveLogSoftmaxWithLoss(16, 10, [3, 6], div_value=2.0, head_bias=True)
 AdaptiveAvgPool2d((2, None))
 AdaptiveAvgPool3d(2)
 AdaptiveMaxPool1d(3, return_indices=True)
