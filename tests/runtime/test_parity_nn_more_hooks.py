@@ -135,3 +135,25 @@ def test_share_memory_returns_the_module_and_keeps_its_tensors():
     assert m.weight.grad is not None
     tm = torch.nn.Linear(3, 2)
     assert tm.share_memory() is tm
+
+
+def test_a_compiled_step_with_an_older_backward_hook_runs_eagerly():
+    """The hook runs Python during backward, which a plan cannot replay: the step falls back
+    to eager (a warning), and the hook runs on every call."""
+    planner = pytest.importorskip("planner")
+    module, calls = _exp_module(rt), []
+    module.register_backward_hook(lambda m, gi, go: calls.append(1))
+    x = rt.ones(3, requires_grad=True)
+
+    def step(a: rt.Tensor) -> rt.Tensor:
+        loss = module(a * 1.0).sum()
+        loss.backward()
+        return loss
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        compiled(x)
+        compiled(x)
+    assert len(calls) == 2
+    assert any("backward (pre-)hook" in str(w.message) for w in caught)
