@@ -395,15 +395,20 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
     if dtype is D.bool_:
         raise NotImplementedError(f"\"div_{rounding_mode}_cpu\" not implemented for 'Bool'")
     if dtype.is_floating_point:
-        if rounding_mode == "trunc":
-            return trunc(apply(P.DIV, input, other))
-        # numpy's floor_divide (Python's //, as PyTorch's div_floor) has no derivative: a
-        # zero one is joined through each operand that asks for one
-        result = floor_divide(input, other)
-        for t in tensors:
-            if t._rg:
-                result = add(result, mul(sign(t), 0.0))
-        return result
+        # a rounded quotient has no derivative (numpy's floor_divide, Python's //, as
+        # PyTorch's div_floor, none at all): PyTorch's zeros reach each operand that asks for
+        # one, the quotient's values kept (-0 too); trunc's zero times the quotient's gradient
+        # was NaN where b is 0 or NaN
+        plain = [t.detach() if isinstance(t, Tensor) else t for t in (input, other)]
+        result = trunc(apply(P.DIV, *plain)) if rounding_mode == "trunc" \
+            else floor_divide(*plain)
+        zeros = [mul(sign(t), 0.0) for t in tensors if t._rg]
+        if not zeros:
+            return result
+        from .composite import straight_through
+
+        return straight_through(result, zeros[0] if len(zeros) == 1 else add(*zeros),
+                                "DivBackward2")
     q = floor_divide(input, other)
     if rounding_mode == "floor":
         return q

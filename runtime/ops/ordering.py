@@ -338,7 +338,16 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tenso
     while s < n:
         v = logaddexp(v, _shifted(v, s, -math.inf))
         s *= 2
-    return T.movedim(v, -1, d)
+    result = T.movedim(v, -1, d)
+    if not input.requires_grad:
+        return result
+    # PyTorch's gradient is NaN at a +inf (its exp(self - result) is exp(inf - inf)); the
+    # doubling's is the count of outputs it tops: the same values, NaN added there
+    from .composite import straight_through
+
+    at_inf = F.where(F.eq(input.detach(), math.inf), math.nan, -0.0)
+    return straight_through(result, F.add(result, F.mul(input, at_inf)),
+                            "LogcumsumexpBackward0")
 
 
 # --- searching and counting ------------------------------------------------------------------

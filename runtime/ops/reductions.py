@@ -60,6 +60,8 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,  # noq
         flat = F.reshape(input, (-1,))
         if not flat.numel():
             return F.add(F.sum(flat), 1)  # the empty product, still of x's graph
+        if flat.requires_grad and flat.dtype.is_floating_point:
+            return _prod_nonfinite(flat, 0, False, "ProdBackward0", whole=True)
         return named(F.getitem(F.cumprod(flat, 0), -1), "ProdBackward0")
     if isinstance(dim, (tuple, list)):
         raise TypeError(f"prod(): argument 'dim' must be int, not {type(dim).__name__}")
@@ -70,8 +72,40 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,  # noq
     n = input.shape[d]
     if n == 0:
         return F.add(F.sum(input, d, keepdim), 1)
+    if input.requires_grad and input.dtype.is_floating_point:
+        return _prod_nonfinite(input, d, keepdim, "ProdBackward1", whole=False)
     last = slice(n - 1, n) if keepdim else n - 1
     return named(F.getitem(F.cumprod(input, d), (slice(None),) * d + (last,)), "ProdBackward1")
+
+
+def _prod_nonfinite(x: Tensor, d: int, keepdim: bool, name: str, whole: bool) -> Tensor:
+    """The last of x's running product along d, differentiated by the running product's
+    backward where the slice is finite, and where it holds an inf or NaN by PyTorch's
+    prod_backward (held constant): result / x if x has no zero, else the product of the
+    others (0 where x whole has two zeros: its first-order rule); the running product's
+    reversed sums were NaN there (inf / inf, 0 * inf)."""
+    from .composite import straight_through
+    from .ordering import _shifted
+    from .tensor_ops import flip, isfinite, logical_not, movedim
+
+    c = x.detach()
+    last = (slice(None),) * d + (slice(x.shape[d] - 1, x.shape[d]),)
+    finite = F.eq(F.sum(F.cast(logical_not(isfinite(c)), D.int64), d, True), 0)
+    value = F.getitem(F.cumprod(F.where(finite, x, 1.0), d), last)
+    result = F.getitem(F.cumprod(c, d), last)
+    value = F.where(finite, value, result)
+    v = movedim(c, d, -1)
+    before = F.cumprod(_shifted(v, 1, 1.0), -1)
+    after = flip(F.cumprod(_shifted(flip(v, [-1]), 1, 1.0), -1), [-1])
+    others = movedim(F.mul(before, after), -1, d)
+    zeros = F.sum(F.cast(F.eq(c, 0), D.int64))
+    with_zero = F.where(F.eq(zeros, 1), others, 0.0) if whole else others
+    slope = F.where(F.eq(zeros, 0), F.div(result, c), with_zero)
+    edge = F.sum(F.mul(x, F.where(finite, -0.0, slope)), d, True)
+    path = F.where(finite, value, edge)
+    if not keepdim:
+        value, path = F.squeeze(value, d), F.squeeze(path, d)
+    return straight_through(value, path, name)
 
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
