@@ -1,5 +1,5 @@
-"""The scripts of tests/runtime/test_scripts_more_models.py, test_scripts_more_training.py and
-test_scripts_more_recipes.py with their steps compiled: the same losses, parameters and
+"""The scripts of tests/runtime/test_scripts_more_models.py, test_scripts_more_training.py,
+test_scripts_more_recipes.py and test_scripts_more_tutorials.py with their steps compiled: the same losses, parameters and
 evaluations as eager, each step captured (a fallback to eager warns, and warnings are errors
 here) and replayed rather than captured again on every call; the two that run eagerly by
 design say why and still equal eager."""
@@ -20,13 +20,15 @@ from runtime.utils.checkpoint import checkpoint
 from tests.runtime import test_scripts_more_models as models
 from tests.runtime import test_scripts_more_recipes as recipes
 from tests.runtime import test_scripts_more_training as training
+from tests.runtime import test_scripts_more_tutorials as tutorials
 from tests.runtime.test_scripts_training import Run, as_is
 
 # scripts whose step runs eagerly, and the reason the planner gives
 EAGER = {"grad_hooks": "Linear has a full backward \\(pre-\\)hook",
          "autocast_scaler": "\\(bfloat16 steps run eagerly\\)"}
 SCRIPTS = {name: script for name, script in
-           {**models.SCRIPTS, **training.SCRIPTS, **recipes.SCRIPTS}.items()
+           {**models.SCRIPTS, **training.SCRIPTS, **recipes.SCRIPTS,
+            **tutorials.SCRIPTS}.items()
            if name not in EAGER}
 
 # the captures a step may make: one (after an eager warm-up call that makes the optimizer's
@@ -35,7 +37,8 @@ MAX_CAPTURES: dict[str, int] = {
     "accumulate": 2,  # a micro-batch's .grad is None (the first) or accumulates (the others)
     "finetune": 3,  # add_param_group and a layer unfrozen halfway
     "conv_vae": models.STEPS,  # beta, a Python float, changes every step (KL annealing)
-    "custom_inplace": 2,  # a Python bool argument: the tail output used or not
+    "custom_inplace": 2,
+    "dann": tutorials.STEPS,  # alpha, a Python float, follows the paper's schedule  # a Python bool argument: the tail output used or not
 }
 
 

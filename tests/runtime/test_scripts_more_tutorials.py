@@ -296,8 +296,7 @@ def newton_cg(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], S
         logits = x @ w
         return lib.nn.functional.binary_cross_entropy_with_logits(logits, y) + 0.05 * w.dot(w)
 
-    losses = []
-    for _ in range(STEPS):
+    def newton_step(w: Any) -> tuple[Any, Any]:
         loss, grad = lib.autograd.functional.vjp(loss_fn, w)
         direction, residual = lib.zeros_like(w), -grad
         p = residual.clone()
@@ -308,7 +307,12 @@ def newton_cg(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], S
             new_residual = residual - alpha * hp
             p = new_residual + new_residual.dot(new_residual) / residual.dot(residual) * p
             residual = new_residual
-        w = w + direction
+        return loss, w + direction
+
+    newton_step = wrap(newton_step)
+    losses = []
+    for _ in range(STEPS):
+        loss, w = newton_step(w)
         losses.append(loss.item())
     hessian = lib.autograd.functional.hessian(loss_fn, w)
     return Run(w0, losses, {"w": w.numpy(), "hessian": hessian.numpy()})
