@@ -11,6 +11,7 @@ from runtime.nn.batchnorm import (
     LazyBatchNorm1d,
     LazyBatchNorm2d,
     LazyBatchNorm3d,
+    SyncBatchNorm,
 )
 from runtime.nn.conv import (
     Conv1d,
@@ -216,6 +217,7 @@ __all__ = [
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
     "LazyBatchNorm3d",
+    "SyncBatchNorm",
     "Conv1d",
     "Conv2d",
     "Conv3d",

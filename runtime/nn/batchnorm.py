@@ -84,6 +84,9 @@ class _BatchNorm(_NormBase):
         if input.ndim not in self._expected:
             raise ValueError(f"expected {' or '.join(f'{d}D' for d in self._expected)} input "
                              f"(got {input.ndim}D input)")
+        return self._normalize(input)
+
+    def _normalize(self, input: Tensor) -> Tensor:  # noqa: A002
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with rt.no_grad():
@@ -97,6 +100,58 @@ class _BatchNorm(_NormBase):
         return C.batch_norm(input, self.running_mean if track else None,
                             self.running_var if track else None, self.weight, self.bias,
                             use_batch, momentum, self.eps)
+
+
+class SyncBatchNorm(_BatchNorm):
+    """PyTorch's SyncBatchNorm: batch statistics over every rank of ``process_group`` in
+    training once a process group is initialized, else a BatchNorm of any rank >= 2. As
+    PyTorch refuses a CPU tensor for the synchronized case, so does this; synchronizing GPU
+    tensors across ranks is not supported here (an error, never unsynchronized statistics)."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = process_group
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        from runtime import distributed
+
+        if input.ndim < 2:
+            raise ValueError(f"expected at least 2D input (got {input.ndim}D input)")
+        if input.shape[1] == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+        if self.training and distributed.is_initialized():
+            if str(input.device) == "cpu":
+                raise ValueError("SyncBatchNorm expected input tensor to be on GPU or XPU or "
+                                 "privateuseone")
+            if distributed.get_world_size() > 1:
+                raise NotImplementedError("SyncBatchNorm: synchronizing batch statistics "
+                                          "across ranks is not supported here")
+        return self._normalize(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with each batch norm in it replaced by a SyncBatchNorm holding the same
+        parameters and buffers (and training flag)."""
+        output = module
+        if isinstance(module, _BatchNorm):
+            output = SyncBatchNorm(module.num_features, module.eps, module.momentum,
+                                   module.affine, module.track_running_stats, process_group,
+                                   bias=module.bias is not None)
+            if module.affine:
+                with rt.no_grad():
+                    output.weight = module.weight
+                    output.bias = module.bias
+            output.running_mean = module.running_mean
+            output.running_var = module.running_var
+            output.num_batches_tracked = module.num_batches_tracked
+            output.training = module.training
+        for name, child in module.named_children():
+            output.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return output
 
 
 class BatchNorm1d(_BatchNorm):
