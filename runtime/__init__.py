@@ -34,6 +34,8 @@ from .creation import (
     zeros_like,
 )
 from .ops.composite import sigmoid, relu
+from .ops.composite import log_softmax_along as log_softmax
+from .ops.composite import softmax_along as softmax
 from .ops.functional import (
     abs,
     amax,
@@ -83,7 +85,6 @@ from .ops.functional import (
     ge,
     gt,
     le,
-    log_softmax,
     logical_and,
     lt,
     mul,
@@ -93,7 +94,6 @@ from .ops.functional import (
     pow,
     reshape,
     sign,
-    softmax,
     squeeze,
     sub,
     transpose,

@@ -634,6 +634,10 @@ Tensor.true_divide_ = F.true_divide_  # type: ignore[attr-defined]
 Tensor.broadcast_to = F.expand  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.norm = reductions.norm_method  # type: ignore[attr-defined]
+from .ops import composite as _composite  # noqa: E402
+
+Tensor.softmax = _composite.softmax_along  # type: ignore[attr-defined]
+Tensor.log_softmax = _composite.log_softmax_along  # type: ignore[attr-defined]
 Tensor.argmin = F.argmin  # type: ignore[assignment]
 for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
     setattr(Tensor, f"__{_dunder}__", getattr(T, _n))

@@ -146,13 +146,13 @@ def piecewise_linear(name: str) -> Any:
 
 
 @piecewise_linear("ReluBackward0")
-def relu(x: Tensor) -> Tensor:
+def relu(input: Tensor) -> Tensor:
     """PyTorch's ``x <= 0 ? 0 : x``: a NaN stays NaN (a diverging run shows its NaN loss; as
     ``x > 0 ? x : 0`` it became 0), and the gradient passes where ``x <= 0`` does not hold,
     NaN included, as PyTorch's threshold_backward."""
-    if x.dtype is D.bool_:
+    if input.dtype is D.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
-    return F.where(F.le(x, 0), 0.0 if x.dtype.is_floating_point else 0, x)
+    return F.where(F.le(input, 0), 0.0 if input.dtype.is_floating_point else 0, input)
 
 
 @named_backward("SigmoidBackward0")
@@ -223,6 +223,17 @@ def _softmax(x: Tensor, dim: int) -> Tensor:
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
                 ) -> Tensor:
     return _log_softmax(*_softmax_input(input, dim, dtype, "log_softmax"))
+
+
+def softmax_along(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # noqa: A002
+    """torch.softmax and Tensor.softmax: ``dtype`` third (nn.functional's softmax has its
+    ``_stacklevel`` there, which took a dtype passed third, silently)."""
+    return softmax(input, dim, dtype=dtype)
+
+
+def log_softmax_along(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # noqa: A002
+    """torch.log_softmax and Tensor.log_softmax (see softmax_along)."""
+    return log_softmax(input, dim, dtype=dtype)
 
 
 @F.half_in_float32

@@ -143,12 +143,12 @@ def _hit_mask(x: Tensor, d: int, index: Tensor) -> Tensor:
 
 
 @named_backward("IndexFillBackward0")
-def index_fill(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """x with ``value`` on the slices along ``dim`` that ``index`` names."""
     _check_index(index, "index_fill_")
-    d = wrap_dim(dim, x.ndim) if x.ndim else 0
-    _check_values(index, x, d, "", -1)
-    return F.where(_hit_mask(x, d, index), T.fill_value(x, value, "index_fill_"), x)
+    d = wrap_dim(dim, input.ndim) if input.ndim else 0
+    _check_values(index, input, d, "", -1)
+    return F.where(_hit_mask(input, d, index), T.fill_value(input, value, "index_fill_"), input)
 
 
 def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
@@ -180,11 +180,11 @@ def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
 
 
 
-def index_put(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
+def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
               ) -> Tensor:
     """A copy of x with ``x[indices] = values`` (``+=`` with ``accumulate``, repeated indices
     summing)."""
-    out = F.clone(x)
+    out = F.clone(input)
     return index_put_(out, indices, values, accumulate)
 
 
@@ -206,24 +206,24 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
     return F.add_(x, F.index_backward(values, *idx, key=template, shape=x.shape))
 
 
-def masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """x with source's leading elements, in order, written where ``mask`` is True."""
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
                            f"dtype {D.scalar_type_name(mask.dtype)}")
-    m = F.expand(mask, *x.shape)
+    m = F.expand(mask, *input.shape)
     flat = F.reshape(F.cast(m, D.int64), (-1,))
     pos = F.sub(F.cumsum(flat, 0), 1)
-    src = F.reshape(F.cast(source, x.dtype), (-1,))
+    src = F.reshape(F.cast(source, input.dtype), (-1,))
     if flat.numel():  # a check step: capture keeps it, and no value is read in Python
         F.check_bounds(F.reshape(F.sum(flat), (1,)), 0, src.numel() + 1,
                        "Number of elements of source < number of ones in mask",
                        error="RuntimeError")
     if src.numel() == 0:
-        return F.where(m, F.mul(x, 0), x)
+        return F.where(m, F.mul(input, 0), input)
     pos = F.clamp(pos, 0, src.numel() - 1)
-    picked = F.reshape(T.index_select(src, 0, pos), x.shape)
-    return F.where(m, picked, x)
+    picked = F.reshape(T.index_select(src, 0, pos), input.shape)
+    return F.where(m, picked, input)
 
 
 def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:

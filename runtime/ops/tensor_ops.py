@@ -355,12 +355,12 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 # how PyTorch's masked_fill error names a dtype
 
 @named_backward("MaskedFillBackward0")
-def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
         got = mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{D.type_meta_name(D.as_dtype(got))}")
-    return F.where(mask, fill_value(x, value, "masked_fill_"), x)
+    return F.where(mask, fill_value(input, value, "masked_fill_"), input)
 
 
 def fill_value(x: Tensor, value: Any, op: str) -> Any:
@@ -486,12 +486,12 @@ def isfinite(input: Tensor) -> Tensor:
     return F.eq(input, input) if not input.dtype.is_floating_point else F.lt(F.abs(input), math.inf)
 
 
-def clamp_min(x: Tensor, min: Any) -> Tensor:  # noqa: A002
-    return F.clamp(x, min=min)
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    return F.clamp(input, min=min)
 
 
-def clamp_max(x: Tensor, max: Any) -> Tensor:  # noqa: A002
-    return F.clamp(x, max=max)
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return F.clamp(input, max=max)
 
 
 @named_backward("FlipBackward0")

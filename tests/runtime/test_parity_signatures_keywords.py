@@ -104,6 +104,12 @@ CALLS: list[tuple[str, Callable[[], Any], Any]] = [
     ("ger", lambda: rt.ger(input=v(), vec2=v())[0], [1.0, 2.0, 3.0]),
     ("round", lambda: rt.round(input=rt.tensor([1.26]), decimals=1), [1.3]),
     ("sigmoid", lambda: rt.sigmoid(input=rt.tensor([0.0])), [0.5]),
+    ("softmax", lambda: rt.softmax(input=rt.zeros(2), dim=0), [0.5, 0.5]),
+    ("log_softmax", lambda: rt.log_softmax(input=rt.zeros(1), dim=0), [0.0]),
+    ("relu", lambda: rt.relu(input=rt.tensor([-1.0, 2.0])), [0.0, 2.0]),
+    ("masked_fill", lambda: rt.masked_fill(input=v(), mask=rt.tensor([True, False, False]),
+                                           value=0.0), [0.0, 2.0, 3.0]),
+    ("clamp_min", lambda: rt.clamp_min(input=v(), min=2.0), [2.0, 2.0, 3.0]),
     ("Tensor.sum", lambda: x().sum(dim=0, keepdim=False, dtype=rt.float64), [5.0, 3.0, -3.0]),
     ("Tensor.add", lambda: v().add(other=1, alpha=2), [3.0, 4.0, 5.0]),
     ("Tensor.pow", lambda: v().pow(exponent=2), [1.0, 4.0, 9.0]),
@@ -118,3 +124,12 @@ def test_keyword_call_gives_pytorchs_value(name: str, call: Callable[[], Any], w
         got = got.numpy()
     np.testing.assert_allclose(np.asarray(got, dtype=np.float64),
                                np.asarray(want, dtype=np.float64), rtol=1e-6)
+
+
+def test_softmax_takes_a_dtype_third() -> None:
+    """torch.softmax(input, dim, dtype) and Tensor.softmax(dim, dtype): a dtype passed third
+    was taken as nn.functional's ``_stacklevel`` and dropped (a float32 result)."""
+    x = rt.zeros(2)
+    assert rt.softmax(x, 0, rt.float64).dtype is rt.float64
+    assert x.log_softmax(0, rt.float64).dtype is rt.float64
+    assert rt.nn.functional.softmax(x, 0, 3, rt.float64).dtype is rt.float64  # F's own order

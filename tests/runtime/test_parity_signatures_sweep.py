@@ -210,6 +210,22 @@ def schema(torch: Any, name: str, method: bool) -> Schema | None:
                    if len(d) == 1 and _plain(next(iter(d)))[0]})
 
 
+def schema_signatures(torch: Any, name: str, method: bool) -> list[list[Param]]:
+    """The signatures of ``aten::name``'s overloads on a tensor (out variants, which Python
+    binds as ``out=``, and TorchScript's scalar ones left out)."""
+    signatures = []
+    for s in torch._C._jit_get_schemas_for_operator("aten::" + name):
+        if not s.arguments or s.arguments[0].name != "self" or s.overload_name.endswith("out"):
+            continue
+        signatures.append([Param("input" if a.name == "self" else a.name,
+                                 "kw" if a.kwarg_only else "pos",
+                                 repr(a.default_value) if a.has_default_value()
+                                 and _PLAIN_TYPE.fullmatch(str(a.type))
+                                 and a.name not in _ENUM_CODED else None)
+                           for a in s.arguments[1 if method else 0:]])
+    return signatures
+
+
 def _plain(text: str) -> tuple[bool, Any]:
     try:
         return True, ast.literal_eval(text)
@@ -234,6 +250,8 @@ def torch_signatures(torch: Any, fn: Any, name: str, method: bool, op: str | Non
     known = schema(torch, op or name, method)
     if known is None:
         return doc_signatures(name, fn.__doc__)
+    if not doc_signatures(name, fn.__doc__):  # undocumented (relu, masked_fill): its schemas
+        return schema_signatures(torch, op or name, method)
     signatures = []
     for params in doc_signatures(name, fn.__doc__):
         kept: list[Param] = []
