@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .ops.composite import log_softmax, sigmoid as expit, softmax
+from .ops.composite import log_softmax_along as log_softmax, sigmoid as expit
+from .ops.composite import softmax_along as softmax
 from .ops.functional import erf, expm1, log1p, round
 from .ops.math_ops import (
     digamma, entr, erfc, erfinv, exp2, i0, i0e, lgamma as gammaln, log_ndtr, logit, ndtr, ndtri, sinc,

@@ -132,4 +132,5 @@ def test_softmax_takes_a_dtype_third() -> None:
     x = rt.zeros(2)
     assert rt.softmax(x, 0, rt.float64).dtype is rt.float64
     assert x.log_softmax(0, rt.float64).dtype is rt.float64
+    assert rt.special.softmax(x, 0, rt.float64).dtype is rt.float64
     assert rt.nn.functional.softmax(x, 0, 3, rt.float64).dtype is rt.float64  # F's own order
