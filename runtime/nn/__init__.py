@@ -115,7 +115,7 @@ from runtime.nn.loss import (
     SmoothL1Loss,
 )
 from runtime.nn.module import Module
-from runtime.nn.normalization import GroupNorm, LayerNorm, LocalResponseNorm
+from runtime.nn.normalization import CrossMapLRN2d, GroupNorm, LayerNorm, LocalResponseNorm
 from runtime.nn.parameter import (
     Buffer,
     Parameter,
@@ -170,6 +170,7 @@ __all__ = [
     "MaxUnpool3d",
     "ChannelShuffle",
     "LocalResponseNorm",
+    "CrossMapLRN2d",
     "TripletMarginWithDistanceLoss",
     "Transformer",
     "TransformerDecoder",

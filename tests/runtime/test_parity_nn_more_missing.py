@@ -93,3 +93,31 @@ def test_data_parallel_without_gpus_is_the_module():
     dp(x).sum().backward()
     assert inner.weight.grad is not None
     assert repr(dp) == repr(torch.nn.DataParallel(torch.nn.Linear(3, 2)))
+
+
+@pytest.mark.parametrize("channels", [1, 3, 7])
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 8])
+def test_cross_map_lrn2d_matches_torch(channels, size):
+    """PyTorch's legacy formulas as they are: the forward's window keeps channel 0 past the
+    first few channels, so it is not F.local_response_norm; its backward is its own formula
+    (which fails in torch for size 1: only the forward is compared there)."""
+    rng = np.random.default_rng(channels * 10 + size)
+    x = rng.standard_normal((2, channels, 3, 2))
+    tx, rx = torch.tensor(x, requires_grad=True), rt.tensor(x, requires_grad=True)
+    tm, rm = torch.nn.CrossMapLRN2d(size, 1e-2, 0.75, 1.5), rt.nn.CrossMapLRN2d(size, 1e-2,
+                                                                                0.75, 1.5)
+    assert repr(rm) == repr(tm)
+    want, got = tm(tx), rm(rx)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    if size > 1:
+        g = rng.standard_normal(x.shape)
+        (want * torch.tensor(g)).sum().backward()
+        (got * rt.tensor(g)).sum().backward()
+        np.testing.assert_allclose(rx.grad.numpy(), tx.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_cross_map_lrn2d_takes_4d_inputs_only():
+    for lib in (torch, rt):
+        with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D "
+                                             "instead."):
+            lib.nn.CrossMapLRN2d(3)(lib.ones(2, 3, 4))
