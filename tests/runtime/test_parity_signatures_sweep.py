@@ -8,8 +8,9 @@ lines (one per overload: ``sum(input, *, dtype=None) -> Tensor``, then ``sum(inp
 keepdim=False, *, dtype=None) -> Tensor``), parsed here. The docstrings are not always right
 (``Tensor.mul(value)`` where the parameter is ``other``; ``median(input, dim=-1)`` where
 ``dim`` has no default), so a name or default is taken from them only where the operator's
-schema (``aten::name``, what PyTorch's argument parser binds by) confirms it. Ours may accept
-more (an overload's parameters beside another's)."""
+schema (``aten::name``, what PyTorch's argument parser binds by) confirms it; an undocumented
+builtin (``torch.relu``) is read from its schemas. Ours may accept more (an overload's
+parameters beside another's)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from typing import Any
 import pytest
 
 import runtime as rt
-
 
 
 def _each(names: str, difference: str, reason: str) -> dict[str, str]:
