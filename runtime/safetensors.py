@@ -9,7 +9,9 @@ here can run code, and every size is checked before anything is allocated.
 
 The names follow ``safetensors.numpy``: ``save_file(tensors, filename, metadata=None)``,
 ``load_file(filename, device="cpu")``, ``save(tensors, metadata=None) -> bytes``,
-``load(data) -> dict``, and ``safe_open``. Writing a file is atomic, as ``rt.save`` is.
+``load(data) -> dict``, and ``safe_open``; and ``safetensors.torch``'s ``save_model`` and
+``load_model``, which keep one name of each group of state-dict entries sharing memory (tied
+weights). Writing a file is atomic, as ``rt.save`` is.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import math
 import os
 import struct
+from collections.abc import Iterable
 from typing import Any, BinaryIO
 
 import numpy as np
@@ -217,3 +220,99 @@ def metadata(filename: str | os.PathLike[str]) -> dict[str, str] | None:
     with open(filename, "rb") as fh:
         data = fh.read()
     return _parse(data)[1]
+
+
+# ---- safetensors.torch's save_model / load_model: tied weights saved once ------------------
+
+def _pointer(arr: Any) -> int:
+    return arr.__array_interface__["data"][0] if isinstance(arr, np.ndarray) else \
+        int(arr.data.ptr)
+
+
+def _storage(t: Tensor) -> tuple[str, int, int]:
+    """Where ``t``'s storage lies, as (device, first byte, size): the array its data is a
+    view of (numpy's ``base`` chain, to the outermost array), as PyTorch's storage is."""
+    root = t._data
+    while isinstance(getattr(root, "base", None), type(root)):
+        root = root.base
+    return t.device, _pointer(root), root.nbytes
+
+
+def _is_complete(t: Tensor) -> bool:
+    _, start, size = _storage(t)
+    return _pointer(t._data) == start and t._data.nbytes == size
+
+
+def _find_shared_tensors(state_dict: dict[str, Tensor]) -> list[set[str]]:
+    """The groups (of two or more) of names whose tensors share a storage, as
+    ``safetensors.torch`` finds them."""
+    storages: dict[tuple[str, int, int], set[str]] = {}
+    for name, t in state_dict.items():
+        storage = _storage(t)
+        if storage[2]:
+            storages.setdefault(storage, set()).add(name)
+    return sorted((g for g in storages.values() if len(g) > 1), key=sorted)
+
+
+def _remove_duplicate_names(state_dict: dict[str, Tensor], *,
+                            preferred_names: Iterable[str] = ()) -> dict[str, list[str]]:
+    """For each group sharing a storage, the name kept (the first, in sorted order, of those
+    covering the whole storage; a preferred one first) and the names dropped."""
+    preferred = set(preferred_names)
+    to_remove: dict[str, list[str]] = {}
+    for shared in _find_shared_tensors(state_dict):
+        complete = {n for n in shared if _is_complete(state_dict[n])}
+        if not complete:
+            raise RuntimeError(
+                "Error while trying to find names to remove to save state dict, but found no "
+                f"suitable name to keep for saving amongst: {shared}. None is covering the "
+                "entire storage.Refusing to save/load the model since you could be storing "
+                "much more memory than needed. Please refer to "
+                "https://huggingface.co/docs/safetensors/torch_shared_tensors for more "
+                "information. Or open an issue.")
+        keep = sorted(preferred & complete or complete)[0]
+        to_remove[keep] = [n for n in sorted(shared) if n != keep]
+    return to_remove
+
+
+def save_model(model: Any, filename: str | os.PathLike[str],
+               metadata: dict[str, str] | None = None, force_contiguous: bool = True) -> None:
+    """``model``'s state dict to ``filename``, each group of entries sharing memory (tied
+    weights) saved once under its first name, the others recorded in the metadata as
+    ``{dropped: kept}``, as ``safetensors.torch.save_model``. Tensors are written
+    contiguous whatever ``force_contiguous`` says (it is accepted for the signature)."""
+    state_dict = model.state_dict()
+    for kept, dropped in _remove_duplicate_names(state_dict).items():
+        for name in dropped:
+            metadata = {} if metadata is None else metadata
+            metadata.setdefault(name, kept)  # the user's own entry wins
+            del state_dict[name]
+    save_file(state_dict, filename, metadata=metadata)
+
+
+def load_model(model: Any, filename: str | os.PathLike[str], strict: bool = True,
+               device: Any = "cpu") -> tuple[set[str], list[str]]:
+    """Load what ``save_model`` wrote into ``model``: ``(missing, unexpected)``, a name
+    dropped for sharing memory with a loaded one counting as neither; with ``strict``,
+    either being non-empty raises ``load_state_dict``'s error."""
+    state_dict = load_file(filename, device=device)
+    to_removes = _remove_duplicate_names(model.state_dict(), preferred_names=state_dict)
+    missing_keys, unexpected = model.load_state_dict(state_dict, strict=False)
+    missing = set(missing_keys)
+    unexpected = list(unexpected)
+    for group in to_removes.values():
+        for name in group:
+            if name in missing:
+                missing.remove(name)
+            else:
+                unexpected.append(name)
+    if strict and (missing or unexpected):
+        error = f"Error(s) in loading state_dict for {type(model).__name__}:"
+        if missing:
+            keys = ", ".join(f'"{k}"' for k in sorted(missing))
+            error += f"\n    Missing key(s) in state_dict: {keys}"
+        if unexpected:
+            keys = ", ".join(f'"{k}"' for k in sorted(unexpected))
+            error += f"\n    Unexpected key(s) in state_dict: {keys}"
+        raise RuntimeError(error)
+    return missing, unexpected
