@@ -112,6 +112,7 @@ from runtime.nn.loss import (
     MSELoss,
     NLLLoss,
     NLLLoss2d,
+    LinearCrossEntropyLoss,
     SmoothL1Loss,
 )
 from runtime.nn.module import Module
@@ -268,6 +269,7 @@ __all__ = [
     "L1Loss",
     "NLLLoss",
     "NLLLoss2d",
+    "LinearCrossEntropyLoss",
     "SmoothL1Loss",
     "Dropout",
     "Dropout1d",

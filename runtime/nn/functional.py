@@ -87,6 +87,7 @@ from runtime.ops.losses import (  # noqa: E402
     huber_loss,
     kl_div,
     l1_loss,
+    linear_cross_entropy,
     nll_loss,
     smooth_l1_loss,
 )
@@ -310,4 +311,4 @@ __all__ = [
 # last: runtime.nn.attention imports modules that import this one
 from runtime.nn.attention import multi_head_attention_forward  # noqa: E402
 
-__all__ += ["multi_head_attention_forward"]
+__all__ += ["linear_cross_entropy", "multi_head_attention_forward"]

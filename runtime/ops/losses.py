@@ -316,6 +316,48 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
 
 
+def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,  # noqa: A002
+                         linear_bias: Tensor | None = None, weight: Tensor | None = None,
+                         reduction: str = "mean", ignore_index: int | None = None,
+                         label_smoothing: float = 0.0, options: Any = None) -> Tensor:
+    """PyTorch's ``F.linear_cross_entropy``: cross_entropy of ``input @ linear_weight.T``
+    (+ bias), a (num_classes, *out_features, in_features) weight giving a K-dimensional
+    loss. ``options`` picks PyTorch's chunked evaluation, a way to save memory with the same
+    values: taken, and the plain one runs."""
+    from .composite import linear
+
+    if input.ndim < 1 or input.ndim > 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    if linear_weight.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got "
+                           f"{linear_weight.ndim}")
+    batches, in_features = tuple(input.shape[:-1]), input.shape[-1]
+    if in_features != linear_weight.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions "
+                           f"(in_features), got {input.shape[-1]} and "
+                           f"{linear_weight.shape[-1]}, respectively")
+    classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    if linear_bias is not None and tuple(linear_bias.shape) != (classes, *out_features):
+        raise RuntimeError(f"expected linear_bias shape {(classes, *out_features)}, got "
+                           f"{tuple(linear_bias.shape)}")
+    if out_features and not batches:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape "
+                           f"{tuple(linear_weight.shape)} requires batched input, (N, "
+                           f"{in_features}), got unbatched input with shape "
+                           f"{tuple(input.shape)}")
+    logits_shape = (*batches, classes, *out_features)
+    if tuple(target.shape) == logits_shape and ignore_index is not None:
+        raise RuntimeError("ignore_index cannot be specified when target contains "
+                           "probabilities")
+    rows = math.prod(out_features) * classes
+    w = F.reshape(linear_weight, (rows, in_features)) if out_features else linear_weight
+    b = None if linear_bias is None else F.reshape(linear_bias, (rows,))
+    logits = F.reshape(linear(input, w, b), logits_shape)
+    return cross_entropy(logits, target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index,
+                         label_smoothing=label_smoothing)
+
+
 _BCE_EPS = float(np.float32(1e-12))  # PyTorch's floor on x (1 - x) in the backward: a float
 
 
