@@ -49,7 +49,7 @@ from runtime.nn.activation import (
     Threshold,
 )
 from runtime.nn.attention import MultiheadAttention
-from runtime.nn.container import Sequential
+from runtime.nn.container import Container, Sequential
 from runtime.nn.container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from runtime.nn.distance import CosineSimilarity, PairwiseDistance
 from runtime.nn.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
@@ -321,6 +321,7 @@ __all__ = [
     "UninitializedParameter",
     "ReLU",
     "Sequential",
+    "Container",
     "Sigmoid",
     "Softmax",
     "Tanh",

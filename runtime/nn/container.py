@@ -12,6 +12,20 @@ from runtime.nn.parameter import Parameter
 from runtime.tensor import Tensor
 
 
+class Container(Module):
+    """PyTorch's deprecated Container: a Module holding the modules given by keyword."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        import warnings
+
+        warnings.warn("`nn.Container` is deprecated. All of its functionality is now "
+                      "implemented in `nn.Module`. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__()
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
 class Sequential(Module):
     @overload
     def __init__(self, *args: Module) -> None: ...

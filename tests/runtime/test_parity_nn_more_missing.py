@@ -121,3 +121,14 @@ def test_cross_map_lrn2d_takes_4d_inputs_only():
         with pytest.raises(ValueError, match="CrossMapLRN2d: Expected input to be 4D, got 3D "
                                              "instead."):
             lib.nn.CrossMapLRN2d(3)(lib.ones(2, 3, 4))
+
+
+def test_container_is_deprecated_and_holds_its_modules_as_torch():
+    def make(lib: Any) -> tuple[list[str], str, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            c = lib.nn.Container(a=lib.nn.Linear(2, 3), b=lib.nn.ReLU())
+        return ([f"{w.category.__name__}: {w.message}" for w in caught], repr(c),
+                list(c.state_dict()))
+
+    assert make(rt) == make(torch)
