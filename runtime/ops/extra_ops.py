@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from .. import _dtype as D
@@ -106,7 +107,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     finite values); the gradient passes where x was finite."""
     if not input.dtype.is_floating_point:
         return F.clone(input)
-    info = np.finfo(input.dtype.np)
+    info = ml_dtypes.finfo(input.dtype.np)  # numpy's finfo knows no bfloat16
     hi = float(info.max) if posinf is None else posinf
     lo = float(info.min) if neginf is None else neginf
     out = F.where(F.eq(input, math.inf), hi, input)
@@ -162,6 +163,9 @@ def logaddexp(input: Tensor, other: Any) -> Tensor:
         from ..creation import full_like
 
         other = full_like(input, other)
+    # in the result's float dtype (a bool or uint8 operand's negation below is not its own)
+    dt = D.result_dtype([input.dtype, other.dtype], [], [input.ndim, other.ndim])
+    input, other = (t if t.dtype is dt else F.cast(t, dt) for t in (input, other))
     from .math_ops import _safe, _with_edges
     from .tensor_ops import isfinite
 

@@ -29,13 +29,17 @@ def hypot(input: Tensor, other: Any) -> Tensor:
     """sqrt(a**2 + b**2) elementwise, as big * sqrt((a / big)**2 + (b / big)**2) so no
     square overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it
     included, as C's hypot. Floats only, as PyTorch's."""
-    dt = D.result_dtype([t.dtype for t in (input, other) if isinstance(t, Tensor)],
-                        [v for v in (input, other) if not isinstance(v, Tensor)])
+    tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+    dt = D.result_dtype([t.dtype for t in tensors],
+                        [v for v in (input, other) if not isinstance(v, Tensor)],
+                        [t.ndim for t in tensors])
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"hypot_cpu\" not implemented for "
                                   f"'{D.scalar_type_name(dt)}'")
     if not isinstance(other, Tensor):
         other = creation.full_like(input, other, dtype=dt)
+    # in the result's float dtype (a bool or uint8 operand's negation below is not its own)
+    input, other = (t if t.dtype is dt else F.cast(t, dt) for t in (input, other))
     from .math_ops import _safe, _with_edges
     from .tensor_ops import isfinite
 
