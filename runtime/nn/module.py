@@ -284,8 +284,11 @@ class Module:
             if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks \
                     or _global_backward_pre_hooks:
                 # a plan replays tensor ops only: the hooks would run once, at capture
-                raise GraphBreak(f"{self._get_name()} has a backward (pre-)hook, which "
-                                 "runs Python during backward")
+                full, older = self._backward_hook_lists()
+                kind = "full backward (pre-)hook" if full or self._backward_pre_hooks \
+                    or _global_backward_pre_hooks else "backward hook"
+                raise GraphBreak(f"{self._get_name()} has a {kind}, which runs Python during "
+                                 "backward")
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_pre_hooks
                 or _global_forward_hooks or _global_backward_hooks
