@@ -60,7 +60,7 @@ def chain_kernel() -> tuple[kir.Kernel, list[np.ndarray]]:
 def planned_kernels() -> list[kir.Kernel]:
     """The kernels the planner makes of the chain step today."""
     case = build_chain(rt, chain_arrays(0))
-    step = planner.compile(case.fn)
+    step = planner.compile(case.fn, background=False)
     step(*case.args)
     return [info.kernel for info in step.plan.kernels]
 

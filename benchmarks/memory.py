@@ -64,7 +64,7 @@ def _build(workload: Workload, backend: str | None, seed: int) -> tuple[Callable
     case = workload.build(rt, workload.make_arrays(seed))
     if backend is None:
         return case.run, None
-    step = planner.compile(case.fn, backend=backend)
+    step = planner.compile(case.fn, backend=backend, background=False)  # the fused plan's
     return (lambda: step(*case.args)), step
 
 

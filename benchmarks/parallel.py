@@ -24,7 +24,8 @@ from .workloads import WORKLOADS, Case
 def build(name: str, workers: int, seed: int) -> Case:
     workload = WORKLOADS[name]
     case = workload.build(rt, workload.make_arrays(seed))
-    return Case(planner.compile(case.fn, workers=workers), case.args, case.outputs)
+    return Case(planner.compile(case.fn, workers=workers, background=False), case.args,
+                case.outputs)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -46,7 +46,8 @@ import llvmlite
 from codegen import ir as kir
 from codegen import forked, pool, pyentry
 from codegen.launch import cpu_launch_form
-from codegen.jit import CompiledModule, ObjectCode, compile_count, load, optimize_and_emit
+from codegen.jit import (CompiledModule, ObjectCode, compile_count, counted, load,
+                         optimize_and_emit)
 from codegen.llvm import render
 from codegen.target import emit as emit_object_code
 from codegen.target import emit_as_written
@@ -76,6 +77,11 @@ _UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
 
 _memory: dict[str, CompiledModule] = {}
 _lock = threading.Lock()
+# key -> the lock held by the thread compiling that module (get_compiled)
+_building: dict[str, threading.Lock] = {}
+# key -> the forked children emitting that module's parts (start_compiling), which
+# get_compiled collects
+_started: dict[str, forked.Started] = {}
 _counts = {"memory_hits": 0, "disk_hits": 0, "disk_rejects": 0, "evictions": 0}
 
 
@@ -388,24 +394,88 @@ class _DiskStore:
 def get_compiled(kernels: list[kir.Kernel],
                  cache_dir_path: str | os.PathLike[str] | None = None) -> CompiledModule:
     """The loaded module for ``kernels``: from memory, from a verified entry on disk, or
-    compiled (then stored)."""
+    compiled (then stored). LLVM runs outside the cache's lock, under one lock per module:
+    another thread compiling the same module waits for it, and one looking up or compiling
+    any other does not (a step's kernels compiling in the background, planner.background,
+    while another step's load from the cache)."""
     key = cache_key(kernels)
     limit = max_bytes()  # a bad BACKPLAN_CACHE_MAX_BYTES is an error before any work
     with _lock:
         if key in _memory:
             _counts["memory_hits"] += 1
             return _memory[key]
-        with _DiskStore.open(cache_dir(cache_dir_path)) as store:
-            code = store.read_code(key) if store is not None else None
-            if code is not None:
-                _counts["disk_hits"] += 1
-            else:
-                code = forked.emit_in_parts(kernels) or optimize_and_emit(render(kernels))
-                if store is not None:
-                    store.write_code(key, code)
-                    _counts["evictions"] += len(store.evict(limit, keep=key))
-        compiled = _memory[key] = load(code, kernels)
-        return compiled
+        building = _building.setdefault(key, threading.Lock())
+    with building:
+        try:
+            with _lock:
+                if key in _memory:  # another thread built it meanwhile
+                    _counts["memory_hits"] += 1
+                    return _memory[key]
+            # the directory opened once: one removed while LLVM runs is not made anew
+            with _DiskStore.open(cache_dir(cache_dir_path)) as store:
+                with _lock:
+                    code = store.read_code(key) if store is not None else None
+                    if code is not None:
+                        _counts["disk_hits"] += 1
+                    started = _started.pop(key, None)
+                if code is None:
+                    code = (counted(forked.finish(started)) if started is not None else
+                            forked.emit_in_parts(kernels) or optimize_and_emit(render(kernels)))
+                    with _lock:
+                        if store is not None:
+                            store.write_code(key, code)
+                            _counts["evictions"] += len(store.evict(limit, keep=key))
+                elif started is not None:  # found on disk after all: not needed
+                    forked.cancel(started)
+            with _lock:
+                compiled = _memory[key] = load(code, kernels)
+                return compiled
+        finally:
+            with _lock:
+                _building.pop(key, None)
+
+
+def start_compiling(kernels: list[kir.Kernel],
+                    cache_dir_path: str | os.PathLike[str] | None = None) -> bool:
+    """Start emitting the module of ``kernels`` in forked children where it is not cached
+    (``codegen.forked.start``), for ``get_compiled`` to collect: the calling thread then
+    holds no LLVM lock while they run (a plan compiling in the background, planner.background,
+    leaves LLVM free for the support code its interim calls need). False where nothing was
+    started (cached, or no child may be forked): ``get_compiled`` compiles it as always."""
+    if is_cached(kernels, cache_dir_path):
+        return False
+    key = cache_key(kernels)
+    with _lock:
+        if key in _started:
+            return True
+    started = forked.start(kernels)
+    if started is None:
+        return False
+    with _lock:
+        _started[key] = started
+    return True
+
+
+def cancel_compiling(kernels: list[kir.Kernel]) -> None:
+    """Stop the children ``start_compiling`` forked for ``kernels``, where ``get_compiled``
+    did not collect them (the build that was to failed before)."""
+    key = cache_key(kernels)
+    with _lock:
+        started = _started.pop(key, None)
+    if started is not None:
+        forked.cancel(started)
+
+
+def is_cached(kernels: list[kir.Kernel],
+              cache_dir_path: str | os.PathLike[str] | None = None) -> bool:
+    """Whether the module of ``kernels`` is loaded, or has an entry on disk (not verified:
+    ``get_compiled`` does that, and compiles where it fails)."""
+    key = cache_key(kernels)
+    with _lock:
+        if key in _memory:
+            return True
+    with _DiskStore.open(cache_dir(cache_dir_path), quiet=True) as store:
+        return store is not None and store.path(key).is_file()
 
 
 SUPPORT_DIR = "support"  # under the cache directory: code that holds no kernels

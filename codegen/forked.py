@@ -112,6 +112,57 @@ def emit_in_parts(kernels: Sequence[kir.Kernel]) -> ObjectCode | None:
     return ObjectCode.joined(codes)
 
 
+class Started:
+    """A module's parts being emitted by forked children (``start``), collected by
+    ``finish``."""
+
+    def __init__(self, split: list[list[kir.Kernel]], children: list[tuple[int, int]]) -> None:
+        self.split = split
+        self.children = children  # (pid, read end) a part
+
+
+def start(kernels: Sequence[kir.Kernel]) -> Started | None:
+    """Fork a child for every part of the module of ``kernels`` (as ``emit_in_parts`` splits
+    it, the first part included, one part where it is small), so that the caller holds no
+    LLVM lock while they run; None where no child may be forked (``workers``: 1)."""
+    if workers() < 2:
+        return None
+    split = parts(kernels, workers())
+    children: list[tuple[int, int]] = []
+    try:
+        for part in split:
+            children.append(_fork(part))
+    except BaseException:
+        for pid, fd in children:
+            _stop(pid, fd)
+        raise
+    return Started(split, children)
+
+
+def finish(started: Started) -> ObjectCode:
+    """The module ``start`` forked children for: each part as its child sent it, or emitted
+    here where the child failed or ran out of time (the same code either way)."""
+    from codegen.llvm import render
+
+    codes = []
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        for part in started.split:
+            pid, fd = started.children.pop(0)
+            code = _collect(pid, fd, deadline)
+            codes.append(code if code is not None else target.emit(render(part)))
+    finally:
+        cancel(started)  # interrupted: leave nothing behind
+    return ObjectCode.joined(codes)
+
+
+def cancel(started: Started) -> None:
+    """Stop and reap the children of ``started`` that ``finish`` did not collect."""
+    for pid, fd in started.children:
+        _stop(pid, fd)
+    started.children.clear()
+
+
 def _fork(part: list[kir.Kernel]) -> tuple[int, int]:
     from codegen.llvm import render
 

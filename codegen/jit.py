@@ -80,8 +80,13 @@ def compile_count() -> int:
 
 def optimize_and_emit(module: ir.Module) -> ObjectCode:
     """Optimize and emit a kernel module's object code (``codegen.target.emit``), counted."""
+    return counted(emit(module))
+
+
+def counted(code: ObjectCode) -> ObjectCode:
+    """``code``, a kernel module's, counted as one compile (``compile_count``): emitted here
+    or by forked children (``codegen.forked.finish``)."""
     global _compiles
-    code = emit(module)
     with LOCK:
         _compiles += 1
     return code

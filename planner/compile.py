@@ -22,6 +22,7 @@ import gc
 import logging
 import os
 import threading
+import time
 import types
 import warnings
 from collections import OrderedDict
@@ -40,6 +41,7 @@ from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak
 
+from . import background as bg
 from . import guards, plan_cache
 from .capture import Capture, Slot, capture
 from .guards import MISSING, setting_key
@@ -96,6 +98,9 @@ class Binding:
     # failed_guard's test written out (planner.guards), made on first use
     quick: Callable[[tuple[Any, ...]], bool] | None = field(default=None, init=False,
                                                              repr=False)
+    # the fused plan whose kernels compile in the background (planner.background), replayed
+    # from the first call that finds them built; ``plan`` is the unfused plan until then
+    pending: bg.Pending | None = None
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
@@ -376,7 +381,8 @@ class CompiledStep:
     def __init__(self, fn: Callable[..., Any], backend: str = "auto", device: str | None = None,
                  workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
-                 executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT) -> None:
+                 executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT,
+                 background: bool | None = None) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"planner.compile: unknown backend {backend!r}; expected one of "
                              f"{', '.join(BACKENDS)}")
@@ -391,7 +397,11 @@ class CompiledStep:
                                             or recompile_limit < 1):
             raise ValueError(f"planner.compile: recompile_limit must be a positive int or None, "
                              f"got {recompile_limit!r}")
+        if background is not None and type(background) is not bool:
+            raise TypeError(f"planner.compile: background must be True, False or None, got "
+                            f"{background!r}")
         self.recompile_limit = recompile_limit
+        self.background = background
         self.fn = fn
         self.backend = backend
         self.device = canonical_device(device) if device is not None else None
@@ -448,6 +458,8 @@ class CompiledStep:
                 if reason is None:
                     if i:  # most recently used first: steady-state steps check one binding
                         entry.bindings.insert(0, entry.bindings.pop(i))
+                    if binding.pending is not None:
+                        self._take_compiled(binding)
                     self.plan = binding.plan
                     self._last_key = key
                     return _replay(binding, args)
@@ -525,6 +537,47 @@ class CompiledStep:
             raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                f"{e.where}") from e
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the kernels of this step's plans that compile in the background
+        (planner.background) are built and in use by the next call, waiting at most
+        ``timeout`` seconds (None: as long as it takes); whether none is left compiling. A
+        build that failed warns and leaves the plan on the interpreter, as at a first call
+        (backend "llvm": raises, here and at every call of that plan)."""
+        with self.lock:
+            waiting = [b for entry in self._cache.values() for b in entry.bindings
+                       if b.pending is not None]
+        end = None if timeout is None else time.monotonic() + timeout
+        for binding in waiting:
+            pending = binding.pending
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if pending is not None and not pending.wait(left):
+                return False
+        with self.lock:
+            for binding in waiting:
+                if binding.pending is not None:
+                    self._take_compiled(binding)
+        return True
+
+    def _take_compiled(self, binding: Binding) -> None:
+        """Replay ``binding``'s fused plan from now on where its background build finished
+        (the caller holds ``self.lock``)."""
+        pending = binding.pending
+        if pending is None or not pending.done.is_set():
+            return
+        if pending.error is not None:
+            if self.backend in KERNEL_BACKENDS:
+                raise pending.error
+            binding.pending = None
+            self._warn_unfused(pending.error, stacklevel=6)
+            return
+        binding.pending = None
+        fused = pending.plan
+        self._install_allocator(fused)
+        fused.configure(self.workers, self.executor)
+        if self.plan is binding.plan:
+            self.plan = fused
+        binding.plan, binding.replayer = fused, None
+
     @property
     def execution(self) -> Execution | None:
         """How the last plan run (``self.plan``) executes, and why (planner.parallel)."""
@@ -595,6 +648,7 @@ class CompiledStep:
             cap.graph, slots, plan_device, self.backend)
         plan = None if plan_key is None else self._stored(plan_key, cap,
                                                             build or plan_device == "cpu")
+        pending: bg.Pending | None = None
         if plan is None:
             if build and plan_device == "cpu" and self.backend in KERNEL_BACKENDS_CPU:
                 _prefetch_support(cap, self.cache_dir)
@@ -606,13 +660,27 @@ class CompiledStep:
             plan = build_plan(cap.graph, slots, plan_device, captured)
             plan = data_parallel(plan, cap.slots, cap.modules)  # DDP: gradients averaged in-plan
             if self.backend != "interpreter":
-                fused = self._fused(plan, build or plan_device == "cpu")
-                if fused is plan:  # code generation failed: a warning said so; not kept
-                    plan_key = None
-                plan = fused
-            if plan_key is not None:
+                # kernels left to a thread where it pays (planner.background): DDP plans
+                # (no plan_key) and GPU plans are built now
+                later = (build and plan_device == "cpu" and plan_key is not None
+                         and bg.enabled(self.background))
+                fused = self._fused(plan, (build or plan_device == "cpu") and not later)
+                if later and fused is not plan:
+                    if bg.worth_it(fused, self.cache_dir):
+                        pending = bg.Pending(fused, functools.partial(
+                            self._build_and_keep, fused, plan_key), self._name, self.cache_dir)
+                        plan.executable.native_code = False  # run meanwhile: no native code
+                    else:
+                        fused = self._built(plan, fused)
+                if pending is None:
+                    if fused is plan:  # code generation failed: a warning said so; not kept
+                        plan_key = None
+                    plan = fused
+            if plan_key is not None and pending is None:
                 plan_cache.store(plan_key, plan, self.cache_dir)
-        plan.configure(self.workers, self.executor)
+        # a plan run while its fused plan compiles runs in order: the executor's step
+        # functions take the fast paths that native code would wait for
+        plan.configure(self.workers, self.executor if pending is None else "program")
         self.captures += 1
         found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
         counters = _counters(increments)
@@ -625,7 +693,7 @@ class CompiledStep:
                            ("after", functools.partial(guards.add_constants, path, deltas))
                            for path, deltas in increments],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
-                       counters=counters)
+                       counters=counters, pending=pending)
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
@@ -679,13 +747,29 @@ class CompiledStep:
         where there are any (on the CPU), numpy's arrays of this thread start on 64-byte
         boundaries from now on (``codegen.allocator``: the program's outputs, which its
         kernels and products write and read)."""
+        self._compile_code(plan)
+        self._install_allocator(plan)
+
+    def _compile_code(self, plan: Plan) -> None:
+        """The plan's kernels and generated products compiled, from and into the cache."""
         if plan.kernels:
             plan.executable.module(self.cache_dir)
-        products = plan.executable.products(self.cache_dir)
-        if plan.device == "cpu" and (plan.kernels or products):
+        plan.executable.products(self.cache_dir)
+
+    @staticmethod
+    def _install_allocator(plan: Plan) -> None:
+        """Aligned numpy arrays on the calling thread where the plan runs kernels or
+        products on the CPU (``_build``); the code is compiled already."""
+        if plan.device == "cpu" and (plan.kernels or plan.executable.products()):
             from codegen import allocator
 
             allocator.install()
+
+    def _build_and_keep(self, plan: Plan, plan_key: str) -> None:
+        """What a background build runs (planner.background): the plan's code, then the plan
+        kept for later processes as a plan built in the call is."""
+        self._compile_code(plan)
+        plan_cache.store(plan_key, plan, self.cache_dir)
 
     def _fused(self, plan: Plan, build: bool) -> Plan:
         """The plan with its segments fused, and compiled now (``build``: not on the first
@@ -695,16 +779,29 @@ class CompiledStep:
 
         try:
             fused = fuse(plan)
-            if build:
-                self._build(fused)
-            return fused
         except Exception as exc:
-            if self.backend in KERNEL_BACKENDS:
-                raise
-            warnings.warn(f"planner.compile({self._name}): fused kernels failed to build "
-                          f"({type(exc).__name__}: {exc}); running the plan on the "
-                          f"interpreter instead", RuntimeWarning, stacklevel=4)
-            return plan
+            return self._unfused(plan, exc)
+        return self._built(plan, fused) if build else fused
+
+    def _built(self, plan: Plan, fused: Plan) -> Plan:
+        """``fused`` with its code compiled now; ``plan`` (unfused) where that fails under
+        "auto" (``_fused``)."""
+        try:
+            self._build(fused)
+        except Exception as exc:
+            return self._unfused(plan, exc)
+        return fused
+
+    def _unfused(self, plan: Plan, exc: Exception) -> Plan:
+        if self.backend in KERNEL_BACKENDS:
+            raise exc
+        self._warn_unfused(exc, stacklevel=6)
+        return plan
+
+    def _warn_unfused(self, exc: BaseException, stacklevel: int) -> None:
+        warnings.warn(f"planner.compile({self._name}): fused kernels failed to build "
+                      f"({type(exc).__name__}: {exc}); running the plan on the "
+                      f"interpreter instead", RuntimeWarning, stacklevel=stacklevel)
 
 
 @contextlib.contextmanager
@@ -1155,7 +1252,8 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
             device: str | None = None, workers: int | None = None,
             cache_dir: str | os.PathLike[str] | None = None,
             fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
-            executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT) -> Any:
+            executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT,
+            background: bool | None = None) -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
 
     ``device``: where the plan runs ("cpu", "cuda" or "cuda:N"; default: the device of the
@@ -1184,11 +1282,19 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
     ``recompile_limit``: captures after which a call that would capture again (new argument
     shapes or Python values, a failed guard) runs eagerly instead, with one RuntimeWarning
     naming the last change (torch.compile's limit, 8; None: no limit). Plans made before keep
-    replaying. With ``fullgraph=True`` such a call raises CompileError."""
+    replaying. With ``fullgraph=True`` such a call raises CompileError.
+
+    ``background``: whether a CPU plan's kernels that are not cached compile in a thread while
+    the calls replay the unfused plan (planner.background: the first calls do not wait for
+    LLVM, and the first call that finds the kernels built switches to them); False compiles
+    them in the first call, so every call from the first runs the same code (the same bits
+    from one run to the next); None: ``$BACKPLAN_BACKGROUND_COMPILE`` (1, the default, or 0).
+    ``step.wait()`` blocks until they are in use."""
     def wrap(f: Callable[..., Any]) -> CompiledStep:
         return CompiledStep(f, backend=backend, device=device, workers=workers,
                             cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
-                            executor=executor, recompile_limit=recompile_limit)
+                            executor=executor, recompile_limit=recompile_limit,
+                            background=background)
 
     return wrap if fn is None else wrap(fn)
 

@@ -160,6 +160,10 @@ class Executable:
         # the compiled-code cache its kernels and products came from (None: the default
         # one), where its programs' code is kept too (planner.program); None until then
         self.code_cache: tuple[str | os.PathLike[str] | None] | None = None
+        # False: its programs call no native code (no native runs, no fast path calling
+        # codegen.windows' generated code, which compiles on first use): a plan run while
+        # its fused plan compiles (planner.background), which must not wait for LLVM
+        self.native_code = True
 
     def module(self, cache_dir: str | os.PathLike[str] | None = None,
                device: str | None = None) -> Any:
@@ -204,6 +208,8 @@ class Executable:
         it was given."""
         if checked:
             return self._program(True)
+        if not self.native_code:
+            return self._program(False)
         in_place = in_place and self.commits
         entry = self._entries.get(in_place)
         if entry is not None:
@@ -232,7 +238,8 @@ class Executable:
             with self._lock:
                 program = self._programs.get(checked)
                 if program is None:
-                    program = self._programs[checked] = build_program(self.plan, checked)
+                    program = self._programs[checked] = build_program(
+                        self.plan, checked, native_code=self.native_code)
         return program
 
     def runner(self, workers: int) -> ParallelRunner:
@@ -322,12 +329,17 @@ def _compiled(plan: Plan, cache_dir: str | os.PathLike[str] | None) -> dict[str,
     """Per device, its kernel steps' kernels compiled by that device's renderer."""
     from codegen.renderer import renderer_for
 
+    return {device: renderer_for(device).compile(kernels, cache_dir)
+            for device, kernels in kernels_by_device(plan).items()}
+
+
+def kernels_by_device(plan: Plan) -> dict[str, list[Any]]:
+    """Per device, its kernel steps' kernels in step order: one module each."""
     by_device: dict[str, list[Any]] = {}
     for s in plan.steps:
         if isinstance(s, KernelStep):
             by_device.setdefault(s.device, []).append(s.kernel)
-    return {device: renderer_for(device).compile(kernels, cache_dir)
-            for device, kernels in by_device.items()}
+    return by_device
 
 
 def _products(plan: Plan, cache_dir: str | os.PathLike[str] | None) -> dict[Step, Any]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runtime._device import array_module, move_array
-from runtime.ops.registry import REGISTRY
+from runtime.ops.registry import REGISTRY, without_generated_code
 
 from .source import Known, Program, Source, lit
 from .steps import (
@@ -60,13 +60,18 @@ if TYPE_CHECKING:
     from .plan import Plan
 
 def build_program(plan: Plan, checked: bool = False, native: bool = False,
-                  in_place: bool = False) -> Program | None:
+                  in_place: bool = False, native_code: bool = True) -> Program | None:
     """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
     program, or with ``checked`` the reference interpreter's exact steps and checks. With
     ``native``, the fast program with its runs of kernels and products made native calls
     (planner.native: it must run one call at a time), or None where the plan has no run;
     with ``in_place`` too, its runs may store parameter updates into the state's arrays
-    (commits: Executable.program)."""
+    (commits: Executable.program). Without ``native_code``, no native run, and no fast path
+    that calls generated code (``registry.without_generated_code``: codegen.windows' compile
+    on first use): a plan run while its fused plan compiles (planner.background)."""
+    if not native_code:
+        with without_generated_code():
+            return build_program(plan, checked, False, in_place)
     fast = not checked and plan.device == "cpu"
     src = _source(plan)
     _emit_registry_check(src, plan)

@@ -1,4 +1,7 @@
-"""Suite-wide settings: compiled code goes to a temporary cache, never the user's."""
+"""Suite-wide settings: compiled code goes to a temporary cache, never the user's; kernels
+compile in the call that plans them (BACKPLAN_BACKGROUND_COMPILE=0), so that every test sees
+the fused plan from its first call, as it did before background compiling
+(tests/planner/test_background_compile.py covers that mode)."""
 
 from __future__ import annotations
 
@@ -17,3 +20,14 @@ def _private_codegen_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         del os.environ["BACKPLAN_CACHE_DIR"]
     else:
         os.environ["BACKPLAN_CACHE_DIR"] = previous
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _compile_in_the_call() -> Iterator[None]:
+    previous = os.environ.get("BACKPLAN_BACKGROUND_COMPILE")
+    os.environ["BACKPLAN_BACKGROUND_COMPILE"] = "0"
+    yield
+    if previous is None:
+        del os.environ["BACKPLAN_BACKGROUND_COMPILE"]
+    else:
+        os.environ["BACKPLAN_BACKGROUND_COMPILE"] = previous

@@ -7,11 +7,13 @@ and is captured into a graph by the planner.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,9 +89,31 @@ def probe_ok(fn: Callable[..., Any], arg_metas: ArgMetas, out_meta: OutMeta,
     return type(out) is np.ndarray and out.dtype == out_meta[1]
 
 
+class _Generated(threading.local):
+    off = False
+
+
+_generated = _Generated()
+
+
+@contextlib.contextmanager
+def without_generated_code() -> Iterator[None]:
+    """Fast paths chosen meanwhile on this thread take none of ``codegen.windows``' generated
+    code (``generated_windows`` gives None), which compiles on first use: for a plan that runs
+    while its kernels compile (planner.background), whose calls must not wait for LLVM."""
+    previous, _generated.off = _generated.off, True
+    try:
+        yield
+    finally:
+        _generated.off = previous
+
+
 def generated_windows(dtype: np.dtype) -> Any:
     """``codegen.windows`` where its generated code runs here for ``dtype`` (a fast path's
-    native code: unfold, fold, argmax/argmin, sums along a middle axis), else None."""
+    native code: unfold, fold, argmax/argmin, sums along a middle axis), else None (and
+    within ``without_generated_code``)."""
+    if _generated.off:
+        return None
     try:
         from codegen import windows
     except ImportError:  # pragma: no cover - codegen ships with the runtime

@@ -1,0 +1,107 @@
+"""Kernels compiled in the background: a step's first calls do not wait for LLVM.
+
+A fused CPU plan whose kernels are not in the compiled-code cache takes LLVM a while to build
+(0.2 s for chain's one kernel, about a second for gpt's 42 functions on this project's 2-core
+VM). Where compiling in the background is on, the step replays its unfused plan meanwhile (the
+reference interpreter: numpy, one primitive a step, the results eager mode gives within the
+documented tolerance) and a thread builds the fused plan's kernels and products; the first
+call that finds them built switches to the fused plan, and keeps it. The kernels' module is
+emitted by child processes forked as the plan is made (``codegen.cache.start_compiling``);
+the thread waits for them, loads their code and compiles the plan's products, and the calls
+meanwhile run no native code at all (``Executable.native_code``: neither native runs nor the
+primitives' compiled fast paths), so that nothing they do waits for LLVM or its lock.
+
+Which call switches depends on how long LLVM takes: calls before it run the unfused plan and
+round differently from the fused one (within tolerance, but not the same bits). A step that
+must give the same bits on every run compiles before its first call:
+``planner.compile(step, background=False)``; for every step whose ``background`` is left
+None, ``runtime.use_deterministic_algorithms(True)`` (PyTorch's switch) or
+``BACKPLAN_BACKGROUND_COMPILE=0`` in the environment. Only what is worth it goes to
+the background: CPU plans, not those of DistributedDataParallel steps (every rank must run the
+same plan at the same call), and only where the kernels are not cached already and weigh at
+least BACKGROUND_MIN_EXPRS (below that LLVM takes less than a step's worth of waiting).
+``CompiledStep.wait()`` blocks until every kernel compiling in the background is in use.
+
+The thread is not a daemon: a process that ends while it compiles waits for it at exit (the
+code then lands in the cache, for the next process), and never exits with LLVM mid-call.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from runtime._determinism import are_deterministic_algorithms_enabled
+
+from .executable import kernels_by_device
+from .plan import Plan
+
+ENV = "BACKPLAN_BACKGROUND_COMPILE"
+# kernels weighing less (element-exprs over their distinct functions) compile in the call
+BACKGROUND_MIN_EXPRS = 80
+
+
+def enabled(background: bool | None) -> bool:
+    """Whether a step compiles in the background: its own ``background`` setting, else not
+    while ``runtime.use_deterministic_algorithms(True)`` is in force, else
+    BACKPLAN_BACKGROUND_COMPILE ("1", the default, or "0")."""
+    if background is not None:
+        return background
+    text = os.environ.get(ENV, "1")
+    if text not in ("0", "1"):
+        raise ValueError(f"{ENV} must be 0 or 1, got {text!r}")
+    return text == "1" and not are_deterministic_algorithms_enabled()
+
+
+def worth_it(plan: Plan, cache_dir: Any) -> bool:
+    """Whether ``plan``'s kernels would take LLVM long enough to leave to the background:
+    they are not cached (in memory or on disk) and weigh BACKGROUND_MIN_EXPRS or more."""
+    kernels = kernels_by_device(plan).get("cpu")
+    if not kernels:
+        return False
+    from codegen import cache
+    from codegen.llvm import distinct
+
+    same = distinct(kernels)
+    weight = sum(len(k.exprs) + 1 for k in kernels if same[k.name] == k.name)
+    return weight >= BACKGROUND_MIN_EXPRS and not cache.is_cached(kernels, cache_dir)
+
+
+class Pending:
+    """A fused plan being built by a thread of its own: ``build`` compiles its kernels and
+    products (into the cache ``cache_dir``); ``done`` is set once it returned or raised
+    (``error``). The kernels' module is emitted by children forked here, on the calling
+    thread (``codegen.cache.start_compiling``): the thread only waits for them, holding no
+    LLVM lock, so that the interim calls' own bits of native code (``codegen.windows``'
+    functions, compiled once per machine) are not held up behind the module."""
+
+    def __init__(self, plan: Plan, build: Callable[[], None], name: str,
+                 cache_dir: Any = None) -> None:
+        from codegen import cache
+
+        self.plan = plan
+        self.error: BaseException | None = None
+        self.done = threading.Event()
+        self._build = build
+        self._kernels = kernels_by_device(plan)["cpu"]
+        cache.start_compiling(self._kernels, cache_dir)
+        self.thread = threading.Thread(target=self._run, name=f"planner compile {name}")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._build()
+        except BaseException as exc:  # handed to the call that switches (CompiledStep)
+            from codegen import cache
+
+            self.error = exc
+            cache.cancel_compiling(self._kernels)  # children its build did not collect
+        finally:
+            self.done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Whether the build finished, waiting at most ``timeout`` seconds (None: until it
+        does)."""
+        return self.done.wait(timeout)
