@@ -10,6 +10,7 @@ as graph values to write back, and nothing outside the tracer changes during a c
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,9 @@ class Tracer:
         self.modes: list[tuple[Any, bool]] = []
         self.late_modes: list[tuple[Any, bool]] = []
         self.found_modes: dict[int, tuple[Any, bool]] = {}
+        # id -> (tensor, requires_grad when the step began) of the tensors from outside the
+        # step (parameters, buffers) whose flag the step changed (``requires_grad_changes``)
+        self.flags_before: dict[int, tuple[Tensor, bool]] = {}
 
     # --- graph values -----------------------------------------------------------------------
     def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
@@ -233,8 +237,11 @@ class Tracer:
             return hit[0]
         desc = f"tensor{list(t.shape)}" if t._base is None else \
             f"a view tensor{list(t.shape)} of a tensor from outside the step"
+        # guarded as the step found it: a flag it set before this read (a GAN's
+        # ``requires_grad_(False)`` on the discriminator) is set again after each replay
+        before = self.flags_before.get(id(t))
         cell = self._new_slot(Slot("tensor", t, tuple(t.shape), t.dtype, self.device_of(t), desc,
-                                   requires_grad=t._rg), data, t)
+                                   requires_grad=t._rg if before is None else before[1]), data, t)
         if t._base is not None:
             self.outside_views[len(self.slots) - 1] = data
         return cell
@@ -368,6 +375,28 @@ class Tracer:
         for m in module.modules():
             self.found_modes.setdefault(id(m), (m, m.training))
 
+    def requires_grad_changes(self, t: Tensor) -> None:
+        """``t.requires_grad_`` is about to change its flag (runtime.tensor): for a tensor
+        from outside the step that is no argument of it, the flag it had when the step began
+        is kept (its slot's guard) and its flag at the end is set after every replay
+        (``flag_effects``); the capture puts the flag back (``restore_flags``). An argument's
+        flag is the caller's: its slot was made before the step ran."""
+        if type(t._data) is MetaArray or id(t) in self.input_of or id(t) in self.flags_before:
+            return
+        self.flags_before[id(t)] = (t, t._rg)
+
+    def flag_effects(self) -> list[tuple[str, Any]]:
+        """What sets each changed flag as the step left it, after a replay."""
+        return [("after", functools.partial(_set_flag, t, t._rg))
+                for t, before in self.flags_before.values() if t._rg != before]
+
+    def restore_flags(self) -> None:
+        """Put back the flags the step changed (the capture ran its Python on the real
+        tensors): the call then runs eagerly, or the replay's effects set them, from the
+        flags it met."""
+        for t, before in self.flags_before.values():
+            t._rg = before
+
     def on_optimizer(self, opt: Any) -> None:
         if id(opt) not in self.optimizers:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
@@ -473,7 +502,8 @@ class Tracer:
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
                        [o for o, _ in self.optimizers.values()], grad_none, created,
-                       self.effects, self.modes, self.late_modes, self.found_modes)
+                       self.effects + self.flag_effects(), self.modes, self.late_modes,
+                       self.found_modes)
 
     def restore_generators(self) -> None:
         """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""
@@ -548,4 +578,10 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         set_grad_enabled(grad_mode)
         tracer.restore_optimizers()
         tracer.restore_generators()
+        tracer.restore_flags()
         watch.settle()
+
+
+def _set_flag(t: Tensor, flag: bool) -> None:
+    """A replay's effect: ``t.requires_grad`` as the step left it."""
+    t._rg = flag
