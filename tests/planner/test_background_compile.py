@@ -224,3 +224,31 @@ def test_process_ending_mid_compile_leaves_plan_and_code(tmp_path: Path) -> None
 
     assert run() == {"kernels": 0, "loaded": 0}
     assert run() == {"kernels": 1, "loaded": 1}
+
+
+def test_threads_calling_while_it_compiles_equal_sequential_calls(on: None,
+                                                                   tmp_path: Path) -> None:
+    """Calls from several threads before, during and after the switch: each holds the step's
+    lock, so they leave the parameters as as many sequential calls do (within the tolerance
+    between the unfused and the fused plan)."""
+    from tests.threads import in_threads
+
+    wl = WORKLOADS["mlp_small"]  # SGD: the outputs hold the loss and every parameter
+    arrays = wl.make_arrays(0)
+    eager, compiled = wl.build(rt, arrays), wl.build(rt, arrays)
+    step = planner.compile(compiled.fn, cache_dir=tmp_path)
+    threads, calls = 3, 6
+
+    def run() -> None:
+        for _ in range(calls):
+            step(*compiled.args)
+
+    in_threads(*[run] * threads)
+    assert step.wait() is True
+    got = compiled.outputs(step(*compiled.args))
+    for _ in range(threads * calls):
+        eager.fn(*eager.args)
+    want = eager.outputs(eager.fn(*eager.args))
+    _close(got, want)
+    assert step.captures == 1
+    assert step.plan.stats["kernels"] > 0
