@@ -421,9 +421,17 @@ def _erfinv_core(s: Tensor, q: Tensor) -> Tensor:
         central_y = F.sub(y, F.mul(F.sub(F.erf(y), s), F.mul(F.exp(F.mul(y, y)),
                                                              half_sqrt_pi)))
         ay = F.where(tail_side, F.abs(y), 1.0)
-        ec = erfc(ay)
-        tail_y = F.add(ay, F.mul(F.mul(F.sub(F.log(ec), log_q), ec),
-                                 F.mul(F.exp(F.mul(ay, ay)), half_sqrt_pi)))
+        # past y = 26 erfc(y) is subnormal (its digits lost): log erfc(y) by its asymptotic
+        # series there; erfc(y) e^(y^2) as one exp (e^(y^2) alone overflows past y = 26.6)
+        far_y = F.gt(ay, 26.0)
+        fy = F.where(far_y, ay, 27.0)
+        z = F.div(1.0, F.mul(F.mul(fy, fy), 2.0))  # 1 / (2 y^2)
+        log_far = F.sub(F.add(F.mul(F.mul(fy, fy), -1.0), F.log1p(F.mul(z, _horner(
+            z, [-1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0])))),
+            F.log(F.mul(fy, math.sqrt(math.pi))))
+        log_ec = F.where(far_y, log_far, F.log(erfc(F.where(far_y, 1.0, ay))))
+        tail_y = F.add(ay, F.mul(F.sub(log_ec, log_q),
+                                 F.mul(F.exp(F.add(log_ec, F.mul(ay, ay))), half_sqrt_pi)))
         y = F.where(tail_side, F.mul(tail_y, sign), central_y)
     return y
 
@@ -467,13 +475,18 @@ def ndtri(input: Tensor) -> Tensor:
         pc = F.where(inside, c, 0.5)
         q = F.where(F.lt(pc, 0.5), F.mul(pc, 2.0), F.mul(F.sub(1.0, pc), 2.0))
         y = F.mul(_erfinv_core(F.sub(F.mul(pc, 2.0), 1.0), q), math.sqrt(2.0))
-        out = _second_order(y, F.sub(F.where(inside, v, 0.5), pc), lambda t: F.mul(
-            F.exp(F.mul(F.mul(t, t), 0.5)), math.sqrt(2 * math.pi)), F.eq(c, 0.5))
+
+        def slope(t: Tensor) -> Tensor:
+            return F.mul(F.exp(F.mul(F.mul(t, t), 0.5)), math.sqrt(2 * math.pi))
+
+        # the gradient overflows below p = 1e-308 or so (subnormal p): y there, inf its slope
+        regular = F.logical_and(inside, T.isfinite(slope(y)))
+        out = _second_order(y, F.sub(F.where(regular, v, pc), pc), slope, F.eq(c, 0.5))
         edge = F.where(F.eq(c, 1.0), math.inf, F.where(F.eq(c, 0.0), -math.inf, math.nan))
         # PyTorch's sqrt(2 pi) exp(ndtri(p)^2 / 2) beyond: inf at 0 and 1, NaN past them
-        slope = F.where(_or(F.eq(c, 0.0), F.eq(c, 1.0)), math.inf, math.nan)
-        return _with_edges(F.where(inside, out, edge), v, inside, slope,
-                           "SpecialNdtriBackward0")
+        edge_slope = F.where(_or(inside, _or(F.eq(c, 0.0), F.eq(c, 1.0))), math.inf, math.nan)
+        return _with_edges(F.where(regular, out, F.where(inside, y, edge)), v, regular,
+                           edge_slope, "SpecialNdtriBackward0")
     return _in64(f, input)
 
 
