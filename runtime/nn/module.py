@@ -284,7 +284,7 @@ class Module:
             if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks \
                     or _global_backward_pre_hooks:
                 # a plan replays tensor ops only: the hooks would run once, at capture
-                full, older = self._backward_hook_lists()
+                full = self._backward_hook_lists()[0]
                 kind = "full backward (pre-)hook" if full or self._backward_pre_hooks \
                     or _global_backward_pre_hooks else "backward hook"
                 raise GraphBreak(f"{self._get_name()} has a {kind}, which runs Python during "
