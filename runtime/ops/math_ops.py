@@ -26,6 +26,7 @@ _LN2 = math.log(2.0)
 # the series' own gradients would overflow (1 / x**2) into NaN
 _TINY = 1e-150
 _EULER = 0.57721566490153286
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 
 
@@ -269,6 +270,51 @@ def log_ndtr(input: Tensor) -> Tensor:
         out = F.where(T.isnan(v), math.nan, out)  # NaN fails every comparison: the tail took it
         return _with_edges(out, v, T.logical_not(T.isnan(v.detach())), math.nan,
                            "SpecialLogNdtrBackward0")
+    return _in64(f, input)
+
+
+_ERFCX_ASYMPTOTIC = [1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0]  # (2k-1)!!
+
+
+def _erfcx_rational(x: Tensor, lo: float, hi: float, num: list[float], den: list[float]
+                    ) -> tuple[Tensor, Tensor]:
+    """fdlibm's erfc(x) = exp(-x^2 - 0.5625 + R/S) / x on [lo, hi), with its exp(-x^2) left
+    out: erfcx there, and the mask of the range (x made safe outside it)."""
+    inside = F.logical_and(F.ge(x, lo), F.lt(x, hi))
+    xs = F.where(inside, x, (lo + hi) / 2 if math.isfinite(hi) else lo + 1.0)
+    inv = F.div(1.0, F.mul(xs, xs))
+    return F.div(F.exp(F.sub(F.div(_horner(inv, num), _horner(inv, den)), 0.5625)), xs), inside
+
+
+def erfcx(input: Tensor) -> Tensor:
+    """exp(x^2) erfc(x), the scaled complementary error function, without overflow: the
+    product below 1.25 (inf past -26.64, as it is), fdlibm's erfc rationals with their
+    exp(-x^2) left out on [1.25, 28), 1 / (x sqrt(pi)) (1 - 1/(2x^2) + 3/(4x^4) - ...) past 28
+    (the 8th term 2e-18 there). Below -26.5 and at +-inf and NaN the gradient is PyTorch's
+    2x erfcx(x) - 2/sqrt(pi) evaluated there (NaN at inf, -inf at -inf)."""
+    from .special import ERF_RA, ERF_RB, ERF_SA, ERF_SB
+
+    _no_half("erfcx_cpu", input)
+
+    def f(v: Tensor) -> Tensor:
+        c = v.detach()
+        regular = F.logical_and(T.isfinite(c), F.gt(c, -26.5))
+        x = _safe(v, regular, 0.0)
+        near = F.lt(x, 1.25)
+        xn = F.where(near, x, 0.0)
+        out = F.mul(F.exp(F.mul(xn, xn)), erfc(xn))
+        for lo, hi, num, den in ((1.25, 1 / 0.35, ERF_RA, ERF_SA), (1 / 0.35, 28.0, ERF_RB, ERF_SB)):
+            part, inside = _erfcx_rational(x, lo, hi, num, den)
+            out = F.where(inside, part, out)
+        far = F.ge(x, 28.0)
+        xf = F.where(far, x, 30.0)
+        z = F.div(0.5, F.mul(xf, xf))
+        out = F.where(far, F.div(_horner(z, _ERFCX_ASYMPTOTIC), F.mul(xf, math.sqrt(math.pi))),
+                      out)
+        edge = F.where(F.eq(c, math.inf), 0.0, F.mul(F.exp(F.mul(c, c)), erfc(c)))
+        slope = F.sub(F.mul(F.mul(c, 2.0), edge), _TWO_OVER_SQRT_PI)
+        return _with_edges(F.where(regular, out, edge), v, regular, slope,
+                           "SpecialErfcxBackward0")
     return _in64(f, input)
 
 
