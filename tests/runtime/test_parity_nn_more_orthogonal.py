@@ -156,3 +156,30 @@ def test_orthogonal_assigning_a_wrong_shape_raises_as_torch():
     with pytest.raises(ValueError) as got:
         rl.weight = rt.zeros(3, 3)
     assert str(got.value).replace("runtime.", "torch.") == str(want.value)
+
+
+@pytest.mark.parametrize("tensor_name", [None, "weight"])
+def test_transfer_parametrizations_and_params_matches_torch(tensor_name):
+    def run(lib: Any, orth: Any) -> Any:
+        lib.manual_seed(0)
+        source = lib.nn.Linear(3, 3).double()
+        with lib.no_grad():
+            source.weight.copy_(lib.tensor(np.random.default_rng(0).standard_normal((3, 3))))
+            source.bias.copy_(lib.tensor(np.arange(1.0, 4.0)))
+        orth(source)
+        if tensor_name is None:  # a second parametrized tensor, transferred too
+            lib.nn.utils.parametrizations.weight_norm(source, "bias", dim=None)
+        target = lib.nn.Linear(3, 3).double()
+        with lib.no_grad():  # registering on the target builds its base from its own weight
+            target.weight.copy_(lib.tensor(np.random.default_rng(1).standard_normal((3, 3))))
+            target.bias.copy_(lib.tensor(np.arange(3.0)))
+        lib.nn.utils.parametrize.transfer_parametrizations_and_params(source, target,
+                                                                      tensor_name)
+        shared = target.parametrizations.weight.original is \
+            source.parametrizations.weight.original
+        return repr(target), list(target.state_dict()), shared, \
+            target.weight.detach().numpy()
+
+    want, got = run(torch, torth), run(rt, orthogonal)
+    assert got[:3] == want[:3]
+    np.testing.assert_allclose(got[3], want[3], rtol=1e-10, atol=1e-12)

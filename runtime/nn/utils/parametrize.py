@@ -260,5 +260,29 @@ def type_before_parametrizations(module: Module) -> type:
     return type(module).__bases__[0] if is_parametrized(module) else type(module)
 
 
+def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
+                                         tensor_name: str | None = None) -> Module:
+    """``from_module``'s parametrizations (of ``tensor_name``, or all) registered on
+    ``to_module`` too, their original tensors shared (PyTorch's)."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for parametrization in from_module.parametrizations[name]:
+            register_parametrization(to_module, name, parametrization)
+        source, target = from_module.parametrizations[name], to_module.parametrizations[name]
+        if hasattr(source, "original"):
+            target.original = source.original
+            continue
+        num = 0
+        while hasattr(source, f"original{num}"):
+            setattr(target, f"original{num}", getattr(source, f"original{num}"))
+            num += 1
+    return to_module
+
+
 __all__ = ["ParametrizationList", "cached", "is_parametrized", "register_parametrization",
-           "remove_parametrizations", "type_before_parametrizations"]
+           "remove_parametrizations", "transfer_parametrizations_and_params",
+           "type_before_parametrizations"]
