@@ -8,6 +8,7 @@ F.max_unpool*."""
 from __future__ import annotations
 
 import inspect
+import re
 import types
 import warnings
 from typing import Any
@@ -330,6 +331,49 @@ def test_functional_signature_matches_torch(name: str) -> None:
         return
     assert got is not None
     assert _same_signature(want, got, EXTRA_KEYWORDS.get(name, set())), (want, got)
+
+
+# torch's builtins among them have no signature: their docstrings open with it
+# ("gelu(input, approximate = 'none') -> Tensor"); the names (a keyword call binds by them)
+# and defaults are compared with ours
+_DOC_SIGNATURE = re.compile(r"^\s*(\w+)\((.*)\)\s*->")
+ELSEWHERE_NAMES = {  # the tensor parameter is x here, input in torch (activations.py,
+    # composite.py): F.gelu(input=t) raises TypeError here
+    "gelu", "hardshrink", "linear", "logsigmoid", "pdist", "prelu", "softplus", "softshrink",
+}
+
+
+def _doc_params(fn: Any) -> list[tuple[str, Any]] | None:
+    first = (fn.__doc__ or "").strip().splitlines()[:1]
+    match = _DOC_SIGNATURE.match(first[0]) if first else None
+    if match is None:
+        return None
+    out: list[tuple[str, Any]] = []
+    for part in match.group(2).split(","):
+        part = part.strip()
+        if not part or part == "*":
+            continue
+        name, _, default = (p.strip() for p in part.partition("="))
+        # defaults are literals or arithmetic on them ("1./8")
+        value = eval(default, {"__builtins__": {}}) if default else "<required>"  # noqa: S307
+        out.append((name, value))
+    return out
+
+
+@pytest.mark.parametrize("name", [n for n in _torch_functions()
+                                  if _params(getattr(torch.nn.functional, n)) is None])
+def test_functional_builtin_parameter_names_match_torch_docs(name: str) -> None:
+    want = _doc_params(getattr(torch.nn.functional, name))
+    if want is None:  # no signature line in its docstring
+        return
+    got = [(p[0], p[2]) for p in _params(getattr(rt.nn.functional, name)) or []
+           if p[1] in ("POSITIONAL_OR_KEYWORD", "POSITIONAL_ONLY")]
+    same = [g[0] for g in got[:len(want)]] == [w[0] for w in want] and all(
+        g[1] == w[1] for g, w in zip(got, want))
+    if name in ELSEWHERE_NAMES:
+        assert not same  # a stale entry fails here
+        return
+    assert same, (want, got)
 
 
 # module forwards on bad shapes: "module|input specs", a spec is a shape of float64 values
