@@ -125,6 +125,9 @@ def _cse_key(g: nx.DiGraph, v: int) -> Any:
 
 def _canon(x: Any) -> Any:
     """A hashable key equal for equal attribute values (and only for them)."""
+    plain = _PLAIN.get(type(x))  # the common exact types first: args are lists of tuples
+    if plain is not None:
+        return plain(x)
     if isinstance(x, np.ndarray):
         return ("array", x.dtype.str, x.shape, x.tobytes())
     if isinstance(x, np.generic):
@@ -144,6 +147,18 @@ def _canon(x: Any) -> Any:
     if isinstance(x, dict):
         return ("dict", tuple(sorted((k, _canon(i)) for k, i in x.items())))
     return ("object", id(x))  # unknown: equal only to itself
+
+
+# exact type -> its key, as the checks in _canon give it (subclasses take those checks)
+_PLAIN: dict[type, Callable[[Any], Any]] = {
+    tuple: lambda x: ("tuple", tuple(map(_canon, x))),
+    list: lambda x: ("list", tuple(map(_canon, x))),
+    str: lambda x: ("str", x),
+    int: lambda x: ("int", x),
+    bool: lambda x: ("bool", x),
+    type(None): lambda x: ("NoneType", x),
+    float: lambda x: ("float", x.hex()),
+}
 
 
 # --- algebraic simplification -------------------------------------------------------------
