@@ -320,6 +320,24 @@ def test_layer_constructor_signature_matches_torch(name: str) -> None:
     assert _same_signature(want, got, set()), (want, got)
 
 
+# torch's modules without a forward of their own show its stub's (self, *input)
+_FORWARD_STUBS = {"Container", "Module", "ModuleDict", "ModuleList", "ParameterDict",
+                  "ParameterList", "RNNBase", "RNNCellBase"}
+
+
+@pytest.mark.parametrize("name", _torch_nn_classes())
+def test_layer_forward_signature_matches_torch(name: str) -> None:
+    want = _params(getattr(torch.nn, name).forward)
+    got = _params(getattr(rt.nn, name).forward)
+    if name in _FORWARD_STUBS:
+        with pytest.raises(NotImplementedError, match=f"Module \\[{name}\\] is missing the "
+                                                      "required \"forward\" function"):
+            rt.nn.Module.forward(getattr(rt.nn, name).__new__(getattr(rt.nn, name)))
+        return
+    assert want is not None and got is not None
+    assert _same_signature(want, got, set()), (want, got)
+
+
 @pytest.mark.parametrize("name", _torch_functions())
 def test_functional_signature_matches_torch(name: str) -> None:
     want = _params(getattr(torch.nn.functional, name))
