@@ -22,7 +22,7 @@ def _same_dtype(a: Tensor, b: Tensor) -> None:
 
 
 @autocast_lower
-def mm(input: Tensor, mat2: Tensor) -> Tensor:
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:
@@ -31,14 +31,16 @@ def mm(input: Tensor, mat2: Tensor) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
                            f"{input.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     _same_dtype(input, mat2)
-    return F.matmul(input, mat2)
+    return _into(F.matmul(input, mat2), out, "mm")
 
 
 @autocast_lower
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: A002
-          alpha: Any = 1) -> Tensor:
+          alpha: Any = 1, out: Tensor | None = None) -> Tensor:
     """``beta * input + alpha * (mat1 @ mat2)``, PyTorch's checks and texts; with beta and
     alpha 1, one ``matmul_add`` step (the product, rounded, then input added)."""
+    if out is not None:
+        return F.written_to(out, addmm(input, mat1, mat2, beta=beta, alpha=alpha), "addmm")
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.ndim != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
@@ -74,7 +76,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
 
 @autocast_lower
 @named_backward("BmmBackward0")
-def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     if input.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.ndim != 3:
@@ -86,7 +88,12 @@ def bmm(input: Tensor, mat2: Tensor) -> Tensor:
     if input.dtype is not mat2.dtype:
         raise RuntimeError(f"expected scalar type {scalar_type_name(input.dtype)} but found "
                            f"{scalar_type_name(mat2.dtype)}")
-    return F.matmul(input, mat2)
+    return _into(F.matmul(input, mat2), out, "bmm")
+
+
+def _into(result: Tensor, out: Tensor | None, name: str) -> Tensor:
+    """``result``, or written into ``out`` (PyTorch's ``out=``: ``F.written_to``)."""
+    return result if out is None else F.written_to(out, result, name)
 
 
 def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:

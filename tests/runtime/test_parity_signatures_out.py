@@ -168,3 +168,28 @@ def test_out_matches_torch(name: str, call: Callable[[Any, Any, Any], Any],
     (ours, our_warnings), (theirs, their_warnings) = results
     np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
     assert our_warnings == their_warnings
+
+
+@pytest.mark.parametrize("name", ["mm", "bmm", "addmm"])
+def test_products_write_out_as_torch(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    shapes = {"mm": [(3, 4), (4, 5)], "bmm": [(2, 3, 4), (2, 4, 5)],
+              "addmm": [(3, 5), (3, 4), (4, 5)]}[name]
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    kwargs = {"beta": 0.5, "alpha": 2.0} if name == "addmm" else {}
+    for start in [(0,), (2,)]:  # empty: resized silently; else with PyTorch's warning
+        ours, theirs = rt.empty(*start), torch.empty(*start)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            result = getattr(rt, name)(*map(rt.from_numpy, arrays), out=ours, **kwargs)
+        with warnings.catch_warnings(record=True) as want:
+            warnings.simplefilter("always")
+            getattr(torch, name)(*map(torch.from_numpy, arrays), out=theirs, **kwargs)
+        assert result is ours
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-5)
+        assert [str(w.message)[:40] for w in got] == [str(w.message)[:40] for w in want]
+    grad = rt.from_numpy(arrays[0]).requires_grad_()
+    with pytest.raises(RuntimeError, match=f"{name}\\(\\): functions with out=... arguments "
+                                           "don't support automatic differentiation"):
+        getattr(rt, name)(grad, *map(rt.from_numpy, arrays[1:]), out=rt.empty(0), **kwargs)

@@ -102,7 +102,6 @@ ELSEWHERE: dict[str, str] = {
                                        "**kwargs)",
     "Tensor.uniform_: to missing": "more_ops.py: uniform_(from=0, to=1) names b ``to``",
     "meshgrid: indexing='ij', not None": "more_ops.py: PyTorch's None warns, then means 'ij'",
-    **_each("addmm bmm mm", "out= missing", "products.py: " + _OUT_TODO),
 }
 
 
