@@ -155,6 +155,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         joint = " and" if spatial == 1 else ""
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({ins}){joint} output ({outs})")
+    if not input.dtype.is_floating_point and mode not in ("nearest", "nearest-exact"):
+        _refuse_integers(input, mode, spatial, antialias)
     if antialias:
         return _antialiased(input, sizes, factors, mode, bool(align_corners))
     if mode == "area":
@@ -218,6 +220,29 @@ def _antialiased(input: Tensor, sizes: list[int], factors: list[float | None],  
     cols = tensor(_antialias_weights(ow, w, fw, align_corners, mode).T, dtype=input.dtype,
                   device=input.device)
     return F.matmul(F.matmul(rows, input), cols)
+
+
+def _refuse_integers(input: Tensor, mode: str, spatial: int, antialias: bool  # noqa: A002
+                     ) -> None:
+    """The interpolating modes of an integer input: PyTorch's kernel error for each, and for
+    uint8 in its 2-d linear, cubic and lanczos modes (which PyTorch computes in fixed point,
+    rounding differently from a float computation) an error here, never other values."""
+    name = D.scalar_type_name(input.dtype)
+    if name == "Byte" and spatial == 2 and mode in _FILTERS:
+        raise NotImplementedError(f"interpolate: a uint8 input in mode '{mode}' (PyTorch's "
+                                  "fixed-point kernel) is not supported here; convert it to a "
+                                  "floating-point type")
+    if mode == "area":
+        kernel = "adaptive_avg_pool3d_cpu" if spatial == 3 else "adaptive_avg_pool2d"
+    elif antialias:
+        kernel = "compute_index_ranges_weights"
+    elif mode == "bicubic":
+        kernel = "compute_indices_weights_cubic"
+    elif mode == "bilinear":
+        kernel = "upsample_bilinear2d_channels_last"
+    else:
+        kernel = "compute_indices_weights_linear"
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{name}\'')
 
 
 def _mode_error(ndim: int, mode: str) -> str:
