@@ -94,6 +94,9 @@ class RunState:
         return True
 
 
+_graph_task_ids = itertools.count()
+
+
 class GraphTask(RunState):
     def __init__(self, keep_graph: bool, create_graph: bool, reentrant_depth: int,
                  cpu_ready_queue: ReadyQueue[NodeTask]) -> None:
@@ -109,6 +112,8 @@ class GraphTask(RunState):
         self.exec_info: dict[Node, ExecInfo] = {}
         self.captured_vars: list[Any] = []
         self.owner: str | None = None
+        self.nodes_in_graph: set[Node] = set()  # dependencies empties as the run goes
+        self.id = next(_graph_task_ids)
 
     def completed(self) -> bool:
         return self.outstanding_tasks <= 0 or self.has_error
@@ -319,6 +324,7 @@ class _ThreadState(threading.local):
     local_ready_queue: ReadyQueue[NodeTask] | None = None
     current_depth: int = 0
     total_depth: int = 0
+    graph_task: GraphTask | None = None  # the one whose node this thread is evaluating
 
 
 _tls = _ThreadState()
@@ -396,7 +402,7 @@ class Engine:
     @staticmethod
     def compute_dependencies(root: Node, gt: GraphTask, min_topo_nr: int) -> None:
         deps = gt.dependencies
-        seen = {root}
+        seen = gt.nodes_in_graph = {root}
         stack = [root]
         while stack:
             fn = stack.pop()
@@ -457,6 +463,7 @@ class Engine:
             if task.fn is not None and not gt.has_error:
                 prev = _grad_state.enabled
                 _grad_state.enabled = gt.create_graph
+                outer, _tls.graph_task = _tls.graph_task, gt
                 try:
                     self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
                 except BaseException as e:  # noqa: BLE001 - re-raised in the caller
@@ -465,6 +472,7 @@ class Engine:
                     gt.set_exception(e, task.fn)
                 finally:
                     _grad_state.enabled = prev
+                    _tls.graph_task = outer
             with gt.lock:
                 gt.outstanding_tasks -= 1
                 finished = gt.outstanding_tasks <= 0
@@ -654,6 +662,31 @@ def _check_nan(fn: Node, outputs: list[Any]) -> None:
 
 
 _engine = Engine()
+
+
+def current_graph_task_id() -> int:
+    """An id of the backward run whose node this thread is evaluating (a hook asks), -1
+    outside one: PyTorch's ``torch._C._current_graph_task_id``."""
+    gt = _tls.graph_task
+    return -1 if gt is None else gt.id
+
+
+def will_engine_execute_node(node: Node) -> bool:
+    """Whether the running backward evaluates ``node``: a node of its graph (``backward``) or
+    one the requested gradients need (``grad``, ``backward(inputs=...)``), as PyTorch's
+    ``torch._C._will_engine_execute_node``."""
+    gt = _tls.graph_task
+    if gt is None:
+        raise RuntimeError("_will_engine_execute_node should only be called during the "
+                           "backward pass")
+    if gt.exec_info:
+        if isinstance(node, AccumulateGrad) and gt.captured_vars:  # autograd.grad: captured
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are "
+                               "currently running autograd.grad(). This is currently not "
+                               "supported.")
+        info = gt.exec_info.get(node)
+        return info is not None and info.should_execute()
+    return node in gt.nodes_in_graph
 
 
 def get_default_engine() -> Engine:

@@ -1,16 +1,18 @@
 """rt.autograd.graph: hooks on the tensors saved for backward (PyTorch's saved_tensors_hooks,
-save_on_cpu, disable_saved_tensors_hooks), and the graph's Node class."""
+save_on_cpu, disable_saved_tensors_hooks), a hook on the gradients of several tensors
+(register_multi_grad_hook), and the graph's Node class."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .node import Node, saved_tensors_hooks_state
+from .node import Node, RemovableHandle, saved_tensors_hooks_state
 
-__all__ = ["Node", "disable_saved_tensors_hooks", "increment_version", "save_on_cpu",
-           "saved_tensors_hooks"]
+__all__ = ["Node", "disable_saved_tensors_hooks", "increment_version",
+           "register_multi_grad_hook", "save_on_cpu", "saved_tensors_hooks"]
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
@@ -70,3 +72,79 @@ def increment_version(tensor: Any | Iterable[Any]) -> None:
 
     for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
         t._vc.v += 1
+
+
+class _MultiHandle(RemovableHandle):
+    """The handles of the tensor hooks ``register_multi_grad_hook`` placed, removed as one."""
+
+    def __init__(self, handles: tuple[RemovableHandle, ...]) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def _grad_fn_or_grad_acc(t: Any) -> Node:
+    from .node import gradient_edge
+
+    return gradient_edge(t).function
+
+
+def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., None], *,
+                             mode: str = "all") -> RemovableHandle:
+    """A hook on the gradients of several tensors, as PyTorch's: with ``mode="all"``,
+    ``fn(grads)`` once per backward, after every tensor of ``tensors`` that backward reaches
+    has its gradient (``grads`` in their order, None for one it does not reach); with
+    ``mode="any"``, ``fn(grad)`` with the first of them computed, once per backward."""
+    from .engine import current_graph_task_id, will_engine_execute_node
+
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    lock = threading.Lock()
+
+    def task_id() -> int:
+        task = current_graph_task_id()
+        if task == -1:
+            raise AssertionError("expected this hook to be called inside a backward call")
+        return task
+
+    if mode == "any":
+        ran: set[int] = set()
+
+        def first_grad(grad: Any) -> None:
+            task = task_id()
+            with lock:
+                if task in ran:
+                    return
+                ran.add(task)
+            fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(first_grad) for t in tensors
+                                  if t.requires_grad))
+
+    grad_fns = [_grad_fn_or_grad_acc(t) for t in tensors]
+    count: dict[int, int] = {}
+    expected: dict[int, int] = {}
+    buffer: dict[int, list[Any]] = {}
+
+    def inner_hook(idx: int) -> Callable[[Any], None]:
+        def hook(grad: Any) -> None:
+            task = task_id()
+            with lock:
+                if task not in count:  # this backward's first: how many will come
+                    count[task] = 0
+                    expected[task] = sum(map(will_engine_execute_node, grad_fns))
+                    buffer[task] = [None] * len(tensors)
+                count[task] += 1
+                buffer[task][idx] = grad
+                done = count[task] == expected[task]
+                grads = buffer.pop(task) if done else None
+                if done:
+                    del count[task], expected[task]
+            if grads is not None:
+                fn(grads)
+        return hook
+
+    return _MultiHandle(tuple(t.register_hook(inner_hook(i)) for i, t in enumerate(tensors)))
