@@ -12,8 +12,12 @@ An object is JSON where JSON says enough (None, bools, ints, floats, strings, li
 one-key tagged object where it does not: ``{"dict": [[key, value], ...]}`` (keys keep their
 type: an optimizer's state is keyed by int), ``{"tuple": [...]}``, ``{"tensor": index}``.
 A tensor entry holds dtype, shape, device, requires_grad, whether it is an nn.Parameter, and
-its byte range. Loading checks every size against the file before allocating, so a corrupt
-or hostile file raises an error, never a crash or a huge allocation.
+its byte range; or, where tensors saved together share memory (views of one array, tied
+weights), the index of a storage in the header's ``"storages"`` (byte ranges of the data
+section holding each shared array once), its byte offset in it and its strides in bytes:
+loaded, such tensors share one buffer again, as PyTorch's storages make them. Loading
+checks every size against the file before allocating, so a corrupt or hostile file raises
+an error, never a crash or a huge allocation.
 
 Saving to a path is atomic: the bytes go to a temporary file beside the target, are
 flushed to disk, and replace the target in one rename, so a crash mid-save leaves the
@@ -27,6 +31,7 @@ import json
 import math
 import os
 import struct
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import IO, Any, BinaryIO
@@ -53,32 +58,84 @@ class CheckpointError(RuntimeError):
 # ------------------------------------------------------------------------------------ save
 
 
+def _root(arr: np.ndarray) -> np.ndarray:
+    """The outermost array of ``arr``'s ``base`` chain: what its memory is a view of."""
+    while isinstance(arr.base, np.ndarray):
+        arr = arr.base
+    return arr
+
+
+def _pointer(arr: np.ndarray) -> int:
+    return int(arr.__array_interface__["data"][0])
+
+
 class _Writer:
     def __init__(self) -> None:
-        self.entries: list[dict[str, Any]] = []
-        self.arrays: list[np.ndarray] = []
+        self.tensors: list[Tensor] = []
         self.index: dict[int, int] = {}
+        self.entries: list[dict[str, Any]] = []
+        self.storages: list[dict[str, int]] = []
+        self.arrays: list[np.ndarray] = []  # what the data section holds, in order
         self.size = 0
 
     def tensor(self, t: Tensor) -> dict[str, int]:
         known = self.index.get(id(t))
-        if known is not None:  # one tensor referenced twice is loaded as one tensor
-            return {"tensor": known}
-        # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-dim tensor (1,)
-        arr = np.asarray(move_array(t._data, "cpu"), order="C")
-        arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
-        self.size = -(-self.size // _ALIGN) * _ALIGN
-        from .nn.parameter import Parameter
+        if known is None:  # one tensor referenced twice is loaded as one tensor
+            known = self.index[id(t)] = len(self.tensors)
+            self.tensors.append(t)
+        return {"tensor": known}
 
-        self.entries.append({
-            "dtype": t.dtype.name, "shape": list(arr.shape), "device": t.device,
-            "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter),
-            "offset": self.size, "nbytes": int(arr.nbytes),
-        })
+    def _place(self, arr: np.ndarray) -> int:
+        self.size = -(-self.size // _ALIGN) * _ALIGN
+        offset = self.size
         self.arrays.append(arr)
         self.size += arr.nbytes
-        self.index[id(t)] = len(self.entries) - 1
-        return {"tensor": len(self.entries) - 1}
+        return offset
+
+    def _shared(self) -> dict[int, int]:
+        """The storage of each tensor sharing a host array with another one saved: each such
+        array is written once, whole (little-endian hosts; elsewhere each tensor apart)."""
+        groups: dict[int, list[int]] = {}
+        roots: dict[int, np.ndarray] = {}
+        for i, t in enumerate(self.tensors):
+            arr = t._data
+            if (type(arr) is np.ndarray and arr.nbytes and arr.dtype.isnative
+                    and sys.byteorder == "little"):
+                root = _root(arr)
+                if root.flags.c_contiguous:
+                    groups.setdefault(id(root), []).append(i)
+                    roots[id(root)] = root
+        storage_of: dict[int, int] = {}
+        for key, members in groups.items():
+            if len(members) < 2:
+                continue
+            root = roots[key]
+            raw = root.reshape(-1).view(np.uint8) if root.dtype != np.uint8 else root.reshape(-1)
+            self.storages.append({"offset": self._place(raw), "nbytes": int(raw.nbytes)})
+            for i in members:
+                storage_of[i] = len(self.storages) - 1
+        return storage_of
+
+    def finish(self) -> None:
+        """The entries and the data section, once the object's every tensor is known."""
+        from .nn.parameter import Parameter
+
+        storage_of = self._shared()
+        for i, t in enumerate(self.tensors):
+            entry: dict[str, Any] = {
+                "dtype": t.dtype.name, "shape": list(t.shape), "device": t.device,
+                "requires_grad": bool(t.requires_grad), "parameter": isinstance(t, Parameter)}
+            storage = storage_of.get(i)
+            if storage is None:
+                # np.asarray(order="C"), not np.ascontiguousarray: that makes a 0-dim (1,)
+                arr = np.asarray(move_array(t._data, "cpu"), order="C")
+                arr = arr.astype(arr.dtype.newbyteorder("<"), copy=False)
+                entry.update(offset=self._place(arr), nbytes=int(arr.nbytes))
+            else:
+                arr = t._data
+                entry.update(storage=storage, strides=list(arr.strides),
+                             storage_offset=_pointer(arr) - _pointer(_root(arr)))
+            self.entries.append(entry)
 
     def encode(self, obj: Any, path: str) -> Any:
         if obj is None or isinstance(obj, (bool, str)):
@@ -111,16 +168,20 @@ def raw_bytes(arr: np.ndarray) -> memoryview:
 def _serialize(obj: Any, out: BinaryIO) -> None:
     w = _Writer()
     tree = w.encode(obj, "the object")
-    header = json.dumps({"tree": tree, "tensors": w.entries}, allow_nan=True,
-                        separators=(",", ":")).encode()
+    w.finish()
+    content: dict[str, Any] = {"tree": tree, "tensors": w.entries}
+    if w.storages:
+        content["storages"] = w.storages
+    header = json.dumps(content, allow_nan=True, separators=(",", ":")).encode()
     out.write(MAGIC)
     out.write(struct.pack("<Q", len(header)))
     out.write(header)
     written = 0
-    for entry, arr in zip(w.entries, w.arrays):
-        out.write(b"\0" * (entry["offset"] - written))
+    for arr in w.arrays:
+        offset = -(-written // _ALIGN) * _ALIGN
+        out.write(b"\0" * (offset - written))
         out.write(raw_bytes(arr) if arr.nbytes else b"")
-        written = entry["offset"] + arr.nbytes
+        written = offset + arr.nbytes
 
 
 def save(obj: Any, f: PathOrFile) -> None:
@@ -222,6 +283,58 @@ def _check_entry(e: Any, i: int, data_size: int, name: str) -> tuple[D.DType, tu
     return dtype, shape
 
 
+class _Storages:
+    """The shared arrays of a checkpoint (its header's ``"storages"``), each copied out of the
+    file once, and the tensors viewing them."""
+
+    def __init__(self, table: Any, data: memoryview, name: str) -> None:
+        if not isinstance(table, list):
+            raise _bad(name, "its storage table is not a list")
+        self.table, self.data, self.name = table, data, name
+        self.arrays: dict[int, np.ndarray] = {}
+
+    def array(self, index: Any) -> np.ndarray:
+        if type(index) is not int or not 0 <= index < len(self.table):
+            raise _bad(self.name, f"it refers to storage {index!r} of {len(self.table)}")
+        if index not in self.arrays:
+            s = self.table[index]
+            offset = s.get("offset") if isinstance(s, dict) else None
+            nbytes = s.get("nbytes") if isinstance(s, dict) else None
+            if type(offset) is not int or type(nbytes) is not int or offset < 0 or nbytes < 0:
+                raise _bad(self.name, f"storage {index} has an invalid byte range")
+            if offset + nbytes > len(self.data):
+                raise _bad(self.name, f"storage {index} ends at byte {offset + nbytes} of a "
+                                      f"data section of {len(self.data)} bytes (the file is "
+                                      "truncated)")
+            self.arrays[index] = np.frombuffer(self.data[offset:offset + nbytes],
+                                               dtype=np.uint8).copy()
+        return self.arrays[index]
+
+    def view(self, e: dict[str, Any], i: int) -> tuple[D.DType, np.ndarray]:
+        """Tensor ``i``: a view of its storage, every byte it reaches checked to lie inside."""
+        if not isinstance(e.get("dtype"), str):
+            raise _bad(self.name, f"tensor entry {i} has no dtype name")
+        try:
+            dtype = D.as_dtype(e["dtype"])
+            shape, strides, offset = tuple(e["shape"]), tuple(e["strides"]), e["storage_offset"]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise _bad(self.name, f"tensor entry {i} is malformed ({exc})") from None
+        storage = self.array(e["storage"])
+        size = dtype.np.itemsize
+        ints = all(type(v) is int and v >= 0 for v in (*shape, *strides, offset))
+        if not ints or len(shape) != len(strides) or len(shape) > 64:
+            raise _bad(self.name, f"tensor {i} has an invalid shape, strides or offset")
+        if offset % size or any(st % size for st in strides):
+            raise _bad(self.name, f"tensor {i} is not aligned to its {dtype.name} elements")
+        if math.prod(shape):
+            end = offset + sum((n - 1) * st for n, st in zip(shape, strides)) + size
+            if end > storage.nbytes:
+                raise _bad(self.name, f"tensor {i} reaches byte {end} of a storage of "
+                                      f"{storage.nbytes} bytes")
+        arr = np.ndarray(shape, dtype=dtype.np, buffer=storage, offset=offset, strides=strides)
+        return dtype, arr
+
+
 def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) -> Any:
     view = memoryview(buf)
     if bytes(view[:len(MAGIC)]) != MAGIC:
@@ -246,16 +359,20 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
     data = view[start + hlen:]
     entries = header["tensors"]
     tensors: list[Tensor | None] = [None] * len(entries)
+    storages = _Storages(header.get("storages", []), data, name)
 
     def tensor(i: Any) -> Tensor:
         if type(i) is not int or not 0 <= i < len(entries):
             raise _bad(name, f"it refers to tensor {i!r} of {len(entries)}")
         if tensors[i] is None:
             e = entries[i]
-            dtype, shape = _check_entry(e, i, len(data), name)
-            raw = data[e["offset"]:e["offset"] + e["nbytes"]]
-            arr = np.frombuffer(raw, dtype=dtype.np.newbyteorder("<"))
-            arr = arr.astype(dtype.np, copy=True).reshape(shape)
+            if isinstance(e, dict) and "storage" in e:
+                dtype, arr = storages.view(e, i)
+            else:
+                dtype, shape = _check_entry(e, i, len(data), name)
+                raw = data[e["offset"]:e["offset"] + e["nbytes"]]
+                arr = np.frombuffer(raw, dtype=dtype.np.newbyteorder("<"))
+                arr = arr.astype(dtype.np, copy=True).reshape(shape)
             t = _placed(arr, dtype, str(e.get("device", "cpu")), map_location)
             if e.get("parameter"):
                 from .nn.parameter import Parameter
