@@ -368,6 +368,27 @@ def _check_transposed(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Se
                            f"({' x '.join(map(str, out))}). Output size is too small")
 
 
+def _refuse_bool_conv(x: Tensor, dilation: Sequence[int], dims: int, transposed: bool
+                      ) -> None:
+    """PyTorch's CPU convolution kernels: the plain ones take every dtype but bool, the
+    transposed and dilated ones floating point and int64 only; its error for the kernel it
+    picks (by rank, transposition and dilation)."""
+    if x.dtype.is_floating_point:
+        return
+    dilated = any(di > 1 for di in dilation)
+    if transposed:
+        kernel = f"slow_conv_transpose{3 if dims == 3 else 2}d_out_cpu"
+    elif dilated:
+        kernel = "slow_conv_dilated<>"
+    else:
+        kernel = "compute_columns3d" if dims == 3 else "slow_conv2d_cpu"
+    plain = not (transposed or dilated)
+    if x.dtype is D.int64 or (plain and x.dtype is not D.bool_):
+        return
+    raise NotImplementedError(f'"{kernel}" not implemented for '
+                              f"'{D.scalar_type_name(x.dtype)}'")
+
+
 def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padding: Pad4,  # noqa: A002
           dilation: Pair, groups: int, name: str) -> Tensor:
     n, c, h, w = input.shape
@@ -424,6 +445,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     s, d = _pair(stride, "stride"), _pair(dilation, "dilation")
     pad = _conv_padding(padding, tuple(weight.shape[2:]), d, s, 2)
     _check_conv(x, weight, bias, s, (pad[:2], pad[2:]), d, groups)
+    _refuse_bool_conv(x, d, 2, transposed=False)
     out = _conv(x, weight, bias, s, pad, d, groups, "conv2d")
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
@@ -465,6 +487,7 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         p = _pair(padding, "padding", 1)[0]
         pad = (0, 0, p, p)
     _check_conv(x, weight, bias, s[1:], (pad[2:],), d[1:], groups)
+    _refuse_bool_conv(x, d, 1, transposed=False)
     out = _conv(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, s, pad, d, groups, "conv1d")
     out = F.squeeze(out, 2)
     return out if input.ndim == 3 else F.squeeze(out, 0)
@@ -488,6 +511,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         p = _pair(padding, "padding", 3)
         depth, hw = (p[0], p[0]), _sym(p[1:])
     _check_conv(x, weight, bias, s, (depth, hw[:2], hw[2:]), d, groups)
+    _refuse_bool_conv(x, d, 3, transposed=False)
     padded = (x.shape[2] + sum(depth), x.shape[3] + hw[0] + hw[1], x.shape[4] + hw[2] + hw[3])
     extent = tuple(di * (ki - 1) + 1 for di, ki in zip(d, k))
     if any(depth):
@@ -620,6 +644,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     x = _as4d(input, "max_pool2d")
     k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, dilation,
                                            ceil_mode, "max_pool2d")
+    _refuse_bool(input, "max_pool2d")
     n, c, h, w = x.shape
     fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min) \
         if x.dtype.category == 1 else False
@@ -664,16 +689,41 @@ def _avg_divisor(size: Sequence[int], k: Sequence[int], s: Sequence[int], p: Seq
     return functools.reduce(np.multiply.outer, axes).astype(np.float64)
 
 
+def _refuse_bool(input: Tensor, kernel: str) -> None:  # noqa: A002
+    """PyTorch's max pools take every dtype but bool: its error for that."""
+    if input.dtype is D.bool_:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _integer_pool(input: Tensor, kernel: str, int64: bool = True) -> None:  # noqa: A002
+    """PyTorch's error for a pool of an integer (or bool) input its kernel has no case for:
+    the average pools take int64 only, the adaptive ones and grid sampling none."""
+    if not (int64 and input.dtype is D.int64):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+
+
+def _truncated(mean: Tensor) -> Tensor:
+    """An integer average pool's result: the float64 mean (exact sums of int64 values below
+    2**53, so the quotient never rounds across an integer) truncated toward zero, as C++'s
+    integer division."""
+    return F.cast(F.trunc(mean), D.int64)
+
+
 @named_backward("AvgPool2DBackward0")
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
-    """PyTorch's ``F.avg_pool2d``."""
+    """PyTorch's ``F.avg_pool2d`` (of an int64 input: its truncating integer division)."""
     from ..creation import tensor
 
     x = _as4d(input, "avg_pool2d")
     k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode,
                                            "avg_pool2d")
+    if not input.dtype.is_floating_point:
+        _integer_pool(input, "avg_pool2d")
+        return _truncated(avg_pool2d(F.cast(input, D.float64), kernel_size, stride, padding,
+                                     ceil_mode, count_include_pad, divisor_override))
     n, c, h, w = x.shape
     cols = F.reshape(unfold_raw(x, k, d, pad4, s), (n, c, k[0] * k[1], out[0] * out[1]))
     total = F.reshape(F.sum(cols, 2), (n, c, *out))
@@ -733,6 +783,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     floor(i*H/oh) .. ceil((i+1)*H/oh) (and columns alike)."""
     oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_avg_pool2d")
     _check_adaptive(input, (oh, ow), "adaptive_avg_pool2d")
+    if not input.dtype.is_floating_point:
+        _integer_pool(input, "adaptive_avg_pool2d", int64=False)
     x = _as4d(input, "adaptive_avg_pool2d")
     h, w = x.shape[-2:]
     if oh == 0 or ow == 0:  # PyTorch's empty result
@@ -757,6 +809,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     gradient); ``return_indices`` also gives each maximum's flat position in its plane."""
     oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_max_pool2d")
     _check_adaptive(input, (oh, ow), "adaptive_max_pool2d")
+    _refuse_bool(input, "adaptive_max_pool2d")
     x = _as4d(input, "adaptive_max_pool2d")
     n, c, h, w = x.shape
     if oh == 0 or ow == 0:  # PyTorch's empty result
@@ -853,6 +906,7 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     """``max_pool2d`` over a height of 1."""
     if not return_indices:
         _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+        _refuse_bool(input, "max_pool1d_impl")
     a = _pool1d_args(input, "max_pool1d", kernel_size=kernel_size, stride=stride,
                      padding=padding, dilation=dilation)
     k = a["kernel_size"]
@@ -939,6 +993,7 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     k, s, p, d = _pool_args("max_pool3d", kernel_size, stride, padding, dilation)
     x = _as5d(input, "non-empty 4D or 5D (batch mode) tensor expected for input")
     _pool_shape(x, k, s, p, d, ceil_mode)
+    _refuse_bool(input, "max_pool3d")
     n, c, depth, h, w = x.shape
     planes = max_pool2d(F.reshape(x, (n, c * depth, h, w)), k[1:], s[1:], p[1:], d[1:],
                         ceil_mode, return_indices)
@@ -956,12 +1011,17 @@ def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
-    """PyTorch's ``F.avg_pool3d``: window sums (planes, then depth) over PyTorch's divisor."""
+    """PyTorch's ``F.avg_pool3d``: window sums (planes, then depth) over PyTorch's divisor
+    (of an int64 input: its truncating integer division)."""
     from ..creation import tensor
 
     k, s, p, _ = _pool_args("avg_pool3d", kernel_size, stride, padding, 1)
     x = _as5d(input, "non-empty 4D or 5D (batch mode) tensor expected for input")
     _pool_shape(x, k, s, p, (1, 1, 1), ceil_mode, image_check=True)
+    if not input.dtype.is_floating_point:
+        _integer_pool(input, "avg_pool3d_out_frame")
+        return _truncated(avg_pool3d(F.cast(input, D.float64), kernel_size, stride, padding,
+                                     ceil_mode, count_include_pad, divisor_override))
     if divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     n, c, depth, h, w = x.shape
@@ -992,6 +1052,8 @@ def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tup
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """PyTorch's ``F.adaptive_avg_pool3d``: the mean over each box of adaptive windows."""
     x, (od, oh, ow) = _adaptive3d(input, output_size, "adaptive_avg_pool3d")
+    if not input.dtype.is_floating_point:
+        _integer_pool(input, "adaptive_avg_pool3d_cpu", int64=False)
     n, c, depth, h, w = x.shape
     planes = adaptive_avg_pool2d(F.reshape(x, (n, c * depth, h, w)), (oh, ow))
     cols = adaptive_avg_pool2d(_by_depth(planes, n, c, depth), (od, oh * ow))
@@ -1002,6 +1064,7 @@ def adaptive_max_pool3d(input: Tensor, output_size: Any,  # noqa: A002
                         return_indices: bool = False) -> Any:
     """PyTorch's ``F.adaptive_max_pool3d`` (indices: flat D·H·W positions)."""
     x, (od, oh, ow) = _adaptive3d(input, output_size, "adaptive_max_pool3d")
+    _refuse_bool(input, "adaptive_max_pool3d_cpu")
     n, c, depth, h, w = x.shape
     planes = adaptive_max_pool2d(F.reshape(x, (n, c * depth, h, w)), (oh, ow), return_indices)
     values = planes[0] if return_indices else planes
@@ -1338,6 +1401,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
         if stat is not None and stat.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {stat.numel()}")
+    if not input.dtype.is_floating_point:
+        _integer_pool(input, "batch_norm", int64=False)
     axes = (0, *range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if training:
@@ -1492,6 +1557,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     s, p = _pair(stride, "stride"), _pair(padding, "padding")
     op, d = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
     _check_conv(x, weight, bias, s, [(pi, pi) for pi in p], d, groups, op)
+    _refuse_bool_conv(x, d, 2, transposed=True)
     out = _conv_transpose(x, weight, bias, s, p, op, groups, d)
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
@@ -1506,6 +1572,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     s, p = _pair(stride, "stride", 1), _pair(padding, "padding", 1)
     op, d = _pair(output_padding, "output_padding", 1), _pair(dilation, "dilation", 1)
     _check_conv(x, weight, bias, s, [(p[0], p[0])], d, groups, op)
+    _refuse_bool_conv(x, d, 1, transposed=True)
     out = _conv_transpose(F.unsqueeze(x, 2), F.unsqueeze(weight, 2), bias, (1, *s), (0, *p),
                           (0, *op), groups, (1, *d))
     out = F.squeeze(out, 2)
@@ -1524,6 +1591,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     s, p = _pair(stride, "stride", 3), _pair(padding, "padding", 3)
     op, d = _pair(output_padding, "output_padding", 3), _pair(dilation, "dilation", 3)
     _check_conv(x, weight, bias, s, [(pi, pi) for pi in p], d, groups, op)
+    _refuse_bool_conv(x, d, 3, transposed=True)
     n, c, depth, h, w = x.shape
     d_out = (depth - 1) * s[0] - 2 * p[0] + d[0] * (weight.shape[2] - 1) + op[0] + 1
     planes = F.reshape(F.permute(x, 0, 2, 1, 3, 4), (n * depth, c, h, w))
@@ -1567,6 +1635,8 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
         if t is not None and t.numel() != c:
             n = input.shape[0]
             raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel() * n}")
+    if not input.dtype.is_floating_point:  # PyTorch runs a batch norm
+        _integer_pool(input, "batch_norm", int64=False)
     axes = tuple(range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if use_input_stats:

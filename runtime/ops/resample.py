@@ -431,6 +431,10 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     align_corners = _align_warning(align_corners)
     _check_grid(input, grid, mode)
+    if not input.dtype.is_floating_point:
+        kernel = "grid_sampler_2d_cpu_kernel_impl" if input.ndim == 4 else "grid_sampler3d_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
     sizes = list(reversed(input.shape[2:]))  # W, H(, D): the order of the grid's coordinates
     sampler = _Sampler(input, tuple(grid.shape[1:-1]))
     if mode == "bicubic":
