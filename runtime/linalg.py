@@ -16,12 +16,14 @@ from .ops import functional as F
 from .ops import linalg_ops as L
 from .ops import reductions as _red
 from .ops.dispatch import apply
+from .ops.math_ops import same_out_dtype, takes_out
 from .ops.shapes import wrap_dim
 from .tensor import Tensor
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 
+@takes_out(check=same_out_dtype, name="linalg_vector_norm")
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: Any = None) -> Tensor:
     """(sum |x|^ord)^(1/ord) over ``dim``; ``dtype``: x cast to it first, as PyTorch's."""
@@ -41,6 +43,7 @@ def _two_dims(x: Tensor, dim: Any, name: str) -> tuple[int, int]:
     return d0, d1
 
 
+@takes_out(check=same_out_dtype, name="linalg_matrix_norm")
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  # noqa: A002
                 keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """'fro'; the max (min, for -1/-inf) absolute column (1) or row (inf) sum; 'nuc', 2, -2:
@@ -70,6 +73,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
     return out if keepdim else F.squeeze(out, (d0, d1))
 
 
+@takes_out(check=same_out_dtype, name="linalg_norm")
 def norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,  # noqa: A002
          *, dtype: Any = None) -> Tensor:
     """A vector norm (dim an int, or ord None and no dim: all of A flattened) or a matrix
@@ -92,12 +96,14 @@ def norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,
 LinAlgError = L.LinAlgError
 
 
+@takes_out(check=same_out_dtype, name="linalg_inv")
 def inv(A: Tensor) -> Tensor:
     """The inverse of each square matrix in A."""
     L.check_square("inv", A)
     return apply(L.INV, A)
 
 
+@takes_out(check=same_out_dtype, name="linalg_det")
 def det(A: Tensor) -> Tensor:
     """The determinant of each square matrix in A."""
     L.check_square("det", A)
@@ -130,6 +136,7 @@ def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - PyTorch's na
                       F.getitem(packed, (Ellipsis, slice(1, None), slice(None))))
 
 
+@takes_out(check=same_out_dtype, name="linalg_eigvalsh")
 def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - PyTorch's name
     """The eigenvalues of symmetric matrices, ascending."""
     return eigh(A, UPLO).eigenvalues
@@ -147,11 +154,13 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     return SVDResult(*L.unpack_svd(packed, m, n, full))
 
 
+@takes_out(check=same_out_dtype, name="linalg_svdvals")
 def svdvals(A: Tensor) -> Tensor:
     """The singular values, descending."""
     return svd(A, full_matrices=False).S
 
 
+@takes_out(check=same_out_dtype, name="linalg_pinv")
 def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
          hermitian: bool = False) -> Tensor:
     """The pseudo-inverse V diag(1/S) U^T, singular values at or below max(atol, rtol *
@@ -208,6 +217,7 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     return LstsqResult(F.squeeze(X, -1) if vector else X, empty, rank, empty)
 
 
+@takes_out(check=same_out_dtype, name="linalg_cross")
 def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (last by default)."""
     from .ops.structured import cross as _cross
@@ -215,11 +225,13 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return _cross(input, other, dim)
 
 
+@takes_out(check=same_out_dtype, name="linalg_vecdot")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of x and y along ``dim`` (broadcast)."""
     return F.sum(F.mul(x, y), dim)
 
 
+@takes_out(check=same_out_dtype, name="linalg_multi_dot")
 def multi_dot(tensors: list[Tensor]) -> Tensor:
     """The product of the matrices in order (first may be 1-D: a row; last: a column)."""
     if len(tensors) < 2:
@@ -230,6 +242,7 @@ def multi_dot(tensors: list[Tensor]) -> Tensor:
     return out
 
 
+@takes_out(check=same_out_dtype, name="linalg_matrix_rank")
 def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
                 hermitian: bool = False) -> Tensor:
     """The number of singular values above max(atol, rtol * S_max) (rtol default: eps *
@@ -243,6 +256,7 @@ def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = No
     return F.sum(F.cast(F.gt(S, cut), D.int64), -1)
 
 
+@takes_out(check=same_out_dtype, name="linalg_cond")
 def cond(A: Tensor, p: Any = None) -> Tensor:
     """The condition number: S_max / S_min (p None or 2), S_min / S_max (-2), otherwise
     matrix_norm(A, p) * matrix_norm(inv(A), p)."""
@@ -253,6 +267,7 @@ def cond(A: Tensor, p: Any = None) -> Tensor:
     return F.mul(matrix_norm(A, p), matrix_norm(inv(A), p))
 
 
+@takes_out(check=same_out_dtype, name="linalg_cholesky")
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     """The lower Cholesky factor L (A = L L^T); ``upper``: its transpose."""
     L.check_square("cholesky", A)
@@ -260,6 +275,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     return F.transpose(out, -1, -2) if upper else out
 
 
+@takes_out(check=same_out_dtype, name="linalg_solve")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (``left`` False: X A = B); B a vector where its shape says so, as
     PyTorch's (B 1-D, or B with one dimension less than A and A's batch)."""
@@ -282,6 +298,7 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return F.squeeze(X, -1) if vector else X
 
 
+@takes_out(check=same_out_dtype, name="linalg_matrix_power")
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """A multiplied by itself n times (by squaring; n < 0: of inv(A); 0: the identity)."""
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:

@@ -23,6 +23,7 @@ from . import functional as F
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
 from .inplace import check_fits
+from .math_ops import takes_out
 from .reductions import std, var
 from .shapes import broadcast_shapes
 from .tensor_ops import (
@@ -101,6 +102,14 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = No
     return out
 
 
+
+def _same_dtype_as_input(out: Tensor, result: Tensor) -> None:
+    """nan_to_num's out= rule, PyTorch's text: out of exactly the input's dtype."""
+    if out.dtype is not result.dtype:
+        raise RuntimeError(f"nan_to_num: dtype of out: {D.scalar_type_name(out.dtype)} should be "
+                           f"same as input: {D.scalar_type_name(result.dtype)}")
+
+@takes_out("nan_to_num", _same_dtype_as_input)
 def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """nan, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest
@@ -115,6 +124,7 @@ def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
     return F.where(F.ne(input, input), nan, out)
 
 
+@takes_out("diag")
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D: the square matrix with x on diagonal ``diagonal`` (above the main one when
     positive); 2-D: that diagonal, as a 1-D tensor."""
@@ -154,6 +164,7 @@ def _float_pair(name: str, a: Any, b: Any) -> None:
                                   f"'{D.scalar_type_name(dt)}'")
 
 
+@takes_out("logaddexp")
 def logaddexp(input: Tensor, other: Any) -> Tensor:
     """log(exp(a) + exp(b)) without overflow: m + log(exp(a - m) + exp(b - m)), m the larger
     (held constant: the formula is exact for any m, and its gradient is then softmax's) where
@@ -217,10 +228,12 @@ def _as_bool(x: Any) -> Any:
     return x if not isinstance(x, Tensor) or x.dtype is D.bool_ else F.ne(x, 0)
 
 
+@takes_out("logical_or")
 def logical_or(input: Tensor, other: Any) -> Tensor:
     return logical_not(F.logical_and(logical_not(_as_bool(input)), logical_not(_as_bool(other))))
 
 
+@takes_out("logical_xor")
 def logical_xor(input: Tensor, other: Any) -> Tensor:
     return F.ne(_as_bool(input), _as_bool(other))
 
@@ -246,6 +259,7 @@ def _tensor_first(a: Any, b: Any) -> tuple[Tensor, Any]:
     return (a, b) if isinstance(a, Tensor) else (b, a)
 
 
+@takes_out("bitwise_and")
 def bitwise_and(input: Any, other: Any) -> Tensor:
     """``a & b``: of bools, logical and (which fuses in a compiled step); of integers,
     bitwise."""
@@ -254,6 +268,7 @@ def bitwise_and(input: Any, other: Any) -> Tensor:
     return apply(P.BITWISE_AND, input, other)
 
 
+@takes_out("bitwise_or")
 def bitwise_or(input: Any, other: Any) -> Tensor:
     """``a | b``: of bools, not (not a and not b); of integers, bitwise."""
     if bitwise_dtype("bitwise_or", input, other) is D.bool_:
@@ -263,6 +278,7 @@ def bitwise_or(input: Any, other: Any) -> Tensor:
     return apply(P.BITWISE_OR, input, other)
 
 
+@takes_out("bitwise_xor")
 def bitwise_xor(input: Any, other: Any) -> Tensor:
     """``a ^ b``: of bools, a != b; of integers, bitwise."""
     if bitwise_dtype("bitwise_xor", input, other) is D.bool_:
@@ -270,12 +286,14 @@ def bitwise_xor(input: Any, other: Any) -> Tensor:
     return apply(P.BITWISE_XOR, input, other)
 
 
+@takes_out("bitwise_left_shift")
 def bitwise_left_shift(input: Any, other: Any) -> Tensor:
     """``a << b`` of integers: 0 where b is negative or past a's width, as PyTorch's."""
     bitwise_dtype("lshift", input, other, bools=False)
     return apply(P.BITWISE_LEFT_SHIFT, input, other)
 
 
+@takes_out("bitwise_right_shift")
 def bitwise_right_shift(input: Any, other: Any) -> Tensor:
     """``a >> b`` of integers, arithmetic (the sign fills); a's sign where b is negative or
     past its width, as PyTorch's."""
@@ -299,17 +317,20 @@ def in_place(fn: Any) -> Any:
     return method
 
 
+@takes_out("fmax")
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The larger of a and b elementwise, NaN only where both are (numpy's fmax); the gradient
     goes to a where a >= b or b is NaN, else to b, as PyTorch's."""
     return F.where(logical_or(F.ge(input, other), F.ne(other, other)), input, other)
 
 
+@takes_out("fmin")
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The smaller of a and b elementwise, NaN only where both are (numpy's fmin)."""
     return F.where(logical_or(F.le(input, other), F.ne(other, other)), input, other)
 
 
+@takes_out("index_add")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
               ) -> Tensor:
     """x with ``alpha * source[.., i, ..]`` added at x[.., index[i], ..] along ``dim``
@@ -390,6 +411,7 @@ def _int64(a: np.ndarray, device: str) -> Tensor:
                         device)
 
 
+@takes_out("nonzero")
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
     """The indices of x's nonzero elements: an (n, ndim) int64 tensor, one row each in
     row-major order; ``as_tuple``: one 1-D tensor per dimension (a 0-d x counts as 1-D)."""

@@ -11,7 +11,10 @@ mpmath, where torch's trigamma is 5e-10 off at negative x); erfinv 2.2e-16 relat
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from collections.abc import Callable
 from typing import Any
 
 from .. import _dtype as D
@@ -75,6 +78,38 @@ def _safe(x: Tensor, regular: Tensor, fill: float) -> Tensor:
     return F.neg(F.where(regular, F.neg(x), -fill))
 
 
+def takes_out(name: str, check: Callable[[Tensor, Tensor], None] | None = None
+              ) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+    """PyTorch's keyword-only ``out=`` for an op of one result: the result written into it
+    (``F.written_to``, with PyTorch's checks and texts naming ``name``; ``check(out, result)``
+    first where the op's own dtype rule is stricter); the signature shows it, as PyTorch's."""
+    def decorate(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def op(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+            if out is None:
+                return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            if check is not None and isinstance(out, Tensor) and not result.requires_grad:
+                check(out, result)
+            return F.written_to(out, result, name)
+
+        out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                      annotation="Tensor | None")
+        op.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*sig.parameters.values(), out_param])
+        return op
+    return decorate
+
+
+def same_out_dtype(out: Tensor, result: Tensor) -> None:
+    """linalg's rule: out of exactly the result's dtype (PyTorch's text)."""
+    if out.dtype is not result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {D.type_meta_name(result.dtype)}, "
+                           f"but got {D.type_meta_name(out.dtype)} instead")
+
+
 def _or(a: Tensor, b: Tensor) -> Tensor:
     from .extra_ops import logical_or
 
@@ -91,6 +126,7 @@ def _pair(a: Any, b: Any) -> tuple[Tensor, Tensor]:
 # --- simple compositions ---------------------------------------------------------------------
 
 
+@takes_out("erfc")
 def erfc(input: Tensor) -> Tensor:
     """1 - erf(x), accurate in the tails."""
     return apply(P.ERFC, input)
@@ -112,11 +148,13 @@ def _x_log(x: Any, y: Any, log: Any, pole: float, name: str) -> Tensor:
     return straight_through(value, path, name)
 
 
+@takes_out("xlogy")
 def xlogy(input: Any, other: Any) -> Tensor:
     """x * log(y), 0 where x == 0 (unless y is NaN), as PyTorch's."""
     return _x_log(input, other, F.log, 0.0, "XlogyBackward0")
 
 
+@takes_out("special_xlog1py")
 def xlog1py(input: Any, other: Any) -> Tensor:
     """x * log1p(y), 0 where x == 0 (unless y is NaN)."""
     return _x_log(input, other, F.log1p, -1.0, "SpecialXlog1PyBackward0")
@@ -126,6 +164,7 @@ _HALF = (D.float16, D.bfloat16)
 _SINC_SERIES = 1e-4  # below, 1 - t/6 + t^2/120 - t^3/5040 (t = (pi x)^2) to 1e-25
 
 
+@takes_out("sinc")
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0; below |x| = 1e-4 its Taylor series, whose gradient keeps
     its digits (sin's and the division's cancel: 2.3e-8 at 1e-8, PyTorch's 2.1e-8, where
@@ -140,6 +179,7 @@ def sinc(input: Tensor) -> Tensor:
     return F.where(small, series, F.div(F.sin(px), px))
 
 
+@takes_out("logit")
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given (a negative eps
     is none, as PyTorch's). The gradient is PyTorch's: 1 / (x (1 - x)) on [lo, hi], inf at 0
@@ -160,6 +200,7 @@ def logit(input: Tensor, eps: float | None = None) -> Tensor:
     return _with_edges(path, input, regular, slope, "LogitBackward0")
 
 
+@takes_out("heaviside")
 def heaviside(input: Tensor, values: Any) -> Tensor:
     """0 below zero, 1 above, ``values`` at zero."""
     values = _tensor(values, input)
@@ -170,6 +211,7 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
     return F.where(F.eq(input.detach(), 0), values.detach(), step)
 
 
+@takes_out("signbit")
 def signbit(input: Tensor) -> Tensor:
     """True where the sign bit is set (-0.0 included: atan2(-0, -1) is -pi)."""
     if not input.dtype.is_floating_point:
@@ -177,6 +219,7 @@ def signbit(input: Tensor) -> Tensor:
     return F.lt(F.atan2(input.detach(), -1.0), 0)
 
 
+@takes_out("copysign")
 def copysign(input: Any, other: Any) -> Tensor:
     """|a| with b's sign (b's -0.0 counts as negative). The gradient is PyTorch's: to a,
     result / a (NaN at inf and NaN), 0 where a is 0; to b, zeros."""
@@ -195,6 +238,7 @@ def copysign(input: Any, other: Any) -> Tensor:
     return straight_through(value, F.add(F.mul(input, ratio), F.mul(other, 0.0)), "CopysignBackward0")
 
 
+@takes_out("logaddexp2")
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2**a + 2**b) without overflow."""
     from .extra_ops import _float_pair, logaddexp
@@ -206,6 +250,7 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     return F.div(logaddexp(F.mul(input, _LN2), F.mul(other, _LN2)), _LN2)
 
 
+@takes_out("float_power")
 def float_power(input: Any, exponent: Any) -> Tensor:
     """a ** b in float64, whatever the inputs' dtypes."""
     if isinstance(input, Tensor):
@@ -220,11 +265,13 @@ def float_power(input: Any, exponent: Any) -> Tensor:
     return F.pow(input, float(exponent) if not isinstance(exponent, Tensor) else exponent)
 
 
+@takes_out("exp2")
 def exp2(input: Tensor) -> Tensor:
     """2 ** x, as exp(x ln 2) in float64 (float32's x ln 2 rounds away 2**100's last 8 ulps)."""
     return _in64(lambda v: F.exp(F.mul(v, _LN2)), input)
 
 
+@takes_out("special_entr")
 def entr(input: Tensor) -> Tensor:
     """-x log x: 0 at 0, -inf below 0."""
     input = _as_float(input)
@@ -240,6 +287,7 @@ def entr(input: Tensor) -> Tensor:
     return _with_edges(out, input, regular, F.neg(F.add(F.log(c), 1.0)), "SpecialEntrBackward0")
 
 
+@takes_out("special_ndtr")
 def ndtr(input: Tensor) -> Tensor:
     """The standard normal CDF: erfc(-x / sqrt 2) / 2."""
     return F.mul(erfc(F.div(F.neg(_as_float(input)), math.sqrt(2.0))), 0.5)
@@ -252,6 +300,7 @@ def _no_half(kernel: str, x: Tensor) -> None:
                                   f"'{D.scalar_type_name(x.dtype)}'")
 
 
+@takes_out("special_log_ndtr")
 def log_ndtr(input: Tensor) -> Tensor:
     """log of the normal CDF, accurate in both tails: log1p(-Q) above -1, log(erfc / 2)
     down to -20, the asymptotic series below (its next term 2.5e-12 relative at -20)."""
@@ -286,6 +335,7 @@ def _erfcx_rational(x: Tensor, lo: float, hi: float, num: list[float], den: list
     return F.div(F.exp(F.sub(F.div(_horner(inv, num), _horner(inv, den)), 0.5625)), xs), inside
 
 
+@takes_out("special_erfcx")
 def erfcx(input: Tensor) -> Tensor:
     """exp(x^2) erfc(x), the scaled complementary error function, without overflow: the
     product below 1.25 (inf past -26.64, as it is), fdlibm's erfc rationals with their
@@ -353,6 +403,7 @@ _ZETA += [sum(n ** -float(k) for n in range(1, 60)) for k in range(10, 28)]  # 6
 _LGAMMA_AT_1 = [0.0, -_EULER] + [(-1) ** k * _ZETA[k - 2] / k for k in range(2, 28)]
 
 
+@takes_out("lgamma")
 def lgamma(input: Tensor) -> Tensor:
     """log|Gamma(x)|: Lanczos for x >= 0.5, the reflection log(pi / |sin(pi x)|) -
     lgamma(1 - x) below; inf at the poles (0, -1, ...) and at +-inf."""
@@ -401,6 +452,7 @@ def _digamma_pos(x: Tensor) -> Tensor:
     return F.sub(F.sub(F.sub(F.log(y), F.div(0.5, y)), series), shift)
 
 
+@takes_out("digamma")
 def digamma(input: Tensor) -> Tensor:
     """d/dx lgamma: the series for x >= 0.5, psi(1 - x) - pi / tan(pi x) below; -inf at 0
     (+inf at -0) and NaN at the negative integers, as PyTorch's."""
@@ -492,6 +544,7 @@ def _second_order(y: Tensor, d: Tensor, slope: Any, zero: Tensor) -> Tensor:
     return F.where(zero, t, F.add(y, t))
 
 
+@takes_out("erfinv")
 def erfinv(input: Tensor) -> Tensor:
     """The inverse of erf on [-1, 1] (``_erfinv_core`` in float64), differentiated to second
     order by ``_second_order``: sqrt(pi)/2 exp(y**2), then its derivative."""
@@ -511,6 +564,7 @@ def erfinv(input: Tensor) -> Tensor:
     return _in64(f, input)
 
 
+@takes_out("special_ndtri")
 def ndtri(input: Tensor) -> Tensor:
     """The inverse of the normal CDF: sqrt(2) erfinv(2p - 1), with 1 - |2p - 1| taken as 2p
     or 2(1 - p), exact, so tiny p keep their precision (ndtri(1e-300) = -37.0470963)."""
@@ -587,6 +641,7 @@ def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
     return F.where(small, total, F.mul(asym, F.exp(big)))
 
 
+@takes_out("i0")
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind, order 0, in float64: its power series
     up to |x| = 30, the asymptotic expansion e^|x| / sqrt(2 pi |x|) (1 + 1/(8|x|) + ...)
@@ -607,6 +662,7 @@ def i0(input: Tensor) -> Tensor:
     return _in64(f, input)
 
 
+@takes_out("special_i0e")
 def i0e(input: Tensor) -> Tensor:
     """e^-|x| I0(x): finite for every finite x."""
     return _in64(lambda v: _i0_parts(v, True), input)

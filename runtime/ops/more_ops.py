@@ -20,11 +20,13 @@ from ..tensor import Tensor
 from . import functional as F
 from .dispatch import keeps_saved, named_backward
 from .extra_ops import diag, logical_or, logical_xor
+from .math_ops import takes_out
 from .products import einsum
 from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip
 
 
+@takes_out("hypot")
 def hypot(input: Tensor, other: Any) -> Tensor:
     """sqrt(a**2 + b**2) elementwise, as big * sqrt((a / big)**2 + (b / big)**2) so no
     square overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it
@@ -77,22 +79,26 @@ def _check_sequence(fn: str, tensors: Sequence[Tensor]) -> list[Tensor]:
     return list(tensors)
 
 
+@takes_out("hstack")
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenate along the columns (dim 1; dim 0 for 1-D tensors)."""
     ts = [_at_least(t, 1) for t in _check_sequence("hstack", tensors)]
     return F.cat(ts, 0 if ts[0].ndim == 1 else 1)
 
 
+@takes_out("vstack")
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenate along the rows, 1-D tensors made rows first."""
     return F.cat([_at_least(t, 2) for t in _check_sequence("vstack", tensors)], 0)
 
 
+@takes_out("dstack")
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenate along the third dimension, each tensor made at least 3-D first."""
     return F.cat([_at_least(t, 3) for t in _check_sequence("dstack", tensors)], 2)
 
 
+@takes_out("column_stack")
 def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     """Concatenate along dim 1, 0-D and 1-D tensors made columns first."""
     ts = [t.reshape(-1, 1) if t.ndim <= 1 else t
@@ -159,6 +165,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 @autocast_exclude
 @named_backward("MvBackward0")
+@takes_out("mv")
 def mv(input: Tensor, vec: Tensor) -> Tensor:
     """The product of a matrix and a vector, PyTorch's checks and texts."""
     if input.ndim != 2 or vec.ndim != 1:

@@ -403,3 +403,34 @@ def test_ndtri_of_subnormal_p() -> None:
     np.testing.assert_allclose(_np(got), _np(want), rtol=1e-15)
     (g,) = rt.autograd.grad(got.sum(), x)
     assert np.isposinf(_np(g)[:3]).all() and np.isfinite(_np(g)[3:]).all()
+
+
+@pytest.mark.parametrize(("name", "fn", "arrays"), [
+    ("erfc", lambda m, x, **k: m.erfc(x, **k), [np.array([0.0, 1.0, -2.0])]),
+    ("special.erfcx", lambda m, x, **k: m.special.erfcx(x, **k), [np.array([0.0, 30.0])]),
+    ("xlogy", lambda m, x, y, **k: m.xlogy(x, y, **k), [np.array([0.0, 2.0]), np.array([0.0, 3.0])]),
+    ("hypot", lambda m, x, y, **k: m.hypot(x, y, **k), [np.array([3.0, 0.0]), np.array([4.0, 0.0])]),
+    ("logaddexp", lambda m, x, y, **k: m.logaddexp(x, y, **k),
+     [np.array([1.0, -np.inf]), np.array([2.0, -np.inf])]),
+    ("nan_to_num", lambda m, x, **k: m.nan_to_num(x, **k), [np.array([np.nan, np.inf, 1.0])]),
+    ("linalg.det", lambda m, x, **k: m.linalg.det(x, **k), [np.array([[1.0, 2.0], [3.0, 4.0]])]),
+    ("linalg.solve", lambda m, a, b, **k: m.linalg.solve(a, b, **k),
+     [np.array([[2.0, 0.0], [0.0, 4.0]]), np.array([1.0, 2.0])]),
+])
+def test_out_is_pytorchs(name: str, fn: Callable[..., Any], arrays: list[np.ndarray]) -> None:
+    """out= writes the result into out and returns it; a result that needs grad, or a dtype
+    out cannot hold, is PyTorch's error."""
+    results = []
+    for m in (torch, rt):
+        out = m.empty(0, dtype=m.float64)
+        got = fn(m, *[m.tensor(a) for a in arrays], out=out)
+        assert got is out, name
+        results.append(_np(out))
+        with pytest.raises(RuntimeError) as info:
+            fn(m, *[m.tensor(a, requires_grad=True) for a in arrays], out=m.empty(0))
+        results.append(str(info.value).split("(")[-1])
+        with pytest.raises(RuntimeError) as info:
+            fn(m, *[m.tensor(a) for a in arrays], out=m.empty(0, dtype=m.int64))
+        results.append(str(info.value))
+    np.testing.assert_allclose(results[3], results[0], rtol=1e-15, err_msg=name)
+    assert results[4:] == results[1:3], name
