@@ -140,6 +140,14 @@ def _nll_rows(logp: Tensor, target: Tensor, c: int, weight: Tensor | None, ignor
     return _reduce(loss, reduction, "nll_loss")
 
 
+def _needs_float(input: Tensor, kernel: str) -> None:  # noqa: A002
+    """PyTorch's loss kernels of floating point only: their error for another dtype (these
+    losses computed a float loss of an integer input)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+
+
 def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
     """``total / weight_sum``: NaN where every row is ignored (``weight_sum`` 0), as PyTorch's
     value, but with PyTorch's gradient there, 0 (it writes none for ignored rows), where the
@@ -159,6 +167,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     ((N, C), (N, C, d1, ...) or (C,)); ``weight`` per class, ``ignore_index`` rows skipped."""
     reduction = _legacy(size_average, reduce, reduction)
     rows, tgt, c = _class_rows(input, target, weight)
+    _needs_float(input, "nll_loss_out_frame")
     return _nll_rows(rows, tgt, c, weight, ignore_index, reduction, _loss_shape(input))
 
 
@@ -403,6 +412,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({_size(target)}) that is different to the "
                          f"input size ({_size(input)}) is deprecated. Please ensure they have "
                          "the same size.")
+    _needs_float(input, "binary_cross_entropy")
     in_range = F.cast(F.logical_and(F.ge(input, 0.0), F.le(input, 1.0)), D.int64)  # NaN: 0
     F.check_bounds(in_range, 1, 2, "all elements of input should be between 0 and 1",
                    "RuntimeError")
@@ -435,6 +445,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A
     """(input - target)^2; ``weight`` (input's shape) weighs each element."""
     _warn_broadcast(input, target)
     reduction = _legacy(size_average, reduce, reduction, enum=weight is None)
+    _needs_float(input, "mse_cpu")
     if weight is None:
         return _mse(input, target, reduction)
     d = F.sub(input, target)
@@ -472,6 +483,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # n
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     _warn_broadcast(input, target)
+    _needs_float(input, "smooth_l1_cpu")
     d = F.sub(input, target)
     a = F.abs(d)
     if beta == 0:
@@ -486,6 +498,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); ``weight`` (input's shape)
     weighs each element."""
     _warn_broadcast(input, target)
+    _needs_float(input, "huber_cpu")
     if weight is None:
         return _huber(input, target, _enum(reduction), delta)
     return _weighted(_huber(input, target, "none", delta), input, weight, reduction,
@@ -507,6 +520,8 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
            reduction: str = "mean", log_target: bool = False) -> Tensor:
     """target * (log target - input) (0 where target is 0); ``input`` is log-probabilities.
     ``reduction="batchmean"`` divides the sum by the batch size (the KL divergence)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     legacy = size_average is not None or reduce is not None
     if not legacy and reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
@@ -719,6 +734,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     reduction = _legacy(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _needs_float(input, "multi_margin_loss_cpu_kernel")
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
     if input.ndim > 2 or (input.ndim and input.shape[-1] == 0):

@@ -68,3 +68,39 @@ def test_integer_and_bool_inputs_match_torch(call: str, dtype: str) -> None:
         return
     assert got[0] == want[0]
     np.testing.assert_allclose(got[1], want[1], rtol=2e-7, atol=1e-6)
+
+
+LOSS_CALLS = ["F.mse_loss(A, B)", "F.l1_loss(A, B)", "F.smooth_l1_loss(A, B)",
+              "F.huber_loss(A, B)", "F.kl_div(A, B)", "F.poisson_nll_loss(A, B)",
+              "F.binary_cross_entropy(A, B)", "F.binary_cross_entropy_with_logits(A, B)",
+              "F.cross_entropy(A, L)", "F.nll_loss(A, L)", "F.multi_margin_loss(A, L)",
+              "F.multilabel_soft_margin_loss(A, B)", "F.cosine_embedding_loss(A, B, L * 0 + 1)",
+              "F.triplet_margin_loss(A, B, A)", "F.embedding(L, A)", "F.softmax(A, 1)",
+              "F.log_softmax(A, 1)", "F.glu(A)", "F.normalize(A)"]
+# integer or bool inputs torch refuses that are still taken here, or refused with another
+# text (reported to the areas that own them or left for later): each must still differ
+KNOWN = {("F.multilabel_soft_margin_loss(A, B)", "bool")}
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool"])
+@pytest.mark.parametrize("call", LOSS_CALLS)
+def test_losses_of_integer_inputs_match_torch(call: str, dtype: str) -> None:
+    def run(lib: Any) -> Any:
+        rng = np.random.default_rng(0)
+        t = getattr(lib, dtype)
+        env = {"F": lib.nn.functional, "A": lib.tensor(rng.integers(0, 3, (2, 4))).to(t),
+               "B": lib.tensor(rng.integers(0, 3, (2, 4))).to(t),
+               "L": lib.tensor(rng.integers(0, 4, (2,)))}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = eval(call, env)  # noqa: S307
+        except Exception as e:  # noqa: BLE001 - the texts are compared
+            name = "RuntimeError" if type(e).__name__ == "ShapeError" else type(e).__name__
+            return f"{name}: {e}"
+        return str(out.dtype).split(".")[-1], np.asarray(out.numpy(), dtype=np.float64)
+
+    want, got = run(torch), run(rt)
+    same = (got == want) if isinstance(want, str) or isinstance(got, str) else (
+        got[0] == want[0] and np.allclose(got[1], want[1], rtol=2e-7, atol=1e-6))
+    assert same != ((call, dtype) in KNOWN), (want, got)
