@@ -237,12 +237,7 @@ def _describe(v: Any) -> Any:
     return repr(v).replace("torch", "runtime")
 
 
-# torch's lazy modules hold UninitializedParameter placeholders, ours empty tensors until
-# the first call; the transformer's fast-path flags have no counterpart here (no fast path)
-_STATE_ALLOWED = {"LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d",
-                  "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
-                  "LazyConvTranspose3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-                  "LazyInstanceNorm3d", "LazyLinear"}
+# the transformer's fast-path flags have no counterpart here (no fast path)
 _ATTRS_ALLOWED = {"use_nested_tensor", "activation_relu_or_gelu"}
 
 
@@ -250,12 +245,10 @@ _ATTRS_ALLOWED = {"use_nested_tensor", "activation_relu_or_gelu"}
 def test_layer_construction_matches_torch(call: str) -> None:
     t, r = _build(torch, call), _build(rt, call)
     assert repr(r) == repr(t).replace("torch", "runtime")
-    name = call.split("(")[0]
     state_t = {k: _describe(v) for k, v in t.state_dict().items()}
     state_r = {k: _describe(v) for k, v in r.state_dict().items()}
     assert list(state_r) == list(state_t)
-    if name not in _STATE_ALLOWED:
-        assert state_r == state_t
+    assert state_r == state_t
     assert [(n, p.requires_grad) for n, p in r.named_parameters()] == \
         [(n, p.requires_grad) for n, p in t.named_parameters()]
     for attr, value in vars(t).items():
