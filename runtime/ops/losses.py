@@ -669,6 +669,10 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  #
     """log(1 + exp(-y x)), written so exp never overflows."""
     reduction = _legacy(size_average, reduce, reduction)
     _not_differentiable(target, "soft_margin_loss", "target")
+    if not input.dtype.is_floating_point and input.dtype is not D.bool_:
+        # PyTorch exponentiates in place: its error for an integer input
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{D.scalar_type_name(input.dtype)}")
     return _reduce(_softplus0(F.neg(F.mul(input, target))), reduction, "soft_margin_loss")
 
 
@@ -820,6 +824,10 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
             raise ValueError("var is of incorrect size")
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not valid")
+    if not var.dtype.is_floating_point:  # PyTorch clamps var in place: its error for ints
+        ctype = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char"}.get(var.dtype.name, var.dtype.name)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type {ctype}")
     fixed = var.detach()
     var = F.add(var, F.sub(F.clamp(fixed, eps), fixed))
     d = F.sub(input, target)
