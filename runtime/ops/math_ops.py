@@ -641,6 +641,63 @@ def _i0_parts(v: Tensor, scaled: bool) -> Tensor:
     return F.where(small, total, F.mul(asym, F.exp(big)))
 
 
+def _i1_parts(v: Tensor, scaled: bool) -> Tensor:
+    """I1(v), or e^-|v| I1(v) where ``scaled``: (x/2) sum (x^2/4)^k / (k! (k+1)!) up to
+    |x| = 30, sign(x) times the asymptotic expansion beyond (I1 is odd)."""
+    a = F.abs(v)
+    small = F.le(a, _I0_SWITCH)
+    sa = F.where(small, a, 0.0)
+    sv = F.where(small, v, 0.0)
+    q = F.mul(F.mul(sv, sv), 0.25)
+    term = F.add(F.mul(q, 0.0), 1.0)
+    total = term
+    for k in range(1, _I0_SERIES_TERMS):
+        term = F.div(F.mul(term, q), float(k * (k + 1)))
+        total = F.add(total, term)
+    total = F.mul(total, F.mul(F.add(sv, 0.0), 0.5))  # + 0: I1(-0) is +0, as PyTorch's
+    big = F.where(small, _I0_SWITCH + 1.0, a)
+    asym = F.mul(F.div(_horner(F.div(1.0, F.mul(big, 8.0)), _I1_ASYMPTOTIC),
+                       F.sqrt(F.mul(big, 2 * math.pi))), F.sign(v))
+    if scaled:
+        return F.where(small, F.mul(total, F.exp(F.neg(sa))), asym)
+    return F.where(small, total, F.mul(asym, F.exp(big)))
+
+
+@takes_out("special_i1")
+def i1(input: Tensor) -> Tensor:
+    """The modified Bessel function of the first kind, order 1, as ``i0``: its power series up
+    to |x| = 30, the asymptotic expansion beyond, both in float64; from |x| = 709 its value
+    and gradient (I0 - I1 / x) from the expansions as one exp (finite to 713.98, where
+    PyTorch's overflows at 709.78). At +-inf NaN, at NaN the gradient 0.5, as PyTorch's (its
+    i1_backward's tiny-x branch takes NaN)."""
+    def f(v: Tensor) -> Tensor:
+        c = v.detach()
+        regular = F.le(F.abs(c), _I0_REGULAR)
+        out = _i1_parts(_safe(v, regular, 0.0), False)
+        finite = T.isfinite(c)
+        a = F.where(F.logical_and(finite, T.logical_not(regular)), F.abs(c), _I0_REGULAR + 1.0)
+        i1_far = _bessel_far(a, _I1_ASYMPTOTIC)
+        far = F.where(finite, F.mul(i1_far, F.sign(c)), math.nan)
+        slope = F.sub(_bessel_far(a, _I0_ASYMPTOTIC), F.div(i1_far, a))
+        slope = F.where(finite, slope, F.where(T.isnan(c), 0.5, math.nan))
+        return _with_edges(F.where(regular, out, far), v, regular, slope,
+                           "SpecialI1Backward0")
+    return _in64(f, input)
+
+
+@takes_out("special_i1e")
+def i1e(input: Tensor) -> Tensor:
+    """e^-|x| I1(x): finite for every finite x, +-0 at +-inf; the gradient 0.5 at NaN, as
+    PyTorch's."""
+    def f(v: Tensor) -> Tensor:
+        c = v.detach()
+        regular = T.logical_not(T.isnan(c))
+        out = _i1_parts(_safe(v, regular, 0.0), True)
+        return _with_edges(F.where(regular, out, math.nan), v, regular, 0.5,
+                           "SpecialI1EBackward0")
+    return _in64(f, input)
+
+
 @takes_out("i0")
 def i0(input: Tensor) -> Tensor:
     """The modified Bessel function of the first kind, order 0, in float64: its power series

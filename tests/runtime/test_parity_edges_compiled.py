@@ -28,6 +28,8 @@ OPS: dict[str, Callable[..., Any]] = {
     "ndtri": lambda x, y: rt.special.ndtri(x),
     "log_ndtr": lambda x, y: rt.special.log_ndtr(x),
     "i0": lambda x, y: rt.i0(x),
+    "i1": lambda x, y: rt.special.i1(x),
+    "erfcx": lambda x, y: rt.special.erfcx(x),
     "sinc": lambda x, y: rt.sinc(x),
     "acosh": lambda x, y: rt.acosh(x),
     "hardsigmoid": lambda x, y: rt.nn.functional.hardsigmoid(x),

@@ -45,7 +45,8 @@ UNARY: dict[str, Callable[..., Any]] = {n: _fn(n) for n in (
     "abs neg sign sgn exp exp2 expm1 log log2 log10 log1p sqrt rsqrt sin cos tan asin acos atan "
     "sinh cosh tanh asinh acosh atanh sigmoid erf erfc erfinv reciprocal square lgamma digamma "
     "i0 sinc logit nan_to_num special.ndtr special.log_ndtr special.entr special.ndtri "
-    "special.i0e special.expit special.erfc special.erfcx special.erfinv special.psi "
+    "special.i0e special.i1 special.i1e special.expit special.erfc special.erfcx "
+    "special.erfinv special.psi "
     "special.gammaln "
     "nn.functional.hardsigmoid nn.functional.hardswish nn.functional.elu nn.functional.selu "
     "nn.functional.celu nn.functional.mish nn.functional.softsign nn.functional.logsigmoid "
@@ -113,6 +114,10 @@ _MORE_ACCURATE: list[Entry] = [
     ("special.erfcx", "grad", lambda x: x >= 100, "PyTorch's 2x erfcx(x) - 2/sqrt(pi) "
      "cancels (0 at 1e300, 3e-11 off at 1e3; this runtime's 2e-13)"),
     ("special.erfcx", "grad2", lambda x: x >= 100, "the same"),
+    ("special.i1", "grad2", lambda x: (np.abs(x) <= 1e-3) & (x != 0), "PyTorch's derivative "
+     "of I0 - I1 / x cancels near 0 (0 at 1e-8, where it is 3x/8)"),
+    ("special.i1e", "grad2", lambda x: (np.abs(x) <= 1e-3) & (x != 0), "PyTorch's 0 where "
+     "e^-|x|'s kink gives -2 sign(x) I1'(0) = -+1"),
     ("copysign", "grad2", lambda a, b: (a != 0) & (np.abs(a) <= 1e-300), "PyTorch's "
      "(result' a - result) / a^2 underflows (1.5e284 at a = 1e-300, where it is 0)"),
 ]
