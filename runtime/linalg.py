@@ -117,9 +117,11 @@ def slogdet(A: Tensor) -> SlogdetResult:
 
 
 def logdet(A: Tensor) -> Tensor:
-    """log det A: NaN where det < 0, -inf where 0, as PyTorch's."""
+    """log det A: NaN where det < 0, -inf where 0, as PyTorch's; NaN for a matrix with a NaN
+    (its det's sign is 0 there: it read as det 0)."""
     sign, logabs = slogdet(A)
-    return F.where(F.lt(sign, 0), math.nan, F.where(F.eq(sign, 0), -math.inf, logabs))
+    zero = F.logical_and(F.eq(sign, 0), F.eq(logabs, logabs))
+    return F.where(F.lt(sign, 0), math.nan, F.where(zero, -math.inf, logabs))
 
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])

@@ -165,3 +165,10 @@ def test_svdvals_of_an_infinite_matrix_are_nan() -> None:
     want = torch.linalg.svdvals(torch.tensor(a)).numpy()
     got = rt.linalg.svdvals(rt.tensor(a)).numpy()
     _same(want, got, "svdvals with an inf")
+
+
+def test_logdet_of_a_nan_matrix_is_nan() -> None:
+    """logdet of a matrix with a NaN is NaN, as PyTorch's (its det's sign, 0 there, read as a
+    zero det: -inf)."""
+    a = np.stack([np.eye(2) * 2.0, np.array([[np.nan, 0.0], [0.0, 1.0]]), np.zeros((2, 2))])
+    _same(torch.logdet(torch.tensor(a)).numpy(), rt.logdet(rt.tensor(a)).numpy(), "logdet")
