@@ -124,7 +124,11 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
         return F.sum(a, dim, keepdim)
     if ord == 2:
         return _root(F.sum(F.mul(x, x), dim, keepdim), 2.0)
-    return _root(F.sum(F.pow(a, float(ord)), dim, keepdim), float(ord))
+    powered = F.pow(a, float(ord))
+    if ord < 1:  # |x|^ord's slope is infinite at 0 (times abs's 0 there: NaN); PyTorch's 0
+        zero = F.eq(a, 0)
+        powered = F.where(zero, powered.detach(), F.pow(F.where(zero, 1.0, a), float(ord)))
+    return _root(F.sum(powered, dim, keepdim), float(ord))
 
 
 def _inf_norm(x: Tensor, a: Tensor, ord: float, dim: Any, keepdim: bool) -> Tensor:  # noqa: A002
