@@ -580,7 +580,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
                            f"but got sizes: input1: {_size(input1)}, input2: {_size(input2)}, "
                            f"target: {_size(target)} ")
-    z = F.add(F.mul(F.neg(target), F.sub(input1, input2)), margin)
+    difference = F.sub(input1, input2)  # first, as PyTorch (its error for two bools)
+    z = F.add(F.mul(F.neg(target), difference), margin)
     return _reduce(_clamp_min0(z), reduction, "margin_ranking_loss")
 
 
@@ -590,8 +591,17 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
                          reduction: str = "mean") -> Tensor:
     """x where y = 1, max(0, margin - x) where y = -1 (PyTorch's sum of the two masks)."""
     reduction = _legacy(size_average, reduce, reduction)
-    hinge = F.where(F.ne(target, 1), _clamp_min0(F.sub(margin, input)), 0.0)
-    own = F.where(F.ne(target, -1), input, 0.0)
+    integral = not input.dtype.is_floating_point and input.dtype is not D.bool_
+    if integral:  # PyTorch's kernel casts the margin to the input's integer type
+        margin = int(margin)
+    gap = F.sub(margin, input)
+    hinge = F.where(F.ne(target, 1), F.clamp(gap, min=0) if integral else _clamp_min0(gap),
+                    0 if integral else 0.0)
+    own = F.where(F.ne(target, -1), input, 0 if integral else 0.0)
+    if integral and reduction == "mean":
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           "floating point or complex dtype. Got: "
+                           f"{D.scalar_type_name(input.dtype)}")
     return _reduce(F.add(hinge, own), reduction, "hinge_embedding_loss")
 
 

@@ -77,7 +77,10 @@ LOSS_CALLS = ["F.mse_loss(A, B)", "F.l1_loss(A, B)", "F.smooth_l1_loss(A, B)",
               "F.multilabel_soft_margin_loss(A, B)", "F.cosine_embedding_loss(A, B, L * 0 + 1)",
               "F.triplet_margin_loss(A, B, A)", "F.embedding(L, A)", "F.softmax(A, 1)",
               "F.log_softmax(A, 1)", "F.glu(A)", "F.normalize(A)", "F.soft_margin_loss(A, B)",
-              "F.gaussian_nll_loss(A, B, B + 1)"]
+              "F.gaussian_nll_loss(A, B, B + 1)", "F.margin_ranking_loss(A[0], B[0], B[0])",
+              "F.hinge_embedding_loss(A, B - 1, margin=1.7)",
+              "F.hinge_embedding_loss(A, B - 1, margin=1.7, reduction='sum')",
+              "F.hinge_embedding_loss(A, B - 1, margin=1.7, reduction='none')"]
 # integer or bool inputs torch refuses that are still taken here, or refused with another
 # text (reported to the areas that own them or left for later): each must still differ
 KNOWN = {("F.multilabel_soft_margin_loss(A, B)", "bool")}
