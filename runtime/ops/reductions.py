@@ -79,30 +79,42 @@ def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,  # noq
 
 
 def _prod_nonfinite(x: Tensor, d: int, keepdim: bool, name: str, whole: bool) -> Tensor:
-    """The last of x's running product along d, differentiated by the running product's
-    backward where the slice is finite, and where it holds an inf or NaN by PyTorch's
-    prod_backward (held constant): result / x if x has no zero, else the product of the
-    others (0 where x whole has two zeros: its first-order rule); the running product's
-    reversed sums were NaN there (inf / inf, 0 * inf)."""
+    """The product along d (the last of the running product), differentiated as PyTorch's
+    prod_backward: result / x where x has no zero, else the product of the others (exclusive
+    running products from both ends; 0 past one zero over x whole, its first-order rule).
+    Where a slice is finite that formula is itself differentiated, so the second derivative
+    at a zero is PyTorch's (the running product's backward, constant past its first zero, had
+    none); where it holds an inf or NaN it is held constant (the running product's reversed
+    sums were NaN there: inf / inf, 0 * inf)."""
     from .composite import straight_through
     from .ordering import _shifted
     from .tensor_ops import flip, isfinite, logical_not, movedim
 
+    def others(t: Tensor) -> Tensor:
+        v = movedim(t, d, -1)
+        before = F.cumprod(_shifted(v, 1, 1.0), -1)
+        after = flip(F.cumprod(_shifted(flip(v, [-1]), 1, 1.0), -1), [-1])
+        return movedim(F.mul(before, after), -1, d)
+
     c = x.detach()
     last = (slice(None),) * d + (slice(x.shape[d] - 1, x.shape[d]),)
     finite = F.eq(F.sum(F.cast(logical_not(isfinite(c)), D.int64), d, True), 0)
-    value = F.getitem(F.cumprod(F.where(finite, x, 1.0), d), last)
     result = F.getitem(F.cumprod(c, d), last)
-    value = F.where(finite, value, result)
-    v = movedim(c, d, -1)
-    before = F.cumprod(_shifted(v, 1, 1.0), -1)
-    after = flip(F.cumprod(_shifted(flip(v, [-1]), 1, 1.0), -1), [-1])
-    others = movedim(F.mul(before, after), -1, d)
     zeros = F.sum(F.cast(F.eq(c, 0), D.int64))
-    with_zero = F.where(F.eq(zeros, 1), others, 0.0) if whole else others
+    with_zero = others(c)
+    with_zero = F.where(F.eq(zeros, 1), with_zero, 0.0) if whole else with_zero
     slope = F.where(F.eq(zeros, 0), F.div(result, c), with_zero)
+    # the formula of x itself where the slice is finite, added as (x - x) times it: 0 in
+    # value, the formula as gradient (halves of it held and not: its own derivative once)
+    xs = F.where(finite, x, 1.0)
+    result_x = F.getitem(F.cumprod(xs, d), last)
+    formula = F.where(F.eq(zeros, 0), F.div(result_x, F.where(F.eq(c, 0), 1.0, xs)),
+                      others(xs))
+    half_sum = F.add(F.mul(slope, 0.5), F.mul(formula, 0.5))
+    path = F.add(result, F.sum(F.mul(F.sub(xs, xs.detach()), half_sum), d, True))
     edge = F.sum(F.mul(x, F.where(finite, -0.0, slope)), d, True)
-    path = F.where(finite, value, edge)
+    path = F.where(finite, path, edge)
+    value = result
     if not keepdim:
         value, path = F.squeeze(value, d), F.squeeze(path, d)
     return straight_through(value, path, name)

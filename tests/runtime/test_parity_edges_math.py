@@ -458,3 +458,23 @@ def test_vector_norm_below_one_at_zeros(ord_: float, data: list[float]) -> None:
         _check(f"vector_norm {ord_}", want, want, got, 1e-12, np.zeros((), bool), [want])
         _check(f"vector_norm {ord_} gradient", want_g, want_g, got_g, 1e-10,
                np.zeros(a.shape, bool), [a], zero_sign=False)
+
+
+@pytest.mark.parametrize("dim", [None, 0, -1])
+@pytest.mark.parametrize("data", [[2.0, 0.0, 3.0, 0.0], [2.0, 0.0, 3.0], [2.0, 5.0, 3.0],
+                                  [[2.0, 0.0], [0.0, 3.0], [1.0, 4.0]],
+                                  [[2.0, 1.5], [0.5, 3.0], [1.0, 4.0]]])
+def test_prod_second_derivative_at_zeros(data: list[Any], dim: int | None) -> None:
+    """prod's second derivative where x has zeros is PyTorch's (the product of the others is
+    differentiated: the running product's backward held the gradient past a zero constant,
+    so d/dx_zero of the others' gradients was lost)."""
+    results = []
+    for m in (torch, rt):
+        x = m.tensor(data, dtype=m.float64, requires_grad=True)
+        y = m.prod(x) if dim is None else m.prod(x, dim)
+        (g,) = m.autograd.grad(y.sum(), x, create_graph=True)
+        weights = m.tensor(np.arange(1.0, g.numel() + 1).reshape(tuple(g.shape)))
+        (h,) = m.autograd.grad((g * weights).sum(), x)
+        results.append((_np(g), _np(h)))
+    for want, got in zip(results[0], results[1]):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
