@@ -504,7 +504,7 @@ class CompiledStep:
                 self._entry(key).eager_reason = f"{e.reason} at {e.where}"
                 return result if ran_eagerly else fn(*args)
             break
-        self._entry(key).bindings.append(binding)
+        self._entry(key).bindings.insert(0, binding)  # most recently used first
         self.plan = binding.plan
         if ran_eagerly:
             return result

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import dis
+import functools
 import inspect
 import sys
 import types
@@ -476,8 +477,9 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
     its parameters bound to this call's arguments: ``flat`` is the step, or (made by
     planner.compile) a function of the call's argument leaves with the step as ``flat.step``
     and the arguments' structure as ``flat.spec``. A capture bakes the values it finds into
-    the plan, so each one becomes a guard; helpers the step calls are not inspected (their
-    Python values are fixed at capture, as under jax.jit). A numpy array or tensor is guarded
+    the plan, so each one becomes a guard, and so do the values the user's functions it
+    reaches read through their globals and closure cells (``helper_accesses``). A numpy
+    array or tensor is guarded
     by identity: a batch the step reads from a global rebound every iteration
     (``x = rt.from_numpy(BATCH)``) was baked at capture and replayed stale; now rebinding it
     captures again (and past ``recompile_limit`` runs eagerly, saying so). Its contents are
@@ -495,9 +497,137 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
             bound = inspect.signature(step).bind(*args, **kwargs)
     except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
         return accesses(step, {})
-    return accesses(step, {name: value for name, value in bound.arguments.items()
-                           if guarded_kind(value) is None
-                           and type(value) not in (tuple, list, dict)})
+    found = accesses(step, {name: value for name, value in bound.arguments.items()
+                            if guarded_kind(value) is None
+                            and type(value) not in (tuple, list, dict)})
+    own = step.__func__ if isinstance(step, types.MethodType) else step
+    helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values()],
+                    skip=(own,))
+    return found
+
+
+# functions of the user's code a capture's guards look into, at most (each a dis walk)
+MAX_HELPERS = 256
+_LIBRARY: tuple[str, ...] | None = None
+
+
+def _library_dirs() -> tuple[str, ...]:
+    """Where code that is not the user's lives: this project's packages, the standard
+    library, installed packages."""
+    global _LIBRARY
+    if _LIBRARY is None:
+        import os
+        import sysconfig
+
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        paths = sysconfig.get_paths()
+        dirs = [os.path.join(here, pkg) for pkg in ("runtime", "planner", "codegen")]
+        dirs += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+        _LIBRARY = tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+    return _LIBRARY
+
+
+def _users(fn: Any) -> bool:
+    """Whether ``fn`` is a Python function of the user's code (not this project's, the
+    standard library's or an installed package's)."""
+    if type(fn) is not types.FunctionType:  # checked first: getattr may run an object's code
+        return False
+    return _users_file(fn.__code__.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _users_file(filename: str) -> bool:
+    if filename.startswith("<"):  # exec'd or interactive: the user's
+        return not filename.startswith("<frozen")
+    import os
+
+    return not os.path.realpath(filename).startswith(_library_dirs())
+
+
+def _class_functions(cls: type) -> list[Any]:
+    """The functions a user's class defines (methods, static and class methods, property
+    getters), its bases' too, up to the library's classes."""
+    found = []
+    for klass in cls.__mro__:
+        for value in vars(klass).values():
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            elif isinstance(value, property):
+                value = value.fget
+            if _users(value):
+                found.append(value)
+    return found
+
+
+_walked: dict[int, tuple[Any, Accesses]] = {}  # id(function) -> (it, accesses(it, {}))
+
+
+def _helper_walk(fn: Any) -> Accesses:
+    """``accesses(fn, {})``, walked once per function (a capture of gpt walked its helpers'
+    bytecode in 3 ms); the caller does not change it."""
+    hit = _walked.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    if len(_walked) >= 4 * MAX_HELPERS:
+        _walked.clear()
+    found = _walked[id(fn)] = (fn, accesses(fn, {}))
+    return found[1]
+
+
+def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = ()) -> None:
+    """Add to ``found`` where the user's functions the step can reach read and write values
+    through their own globals and closure cells (``accesses`` of each, with no arguments):
+    the functions among ``values`` and among the values of the paths read, the methods of
+    the user's classes of those values (an nn.Module's, and every submodule's: its forward
+    and the helpers it calls), transitively, at most MAX_HELPERS functions. A value a helper
+    reads (``SCALE`` in a loss function, a module's global constant) is baked into the plan
+    as the step's own are: guarded, and a helper changing one makes the step run eagerly,
+    as the step's own changes do (a capture cannot replay Python). ``skip``: functions whose
+    accesses ``found`` holds already (the step's own)."""
+    seen: set[int] = {id(fn) for fn in skip}
+    queue: list[Any] = []
+
+    def reach(value: Any) -> None:
+        if _users(value):
+            if id(value) not in seen:
+                seen.add(id(value))
+                queue.append(value)
+            return
+        if isinstance(value, Module):
+            classes = {type(m) for m in value.modules()}
+        elif isinstance(value, _OPAQUE) or guarded_kind(value) is not None or isinstance(
+                value, (types.ModuleType, type, tuple, list, dict)):
+            return
+        else:
+            classes = {type(value)}
+        for cls in classes:
+            if id(cls) not in seen:
+                seen.add(id(cls))
+                for fn in _class_functions(cls):
+                    reach(fn)
+
+    def reach_paths(paths: list[Path]) -> None:
+        for path in dict.fromkeys(paths):
+            try:
+                value, _ = path.follow()
+            except _Unsafe:
+                continue
+            if value is not MISSING:
+                reach(value)
+
+    for value in values:
+        reach(value)
+    reach_paths(found.reads)
+    done = 0
+    while queue and done < MAX_HELPERS:
+        fn = queue.pop(0)
+        done += 1
+        more = _helper_walk(fn)
+        offset = len(found.reads)
+        found.reads.extend(more.reads)
+        found.writes.update(more.writes)
+        found.increments.update({i + offset: d for i, d in more.increments.items()})
+        reach_paths(more.reads)
 
 
 def _stored_names(code: Any) -> set[str]:
