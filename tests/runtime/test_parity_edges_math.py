@@ -478,3 +478,17 @@ def test_prod_second_derivative_at_zeros(data: list[Any], dim: int | None) -> No
         results.append((_np(g), _np(h)))
     for want, got in zip(results[0], results[1]):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.xfail(strict=True, reason="cumprod's second derivative at a zero: its backward "
+                   "(a primitive's, shared with the planner) holds the gradient past the first "
+                   "zero constant, so d/dx_zero of the later positions' gradients is 0")
+def test_cumprod_second_derivative_at_zeros() -> None:
+    results = []
+    for m in (torch, rt):
+        x = m.tensor([2.0, 0.0, 3.0], dtype=m.float64, requires_grad=True)
+        (g,) = m.autograd.grad((m.cumprod(x, 0) * m.tensor([1.0, 2.0, 3.0])).sum(), x,
+                               create_graph=True)
+        (h,) = m.autograd.grad((g * m.tensor([1.0, 4.0, 9.0])).sum(), x)
+        results.append(_np(h))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-12)
