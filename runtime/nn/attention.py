@@ -1,10 +1,14 @@
 """`MultiheadAttention`: PyTorch's layer (its in_proj/out_proj parameters, masks, need_weights
-and average_attn_weights), computed from primitives."""
+and average_attn_weights), computed from primitives; F.multi_head_attention_forward; and
+`torch.nn.attention`'s SDPBackend and sdpa_kernel (which backends sdpa may use)."""
 
 from __future__ import annotations
 
+import contextlib
+import enum
 import math
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import runtime as rt
@@ -379,4 +383,35 @@ def multi_head_attention_forward(  # noqa: PLR0913 - PyTorch's signature
         object.__setattr__(shell, name, value_)
     return shell._forward(query, key, value, key_padding_mask, need_weights, attn_mask,
                           average_attn_weights, is_causal, (static_k, static_v))
+
+
+class SDPBackend(enum.IntEnum):
+    """PyTorch's scaled_dot_product_attention backends."""
+
+    ERROR = -1
+    MATH = 0
+    FLASH_ATTENTION = 1
+    EFFICIENT_ATTENTION = 2
+    CUDNN_ATTENTION = 3
+    OVERRIDEABLE = 4
+
+
+@contextlib.contextmanager
+def sdpa_kernel(backends: Any, set_priority: bool = False) -> Iterator[dict[str, Any]]:
+    """Within it, scaled_dot_product_attention may use ``backends`` only (PyTorch's): the
+    computation here is the math one, which also stands for the CPU flash kernel, so with
+    neither of those allowed (or flash alone where PyTorch's does not take the inputs) sdpa
+    raises PyTorch's error. ``set_priority`` orders backends, which changes nothing here."""
+    from runtime.ops import attention as ops
+
+    if not isinstance(backends, (list, SDPBackend)):
+        raise AssertionError("Backend must be an instance of SDPBackend or a list of SDPBackend "
+                             f"instances, got {type(backends).__name__}")
+    chosen = [backends] if isinstance(backends, SDPBackend) else backends
+    previous = ops.enabled_backends
+    ops.enabled_backends = frozenset(int(b) for b in chosen)
+    try:
+        yield {}
+    finally:
+        ops.enabled_backends = previous
 

@@ -68,6 +68,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             query, key, value, attn_mask, dropout_p, enable_gqa):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
+    _check_backends(query, key, value, attn_mask, dropout_p, enable_gqa)
     if enable_gqa:
         key, value = _grouped(query, key), _grouped(query, value)
     length, source = query.shape[-2], key.shape[-2]
@@ -98,7 +99,27 @@ def _bmm_error(left: Sequence[int], right: Sequence[int], matrix: tuple[int, int
                        f"[{batch}, {left[-1]}] but got: [{batch}, {matrix[0]}].")
 
 
-def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor,
+# the backends nn.attention.sdpa_kernel allows (SDPBackend values: MATH 0, FLASH_ATTENTION 1,
+# EFFICIENT_ATTENTION 2, CUDNN_ATTENTION 3, OVERRIDEABLE 4); every one by default
+enabled_backends: frozenset[int] = frozenset(range(5))
+
+
+def _check_backends(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                    dropout_p: float, enable_gqa: bool) -> None:
+    """The math computation here stands for PyTorch's CPU kernels, math and flash (the same
+    values): with neither allowed, or flash alone where it does not take the inputs,
+    PyTorch's error."""
+    if 0 in enabled_backends:
+        return
+    if 1 not in enabled_backends:
+        raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This "
+                           "is likely due to turning off both the math kernel and the fused "
+                           "kernels.")
+    if not _flash_cpu_takes(query, key, value, mask, dropout_p, enable_gqa):
+        raise RuntimeError("No available kernel.  Aborting execution.")
+
+
+def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
                      dropout_p: float, enable_gqa: bool) -> bool:
     """Whether PyTorch's CPU dispatcher picks its flash kernel (sdp_utils_cpp's
     use_flash_attention_cpp), which applies is_causal and an explicit attn_mask together (the
@@ -112,8 +133,8 @@ def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor,
         return False
     if heads != kv_heads and not (enable_gqa and kv_heads and heads % kv_heads == 0):
         return False
-    if mask.requires_grad or not _flash_cpu_mask_shape(tuple(mask.shape), batch, heads,
-                                                       length, source):
+    if mask is not None and (mask.requires_grad or not _flash_cpu_mask_shape(
+            tuple(mask.shape), batch, heads, length, source)):
         return False
     if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
         return False
