@@ -11,6 +11,7 @@ as graph values to write back, and nothing outside the tracer changes during a c
 from __future__ import annotations
 
 import functools
+import random
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -564,12 +565,14 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
             tracer.add_input(i, a)
     watch = guards.Watch(guards.call_accesses(fn, args))
     grad_mode = is_grad_enabled()
+    draws = _PythonDraws()
     prev = set_tracer(tracer)
     try:
         result = fn(*args)
         set_tracer(prev)
         if is_grad_enabled() != grad_mode:
             raise GraphBreak("the step changed the grad mode and did not restore it")
+        draws.check()
         found = tracer.finish(result)
         found.watch = watch
         return found
@@ -579,7 +582,35 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         tracer.restore_optimizers()
         tracer.restore_generators()
         tracer.restore_flags()
+        draws.restore()
         watch.settle()
+
+
+class _PythonDraws:
+    """The states of Python's ``random`` and numpy's global generator when a capture began: a
+    step that draws from either (``random.random()``, ``np.random.rand()``) would have its
+    numbers baked into the plan, the same at every replay, so the call runs eagerly instead
+    (``check``); the capture puts both back (``restore``), so that the eager run draws what
+    an eager call draws."""
+
+    def __init__(self) -> None:
+        self.python = random.getstate()
+        self.numpy = np.random.get_state(legacy=False)
+
+    def check(self) -> None:
+        if random.getstate() != self.python:
+            raise GraphBreak("the step draws from Python's random module, whose numbers a "
+                             "replayed plan would repeat")
+        now = np.random.get_state(legacy=False)
+        if now["state"]["pos"] != self.numpy["state"]["pos"] or not np.array_equal(
+                now["state"]["key"], self.numpy["state"]["key"]) or \
+                now["has_gauss"] != self.numpy["has_gauss"]:
+            raise GraphBreak("the step draws from numpy's global random generator, whose "
+                             "numbers a replayed plan would repeat")
+
+    def restore(self) -> None:
+        random.setstate(self.python)
+        np.random.set_state(self.numpy)
 
 
 def _set_flag(t: Tensor, flag: bool) -> None:
