@@ -484,6 +484,11 @@ class CompiledStep:
             # eagerly now, without the capture that would learn it again
             self._warm_up(key, "it created state on its first call in an earlier process")
             ran_eagerly, result, warm_up = True, fn(*args), False
+        elif warm_up and entry is None and (fresh := _fresh_optimizer(self.fn)) is not None:
+            # no capture to learn it either: gpt's cold first call captured twice
+            self._warm_up(key, f"{type(fresh).__name__} holds no state yet (its first step "
+                               f"makes it)")
+            ran_eagerly, result, warm_up = True, fn(*args), False
         while True:
             try:
                 binding = self._plan(fn, args, warm_up=warm_up)
@@ -818,6 +823,24 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _fresh_optimizer(step: Callable[..., Any]) -> Any:
+    """An optimizer the step reaches directly (``plan_cache.reached_optimizers``) that holds
+    no state yet for a parameter that requires grad, where its step makes some (SGD's only
+    with momentum; the others' on their first step), or None: the capture would find the
+    call creating that state and run it eagerly, as ``_call_flat`` then does without
+    capturing. A guess: an optimizer the step does not step makes its first call eager, as
+    harmlessly."""
+    from runtime.optim.sgd import SGD
+
+    for opt in plan_cache.reached_optimizers(getattr(step, "__func__", step)):
+        for group in opt.param_groups:
+            if isinstance(opt, SGD) and group.get("momentum", 0) == 0:
+                continue
+            if any(p.requires_grad and not opt.state.get(p) for p in group["params"]):
+                return opt
+    return None
 
 
 def _read_by_its_module(path: Any, step: Callable[..., Any]) -> bool:

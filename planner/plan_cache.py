@@ -289,10 +289,24 @@ def warm_up_key(fn: Any, call_key: tuple[Any, ...]) -> str | None:
 
 
 def _optimizers(fn: Any, code: types.CodeType) -> list[Any]:
-    """What describes each optimizer ``fn`` reaches directly (a closure cell, or a global
-    its code names): class, hyperparameters, parameter shapes, whether it holds state."""
+    """What describes each optimizer ``fn`` reaches directly (``reached_optimizers``): class,
+    hyperparameters, parameter shapes, whether it holds state."""
+    found: list[Any] = []
+    for obj in reached_optimizers(fn):
+        groups = [(sorted((k, repr(v)) for k, v in g.items() if k != "params"),
+                   [tuple(p.shape) for p in g["params"]]) for g in obj.param_groups]
+        found.append((type(obj).__qualname__, groups, bool(obj.state)))
+    return found
+
+
+def reached_optimizers(fn: Any) -> list[Any]:
+    """The optimizers ``fn`` reaches directly: in a closure cell, or a global its code
+    names (none where it has no code)."""
     from runtime.optim.optimizer import Optimizer
 
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
     found: list[Any] = []
     seen: set[int] = set()
     cells = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())
@@ -301,9 +315,7 @@ def _optimizers(fn: Any, code: types.CodeType) -> list[Any]:
     for obj in cells + [names[n] for n in code.co_names if n in names]:
         if isinstance(obj, Optimizer) and id(obj) not in seen:
             seen.add(id(obj))
-            groups = [(sorted((k, repr(v)) for k, v in g.items() if k != "params"),
-                       [tuple(p.shape) for p in g["params"]]) for g in obj.param_groups]
-            found.append((type(obj).__qualname__, groups, bool(obj.state)))
+            found.append(obj)
     return found
 
 

@@ -108,3 +108,44 @@ def test_state_made_anew_every_call_runs_eagerly_once_then_is_planned() -> None:
         np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
     assert step.warmups == 1
     assert step.captures >= 1
+
+
+@pytest.mark.parametrize(("make", "warmups"), [
+    (lambda p: optim.Adam(p, lr=0.1), 1), (lambda p: optim.SGD(p, lr=0.1, momentum=0.9), 1),
+    (lambda p: optim.SGD(p, lr=0.1), 0)])
+def test_a_fresh_optimizer_runs_the_first_call_eagerly_without_a_capture(
+        make: Any, warmups: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An optimizer the step reaches that holds no state yet and makes some at its first
+    step: the first call runs eagerly without first capturing to find that out."""
+    import sys
+
+    compile_module = sys.modules["planner.compile"]  # planner.compile is the function
+    captured = []
+    real = compile_module.capture
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        captured.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(compile_module, "capture", counting)
+    w, ref = rt.zeros(4, requires_grad=True), rt.zeros(4, requires_grad=True)
+    opt, ref_opt = make([w]), make([ref])
+
+    def train(x: Any) -> Any:
+        opt.zero_grad()
+        loss = ((w - x) ** 2).sum()
+        loss.backward()
+        opt.step()
+        return loss.detach()
+
+    step = planner.compile(train)
+    for i in range(3):
+        x = rt.full((4,), float(i + 1))
+        got = step(x)
+        ref_opt.zero_grad()
+        want = ((ref - x) ** 2).sum()
+        want.backward()
+        ref_opt.step()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    assert (step.captures, step.warmups, len(captured)) == (1, warmups, 1)

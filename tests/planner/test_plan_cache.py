@@ -29,7 +29,8 @@ from runtime.ops.registry import REGISTRY
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _mlp(seed: int = 0, make_opt: Any = None) -> tuple[Any, Any, tuple[Any, ...]]:
+def _mlp(seed: int = 0, make_opt: Any = None, set_to_none: bool = True
+         ) -> tuple[Any, Any, tuple[Any, ...]]:
     """A model, its training step and a batch; the step's optimizer is ``make_opt(params)``
     (default SGD, lr 0.1): one step function's code for every optimizer."""
     g = np.random.default_rng(seed)
@@ -40,7 +41,7 @@ def _mlp(seed: int = 0, make_opt: Any = None) -> tuple[Any, Any, tuple[Any, ...]
     opt = (make_opt or functools.partial(rt.optim.SGD, lr=0.1))(model.parameters())
 
     def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
+        opt.zero_grad(set_to_none=set_to_none)
         loss = rt.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
@@ -267,24 +268,30 @@ def _counting_captures() -> tuple[list[int], Any]:
     return captures, mock.patch.dict(planner.compile.__globals__, {"capture": counting})
 
 
-def test_a_step_that_created_state_runs_eagerly_first_in_a_later_process(tmp_path: Path) -> None:
-    """The first compile captures to learn that the step creates state, runs eagerly, and
-    captures again; a later one (the same step's code, argument shapes and optimizer, the
-    same cache) runs eagerly at once and captures once; all train as eager mode does.
-    Another cache knows nothing of it."""
-    adam = functools.partial(rt.optim.Adam, lr=0.01)
+@pytest.mark.parametrize(("make_opt", "set_to_none", "expected"), [
+    # Adam holds no state before its first step: every first call runs eagerly at once
+    # (CompiledStep._call_flat's look at the optimizers the step reaches)
+    (functools.partial(rt.optim.Adam, lr=0.01), True, [1, 1, 1]),
+    # the first backward makes the .grads zero_grad(set_to_none=False) found None: the first
+    # compile captures to learn it, runs eagerly and captures again; a later one with the
+    # same cache runs eagerly at once; another cache knows nothing of it
+    (functools.partial(rt.optim.SGD, lr=0.1), False, [2, 1, 2])])
+def test_a_step_that_created_state_runs_eagerly_first_in_a_later_process(
+        tmp_path: Path, make_opt: Any, set_to_none: bool, expected: list[int]) -> None:
+    """A step whose first call creates state runs it eagerly and captures once after it;
+    all train as eager mode does."""
     captures, patch = _counting_captures()
     losses, weights = [], []
     for cache_dir in (tmp_path, tmp_path, tmp_path / "other"):
-        model, fn, args = _mlp(make_opt=adam)
+        model, fn, args = _mlp(make_opt=make_opt, set_to_none=set_to_none)
         step = planner.compile(fn, backend="llvm", cache_dir=cache_dir)
         captures.append(0)
         with patch:
             losses.append([float(step(*args)) for _ in range(3)])
         weights.append([p.detach().numpy().copy() for p in model.parameters()])
         assert (step.warmups, step.captures) == (1, 1)
-    assert captures == [2, 1, 2]
-    model, fn, args = _mlp(make_opt=adam)
+    assert captures == expected
+    model, fn, args = _mlp(make_opt=make_opt, set_to_none=set_to_none)
     eager = [float(fn(*args)) for _ in range(3)]
     for got in losses:
         np.testing.assert_allclose(got, eager, rtol=1e-5)
