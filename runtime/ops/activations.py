@@ -139,11 +139,11 @@ def mish(input: Tensor, inplace: bool = False) -> Tensor:
 
 @named_backward("LogSigmoidBackward0")
 @float_kernel("log_sigmoid_cpu")
-def logsigmoid(x: Tensor) -> Tensor:
+def logsigmoid(input: Tensor) -> Tensor:
     """PyTorch's min(x, 0) - log1p(exp(-|x|)); -|x| written with where, so the derivatives at
     0 are those of the x >= 0 branch (abs's would be 0 there)."""
-    nonneg = F.ge(x, 0)
-    return F.sub(F.where(nonneg, 0.0, x), F.log1p(F.exp(F.where(nonneg, F.neg(x), x))))
+    nonneg = F.ge(input, 0)
+    return F.sub(F.where(nonneg, 0.0, input), F.log1p(F.exp(F.where(nonneg, F.neg(input), input))))
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -179,6 +179,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     U(lower, upper) per element while training, times (lower + upper) / 2 otherwise."""
     from runtime.ops.more_ops import empty_like
 
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if inplace:
         return _inplace(lambda t: rrelu(t, lower, upper, training), input)
     if not training:
@@ -202,13 +204,13 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 @piecewise_linear("SoftshrinkBackward0")
 @float_kernel("softshrink_check")
-def softshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     # PyTorch's: 0 (not -0) on [-lambd, lambd]; a NaN stays NaN and passes the gradient
-    return F.where(_within(x, lambd), 0.0, F.where(F.gt(x, lambd), F.sub(x, lambd),
-                                                   F.add(x, lambd)))
+    return F.where(_within(input, lambd), 0.0, F.where(F.gt(input, lambd), F.sub(input, lambd),
+                                                   F.add(input, lambd)))
 
 
 def _within(x: Tensor, lambd: float) -> Tensor:
@@ -217,9 +219,9 @@ def _within(x: Tensor, lambd: float) -> Tensor:
 
 @piecewise_linear("HardshrinkBackward0")
 @float_kernel("hardshrink_cpu")
-def hardshrink(x: Tensor, lambd: float = 0.5) -> Tensor:
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x where |x| > lambd, else 0."""
-    return F.where(_within(x, lambd), 0.0, x)
+    return F.where(_within(input, lambd), 0.0, input)
 
 
 def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
@@ -242,16 +244,16 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     return norm(diff, p, dim=-1, keepdim=keepdim)
 
 
-def pdist(x: Tensor, p: float = 2.0) -> Tensor:
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     """PyTorch's ``F.pdist``: the p-norm distance of every pair of rows i < j of an (N, M)
     input, in row-major order (N * (N - 1) / 2 values)."""
     from runtime.ops.reductions import vector_norm
     from runtime.ops.structured import triu_indices
 
-    if x.dim() != 2:
-        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.dim()}D")
-    pairs = triu_indices(x.shape[0], x.shape[0], 1, device=x.device)
-    return vector_norm(F.sub(x[pairs[0]], x[pairs[1]]), p, -1)
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    pairs = triu_indices(input.shape[0], input.shape[0], 1, device=input.device)
+    return vector_norm(F.sub(input[pairs[0]], input[pairs[1]]), p, -1)
 
 
 def _channel_dropout(x: Tensor, p: float, training: bool, inplace: bool, lead: int
@@ -340,15 +342,15 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
 
 @autocast_lower
 @named_backward("PreluKernelBackward0")
-def prelu(x: Tensor, weight: Tensor) -> Tensor:
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if weight.numel() != 1:
-        if x.dim() < 2 or x.shape[1] != weight.numel():
-            channels = x.shape[1] if x.dim() >= 2 else 1
+        if input.dim() < 2 or input.shape[1] != weight.numel():
+            channels = input.shape[1] if input.dim() >= 2 else 1
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
                                f"parameter numbers = {weight.numel()} and channel size = "
                                f"{channels}.")
-        weight = weight.reshape(weight.numel(), *([1] * (x.dim() - 2)))
-    return F.where(F.gt(x, 0), x, F.mul(x, weight))
+        weight = weight.reshape(weight.numel(), *([1] * (input.dim() - 2)))
+    return F.where(F.gt(input, 0), input, F.mul(input, weight))
 
 
 @named_backward("NativeGroupNormBackward0")

@@ -172,13 +172,14 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 @named_backward("GeluBackward0")
 @float_kernel("GeluKernelImpl")
 @F.half_in_float32
-def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
-        inner = F.mul(F.add(x, F.mul(F.mul(F.mul(x, x), x), 0.044715)), _SQRT_2_OVER_PI)
-        return F.mul(F.mul(x, 0.5), F.add(F.tanh(inner), 1.0))
+        cube = F.mul(F.mul(input, input), input)
+        inner = F.mul(F.add(input, F.mul(cube, 0.044715)), _SQRT_2_OVER_PI)
+        return F.mul(F.mul(input, 0.5), F.add(F.tanh(inner), 1.0))
     if approximate != "none":
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    return F.mul(F.mul(x, 0.5), F.add(F.erf(F.mul(x, _INV_SQRT_2)), 1.0))
+    return F.mul(F.mul(input, 0.5), F.add(F.erf(F.mul(input, _INV_SQRT_2)), 1.0))
 
 
 def _shift_by_max(x: Tensor, dim: int) -> Tensor:
@@ -276,33 +277,33 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
 
 
 @autocast_lower
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias. With a bias PyTorch runs addmm and checks dtypes with its texts;
     without one, matmul's checks speak."""
     if bias is not None and weight.ndim == 2:
-        if x.dtype is not weight.dtype:
+        if input.dtype is not weight.dtype:
             raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                               f"{scalar_type_name(x.dtype)} and "
+                               f"{scalar_type_name(input.dtype)} and "
                                f"{scalar_type_name(weight.dtype)}")
         if bias.dtype is not weight.dtype:
             raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                                f"{scalar_type_name(bias.dtype)} and "
                                f"{scalar_type_name(weight.dtype)}")
-    if x.ndim > 2 and weight.ndim == 2:
+    if input.ndim > 2 and weight.ndim == 2:
         # one GEMM over the flattened leading axes: numpy runs (B, T, K) @ (K, N) as B small
         # GEMMs, 8x slower at (16, 64, 128) @ (128, 512), and its weight gradient likewise
-        lead = tuple(x.shape[:-1])
-        y = linear(F.reshape(x, (-1, x.shape[-1])), weight, bias)
+        lead = tuple(input.shape[:-1])
+        y = linear(F.reshape(input, (-1, input.shape[-1])), weight, bias)
         return F.reshape(y, (*lead, weight.shape[0]))
-    if bias is not None and x.dtype is bfloat16 and x.ndim == 2 and weight.ndim == 2:
+    if bias is not None and input.dtype is bfloat16 and input.ndim == 2 and weight.ndim == 2:
         from .products import addmm  # its bfloat16 product plus bias is rounded once
 
-        return addmm(bias, x, F.transpose(weight, 0, 1))
-    y = F.matmul(x, F.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
+        return addmm(bias, input, F.transpose(weight, 0, 1))
+    y = F.matmul(input, F.transpose(weight, 0, 1) if weight.ndim == 2 else weight)
     if bias is None:
         return y
     # PyTorch runs addmm for a 2-d input
-    return named(F.add(y, bias), "AddmmBackward0") if x.ndim == 2 else F.add(y, bias)
+    return named(F.add(y, bias), "AddmmBackward0") if input.ndim == 2 else F.add(y, bias)
 
 
 def check_dropout_p(p: float) -> None:
@@ -368,14 +369,14 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 @named_backward("SoftplusBackward0")
 @float_kernel("softplus_cpu")
 @F.half_in_float32
-def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log1p(exp(beta x)) / beta, x where beta x > threshold, as PyTorch's. The curve reads 0
     where the identity is taken: its exp never overflows there (an inf would make a nan of the
     zero gradient it passes back)."""
-    z = F.mul(x, beta)
+    z = F.mul(input, beta)
     linear = F.gt(z, threshold)
     soft = F.log1p(F.exp(F.where(linear, 0.0, z)))
-    return F.where(linear, x, F.div(soft, beta) if beta != 1.0 else soft)
+    return F.where(linear, input, F.div(soft, beta) if beta != 1.0 else soft)
 
 
 def _inplace(fn: Any, x: Tensor) -> Tensor:

@@ -81,3 +81,27 @@ def test_a_bool_mask_assignment_is_captured() -> None:
             got = step(rt.from_numpy(x.copy()), rt.from_numpy(y.copy()), rt.from_numpy(k.copy()))
             want = fn(rt.from_numpy(x.copy()), rt.from_numpy(y.copy()), rt.from_numpy(k.copy()))
             np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["gelu", "hardshrink", "logsigmoid", "pdist", "softplus",
+                                  "softshrink"])
+def test_activations_take_input_by_keyword(name: str) -> None:
+    x = rt.from_numpy(np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32))
+    fn = getattr(F, name)
+    np.testing.assert_array_equal(fn(input=x).numpy(), fn(x).numpy())
+
+
+def test_linear_and_prelu_take_input_by_keyword() -> None:
+    rng = np.random.default_rng(2)
+    x = rt.from_numpy(rng.standard_normal((3, 4)).astype(np.float32))
+    w = rt.from_numpy(rng.standard_normal((2, 4)).astype(np.float32))
+    np.testing.assert_array_equal(F.linear(input=x, weight=w).numpy(), F.linear(x, w).numpy())
+    a = rt.tensor([0.25])
+    np.testing.assert_array_equal(F.prelu(input=x, weight=a).numpy(), F.prelu(x, a).numpy())
+
+
+def test_rrelu_refuses_a_lower_bound_above_the_upper() -> None:
+    for training in (False, True):
+        with pytest.raises(RuntimeError, match="Lower bound should be less than or equal to "
+                                               "the upper bound"):
+            F.rrelu(rt.ones(3), 0.5, 0.2, training=training)

@@ -348,10 +348,7 @@ def test_functional_signature_matches_torch(name: str) -> None:
 # ("gelu(input, approximate = 'none') -> Tensor"); the names (a keyword call binds by them)
 # and defaults are compared with ours
 _DOC_SIGNATURE = re.compile(r"^\s*(\w+)\((.*)\)\s*->")
-ELSEWHERE_NAMES = {  # the tensor parameter is x here, input in torch (activations.py,
-    # composite.py): F.gelu(input=t) raises TypeError here
-    "gelu", "hardshrink", "linear", "logsigmoid", "pdist", "prelu", "softplus", "softshrink",
-}
+ELSEWHERE_NAMES: set[str] = set()  # known differences owned by other files (none left)
 
 
 def _doc_params(fn: Any) -> list[tuple[str, Any]] | None:
