@@ -345,9 +345,12 @@ class Tensor:
     def __repr__(self) -> str:
         if type(self._data) is MetaArray:
             return f"tensor(<captured {list(self.shape)} {self.dtype.name}>)"
-        body = np.array2string(np.asarray(move_array(self._data, "cpu")), separator=", ",
-                               prefix="tensor(")
+        from ._tensor_str import values_str, with_suffixes
+
+        body = values_str(np.asarray(move_array(self._data, "cpu")), len("tensor("))
         extra = []
+        if not self._data.size and self._data.shape != (0,):
+            extra.append(f"size={tuple(self._data.shape)}")
         if self.device != "cpu":
             extra.append(f"device='{self.device}'")
         if self.dtype is not D.default_float and (self.dtype not in (D.int64, D.bool_)
@@ -357,7 +360,7 @@ class Tensor:
             extra.append(f"grad_fn=<{self._grad_fn.name()}>")
         elif self._rg:
             extra.append("requires_grad=True")
-        return f"tensor({body}{''.join(', ' + e for e in extra)})"
+        return with_suffixes(f"tensor({body}", extra, len("tensor("))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         if not self.is_leaf:

@@ -176,7 +176,7 @@ def test_scalar_overflow_errors_as_torch() -> None:
 
 def test_repr_names_the_dtype() -> None:
     assert repr(rt.tensor([1.5, 2.25], dtype=rt.bfloat16)) == \
-        "tensor([1.5, 2.25], dtype=runtime.bfloat16)"
+        "tensor([1.5000, 2.2500], dtype=runtime.bfloat16)"
     assert repr(rt.tensor([1, 65535], dtype=rt.uint16)) == \
         "tensor([    1, 65535], dtype=runtime.uint16)"
 

@@ -240,7 +240,7 @@ def test_set_default_dtype(default: str) -> None:
         assert get_default_dtype() is getattr(rt, default)
         got = [t.dtype.name for t in _made_with_default(rt)]
         assert got == [default] * 13 + ["float32"]  # a numpy float32 scalar stays float32
-        assert repr(rt.tensor([1.5])) == "tensor([1.5])"
+        assert repr(rt.tensor([1.5])) == "tensor([1.5000])"  # PyTorch's 4 decimals
         assert "dtype=runtime.float32" in repr(rt.tensor([1.5], dtype=rt.float32))
     finally:
         set_default_dtype(rt.float32)
