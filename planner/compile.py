@@ -484,8 +484,11 @@ class CompiledStep:
             # eagerly now, without the capture that would learn it again
             self._warm_up(key, "it created state on its first call in an earlier process")
             ran_eagerly, result, warm_up = True, fn(*args), False
-        elif warm_up and entry is None and (fresh := _fresh_optimizer(self.fn)) is not None:
-            # no capture to learn it either: gpt's cold first call captured twice
+        elif warm_up and entry is None and not self.fullgraph and (
+                fresh := _fresh_optimizer(self.fn)) is not None:
+            # no capture to learn it either: gpt's cold first call captured twice (with
+            # fullgraph=True the capture comes first: a step it cannot hold raises before
+            # running anything)
             self._warm_up(key, f"{type(fresh).__name__} holds no state yet (its first step "
                                f"makes it)")
             ran_eagerly, result, warm_up = True, fn(*args), False
