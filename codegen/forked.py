@@ -122,9 +122,12 @@ class Started:
 
 
 def start(kernels: Sequence[kir.Kernel]) -> Started | None:
-    """Fork a child for every part of the module of ``kernels`` (as ``emit_in_parts`` splits
-    it, the first part included, one part where it is small), so that the caller holds no
-    LLVM lock while they run; None where no child may be forked (``workers``: 1)."""
+    """Fork a child for every part of the module of ``kernels``, so that the caller holds no
+    LLVM lock while they run and goes on with its own work: split as ``emit_in_parts`` splits
+    it (the first part included), one part where it is small; None where no child may be
+    forked (``workers``: 1). Over one process fewer, the caller keeps a core, but the module
+    takes longer: gpt's was in use 2.0 to 2.3 s after its first call began, against 1.6 with
+    every core compiling (1.4 s compiling in the first call)."""
     if workers() < 2:
         return None
     split = parts(kernels, workers())

@@ -69,6 +69,18 @@ def worth_it(plan: Plan, cache_dir: Any) -> bool:
     return weight >= BACKGROUND_MIN_EXPRS and not cache.is_cached(kernels, cache_dir)
 
 
+def threads_beside_compile() -> int:
+    """The intra-op threads a call gets while children compile its kernels: the cores they
+    leave, at least one (``codegen.forked.start`` forks up to ``workers`` of them). BLAS
+    threads that find their core taken spin: cnn's calls took 45 ms beside a child with two
+    BLAS threads, 9 to 15 ms with one, 3.5 ms alone."""
+    from codegen import forked
+
+    from runtime._threads import cores
+
+    return max(1, cores() - forked.workers())
+
+
 class Pending:
     """A fused plan being built by a thread of its own: ``build`` compiles its kernels and
     products (into the cache ``cache_dir``); ``done`` is set once it returned or raised

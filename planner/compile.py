@@ -35,6 +35,7 @@ import numpy as np
 
 from runtime import _dtype as D
 from runtime._device import canonical_device, cupy_module, device_of_array
+from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.nn.module import Module, global_hook_ids, structure_version
@@ -579,9 +580,8 @@ class CompiledStep:
             self._warn_unfused(pending.error, stacklevel=6)
             return
         binding.pending = None
-        fused = pending.plan
+        fused = pending.plan  # configured, its program built (``_build_and_keep``)
         self._install_allocator(fused)
-        fused.configure(self.workers, self.executor)
         if self.plan is binding.plan:
             self.plan = fused
         binding.plan, binding.replayer = fused, None
@@ -774,9 +774,16 @@ class CompiledStep:
             allocator.install()
 
     def _build_and_keep(self, plan: Plan, plan_key: str) -> None:
-        """What a background build runs (planner.background): the plan's code, then the plan
-        kept for later processes as a plan built in the call is."""
+        """What a background build runs (planner.background): the plan's code, how it runs
+        (``Plan.configure``) and what it runs (its program or its runner: the native code of
+        its fast paths compiled here, not in the call that switches), then the plan kept for
+        later processes as a plan built in the call is."""
         self._compile_code(plan)
+        execution = plan.configure(self.workers, self.executor)
+        if execution.executor == "parallel":
+            plan.executable.runner(execution.workers)
+        else:
+            plan.executable.program(False, True)
         plan_cache.store(plan_key, plan, self.cache_dir)
 
     def _fused(self, plan: Plan, build: bool) -> Plan:
@@ -919,6 +926,9 @@ def _plan_device(cap: Capture) -> str:
 
 
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
+    if binding.pending is not None:  # the unfused plan, beside the children compiling
+        with intra_op(bg.threads_beside_compile()):
+            return binding._replayer()(args)
     return binding._replayer()(args)
 
 
