@@ -7,9 +7,11 @@ reference interpreter: numpy, one primitive a step, the results eager mode gives
 documented tolerance) and a thread builds the fused plan's kernels and products; the first
 call that finds them built switches to the fused plan, and keeps it. The kernels' module is
 emitted by child processes forked as the plan is made (``codegen.cache.start_compiling``);
-the thread waits for them, loads their code and compiles the plan's products, and the calls
-meanwhile run no native code at all (``Executable.native_code``: neither native runs nor the
-primitives' compiled fast paths), so that nothing they do waits for LLVM or its lock.
+the thread waits for them, loads their code, compiles the plan's products and builds its
+program (the native code of its fast paths included), and the calls meanwhile run no native
+code at all (``Executable.native_code``: neither native runs nor the primitives' compiled
+fast paths), so that nothing they do waits for LLVM or its lock, with the intra-op threads
+the children leave (``threads_beside_compile``).
 
 Which call switches depends on how long LLVM takes: calls before it run the unfused plan and
 round differently from the fused one (within tolerance, but not the same bits). A step that
@@ -72,8 +74,8 @@ def worth_it(plan: Plan, cache_dir: Any) -> bool:
 def threads_beside_compile() -> int:
     """The intra-op threads a call gets while children compile its kernels: the cores they
     leave, at least one (``codegen.forked.start`` forks up to ``workers`` of them). BLAS
-    threads that find their core taken spin: cnn's calls took 45 ms beside a child with two
-    BLAS threads, 9 to 15 ms with one, 3.5 ms alone."""
+    threads that find their core taken spin: beside one child, cnn's calls took 45 to 55 ms
+    with two BLAS threads, 9 to 15 ms with one (3.5 ms with nothing compiling)."""
     from codegen import forked
 
     from runtime._threads import cores
@@ -83,11 +85,11 @@ def threads_beside_compile() -> int:
 
 class Pending:
     """A fused plan being built by a thread of its own: ``build`` compiles its kernels and
-    products (into the cache ``cache_dir``); ``done`` is set once it returned or raised
-    (``error``). The kernels' module is emitted by children forked here, on the calling
-    thread (``codegen.cache.start_compiling``): the thread only waits for them, holding no
-    LLVM lock, so that the interim calls' own bits of native code (``codegen.windows``'
-    functions, compiled once per machine) are not held up behind the module."""
+    products (into the cache ``cache_dir``), configures it and builds its program;
+    ``done`` is set once it returned or raised (``error``). The kernels' module is emitted
+    by children forked here, on the calling thread (``codegen.cache.start_compiling``): the
+    thread waits for them holding no LLVM lock, so other steps' code still loads and
+    compiles meanwhile."""
 
     def __init__(self, plan: Plan, build: Callable[[], None], name: str,
                  cache_dir: Any = None) -> None:

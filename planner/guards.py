@@ -579,7 +579,8 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
     through their own globals and closure cells (``accesses`` of each, with no arguments):
     the functions among ``values`` and among the values of the paths read, the methods of
     the user's classes of those values (an nn.Module's, and every submodule's: its forward
-    and the helpers it calls), transitively, at most MAX_HELPERS functions. A value a helper
+    and the helpers it calls) and the user's functions a module keeps as attributes
+    (``self.act = my_act``), transitively, at most MAX_HELPERS functions. A value a helper
     reads (``SCALE`` in a loss function, a module's global constant) is baked into the plan
     as the step's own are: guarded, and a helper changing one makes the step run eagerly,
     as the step's own changes do (a capture cannot replay Python). ``skip``: functions whose
@@ -594,7 +595,12 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
                 queue.append(value)
             return
         if isinstance(value, Module):
-            classes = {type(m) for m in value.modules()}
+            modules = list(value.modules())
+            classes = {type(m) for m in modules}
+            for m in modules:  # functions kept as attributes (``self.act = my_act``)
+                for attr in list(vars(m).values()):
+                    if _users(attr):
+                        reach(attr)
         elif isinstance(value, _OPAQUE) or guarded_kind(value) is not None or isinstance(
                 value, (types.ModuleType, type, tuple, list, dict)):
             return

@@ -171,3 +171,36 @@ def test_a_helper_keeping_a_tensor_runs_eagerly() -> None:
     step(x)
     assert len(LOSSES) == 2
     assert [float(t) for t in LOSSES] == [float(LOSSES[0])] * 2  # real values
+
+
+SHIFT = 0.5
+
+
+def _shifted_tanh(x: Any) -> Any:
+    return rt.tanh(x) + SHIFT
+
+
+class WithActivation(nn.Module):
+    def __init__(self, act: Any) -> None:
+        super().__init__()
+        self.lin = nn.Linear(3, 3)
+        self.act = act  # a function kept as an attribute, called through it
+
+    def forward(self, x: Any) -> Any:
+        return self.act(self.lin(x))
+
+
+def test_a_function_a_module_keeps_as_an_attribute_is_walked() -> None:
+    global SHIFT
+    x = rt.ones(2, 3)
+    rt.manual_seed(0)
+    step = planner.compile(_step(WithActivation(_shifted_tanh), lambda out: out.sum()))
+    got = []
+    try:
+        for shift in (0.5, 0.5, 2.0):
+            SHIFT = shift
+            got.append(float(step(x)))
+    finally:
+        SHIFT = 0.5
+    assert got[2] - got[1] == pytest.approx(6 * 1.5, rel=1e-5)  # 6 elements moved by 1.5
+    assert step.captures == 2
