@@ -435,15 +435,13 @@ def get_compiled(kernels: list[kir.Kernel],
                 _building.pop(key, None)
 
 
-def start_compiling(kernels: list[kir.Kernel],
-                    cache_dir_path: str | os.PathLike[str] | None = None) -> bool:
-    """Start emitting the module of ``kernels`` in forked children where it is not cached
-    (``codegen.forked.start``), for ``get_compiled`` to collect: the calling thread then
-    holds no LLVM lock while they run (a plan compiling in the background, planner.background,
-    leaves LLVM free for the support code its interim calls need). False where nothing was
-    started (cached, or no child may be forked): ``get_compiled`` compiles it as always."""
-    if is_cached(kernels, cache_dir_path):
-        return False
+def start_compiling(kernels: list[kir.Kernel]) -> bool:
+    """Start emitting the module of ``kernels``, which the caller found not cached
+    (``is_cached``), in forked children (``codegen.forked.start``), for ``get_compiled`` to
+    collect: the calling thread then holds no LLVM lock while they run (a plan compiling in
+    the background, planner.background). False where nothing was started (no child may be
+    forked): ``get_compiled`` compiles it as always; one that finds the module on disk after
+    all stops the children."""
     key = cache_key(kernels)
     with _lock:
         if key in _started:

@@ -96,20 +96,13 @@ def emit_in_parts(kernels: Sequence[kir.Kernel]) -> ObjectCode | None:
     from codegen.jit import optimize_and_emit
     from codegen.llvm import render
 
-    children: list[tuple[int, int]] = []  # (pid, read end) of parts 1...
+    started = _forked(split[1:])
     try:
-        for part in split[1:]:
-            children.append(_fork(part))
-        codes = [optimize_and_emit(render(split[0]))]
-        deadline = time.monotonic() + TIMEOUT_S
-        for part in split[1:]:
-            pid, fd = children.pop(0)
-            code = _collect(pid, fd, deadline)
-            codes.append(code if code is not None else target.emit(render(part)))
-    finally:
-        for pid, fd in children:  # interrupted: leave nothing behind
-            _stop(pid, fd)
-    return ObjectCode.joined(codes)
+        first = optimize_and_emit(render(split[0]))
+    except BaseException:
+        cancel(started)
+        raise
+    return ObjectCode.joined([first, *_collected(started)])
 
 
 class Started:
@@ -130,21 +123,37 @@ def start(kernels: Sequence[kir.Kernel]) -> Started | None:
     every core compiling (1.4 s compiling in the first call)."""
     if workers() < 2:
         return None
-    split = parts(kernels, workers())
-    children: list[tuple[int, int]] = []
-    try:
-        for part in split:
-            children.append(_fork(part))
-    except BaseException:
-        for pid, fd in children:
-            _stop(pid, fd)
-        raise
-    return Started(split, children)
+    return _forked(parts(kernels, workers()))
 
 
 def finish(started: Started) -> ObjectCode:
     """The module ``start`` forked children for: each part as its child sent it, or emitted
     here where the child failed or ran out of time (the same code either way)."""
+    return ObjectCode.joined(_collected(started))
+
+
+def cancel(started: Started) -> None:
+    """Stop and reap the children of ``started`` that were not collected."""
+    for pid, fd in started.children:
+        _stop(pid, fd)
+    started.children.clear()
+
+
+def _forked(split: list[list[kir.Kernel]]) -> Started:
+    """A child forked for each part of ``split``; none left behind where a fork fails."""
+    started = Started(split, [])
+    try:
+        for part in split:
+            started.children.append(_fork(part))
+    except BaseException:
+        cancel(started)
+        raise
+    return started
+
+
+def _collected(started: Started) -> list[ObjectCode]:
+    """Each part's code as its child sent it, or emitted here where the child failed or ran
+    out of time (the same code either way); the children left are stopped if interrupted."""
     from codegen.llvm import render
 
     codes = []
@@ -156,14 +165,7 @@ def finish(started: Started) -> ObjectCode:
             codes.append(code if code is not None else target.emit(render(part)))
     finally:
         cancel(started)  # interrupted: leave nothing behind
-    return ObjectCode.joined(codes)
-
-
-def cancel(started: Started) -> None:
-    """Stop and reap the children of ``started`` that ``finish`` did not collect."""
-    for pid, fd in started.children:
-        _stop(pid, fd)
-    started.children.clear()
+    return codes
 
 
 def _fork(part: list[kir.Kernel]) -> tuple[int, int]:

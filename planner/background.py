@@ -85,14 +85,13 @@ def threads_beside_compile() -> int:
 
 class Pending:
     """A fused plan being built by a thread of its own: ``build`` compiles its kernels and
-    products (into the cache ``cache_dir``), configures it and builds its program;
+    products (into the cache), configures it and builds its program;
     ``done`` is set once it returned or raised (``error``). The kernels' module is emitted
     by children forked here, on the calling thread (``codegen.cache.start_compiling``): the
     thread waits for them holding no LLVM lock, so other steps' code still loads and
     compiles meanwhile."""
 
-    def __init__(self, plan: Plan, build: Callable[[], None], name: str,
-                 cache_dir: Any = None) -> None:
+    def __init__(self, plan: Plan, build: Callable[[], None], name: str) -> None:
         from codegen import cache
 
         self.plan = plan
@@ -100,7 +99,7 @@ class Pending:
         self.done = threading.Event()
         self._build = build
         self._kernels = kernels_by_device(plan)["cpu"]
-        cache.start_compiling(self._kernels, cache_dir)
+        cache.start_compiling(self._kernels)  # not cached: ``worth_it`` looked
         self.thread = threading.Thread(target=self._run, name=f"planner compile {name}")
         self.thread.start()
 

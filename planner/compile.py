@@ -676,7 +676,7 @@ class CompiledStep:
                 if later and fused is not plan:
                     if bg.worth_it(fused, self.cache_dir):
                         pending = bg.Pending(fused, functools.partial(
-                            self._build_and_keep, fused, plan_key), self._name, self.cache_dir)
+                            self._build_and_keep, fused, plan_key), self._name)
                         plan.executable.native_code = False  # run meanwhile: no native code
                     else:
                         fused = self._built(plan, fused)
