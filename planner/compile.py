@@ -480,18 +480,19 @@ class CompiledStep:
         warm_up = entry is None or not entry.warmed
         ran_eagerly, result = False, None
         marker = plan_cache.warm_up_key(self.fn, key) if warm_up else None
+        # a call known to create state runs eagerly now, without the capture that would learn
+        # it: an earlier process found this step creating state on its first call, or an
+        # optimizer it steps holds none yet (gpt's cold first call captured twice; with
+        # fullgraph=True the capture comes first: a step it cannot hold raises before
+        # running anything)
+        eager_why = None
         if marker is not None and plan_cache.warms_up(marker, self.cache_dir):
-            # an earlier process found this step creating state on its first call: run it
-            # eagerly now, without the capture that would learn it again
-            self._warm_up(key, "it created state on its first call in an earlier process")
-            ran_eagerly, result, warm_up = True, fn(*args), False
+            eager_why = "it created state on its first call in an earlier process"
         elif warm_up and entry is None and not self.fullgraph and (
                 fresh := _fresh_optimizer(self.fn)) is not None:
-            # no capture to learn it either: gpt's cold first call captured twice (with
-            # fullgraph=True the capture comes first: a step it cannot hold raises before
-            # running anything)
-            self._warm_up(key, f"{type(fresh).__name__} holds no state yet (its first step "
-                               f"makes it)")
+            eager_why = f"{type(fresh).__name__} holds no state yet (its first step makes it)"
+        if eager_why is not None:
+            self._warm_up(key, eager_why)
             ran_eagerly, result, warm_up = True, fn(*args), False
         while True:
             try:
@@ -837,18 +838,15 @@ def _collector_paused() -> Iterator[None]:
 
 def _fresh_optimizer(step: Callable[..., Any]) -> Any:
     """An optimizer the step reaches directly (``plan_cache.reached_optimizers``) that holds
-    no state yet for a parameter that requires grad, where its step makes some (SGD's only
-    with momentum; the others' on their first step), or None: the capture would find the
+    no state yet for a parameter that requires grad, where its step makes some
+    (``Optimizer._steps_make_state``), or None: the capture would find the
     call creating that state and run it eagerly, as ``_call_flat`` then does without
     capturing. A guess: an optimizer the step does not step makes its first call eager, as
     harmlessly."""
-    from runtime.optim.sgd import SGD
-
     for opt in plan_cache.reached_optimizers(getattr(step, "__func__", step)):
         for group in opt.param_groups:
-            if isinstance(opt, SGD) and group.get("momentum", 0) == 0:
-                continue
-            if any(p.requires_grad and not opt.state.get(p) for p in group["params"]):
+            if opt._steps_make_state(group) and any(
+                    p.requires_grad and not opt.state.get(p) for p in group["params"]):
                 return opt
     return None
 

@@ -203,6 +203,12 @@ class Optimizer:
     def _step_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
 
+    def _steps_make_state(self, group: dict[str, Any]) -> bool:
+        """Whether stepping ``group`` makes per-parameter state where a parameter has none
+        yet (Adam's moments; not SGD's without momentum): planner.compile runs the first call
+        of a step whose optimizer has none yet eagerly, without capturing it first."""
+        return True
+
     @staticmethod
     def _grads(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:
         """(parameter, gradient) of each parameter of the group that has one, the gradient

@@ -43,6 +43,9 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
+    def _steps_make_state(self, group: dict[str, Any]) -> bool:
+        return group["momentum"] != 0  # the momentum buffers
+
     def _step_group(self, group: dict[str, Any]) -> None:
         # numbers from _hyper (replay-time inputs of a compiled step); branches read the
         # group itself: whether a number is zero is part of a compiled step's guard
