@@ -508,23 +508,20 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
 
 # functions of the user's code a capture's guards look into, at most (each a dis walk)
 MAX_HELPERS = 256
-_LIBRARY: tuple[str, ...] | None = None
 
 
+@functools.cache
 def _library_dirs() -> tuple[str, ...]:
     """Where code that is not the user's lives: this project's packages, the standard
     library, installed packages."""
-    global _LIBRARY
-    if _LIBRARY is None:
-        import os
-        import sysconfig
+    import os
+    import sysconfig
 
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        paths = sysconfig.get_paths()
-        dirs = [os.path.join(here, pkg) for pkg in ("runtime", "planner", "codegen")]
-        dirs += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
-        _LIBRARY = tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
-    return _LIBRARY
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    paths = sysconfig.get_paths()
+    dirs = [os.path.join(here, pkg) for pkg in ("runtime", "planner", "codegen")]
+    dirs += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths]
+    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
 
 
 def _users(fn: Any) -> bool:

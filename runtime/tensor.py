@@ -15,6 +15,7 @@ from . import _dtype as D
 from ._device import array_module, as_device, canonical_device, move_array
 from ._device import _DEVICES
 from ._device import device as rt_device
+from ._tensor_str import values_str, with_suffixes
 from .autograd import grad_mode
 from .autograd.grad_mode import _inference as _inference_state
 from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
@@ -345,8 +346,6 @@ class Tensor:
     def __repr__(self) -> str:
         if type(self._data) is MetaArray:
             return f"tensor(<captured {list(self.shape)} {self.dtype.name}>)"
-        from ._tensor_str import values_str, with_suffixes
-
         body = values_str(np.asarray(move_array(self._data, "cpu")), len("tensor("))
         extra = []
         if not self._data.size and self._data.shape != (0,):
