@@ -564,14 +564,16 @@ SCRIPTS: dict[str, Callable[..., Run]] = {
 }
 
 
-def reference(torch: ModuleType, name: str, tmp: Path) -> Run:
+def equals_pytorch(scripts: dict[str, Any], name: str, torch: ModuleType, tmp: Path) -> None:
+    """Script ``name`` of ``scripts`` run by ``torch`` from seed 0, then by the runtime from
+    the same weights and data: the runs match."""
     torch.manual_seed(0)
-    return SCRIPTS[name](torch, None, as_is, tmp)
+    want = scripts[name](torch, None, as_is, tmp)
+    got = scripts[name](rt, want.weights, as_is, tmp)
+    assert_runs_match(got, want, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("name", list(SCRIPTS))
 def test_script_equals_pytorch(name: str, tmp_path: Path, torch_one_thread: ModuleType  # noqa: F811
                                ) -> None:
-    want = reference(torch_one_thread, name, tmp_path)
-    got = SCRIPTS[name](rt, want.weights, as_is, tmp_path)
-    assert_runs_match(got, want, rtol=1e-4, atol=1e-5)
+    equals_pytorch(SCRIPTS, name, torch_one_thread, tmp_path)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
-from tests.runtime.test_scripts_more_models import assert_runs_match, finish
+from tests.runtime.test_scripts_more_models import equals_pytorch, finish
 from tests.runtime.test_scripts_training import (
     Run,
     Step,
@@ -294,17 +294,10 @@ SCRIPTS: dict[str, Callable[..., Run]] = {
 }
 
 
-def reference(torch: ModuleType, name: str, tmp: Path) -> Run:
-    torch.manual_seed(0)
-    return SCRIPTS[name](torch, None, as_is, tmp)
-
-
 @pytest.mark.parametrize("name", list(SCRIPTS))
 def test_script_equals_pytorch(name: str, tmp_path: Path, torch_one_thread: ModuleType  # noqa: F811
                                ) -> None:
-    want = reference(torch_one_thread, name, tmp_path)
-    got = SCRIPTS[name](rt, want.weights, as_is, tmp_path)
-    assert_runs_match(got, want, rtol=1e-4, atol=1e-5)
+    equals_pytorch(SCRIPTS, name, torch_one_thread, tmp_path)
 
 
 # ---- torch.manual_seed: a seeded run repeats, draws and all -------------------------------
