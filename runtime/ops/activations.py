@@ -20,6 +20,7 @@ from runtime.ops.composite import (
     drop,
     float_kernel,
     leaky_relu,
+    linked_to_inputs,
     piecewise_linear,
     softmax,
     softplus,
@@ -341,7 +342,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
 
 
 @autocast_lower
-@named_backward("PreluKernelBackward0")
+@linked_to_inputs("PreluKernelBackward0")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
     if weight.numel() != 1:
         if input.dim() < 2 or input.shape[1] != weight.numel():

@@ -41,27 +41,42 @@ def float_kernel(kernel: str) -> Any:
 
 
 class _PiecewiseLinearBackward(PrimitiveBackward):
-    """The backward node of a piecewise linear activation (relu, leaky_relu, hardtanh...),
-    built as a ``where``. Its gradient is the incoming one masked or scaled, so under
-    ``create_graph`` it would not depend on x; PyTorch's (threshold_backward and friends) is a
-    function of x with a zero derivative, and double backward through it gives zeros. This
-    node links each gradient it makes to its saved result by a ``where`` that always picks
-    the gradient: the same values, and a zero second derivative that reaches x."""
+    """The backward node of an op whose gradient is the incoming one masked, scaled or moved
+    (relu, leaky_relu, hardtanh, pooling, prelu), built from primitives. Under
+    ``create_graph`` its gradients would not depend on the op's inputs; PyTorch's backward
+    (threshold_backward, max_pool2d_with_indices_backward...) is a function of them with a
+    zero derivative, and double backward through it gives them zeros. This node links each
+    gradient it makes to the tensors it saved ("link0", "link1"...) by a ``where`` that always
+    picks the gradient: the same values, and a zero second derivative that reaches them."""
 
     __slots__ = ()
 
     def apply(self, grads: list[Any]) -> list[Any]:
         out = PrimitiveBackward.apply(self, grads)
-        if not _grad_state.enabled or self._released or "result" not in self.saved:
+        if not _grad_state.enabled or self._released or "link0" not in self.saved:
             return out
-        result = None
-        shape = self.input_metas[0].shape  # the result's
+        anchors: list[Tensor] | None = None
         for i, g in enumerate(out):
-            if isinstance(g, Tensor) and not g.requires_grad and g.shape == shape:
-                if result is None:
-                    result = self.saved["result"].unpack(self)
-                out[i] = F.where(_always(), g, result)
+            if isinstance(g, Tensor) and not g.requires_grad:
+                if anchors is None:
+                    anchors = [s.unpack(self) for key, s in self.saved.items()
+                               if isinstance(key, str) and key.startswith("link")]
+                out[i] = _linked(g, anchors)
         return out
+
+
+def _linked(g: Tensor, anchors: list[Tensor]) -> Tensor:
+    """g's values, with a zero gradient to each anchor that requires grad (one of another
+    shape or dtype through its sum, cast to g's dtype)."""
+    for anchor in anchors:
+        if not anchor.requires_grad:
+            continue
+        if anchor.shape != g.shape:
+            anchor = F.sum(anchor)
+        if anchor.dtype is not g.dtype:
+            anchor = F.cast(anchor, g.dtype)
+        g = F.where(_always(), g, anchor)
+    return g
 
 
 def _always() -> Tensor:
@@ -121,24 +136,53 @@ def spread_among(x: Tensor, value: Tensor, name: str) -> Tensor:
 _PIECEWISE_CLASSES: dict[str, type[_PiecewiseLinearBackward]] = {}
 
 
-def piecewise_linear(name: str) -> Any:
-    """named_backward for a piecewise linear activation: its node is PyTorch's ``name`` and
-    a _PiecewiseLinearBackward, which saves the result (as PyTorch's ReluBackward0)."""
-    cls = _PIECEWISE_CLASSES.setdefault(
-        name, type(name, (_PiecewiseLinearBackward,), {"__slots__": ()}))
+def linked_backward(out: Tensor, name: str, *anchors: Tensor) -> Tensor:
+    """``out`` with its node named PyTorch's ``name`` and made a _PiecewiseLinearBackward that
+    saves ``anchors`` (what PyTorch's backward reads): double backward gives them zeros."""
+    node = out._grad_fn
+    if node is None or not isinstance(node, PrimitiveBackward):
+        return out
+    cls = _PIECEWISE_CLASSES.get(name)
+    if cls is None:
+        cls = _PIECEWISE_CLASSES[name] = type(name, (_PiecewiseLinearBackward,),
+                                              {"__slots__": ()})
+    named(out, name)
+    node.__class__ = cls
+    for i, anchor in enumerate(a for a in anchors if a.requires_grad):
+        node.saved[f"link{i}"] = SavedTensor(anchor, anchor is out)
+    return out
+
+
+def linked_to_inputs(name: str) -> Any:
+    """named_backward for an op whose gradient is the incoming one masked or moved (pooling,
+    prelu): its node is PyTorch's ``name`` and links its gradients to the op's tensor
+    arguments, which double backward gives zeros, as PyTorch's."""
 
     def decorate(fn: Any) -> Any:
         @functools.wraps(fn)
         def op(*args: Any, **kwargs: Any) -> Tensor:
             out = fn(*args, **kwargs)
-            node = out._grad_fn
-            if node is None or (args and out is args[0]) or not isinstance(
-                    node, PrimitiveBackward):
+            if args and out is args[0]:
                 return out
-            named(out, name)
-            node.__class__ = cls
-            node.saved["result"] = SavedTensor(out, True)
-            return out
+            tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, Tensor)]
+            return linked_backward(out, name, *tensors)
+
+        return op
+
+    return decorate
+
+
+def piecewise_linear(name: str) -> Any:
+    """named_backward for a piecewise linear activation: its node is PyTorch's ``name`` and
+    a _PiecewiseLinearBackward, which saves the result (as PyTorch's ReluBackward0)."""
+
+    def decorate(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Tensor:
+            out = fn(*args, **kwargs)
+            if args and out is args[0]:
+                return out
+            return linked_backward(out, name, out)
 
         return op
 

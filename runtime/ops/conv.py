@@ -22,6 +22,7 @@ from ..autograd.node import Meta
 from ..amp.policy import autocast_fp32, autocast_lower
 from ..tensor import Tensor
 from . import functional as F
+from .composite import linked_backward, linked_to_inputs
 from .dispatch import named, named_backward
 from .registry import Primitive, flops_none, generated_windows, register
 
@@ -659,8 +660,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     values = F.reshape(F.sum(picked, 2), (n, c, *out))
     if values.dtype is not x.dtype:  # an integer sum is int64
         values = F.cast(values, x.dtype)
-    values = named(values if input.ndim == 4 else F.squeeze(values, 0),
-                   "MaxPool2DWithIndicesBackward0")
+    values = linked_backward(values if input.ndim == 4 else F.squeeze(values, 0),
+                             "MaxPool2DWithIndicesBackward0", input)
     if not return_indices:
         return values
     # each tap's flat input position (-1 in padding), then the one argmax picked
@@ -710,7 +711,7 @@ def _truncated(mean: Tensor) -> Tensor:
     return F.cast(F.trunc(mean), D.int64)
 
 
-@named_backward("AvgPool2DBackward0")
+@linked_to_inputs("AvgPool2DBackward0")
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -798,7 +799,8 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
         out = F.cat([F.mean(xr[:, :, :, (j * w) // ow:-(-((j + 1) * w) // ow)], 3,
                             keepdim=True) for j in range(ow)], 3)
     # PyTorch's: a mean over the plane for output size 1
-    out = named(out, "MeanBackward1" if oh == ow == 1 else "AdaptiveAvgPool2DBackward0")
+    out = linked_backward(out, "MeanBackward1" if oh == ow == 1 else
+                          "AdaptiveAvgPool2DBackward0", input)
     return out if input.ndim == 4 else F.squeeze(out, 0)
 
 
@@ -830,7 +832,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
                     cw = c1 - c0
                     rows = F.add(F.floor_divide(k, cw), r0)
                     indices.append(F.add(F.mul(rows, w), F.add(F.remainder(k, cw), c0)))
-        out = F.reshape(F.stack(values, 2), (n, c, oh, ow))
+        out = linked_backward(F.reshape(F.stack(values, 2), (n, c, oh, ow)),
+                              "AdaptiveMaxPool2DBackward0", input)
         if return_indices:
             out = (out, F.reshape(F.stack(indices, 2), (n, c, oh, ow)))
     if input.ndim == 3:
