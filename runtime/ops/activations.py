@@ -254,7 +254,12 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     pairs = triu_indices(input.shape[0], input.shape[0], 1, device=input.device)
-    return vector_norm(F.sub(input[pairs[0]], input[pairs[1]]), p, -1)
+    diff = F.sub(input[pairs[0]], input[pairs[1]])
+    if p == 0:  # PyTorch's pdist of p = 0 gives zero gradients (its norm gives none)
+        from runtime.ops.reductions import count_nonzero_with_zero_gradient
+
+        return count_nonzero_with_zero_gradient(diff, -1)
+    return vector_norm(diff, p, -1)
 
 
 def _channel_dropout(x: Tensor, p: float, training: bool, inplace: bool, lead: int

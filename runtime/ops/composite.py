@@ -97,20 +97,31 @@ class _StraightThroughBackward(PrimitiveBackward):
         return [None, None, F.sum_to(g, self.metas[2].shape)]
 
 
-_STRAIGHT_CLASSES: dict[str, type[_StraightThroughBackward]] = {}
+class _NoGradientBackward(PrimitiveBackward):
+    """The node of a result PyTorch records but whose backward gives no gradient (an
+    undefined tensor: the inputs' ``.grad`` stays None), as its norm of order 0."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        return [None, None, None]
 
 
-def straight_through(value: Tensor, path: Tensor, name: str) -> Tensor:
+_STRAIGHT_CLASSES: dict[tuple[str, bool], type[PrimitiveBackward]] = {}
+
+
+def straight_through(value: Tensor, path: Tensor, name: str, gradient: bool = True) -> Tensor:
     """``value``'s values (exactly: no arithmetic on them), with the gradient of ``path`` (of
     the same shape), in a node named ``name``. For a result whose gradient rule arithmetic
-    on its value cannot carry: an inf minus itself is NaN."""
+    on its value cannot carry: an inf minus itself is NaN. Without ``gradient`` the node
+    gives none at all."""
     out = F.where(_always(), value.detach(), path)
     node = out._grad_fn
     if node is not None and isinstance(node, PrimitiveBackward):
-        cls = _STRAIGHT_CLASSES.get(name)
+        cls = _STRAIGHT_CLASSES.get((name, gradient))
         if cls is None:
-            cls = _STRAIGHT_CLASSES[name] = type(name, (_StraightThroughBackward,),
-                                                 {"__slots__": ()})
+            base = _StraightThroughBackward if gradient else _NoGradientBackward
+            cls = _STRAIGHT_CLASSES[name, gradient] = type(name, (base,), {"__slots__": ()})
         named(out, name)
         node.__class__ = cls
     return out

@@ -129,9 +129,14 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     a = F.abs(x)
     if ord in (math.inf, -math.inf):
         return _inf_norm(x, a, ord, dim, keepdim)
-    if ord == 0:  # the count of nonzeros, recorded with a zero gradient as PyTorch's: x's
-        # sign is 0 where x is, and its gradient is 0
-        return F.sum(F.where(F.ne(x, 0), 1.0, F.sign(x)), dim, keepdim)
+    if ord == 0:  # the count of nonzeros: PyTorch records it, and its backward gives x none
+        count = count_nonzero_with_zero_gradient(x, dim, keepdim)
+        if not count.requires_grad:
+            return count
+        from .composite import straight_through
+
+        return straight_through(count, F.sum(x, dim, keepdim), "LinalgVectorNormBackward0",
+                                gradient=False)
     if ord == 1:
         return F.sum(a, dim, keepdim)
     if ord == 2:
@@ -141,6 +146,13 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
         zero = F.eq(a, 0)
         powered = F.where(zero, powered.detach(), F.pow(F.where(zero, 1.0, a), float(ord)))
     return _root(F.sum(powered, dim, keepdim), float(ord))
+
+
+def count_nonzero_with_zero_gradient(x: Tensor, dim: Any = None, keepdim: bool = False
+                                     ) -> Tensor:
+    """The count of x's nonzeros over ``dim``, with a zero gradient to x (PyTorch's cdist and
+    pdist of p = 0): x's sign is 0 where x is, and its gradient is 0."""
+    return F.sum(F.where(F.ne(x, 0), 1.0, F.sign(x)), dim, keepdim)
 
 
 def _inf_norm(x: Tensor, a: Tensor, ord: float, dim: Any, keepdim: bool) -> Tensor:  # noqa: A002
@@ -193,8 +205,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     if isinstance(p, str):
         raise RuntimeError(f"norm: p={p!r} is not supported here: only 'fro' and numbers")
     result = vector_norm(input, p, dim, keepdim)
-    # the inf norms' node is named already, and is one whose backward a rename would lose
-    return result if p in (math.inf, -math.inf) or result is input else named(
+    # the inf and 0 norms' node is named already, and is one whose backward a rename would lose
+    return result if p in (math.inf, -math.inf, 0) or result is input else named(
         result, "LinalgVectorNormBackward0")
 
 

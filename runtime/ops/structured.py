@@ -139,7 +139,9 @@ def _safe_root(s: Tensor, p: float) -> Tensor:
 
 def _pnorm_last(diff: Tensor, p: float) -> Tensor:
     if p == 0:
-        return F.sum(F.cast(F.ne(diff, 0), diff.dtype), -1)
+        from .reductions import count_nonzero_with_zero_gradient
+
+        return count_nonzero_with_zero_gradient(diff, -1)
     if math.isinf(p):
         return F.amax(F.abs(diff), -1) if p > 0 else T.amin(F.abs(diff), -1)
     if p == 1:
@@ -194,6 +196,10 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MOD
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     """The p-norm of input - other."""
     diff = F.sub(input, other)
+    if p == 0:  # PyTorch's dist of p = 0: a norm whose backward gives no gradient
+        from .reductions import vector_norm
+
+        return vector_norm(F.reshape(diff, (-1,)), 0)
     return _pnorm_last(F.reshape(diff, (-1,)), float(p))
 
 
