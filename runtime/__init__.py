@@ -339,3 +339,8 @@ from ._determinism import (  # noqa: E402
 
 __all__ += ["are_deterministic_algorithms_enabled",
             "is_deterministic_algorithms_warn_only_enabled", "use_deterministic_algorithms"]
+
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402
+
+__all__ += ["func", "vmap"]

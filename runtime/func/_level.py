@@ -1,0 +1,107 @@
+"""One level of a reverse-mode transform (``grad``, ``vjp``, ``jacrev``) on the eager
+autograd engine, in place of functorch's wrapped tensors.
+
+The differentiated inputs become fresh tensors the transform owns: a detached leaf that
+requires grad, or, where the caller's autograd (an outer transform, or the user's own
+``requires_grad``) tracks the input and grad mode is on, a differentiable alias
+(``view_as``), so the gradient the level computes with ``create_graph`` stays a function of
+the outer input and an outer transform can differentiate it again. Results leave the level
+"unwrapped": a result whose graph reaches no leaf but the level's own is detached (PyTorch's
+``grad(f)(x)`` of an ``x`` that does not require grad gives a plain tensor), one that
+reaches an outer leaf keeps its graph."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..autograd.api import grad as autograd_grad
+from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.node import AccumulateGrad
+from ..creation import zeros_like
+from ..tensor import Tensor
+from ._pytree import tree_map
+
+__all__ = ["GradLevel"]
+
+
+class GradLevel:
+    """The fresh inputs of one transform call and whether its caller tracks gradients."""
+
+    def __init__(self) -> None:
+        self.outer_tracking = is_grad_enabled()  # read before the transform enables grad
+        self._fresh: list[Tensor] = []
+        self._fresh_ids: set[int] = set()
+
+    def differentiable(self, x: Any) -> Tensor:
+        """``x`` as an input this level differentiates (PyTorch's error for a non-tensor;
+        the engine's for an integer tensor)."""
+        if not isinstance(x, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
+        if self.outer_tracking and x.requires_grad:
+            fresh = x.view_as(x)
+        else:
+            fresh = x.detach().requires_grad_(True)
+        return self.own(fresh)
+
+    def own(self, fresh: Tensor) -> Tensor:
+        """Count ``fresh`` (a tensor this level made) among the level's own leaves."""
+        self._fresh.append(fresh)
+        self._fresh_ids.add(id(fresh))
+        return fresh
+
+    def differentiable_tree(self, tree: Any) -> Any:
+        return tree_map(self.differentiable, tree)
+
+    # --- leaving the level ------------------------------------------------------------
+    def _reaches_outer_leaf(self, t: Tensor) -> bool:
+        if t.grad_fn is None:
+            return id(t) not in self._fresh_ids
+        seen: set[int] = set()
+        stack = [t.grad_fn]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, AccumulateGrad):
+                if id(node.variable) not in self._fresh_ids:
+                    return True
+                continue
+            stack.extend(fn for fn, _ in node.next_functions if fn is not None)
+        return False
+
+    def unwrap(self, t: Any) -> Any:
+        """A result as the caller sees it (see the module's docstring)."""
+        if not isinstance(t, Tensor) or not t.requires_grad:
+            return t
+        if self.outer_tracking and self._reaches_outer_leaf(t):
+            return t
+        return t.detach()
+
+    def unwrap_tree(self, tree: Any) -> Any:
+        return tree_map(self.unwrap, tree)
+
+    def unwrap_aux(self, aux: Any) -> Any:
+        """``has_aux``'s second value unwrapped; tensors only, as PyTorch's."""
+        def one(t: Any) -> Any:
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"Expected tensors, got unsupported type {type(t)}")
+            return self.unwrap(t)
+        return tree_map(one, aux)
+
+    # --- the gradient ----------------------------------------------------------------------
+    def grad(self, outputs: Sequence[Tensor], inputs: Sequence[Tensor],
+             grad_outputs: Sequence[Tensor] | None = None, *, retain_graph: bool,
+             create_graph: bool) -> tuple[Tensor, ...]:
+        """PyTorch's ``_autograd_grad``: ``autograd.grad`` where outputs that do not require
+        grad are dropped and inputs they do not reach get zeros."""
+        pairs = [(o, g) for o, g in zip(outputs, grad_outputs or [None] * len(outputs))
+                 if o.requires_grad]
+        if not pairs:
+            return tuple(zeros_like(inp) for inp in inputs)
+        outs = [o for o, _ in pairs]
+        gos = None if grad_outputs is None else [g for _, g in pairs]
+        grads = autograd_grad(outs, list(inputs), gos, retain_graph=retain_graph,
+                              create_graph=create_graph, allow_unused=True)
+        return tuple(zeros_like(inp) if g is None else g for g, inp in zip(grads, inputs))

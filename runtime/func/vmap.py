@@ -1,0 +1,180 @@
+"""``torch.func.vmap`` (and ``torch.vmap``), with PyTorch's signature, checks and error texts.
+
+How it differs from PyTorch's: the function runs once per batch element, on each
+argument's slice (``select`` along its ``in_dim``), and each output is the ``stack`` of
+the per-element outputs along its ``out_dim``; PyTorch runs the function once on batched
+tensors. For a pure function the values are the same, and so are the gradients (``select``
+and ``stack`` are differentiable: ``vmap(grad(f))`` and ``grad(vmap(f))`` both work), but
+
+- it is as slow as a Python loop over the batch (``chunk_size`` changes nothing);
+- side effects happen once per element: an in-place op on an unbatched tensor (an
+  argument with ``in_dim=None`` or a captured tensor) is applied once per element, where
+  PyTorch raises, and PyTorch's error for "different" in-place randomness on an unbatched
+  tensor is not raised;
+- an output with ``out_dims=None`` is accepted when all elements give the same value (and
+  then is that value); PyTorch asks whether it depends on a batched input;
+- a batch of size 0 is refused (there is no element to run the function on).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..ops.functional import stack
+from ..tensor import Tensor
+from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_map, tree_unflatten
+from ._randomness import check_randomness, randomness_frame
+
+__all__ = ["vmap"]
+
+
+def _name(func: Any) -> str:
+    if hasattr(func, "__name__"):
+        return func.__name__
+    if isinstance(func, functools.partial):
+        return f"functools.partial({_name(func.func)}, ...)"
+    return repr(func)
+
+
+def _check_out_dims(out_dims: Any, func: Any) -> None:
+    def one(d: Any) -> None:
+        if d is not None and not isinstance(d, int):
+            raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims}): `out_dims` must "
+                             "be an int, None or a python collection of ints representing "
+                             "where in the outputs the vmapped dimension should appear.")
+    if not isinstance(out_dims, int):
+        tree_map(one, out_dims)
+
+
+def _batched_inputs(in_dims: Any, args: tuple[Any, ...], func: Any
+                    ) -> tuple[int, list[int | None], list[Any], Any]:
+    """PyTorch's ``_process_batched_inputs``: (batch size, flat in_dims made non-negative,
+    flat args, args' structure)."""
+    where = f"vmap({_name(func)}, in_dims={in_dims}, ...)(<inputs>)"
+    if not isinstance(in_dims, int | tuple):
+        raise ValueError(f"{where}: expected `in_dims` to be int or a (potentially nested) tuple "
+                         f"matching the structure of inputs, got: {type(in_dims)}.")
+    if not args:
+        raise ValueError(f"vmap({_name(func)})(<inputs>): got no inputs. Maybe you forgot to add "
+                         "inputs, or you are trying to vmap over a function with no inputs. The "
+                         "latter is unsupported.")
+    flat_args, spec = tree_flatten(args)
+    flat_dims = broadcast_to_and_flatten(in_dims, spec)
+    if flat_dims is None:
+        raise ValueError(f"{where}: in_dims is not compatible with the structure of `inputs`. "
+                         f"in_dims has structure {tree_flatten(in_dims)[1]} but inputs has "
+                         f"structure {spec}.")
+    for i, (arg, dim) in enumerate(zip(flat_args, flat_dims)):
+        if not isinstance(dim, int) and dim is not None:
+            raise ValueError(f"{where}: Got in_dim={dim} for an input but in_dim must be either "
+                             "an integer dimension or None.")
+        if isinstance(dim, int) and not isinstance(arg, Tensor):
+            raise ValueError(f"{where}: Got in_dim={dim} for an input but the input is of type "
+                             f"{type(arg)}. We cannot vmap over non-Tensor arguments, please "
+                             "use None as the respective in_dim")
+        if dim is not None and not -arg.dim() <= dim < arg.dim():
+            raise ValueError(f"{where}: Got in_dim={dim} for some input, but that input is a "
+                             f"Tensor of dimensionality {arg.dim()} so expected in_dim to "
+                             f"satisfy -{arg.dim()} <= in_dim < {arg.dim()}.")
+        if dim is not None and dim < 0:
+            flat_dims[i] = dim % arg.dim()
+    sizes = [arg.size(dim) for arg, dim in zip(flat_args, flat_dims) if dim is not None]
+    if not sizes:
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
+    if any(s != sizes[0] for s in sizes):
+        raise ValueError("vmap: Expected all tensors to have the same size in the mapped "
+                         f"dimension, got sizes {sizes} for the mapped dimension")
+    return sizes[0], flat_dims, flat_args, spec
+
+
+def _flat_out_dims(output: Any, out_dims: Any, func: Any) -> tuple[list[Any], list[Any], Any]:
+    """The flat outputs of one element, their out_dims and the output's structure."""
+    flat, spec = tree_flatten(output)
+    if isinstance(output, Tensor):  # PyTorch's edge case: a one-tuple out_dims fits too
+        if isinstance(out_dims, int) or out_dims is None:
+            return flat, [out_dims], spec
+        if isinstance(out_dims, tuple) and len(out_dims) == 1:
+            return flat, list(out_dims), spec
+        dims = None
+    else:
+        dims = broadcast_to_and_flatten(out_dims, spec)
+    if dims is None:
+        raise ValueError(f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is "
+                         "not compatible with the structure of `outputs`. out_dims has structure "
+                         f"{tree_flatten(out_dims)[1]} but outputs has structure {spec}.")
+    return flat, dims, spec
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor)):
+        return bool(a == b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    x, y = a.detach().cpu().numpy(), b.detach().cpu().numpy()
+    return bool(np.array_equal(x, y, equal_nan=x.dtype.kind in "fc"))
+
+
+def _combine(name: str, per_element: list[Any], out_dim: int | None) -> Any:
+    """One flat output from its per-element values."""
+    first = per_element[0]
+    if out_dim is None:
+        if isinstance(first, Tensor) and not all(_same_value(first, o) for o in per_element):
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when "
+                             "out_dim is None")
+        return first
+    for o in per_element:
+        if not isinstance(o, Tensor):
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type "
+                             f"{type(o)}. Did you mean to set out_dims= to None for output?")
+    return stack(per_element, dim=out_dim)
+
+
+def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness: str,
+               args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _check_out_dims(out_dims, func)
+    size, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
+    if size == 0:
+        raise NotImplementedError("vmap: a batch of size 0 is not supported here: the function "
+                                  "runs once per batch element")
+    outputs = []
+    with randomness_frame(randomness) as frame:
+        for i in range(size):
+            frame.element = i
+            sliced = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
+            outputs.append(func(*tree_unflatten(sliced, spec), **kwargs))
+    flat0, dims, out_spec = _flat_out_dims(outputs[0], out_dims, func)
+    columns: list[list[Any]] = [[] for _ in flat0]
+    for out in outputs:
+        flat, this_spec = tree_flatten(out)
+        if this_spec != out_spec:
+            raise ValueError(f"vmap({_name(func)}, ...): `{_name(func)}` returned outputs of "
+                             f"different structures for different batch elements: {out_spec} "
+                             f"and {this_spec}")
+        for column, value in zip(columns, flat):
+            column.append(value)
+    return tree_unflatten([_combine(_name(func), column, d) for column, d in zip(columns, dims)],
+                          out_spec)
+
+
+def vmap(func: Callable[..., Any], in_dims: int | tuple[Any, ...] = 0,
+         out_dims: int | tuple[Any, ...] | None = 0, randomness: str = "error", *,
+         chunk_size: int | None = None) -> Callable[..., Any]:
+    """``func`` mapped over dimension ``in_dims`` of its inputs (an int, or a pytree
+    matching the positional arguments with an int or None per tensor; keyword arguments
+    are not mapped), its outputs stacked along ``out_dims``. See the module docstring for
+    how it runs."""
+    check_randomness(randomness)
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    @functools.wraps(func)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _vmap_call(func, in_dims, out_dims, randomness, args, kwargs)
+
+    return wrapped
