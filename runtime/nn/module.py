@@ -184,8 +184,10 @@ def _put_older_backward_hooks(module: Module, hooks: list[Callable[..., Any]], a
     grad_fn = _first_tensor(output).grad_fn
     if grad_fn is None:
         return
+    from runtime.nn.older_hooks import older_hook
+
     for hook in hooks:
-        grad_fn.register_hook(functools.partial(hook, module))
+        grad_fn.register_hook(older_hook(hook, module, grad_fn))
     _warn_older_backward_hook(args, output, grad_fn)
 
 
