@@ -202,14 +202,13 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
     Jacobian-vector product a column: for each output, a tensor ``out.shape + arg.shape``
     (a tuple over ``argnums`` when it is a tuple); ``(jacobian, aux)`` with ``has_aux``.
     ``randomness`` as vmap's: "different" runs ``func`` once a column."""
-    check_randomness(randomness)
-
     @functools.wraps(func)
     def wrapper(*args: Any) -> Any:
         primals = slice_argnums(args, argnums)
         flat_primals, primals_spec = tree_flatten(primals)
         _check_tensors(flat_primals, "jacfwd", "primals")
         basis = _basis_columns(flat_primals)
+        check_randomness(randomness)  # where PyTorch's vmap over the basis checks it
         with randomness_frame(randomness) as frame:
             lin = Linearization(func, args, argnums, has_aux)
             columns = []
