@@ -32,6 +32,8 @@ class GradLevel:
         self.outer_tracking = is_grad_enabled()  # read before the transform enables grad
         self._fresh: list[Tensor] = []
         self._fresh_ids: set[int] = set()
+        # graph nodes found to reach no outer leaf, by id (held, so no id is reused)
+        self._inner_only: dict[int, Any] = {}
 
     def differentiable(self, x: Any) -> Tensor:
         """``x`` as an input this level differentiates (PyTorch's error for a non-tensor;
@@ -57,18 +59,21 @@ class GradLevel:
     def _reaches_outer_leaf(self, t: Tensor) -> bool:
         if t.grad_fn is None:
             return id(t) not in self._fresh_ids
-        seen: set[int] = set()
+        seen: dict[int, Any] = {}
         stack = [t.grad_fn]
         while stack:
             node = stack.pop()
-            if id(node) in seen:
+            if id(node) in seen or id(node) in self._inner_only:
                 continue
-            seen.add(id(node))
+            seen[id(node)] = node
             if isinstance(node, AccumulateGrad):
                 if id(node.variable) not in self._fresh_ids:
                     return True
                 continue
             stack.extend(fn for fn, _ in node.next_functions if fn is not None)
+        # every node walked reaches the level's own leaves only: later results sharing the
+        # graph (the gradients of many parameters) stop there
+        self._inner_only.update(seen)
         return False
 
     def unwrap(self, t: Any) -> Any:
