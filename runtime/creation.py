@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -326,27 +327,79 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
 
 
+def _made_into(out: Any, dtype: Any, requires_grad: bool, fn: str,
+               make: Callable[[Any], Tensor]) -> Tensor:
+    """PyTorch's ``out=`` of a factory: ``make(dtype)`` in out's dtype (a ``dtype`` given must
+    be it), written into ``out`` (resized, silently, as the factories' resize_ does), and
+    ``out`` returned with ``requires_grad`` set."""
+    from .autograd.grad_mode import is_grad_enabled
+    from .ops.functional import copy_
+
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{fn}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if dtype is not None and D.as_dtype(dtype) is not out.dtype:
+        raise RuntimeError(f"dtype {D.scalar_type_name(D.as_dtype(dtype))} does not match dtype "
+                           f"of out parameter ({D.scalar_type_name(out.dtype)})")
+    if out.requires_grad and is_grad_enabled():
+        raise RuntimeError(f"aten::{fn}(): functions with out=... arguments don't support "
+                           "automatic differentiation, but one of the arguments requires grad.")
+    if active_tracer() is not None:
+        raise GraphBreak(f"{fn}(out=...) inside a captured step")
+    result = make(out.dtype)
+    if tuple(out.shape) != tuple(result.shape):
+        if fn == "arange" and out.numel():
+            warnings.warn(f"The number of elements in the out tensor of shape {list(out.shape)} "
+                          f"is {out.numel()} which does not match the computed number of "
+                          f"elements {result.numel()}. Note that this may occur as a result of "
+                          "rounding error. The out tensor will be resized to a tensor of shape "
+                          f"({', '.join(map(str, result.shape))}{',' if result.ndim == 1 else ''}"
+                          ").", UserWarning, stacklevel=3)
+        out._data = out.xp.empty(tuple(result.shape), dtype=out._data.dtype)
+    from .autograd.grad_mode import no_grad
+
+    with no_grad():
+        copy_(out, result)
+    # PyTorch's factories set out's requires_grad, False included
+    return out.requires_grad_(requires_grad) if out.requires_grad != requires_grad else out
+
+
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          **kwargs: Any) -> Tensor:
+          out: Tensor | None = None, **kwargs: Any) -> Tensor:
     """Zeros of the shape given as sizes, one sequence or ``size=``."""
-    return _filled(_size(size, kwargs, "zeros"), 0.0, dtype, device, requires_grad, "zeros")
+    shape = _size(size, kwargs, "zeros")
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "zeros",
+                          lambda dt: _filled(shape, 0.0, dt, out.device, False, "zeros"))
+    return _filled(shape, 0.0, dtype, device, requires_grad, "zeros")
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         **kwargs: Any) -> Tensor:
-    return _filled(_size(size, kwargs, "ones"), 1.0, dtype, device, requires_grad, "ones")
+         out: Tensor | None = None, **kwargs: Any) -> Tensor:
+    shape = _size(size, kwargs, "ones")
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "ones",
+                          lambda dt: _filled(shape, 1.0, dt, out.device, False, "ones"))
+    return _filled(shape, 1.0, dtype, device, requires_grad, "ones")
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          **kwargs: Any) -> Tensor:
-    return _filled(_size(size, kwargs, "empty"), None, dtype, device, requires_grad, "empty")
+          out: Tensor | None = None, **kwargs: Any) -> Tensor:
+    shape = _size(size, kwargs, "empty")
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "empty",
+                          lambda dt: _filled(shape, None, dt, out.device, False, "empty"))
+    return _filled(shape, None, dtype, device, requires_grad, "empty")
 
 
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """``fill_value`` everywhere; its dtype from the value where not given (a bool: bool, an
     int: int64, a float: float32), as PyTorch's."""
-    return _filled(_size((size,)), fill_value, dtype, device, requires_grad, "full")
+    shape = _size((size,))
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "full", lambda dt: _filled(
+            shape, fill_value, dt, out.device, False, "full"))
+    return _filled(shape, fill_value, dtype, device, requires_grad, "full")
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
@@ -397,22 +450,42 @@ def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
-          device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
-    return _random("randn", _size(size, kwargs, "randn"), generator, dtype, device,
-                   requires_grad)
+          device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
+          **kwargs: Any) -> Tensor:
+    shape = _size(size, kwargs, "randn")
+    if out is not None:
+        _random_out(out, '"normal_kernel_cpu" not implemented for')
+        return _made_into(out, dtype, requires_grad, "randn", lambda dt: _random(
+            "randn", shape, generator, dt, out.device, False))
+    return _random("randn", shape, generator, dtype, device, requires_grad)
 
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None,
-         device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
-    return _random("rand", _size(size, kwargs, "rand"), generator, dtype, device,
-                   requires_grad)
+         device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
+         **kwargs: Any) -> Tensor:
+    shape = _size(size, kwargs, "rand")
+    if out is not None:
+        _random_out(out, '"check_uniform_bounds" not implemented for')
+        return _made_into(out, dtype, requires_grad, "rand", lambda dt: _random(
+            "rand", shape, generator, dt, out.device, False))
+    return _random("rand", shape, generator, dtype, device, requires_grad)
+
+
+def _random_out(out: Any, text: str) -> None:
+    """PyTorch's error for an ``out=`` of rand or randn its kernel has no case for."""
+    if isinstance(out, Tensor) and not out.dtype.is_floating_point:
+        raise NotImplementedError(f"{text} '{D.scalar_type_name(out.dtype)}'")
 
 
 def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
-            device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+            device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
+            **kwargs: Any) -> Tensor:
     """Integers drawn uniformly from [low, high): PyTorch's overloads ``randint(high, size)``
     and ``randint(low, high, size)``, each argument positional or by name (int64 unless
     ``dtype``)."""
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "randint", lambda dt: randint(
+            *args, generator=generator, dtype=dt, device=out.device, **kwargs))
     names = ("low", "high", "size") if len(args) == 3 or "low" in kwargs else ("high", "size")
     bound = dict(zip(names, args))
     for k, v in kwargs.items():
@@ -484,7 +557,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
-           device: Any = None, requires_grad: bool = False) -> Tensor:
+           device: Any = None, requires_grad: bool = False, out: Tensor | None = None
+           ) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "arange", lambda dt: arange(
+            start, end, step, dtype=dt, device=out.device))
     if end is None:
         start, end = 0, start
     start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
@@ -518,7 +595,10 @@ def _constant(arr: np.ndarray, dt: D.DType, dev: str, requires_grad: bool) -> Te
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
-        requires_grad: bool = False) -> Tensor:
+        requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "eye", lambda dt: eye(
+            n, m, dtype=dt, device=out.device))
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m is not None and m < 0:
@@ -528,7 +608,10 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False) -> Tensor:
+             requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "linspace", lambda dt: linspace(
+            start, end, steps, dtype=dt, device=out.device))
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
@@ -560,8 +643,12 @@ def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, 
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
-             device: Any = None) -> Tensor:
+             device: Any = None, requires_grad: bool = False, out: Tensor | None = None
+             ) -> Tensor:
     """A random permutation of 0..n-1 from ``generator`` (the default one if None)."""
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "randperm", lambda dt: randperm(
+            n, generator=generator, dtype=dt, device=out.device))
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     if active_tracer() is not None:
@@ -569,4 +656,5 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     dev = canonical_device(device)
-    return Tensor._make(move_array(g._rng.permutation(int(n)).astype(dt.np), dev), dt, dev)
+    perm = g._rng.permutation(int(n)).astype(dt.np)
+    return Tensor._make(move_array(perm, dev), dt, dev).requires_grad_(requires_grad)

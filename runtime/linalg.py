@@ -16,7 +16,7 @@ from .ops import functional as F
 from .ops import linalg_ops as L
 from .ops import reductions as _red
 from .ops.dispatch import apply
-from .ops.math_ops import same_out_dtype, takes_out
+from .ops.math_ops import same_out_dtype, takes_out, takes_out_each
 from .ops.shapes import wrap_dim
 from .tensor import Tensor
 
@@ -110,6 +110,7 @@ def det(A: Tensor) -> Tensor:
     return apply(L.DET, A)
 
 
+@takes_out_each("linalg_slogdet")
 def slogdet(A: Tensor) -> SlogdetResult:
     """(sign, log|det|): the sign from det (no gradient), log|det| a primitive (no overflow)."""
     L.check_square("slogdet", A)
@@ -127,6 +128,7 @@ def logdet(A: Tensor) -> Tensor:
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
+@takes_out_each("linalg_eigh")
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - PyTorch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices, from the
     triangle ``UPLO`` names."""
@@ -147,6 +149,7 @@ def eigvalsh(A: Tensor, UPLO: str = "L") -> Tensor:  # noqa: N803 - PyTorch's na
 SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
+@takes_out_each("linalg_svd")
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     """U, S, Vh with A = U diag(S) Vh (S descending); full_matrices: U and Vh square (the
     gradient reads their first min(m, n) columns and rows, as PyTorch's)."""
@@ -183,6 +186,7 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
 
 
+@takes_out_each("linalg_qr")
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     """Q with orthonormal columns and upper-triangular R, A = QR ('reduced'; 'r': R only,
     Q empty; 'complete' only where it equals 'reduced', m <= n)."""

@@ -65,8 +65,11 @@ def written_to_each(out: Any, results: tuple[Tensor, ...], name: str) -> Any:
     """``out=(values, indices)`` of an op with two results (max along a dim, sort, topk):
     each written as ``written_to`` does, of exactly the result's dtype (PyTorch's check), and
     the results' named tuple returned over them."""
-    if not isinstance(out, (tuple, list)) or len(out) != len(results):
-        raise TypeError(f"{name}(): argument 'out' must be tuple of {len(results)} Tensors")
+    if not isinstance(out, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not "
+                        f"{type(out).__name__}")
+    if len(out) != len(results):
+        raise TypeError(f"expected tuple of {len(results)} elements but got {len(out)}")
     for o, r in zip(out, results):
         if isinstance(o, Tensor) and o.dtype is not r.dtype:
             raise RuntimeError(f"Expected out tensor to have dtype {D.type_meta_name(r.dtype)}, "

@@ -109,6 +109,36 @@ def takes_out(name: str, check: Callable[[Tensor, Tensor], None] | None = None
     return decorate
 
 
+def takes_out_each(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """PyTorch's keyword-only ``out=(a, b, ...)`` for an op of several results (linalg.qr,
+    eigh, slogdet, svd): each written into its tensor (``F.written_to_each``, its checks and
+    texts naming ``name``)."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def op(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+            if out is None:
+                return fn(*args, **kwargs)
+            outs = out if isinstance(out, (tuple, list)) else ()
+            tensors = [t for t in (*outs, *args, *kwargs.values()) if isinstance(t, Tensor)]
+            if any(t.requires_grad for t in tensors):
+                from ..autograd.grad_mode import is_grad_enabled
+
+                if is_grad_enabled():
+                    raise RuntimeError(f"{name}(): functions with out=... arguments don't "
+                                       "support automatic differentiation, but one of the "
+                                       "arguments requires grad.")
+            return F.written_to_each(out, fn(*args, **kwargs), name)
+
+        out_param = inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                      annotation="tuple[Tensor, ...] | None")
+        op.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*sig.parameters.values(), out_param])
+        return op
+    return decorate
+
+
 def same_out_dtype(out: Tensor, result: Tensor) -> None:
     """linalg's rule: out of exactly the result's dtype (PyTorch's text)."""
     if out.dtype is not result.dtype:
