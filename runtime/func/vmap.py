@@ -7,10 +7,13 @@ tensors. For a pure function the values are the same, and so are the gradients (
 and ``stack`` are differentiable: ``vmap(grad(f))`` and ``grad(vmap(f))`` both work), but
 
 - it is as slow as a Python loop over the batch (``chunk_size`` changes nothing);
-- side effects happen once per element: an in-place op on an unbatched tensor (an
-  argument with ``in_dim=None`` or a captured tensor) is applied once per element, where
-  PyTorch raises, and PyTorch's error for "different" in-place randomness on an unbatched
-  tensor is not raised;
+- side effects happen once per element: an in-place op on an unbatched argument
+  (``in_dim=None``) raises after the fact (PyTorch applies it once, or raises when a batched
+  value would be written into it); one on a tensor the function captures is applied once
+  per element, unnoticed; PyTorch's error for "different" in-place randomness on an
+  unbatched tensor is not raised;
+- what PyTorch cannot batch works here, per element: Python control flow on a tensor's
+  value, ``.item()``;
 - an output with ``out_dims=None`` is accepted when all elements give the same value (and
   then is that value); PyTorch asks whether it depends on a batched input;
 - a batch of size 0 is refused (there is no element to run the function on).
@@ -142,12 +145,19 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
     if size == 0:
         raise NotImplementedError("vmap: a batch of size 0 is not supported here: the function "
                                   "runs once per batch element")
+    unbatched = [(a, a._version) for a, d in zip(flat_args, flat_dims)
+                 if d is None and isinstance(a, Tensor)]
     outputs = []
     with randomness_frame(randomness) as frame:
         for i in range(size):
             frame.element = i
             sliced = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
             outputs.append(func(*tree_unflatten(sliced, spec), **kwargs))
+    if any(a._version != version for a, version in unbatched):
+        raise RuntimeError(f"vmap({_name(func)}): `{_name(func)}` modified an unbatched argument "
+                           "(in_dim=None) in place; here the function runs once per batch "
+                           f"element, so that happened {size} times (PyTorch's vmap does it "
+                           "once or raises)")
     flat0, dims, out_spec = _flat_out_dims(outputs[0], out_dims, func)
     columns: list[list[Any]] = [[] for _ in flat0]
     for out in outputs:

@@ -297,3 +297,41 @@ def test_unbatched_output_with_out_dims_none():
     ours, theirs = vmapped(lambda lib: lambda a: (a * 2, lib.tensor(c)), np.ones((4, 2)),
                            out_dims=(0, None))
     assert_same(ours, theirs)
+
+
+def test_functional_call_strict_and_tied_weights():
+    def tied(lib):
+        class Tied(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = lib.nn.Linear(2, 2)
+                self.b = lib.nn.Linear(2, 2)
+                self.b.weight = self.a.weight
+
+            def forward(self, x):
+                return self.b(self.a(x))
+        return Tied()
+
+    results = []
+    for lib, tr in LIBS:
+        m = tied(lib)
+        given = {"a.weight": lib.eye(2) * 2, "a.bias": lib.zeros(2), "b.bias": lib.ones(2)}
+        results.append((tr.functional_call(m, given, (lib.ones(1, 2),)),
+                        tr.functional_call(m, given, (lib.ones(1, 2),), tie_weights=False)
+                        .shape))
+    assert_same(results[0][0], results[1][0])
+    assert tuple(results[0][1]) == tuple(results[1][1])
+    same_error(lambda lib, tr: tr.functional_call(lib.nn.Linear(2, 2), {"weight": lib.ones(2, 2)},
+                                                  (lib.ones(1, 2),), strict=True))
+    same_error(lambda lib, tr: tr.functional_call(
+        tied(lib), {"a.weight": lib.eye(2), "b.weight": lib.ones(2, 2)}, (lib.ones(1, 2),)))
+
+
+def test_in_place_on_unbatched_argument_raises():
+    z = rt.zeros(2)
+    with pytest.raises(RuntimeError, match="modified an unbatched argument"):
+        rt.vmap(lambda a, z: z.add_(1) + a, in_dims=(0, None))(rt.ones(3, 2), z)
+    # in place on the batched argument's slices is each element's own: as PyTorch's
+    ours, theirs = ((lib.vmap(lambda a: a.mul_(2).sum())(x), x)
+                    for lib, x in ((rt, rt.ones(3, 2)), (torch, torch.ones(3, 2))))
+    assert_same(ours, theirs)
