@@ -344,3 +344,7 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
+
+from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
+
+_numpy_aliases.install_functions(globals())  # last: over every function exported above

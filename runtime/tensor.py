@@ -718,3 +718,6 @@ for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag
     setattr(Tensor, _n, getattr(_st, _n))
 for _n in "det logdet matrix_power slogdet inverse pinverse".split():
     setattr(Tensor, _n, getattr(_st, _n))
+from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
+
+_numpy_aliases.install_methods(Tensor)  # last: over every method set above
