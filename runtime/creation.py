@@ -486,7 +486,8 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
     if out is not None:
         return _made_into(out, dtype, requires_grad, "randint", lambda dt: randint(
             *args, generator=generator, dtype=dt, device=out.device, **kwargs))
-    names = ("low", "high", "size") if len(args) == 3 or "low" in kwargs else ("high", "size")
+    given = len(args) + sum(k in kwargs for k in ("low", "high", "size"))
+    names = ("low", "high", "size") if given == 3 or "low" in kwargs else ("high", "size")
     bound = dict(zip(names, args))
     for k, v in kwargs.items():
         if k in bound or k not in names:
@@ -637,9 +638,11 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any =
 def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, dtype: Any = None,
                  device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
     """Integers from [low, high) in ``t``'s shape, of ``t``'s dtype unless ``dtype``:
-    PyTorch's ``randint_like(input, high)`` and ``randint_like(input, low, high)``."""
-    return randint(*args, tuple(input.shape), generator=generator, dtype=dtype or input.dtype,
-                   device=device or input.device, requires_grad=requires_grad, **kwargs)
+    PyTorch's ``randint_like(input, high)`` and ``randint_like(input, low, high)``, each
+    bound positional or by name."""
+    return randint(*args, size=tuple(input.shape), generator=generator,
+                   dtype=dtype or input.dtype, device=device or input.device,
+                   requires_grad=requires_grad, **kwargs)
 
 
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,

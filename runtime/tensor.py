@@ -625,6 +625,7 @@ def _multinomial(self: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 Tensor.multinomial = _multinomial  # type: ignore[attr-defined]  (creation loads after this)
+Tensor.repeat_interleave = _extra.repeat_interleave_method  # type: ignore[attr-defined]
 Tensor.int = _more.to_int  # type: ignore[attr-defined]
 Tensor.type = _more.type_  # type: ignore[attr-defined]
 Tensor.clip = F.clamp  # type: ignore[attr-defined]

@@ -66,19 +66,47 @@ def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] |
     return out if out is not input else F.clone(input)
 
 
-def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = None, *,
-                      output_size: int | None = None) -> Tensor:
+def _repeat_counts(repeats: Tensor) -> list[int]:
+    """The counts of a tensor of repeats, checked as PyTorch's."""
+    if repeats.dtype not in (D.int64, D.int32):
+        raise NotImplementedError('"repeat_interleave_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(repeats.dtype)}'")
+    counts = [int(r) for r in repeats.tolist()] if repeats.ndim else [int(repeats.item())]
+    if any(c < 0 for c in counts):
+        raise RuntimeError("repeats can not be negative")
+    return counts
+
+
+def _repeated_positions(repeats: Tensor, output_size: int | None) -> Tensor:
+    """PyTorch's ``repeat_interleave(repeats)``: each position i of the 1-D ``repeats``
+    repeated repeats[i] times, in repeats' dtype."""
+    if repeats.ndim != 1:
+        raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+    counts = _repeat_counts(repeats)
+    if output_size is not None and output_size != sum(counts):
+        raise RuntimeError("allocated size does not match required size")
+    from ..creation import tensor
+
+    return tensor(np.repeat(np.arange(len(counts)), counts).astype(repeats.dtype.np),
+                  device=repeats.device)
+
+
+def repeat_interleave(input: Tensor | None = None, repeats: int | Tensor | None = None,  # noqa: A002
+                      dim: int | None = None, *, output_size: int | None = None) -> Tensor:
     """Each element (each slice along ``dim``) repeated ``repeats`` times in place; without
     dim, over the flattened tensor. A tensor of repeats (one per slice) decides the shape
-    from its values, so a compiled step reading one runs eagerly."""
+    from its values, so a compiled step reading one runs eagerly. One tensor alone (as
+    ``repeats`` or as ``input``, Tensor.repeat_interleave()) is PyTorch's overload
+    ``repeat_interleave(repeats)``: the positions of repeats, each repeated so often."""
+    if input is None or repeats is None:
+        if dim is not None or (input is None) == (repeats is None):
+            raise TypeError("repeat_interleave() received an invalid combination of arguments")
+        return _repeated_positions(input if repeats is None else repeats, output_size)
     if dim is None:
         input, dim = input.reshape(-1), 0
     d = _dim(input, dim)
     if isinstance(repeats, Tensor):
-        if repeats.dtype not in (D.int64, D.int32):
-            raise NotImplementedError('"repeat_interleave_cpu" not implemented for '
-                                      f"'{D.scalar_type_name(repeats.dtype)}'")
-        counts = [int(r) for r in repeats.tolist()] if repeats.ndim else [int(repeats.item())]
+        counts = _repeat_counts(repeats)
         if len(counts) == 1:
             repeats = counts[0]
         else:
@@ -86,8 +114,6 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = No
                 raise RuntimeError("repeats must have the same size as input along dim, but "
                                    f"got repeats.size(0) = {len(counts)} and "
                                    f"input.size({d}) = {input.shape[d]}")
-            if any(c < 0 for c in counts):
-                raise RuntimeError("repeats can not be negative")
             from ..creation import tensor
 
             index = tensor(np.repeat(np.arange(len(counts)), counts), device=input.device)
@@ -101,6 +127,16 @@ def repeat_interleave(input: Tensor, repeats: int | Tensor, dim: int | None = No
         raise RuntimeError("allocated size does not match required size")
     return out
 
+
+
+def repeat_interleave_method(self: Tensor, repeats: int | Tensor, dim: int | None = None, *,
+                             output_size: int | None = None) -> Tensor:
+    """Tensor.repeat_interleave: its repeats are needed (the one-tensor overload is the
+    function's alone)."""
+    return repeat_interleave(self, repeats, dim, output_size=output_size)
+
+
+repeat_interleave_method.__name__ = repeat_interleave_method.__qualname__ = "repeat_interleave"
 
 
 def _same_dtype_as_input(out: Tensor, result: Tensor) -> None:

@@ -8,6 +8,7 @@ finfo/iinfo/get_default_dtype."""
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,11 +107,21 @@ def column_stack(tensors: Sequence[Tensor]) -> Tensor:
     return F.cat(ts, 1)
 
 
-def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
+_MESHGRID_WARNED = False
+
+
+def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     """Coordinate grids of 1-D tensors (``indexing="xy"`` swaps the first two axes, as
-    numpy's default)."""
+    numpy's default); without ``indexing``, "ij" and PyTorch's warning, once."""
+    global _MESHGRID_WARNED
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if indexing is None:
+        if not _MESHGRID_WARNED:
+            _MESHGRID_WARNED = True
+            warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
+                          "the indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
                            f"received: {indexing}")

@@ -87,7 +87,6 @@ ELSEWHERE: dict[str, str] = {
     "Tensor.type: **kwargs not taken": "more_ops.py: type(dtype=None, non_blocking=False, "
                                        "**kwargs)",
     "Tensor.uniform_: to missing": "more_ops.py: uniform_(from=0, to=1) names b ``to``",
-    "meshgrid: indexing='ij', not None": "more_ops.py: PyTorch's None warns, then means 'ij'",
 }
 
 
