@@ -213,3 +213,42 @@ JVP_ERRORS = [
 @pytest.mark.parametrize("call", JVP_ERRORS)
 def test_errors_match_torch(call):
     same_error(call)
+
+
+# forward mode here is reverse mode twice: each op's backward must itself be differentiable,
+# with respect to the incoming gradient (jvp) and again to the input (hessian)
+OPS = {
+    "sin": lambda m, x: x.sin(), "exp": lambda m, x: x.exp(), "tanh": lambda m, x: x.tanh(),
+    "sigmoid": lambda m, x: x.sigmoid(), "relu": lambda m, x: m.relu(x),
+    "abs": lambda m, x: x.abs(), "log": lambda m, x: (x.abs() + 1).log(),
+    "sqrt": lambda m, x: (x * x + 1).sqrt(), "pow": lambda m, x: x.pow(3),
+    "div": lambda m, x: x / (x * x + 1), "softmax": lambda m, x: m.softmax(x, 0),
+    "log_softmax": lambda m, x: m.log_softmax(x, 0),
+    "matmul": lambda m, x: (x.reshape(2, 3) @ x.reshape(3, 2)).reshape(-1),
+    "max": lambda m, x: x.max().reshape(1) * x, "var": lambda m, x: x.var() * x,
+    "norm": lambda m, x: x.norm() * x, "cumsum": lambda m, x: x.cumsum(0) * x,
+    "prod": lambda m, x: x.prod() * x, "gelu": lambda m, x: m.nn.functional.gelu(x),
+    "silu": lambda m, x: m.nn.functional.silu(x),
+    "softplus": lambda m, x: m.nn.functional.softplus(x),
+    "layer_norm": lambda m, x: m.nn.functional.layer_norm(x, (6,)),
+    "logsumexp": lambda m, x: x.logsumexp(0) * x, "clamp": lambda m, x: x.clamp(-0.5, 0.5) * x,
+    "where": lambda m, x: m.where(x > 0, x * x, x.sin()),
+    "index": lambda m, x: x[[0, 2, 2]] * x[1:4], "cat": lambda m, x: m.cat([x, x * 2]) * m.cat([x, x]),
+    "erf": lambda m, x: x.erf(), "atan": lambda m, x: x.atan(),
+    "cross_entropy": lambda m, x: m.nn.functional.cross_entropy(
+        x.reshape(2, 3), m.tensor([0, 2])).reshape(1) * x,
+    "expand": lambda m, x: x[:1].expand(6) * x, "minimum": lambda m, x: m.minimum(x, x * x),
+    "conv1d": lambda m, x: m.nn.functional.conv1d(x.reshape(1, 1, 6),
+                                                  x[:3].reshape(1, 1, 3)).reshape(-1),
+    "max_pool": lambda m, x: m.nn.functional.max_pool1d((x * x).reshape(1, 1, 6), 2).reshape(-1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_forward_mode_and_hessian_through_each_op(name):
+    (x,) = arrays(11, (6,))
+    op = OPS[name]
+    ours, theirs = run("jacfwd", lambda lib: lambda v: op(lib, v), x)
+    assert_same(ours, theirs)
+    ours, theirs = run("hessian", lambda lib: lambda v: op(lib, v).sum(), x)
+    assert_same(ours, theirs)
