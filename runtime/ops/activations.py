@@ -209,7 +209,8 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    # PyTorch's: 0 (not -0) on [-lambd, lambd]; a NaN stays NaN and passes the gradient
+    # PyTorch's vectorized kernel's: 0 (not -0) on [-lambd, lambd] (its scalar tail, under 8
+    # elements, gives x * 0); a NaN stays NaN and passes the gradient
     return F.where(_within(input, lambd), 0.0, F.where(F.gt(input, lambd), F.sub(input, lambd),
                                                    F.add(input, lambd)))
 

@@ -51,8 +51,12 @@ class _PiecewiseLinearBackward(PrimitiveBackward):
 
     __slots__ = ()
 
+    def gradients(self, grads: list[Any]) -> list[Any]:
+        """The gradients of the op's inputs: its primitive's formula."""
+        return PrimitiveBackward.apply(self, grads)
+
     def apply(self, grads: list[Any]) -> list[Any]:
-        out = PrimitiveBackward.apply(self, grads)
+        out = self.gradients(grads)
         if not _grad_state.enabled or self._released or "link0" not in self.saved:
             return out
         anchors: list[Tensor] | None = None
@@ -63,6 +67,21 @@ class _PiecewiseLinearBackward(PrimitiveBackward):
                                if isinstance(key, str) and key.startswith("link")]
                 out[i] = _linked(g, anchors)
         return out
+
+
+class _ThresholdBackward(_PiecewiseLinearBackward):
+    """relu's node: its forward keeps x where ``x < 0`` does not hold (-0.0 stays -0.0, as
+    PyTorch's), and its gradient passes where the result ``<= 0`` does not hold, as PyTorch's
+    threshold_backward (0 at x = 0, NaN passing), from the result it saved ("link0")."""
+
+    __slots__ = ()
+
+    def gradients(self, grads: list[Any]) -> list[Any]:
+        g = grads[0]
+        if g is None or self.next_edges[2] is None:
+            return [None, None, None]
+        result = self.saved["link0"].unpack(self)
+        return [None, None, F.where(F.le(result, 0), 0.0 if g.dtype.is_floating_point else 0, g)]
 
 
 def _linked(g: Tensor, anchors: list[Tensor]) -> Tensor:
@@ -144,19 +163,20 @@ def spread_among(x: Tensor, value: Tensor, name: str) -> Tensor:
     return straight_through(v, F.div(F.sum(F.where(hit, x, 0.0)), count), name)
 
 
-_PIECEWISE_CLASSES: dict[str, type[_PiecewiseLinearBackward]] = {}
+_PIECEWISE_CLASSES: dict[tuple[str, type], type[_PiecewiseLinearBackward]] = {}
 
 
-def linked_backward(out: Tensor, name: str, *anchors: Tensor) -> Tensor:
-    """``out`` with its node named PyTorch's ``name`` and made a _PiecewiseLinearBackward that
-    saves ``anchors`` (what PyTorch's backward reads): double backward gives them zeros."""
+def linked_backward(out: Tensor, name: str, *anchors: Tensor,
+                    base: type[_PiecewiseLinearBackward] = _PiecewiseLinearBackward) -> Tensor:
+    """``out`` with its node named PyTorch's ``name`` and made a ``base`` (a
+    _PiecewiseLinearBackward) that saves ``anchors`` (what PyTorch's backward reads): double
+    backward gives them zeros."""
     node = out._grad_fn
     if node is None or not isinstance(node, PrimitiveBackward):
         return out
-    cls = _PIECEWISE_CLASSES.get(name)
+    cls = _PIECEWISE_CLASSES.get((name, base))
     if cls is None:
-        cls = _PIECEWISE_CLASSES[name] = type(name, (_PiecewiseLinearBackward,),
-                                              {"__slots__": ()})
+        cls = _PIECEWISE_CLASSES[name, base] = type(name, (base,), {"__slots__": ()})
     named(out, name)
     node.__class__ = cls
     for i, anchor in enumerate(a for a in anchors if a.requires_grad):
@@ -183,9 +203,11 @@ def linked_to_inputs(name: str) -> Any:
     return decorate
 
 
-def piecewise_linear(name: str) -> Any:
+def piecewise_linear(name: str, base: type[_PiecewiseLinearBackward] = _PiecewiseLinearBackward
+                     ) -> Any:
     """named_backward for a piecewise linear activation: its node is PyTorch's ``name`` and
-    a _PiecewiseLinearBackward, which saves the result (as PyTorch's ReluBackward0)."""
+    a ``base`` (a _PiecewiseLinearBackward), which saves the result (as PyTorch's
+    ReluBackward0)."""
 
     def decorate(fn: Any) -> Any:
         @functools.wraps(fn)
@@ -193,21 +215,21 @@ def piecewise_linear(name: str) -> Any:
             out = fn(*args, **kwargs)
             if args and out is args[0]:
                 return out
-            return linked_backward(out, name, out)
+            return linked_backward(out, name, out, base=base)
 
         return op
 
     return decorate
 
 
-@piecewise_linear("ReluBackward0")
+@piecewise_linear("ReluBackward0", _ThresholdBackward)
 def relu(input: Tensor) -> Tensor:
-    """PyTorch's ``x <= 0 ? 0 : x``: a NaN stays NaN (a diverging run shows its NaN loss; as
-    ``x > 0 ? x : 0`` it became 0), and the gradient passes where ``x <= 0`` does not hold,
-    NaN included, as PyTorch's threshold_backward."""
+    """PyTorch's ``x < 0 ? 0 : x``: a NaN stays NaN (a diverging run shows its NaN loss; as
+    ``x > 0 ? x : 0`` it became 0), -0.0 stays -0.0, and the gradient passes where the
+    result ``<= 0`` does not hold, NaN included, as PyTorch's threshold_backward."""
     if input.dtype is D.bool_:
         raise RuntimeError("Boolean inputs not supported for relu")
-    return F.where(F.le(input, 0), 0.0 if input.dtype.is_floating_point else 0, input)
+    return F.where(F.lt(input, 0), 0.0 if input.dtype.is_floating_point else 0, input)
 
 
 @named_backward("SigmoidBackward0")
