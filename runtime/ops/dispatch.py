@@ -11,7 +11,15 @@ import numpy as np
 from .. import _dtype as D
 from .._device import array_module, device_guard
 from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.node import ERR_BACKWARD_TWICE, Edge, Meta, Node, SavedTensor, gradient_edge
+from ..autograd.node import (
+    ERR_BACKWARD_TWICE,
+    ERR_INFERENCE_SAVED,
+    Edge,
+    Meta,
+    Node,
+    SavedTensor,
+    gradient_edge,
+)
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
@@ -111,15 +119,29 @@ def named(t: Tensor, name: str) -> Tensor:
     return t
 
 
-def named_backward(name: str) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
+def refuse_saved_inference(out: Tensor, *saved: Any) -> None:
+    """PyTorch's error where the node of ``out`` would save an inference tensor among
+    ``saved`` (what PyTorch's backward node of the op saves, where ours saves other
+    tensors)."""
+    if out._grad_fn is not None and any(isinstance(t, Tensor) and t._vc.inference
+                                        for t in saved):
+        raise RuntimeError(ERR_INFERENCE_SAVED)
+
+
+def named_backward(name: str, saves_inputs: bool = False
+                   ) -> Callable[[Callable[..., Tensor]], Callable[..., Tensor]]:
     """A composite op whose result's backward node is PyTorch's ``name`` (``ReluBackward0``);
-    a result that is its first argument keeps that argument's node."""
+    a result that is its first argument keeps that argument's node. ``saves_inputs``: that
+    node saves every tensor argument (a loss's input, target and weights), so an inference
+    tensor among them is PyTorch's error."""
 
     def decorate(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
         @functools.wraps(fn)
         def op(*args: Any, **kwargs: Any) -> Tensor:
             out = fn(*args, **kwargs)
             if out._grad_fn is not None and not (args and out is args[0]):
+                if saves_inputs:
+                    refuse_saved_inference(out, *args, *kwargs.values())
                 named(out, name)
             return out
 

@@ -18,7 +18,7 @@ from ..amp.policy import autocast_lower, autocast_promote
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
-from .dispatch import apply, keeps_saved, named, named_backward
+from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
 from .inplace import apply_inplace
 from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
 
@@ -387,7 +387,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
     if out is not None:
         return written_to(out, div(input, other, rounding_mode=rounding_mode), "div")
     if rounding_mode is None:
-        return apply(P.DIV, input, other)
+        result = apply(P.DIV, input, other)
+        if isinstance(other, Tensor) and other._rg:  # PyTorch's DivBackward0 then saves a
+            refuse_saved_inference(result, input)
+        return result
     if rounding_mode not in ("trunc", "floor"):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                            f"but found '{rounding_mode}'")
@@ -463,6 +466,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # noqa: A002
             result = where(lt(result, min), min, result)
         if max is not None:
             result = where(gt(result, max), max, result)
+        refuse_saved_inference(result, input, min, max)  # PyTorch's ClampBackward1 saves them
         return result
     rdt = _clamp_dtype(input, min, max)
     min, max = _clamp_bounds(rdt, min, max)

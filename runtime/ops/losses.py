@@ -19,7 +19,7 @@ from ..amp.policy import autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
-from .dispatch import named, named_backward
+from .dispatch import named, named_backward, refuse_saved_inference
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -159,7 +159,7 @@ def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
 
 
 @autocast_fp32
-@named_backward("NllLossBackward0")
+@named_backward("NllLossBackward0", saves_inputs=True)
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
              size_average: Any = None, ignore_index: int = -100, reduce: Any = None,
              reduction: str = "mean") -> Tensor:
@@ -244,6 +244,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     rows, tgt, c = _class_rows(input, target, weight)
     logp = log_softmax(rows, 1)
     nll = _nll_rows(logp, tgt, c, weight, ignore_index, reduction, _loss_shape(input))
+    refuse_saved_inference(nll, weight)  # PyTorch's nll_loss saves it
     if not label_smoothing:
         return named(nll, "NllLossBackward0")
     keep = F.cast(F.ne(tgt, ignore_index), logp.dtype)
@@ -291,7 +292,7 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
 
 
 @autocast_fp32
-@named_backward("BinaryCrossEntropyWithLogitsBackward0")
+@named_backward("BinaryCrossEntropyWithLogitsBackward0", saves_inputs=True)
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None, size_average: Any = None,
                                      reduce: Any = None, reduction: str = "mean",
@@ -401,7 +402,7 @@ def _bce_elements(x: Tensor, t: Tensor) -> Tensor:
 
 
 @autocast_fp32
-@named_backward("BinaryCrossEntropyBackward0")
+@named_backward("BinaryCrossEntropyBackward0", saves_inputs=True)
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          size_average: Any = None, reduce: Any = None,
                          reduction: str = "mean") -> Tensor:
@@ -452,7 +453,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A
     return _weighted(F.mul(d, d), input, weight, reduction, mean_by_weight=True)
 
 
-@named_backward("MseLossBackward0")
+@named_backward("MseLossBackward0", saves_inputs=True)
 def _mse(input: Tensor, target: Tensor, reduction: str) -> Tensor:  # noqa: A002
     d = F.sub(input, target)
     return _reduce(F.mul(d, d), reduction, "mse_loss")
@@ -475,7 +476,7 @@ def _piecewise(d: Tensor, limit: float, inner: Tensor, outer: Tensor) -> Tensor:
 
 
 @autocast_fp32
-@named_backward("SmoothL1LossBackward0")
+@named_backward("SmoothL1LossBackward0", saves_inputs=True)
 def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A002
                    reduce: Any = None, reduction: str = "mean", beta: float = 1.0) -> Tensor:
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (L1 at beta = 0)."""
@@ -505,7 +506,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
                      mean_by_weight=False)
 
 
-@named_backward("HuberLossBackward0")
+@named_backward("HuberLossBackward0", saves_inputs=True)
 def _huber(input: Tensor, target: Tensor, reduction: str, delta: float) -> Tensor:  # noqa: A002
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
@@ -737,7 +738,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
 
 
 @autocast_fp32
-@named_backward("MultiMarginLossBackward0")
+@named_backward("MultiMarginLossBackward0", saves_inputs=True)
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float = 1.0,  # noqa: A002
                       weight: Tensor | None = None, size_average: Any = None,
                       reduce: Any = None, reduction: str = "mean") -> Tensor:
