@@ -9,9 +9,9 @@
 - LLVM compile time of the fused ``mlp_large`` plan: cold (empty cache) and warm (object code
   from the disk cache, as a second process would find it);
 - per workload, the first calls of its ``backend="llvm"`` step in a new process: cold (an empty
-  disk cache) and warm (a second process on the cache the first one filled). A step whose first
-  call creates optimizer state runs that call eagerly and is captured right after it
-  (``CompiledStep.warmups``); both calls are shown, with the captures the process made.
+  disk cache) and warm (a second process on the cache the first one filled), with the captures
+  the process made and whether its first call ran eagerly (``CompiledStep.warmups``: a capture
+  that created state; the built-in optimizers make theirs outside the capture).
 
     python -m benchmarks.planning [--workloads chain mlp_small ...]
 """
@@ -156,9 +156,9 @@ def first_call_table(names: list[str]) -> str:
                          f"{sync['first_s'] * 1e3:>10.1f}{warm['first_s'] * 1e3:>10.1f}"
                          f"{warm['second_s'] * 1e3:>10.3f}{warm['captures']:>10}"
                          f"{'yes' if warm['warmups'] else 'no':>10}")
-    lines.append("eager 1st = yes: the step creates optimizer state, so its first call runs "
-                 "eagerly, then captures and compiles; the project's Python bytecode is compiled "
-                 "beforehand, as an installed copy has it")
+    lines.append("eager 1st = yes: the first call's capture created state, so that call ran "
+                 "eagerly and was captured again after it; the project's Python bytecode is "
+                 "compiled beforehand, as an installed copy has it")
     return "\n".join(lines)
 
 

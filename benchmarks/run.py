@@ -263,8 +263,7 @@ def format_table(results: dict[str, dict[str, Timing]]) -> str:
                  else f"{'-':>12}{'':>6}" for v in VARIANTS]
         lines.append(f"{name:<10}" + "".join(cells))
     lines += ["", "first call (ms; compiled variants: capture, planning and compile included; "
-              "a step that creates optimizer state runs its first call eagerly and is "
-              "captured right after: benchmarks.planning reports both calls)",
+              "benchmarks.planning reports first calls in new processes)",
               f"{'workload':<10}" + "".join(f"{v:>18}" for v in VARIANTS)]
     for name, timings in results.items():
         lines.append(f"{name:<10}" + "".join(

@@ -123,6 +123,9 @@ class Tracer:
         # id -> (tensor, requires_grad when the step began) of the tensors from outside the
         # step (parameters, buffers) whose flag the step changed (``requires_grad_changes``)
         self.flags_before: dict[int, tuple[Tensor, bool]] = {}
+        # ids of the optimizers whose ``.state`` the step's own code reaches (may_make_state)
+        self.own_state: set[int] = set()
+        self.made_state: list[tuple[Any, Any]] = []  # (optimizer, parameter): on_state_made
 
     # --- graph values -----------------------------------------------------------------------
     def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
@@ -403,6 +406,24 @@ class Tracer:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
             self.optimizers[id(opt)] = (opt, snapshot)
 
+    def may_make_state(self, opt: Any) -> bool:
+        """Whether ``opt`` may make a parameter's state for real within this capture
+        (``Optimizer._lazy_state``): not where the step's own code reaches ``opt.state``
+        (``opt.state.clear()`` every call: a replay would keep the state the capture made,
+        where the eager step starts it anew), which then makes it in the trace as before."""
+        return id(opt) not in self.own_state
+
+    def on_state_made(self, opt: Any, p: Any) -> None:
+        """``opt`` made ``p``'s state for real, outside the trace (``Optimizer._lazy_state``):
+        the state the step met, kept when the capture ends and read by the plan as state,
+        not state the capture created."""
+        entry = self.optimizers.get(id(opt))
+        if entry is None:  # a step() not through Optimizer.step: met now
+            self.on_optimizer(opt)
+            entry = self.optimizers[id(opt)]
+        entry[1][p] = dict(opt.state[p])
+        self.made_state.append((opt, p))
+
     def on_effect(self, opt: Any, call: Any, name: str) -> None:
         """``call`` (``name``: an lr scheduler's step of ``opt``), not run now, runs at every
         replay: before the plan where no hyperparameter of ``opt`` was read yet (the update
@@ -511,7 +532,14 @@ class Tracer:
         for generator, state in self.generator_states.values():
             generator.set_state(state)
 
-    def restore_optimizers(self) -> None:
+    def restore_optimizers(self, keep_made: bool = True) -> None:
+        """Put the optimizers' state back as the step met it; the state made outside the
+        trace (``on_state_made``) stays where the capture succeeded (``keep_made``): a
+        capture that fails leaves every optimizer as it was (``fullgraph=True`` raises
+        with nothing changed), and the eager call makes that state itself."""
+        if not keep_made:
+            for opt, p in self.made_state:
+                self.optimizers[id(opt)][1].pop(p, None)
         for opt, snapshot in self.optimizers.values():
             opt.state.clear()
             for p, st in snapshot.items():
@@ -564,9 +592,11 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         if isinstance(a, Tensor):
             tracer.add_input(i, a)
     watch = guards.Watch(guards.call_accesses(fn, args))
+    tracer.own_state = _optimizers_with_state_read(watch.found)
     grad_mode = is_grad_enabled()
     draws = _PythonDraws()
     prev = set_tracer(tracer)
+    captured = False
     try:
         result = fn(*args)
         set_tracer(prev)
@@ -575,15 +605,31 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         draws.check()
         found = tracer.finish(result)
         found.watch = watch
+        captured = True
         return found
     finally:
         set_tracer(prev)
         set_grad_enabled(grad_mode)
-        tracer.restore_optimizers()
+        tracer.restore_optimizers(keep_made=captured)
         tracer.restore_generators()
         tracer.restore_flags()
         draws.restore()
         watch.settle()
+
+
+def _optimizers_with_state_read(found: guards.Accesses) -> set[int]:
+    """The ids of the optimizers whose ``state`` attribute a path the step reads or writes
+    goes through."""
+    from runtime.optim.optimizer import Optimizer
+
+    ids = set()
+    for path in found.paths():
+        for i, step in enumerate(path.steps):
+            if step == (True, "state"):
+                owner = guards.Path(path.kind, path.root, path.name, path.steps[:i + 1]).owner()
+                if isinstance(owner, Optimizer):
+                    ids.add(id(owner))
+    return ids
 
 
 class _PythonDraws:

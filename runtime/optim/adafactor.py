@@ -18,6 +18,8 @@ class Adafactor(Optimizer):
     vectors); a relative step min(lr, 1 / sqrt(t)) scaled by the parameter's RMS (at least
     ``eps[1]``); updates clipped to RMS ``d``; decoupled weight decay by lr."""
 
+    _state_made_lazily = True
+
     def __init__(self, params: Params, lr: float = 1e-2, beta2_decay: float = -0.8,
                  eps: tuple[float | None, float] = (None, 1e-3), d: float = 1.0,
                  weight_decay: float = 0.0, *, foreach: bool | None = None,
@@ -45,9 +47,7 @@ class Adafactor(Optimizer):
         decay = 1 - lr * weight_decay
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state.update(_initial_state(grad))
+            state = self._lazy_state(p, lambda p=p: _initial_state(p))
             eps1 = (rt.finfo(p.dtype).eps if group["eps"][0] is None
                     else self._hyper(group, "eps", 0))
             step_t = state["step"]
@@ -75,11 +75,12 @@ class Adafactor(Optimizer):
             p.sub_(update * (alpha / denom).to(p.dtype))
 
 
-def _initial_state(grad: Tensor) -> dict[str, Tensor]:
+def _initial_state(p: Tensor) -> dict[str, Tensor]:
+    """A parameter's state (the shapes and dtype of its gradient, which are its own)."""
     state = {"step": rt.tensor(0.0)}
-    if grad.dim() > 1:
-        state["row_var"] = grad.new_zeros((*grad.shape[:-1], 1))
-        state["col_var"] = grad.new_zeros((*grad.shape[:-2], 1, grad.shape[-1]))
+    if p.dim() > 1:
+        state["row_var"] = p.new_zeros((*p.shape[:-1], 1))
+        state["col_var"] = p.new_zeros((*p.shape[:-2], 1, p.shape[-1]))
     else:
-        state["variance"] = rt.zeros_like(grad)
+        state["variance"] = rt.zeros_like(p)
     return state

@@ -10,6 +10,8 @@ from runtime.tensor import Tensor
 
 
 class Adagrad(Optimizer):
+    _state_made_lazily = True
+
     def __init__(
         self,
         params: Params,
@@ -49,14 +51,14 @@ class Adagrad(Optimizer):
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:
-                self._init_state(p)
+                self.state[p].update(self._initial_state(p))
 
-    def _init_state(self, p: Tensor) -> None:
+    def _initial_state(self, p: Tensor) -> dict[str, Tensor]:
         """A parameter's state: made at construction, or at its first step (a parameter of
         a group added later), from the optimizer's initial_accumulator_value (torch's: not
         the group's)."""
-        self.state[p].update(step=rt.tensor(0.0),
-                             sum=rt.full_like(p, self.defaults["initial_accumulator_value"]))
+        return {"step": rt.tensor(0.0),
+                "sum": rt.full_like(p, self.defaults["initial_accumulator_value"])}
 
     def _step_group(self, group: dict[str, Any]) -> None:
         # numbers from _hyper (replay-time inputs of a compiled step); branches read the
@@ -65,9 +67,7 @@ class Adagrad(Optimizer):
         weight_decay, eps = self._hyper(group, "weight_decay"), self._hyper(group, "eps")
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                self._init_state(p)
+            state = self._lazy_state(p, lambda p=p: self._initial_state(p))
             step_t, state_sum = state["step"], state["sum"]
             step_t.add_(1)
             if group["weight_decay"] != 0:

@@ -47,7 +47,17 @@ class AdamHypers:
                                                     * grad)
 
 
+def _initial_state(p: Tensor, amsgrad: bool) -> dict[str, Tensor]:
+    state = {"step": rt.tensor(0.0, device=p.device), "exp_avg": rt.zeros_like(p),
+             "exp_avg_sq": rt.zeros_like(p)}
+    if amsgrad:
+        state["max_exp_avg_sq"] = rt.zeros_like(p)
+    return state
+
+
 class Adam(Optimizer):
+    _state_made_lazily = True
+
     def __init__(
         self,
         params: Params,
@@ -94,13 +104,7 @@ class Adam(Optimizer):
         amsgrad = group["amsgrad"]
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state["step"] = rt.tensor(0.0, device=p.device)
-                state["exp_avg"] = rt.zeros_like(p)
-                state["exp_avg_sq"] = rt.zeros_like(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = rt.zeros_like(p)
+            state = self._lazy_state(p, lambda p=p: _initial_state(p, amsgrad))
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
 
             step_t.add_(1)

@@ -37,6 +37,8 @@ def _zeros_state(p: Any, *names: str) -> dict[str, Any]:
 class Adamax(Optimizer):
     """Adam with the infinity norm: exp_inf = max(beta2 * exp_inf, |g| + eps)."""
 
+    _state_made_lazily = True
+
     def __init__(self, params: Params, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, foreach: bool | None = None, *,
@@ -52,9 +54,7 @@ class Adamax(Optimizer):
         h = AdamHypers.of(self, group)
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state.update(_zeros_state(p, "exp_avg", "exp_inf"))
+            state = self._lazy_state(p, lambda p=p: _zeros_state(p, "exp_avg", "exp_inf"))
             exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
             step_t.add_(1)
             grad = h.weight_decay_(group, p, grad, scalar)  # always coupled in Adamax
@@ -67,6 +67,8 @@ class Adamax(Optimizer):
 
 class NAdam(Optimizer):
     """Adam with Nesterov momentum and a momentum schedule (mu_t from ``momentum_decay``)."""
+
+    _state_made_lazily = True
 
     def __init__(self, params: Params, lr: float = 2e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
@@ -90,11 +92,10 @@ class NAdam(Optimizer):
         momentum_decay = self._hyper(group, "momentum_decay")
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state.update(step=rt.tensor(0.0, device=p.device),  # torch's key order
-                             mu_product=rt.tensor(1.0, device=p.device),
-                             exp_avg=rt.zeros_like(p), exp_avg_sq=rt.zeros_like(p))
+            state = self._lazy_state(p, lambda p=p: {  # torch's key order
+                "step": rt.tensor(0.0, device=p.device),
+                "mu_product": rt.tensor(1.0, device=p.device),
+                "exp_avg": rt.zeros_like(p), "exp_avg_sq": rt.zeros_like(p)})
             exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
             step_t, mu_product = state["step"], state["mu_product"]
             step_t.add_(1)
@@ -117,6 +118,8 @@ class RAdam(Optimizer):
     """Rectified Adam: the adaptive step only once the variance of its estimate is tractable
     (rho_t > 5), the momentum step alone before."""
 
+    _state_made_lazily = True
+
     def __init__(self, params: Params, lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0, decoupled_weight_decay: bool = False, *,
@@ -135,9 +138,7 @@ class RAdam(Optimizer):
         rho_inf = 2 / h.one_minus_beta2 - 1
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state.update(_zeros_state(p, "exp_avg", "exp_avg_sq"))
+            state = self._lazy_state(p, lambda p=p: _zeros_state(p, "exp_avg", "exp_avg_sq"))
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t.add_(1)
             step = step_t.double()
@@ -161,6 +162,8 @@ class RAdam(Optimizer):
 class Adadelta(Optimizer):
     """Per-element steps from running averages of squared gradients and squared updates."""
 
+    _state_made_lazily = True
+
     def __init__(self, params: Params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach: bool | None = None, *,
                  capturable: bool = False, maximize: bool = False,
@@ -179,9 +182,7 @@ class Adadelta(Optimizer):
         one_minus_rho, neg_lr = 1 - rho, -lr
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state.update(_zeros_state(p, "square_avg", "acc_delta"))
+            state = self._lazy_state(p, lambda p=p: _zeros_state(p, "square_avg", "acc_delta"))
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
             state["step"].add_(1)
             if group["weight_decay"] != 0:

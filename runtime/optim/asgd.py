@@ -14,6 +14,8 @@ class ASGD(Optimizer):
     """SGD with a decaying step eta_t = lr / (1 + lambd * lr * t) ** alpha and a running
     average ``ax`` of the parameters from step ``t0`` on (mu_t = 1 / max(1, t - t0))."""
 
+    _state_made_lazily = True
+
     def __init__(self, params: Params, lr: float = 1e-2, lambd: float = 1e-4,
                  alpha: float = 0.75, t0: float = 1e6, weight_decay: float = 0,
                  foreach: bool | None = None, maximize: bool = False,
@@ -32,12 +34,10 @@ class ASGD(Optimizer):
         t0, weight_decay = self._hyper(group, "t0"), self._hyper(group, "weight_decay")
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state["step"] = rt.tensor(0.0, device=p.device)
-                state["eta"] = rt.tensor(float(group["lr"]), device=p.device)
-                state["mu"] = rt.tensor(1.0, device=p.device)
-                state["ax"] = rt.zeros_like(p)
+            state = self._lazy_state(p, lambda p=p: {
+                "step": rt.tensor(0.0, device=p.device),
+                "eta": rt.tensor(float(group["lr"]), device=p.device),
+                "mu": rt.tensor(1.0, device=p.device), "ax": rt.zeros_like(p)})
             step_t, eta, mu, ax = state["step"], state["eta"], state["mu"], state["ax"]
             step_t.add_(1)
             if group["weight_decay"] != 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from copy import deepcopy
 from itertools import chain
 from typing import Any
@@ -16,6 +16,7 @@ from runtime.nn.module import zero_grads
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
+from runtime.tracing import set_tracer
 
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -204,10 +205,40 @@ class Optimizer:
         raise NotImplementedError
 
     def _steps_make_state(self, group: dict[str, Any]) -> bool:
-        """Whether stepping ``group`` makes per-parameter state where a parameter has none
-        yet (Adam's moments; not SGD's without momentum): planner.compile runs the first call
-        of a step whose optimizer has none yet eagerly, without capturing it first."""
-        return True
+        """Whether stepping ``group`` makes per-parameter state inside a captured step where
+        a parameter has none yet: planner.compile runs the first call of a step whose
+        optimizer has none yet eagerly, without capturing it first. The built-in optimizers
+        make theirs outside the capture (``_lazy_state``), so theirs is False; an optimizer
+        of the user's that makes its state as it steps may (the default)."""
+        return not self._state_made_lazily
+
+    # whether every state entry a step makes is made by ``_lazy_state`` (the built-ins)
+    _state_made_lazily = False
+
+    def _lazy_state(self, p: Tensor, make: Callable[[], Mapping[str, Any]]) -> dict[str, Any]:
+        """``p``'s state, made by ``make()`` where it has none (PyTorch's lazy init at a
+        parameter's first step). Within a captured step (planner.compile) it is made for real,
+        outside the trace, as torch.compile's optimizer support makes it: the plan then reads
+        and updates it as the state it is, so the call that makes it runs compiled and its
+        plan fits every later call (unless the step's own code reaches ``self.state``:
+        ``may_make_state``). ``make`` reads no tensor the step computes (the parameter's
+        shape and dtype, the group's settings): the state it makes is the same in both modes.
+        A capture that fails takes it back (``Tracer.restore_optimizers``)."""
+        state = self.state[p]
+        if state:
+            return state
+        tracer = _trace_state.tracer
+        if tracer is None or not tracer.may_make_state(self):
+            state.update(make())
+            return state
+        prev = set_tracer(None)
+        try:
+            made = make()
+        finally:
+            set_tracer(prev)
+        state.update(made)
+        tracer.on_state_made(self, p)
+        return state
 
     @staticmethod
     def _grads(group: dict[str, Any]) -> Iterator[tuple[Tensor, Tensor]]:

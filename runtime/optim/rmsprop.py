@@ -8,7 +8,18 @@ import runtime as rt
 from runtime.optim.optimizer import Optimizer, Params, Scalars
 
 
+def _initial_state(p: Any, group: dict[str, Any]) -> dict[str, Any]:
+    state = {"step": rt.tensor(0.0), "square_avg": rt.zeros_like(p)}
+    if group["momentum"] > 0:
+        state["momentum_buffer"] = rt.zeros_like(p)
+    if group["centered"]:
+        state["grad_avg"] = rt.zeros_like(p)
+    return state
+
+
 class RMSprop(Optimizer):
+    _state_made_lazily = True
+
     def __init__(
         self,
         params: Params,
@@ -55,14 +66,7 @@ class RMSprop(Optimizer):
         one_minus_alpha = 1 - alpha
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state["step"] = rt.tensor(0.0)
-                state["square_avg"] = rt.zeros_like(p)
-                if group["momentum"] > 0:
-                    state["momentum_buffer"] = rt.zeros_like(p)
-                if group["centered"]:
-                    state["grad_avg"] = rt.zeros_like(p)
+            state = self._lazy_state(p, lambda p=p: _initial_state(p, group))
             square_avg = state["square_avg"]
             state["step"].add_(1)
             if group["weight_decay"] != 0:

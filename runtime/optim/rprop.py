@@ -14,6 +14,8 @@ class Rprop(Optimizer):
     ``etas[0]`` when it flips (that step then skipped), clamped to ``step_sizes``; the
     parameter moves by the step size against the gradient's sign."""
 
+    _state_made_lazily = True
+
     def __init__(self, params: Params, lr: float = 1e-2,
                  etas: tuple[float, float] = (0.5, 1.2),
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
@@ -33,11 +35,9 @@ class Rprop(Optimizer):
         least, most = self._hyper(group, "step_sizes", 0), self._hyper(group, "step_sizes", 1)
         scalar = Scalars()
         for p, grad in self._grads(group):
-            state = self.state[p]
-            if not state:
-                state["step"] = rt.tensor(0.0, device=p.device)
-                state["prev"] = rt.zeros_like(p)
-                state["step_size"] = rt.full_like(grad, group["lr"])
+            state = self._lazy_state(p, lambda p=p: {
+                "step": rt.tensor(0.0, device=p.device), "prev": rt.zeros_like(p),
+                "step_size": rt.full_like(p, group["lr"])})  # the gradient's shape and dtype
             prev, step_size = state["prev"], state["step_size"]
             state["step"].add_(1)
             # torch's capturable branch: the sign's three cases replaced in turn

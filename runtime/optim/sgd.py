@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
 from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.tracing import is_tracing
 
 
 class SGD(Optimizer):
@@ -44,7 +46,9 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
 
     def _steps_make_state(self, group: dict[str, Any]) -> bool:
-        return group["momentum"] != 0  # the momentum buffers
+        # the momentum buffers, made inside a capture where a first step's buffer (the
+        # gradient) is not what an update of a zero buffer gives (dampening)
+        return group["momentum"] != 0 and group["dampening"] != 0
 
     def _step_group(self, group: dict[str, Any]) -> None:
         # numbers from _hyper (replay-time inputs of a compiled step); branches read the
@@ -59,6 +63,11 @@ class SGD(Optimizer):
             if group["momentum"] != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
+                if buf is None and is_tracing() and group["dampening"] == 0:
+                    # a zero buffer updated is the gradient without dampening: made outside
+                    # the capture (Optimizer._lazy_state), the first call's plan fits the next
+                    buf = self._lazy_state(p, lambda p=p: {
+                        "momentum_buffer": rt.zeros_like(p)})["momentum_buffer"]
                 if buf is None:
                     buf = grad.detach().clone()
                     state["momentum_buffer"] = buf
