@@ -46,7 +46,10 @@ class Slot:
     desc: str
     mode: str = "inplace"  # how a write lands: "inplace" into the storage, or "assign" anew
     owner_input: int | None = None  # a grad slot of an argument: resolved per call
-    requires_grad: bool = False  # of a "tensor" slot when captured (the plan depends on it)
+    # of a "tensor" slot when captured (the plan depends on it); None where the step sets
+    # the flag itself before reading the tensor (not guarded: the flag it starts with is
+    # not what the plan depends on)
+    requires_grad: bool | None = False
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype.name,
@@ -241,11 +244,12 @@ class Tracer:
             return hit[0]
         desc = f"tensor{list(t.shape)}" if t._base is None else \
             f"a view tensor{list(t.shape)} of a tensor from outside the step"
-        # guarded as the step found it: a flag it set before this read (a GAN's
-        # ``requires_grad_(False)`` on the discriminator) is set again after each replay
+        # guarded as the step found it, but where the step set the flag before this read (a
+        # GAN's ``requires_grad_(True)`` on its discriminator at the start of the step): not
+        # guarded then, and set as the step leaves it after each replay
         before = self.flags_before.get(id(t))
         cell = self._new_slot(Slot("tensor", t, tuple(t.shape), t.dtype, self.device_of(t), desc,
-                                   requires_grad=t._rg if before is None else before[1]), data, t)
+                                   requires_grad=t._rg if before is None else None), data, t)
         if t._base is not None:
             self.outside_views[len(self.slots) - 1] = data
         return cell
@@ -380,9 +384,10 @@ class Tracer:
             self.found_modes.setdefault(id(m), (m, m.training))
 
     def requires_grad_changes(self, t: Tensor) -> None:
-        """``t.requires_grad_`` is about to change its flag (runtime.tensor): for a tensor
+        """``t.requires_grad_`` is about to set its flag (runtime.tensor): for a tensor
         from outside the step that is no argument of it, the flag it had when the step began
-        is kept (its slot's guard) and its flag at the end is set after every replay
+        is kept (a slot read before the step set the flag is guarded on it; one read after,
+        not) and its flag at the end is set after every replay
         (``flag_effects``); the capture puts the flag back (``restore_flags``). An argument's
         flag is the caller's: its slot was made before the step ran."""
         if type(t._data) is MetaArray or id(t) in self.input_of or id(t) in self.flags_before:
@@ -390,9 +395,11 @@ class Tracer:
         self.flags_before[id(t)] = (t, t._rg)
 
     def flag_effects(self) -> list[tuple[str, Any]]:
-        """What sets each changed flag as the step left it, after a replay."""
+        """What sets each flag the step changed as the step left it, after a replay (also
+        where it ends as it began: a tensor whose flag the step set before reading it is not
+        guarded on it, so a call may begin with another)."""
         return [("after", functools.partial(_set_flag, t, t._rg))
-                for t, before in self.flags_before.values() if t._rg != before]
+                for t, _ in self.flags_before.values()]
 
     def restore_flags(self) -> None:
         """Put back the flags the step changed (the capture ran its Python on the real

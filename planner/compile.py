@@ -40,7 +40,7 @@ from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.tensor import Tensor, _VersionCounter
-from runtime.tracing import GraphBreak
+from runtime.tracing import GraphBreak, WarmUpNeeded
 
 from . import background as bg
 from . import guards, plan_cache
@@ -130,7 +130,7 @@ class Binding:
                 t = slot.ref
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
                     return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
-                if t._rg != slot.requires_grad:
+                if slot.requires_grad is not None and t._rg != slot.requires_grad:
                     return f"{slot.desc} now has requires_grad={t._rg}"
             else:
                 g = (slot.ref if slot.owner_input is None else args[slot.owner_input])._grad
@@ -630,7 +630,12 @@ class CompiledStep:
         depends on (the capture is a trace on shape-only tensors: planning and code generation
         are what it saves). Python's garbage collector is held off meanwhile."""
         with _collector_paused():
-            return self._capture_and_plan(fn, args, build, warm_up)
+            try:
+                return self._capture_and_plan(fn, args, build, warm_up)
+            except WarmUpNeeded as e:  # an eager run makes what the capture lacks
+                if warm_up:
+                    raise _WarmUp([e.reason]) from e
+                raise
 
     def _capture_and_plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool,
                           warm_up: bool) -> Binding:

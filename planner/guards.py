@@ -101,8 +101,10 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
         if is_tensor:
             t = src.name(slot.ref)
             # the array's shape: Tensor.shape makes an rt.Size at every read
+            flag = ("" if slot.requires_grad is None  # set by the step before it reads it
+                    else f" or {t}._rg != {_bool(slot.requires_grad)}")
             src.fail_if(f"{t}._data.shape != {src.name(tuple(slot.shape))} or {t}.dtype is not "
-                        f"{src.name(slot.dtype)} or {t}._rg != {_bool(slot.requires_grad)}")
+                        f"{src.name(slot.dtype)}{flag}")
         else:
             owner = src.name(slot.ref) if slot.owner_input is None else \
                 f"args[{_int(slot.owner_input)}]"

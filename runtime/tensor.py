@@ -152,8 +152,8 @@ class Tensor:
         if requires_grad and self._vc.inference and not _inference_state.enabled:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                "InferenceMode is not allowed.")
-        if requires_grad is not self._rg and _trace_state.tracer is not None:
-            _trace_state.tracer.requires_grad_changes(self)  # planner.capture: a replay sets it
+        if _trace_state.tracer is not None:  # planner.capture: a replay sets it (also to
+            _trace_state.tracer.requires_grad_changes(self)  # what it was: not guarded then)
         self._rg = bool(requires_grad)
         return self
 

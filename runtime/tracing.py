@@ -25,6 +25,12 @@ class GraphBreak(Exception):
         super().__init__(f"{reason} (at {self.where})")
 
 
+class WarmUpNeeded(GraphBreak):
+    """The step cannot be captured at this call, but running it eagerly makes what a capture
+    at the next call needs (a lazy module's parameters, made by its first input): a compiled
+    step runs the call eagerly and captures the next one, without a fallback warning."""
+
+
 _PACKAGES = tuple(
     os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), p) + os.sep
     for p in ("runtime", "planner", "codegen"))

@@ -18,7 +18,7 @@ from typing import Any
 from runtime.autograd import no_grad
 from runtime.nn.module import Module
 from runtime.nn.parameter import is_lazy
-from runtime.tracing import GraphBreak, is_tracing
+from runtime.tracing import WarmUpNeeded, is_tracing
 
 
 class LazyModuleMixin:
@@ -60,8 +60,7 @@ class LazyModuleMixin:
     def _infer_parameters(self, module: Any, args: tuple[Any, ...],
                           kwargs: dict[str, Any] | None = None) -> None:
         if is_tracing():  # a capture would materialize the parameters with traced values
-            raise GraphBreak(f"{module._get_name()} (a lazy module) has not had an input yet: "
-                             "call the model once before the compiled step")
+            raise WarmUpNeeded(f"{module._get_name()} (a lazy module) has not had an input yet")
         module.initialize_parameters(*args, **(kwargs or {}))
         if module.has_uninitialized_params():
             raise RuntimeError(f"module {module._get_name()} has not been fully initialized")

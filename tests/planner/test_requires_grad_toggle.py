@@ -1,6 +1,7 @@
 """Steps that change parameters' requires_grad (a GAN freezing its discriminator while the
-generator trains): guarded as the step found the flags, set as the step left them after every
-replay, captured once."""
+generator trains): guarded as the step found the flags where it reads a tensor before setting
+its flag (not guarded where it sets the flag first: a call may begin with either), set as the
+step left them after every replay, captured once."""
 
 from __future__ import annotations
 
@@ -79,10 +80,9 @@ def _frozen_once(gen: Any, disc: Any, opt: Any) -> Any:
 
 
 @pytest.mark.parametrize(("make_step", "captures"), [
-    (_frozen_then_restored, 1), (_thawed_then_frozen, 1),
-    # its first call runs eagerly (it creates the momentum buffers) and leaves the flag off,
-    # as every later call finds it
-    (_frozen_once, 1)])
+    # the first call begins with the flags on, the later ones with them off (as the step
+    # leaves them): the step sets them before reading, so they are not guarded
+    (_frozen_then_restored, 1), (_thawed_then_frozen, 1), (_frozen_once, 1)])
 def test_toggling_steps_replay_and_equal_eager(make_step: Any, captures: int) -> None:
     want = _run(make_step, compiled=False)
     got = _run(make_step, compiled=True)

@@ -154,24 +154,17 @@ def test_compiled_lazy_model_after_a_dry_run() -> None:
     np.testing.assert_allclose(got, _lazy_losses(compiled=False, dry_run=True), rtol=1e-5)
 
 
-def test_compiled_lazy_model_without_a_dry_run_runs_eagerly() -> None:
-    """Its first call would initialize the parameters inside the capture: eager, saying so
-    (it raised a GraphBreak out of the step, the parameters holding traced values)."""
-    with pytest.warns(RuntimeWarning, match="LazyLinear \\(a lazy module\\) has not had an "
-                                            "input yet"):
-        got = _lazy_losses(compiled=True, dry_run=False, adam=False)
-    want = _lazy_losses(compiled=False, dry_run=False, adam=False)
-    np.testing.assert_allclose(got, want, rtol=1e-5)
-
-
-def test_compiled_lazy_model_with_a_fresh_adam_initializes_in_its_eager_first_call() -> None:
-    """Adam holds no state before its first step, so the first call runs eagerly without a
-    capture (planner.compile's look at the optimizers): the lazy modules are initialized
-    there, and the next call captures them as they are."""
+@pytest.mark.parametrize("adam", [False, True])
+def test_compiled_lazy_model_without_a_dry_run_initializes_in_an_eager_first_call(
+        adam: bool) -> None:
+    """Its first call would initialize the parameters inside the capture (the capture used to
+    leave them holding traced values): that call runs eagerly, initializing them, without a
+    fallback warning, and the step is captured right after it, once."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        got = _lazy_losses(compiled=True, dry_run=False)
-    np.testing.assert_allclose(got, _lazy_losses(compiled=False, dry_run=False), rtol=1e-5)
+        got = _lazy_losses(compiled=True, dry_run=False, adam=adam)
+    np.testing.assert_allclose(got, _lazy_losses(compiled=False, dry_run=False, adam=adam),
+                               rtol=1e-5)
 
 
 def _losses_after_attribute_change(compiled: bool, change: str) -> list[float]:
