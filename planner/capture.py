@@ -84,6 +84,9 @@ class Capture:
     # the values the step reads and writes by path, as they were before the capture (its
     # guards), and what the capture changed among them, put back (planner.guards.Watch)
     watch: guards.Watch = field(default_factory=lambda: guards.Watch(guards.Accesses()))
+    # a step returning tensors that require grad without a backward in it: its backward,
+    # traced too (planner.aot: the plans' split and CompiledFunctionBackward)
+    aot: Any = None
 
 
 class Tracer:
@@ -126,6 +129,7 @@ class Tracer:
         # id -> (tensor, requires_grad when the step began) of the tensors from outside the
         # step (parameters, buffers) whose flag the step changed (``requires_grad_changes``)
         self.flags_before: dict[int, tuple[Tensor, bool]] = {}
+        self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
         # ids of the optimizers whose ``.state`` the step's own code reaches (may_make_state)
         self.own_state: set[int] = set()
         self.made_state: list[tuple[Any, Any]] = []  # (optimizer, parameter): on_state_made
@@ -527,6 +531,8 @@ class Tracer:
                            f"{list(p.shape)}" for p, st in opt.state.items()
                            for key in st if key not in snapshot.get(p, {}))
         template = self._template(result)
+        if self.aot is not None:  # the returned value, and the gradients (planner.aot.split)
+            template = ("tuple", [template, ("tuple", self.aot.grads)])
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
@@ -606,12 +612,17 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
     captured = False
     try:
         result = fn(*args)
+        if is_grad_enabled() == grad_mode:  # else the GraphBreak below
+            from .aot import trace_backward
+
+            tracer.aot = trace_backward(tracer, result, len(args))
         set_tracer(prev)
         if is_grad_enabled() != grad_mode:
             raise GraphBreak("the step changed the grad mode and did not restore it")
         draws.check()
         found = tracer.finish(result)
         found.watch = watch
+        found.aot = tracer.aot
         captured = True
         return found
     finally:

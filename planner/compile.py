@@ -43,7 +43,7 @@ from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak, WarmUpNeeded
 
 from . import background as bg
-from . import guards, plan_cache
+from . import aot, guards, plan_cache
 from .capture import Capture, Slot, capture
 from .guards import MISSING, setting_key
 from .parallel import Execution, check_options
@@ -102,6 +102,9 @@ class Binding:
     # the fused plan whose kernels compile in the background (planner.background), replayed
     # from the first call that finds them built; ``plan`` is the unfused plan until then
     pending: bg.Pending | None = None
+    # a step returning tensors that require grad: its backward plan (planner.aot); ``plan``
+    # is the forward's
+    aot: Any = None
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
@@ -658,10 +661,11 @@ class CompiledStep:
         if build and plan_device != "cpu":
             cupy_module()  # a plan to run on a GPU needs CuPy, fused or not: say how to install
         slots = [s.describe() for s in cap.slots]
-        plan_key = None if ddp_modules(cap.modules) else plan_cache.key(
+        aot_plans = None if cap.aot is None else aot.plan(self, cap, slots, plan_device, build)
+        plan_key = None if aot_plans is not None or ddp_modules(cap.modules) else plan_cache.key(
             cap.graph, slots, plan_device, self.backend)
-        plan = None if plan_key is None else self._stored(plan_key, cap,
-                                                            build or plan_device == "cpu")
+        plan = aot_plans[0] if aot_plans is not None else None if plan_key is None else \
+            self._stored(plan_key, cap, build or plan_device == "cpu")
         pending: bg.Pending | None = None
         if plan is None:
             if build and plan_device == "cpu" and self.backend in KERNEL_BACKENDS_CPU:
@@ -707,7 +711,8 @@ class CompiledStep:
                            ("after", functools.partial(guards.add_constants, path, deltas))
                            for path, deltas in increments],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
-                       counters=counters, pending=pending)
+                       counters=counters, pending=pending,
+                       aot=None if aot_plans is None else aot_plans[1])
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
@@ -929,6 +934,12 @@ def _plan_device(cap: Capture) -> str:
 
 
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
+    if binding.aot is not None:  # outputs given a CompiledFunctionBackward (planner.aot)
+        return binding.aot.replay(binding, args, _replay_plan)
+    return _replay_plan(binding, args)
+
+
+def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:
     if binding.pending is not None:  # the unfused plan, beside the children compiling
         with intra_op(bg.threads_beside_compile()):
             return binding._replayer()(args)
