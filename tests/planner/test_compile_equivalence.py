@@ -252,20 +252,24 @@ def test_forward_only_under_no_grad() -> None:
     assert all(d["phase"] == "forward" for _, d in step.plan.graph.nodes(data=True))
 
 
-def test_returning_a_tensor_with_a_live_graph_runs_eagerly() -> None:
-    # the caller may differentiate what it gets back: a plan has no graph to give, so eager
-    model = make_model("mlp")
+def test_returning_a_tensor_with_a_live_graph_compiles_its_backward() -> None:
+    # the caller may differentiate what it gets back: its grad_fn runs the compiled backward
+    # plan (planner.aot; tests/planner/test_aot_module.py), with no fallback to eager
+    model, twin = make_model("mlp"), make_model("mlp")
 
     @planner.compile
     def forward(x: Any, y: Any) -> Any:
         return F.cross_entropy(model(x), y)
 
     xa, ya = next(iter(batches(1)))
-    with pytest.warns(RuntimeWarning, match="requires grad without calling backward"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         loss = forward(rt.from_numpy(xa.copy()), rt.from_numpy(ya.copy()))
-    assert loss.grad_fn is not None
+    assert loss.grad_fn is not None and loss.grad_fn.name() == "CompiledFunctionBackward"
     loss.backward()
-    assert all(p.grad is not None for p in model.parameters())
+    F.cross_entropy(twin(rt.from_numpy(xa.copy())), rt.from_numpy(ya.copy())).backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
 
 
 def test_input_gradient_step() -> None:
