@@ -84,6 +84,9 @@ class Capture:
     # the values the step reads and writes by path, as they were before the capture (its
     # guards), and what the capture changed among them, put back (planner.guards.Watch)
     watch: guards.Watch = field(default_factory=lambda: guards.Watch(guards.Accesses()))
+    # id(optimizer) -> the (group, key) settings the step assigns from its arguments before
+    # the update reads them (Tracer.group_effects): not guarded
+    assigned_settings: dict[int, set[tuple[int, str]]] = field(default_factory=dict)
     # a step returning tensors that require grad without a backward in it: its backward,
     # traced too (planner.aot: the plans' split and CompiledFunctionBackward)
     aot: Any = None
@@ -129,10 +132,16 @@ class Tracer:
         # id -> (tensor, requires_grad when the step began) of the tensors from outside the
         # step (parameters, buffers) whose flag the step changed (``requires_grad_changes``)
         self.flags_before: dict[int, tuple[Tensor, bool]] = {}
-        self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
         # ids of the optimizers whose ``.state`` the step's own code reaches (may_make_state)
         self.own_state: set[int] = set()
         self.made_state: list[tuple[Any, Any]] = []  # (optimizer, parameter): on_state_made
+        # id(optimizer) -> its groups' settings (all but "params") when the step began, with
+        # the optimizer, and when its step() began; the step's arguments (group_effects)
+        self.groups_at_start: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
+        self.groups_at_step: dict[int, list[dict[str, Any]]] = {}
+        self.args: tuple[Any, ...] = ()
+        self.assigned_settings: dict[int, set[tuple[int, str]]] = {}
+        self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
 
     # --- graph values -----------------------------------------------------------------------
     def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
@@ -416,6 +425,60 @@ class Tracer:
         if id(opt) not in self.optimizers:
             snapshot = {p: dict(st) for p, st in opt.state.items()}
             self.optimizers[id(opt)] = (opt, snapshot)
+            self.groups_at_step[id(opt)] = _group_settings(opt)
+
+    def note_groups(self, args: tuple[Any, ...]) -> None:
+        """Before the step runs: every live optimizer's group settings, and the arguments
+        (``group_effects`` tells an argument assigned to a setting by identity)."""
+        from runtime.optim.optimizer import live_optimizers
+
+        self.args = args
+        self.groups_at_start = {id(o): (o, _group_settings(o)) for o in live_optimizers()}
+
+    def group_effects(self) -> list[tuple[str, Any]]:
+        """What the step assigns to its optimizers' group settings (``g["lr"] = lr`` in a loop
+        over ``opt.param_groups``), as effects of every replay: a replay's plan reads each
+        hyperparameter from its group, so the value must be there, as eager mode puts it,
+        before the update reads it (an effect before the plan) or after (after it). Only an
+        argument of the step assigned as it is can be replayed (set from that call's
+        argument); another value the step computes in Python could not: GraphBreak."""
+        effects: list[tuple[str, Any]] = []
+        for opt, start in self.groups_at_start.values():
+            end = _group_settings(opt)
+            if len(end) != len(start):
+                raise GraphBreak(f"the step adds a parameter group to {type(opt).__name__}, "
+                                 "which a replayed plan would not do")
+            at_step = self.groups_at_step.get(id(opt))
+            for i, (was, now) in enumerate(zip(start, end)):
+                for key in was.keys() | now.keys():
+                    value = now.get(key, guards.MISSING)
+                    if _same(was.get(key, guards.MISSING), value):
+                        continue
+                    where = f"{type(opt).__name__}.param_groups[{i}][{key!r}]"
+                    arg = next((j for j, a in enumerate(self.args) if a is value), None)
+                    if arg is None:
+                        raise GraphBreak(f"the step sets {where} to a value it computes, which "
+                                         "a replayed plan would not do (pass the value as an "
+                                         "argument, or use an lr_scheduler)")
+                    before = at_step is not None and not _same(
+                        was.get(key, guards.MISSING), at_step[i].get(key, guards.MISSING))
+                    if before and not _same(at_step[i].get(key, guards.MISSING), value):
+                        raise GraphBreak(f"the step sets {where} twice, before and after the "
+                                         "update reads it")
+                    when = "before" if before or at_step is None else "after"
+                    effects.append((when, _GroupSetting(opt, i, key, arg)))
+                    if when == "before":
+                        self.assigned_settings.setdefault(id(opt), set()).add((i, key))
+        return effects
+
+    def restore_groups(self) -> None:
+        """Put every group setting back as the step met it (a replay's effects, or the call
+        run eagerly, set them)."""
+        for opt, start in self.groups_at_start.values():
+            for group, settings in zip(opt.param_groups, start):
+                for key in [k for k in group if k != "params" and k not in settings]:
+                    del group[key]
+                group.update(settings)
 
     def may_make_state(self, opt: Any) -> bool:
         """Whether ``opt`` may make a parameter's state for real within this capture
@@ -535,10 +598,12 @@ class Tracer:
             template = ("tuple", [template, ("tuple", self.aot.grads)])
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
-        return Capture(self.g, self.slots, self.generators, list(self.modules.values()),
-                       [o for o, _ in self.optimizers.values()], grad_none, created,
-                       self.effects + self.flag_effects(), self.modes, self.late_modes,
-                       self.found_modes)
+        effects = self.effects + self.flag_effects() + self.group_effects()
+        found = Capture(self.g, self.slots, self.generators, list(self.modules.values()),
+                        [o for o, _ in self.optimizers.values()], grad_none, created, effects,
+                        self.modes, self.late_modes, self.found_modes)
+        found.assigned_settings = self.assigned_settings
+        return found
 
     def restore_generators(self) -> None:
         """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""
@@ -606,6 +671,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
             tracer.add_input(i, a)
     watch = guards.Watch(guards.call_accesses(fn, args))
     tracer.own_state = _optimizers_with_state_read(watch.found)
+    tracer.note_groups(args)
     grad_mode = is_grad_enabled()
     draws = _PythonDraws()
     prev = set_tracer(tracer)
@@ -629,10 +695,40 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) ->
         set_tracer(prev)
         set_grad_enabled(grad_mode)
         tracer.restore_optimizers(keep_made=captured)
+        tracer.restore_groups()
         tracer.restore_generators()
         tracer.restore_flags()
         draws.restore()
         watch.settle()
+
+
+def _group_settings(opt: Any) -> list[dict[str, Any]]:
+    return [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether a group setting is unchanged: the same object, or an equal plain value."""
+    if a is b:
+        return True
+    try:
+        return type(a) is type(b) and type(a) is not Tensor and bool(a == b)
+    except Exception:
+        return False
+
+
+class _GroupSetting:
+    """A replay's effect: ``opt.param_groups[group][key]`` set to the call's argument
+    ``arg``, as the step assigns it (Tracer.group_effects)."""
+
+    takes_args = True
+
+    def __init__(self, opt: Any, group: int, key: str, arg: int) -> None:
+        self.opt, self.group, self.key, self.arg = weakref.ref(opt), group, key, arg
+
+    def __call__(self, args: tuple[Any, ...]) -> None:
+        opt = self.opt()
+        if opt is not None:
+            opt.param_groups[self.group][self.key] = args[self.arg]
 
 
 def _optimizers_with_state_read(found: guards.Accesses) -> set[int]:

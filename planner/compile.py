@@ -45,7 +45,7 @@ from runtime.tracing import GraphBreak, WarmUpNeeded
 from . import background as bg
 from . import aot, guards, plan_cache
 from .capture import Capture, Slot, capture
-from .guards import MISSING, setting_key
+from .guards import ASSIGNED, MISSING, setting_key
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
 from .tree import flatten, freeze, unflatten
@@ -219,11 +219,15 @@ def _outermost(modules: list[Any]) -> list[Any]:
     return [m for m in modules if id(m) not in inner]
 
 
-def _optimizer_key(opt: Any) -> Any:
+def _optimizer_key(opt: Any, assigned: Any = frozenset()) -> Any:
+    """What a plan depends on in ``opt``: its groups' parameters and settings
+    (``setting_key``; those in ``assigned``, (group, key) pairs the step assigns before its
+    update reads them, not at all: ASSIGNED) and its state entries."""
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
-         tuple(sorted((k, setting_key(v)) for k, v in g.items() if k != "params")))
-        for g in opt.param_groups)
+         tuple(sorted((k, ASSIGNED if (i, k) in assigned else setting_key(v))
+                      for k, v in g.items() if k != "params")))
+        for i, g in enumerate(opt.param_groups))
     state = tuple(
         (id(p), tuple(sorted((k, id(v) if isinstance(v, Tensor) else v) for k, v in st.items())))
         for p, st in opt.state.items())
@@ -244,6 +248,8 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
         if len(g) - 1 != len(settings):  # "params" is not among the settings
             return False
         for k, v in settings:
+            if v is ASSIGNED:
+                continue
             now = setting_key(g.get(k, MISSING))
             if now is not v and (now is MISSING or not now == v):
                 return False
@@ -272,7 +278,7 @@ def _optimizer_change(opt: Any, key: Any) -> str:
             return f"the parameters of param_groups[{i}] changed"
         now, was = dict(settings), dict(old_settings)
         for name in sorted(now.keys() | was.keys()):
-            if now.get(name, MISSING) != was.get(name, MISSING):
+            if was.get(name) is not ASSIGNED and now.get(name, MISSING) != was.get(name, MISSING):
                 value = opt.param_groups[i].get(name, "missing")
                 return f"param_groups[{i}][{name!r}] is {value!r} ({_was(was.get(name))})"
     if len(state) != len(old_state):
@@ -704,7 +710,8 @@ class CompiledStep:
         counters = _counters(increments)
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m, found, counters)) for m in _outermost(cap.modules)],
-                       [(o, _optimizer_key(o)) for o in cap.optimizers], cap.grad_none,
+                       [(o, _optimizer_key(o, cap.assigned_settings.get(id(o), ())))
+                        for o in cap.optimizers], cap.grad_none,
                        cap.watch.guards([path for path, _ in increments]), cap.effects + [
                            ("after", functools.partial(m.train, mode))
                            for m, mode in cap.late_modes] + [
@@ -1048,7 +1055,7 @@ class _Replayer:
         if self.fast is not None:
             return self.fast(args)
         for before in self.before:
-            before()
+            before(args) if getattr(before, "takes_args", False) else before()
         arrays = [a._data if isinstance(a, Tensor) else None for a in args]
         state = {slot: read(args) for slot, read in self.reads}
         for draws in self.draws:
@@ -1070,7 +1077,7 @@ class _Replayer:
             if held is not None:
                 _release_sigint(held)
         for after in self.after:
-            after()
+            after(args) if getattr(after, "takes_args", False) else after()
         return _rebuild(result)
 
     def _staged(self, writes: list[tuple[int, Any]], args: tuple[Any, ...], arrays: list[Any],

@@ -42,6 +42,8 @@ from runtime.tracing import MetaArray
 from .tree import unflatten
 
 MISSING = object()  # a setting or state entry that is not there
+# an optimizer setting the step assigns itself before its update reads it: not guarded
+ASSIGNED = object()
 
 
 def setting_key(value: Any) -> Any:
@@ -53,6 +55,8 @@ def setting_key(value: Any) -> Any:
         return tuple(setting_key(v) for v in value)
     if type(value) in (int, float):
         return ("number", type(value), value == 0)
+    if isinstance(value, Tensor):  # a tensor setting (a tensor lr): the plan reads that tensor
+        return ("tensor", id(value))
     return value
 
 
@@ -164,6 +168,8 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
             src.fail_if(f"_id(params[{_int(j)}]) != {_int(pid)}")
         src.fail_if(f"_len(g) != {_int(len(settings) + 1)}")
         for k, v in settings:
+            if v is ASSIGNED:
+                continue
             if v is None or type(v) is bool:  # setting_key's own: only the same object
                 src.fail_if(f"g.get({src.name(k)}, _missing) is not {src.name(v)}")
                 continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from copy import deepcopy
@@ -20,6 +21,14 @@ from runtime.tracing import set_tracer
 
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
+
+# every optimizer alive: a capture (planner.capture) compares their parameter groups before
+# and after the step it traces, to replay what the step assigns there
+_LIVE: weakref.WeakSet[Optimizer] = weakref.WeakSet()
+
+
+def live_optimizers() -> list[Optimizer]:
+    return list(_LIVE)
 
 # hooks around every optimizer's step (register_optimizer_step_pre_hook / _post_hook)
 _global_optimizer_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
@@ -101,6 +110,7 @@ class Optimizer:
             )
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
+        _LIVE.add(self)
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
