@@ -264,17 +264,27 @@ class AotPlans:
         versions = []
         for k, (kind, ref) in self.sources.items():
             t = args[ref] if kind == "input" else self.slots[ref].ref
-            versions.append((k, t, t._vc.v))
-        node = CompiledFunctionBackward(edges, info.out_metas, self,
-                                        [t._data for t in saved], versions)
+            versions.append((k, t, t._vc.v, False))
+        arrays = [t._data for t in saved]
+        node = CompiledFunctionBackward(edges, info.out_metas, self, arrays, versions)
         requires = iter(info.requires)
         nr = 0
+        outputs: dict[int, Tensor] = {}
         for t in leaves(user):
-            if isinstance(t, Tensor) and next(requires):
-                t._grad_fn = node
-                t.output_nr = nr
-                t._rg = True
-                nr += 1
+            if isinstance(t, Tensor):
+                outputs[id(_root(t._data))] = t
+                if next(requires):
+                    t._grad_fn = node
+                    t.output_nr = nr
+                    t._rg = True
+                    nr += 1
+        # a saved value in an output's memory (the output itself, a reshape of it): an
+        # in-place change of the output would change what the backward reads, so the
+        # backward checks the output's version, as eager mode's saved output would be checked
+        for k, a in enumerate(arrays):
+            t = outputs.get(id(_root(a)))
+            if t is not None:
+                versions.append((k, t, t._vc.v, True))
         return user
 
     def run_backward(self, saved: list[Any], grads: list[Any]) -> list[Any]:
@@ -285,7 +295,8 @@ class AotPlans:
         result, _ = self.backward.run(arrays, {}, [], False)
         ids = {id(a) for a in arrays}
         out = []
-        for i, (kind, body) in zip(self.used, result[1]):
+        for i in self.used:
+            kind, body = result[1][i]
             if kind != "array":
                 out.append(None)
                 continue
@@ -297,6 +308,13 @@ class AotPlans:
         kind, ref = self.info.inputs[i]
         return str(self.slots[_input_slot(self.slots, ref)].device if kind == "input"
                    else ref.device)
+
+
+def _root(array: Any) -> Any:
+    """The array that owns ``array``'s memory."""
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
 
 
 def _input_slot(slots: list[Any], index: int) -> int:
@@ -324,7 +342,7 @@ class CompiledFunctionBackward(Node):
     __slots__ = ("plans", "saved", "versions")
 
     def __init__(self, next_edges: list[Any], metas: list[Meta], plans: AotPlans,
-                 saved: list[Any], versions: list[tuple[int, Tensor, int]]) -> None:
+                 saved: list[Any], versions: list[tuple[int, Tensor, int, bool]]) -> None:
         super().__init__(next_edges, metas)
         self.plans = plans
         self.saved: list[Any] | None = saved
@@ -339,9 +357,9 @@ class CompiledFunctionBackward(Node):
             raise RuntimeError(ERR_BACKWARD_TWICE)
         if is_grad_enabled():
             raise RuntimeError(ERR_DOUBLE_BACKWARD)
-        for _, t, version in self.versions:
-            if t._vc.v != version:
-                found = SavedTensor(t, False)
+        for _, t, version, output in self.versions:
+            if t._vc.v != version:  # an input saved, or an output (named as this node's)
+                found = SavedTensor(t, output)
                 found._version = version
                 raise RuntimeError(found._modified_error(self))
         return self.plans.run_backward(saved, grads)

@@ -398,3 +398,36 @@ def test_guards_recompile_on_shape_and_requires_grad():
     compiled(rt.randn(5, 6)).sum().backward()
     assert compiled.captures == 3 and first.grad is None
     assert all(p.grad is not None for p in list(model.parameters())[1:])
+
+
+def test_an_input_without_a_gradient_before_one_with_it():
+    """A tensor requiring grad that the forward reads off the autograd path (detached) gets no
+    edge; the gradients after it still reach their own inputs."""
+    rt.manual_seed(0)
+    other = nn.Parameter(rt.randn(3))
+    lin = nn.Linear(3, 3)
+
+    def f(x):
+        return other.detach().sum() + lin(x).tanh()
+
+    x = rt.randn(2, 3, requires_grad=True)
+    f(x).sum().backward()
+    want = _grads(lin, x)
+    _clear(lin, x)
+    out = planner.compile(f)(x)
+    assert len(out.grad_fn.next_functions) == 3  # the weight, the bias, x: not `other`
+    out.sum().backward()
+    _assert_close(_grads(lin, x), want, 1e-5, 1e-6)
+    assert other.grad is None
+
+
+def test_an_output_the_backward_reads_modified_in_place_raises():
+    rt.manual_seed(0)
+    lin = nn.Linear(3, 3)
+    x = rt.randn(2, 3, requires_grad=True)
+    for fn in (lambda x: lin(x).tanh(), planner.compile(lambda x: lin(x).tanh())):
+        out = fn(x)
+        out.mul_(2)  # tanh's backward reads its result
+        with pytest.raises(RuntimeError, match="modified by an inplace operation.*is at version 1; "
+                                               "expected version 0"):
+            out.sum().backward()
