@@ -232,14 +232,47 @@ def relu(input: Tensor) -> Tensor:
     return F.where(F.lt(input, 0), 0.0 if input.dtype.is_floating_point else 0, input)
 
 
-@named_backward("SigmoidBackward0")
-@F.half_in_float32
+class _SigmoidBackward(PrimitiveBackward):
+    """sigmoid's node (of ``where(True, y, x)``): PyTorch's sigmoid_backward, g (1 - y) y from
+    the result y it saved. Its rounding matters where y rounds to 1: the gradient is 0 there,
+    as PyTorch's (the exact derivative e / (1 + e)^2 is not), and a loss's huge gradient
+    times it stays 0 (binary_cross_entropy's 1e12 at sigmoid(25))."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        g = grads[0]
+        if g is None or self.next_edges[2] is None:
+            return [None, None, None]
+        y = self.saved["result"].unpack(self)
+        return [None, None, F.mul(F.mul(g, F.sub(1.0, y)), y)]
+
+
+_SIGMOID_NODE = type("SigmoidBackward0", (_SigmoidBackward,), {"__slots__": ()})
+
+
 def sigmoid(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
         return F.written_to(out, sigmoid(input), "sigmoid")
-    input = F.as_float(input)  # an integer or bool x: float, as PyTorch's
+    result = _sigmoid(F.as_float(input))  # an integer or bool x: float, as PyTorch's
+    if result._grad_fn is not None and not isinstance(result._grad_fn, _SigmoidBackward):
+        named(result, "SigmoidBackward0")  # a half x's: computed in float32, then cast
+    return result
+
+
+@F.half_in_float32
+def _sigmoid(x: Tensor) -> Tensor:
     # 1 / (1 + exp(-x)) had exp overflow below -88 (float32): a NaN gradient (0 * inf)
-    return _stable_sigmoid(input)
+    y = _stable_sigmoid(x.detach())
+    if not (x.requires_grad and _grad_state.enabled):
+        return y
+    out = F.where(_always(), y, x)
+    node = out._grad_fn
+    if isinstance(node, PrimitiveBackward):
+        named(out, "SigmoidBackward0")
+        node.__class__ = _SIGMOID_NODE
+        node.saved["result"] = SavedTensor(out, True)
+    return out
 
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
