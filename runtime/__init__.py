@@ -344,6 +344,9 @@ from . import func  # noqa: E402
 from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
+from .ops.zeta import polygamma  # noqa: E402
+
+__all__ += ["polygamma"]
 
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 

@@ -1,5 +1,5 @@
 """``rt.special``: PyTorch's torch.special names that the runtime has (the same functions as
-``rt.*``; polygamma, the other Bessel functions and zeta are not provided)."""
+``rt.*``; the other Bessel functions are not provided)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from .ops.math_ops import (
     digamma, entr, erfc, erfcx, erfinv, exp2, i0, i0e, i1, i1e, lgamma as gammaln, log_ndtr,
     logit, ndtr, ndtri, sinc, xlog1py, xlogy)
 from .ops.reductions import logsumexp
+from .ops.zeta import polygamma, zeta
 
 psi = digamma
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln",
            "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "psi", "round",
-           "sinc", "softmax", "xlog1py", "xlogy"]
+           "polygamma", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]

@@ -719,6 +719,15 @@ for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag
     setattr(Tensor, _n, getattr(_st, _n))
 for _n in "det logdet matrix_power slogdet inverse pinverse".split():
     setattr(Tensor, _n, getattr(_st, _n))
+from .ops import storage as _storage  # noqa: E402
+
+Tensor.share_memory_ = _storage.share_memory_  # type: ignore[attr-defined]
+Tensor.is_shared = _storage.is_shared  # type: ignore[attr-defined]
+Tensor.set_ = _storage.set_  # type: ignore[attr-defined]
+from .ops import zeta as _zeta  # noqa: E402
+
+Tensor.polygamma = _zeta.polygamma_method  # type: ignore[attr-defined]
+Tensor.polygamma_ = _zeta.polygamma_  # type: ignore[attr-defined]
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_methods(Tensor)  # last: over every method set above

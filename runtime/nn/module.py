@@ -711,9 +711,10 @@ class Module:
         return self
 
     def share_memory(self) -> Self:
-        """PyTorch's ``share_memory``: returns the module, its tensors unchanged and usable.
-        Their numpy storage lives in this one process, whose DataLoader workers are threads
-        that already share it, so there is nothing to move."""
+        """PyTorch's ``share_memory``: each parameter's and buffer's storage moved into shared
+        memory (``Tensor.share_memory_``), which processes forked afterwards write through."""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
         return self
 
     def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Self:

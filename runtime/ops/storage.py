@@ -1,0 +1,101 @@
+"""Tensor methods about storage: ``share_memory_``/``is_shared`` and ``set_``.
+
+A CPU tensor's storage is a numpy array. ``share_memory_`` moves it into an anonymous shared
+mapping (``mmap``, MAP_SHARED), which a process forked afterwards writes through, as
+PyTorch's shared-memory storage; ``is_shared`` says whether the array lives in one. A storage
+is moved only as a whole: a view (whose array is part of a larger one) or an array other
+tensors hold too is refused, where moving it would silently part them (PyTorch moves the
+storage under all of them). A GPU tensor is shared already (CUDA IPC), as in PyTorch."""
+
+from __future__ import annotations
+
+import mmap
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..autograd.grad_mode import is_grad_enabled
+from ..tensor import Tensor
+from ..tracing import GraphBreak
+from ..tracing import _state as _trace_state
+from .inplace import ERR_LEAF_INPLACE
+
+# the references an array the tensor alone holds has in share_memory_: the tensor's slot,
+# the local name and getrefcount's argument
+_SOLE_HOLDER_REFS = 3
+
+
+def _in_shared_mapping(arr: Any) -> bool:
+    base = arr
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return True
+        base = getattr(base, "base", None) if isinstance(base, np.ndarray) else getattr(
+            base, "obj", None)
+    return False
+
+
+def is_shared(self: Tensor) -> bool:
+    """Whether the storage is in shared memory (a GPU tensor's always is)."""
+    if self.device.type != "cpu":
+        return True
+    return _in_shared_mapping(self._data)
+
+
+def share_memory_(self: Tensor) -> Tensor:
+    """The storage moved into shared memory (a no-op where it is there already, and for a GPU
+    tensor); returns self."""
+    if self.device.type != "cpu" or is_shared(self):
+        return self
+    if _trace_state.tracer is not None:
+        raise GraphBreak("share_memory_ moves a tensor's storage")
+    arr = self._data
+    if arr.base is not None or sys.getrefcount(arr) > _SOLE_HOLDER_REFS:
+        raise RuntimeError(
+            "share_memory_: this tensor's storage is also another tensor's (a view of it, or "
+            "it of another): runtime moves a numpy storage into shared memory only as a whole, "
+            "which would part them; call share_memory_ on the tensor that owns the storage "
+            "before taking views of it")
+    buffer = mmap.mmap(-1, max(arr.nbytes, 1))
+    shared = np.frombuffer(buffer, dtype=arr.dtype, count=arr.size).reshape(arr.shape)
+    shared[...] = arr
+    self._data = shared
+    return self
+
+
+def set_(self: Tensor, source: Any = None, storage_offset: Any = None, size: Any = None,
+         stride: Any = None) -> Tensor:
+    """self made to share ``source``'s storage, shape and strides (``set_()``: an empty
+    tensor), as PyTorch's in-place ``set_``."""
+    if storage_offset is not None or size is not None or stride is not None:
+        raise NotImplementedError("set_(source, storage_offset, size, stride) is not supported "
+                                  "here: runtime's storages are numpy arrays, not typed storages "
+                                  "with offsets")
+    if self._rg and is_grad_enabled():
+        if self._grad_fn is None:
+            raise RuntimeError(ERR_LEAF_INPLACE)
+        raise NotImplementedError("set_ of a tensor with autograd history is not supported "
+                                  "here (PyTorch's graph through it cannot be differentiated)")
+    if _trace_state.tracer is not None:
+        raise GraphBreak("set_ replaces a tensor's storage")
+    if source is None:
+        self._data = self.xp.empty((0,), dtype=self.dtype.np)
+    else:
+        if not isinstance(source, Tensor):
+            raise TypeError(f"set_() received an invalid combination of arguments - got "
+                            f"({type(source).__name__}), but expected one of: (), "
+                            "(Tensor source)")
+        if source.dtype is not self.dtype:
+            from .. import _dtype as D
+
+            raise RuntimeError(f"Could not set tensor of type {D.type_meta_name(source.dtype)} "
+                               f"to a tensor of type {D.type_meta_name(self.dtype)}")
+        if source.device != self.device:
+            raise RuntimeError(f"Attempted to set the storage of a tensor on device "
+                               f"\"{self.device}\" to a storage on different device "
+                               f"\"{source.device}\".  This is no longer allowed; the devices "
+                               "must match.")
+        self._data = source._data
+    self._vc.v += 1
+    return self
