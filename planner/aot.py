@@ -34,6 +34,8 @@ from runtime.autograd.node import ERR_BACKWARD_TWICE, Meta, Node, SavedTensor, g
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray
 
+from runtime.ops import REGISTRY
+
 from .graph import set_args, template_nodes
 
 ERR_DOUBLE_BACKWARD = (
@@ -177,7 +179,7 @@ def split(g: nx.DiGraph, n_args: int) -> Split:
     written = {slot for slot, _ in g.graph["writes"]}
     sources: dict[int, tuple[str, int]] = {}
     for k, u in enumerate(saved):
-        d = g.nodes[u]
+        d = g.nodes[_viewed(g, u)]
         if d["op"] in ("state", "input"):
             ref = ("state", d["slot"]) if d["op"] == "state" else ("input", d["index"])
             if d["op"] == "state" and d["slot"] in written:
@@ -186,6 +188,17 @@ def split(g: nx.DiGraph, n_args: int) -> Split:
     return Split(_forward_graph(g, back, user, saved), _backward_graph(g, back, consts, saved,
                                                                        grads, n_args),
                  saved, sources)
+
+
+def _viewed(g: nx.DiGraph, v: int) -> int:
+    """The value whose memory ``v`` shows: v, or where v is a view (a weight's transpose),
+    the value it was taken from, transitively."""
+    while True:
+        d = g.nodes[v]
+        prim = REGISTRY.get(d["op"])
+        if prim is None or not prim.is_view(d["attrs"]):
+            return v
+        v = next(x for kind, x in d["args"] if kind == "node")
 
 
 def _in_backward(d: dict[str, Any], n_args: int) -> bool:
