@@ -325,14 +325,17 @@ def test_create_graph_through_the_node_raises():
     np.testing.assert_allclose(g.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("body", ["linear", "linear_tanh"])
+@pytest.mark.parametrize("body", ["linear_tanh", "view_of_weight"])
 def test_a_saved_parameter_modified_in_place_raises_pytorchs_error(body):
-    """Also where the backward reads a view of it (the weight's transpose)."""
+    """Also where the backward reads a view of it (a slice of the flattened weight)."""
     rt.manual_seed(0)
     lin = nn.Linear(3, 4)
-    compiled = planner.compile((lambda x: lin(x)) if body == "linear" else
-                               (lambda x: lin(x).tanh()))
-    out = compiled(rt.randn(2, 3, requires_grad=True))
+    if body == "linear_tanh":
+        compiled, x = planner.compile(lambda x: lin(x).tanh()), rt.randn(2, 3, requires_grad=True)
+    else:
+        compiled = planner.compile(lambda x: (lin.weight.reshape(-1)[1:6] * x).tanh())
+        x = rt.randn(5, requires_grad=True)
+    out = compiled(x)
     with rt.no_grad():
         lin.weight.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
