@@ -161,8 +161,9 @@ class Split:
     sources: dict[int, tuple[str, int]] = field(default_factory=dict)
 
 
-def split(g: nx.DiGraph, n_args: int) -> Split:
-    """Cut the joint graph (after its passes) into forward and backward graphs."""
+def split(g: nx.DiGraph, n_args: int, input_slots: dict[int, int]) -> Split:
+    """Cut the joint graph (after its passes) into forward and backward graphs
+    (``input_slots``: argument index -> its slot)."""
     user, grads = g.graph["returns"][1]
     back = {v for v, d in g.nodes(data=True) if _in_backward(d, n_args)}
     for v in g.nodes:
@@ -177,13 +178,21 @@ def split(g: nx.DiGraph, n_args: int) -> Split:
                     if u not in back and g.nodes[u]["op"] != "const"}
                    | {u for u in template_nodes(grads) if u not in back})
     written = {slot for slot, _ in g.graph["writes"]}
+    values_written = {u for _, u in g.graph["writes"]}
     sources: dict[int, tuple[str, int]] = {}
     for k, u in enumerate(saved):
+        if _viewed(g, u) in values_written:
+            # a tensor from outside written in place and read by the backward: the trace
+            # cannot tell whether eager mode saved it before the write (its version error)
+            # or after: eager mode says
+            raise GraphBreak("the backward reads a tensor the step wrote in place")
         d = g.nodes[_viewed(g, u)]
         if d["op"] in ("state", "input"):
             ref = ("state", d["slot"]) if d["op"] == "state" else ("input", d["index"])
-            if d["op"] == "state" and d["slot"] in written:
-                raise GraphBreak("the backward reads state the step writes in place")
+            slot = d["slot"] if d["op"] == "state" else input_slots.get(d["index"])
+            if slot in written:  # the saved array would hold the value written back
+                raise GraphBreak("the backward reads a tensor as it was before the step wrote "
+                                 "it in place")
             sources[k] = ref
     return Split(_forward_graph(g, back, user, saved), _backward_graph(g, back, consts, saved,
                                                                        grads, n_args),
@@ -402,7 +411,8 @@ def plan(step: Any, cap: Any, slots: list[dict[str, Any]], device: str, build: b
     if step.backend != "interpreter":
         rematerialize(g)
         hoist_source_views(g)
-    parts = split(g, cap.aot.n_args)
+    parts = split(g, cap.aot.n_args, {s.ref: k for k, s in enumerate(cap.slots)
+                                      if s.kind == "input"})
     forward = build_plan(parts.forward, slots, device, captured)
     backward_slots = [{"kind": "input", "shape": list(g.nodes[u]["shape"]),
                        "dtype": g.nodes[u]["dtype"].name, "device": g.nodes[u]["device"],

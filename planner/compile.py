@@ -40,7 +40,7 @@ from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.tensor import Tensor, _VersionCounter
-from runtime.tracing import GraphBreak, WarmUpNeeded
+from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
 
 from . import background as bg
 from . import aot, guards, plan_cache
@@ -445,6 +445,8 @@ class CompiledStep:
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.backend == "eager" or is_anomaly_enabled():
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
+        if is_tracing():  # called within another step's capture: inlined into it
+            return self.fn(*args, **kwargs)
         if not kwargs:
             for a in args:
                 if isinstance(a, _CONTAINERS):

@@ -437,3 +437,49 @@ def test_an_output_the_backward_reads_modified_in_place_raises():
         with pytest.raises(RuntimeError, match="modified by an inplace operation.*is at version 1; "
                                                "expected version 0"):
             out.sum().backward()
+
+
+def test_backward_reading_an_argument_written_in_place_falls_back():
+    """Eager mode saved ``x`` before the write: its backward raises the version error. The
+    trace cannot tell that from a save after the write, so the call runs eagerly (and
+    raises as eager mode does)."""
+    rt.manual_seed(0)
+    w = nn.Parameter(rt.randn(3))
+
+    def f(x):
+        y = w * x
+        x.add_(1)
+        return y
+
+    compiled = planner.compile(f)
+    with pytest.warns(RuntimeWarning, match="the backward reads a tensor the step wrote in place"):
+        out = compiled(rt.randn(3))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
+def test_compiled_module_called_inside_a_compiled_training_step_is_inlined():
+    eager, twin = _twins(_mlp)
+    inner = planner.compile(twin)
+    opts = [rt.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (eager, twin)]
+
+    def make(model: Any, opt: Any) -> Callable[..., Any]:
+        def step(x, y):
+            opt.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    outer = planner.compile(make(inner, opts[1]))
+    plain = make(eager, opts[0])
+    x, y = rt.randn(8, 6), rt.tensor(np.arange(8) % 3)
+    for _ in range(3):
+        np.testing.assert_allclose(float(outer(x, y)), float(plain(x, y)), rtol=1e-5)
+    assert outer.captures == 1 and inner.captures == 0  # one plan: the inner call inlined
+    for p, q in zip(twin.parameters(), eager.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-6)
+    x.requires_grad_(True)
+    inner(x).sum().backward()  # called on its own: its own compiled forward and backward
+    assert inner.captures == 1 and x.grad is not None
