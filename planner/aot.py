@@ -21,6 +21,7 @@ backward plan records no history): PyTorch's compiled functions raise too.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from runtime.tracing import GraphBreak, MetaArray
 
 from runtime.ops import REGISTRY
 
+from . import plan_cache
 from .graph import set_args, template_nodes
 
 ERR_DOUBLE_BACKWARD = (
@@ -395,16 +397,58 @@ def plan(step: Any, cap: Any, slots: list[dict[str, Any]], device: str, build: b
          ) -> tuple[Any, AotPlans]:
     """The forward plan and the backward half of ``cap``'s binding: the joint graph through
     the default passes (and remat, which decides what the backward recomputes), split, each
-    half planned and fused as ``CompiledStep`` plans a step (compiled now: no background
-    build, and not kept in the plan cache)."""
+    half planned and fused as ``CompiledStep`` plans a step, and compiled now (no background
+    build). The pair is kept in the plan cache under the joint capture's key, as a step's
+    plan is (planner.plan_cache), and found there by a later capture of the same graph."""
     from .distributed import ddp_modules
-    from .passes import hoist_source_views, run_default_passes
-    from .plan import build_plan
-    from .remat import rematerialize
 
     if ddp_modules(cap.modules):
         raise GraphBreak("a DistributedDataParallel module's gradients are averaged by its "
                          "own backward, which a compiled function's backward does not hold")
+    key = plan_cache.key(cap.graph, slots, device, step.backend)  # before the passes
+    code = build or device == "cpu"
+    found = None if key is None else _kept(step, key, cap, code)
+    if found is None:
+        found = _planned(step, cap, slots, device, code)
+        if key is not None and found[2]:
+            plan_cache.store(key, found[0], step.cache_dir)
+            plan_cache.store(_backward_key(key), found[1], step.cache_dir)
+    forward, backward = found[0], found[1]
+    backward.configure(step.workers, step.executor)
+    sources = {k: (kind, ref) for k, kind, ref in forward.stats["aot_sources"]}
+    n_saved = len(forward.returns[1][1][1])
+    return forward, AotPlans(backward, cap.aot, n_saved, sources, cap.slots)
+
+
+def _backward_key(key: str) -> str:
+    return hashlib.sha256(f"{key}/aot backward".encode()).hexdigest()
+
+
+def _kept(step: Any, key: str, cap: Any, code: bool) -> tuple[Any, Any, bool] | None:
+    """The forward and backward plans kept under ``key``, their code built; None where either
+    is missing or does not load or build (planned again then, as ``CompiledStep._stored``)."""
+    plans = []
+    for k in (key, _backward_key(key)):
+        try:
+            kept = plan_cache.load(k, cap.graph, step.cache_dir)
+            if kept is not None and code:
+                step._build(kept)
+        except Exception:
+            return None
+        if kept is None or "aot_sources" not in kept.stats and k == key:
+            return None
+        plans.append(kept)
+    step.plans_loaded += 1
+    return plans[0], plans[1], True
+
+
+def _planned(step: Any, cap: Any, slots: list[dict[str, Any]], device: str, code: bool
+             ) -> tuple[Any, Any, bool]:
+    """Plan the pair; the flag: whether it may be kept (its code built where it was asked)."""
+    from .passes import hoist_source_views, run_default_passes
+    from .plan import build_plan
+    from .remat import rematerialize
+
     g = cap.graph
     captured = g.number_of_nodes()
     run_default_passes(g)
@@ -414,6 +458,7 @@ def plan(step: Any, cap: Any, slots: list[dict[str, Any]], device: str, build: b
     parts = split(g, cap.aot.n_args, {s.ref: k for k, s in enumerate(cap.slots)
                                       if s.kind == "input"})
     forward = build_plan(parts.forward, slots, device, captured)
+    forward.stats["aot_sources"] = [(k, kind, ref) for k, (kind, ref) in parts.sources.items()]
     backward_slots = [{"kind": "input", "shape": list(g.nodes[u]["shape"]),
                        "dtype": g.nodes[u]["dtype"].name, "device": g.nodes[u]["device"],
                        "desc": f"saved{k}", "mode": "inplace"} for k, u in enumerate(parts.saved)]
@@ -422,8 +467,8 @@ def plan(step: Any, cap: Any, slots: list[dict[str, Any]], device: str, build: b
                        for j, m in enumerate(cap.aot.out_metas)]
     backward = build_plan(parts.backward, backward_slots, device,
                           parts.backward.number_of_nodes())
-    if step.backend != "interpreter":
-        forward = step._fused(forward, build or device == "cpu")
-        backward = step._fused(backward, build or device == "cpu")
-    backward.configure(step.workers, step.executor)
-    return forward, AotPlans(backward, cap.aot, len(parts.saved), parts.sources, cap.slots)
+    if step.backend == "interpreter":
+        return forward, backward, True
+    fused = step._fused(forward, code), step._fused(backward, code)
+    # a plan whose code failed to build (a warning said so) is not kept
+    return fused[0], fused[1], fused[0] is not forward and fused[1] is not backward

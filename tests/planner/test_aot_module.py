@@ -483,3 +483,19 @@ def test_compiled_module_called_inside_a_compiled_training_step_is_inlined():
     x.requires_grad_(True)
     inner(x).sum().backward()  # called on its own: its own compiled forward and backward
     assert inner.captures == 1 and x.grad is not None
+
+
+def test_the_plan_pair_is_kept_in_the_plan_cache():
+    rt.manual_seed(0)
+    model = _Block()
+    x = rt.randn(2, 5, 16, requires_grad=True)
+    first = planner.compile(model)
+    first(x).sum().backward()
+    want = _grads(model, x)
+    assert first.plans_loaded == 0
+    _clear(model, x)
+    again = planner.compile(model)  # another compiled function, the same capture
+    out = again(x)
+    assert again.plans_loaded == 1 and out.grad_fn.name() == NODE_NAME
+    out.sum().backward()
+    _assert_close(_grads(model, x), want, 1e-6, 1e-7)
