@@ -30,6 +30,7 @@ import networkx as nx
 import numpy as np
 
 from runtime import _dtype as D
+from runtime._device import cupy_module, device_guard
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import ERR_BACKWARD_TWICE, Meta, Node, SavedTensor, gradient_edge
 from runtime.tensor import Tensor
@@ -315,7 +316,7 @@ class AotPlans:
         """The gradients of the inputs the backward reaches, as arrays (None: no gradient)."""
         arrays = list(saved)
         for g, meta in zip(grads, self.info.out_metas):
-            arrays.append(np.zeros(meta.shape, meta.dtype.np) if g is None else g._data)
+            arrays.append(_zeros(meta) if g is None else g._data)
         result, _ = self.backward.run(arrays, {}, [], False)
         ids = {id(a) for a in arrays}
         out = []
@@ -332,6 +333,14 @@ class AotPlans:
         kind, ref = self.info.inputs[i]
         return str(self.slots[_input_slot(self.slots, ref)].device if kind == "input"
                    else ref.device)
+
+
+def _zeros(meta: Meta) -> Any:
+    """The gradient of an output the caller's backward gave none (PyTorch's compiled
+    function materializes it too)."""
+    xp = np if meta.device == "cpu" else cupy_module()
+    with device_guard(meta.device):
+        return xp.zeros(meta.shape, meta.dtype.np)
 
 
 def _root(array: Any) -> Any:

@@ -17,6 +17,7 @@ import runtime as rt
 import runtime.nn as nn
 import runtime.nn.functional as F
 from planner.aot import ERR_DOUBLE_BACKWARD, NODE_NAME
+from tests.fakecuda import fake_cuda_fixture  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -54,12 +55,12 @@ def _twins(make: Callable[[], Any], seed: int = 0) -> tuple[Any, Any]:
 
 def _check_module(make: Callable[[], Any], inputs: list[Any], calls: int = 3,
                   loss: Callable[[Any], Any] = lambda out: (out * out).sum(),
-                  rtol: float = 1e-4, atol: float = 1e-5) -> Any:
+                  rtol: float = 1e-4, atol: float = 1e-5, backend: str = "auto") -> Any:
     """The compiled module against its eager twin over ``calls`` forward + backward calls
     (the same seed before each: dropout draws the same mask): outputs, the grads of the
     parameters and of the inputs that require grad, and the state (running statistics)."""
     eager, twin = _twins(make)
-    compiled = planner.compile(twin)
+    compiled = planner.compile(twin, backend=backend)
     grad_inputs = [t for t in inputs if t.requires_grad]
     for call in range(calls):
         _clear(eager, *grad_inputs)
@@ -86,13 +87,15 @@ def _mlp(dtype: Any = None) -> nn.Module:
                          nn.Tanh(), nn.Linear(16, 3, dtype=dtype))
 
 
+@pytest.mark.parametrize("backend", ["auto", "interpreter"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_mlp_forward_and_backward_equal_eager(dtype):
+def test_mlp_forward_and_backward_equal_eager(dtype, backend):
     dt = getattr(rt, dtype)
     tol = {"float32": (1e-4, 1e-5), "float64": (1e-10, 1e-12)}[dtype]
     x = rt.randn(8, 6, dtype=dt, requires_grad=True)
-    compiled = _check_module(lambda: _mlp(dt), [x], rtol=tol[0], atol=tol[1])
-    assert compiled.plan is not None and compiled.plan.kernels  # fused, not the interpreter
+    compiled = _check_module(lambda: _mlp(dt), [x], rtol=tol[0], atol=tol[1], backend=backend)
+    assert compiled.plan is not None
+    assert bool(compiled.plan.kernels) == (backend == "auto")  # fused, or the interpreter
     assert compiled._cache and next(iter(compiled._cache.values())).bindings[0].aot.backward
 
 
@@ -488,7 +491,7 @@ def test_compiled_module_called_inside_a_compiled_training_step_is_inlined():
 def test_the_plan_pair_is_kept_in_the_plan_cache():
     rt.manual_seed(0)
     model = _Block()
-    x = rt.randn(2, 5, 16, requires_grad=True)
+    x = rt.randn(3, 7, 16, requires_grad=True)  # a shape of its own in this session's cache
     first = planner.compile(model)
     first(x).sum().backward()
     want = _grads(model, x)
@@ -499,3 +502,28 @@ def test_the_plan_pair_is_kept_in_the_plan_cache():
     assert again.plans_loaded == 1 and out.grad_fn.name() == NODE_NAME
     out.sum().backward()
     _assert_close(_grads(model, x), want, 1e-6, 1e-7)
+
+
+def test_on_cuda_with_the_fake_cupy(fake_cuda):
+    """A plan pair on cuda:0 (tests/fake_cupy.py holds the device arrays), an output's
+    gradient left None (materialized as zeros on the device)."""
+    eager, twin = _twins(_mlp)
+    twin.to("cuda")
+    compiled = planner.compile(twin, backend="interpreter")  # the fake builds no CUDA C
+    x = rt.randn(4, 6)
+    want = eager(x)
+    (want * 2).sum().backward()
+    assert compiled(x.to("cuda")).grad_fn.name() == NODE_NAME
+
+    def two(x):
+        y = twin(x)
+        return y * 2, y.sum()
+
+    first, second = planner.compile(two, backend="interpreter")(x.to("cuda"))
+    assert first.device == "cuda:0" and first.grad_fn.name() == NODE_NAME
+    first.sum().backward()  # `second`'s gradient: None
+    np.testing.assert_allclose(first.detach().cpu().numpy(), 2 * want.detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    _assert_close([g for g in (p.grad.cpu().numpy() for p in twin.parameters())],
+                  _grads(eager), 1e-5, 1e-6)
+    assert second.grad_fn is first.grad_fn
