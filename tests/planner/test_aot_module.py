@@ -149,6 +149,12 @@ class _CNN(nn.Module):
         return self.fc(self.drop(x.flatten(1)))
 
 
+def test_cnn_float64():
+    x = rt.randn(3, 1, 12, 12, dtype=rt.float64, requires_grad=True)
+    _check_module(lambda: _CNN().double(), [x], rtol=1e-10, atol=1e-12,
+                  loss=lambda out: F.cross_entropy(out, rt.tensor([1, 2, 3])))
+
+
 def test_cnn_batchnorm_running_stats_dropout_maxpool():
     x = rt.randn(3, 1, 12, 12, requires_grad=True)
     compiled = _check_module(_CNN, [x], loss=lambda out: F.cross_entropy(out, rt.tensor([1, 2, 3])))
@@ -183,8 +189,34 @@ class _Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
-def test_transformer_block():
-    _check_module(_Block, [rt.randn(2, 5, 16, requires_grad=True)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_transformer_block(dtype):
+    if dtype == "float32":
+        _check_module(_Block, [rt.randn(2, 5, 16, requires_grad=True)])
+    else:
+        _check_module(lambda: _Block().double(),
+                      [rt.randn(2, 5, 16, dtype=rt.float64, requires_grad=True)],
+                      rtol=1e-10, atol=1e-12)
+
+
+class _Elman(nn.Module):
+    """An RNN unrolled in its forward (the rnn workload's model, smaller)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cell_in = nn.Linear(3, 8)
+        self.cell_h = nn.Linear(8, 8)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x: Any) -> Any:
+        h = rt.zeros(x.shape[0], 8)
+        for t in range(x.shape[1]):
+            h = rt.tanh(self.cell_in(x[:, t]) + self.cell_h(h))
+        return self.head(h)
+
+
+def test_rnn_unrolled_in_the_compiled_forward():
+    _check_module(_Elman, [rt.randn(4, 6, 3, requires_grad=True)])
 
 
 def test_rnn_loop_of_compiled_cells():
