@@ -86,6 +86,8 @@ def trace_backward(tracer: Any, result: Any, n_args: int) -> AotCapture | None:
     for t in outputs:
         if type(t._data) is not MetaArray:
             raise GraphBreak("the step returns a tensor from outside it that requires grad")
+        if t._grad_fn is None:  # eager mode returns a leaf, whose .grad the caller reads
+            raise GraphBreak("the step returns a leaf tensor it made that requires grad")
     inputs, tensors_in = _grad_inputs(tracer)
     if not inputs:
         raise GraphBreak("the step returns a tensor that requires grad, but reads no tensor "

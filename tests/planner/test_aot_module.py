@@ -559,3 +559,15 @@ def test_on_cuda_with_the_fake_cupy(fake_cuda):
     _assert_close([g for g in (p.grad.cpu().numpy() for p in twin.parameters())],
                   _grads(eager), 1e-5, 1e-6)
     assert second.grad_fn is first.grad_fn
+
+
+def test_returning_a_leaf_made_inside_falls_back():
+    def f(x):
+        w = rt.ones(3, requires_grad=True)
+        return x * w, w
+
+    compiled = planner.compile(f)
+    with pytest.warns(RuntimeWarning, match="returns a leaf tensor it made"):
+        out, w = compiled(rt.ones(3))
+    out.sum().backward()
+    assert w.is_leaf and w.grad is not None  # as eager mode: the leaf's .grad
