@@ -100,8 +100,14 @@ def trace_backward(tracer: Any, result: Any, n_args: int) -> AotCapture | None:
         grad_outputs.append(tracer._meta_tensor(node, tuple(t.shape), t.dtype, device))
     from runtime.autograd import grad
 
-    with _inputs_cut(tensors_in):
-        grads = grad(outputs, tensors_in, grad_outputs, retain_graph=True, allow_unused=True)
+    try:
+        with _inputs_cut(tensors_in):
+            grads = grad(outputs, tensors_in, grad_outputs, retain_graph=True,
+                         allow_unused=True)
+    except GraphBreak:
+        raise
+    except Exception as exc:  # eager mode would raise it at backward() only, if ever
+        raise GraphBreak(f"its backward cannot be traced ({type(exc).__name__}: {exc})") from exc
     for v in range(start, tracer._next_id):
         if tracer.g.has_node(v):
             tracer.g.nodes[v]["phase"] = "backward"

@@ -571,3 +571,24 @@ def test_returning_a_leaf_made_inside_falls_back():
         out, w = compiled(rt.ones(3))
     out.sum().backward()
     assert w.is_leaf and w.grad is not None  # as eager mode: the leaf's .grad
+
+
+class _NoBackward(rt.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        raise NotImplementedError("no backward here")
+
+
+def test_a_backward_that_cannot_be_traced_falls_back_at_the_call():
+    """Eager mode raises only at backward(), if ever: the forward still runs (eagerly)."""
+    compiled = planner.compile(lambda x: _NoBackward.apply(x).sin())
+    x = rt.ones(3, requires_grad=True)
+    with pytest.warns(RuntimeWarning, match="its backward cannot be traced"):
+        y = compiled(x)
+    np.testing.assert_allclose(y.detach().numpy(), np.sin(2.0) * np.ones(3), rtol=1e-6)
+    with pytest.raises(NotImplementedError, match="no backward here"):
+        y.sum().backward()
