@@ -592,3 +592,25 @@ def test_a_backward_that_cannot_be_traced_falls_back_at_the_call():
     np.testing.assert_allclose(y.detach().numpy(), np.sin(2.0) * np.ones(3), rtol=1e-6)
     with pytest.raises(NotImplementedError, match="no backward here"):
         y.sum().backward()
+
+
+def test_hooks_and_retain_grad_on_a_non_leaf_argument():
+    """The argument's hooks run once per backward, on the real gradient (not in the trace)."""
+    rt.manual_seed(0)
+    lin = nn.Linear(3, 3)
+    w = rt.randn(2, 3, requires_grad=True)
+    found = {}
+    for name, fn in (("eager", lambda h: lin(h).tanh()),
+                     ("compiled", planner.compile(lambda h: lin(h).tanh()))):
+        seen: list[float] = []
+        w.grad = None
+        for _ in range(2):
+            h = w * 2
+            h.retain_grad()
+            h.register_hook(lambda g, seen=seen: seen.append(float(g.sum())) or g * 10)
+            fn(h).sum().backward()
+        found[name] = (seen, h.grad.numpy().copy(), w.grad.numpy().copy())
+    assert len(found["compiled"][0]) == 2
+    np.testing.assert_allclose(found["compiled"][0], found["eager"][0], rtol=1e-5)
+    for got, want in zip(found["compiled"][1:], found["eager"][1:]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
