@@ -120,8 +120,8 @@ def trace_backward(tracer: Any, result: Any, n_args: int) -> AotCapture | None:
 def _grad_inputs(tracer: Any) -> tuple[list[tuple[str, Any]], list[Tensor]]:
     """The tensors from outside the step the forward read that require grad (arguments,
     parameters, buffers), in slot order: where each gradient goes, and the tensors."""
-    found = sorted((index, keep) for _, index, keep in tracer.cells.values()
-                   if isinstance(keep, Tensor) and keep._rg)
+    found = sorted(((index, keep) for _, index, keep in tracer.cells.values()
+                    if isinstance(keep, Tensor) and keep._rg), key=lambda found: found[0])
     where, tensors = [], []
     for index, t in found:
         slot = tracer.slots[index]
@@ -280,9 +280,12 @@ class AotPlans:
     slots: list[Any]
     # positions among info.inputs whose gradient the backward computes (the node's edges)
     used: list[int] = field(init=False)
+    devices: list[str] = field(init=False)  # of each input's gradient
 
     def __post_init__(self) -> None:
         self.used = [i for i, g in enumerate(self.info.grads) if g[0] == "node"]
+        self.devices = [str(self.slots[_input_slot(self.slots, ref)].device if kind == "input"
+                            else ref.device) for kind, ref in self.info.inputs]
 
     def replay(self, binding: Any, args: tuple[Any, ...], run: Any) -> Any:
         """``run(binding, args)`` replays the forward plan (returning (user value, saved
@@ -326,7 +329,7 @@ class AotPlans:
         for g, meta in zip(grads, self.info.out_metas):
             arrays.append(_zeros(meta) if g is None else g._data)
         result, _ = self.backward.run(arrays, {}, [], False)
-        ids = {id(a) for a in arrays}
+        ids = {id(_root(a)) for a in arrays}
         out = []
         for i in self.used:
             kind, body = result[1][i]
@@ -334,13 +337,8 @@ class AotPlans:
                 out.append(None)
                 continue
             out.append(Tensor._make(_owned(body, ids), D.from_numpy_dtype(body.dtype),
-                                    self._device(i)))
+                                    self.devices[i]))
         return out
-
-    def _device(self, i: int) -> str:
-        kind, ref = self.info.inputs[i]
-        return str(self.slots[_input_slot(self.slots, ref)].device if kind == "input"
-                   else ref.device)
 
 
 def _zeros(meta: Meta) -> Any:
@@ -363,10 +361,11 @@ def _input_slot(slots: list[Any], index: int) -> int:
 
 
 def _owned(array: Any, inputs: set[int]) -> Any:
-    """An array the gradient may own: copied where it is, or views, one the backward read (a
-    saved value, an output's gradient), or is read-only or a partial view (a broadcast)."""
+    """An array the gradient may own: copied where it shares the memory of one the backward
+    read (a saved value, an output's gradient: ``inputs`` holds their roots' ids), or is
+    read-only or a partial view (a broadcast)."""
     base = getattr(array, "base", None)
-    if id(array) in inputs or (base is not None and id(base) in inputs):
+    if id(_root(array)) in inputs:
         return array.copy()
     flags = array.flags
     if not getattr(flags, "writeable", True) or (base is not None and not (

@@ -614,3 +614,16 @@ def test_hooks_and_retain_grad_on_a_non_leaf_argument():
     np.testing.assert_allclose(found["compiled"][0], found["eager"][0], rtol=1e-5)
     for got, want in zip(found["compiled"][1:], found["eager"][1:]):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_gradient_that_is_the_outputs_gradient_is_a_copy():
+    """grad(x) of x + b is the output's gradient itself: the .grad made from it is not the
+    caller's tensor (an in-place change of one leaves the other)."""
+    b = nn.Parameter(rt.zeros(3))
+    compiled = planner.compile(lambda x: x + b)
+    x = rt.randn(2, 3, requires_grad=True)
+    g = rt.ones(2, 3)
+    compiled(x).backward(g)
+    x.grad.mul_(5)
+    np.testing.assert_array_equal(g.numpy(), np.ones((2, 3), np.float32))
+    np.testing.assert_array_equal(b.grad.numpy(), np.full(3, 2, np.float32))
