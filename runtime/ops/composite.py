@@ -126,6 +126,36 @@ class _NoGradientBackward(PrimitiveBackward):
         return [None, None, None]
 
 
+class _NoDerivativeBackward(PrimitiveBackward):
+    """The node of a result PyTorch records whose derivative it does not implement
+    (floor_divide, unique): a backward that reaches it is PyTorch's error."""
+
+    __slots__ = ()
+    error: type[Exception] = NotImplementedError
+    message = ""
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        raise self.error(self.message)
+
+
+def no_derivative(value: Tensor, inputs: Sequence[Any], error: type[Exception], message: str,
+                  name: str = "NotImplemented") -> Tensor:
+    """``value`` (a float result computed off the graph) recorded, where grad mode is on and
+    an input requires grad, in a node named PyTorch's ``name``: backward through it raises
+    ``error(message)``."""
+    needing = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    if not (needing and _grad_state.enabled and value.dtype.is_floating_point):
+        return value
+    path = F.sum(needing[0]) if len(needing) == 1 else F.add(*(F.sum(t) for t in needing[:2]))
+    out = F.where(_always(), value.detach(), F.cast(path, value.dtype))
+    node = out._grad_fn
+    if isinstance(node, PrimitiveBackward):
+        named(out, name)
+        node.__class__ = type(name, (_NoDerivativeBackward,),
+                              {"__slots__": (), "error": error, "message": message})
+    return out
+
+
 _STRAIGHT_CLASSES: dict[tuple[str, bool], type[PrimitiveBackward]] = {}
 
 

@@ -34,6 +34,7 @@ from .tensor_ops import (
     scatter,
     scatter_add,
     scatter_reduce,
+    sized_dim,
     split,
     zero_of,
 )
@@ -57,7 +58,7 @@ def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] |
                            f"dims:{len(dim_list)}")
     out = input
     for shift, dim in zip(shift_list, dim_list):
-        d = _dim(input, dim)
+        d = sized_dim(input, dim)
         n = input.shape[d]
         s = shift % n if n else 0
         if s:
@@ -392,6 +393,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
     d = _dim(input, dim)
+    if input.ndim == 0:  # PyTorch's text, its C++ trace left out
+        raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {d} but "
+                           "tensor has no dimensions")
     sizes = list(sizes)
     if sizes.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
@@ -470,13 +474,17 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
     op; each nan distinct), or its distinct slices along ``dim``; with ``return_inverse``,
     where each element (slice) of x is among them; with ``return_counts``, how often each
     occurs. Not differentiable, as PyTorch's."""
+    axis = None if dim is None else sized_dim(x, dim, wrapped_first=True)
     values = _host_values(x, "unique")
-    axis = None if dim is None else _dim(x, dim)
-    if axis is not None and not values.ndim:
-        values = values.reshape(1)
     out, inverse, counts = np.unique(values, return_inverse=True, return_counts=True,
                                      axis=axis, equal_nan=False)
-    result = [Tensor._make(move_array(np.ascontiguousarray(out), x.device), x.dtype, x.device)]
+    from .composite import no_derivative
+
+    name = "_unique2" if axis is None else "unique_dim"
+    result = [no_derivative(Tensor._make(move_array(np.ascontiguousarray(out), x.device),
+                                         x.dtype, x.device), (x,), NotImplementedError,
+                            f"the derivative for '{name}' is not implemented.",
+                            "Unique2Backward0" if axis is None else "UniqueDimBackward0")]
     if return_inverse:
         result.append(_int64(inverse.reshape(x.shape if axis is None else -1), x.device))
     if return_counts:

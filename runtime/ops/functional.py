@@ -375,7 +375,19 @@ floor = _op_no_bool(P.FLOOR, "floor", "floor_vml_cpu")
 ceil = _op_no_bool(P.CEIL, "ceil", "ceil_vml_cpu")
 trunc = _op_no_bool(P.TRUNC, "trunc", "trunc_vml_cpu")
 remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's rule, as PyTorch's).")
-floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
+_floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
+
+
+def floor_divide(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """a // b rounded toward minus infinity. PyTorch records it with no derivative: a float
+    result of an input that requires grad raises in backward, as its."""
+    result = _floor_divide(input, other, out=out)
+    if out is not None or not _grad_state.enabled:
+        return result
+    from .composite import no_derivative
+
+    return no_derivative(result, (input, other), RuntimeError,
+                         "derivative for aten::floor_divide is not implemented")
 
 
 def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A002
@@ -1113,8 +1125,22 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None)
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
         return written_to(out, matmul(input, other), "matmul")
+    if not (input.ndim and other.ndim):
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{input.ndim}D and {other.ndim}D")
+    if input.dtype is D.bool_ and other.dtype is D.bool_:
+        raise NotImplementedError(f"\"{_bool_matmul_kernel(input.ndim, other.ndim)}\" not "
+                                  "implemented for 'Bool'")
     return named(apply(P.MATMUL, input, other),
                  _MATMUL_NODES.get((input.ndim, other.ndim), "UnsafeViewBackward0"))
+
+
+def _bool_matmul_kernel(a: int, b: int) -> str:
+    """The CPU kernel PyTorch's matmul of bool operands of ranks a and b reaches, which has
+    no bool case."""
+    if b == 1:
+        return "dot" if a == 1 else "addmv_impl_cpu"
+    return "addmm_impl_cpu_" if b == 2 else "bmm"
 
 
 # PyTorch's node of a matmul by the operands' ranks: the kernel it runs (a batched one

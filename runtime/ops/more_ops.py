@@ -24,7 +24,7 @@ from .extra_ops import diag, logical_or, logical_xor
 from .math_ops import takes_out
 from .products import einsum
 from .shapes import broadcast_shapes
-from .tensor_ops import _dim, flip
+from .tensor_ops import _dim, flip, sized_dim
 
 
 @takes_out("hypot")
@@ -153,6 +153,8 @@ def trace(input: Tensor) -> Tensor:
     if input.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim "
                            f"{input.ndim}")
+    if input.dtype is D.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return F.sum(diag(input))
 
 
@@ -252,7 +254,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
         if len(dims_a) != len(dims_b):
             raise RuntimeError("both dimension lists should have same length")
     for da, db in zip(dims_a, dims_b):
-        if a.shape[_dim(a, da)] != b.shape[_dim(b, db)]:
+        if a.shape[sized_dim(a, da)] != b.shape[sized_dim(b, db)]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
                                f"{a.shape[da]} in dim {da} and second has size "
                                f"{b.shape[db]} in dim {db}")
@@ -422,3 +424,72 @@ class iinfo:  # noqa: N801 - PyTorch's name
 
     def __repr__(self) -> str:
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+# --- trapezoidal integration ------------------------------------------------------------------
+
+
+def _trapezoid_parts(name: str, y: Tensor, x: Any, dx: Any, dim: int
+                     ) -> tuple[int, Tensor | float]:
+    """The wrapped dim and the spacing (x's differences, viewed to y's dims, or the scalar
+    dx), with PyTorch's checks and texts."""
+    d = sized_dim(y, dim)
+    if x is None:
+        if y.dtype is D.bool_:
+            raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not "
+                               "supported")
+        step = 1.0 if dx is None else dx.item() if isinstance(dx, Tensor) else dx
+        if isinstance(step, (bool, complex)):
+            raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+        return d, float(step)
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'x' must be Tensor, not {type(x).__name__}")
+    if y.dtype is D.bool_ or x.dtype is D.bool_:
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                           "supported")
+    if x.ndim == 1:
+        if x.shape[0] != y.shape[d]:
+            raise RuntimeError(f"{name}: There must be one `x` value for each sample point")
+        shape = [1] * y.ndim
+        shape[d] = x.shape[0]
+        x = F.reshape(x, tuple(shape))
+    elif x.ndim < y.ndim:
+        x = F.reshape(x, (1,) * (y.ndim - x.ndim) + tuple(x.shape))
+    n = x.shape[d]
+    head = (slice(None),) * d
+    return d, F.sub(x[head + (slice(1, n),)], x[head + (slice(0, n - 1),)])
+
+
+def trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = 1, dim: int = -1) -> Tensor:
+    """The trapezoidal rule along ``dim``: sample points ``x`` (their spacing), or an even
+    spacing ``dx`` (1 by default), computed as PyTorch's (sum(y) - (y_0 + y_n) / 2) dx for an
+    even spacing."""
+    d, step = _trapezoid_parts("trapezoid", y, x, dx, dim)
+    n = y.shape[d]
+    if n == 0:  # PyTorch's zeros of y's dtype, dim d left out
+        from ..creation import zeros
+
+        return zeros(tuple(s for i, s in enumerate(y.shape) if i != d), dtype=y.dtype,
+                     device=y.device)
+    head = (slice(None),) * d
+    if isinstance(step, Tensor):
+        pairs = F.add(y[head + (slice(1, n),)], y[head + (slice(0, n - 1),)])
+        return F.div(F.sum(F.mul(step, pairs), d), 2.0)
+    ends = F.add(y[head + (0,)], y[head + (n - 1,)])
+    return F.mul(F.sub(F.sum(y, d), F.mul(ends, 0.5)), step)
+
+
+def trapz(y: Tensor, x: Tensor | None = None, *, dx: Any = 1, dim: int = -1) -> Tensor:
+    """PyTorch's older name of trapezoid."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y: Tensor, x: Tensor | None = None, *, dx: Any = 1,
+                         dim: int = -1) -> Tensor:
+    """The running trapezoidal integral along ``dim`` (one value fewer than y has)."""
+    d, step = _trapezoid_parts("cumulative_trapezoid", y, x, dx, dim)
+    n = y.shape[d]
+    head = (slice(None),) * d
+    pairs = F.add(y[head + (slice(0, max(n - 1, 0)),)], y[head + (slice(1, n),)])
+    half = F.div(step, 2.0) if isinstance(step, Tensor) else step / 2.0
+    return F.cumsum(F.mul(half, pairs), d)

@@ -48,10 +48,10 @@ def _nan_count(x: Tensor, d: int) -> Tensor:
 
 
 def _check_nonempty(x: Tensor, d: int | None, name: str) -> None:
-    if x.numel() == 0 or (d is not None and x.ndim and x.shape[d] == 0):
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size."
-                         if d is not None else
-                         f"{name}() input tensor cannot be empty")
+    """PyTorch's error for a reduction over an empty dim (another dim empty gives an empty
+    result; all of an empty tensor, median's NaN)."""
+    if d is not None and x.ndim and x.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
@@ -128,12 +128,80 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,  # 
     if input.dtype is D.bool_:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
+    _check_nonempty(input, d, "kthvalue")
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if input.ndim == 0:
         return MedianResult(F.clone(input), F.mul(F.cast(F.ne(input, input), D.int64), 0))
-    return _pick(input, d, _const_pos(input, d, k - 1), keepdim)
+    idx = T.gather_in_range(T.argsort(input.detach(), d), d, _const_pos(input, d, k - 1))
+    return _pick_at(input, d, _quickselect_ties(input, d, k - 1, idx), keepdim)
+
+
+def _gt_or_nan(a: Any, b: Any) -> bool:
+    return bool((a != a and b == b) or a > b)
+
+
+def _quickselect(values: np.ndarray, k: int) -> int:
+    """The index PyTorch's kthvalue gives: its quick_select_template (median-of-three pivot,
+    NaN largest) run on a row, indices swapped along with the values."""
+    arr = values.tolist()
+    order = list(range(len(arr)))
+
+    def swap(i: int, j: int) -> None:
+        arr[i], arr[j] = arr[j], arr[i]
+        order[i], order[j] = order[j], order[i]
+
+    lo, hi = 0, len(arr) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if _gt_or_nan(arr[lo], arr[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        if _gt_or_nan(arr[lo + 1], arr[hi]):
+            swap(lo + 1, hi)
+        if _gt_or_nan(arr[lo], arr[hi]):
+            swap(lo, hi)
+        if _gt_or_nan(arr[lo + 1], arr[lo]):
+            swap(lo + 1, lo)
+        i, j, pivot = lo + 1, hi, arr[lo]
+        while True:
+            i += 1
+            while _gt_or_nan(pivot, arr[i]):
+                i += 1
+            j -= 1
+            while _gt_or_nan(arr[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return order[k]
+
+
+def _quickselect_ties(x: Tensor, d: int, k: int, idx: Tensor) -> Tensor:
+    """``idx`` (kept dim ``d``: a stable sort's k-th) with the rows whose k-th value occurs
+    more than once given PyTorch's pick among the equal ones instead (its quickselect's);
+    rows without ties keep it, which any selection agrees on."""
+    rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1)
+    picked = np.moveaxis(np.asarray(idx.cpu().numpy()), d, -1)
+    flat, flat_idx = rows.reshape(-1, rows.shape[-1]), picked.reshape(-1).copy()
+    kth = np.take_along_axis(flat, flat_idx[:, None], 1)
+    same = (flat == kth) | ((flat != flat) & (kth != kth))
+    tied = np.nonzero(same.sum(1) > 1)[0]
+    if not len(tied):
+        return idx
+    for r in tied:
+        flat_idx[r] = _quickselect(flat[r], k)
+    from ..creation import tensor
+
+    fixed = np.moveaxis(flat_idx.reshape(picked.shape), -1, d)
+    return tensor(np.ascontiguousarray(fixed), device=x.device)
 
 
 def _const_pos(x: Tensor, d: int, p: int) -> Tensor:
@@ -181,6 +249,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
               ignore_nan: bool, name: str) -> Tensor:
+    name = "quantile"  # nanquantile's errors say quantile() too, as PyTorch's
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
@@ -189,7 +258,7 @@ def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
     scalar_q = not isinstance(q, Tensor)
     if scalar_q:
         if not 0 <= q <= 1:
-            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
+            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q:g}")
         qt = Tensor(np.asarray([q], dtype=x.dtype.np), device=x.device)
     else:
         if q.ndim > 1:
@@ -437,8 +506,9 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,  # 
     last bin includes max, elements outside are left out."""
     if out is not None:
         return F.written_to(out, histc(input, bins, min, max), "histc")
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for '"
+    if not input.dtype.is_floating_point:  # a bool one fails first in its bin edges
+        kernel = "linspace_cpu" if input.dtype is D.bool_ else "histogram_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '"
                                   f"{D.scalar_type_name(input.dtype)}'")
     if bins <= 0:
         raise RuntimeError("torch.histc: bins must be > 0, but got " + str(bins) + " for bins")

@@ -331,7 +331,9 @@ def _int_division_impl(fn: str) -> Callable[..., Any]:
 
 def _remainder_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     # PyTorch's formula: d/da = 1, d/db = -floor(a / b)
-    gb = F.neg(F.mul(g, F.floor_divide(c.input(0), c.input(1)))) if c.needs(1) else None
+    # of the values (PyTorch's div(rounding_mode="floor"): no derivative of its own)
+    gb = F.neg(F.mul(g, F.floor_divide(c.input(0).detach(), c.input(1).detach()))) \
+        if c.needs(1) else None
     return _grads2(c, g if c.needs(0) else None, gb)
 
 

@@ -168,6 +168,13 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MOD
     if x1.shape[-1] != x2.shape[-1]:
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    for i, t in ((1, x1), (2, x2)):
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, X{i} got: "
+                               f"{D.scalar_type_name(t.dtype)}")
+    if x1.dtype is not x2.dtype:
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(x1.dtype)} but found "
+                           f"{D.scalar_type_name(x2.dtype)}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in _CDIST_MODES:
@@ -381,9 +388,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
         aweights: Tensor | None = None) -> Tensor:
     """The covariance of the rows (variables) over the columns (observations), with
     frequency and/or importance weights, as PyTorch's (numpy.cov's formula)."""
-    if input.ndim > 2:
-        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
-                         f"input with {input.ndim} dimensions")
+    _check_cov(input, "cov")
     x = F.reshape(input, (1, -1)) if input.ndim < 2 else input
     if not x.dtype.is_floating_point:
         x = F.cast(x, D.default_float)
@@ -412,8 +417,18 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
     return F.reshape(c, ()) if input.ndim < 2 or x.shape[0] == 1 and input.ndim < 2 else c
 
 
+def _check_cov(input: Tensor, name: str) -> None:  # noqa: A002
+    """PyTorch's checks of cov's and corrcoef's input."""
+    if input.ndim > 2:
+        raise RuntimeError(f"{name}(): expected input to have two or fewer dimensions but got "
+                           f"an input with {input.ndim} dimensions")
+    if input.dtype is D.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+
+
 def corrcoef(input: Tensor) -> Tensor:  # noqa: A002
     """Pearson correlation coefficients of the rows, clipped to [-1, 1]."""
+    _check_cov(input, "corrcoef")
     c = cov(input)
     if c.ndim == 0:
         return F.div(c, c)

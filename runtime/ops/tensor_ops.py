@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 import warnings
 from collections import namedtuple
 from collections.abc import Sequence
@@ -25,6 +26,16 @@ from .shapes import broadcast_shapes, wrap_dim, wrap_dims
 
 def _dim(x: Tensor, dim: int) -> int:
     """One dimension of x, PyTorch's range check and error; a 0-d tensor has dim 0 or -1."""
+    return wrap_dim(dim, x.ndim)
+
+
+def sized_dim(x: Tensor, dim: int, wrapped_first: bool = False) -> int:
+    """One dimension of x whose size the op reads: a 0-d tensor's is PyTorch's IndexError
+    (its dims 0 and -1 wrap, but have no size), naming the dim as given or, where the op
+    wraps it first (unbind), as wrapped."""
+    if x.ndim == 0:
+        named = wrap_dim(dim, 0) if wrapped_first else operator.index(dim)
+        raise IndexError(f"Dimension specified as {named} but tensor has no dimensions")
     return wrap_dim(dim, x.ndim)
 
 
@@ -133,6 +144,8 @@ def rsqrt(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
 
 def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
           ) -> tuple[Tensor, ...]:
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = _dim(tensor, dim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -168,6 +181,8 @@ def split_method(self: Tensor, split_size: int | Sequence[int], dim: int = 0
 
 
 def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[_dim(input, dim)]
@@ -510,6 +525,8 @@ def flip(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:  # noqa: A002
 
 @named_backward("SliceBackward0")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(input, dim)
     n = input.shape[d]
     start = start + n if start < 0 else start
@@ -519,7 +536,7 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
-    d = _dim(input, dim)
+    d = sized_dim(input, dim, wrapped_first=True)
     return tuple(named(F.getitem(input, (slice(None),) * d + (i,)), "UnbindBackward0")
                  for i in range(input.shape[d]))
 
@@ -594,7 +611,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
             raise TypeError(f"isclose(): argument '{name}' must be Tensor, not "
                             f"{type(t).__name__}")
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"{input.dtype.name} did not match {other.dtype.name}")
+        raise RuntimeError(f"{D.scalar_type_name(input.dtype)} did not match "
+                           f"{D.scalar_type_name(other.dtype)}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
