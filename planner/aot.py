@@ -300,7 +300,8 @@ class AotPlans:
         versions = []
         for k, (kind, ref) in self.sources.items():
             t = args[ref] if kind == "input" else self.slots[ref].ref
-            versions.append((k, t, t._vc.v, False))
+            if isinstance(t, Tensor):  # (not a Python float the plan reads as an input)
+                versions.append((k, t, t._vc.v, False))
         arrays = [t._data for t in saved]
         node = CompiledFunctionBackward(edges, info.out_metas, self, arrays, versions)
         requires = iter(info.requires)

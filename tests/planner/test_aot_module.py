@@ -627,3 +627,19 @@ def test_a_gradient_that_is_the_outputs_gradient_is_a_copy():
     x.grad.mul_(5)
     np.testing.assert_array_equal(g.numpy(), np.ones((2, 3), np.float32))
     np.testing.assert_array_equal(b.grad.numpy(), np.full(3, 2, np.float32))
+
+
+def test_a_python_float_argument_the_backward_reads():
+    """Whether the float is a constant of each plan or an input of one (dynamic), the
+    gradients use the call's value."""
+    rt.manual_seed(0)
+    lin = nn.Linear(3, 3)
+    compiled = planner.compile(lambda x, scale: lin(x).tanh() * scale)
+    x = rt.randn(2, 3, requires_grad=True)
+    for scale in (0.5, 0.7, 1.5):
+        _clear(lin, x)
+        (lin(x).tanh() * scale).sum().backward()
+        want = _grads(lin, x)
+        _clear(lin, x)
+        compiled(x, scale).sum().backward()
+        _assert_close(_grads(lin, x), want, 1e-5, 1e-6)
