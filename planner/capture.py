@@ -141,6 +141,9 @@ class Tracer:
         self.groups_at_step: dict[int, list[dict[str, Any]]] = {}
         self.args: tuple[Any, ...] = ()
         self.assigned_settings: dict[int, set[tuple[int, str]]] = {}
+        # graph nodes that stand for Python floats (add_scalar_input, and arithmetic among
+        # them only): promoted as floats (runtime.ops.dispatch), never returned
+        self.weak_nodes: set[int] = set()
         self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
 
     # --- graph values -----------------------------------------------------------------------
@@ -224,6 +227,19 @@ class Tracer:
         cell = MetaArray(slot.shape, slot.dtype.np, node)
         self.cells[id(array)] = (cell, index, keep)
         return cell
+
+    def add_scalar_input(self, index: int) -> Tensor:
+        """A float argument as an input of the plan (a float64 scalar read from the call's
+        argument at every replay), standing for the Python float it is: arithmetic with a
+        tensor promotes as a Python float does (runtime.ops.dispatch, ``weak_nodes``), and any
+        use that needs its value in Python (``if lr > 0``, ``float(lr)``) is a GraphBreak, on
+        which planner.compile captures with the value as a constant instead."""
+        device = self.target_device or "cpu"
+        placeholder = np.zeros((), np.float64)  # kept by the cell: its id is the key
+        cell = self._new_slot(Slot("input", index, (), D.float64, device, f"arg{index}"),
+                              placeholder, placeholder)
+        self.weak_nodes.add(cell.node)
+        return Tensor._make(cell, D.float64, device)
 
     def add_input(self, index: int, t: Tensor) -> None:
         if t._vc.inference:  # PyTorch checks each use of one: the call runs eagerly
@@ -643,6 +659,8 @@ class Tracer:
 
     def _template(self, value: Any) -> Any:
         if isinstance(value, Tensor):
+            if type(value._data) is MetaArray and value._data.node in self.weak_nodes:
+                raise GraphBreak("the step returns a number it computes from a float argument")
             if value._rg and not self.seen_backward:
                 # the caller will differentiate it: a replayed plan has no graph to offer
                 raise GraphBreak("the step returns a tensor that requires grad without "
@@ -660,16 +678,22 @@ class Tracer:
                          "rebuild")
 
 
-def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None) -> Capture:
+def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
+            scalars: Any = ()) -> Capture:
     """Trace ``fn(*args)``; raises GraphBreak where the step cannot be captured. The Python
     values the step changes at the paths its code reads and writes are put back as they were
     (``Capture.watch`` says which), as are its optimizers' state and random generators: a
-    capture that falls back leaves the call to run eagerly from the state it met."""
+    capture that falls back leaves the call to run eagerly from the state it met. The float
+    arguments at positions ``scalars`` are inputs of the plan, read at every replay
+    (``Tracer.add_scalar_input``), not constants."""
     tracer = Tracer(target_device)
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             tracer.add_input(i, a)
     watch = guards.Watch(guards.call_accesses(fn, args))
+    if scalars:
+        args = tuple(tracer.add_scalar_input(i) if i in scalars else a
+                     for i, a in enumerate(args))
     tracer.own_state = _optimizers_with_state_read(watch.found)
     tracer.note_groups(args)
     grad_mode = is_grad_enabled()

@@ -102,6 +102,9 @@ class Binding:
     # the fused plan whose kernels compile in the background (planner.background), replayed
     # from the first call that finds them built; ``plan`` is the unfused plan until then
     pending: bg.Pending | None = None
+    # positions of the float arguments the plan reads as inputs (float64 scalars made from
+    # the call's floats at every replay: CompiledStep._changed_floats)
+    scalar_inputs: frozenset[int] = frozenset()
     # a step returning tensors that require grad: its backward plan (planner.aot); ``plan``
     # is the forward's
     aot: Any = None
@@ -292,6 +295,23 @@ def _was(setting: Any) -> str:
     return f"was {setting!r}"
 
 
+# a float argument's value in a key where the plan reads it as an input
+DYNAMIC = "dynamic"
+
+
+def _with_dynamic(key: tuple[Any, ...], dynamic: frozenset[int]) -> tuple[Any, ...]:
+    """``key`` with the values of the float arguments at ``dynamic`` left out."""
+    entries = list(key)
+    for i in dynamic:
+        if 2 + i < len(entries) and entries[2 + i][:2] == ("P", "float"):
+            entries[2 + i] = ("P", "float", DYNAMIC)
+    return tuple(entries)
+
+
+def _dynamic_positions(key: tuple[Any, ...]) -> frozenset[int]:
+    return frozenset(i for i, e in enumerate(key[2:]) if e == ("P", "float", DYNAMIC))
+
+
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     # the modes a capture depends on: grad mode, and the dtype Python floats take
     key: list[Any] = [(is_grad_enabled(), D.default_float.name)]  # a str: hashed in C
@@ -392,7 +412,10 @@ class CompiledStep:
                  workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
                  executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT,
-                 background: bool | None = None) -> None:
+                 background: bool | None = None, dynamic: bool | None = None) -> None:
+        if dynamic not in (None, True, False):
+            raise TypeError(f"planner.compile: dynamic must be None, True or False, got "
+                            f"{dynamic!r}")
         if backend not in BACKENDS:
             raise ValueError(f"planner.compile: unknown backend {backend!r}; expected one of "
                              f"{', '.join(BACKENDS)}")
@@ -421,6 +444,11 @@ class CompiledStep:
         self.fullgraph = fullgraph
         self.plan: Plan | None = None
         self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+        # per argument structure: the positions of float arguments read as plan inputs
+        # (``_changed_floats``), and those found read as values (constants for good)
+        self._dynamic: dict[Any, frozenset[int]] = {}
+        self.dynamic = dynamic
+        self._static: dict[Any, set[int]] = {}
         self._last_key: tuple[Any, ...] | None = None
         self.captures = 0  # how many times the step was captured and planned
         self.plans_loaded = 0  # of those, how many found their plan kept (planner.plan_cache)
@@ -459,7 +487,16 @@ class CompiledStep:
 
     def _call_flat(self, args: tuple[Any, ...], spec: Any, frozen: Any) -> Any:
         key = (frozen, *_arg_key(args))
+        dynamic = self._dynamic.get(frozen)
+        if dynamic:
+            key = _with_dynamic(key, dynamic)
         entry = self._cache.get(key)
+        if entry is None and (more := self._changed_floats(key, args)):
+            # a float argument met with a second value: an input of the plan from now on,
+            # as torch.compile's automatic dynamic makes it (not a capture per value)
+            dynamic = self._dynamic[frozen] = (dynamic or frozenset()) | more
+            key = _with_dynamic(key, dynamic)
+            entry = self._cache.get(key)
         if entry is not None:
             self._cache.move_to_end(key)
             if entry.eager_reason is not None:
@@ -506,8 +543,9 @@ class CompiledStep:
             self._warm_up(key, eager_why)
             ran_eagerly, result, warm_up = True, fn(*args), False
         while True:
+            scalars = _dynamic_positions(key)
             try:
-                binding = self._plan(fn, args, warm_up=warm_up)
+                binding = self._plan(fn, args, warm_up=warm_up, scalars=scalars)
             except _WarmUp as w:
                 # run this call eagerly, then capture with the state it made in place: the
                 # plan fits the next call (and this one's .plan is there to inspect)
@@ -516,7 +554,20 @@ class CompiledStep:
                     plan_cache.remember_warm_up(marker, self.cache_dir)
                 ran_eagerly, result, warm_up = True, fn(*args), False
                 continue
-            except GraphBreak as e:
+            except Exception as e:
+                if not scalars and not isinstance(e, GraphBreak):
+                    raise
+                if scalars:  # a float argument is read as a value: a constant, for good
+                    # (any error: an op taking only a Python number there; a capture with the
+                    # number meets the step's own errors again)
+                    log.info("%s reads its float arguments %s as values (%s): capturing them "
+                             "as constants", self._name, sorted(scalars),
+                             getattr(e, "reason", f"{type(e).__name__}: {e}"))
+                    self._static.setdefault(frozen, set()).update(scalars)
+                    self._dynamic[frozen] -= scalars
+                    if ran_eagerly:
+                        return result
+                    return self._call_flat(args, spec, frozen)
                 if self.fullgraph:
                     raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                        f"{e.where}") from e
@@ -530,6 +581,29 @@ class CompiledStep:
         if ran_eagerly:
             return result
         return _replay(binding, args)
+
+    def _changed_floats(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
+        """The positions of the float arguments in which ``key`` differs from a key this step
+        was called with before, where nothing else differs (an lr, a loss weight, a
+        temperature passed per call): made inputs of the plan. Not on a GPU (a plan's float
+        inputs are CPU scalars) nor where such a capture found the float read as a value
+        (``_static``)."""
+        frozen, modes = key[0], key[1]
+        static = self._static.get(frozen, ())
+        if self.dynamic is False or self.device not in (None, "cpu") or any(
+                isinstance(a, Tensor) and a.device != "cpu" for a in args):
+            return frozenset()
+        if self.dynamic:  # every float argument from the first call
+            return frozenset(i for i, e in enumerate(key[2:])
+                             if e[:2] == ("P", "float") and e[2] != DYNAMIC and i not in static)
+        for other in reversed(self._cache):
+            if len(other) != len(key) or other[0] != frozen or other[1] != modes:
+                continue
+            differ = [i for i, (a, b) in enumerate(zip(other[2:], key[2:])) if a != b]
+            if differ and all(i not in static and key[2 + i][:2] == ("P", "float")
+                              and other[2 + i][:2] == ("P", "float") for i in differ):
+                return frozenset(differ)
+        return frozenset()
 
     def _over_limit(self, key: tuple[Any, ...], entry: _Entry | None, why: str,
                     fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -634,28 +708,29 @@ class CompiledStep:
         return call
 
     def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True,
-              warm_up: bool = False) -> Binding:
+              warm_up: bool = False, scalars: frozenset[int] = frozenset()) -> Binding:
         """Capture and plan ``fn`` for ``args``; ``build``: compile the kernels now (a GPU
         plan lowered for inspection renders its CUDA C but needs no CuPy to be planned).
         ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
         depends on (the capture is a trace on shape-only tensors: planning and code generation
-        are what it saves). Python's garbage collector is held off meanwhile."""
+        are what it saves). ``scalars``: the positions of float arguments that are inputs of
+        the plan (``_changed_floats``). Python's garbage collector is held off meanwhile."""
         with _collector_paused():
             try:
-                return self._capture_and_plan(fn, args, build, warm_up)
+                return self._capture_and_plan(fn, args, build, warm_up, scalars)
             except WarmUpNeeded as e:  # an eager run makes what the capture lacks
                 if warm_up:
                     raise _WarmUp([e.reason]) from e
                 raise
 
     def _capture_and_plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool,
-                          warm_up: bool) -> Binding:
+                          warm_up: bool, scalars: frozenset[int] = frozenset()) -> Binding:
         from .distributed import data_parallel, ddp_modules
         from .passes import hoist_source_views, run_default_passes
         from .remat import rematerialize
 
         device = self.device
-        cap: Capture = capture(fn, args, target_device=device)
+        cap: Capture = capture(fn, args, target_device=device, scalars=scalars)
         increments = self._changed_by_capture(cap.watch, warm_up, build)
         if warm_up and cap.created_state:
             raise _WarmUp(cap.created_state)
@@ -721,7 +796,7 @@ class CompiledStep:
                            for path, deltas in increments],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
                        counters=counters, pending=pending,
-                       aot=None if aot_plans is None else aot_plans[1])
+                       aot=None if aot_plans is None else aot_plans[1], scalar_inputs=scalars)
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
@@ -942,6 +1017,11 @@ def _plan_device(cap: Capture) -> str:
     return devices.pop() if len(devices) == 1 else "cpu"
 
 
+def _float_input(value: float) -> np.ndarray:
+    """A float argument as the plan reads it (Binding.scalar_inputs): a float64 scalar."""
+    return np.array(value, np.float64)
+
+
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
     if binding.aot is not None:  # outputs given a CompiledFunctionBackward (planner.aot)
         return binding.aot.replay(binding, args, _replay_plan)
@@ -1041,8 +1121,12 @@ class _Replayer:
                 work.append(f"s{v} = {name('stage', stage)}({v}, args, None)")
                 stores.append(f"s{v}[0](s{v}[1], s{v}[2])")
         held = [*stores] if not self.hold_run else [*work, *stores]
+        scalars = [f"    arrays[{int(i)}] = _f64(args[{int(i)}])"
+                   for i in sorted(self.binding.scalar_inputs)]
+        names["_f64"] = _float_input
         lines = ["def replay(args):",
                  "    arrays = [a._data if isinstance(a, _Tensor) else None for a in args]",
+                 *scalars,
                  *([] if self.hold_run else [f"    {line}" for line in work]),
                  "    held = _hold()", "    try:", *(f"        {line}" for line in held),
                  "    finally:", "        _release(held)", "    return _rebuild(result)"]
@@ -1059,6 +1143,8 @@ class _Replayer:
         for before in self.before:
             before(args) if getattr(before, "takes_args", False) else before()
         arrays = [a._data if isinstance(a, Tensor) else None for a in args]
+        for i in self.binding.scalar_inputs:
+            arrays[i] = _float_input(args[i])
         state = {slot: read(args) for slot, read in self.reads}
         for draws in self.draws:
             draws.start()
@@ -1312,7 +1398,7 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
             cache_dir: str | os.PathLike[str] | None = None,
             fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
             executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT,
-            background: bool | None = None) -> Any:
+            background: bool | None = None, dynamic: bool | None = None) -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
 
     ``device``: where the plan runs ("cpu", "cuda" or "cuda:N"; default: the device of the
@@ -1348,12 +1434,18 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
     LLVM, and the first call that finds the kernels built switches to them); False compiles
     them in the first call, so every call from the first runs the same code (the same bits
     from one run to the next); None: ``$BACKPLAN_BACKGROUND_COMPILE`` (1, the default, or 0).
-    ``step.wait()`` blocks until they are in use."""
+    ``step.wait()`` blocks until they are in use.
+
+    ``dynamic``: how Python float arguments are planned (torch.compile's option, for floats;
+    shapes are always specialized). None: as a constant at the first value, as an input of the
+    plan (read at every replay) from the second value on; True: as an input from the first
+    call; False: as a constant per value. A float the step reads as a value in Python
+    (``if lr > 0``) is a constant whatever this says."""
     def wrap(f: Callable[..., Any]) -> CompiledStep:
         return CompiledStep(f, backend=backend, device=device, workers=workers,
                             cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
                             executor=executor, recompile_limit=recompile_limit,
-                            background=background)
+                            background=background, dynamic=dynamic)
 
     return wrap if fn is None else wrap(fn)
 

@@ -159,15 +159,20 @@ def keeps_saved(t: Tensor) -> Tensor:
     return t
 
 
-def _promoted_dtype(prim: Primitive, args: tuple[Any, ...]) -> D.DType | None:
-    """The dtype ``prim``'s promoting arguments are cast to (None: no tensor among them)."""
+def _promoted_dtype(prim: Primitive, args: tuple[Any, ...], weak: Any = ()
+                    ) -> D.DType | None:
+    """The dtype ``prim``'s promoting arguments are cast to (None: no tensor among them).
+    ``weak``: positions of tensors that stand for Python floats (a compiled step's float
+    argument, planner.capture: Tracer.add_scalar_input), promoted as the floats they are."""
     positions = prim.promote_args if prim.promote_args is not None else range(len(args))
     dts: list[D.DType] = []
     ndims: list[int] = []
     scalars: list[Any] = []
     for i in positions:
         a = args[i]
-        if isinstance(a, Tensor):
+        if i in weak:
+            scalars.append(0.5)
+        elif isinstance(a, Tensor):
             dts.append(a.dtype)
             ndims.append(a._data.ndim)
         elif a is not None:
@@ -352,8 +357,12 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if any(isinstance(a, Tensor) and a.dtype is _BF16 for a in args):
         # a plan's kernels and fast paths compute in the array's dtype: bfloat16 runs eagerly
         raise GraphBreak(f"{prim.name} of a bfloat16 tensor (bfloat16 steps run eagerly)")
-    if prim.promote != PROMOTE_NONE:
-        rdt = _promoted_dtype(prim, args)
+    weak = tracer.weak_nodes
+    if weak:  # tensors standing for Python floats (float arguments), promoted as floats
+        weak = {i for i, a in enumerate(args) if isinstance(a, Tensor)
+                and type(a._data) is MetaArray and a._data.node in weak}
+    rdt = _promoted_dtype(prim, args, weak) if prim.promote != PROMOTE_NONE else None
+    if rdt is not None:  # None: Python floats only (weak), as float64 as they are
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))
         cast = [i for i in positions if isinstance(args[i], Tensor) and args[i].dtype is not rdt]
         if cast:
@@ -376,6 +385,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     # a graph value lives where its step writes it: a copy's is the device it copies to
     device = attrs["device"] if prim.transfer else device
     node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
+    if weak and all(isinstance(a, Tensor) == (i in weak) for i, a in enumerate(args)
+                    if isinstance(a, Tensor)):
+        tracer.weak_nodes.add(node)  # arithmetic among Python floats gives one
     view_of = (tracer.storage_of(args[0])
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
                else None)
