@@ -1401,6 +1401,12 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
             background: bool | None = None, dynamic: bool | None = None) -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
 
+    A function gives a ``CompiledStep``, called as the function. An ``nn.Module`` gives a
+    ``planner.optimized_module.OptimizedModule`` (as torch.compile's): a module holding it as
+    ``_orig_mod`` (its parameters, modes, state dict and attributes reached through it), whose
+    calls run a ``CompiledStep`` over the module's ``__call__`` (``cm.forward``: its ``.plan``,
+    ``.captures``, ``.lower(x)``).
+
     ``device``: where the plan runs ("cpu", "cuda" or "cuda:N"; default: the device of the
     step's tensors); a plan on a GPU renders its fused segments as CUDA C, launched through
     CuPy (``pip install 'backplan[cuda]'``), and ``compiled.lower(*args)`` renders them on any
@@ -1447,5 +1453,12 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
                             executor=executor, recompile_limit=recompile_limit,
                             background=background, dynamic=dynamic)
 
-    return wrap if fn is None else wrap(fn)
+    def compiled(f: Callable[..., Any]) -> Any:
+        if isinstance(f, Module):  # the module API kept, as torch.compile's
+            from .optimized_module import OptimizedModule
+
+            return OptimizedModule(f, wrap)
+        return wrap(f)
+
+    return compiled if fn is None else compiled(fn)
 

@@ -10,8 +10,11 @@ from runtime.tracing import GraphBreak
 def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
     """Say what calling ``fn(*args, **kwargs)`` would do, without running the step."""
     from .compile import CompiledStep, _arg_key, _describe_key_change
+    from .optimized_module import OptimizedModule
     from .tree import flatten, freeze
 
+    if isinstance(fn, OptimizedModule):  # a compiled module: its compiled step
+        fn = fn.forward
     if isinstance(fn, CompiledStep):
         name = fn._name
         leaves, spec = flatten((args, kwargs))

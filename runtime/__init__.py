@@ -285,6 +285,45 @@ def numel(input: Tensor) -> int:
     return input.numel()
 
 
+import builtins as _builtins  # noqa: E402  (``bool`` here is the dtype)
+from typing import Any as _Any  # noqa: E402
+
+
+def compile(model: _Any = None, *, fullgraph: _builtins.bool = False,  # noqa: A001 - torch's
+            dynamic: _builtins.bool | None = None, backend: _Any = None, mode: str | None = None,
+            options: dict[str, _Any] | None = None, name: str | None = None,
+            disable: _builtins.bool = False, recompile_limit: _builtins.int | None = None,
+            isolate_recompiles: _builtins.bool = False, shapes_spec: _Any = None) -> _Any:
+    """``torch.compile``: ``planner.compile`` under PyTorch 2.13's signature and defaults;
+    a decorator too (``@rt.compile``, ``@rt.compile(backend="eager")``). A module gives a
+    ``planner.optimized_module.OptimizedModule`` (torch's wrapper: ``_orig_mod``, its
+    parameters and state dict), a function a ``planner.compile.CompiledStep``.
+
+    ``backend``: "inductor" (None: torch's default) and "cudagraphs" compile fused kernels
+    (the planner's "auto"); "aot_eager" (and its "_default_partitioner" and
+    "_decomp_partition" forms) traces the forward and backward and runs them unfused (the
+    planner's "interpreter"); "eager" runs the model as written. Torch's other backends raise,
+    and a name torch does not know raises torch's InvalidBackend text. ``mode``: None or
+    "default"; the others ("reduce-overhead", "max-autotune", ...) raise: they tune Inductor's
+    kernels and CUDA graphs, which have no counterpart here. ``options`` (Inductor's config):
+    None or empty; others raise. ``dynamic``: how Python float arguments are planned (None:
+    an input of the plan once a second value is seen, True: from the first call, False: a
+    constant per value); tensor shapes are always specialized (a new shape captures again).
+    ``fullgraph=True``: a graph break raises instead of running eagerly. ``recompile_limit``
+    (None: 8, as torch's) is per compiled model, so ``isolate_recompiles`` holds either way;
+    ``name`` is accepted; ``shapes_spec`` is refused. ``disable=True`` returns ``model``
+    unchanged (after the checks above, as torch's)."""
+    from planner.torch_api import torch_compile  # runtime never imports planner eagerly
+
+    return torch_compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                         mode=mode, options=options, name=name, disable=disable,
+                         recompile_limit=recompile_limit, isolate_recompiles=isolate_recompiles,
+                         shapes_spec=shapes_spec)
+
+
+__all__ += ["compile"]
+
+
 from . import safetensors, utils  # noqa: E402
 from .serialization import load, save  # noqa: E402
 

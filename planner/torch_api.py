@@ -1,0 +1,104 @@
+"""``runtime.compile``: torch.compile's signature, defaults and errors, mapped onto
+``planner.compile`` (torch's backend names onto the planner's; its modes and Inductor options
+honoured or refused, never ignored). A module compiled is a
+``planner.optimized_module.OptimizedModule``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .compile import RECOMPILE_LIMIT, compile
+
+
+class InvalidBackend(RuntimeError):
+    """torch._dynamo.exc.InvalidBackend: a backend name torch does not know."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Invalid backend: {name!r}, see `torch._dynamo.list_backends()` for "
+                         "available backends.")
+
+
+# torch's backend names and the planner's backend each maps to: the compiling backends fuse
+# (inductor; cudagraphs replays recorded kernels), the aot_eager ones trace forward and
+# backward as AOTAutograd does and run them unfused (the planner's interpreter), eager runs
+# the function as written
+BACKENDS = {"inductor": "auto", "cudagraphs": "auto", "aot_eager": "interpreter",
+            "aot_eager_default_partitioner": "interpreter",
+            "aot_eager_decomp_partition": "interpreter", "eager": "eager"}
+# the names torch 2.13 knows besides (torch._dynamo.list_backends(exclude_tags=())): refused
+TORCH_ONLY_BACKENDS = frozenset({
+    "aot_eager_decomp_partition_crossref", "aot_eager_decomp_partition_with_mode", "aot_ts",
+    "dynamo_accuracy_minifier_backend", "dynamo_minifier_backend", "eager_debug",
+    "eager_noexcept", "invoke_subgraph", "non_leaf_compile_error_TESTING_ONLY", "openxla",
+    "openxla_eval", "pre_dispatch_eager", "relu_accuracy_error_TESTING_ONLY",
+    "relu_compile_error_TESTING_ONLY", "relu_runtime_error_TESTING_ONLY", "ts", "tvm"})
+MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
+
+
+def planner_backend(backend: Any) -> str:
+    """The planner's backend for torch.compile's ``backend`` (None: torch's default,
+    inductor), or torch's error for a name it does not know, or ours for one it knows that
+    has no counterpart here."""
+    if backend is None:
+        return BACKENDS["inductor"]
+    if not isinstance(backend, str):
+        raise TypeError(f"rt.compile: backend must be a backend name such as 'inductor', "
+                        f"'aot_eager' or 'eager', got {type(backend).__name__} (a backend "
+                        f"function compiling FX graphs has no counterpart: the planner "
+                        f"compiles its own plans)")
+    if backend in BACKENDS:
+        return BACKENDS[backend]
+    if backend in TORCH_ONLY_BACKENDS:
+        raise RuntimeError(f"rt.compile: backend {backend!r} is not supported; supported "
+                           f"backends: {', '.join(BACKENDS)}")
+    raise InvalidBackend(backend)
+
+
+def check_mode(mode: str | None, options: dict[str, Any] | None) -> None:
+    """torch.compile's ``mode`` and ``options``: only the default mode and no options; the
+    others are refused, never ignored."""
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if mode is not None and mode not in MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(MODES)}")
+    if mode not in (None, "default"):
+        raise RuntimeError(f"rt.compile: mode={mode!r} is not supported (it tunes Inductor's "
+                           f"kernels or CUDA graphs, which the planner has no counterpart "
+                           f"of); use mode=None or 'default'")
+    if options is not None and not isinstance(options, dict):
+        raise TypeError(f"rt.compile: options must be a dict, got {type(options).__name__}")
+    if options:
+        raise RuntimeError(f"rt.compile: Inductor options are not supported (got "
+                           f"{sorted(options)}); give planner.compile's own options instead")
+
+
+def torch_compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
+                  backend: Any = None, mode: str | None = None,
+                  options: dict[str, Any] | None = None, name: str | None = None,
+                  disable: bool = False, recompile_limit: int | None = None,
+                  isolate_recompiles: bool = False, shapes_spec: Any = None) -> Any:
+    """``runtime.compile`` (torch.compile): see its docstring."""
+    if model is None:  # a decorator with arguments, checked when it is applied (torch's)
+        def decorate(model: Any) -> Any:
+            if model is None:
+                raise RuntimeError("Model can't be None")
+            return torch_compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend,
+                                 mode=mode, options=options, name=name, disable=disable,
+                                 recompile_limit=recompile_limit,
+                                 isolate_recompiles=isolate_recompiles,
+                                 shapes_spec=shapes_spec)
+        return decorate
+    planned = planner_backend(backend)
+    check_mode(mode, options)
+    if shapes_spec is not None:
+        raise RuntimeError("rt.compile: shapes_spec is not supported: a plan is specialized "
+                           "to its argument shapes (a new shape captures again)")
+    if not callable(model):
+        raise AssertionError(f"A callable function is expected, but {type(model)} is "
+                             f"provided.")
+    if disable:
+        return model
+    limit = RECOMPILE_LIMIT if recompile_limit is None else recompile_limit
+    return compile(model, backend=planned, fullgraph=fullgraph, dynamic=dynamic,
+                   recompile_limit=limit)
