@@ -1447,11 +1447,11 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
     plan (read at every replay) from the second value on; True: as an input from the first
     call; False: as a constant per value. A float the step reads as a value in Python
     (``if lr > 0``) is a constant whatever this says."""
-    def wrap(f: Callable[..., Any]) -> CompiledStep:
-        return CompiledStep(f, backend=backend, device=device, workers=workers,
-                            cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
-                            executor=executor, recompile_limit=recompile_limit,
-                            background=background, dynamic=dynamic)
+    # a partial, not a closure: an OptimizedModule pickles with it (torch's pickle anew)
+    wrap = functools.partial(CompiledStep, backend=backend, device=device, workers=workers,
+                             cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
+                             executor=executor, recompile_limit=recompile_limit,
+                             background=background, dynamic=dynamic)
 
     def compiled(f: Callable[..., Any]) -> Any:
         if isinstance(f, Module):  # the module API kept, as torch.compile's

@@ -179,6 +179,66 @@ def test_deepcopy_compiles_the_copy() -> None:
     np.testing.assert_allclose(twin(x).detach().numpy(), cm(x).detach().numpy(), rtol=1e-6)
 
 
+def test_pickle_compiles_the_copy_with_the_same_options() -> None:
+    import pickle
+
+    cm = planner.compile(_mlp(rt), backend="interpreter", recompile_limit=2)
+    twin = pickle.loads(pickle.dumps(cm))
+    assert isinstance(twin, OptimizedModule) and twin.forward.backend == "interpreter"
+    assert twin.forward.recompile_limit == 2 and twin.hidden == 4
+    x = rt.randn(3, 3)
+    np.testing.assert_allclose(twin(x).detach().numpy(), cm(x).detach().numpy(), rtol=1e-6)
+
+
+def test_a_hook_added_later_is_guarded() -> None:
+    model = _mlp(rt)
+    cm = planner.compile(model)
+    x = rt.randn(2, 3)
+    first = cm(x).detach().numpy()
+    cm(x)
+    assert cm.captures == 1
+    handle = model.register_forward_hook(lambda m, a, out: out + 1)
+    np.testing.assert_allclose(cm(x).detach().numpy(), first + 1, rtol=1e-6)
+    assert cm.captures == 2
+    handle.remove()
+    np.testing.assert_allclose(cm(x).detach().numpy(), first, rtol=1e-6)
+
+
+def test_called_within_a_compiled_training_step() -> None:
+    rt.manual_seed(0)
+    eager = _classifier()
+    rt.manual_seed(0)
+    model = rt.compile(_classifier())
+    rng = np.random.default_rng(1)
+    x = rt.tensor(rng.standard_normal((8, 6)).astype(np.float32))
+    y = rt.tensor(rng.integers(0, 4, 8))
+
+    def make(m: Any) -> Any:
+        opt = rt.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: Any, y: Any) -> Any:
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        return step
+
+    step, want_step = planner.compile(make(model)), make(eager)
+    got = [float(step(x, y)) for _ in range(3)]
+    want = [float(want_step(x, y)) for _ in range(3)]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    assert step.captures == 1 and model.captures == 0  # inlined into the step's capture
+
+
+def test_lazy_module() -> None:
+    cm = rt.compile(nn.Sequential(nn.LazyLinear(4), nn.ReLU()))
+    for _ in range(3):
+        cm(rt.randn(2, 5)).sum().backward()
+    assert [tuple(p.shape) for p in cm.parameters()] == [(4, 5), (4,)]
+    assert cm.captures == 1
+
+
 def test_global_hook_warns_as_torch() -> None:
     from runtime.nn.module import register_module_forward_hook
 
@@ -234,6 +294,7 @@ def test_training_loop_equals_eager(backend: str) -> None:
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
                                    atol=1e-7)
     assert model.captures == 1  # every step replayed the plan
+    assert bool(model.plan.kernels) == (backend == "inductor")  # fused, or the interpreter
 
 
 def test_eval_under_no_grad() -> None:
