@@ -1447,7 +1447,7 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
     plan (read at every replay) from the second value on; True: as an input from the first
     call; False: as a constant per value. A float the step reads as a value in Python
     (``if lr > 0``) is a constant whatever this says."""
-    # a partial, not a closure: an OptimizedModule pickles with it (torch's pickle anew)
+    # a partial, not a closure: an OptimizedModule pickles with it (its copy compiles anew)
     wrap = functools.partial(CompiledStep, backend=backend, device=device, workers=workers,
                              cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
                              executor=executor, recompile_limit=recompile_limit,
