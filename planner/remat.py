@@ -115,10 +115,22 @@ def _early(g: nx.DiGraph, order: list[int]) -> set[int]:
 
 def _barriers(g: nx.DiGraph, order: list[int]) -> dict[int, int]:
     """Per node, the most steps fusion cannot join (products, convolutions' windows,
-    scatters: neither elementwise, a reduction nor a view) on a path from a source to it."""
+    scatters: neither elementwise, a reduction nor a view) on a path from a source to it.
+    An input of the backward (an output's gradient in a compiled function's joint graph,
+    planner.aot: its backward is a plan of its own) comes after every forward value."""
+    count = _counted(g, order, {})
+    late = [v for v in order if g.nodes[v]["op"] == "input"
+            and g.nodes[v].get("phase") == "backward"]
+    if not late:
+        return count
+    top = max(count.values()) + 1
+    return _counted(g, order, dict.fromkeys(late, top))
+
+
+def _counted(g: nx.DiGraph, order: list[int], start: dict[int, int]) -> dict[int, int]:
     count: dict[int, int] = {}
     for v in order:
-        best = 0
+        best = start.get(v, 0)
         for u in g.predecessors(v):
             prim = REGISTRY.get(g.nodes[u]["op"])
             barrier = prim is not None and not (prim.elementwise or prim.reduction or prim.view)

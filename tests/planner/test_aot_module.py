@@ -643,3 +643,29 @@ def test_a_python_float_argument_the_backward_reads():
         _clear(lin, x)
         compiled(x, scale).sum().backward()
         _assert_close(_grads(lin, x), want, 1e-5, 1e-6)
+
+
+def test_remat_recomputes_a_gelu_in_the_backward_plan():
+    """As in a compiled step (tests/planner/test_remat.py): the forward's GELU kernel writes
+    its result only, the backward plan's kernel recomputes the rest from the product; an
+    output's gradient counts as coming after the whole forward (it is the backward plan's
+    input), not as a source fusion could join to it."""
+    rng = np.random.default_rng(1)
+    w0 = rng.standard_normal((64, 256)).astype(np.float32) * 0.1
+    w1 = rng.standard_normal((256, 8)).astype(np.float32) * 0.1
+    x = rt.tensor(rng.standard_normal((256, 64)).astype(np.float32))
+    ws = [(rt.tensor(w0.copy(), requires_grad=True), rt.tensor(w1.copy(), requires_grad=True))
+          for _ in range(2)]
+
+    def make(w: Any, w2: Any) -> Callable[[Any], Any]:
+        return lambda x: F.gelu(x @ w) @ w2
+
+    (make(*ws[0])(x) ** 2).sum().backward()
+    compiled = planner.compile(make(*ws[1]), backend="llvm")
+    (compiled(x) ** 2).sum().backward()
+    for got, want in zip(ws[1], ws[0]):
+        np.testing.assert_allclose(got.grad.numpy(), want.grad.numpy(), rtol=1e-4, atol=1e-4)
+    backward = next(iter(compiled._cache.values())).bindings[0].aot.backward
+    erf = [k.kernel for k in compiled.plan.kernels + backward.kernels
+           if any(getattr(e, "op", None) == "erf" for e in k.kernel.exprs)]
+    assert len(erf) == 2 and [len(k.outputs) for k in erf] == [1, 1]
