@@ -384,8 +384,9 @@ from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
 from .ops.zeta import polygamma  # noqa: E402
+from .ops.more_ops import cumulative_trapezoid, trapezoid, trapz  # noqa: E402
 
-__all__ += ["polygamma"]
+__all__ += ["cumulative_trapezoid", "polygamma", "trapezoid", "trapz"]
 
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 

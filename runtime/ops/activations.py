@@ -199,7 +199,9 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
-    a, b = input.chunk(2, d)
+    half = input.shape[d] // 2  # halves of an empty dim are empty too (chunk gives one)
+    a = input.narrow(d, 0, half)
+    b = input.narrow(d, half, half)
     return F.mul(a, _stable_sigmoid(b))
 
 
@@ -350,7 +352,13 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
 @autocast_lower
 @linked_to_inputs("PreluKernelBackward0")
 def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    if weight.numel() != 1:
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{D.scalar_type_name(input.dtype)} and "
+                           f"{D.scalar_type_name(weight.dtype)}")
+    if weight.numel() == 1:  # the result has input's shape (a 0-d one too)
+        weight = weight.reshape(())
+    else:
         if input.dim() < 2 or input.shape[1] != weight.numel():
             channels = input.shape[1] if input.dim() >= 2 else 1
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
@@ -378,7 +386,10 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    g = input.reshape(n, num_groups, -1)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError("\"GroupNormKernelImpl\" not implemented for "
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    g = input.reshape(n, num_groups, input.numel() // max(n * num_groups, 1))
     mean = F.mean(g, (2,), keepdim=True)
     centered = F.sub(g, mean)
     var = F.mean(F.mul(centered, centered), (2,), keepdim=True)

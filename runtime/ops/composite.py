@@ -383,12 +383,23 @@ def _log_softmax(x: Tensor, dim: int) -> Tensor:
     return F.sub(shifted, F.log(F.sum(F.exp(shifted), dim, keepdim=True)))
 
 
+def _float_only(x: Tensor, kernel: str) -> None:
+    """PyTorch's error for an op whose kernel has floating dtypes only (checked after its
+    shapes, as its)."""
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{scalar_type_name(x.dtype)}'")
+
+
 def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
                       ) -> tuple[int, ...]:
     """layer_norm's and rms_norm's normalized_shape as a tuple, which must be the input's
     trailing dimensions (PyTorch's error and text where it is not: its rms_norm writes the
     expected shape "[*4]", its layer_norm "[*, 4]")."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
     if op == "rms_norm" and len(shape) > x.ndim:
         raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got "
                          f"{x.ndim}")
@@ -405,6 +416,7 @@ def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     shape = _normalized_shape(input, normalized_shape, "layer_norm")
+    _float_only(input, "LayerNormKernelImpl")
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     centered = F.sub(input, F.mean(input, axes, keepdim=True))
     var = F.mean(F.mul(centered, centered), axes, keepdim=True)
@@ -458,8 +470,13 @@ def drop(x: Tensor, p: float, training: bool, inplace: bool, noise_shape: tuple[
     ``training``; ``inplace``: written into ``x``, as ``x.copy_``. ``p`` is checked before."""
     if not training or p == 0.0:
         return x
-    if p == 1.0:
-        out = F.mul(x, 0.0)
+    if p == 1.0:  # PyTorch's x * zeros_like(x): x's dtype, -0.0 for negative floats
+        from ..creation import zeros_like
+
+        out = F.mul(x, 0.0) if x.dtype.is_floating_point else F.mul(x, zeros_like(x))
+    elif not x.dtype.is_floating_point:  # its float mask scaled into x
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{scalar_type_name(x.dtype)}")
     else:
         from ..creation import rand
 
@@ -531,6 +548,7 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
     """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
     machine epsilon, as PyTorch's."""
     shape = _normalized_shape(input, normalized_shape, "rms_norm")
+    _float_only(input, "rms_norm")
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
     axes = tuple(range(input.ndim - len(shape), input.ndim))

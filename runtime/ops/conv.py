@@ -1410,7 +1410,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     shape = (1, c) + (1,) * (input.ndim - 2)
     if training:
         count = input.numel() // c if c else 0
-        if count <= 1:
+        if count == 1:  # none at all is PyTorch's empty result
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {_torch_size(input)}")
         if (running_mean is None) != (running_var is None):  # one would go un-updated
@@ -1468,6 +1468,10 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    if mode in ("reflect", "replicate") and input.dtype is D.bool_:
+        kernel = "reflection" if mode == "reflect" else "replication"
+        raise NotImplementedError(f"\"{kernel}_pad{len(pad) // 2}d\" not implemented for "
+                                  "'Bool'")
     out = input
     for i in range(len(pad) // 2):
         dim = input.ndim - 1 - i

@@ -1,0 +1,136 @@
+"""A sweep of tensor ops on unusual but legal inputs (empty, 0-d, integer, bool) against
+PyTorch: values, gradients and error texts; each case a difference found and fixed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(m: Any, f: Callable[[Any], Any]) -> Any:
+    try:
+        r = f(m)
+    except (RuntimeError, TypeError, IndexError, NotImplementedError, ValueError) as e:
+        return type(e).__name__, str(e).split("\n")[0]
+    rs = r if isinstance(r, tuple) else (r,)
+    return tuple((tuple(t.shape), str(t.dtype).split(".")[-1],
+                  str(np.asarray(t.detach().numpy()).round(6).tolist())) for t in rs)
+
+
+CASES: dict[str, Callable[[Any], Any]] = {
+    # reductions over a non-empty dim of an empty tensor: an empty result, not an error
+    "median_empty_other_dim": lambda m: m.median(m.zeros(0, 3), 1),
+    "mode_empty_other_dim": lambda m: m.mode(m.zeros(0, 3), 1),
+    "nanmedian_empty_other_dim": lambda m: m.nanmedian(m.zeros(0, 3), 1),
+    "median_all_empty": lambda m: m.median(m.zeros(0, 3)),
+    "median_empty_dim": lambda m: m.median(m.zeros(0, 3), 0),
+    "kthvalue_empty_dim": lambda m: m.kthvalue(m.zeros(0, 3), 1, 0),
+    # the size of a 0-d tensor's dim
+    "roll_0d": lambda m: m.roll(m.tensor(1.0), 1, -1),
+    "unbind_0d": lambda m: m.unbind(m.tensor(1.0), -1),
+    "tensordot_0d": lambda m: m.tensordot(m.tensor(1.0), m.tensor(1.0), dims=([-1], [-1])),
+    "chunk_0d": lambda m: m.chunk(m.tensor(1.0), 2),
+    "split_0d": lambda m: m.split(m.tensor(1.0), 1),
+    "narrow_0d": lambda m: m.narrow(m.tensor(1.0), 0, 0, 1),
+    "unflatten_0d": lambda m: m.unflatten(m.tensor(1.0), -1, (1, -1)),
+    "unique_dim_0d": lambda m: m.unique(m.tensor(1.0), dim=0),
+    "matmul_0d": lambda m: m.matmul(m.tensor(1.0), m.tensor(2.0)),
+    # dtypes PyTorch has no kernel for, and its texts
+    "matmul_bool": lambda m: m.ones(2, 3, dtype=m.bool) @ m.ones(3, 2, dtype=m.bool),
+    "dot_bool": lambda m: m.ones(3, dtype=m.bool) @ m.ones(3, dtype=m.bool),
+    "mv_bool": lambda m: m.ones(2, 3, dtype=m.bool) @ m.ones(3, dtype=m.bool),
+    "bmm_bool": lambda m: m.ones(2, 2, 3, dtype=m.bool) @ m.ones(2, 3, 2, dtype=m.bool),
+    "trace_bool": lambda m: m.trace(m.ones(2, 2, dtype=m.bool)),
+    "cov_bool": lambda m: m.cov(m.ones(2, 3, dtype=m.bool)),
+    "cov_3d": lambda m: m.cov(m.ones(2, 3, 4)),
+    "corrcoef_3d": lambda m: m.corrcoef(m.ones(2, 3, 4)),
+    "corrcoef_bool": lambda m: m.corrcoef(m.ones(2, 3, dtype=m.bool)),
+    "cdist_int": lambda m: m.cdist(m.ones(2, 3, dtype=m.int64), m.ones(2, 3, dtype=m.int64)),
+    "cdist_mixed": lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3, dtype=m.float64)),
+    "histc_bool": lambda m: m.histc(m.ones(3, dtype=m.bool)),
+    "histc_int": lambda m: m.histc(m.ones(3, dtype=m.int64)),
+    "isclose_dtypes": lambda m: m.isclose(m.ones(2), m.ones(2, dtype=m.int64)),
+    "nanquantile_empty": lambda m: m.nanquantile(m.ones(0), 0.5),
+    "nanquantile_int": lambda m: m.nanquantile(m.ones(3, dtype=m.int64), 0.5),
+    "nanquantile_q": lambda m: m.nanquantile(m.ones(3), 1.23456789),
+    "quantile_q": lambda m: m.quantile(m.ones(3), 2.0),
+    # trapezoid and cumulative_trapezoid
+    "trapezoid": lambda m: m.trapezoid(m.tensor([[1.0, 2, 4], [0, 1, 3]])),
+    "trapezoid_dx": lambda m: m.trapezoid(m.tensor([[1.0, 2, 4], [0, 1, 3]]), dx=2),
+    "trapezoid_x": lambda m: m.trapezoid(m.tensor([[1.0, 2, 4], [0, 1, 3]]),
+                                         m.tensor([0.0, 1, 3])),
+    "trapezoid_x2d": lambda m: m.trapezoid(m.tensor([[1.0, 2, 4], [0, 1, 3]]),
+                                           m.tensor([[0.0, 1, 3], [0, 2, 3]])),
+    "trapezoid_dim0": lambda m: m.trapezoid(m.tensor([[1.0, 2, 4], [0, 1, 3]]), dim=0),
+    "trapezoid_empty": lambda m: m.trapezoid(m.ones(3, 0)),
+    "trapezoid_int": lambda m: m.trapezoid(m.tensor([1, 2, 3])),
+    "trapezoid_0d": lambda m: m.trapezoid(m.tensor(1.0)),
+    "trapezoid_bool": lambda m: m.trapezoid(m.tensor([True])),
+    "trapezoid_x_bool": lambda m: m.trapezoid(m.ones(3), m.tensor([True, False, True])),
+    "trapezoid_x_size": lambda m: m.trapezoid(m.ones(3), m.tensor([0.0, 1])),
+    "trapz": lambda m: m.trapz(m.tensor([1.0, 2, 4]), dx=0.5),
+    "cumulative_trapezoid": lambda m: m.cumulative_trapezoid(m.tensor([[1.0, 2, 4], [0, 1, 3]])),
+    "cumulative_trapezoid_x": lambda m: m.cumulative_trapezoid(m.tensor([1.0, 2, 4]),
+                                                               m.tensor([0.0, 1, 3])),
+    "cumulative_trapezoid_empty": lambda m: m.cumulative_trapezoid(m.ones(3, 0)),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_case(name: str) -> None:
+    assert _outcome(rt, CASES[name]) == _outcome(torch, CASES[name])
+
+
+def test_kthvalue_picks_pytorchs_index_among_ties() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 14))
+        a = rng.integers(0, 3, (3, n)).astype(float)
+        a[rng.random(a.shape) < 0.15] = np.nan
+        k = int(rng.integers(1, n + 1))
+        ours, theirs = rt.kthvalue(rt.tensor(a), k, 1), torch.kthvalue(torch.tensor(a), k, 1)
+        np.testing.assert_array_equal(ours.indices.numpy(), theirs.indices.numpy())
+        np.testing.assert_array_equal(ours.values.numpy(), theirs.values.numpy())
+
+
+def test_kthvalue_gradient_goes_to_pytorchs_element() -> None:
+    grads = []
+    for m in (rt, torch):
+        x = m.tensor([[1.0, 1.0, 2.0], [3.0, 3.0, 3.0]], requires_grad=True)
+        m.kthvalue(x, 1, 1).values.sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(*grads)
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "floordiv", "unique", "unique_dim"])
+def test_recorded_without_a_derivative(name: str) -> None:
+    calls: dict[str, Callable[[Any, Any], Any]] = {
+        "floor_divide": lambda m, x: m.floor_divide(x, 2),
+        "floordiv": lambda m, x: x // 2,
+        "unique": lambda m, x: m.unique(x),
+        "unique_dim": lambda m, x: m.unique(x, dim=0),
+    }
+    seen = []
+    for m in (rt, torch):
+        x = m.tensor([[3.0, 4.0], [3.0, 4.0]], requires_grad=True)
+        y = calls[name](m, x)
+        assert y.requires_grad
+        with pytest.raises((RuntimeError, NotImplementedError)) as info:
+            y.sum().backward()
+        seen.append((type(y.grad_fn).__name__, info.type, str(info.value)))
+        with m.no_grad():
+            assert not calls[name](m, x).requires_grad
+    assert seen[0] == seen[1]
+
+
+def test_remainder_double_backward_still_runs() -> None:
+    a = rt.tensor([5.0, -3.5], dtype=rt.float64, requires_grad=True)
+    b = rt.tensor([2.0, 1.5], dtype=rt.float64, requires_grad=True)
+    assert rt.autograd.gradgradcheck(rt.remainder, (a, b))
