@@ -8,6 +8,7 @@ sorted argument positions of v where u appears. `g.graph["next_id"]` is the next
 from __future__ import annotations
 
 import heapq
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -182,6 +183,12 @@ def topo_order(g: nx.DiGraph, key: Callable[[int], Any] | None = None) -> list[i
     if len(order) != len(remaining):
         raise nx.NetworkXUnfeasible("Graph contains a cycle or graph changed during iteration")
     return order
+
+
+def checking() -> bool:
+    """Whether the planner verifies its graphs after the passes (``check``):
+    ``$BACKPLAN_CHECK_GRAPHS`` is 1 (the test suite sets it)."""
+    return os.environ.get("BACKPLAN_CHECK_GRAPHS") == "1"
 
 
 def check(g: nx.DiGraph) -> None:
