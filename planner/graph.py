@@ -160,8 +160,8 @@ def topo_order(g: nx.DiGraph, key: Callable[[int], Any] | None = None) -> list[i
     the earliest in the graph's node order) first among the ready ones: networkx's
     ``lexicographical_topological_sort``, 5x faster (it is the graph passes' walk: rnn's
     passes sorted their graph 11 times, 65 of 150 ms of planning)."""
-    pred = g.pred
-    remaining = {v: len(pred[v]) for v in g}
+    pred = g._pred  # networkx's own dicts: its views cost 2x the walk (1.9 of gpt's 3 ms)
+    remaining = {v: len(p) for v, p in pred.items()}
     if key is None:
         ready: list[Any] = [v for v, d in remaining.items() if d == 0]
     else:
@@ -169,7 +169,7 @@ def topo_order(g: nx.DiGraph, key: Callable[[int], Any] | None = None) -> list[i
         ready = [(key(v), position[v], v) for v, d in remaining.items() if d == 0]
     heapq.heapify(ready)
     order = []
-    succ = g.succ
+    succ = g._succ
     while ready:
         v = heapq.heappop(ready)
         if key is not None:
