@@ -463,7 +463,10 @@ class CompiledStep:
         # threads run one at a time: they share the parameters and optimizer state they
         # update (and this step's plan cache). Steps given one lock share it.
         self.lock: AbstractContextManager[Any] = threading.RLock() if lock is None else lock
-        functools.update_wrapper(self, fn)
+        # a module's attributes are not copied: one named ``fn``, ``device`` or ``plan``
+        # would replace the step's own (the step called the module's ``fn``, silently)
+        functools.update_wrapper(self, fn, updated=() if isinstance(fn, Module)
+                                 else functools.WRAPPER_UPDATES)
 
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -680,6 +683,8 @@ class CompiledStep:
     # --- internals --------------------------------------------------------------------------
     @property
     def _name(self) -> str:
+        if isinstance(self.fn, Module):  # its class, not its repr (a line per layer)
+            return type(self.fn).__qualname__
         return getattr(self.fn, "__qualname__", repr(self.fn))
 
     def _warm_up(self, key: tuple[Any, ...], why: str) -> None:
@@ -1029,7 +1034,13 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
 
 
 def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:
-    if binding.pending is not None:  # the unfused plan, beside the children compiling
+    pending = binding.pending
+    if pending is not None:  # the unfused plan, beside the children compiling
+        if not pending.started:  # the first call's run has every core, then they fork
+            try:
+                return binding._replayer()(args)
+            finally:
+                pending.start()
         with intra_op(bg.threads_beside_compile()):
             return binding._replayer()(args)
     return binding._replayer()(args)

@@ -239,6 +239,41 @@ def test_lazy_module() -> None:
     assert cm.captures == 1
 
 
+class _Named(nn.Module):
+    """A module whose attributes share the compiled step's names."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.Linear(2, 2)
+        self.fn = F.relu
+        self.device = "cuda"
+        self.plan = "mine"
+
+    def forward(self, x: Any) -> Any:
+        y = self.fn(self.layer(x)) + 100
+        if self.plan == "break":
+            return y * float(y.sum())  # a value read in Python: eager, saying so
+        return y
+
+
+def test_module_attributes_named_as_the_steps_are_the_modules() -> None:
+    model = _Named()
+    cm = planner.compile(model)
+    x = rt.randn(3, 2)
+    # the step called the module's ``fn`` (relu), not the module, silently: no + 100
+    np.testing.assert_allclose(cm(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-6)
+    assert cm.forward.fn is model and cm.forward.device is None
+    assert cm.fn is model.fn and cm.device == "cuda" and cm.plan == "mine"
+    assert cm.captures == 1
+
+
+def test_fallback_warning_names_the_module_class() -> None:
+    model = _Named()
+    model.plan = "break"
+    with pytest.warns(RuntimeWarning, match=r"^planner: _Named runs eagerly: "):
+        planner.compile(model)(rt.randn(3, 2))
+
+
 def test_global_hook_warns_as_torch() -> None:
     from runtime.nn.module import register_module_forward_hook
 
