@@ -1034,13 +1034,7 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
 
 
 def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:
-    pending = binding.pending
-    if pending is not None:  # the unfused plan, beside the children compiling
-        if not pending.started:  # the first call's run has every core, then they fork
-            try:
-                return binding._replayer()(args)
-            finally:
-                pending.start()
+    if binding.pending is not None:  # the unfused plan, beside the children compiling
         with intra_op(bg.threads_beside_compile()):
             return binding._replayer()(args)
     return binding._replayer()(args)
