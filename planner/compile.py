@@ -582,6 +582,8 @@ class CompiledStep:
         self._entry(key).bindings.insert(0, binding)  # most recently used first
         self.plan = binding.plan
         if ran_eagerly:
+            if binding.pending is not None:
+                binding.pending.start()
             return result
         return _replay(binding, args)
 
@@ -774,7 +776,8 @@ class CompiledStep:
                 if later and fused is not plan:
                     if bg.worth_it(fused, self.cache_dir):
                         pending = bg.Pending(fused, functools.partial(
-                            self._build_and_keep, fused, plan_key), self._name)
+                            self._build_and_keep, fused, plan_key), self._name,
+                            start=False)  # after the first call's run (_replay_plan)
                         plan.executable.native_code = False  # run meanwhile: no native code
                     else:
                         fused = self._built(plan, fused)
@@ -1034,7 +1037,13 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
 
 
 def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:
-    if binding.pending is not None:  # the unfused plan, beside the children compiling
+    pending = binding.pending
+    if pending is not None:  # the unfused plan, beside the children compiling
+        if not pending.started:  # the first call's run has every core, then they fork
+            try:
+                return binding._replayer()(args)
+            finally:
+                pending.start()
         with intra_op(bg.threads_beside_compile()):
             return binding._replayer()(args)
     return binding._replayer()(args)
