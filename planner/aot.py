@@ -88,6 +88,8 @@ def trace_backward(tracer: Any, result: Any, n_args: int) -> AotCapture | None:
             raise GraphBreak("the step returns a tensor from outside it that requires grad")
         if t._grad_fn is None:  # eager mode returns a leaf, whose .grad the caller reads
             raise GraphBreak("the step returns a leaf tensor it made that requires grad")
+        if t._retains_grad:  # its .grad sums what reaches it through the other outputs too
+            raise GraphBreak("the step calls retain_grad() on a tensor it returns")
     inputs, tensors_in = _grad_inputs(tracer)
     if not inputs:
         raise GraphBreak("the step returns a tensor that requires grad, but reads no tensor "

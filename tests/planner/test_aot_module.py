@@ -669,3 +669,23 @@ def test_remat_recomputes_a_gelu_in_the_backward_plan():
     erf = [k.kernel for k in compiled.plan.kernels + backward.kernels
            if any(getattr(e, "op", None) == "erf" for e in k.kernel.exprs)]
     assert len(erf) == 2 and [len(k.outputs) for k in erf] == [1, 1]
+
+
+def test_an_output_the_function_retains_grad_on():
+    rt.manual_seed(0)
+    lin = nn.Linear(3, 2)
+
+    def f(x):
+        y = lin(x)
+        y.retain_grad()
+        return y, y.tanh()
+
+    x = rt.randn(4, 3)
+    compiled = planner.compile(f)
+    with pytest.warns(RuntimeWarning, match="retain_grad"):  # eager: y.grad sums z's too
+        compiled(x)
+    for fn in (f, compiled):
+        y, z = fn(x)
+        (z * 3).sum().backward()
+        np.testing.assert_allclose(y.grad.numpy(), 3 * (1 - np.tanh(y.detach().numpy()) ** 2),
+                                   rtol=1e-5, atol=1e-6)
