@@ -673,8 +673,46 @@ for _dunder, _n in {
 }.items():
     setattr(Tensor, f"__{_dunder}__", getattr(F, _n))
 Tensor.t = F.t_  # type: ignore[assignment]
-Tensor.T = property(lambda self: F.permute(self, *reversed(range(self.ndim))))  # type: ignore
-Tensor.mT = property(lambda self: F.transpose(self, -2, -1))  # type: ignore
+def _reversed_dims(self: Tensor) -> Tensor:
+    """Tensor.T: the dims reversed (PyTorch's warning where the tensor is not a matrix)."""
+    if self.ndim not in (0, 2):
+        warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                      "shape is deprecated and it will throw an error in a future release. "
+                      "Consider `x.mT` to transpose batches of matrices or `x.permute(*torch."
+                      "arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.",
+                      UserWarning, stacklevel=3)
+    return F.permute(self, *reversed(range(self.ndim)))
+
+
+def _matrix_transpose(name: str, batches: bool) -> Any:
+    """Tensor.mT/mH (batches of matrices) and Tensor.H (a matrix): the last two dims swapped
+    (real tensors: the conjugate is the tensor), PyTorch's checks and 0-d deprecation."""
+    def get(self: Tensor) -> Tensor:
+        if self.ndim == 0 and batches:
+            warnings.warn(f"Tensor.{name} is deprecated on 0-D tensors. This function is the "
+                          "identity in these cases.", UserWarning, stacklevel=3)
+            return self
+        if batches and self.ndim < 2:
+            raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of "
+                               f"matrices. Got {self.ndim}-D tensor.")
+        if not batches and self.ndim != 2:
+            if self.ndim == 0:
+                warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().",
+                              UserWarning, stacklevel=3)
+                return self
+            hint = " For batches of matrices, consider using tensor.mH" if self.ndim > 2 else ""
+            raise RuntimeError(f"tensor.{name} is only supported on matrices (2-D tensors). "
+                               f"Got {self.ndim}-D tensor.{hint}")
+        return F.transpose(self, -2, -1)
+
+    return property(get)
+
+
+Tensor.T = property(_reversed_dims)  # type: ignore[assignment]
+Tensor.mT = _matrix_transpose("mT", True)  # type: ignore[attr-defined]
+Tensor.mH = _matrix_transpose("mH", True)  # type: ignore[attr-defined]
+Tensor.H = _matrix_transpose("H", False)  # type: ignore[attr-defined]
+Tensor.ravel = lambda self: F.reshape(self, (-1,))  # type: ignore[attr-defined]
 from .ops import inplace_ops as _inpl  # noqa: E402
 
 for _n in ("abs_ log_ floor_ ceil_ trunc_ sign_ sin_ cos_ log1p_ expm1_ relu_ sigmoid_ round_ "

@@ -1125,7 +1125,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None)
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
         return written_to(out, matmul(input, other), "matmul")
-    if not (input.ndim and other.ndim):
+    if not (input.ndim and other.ndim) and input.device == other.device:  # devices first
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{input.ndim}D and {other.ndim}D")
     if input.dtype is D.bool_ and other.dtype is D.bool_:
@@ -1305,7 +1305,27 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
     if out is not None:
         return written_to(out, addcmul(input, tensor1, tensor2, value=value), "addcmul")
     tensor1, tensor2 = _promoted_with(input, tensor1, tensor2)
+    value = _addcmul_value(tensor1.dtype, value)
     return add(input, mul(mul(tensor1, value), tensor2) if value != 1 else mul(tensor1, tensor2))
+
+
+def _addcmul_value(dtype: D.DType, value: Any) -> Any:
+    """addcmul's value as its kernel takes it: in the integer dtype of an integer product
+    (0.5 is 0); a bool product has no kernel."""
+    if dtype is D.bool_:
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    return int(value) if dtype.category == 1 and isinstance(value, float) else value
+
+
+def _check_addcdiv(tensor1: Tensor, tensor2: Tensor) -> None:
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))."
+            "to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
 
 
 def _promoted_with(t: Tensor, t1: Tensor, t2: Tensor) -> tuple[Tensor, Tensor]:
@@ -1321,6 +1341,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
     """t + value * t1 / t2."""
     if out is not None:
         return written_to(out, addcdiv(input, tensor1, tensor2, value=value), "addcdiv")
+    _check_addcdiv(tensor1, tensor2)
     return add(input, div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2))
 
 
@@ -1335,12 +1356,14 @@ def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 def addcmul_(t: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
     tensor1, tensor2 = _promoted_with(t, tensor1, tensor2)
+    value = _addcmul_value(tensor1.dtype, value)
     return named(add_(t, mul(mul(tensor1, value), tensor2) if value != 1 else
                       mul(tensor1, tensor2)),
                  "AddcmulBackward0")
 
 
 def addcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    _check_addcdiv(tensor1, tensor2)
     return named(add_(t, div(mul(tensor1, value), tensor2) if value != 1 else
                       div(tensor1, tensor2)),
                  "AddcdivBackward0")

@@ -244,7 +244,11 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
         raise RuntimeError("heaviside is not yet implemented for tensors with different "
                            "dtypes.")
     step = F.cast(F.gt(input.detach(), 0), input.dtype)
-    return F.where(F.eq(input.detach(), 0), values.detach(), step)
+    result = F.where(F.eq(input.detach(), 0), values.detach(), step)
+    from .composite import no_derivative  # recorded as PyTorch's: its backward raises
+
+    return no_derivative(result, (input, values), RuntimeError,
+                         "derivative for aten::heaviside is not implemented")
 
 
 @takes_out("signbit")

@@ -187,7 +187,12 @@ def _quickselect(values: np.ndarray, k: int) -> int:
 def _quickselect_ties(x: Tensor, d: int, k: int, idx: Tensor) -> Tensor:
     """``idx`` (kept dim ``d``: a stable sort's k-th) with the rows whose k-th value occurs
     more than once given PyTorch's pick among the equal ones instead (its quickselect's);
-    rows without ties keep it, which any selection agrees on."""
+    rows without ties keep it, which any selection agrees on. A captured step keeps the
+    stable sort's (its values are not read while capturing; ties only pick another index)."""
+    from ..tracing import is_tracing
+
+    if is_tracing():
+        return idx
     rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1)
     picked = np.moveaxis(np.asarray(idx.cpu().numpy()), d, -1)
     flat, flat_idx = rows.reshape(-1, rows.shape[-1]), picked.reshape(-1).copy()

@@ -80,12 +80,39 @@ CASES: dict[str, Callable[[Any], Any]] = {
     "cumulative_trapezoid_x": lambda m: m.cumulative_trapezoid(m.tensor([1.0, 2, 4]),
                                                                m.tensor([0.0, 1, 3])),
     "cumulative_trapezoid_empty": lambda m: m.cumulative_trapezoid(m.ones(3, 0)),
+    # addcmul/addcdiv of integers: the value in the integer dtype, integer division refused
+    "addcmul_int_half": lambda m: m.addcmul(m.tensor([[1, 2, 3], [-1, 4, 5]]),
+                                            m.tensor([[1, 2, 3], [-1, 4, 5]]),
+                                            m.tensor([[1, 2, 3], [-1, 4, 5]]), value=0.5),
+    "addcmul_int": lambda m: m.addcmul(m.tensor([1, -2]), m.tensor([3, 4]), m.tensor([2, 2]),
+                                       value=1.5),
+    "addcmul_float_input": lambda m: m.addcmul(m.tensor([1.0, -2]), m.tensor([3, 4]),
+                                               m.tensor([2, 2]), value=0.5),
+    "addcmul_bool": lambda m: m.addcmul(m.ones(2, dtype=m.bool), m.ones(2, dtype=m.bool),
+                                        m.ones(2, dtype=m.bool)),
+    "addcdiv_int": lambda m: m.addcdiv(m.tensor([1, 2]), m.tensor([3, 4]), m.tensor([2, 2])),
+    "addcdiv_int_into_float": lambda m: m.addcdiv(m.tensor([1.0, 2]), m.tensor([3, 4]),
+                                                  m.tensor([2, 2])),
+    # matrix transposes and ravel
+    "mT_1d": lambda m: m.ones(3).mT,
+    "mH_1d": lambda m: m.ones(3).mH,
+    "H_3d": lambda m: m.ones(2, 3, 4).H,
+    "mH": lambda m: m.arange(6.0).reshape(1, 2, 3).mH,
+    "H": lambda m: m.arange(6.0).reshape(2, 3).H,
+    "ravel": lambda m: m.arange(6.0).reshape(2, 3).t().ravel(),
 }
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_case(name: str) -> None:
     assert _outcome(rt, CASES[name]) == _outcome(torch, CASES[name])
+
+
+def test_transpose_warnings() -> None:
+    with pytest.warns(UserWarning, match="Tensor.mT is deprecated on 0-D tensors"):
+        assert rt.tensor(2.0).mT.item() == 2.0
+    with pytest.warns(UserWarning, match="The use of `x.T` on tensors of dimension other than 2"):
+        assert tuple(rt.ones(2, 3, 4).T.shape) == (4, 3, 2)
 
 
 def test_kthvalue_picks_pytorchs_index_among_ties() -> None:
@@ -109,9 +136,11 @@ def test_kthvalue_gradient_goes_to_pytorchs_element() -> None:
     np.testing.assert_array_equal(*grads)
 
 
-@pytest.mark.parametrize("name", ["floor_divide", "floordiv", "unique", "unique_dim"])
+@pytest.mark.parametrize("name", ["floor_divide", "floordiv", "unique", "unique_dim",
+                                  "heaviside"])
 def test_recorded_without_a_derivative(name: str) -> None:
     calls: dict[str, Callable[[Any, Any], Any]] = {
+        "heaviside": lambda m, x: m.heaviside(x, m.tensor(0.5)),
         "floor_divide": lambda m, x: m.floor_divide(x, 2),
         "floordiv": lambda m, x: x // 2,
         "unique": lambda m, x: m.unique(x),
