@@ -24,11 +24,12 @@ Params = Iterable[Tensor] | Iterable[dict[str, Any]]
 
 # every optimizer alive: a capture (planner.capture) compares their parameter groups before
 # and after the step it traces, to replay what the step assigns there
-_LIVE: weakref.WeakSet[Optimizer] = weakref.WeakSet()
+# (by id: an optimizer of the user's may define __eq__ without __hash__)
+_LIVE: weakref.WeakValueDictionary[int, Optimizer] = weakref.WeakValueDictionary()
 
 
 def live_optimizers() -> list[Optimizer]:
-    return list(_LIVE)
+    return list(_LIVE.values())
 
 # hooks around every optimizer's step (register_optimizer_step_pre_hook / _post_hook)
 _global_optimizer_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
@@ -110,7 +111,7 @@ class Optimizer:
             )
         self.state: defaultdict[Tensor, dict[str, Any]] = defaultdict(dict)
         self.param_groups: list[dict[str, Any]] = []
-        _LIVE.add(self)
+        _LIVE[id(self)] = self
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")
