@@ -19,12 +19,13 @@ from collections.abc import Callable, Sized
 from typing import TYPE_CHECKING, Any
 
 from runtime.nn.module import Module, global_hook_ids
+from runtime.tracing import is_tracing
 
 if TYPE_CHECKING:
     from .compile import CompiledStep
 
 # the attributes the wrapper keeps as its own; any other is the original module's
-_OWN = frozenset({"_orig_mod", "forward", "_make_step", "_super_module_initialized",
+_OWN = frozenset({"_orig_mod", "forward", "_step", "_make_step", "_super_module_initialized",
                   "__dict__"})
 
 
@@ -57,7 +58,7 @@ class OptimizedModule(Module):
         self._super_module_initialized = True
         self._orig_mod = mod  # registered: the state dict's ``_orig_mod.`` prefix
         self._make_step = make_step
-        self.forward = make_step(mod)
+        self._step = self.forward = make_step(mod)  # ``forward`` may be replaced, as torch's
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if len(global_hook_ids()) > 3:  # beyond the three separators: a global hook
@@ -67,7 +68,19 @@ class OptimizedModule(Module):
                 "extra time for the `OptimizedModule` created by `torch.compile(module)`. If "
                 "this causes undesired behavior, please try using `module.compile()`, or use "
                 "the per-module hooks instead", stacklevel=2)
-        return super().__call__(*args, **kwargs)
+        step = self.forward
+        if step is not self._step or self._has_hooks() or is_tracing():
+            return super().__call__(*args, **kwargs)  # hooks of the wrapper's, around forward
+        # the step's call without Module.__call__'s frame (what it would run is nothing
+        # here): the step's warnings, at a fixed depth, point at the caller's line
+        with step.lock:
+            return step._call(args, kwargs)
+
+    def _has_hooks(self) -> bool:
+        """Whether Module.__call__ would run hooks around ``forward`` (this wrapper's or
+        global ones)."""
+        return bool(self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
+                    or self._backward_pre_hooks or len(global_hook_ids()) > 3)
 
     @property  # type: ignore[override]
     def training(self) -> bool:  # the original module's, as torch's

@@ -270,8 +270,23 @@ def test_module_attributes_named_as_the_steps_are_the_modules() -> None:
 def test_fallback_warning_names_the_module_class() -> None:
     model = _Named()
     model.plan = "break"
+    cm = planner.compile(model)
+    with pytest.warns(RuntimeWarning, match=r"^planner: _Named runs eagerly: ") as record:
+        cm(rt.randn(3, 2))
+    assert record[0].filename == __file__  # the caller's line, not the wrapper's
+    cm.register_forward_hook(lambda m, a, out: None)  # a call through Module.__call__
     with pytest.warns(RuntimeWarning, match=r"^planner: _Named runs eagerly: "):
-        planner.compile(model)(rt.randn(3, 2))
+        cm(rt.randn(4, 2))
+
+
+def test_forward_replaced_is_called_as_torchs() -> None:
+    model = _mlp(rt)
+    cm = planner.compile(model)
+    tm = torch.compile(_mlp(torch))
+    cm.forward = lambda x: x * 3
+    tm.forward = lambda x: x * 3
+    assert "forward" not in model.__dict__  # the wrapper's, not the module's
+    assert float(cm(rt.ones(1))) == float(tm(torch.ones(1))) == 3.0
 
 
 def test_global_hook_warns_as_torch() -> None:
