@@ -448,6 +448,7 @@ class CompiledStep:
         # (``_changed_floats``), and those found read as values (constants for good)
         self._dynamic: dict[Any, frozenset[int]] = {}
         self.dynamic = dynamic
+        self.name: str | None = None  # what warnings and logs call it (default: fn's name)
         self._static: dict[Any, set[int]] = {}
         self._last_key: tuple[Any, ...] | None = None
         self.captures = 0  # how many times the step was captured and planned
@@ -685,6 +686,8 @@ class CompiledStep:
     # --- internals --------------------------------------------------------------------------
     @property
     def _name(self) -> str:
+        if self.name is not None:  # given (rt.compile's name=)
+            return self.name
         if isinstance(self.fn, Module):  # its class, not its repr (a line per layer)
             return type(self.fn).__qualname__
         return getattr(self.fn, "__qualname__", repr(self.fn))

@@ -99,6 +99,12 @@ def torch_compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool |
                              f"provided.")
     if disable:
         return model
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"rt.compile: name must be a str, got {type(name).__name__}")
     limit = RECOMPILE_LIMIT if recompile_limit is None else recompile_limit
-    return compile(model, backend=planned, fullgraph=fullgraph, dynamic=dynamic,
-                   recompile_limit=limit)
+    compiled = compile(model, backend=planned, fullgraph=fullgraph, dynamic=dynamic,
+                       recompile_limit=limit)
+    step = getattr(compiled, "forward", compiled)  # an OptimizedModule's step
+    if name is not None and hasattr(step, "name"):
+        step.name = name  # what its warnings and recompile log call it
+    return compiled

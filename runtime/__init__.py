@@ -311,7 +311,8 @@ def compile(model: _Any = None, *, fullgraph: _builtins.bool = False,  # noqa: A
     constant per value); tensor shapes are always specialized (a new shape captures again).
     ``fullgraph=True``: a graph break raises instead of running eagerly. ``recompile_limit``
     (None: 8, as torch's) is per compiled model, so ``isolate_recompiles`` holds either way;
-    ``name`` is accepted; ``shapes_spec`` is refused. ``disable=True`` returns ``model``
+    ``name``: what the compiled step's warnings and recompile log call it; ``shapes_spec``
+    is refused. ``disable=True`` returns ``model``
     unchanged (after the checks above, as torch's)."""
     from planner.torch_api import torch_compile  # runtime never imports planner eagerly
 

@@ -477,3 +477,16 @@ def test_runtime_does_not_import_planner() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_name_is_what_warnings_call_the_step() -> None:
+    def step(x: Any) -> Any:
+        return (x * 2).sum().item()  # a graph break: the warning names the step
+
+    compiled = rt.compile(step, name="my_step")
+    with pytest.warns(RuntimeWarning, match="planner: my_step runs eagerly"):
+        compiled(rt.ones(3))
+    module = rt.compile(rt.nn.Linear(3, 1), name="my_model")
+    assert module.forward.name == "my_model"
+    with pytest.raises(TypeError, match="name must be a str"):
+        rt.compile(step, name=3)
