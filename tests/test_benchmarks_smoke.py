@@ -166,3 +166,20 @@ def test_memory_benchmark_prints_table(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "step B" in out and "above start B" in out
     assert "chain interpreter/eager, step peak" in out
+
+
+def test_module_benchmark_trains_as_eager(capsys: pytest.CaptureFixture[str]) -> None:
+    """benchmarks.modules: the compiled-module step (rt.compile(model), the rest eager) and the
+    whole step compiled train as the eager step does, and its table prints."""
+    from benchmarks import modules
+
+    arrays = modules.cnn_arrays(0)
+    losses = {}
+    for variant, compile_model in (("eager", None), ("module", rt.compile)):
+        run, _ = modules.cnn_steps(rt, arrays, compile_model)
+        losses[variant] = [float(run()) for _ in range(3)]
+    np.testing.assert_allclose(losses["module"], losses["eager"], rtol=1e-5)
+    modules.main(["--workloads", "cnn", "--repeat", "1", "--min-time", "0.001",
+                  "--no-torch-compile"])
+    out = capsys.readouterr().out
+    assert "module/eager" in out and "cnn" in out
