@@ -181,13 +181,14 @@ def _first_tensor(value: Any) -> Tensor:
 def _put_older_backward_hooks(module: Module, hooks: list[Callable[..., Any]], args: Any,
                               output: Any) -> None:
     """The non-full backward hooks go on the node of the first output, as torch's."""
-    grad_fn = _first_tensor(output).grad_fn
+    first = _first_tensor(output)
+    grad_fn = first.grad_fn
     if grad_fn is None:
         return
     from runtime.nn.older_hooks import older_hook
 
     for hook in hooks:
-        grad_fn.register_hook(older_hook(hook, module, grad_fn))
+        grad_fn.register_hook(older_hook(hook, module, grad_fn, args, first))
     _warn_older_backward_hook(args, output, grad_fn)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from runtime import _dtype as D
 from runtime.autograd.node import Meta
+from runtime.tensor import Tensor
 
 Hook = Callable[..., Any]
 
@@ -46,12 +47,16 @@ def _replace_outputs(node: Any, values: list[Any]) -> None:
     handle = node.register_hook(replace)
 
 
-def older_hook(hook: Hook, module: Any, fn: Any) -> Callable[[tuple[Any, ...], tuple[Any, ...]],
-                                                                 Any]:
-    """``hook(module, grad_input, grad_output)`` as a post hook of ``fn``."""
+def older_hook(hook: Hook, module: Any, fn: Any, args: Any = (), output: Any = None
+               ) -> Callable[[tuple[Any, ...], tuple[Any, ...]], Any]:
+    """``hook(module, grad_input, grad_output)`` as a post hook of ``fn``, the node of
+    ``output`` (the module's first output; ``args`` its inputs)."""
     product = _addmm_product(fn)
     if product is not None:
         return _addmm_hook(hook, module, product)
+    operands = _op_operands(module, args, fn)
+    if operands is not None and output is not None:
+        return _composite_hook(hook, module, fn, operands, output)
     kept = _differentiable(fn)
 
     def call(outputs: tuple[Any, ...], grads: tuple[Any, ...]) -> Any:
@@ -67,6 +72,75 @@ def older_hook(hook: Hook, module: Any, fn: Any) -> Callable[[tuple[Any, ...], t
         for i, v in zip(kept, r):
             out[i] = v
         return tuple(out)
+
+    return call
+
+
+# PyTorch's single-op nodes of leaf modules whose inputs are the module's input and then
+# these attributes of the module (its parameters, a None one an absent input), where ours
+# is the last primitive of a composite: their grad_input is computed w.r.t. those tensors
+_OPERANDS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    **{name: (True, ("weight", "bias")) for name in (
+        "ConvolutionBackward0", "NativeBatchNormBackward0", "NativeLayerNormBackward0",
+        "NativeGroupNormBackward0")},
+    "PreluKernelBackward0": (True, ("weight",)),
+    "EmbeddingBackward0": (False, ("weight",)),
+    **{name: (True, ()) for name in (
+        "SoftmaxBackward0", "LogSoftmaxBackward0", "GeluBackward0", "SigmoidBackward0",
+        "SiluBackward0", "EluBackward0", "HardswishBackward0", "HardsigmoidBackward0",
+        "SoftplusBackward0", "MishBackward0", "LeakyReluBackward0", "HardtanhBackward0",
+        "MaxPool2DWithIndicesBackward0", "AvgPool2DBackward0", "AdaptiveAvgPool2DBackward0",
+        "MeanBackward1")},
+}
+
+
+def _op_operands(module: Any, args: Any, fn: Any) -> list[Any] | None:
+    """The inputs of PyTorch's node ``fn`` stands for, for a leaf module whose op it is
+    (None where ours has its inputs already, or the module is a container)."""
+    found = _OPERANDS.get(type(fn).__name__)
+    if found is None or next(iter(module.children()), None) is not None:
+        return None
+    takes_input, attributes = found
+    first = next((a for a in (args if isinstance(args, tuple) else (args,))
+                  if isinstance(a, Tensor)), None)
+    if takes_input and first is None:
+        return None
+    return ([first] if takes_input else []) + [getattr(module, a, None) for a in attributes]
+
+
+def _composite_hook(hook: Hook, module: Any, fn: Any, operands: list[Any], output: Any
+                    ) -> Callable[..., Any]:
+    """PyTorch's grad_input of a leaf module's single-op node: the gradients w.r.t. the
+    op's inputs (None for one that needs none), computed once more from the gradient
+    going into the node, for the hook. A replacement of them is refused: ours reach
+    those inputs through several steps, which a hook's values cannot stand in for."""
+    from runtime.autograd import grad as autograd_grad
+
+    inside = [False]  # the one-off backward below passes this node again: inert then
+
+    def call(outputs: tuple[Any, ...], grads: tuple[Any, ...]) -> Any:
+        if inside[0]:
+            return None
+        needing = [i for i, t in enumerate(operands)
+                   if isinstance(t, Tensor) and t.requires_grad]
+        grad_input: list[Any] = [None] * len(operands)
+        if needing and grads[0] is not None:
+            inside[0] = True
+            try:
+                found = autograd_grad(output, [operands[i] for i in needing], grads[0],
+                                      retain_graph=True, allow_unused=True)
+            finally:
+                inside[0] = False
+            for i, g in zip(needing, found):
+                grad_input[i] = g
+        given = tuple(grad_input)
+        r = hook(module, given, grads)
+        if r is not None and any(a is not b for a, b in zip(tuple(r), given)):
+            raise NotImplementedError(
+                f"register_backward_hook: a hook replacing grad_input of {type(fn).__name__} "
+                "is not supported here (runtime computes this op in several steps); use "
+                "register_full_backward_hook")
+        return None
 
     return call
 

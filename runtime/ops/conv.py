@@ -477,6 +477,7 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
     return F.permute(out, 2, 0, 1)
 
 
+@named_backward("ConvolutionBackward0")
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv1d`` on (N, C, L) or unbatched (C, L) input: a conv2d of height 1."""
@@ -1555,6 +1556,7 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: 
 
 
 @autocast_lower
+@named_backward("ConvolutionBackward0")
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -1570,6 +1572,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 
 @autocast_lower
+@named_backward("ConvolutionBackward0")
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -1587,6 +1590,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
 
 
 @autocast_lower
+@named_backward("ConvolutionBackward0")
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
