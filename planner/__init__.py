@@ -7,6 +7,7 @@ plan on later calls whose guards match.
 
 from .compile import CompiledStep, CompileError, compile
 from .explain import explain
+from .optimized_module import OptimizedModule
 from .plan import Plan
 
-__all__ = ["CompileError", "CompiledStep", "Plan", "compile", "explain"]
+__all__ = ["CompileError", "CompiledStep", "OptimizedModule", "Plan", "compile", "explain"]
