@@ -521,11 +521,16 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
 
 
 def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
-                generator: Generator | None = None) -> Tensor:
+                generator: Generator | None = None, out: Tensor | None = None) -> Tensor:
     """Indices drawn from the categories of each row of ``input`` (non-negative weights, not
     necessarily normalised), ``num_samples`` a row; without ``replacement`` each category
     once (by exponential keys: a category of weight 0 comes after every other, as in
     PyTorch). Reads the weights' values, so a compiled step runs it eagerly."""
+    if out is not None:
+        from .ops.functional import written_to
+
+        return written_to(out, multinomial(input, num_samples, replacement,
+                                           generator=generator), "multinomial")
     if active_tracer() is not None:
         raise GraphBreak("multinomial inside a captured step")
     if not input.dtype.is_floating_point:

@@ -147,10 +147,11 @@ def _same_dtype_as_input(out: Tensor, result: Tensor) -> None:
                            f"same as input: {D.scalar_type_name(result.dtype)}")
 
 @takes_out("nan_to_num", _same_dtype_as_input)
-def nan_to_num(input: Tensor, nan: float = 0.0, posinf: float | None = None,
+def nan_to_num(input: Tensor, nan: float | None = None, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """nan, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest
     finite values); the gradient passes where x was finite."""
+    nan = 0.0 if nan is None else nan
     if not input.dtype.is_floating_point:
         return F.clone(input)
     info = ml_dtypes.finfo(input.dtype.np)  # numpy's finfo knows no bfloat16
@@ -431,7 +432,7 @@ def index_add_(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any
     return F.copy_(x, index_add(x, dim, index, source, alpha=alpha))
 
 
-def nan_to_num_(x: Tensor, nan: float = 0.0, posinf: float | None = None,
+def nan_to_num_(x: Tensor, nan: float | None = None, posinf: float | None = None,
                 neginf: float | None = None) -> Tensor:
     return F.copy_(x, nan_to_num(x, nan, posinf, neginf))
 

@@ -237,9 +237,12 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def tensordot(a: Tensor, b: Tensor, dims: Any = 2) -> Tensor:
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """The sum of products over ``dims``: the last ``dims`` axes of ``a`` with the first of
-    ``b`` (an int), or the axes listed in a pair of sequences."""
+    ``b`` (an int), or the axes listed in a pair of sequences; ``out`` (positional too, as
+    PyTorch's Python signature) takes the result."""
+    if out is not None:
+        return F.written_to(out, tensordot(a, b, dims), "tensordot")
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, int):
@@ -291,9 +294,12 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
                "uint32": "UInt32Tensor", "uint64": "UInt64Tensor"}
 
 
-def type_(x: Tensor, dtype: Any = None) -> Any:
+def type_(x: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
     """``Tensor.type()``: the type's name without ``dtype``; with one, the tensor cast to it
-    (a dtype, or a name such as ``"torch.FloatTensor"``)."""
+    (a dtype, or a name such as ``"torch.FloatTensor"``). ``non_blocking`` changes nothing
+    here (host copies are synchronous); another keyword is PyTorch's TypeError."""
+    for key in kwargs:
+        raise TypeError(f"type() got an unexpected keyword argument '{key}'")
     if dtype is None:
         prefix = "runtime.cuda." if x.device != "cpu" else "runtime."
         return prefix + _TYPE_NAMES[x.dtype.name]
@@ -306,8 +312,15 @@ def type_(x: Tensor, dtype: Any = None) -> Any:
     return x.to(D.as_dtype(dtype))
 
 
-def uniform_(x: Tensor, a: float = 0.0, b: float = 1.0, *, generator: Any = None) -> Tensor:
-    """Fill with values drawn uniformly from [a, b)."""
+def uniform_(x: Tensor, a: float = 0.0, to: float = 1.0, *, generator: Any = None,
+             **kwargs: Any) -> Tensor:
+    """Fill with values drawn uniformly from [a, to) (``a`` also by PyTorch's name ``from``,
+    a Python keyword: ``uniform_(**{"from": 2}, to=5)``)."""
+    for key, value in kwargs.items():
+        if key != "from":
+            raise TypeError(f"uniform_() got an unexpected keyword argument '{key}'")
+        a = value
+    b = to
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a:g} > to={b:g}")

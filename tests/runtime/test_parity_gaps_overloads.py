@@ -90,3 +90,31 @@ def test_meshgrid_without_indexing_warns_once_and_is_ij(monkeypatch: pytest.Monk
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rt.meshgrid([a, b])
+
+
+SIGNATURES: dict[str, Callable[[Any], Any]] = {
+    "type_non_blocking": lambda m: m.tensor([1.0]).type(m.float64, non_blocking=True),
+    "type_unknown_keyword": lambda m: m.tensor([1.0]).type(m.float64, foo=1),
+    "tensordot_out": lambda m: (lambda o: (m.tensordot(m.ones(2, 3), m.ones(3, 2), 1, out=o),
+                                           o)[1])(m.empty(0)),
+    "tensordot_out_positional": lambda m: (lambda o: (m.tensordot(m.ones(2, 3), m.ones(3, 2),
+                                                                  1, o), o)[1])(m.empty(0)),
+    "nan_to_num_none": lambda m: m.nan_to_num(m.tensor([float("nan"), 1.0]), nan=None),
+    "multinomial_out": lambda m: (lambda o: (m.multinomial(m.tensor([0.0, 1.0]), 1, out=o),
+                                             o)[1])(m.empty(0, dtype=m.int64)),
+}
+
+
+@pytest.mark.parametrize("name", list(SIGNATURES))
+def test_signature_parity(name: str) -> None:
+    assert _outcome(SIGNATURES[name], rt) == _outcome(SIGNATURES[name], torch)
+
+
+def test_uniform_takes_from_and_to() -> None:
+    t = rt.empty(1000)
+    t.uniform_(to=5, **{"from": 2})
+    assert 2 <= t.min().item() and t.max().item() < 5
+    t.uniform_(-1, to=-0.5)
+    assert -1 <= t.min().item() and t.max().item() < -0.5
+    with pytest.raises(TypeError, match="unexpected keyword argument 'b'"):
+        t.uniform_(0, b=1)

@@ -68,7 +68,6 @@ ALLOWED: dict[str, str] = {
 # out= is F.written_to(out, result, name) at the end of each, as in functional.py.
 _OUT_TODO = "out= not yet taken (F.written_to is the one way to add it)"
 ELSEWHERE: dict[str, str] = {
-    "multinomial: out= missing": "creation.py: " + _OUT_TODO,
     **_each("randint randint_like", "low missing", "creation.py: randint(low=0, high, size)'s "
             "names"),
     **_each("randint randint_like", "high missing", "creation.py: randint(low=0, high, size)'s "
@@ -77,16 +76,9 @@ ELSEWHERE: dict[str, str] = {
     **_each("linalg.svd linalg.svdvals", "driver= missing",
             "linalg.py: PyTorch's cuSOLVER choice (None on the CPU)"),
     **_each("std_mean var_mean", "out= missing",
-            "extra_ops.py: out=(...) of a pair not yet taken"),
-    **_each("Tensor.nan_to_num Tensor.nan_to_num_ nan_to_num", "nan=0.0, not None",
-            "extra_ops.py: PyTorch's default is None (zero)"),
+            "PyTorch's documentation lists out=, its function refuses it (TypeError)"),
     "repeat_interleave: repeats at position 1, not 0": "extra_ops.py: PyTorch's overload "
                                                        "repeat_interleave(repeats) is missing",
-    "tensordot: out missing": "more_ops.py: " + _OUT_TODO,
-    "Tensor.type: non_blocking missing": "more_ops.py: type(dtype=None, non_blocking=False)",
-    "Tensor.type: **kwargs not taken": "more_ops.py: type(dtype=None, non_blocking=False, "
-                                       "**kwargs)",
-    "Tensor.uniform_: to missing": "more_ops.py: uniform_(from=0, to=1) names b ``to``",
 }
 
 
