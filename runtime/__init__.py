@@ -386,8 +386,12 @@ from .func import vmap  # noqa: E402
 __all__ += ["func", "vmap"]
 from .ops.zeta import polygamma  # noqa: E402
 from .ops.more_ops import cumulative_trapezoid, trapezoid, trapz  # noqa: E402
+from .ops.math_ops import (  # noqa: E402
+    angle, deg2rad, isneginf, isposinf, isreal, positive, rad2deg)
+from .ops.functional import trunc as fix  # noqa: E402
 
-__all__ += ["cumulative_trapezoid", "polygamma", "trapezoid", "trapz"]
+__all__ += ["angle", "cumulative_trapezoid", "deg2rad", "fix", "isneginf", "isposinf", "isreal",
+            "polygamma", "positive", "rad2deg", "trapezoid", "trapz"]
 
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 

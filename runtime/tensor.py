@@ -757,6 +757,9 @@ for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag
     setattr(Tensor, _n, getattr(_st, _n))
 for _n in "det logdet matrix_power slogdet inverse pinverse".split():
     setattr(Tensor, _n, getattr(_st, _n))
+for _n in "positive deg2rad rad2deg angle isreal isposinf isneginf".split():
+    setattr(Tensor, _n, getattr(_math, _n))
+Tensor.fix = F.trunc  # type: ignore[attr-defined]
 from .ops import storage as _storage  # noqa: E402
 
 Tensor.share_memory_ = _storage.share_memory_  # type: ignore[attr-defined]

@@ -28,7 +28,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
 from . import tensor_ops as T
-from .dispatch import apply
+from .dispatch import apply, named
 
 _LN2 = math.log(2.0)
 # below this |x| lgamma is -log|x| and digamma -1/x (the next terms are 1e-150 of them), and
@@ -763,3 +763,58 @@ def i0(input: Tensor) -> Tensor:
 def i0e(input: Tensor) -> Tensor:
     """e^-|x| I0(x): finite for every finite x."""
     return _in64(lambda v: _i0_parts(v, True), input)
+
+
+# --- small elementwise ops of PyTorch's --------------------------------------------------------
+
+
+def positive(input: Tensor) -> Tensor:  # noqa: A002
+    """``+x``: x itself (a bool tensor is PyTorch's error)."""
+    if input.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+@takes_out("deg2rad")
+def deg2rad(input: Tensor) -> Tensor:  # noqa: A002
+    """Degrees to radians (integers and bools: in the default float dtype)."""
+    return named(F.mul(_as_float(input), math.pi / 180.0), "Deg2RadBackward0")
+
+
+@takes_out("rad2deg")
+def rad2deg(input: Tensor) -> Tensor:  # noqa: A002
+    """Radians to degrees (integers and bools: in the default float dtype)."""
+    return named(F.mul(_as_float(input), 180.0 / math.pi), "Rad2DegBackward0")
+
+
+@takes_out("angle")
+def angle(input: Tensor) -> Tensor:  # noqa: A002
+    """The argument of a real number: pi below zero, else 0 (NaN stays NaN); its gradient is
+    0, as PyTorch's."""
+    from .composite import straight_through
+
+    x = _as_float(input)
+    c = x.detach()
+    value = F.where(F.ne(c, c), c, F.where(F.lt(c, 0), math.pi, 0.0))
+    if not x.requires_grad:
+        return value
+    return straight_through(value, F.mul(x, 0.0), "AngleBackward0")
+
+
+def isreal(input: Tensor) -> Tensor:  # noqa: A002
+    """True everywhere: runtime has real dtypes only."""
+    from ..creation import ones
+
+    return ones(tuple(input.shape), dtype=D.bool_, device=input.device)
+
+
+def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, isposinf(input), "isposinf")
+    return F.eq(input, math.inf) if input.dtype.is_floating_point else F.ne(input, input)
+
+
+def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    if out is not None:
+        return F.written_to(out, isneginf(input), "isneginf")
+    return F.eq(input, -math.inf) if input.dtype.is_floating_point else F.ne(input, input)

@@ -20,8 +20,10 @@ def _outcome(m: Any, f: Callable[[Any], Any]) -> Any:
     except (RuntimeError, TypeError, IndexError, NotImplementedError, ValueError) as e:
         return type(e).__name__, str(e).split("\n")[0]
     rs = r if isinstance(r, tuple) else (r,)
+    arrays = [np.asarray(t.detach().numpy()) for t in rs]
     return tuple((tuple(t.shape), str(t.dtype).split(".")[-1],
-                  str(np.asarray(t.detach().numpy()).round(6).tolist())) for t in rs)
+                  str((a.round(6) if a.dtype.kind == "f" else a).tolist()))
+                 for t, a in zip(rs, arrays))
 
 
 CASES: dict[str, Callable[[Any], Any]] = {
@@ -163,3 +165,32 @@ def test_remainder_double_backward_still_runs() -> None:
     a = rt.tensor([5.0, -3.5], dtype=rt.float64, requires_grad=True)
     b = rt.tensor([2.0, 1.5], dtype=rt.float64, requires_grad=True)
     assert rt.autograd.gradgradcheck(rt.remainder, (a, b))
+
+
+SMALL_OPS = ["positive", "deg2rad", "rad2deg", "fix", "angle", "isreal", "isneginf", "isposinf"]
+SMALL_INPUTS: dict[str, Callable[[Any], Any]] = {
+    "int": lambda m: m.tensor([-2, 0, 3]),
+    "bool": lambda m: m.tensor([True, False]),
+    "float": lambda m: m.tensor([-1.5, 0.0, -0.0, float("nan"), float("-inf"), 2.0]),
+}
+
+
+@pytest.mark.parametrize("kind", list(SMALL_INPUTS))
+@pytest.mark.parametrize("name", SMALL_OPS)
+def test_small_elementwise_ops(name: str, kind: str) -> None:
+    def call(m: Any) -> Any:
+        return getattr(m, name)(SMALL_INPUTS[kind](m))
+
+    assert _outcome(rt, call) == _outcome(torch, call)
+
+
+@pytest.mark.parametrize("name", ["positive", "deg2rad", "rad2deg", "fix", "angle"])
+def test_small_ops_gradients_and_methods(name: str) -> None:
+    got = []
+    for m in (rt, torch):
+        x = m.tensor([-1.5, 2.0, 0.0], dtype=m.float64, requires_grad=True)
+        y = getattr(x, name)()
+        node = None if y.grad_fn is None else type(y.grad_fn).__name__
+        g, = m.autograd.grad(y.sum(), x)
+        got.append((node, g.tolist()))
+    assert got[0] == got[1]
