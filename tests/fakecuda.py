@@ -18,8 +18,12 @@ from tests import fake_cupy
 def fake_cuda_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     """The fake ``cupy`` module, in sys.modules for this test only (the runtime imports CuPy on
     each use, so nothing of it outlives the test)."""
+    import runtime.cuda
+
     for name, module in fake_cupy.modules().items():
         monkeypatch.setitem(sys.modules, name, module)
+    # the fake GPU's generators (rt.cuda.default_generators, made on first use) are its own
+    monkeypatch.setattr(runtime.cuda, "_generators", [])
     previous = fake_cupy.set_raw_module_backend(None)
     yield sys.modules["cupy"]
     fake_cupy.set_raw_module_backend(previous)
