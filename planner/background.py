@@ -2,11 +2,14 @@
 
 A fused CPU plan whose kernels are not in the compiled-code cache takes LLVM a while to build
 (0.2 s for chain's one kernel, about a second for gpt's 42 functions on this project's 2-core
-VM). Where compiling in the background is on, the step replays its unfused plan meanwhile (the
-reference interpreter: numpy, one primitive a step, the results eager mode gives within the
-documented tolerance) and a thread builds the fused plan's kernels and products; the first
-call that finds them built switches to the fused plan, and keeps it. The kernels' module is
-emitted by child processes forked as the plan is made (``codegen.cache.start_compiling``);
+VM). Where compiling in the background is on, the call that made the plan runs the step
+eagerly, as written (without the generated code that would compile on first use: less than
+building the unfused plan's program would take), the calls after it replay the unfused plan
+(the reference interpreter: numpy, one primitive a step, the results eager mode gives within
+the documented tolerance), and a thread builds the fused plan's kernels and products; the
+first call that finds them built switches to the fused plan, and keeps it. The kernels'
+module is emitted by child processes forked when that first call is done
+(``codegen.cache.start_compiling``: the call has every core);
 the thread waits for them, loads their code, compiles the plan's products and builds its
 program (the native code of its fast paths included), and the calls meanwhile run no native
 code at all (``Executable.native_code``: neither native runs nor the primitives' compiled
@@ -90,8 +93,8 @@ class Pending:
     by children forked on the calling thread (``codegen.cache.start_compiling``): the
     thread waits for them holding no LLVM lock, so other steps' code still loads and
     compiles meanwhile. ``start``: now, or where False at ``start()`` (planner.compile: after
-    the first call's run, which then has every core: gpt's unfused plan took 390 ms beside
-    the children, 60 without them)."""
+    the first call, which runs the step eagerly with every core: beside the children, gpt's
+    unfused plan took 390 ms a call)."""
 
     def __init__(self, plan: Plan, build: Callable[[], None], name: str,
                  start: bool = True) -> None:

@@ -39,6 +39,7 @@ from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.nn.module import Module, global_hook_ids, structure_version
+from runtime.ops.registry import without_generated_code
 from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
 
@@ -582,10 +583,20 @@ class CompiledStep:
             break
         self._entry(key).bindings.insert(0, binding)  # most recently used first
         self.plan = binding.plan
-        if ran_eagerly:
-            if binding.pending is not None:
-                binding.pending.start()
-            return result
+        pending = binding.pending
+        if ran_eagerly or (pending is not None and not pending.started):
+            # a plan whose kernels compile in the background runs its first call eagerly,
+            # without the generated code that would compile on first use: the step as
+            # written takes less than building its unfused plan's program, and the children
+            # fork after it, leaving it every core (planner.background)
+            try:
+                if ran_eagerly:
+                    return result
+                with without_generated_code():
+                    return fn(*args)
+            finally:
+                if pending is not None:
+                    pending.start()
         return _replay(binding, args)
 
     def _changed_floats(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
@@ -1042,7 +1053,7 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
 def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:
     pending = binding.pending
     if pending is not None:  # the unfused plan, beside the children compiling
-        if not pending.started:  # the first call's run has every core, then they fork
+        if not pending.started:  # a replay before the children fork has every core
             try:
                 return binding._replayer()(args)
             finally:

@@ -48,31 +48,30 @@ def _close(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
         np.testing.assert_allclose(got[name], want[name], rtol=2e-5, atol=2e-6, err_msg=name)
 
 
-def test_the_children_fork_after_the_first_calls_run(on: None, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first call's run has every core (gpt's unfused plan took 390 ms beside the
-    compiling children, 60 without them): the children fork once it is done."""
-    compile_module = sys.modules["planner.compile"]  # planner.compile is the function
-    seen: list[bool] = []
-    real = compile_module._Replayer.__call__
-
-    def recording(self: Any, args: Any) -> Any:
-        pending = self.binding.pending
-        seen.append(pending is not None and pending.started)
-        return real(self, args)
-
-    monkeypatch.setattr(compile_module._Replayer, "__call__", recording)
-    started: list[int] = []
+def test_the_first_call_runs_eagerly_then_the_children_fork(
+        on: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first call runs the step as written (no generated code that would compile on
+    first use), which takes less than building the unfused plan's program, with every core:
+    the children fork once it is done; later calls replay the unfused plan, then the kernels."""
+    events: list[str] = []
     real_start = cache.start_compiling
-    monkeypatch.setattr(cache, "start_compiling", lambda k: started.append(1) or real_start(k))
+    monkeypatch.setattr(cache, "start_compiling",
+                        lambda k: events.append("fork") or real_start(k))
     want = _eager_chain()
     case = _chain()
-    step = planner.compile(case.fn, cache_dir=tmp_path)
-    _close(case.outputs(step(*case.args)), want)
-    assert seen == [False] and started == [1]  # ran before the fork, forked after
-    assert step.wait() is True
-    _close(case.outputs(step(*case.args)), want)
-    assert step.plan.stats["kernels"] == 1
+
+    def step(*args: Any) -> Any:
+        events.append("step")
+        return case.fn(*args)
+
+    compiled = planner.compile(step, cache_dir=tmp_path)
+    _close(case.outputs(compiled(*case.args)), want)
+    assert events == ["step", "step", "fork"]  # the capture, the eager run, then the fork
+    _close(case.outputs(compiled(*case.args)), want)
+    assert events == ["step", "step", "fork"]  # replayed: the step's Python does not run
+    assert compiled.wait() is True
+    _close(case.outputs(compiled(*case.args)), want)
+    assert compiled.plan.stats["kernels"] == 1
 
 
 def test_first_call_runs_unfused_then_kernels(on: None, tmp_path: Path) -> None:
