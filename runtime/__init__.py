@@ -389,9 +389,12 @@ from .ops.more_ops import cumulative_trapezoid, trapezoid, trapz  # noqa: E402
 from .ops.math_ops import (  # noqa: E402
     angle, deg2rad, isneginf, isposinf, isreal, positive, rad2deg)
 from .ops.functional import trunc as fix  # noqa: E402
+from .ops import extras as _extras  # noqa: E402
+
+globals().update({_n: getattr(_extras, _n) for _n in _extras.__all__})
 
 __all__ += ["angle", "cumulative_trapezoid", "deg2rad", "fix", "isneginf", "isposinf", "isreal",
-            "polygamma", "positive", "rad2deg", "trapezoid", "trapz"]
+            "polygamma", "positive", "rad2deg", "trapezoid", "trapz", *_extras.__all__]
 
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 

@@ -750,6 +750,8 @@ def _in_place_of(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
 
 for _n in "erfc erfinv lgamma digamma xlogy sinc logit exp2 i0".split():
     setattr(Tensor, _n + "_", _in_place_of(getattr(_math, _n)))
+
+
 from .ops import structured as _st  # noqa: E402
 
 for _n in ("addmv addr baddbmm addbmm ger cross kron dist tensor_split take diag_embed "
@@ -760,8 +762,17 @@ for _n in "det logdet matrix_power slogdet inverse pinverse".split():
 for _n in "positive deg2rad rad2deg angle isreal isposinf isneginf".split():
     setattr(Tensor, _n, getattr(_math, _n))
 Tensor.fix = F.trunc  # type: ignore[attr-defined]
+from .ops import extras as _extras  # noqa: E402
+
+for _n in ("arccos arccosh arcsin arcsinh arctan arctanh greater greater_equal less less_equal "
+           "not_equal fliplr flipud hsplit vsplit dsplit inner vdot msort gcd lcm ldexp frexp "
+           "diagflat is_nonzero narrow_copy is_complex conj resolve_conj resolve_neg adjoint "
+           "unique_consecutive").split():
+    setattr(Tensor, _n, getattr(_extras, _n))
 from .ops import storage as _storage  # noqa: E402
 
+for _n in "data_ptr storage_offset get_device is_pinned resize_ resize_as_ put_".split():
+    setattr(Tensor, _n, getattr(_storage, _n))
 Tensor.share_memory_ = _storage.share_memory_  # type: ignore[attr-defined]
 Tensor.is_shared = _storage.is_shared  # type: ignore[attr-defined]
 Tensor.set_ = _storage.set_  # type: ignore[attr-defined]
@@ -769,6 +780,28 @@ from .ops import zeta as _zeta  # noqa: E402
 
 Tensor.polygamma = _zeta.polygamma_method  # type: ignore[attr-defined]
 Tensor.polygamma_ = _zeta.polygamma_  # type: ignore[attr-defined]
+def _in_place_kept(name: str) -> Callable[..., Tensor]:
+    """The method ``name_`` of Tensor.``name``: its result written into self, which keeps its
+    dtype (PyTorch's error where the result's cannot be cast into it)."""
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        result = getattr(F.clone(self), name)(*args, **kwargs)  # looked up late: set below
+        if result.dtype.category > self.dtype.category:
+            raise RuntimeError(f"result type {D.scalar_type_name(result.dtype)} can't be cast "
+                               f"to the desired output type {D.scalar_type_name(self.dtype)}")
+        return F.copy_(self, result)
+
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__signature__ = inspect.signature(getattr(Tensor, name))  # type: ignore[attr-defined]
+    return method
+
+
+for _n in ("logical_and logical_or logical_not square rsqrt sinh cosh hypot frac remainder "
+           "fmod cumsum cumprod addmm baddbmm").split():
+    setattr(Tensor, _n + "_", _in_place_kept(_n))
+Tensor.absolute_ = Tensor.abs_  # type: ignore[attr-defined]
+Tensor.absolute = Tensor.abs  # type: ignore[attr-defined]
+
+
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_methods(Tensor)  # last: over every method set above

@@ -99,3 +99,74 @@ def set_(self: Tensor, source: Any = None, storage_offset: Any = None, size: Any
         self._data = source._data
     self._vc.v += 1
     return self
+
+
+def data_ptr(self: Tensor) -> int:
+    """The address of the tensor's first element."""
+    data = self._data
+    return int(data.data.ptr) if hasattr(data, "device") and hasattr(data.data, "ptr") else \
+        int(data.__array_interface__["data"][0])
+
+
+def storage_offset(self: Tensor) -> int:
+    """How many elements into its storage (the base array) the tensor starts."""
+    data, base = self._data, self._data
+    while isinstance(getattr(base, "base", None), np.ndarray):
+        base = base.base
+    if base is data or not isinstance(data, np.ndarray):
+        return 0
+    start = data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return start // data.itemsize
+
+
+def get_device(self: Tensor) -> int:
+    """-1 for a CPU tensor, else the GPU's index."""
+    return -1 if self.device.type == "cpu" else int(self.device.index or 0)
+
+
+def is_pinned(self: Tensor, device: Any = None) -> bool:
+    """False: runtime has no pinned host memory."""
+    return False
+
+
+def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
+    """self given the shape ``sizes`` in place: the elements it had kept in order as far as
+    they go, the rest uninitialized (as PyTorch's resize_)."""
+    from ..creation import _size
+
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if _trace_state.tracer is not None:
+        raise GraphBreak("resize_ replaces a tensor's storage")
+    shape = _size(sizes, None, "resize_")
+    n = int(np.prod(shape, dtype=np.int64))
+    new = self.xp.empty(shape, dtype=self._data.dtype)
+    keep = min(n, self._data.size)
+    new.reshape(-1)[:keep] = self._data.reshape(-1)[:keep]
+    self._data = new
+    self._vc.v += 1
+    return self
+
+
+def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
+    return resize_(self, tuple(the_template.shape))
+
+
+def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """source's values written (or added) at the flat positions ``index`` of self."""
+    from . import functional as F
+
+    flat = F.reshape(self, (-1,))
+    n = flat.shape[0]
+    positions = F.where(F.lt(index, 0), F.add(index, n), index)
+    if index.numel() and (int(positions.max().item()) >= n or int(positions.min().item()) < 0):
+        bad = int(index.reshape(-1)[(positions.reshape(-1) >= n).logical_or(
+            positions.reshape(-1) < 0).nonzero()[0, 0]].item())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
+                         "elements.")
+    values = F.reshape(source, (-1,))
+    if accumulate:
+        updated = flat.index_add(0, F.reshape(positions, (-1,)), values)
+    else:
+        updated = flat.index_put((F.reshape(positions, (-1,)),), values)
+    return F.copy_(self, F.reshape(updated, tuple(self.shape)))

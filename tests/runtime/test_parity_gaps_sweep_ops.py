@@ -194,3 +194,78 @@ def test_small_ops_gradients_and_methods(name: str) -> None:
         g, = m.autograd.grad(y.sum(), x)
         got.append((node, g.tolist()))
     assert got[0] == got[1]
+
+
+X6 = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+EXTRAS: dict[str, Callable[[Any], Any]] = {
+    "arccos": lambda m: m.arccos(m.tensor([0.5, -1.0])),
+    "greater": lambda m: m.greater(m.tensor([1, 2]), 1),
+    "less_equal": lambda m: m.tensor([1, 2]).less_equal(1),
+    "not_equal": lambda m: m.not_equal(m.tensor([1, 2]), 1),
+    "atleast_2d": lambda m: m.atleast_2d(m.tensor(1.0)),
+    "atleast_3d_1d": lambda m: m.atleast_3d(m.ones(3)),
+    "atleast_3d_2d": lambda m: m.atleast_3d(m.ones(2, 3)),
+    "atleast_1d_many": lambda m: m.atleast_1d(m.tensor(1.0), m.ones(2)),
+    "fliplr": lambda m: m.fliplr(m.tensor(X6)),
+    "fliplr_1d": lambda m: m.fliplr(m.ones(3)),
+    "flipud_0d": lambda m: m.flipud(m.tensor(1.0)),
+    "hsplit": lambda m: m.hsplit(m.tensor(X6), 3),
+    "hsplit_1d": lambda m: m.hsplit(m.ones(4), 2),
+    "hsplit_list": lambda m: m.hsplit(m.tensor(X6), [1]),
+    "vsplit_1d": lambda m: m.vsplit(m.ones(4), 2),
+    "dsplit_2d": lambda m: m.dsplit(m.tensor(X6), 1),
+    "inner": lambda m: m.inner(m.tensor(X6), m.tensor(X6)),
+    "inner_0d": lambda m: m.inner(m.tensor(2.0), m.tensor(X6)),
+    "vdot": lambda m: m.vdot(m.ones(3), m.arange(3.0)),
+    "vdot_2d": lambda m: m.vdot(m.tensor(X6), m.tensor(X6)),
+    "msort": lambda m: m.msort(m.tensor([[3.0, 1.0], [2.0, 4.0]])),
+    "isin": lambda m: m.isin(m.tensor(X6), m.tensor([2.0, 5.0])),
+    "isin_scalar": lambda m: m.isin(m.tensor(X6), 2.0),
+    "isin_invert": lambda m: m.isin(m.tensor(X6), m.tensor([2.0]), invert=True),
+    "gcd": lambda m: m.gcd(m.tensor([4, 6, 0]), m.tensor([6, 9, 5])),
+    "gcd_float": lambda m: m.gcd(m.tensor([4.0]), m.tensor([6.0])),
+    "lcm": lambda m: m.lcm(m.tensor([4, -6]), m.tensor([6, 9])),
+    "ldexp": lambda m: m.ldexp(m.tensor([1.0, 2.0]), m.tensor([2, 3])),
+    "ldexp_int": lambda m: m.ldexp(m.tensor([1, 2]), m.tensor([2, 3])),
+    "frexp": lambda m: tuple(m.frexp(m.tensor([8.0, 0.3, 0.0, -5.0]))),
+    "frexp_int": lambda m: m.frexp(m.tensor([8])),
+    "logspace": lambda m: m.logspace(0, 2, 3),
+    "logspace_base": lambda m: m.logspace(0, 2, 3, base=2),
+    "logspace_int": lambda m: m.logspace(0, 2, 3, dtype=m.int64),
+    "diagflat": lambda m: m.diagflat(m.tensor([[1.0, 2.0], [3.0, 4.0]])),
+    "diagflat_offset": lambda m: m.diagflat(m.ones(2), 1),
+    "vander": lambda m: m.vander(m.tensor([1, 2, 3])),
+    "vander_n": lambda m: m.vander(m.tensor([1.0, 2, 3]), N=2, increasing=True),
+    "unravel_index": lambda m: m.unravel_index(m.tensor([4, 5]), (2, 3)),
+    "unique_consecutive": lambda m: m.unique_consecutive(m.tensor([1, 1, 2, 2, 3, 1]),
+                                                         return_counts=True,
+                                                         return_inverse=True),
+    "unique_consecutive_dim": lambda m: m.unique_consecutive(
+        m.tensor([[1, 1], [1, 1], [2, 3]]), dim=0),
+    "narrow_copy": lambda m: m.narrow_copy(m.tensor(X6), 1, 0, 2),
+    "adjoint": lambda m: m.adjoint(m.tensor(X6)),
+    "is_nonzero_many": lambda m: m.is_nonzero(m.ones(2)),
+    "put_": lambda m: m.zeros(5).put_(m.tensor([0, 4, -1]), m.tensor([1.0, 2.0, 3.0])),
+    "put_accumulate": lambda m: m.zeros(3).put_(m.tensor([0, 0]), m.tensor([1.0, 2.0]),
+                                                accumulate=True),
+    "put_out_of_range": lambda m: m.zeros(3).put_(m.tensor([5]), m.tensor([1.0])),
+    "resize_": lambda m: m.arange(6.0).resize_(2, 2),
+    "resize_grad": lambda m: m.ones(2, requires_grad=True).resize_(3),
+    "logical_and_": lambda m: m.tensor([True, False]).logical_and_(m.tensor([True, True])),
+    "cumsum_": lambda m: m.tensor([1.0, 2.0]).cumsum_(0),
+    "sinh_int": lambda m: m.tensor([1, 2]).sinh_(),
+}
+
+
+@pytest.mark.parametrize("name", list(EXTRAS))
+def test_extras(name: str) -> None:
+    assert _outcome(rt, EXTRAS[name]) == _outcome(torch, EXTRAS[name])
+
+
+def test_storage_queries() -> None:
+    for m in (rt, torch):
+        x = m.ones(2, 3)
+        assert x.data_ptr() > 0 and x.storage_offset() == 0 and x[1:].storage_offset() == 3
+        assert x.get_device() == -1 and not x.is_pinned()
+        assert m.is_nonzero(m.tensor([2.0])) and not m.is_complex(x)
+        assert m.real(x) is x and m.conj(x) is x

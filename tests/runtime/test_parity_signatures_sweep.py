@@ -46,7 +46,8 @@ ALLOWED: dict[str, str] = {
     **_each("Tensor.clone Tensor.contiguous clone empty empty_like full_like ones_like "
             "rand_like randint_like randn_like zeros_like", "memory_format= missing",
             _NO_FORMATS),
-    **_each("arange empty empty_like eye full full_like linspace ones ones_like rand rand_like "
+    **_each("arange empty empty_like eye full full_like linspace logspace ones ones_like rand "
+            "rand_like "
             "randint randint_like randn randn_like randperm zeros zeros_like tril_indices "
             "triu_indices Tensor.new_empty Tensor.new_full Tensor.new_ones Tensor.new_tensor "
             "Tensor.new_zeros", "layout= missing", _NO_LAYOUTS),

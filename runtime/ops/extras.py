@@ -1,0 +1,322 @@
+"""PyTorch functions written from the runtime's ops: its aliases (arccos, greater...), shape
+helpers (atleast_*d, fliplr, hsplit...), integer arithmetic (gcd, lcm), and the like, each
+with PyTorch's dtypes, checks and texts."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import functional as F
+from . import tensor_ops as T
+from .shapes import broadcast_shapes as _broadcast_shapes
+
+# PyTorch's other names of ops the runtime has
+arccos, arccosh, arcsin, arcsinh = F.acos, F.acosh, F.asin, F.asinh
+arctan, arctanh = F.atan, F.atanh
+greater, greater_equal, less, less_equal, not_equal = F.gt, F.ge, F.lt, F.le, F.ne
+
+
+def broadcast_shapes(*shapes: Any) -> Any:
+    """The shape the given shapes broadcast to (an int is a 1-d shape)."""
+    from .shapes import Size
+
+    return Size(_broadcast_shapes(*((s,) if isinstance(s, int) else tuple(s) for s in shapes)))
+
+
+def _atleast(n: int, tensors: tuple[Any, ...]) -> Any:
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(_atleast(n, (t,)) for t in tensors[0])
+    if len(tensors) != 1:
+        return tuple(_atleast(n, (t,)) for t in tensors)
+    t = tensors[0]
+    if t.ndim >= n:
+        return t
+    if n == 3 and t.ndim == 1:  # PyTorch's (1, N, 1)
+        return F.reshape(t, (1, t.shape[0], 1))
+    if n == 3 and t.ndim == 2:
+        return F.unsqueeze(t, -1)
+    return F.reshape(t, (1,) * (n - t.ndim) + tuple(t.shape))
+
+
+def atleast_1d(*tensors: Any) -> Any:
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors: Any) -> Any:
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors: Any) -> Any:
+    return _atleast(3, tensors)
+
+
+def fliplr(input: Tensor) -> Tensor:  # noqa: A002
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return T.flip(input, [1])
+
+
+def flipud(input: Tensor) -> Tensor:  # noqa: A002
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return T.flip(input, [0])
+
+
+def _split_along(name: str, input: Tensor, sections: Any, dim: int, least: int  # noqa: A002
+                 ) -> tuple[Tensor, ...]:
+    if input.ndim < least:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {least} dimension, but "
+                           f"got a tensor with {input.ndim} dimensions!")
+    if isinstance(sections, int) and input.shape[dim] % sections:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size "
+                           f"of the dimension {input.shape[dim]} is not divisible by the split_size "
+                           f"{sections}!")
+    from .structured import tensor_split
+
+    return tuple(tensor_split(input, sections, dim))
+
+
+def hsplit(input: Tensor, sections: Any) -> tuple[Tensor, ...]:  # noqa: A002
+    return _split_along("hsplit", input, sections, 1 if input.ndim > 1 else 0, 1)
+
+
+def vsplit(input: Tensor, sections: Any) -> tuple[Tensor, ...]:  # noqa: A002
+    return _split_along("vsplit", input, sections, 0, 2)
+
+
+def dsplit(input: Tensor, sections: Any) -> tuple[Tensor, ...]:  # noqa: A002
+    return _split_along("dsplit", input, sections, 2, 3)
+
+
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The sum of products over the last dims (a 0-d operand: a product)."""
+    if out is not None:
+        return F.written_to(out, inner(input, other), "inner")
+    if input.ndim == 0 or other.ndim == 0:
+        return F.mul(input, other)
+    from .more_ops import tensordot
+
+    return tensordot(input, other, ([-1], [-1]))
+
+
+def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The dot product of two 1-d tensors (real: as dot)."""
+    if out is not None:
+        return F.written_to(out, vdot(input, other), "vdot")
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           "tensors")
+    return T.dot(input, other)
+
+
+def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """input sorted along its first dim."""
+    if out is not None:
+        return F.written_to(out, msort(input), "msort")
+    return T.sort(input, 0).values
+
+
+def ravel(input: Tensor) -> Tensor:  # noqa: A002
+    return F.reshape(input, (-1,))
+
+
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """Whether each of ``elements`` is among ``test_elements`` (either may be a number)."""
+    from ..creation import tensor
+
+    like = elements if isinstance(elements, Tensor) else test_elements
+    e = elements if isinstance(elements, Tensor) else tensor(elements, device=like.device)
+    t = test_elements if isinstance(test_elements, Tensor) else tensor(test_elements,
+                                                                        device=like.device)
+    from .reductions import any as any_of
+
+    hits = F.eq(F.unsqueeze(F.reshape(e, (-1,)), 1), F.unsqueeze(F.reshape(t, (-1,)), 0))
+    found = F.reshape(any_of(hits, 1), tuple(e.shape))
+    return T.logical_not(found) if invert else found
+
+
+def _integers(name: str, a: Tensor, b: Tensor) -> None:
+    dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])
+    if dt.category != 1:
+        raise NotImplementedError(f'"{name}_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(dt)}'")
+
+
+def _host_binary(fn: Any, a: Tensor, b: Tensor) -> Tensor:
+    from ..creation import tensor
+
+    dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])
+    out = fn(np.asarray(a.cpu().numpy()), np.asarray(b.cpu().numpy())).astype(dt.np)
+    return tensor(out, device=a.device)
+
+
+def gcd(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The greatest common divisor, elementwise (integers)."""
+    if out is not None:
+        return F.written_to(out, gcd(input, other), "gcd")
+    _integers("gcd", input, other)
+    return _host_binary(np.gcd, input, other)
+
+
+def lcm(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The least common multiple, elementwise (integers)."""
+    if out is not None:
+        return F.written_to(out, lcm(input, other), "lcm")
+    _integers("lcm", input, other)
+    return _host_binary(np.lcm, input, other)
+
+
+def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """input * 2 ** other (in a float dtype)."""
+    if out is not None:
+        return F.written_to(out, ldexp(input, other), "ldexp")
+    return F.mul(input, F.pow(2.0, other))
+
+
+def frexp(input: Tensor, *, out: Any = None) -> Any:  # noqa: A002
+    """(mantissa, exponent) with input = mantissa * 2 ** exponent, |mantissa| in [0.5, 1)."""
+    from collections import namedtuple
+
+    if out is not None:
+        return F.written_to_each(out, frexp(input), "frexp")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    from ..creation import tensor
+
+    mantissa, exponent = np.frexp(np.asarray(input.detach().cpu().numpy()))
+    result = namedtuple("frexp", ["mantissa", "exponent"])
+    return result(tensor(mantissa.astype(input.dtype.np), device=input.device),
+                  tensor(exponent.astype(np.int32), device=input.device))
+
+
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False, out: Tensor | None = None
+             ) -> Tensor:
+    """base ** linspace(start, end, steps)."""
+    from ..creation import _made_into, tensor
+
+    if out is not None:
+        return _made_into(out, dtype, requires_grad, "logspace", lambda dt: logspace(
+            start, end, steps, base, dtype=dt, device=out.device))
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = D.as_dtype(dtype) if dtype is not None else D.default_float
+    values = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
+    if dt.category == 1:
+        values = np.round(values)
+    return tensor(values.astype(dt.np), device=device, requires_grad=requires_grad)
+
+
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
+    """The flattened input on diagonal ``offset`` of a square matrix."""
+    from .extra_ops import diag
+
+    return diag(F.reshape(input, (-1,)), offset)
+
+
+def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
+    """The Vandermonde matrix of a 1-d x: columns x ** (N-1) ... x ** 0 (increasing: the
+    other way round)."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    powers = range(n) if increasing else range(n - 1, -1, -1)
+    base = x if x.dtype is not D.bool_ else F.cast(x, D.int64)
+    if not n:
+        return F.reshape(base[:0], (x.shape[0], 0)) if x.shape[0] else F.reshape(base, (0, 0))
+    return F.stack([F.pow(base, p) for p in powers], 1)
+
+
+def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
+    """The coordinates in ``shape`` of each flat index."""
+    from ..creation import tensor
+
+    t = indices if isinstance(indices, Tensor) else tensor(indices)
+    if t.dtype.is_floating_point or t.dtype is D.bool_:
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"{t.dtype}")
+    dims = (shape,) if isinstance(shape, int) else tuple(shape)
+    flat = np.asarray(t.cpu().numpy())
+    total = math.prod(dims)
+    if np.any(flat >= total) or np.any(flat < -total):
+        raise RuntimeError("index out of bounds")
+    coords = np.unravel_index(np.where(flat < 0, flat + total, flat), dims)
+    return tuple(tensor(c.astype(np.int64), device=t.device) for c in coords)
+
+
+def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A002
+                       return_counts: bool = False, dim: int | None = None) -> Any:
+    """Each run of equal consecutive elements (slices along ``dim``) collapsed to one."""
+    from ..creation import tensor
+
+    values = np.asarray(input.detach().cpu().numpy())
+    axis = None if dim is None else T.sized_dim(input, dim, wrapped_first=True)
+    rows = values.reshape(-1) if axis is None else np.moveaxis(values, axis, 0)
+    n = rows.shape[0]
+    if n == 0:
+        starts = np.zeros(0, dtype=np.int64)
+    else:
+        flat = rows.reshape(n, -1)
+        change = np.any(flat[1:] != flat[:-1], axis=1)
+        starts = np.concatenate([[0], np.nonzero(change)[0] + 1]).astype(np.int64)
+    kept = rows[starts]
+    out = kept if axis is None else np.moveaxis(kept, 0, axis)
+    result = [tensor(np.ascontiguousarray(out), dtype=input.dtype, device=input.device)]
+    if return_inverse:
+        inverse = np.cumsum(np.isin(np.arange(n), starts)) - 1 if n else np.zeros(0, np.int64)
+        result.append(tensor(inverse.astype(np.int64).reshape(
+            input.shape if axis is None else (n,)), device=input.device))
+    if return_counts:
+        counts = np.diff(np.concatenate([starts, [n]])) if n else np.zeros(0, np.int64)
+        result.append(tensor(counts.astype(np.int64), device=input.device))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def is_nonzero(input: Tensor) -> bool:  # noqa: A002
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input.item())
+
+
+def narrow_copy(input: Tensor, dim: int, start: int, length: int, *,  # noqa: A002
+                out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return F.written_to(out, narrow_copy(input, dim, start, length), "narrow_copy")
+    return F.clone(T.narrow(input, dim, start, length))
+
+
+def is_complex(input: Tensor) -> bool:  # noqa: A002
+    """False: runtime has real dtypes only."""
+    return False
+
+
+def _real_identity(input: Tensor) -> Tensor:  # noqa: A002
+    """real, conj, resolve_conj, resolve_neg of a real tensor: the tensor itself."""
+    return input
+
+
+real = conj = resolve_conj = resolve_neg = _real_identity
+
+
+def adjoint(input: Tensor) -> Tensor:  # noqa: A002
+    """The conjugate transpose of the last two dims (real: the transpose)."""
+    return input.mH
+
+
+__all__ = [
+    "adjoint", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "atleast_1d",
+    "atleast_2d", "atleast_3d", "broadcast_shapes", "conj", "diagflat", "dsplit", "fliplr",
+    "flipud", "frexp", "gcd", "greater", "greater_equal", "hsplit", "inner", "is_complex",
+    "is_nonzero", "isin", "lcm", "ldexp", "less", "less_equal", "logspace", "msort",
+    "narrow_copy", "not_equal", "ravel", "real", "resolve_conj", "resolve_neg",
+    "unique_consecutive", "unravel_index", "vander", "vdot", "vsplit"]
