@@ -767,7 +767,7 @@ from .ops import extras as _extras  # noqa: E402
 for _n in ("arccos arccosh arcsin arcsinh arctan arctanh greater greater_equal less less_equal "
            "not_equal fliplr flipud hsplit vsplit dsplit inner vdot msort gcd lcm ldexp frexp "
            "diagflat is_nonzero narrow_copy is_complex conj resolve_conj resolve_neg adjoint "
-           "unique_consecutive").split():
+           "unique_consecutive renorm nextafter").split():
     setattr(Tensor, _n, getattr(_extras, _n))
 from .ops import storage as _storage  # noqa: E402
 

@@ -13,6 +13,7 @@ from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
+from .dispatch import named
 from .shapes import broadcast_shapes as _broadcast_shapes
 
 # PyTorch's other names of ops the runtime has
@@ -320,3 +321,83 @@ __all__ = [
     "is_nonzero", "isin", "lcm", "ldexp", "less", "less_equal", "logspace", "msort",
     "narrow_copy", "not_equal", "ravel", "real", "resolve_conj", "resolve_neg",
     "unique_consecutive", "unravel_index", "vander", "vdot", "vsplit"]
+
+
+def renorm(input: Tensor, p: float, dim: int, maxnorm: float, *,  # noqa: A002
+           out: Tensor | None = None) -> Tensor:
+    """Each slice along ``dim`` whose p-norm exceeds ``maxnorm`` scaled down to it (by
+    maxnorm / (norm + 1e-7), PyTorch's)."""
+    if out is not None:
+        return F.written_to(out, renorm(input, p, dim, maxnorm), "renorm")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    from .reductions import vector_norm
+
+    d = T.sized_dim(input, dim)
+    others = tuple(i for i in range(input.ndim) if i != d)
+    norms = vector_norm(input, p, others, keepdim=True)
+    scale = F.where(F.gt(norms, maxnorm), F.div(maxnorm, F.add(norms, 1e-7)), 1.0)
+    return named(F.mul(input, scale), "RenormBackward0")
+
+
+def select_scatter(input: Tensor, src: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
+    """input with its slice ``index`` along ``dim`` replaced by src (differentiable in both)."""
+    d = T.sized_dim(input, dim)
+    n = input.shape[d]
+    i = index + n if index < 0 else index
+    if not 0 <= i < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input.shape)} at dimension {d}")
+    return named(slice_scatter(input, F.unsqueeze(src, d), d, i, i + 1),
+                 "SelectScatterBackward0")
+
+
+def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = None,  # noqa: A002
+                  end: int | None = None, step: int = 1) -> Tensor:
+    """input with the slice start:end:step along ``dim`` replaced by src."""
+    from ..creation import tensor
+
+    d = T.sized_dim(input, dim)
+    positions = np.arange(input.shape[d])[slice(start, end, step)]
+    want = list(input.shape)
+    want[d] = len(positions)
+    if tuple(src.shape) != tuple(want):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {want}")
+    index = tensor(positions.astype(np.int64), device=input.device)
+    return named(input.index_copy(d, index, src), "SliceScatterBackward0")
+
+
+def nextafter(input: Tensor, other: Tensor, *, out: Tensor | None = None  # noqa: A002
+              ) -> Tensor:
+    """The next float after input toward other (no derivative, as PyTorch's)."""
+    if out is not None:
+        return F.written_to(out, nextafter(input, other), "nextafter")
+    from ..creation import tensor
+    from .composite import no_derivative
+
+    dt = D.result_dtype([input.dtype, other.dtype], [], [input.ndim, other.ndim])
+    values = np.nextafter(np.asarray(input.detach().cpu().numpy()).astype(dt.np),
+                          np.asarray(other.detach().cpu().numpy()).astype(dt.np))
+    return no_derivative(tensor(values, device=input.device), (input, other),
+                         RuntimeError, "derivative for aten::nextafter is not implemented",
+                         "NextafterBackward0")
+
+
+def chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
+    """The product of the matrices (PyTorch's deprecated name of linalg.multi_dot)."""
+    import warnings
+
+    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+                  "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+                  "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
+    from ..linalg import multi_dot
+
+    if len(matrices) == 1:
+        return F.clone(matrices[0])
+    return multi_dot(list(matrices), out=out)
+
+
+__all__ += ["chain_matmul", "nextafter", "renorm", "select_scatter", "slice_scatter"]
