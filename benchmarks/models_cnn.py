@@ -66,13 +66,20 @@ def cnn_arrays(seed: int) -> dict[str, np.ndarray]:
     return arrays
 
 
-def build_cnn(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
+def cnn_model(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Any:
+    """(conv3x3-batchnorm-relu-maxpool) x 2, flatten, linear, from ``arrays``' weights."""
     nn = lib.nn
     model = nn.Sequential(
         nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(64, 10))
     load_params(lib, model, arrays)
+    return model
+
+
+def build_cnn(lib: ModuleType, arrays: dict[str, np.ndarray]) -> Case:
+    nn = lib.nn
+    model = cnn_model(lib, arrays)
     opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
     def step(x: Any, y: Any) -> Any:

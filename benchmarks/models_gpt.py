@@ -139,22 +139,30 @@ def gpt_forward(lib: ModuleType, model: Any, idx: Any, heads: int) -> Any:
     return model["head"](model["ln_f"](x))
 
 
-def build_gpt(lib: ModuleType, arrays: dict[str, np.ndarray], cfg: GPTConfig = GPT) -> Case:
-    """One training step: zero grads, forward, cross-entropy over every position, backward,
-    gradient clipping (norm 1), AdamW. ``case.fn(x, y)`` takes any batch of the same shape;
-    a learning-rate schedule is stepped outside it, as a training loop does."""
-    model = build_gpt_model(lib, arrays, cfg)
+def gpt_train_step(lib: ModuleType, model: Any, forward: Any, cfg: GPTConfig = GPT
+                   ) -> Any:
+    """``step(x, y)``: zero grads, ``forward(x)`` (logits), cross-entropy over every position,
+    backward, gradient clipping (norm 1), AdamW on ``model``'s parameters."""
     opt = lib.optim.AdamW(model.parameters(), lr=cfg.lr, eps=cfg.eps, weight_decay=0.1)
 
     def step(x: Any, y: Any) -> Any:
         opt.zero_grad()
-        logits = gpt_forward(lib, model, x, cfg.heads)
+        logits = forward(x)
         loss = lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                y.reshape(-1))
         loss.backward()
         lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         return loss
+
+    return step
+
+
+def build_gpt(lib: ModuleType, arrays: dict[str, np.ndarray], cfg: GPTConfig = GPT) -> Case:
+    """One training step (``gpt_train_step``). ``case.fn(x, y)`` takes any batch of the same
+    shape; a learning-rate schedule is stepped outside it, as a training loop does."""
+    model = build_gpt_model(lib, arrays, cfg)
+    step = gpt_train_step(lib, model, lambda x: gpt_forward(lib, model, x, cfg.heads), cfg)
 
     def outputs(loss: Any) -> dict[str, np.ndarray]:
         out = {"loss": to_numpy(loss)}

@@ -27,8 +27,8 @@ import numpy as np
 import planner
 import runtime as rt
 
-from .models_cnn import cnn_arrays, load_params
-from .models_gpt import GPT, build_gpt_model, gpt_arrays, gpt_forward
+from .models_cnn import cnn_arrays, cnn_model
+from .models_gpt import GPT, build_gpt_model, gpt_arrays, gpt_forward, gpt_train_step
 from .run import calibrate, set_threads, time_loop
 
 try:
@@ -39,20 +39,10 @@ except ImportError:  # pragma: no cover - PyTorch is an optional peer
 VARIANTS = ("eager", "module", "step", "torch", "tcompile")
 
 
-def _cnn_model(lib: Any, arrays: dict[str, np.ndarray]) -> Any:
-    nn = lib.nn
-    model = nn.Sequential(
-        nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(64, 10))
-    load_params(lib, model, arrays)
-    return model
-
-
 def cnn_steps(lib: Any, arrays: dict[str, np.ndarray], compile_model: Callable[[Any], Any] | None
               ) -> tuple[Callable[[], Any], Any]:
     """A cnn training step (SGD with momentum) whose model is ``compile_model(model)``."""
-    model = _cnn_model(lib, arrays)
+    model = cnn_model(lib, arrays)
     opt = lib.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     run_model = model if compile_model is None else compile_model(model)
     x, y = lib.from_numpy(arrays["x"].copy()), lib.from_numpy(arrays["y"].copy())
@@ -71,24 +61,13 @@ def gpt_steps(lib: Any, arrays: dict[str, np.ndarray], compile_model: Callable[[
               ) -> tuple[Callable[[], Any], Any]:
     """A gpt training step (AdamW, clipping) whose forward is ``compile_model(forward)``."""
     model = build_gpt_model(lib, arrays, GPT)
-    opt = lib.optim.AdamW(model.parameters(), lr=GPT.lr, eps=GPT.eps, weight_decay=0.1)
 
     def forward(idx: Any) -> Any:
         return gpt_forward(lib, model, idx, GPT.heads)
 
-    run_forward = forward if compile_model is None else compile_model(forward)
+    step = gpt_train_step(lib, model, forward if compile_model is None
+                          else compile_model(forward))
     x, y = (lib.from_numpy(arrays[k].copy()) for k in ("x", "y"))
-
-    def step(x: Any, y: Any) -> Any:
-        opt.zero_grad()
-        logits = run_forward(x)
-        loss = lib.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                                               y.reshape(-1))
-        loss.backward()
-        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        return loss
-
     return (lambda: step(x, y)), step
 
 
