@@ -12,35 +12,28 @@ from collections.abc import Iterator
 import pytest
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _private_codegen_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    previous = os.environ.get("BACKPLAN_CACHE_DIR")
-    os.environ["BACKPLAN_CACHE_DIR"] = str(tmp_path_factory.mktemp("codegen-cache"))
+def _environment(name: str, value: str) -> Iterator[None]:
+    """``name`` set to ``value`` for the session, then put back as it was."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
     yield
     if previous is None:
-        del os.environ["BACKPLAN_CACHE_DIR"]
+        del os.environ[name]
     else:
-        os.environ["BACKPLAN_CACHE_DIR"] = previous
+        os.environ[name] = previous
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_codegen_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    yield from _environment("BACKPLAN_CACHE_DIR", str(tmp_path_factory.mktemp("codegen-cache")))
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _check_graphs() -> Iterator[None]:
     """The planner's graph verifier after its passes (planner.graph.checking), off outside."""
-    previous = os.environ.get("BACKPLAN_CHECK_GRAPHS")
-    os.environ["BACKPLAN_CHECK_GRAPHS"] = "1"
-    yield
-    if previous is None:
-        del os.environ["BACKPLAN_CHECK_GRAPHS"]
-    else:
-        os.environ["BACKPLAN_CHECK_GRAPHS"] = previous
+    yield from _environment("BACKPLAN_CHECK_GRAPHS", "1")
 
 
 @pytest.fixture(autouse=True, scope="session")
 def _compile_in_the_call() -> Iterator[None]:
-    previous = os.environ.get("BACKPLAN_BACKGROUND_COMPILE")
-    os.environ["BACKPLAN_BACKGROUND_COMPILE"] = "0"
-    yield
-    if previous is None:
-        del os.environ["BACKPLAN_BACKGROUND_COMPILE"]
-    else:
-        os.environ["BACKPLAN_BACKGROUND_COMPILE"] = previous
+    yield from _environment("BACKPLAN_BACKGROUND_COMPILE", "0")
