@@ -357,10 +357,10 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if any(isinstance(a, Tensor) and a.dtype is _BF16 for a in args):
         # a plan's kernels and fast paths compute in the array's dtype: bfloat16 runs eagerly
         raise GraphBreak(f"{prim.name} of a bfloat16 tensor (bfloat16 steps run eagerly)")
-    weak = tracer.weak_nodes
-    if weak:  # tensors standing for Python floats (float arguments), promoted as floats
-        weak = {i for i, a in enumerate(args) if isinstance(a, Tensor)
-                and type(a._data) is MetaArray and a._data.node in weak}
+    # the positions of tensors standing for Python floats (float arguments): promoted as floats
+    weak_nodes = tracer.weak_nodes
+    weak = {i for i, a in enumerate(args) if isinstance(a, Tensor)
+            and type(a._data) is MetaArray and a._data.node in weak_nodes} if weak_nodes else ()
     rdt = _promoted_dtype(prim, args, weak) if prim.promote != PROMOTE_NONE else None
     if rdt is not None:  # None: Python floats only (weak), as float64 as they are
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))
@@ -385,9 +385,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     # a graph value lives where its step writes it: a copy's is the device it copies to
     device = attrs["device"] if prim.transfer else device
     node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
-    if weak and all(isinstance(a, Tensor) == (i in weak) for i, a in enumerate(args)
-                    if isinstance(a, Tensor)):
-        tracer.weak_nodes.add(node)  # arithmetic among Python floats gives one
+    if weak and all(i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
+        weak_nodes.add(node)  # arithmetic among Python floats gives one
     view_of = (tracer.storage_of(args[0])
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
                else None)
