@@ -45,6 +45,7 @@ from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
 
 from . import background as bg
 from . import aot, guards, plan_cache
+from .optimized_module import OptimizedModule
 from .capture import Capture, Slot, capture
 from .guards import ASSIGNED, MISSING, setting_key
 from .parallel import Execution, check_options
@@ -1051,13 +1052,7 @@ def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
 
 
 def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:
-    pending = binding.pending
-    if pending is not None:  # the unfused plan, beside the children compiling
-        if not pending.started:  # a replay before the children fork has every core
-            try:
-                return binding._replayer()(args)
-            finally:
-                pending.start()
+    if binding.pending is not None:  # the unfused plan, beside the children compiling
         with intra_op(bg.threads_beside_compile()):
             return binding._replayer()(args)
     return binding._replayer()(args)
@@ -1483,8 +1478,6 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
 
     def compiled(f: Callable[..., Any]) -> Any:
         if isinstance(f, Module):  # the module API kept, as torch.compile's
-            from .optimized_module import OptimizedModule
-
             return OptimizedModule(f, wrap)
         return wrap(f)
 
