@@ -399,3 +399,4 @@ __all__ += ["angle", "cumulative_trapezoid", "deg2rad", "fix", "isneginf", "ispo
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_functions(globals())  # last: over every function exported above
+from .sampling import *  # noqa: E402,F401,F403
