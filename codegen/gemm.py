@@ -994,12 +994,8 @@ def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
         if module is None:
             code = object_code(dtype, cache_dir)
             with target.LOCK:
-                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
-                                                    target.new_target_machine())
-                engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
-                engine.finalize_object()
-                entry = engine.get_function_address(f"gemm.{dtype}")
-                chunks = engine.get_function_address(f"gemm.{dtype}.chunks")
+                engine, (entry, chunks) = target.load_support(
+                    code.object_file, f"gemm.{dtype}", f"gemm.{dtype}.chunks")
             if not entry or not chunks:
                 raise RuntimeError(f"the products of {dtype} are not in their object code")
             module = _modules[dtype] = _Module(engine, _ENTRY(entry), chunks)

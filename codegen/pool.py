@@ -667,10 +667,10 @@ def _compile() -> _Code:
     target.host()  # initializes the native target
     code = _code_source(_ir_text())
     with target.LOCK:
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target.new_target_machine())
-        engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
-        engine.finalize_object()
-        address = engine.get_function_address
+        names = ["pool_worker", "pool_run", "pool_stop", "run_serial", "run_accumulating",
+                 *("combine_" + "_".join(key) for key in COMBINES)]
+        engine, found = target.load_support(code.object_file, *names)
+        address = dict(zip(names, found)).__getitem__
         worker = ctypes.CFUNCTYPE(None, _VOID_P, _I64)(address("pool_worker"))
         run = ctypes.CFUNCTYPE(None, _VOID_P, _VOID_P, _VOID_P, _I64, _VOID_P, _I64, _I64)(
             address("pool_run"))

@@ -419,16 +419,12 @@ def _code() -> _Code:
         if _compiled is None:
             code = _code_source(ir_text())
             with target.LOCK:
-                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
-                                                    target.new_target_machine())
-                engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
-                engine.finalize_object()
-                kernel = engine.get_function_address("entry_kernel")
-                product = engine.get_function_address("entry_product")
-                drive = engine.get_function_address("entry_drive")
-                check = engine.get_function_address("check_bounds_i64")
-                allocator = tuple(engine.get_function_address(f"backplan_{f}")
-                                  for f in ("malloc", "calloc", "realloc", "free"))
+                engine, found = target.load_support(
+                    code.object_file, "entry_kernel", "entry_product", "entry_drive",
+                    "check_bounds_i64",
+                    *(f"backplan_{f}" for f in ("malloc", "calloc", "realloc", "free")))
+                kernel, product, drive, check = found[:4]
+                allocator = tuple(found[4:])
             if not kernel or not product or not drive or not check:
                 raise RuntimeError("the builtin trampolines are not in their object code")
             api = ctypes.pythonapi

@@ -600,11 +600,7 @@ def _code(name: str) -> _Code:
             code = support_code(f"windows.{name}", functools.partial(render, name), emit,
                                 version=_source_digest())
             with target.LOCK:
-                engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
-                                                    target.new_target_machine())
-                engine.add_object_file(llvm.ObjectFileRef.from_data(code.object_file))
-                engine.finalize_object()
-                address = engine.get_function_address(name)
+                engine, (address,) = target.load_support(code.object_file, name)
             if not address:
                 raise RuntimeError(f"{name} is not in its object code")
             found = _compiled[name] = _Code(engine, address)
