@@ -7,10 +7,11 @@ from runtime.optim.adam import Adam, AdamW
 from runtime.optim.adam_family import Adadelta, Adamax, NAdam, RAdam
 from runtime.optim.asgd import ASGD
 from runtime.optim.lbfgs import LBFGS
+from runtime.optim.muon import Muon
 from runtime.optim.optimizer import Optimizer
 from runtime.optim.rmsprop import RMSprop
 from runtime.optim.rprop import Rprop
 from runtime.optim.sgd import SGD
 
 __all__ = ["ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS",
-           "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils"]
+           "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils"]
