@@ -1,0 +1,45 @@
+"""Probability distributions, as torch.distributions: parameters, sampling (through the
+runtime's generators, so ``rt.manual_seed`` makes draws reproducible), reparameterized
+``rsample``, ``log_prob``, ``entropy``, ``cdf``/``icdf``, KL divergences and constraints.
+Log-densities, entropies and KLs are runtime ops, so gradients flow by autograd."""
+
+from __future__ import annotations
+
+from . import constraints, transforms
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution, ExponentialFamily
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .log_normal import LogNormal
+from .mixture_same_family import MixtureSameFamily
+from .multinomial import Multinomial
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
+from .poisson import Poisson
+from .relaxed_bernoulli import LogitRelaxedBernoulli, RelaxedBernoulli
+from .relaxed_categorical import ExpRelaxedCategorical, RelaxedOneHotCategorical
+from .transformed_distribution import TransformedDistribution
+from .uniform import Uniform
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
+                         PowerTransform, SigmoidTransform, TanhTransform, Transform)
+
+__all__ = [
+    "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
+    "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical", "ExpTransform",
+    "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Independent", "Laplace",
+    "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial",
+    "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+    "SigmoidTransform", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+    "constraints",
+    "kl_divergence", "register_kl", "transforms",
+]

@@ -1,0 +1,84 @@
+"""Dirichlet distribution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ops.shapes import Size
+from ..tensor import Tensor
+from . import constraints
+from ._gamma import standard_gamma
+from .distribution import ExponentialFamily
+
+__all__ = ["Dirichlet"]
+
+
+def _rt() -> Any:
+    import runtime
+
+    return runtime
+
+
+class Dirichlet(ExponentialFamily):
+    """Dirichlet distribution over the simplex, of ``concentration`` (its last dimension
+    the categories). ``rsample`` normalizes reparameterized Gamma draws (so gradients flow
+    to ``concentration``; the draws are host draws, eager in a captured step)."""
+
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, concentration: Tensor, validate_args: bool | None = None) -> None:
+        if concentration.ndim < 1:
+            raise ValueError("`concentration` parameter must be at least one-dimensional.")
+        self.concentration = concentration
+        super().__init__(concentration.shape[:-1], concentration.shape[-1:],
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Dirichlet:
+        return self._expanded(Dirichlet, batch_shape, _instance, {"concentration": 1})
+
+    def rsample(self, sample_shape: Any = Size()) -> Tensor:
+        rt = _rt()
+        shape = self._extended_shape(sample_shape)
+        g = standard_gamma(self.concentration.expand(*shape))
+        x = g / g.sum(-1, keepdim=True)
+        tiny = rt.finfo(x.dtype).tiny
+        return x.clamp(min=tiny, max=1 - rt.finfo(x.dtype).eps / 2)
+
+    def log_prob(self, value: Tensor) -> Tensor:
+        rt = _rt()
+        if self._validate_args:
+            self._validate_sample(value)
+        c = self.concentration
+        return (rt.xlogy(c - 1.0, value).sum(-1) + rt.lgamma(c.sum(-1))
+                - rt.lgamma(c).sum(-1))
+
+    @property
+    def mean(self) -> Tensor:
+        return self.concentration / self.concentration.sum(-1, keepdim=True)
+
+    @property
+    def mode(self) -> Tensor:
+        rt = _rt()
+        c = self.concentration
+        cm1 = (c - 1).clamp(min=0.0)
+        mode = cm1 / cm1.sum(-1, keepdim=True)
+        below_one = (c < 1).all(-1, keepdim=True)
+        n = c.shape[-1]
+        first_max = c.argmax(-1, keepdim=True) == rt.arange(n, device=c.device)
+        return rt.where(below_one, first_max.to(c.dtype), mode)
+
+    @property
+    def variance(self) -> Tensor:
+        c = self.concentration
+        c0 = c.sum(-1, keepdim=True)
+        return c * (c0 - c) / (c0.pow(2) * (c0 + 1))
+
+    def entropy(self) -> Tensor:
+        rt = _rt()
+        c = self.concentration
+        k = c.shape[-1]
+        a0 = c.sum(-1)
+        return (rt.lgamma(c).sum(-1) - rt.lgamma(a0) - (k - a0) * rt.digamma(a0)
+                - ((c - 1.0) * rt.digamma(c)).sum(-1))

@@ -1,0 +1,224 @@
+"""KL divergences between distributions: ``kl_divergence(p, q)`` dispatched on both types
+to the most specific function registered with ``register_kl``."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ..tensor import Tensor
+from .bernoulli import Bernoulli
+from .beta import Beta
+from .categorical import Categorical
+from .dirichlet import Dirichlet
+from .distribution import Distribution
+from .exponential import Exponential
+from .gamma import Gamma
+from .geometric import Geometric
+from .independent import Independent
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal, _solve_lower, batch_mahalanobis
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
+from .uniform import Uniform
+from .utils import sum_rightmost
+
+__all__ = ["kl_divergence", "register_kl"]
+
+KLFn = Callable[[Any, Any], Tensor]
+_KL_REGISTRY: dict[tuple[type, type], KLFn] = {}
+_KL_MEMOIZE: dict[tuple[type, type], Any] = {}
+
+
+def _rt() -> Any:
+    import runtime
+
+    return runtime
+
+
+def register_kl(type_p: type, type_q: type) -> Callable[[KLFn], KLFn]:
+    """A decorator registering ``fn(p, q)`` as KL(p || q) for instances of ``type_p`` and
+    ``type_q`` (and their subclasses, where nothing more specific is registered)."""
+    for name, t in (("type_p", type_p), ("type_q", type_q)):
+        if not (isinstance(t, type) and issubclass(t, Distribution)):
+            raise TypeError(f"Expected {name} to be a Distribution subclass but got {t}")
+
+    def decorator(fun: KLFn) -> KLFn:
+        _KL_REGISTRY[type_p, type_q] = fun
+        _KL_MEMOIZE.clear()
+        return fun
+
+    return decorator
+
+
+def _depth(t: type, base: type) -> int:
+    return t.__mro__.index(base)
+
+
+def _dispatch_kl(type_p: type, type_q: type) -> Any:
+    """The most specific registered pair: nearest in ``type_p``'s ancestry first (then
+    ``type_q``'s); a warning where ordering by ``type_q`` first picks another function."""
+    matches = [(sp, sq) for sp, sq in _KL_REGISTRY
+               if issubclass(type_p, sp) and issubclass(type_q, sq)]
+    if not matches:
+        return NotImplemented
+    left = min(matches, key=lambda m: (_depth(type_p, m[0]), _depth(type_q, m[1])))
+    right = min(matches, key=lambda m: (_depth(type_q, m[1]), _depth(type_p, m[0])))
+    if _KL_REGISTRY[left] is not _KL_REGISTRY[right]:
+        warnings.warn(f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
+                      f"Please register_kl({left[0].__name__}, {right[1].__name__})",
+                      RuntimeWarning, stacklevel=3)
+    return _KL_REGISTRY[left]
+
+
+def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
+    """KL(p || q), of shape ``batch_shape``."""
+    key = (type(p), type(q))
+    if key not in _KL_MEMOIZE:
+        _KL_MEMOIZE[key] = _dispatch_kl(*key)
+    fun = _KL_MEMOIZE[key]
+    if fun is NotImplemented:
+        raise NotImplementedError(f"No KL(p || q) is implemented for p type "
+                                  f"{p.__class__.__name__} and q type {q.__class__.__name__}")
+    return fun(p, q)
+
+
+def _inf_where(mask: Tensor, t: Tensor) -> Tensor:
+    return _rt().where(mask, float("inf"), t)
+
+
+def _zero_where(mask: Tensor, t: Tensor) -> Tensor:
+    return _rt().where(mask, 0.0, t)
+
+
+@register_kl(Normal, Normal)
+def _kl_normal_normal(p: Normal, q: Normal) -> Tensor:
+    var_ratio = (p.scale / q.scale).pow(2)
+    t1 = ((p.loc - q.loc) / q.scale).pow(2)
+    return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
+
+
+@register_kl(Categorical, Categorical)
+def _kl_categorical_categorical(p: Categorical, q: Categorical) -> Tensor:
+    t = p.probs * (p.logits - q.logits)
+    t = _inf_where((q.probs == 0).expand_as(t), t)
+    t = _zero_where((p.probs == 0).expand_as(t), t)
+    return t.sum(-1)
+
+
+@register_kl(OneHotCategorical, OneHotCategorical)
+def _kl_onehot_onehot(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
+    return _kl_categorical_categorical(p._categorical, q._categorical)
+
+
+@register_kl(Bernoulli, Bernoulli)
+def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
+    from ..nn import functional as F
+
+    t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
+    t1 = _zero_where(p.probs == 0, _inf_where(q.probs == 0, t1))
+    t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
+    t2 = _zero_where(p.probs == 1, _inf_where(q.probs == 1, t2))
+    return t1 + t2
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
+    rt = _rt()
+    sum_p = p.concentration1 + p.concentration0
+    sum_q = q.concentration1 + q.concentration0
+    t1 = rt.lgamma(q.concentration1) + rt.lgamma(q.concentration0) + rt.lgamma(sum_p)
+    t2 = rt.lgamma(p.concentration1) + rt.lgamma(p.concentration0) + rt.lgamma(sum_q)
+    t3 = (p.concentration1 - q.concentration1) * rt.digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * rt.digamma(p.concentration0)
+    t5 = (sum_q - sum_p) * rt.digamma(sum_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
+    rt = _rt()
+    sum_p = p.concentration.sum(-1)
+    sum_q = q.concentration.sum(-1)
+    t1 = rt.lgamma(sum_p) - rt.lgamma(sum_q)
+    t2 = (rt.lgamma(p.concentration) - rt.lgamma(q.concentration)).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = rt.digamma(p.concentration) - rt.digamma(sum_p).unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Exponential, Exponential)
+def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Tensor:
+    rate_ratio = q.rate / p.rate
+    return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
+    rt = _rt()
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = rt.lgamma(q.concentration) - rt.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * rt.digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
+
+
+@register_kl(Uniform, Uniform)
+def _kl_uniform_uniform(p: Uniform, q: Uniform) -> Tensor:
+    result = ((q.high - q.low) / (p.high - p.low)).log()
+    return _inf_where((q.low > p.low) | (q.high < p.high), result)
+
+
+@register_kl(Laplace, Laplace)
+def _kl_laplace_laplace(p: Laplace, q: Laplace) -> Tensor:
+    scale_ratio = p.scale / q.scale
+    loc_abs_diff = (p.loc - q.loc).abs()
+    t1 = -scale_ratio.log()
+    t2 = loc_abs_diff / q.scale
+    t3 = scale_ratio * (-loc_abs_diff / p.scale).exp()
+    return t1 + t2 + t3 - 1
+
+
+@register_kl(Poisson, Poisson)
+def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
+    return p.rate * (p.rate.log() - q.rate.log()) - (p.rate - q.rate)
+
+
+@register_kl(Geometric, Geometric)
+def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
+    return -p.entropy() - _rt().log1p(-q.probs) / p.probs - q.logits
+
+
+@register_kl(MultivariateNormal, MultivariateNormal)
+def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different "
+                         "event shapes cannot be computed")
+    pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    half_term1 = (qL.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                  - pL.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    solved = _solve_lower(qL, pL)                    # q_L^-1 p_L, batches broadcast
+    term2 = solved.pow(2).sum((-2, -1))              # trace(X X^T)
+    term3 = batch_mahalanobis(qL, q.loc - p.loc)
+    n = p.event_shape[0]
+    return half_term1 + 0.5 * (term2 + term3 - n)
+
+
+@register_kl(Independent, Independent)
+def _kl_independent_independent(p: Independent, q: Independent) -> Tensor:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistribution
+                                ) -> Tensor:
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)

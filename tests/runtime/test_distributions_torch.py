@@ -1,0 +1,225 @@
+"""rt.distributions against torch.distributions: log_prob, entropy, cdf/icdf, moments and
+their gradients on the same float64 parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import runtime as rt
+import runtime.distributions as rd
+
+torch = pytest.importorskip("torch")
+td = torch.distributions
+
+RNG = np.random.default_rng(0)
+POS = np.array([0.7, 1.3, 2.5])
+PROBS = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+LOGITS = np.array([[0.3, -1.2, 2.0], [0.0, 0.5, -0.5]])
+SPD = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, -0.2], [0.1, -0.2, 1.0]])
+TRIL = np.linalg.cholesky(SPD)
+
+
+def _mvn_scale(p):
+    return {"loc": p["loc"], "scale_tril": p["scale_tril"]}
+
+
+# name -> (class name, parameters, constructor of keyword arguments from parameters)
+CASES = {
+    "normal": ("Normal", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS}, None),
+    "uniform": ("Uniform", {"low": np.array([-1.0, 0.0, 2.0]), "high": np.array([1.0, 0.5, 4.0])},
+                None),
+    "exponential": ("Exponential", {"rate": POS}, None),
+    "laplace": ("Laplace", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS}, None),
+    "gamma": ("Gamma", {"concentration": POS, "rate": np.array([1.5, 0.5, 2.0])}, None),
+    "beta": ("Beta", {"concentration1": POS, "concentration0": np.array([1.5, 0.5, 2.0])},
+             None),
+    "dirichlet": ("Dirichlet", {"concentration": np.array([[0.7, 1.3, 2.5], [2.0, 0.4, 1.0]])},
+                  None),
+    "bernoulli_p": ("Bernoulli", {"probs": np.array([0.2, 0.5, 0.9])}, None),
+    "bernoulli_l": ("Bernoulli", {"logits": np.array([-1.0, 0.0, 2.0])}, None),
+    "categorical_p": ("Categorical", {"probs": PROBS}, None),
+    "categorical_l": ("Categorical", {"logits": LOGITS}, None),
+    "onehot": ("OneHotCategorical", {"logits": LOGITS}, None),
+    "poisson": ("Poisson", {"rate": POS}, None),
+    "binomial": ("Binomial", {"total_count": np.array([5.0, 5.0, 5.0]),
+                              "probs": np.array([0.2, 0.5, 0.9])}, None),
+    "binomial_l": ("Binomial", {"total_count": np.array([3.0, 7.0, 4.0]),
+                                "logits": np.array([-1.0, 0.0, 2.0])}, None),
+    "geometric": ("Geometric", {"probs": np.array([0.2, 0.5, 0.9])}, None),
+    "geometric_l": ("Geometric", {"logits": np.array([-1.0, 0.0, 2.0])}, None),
+    "multinomial": ("Multinomial", {"probs": PROBS}, lambda p: {"total_count": 4, **p}),
+    "mvn_tril": ("MultivariateNormal", {"loc": np.array([0.5, -1.0, 0.0]), "scale_tril": TRIL},
+                 None),
+    "mvn_cov": ("MultivariateNormal", {"loc": np.array([[0.5, -1.0, 0.0], [1.0, 0.0, 0.0]]),
+                                       "covariance_matrix": SPD}, None),
+    "mvn_prec": ("MultivariateNormal", {"loc": np.array([0.5, -1.0, 0.0]),
+                                        "precision_matrix": SPD}, None),
+    "lognormal": ("LogNormal", {"loc": np.array([0.1, -1.0, 0.5]), "scale": POS}, None),
+    "relaxed_bernoulli": ("RelaxedBernoulli", {"logits": np.array([-1.0, 0.0, 2.0])},
+                          lambda p: {"temperature": np.array(0.7), **p}),
+    "relaxed_onehot": ("RelaxedOneHotCategorical", {"logits": LOGITS},
+                       lambda p: {"temperature": np.array(0.7), **p}),
+}
+NOT_DIFFERENTIABLE = {"total_count", "temperature"}
+
+
+def _build(lib, mod, case, params):
+    cls_name, _, kwargs_of = CASES[case]
+    kwargs = kwargs_of(params) if kwargs_of else dict(params)
+    kwargs = {k: v if isinstance(v, (int, float)) else lib.tensor(v, dtype=lib.float64,
+                                                                  requires_grad=k in params
+                                                                  and k not in
+                                                                  NOT_DIFFERENTIABLE)
+              for k, v in kwargs.items()}
+    return getattr(mod, cls_name)(**kwargs), kwargs
+
+
+def _pair(case):
+    params = CASES[case][1]
+    d_rt, k_rt = _build(rt, rd, case, params)
+    d_t, k_t = _build(torch, td, case, params)
+    return d_rt, k_rt, d_t, k_t
+
+
+def _np(t):
+    return t.detach().cpu().numpy()
+
+
+def _value(d_t):
+    torch.manual_seed(1)
+    with torch.no_grad():
+        return d_t.sample((4,)).numpy()
+
+
+def _grads(out_rt, k_rt, out_t, k_t):
+    names = [k for k, v in k_t.items() if isinstance(v, torch.Tensor) and v.requires_grad]
+    g_t = torch.autograd.grad(out_t.sum(), [k_t[n] for n in names], allow_unused=True)
+    g_rt = rt.autograd.grad(out_rt.sum(), [k_rt[n] for n in names], allow_unused=True)
+    for n, a, b in zip(names, g_rt, g_t):
+        if b is None:
+            assert a is None or np.allclose(_np(a), 0), n
+            continue
+        np.testing.assert_allclose(_np(a), b.numpy(), rtol=1e-7, atol=1e-9, err_msg=n)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_log_prob_matches_torch(case):
+    d_rt, k_rt, d_t, k_t = _pair(case)
+    value = _value(d_t)
+    lp_t = d_t.log_prob(torch.tensor(value))
+    lp_rt = d_rt.log_prob(rt.tensor(value))
+    assert tuple(lp_rt.shape) == tuple(lp_t.shape)
+    np.testing.assert_allclose(_np(lp_rt), lp_t.detach().numpy(), rtol=1e-7, atol=1e-9)
+    _grads(lp_rt, k_rt, lp_t, k_t)
+
+
+@pytest.mark.parametrize("case", sorted(set(CASES) - {"poisson", "lognormal",
+                                                       "relaxed_bernoulli",
+                                                       "relaxed_onehot", "binomial_l"}))
+def test_entropy_matches_torch(case):
+    d_rt, k_rt, d_t, k_t = _pair(case)
+    e_t, e_rt = d_t.entropy(), d_rt.entropy()
+    assert tuple(e_rt.shape) == tuple(e_t.shape)
+    np.testing.assert_allclose(_np(e_rt), e_t.detach().numpy(), rtol=1e-7, atol=1e-9)
+    if e_t.requires_grad:
+        _grads(e_rt, k_rt, e_t, k_t)
+
+
+def test_lognormal_entropy_matches_torch():
+    d_rt, _, d_t, _ = _pair("lognormal")
+    np.testing.assert_allclose(_np(d_rt.entropy()), d_t.entropy().detach().numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("prop", ["mean", "variance", "stddev", "mode"])
+def test_moments_match_torch(case, prop):
+    d_rt, _, d_t, _ = _pair(case)
+    try:
+        want = getattr(d_t, prop)
+    except NotImplementedError:
+        with pytest.raises(NotImplementedError):
+            getattr(d_rt, prop)
+        return
+    got = getattr(d_rt, prop)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("case", ["normal", "uniform", "exponential", "laplace", "lognormal"])
+def test_cdf_icdf_match_torch(case):
+    d_rt, k_rt, d_t, k_t = _pair(case)
+    value = _value(d_t)
+    c_t, c_rt = d_t.cdf(torch.tensor(value)), d_rt.cdf(rt.tensor(value))
+    np.testing.assert_allclose(_np(c_rt), c_t.detach().numpy(), rtol=1e-7, atol=1e-12)
+    _grads(c_rt, k_rt, c_t, k_t)
+    q = np.array([0.1, 0.5, 0.93])
+    i_t, i_rt = d_t.icdf(torch.tensor(q)), d_rt.icdf(rt.tensor(q))
+    np.testing.assert_allclose(_np(i_rt), i_t.detach().numpy(), rtol=1e-7, atol=1e-12)
+    _grads(i_rt, k_rt, i_t, k_t)
+
+
+@pytest.mark.parametrize("case", ["bernoulli_p", "categorical_l", "onehot", "binomial"])
+def test_enumerate_support_matches_torch(case):
+    d_rt, _, d_t, _ = _pair(case)
+    for expand in (True, False):
+        want, got = d_t.enumerate_support(expand), d_rt.enumerate_support(expand)
+        assert tuple(got.shape) == tuple(want.shape)
+        np.testing.assert_array_equal(_np(got), want.numpy())
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_shapes_and_support_match_torch(case):
+    d_rt, _, d_t, _ = _pair(case)
+    assert tuple(d_rt.batch_shape) == tuple(d_t.batch_shape)
+    assert tuple(d_rt.event_shape) == tuple(d_t.event_shape)
+    assert d_rt.has_rsample == d_t.has_rsample
+    # a tensor bound prints its dtype as runtime.float64 where torch prints torch.float64
+    assert repr(d_rt.support).replace("runtime.", "torch.") == repr(d_t.support)
+    assert set(d_rt.arg_constraints) == set(d_t.arg_constraints)
+    big = d_rt.expand((5, *d_rt.batch_shape))
+    want = d_t.expand((5, *d_t.batch_shape))
+    assert tuple(big.batch_shape) == tuple(want.batch_shape)
+    value = _value(d_t)
+    np.testing.assert_allclose(_np(big.log_prob(rt.tensor(value[:1]))),
+                               want.log_prob(torch.tensor(value[:1])).detach().numpy(),
+                               rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_sample_shape_and_dtype(case):
+    d_rt, _, d_t, _ = _pair(case)
+    rt.manual_seed(0)
+    s = d_rt.sample((2, 3))
+    assert tuple(s.shape) == (2, 3, *d_t.batch_shape, *d_t.event_shape)
+    assert s.dtype.name == str(d_t.sample((2, 3)).dtype).removeprefix("torch.")
+    assert bool(d_rt.support.check(s).all())
+    assert not s.requires_grad
+
+
+def test_gamma_rsample_gradient_matches_torch_implicit_gradient():
+    alpha = rt.tensor([0.3, 0.9, 1.0, 2.5, 7.0, 30.0, 200.0], dtype=rt.float64,
+                      requires_grad=True)
+    rt.manual_seed(3)
+    x = rd.Gamma(alpha, 1.0).rsample((50,))
+    (g,) = rt.autograd.grad(x.sum(), [alpha])
+    ta = torch.tensor(_np(alpha)).expand(50, -1)
+    want = torch._standard_gamma_grad(ta, torch.tensor(_np(x))).sum(0).numpy()
+    np.testing.assert_allclose(_np(g), want, rtol=2e-3)  # torch's is an approximation
+
+
+def test_gamma_rsample_gradient_is_the_pathwise_derivative():
+    """d(sample)/d(rate) of x = g / rate is -x / rate exactly; d/dconcentration against a
+    finite difference of the quantile at the same CDF level (scipy)."""
+    special = pytest.importorskip("scipy.special")
+    rate = rt.tensor([2.0, 0.5], dtype=rt.float64, requires_grad=True)
+    conc = rt.tensor([1.7, 4.0], dtype=rt.float64, requires_grad=True)
+    rt.manual_seed(5)
+    x = rd.Gamma(conc, rate).rsample()
+    g_conc, g_rate = rt.autograd.grad(x.sum(), [conc, rate])
+    np.testing.assert_allclose(_np(g_rate), -_np(x) / _np(rate), rtol=1e-12)
+    a, b, xs = _np(conc), _np(rate), _np(x)
+    level = special.gammainc(a, xs * b)
+    h = 1e-6
+    fd = (special.gammaincinv(a + h, level) - special.gammaincinv(a - h, level)) / (2 * h) / b
+    np.testing.assert_allclose(_np(g_conc), fd, rtol=1e-5)
