@@ -396,10 +396,6 @@ globals().update({_n: getattr(_extras, _n) for _n in _extras.__all__})
 __all__ += ["angle", "cumulative_trapezoid", "deg2rad", "fix", "isneginf", "isposinf", "isreal",
             "polygamma", "positive", "rad2deg", "trapezoid", "trapz", *_extras.__all__]
 
-from .ops import parity_names as _parity_names  # noqa: E402
-
-__all__ += _parity_names.install(globals())  # PyTorch's names runtime lacked
-
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_functions(globals())  # last: over every function exported above
