@@ -27,6 +27,13 @@ def _rt() -> Any:
     return runtime
 
 
+def _fmt(bound: Any) -> str:
+    """A bound as torch's f-string shows it: a 0-d tensor as its number."""
+    if isinstance(bound, Tensor) and bound.ndim == 0:
+        return f"{bound.item()}"
+    return f"{bound}"
+
+
 class Constraint:
     """A region over which a variable is valid; ``event_dim`` is how many rightmost
     dimensions make one event."""
@@ -150,8 +157,8 @@ class _IntegerInterval(Constraint):
         return _is_integer(value) & (value >= self.lower_bound) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)}, "
+                f"upper_bound={_fmt(self.upper_bound)})")
 
 
 class _IntegerLessThan(Constraint):
@@ -164,7 +171,7 @@ class _IntegerLessThan(Constraint):
         return _is_integer(value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+        return f"{self.__class__.__name__[1:]}(upper_bound={_fmt(self.upper_bound)})"
 
 
 class _IntegerGreaterThan(Constraint):
@@ -177,7 +184,7 @@ class _IntegerGreaterThan(Constraint):
         return _is_integer(value) & (value >= self.lower_bound)
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+        return f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)})"
 
 
 class _Real(Constraint):
@@ -193,7 +200,7 @@ class _GreaterThan(Constraint):
         return self.lower_bound < value
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound})"
+        return f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)})"
 
 
 class _GreaterThanEq(_GreaterThan):
@@ -209,7 +216,7 @@ class _LessThan(Constraint):
         return value < self.upper_bound
 
     def __repr__(self) -> str:
-        return f"{self.__class__.__name__[1:]}(upper_bound={self.upper_bound})"
+        return f"{self.__class__.__name__[1:]}(upper_bound={_fmt(self.upper_bound)})"
 
 
 class _Interval(Constraint):
@@ -221,8 +228,8 @@ class _Interval(Constraint):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
     def __repr__(self) -> str:
-        return (f"{self.__class__.__name__[1:]}(lower_bound={self.lower_bound}, "
-                f"upper_bound={self.upper_bound})")
+        return (f"{self.__class__.__name__[1:]}(lower_bound={_fmt(self.lower_bound)}, "
+                f"upper_bound={_fmt(self.upper_bound)})")
 
 
 class _HalfOpenInterval(_Interval):

@@ -24,8 +24,11 @@ def _all_true(valid: Tensor) -> bool:
 
 
 def _shown(value: Tensor) -> str:
-    """A parameter as torch's repr shows it: its number where it has one element."""
-    return f"{value.item()}" if value.numel() == 1 else f"{value.size()}"
+    """A parameter as torch's repr shows it: a 0-d tensor as its number, another one-element
+    tensor as itself, a larger one by its size."""
+    if value.numel() != 1:
+        return f"{value.size()}"
+    return f"{value.item()}" if value.ndim == 0 else f"{value}"
 
 
 class Distribution:

@@ -49,7 +49,8 @@ def precision_to_scale_tril(P: Tensor) -> Tensor:
 
 def _at_least_2d(m: Tensor, name: str) -> None:
     if m.ndim < 2:
-        raise ValueError(f"{name} matrix must be at least two-dimensional, with optional "
+        name = "scale_tril matrix" if name == "scale_tril" else name  # torch's three texts
+        raise ValueError(f"{name} must be at least two-dimensional, with optional "
                          "leading batch dimensions")
 
 

@@ -23,16 +23,17 @@ def _rt() -> Any:
 class Uniform(Distribution):
     """Uniform distribution on ``[low, high)``."""
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None) -> None:
         self.low, self.high = broadcast_all(low, high)
         scalar = isinstance(low, Number) and isinstance(high, Number)
         super().__init__(Size() if scalar else self.low.size(), validate_args=validate_args)
-        if self._validate_args and not bool(self.low.lt(self.high).all()):
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Uniform:
         return self._expanded(Uniform, batch_shape, _instance, {"low": 0, "high": 0})
