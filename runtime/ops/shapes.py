@@ -125,13 +125,23 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The shape ``shapes`` broadcast to, folded pairwise left to right as PyTorch's
     infer_size; a ShapeError with its text where two do not broadcast."""
     out: tuple[int, ...] = ()
-    for shape in shapes:
-        err = broadcast_error(out, shape)
-        if err is not None:
-            raise ShapeError(err)
+    for shape in shapes:  # one pass a pair (a capture asks this of most ops it records)
+        shape = tuple(shape)
+        if shape == out or not shape:
+            continue
+        if not out:
+            out = shape
+            continue
         n = max(len(out), len(shape))
-        a, b = (1,) * (n - len(out)) + out, (1,) * (n - len(shape)) + tuple(shape)
-        out = tuple(y if x == 1 else x for x, y in zip(a, b))
+        folded = []
+        for x, y in zip((1,) * (n - len(out)) + out, (1,) * (n - len(shape)) + shape):
+            if x == y or y == 1:
+                folded.append(x)
+            elif x == 1:
+                folded.append(y)
+            else:
+                raise ShapeError(broadcast_error(out, shape))
+        out = tuple(folded)
     return out
 
 
