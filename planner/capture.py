@@ -157,15 +157,23 @@ class Tracer:
         else:
             phase = "update" if self.seen_backward else "forward"
             seq = topo = name = None
-        self.g.add_node(v, op=op, args=args, attrs=attrs, shape=tuple(shape), dtype=dtype,
-                        device=device, phase=phase, sequence_nr=seq, topological_nr=topo,
-                        grad_fn=name, **extra)
+        # networkx's own dicts, as add_node and add_edge fill them (their checks and views
+        # took 4 us a node of the capture; v is new, its arguments' nodes exist, and the
+        # graph's cache is cleared once the capture ends: Capture's graph)
+        g = self.g
+        g._node[v] = dict(op=op, args=args, attrs=attrs, shape=tuple(shape), dtype=dtype,
+                          device=device, phase=phase, sequence_nr=seq, topological_nr=topo,
+                          grad_fn=name, **extra)
+        succ, pred = g._succ, g._pred
+        succ[v] = {}
+        into = pred[v] = {}
         for pos, (kind, u) in enumerate(args):
             if kind == "node":
-                if self.g.has_edge(u, v):
-                    self.g.edges[u, v]["pos"].append(pos)
+                edge = into.get(u)
+                if edge is not None:
+                    edge["pos"].append(pos)
                 else:
-                    self.g.add_edge(u, v, pos=[pos])
+                    into[u] = succ[u][v] = {"pos": [pos]}
         return v
 
     def add_op(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
@@ -614,6 +622,7 @@ class Tracer:
             template = ("tuple", [template, ("tuple", self.aot.grads)])
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
+        nx._clear_cache(self.g)  # filled through its dicts (_add)
         effects = self.effects + self.flag_effects() + self.group_effects()
         found = Capture(self.g, self.slots, self.generators, list(self.modules.values()),
                         [o for o, _ in self.optimizers.values()], grad_none, created, effects,
