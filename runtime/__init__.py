@@ -396,8 +396,13 @@ globals().update({_n: getattr(_extras, _n) for _n in _extras.__all__})
 __all__ += ["angle", "cumulative_trapezoid", "deg2rad", "fix", "isneginf", "isposinf", "isreal",
             "polygamma", "positive", "rad2deg", "trapezoid", "trapz", *_extras.__all__]
 
+from .ops import parity_names as _parity_names  # noqa: E402
+
+__all__ += _parity_names.install(globals())  # PyTorch's names runtime lacked
+
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_functions(globals())  # last: over every function exported above
 from .sampling import *  # noqa: E402,F401,F403
 from . import distributions  # noqa: E402
+globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.linalg

@@ -303,6 +303,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
                          f"({_size(input)})")
+    _not_differentiable(weight, "binary_cross_entropy_with_logits", "weight")
+    _not_differentiable(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
     from .shapes import broadcast_shapes
 
     # PyTorch writes the loss into input's shape (pos_weight multiplies first, weight last)

@@ -1,0 +1,27 @@
+"""Installs the PyTorch names the runtime lacked: each module listed here holds
+``FUNCTIONS`` (torch-level names) and ``METHODS`` (Tensor methods); a name the runtime
+already has keeps its own."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor
+from . import functional_names, inplace_variants, torch_names
+
+MODULES = (inplace_variants, torch_names, functional_names)
+
+
+def install(namespace: dict[str, Any]) -> list[str]:
+    """The modules' methods on Tensor and their functions in ``namespace`` (runtime's
+    globals); the names of the functions added."""
+    added = []
+    for module in MODULES:
+        for name, method in module.METHODS.items():
+            if name not in Tensor.__dict__:
+                setattr(Tensor, name, method)
+        for name, fn in module.FUNCTIONS.items():
+            if name not in namespace:
+                namespace[name] = fn
+                added.append(name)
+    return added

@@ -1,0 +1,457 @@
+"""PyTorch's aliases and small functions the runtime lacked, from its existing ops: Tensor
+predicates (is_signed, is_same_size ...), legacy constructors (Tensor.new, torch.range),
+``*_copy`` forms of the views, the unsafe splits, rsub, put, the scatters' Tensor methods,
+index_reduce and the like, each with PyTorch's defaults, dtypes and texts."""
+
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import _dtype as D
+from ..tensor import Tensor
+from . import extras
+from . import functional as F
+from . import tensor_ops as T
+from .shapes import Size, wrap_dim
+
+# --- Tensor predicates ------------------------------------------------------------------------
+
+
+def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002 - PyTorch's name
+    return tuple(input.shape) == tuple(other.shape)
+
+
+def is_signed(input: Tensor) -> bool:  # noqa: A002
+    """Whether the dtype holds negative values (floats and signed integers)."""
+    return input.dtype is not D.bool_ and input.dtype.np.kind in "fi" or \
+        input.dtype.is_floating_point
+
+
+def is_inference(input: Tensor) -> bool:  # noqa: A002
+    """Whether the tensor was made under inference_mode."""
+    return bool(input._vc.inference)
+
+
+def is_conj(input: Tensor) -> bool:  # noqa: A002
+    """Real tensors only here: never a lazily conjugated view."""
+    return False
+
+
+def is_neg(input: Tensor) -> bool:  # noqa: A002
+    return False
+
+
+def _is_cpu(self: Tensor) -> bool:
+    return self.device == "cpu"
+
+
+def _real(self: Tensor) -> Tensor:
+    """Tensor.real of a real tensor: the tensor itself."""
+    return self
+
+
+def _imag(self: Tensor) -> Tensor:
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+# --- aliases and small ops ----------------------------------------------------------------------
+
+
+def rsub(input: Tensor, other: Any, alpha: Any = 1, *,  # noqa: A002
+         out: Tensor | None = None) -> Tensor:
+    """other - alpha * input."""
+    return F.sub(other, input, alpha=alpha, out=out)
+
+
+def row_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
+    """vstack's other name."""
+    from .more_ops import vstack
+
+    result = vstack(tensors)
+    return result if out is None else F.written_to(out, result, "row_stack")
+
+
+def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0  # noqa: A002
+                     ) -> tuple[Tensor, ...]:
+    return input.split_with_sizes(split_sizes, dim)
+
+
+def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    """split, whose pieces PyTorch does not track as views (the same values here)."""
+    return tuple(T.split(input, split_size, dim))
+
+
+def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int],  # noqa: A002
+                            dim: int = 0) -> tuple[Tensor, ...]:
+    return tuple(input.split_with_sizes(split_sizes, dim))
+
+
+def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    return tuple(T.chunk(input, chunks, dim))
+
+
+def sum_to_size(self: Tensor, *size: Any) -> Tensor:
+    """self summed down to ``size``, which must expand to self's shape."""
+    target = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) \
+        else tuple(size)
+    shape = tuple(self.shape)
+    lead = len(shape) - len(target)
+    if lead < 0 or any(t not in (1, s) for t, s in zip(target, shape[lead:])):
+        raise RuntimeError(f"size {{{list(target)}}} is not expandable to size "
+                           f"{{{list(shape)}}}.")
+    if target == shape:
+        return self
+    keep = tuple(i + lead for i, t in enumerate(target) if t == 1 and shape[i + lead] != 1)
+    out = F.sum(self, tuple(range(lead)) + keep, keepdim=True) if lead or keep else self
+    return F.reshape(out, target)
+
+
+def fill(input: Tensor, value: Any) -> Tensor:  # noqa: A002
+    """A new tensor of input's shape and dtype filled with ``value``."""
+    return F.fill_(F.clone(input), value)
+
+
+def detach(input: Tensor) -> Tensor:  # noqa: A002
+    return input.detach()
+
+
+def detach_(input: Tensor) -> Tensor:  # noqa: A002
+    return input.detach_()
+
+
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    """A 0-d tensor of ``s``, of the default float dtype unless given (a bool or int too)."""
+    from ..creation import full
+    from .more_ops import get_default_dtype
+
+    _refuse_options("scalar_tensor", kwargs)
+    return full((), s, dtype=dtype or get_default_dtype(), device=device,
+                requires_grad=requires_grad)
+
+
+def _refuse_options(name: str, kwargs: dict[str, Any]) -> None:
+    """PyTorch's layout= and pin_memory= at their defaults; any other keyword refused."""
+    for key, value in kwargs.items():
+        if key in ("layout", "pin_memory") and value in (None, False) or \
+                key == "layout" and str(value) == "torch.strided":
+            continue
+        raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+
+
+_RANGE_DEPRECATED = (
+    "torch.range is deprecated and will be removed in a future release because its behavior "
+    "is inconsistent with Python's range builtin. Instead, use torch.arange, which produces "
+    "values in [start, end).")
+
+
+def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None,
+          device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
+          **kwargs: Any) -> Tensor:
+    """Deprecated: start to end inclusive by step, of the default float dtype unless given."""
+    from ..creation import tensor
+    from .more_ops import get_default_dtype
+
+    _refuse_options("range", kwargs)
+    warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0 and end != start:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    dt = D.as_dtype(dtype) if dtype is not None else (out.dtype if out is not None
+                                                       else get_default_dtype())
+    values = np.asarray([start + i * step for i in builtins.range(n)], dtype=np.float64)
+    result = tensor(values.astype(dt.np), dtype=dt, device=device,
+                    requires_grad=requires_grad)
+    return result if out is None else F.written_to(out, result, "range")
+
+
+def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
+                  device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+    """An uninitialized tensor of ``size`` laid out with ``stride`` (in elements)."""
+    from ..creation import empty
+
+    _refuse_options("empty_strided", kwargs)
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
+    extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    flat = empty(extent, dtype=dtype, device=device)
+    item = flat._data.itemsize
+    data = np.lib.stride_tricks.as_strided(flat._data, size, tuple(s * item for s in stride))
+    out = Tensor._make(data, flat.dtype, flat.device)
+    out.requires_grad_(requires_grad)
+    return out
+
+
+_NOT_WRITABLE = (
+    "The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
+    "means you can write to the underlying (supposedly non-writable) buffer using the tensor. "
+    "You may want to copy the buffer to protect its data or make it writable before converting "
+    "it to a tensor. This type of warning will be suppressed for the rest of this program.")
+
+
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False) -> Tensor:
+    """A 1-d tensor over the memory of an object of the buffer protocol (shared, as
+    PyTorch's: writes to one show in the other)."""
+    dt = D.as_dtype(dtype)
+    view = memoryview(buffer)
+    length = view.nbytes
+    if length <= 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if not 0 <= offset < length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({length} bytes) minus 1")
+    if count <= 0 and (length - offset) % dt.itemsize:
+        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
+                         f"bytes) must be a multiple of element size ({dt.itemsize})")
+    if count > 0 and count * dt.itemsize > length - offset:
+        raise ValueError(f"requested buffer length ({count} * {dt.itemsize} bytes) after "
+                         f"offset ({offset} bytes) must not be greater than actual buffer "
+                         f"length ({length} bytes)")
+    if view.readonly:  # numpy keeps it read-only: a write raises rather than corrupt it
+        warnings.warn(_NOT_WRITABLE, UserWarning, stacklevel=2)
+    data = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
+    out = Tensor._make(data, dt, "cpu")
+    out.requires_grad_(requires_grad)
+    return out
+
+
+def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            requires_grad: bool = False) -> Tensor:
+    """obj as a tensor, sharing memory where it can (a tensor, a numpy array, a buffer) unless
+    ``copy=True``; ``copy=False`` refuses a conversion that must copy."""
+    from ..creation import as_tensor, tensor
+
+    if isinstance(obj, Tensor):
+        result = as_tensor(obj, dtype=dtype, device=device)
+        if copy:
+            result = F.clone(result) if result is obj else result
+        elif copy is False and result is not obj and (
+                result.dtype is not obj.dtype or result.device != obj.device):
+            raise ValueError("can't alias tensor from device 'cpu' to 'cpu'.")
+    elif copy:
+        result = tensor(obj, dtype=dtype, device=device)
+    else:
+        result = as_tensor(obj, dtype=dtype, device=device)
+    if requires_grad:
+        result = result.detach() if result.grad_fn is not None else result
+        result.requires_grad_(True)
+    return result
+
+
+# --- legacy constructors and resizes ------------------------------------------------------------
+
+
+def new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
+    """The legacy constructor Tensor.new: no argument: empty; sizes (ints or a Size):
+    uninitialized of that shape; a sequence: its values; all of self's dtype and device."""
+    from ..creation import empty, tensor
+
+    dev = device if device is not None else self.device
+    if not args:
+        return empty(0, dtype=self.dtype, device=dev)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        src = args[0]
+        if src.dtype is not self.dtype:
+            raise TypeError(f"expected {self.dtype} (got {src.dtype})")
+        return src.detach()
+    if all(isinstance(a, int) for a in args) or len(args) == 1 and isinstance(args[0], Size):
+        return empty(*args, dtype=self.dtype, device=dev)
+    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
+        return tensor(args[0], dtype=self.dtype, device=dev)
+    raise TypeError(f"new(): invalid arguments {tuple(type(a).__name__ for a in args)}")
+
+
+def _resized(self: Tensor, sizes: tuple[int, ...]) -> Tensor:
+    numel = math.prod(sizes)
+    if self.numel() != numel:
+        raise RuntimeError(
+            f"requested resize to {'x'.join(map(str, sizes))} ({numel} elements in total), but "
+            f"the given tensor has a size of {'x'.join(map(str, self.shape))} ({self.numel()} "
+            "elements). autograd's resize can only change the shape of a given tensor, while "
+            "preserving the number of elements. ")
+    return F.reshape(self, sizes)
+
+
+def resize(self: Tensor, *sizes: Any) -> Tensor:
+    """Deprecated: self reshaped to ``sizes`` of the same number of elements."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)):
+        sizes = tuple(sizes[0])
+    return _resized(self, tuple(sizes))
+
+
+def resize_as(self: Tensor, tensor: Tensor) -> Tensor:
+    """Deprecated: self reshaped to tensor's shape, of the same number of elements."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resized(self, tuple(tensor.shape))
+
+
+def _no_derivative_copy(value: Tensor, input: Tensor) -> Tensor:  # noqa: A002
+    """detach_copy: PyTorch records it with no derivative (backward through it raises)."""
+    from .composite import no_derivative
+
+    return no_derivative(F.clone(value), (input,), RuntimeError,
+                         "derivative for aten::detach_copy is not implemented")
+
+
+# --- copies of views ----------------------------------------------------------------------------
+
+
+def _copy_of(view: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``torch.<name>``: the view's values in new memory (a tensor, or a tuple of them)."""
+    def fn(input: Tensor, *args: Any, out: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        result = view(input, *args, **kwargs)
+        if isinstance(result, (list, tuple)):
+            copies = tuple(F.clone(t) for t in result)
+            if out is not None:
+                for o, c in zip(out, copies):
+                    F.written_to(o, c, name)
+                return None
+            return copies
+        copy = F.clone(result)
+        return copy if out is None else F.written_to(out, copy, name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: a copy of the view ``{view.__name__}``."
+    return fn
+
+
+def _slice(input: Tensor, dim: int = 0, start: int | None = None,  # noqa: A002
+           end: int | None = None, step: int = 1) -> Tensor:
+    d = wrap_dim(dim, input.ndim)
+    key = (slice(None),) * d + (slice(start, end, step),)
+    return F.getitem(input, key)
+
+
+_VIEWS: dict[str, Callable[..., Any]] = {
+    "alias": lambda x: F.reshape(x, tuple(x.shape)),
+    "detach": lambda x: _no_derivative_copy(x.detach(), x),
+    "diagonal": lambda x, offset=0, dim1=0, dim2=1: x.diagonal(offset, dim1, dim2),
+    "expand": lambda x, size, *, implicit=False: F.expand(x, *size),
+    "permute": lambda x, dims: F.permute(x, *dims),
+    "select": lambda x, dim, index: x.select(dim, index),
+    "slice": _slice,
+    "split": lambda x, split_size, dim=0: T.split(x, split_size, dim),
+    "split_with_sizes": lambda x, split_sizes, dim=0: x.split_with_sizes(split_sizes, dim),
+    "squeeze": lambda x, dim=None: F.squeeze(x, dim) if dim is not None else F.squeeze(x),
+    "t": lambda x: F.t_(x),
+    "transpose": lambda x, dim0, dim1: F.transpose(x, dim0, dim1),
+    "unbind": lambda x, dim=0: T.unbind(x, dim),
+    "unfold": lambda x, dimension, size, step: x.unfold(dimension, size, step),
+    "unsqueeze": lambda x, dim: F.unsqueeze(x, dim),
+    "view": lambda x, size: x.view(*size) if not isinstance(size, D.DType) else x.view(size),
+}
+for _name, _view in _VIEWS.items():
+    _view.__name__ = _name
+
+
+# --- scatters and index ops ---------------------------------------------------------------------
+
+
+def diagonal_scatter(input: Tensor, src: Tensor, offset: int = 0, dim1: int = 0,  # noqa: A002
+                     dim2: int = 1) -> Tensor:
+    """input with its diagonal (``offset``, ``dim1``, ``dim2``, as Tensor.diagonal) replaced by
+    src (differentiable in both)."""
+    from ..creation import arange
+
+    d1, d2 = wrap_dim(dim1, input.ndim), wrap_dim(dim2, input.ndim)
+    expected = tuple(input.diagonal(offset, d1, d2).shape)
+    if tuple(src.shape) != expected:
+        raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(expected)}")
+    order = [d for d in builtins.range(input.ndim) if d not in (d1, d2)] + [d1, d2]
+    out = F.clone(F.permute(input, *order))
+    n = expected[-1]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    rows = arange(r0, r0 + n, device=input.device)
+    cols = arange(c0, c0 + n, device=input.device)
+    F.setitem(out, (Ellipsis, rows, cols), src)
+    inverse = [order.index(i) for i in builtins.range(input.ndim)]
+    return F.named(F.permute(out, *inverse), "DiagonalScatterBackward0")
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False  # noqa: A002
+        ) -> Tensor:
+    """A copy of input with source put at the flat positions ``index``."""
+    return F.clone(input).put_(index, source, accumulate)
+
+
+_REDUCES = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor,  # noqa: A002
+                 reduce: str, *, include_self: bool = True, out: Tensor | None = None
+                 ) -> Tensor:
+    """input with source's slices along ``dim`` reduced into the slices ``index`` names."""
+    if out is not None:
+        return F.written_to(out, index_reduce(input, dim, index, source, reduce,
+                                              include_self=include_self), "index_reduce")
+    if reduce not in _REDUCES:
+        raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = wrap_dim(dim, max(input.ndim, 1))
+    if index.ndim > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype not in (D.int64, D.int32):
+        raise TypeError("index_reduce_(): Expected dtype int32/int64 for index but got: "
+                        f"{D.scalar_type_name(index.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError("index_reduce_(): self (" + D.scalar_type_name(input.dtype) +
+                           ") and source (" + D.scalar_type_name(source.dtype) +
+                           ") must have the same scalar type")
+    n = index.numel()
+    if source.ndim and source.shape[d] != n:
+        raise RuntimeError("index_reduce_(): Number of indices (" + str(n) + ") should be "
+                           "equal to source.size(dim) (" + str(source.shape[d]) + ")")
+    shape = [1] * source.ndim
+    if source.ndim:
+        shape[d] = n
+    idx = F.expand(F.reshape(F.cast(index, D.int64), tuple(shape)), *source.shape)
+    return F.named(T.scatter_reduce(input, d, idx, source, reduce, include_self=include_self),
+                   "IndexReduceBackward0")
+
+
+def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
+                  include_self: bool = True) -> Tensor:
+    return F.overwrite(self, index_reduce(F.clone(self), dim, index, source, reduce,
+                                          include_self=include_self))
+
+
+# --- the names ----------------------------------------------------------------------------------
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "is_same_size": is_same_size, "is_signed": is_signed, "is_inference": is_inference,
+    "is_conj": is_conj, "is_neg": is_neg, "rsub": rsub, "row_stack": row_stack,
+    "split_with_sizes": split_with_sizes, "unsafe_split": unsafe_split,
+    "unsafe_split_with_sizes": unsafe_split_with_sizes, "unsafe_chunk": unsafe_chunk,
+    "fill": fill, "detach": detach, "detach_": detach_, "scalar_tensor": scalar_tensor,
+    "range": range_, "empty_strided": empty_strided, "frombuffer": frombuffer,
+    "asarray": asarray, "diagonal_scatter": diagonal_scatter, "put": put,
+    "index_reduce": index_reduce,
+    **{f"{n}_copy": _copy_of(v, f"{n}_copy") for n, v in _VIEWS.items()},
+}
+
+METHODS: dict[str, Any] = {
+    "is_same_size": is_same_size, "is_signed": is_signed, "is_conj": is_conj,
+    "is_neg": is_neg, "is_cpu": property(_is_cpu), "real": property(_real),
+    "imag": property(_imag), "multiply": F.mul, "multiply_": F.mul_, "subtract": F.sub,
+    "subtract_": F.sub_, "negative": F.neg, "negative_": F.neg_, "sum_to_size": sum_to_size,
+    "new": new, "resize": resize, "resize_as": resize_as, "unsafe_split": unsafe_split,
+    "unsafe_split_with_sizes": unsafe_split_with_sizes, "unsafe_chunk": unsafe_chunk,
+    "diagonal_scatter": diagonal_scatter, "select_scatter": extras.select_scatter,
+    "slice_scatter": extras.slice_scatter, "put": put, "index_reduce": index_reduce,
+    "index_reduce_": index_reduce_,
+}

@@ -1,0 +1,272 @@
+"""PyTorch's aliases and small functions the runtime lacked (rsub, row_stack, sum_to_size,
+Tensor.new, torch.range, the *_copy views, diagonal_scatter, index_reduce ...) against
+PyTorch: values, gradients, warnings and error texts."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+g = np.random.default_rng(1)
+A = g.standard_normal((3, 4))
+B = g.standard_normal((3, 4))
+
+
+def _both(fn: Callable[[Any], Any]) -> tuple[Any, Any]:
+    return fn(rt), fn(torch)
+
+
+def _same(a: Any, b: Any) -> None:
+    if isinstance(b, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+        return
+    assert tuple(a.shape) == tuple(b.shape)
+    assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1]
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-7, atol=1e-12)
+
+
+def _error(fn: Callable[[Any], Any]) -> None:
+    texts = []
+    for m in (rt, torch):
+        with pytest.raises(Exception) as info:
+            fn(m)
+        texts.append((info.type.__name__, str(info.value)))
+    assert texts[0] == texts[1]
+
+
+VALUES: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "multiply": lambda m, a, b: a.multiply(b),
+    "subtract": lambda m, a, b: m.subtract(a, b, alpha=3),
+    "subtract_method": lambda m, a, b: a.subtract(b, alpha=2),
+    "negative": lambda m, a, b: a.negative(),
+    "rsub": lambda m, a, b: m.rsub(a, b, alpha=2),
+    "rsub_scalar": lambda m, a, b: m.rsub(a, 1.5),
+    "row_stack": lambda m, a, b: m.row_stack([a, b[0]]),
+    "sum_to_size": lambda m, a, b: a.sum_to_size(1, 4),
+    "sum_to_size_lead": lambda m, a, b: (a * b).sum_to_size([4]),
+    "sum_to_size_same": lambda m, a, b: (a * b).sum_to_size(3, 4),
+    "sum_to_size_col": lambda m, a, b: a.sum_to_size(m.Size([3, 1])),
+    "split_with_sizes": lambda m, a, b: m.split_with_sizes(a, [1, 3], 1),
+    "unsafe_split": lambda m, a, b: m.unsafe_split(a * b, 2, 1),
+    "unsafe_split_method": lambda m, a, b: (a * b).unsafe_split(2),
+    "unsafe_chunk": lambda m, a, b: m.unsafe_chunk(a, 2, 1),
+    "unsafe_split_with_sizes": lambda m, a, b: a.unsafe_split_with_sizes([2, 1]),
+    "diagonal_scatter": lambda m, a, b: m.diagonal_scatter(a, b[0, :3]),
+    "diagonal_scatter_offset": lambda m, a, b: a.diagonal_scatter(b[:2, 0], 2),
+    "diagonal_scatter_neg": lambda m, a, b: a.diagonal_scatter(b[0, :2], -1),
+    "diagonal_scatter_dims": lambda m, a, b: m.diagonal_scatter(
+        a.reshape(2, 3, 2), b.reshape(-1)[:6].reshape(3, 2), 0, 0, 2),
+    "select_scatter": lambda m, a, b: a.select_scatter(b[1], 0, 2),
+    "slice_scatter": lambda m, a, b: a.slice_scatter(b[:, :2], 1, 1, 3),
+    "put": lambda m, a, b: m.put(a, m.tensor([0, 5, 11]), b[0, :3]),
+    "put_accumulate": lambda m, a, b: a.put(m.tensor([1, 1, 2]), b[1, :3], True),
+    "index_reduce_prod": lambda m, a, b: a.index_reduce(0, m.tensor([0, 2, 0]), b, "prod"),
+    "index_reduce_mean": lambda m, a, b: a.index_reduce(1, m.tensor([0, 3, 0, 1]), b, "mean"),
+    "index_reduce_amax": lambda m, a, b: m.index_reduce(a, 0, m.tensor([1, 1, 0]), b, "amax",
+                                                        include_self=False),
+    "index_reduce_amin": lambda m, a, b: a.index_reduce(0, m.tensor([2, 1, 0]), b, "amin"),
+    "fill": lambda m, a, b: m.fill(a, 2.5),
+    "resize_as_same_numel": lambda m, a, b: a.resize_as(b.reshape(4, 3)),
+}
+COPIES: dict[str, Callable[[Any, Any], Any]] = {
+    "transpose_copy": lambda m, a: m.transpose_copy(a, 0, 1),
+    "permute_copy": lambda m, a: m.permute_copy(a, (1, 0)),
+    "t_copy": lambda m, a: m.t_copy(a),
+    "diagonal_copy": lambda m, a: m.diagonal_copy(a, 1),
+    "unsqueeze_copy": lambda m, a: m.unsqueeze_copy(a, 1),
+    "squeeze_copy": lambda m, a: m.squeeze_copy(a[:1], 0),
+    "select_copy": lambda m, a: m.select_copy(a, 1, 2),
+    "slice_copy": lambda m, a: m.slice_copy(a, 1, 1, 4, 2),
+    "expand_copy": lambda m, a: m.expand_copy(a[:1], (2, 3, 4)),
+    "view_copy": lambda m, a: m.view_copy(a, (2, 6)),
+    "unbind_copy": lambda m, a: m.unbind_copy(a, 1),
+    "split_copy": lambda m, a: m.split_copy(a, 2, 1),
+    "split_with_sizes_copy": lambda m, a: m.split_with_sizes_copy(a, [2, 1]),
+    "alias_copy": lambda m, a: m.alias_copy(a),
+    "unfold_copy": lambda m, a: m.unfold_copy(a, 1, 2, 1),
+}
+
+
+def _grads(m: Any, fn: Callable[..., Any], *args: Any) -> tuple[Any, list[Any]]:
+    a = m.tensor(A, requires_grad=True)
+    b = m.tensor(B, requires_grad=True)
+    out = fn(m, a, b, *args)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    total = sum((o * (i + 1)).sum() for i, o in enumerate(outs) if o.requires_grad)
+    if not isinstance(total, int):
+        total.backward()
+    return out, [a.grad, b.grad]
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_and_grads(name: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (ours, og), (theirs, tg) = _both(lambda m: _grads(m, VALUES[name]))
+    _same(ours, theirs)
+    for a, b in zip(og, tg):
+        assert (a is None) == (b is None)
+        if b is not None:
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(COPIES))
+def test_view_copies(name: str) -> None:
+    (ours, og), (theirs, tg) = _both(lambda m: _grads(m, lambda m_, a, b: COPIES[name](m_, a)))
+    _same(ours, theirs)
+    outs = ours if isinstance(ours, tuple) else (ours,)
+    for o in outs:  # new memory: a write leaves A unchanged
+        o.detach().zero_() if o.numel() else None
+    np.testing.assert_array_equal(rt.tensor(A).numpy(), A)
+    np.testing.assert_allclose(og[0].numpy(), tg[0].numpy())
+
+
+def test_detach_copy_has_no_derivative() -> None:
+    for m in (rt, torch):
+        x = m.tensor(A, requires_grad=True)
+        y = m.detach_copy(x)
+        assert y.requires_grad
+        np.testing.assert_array_equal(y.detach().numpy(), A)
+        with pytest.raises(RuntimeError, match="derivative for aten::detach_copy is not "
+                                               "implemented"):
+            y.sum().backward()
+
+
+def test_gradcheck_scatters() -> None:
+    a = rt.tensor(A, requires_grad=True)
+    b = rt.tensor(B, requires_grad=True)
+    assert rt.autograd.gradcheck(lambda x, y: rt.diagonal_scatter(x, y[1, :3] * 2), (a, b))
+    assert rt.autograd.gradcheck(
+        lambda x, y: x.index_reduce(0, rt.tensor([0, 2, 0]), y, "prod"), (a, b))
+    assert rt.autograd.gradcheck(
+        lambda x, y: x.index_reduce(1, rt.tensor([3, 0, 3, 1]), y, "mean"), (a, b))
+    assert rt.autograd.gradcheck(lambda x, y: x.sum_to_size(3, 1) * y, (a, b))
+    assert rt.autograd.gradcheck(lambda x, y: rt.rsub(x, y, alpha=0.5), (a, b))
+
+
+def test_index_reduce_inplace() -> None:
+    (ours, og), (theirs, tg) = _both(lambda m: _grads(
+        m, lambda m_, a, b: (a * 1.0).index_reduce_(0, m_.tensor([0, 2, 0]), b, "amax")))
+    _same(ours, theirs)
+    assert ours.grad_fn.name() == theirs.grad_fn.name()
+    for x, y in zip(og, tg):
+        np.testing.assert_allclose(x.numpy(), y.numpy())
+
+
+def test_errors_as_torch() -> None:
+    _error(lambda m: m.tensor(A).sum_to_size(4, 1))
+    _error(lambda m: m.tensor(A).sum_to_size(5))
+    _error(lambda m: m.tensor(A).index_reduce(0, m.tensor([0]), m.tensor(B[:1]), "sum"))
+    _error(lambda m: m.tensor(A).imag)
+    _error(lambda m: m.tensor(A).resize(5))
+    _error(lambda m: m.tensor(A).diagonal_scatter(m.tensor(B[0])))
+
+
+def test_predicates() -> None:
+    for m in (rt, torch):
+        x = m.tensor(A)
+        assert x.is_cpu and m.is_same_size(x, x * 2) and not x.is_same_size(x[0])
+        assert m.is_signed(x) and not m.tensor([1], dtype=m.uint8).is_signed()
+        assert m.tensor([1], dtype=m.int8).is_signed() and not m.tensor([True]).is_signed()
+        assert not m.is_conj(x) and not x.is_neg() and not m.is_inference(x)
+        assert x.real is x
+        with m.inference_mode():
+            y = m.ones(2)
+        assert m.is_inference(y)
+
+
+def test_new() -> None:
+    for m in (rt, torch):
+        x = m.tensor(A)
+        assert tuple(x.new().shape) == (0,) and x.new().dtype == m.float64
+        assert tuple(x.new(2, 5).shape) == (2, 5) and x.new(2, 5).dtype == m.float64
+        assert tuple(x.new(m.Size([2, 3])).shape) == (2, 3)
+        assert x.new([1, 2]).tolist() == [1.0, 2.0] and x.new([1, 2]).dtype == m.float64
+        assert x.new((2, 3)).tolist() == [2.0, 3.0]
+
+
+def test_range_deprecated() -> None:
+    for args, kwargs in (((0, 3), {}), ((1, 2, 0.25), {}), ((5, 1, -2), {}),
+                         ((0, 4), {"dtype": "int64"})):
+        outs = []
+        for m in (rt, torch):
+            kw = {k: getattr(m, v) for k, v in kwargs.items()}
+            with warnings.catch_warnings(record=True) as w:
+                warnings.simplefilter("always")
+                outs.append(m.range(*args, **kw))
+            assert any("torch.range is deprecated" in str(x.message) for x in w)
+        _same(*outs)
+    _error(lambda m: m.range(0, 3, 0))
+    _error(lambda m: m.range(3, 0, 1))
+
+
+def test_resize_deprecated() -> None:
+    for m in (rt, torch):
+        x = m.tensor(A, requires_grad=True)
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            y = x.resize(2, 6)
+        with pytest.warns(UserWarning, match="non-inplace resize_as is deprecated"):
+            z = x.resize_as(y)
+        assert tuple(y.shape) == (2, 6) and tuple(z.shape) == (2, 6)
+        (y * 2).sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), np.full((3, 4), 2.0))
+
+
+def test_scalar_tensor_and_empty_strided() -> None:
+    for m in (rt, torch):
+        assert m.scalar_tensor(1).dtype == m.float32 and m.scalar_tensor(1).ndim == 0
+        assert m.scalar_tensor(3, dtype=m.int64).item() == 3
+        assert m.scalar_tensor(True).item() == 1.0
+        e = m.empty_strided((2, 3), (1, 2))
+        assert tuple(e.shape) == (2, 3) and e.stride() == (1, 2)
+        e.copy_(m.tensor(A[:2, :3]))
+        np.testing.assert_allclose(e.numpy(), A[:2, :3])
+        assert m.empty_strided((2, 3), (3, 1), dtype=m.float64).dtype == m.float64
+
+
+def test_frombuffer_shares_memory() -> None:
+    buf = bytearray(np.arange(6, dtype=np.float32).tobytes())
+    ours = rt.frombuffer(buf, dtype=rt.float32, count=4, offset=4)
+    theirs = torch.frombuffer(bytearray(buf), dtype=torch.float32, count=4, offset=4)
+    assert ours.tolist() == theirs.tolist() == [1.0, 2.0, 3.0, 4.0]
+    ours[0] = 10.0
+    assert np.frombuffer(buf, dtype=np.float32)[1] == 10.0
+    with pytest.warns(UserWarning, match="The given buffer is not writable"):
+        assert rt.frombuffer(b"\x01\x02", dtype=rt.uint8).tolist() == [1, 2]
+    _error(lambda m: m.frombuffer(bytearray(b"\x01\x02\x03"), dtype=m.int16))
+
+
+def test_asarray() -> None:
+    x = rt.tensor(A)
+    assert rt.asarray(x) is x
+    assert rt.asarray(x, copy=True) is not x
+    arr = np.arange(3.0)
+    shared = rt.asarray(arr)
+    arr[0] = 7.0
+    assert shared.tolist() == [7.0, 1.0, 2.0]
+    assert rt.asarray(arr, copy=True).tolist() == [7.0, 1.0, 2.0]
+    assert rt.asarray([1, 2], dtype=rt.float64).dtype is rt.float64
+    y = rt.asarray([1.0, 2.0], requires_grad=True)
+    assert y.requires_grad and y.is_leaf
+    t = torch.asarray([1, 2])
+    assert rt.asarray([1, 2]).dtype is rt.int64 and t.dtype == torch.int64
+
+
+def test_detach_fill_functions() -> None:
+    x = rt.tensor(A, requires_grad=True)
+    y = x * 2
+    assert not rt.detach(y).requires_grad
+    rt.detach_(y)
+    assert not y.requires_grad and y.grad_fn is None
+    f = rt.fill(x, 1.5)
+    assert f.tolist() == torch.fill(torch.tensor(A), 1.5).tolist()
