@@ -1,0 +1,173 @@
+"""rt.distributions' transforms, TransformedDistribution, Independent and MixtureSameFamily
+against torch's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import runtime as rt
+import runtime.distributions as rd
+from runtime.distributions import transforms as rtr
+
+torch = pytest.importorskip("torch")
+td = torch.distributions
+ttr = td.transforms
+
+X = np.array([[-2.0, -0.3, 0.0], [0.4, 1.1, 3.0]])
+
+
+def _f64(lib, v, grad=False):
+    return lib.tensor(np.asarray(v, dtype=np.float64), dtype=lib.float64, requires_grad=grad)
+
+
+def _np(t):
+    return t.detach().numpy()
+
+
+TRANSFORMS = {
+    "exp": lambda L, M: M.ExpTransform(),
+    "sigmoid": lambda L, M: M.SigmoidTransform(),
+    "tanh": lambda L, M: M.TanhTransform(),
+    "affine": lambda L, M: M.AffineTransform(_f64(L, [1.0, -2.0, 0.5]), _f64(L, [2.0, -0.5, 3.0])),
+    "affine_num": lambda L, M: M.AffineTransform(1.5, -2.0),
+    "affine_event": lambda L, M: M.AffineTransform(0.5, _f64(L, [2.0, 0.5, 3.0]), event_dim=1),
+    "power": lambda L, M: M.PowerTransform(_f64(L, 2.5)),
+    "compose": lambda L, M: M.ComposeTransform([M.AffineTransform(0.3, 2.0), M.TanhTransform(),
+                                                M.AffineTransform(1.0, 3.0)]),
+    "inverse": lambda L, M: M.ComposeTransform([M.SigmoidTransform(),
+                                                M.SigmoidTransform().inv]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_transform_matches_torch(name):
+    t_rt, t_t = TRANSFORMS[name](rt, rtr), TRANSFORMS[name](torch, ttr)
+    x = np.abs(X) + 0.1 if name == "power" else X
+    x_rt, x_t = _f64(rt, x, True), _f64(torch, x, True)
+    y_rt, y_t = t_rt(x_rt), t_t(x_t)
+    np.testing.assert_allclose(_np(y_rt), _np(y_t), rtol=1e-12)
+    ld_rt, ld_t = t_rt.log_abs_det_jacobian(x_rt, y_rt), t_t.log_abs_det_jacobian(x_t, y_t)
+    assert tuple(ld_rt.shape) == tuple(ld_t.shape)
+    np.testing.assert_allclose(_np(ld_rt), _np(ld_t), rtol=1e-10, atol=1e-12)
+    (g_rt,) = rt.autograd.grad((y_rt.sum() + ld_rt.sum()), [x_rt])
+    (g_t,) = torch.autograd.grad((y_t.sum() + ld_t.sum()), [x_t])
+    np.testing.assert_allclose(_np(g_rt), _np(g_t), rtol=1e-9, atol=1e-12)
+    back_rt = t_rt.inv(_f64(rt, _np(y_t)))
+    np.testing.assert_allclose(_np(back_rt), _np(t_t.inv(y_t.detach())), rtol=1e-9, atol=1e-12)
+    assert repr(t_rt.domain) == repr(t_t.domain)
+    assert repr(t_rt.codomain) == repr(t_t.codomain)
+    assert t_rt.bijective == t_t.bijective
+    assert repr(t_rt).replace(" ", "") == repr(t_t).replace(" ", "")
+
+
+def test_transform_cache_and_equality():
+    t = rtr.ExpTransform(cache_size=1)
+    x = rt.tensor([0.5, 1.0])
+    y = t(x)
+    assert t(x) is y and t.inv(y) is x
+    assert rtr.ExpTransform() == rtr.ExpTransform() and rtr.ExpTransform() != rtr.TanhTransform()
+    assert rtr.AffineTransform(1.0, 2.0) == rtr.AffineTransform(1.0, 2.0)
+    assert t.inv.inv is t
+    assert rtr.AffineTransform(0.0, -2.0).sign == -1
+    with pytest.raises(ValueError, match="cache_size must be 0 or 1"):
+        rtr.ExpTransform(cache_size=2)
+
+
+DISTS = {
+    "sigmoid_normal": lambda L, M, g: M.TransformedDistribution(
+        M.Normal(g(L, [0.1, -0.5]), g(L, [1.0, 0.5])),
+        [M.transforms.SigmoidTransform()]),
+    "tanh_affine": lambda L, M, g: M.TransformedDistribution(
+        M.Normal(g(L, [0.1, -0.5]), g(L, [1.0, 0.5])),
+        [M.transforms.AffineTransform(0.2, 1.5), M.transforms.TanhTransform()]),
+    "affine_negative": lambda L, M, g: M.TransformedDistribution(
+        M.Exponential(g(L, [1.0, 2.0])), M.transforms.AffineTransform(1.0, -2.0)),
+    "affine_event": lambda L, M, g: M.TransformedDistribution(
+        M.Normal(g(L, [[0.1, -0.5], [1.0, 2.0]]), 1.0),
+        M.transforms.AffineTransform(0.0, _f64(L, [2.0, 3.0]), event_dim=1)),
+    "exp_mvn": lambda L, M, g: M.TransformedDistribution(
+        M.MultivariateNormal(g(L, [0.1, -0.5]), scale_tril=_f64(L, [[1.0, 0.0], [0.3, 0.5]])),
+        M.transforms.ExpTransform()),
+    "independent": lambda L, M, g: M.Independent(
+        M.Normal(g(L, [[0.1, -0.5], [1.0, 2.0]]), _f64(L, [[1.0, 0.5], [2.0, 1.0]])), 1),
+    "independent_2": lambda L, M, g: M.Independent(
+        M.Bernoulli(_f64(L, [[0.1, 0.5], [0.7, 0.2]])), 2),
+    "mixture": lambda L, M, g: M.MixtureSameFamily(
+        M.Categorical(logits=g(L, [0.3, -0.2, 1.0])),
+        M.Normal(g(L, [-1.0, 0.0, 2.0]), g(L, [0.5, 1.0, 0.3]))),
+    "mixture_batch_mvn": lambda L, M, g: M.MixtureSameFamily(
+        M.Categorical(probs=_f64(L, [[0.3, 0.7], [0.5, 0.5]])),
+        M.MultivariateNormal(g(L, np.arange(8.0).reshape(2, 2, 2) / 4),
+                             scale_tril=_f64(L, np.eye(2)) * 0.7)),
+    "mixture_independent": lambda L, M, g: M.MixtureSameFamily(
+        M.Categorical(logits=_f64(L, [0.3, -0.2])),
+        M.Independent(M.Normal(g(L, [[0.0, 1.0], [2.0, -1.0]]), 1.0), 1)),
+}
+
+
+def _build(name, lib, mod):
+    """The distribution and the leaf tensors (made by ``g``) its gradients are taken to."""
+    leaves = []
+
+    def g(L, v):
+        leaves.append(_f64(L, v, True))
+        return leaves[-1]
+
+    return DISTS[name](lib, mod, g), leaves
+
+
+@pytest.mark.parametrize("name", sorted(DISTS))
+def test_composite_distribution_matches_torch(name):
+    (d_rt, leaves_rt), (d_t, leaves_t) = _build(name, rt, rd), _build(name, torch, td)
+    assert tuple(d_rt.batch_shape) == tuple(d_t.batch_shape)
+    assert tuple(d_rt.event_shape) == tuple(d_t.event_shape)
+    assert repr(d_rt.support) == repr(d_t.support)
+    torch.manual_seed(0)
+    value = d_t.sample((3,)).numpy()
+    lp_rt, lp_t = d_rt.log_prob(_f64(rt, value)), d_t.log_prob(_f64(torch, value))
+    assert tuple(lp_rt.shape) == tuple(lp_t.shape)
+    np.testing.assert_allclose(_np(lp_rt), _np(lp_t), rtol=1e-9, atol=1e-12)
+    if leaves_t:
+        g_rt = rt.autograd.grad(lp_rt.sum(), leaves_rt)
+        g_t = torch.autograd.grad(lp_t.sum(), leaves_t)
+        for a, b in zip(g_rt, g_t):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-8, atol=1e-12)
+    for prop in ("mean", "variance"):
+        try:
+            want = getattr(d_t, prop)
+        except NotImplementedError:
+            continue
+        np.testing.assert_allclose(_np(getattr(d_rt, prop)), _np(want), rtol=1e-10)
+    rt.manual_seed(0)
+    s = d_rt.sample((4,))
+    assert tuple(s.shape) == (4, *d_t.batch_shape, *d_t.event_shape)
+    assert bool(d_rt.support.check(s).all())
+    big_rt = d_rt.expand((5, *d_rt.batch_shape))
+    big_t = d_t.expand((5, *d_t.batch_shape))
+    np.testing.assert_allclose(_np(big_rt.log_prob(_f64(rt, value[:1]))),
+                               _np(big_t.log_prob(_f64(torch, value[:1]))), rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["sigmoid_normal", "tanh_affine", "affine_negative"])
+def test_transformed_cdf_icdf_match_torch(name):
+    (d_rt, _), (d_t, _) = _build(name, rt, rd), _build(name, torch, td)
+    torch.manual_seed(1)
+    value = d_t.sample((3,)).numpy()
+    np.testing.assert_allclose(_np(d_rt.cdf(_f64(rt, value))), _np(d_t.cdf(_f64(torch, value))),
+                               rtol=1e-9)
+    q = np.array([[0.2, 0.7]])
+    np.testing.assert_allclose(_np(d_rt.icdf(_f64(rt, q))), _np(d_t.icdf(_f64(torch, q))),
+                               rtol=1e-9)
+
+
+def test_mixture_cdf_and_entropy_of_independent_match_torch():
+    (d_rt, _), (d_t, _) = _build("mixture", rt, rd), _build("mixture", torch, td)
+    v = np.array([-1.5, 0.2, 2.5])
+    np.testing.assert_allclose(_np(d_rt.cdf(_f64(rt, v)[:, None].squeeze(-1))),
+                               _np(d_t.cdf(_f64(torch, v))), rtol=1e-10)
+    (i_rt, _), (i_t, _) = _build("independent", rt, rd), _build("independent", torch, td)
+    np.testing.assert_allclose(_np(i_rt.entropy()), _np(i_t.entropy()), rtol=1e-12)
+    assert repr(i_rt).replace("runtime.", "torch.") == repr(i_t)
+    with pytest.raises(NotImplementedError, match="Enumeration over cartesian product"):
+        i_rt.enumerate_support()
