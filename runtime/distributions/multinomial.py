@@ -34,8 +34,9 @@ class Multinomial(Distribution):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
-        self._binomial = Binomial(total_count=total_count, probs=self.probs)
+        self._categorical = Categorical(probs=probs, logits=logits, validate_args=validate_args)
+        self._binomial = Binomial(total_count=total_count, probs=self.probs,
+                                  validate_args=validate_args)
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
 

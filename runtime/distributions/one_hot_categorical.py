@@ -35,7 +35,7 @@ class OneHotCategorical(Distribution):
 
     def __init__(self, probs: Tensor | None = None, logits: Tensor | None = None,
                  validate_args: bool | None = None) -> None:
-        self._categorical = Categorical(probs, logits)
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
         param = self._categorical._param
         super().__init__(self._categorical.batch_shape, param.shape[-1:],
                          validate_args=validate_args)

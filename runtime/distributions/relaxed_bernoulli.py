@@ -88,7 +88,7 @@ class RelaxedBernoulli(TransformedDistribution):
 
     def __init__(self, temperature: Tensor, probs: Any = None, logits: Any = None,
                  validate_args: bool | None = None) -> None:
-        base = LogitRelaxedBernoulli(temperature, probs, logits)
+        base = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> RelaxedBernoulli:

@@ -33,7 +33,7 @@ class ExpRelaxedCategorical(Distribution):
 
     def __init__(self, temperature: Tensor, probs: Tensor | None = None,
                  logits: Tensor | None = None, validate_args: bool | None = None) -> None:
-        self._categorical = Categorical(probs, logits)
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
         self.temperature = temperature
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
