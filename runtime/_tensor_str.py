@@ -15,6 +15,7 @@ PRECISION = 4
 THRESHOLD = 1000
 EDGE_ITEMS = 3
 LINE_WIDTH = 80
+SCI_MODE: bool | None = None  # set_printoptions(sci_mode=...): forced on or off (None: chosen)
 
 
 class _Formatter:
@@ -37,15 +38,12 @@ class _Formatter:
         magnitude = np.abs(finite)
         low, high = float(magnitude.min()), float(magnitude.max())
         self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        if self.int_mode:
-            if high / low > 1000.0 or high > 1.0e8:
-                self.sci_mode = True
-                self.max_width = max(len(f"{v:.{PRECISION}e}") for v in finite)
-            else:
-                self.max_width = max(len(f"{v:.0f}") + 1 for v in finite)
-        elif high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4:
-            self.sci_mode = True
+        self.sci_mode = (high / low > 1000.0 or high > 1.0e8 or low < 1.0e-4) \
+            if SCI_MODE is None else SCI_MODE  # set_printoptions(sci_mode=...) decides first
+        if self.sci_mode:
             self.max_width = max(len(f"{v:.{PRECISION}e}") for v in finite)
+        elif self.int_mode:
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in finite)
         else:
             self.max_width = max(len(f"{v:.{PRECISION}f}") for v in finite)
 

@@ -4,6 +4,7 @@ or the ``generator`` given."""
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 import runtime as rt
@@ -212,3 +213,32 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any =
         for col in range(cols):
             tensor[rt.randperm(rows)[:zeros], col] = 0
     return tensor
+
+
+def _deprecated(method: Any) -> Any:
+    """The old name (``uniform``) of an initializer (``uniform_``): PyTorch's FutureWarning,
+    then the initializer."""
+    new_name = method.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return method(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use ``nn.init.{new_name}``."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)

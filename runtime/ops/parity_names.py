@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import functional_names, inplace_variants, numeric_names, torch_names
+from . import functional_names, inplace_variants, numeric_names, settings, torch_names
 
-MODULES = (inplace_variants, torch_names, functional_names, numeric_names)
+MODULES = (inplace_variants, torch_names, functional_names, numeric_names, settings)
 
 
 def install(namespace: dict[str, Any]) -> list[str]:

@@ -1,0 +1,150 @@
+"""PyTorch's global settings the runtime lacked: print options, the default device (the CPU
+here), float32 matmul precision, warn-always, the deterministic debug mode, interop threads,
+flush-denormal, and small queries (typename, is_storage, get_device)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from .. import _tensor_str
+from .._device import device as Device
+from ..tensor import Tensor
+
+_PROFILES = {"default": (4, 1000, 3, 80), "short": (2, 1000, 2, 80),
+             "full": (4, math.inf, 3, 80)}
+
+
+def set_printoptions(precision: int | None = None, threshold: float | None = None,
+                     edgeitems: int | None = None, linewidth: int | None = None,
+                     profile: str | None = None, sci_mode: bool | None = None) -> None:
+    """How tensors print: digits after the point, the element count past which they are
+    summarized (by ``edgeitems`` at each end), the line width, and scientific notation
+    forced on or off (None: chosen per tensor). ``profile``: "default", "short" or "full"
+    sets the first four first (another name is ignored, as PyTorch's)."""
+    if profile in _PROFILES:
+        (_tensor_str.PRECISION, _tensor_str.THRESHOLD, _tensor_str.EDGE_ITEMS,
+         _tensor_str.LINE_WIDTH) = _PROFILES[profile]
+    if precision is not None:
+        _tensor_str.PRECISION = precision
+    if threshold is not None:
+        _tensor_str.THRESHOLD = threshold
+    if edgeitems is not None:
+        _tensor_str.EDGE_ITEMS = edgeitems
+    if linewidth is not None:
+        _tensor_str.LINE_WIDTH = linewidth
+    _tensor_str.SCI_MODE = sci_mode
+
+
+def get_default_device() -> Device:
+    return Device("cpu")
+
+
+def set_default_device(device: Any) -> None:
+    """The device factory functions use: the CPU only here (None resets it)."""
+    if device is not None and Device(device).type != "cpu":
+        raise RuntimeError(f"set_default_device: only the CPU can be the default device here, "
+                           f"got {device!r}")
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_state: dict[str, Any] = {"matmul_precision": "highest", "warn_always": False,
+                          "interop_threads": 1}
+
+
+def get_float32_matmul_precision() -> str:
+    return _state["matmul_precision"]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Kept and reported: float32 products here are always computed in full float32
+    ("highest"), which the other settings permit."""
+    if precision not in _MATMUL_PRECISIONS:
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _state["matmul_precision"] = precision
+
+
+def set_warn_always(b: bool) -> None:
+    _state["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    return _state["warn_always"]
+
+
+_DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
+
+
+def set_deterministic_debug_mode(debug_mode: str | int) -> None:
+    """0/"default": off, 1/"warn", 2/"error": use_deterministic_algorithms on (warn_only for
+    1)."""
+    from .._determinism import use_deterministic_algorithms
+
+    if isinstance(debug_mode, str):
+        if debug_mode not in _DEBUG_MODES:
+            raise RuntimeError("invalid value of debug_mode, expected one of `default`, "
+                               f"`warn`, `error`, but got {debug_mode}")
+        debug_mode = _DEBUG_MODES[debug_mode]
+    if not isinstance(debug_mode, int) or isinstance(debug_mode, bool):
+        raise TypeError(f"debug_mode must be str or int, but got {type(debug_mode)}")
+    if debug_mode not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(debug_mode != 0, warn_only=debug_mode == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    from .._determinism import (are_deterministic_algorithms_enabled,
+                                is_deterministic_algorithms_warn_only_enabled)
+
+    if not are_deterministic_algorithms_enabled():
+        return 0
+    return 1 if is_deterministic_algorithms_warn_only_enabled() else 2
+
+
+def get_num_interop_threads() -> int:
+    return _state["interop_threads"]
+
+
+def set_num_interop_threads(n: int) -> None:
+    """Kept and reported: the runtime runs no inter-op thread pool (its executor's threads
+    follow set_num_threads)."""
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise RuntimeError("Expected positive number of threads")
+    _state["interop_threads"] = n
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Whether flushing denormals could be set: False, numpy's kernels keep them."""
+    return False
+
+
+def typename(obj: Any) -> str:
+    """A tensor's type name (its ``type()``), else the object's class name."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "")
+    name = type(obj).__qualname__
+    return name if module in ("builtins", "__builtin__", None) else f"{module}.{name}"
+
+
+def is_storage(obj: Any) -> bool:
+    """False: the runtime has no storage objects (a tensor's storage is its array)."""
+    return False
+
+
+def get_device(input: Tensor) -> int:  # noqa: A002 - PyTorch's name
+    """The GPU ordinal of input (-1: the CPU)."""
+    return input.get_device()
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn in (
+    set_printoptions, get_default_device, set_default_device, get_float32_matmul_precision,
+    set_float32_matmul_precision, set_warn_always, is_warn_always_enabled,
+    set_deterministic_debug_mode, get_deterministic_debug_mode, get_num_interop_threads,
+    set_num_interop_threads, set_flush_denormal, typename, is_storage, get_device)}
+METHODS: dict[str, Any] = {}

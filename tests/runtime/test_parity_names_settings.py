@@ -1,0 +1,121 @@
+"""Global settings (set_printoptions, default device, matmul precision, warn_always,
+deterministic debug mode, interop threads) and nn.init's deprecated names against PyTorch."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture
+def print_defaults() -> Iterator[None]:
+    yield
+    for m in (rt, torch):
+        m.set_printoptions(profile="default")
+        m.set_printoptions(sci_mode=None)
+
+
+VALUES = [[[1.2345, 2e-6, 300.0], [4.0, 5.0, 6.0]], [float(i) for i in range(20)],
+          [1e9, 1.0], [1.5e-5, 2.0], [0.5, 0.25], np.arange(2000.0).tolist(), [3.0, -7.0]]
+
+
+@pytest.mark.parametrize("options", [{"precision": 2}, {"precision": 6, "sci_mode": True},
+                                     {"sci_mode": False}, {"profile": "short"},
+                                     {"threshold": 5, "edgeitems": 1}, {"linewidth": 30},
+                                     {"profile": "full"}])
+def test_set_printoptions(options: dict[str, Any], print_defaults: None) -> None:
+    for m in (rt, torch):
+        m.set_printoptions(**options)
+    for v in VALUES:
+        ours = repr(rt.tensor(v, dtype=rt.float32)).replace("runtime.", "torch.")
+        theirs = repr(torch.tensor(v, dtype=torch.float32))
+        assert ours == theirs
+
+
+def test_default_device() -> None:
+    assert rt.get_default_device() == rt.device("cpu")
+    assert str(rt.get_default_device()) == str(torch.get_default_device())
+    rt.set_default_device("cpu")
+    rt.set_default_device(None)
+    with pytest.raises(RuntimeError, match="only the CPU"):
+        rt.set_default_device("cuda")
+
+
+def test_float32_matmul_precision() -> None:
+    before = rt.get_float32_matmul_precision()
+    assert before == torch.get_float32_matmul_precision() == "highest"
+    try:
+        rt.set_float32_matmul_precision("medium")
+        assert rt.get_float32_matmul_precision() == "medium"
+        with pytest.warns(UserWarning, match="x is not one of 'highest', 'high', or 'medium'"):
+            rt.set_float32_matmul_precision("x")
+        assert rt.get_float32_matmul_precision() == "medium"
+    finally:
+        rt.set_float32_matmul_precision(before)
+
+
+def test_warn_always_and_interop_threads() -> None:
+    assert rt.is_warn_always_enabled() is torch.is_warn_always_enabled() is False
+    rt.set_warn_always(True)
+    assert rt.is_warn_always_enabled()
+    rt.set_warn_always(False)
+    assert not rt.is_warn_always_enabled()
+    assert rt.get_num_interop_threads() >= 1
+    with pytest.raises(RuntimeError, match="Expected positive number of threads"):
+        rt.set_num_interop_threads(0)
+
+
+def test_deterministic_debug_mode() -> None:
+    try:
+        for mode, expected in (("warn", 1), ("error", 2), (0, 0), (2, 2), ("default", 0)):
+            rt.set_deterministic_debug_mode(mode)
+            assert rt.get_deterministic_debug_mode() == expected
+            assert rt.are_deterministic_algorithms_enabled() == (expected != 0)
+        for bad in ("x", 5):
+            texts = []
+            for m in (rt, torch):
+                with pytest.raises(RuntimeError) as info:
+                    m.set_deterministic_debug_mode(bad)
+                texts.append(str(info.value))
+            assert texts[0] == texts[1]
+    finally:
+        rt.use_deterministic_algorithms(False)
+
+
+def test_small_queries() -> None:
+    x = rt.rand(2)
+    assert rt.typename(x) == "runtime.FloatTensor" and rt.typename(3) == torch.typename(3)
+    assert rt.typename(rt.tensor([1])) == "runtime.LongTensor"
+    assert rt.get_device(x) == torch.get_device(torch.rand(2)) == -1
+    assert rt.is_storage(x) is torch.is_storage(torch.rand(2)) is False
+    assert rt.set_flush_denormal(False) is False
+
+
+@pytest.mark.parametrize("name,args", [
+    ("uniform", (-0.5, 0.5)), ("normal", (0.0, 0.1)), ("constant", (0.3,)), ("eye", ()),
+    ("xavier_uniform", ()), ("xavier_normal", ()), ("kaiming_uniform", ()),
+    ("kaiming_normal", ()), ("orthogonal", ()), ("sparse", (0.5,)), ("dirac", ())])
+def test_init_deprecated_names(name: str, args: tuple[Any, ...]) -> None:
+    shape = (4, 2, 3) if name == "dirac" else (4, 6)
+    w = rt.empty(*shape)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = getattr(rt.nn.init, name)(w, *args)
+    assert out is w
+    assert [(c.category, str(c.message)) for c in caught] == [
+        (FutureWarning, f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.")]
+    assert caught[0].filename == __file__
+    if name in ("constant", "eye", "dirac"):
+        theirs = torch.empty(*shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            getattr(torch.nn.init, name)(theirs, *args)
+        np.testing.assert_array_equal(w.numpy(), theirs.numpy())
