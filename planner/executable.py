@@ -156,6 +156,7 @@ class Executable:
         self.commits = any(isinstance(s, CommitStep) for s in plan.steps)
         self._runners: dict[int, ParallelRunner] = {}
         self._calls: dict[KernelStep, KernelCall] = {}
+        self._signatures: dict[KernelStep, Any] = {}
         self._products: dict[Step, Any] | None = None
         # the compiled-code cache its kernels and products came from (None: the default
         # one), where its programs' code is kept too (planner.program); None until then
@@ -273,17 +274,24 @@ class Executable:
             self._entries.clear()
             self._runners.clear()
             self._calls.clear()
+            self._signatures.clear()
 
     def kernel_signature(self, step: KernelStep) -> Any:
         """(shape, dtype) of every array a kernel step hands its kernel (its arguments as
         planned, then its outputs), shown to hold every element the kernel's IR addresses
         (``CompiledModule.check_signature``: a ValueError otherwise). A commit's outputs
-        are the arrays of the arguments they are stored into."""
+        are the arrays of the arguments they are stored into. Kept per step: a program's
+        build asks it of a step once for each run tried over it (rnn's 48 steps, 140 times)."""
+        found = self._signatures.get(step)
+        if found is not None:
+            return found
         metas = self.plan.schedule.metas
         ins = [metas[v] for _, v in step.args]
         outs = [ins[c] for c in step.commits] if isinstance(step, CommitStep) else [
             (tuple(shape), np.dtype(dtype)) for shape, dtype, _ in step.out_specs]
-        return self.module(device=step.device).check_signature(step.kernel, ins + outs)
+        found = self._signatures[step] = self.module(device=step.device).check_signature(
+            step.kernel, ins + outs)
+        return found
 
     def kernel_call(self, step: KernelStep) -> KernelCall:
         """``call(*args) -> outputs`` for a kernel step (built once per step): C-contiguous
