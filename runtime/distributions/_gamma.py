@@ -99,8 +99,9 @@ def standard_gamma(alpha: Tensor) -> Tensor:
 
 
 def host_draw(kind: str, shape: tuple[int, ...], dtype: D.DType, device: str,
-              **params: np.ndarray) -> Tensor:
-    """A host draw of numpy's ``kind`` (poisson, binomial) broadcast to ``shape``."""
+              params: dict[str, np.ndarray]) -> Tensor:
+    """A host draw of numpy's sampler ``kind`` (poisson, binomial, gamma) with ``params``
+    (its keyword arguments) broadcast to ``shape``."""
     if active_tracer() is not None:
         raise GraphBreak(f"a {kind} draw inside a captured step")
     rng = default_generator._rng

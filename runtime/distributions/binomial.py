@@ -84,7 +84,7 @@ class Binomial(Distribution):
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
         return host_draw("binomial", shape, self._param.dtype, self._param.device,
-                         n=host(self.total_count).astype("int64"), p=host(self.probs))
+                         {"n": host(self.total_count).astype("int64"), "p": host(self.probs)})
 
     def log_prob(self, value: Tensor) -> Tensor:
         rt = _rt()

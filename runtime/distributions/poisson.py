@@ -57,7 +57,7 @@ class Poisson(ExponentialFamily):
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
         return host_draw("poisson", shape, self.rate.dtype, self.rate.device,
-                         lam=host(self.rate))
+                         {"lam": host(self.rate)})
 
     def log_prob(self, value: Tensor) -> Tensor:
         rt = _rt()

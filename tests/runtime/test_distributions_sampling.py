@@ -37,6 +37,13 @@ MOMENTS = {
     "mixture": lambda: rd.MixtureSameFamily(rd.Categorical(_f64([0.3, 0.7])),
                                             rd.Normal(_f64([-2.0, 1.0]), _f64([0.5, 1.0]))),
     "relaxed_bernoulli": lambda: rd.RelaxedBernoulli(_f64(0.5), _f64([0.2, 0.8])),
+    "half_normal": lambda: rd.HalfNormal(_f64([0.5, 2.0])),
+    "gumbel": lambda: rd.Gumbel(_f64([0.5, -2.0]), _f64([1.0, 3.0])),
+    "chi2": lambda: rd.Chi2(_f64([1.0, 7.0])),
+    "student_t": lambda: rd.StudentT(_f64([12.0, 30.0]), _f64([0.5, -2.0]), _f64([1.0, 3.0])),
+    "weibull": lambda: rd.Weibull(_f64([0.5, 2.0]), _f64([1.5, 4.0])),
+    "pareto": lambda: rd.Pareto(_f64([0.5, 2.0]), _f64([9.0, 12.0])),
+    "negative_binomial": lambda: rd.NegativeBinomial(_f64([3.0, 0.5]), _f64([0.3, 0.6])),
 }
 
 
@@ -169,3 +176,19 @@ def test_sample_has_no_gradient_and_rsample_has():
         rd.Bernoulli(_f64([0.5])).rsample()
     st = rd.OneHotCategoricalStraightThrough(logits=_f64([0.1, 0.2, 0.3], grad=True))
     assert st.rsample().requires_grad
+
+
+@pytest.mark.parametrize("make", [lambda: rd.Cauchy(_f64([0.5, -2.0]), _f64([1.0, 3.0])),
+                                  lambda: rd.HalfCauchy(_f64([0.5, 2.0])),
+                                  lambda: rd.Laplace(_f64([0.5, -2.0]), _f64([1.0, 3.0])),
+                                  lambda: rd.Gumbel(_f64([0.5, -2.0]), _f64([1.0, 3.0]))])
+def test_sample_quantiles_by_the_icdf(make):
+    """Heavy tails have no moments to compare: the fraction of draws below each quantile
+    (icdf) is that quantile's level."""
+    d = make()
+    rt.manual_seed(9)
+    x = d.sample((N,)).numpy()
+    for q in (0.1, 0.25, 0.5, 0.9):
+        level = rt.full(tuple(d.batch_shape), q, dtype=rt.float64)
+        below = (x <= d.icdf(level).numpy()).mean(0)
+        np.testing.assert_allclose(below, q, atol=5 * np.sqrt(q * (1 - q) / N))

@@ -60,6 +60,17 @@ CASES = {
                           lambda p: {"temperature": np.array(0.7), **p}),
     "relaxed_onehot": ("RelaxedOneHotCategorical", {"logits": LOGITS},
                        lambda p: {"temperature": np.array(0.7), **p}),
+    "cauchy": ("Cauchy", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS}, None),
+    "half_normal": ("HalfNormal", {"scale": POS}, None),
+    "half_cauchy": ("HalfCauchy", {"scale": POS}, None),
+    "gumbel": ("Gumbel", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS}, None),
+    "chi2": ("Chi2", {"df": np.array([0.7, 3.0, 10.0])}, None),
+    "student_t": ("StudentT", {"df": np.array([0.7, 1.5, 10.0]), "loc": np.array([0.1, -1.0, 2.0]),
+                               "scale": POS}, None),
+    "weibull": ("Weibull", {"scale": POS, "concentration": np.array([0.8, 1.5, 3.0])}, None),
+    "pareto": ("Pareto", {"scale": POS, "alpha": np.array([0.8, 1.5, 3.0])}, None),
+    "negative_binomial": ("NegativeBinomial", {"total_count": np.array([0.5, 3.0, 10.0]),
+                                               "logits": np.array([-1.0, 0.0, 2.0])}, None),
 }
 NOT_DIFFERENTIABLE = {"total_count", "temperature"}
 
@@ -94,8 +105,10 @@ def _value(d_t):
 
 def _grads(out_rt, k_rt, out_t, k_t):
     names = [k for k, v in k_t.items() if isinstance(v, torch.Tensor) and v.requires_grad]
-    g_t = torch.autograd.grad(out_t.sum(), [k_t[n] for n in names], allow_unused=True)
-    g_rt = rt.autograd.grad(out_rt.sum(), [k_rt[n] for n in names], allow_unused=True)
+    g_t = torch.autograd.grad(out_t.sum(), [k_t[n] for n in names], allow_unused=True,
+                              retain_graph=True)
+    g_rt = rt.autograd.grad(out_rt.sum(), [k_rt[n] for n in names], allow_unused=True,
+                            retain_graph=True)
     for n, a, b in zip(names, g_rt, g_t):
         if b is None:
             assert a is None or np.allclose(_np(a), 0), n
@@ -115,8 +128,8 @@ def test_log_prob_matches_torch(case):
 
 
 @pytest.mark.parametrize("case", sorted(set(CASES) - {"poisson", "lognormal",
-                                                       "relaxed_bernoulli",
-                                                       "relaxed_onehot", "binomial_l"}))
+                                                       "relaxed_bernoulli", "relaxed_onehot",
+                                                       "binomial_l", "negative_binomial"}))
 def test_entropy_matches_torch(case):
     d_rt, k_rt, d_t, k_t = _pair(case)
     e_t, e_rt = d_t.entropy(), d_rt.entropy()
@@ -146,7 +159,9 @@ def test_moments_match_torch(case, prop):
     np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.parametrize("case", ["normal", "uniform", "exponential", "laplace", "lognormal"])
+@pytest.mark.parametrize("case", ["normal", "uniform", "exponential", "laplace", "lognormal",
+                                  "cauchy", "half_normal", "half_cauchy", "gumbel", "weibull",
+                                  "pareto"])
 def test_cdf_icdf_match_torch(case):
     d_rt, k_rt, d_t, k_t = _pair(case)
     value = _value(d_t)

@@ -53,6 +53,13 @@ BAD = {
     "independent_ndims": lambda L, M: M.Independent(M.Normal(_t(L, [0.0]), 1.0), 2),
     "transformed_kind": lambda L, M: M.TransformedDistribution(M.Normal(0.0, 1.0), "exp"),
     "transformed_list": lambda L, M: M.TransformedDistribution(M.Normal(0.0, 1.0), ["exp"]),
+    "student_t_df": lambda L, M: M.StudentT(_t(L, [-1.0]), 0.0, 1.0),
+    "chi2": lambda L, M: M.Chi2(_t(L, [0.0])),
+    "half_normal": lambda L, M: M.HalfNormal(_t(L, [-1.0])),
+    "weibull": lambda L, M: M.Weibull(_t(L, [1.0]), _t(L, [-1.0])),
+    "pareto": lambda L, M: M.Pareto(_t(L, [1.0]), _t(L, [0.0])),
+    "negative_binomial": lambda L, M: M.NegativeBinomial(_t(L, [2.0]), _t(L, [1.0])),
+    "cauchy": lambda L, M: M.Cauchy(0.0, -1.0),
     "mixture_kind": lambda L, M: M.MixtureSameFamily(M.Normal(0.0, 1.0), M.Normal(0.0, 1.0)),
     "mixture_count": lambda L, M: M.MixtureSameFamily(M.Categorical(_t(L, [0.5, 0.5])),
                                                       M.Normal(_t(L, [0.0, 1.0, 2.0]), 1.0)),
@@ -95,6 +102,10 @@ VALUES = {
     "onehot": (lambda L, M: M.OneHotCategorical(_t(L, [0.5, 0.5])), lambda L: _t(L, [1.0, 1.0])),
     "lognormal": (lambda L, M: M.LogNormal(0.0, 1.0), lambda L: _t(L, -1.0)),
     "binomial": (lambda L, M: M.Binomial(3, _t(L, [0.5])), lambda L: _t(L, [4.0])),
+    "pareto": (lambda L, M: M.Pareto(_t(L, [1.0]), _t(L, [2.0])), lambda L: _t(L, [0.5])),
+    "half_normal": (lambda L, M: M.HalfNormal(_t(L, [1.0])), lambda L: _t(L, [-0.5])),
+    "negative_binomial": (lambda L, M: M.NegativeBinomial(2.0, _t(L, [0.5])),
+                          lambda L: _t(L, [1.5])),
 }
 
 
