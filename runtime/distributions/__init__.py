@@ -12,6 +12,7 @@ from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
+from .constraint_registry import biject_to, transform_to
 from .dirichlet import Dirichlet
 from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
@@ -38,7 +39,10 @@ from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .weibull import Weibull
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                         PowerTransform, SigmoidTransform, TanhTransform, Transform)
+                         IndependentTransform, LowerCholeskyTransform,
+                         PositiveDefiniteTransform, PowerTransform, ReshapeTransform,
+                         SigmoidTransform, SoftmaxTransform, SoftplusTransform,
+                         StickBreakingTransform, TanhTransform, Transform)
 
 __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
@@ -49,5 +53,7 @@ __all__ = [
     "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
     "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
     "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "Weibull",
-    "constraints", "kl_divergence", "register_kl", "transforms",
+    "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+    "ReshapeTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
+    "biject_to", "constraints", "kl_divergence", "register_kl", "transform_to", "transforms",
 ]

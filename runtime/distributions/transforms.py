@@ -13,7 +13,10 @@ from . import constraints
 from .utils import sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
-           "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform", "identity_transform"]
+           "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
+           "identity_transform"]
 
 
 def _rt() -> Any:
@@ -487,3 +490,260 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         return a.shape == b.shape and bool((a == b).all())
     return False
+
+
+class SoftplusTransform(Transform):
+    """``y = log(1 + exp(x))``."""
+
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftplusTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        return _F().softplus(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return (-_rt().expm1(-y)).log() + y  # log(exp(y) - 1) without overflow
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return -_F().softplus(-x)
+
+
+def _needs_a_dimension(shape: Any) -> None:
+    if len(shape) < 1:
+        raise ValueError("Too few dimensions on input")
+
+
+class SoftmaxTransform(Transform):
+    """Unconstrained vectors to the simplex by a softmax over the last dimension (not
+    bijective: the inverse gives log-probabilities)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SoftmaxTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        return _rt().softmax(x, dim=-1)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return y.log()
+
+    def forward_shape(self, shape: Any) -> Any:
+        _needs_a_dimension(shape)
+        return shape
+
+    def inverse_shape(self, shape: Any) -> Any:
+        _needs_a_dimension(shape)
+        return shape
+
+
+def _stick_offsets(n: int, like: Tensor) -> Tensor:
+    """log(n), log(n - 1), ..., log(1): shifts that make x = 0 break the stick evenly."""
+    return _rt().arange(n, 0, -1, dtype=like.dtype, device=like.device).log()
+
+
+class StickBreakingTransform(Transform):
+    """Vectors of K - 1 unconstrained values to the K-simplex by breaking a stick: each
+    coordinate's sigmoid is the share taken from what is left (bijective)."""
+
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StickBreakingTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        rt = _rt()
+        F = _F()
+        z = _clipped_sigmoid(x - _stick_offsets(x.shape[-1], x))
+        left = rt.cumprod(1 - z, -1)
+        return F.pad(z, (0, 1), value=1.0) * F.pad(left, (1, 0), value=1.0)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        rt = _rt()
+        y_crop = y[..., :-1]
+        left = (1 - y_crop.cumsum(-1)).clamp(min=rt.finfo(y.dtype).tiny)
+        return y_crop.log() - left.log() + _stick_offsets(y_crop.shape[-1], y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        x = x - _stick_offsets(x.shape[-1], x)
+        return (-x + _F().logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape: Any) -> Any:
+        _needs_a_dimension(shape)
+        return (*shape[:-1], shape[-1] + 1)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        _needs_a_dimension(shape)
+        return (*shape[:-1], shape[-1] - 1)
+
+
+def _with_diagonal(m: Tensor, fn: str) -> Tensor:
+    """``m``'s strictly lower triangle plus ``fn`` (exp or log) of its diagonal."""
+    diag = getattr(m.diagonal(dim1=-2, dim2=-1), fn)()
+    return m.tril(-1) + _rt().diag_embed(diag)
+
+
+class LowerCholeskyTransform(Transform):
+    """Square matrices to lower-triangular ones with a positive diagonal (the strictly lower
+    triangle kept, the diagonal exponentiated; the upper triangle dropped)."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LowerCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        return _with_diagonal(x, "exp")
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return _with_diagonal(y, "log")
+
+
+class PositiveDefiniteTransform(Transform):
+    """Square matrices to positive-definite ones: ``L L^T`` of their LowerCholeskyTransform."""
+
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PositiveDefiniteTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        L = _with_diagonal(x, "exp")
+        return L @ L.mT
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return _with_diagonal(_rt().linalg.cholesky(y), "log")
+
+
+class IndependentTransform(Transform):
+    """``base_transform`` with ``reinterpreted_batch_ndims`` more dimensions in an event
+    (its log-abs-det-Jacobian summed over them)."""
+
+    def __init__(self, base_transform: Transform, reinterpreted_batch_ndims: int,
+                 cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
+                                    cache_size=cache_size)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(self.base_transform.domain,
+                                       self.reinterpreted_batch_ndims)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(self.base_transform.codomain,
+                                       self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return self.base_transform.bijective
+
+    @property
+    def sign(self) -> Any:
+        return self.base_transform.sign
+
+    def _call(self, x: Tensor) -> Tensor:
+        if x.ndim < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        if y.ndim < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y),
+                             self.reinterpreted_batch_ndims)
+
+    def __repr__(self) -> str:
+        return (f"{self.__class__.__name__}({self.base_transform!r}, "
+                f"{self.reinterpreted_batch_ndims})")
+
+    def forward_shape(self, shape: Any) -> Any:
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return self.base_transform.inverse_shape(shape)
+
+
+class ReshapeTransform(Transform):
+    """The rightmost dimensions of shape ``in_shape`` reshaped to ``out_shape`` (as many
+    elements); the Jacobian's determinant is 1."""
+
+    bijective = True
+
+    def __init__(self, in_shape: Any, out_shape: Any, cache_size: int = 0) -> None:
+        self.in_shape = tuple(in_shape)
+        self.out_shape = tuple(out_shape)
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x: Tensor) -> Tensor:
+        batch = tuple(x.shape[:x.ndim - len(self.in_shape)])
+        return x.reshape(*batch, *self.out_shape)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        batch = tuple(y.shape[:y.ndim - len(self.out_shape)])
+        return y.reshape(*batch, *self.in_shape)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        batch = tuple(x.shape[:x.ndim - len(self.in_shape)])
+        return _rt().zeros(batch, dtype=x.dtype, device=x.device)
+
+    def forward_shape(self, shape: Any) -> Any:
+        return self._swap(shape, self.in_shape, self.out_shape, "forward")
+
+    def inverse_shape(self, shape: Any) -> Any:
+        return self._swap(shape, self.out_shape, self.in_shape, "inverse")
+
+    @staticmethod
+    def _swap(shape: Any, old: tuple[int, ...], new: tuple[int, ...], way: str) -> Any:
+        shape = tuple(shape)
+        if len(shape) < len(old):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(old)
+        if shape[cut:] != old:
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
+        return shape[:cut] + new

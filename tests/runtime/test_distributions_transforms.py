@@ -37,6 +37,10 @@ TRANSFORMS = {
                                                 M.AffineTransform(1.0, 3.0)]),
     "inverse": lambda L, M: M.ComposeTransform([M.SigmoidTransform(),
                                                 M.SigmoidTransform().inv]),
+    "softplus": lambda L, M: M.SoftplusTransform(),
+    "stick_breaking": lambda L, M: M.StickBreakingTransform(),
+    "independent": lambda L, M: M.IndependentTransform(M.ExpTransform(), 1),
+    "reshape": lambda L, M: M.ReshapeTransform((2, 3), (3, 2)),
 }
 
 
@@ -171,3 +175,60 @@ def test_mixture_cdf_and_entropy_of_independent_match_torch():
     assert repr(i_rt).replace("runtime.", "torch.") == repr(i_t)
     with pytest.raises(NotImplementedError, match="Enumeration over cartesian product"):
         i_rt.enumerate_support()
+
+
+SQUARE = np.array([[[0.3, 9.0, -1.0], [0.5, -0.2, 7.0], [-1.0, 2.0, 0.1]],
+                   [[1.3, 0.0, 0.0], [0.2, 0.4, 0.0], [0.0, -0.7, -2.0]]])
+
+
+@pytest.mark.parametrize("name", ["LowerCholeskyTransform", "PositiveDefiniteTransform",
+                                  "SoftmaxTransform"])
+def test_transforms_without_a_jacobian_match_torch(name):
+    t_rt, t_t = getattr(rtr, name)(), getattr(ttr, name)()
+    x_rt, x_t = _f64(rt, SQUARE, True), _f64(torch, SQUARE, True)
+    y_rt, y_t = t_rt(x_rt), t_t(x_t)
+    np.testing.assert_allclose(_np(y_rt), _np(y_t), rtol=1e-12)
+    (g_rt,) = rt.autograd.grad((y_rt * _f64(rt, SQUARE)).sum(), [x_rt])
+    (g_t,) = torch.autograd.grad((y_t * _f64(torch, SQUARE)).sum(), [x_t])
+    np.testing.assert_allclose(_np(g_rt), _np(g_t), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_np(t_rt.inv(_f64(rt, _np(y_t)))), _np(t_t.inv(y_t.detach())),
+                               rtol=1e-8, atol=1e-10)
+    assert repr(t_rt.codomain) == repr(t_t.codomain)
+
+
+CONSTRAINTS = {
+    "real": lambda c: c.real, "positive": lambda c: c.positive,
+    "nonnegative": lambda c: c.nonnegative, "greater_than": lambda c: c.greater_than(1.5),
+    "greater_than_eq": lambda c: c.greater_than_eq(-2.0), "less_than": lambda c: c.less_than(3.0),
+    "unit_interval": lambda c: c.unit_interval, "interval": lambda c: c.interval(-1.0, 4.0),
+    "half_open_interval": lambda c: c.half_open_interval(0.0, 2.0),
+    "simplex": lambda c: c.simplex, "real_vector": lambda c: c.real_vector,
+    "independent_positive": lambda c: c.independent(c.positive, 1),
+}
+
+
+@pytest.mark.parametrize("registry", ["biject_to", "transform_to"])
+@pytest.mark.parametrize("name", sorted(CONSTRAINTS))
+def test_constraint_registry_matches_torch(registry, name):
+    c_rt, c_t = CONSTRAINTS[name](rd.constraints), CONSTRAINTS[name](td.constraints)
+    t_rt, t_t = getattr(rd, registry)(c_rt), getattr(td, registry)(c_t)
+    assert repr(t_rt).replace(" ", "") == repr(t_t).replace(" ", "")
+    x_rt, x_t = _f64(rt, X, True), _f64(torch, X, True)
+    y_rt, y_t = t_rt(x_rt), t_t(x_t)
+    np.testing.assert_allclose(_np(y_rt), _np(y_t), rtol=1e-12)
+    assert bool(c_rt.check(y_rt).all())
+    if registry == "biject_to":
+        ld_rt, ld_t = t_rt.log_abs_det_jacobian(x_rt, y_rt), t_t.log_abs_det_jacobian(x_t, y_t)
+        np.testing.assert_allclose(_np(ld_rt), _np(ld_t), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(_np(t_rt.inv(y_rt)), X, rtol=1e-7, atol=1e-9)
+
+
+def test_constraint_registry_errors_and_matrix_constraints():
+    with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
+        rd.biject_to(rd.constraints.boolean)
+    with pytest.raises(TypeError, match="Expected constraint to be either a Constraint"):
+        rd.biject_to.register(int, lambda c: None)
+    y = rd.transform_to(rd.constraints.positive_definite)(rt.tensor(SQUARE))
+    assert bool(rd.constraints.positive_definite.check(y).all())
+    y = rd.transform_to(rd.constraints.lower_cholesky)(rt.tensor(SQUARE))
+    assert bool(rd.constraints.lower_cholesky.check(y).all())
