@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from . import extras
 from . import functional as F
 from . import tensor_ops as T
+from .inplace import ERR_INTERNAL_OVERLAP
 from .shapes import Size, wrap_dim
 
 # --- Tensor predicates ------------------------------------------------------------------------
@@ -430,6 +431,157 @@ def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                                           include_self=include_self))
 
 
+# --- as_strided copies ---------------------------------------------------------------------------
+
+
+def _strided_positions(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
+                       storage_offset: int | None) -> Tensor:
+    """The flat positions in input (a contiguous tensor: its storage, from its first element)
+    that ``as_strided(size, stride, storage_offset)`` reads, PyTorch's checks first."""
+    from ..creation import tensor
+    from .storage import storage_offset as own_offset
+
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
+    if not input.is_contiguous():
+        raise NotImplementedError("as_strided of a non-contiguous tensor is not supported here "
+                                  "(it reads the storage beneath the view): use .contiguous()")
+    own = own_offset(input)
+    offset = own if storage_offset is None else storage_offset
+    extent = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    available = own + input.numel()
+    if extent > available:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {input.dtype.itemsize} requiring a "
+                           f"storage size of {extent * input.dtype.itemsize} are out of bounds "
+                           f"for storage of size {available * input.dtype.itemsize}")
+    if offset < own:
+        raise NotImplementedError("as_strided before the tensor's own first element is not "
+                                  "supported here")
+    positions = np.full(size, offset - own, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        positions = positions + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    return tensor(positions, device=input.device)
+
+
+def as_strided_copy(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
+                    storage_offset: int | None = None, *, out: Tensor | None = None
+                    ) -> Tensor:
+    """The elements ``as_strided`` would show, copied (overlaps: their gradients add)."""
+    positions = _strided_positions(input, size, stride, storage_offset)
+    result = F.named(F.getitem(F.reshape(input, (-1,)), positions), "AsStridedBackward0")
+    return result if out is None else F.written_to(out, result, "as_strided_copy")
+
+
+def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int],  # noqa: A002
+                       stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
+    """A copy of input with the elements ``as_strided`` would show replaced by src."""
+    positions = _strided_positions(input, size, stride, storage_offset)
+    if tuple(src.shape) != tuple(positions.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(positions.shape)}")
+    if np.unique(positions.numpy()).size != positions.numel():
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)
+    flat = F.clone(F.reshape(input, (-1,)))
+    F.setitem(flat, positions, src)
+    return F.named(F.reshape(flat, tuple(input.shape)), "AsStridedScatterBackward0")
+
+
+# --- Python callables over elements, and small methods ------------------------------------------
+
+
+def _refuse_grad(self: Tensor, name: str) -> None:
+    if self.requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                           f"var.detach().{name}() instead.")
+    if self.device != "cpu":
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+
+
+def _write_values(self: Tensor, values: list[Any]) -> Tensor:
+    self._data[...] = np.asarray(values).reshape(self._data.shape).astype(self.dtype.np)
+    return self
+
+
+def apply_(self: Tensor, callable: Callable[[Any], Any]) -> Tensor:  # noqa: A002
+    """Each element replaced by callable(element) (a Python number; CPU only, no history)."""
+    _refuse_grad(self, "apply_")
+    return _write_values(self, [callable(v) for v in self._data.reshape(-1).tolist()])
+
+
+def map_(self: Tensor, tensor: Tensor, callable: Callable[[Any, Any], Any]  # noqa: A002
+         ) -> Tensor:
+    """Each element replaced by callable(element, tensor's element) (tensor broadcast)."""
+    _refuse_grad(self, "map_")
+    other = np.broadcast_to(tensor._data, self._data.shape).reshape(-1).tolist()
+    return _write_values(self, [callable(a, b) for a, b in
+                                zip(self._data.reshape(-1).tolist(), other)])
+
+
+def map2_(self: Tensor, x: Tensor, y: Tensor,
+          callable: Callable[[Any, Any, Any], Any]) -> Tensor:  # noqa: A002
+    """Each element replaced by callable(element, x's, y's) (x and y broadcast)."""
+    _refuse_grad(self, "map2_")
+    xs = np.broadcast_to(x._data, self._data.shape).reshape(-1).tolist()
+    ys = np.broadcast_to(y._data, self._data.shape).reshape(-1).tolist()
+    return _write_values(self, [callable(a, b, c) for a, b, c in
+                                zip(self._data.reshape(-1).tolist(), xs, ys)])
+
+
+def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple[int, ...]:
+    """The dims from outermost to innermost in memory (by stride, ties in dim order)."""
+    strides = self.stride()
+    return tuple(sorted(builtins.range(self.ndim), key=lambda d: -strides[d]))
+
+
+def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], *,
+                      dtype: Any = None, device: Any = None, requires_grad: bool = False,
+                      **kwargs: Any) -> Tensor:
+    return empty_strided(size, stride, dtype=dtype or self.dtype,
+                         device=device or self.device, requires_grad=requires_grad, **kwargs)
+
+
+def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1,  # noqa: A002
+                   out: Tensor | None = None) -> Tensor:
+    """nonzero's (n, ndim) indices cut or padded with fill_value to ``size`` rows."""
+    from ..creation import full
+    from .extra_ops import nonzero
+
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
+                           f"size: {size}")
+    found = nonzero(input)
+    rows = found[:size]
+    if rows.shape[0] < size:
+        pad = full((size - rows.shape[0], input.ndim), fill_value, dtype=D.int64,
+                   device=input.device)
+        rows = F.cat([rows, pad], 0)
+    return rows if out is None else F.written_to(out, rows, "nonzero_static")
+
+
+def conj_physical(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """The conjugate, materialized: a real tensor is returned as it is."""
+    return input if out is None else F.written_to(out, F.clone(input), "conj_physical")
+
+
+def conj_physical_(self: Tensor) -> Tensor:
+    return self
+
+
+def imag(input: Tensor) -> Tensor:  # noqa: A002
+    return _imag(input)
+
+
+def _false(self: Tensor) -> bool:
+    return False
+
+
 # --- the names ----------------------------------------------------------------------------------
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -440,7 +592,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "fill": fill, "detach": detach, "detach_": detach_, "scalar_tensor": scalar_tensor,
     "range": range_, "empty_strided": empty_strided, "frombuffer": frombuffer,
     "asarray": asarray, "diagonal_scatter": diagonal_scatter, "put": put,
-    "index_reduce": index_reduce,
+    "index_reduce": index_reduce, "as_strided_copy": as_strided_copy,
+    "as_strided_scatter": as_strided_scatter, "nonzero_static": nonzero_static,
+    "conj_physical": conj_physical, "conj_physical_": conj_physical_, "imag": imag,
     **{f"{n}_copy": _copy_of(v, f"{n}_copy") for n, v in _VIEWS.items()},
 }
 
@@ -453,5 +607,12 @@ METHODS: dict[str, Any] = {
     "unsafe_split_with_sizes": unsafe_split_with_sizes, "unsafe_chunk": unsafe_chunk,
     "diagonal_scatter": diagonal_scatter, "select_scatter": extras.select_scatter,
     "slice_scatter": extras.slice_scatter, "put": put, "index_reduce": index_reduce,
-    "index_reduce_": index_reduce_,
+    "index_reduce_": index_reduce_, "as_strided_scatter": as_strided_scatter,
+    "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
+    "new_empty_strided": new_empty_strided, "nonzero_static": nonzero_static,
+    "conj_physical": conj_physical, "conj_physical_": conj_physical_,
+    "const_data_ptr": lambda self: self.data_ptr(),
+    **{f"is_{n}": property(_false) for n in (
+        "meta sparse sparse_csr quantized nested mkldnn xla xpu mps ipu vulkan maia "
+        "mtia").split()},
 }

@@ -270,3 +270,85 @@ def test_detach_fill_functions() -> None:
     assert not y.requires_grad and y.grad_fn is None
     f = rt.fill(x, 1.5)
     assert f.tolist() == torch.fill(torch.tensor(A), 1.5).tolist()
+
+
+@pytest.mark.parametrize("args", [((3, 2), (4, 1)), ((2, 2), (1, 2), 1), ((2, 3), (4, 1)),
+                                  ((4,), (3,), 0)])
+def test_as_strided_copy_and_scatter(args: tuple[Any, ...]) -> None:
+    results = []
+    for m in (rt, torch):
+        x = m.arange(12.0, dtype=m.float64).requires_grad_()
+        src = m.tensor(np.arange(100.0, 100.0 + np.prod(args[0])).reshape(args[0]),
+                       requires_grad=True)
+        copy = m.as_strided_copy(x, *args)
+        scattered = m.as_strided_scatter(x.detach(), src, *args)
+        (copy * m.tensor(B.reshape(-1)[:copy.numel()].reshape(args[0]))).sum().backward()
+        (scattered * m.arange(12.0)).sum().backward()
+        results.append((copy, scattered, x.grad, src.grad))
+    assert copy.grad_fn is not None
+    for a, b in zip(results[0], results[1]):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy())
+
+
+def test_as_strided_copy_overlapping() -> None:
+    grads = []
+    for m in (rt, torch):
+        x = m.arange(12.0, dtype=m.float64).requires_grad_()
+        copy = m.as_strided_copy(x, (3, 4), (2, 1))
+        (copy * m.tensor(B, dtype=m.float64)).sum().backward()
+        grads.append((copy.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0])
+    np.testing.assert_allclose(grads[0][1], grads[1][1])
+
+
+def test_as_strided_scatter_input_gradient() -> None:
+    """The derivative: the gradient outside the written elements, zero inside (PyTorch
+    2.13's formula gives the written elements' gradient instead, that of src)."""
+    x = rt.arange(12.0, dtype=rt.float64).requires_grad_()
+    src = rt.zeros(4, dtype=rt.float64, requires_grad=True)
+    assert rt.autograd.gradcheck(
+        lambda a, b: rt.as_strided_scatter(a * 2.0, b, (4,), (3,), 1), (x, src))
+    out = rt.as_strided_scatter(x * 1.0, src.detach(), (4,), (3,), 0)
+    (out * rt.arange(12.0)).sum().backward()
+    assert x.grad.tolist() == [0.0 if i % 3 == 0 else float(i) for i in range(12)]
+
+
+def test_as_strided_errors() -> None:
+    _error(lambda m: m.as_strided_copy(m.arange(12.0), (5, 5), (3, 3)))
+    _error(lambda m: m.as_strided_copy(m.arange(12.0), (2, 2), (1, 2, 3)))
+    _error(lambda m: m.as_strided_copy(m.arange(12.0), (2, 2), (1, -2)))
+    _error(lambda m: m.as_strided_scatter(m.arange(12.0), m.zeros(2, 3), (2, 3), (0, 1)))
+    with pytest.raises(NotImplementedError, match="non-contiguous"):
+        rt.as_strided_copy(rt.tensor(A).t(), (2, 2), (1, 2))
+
+
+def test_apply_map_map2() -> None:
+    outs = []
+    for m in (rt, torch):
+        x = m.tensor([1.0, 2.0, 3.0])
+        x.apply_(lambda v: v * 2 + 1)
+        x.map_(m.tensor([1.0, 0.0, 2.0]), lambda a, b: a * b)
+        x.map2_(m.tensor([1.0]), m.tensor([[2.0, 2.0, 2.0]]).reshape(3), lambda a, b, c: a + b * c)
+        i = m.tensor([1, 5])
+        i.apply_(lambda v: v / 2)
+        outs.append((x.tolist(), x._version, i.tolist()))
+    assert outs[0] == outs[1]
+    _error(lambda m: m.tensor([1.0], requires_grad=True).apply_(lambda v: v))
+    _error(lambda m: (m.tensor([1.0], requires_grad=True) * 1).map_(m.ones(1), lambda a, b: a))
+
+
+def test_small_methods() -> None:
+    for m in (rt, torch):
+        x = m.rand(2, 3, 4)
+        assert x.dim_order() == (0, 1, 2) and x.permute(2, 0, 1).dim_order() == (1, 2, 0)
+        e = x.new_empty_strided((2, 3), (1, 2))
+        assert e.stride() == (1, 2) and e.dtype == m.float32
+        assert not (x.is_sparse or x.is_meta or x.is_quantized or x.is_nested or x.is_mkldnn)
+        assert x.const_data_ptr() == x.data_ptr()
+        assert m.conj_physical(x) is x and x.conj_physical() is x and x.conj_physical_() is x
+    for size, fill in ((3, -1), (1, -5), (0, 0)):
+        ours = rt.nonzero_static(rt.tensor([[0, 1], [1, 1]]), size=size, fill_value=fill)
+        theirs = torch.nonzero_static(torch.tensor([[0, 1], [1, 1]]), size=size,
+                                      fill_value=fill)
+        assert ours.tolist() == theirs.tolist() and tuple(ours.shape) == tuple(theirs.shape)
+    _error(lambda m: m.imag(m.tensor(A)))
