@@ -11,7 +11,9 @@ regularized lower incomplete gamma function, p the density). With the series
 
 The sum cancels where x lies far in the upper tail (its terms grow to about one over the
 tail's probability): a draw whose tail probability is under 1e-10 loses that many digits, and
-such draws do not occur in practice.
+such draws do not occur in practice. The sum needs about 9 sqrt(alpha) terms, so above
+``_LARGE_ALPHA`` the Wilson-Hilferty form ``x = alpha (1 - s + z sqrt(s))^3``, ``s = 1/(9 alpha)``
+is differentiated at fixed ``z`` instead (relative error 2e-7 at alpha = 1e4, less above).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from ..tensor import Tensor
 from ..tracing import GraphBreak, active_tracer
 
 _MAX_TERMS = 100_000
+_LARGE_ALPHA = 1e4
 
 
 def digamma_np(a: np.ndarray) -> np.ndarray:
@@ -45,8 +48,27 @@ def digamma_np(a: np.ndarray) -> np.ndarray:
 
 def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
     """dx/dalpha of standard Gamma draws ``x`` (float64 arrays of one shape)."""
-    alpha = np.asarray(alpha, dtype=np.float64)
-    x = np.asarray(x, dtype=np.float64)
+    alpha, x = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64),
+                                   np.asarray(x, dtype=np.float64))
+    large = alpha > _LARGE_ALPHA
+    if not large.any():
+        return _series_grad(alpha, x)
+    out = np.empty_like(x)
+    out[large] = _wilson_hilferty_grad(alpha[large], x[large])
+    out[~large] = _series_grad(alpha[~large], x[~large])
+    return out
+
+
+def _wilson_hilferty_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
+    s = 1.0 / (9.0 * alpha)
+    c = np.cbrt(x / alpha)                      # 1 - s + z sqrt(s)
+    z_root_s = c - 1.0 + s
+    return c ** 3 + 3.0 * c ** 2 * (s - z_root_s / 2.0)
+
+
+def _series_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if alpha.size == 0:
+        return np.empty_like(x)
     log_x = np.log(x)
     psi = digamma_np(alpha) + 1.0 / alpha          # digamma(alpha + 1)
     r = x / alpha

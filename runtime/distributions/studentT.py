@@ -35,7 +35,7 @@ class StudentT(Distribution):
     def __init__(self, df: Any, loc: Any = 0.0, scale: Any = 1.0,
                  validate_args: bool | None = None) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
-        self._chi2 = Chi2(self.df)
+        self._chi2 = Chi2(self.df, validate_args=validate_args)
         scalar = all(isinstance(v, Number) for v in (df, loc, scale))
         super().__init__(Size() if scalar else self.df.size(), validate_args=validate_args)
 
