@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .. import _dtype as D
 from ..tensor import Tensor
 from . import functional as F
 
@@ -272,6 +273,157 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
                           zero_infinity)
 
 
+# --- aten's convolution, native norms and dropout ------------------------------------------------
+
+
+def convolution(input: Tensor, weight: Tensor, bias: Tensor | None,  # noqa: A002
+                stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int],
+                transposed: bool, output_padding: Sequence[int], groups: int) -> Tensor:
+    """aten's one convolution: conv{1,2,3}d or conv_transpose{1,2,3}d by weight's rank."""
+    nnf = _nn()
+    dims = weight.ndim - 2
+    if dims not in (1, 2, 3):
+        raise RuntimeError(f"Expected 3D, 4D or 5D weight for convolution, but got weight of "
+                           f"size {list(weight.shape)}")
+    if transposed:
+        return getattr(nnf, f"conv_transpose{dims}d")(input, weight, bias, stride, padding,
+                                                      output_padding, groups, dilation)
+    return getattr(nnf, f"conv{dims}d")(input, weight, bias, stride, padding, dilation, groups)
+
+
+def _axes_stats(input: Tensor, axes: tuple[int, ...], eps: float,  # noqa: A002
+                history: bool = False) -> tuple[Tensor, Tensor]:
+    """The mean and 1 / sqrt(biased variance + eps) over ``axes``, kept as size-1 dims;
+    without ``history`` (aten's layer and batch norms give no gradient through them)."""
+    if not history:
+        input = input.detach()  # noqa: A001
+    mean = F.mean(input, axes, keepdim=True)
+    centred = F.sub(input, mean)
+    var = F.mean(F.mul(centred, centred), axes, keepdim=True)
+    return mean, F.div(1.0, F.sqrt(F.add(var, eps)))
+
+
+def native_layer_norm(input: Tensor, normalized_shape: Sequence[int],  # noqa: A002
+                      weight: Tensor | None, bias: Tensor | None, eps: float
+                      ) -> tuple[Tensor, Tensor, Tensor]:
+    """(layer_norm's result, the mean, 1 / std), the statistics with size-1 normalized dims."""
+    axes = tuple(range(input.ndim - len(tuple(normalized_shape)), input.ndim))
+    out = layer_norm(input, normalized_shape, weight, bias, eps)
+    mean, rstd = _axes_stats(input, axes, eps)
+    return out, mean, rstd
+
+
+def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,  # noqa: A002
+                      running_mean: Tensor | None, running_var: Tensor | None,
+                      training: bool, momentum: float, eps: float
+                      ) -> tuple[Tensor, Tensor, Tensor]:
+    """(batch_norm's result, the batch mean, its 1 / std): training only; empty in eval."""
+    from ..creation import empty
+
+    out = _nn().batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                           eps)
+    if not training:
+        return out, empty(0, dtype=input.dtype, device=input.device), \
+            empty(0, dtype=input.dtype, device=input.device)
+    axes = tuple(d for d in range(input.ndim) if d != 1)
+    mean, rstd = _axes_stats(input, axes, eps)
+    return out, F.reshape(mean, (-1,)), F.reshape(rstd, (-1,))
+
+
+def native_group_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,  # noqa: A002
+                      N: int, C: int, HxW: int, group: int, eps: float  # noqa: N803
+                      ) -> tuple[Tensor, Tensor, Tensor]:
+    """(group_norm's result, each (sample, group)'s mean, its 1 / std)."""
+    out = _nn().group_norm(input, group, weight, bias, eps)
+    grouped = F.reshape(input, (N, group, -1))
+    mean, rstd = _axes_stats(grouped, (2,), eps, history=True)
+    return out, F.reshape(mean, (N, group)), F.reshape(rstd, (N, group))
+
+
+def native_dropout(input: Tensor, p: float, train: bool | None  # noqa: A002
+                   ) -> tuple[Tensor, Tensor]:
+    """(dropout's result, the bool mask of kept elements); not training: a copy, all kept."""
+    from ..creation import ones, rand
+
+    _check_p(p)
+    if train is False or p == 0.0:
+        return F.clone(input), ones(*input.shape, dtype=D.bool_, device=input.device)
+    keep = F.ge(rand(*input.shape, dtype=input.dtype, device=input.device), p)
+    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
+    return F.mul(F.mul(input, F.cast(keep, input.dtype)), scale), keep
+
+
+def embedding_renorm_(input: Tensor, indices: Tensor, max_norm: float,  # noqa: A002
+                      norm_type: float) -> Tensor:
+    """The rows of ``input`` (a weight) that ``indices`` reads scaled in place to a
+    ``norm_type`` norm of at most max_norm."""
+    from .embedding import _renorm_rows_
+
+    _renorm_rows_(input, indices, max_norm, norm_type)
+    return input
+
+
+# --- aten's recurrent cells, grid sampling -----------------------------------------------------
+
+
+def _rnn_cell(mode: str, input: Tensor, h: Tensor, c: Tensor | None,  # noqa: A002
+              w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None, b_hh: Tensor | None
+              ) -> tuple[Tensor, Tensor | None]:
+    from ..nn.rnn import _cell
+
+    return _cell(mode, _nn().linear(input, w_ih, b_ih), h, c, w_hh, b_hh)
+
+
+def rnn_tanh_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    return _rnn_cell("RNN_TANH", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def rnn_relu_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    return _rnn_cell("RNN_RELU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def gru_cell(input: Tensor, hx: Tensor, w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+             b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    return _rnn_cell("GRU", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+def lstm_cell(input: Tensor, hx: Sequence[Tensor], w_ih: Tensor, w_hh: Tensor,  # noqa: A002
+              b_ih: Tensor | None = None, b_hh: Tensor | None = None
+              ) -> tuple[Tensor, Tensor]:
+    """(h', c') of one LSTM step from hx = (h, c)."""
+    if len(hx) != 2:
+        raise RuntimeError(f"lstm_cell expects two hidden states, got {len(hx)}")
+    h, c = _rnn_cell("LSTM", input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh)
+    assert c is not None
+    return h, c
+
+
+_INTERPOLATION = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+_PADDING = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: A002
+                 padding_mode: int, align_corners: bool) -> Tensor:
+    """grid_sample with aten's int modes (interpolation 0 bilinear, 1 nearest, 2 bicubic;
+    padding 0 zeros, 1 border, 2 reflection)."""
+    if interpolation_mode not in _INTERPOLATION:
+        raise RuntimeError(f"grid_sampler(): invalid interpolation_mode {interpolation_mode}")
+    if padding_mode not in _PADDING:
+        raise RuntimeError(f"grid_sampler(): invalid padding_mode {padding_mode}")
+    return _nn().grid_sample(input, grid, _INTERPOLATION[interpolation_mode],
+                             _PADDING[padding_mode], align_corners)
+
+
+def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
+    return _nn().affine_grid(theta, list(size), align_corners)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:  # noqa: A002
+    return _nn().conv_tbc(input, weight, bias, pad)
+
+
 # the same signature at torch level as in nn.functional
 _SAME = ("conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d prelu "
          "hardshrink pixel_shuffle pixel_unshuffle channel_shuffle native_channel_shuffle "
@@ -295,5 +447,7 @@ FUNCTIONS.update({fn.__name__: fn for fn in (
     max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices, avg_pool1d,
     adaptive_avg_pool1d, adaptive_max_pool1d, kl_div, binary_cross_entropy_with_logits,
     cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, poisson_nll_loss,
-    triplet_margin_loss, ctc_loss)})
+    triplet_margin_loss, ctc_loss, convolution, native_layer_norm, native_batch_norm,
+    native_group_norm, native_dropout, embedding_renorm_, rnn_tanh_cell, rnn_relu_cell, gru_cell,
+    lstm_cell, grid_sampler, affine_grid_generator, conv_tbc)})
 METHODS: dict[str, Any] = {"prelu": _forward("prelu"), "hardshrink": _forward("hardshrink")}

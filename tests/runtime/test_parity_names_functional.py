@@ -97,6 +97,37 @@ CASES: dict[str, Callable[[Any, Any], Any]] = {
     "adaptive_max_pool1d": lambda m, t: m.adaptive_max_pool1d(t(X3, 1), 4),
     "constant_pad_nd": lambda m, t: m.constant_pad_nd(t(X3, 1), [1, 2, 0, 1], 0.5),
     "constant_pad_nd_neg": lambda m, t: m.constant_pad_nd(t(X3, 1), [-1, 2]),
+    "convolution": lambda m, t: m.convolution(t(X4, 1), t(W2, 1), t(V4[:3], 1), [1, 2],
+                                              [1, 0], [1, 1], False, [0, 0], 1),
+    "convolution_1d": lambda m, t: m.convolution(t(X3, 1), t(W1, 1), None, [1], [0], [2],
+                                                 False, [0], 1),
+    "convolution_transposed": lambda m, t: m.convolution(t(X4, 1), t(WT, 1), None, [2, 2],
+                                                         [0, 0], [1, 1], True, [1, 1], 1),
+    "native_layer_norm": lambda m, t: m.native_layer_norm(t(X3, 1), [6], t(V4[:2].repeat(3), 1),
+                                                          None, 1e-5),
+    "native_batch_norm": lambda m, t: m.native_batch_norm(t(X4, 1), t(P4, 1), t(V4, 1), None,
+                                                          None, True, 0.1, 1e-5),
+    "native_group_norm": lambda m, t: m.native_group_norm(t(X4, 1), t(P4, 1), None, 2, 4, 25,
+                                                          2, 1e-5),
+    "rnn_tanh_cell": lambda m, t: m.rnn_tanh_cell(t(M2[:, :3], 1), t(N2[:, :2], 1),
+                                                  t(WB[0, :2, :3], 1), t(WB[1, :2, :2], 1),
+                                                  t(V4[:2], 1), t(P4[:2], 1)),
+    "rnn_relu_cell": lambda m, t: m.rnn_relu_cell(t(M2[:, :3], 1), t(N2[:, :2], 1),
+                                                  t(WB[0, :2, :3], 1), t(WB[1, :2, :2], 1)),
+    "gru_cell": lambda m, t: m.gru_cell(t(M2[:, :3], 1), t(N2[:, :1], 1),
+                                        t(WB[0, :3, :3], 1), t(WB[1, :3, :1], 1),
+                                        t(V4[:3], 1), t(P4[:3], 1)),
+    "lstm_cell": lambda m, t: m.lstm_cell(t(M2[:, :3], 1), (t(N2[:, :1], 1), t(M2[:, 3:], 1)),
+                                          t(WB[0, :, :3], 1), t(WB[1, :, :1], 1),
+                                          t(V4, 1), t(P4, 1)),
+    "grid_sampler": lambda m, t: m.grid_sampler(t(X4[:1], 1), t(np.tanh(X4[1, :2]).transpose(
+        1, 2, 0)[None], 1), 0, 1, False),
+    "grid_sampler_nearest": lambda m, t: m.grid_sampler(t(X4[:1], 1), t(np.tanh(
+        X4[1, :2]).transpose(1, 2, 0)[None], 0), 1, 0, True),
+    "affine_grid_generator": lambda m, t: m.affine_grid_generator(
+        t(WB[:1, :2, :3], 1), [1, 1, 4, 5], False),
+    "conv_tbc": lambda m, t: m.conv_tbc(t(X3.transpose(2, 0, 1), 1), t(W1.transpose(2, 1, 0), 1),
+                                        t(V4[:3], 1), 1),
 }
 
 
@@ -172,6 +203,42 @@ def _error(fn: Callable[[Any], Any]) -> None:
     assert texts[0] == texts[1]
 
 
+def test_native_batch_norm_eval_and_dropout() -> None:
+    for m in (rt, torch):
+        out, mean, rstd = m.native_batch_norm(m.tensor(X4), None, None, m.zeros(4, dtype=m.float64),
+                                              m.ones(4, dtype=m.float64), False, 0.1, 1e-5)
+        assert tuple(mean.shape) == tuple(rstd.shape) == (0,)
+        x = m.tensor(X3)
+        kept, mask = m.native_dropout(x, 0.5, False)
+        assert kept is not x and mask.dtype == m.bool and bool(mask.all())
+        np.testing.assert_array_equal(kept.numpy(), X3)
+        out, mask = m.native_dropout(m.ones(200, 50), 0.25, True)
+        values = out.numpy()
+        assert set(np.unique(values)) <= {0.0, np.float32(1 / 0.75)}
+        np.testing.assert_array_equal(values != 0, mask.numpy())
+        assert 0.6 < mask.numpy().mean() < 0.9
+
+
+def test_embedding_renorm_() -> None:
+    results = []
+    for m in (rt, torch):
+        w = m.tensor(M2 * 3)
+        out = m.embedding_renorm_(w, m.tensor([0, 2, 2]), 1.0, 2.0)
+        assert out is w
+        results.append(w.numpy())
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-7)
+
+
+def test_lstm_cell_gradcheck() -> None:
+    x = rt.tensor(M2[:2, :3], requires_grad=True)
+    h = rt.tensor(N2[:2, :1], requires_grad=True)
+    c = rt.tensor(M2[:2, 3:], requires_grad=True)
+    w_ih = rt.tensor(WB[0, :, :3], requires_grad=True)
+    w_hh = rt.tensor(WB[1, :, :1], requires_grad=True)
+    assert rt.autograd.gradcheck(lambda *a: rt.lstm_cell(a[0], (a[1], a[2]), a[3], a[4]),
+                                 (x, h, c, w_ih, w_hh))
+
+
 def test_default_reduction_is_none_as_torch_binding() -> None:
     """PyTorch 2.13's torch-level losses give the unreduced loss when ``reduction`` is left
     out (their schema says 1; their Python binding does not apply it)."""
@@ -201,3 +268,16 @@ def test_dropout_probability_error(name: str) -> None:
 def test_bce_logits_weight_not_differentiable() -> None:
     _error(lambda m: m.nn.functional.binary_cross_entropy_with_logits(
         m.tensor(M2, requires_grad=True), m.tensor(N2), m.tensor(P4, requires_grad=True)))
+
+
+def test_native_outputs_requiring_grad() -> None:
+    flags = []
+    for m in (rt, torch):
+        x = m.tensor(X4, requires_grad=True)
+        flags.append([
+            [t.requires_grad for t in m.native_layer_norm(x, [5], None, None, 1e-5)],
+            [t.requires_grad for t in m.native_batch_norm(x, None, None, None, None, True, 0.1,
+                                                          1e-5)],
+            [t.requires_grad for t in m.native_group_norm(x, None, None, 2, 4, 25, 2, 1e-5)],
+            [t.requires_grad for t in m.native_dropout(x, 0.5, True)]])
+    assert flags[0] == flags[1]
