@@ -21,9 +21,11 @@ from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_normal import HalfCauchy, HalfNormal
 from .independent import Independent
+from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
 from .multivariate_normal import MultivariateNormal
@@ -48,7 +50,7 @@ __all__ = [
     "AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy",
     "Chi2", "ComposeTransform", "Dirichlet", "Distribution", "ExpRelaxedCategorical",
     "ExpTransform", "Exponential", "ExponentialFamily", "Gamma", "Geometric", "Gumbel",
-    "HalfCauchy", "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli",
+    "HalfCauchy", "HalfNormal", "Independent", "InverseGamma", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
     "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
     "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
     "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",

@@ -69,6 +69,10 @@ CASES = {
                                "scale": POS}, None),
     "weibull": ("Weibull", {"scale": POS, "concentration": np.array([0.8, 1.5, 3.0])}, None),
     "pareto": ("Pareto", {"scale": POS, "alpha": np.array([0.8, 1.5, 3.0])}, None),
+    "inverse_gamma": ("InverseGamma", {"concentration": np.array([0.7, 1.5, 3.0]),
+                                       "rate": np.array([1.5, 0.5, 2.0])}, None),
+    "logistic_normal": ("LogisticNormal", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS},
+                        None),
     "negative_binomial": ("NegativeBinomial", {"total_count": np.array([0.5, 3.0, 10.0]),
                                                "logits": np.array([-1.0, 0.0, 2.0])}, None),
 }
@@ -129,7 +133,8 @@ def test_log_prob_matches_torch(case):
 
 @pytest.mark.parametrize("case", sorted(set(CASES) - {"poisson", "lognormal",
                                                        "relaxed_bernoulli", "relaxed_onehot",
-                                                       "binomial_l", "negative_binomial"}))
+                                                       "binomial_l", "negative_binomial",
+                                                       "logistic_normal"}))
 def test_entropy_matches_torch(case):
     d_rt, k_rt, d_t, k_t = _pair(case)
     e_t, e_rt = d_t.entropy(), d_rt.entropy()
