@@ -16,8 +16,9 @@ from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
 from runtime.ops.registry import PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 
-from .graph import (HELD_SOURCES, SOURCES, check, checking, metas, remove_dead, renumber,
-                    replace_uses, roots, set_args, topo_order)
+from .graph import (HELD_SOURCES, SOURCES, add_value, check, checking, map_nodes, metas,
+                    remove_dead, renumber, replace_uses, roots, set_args, template_nodes,
+                    topo_order)
 
 # folding may materialise a broadcast: allow it only up to this many bytes (or the size of the
 # largest constant it reads), so an expand of a scalar never becomes a huge constant. gpt's
@@ -97,6 +98,7 @@ def cse(g: nx.DiGraph) -> int:
     survives); input, state and random nodes never merge."""
     seen: dict[Any, int] = {}
     merged = 0
+    escaping = _escaping(g)
     for v in topo_order(g):
         key = _cse_key(g, v)
         if key is None:
@@ -104,6 +106,8 @@ def cse(g: nx.DiGraph) -> int:
         keep = seen.setdefault(key, v)
         if keep == v:
             continue
+        if keep in escaping and v in escaping:
+            continue  # two results eager mode gives memory of their own: not one array
         keep, drop = min(keep, v), max(keep, v)
         seen[key] = keep
         replace_uses(g, drop, keep)
@@ -172,6 +176,7 @@ def simplify(g: nx.DiGraph) -> int:
     into scalar args. Autograd's transposes come in pairs (a weight's transpose in forward,
     its gradient's transpose back in backward), so each removed view is a step saved."""
     changed = 0
+    escaping = _escaping(g)
     for v in topo_order(g):
         if v not in g or g.nodes[v]["op"] in SOURCES:
             continue
@@ -180,11 +185,36 @@ def simplify(g: nx.DiGraph) -> int:
         if _collapse_view_chain(g, v):
             changed += 1
         target = _identity_of(g, v)
+        if target is not None and v in escaping and not _is_view(g, v):
+            # a value the step returns or stores is memory of its own in eager mode: the
+            # node it equals may be a parameter before the update written over it in place
+            # (``p * 1`` returned would come back as ``p``'s memory, updated), an argument
+            # (which the caller's writes to the result would change) or another result
+            continue
         if target is not None:
             replace_uses(g, v, target)
             g.remove_node(v)
             changed += 1
     return changed
+
+
+def _is_view(g: nx.DiGraph, v: int) -> bool:
+    n = g.nodes[v]
+    prim = REGISTRY.get(n["op"])
+    return prim is not None and prim.is_view(n["attrs"]) and bool(n["args"]) \
+        and n["args"][0][0] == "node"
+
+
+def _escaping(g: nx.DiGraph) -> set[int]:
+    """The nodes whose memory leaves the plan: returned values, written state, and the
+    bases of views of them."""
+    gr = g.graph
+    out = set(template_nodes(gr.get("returns")))
+    out |= {u for _, u in gr.get("writes", ()) if u >= 0}
+    for v in reversed(topo_order(g)):
+        if v in out and _is_view(g, v):
+            out.add(g.nodes[v]["args"][0][1])
+    return out
 
 
 def _compose_dims(inner: tuple[int, ...], outer: tuple[int, ...]) -> tuple[int, ...]:
@@ -518,6 +548,37 @@ def hoist_source_views(g: nx.DiGraph) -> int:
     return moved
 
 
+# --- returned constants ---------------------------------------------------------------------
+
+
+def copy_returned_constants(g: nx.DiGraph) -> int:
+    """Make each returned constant (or view of one) a copy made at every call: a plan's
+    constant is one array for all its calls, which a caller's write to what a call returned
+    would change for every later call (eager mode makes the tensor anew each time). Run
+    after the passes that fold a copy of a constant back into it."""
+    copies: dict[int, int] = {}
+    for r in set(template_nodes(g.graph.get("returns"))):
+        chain = [r]
+        while _is_view(g, chain[-1]):
+            chain.append(g.nodes[chain[-1]]["args"][0][1])
+        base = chain[-1]
+        if g.nodes[base]["op"] != "const":
+            continue
+        if base not in copies:
+            n = g.nodes[base]
+            copies[base] = add_value(g, "clone", [("node", base)], {}, n["shape"], n["dtype"],
+                                     n["device"], phase=n.get("phase", "forward"),
+                                     sequence_nr=None, topological_nr=None, grad_fn=None)
+        copy = copies[base]
+        if len(chain) > 1:  # the view reads the copy
+            set_args(g, chain[-2], [("node", copy), *g.nodes[chain[-2]]["args"][1:]])
+        else:
+            g.graph["returns"] = map_nodes(g.graph["returns"],
+                                           lambda u, b=base, c=copy: c if u == b else u)
+            g.graph["outputs"] = [*g.graph.get("outputs", ()), copy]
+    return len(copies)
+
+
 # --- the default pipeline -----------------------------------------------------------------
 
 DEFAULT_PASSES: tuple[tuple[str, Callable[[nx.DiGraph], int]], ...] = (
@@ -543,6 +604,7 @@ def run_default_passes(g: nx.DiGraph) -> dict[str, int]:
             changed += n
         if not changed:
             break
+    counts["copy_returned_constants"] = copy_returned_constants(g)
     if checking():
         check(g)
     return counts
