@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,7 @@ from .ops import functional as F
 from .ops import linalg_ops as L
 from .ops import reductions as _red
 from .ops.dispatch import apply
+from .ops.more_ops import diagonal as _diagonal
 from .ops.math_ops import same_out_dtype, takes_out, takes_out_each
 from .ops.shapes import wrap_dim
 from .tensor import Tensor
@@ -189,19 +192,35 @@ LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singu
 @takes_out_each("linalg_qr")
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     """Q with orthonormal columns and upper-triangular R, A = QR ('reduced'; 'r': R only,
-    Q empty; 'complete' only where it equals 'reduced', m <= n)."""
+    Q empty; 'complete': Q square, R m x n, without a derivative where m > n)."""
     if mode not in ("reduced", "r", "complete"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
     m, n = A.shape[-2], A.shape[-1]
     if mode == "complete" and m > n:
-        raise NotImplementedError("linalg.qr(mode='complete') of a tall matrix")
+        return _complete_qr(A)
     q, r = L.unpack_qr(apply(L.QR, A.detach() if mode == "r" else A), m, n)
     if mode == "r":  # no gradient: PyTorch's needs Q, which mode 'r' does not return
         from .creation import zeros
 
         return QRResult(zeros(0, dtype=A.dtype, device=A.device), r)
     return QRResult(q, r)
+
+
+def _complete_qr(A: Tensor) -> QRResult:
+    """The complete QR of a tall A (Q m x m, R m x n) from LAPACK's route, geqrf then orgqr
+    of all m columns, so its signs are PyTorch's. No derivative, as PyTorch's."""
+    from .ops.composite import no_derivative
+    from .ops.tensor_ops import triu
+
+    if not A.dtype.is_floating_point or A.dtype in (D.float16, D.bfloat16):
+        raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
+                           f"Got {D.scalar_type_name(A.dtype)}")
+    a, tau = (Tensor(v, device=A.device) for v in _geqrf_host(_host_values(A, "linalg.qr")))
+    message = "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
+    q, r = _householder_q(a, tau), triu(a)
+    return QRResult(*(no_derivative(t, (A,), RuntimeError, message, "LinalgQrBackward0")
+                      for t in (q, r)))
 
 
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
@@ -330,6 +349,784 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
     return result
 
 
-__all__ = ["LinAlgError", "cholesky", "cond", "cross", "det", "eigh", "eigvalsh", "inv",
-           "lstsq", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
-           "qr", "slogdet", "solve", "svd", "svdvals", "vecdot", "vector_norm"]
+# ---- triangular solves and LU --------------------------------------------------------------
+
+@takes_out(check=same_out_dtype, name="linalg_solve_triangular")
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+                     unitriangular: bool = False) -> Tensor:
+    """X with A X = B (``left`` False: X A = B) for triangular A, only its ``upper`` or lower
+    triangle read (``unitriangular``: its diagonal taken as ones); batch axes broadcast, a
+    zero on the diagonal gives inf and NaN, as PyTorch's."""
+    L.check_solve_triangular(A, B, left)
+    return apply(L.SOLVE_TRIANGULAR, A, B, upper=bool(upper), left=bool(left),
+                 unitriangular=bool(unitriangular))
+
+
+LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
+LUFactorExResult = namedtuple("LUFactorExResult", ["LU", "pivots", "info"])
+LUResult = namedtuple("LUResult", ["P", "L", "U"])
+SolveExResult = namedtuple("SolveExResult", ["result", "info"])
+InvExResult = namedtuple("InvExResult", ["inverse", "info"])
+CholeskyExResult = namedtuple("CholeskyExResult", ["L", "info"])
+
+
+def _check_pivot(A: Tensor, pivot: bool, name: str) -> None:
+    if not pivot:
+        raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU")
+
+
+def _lu_info(lu: Tensor) -> Tensor:
+    """LAPACK getrf's info of packed factors: the 1-based index of U's first zero diagonal
+    element, 0 where none (int32, one per matrix)."""
+    diag = _diagonal(lu, 0, -2, -1)
+    zero = F.cast(F.eq(diag, 0), D.int32)
+    if diag.shape[-1] == 0:
+        return F.sum(zero, -1)
+    first = F.add(F.cast(F.argmax(zero, -1), D.int32), 1)
+    return F.cast(F.mul(first, F.amax(zero, -1)), D.int32)
+
+
+def _host_values(t: Tensor, what: str) -> np.ndarray:
+    """t's values on the host, for a check that reads them (not capturable)."""
+    from .tracing import GraphBreak, active_tracer
+
+    if active_tracer() is not None:
+        raise GraphBreak(f"{what} inside a captured step")
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def _raise_at_info(info: Tensor, message: Callable[[int], str], name: str,
+                   error: type[Exception] = LinAlgError) -> None:
+    """PyTorch's error for the first matrix whose info is not 0 (``message(info)``, after
+    "(Batch element i): " for a batch)."""
+    values = _host_values(info, name).reshape(-1)
+    bad = np.flatnonzero(values)
+    if bad.size:
+        i = int(bad[0])
+        batch = f"(Batch element {i}): " if info.ndim else ""
+        raise error(f"{name}: {batch}{message(int(values[i]))}")
+
+
+def _lu_singular(k: int) -> str:
+    return (f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. "
+            f"If you still want to perform the factorization, consider calling "
+            f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+@takes_out_each("linalg_lu_factor_ex")
+def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False
+                 ) -> LUFactorExResult:
+    """LAPACK's LU with partial pivoting, A = P L U: the factors packed in one matrix (L's
+    unit diagonal implied), 1-based int32 pivots and getrf's info (0, or the index of U's
+    first zero diagonal element; ``check_errors``: that is an error)."""
+    _check_pivot(A, pivot, "linalg.lu_factor")
+    L.check_lu_factor(A)
+    lu, pivots = L.unpack_lu_factor(apply(L.LU_FACTOR, A))
+    info = _lu_info(lu.detach())
+    if check_errors:
+        _raise_at_info(info, _lu_singular, "torch.linalg.lu_factor_ex", RuntimeError)
+    return LUFactorExResult(lu, F.cast(pivots.detach(), D.int32), info)
+
+
+@takes_out_each("linalg_lu_factor")
+def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactorResult:
+    """``lu_factor_ex``'s factors and pivots; a singular U is PyTorch's error."""
+    lu, pivots, info = lu_factor_ex(A, pivot=pivot)
+    _raise_at_info(info, _lu_singular, "torch.linalg.lu_factor",
+                   RuntimeError)
+    return LUFactorResult(lu, pivots)
+
+
+@takes_out_each("linalg_lu")
+def lu(A: Tensor, *, pivot: bool = True) -> LUResult:
+    """P, L, U with A = P L U (L unit lower m x k, U upper k x n, k = min(m, n)); the
+    gradient is PyTorch's linalg_lu_backward (through the factorization's)."""
+    _check_pivot(A, pivot, "linalg.lu_factor")
+    L.check_lu_factor(A)
+    lu_, pivots = L.unpack_lu_factor(apply(L.LU_FACTOR, A))
+    return LUResult(*L.unpack_lu(lu_, pivots))
+
+
+def lu_unpack(LU_data: Tensor, LU_pivots: Tensor, unpack_data: bool = True,  # noqa: N803
+              unpack_pivots: bool = True, *, out: Any = None) -> LUResult:
+    """P, L, U of ``lu_factor``'s packed factors and pivots (empty tensors for what is not
+    unpacked), as torch.lu_unpack."""
+    from .creation import zeros
+
+    if LU_pivots.dtype is not D.int32:
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor "
+                           "of torch.int32 dtype.\nNote: this function is intended to be used "
+                           "with the output produced by torch.linalg.lu_factor")
+    p, lower, upper = L.unpack_lu(LU_data, LU_pivots, unpack_data, unpack_pivots)
+    empty = zeros(0, dtype=LU_data.dtype, device=LU_data.device)
+    result = LUResult(p if p is not None else empty, lower if lower is not None else empty,
+                      upper if upper is not None else empty)
+    return F.written_to_each(out, result, "lu_unpack") if out is not None else result
+
+
+def _check_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool) -> None:  # noqa: N803
+    if B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
+                           "dimensions.")
+    if LU.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor LU must have at least 2 "
+                           "dimensions.")
+    if LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"linalg.lu_solve: A must be batches of square matrices, but they "
+                           f"are {LU.shape[-2]} by {LU.shape[-1]} matrices")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX' if left else 'XA'} = B ({n}x{n} and {B.shape[-2]}x"
+                           f"{B.shape[-1]})")
+    if pivots.dtype is not D.int32:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type "
+                           "torch.int32")
+    if LU.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                           f"found LU of type {D.scalar_type_name(LU.dtype)} and B of type "
+                           f"{D.scalar_type_name(B.dtype)} instead")
+
+
+@takes_out(check=same_out_dtype, name="linalg_lu_solve")
+def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,  # noqa: N803
+             adjoint: bool = False) -> Tensor:
+    """X with A X = B (``left`` False: X A = B; ``adjoint``: A^T in place of A) for A = P L U
+    given by ``lu_factor``: two triangular solves and the permutation, so the gradient
+    reaches LU and B through theirs."""
+    _check_lu_solve(LU, pivots, B, left)
+    P = apply(L.LU_PERMUTATION, F.cast(pivots, LU.dtype), rows=LU.shape[-1])
+
+    def tri(a: Tensor, b: Tensor, up: bool, side: bool, unit: bool = False) -> Tensor:
+        return apply(L.SOLVE_TRIANGULAR, a, b, upper=up, left=side, unitriangular=unit)
+
+    lu_t = F.transpose(LU, -1, -2)
+    if left and not adjoint:  # U^-1 L^-1 P^T B
+        X = F.matmul(F.transpose(P, -1, -2), B)
+        return tri(LU, tri(LU, X, False, True, True), True, True)
+    if left:  # A^T = U^T L^T P^T: P L^-T U^-T B
+        return F.matmul(P, tri(lu_t, tri(lu_t, B, False, True), True, True, True))
+    if not adjoint:  # B U^-1 L^-1 P^T
+        X = tri(LU, tri(LU, B, True, False), False, False, True)
+        return F.matmul(X, F.transpose(P, -1, -2))
+    # X P L^T... : X A^T = B, A^T = U^T L^T P^T: B P L^-T U^-T
+    X = F.matmul(B, P)
+    return tri(lu_t, tri(lu_t, X, True, False, True), False, False)
+
+
+def _square_solve_checks(A: Tensor, B: Tensor) -> None:
+    L.check_square("solve", A)
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {D.scalar_type_name(A.dtype)} and B of type "
+                           f"{D.scalar_type_name(B.dtype)} instead")
+
+
+@takes_out_each("linalg_solve_ex")
+def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False
+             ) -> SolveExResult:
+    """``solve``'s X through LAPACK's route (LU, then its solves) and getrf's info: a
+    singular A gives inf and NaN and a nonzero info, PyTorch's error with ``check_errors``."""
+    _square_solve_checks(A, B)
+    if not left:
+        result, info = solve_ex(F.transpose(A, -1, -2), F.transpose(B, -1, -2),
+                                check_errors=check_errors)
+        return SolveExResult(F.transpose(result, -1, -2), info)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rhs = F.unsqueeze(B, -1) if vector else B
+    if rhs.shape[-2] != A.shape[-1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x"
+                           f"{rhs.shape[-1]})")
+    lu_, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        _raise_at_info(info, lambda k: "The solver failed because the input matrix is "
+                       "singular.", "torch.linalg.solve_ex")
+    batch = tuple(np.broadcast_shapes(tuple(lu_.shape[:-2]), tuple(rhs.shape[:-2])))
+    n = lu_.shape[-1]
+    X = lu_solve(F.expand(lu_, *batch, n, n), F.expand(pivots, *batch, n), F.expand(
+        rhs, *batch, *rhs.shape[-2:]))
+    return SolveExResult(F.squeeze(X, -1) if vector else X, info)
+
+
+@takes_out_each("linalg_inv_ex")
+def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
+    """The inverse through LAPACK's route (LU, then solves on the identity) and getrf's info:
+    a singular A gives inf and NaN and a nonzero info, PyTorch's error with
+    ``check_errors``."""
+    from .creation import eye
+
+    L.check_square("inv", A)
+    lu_, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        _raise_at_info(info, lambda k: f"The diagonal element {k} is zero, the inversion could "
+                       f"not be completed because the input matrix is singular.",
+                       "linalg.inv_ex")
+    ident = F.expand(eye(A.shape[-1], dtype=A.dtype, device=A.device), *A.shape)
+    return InvExResult(lu_solve(lu_, pivots, ident), info)
+
+
+def _potf2(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """LAPACK potf2's lower Cholesky of one matrix, left-looking, stopping at the first pivot
+    that is not positive (stored there, the rest of the input's lower triangle kept): the
+    factor and info (0, or that pivot's 1-based order)."""
+    out = np.tril(a).astype(a.dtype)
+    for j in range(a.shape[-1]):
+        ajj = out[j, j] - out[j, :j] @ out[j, :j]
+        if not ajj > 0:
+            out[j, j] = ajj
+            return out, j + 1
+        out[j, j] = np.sqrt(ajj)
+        out[j + 1:, j] = (out[j + 1:, j] - out[j + 1:, :j] @ out[j, :j]) / out[j, j]
+    return out, 0
+
+
+@takes_out_each("linalg_cholesky_ex")
+def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False
+                ) -> CholeskyExResult:
+    """``cholesky``'s factor and potrf's info (0, or the order of the first leading minor that
+    is not positive-definite): a matrix that is not gives LAPACK's partial factor (no
+    gradient) and its info, PyTorch's error with ``check_errors``."""
+    L.check_square("cholesky", A)
+    values = _host_values(A, "cholesky_ex")
+    batch = values.shape[:-2]
+    factors = np.empty_like(values)
+    infos = np.zeros(batch, np.int32)
+    for index in np.ndindex(*batch):
+        factors[index], infos[index] = _potf2(values[index])
+    info = Tensor(infos, device=A.device)
+    if check_errors:
+        _raise_at_info(info, lambda k: f"The factorization could not be completed because the "
+                       f"input is not positive-definite (the leading minor of order {k} is not "
+                       f"positive-definite).", "linalg.cholesky_ex")
+    if not infos.any():
+        return CholeskyExResult(cholesky(A, upper=upper), info)
+    factor = Tensor(factors, device=A.device)
+    return CholeskyExResult(F.transpose(factor, -1, -2) if upper else factor, info)
+
+
+@takes_out(check=same_out_dtype, name="linalg_matrix_exp")
+def matrix_exp(A: Tensor) -> Tensor:
+    """exp(A) = sum A^k / k! of each square matrix (scaling and squaring of a Pade
+    approximant); its gradient is PyTorch's block-matrix formula."""
+    L.check_matrix_exp(A)
+    return apply(L.MATRIX_EXP, A)
+
+
+# ---- Householder products -------------------------------------------------------------------
+
+def _reflectors(A: Tensor, k: int) -> Tensor:
+    """The Householder vectors v_i of LAPACK's compact form, as columns: below the diagonal
+    of A's first k columns, 1 on it, 0 above."""
+    from .creation import eye
+    from .ops.tensor_ops import tril
+
+    m = A.shape[-2]
+    return F.add(tril(F.getitem(A, (Ellipsis, slice(None), slice(0, k))), -1),
+                 eye(m, k, dtype=A.dtype, device=A.device))
+
+
+def _householder_q(A: Tensor, tau: Tensor) -> Tensor:
+    """The m x m product H_1 ... H_k, H_i = I - tau_i v_i v_i^T (composite: its gradient
+    comes from matmul's)."""
+    from .creation import eye
+
+    m, k = A.shape[-2], tau.shape[-1]
+    V = _reflectors(A, k)
+    Q = F.add(F.mul(F.sum(A, (-2, -1), keepdim=True), 0.0),
+              eye(m, dtype=A.dtype, device=A.device)) if A.ndim > 2 else eye(
+        m, dtype=A.dtype, device=A.device)
+    for i in range(k):
+        v = F.getitem(V, (Ellipsis, slice(None), slice(i, i + 1)))
+        t = F.unsqueeze(F.unsqueeze(F.getitem(tau, (Ellipsis, i)), -1), -1)
+        Q = F.sub(Q, F.matmul(F.mul(F.matmul(Q, v), t), F.transpose(v, -1, -2)))
+    return Q
+
+
+def _check_householder(A: Tensor, tau: Tensor, name: str) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: input must have at least 2 dimensions.")
+    if A.shape[-2] < A.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
+                           f"input.shape[-1]")
+    if A.shape[-1] < tau.shape[-1]:
+        raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
+                           f"tau.shape[-1]")
+    if tau.ndim != A.ndim - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
+                           f"input.shape[:-2], but got {list(tau.shape[:-1])}")
+    if tau.dtype is not A.dtype:
+        raise RuntimeError(f"{name}: tau dtype {D.scalar_type_name(tau.dtype)} does not match "
+                           f"input dtype {D.scalar_type_name(A.dtype)}")
+
+
+@takes_out(check=same_out_dtype, name="linalg_householder_product")
+def householder_product(A: Tensor, tau: Tensor) -> Tensor:
+    """The first n columns of H_1 ... H_k (LAPACK's orgqr): Q of ``geqrf``'s compact QR."""
+    _check_householder(A, tau, "torch.linalg.householder_product")
+    Q = _householder_q(A, tau)
+    return F.getitem(Q, (Ellipsis, slice(None), slice(0, A.shape[-1])))
+
+
+# ---- tensors as matrices, Vandermonde, aliases -----------------------------------------------
+
+@takes_out(check=same_out_dtype, name="linalg_tensorinv")
+def tensorinv(A: Tensor, ind: int = 2) -> Tensor:
+    """The inverse of A read as a matrix of its first ``ind`` axes by the rest, shaped
+    A.shape[ind:] + A.shape[:ind]."""
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    rows, cols = math.prod(A.shape[:ind]), math.prod(A.shape[ind:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) "
+                           f"== prod(self.shape[:ind]), but got {cols} != {rows}")
+    out = inv(F.reshape(A, (rows, cols)))
+    return F.reshape(out, (*A.shape[ind:], *A.shape[:ind]))
+
+
+@takes_out(check=same_out_dtype, name="linalg_tensorsolve")
+def tensorsolve(A: Tensor, B: Tensor, dims: Any = None) -> Tensor:
+    """X with tensordot(A, X, X.ndim) = B: A's axes ``dims`` moved last first, then A read as
+    a matrix of B's axes by the rest."""
+    if dims is not None:
+        moved = [wrap_dim(d, A.ndim) for d in dims]
+        kept = [i for i in range(A.ndim) if i not in moved]
+        A = F.permute(A, *kept, *moved)
+    rows, cols = B.numel(), math.prod(A.shape[B.ndim:])
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim"
+                           f":]) == prod(self.shape[:other.ndim]), but got {cols} != {rows}")
+    X = solve(F.reshape(A, (rows, cols)), F.reshape(B, (rows,)))
+    return F.reshape(X, tuple(A.shape[B.ndim:]))
+
+
+def vander(x: Tensor, *, N: int | None = None) -> Tensor:  # noqa: N803 - PyTorch's name
+    """The Vandermonde matrix of the last axis: column j is x^j, j = 0 .. N - 1 (N: its
+    length), by a running product, as PyTorch's."""
+    n = x.shape[-1] if x.ndim else 1
+    N = n if N is None else N  # noqa: N806
+    if N <= 1 or not x.ndim:
+        raise RuntimeError("N must be greater than 1.")
+    dtype = x.dtype if x.dtype is not D.bool_ else D.int64
+    ones = F.cast(F.mul(F.unsqueeze(x, -1), 0), dtype)
+    ones = F.add(ones, 1)
+    powers = F.cumprod(F.expand(F.unsqueeze(F.cast(x, dtype), -1), *x.shape, N - 1), -1)
+    return F.cat([ones, powers], -1)
+
+
+def diagonal(A: Tensor, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """torch.diagonal with the last two axes by default."""
+    return _diagonal(A, offset, dim1, dim2)
+
+
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """torch.matmul."""
+    return F.matmul(input, other, out=out)
+
+
+def _no_complex(name: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"linalg.{name}: the eigenvalues of a general matrix are complex, and this runtime has "
+        f"no complex dtypes; for a symmetric matrix use linalg.eigh / linalg.eigvalsh")
+
+
+def eig(A: Tensor, *, out: Any = None) -> Any:
+    """Refused: complex eigenvalues and eigenvectors need complex dtypes (none here)."""
+    raise _no_complex("eig")
+
+
+def eigvals(A: Tensor, *, out: Any = None) -> Any:
+    """Refused: complex eigenvalues need complex dtypes (none here)."""
+    raise _no_complex("eigvals")
+
+
+# ---- torch-level names (torch.svd, torch.lu, ...): TORCH_FUNCTIONS, exported by runtime ----
+
+_DEPRECATED = {
+    "lu": "torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex "
+          "and will be removed in a future PyTorch release.\nLU, pivots = torch.lu(A, "
+          "compute_pivots)\nshould be replaced with\nLU, pivots = torch.linalg.lu_factor(A, "
+          "compute_pivots)\nand\nLU, pivots, info = torch.lu(A, compute_pivots, get_infos=True)"
+          "\nshould be replaced with\nLU, pivots, info = torch.linalg.lu_factor_ex(A, "
+          "compute_pivots)",
+    "cholesky": "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be "
+                "removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be "
+                "replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, "
+                "upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis "
+                "transform will produce equivalent results for all valid (symmetric positive "
+                "definite) inputs.",
+    "qr": "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in a future "
+          "PyTorch release.\nThe boolean parameter 'some' has been replaced with a string "
+          "parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\nQ, R = "
+          "torch.linalg.qr(A, 'reduced' if some else 'complete')",
+    "triangular_solve": "torch.triangular_solve is deprecated in favor of "
+                        "torch.linalg.solve_triangularand will be removed in a future PyTorch "
+                        "release.\ntorch.linalg.solve_triangular has its arguments reversed and "
+                        "does not return a copy of one of the inputs.\nX = "
+                        "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
+                        "torch.linalg.solve_triangular(A, B).",
+    "lu_solve": "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand will be "
+                "removed in a future PyTorch release.\nNote that torch.linalg.lu_solve has its "
+                "arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be replaced "
+                "with\nX = torch.linalg.lu_solve(LU, pivots, B)",
+    "nuclear_norm": "at::nuclear_norm is deprecated and it is just left for JIT compatibility. "
+                    "It will be removed in a future PyTorch release. Please use "
+                    "`linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
+    "frobenius_norm": "at::frobenius_norm is deprecated and it is just left for JIT "
+                      "compatibility. It will be removed in a future PyTorch release. Please "
+                      "use `linalg.vector_norm(A, 2., dim, keepdim)` instead",
+}
+
+
+def _deprecated(name: str) -> None:
+    warnings.warn(_DEPRECATED[name], UserWarning, stacklevel=3)
+
+
+SVDOldResult = namedtuple("SVDOldResult", ["U", "S", "V"])
+TriangularSolveResult = namedtuple("TriangularSolveResult", ["solution", "cloned_coefficient"])
+GeqrfResult = namedtuple("GeqrfResult", ["a", "tau"])
+
+
+def _torch_svd(input: Tensor, some: bool = True, compute_uv: bool = True,  # noqa: A002
+               *, out: Any = None) -> SVDOldResult:
+    """torch.svd: U, S, V (not V^T); ``some`` False: U and V square; without ``compute_uv``
+    U and V zero-filled square matrices, as PyTorch's."""
+    from .creation import zeros
+
+    if compute_uv:
+        U, S, Vh = svd(input, full_matrices=not some)
+        result = SVDOldResult(U, S, F.transpose(Vh, -1, -2))
+    else:
+        m, n = input.shape[-2], input.shape[-1]
+        batch = tuple(input.shape[:-2])
+        result = SVDOldResult(zeros(*batch, m, m, dtype=input.dtype, device=input.device),
+                              svdvals(input),
+                              zeros(*batch, n, n, dtype=input.dtype, device=input.device))
+    return F.written_to_each(out, result, "svd") if out is not None else result
+
+
+def _torch_qr(input: Tensor, some: bool = True, *, out: Any = None) -> QRResult:  # noqa: A002
+    """torch.qr: linalg.qr's reduced (``some``) or complete factors."""
+    _deprecated("qr")
+    return qr(input, "reduced" if some else "complete", out=out)
+
+
+def _torch_cholesky(input: Tensor, upper: bool = False, *,  # noqa: A002
+                    out: Tensor | None = None) -> Tensor:
+    """torch.cholesky: linalg.cholesky, its errors named "cholesky"."""
+    _deprecated("cholesky")
+    try:
+        return cholesky(input, upper=upper, out=out)
+    except LinAlgError as e:
+        raise LinAlgError(str(e).replace("linalg.cholesky: ", "cholesky: ", 1)) from None
+
+
+def _torch_lu(A: Tensor, pivot: bool = True, get_infos: bool = False, out: Any = None
+              ) -> tuple[Tensor, ...]:
+    """torch.lu: (LU, pivots), and getrf's info with ``get_infos``; no error on a singular
+    matrix."""
+    _deprecated("lu")
+    lu_, pivots, info = lu_factor_ex(A, pivot=pivot)
+    result = (lu_, pivots, info) if get_infos else (lu_, pivots)
+    return F.written_to_each(out, result, "lu") if out is not None else result
+
+
+def _torch_lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *,  # noqa: N803
+                    out: Tensor | None = None) -> Tensor:
+    """torch.lu_solve(b, LU, pivots): linalg.lu_solve with its arguments in the old order."""
+    _deprecated("lu_solve")
+    return lu_solve(LU_data, LU_pivots, b, out=out)
+
+
+def cholesky_inverse(L: Tensor, upper: bool = False, *,  # noqa: N803
+                     out: Tensor | None = None) -> Tensor:
+    """(L L^T)^-1 from the Cholesky factor L (``upper``: (U^T U)^-1), by a triangular solve
+    on the identity: L^-T L^-1."""
+    from .creation import eye
+
+    if L.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
+                           f"are {L.shape[-2]} by {L.shape[-1]} matrices")
+    ident = eye(L.shape[-1], dtype=L.dtype, device=L.device)
+    inv_factor = solve_triangular(L, ident, upper=upper)  # L^-1 (U^-1)
+    t = F.transpose(inv_factor, -1, -2)
+    result = F.matmul(inv_factor, t) if upper else F.matmul(t, inv_factor)
+    return F.written_to(out, result, "cholesky_inverse") if out is not None else result
+
+
+def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *,  # noqa: A002
+                   out: Tensor | None = None) -> Tensor:
+    """X with (L L^T) X = B (``upper``: (U^T U) X = B), B = ``input``, the Cholesky factor
+    L = ``input2`` (PyTorch's names): two triangular solves, batch axes broadcast."""
+    B, L = input, input2  # noqa: N806
+    if B.ndim < 2:
+        raise RuntimeError(f"b should have at least 2 dimensions, but has {B.ndim} dimensions "
+                           f"instead")
+    if L.ndim < 2:
+        raise RuntimeError(f"u should have at least 2 dimensions, but has {L.ndim} dimensions "
+                           f"instead")
+    if L.shape[-1] != L.shape[-2] or B.shape[-2] != L.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is "
+                           f"{L.shape[-2]} by {L.shape[-1]} but each b matrix is {B.shape[-2]} "
+                           f"by {B.shape[-1]}")
+    if B.dtype is not L.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{D.scalar_type_name(B.dtype)} and A of type "
+                           f"{D.scalar_type_name(L.dtype)} instead.")
+    t = F.transpose(L, -1, -2)
+    if upper:  # U^T U X = B
+        result = solve_triangular(L, solve_triangular(t, B, upper=False), upper=True)
+    else:
+        result = solve_triangular(t, solve_triangular(L, B, upper=False), upper=True)
+    return F.written_to(out, result, "cholesky_solve") if out is not None else result
+
+
+def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
+                     unitriangular: bool = False, *, out: Any = None
+                     ) -> TriangularSolveResult:
+    """torch.triangular_solve: X with A X = b (``transpose``: A^T X = b) and a copy of A."""
+    _deprecated("triangular_solve")
+    if b.ndim < 2 or A.ndim < 2 or A.shape[-1] != A.shape[-2] or b.shape[-2] != A.shape[-1]:
+        if b.ndim >= 2 and A.ndim >= 2:
+            raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix "
+                               f"is {A.shape[-2]} by {A.shape[-1]} but each b matrix is "
+                               f"{b.shape[-2]} by {b.shape[-1]}")
+        which, t = ("b", b) if b.ndim < 2 else ("A", A)
+        raise RuntimeError(f"torch.triangular_solve: Expected {which} to have at least 2 "
+                           f"dimensions, but it has {t.ndim} dimensions instead")
+    coefficient = F.transpose(A, -1, -2) if transpose else A
+    solution = solve_triangular(coefficient, b, upper=upper != bool(transpose),
+                                unitriangular=unitriangular)
+    result = TriangularSolveResult(solution, F.clone(A))
+    return F.written_to_each(out, result, "triangular_solve") if out is not None else result
+
+
+def _geqrf_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK geqr2's Householder QR of each matrix (batched): R on and above the diagonal,
+    the reflectors' tails below it (their first element 1 implied), and their taus. A
+    reflector of a zero tail is the identity (tau 0), as dlarfg's."""
+    out = np.array(a, dtype=np.float64, copy=True)
+    m, n = out.shape[-2:]
+    k = min(m, n)
+    flat = out.reshape(-1, m, n)
+    tau = np.zeros((flat.shape[0], k))
+    for j in range(k):
+        alpha = flat[:, j, j].copy()
+        tail = flat[:, j + 1:, j]
+        xnorm = np.sqrt((tail * tail).sum(axis=1))
+        moved = xnorm != 0
+        beta = np.where(moved, -np.copysign(np.hypot(alpha, xnorm), alpha), alpha)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau[:, j] = np.where(moved, (beta - alpha) / beta, 0.0)
+            scale = np.where(moved, 1.0 / (alpha - beta), 0.0)
+        flat[:, j + 1:, j] = tail * scale[:, None]
+        flat[:, j, j] = beta
+        v = np.concatenate([np.ones((flat.shape[0], 1)), flat[:, j + 1:, j]], axis=1)
+        rest = flat[:, j:, j + 1:]
+        w = np.einsum("bi,bij->bj", v, rest)
+        rest -= tau[:, j, None, None] * v[:, :, None] * w[:, None, :]
+    return (out.reshape(a.shape).astype(a.dtype),
+            tau.reshape(*a.shape[:-2], k).astype(a.dtype))
+
+
+def geqrf(input: Tensor, *, out: Any = None) -> GeqrfResult:  # noqa: A002
+    """LAPACK's geqrf: A = QR as R above the diagonal and Householder reflectors below it,
+    with their taus (``householder_product`` / ``ormqr`` apply them). No derivative, as
+    PyTorch's."""
+    from .ops.composite import no_derivative
+
+    if input.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point or input.dtype in (D.float16, D.bfloat16):
+        raise NotImplementedError(f'"geqrf_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    a, tau = _geqrf_host(_host_values(input, "geqrf"))
+    message = "the derivative for 'geqrf' is not implemented."
+    result = GeqrfResult(*(no_derivative(Tensor(v, device=input.device), (input,),
+                                         NotImplementedError, message, "GeqrfBackward0")
+                           for v in (a, tau)))
+    return F.written_to_each(out, result, "geqrf") if out is not None else result
+
+
+def orgqr(input: Tensor, input2: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """torch.orgqr(input, tau): ``householder_product`` (tau is PyTorch's ``input2``)."""
+    return householder_product(input, input2, out=out)
+
+
+def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,  # noqa: A002
+          transpose: bool = False, *, out: Tensor | None = None) -> Tensor:
+    """Q C, Q^T C, C Q or C Q^T (``left``, ``transpose``) for Q = H_1 ... H_k of ``geqrf``'s
+    reflectors ``input`` and taus ``input2``, C = ``input3`` (PyTorch's names; LAPACK's
+    ormqr), Q formed whole."""
+    tau, other = input2, input3
+    if input.ndim < 2 or other.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions." if
+                           input.ndim < 2 else
+                           "torch.ormqr: other must have at least 2 dimensions.")
+    m = input.shape[-2]
+    side = other.shape[-2] if left else other.shape[-1]
+    if side != m:
+        raise RuntimeError(f"torch.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                           f"input.shape[-2]")
+    if tau.shape[-1] > min(side, input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape["
+                           f"{-2 if left else -1}], input.shape[-1])")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"torch.ormqr: Expected input and other to have the same dtype, but "
+                           f"input has dtype{D.scalar_type_name(input.dtype)} and other has "
+                           f"dtype {D.scalar_type_name(other.dtype)}")
+    Q = _householder_q(input, tau)
+    if transpose:
+        Q = F.transpose(Q, -1, -2)
+    result = F.matmul(Q, other) if left else F.matmul(other, Q)
+    return F.written_to(out, result, "ormqr") if out is not None else result
+
+
+def nuclear_norm(input: Tensor, *args: Any, dim: Any = None, keepdim: bool = False,  # noqa: A002
+                 out: Tensor | None = None) -> Tensor:
+    """The sum of the singular values over the last two axes (or ``dim``): PyTorch's two
+    overloads, (input, keepdim=False) and (input, dim, keepdim=False)."""
+    _deprecated("nuclear_norm")
+    if len(args) > 2:
+        raise TypeError(f"nuclear_norm() takes from 1 to 3 positional arguments but "
+                        f"{len(args) + 1} were given")
+    if args and isinstance(args[0], bool):
+        keepdim = args[0]
+    elif args:
+        dim, keepdim = args[0], args[1] if len(args) > 1 else keepdim
+    return matrix_norm(input, "nuc", tuple(dim) if dim is not None else (-2, -1), keepdim,
+                       out=out)
+
+
+def frobenius_norm(input: Tensor, dim: Any, keepdim: bool = False, *,  # noqa: A002
+                   out: Tensor | None = None) -> Tensor:
+    """sqrt(sum x^2) over ``dim`` (one or two axes)."""
+    _deprecated("frobenius_norm")
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dims) > 2:
+        raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} dimensions "
+                           f"instead.")
+    return vector_norm(input, 2, dims, keepdim, out=out)
+
+
+def _removed(text: str) -> RuntimeError:
+    return RuntimeError(f"This function was deprecated since version 1.9 and is now removed"
+                        f"{text}")
+
+
+def _matrix_rank_removed(input: Tensor, tol: float | None = None,  # noqa: A002
+                         symmetric: bool = False) -> Tensor:
+    """torch.matrix_rank, removed: PyTorch's error."""
+    raise _removed(_MATRIX_RANK_REMOVED)
+
+
+def _lstsq_removed(input: Tensor, A: Tensor, *, out: Any = None) -> Any:  # noqa: A002, N803
+    """torch.lstsq, removed: PyTorch's error."""
+    raise _removed(_LSTSQ_REMOVED)
+
+
+def _lstsq_method_removed(self: Tensor, other: Tensor) -> Any:
+    """Tensor.lstsq, removed: PyTorch's error."""
+    raise _removed(_LSTSQ_REMOVED)
+
+
+_MATRIX_RANK_REMOVED = (".\nPlease use the `torch.linalg.matrix_rank` function instead. The "
+    "parameter 'symmetric' was renamed in `torch.linalg.matrix_rank()` to 'hermitian'.")
+_LSTSQ_REMOVED = (
+    ". `torch.lstsq` is deprecated in favor of `torch.linalg.lstsq`.\n"
+    "`torch.linalg.lstsq` has reversed arguments and does not return the QR decomposition in "
+    "the returned tuple (although it returns other information about the problem).\n\nTo get "
+    "the QR decomposition consider using `torch.linalg.qr`.\n\nThe returned solution in "
+    "`torch.lstsq` stored the residuals of the solution in the last m - n columns of the "
+    "returned value whenever m > n. In torch.linalg.lstsq, the residuals are in the field "
+    "'residuals' of the returned named tuple.\n\nThe unpacking of the solution, as in\nX, _ "
+    "= torch.lstsq(B, A).solution[:A.size(1)]\nshould be replaced with:\nX = "
+    "torch.linalg.lstsq(A, B).solution")
+
+
+def _approximate_basis(A: Tensor, q: int, niter: int, M: Tensor | None) -> Tensor:
+    """Halko et al.'s range finder (PyTorch's get_approximate_basis): an orthonormal Q of q
+    columns whose span nearly holds A's (minus M's) range, from a Gaussian draw of the
+    default generator and ``niter`` power iterations."""
+    from .creation import randn
+
+    dtype = A.dtype if A.dtype.is_floating_point else D.float32
+    R = randn(A.shape[-1], q, dtype=dtype, device=A.device)
+
+    def times(x: Tensor, adjoint: bool = False) -> Tensor:
+        a = F.transpose(A, -1, -2) if adjoint else A
+        out = F.matmul(a, x)
+        if M is not None:
+            out = F.sub(out, F.matmul(F.transpose(M, -1, -2) if adjoint else M, x))
+        return out
+
+    Q = qr(times(R)).Q
+    for _ in range(niter):
+        Q = qr(times(Q, adjoint=True)).Q
+        Q = qr(times(Q)).Q
+    return Q
+
+
+def svd_lowrank(A: Tensor, q: int | None = 6, niter: int | None = 2,
+                M: Tensor | None = None) -> tuple[Tensor, Tensor, Tensor]:  # noqa: N803
+    """U, S, V of a rank-q approximation of A - M (Halko et al.'s algorithm 5.1, PyTorch's):
+    random, from the default generator (``rt.manual_seed``)."""
+    q = 6 if q is None else q
+    niter = 2 if niter is None else niter
+    m, n = A.shape[-2], A.shape[-1]
+    if M is not None:
+        M = F.expand(M, *A.shape)
+    if m < n:
+        A = F.transpose(A, -1, -2)
+        M = F.transpose(M, -1, -2) if M is not None else None
+    Q = _approximate_basis(A, q, niter, M)
+    B = F.matmul(F.transpose(Q, -1, -2), A)
+    if M is not None:
+        B = F.sub(B, F.matmul(F.transpose(Q, -1, -2), M))
+    U, S, Vh = svd(B, full_matrices=False)
+    V, U = F.transpose(Vh, -1, -2), F.matmul(Q, U)
+    return (V, S, U) if m < n else (U, S, V)
+
+
+def pca_lowrank(A: Tensor, q: int | None = None, center: bool = True, niter: int = 2
+                ) -> tuple[Tensor, Tensor, Tensor]:
+    """``svd_lowrank`` of A with its column means subtracted (``center``), q at most
+    min(m, n) (default min(6, m, n))."""
+    m, n = A.shape[-2], A.shape[-1]
+    if q is None:
+        q = min(6, m, n)
+    elif not 0 <= q <= min(m, n):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, "
+                         f"n)={min(m, n)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return svd_lowrank(A, q, niter=niter)
+    return svd_lowrank(F.sub(A, F.mean(A, (-2,), keepdim=True)), q, niter=niter)
+
+
+TORCH_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "svd": _torch_svd, "qr": _torch_qr, "cholesky": _torch_cholesky, "lu": _torch_lu,
+    "lu_solve": _torch_lu_solve, "lu_unpack": lu_unpack, "cholesky_inverse": cholesky_inverse,
+    "cholesky_solve": cholesky_solve, "triangular_solve": triangular_solve,
+    "matrix_exp": matrix_exp, "matrix_rank": _matrix_rank_removed, "lstsq": _lstsq_removed,
+    "geqrf": geqrf, "orgqr": orgqr, "ormqr": ormqr, "nuclear_norm": nuclear_norm,
+    "frobenius_norm": frobenius_norm, "svd_lowrank": svd_lowrank, "pca_lowrank": pca_lowrank,
+}
+
+for _name in ("svd", "qr", "cholesky", "lu_solve", "cholesky_inverse", "cholesky_solve",
+              "triangular_solve", "matrix_exp", "geqrf", "orgqr", "ormqr"):
+    setattr(Tensor, _name, TORCH_FUNCTIONS[_name])
+Tensor.lu = _torch_lu  # type: ignore[attr-defined]
+Tensor.lstsq = _lstsq_method_removed  # type: ignore[attr-defined]
+
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+           "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
+           "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+           "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
+           "vecdot", "vector_norm"]

@@ -83,7 +83,7 @@ def _check_std(std: Any) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {float(std):g}")
 
 
-def normal(mean: Any, std: Any = None, size: Any = None, *, generator: Any = None,
+def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Any = None,
            out: Tensor | None = None, dtype: Any = None, layout: Any = None,
            device: Any = None, pin_memory: bool = False, requires_grad: bool = False
            ) -> Tensor:
@@ -96,14 +96,12 @@ def normal(mean: Any, std: Any = None, size: Any = None, *, generator: Any = Non
     given = {k: v for k, v in factory.items() if v not in (None, False)}
     tensors = isinstance(mean, Tensor) or isinstance(std, Tensor)
     if tensors and (size is not None or given) or not tensors and (
-            std is None or size is None or not isinstance(size, (tuple, list))):
+            size is None or not isinstance(size, (tuple, list))):
         args = [a for a in (mean, std, size) if a is not None]
         raise _invalid_normal(args, given)
     if not tensors:
         return _normal_floats(float(mean), float(std), tuple(size), generator, out, dtype,
                               device, requires_grad)
-    if std is None:
-        std = 1.0
     _check_std(std)
     like = mean if isinstance(mean, Tensor) else std
     if not like.dtype.is_floating_point:

@@ -15,7 +15,7 @@ from .. import _dtype as D
 from . import functional as F
 from .dispatch import apply
 from .prims import _on_host
-from .registry import Primitive, register
+from .registry import PROMOTE_SAME, Primitive, register
 
 
 
@@ -455,3 +455,333 @@ def _qr_bwd(c: Any, g: Any) -> tuple[Any]:
 QR = register(Primitive(
     "linalg_qr", impl=_qr_impl, infer=_qr_infer, backward=_qr_bwd, saves=("out",),
     flops=_cubic_flops))
+
+
+def _check_float(name: str, kernel: str, meta: Any) -> None:
+    """PyTorch's NotImplementedError for an integer, bool or half input of a LAPACK kernel."""
+    if not meta.dtype.is_floating_point or meta.dtype in (D.float16, D.bfloat16):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(meta.dtype)}'")
+
+
+def _triangle(a: np.ndarray, upper: bool, unit: bool) -> np.ndarray:
+    t = np.triu(a) if upper else np.tril(a)
+    if unit:
+        n = a.shape[-1]
+        t = t.copy()
+        t[..., np.arange(n), np.arange(n)] = 1
+    return t
+
+
+def _substitute(a: np.ndarray, b: np.ndarray, upper: bool) -> np.ndarray:
+    """X with T X = B for triangular T (batch axes broadcast), by substitution row by row as
+    LAPACK's trsm: a zero on T's diagonal gives inf and NaN, as PyTorch's (no error)."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, (*batch, *a.shape[-2:]))
+    x = np.array(np.broadcast_to(b, (*batch, *b.shape[-2:])))
+    n = a.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in (range(n - 1, -1, -1) if upper else range(n)):
+            done = slice(i + 1, n) if upper else slice(0, i)
+            if i != (n - 1 if upper else 0):
+                x[..., i, :] -= (a[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
+            x[..., i, :] /= a[..., i, i][..., None]
+    return x
+
+
+def _solve_triangular_impl(xp: Any, a: Any, b: Any, upper: bool, left: bool,
+                           unitriangular: bool) -> Any:
+    def host(m: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        t = _triangle(m, upper, unitriangular)
+        if left:
+            return _substitute(t, rhs, upper)
+        # X A = B  is  A^T X^T = B^T
+        return np.swapaxes(_substitute(np.swapaxes(t, -1, -2), np.swapaxes(rhs, -1, -2),
+                                       not upper), -1, -2)
+
+    return _on_host(xp, host, a, b).astype(np.result_type(a.dtype, b.dtype), copy=False)
+
+
+def check_solve_triangular(a: Any, b: Any, left: bool) -> None:
+    """PyTorch's checks of linalg.solve_triangular's arguments (metas or tensors)."""
+    _check_float("solve_triangular", "triangular_solve_cpu", a)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if len(sb) < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
+                           "dimensions.")
+    if sa[-1] != sa[-2]:
+        raise RuntimeError(f"linalg.solve_triangular: A must be batches of square matrices, but "
+                           f"they are {sa[-2]} by {sa[-1]} matrices")
+    if (sb[-2] if left else sb[-1]) != sa[-1]:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
+                           f"equation {'AX' if left else 'XA'} = B ({sa[-2]}x{sa[-1]} and "
+                           f"{sb[-2]}x{sb[-1]})")
+
+
+def _solve_triangular_infer(a: Any, b: Any, upper: bool, left: bool, unitriangular: bool
+                            ) -> tuple[tuple[int, ...], Any]:
+    from .shapes import broadcast_shapes
+
+    check_solve_triangular(a, b, left)
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    return (*broadcast_shapes(sa[:-2], sb[:-2]), *sb[-2:]), a.dtype
+
+
+def _batched_to(g: Any, shape: tuple[int, ...]) -> Any:
+    return F.sum_to(g, shape) if tuple(g.shape) != tuple(shape) else g
+
+
+def _solve_triangular_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    """PyTorch's linalg_solve_triangular_backward: gB = A^-H gX (the same solve with A^H),
+    gA = -gB X^H (left) or -X^H gB (right), kept to A's triangle (strictly, unitriangular)."""
+    from .tensor_ops import tril, triu
+
+    a, x = c.input(0), c.output()
+    upper, left, unit = c.attrs["upper"], c.attrs["left"], c.attrs["unitriangular"]
+    gb = apply(SOLVE_TRIANGULAR, _mT(a), g, upper=not upper, left=left, unitriangular=unit)
+    ga = None
+    if c.needs(0):
+        ga = F.neg(F.matmul(gb, _mT(x)) if left else F.matmul(_mT(x), gb))
+        ga = _batched_to(triu(ga, int(unit)) if upper else tril(ga, -int(unit)), c.shape(0))
+    return ga, _batched_to(gb, c.shape(1)) if c.needs(1) else None
+
+
+SOLVE_TRIANGULAR = register(Primitive(
+    "linalg_solve_triangular", impl=_solve_triangular_impl, infer=_solve_triangular_infer,
+    backward=_solve_triangular_bwd, saves=(0, "out"), promote=PROMOTE_SAME,
+    attrs=("upper", "left", "unitriangular"), flops=_cubic_flops))
+
+
+def _getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """LAPACK getrf's LU with partial pivoting of each matrix of a (batched, any m x n): the
+    packed factors (L's unit diagonal implied) and the 1-based pivots, k = min(m, n) of them.
+    A zero pivot column is skipped, as LAPACK's (its info names it)."""
+    lu = np.array(a, dtype=a.dtype, copy=True)
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    pivots = np.zeros((*lu.shape[:-2], k), np.int64)
+    flat = lu.reshape(-1, m, n)
+    piv_flat = pivots.reshape(-1, k)
+    rows = np.arange(flat.shape[0])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for j in range(k):
+            p = j + np.argmax(np.abs(flat[:, j:, j]), axis=1)
+            piv_flat[:, j] = p + 1
+            swap = flat[rows, p].copy()
+            flat[rows, p] = flat[:, j]
+            flat[:, j] = swap
+            pivot = flat[:, j, j]
+            scale = np.where(pivot != 0, pivot, 1)[:, None]
+            flat[:, j + 1:, j] = np.where((pivot != 0)[:, None], flat[:, j + 1:, j] / scale,
+                                          flat[:, j + 1:, j])
+            flat[:, j + 1:, j + 1:] -= flat[:, j + 1:, j, None] * flat[:, j, None, j + 1:]
+    return flat.reshape(lu.shape), pivots
+
+
+def _lu_factor_impl(xp: Any, a: Any) -> Any:
+    """LU and pivots packed as one array (..., m + 1, n): rows :m the factors, row m the
+    pivots (as floats, exact) in its first min(m, n) places (one output per primitive)."""
+    def host(m: np.ndarray) -> np.ndarray:
+        lu, piv = _getrf(m)
+        row = np.zeros((*m.shape[:-2], 1, m.shape[-1]), m.dtype)
+        row[..., 0, :piv.shape[-1]] = piv
+        return np.concatenate([lu, row], -2)
+
+    return _on_host(xp, host, a)
+
+
+def check_lu_factor(a: Any) -> None:
+    """PyTorch's checks of linalg.lu_factor's argument (a meta or a tensor)."""
+    if len(tuple(a.shape)) < 2:
+        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(a.shape)} instead")
+    _check_float("lu_factor", "lu_cpu", a)
+
+
+def _lu_factor_infer(a: Any) -> tuple[tuple[int, ...], Any]:
+    check_lu_factor(a)
+    shape = tuple(a.shape)
+    return (*shape[:-2], shape[-2] + 1, shape[-1]), a.dtype
+
+
+def unpack_lu_factor(packed: Any) -> tuple[Any, Any]:
+    """(LU, pivots as floats) of LU_FACTOR's packed output."""
+    m, n = packed.shape[-2] - 1, packed.shape[-1]
+    lu = F.getitem(packed, (Ellipsis, slice(0, m), slice(None)))
+    return lu, F.getitem(packed, (Ellipsis, m, slice(0, min(m, n))))
+
+
+def unpack_lu(lu: Any, pivots: Any, data: bool = True, perm: bool = True
+              ) -> tuple[Any, Any, Any]:
+    """P, L, U of packed factors and pivots (A = P L U), PyTorch's lu_unpack; P is None
+    where not ``perm``, L and U None where not ``data``."""
+    from ..creation import eye
+    from .tensor_ops import tril, triu
+
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    p = apply(LU_PERMUTATION, F.cast(pivots, lu.dtype), rows=m) if perm else None
+    if not data:
+        return p, None, None
+    unit = eye(m, k, dtype=lu.dtype, device=lu.device)
+    lower = F.add(tril(F.getitem(lu, (Ellipsis, slice(None), slice(0, k))), -1), unit)
+    upper = triu(F.getitem(lu, (Ellipsis, slice(0, k), slice(None))))
+    return p, lower, upper
+
+
+def _lu_backward(gl: Any, gu: Any, p: Any, lower: Any, upper: Any) -> Any:
+    """PyTorch's linalg_lu_backward (real, pivoted): square, wide and tall A = P L U."""
+    from .tensor_ops import tril, triu
+
+    m, n = lower.shape[-2], upper.shape[-1]
+    k = min(m, n)
+
+    def solve(a: Any, b: Any, up: bool, left: bool, unit: bool = False) -> Any:
+        return apply(SOLVE_TRIANGULAR, a, b, upper=up, left=left, unitriangular=unit)
+
+    if m == n:
+        ga = F.add(tril(F.matmul(_mT(lower), gl), -1), triu(F.matmul(gu, _mT(upper))))
+        ga = solve(_mT(upper), ga, False, False)
+        ga = solve(_mT(lower), ga, True, True, True)
+    elif m < n:
+        cols1, cols2 = (Ellipsis, slice(None), slice(0, k)), (Ellipsis, slice(None), slice(k, n))
+        u1 = F.getitem(upper, cols1)
+        ga = F.sub(F.matmul(_mT(lower), gl), F.matmul(triu(gu), _mT(upper)))
+        ga = solve(_mT(u1), tril(ga, -1), False, False)
+        ga = F.cat([F.add(ga, triu(F.getitem(gu, cols1))), F.getitem(gu, cols2)], -1)
+        ga = solve(_mT(lower), ga, True, True, True)
+    else:
+        rows1, rows2 = (Ellipsis, slice(0, k), slice(None)), (Ellipsis, slice(k, m), slice(None))
+        l1 = F.getitem(lower, rows1)
+        ga = F.sub(F.matmul(gu, _mT(upper)), F.matmul(_mT(lower), tril(gl, -1)))
+        ga = solve(_mT(l1), triu(ga), True, True, True)
+        ga = F.cat([F.add(ga, tril(F.getitem(gl, rows1), -1)), F.getitem(gl, rows2)], -2)
+        ga = solve(_mT(upper), ga, False, False)
+    return F.matmul(p, ga)
+
+
+def _lu_factor_bwd(c: Any, g: Any) -> tuple[Any]:
+    """PyTorch's lu_factor_ex_backward: the packed gradient split into L's strict lower part
+    and U's upper part, then linalg_lu_backward."""
+    from .tensor_ops import tril, triu
+
+    lu, pivots = unpack_lu_factor(c.output())
+    glu, _ = unpack_lu_factor(g)
+    p, lower, upper = unpack_lu(lu, pivots)
+    m, n = lu.shape[-2], lu.shape[-1]
+    k = min(m, n)
+    gl = tril(F.getitem(glu, (Ellipsis, slice(None), slice(0, k))), -1)
+    gu = triu(F.getitem(glu, (Ellipsis, slice(0, k), slice(None))))
+    return (_lu_backward(gl, gu, p, lower, upper),)
+
+
+LU_FACTOR = register(Primitive(
+    "linalg_lu_factor_ex", impl=_lu_factor_impl, infer=_lu_factor_infer,
+    backward=_lu_factor_bwd, saves=("out",), flops=_cubic_flops))
+
+
+def _permutation_impl(xp: Any, pivots: Any, rows: int) -> Any:
+    """The permutation matrix P (A = P L U) of LAPACK's 1-based pivots (row i swapped with
+    pivot i, in turn), in the pivots' (float) dtype."""
+    def host(piv: np.ndarray) -> np.ndarray:
+        batch = piv.shape[:-1]
+        flat = piv.reshape(-1, piv.shape[-1]).astype(np.int64) - 1
+        perm = np.tile(np.arange(rows), (flat.shape[0], 1))
+        at = np.arange(flat.shape[0])
+        for i in range(flat.shape[1]):
+            j = flat[:, i]
+            perm[at, i], perm[at, j] = perm[at, j], perm[at, i].copy()
+        p = np.zeros((flat.shape[0], rows, rows), piv.dtype)
+        p[at[:, None], perm, np.arange(rows)] = 1
+        return p.reshape(*batch, rows, rows)
+
+    return _on_host(xp, host, pivots)
+
+
+def _permutation_infer(pivots: Any, rows: int) -> tuple[tuple[int, ...], Any]:
+    return (*tuple(pivots.shape)[:-1], rows, rows), pivots.dtype
+
+
+LU_PERMUTATION = register(Primitive(
+    "lu_permutation", impl=_permutation_impl, infer=_permutation_infer, differentiable=False,
+    attrs=("rows",), flops=lambda out, args, attrs: 0))
+
+
+# Pade approximant of degree 13 with scaling and squaring (Higham 2005, as SciPy's expm)
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0, 1187353796428800.0,
+           129060195264000.0, 10559470521600.0, 670442572800.0, 33522128640.0, 1323241920.0,
+           40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+def _expm(a: np.ndarray) -> np.ndarray:
+    """exp of one square matrix: A / 2^s with |A / 2^s|_1 <= theta13, its [13/13] Pade
+    approximant, squared s times."""
+    n = a.shape[-1]
+    if n == 0:
+        return a.copy()
+    work = a.astype(np.float64)
+    norm = np.abs(work).sum(axis=0).max()
+    if not np.isfinite(norm):
+        return np.full_like(a, np.nan)
+    s = max(0, int(np.ceil(np.log2(norm / _THETA13)))) if norm > 0 else 0
+    work = work / 2.0 ** s
+    b = _PADE13
+    ident = np.eye(n)
+    a2 = work @ work
+    a4 = a2 @ a2
+    a6 = a4 @ a2
+    u = work @ (a6 @ (b[13] * a6 + b[11] * a4 + b[9] * a2) + b[7] * a6 + b[5] * a4 + b[3] * a2
+                + b[1] * ident)
+    v = a6 @ (b[12] * a6 + b[10] * a4 + b[8] * a2) + b[6] * a6 + b[4] * a4 + b[2] * a2 \
+        + b[0] * ident
+    r = np.linalg.solve(v - u, v + u)
+    for _ in range(s):
+        r = r @ r
+    return r.astype(a.dtype)
+
+
+def _matrix_exp_impl(xp: Any, a: Any) -> Any:
+    def host(m: np.ndarray) -> np.ndarray:
+        out = np.empty_like(m)
+        for index in np.ndindex(*m.shape[:-2]):
+            out[index] = _expm(m[index])
+        return out
+
+    return _on_host(xp, host, a)
+
+
+def check_matrix_exp(a: Any) -> None:
+    """PyTorch's checks of linalg.matrix_exp's argument (a meta or a tensor)."""
+    shape = tuple(a.shape)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise RuntimeError("linalg.matrix_exp: The input tensor A must have at least 2 "
+                           "dimensions." if len(shape) < 2 else
+                           f"linalg.matrix_exp: A must be batches of square matrices, but "
+                           f"they are {shape[-2]} by {shape[-1]} matrices")
+    _check_float("matrix_exp", "matrix_exp_cpu", a)
+
+
+def _matrix_exp_infer(a: Any) -> tuple[tuple[int, ...], Any]:
+    check_matrix_exp(a)
+    return tuple(a.shape), a.dtype
+
+
+def _matrix_exp_bwd(c: Any, g: Any) -> tuple[Any]:
+    """PyTorch's: the upper-right block of exp([[A^H, G], [0, A^H]]) (the Frechet derivative
+    of exp at A^H in direction G), by this same primitive: twice differentiable too."""
+    a = c.input(0)
+    at = _mT(a)
+    top = F.cat([at, g], -1)
+    bottom = F.cat([F.mul(g, 0.0), at], -1)
+    n = a.shape[-1]
+    big = apply(MATRIX_EXP, F.cat([top, bottom], -2))
+    return (F.getitem(big, (Ellipsis, slice(0, n), slice(n, 2 * n))),)
+
+
+MATRIX_EXP = register(Primitive(
+    "linalg_matrix_exp", impl=_matrix_exp_impl, infer=_matrix_exp_infer,
+    backward=_matrix_exp_bwd, saves=(0,), flops=_cubic_flops))

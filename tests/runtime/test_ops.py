@@ -150,6 +150,12 @@ case("linalg_svd", lambda m, a: (lambda r: r.S + (r.U ** 4).sum(-2) + (r.Vh ** 4
     m.linalg.svd(a, full_matrices=False)), [N(2, 3, 4)])
 case("linalg_qr", lambda m, a: (lambda r: (r.Q ** 2).sum(-2) * 3 + r.R.sum(-2))(
     m.linalg.qr(a)), [N(2, 4, 3)])
+case("linalg_solve_triangular", lambda m, a, b: m.linalg.solve_triangular(
+    a + m.eye(3, dtype=a.dtype, device=a.device) * 3, b, upper=True), [N(2, 3, 3), N(3, 2)],
+    gg=True)
+case("linalg_lu", lambda m, a: (lambda r: (r[0] * 2 + r[1]).sum(-1) + r[2].sum(-2))(
+    m.linalg.lu(a)), [N(2, 3, 3)])
+case("linalg_matrix_exp", lambda m, a: m.linalg.matrix_exp(a * 0.5), [N(2, 3, 3)], gg=True)
 case("log1p", lambda m, a: a.log1p(), [P(3, 4) - 0.4], gg=True)
 case("log1p_small", lambda m, a: m.log1p(a * 1e-4), [N(2, 3)])
 case("expm1", lambda m, a: a.expm1(), [N(3, 4)], gg=True)
