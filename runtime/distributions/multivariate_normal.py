@@ -20,12 +20,14 @@ def _rt() -> Any:
     return runtime
 
 
-def _solve_lower(L: Tensor, b: Tensor) -> Tensor:
+def _solve_lower(L: Tensor, b: Tensor, lower_gradient: bool = True) -> Tensor:
     """``L^-1 b`` for lower-triangular ``L`` broadcast against the matrix ``b``: a general
     solve of ``L.tril()``, so ``L``'s gradient stays lower-triangular (torch's
-    ``solve_triangular``'s)."""
+    ``solve_triangular``'s); ``lower_gradient=False`` solves ``L`` itself (the gradient of
+    torch's ``cholesky_inverse``, which reads the whole matrix)."""
     rt = _rt()
-    L = L.tril()
+    if lower_gradient:
+        L = L.tril()
     batch = rt.broadcast_shapes(tuple(L.shape[:-2]), tuple(b.shape[:-2]))
     return rt.linalg.solve(L.expand(*batch, *L.shape[-2:]), b.expand(*batch, *b.shape[-2:]))
 
@@ -114,7 +116,7 @@ class MultivariateNormal(Distribution):
         rt = _rt()
         L = self._unbroadcasted_scale_tril
         eye = rt.eye(L.shape[-1], dtype=L.dtype, device=L.device)
-        L_inv = _solve_lower(L, eye)
+        L_inv = _solve_lower(L, eye, lower_gradient=False)  # torch's cholesky_inverse
         return (L_inv.mT @ L_inv).expand(*self._batch_shape, *self._event_shape,
                                          *self._event_shape)
 

@@ -38,6 +38,10 @@ MOMENTS = {
                                             rd.Normal(_f64([-2.0, 1.0]), _f64([0.5, 1.0]))),
     "relaxed_bernoulli": lambda: rd.RelaxedBernoulli(_f64(0.5), _f64([0.2, 0.8])),
     "half_normal": lambda: rd.HalfNormal(_f64([0.5, 2.0])),
+    "lowrank_mvn": lambda: rd.LowRankMultivariateNormal(_f64([1.0, -1.0, 0.0]),
+                                                        _f64([[1.0], [0.5], [-0.3]]),
+                                                        _f64([0.5, 1.0, 0.2])),
+    "inverse_gamma": lambda: rd.InverseGamma(_f64([9.0, 12.0]), _f64([2.0, 0.5])),
     "gumbel": lambda: rd.Gumbel(_f64([0.5, -2.0]), _f64([1.0, 3.0])),
     "chi2": lambda: rd.Chi2(_f64([1.0, 7.0])),
     "student_t": lambda: rd.StudentT(_f64([12.0, 30.0]), _f64([0.5, -2.0]), _f64([1.0, 3.0])),
@@ -103,6 +107,9 @@ RSAMPLE = {
                                                         logits=a), [[0.3, -1.2]]),
     "relaxed_onehot": (lambda a: rd.RelaxedOneHotCategorical(
         rt.tensor(0.8, dtype=rt.float64), logits=a), [[0.3, -1.2, 0.5]]),
+    "lowrank_mvn": (lambda a, b, c: rd.LowRankMultivariateNormal(a, b, c.exp()),
+                    [[0.5, -1.0], [[1.0], [0.3]], [0.1, -0.4]]),
+    "logistic_normal": (lambda a, b: rd.LogisticNormal(a, b), [[0.5, -1.0], [1.2, 0.7]]),
     "gamma": (lambda a, b: rd.Gamma(a, b), [[1.5, 3.0], [2.0, 0.5]]),
     "beta": (lambda a, b: rd.Beta(a, b), [[1.5, 3.0], [2.0, 0.5]]),
     "dirichlet": (lambda a: rd.Dirichlet(a), [[1.5, 3.0, 0.8]]),
@@ -110,7 +117,8 @@ RSAMPLE = {
 
 
 @pytest.mark.parametrize("case", ["normal", "uniform", "laplace", "exponential", "lognormal",
-                                  "mvn", "relaxed_bernoulli", "relaxed_onehot"])
+                                  "mvn", "relaxed_bernoulli", "relaxed_onehot", "lowrank_mvn",
+                                  "logistic_normal"])
 def test_rsample_gradcheck(case):
     make, params = RSAMPLE[case]
     inputs = tuple(_f64(p, grad=True) for p in params)

@@ -73,6 +73,10 @@ CASES = {
                                        "rate": np.array([1.5, 0.5, 2.0])}, None),
     "logistic_normal": ("LogisticNormal", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS},
                         None),
+    "lowrank_mvn": ("LowRankMultivariateNormal",
+                    {"loc": np.array([[0.5, -1.0, 0.0], [1.0, 0.0, 2.0]]),
+                     "cov_factor": np.array([[1.0, 0.2], [-0.5, 0.3], [0.1, 0.9]]),
+                     "cov_diag": np.array([0.5, 1.5, 0.8])}, None),
     "negative_binomial": ("NegativeBinomial", {"total_count": np.array([0.5, 3.0, 10.0]),
                                                "logits": np.array([-1.0, 0.0, 2.0])}, None),
 }
@@ -243,3 +247,13 @@ def test_gamma_rsample_gradient_is_the_pathwise_derivative():
     h = 1e-6
     fd = (special.gammaincinv(a + h, level) - special.gammaincinv(a - h, level)) / (2 * h) / b
     np.testing.assert_allclose(_np(g_conc), fd, rtol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["mvn_tril", "mvn_cov", "mvn_prec", "lowrank_mvn"])
+@pytest.mark.parametrize("prop", ["scale_tril", "covariance_matrix", "precision_matrix"])
+def test_mvn_matrices_match_torch(case, prop):
+    d_rt, k_rt, d_t, k_t = _pair(case)
+    got, want = getattr(d_rt, prop), getattr(d_t, prop)
+    assert tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(_np(got), want.detach().numpy(), rtol=1e-9, atol=1e-12)
+    _grads(got * 1.5, k_rt, want * 1.5, k_t)
