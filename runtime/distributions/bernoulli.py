@@ -5,6 +5,9 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+import runtime.nn.functional as F
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -12,18 +15,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
-def _F() -> Any:
-    from ..nn import functional
-
-    return functional
 
 
 def one_of(probs: Any, logits: Any) -> None:
@@ -63,7 +54,6 @@ class Bernoulli(ExponentialFamily):
 
     @property
     def mode(self) -> Tensor:
-        rt = _rt()
         mode = (self.probs >= 0.5).to(self.probs.dtype)
         return rt.where(self.probs == 0.5, float("nan"), mode)
 
@@ -84,7 +74,6 @@ class Bernoulli(ExponentialFamily):
         return self._param.size()
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         with rt.no_grad():
             p = self.probs.expand(*shape)
@@ -95,13 +84,12 @@ class Bernoulli(ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -_F().binary_cross_entropy_with_logits(logits, value, reduction="none")
+        return -F.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self) -> Tensor:
-        return _F().binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        rt = _rt()
         values = rt.arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view(-1, *([1] * len(self._batch_shape)))
         return values.expand(-1, *self._batch_shape) if expand else values

@@ -5,6 +5,8 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,12 +15,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Beta"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Beta(ExponentialFamily):
@@ -32,7 +28,6 @@ class Beta(ExponentialFamily):
 
     def __init__(self, concentration1: Any, concentration0: Any,
                  validate_args: bool | None = None) -> None:
-        rt = _rt()
         if isinstance(concentration1, Number) and isinstance(concentration0, Number):
             pair = rt.tensor([float(concentration1), float(concentration0)])
         else:
@@ -74,7 +69,6 @@ class Beta(ExponentialFamily):
         return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         return self._dirichlet.log_prob(rt.stack([value, 1.0 - value], -1))

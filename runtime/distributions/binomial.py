@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -14,12 +16,6 @@ from .poisson import host
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Binomial"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 def _clamp_by_zero(x: Tensor) -> Tensor:
@@ -87,7 +83,6 @@ class Binomial(Distribution):
                          {"n": host(self.total_count).astype("int64"), "p": host(self.probs)})
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         n = self.total_count
@@ -104,10 +99,9 @@ class Binomial(Distribution):
         if not self.total_count.min().item() == total:
             raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
         log_prob = self.log_prob(self.enumerate_support(False))
-        return -(_rt().exp(log_prob) * log_prob).sum(0)
+        return -(rt.exp(log_prob) * log_prob).sum(0)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        rt = _rt()
         total = int(self.total_count.max().item())
         if not self.total_count.min().item() == total:
             raise NotImplementedError(

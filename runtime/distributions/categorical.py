@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from .. import _dtype as D
 from ..ops.shapes import Size
 from ..tensor import Tensor
@@ -15,17 +17,10 @@ from .utils import lazy_property, logits_to_probs, probs_to_logits
 __all__ = ["Categorical"]
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 def draw_categories(probs: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Category indices of ``shape`` (a sample shape followed by ``probs``' batch shape)
     by the inverse CDF of one uniform draw each: runtime ops only, so a captured step draws
     them in its plan."""
-    rt = _rt()
     n = probs.shape[-1]
     cdf = probs.cumsum(-1)
     cdf = cdf / cdf[..., -1:]
@@ -82,7 +77,7 @@ class Categorical(Distribution):
 
     @property
     def mean(self) -> Tensor:
-        return _rt().full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
+        return rt.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype,
                           device=self.probs.device)
 
     @property
@@ -94,12 +89,10 @@ class Categorical(Distribution):
         return self.mean
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         with rt.no_grad():
             return draw_categories(self.probs, tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         value = value.long().unsqueeze(-1)
@@ -107,12 +100,10 @@ class Categorical(Distribution):
         return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
 
     def entropy(self) -> Tensor:
-        rt = _rt()
         logits = self.logits.clamp(min=rt.finfo(self.logits.dtype).min)
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        rt = _rt()
         values = rt.arange(self._num_events, dtype=D.int64, device=self._param.device)
         values = values.view(-1, *([1] * len(self._batch_shape)))
         return values.expand(-1, *self._batch_shape) if expand else values

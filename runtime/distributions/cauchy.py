@@ -6,6 +6,8 @@ import math
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,12 +15,6 @@ from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Cauchy"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Cauchy(Distribution):
@@ -39,7 +35,7 @@ class Cauchy(Distribution):
 
     @property
     def mean(self) -> Tensor:
-        return _rt().full(self._extended_shape(), float("nan"), dtype=self.loc.dtype,
+        return rt.full(self._extended_shape(), float("nan"), dtype=self.loc.dtype,
                           device=self.loc.device)
 
     @property
@@ -48,11 +44,10 @@ class Cauchy(Distribution):
 
     @property
     def variance(self) -> Tensor:
-        return _rt().full(self._extended_shape(), float("inf"), dtype=self.loc.dtype,
+        return rt.full(self._extended_shape(), float("inf"), dtype=self.loc.dtype,
                           device=self.loc.device)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         u = rt.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + rt.tan(math.pi * (u - 0.5)) * self.scale
@@ -61,15 +56,15 @@ class Cauchy(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         z = (value - self.loc) / self.scale
-        return -math.log(math.pi) - self.scale.log() - _rt().log1p(z ** 2)
+        return -math.log(math.pi) - self.scale.log() - rt.log1p(z ** 2)
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return _rt().atan((value - self.loc) / self.scale) / math.pi + 0.5
+        return rt.atan((value - self.loc) / self.scale) / math.pi + 0.5
 
     def icdf(self, value: Tensor) -> Tensor:
-        return _rt().tan(math.pi * (value - 0.5)) * self.scale + self.loc
+        return rt.tan(math.pi * (value - 0.5)) * self.scale + self.loc
 
     def entropy(self) -> Tensor:
         return math.log(4 * math.pi) + self.scale.log()

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+import runtime as rt
+
 from ..tensor import Tensor
 
 __all__ = [
@@ -19,12 +21,6 @@ __all__ = [
     "positive_definite", "positive_integer", "positive_semidefinite", "real", "real_vector",
     "simplex", "square", "stack", "symmetric", "unit_interval",
 ]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 def _fmt(bound: Any) -> str:
@@ -280,7 +276,6 @@ class _CorrCholesky(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
-        rt = _rt()
         tol = rt.finfo(value.dtype).eps * value.shape[-1] * 10
         row_norm = rt.linalg.vector_norm(value.detach(), dim=-1)
         unit = ((row_norm - 1.0).abs() <= tol).all(-1)
@@ -291,7 +286,6 @@ class _Square(Constraint):
     event_dim = 2
 
     def check(self, value: Tensor) -> Tensor:
-        rt = _rt()
         ok = value.shape[-2] == value.shape[-1]
         return rt.full(tuple(value.shape[:-2]), ok, dtype=rt.bool, device=value.device)
 
@@ -301,7 +295,6 @@ class _Symmetric(_Square):
         square = super().check(value)
         if not bool(square.all()):
             return square
-        rt = _rt()
         close = rt.isclose(value, value.mT, atol=1e-6)
         return _flat_last2(close).all(-1)
 
@@ -315,7 +308,7 @@ class _PositiveSemidefinite(_Symmetric):
         sym = super().check(value)
         if not bool(sym.all()):
             return sym
-        return _rt().tensor((_eigenvalues(value) >= 0).all(-1), device=value.device)
+        return rt.tensor((_eigenvalues(value) >= 0).all(-1), device=value.device)
 
 
 class _PositiveDefinite(_Symmetric):
@@ -323,7 +316,7 @@ class _PositiveDefinite(_Symmetric):
         sym = super().check(value)
         if not bool(sym.all()):
             return sym
-        return _rt().tensor((_eigenvalues(value) > 0).all(-1), device=value.device)
+        return rt.tensor((_eigenvalues(value) > 0).all(-1), device=value.device)
 
 
 class MixtureSameFamilyConstraint(Constraint):
@@ -376,7 +369,6 @@ class _Cat(Constraint):
         return max(c.event_dim for c in self.cseq)
 
     def check(self, value: Tensor) -> Tensor:
-        rt = _rt()
         pieces, start = [], 0
         for constr, length in zip(self.cseq, self.lengths):
             pieces.append(constr.check(value.narrow(self.dim, start, length)))
@@ -401,7 +393,6 @@ class _Stack(Constraint):
         return dim + 1 if self.dim + dim < 0 else dim
 
     def check(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if value.shape[self.dim] != len(self.cseq):
             raise ValueError(f"stack: expected {len(self.cseq)} slices along dim {self.dim}, "
                              f"got {value.shape[self.dim]}")

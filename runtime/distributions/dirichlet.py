@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -11,12 +13,6 @@ from ._gamma import standard_gamma
 from .distribution import ExponentialFamily
 
 __all__ = ["Dirichlet"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Dirichlet(ExponentialFamily):
@@ -39,7 +35,6 @@ class Dirichlet(ExponentialFamily):
         return self._expanded(Dirichlet, batch_shape, _instance, {"concentration": 1})
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         g = standard_gamma(self.concentration.expand(*shape))
         x = g / g.sum(-1, keepdim=True)
@@ -47,7 +42,6 @@ class Dirichlet(ExponentialFamily):
         return x.clamp(min=tiny, max=1 - rt.finfo(x.dtype).eps / 2)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         c = self.concentration
@@ -60,7 +54,6 @@ class Dirichlet(ExponentialFamily):
 
     @property
     def mode(self) -> Tensor:
-        rt = _rt()
         c = self.concentration
         cm1 = (c - 1).clamp(min=0.0)
         mode = cm1 / cm1.sum(-1, keepdim=True)
@@ -76,7 +69,6 @@ class Dirichlet(ExponentialFamily):
         return c * (c0 - c) / (c0.pow(2) * (c0 + 1))
 
     def entropy(self) -> Tensor:
-        rt = _rt()
         c = self.concentration
         k = c.shape[-1]
         a0 = c.sum(-1)

@@ -5,18 +5,14 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
 from .utils import extended_shape, lazy_property
 
 __all__ = ["Distribution"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 def _all_true(valid: Tensor) -> bool:
@@ -132,7 +128,6 @@ class Distribution:
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         """A sample of shape ``sample_shape + batch_shape + event_shape`` (no gradient)."""
-        rt = _rt()
         with rt.no_grad():
             return self.rsample(sample_shape)
 
@@ -161,7 +156,7 @@ class Distribution:
         raise NotImplementedError
 
     def perplexity(self) -> Tensor:
-        return _rt().exp(self.entropy())
+        return rt.exp(self.entropy())
 
     def _extended_shape(self, sample_shape: Any = Size()) -> Size:
         return extended_shape(sample_shape, self._batch_shape, self._event_shape)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -12,12 +14,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Exponential(ExponentialFamily):
@@ -42,7 +38,7 @@ class Exponential(ExponentialFamily):
 
     @property
     def mode(self) -> Tensor:
-        return _rt().zeros_like(self.rate)
+        return rt.zeros_like(self.rate)
 
     @property
     def stddev(self) -> Tensor:
@@ -53,7 +49,6 @@ class Exponential(ExponentialFamily):
         return self.rate.pow(-2)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         u = rt.rand(*shape, dtype=self.rate.dtype, device=self.rate.device)
         return -rt.log1p(-u) / self.rate
@@ -66,10 +61,10 @@ class Exponential(ExponentialFamily):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return 1 - _rt().exp(-self.rate * value)
+        return 1 - rt.exp(-self.rate * value)
 
     def icdf(self, value: Tensor) -> Tensor:
-        return -_rt().log1p(-value) / self.rate
+        return -rt.log1p(-value) / self.rate
 
     def entropy(self) -> Tensor:
         return 1.0 - self.rate.log()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,12 +15,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Gamma(ExponentialFamily):
@@ -55,19 +51,16 @@ class Gamma(ExponentialFamily):
         return self.concentration / self.rate.pow(2)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         value = standard_gamma(self.concentration.expand(*shape)) / self.rate.expand(*shape)
         return value.clamp(min=rt.finfo(value.dtype).tiny)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         return (rt.xlogy(self.concentration, self.rate) + rt.xlogy(self.concentration - 1, value)
                 - self.rate * value - rt.lgamma(self.concentration))
 
     def entropy(self) -> Tensor:
-        rt = _rt()
         c = self.concentration
         return c - self.rate.log() + rt.lgamma(c) + (1.0 - c) * rt.digamma(c)

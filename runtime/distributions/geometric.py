@@ -5,6 +5,9 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+import runtime.nn.functional as F
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,12 +16,6 @@ from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Geometric"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Geometric(Distribution):
@@ -57,7 +54,7 @@ class Geometric(Distribution):
 
     @property
     def mode(self) -> Tensor:
-        return _rt().zeros_like(self.probs)
+        return rt.zeros_like(self.probs)
 
     @property
     def variance(self) -> Tensor:
@@ -72,7 +69,6 @@ class Geometric(Distribution):
         return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         with rt.no_grad():
             p = self.probs
@@ -81,7 +77,6 @@ class Geometric(Distribution):
             return (u.log() / rt.log1p(-p)).floor()
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         value, probs = broadcast_all(value, self.probs)
@@ -89,7 +84,5 @@ class Geometric(Distribution):
         return value * rt.log1p(-probs) + self.probs.log()
 
     def entropy(self) -> Tensor:
-        from ..nn import functional as F
-
         return F.binary_cross_entropy_with_logits(self.logits, self.probs,
                                                   reduction="none") / self.probs

@@ -6,6 +6,8 @@ import math
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..tensor import Tensor
 from . import constraints
 from .transformed_distribution import TransformedDistribution
@@ -18,12 +20,6 @@ __all__ = ["Gumbel"]
 EULER = 0.57721566490153286060
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 class Gumbel(TransformedDistribution):
     """Gumbel distribution of location ``loc`` and ``scale``: ``loc - scale log(-log U)``."""
 
@@ -31,7 +27,6 @@ class Gumbel(TransformedDistribution):
     support = constraints.real
 
     def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None) -> None:
-        rt = _rt()
         self.loc, self.scale = broadcast_all(loc, scale)
         finfo = rt.finfo(self.loc.dtype)
         if isinstance(loc, Number) and isinstance(scale, Number):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import runtime as rt
+
 from ..tensor import Tensor
 from . import constraints
 from .cauchy import Cauchy
@@ -13,12 +15,6 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
 
 __all__ = ["HalfCauchy", "HalfNormal"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class _Half(TransformedDistribution):
@@ -37,7 +33,7 @@ class _Half(TransformedDistribution):
         if self._validate_args:
             self._validate_sample(value)
         lp = self.base_dist.log_prob(value) + math.log(2)
-        return _rt().where(value >= 0, lp, float("-inf"))
+        return rt.where(value >= 0, lp, float("-inf"))
 
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
@@ -68,7 +64,7 @@ class HalfNormal(_Half):
 
     @property
     def mode(self) -> Tensor:
-        return _rt().zeros_like(self.scale)
+        return rt.zeros_like(self.scale)
 
     @property
     def variance(self) -> Tensor:
@@ -88,12 +84,12 @@ class HalfCauchy(_Half):
 
     @property
     def mean(self) -> Tensor:
-        return _rt().full(self._extended_shape(), float("inf"), dtype=self.scale.dtype,
+        return rt.full(self._extended_shape(), float("inf"), dtype=self.scale.dtype,
                           device=self.scale.device)
 
     @property
     def mode(self) -> Tensor:
-        return _rt().zeros_like(self.scale)
+        return rt.zeros_like(self.scale)
 
     @property
     def variance(self) -> Tensor:

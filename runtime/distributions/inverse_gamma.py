@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..tensor import Tensor
 from . import constraints
 from .gamma import Gamma
@@ -11,12 +13,6 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import PowerTransform
 
 __all__ = ["InverseGamma"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class InverseGamma(TransformedDistribution):
@@ -29,7 +25,6 @@ class InverseGamma(TransformedDistribution):
 
     def __init__(self, concentration: Any, rate: Any, validate_args: bool | None = None
                  ) -> None:
-        rt = _rt()
         base = Gamma(concentration, rate, validate_args=validate_args)
         neg_one = -rt.ones((), dtype=base.rate.dtype, device=base.rate.device)
         super().__init__(base, PowerTransform(neg_one), validate_args=validate_args)
@@ -49,7 +44,7 @@ class InverseGamma(TransformedDistribution):
     @property
     def mean(self) -> Tensor:
         c = self.concentration
-        return _rt().where(c > 1, self.rate / (c - 1), float("inf"))
+        return rt.where(c > 1, self.rate / (c - 1), float("inf"))
 
     @property
     def mode(self) -> Tensor:
@@ -59,9 +54,8 @@ class InverseGamma(TransformedDistribution):
     def variance(self) -> Tensor:
         c = self.concentration
         finite = self.rate.pow(2) / ((c - 1).pow(2) * (c - 2))
-        return _rt().where(c > 2, finite, float("inf"))
+        return rt.where(c > 2, finite, float("inf"))
 
     def entropy(self) -> Tensor:
-        rt = _rt()
         c = self.concentration
         return c + self.rate.log() + rt.lgamma(c) - (1 + c) * rt.digamma(c)

@@ -7,6 +7,9 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import runtime as rt
+import runtime.nn.functional as F
+
 from ..tensor import Tensor
 from .bernoulli import Bernoulli
 from .beta import Beta
@@ -35,12 +38,6 @@ __all__ = ["kl_divergence", "register_kl"]
 KLFn = Callable[[Any, Any], Tensor]
 _KL_REGISTRY: dict[tuple[type, type], KLFn] = {}
 _KL_MEMOIZE: dict[tuple[type, type], Any] = {}
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 def register_kl(type_p: type, type_q: type) -> Callable[[KLFn], KLFn]:
@@ -91,11 +88,11 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
 
 
 def _inf_where(mask: Tensor, t: Tensor) -> Tensor:
-    return _rt().where(mask, float("inf"), t)
+    return rt.where(mask, float("inf"), t)
 
 
 def _zero_where(mask: Tensor, t: Tensor) -> Tensor:
-    return _rt().where(mask, 0.0, t)
+    return rt.where(mask, 0.0, t)
 
 
 @register_kl(Normal, Normal)
@@ -120,8 +117,6 @@ def _kl_onehot_onehot(p: OneHotCategorical, q: OneHotCategorical) -> Tensor:
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
-    from ..nn import functional as F
-
     t1 = p.probs * (F.softplus(-q.logits) - F.softplus(-p.logits))
     t1 = _zero_where(p.probs == 0, _inf_where(q.probs == 0, t1))
     t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
@@ -131,7 +126,6 @@ def _kl_bernoulli_bernoulli(p: Bernoulli, q: Bernoulli) -> Tensor:
 
 @register_kl(Beta, Beta)
 def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
-    rt = _rt()
     sum_p = p.concentration1 + p.concentration0
     sum_q = q.concentration1 + q.concentration0
     t1 = rt.lgamma(q.concentration1) + rt.lgamma(q.concentration0) + rt.lgamma(sum_p)
@@ -144,7 +138,6 @@ def _kl_beta_beta(p: Beta, q: Beta) -> Tensor:
 
 @register_kl(Dirichlet, Dirichlet)
 def _kl_dirichlet_dirichlet(p: Dirichlet, q: Dirichlet) -> Tensor:
-    rt = _rt()
     sum_p = p.concentration.sum(-1)
     sum_q = q.concentration.sum(-1)
     t1 = rt.lgamma(sum_p) - rt.lgamma(sum_q)
@@ -162,7 +155,6 @@ def _kl_exponential_exponential(p: Exponential, q: Exponential) -> Tensor:
 
 @register_kl(Gamma, Gamma)
 def _kl_gamma_gamma(p: Gamma, q: Gamma) -> Tensor:
-    rt = _rt()
     t1 = q.concentration * (p.rate / q.rate).log()
     t2 = rt.lgamma(q.concentration) - rt.lgamma(p.concentration)
     t3 = (p.concentration - q.concentration) * rt.digamma(p.concentration)
@@ -193,12 +185,11 @@ def _kl_poisson_poisson(p: Poisson, q: Poisson) -> Tensor:
 
 @register_kl(Geometric, Geometric)
 def _kl_geometric_geometric(p: Geometric, q: Geometric) -> Tensor:
-    return -p.entropy() - _rt().log1p(-q.probs) / p.probs - q.logits
+    return -p.entropy() - rt.log1p(-q.probs) / p.probs - q.logits
 
 
 @register_kl(Binomial, Binomial)
 def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
-    rt = _rt()
     if bool((p.total_count < q.total_count).any()):
         raise NotImplementedError("KL between Binomials where q.total_count > p.total_count "
                                   "is not implemented")
@@ -215,7 +206,6 @@ def _kl_cauchy_cauchy(p: Cauchy, q: Cauchy) -> Tensor:
 
 @register_kl(Gumbel, Gumbel)
 def _kl_gumbel_gumbel(p: Gumbel, q: Gumbel) -> Tensor:
-    rt = _rt()
     ratio = p.scale / q.scale
     q_loc, p_loc = q.loc / q.scale, p.loc / q.scale
     t1 = -ratio.log() - q_loc + p_loc

@@ -5,6 +5,8 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -12,12 +14,6 @@ from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Laplace"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Laplace(Distribution):
@@ -52,7 +48,6 @@ class Laplace(Distribution):
         return (2 ** 0.5) * self.scale
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         eps = rt.finfo(self.loc.dtype).eps
         u = rt.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
@@ -68,11 +63,11 @@ class Laplace(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         d = value - self.loc
-        return 0.5 - 0.5 * d.sign() * _rt().expm1(-d.abs() / self.scale)
+        return 0.5 - 0.5 * d.sign() * rt.expm1(-d.abs() / self.scale)
 
     def icdf(self, value: Tensor) -> Tensor:
         term = value - 0.5
-        return self.loc - self.scale * term.sign() * _rt().log1p(-2 * term.abs())
+        return self.loc - self.scale * term.sign() * rt.log1p(-2 * term.abs())
 
     def entropy(self) -> Tensor:
         return 1 + (2 * self.scale).log()

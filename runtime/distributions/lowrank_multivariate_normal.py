@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -15,21 +17,14 @@ from .utils import lazy_property
 __all__ = ["LowRankMultivariateNormal"]
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 def _plus_identity(K: Tensor) -> Tensor:
-    rt = _rt()
     return K + rt.eye(K.shape[-1], dtype=K.dtype, device=K.device)
 
 
 def capacitance_tril(W: Tensor, D: Tensor) -> Tensor:
     """Cholesky factor of the capacitance ``I + W^T D^-1 W`` (m x m, m the rank)."""
     Wt_Dinv = W.mT / D.unsqueeze(-2)
-    return _rt().linalg.cholesky(_plus_identity(Wt_Dinv @ W))
+    return rt.linalg.cholesky(_plus_identity(Wt_Dinv @ W))
 
 
 class LowRankMultivariateNormal(Distribution):
@@ -45,7 +40,6 @@ class LowRankMultivariateNormal(Distribution):
 
     def __init__(self, loc: Tensor, cov_factor: Tensor, cov_diag: Tensor,
                  validate_args: bool | None = None) -> None:
-        rt = _rt()
         if loc.ndim < 1:
             raise ValueError("loc must be at least one-dimensional.")
         event_shape = tuple(loc.shape[-1:])
@@ -96,7 +90,6 @@ class LowRankMultivariateNormal(Distribution):
 
     @lazy_property
     def scale_tril(self) -> Tensor:
-        rt = _rt()
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         root_d = D.sqrt().unsqueeze(-1)
         scaled = W / root_d                       # D^-1/2 W
@@ -105,19 +98,16 @@ class LowRankMultivariateNormal(Distribution):
 
     @lazy_property
     def covariance_matrix(self) -> Tensor:
-        rt = _rt()
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         return self._full(W @ W.mT + rt.diag_embed(D))
 
     @lazy_property
     def precision_matrix(self) -> Tensor:
-        rt = _rt()
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         A = _solve_lower(self._capacitance_tril, W.mT / D.unsqueeze(-2))
         return self._full(rt.diag_embed(D.reciprocal()) - A.mT @ A)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = tuple(self._extended_shape(sample_shape))
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         eps_w = rt.randn(*shape[:-1], W.shape[-1], dtype=self.loc.dtype, device=self.loc.device)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -11,12 +13,6 @@ from .categorical import Categorical
 from .distribution import Distribution
 
 __all__ = ["MixtureSameFamily"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class MixtureSameFamily(Distribution):
@@ -105,7 +101,6 @@ class MixtureSameFamily(Distribution):
         return (cdf_x * self.mixture_distribution.probs).sum(-1)
 
     def log_prob(self, x: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(x)
         log_prob_x = self.component_distribution.log_prob(self._pad(x))
@@ -113,7 +108,6 @@ class MixtureSameFamily(Distribution):
         return rt.logsumexp(log_prob_x + log_mix, dim=-1)
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         with rt.no_grad():
             sample_shape = Size(tuple(sample_shape))
             gather_dim = len(sample_shape) + len(self.batch_shape)

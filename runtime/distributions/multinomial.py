@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -14,12 +16,6 @@ from .one_hot_categorical import one_hot
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Multinomial(Distribution):
@@ -81,7 +77,6 @@ class Multinomial(Distribution):
         return one_hot(draws, n, self.probs.dtype).sum(0)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
@@ -91,7 +86,6 @@ class Multinomial(Distribution):
         return log_factorial_n - log_factorial_xs + (logits * value).sum(-1)
 
     def entropy(self) -> Tensor:
-        rt = _rt()
         n = rt.tensor(float(self.total_count), dtype=self.probs.dtype)
         support = self._binomial.enumerate_support()
         binomial_probs = self._binomial.log_prob(support).exp()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -14,18 +16,11 @@ from .utils import lazy_property
 __all__ = ["MultivariateNormal"]
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 def _solve_lower(L: Tensor, b: Tensor, lower_gradient: bool = True) -> Tensor:
     """``L^-1 b`` for lower-triangular ``L`` broadcast against the matrix ``b``: a general
     solve of ``L.tril()``, so ``L``'s gradient stays lower-triangular (torch's
     ``solve_triangular``'s); ``lower_gradient=False`` solves ``L`` itself (the gradient of
     torch's ``cholesky_inverse``, which reads the whole matrix)."""
-    rt = _rt()
     if lower_gradient:
         L = L.tril()
     batch = rt.broadcast_shapes(tuple(L.shape[:-2]), tuple(b.shape[:-2]))
@@ -42,7 +37,6 @@ def batch_mahalanobis(L: Tensor, x: Tensor) -> Tensor:
 def precision_to_scale_tril(P: Tensor) -> Tensor:
     """The lower Cholesky factor of ``P^-1``, from the Cholesky factor of ``P`` with rows and
     columns reversed (no explicit inverse of ``P``)."""
-    rt = _rt()
     Lf = rt.linalg.cholesky(rt.flip(P, (-2, -1)))
     L_inv = rt.flip(Lf, (-2, -1)).mT
     eye = rt.eye(P.shape[-1], dtype=P.dtype, device=P.device)
@@ -71,7 +65,6 @@ class MultivariateNormal(Distribution):
     def __init__(self, loc: Tensor, covariance_matrix: Tensor | None = None,
                  precision_matrix: Tensor | None = None, scale_tril: Tensor | None = None,
                  validate_args: bool | None = None) -> None:
-        rt = _rt()
         if loc.ndim < 1:
             raise ValueError("loc must be at least one-dimensional.")
         given = [m is not None for m in (covariance_matrix, scale_tril, precision_matrix)]
@@ -113,7 +106,6 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def precision_matrix(self) -> Tensor:
-        rt = _rt()
         L = self._unbroadcasted_scale_tril
         eye = rt.eye(L.shape[-1], dtype=L.dtype, device=L.device)
         L_inv = _solve_lower(L, eye, lower_gradient=False)  # torch's cholesky_inverse
@@ -134,7 +126,6 @@ class MultivariateNormal(Distribution):
             *self._batch_shape, *self._event_shape)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         eps = rt.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)

@@ -6,6 +6,9 @@ from typing import Any
 
 import numpy as np
 
+import runtime as rt
+import runtime.nn.functional as F
+
 from .. import _dtype as D
 from ..ops.shapes import Size
 from ..tensor import Tensor
@@ -17,12 +20,6 @@ from .poisson import host
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["NegativeBinomial"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class NegativeBinomial(Distribution):
@@ -62,7 +59,7 @@ class NegativeBinomial(Distribution):
 
     @property
     def variance(self) -> Tensor:
-        return self.mean / _rt().sigmoid(-self.logits)
+        return self.mean / rt.sigmoid(-self.logits)
 
     @lazy_property
     def logits(self) -> Tensor:
@@ -85,9 +82,6 @@ class NegativeBinomial(Distribution):
                          {"lam": host(rates)})
 
     def log_prob(self, value: Tensor) -> Tensor:
-        from ..nn import functional as F
-
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         unnormalized = (self.total_count * F.logsigmoid(-self.logits)

@@ -6,6 +6,8 @@ import math
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,12 +15,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Normal"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Normal(ExponentialFamily):
@@ -55,7 +51,7 @@ class Normal(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        eps = _rt().randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = rt.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
     def log_prob(self, value: Tensor) -> Tensor:
@@ -68,11 +64,11 @@ class Normal(ExponentialFamily):
     def cdf(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
-        return 0.5 * (1 + _rt().erf((value - self.loc) * self.scale.reciprocal()
+        return 0.5 * (1 + rt.erf((value - self.loc) * self.scale.reciprocal()
                                     / math.sqrt(2)))
 
     def icdf(self, value: Tensor) -> Tensor:
-        return self.loc + self.scale * _rt().erfinv(2 * value - 1) * math.sqrt(2)
+        return self.loc + self.scale * rt.erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self) -> Tensor:
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()

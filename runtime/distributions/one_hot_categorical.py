@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,15 +15,8 @@ from .distribution import Distribution
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 def one_hot(index: Tensor, n: int, dtype: Any) -> Tensor:
     """``index`` one-hot over ``n`` categories along a new last dimension, of ``dtype``."""
-    rt = _rt()
     return (index.unsqueeze(-1) == rt.arange(n, device=index.device)).to(dtype)
 
 
@@ -92,7 +87,6 @@ class OneHotCategorical(Distribution):
         return self._categorical.entropy()
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        rt = _rt()
         n = self._event_shape[0]
         values = rt.eye(n, dtype=self._param.dtype, device=self._param.device)
         values = values.view(n, *([1] * len(self._batch_shape)), n)

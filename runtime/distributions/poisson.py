@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -15,12 +17,6 @@ from .distribution import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 def host(t: Tensor) -> np.ndarray:
@@ -60,7 +56,6 @@ class Poisson(ExponentialFamily):
                          {"lam": host(self.rate)})
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)

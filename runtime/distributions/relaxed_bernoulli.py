@@ -5,6 +5,9 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+import runtime.nn.functional as F
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -15,12 +18,6 @@ from .transforms import SigmoidTransform
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class LogitRelaxedBernoulli(Distribution):
@@ -62,15 +59,12 @@ class LogitRelaxedBernoulli(Distribution):
         return self._param.size()
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         probs = clamp_probs(self.probs.expand(*shape))
         u = clamp_probs(rt.rand(*shape, dtype=probs.dtype, device=probs.device))
         return (u.log() - rt.log1p(-u) + probs.log() - rt.log1p(-probs)) / self.temperature
 
     def log_prob(self, value: Tensor) -> Tensor:
-        from ..nn import functional as F
-
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -14,12 +16,6 @@ from .transforms import ExpTransform
 from .utils import broadcast_all, clamp_probs
 
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class ExpRelaxedCategorical(Distribution):
@@ -60,7 +56,6 @@ class ExpRelaxedCategorical(Distribution):
         return self._categorical.probs
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         u = clamp_probs(rt.rand(*shape, dtype=self.logits.dtype, device=self.logits.device))
         gumbels = -((-(u.log())).log())
@@ -68,7 +63,6 @@ class ExpRelaxedCategorical(Distribution):
         return scores - scores.logsumexp(dim=-1, keepdim=True)
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         k = self._categorical._num_events
         if self._validate_args:
             self._validate_sample(value)

@@ -6,6 +6,8 @@ import math
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -14,12 +16,6 @@ from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["StudentT"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class StudentT(Distribution):
@@ -46,7 +42,7 @@ class StudentT(Distribution):
 
     @property
     def mean(self) -> Tensor:
-        return _rt().where(self.df > 1, self.loc, float("nan"))
+        return rt.where(self.df > 1, self.loc, float("nan"))
 
     @property
     def mode(self) -> Tensor:
@@ -54,20 +50,17 @@ class StudentT(Distribution):
 
     @property
     def variance(self) -> Tensor:
-        rt = _rt()
         df = self.df
         finite = self.scale.pow(2) * df / (df - 2)
         return rt.where(df > 2, finite, rt.where(df > 1, float("inf"), float("nan")))
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        rt = _rt()
         shape = self._extended_shape(sample_shape)
         x = rt.randn(*shape, dtype=self.df.dtype, device=self.df.device)
         z = self._chi2.rsample(sample_shape)
         return self.loc + self.scale * x * (z / self.df).rsqrt()
 
     def log_prob(self, value: Tensor) -> Tensor:
-        rt = _rt()
         if self._validate_args:
             self._validate_sample(value)
         y = (value - self.loc) / self.scale
@@ -76,7 +69,6 @@ class StudentT(Distribution):
         return -0.5 * (self.df + 1.0) * rt.log1p(y ** 2.0 / self.df) - z
 
     def entropy(self) -> Tensor:
-        rt = _rt()
         df = self.df
         lbeta = rt.lgamma(0.5 * df) + math.lgamma(0.5) - rt.lgamma(0.5 * (df + 1))
         return (self.scale.log() + 0.5 * (df + 1) * (rt.digamma(0.5 * (df + 1))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -13,12 +15,6 @@ from .transforms import ComposeTransform, Transform
 from .utils import sum_rightmost
 
 __all__ = ["TransformedDistribution"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class TransformedDistribution(Distribution):
@@ -86,7 +82,7 @@ class TransformedDistribution(Distribution):
         return self.base_dist.has_rsample
 
     def sample(self, sample_shape: Any = Size()) -> Tensor:
-        with _rt().no_grad():
+        with rt.no_grad():
             x = self.base_dist.sample(sample_shape)
             for t in self.transforms:
                 x = t(x)

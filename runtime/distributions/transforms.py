@@ -8,6 +8,9 @@ import numbers
 import weakref
 from typing import Any
 
+import runtime as rt
+import runtime.nn.functional as F
+
 from ..tensor import Tensor
 from . import constraints
 from .utils import sum_rightmost
@@ -17,18 +20,6 @@ __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform"
            "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
            "identity_transform"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
-def _F() -> Any:
-    from ..nn import functional
-
-    return functional
 
 
 class Transform:
@@ -242,7 +233,7 @@ class ComposeTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         if not self.parts:
-            return _rt().zeros_like(x)
+            return rt.zeros_like(x)
         xs = [x]
         for part in self.parts[:-1]:
             xs.append(part(xs[-1]))
@@ -336,15 +327,15 @@ class PowerTransform(Transform):
         return (self.exponent * y / x).abs().log()
 
     def forward_shape(self, shape: Any) -> Any:
-        return _rt().broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
+        return rt.broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
 
     def inverse_shape(self, shape: Any) -> Any:
-        return _rt().broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
+        return rt.broadcast_shapes(tuple(shape), tuple(self.exponent.shape))
 
 
 def _clipped_sigmoid(x: Tensor) -> Tensor:
-    finfo = _rt().finfo(x.dtype)
-    return _rt().sigmoid(x).clamp(min=finfo.tiny, max=1.0 - finfo.eps)
+    finfo = rt.finfo(x.dtype)
+    return rt.sigmoid(x).clamp(min=finfo.tiny, max=1.0 - finfo.eps)
 
 
 class SigmoidTransform(Transform):
@@ -364,12 +355,11 @@ class SigmoidTransform(Transform):
         return _clipped_sigmoid(x)
 
     def _inverse(self, y: Tensor) -> Tensor:
-        finfo = _rt().finfo(y.dtype)
+        finfo = rt.finfo(y.dtype)
         y = y.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
-        return y.log() - _rt().log1p(-y)
+        return y.log() - rt.log1p(-y)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        F = _F()
         return -F.softplus(-x) - F.softplus(x)
 
 
@@ -390,11 +380,11 @@ class TanhTransform(Transform):
         return x.tanh()
 
     def _inverse(self, y: Tensor) -> Tensor:
-        return _rt().atanh(y)
+        return rt.atanh(y)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         # log(1 - tanh(x)^2) written stably: 2 (log 2 - x - softplus(-2x))
-        return 2.0 * (math.log(2.0) - x - _F().softplus(-2.0 * x))
+        return 2.0 * (math.log(2.0) - x - F.softplus(-2.0 * x))
 
 
 class AbsTransform(Transform):
@@ -465,7 +455,6 @@ class AffineTransform(Transform):
         return (y - self.loc) / self.scale
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        rt = _rt()
         shape = tuple(x.shape)
         if isinstance(self.scale, numbers.Real):
             result = rt.full_like(x, math.log(abs(self.scale)))
@@ -477,7 +466,7 @@ class AffineTransform(Transform):
         return result.expand(*shape)
 
     def forward_shape(self, shape: Any) -> Any:
-        return _rt().broadcast_shapes(tuple(shape), tuple(getattr(self.loc, "shape", ())),
+        return rt.broadcast_shapes(tuple(shape), tuple(getattr(self.loc, "shape", ())),
                                       tuple(getattr(self.scale, "shape", ())))
 
     def inverse_shape(self, shape: Any) -> Any:
@@ -506,13 +495,13 @@ class SoftplusTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
-        return _F().softplus(x)
+        return F.softplus(x)
 
     def _inverse(self, y: Tensor) -> Tensor:
-        return (-_rt().expm1(-y)).log() + y  # log(exp(y) - 1) without overflow
+        return (-rt.expm1(-y)).log() + y  # log(exp(y) - 1) without overflow
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
-        return -_F().softplus(-x)
+        return -F.softplus(-x)
 
 
 def _needs_a_dimension(shape: Any) -> None:
@@ -533,7 +522,7 @@ class SoftmaxTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
-        return _rt().softmax(x, dim=-1)
+        return rt.softmax(x, dim=-1)
 
     def _inverse(self, y: Tensor) -> Tensor:
         return y.log()
@@ -549,7 +538,7 @@ class SoftmaxTransform(Transform):
 
 def _stick_offsets(n: int, like: Tensor) -> Tensor:
     """log(n), log(n - 1), ..., log(1): shifts that make x = 0 break the stick evenly."""
-    return _rt().arange(n, 0, -1, dtype=like.dtype, device=like.device).log()
+    return rt.arange(n, 0, -1, dtype=like.dtype, device=like.device).log()
 
 
 class StickBreakingTransform(Transform):
@@ -566,21 +555,18 @@ class StickBreakingTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x: Tensor) -> Tensor:
-        rt = _rt()
-        F = _F()
         z = _clipped_sigmoid(x - _stick_offsets(x.shape[-1], x))
         left = rt.cumprod(1 - z, -1)
         return F.pad(z, (0, 1), value=1.0) * F.pad(left, (1, 0), value=1.0)
 
     def _inverse(self, y: Tensor) -> Tensor:
-        rt = _rt()
         y_crop = y[..., :-1]
         left = (1 - y_crop.cumsum(-1)).clamp(min=rt.finfo(y.dtype).tiny)
         return y_crop.log() - left.log() + _stick_offsets(y_crop.shape[-1], y)
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         x = x - _stick_offsets(x.shape[-1], x)
-        return (-x + _F().logsigmoid(x) + y[..., :-1].log()).sum(-1)
+        return (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
 
     def forward_shape(self, shape: Any) -> Any:
         _needs_a_dimension(shape)
@@ -594,7 +580,7 @@ class StickBreakingTransform(Transform):
 def _with_diagonal(m: Tensor, fn: str) -> Tensor:
     """``m``'s strictly lower triangle plus ``fn`` (exp or log) of its diagonal."""
     diag = getattr(m.diagonal(dim1=-2, dim2=-1), fn)()
-    return m.tril(-1) + _rt().diag_embed(diag)
+    return m.tril(-1) + rt.diag_embed(diag)
 
 
 class LowerCholeskyTransform(Transform):
@@ -632,7 +618,7 @@ class PositiveDefiniteTransform(Transform):
         return L @ L.mT
 
     def _inverse(self, y: Tensor) -> Tensor:
-        return _with_diagonal(_rt().linalg.cholesky(y), "log")
+        return _with_diagonal(rt.linalg.cholesky(y), "log")
 
 
 class IndependentTransform(Transform):
@@ -730,7 +716,7 @@ class ReshapeTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         batch = tuple(x.shape[:x.ndim - len(self.in_shape)])
-        return _rt().zeros(batch, dtype=x.dtype, device=x.device)
+        return rt.zeros(batch, dtype=x.dtype, device=x.device)
 
     def forward_shape(self, shape: Any) -> Any:
         return self._swap(shape, self.in_shape, self.out_shape, "forward")

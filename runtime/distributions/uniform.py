@@ -5,6 +5,8 @@ from __future__ import annotations
 from numbers import Number
 from typing import Any
 
+import runtime as rt
+
 from ..ops.shapes import Size
 from ..tensor import Tensor
 from . import constraints
@@ -12,12 +14,6 @@ from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Uniform"]
-
-
-def _rt() -> Any:
-    import runtime
-
-    return runtime
 
 
 class Uniform(Distribution):
@@ -60,7 +56,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        u = _rt().rand(*shape, dtype=self.low.dtype, device=self.low.device)
+        u = rt.rand(*shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -6,6 +6,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import runtime as rt
+
 from .. import _dtype as D
 from ..ops.shapes import Size
 from ..tensor import Tensor
@@ -14,16 +16,9 @@ __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
            "probs_to_logits", "sum_rightmost"]
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
     """Tensors and numbers broadcast to one shape; numbers become tensors of the first
     tensor's dtype and device (the default float dtype where there is none)."""
-    rt = _rt()
     if not all(isinstance(v, (Tensor, numbers.Number)) for v in values):
         raise ValueError("Input arguments must all be instances of numbers.Number, "
                          "torch.Tensor or objects implementing __torch_function__.")
@@ -38,21 +33,19 @@ def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
 
 def clamp_probs(probs: Tensor) -> Tensor:
     """Probabilities kept inside (eps, 1 - eps) of their dtype."""
-    eps = _rt().finfo(probs.dtype).eps
+    eps = rt.finfo(probs.dtype).eps
     return probs.clamp(min=eps, max=1 - eps)
 
 
 def logits_to_probs(logits: Tensor, is_binary: bool = False) -> Tensor:
     """Probabilities of logits: sigmoid for a binary variable, else softmax over the last
     dimension."""
-    rt = _rt()
     return rt.sigmoid(logits) if is_binary else rt.softmax(logits, dim=-1)
 
 
 def probs_to_logits(probs: Tensor, is_binary: bool = False) -> Tensor:
     """Logits of probabilities (clamped inside (eps, 1 - eps) first): log-odds for a binary
     variable, else log-probabilities."""
-    rt = _rt()
     p = clamp_probs(probs)
     return rt.log(p) - rt.log1p(-p) if is_binary else rt.log(p)
 
@@ -74,7 +67,7 @@ def extended_shape(sample_shape: Any, *shapes: tuple[int, ...]) -> Size:
 
 def float_dtype(t: Tensor) -> D.DType:
     """``t``'s dtype where it is floating, else the default float dtype."""
-    return t.dtype if t.dtype.is_floating_point else _rt().get_default_dtype()
+    return t.dtype if t.dtype.is_floating_point else rt.get_default_dtype()
 
 
 class lazy_property:  # noqa: N801 - torch's name

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import runtime as rt
+
 from ..tensor import Tensor
 from . import constraints
 from .exponential import Exponential
@@ -15,12 +17,6 @@ from .utils import broadcast_all
 __all__ = ["Weibull"]
 
 
-def _rt() -> Any:
-    import runtime
-
-    return runtime
-
-
 class Weibull(TransformedDistribution):
     """Weibull of ``scale`` and shape ``concentration``: ``scale E^(1/concentration)``,
     E ~ Exponential(1)."""
@@ -30,7 +26,6 @@ class Weibull(TransformedDistribution):
 
     def __init__(self, scale: Any, concentration: Any, validate_args: bool | None = None
                  ) -> None:
-        rt = _rt()
         self.scale, self.concentration = broadcast_all(scale, concentration)
         self.concentration_reciprocal = self.concentration.reciprocal()
         base = Exponential(rt.ones_like(self.scale), validate_args=validate_args)
@@ -52,7 +47,7 @@ class Weibull(TransformedDistribution):
 
     @property
     def mean(self) -> Tensor:
-        return self.scale * _rt().lgamma(1 + self.concentration_reciprocal).exp()
+        return self.scale * rt.lgamma(1 + self.concentration_reciprocal).exp()
 
     @property
     def mode(self) -> Tensor:
@@ -61,7 +56,6 @@ class Weibull(TransformedDistribution):
 
     @property
     def variance(self) -> Tensor:
-        rt = _rt()
         r = self.concentration_reciprocal
         return self.scale.pow(2) * (rt.lgamma(1 + 2 * r).exp() - (2 * rt.lgamma(1 + r)).exp())
 
