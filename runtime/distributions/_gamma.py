@@ -114,9 +114,9 @@ def standard_gamma(alpha: Tensor) -> Tensor:
     ``_standard_gamma``); drawn on the host, so a captured step runs it eagerly."""
     if active_tracer() is not None:
         raise GraphBreak("a Gamma draw inside a captured step")
-    if not alpha.dtype.is_floating_point:
-        raise RuntimeError(f"_standard_gamma: expected a floating point tensor, got "
-                           f"{alpha.dtype}")
+    if alpha.dtype not in (D.float32, D.float64):  # torch's CPU kernel has no other
+        raise NotImplementedError(
+            f"\"gamma_cpu\" not implemented for '{D.scalar_type_name(alpha.dtype)}'")
     return _StandardGamma.apply(alpha)
 
 

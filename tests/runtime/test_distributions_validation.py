@@ -179,3 +179,16 @@ def test_constraints_reprs_and_checks_match_torch():
     assert rc.independent(rc.real, 2).event_dim == 2
     with pytest.raises(ValueError, match="Cannot determine validity of dependent constraint"):
         rc.dependent.check(rt.tensor(1.0))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("make", [lambda L, M, dt: M.Gamma(L.ones(2, dtype=dt), 1.0),
+                                  lambda L, M, dt: M.Dirichlet(L.ones(2, dtype=dt)),
+                                  lambda L, M, dt: M.Beta(L.ones(2, dtype=dt), 2.0)])
+def test_gamma_draws_of_half_precision_raise_torchs_error(dtype, make):
+    def draw(lib, mod):
+        return make(lib, mod, getattr(lib, dtype)).sample()
+
+    want, got = _error(lambda: draw(torch, td)), _error(lambda: draw(rt, rd))
+    assert type(want) is NotImplementedError
+    assert type(got) is type(want) and str(got) == str(want)
