@@ -668,6 +668,214 @@ def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     return F.getitem(Q, (Ellipsis, slice(None), slice(0, A.shape[-1])))
 
 
+# ---- LDL^T (Bunch-Kaufman) -------------------------------------------------------------------
+
+LDLFactorResult = namedtuple("LDLFactorResult", ["LD", "pivots"])
+LDLFactorExResult = namedtuple("LDLFactorExResult", ["LD", "pivots", "info"])
+
+_BUNCH_KAUFMAN_ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
+
+
+def _sytf2_pivot(a: np.ndarray, k: int) -> tuple[int, int]:
+    """Bunch-Kaufman's choice at column k of the (lower) working matrix: the row to swap in
+    and the block size (1 or 2), or (-1, 1) for a zero column (LAPACK sytf2)."""
+    n = a.shape[0]
+    absakk = abs(a[k, k])
+    imax, colmax = k, 0.0
+    if k < n - 1:
+        imax = k + 1 + int(np.argmax(np.abs(a[k + 1:, k])))
+        colmax = abs(a[imax, k])
+    if max(absakk, colmax) == 0 or np.isnan(absakk):
+        return -1, 1
+    if absakk >= _BUNCH_KAUFMAN_ALPHA * colmax:
+        return k, 1
+    rowmax = float(np.abs(a[imax, k:imax]).max())
+    if imax < n - 1:
+        rowmax = max(rowmax, float(np.abs(a[imax + 1:, imax]).max()))
+    if absakk >= _BUNCH_KAUFMAN_ALPHA * colmax * (colmax / rowmax):
+        return k, 1
+    if abs(a[imax, imax]) >= _BUNCH_KAUFMAN_ALPHA * rowmax:
+        return imax, 1
+    return imax, 2
+
+
+def _sytf2_swap(a: np.ndarray, k: int, kk: int, kp: int, kstep: int) -> None:
+    """Rows and columns kk and kp of the trailing lower triangle interchanged."""
+    a[kp + 1:, [kk, kp]] = a[kp + 1:, [kp, kk]]
+    between = a[kk + 1:kp, kk].copy()
+    a[kk + 1:kp, kk] = a[kp, kk + 1:kp]
+    a[kp, kk + 1:kp] = between
+    a[kk, kk], a[kp, kp] = a[kp, kp], a[kk, kk]
+    if kstep == 2:
+        a[k + 1, k], a[kp, k] = a[kp, k], a[k + 1, k]
+
+
+def _sytf2(m: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """LAPACK sytf2's lower Bunch-Kaufman factorization P A P^T = L D L^T of one symmetric
+    matrix (its lower triangle read): L below D's 1x1 and 2x2 blocks, the 1-based pivots
+    (negative for a 2x2 block), info (the first zero 1x1 pivot, 0 if none)."""
+    a = np.tril(m).astype(np.float64)
+    n = a.shape[0]
+    pivots = np.zeros(n, np.int32)
+    info, k = 0, 0
+    while k < n:
+        kp, kstep = _sytf2_pivot(a, k)
+        if kp < 0:
+            info = info or k + 1
+            pivots[k] = k + 1
+            k += 1
+            continue
+        if kp != k + kstep - 1:
+            _sytf2_swap(a, k, k + kstep - 1, kp, kstep)
+        if kstep == 1:
+            d11 = 1.0 / a[k, k]
+            x = a[k + 1:, k].copy()
+            a[k + 1:, k + 1:] -= np.tril(np.outer(x, x * d11))
+            a[k + 1:, k] = x * d11
+            pivots[k] = kp + 1
+        else:
+            if k < n - 2:
+                d21 = a[k + 1, k]
+                d11, d22 = a[k + 1, k + 1] / d21, a[k, k] / d21
+                d21 = 1.0 / (d11 * d22 - 1.0) / d21
+                ck, ck1 = a[k + 2:, k].copy(), a[k + 2:, k + 1].copy()
+                wk, wkp1 = d21 * (d11 * ck - ck1), d21 * (d22 * ck1 - ck)
+                a[k + 2:, k + 2:] -= np.tril(np.outer(ck, wk) + np.outer(ck1, wkp1))
+                a[k + 2:, k], a[k + 2:, k + 1] = wk, wkp1
+            pivots[k] = pivots[k + 1] = -(kp + 1)
+        k += kstep
+    return a.astype(m.dtype), pivots, info
+
+
+def _sytrs(ld: np.ndarray, pivots: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """LAPACK sytrs (lower): X with A X = B from sytf2's factors, by L D (then L^T) solved
+    with the pivots' interchanges in turn."""
+    x = b.astype(np.float64, copy=True)
+    n = ld.shape[0]
+    k = 0
+    while k < n:  # L D Y = P B
+        if pivots[k] > 0:
+            kp = pivots[k] - 1
+            x[[k, kp]] = x[[kp, k]]
+            x[k + 1:] -= np.outer(ld[k + 1:, k], x[k])
+            x[k] /= ld[k, k]
+            k += 1
+            continue
+        kp = -pivots[k] - 1
+        x[[k + 1, kp]] = x[[kp, k + 1]]
+        x[k + 2:] -= np.outer(ld[k + 2:, k], x[k]) + np.outer(ld[k + 2:, k + 1], x[k + 1])
+        akm1k = ld[k + 1, k]
+        akm1, ak = ld[k, k] / akm1k, ld[k + 1, k + 1] / akm1k
+        denom = akm1 * ak - 1.0
+        bkm1, bk = x[k] / akm1k, x[k + 1] / akm1k
+        x[k], x[k + 1] = (ak * bkm1 - bk) / denom, (akm1 * bk - bkm1) / denom
+        k += 2
+    k = n - 1
+    while k >= 0:  # L^T P^T X = Y
+        if pivots[k] > 0:
+            x[k] -= ld[k + 1:, k] @ x[k + 1:]
+            kp = pivots[k] - 1
+            x[[k, kp]] = x[[kp, k]]
+            k -= 1
+            continue
+        x[k] -= ld[k + 1:, k] @ x[k + 1:]
+        x[k - 1] -= ld[k + 1:, k - 1] @ x[k + 1:]
+        kp = -pivots[k] - 1
+        x[[k, kp]] = x[[kp, k]]
+        k -= 2
+    return x.astype(b.dtype)
+
+
+def _check_ldl(A: Tensor, name: str) -> None:
+    if A.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if not A.dtype.is_floating_point or A.dtype in (D.float16, D.bfloat16):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{D.scalar_type_name(A.dtype)}")
+
+
+@takes_out_each("linalg_ldl_factor_ex")
+def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = False
+                  ) -> LDLFactorExResult:
+    """LAPACK sytrf's Bunch-Kaufman LDL^T of symmetric A (its lower triangle read): L and D
+    packed (D's 1x1 and 2x2 blocks on and beside the diagonal), 1-based int32 pivots (a 2x2
+    block's pair negative) and info (the first exactly zero pivot of D). Real: ``hermitian``
+    changes nothing. No derivative, as PyTorch's."""
+    from .ops.composite import no_derivative
+
+    _check_ldl(A, "torch.linalg.ldl_factor_ex")
+    values = _host_values(A, "ldl_factor")
+    batch = values.shape[:-2]
+    ld, pivots = np.empty_like(values), np.empty(values.shape[:-1], np.int32)
+    infos = np.zeros(batch, np.int32)
+    for index in np.ndindex(*batch):
+        ld[index], pivots[index], infos[index] = _sytf2(values[index])
+    info = Tensor(infos, device=A.device)
+    if check_errors:
+        _raise_at_info(info, _ldl_singular, "torch.linalg.ldl_factor_ex", RuntimeError)
+    packed = no_derivative(Tensor(ld, device=A.device), (A,), RuntimeError,
+                           "derivative for aten::linalg_ldl_factor_ex is not implemented")
+    return LDLFactorExResult(packed, Tensor(pivots, device=A.device), info)
+
+
+def _ldl_singular(k: int) -> str:
+    return (f"D[{k},{k}] is zero and using it on ldl_solve would result in a division by zero. "
+            f"If you still want to perform the factorization, consider calling "
+            f"linalg.ldl_factor_ex(A)")
+
+
+@takes_out_each("linalg_ldl_factor")
+def ldl_factor(A: Tensor, *, hermitian: bool = False) -> LDLFactorResult:
+    """``ldl_factor_ex``'s factors and pivots; an exactly singular D is an error (PyTorch
+    2.13's is an internal assertion)."""
+    LD, pivots, info = ldl_factor_ex(A, hermitian=hermitian)  # noqa: N806
+    _raise_at_info(info, _ldl_singular, "torch.linalg.ldl_factor", RuntimeError)
+    return LDLFactorResult(LD, pivots)
+
+
+@takes_out(check=same_out_dtype, name="linalg_ldl_solve")
+def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False  # noqa: N803
+              ) -> Tensor:
+    """X with A X = B from ``ldl_factor``'s LD and pivots (LAPACK sytrs), batch axes
+    broadcast. No derivative, as PyTorch's."""
+    from .ops.composite import no_derivative
+
+    if B.dtype is not LD.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{D.scalar_type_name(B.dtype)} and A of type "
+                           f"{D.scalar_type_name(LD.dtype)} instead.")
+    if B.ndim < 2:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{B.ndim}, "
+                         f"{B.ndim - 1}], but got -2)")
+    _check_ldl(LD, "torch.linalg.ldl_solve")
+    if pivots.dtype.is_floating_point or pivots.dtype is D.bool_:
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected pivots to be integers. Got "
+                           f"{D.scalar_type_name(pivots.dtype)}")
+    if tuple(pivots.shape) != tuple(LD.shape[:-1]):
+        raise RuntimeError(f"torch.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape "
+                           f"to be the same, but got pivots with shape {list(pivots.shape)} "
+                           f"instead")
+    n = LD.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A "
+                           f"matrix is {n} by {n} but each b matrix is {B.shape[-2]} by "
+                           f"{B.shape[-1]}")
+    ld, piv = _host_values(LD, "ldl_solve"), _host_values(pivots, "ldl_solve")
+    b = _host_values(B, "ldl_solve")
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    ld = np.broadcast_to(ld, (*batch, n, n))
+    piv = np.broadcast_to(piv, (*batch, n))
+    b = np.broadcast_to(b, (*batch, *b.shape[-2:]))
+    x = np.empty(b.shape, b.dtype)
+    for index in np.ndindex(*batch):
+        x[index] = _sytrs(ld[index], piv[index], b[index])
+    return no_derivative(Tensor(x, device=B.device), (LD, B), RuntimeError,
+                         "derivative for aten::linalg_ldl_solve is not implemented")
+
+
 # ---- tensors as matrices, Vandermonde, aliases -----------------------------------------------
 
 @takes_out(check=same_out_dtype, name="linalg_tensorinv")
@@ -1125,7 +1333,8 @@ Tensor.lstsq = _lstsq_method_removed  # type: ignore[attr-defined]
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
-           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve",
+           "lstsq", "lu",
            "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
            "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
            "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander",
