@@ -109,14 +109,15 @@ class _StandardGamma(Function):
         return grad * local
 
 
-def standard_gamma(alpha: Tensor) -> Tensor:
+def standard_gamma(alpha: Tensor, kernel: str = "gamma_cpu") -> Tensor:
     """Gamma(alpha, 1) draws with reparameterized gradients in ``alpha`` (torch's
-    ``_standard_gamma``); drawn on the host, so a captured step runs it eagerly."""
+    ``_standard_gamma``); drawn on the host, so a captured step runs it eagerly. ``kernel``
+    names torch's kernel in the error for a dtype it lacks ("dirichlet" for Dirichlet's)."""
     if active_tracer() is not None:
         raise GraphBreak("a Gamma draw inside a captured step")
     if alpha.dtype not in (D.float32, D.float64):  # torch's CPU kernel has no other
         raise NotImplementedError(
-            f"\"gamma_cpu\" not implemented for '{D.scalar_type_name(alpha.dtype)}'")
+            f"\"{kernel}\" not implemented for '{D.scalar_type_name(alpha.dtype)}'")
     return _StandardGamma.apply(alpha)
 
 

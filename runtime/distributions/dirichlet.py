@@ -36,7 +36,7 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        g = standard_gamma(self.concentration.expand(*shape))
+        g = standard_gamma(self.concentration.expand(*shape), kernel="dirichlet")
         x = g / g.sum(-1, keepdim=True)
         tiny = rt.finfo(x.dtype).tiny
         return x.clamp(min=tiny, max=1 - rt.finfo(x.dtype).eps / 2)
