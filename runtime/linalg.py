@@ -381,7 +381,7 @@ def _lu_info(lu: Tensor) -> Tensor:
     diag = _diagonal(lu, 0, -2, -1)
     zero = F.cast(F.eq(diag, 0), D.int32)
     if diag.shape[-1] == 0:
-        return F.sum(zero, -1)
+        return F.cast(F.sum(zero, -1), D.int32)
     first = F.add(F.cast(F.argmax(zero, -1), D.int32), 1)
     return F.cast(F.mul(first, F.amax(zero, -1)), D.int32)
 
@@ -581,6 +581,15 @@ def _potf2(a: np.ndarray) -> tuple[np.ndarray, int]:
     return out, 0
 
 
+def _positive_definite(values: np.ndarray) -> bool:
+    """Whether every matrix has a Cholesky factor (LAPACK's, without a NaN)."""
+    try:
+        with np.errstate(invalid="ignore"):
+            return not np.isnan(np.linalg.cholesky(values)).any()
+    except np.linalg.LinAlgError:
+        return False
+
+
 @takes_out_each("linalg_cholesky_ex")
 def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False
                 ) -> CholeskyExResult:
@@ -592,8 +601,9 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False
     batch = values.shape[:-2]
     factors = np.empty_like(values)
     infos = np.zeros(batch, np.int32)
-    for index in np.ndindex(*batch):
-        factors[index], infos[index] = _potf2(values[index])
+    if not _positive_definite(values):  # LAPACK's partial factors, one matrix at a time
+        for index in np.ndindex(*batch):
+            factors[index], infos[index] = _potf2(values[index])
     info = Tensor(infos, device=A.device)
     if check_errors:
         _raise_at_info(info, lambda k: f"The factorization could not be completed because the "
@@ -1119,7 +1129,7 @@ def _geqrf_host(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     out = np.array(a, dtype=np.float64, copy=True)
     m, n = out.shape[-2:]
     k = min(m, n)
-    flat = out.reshape(-1, m, n)
+    flat = out.reshape(math.prod(out.shape[:-2]), m, n)
     tau = np.zeros((flat.shape[0], k))
     for j in range(k):
         alpha = flat[:, j, j].copy()

@@ -563,8 +563,9 @@ def _getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     m, n = lu.shape[-2:]
     k = min(m, n)
     pivots = np.zeros((*lu.shape[:-2], k), np.int64)
-    flat = lu.reshape(-1, m, n)
-    piv_flat = pivots.reshape(-1, k)
+    count = math.prod(lu.shape[:-2])
+    flat = lu.reshape(count, m, n)
+    piv_flat = pivots.reshape(count, k)
     rows = np.arange(flat.shape[0])
     with np.errstate(divide="ignore", invalid="ignore"):
         for j in range(k):
@@ -688,7 +689,7 @@ def _permutation_impl(xp: Any, pivots: Any, rows: int) -> Any:
     pivot i, in turn), in the pivots' (float) dtype."""
     def host(piv: np.ndarray) -> np.ndarray:
         batch = piv.shape[:-1]
-        flat = piv.reshape(-1, piv.shape[-1]).astype(np.int64) - 1
+        flat = piv.reshape(math.prod(batch), piv.shape[-1]).astype(np.int64) - 1
         perm = np.tile(np.arange(rows), (flat.shape[0], 1))
         at = np.arange(flat.shape[0])
         for i in range(flat.shape[1]):

@@ -618,3 +618,30 @@ def test_ldl_batches_info_and_no_derivative() -> None:
 ])
 def test_ldl_errors(call: Callable[[Any], Any]) -> None:
     _same_error(call)
+
+
+@pytest.mark.parametrize(("call", "shapes"), [
+    (lambda m, a: m.linalg.lu_factor_ex(a), [(0, 0)]),
+    (lambda m, a: m.linalg.lu_factor_ex(a), [(2, 0, 3)]),
+    (lambda m, a: m.linalg.lu_factor_ex(a), [(0, 3, 3)]),
+    (lambda m, a: m.linalg.lu(a), [(3, 0)]),
+    (lambda m, a: m.linalg.lu(a), [(0, 3)]),
+    (lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True), [(0, 0), (0, 2)]),
+    (lambda m, a, b: m.linalg.solve_triangular(a, b, upper=True), [(3, 3), (3, 0)]),
+    (lambda m, a: m.linalg.matrix_exp(a), [(0, 3, 3)]),
+    (lambda m, a: m.linalg.inv_ex(a), [(0, 0)]),
+    (lambda m, a: m.linalg.cholesky_ex(a), [(0, 0)]),
+    (lambda m, a: m.linalg.ldl_factor_ex(a), [(0, 0)]),
+    (lambda m, a: m.geqrf(a), [(0, 3)]),
+    (lambda m, a: m.linalg.qr(a, mode="complete"), [(4, 0)]),
+    (lambda m, a: m.svd(a), [(3, 0)]),
+])
+def test_empty_shapes_and_dtypes_as_torch(call: Callable[..., Any], shapes: list[Any]) -> None:
+    arrays = [np.zeros(s, np.float32) for s in shapes]
+
+    def described(m: Any) -> list[tuple[Any, str]]:
+        out = call(m, *(m.tensor(a) for a in arrays))
+        outs = out if isinstance(out, tuple) else (out,)
+        return [(tuple(o.shape), str(o.dtype).rsplit(".", 1)[-1]) for o in outs]
+
+    assert described(rt) == described(torch)
