@@ -615,7 +615,6 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False
     return CholeskyExResult(F.transpose(factor, -1, -2) if upper else factor, info)
 
 
-@takes_out(check=same_out_dtype, name="linalg_matrix_exp")
 def matrix_exp(A: Tensor) -> Tensor:
     """exp(A) = sum A^k / k! of each square matrix (scaling and squaring of a Pade
     approximant); its gradient is PyTorch's block-matrix formula."""

@@ -645,3 +645,25 @@ def test_empty_shapes_and_dtypes_as_torch(call: Callable[..., Any], shapes: list
         return [(tuple(o.shape), str(o.dtype).rsplit(".", 1)[-1]) for o in outs]
 
     assert described(rt) == described(torch)
+
+
+def test_out_arguments_as_torch() -> None:
+    a = _well_conditioned(3, 3)
+    b = _arr(3, 2)
+    sums = []
+    for m in (rt, torch):
+        A, B = m.tensor(a), m.tensor(b)
+        lu, piv = m.empty(3, 3, dtype=m.float64), m.empty(3, dtype=m.int32)
+        m.linalg.lu_factor(A, out=(lu, piv))
+        x = m.empty(3, 2, dtype=m.float64)
+        m.linalg.lu_solve(lu, piv, B, out=x)
+        t = m.empty(3, 2, dtype=m.float64)
+        m.linalg.solve_triangular(A, B, upper=True, out=t)
+        ld, pv = m.empty(3, 3, dtype=m.float64), m.empty(3, dtype=m.int32)
+        m.linalg.ldl_factor(A + A.mT, out=(ld, pv))
+        h = m.empty(3, 3, dtype=m.float64)
+        m.linalg.householder_product(A, B[:, 0], out=h)
+        sums.append([v.sum().item() for v in (lu, x, t, ld, h)] + piv.tolist())
+        with pytest.raises(TypeError):
+            m.linalg.matrix_exp(A, out=m.empty(3, 3, dtype=m.float64))
+    np.testing.assert_allclose(sums[0], sums[1], rtol=1e-10)
