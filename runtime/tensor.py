@@ -741,7 +741,7 @@ def _in_place_of(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """The method ``fn_``: fn's result written into self, with fn's signature (``other`` of
     ``xlogy_``)."""
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return F.copy_(self, fn(F.clone(self), *args, **kwargs))
+        return F.overwrite(self, fn(F.clone(self), *args, **kwargs))  # fn's node name
 
     method.__name__ = method.__qualname__ = fn.__name__ + "_"
     method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
@@ -788,7 +788,7 @@ def _in_place_kept(name: str) -> Callable[..., Tensor]:
         if result.dtype.category > self.dtype.category:
             raise RuntimeError(f"result type {D.scalar_type_name(result.dtype)} can't be cast "
                                f"to the desired output type {D.scalar_type_name(self.dtype)}")
-        return F.copy_(self, result)
+        return F.overwrite(self, result)  # the node named as the op's (CumsumBackward0)
 
     method.__name__ = method.__qualname__ = name + "_"
     method.__signature__ = inspect.signature(getattr(Tensor, name))  # type: ignore[attr-defined]

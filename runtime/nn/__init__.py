@@ -1,6 +1,6 @@
 """`runtime.nn`: modules, parameters and layers in the shape of `torch.nn`."""
 
-from runtime.nn import functional, init
+from runtime.nn import functional, grad, init
 from runtime.nn import parallel
 from runtime.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from runtime.nn.parallel import DataParallel
@@ -331,5 +331,6 @@ __all__ = [
     "parallel",
     "AdaptiveLogSoftmaxWithLoss",
     "DataParallel",
+    "grad",
     "utils",
 ]

@@ -439,6 +439,14 @@ def _forward(name: str) -> Callable[..., Any]:
     return fn
 
 
+def _prelu_method(self: Tensor, weight: Tensor) -> Tensor:
+    return _nn().prelu(self, weight)
+
+
+def _hardshrink_method(self: Tensor, lambd: float = 0.5) -> Tensor:
+    return _nn().hardshrink(self, lambd)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {n: _forward(n) for n in _SAME}
 FUNCTIONS.update({fn.__name__: fn for fn in (
     layer_norm, group_norm, batch_norm, instance_norm, rms_norm, embedding, dropout, dropout_,
@@ -450,4 +458,13 @@ FUNCTIONS.update({fn.__name__: fn for fn in (
     triplet_margin_loss, ctc_loss, convolution, native_layer_norm, native_batch_norm,
     native_group_norm, native_dropout, embedding_renorm_, rnn_tanh_cell, rnn_relu_cell, gru_cell,
     lstm_cell, grid_sampler, affine_grid_generator, conv_tbc)})
-METHODS: dict[str, Any] = {"prelu": _forward("prelu"), "hardshrink": _forward("hardshrink")}
+METHODS: dict[str, Any] = {"prelu": _prelu_method, "hardshrink": _hardshrink_method}
+
+
+def finish() -> None:
+    """nn.functional's signatures on the torch-level names that pass straight to it."""
+    import inspect
+
+    for name in _SAME:
+        FUNCTIONS[name].__signature__ = inspect.signature(  # type: ignore[attr-defined]
+            getattr(_nn(), name))

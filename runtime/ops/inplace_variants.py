@@ -78,7 +78,15 @@ _COMPARISONS = {"eq": "Eq", "ne": "Ne", "lt": "Lt", "le": "Le", "gt": "Gt", "ge"
 METHODS: dict[str, Callable[..., Any]] = {n + "_": in_place(n) for n in _UNARY + _BINARY}
 METHODS.update({n + "_": in_place(n, differentiable=False) for n in _ATEN})
 METHODS.update({n + "_": in_place(n, _comparison_node(op)) for n, op in _COMPARISONS.items()})
-METHODS.update(float_power_=float_power_, swapaxes_=transpose_, swapdims_=transpose_)
+def swapaxes_(self: Tensor, axis0: int, axis1: int) -> Tensor:
+    return transpose_(self, axis0, axis1)
+
+
+def swapdims_(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    return transpose_(self, dim0, dim1)
+
+
+METHODS.update(float_power_=float_power_, swapaxes_=swapaxes_, swapdims_=swapdims_)
 
 # torch.<name>_(input, ...): the method, called on input
 TORCH_IN_PLACE = (
@@ -102,5 +110,19 @@ def torch_function(name: str) -> Callable[..., Any]:
     return fn
 
 
+def signature_of_method(name: str) -> inspect.Signature:
+    """Tensor.name's signature with its self as ``input`` (torch.name's)."""
+    sig = inspect.signature(getattr(Tensor, name))
+    params = list(sig.parameters.values())
+    first = params[0].replace(name="input", kind=inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return sig.replace(parameters=[first, *params[1:]])
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {n + "_": torch_function(n + "_")
                                             for n in TORCH_IN_PLACE}
+
+
+def finish() -> None:
+    """The torch-level functions' signatures, from the methods (all installed by now)."""
+    for name, fn in FUNCTIONS.items():
+        fn.__signature__ = signature_of_method(name)  # type: ignore[attr-defined]

@@ -24,7 +24,7 @@ def _window(name: str, values: Callable[[int], np.ndarray]) -> Callable[..., Ten
     """``torch.<name>_window(window_length, periodic=True, *, dtype, ...)``: ``values(n)`` is
     the symmetric window of n points; a periodic one is the first N of N + 1."""
     def window(window_length: int, periodic: bool = True, *, dtype: Any = None,
-               layout: Any = None, device: Any = None, pin_memory: bool | None = False,
+               layout: Any = None, device: Any = None, pin_memory: bool | None = None,
                requires_grad: bool = False) -> Tensor:
         from ..creation import tensor
 
@@ -65,7 +65,7 @@ bartlett_window = _window("bartlett", _bartlett)
 
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
                    beta: float = 0.46, *, dtype: Any = None, layout: Any = None,
-                   device: Any = None, pin_memory: bool | None = False,
+                   device: Any = None, pin_memory: bool | None = None,
                    requires_grad: bool = False) -> Tensor:
     """alpha - beta cos(2 pi n / (N - 1))."""
     return _window("hamming", _cosine_sum(alpha, beta))(
@@ -74,7 +74,7 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
                   dtype: Any = None, layout: Any = None, device: Any = None,
-                  pin_memory: bool | None = False, requires_grad: bool = False) -> Tensor:
+                  pin_memory: bool | None = None, requires_grad: bool = False) -> Tensor:
     """I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
     return _window("kaiser", lambda n: np.kaiser(n, beta))(
         window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
@@ -204,7 +204,7 @@ def _coordinate_gradient(f: Tensor, d: int, x: Tensor, edge_order: int) -> Tenso
     return F.cat([first, interior, last], d)
 
 
-def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,  # noqa: A002
+def gradient(input: Tensor, *, spacing: Any = None, dim: Any = None,  # noqa: A002
              edge_order: int = 1) -> tuple[Tensor, ...]:
     """The derivative of input along each of ``dim`` by central differences (one-sided of
     ``edge_order`` 1 or 2 at the ends); ``spacing``: a number, one per dim, or one tensor of
@@ -212,6 +212,7 @@ def gradient(input: Tensor, *, spacing: Any = 1, dim: Any = None,  # noqa: A002
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = _dims(input, dim)
+    spacing = 1 if spacing is None else spacing
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(spacings) != len(dims):
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or "

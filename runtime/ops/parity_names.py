@@ -24,4 +24,8 @@ def install(namespace: dict[str, Any]) -> list[str]:
             if name not in namespace:
                 namespace[name] = fn
                 added.append(name)
+    for module in MODULES:  # what needs every module's methods and functions in place
+        finish = getattr(module, "finish", None)
+        if finish is not None:
+            finish()
     return added

@@ -110,7 +110,7 @@ def get_num_interop_threads() -> int:
     return _state["interop_threads"]
 
 
-def set_num_interop_threads(n: int) -> None:
+def set_num_interop_threads(n: int, /) -> None:
     """Kept and reported: the runtime runs no inter-op thread pool (its executor's threads
     follow set_num_threads)."""
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
@@ -142,9 +142,44 @@ def get_device(input: Tensor) -> int:  # noqa: A002 - PyTorch's name
     return input.get_device()
 
 
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Anomaly mode on or off (autograd.set_detect_anomaly without its context)."""
+    from ..autograd.anomaly import _set
+
+    _set(enabled, check_nan)
+
+
+def init_num_threads() -> None:
+    """Nothing to do: the runtime's thread pools start on first use."""
+
+
+def is_distributed(input: Tensor) -> bool:  # noqa: A002
+    return False
+
+
+def _volatile(self: Tensor) -> bool:
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
+                  stacklevel=2)
+    return False
+
+
+def is_set_to(self: Tensor, tensor: Tensor) -> bool:
+    """Whether both tensors are the same memory with the same shape and strides."""
+    return self.data_ptr() == tensor.data_ptr() and tuple(self.shape) == tuple(tensor.shape) \
+        and self.stride() == tensor.stride() and self.dtype is tensor.dtype \
+        and self.device == tensor.device
+
+
+def reinforce(self: Tensor, reward: Any) -> None:
+    raise RuntimeError("reinforce() was removed.\nUse torch.distributions instead.\nSee "
+                       "https://pytorch.org/docs/main/distributions.html")
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn in (
     set_printoptions, get_default_device, set_default_device, get_float32_matmul_precision,
     set_float32_matmul_precision, set_warn_always, is_warn_always_enabled,
     set_deterministic_debug_mode, get_deterministic_debug_mode, get_num_interop_threads,
-    set_num_interop_threads, set_flush_denormal, typename, is_storage, get_device)}
-METHODS: dict[str, Any] = {}
+    set_num_interop_threads, set_flush_denormal, typename, is_storage, get_device,
+    set_anomaly_enabled, init_num_threads, is_distributed)}
+METHODS: dict[str, Any] = {"is_distributed": is_distributed, "volatile": property(_volatile),
+                           "is_set_to": is_set_to, "reinforce": reinforce}

@@ -6,6 +6,7 @@ index_reduce and the like, each with PyTorch's defaults, dtypes and texts."""
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -30,8 +31,7 @@ def is_same_size(input: Tensor, other: Tensor) -> bool:  # noqa: A002 - PyTorch'
 
 def is_signed(input: Tensor) -> bool:  # noqa: A002
     """Whether the dtype holds negative values (floats and signed integers)."""
-    return input.dtype is not D.bool_ and input.dtype.np.kind in "fi" or \
-        input.dtype.is_floating_point
+    return input.dtype.is_floating_point or input.dtype.np.kind == "i"
 
 
 def is_inference(input: Tensor) -> bool:  # noqa: A002
@@ -126,24 +126,23 @@ def detach_(input: Tensor) -> Tensor:  # noqa: A002
     return input.detach_()
 
 
-def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False, **kwargs: Any) -> Tensor:
+def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
+                  pin_memory: bool | None = None, requires_grad: bool = False) -> Tensor:
     """A 0-d tensor of ``s``, of the default float dtype unless given (a bool or int too)."""
     from ..creation import full
     from .more_ops import get_default_dtype
 
-    _refuse_options("scalar_tensor", kwargs)
+    _refuse_options("scalar_tensor", layout, pin_memory)
     return full((), s, dtype=dtype or get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
-def _refuse_options(name: str, kwargs: dict[str, Any]) -> None:
-    """PyTorch's layout= and pin_memory= at their defaults; any other keyword refused."""
-    for key, value in kwargs.items():
-        if key in ("layout", "pin_memory") and value in (None, False) or \
-                key == "layout" and str(value) == "torch.strided":
-            continue
-        raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+def _refuse_options(name: str, layout: Any, pin_memory: bool | None) -> None:
+    """PyTorch's layout= (strided tensors only here) and pin_memory= (no pinned memory)."""
+    if layout is not None and str(layout).rsplit(".", 1)[-1] != "strided":
+        raise NotImplementedError(f"{name}(): only strided tensors here, not layout={layout}")
+    if pin_memory:
+        raise NotImplementedError(f"{name}(): no pinned host memory here (pin_memory=True)")
 
 
 _RANGE_DEPRECATED = (
@@ -152,14 +151,14 @@ _RANGE_DEPRECATED = (
     "values in [start, end).")
 
 
-def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None,
-          device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
-          **kwargs: Any) -> Tensor:
+def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: Any = None,
+           device: Any = None, pin_memory: bool | None = None, requires_grad: bool = False,
+           out: Tensor | None = None) -> Tensor:
     """Deprecated: start to end inclusive by step, of the default float dtype unless given."""
     from ..creation import tensor
     from .more_ops import get_default_dtype
 
-    _refuse_options("range", kwargs)
+    _refuse_options("range", layout, pin_memory)
     warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
     if step == 0:
         raise RuntimeError("step must be nonzero")
@@ -175,11 +174,12 @@ def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None,
 
 
 def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
-                  device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
+                  layout: Any = None, device: Any = None, pin_memory: bool | None = None,
+                  requires_grad: bool = False) -> Tensor:
     """An uninitialized tensor of ``size`` laid out with ``stride`` (in elements)."""
     from ..creation import empty
 
-    _refuse_options("empty_strided", kwargs)
+    _refuse_options("empty_strided", layout, pin_memory)
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError("mismatch in length of strides and shape")
@@ -230,7 +230,7 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
 
 
 def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
-            requires_grad: bool = False) -> Tensor:
+            requires_grad: bool | None = None) -> Tensor:
     """obj as a tensor, sharing memory where it can (a tensor, a numpy array, a buffer) unless
     ``copy=True``; ``copy=False`` refuses a conversion that must copy."""
     from ..creation import as_tensor, tensor
@@ -327,6 +327,10 @@ def _copy_of(view: Callable[..., Any], name: str) -> Callable[..., Any]:
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"``torch.{name}``: a copy of the view ``{view.__name__}``."
+    sig = inspect.signature(view)
+    fn.__signature__ = sig.replace(parameters=[  # type: ignore[attr-defined]
+        *sig.parameters.values(),
+        inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None)])
     return fn
 
 
@@ -337,26 +341,37 @@ def _slice(input: Tensor, dim: int = 0, start: int | None = None,  # noqa: A002
     return F.getitem(input, key)
 
 
+def _view(input: Tensor, size: Any = None, dtype: Any = None) -> Tensor:  # noqa: A002
+    """view(size) or view(dtype) (a dtype given in size's place is told by its type)."""
+    if isinstance(size, D.DType):
+        size, dtype = None, size
+    if dtype is not None:
+        return input.view(dtype)
+    return input.view(*size)
+
+
 _VIEWS: dict[str, Callable[..., Any]] = {
-    "alias": lambda x: F.reshape(x, tuple(x.shape)),
-    "detach": lambda x: _no_derivative_copy(x.detach(), x),
-    "diagonal": lambda x, offset=0, dim1=0, dim2=1: x.diagonal(offset, dim1, dim2),
-    "expand": lambda x, size, *, implicit=False: F.expand(x, *size),
-    "permute": lambda x, dims: F.permute(x, *dims),
-    "select": lambda x, dim, index: x.select(dim, index),
+    "alias": lambda input: F.reshape(input, tuple(input.shape)),
+    "detach": lambda input: _no_derivative_copy(input.detach(), input),
+    "diagonal": lambda input, offset=0, dim1=0, dim2=1: input.diagonal(offset, dim1, dim2),
+    "expand": lambda input, size, *, implicit=False: F.expand(input, *size),
+    "permute": lambda input, dims: F.permute(input, *dims),
+    "select": lambda input, dim, index: input.select(dim, index),
     "slice": _slice,
-    "split": lambda x, split_size, dim=0: T.split(x, split_size, dim),
-    "split_with_sizes": lambda x, split_sizes, dim=0: x.split_with_sizes(split_sizes, dim),
-    "squeeze": lambda x, dim=None: F.squeeze(x, dim) if dim is not None else F.squeeze(x),
-    "t": lambda x: F.t_(x),
-    "transpose": lambda x, dim0, dim1: F.transpose(x, dim0, dim1),
-    "unbind": lambda x, dim=0: T.unbind(x, dim),
-    "unfold": lambda x, dimension, size, step: x.unfold(dimension, size, step),
-    "unsqueeze": lambda x, dim: F.unsqueeze(x, dim),
-    "view": lambda x, size: x.view(*size) if not isinstance(size, D.DType) else x.view(size),
+    "split": lambda input, split_size, dim=0: T.split(input, split_size, dim),
+    "split_with_sizes": lambda input, split_sizes, dim=0: input.split_with_sizes(split_sizes,
+                                                                                 dim),
+    "squeeze": lambda input, dim=None: F.squeeze(input) if dim is None else
+    F.squeeze(input, dim),
+    "t": lambda input: F.t_(input),
+    "transpose": lambda input, dim0, dim1: F.transpose(input, dim0, dim1),
+    "unbind": lambda input, dim=0: T.unbind(input, dim),
+    "unfold": lambda input, dimension, size, step: input.unfold(dimension, size, step),
+    "unsqueeze": lambda input, dim: F.unsqueeze(input, dim),
+    "view": _view,
 }
-for _name, _view in _VIEWS.items():
-    _view.__name__ = _name
+for _name, _fn in _VIEWS.items():
+    _fn.__name__ = _name
 
 
 # --- scatters and index ops ---------------------------------------------------------------------
@@ -541,10 +556,11 @@ def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple[int, ...]
 
 
 def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], *,
-                      dtype: Any = None, device: Any = None, requires_grad: bool = False,
-                      **kwargs: Any) -> Tensor:
-    return empty_strided(size, stride, dtype=dtype or self.dtype,
-                         device=device or self.device, requires_grad=requires_grad, **kwargs)
+                      dtype: Any = None, layout: Any = None, device: Any = None,
+                      pin_memory: bool | None = None, requires_grad: bool = False) -> Tensor:
+    return empty_strided(size, stride, dtype=dtype or self.dtype, layout=layout,
+                         device=device or self.device, pin_memory=pin_memory,
+                         requires_grad=requires_grad)
 
 
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1,  # noqa: A002
@@ -570,8 +586,8 @@ def conj_physical(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noq
     return input if out is None else F.written_to(out, F.clone(input), "conj_physical")
 
 
-def conj_physical_(self: Tensor) -> Tensor:
-    return self
+def conj_physical_(input: Tensor) -> Tensor:  # noqa: A002
+    return input
 
 
 def imag(input: Tensor) -> Tensor:  # noqa: A002

@@ -281,3 +281,22 @@ def test_native_outputs_requiring_grad() -> None:
             [t.requires_grad for t in m.native_group_norm(x, None, None, 2, 4, 25, 2, 1e-5)],
             [t.requires_grad for t in m.native_dropout(x, 0.5, True)]])
     assert flags[0] == flags[1]
+
+
+@pytest.mark.parametrize("dims,stride,padding,dilation,groups", [
+    (1, 1, 0, 1, 1), (2, 2, 1, 1, 2), (2, 1, 2, 2, 1), (3, 1, 1, 1, 1)])
+def test_nn_grad(dims: int, stride: int, padding: int, dilation: int, groups: int) -> None:
+    x = g.standard_normal((2, 4) + (6,) * dims)
+    w = g.standard_normal((6, 4 // groups) + (3,) * dims)
+    results = []
+    for m in (rt, torch):
+        conv = getattr(m.nn.functional, f"conv{dims}d")
+        out = conv(m.tensor(x), m.tensor(w), None, stride, padding, dilation, groups)
+        go = m.tensor(g.standard_normal(tuple(out.shape)) if m is rt else results[0][2])
+        gi = getattr(m.nn.grad, f"conv{dims}d_input")(x.shape, m.tensor(w), go, stride,
+                                                      padding, dilation, groups)
+        gw = getattr(m.nn.grad, f"conv{dims}d_weight")(m.tensor(x), w.shape, go, stride,
+                                                       padding, dilation, groups)
+        results.append((gi.numpy(), gw.numpy(), go.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)

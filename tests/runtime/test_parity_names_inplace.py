@@ -212,3 +212,24 @@ def test_torch_level_inplace_gradcheck() -> None:
 def test_torch_level_inplace_refuses_non_tensor() -> None:
     with pytest.raises(TypeError, match="must be Tensor, not list"):
         rt.abs_([1.0])
+
+
+@pytest.mark.parametrize("name,args", [
+    ("square_", ()), ("rsqrt_", ()), ("sinh_", ()), ("cosh_", ()), ("hypot_", ("other",)),
+    ("remainder_", (0.7,)), ("fmod_", (0.7,)), ("cumsum_", (0,)), ("cumprod_", (1,)),
+    ("erfc_", ()), ("logit_", ()), ("addmm_", ())])
+def test_inplace_methods_named_as_their_op(name: str, args: tuple[Any, ...]) -> None:
+    names, grads = [], []
+    for m in (rt, torch):
+        x = m.tensor(X, requires_grad=True)
+        y = x * 0.5 + 0.1
+        values = [x.detach() if a == "other" else a for a in args]
+        if name == "addmm_":
+            y = (x[:, :3] * 0.5 + 0.1)
+            values = [m.tensor(X[:, :3]), m.tensor(Y[:3, :3])]
+        getattr(y, name)(*values)
+        names.append(y.grad_fn.name())
+        y.sum().backward()
+        grads.append(x.grad.numpy())
+    assert names[0] == names[1]
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-7)

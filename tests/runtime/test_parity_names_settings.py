@@ -119,3 +119,24 @@ def test_init_deprecated_names(name: str, args: tuple[Any, ...]) -> None:
             warnings.simplefilter("ignore")
             getattr(torch.nn.init, name)(theirs, *args)
         np.testing.assert_array_equal(w.numpy(), theirs.numpy())
+
+
+def test_anomaly_and_small_tensor_queries() -> None:
+    try:
+        rt.set_anomaly_enabled(True)
+        assert rt.is_anomaly_enabled() and rt.is_anomaly_check_nan_enabled()
+        rt.set_anomaly_enabled(True, False)
+        assert not rt.is_anomaly_check_nan_enabled()
+    finally:
+        rt.set_anomaly_enabled(False)
+    assert not rt.is_anomaly_enabled()
+    assert rt.init_num_threads() is None
+    for m in (rt, torch):
+        x = m.rand(3)
+        assert not m.is_distributed(x) and not x.is_distributed()
+        with pytest.warns(UserWarning, match=r"volatile was removed \(Variable.volatile is"):
+            assert x.volatile is False
+        assert x.is_set_to(x) and x.is_set_to(x[:]) and x.is_set_to(x.view(3))
+        assert not x.is_set_to(x.clone()) and not x[:2].is_set_to(x)
+        with pytest.raises(RuntimeError, match="reinforce\\(\\) was removed"):
+            x.reinforce(1.0)

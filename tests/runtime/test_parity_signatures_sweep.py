@@ -63,6 +63,19 @@ ALLOWED: dict[str, str] = {
             "takes it; ours is ``from_``)"),
     "from_numpy: ndarray missing": _POSITIONAL,
     "set_num_threads: int missing": _POSITIONAL,
+    "set_num_interop_threads: int missing": _POSITIONAL,
+    **_each("binary_cross_entropy_with_logits hinge_embedding_loss kl_div", "reduction=0, not 1",
+            "the schema says 1 (mean); PyTorch 2.13's binding gives the unreduced loss when "
+            "reduction is left out, and so does ours"),
+    **_each("conv1d conv2d conv3d", "padding=0, not 'valid'",
+            "one function for the int and str overloads: 0 is the int one's, the same as 'valid'"),
+    "view_copy: dtype at position 2, not 1": "one function for view_copy(size) and "
+                                             "view_copy(dtype): a dtype in size's place is "
+                                             "told by its type",
+    **{f"Tensor.{d}": "PyTorch's docstring names an input after self; its parser takes "
+       "the arguments after self, as ours" for d in (
+           "histogram: bins at position 0, not 1", "put: index at position 0, not 1",
+           "put: source at position 1, not 2", "put: accumulate at position 2, not 3")},
 }
 
 # Differences in files another area owns (not changed here beyond renames): reported to it.
