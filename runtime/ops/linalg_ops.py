@@ -555,31 +555,76 @@ SOLVE_TRIANGULAR = register(Primitive(
     attrs=("upper", "left", "unitriangular"), flops=_cubic_flops))
 
 
+# the width of the panels factored column by column; between panels the rest of the matrix is
+# updated by one product (LAPACK getrf's right-looking blocking): a 512 x 512 LU took 139 ms
+# column by column, 54 ms blocked (shared 2-core VM, BLAS on one thread; even below 256)
+_LU_PANEL = 32
+
+
+def _swap_rows(x: np.ndarray, pivots: np.ndarray) -> None:
+    """Rows i and pivots[:, i] of each matrix of x swapped, in turn (LAPACK laswp): the swaps
+    composed into one permutation of the rows, applied at once."""
+    at = np.arange(x.shape[0])
+    order = np.tile(np.arange(x.shape[1]), (x.shape[0], 1))
+    for i in range(pivots.shape[1]):
+        p = pivots[:, i]
+        order[:, i], order[at, p] = order[at, p], order[:, i].copy()
+    x[:] = x[at[:, None], order]
+
+
+def _getf2(x: np.ndarray) -> np.ndarray:
+    """LAPACK getf2 on each matrix of x (count, m, n) in place: column by column, partial
+    pivoting; a zero pivot column is left unscaled, as LAPACK's. The 0-based pivots."""
+    m, n = x.shape[1:]
+    k = min(m, n)
+    pivots = np.zeros((x.shape[0], k), np.int64)
+    at = np.arange(x.shape[0])
+    for j in range(k):
+        p = j + np.argmax(np.abs(x[:, j:, j]), axis=1)
+        pivots[:, j] = p
+        top = x[at, p].copy()
+        x[at, p] = x[:, j]
+        x[:, j] = top
+        pivot = x[:, j, j]
+        nonzero = (pivot != 0)[:, None]
+        x[:, j + 1:, j] = np.where(nonzero, x[:, j + 1:, j] / np.where(nonzero, pivot[:, None],
+                                                                         1), x[:, j + 1:, j])
+        x[:, j + 1:, j + 1:] -= x[:, j + 1:, j, None] * x[:, j, None, j + 1:]
+    return pivots
+
+
+def _getrf_blocked(x: np.ndarray) -> np.ndarray:
+    """LAPACK getrf's blocked LU of each matrix of x (count, m, n) in place: a panel of
+    columns factored (getf2), its interchanges applied to the columns beside it, U's rows
+    beside it solved by its unit lower L, the rest updated by one product. 0-based pivots."""
+    m, n = x.shape[1:]
+    k = min(m, n)
+    pivots = np.zeros((x.shape[0], k), np.int64)
+    for j in range(0, k, _LU_PANEL):
+        end = min(j + _LU_PANEL, k)
+        swaps = _getf2(x[:, j:, j:end])
+        pivots[:, j:end] = swaps + j
+        _swap_rows(x[:, j:, :j], swaps)
+        if end < n:
+            _swap_rows(x[:, j:, end:], swaps)
+            x[:, j:end, end:] = _substitute(_triangle(x[:, j:end, j:end], False, True),
+                                            x[:, j:end, end:], False)
+            # contiguous operands: numpy's matmul of strided views does not reach BLAS
+            x[:, end:, end:] -= (np.ascontiguousarray(x[:, end:, j:end])
+                                 @ np.ascontiguousarray(x[:, j:end, end:]))
+    return pivots
+
+
 def _getrf(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """LAPACK getrf's LU with partial pivoting of each matrix of a (batched, any m x n): the
     packed factors (L's unit diagonal implied) and the 1-based pivots, k = min(m, n) of them.
     A zero pivot column is skipped, as LAPACK's (its info names it)."""
-    lu = np.array(a, dtype=a.dtype, copy=True)
-    m, n = lu.shape[-2:]
-    k = min(m, n)
-    pivots = np.zeros((*lu.shape[:-2], k), np.int64)
-    count = math.prod(lu.shape[:-2])
-    flat = lu.reshape(count, m, n)
-    piv_flat = pivots.reshape(count, k)
-    rows = np.arange(flat.shape[0])
+    m, n = a.shape[-2:]
+    count = math.prod(a.shape[:-2])
+    flat = np.array(a, dtype=a.dtype, copy=True).reshape(count, m, n)
     with np.errstate(divide="ignore", invalid="ignore"):
-        for j in range(k):
-            p = j + np.argmax(np.abs(flat[:, j:, j]), axis=1)
-            piv_flat[:, j] = p + 1
-            swap = flat[rows, p].copy()
-            flat[rows, p] = flat[:, j]
-            flat[:, j] = swap
-            pivot = flat[:, j, j]
-            scale = np.where(pivot != 0, pivot, 1)[:, None]
-            flat[:, j + 1:, j] = np.where((pivot != 0)[:, None], flat[:, j + 1:, j] / scale,
-                                          flat[:, j + 1:, j])
-            flat[:, j + 1:, j + 1:] -= flat[:, j + 1:, j, None] * flat[:, j, None, j + 1:]
-    return flat.reshape(lu.shape), pivots
+        pivots = _getrf_blocked(flat)
+    return flat.reshape(a.shape), pivots.reshape(*a.shape[:-2], min(m, n)) + 1
 
 
 def _lu_factor_impl(xp: Any, a: Any) -> Any:

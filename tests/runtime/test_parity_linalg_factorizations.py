@@ -130,7 +130,8 @@ def test_solve_triangular_errors(call: Callable[[Any], Any]) -> None:
 
 # ---- LU -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (3, 5), (5, 3), (2, 2, 4, 3)])
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3), (3, 5), (5, 3), (2, 2, 4, 3),
+                                   (70, 70), (2, 80, 45), (45, 80)])  # wider than a panel
 def test_lu_factor_and_lu_match_torch(shape: tuple[int, ...]) -> None:
     a = _arr(*shape)
     ours, theirs = _both(a)
@@ -159,6 +160,11 @@ def test_lu_factor_ex_info_and_singular_errors() -> None:
     a = _arr(3, 4, 4)
     a[1] = 0
     a[2, :, 1:] = 0  # an exact zero pivot after the first
+    ours, theirs = _both(a)
+    _close(rt.linalg.lu_factor_ex(ours), torch.linalg.lu_factor_ex(theirs))
+    big = _arr(50, 50)
+    big[:, 40:] = 0  # zero pivots in the second panel
+    _close(rt.linalg.lu_factor_ex(rt.tensor(big)), torch.linalg.lu_factor_ex(torch.tensor(big)))
     ours, theirs = _both(a)
     _close(rt.linalg.lu_factor_ex(ours), torch.linalg.lu_factor_ex(theirs))
     _same_error(lambda t: t.linalg.lu_factor(t.tensor(a)))
