@@ -450,9 +450,13 @@ class Tensor:
     def bfloat16(self) -> Tensor:
         return self.to(D.bfloat16)
 
-    def contiguous(self) -> Tensor:
+    def contiguous(self, memory_format: Any = None) -> Tensor:
         """self where its storage is in row-major order, else a row-major copy (so that a
-        view of it works)."""
+        view of it works); ``memory_format``: see ops.layouts (row-major storage here)."""
+        if memory_format is not None:
+            from .ops.layouts import contiguous
+
+            return contiguous(self, memory_format)
         return self if self._data.flags.c_contiguous else F.clone(self)
 
     def new_zeros(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
@@ -501,7 +505,11 @@ class Tensor:
             raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
         return strides[wrap_dim(dim, len(strides))]
 
-    def is_contiguous(self) -> bool:
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        if memory_format is not None:
+            from .ops.layouts import is_contiguous
+
+            return is_contiguous(self, memory_format)
         return bool(self._data.flags.c_contiguous)
 
     def ndimension(self) -> int:

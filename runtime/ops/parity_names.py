@@ -1,15 +1,16 @@
 """Installs the PyTorch names the runtime lacked: each module listed here holds
-``FUNCTIONS`` (torch-level names) and ``METHODS`` (Tensor methods); a name the runtime
-already has keeps its own."""
+``FUNCTIONS`` (torch-level names: functions, and a few constants and types) and ``METHODS``
+(Tensor methods and properties); a name the runtime already has keeps its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..tensor import Tensor
-from . import functional_names, inplace_variants, numeric_names, settings, torch_names
+from . import (functional_names, inplace_variants, layouts, numeric_names, settings,
+               torch_names)
 
-MODULES = (inplace_variants, torch_names, functional_names, numeric_names, settings)
+MODULES = (inplace_variants, torch_names, functional_names, numeric_names, settings, layouts)
 
 
 def install(namespace: dict[str, Any]) -> list[str]:

@@ -140,3 +140,34 @@ def test_anomaly_and_small_tensor_queries() -> None:
         assert not x.is_set_to(x.clone()) and not x[:2].is_set_to(x)
         with pytest.raises(RuntimeError, match="reinforce\\(\\) was removed"):
             x.reinforce(1.0)
+
+
+def test_constants_layouts_and_memory_formats() -> None:
+    import pickle
+
+    for name in ("e", "pi", "inf"):
+        assert getattr(rt, name) == getattr(torch, name)
+    assert np.isnan(rt.nan) and rt.newaxis is None
+    assert rt.tensor(np.arange(3.0))[rt.newaxis].shape == (1, 3)
+    assert rt.rand(2).layout is rt.strided and isinstance(rt.strided, rt.layout)
+    assert isinstance(rt.channels_last, rt.memory_format)
+    assert pickle.loads(pickle.dumps(rt.channels_last)) is rt.channels_last
+    for shape, fmt in (((2, 3, 4, 5), "channels_last"), ((1, 3, 1, 1), "channels_last"),
+                       ((2, 3, 4, 5, 2), "channels_last_3d"), ((2, 3), "channels_last"),
+                       ((2, 3), "contiguous_format"), ((2, 3), "preserve_format")):
+        data = np.arange(float(np.prod(shape))).reshape(shape)
+        ours = rt.tensor(data).is_contiguous(memory_format=getattr(rt, fmt))
+        theirs = torch.tensor(data).is_contiguous(memory_format=getattr(torch, fmt))
+        assert ours == theirs
+    nhwc = torch.rand(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    assert rt.tensor(nhwc.numpy()).is_contiguous(memory_format=rt.channels_last) \
+        or rt.tensor(nhwc.numpy()).is_contiguous()
+    x = rt.rand(2, 3, 4, 5)
+    assert x.contiguous(memory_format=rt.channels_last) is x
+    assert x.contiguous(memory_format=rt.contiguous_format) is x
+    t = rt.rand(4, 3).t()
+    assert t.contiguous(memory_format=rt.preserve_format).is_contiguous()
+    for m in (rt, torch):
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last "
+                                               "format"):
+            m.rand(2, 3).contiguous(memory_format=m.channels_last)

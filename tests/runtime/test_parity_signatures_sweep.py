@@ -41,9 +41,9 @@ _POSITIONAL = "PyTorch's takes it positionally only (a keyword is its TypeError)
 # Deliberate differences, each as the sweep words it, with the reason.
 ALLOWED: dict[str, str] = {
     **_each("Tensor.bfloat16 Tensor.bool Tensor.byte Tensor.char Tensor.double Tensor.float "
-            "Tensor.half Tensor.int Tensor.is_contiguous Tensor.long Tensor.short",
+            "Tensor.half Tensor.int Tensor.long Tensor.short",
             "memory_format missing", _NO_FORMATS),
-    **_each("Tensor.clone Tensor.contiguous clone empty empty_like full_like ones_like "
+    **_each("Tensor.clone clone empty empty_like full_like ones_like "
             "rand_like randint_like randn_like zeros_like", "memory_format= missing",
             _NO_FORMATS),
     **_each("arange empty empty_like eye full full_like linspace logspace ones ones_like rand "
