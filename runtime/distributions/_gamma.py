@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..autograd.function import Function
-from ..creation import default_generator
+from ..creation import _device_generator
 from ..tensor import Tensor
 from ..tracing import GraphBreak, active_tracer
 
@@ -84,10 +84,10 @@ def _series_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
     return -total
 
 
-def _draw(alpha: np.ndarray, generator: Any) -> np.ndarray:
-    rng = (generator or default_generator)._rng
-    x = rng.standard_gamma(alpha)
-    return np.maximum(x, np.finfo(np.float64).tiny)
+def _rng(device: str) -> np.random.Generator:
+    """The numpy source of ``device``'s default generator (a GPU's own, as torch draws a
+    GPU tensor from that GPU's generator)."""
+    return _device_generator(str(device))._rng
 
 
 class _StandardGamma(Function):
@@ -96,7 +96,7 @@ class _StandardGamma(Function):
     @staticmethod
     def forward(ctx: Any, alpha: Tensor) -> Tensor:  # type: ignore[override]
         a = np.asarray(alpha.detach().cpu().numpy(), dtype=np.float64)
-        x = _draw(a, None)
+        x = _rng(alpha.device).standard_gamma(a)
         tiny = np.finfo(alpha.dtype.np).tiny
         out = np.maximum(x.astype(alpha.dtype.np), tiny)
         ctx.grad = standard_gamma_grad(a, out.astype(np.float64)) if ctx.needs_input_grad[0] \
@@ -127,7 +127,6 @@ def host_draw(kind: str, shape: tuple[int, ...], dtype: D.DType, device: str,
     (its keyword arguments) broadcast to ``shape``."""
     if active_tracer() is not None:
         raise GraphBreak(f"a {kind} draw inside a captured step")
-    rng = default_generator._rng
-    arr = getattr(rng, kind)(**{k: np.broadcast_to(v, shape) for k, v in params.items()})
+    arr = getattr(_rng(device), kind)(**{k: np.broadcast_to(v, shape) for k, v in params.items()})
     arr = np.asarray(arr).astype(dtype.np)
     return Tensor._make(arr, dtype, "cpu").to(device)

@@ -7,7 +7,6 @@ from typing import Any
 from ..tensor import Tensor
 from . import constraints
 from .gamma import Gamma
-from .utils import broadcast_all
 
 __all__ = ["Chi2"]
 
@@ -18,7 +17,6 @@ class Chi2(Gamma):
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df: Any, validate_args: bool | None = None) -> None:
-        (df,) = broadcast_all(df) if not isinstance(df, (int, float)) else (df,)
         super().__init__(0.5 * df, 0.5, validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Chi2:

@@ -76,7 +76,7 @@ class NegativeBinomial(Distribution):
     def sample(self, sample_shape: Any = Size()) -> Tensor:
         shape = tuple(self._extended_shape(sample_shape))
         odds = np.exp(host(self.logits))
-        rates = host_draw("gamma", shape, D.float64, "cpu",
+        rates = host_draw("gamma", shape, D.float64, self._param.device,
                           {"shape": host(self.total_count), "scale": odds})
         return host_draw("poisson", shape, self._param.dtype, self._param.device,
                          {"lam": host(rates)})
