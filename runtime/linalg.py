@@ -223,12 +223,21 @@ def _complete_qr(A: Tensor) -> QRResult:
                       for t in (q, r)))
 
 
+_LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
           ) -> LstsqResult:
-    """The least-squares solution X of A X = B by the pseudo-inverse (full-rank A: PyTorch's
-    'gelsy' answer); residuals and singular_values empty, rank counted, as gelsy reports."""
+    """The least-squares solution X of A X = B by the pseudo-inverse (full-rank A: every
+    driver's answer), with what PyTorch's ``driver`` reports beside it: the rank (not for
+    'gels'), the singular values ('gelsd', 'gelss') and, for a tall A, the squared residuals
+    of each column ('gels'; 'gelsd' and 'gelss' where A has full rank), else empty."""
     from .creation import zeros
 
+    if driver is not None and driver not in _LSTSQ_DRIVERS:
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           "gelsy, gelsd, gelss)")
+    driver = driver or "gelsy"
     vector = B.ndim == A.ndim - 1
     rhs = F.unsqueeze(B, -1) if vector else B
     if rhs.shape[-2] != A.shape[-2]:
@@ -239,7 +248,16 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     tol = rcond if rcond is not None else float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
     rank = F.sum(F.cast(F.gt(S, F.mul(F.amax(S, -1, keepdim=True), tol)), D.int64), -1)
     empty = zeros(0, dtype=A.dtype, device=A.device)
-    return LstsqResult(F.squeeze(X, -1) if vector else X, empty, rank, empty)
+    m, n = A.shape[-2], A.shape[-1]
+    residuals = empty
+    if m > n and (driver == "gels" or driver in ("gelsd", "gelss") and bool(
+            np.all(_host_values(rank, "lstsq's residuals") == n))):
+        error = F.sub(F.matmul(A, X), rhs)
+        residuals = F.sum(F.mul(error, error), -2)  # a vector B's keeps its 1, as torch's
+    if driver == "gels":
+        rank = zeros(0, dtype=D.int64, device=A.device)
+    values = S if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(F.squeeze(X, -1) if vector else X, residuals, rank, values)
 
 
 @takes_out(check=same_out_dtype, name="linalg_cross")

@@ -673,3 +673,28 @@ def test_out_arguments_as_torch() -> None:
         with pytest.raises(TypeError):
             m.linalg.matrix_exp(A, out=m.empty(3, 3, dtype=m.float64))
     np.testing.assert_allclose(sums[0], sums[1], rtol=1e-10)
+
+
+@pytest.mark.parametrize("driver", [None, "gelsy", "gelsd", "gelss", "gels"])
+@pytest.mark.parametrize(("shape_a", "shape_b", "deficient"), [
+    ((5, 3), (5, 2), False), ((2, 5, 3), (2, 5, 2), False), ((3, 5), (3, 2), False),
+    ((5, 3), (5,), False), ((5, 3), (5, 2), True)])
+def test_lstsq_reports_what_each_driver_does(driver: str | None, shape_a: tuple[int, ...],
+                                             shape_b: tuple[int, ...], deficient: bool) -> None:
+    if deficient and driver == "gels":
+        return  # gels assumes full rank: LAPACK's answer is then not defined
+    a, b = _arr(*shape_a), _arr(*shape_b)
+    if deficient:
+        a[..., 2] = a[..., 1]
+    ours = rt.linalg.lstsq(rt.tensor(a), rt.tensor(b), driver=driver)
+    theirs = torch.linalg.lstsq(torch.tensor(a), torch.tensor(b), driver=driver)
+    fields = ("residuals", "rank", "singular_values") if deficient else (
+        "solution", "residuals", "rank", "singular_values")
+    for name in fields:
+        _close(getattr(ours, name), getattr(theirs, name), 1e-10)
+
+
+def test_lstsq_residual_gradient_and_driver_error() -> None:
+    _grads_match(lambda lib, x, y: lib.linalg.lstsq(x, y, driver="gelsd")[:2],
+                 _arr(2, 5, 3), _arr(2, 5, 2))
+    _same_error(lambda t: t.linalg.lstsq(t.ones(3, 2), t.ones(3, 1), driver="foo"))
