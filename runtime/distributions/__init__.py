@@ -1,7 +1,19 @@
 """Probability distributions, as torch.distributions: parameters, sampling (through the
 runtime's generators, so ``rt.manual_seed`` makes draws reproducible), reparameterized
-``rsample``, ``log_prob``, ``entropy``, ``cdf``/``icdf``, KL divergences and constraints.
-Log-densities, entropies and KLs are runtime ops, so gradients flow by autograd."""
+``rsample``, ``log_prob``, ``entropy``, ``cdf``/``icdf``, KL divergences (``kl_divergence``,
+``register_kl``), constraints, transforms and ``biject_to``/``transform_to``. Log-densities,
+entropies and KLs are runtime ops, so gradients flow by autograd.
+
+In a ``planner.compile``d step: draws made of ``rt.rand``/``rt.randn`` (Normal, Uniform,
+Exponential, Laplace, Cauchy, Categorical, Bernoulli, Geometric, MultivariateNormal, the
+relaxed and transformed distributions...) are captured into the plan, which draws from the
+same generators in the same order as eager. Gamma-based draws (Gamma, Beta, Dirichlet, Chi2,
+StudentT, InverseGamma) and Poisson, Binomial and NegativeBinomial draws come from numpy's
+samplers on the host, so a step making one runs eagerly. Argument and sample validation
+(``validate_args``, on by default as in torch) reads values, so a step that validates runs
+eagerly too: pass ``validate_args=False`` (or ``Distribution.set_default_validate_args``) in
+steps to be compiled.
+"""
 
 from __future__ import annotations
 
