@@ -598,6 +598,96 @@ def _false(self: Tensor) -> bool:
     return False
 
 
+# --- DLPack and control flow --------------------------------------------------------------------
+
+
+def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A tensor over the memory of an object of the DLPack protocol (a numpy array, a PyTorch
+    or JAX CPU tensor, a DLPack capsule), shared unless ``copy=True``."""
+    from ..creation import from_numpy
+
+    if device is not None and str(device) != "cpu":
+        raise NotImplementedError(f"from_dlpack(): only the CPU here, not device={device}")
+    if type(ext_tensor).__name__ == "PyCapsule":
+        ext_tensor = _Capsule(ext_tensor)
+    # a bare capsule without flags (an unversioned one) comes read-only: a write raises
+    return from_numpy(np.from_dlpack(ext_tensor, copy=copy))
+
+
+class _Capsule:
+    """A bare DLPack capsule (to_dlpack's) as numpy's from_dlpack reads one."""
+
+    def __init__(self, capsule: Any) -> None:
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+
+def to_dlpack(tensor: Tensor) -> Any:
+    """A DLPack capsule of the tensor's memory (no copy; CPU tensors; a versioned one, which
+    carries whether it may be written)."""
+    return tensor.__dlpack__(max_version=(1, 0))
+
+
+def _dlpack(self: Tensor, **kwargs: Any) -> Any:
+    if self.device != "cpu":
+        return self._data.__dlpack__(**kwargs)
+    if self.requires_grad:
+        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+    return self._data.__dlpack__(**kwargs)
+
+
+def _dlpack_device(self: Tensor) -> Any:
+    return self._data.__dlpack_device__()
+
+
+def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
+         operands: tuple[Any, ...] | list[Any] = ()) -> Any:
+    """true_fn(*operands) if pred else false_fn(*operands), run eagerly (a captured step
+    whose pred is a tensor falls back to eager at this line, as any value read in Python)."""
+    if isinstance(pred, Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got "
+                               f"{pred}.")
+        taken = bool(pred.item())
+    elif isinstance(pred, (bool, int, float)):
+        taken = bool(pred)
+    else:
+        raise RuntimeError(f"Expected pred to be bool or tensor, but got {pred}.")
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError(f"Expect operands to be a tuple of possibly nested dict/list/tuple "
+                           f"that only consists of tensor leaves, but got {operands}.")
+    return (true_fn if taken else false_fn)(*operands)
+
+
+def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
+               carried_inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """body_fn applied to the carried values while cond_fn of them holds, run eagerly; the
+    final carried values."""
+    if not isinstance(carried_inputs, (tuple, list)):
+        raise RuntimeError(f"carried_inputs must be a tuple or list, got "
+                           f"{type(carried_inputs).__name__}")
+    carried = tuple(carried_inputs)
+    while True:
+        go = cond_fn(*carried)
+        if isinstance(go, Tensor):
+            if go.numel() != 1 or go.dtype is not D.bool_:
+                raise RuntimeError(f"cond_fn must return a boolean scalar tensor, got {go}")
+            go = bool(go.item())
+        if not go:
+            return carried
+        out = body_fn(*carried)
+        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        if len(out) != len(carried):
+            raise RuntimeError(f"body_fn must return as many values as it takes: got "
+                               f"{len(out)} for {len(carried)}")
+        carried = out
+
+
 # --- the names ----------------------------------------------------------------------------------
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -611,6 +701,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "index_reduce": index_reduce, "as_strided_copy": as_strided_copy,
     "as_strided_scatter": as_strided_scatter, "nonzero_static": nonzero_static,
     "conj_physical": conj_physical, "conj_physical_": conj_physical_, "imag": imag,
+    "from_dlpack": from_dlpack, "to_dlpack": to_dlpack, "cond": cond, "while_loop": while_loop,
     **{f"{n}_copy": _copy_of(v, f"{n}_copy") for n, v in _VIEWS.items()},
 }
 
@@ -628,6 +719,7 @@ METHODS: dict[str, Any] = {
     "new_empty_strided": new_empty_strided, "nonzero_static": nonzero_static,
     "conj_physical": conj_physical, "conj_physical_": conj_physical_,
     "const_data_ptr": lambda self: self.data_ptr(),
+    "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device,
     **{f"is_{n}": property(_false) for n in (
         "meta sparse sparse_csr quantized nested mkldnn xla xpu mps ipu vulkan maia "
         "mtia").split()},

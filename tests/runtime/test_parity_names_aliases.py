@@ -352,3 +352,40 @@ def test_small_methods() -> None:
                                       fill_value=fill)
         assert ours.tolist() == theirs.tolist() and tuple(ours.shape) == tuple(theirs.shape)
     _error(lambda m: m.imag(m.tensor(A)))
+
+
+def test_dlpack_shares_memory() -> None:
+    x = rt.arange(4.0)
+    theirs = torch.from_dlpack(x)
+    theirs[0] = 9.0
+    assert x.tolist() == [9.0, 1.0, 2.0, 3.0]
+    assert np.from_dlpack(x).tolist() == x.tolist()
+    t = torch.arange(3.0)
+    ours = rt.from_dlpack(t)
+    ours[1] = 5.0
+    assert t.tolist() == [0.0, 5.0, 2.0] and ours.dtype is rt.float32
+    back = rt.from_dlpack(rt.to_dlpack(x))
+    back[2] = 7.0
+    assert x[2].item() == 7.0
+    copied = rt.from_dlpack(t, copy=True)
+    copied[0] = -1.0
+    assert t[0].item() == 0.0
+    with pytest.raises(RuntimeError, match="Can't export tensors that require gradient"):
+        torch.from_dlpack(rt.ones(2, requires_grad=True))
+
+
+def test_cond_and_while_loop() -> None:
+    for m in (rt, torch):
+        x = m.arange(3.0)
+        assert m.cond(x.sum() > 0, lambda a: a + 1, lambda a: a - 1, (x,)).tolist() == \
+            [1.0, 2.0, 3.0]
+        assert m.cond(False, lambda a: a + 1, lambda a: a - 1, [x]).tolist() == \
+            [-1.0, 0.0, 1.0]
+        i, y = m.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * 2),
+                            (m.tensor(0), x))
+        assert i.item() == 3 and y.tolist() == [0.0, 8.0, 16.0]
+    _error(lambda m: m.cond(m.arange(3.0) > 0, lambda a: a, lambda a: a, (m.ones(1),)))
+    _error(lambda m: m.cond("s", lambda a: a, lambda a: a, (m.ones(1),)))
+    x = rt.tensor([1.0, 2.0], requires_grad=True)
+    rt.cond(True, lambda a: (a * a).sum(), lambda a: a.sum(), (x,)).backward()
+    assert x.grad.tolist() == [2.0, 4.0]
