@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import (functional_names, inplace_variants, layouts, numeric_names, settings,
-               torch_names)
+from . import (control_flow, functional_names, inplace_variants, layouts, memory_names,
+               numeric_names, settings, torch_names)
 
-MODULES = (inplace_variants, torch_names, functional_names, numeric_names, settings, layouts)
+MODULES = (inplace_variants, torch_names, memory_names, functional_names, numeric_names,
+           settings, layouts, control_flow)
 
 
 def install(namespace: dict[str, Any]) -> list[str]:

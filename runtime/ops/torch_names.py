@@ -19,7 +19,6 @@ from ..tensor import Tensor
 from . import extras
 from . import functional as F
 from . import tensor_ops as T
-from .inplace import ERR_INTERNAL_OVERLAP
 from .shapes import Size, wrap_dim
 
 # --- Tensor predicates ------------------------------------------------------------------------
@@ -132,12 +131,12 @@ def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any 
     from ..creation import full
     from .more_ops import get_default_dtype
 
-    _refuse_options("scalar_tensor", layout, pin_memory)
+    check_factory_options("scalar_tensor", layout, pin_memory)
     return full((), s, dtype=dtype or get_default_dtype(), device=device,
                 requires_grad=requires_grad)
 
 
-def _refuse_options(name: str, layout: Any, pin_memory: bool | None) -> None:
+def check_factory_options(name: str, layout: Any, pin_memory: bool | None) -> None:
     """PyTorch's layout= (strided tensors only here) and pin_memory= (no pinned memory)."""
     if layout is not None and str(layout).rsplit(".", 1)[-1] != "strided":
         raise NotImplementedError(f"{name}(): only strided tensors here, not layout={layout}")
@@ -158,7 +157,7 @@ def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: An
     from ..creation import tensor
     from .more_ops import get_default_dtype
 
-    _refuse_options("range", layout, pin_memory)
+    check_factory_options("range", layout, pin_memory)
     warnings.warn(_RANGE_DEPRECATED, UserWarning, stacklevel=2)
     if step == 0:
         raise RuntimeError("step must be nonzero")
@@ -171,85 +170,6 @@ def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: An
     result = tensor(values.astype(dt.np), dtype=dt, device=device,
                     requires_grad=requires_grad)
     return result if out is None else F.written_to(out, result, "range")
-
-
-def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = None,
-                  layout: Any = None, device: Any = None, pin_memory: bool | None = None,
-                  requires_grad: bool = False) -> Tensor:
-    """An uninitialized tensor of ``size`` laid out with ``stride`` (in elements)."""
-    from ..creation import empty
-
-    _refuse_options("empty_strided", layout, pin_memory)
-    size, stride = tuple(size), tuple(stride)
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    if any(s < 0 for s in stride):
-        raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
-                           f"got strides: {list(stride)}")
-    extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    flat = empty(extent, dtype=dtype, device=device)
-    item = flat._data.itemsize
-    data = np.lib.stride_tricks.as_strided(flat._data, size, tuple(s * item for s in stride))
-    out = Tensor._make(data, flat.dtype, flat.device)
-    out.requires_grad_(requires_grad)
-    return out
-
-
-_NOT_WRITABLE = (
-    "The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
-    "means you can write to the underlying (supposedly non-writable) buffer using the tensor. "
-    "You may want to copy the buffer to protect its data or make it writable before converting "
-    "it to a tensor. This type of warning will be suppressed for the rest of this program.")
-
-
-def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
-               requires_grad: bool = False) -> Tensor:
-    """A 1-d tensor over the memory of an object of the buffer protocol (shared, as
-    PyTorch's: writes to one show in the other)."""
-    dt = D.as_dtype(dtype)
-    view = memoryview(buffer)
-    length = view.nbytes
-    if length <= 0:
-        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
-    if not 0 <= offset < length:
-        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
-                         f"buffer length ({length} bytes) minus 1")
-    if count <= 0 and (length - offset) % dt.itemsize:
-        raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} "
-                         f"bytes) must be a multiple of element size ({dt.itemsize})")
-    if count > 0 and count * dt.itemsize > length - offset:
-        raise ValueError(f"requested buffer length ({count} * {dt.itemsize} bytes) after "
-                         f"offset ({offset} bytes) must not be greater than actual buffer "
-                         f"length ({length} bytes)")
-    if view.readonly:  # numpy keeps it read-only: a write raises rather than corrupt it
-        warnings.warn(_NOT_WRITABLE, UserWarning, stacklevel=2)
-    data = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
-    out = Tensor._make(data, dt, "cpu")
-    out.requires_grad_(requires_grad)
-    return out
-
-
-def asarray(obj: Any, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
-            requires_grad: bool | None = None) -> Tensor:
-    """obj as a tensor, sharing memory where it can (a tensor, a numpy array, a buffer) unless
-    ``copy=True``; ``copy=False`` refuses a conversion that must copy."""
-    from ..creation import as_tensor, tensor
-
-    if isinstance(obj, Tensor):
-        result = as_tensor(obj, dtype=dtype, device=device)
-        if copy:
-            result = F.clone(result) if result is obj else result
-        elif copy is False and result is not obj and (
-                result.dtype is not obj.dtype or result.device != obj.device):
-            raise ValueError("can't alias tensor from device 'cpu' to 'cpu'.")
-    elif copy:
-        result = tensor(obj, dtype=dtype, device=device)
-    else:
-        result = as_tensor(obj, dtype=dtype, device=device)
-    if requires_grad:
-        result = result.detach() if result.grad_fn is not None else result
-        result.requires_grad_(True)
-    return result
 
 
 # --- legacy constructors and resizes ------------------------------------------------------------
@@ -446,123 +366,6 @@ def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
                                           include_self=include_self))
 
 
-# --- as_strided copies ---------------------------------------------------------------------------
-
-
-def _strided_positions(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
-                       storage_offset: int | None) -> Tensor:
-    """The flat positions in input (a contiguous tensor: its storage, from its first element)
-    that ``as_strided(size, stride, storage_offset)`` reads, PyTorch's checks first."""
-    from ..creation import tensor
-    from .storage import storage_offset as own_offset
-
-    size, stride = tuple(size), tuple(stride)
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    if any(s < 0 for s in stride):
-        raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
-                           f"got strides: {list(stride)}")
-    if not input.is_contiguous():
-        raise NotImplementedError("as_strided of a non-contiguous tensor is not supported here "
-                                  "(it reads the storage beneath the view): use .contiguous()")
-    own = own_offset(input)
-    offset = own if storage_offset is None else storage_offset
-    extent = offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    available = own + input.numel()
-    if extent > available:
-        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
-                           f"offset {offset}, and itemsize {input.dtype.itemsize} requiring a "
-                           f"storage size of {extent * input.dtype.itemsize} are out of bounds "
-                           f"for storage of size {available * input.dtype.itemsize}")
-    if offset < own:
-        raise NotImplementedError("as_strided before the tensor's own first element is not "
-                                  "supported here")
-    positions = np.full(size, offset - own, dtype=np.int64)
-    for d, (n, s) in enumerate(zip(size, stride)):
-        shape = [1] * len(size)
-        shape[d] = n
-        positions = positions + (np.arange(n, dtype=np.int64) * s).reshape(shape)
-    return tensor(positions, device=input.device)
-
-
-def as_strided_copy(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
-                    storage_offset: int | None = None, *, out: Tensor | None = None
-                    ) -> Tensor:
-    """The elements ``as_strided`` would show, copied (overlaps: their gradients add)."""
-    positions = _strided_positions(input, size, stride, storage_offset)
-    result = F.named(F.getitem(F.reshape(input, (-1,)), positions), "AsStridedBackward0")
-    return result if out is None else F.written_to(out, result, "as_strided_copy")
-
-
-def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int],  # noqa: A002
-                       stride: Sequence[int], storage_offset: int | None = None) -> Tensor:
-    """A copy of input with the elements ``as_strided`` would show replaced by src."""
-    positions = _strided_positions(input, size, stride, storage_offset)
-    if tuple(src.shape) != tuple(positions.shape):
-        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {list(positions.shape)}")
-    if np.unique(positions.numpy()).size != positions.numel():
-        raise RuntimeError(ERR_INTERNAL_OVERLAP)
-    flat = F.clone(F.reshape(input, (-1,)))
-    F.setitem(flat, positions, src)
-    return F.named(F.reshape(flat, tuple(input.shape)), "AsStridedScatterBackward0")
-
-
-# --- Python callables over elements, and small methods ------------------------------------------
-
-
-def _refuse_grad(self: Tensor, name: str) -> None:
-    if self.requires_grad:
-        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
-                           f"var.detach().{name}() instead.")
-    if self.device != "cpu":
-        raise TypeError(f"{name} is only implemented on CPU tensors")
-
-
-def _write_values(self: Tensor, values: list[Any]) -> Tensor:
-    self._data[...] = np.asarray(values).reshape(self._data.shape).astype(self.dtype.np)
-    return self
-
-
-def apply_(self: Tensor, callable: Callable[[Any], Any]) -> Tensor:  # noqa: A002
-    """Each element replaced by callable(element) (a Python number; CPU only, no history)."""
-    _refuse_grad(self, "apply_")
-    return _write_values(self, [callable(v) for v in self._data.reshape(-1).tolist()])
-
-
-def map_(self: Tensor, tensor: Tensor, callable: Callable[[Any, Any], Any]  # noqa: A002
-         ) -> Tensor:
-    """Each element replaced by callable(element, tensor's element) (tensor broadcast)."""
-    _refuse_grad(self, "map_")
-    other = np.broadcast_to(tensor._data, self._data.shape).reshape(-1).tolist()
-    return _write_values(self, [callable(a, b) for a, b in
-                                zip(self._data.reshape(-1).tolist(), other)])
-
-
-def map2_(self: Tensor, x: Tensor, y: Tensor,
-          callable: Callable[[Any, Any, Any], Any]) -> Tensor:  # noqa: A002
-    """Each element replaced by callable(element, x's, y's) (x and y broadcast)."""
-    _refuse_grad(self, "map2_")
-    xs = np.broadcast_to(x._data, self._data.shape).reshape(-1).tolist()
-    ys = np.broadcast_to(y._data, self._data.shape).reshape(-1).tolist()
-    return _write_values(self, [callable(a, b, c) for a, b, c in
-                                zip(self._data.reshape(-1).tolist(), xs, ys)])
-
-
-def dim_order(self: Tensor, *, ambiguity_check: bool = False) -> tuple[int, ...]:
-    """The dims from outermost to innermost in memory (by stride, ties in dim order)."""
-    strides = self.stride()
-    return tuple(sorted(builtins.range(self.ndim), key=lambda d: -strides[d]))
-
-
-def new_empty_strided(self: Tensor, size: Sequence[int], stride: Sequence[int], *,
-                      dtype: Any = None, layout: Any = None, device: Any = None,
-                      pin_memory: bool | None = None, requires_grad: bool = False) -> Tensor:
-    return empty_strided(size, stride, dtype=dtype or self.dtype, layout=layout,
-                         device=device or self.device, pin_memory=pin_memory,
-                         requires_grad=requires_grad)
-
-
 def nonzero_static(input: Tensor, *, size: int, fill_value: int = -1,  # noqa: A002
                    out: Tensor | None = None) -> Tensor:
     """nonzero's (n, ndim) indices cut or padded with fill_value to ``size`` rows."""
@@ -598,96 +401,6 @@ def _false(self: Tensor) -> bool:
     return False
 
 
-# --- DLPack and control flow --------------------------------------------------------------------
-
-
-def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None) -> Tensor:
-    """A tensor over the memory of an object of the DLPack protocol (a numpy array, a PyTorch
-    or JAX CPU tensor, a DLPack capsule), shared unless ``copy=True``."""
-    from ..creation import from_numpy
-
-    if device is not None and str(device) != "cpu":
-        raise NotImplementedError(f"from_dlpack(): only the CPU here, not device={device}")
-    if type(ext_tensor).__name__ == "PyCapsule":
-        ext_tensor = _Capsule(ext_tensor)
-    # a bare capsule without flags (an unversioned one) comes read-only: a write raises
-    return from_numpy(np.from_dlpack(ext_tensor, copy=copy))
-
-
-class _Capsule:
-    """A bare DLPack capsule (to_dlpack's) as numpy's from_dlpack reads one."""
-
-    def __init__(self, capsule: Any) -> None:
-        self.capsule = capsule
-
-    def __dlpack__(self, **kwargs: Any) -> Any:
-        return self.capsule
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        return (1, 0)  # kDLCPU
-
-
-def to_dlpack(tensor: Tensor) -> Any:
-    """A DLPack capsule of the tensor's memory (no copy; CPU tensors; a versioned one, which
-    carries whether it may be written)."""
-    return tensor.__dlpack__(max_version=(1, 0))
-
-
-def _dlpack(self: Tensor, **kwargs: Any) -> Any:
-    if self.device != "cpu":
-        return self._data.__dlpack__(**kwargs)
-    if self.requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
-    return self._data.__dlpack__(**kwargs)
-
-
-def _dlpack_device(self: Tensor) -> Any:
-    return self._data.__dlpack_device__()
-
-
-def cond(pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any],
-         operands: tuple[Any, ...] | list[Any] = ()) -> Any:
-    """true_fn(*operands) if pred else false_fn(*operands), run eagerly (a captured step
-    whose pred is a tensor falls back to eager at this line, as any value read in Python)."""
-    if isinstance(pred, Tensor):
-        if pred.numel() != 1:
-            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got "
-                               f"{pred}.")
-        taken = bool(pred.item())
-    elif isinstance(pred, (bool, int, float)):
-        taken = bool(pred)
-    else:
-        raise RuntimeError(f"Expected pred to be bool or tensor, but got {pred}.")
-    if not isinstance(operands, (tuple, list)):
-        raise RuntimeError(f"Expect operands to be a tuple of possibly nested dict/list/tuple "
-                           f"that only consists of tensor leaves, but got {operands}.")
-    return (true_fn if taken else false_fn)(*operands)
-
-
-def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
-               carried_inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
-    """body_fn applied to the carried values while cond_fn of them holds, run eagerly; the
-    final carried values."""
-    if not isinstance(carried_inputs, (tuple, list)):
-        raise RuntimeError(f"carried_inputs must be a tuple or list, got "
-                           f"{type(carried_inputs).__name__}")
-    carried = tuple(carried_inputs)
-    while True:
-        go = cond_fn(*carried)
-        if isinstance(go, Tensor):
-            if go.numel() != 1 or go.dtype is not D.bool_:
-                raise RuntimeError(f"cond_fn must return a boolean scalar tensor, got {go}")
-            go = bool(go.item())
-        if not go:
-            return carried
-        out = body_fn(*carried)
-        out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-        if len(out) != len(carried):
-            raise RuntimeError(f"body_fn must return as many values as it takes: got "
-                               f"{len(out)} for {len(carried)}")
-        carried = out
-
-
 # --- the names ----------------------------------------------------------------------------------
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -696,12 +409,9 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "split_with_sizes": split_with_sizes, "unsafe_split": unsafe_split,
     "unsafe_split_with_sizes": unsafe_split_with_sizes, "unsafe_chunk": unsafe_chunk,
     "fill": fill, "detach": detach, "detach_": detach_, "scalar_tensor": scalar_tensor,
-    "range": range_, "empty_strided": empty_strided, "frombuffer": frombuffer,
-    "asarray": asarray, "diagonal_scatter": diagonal_scatter, "put": put,
-    "index_reduce": index_reduce, "as_strided_copy": as_strided_copy,
-    "as_strided_scatter": as_strided_scatter, "nonzero_static": nonzero_static,
+    "range": range_, "diagonal_scatter": diagonal_scatter, "put": put,
+    "index_reduce": index_reduce, "nonzero_static": nonzero_static,
     "conj_physical": conj_physical, "conj_physical_": conj_physical_, "imag": imag,
-    "from_dlpack": from_dlpack, "to_dlpack": to_dlpack, "cond": cond, "while_loop": while_loop,
     **{f"{n}_copy": _copy_of(v, f"{n}_copy") for n, v in _VIEWS.items()},
 }
 
@@ -714,12 +424,9 @@ METHODS: dict[str, Any] = {
     "unsafe_split_with_sizes": unsafe_split_with_sizes, "unsafe_chunk": unsafe_chunk,
     "diagonal_scatter": diagonal_scatter, "select_scatter": extras.select_scatter,
     "slice_scatter": extras.slice_scatter, "put": put, "index_reduce": index_reduce,
-    "index_reduce_": index_reduce_, "as_strided_scatter": as_strided_scatter,
-    "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
-    "new_empty_strided": new_empty_strided, "nonzero_static": nonzero_static,
+    "index_reduce_": index_reduce_, "nonzero_static": nonzero_static,
     "conj_physical": conj_physical, "conj_physical_": conj_physical_,
     "const_data_ptr": lambda self: self.data_ptr(),
-    "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device,
     **{f"is_{n}": property(_false) for n in (
         "meta sparse sparse_csr quantized nested mkldnn xla xpu mps ipu vulkan maia "
         "mtia").split()},
