@@ -172,17 +172,31 @@ def svdvals(A: Tensor) -> Tensor:
 def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
          hermitian: bool = False) -> Tensor:
     """The pseudo-inverse V diag(1/S) U^T, singular values at or below max(atol, rtol *
-    S_max) dropped (rtol default: eps * max(m, n), PyTorch's)."""
-    U, S, Vh = svd(A, full_matrices=False)
-    if rtol is None:
-        rtol = 0.0 if atol is not None and atol > 0 else float(
-            np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
-    smax = F.amax(S.detach(), -1, keepdim=True) if S.shape[-1] else S
-    cut = F.maximum(F.mul(smax, rtol), atol or 0.0)
-    keep = F.gt(S, cut)
-    s_inv = F.where(keep, F.div(1.0, F.where(keep, S, 1.0)), 0.0)
-    return F.matmul(F.mul(F.transpose(Vh, -1, -2), F.unsqueeze(s_inv, -2)),
-                    F.transpose(U, -1, -2))
+    S_max) dropped (rtol default: eps * max(m, n), PyTorch's); ``hermitian``: from eigh of
+    A's lower triangle, V diag(1/L) V^T over the eigenvalues whose size is above the cut. A
+    primitive: its gradient is PyTorch's pinv_backward (that of a general A, hermitian too)."""
+    rtol = _default_rtol(A, atol, rtol)
+    if hermitian:
+        L.check_square("pinv", A)
+    elif not A.dtype.is_floating_point or A.dtype is D.float16:
+        svd(A)  # its checks and texts
+    return apply(L.PINV, A, atol=float(atol or 0.0), rtol=float(rtol), hermitian=bool(hermitian))
+
+
+def _default_rtol(A: Tensor, atol: float | None, rtol: float | None) -> float:
+    """PyTorch's rtol of pinv and matrix_rank: eps * max(m, n), or 0 where atol > 0 alone
+    is given."""
+    if rtol is not None:
+        return rtol
+    if atol is not None and atol > 0:
+        return 0.0
+    return float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+
+
+def _cutoff(sizes: Tensor, atol: float | None, rtol: float) -> Tensor:
+    """max(atol, rtol * the largest size) of each matrix, kept for broadcasting."""
+    largest = F.amax(sizes.detach(), -1, keepdim=True) if sizes.shape[-1] else sizes.detach()
+    return F.maximum(F.mul(largest, rtol), atol or 0.0)
 
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -289,14 +303,10 @@ def multi_dot(tensors: list[Tensor]) -> Tensor:
 def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
                 hermitian: bool = False) -> Tensor:
     """The number of singular values above max(atol, rtol * S_max) (rtol default: eps *
-    max(m, n), PyTorch's)."""
-    S = svdvals(A.detach())
-    if rtol is None:
-        rtol = 0.0 if atol is not None and atol > 0 else float(
-            np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
-    smax = F.amax(S, -1, keepdim=True)
-    cut = F.maximum(F.mul(smax, rtol), atol or 0.0)
-    return F.sum(F.cast(F.gt(S, cut), D.int64), -1)
+    max(m, n), PyTorch's); ``hermitian``: of the eigenvalues' sizes (A's lower triangle)."""
+    rtol = _default_rtol(A, atol, rtol)
+    S = F.abs(eigvalsh(A.detach())) if hermitian else svdvals(A.detach())
+    return F.sum(F.cast(F.gt(S, _cutoff(S, atol, rtol)), D.int64), -1)
 
 
 @takes_out(check=same_out_dtype, name="linalg_cond")

@@ -831,3 +831,55 @@ def _matrix_exp_bwd(c: Any, g: Any) -> tuple[Any]:
 MATRIX_EXP = register(Primitive(
     "linalg_matrix_exp", impl=_matrix_exp_impl, infer=_matrix_exp_infer,
     backward=_matrix_exp_bwd, saves=(0,), flops=_cubic_flops))
+
+
+def _pinv_impl(xp: Any, a: Any, atol: float, rtol: float, hermitian: bool) -> Any:
+    """The pseudo-inverse: over the singular values (``hermitian``: the eigenvalues of the
+    lower triangle, by size) above max(atol, rtol * the largest), inverted."""
+    def host(m: np.ndarray) -> np.ndarray:
+        if m.shape[-1] == 0 or m.shape[-2] == 0:
+            return np.zeros((*m.shape[:-2], m.shape[-1], m.shape[-2]), m.dtype)
+        if hermitian:
+            values, left = np.linalg.eigh(m)
+            sizes, right = np.abs(values), left
+        else:
+            left, values, vh = np.linalg.svd(m, full_matrices=False)
+            sizes, right = values, np.swapaxes(vh, -1, -2)
+        cut = np.maximum(sizes.max(-1, keepdims=True) * rtol, atol)
+        keep = sizes > cut
+        inverse = np.where(keep, 1.0 / np.where(keep, values, 1.0), 0.0)
+        return ((right * inverse[..., None, :]) @ np.swapaxes(left, -1, -2)).astype(m.dtype)
+
+    return _on_host(xp, host, a)
+
+
+def _pinv_infer(a: Any, atol: float, rtol: float, hermitian: bool
+                ) -> tuple[tuple[int, ...], Any]:
+    shape = tuple(a.shape)
+    return (*shape[:-2], shape[-1], shape[-2]), a.dtype
+
+
+def _pinv_bwd(c: Any, g: Any) -> tuple[Any]:
+    """PyTorch's pinv_backward (Golub and Pereyra's derivative of the pseudo-inverse), for
+    ``hermitian`` too: the gradient of a general A, as PyTorch's."""
+    a, p = c.input(0), c.output()
+    m, n = a.shape[-2], a.shape[-1]
+    gh, ph = _mT(g), _mT(p)
+    if m <= n:
+        k = F.matmul(gh, p)
+        kph = F.matmul(k, ph)
+        ga = F.add(F.sub(kph, _mT(F.matmul(p, k))), F.sub(
+            F.matmul(F.matmul(ph, p), F.sub(gh, F.matmul(k, a))),
+            F.matmul(F.matmul(a, p), kph)))
+    else:
+        k = F.matmul(p, gh)
+        phk = F.matmul(ph, k)
+        ga = F.add(F.sub(phk, _mT(F.matmul(k, p))), F.sub(
+            F.matmul(F.matmul(F.sub(gh, F.matmul(a, k)), p), ph),
+            F.matmul(F.matmul(phk, p), a)))
+    return (ga,)
+
+
+PINV = register(Primitive(
+    "linalg_pinv", impl=_pinv_impl, infer=_pinv_infer, backward=_pinv_bwd, saves=(0, "out"),
+    attrs=("atol", "rtol", "hermitian"), flops=_cubic_flops))

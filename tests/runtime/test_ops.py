@@ -156,6 +156,8 @@ case("linalg_solve_triangular", lambda m, a, b: m.linalg.solve_triangular(
 case("linalg_lu", lambda m, a: (lambda r: (r[0] * 2 + r[1]).sum(-1) + r[2].sum(-2))(
     m.linalg.lu(a)), [N(2, 3, 3)])
 case("linalg_matrix_exp", lambda m, a: m.linalg.matrix_exp(a * 0.5), [N(2, 3, 3)], gg=True)
+case("linalg_pinv", lambda m, a: (lambda b: m.linalg.pinv(b) + m.linalg.pinv(
+    b + b.mT, hermitian=True))(a + m.eye(3, dtype=a.dtype, device=a.device) * 3), [N(2, 3, 3)])
 case("log1p", lambda m, a: a.log1p(), [P(3, 4) - 0.4], gg=True)
 case("log1p_small", lambda m, a: m.log1p(a * 1e-4), [N(2, 3)])
 case("expm1", lambda m, a: a.expm1(), [N(3, 4)], gg=True)

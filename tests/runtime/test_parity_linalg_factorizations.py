@@ -698,3 +698,26 @@ def test_lstsq_residual_gradient_and_driver_error() -> None:
     _grads_match(lambda lib, x, y: lib.linalg.lstsq(x, y, driver="gelsd")[:2],
                  _arr(2, 5, 3), _arr(2, 5, 2))
     _same_error(lambda t: t.linalg.lstsq(t.ones(3, 2), t.ones(3, 1), driver="foo"))
+
+
+@pytest.mark.parametrize(("shape", "hermitian"), [((4, 4), True), ((2, 4, 4), True),
+                                                  ((4, 4), False), ((3, 5), False),
+                                                  ((2, 5, 3), False)])
+def test_pinv_values_and_gradients_as_torch(shape: tuple[int, ...], hermitian: bool) -> None:
+    """hermitian: only the lower triangle read, and PyTorch's gradient is that of a general A
+    (not symmetrized), pinv_backward's."""
+    a = _arr(*shape)
+    if hermitian:
+        a[..., 0, 1:] = 0.0  # not symmetric: the upper triangle is not read
+    ours, theirs = _both(a)
+    _close(rt.linalg.pinv(ours, hermitian=hermitian), torch.linalg.pinv(theirs, hermitian=hermitian))
+    _close(rt.linalg.pinv(ours, atol=0.5, hermitian=hermitian),
+           torch.linalg.pinv(theirs, atol=0.5, hermitian=hermitian))
+    _close(rt.linalg.matrix_rank(ours, rtol=0.3, hermitian=hermitian),
+           torch.linalg.matrix_rank(theirs, rtol=0.3, hermitian=hermitian))
+    sym = a + np.swapaxes(a, -1, -2) if hermitian else a
+    _grads_match(lambda lib, x: lib.linalg.pinv(x, hermitian=hermitian), sym)
+    x = rt.tensor(sym, requires_grad=True)
+    assert type(rt.linalg.pinv(x, hermitian=hermitian).grad_fn).__name__ == "LinalgPinvBackward0"
+    if not hermitian:
+        assert gradcheck(rt.linalg.pinv, (x,))
