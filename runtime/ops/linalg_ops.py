@@ -843,7 +843,11 @@ def _pinv_impl(xp: Any, a: Any, atol: float, rtol: float, hermitian: bool) -> An
             values, left = np.linalg.eigh(m)
             sizes, right = np.abs(values), left
         else:
-            left, values, vh = np.linalg.svd(m, full_matrices=False)
+            if np.isnan(m).any():  # PyTorch's SVD error (an inf gives NaN values: zeros)
+                raise LinAlgError("linalg.svd: The algorithm failed to converge because the "
+                                  "input matrix contained non-finite values.")
+            with np.errstate(invalid="ignore"):
+                left, values, vh = np.linalg.svd(m, full_matrices=False)
             sizes, right = values, np.swapaxes(vh, -1, -2)
         cut = np.maximum(sizes.max(-1, keepdims=True) * rtol, atol)
         keep = sizes > cut

@@ -721,3 +721,15 @@ def test_pinv_values_and_gradients_as_torch(shape: tuple[int, ...], hermitian: b
     assert type(rt.linalg.pinv(x, hermitian=hermitian).grad_fn).__name__ == "LinalgPinvBackward0"
     if not hermitian:
         assert gradcheck(rt.linalg.pinv, (x,))
+
+
+def test_pinv_of_non_finite_matrices() -> None:
+    for hermitian in (False, True):
+        for bad in (float("inf"), float("nan")):
+            m = [[bad, 1.0], [1.0, 1.0]]
+            try:
+                want = torch.linalg.pinv(torch.tensor(m), hermitian=hermitian)
+            except Exception:  # noqa: BLE001 - torch's error is the expectation
+                _same_error(lambda t, m=m: t.linalg.pinv(t.tensor(m), hermitian=hermitian))
+                continue
+            _close(rt.linalg.pinv(rt.tensor(m), hermitian=hermitian), want)
