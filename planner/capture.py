@@ -184,8 +184,7 @@ class Tracer:
 
     def _read(self, t: Tensor) -> int:
         cell = self.storage_of(t)
-        base = cell.view_of
-        if base is not None and base.node != cell.base_node:
+        if _stale(cell):
             raise GraphBreak("a view is read after its base was written in place")
         return cell.node
 
@@ -674,7 +673,7 @@ class Tracer:
                 # the caller will differentiate it: a replayed plan has no graph to offer
                 raise GraphBreak("the step returns a tensor that requires grad without "
                                  "calling backward() inside the step")
-            return ("node", self.storage_of(value).node)
+            return ("node", self._read(value))
         if isinstance(value, tuple):
             return ("tuple", [self._template(v) for v in value])
         if isinstance(value, list):
@@ -685,6 +684,17 @@ class Tracer:
             return ("py", value)
         raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
                          "rebuild")
+
+
+def _stale(cell: MetaArray) -> bool:
+    """Whether a storage the view ``cell`` was taken from (its base, or the base's base) was
+    written in place since: the view's node holds the values before the write, where eager
+    mode's view shows the written ones."""
+    while cell.view_of is not None:
+        if cell.view_of.node != cell.base_node:
+            return True
+        cell = cell.view_of
+    return False
 
 
 def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,

@@ -224,8 +224,10 @@ class Generator:
                  and (ndim is None or v.dim() == ndim)]
         if not names:
             return None
-        # recent values more often: chains rather than a fan of one-op values
+        # recent values more often: chains rather than a fan of one-op values; the
+        # arguments often too (else the parameters drawn after them would crowd them out)
         weights = np.arange(1, len(names) + 1, dtype=float) ** 1.5
+        weights[[n.startswith("x") for n in names]] *= 4.0
         return names[int(self.rng.choice(len(names), p=weights / weights.sum()))]
 
     @staticmethod
