@@ -175,11 +175,64 @@ def reinforce(self: Tensor, reward: Any) -> None:
                        "https://pytorch.org/docs/main/distributions.html")
 
 
+# --- autocast at torch level (the legacy per-device names deprecated, as PyTorch's) ----------
+
+
+def set_autocast_enabled(device_type: Any, enabled: bool | None = None) -> None:
+    """Autocast on or off for ``device_type``; the legacy one-argument form sets CUDA's."""
+    from ..amp import autocast_mode
+
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    autocast_mode.set_autocast_enabled(device_type, enabled)
+
+
+def _deprecated_autocast(old: str, new: str, call: Callable[..., Any]) -> Callable[..., Any]:
+    def fn(*args: Any) -> Any:
+        warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.",
+                      DeprecationWarning, stacklevel=2)
+        return call(*args)
+
+    fn.__name__ = fn.__qualname__ = old.split("(")[0]
+    return fn
+
+
+def _autocast_functions() -> dict[str, Callable[..., Any]]:
+    from ..amp import autocast_mode as A
+
+    legacy = {
+        "get_autocast_cpu_dtype": ("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')",
+                                   lambda: A.get_autocast_dtype("cpu")),
+        "get_autocast_gpu_dtype": ("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')",
+                                   lambda: A.get_autocast_dtype("cuda")),
+        "is_autocast_cpu_enabled": ("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')",
+                                    lambda: A.is_autocast_enabled("cpu")),
+        "set_autocast_cpu_enabled": ("set_autocast_cpu_enabled(enabled)",
+                                     "set_autocast_enabled('cpu', enabled)",
+                                     lambda enabled: A.set_autocast_enabled("cpu", enabled)),
+        "set_autocast_cpu_dtype": ("set_autocast_cpu_dtype(dtype)",
+                                   "set_autocast_dtype('cpu', dtype)",
+                                   lambda dtype: A.set_autocast_dtype("cpu", dtype)),
+        "set_autocast_gpu_dtype": ("set_autocast_gpu_dtype(dtype)",
+                                   "set_autocast_dtype('cuda', dtype)",
+                                   lambda dtype: A.set_autocast_dtype("cuda", dtype)),
+    }
+    found: dict[str, Callable[..., Any]] = {
+        name: _deprecated_autocast(old, new, call) for name, (old, new, call) in legacy.items()}
+    found.update(set_autocast_enabled=set_autocast_enabled,
+                 set_autocast_dtype=A.set_autocast_dtype,
+                 is_autocast_cache_enabled=A.is_autocast_cache_enabled,
+                 set_autocast_cache_enabled=A.set_autocast_cache_enabled,
+                 clear_autocast_cache=A.clear_autocast_cache)
+    return found
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn in (
     set_printoptions, get_default_device, set_default_device, get_float32_matmul_precision,
     set_float32_matmul_precision, set_warn_always, is_warn_always_enabled,
     set_deterministic_debug_mode, get_deterministic_debug_mode, get_num_interop_threads,
     set_num_interop_threads, set_flush_denormal, typename, is_storage, get_device,
     set_anomaly_enabled, init_num_threads, is_distributed)}
+FUNCTIONS.update(_autocast_functions())
 METHODS: dict[str, Any] = {"is_distributed": is_distributed, "volatile": property(_volatile),
                            "is_set_to": is_set_to, "reinforce": reinforce}

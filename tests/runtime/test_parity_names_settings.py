@@ -171,3 +171,38 @@ def test_constants_layouts_and_memory_formats() -> None:
         with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last "
                                                "format"):
             m.rand(2, 3).contiguous(memory_format=m.channels_last)
+
+
+@pytest.mark.parametrize("name,args", [
+    ("get_autocast_cpu_dtype", ()), ("get_autocast_gpu_dtype", ()),
+    ("is_autocast_cpu_enabled", ()), ("set_autocast_cpu_enabled", (False,)),
+    ("set_autocast_cpu_dtype", ("bfloat16",)), ("set_autocast_gpu_dtype", ("float16",))])
+def test_legacy_autocast_names(name: str, args: tuple[Any, ...]) -> None:
+    results = []
+    for m in (rt, torch):
+        values = tuple(getattr(m, a) if isinstance(a, str) else a for a in args)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = getattr(m, name)(*values)
+        results.append((str(out).split(".")[-1],
+                        [(c.category, str(c.message).split(" (Triggered")[0]) for c in caught]))
+    assert results[0] == results[1]
+
+
+def test_autocast_settings() -> None:
+    try:
+        rt.set_autocast_enabled("cpu", True)
+        assert rt.is_autocast_enabled("cpu")
+        rt.set_autocast_enabled(True)  # the legacy form: CUDA's
+        assert rt.is_autocast_enabled()
+        rt.set_autocast_dtype("cpu", rt.float16)
+        assert rt.get_autocast_dtype("cpu") is rt.float16
+        rt.set_autocast_cache_enabled(False)
+        assert not rt.is_autocast_cache_enabled()
+        rt.clear_autocast_cache()
+    finally:
+        rt.set_autocast_enabled("cpu", False)
+        rt.set_autocast_enabled(False)
+        rt.set_autocast_dtype("cpu", rt.bfloat16)
+        rt.set_autocast_cache_enabled(True)
+    assert not rt.is_autocast_enabled("cpu") and rt.is_autocast_cache_enabled()
