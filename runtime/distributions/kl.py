@@ -16,6 +16,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exponential import Exponential
@@ -196,6 +197,14 @@ def _kl_binomial_binomial(p: Binomial, q: Binomial) -> Tensor:
     kl = p.total_count * (p.probs * (p.logits - q.logits) + rt.log1p(-p.probs)
                           - rt.log1p(-q.probs))
     return _inf_where(p.total_count > q.total_count, kl)
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_pair(p: ContinuousBernoulli, q: ContinuousBernoulli) -> Tensor:
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + rt.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - rt.log1p(-q.probs)
+    return t1 + t2 + t3
 
 
 @register_kl(Cauchy, Cauchy)

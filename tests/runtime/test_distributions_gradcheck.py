@@ -38,6 +38,11 @@ CASES = {
     "multinomial": (lambda a: rd.Multinomial(3, logits=a), [[0.3, -1.0, 2.0]], [1.0, 0.0, 2.0]),
     "relaxed_onehot": (lambda a: rd.RelaxedOneHotCategorical(_const(0.6), logits=a),
                        [[0.3, -1.0, 2.0]], [0.2, 0.5, 0.3]),
+    "continuous_bernoulli": (lambda a: rd.ContinuousBernoulli(logits=a), [[0.001, -1.0, 2.0]],
+                             [0.3, 0.9, 0.5]),
+    "von_mises": (lambda a, b: rd.VonMises(a, b), [[0.1, -1.0], [0.7, 30.0]], [0.4, 2.0]),
+    "fisher_snedecor": (lambda a, b: rd.FisherSnedecor(a, b), [[1.5, 4.0], [3.0, 9.0]],
+                        [0.4, 2.0]),
     "mixture": (lambda a, b: rd.MixtureSameFamily(rd.Categorical(logits=a), rd.Normal(b, 1.0)),
                 [[0.3, -1.0], [0.5, -0.5]], [0.4, 2.0]),
 }
@@ -53,7 +58,7 @@ def test_log_prob_gradcheck(case):
 
 @pytest.mark.parametrize("case", ["normal", "gamma", "beta", "dirichlet", "categorical",
                                   "bernoulli", "binomial", "geometric", "laplace", "mvn",
-                                  "multinomial"])
+                                  "multinomial", "continuous_bernoulli"])
 def test_entropy_gradcheck(case):
     make, params, _ = CASES[case]
     assert rt.autograd.gradcheck(lambda *p: make(*p).entropy(), tuple(_f64(p) for p in params),

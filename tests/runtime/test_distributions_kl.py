@@ -46,6 +46,8 @@ PAIRS = {
                               "probs": np.array([0.2, 0.5, 0.9])},
                  {"total_count": np.array([5.0, 5.0, 5.0]), "logits": np.array([-1.0, 0.3, 1.0])}),
     "cauchy": ("Cauchy", {"loc": A, "scale": B}, {"loc": B, "scale": A}),
+    "continuous_bernoulli": ("ContinuousBernoulli", {"probs": np.array([0.2, 0.5, 0.9])},
+                             {"logits": np.array([-1.0, 0.3, 1.0])}),
     "gumbel": ("Gumbel", {"loc": A, "scale": B}, {"loc": B, "scale": A}),
     "pareto": ("Pareto", {"scale": A, "alpha": B}, {"scale": B, "alpha": A}),
     "half_normal": ("HalfNormal", {"scale": A}, {"scale": B}),

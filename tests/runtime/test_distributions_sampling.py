@@ -38,6 +38,8 @@ MOMENTS = {
                                             rd.Normal(_f64([-2.0, 1.0]), _f64([0.5, 1.0]))),
     "relaxed_bernoulli": lambda: rd.RelaxedBernoulli(_f64(0.5), _f64([0.2, 0.8])),
     "half_normal": lambda: rd.HalfNormal(_f64([0.5, 2.0])),
+    "continuous_bernoulli": lambda: rd.ContinuousBernoulli(_f64([0.2, 0.5, 0.9])),
+    "fisher_snedecor": lambda: rd.FisherSnedecor(_f64([5.0, 10.0]), _f64([20.0, 30.0])),
     "lowrank_mvn": lambda: rd.LowRankMultivariateNormal(_f64([1.0, -1.0, 0.0]),
                                                         _f64([[1.0], [0.5], [-0.3]]),
                                                         _f64([0.5, 1.0, 0.2])),
@@ -200,3 +202,14 @@ def test_sample_quantiles_by_the_icdf(make):
         level = rt.full(tuple(d.batch_shape), q, dtype=rt.float64)
         below = (x <= d.icdf(level).numpy()).mean(0)
         np.testing.assert_allclose(below, q, atol=5 * np.sqrt(q * (1 - q) / N))
+
+
+def test_von_mises_draws_have_its_circular_moments():
+    loc, k = np.array([0.5, -2.0, 3.0]), np.array([0.7, 4.0, 30.0])
+    d = rd.VonMises(_f64(loc), _f64(k))
+    rt.manual_seed(4)
+    x = d.sample((N,)).numpy()
+    assert x.min() >= -np.pi and x.max() < np.pi
+    resultant = np.exp(1j * x).mean(0)
+    want = (1 - d.variance.numpy()) * np.exp(1j * loc)  # I1/I0 along the mean direction
+    np.testing.assert_allclose(resultant, want, atol=5 / np.sqrt(N))
