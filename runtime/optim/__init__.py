@@ -12,6 +12,8 @@ from runtime.optim.optimizer import Optimizer
 from runtime.optim.rmsprop import RMSprop
 from runtime.optim.rprop import Rprop
 from runtime.optim.sgd import SGD
+from runtime.optim.stateless import swap_in_optimizer_params_and_state
 
 __all__ = ["ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS",
-           "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils"]
+           "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop", "lr_scheduler", "swa_utils",
+           "swap_in_optimizer_params_and_state"]
