@@ -92,6 +92,17 @@ class Plan:
         if execution is not None:
             self.execution = execution
 
+    def __getattr__(self, name: str) -> Any:
+        """``graph`` of a plan loaded from the plan cache: unpickled on first use (a run
+        never asks; planner.plan_cache._lazy_graph), then kept."""
+        if name == "graph":
+            loader = self.__dict__.get("_graph_loader")
+            if loader is not None:
+                graph = self.__dict__["graph"] = loader()
+                self.__dict__.pop("_graph_loader", None)
+                return graph
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     # --- the source steps, by kind ------------------------------------------------------------
     @property
     def inputs(self) -> list[tuple[int, int]]:
