@@ -379,8 +379,20 @@ def igammac_(self: Tensor, other: Tensor) -> Tensor:
     return F.overwrite(self, igammac(F.clone(self), other))
 
 
+def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002
+    """The ``pow`` norm of v over every dim but ``dim``, kept as size-1 dims (-1: over all of
+    v), as weight_norm takes it."""
+    from .reductions import vector_norm
+
+    if dim == -1:
+        return vector_norm(v, pow)
+    d = dim + v.ndim if dim < 0 else dim
+    axes = tuple(a for a in builtins.range(v.ndim) if a != d)
+    return vector_norm(v, pow, axes, keepdim=True)
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn in (
-    hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, histogram,
+    norm_except_dim, hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, histogram,
     gradient, mvlgamma, igamma, igammac)}
 METHODS: dict[str, Any] = {fn.__name__: fn for fn in (
     histogram, mvlgamma, mvlgamma_, igamma, igammac, igamma_, igammac_)}

@@ -174,3 +174,16 @@ def test_incomplete_gamma_inplace_and_errors() -> None:
 
 def test_histogram_bins_dtype_error() -> None:
     _error(lambda m: m.histogram(m.tensor([1.0, 2.0], dtype=m.float64), m.tensor([0.0, 3.0])))
+
+
+@pytest.mark.parametrize("pow_,dim", [(2, 0), (2, 1), (3, 2), (2, -1), (1, -2)])
+def test_norm_except_dim(pow_: float, dim: int) -> None:
+    v = g.standard_normal((3, 4, 5))
+    results = []
+    for m in (rt, torch):
+        x = m.tensor(v, requires_grad=True)
+        out = m.norm_except_dim(x, pow_, dim)
+        out.sum().backward()
+        results.append((out.detach().numpy(), x.grad.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9)
