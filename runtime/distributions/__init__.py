@@ -37,6 +37,7 @@ from .half_normal import HalfCauchy, HalfNormal
 from .independent import Independent
 from .inverse_gamma import InverseGamma
 from .kl import kl_divergence, register_kl
+from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .log_normal import LogNormal
 from .logistic_normal import LogisticNormal
@@ -68,11 +69,11 @@ __all__ = [
     "Chi2", "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution",
     "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
     "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent",
-    "IndependentTransform", "InverseGamma", "Laplace", "LogNormal", "LogisticNormal",
-    "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform",
-    "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
-    "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
-    "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+    "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
+    "LogisticNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
+    "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+    "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+    "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
     "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
     "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
     "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "constraints",
