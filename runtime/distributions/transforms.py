@@ -15,7 +15,8 @@ from ..tensor import Tensor
 from . import constraints
 from .utils import sum_rightmost
 
-__all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform",
+__all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CumulativeDistributionTransform", "ExpTransform", "StackTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
            "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StickBreakingTransform", "TanhTransform", "Transform",
@@ -733,3 +734,156 @@ class ReshapeTransform(Transform):
         if shape[cut:] != old:
             raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
         return shape[:cut] + new
+
+
+class CatTransform(Transform):
+    """The transforms of ``tseq`` each applied to its piece of ``lengths[i]`` along ``dim`` (as
+    ``rt.cat`` puts pieces together)."""
+
+    def __init__(self, tseq: list[Transform], dim: int = 0, lengths: list[int] | None = None,
+                 cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"Number of lengths ({len(self.lengths)}) must match number "
+                                 f"of transforms ({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self) -> int:
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self) -> int:
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _pieces(self, x: Tensor) -> list[tuple[Transform, Tensor]]:
+        if not -x.ndim <= self.dim < x.ndim or x.shape[self.dim] != self.length:
+            raise ValueError(f"CatTransform: expected {self.length} values along dim "
+                             f"{self.dim}, got shape {tuple(x.shape)}")
+        out, start = [], 0
+        for t, length in zip(self.transforms, self.lengths):
+            out.append((t, x.narrow(self.dim, start, length)))
+            start += length
+        return out
+
+    def _call(self, x: Tensor) -> Tensor:
+        return rt.cat([t(piece) for t, piece in self._pieces(x)], dim=self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return rt.cat([t.inv(piece) for t, piece in self._pieces(y)], dim=self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        terms = []
+        for (t, xs), (_, ys) in zip(self._pieces(x), self._pieces(y)):
+            terms.append(sum_rightmost(t.log_abs_det_jacobian(xs, ys),
+                                       self.event_dim - t.event_dim))
+        # ``dim`` counted from the right; inside the event the pieces' terms add up
+        dim = (self.dim - x.ndim if self.dim >= 0 else self.dim) + self.event_dim
+        if dim < 0:
+            return rt.cat(terms, dim=dim)
+        total = terms[0]
+        for term in terms[1:]:
+            total = total + term
+        return total
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """The transforms of ``tseq`` each applied to its slice along ``dim`` (as ``rt.stack``
+    puts slices together)."""
+
+    def __init__(self, tseq: list[Transform], dim: int = 0, cache_size: int = 0) -> None:
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.dim = dim
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, x: Tensor) -> list[Tensor]:
+        if x.shape[self.dim] != len(self.transforms):
+            raise ValueError(f"StackTransform: expected {len(self.transforms)} slices along dim "
+                             f"{self.dim}, got shape {tuple(x.shape)}")
+        return [x.select(self.dim, i) for i in range(x.shape[self.dim])]
+
+    def _call(self, x: Tensor) -> Tensor:
+        return rt.stack([t(s) for t, s in zip(self.transforms, self._slices(x))], dim=self.dim)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return rt.stack([t.inv(s) for t, s in zip(self.transforms, self._slices(y))],
+                        dim=self.dim)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return rt.stack([t.log_abs_det_jacobian(a, b) for t, a, b in
+                         zip(self.transforms, self._slices(x), self._slices(y))], dim=self.dim)
+
+    @property
+    def bijective(self) -> bool:  # type: ignore[override]
+        return all(t.bijective for t in self.transforms)
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @property
+    def codomain(self) -> constraints.Constraint:  # type: ignore[override]
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)
+
+
+class CumulativeDistributionTransform(Transform):
+    """``y = distribution.cdf(x)`` onto [0, 1] (the inverse by ``icdf``); the
+    log-abs-det-Jacobian is the log-density."""
+
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution: Any, cache_size: int = 0) -> None:
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self) -> constraints.Constraint:  # type: ignore[override]
+        return self.distribution.support
+
+    def with_cache(self, cache_size: int = 1) -> Transform:
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+    def _call(self, x: Tensor) -> Tensor:
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        return self.distribution.log_prob(x)

@@ -254,3 +254,46 @@ def test_tanh_squashed_policy_log_prob_uses_the_cached_pre_image():
     np.testing.assert_allclose(_np(lp), _np(d_t.log_prob(y_t)), rtol=1e-12)
     (g,) = rt.autograd.grad(lp.sum(), [loc])
     assert np.isfinite(g.numpy()).all()
+
+
+COMBINED = {
+    "cat_batch": (lambda M: M.CatTransform([M.ExpTransform(), M.TanhTransform()], dim=0,
+                                           lengths=[1, 1]), X),
+    "cat_event": (lambda M: M.CatTransform([M.IndependentTransform(M.ExpTransform(), 1),
+                                            M.IndependentTransform(M.SigmoidTransform(), 1)],
+                                           dim=-1, lengths=[1, 2]), X),
+    "stack": (lambda M: M.StackTransform([M.ExpTransform(), M.SigmoidTransform(),
+                                          M.AffineTransform(1.0, -2.0)], dim=1), X),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMBINED))
+def test_cat_and_stack_transforms_match_torch(name):
+    make, x = COMBINED[name]
+    t_rt, t_t = make(rtr), make(ttr)
+    x_rt, x_t = _f64(rt, x, True), _f64(torch, x, True)
+    y_rt, y_t = t_rt(x_rt), t_t(x_t)
+    np.testing.assert_allclose(_np(y_rt), _np(y_t), rtol=1e-12)
+    ld_rt, ld_t = t_rt.log_abs_det_jacobian(x_rt, y_rt), t_t.log_abs_det_jacobian(x_t, y_t)
+    assert tuple(ld_rt.shape) == tuple(ld_t.shape)
+    np.testing.assert_allclose(_np(ld_rt), _np(ld_t), rtol=1e-10)
+    (g_rt,) = rt.autograd.grad(y_rt.sum() + ld_rt.sum(), [x_rt])
+    (g_t,) = torch.autograd.grad(y_t.sum() + ld_t.sum(), [x_t])
+    np.testing.assert_allclose(_np(g_rt), _np(g_t), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(_np(t_rt.inv(_f64(rt, _np(y_t)))), _np(t_t.inv(y_t.detach())),
+                               rtol=1e-8, atol=1e-10)
+    assert t_rt.bijective == t_t.bijective
+    assert t_rt.event_dim == t_t.event_dim
+
+
+def test_cumulative_distribution_transform_matches_torch():
+    loc, scale = [0.1, -1.0, 2.0], [1.0, 0.5, 2.0]
+    t_rt = rtr.CumulativeDistributionTransform(rd.Normal(_f64(rt, loc), _f64(rt, scale)))
+    t_t = ttr.CumulativeDistributionTransform(td.Normal(_f64(torch, loc), _f64(torch, scale)))
+    x_rt, x_t = _f64(rt, X, True), _f64(torch, X, True)
+    y_rt, y_t = t_rt(x_rt), t_t(x_t)
+    np.testing.assert_allclose(_np(y_rt), _np(y_t), rtol=1e-12)
+    np.testing.assert_allclose(_np(t_rt.log_abs_det_jacobian(x_rt, y_rt)),
+                               _np(t_t.log_abs_det_jacobian(x_t, y_t)), rtol=1e-12)
+    np.testing.assert_allclose(_np(t_rt.inv(y_rt)), X, rtol=1e-9)
+    assert repr(t_rt.domain) == repr(t_t.domain) and repr(t_rt.codomain) == repr(t_t.codomain)
