@@ -83,6 +83,55 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
 # --- histogram ----------------------------------------------------------------------------------
 
 
+def _bin_edges(values: np.ndarray, bins: Any, span: Sequence[float] | None, d: int,
+               dt: np.dtype) -> np.ndarray:
+    """The edges along dimension d: a tensor's, or ``bins`` equal bins over ``span``
+    (default: the values' min and max; an empty span widened by 1, as PyTorch's)."""
+    if isinstance(bins, Tensor):
+        return np.asarray(bins.detach().cpu().numpy())
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {bins} for "
+                           f"dimension {d}")
+    lo, hi = (float(span[0]), float(span[1])) if span is not None else (
+        (float(values.min()), float(values.max())) if values.size else (0.0, 0.0))
+    if lo > hi:
+        raise RuntimeError(f"torch.histogramdd(): for dimension {d}, min ({lo}) is greater "
+                           f"than max ({hi})")
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    return np.linspace(np.asarray(lo, dt), np.asarray(hi, dt), bins + 1).astype(dt)
+
+
+def _histogram_dd(input: Tensor, dims: int, bins: Any, span: Sequence[float] | None,  # noqa: A002
+                  weight: Tensor | None, density: bool) -> tuple[Tensor, list[Tensor]]:
+    """The counts of input's rows (``dims`` values each) and each dimension's edges."""
+    from ..creation import tensor
+
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    per_dim = list(bins) if isinstance(bins, (list, tuple)) else [bins] * dims
+    for b in per_dim:
+        if isinstance(b, Tensor) and b.dtype is not input.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
+                               f"the same dtype, but got input {D.type_meta_name(input.dtype)} "
+                               f"and bins {D.type_meta_name(b.dtype)}")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape[:-1]):
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the "
+                           "same shape as the input tensor excluding its innermost dimension, "
+                           f"but got input with shape {list(input.shape)} and weight with "
+                           f"shape {list(weight.shape)}")
+    rows = np.asarray(input.detach().cpu().numpy()).reshape(-1, dims)
+    w = None if weight is None else np.asarray(weight.detach().cpu().numpy()).reshape(-1)
+    dt = input.dtype.np
+    edges = [_bin_edges(rows[:, d], per_dim[d], None if span is None else span[2 * d:2 * d + 2],
+                        d, dt) for d in builtins.range(dims)]
+    hist, _ = np.histogramdd(rows.astype(np.float64), bins=[e.astype(np.float64) for e in edges],
+                             weights=w, density=density)
+    return (tensor(hist.astype(dt), device=input.device),
+            [tensor(e.astype(dt), device=input.device) for e in edges])
+
+
 def histogram(input: Tensor, bins: Any = 100, *, range: Sequence[float] | None = None,  # noqa: A002
               weight: Tensor | None = None, density: bool = False, out: Any = None
               ) -> tuple[Tensor, Tensor]:
@@ -91,47 +140,33 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Sequence[float] | None =
     edges of a tensor ``bins``; floats only, as PyTorch's."""
     from collections import namedtuple
 
-    from ..creation import tensor
-
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{D.scalar_type_name(input.dtype)}'")
-    if isinstance(bins, Tensor) and bins.dtype is not input.dtype:
-        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the "
-                           f"same dtype, but got input {D.type_meta_name(input.dtype)} and "
-                           f"bins {D.type_meta_name(bins.dtype)}")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the "
                            "same shape as the input tensor excluding its innermost dimension, "
                            f"but got input with shape {list(input.shape) + [1]} and weight "
                            f"with shape {list(weight.shape)}")
-    values = np.asarray(input.detach().cpu().numpy()).reshape(-1)
-    w = None if weight is None else np.asarray(weight.detach().cpu().numpy()).reshape(-1)
-    dt = input.dtype.np
-    if isinstance(bins, Tensor):
-        edges = np.asarray(bins.detach().cpu().numpy())
-    else:
-        if bins <= 0:
-            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {bins} for "
-                               "dimension 0")
-        lo, hi = (float(range[0]), float(range[1])) if range is not None else (
-            (float(values.min()), float(values.max())) if values.size else (0.0, 0.0))
-        if lo > hi:
-            raise RuntimeError(f"torch.histogramdd(): for dimension 0, min ({lo}) is greater "
-                               f"than max ({hi})")
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5  # PyTorch widens an empty range by 1
-        edges = np.linspace(np.asarray(lo, dt), np.asarray(hi, dt), bins + 1).astype(dt)
-    hist, _ = np.histogram(values.astype(np.float64), bins=edges.astype(np.float64), weights=w,
-                           density=density)
-    result = namedtuple("histogram", ["hist", "bin_edges"])(
-        tensor(hist.astype(dt), device=input.device),
-        tensor(edges.astype(dt), device=input.device))
+    hist, edges = _histogram_dd(F.reshape(input, (-1, 1)), 1, bins, range,
+                                None if weight is None else F.reshape(weight, (-1,)), density)
+    result = namedtuple("histogram", ["hist", "bin_edges"])(hist, edges[0])
     if out is not None:
         for o, r in zip(out, result):
             F.written_to(o, r, "histogram")
         return out
     return result
+
+
+def histogramdd(input: Tensor, bins: Any = 10, *,  # noqa: A002
+                range: Sequence[float] | None = None,  # noqa: A002
+                weight: Tensor | None = None, density: bool = False
+                ) -> tuple[Tensor, list[Tensor]]:
+    """(hist, bin_edges) of the rows of input (..., D) in D dimensions: ``bins`` an int,
+    one per dimension, or one tensor of edges per dimension; ``range`` min0, max0, min1, ..."""
+    from collections import namedtuple
+
+    if input.ndim < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    hist, edges = _histogram_dd(input, input.shape[-1], bins, range, weight, density)
+    return namedtuple("histogramdd", ["hist", "bin_edges"])(hist, edges)
 
 
 # --- gradient (finite differences) --------------------------------------------------------------
@@ -392,7 +427,7 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn in (
-    norm_except_dim, hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, histogram,
+    norm_except_dim, histogramdd, hann_window, hamming_window, blackman_window, bartlett_window, kaiser_window, histogram,
     gradient, mvlgamma, igamma, igammac)}
 METHODS: dict[str, Any] = {fn.__name__: fn for fn in (
     histogram, mvlgamma, mvlgamma_, igamma, igammac, igamma_, igammac_)}

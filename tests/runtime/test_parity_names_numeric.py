@@ -187,3 +187,25 @@ def test_norm_except_dim(pow_: float, dim: int) -> None:
         results.append((out.detach().numpy(), x.grad.numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-10)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9)
+
+
+@pytest.mark.parametrize("kwargs", [{"bins": [3, 4]}, {"bins": 3, "range": [0.0, 1.0, -1.0, 2.0]},
+                                    {"bins": [2, 5], "density": True}, {"bins": "tensors"},
+                                    {"bins": 4, "weight": True}])
+def test_histogramdd(kwargs: dict[str, Any]) -> None:
+    x = g.uniform(-0.5, 1.5, (30, 2))
+    w = g.uniform(0, 2, 30)
+    results = []
+    for m in (rt, torch):
+        kw = dict(kwargs)
+        if kw.get("weight"):
+            kw["weight"] = m.tensor(w)
+        if kw["bins"] == "tensors":
+            kw["bins"] = [m.tensor([-1.0, 0.0, 0.5, 2.0], dtype=m.float64),
+                          m.tensor([-1.0, 1.0, 2.0], dtype=m.float64)]
+        results.append(m.histogramdd(m.tensor(x), **kw))
+    np.testing.assert_allclose(results[0].hist.numpy(), results[1].hist.numpy(), rtol=1e-12)
+    assert len(results[0].bin_edges) == len(results[1].bin_edges) == 2
+    for a, b in zip(results[0].bin_edges, results[1].bin_edges):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+    _error(lambda m: m.histogramdd(m.tensor(x[:, 0]), 3))
