@@ -262,6 +262,22 @@ def _dlpack_device(self: Tensor) -> Any:
     return self._data.__dlpack_device__()
 
 
+def pin_memory(self: Tensor, device: Any = None) -> Tensor:
+    """A copy in page-locked host memory (CuPy's, as the DataLoader's pinning); without a
+    GPU, PyTorch's refusal."""
+    from ..utils.data.pin import _pinned, can_pin
+
+    if not can_pin():
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    return _pinned(self) if self.device == "cpu" else self
+
+
+def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
+    """How load_state_dict moves ``other`` into the parameter or buffer self: other itself
+    (detached) with ``assign``, else its values copied into self."""
+    return other.detach() if assign else self.copy_(other).detach()
+
+
 # --- the names ----------------------------------------------------------------------------------
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -272,5 +288,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 METHODS: dict[str, Any] = {
     "new_empty_strided": new_empty_strided, "as_strided_scatter": as_strided_scatter,
     "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
-    "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device,
+    "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device, "pin_memory": pin_memory,
+    "module_load": module_load, "name": property(lambda self: None),
 }

@@ -389,3 +389,18 @@ def test_cond_and_while_loop() -> None:
     x = rt.tensor([1.0, 2.0], requires_grad=True)
     rt.cond(True, lambda a: (a * a).sum(), lambda a: a.sum(), (x,)).backward()
     assert x.grad.tolist() == [2.0, 4.0]
+
+
+def test_module_load_pin_memory_name() -> None:
+    for m in (rt, torch):
+        p = m.zeros(3, requires_grad=True)
+        src = m.tensor([1.0, 2.0, 3.0])
+        with m.no_grad():
+            kept = p.module_load(src)
+        assert kept.tolist() == [1.0, 2.0, 3.0] and p.tolist() == [1.0, 2.0, 3.0]
+        assert not kept.requires_grad
+        assigned = p.module_load(src * 2, assign=True)
+        assert assigned.tolist() == [2.0, 4.0, 6.0] and p.tolist() == [1.0, 2.0, 3.0]
+        assert src.name is None
+    if not rt.cuda.is_available() and not torch.cuda.is_available():
+        _error(lambda m: m.ones(2).pin_memory())
