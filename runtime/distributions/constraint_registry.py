@@ -113,6 +113,11 @@ def _transform_to_simplex(constraint: Any) -> transforms.Transform:
     return transforms.SoftmaxTransform()
 
 
+@_both(constraints.corr_cholesky)
+def _to_corr_cholesky(constraint: Any) -> transforms.Transform:
+    return transforms.CorrCholeskyTransform()
+
+
 @transform_to.register(constraints.lower_cholesky)
 def _transform_to_lower_cholesky(constraint: Any) -> transforms.Transform:
     return transforms.LowerCholeskyTransform()

@@ -13,9 +13,10 @@ import runtime.nn.functional as F
 
 from ..tensor import Tensor
 from . import constraints
-from .utils import sum_rightmost
+from .utils import sum_rightmost, tril_matrix_to_vec, vec_to_tril_matrix
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform",
+           "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "StackTransform",
            "IndependentTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
            "PowerTransform", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
@@ -887,3 +888,54 @@ class CumulativeDistributionTransform(Transform):
 
     def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
         return self.distribution.log_prob(x)
+
+
+class CorrCholeskyTransform(Transform):
+    """Vectors of D (D - 1) / 2 unconstrained values to Cholesky factors of D x D correlation
+    matrices: tanh into (-1, 1), then each row a stick broken on squares so that it has unit
+    norm (Stan's construction). The log-abs-det-Jacobian is that of ``x`` and the strictly
+    lower triangle of ``y``."""
+
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CorrCholeskyTransform)
+
+    __hash__ = object.__hash__
+
+    def _call(self, x: Tensor) -> Tensor:
+        eps = rt.finfo(x.dtype).eps
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        left = (1 - r.pow(2)).sqrt().cumprod(-1)   # what each row's stick has left
+        r = r + rt.eye(r.shape[-1], dtype=r.dtype, device=r.device)
+        return r * F.pad(left[..., :-1], (1, 0), value=1.0)
+
+    def _inverse(self, y: Tensor) -> Tensor:
+        left = 1 - (y * y).cumsum(-1)
+        left_before = F.pad(left[..., :-1], (1, 0), value=1.0)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(left_before, diag=-1).sqrt()
+        return (rt.log1p(t) - rt.log1p(-t)) / 2
+
+    def log_abs_det_jacobian(self, x: Tensor, y: Tensor) -> Tensor:
+        left = 1 - (y * y).cumsum(-1)
+        stick_breaking = 0.5 * tril_matrix_to_vec(left, diag=-2).log().sum(-1)
+        tanh = -2 * (x + F.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick_breaking + tanh
+
+    def forward_shape(self, shape: Any) -> Any:
+        _needs_a_dimension(shape)
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return (*shape[:-1], d, d)
+
+    def inverse_shape(self, shape: Any) -> Any:
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return (*shape[:-2], d * (d - 1) // 2)

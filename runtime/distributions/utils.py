@@ -6,6 +6,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 import runtime as rt
 
 from .. import _dtype as D
@@ -13,7 +15,7 @@ from ..ops.shapes import Size
 from ..tensor import Tensor
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
-           "probs_to_logits", "sum_rightmost"]
+           "probs_to_logits", "sum_rightmost", "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 
 def broadcast_all(*values: Any) -> tuple[Tensor, ...]:
@@ -85,3 +87,37 @@ class lazy_property:  # noqa: N801 - torch's name
         value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
+
+
+def _tril_mask(n: int, diag: int) -> np.ndarray:
+    """The (n, n) mask of the lower triangle below diagonal ``diag``, as torch's utils."""
+    arange = np.arange(n)
+    return arange < arange[:, None] + (diag + 1)
+
+
+def tril_matrix_to_vec(mat: Tensor, diag: int = 0) -> Tensor:
+    """The lower-triangular entries (on and below diagonal ``diag``) of the rightmost two
+    dimensions, row by row, as a vector (differentiable: a gather)."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    index = rt.tensor(np.flatnonzero(_tril_mask(n, diag)), device=mat.device)
+    return mat.reshape(*mat.shape[:-2], n * n).index_select(-1, index)
+
+
+def vec_to_tril_matrix(vec: Tensor, diag: int = 0) -> Tensor:
+    """The lower-triangular matrix (zeros above diagonal ``diag``) whose entries, row by row,
+    are ``vec``'s last dimension (differentiable: a gather from ``vec`` and one zero)."""
+    m = vec.shape[-1]
+    root = ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5
+    n = (-(1 + 2 * diag) + root) / 2
+    if round(n) - n > rt.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
+                         "lower triangular part of a square D x D matrix.")
+    n = round(n)
+    mask = _tril_mask(n, diag).reshape(-1)
+    source = np.full(n * n, m)                 # the appended zero
+    source[mask] = np.arange(int(mask.sum()))
+    padded = rt.cat([vec, rt.zeros(*vec.shape[:-1], 1, dtype=vec.dtype, device=vec.device)], -1)
+    picked = padded.index_select(-1, rt.tensor(source, device=vec.device))
+    return picked.reshape(*vec.shape[:-1], n, n)

@@ -41,6 +41,7 @@ TRANSFORMS = {
     "stick_breaking": lambda L, M: M.StickBreakingTransform(),
     "independent": lambda L, M: M.IndependentTransform(M.ExpTransform(), 1),
     "reshape": lambda L, M: M.ReshapeTransform((2, 3), (3, 2)),
+    "corr_cholesky": lambda L, M: M.CorrCholeskyTransform(),
 }
 
 
@@ -204,6 +205,7 @@ CONSTRAINTS = {
     "half_open_interval": lambda c: c.half_open_interval(0.0, 2.0),
     "simplex": lambda c: c.simplex, "real_vector": lambda c: c.real_vector,
     "independent_positive": lambda c: c.independent(c.positive, 1),
+    "corr_cholesky": lambda c: c.corr_cholesky,
 }
 
 
@@ -297,3 +299,36 @@ def test_cumulative_distribution_transform_matches_torch():
                                _np(t_t.log_abs_det_jacobian(x_t, y_t)), rtol=1e-12)
     np.testing.assert_allclose(_np(t_rt.inv(y_rt)), X, rtol=1e-9)
     assert repr(t_rt.domain) == repr(t_t.domain) and repr(t_rt.codomain) == repr(t_t.codomain)
+
+
+def test_lkj_cholesky_matches_torch_and_draws_valid_factors():
+    conc = np.array([0.5, 2.0, 5.0])
+    c_rt, c_t = _f64(rt, conc, True), _f64(torch, conc, True)
+    d_rt, d_t = rd.LKJCholesky(4, c_rt), td.LKJCholesky(4, c_t)
+    torch.manual_seed(0)
+    value = d_t.sample((3,))
+    lp_rt, lp_t = d_rt.log_prob(_f64(rt, value.numpy())), d_t.log_prob(value)
+    np.testing.assert_allclose(_np(lp_rt), _np(lp_t), rtol=1e-10)
+    (g_rt,) = rt.autograd.grad(lp_rt.sum(), [c_rt])
+    (g_t,) = torch.autograd.grad(lp_t.sum(), [c_t])
+    np.testing.assert_allclose(_np(g_rt), _np(g_t), rtol=1e-9)
+    assert tuple(d_rt.batch_shape) == (3,) and tuple(d_rt.event_shape) == (4, 4)
+    assert repr(d_rt.support) == repr(d_t.support)
+    with pytest.raises(ValueError, match="Expected dim to be an integer greater than or equal"):
+        rd.LKJCholesky(1)
+
+
+def test_lkj_cholesky_draws_have_the_marginal_correlation_law():
+    """Under LKJ(eta) in dimension d each correlation r has (r + 1) / 2 ~ Beta(b, b),
+    b = eta - 1 + d / 2: mean 0, variance 1 / (2 b + 1)."""
+    dim, eta, n = 4, np.array([0.8, 3.0]), 20_000
+    d = rd.LKJCholesky(dim, _f64(rt, eta))
+    rt.manual_seed(1)
+    L = d.sample((n,)).numpy()
+    assert bool(rd.constraints.corr_cholesky.check(rt.tensor(L)).all())
+    corr = L @ np.swapaxes(L, -1, -2)
+    np.testing.assert_allclose(np.diagonal(corr, axis1=-2, axis2=-1), 1.0, atol=1e-12)
+    off = corr[..., np.tril_indices(dim, -1)[0], np.tril_indices(dim, -1)[1]]
+    b = eta - 1 + dim / 2
+    np.testing.assert_allclose(off.mean(axis=(0, 2)), 0.0, atol=0.01)
+    np.testing.assert_allclose(off.var(axis=(0, 2)), 1 / (2 * b + 1), rtol=0.03)
