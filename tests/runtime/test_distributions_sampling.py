@@ -38,6 +38,8 @@ MOMENTS = {
                                             rd.Normal(_f64([-2.0, 1.0]), _f64([0.5, 1.0]))),
     "relaxed_bernoulli": lambda: rd.RelaxedBernoulli(_f64(0.5), _f64([0.2, 0.8])),
     "half_normal": lambda: rd.HalfNormal(_f64([0.5, 2.0])),
+    "generalized_pareto": lambda: rd.GeneralizedPareto(_f64([0.5, -1.0, 0.0]), _f64([1.0, 2.0, 0.5]),
+                                                       _f64([-0.4, 0.0, 0.1])),
     "continuous_bernoulli": lambda: rd.ContinuousBernoulli(_f64([0.2, 0.5, 0.9])),
     "fisher_snedecor": lambda: rd.FisherSnedecor(_f64([5.0, 10.0]), _f64([20.0, 30.0])),
     "lowrank_mvn": lambda: rd.LowRankMultivariateNormal(_f64([1.0, -1.0, 0.0]),
@@ -112,6 +114,8 @@ RSAMPLE = {
     "lowrank_mvn": (lambda a, b, c: rd.LowRankMultivariateNormal(a, b, c.exp()),
                     [[0.5, -1.0], [[1.0], [0.3]], [0.1, -0.4]]),
     "logistic_normal": (lambda a, b: rd.LogisticNormal(a, b), [[0.5, -1.0], [1.2, 0.7]]),
+    "generalized_pareto": (lambda a, b, c: rd.GeneralizedPareto(a, b, c),
+                           [[0.5, -1.0], [1.2, 0.7], [-0.3, 0.2]]),
     "gamma": (lambda a, b: rd.Gamma(a, b), [[1.5, 3.0], [2.0, 0.5]]),
     "beta": (lambda a, b: rd.Beta(a, b), [[1.5, 3.0], [2.0, 0.5]]),
     "dirichlet": (lambda a: rd.Dirichlet(a), [[1.5, 3.0, 0.8]]),
@@ -120,7 +124,7 @@ RSAMPLE = {
 
 @pytest.mark.parametrize("case", ["normal", "uniform", "laplace", "exponential", "lognormal",
                                   "mvn", "relaxed_bernoulli", "relaxed_onehot", "lowrank_mvn",
-                                  "logistic_normal"])
+                                  "logistic_normal", "generalized_pareto"])
 def test_rsample_gradcheck(case):
     make, params = RSAMPLE[case]
     inputs = tuple(_f64(p, grad=True) for p in params)
