@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from .._device import array_module
 from ..tensor import Tensor
 from . import functional as F
 from .inplace import ERR_INTERNAL_OVERLAP
@@ -35,7 +36,8 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = No
     extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     flat = empty(extent, dtype=dtype, device=device)
     item = flat._data.itemsize
-    data = np.lib.stride_tricks.as_strided(flat._data, size, tuple(s * item for s in stride))
+    xp = array_module(flat.device)  # numpy's or CuPy's as_strided over the flat storage
+    data = xp.lib.stride_tricks.as_strided(flat._data, size, tuple(s * item for s in stride))
     out = Tensor._make(data, flat.dtype, flat.device)
     out.requires_grad_(requires_grad)
     return out
@@ -167,7 +169,7 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int],  # noqa:
     if tuple(src.shape) != tuple(positions.shape):
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(positions.shape)}")
-    if np.unique(positions.numpy()).size != positions.numel():
+    if np.unique(positions.cpu().numpy()).size != positions.numel():
         raise RuntimeError(ERR_INTERNAL_OVERLAP)
     flat = F.clone(F.reshape(input, (-1,)))
     F.setitem(flat, positions, src)
