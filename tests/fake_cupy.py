@@ -605,6 +605,9 @@ def modules() -> dict[str, ModuleType]:
                    ascontiguousarray=ascontiguousarray, matmul=matmul, cuda=cuda,
                    RawModule=RawModule, RawKernel=RawKernel,
                    get_array_module=get_array_module, __version__="13.0.0-fake")
+    stride_tricks = _module("cupy.lib.stride_tricks", "fake cupy.lib.stride_tricks",
+                            as_strided=_function(np.lib.stride_tricks.as_strided, view=True))
+    members.update(lib=_module("cupy.lib", "fake cupy.lib", stride_tricks=stride_tricks))
     cupy = _module("cupy", __doc__ or "", **members)
     special = _module("cupyx.scipy.special", "fake cupyx.scipy.special", erf=erf)
     scipy = _module("cupyx.scipy", "fake cupyx.scipy", special=special)
