@@ -405,4 +405,5 @@ from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 _numpy_aliases.install_functions(globals())  # last: over every function exported above
 from .sampling import *  # noqa: E402,F401,F403
 from . import distributions  # noqa: E402
+from . import testing  # noqa: E402  (torch.testing: assert_close, make_tensor)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.linalg
