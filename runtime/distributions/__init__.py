@@ -59,6 +59,7 @@ from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .von_mises import VonMises
 from .weibull import Weibull
+from .wishart import Wishart
 from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
                          CorrCholeskyTransform,
                          CumulativeDistributionTransform, ExpTransform, StackTransform,
@@ -82,6 +83,7 @@ __all__ = [
     "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
     "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StackTransform",
     "StickBreakingTransform", "StudentT", "TanhTransform", "Transform",
-    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to", "constraints",
-    "identity_transform", "kl_divergence", "register_kl", "transform_to", "transforms",
+    "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
+    "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
+    "transforms",
 ]

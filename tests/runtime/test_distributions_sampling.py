@@ -38,6 +38,7 @@ MOMENTS = {
                                             rd.Normal(_f64([-2.0, 1.0]), _f64([0.5, 1.0]))),
     "relaxed_bernoulli": lambda: rd.RelaxedBernoulli(_f64(0.5), _f64([0.2, 0.8])),
     "half_normal": lambda: rd.HalfNormal(_f64([0.5, 2.0])),
+    "wishart": lambda: rd.Wishart(_f64([4.0, 7.0]), _f64([[1.0, 0.3], [0.3, 0.5]])),
     "generalized_pareto": lambda: rd.GeneralizedPareto(_f64([0.5, -1.0, 0.0]), _f64([1.0, 2.0, 0.5]),
                                                        _f64([-0.4, 0.0, 0.1])),
     "continuous_bernoulli": lambda: rd.ContinuousBernoulli(_f64([0.2, 0.5, 0.9])),

@@ -89,6 +89,9 @@ CASES = {
     "generalized_pareto": ("GeneralizedPareto", {"loc": np.array([0.1, -1.0, 2.0]), "scale": POS,
                                                  "concentration": np.array([-0.3, 0.0, 0.6])},
                            None),
+    "wishart_cov": ("Wishart", {"df": np.array([3.5, 6.0]), "covariance_matrix": SPD}, None),
+    "wishart_prec": ("Wishart", {"df": np.array([4.0]), "precision_matrix": SPD}, None),
+    "wishart_tril": ("Wishart", {"df": np.array([2.5, 9.0]), "scale_tril": TRIL}, None),
     "negative_binomial": ("NegativeBinomial", {"total_count": np.array([0.5, 3.0, 10.0]),
                                                "logits": np.array([-1.0, 0.0, 2.0])}, None),
 }
