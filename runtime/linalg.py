@@ -1263,7 +1263,7 @@ def _removed(text: str) -> RuntimeError:
 
 
 def _matrix_rank_removed(input: Tensor, tol: float | None = None,  # noqa: A002
-                         symmetric: bool = False) -> Tensor:
+                         symmetric: bool = False, *, out: Tensor | None = None) -> Tensor:
     """torch.matrix_rank, removed: PyTorch's error."""
     raise _removed(_MATRIX_RANK_REMOVED)
 
