@@ -416,6 +416,25 @@ def grid_sampler(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: 
                              _PADDING[padding_mode], align_corners)
 
 
+def grid_sampler_2d(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: A002
+                    padding_mode: int, align_corners: bool) -> Tensor:
+    _grid_ranks(input, grid, 4)
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int,  # noqa: A002
+                    padding_mode: int, align_corners: bool) -> Tensor:
+    _grid_ranks(input, grid, 5)
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def _grid_ranks(input: Tensor, grid: Tensor, rank: int) -> None:  # noqa: A002
+    if input.ndim != rank or grid.ndim != rank:
+        raise RuntimeError(f"grid_sampler(): expected {rank}D input and grid with same number "
+                           f"of dimensions, but got input with sizes {list(input.shape)} and "
+                           f"grid with sizes {list(grid.shape)}")
+
+
 def affine_grid_generator(theta: Tensor, size: Sequence[int], align_corners: bool) -> Tensor:
     return _nn().affine_grid(theta, list(size), align_corners)
 
@@ -457,7 +476,8 @@ FUNCTIONS.update({fn.__name__: fn for fn in (
     cosine_embedding_loss, hinge_embedding_loss, margin_ranking_loss, poisson_nll_loss,
     triplet_margin_loss, ctc_loss, convolution, native_layer_norm, native_batch_norm,
     native_group_norm, native_dropout, embedding_renorm_, rnn_tanh_cell, rnn_relu_cell, gru_cell,
-    lstm_cell, grid_sampler, affine_grid_generator, conv_tbc)})
+    lstm_cell, grid_sampler, grid_sampler_2d, grid_sampler_3d, affine_grid_generator,
+    conv_tbc)})
 METHODS: dict[str, Any] = {"prelu": _prelu_method, "hardshrink": _hardshrink_method}
 
 

@@ -43,6 +43,27 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = No
     return out
 
 
+def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype: Any = None,
+                   layout: Any = None, device: Any = None, pin_memory: bool | None = None,
+                   requires_grad: bool = False) -> Tensor:
+    """An uninitialized tensor of ``size`` whose dims lie in memory in the order
+    ``physical_layout`` (outermost first)."""
+    from ..creation import empty
+
+    check_factory_options("empty_permuted", layout, pin_memory)
+    size, order = tuple(size), tuple(physical_layout)
+    if len(order) != len(size):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the "
+                           f"physical_layout; got {len(size)} and {len(order)}")
+    if sorted(order) != list(builtins.range(len(size))):
+        raise RuntimeError("Duplicate dim not allowed")
+    flat = empty(*(size[d] for d in order), dtype=dtype, device=device)
+    data = flat._data.transpose([order.index(d) for d in builtins.range(len(size))])
+    out = Tensor._make(data, flat.dtype, flat.device)
+    out.requires_grad_(requires_grad)
+    return out
+
+
 _NOT_WRITABLE = (
     "The given buffer is not writable, and PyTorch does not support non-writable tensors. This "
     "means you can write to the underlying (supposedly non-writable) buffer using the tensor. "
@@ -283,7 +304,8 @@ def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
 # --- the names ----------------------------------------------------------------------------------
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
-    "empty_strided": empty_strided, "frombuffer": frombuffer, "asarray": asarray,
+    "empty_strided": empty_strided, "empty_permuted": empty_permuted,
+    "frombuffer": frombuffer, "asarray": asarray,
     "as_strided_copy": as_strided_copy, "as_strided_scatter": as_strided_scatter,
     "from_dlpack": from_dlpack, "to_dlpack": to_dlpack,
 }

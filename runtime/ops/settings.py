@@ -142,6 +142,10 @@ def get_device(input: Tensor) -> int:  # noqa: A002 - PyTorch's name
     return input.get_device()
 
 
+def is_vulkan_available() -> bool:
+    return False
+
+
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Anomaly mode on or off (autograd.set_detect_anomaly without its context)."""
     from ..autograd.anomaly import _set
@@ -232,7 +236,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {fn.__name__: fn for fn in (
     set_float32_matmul_precision, set_warn_always, is_warn_always_enabled,
     set_deterministic_debug_mode, get_deterministic_debug_mode, get_num_interop_threads,
     set_num_interop_threads, set_flush_denormal, typename, is_storage, get_device,
-    set_anomaly_enabled, init_num_threads, is_distributed)}
+    set_anomaly_enabled, init_num_threads, is_distributed, is_vulkan_available)}
 FUNCTIONS.update(_autocast_functions())
 METHODS: dict[str, Any] = {"is_distributed": is_distributed, "volatile": property(_volatile),
                            "is_set_to": is_set_to, "reinforce": reinforce}

@@ -404,3 +404,12 @@ def test_module_load_pin_memory_name() -> None:
         assert src.name is None
     if not rt.cuda.is_available() and not torch.cuda.is_available():
         _error(lambda m: m.ones(2).pin_memory())
+
+
+def test_empty_permuted() -> None:
+    for size, order in (((2, 3, 4), (0, 2, 1)), ((2, 3, 4), (2, 1, 0)), ((5,), (0,))):
+        ours = rt.empty_permuted(size, order, dtype=rt.float64, requires_grad=True)
+        theirs = torch.empty_permuted(size, order, dtype=torch.float64, requires_grad=True)
+        assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
+        assert ours.is_leaf and ours.requires_grad and ours.dtype is rt.float64
+    _error(lambda m: m.empty_permuted((2, 3), (0, 0)))

@@ -300,3 +300,16 @@ def test_nn_grad(dims: int, stride: int, padding: int, dilation: int, groups: in
         results.append((gi.numpy(), gw.numpy(), go.numpy()))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-9, atol=1e-12)
+
+
+def test_grid_sampler_2d_3d() -> None:
+    grid = np.tanh(X4[1, :2]).transpose(1, 2, 0)[None]
+    results = [m.grid_sampler_2d(m.tensor(X4[:1]), m.tensor(grid), 0, 0, False).numpy()
+               for m in (rt, torch)]
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-7, atol=1e-12)
+    grid3 = np.tanh(g.standard_normal((1, 2, 2, 2, 3)))
+    results = [m.grid_sampler_3d(m.tensor(X4[:1, :, None]).expand(1, 4, 3, 5, 5).contiguous(),
+                                 m.tensor(grid3), 0, 1, True).numpy() for m in (rt, torch)]
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-7, atol=1e-12)
+    _error(lambda m: m.grid_sampler_2d(m.tensor(X4[:1, :, None]), m.tensor(grid3), 0, 0, False))
+    assert rt.is_vulkan_available() is torch.is_vulkan_available() is False
