@@ -18,6 +18,7 @@ from .. import _dtype as D
 from .. import creation
 from ..amp.policy import autocast_exclude, autocast_fp32
 from ..tensor import Tensor
+from ..tracing import active_tracer
 from . import functional as F
 from .dispatch import keeps_saved, named_backward
 from .extra_ops import diag, logical_or, logical_xor
@@ -344,6 +345,12 @@ def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     probabilities that broadcasts to ``x``), else 0."""
     if not isinstance(p, Tensor) and not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    if isinstance(p, Tensor) and active_tracer() is None:  # a capture cannot read p
+        values = np.asarray(p.detach().cpu().numpy())
+        if not np.all((values >= 0) & (values <= 1)):  # NaN fails too, as PyTorch's
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
+                               "(Could this error message be improved?  If so, please report "
+                               "an enhancement request to PyTorch.)")
     dtype = x.dtype if x.dtype.is_floating_point else D.default_float
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.cast(F.lt(u, p), x.dtype))
@@ -358,9 +365,18 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Ten
     return x.copy_(F.div(F.neg(F.log1p(F.neg(u))), lambd))
 
 
+# the kernel PyTorch names in its refusal of an integer or bool tensor
+_FILL_KERNELS = {"uniform_": "check_uniform_bounds", "normal_": "normal_kernel_cpu"}
+
+
 def _float(x: Tensor, fn: str) -> D.DType:
     if not x.dtype.is_floating_point:
-        raise RuntimeError(f"{fn} expects a floating point tensor, got {x.dtype.name}")
+        name = D.scalar_type_name(x.dtype)
+        if fn == "exponential_":
+            raise RuntimeError(f"Exponential distribution is a continuous probability "
+                               f"distribution. dtype must be a floating point but you "
+                               f"specified {name}")
+        raise NotImplementedError(f'"{_FILL_KERNELS[fn]}" not implemented for \'{name}\'')
     return x.dtype
 
 

@@ -254,3 +254,15 @@ def test_fills_reproducible_with_generator() -> None:
 ])
 def test_fill_errors_as_torch(case: Callable[[Any], Any]) -> None:
     _same_error(lambda: case(rt), lambda: case(torch))
+
+
+@pytest.mark.parametrize("case", [
+    lambda t: t.ones(2, dtype=t.int64).exponential_(),
+    lambda t: t.ones(2, dtype=t.bool).exponential_(),
+    lambda t: t.ones(2, dtype=t.int64).normal_(),
+    lambda t: t.ones(2, dtype=t.int32).uniform_(),
+    lambda t: t.ones(2).bernoulli_(t.tensor([1.5, 0.2])),
+    lambda t: t.ones(2).bernoulli_(t.tensor([math.nan, 0.2])),
+])
+def test_in_place_fill_errors_as_torch(case: Callable[[Any], Any]) -> None:
+    _same_error(lambda: case(rt), lambda: case(torch))
