@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..tensor import Tensor
-from . import (control_flow, functional_names, inplace_variants, layouts, memory_names,
-               numeric_names, settings, torch_names)
+from . import (control_flow, dunders, functional_names, inplace_variants, layouts,
+               memory_names, numeric_names, settings, torch_names)
 
 MODULES = (inplace_variants, torch_names, memory_names, functional_names, numeric_names,
-           settings, layouts, control_flow)
+           settings, layouts, control_flow, dunders)
 
 
 def install(namespace: dict[str, Any]) -> list[str]:
