@@ -3,6 +3,7 @@ to the most specific function registered with ``register_kl``."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -23,8 +24,10 @@ from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
 from .gumbel import EULER, Gumbel
+from .half_normal import HalfNormal
 from .independent import Independent
 from .laplace import Laplace
+from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .multivariate_normal import MultivariateNormal, _solve_lower, batch_mahalanobis
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
@@ -260,3 +263,172 @@ def _kl_transformed_transformed(p: TransformedDistribution, q: TransformedDistri
     if p.event_shape != q.event_shape:
         raise NotImplementedError
     return kl_divergence(p.base_dist, q.base_dist)
+
+
+# --- pairs of different families -----------------------------------------------------------
+# KL(p || q) = -H(p) - E_p[log q(X)]: the expectation from p's moments (mean, variance, E log X,
+# E log(1 - X), E exp(-X / s)), infinite where p puts mass outside q's support.
+
+
+def _mean_log(p: Distribution) -> Tensor:
+    """E[log X] under p."""
+    if isinstance(p, Beta):
+        return rt.digamma(p.concentration1) - rt.digamma(p.concentration1 + p.concentration0)
+    if isinstance(p, Gamma):
+        return rt.digamma(p.concentration) - p.rate.log()
+    if isinstance(p, Exponential):
+        return -EULER - p.rate.log()
+    if isinstance(p, Pareto):
+        return p.scale.log() + p.alpha.reciprocal()
+    if isinstance(p, Uniform):
+        return (rt.xlogy(p.high, p.high) - rt.xlogy(p.low, p.low)) / (p.high - p.low) - 1
+    raise NotImplementedError(f"E[log X] of {type(p).__name__}")
+
+
+def _mean_log1m(p: Uniform) -> Tensor:
+    """E[log(1 - X)] under a Uniform p."""
+    one_l, one_h = 1 - p.low, 1 - p.high
+    return (rt.xlogy(one_l, one_l) - rt.xlogy(one_h, one_h)) / (p.high - p.low) - 1
+
+
+def _mean_exp_neg(p: Distribution, s: Tensor) -> Tensor:
+    """E[exp(-X / s)] under p."""
+    if isinstance(p, Exponential):
+        return p.rate * s / (p.rate * s + 1)
+    if isinstance(p, Gamma):
+        return (1 + (p.rate * s).reciprocal()).pow(-p.concentration)
+    if isinstance(p, Normal):
+        return (-p.loc / s + 0.5 * (p.scale / s).pow(2)).exp()
+    if isinstance(p, Uniform):
+        return s * ((-p.low / s).exp() - (-p.high / s).exp()) / (p.high - p.low)
+    raise NotImplementedError(f"E[exp(-X/s)] of {type(p).__name__}")
+
+
+def _bounds(p: Distribution) -> tuple[Any, Any]:
+    """The lower and upper ends of a bounded p's support."""
+    if isinstance(p, Uniform):
+        return p.low, p.high
+    return 0.0, 1.0  # Beta, ContinuousBernoulli
+
+
+def _expected_log_q(p: Distribution, q: Distribution) -> tuple[Tensor, Any]:
+    """E_p[log q(X)] and where it is finite (None: everywhere)."""
+    if isinstance(q, Normal):
+        second = p.variance + (p.mean - q.loc).pow(2)
+        return (-0.5 * math.log(2 * math.pi) - q.scale.log()
+                - second / (2 * q.scale.pow(2))), None
+    if isinstance(q, Gumbel):
+        return (-q.scale.log() - (p.mean - q.loc) / q.scale
+                - (q.loc / q.scale).exp() * _mean_exp_neg(p, q.scale)), None
+    low, high = _bounds(p) if isinstance(p, (Uniform, Beta, ContinuousBernoulli)) else (0.0, None)
+    if isinstance(q, Exponential):
+        return q.rate.log() - q.rate * p.mean, _at_least(low, 0.0)
+    if isinstance(q, Gamma):
+        e = (q.concentration * q.rate.log() - rt.lgamma(q.concentration)
+             + (q.concentration - 1) * _mean_log(p) - q.rate * p.mean)
+        return e, _at_least(low, 0.0)
+    if isinstance(q, Pareto):
+        e = q.alpha.log() + q.alpha * q.scale.log() - (q.alpha + 1) * _mean_log(p)
+        return e, _at_least(low, q.scale)
+    if isinstance(q, Uniform):
+        return -(q.high - q.low).log(), _at_least(low, q.low) & _at_most(high, q.high)
+    if isinstance(q, Beta):
+        lbeta = (rt.lgamma(q.concentration1) + rt.lgamma(q.concentration0)
+                 - rt.lgamma(q.concentration1 + q.concentration0))
+        e = ((q.concentration1 - 1) * _mean_log(p) + (q.concentration0 - 1) * _mean_log1m(p)
+             - lbeta)
+        return e, _at_least(low, 0.0) & _at_most(high, 1.0)
+    if isinstance(q, ContinuousBernoulli):
+        e = p.mean * q.logits + rt.log1p(-q.probs) + q._cont_bern_log_norm()
+        return e, _at_least(low, 0.0) & _at_most(high, 1.0)
+    raise NotImplementedError(f"E[log q] of {type(q).__name__}")
+
+
+def _at_least(value: Any, bound: Any) -> Tensor:
+    return rt.as_tensor(value >= bound) if not isinstance(value, Tensor) else value >= bound
+
+
+def _at_most(value: Any, bound: Any) -> Tensor:
+    return rt.as_tensor(value <= bound) if not isinstance(value, Tensor) else value <= bound
+
+
+def _kl_cross(p: Distribution, q: Distribution) -> Tensor:
+    e, finite = _expected_log_q(p, q)
+    kl = -p.entropy() - e
+    return kl if finite is None else _inf_where(~finite, kl)
+
+
+def _infinite(p: Distribution, q: Distribution) -> Tensor:
+    """p puts mass where q has none."""
+    shape = rt.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    like = p.mean
+    return rt.full(shape, float("inf"), dtype=like.dtype, device=like.device)
+
+
+_CROSS = {
+    Beta: (ContinuousBernoulli, Exponential, Gamma, Normal, Uniform),
+    ContinuousBernoulli: (Exponential, Normal, Uniform),
+    Exponential: (Gamma, Gumbel, Normal),
+    Gamma: (Exponential, Gumbel, Normal),
+    Gumbel: (Normal,),
+    Laplace: (Normal,),
+    Normal: (Gumbel,),
+    Pareto: (Exponential, Gamma, Normal),
+    Uniform: (Beta, ContinuousBernoulli, Exponential, Gamma, Gumbel, Normal, Pareto),
+}
+_INFINITE = {
+    Beta: (Pareto,),
+    ContinuousBernoulli: (Pareto,),
+    Exponential: (Beta, ContinuousBernoulli, Pareto, Uniform),
+    Gamma: (Beta, ContinuousBernoulli, Pareto, Uniform),
+    Gumbel: (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform),
+    Laplace: (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform),
+    Normal: (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform),
+    Pareto: (Beta, ContinuousBernoulli, Uniform),
+    Poisson: (Bernoulli, Binomial),
+}
+for _p, _qs in _CROSS.items():
+    for _q in _qs:
+        register_kl(_p, _q)(_kl_cross)
+for _p, _qs in _INFINITE.items():
+    for _q in _qs:
+        register_kl(_p, _q)(_infinite)
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p: Normal, q: Laplace) -> Tensor:
+    """-H(p) + log(2 b) + E|X - loc_q| / b, the folded normal's mean."""
+    d = p.loc - q.loc
+    mean_abs = (math.sqrt(2 / math.pi) * p.scale * (-0.5 * (d / p.scale).pow(2)).exp()
+                + d * rt.erf(d / (p.scale * math.sqrt(2))))
+    return -p.entropy() + (2 * q.scale).log() + mean_abs / q.scale
+
+
+@register_kl(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p: HalfNormal, q: HalfNormal) -> Tensor:
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p: Bernoulli, q: Poisson) -> Tensor:
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+def _dense_tril(d: Distribution) -> Tensor:
+    return d._unbroadcasted_scale_tril if isinstance(d, MultivariateNormal) else d.scale_tril
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrank_pairs(p: Distribution, q: Distribution) -> Tensor:
+    """Through the dense Cholesky factors of the covariances (the MVN formula)."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    pL, qL = _dense_tril(p), _dense_tril(q)
+    half_term1 = (qL.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                  - pL.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    term2 = _solve_lower(qL, pL).pow(2).sum((-2, -1))
+    term3 = batch_mahalanobis(qL, q.loc - p.loc)
+    return half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
