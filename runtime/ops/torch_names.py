@@ -397,6 +397,11 @@ def imag(input: Tensor) -> Tensor:  # noqa: A002
     return _imag(input)
 
 
+def to_dense(self: Tensor, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
+    """A strided tensor is dense already: self (cast to ``dtype`` where given)."""
+    return self if dtype is None else self.to(dtype)
+
+
 def _false(self: Tensor) -> bool:
     return False
 
@@ -426,7 +431,7 @@ METHODS: dict[str, Any] = {
     "slice_scatter": extras.slice_scatter, "put": put, "index_reduce": index_reduce,
     "index_reduce_": index_reduce_, "nonzero_static": nonzero_static,
     "conj_physical": conj_physical, "conj_physical_": conj_physical_,
-    "const_data_ptr": lambda self: self.data_ptr(),
+    "const_data_ptr": lambda self: self.data_ptr(), "to_dense": to_dense,
     **{f"is_{n}": property(_false) for n in (
         "meta sparse sparse_csr quantized nested mkldnn xla xpu mps ipu vulkan maia "
         "mtia").split()},

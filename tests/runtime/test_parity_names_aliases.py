@@ -413,3 +413,9 @@ def test_empty_permuted() -> None:
         assert tuple(ours.shape) == tuple(theirs.shape) and ours.stride() == theirs.stride()
         assert ours.is_leaf and ours.requires_grad and ours.dtype is rt.float64
     _error(lambda m: m.empty_permuted((2, 3), (0, 0)))
+
+
+def test_to_dense() -> None:
+    for m in (rt, torch):
+        x = m.ones(2)
+        assert x.to_dense() is x and x.to_dense(m.float64).dtype == m.float64
