@@ -398,9 +398,13 @@ InvExResult = namedtuple("InvExResult", ["inverse", "info"])
 CholeskyExResult = namedtuple("CholeskyExResult", ["L", "info"])
 
 
-def _check_pivot(A: Tensor, pivot: bool, name: str) -> None:
+def _check_pivot(A: Tensor, pivot: bool) -> None:
+    """PyTorch's refusal of an LU without pivoting on the CPU; on a GPU, where PyTorch has
+    one, this runtime factors on the host, which has none either."""
     if not pivot:
-        raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU")
+        where = "the CPU" if A.device == "cpu" else "the host, where this runtime factors"
+        raise RuntimeError(f"linalg.lu_factor: LU without pivoting is not implemented on "
+                           f"{where}")
 
 
 def _lu_info(lu: Tensor) -> Tensor:
@@ -447,7 +451,7 @@ def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False
     """LAPACK's LU with partial pivoting, A = P L U: the factors packed in one matrix (L's
     unit diagonal implied), 1-based int32 pivots and getrf's info (0, or the index of U's
     first zero diagonal element; ``check_errors``: that is an error)."""
-    _check_pivot(A, pivot, "linalg.lu_factor")
+    _check_pivot(A, pivot)
     L.check_lu_factor(A)
     lu, pivots = L.unpack_lu_factor(apply(L.LU_FACTOR, A))
     info = _lu_info(lu.detach())
@@ -469,7 +473,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactorResult:
 def lu(A: Tensor, *, pivot: bool = True) -> LUResult:
     """P, L, U with A = P L U (L unit lower m x k, U upper k x n, k = min(m, n)); the
     gradient is PyTorch's linalg_lu_backward (through the factorization's)."""
-    _check_pivot(A, pivot, "linalg.lu_factor")
+    _check_pivot(A, pivot)
     L.check_lu_factor(A)
     lu_, pivots = L.unpack_lu_factor(apply(L.LU_FACTOR, A))
     return LUResult(*L.unpack_lu(lu_, pivots))
