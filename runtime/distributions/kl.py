@@ -35,6 +35,8 @@ from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
+from .wishart import Wishart, mvdigamma
+from .lkj_cholesky import mvlgamma
 from .utils import sum_rightmost
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -432,3 +434,20 @@ def _kl_lowrank_pairs(p: Distribution, q: Distribution) -> Tensor:
     term2 = _solve_lower(qL, pL).pow(2).sum((-2, -1))
     term3 = batch_mahalanobis(qL, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - p.event_shape[0])
+
+
+@register_kl(Wishart, Wishart)
+def _kl_wishart_wishart(p: Wishart, q: Wishart) -> Tensor:
+    """-nu_q/2 log|S_q^-1 S_p| + nu_p/2 (tr(S_q^-1 S_p) - n) + log Gamma_n(nu_q/2)
+    - log Gamma_n(nu_p/2) + (nu_p - nu_q)/2 digamma_n(nu_p/2) (torch reaches the same through
+    its exponential-family Bregman divergence)."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Wisharts with different event shapes "
+                         "cannot be computed")
+    n = p.event_shape[-1]
+    pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
+    log_det_ratio = 2 * (pL.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+                         - qL.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    trace = _solve_lower(qL, pL).pow(2).sum((-2, -1))
+    return (-q.df / 2 * log_det_ratio + p.df / 2 * (trace - n) + mvlgamma(q.df / 2, n)
+            - mvlgamma(p.df / 2, n) + (p.df - q.df) / 2 * mvdigamma(p.df / 2, n))
