@@ -14,7 +14,8 @@ import runtime as rt
 from ..tensor import Tensor
 
 __all__ = [
-    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property",
+    "Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky", "dependent",
+    "dependent_property",
     "greater_than", "greater_than_eq", "half_open_interval", "independent", "integer_interval",
     "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
     "multinomial", "nonnegative", "nonnegative_integer", "one_hot", "positive",
