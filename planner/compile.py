@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from runtime import _dtype as D
+from runtime import _profiling
 from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
@@ -474,7 +475,12 @@ class CompiledStep:
     # --- calling ----------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with self.lock:
-            return self._call(args, kwargs)
+            recorder = _profiling.ACTIVE
+            if recorder is None:
+                return self._call(args, kwargs)
+            # runtime.profiler: the call is one event (its plan runs no op by op)
+            with recorder.range(f"backplan::compiled_step: {self._name}", "compiled"):
+                return self._call(args, kwargs)
 
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if self.backend == "eager" or is_anomaly_enabled():

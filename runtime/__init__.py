@@ -406,4 +406,5 @@ _numpy_aliases.install_functions(globals())  # last: over every function exporte
 from .sampling import *  # noqa: E402,F401,F403
 from . import distributions  # noqa: E402
 from . import testing  # noqa: E402  (torch.testing: assert_close, make_tensor)
+from . import profiler  # noqa: E402  (torch.profiler: CPU time of ops and ranges)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.linalg

@@ -29,3 +29,4 @@ __all__ = [
     "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
     "set_grad_enabled",
 ]
+from . import profiler  # noqa: E402,F401  (torch.autograd.profiler: the legacy names)

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .. import _profiling
 from .._device import array_module
 from ..tracing import _state as _trace_state
 from . import anomaly
@@ -501,6 +502,11 @@ class Engine:
                 return
         tracer = _trace_state.tracer
         if tracer is None:
+            if _profiling.ACTIVE is not None:  # runtime.profiler: an event around the node
+                with _profiling.ACTIVE.range(
+                        f"autograd::engine::evaluate_function: {fn.name()}", "autograd"):
+                    self._evaluate_outputs(gt, fn, inputs)
+                return
             self._evaluate_outputs(gt, fn, inputs)
             return
         tracer.enter_backward_node(fn)  # capturing: what follows belongs to fn's backward

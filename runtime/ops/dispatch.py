@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .. import _dtype as D
+from .. import _profiling
 from .._device import array_module, device_guard
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import (
@@ -271,6 +273,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     tracer = _trace_state.tracer
     if tracer is not None:
         return _trace_apply(tracer, prim, args, attrs)
+    if _profiling.ACTIVE is not None and not _profiled_state.inside:  # runtime.profiler
+        return _profiled(prim, args, attrs)
     arrays = list(args)
     device = None
     req = False
@@ -334,6 +338,26 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
     return t
+
+
+class _Profiled(threading.local):
+    inside = False  # this thread is in the op's own apply: no second event
+
+
+_profiled_state = _Profiled()
+
+
+def _profiled(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any]) -> Tensor:
+    """``apply`` inside an event of the recording profiler (``runtime.profiler``), named
+    as PyTorch's operator events are (``aten::<primitive>``)."""
+    recorder = _profiling.ACTIVE
+    event = recorder.begin(f"aten::{prim.name}", "op", args)
+    _profiled_state.inside = True
+    try:
+        return apply(prim, *args, **attrs)
+    finally:
+        _profiled_state.inside = False
+        recorder.end(event)
 
 
 def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
