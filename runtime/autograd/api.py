@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 def _tensor_seq(x: Any) -> tuple[Any, ...]:
     from ..tensor import Tensor
+    from .graph import GradientEdge
 
-    if isinstance(x, Tensor):
+    if isinstance(x, (Tensor, GradientEdge)):  # one tensor or edge (an edge is a tuple too)
         return (x,)
     if x is None:
         return ()
@@ -44,8 +45,17 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batche
     from ..creation import ones_like
     from ..tensor import Tensor
 
+    from .graph import GradientEdge
+
     new: list[Any] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
+        if isinstance(out, GradientEdge):  # no tensor to check against or to make ones of
+            if not isinstance(g, Tensor):
+                raise RuntimeError(f"grad_outputs[{i}]: a gradient edge given as an output "
+                                   "needs its gradient given (grad can be implicitly created "
+                                   "only for scalar outputs)")
+            new.append(g)
+            continue
         if isinstance(g, Tensor):
             g_shape = g.shape[1:] if is_grads_batched else g.shape
             if g_shape != out.shape:
@@ -84,11 +94,25 @@ def _size(shape: tuple[int, ...]) -> str:
     return f"runtime.Size({list(shape)})"
 
 
+def _edge(t: Any) -> Edge:
+    """Where a gradient of ``t`` flows: a tensor's gradient edge, or a GradientEdge given."""
+    from .graph import GradientEdge
+
+    if isinstance(t, GradientEdge):
+        return tuple.__new__(Edge, (t.node, t.output_nr))
+    return gradient_edge(t)
+
+
 def _root_edges(tensors: Sequence[Tensor], grads: Sequence[Any]) -> list[Edge]:
+    from .graph import GradientEdge
+
     if len(grads) != len(tensors):
         raise RuntimeError(f"got {len(tensors)} tensors and {len(grads)} gradients")
     edges = []
     for i, t in enumerate(tensors):
+        if isinstance(t, GradientEdge):
+            edges.append(_edge(t))
+            continue
         if not t.requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
@@ -171,8 +195,10 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     grads_list = _make_grads(outs, _grads_seq(grad_outputs, len(outs)), is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
+    from .graph import GradientEdge
+
     for t in ins:
-        if not t.requires_grad:
+        if not isinstance(t, GradientEdge) and not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if is_grads_batched:
         result = _batched_grad(outs, ins, grads_list, retain_graph, create_graph)
@@ -181,6 +207,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     final: list[Tensor | None] = []
     for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
+            if materialize_grads and isinstance(t, GradientEdge):
+                raise RuntimeError(f"materialize_grads: input {i} is a gradient edge, which "
+                                   "has no tensor to make zeros like")
             if materialize_grads:
                 from ..creation import zeros_like
 
@@ -198,7 +227,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 def _run_grad(outs: Sequence[Tensor], ins: Sequence[Tensor], grads: list[Any],
               retain_graph: bool, create_graph: bool) -> list[Any]:
     roots = _root_edges(outs, grads)
-    out_edges = [gradient_edge(t) for t in ins]
+    out_edges = [_edge(t) for t in ins]
     return get_default_engine().execute(roots, grads, retain_graph, create_graph,
                                         accumulate_grad=False, outputs=out_edges)
 

@@ -7,12 +7,34 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
-from .node import Node, RemovableHandle, saved_tensors_hooks_state
+from .node import Node, RemovableHandle, gradient_edge, saved_tensors_hooks_state
 
-__all__ = ["Node", "disable_saved_tensors_hooks", "increment_version",
-           "register_multi_grad_hook", "save_on_cpu", "saved_tensors_hooks"]
+__all__ = ["GradientEdge", "Node", "disable_saved_tensors_hooks", "get_gradient_edge",
+           "increment_version", "register_multi_grad_hook", "save_on_cpu",
+           "saved_tensors_hooks"]
+
+
+class GradientEdge(NamedTuple):
+    """Where a gradient flows into the graph: a node and which of its inputs (PyTorch's
+    ``torch.autograd.graph.GradientEdge``). ``autograd.grad`` takes one in place of a tensor,
+    as an input (the gradient flowing into that edge) or an output (with its grad_output)."""
+
+    node: Node
+    output_nr: int
+    ownership_token: Any = None
+
+
+def get_gradient_edge(tensor: Any) -> GradientEdge:
+    """The edge a gradient of ``tensor`` flows into: its grad_fn's (and output number), or
+    its AccumulateGrad node for a leaf. It names the node, not the tensor: a later in-place
+    change of the tensor does not move it."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node, output_nr = gradient_edge(tensor)
+    return GradientEdge(node, output_nr)
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
