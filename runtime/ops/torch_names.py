@@ -397,6 +397,17 @@ def imag(input: Tensor) -> Tensor:  # noqa: A002
     return _imag(input)
 
 
+def as_subclass(self: Tensor, cls: type) -> Tensor:
+    """An alias of self (its memory and autograd history: a view, as PyTorch's
+    AliasBackward0) of the Tensor subclass ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a subclass of Tensor, not "
+                        f"{cls!r}")
+    alias = F.named(self.view(tuple(self.shape)), "AliasBackward0")
+    alias.__class__ = cls
+    return alias
+
+
 def to_dense(self: Tensor, dtype: Any = None, *, masked_grad: bool | None = None) -> Tensor:
     """A strided tensor is dense already: self (cast to ``dtype`` where given)."""
     return self if dtype is None else self.to(dtype)
@@ -432,6 +443,7 @@ METHODS: dict[str, Any] = {
     "index_reduce_": index_reduce_, "nonzero_static": nonzero_static,
     "conj_physical": conj_physical, "conj_physical_": conj_physical_,
     "const_data_ptr": lambda self: self.data_ptr(), "to_dense": to_dense,
+    "as_subclass": as_subclass,
     **{f"is_{n}": property(_false) for n in (
         "meta sparse sparse_csr quantized nested mkldnn xla xpu mps ipu vulkan maia "
         "mtia").split()},

@@ -419,3 +419,17 @@ def test_to_dense() -> None:
     for m in (rt, torch):
         x = m.ones(2)
         assert x.to_dense() is x and x.to_dense(m.float64).dtype == m.float64
+
+
+def test_as_subclass() -> None:
+    results = []
+    for m in (rt, torch):
+        sub = type("Sub", (m.Tensor,), {})
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = x.as_subclass(sub)
+        assert type(y) is sub and y._base is x and y.requires_grad and not y.is_leaf
+        (y * 3).sum().backward()
+        z = m.tensor([1.0, 2.0]).as_subclass(sub)
+        z[0] = 5.0
+        results.append((x.grad.tolist(), y.grad_fn.name(), z.tolist()))
+    assert results[0] == results[1]
