@@ -761,7 +761,7 @@ def _commit_inputs(plan: Plan, kernel: kir.Kernel, ins: list[int], outs: list[in
     if sum(math.prod(kir.output_shape(kernel, o)) * np.dtype(o.dtype).itemsize
            for o in kernel.outputs) < MIN_COMMIT_BYTES and not _native_runs():
         return None
-    returned = template_nodes(plan.returns)
+    returned = set(template_nodes(plan.returns))
     written: dict[int, list[int]] = {}
     for slot, b in plan.writes:
         written.setdefault(b, []).append(slot)

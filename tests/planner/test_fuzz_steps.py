@@ -171,3 +171,32 @@ def test_a_view_taken_before_the_update_shows_it(make_view: Callable[..., Any],
                        for w in seen)
     for got, want in zip(*results, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("take", ["detach", "expand"])
+def test_a_returned_parameter_updated_by_a_kernel_of_several_outputs(take: str) -> None:
+    # Adam's update kernel writes the parameter and its two moments; the parameter returned
+    # too must not be left to the write-back's in-place commit (the check of the returned
+    # nodes read a generator, used up by the kernel's first output): the replay crashed
+    # rebuilding the result from a CommitOutput
+    results = []
+    for compiled in (True, False):
+        p = rt.tensor(np.ones(2, np.float32), requires_grad=True)
+        q = rt.tensor(np.full(2, 0.5, np.float32), requires_grad=True)
+        opt = rt.optim.Adam([p, q], lr=0.1)
+
+        def step(p: rt.Tensor = p, q: rt.Tensor = q, opt: Any = opt) -> Any:
+            v = p.detach() if take == "detach" else p.expand(2)
+            loss = (p * p).sum() + (q * q).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss.detach(), v.detach()
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            results.append([[t.numpy().copy() for t in fn()] for _ in range(4)])
+    for got, want in zip(*results, strict=True):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-6)
