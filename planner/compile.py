@@ -25,6 +25,7 @@ import threading
 import time
 import types
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -35,6 +36,7 @@ import numpy as np
 
 from runtime import _dtype as D
 from runtime import _profiling
+from runtime import compiler as _compiler
 from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
@@ -408,6 +410,16 @@ class _WarmUp(Exception):  # noqa: N818 (a signal, not an error)
                                        if len(created) > 1 else ""))
 
 
+# every compiled step alive (runtime.compiler.reset forgets their plans)
+_LIVE: weakref.WeakSet[CompiledStep] = weakref.WeakSet()
+
+
+def reset_all() -> None:
+    """``CompiledStep.reset`` of every compiled step alive."""
+    for step in list(_LIVE):
+        step.reset()
+
+
 class CompiledStep:
     """What ``planner.compile(fn)`` returns: call it like ``fn``."""
 
@@ -463,6 +475,9 @@ class CompiledStep:
         # step is captured right after it, with that state in place (Capture.created_state)
         self.warmups = 0
         self._limit_warned = False
+        self._ran_eagerly_first = False  # the "eager_then_compile" stance's first call
+        self._forced: dict[str, CompiledStep] = {}  # set_stance(force_backend=...)'s steps
+        _LIVE.add(self)
         # held by every call from its guards to its write-back, so that calls from several
         # threads run one at a time: they share the parameters and optimizer state they
         # update (and this step's plan cache). Steps given one lock share it.
@@ -483,6 +498,11 @@ class CompiledStep:
                 return self._call(args, kwargs)
 
     def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        stance = _compiler._stance
+        if stance.stance == "force_eager":
+            return self.fn(*args, **kwargs)
+        if stance.backend is not None and (forced := self._forced_step(stance.backend)):
+            return forced._call(args, kwargs)
         if self.backend == "eager" or is_anomaly_enabled():
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
         if is_tracing():  # called within another step's capture: inlined into it
@@ -534,6 +554,18 @@ class CompiledStep:
                 log.info("recompiling %s: %s", self._name, why)
         self._last_key = key
         fn = self._flat_fn(spec)
+        stance = _compiler._stance.stance
+        if stance != "default":  # runtime.compiler.set_stance: where no plan fits the call
+            if stance == "eager_on_recompile":
+                return fn(*args)
+            if stance == "fail_on_recompile":
+                raise RuntimeError(
+                    "Detected recompile when torch.compile stance is 'fail_on_recompile'. "
+                    f"function name: '{self._name}'" + (f"\n    triggered by: {why}" if why
+                                                         else ""))
+            if stance == "eager_then_compile" and not self._ran_eagerly_first:
+                self._ran_eagerly_first = True
+                return fn(*args)
         limit = self.recompile_limit
         if limit is not None and self.captures >= limit and why is not None:
             return self._over_limit(key, entry, why, fn, args)
@@ -645,6 +677,38 @@ class CompiledStep:
         if entry is None:
             self._entry(key).eager_reason = f"recompile_limit ({self.recompile_limit}) reached"
         return fn(*args)
+
+    def reset(self) -> None:
+        """Forget every plan and what the calls so far taught (``runtime.compiler.reset``):
+        the next call captures again; compiled kernels stay in the code cache."""
+        with self.lock:
+            self._cache.clear()
+            self._dynamic.clear()
+            self._static.clear()
+            self._last_key = None
+            self.plan = None
+            self.captures = self.warmups = 0
+            self._limit_warned = self._ran_eagerly_first = False
+            for step in self._forced.values():
+                step.reset()
+
+    def _forced_step(self, backend: Any) -> CompiledStep | None:
+        """This step compiled with the backend ``set_stance(force_backend=...)`` names (made
+        once a backend, sharing this step's lock), or None where it is this step's own."""
+        from .torch_api import planner_backend
+
+        wanted = planner_backend(backend)
+        if wanted == self.backend:
+            return None
+        step = self._forced.get(wanted)
+        if step is None:
+            step = self._forced[wanted] = CompiledStep(
+                self.fn, backend=wanted, device=self.device, workers=self.workers,
+                cache_dir=self.cache_dir, fullgraph=self.fullgraph, lock=self.lock,
+                executor=self.executor, recompile_limit=self.recompile_limit,
+                background=self.background, dynamic=self.dynamic)
+            step.name = self._name
+        return step
 
     def lower(self, *args: Any, **kwargs: Any) -> Plan:
         """Capture and plan for these arguments without running anything (like jax's lower)."""

@@ -404,7 +404,8 @@ from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_functions(globals())  # last: over every function exported above
 from .sampling import *  # noqa: E402,F401,F403
-from . import distributions  # noqa: E402
-from . import testing  # noqa: E402  (torch.testing: assert_close, make_tensor)
-from . import profiler  # noqa: E402  (torch.profiler: CPU time of ops and ranges)
+from . import distributions  # noqa: E402,F401
+from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
+from . import profiler  # noqa: E402,F401  (torch.profiler: CPU time of ops and ranges)
+from . import compiler, random  # noqa: E402,F401  (torch.compiler, torch.random)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.linalg

@@ -138,6 +138,29 @@ def seed_all() -> None:
             g.manual_seed(s)
 
 
+def get_rng_state(device: Any = "cuda") -> Any:
+    """That GPU's generator's state (a uint8 tensor on the CPU)."""
+    _lazy_init()
+    return _default_generators()[_device_index(device)].get_state()
+
+
+def get_rng_state_all() -> list[Any]:
+    """Every GPU's generator's state."""
+    return [g.get_state() for g in _default_generators()]
+
+
+def set_rng_state(new_state: Any, device: Any = "cuda") -> None:
+    """Restore that GPU's generator's state from ``get_rng_state``."""
+    _lazy_init()
+    _default_generators()[_device_index(device)].set_state(new_state)
+
+
+def set_rng_state_all(new_states: Any) -> None:
+    """Restore every GPU's generator's state, in device order."""
+    for g, state in zip(_default_generators(), new_states):
+        g.set_state(state)
+
+
 def initial_seed() -> int:
     """The current GPU's generator's seed."""
     _lazy_init()
