@@ -162,9 +162,11 @@ def key(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,
                 keyed.pop(k, None)
             nodes.append((v, keyed))
         ops = sorted({data["op"] for _, data in graph.nodes(data=True)})
+        # no edges: a capture's edges are its nodes' ("node", u) arguments (Tracer._add),
+        # which the nodes hold (listing gpt's 2050 edges took a third of its key)
         _KeyPickler(out, protocol=PROTOCOL).dump(
             (_environment(), device, backend, [(op, _primitive_id(op)) for op in ops],
-             dict(graph.graph), nodes, list(graph.edges(data=True)), slots))
+             dict(graph.graph), nodes, slots))
     except (_Unkeyed, pickle.PicklingError, TypeError, AttributeError):
         return None
     return hashlib.sha256(out.getbuffer()).hexdigest()
