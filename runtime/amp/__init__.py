@@ -7,6 +7,7 @@ from .autocast_mode import (
     custom_bwd,
     custom_fwd,
     get_autocast_dtype,
+    is_autocast_available,
     is_autocast_cache_enabled,
     is_autocast_enabled,
     set_autocast_cache_enabled,
@@ -16,5 +17,6 @@ from .autocast_mode import (
 from .grad_scaler import GradScaler
 
 __all__ = ["GradScaler", "autocast", "clear_autocast_cache", "custom_bwd", "custom_fwd",
-           "get_autocast_dtype", "is_autocast_cache_enabled", "is_autocast_enabled",
+           "get_autocast_dtype", "is_autocast_available",
+           "is_autocast_cache_enabled", "is_autocast_enabled",
            "set_autocast_cache_enabled", "set_autocast_dtype", "set_autocast_enabled"]

@@ -7,8 +7,11 @@ from typing import Any
 
 from .. import _dtype as D
 
-# the device types autocast knows, with PyTorch's default lower-precision dtype of each
-DEFAULT_DTYPES = {"cpu": D.bfloat16, "cuda": D.float16}
+# the device types autocast keeps a state for (PyTorch's ``is_autocast_available``), with
+# PyTorch's default lower-precision dtype of each
+DEFAULT_DTYPES = {"cpu": D.bfloat16, "cuda": D.float16, "ipu": D.float16, "xpu": D.float16,
+                  "maia": D.bfloat16, "xla": D.bfloat16, "mps": D.float16, "hpu": D.bfloat16,
+                  "mtia": D.float16, "privateuseone": D.float16}
 
 
 # how many threads have autocast on: an op's check reads this global first (a thread-local

@@ -21,6 +21,34 @@ _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ide
                  "privateuseone")
 
 
+def _check_type(func: str, arg: str, position: int, value: Any, kind: type,
+                kind_name: str) -> None:
+    """PyTorch's argument-parser error for a C++ function's argument of the wrong type."""
+    from .._device import device
+
+    if not isinstance(value, kind) or (kind is str and isinstance(value, device)):
+        raise TypeError(f"{func}(): argument '{arg}' (position {position}) must be {kind_name}, "
+                        f"not {type(value).__name__}")
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether autocast keeps a state for ``device_type`` (PyTorch's error for a string that
+    names no device type)."""
+    name = str(device_type)
+    kind = name.split(":", 1)[0]
+    if kind not in _DEVICE_TYPES:
+        raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
+                           f"of device string: {name}")
+    return kind in DEFAULT_DTYPES
+
+
+def _check_device_type_arg(device_type: Any) -> None:
+    from .._device import device
+
+    if not isinstance(device_type, str) or isinstance(device_type, device):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+
+
 def _device_type(device_type: Any) -> str:
     """A device type autocast keeps a state for; PyTorch's errors for others."""
     name = str(device_type)
@@ -36,21 +64,33 @@ def _device_type(device_type: Any) -> str:
 def is_autocast_enabled(device_type: Any = None) -> bool:
     """Whether autocast is on for ``device_type`` in this thread (no argument: CUDA's, as
     PyTorch's legacy form)."""
-    return state.enabled[_device_type("cuda" if device_type is None else device_type)]
+    if device_type is None:
+        return state.enabled["cuda"]
+    _check_type("is_autocast_enabled", "device_type", 1, device_type, str, "str")
+    return state.enabled[_device_type(device_type)]
 
 
-def set_autocast_enabled(device_type: Any, enabled: bool) -> None:
-    state.enabled[_device_type(device_type)] = bool(enabled)
+def set_autocast_enabled(device_type: Any, enabled: Any = None) -> None:
+    """``set_autocast_enabled(device_type, enabled)``, or PyTorch's legacy
+    ``set_autocast_enabled(enabled)`` for CUDA."""
+    if enabled is None and isinstance(device_type, bool):
+        device_type, enabled = "cuda", device_type
+    _check_type("set_autocast_enabled", "device_type", 1, device_type, str, "str")
+    _check_type("set_autocast_enabled", "enabled", 2, enabled, bool, "bool")
+    state.enabled[_device_type(device_type)] = enabled
     state.refresh()
 
 
 def get_autocast_dtype(device_type: Any) -> D.DType:
     """The lower-precision dtype of autocast on ``device_type`` (cpu: bfloat16)."""
+    _check_type("get_autocast_dtype", "device_type", 1, device_type, str, "str")
     return state.dtype[_device_type(device_type)]
 
 
 def set_autocast_dtype(device_type: Any, dtype: Any) -> None:
-    state.dtype[_device_type(device_type)] = D.as_dtype(dtype)
+    _check_type("set_autocast_dtype", "device_type", 1, device_type, str, "str")
+    _check_type("set_autocast_dtype", "dtype", 2, dtype, D.DType, "runtime.dtype")
+    state.dtype[_device_type(device_type)] = dtype
 
 
 def is_autocast_cache_enabled() -> bool:
@@ -58,7 +98,9 @@ def is_autocast_cache_enabled() -> bool:
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
-    state.cache_enabled = bool(enabled)
+    if not isinstance(enabled, bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+    state.cache_enabled = enabled
 
 
 def clear_autocast_cache() -> None:
@@ -73,10 +115,9 @@ class autocast:  # noqa: N801 - PyTorch's name
 
     def __init__(self, device_type: str, dtype: Any = None, enabled: bool = True,
                  cache_enabled: bool | None = None) -> None:
-        if not isinstance(device_type, str):
-            raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+        _check_device_type_arg(device_type)
         self.device = _device_type(device_type)
-        self.fast_dtype = state.dtype[self.device] if dtype is None else D.as_dtype(dtype)
+        self.fast_dtype = state.dtype[self.device] if dtype is None else dtype
         self._cache_enabled = state.cache_enabled if cache_enabled is None else cache_enabled
         if enabled and self.device == "cuda":
             from .. import cuda
@@ -91,9 +132,14 @@ class autocast:  # noqa: N801 - PyTorch's name
                           f"Disabling autocast.\n{name} Autocast only supports dtypes of "
                           "runtime.bfloat16, runtime.float16 currently.", stacklevel=2)
             enabled = False
-        self._enabled = bool(enabled)
+        self._enabled = enabled
 
     def __enter__(self) -> autocast:
+        # PyTorch's argument errors, raised on entry as its setters raise them
+        _check_type("set_autocast_enabled", "enabled", 2, self._enabled, bool, "bool")
+        _check_type("set_autocast_dtype", "dtype", 2, self.fast_dtype, D.DType, "runtime.dtype")
+        if not isinstance(self._cache_enabled, bool):
+            raise TypeError(f"enabled must be a bool (got {type(self._cache_enabled).__name__})")
         self.prev_cache_enabled = state.cache_enabled
         self.prev = state.enabled[self.device]
         self.prev_fastdtype = state.dtype[self.device]
@@ -146,8 +192,7 @@ def custom_fwd(fwd: Any = None, *, device_type: str, cast_inputs: Any = None) ->
     """For an ``autograd.Function``'s ``forward``: with ``cast_inputs``, its floating tensor
     inputs cast to it and autocast off inside where autocast is on; without, it runs as
     called. Either way the region's state is kept on ctx for ``custom_bwd``."""
-    if not isinstance(device_type, str):
-        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    _check_device_type_arg(device_type)
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
 
@@ -170,8 +215,7 @@ def custom_fwd(fwd: Any = None, *, device_type: str, cast_inputs: Any = None) ->
 def custom_bwd(bwd: Any = None, *, device_type: str) -> Any:
     """For an ``autograd.Function``'s ``backward``: run in the autocast state its forward
     ran in (see ``custom_fwd``)."""
-    if not isinstance(device_type, str):
-        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+    _check_device_type_arg(device_type)
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
 

@@ -77,7 +77,7 @@ def _autocast_call(fn: Callable[..., Any], policy: str, args: tuple[Any, ...],
     elif policy == FP32:
         target = D.float32
     elif policy == PROMOTE:
-        target = _widest(args, kwargs)
+        target = _widest(args, kwargs, device_type)
     if target is not None:
         args = tuple(_cast(a, target, device_type) for a in args)
         kwargs = {k: _cast(v, target, device_type) for k, v in kwargs.items()}
@@ -90,16 +90,24 @@ def _autocast_call(fn: Callable[..., Any], policy: str, args: tuple[Any, ...],
         state.refresh()
 
 
-def _widest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> D.DType | None:
-    """The promote policy's dtype: the widest floating dtype among the tensors (PyTorch's
-    ``prioritize``: float64 over float32 over one lower-precision dtype; two are an error)."""
-    found = {t.dtype for t in _tensors((*args, *kwargs.values())) if t.dtype.is_floating_point}
-    for d in (D.float64, D.float32):
-        if d in found:
-            return d
-    if len(found) > 1:
-        raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
-    return next(iter(found), None)
+def _widest(args: tuple[Any, ...], kwargs: dict[str, Any], device_type: str) -> D.DType:
+    """The promote policy's dtype, as PyTorch's ``promote_type``/``prioritize``: from the
+    autocast dtype, float32 once any eligible tensor (floating, on ``device_type``) is
+    float32; float64 tensors are ignored (and left uncast); a lower-precision dtype other
+    than the autocast one is an error."""
+    lower = state.dtype[device_type]
+    current = lower
+    for t in _tensors((*args, *kwargs.values())):
+        if not t.dtype.is_floating_point or _device_type(t.device) != device_type:
+            continue
+        nxt = t.dtype
+        if nxt is D.float64:
+            continue
+        if current is D.float32 or nxt is D.float32:
+            current = D.float32
+        elif not (current is lower and nxt is lower):
+            raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
+    return current
 
 
 def _cast(value: Any, target: D.DType, device_type: str) -> Any:

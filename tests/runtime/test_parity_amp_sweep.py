@@ -1,0 +1,162 @@
+"""A parity sweep of rt.amp against PyTorch 2.13's CPU autocast: the promote policy's dtype
+(PyTorch's ``prioritize``: float64 ignored, a second lower-precision dtype an error, order
+dependent), the state functions' argument errors, the device types autocast keeps a state
+for, and GradScaler's update over a run of clean and non-finite steps."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import runtime as rt
+from runtime.amp._state import state
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(lib: Any, fn: Callable[[Any], Any], autocast_dtype: str) -> str:
+    """The output dtype of ``fn`` under ``lib``'s CPU autocast, or the error's type and
+    text."""
+    try:
+        with lib.autocast("cpu", dtype=getattr(lib, autocast_dtype)):
+            out = fn(lib)
+    except (RuntimeError, TypeError, ValueError) as e:
+        return f"{type(e).__name__}: {e}"
+    return str(out.dtype).split(".")[-1]
+
+
+def _ones(lib: Any, dtype: str) -> Any:
+    return lib.ones(2, dtype=getattr(lib, dtype))
+
+
+PROMOTE_CASES: dict[str, Callable[[Any], Any]] = {
+    "cat_f32_f64": lambda L: L.cat([_ones(L, "float32"), _ones(L, "float64")]),
+    "cat_f64_bf16": lambda L: L.cat([_ones(L, "float64"), _ones(L, "bfloat16")]),
+    "cat_f16_bf16": lambda L: L.cat([_ones(L, "float16"), _ones(L, "bfloat16")]),
+    "cat_bf16_f16_f32": lambda L: L.cat([_ones(L, "bfloat16"), _ones(L, "float16"),
+                                         _ones(L, "float32")]),
+    "cat_f32_bf16_f16": lambda L: L.cat([_ones(L, "float32"), _ones(L, "bfloat16"),
+                                         _ones(L, "float16")]),
+    "cat_int_f16": lambda L: L.cat([L.ones(2, dtype=L.int64), _ones(L, "float16")]),
+    "cat_int_bf16": lambda L: L.cat([L.ones(2, dtype=L.int64), _ones(L, "bfloat16")]),
+    "stack_f16_f16": lambda L: L.stack([_ones(L, "float16"), _ones(L, "float16")]),
+    "stack_bf16_f32": lambda L: L.stack([_ones(L, "bfloat16"), _ones(L, "float32")]),
+    "index_copy_bf16_f32": lambda L: L.index_copy(_ones(L, "bfloat16"), 0, L.tensor([0]),
+                                                  L.ones(1, dtype=L.float32)),
+}
+
+
+@pytest.mark.parametrize("autocast_dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name", sorted(PROMOTE_CASES))
+def test_promote_policy_matches_torch(name: str, autocast_dtype: str) -> None:
+    fn = PROMOTE_CASES[name]
+    assert _outcome(rt, fn, autocast_dtype) == _outcome(torch, fn, autocast_dtype)
+    assert not state.on
+
+
+def test_promote_leaves_float64_uncast() -> None:
+    # PyTorch's promote dtype ignores float64: index_copy then sees float32 and float64
+    # (an error), where a widest-dtype rule made both float64 and returned float64 silently
+    src = rt.ones(1, dtype=rt.float64)
+    with rt.autocast("cpu"):
+        out = rt.cat([rt.ones(2, dtype=rt.bfloat16), rt.ones(2), src])
+    assert out.dtype is rt.float64  # cat's own promotion of float32 and float64
+    assert src.dtype is rt.float64
+
+
+def _error(fn: Callable[[], Any]) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fn()
+        except (RuntimeError, TypeError, ValueError) as e:
+            return f"{type(e).__name__}: {e}"
+    raise AssertionError("no error raised")
+
+
+@pytest.mark.parametrize("call", [
+    lambda L: L.autocast("cpu", enabled=0).__enter__(),
+    lambda L: L.autocast("cpu", enabled="yes").__enter__(),
+    lambda L: L.autocast("cpu", cache_enabled=1).__enter__(),
+    lambda L: L.set_autocast_enabled("cpu", 1),
+    lambda L: L.set_autocast_cache_enabled(1),
+    lambda L: L.is_autocast_enabled(L.device("cpu")),
+    lambda L: L.get_autocast_dtype(L.device("cpu")),
+    lambda L: L.autocast(L.device("cpu")),
+    lambda L: L.autocast(1),
+    lambda L: L.autocast("bogus"),
+    lambda L: L.amp.is_autocast_available("bogus"),
+    lambda L: L.amp.custom_fwd(device_type=L.device("cpu")),
+])
+def test_state_argument_errors_match_torch(call: Callable[[Any], Any]) -> None:
+    ours, theirs = _error(lambda: call(rt)), _error(lambda: call(torch))
+    # torch's __enter__ sets the state before its cache_enabled check raises: undo it
+    if torch.is_autocast_enabled("cpu"):
+        torch.autocast_decrement_nesting()
+    torch.set_autocast_enabled("cpu", False)
+    torch.set_autocast_cache_enabled(True)
+    assert _plain(ours) == _plain(theirs)
+    assert not state.on and not rt.is_autocast_enabled("cpu")  # nothing left set here
+    assert rt.is_autocast_cache_enabled()
+
+
+def _plain(text: str) -> str:
+    return (text.replace("runtime._device.", "").replace("runtime.", "")
+            .replace("torch.", ""))
+
+
+def test_dtype_as_string_is_refused_on_entry() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PyTorch warns first that the dtype is unsupported
+        region = rt.autocast("cpu", dtype="bfloat16")
+    with pytest.raises(TypeError, match=r"set_autocast_dtype\(\): argument 'dtype' "
+                                        r"\(position 2\) must be runtime.dtype, not str"):
+        region.__enter__()
+    assert rt.get_autocast_dtype("cpu") is rt.bfloat16
+
+
+@pytest.mark.parametrize("device_type", ["cpu", "cuda", "ipu", "xpu", "maia", "xla", "mps",
+                                         "hpu", "mtia", "privateuseone", "mkldnn", "meta"])
+def test_available_device_types_and_default_dtypes(device_type: str) -> None:
+    available = torch.amp.is_autocast_available(device_type)
+    assert rt.amp.is_autocast_available(device_type) is available
+    if available:
+        ours = rt.get_autocast_dtype(device_type)
+        assert str(ours).split(".")[-1] == str(torch.get_autocast_dtype(device_type)).split(
+            ".")[-1]
+        assert rt.is_autocast_enabled(device_type) is False
+
+
+def test_region_on_another_device_type_leaves_cpu_ops_alone() -> None:
+    for lib in (rt, torch):
+        with lib.autocast("xpu"):
+            assert lib.is_autocast_enabled("xpu") and not lib.is_autocast_enabled("cpu")
+            assert (lib.ones(2, 2) @ lib.ones(2, 2)).dtype is lib.float32
+        assert not lib.is_autocast_enabled("xpu")
+    assert not state.on
+
+
+def _scaler_run(lib: Any, factors: list[float]) -> list[tuple[float, int, list[float]]]:
+    p = lib.nn.Parameter(lib.tensor([1.0, 2.0]))
+    opt = lib.optim.SGD([p], lr=0.1)
+    scaler = lib.amp.GradScaler("cpu", init_scale=8.0, growth_factor=3.0, backoff_factor=0.25,
+                                growth_interval=2)
+    seen = []
+    for f in factors:
+        opt.zero_grad()
+        scaler.scale((p * f).sum()).backward()
+        scaler.step(opt)
+        scaler.update()
+        seen.append((scaler.get_scale(), scaler._get_growth_tracker(), p.tolist()))
+    return seen
+
+
+def test_grad_scaler_run_matches_torch() -> None:
+    factors = [1.0, float("inf"), 2.0, float("nan"), 1.0, 1.0, 1.0, -float("inf"), 0.5]
+    ours, theirs = _scaler_run(rt, factors), _scaler_run(torch, factors)
+    assert [(s, g) for s, g, _ in ours] == [(s, g) for s, g, _ in theirs]
+    for (_, _, a), (_, _, b) in zip(ours, theirs):
+        assert a == pytest.approx(b, rel=1e-6)
