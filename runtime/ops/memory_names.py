@@ -301,6 +301,59 @@ def module_load(self: Tensor, other: Tensor, assign: bool = False) -> Tensor:
     return other.detach() if assign else self.copy_(other).detach()
 
 
+class UntypedStorage:
+    """The bytes beneath a tensor (its root array's), as far as PyTorch's UntypedStorage
+    answers questions about them: where they start, how many, on which device; the bytes
+    themselves through ``tolist``. Made by ``Tensor.untyped_storage()``."""
+
+    __slots__ = ("_root", "device")
+
+    def __init__(self, root: Any, device: Any) -> None:
+        self._root = root
+        self.device = device
+
+    def data_ptr(self) -> int:
+        root = self._root
+        return int(root.data.ptr) if hasattr(root.data, "ptr") else \
+            int(root.__array_interface__["data"][0])
+
+    def nbytes(self) -> int:
+        return int(self._root.nbytes)
+
+    size = nbytes
+
+    def __len__(self) -> int:
+        return self.nbytes()
+
+    def element_size(self) -> int:
+        return 1
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device != "cpu"
+
+    def get_device(self) -> int | None:
+        return self.device.index  # None on the CPU, as PyTorch's storages
+
+    def untyped(self) -> UntypedStorage:
+        return self
+
+    def tolist(self) -> list[int]:
+        root = self._root.get() if hasattr(self._root, "get") else self._root
+        return np.ascontiguousarray(root).view(np.uint8).reshape(-1).tolist()
+
+    def __repr__(self) -> str:
+        return f"UntypedStorage of {self.nbytes()} bytes on {self.device}"
+
+
+def untyped_storage(self: Tensor) -> UntypedStorage:
+    """The storage beneath self (a view's is its base's)."""
+    root = self._data
+    while isinstance(getattr(root, "base", None), type(root)):  # numpy's or CuPy's arrays
+        root = root.base
+    return UntypedStorage(root, self.device)
+
+
 # --- the names ----------------------------------------------------------------------------------
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
@@ -314,4 +367,5 @@ METHODS: dict[str, Any] = {
     "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
     "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device, "pin_memory": pin_memory,
     "module_load": module_load, "name": property(lambda self: None),
+    "untyped_storage": untyped_storage,
 }

@@ -433,3 +433,17 @@ def test_as_subclass() -> None:
         z[0] = 5.0
         results.append((x.grad.tolist(), y.grad_fn.name(), z.tolist()))
     assert results[0] == results[1]
+
+
+def test_untyped_storage() -> None:
+    results = []
+    for m in (rt, torch):
+        x = m.arange(6.0)
+        s = x[2:].untyped_storage()
+        assert s.data_ptr() == x.data_ptr() == x.t().untyped_storage().data_ptr()
+        assert m.ones(2).untyped_storage().data_ptr() != s.data_ptr()
+        results.append((s.nbytes(), s.size(), len(s), str(s.device), s.element_size(),
+                        s.tolist(), s.is_cuda, s.get_device()))
+    assert results[0] == results[1]
+    buf = bytearray(8)
+    assert rt.frombuffer(buf, dtype=rt.uint8).untyped_storage().nbytes() == 8
