@@ -78,3 +78,17 @@ def test_cuda_refusals(fake_cuda: Any) -> None:
         x.apply_(lambda v: v)
     with pytest.raises(NotImplementedError, match="only the CPU here"):
         rt.from_dlpack(np.ones(2), device="cuda")
+
+
+def test_cuda_protocols_and_storage(fake_cuda: Any) -> None:
+    x = rt.tensor(X, device="cuda")
+    assert 0.5 not in x and float(X[0, 0]) in x
+    rows = list(x)
+    assert len(rows) == 3 and rows[0].device.type == "cuda"
+    storage = x[1:].untyped_storage()
+    assert storage.data_ptr() == x.untyped_storage().data_ptr() and storage.nbytes() == X.nbytes
+    assert storage.get_device() == 0 and storage.is_cuda
+    sub = x.as_subclass(type("Sub", (rt.Tensor,), {}))
+    assert sub.device.type == "cuda" and sub.data_ptr() == x.data_ptr()
+    with pytest.raises(TypeError, match="can't convert cuda"):
+        np.asarray(x)
