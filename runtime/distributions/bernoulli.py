@@ -89,6 +89,13 @@ class Bernoulli(ExponentialFamily):
     def entropy(self) -> Tensor:
         return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
 
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return rt.log1p(x.exp())
+
     def enumerate_support(self, expand: bool = True) -> Tensor:
         values = rt.arange(2, dtype=self._param.dtype, device=self._param.device)
         values = values.view(-1, *([1] * len(self._batch_shape)))

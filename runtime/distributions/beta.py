@@ -73,5 +73,12 @@ class Beta(ExponentialFamily):
             self._validate_sample(value)
         return self._dirichlet.log_prob(rt.stack([value, 1.0 - value], -1))
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return self.concentration1, self.concentration0
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return rt.lgamma(x) + rt.lgamma(y) - rt.lgamma(x + y)
+
     def entropy(self) -> Tensor:
         return self._dirichlet.entropy()

@@ -68,6 +68,13 @@ class Dirichlet(ExponentialFamily):
         c0 = c.sum(-1, keepdim=True)
         return c * (c0 - c) / (c0.pow(2) * (c0 + 1))
 
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.concentration,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return rt.lgamma(x).sum(-1) - rt.lgamma(x.sum(-1))
+
     def entropy(self) -> Tensor:
         c = self.concentration
         k = c.shape[-1]

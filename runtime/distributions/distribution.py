@@ -203,4 +203,31 @@ class Distribution:
 
 
 class ExponentialFamily(Distribution):
-    """The exponential-family distributions' common base (as torch's class hierarchy)."""
+    """Densities ``exp(<t(x), theta> - F(theta) + k(x))``: a subclass gives its natural
+    parameters ``theta`` (``_natural_params``), log-normalizer ``F`` (``_log_normalizer``) and
+    ``E[k(X)]`` (``_mean_carrier_measure``), and gets ``entropy`` (``F - <theta, grad F> -
+    E[k]``) and KL divergences between two of its kind (the Bregman divergence of ``F``)."""
+
+    @property
+    def _natural_params(self) -> tuple[Tensor, ...]:
+        raise NotImplementedError
+
+    def _log_normalizer(self, *natural_params: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    @property
+    def _mean_carrier_measure(self) -> Any:
+        raise NotImplementedError
+
+    def entropy(self) -> Tensor:
+        """By the log-normalizer's gradient (the mean of the sufficient statistic); stays
+        differentiable in the parameters."""
+        result: Any = -self._mean_carrier_measure
+        nparams = [p if p.requires_grad else p.detach().requires_grad_()
+                   for p in self._natural_params]
+        log_norm = self._log_normalizer(*nparams)
+        grads = rt.autograd.grad(log_norm.sum(), nparams, create_graph=True)
+        result = result + log_norm
+        for theta, g in zip(nparams, grads):
+            result = result - (theta * g).reshape(*self._batch_shape, -1).sum(-1)
+        return result

@@ -61,6 +61,13 @@ class Gamma(ExponentialFamily):
         return (rt.xlogy(self.concentration, self.rate) + rt.xlogy(self.concentration - 1, value)
                 - self.rate * value - rt.lgamma(self.concentration))
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return self.concentration - 1, -self.rate
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        return rt.lgamma(x + 1) + (x + 1) * (-y.reciprocal()).log()
+
     def entropy(self) -> Tensor:
         c = self.concentration
         return c - self.rate.log() + rt.lgamma(c) + (1.0 - c) * rt.digamma(c)

@@ -19,7 +19,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
-from .distribution import Distribution
+from .distribution import Distribution, ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma
 from .geometric import Geometric
@@ -451,3 +451,21 @@ def _kl_wishart_wishart(p: Wishart, q: Wishart) -> Tensor:
     trace = _solve_lower(qL, pL).pow(2).sum((-2, -1))
     return (-q.df / 2 * log_det_ratio + p.df / 2 * (trace - n) + mvlgamma(q.df / 2, n)
             - mvlgamma(p.df / 2, n) + (p.df - q.df) / 2 * mvdigamma(p.df / 2, n))
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tensor:
+    """The Bregman divergence of the log-normalizer F between the natural parameters:
+    F(theta_q) - F(theta_p) - <theta_q - theta_p, grad F(theta_p)> (differentiable in both)."""
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_params = [t if t.requires_grad else t.detach().requires_grad_()
+                for t in p._natural_params]
+    q_params = q._natural_params
+    log_norm = p._log_normalizer(*p_params)
+    grads = rt.autograd.grad(log_norm.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - log_norm
+    for pt, qt, g in zip(p_params, q_params, grads):
+        result = result - sum_rightmost((qt - pt) * g, len(q.event_shape))
+    return result

@@ -55,6 +55,13 @@ class Poisson(ExponentialFamily):
         return host_draw("poisson", shape, self.rate.dtype, self.rate.device,
                          {"lam": host(self.rate)})
 
+    @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        return x.exp()
+
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:
             self._validate_sample(value)
