@@ -223,11 +223,13 @@ class ExponentialFamily(Distribution):
         """By the log-normalizer's gradient (the mean of the sufficient statistic); stays
         differentiable in the parameters."""
         result: Any = -self._mean_carrier_measure
-        nparams = [p if p.requires_grad else p.detach().requires_grad_()
-                   for p in self._natural_params]
-        log_norm = self._log_normalizer(*nparams)
-        grads = rt.autograd.grad(log_norm.sum(), nparams, create_graph=True)
+        with rt.enable_grad():  # the mean parameters are the log-normalizer's gradient
+            nparams = list(self._natural_params)
+            tracked = rt.is_grad_enabled() and any(p.requires_grad for p in nparams)
+            nparams = [p if p.requires_grad else p.detach().requires_grad_() for p in nparams]
+            log_norm = self._log_normalizer(*nparams)
+            grads = rt.autograd.grad(log_norm.sum(), nparams, create_graph=tracked)
         result = result + log_norm
         for theta, g in zip(nparams, grads):
             result = result - (theta * g).reshape(*self._batch_shape, -1).sum(-1)
-        return result
+        return result if tracked else result.detach()

@@ -460,11 +460,15 @@ def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tenso
     if type(p) is not type(q):
         raise NotImplementedError("The cross KL-divergence between different exponential "
                                   "families cannot be computed using Bregman divergences")
-    p_params = [t if t.requires_grad else t.detach().requires_grad_()
-                for t in p._natural_params]
+    with rt.enable_grad():  # grad F at p's natural parameters
+        p_params = list(p._natural_params)
+        tracked = rt.is_grad_enabled() and any(t.requires_grad for t in p_params)
+        p_params = [t if t.requires_grad else t.detach().requires_grad_() for t in p_params]
+        log_norm = p._log_normalizer(*p_params)
+        grads = rt.autograd.grad(log_norm.sum(), p_params, create_graph=tracked)
+    if not tracked:
+        log_norm, p_params = log_norm.detach(), [t.detach() for t in p_params]
     q_params = q._natural_params
-    log_norm = p._log_normalizer(*p_params)
-    grads = rt.autograd.grad(log_norm.sum(), p_params, create_graph=True)
     result = q._log_normalizer(*q_params) - log_norm
     for pt, qt, g in zip(p_params, q_params, grads):
         result = result - sum_rightmost((qt - pt) * g, len(q.event_shape))

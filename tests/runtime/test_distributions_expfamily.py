@@ -101,3 +101,13 @@ def test_different_families_have_no_bregman_kl():
         rd.kl_divergence(rd.Poisson(1.0), rd.Gamma(1.0, 1.0))
     with pytest.raises(NotImplementedError):
         rd.Poisson(1.0).entropy()  # no mean carrier measure, as torch's
+
+
+def test_under_no_grad_and_without_tracked_parameters_nothing_requires_grad():
+    p, q = rd.Gamma(1.0, 2.0), rd.Gamma(2.0, 1.0)
+    with rt.no_grad():
+        assert not _kl_expfamily_expfamily(p, q).requires_grad
+        assert not rd.ExponentialFamily.entropy(p).requires_grad
+    assert not _kl_expfamily_expfamily(p, q).requires_grad
+    np.testing.assert_allclose(_kl_expfamily_expfamily(p, q).numpy(),
+                               rd.kl_divergence(p, q).numpy(), rtol=1e-6)
