@@ -101,7 +101,15 @@ class Linearization:
         return tree_unflatten(tangents, self.out_spec)
 
 
+def _check_floating(what: str, t: Tensor) -> None:
+    """PyTorch's ``make_dual`` check of a primal or a tangent."""
+    if not t.is_floating_point():
+        raise ValueError(f"Expected {what} to be floating point or complex, but got: {t.dtype}")
+
+
 def _check_tangent(i: int, t: Tensor, p: Tensor) -> None:
+    _check_floating("primal", p)
+    _check_floating("tangent", t)
     if t.shape != p.shape:
         raise RuntimeError("Trying to set a forward gradient that has a different size than that "
                            "of the original Tensor, this is not supported. Tensor is of size "
@@ -207,6 +215,8 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
         primals = slice_argnums(args, argnums)
         flat_primals, primals_spec = tree_flatten(primals)
         _check_tensors(flat_primals, "jacfwd", "primals")
+        for p in flat_primals:
+            _check_floating("primal", p)
         basis = _basis_columns(flat_primals)
         check_randomness(randomness)  # where PyTorch's vmap over the basis checks it
         with randomness_frame(randomness) as frame:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..nn.module import Module
-from ..nn.utils.stateless import _functional_call
+from ..nn.utils.stateless import _functional_call, _untie
 from ..ops.functional import stack
 from ..tensor import Tensor
 
@@ -33,14 +33,33 @@ def _merged(dicts: Any) -> dict[str, Tensor]:
     return {k: v for d in dicts for k, v in d.items()}
 
 
+def _check_values(module: Module, given: dict[str, Any], tie_weights: bool,
+                  strict: bool) -> None:
+    """PyTorch's error for a value that is neither a tensor nor None, raised where its
+    ``swap_tensor`` raises it: after the tied-weights check and ``strict``'s."""
+    bad = next((v for v in given.values() if v is not None and not isinstance(v, Tensor)),
+               None)
+    if bad is None:
+        return
+    tensors = _untie(module, given) if tie_weights else given
+    if strict:
+        valid = {n for n, _ in [*module.named_parameters(remove_duplicate=False),
+                                *module.named_buffers(remove_duplicate=False)]}
+        if valid != set(tensors):
+            return  # _functional_call raises strict's error
+    raise TypeError(f"{bad} is not an instance of runtime.Tensor")
+
+
 def functional_call(module: Module, parameter_and_buffer_dicts: Any, args: Any = None,
                     kwargs: dict[str, Any] | None = None, *, tie_weights: bool = True,
                     strict: bool = False) -> Any:
     """``module(*args, **kwargs)`` with the given tensors (dotted names; one dict or a
     sequence of dicts with distinct keys) in place of its parameters and buffers for this
     call; gradients flow to them."""
-    return _functional_call(module, _merged(parameter_and_buffer_dicts), args, kwargs,
-                            tie_weights=tie_weights, strict=strict)
+    merged = _merged(parameter_and_buffer_dicts)
+    _check_values(module, merged, tie_weights, strict)
+    return _functional_call(module, merged, args, kwargs, tie_weights=tie_weights,
+                            strict=strict)
 
 
 def _stacked(tensors: list[Tensor], name: str) -> Tensor:

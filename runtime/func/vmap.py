@@ -16,7 +16,9 @@ and ``stack`` are differentiable: ``vmap(grad(f))`` and ``grad(vmap(f))`` both w
   value, ``.item()``;
 - an output with ``out_dims=None`` is accepted when all elements give the same value (and
   then is that value); PyTorch asks whether it depends on a batched input;
-- a batch of size 0 is refused (there is no element to run the function on).
+- a batch of size 0 runs the function twice, on stand-in elements of zeros and of ones
+  (each output then has size 0 along its out_dim), so a function that fails on those
+  fails here.
 """
 
 from __future__ import annotations
@@ -85,6 +87,9 @@ def _batched_inputs(in_dims: Any, args: tuple[Any, ...], func: Any
                              f"satisfy -{arg.dim()} <= in_dim < {arg.dim()}.")
         if dim is not None and dim < 0:
             flat_dims[i] = dim % arg.dim()
+    for dim in flat_dims:
+        if isinstance(dim, bool):  # an int to the checks above, refused by size() (PyTorch's)
+            raise TypeError("size(): argument 'dim' (position 1) must be int, not bool")
     sizes = [arg.size(dim) for arg, dim in zip(flat_args, flat_dims) if dim is not None]
     if not sizes:
         raise ValueError("vmap: Expected at least one Tensor to vmap over")
@@ -138,25 +143,36 @@ def _combine(name: str, per_element: list[Any], out_dim: int | None) -> Any:
     return stack(per_element, dim=out_dim)
 
 
+def _stand_in(arg: Tensor, dim: int, fill: int) -> Tensor:
+    """For a batch of size 0: ``fill`` (0 or 1) shaped as one element of ``arg``; floating
+    ones computed from ``arg`` (a sum over its empty ``dim``), so a gradient reaches it."""
+    if arg.is_floating_point():
+        return arg.sum(dim) + fill
+    from ..creation import full
+
+    shape = tuple(arg.shape[:dim]) + tuple(arg.shape[dim + 1:])
+    return full(shape, fill, dtype=arg.dtype, device=arg.device)
+
+
 def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness: str,
                args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     _check_out_dims(out_dims, func)
     size, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
-    if size == 0:
-        raise NotImplementedError("vmap: a batch of size 0 is not supported here: the function "
-                                  "runs once per batch element")
     unbatched = [(a, a._version) for a, d in zip(flat_args, flat_dims)
                  if d is None and isinstance(a, Tensor)]
     outputs = []
     with randomness_frame(randomness) as frame:
-        for i in range(size):
+        # a batch of size 0: two runs, on stand-in elements of zeros and of ones, so that
+        # an out_dims=None output that depends on a batched input is refused as usual
+        for i in range(size if size else 2):
             frame.element = i
-            sliced = [a if d is None else a.select(d, i) for a, d in zip(flat_args, flat_dims)]
+            sliced = [a if d is None else a.select(d, i) if size else _stand_in(a, d, i)
+                      for a, d in zip(flat_args, flat_dims)]
             outputs.append(func(*tree_unflatten(sliced, spec), **kwargs))
     if any(a._version != version for a, version in unbatched):
         raise RuntimeError(f"vmap({_name(func)}): `{_name(func)}` modified an unbatched argument "
                            "(in_dim=None) in place; here the function runs once per batch "
-                           f"element, so that happened {size} times (PyTorch's vmap does it "
+                           f"element, so that happened {size or 2} times (PyTorch's vmap does it "
                            "once or raises)")
     flat0, dims, out_spec = _flat_out_dims(outputs[0], out_dims, func)
     columns: list[list[Any]] = [[] for _ in flat0]
@@ -168,8 +184,10 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
                              f"and {this_spec}")
         for column, value in zip(columns, flat):
             column.append(value)
-    return tree_unflatten([_combine(_name(func), column, d) for column, d in zip(columns, dims)],
-                          out_spec)
+    combined = [_combine(_name(func), column, d) for column, d in zip(columns, dims)]
+    if size == 0:  # the runs were on stand-in elements: keep none of them
+        combined = [o.narrow(d, 0, 0) if d is not None else o for o, d in zip(combined, dims)]
+    return tree_unflatten(combined, out_spec)
 
 
 def vmap(func: Callable[..., Any], in_dims: int | tuple[Any, ...] = 0,
