@@ -90,23 +90,26 @@ def _autocast_call(fn: Callable[..., Any], policy: str, args: tuple[Any, ...],
         state.refresh()
 
 
-def _widest(args: tuple[Any, ...], kwargs: dict[str, Any], device_type: str) -> D.DType:
-    """The promote policy's dtype, as PyTorch's ``promote_type``/``prioritize``: from the
-    autocast dtype, float32 once any eligible tensor (floating, on ``device_type``) is
-    float32; float64 tensors are ignored (and left uncast); a lower-precision dtype other
-    than the autocast one is an error."""
+def _widest(args: tuple[Any, ...], kwargs: dict[str, Any], device_type: str
+            ) -> D.DType | None:
+    """The promote policy's dtype, as PyTorch's ``promote_type``: from the autocast dtype,
+    float32 once an eligible tensor (floating, on ``device_type``) is float32; float64
+    tensors are ignored (and left uncast). Where a lower-precision dtype other than the
+    autocast one comes before any float32, PyTorch raises "Unexpected floating ScalarType
+    in at::autocast::prioritize"; here nothing is cast then (None) and the op promotes as
+    it does outside autocast, because the runtime's composite ops (pad, cross, ...) call
+    cat and stack with autocast still on, where PyTorch's kernels do not."""
     lower = state.dtype[device_type]
     current = lower
     for t in _tensors((*args, *kwargs.values())):
-        if not t.dtype.is_floating_point or _device_type(t.device) != device_type:
-            continue
         nxt = t.dtype
-        if nxt is D.float64:
+        if (not nxt.is_floating_point or nxt is D.float64
+                or _device_type(t.device) != device_type):
             continue
         if current is D.float32 or nxt is D.float32:
             current = D.float32
-        elif not (current is lower and nxt is lower):
-            raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
+        elif nxt is not lower:
+            return None
     return current
 
 

@@ -53,8 +53,23 @@ PROMOTE_CASES: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("name", sorted(PROMOTE_CASES))
 def test_promote_policy_matches_torch(name: str, autocast_dtype: str) -> None:
     fn = PROMOTE_CASES[name]
-    assert _outcome(rt, fn, autocast_dtype) == _outcome(torch, fn, autocast_dtype)
+    ours, theirs = _outcome(rt, fn, autocast_dtype), _outcome(torch, fn, autocast_dtype)
+    if theirs == "RuntimeError: Unexpected floating ScalarType in at::autocast::prioritize":
+        # a second lower-precision dtype before any float32: nothing cast here (the op
+        # promotes as outside autocast), see policy._widest
+        theirs = str(fn(rt).dtype).split(".")[-1]
+    assert ours == theirs
     assert not state.on
+
+
+def test_composites_calling_cat_keep_other_low_dtypes() -> None:
+    # F.pad builds on cat and vmap on stack: a bfloat16 tensor inside a float16 region
+    # goes through as in PyTorch, where neither passes through autocast's promote
+    x = rt.ones(1, 1, 4, dtype=rt.bfloat16)
+    with rt.autocast("cpu", dtype=rt.float16):
+        assert rt.nn.functional.pad(x, (1, 1)).dtype is rt.bfloat16
+        assert rt.func.vmap(lambda r: r * 2)(x).dtype is rt.bfloat16
+        assert rt.stack([rt.ones(2), x.flatten()[:2]]).dtype is rt.float32
 
 
 def test_promote_leaves_float64_uncast() -> None:
