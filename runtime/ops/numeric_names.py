@@ -20,9 +20,10 @@ from . import functional as F
 # --- windows ------------------------------------------------------------------------------------
 
 
-def _window(name: str, values: Callable[[int], np.ndarray]) -> Callable[..., Tensor]:
-    """``torch.<name>_window(window_length, periodic=True, *, dtype, ...)``: ``values(n)`` is
-    the symmetric window of n points; a periodic one is the first N of N + 1."""
+def _window(name: str, values: Callable[[int, np.dtype], np.ndarray]) -> Callable[..., Tensor]:
+    """``torch.<name>_window(window_length, periodic=True, *, dtype, ...)``: ``values(n, dt)``
+    is the symmetric window of n points in numpy dtype dt; a periodic one is the first N of
+    N + 1."""
     def window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                layout: Any = None, device: Any = None, pin_memory: bool | None = None,
                requires_grad: bool = False) -> Tensor:
@@ -38,28 +39,55 @@ def _window(name: str, values: Callable[[int], np.ndarray]) -> Callable[..., Ten
         if window_length <= 1:
             data = np.ones(window_length)
         else:
-            data = values(window_length + 1)[:-1] if periodic else values(window_length)
-        return tensor(data.astype(dt.np), dtype=dt, device=device, requires_grad=requires_grad)
+            n = window_length + 1 if periodic else window_length
+            data = values(n, dt.np)[:window_length]
+        return tensor(np.asarray(data).astype(dt.np), dtype=dt, device=device,
+                      requires_grad=requires_grad)
 
     window.__name__ = window.__qualname__ = f"{name}_window"
     window.__doc__ = f"PyTorch's ``{name}_window`` (periodic by default)."
     return window
 
 
-def _cosine_sum(*coefficients: float) -> Callable[[int], np.ndarray]:
-    def values(n: int) -> np.ndarray:
-        phase = 2.0 * math.pi * np.arange(n) / (n - 1)
-        return sum((-1) ** k * c * np.cos(k * phase) for k, c in enumerate(coefficients))
+def _stepper(dt: np.dtype) -> tuple[Callable[[float], Any], Callable[[Any], np.ndarray]]:
+    """PyTorch's arithmetic on a tensor of dtype dt, as its in-place ops chained on one
+    window tensor compute it: a scalar operand rounded to dt, each op in float32 (float64 for
+    float64) and its result rounded to dt (bit for bit with PyTorch's float64 windows, within
+    an ulp of its lower precisions)."""
+    op = np.float64 if dt == np.float64 else np.float32
+    return (lambda v: op(np.asarray(v).astype(dt)),
+            lambda a: np.asarray(a, dtype=op).astype(dt).astype(op))
+
+
+def _cosine_window(alpha: float, beta: float) -> Callable[[int, np.dtype], np.ndarray]:
+    """alpha - beta cos(2 pi n / (N - 1)), as PyTorch's hamming_window computes it."""
+    def values(n: int, dt: np.dtype) -> np.ndarray:
+        op, r = _stepper(dt)
+        w = r(np.arange(n))
+        w = r(w * op(2.0 * math.pi / (n - 1)))
+        return r(r(r(np.cos(w)) * op(-beta)) + op(alpha))
 
     return values
 
 
-def _bartlett(n: int) -> np.ndarray:
-    return 1.0 - np.abs(2.0 * np.arange(n) / (n - 1) - 1.0)
+def _blackman(n: int, dt: np.dtype) -> np.ndarray:
+    op, r = _stepper(dt)
+    w = r(r(np.arange(n)) * op(math.pi / (n - 1)))
+    four = r(r(np.cos(r(w * op(4)))) * op(0.08))
+    two = r(r(np.cos(r(w * op(2)))) * op(0.5))
+    return r(r(four - two) + op(0.42))
 
 
-hann_window = _window("hann", _cosine_sum(0.5, 0.5))
-blackman_window = _window("blackman", _cosine_sum(0.42, 0.5, 0.08))
+def _bartlett(n: int, dt: np.dtype) -> np.ndarray:
+    op, r = _stepper(dt)
+    w = r(r(np.arange(n)) * op(2.0 / (n - 1)))
+    half = ((n - 1) >> 1) + 1
+    w[half:] = r(r(w[half:] * op(-1)) + op(2))
+    return w
+
+
+hann_window = _window("hann", _cosine_window(0.5, 0.5))
+blackman_window = _window("blackman", _blackman)
 bartlett_window = _window("bartlett", _bartlett)
 
 
@@ -68,15 +96,15 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
                    device: Any = None, pin_memory: bool | None = None,
                    requires_grad: bool = False) -> Tensor:
     """alpha - beta cos(2 pi n / (N - 1))."""
-    return _window("hamming", _cosine_sum(alpha, beta))(
+    return _window("hamming", _cosine_window(alpha, beta))(
         window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
                   dtype: Any = None, layout: Any = None, device: Any = None,
                   pin_memory: bool | None = None, requires_grad: bool = False) -> Tensor:
-    """I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta)."""
-    return _window("kaiser", lambda n: np.kaiser(n, beta))(
+    """I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta) (in float64, then rounded)."""
+    return _window("kaiser", lambda n, dt: np.kaiser(n, beta))(
         window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

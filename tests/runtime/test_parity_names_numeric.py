@@ -209,3 +209,15 @@ def test_histogramdd(kwargs: dict[str, Any]) -> None:
     for a, b in zip(results[0].bin_edges, results[1].bin_edges):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
     _error(lambda m: m.histogramdd(m.tensor(x[:, 0]), 3))
+
+
+@pytest.mark.parametrize("name", ["hann", "hamming", "blackman", "bartlett"])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_windows_bitwise_in_low_and_double_precision(name: str, dtype: str) -> None:
+    """PyTorch computes a window by in-place ops on a tensor of the dtype: the same roundings
+    give its half, bfloat16 and double windows bit for bit."""
+    for n in (2, 3, 8, 17, 64, 101):
+        for periodic in (True, False):
+            ours = getattr(rt, f"{name}_window")(n, periodic, dtype=getattr(rt, dtype))
+            theirs = getattr(torch, f"{name}_window")(n, periodic, dtype=getattr(torch, dtype))
+            np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
