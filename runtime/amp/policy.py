@@ -94,22 +94,30 @@ def _widest(args: tuple[Any, ...], kwargs: dict[str, Any], device_type: str
             ) -> D.DType | None:
     """The promote policy's dtype, as PyTorch's ``promote_type``: from the autocast dtype,
     float32 once an eligible tensor (floating, on ``device_type``) is float32; float64
-    tensors are ignored (and left uncast). Where a lower-precision dtype other than the
-    autocast one comes before any float32, PyTorch raises "Unexpected floating ScalarType
-    in at::autocast::prioritize"; here nothing is cast then (None) and the op promotes as
-    it does outside autocast, because the runtime's composite ops (pad, cross, ...) call
-    cat and stack with autocast still on, where PyTorch's kernels do not."""
+    tensors are ignored (and left uncast). Before any float32, two different
+    lower-precision dtypes are PyTorch's error; one lower-precision dtype that is not the
+    autocast one (bfloat16 tensors alone in a float16 region), which PyTorch refuses too,
+    is let through uncast here (None: the op promotes as outside autocast), because the
+    runtime's composite ops (pad, ...) call cat and stack with autocast on, where
+    PyTorch's kernels do not."""
     lower = state.dtype[device_type]
-    current = lower
+    current: D.DType | None = lower
+    seen: set[D.DType] = set()
     for t in _tensors((*args, *kwargs.values())):
         nxt = t.dtype
         if (not nxt.is_floating_point or nxt is D.float64
                 or _device_type(t.device) != device_type):
             continue
-        if current is D.float32 or nxt is D.float32:
+        if current is D.float32 or (nxt is D.float32 and current is not None):
             current = D.float32
-        elif nxt is not lower:
-            return None
+            continue
+        if nxt is D.float32:
+            continue
+        seen.add(nxt)
+        if len(seen) > 1:
+            raise RuntimeError("Unexpected floating ScalarType in at::autocast::prioritize")
+        if nxt is not lower:
+            current = None
     return current
 
 
