@@ -304,6 +304,8 @@ def type_(x: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: An
     if dtype is None:
         prefix = "runtime.cuda." if x.device != "cpu" else "runtime."
         return prefix + _TYPE_NAMES[x.dtype.name]
+    if isinstance(getattr(dtype, "dtype", None), D.DType) and isinstance(dtype, type):
+        dtype = dtype.dtype  # a legacy type: rt.DoubleTensor
     if isinstance(dtype, str):
         by_name = {v: k for k, v in _TYPE_NAMES.items()}
         found = by_name.get(dtype.rsplit(".", 1)[-1])

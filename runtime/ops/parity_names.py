@@ -8,10 +8,10 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import (control_flow, dunders, functional_names, inplace_variants, layouts,
-               memory_names, numeric_names, settings, torch_names)
+               legacy_types, memory_names, numeric_names, settings, torch_names)
 
 MODULES = (inplace_variants, torch_names, memory_names, functional_names, numeric_names,
-           settings, layouts, control_flow, dunders)
+           settings, layouts, control_flow, dunders, legacy_types)
 
 
 def install(namespace: dict[str, Any]) -> list[str]:

@@ -206,3 +206,28 @@ def test_autocast_settings() -> None:
         rt.set_autocast_dtype("cpu", rt.bfloat16)
         rt.set_autocast_cache_enabled(True)
     assert not rt.is_autocast_enabled("cpu") and rt.is_autocast_cache_enabled()
+
+
+def test_legacy_tensor_types() -> None:
+    for m in (rt, torch):
+        assert tuple(m.FloatTensor().shape) == (0,) and tuple(m.FloatTensor(2, 3).shape) == (2, 3)
+        assert m.FloatTensor([1, 2]).tolist() == [1.0, 2.0]
+        assert m.LongTensor([1, 2]).dtype == m.int64 and m.ByteTensor(3).dtype == m.uint8
+        assert tuple(m.DoubleTensor(m.Size([2, 1])).shape) == (2, 1)
+        assert isinstance(m.ones(2), m.FloatTensor) and not isinstance(m.ones(2), m.LongTensor)
+        assert not isinstance(m.ones(2, dtype=m.float64), m.FloatTensor)
+        assert m.HalfTensor.dtype == m.float16 and m.BoolTensor.dtype == m.bool
+        assert m.ones(2).type(m.DoubleTensor).dtype == m.float64
+    before = rt.get_default_dtype()
+    try:
+        with pytest.warns(UserWarning, match=r"torch.set_default_tensor_type\(\) is deprecated"):
+            rt.set_default_tensor_type(rt.DoubleTensor)
+        assert rt.get_default_dtype() is rt.float64 and rt.tensor([1.0]).dtype is rt.float64
+        with pytest.warns(UserWarning):
+            rt.set_default_tensor_type("torch.FloatTensor")
+        assert rt.get_default_dtype() is rt.float32
+        with pytest.warns(UserWarning), pytest.raises(
+                TypeError, match="only floating-point types are supported as the default type"):
+            rt.set_default_tensor_type(rt.LongTensor)
+    finally:
+        rt.set_default_dtype(before)
