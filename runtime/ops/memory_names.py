@@ -346,12 +346,63 @@ class UntypedStorage:
         return f"UntypedStorage of {self.nbytes()} bytes on {self.device}"
 
 
-def untyped_storage(self: Tensor) -> UntypedStorage:
-    """The storage beneath self (a view's is its base's)."""
+class TypedStorage(UntypedStorage):
+    """The storage beneath a tensor counted in elements of its dtype (PyTorch's deprecated
+    ``Tensor.storage()``)."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, root: Any, device: Any, dtype: D.DType) -> None:
+        super().__init__(root, device)
+        self.dtype = dtype
+
+    def size(self) -> int:  # type: ignore[override]
+        return self.nbytes() // self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.size()
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def untyped(self) -> UntypedStorage:
+        return UntypedStorage(self._root, self.device)
+
+    def tolist(self) -> list[Any]:
+        root = self._root.get() if hasattr(self._root, "get") else self._root
+        flat = np.ascontiguousarray(root).view(np.uint8).reshape(-1)
+        return flat.view(self.dtype.np).tolist()
+
+    def __repr__(self) -> str:
+        return f"TypedStorage of {self.size()} {self.dtype} on {self.device}"
+
+
+def _root(self: Tensor) -> Any:
     root = self._data
     while isinstance(getattr(root, "base", None), type(root)):  # numpy's or CuPy's arrays
         root = root.base
-    return UntypedStorage(root, self.device)
+    return root
+
+
+def untyped_storage(self: Tensor) -> UntypedStorage:
+    """The storage beneath self (a view's is its base's)."""
+    return UntypedStorage(_root(self), self.device)
+
+
+_TYPED_STORAGE_WARNED = [False]
+
+
+def storage(self: Tensor) -> TypedStorage:
+    """Deprecated: the storage beneath self in elements of its dtype (PyTorch's warning, once
+    a process, as its)."""
+    if not _TYPED_STORAGE_WARNED[0]:
+        _TYPED_STORAGE_WARNED[0] = True
+        warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
+                      "UntypedStorage will be the only storage class. This should only matter "
+                      "to you if you are using storages directly.  To access UntypedStorage "
+                      "directly, use tensor.untyped_storage() instead of tensor.storage()",
+                      UserWarning, stacklevel=2)
+    return TypedStorage(_root(self), self.device, self.dtype)
 
 
 # --- the names ----------------------------------------------------------------------------------
@@ -367,5 +418,5 @@ METHODS: dict[str, Any] = {
     "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
     "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device, "pin_memory": pin_memory,
     "module_load": module_load, "name": property(lambda self: None),
-    "untyped_storage": untyped_storage,
+    "untyped_storage": untyped_storage, "storage": storage,
 }

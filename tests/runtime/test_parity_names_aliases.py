@@ -447,3 +447,21 @@ def test_untyped_storage() -> None:
     assert results[0] == results[1]
     buf = bytearray(8)
     assert rt.frombuffer(buf, dtype=rt.uint8).untyped_storage().nbytes() == 8
+
+
+def test_typed_storage() -> None:
+    from runtime.ops import memory_names
+
+    memory_names._TYPED_STORAGE_WARNED[0] = False
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        rt.ones(1).storage()
+    results = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for m in (rt, torch):
+            x = m.arange(6.0)[2:]
+            s = x.storage()
+            assert s.data_ptr() == x.untyped_storage().data_ptr()
+            results.append((s.size(), len(s), str(s.dtype).split(".")[-1], s.tolist(),
+                            s.element_size(), s.nbytes(), str(s.device), s.untyped().nbytes()))
+    assert results[0] == results[1]
