@@ -80,7 +80,15 @@ class Tensor:
         t = object.__new__(cls)
         if vc is None:  # a new storage: an inference tensor's under inference_mode
             vc = _InferenceVersionCounter() if _inference_state.enabled else _VersionCounter()
-        t._init(data, dtype, device, grad_fn, output_nr, vc)
+        # _init's body, inlined: every op's result is made here, and a call costs a frame
+        t._data = data
+        t.dtype = dtype
+        t.device = _DEVICES.get(device) or as_device(device)
+        t._rg = grad_fn is not None
+        t._grad = None
+        t._grad_fn = grad_fn
+        t.output_nr = output_nr
+        t._vc = vc
         return t
 
     # --- autograd metadata ------------------------------------------------------------------

@@ -300,8 +300,17 @@ class AccumulateGrad(Node):
     __slots__ = ("variable", "lock")
 
     def __init__(self, variable: Tensor) -> None:
-        super().__init__([], [Meta(variable.shape, variable.dtype, variable.device)])
+        # Node.__init__ less its work for edges: a leaf's sink has none, and takes no sequence
+        # number (PyTorch's is UINT64_MAX), so making one does not shift later nodes' numbers.
+        # An accumulator lives as long as the graph that holds it (a weak reference from the
+        # leaf, as PyTorch's), so one is made per leaf per forward: on the hot path.
+        self.next_edges = []
         self._sequence_nr = UINT64_MAX
+        self.topological_nr = 0
+        self.input_metas = [tuple.__new__(Meta, (variable._data.shape, variable.dtype,
+                                                 variable.device))]
+        if anomaly._global_enabled:
+            self._trace = anomaly.forward_trace()
         self.variable = variable
         self.lock = threading.Lock()
 

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import _profiling
 from .._device import array_module, device_guard
+from ..autograd import anomaly
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import (
     ERR_BACKWARD_TWICE,
@@ -20,6 +21,7 @@ from ..autograd.node import (
     Meta,
     Node,
     SavedTensor,
+    _seq,
     gradient_edge,
 )
 from ..tensor import Tensor
@@ -35,6 +37,7 @@ _tnew = tuple.__new__  # builds Edge/Meta without NamedTuple's Python-level __ne
 _BF16 = D.bfloat16
 _BF16_NP = D.bfloat16.np
 _F32_NP = np.dtype(np.float32)
+_make = Tensor._make
 
 
 class PrimitiveBackward(Node):
@@ -47,14 +50,22 @@ class PrimitiveBackward(Node):
     # a node whose op PyTorch saves nothing for (tril's mask is a constant): nothing is freed
     _keeps_saved = False
 
-    def __init__(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
+    def __init__(self, prim: Primitive, metas: list[Any], attrs: dict[str, Any],
                  next_edges: list[Edge | None], out_metas: list[Meta]) -> None:
-        super().__init__(next_edges, out_metas)
+        # Node.__init__'s body, inlined: a frame fewer on every recorded op
+        self.next_edges = next_edges
+        self._sequence_nr = next(_seq.counter)
+        topo = 0
+        for e in next_edges:
+            if e is not None and e[0].topological_nr >= topo:
+                topo = e[0].topological_nr + 1
+        self.topological_nr = topo
+        self.input_metas = out_metas
+        if anomaly._global_enabled:
+            self._trace = anomaly.forward_trace()
         self.prim = prim
         self.attrs = attrs
-        # per argument: its Meta if a tensor, else the constant itself
-        self.metas = [_tnew(Meta, (a._data.shape, a.dtype, a.device))
-                      if isinstance(a, Tensor) else a for a in args]
+        self.metas = metas  # per argument: its Meta if a tensor, else the constant itself
         self.saved: dict[int | str, SavedTensor] = {}
 
     # --- what a backward formula reads ------------------------------------------------------
@@ -280,7 +291,8 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     req = False
     dt0 = None  # the first tensor's dtype; bfloat16 where any tensor's is (see _bf16_impl)
     promote_needed = False
-    for i, a in enumerate(args):
+    i = 0  # by index, not enumerate: one object fewer an op
+    for a in args:
         if isinstance(a, Tensor):
             if device is None:
                 device = a.device
@@ -299,6 +311,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
             promote_needed = True  # ints and bools may lift an integer or bool tensor
             if isinstance(a, _np_scalar):  # a Python scalar's weak type in numpy too
                 arrays[i] = a.item()
+        i += 1
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
@@ -334,7 +347,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
         req = False
     if req and _grad_state.enabled and prim.differentiable and dt.is_floating_point:
         return _record(prim, args, attrs, out, dt, out_device)
-    t = Tensor._make(out, dt, out_device)
+    t = _make(out, dt, out_device)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
     return t
@@ -460,12 +473,21 @@ def _takes_index_tensors(args: tuple[Any, ...]) -> bool:
 
 def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: Any,
             dt: D.DType, device: str) -> Tensor:
-    edges = [(_tnew(Edge, (a._grad_fn, a.output_nr)) if a._grad_fn is not None
-               and a._base is None else gradient_edge(a))
-             if isinstance(a, Tensor) and a._rg else None for a in args]
+    # one pass over the arguments for each one's edge (None: no gradient flows to it) and
+    # meta, by index: a comprehension is a frame of its own in Python 3.11
+    edges: list[Edge | None] = [None] * len(args)
+    metas = list(args)  # a constant stays as it is; a tensor's becomes its Meta
+    i = 0
+    for a in args:
+        if isinstance(a, Tensor):
+            metas[i] = _tnew(Meta, (a._data.shape, a.dtype, a.device))
+            if a._rg:
+                edges[i] = (_tnew(Edge, (a._grad_fn, a.output_nr))
+                            if a._grad_fn is not None and a._base is None else gradient_edge(a))
+        i += 1
     cls = _NODE_CLASSES.get(prim.backward_name) or node_class(prim.backward_name)
-    node = cls(prim, args, attrs, edges, [_tnew(Meta, (out.shape, dt, device))])
-    t = Tensor._make(out, dt, device, node)
+    node = cls(prim, metas, attrs, edges, [_tnew(Meta, (out.shape, dt, device))])
+    t = _make(out, dt, device, node)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
     saved = node.saved
