@@ -38,6 +38,7 @@ _BF16 = D.bfloat16
 _BF16_NP = D.bfloat16.np
 _F32_NP = np.dtype(np.float32)
 _make = Tensor._make
+_PY_NUMBERS = frozenset((bool, int, float))
 
 
 class PrimitiveBackward(Node):
@@ -181,17 +182,29 @@ def _promoted_dtype(prim: Primitive, args: tuple[Any, ...], weak: Any = ()
     dts: list[D.DType] = []
     ndims: list[int] = []
     scalars: list[Any] = []
+    first = None
+    uniform = True  # every tensor of the first one's dtype, every scalar a Python number
     for i in positions:
         a = args[i]
         if i in weak:
             scalars.append(0.5)
         elif isinstance(a, Tensor):
-            dts.append(a.dtype)
+            dt = a.dtype
+            if first is None:
+                first = dt
+            elif dt is not first:
+                uniform = False
+            dts.append(dt)
             ndims.append(a._data.ndim)
         elif a is not None:
+            if type(a) not in _PY_NUMBERS:
+                uniform = False
             scalars.append(a)
-    if not dts:
+    if first is None:
         return None
+    if uniform and first.is_floating_point:
+        # tensors of one floating dtype: no number lifts them (relu's where(x <= 0, 0.0, x))
+        return first
     rdt = D.result_dtype(dts, scalars, ndims)
     if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
         rdt = D.default_float

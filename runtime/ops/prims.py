@@ -580,16 +580,28 @@ def _where_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
 def _where_impl(xp: Any, cond: Any, a: Any, b: Any) -> Any:
     if cond.dtype != np.bool_:
         raise TypeError(f"where expected condition to be a bool tensor, got {cond.dtype}")
-    if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
+    da, db = getattr(a, "dtype", None), getattr(b, "dtype", None)
+    if da is None and db is None:
         dt = D.default_float.np if isinstance(a, float) or isinstance(b, float) else np.dtype(
             np.int64)
+    elif da is db:  # the common case (the dispatcher promoted them): no numpy call
+        dt = da
     else:
         # from dtypes, not arrays: numpy's result_type refuses device arrays
-        dt = np.result_type(getattr(a, "dtype", a), getattr(b, "dtype", b))
-    shape = np.broadcast_shapes(cond.shape, getattr(a, "shape", ()), getattr(b, "shape", ()))
-    if xp is np and dt in _SAME_SIZE_INTS and cond.size >= 1024 and cond.shape == shape:
+        dt = np.result_type(a if da is None else da, b if db is None else db)
+    if xp is np and dt in _SAME_SIZE_INTS and cond.size >= 1024 and _fills(cond.shape, a, b):
         return _where_bits(cond, a, b, dt)
     return xp.where(cond, a, b).astype(dt, copy=False)
+
+
+def _fills(shape: tuple[int, ...], a: Any, b: Any) -> bool:
+    """Whether ``shape`` is the broadcast shape of itself, ``a`` and ``b`` (their result's):
+    without numpy's broadcast_shapes (costlier than a small where) where each is a scalar or
+    of that very shape."""
+    sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
+    if (not sa or sa == shape) and (not sb or sb == shape):
+        return True
+    return np.broadcast_shapes(shape, sa, sb) == shape
 
 
 # a float dtype's bits as the signed integers of its size

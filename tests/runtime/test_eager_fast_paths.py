@@ -3,6 +3,8 @@ observable behaviour."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,50 @@ def test_recorded_node_metas_edges_and_saved() -> None:
     assert prod.grad_fn.metas[1] == 2.5
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize(("cond_shape", "a_shape", "b_shape"), [
+    ((64, 32), (64, 32), None),  # same shapes, a scalar: the bit-select path
+    ((64, 32), (32,), (64, 32)),  # a broadcast operand: numpy's broadcast_shapes decides
+    ((64, 1), (64, 32), None),  # the result wider than the condition: numpy's where
+    ((8,), (8,), (8,)),  # small: numpy's where
+])
+def test_where_fast_paths_match_torch(cond_shape: tuple[int, ...], a_shape: tuple[int, ...],
+                                      b_shape: tuple[int, ...] | None) -> None:
+    rng = np.random.default_rng(0)
+    c = rng.standard_normal(cond_shape) > 0
+    a = rng.standard_normal(a_shape).astype(np.float32)
+    a.flat[0], a.flat[-1] = -0.0, np.nan
+    b = rng.standard_normal(b_shape).astype(np.float32) if b_shape else 0.0
+    b_rt = rt.tensor(b) if b_shape else b
+    b_t = torch.tensor(b) if b_shape else b
+    ours = rt.where(rt.tensor(c), rt.tensor(a), b_rt)
+    theirs = torch.where(torch.tensor(c), torch.tensor(a), b_t)
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    np.testing.assert_array_equal(ours.numpy().view(np.int32), theirs.numpy().view(np.int32))
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    (("float32", 2), 0.5), (("float32", 2), 3), (("float16", 2), True),
+    (("float32", 2), ("float64", 0)), (("int32", 2), 2.5), (("bool", 1), 2),
+    (("float64", 2), ("float32", 2)), (("int64", 0), ("float16", 2)),
+])
+def test_promotion_fast_path_matches_torch(a: Any, b: Any) -> None:
+    def make(lib: Any, spec: Any) -> Any:
+        if not isinstance(spec, tuple):
+            return spec
+        name, ndim = spec
+        return lib.ones((3,) * ndim, dtype=getattr(lib, name))
+
+    ours = rt.where(rt.ones(3, 3, dtype=rt.bool), make(rt, a), make(rt, b))
+    theirs = torch.where(torch.ones(3, 3, dtype=torch.bool), make(torch, a), make(torch, b))
+    assert ours.dtype.name == str(theirs.dtype).removeprefix("torch.")
+    total = (theirs + make(torch, b)).dtype
+    assert (ours + make(rt, b)).dtype.name == str(total).removeprefix("torch.")
+
+
+def test_where_refuses_a_non_number_as_torch() -> None:
+    with pytest.raises(TypeError):
+        torch.where(torch.ones(2, dtype=torch.bool), torch.ones(2), "x")
+    with pytest.raises(TypeError):
+        rt.where(rt.ones(2, dtype=rt.bool), rt.ones(2), "x")
