@@ -182,3 +182,56 @@ def test_grad_scaler_run_matches_torch() -> None:
     assert [(s, g) for s, g, _ in ours] == [(s, g) for s, g, _ in theirs]
     for (_, _, a), (_, _, b) in zip(ours, theirs):
         assert a == pytest.approx(b, rel=1e-6)
+
+
+def _x32(lib: Any, *shape: int, seed: int = 0) -> Any:
+    import numpy as np
+
+    return lib.tensor(np.random.default_rng(seed).standard_normal(shape).astype("float32"))
+
+
+def _transforms_in_autocast(lib: Any) -> tuple[Any, ...]:
+    x, w = _x32(lib, 3, 4), _x32(lib, 4, 2, seed=1)
+    with lib.autocast("cpu"):
+        g = lib.func.grad(lambda w: (x @ w).float().sum())(w)
+        v = lib.func.vmap(lambda r: r @ w)(x)
+        j = lib.func.jacrev(lambda w: (x @ w).float())(w)
+    return g, v, j
+
+
+def test_func_transforms_inside_autocast_match_torch() -> None:
+    for ours, theirs in zip(_transforms_in_autocast(rt), _transforms_in_autocast(torch)):
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        assert ours.float().tolist() == pytest.approx(theirs.float().tolist(), abs=1e-6)
+
+
+def _scaled_clipped_training(lib: Any) -> tuple[list[tuple[float, float]], list[Any]]:
+    m = lib.nn.Linear(4, 2)
+    with lib.no_grad():
+        m.weight.copy_(_x32(lib, 2, 4))
+        m.bias.copy_(_x32(lib, 2, seed=3))
+    opt = lib.optim.SGD(m.parameters(), lr=0.1)
+    scaler = lib.amp.GradScaler("cpu", init_scale=1024.0)
+    seen = []
+    for i in range(3):
+        opt.zero_grad()
+        with lib.autocast("cpu"):
+            loss = lib.nn.functional.mse_loss(m(_x32(lib, 5, 4, seed=i)),
+                                              _x32(lib, 5, 2, seed=9))
+        assert loss.dtype is lib.float32
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        norm = lib.nn.utils.clip_grad_norm_(m.parameters(), 0.5)
+        scaler.step(opt)
+        scaler.update()
+        seen.append((float(norm), scaler.get_scale()))
+    return seen, m.weight.detach().tolist()
+
+
+def test_unscale_clip_step_matches_torch() -> None:
+    (ours, w_ours), (theirs, w_theirs) = (_scaled_clipped_training(rt),
+                                          _scaled_clipped_training(torch))
+    assert [s for _, s in ours] == [s for _, s in theirs]
+    assert [n for n, _ in ours] == pytest.approx([n for n, _ in theirs], rel=1e-3)
+    for a, b in zip(w_ours, w_theirs):
+        assert a == pytest.approx(b, abs=1e-3)
