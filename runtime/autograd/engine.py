@@ -308,15 +308,17 @@ class DeviceThreads:
 _WAKE_KEY = (0, 0, 0)
 
 
-def _enqueue(q: ReadyQueue[NodeTask], task: NodeTask) -> None:
-    """Count the task as outstanding on its graph task and queue it: wake-ups first, then deeper
-    reentrant backwards, then later-created nodes (higher sequence number), as PyTorch orders."""
+def _enqueue(q: ReadyQueue[NodeTask], task: NodeTask, counted: bool = False) -> None:
+    """Count the task as outstanding on its graph task (unless the caller has: ``counted``) and
+    queue it: wake-ups first, then deeper reentrant backwards, then later-created nodes (higher
+    sequence number), as PyTorch orders."""
     gt = task.graph_task
     if gt is None:
         q.push(_WAKE_KEY, task)
         return
-    with gt.lock:
-        gt.outstanding_tasks += 1
+    if not counted:
+        with gt.lock:
+            gt.outstanding_tasks += 1
     q.push((1, -gt.reentrant_depth, -task.fn._sequence_nr), task)  # type: ignore[union-attr]
 
 
@@ -561,11 +563,14 @@ class Engine:
                         continue
                     del not_ready[nxt]
                 ready.append((nxt, buf))
+            # counted as outstanding under this hold of the lock: a lock round trip fewer a
+            # node than _enqueue's own count
+            gt.outstanding_tasks += len(ready)
         for nxt, buf in ready:
             device = buf.device
             q = (gt.cpu_ready_queue if device == "cpu" or _trace_state.tracer is not None
                  else self.ready_queue(None, device))
-            _enqueue(q, NodeTask(gt, nxt, buf))
+            _enqueue(q, NodeTask(gt, nxt, buf), counted=True)
 
 
 def _call_tensor_pre_hooks(fn: Node, grads: list[Any]) -> list[Any]:
@@ -609,7 +614,8 @@ def _run_tensor_hook(hook: Callable[[Any], Any], grad: Any) -> Any:
 
 
 def _call_function(fn: Node, grads: list[Any]) -> list[Any]:
-    grads = _call_tensor_pre_hooks(fn, grads)
+    if fn._tensor_pre_hooks or fn._retains_grad_hooks or isinstance(fn, AccumulateGrad):
+        grads = _call_tensor_pre_hooks(fn, grads)
     if fn._pre_hooks:
         for hook in list(fn._pre_hooks.values()):
             r = hook(tuple(grads))

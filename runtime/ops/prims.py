@@ -235,8 +235,14 @@ def _half_scalar_specializer(fn: np.ufunc) -> Specializer:
 
 def _grads2(c: Any, ga: Any, gb: Any) -> tuple[Any, Any]:
     """Reduce broadcast gradients back to each argument's shape (None where not needed)."""
-    return (F.sum_to(ga, c.shape(0)) if c.needs(0) else None,
-            F.sum_to(gb, c.shape(1)) if c.needs(1) else None)
+    return (_summed_to(ga, c.shape(0)) if c.needs(0) else None,
+            _summed_to(gb, c.shape(1)) if c.needs(1) else None)
+
+
+def _summed_to(g: Any, shape: tuple[int, ...]) -> Any:
+    """``F.sum_to(g, shape)``, answered here where ``g`` has that shape (most gradients): its
+    Size and tuple conversions cost more than the comparison of the array's shape."""
+    return g if g._data.shape == shape else F.sum_to(g, shape)
 
 
 # --- elementwise -------------------------------------------------------------------------
