@@ -16,7 +16,7 @@ import queue as _queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from .. import _profiling
 from .._device import array_module
@@ -177,15 +177,13 @@ class GraphTask(RunState):
                     mark_needed(stack[-1][0])
 
 
-class NodeTask:
-    __slots__ = ("graph_task", "fn", "inputs")
+class NodeTask(NamedTuple):
+    """A node ready to run with its inputs. A tuple: one is made for every node a backward
+    runs, by ``tuple.__new__`` on that path (no Python-level constructor)."""
 
-    def __init__(self, graph_task: GraphTask | None, fn: Node | None,
-                 inputs: InputBuffer | None) -> None:
-        self.graph_task = graph_task  # None: a wake-up for a graph task finished on another thread
-        self.fn = fn
-        self.inputs = inputs
-
+    graph_task: GraphTask | None  # None: a wake-up for a graph task finished on another thread
+    fn: Node | None
+    inputs: InputBuffer | None
 
 T = TypeVar("T")
 
@@ -570,7 +568,7 @@ class Engine:
             device = buf.device
             q = (gt.cpu_ready_queue if device == "cpu" or _trace_state.tracer is not None
                  else self.ready_queue(None, device))
-            _enqueue(q, NodeTask(gt, nxt, buf), counted=True)
+            _enqueue(q, tuple.__new__(NodeTask, (gt, nxt, buf)), counted=True)
 
 
 def _call_tensor_pre_hooks(fn: Node, grads: list[Any]) -> list[Any]:
