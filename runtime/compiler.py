@@ -29,7 +29,8 @@ STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
 class Stance:
     stance: str = "default"
     skip_guard_eval_unsafe: bool = False
-    backend: Any = None
+    backend: Any = None  # force_backend as given (a torch backend name)
+    planner_backend: str | None = None  # the planner's backend it maps to
 
 
 _stance = Stance()
@@ -67,11 +68,12 @@ class set_stance:  # noqa: N801 - PyTorch's name
         if skip_guard_eval_unsafe:
             raise NotImplementedError("set_stance(skip_guard_eval_unsafe=True): the planner "
                                       "checks every guard of a plan before replaying it")
+        mapped = None
         if force_backend is not None:
             from planner.torch_api import planner_backend
 
-            planner_backend(force_backend)  # torch's error for a name it does not know
-        self.stance = Stance(stance, False, force_backend)
+            mapped = planner_backend(force_backend)  # torch's error for a name it lacks
+        self.stance = Stance(stance, False, force_backend, mapped)
         self.prev = _set(self.stance)
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
