@@ -501,7 +501,8 @@ class CompiledStep:
         stance = _compiler._stance
         if stance.stance == "force_eager":
             return self.fn(*args, **kwargs)
-        if stance.backend is not None and (forced := self._forced_step(stance.backend)):
+        if stance.planner_backend is not None and (
+                forced := self._forced_step(stance.planner_backend)):
             return forced._call(args, kwargs)
         if self.backend == "eager" or is_anomaly_enabled():
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
@@ -692,12 +693,10 @@ class CompiledStep:
             for step in self._forced.values():
                 step.reset()
 
-    def _forced_step(self, backend: Any) -> CompiledStep | None:
-        """This step compiled with the backend ``set_stance(force_backend=...)`` names (made
-        once a backend, sharing this step's lock), or None where it is this step's own."""
-        from .torch_api import planner_backend
-
-        wanted = planner_backend(backend)
+    def _forced_step(self, wanted: str) -> CompiledStep | None:
+        """This step compiled with the planner's backend ``wanted`` that
+        ``set_stance(force_backend=...)`` maps to (made once a backend, sharing this step's
+        lock), or None where it is this step's own."""
         if wanted == self.backend:
             return None
         step = self._forced.get(wanted)
