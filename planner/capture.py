@@ -11,6 +11,7 @@ as graph values to write back, and nothing outside the tracer changes during a c
 from __future__ import annotations
 
 import functools
+import math
 import random
 import weakref
 from dataclasses import dataclass, field
@@ -394,6 +395,12 @@ class Tracer:
         if type(owner._data) is MetaArray:
             owner._grad = value
             return
+        if value is not None and type(value._data) is MetaArray and _broadcast(value._data):
+            # eager mode's AccumulateGrad keeps a copy of a gradient that is not memory of
+            # its own (a sum's gradient, expanded): so does the plan, where an in-place write
+            # to the .grad (clip_grad_norm_) broke the graph on a view showing one element
+            # many times (eager mode raises at such a write to one a step assigned itself)
+            value = value.clone()
         if id(owner) not in self.grad_shadow:
             # cleared (zero_grad(set_to_none=True)) or assigned before the step read it: the
             # plan does not depend on whether it was set, so that is not guarded
@@ -684,6 +691,16 @@ class Tracer:
             return ("py", value)
         raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
                          "rebuild")
+
+
+def _broadcast(cell: MetaArray) -> bool:
+    """Whether the view ``cell`` (or a view it was taken from) shows an element of its base
+    more than once (an expand)."""
+    while cell.view_of is not None:
+        if math.prod(cell.shape) > math.prod(cell.view_of.shape):
+            return True
+        cell = cell.view_of
+    return False
 
 
 def _stale(cell: MetaArray) -> bool:

@@ -200,3 +200,34 @@ def test_a_returned_parameter_updated_by_a_kernel_of_several_outputs(take: str) 
     for got, want in zip(*results, strict=True):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+@pytest.mark.parametrize("clip", [
+    "rt.nn.utils.clip_grad_norm_([p], 0.5)", "rt.nn.utils.clip_grad_value_([p], 0.05)",
+    "p.grad.mul_(0.5)"])
+def test_an_in_place_write_to_a_gradient_of_a_sum_is_captured(clip: str) -> None:
+    # the .grad of p.sum() is the loss's gradient expanded: the capture kept it as that view,
+    # and the write to it broke the graph (a view showing one element many times), where
+    # eager mode's AccumulateGrad keeps a copy
+    results, steps = [], []
+    for compiled in (True, False):
+        p = rt.tensor(np.array([0.5, -1.0, 2.0], np.float32), requires_grad=True)
+        opt = rt.optim.SGD([p], lr=0.1)
+
+        def step(p: rt.Tensor = p, opt: Any = opt) -> Any:
+            loss = p.sum() * 3
+            opt.zero_grad()
+            loss.backward()
+            eval(clip)  # noqa: S307
+            opt.step()
+            return loss.detach()
+
+        fn = planner.compile(step) if compiled else step
+        steps.append(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            results.append([(fn().item(), p.detach().numpy().copy()) for _ in range(3)])
+    for (gl, gp), (wl, wp) in zip(*results, strict=True):
+        assert gl == pytest.approx(wl, rel=1e-6)
+        np.testing.assert_allclose(gp, wp, rtol=1e-6)
+    assert steps[0].captures == 1
