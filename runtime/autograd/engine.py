@@ -452,8 +452,21 @@ class Engine:
 
     # --- the loop -------------------------------------------------------------------------
     def thread_main(self, graph_task: GraphTask | None) -> None:
-        q = _tls.local_ready_queue
+        tls, grad_state = _tls, _grad_state
+        q = tls.local_ready_queue
         assert q is not None
+        # thread-local state, read once: nothing but nodes runs between them, and each node
+        # leaves the task's id as it found it. The grad mode is the task's create_graph while
+        # a node runs (set again only where a node left another) and the caller's on return.
+        outer_mode = grad_state.enabled
+        outer = tls.graph_task
+        try:
+            self._run_tasks(graph_task, q, tls, grad_state, outer)
+        finally:
+            grad_state.enabled = outer_mode
+
+    def _run_tasks(self, graph_task: GraphTask | None, q: ReadyQueue[NodeTask], tls: Any,
+                   grad_state: Any, outer: GraphTask | None) -> None:
         while graph_task is None or not graph_task.done.is_set():
             task = q.pop()
             if task is None:
@@ -462,9 +475,9 @@ class Engine:
             if gt is None:
                 continue  # a wake-up for a graph task finished on another thread
             if task.fn is not None and not gt.has_error:
-                prev = _grad_state.enabled
-                _grad_state.enabled = gt.create_graph
-                outer, _tls.graph_task = _tls.graph_task, gt
+                if grad_state.enabled is not gt.create_graph:
+                    grad_state.enabled = gt.create_graph
+                tls.graph_task = gt
                 try:
                     self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
                 except BaseException as e:  # noqa: BLE001 - re-raised in the caller
@@ -472,8 +485,7 @@ class Engine:
                         anomaly.warn_error_in(task.fn.name(), task.fn._trace)
                     gt.set_exception(e, task.fn)
                 finally:
-                    _grad_state.enabled = prev
-                    _tls.graph_task = outer
+                    tls.graph_task = outer
             with gt.lock:
                 gt.outstanding_tasks -= 1
                 finished = gt.outstanding_tasks <= 0

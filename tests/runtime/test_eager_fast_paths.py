@@ -107,3 +107,45 @@ def test_where_refuses_a_non_number_as_torch() -> None:
         torch.where(torch.ones(2, dtype=torch.bool), torch.ones(2), "x")
     with pytest.raises(TypeError):
         rt.where(rt.ones(2, dtype=rt.bool), rt.ones(2), "x")
+
+
+def _modes_seen(lib: Any) -> tuple[list[bool], bool]:
+    """Grad mode in each tensor hook of a backward whose first hook turns grad mode on and
+    leaves it so; then the caller's mode after the backward."""
+    x = lib.ones(3, requires_grad=True)
+    a = x * 2
+    b = a * 3
+    seen: list[bool] = []
+
+    def leaky(g: Any) -> None:
+        seen.append(lib.is_grad_enabled())
+        lib.set_grad_enabled(True)  # not restored: the engine's next node must not see it
+
+    def look(g: Any) -> None:
+        seen.append(lib.is_grad_enabled())
+
+    b.register_hook(leaky)
+    a.register_hook(look)
+    x.register_hook(look)
+    total = b.sum()
+    with lib.no_grad():
+        total.backward()
+        after = lib.is_grad_enabled()
+    return seen, after
+
+
+def test_grad_mode_per_node_as_torchs() -> None:
+    assert _modes_seen(rt) == _modes_seen(torch) == ([False, False, False], False)
+
+
+def test_graph_task_id_inside_and_after_backward() -> None:
+    from runtime.autograd.engine import current_graph_task_id
+
+    x = rt.ones(3, requires_grad=True)
+    ids: list[int] = []
+    y = (x * 2) * 3
+    y.register_hook(lambda g: ids.append(current_graph_task_id()))
+    x.register_hook(lambda g: ids.append(current_graph_task_id()))
+    y.sum().backward()
+    assert len(ids) == 2 and ids[0] == ids[1] >= 0
+    assert current_graph_task_id() == -1
