@@ -79,7 +79,9 @@ class Tensor:
               output_nr: int = 0, vc: _VersionCounter | None = None) -> Tensor:
         t = object.__new__(cls)
         if vc is None:  # a new storage: an inference tensor's under inference_mode
-            vc = _InferenceVersionCounter() if _inference_state.enabled else _VersionCounter()
+            vc = (_InferenceVersionCounter()
+                  if grad_mode.inference_entered and _inference_state.enabled
+                  else _VersionCounter())
         # _init's body, inlined: every op's result is made here, and a call costs a frame
         t._data = data
         t.dtype = dtype

@@ -132,6 +132,10 @@ class _InferenceState(threading.local):
 
 _inference = _InferenceState()
 
+# set when a thread first enters inference_mode(True), never cleared: until then no thread is
+# in inference mode, and Tensor._make skips the thread-local read of every new tensor
+inference_entered = False
+
 
 def is_inference_mode_enabled() -> bool:
     return _inference.enabled
@@ -154,9 +158,12 @@ class inference_mode(_GradModeContext):  # noqa: N801
         self.mode = bool(mode)
 
     def __enter__(self) -> None:
+        global inference_entered
         self._prev = _state.enabled
         self._prev_inference = _inference.enabled
         _state.enabled = not self.mode
+        if self.mode:
+            inference_entered = True  # before the thread's mode: Tensor._make reads it first
         _inference.enabled = self.mode
 
     def __exit__(self, *exc: object) -> None:

@@ -149,3 +149,34 @@ def test_graph_task_id_inside_and_after_backward() -> None:
     y.sum().backward()
     assert len(ids) == 2 and ids[0] == ids[1] >= 0
     assert current_graph_task_id() == -1
+
+
+def test_inference_tensors_per_thread() -> None:
+    import threading
+
+    assert not (rt.ones(2) + 1).is_inference()
+    inside, outside = threading.Event(), threading.Event()
+    made: dict[str, bool] = {}
+
+    def infer() -> None:
+        with rt.inference_mode():
+            made["first"] = (rt.ones(2) + 1).is_inference()
+            inside.set()
+            outside.wait(10)
+
+    worker = threading.Thread(target=infer)
+    worker.start()
+    inside.wait(10)
+    made["other thread meanwhile"] = (rt.ones(2) + 1).is_inference()
+    outside.set()
+    worker.join()
+    with rt.inference_mode():
+        made["again"] = (rt.ones(2) * 2).is_inference()
+        with rt.inference_mode(False):
+            made["nested off"] = (rt.ones(2) * 2).is_inference()
+    assert made == {"first": True, "other thread meanwhile": False, "again": True,
+                    "nested off": False}
+    with torch.inference_mode():
+        assert (torch.ones(2) * 2).is_inference()
+        with torch.inference_mode(False):
+            assert not (torch.ones(2) * 2).is_inference()
