@@ -146,6 +146,10 @@ class Tracer:
         # them only): promoted as floats (runtime.ops.dispatch), never returned
         self.weak_nodes: set[int] = set()
         self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
+        # the code of the function that calls the step (its returns: item_of), and how many
+        # Tensor.item() values the step returns
+        self.entry: Any = None
+        self.items = 0
 
     # --- graph values -----------------------------------------------------------------------
     def _add(self, op: str, args: list[tuple[str, Any]], attrs: dict[str, Any],
@@ -672,7 +676,23 @@ class Tracer:
                 writes.append((len(self.slots) - 1, self.storage_of(value).node))
         return writes
 
+    def item_of(self, t: Tensor, frame: Any) -> Any:
+        """``t.item()`` called by the step's frame ``frame``: an ``ItemOut`` where the step
+        returns it as it is (planner.item_outputs), else the capture stops."""
+        from .item_outputs import ItemOut, returned_as_is
+
+        if t.numel() != 1:
+            raise RuntimeError(f"a Tensor with {t.numel()} elements cannot be converted to "
+                               "Scalar")
+        if self.entry is None or frame.f_back is None or frame.f_back.f_code is not \
+                self.entry or not returned_as_is(frame):
+            raise GraphBreak("Tensor.item() reads a tensor's value")
+        self.items += 1
+        return ItemOut(self._read(t))
+
     def _template(self, value: Any) -> Any:
+        if type(value).__name__ == "ItemOut":  # planner.item_outputs: read at each replay
+            return ("item", ("node", value.node))
         if isinstance(value, Tensor):
             if type(value._data) is MetaArray and value._data.node in self.weak_nodes:
                 raise GraphBreak("the step returns a number it computes from a float argument")
@@ -723,6 +743,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
     arguments at positions ``scalars`` are inputs of the plan, read at every replay
     (``Tracer.add_scalar_input``), not constants."""
     tracer = Tracer(target_device)
+    tracer.entry = getattr(fn, "__code__", None)
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
             tracer.add_input(i, a)
@@ -742,6 +763,8 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
             from .aot import trace_backward
 
             tracer.aot = trace_backward(tracer, result, len(args))
+            if tracer.aot is not None and tracer.items:
+                raise GraphBreak("a compiled module's forward returns Tensor.item()")
         set_tracer(prev)
         if is_grad_enabled() != grad_mode:
             raise GraphBreak("the step changed the grad mode and did not restore it")

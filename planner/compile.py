@@ -1476,6 +1476,8 @@ def _rebuild(template: Any) -> Any:
     if kind == "array":
         return Tensor._make(body, D.from_numpy_dtype(body.dtype), device_of_array(body), None,
                             0, _VersionCounter())
+    if kind == "item":  # Tensor.item() the step returns: its Python number, as eager mode's
+        return body[1].reshape(()).item()
     if kind == "tuple":
         return tuple(_rebuild(t) for t in body)
     if kind == "list":

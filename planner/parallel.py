@@ -214,6 +214,8 @@ def filled(template: Any, env: dict[int, Any]) -> Any:
     kind, body = template
     if kind == "node":
         return ("array", env[body])
+    if kind == "item":  # Tensor.item() the step returns (planner.item_outputs)
+        return ("item", filled(body, env))
     if kind in ("tuple", "list"):
         return (kind, [filled(t, env) for t in body])
     if kind == "dict":

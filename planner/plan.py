@@ -43,7 +43,9 @@ __all__ = ["COMMITS", "Commit", "CommitOutput", "Plan", "build_plan", "materiali
 class Plan:
     steps: list[Step]
     writes: list[tuple[int, int]]  # (slot, buffer or -1 for None)
-    returns: Any  # template: ("node", buffer) | ("tuple"|"list", [...]) | ("dict", [...]) | ("py", v)
+    # template: ("node", buffer) | ("tuple"|"list", [...]) | ("dict", [...]) |
+    # ("item", ("node", buffer)) (Tensor.item() returned) | ("py", v)
+    returns: Any
     slots: list[dict[str, Any]]  # descriptions of the slots, for printing and serialization
     graph: nx.DiGraph
     stats: dict[str, Any]

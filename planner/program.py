@@ -677,6 +677,8 @@ def _template(src: Source, template: Any) -> str:
     kind, body = template
     if kind == "node":
         return f"('array', {src.buf(body)})"
+    if kind == "item":  # Tensor.item() the step returns (planner.item_outputs)
+        return f"('item', {_template(src, body)})"
     if kind in ("tuple", "list"):
         tag = "'tuple'" if kind == "tuple" else "'list'"
         return f"({tag}, [{', '.join(_template(src, t) for t in body)}])"

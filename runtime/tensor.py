@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Sequence
@@ -323,8 +324,8 @@ class Tensor:
         return self._data
 
     def item(self) -> Any:
-        if _trace_state.tracer is not None:
-            raise GraphBreak("Tensor.item() reads a tensor's value")
+        if _trace_state.tracer is not None:  # a step returning it as it is: captured
+            return _trace_state.tracer.item_of(self, sys._getframe(1))
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")

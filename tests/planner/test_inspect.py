@@ -128,7 +128,8 @@ def test_explain_first_call_and_plain_function():
 
 def step_item(x):
     loss = (x * 2).sum()
-    return loss.item()  # <item>
+    # an item the step uses (one it only returns is captured: test_item_outputs)
+    return loss.item() + 1  # <item>
 
 
 def test_explain_graph_break_and_fallback():

@@ -481,7 +481,7 @@ def test_runtime_does_not_import_planner() -> None:
 
 def test_the_name_is_what_warnings_call_the_step() -> None:
     def step(x: Any) -> Any:
-        return (x * 2).sum().item()  # a graph break: the warning names the step
+        return (x * 2).sum().item() + 1  # a graph break: the warning names the step
 
     compiled = rt.compile(step, name="my_step")
     with pytest.warns(RuntimeWarning, match="planner: my_step runs eagerly"):
