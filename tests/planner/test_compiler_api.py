@@ -188,3 +188,5 @@ def test_fork_rng_puts_the_state_back() -> None:
         with rt.random.fork_rng(device_type="xpu"):
             pass
     assert rt.random.initial_seed() == 3 and rt.random.get_rng_state().dtype is rt.uint8
+    assert rt.default_generator is rt.random.default_generator  # torch.default_generator
+    assert rt.default_generator.initial_seed() == 3
