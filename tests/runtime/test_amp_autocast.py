@@ -96,6 +96,8 @@ CASES = {
     "baddbmm": lambda lib, F, v: lib.baddbmm(v["x"][None], v["x"][None], v["w"][None]),
     "conv2d": lambda lib, F, v: F.conv2d(v["img"], v["k"]),
     "conv1d": lambda lib, F, v: F.conv1d(v["img"][:, :, 0], v["k"][:, :, 0]),
+    "conv1d_bias": lambda lib, F, v: F.conv1d(v["img"][:, :, 0], v["k"][:, :, 0],
+                                              v["k"][:, 0, 0, 0]),
     "prelu": lambda lib, F, v: F.prelu(v["x"], lib.tensor([0.25])),
     "einsum": lambda lib, F, v: lib.einsum("ij,jk->ik", v["x"], v["w"]),
     "linear_f64": lambda lib, F, v: F.linear(v["x"].double(), v["w"].double()),
