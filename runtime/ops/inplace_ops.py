@@ -167,6 +167,10 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noq
         raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
                            f"{D.scalar_type_name(index.dtype)}")
     _check_index(index, "index_copy_")
+    if source.dtype is not input.dtype:  # no promotion, as PyTorch
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {D.scalar_type_name(input.dtype)} and (source) "
+                           f"{D.scalar_type_name(source.dtype)}")
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
     _check_values(index, input, d, "index_copy_(): ", 0)
     placed = index_add(F.mul(input.detach(), 0), d,

@@ -64,7 +64,10 @@ def test_promote_policy_matches_torch(name: str, autocast_dtype: str) -> None:
         # one lower-precision dtype, not the region's: PyTorch's error, here nothing is
         # cast and the op promotes as outside autocast (see policy._widest)
         assert theirs == PRIORITIZE
-        theirs = str(fn(rt).dtype).split(".")[-1]
+        try:  # as outside autocast, where index_copy refuses two dtypes (as PyTorch)
+            theirs = str(fn(rt).dtype).split(".")[-1]
+        except RuntimeError as e:
+            theirs = f"RuntimeError: {e}"
     assert ours == theirs
     assert not state.on
 
