@@ -367,6 +367,8 @@ def slice_scatter(input: Tensor, src: Tensor, dim: int = 0, start: int | None = 
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {want}")
     index = tensor(positions.astype(np.int64), device=input.device)
+    if src.dtype is not input.dtype:  # PyTorch casts src here (index_copy would refuse it)
+        src = src.to(input.dtype)
     return named(input.index_copy(d, index, src), "SliceScatterBackward0")
 
 

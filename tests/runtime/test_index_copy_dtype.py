@@ -26,3 +26,8 @@ def test_as_torch() -> None:
     with pytest.raises(RuntimeError) as ours:
         rt.ones(2).index_copy_(0, rt.tensor([0]), rt.ones(1, dtype=rt.float64))
     assert str(ours.value) == str(theirs.value)
+
+
+def test_slice_scatter_still_casts_its_source() -> None:
+    out = rt.slice_scatter(rt.zeros(4), rt.ones(2, dtype=rt.float64), 0, 0, 2)
+    assert out.dtype is rt.float32 and out.tolist() == [1.0, 1.0, 0.0, 0.0]  # as PyTorch
