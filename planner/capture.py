@@ -328,6 +328,11 @@ class Tracer:
                                  "written in place since it was taken")
             if history and src._rg and src._grad_fn is None:
                 raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)  # eager mode's error
+            if history and type(src._data) is not MetaArray:
+                # as a write to the tensor itself (runtime.ops.inplace): the history would
+                # be set on the caller's tensor, outside the plan
+                raise GraphBreak(f"{what} recording history on a tensor from outside the "
+                                 "step")
             chain.append((cell, src, self.view_step(cell, here, what)))
             cell, here = base, holder
         self._check_aliased_write(cell)

@@ -85,6 +85,8 @@ class Program:
     calls: int = CALLS
     post: list[str] = field(default_factory=list)  # after backward, before the update
     after: list[str] = field(default_factory=list)  # after the update
+    twice: bool = False  # a second backward of the loss (retain_graph), accumulating
+    lr_change: float = 1.0  # the learning rate scaled by this before the third call
 
     def pure_float64(self) -> bool:
         """No float32 value anywhere (as far as the source tells)."""
@@ -100,7 +102,11 @@ class Program:
             body.append("opt.zero_grad()")
         elif self.zero_grad == "zeros":
             body.append("opt.zero_grad(set_to_none=False)")
-        body += ["loss.backward()", *self.post, "opt.step()", *self.after]
+        if self.twice:
+            body += ["loss.backward(retain_graph=True)", "(loss * 0.5).backward()"]
+        else:
+            body.append("loss.backward()")
+        body += [*self.post, "opt.step()", *self.after]
         ret = ", ".join(self.returns)
         body.append(f"return {ret}" + ("," if len(self.returns) == 1 and
                                        self.returns[0] != "loss.detach()" else ""))
@@ -590,6 +596,8 @@ class Generator:
             program.after = [after[int(x.integers(len(after)))]]
         if x.random() < 0.2:
             program.returns = [*program.returns, returned[int(x.integers(len(returned)))]]
+        program.twice = bool(x.random() < 0.15)
+        program.lr_change = float(x.choice([0.5, 2.0])) if x.random() < 0.2 else 1.0
         return program
 
     def optimizer(self) -> str:
@@ -626,6 +634,14 @@ class Generator:
         return f"rt.optim.{kind}(params, {', '.join(args)})"
 
 
+def between_calls(program: Program, call: int, *opts: Any) -> None:
+    """What the caller changes before the ``call``-th call: the learning rate."""
+    if call == 2 and program.lr_change != 1.0:
+        for opt in opts:
+            for group in opt.param_groups:
+                group["lr"] *= program.lr_change
+
+
 def eager_runs(program: Program) -> bool:
     """The whole step runs eagerly, with no warning, for every call."""
     params = make_params(program)
@@ -635,6 +651,7 @@ def eager_runs(program: Program) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             for call in range(program.calls):
+                between_calls(program, call, opt)
                 step(*make_inputs(program, call))
     except Exception:  # noqa: BLE001
         return False
@@ -750,6 +767,7 @@ class Gauge:
     def call(self, call: int) -> tuple[Any, Any]:
         if self.step is None:
             return None, None
+        between_calls(self.program, call, self.opt)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -770,6 +788,7 @@ def check(program: Program, backend: str = "auto") -> Failure | None:
     wide = not program.pure_float64()
     gauge = Gauge(program) if wide else None
     for call in range(program.calls):
+        between_calls(program, call, opt_e, opt_c)
         want = eager(*make_inputs(program, call))
         exact, exact_state = gauge.call(call) if gauge is not None else (None, None)
         try:
@@ -820,7 +839,7 @@ def minimize(program: Program, failure: Failure) -> Program:
         pattern = re.escape(failure.detail.splitlines()[0][:60])
     p = program
     for name, simpler in (("optimizer", "rt.optim.SGD(params, lr=0.1)"),
-                          ("zero_grad", "set_to_none")):
+                          ("zero_grad", "set_to_none"), ("twice", False), ("lr_change", 1.0)):
         q = dataclasses.replace(p, **{name: simpler})
         if still_fails(q, failure.kind, pattern):
             p = q

@@ -231,3 +231,36 @@ def test_an_in_place_write_to_a_gradient_of_a_sum_is_captured(clip: str) -> None
         assert gl == pytest.approx(wl, rel=1e-6)
         np.testing.assert_allclose(gp, wp, rtol=1e-6)
     assert steps[0].captures == 1
+
+
+@pytest.mark.parametrize("view", ["x[1:]", "x[:]", "x.t()[:1]"])
+def test_an_in_place_write_with_history_to_a_view_of_an_argument_runs_eagerly(
+        view: str) -> None:
+    # as one to the argument itself: the capture set the write's history on the caller's
+    # tensor, and the plan's gradients came out twice eager mode's from the second call on
+    results = []
+    for compiled in (True, False):
+        p = rt.tensor(np.full((1, 1), 0.5, np.float32), requires_grad=True)
+        opt = rt.optim.SGD([p], lr=0.1)
+
+        def step(x: rt.Tensor, p: rt.Tensor = p, opt: Any = opt) -> Any:
+            opt.zero_grad()
+            v = eval(view)  # noqa: S307
+            v.sub_(p, alpha=0.5)
+            loss = v.sum() * 0.5
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            results.append([(fn(rt.ones(2, 2)).item(), p.grad.numpy().copy(),
+                             p.detach().numpy().copy()) for _ in range(3)])
+        if compiled:
+            assert any("recording history on a tensor from outside the step"
+                       in str(w.message) for w in seen)
+    for (gl, gg, gp), (wl, wg, wp) in zip(*results, strict=True):
+        assert gl == pytest.approx(wl, rel=1e-6)
+        np.testing.assert_allclose(gg, wg, rtol=1e-6)
+        np.testing.assert_allclose(gp, wp, rtol=1e-6)
