@@ -87,11 +87,13 @@ class Program:
     after: list[str] = field(default_factory=list)  # after the update
     twice: bool = False  # a second backward of the loss (retain_graph), accumulating
     lr_change: float = 1.0  # the learning rate scaled by this before the third call
+    # every value float64 (no float32, integer or bool one: an integer times a Python float
+    # is float32): compared at float64's tolerance
+    exact: bool = False
 
     def pure_float64(self) -> bool:
-        """No float32 value anywhere (as far as the source tells)."""
-        return all(s.dtype != "float32" for s in (*self.inputs, *self.params)) and not \
-            any(w in line for line in self.lines for w in ("float()", "float32"))
+        """No value but float64 ones anywhere (as the generator saw them)."""
+        return self.exact
 
     def source(self) -> str:
         args = ", ".join(f"x{i}" for i in range(len(self.inputs)))
@@ -572,6 +574,7 @@ class Generator:
         program = Program(self.seed, list(self.inputs), list(self.params), list(self.lines),
                           [str(t) for t in terms], self.optimizer(),
                           self.choice(["set_to_none", "set_to_none", "zeros", "none"]), returns)
+        program.exact = all(v.dtype == rt.float64 for v in self.values.values())
         return self.around_update(program, held)
 
     def around_update(self, program: Program, held: int) -> Program:
