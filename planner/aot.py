@@ -470,7 +470,7 @@ def _planned(step: Any, cap: Any, slots: list[dict[str, Any]], device: str, code
 
     g = cap.graph
     captured = g.number_of_nodes()
-    run_default_passes(g)
+    run_default_passes(g, copy_leaves=False)  # split below: returned constants as steps
     if step.backend != "interpreter":
         rematerialize(g)
         hoist_source_views(g)

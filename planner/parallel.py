@@ -216,6 +216,8 @@ def filled(template: Any, env: dict[int, Any]) -> Any:
         return ("array", env[body])
     if kind == "item":  # Tensor.item() the step returns (planner.item_outputs)
         return ("item", filled(body, env))
+    if kind == "copy":  # a returned constant: memory of its own at every call (passes)
+        return ("array", env[body[1]].copy())
     if kind in ("tuple", "list"):
         return (kind, [filled(t, env) for t in body])
     if kind == "dict":

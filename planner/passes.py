@@ -551,18 +551,25 @@ def hoist_source_views(g: nx.DiGraph) -> int:
 # --- returned constants ---------------------------------------------------------------------
 
 
-def copy_returned_constants(g: nx.DiGraph) -> int:
+def copy_returned_constants(g: nx.DiGraph, leaves: bool = True) -> int:
     """Make each returned constant (or view of one) a copy made at every call: a plan's
     constant is one array for all its calls, which a caller's write to what a call returned
-    would change for every later call (eager mode makes the tensor anew each time). Run
-    after the passes that fold a copy of a constant back into it."""
+    would change for every later call (eager mode makes the tensor anew each time). A view
+    of one reads a clone step's copy; a constant returned as it is becomes a ("copy",
+    ("node", c)) leaf of the return template, copied where the result is made (without
+    ``leaves``, a clone step's copy too: planner.aot splits the returns into plans' own).
+    Run after the passes that fold a copy of a constant back into it."""
     copies: dict[int, int] = {}
+    direct: set[int] = set()
     for r in set(template_nodes(g.graph.get("returns"))):
         chain = [r]
         while _is_view(g, chain[-1]):
             chain.append(g.nodes[chain[-1]]["args"][0][1])
         base = chain[-1]
         if g.nodes[base]["op"] != "const":
+            continue
+        if len(chain) == 1 and leaves:  # copied where the call's result is made
+            direct.add(base)
             continue
         if base not in copies:
             n = g.nodes[base]
@@ -576,7 +583,21 @@ def copy_returned_constants(g: nx.DiGraph) -> int:
             g.graph["returns"] = map_nodes(g.graph["returns"],
                                            lambda u, b=base, c=copy: c if u == b else u)
             g.graph["outputs"] = [*g.graph.get("outputs", ()), copy]
-    return len(copies)
+    if direct:  # ndarray.copy() as the result is made: a step of its own cost one_op 0.5 us
+        g.graph["returns"] = _copied_leaves(g.graph["returns"], direct)
+    return len(copies) + len(direct)
+
+
+def _copied_leaves(template: Any, constants: set[int]) -> Any:
+    """``template`` with each ("node", c) leaf of a constant c made ("copy", ("node", c))."""
+    if isinstance(template, tuple) and len(template) == 2 and template[0] == "node":
+        return ("copy", template) if template[1] in constants else template
+    if isinstance(template, tuple) and len(template) == 2 and template[0] in (
+            "tuple", "list"):
+        return (template[0], [_copied_leaves(t, constants) for t in template[1]])
+    if isinstance(template, tuple) and len(template) == 2 and template[0] == "dict":
+        return ("dict", [(k, _copied_leaves(t, constants)) for k, t in template[1]])
+    return template
 
 
 # --- the default pipeline -----------------------------------------------------------------
@@ -591,10 +612,11 @@ DEFAULT_PASSES: tuple[tuple[str, Callable[[nx.DiGraph], int]], ...] = (
 )
 
 
-def run_default_passes(g: nx.DiGraph) -> dict[str, int]:
+def run_default_passes(g: nx.DiGraph, copy_leaves: bool = True) -> dict[str, int]:
     """Run the default passes to a fixed point (at most MAX_ROUNDS rounds), then check g
     where ``checking()`` (the test suite: a verifier, as LLVM's, off in production, where it
-    re-inferred every node: 15 of gpt's 73 ms of passes)."""
+    re-inferred every node: 15 of gpt's 73 ms of passes). ``copy_leaves``: returned
+    constants copied by the return template (``copy_returned_constants``)."""
     counts = {name: 0 for name, _ in DEFAULT_PASSES}
     for _ in range(MAX_ROUNDS):
         changed = 0
@@ -604,7 +626,7 @@ def run_default_passes(g: nx.DiGraph) -> dict[str, int]:
             changed += n
         if not changed:
             break
-    counts["copy_returned_constants"] = copy_returned_constants(g)
+    counts["copy_returned_constants"] = copy_returned_constants(g, copy_leaves)
     if checking():
         check(g)
     return counts

@@ -44,7 +44,8 @@ class Plan:
     steps: list[Step]
     writes: list[tuple[int, int]]  # (slot, buffer or -1 for None)
     # template: ("node", buffer) | ("tuple"|"list", [...]) | ("dict", [...]) |
-    # ("item", ("node", buffer)) (Tensor.item() returned) | ("py", v)
+    # ("item", ("node", buffer)) (Tensor.item() returned) | ("copy", ("node", buffer)) (a
+    # constant returned: copied) | ("py", v)
     returns: Any
     slots: list[dict[str, Any]]  # descriptions of the slots, for printing and serialization
     graph: nx.DiGraph

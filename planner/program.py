@@ -679,6 +679,8 @@ def _template(src: Source, template: Any) -> str:
         return f"('array', {src.buf(body)})"
     if kind == "item":  # Tensor.item() the step returns (planner.item_outputs)
         return f"('item', {_template(src, body)})"
+    if kind == "copy":  # a returned constant: memory of its own at every call (passes)
+        return f"('array', {src.buf(body[1])}.copy())"
     if kind in ("tuple", "list"):
         tag = "'tuple'" if kind == "tuple" else "'list'"
         return f"({tag}, [{', '.join(_template(src, t) for t in body)}])"

@@ -691,14 +691,14 @@ class _Loader:
 
     def template(self, t: Any, path: str, live: set[int], depth: int) -> None:
         """A return template: ("node", buffer) | ("tuple"|"list", [...]) |
-        ("dict", [(key, template), ...]) | ("item", ("node", buffer)) | ("py", None, bool,
-        int, float or str)."""
+        ("dict", [(key, template), ...]) | ("item"|"copy", ("node", buffer)) | ("py", None,
+        bool, int, float or str)."""
         if depth > MAX_DEPTH:
             _fail(path, f"nested deeper than {MAX_DEPTH}")
         kind, body = self.pair(t, path)
         if kind == "node":
             self.live_buffer(body, live, f"{path}[1]")
-        elif kind == "item":  # Tensor.item() of a returned buffer
+        elif kind in ("item", "copy"):  # Tensor.item() of a returned buffer, or its copy
             if self.pair(body, f"{path}[1]")[0] != "node":
                 _fail(f"{path}[1]", f"{_show(body)} is not a buffer template")
             self.template(body, f"{path}[1]", live, depth + 1)
