@@ -13,6 +13,17 @@ torch = pytest.importorskip("torch")
 td = torch.distributions
 
 
+@pytest.fixture(autouse=True)
+def _torch_validates():
+    """torch's own default validation on, as it is in a fresh process: the first
+    torch.compile of a process turns it off for good (torch._dynamo patches
+    Distribution.set_default_validate_args(False)), and other tests of the suite compile."""
+    before = td.Distribution._validate_args
+    td.Distribution.set_default_validate_args(True)
+    yield
+    td.Distribution.set_default_validate_args(before)
+
+
 def _t(lib, v):
     return lib.tensor(np.asarray(v, dtype=np.float64), dtype=lib.float64)
 
