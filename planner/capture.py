@@ -31,6 +31,7 @@ from runtime.tracing import GraphBreak, MetaArray, set_tracer
 
 from . import guards
 from .graph import template_nodes
+from .item_outputs import ItemOut, returned_as_is
 
 
 @dataclass
@@ -684,8 +685,6 @@ class Tracer:
     def item_of(self, t: Tensor, frame: Any) -> Any:
         """``t.item()`` called by the step's frame ``frame``: an ``ItemOut`` where the step
         returns it as it is (planner.item_outputs), else the capture stops."""
-        from .item_outputs import ItemOut, returned_as_is
-
         if t.numel() != 1:
             raise RuntimeError(f"a Tensor with {t.numel()} elements cannot be converted to "
                                "Scalar")
@@ -696,7 +695,7 @@ class Tracer:
         return ItemOut(self._read(t))
 
     def _template(self, value: Any) -> Any:
-        if type(value).__name__ == "ItemOut":  # planner.item_outputs: read at each replay
+        if type(value) is ItemOut:  # planner.item_outputs: read at each replay
             return ("item", ("node", value.node))
         if isinstance(value, Tensor):
             if type(value._data) is MetaArray and value._data.node in self.weak_nodes:
