@@ -375,14 +375,49 @@ class Tensor:
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         if not self.is_leaf:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
-                               "support the deepcopy protocol at the moment.")
-        new = type(self).__new__(type(self))
-        new._init(self._data.copy(), self.dtype, self.device, None, 0, _VersionCounter())
+                               "support the deepcopy protocol at the moment.  If you were "
+                               "attempting to deepcopy a module, this may be because of a "
+                               "torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]  # type: ignore[no-any-return]
+        # PyTorch deep-copies the storage (once per deepcopy: a base and its view copied
+        # together share the copy) and sets the new tensor onto it (set_ bumps its version)
+        root, offset = _storage_of(self._data)
+        if root is None:
+            data = self._data.copy()
+        else:
+            key = id(root)
+            if key not in memo:
+                memo[key] = root.copy(order="K")
+                memo.setdefault(id(memo), []).append(root)  # copy's rule: keep it alive
+            data = _strided(memo[key], offset, self._data)
+        new = type(self)._make(data, self.dtype, self.device)
+        new._vc.v = 1
         new._rg = self._rg
         memo[id(self)] = new
-        if self.grad is not None:
-            new.grad = copy.deepcopy(self.grad, memo)
+        if self._grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        user = _user_attrs(self)
+        if user:
+            new.__dict__.update(copy.deepcopy(user, memo))
         return new
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled as PyTorch's: its whole storage (a copy of its own in each tensor, so a base
+        and its view pickled together come back apart), offset, size and strides, dtype,
+        device, requires_grad and the attributes a user set; the gradient and history are
+        left out (a tensor comes back a leaf)."""
+        if type(self._data) is MetaArray:
+            raise GraphBreak("pickling a tensor reads its value")
+        root, offset = _storage_of(self._data)
+        if root is None:  # not a numpy array (a GPU's): its values, contiguous, on the CPU
+            root = np.ascontiguousarray(move_array(self._data, "cpu"))
+            offset, strides = 0, root.strides
+        else:
+            root, strides = root.copy(order="K"), self._data.strides
+        return (_rebuild_tensor, (type(self), root, offset, tuple(self._data.shape), strides,
+                                  self.dtype, str(self.device), self._rg, _user_attrs(self)))
 
     def __hash__(self) -> int:
         return id(self)
@@ -592,6 +627,44 @@ def _reflected(name: str) -> Callable[..., Any]:
 
     m.__name__ = "__r" + name + "__"
     return m
+
+
+_RUNTIME_ATTRS = frozenset(("_base", "_view_chain", "_view_version", "_grad_acc", "_hooks",
+                            "_retains_grad"))
+
+
+def _user_attrs(t: Tensor) -> dict[str, Any]:
+    """The attributes a user set on ``t`` (its instance dict less the runtime's own)."""
+    return {k: v for k, v in t.__dict__.items() if k not in _RUNTIME_ATTRS}
+
+
+def _storage_of(arr: Any) -> tuple[np.ndarray | None, int]:
+    """The numpy array owning ``arr``'s memory and ``arr``'s byte offset into it; (None, 0)
+    for an array that is not numpy's."""
+    if not isinstance(arr, np.ndarray):
+        return None, 0
+    root = arr
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    return root, arr.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+
+
+def _strided(storage: np.ndarray, offset: int, like: Any) -> np.ndarray:
+    """A view of ``storage`` with ``like``'s shape and strides, ``offset`` bytes in."""
+    return np.ndarray(like.shape, like.dtype, buffer=storage, offset=offset,
+                      strides=like.strides)
+
+
+def _rebuild_tensor(cls: type[Tensor], storage: np.ndarray, offset: int, shape: tuple[int, ...],
+                    strides: tuple[int, ...], dtype: D.DType, device: str, requires_grad: bool,
+                    attrs: dict[str, Any]) -> Tensor:
+    """A pickled tensor back (``Tensor.__reduce_ex__``): a leaf, set onto its storage."""
+    data = np.ndarray(shape, storage.dtype, buffer=storage, offset=offset, strides=strides)
+    t = cls._make(move_array(data, device) if device != "cpu" else data, dtype, device)
+    t._vc.v = 1  # PyTorch rebuilds with set_, which counts as a write
+    t._rg = requires_grad
+    t.__dict__.update(attrs)
+    return t
 
 
 from .ops import functional as F  # noqa: E402  (the ops need Tensor defined first)
