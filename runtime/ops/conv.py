@@ -1448,10 +1448,9 @@ def _torch_size(t: Tensor) -> str:
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
         value: float | None = None) -> Tensor:
     """PyTorch's ``F.pad``: ``pad`` gives (before, after) pairs from the last dim backwards;
-    negative amounts crop. Modes constant, reflect, replicate and circular."""
-    from ..creation import full, tensor
-    from .tensor_ops import index_select
-
+    negative amounts crop. Modes constant, reflect, replicate and circular, with at::pad's
+    checks in its order (those of constant_pad_nd, reflection/replication_padNd and
+    _pad_circular)."""
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:
@@ -1460,57 +1459,148 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
                            f"{len(pad)} and input of dimension {input.ndim}")
     if mode not in ("constant", "reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    if mode != "constant" and value not in (None, 0, 0.0):
-        raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
-    if mode != "constant" and (len(pad) // 2 not in (1, 2, 3)
-                               or input.ndim not in (len(pad) // 2 + 1, len(pad) // 2 + 2)):
+    pairs = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(len(pad) // 2)]
+    if mode == "constant":
+        out = _pad_constant(input, pairs, value)
+    else:
+        if value not in (None, 0, 0.0):
+            raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+        _check_pad_mode(input, len(pad), mode)
+        out = _pad_indexed(input, pairs, mode)
+    out = out if out is not input else F.clone(input)
+    name = _PAD_NODES.get(mode)
+    return out if name is None else named(out, name.format(len(pad) // 2))
+
+
+def _pad_constant(input: Tensor, pairs: list[tuple[int, int]],  # noqa: A002
+                  value: float | None) -> Tensor:
+    """constant_pad_nd: negative amounts narrow the input (outermost padded dim first, as
+    at::narrow, with its error), positive ones concatenate blocks of ``value``."""
+    from ..creation import full
+
+    out = input
+    for i in reversed(range(len(pairs))):  # the outermost padded dim first
+        dim = input.ndim - 1 - i
+        lo, hi = pairs[i]
+        for amount, start in ((lo, True), (hi, False)):
+            if amount < 0:
+                n = out.shape[dim] + amount
+                if n < 0:
+                    raise RuntimeError("narrow(): length must be non-negative.")
+                key = (slice(None),) * dim + ((slice(-amount, None) if start else slice(0, n)),)
+                out = out[key]
+    for i, (lo, hi) in enumerate(pairs):
+        dim = input.ndim - 1 - i
+        if lo <= 0 and hi <= 0:
+            continue
+        fill = 0.0 if value is None else value
+        if out.shape == (0,):  # cat skips a 1-D empty tensor, and with it the gradient's edge
+            n = max(lo, 0) + max(hi, 0)
+            block = full((n,), fill, dtype=out.dtype, device=out.device)
+            out = F.index_put(block, out, key=(slice(max(lo, 0), max(lo, 0)),))
+            continue
+        parts = []
+        for amount in (max(lo, 0), max(hi, 0)):
+            shape = list(out.shape)
+            shape[dim] = amount
+            parts.append(full(tuple(shape), fill, dtype=out.dtype, device=out.device))
+        out = F.cat([parts[0], out, parts[1]], dim)
+    return out
+
+
+def _check_pad_mode(input: Tensor, length: int, mode: str) -> None:  # noqa: A002
+    """at::pad's dispatch of a reflect/replicate/circular pad by the number of padded dims,
+    then check_valid_input of the reflection and replication kernels."""
+    k = length // 2
+    if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
         raise NotImplementedError(
-            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            f"Padding size {length} is not supported for {input.ndim}D input tensor.\n"
             "Supported combinations for non-constant padding:\n"
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-    if mode in ("reflect", "replicate") and input.dtype is D.bool_:
+    if mode == "circular":
+        return
+    if input.dtype is D.bool_:
         kernel = "reflection" if mode == "reflect" else "replication"
-        raise NotImplementedError(f"\"{kernel}_pad{len(pad) // 2}d\" not implemented for "
-                                  "'Bool'")
+        raise NotImplementedError(f"\"{kernel}_pad{k}d\" not implemented for 'Bool'")
+    sizes = input.shape[1:] if input.ndim == k + 2 else input.shape
+    if 0 in sizes:
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           "batch size and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+
+
+def _pad_sizes_error(mode: str, ins: list[int], outs: list[int]) -> str:
+    """The "is too small" text of reflection/replication_padNd (sizes outermost first)."""
+    if len(ins) == 1:
+        return f"input (W: {ins[0]}) is too small. Calculated output W: {outs[0]}"
+    if len(ins) == 2:
+        gap = " " if mode == "replicate" else ""
+        return (f"input (H: {ins[0]}, W: {ins[1]}{gap}) is too small. Calculated output "
+                f"H: {outs[0]} W: {outs[1]}")
+    return (f"input (D: {ins[0]} H: {ins[1]}, W: {ins[2]}) is too small. Calculated output "
+            f"D: {outs[0]} H: {outs[1]} W: {outs[2]}")
+
+
+def _check_pad_sizes(input: Tensor, pairs: list[tuple[int, int]], mode: str) -> None:  # noqa: A002
+    """The size checks of reflection/replication_padNd and _pad_circular, in their order."""
+    k = len(pairs)
+    dims = [input.ndim - 1 - i for i in range(k)]  # innermost first, as pad lists them
+    if mode == "circular":
+        for i in reversed(range(k)):
+            (lo, hi), n = pairs[i], input.shape[dims[i]]
+            if lo > n or hi > n:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            if n + lo + hi < 0:
+                raise RuntimeError("Negative padding value is resulting in an empty dimension")
+        return
+    if mode == "reflect":
+        for i, ((lo, hi), dim) in enumerate(zip(pairs, dims)):
+            if lo >= input.shape[dim] or hi >= input.shape[dim]:
+                raise RuntimeError(
+                    f"Argument #{4 + 2 * i}: Padding size should be less than the "
+                    f"corresponding input dimension, but got: padding ({lo}, {hi}) at "
+                    f"dimension {dim} of input {list(input.shape)}")
+    ins = [input.shape[d] for d in reversed(dims)]
+    outs = [n + lo + hi for n, (lo, hi) in zip(ins, reversed(pairs))]
+    if max(outs) < 1:
+        raise RuntimeError(_pad_sizes_error(mode, ins, outs))
+    if min(outs) < 0:
+        if mode == "reflect" and k == 2:
+            raise RuntimeError("numel: integer multiplication overflow")
+        shape = list(input.shape[:input.ndim - k]) + outs
+        first = next(n for n in outs if n < 0)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {first}: {shape}")
+
+
+def _pad_indexed(input: Tensor, pairs: list[tuple[int, int]], mode: str) -> Tensor:  # noqa: A002
+    """A reflect, replicate or circular pad: per padded dim, output j reads the input at
+    m = j - before, reflected or clamped into [0, n), or (circular) wrapped into what is left
+    after the negative amounts crop; an index_select each."""
+    from ..creation import tensor
+    from .tensor_ops import index_select
+
+    _check_pad_sizes(input, pairs, mode)
     out = input
-    for i in range(len(pad) // 2):
+    for i, (lo, hi) in enumerate(pairs):
         dim = input.ndim - 1 - i
-        lo, hi = int(pad[2 * i]), int(pad[2 * i + 1])
-        n = out.shape[dim]
-        if lo < 0 or hi < 0:  # crop first
-            key = (slice(None),) * dim + (slice(max(-lo, 0), n - max(-hi, 0)),)
-            out = out[key]
-            lo, hi, n = max(lo, 0), max(hi, 0), out.shape[dim]
+        n = input.shape[dim]
         if not lo and not hi:
             continue
-        if mode == "constant":
-            parts = []
-            for amount in (lo, hi):
-                shape = list(out.shape)
-                shape[dim] = amount
-                parts.append(full(tuple(shape), 0.0 if value is None else value,
-                                  dtype=out.dtype, device=out.device))
-            out = F.cat([parts[0], out, parts[1]], dim)
-            continue
-        if mode == "reflect" and (lo >= n or hi >= n):
-            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
-                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
-                               f"{dim} of input {list(out.shape)}")
-        if mode == "circular" and (lo > n or hi > n):
-            raise RuntimeError("Padding value causes wrapping around more than once.")
-        body = np.arange(n)
+        m = np.arange(n + lo + hi) - lo
         if mode == "reflect":
-            idx = np.concatenate([body[1:lo + 1][::-1], body, body[n - 1 - hi:n - 1][::-1]])
+            m = np.abs(m)
+            m = np.where(m > n - 1, 2 * (n - 1) - m, m)
         elif mode == "replicate":
-            idx = np.concatenate([np.zeros(lo, np.int64), body, np.full(hi, n - 1)])
-        else:
-            idx = np.concatenate([body[n - lo:], body, body[:hi]])
-        out = index_select(out, dim, tensor(idx.astype(np.int64), device=out.device))
-    out = out if out is not input else F.clone(input)
-    name = _PAD_NODES.get(mode)
-    return out if name is None else named(out, name.format(len(pad) // 2))
+            m = np.clip(m, 0, n - 1)
+        else:  # _pad_circular crops first and wraps within what is left
+            a, b = max(-lo, 0), max(-hi, 0)
+            if max(lo, 0) > n - a - b or max(hi, 0) > n - a - b:  # torch reads unset memory
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            m = np.mod(m + lo - max(lo, 0), max(n - a - b, 1)) + a
+        out = index_select(out, dim, tensor(m.astype(np.int64), device=out.device))
+    return out
 
 
 # PyTorch's backward node of F.pad by mode (of the number of padded dims)
