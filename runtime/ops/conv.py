@@ -268,6 +268,20 @@ def fold(input: Tensor, output_size: Any, kernel_size: Any, dilation: Any = 1,  
 # ----------------------------------------------------------------------- convolution
 
 
+_SAME_WARNED: list[bool] = []
+
+
+def _warn_same_once() -> None:
+    """PyTorch's TORCH_WARN_ONCE of convolution_same (once a process)."""
+    if not _SAME_WARNED:
+        _SAME_WARNED.append(True)
+        import warnings
+
+        warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "
+                      "require a zero-padded copy of the input be created", UserWarning,
+                      stacklevel=4)
+
+
 def _conv_padding(padding: Any, k: Pair, d: Pair, s: Pair, n: int) -> Pad4:
     if isinstance(padding, str):
         if padding == "valid":
@@ -277,6 +291,8 @@ def _conv_padding(padding: Any, k: Pair, d: Pair, s: Pair, n: int) -> Pad4:
         if any(x != 1 for x in s):
             raise RuntimeError("padding='same' is not supported for strided convolutions")
         total = [di * (ki - 1) for di, ki in zip(d, k)]  # the extra goes right, as PyTorch
+        if any(t % 2 for t in total):
+            _warn_same_once()
         return (total[0] // 2, total[0] - total[0] // 2, total[1] // 2, total[1] - total[1] // 2)
     return _sym(_pair(padding, "padding", n) if n == 2 else (0, _pair(padding, "padding", 1)[0]))
 
@@ -311,9 +327,11 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence
         return
     c, cg = x.shape[1], weight.shape[1]
     if c != cg * groups:
+        # padding='same' with an odd total first pads the input by the extra (on the right)
+        seen = [*x.shape[:2], *(n + hi - lo for n, (lo, hi) in zip(x.shape[2:], pads))]
         raise RuntimeError(f"Given groups={groups}, weight of size {_shown(weight)}, expected "
-                           f"input{_shown(x)} to have {cg * groups} channels, but got {c} "
-                           "channels instead")
+                           f"input[{', '.join(map(str, seen))}] to have {cg * groups} "
+                           f"channels, but got {c} channels instead")
     if bias is not None and tuple(bias.shape) != (o,):
         raise RuntimeError(f"Given weight of size {_shown(weight)}, expected bias to be 1-"
                            f"dimensional with {o} elements, but got bias of size "
@@ -509,6 +527,8 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if isinstance(padding, str):  # depth first, then (top, bottom, left, right)
         hw = _conv_padding(padding, k[1:], d[1:], s, 2)  # (checks the string and strides)
         total = d[0] * (k[0] - 1) if padding == "same" else 0
+        if total % 2:
+            _warn_same_once()
         depth = (total // 2, total - total // 2)
     else:
         p = _pair(padding, "padding", 3)
@@ -608,6 +628,11 @@ def _pool_shape(x: Tensor, k: Sequence[int], s: Sequence[int], p: Sequence[int],
         raise RuntimeError("input image (" + " ".join(f"{a}: {v}" for a, v in zip(names, spatial))
                            + ") smaller than kernel size (" + " ".join(
                                f"k{a}: {v}" for a, v in zip(names, k)) + ")")
+    if any(pi > ki // 2 for pi, ki in zip(p, k)):
+        got = (f"padW = {p[1]}, padH = {p[0]}, kW = {k[1]}, kH = {k[0]}" if n == 2 else
+               f"kT: {k[0]} kW: {k[2]} kH: {k[1]} padT: {p[0]} padW: {p[2]} padH: {p[1]}")
+        raise RuntimeError(f"pad should be smaller than or equal to half of kernel size, but got "
+                           f"{got}")
     if min(out) < 1:
         c = x.shape[-n - 1]
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, (c, *spatial)))}). "
@@ -670,11 +695,24 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     grid = np.arange(h * w, dtype=np.float64).reshape(1, 1, h, w)
     where = _unfold_impl(np, grid, kernel=k, dilation=d, padding=pad4, stride=s,
                          pad_value=-1.0).astype(np.int64).reshape(1, 1, k[0] * k[1], -1)
+    where = np.where(where < 0, _window_starts(out, s, p, d, w), where)
     from ..creation import tensor
 
     table = F.expand(tensor(where, device=x.device), (n, c, k[0] * k[1], out[0] * out[1]))
     indices = F.reshape(gather(table, 2, arg), (n, c, *out))
     return values, (indices if input.ndim == 4 else F.squeeze(indices, 0))
+
+
+def _window_starts(out: Sequence[int], s: Sequence[int], p: Sequence[int], d: Sequence[int],
+                   width: int) -> np.ndarray:
+    """The index PyTorch's max pool gives a window with no tap above -inf (one wholly in the
+    padding included): its first row and column stepped by the dilation out of the padding,
+    row * width + column, even where that lies past the input; (1, 1, 1, out_h * out_w)."""
+    starts = []
+    for oi, si, pi, di in zip(out, s, p, d):
+        first = np.arange(oi) * si - pi
+        starts.append(np.where(first < 0, first + (-first + di - 1) // di * di, first))
+    return (starts[0][:, None] * width + starts[1][None, :]).reshape(1, 1, 1, -1)
 
 
 def _avg_divisor(size: Sequence[int], k: Sequence[int], s: Sequence[int], p: Sequence[int],
@@ -1408,6 +1446,16 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             raise RuntimeError(f"{name} should contain {c} elements not {stat.numel()}")
     if not input.dtype.is_floating_point:
         _integer_pool(input, "batch_norm", int64=False)
+    if input.numel() == 0:  # at::batch_norm's early return: no statistic read or updated
+        out = F.clone(input)
+        if c == 0 and (weight is not None or bias is not None):
+            raise IndexError("select(): index 0 out of range for tensor of size [0] at "
+                             "dimension 0")
+        if weight is not None:
+            out = F.mul(out, weight[0])
+        if bias is not None:
+            out = F.add(out, bias[0])
+        return out
     axes = (0, *range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if training:

@@ -43,6 +43,17 @@ def _renorm_rows_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: A002
         weight[rows] = F.mul(picked, scale)
 
 
+def _check_renorm_rows(input: Tensor, weight: Tensor) -> None:  # noqa: A002
+    """embedding_renorm_'s bounds: Tensor::select of each index read, smallest first (a
+    negative one counts from the end), with select's error."""
+    from .tensor_ops import sort
+
+    n = weight.shape[0]
+    ordered = sort(F.reshape(input, (-1,))).values
+    F.check_bounds(ordered, -n, n, "select(): index {} out of range for tensor of size "
+                   f"[{', '.join(map(str, weight.shape))}] at dimension 0")
+
+
 def _grad_by_freq(rows: Tensor, input: Tensor, n: int) -> Tensor:  # noqa: A002
     """``rows`` as they are, their gradient divided by how often ``input`` reads each row
     (the value stays exact: rows + 0 * scale)."""
@@ -76,9 +87,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     if input.device != weight.device:
         input = F.to_device(input, weight.device)
     if input.numel():
-        F.check_bounds(input, 0, weight.shape[0], _OUT_OF_RANGE)
-        if max_norm is not None:
+        if max_norm is not None:  # F.embedding renormalizes first: embedding_renorm_ selects
+            _check_renorm_rows(input, weight)  # each row read, in sorted order
             _renorm_rows_(weight, input, max_norm, norm_type)
+        F.check_bounds(input, 0, weight.shape[0], _OUT_OF_RANGE)
     rows = F.getitem_key(weight, input, key=(P.IndexArg(0),))
     if scale_grad_by_freq and weight.requires_grad:
         rows = _grad_by_freq(rows, input, weight.shape[0])

@@ -398,14 +398,19 @@ def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {d} but "
                            "tensor has no dimensions")
     sizes = list(sizes)
+    given = list(sizes)
     if sizes.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = math.prod(s for s in sizes if s != -1)
+    if -1 in sizes and not known and not input.shape[d]:  # its C++ trace left out
+        raise RuntimeError(f"unflatten got an unexpected error:\ncannot reshape tensor of 0 "
+                           f"elements into shape {given} because the unspecified dimension size "
+                           "-1 can be any value and is ambiguous")
     if -1 in sizes:
         sizes[sizes.index(-1)] = input.shape[d] // known if known else 0
     if math.prod(sizes) != input.shape[d]:
-        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
-                           f"size of dim {dim} ({input.shape[d]}) in the input tensor")
+        raise RuntimeError(f"unflatten: Provided sizes {given} don't multiply up to the "
+                           f"size of dim {d} ({input.shape[d]}) in the input tensor")
     return input.reshape(*input.shape[:d], *sizes, *input.shape[d + 1:])
 
 
