@@ -160,18 +160,26 @@ class MultiheadAttention(Module):
         if query.shape[-1] != self.embed_dim:
             raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
                                  f"got {query.shape[-1]}")
+        # PyTorch compares them (S, N, E) as its functional form sees them: transposed where
+        # batch_first, unsqueezed at 1 where unbatched
+        k_shape, v_shape = (self._seq_first(t) for t in (key, value))
         if self._qkv_same_embed_dim:
-            if key.shape != value.shape:
-                raise AssertionError(f"key shape {_size(key)} does not match value shape "
-                                     f"{_size(value)}")
-        elif key.ndim != value.ndim or key.shape[:-1] != value.shape[:-1]:
-            raise AssertionError(f"key's sequence and batch dims {_size(key, -1)} do not match "
-                                 f"value's {_size(value, -1)}")
+            if k_shape != v_shape:
+                raise AssertionError(f"key shape torch.Size({k_shape}) does not match value "
+                                     f"shape torch.Size({v_shape})")
+        elif k_shape[:2] != v_shape[:2]:
+            raise AssertionError(f"key's sequence and batch dims torch.Size({k_shape[:2]}) do "
+                                 f"not match value's torch.Size({v_shape[:2]})")
         if key.ndim != query.ndim or key.shape[-1] != self.kdim \
                 or value.shape[-1] != self.vdim:
             raise AssertionError(f"key of shape {_size(key)} and value of shape "
                                  f"{_size(value)} do not fit query of shape {_size(query)}, "
                                  f"kdim {self.kdim} and vdim {self.vdim}")
+
+    def _seq_first(self, t: Tensor) -> list[int]:
+        if t.ndim == 2:
+            return [t.shape[0], 1, t.shape[1]]
+        return [t.shape[1], t.shape[0], t.shape[2]] if self.batch_first else list(t.shape)
 
     def _apply_masks(self, scores: Tensor, attn_mask: Tensor | None,
                      key_padding_mask: Tensor | None, extra: int) -> Tensor:
@@ -197,10 +205,12 @@ class MultiheadAttention(Module):
                                      "instead")
             scores = _masked(scores, _unmasked_keys(attn_mask, extra))
         if key_padding_mask is not None:
-            for i, want in enumerate((bsz, src)):
-                if key_padding_mask.shape[i] != want:
+            # PyTorch pads the mask for each extra key before it checks it
+            for i, (want, got) in enumerate(((bsz, key_padding_mask.shape[0]),
+                                             (src + extra, key_padding_mask.shape[1] + extra))):
+                if got != want:
                     raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, "
-                                         f"but got {key_padding_mask.shape[i]}")
+                                         f"but got {got}")
             scores = _masked(scores, _unmasked_keys(
                 F.reshape(key_padding_mask, (bsz, 1, 1, src)), extra))
         return scores

@@ -7,6 +7,8 @@ import math
 from collections.abc import Sequence
 from typing import NoReturn
 
+import numpy as np
+
 from .. import _dtype as D
 from ..creation import arange
 from ..tensor import Tensor
@@ -22,17 +24,37 @@ def causal_mask(length: int, source: int, device: str) -> Tensor:
     return F.le(F.unsqueeze(arange(source, device=device), 0), rows)
 
 
-def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
-    """The scores under an sdpa mask: a bool mask keeps its True entries (the others become
-    -inf), a float one is added."""
-    if mask.dtype not in (D.bool_, D.float32, scores.dtype):
+def check_mask_dtype(mask: Tensor, query: Tensor) -> None:
+    """validate_sdpa_input's check of the mask's dtype."""
+    if mask.dtype not in (D.bool_, D.float32, query.dtype):
         raise RuntimeError(
             "Expected attn_mask dtype to be bool or float or to match query dtype, but got "
             f"attn_mask.dtype: {D.type_meta_name(mask.dtype)} and  query.dtype: "
-            f"{D.type_meta_name(scores.dtype)} instead.")
+            f"{D.type_meta_name(query.dtype)} instead.")
+
+
+def _empty_attention(query: Tensor, key: Tensor, value: Tensor) -> Tensor:
+    """PyTorch's result where there is no query or no value element: zeros of the query's
+    shape with value's last size, tied to the inputs by (q.sum() + k.sum() + v.sum()) * 0 so
+    that each gets a zero gradient (no shape is checked further)."""
+    from ..creation import zeros
+
+    tie = F.mul(F.add(F.add(F.sum(query), F.sum(key)), F.sum(value)), 0.0)
+    out = zeros(*query.shape[:-1], value.shape[-1], dtype=query.dtype, device=query.device)
+    return F.add(out, tie)
+
+
+def apply_attn_mask(scores: Tensor, mask: Tensor) -> Tensor:
+    """The scores under an sdpa mask: a bool mask keeps its True entries (the others become
+    -inf), a float one is added."""
+    check_mask_dtype(mask, scores)
     err = broadcast_error(tuple(scores.shape), tuple(mask.shape))
     if err is not None:
         raise RuntimeError(err)
+    wide = list(np.broadcast_shapes(tuple(scores.shape), tuple(mask.shape)))
+    if wide != list(scores.shape):  # PyTorch adds the mask in place: attn.add_(mask)
+        raise RuntimeError(f"output with shape {list(scores.shape)} doesn't match the broadcast "
+                           f"shape {wide}")
     if mask.dtype is D.bool_:
         return F.where(mask, scores, -math.inf)
     # a float32 mask is taken for any query dtype, converted to it (PyTorch's convert_boolean_attn_mask)
@@ -60,10 +82,19 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         raise RuntimeError(
             "Expected query, key, and value to all be  at least 2 dimensional, but got "
             f"query.dim: {query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead.")
+    if not query.dtype is key.dtype is value.dtype:
+        raise RuntimeError(
+            "Expected query, key, and value to have the same dtype, but got query.dtype: "
+            f"{D.type_meta_name(query.dtype)} key.dtype: {D.type_meta_name(key.dtype)} and "
+            f"value.dtype: {D.type_meta_name(value.dtype)} instead.")
+    if attn_mask is not None:
+        check_mask_dtype(attn_mask, query)
+    if query.shape[-2] == 0 or value.numel() == 0:
+        return _empty_attention(query, key, value)
+    if attn_mask is not None:  # the CPU kernel choice reads the mask's shape
+        _flash_cpu_takes(query, key, value, attn_mask, dropout_p, enable_gqa)
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
-    if key.shape[-1] != query.shape[-1]:  # the scores' bmm by key transposed
-        _bmm_error(query.shape, key.shape, (key.shape[-1], key.shape[-2]))
     if is_causal and attn_mask is not None and not _flash_cpu_takes(
             query, key, value, attn_mask, dropout_p, enable_gqa):
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
@@ -71,6 +102,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     _check_backends(query, key, value, attn_mask, dropout_p, enable_gqa)
     if enable_gqa:
         key, value = _grouped(query, key), _grouped(query, value)
+    if key.shape[-1] != query.shape[-1]:  # the scores' bmm by key transposed
+        _bmm_error(query.shape, key.shape, (key.shape[-1], key.shape[-2]))
     length, source = query.shape[-2], key.shape[-2]
     factor = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = F.mul(F.matmul(query, F.transpose(key, -2, -1)), factor)
