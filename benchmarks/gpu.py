@@ -1,6 +1,8 @@
 """On a real GPU (CuPy and a CUDA device): every workload's step compiled on cuda (its fused
-CUDA C kernels through NVRTC) equals CPU eager over two steps; then median step times on the
-GPU: compiled, eager, and PyTorch's eager (when torch with CUDA is importable).
+CUDA C kernels through NVRTC, replayed as a CUDA graph from the second call:
+planner.cuda_graph) equals CPU eager over five steps; then median step times on the GPU:
+compiled with and without CUDA graphs, eager, and PyTorch's eager (when torch with CUDA is
+importable).
 
     python -m benchmarks.gpu [SECONDS]   # starts no workload after SECONDS (default 300)
 
@@ -23,6 +25,8 @@ import numpy as np
 import planner
 from benchmarks.workloads import WORKLOADS
 from tests.planner.test_cuda_compiled import FUSED_TOL, assert_same_runs, cuda_lib, run_on_cuda
+
+STEPS = 5  # calls compared with CPU eager
 
 # small and fast first: a time limit leaves out the slowest to compile
 ORDER = ("one_op", "chain", "mlp_small", "eltwise", "partial", "mlp_large", "rnn", "cnn",
@@ -59,22 +63,31 @@ def median_ms(run: Callable[[], Any], sync: Callable[[], Any], calls: int) -> fl
     return float(np.median(times) * 1e3)
 
 
+def graph_state(step: Any) -> str:
+    """What planner.cuda_graph says of the step's plan."""
+    runner = step.plan.executable.graph_runner()
+    return "no runner" if runner is None else runner.describe()
+
+
 def check(name: str, torch: Any, sync: Callable[[], Any]) -> dict[str, Any]:
     found: dict[str, Any] = {}
     start = time.time()
-    try:
-        step, want, got = run_on_cuda(name, "cuda")
+    try:  # STEPS calls: the first runs the program, the second captures, the rest replay
+        step, want, got = run_on_cuda(name, "cuda", STEPS, cuda_graphs=True)
         assert_same_runs(want, got, FUSED_TOL)
         found["equal_cpu_eager"] = True
         found["kernels"] = len([k for k in step.plan.kernels if k.device == "cuda:0"])
+        found["graph"] = graph_state(step)
     except Exception as e:  # noqa: BLE001 - reported, and the next workload runs
         found["equal_cpu_eager"] = f"{type(e).__name__}: {str(e)[:400]}"
     found["first_s"] = round(time.time() - start, 2)
     wl = WORKLOADS[name]
     arrays = wl.make_arrays(0)
-    case = wl.build(cuda_lib(), arrays)
-    step = planner.compile(case.fn, backend="cuda")
-    found["compiled_ms"] = median_ms(lambda: step(*case.args), sync, 20)
+    for graphs in (True, False):
+        case = wl.build(cuda_lib(), arrays)
+        step = planner.compile(case.fn, backend="cuda", cuda_graphs=graphs)
+        key = "compiled_ms" if graphs else "compiled_no_graph_ms"
+        found[key] = median_ms(lambda step=step, case=case: step(*case.args), sync, 20)
     found["eager_ms"] = median_ms(wl.build(cuda_lib(), arrays).run, sync, 5)
     if torch is not None:
         found["torch_ms"] = median_ms(wl.build(torch_cuda(torch), arrays).run,

@@ -47,7 +47,7 @@ from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
 
 from . import background as bg
-from . import aot, guards, plan_cache
+from . import aot, cuda_graph, guards, plan_cache
 from .optimized_module import OptimizedModule
 from .capture import Capture, Slot, capture
 from .guards import ASSIGNED, MISSING, setting_key
@@ -427,7 +427,8 @@ class CompiledStep:
                  workers: int | None = None, cache_dir: str | os.PathLike[str] | None = None,
                  fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
                  executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT,
-                 background: bool | None = None, dynamic: bool | None = None) -> None:
+                 background: bool | None = None, dynamic: bool | None = None,
+                 cuda_graphs: bool | None = None) -> None:
         if dynamic not in (None, True, False):
             raise TypeError(f"planner.compile: dynamic must be None, True or False, got "
                             f"{dynamic!r}")
@@ -448,8 +449,12 @@ class CompiledStep:
         if background is not None and type(background) is not bool:
             raise TypeError(f"planner.compile: background must be True, False or None, got "
                             f"{background!r}")
+        if cuda_graphs is not None and type(cuda_graphs) is not bool:
+            raise TypeError(f"planner.compile: cuda_graphs must be True, False or None, got "
+                            f"{cuda_graphs!r}")
         self.recompile_limit = recompile_limit
         self.background = background
+        self.cuda_graphs = cuda_graph.enabled(cuda_graphs)
         self.fn = fn
         self.backend = backend
         self.device = canonical_device(device) if device is not None else None
@@ -874,6 +879,7 @@ class CompiledStep:
         # a plan run while its fused plan compiles runs in order: the executor's step
         # functions take the fast paths that native code would wait for
         plan.configure(self.workers, self.executor if pending is None else "program")
+        plan.executable.use_cuda_graphs(self.cuda_graphs)
         self.captures += 1
         found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
         counters = _counters(increments)
@@ -1492,7 +1498,8 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
             cache_dir: str | os.PathLike[str] | None = None,
             fullgraph: bool = False, lock: AbstractContextManager[Any] | None = None,
             executor: str = "auto", recompile_limit: int | None = RECOMPILE_LIMIT,
-            background: bool | None = None, dynamic: bool | None = None) -> Any:
+            background: bool | None = None, dynamic: bool | None = None,
+            cuda_graphs: bool | None = None) -> Any:
     """Compile a training step; usable as ``@planner.compile`` or ``@planner.compile(...)``.
 
     A function gives a ``CompiledStep``, called as the function. An ``nn.Module`` gives a
@@ -1540,12 +1547,19 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
     shapes are always specialized). None: as a constant at the first value, as an input of the
     plan (read at every replay) from the second value on; True: as an input from the first
     call; False: as a constant per value. A float the step reads as a value in Python
-    (``if lr > 0``) is a constant whatever this says."""
+    (``if lr > 0``) is a constant whatever this says.
+
+    ``cuda_graphs``: whether a plan on a GPU replays as a CUDA graph from its second call
+    (planner.cuda_graph: torch.compile's ``mode="reduce-overhead"``): its launches recorded
+    once, each later call copying its arguments in and its results out around one graph
+    launch. None: ``$BACKPLAN_CUDA_GRAPHS`` (1, the default, or 0). A plan that draws random
+    numbers runs its launches one by one whatever this says; ``step.plan.summary()`` says
+    which a plan does."""
     # a partial, not a closure: an OptimizedModule pickles with it (its copy compiles anew)
     wrap = functools.partial(CompiledStep, backend=backend, device=device, workers=workers,
                              cache_dir=cache_dir, fullgraph=fullgraph, lock=lock,
                              executor=executor, recompile_limit=recompile_limit,
-                             background=background, dynamic=dynamic)
+                             background=background, dynamic=dynamic, cuda_graphs=cuda_graphs)
 
     def compiled(f: Callable[..., Any]) -> Any:
         if isinstance(f, Module):  # the module API kept, as torch.compile's

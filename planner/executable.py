@@ -165,6 +165,32 @@ class Executable:
         # codegen.windows' generated code, which compiles on first use): a plan run while
         # its fused plan compiles (planner.background), which must not wait for LLVM
         self.native_code = True
+        # a GPU plan's program replayed as a CUDA graph (planner.cuda_graph): asked for by
+        # ``use_cuda_graphs``, its runner made on the first run
+        self.cuda_graphs = False
+        self._graph_runner: Any = None
+
+    def use_cuda_graphs(self, on: bool) -> None:
+        """Whether the plan's runs on a GPU replay a CUDA graph (planner.cuda_graph)."""
+        with self._lock:
+            if on != self.cuda_graphs:
+                self.cuda_graphs, self._graph_runner = on, None
+
+    def graph_runner(self) -> Any:
+        """The plan's CUDA-graph runner, or None where its runs do not use one (a CPU plan,
+        graphs not asked for, an array module that cannot capture)."""
+        runner = self._graph_runner
+        if runner is None and self.cuda_graphs and self.plan.device != "cpu":
+            from . import cuda_graph
+
+            with self._lock:
+                runner = self._graph_runner
+                if runner is None:
+                    backend = cuda_graph.backend_for(array_module(self.plan.device))
+                    # False: nothing to capture with (asked no more)
+                    runner = self._graph_runner = False if backend is None else \
+                        cuda_graph.GraphRunner(self.plan, self.program, backend)
+        return runner or None
 
     def module(self, cache_dir: str | os.PathLike[str] | None = None,
                device: str | None = None) -> Any:
@@ -275,6 +301,7 @@ class Executable:
             self._runners.clear()
             self._calls.clear()
             self._signatures.clear()
+            self._graph_runner = None
 
     def kernel_signature(self, step: KernelStep) -> Any:
         """(shape, dtype) of every array a kernel step hands its kernel (its arguments as

@@ -52,6 +52,15 @@ def _human(n: float, unit: str) -> str:
     return f"{n} {unit}"
 
 
+def _graphs(plan: Plan) -> str:
+    """Whether a GPU plan's runs replay a CUDA graph (planner.cuda_graph), and why not."""
+    runner = plan.executable.graph_runner()
+    if runner is not None:
+        return runner.describe()
+    return "CUDA graph: off (" + ("not asked for" if not plan.executable.cuda_graphs
+                                  else "the array module cannot capture") + ")"
+
+
 def summary(plan: Plan) -> str:
     """A text table: nodes, steps, FLOPs and bytes by phase, peak memory, slots, op counts."""
     stats, sched = plan.stats, plan.schedule
@@ -78,6 +87,7 @@ def summary(plan: Plan) -> str:
         f"  schedule       critical path {sched.critical_length * 1e6:.1f} us estimated, "
         f"expected parallelism {sched.parallelism:.2f}",
         f"  executor       {plan.execution}",
+        *([f"  {_graphs(plan)}"] if plan.device != "cpu" else []),
         f"  inputs {len(plan.inputs)}, state reads {len(plan.reads)}, writes {len(plan.writes)}, "
         f"consts {len(plan.consts)}, random draws {len(plan.rands)}, kernels {len(plan.kernels)}",
         "",

@@ -141,6 +141,9 @@ class Plan:
         if execution.executor == "parallel":
             return self.executable.runner(execution.workers).run(args, state, generators)
         try:
+            graphs = self.executable.graph_runner() if self.device != "cpu" else None
+            if graphs is not None:  # a CUDA graph from its second call (planner.cuda_graph)
+                return graphs.run(args, state, generators, in_place)
             return self.executable.program(False, in_place)(self, args, state, generators)
         except BaseException as exc:
             i = self.executable.failing_step(exc)

@@ -19,7 +19,7 @@ class InvalidBackend(RuntimeError):
 
 
 # torch's backend names and the planner's backend each maps to: the compiling backends fuse
-# (inductor; cudagraphs replays recorded kernels), the aot_eager ones trace forward and
+# (inductor; cudagraphs also asks for CUDA graphs, planner.cuda_graph), the aot_eager ones trace forward and
 # backward as AOTAutograd does and run them unfused (the planner's interpreter), eager runs
 # the function as written
 BACKENDS = {"inductor": "auto", "cudagraphs": "auto", "aot_eager": "interpreter",
@@ -54,23 +54,36 @@ def planner_backend(backend: Any) -> str:
     raise InvalidBackend(backend)
 
 
-def check_mode(mode: str | None, options: dict[str, Any] | None) -> None:
-    """torch.compile's ``mode`` and ``options``: only the default mode and no options; the
-    others are refused, never ignored."""
+def check_mode(mode: str | None, options: dict[str, Any] | None) -> bool | None:
+    """torch.compile's ``mode`` and ``options`` as the planner's ``cuda_graphs`` (None: the
+    planner's default): "reduce-overhead" and ``{"triton.cudagraphs": bool}`` say whether a
+    GPU plan replays as a CUDA graph (planner.cuda_graph); the modes and options that tune
+    Inductor's kernels are refused, never ignored."""
     if mode is not None and options is not None:
         raise RuntimeError("Either mode or options can be specified, but both can't be "
                            "specified at the same time.")
     if mode is not None and mode not in MODES:
         raise RuntimeError(f"Unrecognized mode={mode}, should be one of: {', '.join(MODES)}")
+    if mode == "reduce-overhead":
+        return True
     if mode not in (None, "default"):
         raise RuntimeError(f"rt.compile: mode={mode!r} is not supported (it tunes Inductor's "
-                           f"kernels or CUDA graphs, which the planner has no counterpart "
-                           f"of); use mode=None or 'default'")
+                           f"kernels, which the planner has no counterpart of); use "
+                           f"mode=None, 'default' or 'reduce-overhead'")
     if options is not None and not isinstance(options, dict):
         raise TypeError(f"rt.compile: options must be a dict, got {type(options).__name__}")
-    if options:
-        raise RuntimeError(f"rt.compile: Inductor options are not supported (got "
-                           f"{sorted(options)}); give planner.compile's own options instead")
+    if not options:
+        return None
+    others = sorted(k for k in options if k != "triton.cudagraphs")
+    if others:
+        raise RuntimeError(f"rt.compile: Inductor options are not supported (got {others}; "
+                           f"only 'triton.cudagraphs' is); give planner.compile's own "
+                           f"options instead")
+    graphs = options["triton.cudagraphs"]
+    if type(graphs) is not bool:
+        raise TypeError(f"rt.compile: options['triton.cudagraphs'] must be a bool, got "
+                        f"{graphs!r}")
+    return graphs
 
 
 def torch_compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool | None = None,
@@ -90,7 +103,9 @@ def torch_compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool |
                                  shapes_spec=shapes_spec)
         return decorate
     planned = planner_backend(backend)
-    check_mode(mode, options)
+    graphs = check_mode(mode, options)
+    if backend == "cudagraphs":  # torch's backend that records and replays CUDA graphs
+        graphs = True
     if shapes_spec is not None:
         raise RuntimeError("rt.compile: shapes_spec is not supported: a plan is specialized "
                            "to its argument shapes (a new shape captures again)")
@@ -103,7 +118,7 @@ def torch_compile(model: Any = None, *, fullgraph: bool = False, dynamic: bool |
         raise TypeError(f"rt.compile: name must be a str, got {type(name).__name__}")
     limit = RECOMPILE_LIMIT if recompile_limit is None else recompile_limit
     compiled = compile(model, backend=planned, fullgraph=fullgraph, dynamic=dynamic,
-                       recompile_limit=limit)
+                       recompile_limit=limit, cuda_graphs=graphs)
     step = getattr(compiled, "forward", compiled)  # an OptimizedModule's step
     if name is not None and hasattr(step, "name"):
         step.name = name  # what its warnings and recompile log call it

@@ -38,16 +38,17 @@ def cuda_lib() -> types.SimpleNamespace:
     return lib
 
 
-def run_on_cuda(name: str, backend: str) -> tuple[Any, list[dict[str, np.ndarray]],
-                                                  list[dict[str, np.ndarray]]]:
-    """The workload's step compiled on cuda and run STEPS times beside CPU eager: the compiled
-    step and both runs' outputs (host arrays)."""
+def run_on_cuda(name: str, backend: str, steps: int = STEPS, **options: Any
+                ) -> tuple[Any, list[dict[str, np.ndarray]], list[dict[str, np.ndarray]]]:
+    """The workload's step compiled on cuda (with planner.compile's ``options``) and run
+    ``steps`` times beside CPU eager: the compiled step and both runs' outputs (host
+    arrays)."""
     wl = WORKLOADS[name]
     arrays = wl.make_arrays(0)
     eager, compiled = wl.build(rt, arrays), wl.build(cuda_lib(), arrays)
-    step = planner.compile(compiled.fn, backend=backend)
+    step = planner.compile(compiled.fn, backend=backend, **options)
     want, got = [], []
-    for _ in range(STEPS):
+    for _ in range(steps):
         # copies: a CPU tensor's array is the parameter itself, which the next step updates
         want.append({k: v.copy() for k, v in eager.outputs(eager.run()).items()})
         with warnings.catch_warnings():

@@ -434,8 +434,7 @@ def test_unknown_backend_mode_and_both_mode_and_options_are_torchs_errors() -> N
     _same_error(lambda lib: lib.compile(3))
 
 
-@pytest.mark.parametrize("mode", ["reduce-overhead", "max-autotune",
-                                  "max-autotune-no-cudagraphs", "lite"])
+@pytest.mark.parametrize("mode", ["max-autotune", "max-autotune-no-cudagraphs", "lite"])
 def test_other_modes_are_refused_not_ignored(mode: str) -> None:
     torch.compile(torch.nn.Linear(2, 2), mode=mode)  # torch knows it
     with pytest.raises(RuntimeError, match=f"mode={mode!r} is not supported"):
@@ -448,9 +447,23 @@ def test_modes_accepted() -> None:
     assert isinstance(rt.compile(nn.Linear(2, 2), options={}), OptimizedModule)
 
 
+def test_cuda_graph_modes_and_options_reach_the_planner() -> None:
+    """mode="reduce-overhead", options={"triton.cudagraphs": ...} and backend="cudagraphs"
+    say whether a GPU plan replays as a CUDA graph (planner.cuda_graph)."""
+    def graphs(**kwargs: Any) -> bool:
+        return rt.compile(lambda x: x * 2, **kwargs).cuda_graphs
+
+    assert graphs(mode="reduce-overhead") is True
+    assert graphs(backend="cudagraphs") is True
+    assert graphs(options={"triton.cudagraphs": False}) is False
+    assert graphs(options={"triton.cudagraphs": True}) is True
+    with pytest.raises(TypeError, match=r"options\['triton.cudagraphs'\] must be a bool"):
+        rt.compile(nn.Linear(2, 2), options={"triton.cudagraphs": 1})
+
+
 def test_options_refused_and_other_backends() -> None:
     with pytest.raises(RuntimeError, match=r"Inductor options are not supported \(got "
-                                           r"\['max_autotune'\]\)"):
+                                           r"\['max_autotune'\];"):
         rt.compile(nn.Linear(2, 2), options={"max_autotune": True})
     with pytest.raises(RuntimeError, match="backend 'tvm' is not supported"):
         rt.compile(nn.Linear(2, 2), backend="tvm")

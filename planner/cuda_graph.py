@@ -1,0 +1,336 @@
+"""A GPU plan replayed as one CUDA graph: the launches of a call recorded once, then replayed
+by a single ``cudaGraphLaunch``.
+
+A GPU plan's program is bound by the host: each kernel launch, each ``cupy.empty`` of an
+output and each product costs microseconds of Python, so gpt's 74 kernels and 323 outputs
+took its whole 6.5 ms a step on an H200 while the device idled. Recorded as a graph, a call
+is: copy the call's arguments into the graph's own input buffers, launch the graph, copy out
+what the call returns and writes. It is torch.compile's ``mode="reduce-overhead"``.
+
+What a graph holds fixed, and how each call keeps to it:
+
+- every buffer the program allocates comes from a memory pool of the graph's own
+  (``MemoryPool``), never handed to anything else: each replay writes the same addresses;
+- the call's arguments, and the state it reads other than tensors (optimizer state, which the
+  write-back replaces with new arrays every call, hyperparameters, gradients read), are copied
+  into input buffers made at capture;
+- a tensor the plan reads (a parameter, a buffer) is read where it lies, the same array every
+  call (the write-back stores into it in place); a call that finds another array there
+  captures again;
+- what a call returns and writes is copied out of the graph's buffers (the next replay
+  overwrites them), except a tensor slot's new value, which the write-back copies into the
+  tensor anyway.
+
+A plan that draws random numbers (the generator's state would be baked into the graph) or
+communicates is never captured, nor one of a few launches (MIN_LAUNCHES: its graph costs more
+than it saves); a capture that fails (a step that synchronizes with the host)
+leaves the plan on its program for good, the reason kept in ``GraphRunner.off``. The first
+call of a plan runs its program (kernels compile and libraries initialise there, which a
+capture must not do); the second captures and replays.
+
+The capture itself is a backend's (``backend_for``: CuPy's stream capture where CuPy has it);
+tests on machines without a GPU put in one that records by running the program.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from .steps import CommStep, KernelStep, PrimitiveStep, RandStep
+
+if TYPE_CHECKING:
+    from .plan import Plan
+
+WARM_CALLS = 1  # program runs before the capture (kernels compiled, cuBLAS initialised)
+MAX_CAPTURES = 3  # captures again after a tensor moved; past this, the program for good
+ENV = "BACKPLAN_CUDA_GRAPHS"
+# a graph's own cost a call (copies in and out, its launch) is about that of a few launches:
+# on an H100, a plan of one kernel ran 0.087 ms a step as a graph against 0.083 without, one
+# of none 0.048 against 0.021, and mlp_small's 23 launches 0.39 against 0.93
+MIN_LAUNCHES = 4
+
+
+def enabled(option: bool | None) -> bool:
+    """``planner.compile``'s ``cuda_graphs``: None reads $BACKPLAN_CUDA_GRAPHS (1, the default,
+    or 0)."""
+    if option is not None:
+        return bool(option)
+    value = os.environ.get(ENV, "1").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"${ENV} must be 0 or 1, not {value!r}")
+    return value == "1"
+
+
+class Captured:
+    """A backend's recorded graph, with what must outlive it (its pool, its stream)."""
+
+    def __init__(self, graph: Any, keep: tuple[Any, ...]) -> None:
+        self.graph = graph
+        self.keep = keep
+
+
+class CupyGraphs:
+    """Stream capture through CuPy: the program runs on a stream of its own in capture mode
+    (CuPy's default, relaxed: its pool may still grow), allocating from a private pool."""
+
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.blas: Any = None  # planner.cuda_blas.Blas: the products a capture records
+
+    def capture(self, fn: Callable[[], Any]) -> tuple[Captured, Any]:
+        from .cuda_blas import Blas
+
+        cuda = self.xp.cuda
+        if self.blas is None:
+            self.blas = Blas(self.xp)
+        pool = cuda.MemoryPool()
+        stream = cuda.Stream(non_blocking=True)
+        cuda.get_current_stream().synchronize()  # the input buffers, copied on this stream
+        with cuda.using_allocator(pool.malloc), stream, self.blas.recording(stream):
+            stream.begin_capture()
+            try:
+                out = fn()
+            except BaseException:
+                try:
+                    stream.end_capture()
+                except Exception:  # noqa: BLE001 - the capture was invalidated: the error above says why
+                    pass
+                raise
+            graph = stream.end_capture()
+        return Captured(graph, (pool, stream)), out
+
+    def launch(self, captured: Captured) -> None:
+        captured.graph.launch(stream=self.xp.cuda.get_current_stream())
+
+
+def backend_for(xp: Any) -> Any:
+    """The capture backend for an array module, or None where it cannot capture."""
+    cuda = getattr(xp, "cuda", None)
+    stream = getattr(cuda, "Stream", None)
+    if cuda is None or not hasattr(cuda, "Graph") or not hasattr(stream, "begin_capture"):
+        return None
+    return CupyGraphs(xp)
+
+
+def why_not(plan: Plan) -> str | None:
+    """Why a plan is never captured (None: it may be)."""
+    if not plan.device.startswith("cuda"):
+        return "a CPU plan"
+    if any(isinstance(s, RandStep) for s in plan.steps):
+        return "it draws random numbers (a graph would replay the same draws)"
+    if any(isinstance(s, CommStep) for s in plan.steps):
+        return "it communicates"
+    if any(s.device != plan.device for s in plan.steps):
+        return "some of its steps run on another device"
+    launches = sum(isinstance(s, (KernelStep, PrimitiveStep)) and not s.is_view
+                   for s in plan.steps)
+    if launches < MIN_LAUNCHES:
+        return f"{launches} launches: fewer than a graph pays for ({MIN_LAUNCHES})"
+    return None
+
+
+def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """``value`` (a return template, nested tuples, lists and dicts) with each non-container
+    leaf replaced by ``leaf(it)``."""
+    if type(value) is tuple:
+        return tuple(_walk(v, leaf) for v in value)
+    if type(value) is list:
+        return [_walk(v, leaf) for v in value]
+    if type(value) is dict:
+        return {k: _walk(v, leaf) for k, v in value.items()}
+    return leaf(value)
+
+
+class _Graph:
+    """One capture: the graph, its input buffers, and how a call's results come out of it."""
+
+    def __init__(self, captured: Captured, args: list[Any], state: dict[int, Any],
+                 bound: dict[int, Any], result: Any, writes: list[tuple[int, Any]],
+                 checks: list[tuple[Any, ...]]) -> None:
+        self.captured = captured
+        self.args = args  # per argument: its input buffer, or None
+        self.state = state  # per copied state slot: its input buffer
+        self.bound = bound  # per tensor slot read where it lies: the array
+        self.result = result
+        self.writes = writes
+        # the plan's checks of values (check_bounds: class targets, embedding indices):
+        # (before, xp, array, bounds...), made before every launch on a view of an input
+        # buffer, after it on a buffer the graph computes (and before anything is copied out
+        # or written back: a failing one raises as the program's would)
+        self.checks = checks
+
+
+def _in(array: Any, buffers: dict[int, Any]) -> bool:
+    """Whether ``array`` is one of ``buffers`` (by id) or a view of one."""
+    while array is not None:
+        if id(array) in buffers:
+            return True
+        array = getattr(array, "base", None)
+    return False
+
+
+@contextlib.contextmanager
+def _deferring(checks: list[tuple[Any, ...]], buffers: dict[int, Any]) -> Iterator[None]:
+    """The plan's checks of values (runtime.ops.prims' check_bounds) recorded, not made, while
+    the block runs (the capture): a graph cannot read a value. One of an input buffer is made
+    before every launch; one of a value the graph computes, after it. A graph run with an
+    index out of range reads no memory outside its arrays: fused kernels address affinely,
+    and CuPy's gathers and scatters wrap an index around; its results are then dropped."""
+    from runtime.ops import prims
+
+    def record(xp: Any, x: Any, low: int, high: int, message: str, error: str) -> Any:
+        checks.append((_in(x, buffers), xp, x, low, high, message, error))
+        return xp.ones((), bool)
+
+    prims.deferred_checks.record = record
+    try:
+        yield
+    finally:
+        prims.deferred_checks.record = None
+
+
+class GraphRunner:
+    """Runs a GPU plan's program, captured as a CUDA graph from its second call on."""
+
+    def __init__(self, plan: Plan, program: Callable[[], Any], backend: Any) -> None:
+        self.plan = plan
+        self.program = program  # () -> the plan's program (Executable.program)
+        self.backend = backend
+        self.xp = backend.xp
+        self.off = why_not(plan)  # why the plan runs its program (None: it is captured)
+        self.calls = 0
+        self.captures = 0
+        self.replays = 0
+        self.graph: _Graph | None = None
+        self.lock = threading.Lock()
+        # tensor slots (read where they lie) and slots written back into a tensor (not copied)
+        kinds = {i: getattr(s, "get", lambda k: None)("kind") for i, s in enumerate(plan.slots)}
+        self.tensor_reads = {slot for slot, _ in plan.reads if kinds.get(slot) == "tensor"}
+        self.tensor_writes = {slot for slot, _ in plan.writes if kinds.get(slot) == "tensor"}
+
+    def run(self, args: list[Any], state: dict[int, Any], generators: list[Any],
+            in_place: bool) -> tuple[Any, list[tuple[int, Any]]]:
+        with self.lock:
+            if self.off is None and self._arrays(args, state):
+                self.calls += 1
+                if self.calls > WARM_CALLS:
+                    graph = self.graph
+                    if graph is not None and not self._fits(graph, state):
+                        graph = self.graph = None  # a tensor moved: capture again
+                    if graph is None:
+                        graph = self._capture(args, state, generators, in_place)
+                    if graph is not None:
+                        return self._replay(graph, args, state)
+        return self.program()(self.plan, args, state, generators)
+
+    def _arrays(self, args: list[Any], state: dict[int, Any]) -> bool:
+        """Whether every argument and state value is an array of the device module (a call
+        with host values runs the program)."""
+        ndarray = self.xp.ndarray
+        return all(a is None or isinstance(a, ndarray) for a in args) and all(
+            isinstance(v, ndarray) for v in state.values())
+
+    def _fits(self, graph: _Graph, state: dict[int, Any]) -> bool:
+        return all(state[slot] is array for slot, array in graph.bound.items())
+
+    def _capture(self, args: list[Any], state: dict[int, Any], generators: list[Any],
+                 in_place: bool) -> _Graph | None:
+        if self.captures >= MAX_CAPTURES:
+            self.off = f"captured {self.captures} times (tensors it reads keep moving)"
+            return None
+        self.captures += 1
+        inputs = [None if a is None else a.copy() for a in args]
+        copied = {slot: v.copy() for slot, v in state.items() if slot not in self.tensor_reads}
+        bound = {slot: v for slot, v in state.items() if slot in self.tensor_reads}
+        program = self.program()
+        checks: list[tuple[Any, ...]] = []
+        buffers = {id(b): b for b in [*inputs, *copied.values(), *bound.values()]
+                   if b is not None}
+        try:
+            with _deferring(checks, buffers):
+                captured, (result, writes) = self.backend.capture(
+                    lambda: program(self.plan, inputs, {**copied, **bound}, generators))
+        except Exception as exc:  # noqa: BLE001 - the program runs instead, as before
+            self.off = f"its capture failed ({type(exc).__name__}: {exc})"
+            return None
+        graph = _Graph(captured, inputs, copied, bound, result, writes, checks)
+        if not self._outputs_known(graph):
+            self.off = "it returns or writes a view of an argument or state"
+            return None
+        self.graph = graph
+        return graph
+
+    def _outputs_known(self, graph: _Graph) -> bool:
+        """Whether every array the capture returns or writes is the graph's own (copied out
+        at each replay) or an argument or state array itself (given back as the call's own):
+        a view into one of those is neither."""
+        given = {id(a) for a in graph.args if a is not None}
+        given.update(id(v) for v in graph.state.values())
+        given.update(id(v) for v in graph.bound.values())
+        ndarray = self.xp.ndarray
+        ok = True
+
+        def check(leaf: Any) -> Any:
+            nonlocal ok
+            if isinstance(leaf, ndarray) and id(leaf) not in given:
+                base = leaf.base
+                while base is not None:
+                    if id(base) in given:
+                        ok = False
+                    base = getattr(base, "base", None)
+            return leaf
+
+        _walk(graph.result, check)
+        _walk([v for _, v in graph.writes], check)
+        return ok
+
+    def _replay(self, graph: _Graph, args: list[Any], state: dict[int, Any]
+                ) -> tuple[Any, list[tuple[int, Any]]]:
+        for buffer, a in zip(graph.args, args):
+            if buffer is not None:
+                buffer[...] = a
+        for slot, buffer in graph.state.items():
+            buffer[...] = state[slot]
+        self._check(graph, True)
+        self.backend.launch(graph.captured)
+        self._check(graph, False)
+        self.replays += 1
+        # what the call gives back: the call's own argument or state where the capture gave
+        # back an input buffer or a tensor, else a copy of the graph's buffer
+        own = {id(b): a for b, a in zip(graph.args, args) if b is not None}
+        own.update((id(b), state[slot]) for slot, b in graph.state.items())
+        own.update((id(b), b) for b in graph.bound.values())
+        ndarray = self.xp.ndarray
+
+        def out(leaf: Any) -> Any:
+            if not isinstance(leaf, ndarray):
+                return leaf
+            found = own.get(id(leaf))
+            return leaf.copy() if found is None else found
+
+        result = _walk(graph.result, out)
+        writes = [(slot, v if slot in self.tensor_writes and id(v) not in own else
+                   _walk(v, out)) for slot, v in graph.writes]
+        return result, writes
+
+    @staticmethod
+    def _check(graph: _Graph, before: bool) -> None:
+        """The graph's checks of values made before (or after) its launch: raises as the
+        program's check_bounds step would."""
+        from runtime.ops.prims import _check_bounds_impl
+
+        for first, xp, x, low, high, message, error in graph.checks:
+            if first is before:
+                _check_bounds_impl(xp, x, low=low, high=high, message=message, error=error)
+
+    def describe(self) -> str:
+        """One line: whether the plan runs as a CUDA graph, and why not."""
+        if self.off is not None:
+            return f"CUDA graph: off ({self.off})"
+        if self.graph is None:
+            return f"CUDA graph: captured from call {WARM_CALLS + 1}"
+        return f"CUDA graph: on ({self.replays} replays, {self.captures} captures)"
