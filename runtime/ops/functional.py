@@ -193,7 +193,24 @@ def add(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
     if alpha != 1 and _is_bool(input) and _is_bool(other) and not isinstance(alpha, float):
         # bools: alpha as a bool, as PyTorch's
         return apply(P.ADD, input, other if alpha else False)
+    if alpha != 1 and _fused_alpha(input, other, alpha):
+        return apply(P.ADD_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
     return apply(P.ADD, input, other if alpha == 1 else _scaled(other, alpha))
+
+
+def _fused_alpha(input: Any, other: Any, alpha: Any) -> bool:  # noqa: A002
+    """Whether add/sub with this alpha runs as PyTorch's float kernel, input + alpha * other
+    rounded once (fma): eager, two tensors of one float dtype on one device, a number alpha
+    (a capture records mul and add, which its kernels fuse)."""
+    return (isinstance(input, Tensor) and isinstance(other, Tensor)
+            and input.dtype.is_floating_point and other.dtype is input.dtype
+            and other.device == input.device and type(alpha) in (int, float)
+            and not is_tracing())
+
+
+def _alpha_in(dtype: D.DType, alpha: Any) -> float:
+    """alpha as PyTorch's kernel takes it: rounded to a half dtype, else as it is."""
+    return float(np.asarray(alpha, dtype.np)) if dtype in D.LOW_FLOATS else alpha
 
 
 def _scaled(b: Tensor, scalar: Any) -> Tensor:
@@ -222,6 +239,8 @@ def sub(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(input) or _is_bool(other):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
+    if alpha != 1 and _fused_alpha(input, other, alpha):
+        return apply(P.SUB_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
     return apply(P.SUB, input, other if alpha == 1 else _scaled(other, alpha))
 
 
@@ -1153,11 +1172,15 @@ _MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackw
 
 
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if alpha != 1 and _fused_alpha(t, other, alpha):
+        return apply_inplace(P.ADD_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
     return apply_inplace(P.ADD, t, other if alpha == 1 else _scaled(other, alpha)
                          if isinstance(other, Tensor) else other * alpha)
 
 
 def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if alpha != 1 and _fused_alpha(t, other, alpha):
+        return apply_inplace(P.SUB_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
     return apply_inplace(P.SUB, t, other if alpha == 1 else _scaled(other, alpha)
                          if isinstance(other, Tensor) else other * alpha)
 
@@ -1274,39 +1297,96 @@ def frac(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     return sub(input, trunc(input))
 
 
-@half_in_float32
-@named_backward("LerpBackward0")
 def lerp(input: Tensor, end: Any, weight: Any, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
-    """start + weight * (end - start), by PyTorch's two formulas: from ``start`` where
-    |weight| < 0.5, from ``end`` otherwise (accurate near both ends)."""
+    """start + weight * (end - start) as PyTorch's CPU kernel computes it: a fused
+    multiply-add (rounded once) from ``start`` where |weight| < 0.5, from ``end`` otherwise.
+    A capture records the same formula with two roundings (ops its kernels fuse)."""
     if out is not None:
         return written_to(out, lerp(input, end, weight), "lerp")
-    if isinstance(end, Tensor) and end.dtype is not input.dtype:  # no promotion, as PyTorch
+    _check_lerp(input, end, weight)
+    if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype is not input.dtype:
+        weight = cast(weight, input.dtype)  # a 0-d weight of another float dtype: converted
+    if is_tracing():
+        return _lerp_fusable(input, end, weight)
+    if isinstance(weight, Tensor):
+        return apply(P.LERP_TENSOR, input, end, weight)
+    _check_lerp_weight(input, weight)
+    return apply(P.LERP, input, end, weight=weight)
+
+
+def _check_lerp_weight(input: Tensor, weight: Any) -> None:  # noqa: A002
+    """PyTorch's error for a number weight beyond float's range (the kernel's opmath type
+    but for a double tensor)."""
+    if input.dtype is not D.float64 and math.isfinite(weight) and builtins.abs(weight) > _F32_MAX:
+        raise RuntimeError("value cannot be converted to type float without overflow")
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_lerp(input: Tensor, end: Any, weight: Any) -> None:  # noqa: A002
+    """PyTorch's errors: end a tensor, weight a tensor or a number, of input's dtype, a
+    floating one."""
+    if not isinstance(end, Tensor) or not isinstance(weight, (Tensor, bool, int, float)):
+        got = ", ".join("Tensor" if isinstance(a, Tensor) else type(a).__name__
+                        for a in (input, end, weight))
+        raise TypeError(f"lerp() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:\n"
+                        " * (Tensor input, Tensor end, Tensor weight, *, Tensor out = None)\n"
+                        " * (Tensor input, Tensor end, Number weight, *, Tensor out = None)\n")
+    if end.dtype is not input.dtype:  # no promotion, as PyTorch
         raise RuntimeError(f"expected dtype {D.type_meta_name(input.dtype)} for `end` but got "
                            f"dtype {D.type_meta_name(end.dtype)}")
-    if not isinstance(weight, Tensor) and not input.dtype.is_floating_point:
-        raise NotImplementedError('"lerp_kernel_scalar" not implemented for '
+    if isinstance(weight, Tensor) and weight.ndim and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected dtype {D.type_meta_name(input.dtype)} for `weight` but "
+                           f"got dtype {D.type_meta_name(weight.dtype)}")
+    if not input.dtype.is_floating_point:
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{D.scalar_type_name(input.dtype)}'")  # floats only
+
+
+@half_in_float32
+def _lerp_fusable(input: Tensor, end: Tensor, weight: Any) -> Tensor:  # noqa: A002
     diff = sub(end, input)
     if not isinstance(weight, Tensor):
         if -0.5 < weight < 0.5:
-            return add(input, _scaled(diff, weight))
-        return sub(end, _scaled(diff, 1 - weight))
+            out = add(input, _scaled(diff, weight))
+        else:
+            out = sub(end, _scaled(diff, 1 - weight))
+        return named(out, "LerpBackward0")
     near_start = lt(abs(weight), 0.5)
-    return where(near_start, add(input, mul(diff, weight)), sub(end, mul(diff, sub(1, weight))))
+    return named(where(near_start, add(input, mul(diff, weight)),
+                       sub(end, mul(diff, sub(1, weight)))), "LerpBackward1")
 
 
-@half_in_float32
-@named_backward("AddcmulBackward0")
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1,  # noqa: A002
             out: Tensor | None = None) -> Tensor:
     """t + value * t1 * t2."""
     if out is not None:
         return written_to(out, addcmul(input, tensor1, tensor2, value=value), "addcmul")
+    if _fused_addcmul(input, tensor1, tensor2):
+        return apply(P.ADDCMUL, input, tensor1, tensor2, value=value)
+    return _addcmul_composite(input, tensor1, tensor2, value=value)
+
+
+@half_in_float32
+@named_backward("AddcmulBackward0")
+def _addcmul_composite(input: Tensor, tensor1: Tensor, tensor2: Tensor, *,  # noqa: A002
+                       value: Any = 1) -> Tensor:
     tensor1, tensor2 = _promoted_with(input, tensor1, tensor2)
     value = _addcmul_value(tensor1.dtype, value)
     return add(input, mul(mul(tensor1, value), tensor2) if value != 1 else mul(tensor1, tensor2))
+
+
+def _fused_addcmul(input: Tensor, tensor1: Any, tensor2: Any) -> bool:  # noqa: A002
+    """Whether addcmul runs as PyTorch's float kernel, one rounding (fma): eager, three
+    tensors of one float dtype, on one device (a capture records ops its kernels fuse)."""
+    return (isinstance(tensor1, Tensor) and isinstance(tensor2, Tensor)
+            and input.dtype.is_floating_point and tensor1.dtype is input.dtype
+            and tensor2.dtype is input.dtype and tensor1.device == input.device
+            and tensor2.device == input.device and not is_tracing())
 
 
 def _addcmul_value(dtype: D.DType, value: Any) -> Any:
@@ -1346,15 +1426,20 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
 
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
-    # PyTorch's formula, chosen by the weight for accuracy near both ends
+    _check_lerp(t, end, weight)
+    if is_tracing():
+        return overwrite(t, lerp(t, end, weight))
     if isinstance(weight, Tensor):
-        return named(add_(t, mul(sub(end, t), weight)), "LerpBackward1")
-    if weight < 0.5:
-        return named(add_(t, _scaled(sub(end, t), weight)), "LerpBackward0")
-    return overwrite(t, lerp(t, end, weight))
+        if weight.ndim == 0 and weight.dtype is not t.dtype:
+            weight = cast(weight, t.dtype)
+        return apply_inplace(P.LERP_TENSOR, t, end, weight)
+    _check_lerp_weight(t, weight)
+    return apply_inplace(P.LERP, t, end, weight=weight)
 
 
 def addcmul_(t: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> Tensor:
+    if _fused_addcmul(t, tensor1, tensor2):
+        return apply_inplace(P.ADDCMUL, t, tensor1, tensor2, value=value)
     tensor1, tensor2 = _promoted_with(t, tensor1, tensor2)
     value = _addcmul_value(tensor1.dtype, value)
     return named(add_(t, mul(mul(tensor1, value), tensor2) if value != 1 else

@@ -9,6 +9,7 @@ import operator
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,13 +17,6 @@ import numpy as np
 from .. import _dtype as D
 from ..autograd.node import Meta
 from . import functional as F
-from .shapes import (
-    DTypeError,
-    ShapeError,
-    broadcast_shapes,
-    matmul_dtype_error,
-    matmul_error,
-)
 from .registry import (
     PROMOTE_BOOL_OUT,
     PROMOTE_FLOAT,
@@ -43,6 +37,13 @@ from .registry import (
     probe_ok,
     register,
     ufunc_specializer,
+)
+from .shapes import (
+    DTypeError,
+    ShapeError,
+    broadcast_shapes,
+    matmul_dtype_error,
+    matmul_error,
 )
 
 if TYPE_CHECKING:
@@ -760,6 +761,186 @@ TO_DEVICE = register(Primitive(
     "to_device", impl=_to_device_impl, infer=lambda x, *, device: (x.shape, x.dtype),
     backward=lambda c, g: (F.to_device(g, c.metas[0].device),), attrs=("device",),
     transfer=True, flops=flops_none))
+
+# --- lerp: PyTorch's CPU kernel, rounded once ----------------------------------------------
+# PyTorch computes lerp as fma(weight, end - start, start) for |weight| < 0.5, else
+# fma(weight - 1, end - start, end), a fused multiply-add (one rounding) in the opmath type
+# (float for half and bfloat16); numpy has no fma, so it is emulated exactly below.
+
+
+def _two_sum(a: Any, b: Any) -> tuple[Any, Any]:
+    """a + b rounded, and its rounding error (exact: Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _rounded_to_odd(xp: Any, s: Any, e: Any) -> Any:
+    """The exact sum s + e (s its rounding) rounded to odd: s moved one ulp toward e where
+    the sum was inexact and s's last bit is even (a step of its bits: +1 is away from 0)."""
+    it = np.int64 if s.dtype == np.float64 else np.int32
+    bits = xp.asarray(s).view(it)
+    step = xp.where((e > 0) == (s > 0), 1, -1).astype(it)
+    inexact = (e != 0) & ((bits & 1) == 0) & xp.isfinite(s)
+    moved = bits + xp.where(inexact, step, 0).astype(it)
+    return moved.view(s.dtype)
+
+
+def _split(a: Any) -> tuple[Any, Any]:
+    """a as a high and a low half of 26 bits each (Veltkamp)."""
+    t = a * 134217729.0  # 2**27 + 1
+    h = t - (t - a)
+    return h, a - h
+
+
+def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
+    """a * b + c rounded once, for float32 or float64 operands. float32: the product is exact
+    in float64 and the sum rounded to odd there, so rounding it to float32 is the one
+    rounding; float64: Boldo and Melquiond's emulated FMA (exact product, TwoSum, a sum
+    rounded to odd). Where that overflows, the plain a * b + c."""
+    with np.errstate(all="ignore"):
+        if c.dtype == np.float32:
+            p = a.astype(np.float64) * b.astype(np.float64)
+            s, e = _two_sum(p, c.astype(np.float64))
+            return _rounded_to_odd(xp, s, e).astype(np.float32)
+        uh = a * b
+        ah, al = _split(a)
+        bh, bl = _split(b)
+        ul = ((ah * bh - uh) + ah * bl + al * bh) + al * bl
+        th, tl = _two_sum(c, uh)
+        v = _rounded_to_odd(xp, *_two_sum(tl, ul))
+        z = xp.where(v == 0, th, th + v)  # an exact sum keeps its zero's sign
+        # an infinite c with a finite product stays c (a*b may overflow where fma's does not)
+        plain = xp.where(xp.isinf(c) & xp.isfinite(a) & xp.isfinite(b), c, uh + c)
+        z = xp.where(xp.isfinite(z), z, plain)
+        if xp is np:
+            z = _fma_tiny_products(a, b, c, uh, z)
+        return z
+
+
+_TINY_PRODUCT = 2.0 ** -969  # below it, a float64 product's rounding error underflows
+
+
+def _fma_tiny_products(a: Any, b: Any, c: Any, uh: Any, z: Any) -> Any:
+    """z with its elements whose product is nonzero and below _TINY_PRODUCT (where the
+    emulation's exact product is not) computed exactly, as fractions (rare: subnormal
+    ranges); an exact zero keeps z's sign."""
+    tiny = ((uh != 0) & (np.abs(uh) < _TINY_PRODUCT)) | ((uh == 0) & (a != 0) & (b != 0))
+    tiny = tiny & np.isfinite(c)
+    if not tiny.any():
+        return z
+    a, b, c = np.broadcast_arrays(a, b, c)
+    z = np.array(z, dtype=np.float64)
+    for i in zip(*np.nonzero(np.broadcast_to(tiny, z.shape))):
+        exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+        if exact:
+            z[i] = exact.numerator / exact.denominator  # int division: rounded once
+    return z
+
+
+def _lerp_values(xp: Any, start: Any, end: Any, weight: Any) -> Any:
+    """PyTorch's lerp kernel on arrays of one float dtype (weight: an array of it, or a
+    number); half in float32, rounded once at the end."""
+    dt = start.dtype
+    op = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+    start, end = xp.asarray(start, op), xp.asarray(end, op)
+    w = xp.asarray(weight, op)
+    small = xp.abs(w) < 0.5
+    coeff = xp.where(small, w, w - op.type(1))
+    base = xp.where(small, start, end)
+    out = _fma(xp, xp.asarray(coeff, op), end - start, xp.asarray(base, op))
+    return out.astype(dt, copy=False)
+
+
+def _first_dtype_infer(*metas: Any, **attrs: Any) -> tuple[tuple[int, ...], D.DType]:
+    """The broadcast shape, and the first argument's dtype (its arguments share it)."""
+    return broadcast_shapes(*(m.shape for m in _tensor_metas(metas))), metas[0].dtype
+
+
+def _lerp_bwd(c: Any, g: Any) -> tuple[Any, Any]:
+    """PyTorch's: start gets grad * (1 - weight), end grad * weight (weight a number)."""
+    w = c.attrs["weight"]
+    return _grads2(c, F.mul(g, 1 - w) if c.needs(0) else None,
+                   F.mul(g, w) if c.needs(1) else None)
+
+
+def _lerp_tensor_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
+    """As _lerp_bwd, and weight gets grad * (end - start)."""
+    w = c.input(2)
+    gs = F.mul(g, F.sub(1, w)) if c.needs(0) else None
+    ge = F.mul(g, w) if c.needs(1) else None
+    gw = F.mul(g, F.sub(c.input(1), c.input(0))) if c.needs(2) else None
+    return (*_grads2(c, gs, ge), _summed_to(gw, c.shape(2)) if gw is not None else None)
+
+
+LERP = register(Primitive(
+    "lerp", impl=lambda xp, start, end, *, weight: _lerp_values(xp, start, end, weight),
+    infer=_first_dtype_infer, backward=_lerp_bwd, attrs=("weight",), promote=PROMOTE_SAME,
+    elementwise=True,
+    flops=flops_elementwise, node_name="LerpBackward0"))
+LERP_TENSOR = register(Primitive(
+    "lerp_tensor", impl=_lerp_values, infer=_first_dtype_infer, backward=_lerp_tensor_bwd,
+    saves=(0, 1, 2), promote=PROMOTE_SAME, elementwise=True, flops=flops_elementwise,
+    node_name="LerpBackward1"))
+
+def _addcmul_values(xp: Any, input: Any, t1: Any, t2: Any, *, value: Any) -> Any:  # noqa: A002
+    """PyTorch's addcmul kernel on arrays of one float dtype: fma(value * t1, t2, input),
+    half in float32, rounded once at the end."""
+    dt = input.dtype
+    op = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+    scaled = xp.asarray(t1, op) * op.type(value)
+    out = _fma(xp, xp.asarray(scaled, op), xp.asarray(t2, op), xp.asarray(input, op))
+    return out.astype(dt, copy=False)
+
+
+def _addcmul_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
+    """PyTorch's: input gets grad, tensor1 grad * tensor2 * value, tensor2 grad * tensor1 *
+    value."""
+    v = c.attrs["value"]
+    g1 = F.mul(g, F.mul(c.input(2), v)) if c.needs(1) else None
+    g2 = F.mul(g, F.mul(c.input(1), v)) if c.needs(2) else None
+    return (_summed_to(g, c.shape(0)) if c.needs(0) else None,
+            _summed_to(g1, c.shape(1)) if g1 is not None else None,
+            _summed_to(g2, c.shape(2)) if g2 is not None else None)
+
+
+ADDCMUL = register(Primitive(
+    "addcmul", impl=_addcmul_values,
+    infer=_first_dtype_infer, backward=_addcmul_bwd, saves=(1, 2), attrs=("value",),
+    promote=PROMOTE_SAME, elementwise=True,
+    flops=flops_elementwise))
+
+def _scaled_sum(sign: int) -> Callable[..., Any]:
+    """add's (sign 1) or sub's (-1) impl with an alpha: PyTorch's kernel, input + alpha *
+    other rounded once (fma), half in float32 (alpha already in the tensors' dtype)."""
+
+    def impl(xp: Any, input: Any, other: Any, *, alpha: Any) -> Any:  # noqa: A002
+        dt = input.dtype
+        op = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
+        a = xp.asarray(op.type(sign * alpha))
+        out = _fma(xp, a, xp.asarray(other, op), xp.asarray(input, op))
+        return out.astype(dt, copy=False)
+
+    return impl
+
+
+def _scaled_sum_bwd(sign: int) -> Callable[..., tuple[Any, Any]]:
+    def backward(c: Any, g: Any) -> tuple[Any, Any]:
+        """PyTorch's: input gets grad, other grad * alpha (sub: -grad * alpha)."""
+        alpha = c.attrs["alpha"]
+        return _grads2(c, g, F.mul(F.neg(g) if sign < 0 else g, alpha) if c.needs(1) else None)
+
+    return backward
+
+
+ADD_SCALED = register(Primitive(
+    "add_scaled", impl=_scaled_sum(1), infer=_first_dtype_infer, backward=_scaled_sum_bwd(1),
+    attrs=("alpha",), promote=PROMOTE_SAME, elementwise=True, flops=flops_elementwise,
+    node_name="AddBackward0"))
+SUB_SCALED = register(Primitive(
+    "sub_scaled", impl=_scaled_sum(-1), infer=_first_dtype_infer, backward=_scaled_sum_bwd(-1),
+    attrs=("alpha",), promote=PROMOTE_SAME, elementwise=True, flops=flops_elementwise,
+    node_name="SubBackward0"))
 
 # --- reductions ----------------------------------------------------------------------------
 

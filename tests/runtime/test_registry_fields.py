@@ -400,8 +400,12 @@ def test_elementwise_results_are_new_arrays(name: str) -> None:
     rng = np.random.default_rng(5)
     dt = np.dtype(np.int64 if name.startswith("bitwise_") else np.float32)  # integer-only ops
     x, y = _array(rng, (3, 4), dt), _array(rng, (3, 4), dt)
-    attrs = {"cast": {"dtype": rt.float32}, "clamp": {"min": None, "max": None}}.get(name, {})
-    args = [x > 0, x, y] if name == "where" else [x, y][:prim.impl.__code__.co_argcount - 1]
+    attrs = {"cast": {"dtype": rt.float32}, "clamp": {"min": None, "max": None},
+             "lerp": {"weight": 0.3}, "add_scaled": {"alpha": 0.5},
+             "sub_scaled": {"alpha": 0.5}, "addcmul": {"value": 0.5}}.get(name, {})
+    args = [x > 0, x, y] if name == "where" else \
+        [x, y, x] if name in ("lerp_tensor", "addcmul") else \
+        [x, y][:prim.impl.__code__.co_argcount - 1]
     with np.errstate(all="ignore"):
         out = prim.impl(np, *args, **attrs)
     assert not any(np.shares_memory(out, a) for a in args), name
