@@ -166,9 +166,19 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     """The negative log likelihood of ``target`` classes under log-probabilities ``input``
     ((N, C), (N, C, d1, ...) or (C,)); ``weight`` per class, ``ignore_index`` rows skipped."""
     reduction = _legacy(size_average, reduce, reduction)
+    _tensor_args("nll_loss_nd", target=(2, target), weight=(3, weight))
     rows, tgt, c = _class_rows(input, target, weight)
     _needs_float(input, "nll_loss_out_frame")
     return _nll_rows(rows, tgt, c, weight, ignore_index, reduction, _loss_shape(input))
+
+
+def _tensor_args(kernel: str, **named: tuple[int, Any]) -> None:
+    """PyTorch's binding error for an argument (name: (position, value)) that is neither a
+    Tensor nor None."""
+    for name, (position, value) in named.items():
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"{kernel}(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {type(value).__name__}")
 
 
 def _legacy(size_average: Any, reduce: Any, reduction: str, enum: bool = True) -> str:
@@ -235,6 +245,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     from .composite import log_softmax
 
     reduction = _legacy(size_average, reduce, reduction)
+    _tensor_args("cross_entropy_loss", target=(2, target), weight=(3, weight))
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if tuple(target.shape) == tuple(input.shape):
@@ -303,6 +314,8 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
                          f"({_size(input)})")
+    _tensor_args("binary_cross_entropy_with_logits", weight=(3, weight),
+                 pos_weight=(4, pos_weight))
     _not_differentiable(weight, "binary_cross_entropy_with_logits", "weight")
     _not_differentiable(pos_weight, "binary_cross_entropy_with_logits", "pos_weight")
     from .shapes import broadcast_shapes
@@ -415,6 +428,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
         raise ValueError(f"Using a target size ({_size(target)}) that is different to the "
                          f"input size ({_size(input)}) is deprecated. Please ensure they have "
                          "the same size.")
+    if weight is not None and not isinstance(weight, Tensor):  # PyTorch reads weight.size()
+        raise AttributeError(f"'{type(weight).__name__}' object has no attribute 'size'")
     _needs_float(input, "binary_cross_entropy")
     in_range = F.cast(F.logical_and(F.ge(input, 0.0), F.le(input, 1.0)), D.int64)  # NaN: 0
     F.check_bounds(in_range, 1, 2, "all elements of input should be between 0 and 1",
