@@ -1,4 +1,5 @@
-"""Matrix products a CUDA graph can record: cuBLAS called through ctypes on a handle of our own.
+"""Matrix products (and concatenations) a CUDA graph can record: cuBLAS called through
+ctypes on a handle of our own.
 
 CuPy refuses any cuBLAS call while a stream captures ("calling cuBLAS API during stream
 capture is currently unsupported": its ``setStream`` checks, before every call), although
@@ -7,7 +8,8 @@ this module's ``matmul`` on the capturing thread: the same library CuPy loaded, 
 whose stream and workspace are set before the capture begins, and gemm (strided-batched
 where there is a batch) with no host synchronisation. A product it does not cover (1-D
 operands, broadcast batches that are not one stride, other dtypes) goes to CuPy's own, which
-then refuses the capture: the plan runs its program as before.
+then refuses the capture: the plan runs its program as before. ``cupy.concatenate`` is
+replaced the same way: for many arrays, CuPy's uploads their addresses from the host.
 """
 
 from __future__ import annotations
@@ -88,11 +90,21 @@ class Blas:
                     return done
             return original(a, b, out=out, **kwargs)
 
-        xp.matmul = matmul
+        concatenate = xp.concatenate
+
+        def concatenated(arrays: Any, axis: int | None = 0, out: Any = None,
+                         **kwargs: Any) -> Any:
+            if threading.get_ident() == self.thread and out is None and not kwargs:
+                done = _concatenate(xp, arrays, axis)
+                if done is not None:
+                    return done
+            return concatenate(arrays, axis=axis, out=out, **kwargs)
+
+        xp.matmul, xp.concatenate = matmul, concatenated
         try:
             yield
         finally:
-            xp.matmul = original
+            xp.matmul, xp.concatenate = original, concatenate
             self.thread = None
 
     def matmul(self, a: Any, b: Any) -> Any:
@@ -176,6 +188,31 @@ class Blas:
                         ctypes.byref(zero), ptr(out.data.ptr), n, ctypes.c_longlong(m * n),
                         count)
         _check(status, "gemm")
+
+
+def _concatenate(xp: Any, arrays: Any, axis: int | None) -> Any:
+    """``xp.concatenate`` of arrays of one dtype and rank as a copy into each one's slice of
+    the result: CuPy's own, for many arrays, uploads their addresses from the host, which a
+    capture refuses. None where this does not cover it."""
+    arrays = list(arrays)
+    if axis is None or not arrays or any(not isinstance(a, xp.ndarray) for a in arrays):
+        return None
+    first = arrays[0]
+    if first.ndim == 0 or any(a.dtype != first.dtype or a.ndim != first.ndim for a in arrays):
+        return None
+    axis = axis % first.ndim
+    rest = [s for i, s in enumerate(first.shape) if i != axis]
+    if any([s for i, s in enumerate(a.shape) if i != axis] != rest for a in arrays):
+        return None
+    shape = list(first.shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = xp.empty(tuple(shape), first.dtype)
+    start = 0
+    for a in arrays:
+        key = (slice(None),) * axis + (slice(start, start + a.shape[axis]),)
+        out[key] = a
+        start += a.shape[axis]
+    return out
 
 
 def _layout(x: Any) -> tuple[str, int] | None:

@@ -303,3 +303,16 @@ def test_blas_reads_each_layout_as_cublas_needs() -> None:
     qkv = np.zeros((16, 64, 3, 4, 32), np.float32)[:, :, 0].transpose(0, 2, 1, 3)
     assert _batch_stride(qkv, 64) is None  # heads and batch not one stride apart: a copy
     assert _batch_stride(np.broadcast_to(a, (5, 6, 4)), 5) == 0
+
+
+def test_blas_concatenates_by_slices_as_numpy_does() -> None:
+    from planner.cuda_blas import _concatenate
+
+    xp = type("xp", (), {"ndarray": np.ndarray, "empty": staticmethod(np.empty)})
+    parts = [np.arange(6.0).reshape(2, 3), np.arange(3.0).reshape(1, 3) + 10,
+             np.arange(9.0).reshape(3, 3)]
+    np.testing.assert_array_equal(_concatenate(xp, parts, 0), np.concatenate(parts, 0))
+    cols = [np.ones((2, 1)), np.zeros((2, 4)), np.full((2, 2), 3.0)]
+    np.testing.assert_array_equal(_concatenate(xp, cols, -1), np.concatenate(cols, -1))
+    assert _concatenate(xp, [np.ones(2), np.ones((2, 2))], 0) is None  # CuPy's own: raises
+    assert _concatenate(xp, parts, None) is None
