@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
 from runtime.tensor import Tensor
 
 
@@ -74,6 +74,7 @@ class Adam(Optimizer):
         fused: bool | None = None,
         decoupled_weight_decay: bool = False,
     ) -> None:
+        check_tensor_lr(lr, foreach, capturable)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

@@ -10,11 +10,12 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.adam import AdamHypers
-from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
 
 
 def _check(lr: float, eps: float, weight_decay: float,
            betas: tuple[float, float] | None = None) -> None:
+    check_tensor_lr(lr)
     if not 0.0 <= lr:
         raise ValueError(f"Invalid learning rate: {lr}")
     if not 0.0 <= eps:

@@ -72,6 +72,14 @@ def _capture_aware(step: Any) -> Any:
     return step
 
 
+_STEP_ORDER_WARNING = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+    "later, you should call them in the opposite order: `optimizer.step()` before "
+    "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
+    "value of the learning rate schedule. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
+
+
 class LRScheduler:
     """Subclasses implement `get_lr()`: the next learning rates, after `last_epoch` moved."""
 
@@ -123,9 +131,8 @@ class LRScheduler:
 
     @_replayed
     def step(self, epoch: int | None = None) -> None:
-        # torch also warns when the first step comes before the optimizer's ("Detected call
-        # of `lr_scheduler.step()` before `optimizer.step()`"); not here: tests of the
-        # planner step a schedule first under warnings-as-errors
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(_STEP_ORDER_WARNING, UserWarning, stacklevel=3)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning,
@@ -429,15 +436,17 @@ class OneCycleLR(LRScheduler):
             raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
         n = self.total_steps
         if three_phase:
-            self._phases = [(float(pct_start * n) - 1, "initial_lr", "max_lr",
-                             "max_momentum", "base_momentum"),
-                            (float(2 * pct_start * n) - 2, "max_lr", "initial_lr",
-                             "base_momentum", "max_momentum"),
-                            (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
+            phases = [(float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
+                       "base_momentum"),
+                      (float(2 * pct_start * n) - 2, "max_lr", "initial_lr", "base_momentum",
+                       "max_momentum"),
+                      (n - 1, "initial_lr", "min_lr", "max_momentum", "max_momentum")]
         else:
-            self._phases = [(float(pct_start * n) - 1, "initial_lr", "max_lr",
-                             "max_momentum", "base_momentum"),
-                            (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+            phases = [(float(pct_start * n) - 1, "initial_lr", "max_lr", "max_momentum",
+                       "base_momentum"),
+                      (n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum")]
+        keys = ("end_step", "start_lr", "end_lr", "start_momentum", "end_momentum")
+        self._schedule_phases = [dict(zip(keys, phase, strict=True)) for phase in phases]
         if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
             raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
         if anneal_strategy not in ("cos", "linear"):
@@ -469,13 +478,15 @@ class OneCycleLR(LRScheduler):
         lrs = []
         for group in self.optimizer.param_groups:
             start = 0.0
-            for i, (end, lr_from, lr_to, m_from, m_to) in enumerate(self._phases):
-                if step <= end or i == len(self._phases) - 1:
+            for i, phase in enumerate(self._schedule_phases):
+                end = phase["end_step"]
+                if step <= end or i == len(self._schedule_phases) - 1:
                     pct = (step - start) / (end - start)
-                    lrs.append(self._anneal(group[lr_from], group[lr_to], pct))
+                    lrs.append(self._anneal(group[phase["start_lr"]], group[phase["end_lr"]],
+                                            pct))
                     if self.cycle_momentum:
-                        _set_momentum(group, self.use_beta1,
-                                      self._anneal(group[m_from], group[m_to], pct))
+                        _set_momentum(group, self.use_beta1, self._anneal(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct))
                     break
                 start = end
         return lrs

@@ -28,6 +28,19 @@ Params = Iterable[Tensor] | Iterable[dict[str, Any]]
 _LIVE: weakref.WeakValueDictionary[int, Optimizer] = weakref.WeakValueDictionary()
 
 
+def check_tensor_lr(lr: Any, foreach: bool | None = None, capturable: bool | None = None
+                    ) -> None:
+    """PyTorch's checks of a Tensor lr, before its value's: one element, and (Adam and AdamW,
+    which pass ``capturable``) not with foreach unless capturable."""
+    if not isinstance(lr, Tensor):
+        return
+    if capturable is not None and foreach and not capturable:
+        raise ValueError("lr as a Tensor is not supported for capturable=False and "
+                         "foreach=True")
+    if lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+
+
 def live_optimizers() -> list[Optimizer]:
     return list(_LIVE.values())
 
@@ -64,6 +77,7 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(step)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         self = args[0]
+        self._opt_called = True  # what torch's schedulers' wrapper of step records
         if _trace_state.tracer is not None and (
                 _global_optimizer_pre_hooks or _global_optimizer_post_hooks
                 or self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
 
 
 def _initial_state(p: Any, group: dict[str, Any]) -> dict[str, Any]:
@@ -34,6 +34,7 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
+        check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
 
 
 class Rprop(Optimizer):
@@ -21,6 +21,7 @@ class Rprop(Optimizer):
                  step_sizes: tuple[float, float] = (1e-6, 50), *, capturable: bool = False,
                  foreach: bool | None = None, maximize: bool = False,
                  differentiable: bool = False) -> None:
+        check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
 from runtime.tracing import is_tracing
 
 
@@ -24,6 +24,7 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
+        check_tensor_lr(lr)
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
