@@ -66,6 +66,7 @@ class Blas:
                                          ctypes.c_size_t(WORKSPACE_BYTES)),
                "cublasSetWorkspace")
         self.thread: int | None = None  # the capturing thread, while one captures
+        self.lock = threading.Lock()
 
     def __del__(self) -> None:
         handle = getattr(self, "handle", None)
@@ -76,7 +77,12 @@ class Blas:
     @contextlib.contextmanager
     def recording(self, stream: Any) -> Iterator[None]:
         """``cupy.matmul`` routed here on this thread while the block runs (the capture);
-        the handle bound to ``stream`` before it begins capturing."""
+        the handle bound to ``stream`` before it begins capturing. One capture at a time
+        records on a handle."""
+        with self.lock:
+            yield from self._recording(stream)
+
+    def _recording(self, stream: Any) -> Iterator[None]:
         _check(self.lib.cublasSetStream_v2(self.handle, ctypes.c_void_p(stream.ptr)),
                "cublasSetStream")
         xp = self.xp
@@ -188,6 +194,21 @@ class Blas:
                         ctypes.byref(zero), ptr(out.data.ptr), n, ctypes.c_longlong(m * n),
                         count)
         _check(status, "gemm")
+
+
+_BLAS: dict[int, Blas] = {}
+_BLAS_LOCK = threading.Lock()
+
+
+def blas_for(xp: Any) -> Blas:
+    """The current device's Blas (one handle and workspace a device, shared by every graph
+    recorded on it: graphs launch in order on the caller's stream)."""
+    device = xp.cuda.runtime.getDevice()
+    with _BLAS_LOCK:
+        blas = _BLAS.get(device)
+        if blas is None:
+            blas = _BLAS[device] = Blas(xp)
+    return blas
 
 
 def _concatenate(xp: Any, arrays: Any, axis: int | None) -> Any:

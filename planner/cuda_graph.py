@@ -79,18 +79,16 @@ class CupyGraphs:
 
     def __init__(self, xp: Any) -> None:
         self.xp = xp
-        self.blas: Any = None  # planner.cuda_blas.Blas: the products a capture records
 
     def capture(self, fn: Callable[[], Any]) -> tuple[Captured, Any]:
-        from .cuda_blas import Blas
+        from .cuda_blas import blas_for
 
         cuda = self.xp.cuda
-        if self.blas is None:
-            self.blas = Blas(self.xp)
+        blas = blas_for(self.xp)  # the products a capture records
         pool = cuda.MemoryPool()
         stream = cuda.Stream(non_blocking=True)
         cuda.get_current_stream().synchronize()  # the input buffers, copied on this stream
-        with cuda.using_allocator(pool.malloc), stream, self.blas.recording(stream):
+        with cuda.using_allocator(pool.malloc), stream, blas.recording(stream):
             stream.begin_capture()
             try:
                 out = fn()
