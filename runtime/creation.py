@@ -650,6 +650,25 @@ def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, 
                    requires_grad=requires_grad, **kwargs)
 
 
+def _check_randperm_dtype(n: int, dt: Any, requires_grad: bool) -> None:
+    """PyTorch's checks of randperm's dtype: its kernels (no bool, complex or wide unsigned),
+    the largest n a float type counts exactly, and an integer type's range."""
+    if dt is D.bool_ or dt.is_complex or dt.name in ("uint32", "uint64"):
+        raise NotImplementedError(f"\"randperm\" not implemented for "
+                                  f"'{D.scalar_type_name(dt)}'")
+    limits = {"float16": "2049", "float32": "2^24+1", "float64": "2^53+1"}
+    if dt.name in limits and n > {"float16": 2049, "float32": 2**24 + 1,
+                                  "float64": 2**53 + 1}[dt.name]:
+        raise RuntimeError(f"n cannot be greater than {limits[dt.name]} for "
+                           f"{D.scalar_type_name(dt)} type.")
+    if dt.category == 1 and n - 1 > np.iinfo(dt.np).max:
+        ctype = "int" if dt.name == "int32" else f"{dt.name}_t"
+        raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+    if requires_grad and not dt.is_floating_point:
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require "
+                           "gradients")
+
+
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
              device: Any = None, requires_grad: bool = False, out: Tensor | None = None
              ) -> Tensor:
@@ -657,12 +676,18 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     if out is not None:
         return _made_into(out, dtype, requires_grad, "randperm", lambda dt: randperm(
             n, generator=generator, dtype=dt, device=out.device))
+    if isinstance(n, Tensor) and n.ndim == 0 and n.dtype.category == 1:
+        n = int(n.item())  # an integer tensor's __index__
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"randperm(): argument 'n' (position 1) must be int, not "
+                        f"{type(n).__name__}")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    dt = D.as_dtype(dtype) if dtype is not None else D.int64
+    _check_randperm_dtype(int(n), dt, requires_grad)
     if active_tracer() is not None:
         raise GraphBreak("randperm inside a captured step")
     g = generator or default_generator
-    dt = D.as_dtype(dtype) if dtype is not None else D.int64
     dev = canonical_device(device)
     perm = g._rng.permutation(int(n)).astype(dt.np)
     return Tensor._make(move_array(perm, dev), dt, dev).requires_grad_(requires_grad)

@@ -27,6 +27,9 @@ def default_collate(batch: Sequence[Any]) -> Any:
     elem = batch[0]
     if isinstance(elem, Tensor):
         return stack(list(batch), 0)
+    if isinstance(elem, np.ndarray) and elem.dtype.kind in "SaUO":
+        raise TypeError("default_collate: batch must contain tensors, numpy arrays, numbers, "
+                        f"dicts or lists; found {elem.dtype}")
     if isinstance(elem, np.ndarray) and elem.dtype.kind in "biuf":
         return stack([tensor(b) for b in batch], 0)
     if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":
@@ -38,19 +41,24 @@ def default_collate(batch: Sequence[Any]) -> Any:
     if isinstance(elem, numbers.Real):
         return tensor(np.array(batch, dtype=np.float64))  # float64, as PyTorch
     if isinstance(elem, (str, bytes)):
-        return list(batch)
+        return batch  # as it comes: the list of samples, or a tuple of a field's values
     if isinstance(elem, Mapping):
         return type(elem)({k: default_collate([d[k] for d in batch]) for k in elem}) \
             if type(elem) is not dict else {k: default_collate([d[k] for d in batch])
                                             for k in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
-        return type(elem)(*(default_collate(list(s)) for s in zip(*batch)))
+        return type(elem)(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, Sequence):
         if any(len(e) != len(elem) for e in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return [default_collate(list(s)) for s in zip(*batch)]  # tuples too, as PyTorch
+        return [default_collate(s) for s in zip(*batch)]  # tuples too, as PyTorch
     raise TypeError("default_collate: batch must contain tensors, numpy arrays, numbers, "
                     f"dicts or lists; found {type(elem)}")
+
+
+# what PyTorch's DataLoader refuses to change once built
+_FIXED_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+                     "persistent_workers")
 
 
 class DataLoader:
@@ -134,6 +142,13 @@ class DataLoader:
         self.collate_fn = collate_fn or (default_collate if self._auto_collation
                                          else default_convert)
         self._iterator: ThreadedIter | None = None
+        self.__initialized = True
+
+    def __setattr__(self, attr: str, value: Any) -> None:
+        if attr in _FIXED_AFTER_INIT and self.__dict__.get("_DataLoader__initialized"):
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(attr, value)
 
     def _task_stream(self) -> Iterator[Any]:
         """One task a batch: its indices (map-style), or its size (iterable datasets, whose
