@@ -1427,7 +1427,15 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
     _check_lerp(t, end, weight)
-    if is_tracing():
+    if is_tracing():  # PyTorch's formula as ops a compiled step fuses, in place where it can
+        if isinstance(weight, Tensor):
+            if weight.ndim == 0 and weight.dtype is not t.dtype:
+                weight = cast(weight, t.dtype)
+            return named(add_(t, mul(sub(end, t), weight)), "LerpBackward1") \
+                if weight.dtype is t.dtype and t.dtype not in D.LOW_FLOATS \
+                else overwrite(t, lerp(t, end, weight))
+        if -0.5 < weight < 0.5 and t.dtype not in D.LOW_FLOATS:
+            return named(add_(t, _scaled(sub(end, t), weight)), "LerpBackward0")
         return overwrite(t, lerp(t, end, weight))
     if isinstance(weight, Tensor):
         if weight.ndim == 0 and weight.dtype is not t.dtype:
