@@ -49,6 +49,9 @@ class Tensor:
     _base: Tensor | None = None
     _view_chain: tuple[Any, ...] = ()
     _view_version = 0
+    # PyTorch's creation meta of a view: None (default) or "multi_output" (an output of
+    # split/chunk/unbind, or a view of one), which forbids writing it in place with grad
+    _creation: str | None = None
     _grad_acc: Any = None
     _hooks: _HookDict | None = None
     _retains_grad = False
@@ -630,7 +633,7 @@ def _reflected(name: str) -> Callable[..., Any]:
 
 
 _RUNTIME_ATTRS = frozenset(("_base", "_view_chain", "_view_version", "_grad_acc", "_hooks",
-                            "_retains_grad"))
+                            "_retains_grad", "_creation"))
 
 
 def _user_attrs(t: Tensor) -> dict[str, Any]:

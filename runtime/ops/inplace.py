@@ -12,7 +12,7 @@ from .._device import array_module, device_guard
 from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_inference_mode_enabled
-from ..autograd.node import Edge, Meta, Node, gradient_edge
+from ..autograd.node import _BACKWARD_SUFFIX, Edge, Meta, Node, gradient_edge
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
@@ -42,6 +42,22 @@ def _same_dtype(t: Tensor, args: tuple[Any, ...]) -> bool:
     return True
 
 
+def view_rebase_error(t: Tensor, indirect: bool) -> str:
+    """PyTorch's error (handle_view_on_rebase) for a multi-output view written in place
+    (``indirect``: its base or another view of it was, and its history is asked for)."""
+    fn = t._grad_fn
+    modified = "its base or another view of its base has been" if indirect else "is being"
+    if fn is None:
+        msg = f"A view was created in no_grad mode and {modified} modified inplace with grad " \
+              "mode enabled."
+    else:
+        msg = (f"Output {t.output_nr} of {_BACKWARD_SUFFIX.sub('', fn.name())} is a view and "
+               f"{modified} modified inplace.")
+    return msg + (" This view is the output of a function that returns multiple views. Such "
+                  "functions do not allow the output views to be modified inplace. You should "
+                  "replace the inplace operation by an out-of-place one.")
+
+
 def check_fits(t: Tensor, shape: tuple[int, ...], dtype: D.DType) -> None:
     """An out-of-place result of ``shape`` and ``dtype`` must fit the tensor written in place
     (PyTorch's errors, in its order: the shape, then the dtype)."""
@@ -62,6 +78,9 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
     grad_on = _grad_state.enabled
     base = t._base
     if grad_on:
+        if t._creation is not None and (t._rg or any(isinstance(a, Tensor) and a._rg
+                                                     for a in args)):
+            raise RuntimeError(view_rebase_error(t, indirect=False))
         if t._rg and t._grad_fn is None and base is None:
             raise RuntimeError(ERR_LEAF_INPLACE)
         if base is not None and base._rg and base._grad_fn is None:
@@ -93,8 +112,8 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             if out.shape == t.shape:
                 t._data[...] = out
                 t._vc.v += 1
-                if base is not None:
-                    t._view_version = t._vc.v
+                if base is not None and t._creation is None:  # (a multi-output view's
+                    t._view_version = t._vc.v  # history is PyTorch's error when next asked)
                 return t
     src = t
     if needs_graph and 0 in prim.saves:
@@ -115,7 +134,7 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             _move_retains_grad(t, old, old_nr)
         else:
             _copy_slices(t, node)  # type: ignore[arg-type]
-    elif base is not None:
+    elif base is not None and t._creation is None:
         t._view_version = t._vc.v
     return t
 
@@ -242,6 +261,8 @@ def regenerate_view_history(view: Tensor) -> None:
     """Rebuild a view's grad_fn from its base's current history (after an in-place write)."""
     base = view._base
     assert base is not None
+    if view._creation is not None and (view._grad_fn is not None or base._rg):
+        raise RuntimeError(view_rebase_error(view, indirect=True))
     view._view_version = view._vc.v
     if not base._rg or base._grad_fn is None:
         return

@@ -15,7 +15,11 @@ from typing import Any
 
 from .. import _dtype as D
 from ..amp.policy import autocast_exclude
-from ..tensor import Tensor
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import Meta, Node, gradient_edge
+from ..tensor import Tensor, _VersionCounter
+from ..tracing import is_tracing
 from . import functional as F
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
@@ -167,11 +171,76 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
                                f"{sizes}")
     name = "SplitBackward0" if isinstance(split_size_or_sections, int) else \
         "SplitWithSizesBackward0"
-    out, start = [], 0
+    return split_pieces(tensor, sizes, d, name)
+
+
+def split_pieces(tensor: Tensor, sizes: Sequence[int], d: int, name: str,
+                 unsafe: bool = False) -> tuple[Tensor, ...]:
+    """The views of ``tensor`` along ``d`` of these sizes, outputs of one node ``name``."""
+    keys, start = [], 0
     for s in sizes:
-        out.append(named(F.getitem(tensor, (slice(None),) * d + (slice(start, start + s),)), name))
+        keys.append((slice(None),) * d + (slice(start, start + s),))
         start += s
-    return tuple(out)
+    return multi_output_views(tensor, keys, d, name, stacked=False, unsafe=unsafe)
+
+
+def multi_output_views(input: Tensor, keys: Sequence[Any], d: int, name: str,  # noqa: A002
+                       stacked: bool, unsafe: bool = False) -> tuple[Tensor, ...]:
+    """The views ``input[key]`` as PyTorch's multi-output view ops (split, chunk, unbind)
+    return them: outputs 0..n-1 of one backward node ``name``, each marked so that an
+    in-place write to one (or to a view of one) is PyTorch's error where grad is recorded.
+    ``stacked``: the pieces are indexed out (unbind), their gradients stacked along ``d``;
+    else sliced, their gradients concatenated. ``unsafe`` (unsafe_split): not tracked as
+    views, writable in place. A capture records each piece as its own slice."""
+    if is_tracing():
+        return tuple(named(F.getitem(input, k), name) for k in keys)
+    with no_grad():
+        outs = [F.getitem(input, k) for k in keys]
+    recorded = _grad_state.enabled and input.requires_grad
+    node = multi_view_node(name)(input, outs, d, stacked) if recorded else None
+    for i, o in enumerate(outs):
+        if node is not None:
+            o._grad_fn, o.output_nr, o._rg = node, i, True
+        if unsafe:  # PyTorch's: not a view, a version counter of its own
+            o._base = None
+            o._view_chain = ()
+            o._vc = _VersionCounter()
+        elif _grad_state.enabled:
+            o._creation = "multi_output"
+    return tuple(outs)
+
+
+class MultiViewBackward(Node):
+    """The backward of a multi-output view op: each output's gradient (zeros where it has
+    none) in its place along ``dim``, concatenated (or stacked) into the input's."""
+
+    __slots__ = ("dim", "stacked")
+
+    def __init__(self, input: Tensor, outs: list[Tensor], dim: int,  # noqa: A002
+                 stacked: bool) -> None:
+        super().__init__([gradient_edge(input)], [Meta(o.shape, o.dtype, o.device) for o in outs])
+        self.dim = dim
+        self.stacked = stacked
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        if all(g is None for g in grads):
+            return [None]
+        from ..creation import zeros
+
+        pieces = [g if g is not None else zeros(m.shape, dtype=m.dtype, device=m.device)
+                  for g, m in zip(grads, self.input_metas)]
+        return [F.stack(pieces, self.dim) if self.stacked else F.cat(pieces, self.dim)]
+
+
+_MULTI_VIEW_NODES: dict[str, type[MultiViewBackward]] = {}
+
+
+def multi_view_node(name: str) -> type[MultiViewBackward]:
+    """The MultiViewBackward subclass called ``name`` (PyTorch's SplitBackward0 ...)."""
+    cls = _MULTI_VIEW_NODES.get(name)
+    if cls is None:
+        cls = _MULTI_VIEW_NODES[name] = type(name, (MultiViewBackward,), {"__slots__": ()})
+    return cls
 
 
 def split_method(self: Tensor, split_size: int | Sequence[int], dim: int = 0
@@ -537,8 +606,8 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     d = sized_dim(input, dim, wrapped_first=True)
-    return tuple(named(F.getitem(input, (slice(None),) * d + (i,)), "UnbindBackward0")
-                 for i in range(input.shape[d]))
+    return multi_output_views(input, [(slice(None),) * d + (i,) for i in range(input.shape[d])],
+                              d, "UnbindBackward0", stacked=True)
 
 
 def movedim(input: Tensor, source: int | Sequence[int], destination: int | Sequence[int]

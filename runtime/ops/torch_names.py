@@ -83,17 +83,25 @@ def split_with_sizes(input: Tensor, split_sizes: Sequence[int], dim: int = 0  # 
 
 
 def unsafe_split(input: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
-    """split, whose pieces PyTorch does not track as views (the same values here)."""
-    return tuple(T.split(input, split_size, dim))
+    """split, whose pieces PyTorch does not track as views: writable in place."""
+    return _unsafe(T.split(input, split_size, dim), input, dim, "UnsafeSplitBackward0")
 
 
 def unsafe_split_with_sizes(input: Tensor, split_sizes: Sequence[int],  # noqa: A002
                             dim: int = 0) -> tuple[Tensor, ...]:
-    return tuple(input.split_with_sizes(split_sizes, dim))
+    return _unsafe(input.split_with_sizes(split_sizes, dim), input, dim,
+                   "UnsafeSplitWithSizesBackward0")
 
 
 def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
-    return tuple(T.chunk(input, chunks, dim))
+    return _unsafe(T.chunk(input, chunks, dim), input, dim, "UnsafeSplitBackward0")
+
+
+def _unsafe(pieces: Sequence[Tensor], input: Tensor, dim: int,  # noqa: A002
+            name: str) -> tuple[Tensor, ...]:
+    """The pieces split checked and made, again as outputs of PyTorch's unsafe node."""
+    d = T._dim(input, dim)
+    return T.split_pieces(input, [p.shape[d] for p in pieces], d, name, unsafe=True)
 
 
 def sum_to_size(self: Tensor, *size: Any) -> Tensor:
