@@ -171,8 +171,9 @@ def _tensors(header: dict[str, Any], buf: memoryview, device: str) -> dict[str, 
 
 
 class safe_open:  # noqa: N801  # the safetensors package's name
-    """``with safe_open(filename, framework="pt", device="cpu") as f:`` then ``f.keys()``,
-    ``f.get_tensor(name)`` and ``f.metadata()``, as the safetensors package's: the file is
+    """``with safe_open(filename, framework="pt", device="cpu") as f:`` then ``f.keys()``
+    (sorted), ``f.offset_keys()``, ``f.get_tensor(name)``, ``f.get_tensors()``,
+    ``f.get_slice(name)`` and ``f.metadata()``, as the safetensors package's: the file is
     checked once, and each tensor is read when asked for. Whatever ``framework`` names,
     the tensors are runtime tensors."""
 
@@ -199,6 +200,34 @@ class safe_open:  # noqa: N801  # the safetensors package's name
         if name not in self._header:
             raise SafetensorError(f"File does not contain tensor {name}")
         return _tensor(self._header[name], self._buf, self._device)
+
+    def offset_keys(self) -> list[str]:
+        """The names in the order of their data in the file."""
+        return sorted(self._header, key=lambda n: self._header[n]["data_offsets"][0])
+
+    def get_tensors(self) -> dict[str, Tensor]:
+        return {name: self.get_tensor(name) for name in self.offset_keys()}
+
+    def get_slice(self, name: str) -> _Slice:
+        """The tensor ``name`` as the package's PySafeSlice: ``get_shape()``,
+        ``get_dtype()`` (its code, "F32") and indexing, which reads the tensor."""
+        if name not in self._header:
+            raise SafetensorError(f"File does not contain tensor {name}")
+        return _Slice(self, name)
+
+
+class _Slice:
+    def __init__(self, source: safe_open, name: str) -> None:
+        self._source, self._name = source, name
+
+    def get_shape(self) -> list[int]:
+        return list(self._source._header[self._name]["shape"])
+
+    def get_dtype(self) -> str:
+        return str(self._source._header[self._name]["dtype"])
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return self._source.get_tensor(self._name)[index]
 
 
 def load(data: bytes) -> dict[str, Tensor]:

@@ -19,6 +19,12 @@ loaded, such tensors share one buffer again, as PyTorch's storages make them. Lo
 checks every size against the file before allocating, so a corrupt or hostile file raises
 an error, never a crash or a huge allocation.
 
+A file torch.save wrote (its zip layout) is read too, by torch.load(weights_only=True)'s
+rules: its pickle may name only what rebuilds tensors, parameters, ordered dicts, dtypes,
+devices, sizes, sets, complex numbers and bytes, and may set state on an ordered dict only;
+anything else is refused before it is looked up, so the file runs no code of its choosing.
+Our format also keeps those objects (tagged ``{"odict": ...}``, ``{"set": ...}``, ...).
+
 Saving to a path is atomic: the bytes go to a temporary file beside the target, are
 flushed to disk, and replace the target in one rename, so a crash mid-save leaves the
 previous checkpoint intact.
@@ -26,6 +32,8 @@ previous checkpoint intact.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
 import json
 import math
@@ -33,6 +41,7 @@ import os
 import struct
 import sys
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, BinaryIO
 
@@ -138,6 +147,10 @@ class _Writer:
             self.entries.append(entry)
 
     def encode(self, obj: Any, path: str) -> Any:
+        from ._device import device
+
+        if isinstance(obj, device):  # a str, but loaded as a device
+            return {"device": str(obj)}
         if obj is None or isinstance(obj, (bool, str)):
             return obj
         if isinstance(obj, (int, float)) and not isinstance(obj, np.generic):
@@ -148,15 +161,42 @@ class _Writer:
             return self.tensor(obj)
         if isinstance(obj, list):
             return [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]
-        if isinstance(obj, tuple):
-            return {"tuple": [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]}
-        if isinstance(obj, dict):
-            return {"dict": [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
-                             for k, v in obj.items()]}
+        tagged = self._encode_other(obj, path)
+        if tagged is not None:
+            return tagged
         raise TypeError(
             f"rt.save cannot store {path} of type {type(obj).__name__}: a checkpoint holds "
             "tensors, numbers, strings, None and lists, tuples and dicts of them "
             "(what state_dict() returns), never arbitrary objects")
+
+
+    def _encode_other(self, obj: Any, path: str) -> dict[str, Any] | None:
+        """The tagged form of the other objects torch.load(weights_only=True) gives back:
+        tuples (a Size kept as one), dicts (an OrderedDict kept as one), sets, complex
+        numbers, bytes, bytearrays and dtypes (devices: ``encode``); None for anything
+        else."""
+        from .ops.shapes import Size
+
+        def items(values: Any) -> list[Any]:
+            return [self.encode(v, f"{path}[{i}]") for i, v in enumerate(values)]
+
+        if isinstance(obj, Size):
+            return {"size": [int(v) for v in obj]}
+        if isinstance(obj, tuple):
+            return {"tuple": items(obj)}
+        if isinstance(obj, dict):
+            pairs = [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
+                     for k, v in obj.items()]
+            return {"odict" if isinstance(obj, OrderedDict) else "dict": pairs}
+        if isinstance(obj, set):
+            return {"set": items(obj)}
+        if isinstance(obj, complex):
+            return {"complex": [obj.real, obj.imag]}
+        if isinstance(obj, (bytes, bytearray)):
+            return {type(obj).__name__: base64.b64encode(bytes(obj)).decode("ascii")}
+        if isinstance(obj, D.DType):
+            return {"dtype": obj.name}
+        return None
 
 
 def raw_bytes(arr: np.ndarray) -> memoryview:
@@ -335,13 +375,42 @@ class _Storages:
         return dtype, arr
 
 
+_UNKNOWN = object()
+
+
+def _decode_other(tag: str, v: Any, name: str, decode: Callable[[Any], Any]) -> Any:
+    """What ``_Writer._encode_other`` tagged, checked; _UNKNOWN for another tag."""
+    from ._device import device
+    from .ops.shapes import Size
+
+    try:
+        if tag == "size" and isinstance(v, list) and all(type(x) is int for x in v):
+            return Size(v)
+        if tag == "set" and isinstance(v, list):
+            return {decode(x) for x in v}
+        if tag == "complex" and isinstance(v, list) and len(v) == 2:
+            return complex(float(v[0]), float(v[1]))
+        if tag in ("bytes", "bytearray") and isinstance(v, str):
+            raw = base64.b64decode(v.encode("ascii"), validate=True)
+            return raw if tag == "bytes" else bytearray(raw)
+        if tag == "dtype" and isinstance(v, str):
+            return D.as_dtype(v)
+        if tag == "device" and isinstance(v, str):
+            return device(v)
+    except (TypeError, ValueError, binascii.Error) as exc:
+        raise _bad(name, f"its {tag} {str(v)[:80]} is not valid ({exc})") from None
+    return _UNKNOWN
+
+
 def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) -> Any:
     view = memoryview(buf)
     if bytes(view[:len(MAGIC)]) != MAGIC:
-        if bytes(view[:2]) == b"PK" or bytes(view[:1]) == b"\x80":
-            raise _bad(name, "it looks like a PyTorch (pickle) file; rt.load never unpickles "
-                             "(that would run code from the file): convert it with "
-                             "torch.load and runtime.safetensors.save_file, or re-save it")
+        if bytes(view[:2]) == b"PK":  # torch.save's zip: read as weights_only reads it
+            return _load_torch_zip(view, name, map_location)
+        if bytes(view[:1]) == b"\x80":
+            raise _bad(name, "it looks like a bare pickle (or PyTorch's legacy format); "
+                             "rt.load never unpickles those (that could run code from the "
+                             "file): re-save it with torch.save or rt.save")
         raise _bad(name, "it does not start with the rt.save magic bytes")
     if len(view) < len(MAGIC) + 8:
         raise _bad(name, "it is truncated inside its header")
@@ -396,8 +465,11 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
                 return tensor(v)
             if tag == "tuple" and isinstance(v, list):
                 return tuple(decode(x, depth + 1) for x in v)
-            if tag == "dict" and isinstance(v, list):
-                out = {}
+            other = _decode_other(tag, v, name, lambda x: decode(x, depth + 1))
+            if other is not _UNKNOWN:
+                return other
+            if tag in ("dict", "odict") and isinstance(v, list):
+                out = {} if tag == "dict" else OrderedDict()
                 for pair in v:
                     if not (isinstance(pair, list) and len(pair) == 2):
                         raise _bad(name, "a dict item is not a [key, value] pair")
@@ -414,8 +486,8 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
 
 def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool | None = None,
          mmap: bool | None = None, **kwargs: Any) -> Any:
-    """Read what ``rt.save`` wrote. Only data is read (``weights_only`` None or True, as
-    torch's default; False, which in PyTorch allows unpickling arbitrary objects, is
+    """Read what ``rt.save`` wrote, or a torch.save file (as torch.load(weights_only=True)
+    reads it). Only data is read (``weights_only`` None or True, as torch's default; False, which in PyTorch allows unpickling arbitrary objects, is
     refused); ``map_location`` moves every tensor to one device (a string or ``rt.device``),
     maps saved devices by a dict, or is a function ``(tensor, saved_device) -> tensor or
     None``, as torch's. ``mmap`` is accepted for torch's signature: the file is read whole
@@ -440,3 +512,184 @@ def dumps(obj: Any) -> bytes:
     out = io.BytesIO()
     _serialize(obj, out)
     return out.getvalue()
+
+
+# ------------------------------------------------------- PyTorch's checkpoints, read safely
+
+# torch.save's typed storages by name, and the dtypes a pickle names
+_TORCH_STORAGES = {
+    "FloatStorage": "float32", "DoubleStorage": "float64", "HalfStorage": "float16",
+    "BFloat16Storage": "bfloat16", "LongStorage": "int64", "IntStorage": "int32",
+    "ShortStorage": "int16", "CharStorage": "int8", "ByteStorage": "uint8",
+    "BoolStorage": "bool"}
+
+
+class _TorchStorage:
+    """A storage a torch.save pickle names: its dtype and its bytes in the archive, read on
+    first use (one array however many tensors view it)."""
+
+    def __init__(self, dtype: D.DType, key: str, location: str, numel: int) -> None:
+        self.dtype, self.key, self.location, self.numel = dtype, key, location, numel
+        self.array: np.ndarray | None = None
+
+
+class _TorchUnpickler:
+    """torch.load(weights_only=True)'s rules: a pickle may name only the functions and
+    classes that rebuild tensors, parameters, ordered dicts, dtypes, devices, sizes, sets,
+    complex numbers and bytes; anything else is refused before it is looked up, so a file
+    never runs code of its choosing."""
+
+    def __init__(self, archive: Any, prefix: str, name: str, map_location: MapLocation,
+                 big_endian: bool) -> None:
+        self.archive, self.prefix, self.name = archive, prefix, name
+        self.map_location, self.big_endian = map_location, big_endian
+        self.storages: dict[str, _TorchStorage] = {}
+
+    def load(self, data: bytes) -> Any:
+        import pickle
+
+        outer = self
+
+        class Restricted(pickle._Unpickler):  # the Python one: its BUILD can be replaced
+            dispatch = dict(pickle._Unpickler.dispatch)
+
+            def find_class(self, module: str, name: str) -> Any:
+                return outer.find_class(module, name)
+
+            def persistent_load(self, pid: Any) -> Any:
+                return outer.persistent_load(pid)
+
+            def load_build(self) -> None:
+                # state set on an ordered dict only (a state_dict's _metadata), as plain
+                # attributes: never __setstate__, never a dtype's or device's fields
+                state = self.stack.pop()
+                inst = self.stack[-1]
+                if type(inst) is not OrderedDict or not isinstance(state, dict) \
+                        or not all(isinstance(k, str) for k in state):
+                    raise _bad(outer.name, f"its pickle sets the state of a "
+                                           f"{type(inst).__name__}, which rt.load refuses")
+                inst.__dict__.update(state)
+
+            dispatch[pickle.BUILD[0]] = load_build
+
+        try:
+            return Restricted(io.BytesIO(data), encoding="utf-8").load()
+        except CheckpointError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged pickle, named
+            raise _bad(self.name, f"its pickle cannot be read ({type(exc).__name__}: "
+                                  f"{exc})") from None
+
+    def find_class(self, module: str, name: str) -> Any:
+        from ._device import device
+        from .ops.shapes import Size
+
+        allowed: dict[tuple[str, str], Any] = {
+            ("collections", "OrderedDict"): OrderedDict,
+            ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor,
+            ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,
+            ("torch", "device"): device, ("torch", "Size"): Size,
+            ("builtins", "set"): set, ("builtins", "complex"): complex,
+            ("builtins", "bytearray"): bytearray, ("_codecs", "encode"): _latin1_bytes,
+        }
+        module = "builtins" if module == "__builtin__" else module
+        found = allowed.get((module, name))
+        if found is not None:
+            return found
+        if module == "torch" and name in _TORCH_STORAGES:
+            return D.as_dtype(_TORCH_STORAGES[name])
+        if module == "torch":
+            try:
+                return D.as_dtype(name)
+            except (TypeError, ValueError, KeyError, AttributeError):
+                pass
+        raise _bad(self.name, f"its pickle asks for {module}.{name}, which rt.load never "
+                              "calls (only tensors, parameters and plain containers are "
+                              "read: weights_only)")
+
+    def persistent_load(self, pid: Any) -> _TorchStorage:
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], D.DType) and isinstance(pid[2], str)
+                and type(pid[4]) is int and pid[4] >= 0):
+            raise _bad(self.name, f"its pickle refers to an unknown object {str(pid)[:80]}")
+        _, dtype, key, location, numel = pid
+        if key not in self.storages:
+            self.storages[key] = _TorchStorage(dtype, key, str(location), numel)
+        return self.storages[key]
+
+    def _array(self, storage: _TorchStorage) -> np.ndarray:
+        if storage.array is None:
+            try:
+                raw = self.archive.read(f"{self.prefix}data/{storage.key}")
+            except KeyError:
+                raise _bad(self.name, f"its storage {storage.key!r} is missing") from None
+            itemsize = storage.dtype.np.itemsize
+            if len(raw) < storage.numel * itemsize:
+                raise _bad(self.name, f"its storage {storage.key!r} holds {len(raw)} bytes, "
+                                      f"{storage.numel} {storage.dtype.name} need "
+                                      f"{storage.numel * itemsize}")
+            order = ">" if self.big_endian else "<"
+            arr = np.frombuffer(raw[:storage.numel * itemsize],
+                                dtype=storage.dtype.np.newbyteorder(order))
+            storage.array = arr.astype(storage.dtype.np, copy=True)
+        return storage.array
+
+    def _rebuild_tensor(self, storage: Any, offset: Any, size: Any, stride: Any,
+                        requires_grad: Any, backward_hooks: Any, metadata: Any = None) -> Tensor:
+        if not isinstance(storage, _TorchStorage):
+            raise _bad(self.name, "a tensor of its pickle has no storage")
+        shape, strides = tuple(size), tuple(stride)
+        if not (type(offset) is int and offset >= 0 and len(shape) == len(strides)
+                and all(type(v) is int and v >= 0 for v in shape + strides)):
+            raise _bad(self.name, f"a tensor has an invalid layout {shape}, {strides}")
+        arr = self._array(storage)
+        last = offset + sum((n - 1) * s for n, s in zip(shape, strides, strict=True)) \
+            if all(shape) else offset - 1
+        if math.prod(shape) and last >= arr.size:
+            raise _bad(self.name, f"a tensor reads element {last} of a storage of {arr.size}")
+        itemsize = arr.itemsize
+        view = np.lib.stride_tricks.as_strided(
+            arr[offset:] if math.prod(shape) else arr[:0], shape,
+            tuple(s * itemsize for s in strides)) if math.prod(shape) else \
+            np.zeros(shape, arr.dtype)
+        saved = storage.location.split(":")[0] if storage.location else "cpu"
+        t = _placed(view, storage.dtype, "cuda" if saved == "cuda" else "cpu",
+                    self.map_location)
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    def _rebuild_parameter(self, data: Any, requires_grad: Any, backward_hooks: Any) -> Any:
+        from .nn.parameter import Parameter
+
+        if not isinstance(data, Tensor):
+            raise _bad(self.name, "a parameter of its pickle holds no tensor")
+        return Parameter(data, requires_grad=bool(requires_grad))
+
+
+def _latin1_bytes(text: Any, encoding: Any = "latin1") -> bytes:
+    """Protocol 2's form of bytes (``_codecs.encode(str, "latin1")``), and only that."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise CheckpointError("rt.load: a pickle's _codecs.encode is refused beyond bytes")
+    return text.encode("latin1")
+
+
+def _load_torch_zip(buf: bytes | memoryview, name: str, map_location: MapLocation) -> Any:
+    """A torch.save file (its zip layout): the pickle read by _TorchUnpickler's rules."""
+    import zipfile
+
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(bytes(buf)))
+        pickles = [n for n in archive.namelist() if n.endswith("data.pkl")
+                   and n.count("/") == 1]
+    except zipfile.BadZipFile as exc:
+        raise _bad(name, f"it is a damaged zip ({exc})") from None
+    if len(pickles) != 1:
+        raise _bad(name, "it is a zip, but not one torch.save wrote")
+    prefix = pickles[0][:-len("data.pkl")]
+    try:
+        order = archive.read(f"{prefix}byteorder").decode().strip()
+    except KeyError:
+        order = "little"
+    reader = _TorchUnpickler(archive, prefix, name, map_location, order == "big")
+    return reader.load(archive.read(pickles[0]))

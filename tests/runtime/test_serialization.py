@@ -152,9 +152,13 @@ def test_damaged_and_hostile_files_raise_clear_errors():
         load(_with_header(good, unknown))
 
 
-def test_torch_checkpoints_are_refused_not_unpickled(tmp_path):
+def test_torch_checkpoints_are_read_as_weights_only_not_unpickled(tmp_path):
+    # a torch.save zip is read by weights_only's rules (test_issue11_parity_checkpoints);
+    # a bare pickle is refused
     torch = pytest.importorskip("torch")
     path = tmp_path / "t.pt"
     torch.save({"w": torch.ones(2)}, path)
+    assert rt.load(path)["w"].tolist() == [1.0, 1.0]
+    path.write_bytes(b"\x80\x04K\x01.")
     with pytest.raises(S.CheckpointError, match="never unpickles"):
         rt.load(path)
