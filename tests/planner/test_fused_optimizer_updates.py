@@ -47,3 +47,23 @@ def test_an_adam_update_is_one_kernel_a_parameter_and_equals_eager(optimizer: st
             assert sum(isinstance(s, KernelStep) and len(s.outs) >= 3 for s in update) == 2
     for eager, compiled in zip(*results, strict=True):
         np.testing.assert_allclose(compiled, eager, rtol=1e-5, atol=1e-6)
+
+
+# kernels and steps of each workload's fused plan at this commit: a change to capture or
+# fusion that splits kernels (lerp_ captured as a copy made gpt's 74 kernels 115) fails here;
+# one that fuses more lowers the bound
+PLAN_SIZES = {"gpt": (74, 368), "rnn": (48, 217), "cnn": (38, 150), "mlp_small": (15, 44),
+              "two_tower": (15, 45), "eltwise": (1, 4)}
+
+
+@pytest.mark.parametrize("name", sorted(PLAN_SIZES))
+def test_the_workloads_plans_do_not_grow(name: str) -> None:
+    from benchmarks.workloads import WORKLOADS
+
+    wl = WORKLOADS[name]
+    case = wl.build(rt, wl.make_arrays(0))
+    plan = planner.compile(case.fn).lower(*case.args)
+    kernels, steps = PLAN_SIZES[name]
+    assert len(plan.kernels) <= kernels and len(plan.steps) <= steps, (
+        f"{name}: {len(plan.kernels)} kernels and {len(plan.steps)} steps, was {kernels} and "
+        f"{steps}")
