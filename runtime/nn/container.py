@@ -342,8 +342,8 @@ class ParameterDict(Module):
             self.update(parameters)
 
     def __getitem__(self, key: str) -> Any:
-        if key not in self._keys:
-            raise KeyError(key)
+        if key not in self._keys:  # torch reads the attribute: its error
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{key}'")
         return getattr(self, key)
 
     def __setitem__(self, key: str, value: Any) -> None:
@@ -368,7 +368,7 @@ class ParameterDict(Module):
         return key in self._keys
 
     def keys(self) -> Iterable[str]:
-        return list(self._keys)
+        return self._keys.keys()
 
     def items(self) -> Iterable[tuple[str, Any]]:
         return [(k, self[k]) for k in self._keys]
