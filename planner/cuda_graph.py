@@ -66,21 +66,30 @@ def enabled(option: bool | None) -> bool:
 
 
 class Captured:
-    """A backend's recorded graph, with what must outlive it (its pool, its stream)."""
+    """A backend's recorded graphs (the segments of one call, launched in order), with what
+    must outlive them (their pool, their stream)."""
 
-    def __init__(self, graph: Any, keep: tuple[Any, ...]) -> None:
-        self.graph = graph
+    def __init__(self, graphs: list[Any], keep: tuple[Any, ...]) -> None:
+        self.graphs = graphs
         self.keep = keep
+
+
+Stores = Callable[[Any], list[tuple[Any, Any]]]
 
 
 class CupyGraphs:
     """Stream capture through CuPy: the program runs on a stream of its own in capture mode
-    (CuPy's default, relaxed: its pool may still grow), allocating from a private pool."""
+    (CuPy's default, relaxed: its pool may still grow), allocating from a private pool.
+    ``split`` (called while ``fn`` runs) ends one segment there and begins the next."""
 
     def __init__(self, xp: Any) -> None:
         self.xp = xp
+        self._stream: Any = None
+        self._graphs: list[Any] = []
 
-    def capture(self, fn: Callable[[], Any]) -> tuple[Captured, Any]:
+    def capture(self, fn: Callable[[], Any], stores: Stores) -> tuple[Captured, Any]:
+        """Record ``fn()``, then the copies ``stores(its result)`` names (dst, src), into
+        graphs; the result is what ``fn`` returned (its arrays filled at each launch)."""
         from .cuda_blas import blas_for
 
         cuda = self.xp.cuda
@@ -88,21 +97,32 @@ class CupyGraphs:
         pool = cuda.MemoryPool()
         stream = cuda.Stream(non_blocking=True)
         cuda.get_current_stream().synchronize()  # the input buffers, copied on this stream
+        self._stream, self._graphs = stream, []
         with cuda.using_allocator(pool.malloc), stream, blas.recording(stream):
             stream.begin_capture()
             try:
                 out = fn()
+                for dst, src in stores(out):
+                    dst[...] = src
             except BaseException:
                 try:
                     stream.end_capture()
                 except Exception:  # noqa: BLE001 - the capture was invalidated: the error above says why
                     pass
                 raise
-            graph = stream.end_capture()
-        return Captured(graph, (pool, stream)), out
+            finally:
+                self._stream = None
+            self._graphs.append(stream.end_capture())
+        return Captured(self._graphs, (pool, stream)), out
 
-    def launch(self, captured: Captured) -> None:
-        captured.graph.launch(stream=self.xp.cuda.get_current_stream())
+    def split(self) -> int:
+        """End the segment being recorded and begin the next; its index."""
+        self._graphs.append(self._stream.end_capture())
+        self._stream.begin_capture()
+        return len(self._graphs)
+
+    def launch(self, captured: Captured, segment: int) -> None:
+        captured.graphs[segment].launch(stream=self.xp.cuda.get_current_stream())
 
 
 def backend_for(xp: Any) -> Any:
@@ -148,7 +168,7 @@ class _Graph:
 
     def __init__(self, captured: Captured, args: list[Any], state: dict[int, Any],
                  bound: dict[int, Any], result: Any, writes: list[tuple[int, Any]],
-                 checks: list[tuple[Any, ...]]) -> None:
+                 checks: list[tuple[Any, ...]], stored: set[int]) -> None:
         self.captured = captured
         self.args = args  # per argument: its input buffer, or None
         self.state = state  # per copied state slot: its input buffer
@@ -156,10 +176,14 @@ class _Graph:
         self.result = result
         self.writes = writes
         # the plan's checks of values (check_bounds: class targets, embedding indices):
-        # (before, xp, array, bounds...), made before every launch on a view of an input
-        # buffer, after it on a buffer the graph computes (and before anything is copied out
-        # or written back: a failing one raises as the program's would)
+        # (segment, xp, array, bounds...), each made before its segment is launched: one of
+        # an input buffer before the first, one of a value the graph computes between the
+        # segment that computes it and the rest (a failing one raises as the program's would,
+        # before anything is stored)
         self.checks = checks
+        # the tensor slots whose new value the last segment stores into the tensor itself
+        # (their write-back has nothing left to copy)
+        self.stored = stored
 
 
 def _in(array: Any, buffers: dict[int, Any]) -> bool:
@@ -172,16 +196,19 @@ def _in(array: Any, buffers: dict[int, Any]) -> bool:
 
 
 @contextlib.contextmanager
-def _deferring(checks: list[tuple[Any, ...]], buffers: dict[int, Any]) -> Iterator[None]:
+def _deferring(checks: list[tuple[Any, ...]], buffers: dict[int, Any], backend: Any
+               ) -> Iterator[None]:
     """The plan's checks of values (runtime.ops.prims' check_bounds) recorded, not made, while
     the block runs (the capture): a graph cannot read a value. One of an input buffer is made
-    before every launch; one of a value the graph computes, after it. A graph run with an
-    index out of range reads no memory outside its arrays: fused kernels address affinely,
-    and CuPy's gathers and scatters wrap an index around; its results are then dropped."""
+    before the first segment is launched; one of a value the graph computes ends the segment
+    being recorded (``backend.split``), and is made once that segment has run, before the
+    next. A segment run with an index out of range reads no memory outside its arrays: fused
+    kernels address affinely, and CuPy's gathers and scatters wrap an index around."""
     from runtime.ops import prims
 
     def record(xp: Any, x: Any, low: int, high: int, message: str, error: str) -> Any:
-        checks.append((_in(x, buffers), xp, x, low, high, message, error))
+        segment = 0 if _in(x, buffers) else backend.split()
+        checks.append((segment, xp, x, low, high, message, error))
         return xp.ones((), bool)
 
     prims.deferred_checks.record = record
@@ -248,14 +275,29 @@ class GraphRunner:
         checks: list[tuple[Any, ...]] = []
         buffers = {id(b): b for b in [*inputs, *copied.values(), *bound.values()]
                    if b is not None}
+        stored: set[int] = set()
+        own = {id(b) for b in buffers.values()}
+
+        def stores(out: Any) -> list[tuple[Any, Any]]:
+            """A tensor's new value, made by the graph, stored into the tensor by its last
+            segment: once every check has passed, so a call that raises stores nothing."""
+            pairs = []
+            for slot, value in out[1]:
+                if slot in self.tensor_writes and slot in bound and \
+                        isinstance(value, self.xp.ndarray) and id(value) not in own and \
+                        value.shape == bound[slot].shape and value.dtype == bound[slot].dtype:
+                    pairs.append((bound[slot], value))
+                    stored.add(slot)
+            return pairs
+
         try:
-            with _deferring(checks, buffers):
+            with _deferring(checks, buffers, self.backend):
                 captured, (result, writes) = self.backend.capture(
-                    lambda: program(self.plan, inputs, {**copied, **bound}, generators))
+                    lambda: program(self.plan, inputs, {**copied, **bound}, generators), stores)
         except Exception as exc:  # noqa: BLE001 - the program runs instead, as before
             self.off = f"its capture failed ({type(exc).__name__}: {exc})"
             return None
-        graph = _Graph(captured, inputs, copied, bound, result, writes, checks)
+        graph = _Graph(captured, inputs, copied, bound, result, writes, checks, stored)
         if not self._outputs_known(graph):
             self.off = "it returns or writes a view of an argument or state"
             return None
@@ -293,9 +335,9 @@ class GraphRunner:
                 buffer[...] = a
         for slot, buffer in graph.state.items():
             buffer[...] = state[slot]
-        self._check(graph, True)
-        self.backend.launch(graph.captured)
-        self._check(graph, False)
+        for segment in range(len(graph.captured.graphs)):
+            self._check(graph, segment)
+            self.backend.launch(graph.captured, segment)
         self.replays += 1
         # what the call gives back: the call's own argument or state where the capture gave
         # back an input buffer or a tensor, else a copy of the graph's buffer
@@ -311,18 +353,21 @@ class GraphRunner:
             return leaf.copy() if found is None else found
 
         result = _walk(graph.result, out)
-        writes = [(slot, v if slot in self.tensor_writes and id(v) not in own else
+        # a tensor's new value: stored by the graph (the tensor itself, which the write-back
+        # finds in place), or the graph's buffer, which the write-back copies into it
+        writes = [(slot, graph.bound[slot] if slot in graph.stored else
+                   v if slot in self.tensor_writes and id(v) not in own else
                    _walk(v, out)) for slot, v in graph.writes]
         return result, writes
 
     @staticmethod
-    def _check(graph: _Graph, before: bool) -> None:
-        """The graph's checks of values made before (or after) its launch: raises as the
+    def _check(graph: _Graph, segment: int) -> None:
+        """The graph's checks of values made before ``segment`` is launched: raises as the
         program's check_bounds step would."""
         from runtime.ops.prims import _check_bounds_impl
 
-        for first, xp, x, low, high, message, error in graph.checks:
-            if first is before:
+        for at, xp, x, low, high, message, error in graph.checks:
+            if at == segment:
                 _check_bounds_impl(xp, x, low=low, high=high, message=message, error=error)
 
     def describe(self) -> str:

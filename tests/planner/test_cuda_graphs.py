@@ -20,23 +20,37 @@ from tests.fakecuda import fake_cuda_fixture  # noqa: F401
 
 
 class RecordingGraphs:
-    """A capture backend that records by running: see the module's docstring."""
+    """A capture backend that records by running: see the module's docstring. The program a
+    graph records is pure (it reads its inputs and makes new arrays); what it changes in
+    place are the stores its last segment makes, so a launch of the first segment runs the
+    program again, and one of the last makes the stores."""
 
     def __init__(self, xp: Any, fail: BaseException | None = None) -> None:
         self.xp = xp
         self.fail = fail
         self.launches = 0
+        self.segments = 1
 
-    def capture(self, fn: Any) -> tuple[cuda_graph.Captured, Any]:
+    def capture(self, fn: Any, stores: Any) -> tuple[cuda_graph.Captured, Any]:
         if self.fail is not None:
             raise self.fail
+        self.segments = 1
         out = fn()
-        return cuda_graph.Captured((fn, out), ()), out
+        pairs = stores(out)
+        return cuda_graph.Captured([(fn, out, pairs)] * self.segments, ()), out
 
-    def launch(self, captured: cuda_graph.Captured) -> None:
-        fn, out = captured.graph
-        self.launches += 1
-        self._store(out, fn())
+    def split(self) -> int:
+        self.segments += 1
+        return self.segments - 1
+
+    def launch(self, captured: cuda_graph.Captured, segment: int) -> None:
+        fn, out, pairs = captured.graphs[segment]
+        if segment == 0:
+            self.launches += 1
+            self._store(out, fn())
+        if segment == len(captured.graphs) - 1:
+            for dst, src in pairs:
+                dst[...] = src
 
     def _store(self, old: Any, new: Any) -> None:
         if isinstance(old, (tuple, list)):
@@ -48,7 +62,6 @@ class RecordingGraphs:
         elif isinstance(old, self.xp.ndarray):
             assert old is not new
             old[...] = new
-
 
 @pytest.fixture(name="graphs")
 def graphs_fixture(fake_cuda: Any, monkeypatch: pytest.MonkeyPatch) -> list[RecordingGraphs]:
@@ -104,6 +117,11 @@ def test_a_training_loop_replays_one_graph_and_equals_eager(graphs: list[Any],
     assert runner is not None and runner.off is None, runner and runner.off
     assert runner.captures == 1 and runner.replays == len(want) - cuda_graph.WARM_CALLS
     assert graphs[-1].launches == runner.replays
+    # the class targets' check splits the graph: the parameters' new values, stored by its
+    # last segment into the parameters themselves (no write-back copy), once it has passed
+    graph = runner.graph
+    assert len(graph.captured.graphs) == 2 and [c[0] for c in graph.checks] == [1]
+    assert len(graph.stored) >= 4  # 2 weights, 2 biases (and SGD's momentum buffers)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     for k in want_params:
         np.testing.assert_allclose(got_params[k], want_params[k], rtol=1e-5, atol=1e-6)
