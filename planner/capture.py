@@ -32,6 +32,8 @@ from runtime.tracing import GraphBreak, MetaArray, set_tracer
 from . import guards
 from .graph import template_nodes
 from .item_outputs import ItemOut, returned_as_is
+from .layouts import Layouts
+from .returned_graphs import returned_graphs
 
 
 @dataclass
@@ -92,6 +94,9 @@ class Capture:
     # a step returning tensors that require grad without a backward in it: its backward,
     # traced too (planner.aot: the plans' split and CompiledFunctionBackward)
     aot: Any = None
+    # (path, mark) of each tensor the step returns that requires grad (a training step's
+    # loss): a replay gives it a node of its own, as eager mode's (planner.returned_graphs)
+    returned_graphs: tuple[Any, ...] = ()
 
 
 class Tracer:
@@ -112,6 +117,7 @@ class Tracer:
         # causal mask buffer, ``tril(ones(T, T)).view(1, 1, T, T)``): read as a state of its
         # own, exact while the step writes neither it nor memory it shares (``finish``)
         self.outside_views: dict[int, Any] = {}
+        self.layouts = Layouts()  # which reshapes are views, as eager mode's (copies cut)
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
@@ -186,7 +192,11 @@ class Tracer:
                shape: tuple[int, ...], dtype: D.DType, device: str) -> int:
         spec = [("node", self._read(a)) if isinstance(a, Tensor) else ("scalar", a)
                 for a in args]
-        return self._add(prim.name, spec, dict(attrs), shape, dtype, device)
+        node = self._add(prim.name, spec, dict(attrs), shape, dtype, device)
+        if not prim.view and self.layouts.probes:  # else every operand is in C order
+            self.layouts.operands(node, [self.storage_of(a) for a in args
+                                         if isinstance(a, Tensor) and a.dim() >= 2])
+        return node
 
     def _read(self, t: Tensor) -> int:
         cell = self.storage_of(t)
@@ -201,6 +211,12 @@ class Tracer:
         if fn is not None and data["phase"] != "backward":
             data.update(sequence_nr=fn._sequence_nr, topological_nr=fn.topological_nr,
                         grad_fn=fn.name())
+        cell = t._data
+        if type(cell) is MetaArray and cell.node == node:  # which reshapes are views
+            if cell.view_of is not None:
+                self.layouts.view_made(cell, data["op"], data["attrs"])
+            elif node in self.layouts.mixed:
+                self.layouts.computed(cell, node, data["op"])
 
     def _meta_tensor(self, node: int, shape: tuple[int, ...], dtype: D.DType,
                      device: str) -> Tensor:
@@ -239,6 +255,7 @@ class Tracer:
         self.source[index] = node
         cell = MetaArray(slot.shape, slot.dtype.np, node)
         self.cells[id(array)] = (cell, index, keep)
+        self.layouts.outside(cell, array)
         return cell
 
     def add_scalar_input(self, index: int) -> Tensor:
@@ -334,6 +351,9 @@ class Tracer:
                 # be set on the caller's tensor, outside the plan
                 raise GraphBreak(f"{what} recording history on a tensor from outside the "
                                  "step")
+            if self.layouts.unknown_reshape(cell):
+                raise GraphBreak(f"{what} on {self.describe(here)}, a reshape of a value whose "
+                                 "memory layout decides whether eager mode's is a view")
             chain.append((cell, src, self.view_step(cell, here, what)))
             cell, here = base, holder
         self._check_aliased_write(cell)
@@ -644,6 +664,8 @@ class Tracer:
                         [o for o, _ in self.optimizers.values()], grad_none, created, effects,
                         self.modes, self.late_modes, self.found_modes)
         found.assigned_settings = self.assigned_settings
+        if self.aot is None:  # a training step's returned loss: requires_grad as eager's
+            found.returned_graphs = returned_graphs(result, self.device_of, self.input_of)
         return found
 
     def restore_generators(self) -> None:

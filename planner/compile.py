@@ -47,7 +47,7 @@ from runtime.tensor import Tensor, _VersionCounter
 from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
 
 from . import background as bg
-from . import aot, cuda_graph, guards, plan_cache
+from . import aot, cuda_graph, guards, plan_cache, returned_graphs
 from .optimized_module import OptimizedModule
 from .capture import Capture, Slot, capture
 from .guards import ASSIGNED, MISSING, setting_key
@@ -113,6 +113,8 @@ class Binding:
     # a step returning tensors that require grad: its backward plan (planner.aot); ``plan``
     # is the forward's
     aot: Any = None
+    # the returned tensors that required grad when captured (Capture.returned_graphs)
+    returned_graphs: tuple[Any, ...] = ()
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
@@ -894,7 +896,8 @@ class CompiledStep:
                            for path, deltas in increments],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
                        counters=counters, pending=pending,
-                       aot=None if aot_plans is None else aot_plans[1], scalar_inputs=scalars)
+                       aot=None if aot_plans is None else aot_plans[1], scalar_inputs=scalars,
+                       returned_graphs=cap.returned_graphs)
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
@@ -1171,6 +1174,8 @@ class _Replayer:
         # hyperparameters they set, or after its write-back
         self.before += [call for when, call in binding.effects if when == "before"]
         self.after = [call for when, call in binding.effects if when == "after"]
+        # the returned tensors given requires_grad and a grad_fn, as eager mode's (by path)
+        self.marks = dict(binding.returned_graphs)
         # a native run may store parameter updates into their arrays as it goes
         # (planner.native: its commits): SIGINT is then held from the run on, not only
         # across the stores, so that an interrupted call still writes all or nothing
@@ -1189,7 +1194,8 @@ class _Replayer:
         names: dict[str, Any] = {"_Tensor": Tensor, "_make": Tensor._make,
                                  "_set_grad": _set_grad, "_run": self.plan.run,
                                  "_generators": self.binding.generators, "_hold": _hold_sigint,
-                                 "_release": _release_sigint, "_rebuild": _rebuild}
+                                 "_release": _release_sigint, "_rebuild": _rebuild,
+                                 "_attach": returned_graphs.attach, "_marks": self.marks}
 
         def name(prefix: str, value: Any) -> str:
             key = f"_{prefix}{len(names)}"
@@ -1227,7 +1233,9 @@ class _Replayer:
                  *scalars,
                  *([] if self.hold_run else [f"    {line}" for line in work]),
                  "    held = _hold()", "    try:", *(f"        {line}" for line in held),
-                 "    finally:", "        _release(held)", "    return _rebuild(result)"]
+                 "    finally:", "        _release(held)",
+                 "    return _attach(_rebuild(result), _marks, args)" if self.marks else
+                 "    return _rebuild(result)"]
         namespace = dict(names)
         code = builtins.compile("\n".join(lines) + "\n", "<replay>", "exec")
         exec(code, namespace)  # noqa: S102 - our own source: names and int literals only
@@ -1264,6 +1272,8 @@ class _Replayer:
                 _release_sigint(held)
         for after in self.after:
             after(args) if getattr(after, "takes_args", False) else after()
+        if self.marks:
+            return returned_graphs.attach(_rebuild(result), self.marks, args)
         return _rebuild(result)
 
     def _staged(self, writes: list[tuple[int, Any]], args: tuple[Any, ...], arrays: list[Any],

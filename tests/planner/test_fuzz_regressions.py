@@ -102,3 +102,105 @@ def test_a_generator_seeded_between_its_draws_runs_eagerly() -> None:
         got = [compiled(x).item() for _ in range(3)]
     g.manual_seed(5)
     assert got == [step(x).item() for _ in range(3)]
+
+
+def twin_steps(body: Callable[[rt.Tensor, rt.Tensor], rt.Tensor], x: Callable[[], rt.Tensor],
+               calls: int = 4) -> tuple[list[tuple[float, np.ndarray]], list[str], int]:
+    """``body(x, w)``'s loss, in a step that updates ``w`` (2 x 3) with SGD, run eagerly then
+    compiled: the eager (loss, w) per call, the compiled ones, the compiled run's warnings
+    and its captures."""
+    runs, seen, captures = [], [], 0
+    for compiled in (False, True):
+        w = rt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3) / 4, requires_grad=True)
+        opt = rt.optim.SGD([w], lr=0.1)
+
+        def step(x: rt.Tensor, w: rt.Tensor = w, opt: rt.optim.SGD = opt) -> rt.Tensor:
+            loss = body(x, w)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return loss.detach()
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runs.append([(fn(x()).item(), w.detach().numpy().copy()) for _ in range(calls)])
+        if compiled:
+            seen = [str(c.message) for c in caught]
+            captures = fn.captures
+    for (gl, gw), (wl, ww) in zip(runs[1], runs[0], strict=True):
+        assert gl == pytest.approx(wl, rel=1e-5)
+        np.testing.assert_allclose(gw, ww, rtol=1e-5, atol=1e-6)
+    return runs, seen, captures
+
+
+def write_through_reshape(view: Callable[[rt.Tensor], rt.Tensor]) -> Callable[..., rt.Tensor]:
+    def body(x: rt.Tensor, w: rt.Tensor) -> rt.Tensor:
+        h = x * w
+        t = view(h)
+        y = t.reshape(-1)  # a copy in eager mode: the write leaves h and t as they were
+        y.mul_(2)
+        return (h * h).sum() + (t * t).sum() + y.sum()
+    return body
+
+
+def ones() -> rt.Tensor:
+    return rt.ones(2, 3)
+
+
+@pytest.mark.parametrize("view", [lambda h: h.t(), lambda h: h[:, ::2],
+                                  lambda h: h.t() * 2, lambda h: h.expand(2, 2, 3)],
+                         ids=["transposed", "sliced", "computed_from_transposed", "expanded"])
+def test_an_in_place_write_to_a_copying_reshape_leaves_its_source(
+        view: Callable[[rt.Tensor], rt.Tensor]) -> None:
+    # the capture recorded every reshape as a view: the write through a copying one changed
+    # its source, a silently wrong loss and update
+    _, seen, captures = twin_steps(write_through_reshape(view), ones)
+    assert seen == [] and captures == 1
+
+
+def test_a_copying_reshape_of_a_parameter_read_after_its_update() -> None:
+    # w.t().reshape(-1) is a copy: reading it after the update is no stale view (the step ran
+    # eagerly, with a warning)
+    results = []
+    for compiled in (False, True):
+        w = rt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+        opt = rt.optim.SGD([w], lr=0.1)
+
+        def step(x: rt.Tensor, w: rt.Tensor = w, opt: rt.optim.SGD = opt) -> rt.Tensor:
+            z = w.t().reshape(-1)
+            loss = (x * w).sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            return z * 1
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            results.append([fn(rt.ones(2, 3)).detach().numpy().copy() for _ in range(3)])
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_a_view_of_a_transposed_argument_is_captured() -> None:
+    # the argument x.t() is contiguous again after .t(): view(-1) works eagerly; the capture
+    # took every argument for C order and raised view()'s error
+    def body(x: rt.Tensor, w: rt.Tensor) -> rt.Tensor:
+        return (x.t().view(-1).reshape(2, 3) * w).sum()
+
+    _, seen, captures = twin_steps(body, lambda: rt.tensor(
+        np.arange(6, dtype=np.float32).reshape(3, 2)).t())
+    assert seen == [] and captures == 1
+
+
+def test_contiguous_of_a_value_computed_from_a_transposed_one_copies() -> None:
+    # (h.t() * 2) is in F order eagerly (numpy keeps its operand's order): contiguous()
+    # copies, and a write to the copy leaves it; the capture returned the value itself
+    def body(x: rt.Tensor, w: rt.Tensor) -> rt.Tensor:
+        y = (x * w).t() * 2
+        z = y.contiguous()
+        z.mul_(3)
+        return (y * y).sum() + z.sum()
+
+    _, seen, captures = twin_steps(body, ones)
+    assert seen == [] and captures == 1

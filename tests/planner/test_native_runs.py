@@ -70,7 +70,7 @@ def test_native_runs_compute_the_plain_programs_bits(monkeypatch: pytest.MonkeyP
         la = plain(*args_a)
         rt.manual_seed(100 + k)
         lb = fast(*args_b)
-        np.testing.assert_array_equal(la.numpy(), lb.numpy())
+        np.testing.assert_array_equal(la.detach().numpy(), lb.detach().numpy())
     for a, b in zip(_params(model_a), _params(model_b), strict=True):
         np.testing.assert_array_equal(a, b)
     grads = [p.grad.numpy() for p in model_b.parameters()]
@@ -83,7 +83,7 @@ def test_compiled_with_native_runs_equals_eager() -> None:
     step = planner.compile(fn_c, backend="llvm")
     for _ in range(4):
         le, lc = fn_e(*args_e), step(*args_c)
-        np.testing.assert_allclose(lc.numpy(), le.detach().numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(lc.detach().numpy(), le.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert hasattr(step.plan.executable.program(), "native")
     for a, b in zip(_params(model_c), _params(model_e), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -122,7 +122,7 @@ def test_a_failed_check_in_a_run_raises_torchs_error_and_writes_nothing(
     model_e, fn_e, args_e = _mlp()
     for _ in range(2):
         fn_e(*args_e)  # the eager twin of the two good calls before the failed one
-    np.testing.assert_allclose(step(x, y).numpy(), fn_e(*args_e).detach().numpy(), rtol=1e-5,
+    np.testing.assert_allclose(step(x, y).detach().numpy(), fn_e(*args_e).detach().numpy(), rtol=1e-5,
                                atol=1e-6)
     for a, b in zip(_params(model), _params(model_e), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
@@ -178,7 +178,7 @@ def test_a_failed_test_runs_the_plain_lines(monkeypatch: pytest.MonkeyPatch,
         la = reference(*args_a)
         rt.manual_seed(100 + k)
         lb = step(*args_b)
-        np.testing.assert_allclose(lb.numpy(), la.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(lb.detach().numpy(), la.detach().numpy(), rtol=1e-5, atol=1e-6)
     for a, b in zip(_params(model_a), _params(model_b), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -234,7 +234,8 @@ def test_no_run_past_the_fixed_bytes_budget(monkeypatch: pytest.MonkeyPatch) -> 
     model_b, step, args_b = _compiled(monkeypatch, True)
     assert all(run.peak == 0 for run in found)
     for _ in range(2):
-        np.testing.assert_array_equal(plain(*args_a).numpy(), step(*args_b).numpy())
+        np.testing.assert_array_equal(plain(*args_a).detach().numpy(),
+                                      step(*args_b).detach().numpy())
     monkeypatch.setattr(native, "MIN_CALLS", 10**6)
     _, step, _ = _compiled(monkeypatch, True)
     assert not hasattr(step.plan.executable.program(), "native")

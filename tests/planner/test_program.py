@@ -155,10 +155,10 @@ def test_arrays_of_one_call_survive_the_next() -> None:
     step, case, args = small_plan()
     loss = step(*args)
     grads = [p.grad for p in _params(case)]
-    kept = [loss.numpy().copy(), *(g.numpy().copy() for g in grads)]
+    kept = [loss.detach().numpy().copy(), *(g.numpy().copy() for g in grads)]
     step(*args)
     for arr, t in zip(kept, [loss, *grads], strict=True):
-        np.testing.assert_array_equal(t.numpy(), arr)  # not reused by the second call
+        np.testing.assert_array_equal(t.detach().numpy(), arr)  # not reused by the next call
 
 
 def _params(case: Any) -> list[Any]:

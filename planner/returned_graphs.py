@@ -1,0 +1,163 @@
+"""The autograd flags of the tensors a captured training step returns.
+
+Eager mode returns a step's loss with ``requires_grad=True`` and its ``grad_fn`` (the graph
+the step's own ``backward()`` ran through, its saved tensors freed). A replayed plan has no
+graph: each returned tensor that required grad when the step was captured gets a node of its
+own (``ReturnedNode``, named as the eager node was: ``SumBackward0``), so that its
+``requires_grad``, ``is_leaf`` and ``grad_fn`` read as eager mode's. A backward reaching
+that node raises: PyTorch's "backward through the graph a second time" where eager mode's
+graph was freed, else an error saying the graph is not kept (eager mode would have run it
+again: a step that used ``retain_graph=True``, or a graph that saves nothing). Never a
+gradient the plan cannot give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.autograd.node import ERR_BACKWARD_TWICE, Meta, Node
+from runtime.tensor import Tensor
+from runtime.tracing import MetaArray
+
+ERR_NOT_KEPT = (
+    "the graph of a tensor a compiled step returns is not kept: the step was captured as a plan "
+    "and replayed, and the plan holds no autograd graph. Eager mode could backward through it "
+    "again ({how}); run the step eagerly to do that, or return it detached")
+
+
+@dataclass(frozen=True)
+class ReturnedGraph:
+    """What a returned tensor's grad_fn was at capture: its node's name, and whether a
+    backward through it would meet saved tensors the step's backward freed."""
+
+    name: str
+    freed: bool
+    shape: tuple[int, ...]
+    dtype: Any
+    device: str
+
+
+class ReturnedNode(Node):
+    """The grad_fn of a tensor a replayed plan returns: no edges; its backward raises."""
+
+    graph: ReturnedGraph
+
+    def name(self) -> str:
+        return self.graph.name
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        if self.graph.freed:
+            raise RuntimeError(ERR_BACKWARD_TWICE)
+        raise RuntimeError(ERR_NOT_KEPT.format(
+            how="the step's backward used retain_graph=True, or nothing along it was saved"))
+
+
+_NODE_CLASSES: dict[str, type[ReturnedNode]] = {}
+
+
+def _node(graph: ReturnedGraph) -> ReturnedNode:
+    """A node whose class bears eager mode's node's name (its repr and type name say it)."""
+    cls = _NODE_CLASSES.get(graph.name)
+    if cls is None:
+        cls = _NODE_CLASSES[graph.name] = type(graph.name, (ReturnedNode,), {})
+    node = cls([], [Meta(graph.shape, graph.dtype, graph.device)])
+    node.graph = graph
+    return node
+
+
+def _node_freed(node: Node) -> bool:
+    """Whether ``node``'s backward would read a saved value a backward already freed
+    (a primitive's, an autograd.Function's, or the node a CopySlices wraps)."""
+    inner = getattr(node, "fn", None)
+    if isinstance(inner, Node) and _node_freed(inner):
+        return True
+    if getattr(node, "_released", False) and (
+            getattr(node, "saved", None) or getattr(getattr(node, "prim", None), "saves", ())):
+        return True
+    saved = getattr(getattr(node, "ctx", None), "_saved", None) or ()
+    return any(s is not None and s._vc is None for s in saved)
+
+
+def graph_freed(fn: Node) -> bool:
+    """Whether a backward from ``fn`` meets a node whose saved values were freed."""
+    seen: set[int] = set()
+    stack = [fn]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if _node_freed(node):
+            return True
+        stack.extend(e.function for e in node.next_edges if e is not None)
+    return False
+
+
+Path = tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class ReturnedLeaf:
+    """A returned leaf tensor that requires grad: an argument (``argument``: its position)
+    or a tensor from outside the step (``outside``: a parameter) as it is, which eager mode
+    returns itself; else one the step made (a fresh leaf requiring grad at every call)."""
+
+    argument: int | None = None
+    outside: Any = None
+
+
+Mark = ReturnedGraph | ReturnedLeaf
+
+
+def returned_graphs(result: Any, device_of: Any, input_of: dict[int, int]
+                    ) -> tuple[tuple[Path, Mark], ...]:
+    """(path, mark) of each tensor in what the step returns that requires grad, the path
+    the indices and keys that reach it through tuples, lists and dicts; ``input_of``: the
+    step's tensor arguments' positions by id."""
+    found: list[tuple[Path, Mark]] = []
+
+    def walk(value: Any, path: Path) -> None:
+        if isinstance(value, Tensor):
+            fn = value._grad_fn
+            if fn is not None:
+                found.append((path, ReturnedGraph(fn.name(), graph_freed(fn), tuple(value.shape),
+                                                  value.dtype, device_of(value))))
+            elif value._rg:
+                found.append((path, ReturnedLeaf(input_of.get(id(value)), None if type(
+                    value._data) is MetaArray or id(value) in input_of else value)))
+        elif isinstance(value, (tuple, list)):
+            for i, v in enumerate(value):
+                walk(v, (*path, i))
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, (*path, k))
+
+    walk(result, ())
+    return tuple(found)
+
+
+def attach(result: Any, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
+    """``result`` (a replay's rebuilt return value) with each tensor at a path of ``marks``
+    as eager mode returns it: given its node (requires_grad, not a leaf), or the argument or
+    outside tensor itself, or made a leaf requiring grad."""
+    def fill(value: Any, path: Path) -> Any:
+        mark = marks.get(path)
+        if isinstance(mark, ReturnedGraph):
+            value._grad_fn = _node(mark)
+            value._rg = True
+        elif isinstance(mark, ReturnedLeaf):
+            if mark.argument is not None:
+                return args[mark.argument]
+            if mark.outside is not None:
+                return mark.outside
+            value._rg = True
+        elif isinstance(value, tuple):
+            return tuple(fill(v, (*path, i)) for i, v in enumerate(value))
+        elif isinstance(value, list):
+            return [fill(v, (*path, i)) for i, v in enumerate(value)]
+        elif isinstance(value, dict):
+            return {k: fill(v, (*path, k)) for k, v in value.items()}
+        return value
+
+    return fill(result, ())
