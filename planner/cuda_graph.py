@@ -1,5 +1,5 @@
-"""A GPU plan replayed as one CUDA graph: the launches of a call recorded once, then replayed
-by a single ``cudaGraphLaunch``.
+"""A GPU plan replayed as a CUDA graph: the launches of a call recorded once, then replayed
+by one ``cudaGraphLaunch`` a segment (one segment, unless a check of values splits it).
 
 A GPU plan's program is bound by the host: each kernel launch, each ``cupy.empty`` of an
 output and each product costs microseconds of Python, so gpt's 74 kernels and 323 outputs
@@ -11,15 +11,18 @@ What a graph holds fixed, and how each call keeps to it:
 
 - every buffer the program allocates comes from a memory pool of the graph's own
   (``MemoryPool``), never handed to anything else: each replay writes the same addresses;
-- the call's arguments, and the state it reads other than tensors (optimizer state, which the
-  write-back replaces with new arrays every call, hyperparameters, gradients read), are copied
-  into input buffers made at capture;
-- a tensor the plan reads (a parameter, a buffer) is read where it lies, the same array every
-  call (the write-back stores into it in place); a call that finds another array there
-  captures again;
-- what a call returns and writes is copied out of the graph's buffers (the next replay
-  overwrites them), except a tensor slot's new value, which the write-back copies into the
-  tensor anyway.
+- the call's arguments, and the state it reads other than tensors (hyperparameters,
+  gradients read, optimizer state the write-back replaces), are copied into input buffers
+  made at capture;
+- a tensor the plan reads (a parameter, a buffer, an optimizer's moment) is read where it
+  lies, the same array every call; a call that finds another array there captures again;
+- a tensor's new value is stored into the tensor by the graph's last segment (the
+  write-back finds it in place); what else the call returns and writes (a loss, new
+  ``.grad``s) is copied out of the graph's buffers, which the next replay overwrites;
+- a check of values (runtime.ops.prims' check_bounds: a class target, an embedding index)
+  is made around the launches: one of an argument before them, one of a value the graph
+  computes between the segment that computes it and the rest (the capture ends a segment
+  there), so a call that raises has stored nothing.
 
 A plan that draws random numbers (the generator's state would be baked into the graph) or
 communicates is never captured, nor one of a few launches (MIN_LAUNCHES: its graph costs more
