@@ -70,6 +70,38 @@ class device(str):  # noqa: N801 - PyTorch's name
     def __reduce__(self) -> tuple[Any, tuple[str]]:
         return device, (str(self),)
 
+    def __enter__(self) -> device:
+        """``with device("cuda"):`` the device factory functions make tensors on (as
+        ``set_default_device``), until the block ends."""
+        _SAVED.append(_DEFAULT["device"])
+        _DEFAULT["device"] = canonical_device(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _DEFAULT["device"] = _SAVED.pop()
+
+
+# the device factory functions (zeros, tensor, randn, nn layers' parameters ...) make tensors
+# on where none is named: PyTorch's default device (set_default_device, ``with device(...)``)
+_DEFAULT: dict[str, str] = {"device": "cpu"}
+_SAVED: list[str] = []
+
+
+def default_device() -> str:
+    """The canonical name of the default device (see ``_DEFAULT``)."""
+    return _DEFAULT["device"]
+
+
+def set_default(name: Any) -> None:
+    """Make ``name`` (None: the CPU) the default device."""
+    _DEFAULT["device"] = "cpu" if name is None else canonical_device(device(name))
+
+
+def factory_device(name: Any) -> str:
+    """The canonical device a factory function makes its tensor on: ``name``, or the default
+    device where it is None."""
+    return canonical_device(_DEFAULT["device"] if name is None else name)
+
 
 _DEVICES: dict[str, device] = {}
 

@@ -10,7 +10,14 @@ from typing import Any
 import numpy as np
 
 from . import _dtype as D
-from ._device import array_module, canonical_device, device_guard, device_of_array, move_array
+from ._device import (
+    array_module,
+    canonical_device,
+    device_guard,
+    device_of_array,
+    factory_device,
+    move_array,
+)
 from .tensor import Tensor  # noqa: I001 - first: it loads the ops, shapes among them
 from .ops.shapes import ShapeError
 from .tracing import GraphBreak, active_tracer
@@ -216,7 +223,9 @@ def _uint64_array(data: Any) -> np.ndarray:
 
 
 def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
-    dev = canonical_device(device)
+    # data that is no tensor or device array goes to the default device where none is named
+    dev = canonical_device(device) if device is not None or isinstance(data, Tensor) or \
+        hasattr(data, "__cuda_array_interface__") else factory_device(None)
     if isinstance(data, Tensor):
         arr = data._data
     else:
@@ -290,7 +299,7 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=device if device is not None else data.device,
                        dtype=dtype if dtype is not None else data.dtype)
-    if isinstance(data, np.ndarray) and canonical_device(device) == "cpu" \
+    if isinstance(data, np.ndarray) and factory_device(device) == "cpu" \
             and data.dtype in D._BY_NP \
             and (dtype is None or D.as_dtype(dtype).np == data.dtype) \
             and active_tracer() is None:
@@ -308,7 +317,7 @@ def from_numpy(a: np.ndarray) -> Tensor:
 def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
             requires_grad: bool, fn: str) -> Tensor:
     _check_sizes(shape, fn)
-    dev = canonical_device(device)
+    dev = factory_device(device)
     if dtype is None:
         dt = D.default_float if isinstance(value, float) or value is None else (
             D.bool_ if isinstance(value, bool) else D.int64 if isinstance(value, int)
@@ -420,7 +429,7 @@ def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any 
 
 def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtype: Any,
             device: Any, requires_grad: bool) -> Tensor:
-    dev = canonical_device(device)
+    dev = factory_device(device)
     g = generator or _device_generator(dev)
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
     if not dt.is_floating_point:
@@ -514,7 +523,7 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     arr = g._rng.integers(low, high, size=shape, dtype=np.int64).astype(dt.np, copy=False)
-    dev = canonical_device(device)
+    dev = factory_device(device)
     return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
 
 
@@ -582,7 +591,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
-    dev = canonical_device(device)
+    dev = factory_device(device)
     tracer = active_tracer()
     if tracer is not None:
         arr = np.arange(start, end, step, dtype=dt.np)
@@ -610,7 +619,7 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
     if m is not None and m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
-    return _constant(np.eye(n, m, dtype=dt.np), dt, canonical_device(device), requires_grad)
+    return _constant(np.eye(n, m, dtype=dt.np), dt, factory_device(device), requires_grad)
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
@@ -625,7 +634,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
         start, end = int(start), int(end)
     # computed in float64, then cast, so float32 points match PyTorch's to rounding
     arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
-    return _constant(arr, dt, canonical_device(device), requires_grad)
+    return _constant(arr, dt, factory_device(device), requires_grad)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
@@ -688,6 +697,6 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     if active_tracer() is not None:
         raise GraphBreak("randperm inside a captured step")
     g = generator or default_generator
-    dev = canonical_device(device)
+    dev = factory_device(device)
     perm = g._rng.permutation(int(n)).astype(dt.np)
     return Tensor._make(move_array(perm, dev), dt, dev).requires_grad_(requires_grad)

@@ -39,14 +39,17 @@ def set_printoptions(precision: int | None = None, threshold: float | None = Non
 
 
 def get_default_device() -> Device:
-    return Device("cpu")
+    from .._device import default_device
+
+    return Device(default_device())
 
 
 def set_default_device(device: Any) -> None:
-    """The device factory functions use: the CPU only here (None resets it)."""
-    if device is not None and Device(device).type != "cpu":
-        raise RuntimeError(f"set_default_device: only the CPU can be the default device here, "
-                           f"got {device!r}")
+    """The device factory functions make tensors on where none is named (None: the CPU);
+    ``with rt.device(...)`` sets it for a block."""
+    from .._device import set_default
+
+    set_default(device)
 
 
 _MATMUL_PRECISIONS = ("highest", "high", "medium")

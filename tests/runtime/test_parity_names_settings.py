@@ -3,6 +3,7 @@ deterministic debug mode, interop threads) and nn.init's deprecated names agains
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -45,8 +46,15 @@ def test_default_device() -> None:
     assert str(rt.get_default_device()) == str(torch.get_default_device())
     rt.set_default_device("cpu")
     rt.set_default_device(None)
-    with pytest.raises(RuntimeError, match="only the CPU"):
-        rt.set_default_device("cuda")
+    rt.set_default_device("cuda")  # as torch's, set without a GPU; a tensor made there fails
+    try:
+        assert rt.get_default_device() == rt.device("cuda:0")
+        if importlib.util.find_spec("cupy") is None:
+            with pytest.raises(RuntimeError, match="CuPy"):
+                rt.zeros(1)
+    finally:
+        rt.set_default_device(None)
+    assert rt.zeros(1).device.type == "cpu"
 
 
 def test_float32_matmul_precision() -> None:
