@@ -1323,17 +1323,24 @@ def _scatter_identity(reduce: str, dtype: np.dtype) -> Any:
 def _scatter_reduce_impl(xp: Any, x: Any, index: Any, src: Any, *, dim: int, reduce: str,
                          include_self: bool, legacy: bool) -> Any:
     ufunc = getattr(xp, _SCATTER_UFUNCS[reduce])
-    if not hasattr(ufunc, "at"):  # a device module without it (CuPy's multiply)
-        return _on_host(xp, functools.partial(
-            _scatter_reduce_impl, np, dim=dim, reduce=reduce, include_self=include_self,
-            legacy=legacy), x, index, src)
+    on_host = functools.partial(_scatter_reduce_impl, np, dim=dim, reduce=reduce,
+                                include_self=include_self, legacy=legacy)
+    if not hasattr(ufunc, "at"):  # a device module without it
+        return _on_host(xp, on_host, x, index, src)
     out = x.copy()
     if not index.size:
         return out
     key = _scatter_grid(xp, index, dim)
     if not include_self:
         out[key] = _scatter_identity(reduce, x.dtype)
-    ufunc.at(out, key, src)
+    try:
+        ufunc.at(out, key, src)
+    except (NotImplementedError, TypeError):
+        if xp is np:
+            raise
+        # CuPy's ufuncs all have ``at``, but only some run it (multiply's raises, and
+        # maximum's for some dtypes): the host's, as for a module without it
+        return _on_host(xp, on_host, x, index, src)
     return out
 
 
