@@ -301,8 +301,8 @@ def compile(model: _Any = None, *, fullgraph: _builtins.bool = False,  # noqa: A
 
     ``backend``: "inductor" (None: torch's default) and "cudagraphs" compile fused kernels
     (the planner's "auto"; "cudagraphs" also replays a GPU plan as a CUDA graph);
-    "aot_eager" (and its "_default_partitioner" and "_decomp_partition" forms) traces the forward and backward and runs them unfused (the
-    planner's "interpreter"); "eager" runs the model as written. Torch's other backends raise,
+    "aot_eager" (and its "_default_partitioner" and "_decomp_partition" forms) traces the
+    forward and backward and runs them unfused (the planner's "interpreter"); "eager" runs the model as written. Torch's other backends raise,
     and a name torch does not know raises torch's InvalidBackend text. ``mode``: None,
     "default" or "reduce-overhead" (a GPU plan replays as a CUDA graph, planner.cuda_graph,
     which the planner's default does too: ``$BACKPLAN_CUDA_GRAPHS``); the others
