@@ -299,21 +299,21 @@ def compile(model: _Any = None, *, fullgraph: _builtins.bool = False,  # noqa: A
     ``planner.optimized_module.OptimizedModule`` (torch's wrapper: ``_orig_mod``, its
     parameters and state dict), a function a ``planner.compile.CompiledStep``.
 
-    ``backend``: "inductor" (None: torch's default) and "cudagraphs" compile fused kernels
-    (the planner's "auto"; "cudagraphs" also replays a GPU plan as a CUDA graph);
-    "aot_eager" (and its "_default_partitioner" and "_decomp_partition" forms) traces the
-    forward and backward and runs them unfused (the planner's "interpreter"); "eager" runs the model as written. Torch's other backends raise,
-    and a name torch does not know raises torch's InvalidBackend text. ``mode``: None,
-    "default" or "reduce-overhead" (a GPU plan replays as a CUDA graph, planner.cuda_graph,
-    which the planner's default does too: ``$BACKPLAN_CUDA_GRAPHS``); the others
-    ("max-autotune", ...) raise: they tune Inductor's kernels, which have no counterpart here.
-    ``options`` (Inductor's config): None, empty or ``{"triton.cudagraphs": bool}``; others
-    raise. ``dynamic``: how Python float arguments are planned (None:
-    an input of the plan once a second value is seen, True: from the first call, False: a
-    constant per value); tensor shapes are always specialized (a new shape captures again).
-    ``fullgraph=True``: a graph break raises instead of running eagerly. ``recompile_limit``
-    (None: 8, as torch's) is per compiled model, so ``isolate_recompiles`` holds either way;
-    ``name``: what the compiled step's warnings and recompile log call it; ``shapes_spec``
+    ``backend``: "inductor" (None: torch's default) and "cudagraphs" compile fused kernels (the
+    planner's "auto"; "cudagraphs" also replays a GPU plan as a CUDA graph); "aot_eager" (and
+    its "_default_partitioner" and "_decomp_partition" forms) traces the forward and backward
+    and runs them unfused (the planner's "interpreter"); "eager" runs the model as written.
+    Torch's other backends raise, and a name torch does not know raises torch's InvalidBackend
+    text. ``mode``: None, "default" or "reduce-overhead" (a GPU plan replays as a CUDA graph,
+    planner.cuda_graph, which the planner's default does too: ``$BACKPLAN_CUDA_GRAPHS``); the
+    others ("max-autotune", ...) raise: they tune Inductor's kernels, which have no counterpart
+    here. ``options`` (Inductor's config): None, empty or ``{"triton.cudagraphs": bool}``;
+    others raise. ``dynamic``: how Python float arguments are planned (None: an input of the
+    plan once a second value is seen, True: from the first call, False: a constant per value);
+    tensor shapes are always specialized (a new shape captures again). ``fullgraph=True``: a
+    graph break raises instead of running eagerly. ``recompile_limit`` (None: 8, as torch's) is
+    per compiled model, so ``isolate_recompiles`` holds either way; ``name``: what the compiled
+    step's warnings and recompile log call it; ``shapes_spec``
     is refused. ``disable=True`` returns ``model``
     unchanged (after the checks above, as torch's)."""
     from planner.torch_api import torch_compile  # runtime never imports planner eagerly
