@@ -170,11 +170,17 @@ class MultiheadAttention(Module):
         elif k_shape[:2] != v_shape[:2]:
             raise AssertionError(f"key's sequence and batch dims torch.Size({k_shape[:2]}) do "
                                  f"not match value's torch.Size({v_shape[:2]})")
-        if key.ndim != query.ndim or key.shape[-1] != self.kdim \
-                or value.shape[-1] != self.vdim:
-            raise AssertionError(f"key of shape {_size(key)} and value of shape "
-                                 f"{_size(value)} do not fit query of shape {_size(query)}, "
-                                 f"kdim {self.kdim} and vdim {self.vdim}")
+        e = self.embed_dim
+        if self._qkv_same_embed_dim and key.shape[-1] != e:  # the packed projection's linear
+            rows = math.prod(key.shape[:-1])
+            width = 2 * e if key is value and query is not key else e
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                               f"{key.shape[-1]} and {e}x{width})")
+        for name, got, dim in (("key", key.shape[-1], self.kdim),
+                               ("value", value.shape[-1], self.vdim)):
+            if got != dim:  # separate projections: _in_projection's checks
+                raise AssertionError(f"expecting {name} weights shape of {(e, got)}, but got "
+                                     f"torch.Size([{e}, {dim}])")
 
     def _seq_first(self, t: Tensor) -> list[int]:
         if t.ndim == 2:

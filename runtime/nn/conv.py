@@ -31,15 +31,18 @@ class _ConvNd(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
+        # torch names sets in its texts: their order is this process's string hashing
+        valid_padding_strings = {"same", "valid"}
         if isinstance(padding, str):
-            if padding not in ("same", "valid"):
+            if padding not in valid_padding_strings:
                 raise ValueError(f"Invalid padding string {padding!r}, should be one of "
-                                 "{'valid', 'same'}")
+                                 f"{valid_padding_strings}")
             if padding == "same" and any(s != 1 for s in C._pair(stride, "stride", n)):
                 raise ValueError("padding='same' is not supported for strided convolutions")
-        if padding_mode not in ("zeros", "reflect", "replicate", "circular"):
-            raise ValueError(f"padding_mode must be one of ['zeros', 'reflect', 'replicate', "
-                             f"'circular'], but got padding_mode='{padding_mode}'")
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(f"padding_mode must be one of {valid_padding_modes}, but got "
+                             f"padding_mode='{padding_mode}'")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = C._pair(kernel_size, "kernel_size", n)
         self.stride = C._pair(stride, "stride", n)

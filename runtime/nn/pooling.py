@@ -278,7 +278,14 @@ class Unflatten(Module):
 
     def __init__(self, dim: int, unflattened_size: Any) -> None:
         super().__init__()
-        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError(f"unflattened_size must be a tuple of ints, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for i, size in enumerate(unflattened_size):
+            if not isinstance(size, int):
+                raise TypeError(f"unflattened_size must be tuple of ints, but found element of "
+                                f"type {type(size).__name__} at pos {i}")
+        self.dim, self.unflattened_size = dim, unflattened_size  # as given, as torch
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return input.unflatten(self.dim, self.unflattened_size)

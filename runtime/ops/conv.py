@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.node import Meta
 from ..amp.policy import autocast_fp32, autocast_lower
+from ..autograd.node import Meta
 from ..tensor import Tensor
 from . import functional as F
 from .composite import linked_backward, linked_to_inputs
@@ -413,8 +413,8 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padd
     n, c, h, w = input.shape
     o, cg, kh, kw = weight.shape
     if input.dtype is not weight.dtype:
-        raise RuntimeError(f"Input type ({_torch_type(input)}) and weight type "
-                           f"({_torch_type(weight)}) should be the same")
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(input.dtype)} but found "
+                           f"{D.scalar_type_name(weight.dtype)}")
     cols = unfold_raw(input, (kh, kw), dilation, padding, stride)  # (N, C*kh*kw, L)
     oh = _out_len(h, kh, dilation[0], stride[0], padding[0], padding[1])
     ow = _out_len(w, kw, dilation[1], stride[1], padding[2], padding[3])
@@ -441,18 +441,36 @@ def _torch_type(t: Tensor) -> str:
         t.dtype.name, t.dtype.name)
 
 
-def _batched(input: Tensor, weight: Tensor, spatial: int, op: str) -> Tensor:  # noqa: A002
+def _check_bias_dtype(input: Tensor, bias: Tensor | None) -> None:  # noqa: A002
+    """conv1d/2d/3d's first check."""
+    if bias is not None and bias.dtype is not input.dtype:
+        raise RuntimeError(f"Input type ({_torch_type(input)}) and bias type "
+                           f"({_torch_type(bias)}) should be the same")
+
+
+def _batched(input: Tensor, weight: Tensor, spatial: int, op: str,  # noqa: A002
+             stride: Any = 1) -> Tensor:
     """``op``'s input (of ``spatial`` dimensions) as a batch, an unbatched one made a batch of
-    one; its rank and the weight's checked, with PyTorch's texts."""
+    one; its rank and the weight's checked, with PyTorch's texts (its convolution takes the
+    weight's rank as the truth: a stride list of another length is refused first, then the
+    input's rank)."""
     n = spatial + 2
     if input.ndim not in (n - 1, n):
         raise RuntimeError(f"Expected {n - 1}D (unbatched) or {n}D (batched) input to {op}, but "
                            f"got input of size: {_shown(input)}")
+    if weight.ndim < 3:
+        raise RuntimeError("weight should have at least three dimensions")
+    x = input if input.ndim == n else F.unsqueeze(input, 0)
     if weight.ndim != n:
-        raise RuntimeError("weight should have at least three dimensions" if weight.ndim < 3
-                           else f"Expected {n}-dimensional weight for {n}-dimensional input, "
-                           f"but got {weight.ndim}-dimensional weight of size {_shown(weight)}")
-    return input if input.ndim == n else F.unsqueeze(input, 0)
+        strides = list(_pair(stride, "stride", spatial))
+        if spatial != 1:  # one value would have been spread to every dim
+            raise RuntimeError(f"expected stride to be a single integer value or a list of "
+                               f"{weight.ndim - 2} values to match the convolution dimensions, "
+                               f"but got stride={strides}")
+        raise RuntimeError(f"Expected {weight.ndim}-dimensional input for {weight.ndim}-"
+                           f"dimensional weight {_shown(weight)}, but got {x.ndim}-dimensional "
+                           f"input of size {_shown(x)} instead")
+    return x
 
 
 @autocast_lower
@@ -460,7 +478,8 @@ def _batched(input: Tensor, weight: Tensor, spatial: int, op: str) -> Tensor:  #
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv2d`` on (N, C, H, W) or unbatched (C, H, W) input."""
-    x = _batched(input, weight, 2, "conv2d")
+    _check_bias_dtype(input, bias)
+    x = _batched(input, weight, 2, "conv2d", stride)
     s, d = _pair(stride, "stride"), _pair(dilation, "dilation")
     pad = _conv_padding(padding, tuple(weight.shape[2:]), d, s, 2)
     _check_conv(x, weight, bias, s, (pad[:2], pad[2:]), d, groups)
@@ -500,7 +519,8 @@ def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tenso
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
            padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
     """PyTorch's ``F.conv1d`` on (N, C, L) or unbatched (C, L) input: a conv2d of height 1."""
-    x = _batched(input, weight, 1, "conv1d")
+    _check_bias_dtype(input, bias)
+    x = _batched(input, weight, 1, "conv1d", stride)
     s, d = (1, _pair(stride, "stride", 1)[0]), (1, _pair(dilation, "dilation", 1)[0])
     if isinstance(padding, str):
         pad = _conv_padding(padding, (1, weight.shape[2]), d, s, 2)
@@ -521,7 +541,8 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     """PyTorch's ``F.conv3d`` on (N, C, D, H, W) or unbatched (C, D, H, W) input: for each
     depth tap of the kernel, one conv2d of the input's depth slices it meets (batched as
     N * D_out images), summed over the taps."""
-    x = _batched(input, weight, 3, "conv3d")
+    _check_bias_dtype(input, bias)
+    x = _batched(input, weight, 3, "conv3d", stride)
     s, d = _pair(stride, "stride", 3), _pair(dilation, "dilation", 3)
     k = tuple(weight.shape[2:])
     if isinstance(padding, str):  # depth first, then (top, bottom, left, right)
@@ -1678,8 +1699,8 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: 
     size = [(i - 1) * si - 2 * pi + di * (k - 1) + oi + 1
             for i, si, pi, di, k, oi in zip((h, w), s, p, d, (kh, kw), op)]
     if x.dtype is not weight.dtype:
-        raise RuntimeError(f"Input type ({_torch_type(x)}) and weight type "
-                           f"({_torch_type(weight)}) should be the same")
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(x.dtype)} but found "
+                           f"{D.scalar_type_name(weight.dtype)}")
     ig, kk, length = ci // groups, kh * kw, h * w
     if groups == 1:  # (O*kh*kw, C) @ (C, N*L): one GEMM
         rhs = F.reshape(F.permute(F.reshape(x, (n, c, length)), 1, 0, 2), (c, n * length))
@@ -1708,7 +1729,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      dilation: Any = 1) -> Tensor:
     """PyTorch's ``F.conv_transpose2d`` on (N, C, H, W) or unbatched (C, H, W) input; the
     weight is (C_in, C_out/groups, kh, kw)."""
-    x = _batched(input, weight, 2, "conv_transpose2d")
+    x = _batched(input, weight, 2, "conv_transpose2d", stride)
     s, p = _pair(stride, "stride"), _pair(padding, "padding")
     op, d = _pair(output_padding, "output_padding"), _pair(dilation, "dilation")
     _check_conv(x, weight, bias, s, [(pi, pi) for pi in p], d, groups, op)
@@ -1724,7 +1745,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                      dilation: Any = 1) -> Tensor:
     """PyTorch's ``F.conv_transpose1d`` on (N, C, L) or (C, L): a conv_transpose2d of height
     1."""
-    x = _batched(input, weight, 1, "conv_transpose1d")
+    x = _batched(input, weight, 1, "conv_transpose1d", stride)
     s, p = _pair(stride, "stride", 1), _pair(padding, "padding", 1)
     op, d = _pair(output_padding, "output_padding", 1), _pair(dilation, "dilation", 1)
     _check_conv(x, weight, bias, s, [(p[0], p[0])], d, groups, op)
@@ -1744,7 +1765,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     of the (C_in, C_out/groups, kd, kh, kw) weight, a conv_transpose2d of every depth plane,
     spread along the output depth (input depth i lands at i*stride + tap*dilation, less the
     padding) and summed."""
-    x = _batched(input, weight, 3, "conv_transpose3d")
+    x = _batched(input, weight, 3, "conv_transpose3d", stride)
     s, p = _pair(stride, "stride", 3), _pair(padding, "padding", 3)
     op, d = _pair(output_padding, "output_padding", 3), _pair(dilation, "dilation", 3)
     _check_conv(x, weight, bias, s, [(pi, pi) for pi in p], d, groups, op)

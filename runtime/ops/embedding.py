@@ -39,8 +39,13 @@ def _renorm_rows_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: A002
         rows = F.reshape(input, (-1,))
         picked = F.getitem_key(weight, rows, key=(P.IndexArg(0),))
         norms = vector_norm(picked, norm_type, 1, keepdim=True)
-        scale = F.where(F.gt(norms, max_norm), F.div(max_norm, F.add(norms, 1e-7)), 1.0)
-        weight[rows] = F.mul(picked, scale)
+        # torch reads each norm as a double, scales by max_norm / (norm + 1e-7) in double,
+        # and multiplies in the row's op-math type (float for float32 and narrower)
+        wide = F.cast(norms, D.float64)
+        scale = F.where(F.gt(wide, max_norm), F.div(max_norm, F.add(wide, 1e-7)), 1.0)
+        math_type = D.float64 if picked.dtype is D.float64 else D.float32
+        scaled = F.mul(F.cast(picked, math_type), F.cast(scale, math_type))
+        weight[rows] = F.cast(scaled, picked.dtype)
 
 
 def _check_renorm_rows(input: Tensor, weight: Tensor) -> None:  # noqa: A002

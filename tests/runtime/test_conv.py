@@ -246,6 +246,11 @@ def test_rank_errors_are_pytorchs(op: str) -> None:
     with pytest.raises(RuntimeError, match=rf"^Expected {n - 1}D \(unbatched\) or {n}D "
                                            rf"\(batched\) input to {op}, but got input of size"):
         getattr(F, op)(rt.ones(4, 4, 4, 4, 4, 4, 4)[(0,) * (7 - n + 2)], rt.ones(*(1,) * n))
-    with pytest.raises(RuntimeError, match=rf"^Expected {n}-dimensional weight for "
-                                           rf"{n}-dimensional input, but got {n + 1}-dim"):
+    # torch takes the weight's rank as the truth: a stride list of another length is
+    # refused, and where one value spreads to every dim (1-d ops), the input's rank
+    want = (rf"^Expected {n + 1}-dimensional input for {n + 1}-dimensional weight "
+            rf"\[1, 1, 1, 1\], but got 3-dimensional input of size \[2, 2, 2\] instead$"
+            if n == 3 else rf"^expected stride to be a single integer value or a list of "
+            rf"{n - 1} values to match the convolution dimensions, but got stride=\[1(, 1)+\]$")
+    with pytest.raises(RuntimeError, match=want):
         getattr(F, op)(rt.ones(*(2,) * n), rt.ones(*(1,) * (n + 1)))
