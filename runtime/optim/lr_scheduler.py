@@ -335,6 +335,11 @@ class SequentialLR(_Composite):
         for i, scheduler in enumerate(schedulers):
             if not hasattr(scheduler, "optimizer"):
                 raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(
+                    f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                    "additional kwargs to be specified when calling `step`, but got one at "
+                    f"index {i} in the given schedulers sequence.")
             if scheduler.optimizer is not optimizer:
                 raise ValueError(
                     f"{name} expects all schedulers to belong to the same optimizer, but got "

@@ -234,3 +234,85 @@ def test_schedules_match_torch(seed: int) -> None:
             else:
                 assert got[2][key] == value, (what, key)
         assert [t.replace("runtime", "torch") for t in got[3]] == want[3], what
+
+
+def _schedule_outcome(lib: Any, code: str) -> str:
+    scope = {"lib": lib, "S": lib.optim.lr_scheduler}
+    setup = "p = lib.nn.Parameter(lib.ones(1)); o = lib.optim.SGD([p], lr=0.1, momentum=0.9)\n"
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            exec(setup + code, scope)  # noqa: S102 - the table below
+    except Exception as e:  # noqa: BLE001 - the texts are compared
+        return f"{type(e).__name__}: {e}".replace("torch", "X").replace("runtime", "X")
+    texts = sorted({str(w.message) for w in caught})
+    return repr((scope.get("r"), texts)).replace("torch", "X").replace("runtime", "X")
+
+
+SCHEDULE_CODES = [
+    "s = S.StepLR(o, 2, last_epoch=3)",
+    "s = S.StepLR(o, 2); o.step(); s.step(); r = s.get_lr()",
+    "s = S.StepLR(o, 2); o.step(); s.step(3); r = s.get_last_lr()",
+    "s = S.StepLR(o, 0)",
+    "s = S.StepLR(o, 2.5); o.step(); s.step(); r = s.get_last_lr()",
+    "s = S.StepLR(3, 2)",
+    "s = S.LambdaLR(o, [lambda e: 1, lambda e: 2])",
+    "s = S.LambdaLR(o, 3)",
+    "s = S.MultiStepLR(o, [5, 2]); r = s.milestones",
+    "s = S.LinearLR(o, start_factor=0)",
+    "s = S.LinearLR(o, start_factor=1.5)",
+    "s = S.LinearLR(o, end_factor=2)",
+    "s = S.ConstantLR(o, factor=1.5)",
+    "s = S.ConstantLR(o, factor=-0.5)",
+    "s = S.CosineAnnealingLR(o, T_max=0); o.step(); s.step(); r = s.get_last_lr()",
+    "s = S.CosineAnnealingWarmRestarts(o, T_0=0)",
+    "s = S.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=0)",
+    "s = S.CosineAnnealingWarmRestarts(o, T_0=2.5)",
+    "s = S.CosineAnnealingWarmRestarts(o, T_0=2); o.step(); s.step(1.5); r = s.get_last_lr()",
+    "s = S.CosineAnnealingWarmRestarts(o, T_0=2); o.step(); s.step(-1)",
+    "s = S.OneCycleLR(o, max_lr=1.0)",
+    "s = S.OneCycleLR(o, max_lr=1.0, total_steps=0)",
+    "s = S.OneCycleLR(o, max_lr=1.0, total_steps=10, pct_start=1.5)",
+    "s = S.OneCycleLR(o, max_lr=1.0, total_steps=10, anneal_strategy='foo')",
+    "s = S.OneCycleLR(o, max_lr=[1.0, 2.0], total_steps=10)",
+    "s = S.OneCycleLR(lib.optim.SGD([p], lr=0.1), max_lr=1.0, total_steps=10)",
+    "s = S.OneCycleLR(lib.optim.Adam([p]), max_lr=1.0, total_steps=10); r = o.param_groups[0].get('betas')",
+    "s = S.OneCycleLR(o, max_lr=1.0, total_steps=2); [(o.step(), s.step()) for _ in range(3)]",
+    "s = S.CyclicLR(o, 0.1, 1.0, mode='foo')",
+    "s = S.CyclicLR(lib.optim.SGD([p], lr=0.1), 0.1, 1.0)",
+    "s = S.CyclicLR(lib.optim.Adam([p]), 0.1, 1.0); r = s.use_beta1",
+    "s = S.CyclicLR(o, 0.1, 1.0); r = sorted(k for k in s.state_dict())",
+    "s = S.SequentialLR(o, [S.StepLR(o, 2)], milestones=[3])",
+    "s = S.SequentialLR(o, [S.StepLR(o, 2), S.StepLR(o, 3)], milestones=[])",
+    "s = S.SequentialLR(o, [], milestones=[])",
+    "s = S.SequentialLR(o, [S.StepLR(o, 2), S.StepLR(lib.optim.SGD([p], lr=1.0), 3)], milestones=[2])",
+    "s = S.SequentialLR(o, [S.StepLR(o, 2), 3], milestones=[2])",
+    "s = S.SequentialLR(o, [S.StepLR(o, 2), S.ReduceLROnPlateau(o)], milestones=[2])",
+    "s = S.ChainedScheduler([S.StepLR(o, 2), S.StepLR(lib.optim.SGD([p], lr=1.0), 3)])",
+    "s = S.ChainedScheduler([])",
+    "s = S.ChainedScheduler([S.StepLR(o, 2), S.ReduceLROnPlateau(o)])",
+    "s = S.ChainedScheduler([S.StepLR(o, 2)]); r = sorted(s.state_dict())",
+    "s = S.SequentialLR(o, [S.StepLR(o, 2), S.ExponentialLR(o, 0.5)], milestones=[2]); r = sorted(s.state_dict())",
+    "s = S.ReduceLROnPlateau(o, mode='foo')",
+    "s = S.ReduceLROnPlateau(o, threshold_mode='foo')",
+    "s = S.ReduceLROnPlateau(o, factor=1.0)",
+    "s = S.ReduceLROnPlateau(o, min_lr=[0.1, 0.2])",
+    "s = S.ReduceLROnPlateau(o); s.step(1.0); r = (s.get_last_lr(), s.num_bad_epochs, s.best, s.last_epoch)",
+    "s = S.ReduceLROnPlateau(o); s.step(lib.tensor(1.0)); r = s.best",
+    "s = S.ReduceLROnPlateau(o); s.step(1.0, 5); r = s.last_epoch",
+    "s = S.ReduceLROnPlateau(o); r = sorted(s.state_dict())",
+    "s = S.ReduceLROnPlateau(o, patience=0); [s.step(1.0) for _ in range(3)]; r = s.get_last_lr()",
+    "s = S.PolynomialLR(o, total_iters=3, power=2.0); [(o.step(), s.step()) for _ in range(5)]; r = s.get_last_lr()",
+    "s = S.ExponentialLR(o, 0.5); r = sorted(s.state_dict())",
+    "s = S.LambdaLR(o, lambda e: 0.5); r = sorted(s.state_dict())",
+    "s = S.MultiplicativeLR(o, lambda e: 0.5); o.step(); s.step(); r = s.get_last_lr()",
+    "s = S.StepLR(o, 2); r = (s.last_epoch, s._step_count, s.base_lrs, o.param_groups[0]['initial_lr'])",
+    "s = S.StepLR(o, 2); s2 = S.StepLR(o, 3); r = (s2.base_lrs)",
+    "s = S.LRScheduler(o); r = 1",
+    "s = S.StepLR(o, 2); o.step(); s.step(); sd = s.state_dict(); s2 = S.StepLR(o, 5); s2.load_state_dict(sd); r = (s2.step_size, s2.last_epoch)",
+]
+
+
+@pytest.mark.parametrize("code", SCHEDULE_CODES)
+def test_schedule_arguments_and_api_match_torch(code: str) -> None:
+    assert _schedule_outcome(rt, code) == _schedule_outcome(torch, code)
