@@ -61,7 +61,7 @@ VECTOR_TYPES: dict[str, str] = {"float32": "bp_vec4f", "float64": "bp_vec2d"}
 WORKSPACE_ALIGN = 16
 
 TYPES: dict[str, str] = {"float32": "float", "float64": "double", "int64": "long long",
-                         "bool": "bool"}
+                         "bool": "bool", "bfloat16": "bp_bf16"}
 SUFFIX: dict[str, str] = {"float32": "f", "float64": ""}  # of C's math functions
 
 
@@ -86,6 +86,7 @@ UNARY_RULES: dict[tuple[str, str], str] = {
                                                      "sqrt", "erf")},
     # exp of -|x| only, so it never overflows (the LLVM rule's form)
     ("sigmoid", "float"): "bp_sigmoid({x})",
+    ("round_bfloat16", "float"): "bp_round_bf16({x})",
 }
 _C_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 # C's comparisons already follow numpy's nan rules: nan != x is true, every other one false
@@ -183,6 +184,18 @@ __device__ __forceinline__ double bp_sigmoid(double x) {
   const double t = exp(-fabs(x)), d = 1.0 + t;
   return x >= 0.0 ? 1.0 / d : t / d;
 }
+// bfloat16 storage (codegen.ir.STORAGE_ONLY): the high 16 bits of a float32, computed as the
+// float32; a store rounds to nearest even, a NaN to the quiet NaN of its sign (ml_dtypes')
+typedef unsigned short bp_bf16;
+__device__ __forceinline__ float bp_bf16_load(bp_bf16 h) {
+  return __uint_as_float((unsigned)h << 16);
+}
+__device__ __forceinline__ bp_bf16 bp_bf16_store(float x) {
+  const unsigned u = __float_as_uint(x);
+  if (x != x) return (bp_bf16)(((u >> 16) & 0x8000u) | 0x7fc0u);
+  return (bp_bf16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ float bp_round_bf16(float x) { return bp_bf16_load(bp_bf16_store(x)); }
 // 16 bytes, 16-byte aligned: one vector load or store (ld.global.v4.f32, st.global.v2.f64)
 struct alignas(16) bp_vec4f { float v[4]; };
 struct alignas(16) bp_vec2d { double v[2]; };
@@ -339,7 +352,14 @@ class _KernelWriter:
     def store(self, j: int, index: str, value: str) -> None:
         out = self.kernel.outputs[j]
         target = f"out{j}" if out.into is None else f"in{out.into}"
+        if out.dtype == "bfloat16":
+            value = f"bp_bf16_store({value})"
         self.emit(f"{target}[{index}] = {value};")
+
+    def load(self, k: int, index: str) -> str:
+        """Input ``k``'s element at ``index``, as a value of its compute dtype."""
+        code = f"in{k}[{index}]"
+        return f"bp_bf16_load({code})" if self.kernel.inputs[k].dtype == "bfloat16" else code
 
     # ------------------------------------------------------------------ signature
 
@@ -444,7 +464,7 @@ class _KernelWriter:
         self.open("for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
                   f"e < {size}LL; e += (long long)gridDim.x * blockDim.x)")
         offsets = self.element_offsets("e")
-        self.elements(lambda k: f"in{k}[{offsets[k]}]")
+        self.elements(lambda k: self.load(k, offsets[k]))
         for j, out in enumerate(kernel.outputs):
             self.store(j, "e" if out.into is None else offsets[out.into], f"v{out.value}")
         self.close()
@@ -498,7 +518,7 @@ class _KernelWriter:
         self.open("for (long long r = r0; r < r1; ++r)")
         e = f"(r * {cols}LL + c)"
         offsets = self.element_offsets(e)
-        self.elements(lambda k: f"in{k}[{offsets[k]}]")
+        self.elements(lambda k: self.load(k, offsets[k]))
         for j, out in enumerate(kernel.outputs):
             if out.accumulate is None:
                 self.store(j, e if out.into is None else offsets[out.into], f"v{out.value}")
@@ -605,7 +625,7 @@ class _KernelWriter:
             if i not in self.used_rows:
                 continue
             if not isinstance(kernel.exprs[i], kir.Reduce):
-                self.value(i, self.expr(i, lambda k: f"in{k}[bp_base{k}]", lambda _: None))
+                self.value(i, self.expr(i, lambda k: self.load(k, f"bp_base{k}"), lambda _: None))
             if i in self.reciprocals:
                 t = TYPES[nest.dtypes[i]]
                 self.emit(f"const {t} bp_rc{i} = ({t})1 / v{i};")
@@ -677,7 +697,7 @@ class _KernelWriter:
             if nest.from_scratch(i, stage):
                 self.value(i, f"bp_s{i}[k]")
             else:
-                self.value(i, self.expr(i, lambda k: f"in{k}[{offsets[k]}]", self.divide))
+                self.value(i, self.expr(i, lambda k: self.load(k, offsets[k]), self.divide))
         for i in nest.stored_of(stage):
             self.emit(f"bp_s{i}[k] = v{i};")
         for i in reduces:

@@ -38,7 +38,8 @@ PRELUDE = Path(__file__).with_name("cuda_host_prelude.h")
 CXX_FLAGS: tuple[str, ...] = ("-std=c++20", "-O1", "-pthread", "-shared", "-fPIC", "-w")
 # C parameter types -> the numpy dtype of the array or scalar passed for them
 POINTER_DTYPES: dict[str, str] = {"float": "float32", "double": "float64",
-                                  "long long": "int64", "bool": "bool", "unsigned char": "uint8"}
+                                  "long long": "int64", "bool": "bool", "unsigned char": "uint8",
+                                  "bp_bf16": "bfloat16"}
 SCALAR_TYPES: dict[str, tuple[str, type]] = {
     "long long": ("int64", ctypes.c_longlong), "float": ("float32", ctypes.c_float),
     "double": ("float64", ctypes.c_double), "int": ("int32", ctypes.c_int),

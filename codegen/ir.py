@@ -20,9 +20,16 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes  # noqa: F401  (registers "bfloat16" with numpy: np.dtype("bfloat16"))
 import numpy as np
 
 DTYPES: tuple[str, ...] = ("float32", "float64", "int64", "bool")
+# storage-only dtypes: an input or output of such a dtype is held in memory in it, but a
+# kernel computes in its compute dtype (a Load of a bfloat16 input is a float32 value, a
+# bfloat16 output stores a float32 value rounded to nearest even, a NaN kept a NaN: what
+# torch.compile's Inductor does; eager rounds after every op)
+STORAGE_ONLY: dict[str, str] = {"bfloat16": "float32"}
+STORAGE_DTYPES: tuple[str, ...] = DTYPES + tuple(STORAGE_ONLY)
 FLOAT_DTYPES: frozenset[str] = frozenset({"float32", "float64"})
 NUMERIC_DTYPES: frozenset[str] = frozenset({"float32", "float64", "int64"})
 
@@ -39,6 +46,8 @@ UNARY_OPS: dict[str, frozenset[str]] = {
     "sqrt": FLOAT_DTYPES,
     "sigmoid": FLOAT_DTYPES,
     "erf": FLOAT_DTYPES,
+    # a float32 value rounded to the nearest bfloat16 one (a cast to bfloat16 inside a kernel)
+    "round_bfloat16": frozenset({"float32"}),
 }
 _ALL = frozenset(DTYPES)
 BINARY_OPS: dict[str, frozenset[str]] = {
@@ -234,9 +243,14 @@ def output_shape(kernel: Kernel, output: Output) -> tuple[int, ...]:
     return kernel.domain[: len(kernel.domain) - kernel.n_reduce]
 
 
+def compute_dtype(dtype: str) -> str:
+    """The dtype a kernel computes a value stored as ``dtype`` in (``STORAGE_ONLY``)."""
+    return STORAGE_ONLY.get(dtype, dtype)
+
+
 def result_dtype(kernel: Kernel, expr: Expr) -> str:
     if isinstance(expr, Load):
-        return kernel.inputs[expr.input].dtype
+        return compute_dtype(kernel.inputs[expr.input].dtype)
     return expr.dtype
 
 
@@ -250,7 +264,7 @@ def validate(kernel: Kernel) -> None:
     if not 0 <= kernel.n_reduce <= len(kernel.domain):
         fail("domain", f"n_reduce={kernel.n_reduce} outside 0..{len(kernel.domain)}")
     for i, inp in enumerate(kernel.inputs):
-        if inp.dtype not in DTYPES:
+        if inp.dtype not in STORAGE_DTYPES:
             fail(f"input {i} ({inp.name})", f"unknown dtype {inp.dtype!r}")
         if any(s < 0 for s in inp.strides):
             fail(f"input {i} ({inp.name})", f"negative stride in {inp.strides}")
@@ -265,12 +279,13 @@ def validate(kernel: Kernel) -> None:
         where = f"output {j} ({out.name})"
         if not 0 <= out.value < len(kernel.exprs):
             fail(where, f"references missing expr {out.value} of {len(kernel.exprs)}")
-        if out.dtype != dtypes[out.value]:
+        if out.dtype not in STORAGE_DTYPES or compute_dtype(out.dtype) != dtypes[out.value]:
             fail(where, f"dtype {out.dtype} but expr {out.value} is {dtypes[out.value]}")
         if out.into is not None:
             _check_into(kernel, out, where, fail)
         if out.accumulate is not None and (out.accumulate not in REDUCE_OPS
                                            or out.dtype not in REDUCE_OPS[out.accumulate]):
+            # a storage-only dtype too: its partials would round at every combine
             fail(where, f"cannot accumulate {out.dtype} with {out.accumulate!r} "
                         f"(known: {sorted(REDUCE_OPS)} over {sorted(NUMERIC_DTYPES)})")
 

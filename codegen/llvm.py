@@ -30,6 +30,7 @@ from codegen.llvm_emit import (
     Rules,
     V,
     intrinsic,
+    round_bf16,
 )
 from codegen.llvm_math import MATH_OPS, declare_math, power, vector_widths
 
@@ -55,6 +56,7 @@ UNARY_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Module], V]] = {
     ("abs", "int"): lambda b, x, m: b.select(b.icmp_signed("<", x, I64(0)), b.neg(x), x),
     ("sign", "float"): lambda b, x, m: _fsign(b, x),
     ("sign", "int"): lambda b, x, m: _isign(b, x),
+    ("round_bfloat16", "float"): lambda b, x, m: round_bf16(b, x),
 }
 _CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 

@@ -53,13 +53,14 @@ from codegen.lower import SCRATCH_BYTES, LoopNest, lower
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
+I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 VALUE_TYPES: dict[str, ir.Type] = {
     "float32": ir.FloatType(), "float64": ir.DoubleType(), "int64": I64, "bool": I1,
 }
-# numpy stores bool as one byte
-STORAGE_TYPES: dict[str, ir.Type] = {**VALUE_TYPES, "bool": I8}
+# numpy stores bool as one byte, bfloat16 as the high 16 bits of a float32 (ir.STORAGE_ONLY)
+STORAGE_TYPES: dict[str, ir.Type] = {**VALUE_TYPES, "bool": I8, "bfloat16": I16}
 # byte offset of the data pointer in a numpy array object (PyArrayObject_fields.data, after
 # PyObject_HEAD); object_entry_ok checks it against this interpreter before code reads it
 ARRAY_DATA_OFFSET = 16
@@ -152,6 +153,28 @@ def intrinsic(module: ir.Module, name: str, ty: ir.Type, n_args: int) -> ir.Func
     if full in module.globals:
         return module.globals[full]
     return ir.Function(module, ir.FunctionType(ty, [ty] * n_args), full)
+
+
+def bf16_to_f32(b: ir.IRBuilder, bits: ir.Value) -> ir.Value:
+    """A bfloat16 (i16) as the float32 of those high 16 bits: exact."""
+    return b.bitcast(b.shl(b.zext(bits, I32), I32(16)), ir.FloatType())
+
+
+def f32_to_bf16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """A float32 rounded to the nearest bfloat16 (i16), ties to even; a NaN is the quiet NaN
+    of its sign (0x7fc0 / 0xffc0), as ml_dtypes' (eager's) conversion gives. Overflow rounds
+    to an infinity through the carry into the exponent. Integer ops only: vectorizes."""
+    bits = b.bitcast(x, I32)
+    odd = b.and_(b.lshr(bits, I32(16)), I32(1))
+    rounded = b.lshr(b.add(bits, b.add(I32(0x7FFF), odd)), I32(16))
+    nan = b.or_(b.and_(b.lshr(bits, I32(16)), I32(0x8000)), I32(0x7FC0))
+    chosen = b.select(b.fcmp_unordered("uno", x, x), nan, rounded)
+    return b.trunc(chosen, I16)
+
+
+def round_bf16(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    """A float32 rounded to the nearest bfloat16 value, as a float32 (``round_bfloat16``)."""
+    return bf16_to_f32(b, f32_to_bf16(b, x))
 
 
 def _kind(dtype: str) -> str:
@@ -680,6 +703,8 @@ class KernelEmitter:
         value = b.load(b.gep(self.in_ptrs[k], [offset], inbounds=True))
         if self.kernel.inputs[k].dtype == "bool":
             return b.icmp_unsigned("!=", value, I8(0))
+        if self.kernel.inputs[k].dtype == "bfloat16":
+            return bf16_to_f32(b, value)
         return value
 
     def _store(self, j: int, offset: V, value: V) -> None:
@@ -687,6 +712,8 @@ class KernelEmitter:
         out = self.kernel.outputs[j]
         if out.dtype == "bool":
             value = b.zext(value, I8)
+        elif out.dtype == "bfloat16":
+            value = f32_to_bf16(b, value)
         ptr = self.out_ptrs[j] if out.into is None else self.in_ptrs[out.into]
         b.store(value, b.gep(ptr, [offset], inbounds=True))
 

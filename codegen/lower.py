@@ -30,7 +30,7 @@ CACHE_MIN_COST = 4  # recomputing cheaper values beats a store and a load
 # an op's rough cost in units of an add (ops not listed cost 1)
 EXPENSIVE: dict[str, int] = {"exp": 8, "log": 8, "sin": 8, "cos": 8, "tanh": 8, "sigmoid": 8,
                              "erf": 10, "pow": 16, "div": 4, "sqrt": 4}
-ITEM_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int64": 8, "bool": 1}
+ITEM_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int64": 8, "bool": 1, "bfloat16": 2}
 # unary ops whose float32 form has a fast variant valid below a limit on |x| and an exact one
 # (the LLVM renderer checks the range and reruns; see codegen/llvm_math.py)
 RANGED_OPS: frozenset[str] = frozenset({"sin", "cos"})

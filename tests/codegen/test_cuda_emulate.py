@@ -312,6 +312,7 @@ def _features(kernel: K.Kernel) -> set[tuple[str, ...]]:
 def test_the_emulated_kernels_take_every_rule_and_every_path() -> None:
     """The kernels the tests above emulate use every entry of the renderer's rule tables
     and every path of its driver, so each is checked against numpy somewhere."""
+    from test_bf16_storage import round_kernel
     from test_registry_lowerings import LOWERED, SCALAR_OPERAND, _dtypes
 
     from codegen import cuda
@@ -323,6 +324,7 @@ def test_the_emulated_kernels_take_every_rule_and_every_path() -> None:
     kernels += [k for ks in workload_kernels().values() for k in ks]
     kernels += [random_kernel(s, "r") for s in RANDOM_SEEDS] + big_kernels()
     kernels += [k for k, _ in cast_kernels()] + const_kernels()
+    kernels.append(round_kernel(8))  # test_bf16_storage emulates it
     covered = set().union(*map(_features, kernels))
     want = {("unary", op, kind) for op, kind in cuda.UNARY_RULES} \
         | {("binary", op, kind) for op, kind in cuda.BINARY_RULES} \
