@@ -59,7 +59,9 @@ LONE_KERNELS = frozenset({"where"})
 # each) made one kernel of 84 outputs that ptxas compiled to 255 registers and 320 bytes of
 # spills on sm_80; 64 steps stay in registers
 MAX_SCALAR_SIBLING_STEPS = 64
-_IR_DTYPES = frozenset(kir.DTYPES)
+# a kernel stores bfloat16 and computes it as float32 (kir.STORAGE_ONLY)
+_IR_DTYPES = frozenset(kir.STORAGE_DTYPES)
+_BF16_SCALAR = np.dtype("bfloat16").type
 # where a parameter update may run in place at write-back (executable.Commit: numpy arrays)
 COMMIT_DEVICES = ("cpu",)
 # a kernel commits in place only when its outputs hold at least this many bytes, where the
@@ -116,7 +118,8 @@ def _fusible(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]],
     prim = REGISTRY.get(step.name)
     if prim is None or prim.lower is None:
         return False
-    if step.dtype.name not in (_IR_DTYPES if prim.lower_dtypes is None else prim.lower_dtypes):
+    if step.dtype.name not in _IR_DTYPES or prim.lower_dtypes is not None \
+            and kir.compute_dtype(step.dtype.name) not in prim.lower_dtypes:
         return False
     for kind, v in step.args:
         if kind == "buf":
@@ -408,7 +411,13 @@ def _updates_parameter(steps: list[PrimitiveStep], params: dict[int, tuple[int, 
 
 
 def _reduction_ok(step: PrimitiveStep) -> bool:
-    return step.dtype.name in ("float32", "float64")
+    return step.dtype.name in ("float32", "float64", "bfloat16")
+
+
+def _accumulates(step: PrimitiveStep) -> bool:
+    """Whether the reduction may be an accumulated output: not of a storage-only dtype
+    (bfloat16), whose partials would round at every combine; it runs as eager's step."""
+    return step.dtype.name not in kir.STORAGE_ONLY
 
 
 def _start_reduction(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]]) -> Segment | None:
@@ -423,8 +432,8 @@ def _start_reduction(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]]) ->
         seg.n_reduce = len(axes)
         seg.reduced.add(step.out)
         return seg
-    if axes and axes == tuple(range(nd - 1)):  # all but the last: an elementwise kernel's rows
-        seg.inner = 1
+    if axes and axes == tuple(range(nd - 1)) and _accumulates(step):
+        seg.inner = 1  # all but the last: an elementwise kernel's rows
         seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
     if axes and len(set(axes)) == len(axes) and all(0 <= a < nd for a in axes):
@@ -452,7 +461,7 @@ def _join_reduction(step: PrimitiveStep, member: dict[int, Segment],
     if not axes:
         return None
     if src in seg.reduced:  # a row value: reduce it over the outer axes
-        if k != len(shapes[src]) or seg.n_reduce == nd:
+        if k != len(shapes[src]) or seg.n_reduce == nd or not _accumulates(step):
             return None
         seg.accumulated[step.out] = REDUCTIONS[step.op]
         return seg
@@ -466,6 +475,8 @@ def _join_reduction(step: PrimitiveStep, member: dict[int, Segment],
         seg.n_reduce = k
         seg.reduced.add(step.out)
         return seg
+    if not _accumulates(step):
+        return None
     if axes == tuple(range(nd - seg.n_inner)) and seg.n_inner < nd:
         seg.inner = seg.n_inner  # the outer axes: accumulated per element
         seg.accumulated[step.out] = REDUCTIONS[step.op]
@@ -518,14 +529,19 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
                     shapes[v], seg.shape) if seg.perm is None else _permuted_strides(
                         shapes[v], seg.perm)))
                 inside[v] = kb.load(len(inputs) - 1)
-            args.append(("expr", inside[v], dtypes[v]))
+            args.append(("expr", inside[v], kir.compute_dtype(dtypes[v])))
         if step.op in REDUCTIONS:
             inside[step.out] = _lower_reduction(kb, seg, step, args[0][1], shapes)
         elif step.op == "reshape":  # between a row value's two shapes: the same value
             inside[step.out] = args[0][1]
         else:
             prim = REGISTRY[step.op]
-            inside[step.out] = prim.lower(kb, args, step.attrs, step.dtype.name)  # type: ignore[misc]
+            dtype = kir.compute_dtype(step.dtype.name)
+            if step.dtype.name in kir.STORAGE_ONLY:
+                args = _bf16_operands(kb, step, args, dtype)
+            inside[step.out] = prim.lower(kb, args, step.attrs, dtype)  # type: ignore[misc]
+            if step.op == "cast" and step.dtype.name == "bfloat16":  # a cast rounds
+                inside[step.out] = kb.unary("round_bfloat16", inside[step.out], dtype)
     probe = kir.Kernel(name, seg.shape, seg.n_reduce, tuple(inputs), tuple(kb.exprs), ())
     # the buffer holding each (value, accumulate op) the kernel writes: a member of the
     # value's shape as the kernel writes it, or a fresh one
@@ -558,6 +574,25 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
     return LoweredSegment(kernel, input_bufs, outputs, [written[b][3] for b in outputs], views)
 
 
+def _bf16_operands(kb: KernelBuilder, step: PrimitiveStep, args: list[Any], dtype: str
+                   ) -> list[Any]:
+    """A bfloat16 step's operands as eager takes them (runtime.ops.dispatch._bf16_impl): a
+    mul's or div's 0-d float operand of another dtype as its float32 value; another
+    elementwise op's Python number rounded to bfloat16 first (0.3 is 0.30078125)."""
+    if step.op in ("mul", "div"):
+        return [("expr", kb.cast(a[1], dtype), dtype) if a[0] == "expr" and a[2] != dtype
+                else a for a in args]
+    if not REGISTRY[step.op].elementwise:
+        return args
+    out = []
+    for a in args:
+        if a[0] == "scalar" and type(a[1]) in (float, int):
+            rounded = float(_BF16_SCALAR(a[1]))
+            a = a if rounded == a[1] else ("scalar", rounded, None)  # an exact int stays
+        out.append(a)
+    return out
+
+
 def _permuted_strides(shape: tuple[int, ...], perm: tuple[int, ...]) -> tuple[int, ...]:
     """Element strides of a C-contiguous array of ``shape`` read over its axes in ``perm``
     order (size-1 axes broadcast)."""
@@ -569,7 +604,7 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PrimitiveStep, x: in
                      shapes: dict[int, tuple[int, ...]]) -> int:
     """A reduction member: a Reduce over the rows for a per-row value, then (accumulated
     members) the value the kernel reduces over the outer axes; a mean scaled by its count."""
-    dtype = step.dtype.name
+    dtype = kir.compute_dtype(step.dtype.name)
     (_, src), = step.args
     nd, axes = len(seg.shape), tuple(step.attrs["axes"])
     if step.out not in seg.accumulated or (src not in seg.reduced and len(axes) == nd):
@@ -737,7 +772,9 @@ def product_epilogues(steps: list[Step], needed: frozenset[int]) -> tuple[list[S
                     and j not in merged and readers.get(product) == 1
                     and product not in needed and product != addend
                     and producer.get(addend, -1) < j and tuple(m.shape) == tuple(s.shape)
-                    and m.dtype is s.dtype and dtypes.get(addend) == s.dtype.name):
+                    and m.dtype is s.dtype and dtypes.get(addend) == s.dtype.name
+                    # bfloat16: eager rounds the product, then the sum (same values)
+                    and s.dtype.name not in kir.STORAGE_ONLY):
                 continue
             merged[j] = primitive_step(
                 "matmul_add", out=s.out, args=[*m.args, ("buf", addend)], attrs={},

@@ -16,6 +16,7 @@ from runtime.autograd.node import Meta
 from runtime.ops import REGISTRY
 from runtime.ops.registry import PROMOTE_FLOAT, PROMOTE_NONE, Primitive
 
+from .bf16 import eager_impl
 from .graph import (HELD_SOURCES, SOURCES, add_value, check, checking, map_nodes, metas,
                     remove_dead, renumber, replace_uses, roots, set_args, template_nodes,
                     topo_order)
@@ -68,9 +69,12 @@ def evaluate(g: nx.DiGraph, v: int, values: dict[int, Any]) -> np.ndarray:
     n = g.nodes[v]
     prim = REGISTRY[n["op"]]
     arrays = [values[x] if kind == "node" else x for kind, x in n["args"]]
-    _promote(prim, metas(g, v), arrays)
+    arg_metas = metas(g, v)
+    _promote(prim, arg_metas, arrays)
+    impl = eager_impl(prim, [(m.shape, m.dtype) if isinstance(m, Meta) else m
+                             for m in arg_metas])  # bfloat16 as eager computes it
     with np.errstate(all="ignore"):
-        out = prim.impl(np, *arrays, **n["attrs"])
+        out = impl(np, *arrays, **n["attrs"])
     return np.array(out, dtype=n["dtype"].np)
 
 

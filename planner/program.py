@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from runtime._device import array_module, move_array
+from runtime._dtype import bfloat16 as _BF16
+from runtime._dtype import from_numpy_dtype
 from runtime.ops.registry import REGISTRY, without_generated_code
 
 from .source import Known, Program, Source, lit
@@ -429,7 +431,10 @@ def _emit_step(src: Source, plan: Plan, s: Step, known: Known, inplace: int | No
         return
     assert isinstance(s, PrimitiveStep)
     product = products.get(s)
-    if product is not None:
+    wrapped = _bf16_impl(plan, s)
+    if wrapped is not None:  # eager's bfloat16 compute: no fast path or product (planner.bf16)
+        _emit_generic(src, s, wrapped)
+    elif product is not None:
         _emit_product(src, plan, s, known, *product)
     elif not _emit_fast(src, plan, s, known, inplace, dropped):
         _emit_generic(src, s)
@@ -612,10 +617,26 @@ def _kwargs(src: Source, s: PrimitiveStep) -> str:
     return "".join(parts)
 
 
-def _emit_generic(src: Source, s: PrimitiveStep) -> None:
-    """The reference interpreter's step: the registry's impl, then the result check."""
+def _bf16_impl(plan: Plan, s: PrimitiveStep) -> Callable[..., Any] | None:
+    """Eager mode's bfloat16 wrapper of the step's impl (``planner.bf16``), or None where
+    the step has no bfloat16 operand (or is a view)."""
+    metas = plan.schedule.metas
+    if all(kind != "buf" or metas[v][1] != _BF16.np for kind, v in s.args):
+        return None
+    from .bf16 import eager_impl  # runtime.ops.dispatch: loaded after this module
     prim = REGISTRY[s.name]
-    impl = src.name(f"f_{prim.name}", prim.impl)  # the registry's name for it, not the plan's
+    impl = eager_impl(prim, [(metas[v][0], from_numpy_dtype(metas[v][1])) if kind == "buf"
+                             else v for kind, v in s.args])
+    return None if impl is prim.impl else impl
+
+
+def _emit_generic(src: Source, s: PrimitiveStep, impl_fn: Callable[..., Any] | None = None
+                  ) -> None:
+    """The reference interpreter's step: the registry's impl (or ``impl_fn``, the same
+    impl wrapped), then the result check."""
+    prim = REGISTRY[s.name]
+    # the registry's name for it, not the plan's
+    impl = src.name(f"f_{prim.name}", prim.impl if impl_fn is None else impl_fn)
     args = "".join(", " + a for a in _arg_list(src, s))
     xp = "_xp" if s.device == "cpu" else src.name("xp", array_module(s.device))
     src.line(f"{src.buf(s.out)} = {impl}({xp}{args}{_kwargs(src, s)})")

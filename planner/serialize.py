@@ -55,10 +55,10 @@ def encode(v: Any) -> Any:
         return {"$ellipsis": True}
     if isinstance(v, np.ndarray):
         arr = np.ascontiguousarray(v).reshape(v.shape)  # numpy's makes a 0-d array 1-d
-        return {"$array": {"dtype": arr.dtype.str, "shape": list(arr.shape),
+        return {"$array": {"dtype": _dtype_text(arr.dtype), "shape": list(arr.shape),
                            "data": base64.b64encode(arr.tobytes()).decode("ascii")}}
     if isinstance(v, np.generic):
-        return {"$scalar": {"dtype": v.dtype.str, "value": v.item()}}
+        return {"$scalar": {"dtype": _dtype_text(v.dtype), "value": v.item()}}
     if hasattr(v, "__array__") and hasattr(v, "shape"):  # a device array
         return encode(np.asarray(v.get() if hasattr(v, "get") else v))
     name = type(v).__name__
@@ -203,7 +203,7 @@ MAX_INT = 2**62  # indices, slots, strides: far past any real one, far inside in
 _DTYPE_NAMES = frozenset(d.name for d in D.DTYPES)
 _ARRAY_DTYPES = frozenset(np.dtype(t) for t in (
     np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-    np.uint64, np.float16, np.float32, np.float64))
+    np.uint64, np.float16, np.float32, np.float64, "bfloat16"))
 _PHASES = frozenset({"forward", "backward", "recompute", "update"})
 _DEVICE = re.compile(r"cpu|cuda(:[0-9]{1,3})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -258,6 +258,11 @@ def _shape(v: Any, path: Path) -> tuple[int, ...]:
     return tuple(v)
 
 
+def _dtype_text(dtype: np.dtype) -> str:
+    """numpy's text of an array dtype (ml_dtypes' bfloat16, whose ``str`` is '<V2': by name)."""
+    return "bfloat16" if dtype.name == "bfloat16" else dtype.str
+
+
 def _array_dtype(v: Any, path: Path) -> np.dtype:
     try:
         dtype = np.dtype(v) if type(v) is str else None
@@ -275,7 +280,7 @@ def _FIELDS() -> dict[str, dict[str, Any]]:  # noqa: N802 - a constant, built on
     from codegen import ir as kir
 
     def dtype(v: Any) -> bool:
-        return type(v) is str and v in kir.DTYPES
+        return type(v) is str and v in kir.STORAGE_DTYPES
 
     def name(v: Any) -> bool:
         return type(v) is str and _NAME.fullmatch(v) is not None

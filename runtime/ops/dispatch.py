@@ -404,9 +404,6 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
-    if any(isinstance(a, Tensor) and a.dtype is _BF16 for a in args):
-        # a plan's kernels and fast paths compute in the array's dtype: bfloat16 runs eagerly
-        raise GraphBreak(f"{prim.name} of a bfloat16 tensor (bfloat16 steps run eagerly)")
     # the positions of tensors standing for Python floats (float arguments): promoted as floats
     weak_nodes = tracer.weak_nodes
     weak = {i for i, a in enumerate(args) if isinstance(a, Tensor)
@@ -415,6 +412,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if rdt is not None:  # None: Python floats only (weak), as float64 as they are
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))
         cast = [i for i in positions if isinstance(args[i], Tensor) and args[i].dtype is not rdt]
+        if rdt is _BF16 and prim.name in _OPMATH_SCALAR and len(args) == 2 and 1 in cast \
+                and args[1]._data.ndim == 0 and args[1].dtype.is_floating_point:
+            cast.remove(1)  # its value in float32, as eager's (_bf16_impl; planner.bf16)
         if cast:
             args = tuple(apply(REGISTRY["cast"], a, dtype=rdt) if i in cast else a
                          for i, a in enumerate(args))
