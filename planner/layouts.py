@@ -33,6 +33,16 @@ def _probe(shape: tuple[int, ...], dtype: np.dtype, strides: tuple[int, ...]) ->
     return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides)
 
 
+# elementwise primitives whose result is in C order whatever their operand's (clone is
+# ndarray.copy(): contiguous() of a transposed tensor is in C order)
+_C_ORDER = frozenset({"clone"})
+
+
+def _broadcast(probe: np.ndarray) -> bool:
+    """Whether ``probe`` shows an element along an axis more than once (stride 0)."""
+    return any(st == 0 and size > 1 for st, size in zip(probe.strides, probe.shape))
+
+
 def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
     strides, step = [], itemsize
     for size in reversed(shape):
@@ -70,13 +80,17 @@ class Layouts:
         reduction's is unknown; any other op's (a product, a gather) is taken as C order."""
         operands = self.mixed.pop(node)
         prim = REGISTRY.get(op)
-        if len(cell.shape) < 2 or prim is None or not (prim.elementwise or prim.reduction):
+        if len(cell.shape) < 2 or prim is None or not (prim.elementwise or prim.reduction) \
+                or op in _C_ORDER:
             return
         if prim.elementwise:
-            full = [self.probe(c) for c in operands if c.shape == cell.shape]
-            if full and all(p is not None and p.flags.c_contiguous for p in full):
+            # an operand broadcast along an axis (an expand: a sum's gradient) has no say in
+            # numpy's order, nor has one of another shape; with none left, C order
+            full = [p for p in (self.probe(c) for c in operands if c.shape == cell.shape)
+                    if p is None or not _broadcast(p)]
+            if all(p is not None and p.flags.c_contiguous for p in full):
                 return
-            if full and all(p is not None and p.flags.f_contiguous for p in full):
+            if all(p is not None and p.flags.f_contiguous for p in full):
                 self._keep(cell, _probe(cell.shape, cell.dtype, tuple(reversed(_c_strides(
                     tuple(reversed(cell.shape)), cell.dtype.itemsize)))))
                 return

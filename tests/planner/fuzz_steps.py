@@ -3,17 +3,31 @@
 
 A program is Python source: input and parameter specs, forward lines (``v3 = ...``) drawn
 from elementwise ops over float, int and bool values (type promotion with float64 and Python
-scalars, comparisons, where, clamp, pow, division by tensors with zeros), reductions, views,
-indexing, products, normalizations, in-place writes to intermediates and their views; loss
-terms; ``zero_grad``, ``backward`` and an optimizer step (SGD, Adam, AdamW with random
-hyperparameters), and what the step returns. Each line is run as it is drawn, so a program
+scalars, comparisons, where, clamp, pow, ``%``, ``//``, ``~``, division by tensors with
+zeros), reductions (var/std with a correction, norms, logsumexp, cumsum, sort, topk,
+argmax/argmin, any/all), views (split, chunk, tril/triu among them), indexing (gather,
+scatter, scatter_add, index_select), products, normalizations, issue 11's layers (conv1d and
+conv2d with stride, padding, 'same', dilation and groups; max/avg/adaptive pooling;
+BatchNorm1d/2d modules training with running statistics, functional batch_norm; rms_norm,
+layer_norm with weight and bias; embeddings with padding_idx; scaled_dot_product_attention
+causal or with a bool or float mask; nn.MultiheadAttention; F.pad constant, reflect,
+replicate, circular; silu, leaky_relu, softplus, gelu...) and losses (cross_entropy with
+ignore_index, label_smoothing, weights, (N, C, d...) inputs and probability targets;
+nll_loss, binary_cross_entropy_with_logits with pos_weight, l1, smooth_l1, huber, mse),
+in-place writes to intermediates and their views; loss terms; ``zero_grad``, ``backward``
+and an optimizer step (SGD with momentum, nesterov, dampening, weight decay; Adam/AdamW with
+amsgrad; RMSprop centered or with momentum; Adagrad), an lr_scheduler stepped inside the
+step or between calls, clipping and in-place writes to ``.grad`` (and views of it), and what
+the step returns. Each line is run as it is drawn, so a program
 holds only lines eager mode accepts; the whole step is then run eagerly once more (errors
 at backward, such as an in-place write over a saved value, reject the program and the seed
 draws another).
 
-``check(program)`` runs the step compiled and eagerly on deep copies of the parameters and
-optimizer, with the same inputs, for a few calls, and compares returned values, parameters,
-gradients and optimizer state (shapes, dtypes, values within a tolerance by dtype).
+``check(program)`` runs the step compiled and eagerly on deep copies of the parameters,
+modules, optimizer and schedule, with the same inputs, for a few calls, and compares returned
+values (and their requires_grad), parameters, gradients, optimizer state, learning rates and
+module buffers (shapes, dtypes, values within a tolerance by dtype); a fallback warning or a
+second capture (a changed learning rate must not capture again) is a failure too.
 ``minimize(program, failure)`` drops lines while the failure keeps its kind; ``render``
 prints a program as a script that reproduces it.
 
@@ -87,6 +101,13 @@ class Program:
     after: list[str] = field(default_factory=list)  # after the update
     twice: bool = False  # a second backward of the loss (retain_graph), accumulating
     lr_change: float = 1.0  # the learning rate scaled by this before the third call
+    # nn modules the step calls (constructor expressions, built in order after
+    # rt.manual_seed(seed)), named m0, m1...; their parameters join ``params``
+    modules: list[str] = field(default_factory=list)
+    # an lr_scheduler over ``opt`` (a constructor expression), stepped after the update
+    # inside the step (``schedule_inside``) or by the caller between calls
+    schedule: str = ""
+    schedule_inside: bool = False
     # every value float64 (no float32, integer or bool one: an integer times a Python float
     # is float32): compared at float64's tolerance
     exact: bool = False
@@ -109,6 +130,8 @@ class Program:
         else:
             body.append("loss.backward()")
         body += [*self.post, "opt.step()", *self.after]
+        if self.schedule and self.schedule_inside:
+            body.append("sched.step()")
         ret = ", ".join(self.returns)
         body.append(f"return {ret}" + ("," if len(self.returns) == 1 and
                                        self.returns[0] != "loss.detach()" else ""))
@@ -159,20 +182,43 @@ def make_params(program: Program) -> list[rt.Tensor]:
                       requires_grad=True) for s in program.params]
 
 
-def namespace(params: list[rt.Tensor], opt: Any) -> dict[str, Any]:
-    ns: dict[str, Any] = {"rt": rt, "F": F, "opt": opt, "params": params}
-    ns.update({f"p{i}": p for i, p in enumerate(params)})
-    return ns
+def make_modules(constructors: list[str], seed: int) -> list[Any]:
+    """The modules, built in order from one seeded generator (their initial weights)."""
+    rt.manual_seed(seed)
+    return [eval(c, {"rt": rt}) for c in constructors]  # noqa: S307
 
 
-def make_step(program: Program, params: list[rt.Tensor], opt: Any) -> Any:
-    ns = namespace(params, opt)
+@dataclass
+class World:
+    """What a step reads besides its arguments: the parameters (the program's tensors,
+    then its modules'), the modules, the optimizer and its schedule."""
+
+    params: list[rt.Tensor]
+    modules: list[Any]
+    opt: Any
+    sched: Any = None
+
+    def namespace(self) -> dict[str, Any]:
+        ns: dict[str, Any] = {"rt": rt, "F": F, "opt": self.opt, "params": self.params,
+                              "sched": self.sched}
+        ns.update({f"p{i}": p for i, p in enumerate(self.params)})
+        ns.update({f"m{i}": m for i, m in enumerate(self.modules)})
+        return ns
+
+
+def make_world(program: Program) -> World:
+    params = make_params(program)
+    modules = make_modules(program.modules, program.seed)
+    params += [p for m in modules for p in m.parameters()]
+    opt = eval(program.optimizer, {"rt": rt, "params": params})  # noqa: S307
+    sched = eval(program.schedule, {"rt": rt, "opt": opt}) if program.schedule else None  # noqa: S307
+    return World(params, modules, opt, sched)
+
+
+def make_step(program: Program, world: World) -> Any:
+    ns = world.namespace()
     exec(compile(program.source(), f"<fuzz step {program.seed}>", "exec"), ns)  # noqa: S102
     return ns["step"]
-
-
-def make_optimizer(program: Program, params: list[rt.Tensor]) -> Any:
-    return eval(program.optimizer, {"rt": rt, "params": params})  # noqa: S307
 
 
 # --- the generator ----------------------------------------------------------------------
@@ -206,6 +252,7 @@ class Generator:
         # writes around the update): a stream of its own, so that adding to them leaves the
         # rest of each seed's program as it was
         self.extra = np.random.default_rng([seed, attempt, 3])
+        self.modules: list[str] = []  # constructors of the modules m0, m1...
 
     # random helpers
     def chance(self, p: float) -> bool:
@@ -299,7 +346,7 @@ class Generator:
     def op(self) -> str | None:
         table = [(self.elementwise, 5), (self.binary, 5), (self.mixed, 3), (self.reduction, 3),
                  (self.view, 4), (self.index, 2), (self.product, 2), (self.normalize, 2),
-                 (self.inplace, 2)]
+                 (self.inplace, 2), (self.layer, 6), (self.loss_value, 3)]
         w = np.array([t[1] for t in table], float)
         return table[int(self.rng.choice(len(table), p=w / w.sum()))][0]()
 
@@ -342,19 +389,24 @@ class Generator:
         if a is not None:
             b = self.partner(a)
             options += [f"{a} > {b}", f"{a} >= 0.3", f"{a} == {b}", f"{a} != 0",
-                        f"{a}.argmax()", f"({a} * 3).long()", f"{a}.to(rt.int64)"]
+                        f"{a}.argmax()", f"({a} * 3).long()", f"{a}.to(rt.int64)",
+                        f"{a} % 0.7", f"{a} // 0.5", f"{a}.remainder(-0.6)",
+                        f"rt.fmod({a}, 0.4)", f"{a}.argmin()"]
         if i is not None:
             j = self.partner(i, "int")
             options += [f"{i} + {j}", f"{i} * 2", f"{i} // 2", f"{i} % 3", f"{i}.clamp(0, 2)",
                         f"{i} ** 2", f"{i} / 2", f"{i} / {j}", f"{i} > 0", f"{i}.float()",
-                        f"{i} * 0.5", f"{i}.abs()", f"{i}.sum()", f"-{i}"]
+                        f"{i} * 0.5", f"{i}.abs()", f"{i}.sum()", f"-{i}", f"~{i}",
+                        f"{i} % -3", f"-{i} // 2", f"({i} > 0).all()", f"{i}.argmax()"]
             if a is not None and broadcast(tuple(self.values[a].shape),
                                            tuple(self.values[i].shape)):
                 options += [f"{a} + {i}", f"{a} * {i}", f"{i} - {a}", f"{a} / {i}",
                             f"{a} * {i}.to({a}.dtype)", f"{a}.pow({i}.clamp(0, 3))"]
         if m is not None:
             options += [f"~{m}", f"{m}.float()", f"{m}.sum()", f"{m}.any()", f"{m} & {m}",
-                        f"{m}.long() * 3"]
+                        f"{m}.long() * 3", f"{m}.all()", f"{m}.any(-1)",
+                        f"{m}.all(0, keepdim=True)" if self.values[m].dim() else f"{m}.all()",
+                        f"{m} | ~{m}", f"{m} ^ {m}"]
             if a is not None and broadcast(tuple(self.values[a].shape),
                                            tuple(self.values[m].shape)):
                 b = self.partner(a)
@@ -380,7 +432,12 @@ class Generator:
                 f"{a}.std({d}, unbiased={corr == 1})", f"{a}.norm(dim={d}, keepdim={keep})",
                 f"{a}.norm(p=1, dim={d})", f"{a}.prod({d})", f"{a}.argmax({d})",
                 f"{a}.sum(dtype=rt.float64)", f"{a}.cumsum({d})", f"{a}.sum()",
-                f"{a}.mean()", f"{a}.max()", f"{a}.min({d}).values"]
+                f"{a}.mean()", f"{a}.max()", f"{a}.min({d}).values", f"{a}.argmin({d})",
+                f"{a}.sort({d}).values", f"{a}.sort({d}, descending=True).indices",
+                f"{a}.topk({min(n, 2)}, {d}).values",
+                f"{a}.topk(1, {d}, largest=False).indices", f"rt.cumsum({a}, {d})",
+                f"{a}.var(correction={corr})", f"{a}.std({d}, correction=0, keepdim={keep})",
+                f"rt.logsumexp({a}, ({d},))", f"{a}.norm(p=1.5, dim={d})"]
         if self.values[a].dim() >= 2:
             opts += [f"{a}.sum((0, -1), keepdim={keep})", f"{a}.amax((0, 1))",
                      f"{a}.mean((-1, -2))"]
@@ -404,6 +461,8 @@ class Generator:
                      f"{a}.flip({d})", f"{a}.roll(1, {d})",
                      f"{a}.expand({', '.join(str(s if s != 1 else 3) for s in shape)})",
                      f"rt.cat([{a}, {a} * 2], {d})", f"rt.stack([{a}, {a}.sin()], {d})",
+                     f"{a}.split(1, {d})[0]", f"{a}.chunk(2, {d})[-1]",
+                     f"{a}.split([1, {max(size - 1, 0)}], {d})[1]",
                      f"{a}.repeat({', '.join('2' if k == 0 else '1' for k in range(n))})"]
         if n >= 2:
             perm = [int(p) for p in self.rng.permutation(n)]
@@ -413,7 +472,9 @@ class Generator:
                      f"{a}.transpose(0, 1).contiguous().view(-1)",
                      f"{a}.reshape({', '.join(str(s) for s in reversed(shape))})",
                      f"{a}[1:, ::2]", f"{a}.diagonal()" if n == 2 else f"{a}[0, :, 1:]",
-                     f"{a}.unflatten(-1, (1, {shape[-1]}))"]
+                     f"{a}.unflatten(-1, (1, {shape[-1]}))", f"{a}.tril()", f"{a}.triu(1)",
+                     f"rt.tril({a}, -1)", f"{a}.masked_fill(rt.ones({shape[-2]}, {shape[-1]}, "
+                     f"dtype=rt.bool).triu(1), float('-inf')).softmax(-1)"]
         return self.choice(opts)
 
     def index(self) -> str | None:
@@ -435,7 +496,10 @@ class Generator:
             d = 1
             idx = f"({a}.detach() * 10).long().abs() % {v.shape[d]}" if v.shape[d] else None
             if idx is not None:
-                opts += [f"{a}.gather(1, {idx})"]
+                opts += [f"{a}.gather(1, {idx})", f"{a}.scatter(1, {idx}, {a} * 2)",
+                         f"{a}.scatter_add(1, {idx}, {a}.sin())", f"{a}.scatter(1, {idx}, 0.5)",
+                         f"{a}.detach().scatter_add(1, {idx}, {a})",
+                         f"{a}.index_select(1, {idx}[0])"]
         return self.choice(opts)
 
     def product(self) -> str | None:
@@ -506,6 +570,142 @@ class Generator:
                if n >= 2 else []))
         return first + write
 
+    def new_module(self, constructor: str) -> str:
+        """A module the step calls, built as make_modules builds it (same initial weights)."""
+        name = f"m{len(self.modules)}"
+        self.modules.append(constructor)
+        self.ns[name] = make_modules(self.modules, self.seed)[-1]
+        return name
+
+    def layer(self) -> str | None:
+        """issue 11's layers: convolutions (stride, padding, 'same', dilation, groups),
+        pooling, batch norm in training (modules with running statistics, or functional),
+        RMS and layer norms, attention (causal, bool and float masks; MultiheadAttention),
+        padding, embeddings."""
+        a = self.pick(min_ndim=1)
+        if a is None:
+            return None
+        shape = tuple(self.values[a].shape)
+        n, last = len(shape), shape[-1]
+        opts: list[Any] = [
+            lambda: f"F.rms_norm({a}, ({last},), {self.new_param((last,))}, eps=1e-3)",
+            lambda: f"F.rms_norm({a}, ({last},))",
+            lambda: f"F.layer_norm({a}, ({last},), {self.new_param((last,))}, None, 1e-3)",
+            lambda: f"F.pad({a}, ({self.choice([0, 1, 2])}, 1), value={self.scalar()})",
+            lambda: f"F.pad({a}, (1, {self.choice([0, 1])}), mode="
+                    f"'{self.choice(['reflect', 'replicate', 'circular'])}')",
+            lambda: f"F.hardtanh({a}, -0.5, 0.5)", lambda: f"F.elu({a})",
+            lambda: f"F.leaky_relu({a}, {self.choice([0.01, 0.2])})",
+            lambda: f"F.softplus({a}, beta=2.0, threshold=1.0)",
+            lambda: f"F.gelu({a}, approximate='tanh')", lambda: f"F.silu({a})"]
+        i = self.pick("int")
+        if i is not None:
+            d = int(self.choice([1, 2, 3]))
+            opts += [lambda: f"F.embedding({i}.clamp(0, 3), {self.new_param((4, d))}, "
+                             f"padding_idx={self.choice([0, 2, -1])})",
+                     lambda: f"{self.new_module(f'rt.nn.Embedding(5, {d}, padding_idx=1)')}"
+                             f"({i}.clamp(0, 4))"]
+        if n >= 2:
+            c = shape[-2]
+            g = int(self.choice([1, c])) if c > 1 else 1
+            k = int(self.choice([1, 2, 3]))
+            opts += [
+                lambda: f"F.conv1d({a}, {self.new_param((g * int(self.choice([1, 2])), c // g, k))}, "
+                        f"{self.new_param((g,)) if g == 1 and self.chance(0.5) else 'None'}, "
+                        f"stride={self.choice([1, 2])}, padding={self.choice([0, 1])}, "
+                        f"dilation={self.choice([1, 2])}, groups={g})",
+                lambda: f"F.conv1d({a}, {self.new_param((2, c, k))}, padding='same', "
+                        f"dilation={self.choice([1, 2])})",
+                lambda: f"F.scaled_dot_product_attention({a}, {a} * 0.5, {a}.sin(), "
+                        f"is_causal=True)",
+                lambda: f"F.scaled_dot_product_attention({a}, {a}.cos(), {a}, attn_mask="
+                        f"rt.ones({c}, {c}, dtype=rt.bool).tril({self.choice([0, -1, 1])}))",
+                lambda: f"F.scaled_dot_product_attention({a}.sin(), {a}, {a}, attn_mask="
+                        f"{self.new_param((c, c))}, scale=0.5)",
+                lambda: f"{self.new_module(f'rt.nn.BatchNorm1d({last}, momentum={self.choice([0.1, 0.5, None])})')}"
+                        f"({a}.reshape(-1, {last}))",
+                lambda: f"F.batch_norm({a}.reshape(-1, {last}), None, None, training=True)",
+                lambda: f"F.layer_norm({a}, ({c}, {last}), {self.new_param((c, last))}, "
+                        f"{self.new_param((c, last))})"]
+        if n == 1:
+            opts += [lambda: f"F.conv1d({a}.reshape(1, 1, -1), {self.new_param((2, 1, 2))}, "
+                             f"padding={self.choice([0, 1, 'same'])})",
+                     lambda: f"F.max_pool1d({a}.unsqueeze(0), 2, ceil_mode=True)"]
+        if n == 2:
+            rows, cols = shape
+            opts += [
+                lambda: f"F.conv2d({a}.unsqueeze(0), {self.new_param((2, 1, 2, 2))}, "
+                        f"padding={self.choice([0, 1, 'same'])}, stride={self.choice([1, 2])})",
+                lambda: f"F.max_pool2d({a}.unsqueeze(0), {self.choice([1, 2])}, "
+                        f"padding={self.choice([0, 1])}, stride={self.choice([1, 2])})",
+                lambda: f"F.avg_pool2d({a}.unsqueeze(0), 2, ceil_mode=True)",
+                lambda: f"{self.new_module(f'rt.nn.BatchNorm1d({cols})')}({a})"]
+            if cols % 2 == 0:
+                opts += [lambda: f"{self.new_module(f'rt.nn.MultiheadAttention({cols}, 2)')}"
+                                 f"({a}, {a}, {a}, need_weights=False)[0]"]
+        if n == 3:
+            ch, h, w = shape
+            kk = int(self.choice([1, 2, 3]))
+            ss = int(self.choice([1, 2]))
+            opts += [
+                lambda: f"F.conv2d({a}, {self.new_param((2, ch, kk, int(self.choice([1, 2]))))}, "
+                        f"{self.new_param((2,)) if self.chance(0.5) else 'None'}, stride={ss}, "
+                        f"padding={self.choice([0, 1, (1, 0)])}, dilation={self.choice([1, 2])})",
+                lambda: f"F.conv2d({a}.unsqueeze(0), {self.new_param((ch, 1, kk, kk))}, "
+                        f"groups={ch}, padding='same')",
+                lambda: f"F.max_pool2d({a}, {kk}, stride={ss}, padding={kk // 2}, "
+                        f"ceil_mode={self.choice([False, True])})",
+                lambda: f"F.avg_pool2d({a}, {kk}, stride={ss}, padding={kk // 2}, "
+                        f"count_include_pad={self.choice([False, True])})",
+                lambda: f"F.adaptive_avg_pool2d({a}, ({self.choice([1, 2])}, "
+                        f"{self.choice([1, 3])}))",
+                lambda: f"{self.new_module(f'rt.nn.BatchNorm2d({ch})')}({a}.unsqueeze(0))",
+                lambda: f"{self.new_module(f'rt.nn.BatchNorm1d({h})')}({a})",
+                lambda: f"F.pad({a}, (1, 1, {self.choice([0, 1])}, 1), mode="
+                        f"'{self.choice(['reflect', 'replicate', 'constant'])}')"]
+            if w % 2 == 0:
+                heads = int(self.choice([1, 2]))
+                opts += [
+                    lambda: f"{self.new_module(f'rt.nn.MultiheadAttention({w}, {heads}, batch_first=True)')}"
+                            f"({a}, {a}, {a}, need_weights=False)[0]",
+                    lambda: f"{self.new_module(f'rt.nn.MultiheadAttention({w}, {heads}, batch_first=True)')}"
+                            f"({a}, {a}.sin(), {a}, attn_mask=rt.ones({h}, {h}, dtype=rt.bool)"
+                            f".triu(1))[{self.choice([0, 1])}]"]
+        return self.choice(opts)()
+
+    def loss_value(self) -> str | None:
+        """issue 11's losses, as values (later lines and the loss may use them)."""
+        a = self.pick(min_ndim=1)
+        if a is None:
+            return None
+        shape = tuple(self.values[a].shape)
+        last = shape[-1]
+        red = self.choice(["'mean'", "'sum'", "'none'"])
+        target = f"{a}.detach().cos()"
+        opts = [f"F.l1_loss({a}, {target}, reduction={red})",
+                f"F.smooth_l1_loss({a}, {target}, beta={self.choice([0.0, 0.5, 1.0])})",
+                f"F.huber_loss({a}, {target}, delta={self.choice([0.5, 1.0, 2.0])})",
+                f"F.mse_loss({a}, {target}, reduction={red})",
+                f"F.binary_cross_entropy_with_logits({a}, ({a}.detach() > 0).to({a}.dtype))",
+                f"F.binary_cross_entropy_with_logits({a}, {a}.detach().sigmoid(), "
+                f"pos_weight=rt.full(({last},), 2.0, dtype={a}.dtype), reduction={red})",
+                f"F.binary_cross_entropy_with_logits({a}, ({a}.detach() > 0.2).to({a}.dtype), "
+                f"weight={a}.detach().abs())"]
+        if len(shape) >= 2:
+            c = shape[1]
+            picked = f"{a}.detach().argmax(1)"
+            ignored = f"rt.where({a}.detach().sum(1) > 0, {picked}, {self.choice([-100, 0])})"
+            opts += [f"F.cross_entropy({a}, {picked}, label_smoothing={self.choice([0.0, 0.1])})",
+                     f"F.cross_entropy({a}, {ignored}, ignore_index={ignored.rsplit(', ', 1)[1][:-1]}, "
+                     f"label_smoothing={self.choice([0.0, 0.2])}, reduction={red})",
+                     f"F.cross_entropy({a}, {a}.detach().mul(2).softmax(1), "
+                     f"label_smoothing={self.choice([0.0, 0.1])})",
+                     f"F.nll_loss(F.log_softmax({a}, 1), {ignored}, ignore_index="
+                     f"{ignored.rsplit(', ', 1)[1][:-1]}, reduction={red})",
+                     f"F.cross_entropy({a}, {picked}, weight=rt.linspace(0.5, 1.5, {c}, "
+                     f"dtype={a}.dtype))"]
+        return self.choice(opts)
+
     def run_line(self, name: str, expr: str) -> bool:
         stmt = expr.format(out=name) if "{out}" in expr else f"{name} = {expr}"
         try:
@@ -573,9 +773,31 @@ class Generator:
                 returns.append(f"{n}.detach()" if self.chance(0.7) else str(n))
         program = Program(self.seed, list(self.inputs), list(self.params), list(self.lines),
                           [str(t) for t in terms], self.optimizer(),
-                          self.choice(["set_to_none", "set_to_none", "zeros", "none"]), returns)
+                          self.choice(["set_to_none", "set_to_none", "zeros", "none"]), returns,
+                          modules=list(self.modules))
+        self.schedule(program)
         program.exact = all(v.dtype == rt.float64 for v in self.values.values())
         return self.around_update(program, held)
+
+    def schedule(self, program: Program) -> None:
+        """An lr_scheduler over the optimizer, stepped inside the step or between calls: a
+        changed learning rate (and OneCycleLR's momentum or betas) must replay without a
+        new capture."""
+        x = self.extra
+        if x.random() >= 0.3:
+            return
+        cycle = "SGD" in program.optimizer and "momentum=0.0" not in program.optimizer \
+            or "Adam" in program.optimizer
+        program.schedule = str(x.choice([
+            "rt.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)",
+            "rt.optim.lr_scheduler.MultiStepLR(opt, [1, 3], gamma=0.3)",
+            "rt.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=3, eta_min=0.001)",
+            "rt.optim.lr_scheduler.LambdaLR(opt, lambda e: 1.0 / (e + 1))",
+            "rt.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)",
+            "rt.optim.lr_scheduler.ExponentialLR(opt, 0.8)",
+            f"rt.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=10, "
+            f"cycle_momentum={cycle})"]))
+        program.schedule_inside = bool(x.random() < 0.5)
 
     def around_update(self, program: Program, held: int) -> Program:
         """Gradient clipping and scaling between backward and the update, writes to a
@@ -586,7 +808,11 @@ class Generator:
         post = ["rt.nn.utils.clip_grad_norm_(params, 0.5)",
                 "rt.nn.utils.clip_grad_value_(params, 0.05)",
                 f"{p}.grad.mul_({s})", f"{p}.grad.clamp_(-0.1, 0.1)",
-                f"{p}.grad = {p}.grad * 2", f"{p}.grad.add_({p}.detach(), alpha=0.1)"]
+                f"{p}.grad = {p}.grad * 2", f"{p}.grad.add_({p}.detach(), alpha=0.1)",
+                f"{p}.grad[..., :1].mul_(0.5)" if program.params[held].shape
+                else f"{p}.grad.mul_(0.5)",
+                f"{p}.grad.t().mul_(0.5)" if len(program.params[held].shape) == 2
+                else f"{p}.grad.unsqueeze(0).clamp_(-0.2, 0.2)"]
         after = [f"with rt.no_grad(): {p}.mul_(0.99)", f"with rt.no_grad(): {p}.clamp_(-1, 1)",
                  f"with rt.no_grad(): {p}.add_({s})",
                  f"with rt.no_grad(): {p}[..., :1].zero_()" if program.params[held].shape
@@ -604,9 +830,25 @@ class Generator:
         return program
 
     def optimizer(self) -> str:
-        kind = self.choice(["SGD", "SGD", "Adam", "AdamW"])
+        kind = self.choice(["SGD", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"])
         lr = self.choice([0.01, 0.05, 0.1])
-        if kind == "SGD":
+        if kind == "RMSprop":
+            args = [f"lr={lr}", f"alpha={self.choice([0.9, 0.99])}", "eps=1e-3"]
+            if self.chance(0.4):
+                args.append("centered=True")
+            if self.chance(0.4):
+                args.append(f"momentum={self.choice([0.5, 0.9])}")
+            if self.chance(0.3):
+                args.append("weight_decay=0.01")
+        elif kind == "Adagrad":
+            args = [f"lr={lr}", "eps=1e-3"]
+            if self.chance(0.3):
+                args.append("lr_decay=0.1")
+            if self.chance(0.3):
+                args.append("initial_accumulator_value=0.1")
+            if self.chance(0.3):
+                args.append("weight_decay=0.01")
+        elif kind == "SGD":
             momentum = self.choice([0.0, 0.0, 0.9, 0.5])
             args = [f"lr={lr}", f"momentum={momentum}"]
             if momentum and self.chance(0.3):
@@ -637,24 +879,26 @@ class Generator:
         return f"rt.optim.{kind}(params, {', '.join(args)})"
 
 
-def between_calls(program: Program, call: int, *opts: Any) -> None:
-    """What the caller changes before the ``call``-th call: the learning rate."""
-    if call == 2 and program.lr_change != 1.0:
-        for opt in opts:
-            for group in opt.param_groups:
+def between_calls(program: Program, call: int, *worlds: World) -> None:
+    """What the caller changes before the ``call``-th call: the learning rate (by hand, or
+    its schedule stepped)."""
+    for world in worlds:
+        if call == 2 and program.lr_change != 1.0:
+            for group in world.opt.param_groups:
                 group["lr"] *= program.lr_change
+        if call and world.sched is not None and not program.schedule_inside:
+            world.sched.step()
 
 
 def eager_runs(program: Program) -> bool:
     """The whole step runs eagerly, with no warning, for every call."""
-    params = make_params(program)
-    opt = make_optimizer(program, params)
-    step = make_step(program, params, opt)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
+            world = make_world(program)
+            step = make_step(program, world)
             for call in range(program.calls):
-                between_calls(program, call, opt)
+                between_calls(program, call, world)
                 step(*make_inputs(program, call))
     except Exception:  # noqa: BLE001
         return False
@@ -676,7 +920,7 @@ def generate(seed: int) -> Program:
 @dataclass
 class Failure:
     # "mismatch" (a silent wrong result), "crash", "fallback", "requires_grad" (a returned
-    # tensor's flag differs)
+    # tensor's flag differs), "recompile" (a second capture: the plan did not fit a call)
     kind: str
     detail: str
     call: int = 0
@@ -742,9 +986,12 @@ def compare(got: Any, want: Any, what: str, wide: bool = False, flags: bool = Fa
     return None
 
 
-def state(params: list[rt.Tensor], opt: Any) -> dict[str, Any]:
+def state(world: World) -> dict[str, Any]:
+    params, opt = world.params, world.opt
     return {"params": [p.detach() for p in params], "grads": [p.grad for p in params],
-            "opt": [dict(opt.state.get(p, {})) for p in params]}
+            "opt": [dict(opt.state.get(p, {})) for p in params],
+            "lr": [g["lr"] for g in opt.param_groups],
+            "buffers": [b for m in world.modules for b in m.buffers()]}
 
 
 def as_float64(program: Program) -> Program:
@@ -763,14 +1010,15 @@ class Gauge:
 
     def __init__(self, program: Program) -> None:
         self.program = as_float64(program)
-        self.params = make_params(self.program)
-        self.opt = make_optimizer(self.program, self.params)
-        self.step: Any = make_step(self.program, self.params, self.opt)
+        self.world = make_world(self.program)
+        for m in self.world.modules:
+            m.double()
+        self.step: Any = make_step(self.program, self.world)
 
     def call(self, call: int) -> tuple[Any, Any]:
         if self.step is None:
             return None, None
-        between_calls(self.program, call, self.opt)
+        between_calls(self.program, call, self.world)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -778,20 +1026,19 @@ class Gauge:
         except Exception:  # noqa: BLE001  (an index drawn another way in float64, say)
             self.step = None
             return None, None
-        return result, state(self.params, self.opt)
+        return result, state(self.world)
 
 
 def check(program: Program, backend: str = "auto") -> Failure | None:
     """Run the step compiled and eagerly, side by side; the first difference found."""
-    params_e = make_params(program)
-    opt_e = make_optimizer(program, params_e)
-    params_c, opt_c = copy.deepcopy((params_e, opt_e))
-    eager = make_step(program, params_e, opt_e)
-    compiled = planner.compile(make_step(program, params_c, opt_c), backend=backend)
+    world_e = make_world(program)
+    world_c = copy.deepcopy(world_e)
+    eager = make_step(program, world_e)
+    compiled = planner.compile(make_step(program, world_c), backend=backend)
     wide = not program.pure_float64()
     gauge = Gauge(program) if wide else None
     for call in range(program.calls):
-        between_calls(program, call, opt_e, opt_c)
+        between_calls(program, call, world_e, world_c)
         want = eager(*make_inputs(program, call))
         exact, exact_state = gauge.call(call) if gauge is not None else (None, None)
         try:
@@ -803,7 +1050,7 @@ def check(program: Program, backend: str = "auto") -> Failure | None:
                            call)
         gauged = False
         for what, g, w, r in (("returned", got, want, exact),
-                              ("state", state(params_c, opt_c), state(params_e, opt_e),
+                              ("state", state(world_c), state(world_e),
                                exact_state)):
             if compare(g, w, what, wide) is None:
                 continue
@@ -815,6 +1062,11 @@ def check(program: Program, backend: str = "auto") -> Failure | None:
         eagerly = [str(w.message) for w in seen if "eager" in str(w.message)]
         if eagerly:
             return Failure("fallback", eagerly[0], call)
+        # a learning rate changed (by a schedule) must not capture again; a float argument
+        # met with a second value may (once, an input of the plan from then on; at every
+        # call where the step reads it as a number, as torch.compile specializes floats)
+        if compiled.captures > 1 and not any(s.kind == "scalar" for s in program.inputs):
+            return Failure("recompile", f"{compiled.captures} captures", call)
         if gauged:
             # within float32 eager's own error only: the runs part ways from here (an
             # update of a gradient that is rounding noise), their later calls not comparable
@@ -842,7 +1094,8 @@ def minimize(program: Program, failure: Failure) -> Program:
         pattern = re.escape(failure.detail.splitlines()[0][:60])
     p = program
     for name, simpler in (("optimizer", "rt.optim.SGD(params, lr=0.1)"),
-                          ("zero_grad", "set_to_none"), ("twice", False), ("lr_change", 1.0)):
+                          ("zero_grad", "set_to_none"), ("twice", False), ("lr_change", 1.0),
+                          ("schedule", "")):
         q = dataclasses.replace(p, **{name: simpler})
         if still_fails(q, failure.kind, pattern):
             p = q

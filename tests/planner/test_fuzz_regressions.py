@@ -204,3 +204,14 @@ def test_contiguous_of_a_value_computed_from_a_transposed_one_copies() -> None:
 
     _, seen, captures = twin_steps(body, ones)
     assert seen == [] and captures == 1
+
+
+def test_a_view_of_contiguous_of_a_transposed_value_is_captured() -> None:
+    # fuzz seed 840: contiguous() of x.t() is a clone in C order (ndarray.copy()); taken for
+    # an elementwise op keeping its operand's F order, its view(-1) raised view()'s error
+    def body(x: rt.Tensor, w: rt.Tensor) -> rt.Tensor:
+        v = (x * 2).transpose(0, 1).contiguous().view(-1)
+        return (v.reshape(3, 2).t() * w).sum()
+
+    _, seen, captures = twin_steps(body, ones)
+    assert seen == [] and captures == 1

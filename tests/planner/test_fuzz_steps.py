@@ -272,9 +272,12 @@ def test_a_returned_parameter_updated_by_a_kernel_of_several_outputs(take: str) 
             return loss.detach(), v.detach()
 
         fn = planner.compile(step) if compiled else step
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
             results.append([[t.numpy().copy() for t in fn()] for _ in range(4)])
+        # where expand(2) of a (2,) tensor is a view of its own (PyTorch's), the view read
+        # after the update runs the step eagerly, by design
+        assert all(take == "expand" and BY_DESIGN[2] in str(w.message) for w in seen)
     for got, want in zip(*results, strict=True):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-6)
