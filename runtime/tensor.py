@@ -370,7 +370,7 @@ class Tensor:
                                                   or not self._data.size):  # PyTorch's rule
             extra.append(f"dtype={self.dtype!r}")
         if self._grad_fn is not None:
-            extra.append(f"grad_fn=<{self._grad_fn.name()}>")
+            extra.append(f"grad_fn=<{type(self._grad_fn).__name__}>")
         elif self._rg:
             extra.append("requires_grad=True")
         return with_suffixes(f"tensor({body}", extra, len("tensor("))
@@ -685,6 +685,11 @@ _METHODS = (
 ).split()
 for _n in _METHODS:
     setattr(Tensor, _n, getattr(F, _n))
+# PyTorch's methods give a view of their own also where nothing changes (the runtime's own
+# functions return the tensor itself there, which its formulas rely on)
+Tensor.expand = F.expand_view  # type: ignore[method-assign]
+Tensor.expand_as = F.expand_as_view  # type: ignore[method-assign]
+Tensor.squeeze = F.squeeze_view  # type: ignore[method-assign]
 _TENSOR_OPS = {
     T: "remainder floor_divide bitwise_not chunk tril triu repeat index_select gather "
        "scatter scatter_add masked_fill cumsum sort argsort topk square rsqrt logical_not "
@@ -729,7 +734,7 @@ Tensor.divide = F.div  # type: ignore[attr-defined]
 Tensor.divide_ = F.div_  # type: ignore[attr-defined]
 Tensor.true_divide = F.true_divide  # type: ignore[attr-defined]
 Tensor.true_divide_ = F.true_divide_  # type: ignore[attr-defined]
-Tensor.broadcast_to = F.expand  # type: ignore[attr-defined]
+Tensor.broadcast_to = F.expand_view  # type: ignore[attr-defined]
 Tensor.argmax = F.argmax  # type: ignore[assignment]
 Tensor.norm = reductions.norm_method  # type: ignore[attr-defined]
 from .ops import composite as _composite  # noqa: E402

@@ -136,7 +136,7 @@ class Node:
         return tuple((e.function, e.input_nr) if e else (None, 0) for e in self.next_edges)
 
     def __repr__(self) -> str:
-        return f"<{self.name()} object at {id(self):#x}>"
+        return f"<{type(self).__name__} object at {id(self):#x}>"
 
     # --- work -----------------------------------------------------------------------------
     def apply(self, grads: list[Any]) -> list[Any]:

@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from runtime import _dtype as D
+from runtime.amp.policy import autocast_lower
 from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
-from runtime.ops.dispatch import named_backward
 from runtime.ops.composite import (
     _inplace,
     _stable_sigmoid,
@@ -25,8 +25,9 @@ from runtime.ops.composite import (
     softmax,
     softplus,
 )
+from runtime.ops.dispatch import named_backward
+from runtime.ops.naming import renamed, renamed_backward
 from runtime.ops.shapes import wrap_dim
-from runtime.amp.policy import autocast_lower
 from runtime.tensor import Tensor
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -174,6 +175,7 @@ def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
 
 
 @float_kernel("leaky_relu_cpu")
+@renamed_backward("RreluWithNoiseBackward0")
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """PyTorch's randomized leaky ReLU: negative inputs times a slope drawn from
@@ -192,6 +194,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
 
 
 @float_kernel("glu_cpu")
+@renamed_backward("GluBackward0")
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
@@ -245,9 +248,10 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
     from runtime.ops.reductions import norm
 
     diff = F.add(F.sub(x1, x2), eps)
-    return norm(diff, p, dim=-1, keepdim=keepdim)
+    return renamed(norm(diff, p, dim=-1, keepdim=keepdim), "NormBackward1")  # at::norm's
 
 
+@renamed_backward("PdistBackward0")
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:
     """PyTorch's ``F.pdist``: the p-norm distance of every pair of rows i < j of an (N, M)
     input, in row-major order (N * (N - 1) / 2 values)."""

@@ -11,14 +11,14 @@ import numpy as np
 
 from .. import _dtype as D
 from .._dtype import bfloat16, scalar_type_name
-from ..autograd.grad_mode import _state as _grad_state
-from ..autograd.node import SavedTensor
 from ..amp.policy import autocast_lower
+from ..autograd.grad_mode import _state as _grad_state
+from ..autograd.node import Edge, Meta, Node, SavedTensor
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import PrimitiveBackward, named, named_backward
-from .shapes import wrap_dim
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
+from .shapes import wrap_dim
 
 tanh = F.tanh
 
@@ -151,9 +151,42 @@ def no_derivative(value: Tensor, inputs: Sequence[Any], error: type[Exception], 
     node = out._grad_fn
     if isinstance(node, PrimitiveBackward):
         named(out, name)
-        node.__class__ = type(name, (_NoDerivativeBackward,),
-                              {"__slots__": (), "error": error, "message": message})
+        attrs: dict[str, Any] = {"__slots__": (), "error": error, "message": message}
+        if name == "NotImplemented":  # PyTorch's C++ name for it
+            attrs["name"] = lambda self: "torch::autograd::NotImplemented"
+        node.__class__ = type(name, (_NoDerivativeBackward,), attrs)
     return out
+
+
+class _OneNodeBackward(Node):
+    """The one node of several outputs of a composite op (PyTorch's AminmaxBackward0 has
+    outputs 0 and 1): output i's gradient goes on to the node that computed it."""
+
+    __slots__ = ()
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        return list(grads)
+
+
+_ONE_NODE_CLASSES: dict[str, type[_OneNodeBackward]] = {}
+
+
+def one_node(outputs: Sequence[Tensor], name: str) -> None:
+    """Make ``outputs`` (those with history) outputs 0, 1, ... of one node called ``name``,
+    as PyTorch's multi-output ops (aminmax, std_mean) give them: the same ``grad_fn``, their
+    ``output_nr`` their place."""
+    recorded = [o for o in outputs if o._grad_fn is not None]
+    if len(recorded) < 2 or any(o._base is not None for o in recorded):
+        for o in recorded:
+            named(o, name)
+        return
+    cls = _ONE_NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _ONE_NODE_CLASSES[name] = type(name, (_OneNodeBackward,), {"__slots__": ()})
+    node = cls([Edge(o._grad_fn, o.output_nr) for o in recorded],
+               [Meta(o.shape, o.dtype, o.device) for o in recorded])
+    for i, o in enumerate(recorded):
+        o._grad_fn, o.output_nr = node, i
 
 
 _STRAIGHT_CLASSES: dict[tuple[str, bool], type[PrimitiveBackward]] = {}

@@ -24,6 +24,7 @@ from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
 from .inplace import check_fits
 from .math_ops import takes_out
+from .naming import renamed_backward
 from .reductions import std, var
 from .shapes import broadcast_shapes
 from .tensor_ops import (
@@ -147,6 +148,7 @@ def _same_dtype_as_input(out: Tensor, result: Tensor) -> None:
                            f"same as input: {D.scalar_type_name(result.dtype)}")
 
 @takes_out("nan_to_num", _same_dtype_as_input)
+@renamed_backward("NanToNumBackward0")
 def nan_to_num(input: Tensor, nan: float | None = None, posinf: float | None = None,
                neginf: float | None = None) -> Tensor:
     """nan, +inf and -inf replaced (by default with 0 and the dtype's largest and lowest
@@ -188,7 +190,7 @@ def diag(input: Tensor, diagonal: int = 0) -> Tensor:
         return input.reshape(-1)[:0]
     r = arange(r0, r0 + n, device=input.device)
     c = arange(c0, c0 + n, device=input.device)
-    return named(keeps_saved(input[r, c]), "DiagonalBackward0")
+    return named(keeps_saved(input[r, c]), "DiagonalBackward0_copy")  # PyTorch's: a copy
 
 
 def _float_pair(name: str, a: Any, b: Any) -> None:
@@ -244,8 +246,12 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
         dim, unbiased = None, dim
     _check_float("var_mean", input)
     axes = F._axes(dim, input.ndim)
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            F.mean(input, axes, keepdim))
+    from .composite import one_node
+
+    out = (var(input, dim, unbiased, keepdim, correction=correction),
+           F.mean(input, axes, keepdim))
+    one_node(out, "VarMeanBackward0")
+    return out
 
 
 def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool = False, *,
@@ -254,8 +260,12 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
         dim, unbiased = None, dim
     _check_float("std_mean", input)
     axes = F._axes(dim, input.ndim)
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            F.mean(input, axes, keepdim))
+    from .composite import one_node
+
+    out = (std(input, dim, unbiased, keepdim, correction=correction),
+           F.mean(input, axes, keepdim))
+    one_node(out, "StdMeanBackward0")
+    return out
 
 
 def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
@@ -356,6 +366,7 @@ def in_place(fn: Any) -> Any:
 
 
 @takes_out("fmax")
+@renamed_backward("FmaxBackward0")
 def fmax(input: Tensor, other: Tensor) -> Tensor:
     """The larger of a and b elementwise, NaN only where both are (numpy's fmax); the gradient
     goes to a where a >= b or b is NaN, else to b, as PyTorch's."""
@@ -363,6 +374,7 @@ def fmax(input: Tensor, other: Tensor) -> Tensor:
 
 
 @takes_out("fmin")
+@renamed_backward("FminBackward0")
 def fmin(input: Tensor, other: Tensor) -> Tensor:
     """The smaller of a and b elementwise, NaN only where both are (numpy's fmin)."""
     return F.where(logical_or(F.le(input, other), F.ne(other, other)), input, other)

@@ -14,6 +14,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
 from .dispatch import named
+from .naming import renamed
 from .shapes import broadcast_shapes as _broadcast_shapes
 
 # PyTorch's other names of ops the runtime has
@@ -177,7 +178,7 @@ def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """input * 2 ** other (in a float dtype)."""
     if out is not None:
         return F.written_to(out, ldexp(input, other), "ldexp")
-    return F.mul(input, F.pow(2.0, other))
+    return renamed(F.mul(input, F.pow(2.0, other)), "LdexpBackward0")
 
 
 def frexp(input: Tensor, *, out: Any = None) -> Any:  # noqa: A002

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
-from ..autograd.grad_mode import _state as _grad_state
 from ..amp.policy import autocast_lower, autocast_promote
+from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
@@ -389,11 +389,31 @@ asinh = _op(P.ASINH, "asinh")
 acosh = _op(P.ACOSH, "acosh")
 atanh = _op(P.ATANH, "atanh")
 atan2 = _op(P.ATAN2, "atan2", "The angle of the point (b, a): arctan(a / b) in its quadrant.")
-fmod = _op(P.FMOD, "fmod", "a % b with the sign of a (C's fmod), as PyTorch's fmod.")
+_fmod = _op(P.FMOD, "fmod", "a % b with the sign of a (C's fmod), as PyTorch's fmod.")
 floor = _op_no_bool(P.FLOOR, "floor", "floor_vml_cpu")
 ceil = _op_no_bool(P.CEIL, "ceil", "ceil_vml_cpu")
 trunc = _op_no_bool(P.TRUNC, "trunc", "trunc_vml_cpu")
-remainder = _op(P.REMAINDER, "remainder", "a % b with the sign of b (Python's rule, as PyTorch's).")
+_remainder = _op(P.REMAINDER, "remainder",
+                 "a % b with the sign of b (Python's rule, as PyTorch's).")
+
+
+def _by_other(op: Callable[..., Tensor], node: str) -> Callable[..., Tensor]:
+    """``op(input, other)`` whose node is PyTorch's overload's: ``node`` + 0 for a number
+    ``other``, + 1 for a tensor (FmodBackward1)."""
+    def fn(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+        if out is not None:
+            return written_to(out, fn(input, other), op.__name__)
+        result = op(input, other)
+        return named(result, f"{node}{1 if isinstance(other, Tensor) else 0}") \
+            if result is not input else result
+
+    fn.__name__ = fn.__qualname__ = op.__name__
+    fn.__doc__ = op.__doc__
+    return fn
+
+
+fmod = _by_other(_fmod, "FmodBackward")
+remainder = _by_other(_remainder, "RemainderBackward")
 _floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
 
@@ -498,7 +518,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # noqa: A002
         if max is not None:
             result = where(gt(result, max), max, result)
         refuse_saved_inference(result, input, min, max)  # PyTorch's ClampBackward1 saves them
-        return result
+        return named(result, "ClampBackward0") if result is not input else result
     rdt = _clamp_dtype(input, min, max)
     min, max = _clamp_bounds(rdt, min, max)
     return apply(P.CLAMP, input if rdt is input.dtype else cast(input, rdt), min=min, max=max)
@@ -813,7 +833,9 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:  # noqa: A002
 def t_(input: Tensor) -> Tensor:
     if input.ndim > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
-    return named(transpose(input, 0, 1), "TBackward0") if input.ndim == 2 else input
+    if input.ndim < 2:  # a view of its own, as PyTorch's
+        return named(apply(P.RESHAPE, input, shape=input.shape), "TBackward0")
+    return named(transpose(input, 0, 1), "TBackward0")
 
 
 def expand(input: Tensor, *sizes: Any) -> Tensor:
@@ -826,6 +848,18 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     if full == input.shape:
         return input
     return apply(P.EXPAND, input, shape=full)
+
+
+def expand_view(input: Tensor, *sizes: Any) -> Tensor:  # noqa: A002
+    """``Tensor.expand`` as PyTorch's: a view of its own also where the shape stays (the
+    runtime's own ``expand`` returns input itself there)."""
+    out = expand(input, *sizes)
+    return named(apply(P.RESHAPE, input, shape=input.shape), "ExpandBackward0") \
+        if out is input else out
+
+
+def expand_as_view(x: Tensor, other: Tensor) -> Tensor:
+    return expand_view(x, other.shape)
 
 
 # how PyTorch's expand error names a tensor's type
@@ -853,12 +887,24 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     return named(apply(P.RESHAPE, input, shape=shape), f"SqueezeBackward{which}")
 
 
+def squeeze_view(input: Tensor, dim: Any = None) -> Tensor:  # noqa: A002
+    """``Tensor.squeeze`` as PyTorch's: a view of its own also where no dim is squeezed (the
+    runtime's own ``squeeze`` returns input itself there)."""
+    out = squeeze(input, dim)
+    if out is not input:
+        return out
+    which = 0 if dim is None else 1 if isinstance(dim, int) else 2
+    return named(apply(P.RESHAPE, input, shape=input.shape), f"SqueezeBackward{which}")
+
+
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if input.ndim == 0:
         return reshape(input, (1,))
+    if s == e:  # nothing to flatten: input itself, as PyTorch's
+        return input
     shape = input.shape[:s] + (math.prod(input.shape[s:e + 1]),) + input.shape[e + 1:]
     return reshape(input, shape)
 
@@ -1294,7 +1340,7 @@ def frac(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"frac_cpu\" not implemented for "
                                   f"'{D.scalar_type_name(input.dtype)}'")
-    return sub(input, trunc(input))
+    return named(sub(input, trunc(input)), "FracBackward0")
 
 
 def lerp(input: Tensor, end: Any, weight: Any, *,  # noqa: A002
@@ -1422,7 +1468,8 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
     if out is not None:
         return written_to(out, addcdiv(input, tensor1, tensor2, value=value), "addcdiv")
     _check_addcdiv(tensor1, tensor2)
-    return add(input, div(mul(tensor1, value), tensor2) if value != 1 else div(tensor1, tensor2))
+    return named(add(input, div(mul(tensor1, value), tensor2) if value != 1 else
+                     div(tensor1, tensor2)), "AddcdivBackward0")
 
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:

@@ -24,6 +24,7 @@ from . import tensor_ops as T
 from .composite import _inplace, relu, sigmoid
 from .dispatch import named_backward
 from .inplace import ERR_LEAF_INPLACE, apply_inplace
+from .naming import renamed
 from .shapes import wrap_dim
 
 
@@ -295,7 +296,7 @@ def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
     idx = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
     picked = T.index_select(x, d, Tensor(idx.astype(np.int64), device=x.device))
     shape = (*x.shape[:d], count, size, *x.shape[d + 1:])
-    return T.movedim(F.reshape(picked, shape), d + 1, -1)
+    return renamed(T.movedim(F.reshape(picked, shape), d + 1, -1), "UnfoldBackward0")
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:
@@ -318,7 +319,8 @@ def nansum(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A0
                             "nansum")
     if not input.dtype.is_floating_point:
         return F.sum(input, dim, keepdim, dtype=dtype)
-    return F.sum(F.where(T.isnan(input), 0.0, input), dim, keepdim, dtype=dtype)
+    return renamed(F.sum(F.where(T.isnan(input), 0.0, input), dim, keepdim, dtype=dtype),
+                   "NansumBackward0")
 
 
 def nanmean(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002

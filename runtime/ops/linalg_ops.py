@@ -18,7 +18,6 @@ from .prims import _on_host
 from .registry import PROMOTE_SAME, Primitive, register
 
 
-
 class LinAlgError(RuntimeError):
     """A singular or not positive-definite input (PyTorch's torch.linalg.LinAlgError)."""
 
@@ -135,7 +134,7 @@ def _inv_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
 INV = register(Primitive(
     "linalg_inv", impl=_inv_impl, infer=_inv_infer,
     backward=lambda c, g: (F.neg(F.matmul(_mT(c.output()), F.matmul(g, _mT(c.output())))),),
-    saves=("out",), flops=_cubic_flops))
+    saves=("out",), flops=_cubic_flops, node_name="LinalgInvExBackward0"))
 
 
 def _det_impl(xp: Any, a: Any) -> Any:
@@ -261,7 +260,7 @@ def _cholesky_bwd(c: Any, g: Any) -> tuple[Any]:
 # the lower Cholesky factor (torch.linalg.cholesky's upper=True is its transpose)
 CHOLESKY = register(Primitive(
     "linalg_cholesky", impl=_cholesky_impl, infer=_cholesky_infer, backward=_cholesky_bwd,
-    saves=("out",), flops=_cubic_flops))
+    saves=("out",), flops=_cubic_flops, node_name="LinalgCholeskyExBackward0"))
 
 
 def _eigh_impl(xp: Any, a: Any, upper: bool) -> Any:

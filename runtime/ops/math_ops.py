@@ -29,6 +29,7 @@ from . import functional as F
 from . import prims as P
 from . import tensor_ops as T
 from .dispatch import apply, named
+from .naming import renamed_backward
 
 _LN2 = math.log(2.0)
 # below this |x| lgamma is -log|x| and digamma -1/x (the next terms are 1e-150 of them), and
@@ -201,6 +202,7 @@ _SINC_SERIES = 1e-4  # below, 1 - t/6 + t^2/120 - t^3/5040 (t = (pi x)^2) to 1e-
 
 
 @takes_out("sinc")
+@renamed_backward("SincBackward0")
 def sinc(input: Tensor) -> Tensor:
     """sin(pi x) / (pi x), 1 at 0; below |x| = 1e-4 its Taylor series, whose gradient keeps
     its digits (sin's and the division's cancel: 2.3e-8 at 1e-8, PyTorch's 2.1e-8, where
@@ -279,6 +281,7 @@ def copysign(input: Any, other: Any) -> Tensor:
 
 
 @takes_out("logaddexp2")
+@renamed_backward("Logaddexp2Backward0")
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2**a + 2**b) without overflow."""
     from .extra_ops import _float_pair, logaddexp
@@ -306,6 +309,7 @@ def float_power(input: Any, exponent: Any) -> Tensor:
 
 
 @takes_out("exp2")
+@renamed_backward("Exp2Backward0")
 def exp2(input: Tensor) -> Tensor:
     """2 ** x, as exp(x ln 2) in float64 (float32's x ln 2 rounds away 2**100's last 8 ulps)."""
     return _in64(lambda v: F.exp(F.mul(v, _LN2)), input)
@@ -760,6 +764,7 @@ def i0(input: Tensor) -> Tensor:
 
 
 @takes_out("special_i0e")
+@renamed_backward("SpecialI0EBackward0")
 def i0e(input: Tensor) -> Tensor:
     """e^-|x| I0(x): finite for every finite x."""
     return _in64(lambda v: _i0_parts(v, True), input)

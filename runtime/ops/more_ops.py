@@ -23,6 +23,7 @@ from . import functional as F
 from .dispatch import keeps_saved, named_backward
 from .extra_ops import diag, logical_or, logical_xor
 from .math_ops import takes_out
+from .naming import renamed_backward
 from .products import einsum
 from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip, sized_dim
@@ -214,6 +215,7 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     return out
 
 
+@renamed_backward("Rot90Backward0")
 def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
     """Rotated by 90 degrees ``k`` times in the plane of ``dims``, from the first towards
     the second."""

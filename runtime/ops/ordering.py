@@ -21,6 +21,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
 from .dispatch import named
+from .naming import renamed
 from .shapes import wrap_dim
 
 MedianResult = namedtuple("MedianResult", ["values", "indices"])
@@ -105,7 +106,9 @@ def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> An
 
         return spread_among(flat, value, "MedianBackward0" if name == "median"
                             else "NanmedianBackward0")
-    return _median_dim(x, dim, keepdim, skip_nan, name)
+    values, indices = _median_dim(x, dim, keepdim, skip_nan, name)
+    return MedianResult(renamed(values, "MedianBackward1" if name == "median"
+                                else "NanmedianBackward1"), indices)
 
 
 def _empty_median(x: Tensor, name: str) -> Tensor:
@@ -135,7 +138,8 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,  # 
     if input.ndim == 0:
         return MedianResult(F.clone(input), F.mul(F.cast(F.ne(input, input), D.int64), 0))
     idx = T.gather_in_range(T.argsort(input.detach(), d), d, _const_pos(input, d, k - 1))
-    return _pick_at(input, d, _quickselect_ties(input, d, k - 1, idx), keepdim)
+    values, idx = _pick_at(input, d, _quickselect_ties(input, d, k - 1, idx), keepdim)
+    return MedianResult(renamed(values, "KthvalueBackward0"), idx)
 
 
 def _gt_or_nan(a: Any, b: Any) -> bool:
@@ -237,7 +241,8 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
     ar = T._arange_along(n, xm.ndim - 1, xm.ndim, input.device)
     idx = F.amax(F.where(F.eq(xm, value), ar, -1), -1, keepdim=True)
     idx = T.movedim(idx, -1, d)
-    return _pick_at(input, d, idx, keepdim)
+    values, idx = _pick_at(input, d, idx, keepdim)
+    return MedianResult(renamed(values, "ModeBackward0"), idx)
 
 
 def _pick_at(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> MedianResult:
@@ -550,5 +555,9 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,  # 
         if keepdim:
             shape = (1,) * input.ndim
             mn, mx = F.reshape(mn, shape), F.reshape(mx, shape)
-        return MinMax(mn, mx)
-    return MinMax(T.amin(input, dim, keepdim), F.amax(input, dim, keepdim))
+    else:
+        mn, mx = T.amin(input, dim, keepdim), F.amax(input, dim, keepdim)
+    from .composite import one_node
+
+    one_node((mn, mx), "AminmaxBackward0")
+    return MinMax(mn, mx)

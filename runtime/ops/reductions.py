@@ -13,7 +13,9 @@ from ..amp.policy import autocast_fp32
 from ..tensor import Tensor
 from . import functional as F
 from .dispatch import named, named_backward
+from .naming import renamed
 from .shapes import wrap_dim
+
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
         out: Tensor | None = None) -> Tensor:
@@ -138,14 +140,16 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
         return straight_through(count, F.sum(x, dim, keepdim), "LinalgVectorNormBackward0",
                                 gradient=False)
     if ord == 1:
-        return F.sum(a, dim, keepdim)
+        return renamed(F.sum(a, dim, keepdim), "LinalgVectorNormBackward0")
     if ord == 2:
-        return _root(F.sum(F.mul(x, x), dim, keepdim), 2.0)
+        return renamed(_root(F.sum(F.mul(x, x), dim, keepdim), 2.0),
+                       "LinalgVectorNormBackward0")
     powered = F.pow(a, float(ord))
     if ord < 1:  # |x|^ord's slope is infinite at 0 (times abs's 0 there: NaN); PyTorch's 0
         zero = F.eq(a, 0)
         powered = F.where(zero, powered.detach(), F.pow(F.where(zero, 1.0, a), float(ord)))
-    return _root(F.sum(powered, dim, keepdim), float(ord))
+    return renamed(_root(F.sum(powered, dim, keepdim), float(ord)),
+                   "LinalgVectorNormBackward0")
 
 
 def count_nonzero_with_zero_gradient(x: Tensor, dim: Any = None, keepdim: bool = False

@@ -20,6 +20,7 @@ from ..amp.policy import autocast_exclude, autocast_fp32, autocast_lower
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
+from .naming import renamed_backward
 from .shapes import broadcast_shapes, wrap_dim
 
 
@@ -89,6 +90,7 @@ def ger(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:  #
     return T.outer(input, vec2)
 
 
+@renamed_backward("LinalgCrossBackward0")
 def cross(input: Tensor, other: Tensor, dim: int | None = None, *,  # noqa: A002
           out: Tensor | None = None) -> Tensor:
     """The cross product of 3-vectors along ``dim`` (None: the first dim of size 3, with
@@ -117,6 +119,7 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *,  # noqa: A002
     return F.sub(F.mul(roll(a, -1, d), roll(b, -2, d)), F.mul(roll(a, -2, d), roll(b, -1, d)))
 
 
+@renamed_backward("UnsafeViewBackward0")
 def kron(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """The Kronecker product: every element of a times the whole of b, in blocks."""
     if out is not None:
@@ -156,6 +159,7 @@ _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
 
 
 @autocast_fp32
+@renamed_backward("CdistBackward0")
 def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MODES[0]
           ) -> Tensor:
     """p-norm distances between each row of x1 and each row of x2 (batched). For p = 2 with
@@ -200,6 +204,7 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MOD
     return _pnorm_last(diff, float(p))
 
 
+@renamed_backward("DistBackward0")
 def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     """The p-norm of input - other."""
     diff = F.sub(input, other)
@@ -326,6 +331,7 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
     return F.reshape(T.index_select(flat, 0, idx), tuple(index.shape))
 
 
+@renamed_backward("DiagEmbedBackward0")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1  # noqa: A002
                ) -> Tensor:
     """A (batch of) matrices with input's last dim on the ``offset`` diagonal of the
@@ -352,6 +358,7 @@ def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1  #
     return F.permute(out, *order)
 
 
+@renamed_backward("BlockDiagBackward0")
 def block_diag(*tensors: Tensor) -> Tensor:
     """The tensors (0-, 1- or 2-D) as the blocks of a block-diagonal matrix."""
     from ..creation import zeros

@@ -23,6 +23,7 @@ from ..tracing import is_tracing
 from . import functional as F
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
+from .naming import renamed
 from .shapes import broadcast_shapes, wrap_dim, wrap_dims
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -571,11 +572,12 @@ def isfinite(input: Tensor) -> Tensor:
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
-    return F.clamp(input, min=min)
+    node = f"ClampMinBackward{int(isinstance(min, Tensor))}"  # PyTorch's, by min's overload
+    return renamed(F.clamp(input, min=min), node)
 
 
 def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
-    return F.clamp(input, max=max)
+    return renamed(F.clamp(input, max=max), f"ClampMaxBackward{int(isinstance(max, Tensor))}")
 
 
 @named_backward("FlipBackward0")

@@ -66,7 +66,9 @@ def _imag(self: Tensor) -> Tensor:
 def rsub(input: Tensor, other: Any, alpha: Any = 1, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
     """other - alpha * input."""
-    return F.sub(other, input, alpha=alpha, out=out)
+    if out is not None:
+        return F.written_to(out, rsub(input, other, alpha), "rsub")
+    return F.named(F.sub(other, input, alpha=alpha), f"RsubBackward{int(not isinstance(other, Tensor))}")
 
 
 def row_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
@@ -122,7 +124,8 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
 
 def fill(input: Tensor, value: Any) -> Tensor:  # noqa: A002
     """A new tensor of input's shape and dtype filled with ``value``."""
-    return F.fill_(F.clone(input), value)
+    node = f"FillBackward{int(isinstance(value, Tensor))}"  # PyTorch's, by value's overload
+    return F.named(F.fill_(F.clone(input), value), node)
 
 
 def detach(input: Tensor) -> Tensor:  # noqa: A002
@@ -239,18 +242,32 @@ def _no_derivative_copy(value: Tensor, input: Tensor) -> Tensor:  # noqa: A002
 # --- copies of views ----------------------------------------------------------------------------
 
 
+def _copy_named(view: Tensor) -> Tensor:
+    """A copy of ``view`` whose node is PyTorch's view_copy op's: the view's, ``_copy``
+    appended (SliceBackward0_copy)."""
+    fn = view._grad_fn if view._base is None else view.grad_fn
+    if type(fn).__name__ == "NotImplemented":  # detach_copy's: a copy already
+        return view
+    copy = F.clone(view)
+    return copy if fn is None or copy is view else F.named(copy, fn.name() + "_copy")
+
+
 def _copy_of(view: Callable[..., Any], name: str) -> Callable[..., Any]:
     """``torch.<name>``: the view's values in new memory (a tensor, or a tuple of them)."""
     def fn(input: Tensor, *args: Any, out: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         result = view(input, *args, **kwargs)
         if isinstance(result, (list, tuple)):
-            copies = tuple(F.clone(t) for t in result)
+            copies = tuple(_copy_named(t) for t in result)
+            if copies and copies[0]._grad_fn is not None:
+                from .composite import one_node
+
+                one_node(copies, copies[0]._grad_fn.name())
             if out is not None:
                 for o, c in zip(out, copies):
                     F.written_to(o, c, name)
                 return None
             return copies
-        copy = F.clone(result)
+        copy = _copy_named(result)
         return copy if out is None else F.written_to(out, copy, name)
 
     fn.__name__ = fn.__qualname__ = name
@@ -279,18 +296,18 @@ def _view(input: Tensor, size: Any = None, dtype: Any = None) -> Tensor:  # noqa
 
 
 _VIEWS: dict[str, Callable[..., Any]] = {
-    "alias": lambda input: F.reshape(input, tuple(input.shape)),
+    "alias": lambda input: F.named(F.reshape(input, tuple(input.shape)), "AliasBackward0"),
     "detach": lambda input: _no_derivative_copy(input.detach(), input),
     "diagonal": lambda input, offset=0, dim1=0, dim2=1: input.diagonal(offset, dim1, dim2),
-    "expand": lambda input, size, *, implicit=False: F.expand(input, *size),
+    "expand": lambda input, size, *, implicit=False: F.expand_view(input, *size),
     "permute": lambda input, dims: F.permute(input, *dims),
     "select": lambda input, dim, index: input.select(dim, index),
     "slice": _slice,
     "split": lambda input, split_size, dim=0: T.split(input, split_size, dim),
     "split_with_sizes": lambda input, split_sizes, dim=0: input.split_with_sizes(split_sizes,
                                                                                  dim),
-    "squeeze": lambda input, dim=None: F.squeeze(input) if dim is None else
-    F.squeeze(input, dim),
+    "squeeze": lambda input, dim=None: F.squeeze_view(input) if dim is None else
+    F.squeeze_view(input, dim),
     "t": lambda input: F.t_(input),
     "transpose": lambda input, dim0, dim1: F.transpose(input, dim0, dim1),
     "unbind": lambda input, dim=0: T.unbind(input, dim),
