@@ -621,7 +621,8 @@ def _bf16_impl(plan: Plan, s: PrimitiveStep) -> Callable[..., Any] | None:
     """Eager mode's bfloat16 wrapper of the step's impl (``planner.bf16``), or None where
     the step has no bfloat16 operand (or is a view)."""
     metas = plan.schedule.metas
-    if all(kind != "buf" or metas[v][1] != _BF16.np for kind, v in s.args):
+    # (a buffer the schedule does not know is refused where the step's line is written)
+    if all(kind != "buf" or metas.get(v, (None, None))[1] != _BF16.np for kind, v in s.args):
         return None
     from .bf16 import eager_impl  # runtime.ops.dispatch: loaded after this module
     prim = REGISTRY[s.name]

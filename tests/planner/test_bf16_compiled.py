@@ -212,3 +212,22 @@ def test_bf16_step_scalars_round_as_eager() -> None:
             np.testing.assert_array_equal(_f64(got), _f64(want), err_msg=f"{fn.__name__} "
                                                                          f"{backend}")
             assert bool(step.plan.kernels) == (backend == "llvm")
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast")  # NaN's, in numpy
+def test_lone_cast_to_bf16_is_a_kernel_with_eagers_bits() -> None:
+    """A large cast to bfloat16 alone (autocast's cast of a weight) is a kernel, rounding as
+    ml_dtypes does for eager: ties to even, overflow to inf, NaNs, subnormals."""
+    rng = np.random.default_rng(4)
+    bits = rng.integers(0, 1 << 32, (256, 300), dtype=np.uint32)
+    bits[0, :6] = [0x3F808000, 0x3F818000, 0x7F7FFFFF, 0x7FC00000, 0xFF800001, 0x00008000]
+    x = rt.from_numpy(bits.view(np.float32))
+
+    def cast(x: Any) -> Any:
+        return x.to(rt.bfloat16)
+
+    step = _compile(cast, "llvm")
+    got = _replayed(step, x)
+    assert [k.kernel.outputs[0].dtype for k in step.plan.kernels] == ["bfloat16"]
+    np.testing.assert_array_equal(got.numpy().view(np.uint16),
+                                  cast(x).numpy().view(np.uint16))
