@@ -193,7 +193,9 @@ class Tracer:
         spec = [("node", self._read(a)) if isinstance(a, Tensor) else ("scalar", a)
                 for a in args]
         node = self._add(prim.name, spec, dict(attrs), shape, dtype, device)
-        if not prim.view and self.layouts.probes:  # else every operand is in C order
+        # the ops whose result's order follows their operands' (planner.layouts.computed),
+        # where an operand may be out of C order
+        if (prim.elementwise or prim.reduction) and self.layouts.probes:
             self.layouts.operands(node, [self.storage_of(a) for a in args
                                          if isinstance(a, Tensor) and a.dim() >= 2])
         return node

@@ -38,6 +38,12 @@ def _probe(shape: tuple[int, ...], dtype: np.dtype, strides: tuple[int, ...]) ->
 _C_ORDER = frozenset({"clone"})
 
 
+def _axes(shape: tuple[int, ...]) -> int:
+    """How many axes of ``shape`` are longer than 1 (with fewer than 2, every layout is C
+    order)."""
+    return sum(1 for d in shape if d != 1)
+
+
 def _broadcast(probe: np.ndarray) -> bool:
     """Whether ``probe`` shows an element along an axis more than once (stride 0)."""
     return any(st == 0 and size > 1 for st, size in zip(probe.strides, probe.shape))
@@ -80,8 +86,8 @@ class Layouts:
         reduction's is unknown; any other op's (a product, a gather) is taken as C order."""
         operands = self.mixed.pop(node)
         prim = REGISTRY.get(op)
-        if len(cell.shape) < 2 or prim is None or not (prim.elementwise or prim.reduction) \
-                or op in _C_ORDER:
+        if _axes(cell.shape) < 2 or prim is None or not (prim.elementwise or prim.reduction) \
+                or op in _C_ORDER:  # one axis longer than 1: C order whatever the strides
             return
         if prim.elementwise:
             # an operand broadcast along an axis (an expand: a sum's gradient) has no say in
@@ -136,7 +142,9 @@ class Layouts:
         base = self.probe(cell.view_of)  # type: ignore[arg-type]
         if base is None:
             self.probes[id(cell)] = (cell, None)
-            if op == "reshape":
+            # a reshape that only adds or drops axes of size 1 is a view whatever the strides
+            if op == "reshape" and [d for d in cell.view_of.shape if d != 1] != [  # type: ignore[union-attr]
+                    d for d in cell.shape if d != 1]:
                 self.unknown_reshapes[id(cell)] = cell
             return
         if op == "reshape":

@@ -215,3 +215,37 @@ def test_a_view_of_contiguous_of_a_transposed_value_is_captured() -> None:
 
     _, seen, captures = twin_steps(body, ones)
     assert seen == [] and captures == 1
+
+
+def test_clipping_the_gradients_of_a_batch_norm_is_captured() -> None:
+    # fuzz seed 2123: BatchNorm1d's weight gradient (one sample) is a sum over axes of a
+    # permuted value, reshaped to (C,); the capture took that reshape's layout for unknown
+    # and ran the step eagerly at clip_grad_norm_'s write to the .grad (a reshape to one axis
+    # longer than 1 is a view whatever the strides)
+    results, captures = [], []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        bn = rt.nn.BatchNorm1d(5)
+        opt = rt.optim.SGD(bn.parameters(), lr=0.1)
+
+        def step(x: rt.Tensor, bn: rt.nn.BatchNorm1d = bn, opt: rt.optim.SGD = opt) -> rt.Tensor:
+            loss = (rt.nn.functional.pad(bn(x), (1, 1)) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            rt.nn.utils.clip_grad_norm_(bn.parameters(), 0.5)
+            opt.step()
+            return loss.detach()
+
+        fn = planner.compile(step) if compiled else step
+        rng = np.random.default_rng(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            results.append([(fn(f32(rng.standard_normal((1, 5, 4)))).item(),
+                             bn.weight.detach().numpy().copy(),
+                             bn.running_var.numpy().copy()) for _ in range(3)])
+        captures.append(getattr(fn, "captures", 1))
+    for (gl, gw, gv), (wl, ww, wv) in zip(results[1], results[0], strict=True):
+        assert gl == pytest.approx(wl, rel=1e-5)
+        np.testing.assert_allclose(gw, ww, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(gv, wv, rtol=1e-5, atol=1e-6)
+    assert captures[1] == 1
