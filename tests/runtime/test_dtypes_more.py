@@ -268,22 +268,29 @@ def test_bfloat16_matmul_backward_equals_float32_rounded() -> None:
     np.testing.assert_array_equal(_bits(rx.grad), _bits(want))
 
 
-def test_a_compiled_step_on_bfloat16_runs_eagerly_saying_so() -> None:
+def test_a_compiled_step_on_bfloat16_compiles_with_eagers_bits() -> None:
+    """Planned without a fallback warning; its steps compute bfloat16 as eager does."""
     planner = pytest.importorskip("planner")
-    w = rt.ones(4, 3, dtype=rt.bfloat16, requires_grad=True)
+    rt.manual_seed(0)
+    w0, x = rt.randn(4, 3).bfloat16(), rt.randn(2, 4).bfloat16()
+    grads = []
+    for compiled in (False, True):
+        w = w0.clone().requires_grad_(True)
 
-    @planner.compile
-    def step(x: rt.Tensor) -> rt.Tensor:
-        loss = (x @ w).sum()
-        loss.backward()
-        return loss
+        def step(x: rt.Tensor) -> rt.Tensor:
+            w.grad = None
+            loss = (x @ w * 0.3 + 0.1).sum()
+            loss.backward()
+            return loss
 
-    x = rt.ones(2, 4, dtype=rt.bfloat16)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = step(x)
-    assert out.item() == 24.0 and w.grad.dtype is rt.bfloat16
-    assert any("bfloat16" in str(c.message) for c in caught)
+        run = planner.compile(step, backend="interpreter") if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a fallback to eager warns
+            out = [run(x) for _ in range(2)]  # captured, then replayed
+        assert w.grad.dtype is rt.bfloat16 and out[1].dtype is rt.bfloat16
+        grads.append((out[1], w.grad))
+    for a, b in zip(*grads):
+        np.testing.assert_array_equal(_bits(b), _bits(a))
 
 
 # --- checkpoints ------------------------------------------------------------------------------
