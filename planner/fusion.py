@@ -540,8 +540,12 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
         else:
             prim = REGISTRY[step.op]
             dtype = kir.compute_dtype(step.dtype.name)
-            if step.dtype.name in kir.STORAGE_ONLY:
-                args = _bf16_operands(kb, step, args, dtype)
+            narrow = [dtypes[v] for kind, v in step.args if kind == "buf"
+                      and dtypes[v] in kir.STORAGE_ONLY]
+            if step.dtype.name in kir.STORAGE_ONLY or narrow and step.dtype.name == "bool":
+                # a bfloat16 result, or a comparison of bfloat16: eager's numbers for them
+                args = _bf16_operands(kb, step, args, kir.compute_dtype(
+                    narrow[0] if step.dtype.name == "bool" else step.dtype.name))
             inside[step.out] = prim.lower(kb, args, step.attrs, dtype)  # type: ignore[misc]
             if step.op == "cast" and step.dtype.name == "bfloat16":  # a cast rounds
                 inside[step.out] = kb.unary("round_bfloat16", inside[step.out], dtype)

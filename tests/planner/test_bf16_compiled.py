@@ -231,3 +231,17 @@ def test_lone_cast_to_bf16_is_a_kernel_with_eagers_bits() -> None:
     assert [k.kernel.outputs[0].dtype for k in step.plan.kernels] == ["bfloat16"]
     np.testing.assert_array_equal(got.numpy().view(np.uint16),
                                   cast(x).numpy().view(np.uint16))
+
+
+def test_bf16_comparison_with_a_number_rounds_it_as_eager() -> None:
+    """x > 0.3 of bfloat16 x compares with 0.30078125, as eager does (x equal to it: False)."""
+    x = rt.tensor(np.resize(np.array([0.30078125, 0.298828125, 0.3046875, -1.0], np.float32),
+                            (256, 300))).bfloat16()
+
+    def pick(x: Any) -> Any:
+        return rt.where(x > 0.3, x, -x)
+
+    step = _compile(pick, "llvm")
+    got = _replayed(step, x)
+    assert _bf16_kernels(step)
+    np.testing.assert_array_equal(_f64(got), _f64(pick(x)))
