@@ -905,3 +905,66 @@ Tensor.absolute = Tensor.abs  # type: ignore[attr-defined]
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_methods(Tensor)  # last: over every method set above
+
+
+def _numpy_operand(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A binary operator as PyTorch's meets numpy values: a numpy array is not its operand
+    (NotImplemented: numpy computes the op on the tensor's values, and ``__array_wrap__``
+    makes the result a tensor), and a numpy bool is parsed as a float."""
+    def op(self: Tensor, other: Any) -> Any:
+        if isinstance(other, np.ndarray):
+            return NotImplemented
+        return method(self, float(other) if type(other) is np.bool_ else other)
+
+    op.__name__ = op.__qualname__ = method.__name__
+    op.__doc__ = method.__doc__
+    return op
+
+
+for _n in ("add sub mul truediv floordiv mod pow and or xor lshift rshift").split():
+    setattr(Tensor, f"__{_n}__", _numpy_operand(getattr(Tensor, f"__{_n}__")))
+    if _n not in ("truediv",):  # number / t: below
+        setattr(Tensor, f"__r{_n}__", _numpy_operand(getattr(Tensor, f"__r{_n}__")))
+# comparisons and in-place operators too: numpy's result (t += array rebinds t to a new
+# tensor, as PyTorch's)
+for _n in ("ne lt le gt ge iadd isub imul itruediv").split():
+    setattr(Tensor, f"__{_n}__", _numpy_operand(getattr(Tensor, f"__{_n}__")))
+
+
+def _eq(self: Tensor, other: Any) -> Any:
+    """``==`` as PyTorch's: a numpy array compared as a tensor of its values (``!=`` is
+    NotImplemented there, and Python's identity test answers True, as for PyTorch's)."""
+    if isinstance(other, np.ndarray):
+        from .creation import from_numpy
+
+        other = from_numpy(np.ascontiguousarray(other) if other.ndim else other)
+    return F.eq(self, float(other) if type(other) is np.bool_ else other)
+
+
+Tensor.__eq__ = _eq  # type: ignore[method-assign,assignment]
+
+
+def _tensors_only(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``@`` as PyTorch's: a tensor's operand is a tensor, anything else NotImplemented
+    (Python's TypeError; numpy's matmul of a numpy array and the tensor's values)."""
+    def op(self: Tensor, other: Any) -> Any:
+        return method(self, other) if isinstance(other, Tensor) else NotImplemented
+
+    op.__name__ = op.__qualname__ = method.__name__
+    return op
+
+
+Tensor.__matmul__ = _tensors_only(Tensor.__matmul__)  # type: ignore[method-assign]
+Tensor.__rmatmul__ = _tensors_only(Tensor.__rmatmul__)  # type: ignore[method-assign]
+
+
+def _rtruediv(self: Tensor, other: Any) -> Any:
+    """other / self: PyTorch's self.reciprocal() * other (its bits; MulBackward0), a numpy
+    array through numpy's multiply of the reciprocal's values."""
+    if type(other) is np.bool_:
+        other = float(other)
+    return T.reciprocal(self) * other if isinstance(other, np.ndarray) else \
+        F.mul(T.reciprocal(self), other)
+
+
+Tensor.__rtruediv__ = _rtruediv  # type: ignore[assignment]

@@ -31,7 +31,8 @@ def __array_wrap__(self: Tensor, array: np.ndarray, context: Any = None,
     array = np.asarray(array)
     if array.dtype == np.bool_:
         array = array.astype(np.uint8)
-    return from_numpy(np.ascontiguousarray(array))
+    # a 0-d result stays 0-d (np.ascontiguousarray would make it 1-d)
+    return from_numpy(array if array.flags.c_contiguous else array.copy(order="C"))
 
 
 def __contains__(self: Tensor, element: Any) -> bool:
