@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype as D
+from .amp.policy import autocast_exclude
 from .ops import functional as F
 from .ops import linalg_ops as L
 from .ops import reductions as _red
@@ -240,6 +241,7 @@ def _complete_qr(A: Tensor) -> QRResult:
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@autocast_exclude  # as solve
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
           ) -> LstsqResult:
     """The least-squares solution X of A X = B by the pseudo-inverse (full-rank A: every
@@ -329,6 +331,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 
 
 @takes_out(check=same_out_dtype, name="linalg_solve")
+@autocast_exclude  # PyTorch's runs in its inputs' dtype (its products are not lowered)
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (``left`` False: X A = B); B a vector where its shape says so, as
     PyTorch's (B 1-D, or B with one dimension less than A and A's batch)."""

@@ -350,7 +350,8 @@ def _scatter_src(src: Any, index: Tensor, x: Tensor, name: str) -> Any:
     if not isinstance(src, Tensor):
         return src
     if src.dtype is not x.dtype:
-        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+        # PyTorch's scatter, scatter_add and scatter_reduce share one check, named scatter
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     for d in range(index.ndim):
         if index.shape[d] > src.shape[d]:
             raise RuntimeError(f"Size does not match at dimension {d} expected index "
