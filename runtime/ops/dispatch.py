@@ -530,3 +530,5 @@ def _mark_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -
     step = (prim, attrs, src._data.shape, t._data.shape, src.dtype)
     t._view_chain = src._view_chain + (step,)
     t._view_version = t._vc.v
+    if src._creation is not None:  # a view of a multi-output view is one too
+        t._creation = src._creation
