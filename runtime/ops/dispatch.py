@@ -25,7 +25,7 @@ from ..autograd.node import (
     gradient_edge,
 )
 from ..tensor import Tensor
-from ..tracing import GraphBreak, MetaArray
+from ..tracing import MetaArray
 from ..tracing import _state as _trace_state
 from .shapes import ShapeError, broadcast_shapes
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, Primitive
