@@ -41,6 +41,26 @@ def check_tensor_lr(lr: Any, foreach: bool | None = None, capturable: bool | Non
         raise ValueError("Tensor lr must be 1-element")
 
 
+# what torch's capturable updates name in their device assertion, by optimizer
+_CAPTURABLE_STATE = {"NAdam": "params, mu_products and state_steps",
+                     "ASGD": "params, mus, etas, and state_steps"}
+
+
+def _check_capturable(optimizer: Any) -> None:
+    """torch's capturable updates run on accelerators only: its assertion for a group with
+    capturable=True whose parameters with gradients are elsewhere."""
+    for group in optimizer.param_groups:
+        if not group.get("capturable"):
+            continue
+        if all(p.grad is None or str(p.device).startswith("cuda") for p in group["params"]):
+            continue
+        name = type(optimizer).__name__
+        devices = ["cuda", "xpu", "hpu", "privateuseone"] + ([] if name == "Adadelta" else ["xla"])
+        raise AssertionError(f"If capturable=True, "
+                             f"{_CAPTURABLE_STATE.get(name, 'params and state_steps')} must be "
+                             f"on supported devices: {devices}.")
+
+
 def live_optimizers() -> list[Optimizer]:
     return list(_LIVE.values())
 
@@ -91,6 +111,7 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
                     raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
                                        f"new_kwargs), but got {result}.")
                 args, kwargs = result
+        _check_capturable(self)
         out = step(*args, **kwargs)
         for hook in chain(self._optimizer_step_post_hooks.values(),
                           _global_optimizer_post_hooks.values()):

@@ -316,3 +316,18 @@ SCHEDULE_CODES = [
 @pytest.mark.parametrize("code", SCHEDULE_CODES)
 def test_schedule_arguments_and_api_match_torch(code: str) -> None:
     assert _schedule_outcome(rt, code) == _schedule_outcome(torch, code)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "RMSprop", "Adamax", "NAdam", "RAdam",
+                                  "ASGD", "Adadelta", "Rprop"])
+def test_capturable_on_the_cpu_is_torchs_assertion(name: str) -> None:
+    texts = []
+    for lib in (torch, rt):
+        p = lib.nn.Parameter(lib.ones(2))
+        opt = getattr(lib.optim, name)([p], capturable=True)
+        opt.step()  # no gradient: nothing checked
+        p.grad = lib.ones(2)
+        with pytest.raises(AssertionError) as info:
+            opt.step()
+        texts.append(str(info.value))
+    assert texts[1] == texts[0]

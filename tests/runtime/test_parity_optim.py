@@ -166,10 +166,15 @@ def test_fused_and_foreach_flags(name: str) -> None:
 
 def test_flags_give_the_same_update_as_torch() -> None:
     torch = pytest.importorskip("torch")
-    for flags in ({"fused": True}, {"foreach": True}, {"capturable": True}):
+    for flags in ({"fused": True}, {"foreach": True}):
         ours = _fit(rt, "AdamW", {"lr": 0.01, **flags}, 5)
         theirs = _fit(torch, "AdamW", {"lr": 0.01, "foreach": False}, 5)
         np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-12)
+    # capturable updates run on accelerators only: torch's assertion on the CPU
+    for lib in (rt, torch):
+        with pytest.raises(AssertionError, match="If capturable=True, params and state_steps "
+                                                 "must be on supported devices"):
+            _fit(lib, "AdamW", {"lr": 0.01, "capturable": True}, 1)
 
 
 def test_named_parameters() -> None:
