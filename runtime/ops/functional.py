@@ -20,7 +20,7 @@ from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
 from .inplace import apply_inplace
-from .shapes import ShapeError, expand_error, wrap_dim, wrap_dims
+from .shapes import ShapeError, expand_error, int_dim, wrap_dim, wrap_dims
 
 # numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
 # are not shown: PyTorch computes the same inf and nan silently. Scoped by message and module
@@ -582,7 +582,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
 
 @half_in_float32
 def _cumsum(x: Tensor, dim: int) -> Tensor:
-    return apply(P.CUMSUM, x, axis=wrap_dim(dim, x.ndim) if x.ndim else 0)
+    return apply(P.CUMSUM, x, axis=int_dim("cumsum", dim, x.ndim))
 
 
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
@@ -593,7 +593,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
         return written_to(out, cumprod(input, dim, dtype=_out_dtype(dtype, out)), "cumprod")
     if dtype is not None:
         return in_dtype(cumprod, input, dtype, dim)
-    return apply(P.CUMPROD, input, axis=wrap_dim(dim, input.ndim) if input.ndim else 0)
+    return apply(P.CUMPROD, input, axis=int_dim("cumprod", dim, input.ndim))
 
 
 def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
@@ -640,10 +640,11 @@ def amax(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
 MaxResult = namedtuple("MaxResult", ["values", "indices"])
 
 
-def _arg_axis(x: Tensor, dim: Any) -> int | None:
+def _arg_axis(x: Tensor, dim: Any, name: str = "argmax") -> int | None:
     if dim is None:
         return None
-    return wrap_dim(dim, x.ndim) if x.ndim else None
+    d = int_dim(name, dim, x.ndim)  # a 0-d tensor's dims -1 and 0 only
+    return d if x.ndim else None
 
 
 def _check_not_bool(name: str, x: Tensor) -> None:
@@ -652,15 +653,21 @@ def _check_not_bool(name: str, x: Tensor) -> None:
 
 
 def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if isinstance(dim, (tuple, list)):  # the parser's error first
+        int_dim("argmax", dim, input.ndim)
     _check_not_bool("argmax", input)
+    axis = _arg_axis(input, dim)
     _check_reduced_nonempty("argmax", input, dim)
-    return apply(P.ARGMAX, input, axis=_arg_axis(input, dim), keepdim=keepdim)
+    return apply(P.ARGMAX, input, axis=axis, keepdim=keepdim)
 
 
 def argmin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    if isinstance(dim, (tuple, list)):  # the parser's error first
+        int_dim("argmin", dim, input.ndim)
     _check_not_bool("argmin", input)
+    axis = _arg_axis(input, dim, "argmin")
     _check_reduced_nonempty("argmin", input, dim)
-    return apply(P.ARGMIN, input, axis=_arg_axis(input, dim), keepdim=keepdim)
+    return apply(P.ARGMIN, input, axis=axis, keepdim=keepdim)
 
 
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
@@ -673,6 +680,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
         result = max(input, dim, keepdim)
         return written_to(out, result, "max") if dim is None else \
             written_to_each(out, result, "max")
+    _check_max_dim("max", input, dim)
     _check_reduced_nonempty("max", input, dim)
     if dim is None:
         # PyTorch's max() shares the gradient among ties, NaNs included (amax's mask misses
@@ -693,12 +701,26 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
         result = min(input, dim, keepdim)
         return written_to(out, result, "min") if dim is None else \
             written_to_each(out, result, "min")
+    _check_max_dim("min", input, dim)
     _check_reduced_nonempty("min", input, dim)
     if dim is None:
         value = reversed_order(amax(reversed_order(input.detach() if input._rg else input)))
         return _over_all(value, input, "MinBackward1")
     index = apply(P.ARGMIN, input, axis=_arg_axis(input, dim), keepdim=True)
     return _extreme_at(input, dim, keepdim, index, "MinBackward0")
+
+
+def _check_max_dim(name: str, x: Tensor, dim: Any) -> None:
+    """max's and min's dim: an int (PyTorch's overloads' error for a tuple), in range (a 0-d
+    tensor's: -1 or 0)."""
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(
+            f"{name}() received an invalid combination of arguments - got (Tensor, dim="
+            f"{type(dim).__name__}), but expected one of:\n * (Tensor input, *, Tensor out = "
+            "None)\n * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, "
+            "int dim, bool keepdim = False, *, tuple of Tensors out = None)\n")
+    if dim is not None:
+        wrap_dim(dim, x.ndim)
 
 
 def _over_all(value: Tensor, x: Tensor, name: str) -> Tensor:

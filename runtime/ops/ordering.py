@@ -22,7 +22,7 @@ from . import functional as F
 from . import tensor_ops as T
 from .dispatch import named
 from .naming import renamed
-from .shapes import wrap_dim
+from .shapes import int_dim, wrap_dim
 
 MedianResult = namedtuple("MedianResult", ["values", "indices"])
 MinMax = namedtuple("MinMax", ["min", "max"])
@@ -57,6 +57,7 @@ def _check_nonempty(x: Tensor, d: int | None, name: str) -> None:
 
 def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
                 ) -> MedianResult:
+    int_dim(name, dim, x.ndim)
     if x.ndim == 0:
         return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
     d = wrap_dim(dim, x.ndim)
@@ -92,6 +93,9 @@ def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa:
 
 
 def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> Any:
+    if dim is not None:  # the argument first, as PyTorch's parser, then an empty dim
+        d = int_dim(name, dim, x.ndim)
+        _check_nonempty(x, d, "median")
     if x.dtype is D.bool_ and (dim is not None or x.numel()):
         kernel = "median_cpu" if dim is None else "median_out"
         raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
@@ -130,7 +134,7 @@ def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,  # 
         return F.written_to_each(out, kthvalue(input, k, dim, keepdim), "kthvalue")
     if input.dtype is D.bool_:
         raise NotImplementedError("\"kthvalue_cpu\" not implemented for 'Bool'")
-    d = wrap_dim(dim, input.ndim) if input.ndim else 0
+    d = int_dim("kthvalue", dim, input.ndim)
     _check_nonempty(input, d, "kthvalue")
     n = input.shape[d] if input.ndim else 1
     if not 1 <= k <= n:
@@ -227,6 +231,7 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
     the index of its last occurrence, as PyTorch's CPU kernel."""
     if out is not None:
         return F.written_to_each(out, mode(input, dim, keepdim), "mode")
+    int_dim("mode", dim, input.ndim)
     if input.ndim == 0:
         return MedianResult(F.clone(input), F.mul(F.cast(F.ne(input, input), D.int64), 0))
     d = wrap_dim(dim, input.ndim)
@@ -351,6 +356,7 @@ def _shifted(v: Tensor, s: int, fill: Any) -> Tensor:
 
 
 def _cum_extreme(x: Tensor, dim: int, greater: bool) -> MedianResult:
+    int_dim("cummax" if greater else "cummin", dim, x.ndim)
     if x.ndim == 0:
         return MedianResult(F.clone(x), F.mul(F.cast(F.ne(x, x), D.int64), 0))
     d = wrap_dim(dim, x.ndim)
@@ -405,6 +411,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tenso
         return F.written_to(out, logcumsumexp(input, dim), "logcumsumexp")
     from .extra_ops import logaddexp
 
+    int_dim("logcumsumexp", dim, input.ndim)
     if not input.dtype.is_floating_point:  # PyTorch's kernel is for floats only
         raise NotImplementedError("\"logcumsumexp_out_cpu\" not implemented for "
                                   f"'{D.scalar_type_name(input.dtype)}'")
@@ -547,7 +554,11 @@ def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,  # 
     """amin and amax at once (each shares its gradient among ties, as amin/amax)."""
     if out is not None:
         return F.written_to_each(out, aminmax(input, dim=dim, keepdim=keepdim), "aminmax")
-    if input.numel() == 0:
+    if dim is not None:
+        d = int_dim("aminmax", dim, input.ndim)
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+    elif input.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
     if dim is None:

@@ -1407,8 +1407,9 @@ def _argsort_impl(xp: Any, x: Any, *, axis: int, descending: bool) -> Any:
             # PyTorch's NaN is the largest value: first, ties (NaNs too) in input order
             order = xp.lexsort((-x, ~xp.isnan(x)), axis=axis)
             return order.astype(np.int64, copy=False)
-        # a stable sort of the negated keys keeps ties in input order, as an ascending one
-        x = ~x if x.dtype == np.bool_ else -x
+        # a stable sort of keys in reversed order keeps ties in input order, as an ascending
+        # one: -x for floats, ~x (-x - 1, which neither overflows nor wraps) for integers
+        x = -x if x.dtype.kind == "f" else ~x
     return xp.argsort(x, axis=axis, kind="stable").astype(np.int64, copy=False)
 
 

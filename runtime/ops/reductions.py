@@ -203,6 +203,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     if out is not None:
         return F.written_to(out, norm(input, p, dim, keepdim, dtype=dtype), "norm")
     if dtype is not None:
+        if not input.dtype.is_floating_point:  # PyTorch's: dtype does not make it a float
+            vector_norm(input)
         input = F.cast(input, dtype)
     if p == "fro":
         p = 2

@@ -70,6 +70,16 @@ def wrap_dim(dim: Any, ndim: int) -> int:
     return d + bound if d < 0 else d
 
 
+def int_dim(name: str, dim: Any, ndim: int, position: str = "") -> int:
+    """A ``dim`` PyTorch's argument parser takes as an int only: its TypeError for a tuple
+    or list (``position``: the parser's " (position 1)" where it names one), else wrapped
+    (``wrap_dim``: a 0-d tensor's dims -1 and 0 are 0, any other PyTorch's IndexError)."""
+    if isinstance(dim, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'dim'{position} must be int, not "
+                        f"{type(dim).__name__}")
+    return wrap_dim(dim, ndim)
+
+
 def wrap_dims(dims: Iterable[Any], ndim: int) -> tuple[int, ...]:
     """Each of ``dims`` wrapped (``wrap_dim``), in the order given; a dim named twice (after
     wrapping: 0 and -2 of a matrix) is PyTorch's RuntimeError."""

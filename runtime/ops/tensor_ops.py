@@ -24,7 +24,7 @@ from . import functional as F
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
 from .naming import renamed
-from .shapes import broadcast_shapes, wrap_dim, wrap_dims
+from .shapes import broadcast_shapes, int_dim, wrap_dim, wrap_dims
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -530,9 +530,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
     and one of the orders sorted=False allows."""
     if out is not None:
         return F.written_to_each(out, topk(input, k, dim, largest, sorted), "topk")
+    d = int_dim("topk", dim, input.ndim)
     if input.dtype is D.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
-    d = _dim(input, dim)
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
