@@ -28,7 +28,9 @@ DEFAULT_SEED = 67280421310721
 
 
 class Generator:
-    """A seeded random source (numpy's PCG64; the streams differ from PyTorch's)."""
+    """A seeded random source (numpy's PCG64; the streams differ from PyTorch's, but for
+    randperm's and the samplers' permutations, drawn from PyTorch's own Mersenne Twister
+    stream kept beside it)."""
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = canonical_device(device)
@@ -37,7 +39,23 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
         self._rng = np.random.default_rng(self._seed)
+        self._mt: np.random.RandomState | None = None
         return self
+
+    def _torch_mt(self) -> np.random.RandomState:
+        """PyTorch's CPU stream, a Mersenne Twister seeded with the seed's low 32 bits (numpy's
+        legacy seeding is the same), drawn by randperm and the samplers alone: their
+        permutations equal PyTorch's after the same manual_seed (where PyTorch's generator
+        fed nothing else since)."""
+        if self._mt is None:
+            self._mt = np.random.RandomState(self._seed & 0xFFFFFFFF)
+        return self._mt
+
+    def _torch_random64(self) -> int:
+        """PyTorch's random_() of an int64 from this stream: two 32-bit draws, high first,
+        below 2**63."""
+        hi, lo = (int(v) for v in self._torch_mt().randint(0, 1 << 32, size=2, dtype=np.uint64))
+        return ((hi << 32) | lo) & ((1 << 63) - 1)
 
     def seed(self) -> int:
         """Seeds from fresh entropy; returns the seed (as ``initial_seed()`` then does)."""
@@ -61,7 +79,16 @@ class Generator:
                + st["state"]["inc"].to_bytes(16, "little")
                + int(st["has_uint32"]).to_bytes(8, "little")
                + int(st["uinteger"]).to_bytes(8, "little"))
+        self._remember_mt(raw)
         return Tensor._make(np.frombuffer(raw, np.uint8).copy(), D.uint8, "cpu")
+
+    def _remember_mt(self, raw: bytes) -> None:
+        """The Mersenne Twister's state beside the bytes get_state gives, so that set_state of
+        them (fork_rng, a checkpoint's recomputation) puts randperm's stream back too."""
+        kept = self.__dict__.setdefault("_mt_at", {})
+        kept[raw] = None if self._mt is None else self._mt.get_state()
+        while len(kept) > 64:
+            del kept[next(iter(kept))]
 
     def set_state(self, new_state: Tensor) -> Generator:
         """Restores a state from ``get_state``."""
@@ -79,6 +106,12 @@ class Generator:
                      "has_uint32": int.from_bytes(raw[32:40], "little"),
                      "uinteger": int.from_bytes(raw[40:48], "little")}
         self._rng.bit_generator.state = gen.state
+        kept = self.__dict__.get("_mt_at", {})
+        if raw in kept:
+            mt = kept[raw]
+            self._mt = None if mt is None else np.random.RandomState()
+            if mt is not None:
+                self._mt.set_state(mt)
         return self
 
 
@@ -659,6 +692,19 @@ def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, 
                    requires_grad=requires_grad, **kwargs)
 
 
+def torch_permutation(n: int, generator: Generator | None = None) -> np.ndarray:
+    """PyTorch's CPU randperm: a Fisher-Yates shuffle of 0..n-1 by 32-bit draws of the
+    generator's Mersenne Twister (``Generator._torch_mt``), position i swapped with
+    i + draw % (n - i)."""
+    g = generator or default_generator
+    draws = g._torch_mt().randint(0, 1 << 32, size=max(n - 1, 0), dtype=np.uint64).tolist()
+    perm = list(range(n))
+    for i, z in enumerate(draws):
+        j = i + z % (n - i)
+        perm[i], perm[j] = perm[j], perm[i]
+    return np.asarray(perm, dtype=np.int64).reshape(n)
+
+
 def _check_randperm_dtype(n: int, dt: Any, requires_grad: bool) -> None:
     """PyTorch's checks of randperm's dtype: its kernels (no bool, complex or wide unsigned),
     the largest n a float type counts exactly, and an integer type's range."""
@@ -698,5 +744,5 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
         raise GraphBreak("randperm inside a captured step")
     g = generator or default_generator
     dev = factory_device(device)
-    perm = g._rng.permutation(int(n)).astype(dt.np)
+    perm = torch_permutation(int(n), g).astype(dt.np)
     return Tensor._make(move_array(perm, dev), dt, dev).requires_grad_(requires_grad)

@@ -146,3 +146,55 @@ CODES = [f"r = data.default_collate({b})" for b in BATCHES] + [
 @pytest.mark.parametrize("code", CODES)
 def test_data_matches_torch(code: str) -> None:
     assert _outcome(rt, code) == _outcome(torch, code)
+
+
+@pytest.mark.parametrize("seed", [0, 7, 2**40 + 3])
+def test_permutations_equal_torchs_for_the_same_seed(seed: int) -> None:
+    """randperm, the DataLoader's shuffle (its base seed drawn first, every epoch), the
+    samplers and random_split draw PyTorch's Mersenne Twister stream as it does."""
+    td, rd = torch.utils.data, rt.utils.data
+
+    def both(make: Any) -> tuple[Any, Any]:
+        outs = []
+        for lib, data in ((torch, td), (rt, rd)):
+            lib.manual_seed(seed)
+            outs.append(make(lib, data, lib.Generator().manual_seed(seed)))
+        return outs[0], outs[1]
+
+    def plain(x: Any) -> Any:
+        if isinstance(x, (list, tuple)):
+            return [plain(v) for v in x]
+        return x.tolist() if hasattr(x, "tolist") else x
+
+    cases = [
+        lambda lib, data, g: [lib.randperm(n) for n in (10, 7, 1, 0, 300)],
+        lambda lib, data, g: [lib.randperm(10, generator=g) for _ in range(2)],
+        lambda lib, data, g: [list(data.DataLoader(list(range(10)), batch_size=4,
+                                                   shuffle=True, generator=g))
+                              for _ in range(3)],
+        lambda lib, data, g: [list(data.DataLoader(list(range(9)), batch_size=2,
+                                                   shuffle=True)) for _ in range(2)],
+        lambda lib, data, g: list(data.RandomSampler(range(7), replacement=True,
+                                                     num_samples=40, generator=g)),
+        lambda lib, data, g: [list(data.RandomSampler(range(7), num_samples=17, generator=g)),
+                              list(data.RandomSampler(range(7)))],
+        lambda lib, data, g: list(data.SubsetRandomSampler([5, 6, 7, 8], generator=g)),
+        lambda lib, data, g: [list(s.indices) for s in data.random_split(range(10), [3, 7],
+                                                                          generator=g)],
+        lambda lib, data, g: [list(s.indices) for s in data.random_split(range(10),
+                                                                          [0.3, 0.7])],
+    ]
+    for make in cases:
+        want, got = both(make)
+        assert plain(got) == plain(want)
+
+
+def test_fork_rng_puts_randperms_stream_back() -> None:
+    rt.manual_seed(1)
+    rt.randperm(5)
+    with rt.random.fork_rng():
+        rt.randperm(5)
+    after = rt.randperm(5).tolist()
+    rt.manual_seed(1)
+    rt.randperm(5)
+    assert rt.randperm(5).tolist() == after

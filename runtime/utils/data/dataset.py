@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from ...creation import Generator, default_generator
+from ...creation import Generator, default_generator, torch_permutation
 from ...tensor import Tensor
 
 T = TypeVar("T")
@@ -168,7 +168,7 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     g = generator if generator is not None else default_generator
-    perm = [int(i) for i in g._rng.permutation(n)]
+    perm = torch_permutation(n, g).tolist()  # PyTorch's randperm
     out, start = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[start:start + int(length)]))

@@ -7,7 +7,8 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from ...creation import Generator, as_tensor, default_generator, multinomial
+from ...creation import (Generator, as_tensor, default_generator, multinomial,
+                         torch_permutation)
 from ...tensor import Tensor
 from ... import _dtype as D
 
@@ -20,6 +21,15 @@ def rng_of(generator: Generator | None) -> np.random.Generator:
     if generator is not None:
         return generator._rng
     return np.random.default_rng(int(default_generator._rng.integers(1 << 63)))
+
+
+def torch_stream(generator: Generator | None) -> Generator:
+    """The generator a PyTorch sampler permutes with: ``generator``, or a fresh one seeded
+    by a 64-bit draw of the default generator's PyTorch stream (its RandomSampler's
+    ``torch.empty((), dtype=torch.int64).random_()``)."""
+    if generator is not None:
+        return generator
+    return Generator().manual_seed(default_generator._torch_random64())
 
 
 class Sampler(Generic[T]):
@@ -62,13 +72,18 @@ class RandomSampler(Sampler[int]):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self) -> Iterator[int]:
-        n, rng = len(self.data_source), rng_of(self.generator)
+        # PyTorch's draws from its stream: randint(high=n) 32 at a time (a 32-bit draw
+        # modulo n each), or whole permutations (the last one drawn even when none of it is
+        # used), so that the orders equal PyTorch's for the same seed
+        n, g = len(self.data_source), torch_stream(self.generator)
         if self.replacement:
-            yield from (int(i) for i in rng.integers(0, n, size=self.num_samples))
+            for size in [32] * (self.num_samples // 32) + [self.num_samples % 32]:
+                draws = g._torch_mt().randint(0, 1 << 32, size=size, dtype=np.uint64)
+                yield from (int(v) % n for v in draws.tolist())
             return
         for _ in range(self.num_samples // n):
-            yield from (int(i) for i in rng.permutation(n))
-        yield from (int(i) for i in rng.permutation(n)[:self.num_samples % n])
+            yield from torch_permutation(n, g).tolist()
+        yield from torch_permutation(n, g).tolist()[:self.num_samples % n]
 
     def __len__(self) -> int:
         return self.num_samples
@@ -113,8 +128,8 @@ class SubsetRandomSampler(Sampler[int]):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        for i in rng_of(self.generator).permutation(len(self.indices)):
-            yield self.indices[int(i)]
+        for i in torch_permutation(len(self.indices), self.generator).tolist():
+            yield self.indices[i]
 
     def __len__(self) -> int:
         return len(self.indices)
