@@ -18,7 +18,7 @@ import pytest
 
 import planner
 import runtime as rt
-from planner.steps import PrimitiveStep
+from planner.steps import CommitStep, PrimitiveStep
 from tests.fakecuda import fake_cuda_fixture  # noqa: F401
 from tests.planner.test_cuda_compiled import host_gpu_fixture  # noqa: F401
 
@@ -245,3 +245,35 @@ def test_bf16_comparison_with_a_number_rounds_it_as_eager() -> None:
     got = _replayed(step, x)
     assert _bf16_kernels(step)
     np.testing.assert_array_equal(_f64(got), _f64(pick(x)))
+
+
+def test_bf16_update_committed_into_the_parameters() -> None:
+    """A large bfloat16 parameter's SGD update with momentum is a kernel storing into the
+    parameter and its momentum buffer at write-back (a CommitStep), within a bfloat16
+    spacing or two of eager's almost everywhere."""
+    def run(wrap: Callable[..., Any]) -> tuple[np.ndarray, Any]:
+        rt.manual_seed(0)
+        lin = rt.nn.Linear(512, 512).to(rt.bfloat16)
+        opt = rt.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+        x = rt.randn(64, 512).to(rt.bfloat16)
+
+        def step(x: Any) -> None:
+            opt.zero_grad()
+            lin(x).float().pow(2).mean().backward()
+            opt.step()
+
+        run = wrap(step)
+        for _ in range(STEPS):
+            _replayed(run, x)
+        assert lin.weight.dtype is rt.bfloat16
+        return _f64(lin.weight), run
+
+    want, _ = run(lambda f: f)
+    got, step = run(lambda f: _compile(f, "llvm"))
+    commits = [s for s in step.plan.steps if isinstance(s, CommitStep)]
+    assert commits and all(o.dtype == "bfloat16" for s in commits for o in s.kernel.outputs)
+    # a spacing or two of the value, or of the largest where an update cancels the value
+    # (eager's rounding of each op, of p's, there)
+    spacing = EPS * np.maximum(np.abs(want), np.abs(got))
+    assert (np.abs(got - want) <= 2 * spacing + EPS * np.abs(want).max()).all()
+    assert np.mean(np.abs(got - want) <= 2 * spacing) > 0.99
