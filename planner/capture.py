@@ -118,6 +118,9 @@ class Tracer:
         # own, exact while the step writes neither it nor memory it shares (``finish``)
         self.outside_views: dict[int, Any] = {}
         self.layouts = Layouts()  # which reshapes are views, as eager mode's (copies cut)
+        # id(view cell) -> (cell, the node of the view op that made it): a view read after
+        # its base was written is made again from the base (``_refresh``)
+        self.view_nodes: dict[int, tuple[MetaArray, int]] = {}
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
@@ -203,8 +206,29 @@ class Tracer:
     def _read(self, t: Tensor) -> int:
         cell = self.storage_of(t)
         if _stale(cell):
-            raise GraphBreak("a view is read after its base was written in place")
+            self._refresh(cell)
         return cell.node
+
+    def _refresh(self, cell: MetaArray) -> None:
+        """A view read after a storage it was taken from was written in place shows the
+        written values, as eager mode's view does: its value is taken again, by the view op
+        that made it, from its base's value now (the base refreshed first). A view whose op
+        is not known (one from outside the step, read as a state of its own) breaks the
+        graph, as before."""
+        base = cell.view_of
+        assert base is not None
+        if _stale(base):
+            self._refresh(base)
+        if base.node == cell.base_node:
+            return
+        made = self.view_nodes.get(id(cell))
+        if made is None or made[0] is not cell:
+            raise GraphBreak("a view is read after its base was written in place")
+        data = self.g.nodes[made[1]]
+        args = [("node", base.node), *data["args"][1:]]
+        cell.node = self._add(data["op"], args, dict(data["attrs"]), data["shape"],
+                              data["dtype"], data["device"])
+        cell.base_node = base.node
 
     def annotate(self, node: int, t: Tensor) -> None:
         """A forward op that made an autograd node carries that node's numbers."""
@@ -216,6 +240,7 @@ class Tracer:
         cell = t._data
         if type(cell) is MetaArray and cell.node == node:  # which reshapes are views
             if cell.view_of is not None:
+                self.view_nodes[id(cell)] = (cell, node)
                 self.layouts.view_made(cell, data["op"], data["attrs"])
             elif node in self.layouts.mixed:
                 self.layouts.computed(cell, node, data["op"])
@@ -336,6 +361,8 @@ class Tracer:
 
         chain = []  # (view cell, the tensor its new base is computed from, its step), view first
         cell, here = self.storage_of(t), t
+        if _stale(cell):  # a write that does not read the view first (fill_, copy_)
+            self._refresh(cell)
         while cell.view_of is not None:
             base = cell.view_of
             # a tensor over the base's storage that records no history: what the base's new
