@@ -28,6 +28,10 @@ once, computes the lanes and stores 16 bytes (ld/st.global.v4.f32 in PTX), a qua
 memory instructions. The launcher runs it only where every pointer is 16-byte aligned (a CuPy
 allocation is; a view with an offset may not be) and the scalar kernel elsewhere.
 
+bfloat16 inputs and outputs (``ir.STORAGE_ONLY``) are ``bp_bf16`` (16 bits): a load shifts them
+into a float32, a store rounds to nearest even with integer ops (``bp_bf16_store``, NaN kept
+a NaN), so no cuda_bf16.h is needed and the host emulation runs them as written.
+
 Float32 sin/cos need no fast/exact pair here: CUDA's accurate ``sinf``/``cosf``
 reduce large arguments exactly themselves (no ``--use_fast_math``).
 """

@@ -24,6 +24,10 @@ the row's sum with Neumaier's compensation (``_two_sum``). Accumulated float-sum
 the same over the outer axes: rows add into a stack partial, which joins the output with its
 compensation every ROW_BLOCK rows. Accumulation within a block stays vectorized and plain.
 
+A bfloat16 input (``ir.STORAGE_ONLY``) is loaded as i16 and widened to the float32 of its bits
+(zext, shl 16, bitcast); a bfloat16 output is stored rounded to nearest even by integer ops
+(``f32_to_bf16``), which vectorize like the rest of the loop.
+
 A kernel with float32 sin or cos has a second body using their exact argument reduction
 (codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
 reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
