@@ -23,7 +23,7 @@ from . import functional as F
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
 from .inplace import check_fits
-from .math_ops import takes_out
+from .math_ops import same_out_dtype, takes_out
 from .naming import renamed_backward
 from .reductions import std, var
 from .shapes import broadcast_shapes
@@ -164,7 +164,7 @@ def nan_to_num(input: Tensor, nan: float | None = None, posinf: float | None = N
     return F.where(F.ne(input, input), nan, out)
 
 
-@takes_out("diag")
+@takes_out("diag", same_out_dtype)
 def diag(input: Tensor, diagonal: int = 0) -> Tensor:
     """1-D: the square matrix with x on diagonal ``diagonal`` (above the main one when
     positive); 2-D: that diagonal, as a 1-D tensor."""

@@ -61,6 +61,38 @@ def written_to(out: Any, result: Tensor, name: str) -> Tensor:
     return out
 
 
+# PyTorch's texts where an op's out must be of its result's very dtype, by the kind of check
+# its kernel makes: TensorIterator's same-dtype unary ops ("found"), structured kernels'
+# ("expected"), amax/amin's, and the index kernels' ("same")
+_OUT_DTYPE_TEXTS = {
+    "found": "Found dtype {out} but expected {result}",
+    "expected": "Expected out tensor to have dtype {result_meta}, but got {out_meta} instead",
+    "amax": "Expected the dtype for input and out to match, but got {result} for input's dtype "
+            "and {out} for out's dtype.",
+    "same": "{name}(): self and result must have the same scalar type",
+}
+
+
+def _castable_into(out: Any, result: Tensor) -> Tensor:
+    """cat's and stack's check of ``out=``: PyTorch's TypeError (naming cat for both) where
+    the inputs' dtype cannot be cast into out's."""
+    if isinstance(out, Tensor) and result.dtype.category > out.dtype.category:
+        raise TypeError("torch.cat(): input types can't be cast to the desired output type "
+                        f"{D.scalar_type_name(out.dtype)}")
+    return result
+
+
+def written_same(out: Any, result: Tensor, name: str, kind: str = "found") -> Tensor:
+    """``written_to`` for an op whose ``out`` must be of exactly the result's dtype (PyTorch's
+    check, with the text of the ``kind`` of kernel: ``_OUT_DTYPE_TEXTS``)."""
+    if isinstance(out, Tensor) and out.dtype is not result.dtype and not result._rg:
+        raise RuntimeError(_OUT_DTYPE_TEXTS[kind].format(
+            out=D.scalar_type_name(out.dtype), result=D.scalar_type_name(result.dtype),
+            out_meta=D.type_meta_name(out.dtype), result_meta=D.type_meta_name(result.dtype),
+            name=name))
+    return written_to(out, result, name)
+
+
 def written_to_each(out: Any, results: tuple[Tensor, ...], name: str) -> Any:
     """``out=(values, indices)`` of an op with two results (max along a dim, sort, topk):
     each written as ``written_to`` does, of exactly the result's dtype (PyTorch's check), and
@@ -246,7 +278,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
 
 def neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
-        return written_to(out, neg(input), "neg")
+        return written_same(out, neg(input), "neg")
     if input.dtype is D.bool_:
         raise RuntimeError("Negation, " + _BOOL_MINUS.format("on"))
     return apply(P.NEG, input)
@@ -292,7 +324,7 @@ def _op_no_bool(prim: Any, name: str, kernel: str) -> Any:
             raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
         if out is None:
             return apply(prim, input)
-        return written_to(out, apply(prim, input), name)
+        return written_same(out, apply(prim, input), name)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"The {prim.name} primitive."
@@ -362,7 +394,7 @@ abs = _op_no_bool(P.ABS, "abs", "abs_cpu")  # noqa: A001
 def sign(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """-1, 0 or 1 by x's sign; a bool x is its own sign, as PyTorch's."""
     if out is not None:
-        return written_to(out, sign(input), "sign")
+        return written_same(out, sign(input), "sign")
     return apply(P.SIGN, input) if input.dtype is not D.bool_ else clone(input)
 
 
@@ -484,6 +516,11 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,  # noqa: A
         from .extra_ops import nonzero
 
         return nonzero(condition, as_tuple=True)
+    if out is not None:  # the out= overload takes tensors only (PyTorch's parser's error)
+        for arg, position in ((input, "input' (position 2"), (other, "other' (position 3")):
+            if not isinstance(arg, Tensor):
+                raise TypeError(f"where(): argument '{position}) must be Tensor, not "
+                                f"{type(arg).__name__}")
     if isinstance(condition, Tensor) and condition.dtype is not D.bool_ \
             and condition.dtype is not D.uint8:
         raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
@@ -508,7 +545,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # noqa: A002
     """x limited to [min, max]; tensor bounds broadcast, and take the gradient where they
     are the result (as PyTorch's: x's where min <= x <= max)."""
     if out is not None:
-        return written_to(out, clamp(input, min, max), "clamp")
+        return written_same(out, clamp(input, min, max), "clamp")
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -632,7 +669,7 @@ def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
 def amax(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
     if out is not None:
-        return written_to(out, amax(input, dim, keepdim), "amax")
+        return written_same(out, amax(input, dim, keepdim), "amax", "amax")
     _check_reduced_nonempty("amax", input, dim)
     return apply(P.AMAX, input, axes=_axes(dim, input.ndim), keepdim=keepdim)
 
@@ -1155,7 +1192,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     skipped whatever the others' shape (PyTorch's legacy rule, which lets a loop start from
     ``tensor([])``), their dtype still promoting the result's."""
     if out is not None:
-        return written_to(out, cat(tensors, dim), "cat")
+        return written_to(out, _castable_into(out, cat(tensors, dim)), "cat")
     if isinstance(tensors, Tensor):
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         "Tensor")
@@ -1196,7 +1233,7 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0, *, dim: int | None = N
 @autocast_promote
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     if out is not None:
-        return written_to(out, stack(tensors, dim), "stack")
+        return written_to(out, _castable_into(out, stack(tensors, dim)), "stack")
     if not tensors:
         raise ShapeError("stack expects a non-empty TensorList")
     shape = tensors[0].shape
@@ -1211,7 +1248,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None)
 @autocast_lower
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
-        return written_to(out, matmul(input, other), "matmul")
+        return written_same(out, matmul(input, other), "matmul", "expected")
     if not (input.ndim and other.ndim) and input.device == other.device:  # devices first
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
                            f"{input.ndim}D and {other.ndim}D")
@@ -1341,7 +1378,7 @@ def round(input: Tensor, *, decimals: int = 0,  # noqa: A001, A002 - PyTorch's n
     """Half to even, as PyTorch's; ``decimals``: at that many places, as PyTorch computes it
     (x scaled by a power of ten, rounded, scaled back)."""
     if out is not None:
-        return written_to(out, round(input, decimals=decimals), "round")
+        return written_same(out, round(input, decimals=decimals), "round")
     if input.dtype is D.bool_ or (decimals and not input.dtype.is_floating_point):
         kernel = "round_cpu" if decimals else "round_vml_cpu"
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
@@ -1358,7 +1395,7 @@ def round(input: Tensor, *, decimals: int = 0,  # noqa: A001, A002 - PyTorch's n
 def frac(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """x - trunc(x), as PyTorch's (the gradient passes unchanged); floats only."""
     if out is not None:
-        return written_to(out, frac(input), "frac")
+        return written_same(out, frac(input), "frac")
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"frac_cpu\" not implemented for "
                                   f"'{D.scalar_type_name(input.dtype)}'")

@@ -40,7 +40,8 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
     """``beta * input + alpha * (mat1 @ mat2)``, PyTorch's checks and texts; with beta and
     alpha 1, one ``matmul_add`` step (the product, rounded, then input added)."""
     if out is not None:
-        return F.written_to(out, addmm(input, mat1, mat2, beta=beta, alpha=alpha), "addmm")
+        return F.written_same(out, addmm(input, mat1, mat2, beta=beta, alpha=alpha), "addmm",
+                              "expected")
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.ndim != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
@@ -92,8 +93,9 @@ def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 def _into(result: Tensor, out: Tensor | None, name: str) -> Tensor:
-    """``result``, or written into ``out`` (PyTorch's ``out=``: ``F.written_to``)."""
-    return result if out is None else F.written_to(out, result, name)
+    """``result``, or written into ``out`` (PyTorch's ``out=``: of the result's very dtype,
+    its structured kernels' check)."""
+    return result if out is None else F.written_same(out, result, name, "expected")
 
 
 def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:

@@ -201,7 +201,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, 
     """Tensor.norm: the vector norm of input over ``dim`` ("fro" is the 2-norm), computed in
     ``dtype`` where given."""
     if out is not None:
-        return F.written_to(out, norm(input, p, dim, keepdim, dtype=dtype), "norm")
+        return F.written_same(out, norm(input, p, dim, keepdim, dtype=dtype), "norm", "expected")
     if dtype is not None:
         if not input.dtype.is_floating_point:  # PyTorch's: dtype does not make it a float
             vector_norm(input)

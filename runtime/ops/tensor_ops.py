@@ -277,14 +277,14 @@ def zero_of(dt: D.DType) -> Any:
 @named_backward("TrilBackward0")
 def tril(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
-        return F.written_to(out, tril(input, diagonal), "tril")
+        return F.written_same(out, tril(input, diagonal), "tril", "expected")
     return _triangle(input, diagonal, "tril", lower=True)
 
 
 @named_backward("TriuBackward0")
 def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
-        return F.written_to(out, triu(input, diagonal), "triu")
+        return F.written_same(out, triu(input, diagonal), "triu", "expected")
     return _triangle(input, diagonal, "triu", lower=False)
 
 
@@ -309,7 +309,7 @@ def repeat(x: Tensor, *sizes: Any) -> Tensor:
 def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
                  out: Tensor | None = None) -> Tensor:
     if out is not None:
-        return F.written_to(out, index_select(input, dim, index), "index_select")
+        return F.written_same(out, index_select(input, dim, index), "index_select", "same")
     index = int64_index(index, "index_select(): Expected dtype int32 or int64 for index")
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
@@ -326,7 +326,8 @@ def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
            out: Tensor | None = None) -> Tensor:
     if out is not None:
-        return F.written_to(out, gather(input, dim, index, sparse_grad=sparse_grad), "gather")
+        return F.written_same(out, gather(input, dim, index, sparse_grad=sparse_grad), "gather",
+                              "expected")
     if sparse_grad:
         raise NotImplementedError("gather(): sparse_grad=True is not supported (no sparse "
                                   "tensors here)")
@@ -466,7 +467,7 @@ def masked_select(input: Tensor, mask: Tensor, *,  # noqa: A002
     row-major order; the gradient goes back to those elements. Its length is the mask's
     count, so a compiled step runs it eagerly."""
     if out is not None:
-        return F.written_to(out, masked_select(input, mask), "masked_select")
+        return F.written_same(out, masked_select(input, mask), "masked_select", "same")
     if not isinstance(mask, Tensor) or mask.dtype is not D.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = broadcast_shapes(mask.shape, input.shape)
@@ -665,7 +666,7 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor: 
 def amin(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
     if out is not None:
-        return F.written_to(out, amin(input, dim, keepdim), "amin")
+        return F.written_same(out, amin(input, dim, keepdim), "amin", "amax")
     F._check_reduced_nonempty("amin", input, dim)  # its own name in the error, not amax's
     return F.reversed_order(F.amax(F.reversed_order(input), dim, keepdim))
 
