@@ -851,11 +851,36 @@ def _viewable(arr: Any, shape: tuple[int, ...]) -> bool:
 
 
 def view(x: Tensor, *shape: Any) -> Tensor:
-    """reshape that shares storage: PyTorch's error where the layout needs a copy."""
+    """reshape that shares storage: PyTorch's error where the layout needs a copy;
+    ``view(dtype)``: the same memory read as ``dtype``."""
+    if len(shape) == 1 and isinstance(shape[0], D.DType):
+        return _view_dtype(x, shape[0])
     new = _new_shape(x, shape)
     if new != x.shape and not _viewable(x._data, new):
         raise RuntimeError(_VIEW_ERROR)
     return reshape(x, new)
+
+
+def _view_dtype(x: Tensor, dtype: D.DType) -> Tensor:
+    """PyTorch's ``Tensor.view(dtype)``: x's bytes as ``dtype`` (the last dim scaled by the
+    ratio of the element sizes), sharing x's storage and version counter, without history;
+    PyTorch's errors where the sizes differ and the last dim cannot be reinterpreted."""
+    if is_tracing():
+        raise GraphBreak("Tensor.view(dtype) reinterprets memory")
+    old, new = x._data.dtype.itemsize, np.dtype(dtype.np).itemsize
+    if old != new:
+        what = (f"to view {D.scalar_type_name(x.dtype)} as {D.scalar_type_name(dtype)} "
+                "(different element sizes)")
+        if x.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if x._data.shape[-1] != 1 and x._data.strides[-1] != old:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{x._data.strides[-1] // old}")
+        if new > old and (x.shape[-1] * old) % new:
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but "
+                               f"got {x.shape[-1]}")
+    t = Tensor._make(x._data.view(dtype.np), dtype, x.device, vc=x._vc)
+    return t
 
 
 def view_as(x: Tensor, other: Tensor) -> Tensor:
