@@ -42,14 +42,35 @@ def _same_dtype(t: Tensor, args: tuple[Any, ...]) -> bool:
     return True
 
 
-def view_rebase_error(t: Tensor, indirect: bool) -> str:
+def _written_view(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any]) -> str | None:
+    """The view PyTorch writes for ``t[key] = value`` with a basic key (no index tensors):
+    the last of its select (an int), slice or unsqueeze (None) steps (a full slice and ``...``
+    take none); None where it writes t itself."""
+    if prim.name != "setitem" or len(args) != 1:
+        return None
+    name = None
+    for item in attrs.get("key", ()):
+        if item is None:
+            name = "Unsqueeze"
+        elif isinstance(item, slice):
+            if item != slice(None):
+                name = "Slice"
+        elif item is not Ellipsis:
+            name = "Select"
+    return name
+
+
+def view_rebase_error(t: Tensor, indirect: bool, written: str | None = None) -> str:
     """PyTorch's error (handle_view_on_rebase) for a multi-output view written in place
-    (``indirect``: its base or another view of it was, and its history is asked for)."""
+    (``indirect``: its base or another view of it was, and its history is asked for;
+    ``written``: the op of the view of t an indexed assignment writes, output 0)."""
     fn = t._grad_fn
     modified = "its base or another view of its base has been" if indirect else "is being"
     if fn is None:
         msg = f"A view was created in no_grad mode and {modified} modified inplace with grad " \
               "mode enabled."
+    elif written is not None:
+        msg = f"Output 0 of {written} is a view and {modified} modified inplace."
     else:
         msg = (f"Output {t.output_nr} of {_BACKWARD_SUFFIX.sub('', fn.name())} is a view and "
                f"{modified} modified inplace.")
@@ -80,7 +101,8 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
     if grad_on:
         if t._creation is not None and (t._rg or any(isinstance(a, Tensor) and a._rg
                                                      for a in args)):
-            raise RuntimeError(view_rebase_error(t, indirect=False))
+            raise RuntimeError(view_rebase_error(t, indirect=False,
+                                                 written=_written_view(prim, args, attrs)))
         if t._rg and t._grad_fn is None and base is None:
             raise RuntimeError(ERR_LEAF_INPLACE)
         if base is not None and base._rg and base._grad_fn is None:

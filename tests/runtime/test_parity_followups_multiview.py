@@ -117,3 +117,18 @@ def test_unsafe_pieces_are_not_views_of_their_input():
         a.add_(1)
         got.append((y._version, a._version, b._version, a.grad_fn.name(), y.tolist()))
     assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("key", [0, (slice(None),), (0, slice(1, None)), (slice(0, 1),), (None,),
+                                 (Ellipsis,), (slice(None), 1), (Ellipsis, 0),
+                                 (slice(None, None, 2),)])
+def test_indexed_assignment_names_the_written_view_as_torch(key):
+    got = []
+    for m in (torch, rt):
+        a, _ = (m.ones(4, 3, requires_grad=True) * 1).chunk(2)
+
+        def write(a=a):
+            a[key] = 5.0
+
+        got.append(_outcome(write))
+    assert got[0] == got[1]
