@@ -14,7 +14,6 @@ from runtime.ops.activations import (
     softshrink,
     elu,
     glu,
-    group_norm,
     gumbel_softmax,
     hardsigmoid,
     hardswish,
@@ -134,6 +133,23 @@ from runtime.ops.conv import (  # noqa: E402
     unfold,
 )
 
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """torch's F.group_norm: its Python checks (a group of one value is refused, as
+    _verify_batch_size), then the op."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    size = [input.shape[0] * input.shape[1] // num_groups, num_groups, *input.shape[2:]]
+    values = size[0]
+    for s in size[2:]:
+        values *= s
+    if values == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                         f"size {size}")
+    return _activations.group_norm(input, num_groups, weight, bias, eps)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002

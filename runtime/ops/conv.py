@@ -1479,8 +1479,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         return out
     from ..autograd.grad_mode import is_grad_enabled
 
+    one_value = training and c and input.numel() // c == 1  # F.batch_norm's check comes first
     for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
-        if stat is not None and stat.requires_grad and is_grad_enabled():
+        if stat is not None and stat.requires_grad and is_grad_enabled() and not one_value:
             raise RuntimeError(f"The function 'native_batch_norm' is not differentiable with "
                                f"respect to argument '{name}'. This input cannot have "
                                "requires_grad True.")

@@ -195,3 +195,21 @@ def test_functional_forms_match_torch(seed: int) -> None:
             if a is not None:
                 assert a.shape == b.shape and a.dtype == b.dtype, what
                 np.testing.assert_allclose(b, a, rtol=tol, atol=tol, err_msg=what)
+
+
+@pytest.mark.parametrize("call", [
+    "F.group_norm(lib.ones(1, 4, 1), 4)", "F.group_norm(lib.ones(1, 4), 4)",
+    "F.group_norm(lib.ones(1, 4, 1), 2)", "lib.nn.GroupNorm(4, 4)(lib.ones(1, 4, 1))",
+    "F.batch_norm(lib.ones(1, 3), lib.zeros(3, requires_grad=True), lib.ones(3), "
+    "training=True)",
+    "F.batch_norm(lib.ones(2, 3), lib.zeros(3, requires_grad=True), lib.ones(3))",
+])
+def test_one_value_per_group_and_stats_with_grad_as_torch(call: str) -> None:
+    texts = []
+    for lib in (torch, rt):
+        try:
+            out = eval(call, {"lib": lib, "F": lib.nn.functional})  # noqa: S307 - the table
+            texts.append(str(tuple(out.shape)))
+        except (ValueError, RuntimeError) as e:
+            texts.append(f"{type(e).__name__}: {e}")
+    assert texts[1] == texts[0]
