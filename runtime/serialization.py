@@ -224,9 +224,12 @@ def _serialize(obj: Any, out: BinaryIO) -> None:
         written = offset + arr.nbytes
 
 
-def save(obj: Any, f: PathOrFile) -> None:
+def save(obj: Any, f: PathOrFile, pickle_module: Any = None, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True,
+         _disable_byteorder_record: bool = False) -> None:
     """Write ``obj`` (a state dict, or tensors, numbers and strings nested in lists, tuples
-    and dicts) to ``f``: a path, replaced atomically, or a writable binary file."""
+    and dicts) to ``f``: a path, replaced atomically, or a writable binary file. torch.save's
+    pickle arguments are taken and have no effect: nothing is pickled."""
     if isinstance(f, (str, os.PathLike)):
         atomic_write(os.fspath(f), lambda out: _serialize(obj, out))
     else:
@@ -484,8 +487,8 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
     return decode(header["tree"])
 
 
-def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool | None = None,
-         mmap: bool | None = None, **kwargs: Any) -> Any:
+def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **kwargs: Any) -> Any:
     """Read what ``rt.save`` wrote, or a torch.save file (as torch.load(weights_only=True)
     reads it). Only data is read (``weights_only`` None or True, as torch's default; False, which in PyTorch allows unpickling arbitrary objects, is
     refused); ``map_location`` moves every tensor to one device (a string or ``rt.device``),
@@ -495,6 +498,9 @@ def load(f: PathOrFile, map_location: MapLocation = None, *, weights_only: bool 
     if weights_only is False:
         raise ValueError("rt.load(weights_only=False) is not supported: a checkpoint is data "
                          "only, never code")
+    if pickle_module is not None:  # torch then unpickles with it, weights_only off
+        raise ValueError("rt.load(pickle_module=...) is not supported: a checkpoint is data "
+                         "only, never unpickled by a module of the caller's")
     if kwargs:
         raise TypeError(f"rt.load() got unexpected keyword arguments {sorted(kwargs)}")
     if isinstance(f, (str, os.PathLike)):

@@ -164,3 +164,14 @@ def test_safetensors_files_interoperate(tmp_path: Path) -> None:
             for index in (np.s_[0:1], np.s_[:, 1], np.s_[1], np.s_[...]):
                 assert _plain(y[index]) == _plain(x[index])
             assert _plain(b.get_tensors()) == _plain(a.get_tensors())
+
+
+def test_torch_save_and_load_arguments_are_taken() -> None:
+    buf = io.BytesIO()
+    rt.save({"a": rt.ones(2)}, buf, pickle_protocol=4, _use_new_zipfile_serialization=False,
+            _disable_byteorder_record=True)
+    buf.seek(0)
+    assert rt.load(buf, "cpu", None, weights_only=True, mmap=False)["a"].tolist() == [1.0, 1.0]
+    buf.seek(0)
+    with pytest.raises(ValueError, match="pickle_module"):  # torch would unpickle with it
+        rt.load(buf, None, pickle)

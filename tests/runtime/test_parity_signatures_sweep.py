@@ -34,7 +34,6 @@ _NO_FORMATS = ("no memory formats: storage is numpy's (C order) and runtime has 
                "memory_format objects to pass")
 _NO_LAYOUTS = "only strided tensors: runtime has no layout objects to pass"
 _NO_PINNED = "no pinned host memory: CPU storage is numpy's, GPU copies CuPy's"
-_NO_PICKLE = "rt.save/rt.load write and read no pickled code (nothing runs on load)"
 _CUDA_ONLY = "CUDA only in PyTorch (a CPU call raises: its .dtype overload has no CPU kernel)"
 _POSITIONAL = "PyTorch's takes it positionally only (a keyword is its TypeError)"
 
@@ -54,10 +53,6 @@ ALLOWED: dict[str, str] = {
     **_each("empty rand randn randperm Tensor.new_empty Tensor.new_full Tensor.new_ones "
             "Tensor.new_tensor Tensor.new_zeros", "pin_memory= missing", _NO_PINNED),
     **_each("addmm baddbmm bmm mm", "out_dtype missing", _CUDA_ONLY),
-    **_each("load save", "pickle_module missing", _NO_PICKLE),
-    **_each("save", "pickle_protocol missing", _NO_PICKLE),
-    **_each("save", "_use_new_zipfile_serialization missing", _NO_PICKLE),
-    **_each("save", "_disable_byteorder_record missing", _NO_PICKLE),
     **_each("Tensor.random_ Tensor.uniform_", "from missing",
             "``from`` is a Python keyword, no Python parameter's name (PyTorch's C parser "
             "takes it; ours is ``from_``)"),
