@@ -94,7 +94,6 @@ from .ops.functional import (
     pow,
     reshape,
     sign,
-    squeeze,
     sub,
     transpose,
     unsqueeze,
@@ -133,7 +132,8 @@ from .ops.functional import mul as multiply
 from .ops.functional import neg as negative
 from .ops.functional import sub as subtract
 from .ops.functional import abs as absolute
-from .ops.functional import expand as broadcast_to
+from .ops.functional import expand_view as broadcast_to  # a view of its own, as PyTorch's
+from .ops.functional import squeeze_view as squeeze
 from .ops.functional import t_ as t
 from .ops.functional import swapaxes
 from .ops.tensor_ops import (

@@ -70,6 +70,8 @@ CALLS = {
     "unbind_copy": lambda m, x, y: m.unbind_copy(x),
     "detach_copy": lambda m, x, y: m.detach_copy(x),
     "squeeze_nothing": lambda m, x, y: x.squeeze(),
+    "torch_squeeze_nothing": lambda m, x, y: m.squeeze(x, 0),
+    "torch_broadcast_to_same": lambda m, x, y: m.broadcast_to(x, (3, 4)),
     "squeeze_copy_nothing": lambda m, x, y: m.squeeze_copy(x),
     "broadcast_to_same": lambda m, x, y: x.broadcast_to((3, 4)),
     "squeeze_dim_nothing": lambda m, x, y: x.squeeze(0),
