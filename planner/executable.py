@@ -186,7 +186,10 @@ class Executable:
             with self._lock:
                 runner = self._graph_runner
                 if runner is None:
-                    backend = cuda_graph.backend_for(array_module(self.plan.device))
+                    try:
+                        backend = cuda_graph.backend_for(array_module(self.plan.device))
+                    except RuntimeError:  # no CuPy: a plan lowered to inspect, say
+                        backend = None
                     # False: nothing to capture with (asked no more)
                     runner = self._graph_runner = False if backend is None else \
                         cuda_graph.GraphRunner(self.plan, self.program, backend)

@@ -58,7 +58,7 @@ def _graphs(plan: Plan) -> str:
     if runner is not None:
         return runner.describe()
     return "CUDA graph: off (" + ("not asked for" if not plan.executable.cuda_graphs
-                                  else "the array module cannot capture") + ")"
+                                  else "no CuPy that can capture here") + ")"
 
 
 def summary(plan: Plan) -> str:
