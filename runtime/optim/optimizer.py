@@ -11,6 +11,7 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
+from runtime import _dtype as D
 from runtime.autograd import enable_grad, no_grad
 from runtime.autograd.node import RemovableHandle, _HookDict
 from runtime.nn.module import zero_grads
@@ -419,8 +420,9 @@ def _cast(param: Tensor, value: Any, key: Any) -> Any:
 class Scalars:
     """Hyperparameter expressions (``Optimizer._hyper``) to combine with a parameter: a
     number as it is; a captured float64 scalar cast to the parameter's dtype (the rounding a
-    Python number meeting a tensor gets), once per expression and dtype, so that a captured
-    update holds one cast per group rather than one per parameter."""
+    Python number meeting a tensor gets; float32 for a half one, which computes in float32),
+    once per expression and dtype, so that a captured update holds one cast per group rather
+    than one per parameter."""
 
     def __init__(self) -> None:
         self._cast: dict[tuple[int, Any], tuple[Tensor, Tensor]] = {}
@@ -428,8 +430,11 @@ class Scalars:
     def __call__(self, value: Any, like: Tensor) -> Any:
         if not isinstance(value, Tensor):
             return value
-        key = (id(value), like.dtype)
+        # a half parameter meets a number in float32, as eager's ops compute half (their
+        # opmath): the captured scalar is cast to float32 for it, not rounded to its dtype
+        dtype = D.float32 if like.dtype in D.LOW_FLOATS else like.dtype
+        key = (id(value), dtype)
         found = self._cast.get(key)
         if found is None:  # the value is kept with its cast: its id stays its own
-            found = self._cast[key] = (value, value.to(like.dtype))
+            found = self._cast[key] = (value, value.to(dtype))
         return found[1]
