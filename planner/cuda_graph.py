@@ -43,7 +43,10 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from runtime.ops import prims
+
 from .steps import CommStep, KernelStep, PrimitiveStep, RandStep
+from .tree import Spec, flatten, unflatten
 
 if TYPE_CHECKING:
     from .plan import Plan
@@ -78,6 +81,11 @@ class Captured:
 
 
 Stores = Callable[[Any], list[tuple[Any, Any]]]
+# where a value a call gives back comes from: ("value", it) as captured (no array),
+# ("copy", buffer) a copy of the graph's buffer (the next replay overwrites it), ("arg", i)
+# or ("state", slot) the call's own argument or state (the capture gave back its input
+# buffer), ("bound", slot) the tensor's array itself
+Source = tuple[str, Any]
 
 
 class CupyGraphs:
@@ -153,30 +161,21 @@ def why_not(plan: Plan) -> str | None:
     return None
 
 
-def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
-    """``value`` (a return template, nested tuples, lists and dicts) with each non-container
-    leaf replaced by ``leaf(it)``."""
-    if type(value) is tuple:
-        return tuple(_walk(v, leaf) for v in value)
-    if type(value) is list:
-        return [_walk(v, leaf) for v in value]
-    if type(value) is dict:
-        return {k: _walk(v, leaf) for k, v in value.items()}
-    return leaf(value)
-
-
 class _Graph:
     """One capture: the graph, its input buffers, and how a call's results come out of it."""
 
     def __init__(self, captured: Captured, args: list[Any], state: dict[int, Any],
-                 bound: dict[int, Any], result: Any, writes: list[tuple[int, Any]],
-                 checks: list[tuple[Any, ...]], stored: set[int]) -> None:
+                 bound: dict[int, Any], checks: list[tuple[Any, ...]], stored: set[int]
+                 ) -> None:
         self.captured = captured
         self.args = args  # per argument: its input buffer, or None
         self.state = state  # per copied state slot: its input buffer
         self.bound = bound  # per tensor slot read where it lies: the array
-        self.result = result
-        self.writes = writes
+        # what a call gives back, decided at capture (``GraphRunner._sources``): the return
+        # template's structure (planner.tree) and, per leaf and per write, its Source
+        self.result_spec: Spec = ("leaf",)
+        self.result: list[Source] = []
+        self.writes: list[tuple[int, Source]] = []
         # the plan's checks of values (check_bounds: class targets, embedding indices):
         # (segment, xp, array, bounds...), each made before its segment is launched: one of
         # an input buffer before the first, one of a value the graph computes between the
@@ -206,8 +205,6 @@ def _deferring(checks: list[tuple[Any, ...]], buffers: dict[int, Any], backend: 
     being recorded (``backend.split``), and is made once that segment has run, before the
     next. A segment run with an index out of range reads no memory outside its arrays: fused
     kernels address affinely, and CuPy's gathers and scatters wrap an index around."""
-    from runtime.ops import prims
-
     def record(xp: Any, x: Any, low: int, high: int, message: str, error: str) -> Any:
         segment = 0 if _in(x, buffers) else backend.split()
         checks.append((segment, xp, x, low, high, message, error))
@@ -299,36 +296,46 @@ class GraphRunner:
         except Exception as exc:  # noqa: BLE001 - the program runs instead, as before
             self.off = f"its capture failed ({type(exc).__name__}: {exc})"
             return None
-        graph = _Graph(captured, inputs, copied, bound, result, writes, checks, stored)
-        if not self._outputs_known(graph):
+        graph = _Graph(captured, inputs, copied, bound, checks, stored)
+        if not self._sources(graph, result, writes):
             self.off = "it returns or writes a view of an argument or state"
             return None
         self.graph = graph
         return graph
 
-    def _outputs_known(self, graph: _Graph) -> bool:
-        """Whether every array the capture returns or writes is the graph's own (copied out
-        at each replay) or an argument or state array itself (given back as the call's own):
-        a view into one of those is neither."""
-        given = {id(a) for a in graph.args if a is not None}
-        given.update(id(v) for v in graph.state.values())
-        given.update(id(v) for v in graph.bound.values())
+    def _sources(self, graph: _Graph, result: Any, writes: list[tuple[int, Any]]) -> bool:
+        """Where each array the capture returns and writes comes from at every replay (the
+        graph's ``result`` and ``writes``): the graph's own buffer (copied out), an input
+        buffer or a tensor (the call's own), or a tensor slot's new value (stored into the
+        tensor by the graph, else the graph's buffer, which the write-back copies). False
+        where one is a view into an input buffer or a tensor: none of those."""
+        given: dict[int, Source] = {id(b): ("arg", i) for i, b in enumerate(graph.args)
+                                    if b is not None}
+        given.update((id(b), ("state", slot)) for slot, b in graph.state.items())
+        given.update((id(b), ("bound", slot)) for slot, b in graph.bound.items())
         ndarray = self.xp.ndarray
-        ok = True
 
-        def check(leaf: Any) -> Any:
-            nonlocal ok
-            if isinstance(leaf, ndarray) and id(leaf) not in given:
-                base = leaf.base
-                while base is not None:
-                    if id(base) in given:
-                        ok = False
-                    base = getattr(base, "base", None)
-            return leaf
+        def source(leaf: Any) -> Source | None:
+            if not isinstance(leaf, ndarray):
+                return ("value", leaf)
+            found = given.get(id(leaf))
+            if found is not None:
+                return found
+            return None if _in(leaf.base, given) else ("copy", leaf)
 
-        _walk(graph.result, check)
-        _walk([v for _, v in graph.writes], check)
-        return ok
+        leaves, graph.result_spec = flatten(result)
+        result_sources = [source(leaf) for leaf in leaves]
+        write_sources = []
+        for slot, value in writes:
+            found = ("bound", slot) if slot in graph.stored else source(value)
+            if found is not None and found[0] == "copy" and slot in self.tensor_writes:
+                found = ("value", value)  # the write-back copies it into the tensor
+            write_sources.append((slot, found))
+        if None in result_sources or any(found is None for _, found in write_sources):
+            return False
+        graph.result = result_sources  # type: ignore[assignment]
+        graph.writes = write_sources  # type: ignore[assignment]
+        return True
 
     def _replay(self, graph: _Graph, args: list[Any], state: dict[int, Any]
                 ) -> tuple[Any, list[tuple[int, Any]]]:
@@ -341,36 +348,28 @@ class GraphRunner:
             self._check(graph, segment)
             self.backend.launch(graph.captured, segment)
         self.replays += 1
-        # what the call gives back: the call's own argument or state where the capture gave
-        # back an input buffer or a tensor, else a copy of the graph's buffer
-        own = {id(b): a for b, a in zip(graph.args, args) if b is not None}
-        own.update((id(b), state[slot]) for slot, b in graph.state.items())
-        own.update((id(b), b) for b in graph.bound.values())
-        ndarray = self.xp.ndarray
 
-        def out(leaf: Any) -> Any:
-            if not isinstance(leaf, ndarray):
-                return leaf
-            found = own.get(id(leaf))
-            return leaf.copy() if found is None else found
+        def given(source: Source) -> Any:
+            kind, it = source
+            if kind == "copy":
+                return it.copy()
+            if kind == "arg":
+                return args[it]
+            if kind == "state":
+                return state[it]
+            return graph.bound[it] if kind == "bound" else it
 
-        result = _walk(graph.result, out)
-        # a tensor's new value: stored by the graph (the tensor itself, which the write-back
-        # finds in place), or the graph's buffer, which the write-back copies into it
-        writes = [(slot, graph.bound[slot] if slot in graph.stored else
-                   v if slot in self.tensor_writes and id(v) not in own else
-                   _walk(v, out)) for slot, v in graph.writes]
-        return result, writes
+        return (unflatten(graph.result_spec, [given(s) for s in graph.result]),
+                [(slot, given(s)) for slot, s in graph.writes])
 
     @staticmethod
     def _check(graph: _Graph, segment: int) -> None:
         """The graph's checks of values made before ``segment`` is launched: raises as the
         program's check_bounds step would."""
-        from runtime.ops.prims import _check_bounds_impl
-
         for at, xp, x, low, high, message, error in graph.checks:
             if at == segment:
-                _check_bounds_impl(xp, x, low=low, high=high, message=message, error=error)
+                prims._check_bounds_impl(xp, x, low=low, high=high, message=message,
+                                         error=error)
 
     def describe(self) -> str:
         """One line: whether the plan runs as a CUDA graph, and why not."""
