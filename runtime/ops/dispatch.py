@@ -256,11 +256,11 @@ def _bf16_impl(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
             elif round_numbers and type(a) in (float, int):
                 wide[i] = float(_bf16_scalar(a))
         if scalar is not None:
-            wide[1] = np.asarray(scalar._data).astype(_F32_NP)
+            wide[1] = xp.asarray(scalar._data).astype(_F32_NP)
         out = prim.impl(xp, *wide, **attrs)
         if not narrow:
             return out
-        out = np.asarray(out)
+        out = xp.asarray(out)
         # a float32 result is rounded, but where a cast or dtype= asked for float32
         if out.dtype == _F32_NP and attrs.get("dtype") is not D.float32:
             return out.astype(_BF16_NP)
