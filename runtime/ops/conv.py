@@ -699,6 +699,8 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         if x.dtype.category == 1 else False
     cols = F.reshape(unfold_raw(x, k, d, pad4, s, fill), (n, c, k[0] * k[1], out[0] * out[1]))
     arg = F.argmax(cols.detach(), 2, keepdim=True)
+    if fill == -math.inf and any(pad4):
+        arg = _first_input_tap(cols, arg, _tap_positions(h, w, k, d, pad4, s))
     # the first maximum of each window picked by a mask, not a gather: a where and a sum,
     # which fuse (forward and backward) where a gather's scatter-add backward would not
     from ..creation import arange
@@ -713,15 +715,35 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     if not return_indices:
         return values
     # each tap's flat input position (-1 in padding), then the one argmax picked
-    grid = np.arange(h * w, dtype=np.float64).reshape(1, 1, h, w)
-    where = _unfold_impl(np, grid, kernel=k, dilation=d, padding=pad4, stride=s,
-                         pad_value=-1.0).astype(np.int64).reshape(1, 1, k[0] * k[1], -1)
+    where = _tap_positions(h, w, k, d, pad4, s)
     where = np.where(where < 0, _window_starts(out, s, p, d, w), where)
     from ..creation import tensor
 
     table = F.expand(tensor(where, device=x.device), (n, c, k[0] * k[1], out[0] * out[1]))
     indices = F.reshape(gather(table, 2, arg), (n, c, *out))
     return values, (indices if input.ndim == 4 else F.squeeze(indices, 0))
+
+
+@functools.lru_cache(maxsize=64)
+def _tap_positions(h: int, w: int, k: Pair, d: Pair, pad4: Pad4, s: Pair) -> np.ndarray:
+    """Each tap's flat input position in an (h, w) plane, -1 in the padding: (1, 1, taps,
+    windows), read-only (cached)."""
+    grid = np.arange(h * w, dtype=np.float64).reshape(1, 1, h, w)
+    where = _unfold_impl(np, grid, kernel=k, dilation=d, padding=pad4, stride=s,
+                         pad_value=-1.0).astype(np.int64).reshape(1, 1, k[0] * k[1], -1)
+    where.flags.writeable = False
+    return where
+
+
+def _first_input_tap(cols: Tensor, arg: Tensor, where: np.ndarray) -> Tensor:
+    """PyTorch's max pool reads only a window's taps in the input: where none is above -inf,
+    its maximum is the first of them (which takes the gradient), not a tap in the padding
+    (``where``: each tap's flat input position, -1 in the padding)."""
+    from ..creation import tensor
+
+    first = tensor(np.argmax(where >= 0, axis=2)[:, :, None, :], device=cols.device)
+    top = F.amax(cols.detach(), 2, keepdim=True)
+    return F.where(F.eq(top, -math.inf), first, arg)
 
 
 def _window_starts(out: Sequence[int], s: Sequence[int], p: Sequence[int], d: Sequence[int],
@@ -816,6 +838,23 @@ def _adaptive_size(output_size: Any, size: Pair, name: str) -> Pair:
     return oh, ow
 
 
+def _list_with_default(output_size: Any, input: Tensor) -> None:  # noqa: A002
+    """PyTorch's functional wrappers refuse a sequence of output sizes as long as the input's
+    rank (an unbatched 2-D input under ``adaptive_*_pool2d((2, None))``)."""
+    if not isinstance(output_size, (int, np.integer)) and output_size is not None \
+            and input.ndim <= len(output_size):
+        raise ValueError(f"Input dimension should be at least {len(output_size) + 1}")
+
+
+def _mean_of_planes(input: Tensor, sizes: Sequence[int]) -> Tensor | None:  # noqa: A002
+    """PyTorch's adaptive average pool to one cell is a mean over the last len(sizes) dims,
+    taken before any check of the input's rank (a 2-D input to ``adaptive_avg_pool2d(x, 1)``
+    gives a 1x1 mean); None for any other output size."""
+    if any(s != 1 for s in sizes):
+        return None
+    return F.mean(input, tuple(range(-len(sizes), 0)), keepdim=True)
+
+
 def _check_adaptive(input: Tensor, sizes: Sequence[int], name: str) -> None:  # noqa: A002
     """PyTorch's checks of an adaptive pool over len(sizes) spatial dims: the output sizes, the
     input's rank and its empty dims (an average pool's spatial ones, a max pool's every one
@@ -843,7 +882,11 @@ def _check_adaptive(input: Tensor, sizes: Sequence[int], name: str) -> None:  # 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """PyTorch's ``F.adaptive_avg_pool2d``: output cell i averages input rows
     floor(i*H/oh) .. ceil((i+1)*H/oh) (and columns alike)."""
+    _list_with_default(output_size, input)
     oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_avg_pool2d")
+    mean = _mean_of_planes(input, (oh, ow))
+    if mean is not None:
+        return mean
     _check_adaptive(input, (oh, ow), "adaptive_avg_pool2d")
     if not input.dtype.is_floating_point:
         _integer_pool(input, "adaptive_avg_pool2d", int64=False)
@@ -870,6 +913,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     """PyTorch's ``F.adaptive_max_pool2d``: output cell (i, j) is the maximum of input rows
     floor(i*H/oh) .. ceil((i+1)*H/oh) and columns alike (its first maximum takes the
     gradient); ``return_indices`` also gives each maximum's flat position in its plane."""
+    _list_with_default(output_size, input)
     oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_max_pool2d")
     _check_adaptive(input, (oh, ow), "adaptive_max_pool2d")
     _refuse_bool(input, "adaptive_max_pool2d")
@@ -1102,12 +1146,17 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return F.div(total, tensor(div.astype(x.dtype.np), device=x.device))
 
 
-def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tuple[int, ...]]:  # noqa: A002
+def _adaptive3d_sizes(input: Tensor, output_size: Any, name: str) -> tuple[int, ...]:  # noqa: A002
+    _list_with_default(output_size, input)
     sizes = (output_size,) * 3 if isinstance(output_size, (int, np.integer)) else output_size
     if len(sizes) != 3:
         raise RuntimeError(f"{name}: internal error: output_size.size() must be 3")
     spatial = (0,) * (3 - min(input.ndim, 3)) + tuple(input.shape[-3:])
-    full = tuple(n if o is None else int(o) for o, n in zip(sizes, spatial))
+    return tuple(n if o is None else int(o) for o, n in zip(sizes, spatial))
+
+
+def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tuple[int, ...]]:  # noqa: A002
+    full = _adaptive3d_sizes(input, output_size, name)
     _check_adaptive(input, full, name)
     return input if input.ndim == 5 else F.unsqueeze(input, 0), full
 
@@ -1115,6 +1164,9 @@ def _adaptive3d(input: Tensor, output_size: Any, name: str) -> tuple[Tensor, tup
 @autocast_fp32
 def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """PyTorch's ``F.adaptive_avg_pool3d``: the mean over each box of adaptive windows."""
+    mean = _mean_of_planes(input, _adaptive3d_sizes(input, output_size, "adaptive_avg_pool3d"))
+    if mean is not None:
+        return mean
     x, (od, oh, ow) = _adaptive3d(input, output_size, "adaptive_avg_pool3d")
     if not input.dtype.is_floating_point:
         _integer_pool(input, "adaptive_avg_pool3d_cpu", int64=False)

@@ -1,0 +1,140 @@
+"""Options of issue 11's layers that the seeded sweeps did not draw, against PyTorch 2.13:
+each case is code run alike in both libraries (``L`` the library, ``F`` its functional,
+``nn``; inputs made from the same arrays, float64 and float32), then values, dtypes, shapes,
+input gradients, error types and texts, and warnings compared.
+
+Cases: adaptive average pools to one cell (a mean over the planes, taken before the rank
+check: a 2-D input is pooled), sequences of output sizes as long as the input's rank
+(torch's functional ValueError), max pools over windows whose taps in the input are all -inf
+next to padding (the first tap in the input takes the gradient, not one in the padding)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+def _flat(out: Any) -> list[Any]:
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+def _error(e: Exception) -> str:
+    name = "RuntimeError" if type(e).__name__ == "ShapeError" else type(e).__name__
+    return f"{name}: {str(e).replace('torch', 'runtime')}"
+
+
+def _run(lib: Any, code: str, arrays: dict[str, np.ndarray], dtype: str) -> tuple[Any, ...]:
+    leaves = {k: lib.tensor(a, dtype=getattr(lib, dtype), requires_grad=True)
+              if a.dtype.kind == "f" else lib.tensor(a) for k, a in arrays.items()}
+    scope = dict(L=lib, F=lib.nn.functional, nn=lib.nn, **leaves)
+    lib.manual_seed(0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            exec(code, scope)  # noqa: S102 - the tables below
+        except Exception as e:  # noqa: BLE001 - the texts are compared
+            return _error(e), None, None, []
+    said = [str(w.message).replace("torch", "runtime") for w in caught]
+    outs = [o for o in _flat(scope["out"]) if o is not None]
+    rng = np.random.default_rng(1)
+    loss = None
+    for o in outs:
+        if o.dtype.is_floating_point and o.requires_grad:
+            term = (o * lib.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype)).sum()
+            loss = term if loss is None else loss + term
+    if loss is not None:
+        loss.backward()
+    values = [(str(o.dtype).split(".")[-1], tuple(o.shape), o.detach().numpy().copy())
+              for o in outs]
+    grads = {k: None if t.grad is None else t.grad.numpy().copy()
+             for k, t in leaves.items() if t.requires_grad}
+    return "", values, grads, said
+
+
+def probe(code: str, arrays: dict[str, np.ndarray], dtype: str = "float64") -> None:
+    """Run ``code`` (which sets ``out``) in torch and here, and compare everything."""
+    want = _run(torch, code, arrays, dtype)
+    got = _run(rt, code, arrays, dtype)
+    assert got[0] == want[0], code
+    assert got[3] == want[3], code
+    if want[1] is None:
+        return
+    tol = 1e-10 if dtype == "float64" else 1e-5
+    assert len(got[1]) == len(want[1]), code
+    for (wd, ws, wv), (gd, gs, gv) in zip(want[1], got[1], strict=True):
+        assert (gd, gs) == (wd, ws), code
+        np.testing.assert_allclose(gv, wv, rtol=tol, atol=tol, err_msg=code)
+    assert set(got[2]) == set(want[2]), code
+    for name, w in want[2].items():
+        g = got[2][name]
+        assert (g is None) == (w is None), f"{code}: grad of {name}"
+        if w is not None:
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=f"{code}: {name}")
+
+
+def _randn(*shape: int, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+ADAPTIVE = [
+    ("out = F.adaptive_avg_pool2d(x, 1)", (5, 4)),
+    ("out = nn.AdaptiveAvgPool2d(1)(x)", (5, 4)),
+    ("out = nn.AdaptiveAvgPool2d((1, 1))(x)", (5, 4)),
+    ("out = nn.AdaptiveAvgPool2d((1, None))(x)", (3, 5, 4)),
+    ("out = F.adaptive_avg_pool2d(x, 1)", (0, 3, 4)),
+    ("out = F.adaptive_avg_pool2d(x, 1)", (2, 0, 4)),
+    ("out = F.adaptive_avg_pool2d(x, 1)", (4,)),
+    ("out = F.adaptive_avg_pool2d(x.long(), 1)", (2, 3, 4)),
+    ("out = F.adaptive_avg_pool3d(x, 1)", (3, 5, 4)),
+    ("out = F.adaptive_avg_pool3d(x, (1, 1, 1))", (2, 3, 5, 4)),
+    ("out = F.adaptive_avg_pool3d(x, 1)", (3, 4)),
+    ("out = F.adaptive_avg_pool3d(x, (1, 1, 1))", (3, 5, 4)),
+    ("out = nn.AdaptiveAvgPool2d((2, None))(x)", (6, 2)),
+    ("out = nn.AdaptiveMaxPool2d((None, None), return_indices=True)(x)", (5, 7)),
+    ("out = nn.AdaptiveAvgPool2d((4, 3))(x)", (5, 7)),
+    ("out = nn.AdaptiveMaxPool3d((None, 2, None))(x)", (3, 4, 5)),
+    ("out = nn.AdaptiveAvgPool3d((2, 2, 2))(x)", (3, 4, 5)),
+    ("out = nn.AdaptiveAvgPool2d((2, None))(x)", (2, 6, 3)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("code", "shape"), ADAPTIVE)
+def test_adaptive_pool_sizes_and_ranks_as_torch(code: str, shape: tuple[int, ...],
+                                                dtype: str) -> None:
+    probe(code, {"x": _randn(*shape)}, dtype)
+
+
+def _with_minus_inf() -> np.ndarray:
+    x = _randn(2, 2, 5, 4, seed=3)
+    x[0, 0, :2, :] = -np.inf
+    x[1, 1, :, 0] = -np.inf
+    x[0, 1] = -np.inf
+    return x
+
+
+MINUS_INF_POOLS = [
+    "out = F.max_pool2d(x, 3, stride=1, padding=1, return_indices=True)",
+    "out = F.max_pool2d(x, 2, stride=2, padding=1, ceil_mode=True)",
+    "out = F.max_pool2d(x, 2, stride=2, ceil_mode=True, return_indices=True)",
+    "out = F.max_pool2d(x, 3, stride=2, padding=1, dilation=2, return_indices=True)",
+    "out = nn.MaxPool2d(3, 1, 1)(x[0])",
+    "out = F.max_pool1d(x[0], 3, stride=1, padding=1, return_indices=True)",
+    "out = F.max_pool3d(x[None], 3, stride=1, padding=1, return_indices=True)",
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("code", MINUS_INF_POOLS)
+def test_max_pool_of_minus_inf_beside_padding_grads_the_first_tap_in_the_input(
+        code: str, dtype: str) -> None:
+    probe(code, {"x": _with_minus_inf()}, dtype)
