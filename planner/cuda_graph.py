@@ -24,7 +24,9 @@ What a graph holds fixed, and how each call keeps to it:
   computes between the segment that computes it and the rest (the capture ends a segment
   there), so a call that raises has stored nothing.
 
-A plan that draws random numbers (the generator's state would be baked into the graph) or
+A plan that draws random numbers (dropout's masks) is captured with each draw an input
+buffer: a replay draws on the host from the call's generators, in plan order, as the program
+does (the same numbers), and copies each draw into its buffer before the launch. A plan that
 communicates is never captured, nor one of a few launches (MIN_LAUNCHES: its graph costs more
 than it saves); a capture that fails (a step that synchronizes with the host)
 leaves the plan on its program for good, the reason kept in ``GraphRunner.off``. The first
@@ -45,7 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.ops import prims
 
-from .steps import CommStep, KernelStep, PrimitiveStep, RandStep
+from runtime.creation import draw
+
+from .steps import CommStep, KernelStep, PrimitiveStep, RandStep, recorded_draws
 from .tree import Spec, flatten, unflatten
 
 if TYPE_CHECKING:
@@ -148,8 +152,6 @@ def why_not(plan: Plan) -> str | None:
     """Why a plan is never captured (None: it may be)."""
     if not plan.device.startswith("cuda"):
         return "a CPU plan"
-    if any(isinstance(s, RandStep) for s in plan.steps):
-        return "it draws random numbers (a graph would replay the same draws)"
     if any(isinstance(s, CommStep) for s in plan.steps):
         return "it communicates"
     if any(s.device != plan.device for s in plan.steps):
@@ -165,8 +167,8 @@ class _Graph:
     """One capture: the graph, its input buffers, and how a call's results come out of it."""
 
     def __init__(self, captured: Captured, args: list[Any], state: dict[int, Any],
-                 bound: dict[int, Any], checks: list[tuple[Any, ...]], stored: set[int]
-                 ) -> None:
+                 bound: dict[int, Any], checks: list[tuple[Any, ...]], stored: set[int],
+                 draws: dict[RandStep, Any]) -> None:
         self.captured = captured
         self.args = args  # per argument: its input buffer, or None
         self.state = state  # per copied state slot: its input buffer
@@ -185,6 +187,9 @@ class _Graph:
         # the tensor slots whose new value the last segment stores into the tensor itself
         # (their write-back has nothing left to copy)
         self.stored = stored
+        # the plan's random draws in the order its program draws them, each with the input
+        # buffer a replay copies a new draw into
+        self.draws = draws
 
 
 def _in(array: Any, buffers: dict[int, Any]) -> bool:
@@ -248,7 +253,7 @@ class GraphRunner:
                     if graph is None:
                         graph = self._capture(args, state, generators, in_place)
                     if graph is not None:
-                        return self._replay(graph, args, state)
+                        return self._replay(graph, args, state, generators)
         return self.program()(self.plan, args, state, generators)
 
     def _arrays(self, args: list[Any], state: dict[int, Any]) -> bool:
@@ -270,10 +275,13 @@ class GraphRunner:
         inputs = [None if a is None else a.copy() for a in args]
         copied = {slot: v.copy() for slot, v in state.items() if slot not in self.tensor_reads}
         bound = {slot: v for slot, v in state.items() if slot in self.tensor_reads}
+        made = {s: self.xp.empty(s.shape, s.dtype.np) for s in self.plan.steps
+                if isinstance(s, RandStep)}
+        draws: dict[RandStep, Any] = {}
         program = self.program()
         checks: list[tuple[Any, ...]] = []
-        buffers = {id(b): b for b in [*inputs, *copied.values(), *bound.values()]
-                   if b is not None}
+        buffers = {id(b): b for b in [*inputs, *copied.values(), *bound.values(),
+                                      *made.values()] if b is not None}
         stored: set[int] = set()
         own = {id(b) for b in buffers.values()}
 
@@ -289,6 +297,10 @@ class GraphRunner:
                     stored.add(slot)
             return pairs
 
+        def drawn(step: RandStep) -> Any:
+            return draws.setdefault(step, made[step])
+
+        recorded_draws.buffer = drawn
         try:
             with _deferring(checks, buffers, self.backend):
                 captured, (result, writes) = self.backend.capture(
@@ -296,7 +308,9 @@ class GraphRunner:
         except Exception as exc:  # noqa: BLE001 - the program runs instead, as before
             self.off = f"its capture failed ({type(exc).__name__}: {exc})"
             return None
-        graph = _Graph(captured, inputs, copied, bound, checks, stored)
+        finally:
+            recorded_draws.buffer = None
+        graph = _Graph(captured, inputs, copied, bound, checks, stored, draws)
         if not self._sources(graph, result, writes):
             self.off = "it returns or writes a view of an argument or state"
             return None
@@ -337,13 +351,16 @@ class GraphRunner:
         graph.writes = write_sources  # type: ignore[assignment]
         return True
 
-    def _replay(self, graph: _Graph, args: list[Any], state: dict[int, Any]
-                ) -> tuple[Any, list[tuple[int, Any]]]:
+    def _replay(self, graph: _Graph, args: list[Any], state: dict[int, Any],
+                generators: list[Any]) -> tuple[Any, list[tuple[int, Any]]]:
         for buffer, a in zip(graph.args, args):
             if buffer is not None:
                 buffer[...] = a
         for slot, buffer in graph.state.items():
             buffer[...] = state[slot]
+        for step, buffer in graph.draws.items():  # drawn as the program draws (runtime.creation.draw)
+            buffer[...] = self.xp.asarray(draw(generators[step.generator], step.kind,
+                                               step.shape, step.dtype))
         for segment in range(len(graph.captured.graphs)):
             self._check(graph, segment)
             self.backend.launch(graph.captured, segment)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -102,6 +103,11 @@ class ConstStep(SourceStep):
     op: ClassVar[str] = "const"
 
 
+# while planner.cuda_graph records a CUDA graph on this thread, ``buffer(step)``: the array a
+# RandStep's draw is copied into before each replay (a graph would replay one draw forever)
+recorded_draws = threading.local()
+
+
 @dataclass(eq=False, kw_only=True)
 class RandStep(SourceStep):
     kind: str  # "rand" | "randn"
@@ -113,7 +119,12 @@ class RandStep(SourceStep):
         return {"kind": self.kind, "generator": self.generator}
 
     def draw(self, generator: Any) -> Any:
-        """A fresh array of this step's shape and dtype from ``generator``."""
+        """A fresh array of this step's shape and dtype from ``generator``; while
+        planner.cuda_graph records a graph on this thread, the graph's input buffer that each
+        replay's draw is copied into (``recorded_draws``), and nothing is drawn."""
+        buffer = getattr(recorded_draws, "buffer", None)
+        if buffer is not None:
+            return buffer(self)
         arr = draw(generator, self.kind, self.shape, self.dtype)
         if self.device != "cpu":
             from runtime._device import move_array

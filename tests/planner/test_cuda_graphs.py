@@ -16,6 +16,7 @@ import pytest
 import planner
 import runtime as rt
 from planner import cuda_graph
+from planner.steps import recorded_draws
 from tests.fakecuda import fake_cuda_fixture  # noqa: F401
 
 
@@ -37,17 +38,23 @@ class RecordingGraphs:
         self.segments = 1
         out = fn()
         pairs = stores(out)
-        return cuda_graph.Captured([(fn, out, pairs)] * self.segments, ()), out
+        # a graph's random draws read the input buffers the capture gave them
+        draws = getattr(recorded_draws, "buffer", None)
+        return cuda_graph.Captured([(fn, out, pairs, draws)] * self.segments, ()), out
 
     def split(self) -> int:
         self.segments += 1
         return self.segments - 1
 
     def launch(self, captured: cuda_graph.Captured, segment: int) -> None:
-        fn, out, pairs = captured.graphs[segment]
+        fn, out, pairs, draws = captured.graphs[segment]
         if segment == 0:
             self.launches += 1
-            self._store(out, fn())
+            recorded_draws.buffer = draws
+            try:
+                self._store(out, fn())
+            finally:
+                recorded_draws.buffer = None
         if segment == len(captured.graphs) - 1:
             for dst, src in pairs:
                 dst[...] = src
@@ -189,21 +196,46 @@ def test_a_parameter_given_new_storage_is_captured_again(graphs: list[Any]) -> N
                                eager_model[2].bias.detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_a_plan_drawing_random_numbers_runs_its_program(graphs: list[Any]) -> None:
-    x = rt.ones(16, device="cuda", requires_grad=True)
+def _dropout_training(compiled: bool, **options: Any) -> tuple[list[Any], Any, Any]:
+    """Six SGD steps of an MLP with dropout on cuda, the generators seeded first: the losses
+    and a draw made after them, the last layer's weight, the step."""
+    model = _model("cuda")
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+    rt.manual_seed(7)
 
-    @planner.compile(backend="interpreter")
-    def step(x: Any) -> Any:
-        x.grad = None
-        loss = rt.nn.functional.dropout(x * 2, 0.5).sum()
+    def step(x: Any, y: Any) -> Any:
+        opt.zero_grad()
+        h = rt.nn.functional.dropout(model(x), 0.4)
+        loss = rt.nn.functional.cross_entropy(h, y)
         loss.backward()
+        opt.step()
         return loss
 
-    values = {float(step(x).item()) for _ in range(6)}
+    run = planner.compile(step, **options) if compiled else step
+    losses = [float(run(rt.tensor(x, device="cuda"), rt.tensor(y, device="cuda")).item())
+              for x, y in _batches(6)]
+    after = rt.rand(4, device="cuda").cpu().numpy()
+    return [*losses, *after], model[2].weight.detach().cpu().numpy(), run
+
+
+def test_a_plan_drawing_random_numbers_draws_anew_at_each_replay(graphs: list[Any]) -> None:
+    """Each draw is an input buffer of the graph: a replay draws from the call's generator, in
+    the program's order, and copies it in, so the graph's steps equal eager mode's and the
+    program's (the same generator stream), and each call's mask is new."""
+    want, want_w, _ = _dropout_training(compiled=False)
+    plain, plain_w, plain_step = _dropout_training(compiled=True, backend="interpreter",
+                                                   cuda_graphs=False)
+    got, got_w, step = _dropout_training(compiled=True, backend="interpreter")
     runner = step.plan.executable.graph_runner()
-    assert runner.off is not None and "random" in runner.off and runner.replays == 0
-    assert len(values) > 1  # each call drew anew
-    assert "CUDA graph: off (it draws random numbers" in step.plan.summary()
+    assert runner.off is None and runner.captures == 1 and runner.replays == 5
+    assert len(runner.graph.draws) == 1 and plain_step.plan.executable.graph_runner() is None
+    assert len(set(want[:6])) == 6  # each call drew anew
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, plain, rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(got_w, want_w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_w, plain_w, rtol=1e-6, atol=1e-7)
+    # (the last 4 values: a draw after the steps; the generator is where eager leaves it)
+    assert "CUDA graph: on" in step.plan.summary()
 
 
 def test_a_failed_capture_leaves_the_program(graphs: list[Any],
