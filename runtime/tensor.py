@@ -818,7 +818,7 @@ from .ops import inplace_ops as _inpl  # noqa: E402
 for _n in ("abs_ log_ floor_ ceil_ trunc_ sign_ sin_ cos_ log1p_ expm1_ relu_ sigmoid_ round_ "
            "clamp_min_ clamp_max_ unsqueeze_ squeeze_ transpose_ index_fill index_fill_ "
            "index_copy index_copy_ index_put index_put_ masked_scatter masked_scatter_ "
-           "fill_diagonal_ random_ unfold select nansum nanmean bitwise_not_").split():
+           "fill_diagonal_ random_ select nansum nanmean bitwise_not_").split():
     setattr(Tensor, _n, getattr(_inpl, _n))
 Tensor.t_ = _inpl.t_inplace  # type: ignore[attr-defined]
 Tensor.clip_ = F.clamp_  # type: ignore[attr-defined]

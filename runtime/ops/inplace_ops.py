@@ -1,5 +1,5 @@
 """PyTorch's remaining in-place Tensor methods (relu_, abs_, index_fill_, masked_scatter_,
-fill_diagonal_, random_, unsqueeze_ ...), unfold/select and the NaN-skipping sums.
+fill_diagonal_, random_, unsqueeze_ ...), select and the NaN-skipping sums.
 
 Each value-changing one is its out-of-place form written into the tensor through ``copy_``
 or ``apply_inplace``, so version counters, leaf checks, views (CopySlices) and capture in
@@ -279,24 +279,6 @@ def random_(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any 
 
 
 # --- views and NaN-skipping reductions -------------------------------------------------------
-
-
-def unfold(x: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    """Every ``size``-long window along ``dimension``, ``step`` apart, as a new last dim."""
-    d = wrap_dim(dimension, x.ndim) if x.ndim else 0
-    n = x.shape[d] if x.ndim else 1
-    if size > n:
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
-                           f"{size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    if x.ndim == 0:
-        return F.reshape(x, (1,))
-    count = (n - size) // step + 1
-    idx = (np.arange(count)[:, None] * step + np.arange(size)[None, :]).reshape(-1)
-    picked = T.index_select(x, d, Tensor(idx.astype(np.int64), device=x.device))
-    shape = (*x.shape[:d], count, size, *x.shape[d + 1:])
-    return renamed(T.movedim(F.reshape(picked, shape), d + 1, -1), "UnfoldBackward0")
 
 
 def select(input: Tensor, dim: int, index: int) -> Tensor:

@@ -6,6 +6,7 @@ exchange (from_dlpack, to_dlpack, Tensor.__dlpack__), Python callables over the 
 from __future__ import annotations
 
 import builtins
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -15,8 +16,14 @@ import numpy as np
 from .. import _dtype as D
 from .._device import array_module
 from ..tensor import Tensor
+from ..tracing import GraphBreak, MetaArray
+from ..tracing import _state as _trace_state
 from . import functional as F
-from .inplace import ERR_INTERNAL_OVERLAP
+from .dispatch import apply
+from .inplace import ERR_INTERNAL_OVERLAP, ERR_LEAF_INPLACE
+from .naming import renamed
+from .registry import Primitive, flops_none, register
+from .shapes import wrap_dim
 from .torch_names import check_factory_options
 
 
@@ -195,6 +202,216 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Sequence[int],  # noqa:
     flat = F.clone(F.reshape(input, (-1,)))
     F.setitem(flat, positions, src)
     return F.named(F.reshape(flat, tuple(input.shape)), "AsStridedScatterBackward0")
+
+
+# --- as_strided: a view over the storage ---------------------------------------------------------
+
+
+def _positions(size: Sequence[int], stride: Sequence[int], offset: int) -> np.ndarray:
+    """The storage position (in elements) of each element of a tensor of this geometry."""
+    pos = np.full(tuple(size), offset, dtype=np.int64)
+    for d, (n, s) in enumerate(zip(size, stride)):
+        pos = pos + (np.arange(n, dtype=np.int64) * s).reshape(
+            (1,) * d + (n,) + (1,) * (len(size) - d - 1))
+    return pos
+
+
+def _storage_geometry(arr: Any) -> tuple[Any, int, tuple[int, ...]] | None:
+    """(root array, offset and strides in elements) of ``arr`` in the storage it views (its
+    root array's memory, as ``storage_offset`` and ``untyped_storage`` read it); None where
+    that memory is not one block in order or the strides are not whole elements."""
+    root = _root_array(arr)
+    item = arr.dtype.itemsize
+    if not (root.flags.c_contiguous or root.flags.f_contiguous) or root.nbytes % item:
+        return None
+    start = _address(arr) - _address(root)
+    if start % item or any(s % item for s in arr.strides):
+        return None
+    return root, start // item, tuple(s // item for s in arr.strides)
+
+
+def _address(arr: Any) -> int:
+    data = arr.data
+    return int(data.ptr) if hasattr(data, "ptr") else int(arr.__array_interface__["data"][0])
+
+
+def _root_array(arr: Any) -> Any:
+    root = arr
+    while isinstance(getattr(root, "base", None), type(arr)):  # numpy's or CuPy's arrays
+        root = root.base
+    return root
+
+
+def _same_geometry(shape: Sequence[int], strides: Sequence[int], want: Sequence[int]) -> bool:
+    """Whether the strides address the same elements (a dim of one element: any stride)."""
+    return all(n <= 1 or s == w for n, s, w in zip(shape, strides, want))
+
+
+def _as_strided_impl(xp: Any, x: Any, *, size: tuple[int, ...], stride: tuple[int, ...],
+                     storage_offset: int, in_stride: tuple[int, ...], in_offset: int) -> Any:
+    """A view of ``size``/``stride``/``storage_offset`` over the storage of ``x``, an array
+    laid out as ``in_stride``/``in_offset`` say. An array laid out otherwise (a gradient or a
+    value replayed through a view's history, a planned buffer) is put in a storage of that
+    layout first: the result is then a copy of the same values."""
+    geometry = _storage_geometry(x)
+    if geometry is not None and geometry[1] == in_offset and _same_geometry(
+            x.shape, geometry[2], in_stride):
+        flat = geometry[0].reshape(-1, order="A").view(x.dtype)
+        item = x.dtype.itemsize
+        if not all(size):  # numpy's buffer ends where the storage does: an offset past it is
+            storage_offset = min(storage_offset, flat.size)  # taken as the end (no element)
+        if xp is np:  # its base is the root array: the runtime's test of a view
+            return np.ndarray(size, x.dtype, buffer=flat, offset=storage_offset * item,
+                              strides=tuple(s * item for s in stride))
+        return xp.lib.stride_tricks.as_strided(flat[storage_offset:], size,
+                                               tuple(s * item for s in stride))
+    inside = _positions(x.shape, in_stride, in_offset)
+    shown = _positions(size, stride, storage_offset)
+    extent = max([int(p.max()) + 1 for p in (inside, shown) if p.size], default=0)
+    storage = xp.zeros(extent, dtype=x.dtype)
+    storage[xp.asarray(inside.reshape(-1))] = x.reshape(-1)
+    return storage[xp.asarray(shown)]
+
+
+def _as_strided_bwd(c: Any, g: Tensor) -> tuple[Tensor]:
+    """PyTorch's as_strided_backward: the gradient summed into a storage at the elements the
+    view shows, read back at the input's elements (an element the input shows more than
+    once takes its share)."""
+    from ..creation import tensor, zeros
+    from .prims import IndexArg
+
+    a = c.attrs
+    inside = _positions(c.shape(0), a["in_stride"], a["in_offset"])
+    shown = _positions(a["size"], a["stride"], a["storage_offset"])
+    if not inside.size or not shown.size:
+        return (zeros(c.shape(0), dtype=g.dtype, device=g.device),)
+    low = min(int(inside.min()), int(shown.min()))
+    extent = max(int(inside.max()), int(shown.max())) + 1 - low
+    storage = F.index_backward(g, tensor(shown - low, device=g.device), key=(IndexArg(0),),
+                               shape=(extent,))
+    flat = (inside - low).reshape(-1)
+    first = int(flat[0])
+    if np.array_equal(flat, np.arange(first, first + flat.size)):  # the input in C order
+        grad = F.reshape(F.getitem(storage, slice(first, first + flat.size)), c.shape(0))
+    else:
+        grad = F.getitem(storage, tensor(inside - low, device=g.device))
+        counts = np.bincount(flat, minlength=extent)[inside - low]
+        if counts.max() > 1:
+            grad = F.div(grad, tensor(counts.astype(g.dtype.np), device=g.device))
+    return (grad,)
+
+
+AS_STRIDED = register(Primitive(
+    "as_strided", impl=_as_strided_impl, infer=lambda x, **a: (tuple(a["size"]), x.dtype),
+    backward=_as_strided_bwd, view=True,
+    attrs=("size", "stride", "storage_offset", "in_stride", "in_offset"), flops=flops_none))
+
+
+def _int_list(value: Any, name: str, position: int) -> tuple[int, ...]:
+    """``value`` as a tuple of ints, with PyTorch's argument errors."""
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"as_strided(): argument '{name}' (position {position}) must be tuple "
+                        f"of ints, not {type(value).__name__}")
+    for i, v in enumerate(value):
+        if isinstance(v, (bool, float)) or not hasattr(v, "__index__"):
+            raise TypeError(f"as_strided(): argument '{name}' (position {position}) must be "
+                            f"tuple of ints, but found element of type {type(v).__name__} at "
+                            f"pos {i}")
+    return tuple(operator.index(v) for v in value)
+
+
+def _check_strided(size: tuple[int, ...], stride: tuple[int, ...], offset: int,
+                   storage_bytes: int, item: int) -> None:
+    """PyTorch's checks of a view's geometry against its storage, in its order."""
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(s < 0 for s in stride):
+        raise RuntimeError("as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if any(n < 0 for n in size):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and "
+                           f"strides={list(stride)}")
+    if not all(size):
+        return
+    needed = (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))) * item
+    if needed > storage_bytes:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {item} requiring a storage size of "
+                           f"{needed} are out of bounds for storage of size {storage_bytes}")
+
+
+def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
+               storage_offset: int | None = None) -> Tensor:
+    """A view of ``input``'s storage with ``size``, ``stride`` and ``storage_offset`` (in
+    elements; default the input's own offset), as PyTorch's: writes go through, its
+    gradient is summed where elements overlap (AsStridedBackward0)."""
+    size, stride = _int_list(size, "size", 1), _int_list(stride, "stride", 2)
+    if storage_offset is not None and (isinstance(storage_offset, (bool, float))
+                                       or not hasattr(storage_offset, "__index__")):
+        raise TypeError("as_strided(): argument 'storage_offset' (position 3) must be int, not "
+                        f"{type(storage_offset).__name__}")
+    if _trace_state.tracer is not None:
+        raise GraphBreak("as_strided reads the storage beneath a tensor, which a captured step "
+                         "does not lay out as eager mode does")
+    geometry = _storage_geometry(input._data)
+    if geometry is None:
+        raise NotImplementedError("as_strided of a tensor whose storage is not one block of "
+                                  "whole elements is not supported here: use .contiguous()")
+    root, own_offset, own_stride = geometry
+    offset = own_offset if storage_offset is None else operator.index(storage_offset)
+    _check_strided(size, stride, offset, int(root.nbytes), input.dtype.itemsize)
+    return apply(AS_STRIDED, input, size=size, stride=stride, storage_offset=offset,
+                 in_stride=own_stride, in_offset=own_offset)
+
+
+def as_strided_(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
+                storage_offset: int | None = None) -> Tensor:
+    """In place: ``input`` takes ``as_strided``'s geometry over its storage."""
+    from .inplace_ops import _restride
+
+    if input._rg and input._grad_fn is None and input._base is None:
+        raise RuntimeError(ERR_LEAF_INPLACE)
+    return _restride(input, renamed(as_strided(input, size, stride, storage_offset),
+                                    "AsStridedBackward1"))
+
+
+def unfold(input: Tensor, dimension: int, size: int, step: int) -> Tensor:  # noqa: A002
+    """Every ``size``-long window along ``dimension``, ``step`` apart, as a new last dim: a
+    view of ``input`` (UnfoldBackward0), as PyTorch's."""
+    ndim = input.ndim
+    d = wrap_dim(dimension, max(ndim, 1))
+    n = input.shape[d] if ndim else 1
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    geometry = None if type(input._data) is MetaArray else _storage_geometry(input._data)
+    if geometry is None:  # a captured value, or memory out of order: its values in C order
+        in_stride, in_offset = _c_strides(input.shape), 0
+    else:
+        in_stride, in_offset = geometry[2], geometry[1]
+    if ndim == 0:
+        out_size, out_stride = (size,), (1,)
+    else:
+        count = (n - size) // step + 1
+        out_size = (*input.shape[:d], count, *input.shape[d + 1:], size)
+        out_stride = (*in_stride[:d], in_stride[d] * step, *in_stride[d + 1:], in_stride[d])
+    out = apply(AS_STRIDED, input, size=out_size, stride=out_stride, storage_offset=in_offset,
+                in_stride=in_stride, in_offset=in_offset)
+    return renamed(out, "UnfoldBackward0")
+
+
+def _c_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for n in reversed(tuple(shape)):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 # --- Python callables over elements, and small methods ------------------------------------------
@@ -410,11 +627,13 @@ def storage(self: Tensor) -> TypedStorage:
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "empty_strided": empty_strided, "empty_permuted": empty_permuted,
     "frombuffer": frombuffer, "asarray": asarray,
-    "as_strided_copy": as_strided_copy, "as_strided_scatter": as_strided_scatter,
-    "from_dlpack": from_dlpack, "to_dlpack": to_dlpack,
+    "as_strided": as_strided, "as_strided_copy": as_strided_copy,
+    "as_strided_scatter": as_strided_scatter, "from_dlpack": from_dlpack, "to_dlpack": to_dlpack,
 }
 METHODS: dict[str, Any] = {
     "new_empty_strided": new_empty_strided, "as_strided_scatter": as_strided_scatter,
+    "as_strided": as_strided, "as_strided_": as_strided_, "unfold": unfold,
+    "_is_view": lambda self: self._base is not None,
     "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
     "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device, "pin_memory": pin_memory,
     "module_load": module_load, "name": property(lambda self: None),

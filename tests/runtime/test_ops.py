@@ -463,6 +463,9 @@ case("scatter_reduce_prod",
      lambda m, a, b: a.scatter_reduce(1, m.tensor([[0, 1, 0], [2, 2, 1]]), b, "prod"),
      [N(2, 3), N(2, 3)])
 case("sort_values", lambda m, a: a.sort(1, descending=True).values, [N(3, 4)])
+# views over the storage (tests/runtime/test_views_optim_as_strided.py has the rest)
+case("as_strided_overlap", lambda m, a: a.as_strided((3, 3), (2, 1), 1), [N(3, 4)], gg=True)
+case("tensor_unfold", lambda m, a: a.t().unfold(1, 2, 1), [N(3, 4)], gg=True)
 # unfold and fold (tests/runtime/test_conv.py covers convolution and pooling in full)
 case("unfold_strided", lambda m, a: F(m).unfold(a, (2, 3), padding=1, stride=(2, 1)),
      [N(2, 3, 5, 4)], gg=True)
