@@ -1529,6 +1529,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         if bias is not None:
             out = F.add(out, bias[0])
         return out
+    half = input.dtype  # float32 parameters of a half input: computed in float32, as torch
+    if _check_norm_dtypes(input, weight, bias, running_mean, running_var):
+        input = F.cast(input, D.float32)  # noqa: A001
     from ..autograd.grad_mode import is_grad_enabled
 
     one_value = training and c and input.numel() // c == 1  # F.batch_norm's check comes first
@@ -1567,7 +1570,25 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
         out = F.mul(out, F.reshape(weight, shape))
     if bias is not None:
         out = F.add(out, F.reshape(bias, shape))
-    return out
+    return out if out.dtype is half else F.cast(out, half)
+
+
+def _check_norm_dtypes(input: Tensor, *parameters: Tensor | None) -> bool:  # noqa: A002
+    """PyTorch's CPU batch norm dtypes: the parameters and statistics (those given) share the
+    input's dtype, or are all float32 under a half (bfloat16, float16) input (True: mixed);
+    otherwise its error, "mixed dtype" where the first of them is not the input's dtype."""
+    given = [p for p in parameters if p is not None]
+    if not given or given[0].dtype is input.dtype:
+        for p in given:
+            if p.dtype is not input.dtype:
+                raise RuntimeError(f"expected scalar type {D.scalar_type_name(input.dtype)} but "
+                                   f"found {D.scalar_type_name(p.dtype)}")
+        return False
+    if any(p.dtype is not D.float32 for p in given):
+        raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input.dtype not in (D.bfloat16, D.float16):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+    return True
 
 
 def _torch_size(t: Tensor) -> str:

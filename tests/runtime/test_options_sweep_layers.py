@@ -6,7 +6,9 @@ input gradients, error types and texts, and warnings compared.
 Cases: adaptive average pools to one cell (a mean over the planes, taken before the rank
 check: a 2-D input is pooled), sequences of output sizes as long as the input's rank
 (torch's functional ValueError), max pools over windows whose taps in the input are all -inf
-next to padding (the first tap in the input takes the gradient, not one in the padding)."""
+next to padding (the first tap in the input takes the gradient, not one in the padding),
+batch_norm's parameters and statistics of another dtype than the input (torch's "mixed
+dtype" errors; float32 ones of a half input taken, the result in the input's dtype)."""
 
 from __future__ import annotations
 
@@ -138,3 +140,54 @@ MINUS_INF_POOLS = [
 def test_max_pool_of_minus_inf_beside_padding_grads_the_first_tap_in_the_input(
         code: str, dtype: str) -> None:
     probe(code, {"x": _with_minus_inf()}, dtype)
+
+
+NORM_DTYPES = ["float32", "float64", "bfloat16"]
+
+
+# (input, weight and bias, running statistics, training); evaluation needs statistics
+NORM_MIXES = [(x, w, s, t) for x in NORM_DTYPES for w in (None, *NORM_DTYPES)
+              for s in (None, *NORM_DTYPES) for t in (True, False) if s is not None or t]
+
+
+@pytest.mark.parametrize(("dtype", "weight", "stats", "training"), NORM_MIXES)
+def test_batch_norm_of_mixed_dtypes_is_torchs_error_or_result(
+        dtype: str, weight: str | None, stats: str | None, training: bool) -> None:
+    # float32 parameters of a bfloat16 input are taken (autocast's convolution feeding a
+    # float32 BatchNorm): the result is the input's dtype; other mixes are torch's errors
+
+    def run(lib: Any) -> str:
+        x = lib.tensor(_randn(2, 3, 4), dtype=getattr(lib, dtype))
+        w = None if weight is None else lib.ones(3, dtype=getattr(lib, weight))
+        mean, var = (None, None) if stats is None else (
+            lib.zeros(3, dtype=getattr(lib, stats)), lib.ones(3, dtype=getattr(lib, stats)))
+        try:
+            out = lib.nn.functional.batch_norm(x, mean, var, w, w, training=training)
+        except RuntimeError as e:
+            return str(e)
+        return str(out.dtype).split(".")[-1]
+
+    assert run(rt) == run(torch)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_float32_batch_norm_of_a_half_input_is_torchs_bits(dtype: str) -> None:
+    x = _randn(4, 3, 5, 5).astype(np.float32) * 3 + 1
+    g = _randn(4, 3, 5, 5, seed=1).astype(np.float32)
+
+    def run(lib: Any) -> list[np.ndarray]:
+        m = lib.nn.BatchNorm2d(3)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor([1.5, -2.0, 0.5]))
+            m.bias.copy_(lib.tensor([0.1, 0.2, 0.3]))
+        t = lib.tensor(x).to(getattr(lib, dtype)).requires_grad_()
+        y = m(t)
+        y.backward(lib.tensor(g).to(getattr(lib, dtype)))
+        assert y.dtype is getattr(lib, dtype) and t.grad.dtype is getattr(lib, dtype)
+        m.eval()
+        z = m(t)
+        return [y.detach().float().numpy(), t.grad.float().numpy(), m.weight.grad.numpy(),
+                m.running_mean.numpy(), m.running_var.numpy(), z.detach().float().numpy()]
+
+    for got, want in zip(run(rt), run(torch), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
