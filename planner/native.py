@@ -33,6 +33,7 @@ out as they will be, when the run is found.
 from __future__ import annotations
 
 import ctypes
+import math
 import threading
 import weakref
 from collections.abc import Callable
@@ -114,7 +115,7 @@ class _Root:
 
     @property
     def nbytes(self) -> int:
-        return -(-int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize // 64) * 64
+        return -(-math.prod(self.shape) * self.dtype.itemsize // 64) * 64
 
 
 @dataclass
@@ -140,6 +141,9 @@ class Run:
     slots: np.ndarray | None = None
     first_fixed: int = 0
     held: list[Any] = field(default_factory=list)
+    # set by ``_checked_run`` where a member's test failed on an array the run makes: the
+    # step that made that array (its view chain's start), whose place decides the test
+    cut_by: int | None = None
 
     @property
     def end(self) -> int:
@@ -180,7 +184,7 @@ class Run:
         """The fixed arrays in ``arena`` (64-byte aligned, at least ``peak`` bytes), in the
         order of ``fixed_buffers`` then ``fixed_outputs``."""
         for r in self.roots:
-            size = int(np.prod(r.shape, dtype=np.int64)) * r.dtype.itemsize
+            size = math.prod(r.shape) * r.dtype.itemsize
             a = arena[r.offset:r.offset + size].view(r.dtype).reshape(r.shape)
             if r.key is not None:
                 self.fixed_out[r.key] = a
@@ -263,12 +267,18 @@ def _check_member(i: int, s: PrimitiveStep, meta: Any) -> _Member | None:
 
 def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
              dropped: frozenset[int], memo: dict[int, _Member | None] | None = None,
-             checks: bool = False, commits: bool = False) -> Run | None:
+             checks: bool = False, commits: bool = False,
+             cuts: dict[int, int] | None = None) -> Run | None:
     """The run starting at step ``start`` (None where there is none worth a native call),
     its fixed arrays made and everything about its own arrays checked. ``memo``: each step's
     member (or None) as found before, for a caller trying every start in turn (a member
-    specializes its step: cnn's 145 steps made 786 window functions and views, 40 ms)."""
+    specializes its step: cnn's 145 steps made 786 window functions and views, 40 ms).
+    ``cuts``, kept by such a caller too: step -> the step that made the array on which that
+    step's test failed in a run tried before. A run starting at or before that maker has
+    the same array there and is cut there too (cnn's program tried 45 starts in a row that
+    failed at one view, each making the arrays of the 45 steps before it: 9 ms)."""
     memo = {} if memo is None else memo
+    cuts = {} if cuts is None else cuts
     members = []
     for i in range(start, len(plan.steps)):
         if i not in memo:
@@ -277,17 +287,28 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
         m = memo[i]
         if m is None:
             break
+        if i in cuts and start <= cuts[i]:
+            break
         members.append(m)
-    while members and members[-1].kind in ("source", "view"):
-        members.pop()  # a run ends with a call
-    while sum(m.kind in _CALLS for m in members) >= MIN_CALLS:
+    while _calls_in(_ended(members)) >= MIN_CALLS:
         run, bad = _checked_run(plan, members, known)
         if bad is None:
             return run if run.peak <= MAX_FIXED_BYTES else None
+        if run.cut_by is not None:
+            cuts[members[bad].index] = run.cut_by
         members = members[:bad]
-        while members and members[-1].kind in ("source", "view"):
-            members.pop()
     return None
+
+
+def _ended(members: list[_Member]) -> list[_Member]:
+    """``members`` less its trailing sources and views (a run ends with a call), in place."""
+    while members and members[-1].kind in ("source", "view"):
+        members.pop()
+    return members
+
+
+def _calls_in(members: list[_Member]) -> int:
+    return sum(m.kind in _CALLS for m in members)
 
 
 def _inputs(s: Step) -> list[int]:
@@ -341,6 +362,7 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
     # what each produced buffer will be laid out as (checked here on arrays so laid out);
     # views of values from before the run are made in Python
     proto: dict[int, np.ndarray] = {}
+    made_by: dict[int, int] = {}  # buffer -> the step that made its proto (a view's source's)
     external_rooted: set[int] = set(externals)
     root_of: dict[int, _Root] = {}
     fresh = set(escaping)  # made every call: what leaves the run, and views of it
@@ -360,8 +382,9 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
             view = m.call(proto[src])
             if not (isinstance(view, np.ndarray) and np.shares_memory(view, proto[src])
                     and view.shape == tuple(metas[s.out][0])):
-                return run, p
+                return _cut(run, made_by, src), p
             proto[s.out] = view
+            made_by[s.out] = made_by[src]
             if s.out in escaping or src in fresh:  # a view of a fresh array is made anew
                 run.fresh_views.append(m)
                 fresh.add(s.out)
@@ -374,7 +397,8 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
             if src not in external_rooted:
                 a = proto[src]
                 if a.shape != tuple(metas[src][0]) or not a.flags.c_contiguous:
-                    return run, p
+                    return _cut(run, made_by, src), p
+            made_by[s.out] = m.index
             if m.kind == "check":  # its value is a placeholder (CHECKED where it leaves)
                 proto[s.out] = CHECKED
                 continue
@@ -394,11 +418,12 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
                     continue  # tested in Python
                 a = proto[v]
                 if a.shape != tuple(shape) or a.dtype != dtype or not a.flags.c_contiguous:
-                    return run, p
+                    return _cut(run, made_by, v), p
             if m.kind == "commit" and not _commits_stay_last(plan, members, p):
-                return run, p
+                return run, p  # decided by where the run ends: not a cut for other starts
             for j, (o, (shape, dtype, plan_shape)) in enumerate(zip(s.outs, s.out_specs)):
                 proto[o] = np.empty(tuple(shape), np.dtype(dtype)).reshape(tuple(plan_shape))
+                made_by[o] = m.index
                 if o not in escaping and m.kind == "kernel":  # a commit's are its states'
                     root_of[o] = _Root(o, tuple(shape), np.dtype(dtype), p, p, (m.index, j),
                                        tuple(plan_shape))
@@ -408,13 +433,14 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
         bufs = s.buffers
         for v, shape in zip(bufs, (call.a, call.b)):
             if v not in external_rooted and proto[v].shape != tuple(shape):
-                return run, p
+                return _cut(run, made_by, v), p
         if call.addend is not None and bufs[2] not in external_rooted:
             from codegen.gemm import addend_fits
 
             if not addend_fits(proto[bufs[2]], tuple(call.out), s.dtype.np):
-                return run, p
+                return _cut(run, made_by, bufs[2]), p
         proto[s.out] = np.empty(tuple(call.out), s.dtype.np)
+        made_by[s.out] = m.index
         if s.out not in escaping:
             root_of[s.out] = _Root(s.out, tuple(call.out), s.dtype.np, p, p)
             run.roots.append(root_of[s.out])
@@ -422,6 +448,16 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
     run.escaping -= external_rooted
     run.lay_out()
     return run, None
+
+
+def _cut(run: Run, made_by: dict[int, int], v: int) -> Run:
+    """``run``, cut where a test failed on the array of ``v`` (its maker noted: ``find_run``'s
+    cuts). The test saw nothing but that array, which the steps from its maker on make the
+    same way in a run of any start up to the maker; what a run makes depends on no member
+    after it, and whether a commit may be in a run (the only test that depends on where the
+    run ends) is not such a test."""
+    run.cut_by = made_by[v]
+    return run
 
 
 def _commits_stay_last(plan: Plan, members: list[_Member], p: int) -> bool:

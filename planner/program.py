@@ -97,6 +97,7 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
 
     runs: list[Any] = []
     members: dict[int, Any] = {}  # planner.native's members of runs, step by step
+    cuts: dict[int, int] = {}  # and where runs tried were cut (find_run)
     native = native and fast
     pure = False
     if native:
@@ -120,7 +121,7 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
     while i < len(plan.steps):
         # a check (whose failure makes the whole call again) only where it can be made again
         run = nat.find_run(plan, i, known, module, products, dropped, members, checks=pure,
-                           commits=in_place) if native else None
+                           commits=in_place, cuts=cuts) if native else None
         if run is None:
             emit(i)
             i += 1
