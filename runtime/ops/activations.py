@@ -390,6 +390,11 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
+    from .conv import check_norm_dtypes
+
+    if check_norm_dtypes(input, weight, bias):  # float32 parameters of a half input
+        return F.cast(group_norm(F.cast(input, D.float32), num_groups, weight, bias, eps),
+                      input.dtype)
     if not input.dtype.is_floating_point:
         raise NotImplementedError("\"GroupNormKernelImpl\" not implemented for "
                                   f"'{D.scalar_type_name(input.dtype)}'")

@@ -449,6 +449,15 @@ def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
 @F.half_in_float32
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    from .conv import check_norm_dtypes
+
+    check_norm_dtypes(input, weight, bias)  # (a half input's came here as float32)
+    wanted = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and list(t.shape) != wanted:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
+                               f"got {name} of shape {list(t.shape)} and normalized_shape = "
+                               f"{wanted}")
     shape = _normalized_shape(input, normalized_shape, "layer_norm")
     _float_only(input, "LayerNormKernelImpl")
     axes = tuple(range(input.ndim - len(shape), input.ndim))
@@ -580,11 +589,16 @@ def _inplace(fn: Any, x: Tensor) -> Tensor:
 def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
-    machine epsilon, as PyTorch's."""
+    machine epsilon, as PyTorch's; the result has the input's dtype, whatever the weight's."""
+    wanted = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    if weight is not None and list(weight.shape) != wanted:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {list(weight.shape)} and normalized_shape = {wanted}")
     shape = _normalized_shape(input, normalized_shape, "rms_norm")
     _float_only(input, "rms_norm")
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
     axes = tuple(range(input.ndim - len(shape), input.ndim))
     y = F.div(input, F.sqrt(F.add(F.mean(F.mul(input, input), axes, keepdim=True), eps)))
-    return y if weight is None else F.mul(y, weight)
+    y = y if weight is None else F.mul(y, weight)
+    return y if y.dtype is input.dtype else F.cast(y, input.dtype)

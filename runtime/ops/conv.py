@@ -1530,7 +1530,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
             out = F.add(out, bias[0])
         return out
     half = input.dtype  # float32 parameters of a half input: computed in float32, as torch
-    if _check_norm_dtypes(input, weight, bias, running_mean, running_var):
+    if check_norm_dtypes(input, weight, bias, running_mean, running_var):
         input = F.cast(input, D.float32)  # noqa: A001
     from ..autograd.grad_mode import is_grad_enabled
 
@@ -1573,8 +1573,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     return out if out.dtype is half else F.cast(out, half)
 
 
-def _check_norm_dtypes(input: Tensor, *parameters: Tensor | None) -> bool:  # noqa: A002
-    """PyTorch's CPU batch norm dtypes: the parameters and statistics (those given) share the
+def check_norm_dtypes(input: Tensor, *parameters: Tensor | None) -> bool:  # noqa: A002
+    """PyTorch's CPU batch/layer/group norm dtypes: the parameters and statistics (those given) share the
     input's dtype, or are all float32 under a half (bfloat16, float16) input (True: mixed);
     otherwise its error, "mixed dtype" where the first of them is not the input's dtype."""
     given = [p for p in parameters if p is not None]
