@@ -16,7 +16,6 @@ from __future__ import annotations
 import _signal
 import contextlib
 import dis
-import builtins
 import functools
 import gc
 import logging
@@ -53,6 +52,7 @@ from .capture import Capture, Slot, capture
 from .guards import ASSIGNED, MISSING, setting_key
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
+from .program import code_of
 from .tree import flatten, freeze, unflatten
 
 log = logging.getLogger("planner")
@@ -1237,7 +1237,8 @@ class _Replayer:
                  "    return _attach(_rebuild(result), _marks, args)" if self.marks else
                  "    return _rebuild(result)"]
         namespace = dict(names)
-        code = builtins.compile("\n".join(lines) + "\n", "<replay>", "exec")
+        # from the compiled-code cache where it is long (gpt's 11 KB took 3 ms to compile)
+        code = code_of("\n".join(lines) + "\n", "<replay>", self.plan.executable.code_cache)
         exec(code, namespace)  # noqa: S102 - our own source: names and int literals only
         fn = namespace["replay"]
         fn.source = "\n".join(lines)

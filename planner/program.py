@@ -220,11 +220,18 @@ def _compiled(src: Source, signature: str, filename: str,
     (``_code``)."""
     text = f"def {signature}:\n" + "\n".join(src.lines) + "\n"
     namespace = dict(src.names)
-    exec(compile(text, filename, "exec") if code_cache is None or len(text) < KEEP_CODE_CHARS
-         else _code(text, filename, code_cache[0]), namespace)
+    exec(code_of(text, filename, code_cache), namespace)
     fn = namespace[signature.split("(")[0]]
     fn.source = text
     return fn
+
+
+def code_of(text: str, filename: str, code_cache: tuple[Any] | None = None) -> types.CodeType:
+    """The code of generated source ``text``: with ``code_cache`` (``(cache directory,)``),
+    from the compiled-code cache where the text is long enough to pay (``_code``)."""
+    if code_cache is None or len(text) < KEEP_CODE_CHARS:
+        return compile(text, filename, "exec")
+    return _code(text, filename, code_cache[0])
 
 
 # A program's bytecode is kept beside the plans (codegen.cache's PROGRAMS_DIR store, each
