@@ -116,14 +116,24 @@ def _sources_digest() -> str:
     source is a miss, and a process pays a stat per file, not a read."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     h = hashlib.sha256()
+
+    def digest(folder: str, where: str) -> None:
+        # each folder's sources by name, then its subfolders by name (os.walk's order, its
+        # joins and stats through paths a third slower)
+        with os.scandir(folder) as found:
+            entries = sorted(found, key=lambda e: e.name)
+        subfolders = []
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                subfolders.append(e)
+            elif e.name.endswith(".py"):
+                st = e.stat()
+                h.update(f"{where}/{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        for e in subfolders:
+            digest(e.path, f"{where}/{e.name}")
+
     for package in _PACKAGES:
-        for folder, subfolders, files in os.walk(os.path.join(root, package)):
-            subfolders.sort()
-            where = folder[len(root) + 1:]
-            for name in sorted(files):
-                if name.endswith(".py"):
-                    st = os.stat(os.path.join(folder, name))
-                    h.update(f"{where}/{name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+        digest(os.path.join(root, package), package)
     return h.hexdigest()
 
 
