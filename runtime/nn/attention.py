@@ -18,7 +18,7 @@ from runtime.nn.linear import Linear
 from runtime.nn.module import Module
 from runtime.nn.parameter import Parameter
 from runtime.ops import composite as C
-from runtime.ops.attention import safe_softmax
+from runtime.ops.attention import causal_mask, safe_softmax
 from runtime.ops import functional as F
 from runtime.tensor import Tensor
 
@@ -253,6 +253,11 @@ class MultiheadAttention(Module):
             raise RuntimeError(
                 "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
                 "module method `generate_square_subsequent_mask` to create this mask.")
+        # PyTorch's hint: with no key padding mask and no weights asked for, the given mask
+        # is dropped and attention is causal over every key (the extra ones included)
+        causal = is_causal and key_padding_mask is None and not need_weights
+        if causal:
+            attn_mask = None
         unbatched = query.ndim == 2
         if unbatched:
             query, key, value = (F.unsqueeze(t, 0) for t in (query, key, value))
@@ -262,7 +267,7 @@ class MultiheadAttention(Module):
             query, key, value = (F.transpose(t, 0, 1) for t in (query, key, value))
         out, weights = self._attend(query, None if self_attention else (key, value),
                                     key_padding_mask, attn_mask, safe=not need_weights,
-                                    static=static)
+                                    static=static, causal=causal)
         if unbatched:
             out = out[0]
         elif not self.batch_first:
@@ -275,12 +280,13 @@ class MultiheadAttention(Module):
 
     def _attend(self, query: Tensor, kv: tuple[Tensor, Tensor] | None,
                 key_padding_mask: Tensor | None, attn_mask: Tensor | None, safe: bool,
-                static: tuple[Tensor | None, Tensor | None] = (None, None)
-                ) -> tuple[Tensor, Tensor]:
+                static: tuple[Tensor | None, Tensor | None] = (None, None),
+                causal: bool = False) -> tuple[Tensor, Tensor]:
         """Batch-first query (N, L, E) and key, value (N, S, E) (kv None: both are query):
         the output (N, L, E) and the per-head weights (N, H, L, S). ``safe``: a query whose
         every key is masked attends to nothing (output 0, as sdpa, which PyTorch runs when
-        no weights are asked for), not NaN (PyTorch's softmax, when they are)."""
+        no weights are asked for), not NaN (PyTorch's softmax, when they are). ``causal``:
+        query i sees keys 0..i of all of them (sdpa's is_causal)."""
         bsz, tgt, _ = query.shape
         src = tgt if kv is None else kv[0].shape[1]
         heads, hd = self.num_heads, self.head_dim
@@ -306,6 +312,8 @@ class MultiheadAttention(Module):
         # q is scaled before the product, as PyTorch's reference (same rounding)
         scores = F.matmul(F.mul(q, 1.0 / math.sqrt(hd)), F.transpose(k, -2, -1))
         scores = self._apply_masks(scores, attn_mask, key_padding_mask, extra)
+        if causal:
+            scores = F.where(causal_mask(*scores.shape[-2:], scores.device), scores, -math.inf)
         weights = safe_softmax(scores) if safe else C.softmax(scores, -1)
         if self.training and self.dropout > 0.0:
             weights = C.dropout(weights, self.dropout)

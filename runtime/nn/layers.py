@@ -73,6 +73,10 @@ class _PadNd(Module):
         self.padding = _amounts(padding, self._dims)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        if self._mode == "circular" and input.dim() not in (self._dims + 1, self._dims + 2):
+            # torch's _CircularPadNd checks the rank first (its _check_input_dim)
+            raise ValueError(f"expected {self._dims + 1}D or {self._dims + 2}D input (got "
+                             f"{input.dim()}D input)")
         return C.pad(input, self.padding, self._mode)
 
     def extra_repr(self) -> str:

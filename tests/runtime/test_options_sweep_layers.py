@@ -252,3 +252,44 @@ def test_a_float32_norm_of_a_half_input_gives_the_inputs_dtype(layer: str, dtype
     ulp = 2.0 ** (-7 if dtype == "bfloat16" else -10)  # an ulp of the order of summation
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=ulp, atol=ulp * np.abs(w).max())
+
+
+def _mha(extra: str) -> str:
+    return ("m = nn.MultiheadAttention(6, 3" + extra + ").to(q.dtype)\n"
+            "with L.no_grad():\n"
+            "    for i, p in enumerate(m.parameters()):\n"
+            "        p.copy_(L.linspace(-1, 1, p.numel(), dtype=p.dtype).reshape(p.shape) * (i + 1)"
+            " / 3)\n")
+
+
+MHA_CAUSAL = [
+    _mha("") + "out = m(q, q, q, attn_mask=af, need_weights=False, is_causal=True)",
+    _mha("") + "out = m(q, q, q, attn_mask=af > 0, need_weights=False, is_causal=True)",
+    _mha(", add_bias_kv=True, add_zero_attn=True")
+    + "out = m(q, q, q, attn_mask=af, need_weights=False, is_causal=True)",
+    _mha(", kdim=3, batch_first=True")
+    + "out = m(q.transpose(0, 1), k.transpose(0, 1), q.transpose(0, 1), attn_mask=af > 0,"
+      " need_weights=False, is_causal=True)",
+    _mha("") + "out = m(q, q, q, attn_mask=af, need_weights=True, is_causal=True)",
+    _mha("") + "out = m(q, q, q, attn_mask=af, key_padding_mask=kb, need_weights=False, "
+               "is_causal=True)",
+    _mha("") + "out = m(q[:, 0], q[:, 0], q[:, 0], attn_mask=af, need_weights=False, "
+               "is_causal=True)",
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("code", MHA_CAUSAL)
+def test_multihead_attention_is_causal_hint_as_torch(code: str, dtype: str) -> None:
+    # with no key padding mask and no weights asked for, torch drops the given mask and
+    # attends causally over every key, the add_bias_kv/add_zero_attn ones included (the
+    # mask was applied as given, the hint ignored)
+    arrays = {"q": _randn(3, 2, 6), "k": _randn(3, 2, 3, seed=1), "af": _randn(3, 3, seed=2),
+              "kb": np.array([[False, True, False], [False, False, True]])}
+    probe(code, arrays, dtype)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_circular_pad_modules_check_the_rank_as_torch(dims: int, rank: int) -> None:
+    probe(f"out = nn.CircularPad{dims}d(1)(x)", {"x": _randn(*(2,) * rank)}, "float32")
