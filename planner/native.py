@@ -265,31 +265,49 @@ def _check_member(i: int, s: PrimitiveStep, meta: Any) -> _Member | None:
     return None if words is None else _Member(i, s, "check", call=words)
 
 
+@dataclass
+class Search:
+    """What ``find_run`` learns of a plan's steps for a caller trying every start in turn
+    (a program's build): each step's member (or None: a member specializes its step, cnn's
+    145 steps made 786 window functions and views, 40 ms); where runs tried were cut by a
+    test on an array the run makes (step -> the step that made that array: a run starting at
+    or before that maker has the same array there and is cut there too; cnn's program tried
+    45 starts in a row that failed at one view, each making the arrays of the 45 steps before
+    it: 9 ms); and the step before which no run starts (the end of a stretch of members with
+    fewer than MIN_CALLS calls: every later start in it has fewer still)."""
+
+    members: dict[int, _Member | None] = field(default_factory=dict)
+    cuts: dict[int, int] = field(default_factory=dict)
+    barren: int = 0
+
+
 def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[Step, Any],
-             dropped: frozenset[int], memo: dict[int, _Member | None] | None = None,
-             checks: bool = False, commits: bool = False,
-             cuts: dict[int, int] | None = None) -> Run | None:
+             dropped: frozenset[int], search: Search | None = None, checks: bool = False,
+             commits: bool = False) -> Run | None:
     """The run starting at step ``start`` (None where there is none worth a native call),
-    its fixed arrays made and everything about its own arrays checked. ``memo``: each step's
-    member (or None) as found before, for a caller trying every start in turn (a member
-    specializes its step: cnn's 145 steps made 786 window functions and views, 40 ms).
-    ``cuts``, kept by such a caller too: step -> the step that made the array on which that
-    step's test failed in a run tried before. A run starting at or before that maker has
-    the same array there and is cut there too (cnn's program tried 45 starts in a row that
-    failed at one view, each making the arrays of the 45 steps before it: 9 ms)."""
-    memo = {} if memo is None else memo
-    cuts = {} if cuts is None else cuts
+    its fixed arrays made and everything about its own arrays checked; ``search``: what the
+    starts tried before learned (``Search``)."""
+    search = Search() if search is None else search
+    if start < search.barren:
+        return None
+    memo, cuts = search.members, search.cuts
     members = []
+    calls = 0
+    end, cut = len(plan.steps), False
     for i in range(start, len(plan.steps)):
         if i not in memo:
             memo[i] = _member(plan, i, plan.steps[i], module, products, dropped, checks,
                               commits)
         m = memo[i]
-        if m is None:
-            break
-        if i in cuts and start <= cuts[i]:
+        if m is None or (i in cuts and start <= cuts[i]):
+            end, cut = i, m is not None
             break
         members.append(m)
+        calls += m.kind in _CALLS
+    if calls < MIN_CALLS:
+        if not cut:
+            search.barren = end
+        return None
     while _calls_in(_ended(members)) >= MIN_CALLS:
         run, bad = _checked_run(plan, members, known)
         if bad is None:

@@ -96,13 +96,12 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
             src.line(f"del {src.buf(v)}")
 
     runs: list[Any] = []
-    members: dict[int, Any] = {}  # planner.native's members of runs, step by step
-    cuts: dict[int, int] = {}  # and where runs tried were cut (find_run)
     native = native and fast
     pure = False
     if native:
         from . import native as nat
 
+        search = nat.Search()  # what each start tried teaches the next (find_run)
         module = plan.executable.module() if any(
             isinstance(s, KernelStep) for s in plan.steps) else None
         # a call with no effect outside it is made again by the plain program where a run's
@@ -120,8 +119,8 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
     i = 0
     while i < len(plan.steps):
         # a check (whose failure makes the whole call again) only where it can be made again
-        run = nat.find_run(plan, i, known, module, products, dropped, members, checks=pure,
-                           commits=in_place, cuts=cuts) if native else None
+        run = nat.find_run(plan, i, known, module, products, dropped, search, checks=pure,
+                           commits=in_place) if native else None
         if run is None:
             emit(i)
             i += 1
