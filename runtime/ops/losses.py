@@ -155,7 +155,8 @@ def _weighted_mean(total: Tensor, weight_sum: Tensor) -> Tensor:
     from a detached one (not a NaN constant: NaN != NaN breaks comparing captured kernels)."""
     empty = F.eq(weight_sum, 0.0)
     mean = F.div(total, F.where(empty, 1.0, weight_sum))
-    return F.where(empty, F.div(total.detach(), weight_sum.detach()), mean)
+    # PyTorch's 0/0 is silent: no numpy warning (an error under warnings' "error" filter)
+    return F.where(empty, P.quietly(F.div, total.detach(), weight_sum.detach()), mean)
 
 
 @autocast_fp32
@@ -298,6 +299,11 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
         n = input.shape[0] if input.ndim > 1 else 1
         for s in input.shape[2:]:
             n *= s
+        if n == 0:  # an empty batch: PyTorch's NaN, silent, its gradient none
+            from ..creation import tensor
+
+            return _weighted_mean(F.sum(loss), tensor(0.0, dtype=loss.dtype,
+                                                      device=loss.device))
         return F.div(F.sum(loss), float(n))
     return _reduce(loss, reduction, "cross_entropy")
 
