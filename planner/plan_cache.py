@@ -256,22 +256,29 @@ def load(plan_key: str, graph: nx.DiGraph,
     blob = plan.__dict__.pop("graph", None)
     if type(blob) is not bytes:
         raise pickle.UnpicklingError("the entry's plan holds no pickled graph")
-    plan.__dict__["_graph_loader"] = functools.partial(_lazy_graph, blob, graph)
+    # the capture's numbers, not the capture: its graph (gpt's 20000 objects) is not kept
+    # alive for a graph no run asks for, nor walked by every garbage collection after
+    numbers: dict[str, dict[int, Any]] = {k: {} for k in _UNKEYED}
+    for v, node in graph.nodes(data=True):
+        for k, found in numbers.items():
+            found[v] = node.get(k)
+    plan.__dict__["_graph_loader"] = functools.partial(_lazy_graph, blob, numbers)
     return plan
 
 
-def _lazy_graph(blob: bytes, captured: nx.DiGraph) -> nx.DiGraph:
+def _lazy_graph(blob: bytes, numbers: dict[str, dict[int, Any]]) -> nx.DiGraph:
     """A loaded plan's graph (``Plan.graph``, asked on first use), its nodes with the
-    autograd numbers of this process's capture ``captured`` (left out of the key), where
-    they still exist (by the id the capture gave them: ``graph.renumber``)."""
+    autograd numbers of this process's capture (``numbers``: field -> node -> number, left
+    out of the key), where they still exist (by the id the capture gave them:
+    ``graph.renumber``)."""
     g = _PlanUnpickler(io.BytesIO(blob)).load()
     if type(g) is not nx.DiGraph:
         raise pickle.UnpicklingError(f"a kept plan's graph is a {type(g).__name__}")
-    numbers = captured.nodes
     for v, node in g.nodes(data=True):
         c = node.get("captured", v)  # its capture's id where a pass renumbered the graph
-        if c is not None and c in numbers:
-            node.update((k, numbers[c].get(k)) for k in _UNKEYED)
+        for k, found in numbers.items():
+            if c in found:
+                node[k] = found[c]
     return g
 
 

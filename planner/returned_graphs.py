@@ -116,48 +116,53 @@ def returned_graphs(result: Any, device_of: Any, input_of: dict[int, int]
     the indices and keys that reach it through tuples, lists and dicts; ``input_of``: the
     step's tensor arguments' positions by id."""
     found: list[tuple[Path, Mark]] = []
-
-    def walk(value: Any, path: Path) -> None:
-        if isinstance(value, Tensor):
-            fn = value._grad_fn
-            if fn is not None:
-                found.append((path, ReturnedGraph(fn.name(), graph_freed(fn), tuple(value.shape),
-                                                  value.dtype, device_of(value))))
-            elif value._rg:
-                found.append((path, ReturnedLeaf(input_of.get(id(value)), None if type(
-                    value._data) is MetaArray or id(value) in input_of else value)))
-        elif isinstance(value, (tuple, list)):
-            for i, v in enumerate(value):
-                walk(v, (*path, i))
-        elif isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, (*path, k))
-
-    walk(result, ())
+    # a module function, not a closure: a recursive closure and its own cell are a cycle,
+    # which held ``device_of`` (a capture's tracer: its graph and tensors, gpt's 16000
+    # objects) until a garbage collection
+    _walk(result, (), device_of, input_of, found)
     return tuple(found)
+
+
+def _walk(value: Any, path: Path, device_of: Any, input_of: dict[int, int],
+          found: list[tuple[Path, Mark]]) -> None:
+    if isinstance(value, Tensor):
+        fn = value._grad_fn
+        if fn is not None:
+            found.append((path, ReturnedGraph(fn.name(), graph_freed(fn), tuple(value.shape),
+                                              value.dtype, device_of(value))))
+        elif value._rg:
+            found.append((path, ReturnedLeaf(input_of.get(id(value)), None if type(
+                value._data) is MetaArray or id(value) in input_of else value)))
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _walk(v, (*path, i), device_of, input_of, found)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk(v, (*path, k), device_of, input_of, found)
 
 
 def attach(result: Any, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
     """``result`` (a replay's rebuilt return value) with each tensor at a path of ``marks``
     as eager mode returns it: given its node (requires_grad, not a leaf), or the argument or
     outside tensor itself, or made a leaf requiring grad."""
-    def fill(value: Any, path: Path) -> Any:
-        mark = marks.get(path)
-        if isinstance(mark, ReturnedGraph):
-            value._grad_fn = _node(mark)
-            value._rg = True
-        elif isinstance(mark, ReturnedLeaf):
-            if mark.argument is not None:
-                return args[mark.argument]
-            if mark.outside is not None:
-                return mark.outside
-            value._rg = True
-        elif isinstance(value, tuple):
-            return tuple(fill(v, (*path, i)) for i, v in enumerate(value))
-        elif isinstance(value, list):
-            return [fill(v, (*path, i)) for i, v in enumerate(value)]
-        elif isinstance(value, dict):
-            return {k: fill(v, (*path, k)) for k, v in value.items()}
-        return value
+    return _fill(result, (), marks, args)  # a module function: no cycle holding the call
 
-    return fill(result, ())
+
+def _fill(value: Any, path: Path, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
+    mark = marks.get(path)
+    if isinstance(mark, ReturnedGraph):
+        value._grad_fn = _node(mark)
+        value._rg = True
+    elif isinstance(mark, ReturnedLeaf):
+        if mark.argument is not None:
+            return args[mark.argument]
+        if mark.outside is not None:
+            return mark.outside
+        value._rg = True
+    elif isinstance(value, tuple):
+        return tuple(_fill(v, (*path, i), marks, args) for i, v in enumerate(value))
+    elif isinstance(value, list):
+        return [_fill(v, (*path, i), marks, args) for i, v in enumerate(value)]
+    elif isinstance(value, dict):
+        return {k: _fill(v, (*path, k), marks, args) for k, v in value.items()}
+    return value

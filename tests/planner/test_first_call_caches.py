@@ -2,14 +2,18 @@
 no longer does again: compile its replay's written-out code (planner.compile._Replayer, from
 the cache like a program's), decode a function's bytecode twice for its guards
 (planner.guards), make the arrays of the same failing run over and over while its program
-looks for native runs (planner.native.find_run's cuts)."""
+looks for native runs (planner.native.find_run's cuts); and what it no longer keeps alive
+for the garbage collector to walk (a capture's tracer and graph)."""
 
 from __future__ import annotations
 
+import gc
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -18,6 +22,7 @@ import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from codegen import cache
 from planner import guards, native, plan_cache, program
+from planner.capture import capture
 from planner.program import build_program
 
 
@@ -169,3 +174,40 @@ def test_cuts_find_the_runs_the_full_search_finds(monkeypatch: pytest.MonkeyPatc
     assert with_cuts is not None and full is not None
     assert with_cuts.source == full.source
     assert tries_with_cuts < len(checked) // 2
+
+
+def test_a_capture_is_freed_without_a_garbage_collection() -> None:
+    """A capture's tracer, graph and tensors are freed when the capture is dropped: nothing
+    of it is held by a cycle (a recursive closure over the tracer's ``device_of`` held them
+    all, gpt's 16000 objects, until the next collection)."""
+    fn, args = _wide_mlp(depth=2)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        cap = capture(fn, args)
+        graph = weakref.ref(cap.graph)
+        assert cap.returned_graphs  # the loss, which requires grad
+        del cap
+        assert graph() is None
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_a_loaded_plan_keeps_the_captures_numbers_not_its_graph(tmp_path: Path) -> None:
+    """A plan loaded from the cache numbers its graph's nodes as this process's capture did,
+    where its graph is asked for: it keeps those numbers, not the capture's whole graph."""
+    fn, args = _wide_mlp(depth=2)
+    planned = planner.compile(fn, cache_dir=tmp_path)
+    planned(*args)
+    fn, args = _wide_mlp(depth=2)
+    loaded = planner.compile(fn, cache_dir=tmp_path)
+    loaded(*args)
+    assert loaded.plans_loaded == 1
+    loader = vars(loaded.plan)["_graph_loader"]
+    held = [*loader.args, *loader.keywords.values()]
+    assert not any(isinstance(a, nx.DiGraph) for a in held)
+    a, b = planned.plan.graph, loaded.plan.graph
+    numbered = [v for v, d in a.nodes(data=True) if d.get("sequence_nr") is not None]
+    assert numbered and all(b.nodes[v]["sequence_nr"] > a.nodes[v]["sequence_nr"]
+                            for v in numbered)
