@@ -73,10 +73,22 @@ def _write(tensors: dict[str, Any], metadata: dict[str, str] | None, out: Binary
     if metadata is not None and not all(isinstance(k, str) and isinstance(v, str)
                                         for k, v in metadata.items()):
         raise TypeError("metadata must map strings to strings")
-    arrays = {}
     for name, t in tensors.items():
         if not isinstance(name, str) or name == "__metadata__":
             raise SafetensorError(f"invalid tensor name {name!r}")
+        if not isinstance(t, (Tensor, np.ndarray)):  # safetensors.torch's text and type
+            raise ValueError(f"Key `{name}` is invalid, expected runtime.Tensor but received "
+                             f"{type(t)}")
+    _refuse_shared(tensors)
+    arrays = {}
+    for name, t in tensors.items():
+        if isinstance(t, Tensor) and not t.is_contiguous():
+            raise ValueError(
+                f"You are trying to save a non contiguous tensor: `{name}` which is not allowed. "
+                "It either means you are trying to save tensors which are reference of each other "
+                "in which case it's recommended to save only the full tensors, and reslice at "
+                "load time, or simply call `.contiguous()` on your tensor to pack it before "
+                "saving.")
         arrays[name] = _array(name, t)
     # the reference layout: larger alignment first, then by name (stable across writers)
     order = sorted(arrays, key=lambda n: (-arrays[n].dtype.itemsize, n))
@@ -281,6 +293,43 @@ def _find_shared_tensors(state_dict: dict[str, Tensor]) -> list[set[str]]:
         if storage[2]:
             storages.setdefault(storage, set()).add(name)
     return sorted((g for g in storages.values() if len(g) > 1), key=sorted)
+
+
+def _span(t: Tensor) -> tuple[int, int]:
+    """The first and one past the last byte ``t``'s elements occupy."""
+    arr = t._data
+    start = _pointer(arr)
+    if not arr.size:
+        return start, start
+    low = sum((n - 1) * st for n, st in zip(arr.shape, arr.strides) if st < 0)
+    high = sum((n - 1) * st for n, st in zip(arr.shape, arr.strides) if st > 0)
+    return start + low, start + high + arr.itemsize
+
+
+def _refuse_shared(tensors: dict[str, Any]) -> None:
+    """safetensors.torch's save refuses tensors whose memory overlaps (tied weights, a view
+    and its base: loaded, they would no longer share it); views of one storage that do not
+    overlap are written."""
+    failing = []
+    for group in _find_shared_tensors({n: t for n, t in tensors.items()
+                                       if isinstance(t, Tensor)}):
+        areas = sorted((*_span(tensors[n]), n) for n in group)
+        runs = [{areas[0][2]}]
+        last_stop = areas[0][1]
+        for start, stop, name in areas[1:]:
+            if start >= last_stop:
+                runs.append({name})
+            else:
+                runs[-1].add(name)
+            last_stop = stop
+        failing += [run for run in runs if len(run) > 1]
+    if failing:
+        raise RuntimeError(
+            "\n            Some tensors share memory, this will lead to duplicate memory on disk "
+            f"and potential differences when loading them again: {failing}.\n            A "
+            "potential way to correctly save your model is to use `save_model`.\n            More "
+            "information at https://huggingface.co/docs/safetensors/torch_shared_tensors\n"
+            "            ")
 
 
 def _remove_duplicate_names(state_dict: dict[str, Tensor], *,
