@@ -113,7 +113,13 @@ def _cubic_taps(src: np.ndarray, n: int) -> list[tuple[np.ndarray, np.ndarray]]:
             for k, w in enumerate(weights)]
 
 
-def _nearest(out: int, n: int, factor: float | None, exact: bool) -> np.ndarray:
+def _nearest(out: int, n: int, factor: float | None, exact: bool,
+             plane: bool = False) -> np.ndarray:
+    """Each output's source index along one axis. PyTorch's 2-d nearest kernel (``plane``)
+    copies an axis kept at its size and halves the index of one doubled, whatever the scale
+    factor (2.3 on 3 rows gives 6: rows 0 0 1 1 2 2, not 0 0 0 1 1 2); 1-d and 3-d do not."""
+    if plane and not exact and out in (n, 2 * n):
+        return np.arange(out, dtype=np.int64) // (out // n)
     scale = n / out if factor is None else 1.0 / factor
     dst = np.arange(out, dtype=np.float64)
     src = np.floor((dst + 0.5) * scale) if exact else np.floor(dst * scale)
@@ -169,7 +175,7 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
     for k, (o, f) in enumerate(zip(sizes, factors)):
         axis, n = 2 + k, input.shape[2 + k]
         if mode in ("nearest", "nearest-exact"):
-            out = _along(out, axis, _nearest(o, n, f, mode == "nearest-exact"))
+            out = _along(out, axis, _nearest(o, n, f, mode == "nearest-exact", spatial == 2))
         elif mode == "bicubic":
             taps = _cubic_taps(_source(o, n, f, bool(align_corners), cubic=True), n)
             terms = [F.mul(_along(out, axis, i), _axis_weight(w, axis, out, input))

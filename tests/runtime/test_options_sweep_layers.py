@@ -293,3 +293,24 @@ def test_multihead_attention_is_causal_hint_as_torch(code: str, dtype: str) -> N
 @pytest.mark.parametrize("dims", [1, 2, 3])
 def test_circular_pad_modules_check_the_rank_as_torch(dims: int, rank: int) -> None:
     probe(f"out = nn.CircularPad{dims}d(1)(x)", {"x": _randn(*(2,) * rank)}, "float32")
+
+
+NEAREST = [
+    ("out = F.interpolate(x, mode='nearest', scale_factor=2.3)", (1, 2, 3, 4)),
+    ("out = F.interpolate(x, mode='nearest', scale_factor=(1.1, 2.3))", (2, 1, 3, 3)),
+    ("out = F.interpolate(x, mode='nearest', scale_factor=(2.2, 1.0))", (1, 1, 4, 3)),
+    ("out = nn.Upsample(scale_factor=2.4)(x)", (1, 1, 3, 5)),
+    ("out = F.interpolate(x, mode='nearest-exact', scale_factor=2.3)", (1, 2, 3, 4)),
+    ("out = F.interpolate(x, mode='nearest', scale_factor=1.4)", (1, 1, 3, 4)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("code", "shape"), NEAREST)
+def test_nearest_2d_keeps_and_doubles_axes_as_torch(code: str, shape: tuple[int, ...],
+                                                    dtype: str) -> None:
+    # torch's 2-d nearest kernel copies an axis whose output size equals the input's and
+    # halves the index of one doubled, whatever the scale factor (2.3 on 3 rows: 0 0 1 1 2 2).
+    # Left out: its 1-d and 3-d kernels map by the scale in the forward but by the doubling
+    # in the backward (a gradient that is not the forward's); ours is the forward's
+    probe(code, {"x": _randn(*shape)}, dtype)
