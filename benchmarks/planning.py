@@ -81,24 +81,29 @@ def _compile_times() -> tuple[float, float, dict[str, int]]:
 
 def first_calls(name: str, background: bool = True) -> dict[str, Any]:
     """In this process (meant to be a new one): the first two calls of ``name``'s llvm step,
-    imports that the first call triggers (codegen, llvmlite) included, and the seconds from
-    the first call's start until its kernels are in use (``ready_s``: ``step.wait()`` returned;
-    the first call's end where they compiled in it, ``background=False``)."""
+    imports that the first call triggers (codegen, llvmlite) included, the seconds from the
+    first call's start until its kernels are in use (``ready_s``: ``step.wait()`` returned;
+    the first call's end where they compiled in it, ``background=False``), and the CPU
+    seconds the calling thread spent in the first call (``first_cpu_s``: the work it did,
+    less the time a loaded machine gave other processes)."""
     wl = WORKLOADS[name]
     case = wl.build(rt, wl.make_arrays(0))
     step = planner.compile(case.fn, backend="llvm", background=background)
     calls = []
     start = time.perf_counter()
+    cpu0 = time.thread_time()
     for _ in range(2):
         t0 = time.perf_counter()
         step(*case.args)
         calls.append(time.perf_counter() - t0)
         if not background:
             ready = calls[0]
+        if len(calls) == 1:
+            cpu = time.thread_time() - cpu0
     if background:
         step.wait()
         ready = time.perf_counter() - start
-    return {"first_s": calls[0], "second_s": calls[1], "ready_s": ready,
+    return {"first_s": calls[0], "second_s": calls[1], "ready_s": ready, "first_cpu_s": cpu,
             "captures": step.captures, "warmups": step.warmups}
 
 
@@ -139,10 +144,12 @@ def first_call_table(names: list[str]) -> str:
              "(kernels compiled in the background, planner.background), sync = empty disk cache, "
              "compiled in the first call (background=False), warm = the cache a previous "
              "process filled; ready = from the first call's start until the kernels are in "
-             "use; targets: first call <= 300 cold, <= 50 warm",
+             "use; warm cpu = the calling thread's CPU time in the warm first call (steadier "
+             "than the wall time on a shared machine); targets: first call <= 300 cold, "
+             "<= 50 warm",
              f"{'workload':<10}{'cold 1st':>10}{'cold 2nd':>10}{'cold ready':>11}"
-             f"{'sync 1st':>10}{'warm 1st':>10}{'warm 2nd':>10}{'captures':>10}"
-             f"{'eager 1st':>10}"]
+             f"{'sync 1st':>10}{'warm 1st':>10}{'warm cpu':>10}{'warm 2nd':>10}"
+             f"{'captures':>10}{'eager 1st':>10}"]
     with tempfile.TemporaryDirectory() as pycache:
         _compile_sources(pycache)
         for name in names:
@@ -154,6 +161,7 @@ def first_call_table(names: list[str]) -> str:
             lines.append(f"{name:<10}{cold['first_s'] * 1e3:>10.1f}"
                          f"{cold['second_s'] * 1e3:>10.3f}{cold['ready_s'] * 1e3:>11.1f}"
                          f"{sync['first_s'] * 1e3:>10.1f}{warm['first_s'] * 1e3:>10.1f}"
+                         f"{warm['first_cpu_s'] * 1e3:>10.1f}"
                          f"{warm['second_s'] * 1e3:>10.3f}{warm['captures']:>10}"
                          f"{'yes' if warm['warmups'] else 'no':>10}")
     lines.append("eager 1st = yes: the first call's capture created state, so that call ran "
