@@ -1785,12 +1785,19 @@ def _conv_transpose(x: Tensor, weight: Tensor, bias: Tensor | None, s: Pair, p: 
         cols = F.matmul(F.transpose(F.reshape(weight, (groups, ig, og * kk)), 1, 2), rhs)
     cols = F.permute(F.reshape(cols, (o * kk, n, length)), 1, 0, 2)  # (N, O*kh*kw, L)
     # fold recovers H windows from the output size only when output_padding < stride; a
-    # larger one (allowed below the dilation) folds the unpadded size and pads with zeros
+    # larger one (allowed below the dilation) takes it out of the padding at the end (those
+    # outputs are the full transposed convolution's, cropped no more) and pads with zeros
+    # what is past the full one
     direct = all(oi < si for oi, si in zip(op, s))
-    folded = tuple(size) if direct else tuple(si - oi for si, oi in zip(size, op))
-    out = fold_raw(cols, folded, (kh, kw), d, _sym(p), s)
-    if not direct:
-        out = pad(out, (0, op[1], 0, op[0]))
+    if direct:
+        out = fold_raw(cols, tuple(size), (kh, kw), d, _sym(p), s)
+    else:
+        end = [max(pi - oi, 0) for pi, oi in zip(p, op)]
+        zeros = [max(oi - pi, 0) for pi, oi in zip(p, op)]
+        folded = tuple(si - zi for si, zi in zip(size, zeros))
+        out = fold_raw(cols, folded, (kh, kw), d, (p[0], end[0], p[1], end[1]), s)
+        if any(zeros):
+            out = pad(out, (0, zeros[1], 0, zeros[0]))
     if bias is not None:
         out = F.add(out, F.reshape(bias, (1, o, 1, 1)))
     return out
@@ -1857,7 +1864,11 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
             y = pad(y, (0, 0, 0, 0, 0, 0, 0, s[0] - 1))  # zero planes after each depth
         y = F.reshape(y, (n, depth * s[0], *y.shape[3:]))[:, :spread]
         start = tap * d[0] - p[0]  # where input depth 0 lands in the output
-        y = pad(F.permute(y, 0, 2, 1, 3, 4), (0, 0, 0, 0, start, d_out - start - spread))
+        y = F.permute(y, 0, 2, 1, 3, 4)
+        lo = max(0, -start)  # the planes before the output's first (cropped by padding)
+        first = min(start + lo, d_out)
+        keep = max(0, min(spread - lo, d_out - first))
+        y = pad(y[:, :, lo:lo + keep], (0, 0, 0, 0, first, d_out - first - keep))
         out = y if out is None else F.add(out, y)
     assert out is not None
     if bias is not None:

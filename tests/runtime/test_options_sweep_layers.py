@@ -314,3 +314,30 @@ def test_nearest_2d_keeps_and_doubles_axes_as_torch(code: str, shape: tuple[int,
     # Left out: its 1-d and 3-d kernels map by the scale in the forward but by the doubling
     # in the backward (a gradient that is not the forward's); ours is the forward's
     probe(code, {"x": _randn(*shape)}, dtype)
+
+
+TRANSPOSED = [
+    ("conv_transpose2d", (1, 2, 3, 3), (2, 1, 3, 3),
+     dict(stride=1, padding=1, output_padding=1, dilation=2)),
+    ("conv_transpose2d", (2, 2, 2, 5), (2, 1, 3, 3),
+     dict(stride=2, padding=2, output_padding=2, dilation=3)),
+    ("conv_transpose2d", (1, 2, 1, 4), (2, 1, 3, 3),
+     dict(stride=(1, 2), padding=(2, 0), output_padding=(1, 2), dilation=3)),
+    ("conv_transpose2d", (1, 2, 3, 3), (2, 1, 3, 3),
+     dict(stride=1, padding=(1, 3), output_padding=(2, 2), dilation=(3, 4))),
+    ("conv_transpose1d", (2, 2, 3), (2, 1, 3), dict(stride=1, padding=1, output_padding=1,
+                                                    dilation=2)),
+    ("conv_transpose3d", (1, 2, 2, 3, 2), (2, 1, 3, 3, 2),
+     dict(stride=1, padding=1, output_padding=1, dilation=2)),
+    ("conv_transpose3d", (1, 2, 1, 4, 2), (2, 2, 3, 3, 2),
+     dict(stride=(1, 2, 1), padding=(2, 0, 1), output_padding=(1, 2, 0), dilation=3)),
+]
+
+
+@pytest.mark.parametrize(("fn", "shape", "weight", "kw"), TRANSPOSED)
+def test_transposed_conv_output_padding_past_the_stride_as_torch(
+        fn: str, shape: tuple[int, ...], weight: tuple[int, ...], kw: dict[str, Any]) -> None:
+    # an output_padding at or past the stride (allowed below the dilation) with padding: the
+    # outputs it adds are the full transposed convolution's (they were zeros), and a depth
+    # tap wholly in the padding adds nothing (conv_transpose3d raised narrow()'s error)
+    probe(f"out = F.{fn}(x, w, **{kw!r})", {"x": _randn(*shape), "w": _randn(*weight, seed=4)})
