@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
+from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcmul_,
+                                      check_tensor_lr, subcdiv_)
 from runtime.tensor import Tensor
 
 
@@ -72,10 +73,10 @@ class Adagrad(Optimizer):
             step_t, state_sum = state["step"], state["sum"]
             step_t.add_(1)
             if group["weight_decay"] != 0:
-                grad = grad.add(p * scalar(weight_decay, p))
+                grad = add_scaled(grad, p, scalar(weight_decay, p))
             # torch's clr = lr / (1 + (step - 1) * lr_decay), on the step tensor in float64
             # (so that a compiled step reads no tensor data in Python)
             clr = (lr / (1 + (step_t.double() - 1) * lr_decay)).to(p.dtype)
-            state_sum.add_(grad * grad)
+            addcmul_(state_sum, grad, grad, 1)
             std = state_sum.sqrt().add_(scalar(eps, p))
-            p.sub_(grad * clr / std)
+            subcdiv_(p, grad, std, clr)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
+from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcmul_,
+                                      check_tensor_lr, subcdiv_)
 from runtime.tensor import Tensor
 
 
@@ -36,15 +37,15 @@ class AdamHypers:
             if group.get("decoupled_weight_decay"):
                 p.mul_(scalar(self.decay, p))
             else:
-                grad = grad.add(p * scalar(self.weight_decay, p))
+                grad = add_scaled(grad, p, scalar(self.weight_decay, p))
         return grad
 
     def update_moments(self, exp_avg: Tensor, exp_avg_sq: Tensor, grad: Tensor, p: Tensor,
                        scalar: Scalars) -> None:
         """The running first and second moments of the gradient, in place."""
         exp_avg.lerp_(grad, scalar(self.one_minus_beta1, p))
-        exp_avg_sq.mul_(scalar(self.beta2, p)).add_(grad * scalar(self.one_minus_beta2, p)
-                                                    * grad)
+        addcmul_(exp_avg_sq.mul_(scalar(self.beta2, p)), grad, grad,
+                 scalar(self.one_minus_beta2, p))
 
 
 def _initial_state(p: Tensor, amsgrad: bool) -> dict[str, Tensor]:
@@ -128,8 +129,7 @@ class Adam(Optimizer):
                 denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(h.eps, p))
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(scalar(h.eps, p))
-            # p.addcdiv_(exp_avg, denom, value=-step_size), with a tensor step size
-            p.sub_((exp_avg / denom).mul_(step_size))
+            subcdiv_(p, exp_avg, denom, step_size)
 
 
 class AdamW(Adam):

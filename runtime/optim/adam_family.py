@@ -10,7 +10,8 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.adam import AdamHypers
-from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
+from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcdiv_,
+                                      addcmul_, check_tensor_lr, sub_scaled_, subcdiv_)
 
 
 def _check(lr: float, eps: float, weight_decay: float,
@@ -63,7 +64,7 @@ class Adamax(Optimizer):
             exp_inf.copy_(rt.maximum(exp_inf * scalar(h.beta2, p),
                                      grad.abs() + scalar(h.eps, p)))
             clr = (h.lr / (1 - h.beta1 ** step_t.double())).to(p.dtype)
-            p.sub_((exp_avg / exp_inf).mul_(clr))
+            subcdiv_(p, exp_avg, exp_inf, clr)
 
 
 class NAdam(Optimizer):
@@ -111,8 +112,8 @@ class NAdam(Optimizer):
             product = mu_product.double()  # as torch reads its value: a float32 made double
             grad_step = (-lr * (1.0 - mu) / (1.0 - product)).to(p.dtype)
             avg_step = (-lr * mu_next / (1.0 - product * mu_next)).to(p.dtype)
-            p.add_((grad / denom).mul_(grad_step))
-            p.add_((exp_avg / denom).mul_(avg_step))
+            addcdiv_(p, grad, denom, grad_step)
+            addcdiv_(p, exp_avg, denom, avg_step)
 
 
 class RAdam(Optimizer):
@@ -153,8 +154,9 @@ class RAdam(Optimizer):
             # rho_t <= 4 makes the root's argument negative: a nan the where leaves unused
             rect = rt.where(tractable, ((rho_t - 4) * (rho_t - 2) * rho_inf
                                         / ((rho_inf - 4) * (rho_inf - 2) * rho_t)), 1.0).sqrt()
-            adaptive = bias_correction2.sqrt().to(p.dtype) / (exp_avg_sq.sqrt()
-                                                              + scalar(h.eps, p))
+            # torch's number / tensor: the tensor's reciprocal times the number (__rdiv__)
+            adaptive = (exp_avg_sq.sqrt() + scalar(h.eps, p)).reciprocal() * \
+                bias_correction2.sqrt().to(p.dtype)
             step_lr = corrected * scalar(h.lr, p)
             update = rt.where(tractable, step_lr * adaptive * rect.to(p.dtype), step_lr)
             p.sub_(update)
@@ -180,16 +182,16 @@ class Adadelta(Optimizer):
     def _step_group(self, group: dict[str, Any]) -> None:
         lr, eps = self._hyper(group, "lr"), self._hyper(group, "eps")
         weight_decay, rho = self._hyper(group, "weight_decay"), self._hyper(group, "rho")
-        one_minus_rho, neg_lr = 1 - rho, -lr
+        one_minus_rho = 1 - rho
         scalar = Scalars()
         for p, grad in self._grads(group):
             state = self._lazy_state(p, lambda p=p: _zeros_state(p, "square_avg", "acc_delta"))
             square_avg, acc_delta = state["square_avg"], state["acc_delta"]
             state["step"].add_(1)
             if group["weight_decay"] != 0:
-                grad = grad.add(p * scalar(weight_decay, p))
-            square_avg.mul_(scalar(rho, p)).add_(grad * scalar(one_minus_rho, p) * grad)
+                grad = add_scaled(grad, p, scalar(weight_decay, p))
+            addcmul_(square_avg.mul_(scalar(rho, p)), grad, grad, scalar(one_minus_rho, p))
             std = (square_avg + scalar(eps, p)).sqrt()
             delta = (acc_delta + scalar(eps, p)).sqrt().div_(std).mul_(grad)
-            acc_delta.mul_(scalar(rho, p)).add_(delta * scalar(one_minus_rho, p) * delta)
-            p.add_(delta * scalar(neg_lr, p))
+            addcmul_(acc_delta.mul_(scalar(rho, p)), delta, delta, scalar(one_minus_rho, p))
+            sub_scaled_(p, delta, scalar(lr, p))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
+from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcmul, addcmul_,
+                                      check_tensor_lr, sub_scaled_, subcdiv_)
 
 
 def _initial_state(p: Any, group: dict[str, Any]) -> dict[str, Any]:
@@ -71,18 +72,18 @@ class RMSprop(Optimizer):
             square_avg = state["square_avg"]
             state["step"].add_(1)
             if group["weight_decay"] != 0:
-                grad = grad.add(p * scalar(weight_decay, p))
-            square_avg.mul_(scalar(alpha, p)).add_(grad * scalar(one_minus_alpha, p) * grad)
+                grad = add_scaled(grad, p, scalar(weight_decay, p))
+            addcmul_(square_avg.mul_(scalar(alpha, p)), grad, grad, scalar(one_minus_alpha, p))
             if group["centered"]:
                 grad_avg = state["grad_avg"]
                 grad_avg.lerp_(grad, scalar(one_minus_alpha, p))
-                avg = (square_avg - grad_avg * grad_avg).sqrt_()
+                avg = addcmul(square_avg, grad_avg, grad_avg, -1).sqrt_()
             else:
                 avg = square_avg.sqrt()
             avg = avg.add_(scalar(eps, p))
             if group["momentum"] > 0:
                 buf = state["momentum_buffer"]
-                buf.mul_(scalar(momentum, p)).add_(grad / avg)
-                p.sub_(buf * scalar(lr, p))
+                buf.mul_(scalar(momentum, p)).addcdiv_(grad, avg)
+                sub_scaled_(p, buf, scalar(lr, p))
             else:
-                p.sub_(grad * scalar(lr, p) / avg)
+                subcdiv_(p, grad, avg, scalar(lr, p))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
+from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, add_scaled_,
+                                      check_tensor_lr, sub_scaled_)
 from runtime.tracing import is_tracing
 
 
@@ -60,7 +61,7 @@ class SGD(Optimizer):
         scalar = Scalars()
         for p, grad in self._grads(group):
             if group["weight_decay"] != 0:
-                grad = grad.add(p * scalar(weight_decay, p))
+                grad = add_scaled(grad, p, scalar(weight_decay, p))
             if group["momentum"] != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
@@ -73,6 +74,6 @@ class SGD(Optimizer):
                     buf = grad.detach().clone()
                     state["momentum_buffer"] = buf
                 else:
-                    buf.mul_(scalar(momentum, p)).add_(grad * scalar(undamped, p))
-                grad = grad.add(buf * scalar(momentum, p)) if group["nesterov"] else buf
-            p.sub_(grad * scalar(lr, p))
+                    add_scaled_(buf.mul_(scalar(momentum, p)), grad, scalar(undamped, p))
+                grad = add_scaled(grad, buf, scalar(momentum, p)) if group["nesterov"] else buf
+            sub_scaled_(p, grad, scalar(lr, p))
