@@ -9,11 +9,14 @@ moves across."""
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import runtime as rt
 from runtime.nn import functional as F
 from runtime.nn import init
+from runtime.nn.activation import GELU, ReLU
 from runtime.nn.attention import MultiheadAttention
 from runtime.nn.container import ModuleList
 from runtime.nn.dropout import Dropout
@@ -21,6 +24,43 @@ from runtime.nn.linear import Linear
 from runtime.nn.module import Module
 from runtime.nn.normalization import LayerNorm
 from runtime.tensor import Tensor
+
+
+def _canonical_mask(mask: Tensor | None, name: str, other: Tensor | None, other_name: str,
+                    target: Any) -> Tensor | None:
+    """PyTorch's F._canonical_mask: a bool mask made a float one of ``target`` dtype (-inf
+    where True), with its warning where ``other`` is a mask of another dtype."""
+    if mask is None:
+        return None
+    if mask.dtype is not rt.bool and not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of {name} are supported")
+    if other is not None and other.dtype is not mask.dtype:
+        warnings.warn(f"Support for mismatched {name} and {other_name} is deprecated. Use same "
+                      "type for both instead.", stacklevel=3)
+    if mask.dtype.is_floating_point:
+        return mask
+    return rt.zeros_like(mask, dtype=target).masked_fill_(mask, float("-inf"))
+
+
+def _not_nested(layer: Module) -> str:
+    """Why PyTorch's TransformerEncoder would not take its nested-tensor fast path for
+    stacks of ``layer`` (its warning's reason), or ""."""
+    name = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{name} was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    for reason, failed in (
+            ("norm_first was True", layer.norm_first),
+            ("self_attn.batch_first was not True(use batch_first for better inference "
+             "performance)", not attn.batch_first),
+            ("self_attn._qkv_same_embed_dim was not True", not attn._qkv_same_embed_dim),
+            ("self_attn was passed bias=False", attn.in_proj_bias is None),
+            ("activation_relu_or_gelu was not True", not layer.activation_relu_or_gelu),
+            (f"norm1.eps was not equal to {name}.norm2.eps", layer.norm1.eps != layer.norm2.eps),
+            ("self_attn.num_heads is odd", attn.num_heads % 2 == 1)):
+        if failed:
+            return f"{name}.{reason}"
+    return ""
 
 
 def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
@@ -74,9 +114,16 @@ class TransformerEncoderLayer(_Layer):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        # PyTorch's record of a relu (1) or gelu (2) activation, read by its fast paths
+        self.activation_relu_or_gelu = 1 if self.activation is F.relu or isinstance(
+            self.activation, ReLU) else 2 if self.activation is F.gelu or isinstance(
+            self.activation, GELU) else 0
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               src_mask, "src_mask", src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -103,11 +150,20 @@ class TransformerEncoder(Module):
         # kept as PyTorch keeps them: there they choose an inference fast path over nested
         # tensors (and its padding-mask check) that gives the same values as this one path
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why_not = _not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why_not}", stacklevel=2)
+            self.use_nested_tensor = False
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                               mask, "mask", src.dtype)
+        mask = _canonical_mask(mask, "mask", None, "", src.dtype)
         output = src
         for layer in self.layers:
             output = layer(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask,

@@ -341,3 +341,42 @@ def test_transposed_conv_output_padding_past_the_stride_as_torch(
     # outputs it adds are the full transposed convolution's (they were zeros), and a depth
     # tap wholly in the padding adds nothing (conv_transpose3d raised narrow()'s error)
     probe(f"out = F.{fn}(x, w, **{kw!r})", {"x": _randn(*shape), "w": _randn(*weight, seed=4)})
+
+
+def _stack(layer: str, extra: str = "") -> str:
+    return (f"m = nn.TransformerEncoder(nn.TransformerEncoderLayer({layer}), 2{extra})"
+            ".to(x.dtype)\n"
+            "with L.no_grad():\n"
+            "    for i, p in enumerate(m.parameters()):\n"
+            "        p.copy_(L.linspace(-0.5, 0.5, p.numel(), dtype=p.dtype).reshape(p.shape)"
+            " * (i % 5 + 1) / 4)\n")
+
+
+ENCODERS = [
+    _stack("4, 2, 8, dropout=0.0") + "out = m(x)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True, norm_first=True") + "out = m(x)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True, bias=False") + "out = m(x)",
+    _stack("4, 1, 8, dropout=0.0, batch_first=True") + "out = m(x)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True, activation=nn.Tanh()") + "out = m(x)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True, activation='gelu'") + "out = m(x)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True", ", enable_nested_tensor=False")
+    + "out = m(x, mask=af, src_key_padding_mask=kb)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True") + "out = m(x, mask=af, src_key_padding_mask=kb)",
+    _stack("4, 2, 8, dropout=0.0, batch_first=True") + "out = m(x, mask=af > 0, src_key_padding_mask=kb)",
+    "m = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0).to(x.dtype)\n"
+    "out = m(x, src_mask=af, src_key_padding_mask=kb)",
+    "m = nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0).to(x.dtype)\n"
+    "out = L.tensor([m.activation_relu_or_gelu, nn.TransformerEncoderLayer(4, 2, "
+    "activation='gelu').activation_relu_or_gelu, nn.TransformerEncoderLayer(4, 2, "
+    "activation=L.tanh).activation_relu_or_gelu])",
+]
+
+
+@pytest.mark.parametrize("code", ENCODERS)
+def test_transformer_encoder_masks_and_warnings_as_torch(code: str) -> None:
+    # torch's encoder and encoder layer make a bool padding mask float beside a float mask,
+    # warning once under their own names (the attention warned again for each layer under
+    # its names), and its encoder warns when it will not take its nested-tensor path
+    arrays = {"x": _randn(2, 4, 4), "af": _randn(4, 4, seed=2),
+              "kb": np.array([[False, False, True, False], [False, True, False, True]])}
+    probe(code, arrays, "float32")
