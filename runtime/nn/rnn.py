@@ -15,6 +15,7 @@ between the two.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,6 +65,10 @@ class RNNBase(Module):
                 0 <= dropout <= 1):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          "non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
         if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
             raise TypeError(f"hidden_size should be of type int, got: "
                             f"{type(hidden_size).__name__}")
@@ -298,7 +303,7 @@ class RNN(RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
                  dropout: float = 0.0, bidirectional: bool = False, device: Any = None,
-                 dtype: Any = None) -> None:
+                 dtype: Any = None, proj_size: int = 0) -> None:
         if nonlinearity == "tanh":
             mode = "RNN_TANH"
         elif nonlinearity == "relu":
@@ -307,7 +312,7 @@ class RNN(RNNBase):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
                              f"'relu'.")
         super().__init__(mode, input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device=device, dtype=dtype)
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None  # noqa: A002
@@ -331,9 +336,10 @@ class LSTM(RNNBase):
 class GRU(RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device: Any = None, dtype: Any = None) -> None:
+                 bidirectional: bool = False, device: Any = None, dtype: Any = None,
+                 proj_size: int = 0) -> None:  # (taken to refuse it, as torch's RNNBase)
         super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first,
-                         dropout, bidirectional, device=device, dtype=dtype)
+                         dropout, bidirectional, proj_size, device=device, dtype=dtype)
 
     def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None  # noqa: A002
                 ) -> tuple[Any, Tensor]:

@@ -380,3 +380,16 @@ def test_transformer_encoder_masks_and_warnings_as_torch(code: str) -> None:
     arrays = {"x": _randn(2, 4, 4), "af": _randn(4, 4, seed=2),
               "kb": np.array([[False, False, True, False], [False, True, False, True]])}
     probe(code, arrays, "float32")
+
+
+@pytest.mark.parametrize("code", [
+    "m = nn.LSTM(4, 3, dropout=0.5); out = L.ones(1)",
+    "m = nn.RNN(4, 3, 1, 'tanh', True, False, 0.3); out = L.ones(1)",
+    "m = nn.GRU(4, 3, dropout=0.2, num_layers=2); out = L.ones(1)",
+    "m = nn.GRU(4, 3, proj_size=1)",
+    "m = nn.RNN(4, 3, proj_size=1)",
+])
+def test_recurrent_constructor_warnings_and_errors_as_torch(code: str) -> None:
+    # dropout on a single layer warns (it drops nothing); RNN and GRU take proj_size to
+    # refuse it with torch's ValueError (a TypeError for the unknown keyword here)
+    probe(code, {}, "float32")
