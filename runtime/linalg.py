@@ -4,6 +4,7 @@ and of matmul, so their gradients come from those primitives' formulas."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import warnings
@@ -20,11 +21,32 @@ from .ops import linalg_ops as L
 from .ops import reductions as _red
 from .ops.dispatch import apply
 from .ops.more_ops import diagonal as _diagonal
+from .ops.naming import renamed
 from .ops.math_ops import same_out_dtype, takes_out, takes_out_each
 from .ops.shapes import wrap_dim
 from .tensor import Tensor
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+
+
+def _node_named(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """PyTorch's node name on each output with history (one node of the factorization or
+    solve there, the last of a composite here); an output that is an argument, or an out=
+    tensor, keeps its own."""
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def op(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            if kwargs.get("out") is None:
+                given = (*args, *kwargs.values())
+                for t in result if isinstance(result, tuple) else (result,):
+                    if isinstance(t, Tensor) and not any(t is a for a in given):
+                        renamed(t, name)
+            return result
+
+        return op
+
+    return decorate
 
 
 @takes_out(check=same_out_dtype, name="linalg_vector_norm")
@@ -115,6 +137,7 @@ def det(A: Tensor) -> Tensor:
 
 
 @takes_out_each("linalg_slogdet")
+@_node_named("LinalgSlogdetBackward0")
 def slogdet(A: Tensor) -> SlogdetResult:
     """(sign, log|det|): the sign from det (no gradient), log|det| a primitive (no overflow)."""
     L.check_square("slogdet", A)
@@ -133,6 +156,7 @@ EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 
 
 @takes_out_each("linalg_eigh")
+@_node_named("LinalgEighBackward0")
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - PyTorch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices, from the
     triangle ``UPLO`` names."""
@@ -154,6 +178,7 @@ SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
 @takes_out_each("linalg_svd")
+@_node_named("LinalgSvdBackward0")
 def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
     """U, S, Vh with A = U diag(S) Vh (S descending); full_matrices: U and Vh square (the
     gradient reads their first min(m, n) columns and rows, as PyTorch's)."""
@@ -205,6 +230,7 @@ LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singu
 
 
 @takes_out_each("linalg_qr")
+@_node_named("LinalgQrBackward0")
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     """Q with orthonormal columns and upper-triangular R, A = QR ('reduced'; 'r': R only,
     Q empty; 'complete': Q square, R m x n, without a derivative where m > n)."""
@@ -242,6 +268,7 @@ _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
 @autocast_exclude  # as solve
+@_node_named("LinalgLstsqBackward0")
 def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | None = None
           ) -> LstsqResult:
     """The least-squares solution X of A X = B by the pseudo-inverse (full-rank A: every
@@ -332,6 +359,7 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 
 @takes_out(check=same_out_dtype, name="linalg_solve")
 @autocast_exclude  # PyTorch's runs in its inputs' dtype (its products are not lowered)
+@_node_named("LinalgSolveExBackward0")
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (``left`` False: X A = B); B a vector where its shape says so, as
     PyTorch's (B 1-D, or B with one dimension less than A and A's batch)."""
@@ -449,6 +477,7 @@ def _lu_singular(k: int) -> str:
 
 
 @takes_out_each("linalg_lu_factor_ex")
+@_node_named("LinalgLuFactorExBackward0")
 def lu_factor_ex(A: Tensor, *, pivot: bool = True, check_errors: bool = False
                  ) -> LUFactorExResult:
     """LAPACK's LU with partial pivoting, A = P L U: the factors packed in one matrix (L's
@@ -473,6 +502,7 @@ def lu_factor(A: Tensor, *, pivot: bool = True) -> LUFactorResult:
 
 
 @takes_out_each("linalg_lu")
+@_node_named("LinalgLuBackward0")
 def lu(A: Tensor, *, pivot: bool = True) -> LUResult:
     """P, L, U with A = P L U (L unit lower m x k, U upper k x n, k = min(m, n)); the
     gradient is PyTorch's linalg_lu_backward (through the factorization's)."""
@@ -524,6 +554,7 @@ def _check_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool) -> None: 
 
 
 @takes_out(check=same_out_dtype, name="linalg_lu_solve")
+@_node_named("LinalgLuSolveBackward0")
 def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,  # noqa: N803
              adjoint: bool = False) -> Tensor:
     """X with A X = B (``left`` False: X A = B; ``adjoint``: A^T in place of A) for A = P L U
@@ -558,6 +589,7 @@ def _square_solve_checks(A: Tensor, B: Tensor) -> None:
 
 
 @takes_out_each("linalg_solve_ex")
+@_node_named("LinalgSolveExBackward0")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False
              ) -> SolveExResult:
     """``solve``'s X through LAPACK's route (LU, then its solves) and getrf's info: a
@@ -585,6 +617,7 @@ def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = Fa
 
 
 @takes_out_each("linalg_inv_ex")
+@_node_named("LinalgInvExBackward0")
 def inv_ex(A: Tensor, *, check_errors: bool = False) -> InvExResult:
     """The inverse through LAPACK's route (LU, then solves on the identity) and getrf's info:
     a singular A gives inf and NaN and a nonzero info, PyTorch's error with
@@ -705,6 +738,7 @@ def _check_householder(A: Tensor, tau: Tensor, name: str) -> None:
 
 
 @takes_out(check=same_out_dtype, name="linalg_householder_product")
+@_node_named("LinalgHouseholderProductBackward0")
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H_1 ... H_k (LAPACK's orgqr): Q of ``geqrf``'s compact QR."""
     _check_householder(A, tau, "torch.linalg.householder_product")
@@ -1063,6 +1097,7 @@ def _torch_qr(input: Tensor, some: bool = True, *, out: Any = None) -> QRResult:
     return qr(input, "reduced" if some else "complete", out=out)
 
 
+@_node_named("CholeskyBackward0")
 def _torch_cholesky(input: Tensor, upper: bool = False, *,  # noqa: A002
                     out: Tensor | None = None) -> Tensor:
     """torch.cholesky: linalg.cholesky, its errors named "cholesky"."""
@@ -1090,6 +1125,7 @@ def _torch_lu_solve(b: Tensor, LU_data: Tensor, LU_pivots: Tensor, *,  # noqa: N
     return lu_solve(LU_data, LU_pivots, b, out=out)
 
 
+@_node_named("CholeskyInverseBackward0")
 def cholesky_inverse(L: Tensor, upper: bool = False, *,  # noqa: N803
                      out: Tensor | None = None) -> Tensor:
     """(L L^T)^-1 from the Cholesky factor L (``upper``: (U^T U)^-1), by a triangular solve
@@ -1109,6 +1145,7 @@ def cholesky_inverse(L: Tensor, upper: bool = False, *,  # noqa: N803
     return F.written_to(out, result, "cholesky_inverse") if out is not None else result
 
 
+@_node_named("CholeskySolveBackward0")
 def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *,  # noqa: A002
                    out: Tensor | None = None) -> Tensor:
     """X with (L L^T) X = B (``upper``: (U^T U) X = B), B = ``input``, the Cholesky factor
@@ -1136,6 +1173,7 @@ def cholesky_solve(input: Tensor, input2: Tensor, upper: bool = False, *,  # noq
     return F.written_to(out, result, "cholesky_solve") if out is not None else result
 
 
+@_node_named("TriangularSolveBackward0")
 def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool = False,
                      unitriangular: bool = False, *, out: Any = None
                      ) -> TriangularSolveResult:
@@ -1208,6 +1246,7 @@ def orgqr(input: Tensor, input2: Tensor, *, out: Tensor | None = None) -> Tensor
     return householder_product(input, input2, out=out)
 
 
+@_node_named("OrmqrBackward0")
 def ormqr(input: Tensor, input2: Tensor, input3: Tensor, left: bool = True,  # noqa: A002
           transpose: bool = False, *, out: Tensor | None = None) -> Tensor:
     """Q C, Q^T C, C Q or C Q^T (``left``, ``transpose``) for Q = H_1 ... H_k of ``geqrf``'s

@@ -193,8 +193,28 @@ def frexp(input: Tensor, *, out: Any = None) -> Any:  # noqa: A002
 
     mantissa, exponent = np.frexp(np.asarray(input.detach().cpu().numpy()))
     result = namedtuple("frexp", ["mantissa", "exponent"])
-    return result(tensor(mantissa.astype(input.dtype.np), device=input.device),
-                  tensor(exponent.astype(np.int32), device=input.device))
+    if input.requires_grad:
+        mantissa = _frexp_mantissa(input, exponent)
+    else:
+        mantissa = tensor(mantissa.astype(input.dtype.np), device=input.device)
+    return result(mantissa, tensor(exponent.astype(np.int32), device=input.device))
+
+
+def _frexp_mantissa(input: Tensor, exponent: np.ndarray) -> Tensor:  # noqa: A002
+    """input * 2 ** -exponent, the mantissa exactly, with PyTorch's FrexpBackward0 (the
+    gradient over 2 ** exponent): one factor, or two where 2 ** -exponent is beyond the
+    dtype's range (a subnormal input's)."""
+    from ..creation import tensor
+
+    one = np.ones((), input.dtype.np)
+    with np.errstate(over="ignore", under="ignore"):
+        whole = np.ldexp(one, -exponent)
+    parts = [-exponent] if np.all(np.isfinite(whole) & (whole != 0)) else [
+        -(exponent // 2), exponent // 2 - exponent]
+    out = input
+    for part in parts:
+        out = F.mul(out, tensor(np.ldexp(one, part), device=input.device))
+    return renamed(out, "FrexpBackward0")
 
 
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,

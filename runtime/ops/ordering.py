@@ -321,7 +321,7 @@ def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
         out = F.reshape(out, (qt.shape[0], *shape))
     if scalar_q or (isinstance(q, Tensor) and q.ndim == 0):
         out = F.squeeze(out, 0)
-    return out
+    return renamed(out, "SqueezeBackward4")  # PyTorch's last step squeezes a list of dims
 
 
 @autocast_fp32
