@@ -710,6 +710,9 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     values = F.reshape(F.sum(picked, 2), (n, c, *out))
     if values.dtype is not x.dtype:  # an integer sum is int64
         values = F.cast(values, x.dtype)
+    if fill == -math.inf and any(pad4):
+        values = _grad_of_empty_windows(values, x, _tap_positions(h, w, k, d, pad4, s),
+                                        _window_starts(out, s, p, d, w))
     values = linked_backward(values if input.ndim == 4 else F.squeeze(values, 0),
                              "MaxPool2DWithIndicesBackward0", input)
     if not return_indices:
@@ -733,6 +736,29 @@ def _tap_positions(h: int, w: int, k: Pair, d: Pair, pad4: Pad4, s: Pair) -> np.
                          pad_value=-1.0).astype(np.int64).reshape(1, 1, k[0] * k[1], -1)
     where.flags.writeable = False
     return where
+
+
+def _grad_of_empty_windows(values: Tensor, x: Tensor, where: np.ndarray,
+                           starts: np.ndarray) -> Tensor:
+    """PyTorch's max pool sends the gradient of a window with no tap in the input (wholly
+    in the padding: its value -inf) to its index, the element ``starts`` names, where that
+    lies in the plane (past it, torch writes out of bounds: none here). The value stays:
+    the term added is x - x.detach(), 0 (none where x is not finite: inf - inf)."""
+    from ..creation import tensor
+    from .tensor_ops import index_select
+
+    n, c, h, w = x.shape
+    starts = starts.reshape(-1)
+    chosen = ~(where >= 0).any(axis=2).reshape(-1) & (starts >= 0) & (starts < h * w)
+    if not chosen.any():
+        return values
+    flat = F.reshape(x, (n, c, h * w))
+    picked = index_select(flat, 2, tensor(np.where(chosen, starts, 0), device=x.device))
+    finite = F.lt(F.abs(picked.detach()), math.inf)
+    keep = F.logical_and(tensor(chosen, device=x.device), finite)
+    term = F.where(keep, F.sub(picked, picked.detach()), 0.0)
+    mask = F.reshape(tensor(chosen, device=x.device), (1, 1, *values.shape[2:]))
+    return F.where(mask, F.add(values, F.reshape(term, values.shape)), values)
 
 
 def _first_input_tap(cols: Tensor, arg: Tensor, where: np.ndarray) -> Tensor:

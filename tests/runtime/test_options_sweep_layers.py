@@ -393,3 +393,22 @@ def test_recurrent_constructor_warnings_and_errors_as_torch(code: str) -> None:
     # dropout on a single layer warns (it drops nothing); RNN and GRU take proj_size to
     # refuse it with torch's ValueError (a TypeError for the unknown keyword here)
     probe(code, {}, "float32")
+
+
+# windows wholly in the padding whose index torch computes inside the plane (where it lies
+# past it, torch writes out of bounds and may crash the process: never drawn here)
+EMPTY_WINDOWS = [
+    ("out = F.max_pool2d(x, 2, padding=1, dilation=2, return_indices=True)", (1, 1, 6, 1)),
+    ("out = F.max_pool2d(x, 2, padding=1, dilation=2)", (1, 1, 4, 1)),
+    ("out = nn.MaxPool2d(2, 1, 1, 2)(x)", (2, 3, 6, 1)),
+    ("out = nn.MaxPool2d(2, 1, 1, 2, return_indices=True)(x)", (3, 5, 1)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("code", "shape"), EMPTY_WINDOWS)
+def test_max_pool_window_wholly_in_padding_grads_its_index_as_torch(
+        code: str, shape: tuple[int, ...], dtype: str) -> None:
+    # its value is -inf; torch sends its gradient to the element its index names (it was
+    # dropped here)
+    probe(code, {"x": _randn(*shape, seed=6)}, dtype)
