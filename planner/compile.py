@@ -594,57 +594,61 @@ class CompiledStep:
         if eager_why is not None:
             self._warm_up(key, eager_why)
             ran_eagerly, result, warm_up = True, fn(*args), False
-        while True:
-            scalars = _dynamic_positions(key)
-            try:
-                binding = self._plan(fn, args, warm_up=warm_up, scalars=scalars)
-            except _WarmUp as w:
-                # run this call eagerly, then capture with the state it made in place: the
-                # plan fits the next call (and this one's .plan is there to inspect)
-                self._warm_up(key, f"it creates {w}")
-                if marker is not None:
-                    plan_cache.remember_warm_up(marker, self.cache_dir)
-                ran_eagerly, result, warm_up = True, fn(*args), False
-                continue
-            except Exception as e:
-                if not scalars and not isinstance(e, GraphBreak):
-                    raise
-                if scalars:  # a float argument is read as a value: a constant, for good
-                    # (any error: an op taking only a Python number there; a capture with the
-                    # number meets the step's own errors again)
-                    log.info("%s reads its float arguments %s as values (%s): capturing them "
-                             "as constants", self._name, sorted(scalars),
-                             getattr(e, "reason", f"{type(e).__name__}: {e}"))
-                    self._static.setdefault(frozen, set()).update(scalars)
-                    self._dynamic[frozen] -= scalars
-                    if ran_eagerly:
-                        return result
-                    return self._call_flat(args, spec, frozen)
-                if self.fullgraph:
-                    raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
-                                       f"{e.where}") from e
-                warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
-                              RuntimeWarning, stacklevel=4)  # the user's call
-                self._entry(key).eager_reason = f"{e.reason} at {e.where}"
-                return result if ran_eagerly else fn(*args)
-            break
-        self._entry(key).bindings.insert(0, binding)  # most recently used first
-        self.plan = binding.plan
-        pending = binding.pending
-        if ran_eagerly or (pending is not None and not pending.started):
-            # a plan whose kernels compile in the background runs its first call eagerly,
-            # without the generated code that would compile on first use: the step as
-            # written takes less than building its unfused plan's program, and the children
-            # fork after it, leaving it every core (planner.background)
-            try:
-                if ran_eagerly:
-                    return result
-                with without_generated_code():
-                    return fn(*args)
-            finally:
-                if pending is not None:
-                    pending.start()
-        return _replay(binding, args)
+        # planning and the first replay (its program built: gpt's made 4 collections, one
+        # of them of the older generation) as one burst of allocations, the collector held
+        # off across both (``_collector_paused``)
+        with _collector_paused():
+            while True:
+                scalars = _dynamic_positions(key)
+                try:
+                    binding = self._plan(fn, args, warm_up=warm_up, scalars=scalars)
+                except _WarmUp as w:
+                    # run this call eagerly, then capture with the state it made in place: the
+                    # plan fits the next call (and this one's .plan is there to inspect)
+                    self._warm_up(key, f"it creates {w}")
+                    if marker is not None:
+                        plan_cache.remember_warm_up(marker, self.cache_dir)
+                    ran_eagerly, result, warm_up = True, fn(*args), False
+                    continue
+                except Exception as e:
+                    if not scalars and not isinstance(e, GraphBreak):
+                        raise
+                    if scalars:  # a float argument is read as a value: a constant, for good
+                        # (any error: an op taking only a Python number there; a capture with the
+                        # number meets the step's own errors again)
+                        log.info("%s reads its float arguments %s as values (%s): capturing them "
+                                 "as constants", self._name, sorted(scalars),
+                                 getattr(e, "reason", f"{type(e).__name__}: {e}"))
+                        self._static.setdefault(frozen, set()).update(scalars)
+                        self._dynamic[frozen] -= scalars
+                        if ran_eagerly:
+                            return result
+                        return self._call_flat(args, spec, frozen)
+                    if self.fullgraph:
+                        raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
+                                           f"{e.where}") from e
+                    warnings.warn(f"planner: {self._name} runs eagerly: {e.reason} at {e.where}",
+                                  RuntimeWarning, stacklevel=4)  # the user's call
+                    self._entry(key).eager_reason = f"{e.reason} at {e.where}"
+                    return result if ran_eagerly else fn(*args)
+                break
+            self._entry(key).bindings.insert(0, binding)  # most recently used first
+            self.plan = binding.plan
+            pending = binding.pending
+            if not ran_eagerly and (pending is None or pending.started):
+                return _replay(binding, args)
+        # a plan whose kernels compile in the background runs its first call eagerly, without
+        # the generated code that would compile on first use: the step as written takes less
+        # than building its unfused plan's program, and the children fork after it, leaving
+        # it every core (planner.background)
+        try:
+            if ran_eagerly:
+                return result
+            with without_generated_code():
+                return fn(*args)
+        finally:
+            if pending is not None:
+                pending.start()
 
     def _changed_floats(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
         """The positions of the float arguments in which ``key`` differs from a key this step
@@ -1312,10 +1316,14 @@ class _Draws:
         if type(self._rng.bit_generator) is not type(rng.bit_generator):
             self._rng = _spare_like(rng)  # the generator was given another kind of source
         self._rng.bit_generator.state = rng.bit_generator.state
+        # Box-Muller's kept sample (runtime._torch_rng: small randn draws use it first)
+        self._normal_cache = getattr(self.generator, "_normal_cache", None)
 
     def commit(self) -> None:
         """Swap: the generator takes the advanced copy, and its old source is the next copy."""
         self.generator._rng, self._rng = self._rng, self.generator._rng
+        if hasattr(self.generator, "_normal_cache"):
+            self.generator._normal_cache = self._normal_cache
 
 
 def _spare_like(rng: Any) -> Any:
