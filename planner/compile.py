@@ -1021,8 +1021,9 @@ class CompiledStep:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector held off while a step is captured and planned: both
-    make tens of thousands of objects that live on (graph nodes, steps), and each allocation
+    """Python's cyclic garbage collector held off while a step is captured and planned (and
+    first replayed, its program built: ``_call_flat``): all make tens of thousands of objects
+    that live on (graph nodes, steps, the program's names), and each allocation
     burst set off collections of every object the process holds (the model, its state, the
     plans): 40 % of gpt's capture (165 -> 98 ms). Whatever became garbage meanwhile is
     collected by the next collection after it. A collector that was off stays off."""
