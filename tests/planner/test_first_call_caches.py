@@ -211,3 +211,25 @@ def test_a_loaded_plan_keeps_the_captures_numbers_not_its_graph(tmp_path: Path) 
     numbered = [v for v, d in a.nodes(data=True) if d.get("sequence_nr") is not None]
     assert numbered and all(b.nodes[v]["sequence_nr"] > a.nodes[v]["sequence_nr"]
                             for v in numbered)
+
+
+def test_the_first_replay_builds_its_program_with_the_collector_held_off(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A first call's capture, planning and program build are one burst of allocations: no
+    collection walks what they made halfway (gpt's made 4); the collector is on after it."""
+    from planner import executable
+
+    enabled: list[bool] = []
+    build = executable.build_program
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        enabled.append(gc.isenabled())
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(executable, "build_program", recording)
+    fn, args = _wide_mlp(depth=2)
+    step = planner.compile(fn, backend="llvm", background=False)
+    assert gc.isenabled()
+    step(*args)
+    assert enabled and not any(enabled)
+    assert gc.isenabled()
