@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype as D
+from . import _torch_rng
 from ._device import (
     array_module,
     canonical_device,
@@ -28,9 +29,11 @@ DEFAULT_SEED = 67280421310721
 
 
 class Generator:
-    """A seeded random source (numpy's PCG64; the streams differ from PyTorch's, but for
-    randperm's and the samplers' permutations, drawn from PyTorch's own Mersenne Twister
-    stream kept beside it)."""
+    """A seeded random source: PyTorch's CPU stream, a Mersenne Twister seeded as PyTorch
+    seeds it, drawn as PyTorch's CPU kernels draw it where PyTorch's numbers are known
+    (``runtime._torch_rng``: rand, randn, randint, uniform_, normal_, randperm, the samplers),
+    so after the same ``manual_seed`` those give PyTorch's numbers. Everything else draws
+    from the same stream through numpy's ``Generator`` methods (``_rng``)."""
 
     def __init__(self, device: str = "cpu") -> None:
         self.device = canonical_device(device)
@@ -38,24 +41,25 @@ class Generator:
 
     def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
-        self._rng = np.random.default_rng(self._seed)
+        self._rng = np.random.Generator(_mt19937(self._seed))
         self._mt: np.random.RandomState | None = None
+        # the sine of normal_distribution<double>'s last pair, for its next draw (PyTorch's
+        # next_double_normal_sample)
+        self._normal_cache: float | None = None
         return self
 
     def _torch_mt(self) -> np.random.RandomState:
-        """PyTorch's CPU stream, a Mersenne Twister seeded with the seed's low 32 bits (numpy's
-        legacy seeding is the same), drawn by randperm and the samplers alone: their
-        permutations equal PyTorch's after the same manual_seed (where PyTorch's generator
-        fed nothing else since)."""
-        if self._mt is None:
-            self._mt = np.random.RandomState(self._seed & 0xFFFFFFFF)
+        """The source as a numpy RandomState (randperm's and the samplers' draws), over the
+        same bit generator as ``_rng``."""
+        bits = self._rng.bit_generator
+        if self._mt is None or self._mt._bit_generator is not bits:
+            self._mt = np.random.RandomState(bits)
         return self._mt
 
     def _torch_random64(self) -> int:
         """PyTorch's random_() of an int64 from this stream: two 32-bit draws, high first,
         below 2**63."""
-        hi, lo = (int(v) for v in self._torch_mt().randint(0, 1 << 32, size=2, dtype=np.uint64))
-        return ((hi << 32) | lo) & ((1 << 63) - 1)
+        return int(_torch_rng.raw64(self._rng, 1)[0]) & ((1 << 63) - 1)
 
     def seed(self) -> int:
         """Seeds from fresh entropy; returns the seed (as ``initial_seed()`` then does)."""
@@ -68,54 +72,33 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The source's state as a uint8 tensor of bytes (PyTorch's ByteTensor): PCG64's
-        128-bit state and increment, then its buffered 32-bit half draw, little-endian. ``set_state`` of it continues the same draws; the bytes are not
-        PyTorch's (its Mersenne Twister state)."""
-        st = self._rng.bit_generator.state
-        if st["bit_generator"] != "PCG64":
-            raise RuntimeError(f"get_state: a {st['bit_generator']} source has no byte state "
-                               "here (only PCG64's)")
-        raw = (st["state"]["state"].to_bytes(16, "little")
-               + st["state"]["inc"].to_bytes(16, "little")
-               + int(st["has_uint32"]).to_bytes(8, "little")
-               + int(st["uinteger"]).to_bytes(8, "little"))
-        self._remember_mt(raw)
+        """The state as a uint8 tensor of PyTorch's 5056 bytes (``torch.get_rng_state()``'s
+        layout: the Mersenne Twister's words and position, the kept normal sample), which
+        ``set_state`` here or PyTorch's takes."""
+        raw = _torch_rng.state_bytes(self._seed, self._rng, self._normal_cache)
         return Tensor._make(np.frombuffer(raw, np.uint8).copy(), D.uint8, "cpu")
 
-    def _remember_mt(self, raw: bytes) -> None:
-        """The Mersenne Twister's state beside the bytes get_state gives, so that set_state of
-        them (fork_rng, a checkpoint's recomputation) puts randperm's stream back too."""
-        kept = self.__dict__.setdefault("_mt_at", {})
-        kept[raw] = None if self._mt is None else self._mt.get_state()
-        while len(kept) > 64:
-            del kept[next(iter(kept))]
-
     def set_state(self, new_state: Tensor) -> Generator:
-        """Restores a state from ``get_state``."""
-        if not isinstance(new_state, Tensor):
-            raise TypeError(f"expected a Tensor, got {type(new_state).__name__}")
+        """Restores a state from ``get_state`` (or PyTorch's ``get_rng_state``)."""
+        if not isinstance(new_state, Tensor) or new_state.dtype is not D.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         values = np.asarray(new_state.detach().cpu().numpy()).reshape(-1)
-        if values.size != _STATE_BYTES or values.min() < 0 or values.max() > 255:
-            raise RuntimeError(f"Expected a state of {_STATE_BYTES} bytes (from get_state), got "
-                               f"{values.size} values")
-        raw = values.astype(np.uint8).tobytes()
-        gen = np.random.PCG64()
-        gen.state = {"bit_generator": "PCG64",
-                     "state": {"state": int.from_bytes(raw[:16], "little"),
-                               "inc": int.from_bytes(raw[16:32], "little")},
-                     "has_uint32": int.from_bytes(raw[32:40], "little"),
-                     "uinteger": int.from_bytes(raw[40:48], "little")}
-        self._rng.bit_generator.state = gen.state
-        kept = self.__dict__.get("_mt_at", {})
-        if raw in kept:
-            mt = kept[raw]
-            self._mt = None if mt is None else np.random.RandomState()
-            if mt is not None:
-                self._mt.set_state(mt)
+        if values.size != _STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE_BYTES} but "
+                               f"found the input RNG state size to be {values.size}")
+        seed, state, cache = _torch_rng.from_state_bytes(values.tobytes())
+        self._rng.bit_generator.state = state
+        self._seed, self._normal_cache = seed, cache
         return self
 
 
-_STATE_BYTES = 48
+def _mt19937(seed: int) -> np.random.MT19937:
+    """A Mersenne Twister seeded as PyTorch's ``at::mt19937`` (the seed's low 32 bits, Knuth's
+    initialisation: numpy's legacy seeding)."""
+    return np.random.RandomState(seed & 0xFFFFFFFF)._bit_generator
+
+
+_STATE_BYTES = _torch_rng.STATE_BYTES
 default_generator = Generator()
 default_generator.seed()
 
@@ -477,18 +460,11 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
 
 def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
     """A host array of ``dtype`` from ``generator``: standard normal ("randn") or uniform on
-    [0, 1) ("rand"); eager calls and a compiled plan's random steps draw through it alike."""
-    # numpy draws float32 or float64: float16 and bfloat16 are drawn in float32 and rounded
-    low = dtype in D.LOW_FLOATS
-    wide = np.dtype(np.float32) if low else dtype.np
+    [0, 1) ("rand"), PyTorch's numbers (``runtime._torch_rng``); eager calls and a compiled
+    plan's random steps draw through it alike."""
     if kind == "randn":
-        arr = generator._rng.standard_normal(shape, dtype=wide)
-    else:
-        arr = generator._rng.random(shape, dtype=wide)
-        if low:  # PyTorch's: multiples of 2**-digits below 1 (rounding would reach 1.0)
-            scale = np.float32(2 ** (D.np_finfo(dtype).nmant + 1))
-            arr = np.floor(arr * scale) / scale
-    return arr.astype(dtype.np, copy=False)
+        return _torch_rng.normal(generator, tuple(shape), dtype)
+    return _torch_rng.uniform(generator._rng, tuple(shape), dtype)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
@@ -555,7 +531,7 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
         raise GraphBreak("randint inside a captured step")
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
-    arr = g._rng.integers(low, high, size=shape, dtype=np.int64).astype(dt.np, copy=False)
+    arr = _torch_rng.integers(g._rng, tuple(shape), low, high, dt)
     dev = factory_device(device)
     return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
 

@@ -1,8 +1,10 @@
 """Random sampling with PyTorch's names: ``normal`` (its four overloads), ``bernoulli``,
 ``poisson``, ``binomial`` and the in-place fills ``cauchy_``, ``geometric_``,
 ``log_normal_``, all drawn from the runtime's generators (``generator=``, else the device's
-default one, which ``rt.manual_seed`` seeds). The streams differ from PyTorch's (numpy's
-PCG64), the distributions and rules do not.
+default one, which ``rt.manual_seed`` seeds): PyTorch's Mersenne Twister stream, drawn here
+by numpy's methods, so these numbers differ from PyTorch's (``normal`` of tensors and
+``bernoulli`` of a probability tensor excepted: ``runtime._torch_rng``); the distributions
+and rules do not.
 
 Gradients follow PyTorch's table: ``normal``, ``bernoulli(p)`` and ``poisson`` record a node
 whose gradient is zero (PyTorch's ``NormalBackward*`` give ``zeros_like``: no

@@ -49,10 +49,10 @@ class RandomnessFrame:
             return
         key = id(gen)
         rng = gen.__dict__["_rng"]
-        if key not in self._start:
-            self._start[key] = (gen, rng.bit_generator.state)
+        if key not in self._start:  # the state and Box-Muller's kept sample (runtime._torch_rng)
+            self._start[key] = (gen, (rng.bit_generator.state, gen.__dict__.get("_normal_cache")))
         elif self._reset_in.get(key) != self.element:
-            rng.bit_generator.state = self._start[key][1]
+            rng.bit_generator.state, gen._normal_cache = self._start[key][1]
         self._reset_in[key] = self.element
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
-from .. import creation
+from .. import _torch_rng, creation
+from .._device import move_array
 from ..amp.policy import autocast_exclude, autocast_fp32
 from ..tensor import Tensor
 from ..tracing import active_tracer
@@ -329,8 +330,12 @@ def uniform_(x: Tensor, a: float = 0.0, to: float = 1.0, *, generator: Any = Non
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a:g} > to={b:g}")
-    u = creation.rand(*x.shape, generator=generator, dtype=_float(x, "uniform_"),
-                      device=x.device)
+    dtype = _float(x, "uniform_")
+    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
+        g = generator or creation._device_generator(x.device)
+        arr = _torch_rng.uniform(g._rng, tuple(x.shape), dtype, float(a), float(b))
+        return x.copy_(Tensor._make(move_array(arr, x.device), dtype, x.device))
+    u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(u * (b - a) + a)
 
 
@@ -339,8 +344,12 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     """Fill with values drawn from a normal distribution."""
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
-    n = creation.randn(*x.shape, generator=generator, dtype=_float(x, "normal_"),
-                       device=x.device)
+    dtype = _float(x, "normal_")
+    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
+        g = generator or creation._device_generator(x.device)
+        arr = _torch_rng.normal(g, tuple(x.shape), dtype, float(mean), float(std))
+        return x.copy_(Tensor._make(move_array(arr, x.device), dtype, x.device))
+    n = creation.randn(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(n * std + mean)
 
 

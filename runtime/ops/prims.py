@@ -831,7 +831,7 @@ def _fma32(xp: Any, a: Any, b: Any, c: Any) -> Any:
     odd took 24 times what numpy's own multiply and add do)."""
     p = a.astype(np.float64) * b.astype(np.float64)
     c64 = c.astype(np.float64)
-    s = p + c64
+    s = xp.asarray(p + c64)  # an array where 0-d operands give a numpy scalar
     bits = s.view(np.int64)
     doubtful = ((bits & _LOW_BITS) == _HALFWAY) | (xp.abs(s) < _F32_TINY)
     if doubtful.any():

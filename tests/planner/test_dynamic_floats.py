@@ -100,8 +100,11 @@ def test_a_changing_float_is_an_input_after_its_second_value(make: Callable[...,
         warnings.simplefilter("error", RuntimeWarning)  # no fallback, no recompile_limit
         got = _run(make, True, values)
     np.testing.assert_allclose(got[0], want[0], rtol=2e-5, atol=1e-6)
+    # AdamW moves each weight by about lr a step (up to 3.5 here): its rounding, compiled or
+    # eager, is a part of lr
+    atol = 1e-4 if make is _assigned_rate else 1e-6
     for g, w in zip(got[1], want[1], strict=True):
-        np.testing.assert_allclose(g, w, rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=atol)
     assert got[2].captures == 2  # the first value's constant plan, then the input's
 
 

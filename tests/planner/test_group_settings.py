@@ -86,8 +86,10 @@ def test_an_assigned_rate_is_the_calls_at_every_replay(make_step: Callable[..., 
         got = _run(make_step, True, lrs)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     assert got[1] == want[1]  # the group holds each call's rate afterwards, as eager's
+    # six momentum steps at rates up to 0.5: the compiled update's rounding and eager's part
+    # by a few units in the last place of float32
     for g, w in zip(got[2], want[2], strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
 
 def test_a_tensor_rate_argument_is_assigned_at_every_replay() -> None:

@@ -544,8 +544,11 @@ def test_generator_state_round_trips() -> None:
     assert rt.rand(4).tolist() == draws
     rt.manual_seed(5)
     assert rt.initial_seed() == 5
-    with pytest.raises(RuntimeError, match="Expected a state of 48 bytes"):
+    with pytest.raises(TypeError, match="RNG state must be a torch.ByteTensor"):
         g.set_state(rt.zeros(3, dtype=rt.int64))
+    with pytest.raises(RuntimeError, match="CPUGeneratorImplState of size 5056 but found the "
+                       "input RNG state size to be 3"):
+        g.set_state(rt.zeros(3, dtype=rt.uint8))
 
 
 # --- 4. dtype inference -----------------------------------------------------------------------

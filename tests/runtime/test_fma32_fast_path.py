@@ -39,3 +39,14 @@ def test_random_and_tiny_operands_match_rounding_every_sum_to_odd(scale: float) 
         np.testing.assert_array_equal(_fma(np, a, b, c), _exact(a, b, c))
         np.testing.assert_array_equal(_fma(np, np.float32(0.1), b, c),
                                       _exact(np.float32(0.1), b, c))
+
+
+def test_0d_operands_whose_sum_is_rounded_to_odd() -> None:
+    """0-d operands (an addcmul of scalars, a 0-d loss's update): their float64 sum is a numpy
+    scalar, which the halfway case rounded to odd in place (it raised TypeError: a fuzzed
+    step found it)."""
+    a, b, c = (np.array(v, np.float32) for v in (-0.1, -2.0, -0.5))
+    got = _fma(np, a, b, c)
+    assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == np.float32
+    exact = np.float64(a) * np.float64(b) + np.float64(c)  # exact here: no rounding to doubt
+    assert got == np.float32(exact)

@@ -5,8 +5,8 @@ batching (batch_size None, drop_last, sampler, batch_sampler, collate_fn, iterab
 datasets) and its argument checks, attributes fixed once built, BatchSampler, Subset,
 ConcatDataset, random_split's lengths and fractions, the samplers' sizes and checks, and
 randperm's argument and dtype checks. Results compared structurally (tensors by dtype,
-shape and values), errors by type and text, warnings by text. The permutations themselves
-differ: our generators are numpy's PCG64, not torch's mt19937."""
+shape and values), errors by type and text, warnings by text. The permutations are PyTorch's
+too (the generators are its Mersenne Twister stream: tests/runtime/test_torch_rng.py)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,11 @@ def test_training_matches_torch(arch: Any, loss_name: str, opt_name: str,
     ours, theirs = paired(torch, arch)
     opt = getattr(optim, opt_name)(ours.parameters(), **kwargs)
     topt = getattr(torch.optim, opt_name)(theirs.parameters(), foreach=False, **kwargs)
-    train_side_by_side(torch, (ours, theirs), (opt, topt), loss_name)
+    # both divide each gradient by its running scale, so the libraries' backward rounding of a
+    # near-zero gradient moves a weight by a part of lr (see the next test): up to 1% of lr
+    # (0.005-0.1) in six steps, where a wrong update is off by lr
+    train_side_by_side(torch, (ours, theirs), (opt, topt), loss_name,
+                       atol=(0.01 * kwargs["lr"], 1e-6))
 
 
 @pytest.mark.parametrize("kwargs", [
@@ -142,5 +146,7 @@ def test_compiled_loop_equals_eager(opt_name: str, kwargs: dict[str, Any],
             np.testing.assert_allclose(step(model, opt, x, y).item(),
                                        train(ref, ref_opt, x, y).item(), rtol=1e-5)
     assert (step.captures, step.warmups) == (1, warmups)
+    # atol: RMSprop divides each gradient by its running scale, so the compiled kernels' and
+    # eager mode's rounding of a near-zero gradient moves a weight by a part of lr (0.01)
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
-        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5, atol=1e-6)

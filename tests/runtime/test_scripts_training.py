@@ -623,10 +623,11 @@ def test_script_equals_pytorch(name: str, tmp_path: Path, torch_one_thread: Modu
 @pytest.mark.parametrize(("name", "vocab"), [("gpt", GPT_V), ("lstm", RNN_V), ("gru", RNN_V)])
 def test_language_model_starts_uniform(name: str, vocab: int, tmp_path: Path) -> None:
     """Without PyTorch: an untrained language model predicts about uniformly (its first loss
-    is log(vocab)), and its losses stay finite."""
+    is near log(vocab): from seed 0, PyTorch's initial weights, lstm's is 2.63 for log(12) =
+    2.48), and its losses stay finite."""
     rt.manual_seed(0)
     losses = SCRIPTS[name](rt, None, as_is, tmp_path).losses
-    assert abs(losses[0] - math.log(vocab)) < 0.05
+    assert abs(losses[0] - math.log(vocab)) < 0.25
     assert np.isfinite(losses).all()
 
 
