@@ -1926,6 +1926,11 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
             raise RuntimeError(f"{name} should contain {n * c} elements not {t.numel() * n}")
     if not input.dtype.is_floating_point:  # PyTorch runs a batch norm
         _integer_pool(input, "batch_norm", int64=False)
+    # batch norm's dtype checks of the weight and bias (not the running statistics, of any
+    # float dtype): float32 ones of a half input taken; the result has the input's dtype
+    half = input.dtype
+    if check_norm_dtypes(input, weight, bias):
+        input = F.cast(input, D.float32)  # noqa: A001
     axes = tuple(range(2, input.ndim))
     shape = (1, c) + (1,) * (input.ndim - 2)
     if use_input_stats:
@@ -1955,4 +1960,4 @@ def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A0
         out = F.mul(out, F.reshape(weight, shape))
     if bias is not None:
         out = F.add(out, F.reshape(bias, shape))
-    return out
+    return out if out.dtype is half else F.cast(out, half)

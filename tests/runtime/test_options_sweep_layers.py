@@ -412,3 +412,46 @@ def test_max_pool_window_wholly_in_padding_grads_its_index_as_torch(
     # its value is -inf; torch sends its gradient to the element its index names (it was
     # dropped here)
     probe(code, {"x": _randn(*shape, seed=6)}, dtype)
+
+
+@pytest.mark.parametrize(("dtype", "weight", "stats", "training"), NORM_MIXES)
+def test_instance_norm_of_mixed_dtypes_is_torchs_error_or_result(
+        dtype: str, weight: str | None, stats: str | None, training: bool) -> None:
+    # its weight and bias are checked as batch_norm's; its running statistics may have any
+    # float dtype (the result keeps the input's)
+    def run(lib: Any) -> str:
+        x = lib.tensor(_randn(2, 3, 4), dtype=getattr(lib, dtype))
+        w = None if weight is None else lib.ones(3, dtype=getattr(lib, weight))
+        mean, var = (None, None) if stats is None else (
+            lib.zeros(3, dtype=getattr(lib, stats)), lib.ones(3, dtype=getattr(lib, stats)))
+        try:
+            out = lib.nn.functional.instance_norm(x, mean, var, w, w, use_input_stats=training)
+        except RuntimeError as e:
+            return str(e)
+        return str(out.dtype).split(".")[-1]
+
+    assert run(rt) == run(torch)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_float32_instance_norm_of_a_half_input_as_torch(dtype: str) -> None:
+    x = _randn(2, 3, 5).astype(np.float32) * 3 + 1
+
+    def run(lib: Any) -> list[Any]:
+        m = lib.nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor([1.5, -2.0, 0.5]))
+            m.bias.copy_(lib.tensor([0.1, 0.2, 0.3]))
+        t = lib.tensor(x).to(getattr(lib, dtype)).requires_grad_()
+        y = m(t)
+        y.float().sum().backward()
+        m.eval()
+        z = m(t)
+        return [str(y.dtype).split(".")[-1], str(z.dtype).split(".")[-1],
+                y.detach().float().numpy(), t.grad.float().numpy(), m.running_mean.numpy(),
+                m.running_var.numpy(), z.detach().float().numpy()]
+
+    want, got = run(torch), run(rt)
+    assert got[:2] == want[:2] == [dtype, dtype]
+    for g, w in zip(got[2:], want[2:], strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
