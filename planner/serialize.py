@@ -207,7 +207,7 @@ _ARRAY_DTYPES = frozenset(np.dtype(t) for t in (
 _PHASES = frozenset({"forward", "backward", "recompute", "update"})
 _DEVICE = re.compile(r"cpu|cuda(:[0-9]{1,3})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
-_RAND_KINDS = frozenset({"rand", "randn"})
+_RAND_KINDS = frozenset({"rand", "randn", "rand64"})
 _KERNEL_ATTRS = frozenset({"kernel", "outs", "fused", "commit", "out_specs"})
 
 
@@ -687,7 +687,7 @@ class _Loader:
             where = f"rands[{i}][1]"
             kind, gen = self.pair(decode(pair[1], where, kernels=False), where)
             if not _one_of(kind, _RAND_KINDS) or not _is_int(gen, 0, 2**16):
-                _fail(f"rands[{i}][1]", f"({_show(kind)}, {_show(gen)}) is not (rand or randn, "
+                _fail(f"rands[{i}][1]", f"({_show(kind)}, {_show(gen)}) is not (rand, randn or rand64, "
                                         "generator index)")
             found[pair[0]] = (kind, gen)
         if set(found) != {st.out for st in steps} or len(found) != len(self.doc["rands"]):

@@ -110,7 +110,7 @@ recorded_draws = threading.local()
 
 @dataclass(eq=False, kw_only=True)
 class RandStep(SourceStep):
-    kind: str  # "rand" | "randn"
+    kind: str  # "rand" | "randn" | "rand64" (runtime.creation.draw)
     generator: int  # index into the run's generators
     op: ClassVar[str] = "rand"
     bound: ClassVar[bool] = False  # drawn where eager mode drew it, in plan order

@@ -464,7 +464,17 @@ def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType
     plan's random steps draw through it alike."""
     if kind == "randn":
         return _torch_rng.normal(generator, tuple(shape), dtype)
+    if kind == "rand64":  # what PyTorch's bernoulli_(p) compares with p (float64, 53 bits)
+        return _torch_rng.uniform(generator._rng, tuple(shape), D.float64)
     return _torch_rng.uniform(generator._rng, tuple(shape), dtype)
+
+
+def bernoulli_uniforms(shape: tuple[int, ...], generator: Generator | None,
+                       device: Any) -> Tensor:
+    """The float64 uniforms PyTorch's CPU ``bernoulli_(p)`` of a number draws (one
+    ``bernoulli_distribution<double>`` an element: ``u < p``; its MKL path, on Intel CPUs,
+    draws another stream): dropout's masks and ``bernoulli_`` compare them with p."""
+    return _random("rand64", tuple(shape), generator, D.float64, device, False)
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,

@@ -508,9 +508,10 @@ def check_dropout_p(p: float) -> None:
 
 def drop(x: Tensor, p: float, training: bool, inplace: bool, noise_shape: tuple[int, ...],
          generator: Any = None, dtype: Any = None) -> Tensor:
-    """``x`` with the elements (or the slices) a uniform draw of ``noise_shape`` (``dtype``),
-    broadcast to x's shape, puts below ``p`` zeroed and the rest scaled by 1/(1-p) while
-    ``training``; ``inplace``: written into ``x``, as ``x.copy_``. ``p`` is checked before."""
+    """``x`` with the elements (or the slices) a Bernoulli draw of ``noise_shape`` (PyTorch's
+    ``bernoulli_(1 - p)``: ``creation.bernoulli_uniforms``), broadcast to x's shape, zeroes
+    and the rest scaled by 1/(1-p) while ``training``; ``inplace``: written into ``x``, as
+    ``x.copy_``. ``p`` is checked before. (``dtype``: kept for callers; the noise has x's.)"""
     if not training or p == 0.0:
         return x
     if p == 1.0:  # PyTorch's x * zeros_like(x): x's dtype, -0.0 for negative floats
@@ -520,11 +521,11 @@ def drop(x: Tensor, p: float, training: bool, inplace: bool, noise_shape: tuple[
     elif not x.dtype.is_floating_point:  # its float mask scaled into x
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{scalar_type_name(x.dtype)}")
-    else:
-        from ..creation import rand
+    else:  # PyTorch's: noise = bernoulli_(1 - p) of x's dtype, noise /= 1 - p, x * noise
+        from ..creation import bernoulli_uniforms
 
-        keep = F.ge(rand(*noise_shape, generator=generator, device=x.device, dtype=dtype), p)
-        out = F.mul(F.mul(x, F.cast(keep, x.dtype)), 1.0 / (1.0 - p))
+        keep = F.lt(bernoulli_uniforms(noise_shape, generator, x.device), 1.0 - p)
+        out = F.mul(x, F.div(F.cast(keep, x.dtype), 1.0 - p))
     return F.overwrite(x, out) if inplace else out
 
 

@@ -364,6 +364,9 @@ def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
             raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  "
                                "(Could this error message be improved?  If so, please report "
                                "an enhancement request to PyTorch.)")
+    if not isinstance(p, Tensor):  # PyTorch's bernoulli_distribution<double>: u < p
+        u = creation.bernoulli_uniforms(tuple(x.shape), generator, x.device)
+        return x.copy_(F.cast(F.lt(u, float(p)), x.dtype))
     dtype = x.dtype if x.dtype.is_floating_point else D.default_float
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.cast(F.lt(u, p), x.dtype))

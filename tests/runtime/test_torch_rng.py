@@ -188,3 +188,46 @@ def test_a_ported_training_script_follows_pytorchs_run() -> None:
         return losses
 
     np.testing.assert_allclose(run(rt), run(torch), rtol=1e-5, atol=1e-6)
+
+
+def _intel() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "GenuineIntel" in f.read(4096)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(_intel(), reason="PyTorch's CPU bernoulli_(p) draws from MKL's own stream "
+                    "on Intel CPUs (elsewhere from its generator, as here)")
+@pytest.mark.parametrize("p", [0.1, 0.5, 0.8])
+def test_dropout_masks_and_bernoulli(p: float) -> None:
+    def make(L: Any) -> list[Any]:
+        F = L.nn.functional
+        x = L.arange(105.0).reshape(3, 7, 5)
+        return [F.dropout(x, p), L.empty(3, 9).bernoulli_(p), F.dropout2d(L.ones(2, 6, 3, 3), p),
+                L.nn.Dropout(p)(L.ones(4, 8, dtype=L.float64)), F.dropout1d(L.ones(3, 4, 5), p)]
+
+    _same(make, seed=int(p * 10))
+
+
+def test_a_compiled_dropout_step_draws_eagers_masks() -> None:
+    model = rt.nn.Sequential(rt.nn.Linear(6, 32), rt.nn.Dropout(0.3), rt.nn.Linear(32, 2))
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    x = rt.ones(5, 6)
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    results = {}
+    for name, fn in (("eager", step), ("compiled", planner.compile(step))):
+        model.load_state_dict(start)
+        rt.manual_seed(3)
+        results[name] = [float(fn(x)) for _ in range(4)] + rt.rand(2).tolist()
+    assert results["compiled"] == pytest.approx(results["eager"], rel=1e-6)
+    assert results["compiled"][-2:] == results["eager"][-2:]  # the generator left alike
