@@ -236,6 +236,10 @@ def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     from runtime.ops.composite import softmax
 
     if dim is None:
+        import warnings
+
+        warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the "
+                      "call to include dim=X as an argument.", UserWarning, stacklevel=2)
         dim = 0 if input.dim() in (0, 1, 3) else 1  # PyTorch's legacy choice of dim
     if dtype is not None:
         input = input.to(dtype)

@@ -68,8 +68,11 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     shape = broadcast_shapes(x1.shape, x2.shape)
     a, b = F.expand(x1, *shape), F.expand(x2, *shape)
     wrap_dim(dim, len(shape))
-    na = clamp_min(vector_norm(a, 2, dim, True), eps)
-    nb = clamp_min(vector_norm(b, 2, dim, True), eps)
+    # PyTorch clamps the norms in place under no_grad: the value is at least eps, the
+    # gradient the norm's own
+    na, nb = vector_norm(a, 2, dim, True), vector_norm(b, 2, dim, True)
+    na = F.add(na, F.sub(clamp_min(na.detach(), eps), na.detach()))
+    nb = F.add(nb, F.sub(clamp_min(nb.detach(), eps), nb.detach()))
     return F.sum(F.mul(F.div(a, na), F.div(b, nb)), dim)
 
 

@@ -455,3 +455,17 @@ def test_a_float32_instance_norm_of_a_half_input_as_torch(dtype: str) -> None:
     assert got[:2] == want[:2] == [dtype, dtype]
     for g, w in zip(got[2:], want[2:], strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("code", [
+    "out = F.cosine_similarity(x, y, eps=10.0)",
+    "out = F.cosine_similarity(x * 1e-9, y)",
+    "out = nn.CosineSimilarity(0, 3.0)(x, y)",
+    "out = F.softmin(x)",
+    "out = nn.Softmin()(x[0])",
+])
+def test_cosine_similarity_eps_and_softmin_dim_as_torch(code: str, dtype: str) -> None:
+    # torch clamps the norms to eps in place under no_grad (the gradient is the unclamped
+    # norm's; it was zero where clamped), and warns of softmin's implicit dim
+    probe(code, {"x": _randn(4, 5), "y": _randn(4, 5, seed=1)}, dtype)
