@@ -316,9 +316,9 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
                       "Note that dropout2d exists to provide channel-wise dropout on inputs "
                       "with 2 spatial dimensions, a channel dimension, and an optional batch "
                       "dimension (i.e. 3D or 4D inputs).", stacklevel=2)
-    if input.dim() < 2:
+    if input.dim() < 2 and training and 0.0 < p < 1.0:  # (p 0 or 1 needs no draw: taken)
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    return _channel_dropout(input, p, training, inplace, 2)
+    return _channel_dropout(input, p, training, inplace, min(input.dim(), 2))
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False

@@ -469,3 +469,17 @@ def test_cosine_similarity_eps_and_softmin_dim_as_torch(code: str, dtype: str) -
     # torch clamps the norms to eps in place under no_grad (the gradient is the unclamped
     # norm's; it was zero where clamped), and warns of softmin's implicit dim
     probe(code, {"x": _randn(4, 5), "y": _randn(4, 5, seed=1)}, dtype)
+
+
+@pytest.mark.parametrize("shape", [(), (4,)])
+@pytest.mark.parametrize("code", [
+    "out = F.dropout2d(x, 0.0)",
+    "out = F.dropout2d(x * 1, 1.0, inplace=True)",
+    "out = F.dropout2d(x, 0.5, training=False)",
+    "out = F.dropout2d(x, 0.5)",
+    "out = nn.Dropout2d(0.3)(x)",
+])
+def test_dropout2d_of_fewer_than_two_dims_as_torch(code: str, shape: tuple[int, ...]) -> None:
+    # torch refuses them only where it would draw (training, 0 < p < 1): p 0 or 1, or
+    # evaluation, give its result (they were all refused)
+    probe(code, {"x": _randn(*shape)}, "float32")
