@@ -130,6 +130,37 @@ def integers(rng: Any, shape: tuple[int, ...], low: int, high: int,
     return values.astype(dtype.np, copy=False).reshape(shape)
 
 
+def exponential(rng: Any, shape: tuple[int, ...], dtype: D.DType, lambd: float) -> np.ndarray:
+    """PyTorch's CPU ``exponential_(lambd)``: ``-1 / lambd * log1p(-u)`` of a float64 uniform an
+    element, libm's log1p (``math``'s: numpy's differs from it in the last place)."""
+    u = unit_uniform(rng, math.prod(shape), D.float64)
+    scale = -1.0 / lambd
+    values = np.fromiter((scale * math.log1p(-v) for v in u.tolist()), np.float64, u.size)
+    return values.astype(dtype.np).reshape(shape)
+
+
+def multinomial(rng: Any, rows: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
+    """PyTorch's CPU ``multinomial`` of the weights ``rows`` (2-D, float32 or float64, checked
+    by the caller): without replacement (or one sample) the top ``num_samples`` of
+    ``weight / q``, q an exponential draw of the weights' dtype for every weight; with, a float64
+    uniform a sample, row after row, found in the row's running sum (in the weights' dtype)
+    divided by its total, the last made 1."""
+    n_rows, n = rows.shape
+    if not replacement or num_samples == 1:
+        q = exponential(rng, rows.shape, D.from_numpy_dtype(rows.dtype), 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = rows / q
+        if num_samples == 1:
+            return np.argmax(keys, axis=1)[:, None]
+        return np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
+    cum = np.cumsum(rows, axis=1, dtype=rows.dtype)
+    cum = cum / cum[:, -1:]
+    cum[:, -1] = 1
+    u = unit_uniform(rng, n_rows * num_samples, D.float64).reshape(n_rows, num_samples)
+    return np.stack([np.searchsorted(c.astype(np.float64), s, side="left")
+                     for c, s in zip(cum, u)]).astype(np.int64)
+
+
 # ----------------------------------------------------------------------------- normals
 
 

@@ -572,20 +572,16 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > n:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    rows = np.asarray(input.detach().cpu().numpy(), dtype=np.float64).reshape(-1, n)
+    wide = np.float64 if input.dtype is D.float64 else np.float32
+    rows = np.asarray(input.detach().cpu().numpy()).astype(wide).reshape(-1, n)
     if not np.all(np.isfinite(rows)) or np.any(rows < 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    totals = rows.sum(axis=1)
+    totals = rows.sum(axis=1, dtype=np.float64)
     if np.any(totals <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = (generator or default_generator)._rng
-    if replacement:
-        out = np.stack([rng.choice(n, size=num_samples, replace=True, p=row / total)
-                        for row, total in zip(rows, totals)])
-    else:
-        with np.errstate(divide="ignore"):
-            keys = rng.standard_exponential(rows.shape) / rows  # weight 0: an infinite key
-        out = np.argsort(keys, axis=1, kind="stable")[:, :num_samples]
+    # PyTorch's draws and search (runtime._torch_rng)
+    out = _torch_rng.multinomial((generator or default_generator)._rng, rows, num_samples,
+                                 replacement)
     out = out.astype(np.int64).reshape(*input.shape[:-1], num_samples)
     return Tensor._make(move_array(out, input.device), D.int64, input.device)
 

@@ -376,8 +376,12 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Ten
     """Fill with values drawn from an exponential distribution of rate ``lambd``."""
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
-    u = creation.rand(*x.shape, generator=generator, dtype=_float(x, "exponential_"),
-                      device=x.device)
+    dtype = _float(x, "exponential_")
+    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
+        g = generator or creation._device_generator(x.device)
+        arr = _torch_rng.exponential(g._rng, tuple(x.shape), dtype, float(lambd))
+        return x.copy_(Tensor._make(move_array(arr, x.device), dtype, x.device))
+    u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.div(F.neg(F.log1p(F.neg(u))), lambd))
 
 

@@ -231,3 +231,17 @@ def test_a_compiled_dropout_step_draws_eagers_masks() -> None:
         results[name] = [float(fn(x)) for _ in range(4)] + rt.rand(2).tolist()
     assert results["compiled"] == pytest.approx(results["eager"], rel=1e-6)
     assert results["compiled"][-2:] == results["eager"][-2:]  # the generator left alike
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(("shape", "samples", "replacement"), [
+    ((10,), 1, False), ((10,), 4, False), ((3, 12), 5, False), ((3, 12), 7, True),
+    ((20,), 30, True), ((2, 5), 1, True)])
+def test_multinomial_and_exponential(shape: tuple[int, ...], samples: int, replacement: bool,
+                                     dtype: str) -> None:
+    """multinomial: PyTorch's exponential keys (without replacement, or one sample) and its
+    search of the running sum (with): the same categories, a text generator's samples too."""
+    w = np.random.default_rng(len(shape) + samples).random(shape).astype(np.float32)
+    w[..., 2] = 0  # a category never drawn
+    _same(lambda L: [L.multinomial(L.tensor(w).to(getattr(L, dtype)), samples, replacement),
+                     L.empty(30, dtype=getattr(L, dtype)).exponential_(2.5)], seed=samples)
