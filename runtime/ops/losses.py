@@ -494,8 +494,12 @@ def l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # noqa: A0
     return _weighted(loss, input, weight, reduction, mean_by_weight=True)
 
 
-def _piecewise(d: Tensor, limit: float, inner: Tensor, outer: Tensor) -> Tensor:
-    return F.where(F.lt(F.abs(d), limit), inner, outer)
+def _piecewise(d: Tensor, limit: float, inner: Any, outer: Tensor) -> Tensor:
+    """``outer`` where |d| >= limit, else ``inner(d)`` (a NaN d too, as PyTorch's backward);
+    inner reads d only where it is taken (0 elsewhere), so an infinite d's gradient is the
+    outer branch's, as PyTorch's, not the NaN of inf * 0 through the branch not taken."""
+    far = F.ge(F.abs(d), limit)
+    return F.where(far, outer, inner(F.where(far, 0.0, d)))
 
 
 @autocast_fp32
@@ -512,7 +516,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None,  # n
     a = F.abs(d)
     if beta == 0:
         return _reduce(a, reduction, "smooth_l1_loss")
-    loss = _piecewise(d, beta, F.mul(F.mul(d, d), 0.5 / beta), F.sub(a, 0.5 * beta))
+    loss = _piecewise(d, beta, lambda e: F.mul(F.mul(e, e), 0.5 / beta), F.sub(a, 0.5 * beta))
     return _reduce(loss, reduction, "smooth_l1_loss")
 
 
@@ -534,7 +538,7 @@ def _huber(input: Tensor, target: Tensor, reduction: str, delta: float) -> Tenso
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     d = F.sub(input, target)
-    loss = _piecewise(d, delta, F.mul(F.mul(d, d), 0.5),
+    loss = _piecewise(d, delta, lambda e: F.mul(F.mul(e, e), 0.5),
                       F.mul(F.sub(F.abs(d), 0.5 * delta), delta))
     return _reduce(loss, reduction, "huber_loss")
 
