@@ -116,41 +116,43 @@ def kaiming_normal_(
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Any = None) -> Tensor:
-    """Normal(mean, std) truncated to [a, b], by the inverse CDF of a uniform draw between
-    the bounds' CDFs (PyTorch's method)."""
+    """Normal(mean, std) truncated to [a, b] by rejection, as PyTorch 2.13's (the same draws
+    after the same seed): where the bounds hold more than 0.3 of the mass, normal draws
+    redrawn where they fall outside; else uniform draws on [a, b] kept where a uniform's log
+    is at most their log-density below the peak, the rest redrawn."""
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. "
+                      "The distribution of values may be incorrect.", stacklevel=2)
     with rt.no_grad():
-        u = rt.rand(*tensor.shape, generator=generator, dtype=rt.float64,
-                    device=tensor.device) * (2 * hi - 2 * lo) \
-            + (2 * lo - 1)
-        u = u.clamp(-1 + 1e-12, 1 - 1e-12)
-        x = _erfinv(u) * (std * math.sqrt(2.0)) + mean
-        return tensor.copy_(x.clamp(a, b).to(tensor.dtype))
+        if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
+            lo, hi = (rt.tensor(v, dtype=tensor.dtype).item() for v in (a, b))
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any():
+                    break
+                redrawn = rt.empty_like(result).normal_(mean, std, generator=generator)
+                result = rt.where(outside, redrawn, result)
+            return tensor if tensor is result else tensor.copy_(result)
+        log_peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+        candidates, accept = rt.empty_like(tensor), rt.empty_like(tensor)
 
+        def log_density(c: Tensor) -> Tensor:  # below the peak's
+            return c.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
 
-def _erfinv(u: Tensor) -> Tensor:
-    """erf's inverse on (-1, 1), float64: Giles' single-precision start, then two Newton
-    steps on erf (1e-14 off for |u| < 0.999, 5e-9 at 1 - 1e-9: more than a draw needs)."""
-    import numpy as np
-
-    y = u.numpy()
-    w = -np.log((1.0 - y) * (1.0 + y))
-    small = w < 5.0
-    ws, wl = w - 2.5, np.sqrt(np.maximum(w, 5.0)) - 3.0
-    ps = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                     0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
-                     1.50140941], ws)
-    pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                     0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682],
-                    wl)
-    x = np.where(small, ps, pl) * y
-    erf = np.vectorize(math.erf)
-    for _ in range(2):
-        x = x - (erf(x) - y) / (2.0 / math.sqrt(math.pi) * np.exp(-x * x))
-    return rt.tensor(x, dtype=rt.float64, device=u.device)
+        tensor.uniform_(a, b, generator=generator)
+        pending = accept.uniform_(generator=generator).log_().gt(
+            log_density(candidates.copy_(tensor)))
+        result = tensor
+        while pending.any():
+            candidates.uniform_(a, b, generator=generator)
+            result = rt.where(pending, candidates, result)
+            pending = rt.where(pending, accept.uniform_(generator=generator).log_().gt(
+                log_density(candidates)), pending)
+        return tensor if tensor is result else tensor.copy_(result)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
@@ -164,7 +166,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = rt.randn(rows, cols, generator=generator, dtype=rt.float64).numpy()
+    # PyTorch's draw: a normal fill of (rows, cols) in the tensor's dtype
+    flat = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator).cpu().numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

@@ -245,3 +245,23 @@ def test_multinomial_and_exponential(shape: tuple[int, ...], samples: int, repla
     w[..., 2] = 0  # a category never drawn
     _same(lambda L: [L.multinomial(L.tensor(w).to(getattr(L, dtype)), samples, replacement),
                      L.empty(30, dtype=getattr(L, dtype)).exponential_(2.5)], seed=samples)
+
+
+@pytest.mark.parametrize("args", [(0.1, 0.5, -0.5, 0.8), (0.0, 1.0, -2.0, 2.0),
+                                  (0.0, 1.0, 1.5, 3.0), (0.0, 0.02, -0.04, 0.04)])
+def test_trunc_normal_draws_pytorchs_numbers(args: tuple[float, ...]) -> None:
+    """PyTorch 2.13's rejection sampling, both branches (a wide window redraws normals, a
+    narrow one accepts uniforms by their density)."""
+    _same(lambda L: [L.nn.init.trunc_normal_(L.empty(40, 30), *args), L.rand(3)], seed=7)
+
+
+@pytest.mark.parametrize("shape", [(6, 10), (10, 4), (3, 2, 4)])
+def test_orthogonal_draws_pytorchs_normals(shape: tuple[int, ...]) -> None:
+    """The normals PyTorch draws, factored as it does (LAPACKs apart: a few ulps)."""
+    for seed in (0, 1):
+        rt.manual_seed(seed)
+        torch.manual_seed(seed)
+        ours = rt.nn.init.orthogonal_(rt.empty(*shape), 1.5).numpy()
+        theirs = torch.nn.init.orthogonal_(torch.empty(*shape), 1.5).numpy()
+        np.testing.assert_allclose(ours, theirs, atol=2e-6)
+        assert rt.rand(1).item() == torch.rand(1).item()  # the same draws made
