@@ -1417,7 +1417,12 @@ def _lp_pool(input: Tensor, norm_type: float, kernel_size: Any, stride: Any,  # 
     if norm_type == -math.inf:
         return F.neg(pools[0](F.neg(F.abs(input)), k, stride, 0, 1, ceil_mode))
     out = pools[1](F.pow(input, norm_type), k, stride, 0, ceil_mode)
-    out = F.mul(F.sign(out), F.maximum(F.abs(out), 0.0))
+    # torch's sign(out) * relu(|out|): sign passes no gradient (detached, so an infinite
+    # window's 0 * inf makes no NaN) and relu none where |out| <= 0 (a where, not a product
+    # with 0; a NaN's passes, as its threshold_backward)
+    magnitude = F.abs(out)
+    out = F.mul(F.sign(out.detach()),
+                F.where(F.le(magnitude, 0.0), magnitude.detach(), magnitude))
     return F.pow(F.mul(out, math.prod(k)), 1.0 / norm_type)
 
 

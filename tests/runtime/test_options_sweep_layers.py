@@ -483,3 +483,26 @@ def test_dropout2d_of_fewer_than_two_dims_as_torch(code: str, shape: tuple[int, 
     # torch refuses them only where it would draw (training, 0 < p < 1): p 0 or 1, or
     # evaluation, give its result (they were all refused)
     probe(code, {"x": _randn(*shape)}, "float32")
+
+
+_EDGES = np.array([[0.0, 1.0, -np.inf, np.inf, np.nan], [1e30, -1e30, 0.0, 1.0, 0.5]])
+
+
+@pytest.mark.parametrize("norm_type", [2, 1, 3.0, 0.5])
+@pytest.mark.parametrize("x", [np.abs(_EDGES), _EDGES, _EDGES * 0,
+                               np.random.default_rng(0).standard_normal((4, 6))])
+def test_lp_pool_of_zero_infinite_and_nan_windows_as_torch(x: np.ndarray,
+                                                           norm_type: float) -> None:
+    # torch's sign(out) * relu(|out|): sign passes no gradient, relu none at 0 and a NaN's
+    # through (an infinite or all-zero window's gradient was NaN here, a NaN window's 0)
+    def run(lib: Any) -> tuple[np.ndarray, np.ndarray]:
+        leaf = lib.tensor(x[None, None], requires_grad=True)
+        out = lib.nn.functional.lp_pool2d(leaf, norm_type, 2)
+        out.sum().backward()
+        return out.detach().numpy(), leaf.grad.numpy()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numpy's, of inf and NaN arithmetic
+        got, want = run(rt), run(torch)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, equal_nan=True)
