@@ -139,6 +139,38 @@ def exponential(rng: Any, shape: tuple[int, ...], dtype: D.DType, lambd: float) 
     return values.astype(dtype.np).reshape(shape)
 
 
+def _per_element(fn: Any, u: np.ndarray, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
+    return np.fromiter(map(fn, u.tolist()), np.float64, u.size).astype(dtype.np).reshape(shape)
+
+
+def cauchy(rng: Any, shape: tuple[int, ...], dtype: D.DType, median: float,
+           sigma: float) -> np.ndarray:
+    """PyTorch's CPU ``cauchy_``: ``median + sigma * tan(pi * (u - 0.5))`` of a float64
+    uniform an element (libm's tan)."""
+    u = unit_uniform(rng, math.prod(shape), D.float64)
+    tans = np.fromiter((math.tan(math.pi * (v - 0.5)) for v in u.tolist()), np.float64, u.size)
+    return _fma64(tans, sigma, median).astype(dtype.np).reshape(shape)
+
+
+def geometric(rng: Any, shape: tuple[int, ...], dtype: D.DType, p: float) -> np.ndarray:
+    """PyTorch's CPU ``geometric_``: ``ceil(log(u) / log1p(-p))`` of a float64 uniform an
+    element."""
+    u = unit_uniform(rng, math.prod(shape), D.float64)
+    scale = math.log1p(-p)
+    return _per_element(lambda v: math.ceil(math.log(v) / scale) if v > 0 else math.inf, u,
+                        shape, dtype)
+
+
+def log_normal(generator: Any, shape: tuple[int, ...], dtype: D.DType, mean: float,
+               std: float) -> np.ndarray:
+    """PyTorch's CPU ``log_normal_``: exp of a ``normal_distribution<double>(mean, std)`` draw
+    an element (Box-Muller pairs, the kept sample first)."""
+    rng = generator._rng
+    draws = [math.exp(_box_muller_double(generator, rng, mean, std))
+             for _ in range(math.prod(shape))]
+    return np.array(draws, np.float64).astype(dtype.np).reshape(shape)
+
+
 def multinomial(rng: Any, rows: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
     """PyTorch's CPU ``multinomial`` of the weights ``rows`` (2-D, float32 or float64, checked
     by the caller): without replacement (or one sample) the top ``num_samples`` of
@@ -251,12 +283,17 @@ def _box_muller_double(generator: Any, rng: Any, mean: float, std: float) -> flo
     cached = generator.__dict__.get("_normal_cache")
     if cached is not None:
         generator._normal_cache = None
-        return cached * std + mean
+        return _scaled(cached, mean, std)
     u1, u2 = (float(v) for v in unit_uniform(rng, 2, D.float64))
     r = math.sqrt(-2.0 * math.log1p(-u2))
     theta = 2.0 * math.pi * u1
     generator._normal_cache = r * math.sin(theta)
-    return r * math.cos(theta) * std + mean
+    return _scaled(r * math.cos(theta), mean, std)
+
+
+def _scaled(x: float, mean: float, std: float) -> float:
+    """x * std + mean with one rounding (PyTorch's build fuses it)."""
+    return x if (mean, std) == (0.0, 1.0) else float(_fma64(x, std, mean))
 
 
 def normal(generator: Any, shape: tuple[int, ...], dtype: D.DType, mean: float = 0.0,

@@ -1,10 +1,10 @@
 """Random sampling with PyTorch's names: ``normal`` (its four overloads), ``bernoulli``,
 ``poisson``, ``binomial`` and the in-place fills ``cauchy_``, ``geometric_``,
 ``log_normal_``, all drawn from the runtime's generators (``generator=``, else the device's
-default one, which ``rt.manual_seed`` seeds): PyTorch's Mersenne Twister stream, drawn here
-by numpy's methods, so these numbers differ from PyTorch's (``normal`` of tensors and
-``bernoulli`` of a probability tensor excepted: ``runtime._torch_rng``); the distributions
-and rules do not.
+default one, which ``rt.manual_seed`` seeds): PyTorch's Mersenne Twister stream, drawn as
+PyTorch's CPU kernels draw it (``runtime._torch_rng``) but for ``poisson`` and ``binomial``
+(numpy's samplers over the same stream: other numbers); the distributions and rules are
+PyTorch's.
 
 Gradients follow PyTorch's table: ``normal``, ``bernoulli(p)`` and ``poisson`` record a node
 whose gradient is zero (PyTorch's ``NormalBackward*`` give ``zeros_like``: no
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _dtype as D
-from . import creation
+from . import _torch_rng, creation
 from ._device import canonical_device, move_array
 from .autograd.grad_mode import _state as _grad_state
 from .ops import functional as F
@@ -130,8 +130,12 @@ def _normal_floats(mean: float, std: float, size: tuple[int, ...], generator: An
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
     if not dt.is_floating_point:
         raise _not_implemented_for("normal_kernel_cpu", dt)
-    noise = creation.randn(*size, generator=generator, dtype=dt, device=device)
-    value = F.add(F.mul(noise, std), mean)
+    if active_tracer() is None:  # PyTorch's normal_(mean, std) (runtime._torch_rng)
+        value = creation.empty(*size, dtype=dt, device=device).normal_(
+            mean, std, generator=generator)
+    else:
+        noise = creation.randn(*size, generator=generator, dtype=dt, device=device)
+        value = F.add(F.mul(noise, std), mean)
     if out is not None:
         return F.written_to(out, value, "normal")
     return value.requires_grad_(requires_grad)
@@ -159,8 +163,12 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None,  
             raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
         threshold = float(p)
     dt = out.dtype if out is not None else input.dtype
-    draw_dt = input.dtype if input.dtype.is_floating_point else D.default_float
-    u = creation.rand(*input.shape, generator=generator, dtype=draw_dt, device=input.device)
+    if p is None:
+        draw_dt = input.dtype if input.dtype.is_floating_point else D.default_float
+        u = creation.rand(*input.shape, generator=generator, dtype=draw_dt,
+                          device=input.device)
+    else:  # PyTorch's bernoulli_(p): a float64 uniform an element
+        u = creation.bernoulli_uniforms(tuple(input.shape), generator, input.device)
     value = F.cast(F.lt(u, threshold), dt)
     if out is not None:
         return F.written_to(out, value, "bernoulli")
@@ -241,6 +249,10 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator:
                            f"{D.type_meta_name(self.dtype)}")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
+        g = _generator(generator, self.device)
+        return self.copy_(_host_result(_torch_rng.cauchy(
+            g._rng, tuple(self.shape), self.dtype, float(median), float(sigma)), self))
     u = creation.rand(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
     return self.copy_(F.add(F.mul(F.tan(F.mul(F.sub(u, 0.5), math.pi)), sigma), median))
 
@@ -252,6 +264,10 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator:
         raise _not_implemented_for("log_normal_cpu", self.dtype)
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
+        g = _generator(generator, self.device)
+        return self.copy_(_host_result(_torch_rng.log_normal(
+            g, tuple(self.shape), self.dtype, float(mean), float(std)), self))
     n = creation.randn(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
     return self.copy_(F.exp(F.add(F.mul(n, std), mean)))
 
@@ -265,8 +281,9 @@ def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     if active_tracer() is not None:
         raise GraphBreak("geometric_ inside a captured step")
-    draws = _generator(generator, self.device)._rng.geometric(p, tuple(self.shape))
-    return self.copy_(_host_result(draws.astype(np.float64), self))
+    draws = _torch_rng.geometric(_generator(generator, self.device)._rng, tuple(self.shape),
+                                 D.float64, float(p))
+    return self.copy_(_host_result(draws, self))
 
 
 Tensor.bernoulli = bernoulli_method  # type: ignore[attr-defined]

@@ -265,3 +265,22 @@ def test_orthogonal_draws_pytorchs_normals(shape: tuple[int, ...]) -> None:
         theirs = torch.nn.init.orthogonal_(torch.empty(*shape), 1.5).numpy()
         np.testing.assert_allclose(ours, theirs, atol=2e-6)
         assert rt.rand(1).item() == torch.rand(1).item()  # the same draws made
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_other_in_place_fills(dtype: str) -> None:
+    """cauchy_, log_normal_ (Box-Muller pairs, the kept sample), geometric_, normal of two
+    numbers and bernoulli with a number: PyTorch's CPU kernels' numbers."""
+    def make(L: Any) -> list[Any]:
+        t = getattr(L, dtype)
+        return [L.empty(20, dtype=t).cauchy_(1.0, 2.0), L.empty(7, dtype=t).log_normal_(0.5, 0.3),
+                L.empty(20, dtype=t).geometric_(0.3), L.empty(9, dtype=L.int64).geometric_(0.6),
+                L.normal(2.0, 3.0, size=(20,), dtype=t), L.randn(3, dtype=t)]
+
+    _same(make, seed=5)
+
+
+@pytest.mark.skipif(_intel(), reason="PyTorch's CPU bernoulli_(p) draws from MKL's own stream "
+                    "on Intel CPUs (elsewhere from its generator, as here)")
+def test_bernoulli_of_a_number() -> None:
+    _same(lambda L: [L.bernoulli(L.zeros(20), 0.3), L.zeros(3, 4).bernoulli(0.7)], seed=6)
