@@ -48,9 +48,8 @@ class Cauchy(Distribution):
                           device=self.loc.device)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        shape = self._extended_shape(sample_shape)
-        u = rt.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
-        return self.loc + rt.tan(math.pi * (u - 0.5)) * self.scale
+        shape = self._extended_shape(sample_shape)  # PyTorch's draw: cauchy_()
+        return self.loc + self.loc.new_empty(tuple(shape)).cauchy_() * self.scale
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -49,9 +49,8 @@ class Exponential(ExponentialFamily):
         return self.rate.pow(-2)
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
-        shape = self._extended_shape(sample_shape)
-        u = rt.rand(*shape, dtype=self.rate.dtype, device=self.rate.device)
-        return -rt.log1p(-u) / self.rate
+        shape = self._extended_shape(sample_shape)  # PyTorch's draw: exponential_()
+        return self.rate.new_empty(tuple(shape)).exponential_() / self.rate
 
     def log_prob(self, value: Tensor) -> Tensor:
         if self._validate_args:

@@ -50,8 +50,8 @@ class Laplace(Distribution):
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         eps = rt.finfo(self.loc.dtype).eps
-        u = rt.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
-        u = u * (2 - eps) + (eps - 1)  # uniform on (eps - 1, 1): log1p(-|u|) stays finite
+        # uniform on (eps - 1, 1), PyTorch's draw: log1p(-|u|) stays finite
+        u = self.loc.new_empty(tuple(shape)).uniform_(eps - 1, 1)
         return self.loc - self.scale * u.sign() * rt.log1p(-u.abs())
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -284,3 +284,17 @@ def test_the_other_in_place_fills(dtype: str) -> None:
                     "on Intel CPUs (elsewhere from its generator, as here)")
 def test_bernoulli_of_a_number() -> None:
     _same(lambda L: [L.bernoulli(L.zeros(20), 0.3), L.zeros(3, 4).bernoulli(0.7)], seed=6)
+
+
+def test_distributions_sample_pytorchs_numbers() -> None:
+    """Normal, Uniform, Bernoulli, Exponential, Cauchy and Geometric draw as PyTorch's
+    distributions do (Laplace too, but where float32 log1p rounds apart)."""
+    def make(L: Any) -> list[Any]:
+        d = L.distributions
+        return [d.Normal(L.zeros(3), L.ones(3)).sample((4,)), d.Uniform(0.0, 2.0).sample((5,)),
+                d.Bernoulli(L.tensor([0.3, 0.6])).sample((4,)),
+                d.Exponential(L.tensor([2.0, 0.5])).sample((10,)),
+                d.Cauchy(L.tensor([0.5]), L.tensor([2.0])).rsample((10,)),
+                d.Geometric(L.tensor([0.3, 0.7])).sample((10,))]
+
+    _same(make, seed=1)
