@@ -17,6 +17,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from runtime import _quiet
 from runtime.autograd.engine import name_in_note
 
 from . import inspect, serialize
@@ -138,18 +139,21 @@ class Plan:
         may be stored into the state's own array during the run (returned as that array),
         where nothing after it can fail: for a caller that writes every value back."""
         execution = self.execution
-        if execution.executor == "parallel":
-            return self.executable.runner(execution.workers).run(args, state, generators)
+        quiet = _quiet.enter()  # numpy's floating-point warnings: eager mode gives none
         try:
+            if execution.executor == "parallel":
+                return self.executable.runner(execution.workers).run(args, state, generators)
             graphs = self.executable.graph_runner() if self.device != "cpu" else None
             if graphs is not None:  # a CUDA graph from its second call (planner.cuda_graph)
                 return graphs.run(args, state, generators, in_place)
             return self.executable.program(False, in_place)(self, args, state, generators)
         except BaseException as exc:
             i = self.executable.failing_step(exc)
-            if i is not None:
+            if i is not None and execution.executor != "parallel":
                 name_in_note(exc, self.schedule.names[i])
             raise
+        finally:
+            _quiet.leave(quiet)
 
     def fresh_writes(self) -> set[int]:
         """The slots written a buffer the plan makes new on every call, on every path it runs

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from . import _quiet
 from ._device import canonical_device, cupy_module
 from .autograd.engine import DeviceThreads, ReadyQueue, RunState, name_in_note
 
@@ -461,6 +462,7 @@ class Executor:
     def _serve_helper(self) -> None:
         """A CPU helper: takes a run that asked for help and runs its ready CPU steps until it
         finds none, then waits for the next request."""
+        _quiet.enter()  # this thread's numpy warnings, for good (runtime._quiet)
         while (run := self._help.pop()) is not None:
             cpu = run.cpu
             while (i := cpu.pop(block=False)) is not None:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
-from .. import _profiling
+from .. import _profiling, _quiet
 from .._device import array_module, device_guard
 from ..autograd import anomaly
 from ..autograd.grad_mode import _state as _grad_state
@@ -336,7 +336,11 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
         impl = _bf16_impl(prim, args)
     try:
         if device == "cpu":
-            out = impl(np, *arrays, **attrs)
+            quiet = _quiet.enter()  # numpy's floating-point warnings: PyTorch gives none
+            try:
+                out = impl(np, *arrays, **attrs)
+            finally:
+                _quiet.leave(quiet)
         else:
             with device_guard(device):
                 out = impl(array_module(device), *arrays, **attrs)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
+from .. import _quiet
 from .._device import array_module, device_guard
 from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
@@ -123,7 +124,11 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
         else:
             try:
                 if t.device == "cpu":
-                    out = prim.impl(np, t._data, *arrays, **attrs)
+                    quiet = _quiet.enter()  # numpy's floating-point warnings: none
+                    try:
+                        out = prim.impl(np, t._data, *arrays, **attrs)
+                    finally:
+                        _quiet.leave(quiet)
                 else:
                     with device_guard(t.device):
                         out = prim.impl(array_module(t.device), t._data, *arrays, **attrs)
