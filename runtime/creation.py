@@ -609,11 +609,40 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     dev = factory_device(device)
     tracer = active_tracer()
     if tracer is not None:
-        arr = np.arange(start, end, step, dtype=dt.np)
+        arr = _arange_values(start, end, step, dt)
         return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
+    if dev == "cpu" or dt in (D.float32, D.float64):
+        return Tensor._make(move_array(_arange_values(start, end, step, dt), dev), dt,
+                            dev).requires_grad_(requires_grad)
     with device_guard(dev):
         arr = array_module(dev).arange(start, end, step, dtype=dt.np)
     return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
+
+
+# PyTorch's CPU arange fills a float tensor with its vectorized loop: 2 vectors at a time
+# while 2 fit (8 float32 or 4 float64 lanes: its AVX2 kernels), the rest element by element
+_ARANGE_LANES = {"float32": 8, "float64": 4}
+
+
+def _arange_values(start: Any, end: Any, step: Any, dt: D.DType) -> np.ndarray:
+    """PyTorch's CPU arange kernel for float32 and float64: element i is start + step * i in
+    float64 (one fused multiply-add) where the scalar loop makes it, and in the vectorized
+    loop base + k * step, base = start + step * c rounded to the dtype at the vector's first
+    index c (k = i - c); numpy's arange for the other dtypes (exact there)."""
+    lanes = _ARANGE_LANES.get(dt.name)
+    if lanes is None:
+        return np.arange(start, end, step, dtype=dt.np)
+    start, step = float(start), float(step)
+    n = len(np.arange(start, float(end), step))
+    i = np.arange(n, dtype=np.float64)
+    out = _torch_rng._fma64(step, i, start)
+    vectorized = n // (2 * lanes) * (2 * lanes)
+    if vectorized:
+        first = np.arange(vectorized) // lanes * lanes
+        base = _torch_rng._fma64(step, first.astype(np.float64), start).astype(dt.np)
+        k = (np.arange(vectorized) - first).astype(np.float64)
+        out[:vectorized] = _torch_rng._fma64(k, step, base.astype(np.float64))
+    return out.astype(dt.np)
 
 
 def _constant(arr: np.ndarray, dt: D.DType, dev: str, requires_grad: bool) -> Tensor:
@@ -647,9 +676,46 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
     if dt is D.int64:  # PyTorch's: the ends as int64 first (0.5 is 0), as arange's
         start, end = int(start), int(end)
-    # computed in float64, then cast, so float32 points match PyTorch's to rounding
-    arr = np.linspace(float(start), float(end), int(steps)).astype(dt.np)
+    arr = _linspace_values(float(start), float(end), int(steps), dt)
     return _constant(arr, dt, factory_device(device), requires_grad)
+
+
+def _linspace_values(start: float, end: float, steps: int, dt: D.DType) -> np.ndarray:
+    """PyTorch's CPU linspace kernel: step = (end - start) / (steps - 1) in the dtype (float64
+    for integers), the first half start + step * i and the rest end - step * (steps - 1 - i),
+    each one fused multiply-add (as its build computes them), then cast (integers truncated);
+    float16 and bfloat16 step by step in their own arithmetic, every operation rounded to the
+    dtype (float16's are PyTorch's numbers; bfloat16's within their rounding of them)."""
+    if steps <= 1:
+        return np.full(steps, start).astype(dt.np)
+    if dt in D.LOW_FLOATS:
+        f32 = np.float32
+
+        def r(v: Any) -> Any:
+            return np.asarray(v, f32).astype(dt.np).astype(f32)
+
+        first, last = r(start), r(end)
+        step = r(r(last - first) / f32(steps - 1))
+        idx = np.arange(steps)
+        low = r(first + r(step * idx.astype(f32)))
+        high = r(last - r(step * (steps - 1 - idx).astype(f32)))
+        return np.where(idx < steps // 2, low, high).astype(dt.np)
+    wide = np.dtype(np.float64) if dt is D.float64 or not dt.is_floating_point else \
+        np.dtype(np.float32)
+    t = wide.type
+    first, last = t(start), t(end)
+    step = (last - first) / t(steps - 1)
+    idx = np.arange(steps)
+    if wide == np.float32:
+        from .ops.prims import _fma32
+
+        def fma(a: Any, b: Any, c: Any) -> Any:
+            return _fma32(np, *np.broadcast_arrays(*(np.asarray(v, wide) for v in (a, b, c))))
+    else:
+        fma = _torch_rng._fma64
+    low = fma(step, idx.astype(wide), first)
+    high = fma(-step, (steps - 1 - idx).astype(wide), last)
+    return np.where(idx < steps // 2, low, high).astype(dt.np)
 
 
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
