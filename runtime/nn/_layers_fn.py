@@ -124,9 +124,10 @@ def _alpha_drop(input: Tensor, p: float, training: bool, inplace: bool,  # noqa:
     if p == 1.0:
         out = F.mul(input, 0.0)
     else:
-        from runtime.creation import rand
+        from runtime.creation import bernoulli_uniforms
 
-        keep = F.cast(F.ge(rand(*noise, device=input.device, dtype=input.dtype), p),
+        # PyTorch's noise: bernoulli_(1 - p) of the input's dtype
+        keep = F.cast(F.lt(bernoulli_uniforms(noise, None, input.device), 1.0 - p),
                       input.dtype)
         a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
         b = F.add(F.mul(F.sub(keep, 1.0), _SELU_ALPHA * a), _SELU_ALPHA * a * p)

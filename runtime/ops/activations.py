@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from runtime import _dtype as D
+from runtime._device import move_array
 from runtime.amp.policy import autocast_lower
 from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
@@ -29,6 +30,7 @@ from runtime.ops.dispatch import named_backward
 from runtime.ops.naming import renamed, renamed_backward
 from runtime.ops.shapes import wrap_dim
 from runtime.tensor import Tensor
+from runtime.tracing import active_tracer
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -189,8 +191,27 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
     with no_grad():
-        slope = empty_like(input).uniform_(lower, upper)
-    return F.where(F.ge(input, 0), input, F.mul(input, slope))
+        slope = _rrelu_slopes(input, lower, upper) if active_tracer() is None else \
+            empty_like(input).uniform_(lower, upper)
+    # x <= 0 takes its slope (its gradient there too, as PyTorch's noise)
+    return F.where(F.gt(input, 0), input, F.mul(input, slope))
+
+
+def _rrelu_slopes(input: Tensor, lower: float, upper: float) -> Tensor:  # noqa: A002
+    """PyTorch's CPU rrelu draws: a float64 uniform on [lower, upper) (the bounds in the
+    input's dtype) for each element at most 0, in order, and 1 for the rest."""
+    from runtime import _torch_rng
+    from runtime.creation import _device_generator
+
+    values = np.asarray(input.detach().cpu().numpy())
+    at_most_0 = values <= 0
+    t = input.dtype.np.type
+    lo, hi = float(t(lower)), float(t(upper))
+    u = _torch_rng.unit_uniform(_device_generator(input.device)._rng, int(at_most_0.sum()),
+                                D.float64)
+    slopes = np.ones(values.shape, input.dtype.np)
+    slopes[at_most_0] = (u * (hi - lo) + lo).astype(input.dtype.np)
+    return Tensor._make(move_array(slopes, input.device), input.dtype, input.device)
 
 
 @float_kernel("glu_cpu")

@@ -316,3 +316,20 @@ def test_linspace_and_arange_are_pytorchs_points() -> None:
         for dt in ("float32", "float64"):
             _same(lambda L, a=a, b=b, step=step, dt=dt: L.arange(a, a + abs(b) + 1, step,
                                                                   dtype=getattr(L, dt)))
+
+
+@pytest.mark.skipif(_intel(), reason="PyTorch's CPU bernoulli_(p) draws from MKL's own stream "
+                    "on Intel CPUs (elsewhere from its generator, as here)")
+def test_alpha_dropout_and_rrelu() -> None:
+    """alpha_dropout's noise is bernoulli_(1 - p); rrelu draws a slope for each element at
+    most 0 only (its value and its gradient there: PyTorch's noise)."""
+    def make(L: Any) -> list[Any]:
+        F = L.nn.functional
+        x = L.linspace(-2, 2, 41).requires_grad_()
+        y = F.rrelu(x, 0.1, 0.3, training=True)
+        y.sum().backward()
+        return [F.alpha_dropout(L.ones(20), 0.5, True),
+                F.feature_alpha_dropout(L.arange(24.0).reshape(2, 4, 3), 0.3, True),
+                y, x.grad, F.rrelu(L.linspace(-1, 1, 9, dtype=L.float64), training=True)]
+
+    _same(make, seed=5)
