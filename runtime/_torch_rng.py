@@ -22,7 +22,11 @@ initialisations built on them) give PyTorch's numbers:
   float64 uniforms, ``sqrt(-2 log1p(-u2))`` and ``2 pi u1``, the cosine's value returned and the
   sine's kept in the generator for the next such draw (``Generator._normal_cache``);
 - ``randint(low, high)`` is ``draw % (high - low) + low``, of one 32-bit draw, or of two where
-  the range reaches 2**32.
+  the range reaches 2**32;
+- ``bernoulli_(p)`` (dropout's masks), ``exponential_``, ``cauchy_``, ``geometric_`` take a
+  float64 uniform an element, ``log_normal_`` a ``normal_distribution<double>`` draw, and
+  ``multinomial`` exponential keys (without replacement) or a float64 uniform a sample searched
+  in the running sum (with).
 
 Checked against PyTorch in ``tests/runtime/test_torch_rng.py``."""
 
@@ -55,7 +59,7 @@ def _fma(a: Any, b: Any, c: Any) -> np.ndarray:
     """a * b + c of float32 values with one rounding: the product is exact in float64 and the
     sum rounded there once, which rounding to float32 keeps, but where that sum lies halfway
     between two float32 numbers or below float32's normal range (``ops.prims._fma32`` then
-    rounds those to odd first). Fewer passes than ``_fma32``: randn's hot loop."""
+    rounds those to odd first): ``_fma32``'s numbers, for operands that may be numbers."""
     from .ops.prims import _F32_TINY, _HALFWAY, _LOW_BITS, _fma32
 
     s = np.multiply(a, b, dtype=np.float64)
