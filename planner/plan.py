@@ -60,6 +60,10 @@ class Plan:
     executable: Executable = field(init=False, repr=False)  # what runs derive; never pickled
     # how it runs (planner.parallel): set by ``configure``, the straight-line program until then
     execution: Execution = field(init=False, repr=False)
+    # whether a run calls numpy on values (a primitive step: a numpy floating-point warning
+    # could come out, which ``run`` keeps in: runtime._quiet); a plan of kernels and views
+    # alone does not pay for it (one_op: 0.3 of its 4.7 us). Derived, as the schedule
+    numpy_steps: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self, schedule: Schedule | None = None) -> None:
         if schedule is None:
@@ -69,10 +73,8 @@ class Plan:
         self.schedule = schedule
         self.executable = Executable(self)
         self.execution = Execution("program", 1, "not configured (Plan.configure)")
-        # whether a run calls numpy on values (a primitive step: a numpy floating-point
-        # warning could come out, which ``run`` keeps in: runtime._quiet); a plan of kernels
-        # and views alone does not pay for it (one_op: 0.3 of its 4.7 us)
-        self.quiet = any(isinstance(s, PrimitiveStep) and not s.is_view for s in self.steps)
+        self.numpy_steps = any(isinstance(s, PrimitiveStep) and not s.is_view
+                               for s in self.steps)
 
     def configure(self, workers: int | None = 1, executor: str = "auto") -> Execution:
         """Choose how the plan runs (planner.parallel.choose): with ``workers`` CPU threads
@@ -144,8 +146,11 @@ class Plan:
         where nothing after it can fail: for a caller that writes every value back."""
         execution = self.execution
         # numpy's floating-point warnings: eager mode gives none
-        quiet = _quiet.enter() if self.quiet else None
+        numpy_steps = self.numpy_steps
+        quiet = _quiet.current()
         try:
+            if numpy_steps:
+                _quiet.ignore()
             if execution.executor == "parallel":
                 return self.executable.runner(execution.workers).run(args, state, generators)
             graphs = self.executable.graph_runner() if self.device != "cpu" else None
@@ -158,8 +163,8 @@ class Plan:
                 name_in_note(exc, self.schedule.names[i])
             raise
         finally:
-            if quiet is not None:
-                _quiet.leave(quiet)
+            if numpy_steps:
+                _quiet.restore(quiet)
 
     def fresh_writes(self) -> set[int]:
         """The slots written a buffer the plan makes new on every call, on every path it runs

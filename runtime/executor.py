@@ -462,7 +462,7 @@ class Executor:
     def _serve_helper(self) -> None:
         """A CPU helper: takes a run that asked for help and runs its ready CPU steps until it
         finds none, then waits for the next request."""
-        _quiet.enter()  # this thread's numpy warnings, for good (runtime._quiet)
+        _quiet.ignore()  # this thread's numpy warnings, for good (runtime._quiet)
         while (run := self._help.pop()) is not None:
             cpu = run.cpu
             while (i := cpu.pop(block=False)) is not None:

@@ -336,11 +336,12 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
         impl = _bf16_impl(prim, args)
     try:
         if device == "cpu":
-            quiet = _quiet.enter()  # numpy's floating-point warnings: PyTorch gives none
+            quiet = _quiet.current()  # numpy's floating-point warnings: PyTorch gives none
             try:
+                _quiet.ignore()
                 out = impl(np, *arrays, **attrs)
             finally:
-                _quiet.leave(quiet)
+                _quiet.restore(quiet)
         else:
             with device_guard(device):
                 out = impl(array_module(device), *arrays, **attrs)

@@ -124,11 +124,12 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
         else:
             try:
                 if t.device == "cpu":
-                    quiet = _quiet.enter()  # numpy's floating-point warnings: none
+                    quiet = _quiet.current()  # numpy's floating-point warnings: none
                     try:
+                        _quiet.ignore()
                         out = prim.impl(np, t._data, *arrays, **attrs)
                     finally:
-                        _quiet.leave(quiet)
+                        _quiet.restore(quiet)
                 else:
                     with device_guard(t.device):
                         out = prim.impl(array_module(t.device), t._data, *arrays, **attrs)

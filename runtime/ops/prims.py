@@ -799,8 +799,9 @@ def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
     in float64 and the sum rounded to odd there, so rounding it to float32 is the one
     rounding; float64: Boldo and Melquiond's emulated FMA (exact product, TwoSum, a sum
     rounded to odd). Where that overflows, the plain a * b + c."""
-    quiet = _quiet.enter()  # np.errstate's cost (3 us) was most of a small update's
+    quiet = _quiet.current()  # np.errstate's cost (3 us) was most of a small update's
     try:
+        _quiet.ignore()
         if c.dtype == np.float32:
             return _fma32(xp, a, b, c)
         uh = a * b
@@ -817,7 +818,7 @@ def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
             z = _fma_tiny_products(a, b, c, uh, z)
         return z
     finally:
-        _quiet.leave(quiet)
+        _quiet.restore(quiet)
 
 
 # a float64 sum whose 29 bits below float32's mantissa are this pattern lies halfway between
