@@ -56,18 +56,11 @@ _FOPI = F32(1.27323954473516)  # 4 / pi
 
 
 def _fma(a: Any, b: Any, c: Any) -> np.ndarray:
-    """a * b + c of float32 values with one rounding: the product is exact in float64 and the
-    sum rounded there once, which rounding to float32 keeps, but where that sum lies halfway
-    between two float32 numbers or below float32's normal range (``ops.prims._fma32`` then
-    rounds those to odd first): ``_fma32``'s numbers, for operands that may be numbers."""
-    from .ops.prims import _F32_TINY, _HALFWAY, _LOW_BITS, _fma32
+    """a * b + c of float32 values (arrays or numbers) with one rounding
+    (``ops.prims._fma32``)."""
+    from .ops.prims import _fma32
 
-    s = np.multiply(a, b, dtype=np.float64)
-    np.add(s, c, out=s, casting="same_kind")
-    bits = s.view(np.int64) & _LOW_BITS
-    if (bits == _HALFWAY).any() or (np.abs(s) < _F32_TINY).any():
-        return _fma32(np, *(np.asarray(v, F32) for v in np.broadcast_arrays(a, b, c)))
-    return s.astype(F32)
+    return _fma32(np, *(np.asarray(v, F32) for v in (a, b, c)))
 
 
 def _fma64(a: Any, b: Any, c: Any) -> np.ndarray:

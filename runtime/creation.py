@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -42,19 +43,10 @@ class Generator:
     def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
         self._rng = np.random.Generator(_mt19937(self._seed))
-        self._mt: np.random.RandomState | None = None
         # the sine of normal_distribution<double>'s last pair, for its next draw (PyTorch's
         # next_double_normal_sample)
         self._normal_cache: float | None = None
         return self
-
-    def _torch_mt(self) -> np.random.RandomState:
-        """The source as a numpy RandomState (randperm's and the samplers' draws), over the
-        same bit generator as ``_rng``."""
-        bits = self._rng.bit_generator
-        if self._mt is None or self._mt._bit_generator is not bits:
-            self._mt = np.random.RandomState(bits)
-        return self._mt
 
     def _torch_random64(self) -> int:
         """PyTorch's random_() of an int64 from this stream: two 32-bit draws, high first,
@@ -633,7 +625,7 @@ def _arange_values(start: Any, end: Any, step: Any, dt: D.DType) -> np.ndarray:
     if lanes is None:
         return np.arange(start, end, step, dtype=dt.np)
     start, step = float(start), float(step)
-    n = len(np.arange(start, float(end), step))
+    n = max(math.ceil((float(end) - start) / step), 0)  # numpy's and PyTorch's count
     i = np.arange(n, dtype=np.float64)
     out = _torch_rng._fma64(step, i, start)
     vectorized = n // (2 * lanes) * (2 * lanes)
@@ -706,13 +698,7 @@ def _linspace_values(start: float, end: float, steps: int, dt: D.DType) -> np.nd
     first, last = t(start), t(end)
     step = (last - first) / t(steps - 1)
     idx = np.arange(steps)
-    if wide == np.float32:
-        from .ops.prims import _fma32
-
-        def fma(a: Any, b: Any, c: Any) -> Any:
-            return _fma32(np, *np.broadcast_arrays(*(np.asarray(v, wide) for v in (a, b, c))))
-    else:
-        fma = _torch_rng._fma64
+    fma = _torch_rng._fma if wide == np.float32 else _torch_rng._fma64
     low = fma(step, idx.astype(wide), first)
     high = fma(-step, (steps - 1 - idx).astype(wide), last)
     return np.where(idx < steps // 2, low, high).astype(dt.np)
@@ -742,10 +728,9 @@ def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, 
 
 def torch_permutation(n: int, generator: Generator | None = None) -> np.ndarray:
     """PyTorch's CPU randperm: a Fisher-Yates shuffle of 0..n-1 by 32-bit draws of the
-    generator's Mersenne Twister (``Generator._torch_mt``), position i swapped with
-    i + draw % (n - i)."""
+    generator's Mersenne Twister, position i swapped with i + draw % (n - i)."""
     g = generator or default_generator
-    draws = g._torch_mt().randint(0, 1 << 32, size=max(n - 1, 0), dtype=np.uint64).tolist()
+    draws = _torch_rng.raw32(g._rng, max(n - 1, 0)).tolist()
     perm = list(range(n))
     for i, z in enumerate(draws):
         j = i + z % (n - i)

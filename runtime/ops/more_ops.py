@@ -331,10 +331,9 @@ def uniform_(x: Tensor, a: float = 0.0, to: float = 1.0, *, generator: Any = Non
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={a:g} > to={b:g}")
     dtype = _float(x, "uniform_")
-    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
-        g = generator or creation._device_generator(x.device)
-        arr = _torch_rng.uniform(g._rng, tuple(x.shape), dtype, float(a), float(b))
-        return x.copy_(Tensor._make(move_array(arr, x.device), dtype, x.device))
+    if active_tracer() is None:
+        return _drawn_into(x, dtype, generator, lambda g: _torch_rng.uniform(
+            g._rng, tuple(x.shape), dtype, float(a), float(b)))
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(u * (b - a) + a)
 
@@ -345,10 +344,9 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     dtype = _float(x, "normal_")
-    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
-        g = generator or creation._device_generator(x.device)
-        arr = _torch_rng.normal(g, tuple(x.shape), dtype, float(mean), float(std))
-        return x.copy_(Tensor._make(move_array(arr, x.device), dtype, x.device))
+    if active_tracer() is None:
+        return _drawn_into(x, dtype, generator, lambda g: _torch_rng.normal(
+            g, tuple(x.shape), dtype, float(mean), float(std)))
     n = creation.randn(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(n * std + mean)
 
@@ -377,12 +375,19 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Ten
     if lambd <= 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     dtype = _float(x, "exponential_")
-    if active_tracer() is None:  # PyTorch's numbers (runtime._torch_rng)
-        g = generator or creation._device_generator(x.device)
-        arr = _torch_rng.exponential(g._rng, tuple(x.shape), dtype, float(lambd))
-        return x.copy_(Tensor._make(move_array(arr, x.device), dtype, x.device))
+    if active_tracer() is None:
+        return _drawn_into(x, dtype, generator, lambda g: _torch_rng.exponential(
+            g._rng, tuple(x.shape), dtype, float(lambd)))
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.div(F.neg(F.log1p(F.neg(u))), lambd))
+
+
+def _drawn_into(x: Tensor, dtype: D.DType, generator: Any, draw: Any) -> Tensor:
+    """``x`` filled with ``draw(generator)``: PyTorch's numbers from the generator (its device's
+    default one if None), drawn on the host (runtime._torch_rng). A captured step draws
+    through its plan's random steps instead."""
+    g = generator or creation._device_generator(x.device)
+    return x.copy_(Tensor._make(move_array(draw(g), x.device), dtype, x.device))
 
 
 # the kernel PyTorch names in its refusal of an integer or bool tensor

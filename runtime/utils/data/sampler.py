@@ -11,6 +11,7 @@ from ...creation import (Generator, as_tensor, default_generator, multinomial,
                          torch_permutation)
 from ...tensor import Tensor
 from ... import _dtype as D
+from ... import _torch_rng
 
 T = TypeVar("T")
 
@@ -78,8 +79,7 @@ class RandomSampler(Sampler[int]):
         n, g = len(self.data_source), torch_stream(self.generator)
         if self.replacement:
             for size in [32] * (self.num_samples // 32) + [self.num_samples % 32]:
-                draws = g._torch_mt().randint(0, 1 << 32, size=size, dtype=np.uint64)
-                yield from (int(v) % n for v in draws.tolist())
+                yield from _torch_rng.integers(g._rng, (size,), 0, n).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from torch_permutation(n, g).tolist()
