@@ -37,3 +37,13 @@ def _check_graphs() -> Iterator[None]:
 @pytest.fixture(autouse=True, scope="session")
 def _compile_in_the_call() -> Iterator[None]:
     yield from _environment("BACKPLAN_BACKGROUND_COMPILE", "0")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``BACKPLAN_REAL_CUPY=1`` (tests/fakecuda.py: on a GPU) runs the tests that use the
+    ``fake_cuda`` fixture, on the real CuPy, and deselects the rest."""
+    if os.environ.get("BACKPLAN_REAL_CUPY") != "1":
+        return
+    keep = [i for i in items if "fake_cuda" in getattr(i, "fixturenames", ())]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep

@@ -16,7 +16,7 @@ import planner
 import runtime as rt
 from benchmarks.workloads import WORKLOADS
 from tests import fake_cupy
-from tests.fakecuda import fake_cuda_fixture  # noqa: F401
+from tests.fakecuda import REAL_CUPY, fake_cuda_fixture, fake_only  # noqa: F401
 
 STEPS = 2
 TOL = 1e-6
@@ -71,7 +71,8 @@ def test_interpreted_cuda_plan_equals_cpu_eager(fake_cuda: Any, name: str) -> No
     step, want, got = run_on_cuda(name, "interpreter")
     assert step.plan.device == "cuda:0"
     assert not step.plan.kernels
-    assert_same_runs(want, got)
+    # a real GPU's math library (exp, tanh, ...) and reductions round in their own way
+    assert_same_runs(want, got, FUSED_TOL if REAL_CUPY else TOL)
 
 
 @pytest.fixture(name="host_gpu")
@@ -107,6 +108,7 @@ def test_fused_cuda_plan_equals_cpu_eager(host_gpu: Any, name: str) -> None:
 
 def test_cache_dir_holds_cupys_kernel_cache_while_a_module_compiles(
         host_gpu: Any, tmp_path: Any) -> None:
+    fake_only("the host launcher records the cache folder each build sees")
     from codegen.cuda_host import HostModule
 
     seen = []

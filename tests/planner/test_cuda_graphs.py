@@ -17,7 +17,7 @@ import planner
 import runtime as rt
 from planner import cuda_graph
 from planner.steps import recorded_draws
-from tests.fakecuda import fake_cuda_fixture  # noqa: F401
+from tests.fakecuda import REAL_CUPY, fake_cuda_fixture  # noqa: F401
 
 
 class RecordingGraphs:
@@ -70,12 +70,32 @@ class RecordingGraphs:
             assert old is not new
             old[...] = new
 
-@pytest.fixture(name="graphs")
-def graphs_fixture(fake_cuda: Any, monkeypatch: pytest.MonkeyPatch) -> list[RecordingGraphs]:
-    made: list[RecordingGraphs] = []
+class CountingGraphs:
+    """CuPy's real stream capture (``BACKPLAN_REAL_CUPY=1``, on a GPU), its launches of a
+    graph's first segment counted as ``RecordingGraphs`` counts them."""
 
-    def backend_for(xp: Any) -> RecordingGraphs:
-        made.append(RecordingGraphs(xp))
+    def __init__(self, xp: Any) -> None:
+        self.xp = xp
+        self.inner = cuda_graph.CupyGraphs(xp)
+        self.launches = 0
+
+    def capture(self, fn: Any, stores: Any) -> tuple[cuda_graph.Captured, Any]:
+        return self.inner.capture(fn, stores)
+
+    def split(self) -> int:
+        return self.inner.split()
+
+    def launch(self, captured: cuda_graph.Captured, segment: int) -> None:
+        self.launches += segment == 0
+        self.inner.launch(captured, segment)
+
+
+@pytest.fixture(name="graphs")
+def graphs_fixture(fake_cuda: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    made: list[Any] = []
+
+    def backend_for(xp: Any) -> Any:
+        made.append(CountingGraphs(xp) if REAL_CUPY else RecordingGraphs(xp))
         return made[-1]
 
     monkeypatch.setattr(cuda_graph, "backend_for", backend_for)

@@ -17,7 +17,7 @@ from planner.capture import capture
 from planner.passes import run_default_passes
 from planner.plan import Plan, build_plan
 from planner.steps import CopyStep
-from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
+from tests.fakecuda import fake_cuda_fixture, needs_two_devices  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("fake_cuda")
 MIXED = "Expected all tensors to be on the same device, but found at least two devices, "
@@ -68,6 +68,7 @@ def test_a_0d_host_tensor_in_a_cuda_op_is_copied_by_a_step() -> None:
 
 
 def test_mixing_devices_without_a_copy_fails_at_capture() -> None:
+    needs_two_devices()
     host = rt.ones(4)
 
     def step(y: rt.Tensor) -> rt.Tensor:

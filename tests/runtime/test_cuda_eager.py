@@ -16,7 +16,7 @@ import pytest
 import runtime as rt
 from runtime.ops import REGISTRY
 from tests import fake_cupy
-from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
+from tests.fakecuda import fake_cuda_fixture, fake_only, needs_two_devices  # noqa: F401
 
 try:
     from . import test_ops as T
@@ -190,6 +190,7 @@ def test_composites_on_cuda() -> None:
 
 
 def test_mixed_devices_raise_pytorchs_error() -> None:
+    needs_two_devices()
     gpu, cpu = rt.ones(3, device="cuda"), rt.ones(3)
     # PyTorch names the op's device (the first off the CPU) first, whatever the order
     for a, b in ((gpu, cpu), (cpu, gpu)):
@@ -248,6 +249,7 @@ def test_backward_runs_each_device_on_its_own_queue() -> None:
 def test_second_device_runs_under_its_own_guard() -> None:
     """A cuda:1 op's arrays sit on device 1 and its kernels run with device 1 current, on the
     caller's thread and on the cuda:1 backward worker (the fake refuses any other)."""
+    needs_two_devices()
     x = rt.randn(2, 3, device="cuda:1", requires_grad=True)
     y = (x * 2 + rt.ones(3, device="cuda:1")).sum()
     assert y._data.device.id == 1
@@ -268,6 +270,7 @@ def test_numpy_of_a_cuda_tensor_raises_pytorchs_error() -> None:
 
 
 def test_conversions_and_scalars() -> None:
+    needs_two_devices()
     t = rt.tensor([[1.5, -2.0]], device="cuda")
     assert t.is_cuda and t.device == "cuda:0" and t.cuda() is t and t.to("cuda:0") is t
     assert t.to("cpu").device == "cpu" and t.cpu().cuda().device == "cuda:0"
@@ -281,6 +284,7 @@ def test_conversions_and_scalars() -> None:
 
 
 def test_creation_functions_take_a_device() -> None:
+    needs_two_devices()
     made = [rt.zeros(2, 3, device="cuda"), rt.ones(2, device="cuda:1"),
             rt.full((2,), 7.0, device="cuda"), rt.empty(4, device="cuda"),
             rt.arange(5, device="cuda"), rt.randn(3, device="cuda"), rt.rand(3, device="cuda"),
@@ -310,6 +314,7 @@ def test_random_draws_on_cuda_follow_manual_seed_as_on_cpu() -> None:
 
 def test_the_fake_is_strict(fake_cuda: ModuleType) -> None:
     """What the tests above rely on: a numpy call or a numpy operand on a device array fails."""
+    fake_only("CuPy forwards numpy's functions that the fake refuses")
     cupy = fake_cuda
     a = cupy.asarray([1.0, 2.0])
     with pytest.raises(TypeError, match="Implicit conversion to a NumPy array is not allowed"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
-from tests.fakecuda import fake_cuda_fixture  # noqa: F401
+from tests.fakecuda import fake_cuda_fixture, needs_two_devices  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -44,6 +44,7 @@ def test_the_default_device_reaches_every_factory(fake_cuda: Any) -> None:
 
 
 def test_set_default_device_and_none_resets(fake_cuda: Any) -> None:
+    needs_two_devices()
     rt.set_default_device("cuda:1")
     assert rt.get_default_device() == rt.device("cuda:1")
     assert rt.zeros(2).device == rt.device("cuda:1")

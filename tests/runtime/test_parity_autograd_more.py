@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import runtime as rt
-from tests.fakecuda import fake_cuda_fixture  # noqa: F401 - the fake_cuda fixture
+from tests.fakecuda import fake_cuda_fixture, needs_two_devices  # noqa: F401
 
 
 @pytest.fixture(params=["runtime", "torch"])
@@ -191,6 +191,7 @@ def test_grad_setter_errors(lib: Any) -> None:
 
 
 def test_grad_setter_device_errors(fake_cuda: Any) -> None:
+    needs_two_devices()
     x = rt.ones(3)
     same = "'. Please ensure that the gradient and the tensor are on the same device"
     with pytest.raises(RuntimeError, match=re.escape(
