@@ -265,8 +265,41 @@ class ufunc:  # noqa: N801 - CuPy's name
             return out
         return _wrap(self._np(*inputs, **kwargs), device)
 
+    def at(self, a: ndarray, indices: Any, b: Any = None) -> None:
+        """CuPy 14's ``ufunc.at``: a scatter for add, maximum and minimum alone, of the dtypes
+        its atomics take, the value cast to ``a``'s dtype; the float maximum and minimum as
+        its atomics compute them, ``fmaxf``/``fminf`` of float32 operands (a float64 rounded
+        to float32 wherever the scatter writes, NaN dropped)."""
+        op = _SCATTER_OPS.get(self.__name__)
+        if op is None:
+            raise NotImplementedError(f"`cupy_{self.__name__}.at` is not supported yet")
+        device = _current_device()
+        arr, key = _unwrap(a, device), _unwrap(indices, device)
+        allowed = _SCATTER_ADD_TYPES if op == "add" else _SCATTER_MAX_TYPES
+        if not issubclass(arr.dtype.type, allowed):
+            names = "int32, float16, float32, float64, uint32, uint64, " if op == "add" else \
+                "int32, float32, float64, uint32, uint64 "
+            raise TypeError(f"scatter_{op} only supports {names}as data type")
+        value = np.asarray(_unwrap(b, device)).astype(arr.dtype, copy=False)
+        if op == "add":
+            np.add.at(arr, key, value)
+        elif arr.dtype.kind == "f":
+            work = arr.astype(np.float32)
+            (np.fmax if op == "max" else np.fmin).at(work, key, value.astype(np.float32))
+            written = np.zeros(arr.shape, dtype=bool)
+            written[key] = True
+            arr[written] = work[written]
+        else:
+            (np.maximum if op == "max" else np.minimum).at(arr, key, value)
+
     def __repr__(self) -> str:
         return f"<ufunc '{self.__name__}'>"
+
+
+_SCATTER_OPS = {"add": "add", "maximum": "max", "minimum": "min"}
+_SCATTER_MAX_TYPES = (np.int32, np.float32, np.float64, np.uint32, np.uint64, np.intc, np.uintc,
+                      np.ulonglong)
+_SCATTER_ADD_TYPES = (*_SCATTER_MAX_TYPES, np.float16)
 
 
 _UFUNCS = ("add subtract multiply divide true_divide floor_divide power negative absolute sign "
@@ -339,7 +372,7 @@ def _function(np_fn: Callable[..., Any], view: bool = False) -> Callable[..., An
 _FUNCTIONS = ("empty zeros ones full empty_like zeros_like ones_like full_like arange "
               "linspace eye where clip sum mean prod amax amin max min argmax argmin any all "
               "concatenate stack matmul dot allclose isclose array_equal count_nonzero "
-              "cumsum cumprod sort argsort unique outer tensordot abs maximum minimum pad").split()
+              "cumsum cumprod sort argsort unique outer tensordot abs pad").split()
 _VIEW_FUNCTIONS = "reshape transpose broadcast_to expand_dims squeeze swapaxes ravel".split()
 
 

@@ -1325,6 +1325,43 @@ def _scatter_identity(reduce: str, dtype: np.dtype) -> Any:
     return info.min if low else info.max
 
 
+def _order_keys(xp: Any, v: Any, reduce: str) -> Any:
+    """Unsigned integers in the order ``reduce`` ranks ``v``'s values (amax: the largest value
+    the largest key; amin: the smallest), NaN above every number in both, as PyTorch's
+    scatter_reduce lets NaN win: a device's scatter max of these keys is exact. (CuPy's
+    float64 ``maximum.at`` rounds through float32, its atomicMax calling ``fmaxf``, and its
+    float atomics drop NaN.)"""
+    if v.dtype.kind in "fV":  # the floats (bfloat16 is of numpy's kind V), widened exactly
+        wide = np.dtype(np.float64 if v.dtype == np.float64 else np.float32)
+        w = v.astype(wide)
+        if reduce == "amin":
+            w = -w
+        w = xp.where(xp.isnan(w), wide.type(np.nan), w)  # one NaN, positive: the largest
+        bits = w.view(np.uint64 if wide.itemsize == 8 else np.uint32)
+        top = bits.dtype.type(1 << (8 * wide.itemsize - 1))
+        # IEEE order: a positive float's bits rank as they are above every negative one's,
+        # whose bits rank reversed
+        return xp.where((bits & top) != 0, ~bits, bits | top)
+    if v.dtype == np.uint64:
+        keys = v.copy()
+    else:  # the integers and bool through int64, its sign bit flipped
+        keys = v.astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+    return ~keys if reduce == "amin" else keys
+
+
+def _from_order_keys(xp: Any, keys: Any, reduce: str, dtype: np.dtype) -> Any:
+    """The values ``_order_keys`` made ``keys`` of, as ``dtype``."""
+    top = keys.dtype.type(1 << (8 * keys.dtype.itemsize - 1))
+    if dtype.kind in "fV":
+        bits = xp.where((keys & top) != 0, keys ^ top, ~keys)
+        w = bits.view(np.float64 if keys.dtype.itemsize == 8 else np.float32)
+        return (-w if reduce == "amin" else w).astype(dtype)
+    keys = ~keys if reduce == "amin" else keys
+    if dtype == np.uint64:
+        return keys
+    return (keys ^ top).view(np.int64).astype(dtype)
+
+
 def _scatter_reduce_impl(xp: Any, x: Any, index: Any, src: Any, *, dim: int, reduce: str,
                          include_self: bool, legacy: bool) -> Any:
     ufunc = getattr(xp, _SCATTER_UFUNCS[reduce])
@@ -1339,6 +1376,10 @@ def _scatter_reduce_impl(xp: Any, x: Any, index: Any, src: Any, *, dim: int, red
     if not include_self:
         out[key] = _scatter_identity(reduce, x.dtype)
     try:
+        if xp is not np and reduce in ("amax", "amin"):  # exact, and NaN wins, as on the host
+            keys = _order_keys(xp, out, reduce)
+            xp.maximum.at(keys, key, _order_keys(xp, src, reduce))
+            return _from_order_keys(xp, keys, reduce, x.dtype)
         ufunc.at(out, key, src)
     except (NotImplementedError, TypeError):
         if xp is np:
@@ -1651,9 +1692,16 @@ def _index_backward_impl(xp: Any, g: Any, *idx: Any, key: Any, shape: tuple[int,
     elif xp is np:
         scatter_add(out, fill_key(key, idx), g)  # repeated indices accumulate
     else:
-        from cupyx import scatter_add as cupy_scatter_add  # type: ignore[import-not-found]
+        full = fill_key(key, idx)
+        try:  # (cupyx.scatter_add, the same scatter, is deprecated in CuPy 14)
+            xp.add.at(out, full, g)
+        except (NotImplementedError, TypeError):  # a dtype CuPy's atomics lack (bfloat16)
+            def on_host(g: np.ndarray, *idx: np.ndarray) -> np.ndarray:
+                host = np.zeros(shape, dtype=g.dtype)
+                scatter_add(host, fill_key(key, idx), g)
+                return host
 
-        cupy_scatter_add(out, fill_key(key, idx), g)  # CuPy's add.at
+            return _on_host(xp, on_host, g, *idx)
     return out
 
 
