@@ -203,16 +203,17 @@ def _loop(b: ir.IRBuilder, start: ir.Value, stop: ir.Value,
 
 
 class _Function:
-    """A function of the product entry's ABI: (source, dest, _, _, words)."""
+    """A function of the product entry's ABI: (source, dest, scratch, fourth, words), the last
+    two arrays' data read where ``scratch`` and ``fourth`` say."""
 
-    def __init__(self, module: ir.Module, name: str, dtype: str, scratch: bool = False
-                 ) -> None:
+    def __init__(self, module: ir.Module, name: str, dtype: str, scratch: bool = False,
+                 fourth: bool = False) -> None:
         self.t = _TYPES[dtype]
         tp = self.t.as_pointer()
         # the entry reads the data pointers and calls the body, whose arguments are noalias
         # (source, destination, scratch and words never overlap): inlined, LLVM keeps that
         # knowledge, so it hoists the words' loads out of the loops and vectorizes the copies
-        body = ir.Function(module, ir.FunctionType(ir.VoidType(), [tp, tp, tp, _PTR]),
+        body = ir.Function(module, ir.FunctionType(ir.VoidType(), [tp, tp, tp, tp, _PTR]),
                            name=name + ".body")
         body.linkage = "internal"
         body.attributes.add("nounwind")
@@ -222,12 +223,14 @@ class _Function:
         entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [_PTR] * 5), name=name)
         entry.attributes.add("nounwind")
         eb = ir.IRBuilder(entry.append_basic_block("entry"))
-        src_obj, dst_obj, scratch_obj, _, words = entry.args
+        src_obj, dst_obj, scratch_obj, fourth_obj, words = entry.args
         third = self._data(eb, scratch_obj, tp) if scratch else ir.Constant(tp, None)
-        eb.call(body, [self._data(eb, src_obj, tp), self._data(eb, dst_obj, tp), third, words])
+        last = self._data(eb, fourth_obj, tp) if fourth else ir.Constant(tp, None)
+        eb.call(body, [self._data(eb, src_obj, tp), self._data(eb, dst_obj, tp), third, last,
+                       words])
         eb.ret_void()
         self.b = ir.IRBuilder(body.append_basic_block("entry"))
-        self.src, self.dst, self.scratch, self.words = body.args
+        self.src, self.dst, self.scratch, self.fourth, self.words = body.args
 
     @staticmethod
     def _data(b: ir.IRBuilder, obj: ir.Value, tp: ir.Type) -> ir.Value:
@@ -448,6 +451,46 @@ def _scatter_rows(module: ir.Module, dtype: str) -> None:
     b.ret_void()
 
 
+def _fma(module: ir.Module, dtype: str) -> None:
+    """``dest[i] = fma(source[i * sa], scratch[i * sb], fourth[i * sc])`` for i < n: a
+    multiply-add rounded once, as PyTorch's CPU kernels compute add(alpha=), addcmul and lerp
+    (numpy has none: runtime.ops.prims emulates it exactly, 7 times as slow). Each operand is
+    a whole C-contiguous array of n elements (stride 1) or one element (stride 0). The words
+    are (n, sa, sb, sc)."""
+    f = _Function(module, f"fma.{dtype}", dtype, scratch=True, fourth=True)
+    b = f.b
+    n, sa, sb, sc = (f.word(i) for i in range(4))
+    fma = module.declare_intrinsic("llvm.fma", [f.t], ir.FunctionType(f.t, [f.t] * 3))
+
+    zero, one = ir.Constant(_I64, 0), ir.Constant(_I64, 1)
+
+    def loop(strides: tuple[ir.Value | None, ...]) -> None:
+        """The loop with the strides known (1 or 0) where given, read where None: LLVM
+        vectorizes the first two (every operand an array; a scalar times two arrays)."""
+        def cell(i: ir.Value) -> None:
+            x, y, z = (b.load(base if s is zero else f.at(base, i if s is one else b.mul(i, w)))
+                       for base, s, w in ((f.src, strides[0], sa), (f.scratch, strides[1], sb),
+                                          (f.fourth, strides[2], sc)))
+            b.store(b.call(fma, [x, y, z]), f.at(f.dst, i))
+
+        _loop(b, zero, n, cell)
+
+    arrays = b.and_(b.and_(b.icmp_signed("==", sa, one), b.icmp_signed("==", sb, one)),
+                    b.icmp_signed("==", sc, one))
+    scaled = b.and_(b.and_(b.icmp_signed("==", sa, zero), b.icmp_signed("==", sb, one)),
+                    b.icmp_signed("==", sc, one))
+    with b.if_else(arrays) as (then, otherwise):
+        with then:
+            loop((one, one, one))
+        with otherwise:
+            with b.if_else(scaled) as (then2, otherwise2):
+                with then2:
+                    loop((zero, one, one))
+                with otherwise2:
+                    loop((None, None, None))
+    b.ret_void()
+
+
 _SCALARS = {"float32": ("float", "f32", 4), "float64": ("double", "f64", 8)}
 
 
@@ -560,6 +603,7 @@ def _gathering(op: str, dtype: str) -> str:
 _TEXT = {"unfold_gather": functools.partial(_gathering, "unfold"),
          "fold_gather": functools.partial(_gathering, "fold")}
 _RENDER = {"unfold": _unfold, "fold": _fold, "sum": _sum_axis, "scatter": _scatter_rows,
+           "fma": _fma,
            "argmax": functools.partial(_argbest, op="argmax"),
            "argmin": functools.partial(_argbest, op="argmin")}
 
@@ -652,8 +696,12 @@ def available() -> bool:
     return pyentry.available()
 
 
+# a dtype's name is a Python property of numpy's that takes 5 us
+_NAMES = {np.dtype(name): name for name in _TYPES}
+
+
 def supports(dtype: np.dtype) -> bool:
-    return np.dtype(dtype).name in _TYPES and available()
+    return np.dtype(dtype) in _NAMES and available()
 
 
 def _words(geometry: Geometry, op: str, dtype: np.dtype, pad_value: float,
@@ -774,3 +822,42 @@ def row_scatterer(rows: int, n: int, width: int, dtype: np.dtype
         return out
 
     return scatter
+
+
+_fma_words = threading.local()
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray | None:
+    """``a * b + c`` rounded once, of one float dtype, each operand of the result's shape and
+    C-contiguous, or of one element (broadcast); None where they are not (the caller
+    computes it otherwise)."""
+    dtype = c.dtype
+    name = _NAMES.get(dtype)
+    if name is None or a.dtype != dtype or b.dtype != dtype:
+        return None
+    # (np.broadcast_shapes cost more than a small call's fma)
+    full = [x.shape for x in (a, b, c) if x.size != 1]
+    shape = full[0] if full else max(a.shape, b.shape, c.shape, key=len)
+    n = 1
+    for extent in shape:
+        n *= extent
+    strides = []
+    for x in (a, b, c):
+        if x.size == 1 and (n == 1 or len(x.shape) <= len(shape)):
+            strides.append(0)
+        elif x.shape == shape and x.flags.c_contiguous:
+            strides.append(1)
+        else:
+            return None
+    calls = getattr(_fma_words, "calls", None)
+    if calls is None:  # per thread: a call writes its words, then runs
+        calls = _fma_words.calls = {}
+    found = calls.get(name)
+    if found is None:
+        words = (ctypes.c_int64 * 4)()
+        found = calls[name] = (_builtin(f"fma.{name}", words), words)
+    call, words = found
+    words[0], words[1], words[2], words[3] = n, *strides
+    out = np.empty(shape, dtype)
+    call(a, out, b, c)
+    return out
