@@ -49,6 +49,10 @@ class KernelBuilder:
     def where(self, cond: int, a: int, b: int, dtype: str) -> int:
         return self._add(kir.Where(cond, a, b, dtype))
 
+    def fma(self, a: int, b: int, c: int, dtype: str) -> int:
+        """a * b + c rounded once."""
+        return self._add(kir.Fma(a, b, c, dtype))
+
     def cast(self, x: int, dtype: str) -> int:
         return self._add(kir.Cast(x, dtype))
 

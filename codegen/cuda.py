@@ -326,6 +326,9 @@ class _KernelWriter:
             return _const(expr)
         if isinstance(expr, kir.Where):
             return f"(v{expr.cond}{lane} ? v{expr.a}{lane} : v{expr.b}{lane})"
+        if isinstance(expr, kir.Fma):  # rounded once, as the CPU's kernels
+            fn = "fmaf" if dtype == "float32" else "fma"
+            return f"{fn}(v{expr.a}{lane}, v{expr.b}{lane}, v{expr.c}{lane})"
         src = self.nest.dtypes[kir.operands(expr)[0]]
         fill = {"T": TYPES[dtype], "s": SUFFIX.get(src, "")}
         if isinstance(expr, kir.Cast):

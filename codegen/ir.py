@@ -136,6 +136,18 @@ class Where:
 
 
 @dataclass(frozen=True)
+class Fma:
+    """a * b + c rounded once (a fused multiply-add), of one float dtype: what PyTorch's CPU
+    kernels compute for add(alpha=), addcmul and lerp, so that a fused update keeps eager
+    mode's bits."""
+
+    a: int
+    b: int
+    c: int
+    dtype: str
+
+
+@dataclass(frozen=True)
 class Cast:
     x: int
     dtype: str
@@ -148,7 +160,7 @@ class Reduce:
     dtype: str
 
 
-Expr = Load | Const | Unary | Binary | Where | Cast | Reduce
+Expr = Load | Const | Unary | Binary | Where | Fma | Cast | Reduce
 
 
 @dataclass(frozen=True)
@@ -195,6 +207,8 @@ def operands(expr: Expr) -> tuple[int, ...]:
         return (expr.a, expr.b)
     if isinstance(expr, Where):
         return (expr.cond, expr.a, expr.b)
+    if isinstance(expr, Fma):
+        return (expr.a, expr.b, expr.c)
     return ()
 
 
@@ -330,6 +344,10 @@ def _check_expr(kernel: Kernel, i: int, expr: Expr, dtypes: list[str], fail) -> 
     if isinstance(expr, Where):
         if ins[0] != "bool" or ins[1] != ins[2] or expr.dtype != ins[1]:
             fail(where, f"needs a bool cond and branches of the result dtype; {got}")
+        return
+    if isinstance(expr, Fma):
+        if expr.dtype not in FLOAT_DTYPES or set(ins) != {expr.dtype}:
+            fail(where, f"needs three operands of its float result dtype; {got}")
         return
     table = {Unary: UNARY_OPS, Binary: BINARY_OPS, Reduce: REDUCE_OPS}[type(expr)]
     if expr.op not in table:

@@ -276,6 +276,8 @@ def _magnitude_bounds(kernel: kir.Kernel) -> list[float]:
                 bound *= _ROUNDING
         elif isinstance(e, kir.Where):
             bound = max(bounds[e.a], bounds[e.b])
+        elif isinstance(e, kir.Fma) and max(bounds[e.a], bounds[e.b], bounds[e.c]) < inf:
+            bound = (bounds[e.a] * bounds[e.b] + bounds[e.c]) * _ROUNDING
         bounds.append(bound)
     return bounds
 
@@ -740,6 +742,10 @@ class KernelEmitter:
         if isinstance(expr, kir.Where):
             chosen = b.select(get(expr.cond), get(expr.a), get(expr.b))
             return _freeze(b, chosen) if i in self.reduced else chosen
+        if isinstance(expr, kir.Fma):
+            x, y, z = get(expr.a), get(expr.b), get(expr.c)
+            fma = m.declare_intrinsic("llvm.fma", [x.type], ir.FunctionType(x.type, [x.type] * 3))
+            return b.call(fma, [x, y, z])
         if isinstance(expr, kir.Cast):
             if self.dtypes[expr.x] == expr.dtype:
                 return get(expr.x)

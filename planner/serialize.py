@@ -185,7 +185,7 @@ def _DATACLASSES() -> dict[str, type]:  # noqa: N802 - a constant, built on firs
     from runtime.ops.prims import IndexArg
 
     classes = [IndexArg, kir.Input, kir.Load, kir.Const, kir.Unary, kir.Binary, kir.Where,
-               kir.Cast, kir.Reduce, kir.Output, kir.Kernel]
+               kir.Fma, kir.Cast, kir.Reduce, kir.Output, kir.Kernel]
     return {c.__name__: c for c in classes}
 
 
@@ -297,7 +297,8 @@ def _FIELDS() -> dict[str, dict[str, Any]]:  # noqa: N802 - a constant, built on
     def each(cls: Any) -> Any:
         return lambda v: type(v) is tuple and all(isinstance(x, cls) for x in v)
 
-    expr = (kir.Load, kir.Const, kir.Unary, kir.Binary, kir.Where, kir.Cast, kir.Reduce)
+    expr = (kir.Load, kir.Const, kir.Unary, kir.Binary, kir.Where, kir.Fma, kir.Cast,
+            kir.Reduce)
     return {
         "IndexArg": {"position": _is_int},
         "Input": {"name": name, "dtype": dtype, "strides": ints},
@@ -306,6 +307,7 @@ def _FIELDS() -> dict[str, dict[str, Any]]:  # noqa: N802 - a constant, built on
         "Unary": {"op": op, "x": _is_int, "dtype": dtype},
         "Binary": {"op": op, "a": _is_int, "b": _is_int, "dtype": dtype},
         "Where": {"cond": _is_int, "a": _is_int, "b": _is_int, "dtype": dtype},
+        "Fma": {"a": _is_int, "b": _is_int, "c": _is_int, "dtype": dtype},
         "Cast": {"x": _is_int, "dtype": dtype},
         "Reduce": {"op": op, "x": _is_int, "dtype": dtype},
         "Output": {"name": name, "value": _is_int, "dtype": dtype,

@@ -128,6 +128,10 @@ def evaluate(kernel: K.Kernel, arrays: list[np.ndarray]) -> list[np.ndarray]:
                 v = _BINARY[e.op](values[e.a], values[e.b])
             elif isinstance(e, K.Where):
                 v = np.where(values[e.cond], values[e.a], values[e.b])
+            elif isinstance(e, K.Fma):
+                from runtime.ops.prims import _fma
+
+                v = _fma(np, *(np.asarray(values[i]) for i in (e.a, e.b, e.c)))
             elif isinstance(e, K.Cast):
                 v = values[e.x]
             else:
@@ -161,7 +165,7 @@ FLOAT_UNARY = ("neg", "abs", "sign", "sin", "cos", "tanh", "sigmoid", "erf")
 def random_kernel(seed: int, name: str) -> K.Kernel:
     """A random valid fused kernel: up to 3 axes (sometimes an empty one), 0..2 of them
     reduced, broadcast inputs, a chain of ops on float32/float64/int64 with comparisons,
-    where, casts, reductions feeding later stages, division by row values and constants,
+    where, fused multiply-adds, casts, reductions feeding later stages, division by row values and constants,
     accumulated outputs and, in elementwise kernels, an output written into its input."""
     rng = np.random.default_rng(seed)
     ndim = int(rng.choice(4, p=[0.1, 0.3, 0.3, 0.3]))
@@ -222,6 +226,9 @@ def random_kernel(seed: int, name: str) -> K.Kernel:
             if op in ("sin", "cos") and x in huge and x in summed:
                 op = "tanh"  # see ``huge``
             add(K.Unary(op, x, dtype))
+        elif r < 0.55 and floats and rng.random() < 0.2:  # a multiply-add rounded once
+            z = pick()
+            add(K.Fma(x, y, z if dt(z) == dtype else x, dtype))
         elif r < 0.55:
             ops = ("add", "sub", "mul", "maximum", "minimum") if floats or rng.random() < 0.3 \
                 else ("add", "sub", "maximum", "minimum")
