@@ -150,7 +150,8 @@ def lower(kernel: kir.Kernel, scratch_bytes: int = SCRATCH_BYTES) -> LoopNest:
     cached = _choose_cached(kernel, stages, per_element, dtypes, roots, scratch_bytes)
     reciprocal = {e.b for i, e in enumerate(kernel.exprs)
                   if isinstance(e, kir.Binary) and e.op == "div" and per_element[i]
-                  and not per_element[e.b] and _normal_reciprocal(kernel.exprs[e.b], dtypes[e.b])}
+                  and not per_element[e.b] and _multiplies(kernel.exprs[e.b], stages[e.b])
+                  and _normal_reciprocal(kernel.exprs[e.b], dtypes[e.b])}
     compensated = {i for i, e in enumerate(kernel.exprs)
                    if isinstance(e, kir.Reduce) and is_compensated(e.op, dtypes[i])}
     ranged = any(isinstance(e, kir.Unary) and e.op in RANGED_OPS and e.dtype == "float32"
@@ -227,6 +228,19 @@ def _compensated_outputs(kernel: kir.Kernel, budget: int) -> frozenset[int]:
             budget -= size
             chosen.add(j)
     return frozenset(chosen)
+
+
+def _multiplies(divisor: kir.Expr, stage: int) -> bool:
+    """Whether a per-element division by this row value multiplies by its reciprocal: where a
+    reduction computed it (a softmax's sum, a norm: within an ulp of the quotient, the row's
+    many divisions made multiplications), or where it is a constant power of two (the same
+    bits). A scalar or a value read per row from an input (an optimizer's bias correction)
+    divides, as eager mode does, so a fused update keeps eager's bits: its memory traffic
+    hides the division (gpt's step divides 2.8M elements so)."""
+    if isinstance(divisor, kir.Const):
+        value = abs(float(divisor.value))
+        return math.isfinite(value) and value > 0 and math.frexp(value)[0] == 0.5
+    return stage > 0
 
 
 def _normal_reciprocal(divisor: kir.Expr, dtype: str) -> bool:

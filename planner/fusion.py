@@ -54,6 +54,11 @@ MIN_STEPS_WHEN_SMALL = 2
 # and scans for the NaN an infinity would make: 105 us over (128, 1024) float32 in partial,
 # 24 as a kernel)
 LONE_KERNELS = frozenset({"where"})
+# ops rounded once (the kernel IR's Fma), whose lone step of any size is a kernel: numpy has no
+# fused multiply-add (the step would call out to the runtime's), and a kernel of an update
+# runs inside a native run and writes the parameter in place at write-back, as the mul and
+# sub an SGD update was captured as before did
+FMA_KERNELS = frozenset({"add_scaled", "sub_scaled", "addcmul", "lerp", "lerp_tensor"})
 # Horizontal fusion of one-element segments stops at this many steps: such siblings share
 # no pass over memory, and the gpt workload's 28 Adam step counters (a dozen scalar steps
 # each) made one kernel of 84 outputs that ptxas compiled to 255 registers and 320 bytes of
@@ -161,7 +166,8 @@ def segments(plan: Plan) -> list[Segment]:
     that a dropped segment's step would compute after it."""
     grouped = [s for s in _group(plan, None) if len(s.steps) > 1 or _lone_kernel(s)]
     worth = [s for s in grouped
-             if math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL]
+             if math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL
+             or s.steps[0].name in FMA_KERNELS]
     if len(worth) == len(grouped):
         # only lone steps dropped: no step joined them, so grouping again without them
         # would give the same segments
@@ -174,9 +180,12 @@ def _lone_kernel(seg: Segment) -> bool:
     """Whether a segment of one step is a kernel (LONE_KERNELS, MIN_ELEMENTS; a cast to
     bfloat16 too: ml_dtypes converts an element at a time, 114 us for a 256 x 512 float32
     weight autocast casts each step, where a kernel's vector of integer ops rounds alike)."""
-    return (len(seg.steps) == 1 and (seg.steps[0].name in LONE_KERNELS or (
-                seg.steps[0].name == "cast" and seg.steps[0].dtype.name in kir.STORAGE_ONLY))
-            and not seg.n_reduce and math.prod(seg.shape) >= MIN_ELEMENTS)
+    if len(seg.steps) != 1 or seg.n_reduce:
+        return False
+    name = seg.steps[0].name
+    return name in FMA_KERNELS or (name in LONE_KERNELS or (
+        name == "cast" and seg.steps[0].dtype.name in kir.STORAGE_ONLY)) \
+        and math.prod(seg.shape) >= MIN_ELEMENTS
 
 
 def _shapes_dtypes(plan: Plan) -> tuple[dict[int, tuple[int, ...]], dict[int, str]]:

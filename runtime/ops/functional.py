@@ -232,12 +232,11 @@ def add(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
 
 def _fused_alpha(input: Any, other: Any, alpha: Any) -> bool:  # noqa: A002
     """Whether add/sub with this alpha runs as PyTorch's float kernel, input + alpha * other
-    rounded once (fma): eager, two tensors of one float dtype on one device, a number alpha
-    (a capture records mul and add, which its kernels fuse)."""
+    rounded once (fma): two tensors of one float dtype on one device, a number alpha (a
+    compiled step's kernels fuse it, rounded once: the kernel IR's Fma)."""
     return (isinstance(input, Tensor) and isinstance(other, Tensor)
             and input.dtype.is_floating_point and other.dtype is input.dtype
-            and other.device == input.device and type(alpha) in (int, float)
-            and not is_tracing())
+            and other.device == input.device and type(alpha) in (int, float))
 
 
 def _alpha_in(dtype: D.DType, alpha: Any) -> float:
@@ -1430,15 +1429,13 @@ def frac(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
 def lerp(input: Tensor, end: Any, weight: Any, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
     """start + weight * (end - start) as PyTorch's CPU kernel computes it: a fused
-    multiply-add (rounded once) from ``start`` where |weight| < 0.5, from ``end`` otherwise.
-    A capture records the same formula with two roundings (ops its kernels fuse)."""
+    multiply-add (rounded once) from ``start`` where |weight| < 0.5, from ``end`` otherwise
+    (a compiled step's kernels too: the kernel IR's Fma)."""
     if out is not None:
         return written_to(out, lerp(input, end, weight), "lerp")
     _check_lerp(input, end, weight)
     if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype is not input.dtype:
         weight = cast(weight, input.dtype)  # a 0-d weight of another float dtype: converted
-    if is_tracing():
-        return _lerp_fusable(input, end, weight)
     if isinstance(weight, Tensor):
         return apply(P.LERP_TENSOR, input, end, weight)
     _check_lerp_weight(input, weight)
@@ -1477,20 +1474,6 @@ def _check_lerp(input: Tensor, end: Any, weight: Any) -> None:  # noqa: A002
                                   f"'{D.scalar_type_name(input.dtype)}'")  # floats only
 
 
-@half_in_float32
-def _lerp_fusable(input: Tensor, end: Tensor, weight: Any) -> Tensor:  # noqa: A002
-    diff = sub(end, input)
-    if not isinstance(weight, Tensor):
-        if -0.5 < weight < 0.5:
-            out = add(input, _scaled(diff, weight))
-        else:
-            out = sub(end, _scaled(diff, 1 - weight))
-        return named(out, "LerpBackward0")
-    near_start = lt(abs(weight), 0.5)
-    return named(where(near_start, add(input, mul(diff, weight)),
-                       sub(end, mul(diff, sub(1, weight)))), "LerpBackward1")
-
-
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1,  # noqa: A002
             out: Tensor | None = None) -> Tensor:
     """t + value * t1 * t2."""
@@ -1511,12 +1494,12 @@ def _addcmul_composite(input: Tensor, tensor1: Tensor, tensor2: Tensor, *,  # no
 
 
 def _fused_addcmul(input: Tensor, tensor1: Any, tensor2: Any) -> bool:  # noqa: A002
-    """Whether addcmul runs as PyTorch's float kernel, one rounding (fma): eager, three
-    tensors of one float dtype, on one device (a capture records ops its kernels fuse)."""
+    """Whether addcmul runs as PyTorch's float kernel, one rounding (fma): three tensors of
+    one float dtype, on one device (fused in a compiled step, rounded once)."""
     return (isinstance(tensor1, Tensor) and isinstance(tensor2, Tensor)
             and input.dtype.is_floating_point and tensor1.dtype is input.dtype
             and tensor2.dtype is input.dtype and tensor1.device == input.device
-            and tensor2.device == input.device and not is_tracing())
+            and tensor2.device == input.device)
 
 
 def _addcmul_value(dtype: D.DType, value: Any) -> Any:
@@ -1558,16 +1541,6 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
 
 def lerp_(t: Tensor, end: Tensor, weight: Any) -> Tensor:
     _check_lerp(t, end, weight)
-    if is_tracing():  # PyTorch's formula as ops a compiled step fuses, in place where it can
-        if isinstance(weight, Tensor):
-            if weight.ndim == 0 and weight.dtype is not t.dtype:
-                weight = cast(weight, t.dtype)
-            return named(add_(t, mul(sub(end, t), weight)), "LerpBackward1") \
-                if weight.dtype is t.dtype and t.dtype not in D.LOW_FLOATS \
-                else overwrite(t, lerp(t, end, weight))
-        if -0.5 < weight < 0.5 and t.dtype not in D.LOW_FLOATS:
-            return named(add_(t, _scaled(sub(end, t), weight)), "LerpBackward0")
-        return overwrite(t, lerp(t, end, weight))
     if isinstance(weight, Tensor):
         if weight.ndim == 0 and weight.dtype is not t.dtype:
             weight = cast(weight, t.dtype)

@@ -799,13 +799,18 @@ def _fma(xp: Any, a: Any, b: Any, c: Any) -> Any:
     in float64 and the sum rounded to odd there, so rounding it to float32 is the one
     rounding; float64: Boldo and Melquiond's emulated FMA (exact product, TwoSum, a sum
     rounded to odd). Where that overflows, the plain a * b + c. On the host the machine's
-    own fma does it where it can (codegen.windows.fma: 16 times as fast on 1M float32)."""
+    own fma does it where it can (codegen.windows.fma: 16 times as fast on 1M float32), on a
+    GPU CUDA's (a CuPy elementwise kernel)."""
     if xp is np and type(a) is np.ndarray and type(b) is np.ndarray and type(c) is np.ndarray:
         windows = generated_windows(c.dtype)
         if windows is not None:
             out = windows.fma(a, b, c)
             if out is not None:
                 return out
+    elif xp is not np:
+        kernel = _device_fma(xp)
+        if kernel is not None:
+            return kernel(a, b, c)
     quiet = _quiet.current()  # np.errstate's cost (3 us) was most of a small update's
     try:
         _quiet.ignore()
@@ -846,22 +851,47 @@ def _fma32(xp: Any, a: Any, b: Any, c: Any) -> Any:
     s = xp.asarray(p + c64)  # an array where 0-d operands give a numpy scalar
     bits = s.view(np.int64)
     doubtful = ((bits & _LOW_BITS) == _HALFWAY) | (xp.abs(s) < _F32_TINY)
-    if doubtful.any():
+    if xp is not np:  # no branch on device values: no host sync (a CUDA graph captures this)
+        p, c64 = xp.broadcast_to(p, s.shape), xp.broadcast_to(c64, s.shape)
+        s = xp.where(doubtful, _rounded_to_odd(xp, *_two_sum(p, c64)), s)
+    elif doubtful.any():
         p, c64 = xp.broadcast_to(p, s.shape), xp.broadcast_to(c64, s.shape)
         s = s.copy()
         s[doubtful] = _rounded_to_odd(xp, *_two_sum(p[doubtful], c64[doubtful]))
     return s.astype(np.float32)
 
 
+_device_fmas: dict[int, Any] = {}
+
+
+def _device_fma(xp: Any) -> Any:
+    """A device module's fused multiply-add of arrays of one float dtype (broadcast), or
+    None where it has no elementwise kernels to build one with (the fake CuPy of the tests:
+    the emulation runs there)."""
+    found = _device_fmas.get(id(xp))
+    if found is None and id(xp) not in _device_fmas:
+        make = getattr(xp, "ElementwiseKernel", None)
+        # CUDA's fma is overloaded for float and double: one rounding, as the CPU's
+        found = None if make is None else make("T a, T b, T c", "T out",
+                                               "out = fma(a, b, c)", "backplan_fma")
+        _device_fmas[id(xp)] = found
+    return found
+
+
 _TINY_PRODUCT = 2.0 ** -969  # below it, a float64 product's rounding error underflows
+# from it on, Veltkamp's split of an operand (times 2**27 + 1) overflows
+_HUGE_OPERAND = 2.0 ** 996
 
 
 def _fma_tiny_products(a: Any, b: Any, c: Any, uh: Any, z: Any) -> Any:
-    """z with its elements whose product is nonzero and below _TINY_PRODUCT (where the
-    emulation's exact product is not) computed exactly, as fractions (rare: subnormal
-    ranges); an exact zero keeps z's sign."""
+    """z with its elements whose product is nonzero and below _TINY_PRODUCT, or that have an
+    operand of _HUGE_OPERAND or more (where the emulation's exact product is not exact),
+    computed exactly, as fractions (rare: subnormal and near-overflow ranges); an exact zero
+    keeps z's sign."""
     tiny = ((uh != 0) & (np.abs(uh) < _TINY_PRODUCT)) | ((uh == 0) & (a != 0) & (b != 0))
-    tiny = tiny & np.isfinite(c)
+    huge = ((np.abs(a) >= _HUGE_OPERAND) | (np.abs(b) >= _HUGE_OPERAND)) \
+        & np.isfinite(a) & np.isfinite(b)
+    tiny = (tiny | huge) & np.isfinite(c)
     if not tiny.any():
         return z
     a, b, c = np.broadcast_arrays(a, b, c)
@@ -869,7 +899,10 @@ def _fma_tiny_products(a: Any, b: Any, c: Any, uh: Any, z: Any) -> Any:
     for i in zip(*np.nonzero(np.broadcast_to(tiny, z.shape))):
         exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
         if exact:
-            z[i] = exact.numerator / exact.denominator  # int division: rounded once
+            try:
+                z[i] = exact.numerator / exact.denominator  # int division: rounded once
+            except OverflowError:  # beyond float64's range: rounds to an infinity
+                z[i] = math.inf if exact > 0 else -math.inf
     return z
 
 
@@ -914,22 +947,70 @@ def _lerp_tensor_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
     return (*_grads2(c, gs, ge), _summed_to(gw, c.shape(2)) if gw is not None else None)
 
 
+# The fused multiply-adds below lower to the kernel IR's Fma, rounded once in a kernel as in
+# eager mode (a bfloat16 result computes in float32 and rounds once when stored, as eager's)
+
+
+def _lower_lerp(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+                dtype: str) -> int:
+    """PyTorch's lerp with a number weight: its formula chosen once, the weight and w - 1
+    rounded to ``dtype`` as the kernel's opmath rounds them."""
+    start, end = (_operand(kb, a, dtype) for a in args)
+    w = np.dtype(dtype).type(attrs["weight"])
+    small = abs(w) < 0.5
+    coeff, base = (w, start) if small else (w - np.dtype(dtype).type(1), end)
+    return kb.fma(kb.const(coeff, dtype), kb.binary("sub", end, start, dtype), base, dtype)
+
+
+def _lower_lerp_tensor(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+                       dtype: str) -> int:
+    start, end, w = (_operand(kb, a, dtype) for a in args)
+    small = kb.binary("lt", kb.unary("abs", w, dtype), kb.const(0.5, dtype), "bool")
+    coeff = kb.where(small, w, kb.binary("sub", w, kb.const(1.0, dtype), dtype), dtype)
+    base = kb.where(small, start, end, dtype)
+    return kb.fma(coeff, kb.binary("sub", end, start, dtype), base, dtype)
+
+
+def _lower_addcmul(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+                   dtype: str) -> int:
+    """fma(value * t1, t2, input), PyTorch's kernel: the product by value rounded first."""
+    x, t1, t2 = (_operand(kb, a, dtype) for a in args)
+    scaled = kb.binary("mul", t1, kb.const(np.dtype(dtype).type(attrs["value"]), dtype), dtype)
+    return kb.fma(scaled, t2, x, dtype)
+
+
+def _lower_scaled_sum(sign: int) -> Any:
+    def lower(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
+              dtype: str) -> int:
+        x, other = (_operand(kb, a, dtype) for a in args)
+        alpha = kb.const(np.dtype(dtype).type(sign * attrs["alpha"]), dtype)
+        return kb.fma(alpha, other, x, dtype)
+
+    return lower
+
+
 LERP = register(Primitive(
     "lerp", impl=lambda xp, start, end, *, weight: _lerp_values(xp, start, end, weight),
     infer=_first_dtype_infer, backward=_lerp_bwd, attrs=("weight",), promote=PROMOTE_SAME,
-    elementwise=True,
+    elementwise=True, lower=_lower_lerp, lower_dtypes=_FLOATS,
     flops=flops_elementwise, node_name="LerpBackward0"))
 LERP_TENSOR = register(Primitive(
     "lerp_tensor", impl=_lerp_values, infer=_first_dtype_infer, backward=_lerp_tensor_bwd,
     saves=(0, 1, 2), promote=PROMOTE_SAME, elementwise=True, flops=flops_elementwise,
-    node_name="LerpBackward1"))
+    lower=_lower_lerp_tensor, lower_dtypes=_FLOATS, node_name="LerpBackward1"))
 
 def _addcmul_values(xp: Any, input: Any, t1: Any, t2: Any, *, value: Any) -> Any:  # noqa: A002
     """PyTorch's addcmul kernel on arrays of one float dtype: fma(value * t1, t2, input),
     half in float32, rounded once at the end."""
     dt = input.dtype
     op = np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
-    scaled = xp.asarray(t1, op) * op.type(value)
+    t1, t2 = xp.asarray(t1, op), xp.asarray(t2, op)
+    if value in (1, -1):  # exact on either factor: on the smaller (a captured lr's 0-d)
+        if t1.size < t2.size:
+            t1, t2 = t2, t1
+        scaled, t2 = t1, t2 if value == 1 else -t2
+    else:
+        scaled = t1 * op.type(value)
     out = _fma(xp, xp.asarray(scaled, op), xp.asarray(t2, op), xp.asarray(input, op))
     return out.astype(dt, copy=False)
 
@@ -948,7 +1029,7 @@ def _addcmul_bwd(c: Any, g: Any) -> tuple[Any, Any, Any]:
 ADDCMUL = register(Primitive(
     "addcmul", impl=_addcmul_values,
     infer=_first_dtype_infer, backward=_addcmul_bwd, saves=(1, 2), attrs=("value",),
-    promote=PROMOTE_SAME, elementwise=True,
+    promote=PROMOTE_SAME, elementwise=True, lower=_lower_addcmul, lower_dtypes=_FLOATS,
     flops=flops_elementwise))
 
 def _scaled_sum(sign: int) -> Callable[..., Any]:
@@ -977,11 +1058,11 @@ def _scaled_sum_bwd(sign: int) -> Callable[..., tuple[Any, Any]]:
 ADD_SCALED = register(Primitive(
     "add_scaled", impl=_scaled_sum(1), infer=_first_dtype_infer, backward=_scaled_sum_bwd(1),
     attrs=("alpha",), promote=PROMOTE_SAME, elementwise=True, flops=flops_elementwise,
-    node_name="AddBackward0"))
+    lower=_lower_scaled_sum(1), lower_dtypes=_FLOATS, node_name="AddBackward0"))
 SUB_SCALED = register(Primitive(
     "sub_scaled", impl=_scaled_sum(-1), infer=_first_dtype_infer, backward=_scaled_sum_bwd(-1),
     attrs=("alpha",), promote=PROMOTE_SAME, elementwise=True, flops=flops_elementwise,
-    node_name="SubBackward0"))
+    lower=_lower_scaled_sum(-1), lower_dtypes=_FLOATS, node_name="SubBackward0"))
 
 # --- reductions ----------------------------------------------------------------------------
 

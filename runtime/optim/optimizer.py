@@ -18,7 +18,7 @@ from runtime.nn.module import zero_grads
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
-from runtime.tracing import is_tracing, set_tracer
+from runtime.tracing import set_tracer
 
 
 Params = Iterable[Tensor] | Iterable[dict[str, Any]]
@@ -442,56 +442,69 @@ class Scalars:
 
 # torch's single-tensor updates call add(alpha=), addcmul_ and addcdiv_ with Python numbers,
 # whose CPU kernels round once where a product meets a sum (an fma: add's alpha, addcmul);
-# eagerly the same calls give the same bits. A captured hyperparameter is a tensor, which
-# those methods do not take: it is applied as the kernels' formula in plain ops, which a
-# compiled step's kernels fuse into the update (rounding twice where eager's kernel rounds
-# once, as a captured lerp_ or add(alpha=) does; a captured fma primitive would keep eager's
-# bits). A half parameter takes the plain ops in both modes, so that its compiled step keeps
-# eager's bits (its captured ops round to the half dtype at each op, where eager's fused
-# kernel would round once).
+# eagerly the same calls give the same bits, and so do a compiled step's kernels (the kernel
+# IR's Fma). A captured hyperparameter is a tensor (read at each replay), which those
+# arguments do not take: it is applied as a factor of addcmul, the same fma (alpha * other
+# + t and other * alpha + t round alike), so a compiled step keeps eager's bits. A half
+# parameter takes plain ops in both modes: its captured ops round to the half dtype at each
+# op, as its eager ones.
 
 
-def _plain(t: Tensor, scalar: Any) -> bool:
-    return isinstance(scalar, Tensor) or t.dtype in D.LOW_FLOATS
+def _plain(t: Tensor) -> bool:
+    return t.dtype in D.LOW_FLOATS
 
 
 def add_scaled(t: Tensor, other: Tensor, alpha: Any) -> Tensor:
     """``t.add(other, alpha=alpha)``."""
-    return t.add(other * alpha) if _plain(t, alpha) else t.add(other, alpha=alpha)
+    if _plain(t):
+        return t.add(other * alpha)
+    return t.addcmul(other, alpha) if isinstance(alpha, Tensor) else t.add(other, alpha=alpha)
 
 
 def add_scaled_(t: Tensor, other: Tensor, alpha: Any) -> Tensor:
     """``t.add_(other, alpha=alpha)``."""
-    return t.add_(other * alpha) if _plain(t, alpha) else t.add_(other, alpha=alpha)
+    if _plain(t):
+        return t.add_(other * alpha)
+    return t.addcmul_(other, alpha) if isinstance(alpha, Tensor) \
+        else t.add_(other, alpha=alpha)
 
 
 def sub_scaled_(t: Tensor, other: Tensor, alpha: Any) -> Tensor:
     """``t.add_(other, alpha=-alpha)`` (a step against the gradient: the same bits, negation
     being exact, and no op negating a captured hyperparameter)."""
-    return t.sub_(other * alpha) if _plain(t, alpha) else t.add_(other, alpha=-alpha)
+    if _plain(t):
+        return t.sub_(other * alpha)
+    return t.addcmul_(other, alpha, value=-1) if isinstance(alpha, Tensor) \
+        else t.add_(other, alpha=-alpha)
 
 
 def addcmul(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
-    """``t.addcmul(tensor1, tensor2, value=value)``: t + value * tensor1 * tensor2."""
-    if _plain(t, value):
+    """``t.addcmul(tensor1, tensor2, value=value)``: t + value * tensor1 * tensor2, the
+    product by value rounded first."""
+    if _plain(t):
         return t.add(tensor1 * value * tensor2)
+    if isinstance(value, Tensor):
+        return t.addcmul(tensor1 * value, tensor2)
     return t.addcmul(tensor1, tensor2, value=value)
 
 
 def addcmul_(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
     """``t.addcmul_(tensor1, tensor2, value=value)``."""
-    if _plain(t, value):
+    if _plain(t):
         return t.add_(tensor1 * value * tensor2)
+    if isinstance(value, Tensor):
+        return t.addcmul_(tensor1 * value, tensor2)
     return t.addcmul_(tensor1, tensor2, value=value)
 
 
 def _quotient_first(t: Tensor) -> bool:
-    """Whether t + value * tensor1 / tensor2 is taken as the quotient scaled: in a capture,
-    where the planner fuses that form into a parameter's update (the kernel's order, the
-    product first, split the head's update of a clipped Adam step into two kernels:
-    tests/planner/test_fusion_apart.py), and for a half parameter in both modes, so that its
-    compiled step keeps eager's bits."""
-    return is_tracing() or t.dtype in D.LOW_FLOATS
+    """Whether t + value * tensor1 / tensor2 is taken as the quotient scaled: for a half
+    parameter, in both modes, so that its compiled step keeps eager's bits. Others take the
+    kernel's order (the product first) in both modes too: a compiled Adam step keeps eager's,
+    and PyTorch's, bits (a capture took the quotient first, which fused the head's update of
+    a clipped Adam step into one kernel where the product first makes two; it rounded
+    differently)."""
+    return t.dtype in D.LOW_FLOATS
 
 
 def addcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:

@@ -21,12 +21,14 @@ UNARY = {"neg", "exp", "log", "sin", "cos", "tanh", "sqrt", "abs", "sign", "erf"
 BINARY = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le",
           "gt", "ge", "logical_and", "tanh_backward", "remainder", "floor_divide"}
 OTHER = {"where", "cast", "expand"}
+# rounded once (the IR's Fma), as their primitives: the same bits, not within a tolerance
+FMA = {"add_scaled", "sub_scaled", "addcmul", "lerp", "lerp_tensor"}
 TOL = {"float32": dict(rtol=3e-5, atol=1e-6), "float64": dict(rtol=1e-12, atol=1e-13),
        "int64": dict(rtol=0, atol=0), "bool": dict(rtol=0, atol=0)}
 
 
 def test_every_lowered_primitive_is_covered_here():
-    assert set(LOWERED) == UNARY | BINARY | OTHER
+    assert set(LOWERED) == UNARY | BINARY | OTHER | FMA
 
 
 def _dtypes(name: str) -> list[str]:
@@ -76,6 +78,16 @@ def _case(name: str, dtype: str, domain: tuple[int, ...], shapes: list[tuple[int
     if name == "where":
         return [_array(shapes[0], "bool"), _array(shapes[1], dtype),
                 _array(shapes[2], dtype)], {}
+    if name in ("add_scaled", "sub_scaled"):
+        return [_array(shapes[0], dtype), _array(shapes[1], dtype)], {"alpha": 0.37}
+    if name == "addcmul":
+        return [_array(s, dtype) for s in shapes], {"value": -0.3}
+    if name == "lerp":  # both of its formulas: from start (|w| < 0.5), from end
+        return [_array(shapes[0], dtype), _array(shapes[1], dtype)], {
+            "weight": 0.2 if dtype == "float32" else 0.7}
+    if name == "lerp_tensor":  # weights on both sides of 0.5
+        w = _array(shapes[2], dtype) * np.asarray(0.6, dtype) + np.asarray(0.5, dtype)
+        return [_array(shapes[0], dtype), _array(shapes[1], dtype), np.asarray(w, dtype)], {}
     if name == "cast":
         target = {"float32": "float64", "float64": "int64", "int64": "float32",
                   "bool": "float32"}[dtype]
@@ -119,6 +131,8 @@ def _check(name: str, dtype: str, domain: tuple[int, ...], shapes: list[tuple[in
            scalar: bool) -> None:
     kernel, arrays, expect = registry_kernel(name, dtype, domain, shapes, scalar)
     (got,) = run(build([kernel]), kernel, arrays)
+    if name in FMA:
+        np.testing.assert_array_equal(got, expect, err_msg=f"{name} {dtype} {shapes}")
     np.testing.assert_allclose(got, expect, **TOL[expect.dtype.name],
                                err_msg=f"{name} {dtype} {shapes} scalar={scalar}")
 

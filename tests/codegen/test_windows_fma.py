@@ -87,3 +87,20 @@ def test_fma_is_pytorchs(dtype: str) -> None:
     # addcmul(c, a, b, value=1) is fma(a * 1, b, c) in PyTorch's CPU kernel
     want = torch.addcmul(torch.from_numpy(c), torch.from_numpy(a), torch.from_numpy(b)).numpy()
     _same(prims._fma(np, a, b, c), want)
+
+
+def test_the_emulation_is_pytorchs_near_float64s_largest() -> None:
+    """Where no machine fma runs (a GPU, other layouts), the float64 emulation: operands
+    near overflow (Veltkamp's split of them overflowed: 1e308 * 1e-308 - 1 came out as
+    -1.1e-16, not -8.0e-17) and results that overflow are computed exactly."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    a = np.concatenate([[1e308, 1e-308, 1e308, -1e308, 1.7e308, 3e300],
+                        rng.standard_normal(300) * 1e300])
+    b = np.concatenate([[1e-308, 1e308, 2.0, 1e-300, 1.5, 1e8],
+                        rng.standard_normal(300) * 1e-5])
+    c = np.concatenate([[-1.0, -1.0, -1e308, 1.0, 1e308, -1.5e308],
+                        rng.standard_normal(300) * 1e295])
+    want = torch.addcmul(torch.from_numpy(c), torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    with without_generated_code(), np.errstate(all="ignore"):
+        _same(prims._fma(np, a, b, c), want)

@@ -58,9 +58,10 @@ def test_same_shaped_updates_are_one_function_and_equal_eager(opt_name: str,
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
                                    atol=1e-6)
     kernels = _width8_updates(step)
-    # each of the eight parameters updated by a kernel of its own (none of 8 x the code)...
+    # each of the eight parameters updated by a kernel of its own (none of 8 x the code: a
+    # clipped Adam's moments' kernel writes 4 values, its clipped gradient among them)...
     assert len(kernels) >= 8, step.plan.listing()
-    assert max(len(k.outputs) for k in kernels) <= 3, step.plan.listing()
+    assert max(len(k.outputs) for k in kernels) <= 4, step.plan.listing()
     # ...the same few functions for all eight (a kernel the same as another but for its
     # name is that one's function)
     assert 2 * len(set(distinct(kernels).values())) <= len(kernels), step.plan.listing()

@@ -231,8 +231,11 @@ def test_compiled_training_step_equals_eager(name: str, compile_with: str) -> No
             assert type(g.grad_fn).__name__ == type(w.grad_fn).__name__
             np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=2e-4,
                                        atol=2e-5)
+        # RMSprop divides each gradient by its running scale: a near-zero gradient whose fused
+        # sums round otherwise moves a weight by a part of lr (0.01), not of the weight
+        atol = 1e-3 if name.startswith("rmsprop") else 2e-5
         for g, w in zip(state(compiled), state(eager), strict=True):
-            np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-5)
+            np.testing.assert_allclose(g, w, rtol=2e-4, atol=atol)
     assert fn.captures == 1
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         got[0].backward()

@@ -166,4 +166,5 @@ def test_fused_plans_count_the_work_of_their_kernels(name: str) -> None:
     assert 0.8 <= fused.flops / plain.flops <= 1.3
     moved = [sum(estimate_bytes(s, p) for s in p.steps) for p in (plain, fused)]
     # elementwise work fuses into one pass; mlp_small's matmuls still read and write theirs
-    assert moved[1] < moved[0] / {"eltwise": 20, "chain": 20, "mlp_small": 1.3}[name]
+    # (and its SGD updates are one step each either way, rounded once: 1.3x fewer bytes)
+    assert moved[1] < moved[0] / {"eltwise": 20, "chain": 20, "mlp_small": 1.25}[name]
