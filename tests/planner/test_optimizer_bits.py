@@ -2,7 +2,7 @@
 test_views_optim_bits.py shows are PyTorch's): add(alpha=), addcmul and lerp round once in a
 fused kernel as eagerly (the kernel IR's Fma), a captured hyperparameter is a factor of that
 same fma, and addcdiv multiplies before it divides in both modes. Every optimizer and option
-combination of the eager test, 20 steps from the same weights with the same gradients, the
+combination of tests/optim_cases.py, 20 steps from the same weights with the same gradients, the
 parameters compared with ``np.array_equal``; then a whole training step's update against an
 eager one fed the compiled step's own gradients."""
 
@@ -17,38 +17,7 @@ import pytest
 import planner
 import runtime as rt
 from planner.steps import KernelStep, PrimitiveStep
-
-R = np.random.default_rng(1235)
-W0 = [R.standard_normal((5, 4)).astype(np.float32), R.standard_normal(4).astype(np.float32)]
-C = [R.standard_normal((5, 4)).astype(np.float32), R.standard_normal(4).astype(np.float32)]
-SCALE = np.float32(0.3)
-STEPS = 20
-
-CASES: dict[str, tuple[str, dict[str, Any]]] = {
-    "sgd": ("SGD", {"lr": 0.1}),
-    "sgd_momentum": ("SGD", {"lr": 0.05, "momentum": 0.9}),
-    "sgd_dampening": ("SGD", {"lr": 0.05, "momentum": 0.9, "dampening": 0.1,
-                              "weight_decay": 0.01}),
-    "sgd_nesterov": ("SGD", {"lr": 0.05, "momentum": 0.8, "nesterov": True}),
-    "sgd_maximize": ("SGD", {"lr": 0.05, "momentum": 0.5, "maximize": True}),
-    "adam": ("Adam", {"lr": 0.01}),
-    "adam_wd": ("Adam", {"lr": 0.01, "weight_decay": 0.05, "betas": (0.8, 0.95)}),
-    "adam_amsgrad": ("Adam", {"lr": 0.02, "amsgrad": True, "eps": 1e-6}),
-    "adamw": ("AdamW", {"lr": 0.01}),
-    "adamw_amsgrad": ("AdamW", {"lr": 0.01, "weight_decay": 0.1, "amsgrad": True}),
-    "rmsprop": ("RMSprop", {"lr": 0.01}),
-    "rmsprop_centered_momentum": ("RMSprop", {"lr": 0.005, "momentum": 0.5,
-                                              "centered": True, "weight_decay": 0.01}),
-    "adagrad_lr_decay": ("Adagrad", {"lr": 0.1, "lr_decay": 0.01, "weight_decay": 0.01}),
-    "adamax_wd": ("Adamax", {"lr": 0.02, "weight_decay": 0.05, "betas": (0.8, 0.99)}),
-    "nadam": ("NAdam", {"lr": 0.01}),
-    "nadam_decoupled": ("NAdam", {"lr": 0.01, "weight_decay": 0.05,
-                                  "decoupled_weight_decay": True}),
-    "adadelta_wd": ("Adadelta", {"lr": 0.5, "rho": 0.8, "weight_decay": 0.05, "eps": 1e-5}),
-    "radam": ("RAdam", {"lr": 0.01}),
-    "radam_decoupled": ("RAdam", {"lr": 0.01, "weight_decay": 0.05,
-                                  "decoupled_weight_decay": True}),
-}
+from tests.optim_cases import C, CASES, STEPS, W0, gradient
 
 
 def _run(name: str, options: dict[str, Any], compiled: bool, schedule: bool = False
@@ -62,15 +31,13 @@ def _run(name: str, options: dict[str, Any], compiled: bool, schedule: bool = Fa
 
     run = planner.compile(step) if compiled else step
     for _ in range(STEPS):
-        if sched is not None:
-            sched.step()
         for p, c in zip(params, C, strict=True):
-            w = p.detach().numpy()
-            # a bounded, nonlinear pull towards c: the same float32 bits in both runs
-            p.grad = rt.tensor((w - c) + SCALE * np.sin(np.float32(3) * w))
+            p.grad = rt.tensor(gradient(p.detach().numpy(), c))
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)  # no fallback to eager
             run()
+        if sched is not None:
+            sched.step()
     return [p.detach().numpy().copy() for p in params], run
 
 
