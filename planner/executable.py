@@ -20,6 +20,7 @@ except ImportError:  # numpy < 2
     from numpy import byte_bounds  # type: ignore[attr-defined,no-redef]
 
 from runtime._device import array_module
+from runtime.ops.registry import without_generated_code
 
 from . import native as native_runs
 from .parallel import ParallelRunner
@@ -150,7 +151,7 @@ class Executable:
         self._modules: dict[str, Any] | None = None  # device -> its compiled kernels
         self._programs: dict[bool | str, Program] = {}
         # the fast programs a run calls, by whether its commits may store in place
-        self._entries: dict[bool, Program] = {}
+        self._entries: dict[bool | str, Program] = {}
         # whether the plan has commits (which only an in-place program runs differently, and
         # around whose runs a replay holds SIGINT: planner.compile._Replayer.hold_run)
         self.commits = any(isinstance(s, CommitStep) for s in plan.steps)
@@ -239,7 +240,7 @@ class Executable:
         if checked:
             return self._program(True)
         if not self.native_code:
-            return self._program(False)
+            return self._without_generated_code()
         in_place = in_place and self.commits
         entry = self._entries.get(in_place)
         if entry is not None:
@@ -256,6 +257,22 @@ class Executable:
                     entry = native_runs.native_first(native, self.plain_program)
                 self._entries[in_place] = entry
         return entry
+
+    def _without_generated_code(self) -> Program:
+        """The plain program run with no generated code at all: a primitive that picks
+        ``codegen.windows``' code when it runs (eager fma, the row scatter) would compile it,
+        waiting for the children that fill the cache first (planner.background: a cold
+        mlp_small's second call took 330 ms so, where it takes 65)."""
+        wrapped = self._entries.get("without generated code")
+        if wrapped is None:
+            program = self._program(False)
+
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                with without_generated_code():
+                    return program(*args, **kwargs)
+
+            self._entries["without generated code"] = wrapped
+        return wrapped
 
     def plain_program(self) -> Program:
         """The fast program without native runs: for a call made while another runs the
