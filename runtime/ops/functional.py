@@ -1347,7 +1347,37 @@ def fill_(t: Tensor, value: Any) -> Tensor:
         if value.requires_grad:  # its gradient is the sum of t's
             return named(copy_(t, value), "FillBackward3")
         value = value.item()
+    elif _overlapping(t) and not is_tracing() and not (_grad_state.enabled and t._rg):
+        return _fill_overlapping(t, D.scalar_as(value, t.dtype))
     return named(apply_inplace(P.FILL, t, value=D.scalar_as(value, t.dtype)), "FillBackward2")
+
+
+def _overlapping(t: Tensor) -> bool:
+    """Whether elements of ``t`` share memory (an expand()ed tensor's: a stride 0)."""
+    data = t._data
+    return bool(data.size) and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
+
+
+def _fill_overlapping(t: Tensor, value: Any) -> Tensor:
+    """``fill_`` (and ``zero_``) of a tensor whose elements share memory, as PyTorch allows
+    for a number: every element gets it, its storage's shared ones once. numpy's broadcast
+    views are read-only: the write goes through a writable alias of the storage's root."""
+    from .memory_names import _storage_geometry
+
+    data = t._data
+    if isinstance(data, np.ndarray):
+        geometry = _storage_geometry(data)
+        if geometry is None or not geometry[0].flags.writeable:
+            raise RuntimeError("unsupported operation: more than one element of the "
+                               "written-to tensor refers to a single memory location. Please "
+                               "clone() the tensor before performing the operation.")
+        root, offset, _ = geometry
+        flat = root.reshape(-1, order="A").view(data.dtype)
+        data = np.ndarray(data.shape, data.dtype, buffer=flat,
+                          offset=offset * data.dtype.itemsize, strides=data.strides)
+    data[...] = value  # (a CuPy view is writable as it is)
+    t._vc.v += 1
+    return t
 
 
 def zeros_like(x: Tensor) -> Tensor:
