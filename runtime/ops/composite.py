@@ -576,6 +576,12 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     zero gradient it passes back)."""
     z = F.mul(input, beta)
     linear = F.gt(z, threshold)
+    if beta == 0:  # log(2) / 0: inf, whose gradient PyTorch takes as sigmoid(beta x) (0.5;
+        # nan for an infinite x), where the quotient's would be 0 * inf, a nan: inf plus
+        # s x - s x for that s, the value inf (nan for an infinite x) and the gradient s
+        s = sigmoid(z).detach()
+        soft = F.add(F.mul(F.sub(input, input.detach()), s), math.inf)
+        return F.where(linear, input, soft)
     soft = F.log1p(F.exp(F.where(linear, 0.0, z)))
     return F.where(linear, input, F.div(soft, beta) if beta != 1.0 else soft)
 

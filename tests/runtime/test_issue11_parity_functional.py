@@ -213,3 +213,20 @@ def test_one_value_per_group_and_stats_with_grad_as_torch(call: str) -> None:
         except (ValueError, RuntimeError) as e:
             texts.append(f"{type(e).__name__}: {e}")
     assert texts[1] == texts[0]
+
+
+@pytest.mark.parametrize("threshold", [20.0, 0.0, -1.0])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_softplus_with_beta_zero_and_its_gradient_are_torchs(threshold: float,
+                                                             dtype: str) -> None:
+    """beta = 0: log(2) / 0 = inf, whose gradient PyTorch takes as sigmoid(0) = 0.5 (nan for
+    an infinite or nan x); the quotient's own gradient was 0 * inf, a nan everywhere."""
+    x = np.array([-2.0, 0.0, 1.5, np.inf, -np.inf, np.nan], dtype=dtype)
+    got, want = [], []
+    for lib, out in ((rt, got), (torch, want)):
+        t = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.softplus(t, beta=0, threshold=threshold)
+        y.sum().backward()
+        out += [y.detach().numpy(), t.grad.numpy()]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
