@@ -1347,7 +1347,8 @@ def fill_(t: Tensor, value: Any) -> Tensor:
         if value.requires_grad:  # its gradient is the sum of t's
             return named(copy_(t, value), "FillBackward3")
         value = value.item()
-    elif _overlapping(t) and not is_tracing() and not (_grad_state.enabled and t._rg):
+    elif not is_tracing() and not (_grad_state.enabled and t._rg) and _overlapping(t):
+        # (a capture's values have no strides to read)
         return _fill_overlapping(t, D.scalar_as(value, t.dtype))
     return named(apply_inplace(P.FILL, t, value=D.scalar_as(value, t.dtype)), "FillBackward2")
 
