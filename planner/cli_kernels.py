@@ -22,7 +22,8 @@ def fused_ops(kernel: kir.Kernel) -> list[str]:
     keeps no record of the plan steps it replaced, only what they computed)."""
     ops: list[str] = []
     for e in kernel.exprs:
-        op = {kir.Where: "where", kir.Fma: "fma", kir.Cast: f"cast[{getattr(e, 'dtype', '')}]"}.get(type(e))
+        op = {kir.Where: "where", kir.Fma: "fma",
+              kir.Cast: f"cast[{getattr(e, 'dtype', '')}]"}.get(type(e))
         if isinstance(e, (kir.Unary, kir.Binary)):
             op = e.op
         elif isinstance(e, kir.Reduce):

@@ -262,7 +262,7 @@ class Executable:
         """The plain program run with no generated code at all: a primitive that picks
         ``codegen.windows``' code when it runs (eager fma, the row scatter) would compile it,
         waiting for the children that fill the cache first (planner.background: a cold
-        mlp_small's second call took 330 ms so, where it takes 65)."""
+        mlp_small's second call took 330 ms so, where it takes 25 to 49)."""
         wrapped = self._entries.get("without generated code")
         if wrapped is None:
             program = self._program(False)

@@ -165,9 +165,9 @@ def segments(plan: Plan) -> list[Segment]:
     call are dropped, and the rest regrouped without them, so no kernel ever reads a value
     that a dropped segment's step would compute after it."""
     grouped = [s for s in _group(plan, None) if len(s.steps) > 1 or _lone_kernel(s)]
-    worth = [s for s in grouped
-             if math.prod(s.shape) >= MIN_ELEMENTS or len(s.steps) >= MIN_STEPS_WHEN_SMALL
-             or s.steps[0].name in FMA_KERNELS]
+    # a lone step is here only where _lone_kernel found it worth a kernel
+    worth = [s for s in grouped if len(s.steps) == 1 or math.prod(s.shape) >= MIN_ELEMENTS
+             or len(s.steps) >= MIN_STEPS_WHEN_SMALL]
     if len(worth) == len(grouped):
         # only lone steps dropped: no step joined them, so grouping again without them
         # would give the same segments
@@ -177,15 +177,18 @@ def segments(plan: Plan) -> list[Segment]:
 
 
 def _lone_kernel(seg: Segment) -> bool:
-    """Whether a segment of one step is a kernel (LONE_KERNELS, MIN_ELEMENTS; a cast to
-    bfloat16 too: ml_dtypes converts an element at a time, 114 us for a 256 x 512 float32
-    weight autocast casts each step, where a kernel's vector of integer ops rounds alike)."""
+    """Whether a segment of one step is a kernel: FMA_KERNELS at any size; LONE_KERNELS and a
+    cast to bfloat16 from MIN_ELEMENTS (ml_dtypes converts an element at a time, 114 us for a
+    256 x 512 float32 weight autocast casts each step, where a kernel's vector of integer ops
+    rounds alike)."""
     if len(seg.steps) != 1 or seg.n_reduce:
         return False
-    name = seg.steps[0].name
-    return name in FMA_KERNELS or (name in LONE_KERNELS or (
-        name == "cast" and seg.steps[0].dtype.name in kir.STORAGE_ONLY)) \
-        and math.prod(seg.shape) >= MIN_ELEMENTS
+    step = seg.steps[0]
+    if step.name in FMA_KERNELS:  # at any size
+        return True
+    slow = step.name in LONE_KERNELS or (
+        step.name == "cast" and step.dtype.name in kir.STORAGE_ONLY)
+    return slow and math.prod(seg.shape) >= MIN_ELEMENTS
 
 
 def _shapes_dtypes(plan: Plan) -> tuple[dict[int, tuple[int, ...]], dict[int, str]]:

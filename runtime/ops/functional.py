@@ -19,7 +19,7 @@ from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
-from .inplace import apply_inplace
+from .inplace import ERR_INTERNAL_OVERLAP, apply_inplace, overlaps_internally
 from .shapes import ShapeError, expand_error, int_dim, wrap_dim, wrap_dims
 
 # numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
@@ -1347,16 +1347,11 @@ def fill_(t: Tensor, value: Any) -> Tensor:
         if value.requires_grad:  # its gradient is the sum of t's
             return named(copy_(t, value), "FillBackward3")
         value = value.item()
-    elif not is_tracing() and not (_grad_state.enabled and t._rg) and _overlapping(t):
+    elif not is_tracing() and not (_grad_state.enabled and t._rg) \
+            and overlaps_internally(t._data):
         # (a capture's values have no strides to read)
         return _fill_overlapping(t, D.scalar_as(value, t.dtype))
     return named(apply_inplace(P.FILL, t, value=D.scalar_as(value, t.dtype)), "FillBackward2")
-
-
-def _overlapping(t: Tensor) -> bool:
-    """Whether elements of ``t`` share memory (an expand()ed tensor's: a stride 0)."""
-    data = t._data
-    return bool(data.size) and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
 
 
 def _fill_overlapping(t: Tensor, value: Any) -> Tensor:
@@ -1369,9 +1364,7 @@ def _fill_overlapping(t: Tensor, value: Any) -> Tensor:
     if isinstance(data, np.ndarray):
         geometry = _storage_geometry(data)
         if geometry is None or not geometry[0].flags.writeable:
-            raise RuntimeError("unsupported operation: more than one element of the "
-                               "written-to tensor refers to a single memory location. Please "
-                               "clone() the tensor before performing the operation.")
+            raise RuntimeError(ERR_INTERNAL_OVERLAP)
         root, offset, _ = geometry
         flat = root.reshape(-1, order="A").view(data.dtype)
         data = np.ndarray(data.shape, data.dtype, buffer=flat,

@@ -91,6 +91,13 @@ def check_fits(t: Tensor, shape: tuple[int, ...], dtype: D.DType) -> None:
                            f"the desired output type {D.scalar_type_name(t.dtype)}")
 
 
+def overlaps_internally(data: Any) -> bool:
+    """Whether elements of the array share memory: a stride 0 over more than one element (an
+    expand()ed tensor's; an empty array has no element to overlap, though numpy gives every
+    axis of it stride 0)."""
+    return bool(data.size) and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
+
+
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
     """Compute ``prim(t, *args)`` out of place, write it into ``t``'s storage, bump the version
     and move ``t``'s history onto the new node (or its base's, through CopySlices)."""
@@ -110,9 +117,8 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
     if t._vc.inference and not is_inference_mode_enabled():
         raise RuntimeError(ERR_INFERENCE_INPLACE)
-    if t._data.size and any(st == 0 and n > 1 for st, n in zip(t._data.strides, t._data.shape)):
-        raise RuntimeError(ERR_INTERNAL_OVERLAP)  # e.g. an expand()ed tensor (an empty one:
-        # numpy gives every axis stride 0, and no element overlaps another)
+    if overlaps_internally(t._data):
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
     if not needs_graph and prim.promote == PROMOTE_SAME and _same_dtype(t, args):

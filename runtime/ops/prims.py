@@ -1784,12 +1784,8 @@ def _index_backward_impl(xp: Any, g: Any, *idx: Any, key: Any, shape: tuple[int,
         try:  # (cupyx.scatter_add, the same scatter, is deprecated in CuPy 14)
             xp.add.at(out, full, g)
         except (NotImplementedError, TypeError):  # a dtype CuPy's atomics lack (bfloat16)
-            def on_host(g: np.ndarray, *idx: np.ndarray) -> np.ndarray:
-                host = np.zeros(shape, dtype=g.dtype)
-                scatter_add(host, fill_key(key, idx), g)
-                return host
-
-            return _on_host(xp, on_host, g, *idx)
+            return _on_host(xp, functools.partial(_index_backward_impl, np, key=key,
+                                                  shape=shape), g, *idx)
     return out
 
 

@@ -451,6 +451,11 @@ class Scalars:
 
 
 def _plain(t: Tensor) -> bool:
+    """Whether ``t``'s update takes plain ops, rounded at each: a half parameter's, in both
+    modes, so that its compiled step keeps eager's bits. Others round as PyTorch's kernels
+    in both modes, addcdiv's product before its quotient too (a capture took the quotient
+    first, which fused the head's update of a clipped Adam step into one kernel where the
+    product first makes two; it rounded differently)."""
     return t.dtype in D.LOW_FLOATS
 
 
@@ -497,21 +502,11 @@ def addcmul_(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
     return t.addcmul_(tensor1, tensor2, value=value)
 
 
-def _quotient_first(t: Tensor) -> bool:
-    """Whether t + value * tensor1 / tensor2 is taken as the quotient scaled: for a half
-    parameter, in both modes, so that its compiled step keeps eager's bits. Others take the
-    kernel's order (the product first) in both modes too: a compiled Adam step keeps eager's,
-    and PyTorch's, bits (a capture took the quotient first, which fused the head's update of
-    a clipped Adam step into one kernel where the product first makes two; it rounded
-    differently)."""
-    return t.dtype in D.LOW_FLOATS
-
-
 def addcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
-    """``t.addcdiv_(tensor1, tensor2, value=value)``: t + value * tensor1 / tensor2, eagerly
-    in the kernel's order and rounding (the product first; a 0-d tensor value of t's dtype
-    gives its bits)."""
-    if _quotient_first(t):
+    """``t.addcdiv_(tensor1, tensor2, value=value)``: t + value * tensor1 / tensor2 in the
+    kernel's order and rounding, eagerly and captured (the product first; a 0-d tensor value
+    of t's dtype gives its bits); a half parameter's as the quotient scaled (``_plain``)."""
+    if _plain(t):
         return t.add_((tensor1 / tensor2).mul_(value))
     return t.add_(tensor1 * value / tensor2)
 
@@ -519,6 +514,6 @@ def addcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
 def subcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, value: Any) -> Tensor:
     """``t.addcdiv_(tensor1, tensor2, value=-value)`` (the same bits, negation being exact,
     and no op negating a captured hyperparameter)."""
-    if _quotient_first(t):
+    if _plain(t):
         return t.sub_((tensor1 / tensor2).mul_(value))
     return t.sub_(tensor1 * value / tensor2)
