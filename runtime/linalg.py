@@ -139,9 +139,10 @@ def det(A: Tensor) -> Tensor:
 @takes_out_each("linalg_slogdet")
 @_node_named("LinalgSlogdetBackward0")
 def slogdet(A: Tensor) -> SlogdetResult:
-    """(sign, log|det|): the sign from det (no gradient), log|det| a primitive (no overflow)."""
+    """(sign, log|det|): the sign of det (with history but no gradient, as PyTorch's) and
+    log|det|, each a primitive (no overflow)."""
     L.check_square("slogdet", A)
-    return SlogdetResult(F.sign(det(A.detach())), apply(L.LOGABSDET, A))
+    return SlogdetResult(apply(L.DET_SIGN, A), apply(L.LOGABSDET, A))
 
 
 def logdet(A: Tensor) -> Tensor:
@@ -292,7 +293,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     rank = F.sum(F.cast(F.gt(S, F.mul(F.amax(S, -1, keepdim=True), tol)), D.int64), -1)
     empty = zeros(0, dtype=A.dtype, device=A.device)
     m, n = A.shape[-2], A.shape[-1]
-    residuals = empty
+    # an empty residuals has history where the solution has, as PyTorch's (one node)
+    residuals = F.reshape(X, (-1,))[:0] if X.requires_grad else empty
     if m > n and (driver == "gels" or driver in ("gelsd", "gelss") and bool(
             np.all(_host_values(rank, "lstsq's residuals") == n))):
         error = F.sub(F.matmul(A, X), rhs)

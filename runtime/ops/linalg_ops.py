@@ -137,10 +137,16 @@ INV = register(Primitive(
     saves=("out",), flops=_cubic_flops, node_name="LinalgInvExBackward0"))
 
 
+def _nan_where_nan(xp: Any, a: Any, out: Any) -> Any:
+    """``out`` (per matrix of ``a``) NaN where the matrix holds a NaN, as PyTorch's LU gives
+    (LAPACK's pivot search skips a NaN, so numpy's det of one read 0 or -inf in places)."""
+    return xp.where(xp.isnan(a).any(axis=(-2, -1)), xp.asarray(math.nan, out.dtype), out)
+
+
 def _det_impl(xp: Any, a: Any) -> Any:
     lib = _device_linalg(xp)
     out = lib.det(a) if lib is not None else _on_host(xp, np.linalg.det, a)
-    return xp.asarray(out).astype(a.dtype)
+    return _nan_where_nan(xp, a, xp.asarray(out).astype(a.dtype))
 
 
 def _det_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
@@ -183,7 +189,7 @@ def _logabsdet_impl(xp: Any, a: Any) -> Any:
 
     lib = _device_linalg(xp)
     out = lib.slogdet(a)[1] if lib is not None else _on_host(xp, host, a)
-    return xp.asarray(out).astype(a.dtype)
+    return _nan_where_nan(xp, a, xp.asarray(out).astype(a.dtype))
 
 
 def _logabsdet_infer(meta: Any) -> tuple[tuple[int, ...], Any]:
@@ -204,6 +210,19 @@ def _logabsdet_bwd(c: Any, g: Any) -> tuple[Any]:
 LOGABSDET = register(Primitive(
     "linalg_logabsdet", impl=_logabsdet_impl, infer=_logabsdet_infer,
     backward=_logabsdet_bwd, saves=(0, "out"), flops=_cubic_flops))
+
+
+def _det_sign_impl(xp: Any, a: Any) -> Any:
+    det = _det_impl(xp, a)
+    return xp.where(xp.isnan(det), xp.asarray(0, det.dtype), xp.sign(det))  # torch.sign(nan)
+
+
+# slogdet's sign: an output with history, as PyTorch's (it requires grad where A does), whose
+# gradient is undefined (PyTorch's formula ignores a real sign's): a backward through it
+# alone leaves A.grad None
+DET_SIGN = register(Primitive(
+    "linalg_det_sign", impl=_det_sign_impl, infer=_logabsdet_infer,
+    backward=lambda c, g: (None,), flops=_cubic_flops))
 
 
 def _cholesky_impl(xp: Any, a: Any) -> Any:

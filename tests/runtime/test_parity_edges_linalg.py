@@ -172,3 +172,59 @@ def test_logdet_of_a_nan_matrix_is_nan() -> None:
     zero det: -inf)."""
     a = np.stack([np.eye(2) * 2.0, np.array([[np.nan, 0.0], [0.0, 1.0]]), np.zeros((2, 2))])
     _same(torch.logdet(torch.tensor(a)).numpy(), rt.logdet(rt.tensor(a)).numpy(), "logdet")
+
+
+NAN_MATRICES = {
+    "nan_first_pivot": np.array([[np.nan, 1.0], [1.0, 1.0]]),  # numpy's det read 0 here
+    "nan_last": np.array([[1.0, 1.0], [1.0, np.nan]]),
+    "batch": np.stack([np.array([[np.nan, 1.0], [1.0, 1.0]]), np.array([[2.0, 1.0], [1.0, 1.0]])]),
+}
+
+
+@pytest.mark.parametrize("matrix", list(NAN_MATRICES))
+def test_det_slogdet_logdet_of_a_matrix_with_a_nan_are_pytorchs(matrix: str) -> None:
+    """A matrix holding a NaN has det NaN, slogdet (0, NaN) and logdet NaN, as PyTorch's LU
+    gives, whichever entry the NaN is (LAPACK's pivot search skips it: numpy read 0, -inf)."""
+    a = NAN_MATRICES[matrix]
+    for name, fn in {"det": lambda m, x: m.linalg.det(x), "logdet": lambda m, x: m.logdet(x),
+                     "sign": lambda m, x: m.linalg.slogdet(x)[0],
+                     "logabsdet": lambda m, x: m.linalg.slogdet(x)[1]}.items():
+        with np.errstate(invalid="ignore"):
+            got = fn(rt, rt.tensor(a)).numpy()
+        want = fn(torch, torch.tensor(a)).numpy()
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} of {matrix}")
+
+
+def test_slogdet_sign_has_history_without_a_gradient() -> None:
+    """slogdet's sign requires grad where A does, on slogdet's node, as PyTorch's; a backward
+    through the sign alone leaves A.grad None (its gradient is undefined), and through both
+    it is log|det|'s alone."""
+    a = np.array([[2.0, -1.0, 0.5], [0.3, 1.5, -2.0], [1.0, 0.0, 3.0]])
+    grads = []
+    for m in (rt, torch):
+        x = m.tensor(a, requires_grad=True)
+        sign, logabs = m.linalg.slogdet(x)
+        assert sign.requires_grad and not sign.is_leaf
+        assert type(sign.grad_fn).__name__ == "LinalgSlogdetBackward0"
+        sign.sum().backward()
+        assert x.grad is None
+        sign, logabs = m.linalg.slogdet(x)
+        (sign * logabs).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("driver", ["gelsy", "gelsd", "gelss", "gels"])
+@pytest.mark.parametrize("which", ["A", "B", "neither"])
+def test_lstsq_results_require_grad_as_pytorchs(driver: str, which: str) -> None:
+    """lstsq's empty residuals (a square A) have history where the solution has, on lstsq's
+    node, as PyTorch's; the rank and singular values never require grad."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+    seen = []
+    for m in (rt, torch):
+        r = m.linalg.lstsq(m.tensor(a, requires_grad=which == "A"),
+                           m.tensor(b, requires_grad=which == "B"), driver=driver)
+        seen.append([(t.requires_grad, tuple(t.shape),
+                      type(t.grad_fn).__name__ if t.grad_fn is not None else None) for t in r])
+    assert seen[0] == seen[1]
