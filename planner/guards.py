@@ -451,33 +451,131 @@ _ADD = {"+": 1, "+=": 1, "-": -1, "-=": -1, "BINARY_ADD": 1, "INPLACE_ADD": 1,
 _BINARY_3_10 = ("BINARY_", "INPLACE_")
 
 
-def accesses(fn: Callable[..., Any], arguments: dict[str, Any]) -> Accesses:
+def accesses(fn: Callable[..., Any], arguments: dict[str, Any],
+             bound: dict[str, Path] | None = None, calls: _Calls | None = None) -> Accesses:
     """Where ``fn``'s own code (and code nested in it: comprehensions, lambdas) reads and
     stores values through paths rooted at its globals, closure cells and, in its own code,
-    the ``arguments`` it is called with (name -> value) that it never rebinds. Helpers it
-    calls are not inspected. Bytecode of Python 3.10 to 3.13 (checked on each): each
-    instruction either extends the simulated stack's paths (LOAD_GLOBAL / LOAD_DEREF /
-    LOAD_FAST, LOAD_ATTR, LOAD_CONST and BINARY_SUBSCR, COPY / SWAP and their 3.10 forms) or,
-    not modelled, empties it; a read it does not model (3.14's subscript as a BINARY_OP, its
-    LOAD_SMALL_INT) is a path not followed, whose value keeps what the capture found."""
+    the ``arguments`` it is called with (name -> value) that it never rebinds, and the
+    parameters ``bound`` to a caller's paths (name -> path: ``_Calls``). Bytecode of Python
+    3.10 to 3.13 (checked on each): each instruction either extends the simulated stack's
+    paths (LOAD_GLOBAL / LOAD_DEREF / LOAD_FAST, LOAD_ATTR, LOAD_CONST and BINARY_SUBSCR,
+    COPY / SWAP and their 3.10 forms) or, not modelled, empties it; a read it does not model
+    (3.14's subscript as a BINARY_OP, its LOAD_SMALL_INT) is a path not followed, whose value
+    keeps what the capture found. On 3.11 and 3.12, a call of the user's function, method or
+    module with paths among its arguments walks the callee with its parameters bound to them
+    (``calls``: how deep and how many, ``_Calls``), so a helper's ``cfg["p"]``, a forward's
+    ``self.cfg["p"]`` or ``state["n"] += 1`` are the caller's paths."""
     code = fn.__code__
     found = Accesses()
     cells = dict(zip(code.co_freevars, getattr(fn, "__closure__", None) or ()))
     globs = fn.__globals__
     stored = _stored_names(code)
     objects = {name: value for name, value in arguments.items() if name not in stored}
+    given = {name: path for name, path in (bound or {}).items() if name not in stored}
 
     def root(op: str, name: str, top: bool) -> Path | None:
         if op == "LOAD_GLOBAL":
             return Path("global", globs, name)
         if name in cells and (not top or name not in code.co_cellvars):
             return Path("cell", cells[name], name)
+        if top and name in given:
+            return given[name]
         if top and name in objects:
             return Path("object", objects[name], name)
         return None
 
-    _walk(code, root, found, top=True)
+    _walk(code, root, found, top=True, calls=calls or _Calls(fn))
     return found
+
+
+@dataclass
+class _Calls:
+    """The calls one ``accesses`` walk follows into: the functions on the way (``active``: a
+    recursive call is not walked again), and a budget shared by the whole walk (MAX_HELPERS
+    callees at most, MAX_CALL_DEPTH deep)."""
+
+    start: Any
+    depth: int = 0
+    budget: list[int] = field(default_factory=lambda: [MAX_HELPERS])
+    active: tuple[int, ...] = ()
+
+    def into(self, fn: Any) -> _Calls | None:
+        """The state for walking ``fn`` called from here; None where it is not walked."""
+        if self.depth >= MAX_CALL_DEPTH or self.budget[0] <= 0 or id(fn) in self.active \
+                or fn is self.start:
+            return None
+        self.budget[0] -= 1
+        return _Calls(self.start, self.depth + 1, self.budget,
+                      (*self.active, id(self.start), id(fn)))
+
+
+# how deep calls of the user's functions are followed from a step (each callee a dis walk)
+MAX_CALL_DEPTH = 6
+
+
+@dataclass(frozen=True)
+class _MethodOf:  # LOAD_METHOD's callable slot: ``ref``'s attribute ``name``, called
+    ref: _Ref
+    name: str
+
+
+def _callee(below: Any, callable_: Any) -> tuple[Any, Path | None] | None:
+    """The user's function a call runs, from the two stack entries under its arguments (3.11
+    and 3.12: NULL and the callable, or a method and its self), and the path its first
+    parameter is bound to (a method's or a module's ``self``; None: none); None where the
+    call is not followed (not the user's code, or finding it would run code)."""
+    try:
+        if isinstance(below, _MethodOf):  # obj.name(...)
+            obj, _ = below.ref.path.follow()
+            if obj is MISSING or isinstance(obj, type):
+                return None
+            static = _class_attribute(type(obj), below.name)
+            if isinstance(static, staticmethod):
+                return (static.__func__, None) if _users(static.__func__) else None
+            if _users(static):
+                return static, below.ref.path
+            if static is not MISSING:
+                return None
+            # an attribute called: a submodule (``self.block(x)``), a function it keeps
+            path = below.ref.path.then(True, below.name)
+        elif isinstance(callable_, _Ref):
+            path = callable_.path
+        else:
+            return None
+        value, _ = path.follow()
+    except _Unsafe:
+        return None
+    if _users(value):
+        return value, None
+    if isinstance(value, Module):  # its __call__ runs its forward, self bound to it
+        forward = _class_attribute(type(value), "forward")
+        return (forward, path) if _users(forward) else None
+    return None
+
+
+def _bind(fn: Any, self_path: Path | None, args: list[Any], names: tuple[str, ...]
+          ) -> dict[str, Path]:
+    """The paths a call binds ``fn``'s parameters to: ``self_path`` to the first, then the
+    positional arguments on the stack that are paths, then those passed by keyword
+    (``names``, the last of ``args``)."""
+    code = fn.__code__
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    positional = params[:code.co_argcount]
+    bound: dict[str, Path] = {}
+    offset = 0
+    if self_path is not None:
+        if not positional:
+            return {}
+        bound[positional[0]] = self_path
+        offset = 1
+    split = len(args) - len(names)
+    for i, arg in enumerate(args[:split]):
+        if isinstance(arg, _Ref) and offset + i < len(positional):
+            bound[positional[offset + i]] = arg.path
+    for name, arg in zip(names, args[split:]):
+        if isinstance(arg, _Ref) and name in params:
+            bound[name] = arg.path
+    return bound
 
 
 def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses:
@@ -622,6 +720,8 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
                 for fn in _class_functions(cls):
                     reach(fn)
 
+    budget = [MAX_HELPERS]
+
     def reach_paths(paths: list[Path]) -> None:
         for path in dict.fromkeys(paths):
             try:
@@ -630,6 +730,28 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
                 continue
             if value is not MISSING:
                 reach(value)
+            if isinstance(value, Module) and id(value) not in seen_modules:
+                seen_modules.add(id(value))
+                forwards_of(value, path)
+
+    seen_modules: set[int] = set()
+
+    def forwards_of(module: Module, path: Path) -> None:
+        """Each user's forward under ``module`` (a container's children's too, which the
+        library's forward calls) walked with its ``self`` bound to its path from ``path``
+        (``self.cfg["p"]``, ``self.mask``: the module's attributes it reads)."""
+        for name, sub in module.named_modules():
+            forward = _class_attribute(type(sub), "forward")
+            if not _users(forward) or budget[0] <= 0:
+                continue
+            where = path
+            for part in name.split(".") if name else ():
+                where = where.then(True, part)
+            bound = _bind(forward, where, [], ())
+            if bound:
+                budget[0] -= 1
+                more = accesses(forward, {}, bound, _Calls(forward, budget=budget))
+                _merge(found, more)
 
     for value in values:
         reach(value)
@@ -639,10 +761,7 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
         fn = queue.pop(0)
         done += 1
         more = _helper_walk(fn)
-        offset = len(found.reads)
-        found.reads.extend(more.reads)
-        found.writes.update(more.writes)
-        found.increments.update({i + offset: d for i, d in more.increments.items()})
+        _merge(found, more)
         reach_paths(more.reads)
 
 
@@ -663,8 +782,9 @@ def _stored_names(code: Any) -> set[str]:
 
 
 def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Accesses,
-          top: bool) -> None:
+          top: bool, calls: _Calls | None = None) -> None:
     stack: list[Any] = []
+    kw_names: tuple[str, ...] = ()
 
     def pop() -> Any:
         return stack.pop() if stack else None
@@ -700,8 +820,9 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
         elif op in ("LOAD_ATTR", "LOAD_METHOD"):
             obj = pop()
             method = op == "LOAD_METHOD" or (sys.version_info >= (3, 12) and ins.arg & 1)
-            if method:  # a method is called, not read as a value
-                stack.extend((None, None))
+            if method:  # a method is called, not read as a value: (method, self) on 3.11+
+                stack.extend((_MethodOf(obj, arg), obj) if isinstance(obj, _Ref)
+                             and _CALLS_MODELLED else (None, None))
             else:
                 push_read(obj.path.then(True, arg) if isinstance(obj, _Ref) else None)
         elif op == "BINARY_SUBSCR":
@@ -743,11 +864,55 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
             pop()
         elif op in ("PUSH_NULL", "LOAD_CLOSURE"):
             stack.append(None)
+        elif op == "KW_NAMES" and _CALLS_MODELLED:
+            kw_names = code.co_consts[ins.arg]
+        elif op == "CALL" and _CALLS_MODELLED:
+            argc = ins.arg
+            if len(stack) < argc + 2:
+                stack.clear()
+            else:
+                args = stack[len(stack) - argc:]
+                below, callable_ = stack[-argc - 2], stack[-argc - 1]
+                del stack[-argc - 2:]
+                if calls is not None and top:
+                    _walk_call(found, calls, below, callable_, args, kw_names)
+                stack.append(None)  # what it returns
+            kw_names = ()
         elif op not in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL"):
             stack.clear()
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _walk(const, root, found, top=False)
+
+
+# the calls _walk follows: 3.11's and 3.12's CALL (NULL and callable, or method and self,
+# under the arguments; KW_NAMES before it); other versions' calls are not followed
+_CALLS_MODELLED = (3, 11) <= sys.version_info[:2] <= (3, 12)
+
+
+def _walk_call(found: Accesses, calls: _Calls, below: Any, callable_: Any, args: list[Any],
+               kw_names: tuple[str, ...]) -> None:
+    """Where the user's function a call runs reads and writes through the caller's paths
+    its parameters are bound to (its own globals and cells too), added to ``found``."""
+    target = _callee(below, callable_)
+    if target is None:
+        return
+    fn, self_path = target
+    bound = _bind(fn, self_path, args, kw_names)
+    if not bound:  # no path passed: helper_accesses walks its globals and cells
+        return
+    inner = calls.into(fn)
+    if inner is None:
+        return
+    _merge(found, accesses(fn, {}, bound, inner))
+
+
+def _merge(found: Accesses, more: Accesses) -> None:
+    """``more``'s reads, writes and increments added to ``found`` (its reads after)."""
+    offset = len(found.reads)
+    found.reads.extend(more.reads)
+    found.writes.update(more.writes)
+    found.increments.update({i + offset: d for i, d in more.increments.items()})
 
 
 def _hashable(key: Any) -> bool:

@@ -1,0 +1,232 @@
+"""Values the step reaches through the parameters of the user's functions it calls are
+guarded as its own paths are (planner.guards: a call of the user's function, method or module
+binds the callee's parameters to the caller's paths): a helper reading ``cfg["scale"]`` from a
+dict handed to it, a forward reading ``self.cfg["p"]`` or a private attribute, a child of a
+library container (nn.Sequential) doing so, a method of a plain object reading ``self.k``.
+Changing such a value captures again, with the log naming its path; a counter a helper
+increments through its parameter counts every call; before, each of these replayed the
+captured value silently."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+nn = rt.nn
+
+needs_calls = pytest.mark.skipif(
+    not (3, 11) <= sys.version_info[:2] <= (3, 12),
+    reason="calls are followed on the bytecode of Python 3.11 and 3.12 (planner.guards)")
+pytestmark = needs_calls
+
+
+def _run(step: Any, change: Any, calls: int = 4) -> tuple[list[float], list[float], Any]:
+    """The step's results eager and compiled, ``change(i)`` made before call i (each run
+    starts from ``change(0)``)."""
+    x = rt.ones(3)
+    results = []
+    compiled = planner.compile(step)
+    for fn in (step, compiled):
+        out = []
+        for i in range(calls):
+            change(i)
+            out.append(float(fn(x)))
+        results.append(out)
+    return results[0], results[1], compiled
+
+
+def scaled(x: Any, cfg: dict[str, float]) -> Any:
+    return (x * cfg["scale"]).sum()
+
+
+def test_a_dict_a_helper_reads_through_its_parameter_is_guarded(
+        caplog: pytest.LogCaptureFixture) -> None:
+    state = {"scale": 1.0}
+
+    def step(x: Any) -> Any:
+        return scaled(x, state)
+
+    def change(i: int) -> None:
+        state["scale"] = float(i % 2 + 1)
+
+    with caplog.at_level(logging.INFO, logger="planner"):
+        want, got, compiled = _run(step, change)
+    assert got == want == [3.0, 6.0, 3.0, 6.0]
+    assert "the Python value state['scale'] is 2.0 (it was 1.0)" in caplog.text
+
+
+def test_a_keyword_argument_and_a_nested_call_are_followed() -> None:
+    state = {"inner": {"scale": 1.0}}
+
+    def outer(x: Any, *, settings: dict[str, Any]) -> Any:
+        return scaled(x, cfg=settings["inner"])
+
+    def step(x: Any) -> Any:
+        return outer(x, settings=state)
+
+    def change(i: int) -> None:
+        state["inner"]["scale"] = float(i + 1)
+
+    want, got, compiled = _run(step, change)
+    assert got == want == [3.0, 6.0, 9.0, 12.0]
+
+
+def test_an_unchanged_value_behind_a_parameter_captures_once() -> None:
+    state = {"scale": 2.0}
+
+    def step(x: Any) -> Any:
+        return scaled(x, state)
+
+    want, got, compiled = _run(step, lambda i: None)
+    assert got == want == [6.0] * 4
+    assert compiled.captures == 1
+
+
+def bump(counter: dict[str, int]) -> None:
+    counter["n"] += 1
+
+
+def test_a_counter_a_helper_increments_through_its_parameter_counts_every_call() -> None:
+    counter = {"n": 0}
+
+    def step(x: Any) -> Any:
+        bump(counter)
+        return x.sum()
+
+    compiled = planner.compile(step)
+    for _ in range(4):
+        compiled(rt.ones(2))
+    assert counter["n"] == 4
+    assert compiled.captures == 1
+
+
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.cfg = {"p": 1.0}
+        self._k = 1.0
+        self.mask = rt.ones(3)  # a plain tensor attribute, not a buffer
+
+    def forward(self, x: Any) -> Any:
+        return x * self.cfg["p"] * self._k * self.mask
+
+
+@pytest.mark.parametrize("change", ["dict", "private", "tensor"])
+@pytest.mark.parametrize("how", ["called", "in_sequential", "method"])
+def test_a_forward_reading_its_modules_attributes_is_guarded(change: str, how: str) -> None:
+    """``self.cfg["p"]``, ``self._k`` (not a public setting) and a plain tensor attribute,
+    read by a module called by the step, by a child of nn.Sequential (whose forward is the
+    library's) or by a method the forward calls."""
+    rt.manual_seed(0)
+    module = Scaled()
+    if how == "in_sequential":
+        net: Any = nn.Sequential(nn.Identity(), Scaled())
+        module = net[1]
+    elif how == "method":
+        class Outer(nn.Module):
+            def __init__(self) -> None:
+                super().__init__()
+                self.inner = module
+
+            def helper(self, x: Any) -> Any:
+                return self.inner(x) * self.inner.cfg["p"]
+
+            def forward(self, x: Any) -> Any:
+                return self.helper(x)
+
+        net = Outer()
+    else:
+        net = module
+
+    def step(x: Any) -> Any:
+        return net(x).sum()
+
+    def apply(i: int) -> None:
+        if change == "dict":
+            module.cfg["p"] = float(i + 1)
+        elif change == "private":
+            module._k = float(i + 1)
+        else:
+            module.mask = rt.full((3,), float(i + 1))
+
+    want, got, compiled = _run(step, apply)
+    assert got == want
+    assert len(set(want)) == 4
+
+
+class Config:
+    def __init__(self) -> None:
+        self.k = 1.0
+
+    def apply(self, x: Any) -> Any:
+        return x * self.k
+
+
+def test_a_method_of_a_plain_object_reads_its_self() -> None:
+    cfg = Config()
+
+    def step(x: Any) -> Any:
+        return cfg.apply(x).sum()
+
+    def change(i: int) -> None:
+        cfg.k = float(i + 1)
+
+    want, got, compiled = _run(step, change)
+    assert got == want == [3.0, 6.0, 9.0, 12.0]
+
+
+def countdown(x: Any, cfg: dict[str, Any], n: int) -> Any:
+    return x * cfg["scale"] if n == 0 else countdown(x, cfg, n - 1)
+
+
+def test_a_recursive_helper_is_walked_once() -> None:
+    state = {"scale": 1.0}
+
+    def step(x: Any) -> Any:
+        return countdown(x, state, 3).sum()
+
+    def change(i: int) -> None:
+        state["scale"] = float(i + 1)
+
+    want, got, compiled = _run(step, change)
+    assert got == want == [3.0, 6.0, 9.0, 12.0]
+
+
+def test_a_training_step_with_a_config_passed_down_matches_eager() -> None:
+    """A step that hands a config dict to its loss helper: changing the label smoothing
+    between calls captures again and matches eager mode's losses and weights."""
+    def loss_of(model: Any, x: Any, y: Any, cfg: dict[str, float]) -> Any:
+        return nn.functional.cross_entropy(model(x), y, label_smoothing=cfg["smoothing"])
+
+    results = []
+    for compile_it in (False, True):
+        rt.manual_seed(0)
+        model = nn.Linear(4, 3)
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"smoothing": 0.0}
+
+        def step(x: Any, y: Any) -> Any:
+            opt.zero_grad()
+            loss = loss_of(model, x, y, cfg)
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = planner.compile(step) if compile_it else step
+        rng = np.random.default_rng(0)
+        losses = []
+        for i in range(4):
+            cfg["smoothing"] = 0.1 * i
+            x = rt.tensor(rng.standard_normal((5, 4)).astype(np.float32))
+            y = rt.tensor(rng.integers(0, 3, 5))
+            losses.append(float(fn(x, y)))
+        results.append((losses, model.weight.detach().numpy().copy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5, atol=1e-6)
