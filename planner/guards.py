@@ -255,9 +255,15 @@ class Path:
         return hash(self._key)
 
     def __str__(self) -> str:
-        return self.name + "".join(f".{k}" if attr else f"[{k!r}]" for attr, k in self.steps)
+        text = self.name
+        for attr, k in self.steps:
+            text = f"len({text})" if attr is None else f"{text}.{k}" if attr else \
+                f"{text}[{k!r}]"
+        return text
 
-    def then(self, attr: bool, key: Any) -> Path:
+    def then(self, attr: bool | None, key: Any) -> Path:
+        """One step further: an attribute (``attr``), an item, or (None) the length of the
+        dict, list or tuple here (``_expand``: a container the step uses whole)."""
         return Path(self.kind, self.root, self.name, (*self.steps, (attr, key)))
 
     def start(self) -> Any:
@@ -281,6 +287,11 @@ class Path:
             if isinstance(obj, _OPAQUE):
                 raise _Unsafe
             seen.append(type(obj))
+            if attr is None:
+                if type(obj) not in (dict, list, tuple):
+                    raise _Unsafe
+                obj = len(obj)
+                continue
             try:
                 obj = _attribute(obj, key) if attr else _item(obj, key)
             except (AttributeError, LookupError):
@@ -310,6 +321,8 @@ class Path:
             return
         parent, _ = Path(self.kind, self.root, self.name, self.steps[:-1]).follow()
         attr, key = self.steps[-1]
+        if attr is None:  # a length: the container is refilled instead (Watch.restore)
+            raise TypeError(f"{self} cannot be assigned")
         if not attr:
             _put(parent, key, value)
         elif value is MISSING:
@@ -432,6 +445,10 @@ class Accesses:
     reads: list[Path] = field(default_factory=list)
     writes: dict[Path, None] = field(default_factory=dict)
     increments: dict[int, Any] = field(default_factory=dict)
+    # the paths whose value the step uses whole, where the walk cannot say which of its
+    # parts it reads (``cfg.get("k")``, ``for w in ws``, ``getattr(c, name)``, ``cfg[key]``,
+    # an argument of a library function): ``expand_escapes`` guards their contents
+    escapes: dict[Path, None] = field(default_factory=dict)
 
     def paths(self) -> list[Path]:
         """Every path read or written, once each, shorter ones first."""
@@ -609,7 +626,82 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
     own = step.__func__ if isinstance(step, types.MethodType) else step
     helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values()],
                     skip=(own,))
+    expand_escapes(found)
     return found
+
+
+# the most paths one escaped value is guarded by, and how deep its contents are entered
+MAX_EXPANDED = 64
+MAX_EXPAND_DEPTH = 2
+_MODULE_OWN = frozenset(vars(Module()))  # nn.Module's own attributes: guarded otherwise
+
+
+def expand_escapes(found: Accesses) -> None:
+    """Reads of the parts of each value the step uses whole (``Accesses.escapes``), and of
+    each object a read path stopped at because stepping further would run its code (a
+    property: its ``__dict__`` holds what the property reads): a dict's, list's or tuple's
+    length and items, an object's or a module's own attributes (not nn.Module's internals,
+    guarded otherwise), MAX_EXPAND_DEPTH deep, MAX_EXPANDED paths each. So ``cfg.get("k")``,
+    ``for w in ws``, ``cfg[key]``, ``getattr(c, "k")`` and ``c.prop`` see a changed,
+    added or removed value: the plan is captured again (or a step that changes one runs
+    eagerly)."""
+    roots = dict(found.escapes)
+    for path in dict.fromkeys(found.reads):
+        try:
+            path.follow()
+        except _Unsafe:
+            for cut in range(len(path.steps) - 1, -1, -1):
+                prefix = Path(path.kind, path.root, path.name, path.steps[:cut])
+                try:
+                    prefix.follow()
+                except _Unsafe:
+                    continue
+                roots[prefix] = None
+                break
+    done: set[Path] = set()
+    for path in roots:
+        budget = [MAX_EXPANDED]
+        _expand(found, path, MAX_EXPAND_DEPTH, budget, done)
+
+
+def _setting(value: Any) -> bool:
+    """A module attribute planner.compile guards as a setting of a captured module (its
+    ``_settings``): a number, string, bool or None, or a tuple or list of them."""
+    return all(type(v) in _SCALARS for v in (value if type(value) in (tuple, list)
+                                              else (value,)))
+
+
+def _expand(found: Accesses, path: Path, depth: int, budget: list[int], done: set[Path]
+            ) -> None:
+    if path in done or depth < 0 or budget[0] <= 0:
+        return
+    done.add(path)
+    try:
+        value, _ = path.follow()
+    except _Unsafe:
+        return
+    parts: list[Path] = []
+    if type(value) in (dict, list, tuple):
+        parts.append(path.then(None, "len"))
+        keys = value.keys() if type(value) is dict else range(len(value))
+        parts += [path.then(False, k) for k in list(keys)[:MAX_EXPANDED] if _hashable(k)]
+    elif isinstance(value, Module):  # its public settings are guarded with its parameters
+        parts += [path.then(True, k) for k, v in list(vars(value).items())
+                  if k not in _MODULE_OWN and isinstance(k, str)
+                  and (k.startswith("_") or not _setting(v))]
+    elif not isinstance(value, (*_OPAQUE, type, types.ModuleType, types.FunctionType,
+                                types.MethodType, *_SCALARS)) and hasattr(value, "__dict__") \
+            and getattr(type(value).__getattribute__, "__objclass__", None) in _GENERIC_LOOKUP:
+        parts += [path.then(True, k) for k in list(vars(value)) if isinstance(k, str)]
+    for part in parts[:budget[0]]:
+        budget[0] -= 1
+        found.reads.append(part)
+        try:
+            inner, _ = part.follow()
+        except _Unsafe:
+            continue
+        if guarded_kind(inner) is None and inner is not MISSING:
+            _expand(found, part, depth - 1, budget, done)
 
 
 # functions of the user's code a capture's guards look into, at most (each a dis walk)
@@ -789,6 +881,17 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
     def pop() -> Any:
         return stack.pop() if stack else None
 
+    def escape(entries: list[Any]) -> None:
+        """Values on the stack used in a way the walk does not model: what a path holds
+        may be read in any part."""
+        for e in entries:
+            if isinstance(e, _MethodOf):
+                e = e.ref
+            elif isinstance(e, _Sum):
+                e = e.ref
+            if isinstance(e, _Ref):
+                found.escapes[e.path] = None
+
     def push_read(path: Path | None) -> None:
         if path is None:
             stack.append(None)
@@ -806,6 +909,7 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
     for ins in _instructions(code):
         op, arg = ins.opname, ins.argval
         if ins.is_jump_target:
+            escape(stack)
             stack.clear()
         if op in ("LOAD_GLOBAL", "LOAD_DEREF") or (top and op in ("LOAD_FAST",
                                                                    "LOAD_FAST_CHECK")):
@@ -827,16 +931,22 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
                 push_read(obj.path.then(True, arg) if isinstance(obj, _Ref) else None)
         elif op == "BINARY_SUBSCR":
             key, obj = pop(), pop()
-            push_read(obj.path.then(False, key.value) if isinstance(obj, _Ref) and isinstance(
-                key, _Const) and _hashable(key.value) else None)
+            if isinstance(obj, _Ref) and isinstance(key, _Const) and _hashable(key.value):
+                push_read(obj.path.then(False, key.value))
+            else:
+                escape([obj, key])
+                push_read(None)
         elif op in _ADD or (op == "BINARY_OP" and ins.argrepr in _ADD):
             right, left = pop(), pop()
             sign = _ADD[op if op in _ADD else ins.argrepr]
             number = isinstance(right, _Const) and type(right.value) in (int, float)
-            stack.append(_Sum(left, sign * right.value) if number and isinstance(left, _Ref)
-                         else None)
+            if number and isinstance(left, _Ref):
+                stack.append(_Sum(left, sign * right.value))
+            else:
+                escape([left, right])
+                stack.append(None)
         elif op == "BINARY_OP" or op.startswith(_BINARY_3_10):
-            pop(), pop()
+            escape([pop(), pop()])
             stack.append(None)
         elif op in ("COPY", "DUP_TOP"):
             n = 1 if op == "DUP_TOP" else ins.arg
@@ -874,16 +984,30 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
                 args = stack[len(stack) - argc:]
                 below, callable_ = stack[-argc - 2], stack[-argc - 1]
                 del stack[-argc - 2:]
+                followed: set[Path] = set()
                 if calls is not None and top:
-                    _walk_call(found, calls, below, callable_, args, kw_names)
+                    followed = _walk_call(found, calls, below, callable_, args, kw_names)
+                # what the callee gets but is not walked with: a library function's
+                # arguments, a method's object (``cfg.get``, ``ws.index``) wholly
+                mutator = isinstance(below, _MethodOf) and below.name in _MUTATORS
+                escape([a for a in [below, callable_, *args]
+                        if not (isinstance(a, _Ref) and a.path in followed)
+                        and not (mutator and a in (below, callable_))])
                 stack.append(None)  # what it returns
             kw_names = ()
         elif op not in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL"):
+            escape(stack)
             stack.clear()
+    escape(stack)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _walk(const, root, found, top=False)
 
+
+# methods of lists, dicts and sets that only write: the object they are called on is not read
+# by them (``log.append(x)``: its Python side effect happens at capture, as documented)
+_MUTATORS = frozenset({"append", "extend", "insert", "remove", "clear", "update", "add",
+                       "discard", "sort", "reverse"})
 
 # the calls _walk follows: 3.11's and 3.12's CALL (NULL and callable, or method and self,
 # under the arguments; KW_NAMES before it); other versions' calls are not followed
@@ -891,20 +1015,24 @@ _CALLS_MODELLED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 
 
 def _walk_call(found: Accesses, calls: _Calls, below: Any, callable_: Any, args: list[Any],
-               kw_names: tuple[str, ...]) -> None:
+               kw_names: tuple[str, ...]) -> set[Path]:
     """Where the user's function a call runs reads and writes through the caller's paths
-    its parameters are bound to (its own globals and cells too), added to ``found``."""
+    its parameters are bound to (its own globals and cells too), added to ``found``; the
+    paths it was walked with (the callable's, and those bound: not escaped)."""
     target = _callee(below, callable_)
     if target is None:
-        return
+        return set()
     fn, self_path = target
+    callee = {e.path for e in (below, callable_) if isinstance(e, _Ref)} | (
+        {below.ref.path} if isinstance(below, _MethodOf) else set())
     bound = _bind(fn, self_path, args, kw_names)
     if not bound:  # no path passed: helper_accesses walks its globals and cells
-        return
+        return callee
     inner = calls.into(fn)
     if inner is None:
-        return
+        return set()
     _merge(found, accesses(fn, {}, bound, inner))
+    return callee | set(bound.values())
 
 
 def _merge(found: Accesses, more: Accesses) -> None:
@@ -913,6 +1041,7 @@ def _merge(found: Accesses, more: Accesses) -> None:
     found.reads.extend(more.reads)
     found.writes.update(more.writes)
     found.increments.update({i + offset: d for i, d in more.increments.items()})
+    found.escapes.update(more.escapes)
 
 
 def _hashable(key: Any) -> bool:
@@ -1009,6 +1138,14 @@ class Watch:
         changed), so that the call can run eagerly from the state it met."""
         for path in self.changed() if paths is None else paths:
             value = self.before[path][0]
+            if path.steps and path.steps[-1][0] is None:  # a length: refill the container
+                container = Path(path.kind, path.root, path.name, path.steps[:-1])
+                if container in self.contents:
+                    try:
+                        _refill(container.follow()[0], self.contents[container])
+                    except Exception:  # noqa: BLE001, S112 - the container is gone
+                        pass
+                continue
             try:
                 now = path.follow()[0]
                 if not same(value, now):

@@ -4,8 +4,11 @@ binds the callee's parameters to the caller's paths): a helper reading ``cfg["sc
 dict handed to it, a forward reading ``self.cfg["p"]`` or a private attribute, a child of a
 library container (nn.Sequential) doing so, a method of a plain object reading ``self.k``.
 Changing such a value captures again, with the log naming its path; a counter a helper
-increments through its parameter counts every call; before, each of these replayed the
-captured value silently."""
+increments through its parameter counts every call. A value the step uses whole, where the
+bytecode walk cannot say which part it reads (``cfg.get("k")``, ``for w in ws``,
+``cfg[key]``, ``getattr(c, "k")``, a property, ``"k" in cfg``), has its contents guarded:
+length and items, or an object's attributes. Before, each of these replayed the captured
+value silently."""
 
 from __future__ import annotations
 
@@ -230,3 +233,93 @@ def test_a_training_step_with_a_config_passed_down_matches_eager() -> None:
         results.append((losses, model.weight.detach().numpy().copy()))
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=1e-5)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5, atol=1e-6)
+
+
+CFG: dict[str, Any] = {}
+KEY = "scale"
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.scale = 1.0
+
+    @property
+    def doubled(self) -> float:
+        return self.scale * 2
+
+
+HOLDER = Holder()
+
+
+def _reset() -> None:
+    CFG.clear()
+    CFG.update(scale=1.0, ws=[1.0, 2.0])
+    HOLDER.scale = 1.0
+
+
+WHOLE = {
+    "dict_get": (lambda x: (x * CFG.get("scale", 1.0)).sum(),
+                 lambda i: CFG.__setitem__("scale", float(i + 1))),
+    "for_over_list": (lambda x: sum((x * w).sum() for w in CFG["ws"]),
+                      lambda i: CFG["ws"].__setitem__(0, float(i + 1))),
+    "appended_item": (lambda x: sum((x * w).sum() for w in CFG["ws"]),
+                      lambda i: CFG["ws"].append(1.0) if i else None),
+    "key_in_a_global": (lambda x: (x * CFG[KEY]).sum(),
+                        lambda i: CFG.__setitem__("scale", float(i + 1))),
+    "computed_index": (lambda x: (x * CFG["ws"][len(KEY) - 5]).sum(),
+                       lambda i: CFG["ws"].__setitem__(0, float(i + 1))),
+    "items_loop": (lambda x: sum((x * v).sum() for k, v in CFG.items() if k == "scale"),
+                   lambda i: CFG.__setitem__("scale", float(i + 1))),
+    "membership": (lambda x: (x * (2.0 if "extra" in CFG else 1.0)).sum(),
+                   lambda i: CFG.__setitem__("extra", 1) if i % 2 else CFG.pop("extra", None)),
+    "getattr": (lambda x: (x * getattr(HOLDER, "scale")).sum(),
+                lambda i: setattr(HOLDER, "scale", float(i + 1))),
+    "property": (lambda x: (x * HOLDER.doubled).sum(),
+                 lambda i: setattr(HOLDER, "scale", float(i + 1))),
+}
+
+
+@pytest.mark.parametrize("case", list(WHOLE))
+def test_a_value_used_whole_has_its_contents_guarded(case: str) -> None:
+    fn, change = WHOLE[case]
+    _reset()
+    want = []
+    for i in range(4):
+        change(i)
+        want.append(float(fn(rt.ones(3))))
+    _reset()
+    compiled = planner.compile(fn)
+    got = []
+    for i in range(4):
+        change(i)
+        got.append(float(compiled(rt.ones(3))))
+    assert got == want
+    assert len(set(want)) > 1
+
+
+def test_a_key_the_step_does_not_read_does_not_recapture() -> None:
+    """Guards stay precise where the walk sees the reads: changing a key the step never
+    reads (its dict is read by constant keys only) replays."""
+    cfg = {"a": 1.0, "b": 5.0}
+
+    def step(x: Any) -> Any:
+        return (x * cfg["a"]).sum()
+
+    compiled = planner.compile(step)
+    for i in range(3):
+        cfg["b"] = float(i)
+        assert float(compiled(rt.ones(3))) == 3.0
+    assert compiled.captures == 1
+
+
+def test_a_dict_the_step_fills_once_is_captured_after_its_first_call() -> None:
+    """``cfg.setdefault`` adds a key at the first call only: that call runs eagerly, the
+    next is captured and replays."""
+    cfg: dict[str, float] = {}
+
+    def step(x: Any) -> Any:
+        return (x * cfg.setdefault("scale", 2.0)).sum()
+
+    compiled = planner.compile(step)
+    assert [float(compiled(rt.ones(3))) for _ in range(4)] == [6.0] * 4
+    assert cfg == {"scale": 2.0} and compiled.captures == 1
