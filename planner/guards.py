@@ -639,7 +639,8 @@ _MODULE_OWN = frozenset(vars(Module()))  # nn.Module's own attributes: guarded o
 def expand_escapes(found: Accesses) -> None:
     """Reads of the parts of each value the step uses whole (``Accesses.escapes``), and of
     each object a read path stopped at because stepping further would run its code (a
-    property: its ``__dict__`` holds what the property reads): a dict's, list's or tuple's
+    property: its ``__dict__`` holds what the property reads), and the length of a dict where
+    a read found no key (``cfg.get("k")``: one added later): a dict's, list's or tuple's
     length and items, an object's or a module's own attributes (not nn.Module's internals,
     guarded otherwise), MAX_EXPAND_DEPTH deep, MAX_EXPANDED paths each. So ``cfg.get("k")``,
     ``for w in ws``, ``cfg[key]``, ``getattr(c, "k")`` and ``c.prop`` see a changed,
@@ -648,7 +649,16 @@ def expand_escapes(found: Accesses) -> None:
     roots = dict(found.escapes)
     for path in dict.fromkeys(found.reads):
         try:
-            path.follow()
+            value, _ = path.follow()
+            if value is MISSING and path.steps and path.steps[-1][0] is False:
+                # a key ``cfg.get("k")`` did not find: cfg's length (a key added later)
+                parent = Path(path.kind, path.root, path.name, path.steps[:-1])
+                try:
+                    container, _ = parent.follow()
+                except _Unsafe:
+                    container = None
+                if type(container) in (dict, list, tuple):
+                    found.reads.append(parent.then(None, "len"))
         except _Unsafe:
             for cut in range(len(path.steps) - 1, -1, -1):
                 prefix = Path(path.kind, path.root, path.name, path.steps[:cut])
@@ -979,6 +989,7 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
         elif op == "CALL" and _CALLS_MODELLED:
             argc = ins.arg
             if len(stack) < argc + 2:
+                escape(stack)
                 stack.clear()
             else:
                 args = stack[len(stack) - argc:]
@@ -989,11 +1000,22 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
                     followed = _walk_call(found, calls, below, callable_, args, kw_names)
                 # what the callee gets but is not walked with: a library function's
                 # arguments, a method's object (``cfg.get``, ``ws.index``) wholly
-                mutator = isinstance(below, _MethodOf) and below.name in _MUTATORS
-                escape([a for a in [below, callable_, *args]
-                        if not (isinstance(a, _Ref) and a.path in followed)
-                        and not (mutator and a in (below, callable_))])
-                stack.append(None)  # what it returns
+                if not followed and isinstance(below, _MethodOf) \
+                        and below.name in ("get", "setdefault") and argc > len(kw_names) \
+                        and isinstance(args[0], _Const) and _hashable(args[0].value):
+                    # ``cfg.get("k", d)``: a read of cfg["k"] (a key missing there guards
+                    # cfg's length: expand_escapes); setdefault may also store it
+                    escape(args[1:])
+                    item = below.ref.path.then(False, args[0].value)
+                    if below.name == "setdefault":
+                        found.writes[item] = None
+                    push_read(item)
+                else:
+                    mutator = isinstance(below, _MethodOf) and below.name in _MUTATORS
+                    escape([a for a in [below, callable_, *args]
+                            if not (isinstance(a, _Ref) and a.path in followed)
+                            and not (mutator and a in (below, callable_))])
+                    stack.append(None)  # what it returns
             kw_names = ()
         elif op not in ("NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PRECALL"):
             escape(stack)

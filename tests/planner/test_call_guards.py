@@ -323,3 +323,24 @@ def test_a_dict_the_step_fills_once_is_captured_after_its_first_call() -> None:
     compiled = planner.compile(step)
     assert [float(compiled(rt.ones(3))) for _ in range(4)] == [6.0] * 4
     assert cfg == {"scale": 2.0} and compiled.captures == 1
+
+
+def test_dict_get_guards_the_keys_it_reads_and_a_missing_keys_arrival() -> None:
+    """``cfg.get("k", d)`` reads cfg["k"]: another key changing replays, the key read
+    changing or a missing key read arriving captures again."""
+    cfg: dict[str, Any] = {"a": 1.0, "step": 0}
+
+    def step(x: Any) -> Any:
+        return (x * cfg.get("a", 1.0) * cfg.get("b", 1.0)).sum()
+
+    compiled = planner.compile(step)
+    got = []
+    for i in range(5):
+        cfg["step"] = i
+        if i == 2:
+            cfg["b"] = 3.0
+        if i == 4:
+            cfg["a"] = 2.0
+        got.append((float(compiled(rt.ones(3))), float(step(rt.ones(3)))))
+    assert [g for g, _ in got] == [w for _, w in got] == [3.0, 3.0, 9.0, 9.0, 18.0]
+    assert compiled.captures == 3
