@@ -36,6 +36,7 @@ import numpy as np
 from runtime import _dtype as D
 from runtime import _profiling
 from runtime import compiler as _compiler
+from runtime.amp import _state as _amp_state
 from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
@@ -319,9 +320,18 @@ def _dynamic_positions(key: tuple[Any, ...]) -> frozenset[int]:
     return frozenset(i for i, e in enumerate(key[2:]) if e == ("P", "float", DYNAMIC))
 
 
+def _autocast_key() -> tuple[tuple[str, str], ...] | None:
+    """The autocast regions the calling thread is in (device type, dtype), as a capture's ops
+    cast under them; None where none is (a global read: no thread has autocast on)."""
+    if not _amp_state.active_threads or not _amp_state.state.on:
+        return None
+    st = _amp_state.state
+    return tuple((device, st.dtype[device].name) for device, on in st.enabled.items() if on)
+
+
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    # the modes a capture depends on: grad mode, and the dtype Python floats take
-    key: list[Any] = [(is_grad_enabled(), D.default_float.name)]  # a str: hashed in C
+    # the modes a capture depends on: grad mode, the dtype Python floats take, autocast
+    key: list[Any] = [(is_grad_enabled(), D.default_float.name, _autocast_key())]
     first, arrays = None, None  # the tensor arguments' arrays, listed from the second on
     for a in args:
         if isinstance(a, Tensor):
@@ -348,11 +358,13 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
     if old[0] != new[0]:
         return "the structure of the arguments changed"
     old, new = old[1:], new[1:]
-    (grad_was, float_was), (grad_now, float_now) = old[0], new[0]
+    (grad_was, float_was, cast_was), (grad_now, float_now, cast_now) = old[0], new[0]
     if grad_was != grad_now:
         return f"grad mode is {'on' if grad_now else 'off'} (was {'on' if grad_was else 'off'})"
     if float_was != float_now:
         return f"the default dtype is {float_now} (was {float_was})"
+    if cast_was != cast_now:
+        return f"autocast is {_autocast_text(cast_now)} (was {_autocast_text(cast_was)})"
     aliases = [k[-1][1] if k[-1][0] == "alias" else None for k in (old, new)]
     old, new = (k[:-1] if a is not None else k for k, a in zip((old, new), aliases))
     if aliases[0] != aliases[1] and len(old) == len(new):
@@ -370,6 +382,10 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
                     return f"argument {i}: {name} {y!r} (was {x!r})"
         return f"argument {i}: {b[1:]!r} (was {a[1:]!r})"
     return "unknown"
+
+
+def _autocast_text(key: tuple[tuple[str, str], ...] | None) -> str:
+    return "off" if not key else ", ".join(f"on for {d} ({t})" for d, t in key)
 
 
 def _sharing(pattern: tuple[int, ...] | None) -> str:

@@ -135,10 +135,13 @@ def _cast(value: Any, target: D.DType, device_type: str) -> Any:
             or _device_type(value.device) != device_type):
         return value
     from ..autograd.grad_mode import is_grad_enabled
+    from ..tracing import is_tracing
 
+    # not while a step is captured: its casts are the plan's (one at every replay), and a
+    # capture's shape-only copy kept in the region's cache broke the eager ops after it
     cacheable = (state.cache_enabled and target is state.dtype[device_type]
                  and value.dtype is D.float32 and value.requires_grad and value.is_leaf
-                 and value._base is None and is_grad_enabled())
+                 and value._base is None and is_grad_enabled() and not is_tracing())
     if cacheable:
         hit = state.cache.get(id(value))
         if hit is not None and hit[0] is value and hit[1].dtype is target:
