@@ -905,8 +905,10 @@ class CompiledStep:
         self.captures += 1
         found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
         counters = _counters(increments)
+        called = {id(m) for m in cap.modules}
+        modules = cap.modules + [m for m in cap.watch.escaped_modules() if id(m) not in called]
         return Binding(plan, cap.slots, cap.generators,
-                       [(m, _module_params(m, found, counters)) for m in _outermost(cap.modules)],
+                       [(m, _module_params(m, found, counters)) for m in _outermost(modules)],
                        [(o, _optimizer_key(o, cap.assigned_settings.get(id(o), ())))
                         for o in cap.optimizers], cap.grad_none,
                        cap.watch.guards([path for path, _ in increments]), cap.effects + [

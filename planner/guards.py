@@ -147,7 +147,7 @@ def _path_guard(src: _Source, guard: Guard) -> None:
                          else f"        o = o[{src.name(key)}]")
     if not guard.exact:
         src.fail_if(f"_type(o) is not {src.name(type(guard.value))}", indent=2)
-    elif guarded_kind(guard.value) == "identity":
+    elif guard.identity:
         src.fail_if(f"o is not {src.name(guard.value)}", indent=2)
     else:  # the same object passes, as in a tuple comparison (nan included)
         value = src.name(guard.value)
@@ -449,6 +449,7 @@ class Accesses:
     # parts it reads (``cfg.get("k")``, ``for w in ws``, ``getattr(c, name)``, ``cfg[key]``,
     # an argument of a library function): ``expand_escapes`` guards their contents
     escapes: dict[Path, None] = field(default_factory=dict)
+    expanded: set[Path] = field(default_factory=set)  # the parts of those (expand_escapes)
 
     def paths(self) -> list[Path]:
         """Every path read or written, once each, shorter ones first."""
@@ -706,6 +707,7 @@ def _expand(found: Accesses, path: Path, depth: int, budget: list[int], done: se
     for part in parts[:budget[0]]:
         budget[0] -= 1
         found.reads.append(part)
+        found.expanded.add(part)
         try:
             inner, _ = part.follow()
         except _Unsafe:
@@ -1084,6 +1086,15 @@ class Guard:
     value: Any
     types: tuple[type, ...]
     exact: bool = True
+    by_identity: bool = False  # a module in a container the step uses whole: that object
+
+    @property
+    def identity(self) -> bool:
+        return self.by_identity or guarded_kind(self.value) == "identity"
+
+    def _kind(self) -> str:
+        return "numpy array" if type(self.value) is np.ndarray else "tensor" \
+            if isinstance(self.value, Tensor) else type(self.value).__name__
 
     def failed(self) -> str | None:
         """Why the value at the path is no longer the one captured (None: it is)."""
@@ -1096,19 +1107,18 @@ class Guard:
             where = Path(self.path.kind, self.path.root, self.path.name, self.path.steps[:moved])
             return (f"the Python value {where} is a {seen[moved].__name__} (it was a "
                     f"{self.types[moved].__name__})")
-        identity = guarded_kind(self.value) == "identity"
+        identity = self.identity
         if not self.exact and now is not MISSING:
             if type(now) is not type(self.value):
                 return (f"the Python value {self.path} is a {type(now).__name__} (it was a "
                         f"{type(self.value).__name__}, which the step adds to)")
             return None
         if now is MISSING:
-            kind = ("a numpy array" if type(self.value) is np.ndarray else "a tensor"
-                    ) if identity else repr(self.value)
+            kind = f"a {self._kind()}" if identity else repr(self.value)
             return f"the Python value {self.path} is missing (it was {kind})"
         if identity:
             if now is not self.value:
-                kind = "numpy array" if type(self.value) is np.ndarray else "tensor"
+                kind = self._kind()
                 return f"the {kind} {self.path} is another {kind.split()[-1]} (by identity)"
         elif type(now) is not type(self.value) or (now is not self.value and now != self.value):
             return f"the Python value {self.path} is {now!r} (it was {self.value!r})"
@@ -1197,6 +1207,20 @@ class Watch:
                 found.append((path, deltas))
         return found
 
+    def escaped_modules(self) -> list[Module]:
+        """The modules the step uses whole without calling them (``for m in layers``, a
+        ModuleList handed to a helper): planner.compile guards their structure as a captured
+        module's (a module appended to the list, or one replaced, captures again)."""
+        found: dict[int, Module] = {}
+        for path in self.found.escapes:
+            try:
+                value, _ = path.follow()
+            except _Unsafe:
+                continue
+            if isinstance(value, Module):
+                found.setdefault(id(value), value)
+        return list(found.values())
+
     def guards(self, increments: list[Path]) -> list[Guard]:
         """The values read (not those only written) that the plan depends on; of the paths
         the step only increments, the type."""
@@ -1205,6 +1229,8 @@ class Watch:
             hit = self.before.get(path)
             if hit is not None and guarded_kind(hit[0]) is not None:
                 out.append(Guard(path, hit[0], hit[1], path not in increments))
+            elif hit is not None and path in self.found.expanded and isinstance(hit[0], Module):
+                out.append(Guard(path, hit[0], hit[1], by_identity=True))
         return out
 
 

@@ -344,3 +344,36 @@ def test_dict_get_guards_the_keys_it_reads_and_a_missing_keys_arrival() -> None:
         got.append((float(compiled(rt.ones(3))), float(step(rt.ones(3)))))
     assert [g for g, _ in got] == [w for _, w in got] == [3.0, 3.0, 9.0, 9.0, 18.0]
     assert compiled.captures == 3
+
+
+@pytest.mark.parametrize("kind", ["ModuleList", "Sequential", "list"])
+def test_layers_the_step_iterates_are_guarded(kind: str, caplog: pytest.LogCaptureFixture
+                                              ) -> None:
+    """``for m in layers: x = m(x)`` over a ModuleList, an nn.Sequential it does not call,
+    or a list of modules: a module appended or one replaced captures again (each layer was
+    captured as it was, and replayed so, silently)."""
+    rt.manual_seed(0)
+    first = [nn.Linear(4, 4), nn.ReLU()]
+    layers: Any = nn.ModuleList(first) if kind == "ModuleList" else \
+        nn.Sequential(*first) if kind == "Sequential" else list(first)
+
+    def step(x: Any) -> Any:
+        for m in layers:
+            x = m(x)
+        return x.sum()
+
+    compiled = planner.compile(step)
+    x = rt.ones(2, 4)
+    got, want = [], []
+    with caplog.at_level(logging.INFO, logger="planner"):
+        for change in (None, lambda: layers.append(nn.Tanh()),
+                       lambda: layers.__setitem__(2, nn.Sigmoid())):
+            if change is not None:
+                change()
+            got.append(float(compiled(x)))
+            want.append(float(step(x)))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert len(set(want)) == 3 and compiled.captures == 3
+    if kind == "list":
+        assert "the Sigmoid layers[2] is another" not in caplog.text  # a Tanh was there
+        assert "the Tanh layers[2] is another Tanh (by identity)" in caplog.text
