@@ -15,6 +15,7 @@ from runtime.amp.policy import autocast_lower
 from runtime.autograd.grad_mode import no_grad
 from runtime.ops import functional as F
 from runtime.ops.composite import (
+    ERR_INPLACE_ELU,
     _inplace,
     _stable_sigmoid,
     check_dropout_p,
@@ -41,7 +42,8 @@ _SIXTH_FLOAT32 = float(np.float32(1.0) / np.float32(6.0))
 @float_kernel("elu_cpu")
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: elu(t, alpha), input)
+        return _inplace(lambda t: elu(t, alpha), input, "EluBackward1",
+                        ERR_INPLACE_ELU if alpha < 0 else None)
     return _elu(input, alpha, 1.0)
 
 
@@ -69,7 +71,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     if inplace:
-        return _inplace(lambda t: celu(t, alpha), input)
+        return _inplace(lambda t: celu(t, alpha), input, "CeluBackward1",
+                        ERR_INPLACE_ELU if alpha < 0 else None)
     return _elu(input, alpha, 1.0 / alpha)
 
 
@@ -77,7 +80,7 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 @float_kernel("elu_cpu")
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(selu, input)
+        return _inplace(selu, input, "EluBackward1")
     return F.mul(_elu(input, SELU_ALPHA, 1.0), SELU_SCALE)
 
 
@@ -161,7 +164,7 @@ def tanhshrink(input: Tensor) -> Tensor:
 @piecewise_linear("ThresholdBackward0")
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: _threshold(t, threshold, value), input)
+        return _inplace(lambda t: _threshold(t, threshold, value), input, "ThresholdBackward1")
     return _threshold(input, threshold, value)
 
 
@@ -187,7 +190,8 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if inplace:
-        return _inplace(lambda t: rrelu(t, lower, upper, training), input)
+        return _inplace(lambda t: rrelu(t, lower, upper, training), input,
+                        "RreluWithNoiseBackward1")
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
     with no_grad():

@@ -562,7 +562,8 @@ def _silu(x: Tensor) -> Tensor:
 @float_kernel("leaky_relu_cpu")
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
     if inplace:
-        return _inplace(lambda t: leaky_relu(t, negative_slope), input)
+        return _inplace(lambda t: leaky_relu(t, negative_slope), input, "LeakyReluBackward1",
+                        ERR_INPLACE_LEAKY_RELU if negative_slope < 0 else None)
     # x > 0 picks the branch: at 0 the gradient is negative_slope, as PyTorch's
     return F.where(F.gt(input, 0), input, F.mul(input, negative_slope))
 
@@ -586,10 +587,30 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     return F.where(linear, input, F.div(soft, beta) if beta != 1.0 else soft)
 
 
-def _inplace(fn: Any, x: Tensor) -> Tensor:
+def _inplace(fn: Any, x: Tensor, name: str | None = None, refused: str | None = None
+             ) -> Tensor:
     """x overwritten with fn(x). fn reads a clone: its backward keeps what it saved, which
-    x's new value would otherwise overwrite (the same values, not the memory saved)."""
-    return F.overwrite(x, fn(F.clone(x)))
+    x's new value would otherwise overwrite (the same values, not the memory saved).
+    ``name``: the node PyTorch's in-place op records (EluBackward1, where the out-of-place op
+    records EluBackward0); ``refused``: the error its backward raises (an in-place leaky_relu
+    of a negative slope, whose gradient PyTorch does not derive from the result)."""
+    value = fn(F.clone(x))
+    if refused is not None and name is not None and value.requires_grad:
+        value = no_derivative(value, [value], RuntimeError, refused, name)
+    out = F.overwrite(x, value)
+    return out if name is None else named(out, name)
+
+
+ERR_INPLACE_LEAKY_RELU = (
+    "In-place leakyReLu backward calculation is triggered with a negative slope which is not "
+    "supported. This is caused by calling in-place forward function with a negative slope, "
+    "please call out-of-place version instead. File an issue at "
+    "https://github.com/pytorch/pytorch if you do require supporting in-place leakRelu "
+    "backward calculation with negative slope")
+ERR_INPLACE_ELU = (
+    "In-place elu backward calculation is triggered with a negative slope which is not "
+    "supported. This is caused by calling in-place forward function with a negative slope, "
+    "please call out-of-place version instead.")
 
 
 @F.half_in_float32

@@ -1,0 +1,98 @@
+"""Differential sweep against PyTorch 2.13 over layers, functional ops and losses (issue 11,
+item 1): each case here was a discrepancy (a value, gradient, node name, error, or a compiled
+step that ran eagerly) found by comparing with torch."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+def _lib_f(lib: Any) -> Any:
+    return lib.nn.functional
+
+
+_INPLACE_ACTIVATIONS: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("leaky_relu", lambda f, y: f.leaky_relu(y, 0.2, inplace=True)),
+    ("leaky_relu zero slope", lambda f, y: f.leaky_relu(y, 0.0, inplace=True)),
+    ("leaky_relu negative slope", lambda f, y: f.leaky_relu(y, -0.2, inplace=True)),
+    ("leaky_relu_ negative slope", lambda f, y: f.leaky_relu_(y, -1.5)),
+    ("elu", lambda f, y: f.elu(y, inplace=True)),
+    ("elu zero alpha", lambda f, y: f.elu(y, 0.0, inplace=True)),
+    ("elu negative alpha", lambda f, y: f.elu(y, -1.0, inplace=True)),
+    ("elu_ negative alpha", lambda f, y: f.elu_(y, -0.5)),
+    ("celu", lambda f, y: f.celu(y, 0.7, inplace=True)),
+    ("celu negative alpha", lambda f, y: f.celu(y, -1.0, inplace=True)),
+    ("selu", lambda f, y: f.selu(y, inplace=True)),
+    ("threshold", lambda f, y: f.threshold(y, 0.1, 2.0, inplace=True)),
+    ("rrelu", lambda f, y: f.rrelu(y, inplace=True)),
+]
+
+
+@pytest.mark.parametrize("case", _INPLACE_ACTIVATIONS, ids=[c[0] for c in _INPLACE_ACTIVATIONS])
+def test_inplace_activation_node_and_backward(case: tuple[str, Any]) -> None:
+    """PyTorch's in-place activations record their *Backward1 node (LeakyReluBackward1,
+    EluBackward1, ThresholdBackward1...), and the backward of an in-place leaky_relu of a
+    negative slope or elu/celu of a negative alpha is its RuntimeError (the gradient is not
+    derived from the result)."""
+    _, fn = case
+    got = []
+    for lib in (torch, rt):
+        x = lib.tensor([-1.5, -0.25, 0.0, 0.5, 2.0], dtype=lib.float64, requires_grad=True)
+        z = fn(_lib_f(lib), x * 1)
+        name = z.grad_fn.name()
+        try:
+            z.backward(lib.tensor([0.3, -1.0, 2.0, 0.5, 1.0], dtype=lib.float64))
+            outcome: Any = x.grad.numpy().copy()
+        except RuntimeError as e:
+            outcome = str(e)
+        got.append((name, outcome))
+    (tn, to), (rn, ro) = got
+    assert rn == tn
+    if isinstance(to, str):
+        assert ro == to
+    else:
+        np.testing.assert_allclose(ro, to, rtol=1e-7, atol=1e-7)
+
+
+def test_sdpa_attn_mask_in_compiled_step_runs_compiled() -> None:
+    """A compiled step calling scaled_dot_product_attention with an attn_mask (bool or float,
+    of a sliced key) captures: the CPU kernel's choice read the inputs' strides, which a
+    capture has not, and the step ran eagerly with the planner's warning."""
+    rng = np.random.default_rng(0)
+    tokens = rt.tensor(rng.integers(0, 10, (4, 6)))
+    for masked in ("bool", "float"):
+        weights = []
+        for compiled in (False, True):
+            rt.manual_seed(0)
+            emb = rt.nn.Embedding(10, 8)
+            opt = rt.optim.SGD(emb.parameters(), lr=0.1)
+
+            def step(x: rt.Tensor) -> rt.Tensor:
+                h = emb(x).reshape(4, 6, 2, 4).transpose(1, 2)
+                mask = x[:, None, None, :4] != 0 if masked == "bool" else \
+                    x[:, None, None, :4].float() * 0.1
+                o = rt.nn.functional.scaled_dot_product_attention(
+                    h, h[:, :, :4], h[:, :, :4], attn_mask=mask)
+                loss = (o * o).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                return loss
+
+            run = planner.compile(step) if compiled else step
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                losses = [run(tokens).item() for _ in range(3)]
+            weights.append((losses, emb.weight.detach().numpy().copy()))
+        np.testing.assert_allclose(weights[1][0], weights[0][0], rtol=1e-5)
+        np.testing.assert_allclose(weights[1][1], weights[0][1], rtol=1e-5, atol=1e-6)
