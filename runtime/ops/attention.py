@@ -91,8 +91,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         check_mask_dtype(attn_mask, query)
     if query.shape[-2] == 0 or value.numel() == 0:
         return _empty_attention(query, key, value)
-    if attn_mask is not None:  # the CPU kernel choice reads the mask's shape
-        _flash_cpu_takes(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if attn_mask is not None:  # the CPU kernel choice reads the mask's shape (its errors)
+        _flash_cpu_takes(query, key, value, attn_mask, dropout_p, enable_gqa, strides=False)
     if not 0.0 <= dropout_p <= 1.0:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if is_causal and attn_mask is not None and not _flash_cpu_takes(
@@ -153,10 +153,12 @@ def _check_backends(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | No
 
 
 def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
-                     dropout_p: float, enable_gqa: bool) -> bool:
+                     dropout_p: float, enable_gqa: bool, strides: bool = True) -> bool:
     """Whether PyTorch's CPU dispatcher picks its flash kernel (sdp_utils_cpp's
     use_flash_attention_cpp), which applies is_causal and an explicit attn_mask together (the
-    causal mask and the mask both); its math kernel, picked otherwise, refuses the pair."""
+    causal mask and the mask both); its math kernel, picked otherwise, refuses the pair.
+    Without ``strides``: for the errors of its checks only, the inputs' strides not read (a
+    capture has none: a compiled step with a mask ran eagerly)."""
     # PyTorch's checks in its order: the mask's shape is read after the ranks and heads
     if dropout_p != 0.0 or not query.ndim == key.ndim == value.ndim == 4:
         return False
@@ -171,7 +173,7 @@ def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | N
         return False
     if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
         return False
-    if any(t.stride()[-1] != 1 for t in (query, key, value)):
+    if strides and any(t.stride()[-1] != 1 for t in (query, key, value)):
         return False
     return query.dtype in (D.float32, D.float64, D.float16)
 
