@@ -60,6 +60,9 @@ def _class_rows(input: Tensor, target: Tensor,  # noqa: A002
                          f"batch_size ({batch}).")
     c = input.shape[0] if input.ndim == 1 else input.shape[1]
     if input.ndim <= 2:
+        # PyTorch's kernel has no derivative for the class weights (its autograd refuses a
+        # weight that requires grad before the kernel's own checks)
+        _not_differentiable(weight, "nll_loss_forward", "weight")
         if target.ndim > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
         target = _index_target(input, target)
@@ -70,12 +73,13 @@ def _class_rows(input: Tensor, target: Tensor,  # noqa: A002
         rows = F.unsqueeze(input, 0) if input.ndim == 1 else input
         return rows, F.reshape(target, (-1,)), c
     spatial = tuple(input.shape[2:])
-    if input.ndim == 4 and target.ndim != 3:
-        raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
-                           f"targets of dimension: {target.ndim}")
     if input.ndim != 4 and tuple(target.shape[1:]) != spatial:
         raise RuntimeError(f"Expected target size {_dims((input.shape[0], *spatial))}, got "
                            f"{_dims(target.shape)}")
+    _not_differentiable(weight, "nll_loss2d_forward", "weight")
+    if input.ndim == 4 and target.ndim != 3:
+        raise RuntimeError("only batches of spatial targets supported (3D tensors) but got "
+                           f"targets of dimension: {target.ndim}")
     target = _index_target(input, target)
     if tuple(target.shape[1:]) != spatial:
         raise RuntimeError(f"size mismatch (got input: {_dims(input.shape)} , target: "

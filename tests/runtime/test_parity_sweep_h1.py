@@ -96,3 +96,64 @@ def test_sdpa_attn_mask_in_compiled_step_runs_compiled() -> None:
             weights.append((losses, emb.weight.detach().numpy().copy()))
         np.testing.assert_allclose(weights[1][0], weights[0][0], rtol=1e-5)
         np.testing.assert_allclose(weights[1][1], weights[0][1], rtol=1e-5, atol=1e-6)
+
+
+_CLASS_WEIGHT_CASES = [
+    ("cross_entropy 2-d", "cross_entropy", (5, 4), (5,), {}),
+    ("cross_entropy sum smoothing", "cross_entropy", (5, 4), (5,),
+     {"reduction": "sum", "label_smoothing": 0.2}),
+    ("cross_entropy 1-d", "cross_entropy", (4,), (), {"reduction": "none"}),
+    ("cross_entropy 3-d", "cross_entropy", (5, 4, 3), (5, 3), {"ignore_index": 1}),
+    ("nll_loss 4-d", "nll_loss", (5, 4, 3, 2), (5, 3, 2), {}),
+    ("nll_loss 5-d", "nll_loss", (2, 4, 3, 2, 2), (2, 3, 2, 2), {"reduction": "none"}),
+    ("nll_loss target out of range", "nll_loss", (5, 4), (5,), {"offset": 9}),
+    ("nll_loss batch mismatch", "nll_loss", (5, 4), (3,), {}),
+    ("nll_loss 3-d target shape", "nll_loss", (5, 4, 3), (5, 2), {}),
+]
+
+
+@pytest.mark.parametrize("case", _CLASS_WEIGHT_CASES, ids=[c[0] for c in _CLASS_WEIGHT_CASES])
+def test_class_index_loss_refuses_weight_requiring_grad(case: tuple[Any, ...]) -> None:
+    """nll_loss and cross_entropy with class-index targets have no derivative for ``weight``:
+    under grad mode a weight that requires grad is PyTorch's RuntimeError (naming
+    nll_loss_forward, or nll_loss2d_forward for inputs of 3 dims or more), raised after the
+    batch-size and target-shape checks and before the kernel's (a target out of range);
+    without grad mode the loss is computed. Class probabilities take the weight's gradient."""
+    _, fn, in_shape, target_shape, kw = case
+    kw = dict(kw)
+    offset = kw.pop("offset", 0)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(in_shape).astype(np.float32)
+    y = rng.integers(0, 4, target_shape) + offset
+
+    def attempt(lib: Any, grad: bool) -> Any:
+        w = lib.tensor([0.5, 1.0, 2.0, 0.25], requires_grad=True)
+        f = getattr(lib.nn.functional, fn)
+        try:
+            with lib.set_grad_enabled(grad):
+                return f(lib.tensor(x, requires_grad=True), lib.tensor(y), weight=w,
+                         **kw).detach().numpy().copy()
+        except (RuntimeError, ValueError, IndexError) as e:
+            return type(e).__name__, str(e)
+
+    for grad in (True, False):
+        expected, got = attempt(torch, grad), attempt(rt, grad)
+        if isinstance(expected, np.ndarray):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+        else:
+            assert got == expected
+
+
+def test_cross_entropy_probabilities_weight_gradient() -> None:
+    """With class probabilities as the target the weight takes its gradient, as PyTorch's."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    p = rng.random((5, 4)).astype(np.float32)
+    p /= p.sum(1, keepdims=True)
+    grads = []
+    for lib in (torch, rt):
+        w = lib.tensor([0.5, 1.0, 2.0, 0.25], requires_grad=True)
+        lib.nn.functional.cross_entropy(lib.tensor(x), lib.tensor(p), weight=w,
+                                        label_smoothing=0.1).backward()
+        grads.append(w.grad.numpy().copy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
