@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import operator
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, overload
 
-from runtime.nn.module import Module, _addindent, typename
+from runtime.nn.module import Module, _addindent, _changed, typename
 from runtime.nn.parameter import Parameter
 from runtime.tensor import Tensor
 
@@ -44,6 +45,7 @@ class Sequential(Module):
 
     def _index(self, idx: int) -> str:
         size = len(self)
+        idx = operator.index(idx)  # PyTorch's TypeError for a str or float index
         if not -size <= idx < size:
             raise IndexError(f"index {idx} is out of range")
         return list(self._modules)[idx % size]
@@ -110,6 +112,28 @@ class Sequential(Module):
                              f"{type(other)} is given.")
         return self.extend(list(other))
 
+    def __mul__(self, other: int) -> Sequential:
+        """PyTorch's: a new Sequential of this one's modules ``other`` times over (the same
+        modules, shared)."""
+        _check_factor(self, other)
+        combined = Sequential()
+        for _ in range(other):
+            for module in self:
+                combined.add_module(str(len(combined)), module)
+        return combined
+
+    def __rmul__(self, other: int) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: int) -> Sequential:
+        """PyTorch's: this Sequential's modules repeated in place, ``other`` times in all."""
+        _check_factor(self, other)
+        n = len(self)
+        for offset in range(n, n * other, n):
+            for i in range(n):
+                self.add_module(str(i + offset), self._modules[str(i)])
+        return self
+
     def __dir__(self) -> list[str]:
         return [key for key in super().__dir__() if not key.isdigit()]
 
@@ -128,7 +152,16 @@ def _renumber(container: Module, items: list[Module | None]) -> None:
         container.add_module(str(i), module)
 
 
+def _check_factor(seq: Sequential, other: Any) -> None:
+    """PyTorch's checks of a Sequential's repeat count (an int above 0)."""
+    if not isinstance(other, int):
+        raise TypeError(f"unsupported operand type(s) for *: {type(seq)} and {type(other)}")
+    if other <= 0:
+        raise ValueError(f"Non-positive multiplication factor {other} for {type(seq)}")
+
+
 def _abs_index(idx: int, size: int) -> int:
+    idx = operator.index(idx)  # PyTorch's TypeError for a str or float index
     if not -size <= idx < size:
         raise IndexError(f"index {idx} is out of range")
     return idx % size
@@ -136,7 +169,7 @@ def _abs_index(idx: int, size: int) -> int:
 
 def _check_module(module: Any) -> Module:
     if not isinstance(module, Module):
-        raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        raise TypeError(f"{typename(module)} is not a Module subclass")
     return module
 
 
@@ -207,9 +240,13 @@ class ModuleList(Module):
         return self
 
     def insert(self, index: int, module: Module) -> None:
-        items = list(self._modules.values())
-        items.insert(index, _check_module(module))
-        _renumber(self, items)
+        """PyTorch's: the modules from ``index`` on moved up one key, then ``module`` set at
+        key ``index`` as given (one past the end lands at that key; a negative index reaches
+        a key "-1" that is not there: its KeyError, the modules moved)."""
+        _changed()  # the structure a compiled step guards on
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
 
     def pop(self, key: int | slice) -> Module:
         module = self[key]
@@ -303,7 +340,7 @@ class ParameterList(Module):
         return self
 
     def extend(self, values: Iterable[Any]) -> ParameterList:
-        if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        if isinstance(values, (str, bytes, Tensor)) or not isinstance(values, Iterable):
             raise TypeError("ParameterList.extend should be called with an iterable, but got "
                             + type(values).__name__)
         for value in values:

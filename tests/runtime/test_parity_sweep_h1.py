@@ -157,3 +157,63 @@ def test_cross_entropy_probabilities_weight_gradient() -> None:
                                         label_smoothing=0.1).backward()
         grads.append(w.grad.numpy().copy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-5, atol=1e-6)
+
+
+def _container_outcome(lib: Any, fn: Callable[[Any], Any]) -> Any:
+    try:
+        return "ok", fn(lib)
+    except Exception as e:  # noqa: BLE001 - the error's type and text are compared
+        text = str(e).replace("torch.nn.modules.", "<nn>.").replace("runtime.nn.", "<nn>.")
+        return type(e).__name__, text.replace("torch.", "<lib>.").replace("runtime.", "<lib>.")
+
+
+def _four(lib: Any) -> list[Any]:
+    return [lib.nn.Linear(1, 1), lib.nn.ReLU(), lib.nn.Tanh(), lib.nn.Sigmoid()]
+
+
+def _inserted(lib: Any, index: int) -> Any:
+    ml = lib.nn.ModuleList(_four(lib))
+    try:
+        ml.insert(index, lib.nn.GELU())
+        error = None
+    except KeyError as e:
+        error = str(e)
+    return error, list(ml._modules), [type(m).__name__ for m in ml._modules.values()]
+
+
+def _repeated(lib: Any, factor: Any, how: str) -> Any:
+    seq = lib.nn.Sequential(lib.nn.Linear(1, 1), lib.nn.ReLU())
+    out = seq * factor if how == "mul" else factor * seq if how == "rmul" else seq.__imul__(
+        factor)
+    return (list(out._modules), out is seq, len(list(out.parameters())), out[0] is out[2],
+            [type(m).__name__ for m in out])
+
+
+_CONTAINER_CASES: list[tuple[str, Callable[[Any], Any]]] = [
+    ("ModuleList.insert past the end", lambda lib: _inserted(lib, 6)),
+    ("ModuleList.insert negative", lambda lib: _inserted(lib, -1)),
+    ("ModuleList.insert -4", lambda lib: _inserted(lib, -4)),
+    ("ModuleList[str]", lambda lib: lib.nn.ModuleList(_four(lib))["1"]),
+    ("ModuleList[float]", lambda lib: lib.nn.ModuleList(_four(lib))[1.0]),
+    ("Sequential[str]", lambda lib: lib.nn.Sequential(*_four(lib))["0"]),
+    ("ModuleList.append(class)", lambda lib: lib.nn.ModuleList().append(lib.nn.ReLU)),
+    ("ModuleList.extend(tensor)", lambda lib: lib.nn.ModuleList().extend(lib.ones(2))),
+    ("ParameterList.extend(tensor)", lambda lib: lib.nn.ParameterList().extend(lib.ones(2))),
+    ("ParameterList(tensor)", lambda lib: lib.nn.ParameterList(lib.ones(2))),
+    ("Sequential * 3", lambda lib: _repeated(lib, 3, "mul")),
+    ("3 * Sequential", lambda lib: _repeated(lib, 3, "rmul")),
+    ("Sequential *= 3", lambda lib: _repeated(lib, 3, "imul")),
+    ("Sequential * 0", lambda lib: _repeated(lib, 0, "mul")),
+    ("Sequential *= -1", lambda lib: _repeated(lib, -1, "imul")),
+    ("Sequential * 2.0", lambda lib: _repeated(lib, 2.0, "mul")),
+]
+
+
+@pytest.mark.parametrize("case", _CONTAINER_CASES, ids=[c[0] for c in _CONTAINER_CASES])
+def test_container_methods(case: tuple[str, Callable[[Any], Any]]) -> None:
+    """ModuleList.insert moves keys as PyTorch's does (an index past the end is that key, a
+    negative one its KeyError), indices go through operator.index, a tensor is no iterable
+    for ParameterList.extend, a non-module is named by torch.typename, and a Sequential
+    repeats by * and *= (a count that is no positive int is PyTorch's error)."""
+    _, fn = case
+    assert _container_outcome(rt, fn) == _container_outcome(torch, fn)
