@@ -633,7 +633,8 @@ def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int
 
 
 def _pool_shape(x: Tensor, k: Sequence[int], s: Sequence[int], p: Sequence[int],
-                d: Sequence[int], ceil_mode: bool, image_check: bool = False) -> list[int]:
+                d: Sequence[int], ceil_mode: bool, image_check: bool = False,
+                input: Tensor | None = None) -> list[int]:  # noqa: A002
     """A 2-d or 3-d pool's output size, checked as PyTorch's pool2d/pool3d_shape_check
     (``image_check``: avg_pool3d's input-smaller-than-kernel check)."""
     n = len(k)
@@ -645,6 +646,9 @@ def _pool_shape(x: Tensor, k: Sequence[int], s: Sequence[int], p: Sequence[int],
         if min(values) <= 0:
             got = " ".join(f"{label}{name}: {v}" for name, v in zip(names, values))
             raise RuntimeError(f"{what} should be greater than zero, but got {got}")
+    if n == 2 and 0 in x.shape[-3:]:  # PyTorch's pool2d_shape_check: only the batch may be 0
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch "
+                           f"size for input, but got:{_shown(x if input is None else input)}")
     if image_check and any(si < ki for si, ki in zip(spatial, k)):
         raise RuntimeError("input image (" + " ".join(f"{a}: {v}" for a, v in zip(names, spatial))
                            + ") smaller than kernel size (" + " ".join(
@@ -663,11 +667,13 @@ def _pool_shape(x: Tensor, k: Sequence[int], s: Sequence[int], p: Sequence[int],
 
 
 def _pool_geometry(x: Tensor, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
-                   ceil_mode: bool, name: str) -> tuple[Pair, Pair, Pair, Pair, Pair, Pad4]:
+                   ceil_mode: bool, name: str, input: Tensor  # noqa: A002
+                   ) -> tuple[Pair, Pair, Pair, Pair, Pair, Pad4]:
     """Kernel, stride, padding, dilation, output size, and the padding unfold needs (the
-    right/bottom side grown where ceil_mode lets a last window start inside the input)."""
+    right/bottom side grown where ceil_mode lets a last window start inside the input);
+    ``input``: the pool's argument (x unbatched), as its errors show it."""
     k, s, p, d = _pool_args(name, kernel_size, stride, padding, dilation)
-    out = _pool_shape(x, k, s, p, d, ceil_mode)
+    out = _pool_shape(x, k, s, p, d, ceil_mode, input=input)
     extra = [max(0, (o - 1) * si + di * (ki - 1) + 1 - size - 2 * pi)
              for size, o, ki, si, pi, di in zip(x.shape[-2:], out, k, s, p, d)]
     pad4 = (p[0], p[0] + extra[0], p[1], p[1] + extra[1])
@@ -692,7 +698,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
     x = _as4d(input, "max_pool2d")
     k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, dilation,
-                                           ceil_mode, "max_pool2d")
+                                           ceil_mode, "max_pool2d", input)
     _refuse_bool(input, "max_pool2d")
     n, c, h, w = x.shape
     fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min) \
@@ -829,7 +835,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
     x = _as4d(input, "avg_pool2d")
     k, s, p, d, out, pad4 = _pool_geometry(x, kernel_size, stride, padding, 1, ceil_mode,
-                                           "avg_pool2d")
+                                           "avg_pool2d", input)
     if not input.dtype.is_floating_point:
         _integer_pool(input, "avg_pool2d")
         return _truncated(avg_pool2d(F.cast(input, D.float64), kernel_size, stride, padding,
@@ -918,7 +924,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
         _integer_pool(input, "adaptive_avg_pool2d", int64=False)
     x = _as4d(input, "adaptive_avg_pool2d")
     h, w = x.shape[-2:]
-    if oh == 0 or ow == 0:  # PyTorch's empty result
+    if oh == 0 or ow == 0 or x.shape[1] == 0:  # PyTorch's empty result (no channels taken)
         out = F.reshape(x[:, :, :0, :0], (*x.shape[:2], oh, ow))
     elif h % oh == 0 and w % ow == 0:  # uniform windows: one average pool
         out = avg_pool2d(x, (h // oh, w // ow))
@@ -945,7 +951,7 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     _refuse_bool(input, "adaptive_max_pool2d")
     x = _as4d(input, "adaptive_max_pool2d")
     n, c, h, w = x.shape
-    if oh == 0 or ow == 0:  # PyTorch's empty result
+    if oh == 0 or ow == 0 or c == 0:  # PyTorch's empty result (an unbatched one: no channels)
         empty = F.reshape(x[:, :, :0, :0], (n, c, oh, ow))
         out = (empty, F.cast(empty, D.int64)) if return_indices else empty
     elif h % oh == 0 and w % ow == 0:  # uniform windows: one max pool
@@ -983,7 +989,7 @@ def _squeeze_height(out: Any) -> Any:
 def _check_max_pool1d(input: Tensor, kernel_size: Any, stride: Any, padding: Any,  # noqa: A002
                       dilation: Any, ceil_mode: bool) -> None:
     """PyTorch's check_max_pool1d (max_pool1d without indices)."""
-    if input.ndim not in (2, 3):
+    if input.ndim not in (2, 3) or 0 in input.shape[-2:]:  # only a batch may be empty
         raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
                            f"dim batch size for input, but got:{_shown(input)}")
 
@@ -1050,23 +1056,43 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _squeeze_height(out)
 
 
+def _ints_argument(name: str, what: str, position: int, value: Any) -> None:
+    """PyTorch's argument parser for an int list argument: its TypeError for a value that
+    is neither an int nor a sequence of them (None, a float, a str)."""
+    if isinstance(value, (int, np.integer)):
+        return
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name}(): argument '{what}' (position {position}) must be tuple of "
+                        f"ints, not {type(value).__name__}")
+    for i, v in enumerate(value):
+        if not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}(): argument '{what}' (position {position}) must be tuple "
+                            f"of ints, but found element of type {type(v).__name__} at pos {i}")
+
+
+def _output_size1d(input: Tensor, name: str, output_size: Any) -> int:  # noqa: A002
+    """A 1-d adaptive pool's output size, checked in PyTorch's order: the argument's type,
+    the input's rank, the argument's length."""
+    _ints_argument(name, "output_size", 2, output_size)
+    return int(_pool1d_args(input, name, output_size=output_size)["output_size"])
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """``adaptive_avg_pool2d`` over a height of 1."""
-    _pool1d_args(input, "adaptive_avg_pool1d")
-    return F.squeeze(adaptive_avg_pool2d(F.unsqueeze(input, -2),
-                                         (1, _pair(output_size, "output_size", 1)[0])), -2)
+    size = _output_size1d(input, "adaptive_avg_pool1d", output_size)
+    return F.squeeze(adaptive_avg_pool2d(F.unsqueeze(input, -2), (1, size)), -2)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any,  # noqa: A002
                         return_indices: bool = False) -> Any:
     """``adaptive_max_pool2d`` over a height of 1."""
-    _pool1d_args(input, "adaptive_max_pool1d")
+    size = _output_size1d(input, "adaptive_max_pool1d", output_size)
     if 0 in input.shape[1:]:
         raise RuntimeError("adaptive_max_pool1d(): Expected input to have non-zero size for "
                            f"non-batch dimensions, but input has sizes {_shown(input)} with "
                            f"dimension {input.shape.index(0, 1)} being empty")
-    return _squeeze_height(adaptive_max_pool2d(
-        F.unsqueeze(input, -2), (1, _pair(output_size, "output_size", 1)[0]), return_indices))
+    return _squeeze_height(adaptive_max_pool2d(F.unsqueeze(input, -2), (1, size),
+                                               return_indices))
 
 
 def avg_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002

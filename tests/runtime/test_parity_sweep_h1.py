@@ -217,3 +217,66 @@ def test_container_methods(case: tuple[str, Callable[[Any], Any]]) -> None:
     repeats by * and *= (a count that is no positive int is PyTorch's error)."""
     _, fn = case
     assert _container_outcome(rt, fn) == _container_outcome(torch, fn)
+
+
+def _pool_outcome(lib: Any, call: Callable[[Any, Any], Any], shape: tuple[int, ...]) -> Any:
+    x = lib.tensor(np.arange(float(np.prod(shape)), dtype=np.float32).reshape(shape))
+    try:
+        out = call(lib.nn.functional, x)
+    except (RuntimeError, TypeError, ValueError, IndexError) as e:
+        return type(e).__name__, str(e)
+    out = out[0] if isinstance(out, tuple) else out
+    return tuple(out.shape), str(out.numpy().tolist())  # (a str: nan equals nan)
+
+
+_EMPTY_POOL_CALLS: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("max_pool2d", lambda f, x: f.max_pool2d(x, 2)),
+    ("max_pool2d indices", lambda f, x: f.max_pool2d(x, 2, return_indices=True)),
+    ("max_pool2d ceil", lambda f, x: f.max_pool2d(x, 2, ceil_mode=True)),
+    ("avg_pool2d", lambda f, x: f.avg_pool2d(x, 2)),
+    ("lp_pool2d", lambda f, x: f.lp_pool2d(x, 2, 2)),
+    ("adaptive_avg_pool2d", lambda f, x: f.adaptive_avg_pool2d(x, 2)),
+    ("adaptive_avg_pool2d 1", lambda f, x: f.adaptive_avg_pool2d(x, 1)),
+    ("adaptive_max_pool2d", lambda f, x: f.adaptive_max_pool2d(x, 2)),
+]
+_EMPTY_POOL_CALLS_1D: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("max_pool1d", lambda f, x: f.max_pool1d(x, 2)),
+    ("max_pool1d indices", lambda f, x: f.max_pool1d(x, 2, return_indices=True)),
+    ("avg_pool1d", lambda f, x: f.avg_pool1d(x, 2)),
+    ("adaptive_avg_pool1d", lambda f, x: f.adaptive_avg_pool1d(x, 2)),
+    ("adaptive_max_pool1d", lambda f, x: f.adaptive_max_pool1d(x, 2)),
+]
+
+
+@pytest.mark.parametrize("shape", [(2, 0, 4, 6), (0, 3, 4, 6), (2, 3, 0, 6), (0, 4, 6),
+                                   (3, 0, 6), (3, 4, 0)])
+@pytest.mark.parametrize("case", _EMPTY_POOL_CALLS, ids=[c[0] for c in _EMPTY_POOL_CALLS])
+def test_pool2d_empty_dims(case: tuple[str, Any], shape: tuple[int, ...]) -> None:
+    """PyTorch's 2-d pools take an empty batch only: no channels or an empty plane is its
+    pool2d_shape_check error, shown with the input's own shape (unbatched: 3 dims); the
+    adaptive average pool takes zero channels."""
+    _, call = case
+    assert _pool_outcome(rt, call, shape) == _pool_outcome(torch, call, shape)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 6), (2, 0, 6), (2, 3, 0), (0, 6), (3, 0)])
+@pytest.mark.parametrize("case", _EMPTY_POOL_CALLS_1D, ids=[c[0] for c in _EMPTY_POOL_CALLS_1D])
+def test_pool1d_empty_dims(case: tuple[str, Any], shape: tuple[int, ...]) -> None:
+    """max_pool1d without indices checks its input as PyTorch's check_max_pool1d (only a
+    batch may be empty); the others as their 2-d pool over a height of 1."""
+    _, call = case
+    assert _pool_outcome(rt, call, shape) == _pool_outcome(torch, call, shape)
+
+
+@pytest.mark.parametrize("fn", ["adaptive_avg_pool1d", "adaptive_max_pool1d"])
+@pytest.mark.parametrize("shape,size", [((3, 6), None), ((3, 6), 2.5), ((3, 6), "a"),
+                                        ((3, 6), (None,)), ((3, 6), (2, 3)),
+                                        ((2, 3, 4, 6), (2, 3)), ((2, 3, 4, 6), None),
+                                        ((3, 6), [4]), ((2, 3, 6), np.int64(4))])
+def test_adaptive_pool1d_output_size_argument(fn: str, shape: tuple[int, ...], size: Any) -> None:
+    """A 1-d adaptive pool's output_size: PyTorch's parser TypeError for None, a float or a
+    str (element types named), then the rank check, then its one-int text."""
+    def call(f: Any, x: Any) -> Any:
+        return getattr(f, fn)(x, size)
+
+    assert _pool_outcome(rt, call, shape) == _pool_outcome(torch, call, shape)
