@@ -344,11 +344,26 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
     log_sigmoid = logsigmoid(input)
     if pos_weight is not None:
         log_w = F.add(F.mul(F.sub(pos_weight, 1.0), target), 1.0)
-        log_sigmoid = F.mul(log_w, log_sigmoid)
-    loss = F.sub(F.mul(F.sub(1.0, target), input), log_sigmoid)
+        log_sigmoid = _into(F.mul(log_w, log_sigmoid), input.dtype)
+    # PyTorch's steps are in place on (1 - t): the loss has the target's dtype (an integer
+    # target is its cast error), each step rounded to it
+    if not target.dtype.is_floating_point:
+        if target.dtype is D.bool_:
+            raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                               "supported. Use the `^` or `logical_xor()` operator instead.")
+        raise RuntimeError(f"result type {D.scalar_type_name(input.dtype)} can't be cast to the "
+                           f"desired output type {D.scalar_type_name(target.dtype)}")
+    loss = _into(F.mul(F.sub(1.0, target), input), target.dtype)
+    loss = _into(F.sub(loss, log_sigmoid), target.dtype)
     if weight is not None:
-        loss = F.mul(loss, weight)
+        loss = _into(F.mul(loss, weight), target.dtype)
     return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def _into(t: Tensor, dtype: Any) -> Tensor:
+    """``t`` written into a tensor of ``dtype``, as an in-place op's result (a no-op where
+    it has that dtype)."""
+    return t if t.dtype is dtype else F.cast(t, dtype)
 
 
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,  # noqa: A002
@@ -532,9 +547,23 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     _warn_broadcast(input, target)
     _needs_float(input, "huber_cpu")
     if weight is None:
-        return _huber(input, target, _enum(reduction), delta)
-    return _weighted(_huber(input, target, "none", delta), input, weight, reduction,
-                     mean_by_weight=False)
+        return _mixed_huber(_huber(input, target, _enum(reduction), delta), input, target)
+    return _weighted(_mixed_huber(_huber(input, target, "none", delta), input, target), input,
+                     weight, reduction, mean_by_weight=False)
+
+
+def _mixed_huber(loss: Tensor, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+    """PyTorch's huber_loss_backward takes input and target of one dtype: with two, the
+    backward is its RuntimeError (the dtype of the other operand found where the one whose
+    gradient it computes, the input first, was expected)."""
+    if input.dtype is target.dtype:
+        return loss
+    from .composite import no_derivative
+
+    want, found = (input, target) if input.requires_grad else (target, input)
+    return no_derivative(loss, [input, target], RuntimeError,
+                         f"Found dtype {D.scalar_type_name(found.dtype)} but expected "
+                         f"{D.scalar_type_name(want.dtype)}", "HuberLossBackward0")
 
 
 @named_backward("HuberLossBackward0", saves_inputs=True)
@@ -544,7 +573,8 @@ def _huber(input: Tensor, target: Tensor, reduction: str, delta: float) -> Tenso
     d = F.sub(input, target)
     loss = _piecewise(d, delta, lambda e: F.mul(F.mul(e, e), 0.5),
                       F.mul(F.sub(F.abs(d), 0.5 * delta), delta))
-    return _reduce(loss, reduction, "huber_loss")
+    # PyTorch writes the loss into a tensor like the input (a float64 target: a float32 loss)
+    return _reduce(_into(loss, input.dtype), reduction, "huber_loss")
 
 
 @autocast_fp32

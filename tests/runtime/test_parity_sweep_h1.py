@@ -280,3 +280,68 @@ def test_adaptive_pool1d_output_size_argument(fn: str, shape: tuple[int, ...], s
         return getattr(f, fn)(x, size)
 
     assert _pool_outcome(rt, call, shape) == _pool_outcome(torch, call, shape)
+
+
+def _loss_outcome(lib: Any, call: Callable[[Any, Any, Any, Any], Any]) -> Any:
+    rng = np.random.default_rng(5)
+    x = lib.tensor(rng.standard_normal((3, 4)).astype(np.float32), requires_grad=True)
+    t = lib.tensor(rng.random((3, 4)).astype(np.float32), requires_grad=True)
+    w = lib.tensor(rng.random(4).astype(np.float32))
+    try:
+        out = call(lib.nn.functional, x, t, w)
+    except RuntimeError as e:
+        return "forward", str(e)
+    value = (str(out.dtype).split(".")[-1], out.detach().double().numpy().copy())
+    try:
+        out.double().sum().backward()
+    except RuntimeError as e:
+        return value, ("backward", str(e))
+    grads = tuple(None if g is None else g.double().numpy().copy() for g in (x.grad, t.grad))
+    return value, grads
+
+
+def _assert_same_outcome(got: Any, want: Any, tol: float) -> None:
+    if isinstance(want, np.ndarray):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+    elif isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _assert_same_outcome(g, w, tol)
+    else:
+        assert got == want
+
+
+_MIXED_LOSSES: list[tuple[str, Callable[[Any, Any, Any, Any], Any], float]] = [
+    ("bce logits float64 input", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x.double(), t), 1e-6),
+    ("bce logits half target", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x, t.half(), reduction="none"), 2e-3),
+    ("bce logits float64 pos_weight", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x, t, pos_weight=w.double(), reduction="sum"), 1e-5),
+    ("bce logits float64 weight", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x, t, weight=w.double()), 1e-6),
+    ("bce logits float64 target", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x, t.double(), reduction="none"), 1e-6),
+    ("bce logits int64 target", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x, (t > 0.5).long()), 0.0),
+    ("bce logits bool target", lambda f, x, t, w: f.binary_cross_entropy_with_logits(
+        x, t > 0.5), 0.0),
+    ("huber float64 target", lambda f, x, t, w: f.huber_loss(x, t.detach().double()), 1e-6),
+    ("huber float64 target grad", lambda f, x, t, w: f.huber_loss(x.detach(), t.double(),
+                                                                  reduction="none"), 1e-6),
+    ("huber half input", lambda f, x, t, w: f.huber_loss(x.half(), t, reduction="sum"), 2e-3),
+    ("huber float64 input", lambda f, x, t, w: f.huber_loss(x.double(), t, delta=0.5), 1e-6),
+    ("huber float64 target weight", lambda f, x, t, w: f.huber_loss(
+        x, t.detach().double(), weight=w.expand(3, 4)), 1e-6),
+    ("huber one dtype", lambda f, x, t, w: f.huber_loss(x, t, delta=0.3), 1e-6),
+]
+
+
+@pytest.mark.parametrize("case", _MIXED_LOSSES, ids=[c[0] for c in _MIXED_LOSSES])
+def test_loss_of_mixed_dtypes(case: tuple[str, Any, float]) -> None:
+    """binary_cross_entropy_with_logits computes in place on (1 - target): its loss has the
+    target's dtype (an integer target: the cast error, bool: the subtraction error); huber_loss
+    writes into a tensor like the input (its dtype), and its backward refuses two dtypes
+    with PyTorch's 'Found dtype' error."""
+    _, call, tol = case
+    _assert_same_outcome(_loss_outcome(rt, call), _loss_outcome(torch, call), tol)
