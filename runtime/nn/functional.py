@@ -66,6 +66,7 @@ from runtime.ops.resample import (
     upsample_bilinear,
     upsample_nearest,
 )
+from runtime.ops.shapes import parses_as_int
 from runtime.ops.vectors import cosine_similarity, normalize, one_hot
 
 from runtime.ops.losses import (  # noqa: E402
@@ -149,6 +150,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     if values == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input "
                          f"size {size}")
+    if not parses_as_int(num_groups):  # the op's parser (a float or a bool)
+        raise TypeError(f"group_norm(): argument 'num_groups' (position 2) must be int, not "
+                        f"{type(num_groups).__name__}")
     return _activations.group_norm(input, num_groups, weight, bias, eps)
 
 

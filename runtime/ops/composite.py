@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from . import functional as F
 from .dispatch import PrimitiveBackward, named, named_backward
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
-from .shapes import int_dim, wrap_dim
+from .shapes import int_dim, int_list_argument, wrap_dim
 
 tanh = F.tanh
 
@@ -430,7 +430,8 @@ def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
     """layer_norm's and rms_norm's normalized_shape as a tuple, which must be the input's
     trailing dimensions (PyTorch's error and text where it is not: its rms_norm writes the
     expected shape "[*4]", its layer_norm "[*, 4]")."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
+        map(int, normalized_shape))
     if not shape:
         raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
                            "containing at least one element, but got normalized_shape = []")
@@ -451,8 +452,10 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Ten
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     from .conv import check_norm_dtypes
 
+    int_list_argument("layer_norm", "normalized_shape", 2, normalized_shape, single=False)
     check_norm_dtypes(input, weight, bias)  # (a half input's came here as float32)
-    wanted = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    wanted = [normalized_shape] if isinstance(normalized_shape, int) else [
+        int(d) for d in normalized_shape]
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and list(t.shape) != wanted:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but "
@@ -618,7 +621,9 @@ def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tenso
              eps: float | None = None) -> Tensor:
     """x / sqrt(mean(x², trailing axes) + eps) (times weight); eps None is the dtype's
     machine epsilon, as PyTorch's; the result has the input's dtype, whatever the weight's."""
-    wanted = [normalized_shape] if isinstance(normalized_shape, int) else list(normalized_shape)
+    int_list_argument("rms_norm", "normalized_shape", 2, normalized_shape, single=False)
+    wanted = [normalized_shape] if isinstance(normalized_shape, int) else [
+        int(d) for d in normalized_shape]
     if weight is not None and list(weight.shape) != wanted:
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
                            f"weight of shape {list(weight.shape)} and normalized_shape = {wanted}")

@@ -25,6 +25,7 @@ from . import functional as F
 from .composite import linked_backward, linked_to_inputs
 from .dispatch import named, named_backward
 from .registry import Primitive, flops_none, generated_windows, register
+from .shapes import int_list_argument
 
 Pair = tuple[int, int]
 Pad4 = tuple[int, int, int, int]  # top, bottom, left, right
@@ -1056,24 +1057,10 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return _squeeze_height(out)
 
 
-def _ints_argument(name: str, what: str, position: int, value: Any) -> None:
-    """PyTorch's argument parser for an int list argument: its TypeError for a value that
-    is neither an int nor a sequence of them (None, a float, a str)."""
-    if isinstance(value, (int, np.integer)):
-        return
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{name}(): argument '{what}' (position {position}) must be tuple of "
-                        f"ints, not {type(value).__name__}")
-    for i, v in enumerate(value):
-        if not isinstance(v, (int, np.integer)):
-            raise TypeError(f"{name}(): argument '{what}' (position {position}) must be tuple "
-                            f"of ints, but found element of type {type(v).__name__} at pos {i}")
-
-
 def _output_size1d(input: Tensor, name: str, output_size: Any) -> int:  # noqa: A002
     """A 1-d adaptive pool's output size, checked in PyTorch's order: the argument's type,
     the input's rank, the argument's length."""
-    _ints_argument(name, "output_size", 2, output_size)
+    int_list_argument(name, "output_size", 2, output_size, single=True)
     return int(_pool1d_args(input, name, output_size=output_size)["output_size"])
 
 
@@ -1658,6 +1645,12 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",  # noqa: A002
     negative amounts crop. Modes constant, reflect, replicate and circular, with at::pad's
     checks in its order (those of constant_pad_nd, reflection/replication_padNd and
     _pad_circular)."""
+    int_list_argument("pad", "pad", 2, pad, single=False)
+    if value is not None and (isinstance(value, (str, bytes)) or not (
+            isinstance(value, (int, float, np.number)) or hasattr(value, "item"))
+            or isinstance(value, (complex, np.complexfloating))):
+        raise TypeError(f"pad(): argument 'value' (position 4) must be float, not "
+                        f"{type(value).__name__}")
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
     if len(pad) // 2 > input.ndim:

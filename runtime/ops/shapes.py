@@ -10,6 +10,8 @@ import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from .._dtype import DType, scalar_type_name, type_meta_name
 
 
@@ -204,3 +206,36 @@ def matmul_error(sa: Sequence[int], sb: Sequence[int]) -> str | None:
         return (f"Expected size for first two dimensions of batch2 tensor to be: "
                 f"[{size}, {sa[-1]}] but got: [{size}, {sb[-2]}].")
     return None
+
+
+def parses_as_int(v: Any) -> bool:
+    """Whether PyTorch's argument parser takes ``v`` as an int: an int (not a bool), a numpy
+    integer, or a one-element integer tensor."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, np.integer)):
+        return True
+    dtype = getattr(v, "dtype", None)
+    return hasattr(v, "numel") and getattr(dtype, "is_floating_point", True) is False and \
+        getattr(dtype, "is_complex", False) is False and getattr(dtype, "name", "") != "bool" \
+        and v.numel() == 1
+
+
+def int_list_argument(op: str, what: str, position: int, value: Any, single: bool) -> None:
+    """PyTorch's argument parser for an int list argument of ``op`` (``single``: one int
+    stands for the list, as ``int[1] output_size``): its TypeError for any other value (None,
+    a float, a str, a tensor) or an element that is no int (a float, a bool)."""
+    if single and parses_as_int(value):
+        return
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{op}(): argument '{what}' (position {position}) must be tuple of "
+                        f"ints, not {type(value).__name__}")
+    # the parser checks the first element's type, then unpacks the rest (a bool taken there)
+    if len(value) and not parses_as_int(value[0]):
+        raise TypeError(f"{op}(): argument '{what}' (position {position}) must be tuple of "
+                        f"ints, but found element of type {type(value[0]).__name__} at pos 0")
+    for i, v in enumerate(value[1:], 2):
+        if not (isinstance(v, bool) or parses_as_int(v)):
+            raise TypeError(f"{op}(): argument '{what}' failed to unpack the object at pos {i} "
+                            f"with error \"type must be tuple of ints,but got "
+                            f"{type(v).__name__}\"")

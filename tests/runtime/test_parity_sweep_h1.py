@@ -345,3 +345,51 @@ def test_loss_of_mixed_dtypes(case: tuple[str, Any, float]) -> None:
     with PyTorch's 'Found dtype' error."""
     _, call, tol = case
     _assert_same_outcome(_loss_outcome(rt, call), _loss_outcome(torch, call), tol)
+
+
+_ARGUMENT_CALLS: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("layer_norm int", lambda f, x: f.layer_norm(x, 4)),
+    ("layer_norm float element", lambda f, x: f.layer_norm(x, (4.0,))),
+    ("layer_norm bool element", lambda f, x: f.layer_norm(x, (True,))),
+    ("layer_norm None", lambda f, x: f.layer_norm(x, None)),
+    ("layer_norm str", lambda f, x: f.layer_norm(x, "a")),
+    ("layer_norm list", lambda f, x: f.layer_norm(x, [4])),
+    ("layer_norm size", lambda f, x: f.layer_norm(x, x.shape[-2:])),
+    ("layer_norm numpy int", lambda f, x: f.layer_norm(x, (np.int64(4),))),
+    ("rms_norm int", lambda f, x: f.rms_norm(x, 4)),
+    ("rms_norm float element", lambda f, x: f.rms_norm(x, [4.0])),
+    ("rms_norm tuple", lambda f, x: f.rms_norm(x, (3, 4))),
+    ("rms_norm later float", lambda f, x: f.rms_norm(x, (3, 4.0))),
+    ("layer_norm later bool", lambda f, x: f.layer_norm(x, (3, True))),
+    ("pad later str", lambda f, x: f.pad(x, (1, 1, 1, "a"))),
+    ("group_norm float groups", lambda f, x: f.group_norm(x, 3.0)),
+    ("group_norm bool groups", lambda f, x: f.group_norm(x, True)),
+    ("group_norm numpy groups", lambda f, x: f.group_norm(x, np.int64(3))),
+    ("pad float", lambda f, x: f.pad(x, (1.0, 1))),
+    ("pad reflect float", lambda f, x: f.pad(x, (1, 1.5), mode="reflect")),
+    ("pad bool", lambda f, x: f.pad(x, (True, 1))),
+    ("pad int", lambda f, x: f.pad(x, 1)),
+    ("pad None", lambda f, x: f.pad(x, None)),
+    ("pad numpy ints", lambda f, x: f.pad(x, [np.int32(1), 2])),
+    ("pad value str", lambda f, x: f.pad(x, (1, 1), value="a")),
+    ("pad value list", lambda f, x: f.pad(x, (1, 1), value=[1.0])),
+    ("pad value complex", lambda f, x: f.pad(x, (1, 1), value=1 + 2j)),
+    ("pad value numpy", lambda f, x: f.pad(x, (1, 1), value=np.float32(1.5))),
+    ("pad value bool", lambda f, x: f.pad(x, (1, 1), value=True)),
+]
+
+
+@pytest.mark.parametrize("case", _ARGUMENT_CALLS, ids=[c[0] for c in _ARGUMENT_CALLS])
+def test_int_list_arguments_parsed_as_pytorch(case: tuple[str, Any]) -> None:
+    """layer_norm's and rms_norm's normalized_shape and pad's pad are int lists (not one
+    int), group_norm's num_groups an int, pad's value a float: anything else is PyTorch's
+    argument parser TypeError (they were taken, a float pad truncated)."""
+    _, call = case
+    x = np.random.default_rng(6).standard_normal((2, 3, 4)).astype(np.float32)
+    outcomes = []
+    for lib in (torch, rt):
+        try:
+            outcomes.append(str(call(lib.nn.functional, lib.tensor(x)).numpy().round(5)))
+        except (TypeError, RuntimeError, ValueError) as e:
+            outcomes.append(f"{type(e).__name__}: {e}")
+    assert outcomes[1] == outcomes[0]
