@@ -1545,22 +1545,50 @@ def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
 # ------------------------------------------------------------------- batch norm, pad
 
 
-@named_backward("NativeBatchNormBackward0")
 def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor | None,  # noqa: A002
                weight: Tensor | None = None, bias: Tensor | None = None,
-               training: bool = False, momentum: float | None = 0.1,
-               eps: float = 1e-5) -> Tensor:
-    """PyTorch's ``F.batch_norm`` over dim 1 of (N, C, ...): in training, batch statistics
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """PyTorch's ``F.batch_norm``: its Python checks (one value per channel in training, a
+    positive eps in training, a non-negative one otherwise), the op's parser (a momentum of
+    None is refused), then the op (batch_norm_op)."""
+    if training and input.ndim:  # _verify_batch_size
+        if input.shape[0] * math.prod(input.shape[2:]) == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {_torch_size(input)}")
+    if training and eps <= 0.0:
+        raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
+    if eps < 0.0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if momentum is None or isinstance(momentum, (str, bytes)):
+        raise TypeError(f"batch_norm(): argument 'momentum' (position 7) must be float, not "
+                        f"{type(momentum).__name__}")
+    return batch_norm_op(input, running_mean, running_var, weight, bias, training, momentum, eps)
+
+
+@named_backward("NativeBatchNormBackward0")
+def batch_norm_op(input: Tensor, running_mean: Tensor | None,  # noqa: A002
+                  running_var: Tensor | None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, training: bool = False,
+                  momentum: float | None = 0.1, eps: float = 1e-5) -> Tensor:
+    """PyTorch's batch_norm op over dim 1 of (N, C, ...): in training, batch statistics
     normalize and (when given) the running ones are updated in place, with the unbiased
     variance; otherwise the running statistics normalize."""
     from ..autograd.grad_mode import no_grad
 
-    if input.ndim < 2:
-        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    if input.ndim < 2:  # PyTorch reads size(1): a statistic given is checked against none
+        for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+            if stat is not None and stat.numel():
+                raise RuntimeError(f"{name} should contain 0 elements not {stat.numel()}")
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, "
+                         f"{input.ndim - 1}], but got 1)")
     c = input.shape[1]
     for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
         if stat is not None and stat.numel() != c:
             raise RuntimeError(f"{name} should contain {c} elements not {stat.numel()}")
+    if input.numel():  # (an empty input returns early, unchecked)
+        for name, param in (("weight", weight), ("bias", bias)):
+            if param is not None and param.numel() != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {param.numel()}")
     if not input.dtype.is_floating_point:
         _integer_pool(input, "batch_norm", int64=False)
     if input.numel() == 0:  # at::batch_norm's early return: no statistic read or updated

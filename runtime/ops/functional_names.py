@@ -22,6 +22,12 @@ def _nn() -> Any:
     return nnf
 
 
+def _conv() -> Any:
+    from . import conv
+
+    return conv
+
+
 def _reduction(name: str, reduction: Any, position: int) -> str:
     """An aten loss's ``reduction`` (an int) as nn.functional's string."""
     if isinstance(reduction, bool) or not isinstance(reduction, int):
@@ -56,8 +62,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
 def batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,  # noqa: A002
                running_mean: Tensor | None, running_var: Tensor | None, training: bool,
                momentum: float, eps: float, cudnn_enabled: bool) -> Tensor:
-    return _nn().batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
-                            eps)
+    return _conv().batch_norm_op(input, running_mean, running_var, weight, bias, training,
+                                 momentum, eps)
 
 
 def instance_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,  # noqa: A002
@@ -320,8 +326,8 @@ def native_batch_norm(input: Tensor, weight: Tensor | None, bias: Tensor | None,
     """(batch_norm's result, the batch mean, its 1 / std): training only; empty in eval."""
     from ..creation import empty
 
-    out = _nn().batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
-                           eps)
+    out = _conv().batch_norm_op(input, running_mean, running_var, weight, bias, training,
+                                momentum, eps)
     if not training:
         return out, empty(0, dtype=input.dtype, device=input.device), \
             empty(0, dtype=input.dtype, device=input.device)

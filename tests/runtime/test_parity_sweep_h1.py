@@ -393,3 +393,54 @@ def test_int_list_arguments_parsed_as_pytorch(case: tuple[str, Any]) -> None:
         except (TypeError, RuntimeError, ValueError) as e:
             outcomes.append(f"{type(e).__name__}: {e}")
     assert outcomes[1] == outcomes[0]
+
+
+_BATCH_NORM_CALLS: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("weight of 2", lambda lib, x: lib.nn.functional.batch_norm(
+        x, None, None, lib.ones(2), None, training=True)),
+    ("bias of 2", lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.zeros(3), lib.ones(3), None, lib.ones(2), training=False)),
+    ("running_mean before weight", lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.ones(2), lib.ones(3), lib.ones(2), None, training=True)),
+    ("weight (3, 1)", lambda lib, x: lib.nn.functional.batch_norm(
+        x, None, None, lib.ones(3, 1), None, training=True)),
+    ("empty input, weight of 2", lambda lib, x: lib.nn.functional.batch_norm(
+        x[:0], None, None, lib.ones(2), None, training=True)),
+    ("eps 0 training", lambda lib, x: lib.nn.functional.batch_norm(
+        x, None, None, training=True, eps=0.0)),
+    ("eps 0 eval", lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.zeros(3), lib.ones(3), training=False, eps=0.0)),
+    ("eps -1 eval", lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.zeros(3), lib.ones(3), training=False, eps=-1.0)),
+    ("one value before eps", lambda lib, x: lib.nn.functional.batch_norm(
+        x[:1, :, :1], lib.ones(2), lib.ones(2), training=True, eps=0.0)),
+    ("momentum None", lambda lib, x: lib.nn.functional.batch_norm(
+        x, lib.zeros(3), lib.ones(3), training=True, momentum=None)),
+    ("1-d training", lambda lib, x: lib.nn.functional.batch_norm(
+        x[0, 0], None, None, training=True)),
+    ("1-d eval", lambda lib, x: lib.nn.functional.batch_norm(
+        x[0, 0], lib.zeros(5), lib.ones(5), training=False)),
+    ("BatchNorm1d eps 0", lambda lib, x: lib.nn.BatchNorm1d(3, eps=0)(x)),
+    ("BatchNorm1d eps 0 eval", lambda lib, x: lib.nn.BatchNorm1d(3, eps=0).eval()(x)),
+    ("BatchNorm1d momentum None", lambda lib, x: lib.nn.BatchNorm1d(3, momentum=None)(x)),
+    ("aten batch_norm eps 0", lambda lib, x: lib.batch_norm(x, None, None, None, None, True,
+                                                            0.1, 0.0, False)),
+]
+
+
+@pytest.mark.parametrize("case", _BATCH_NORM_CALLS, ids=[c[0] for c in _BATCH_NORM_CALLS])
+def test_batch_norm_checks(case: tuple[str, Any]) -> None:
+    """F.batch_norm's Python checks in PyTorch's order (one value per channel, then eps:
+    positive in training, non-negative otherwise, as the modules' too), its parser's refusal
+    of a momentum of None (it was taken as 0.1), the op's size checks of the weight and
+    bias (an empty input returns before them) and of a 1-d input (PyTorch's IndexError,
+    where a ValueError was raised)."""
+    _, call = case
+    x = np.random.default_rng(7).standard_normal((4, 3, 5)).astype(np.float32)
+    outcomes = []
+    for lib in (torch, rt):
+        try:
+            outcomes.append(str(call(lib, lib.tensor(x)).detach().numpy().round(4)))
+        except (TypeError, RuntimeError, ValueError, IndexError) as e:
+            outcomes.append(f"{type(e).__name__}: {e}")
+    assert outcomes[1] == outcomes[0]
