@@ -251,17 +251,17 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
 
     reduction = _legacy(size_average, reduce, reduction)
     _tensor_args("cross_entropy_loss", target=(2, target), weight=(3, weight))
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     if tuple(target.shape) == tuple(input.shape):
-        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing,
+                                    ignore_index)
+    _check_label_smoothing(label_smoothing)
     if input.ndim == 0:  # PyTorch's log_softmax over dim 1 of it
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     rows, tgt, c = _class_rows(input, target, weight)
     logp = log_softmax(rows, 1)
     nll = _nll_rows(logp, tgt, c, weight, ignore_index, reduction, _loss_shape(input))
     refuse_saved_inference(nll, weight)  # PyTorch's nll_loss saves it
-    if not label_smoothing:
+    if not label_smoothing > 0.0:  # (a negative or NaN amount: none)
         return named(nll, "NllLossBackward0")
     keep = F.cast(F.ne(tgt, ignore_index), logp.dtype)
     wl = logp if weight is None else F.mul(logp, F.reshape(weight, (1, c)))
@@ -280,17 +280,30 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     return F.add(F.mul(nll, 1.0 - label_smoothing), F.mul(smooth, label_smoothing / c))
 
 
+def _check_label_smoothing(label_smoothing: float) -> None:
+    """PyTorch's check: at most 1 (its number as C++ prints it: 2.0 is "2"); a negative or
+    NaN amount passes, and smooths nothing."""
+    if label_smoothing > 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing:g}")
+
+
 def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  # noqa: A002
-                         reduction: str, label_smoothing: float) -> Tensor:
+                         reduction: str, label_smoothing: float, ignore_index: int) -> Tensor:
+    """Cross-entropy with class probabilities as the target: PyTorch's checks in its order
+    (a float target, no ignore_index: one of 0 or more is refused, then label_smoothing)."""
     from .composite import log_softmax
 
     if not target.dtype.is_floating_point:
         raise RuntimeError("Expected floating point type for target with class probabilities, "
                            f"got {D.scalar_type_name(target.dtype)}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    _check_label_smoothing(label_smoothing)
     dim = 0 if input.ndim == 1 else 1
     c = input.shape[dim]
     _class_weight(weight, c, f"all {c} classes")
-    if label_smoothing:
+    if label_smoothing > 0.0:
         target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / c)
     logp = log_softmax(input, dim)
     term = F.mul(logp, target)

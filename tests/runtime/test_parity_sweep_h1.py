@@ -444,3 +444,39 @@ def test_batch_norm_checks(case: tuple[str, Any]) -> None:
         except (TypeError, RuntimeError, ValueError, IndexError) as e:
             outcomes.append(f"{type(e).__name__}: {e}")
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("target,kw", [
+    ("probs", {"ignore_index": 1}),
+    ("probs", {"ignore_index": 0, "reduction": "none"}),
+    ("probs", {"ignore_index": 1, "label_smoothing": 2.0}),
+    ("probs", {"ignore_index": -5, "label_smoothing": 0.2}),
+    ("probs", {"label_smoothing": 1.5}),
+    ("long probs", {"ignore_index": 1}),
+    ("long probs", {"label_smoothing": 2.0}),
+    ("indices", {"ignore_index": 1, "label_smoothing": 0.1}),
+    ("indices", {"label_smoothing": -0.5}),
+    ("indices", {"label_smoothing": float("nan"), "reduction": "sum"}),
+    ("indices", {"label_smoothing": 2.0}),
+    ("indices", {"label_smoothing": 1.0000001}),
+    ("probs", {"label_smoothing": -0.25, "reduction": "none"}),
+])
+def test_cross_entropy_probability_target_checks(target: str, kw: dict[str, Any]) -> None:
+    """Class probabilities take no ignore_index (one of 0 or more is PyTorch's error, a
+    negative one is ignored), checked after the target's dtype and before label_smoothing's
+    range; class indices check label_smoothing first. label_smoothing may be at most 1 (the
+    error prints it as C++ does), a negative or NaN one smooths nothing."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    p = rng.random((5, 4)).astype(np.float32)
+    p /= p.sum(1, keepdims=True)
+    outcomes = []
+    for lib in (torch, rt):
+        t = {"probs": lib.tensor(p), "long probs": lib.tensor((p * 4).astype(np.int64)),
+             "indices": lib.tensor([0, 1, 2, 3, 1])}[target]
+        try:
+            out = lib.nn.functional.cross_entropy(lib.tensor(x), t, **kw)
+            outcomes.append(str(out.numpy().round(5)))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[1] == outcomes[0]
