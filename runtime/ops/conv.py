@@ -345,6 +345,9 @@ def _check_conv(x: Tensor, weight: Tensor, bias: Tensor | None, stride: Sequence
                            + " x ".join(map(str, extent)) + "). Kernel size can't be greater "
                            "than actual input size")
     if 0 in dilation:
+        if x.dtype is D.bfloat16 or (x.dtype is D.float32 and x.shape[0] > 1):
+            # PyTorch's CPU kernel for bfloat16 or a batch of float32 (oneDNN) has its text
+            raise RuntimeError("non-positive dilation is not supported")
         as2d = (1, *dilation) if len(dilation) == 1 else tuple(dilation)
         raise RuntimeError(f"dilation should be greater than zero, but got {list(as2d)}")
 
@@ -865,7 +868,8 @@ def _adaptive_size(output_size: Any, size: Pair, name: str) -> Pair:
     if output_size is None:
         raise TypeError("object of type 'NoneType' has no len()")
     if len(output_size) != 2:
-        raise RuntimeError(f"{name}: output_size must be 2")
+        raise RuntimeError(f"{name}(): internal error: output_size.size() must be 2"
+                           if "max" in name else f"{name}: output_size must be 2")
     size = (0,) * (2 - len(size)) + tuple(size)  # an input of too few dims is refused later
     oh, ow = (n if o is None else int(o) for o, n in zip(output_size, size))
     return oh, ow

@@ -405,14 +405,17 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 
 
 def unflatten(input: Tensor, dim: int, sizes: Sequence[int]) -> Tensor:
+    if not len(sizes):  # PyTorch checks this first, before the dim
+        raise RuntimeError("unflatten: sizes must be non-empty")
     d = _dim(input, dim)
     if input.ndim == 0:  # PyTorch's text, its C++ trace left out
         raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {d} but "
                            "tensor has no dimensions")
     sizes = list(sizes)
     given = list(sizes)
-    if sizes.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+    if sizes.count(-1) > 1:  # PyTorch's text, its C++ trace left out
+        raise RuntimeError("unflatten got an unexpected error:\nonly one dimension can be "
+                           "inferred")
     known = math.prod(s for s in sizes if s != -1)
     if -1 in sizes and not known and not input.shape[d]:  # its C++ trace left out
         raise RuntimeError(f"unflatten got an unexpected error:\ncannot reshape tensor of 0 "

@@ -480,3 +480,49 @@ def test_cross_entropy_probability_target_checks(target: str, kw: dict[str, Any]
         except RuntimeError as e:
             outcomes.append(str(e))
     assert outcomes[1] == outcomes[0]
+
+
+_LAYER_ERRORS: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("conv2d dilation 0", lambda lib, x: lib.nn.functional.conv2d(x, lib.ones(4, 3, 2, 2),
+                                                                  dilation=0)),
+    ("conv2d dilation (1, 0)", lambda lib, x: lib.nn.functional.conv2d(
+        x, lib.ones(4, 3, 2, 2), dilation=(1, 0))),
+    ("conv1d dilation 0", lambda lib, x: lib.nn.functional.conv1d(x[:, :, 0], lib.ones(4, 3, 2),
+                                                                  dilation=0)),
+    ("conv2d same dilation 0", lambda lib, x: lib.nn.functional.conv2d(
+        x, lib.ones(4, 3, 2, 2), padding="same", dilation=0)),
+    ("Conv2d dilation 0", lambda lib, x: lib.nn.Conv2d(3, 4, 3, dilation=0)(x)),
+    ("conv2d batch of 1 dilation 0", lambda lib, x: lib.nn.functional.conv2d(
+        x[:1], lib.ones(4, 3, 2, 2), dilation=0)),
+    ("conv2d float64 dilation 0", lambda lib, x: lib.nn.functional.conv2d(
+        x.double(), lib.ones(4, 3, 2, 2, dtype=lib.float64), dilation=0)),
+    ("conv2d unbatched bfloat16 dilation 0", lambda lib, x: lib.nn.functional.conv2d(
+        x[0].bfloat16(), lib.ones(4, 3, 2, 2, dtype=lib.bfloat16), dilation=(1, 0))),
+    ("conv2d stride 0 before dilation 0", lambda lib, x: lib.nn.functional.conv2d(
+        x, lib.ones(4, 3, 2, 2), stride=0, dilation=0)),
+    ("adaptive_max_pool2d 3 sizes", lambda lib, x: lib.nn.AdaptiveMaxPool2d((2, 3, 4))(x)),
+    ("adaptive_max_pool2d 1 size", lambda lib, x: lib.nn.functional.adaptive_max_pool2d(
+        x, (2,))),
+    ("adaptive_avg_pool2d 1 size", lambda lib, x: lib.nn.functional.adaptive_avg_pool2d(
+        x, (2,))),
+    ("Unflatten ()", lambda lib, x: lib.nn.Unflatten(1, ())(x)),
+    ("unflatten [] bad dim", lambda lib, x: x.unflatten(7, [])),
+    ("unflatten two -1", lambda lib, x: x.unflatten(1, (-1, -1))),
+]
+
+
+@pytest.mark.parametrize("case", _LAYER_ERRORS, ids=[c[0] for c in _LAYER_ERRORS])
+def test_layer_error_texts(case: tuple[str, Any]) -> None:
+    """A convolution's dilation of 0 is PyTorch's oneDNN "non-positive dilation" error for
+    bfloat16 or a batch of float32 (its other kernels' "greater than zero" text otherwise),
+    adaptive_max_pool2d's output_size of another length its
+    "internal error" text, unflatten's empty sizes its first check (before the dim); PyTorch's
+    C++ trace after an unflatten error is left out."""
+    _, call = case
+    x = np.ones((2, 3, 5, 6), np.float32)
+    texts = []
+    for lib in (torch, rt):
+        with pytest.raises(RuntimeError) as e:
+            call(lib, lib.tensor(x))
+        texts.append(str(e.value).split("\nException raised from")[0])
+    assert texts[1] == texts[0]
