@@ -447,13 +447,19 @@ def _normalized_shape(x: Tensor, normalized_shape: int | Sequence[int], op: str
 
 
 @named_backward("NativeLayerNormBackward0")
-@F.half_in_float32
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     from .conv import check_norm_dtypes
 
     int_list_argument("layer_norm", "normalized_shape", 2, normalized_shape, single=False)
-    check_norm_dtypes(input, weight, bias)  # (a half input's came here as float32)
+    # the dtypes as given: a float16 input's parameters are float16 or float32, not bfloat16
+    check_norm_dtypes(input, weight, bias)
+    return _layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@F.half_in_float32
+def _layer_norm(input: Tensor, normalized_shape: int | Sequence[int],  # noqa: A002
+                weight: Tensor | None, bias: Tensor | None, eps: float) -> Tensor:
     wanted = [normalized_shape] if isinstance(normalized_shape, int) else [
         int(d) for d in normalized_shape]
     for name, t in (("weight", weight), ("bias", bias)):

@@ -526,3 +526,24 @@ def test_layer_error_texts(case: tuple[str, Any]) -> None:
             call(lib, lib.tensor(x))
         texts.append(str(e.value).split("\nException raised from")[0])
     assert texts[1] == texts[0]
+
+
+@pytest.mark.parametrize("x_dtype,p_dtype", [("float16", "bfloat16"), ("bfloat16", "float16"),
+                                             ("float16", "float32"), ("bfloat16", "float32"),
+                                             ("float16", "float16"), ("float32", "float16")])
+def test_layer_norm_parameter_dtypes(x_dtype: str, p_dtype: str) -> None:
+    """layer_norm checks its parameters' dtypes as given: a float16 input with bfloat16
+    parameters (or the reverse) is PyTorch's mixed-dtype error (they were widened to float32
+    with the input first, and taken); float32 parameters of a half input are taken."""
+    x = np.random.default_rng(9).standard_normal((2, 3, 6)).astype(np.float32)
+    outcomes = []
+    for lib in (torch, rt):
+        xt = lib.tensor(x).to(getattr(lib, x_dtype))
+        w = lib.ones(6, dtype=getattr(lib, p_dtype)) * 1.5
+        b = lib.zeros(6, dtype=getattr(lib, p_dtype)) + 0.25
+        try:
+            out = lib.nn.functional.layer_norm(xt, (6,), w, b)
+            outcomes.append((str(out.dtype).split(".")[-1], str(out.float().numpy().round(2))))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[1] == outcomes[0]
