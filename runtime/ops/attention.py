@@ -93,7 +93,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         return _empty_attention(query, key, value)
     if attn_mask is not None:  # the CPU kernel choice reads the mask's shape (its errors)
         _flash_cpu_takes(query, key, value, attn_mask, dropout_p, enable_gqa, strides=False)
-    if not 0.0 <= dropout_p <= 1.0:
+    if dropout_p > 1.0:  # PyTorch drops out only for a p above 0 (a negative or NaN one: none)
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if is_causal and attn_mask is not None and not _flash_cpu_takes(
             query, key, value, attn_mask, dropout_p, enable_gqa):

@@ -547,3 +547,20 @@ def test_layer_norm_parameter_dtypes(x_dtype: str, p_dtype: str) -> None:
         except RuntimeError as e:
             outcomes.append(str(e))
     assert outcomes[1] == outcomes[0]
+
+
+@pytest.mark.parametrize("p", [-0.5, -1e-9, float("nan"), 1.5, 1.0])
+def test_sdpa_dropout_p_outside_the_unit_interval(p: float) -> None:
+    """scaled_dot_product_attention drops out only for a dropout_p above 0: a negative or
+    NaN one is no dropout (it was the range error), one above 1 the error, 1 all zeros."""
+    q = np.random.default_rng(10).standard_normal((3, 2, 4)).astype(np.float32)
+    outcomes = []
+    for lib in (torch, rt):
+        lib.manual_seed(0)
+        t = lib.tensor(q)
+        try:
+            out = lib.nn.functional.scaled_dot_product_attention(t, t, t, dropout_p=p)
+            outcomes.append(str(out.numpy().round(4)))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    assert outcomes[1] == outcomes[0]
