@@ -356,11 +356,20 @@ class SequentialLR(_Composite):
         self.optimizer = optimizer
         for group in optimizer.param_groups:  # undo what the schedulers' first steps did
             group["lr"] = group["initial_lr"]
-        for scheduler in schedulers:
-            scheduler.last_epoch -= 1
+        self._recursive_undo(self)
         first = schedulers[bisect_right(milestones, 0)]
         first._initial_step()
         self._last_lr = first.get_last_lr()
+
+    @staticmethod
+    def _recursive_undo(scheduler: LRScheduler) -> None:
+        """Undo the first step of every scheduler under ``scheduler``: a nested composite's
+        own ``last_epoch`` is left, its schedulers' are moved back, as torch's."""
+        if hasattr(scheduler, "_schedulers"):
+            for s in scheduler._schedulers:
+                SequentialLR._recursive_undo(s)
+        elif hasattr(scheduler, "last_epoch"):
+            scheduler.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]  # torch's takes no epoch either
         self.last_epoch += 1
