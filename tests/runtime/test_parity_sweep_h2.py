@@ -41,3 +41,28 @@ def test_sequential_lr_nested_undoes_the_inner_schedulers_first_steps() -> None:
         got.append(lrs)
     np.testing.assert_allclose(got[1], got[0], rtol=1e-12)
     assert got[1][0] == pytest.approx([0.05, 0.025])
+
+
+@pytest.mark.parametrize(("dtype", "norm_type"), [("float16", 2.0), ("float16", 3.5),
+                                                  ("float16", 0.5), ("bfloat16", 3.5)])
+def test_clip_grad_norm_of_half_gradients_reduces_in_float32(dtype: str,
+                                                             norm_type: float) -> None:
+    """torch's vector_norm of a float16 or bfloat16 tensor accumulates in float32: a float16
+    gradient of 300 has a finite 2-norm (its square overflowed float16: inf, and clipping by
+    it zeroed every gradient)."""
+    grads = [[300.0, 200.0, 1e-4], [3.0, -250.0]]
+    out = []
+    for lib in (torch, rt):
+        ps = []
+        for g in grads:
+            p = lib.nn.Parameter(lib.ones(len(g), dtype=getattr(lib, dtype)))
+            p.grad = lib.tensor(g, dtype=getattr(lib, dtype))
+            ps.append(p)
+        total = lib.nn.utils.clip_grad_norm_(ps, 1.0, norm_type)
+        out.append((str(total.dtype).split(".")[-1], total.float().item(),
+                    [p.grad.float().tolist() for p in ps]))
+    assert out[1][0] == out[0][0]
+    assert np.isfinite(out[1][1])
+    assert out[1][1] == out[0][1]
+    for a, b in zip(out[1][2], out[0][2], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-3)

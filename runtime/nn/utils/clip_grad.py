@@ -33,7 +33,9 @@ def _check_foreach(foreach: bool | None) -> None:
 
 
 def _norm(x: Tensor, p: float) -> Tensor:
-    """torch.linalg.vector_norm(x, p) over all elements."""
+    """torch.linalg.vector_norm(x, p) over all elements. A float16 or bfloat16 ``x`` is
+    reduced in float32 and the norm rounded once, as torch's (its squares or powers in
+    float16 overflowed: a float16 gradient of 300 had an infinite 2-norm)."""
     if p in (math.inf, -math.inf) and x.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {p} norm on an empty "
                            "tensor because the operation does not have an identity")
@@ -41,13 +43,18 @@ def _norm(x: Tensor, p: float) -> Tensor:
         return x.abs().max()
     if p == -math.inf:
         return x.abs().min()
+    dtype = x.dtype
+    if dtype in (D.float16, D.bfloat16):
+        x = x.to(D.float32)
     if p == 0:
-        return (x != 0).to(x.dtype).sum()
-    if p == 1:
-        return x.abs().sum()
-    if p == 2:
-        return (x * x).sum().sqrt()
-    return (x.abs() ** p).sum() ** (1.0 / p)
+        out = (x != 0).to(x.dtype).sum()
+    elif p == 1:
+        out = x.abs().sum()
+    elif p == 2:
+        out = (x * x).sum().sqrt()
+    else:
+        out = (x.abs() ** p).sum() ** (1.0 / p)
+    return out if out.dtype == dtype else out.to(dtype)
 
 
 def get_total_norm(tensors: Parameters, norm_type: float = 2.0,
