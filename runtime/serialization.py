@@ -530,6 +530,10 @@ _TORCH_STORAGES = {
     "BoolStorage": "bool"}
 
 
+# what a pickle's torch.storage.UntypedStorage names: a storage of bytes
+_UNTYPED = object()
+
+
 class _TorchStorage:
     """A storage a torch.save pickle names: its dtype and its bytes in the archive, read on
     first use (one array however many tensors view it)."""
@@ -593,7 +597,9 @@ class _TorchUnpickler:
         allowed: dict[tuple[str, str], Any] = {
             ("collections", "OrderedDict"): OrderedDict,
             ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor,
+            ("torch._utils", "_rebuild_tensor_v3"): self._rebuild_tensor_v3,
             ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,
+            ("torch.storage", "UntypedStorage"): _UNTYPED,
             ("torch", "device"): device, ("torch", "Size"): Size,
             ("builtins", "set"): set, ("builtins", "complex"): complex,
             ("builtins", "bytearray"): bytearray, ("_codecs", "encode"): _latin1_bytes,
@@ -614,6 +620,8 @@ class _TorchUnpickler:
                               "read: weights_only)")
 
     def persistent_load(self, pid: Any) -> _TorchStorage:
+        if isinstance(pid, tuple) and len(pid) == 5 and pid[1] is _UNTYPED:
+            pid = (*pid[:1], D.uint8, *pid[2:])  # bytes, given a dtype by _rebuild_tensor_v3
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
                 and isinstance(pid[1], D.DType) and isinstance(pid[2], str)
                 and type(pid[4]) is int and pid[4] >= 0):
@@ -664,6 +672,25 @@ class _TorchUnpickler:
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+    def _rebuild_tensor_v3(self, storage: Any, offset: Any, size: Any, stride: Any,
+                           requires_grad: Any, backward_hooks: Any, dtype: Any,
+                           metadata: Any = None) -> Tensor:
+        """torch.save's form for a dtype without a typed storage (uint16, uint32, uint64):
+        an untyped storage's bytes, read as ``dtype``."""
+        if not isinstance(storage, _TorchStorage) or not isinstance(dtype, D.DType):
+            raise _bad(self.name, "a tensor of its pickle has no storage")
+        if storage.dtype is not dtype:
+            raw = self._array(storage)
+            if storage.dtype is not D.uint8 or raw.size % dtype.np.itemsize:
+                raise _bad(self.name, f"its storage {storage.key!r} is not of {dtype.name}")
+            typed = _TorchStorage(dtype, storage.key, storage.location,
+                                  raw.size // dtype.np.itemsize)
+            order = ">" if self.big_endian else "<"
+            typed.array = raw.view(dtype.np.newbyteorder(order)).astype(dtype.np)
+            storage = self.storages[storage.key] = typed
+        return self._rebuild_tensor(storage, offset, size, stride, requires_grad,
+                                    backward_hooks, metadata)
 
     def _rebuild_parameter(self, data: Any, requires_grad: Any, backward_hooks: Any) -> Any:
         from .nn.parameter import Parameter
