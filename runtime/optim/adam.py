@@ -120,6 +120,8 @@ class Adam(Optimizer):
             step64 = step_t.double()
             bias_correction1 = 1 - h.beta1**step64
             bias_correction2 = 1 - h.beta2**step64
+            if isinstance(group["lr"], Tensor):  # torch: lr / a float, in lr's dtype
+                bias_correction1 = bias_correction1.to(group["lr"].dtype)
             step_size = (h.lr / bias_correction1).to(p.dtype)
             bias_correction2_sqrt = bias_correction2.sqrt().to(p.dtype)
 

@@ -12,6 +12,7 @@ import runtime as rt
 from runtime.optim.adam import AdamHypers
 from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcdiv_,
                                       addcmul_, check_tensor_lr, sub_scaled_, subcdiv_)
+from runtime.tensor import Tensor
 
 
 def _check(lr: float, eps: float, weight_decay: float,
@@ -63,7 +64,10 @@ class Adamax(Optimizer):
             exp_avg.lerp_(grad, scalar(h.one_minus_beta1, p))
             exp_inf.copy_(rt.maximum(exp_inf * scalar(h.beta2, p),
                                      grad.abs() + scalar(h.eps, p)))
-            clr = (h.lr / (1 - h.beta1 ** step_t.double())).to(p.dtype)
+            bias_correction = 1 - h.beta1 ** step_t.double()
+            if isinstance(group["lr"], Tensor):  # torch: lr / a float, in lr's dtype
+                bias_correction = bias_correction.to(group["lr"].dtype)
+            clr = (h.lr / bias_correction).to(p.dtype)
             subcdiv_(p, exp_avg, exp_inf, clr)
 
 
@@ -110,8 +114,13 @@ class NAdam(Optimizer):
             h.update_moments(exp_avg, exp_avg_sq, grad, p, scalar)
             denom = (exp_avg_sq / bias_correction2).sqrt().add_(scalar(h.eps, p))
             product = mu_product.double()  # as torch reads its value: a float32 made double
-            grad_step = (-lr * (1.0 - mu) / (1.0 - product)).to(p.dtype)
-            avg_step = (-lr * mu_next / (1.0 - product * mu_next)).to(p.dtype)
+            one_minus_mu, mu_n, rest, rest_next = 1.0 - mu, mu_next, 1.0 - product, \
+                1.0 - product * mu_next
+            if isinstance(group["lr"], Tensor):  # torch: a tensor lr's arithmetic with floats
+                one_minus_mu, mu_n, rest, rest_next = (  # is in lr's dtype
+                    v.to(group["lr"].dtype) for v in (one_minus_mu, mu_n, rest, rest_next))
+            grad_step = (-lr * one_minus_mu / rest).to(p.dtype)
+            avg_step = (-lr * mu_n / rest_next).to(p.dtype)
             addcdiv_(p, grad, denom, grad_step)
             addcdiv_(p, exp_avg, denom, avg_step)
 

@@ -87,3 +87,22 @@ def test_load_reads_torch_files_of_unsigned_dtypes(dtype: str) -> None:
     assert isinstance(got["p"], rt.nn.Parameter) and got["p"].tolist() == t.tolist()
     got["t"].add_(1)
     assert got["v"].tolist() == [[3, 4], [6, 60001]]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), [("Adam", {}), ("Adam", {"amsgrad": True}),
+                                              ("AdamW", {"weight_decay": 0.1}),
+                                              ("Adamax", {}), ("NAdam", {})])
+def test_tensor_lr_step_size_in_the_lr_dtype(name: str, kwargs: dict[str, Any]) -> None:
+    """A float32 tensor lr with float64 parameters: torch's step size (lr / the bias
+    correction, a Python float) is a float32 tensor, rounded there; it was computed in
+    float64 (the parameters moved by 1e-9 more or less than torch's)."""
+    out = []
+    for lib in (torch, rt):
+        rng = np.random.default_rng(0)
+        p = lib.nn.Parameter(lib.tensor(rng.standard_normal((3, 4)), dtype=lib.float64))
+        opt = getattr(lib.optim, name)([p], lr=lib.tensor(0.0123), **kwargs)
+        for _ in range(4):
+            p.grad = lib.tensor(rng.standard_normal((3, 4)), dtype=lib.float64)
+            opt.step()
+        out.append(p.detach().numpy().copy())
+    np.testing.assert_array_equal(out[1], out[0])
