@@ -60,6 +60,12 @@ def _array(name: str, t: Any) -> np.ndarray:
     return np.asarray(arr.astype(arr.dtype.newbyteorder("<"), copy=False), order="C")
 
 
+# the order the reference writer lays dtypes out in (its Dtype enum, descending)
+_WRITE_RANK = {code: i for i, code in enumerate(
+    ["U64", "I64", "F64", "C64", "F32", "U32", "I32", "BF16", "F16", "U16", "I16", "F8_E4M3",
+     "F8_E5M2", "I8", "U8", "BOOL"])}
+
+
 def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> bytes:
     """The safetensors bytes of ``tensors`` (a dict of name -> Tensor)."""
     out = io.BytesIO()
@@ -90,16 +96,18 @@ def _write(tensors: dict[str, Any], metadata: dict[str, str] | None, out: Binary
                 "load time, or simply call `.contiguous()` on your tensor to pack it before "
                 "saving.")
         arrays[name] = _array(name, t)
-    # the reference layout: larger alignment first, then by name (stable across writers)
-    order = sorted(arrays, key=lambda n: (-arrays[n].dtype.itemsize, n))
+    codes = {name: _CODE[D.from_numpy_dtype(arr.dtype.newbyteorder("=")).name]
+             for name, arr in arrays.items()}
+    # the reference writer's layout: by dtype, in the reverse of its Dtype enum's order
+    # (larger alignment first), then by name; the same bytes as safetensors.torch.save
+    order = sorted(arrays, key=lambda n: (_WRITE_RANK[codes[n]], n))
     header: dict[str, Any] = {}
     if metadata:
         header["__metadata__"] = dict(metadata)
     offset = 0
     for name in order:
         arr = arrays[name]
-        code = _CODE[D.from_numpy_dtype(arr.dtype.newbyteorder("=")).name]
-        header[name] = {"dtype": code, "shape": list(arr.shape),
+        header[name] = {"dtype": codes[name], "shape": list(arr.shape),
                         "data_offsets": [offset, offset + arr.nbytes]}
         offset += arr.nbytes
     raw = json.dumps(header, separators=(",", ":")).encode()

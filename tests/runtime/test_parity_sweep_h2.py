@@ -106,3 +106,18 @@ def test_tensor_lr_step_size_in_the_lr_dtype(name: str, kwargs: dict[str, Any]) 
             opt.step()
         out.append(p.detach().numpy().copy())
     np.testing.assert_array_equal(out[1], out[0])
+
+
+def test_safetensors_save_lays_dtypes_out_as_the_reference_writer() -> None:
+    """safetensors orders tensors by its Dtype enum, descending (U64, I64, F64, F32, U32,
+    I32, BF16, F16, U16, I16, I8, U8, BOOL), then by name; rt sorted by item size then name,
+    so a file of mixed 8-, 4- and 2-byte dtypes differed from safetensors.torch.save's."""
+    st_torch = pytest.importorskip("safetensors.torch")
+    import runtime.safetensors as rs
+
+    names = ["float64", "int64", "uint64", "float32", "int32", "uint32", "float16",
+             "bfloat16", "int16", "uint16", "int8", "uint8", "bool"]
+    ours = rs.save({n: rt.zeros(2, dtype=getattr(rt, n)) for n in names}, metadata={"a": "b"})
+    theirs = st_torch.save({n: torch.zeros(2, dtype=getattr(torch, n)) for n in names},
+                           metadata={"a": "b"})
+    assert ours == theirs
