@@ -23,7 +23,8 @@ A file torch.save wrote (its zip layout) is read too, by torch.load(weights_only
 rules: its pickle may name only what rebuilds tensors, parameters, ordered dicts, dtypes,
 devices, sizes, sets, complex numbers and bytes, and may set state on an ordered dict only;
 anything else is refused before it is looked up, so the file runs no code of its choosing.
-Our format also keeps those objects (tagged ``{"odict": ...}``, ``{"set": ...}``, ...).
+Our format also keeps those objects (tagged ``{"odict": ...}``, ``{"set": ...}``, ...); an
+ordered dict's attributes (a state_dict's ``_metadata``) as ``{"odict": ..., "attrs": ...}``.
 
 Saving to a path is atomic: the bytes go to a temporary file beside the target, are
 flushed to disk, and replace the target in one rename, so a crash mid-save leaves the
@@ -187,7 +188,13 @@ class _Writer:
         if isinstance(obj, dict):
             pairs = [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
                      for k, v in obj.items()]
-            return {"odict" if isinstance(obj, OrderedDict) else "dict": pairs}
+            if not isinstance(obj, OrderedDict):
+                return {"dict": pairs}
+            attrs = getattr(obj, "__dict__", None)
+            if not attrs:
+                return {"odict": pairs}
+            # a state_dict's _metadata (its modules' versions), which torch.save keeps too
+            return {"odict": pairs, "attrs": self.encode(dict(attrs), f"{path} attributes")}
         if isinstance(obj, set):
             return {"set": items(obj)}
         if isinstance(obj, complex):
@@ -231,7 +238,11 @@ def save(obj: Any, f: PathOrFile, pickle_module: Any = None, pickle_protocol: in
     and dicts) to ``f``: a path, replaced atomically, or a writable binary file. torch.save's
     pickle arguments are taken and have no effect: nothing is pickled."""
     if isinstance(f, (str, os.PathLike)):
-        atomic_write(os.fspath(f), lambda out: _serialize(obj, out))
+        path = os.fspath(f)
+        parent = os.path.dirname(path)
+        if parent and not os.path.isdir(parent):  # torch's error (not the temporary file's)
+            raise RuntimeError(f"Parent directory {parent} does not exist.")
+        atomic_write(path, lambda out: _serialize(obj, out))
     else:
         _serialize(obj, f)  # type: ignore[arg-type]
 
@@ -462,6 +473,13 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
             return o
         if isinstance(o, list):
             return [decode(v, depth + 1) for v in o]
+        if isinstance(o, dict) and len(o) == 2 and "odict" in o and "attrs" in o:
+            out = decode({"odict": o["odict"]}, depth + 1)
+            attrs = decode(o["attrs"], depth + 1)
+            if not (isinstance(attrs, dict) and all(isinstance(k, str) for k in attrs)):
+                raise _bad(name, "an ordered dict's attributes are not named by strings")
+            out.__dict__.update(attrs)
+            return out
         if isinstance(o, dict) and len(o) == 1:
             (tag, v), = o.items()
             if tag == "tensor":

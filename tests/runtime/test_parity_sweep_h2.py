@@ -121,3 +121,30 @@ def test_safetensors_save_lays_dtypes_out_as_the_reference_writer() -> None:
     theirs = st_torch.save({n: torch.zeros(2, dtype=getattr(torch, n)) for n in names},
                            metadata={"a": "b"})
     assert ours == theirs
+
+
+def test_save_keeps_a_state_dicts_metadata() -> None:
+    """torch.save keeps an OrderedDict's attributes: a state_dict's ``_metadata`` (each
+    module's version, which load_state_dict hands to _load_from_state_dict). rt.save
+    dropped it."""
+    import io
+
+    got = []
+    for lib in (torch, rt):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2))
+        buf = io.BytesIO()
+        lib.save({"model": model.state_dict()}, buf)
+        buf.seek(0)
+        loaded = lib.load(buf)["model"]
+        got.append(getattr(loaded, "_metadata", None))
+        model.load_state_dict(loaded)
+    assert got[1] == got[0]
+    assert got[1][""] == {"version": 1} and got[1]["1"] == {"version": 2}
+
+
+def test_save_into_a_missing_folder_raises_torchs_error(tmp_path: Any) -> None:
+    for lib in (torch, rt):
+        with pytest.raises(RuntimeError, match=r"^Parent directory .*nope does not exist\.$"):
+            lib.save({"a": lib.ones(1)}, tmp_path / "nope" / "x.pt")
+    assert not (tmp_path / "nope").exists()
