@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from runtime.optim.optimizer import Optimizer
+from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
 
@@ -36,6 +37,12 @@ def _replayed(step: Callable[..., None]) -> Callable[..., None]:
         tracer = _trace_state.tracer
         if tracer is None or self._is_initial:
             return step(self, *args, **kwargs)
+        if any(isinstance(a, Tensor) for a in (*args, *kwargs.values())):
+            # an epoch the step computes, or a float argument the plan reads at each call
+            # (a tensor while captured): a replay could only run the step with its value at
+            # capture
+            raise GraphBreak(f"{type(self).__name__}.step(epoch) takes a value computed in "
+                             "the step")
         tracer.on_effect(self.optimizer, functools.partial(step, self, *args, **kwargs),
                          f"{type(self).__name__}.step()")
         return None
