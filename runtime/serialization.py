@@ -24,7 +24,8 @@ rules: its pickle may name only what rebuilds tensors, parameters, ordered dicts
 devices, sizes, sets, complex numbers and bytes, and may set state on an ordered dict only;
 anything else is refused before it is looked up, so the file runs no code of its choosing.
 Our format also keeps those objects (tagged ``{"odict": ...}``, ``{"set": ...}``, ...); an
-ordered dict's attributes (a state_dict's ``_metadata``) as ``{"odict": ..., "attrs": ...}``.
+ordered dict's attributes (a state_dict's ``_metadata``) as ``{"odict": ..., "attrs": ...}``,
+a Counter (MultiStepLR's milestones) as ``{"counter": ...}``.
 
 Saving to a path is atomic: the bytes go to a temporary file beside the target, are
 flushed to disk, and replace the target in one rename, so a crash mid-save leaves the
@@ -42,7 +43,7 @@ import os
 import struct
 import sys
 import tempfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, BinaryIO
 
@@ -188,6 +189,8 @@ class _Writer:
         if isinstance(obj, dict):
             pairs = [[self.encode(k, f"{path} key"), self.encode(v, f"{path}[{k!r}]")]
                      for k, v in obj.items()]
+            if type(obj) is Counter:  # MultiStepLR's milestones (torch.load keeps a Counter)
+                return {"counter": pairs}
             if not isinstance(obj, OrderedDict):
                 return {"dict": pairs}
             attrs = getattr(obj, "__dict__", None)
@@ -489,8 +492,8 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
             other = _decode_other(tag, v, name, lambda x: decode(x, depth + 1))
             if other is not _UNKNOWN:
                 return other
-            if tag in ("dict", "odict") and isinstance(v, list):
-                out = {} if tag == "dict" else OrderedDict()
+            if tag in ("dict", "odict", "counter") and isinstance(v, list):
+                out = {"dict": dict, "odict": OrderedDict, "counter": Counter}[tag]()
                 for pair in v:
                     if not (isinstance(pair, list) and len(pair) == 2):
                         raise _bad(name, "a dict item is not a [key, value] pair")
@@ -613,7 +616,7 @@ class _TorchUnpickler:
         from .ops.shapes import Size
 
         allowed: dict[tuple[str, str], Any] = {
-            ("collections", "OrderedDict"): OrderedDict,
+            ("collections", "OrderedDict"): OrderedDict, ("collections", "Counter"): Counter,
             ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor,
             ("torch._utils", "_rebuild_tensor_v3"): self._rebuild_tensor_v3,
             ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,

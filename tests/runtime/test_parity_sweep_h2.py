@@ -148,3 +148,28 @@ def test_save_into_a_missing_folder_raises_torchs_error(tmp_path: Any) -> None:
         with pytest.raises(RuntimeError, match=r"^Parent directory .*nope does not exist\.$"):
             lib.save({"a": lib.ones(1)}, tmp_path / "nope" / "x.pt")
     assert not (tmp_path / "nope").exists()
+
+
+def test_multisteplr_state_dict_survives_a_checkpoint() -> None:
+    """MultiStepLR keeps its milestones as a Counter, which torch.save/torch.load keep:
+    rt.save made it a dict (a resumed scheduler's step(epoch) then raised AttributeError:
+    no elements()), and rt.load refused a torch file holding one (collections.Counter)."""
+    import io
+
+    got = []
+    for lib in (torch, rt):
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.zeros(1))], lr=0.1)
+        sched = lib.optim.lr_scheduler.MultiStepLR(opt, [2, 2, 5])
+        buf = io.BytesIO()
+        lib.save(sched.state_dict(), buf)  # torch's file or ours, read by rt.load
+        buf.seek(0)
+        state = rt.load(buf)
+        assert type(state["milestones"]).__name__ == "Counter"
+        assert dict(state["milestones"]) == {2: 2, 5: 1}
+        ropt = rt.optim.SGD([rt.nn.Parameter(rt.zeros(1))], lr=0.1)
+        resumed = rt.optim.lr_scheduler.MultiStepLR(ropt, [1])
+        resumed.load_state_dict(state)
+        with pytest.warns(UserWarning, match="The epoch parameter"):
+            resumed.step(6)
+        got.append(resumed.get_last_lr())
+    assert got[0] == got[1] == [pytest.approx(1e-4)]
