@@ -17,6 +17,8 @@ class Adafactor(Optimizer):
     """Second moments factored into row and column statistics for matrices (full for
     vectors); a relative step min(lr, 1 / sqrt(t)) scaled by the parameter's RMS (at least
     ``eps[1]``); updates clipped to RMS ``d``; decoupled weight decay by lr."""
+    _loaded_defaults = {"foreach": None}
+    _loaded_tensors = ("step",)
 
     _state_made_lazily = True
 

@@ -11,6 +11,8 @@ from runtime.tensor import Tensor
 
 
 class Adagrad(Optimizer):
+    _loaded_defaults = {"foreach": None, "maximize": False, "differentiable": False, "fused": None}
+    _loaded_tensors = ("step",)
     _state_made_lazily = True
 
     def __init__(

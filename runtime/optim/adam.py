@@ -57,6 +57,9 @@ def _initial_state(p: Tensor, amsgrad: bool) -> dict[str, Tensor]:
 
 
 class Adam(Optimizer):
+    _loaded_defaults = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
+                        "differentiable": False, "decoupled_weight_decay": False, "fused": None}
+    _loaded_tensors = ("step",)
     _state_made_lazily = True
 
     def __init__(
@@ -136,6 +139,11 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay: p <- p * (1 - lr * weight_decay) before the Adam update."""
+
+    def _fill_loaded(self) -> None:
+        super()._fill_loaded()
+        for group in self.param_groups:  # torch's AdamW.__setstate__
+            group["decoupled_weight_decay"] = True
 
     def __init__(
         self,

@@ -39,6 +39,9 @@ def _zeros_state(p: Any, *names: str) -> dict[str, Any]:
 
 class Adamax(Optimizer):
     """Adam with the infinity norm: exp_inf = max(beta2 * exp_inf, |g| + eps)."""
+    _loaded_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                        "capturable": False}
+    _loaded_tensors = ("step",)
 
     _state_made_lazily = True
 
@@ -73,6 +76,9 @@ class Adamax(Optimizer):
 
 class NAdam(Optimizer):
     """Adam with Nesterov momentum and a momentum schedule (mu_t from ``momentum_decay``)."""
+    _loaded_defaults = {"maximize": False, "foreach": None, "capturable": False,
+                        "differentiable": False, "decoupled_weight_decay": False}
+    _loaded_tensors = ("step", "mu_product")
 
     _state_made_lazily = True
 
@@ -128,6 +134,9 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     """Rectified Adam: the adaptive step only once the variance of its estimate is tractable
     (rho_t > 5), the momentum step alone before."""
+    _loaded_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                        "decoupled_weight_decay": False, "capturable": False}
+    _loaded_tensors = ("step",)
 
     _state_made_lazily = True
 
@@ -173,6 +182,9 @@ class RAdam(Optimizer):
 
 class Adadelta(Optimizer):
     """Per-element steps from running averages of squared gradients and squared updates."""
+    _loaded_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                        "capturable": False}
+    _loaded_tensors = ("step",)
 
     _state_made_lazily = True
 

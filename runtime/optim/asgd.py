@@ -13,6 +13,10 @@ from runtime.optim.optimizer import Optimizer, Params, Scalars, check_tensor_lr
 class ASGD(Optimizer):
     """SGD with a decaying step eta_t = lr / (1 + lambd * lr * t) ** alpha and a running
     average ``ax`` of the parameters from step ``t0`` on (mu_t = 1 / max(1, t - t0))."""
+    _loaded_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                        "capturable": False}
+    _loaded_tensors = ("step", "eta", "mu")
+    _loaded_on_device = True
 
     _state_made_lazily = True
 

@@ -369,8 +369,36 @@ class Optimizer:
                 saved.setdefault("param_names", group["param_names"])
         self.state = state
         self.param_groups = saved_groups
+        self._fill_loaded()
         for post_hook in self._optimizer_load_state_dict_post_hooks.values():
             post_hook(self)
+
+    # torch's __setstate__ (which its load_state_dict ends with): the settings a loaded group
+    # lacks (a state dict of an older torch) set to these, and these state entries saved as
+    # numbers made float32 tensors (float64 under a float64 default dtype), on the
+    # parameter's device where capturable or fused (always: _loaded_on_device)
+    _loaded_defaults: dict[str, Any] = {}
+    _loaded_tensors: tuple[str, ...] = ()
+    _loaded_on_device = False
+
+    def _fill_loaded(self) -> None:
+        from runtime.creation import tensor
+
+        self.defaults.setdefault("differentiable", False)
+        dtype = D.float64 if D.default_float is D.float64 else D.float32
+        for group in self.param_groups:
+            for key, value in self._loaded_defaults.items():
+                group.setdefault(key, value)
+            for p in group["params"]:
+                entries = self.state.get(p)
+                if not entries:
+                    continue
+                on_device = (self._loaded_on_device or group.get("capturable")
+                             or group.get("fused"))
+                for key in self._loaded_tensors:
+                    if key in entries and not isinstance(entries[key], Tensor):
+                        entries[key] = tensor(float(entries[key]), dtype=dtype,
+                                              device=p.device if on_device else None)
 
 
 Optimizer.step = _with_step_hooks(Optimizer.step)  # type: ignore[method-assign]

@@ -19,6 +19,9 @@ def _initial_state(p: Any, group: dict[str, Any]) -> dict[str, Any]:
 
 
 class RMSprop(Optimizer):
+    _loaded_defaults = {"momentum": 0, "centered": False, "foreach": None, "maximize": False,
+                        "differentiable": False, "capturable": False}
+    _loaded_tensors = ("step",)
     _state_made_lazily = True
 
     def __init__(

@@ -13,6 +13,9 @@ class Rprop(Optimizer):
     """Per-element step sizes, times ``etas[1]`` while the gradient keeps its sign and times
     ``etas[0]`` when it flips (that step then skipped), clamped to ``step_sizes``; the
     parameter moves by the step size against the gradient's sign."""
+    _loaded_defaults = {"foreach": None, "maximize": False, "differentiable": False,
+                        "capturable": False}
+    _loaded_tensors = ("step",)
 
     _state_made_lazily = True
 

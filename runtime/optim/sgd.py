@@ -11,6 +11,8 @@ from runtime.tracing import is_tracing
 
 
 class SGD(Optimizer):
+    _loaded_defaults = {"nesterov": False, "maximize": False, "foreach": None,
+                        "differentiable": False, "fused": False}
     def __init__(
         self,
         params: Params,

@@ -173,3 +173,44 @@ def test_multisteplr_state_dict_survives_a_checkpoint() -> None:
             resumed.step(6)
         got.append(resumed.get_last_lr())
     assert got[0] == got[1] == [pytest.approx(1e-4)]
+
+
+_FLAGS = ("foreach", "maximize", "capturable", "differentiable", "fused",
+          "decoupled_weight_decay", "amsgrad", "nesterov", "centered")
+
+
+@pytest.mark.parametrize(("name", "numbers"), [
+    ("SGD", ()), ("Adam", ("step",)), ("AdamW", ("step",)), ("RMSprop", ("step",)),
+    ("Adagrad", ("step",)), ("Adadelta", ("step",)), ("Adamax", ("step",)),
+    ("NAdam", ("step", "mu_product")), ("RAdam", ("step",)), ("ASGD", ("step", "eta", "mu")),
+    ("Rprop", ("step",))])
+def test_load_state_dict_of_an_older_torch_fills_what_it_lacks(
+        name: str, numbers: tuple[str, ...]) -> None:
+    """A state dict from an older PyTorch lacks the newer flags (maximize, foreach,
+    capturable, differentiable, fused, decoupled_weight_decay...) and keeps "step" as a
+    number: torch's load_state_dict ends with __setstate__, which sets the flags' defaults
+    and makes those numbers tensors. rt's step raised KeyError('maximize')."""
+    out = []
+    for lib in (torch, rt):
+        kwargs = {"momentum": 0.9} if name == "SGD" else {}
+        p = lib.nn.Parameter(lib.ones(3))
+        p.grad = lib.ones(3) * 0.5
+        opt = getattr(lib.optim, name)([p], **kwargs)
+        opt.step()
+        state = opt.state_dict()
+        for flag in _FLAGS:
+            state["param_groups"][0].pop(flag, None)
+        for key in numbers:
+            state["state"][0][key] = float(state["state"][0][key])
+        q = lib.nn.Parameter(lib.ones(3))
+        q.grad = lib.ones(3) * 0.5
+        loaded = getattr(lib.optim, name)([q], **kwargs)
+        loaded.load_state_dict(state)
+        loaded.step()
+        group = {k: v for k, v in loaded.param_groups[0].items() if k != "params"}
+        kinds = {k: (type(v).__name__, str(v.dtype).split(".")[-1])
+                 for k, v in loaded.state[q].items() if k in numbers}
+        out.append((group, kinds, q.tolist()))
+    assert out[1][0] == out[0][0]
+    assert out[1][1] == out[0][1]
+    np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-6)
