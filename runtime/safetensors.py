@@ -190,6 +190,11 @@ def _tensors(header: dict[str, Any], buf: memoryview, device: str) -> dict[str, 
     return {name: _tensor(info, buf, device) for name, info in header.items()}
 
 
+# the frameworks the package's safe_open knows (each gives runtime tensors here)
+_FRAMEWORKS = {"pt", "torch", "pytorch", "np", "numpy", "tf", "tensorflow", "flax", "jax",
+               "mlx", "paddle"}
+
+
 class safe_open:  # noqa: N801  # the safetensors package's name
     """``with safe_open(filename, framework="pt", device="cpu") as f:`` then ``f.keys()``
     (sorted), ``f.offset_keys()``, ``f.get_tensor(name)``, ``f.get_tensors()``,
@@ -199,6 +204,8 @@ class safe_open:  # noqa: N801  # the safetensors package's name
 
     def __init__(self, filename: str | os.PathLike[str], framework: str,
                  device: Any = "cpu") -> None:
+        if framework not in _FRAMEWORKS:
+            raise SafetensorError(f"framework {framework} is invalid")
         with open(filename, "rb") as fh:
             data = fh.read()
         self._header, self._metadata, self._buf = _parse(data)
@@ -247,6 +254,10 @@ class _Slice:
         return str(self._source._header[self._name]["dtype"])
 
     def __getitem__(self, index: Any) -> Tensor:
+        ndim = len(self.get_shape())  # the package counts a tuple's indices itself
+        if isinstance(index, tuple) and sum(i is not Ellipsis and i is not None
+                                            for i in index) > ndim:
+            raise IndexError(f"too many indices for tensor of dimension {ndim}")
         return self._source.get_tensor(self._name)[index]
 
 

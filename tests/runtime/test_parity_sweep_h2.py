@@ -214,3 +214,27 @@ def test_load_state_dict_of_an_older_torch_fills_what_it_lacks(
     assert out[1][0] == out[0][0]
     assert out[1][1] == out[0][1]
     np.testing.assert_allclose(out[1][2], out[0][2], rtol=1e-6)
+
+
+def test_safe_open_checks_framework_and_index_count_as_the_package(tmp_path: Any) -> None:
+    """safetensors.safe_open refuses an unknown framework (SafetensorError), and a slice
+    indexed by a tuple of more indices than the tensor has dimensions raises its IndexError
+    (a 0-d tensor's too: rt gave torch's 0-dim indexing texts)."""
+    safetensors = pytest.importorskip("safetensors")
+    st_torch = pytest.importorskip("safetensors.torch")
+    import runtime.safetensors as rs
+
+    path = tmp_path / "a.safetensors"
+    st_torch.save_file({"s": torch.tensor(3.0), "v": torch.arange(4.0)}, path)
+    for mod in (safetensors, rs):
+        with pytest.raises(Exception, match="^framework bogus is invalid$") as info:
+            mod.safe_open(path, "bogus")
+        assert type(info.value).__name__ == "SafetensorError"
+        with mod.safe_open(path, "pt") as f:
+            for name, index in (("s", (0,)), ("s", (slice(None),)), ("v", (0, 1)),
+                                ("s", (None, 0))):
+                dim = 0 if name == "s" else 1
+                with pytest.raises(IndexError,
+                                   match=f"^too many indices for tensor of dimension {dim}$"):
+                    f.get_slice(name)[index]
+            assert f.get_slice("v")[1:3].tolist() == [1.0, 2.0]
