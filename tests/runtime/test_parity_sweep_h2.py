@@ -238,3 +238,39 @@ def test_safe_open_checks_framework_and_index_count_as_the_package(tmp_path: Any
                                    match=f"^too many indices for tensor of dimension {dim}$"):
                     f.get_slice(name)[index]
             assert f.get_slice("v")[1:3].tolist() == [1.0, 2.0]
+
+
+def test_stack_dataset_fetches_a_batch_through_its_datasets_getitems() -> None:
+    """torch's StackDataset has __getitems__: a DataLoader fetches a batch with one call to
+    each stacked dataset's __getitems__ (rt called __getitem__ per sample), dict form too;
+    a nested dataset giving the wrong number of samples is torch's ValueError."""
+    got = []
+    for lib in (torch, rt):
+        calls: list[Any] = []
+
+        class Batched(lib.utils.data.Dataset):  # type: ignore[name-defined, misc]
+            def __init__(self, size: int = 6) -> None:
+                self.size = size
+
+            def __len__(self) -> int:
+                return 6
+
+            def __getitem__(self, i: int) -> int:
+                calls.append(("one", i))
+                return i
+
+            def __getitems__(self, idx: list[int]) -> list[int]:
+                calls.append(("many", list(idx)))
+                return [i * 10 for i in idx][:self.size]
+
+        data = lib.utils.data
+        tuples = [[c.tolist() for c in b] for b in data.DataLoader(
+            data.StackDataset(Batched(), list(range(6))), batch_size=4)]
+        dicts = [{k: v.tolist() for k, v in b.items()} for b in data.DataLoader(
+            data.StackDataset(a=Batched(), b=Batched()), batch_size=4)]
+        with pytest.raises(ValueError, match="^Nested dataset's output size mismatch. "
+                                             "Expected 2, got 1$"):
+            data.StackDataset(Batched(1)).__getitems__([0, 1])
+        got.append((tuples, dicts, calls))
+    assert got[1] == got[0]
+    assert ("one", 0) not in got[1][2]

@@ -72,6 +72,25 @@ class StackDataset(Dataset[Any]):
             return {k: d[index] for k, d in self.datasets.items()}
         return tuple(d[index] for d in self.datasets)
 
+    def __getitems__(self, indices: list[int]) -> list[Any]:
+        """The samples at ``indices`` in one call to each dataset's ``__getitems__`` where it
+        has one (a DataLoader's batched fetch), as torch's."""
+        datasets = self.datasets
+        named = isinstance(datasets, dict)
+        columns = []
+        for dataset in (datasets.values() if named else datasets):  # type: ignore[union-attr]
+            if callable(getattr(dataset, "__getitems__", None)):
+                items = dataset.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError("Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+            else:
+                items = [dataset[i] for i in indices]
+            columns.append(items)
+        if named:
+            return [dict(zip(datasets, row, strict=True)) for row in zip(*columns, strict=True)]
+        return [tuple(row) for row in zip(*columns, strict=True)]
+
     def __len__(self) -> int:
         return self._length
 
