@@ -64,6 +64,12 @@ class Adagrad(Optimizer):
         return {"step": rt.tensor(0.0),
                 "sum": rt.full_like(p, self.defaults["initial_accumulator_value"])}
 
+    def share_memory(self) -> None:
+        """``share_memory_()`` of each parameter's state sum, as torch's."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                self.state[p]["sum"].share_memory_()
+
     def _step_group(self, group: dict[str, Any]) -> None:
         # numbers from _hyper (replay-time inputs of a compiled step); branches read the
         # group itself: whether a number is zero is part of a compiled step's guard

@@ -363,20 +363,21 @@ class SequentialLR(_Composite):
         self.optimizer = optimizer
         for group in optimizer.param_groups:  # undo what the schedulers' first steps did
             group["lr"] = group["initial_lr"]
-        self._recursive_undo(self)
+        self.recursive_undo()
         first = schedulers[bisect_right(milestones, 0)]
         first._initial_step()
         self._last_lr = first.get_last_lr()
 
-    @staticmethod
-    def _recursive_undo(scheduler: LRScheduler) -> None:
-        """Undo the first step of every scheduler under ``scheduler``: a nested composite's
-        own ``last_epoch`` is left, its schedulers' are moved back, as torch's."""
-        if hasattr(scheduler, "_schedulers"):
-            for s in scheduler._schedulers:
-                SequentialLR._recursive_undo(s)
-        elif hasattr(scheduler, "last_epoch"):
-            scheduler.last_epoch -= 1
+    def recursive_undo(self, sched: Any = None) -> None:
+        """Undo the first step of every scheduler under ``sched`` (this one by default): a
+        nested composite's own ``last_epoch`` is left, its schedulers' are moved back, as
+        torch's."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
 
     def step(self) -> None:  # type: ignore[override]  # torch's takes no epoch either
         self.last_epoch += 1

@@ -274,3 +274,26 @@ def test_stack_dataset_fetches_a_batch_through_its_datasets_getitems() -> None:
         got.append((tuples, dicts, calls))
     assert got[1] == got[0]
     assert ("one", 0) not in got[1][2]
+
+
+def test_public_helpers_torch_has() -> None:
+    """ConcatDataset.cumsum and its deprecated cummulative_sizes (FutureWarning),
+    SequentialLR.recursive_undo, Adagrad.share_memory: torch's public names, missing here."""
+    import warnings
+
+    got = []
+    for lib in (torch, rt):
+        concat = lib.utils.data.ConcatDataset([[1, 2], [3]])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sizes = concat.cummulative_sizes
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.ones(1))], lr=0.1)
+        s = lib.optim.lr_scheduler
+        seq = s.SequentialLR(opt, [s.ConstantLR(opt, 0.5, 2), s.ExponentialLR(opt, 0.9)], [2])
+        seq.recursive_undo()
+        adagrad = lib.optim.Adagrad([lib.nn.Parameter(lib.ones(2))])
+        adagrad.share_memory()
+        got.append((sizes, lib.utils.data.ConcatDataset.cumsum([[1], [2, 3], []]),
+                    [(w.category, str(w.message)) for w in caught],
+                    [x.last_epoch for x in seq._schedulers], seq.last_epoch))
+    assert got[1] == got[0]

@@ -149,11 +149,23 @@ class ConcatDataset(Dataset[T]):
         for d in self.datasets:
             if isinstance(d, IterableDataset):
                 raise AssertionError("ConcatDataset does not support IterableDataset")
-        self.cumulative_sizes: list[int] = []
-        total = 0
-        for d in self.datasets:
-            total += len(d)  # type: ignore[arg-type]
-            self.cumulative_sizes.append(total)
+        self.cumulative_sizes: list[int] = self.cumsum(self.datasets)
+
+    @staticmethod
+    def cumsum(sequence: Sequence[Any]) -> list[int]:
+        """The running totals of the lengths in ``sequence``."""
+        out, total = [], 0
+        for d in sequence:
+            total += len(d)
+            out.append(total)
+        return out
+
+    @property
+    def cummulative_sizes(self) -> list[int]:
+        """torch's old misspelled name of ``cumulative_sizes``, with its FutureWarning."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`",
+                      FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
 
     def __len__(self) -> int:
         return self.cumulative_sizes[-1]
