@@ -297,3 +297,41 @@ def test_public_helpers_torch_has() -> None:
                     [(w.category, str(w.message)) for w in caught],
                     [x.last_epoch for x in seq._schedulers], seq.last_epoch))
     assert got[1] == got[0]
+
+
+class _Point:
+    def __init__(self, x: int) -> None:
+        self.x = x
+
+
+class _Row(list):  # type: ignore[type-arg]
+    pass
+
+
+def test_collate_module_and_its_registry_as_torchs() -> None:
+    """torch.utils.data._utils.collate: ``collate`` with a map of one's own, and
+    ``default_collate_fn_map``, whose entries (added in place) every DataLoader's
+    default_collate follows; a mutable mapping or sequence sample keeps its type (a copy
+    updated). rt had no such module, and made a list subclass a list."""
+    import collections
+    import importlib
+
+    got = []
+    for lib in (torch, rt):
+        collate = importlib.import_module(f"{lib.__name__}.utils.data._utils.collate")
+        mapping = dict(collate.default_collate_fn_map)
+        mapping[_Point] = lambda batch, *, collate_fn_map: sum(p.x for p in batch)
+        custom = collate.collate([{"p": _Point(1), "t": lib.ones(2)},
+                                  {"p": _Point(2), "t": lib.zeros(2)}], collate_fn_map=mapping)
+        collate.default_collate_fn_map[_Point] = (
+            lambda batch, *, collate_fn_map: [p.x for p in batch])
+        try:
+            batches = list(lib.utils.data.DataLoader([_Point(1), _Point(2), _Point(3)],
+                                                     batch_size=2))
+        finally:
+            del collate.default_collate_fn_map[_Point]
+        rows = lib.utils.data.default_collate([_Row([1, 2]), _Row([3, 4])])
+        ddict = lib.utils.data.default_collate([collections.defaultdict(list, a=1)] * 2)
+        got.append((custom["p"], custom["t"].tolist(), batches, type(rows).__name__,
+                    [r.tolist() for r in rows], type(ddict).__name__, ddict.default_factory))
+    assert got[1] == got[0]

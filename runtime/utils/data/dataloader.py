@@ -6,54 +6,18 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import multiprocessing.context
-import numbers
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
-from ...creation import Generator, as_tensor, tensor
-from ...ops.functional import stack
-from ...tensor import Tensor
+from ...creation import Generator
+from ._utils.collate import default_collate, default_convert
 from .dataset import Dataset, IterableDataset
 from .loader_iter import BaseLoaderIter, SingleThreadIter, ThreadedIter
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .worker import get_worker_info
 
-
-def default_collate(batch: Sequence[Any]) -> Any:
-    """Stack a list of samples into a batch, as PyTorch's default_collate: tensors and
-    numpy arrays are stacked, numbers become a tensor, strings stay a list, and dicts,
-    tuples and lists are collated field by field."""
-    elem = batch[0]
-    if isinstance(elem, Tensor):
-        return stack(list(batch), 0)
-    if isinstance(elem, np.ndarray) and elem.dtype.kind in "SaUO":
-        raise TypeError("default_collate: batch must contain tensors, numpy arrays, numbers, "
-                        f"dicts or lists; found {elem.dtype}")
-    if isinstance(elem, np.ndarray) and elem.dtype.kind in "biuf":
-        return stack([tensor(b) for b in batch], 0)
-    if isinstance(elem, np.generic) and elem.dtype.kind in "biuf":
-        return tensor(np.array(batch))
-    if isinstance(elem, bool):
-        return tensor(list(batch))
-    if isinstance(elem, numbers.Integral):
-        return tensor(list(batch))  # int64, as PyTorch
-    if isinstance(elem, numbers.Real):
-        return tensor(np.array(batch, dtype=np.float64))  # float64, as PyTorch
-    if isinstance(elem, (str, bytes)):
-        return batch  # as it comes: the list of samples, or a tuple of a field's values
-    if isinstance(elem, Mapping):
-        return type(elem)({k: default_collate([d[k] for d in batch]) for k in elem}) \
-            if type(elem) is not dict else {k: default_collate([d[k] for d in batch])
-                                            for k in elem}
-    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
-        return type(elem)(*(default_collate(s) for s in zip(*batch)))
-    if isinstance(elem, Sequence):
-        if any(len(e) != len(elem) for e in batch):
-            raise RuntimeError("each element in list of batch should be of equal size")
-        return [default_collate(s) for s in zip(*batch)]  # tuples too, as PyTorch
-    raise TypeError("default_collate: batch must contain tensors, numpy arrays, numbers, "
-                    f"dicts or lists; found {type(elem)}")
+# torch.utils.data.dataloader's names that user code imports from here
+__all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"]
 
 
 # what PyTorch's DataLoader refuses to change once built
@@ -219,18 +183,3 @@ def _check_context(context: Any, num_workers: int) -> Any:
                         "a string specifying the start method, but got "
                         f"multiprocessing_context={context}")
     return context
-
-
-def default_convert(data: Any) -> Any:
-    """Without batching, as PyTorch's: numpy arrays and scalars (of numbers) become tensors,
-    in dicts, namedtuples and sequences too (a tuple becomes a list); the rest passes
-    through."""
-    if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":
-        return as_tensor(data)
-    if isinstance(data, Mapping):
-        return {k: default_convert(v) for k, v in data.items()}
-    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
-        return type(data)(*(default_convert(v) for v in data))
-    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
-        return [default_convert(v) for v in data]
-    return data

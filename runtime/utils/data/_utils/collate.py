@@ -1,0 +1,148 @@
+"""``collate`` and ``default_collate_fn_map``, as PyTorch's ``torch.utils.data._utils.collate``:
+``default_collate(batch)`` is ``collate(batch, collate_fn_map=default_collate_fn_map)``, so an
+entry added to that map (a type, or a tuple of types, to ``fn(batch, *, collate_fn_map)``)
+changes how every DataLoader collates that type, and ``collate`` with a map of one's own
+builds another collate function with the same handling of dicts, namedtuples and
+sequences."""
+
+from __future__ import annotations
+
+import collections.abc
+import copy
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .... import _dtype as D
+from ....creation import as_tensor, tensor
+from ....ops.functional import stack
+from ....tensor import Tensor
+
+__all__ = ["collate", "collate_float_fn", "collate_int_fn", "collate_numpy_array_fn",
+           "collate_numpy_scalar_fn", "collate_str_fn", "collate_tensor_fn", "default_collate",
+           "default_collate_err_msg_format", "default_collate_fn_map", "default_convert",
+           "np_str_obj_array_pattern"]
+
+CollateMap = dict[type | tuple[type, ...], Callable[..., Any]]
+
+np_str_obj_array_pattern = re.compile(r"[SaUO]")
+
+default_collate_err_msg_format = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; "
+    "found {}")
+
+
+def default_convert(data: Any) -> Any:
+    """Without batching, as PyTorch's: numpy arrays and scalars (of numbers) become tensors,
+    in dicts, namedtuples and sequences too (a tuple becomes a list); the rest passes
+    through."""
+    if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":
+        return as_tensor(data)
+    if isinstance(data, Mapping):
+        return {k: default_convert(v) for k, v in data.items()}
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
+        return type(data)(*(default_convert(v) for v in data))
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return [default_convert(v) for v in data]
+    return data
+
+
+def collate(batch: Sequence[Any], *, collate_fn_map: CollateMap | None = None) -> Any:
+    """Collate a batch by the type of its first element: the function ``collate_fn_map``
+    names for that type (else for the first of its keys the element is an instance of);
+    mappings, namedtuples and sequences field by field (a tuple's fields as a list); else
+    PyTorch's TypeError."""
+    elem = batch[0]
+    elem_type = type(elem)
+    if collate_fn_map is not None:
+        if elem_type in collate_fn_map:
+            return collate_fn_map[elem_type](batch, collate_fn_map=collate_fn_map)
+        for collate_type in collate_fn_map:
+            if isinstance(elem, collate_type):
+                return collate_fn_map[collate_type](batch, collate_fn_map=collate_fn_map)
+
+    def each(samples: Sequence[Any]) -> Any:
+        return collate(samples, collate_fn_map=collate_fn_map)
+
+    if isinstance(elem, Mapping):
+        fields = {key: each([d[key] for d in batch]) for key in elem}
+        try:
+            if isinstance(elem, collections.abc.MutableMapping):
+                clone = copy.copy(elem)  # the mapping's own type and extra properties
+                clone.update(fields)
+                return clone
+            return elem_type(fields)
+        except TypeError:
+            return fields
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
+        return elem_type(*(each(samples) for samples in zip(*batch, strict=False)))
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        if not all(len(e) == size for e in batch):
+            raise RuntimeError("each element in list of batch should be of equal size")
+        transposed = list(zip(*batch, strict=False))
+        if isinstance(elem, tuple):
+            return [each(samples) for samples in transposed]  # as PyTorch: a list
+        try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone = copy.copy(elem)
+                for i, samples in enumerate(transposed):
+                    clone[i] = each(samples)
+                return clone
+            return elem_type([each(samples) for samples in transposed])
+        except TypeError:
+            return [each(samples) for samples in transposed]
+    raise TypeError(default_collate_err_msg_format.format(elem_type))
+
+
+def collate_tensor_fn(batch: Sequence[Tensor], *,
+                      collate_fn_map: CollateMap | None = None) -> Tensor:
+    return stack(list(batch), 0)
+
+
+def collate_numpy_array_fn(batch: Sequence[np.ndarray], *,
+                           collate_fn_map: CollateMap | None = None) -> Any:
+    elem = batch[0]
+    if np_str_obj_array_pattern.search(elem.dtype.str) is not None:  # strings, objects
+        raise TypeError(default_collate_err_msg_format.format(elem.dtype))
+    return collate([as_tensor(b) for b in batch], collate_fn_map=collate_fn_map)
+
+
+def collate_numpy_scalar_fn(batch: Sequence[np.generic], *,
+                            collate_fn_map: CollateMap | None = None) -> Tensor:
+    return tensor(np.array(batch))  # their numpy dtype, as torch.as_tensor(batch)
+
+
+def collate_float_fn(batch: Sequence[float], *,
+                     collate_fn_map: CollateMap | None = None) -> Tensor:
+    return tensor(list(batch), dtype=D.float64)
+
+
+def collate_int_fn(batch: Sequence[int], *, collate_fn_map: CollateMap | None = None) -> Tensor:
+    return tensor(list(batch))
+
+
+def collate_str_fn(batch: Sequence[str | bytes], *,
+                   collate_fn_map: CollateMap | None = None) -> Sequence[str | bytes]:
+    return batch
+
+
+default_collate_fn_map: CollateMap = {
+    Tensor: collate_tensor_fn,
+    np.ndarray: collate_numpy_array_fn,  # and np.memmap, a subclass
+    (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,  # no string scalars
+    float: collate_float_fn,
+    int: collate_int_fn,
+    str: collate_str_fn,
+    bytes: collate_str_fn,
+}
+
+
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Stack a list of samples into a batch, as PyTorch's default_collate: tensors and
+    numpy arrays are stacked, numbers become a tensor (ints int64, floats float64), strings
+    stay a list, and dicts, namedtuples, tuples and lists are collated field by field;
+    ``default_collate_fn_map`` decides each type, as PyTorch's."""
+    return collate(batch, collate_fn_map=default_collate_fn_map)
