@@ -177,6 +177,11 @@ class LRScheduler:
         return [group["lr"] for group in self.optimizer.param_groups]
 
 
+class _LRScheduler(LRScheduler):
+    """torch's name of LRScheduler before 2.0, kept as torch keeps it (a subclass, so that
+    its __name__ is its own): older schedulers subclass it."""
+
+
 class StepLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, step_size: int, gamma: float = 0.1,
                  last_epoch: int = -1) -> None:

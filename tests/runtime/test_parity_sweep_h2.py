@@ -335,3 +335,24 @@ def test_collate_module_and_its_registry_as_torchs() -> None:
         got.append((custom["p"], custom["t"].tolist(), batches, type(rows).__name__,
                     [r.tolist() for r in rows], type(ddict).__name__, ddict.default_factory))
     assert got[1] == got[0]
+
+
+def test_lr_scheduler_keeps_torchs_old_base_class_name() -> None:
+    """torch.optim.lr_scheduler._LRScheduler, the base class's name before 2.0, which older
+    schedulers subclass (a subclass of LRScheduler named _LRScheduler)."""
+    got = []
+    for lib in (torch, rt):
+        class Half(lib.optim.lr_scheduler._LRScheduler):  # type: ignore[name-defined, misc]
+            def get_lr(self) -> list[float]:
+                return [base * 0.5 ** self.last_epoch for base in self.base_lrs]
+
+        opt = lib.optim.SGD([lib.nn.Parameter(lib.zeros(1))], lr=0.1)
+        sched = Half(opt)
+        lrs = [sched.get_last_lr()]
+        for _ in range(3):
+            opt.step()
+            sched.step()
+            lrs.append(sched.get_last_lr())
+        base = lib.optim.lr_scheduler._LRScheduler
+        got.append((lrs, base.__name__, issubclass(base, lib.optim.lr_scheduler.LRScheduler)))
+    assert got[1] == got[0]
