@@ -62,6 +62,18 @@ def _check_capturable(optimizer: Any) -> None:
                              f"on supported devices: {devices}.")
 
 
+class _RequiredParameter:
+    """Singleton class representing a required parameter for an Optimizer."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+# torch.optim.optimizer.required: a default no group may leave unset (older optimizers'
+# ``lr=required``)
+required = _RequiredParameter()
+
+
 def live_optimizers() -> list[Optimizer]:
     return list(_LIVE.values())
 
@@ -185,6 +197,9 @@ class Optimizer:
             if not (p.is_leaf or p.retains_grad):
                 raise ValueError("can't optimize a non-leaf Tensor")
         for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
             param_group.setdefault(name, default)
         if len({id(p) for p in param_group["params"]}) != len(param_group["params"]):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in "

@@ -356,3 +356,23 @@ def test_lr_scheduler_keeps_torchs_old_base_class_name() -> None:
         base = lib.optim.lr_scheduler._LRScheduler
         got.append((lrs, base.__name__, issubclass(base, lib.optim.lr_scheduler.LRScheduler)))
     assert got[1] == got[0]
+
+
+def test_optimizer_required_default_as_torchs() -> None:
+    """torch.optim.optimizer.required: an older custom optimizer's ``lr=required``; a group
+    without it is torch's ValueError, a group that sets it is fine."""
+    import importlib
+
+    got = []
+    for lib in (torch, rt):
+        module = importlib.import_module(f"{lib.__name__}.optim.optimizer")
+
+        class Plain(lib.optim.Optimizer):  # type: ignore[name-defined, misc]
+            def __init__(self, params: Any, lr: Any = module.required) -> None:
+                super().__init__(params, {"lr": lr})
+
+        with pytest.raises(ValueError) as info:
+            Plain([lib.nn.Parameter(lib.ones(1))])
+        ok = Plain([{"params": [lib.nn.Parameter(lib.ones(1))], "lr": 0.5}])
+        got.append((str(info.value), ok.param_groups[0]["lr"], repr(module.required)))
+    assert got[1] == got[0]
