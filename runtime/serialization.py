@@ -22,7 +22,8 @@ an error, never a crash or a huge allocation.
 A file torch.save wrote (its zip layout) is read too, by torch.load(weights_only=True)'s
 rules: its pickle may name only what rebuilds tensors, parameters, ordered dicts, dtypes,
 devices, sizes, sets, complex numbers and bytes, and may set state on an ordered dict only;
-anything else is refused before it is looked up, so the file runs no code of its choosing.
+anything else is refused before it is looked up, so the file runs no code of its choosing
+(but what the caller marked safe: ``add_safe_globals``, as torch's).
 Our format also keeps those objects (tagged ``{"odict": ...}``, ``{"set": ...}``, ...); an
 ordered dict's attributes (a state_dict's ``_metadata``) as ``{"odict": ..., "attrs": ...}``,
 a Counter (MultiStepLR's milestones) as ``{"counter": ...}``.
@@ -591,10 +592,14 @@ class _TorchUnpickler:
                 return outer.persistent_load(pid)
 
             def load_build(self) -> None:
-                # state set on an ordered dict only (a state_dict's _metadata), as plain
-                # attributes: never __setstate__, never a dtype's or device's fields
+                # state set on an ordered dict (a state_dict's _metadata), as plain
+                # attributes, or on an instance of a class the caller marked safe
+                # (add_safe_globals), as pickle sets it: never a dtype's or device's fields
                 state = self.stack.pop()
                 inst = self.stack[-1]
+                if type(inst) in _user_allowed_globals().values():
+                    _set_state(inst, state)
+                    return
                 if type(inst) is not OrderedDict or not isinstance(state, dict) \
                         or not all(isinstance(k, str) for k in state):
                     raise _bad(outer.name, f"its pickle sets the state of a "
@@ -628,6 +633,9 @@ class _TorchUnpickler:
         module = "builtins" if module == "__builtin__" else module
         found = allowed.get((module, name))
         if found is not None:
+            return found
+        found = _user_allowed_globals().get(f"{module}.{name}")
+        if found is not None:  # add_safe_globals: the caller's word that it is safe
             return found
         if module == "torch" and name in _TORCH_STORAGES:
             return D.as_dtype(_TORCH_STORAGES[name])
@@ -719,6 +727,80 @@ class _TorchUnpickler:
         if not isinstance(data, Tensor):
             raise _bad(self.name, "a parameter of its pickle holds no tensor")
         return Parameter(data, requires_grad=bool(requires_grad))
+
+
+# ---------------------------------------------- globals the caller marks safe to unpickle
+
+_marked_safe_globals: set[Any] = set()
+
+
+def add_safe_globals(safe_globals: list[Any]) -> None:
+    """Mark classes or functions (or ``(obj, "module.qualname")`` pairs) safe for a torch.save
+    file's pickle to name, as torch.serialization.add_safe_globals: rt.load then builds
+    them (and sets an instance's state, as pickle does) where it refused the file."""
+    global _marked_safe_globals
+    _marked_safe_globals = _marked_safe_globals.union(set(safe_globals))
+
+
+def get_safe_globals() -> list[Any]:
+    """The globals add_safe_globals marked safe."""
+    return list(_marked_safe_globals)
+
+
+def clear_safe_globals() -> None:
+    """Forget every global add_safe_globals marked safe."""
+    global _marked_safe_globals
+    _marked_safe_globals = set()
+
+
+class safe_globals:  # noqa: N801  # torch's name
+    """``with safe_globals([...]):`` add_safe_globals for the block only."""
+
+    def __init__(self, safe_globals: list[Any]) -> None:
+        self.safe_globals = safe_globals
+
+    def __enter__(self) -> None:
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc: object) -> None:
+        global _marked_safe_globals
+        _marked_safe_globals = _marked_safe_globals.difference(set(self.safe_globals))
+
+
+def _user_allowed_globals() -> dict[str, Any]:
+    """The marked globals by the name a pickle gives them: ``module.qualname``, or the one
+    given with them (torch's checks and errors for a malformed pair)."""
+    out: dict[str, Any] = {}
+    for f in _marked_safe_globals:
+        if isinstance(f, tuple):
+            if len(f) != 2:
+                raise ValueError("Expected tuple of length 2 (global, str of callable full "
+                                 f"path), but got tuple of length: {len(f)}")
+            if type(f[1]) is not str:
+                raise TypeError("Expected second item in tuple to be str of callable full "
+                                f"path, but got: {type(f[1])}")
+            out[f[1]] = f[0]
+        else:
+            out[f"{f.__module__}.{f.__qualname__}"] = f
+    return out
+
+
+def _set_state(inst: Any, state: Any) -> None:
+    """pickle's BUILD on an instance of a marked class: its __setstate__, else its
+    attributes and slots."""
+    setstate = getattr(inst, "__setstate__", None)
+    if setstate is not None and getattr(type(inst), "__setstate__", None) is not \
+            getattr(object, "__setstate__", None):
+        setstate(state)
+        return
+    slotstate = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slotstate = state
+    if state:
+        inst.__dict__.update(state)
+    if slotstate:
+        for k, v in slotstate.items():
+            setattr(inst, k, v)
 
 
 def _latin1_bytes(text: Any, encoding: Any = "latin1") -> bytes:

@@ -376,3 +376,32 @@ def test_optimizer_required_default_as_torchs() -> None:
         ok = Plain([{"params": [lib.nn.Parameter(lib.ones(1))], "lr": 0.5}])
         got.append((str(info.value), ok.param_groups[0]["lr"], repr(module.required)))
     assert got[1] == got[0]
+
+
+def test_load_follows_add_safe_globals() -> None:
+    """torch.serialization's allowlist (add_safe_globals, the safe_globals context,
+    get_safe_globals, clear_safe_globals): a torch.save file holding an argparse.Namespace
+    is refused, then loads once the caller marks the class safe (by itself or with its
+    path), as torch.load(weights_only=True)."""
+    import argparse
+    import io
+
+    buf = io.BytesIO()
+    torch.save({"args": argparse.Namespace(lr=0.1, name="x"), "w": torch.ones(2)}, buf)
+    data = buf.getvalue()
+    with pytest.raises(rt.serialization.CheckpointError, match="argparse.Namespace"):
+        rt.load(io.BytesIO(data))
+    with rt.serialization.safe_globals([argparse.Namespace]):
+        loaded = rt.load(io.BytesIO(data))
+        assert argparse.Namespace in rt.serialization.get_safe_globals()
+    assert loaded["args"] == argparse.Namespace(lr=0.1, name="x")
+    assert loaded["w"].tolist() == [1.0, 1.0]
+    assert argparse.Namespace not in rt.serialization.get_safe_globals()
+    rt.serialization.add_safe_globals([(argparse.Namespace, "argparse.Namespace")])
+    try:
+        assert rt.load(io.BytesIO(data))["args"].lr == 0.1
+    finally:
+        rt.serialization.clear_safe_globals()
+    assert rt.serialization.get_safe_globals() == []
+    with pytest.raises(rt.serialization.CheckpointError):
+        rt.load(io.BytesIO(data))
