@@ -554,6 +554,10 @@ _TORCH_STORAGES = {
 
 # what a pickle's torch.storage.UntypedStorage names: a storage of bytes
 _UNTYPED = object()
+# what it names as torch.Tensor and torch.nn.Parameter: markers for _rebuild_from_type_v2's
+# type, never the classes (a pickle could call those)
+_TENSOR_TYPE = object()
+_PARAMETER_TYPE = object()
 
 
 class _TorchStorage:
@@ -625,6 +629,11 @@ class _TorchUnpickler:
             ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor,
             ("torch._utils", "_rebuild_tensor_v3"): self._rebuild_tensor_v3,
             ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,
+            ("torch._utils", "_rebuild_parameter_with_state"):
+                self._rebuild_parameter_with_state,
+            ("torch._tensor", "_rebuild_from_type_v2"): self._rebuild_from_type_v2,
+            ("torch", "Tensor"): _TENSOR_TYPE,
+            ("torch.nn.parameter", "Parameter"): _PARAMETER_TYPE,
             ("torch.storage", "UntypedStorage"): _UNTYPED,
             ("torch", "device"): device, ("torch", "Size"): Size,
             ("builtins", "set"): set, ("builtins", "complex"): complex,
@@ -720,6 +729,48 @@ class _TorchUnpickler:
             storage = self.storages[storage.key] = typed
         return self._rebuild_tensor(storage, offset, size, stride, requires_grad,
                                     backward_hooks, metadata)
+
+    def _rebuild_parameter_with_state(self, data: Any, requires_grad: Any,
+                                      backward_hooks: Any, state: Any) -> Any:
+        """A parameter with Python attributes (``p.foo = ...``), set again."""
+        return self._set_attributes(self._rebuild_parameter(data, requires_grad,
+                                                            backward_hooks), state)
+
+    def _rebuild_from_type_v2(self, func: Any, new_type: Any, args: Any, state: Any) -> Any:
+        """A tensor (or parameter) with Python attributes: rebuilt by the tensor rebuild the
+        pickle names, its attributes set again."""
+        if func not in (self._rebuild_tensor, self._rebuild_tensor_v3, self._rebuild_parameter) \
+                or new_type not in (_TENSOR_TYPE, _PARAMETER_TYPE) \
+                or not isinstance(args, tuple):
+            raise _bad(self.name, "its pickle rebuilds a tensor of a type rt.load refuses")
+        out = func(*args)
+        if new_type is _PARAMETER_TYPE and not isinstance(out, Tensor):
+            raise _bad(self.name, "a parameter of its pickle holds no tensor")
+        if new_type is _PARAMETER_TYPE:
+            from .nn.parameter import Parameter
+
+            if not isinstance(out, Parameter):
+                out = Parameter(out, requires_grad=out.requires_grad)
+        return self._set_attributes(out, state)
+
+    def _set_attributes(self, obj: Any, state: Any) -> Any:
+        """torch's _set_obj_state: a dict of attributes (or a pair with slots), by name."""
+        if isinstance(state, tuple):
+            if len(state) != 2:
+                raise _bad(self.name, f"a tensor's state {str(state)[:80]} is invalid")
+            parts = state
+        else:
+            parts = (state, None)
+        for part in parts:
+            if not part:
+                continue
+            if not isinstance(part, dict) or not all(isinstance(k, str) for k in part):
+                raise _bad(self.name, "a tensor's attributes are not named by strings")
+            for k, v in part.items():
+                if hasattr(obj, k):  # the tensor's own fields and methods are not state
+                    raise _bad(self.name, f"a tensor's state names its attribute {k!r}")
+                setattr(obj, k, v)
+        return obj
 
     def _rebuild_parameter(self, data: Any, requires_grad: Any, backward_hooks: Any) -> Any:
         from .nn.parameter import Parameter

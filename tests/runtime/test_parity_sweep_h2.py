@@ -405,3 +405,33 @@ def test_load_follows_add_safe_globals() -> None:
     assert rt.serialization.get_safe_globals() == []
     with pytest.raises(rt.serialization.CheckpointError):
         rt.load(io.BytesIO(data))
+
+
+def test_load_reads_torch_tensors_and_parameters_with_attributes() -> None:
+    """torch.save writes a parameter or tensor with Python attributes (``p.foo = 3``) by
+    _rebuild_parameter_with_state / _rebuild_from_type_v2, which torch.load(weights_only)
+    reads; rt.load refused the file. Their attributes come back; the tensor's own fields
+    are not state a file may set."""
+    import io
+
+    p = torch.nn.Parameter(torch.ones(2))
+    p.foo = 3
+    t = torch.arange(3.0)
+    t.tag = "hi"
+    q = torch.nn.Parameter(torch.ones(1), requires_grad=False)
+    q.z = {"x": [1, 2]}
+    buf = io.BytesIO()
+    torch.save({"p": p, "t": t, "q": q, "v": t[1:]}, buf)
+    got = rt.load(io.BytesIO(buf.getvalue()))
+    assert isinstance(got["p"], rt.nn.Parameter) and got["p"].foo == 3
+    assert got["p"].requires_grad and got["p"].tolist() == [1.0, 1.0]
+    assert type(got["t"]) is rt.Tensor and got["t"].tag == "hi"
+    assert isinstance(got["q"], rt.nn.Parameter) and not got["q"].requires_grad
+    assert got["q"].z == {"x": [1, 2]} and got["v"].tolist() == [1.0, 2.0]
+    t2 = torch.ones(1)
+    t2.shape_ = 1
+    t2.__dict__["requires_grad_"] = 0  # a name a tensor already has
+    buf = io.BytesIO()
+    torch.save(t2, buf)
+    with pytest.raises(rt.serialization.CheckpointError, match="requires_grad_"):
+        rt.load(io.BytesIO(buf.getvalue()))
