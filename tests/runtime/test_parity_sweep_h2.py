@@ -26,6 +26,7 @@ def _nested_sequential(lib: Any, opt: Any) -> Any:
     return s.SequentialLR(opt, [inner, s.StepLR(opt, 2, 0.5)], milestones=[6])
 
 
+@pytest.mark.filterwarnings("ignore:Detected call of:UserWarning")  # torch's too
 def test_sequential_lr_nested_undoes_the_inner_schedulers_first_steps() -> None:
     """A SequentialLR of a SequentialLR: torch moves back the inner one's schedulers (not the
     inner one's own epoch), so the first value is the inner ConstantLR's factor."""
@@ -150,6 +151,7 @@ def test_save_into_a_missing_folder_raises_torchs_error(tmp_path: Any) -> None:
     assert not (tmp_path / "nope").exists()
 
 
+@pytest.mark.filterwarnings("ignore:Detected call of:UserWarning")  # torch's too
 def test_multisteplr_state_dict_survives_a_checkpoint() -> None:
     """MultiStepLR keeps its milestones as a Counter, which torch.save/torch.load keep:
     rt.save made it a dict (a resumed scheduler's step(epoch) then raised AttributeError:
