@@ -437,3 +437,35 @@ def test_load_reads_torch_tensors_and_parameters_with_attributes() -> None:
     torch.save(t2, buf)
     with pytest.raises(rt.serialization.CheckpointError, match="requires_grad_"):
         rt.load(io.BytesIO(buf.getvalue()))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterable_dataset_longer_than_its_len_warns_as_torch(workers: int) -> None:
+    """len(loader) of an IterableDataset records the length it reported; each sample past it
+    is torch's UserWarning (with its worker hint when workers load), as PyTorch's iterator."""
+    import re
+    import warnings
+
+    got = []
+    for lib in (torch, rt):
+        class Stream(lib.utils.data.IterableDataset):  # type: ignore[name-defined, misc]
+            def __iter__(self) -> Any:
+                info = lib.utils.data.get_worker_info()
+                start, step = (0, 1) if info is None else (info.id, info.num_workers)
+                return iter(range(start, 7, step))
+
+            def __len__(self) -> int:
+                return 4
+
+            def __repr__(self) -> str:
+                return "Stream"
+
+        loader = lib.utils.data.DataLoader(Stream(), batch_size=None, num_workers=workers)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert len(loader) == 4
+            values = sorted(int(b) for b in loader)
+        got.append((values, [re.sub(r"\s+", " ", str(w.message)) for w in caught
+                             if w.category is UserWarning]))
+    assert got[1] == got[0]
+    assert len(got[1][1]) == 3

@@ -106,6 +106,7 @@ class DataLoader:
         self.collate_fn = collate_fn or (default_collate if self._auto_collation
                                          else default_convert)
         self._iterator: ThreadedIter | None = None
+        self._IterableDataset_len_called: int | None = None
         self.__initialized = True
 
     def __setattr__(self, attr: str, value: Any) -> None:
@@ -136,7 +137,8 @@ class DataLoader:
 
     def __len__(self) -> int:
         if self._iterable:
-            n = len(self.dataset)  # type: ignore[arg-type]
+            # kept, as PyTorch's: an iterator warns when the dataset yields more than this
+            n = self._IterableDataset_len_called = len(self.dataset)  # type: ignore[arg-type]
             if self.batch_size is None:
                 return n
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)

@@ -49,6 +49,9 @@ class BaseLoaderIter:
 
     def _reset_tasks(self) -> None:
         self._tasks: Iterator[Any] = self._loader._task_stream()
+        self._num_yielded = 0
+        # the IterableDataset's length len(loader) read (None: never read), as PyTorch's
+        self._len_called = getattr(self._loader, "_IterableDataset_len_called", None)
 
     def __iter__(self) -> BaseLoaderIter:
         return self
@@ -57,6 +60,18 @@ class BaseLoaderIter:
         return len(self._loader)
 
     def _finish(self, data: Any) -> Any:
+        self._num_yielded += 1
+        if self._iterable and self._len_called is not None \
+                and self._num_yielded > self._len_called:
+            message = (f"Length of IterableDataset {self._loader.dataset} was reported to be "
+                       f"{self._len_called}(when accessing len(dataloader)), but "
+                       f"{self._num_yielded} samples have been fetched. ")
+            if self._loader.num_workers > 0:
+                message += ("For multiprocessing data-loading, this could be caused by not "
+                            "properly configuring the IterableDataset replica at each worker. "
+                            "Please see https://pytorch.org/docs/stable/data.html#torch.utils."
+                            "data.IterableDataset for examples.")
+            warnings.warn(message, stacklevel=3)
         return pin_memory(data) if self._pin else data
 
 
