@@ -169,12 +169,14 @@ class Optimizer:
             self.add_param_group(group)  # type: ignore[arg-type]
 
     def __repr__(self) -> str:
-        lines = [type(self).__name__ + " ("]
+        """torch's: each group after a newline, its settings sorted (a blank line between
+        groups)."""
+        out = type(self).__name__ + " ("
         for i, group in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            lines.extend(f"    {key}: {group[key]}" for key in sorted(group) if key != "params")
-        lines.append(")")
-        return "\n".join(lines)
+            out += f"\nParameter Group {i}\n"
+            out += "".join(f"    {key}: {group[key]}\n" for key in sorted(group)
+                           if key != "params")
+        return out + ")"
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         if not isinstance(param_group, dict):

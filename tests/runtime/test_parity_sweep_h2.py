@@ -469,3 +469,16 @@ def test_iterable_dataset_longer_than_its_len_warns_as_torch(workers: int) -> No
                              if w.category is UserWarning]))
     assert got[1] == got[0]
     assert len(got[1][1]) == 3
+
+
+def test_optimizer_repr_as_torchs() -> None:
+    """torch's Optimizer repr puts a blank line between parameter groups (and none for an
+    optimizer of one group)."""
+    got = []
+    for lib in (torch, rt):
+        lin = lib.nn.Linear(2, 1)
+        two = lib.optim.Adam([{"params": [lin.weight]}, {"params": [lin.bias], "lr": 0.1}],
+                             betas=(0.8, 0.9))
+        one = lib.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+        got.append((repr(two), repr(one)))
+    assert got[1] == got[0]
