@@ -60,6 +60,26 @@ EPOCH_DEPRECATION_WARNING = (
 )
 
 
+def _to_scalar(x: Any) -> Any:
+    """A one-element tensor as a 0-dim one (a number as it is), as torch's."""
+    return x.squeeze() if isinstance(x, Tensor) and x.dim() != 0 else x
+
+
+def _update_param_group_val(group: dict[str, Any], key: str, value: Any) -> None:
+    """``group[key] = value``, but a tensor setting (a tensor lr) is filled in place, as
+    torch's: it stays the object the optimizer (and a compiled step's plan) reads."""
+    if isinstance(group[key], Tensor):
+        group[key].fill_(_to_scalar(value))
+    else:
+        group[key] = value
+
+
+def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
+    """Each group's ``key``: a tensor as a copy (never the group's own), as torch's."""
+    return [g[key].clone() if isinstance(g[key], Tensor) else g[key]
+            for g in optimizer.param_groups]
+
+
 def _warn_outside_step(get_lr: Callable[..., list[float]]) -> Callable[..., list[float]]:
     """``get_lr`` warning, as torch's, when called other than by a step (its chainable
     formulas give the next values from the current ones, not the last values)."""
@@ -108,7 +128,9 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                initial = group["lr"]
+                group.setdefault("initial_lr",
+                                 initial.clone() if isinstance(initial, Tensor) else initial)
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
@@ -118,7 +140,7 @@ class LRScheduler:
                         "when:\n1. You're trying to resume training from a checkpoint but "
                         "haven't properly loaded the optimizer state\n2. You're using "
                         "last_epoch >= 0 for a fresh training run (not recommended)")
-        self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
+        self.base_lrs: list[Any] = _param_groups_val_list(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         self._initial_step()
 
@@ -164,8 +186,8 @@ class LRScheduler:
                 closed = getattr(self, "_get_closed_form_lr", None)
                 values = closed() if closed is not None else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+            _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
     def state_dict(self) -> dict[str, Any]:
         return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
@@ -367,7 +389,7 @@ class SequentialLR(_Composite):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:  # undo what the schedulers' first steps did
-            group["lr"] = group["initial_lr"]
+            _update_param_group_val(group, "lr", group["initial_lr"])
         self.recursive_undo()
         first = schedulers[bisect_right(milestones, 0)]
         first._initial_step()
@@ -538,7 +560,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
-                group["lr"] = lr
+                _update_param_group_val(group, "lr", lr)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -736,8 +758,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         with self._within_step():
             values = self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
-        self._last_lr = self._lrs()
+            _update_param_group_val(group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
 
 class ChainedScheduler(_Composite):
@@ -765,12 +787,12 @@ class ChainedScheduler(_Composite):
                     f"{scheduler.optimizer}, which is different from {type(optimizer).__name__}.")
         self._schedulers = list(schedulers)
         self.optimizer = optimizer
-        self._last_lr = [group["lr"] for group in schedulers[-1].optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(schedulers[-1].optimizer, "lr")
 
     def step(self) -> None:  # type: ignore[override]
         for scheduler in self._schedulers:
             scheduler.step()
-        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -801,7 +823,7 @@ class ReduceLROnPlateau(LRScheduler):
         self.cooldown = cooldown
         self.eps = eps
         self.last_epoch = 0
-        self._last_lr = self._lrs()
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
         self._init_is_better(mode, threshold, threshold_mode)
         self._reset()
 
@@ -836,7 +858,7 @@ class ReduceLROnPlateau(LRScheduler):
             self._reduce_lr()
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
-        self._last_lr = self._lrs()
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
 
     def _reduce_lr(self) -> None:
         groups = self.optimizer.param_groups
@@ -853,7 +875,7 @@ class ReduceLROnPlateau(LRScheduler):
             old = float(group["lr"])
             new = max(old * self.factor, min_lr)
             if old - new > self.eps:
-                group["lr"] = new
+                _update_param_group_val(group, "lr", new)
 
     def _is_better(self, a: float, best: float) -> bool:
         if self.mode == "min":

@@ -61,3 +61,39 @@ def test_scheduler_stepped_to_an_epoch_argument_equals_eager() -> None:
         for p, q in zip(model.parameters(), ref.parameters(), strict=True):
             np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
                                        atol=1e-7)
+
+
+def test_schedule_of_a_tensor_lr_compiles_once() -> None:
+    """Adam with a tensor lr and StepLR / OneCycleLR stepped between compiled calls: the
+    scheduler fills the lr tensor the plan reads (it replaced it, a new guard each call: six
+    captures for six calls), and each call equals eager."""
+    x = rt.ones(3, 4)
+    for make in (lambda o: S.StepLR(o, 1, 0.5), lambda o: S.OneCycleLR(o, 0.1, total_steps=10)):
+        def build() -> tuple[Any, Any, Any, Any]:
+            rt.manual_seed(0)
+            model = rt.nn.Linear(4, 2)
+            opt = rt.optim.Adam(model.parameters(), lr=rt.tensor(0.01))
+            sched = make(opt)
+
+            def step(x: Any) -> Any:
+                opt.zero_grad()
+                loss = (model(x) ** 2).mean()
+                loss.backward()
+                opt.step()
+                return loss
+
+            return model, opt, sched, step
+
+        model, opt, sched, fn = build()
+        ref, ref_opt, ref_sched, ref_fn = build()
+        step = planner.compile(fn)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(6):
+                np.testing.assert_allclose(float(step(x)), float(ref_fn(x)), rtol=1e-6)
+                sched.step()
+                ref_sched.step()
+        assert step.captures == 1
+        for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-6,
+                                       atol=1e-8)

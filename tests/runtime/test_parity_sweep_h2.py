@@ -482,3 +482,45 @@ def test_optimizer_repr_as_torchs() -> None:
         one = lib.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
         got.append((repr(two), repr(one)))
     assert got[1] == got[0]
+
+
+_TENSOR_LR_SCHEDULES = {
+    "StepLR": lambda s, o: s.StepLR(o, 1, 0.5),
+    "OneCycleLR": lambda s, o: s.OneCycleLR(o, 1.0, total_steps=5),
+    "CyclicLR": lambda s, o: s.CyclicLR(o, 0.01, 0.1),
+    "ReduceLROnPlateau": lambda s, o: s.ReduceLROnPlateau(o, patience=0),
+    "CosineAnnealingWarmRestarts": lambda s, o: s.CosineAnnealingWarmRestarts(o, 2),
+    "SequentialLR": lambda s, o: s.SequentialLR(o, [s.ConstantLR(o), s.ExponentialLR(o, 0.9)],
+                                                [1]),
+    "ChainedScheduler": lambda s, o: s.ChainedScheduler([s.ConstantLR(o),
+                                                         s.ExponentialLR(o, 0.9)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_TENSOR_LR_SCHEDULES))
+def test_scheduler_fills_a_tensor_lr_in_place(name: str) -> None:
+    """A tensor lr stays the optimizer's object: torch's schedulers fill it in place (their
+    initial_lr, base_lrs and get_last_lr() are copies). rt replaced it by a new tensor, or
+    by a float (OneCycleLR, CyclicLR, ReduceLROnPlateau): a compiled step reading that lr
+    recompiled at every call."""
+    import warnings
+
+    got = []
+    for lib in (torch, rt):
+        lr = lib.tensor(0.1)
+        opt = lib.optim.Adam([lib.nn.Parameter(lib.ones(1))], lr=lr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sched = _TENSOR_LR_SCHEDULES[name](lib.optim.lr_scheduler, opt)
+            for _ in range(2):
+                opt.step()
+                if name == "ReduceLROnPlateau":
+                    sched.step(1.0)
+                else:
+                    sched.step()
+        group = opt.param_groups[0]
+        last = sched.get_last_lr()[0]
+        got.append((group["lr"] is lr, round(float(group["lr"]), 10), type(last).__name__,
+                    last is group["lr"], group.get("initial_lr") is lr))
+    assert got[1] == got[0]
+    assert got[1][0]
