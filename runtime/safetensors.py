@@ -73,18 +73,33 @@ def save(tensors: dict[str, Any], metadata: dict[str, str] | None = None) -> byt
     return out.getvalue()
 
 
+def _not_a(value: Any) -> str:
+    """How the package's (PyO3's) argument errors name a value of the wrong type."""
+    return "'None'" if value is None else f"'{type(value).__name__}' object"
+
+
 def _write(tensors: dict[str, Any], metadata: dict[str, str] | None, out: BinaryIO) -> None:
-    if not isinstance(tensors, dict):
-        raise TypeError(f"expected a dict of name -> Tensor, got {type(tensors).__name__}")
-    if metadata is not None and not all(isinstance(k, str) and isinstance(v, str)
-                                        for k, v in metadata.items()):
-        raise TypeError("metadata must map strings to strings")
+    if not isinstance(tensors, dict):  # safetensors.torch's texts and types throughout
+        raise ValueError("Expected a dict of [str, runtime.Tensor] but received "
+                         f"{type(tensors)}")
     for name, t in tensors.items():
-        if not isinstance(name, str) or name == "__metadata__":
-            raise SafetensorError(f"invalid tensor name {name!r}")
-        if not isinstance(t, (Tensor, np.ndarray)):  # safetensors.torch's text and type
+        if not isinstance(t, (Tensor, np.ndarray)):
             raise ValueError(f"Key `{name}` is invalid, expected runtime.Tensor but received "
                              f"{type(t)}")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise TypeError(f"argument 'metadata': {_not_a(metadata)} is not an instance of "
+                            "'dict'")
+        for item in (x for kv in metadata.items() for x in kv):
+            if not isinstance(item, str):
+                raise TypeError(f"argument 'metadata': {_not_a(item)} is not an instance of "
+                                "'str'")
+    for name in tensors:
+        if not isinstance(name, str):
+            raise TypeError(f"argument 'tensor_dict': {_not_a(name)} is not an instance of "
+                            "'str'")
+        if name == "__metadata__":
+            raise SafetensorError(f"invalid tensor name {name!r}")
     _refuse_shared(tensors)
     arrays = {}
     for name, t in tensors.items():

@@ -524,3 +524,28 @@ def test_scheduler_fills_a_tensor_lr_in_place(name: str) -> None:
                     last is group["lr"], group.get("initial_lr") is lr))
     assert got[1] == got[0]
     assert got[1][0]
+
+
+def test_safetensors_save_argument_errors_as_the_package() -> None:
+    """safetensors.torch.save's errors for a non-dict, metadata that is not str to str, and a
+    tensor name that is not a str (its binding's TypeErrors): rt raised its own texts (and a
+    SafetensorError for a name)."""
+    st_torch = pytest.importorskip("safetensors.torch")
+    import runtime.safetensors as rs
+
+    cases = [({"a": 1}, None), ({1: "a"}, None), ({"a": None}, None), (["x"], None),
+             (None, {1: "t"}), (None, {None: "t"}), (None, "list")]
+    for metadata, names in cases:
+        got = []
+        for lib, mod in ((torch, st_torch), (rt, rs)):
+            if names == "list":
+                tensors: Any = [lib.ones(1)]
+            elif names is not None:
+                tensors = {k: lib.ones(1) for k in names}
+            else:
+                tensors = {"a": lib.ones(1)}
+            with pytest.raises(Exception) as info:
+                mod.save(tensors, metadata=metadata)
+            got.append((type(info.value).__name__,
+                        str(info.value).replace("torch.Tensor", "runtime.Tensor")))
+        assert got[1] == got[0], (metadata, names)
