@@ -236,7 +236,7 @@ def _optimizer_key(opt: Any, assigned: Any = frozenset()) -> Any:
     update reads them, not at all: ASSIGNED) and its state entries."""
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
-         tuple(sorted((k, ASSIGNED if (i, k) in assigned else setting_key(v))
+         tuple(sorted((k, ASSIGNED if (i, k) in assigned else setting_key(v, k))
                       for k, v in g.items() if k != "params")))
         for i, g in enumerate(opt.param_groups))
     state = tuple(
@@ -261,7 +261,7 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
         for k, v in settings:
             if v is ASSIGNED:
                 continue
-            now = setting_key(g.get(k, MISSING))
+            now = setting_key(g.get(k, MISSING), k)
             if now is not v and (now is MISSING or not now == v):
                 return False
     if len(opt.state) != len(state):

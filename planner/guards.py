@@ -46,15 +46,17 @@ MISSING = object()  # a setting or state entry that is not there
 ASSIGNED = object()
 
 
-def setting_key(value: Any) -> Any:
-    """What a plan depends on in an optimizer setting. A number (lr, betas, eps, momentum,
-    weight decay...) is read by the plan at each replay (Tracer.hyper), so only its type and
-    whether it is zero (the updates branch on that) are guarded: a learning-rate schedule
-    never recompiles. Anything else (flags such as nesterov) is guarded by value."""
+def setting_key(value: Any, name: str | None = None) -> Any:
+    """What a plan depends on in an optimizer setting (named ``name``). A number (lr, betas,
+    eps, momentum, weight decay...) is read by the plan at each replay (Tracer.hyper), so
+    only its type and whether it is zero (the updates branch on that: no momentum buffer, no
+    decay) are guarded, and for the lr, on which no update branches, its type alone: a
+    learning-rate schedule never recompiles, not even where it reaches 0 (PolynomialLR's end,
+    a cosine's eta_min of 0). Anything else (flags such as nesterov) is guarded by value."""
     if isinstance(value, (list, tuple)):
         return tuple(setting_key(v) for v in value)
     if type(value) in (int, float):
-        return ("number", type(value), value == 0)
+        return ("number", type(value), None if name == "lr" else value == 0)
     if isinstance(value, Tensor):  # a tensor setting (a tensor lr): the plan reads that tensor
         return ("tensor", id(value))
     return value
@@ -175,6 +177,9 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
                 continue
             src.lines.append(f"    now = g.get({src.name(k)}, _missing)")
             if isinstance(v, tuple) and len(v) == 3 and v[0] == "number" \
+                    and v[1] in (int, float) and v[2] is None:  # an lr: the same type
+                src.fail_if(f"_type(now) is not {src.name(v[1])}")
+            elif isinstance(v, tuple) and len(v) == 3 and v[0] == "number" \
                     and v[1] in (int, float):
                 # setting_key's number: the same type, zero or not
                 src.fail_if(f"_type(now) is not {src.name(v[1])} or (now == 0) is not "
