@@ -190,6 +190,26 @@ def _float_dtype(data: Any) -> D.DType:
     return functools.reduce(D.promote, found) if found else D.default_float
 
 
+def _int_dtype(data: Any) -> D.DType:
+    """The integer dtype PyTorch infers for a list that numpy made integer: its scalars'
+    dtypes promoted (a numpy int16 scalar is int16, a Python int int64, a bool bool)."""
+    if not isinstance(data, (list, tuple)):
+        return D.int64
+    seen: dict[type, None] = {}  # in the list's order, as PyTorch promotes them
+
+    def walk(seq: Any) -> None:
+        for v in seq:
+            if isinstance(v, (list, tuple)):
+                walk(v)
+            else:
+                seen.setdefault(v.dtype.type if isinstance(v, np.ndarray) else type(v))
+
+    walk(data)
+    found = [D._BY_NP.get(np.dtype(t), D.int64) if issubclass(t, (np.integer, np.bool_))
+             else D.bool_ if t is bool else D.int64 for t in seen]
+    return functools.reduce(D.promote, found) if found else D.int64
+
+
 def _ragged_error(data: Any) -> Exception | None:
     """PyTorch's error for a nested list that is not rectangular: the sizes along the first
     elements, then the first sequence of another length."""
@@ -265,10 +285,10 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         if arr.dtype == np.uint64 and not isinstance(data, (np.ndarray, Tensor)):
             # Python ints past int64's range (numpy's uint64 would wrap round)
             raise ValueError("Overflow when unpacking long long")
-        # a tensor, numpy array or scalar keeps its integer dtype, as PyTorch's (lists are
-        # int64)
+        # a tensor, numpy array or scalar keeps its integer dtype, as PyTorch's; a list's
+        # is its scalars' promoted, a Python int's int64
         dt = D._BY_NP.get(arr.dtype, D.int64) \
-            if isinstance(data, (np.ndarray, np.generic, Tensor)) else D.int64
+            if isinstance(data, (np.ndarray, np.generic, Tensor)) else _int_dtype(data)
     elif arr.dtype.kind == "b":
         dt = D.bool_
     else:
@@ -337,11 +357,11 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
     tracer = active_tracer()
     if tracer is not None:
         arr = np.zeros(shape, dtype=dt.np) if value is None else np.full(shape, value, dt.np)
-        return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
+        return tracer.constant(arr, dt, dev)._factory_requires_grad_(requires_grad)
     xp = array_module(dev)
     with device_guard(dev):
         arr = xp.empty(shape, dtype=dt.np) if value is None else xp.full(shape, value, dt.np)
-    return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
+    return Tensor._make(arr, dt, dev)._factory_requires_grad_(requires_grad)
 
 
 def _made_into(out: Any, dtype: Any, requires_grad: bool, fn: str,
@@ -377,7 +397,7 @@ def _made_into(out: Any, dtype: Any, requires_grad: bool, fn: str,
     with no_grad():
         copy_(out, result)
     # PyTorch's factories set out's requires_grad, False included
-    return out.requires_grad_(requires_grad) if out.requires_grad != requires_grad else out
+    return out._factory_requires_grad_(requires_grad) if out.requires_grad != requires_grad else out
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
@@ -445,9 +465,9 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
     _check_sizes(shape, kind)
     tracer = active_tracer()
     if tracer is not None:
-        return tracer.random(kind, shape, dt, dev, g).requires_grad_(requires_grad)
+        return tracer.random(kind, shape, dt, dev, g)._factory_requires_grad_(requires_grad)
     arr = draw(g, kind, shape, dt)
-    return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+    return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
 
 
 def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
@@ -535,7 +555,7 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     arr = _torch_rng.integers(g._rng, tuple(shape), low, high, dt)
     dev = factory_device(device)
-    return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+    return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
 
 
 
@@ -602,13 +622,13 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     tracer = active_tracer()
     if tracer is not None:
         arr = _arange_values(start, end, step, dt)
-        return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
+        return tracer.constant(arr, dt, dev)._factory_requires_grad_(requires_grad)
     if dev == "cpu" or dt in (D.float32, D.float64):
         return Tensor._make(move_array(_arange_values(start, end, step, dt), dev), dt,
-                            dev).requires_grad_(requires_grad)
+                            dev)._factory_requires_grad_(requires_grad)
     with device_guard(dev):
         arr = array_module(dev).arange(start, end, step, dtype=dt.np)
-    return Tensor._make(arr, dt, dev).requires_grad_(requires_grad)
+    return Tensor._make(arr, dt, dev)._factory_requires_grad_(requires_grad)
 
 
 # PyTorch's CPU arange fills a float tensor with its vectorized loop: 2 vectors at a time
@@ -641,8 +661,8 @@ def _constant(arr: np.ndarray, dt: D.DType, dev: str, requires_grad: bool) -> Te
     """A tensor of a value computed on the host: a graph constant while capturing."""
     tracer = active_tracer()
     if tracer is not None:
-        return tracer.constant(arr, dt, dev).requires_grad_(requires_grad)
-    return Tensor._make(move_array(arr, dev), dt, dev).requires_grad_(requires_grad)
+        return tracer.constant(arr, dt, dev)._factory_requires_grad_(requires_grad)
+    return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
@@ -778,4 +798,4 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     g = generator or default_generator
     dev = factory_device(device)
     perm = torch_permutation(int(n), g).astype(dt.np)
-    return Tensor._make(move_array(perm, dev), dt, dev).requires_grad_(requires_grad)
+    return Tensor._make(move_array(perm, dev), dt, dev)._factory_requires_grad_(requires_grad)

@@ -138,7 +138,7 @@ def _normal_floats(mean: float, std: float, size: tuple[int, ...], generator: An
         value = F.add(F.mul(noise, std), mean)
     if out is not None:
         return F.written_to(out, value, "normal")
-    return value.requires_grad_(requires_grad)
+    return value._factory_requires_grad_(requires_grad)
 
 
 _BERNOULLI_RANGE = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this "

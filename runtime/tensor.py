@@ -41,6 +41,8 @@ class _InferenceVersionCounter(_VersionCounter):
     inference = True
 
 
+ERR_FACTORY_REQUIRES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
+
 class Tensor:
     # hot fields in slots; rarely set ones (views, hooks) default at class level and land in
     # the instance __dict__ only when set, which keeps tensor creation cheap
@@ -65,7 +67,7 @@ class Tensor:
         self._init(arr, dt, dev, None, 0, _InferenceVersionCounter()
                    if _inference_state.enabled else _VersionCounter())
         if requires_grad:
-            self.requires_grad_(True)
+            self._factory_requires_grad_(True)
 
     def _init(self, data: Any, dtype: D.DType, device: str, grad_fn: Node | None,
               output_nr: int, vc: _VersionCounter) -> None:
@@ -170,6 +172,14 @@ class Tensor:
             _trace_state.tracer.requires_grad_changes(self)  # what it was: not guarded then)
         self._rg = bool(requires_grad)
         return self
+
+    def _factory_requires_grad_(self, requires_grad: bool) -> Tensor:
+        """``requires_grad_`` for a tensor a factory (``ones``, ``tensor``, ``randperm``,
+        ``nn.Parameter`` ...) makes: PyTorch's factories refuse an integer or bool dtype with
+        their own text, which names complex dtypes too."""
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(ERR_FACTORY_REQUIRES_GRAD)
+        return self.requires_grad_(requires_grad)
 
     @property
     def is_leaf(self) -> bool:

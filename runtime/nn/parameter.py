@@ -19,7 +19,7 @@ class Parameter(Tensor):
         elif not isinstance(data, Tensor):
             data = Tensor(data)
         param = cls._make(data._data, data.dtype, data.device, None, 0, data._vc)
-        param.requires_grad_(requires_grad)
+        param._factory_requires_grad_(requires_grad)
         return param  # type: ignore[return-value]
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:

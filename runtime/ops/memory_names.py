@@ -46,7 +46,7 @@ def empty_strided(size: Sequence[int], stride: Sequence[int], *, dtype: Any = No
     xp = array_module(flat.device)  # numpy's or CuPy's as_strided over the flat storage
     data = xp.lib.stride_tricks.as_strided(flat._data, size, tuple(s * item for s in stride))
     out = Tensor._make(data, flat.dtype, flat.device)
-    out.requires_grad_(requires_grad)
+    out._factory_requires_grad_(requires_grad)
     return out
 
 
@@ -67,7 +67,7 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
     flat = empty(*(size[d] for d in order), dtype=dtype, device=device)
     data = flat._data.transpose([order.index(d) for d in builtins.range(len(size))])
     out = Tensor._make(data, flat.dtype, flat.device)
-    out.requires_grad_(requires_grad)
+    out._factory_requires_grad_(requires_grad)
     return out
 
 
@@ -101,7 +101,7 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
         warnings.warn(_NOT_WRITABLE, UserWarning, stacklevel=2)
     data = np.frombuffer(buffer, dtype=dt.np, count=count, offset=offset)
     out = Tensor._make(data, dt, "cpu")
-    out.requires_grad_(requires_grad)
+    out._factory_requires_grad_(requires_grad)
     return out
 
 
