@@ -803,6 +803,9 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         if isinstance(a, Tensor):
             tracer.add_input(i, a)
     watch = guards.Watch(guards.call_accesses(fn, args))
+    if watch.found.stateful:  # before the step runs: a capture would make the call once
+        raise GraphBreak(f"the step calls {watch.found.stateful[0]}, which a replayed plan "
+                         f"would not (its Python does not run): pass the batch as an argument")
     if scalars:
         args = tuple(tracer.add_scalar_input(i) if i in scalars else a
                      for i, a in enumerate(args))

@@ -455,6 +455,9 @@ class Accesses:
     # an argument of a library function): ``expand_escapes`` guards their contents
     escapes: dict[Path, None] = field(default_factory=dict)
     expanded: set[Path] = field(default_factory=set)  # the parts of those (expand_escapes)
+    # calls a replay cannot make as the step does, which a capture must not make either
+    # (``next(it)``: its batch would be drawn and lost): the step runs eagerly instead
+    stateful: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
         """Every path read or written, once each, shorter ones first."""
@@ -1003,6 +1006,8 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
                 below, callable_ = stack[-argc - 2], stack[-argc - 1]
                 del stack[-argc - 2:]
                 followed: set[Path] = set()
+                if _advances_an_iterator(below, callable_):
+                    found.stateful.append(f"next() on {_describe(args[0] if args else None)}")
                 if calls is not None and top:
                     followed = _walk_call(found, calls, below, callable_, args, kw_names)
                 # what the callee gets but is not walked with: a library function's
@@ -1043,6 +1048,22 @@ _MUTATORS = frozenset({"append", "extend", "insert", "remove", "clear", "update"
 _CALLS_MODELLED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 
 
+def _advances_an_iterator(below: Any, callable_: Any) -> bool:
+    """Whether a call is the builtin ``next(...)`` or a ``.__next__()`` of something the
+    step reaches by a path (a data iterator: a capture would draw a batch, a replay none)."""
+    if isinstance(below, _MethodOf):
+        return below.name == "__next__"
+    if not isinstance(callable_, _Ref):
+        return False
+    path = callable_.path
+    return path.kind == "global" and path.name == "next" and not path.steps \
+        and "next" not in path.root
+
+
+def _describe(arg: Any) -> str:
+    return str(arg.path) if isinstance(arg, _Ref) else "an iterator"
+
+
 def _walk_call(found: Accesses, calls: _Calls, below: Any, callable_: Any, args: list[Any],
                kw_names: tuple[str, ...]) -> set[Path]:
     """Where the user's function a call runs reads and writes through the caller's paths
@@ -1071,6 +1092,7 @@ def _merge(found: Accesses, more: Accesses) -> None:
     found.writes.update(more.writes)
     found.increments.update({i + offset: d for i, d in more.increments.items()})
     found.escapes.update(more.escapes)
+    found.stateful.extend(more.stateful)
 
 
 def _hashable(key: Any) -> bool:

@@ -12,6 +12,7 @@ value silently."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from typing import Any
@@ -377,3 +378,31 @@ def test_layers_the_step_iterates_are_guarded(kind: str, caplog: pytest.LogCaptu
     if kind == "list":
         assert "the Sigmoid layers[2] is another" not in caplog.text  # a Tanh was there
         assert "the Tanh layers[2] is another Tanh (by identity)" in caplog.text
+
+
+def test_a_step_drawing_from_an_iterator_runs_eagerly_and_loses_no_batch() -> None:
+    """``next(it)`` (in the step or a helper): a capture would draw a batch that no replay
+    draws again (every call replayed the first batch, silently); the step runs eagerly from
+    its first call, saying so, and every batch is used once."""
+    from runtime.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(rt.arange(40.0).reshape(20, 2), rt.arange(20.0))
+    w = rt.ones(2, requires_grad=True)
+    losses = []
+    for compile_it in (False, True):
+        it = iter(DataLoader(data, batch_size=2))
+
+        def batch() -> Any:
+            return next(it)  # noqa: B023 - this run's iterator
+
+        def step() -> Any:
+            x, y = batch()
+            return ((x @ w - y) ** 2).mean()
+
+        fn = planner.compile(step) if compile_it else step
+        with pytest.warns(RuntimeWarning, match=r"calls next\(\) on it") if compile_it \
+                else contextlib.nullcontext():
+            losses.append([float(fn()) for _ in range(10)])
+        if compile_it:
+            assert fn.captures == 0
+    assert losses[0] == losses[1] and len(set(losses[0])) == 10
