@@ -444,7 +444,20 @@ def _by_other(op: Callable[..., Tensor], node: str) -> Callable[..., Tensor]:
 
 
 fmod = _by_other(_fmod, "FmodBackward")
-remainder = _by_other(_remainder, "RemainderBackward")
+_remainder_of = _by_other(_remainder, "RemainderBackward")
+
+
+def remainder(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
+    """a % b with the sign of b (Python's rule, as PyTorch's). A number's remainder by a
+    tensor (``3 % t``, PyTorch's Scalar_Tensor overload) has no derivative there: a float
+    result of a tensor that requires grad raises in backward, as its."""
+    result = _remainder_of(input, other, out=out)
+    if out is not None or isinstance(input, Tensor) or not _grad_state.enabled:
+        return result
+    from .composite import no_derivative
+
+    return no_derivative(result, (other,), RuntimeError,
+                         "derivative for aten::remainder is not implemented")
 _floor_divide = _op(P.FLOOR_DIVIDE, "floor_divide", "a // b rounded toward minus infinity.")
 
 
@@ -500,9 +513,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
     q = floor_divide(input, other)
     if rounding_mode == "floor":
         return q
-    # the floor is one below the truncation where the quotient is negative and inexact
-    negative = ne(lt(input, 0) if isinstance(input, Tensor) else input < 0,
-                  lt(other, 0) if isinstance(other, Tensor) else other < 0)
+    # the floor is one below the truncation where the quotient is negative and inexact; a
+    # number takes the quotient's dtype first (-2 is 254 for a uint8 tensor, as PyTorch's)
+    negative = ne(*(lt(v, 0) if isinstance(v, Tensor) else
+                    bool(np.array(v).astype(dtype.np) < 0) for v in (input, other)))
     inexact = ne(remainder(input, other), 0)
     return add(q, cast(logical_and(inexact, negative), q.dtype))
 

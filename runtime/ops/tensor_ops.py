@@ -166,7 +166,10 @@ def split(tensor: Tensor, split_size_or_sections: int | Sequence[int], dim: int 
         sizes = sizes or [0]
     else:
         sizes = [int(s) for s in split_size_or_sections]
-        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+        if builtins.any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={sizes}")
+        if builtins.sum(sizes) != n:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} "
                                f"(input tensor's size at dimension {d}), but got split_sizes="
                                f"{sizes}")
@@ -256,6 +259,8 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[_dim(input, dim)]
+    if n == 0:  # PyTorch's: ``chunks`` empty pieces (of a split_with_sizes)
+        return split(input, [0] * chunks, dim)
     return split(input, -(-n // chunks), dim)
 
 
