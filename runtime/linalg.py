@@ -49,12 +49,33 @@ def _node_named(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]
     return decorate
 
 
+def _check_norm_dtype(dtype: Any, input_dtype: D.DType, name: str) -> Any:
+    """PyTorch's check of a norm's ``dtype``: a float at least as wide as the input's."""
+    if dtype is None:
+        return None
+    dt = D.as_dtype(dtype)
+    if not dt.is_floating_point:
+        raise RuntimeError(f"{name}: dtype should be floating point or complex, but got "
+                           f"{D.scalar_type_name(dt)}")
+    if D.promote(input_dtype, dt) is not dt:
+        raise RuntimeError(f"{name}: the dtype of the input ({D.scalar_type_name(input_dtype)}) "
+                           f"should be convertible without narrowing to the specified dtype "
+                           f"({D.scalar_type_name(dt)})")
+    return dt
+
+
 @takes_out(check=same_out_dtype, name="linalg_vector_norm")
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: Any = None) -> Tensor:
-    """(sum |x|^ord)^(1/ord) over ``dim``; ``dtype``: x cast to it first, as PyTorch's."""
+    """(sum |x|^ord)^(1/ord) over ``dim``; ``dtype``: x cast to it first, as PyTorch's (a
+    float x, at most as wide)."""
+    if isinstance(ord, (str, list, tuple)) or ord is None:
+        raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not "
+                        f"{type(ord).__name__}")
     if dtype is not None:
-        x = F.cast(x, D.as_dtype(dtype))
+        if not x.dtype.is_floating_point:
+            _red.vector_norm(x, ord, dim, keepdim)  # its error
+        x = F.cast(x, _check_norm_dtype(dtype, x.dtype, "linalg.vector_norm"))
     return _red.vector_norm(x, ord, dim, keepdim)
 
 
@@ -64,8 +85,7 @@ def _two_dims(x: Tensor, dim: Any, name: str) -> tuple[int, int]:
                            f"dimensions.")
     d0, d1 = (wrap_dim(d, x.ndim) for d in dim)
     if d0 == d1:
-        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, "
-                           f"{dim[1]})")
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     return d0, d1
 
 
@@ -73,13 +93,32 @@ def _two_dims(x: Tensor, dim: Any, name: str) -> tuple[int, int]:
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  # noqa: A002
                 keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """'fro'; the max (min, for -1/-inf) absolute column (1) or row (inf) sum; 'nuc', 2, -2:
-    the sum, largest and smallest of the singular values."""
-    if dtype is not None:
-        A = F.cast(A, D.as_dtype(dtype))
+    the sum, largest and smallest of the singular values. PyTorch's checks, in its order:
+    ord, A (float, at least 2-D; no half for those of the singular values), dim, dtype."""
+    if isinstance(ord, str):
+        if ord not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        low_precision = ord != "nuc"
+    else:
+        if abs(ord) not in (1, 2, math.inf):
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+        low_precision = abs(ord) != 2
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
+                           "dimensions.")
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor "
-                           f"as input. Got {L._TYPE.get(A.dtype.name, A.dtype.name)}")
+                           f"as input. Got {D.scalar_type_name(A.dtype)}")
+    if not low_precision and A.dtype in (D.float16, D.bfloat16):
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{D.scalar_type_name(A.dtype)}")
+    dim = tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(str(d) for d in dim)}")
     d0, d1 = _two_dims(A, dim, "matrix_norm")
+    if dtype is not None:
+        A = F.cast(A, _check_norm_dtype(dtype, A.dtype, "linalg.matrix_norm"))
     if ord == "fro":
         return _red.vector_norm(A, 2, (d0, d1), keepdim)
     if ord in ("nuc", 2, -2):
@@ -90,8 +129,6 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
         if keepdim:
             out = F.unsqueeze(F.unsqueeze(out, min(d0, d1)), max(d0, d1))
         return out
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     summed, kept = (d0, d1) if ord in (1, -1) else (d1, d0)
     sums = F.sum(F.abs(A), summed, keepdim=True)
     out = F.amax(sums, kept, keepdim=True) if ord > 0 else F.neg(
@@ -102,20 +139,21 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
 @takes_out(check=same_out_dtype, name="linalg_norm")
 def norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,  # noqa: A002
          *, dtype: Any = None) -> Tensor:
-    """A vector norm (dim an int, or ord None and no dim: all of A flattened) or a matrix
-    norm (dim two ints, or A 2-D with ord given), as PyTorch's."""
+    """A vector norm (dim an int, or ord None: over dim, all of A flattened by default) or a
+    matrix norm (a string ord, dim two ints, or A 2-D with ord given), as PyTorch's."""
     if isinstance(dim, int):
         dim = (dim,)
-    if dim is not None and len(dim) == 2 or (dim is None and ord is not None and
-                                              input.ndim == 2):
-        return matrix_norm(input, "fro" if ord is None else ord, tuple(dim or (-2, -1)), keepdim,
-                           dtype=dtype)
-    if isinstance(ord, str):
-        raise RuntimeError(f"linalg.norm: If dim is specified, it mut be of length 1 or 2. "
-                           f"Got {list(dim) if dim is not None else dim}")
-    if dim is None and ord is not None and input.ndim != 1:
+    if dim is not None:
+        dim = tuple(dim)
+        if len(dim) not in (1, 2):
+            raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
+                               f"Got {list(dim)}")
+    elif ord is not None and input.ndim not in (1, 2):
         raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must "
                            f"be 1D or 2D. Got {input.ndim}D.")
+    if isinstance(ord, str) or ord is not None and (
+            len(dim) == 2 if dim is not None else input.ndim == 2):
+        return matrix_norm(input, ord, dim if dim is not None else (0, 1), keepdim, dtype=dtype)
     return vector_norm(input, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 

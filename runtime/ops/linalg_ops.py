@@ -403,10 +403,17 @@ def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
     inner = F.where(eye, F.unsqueeze(gs, -2), inner)
     ga = F.matmul(u, F.matmul(inner, vh))
     s_inv = F.unsqueeze(F.div(1.0, s), -2)
+
+    def over_s(x: Any) -> Any:
+        # x / S, a zero numerator 0 whatever S: svdvals' gradient (no gU, gV) is defined at a
+        # zero singular value of a non-square A, as PyTorch's (which forms no quotient then)
+        return F.where(F.eq(x, 0), 0.0, F.mul(x, s_inv))
+
     if m > k:
-        ga = F.add(ga, F.matmul(F.mul(F.sub(gu, F.matmul(u, uhgu)), s_inv), vh))
+        ga = F.add(ga, F.matmul(over_s(F.sub(gu, F.matmul(u, uhgu))), vh))
     if n > k:
-        ga = F.add(ga, F.matmul(F.mul(u, s_inv), F.sub(gvh, F.matmul(_mT(vhgv), vh))))
+        outside = F.sub(gvh, F.matmul(_mT(vhgv), vh))  # S^-1 outside: its rows over S
+        ga = F.add(ga, F.matmul(u, _mT(over_s(_mT(outside)))))
     return (ga,)
 
 

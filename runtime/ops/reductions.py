@@ -22,6 +22,8 @@ def any(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
     if out is not None:
         _check_bool_out("any", out)
         return F.written_to(out, any(input, dim, keepdim), "any")
+    if _no_dims(dim):  # PyTorch's any(x, ()): no dimension reduced, each element's truth
+        return _as_uint8_of(input, F.ne(input, 0 if input.dtype is not D.bool_ else False))
     nonzero = F.cast(F.ne(input, 0 if input.dtype is not D.bool_ else False), D.int64)
     return _as_uint8_of(input, F.gt(F.sum(nonzero, dim, keepdim), 0))
 
@@ -31,8 +33,15 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
     if out is not None:
         _check_bool_out("all", out)
         return F.written_to(out, all(input, dim, keepdim), "all")
+    if _no_dims(dim):  # as any's
+        return _as_uint8_of(input, F.ne(input, 0 if input.dtype is not D.bool_ else False))
     zero = F.cast(F.eq(input, 0 if input.dtype is not D.bool_ else False), D.int64)
     return _as_uint8_of(input, F.eq(F.sum(zero, dim, keepdim), 0))
+
+
+def _no_dims(dim: Any) -> bool:
+    """An empty dim list: any/all reduce nothing over it (where sum reduces everything)."""
+    return isinstance(dim, (tuple, list)) and not dim
 
 
 def _check_bool_out(name: str, out: Any) -> None:
@@ -131,6 +140,8 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False)
     a = F.abs(x)
     if ord in (math.inf, -math.inf):
         return _inf_norm(x, a, ord, dim, keepdim)
+    if ord < 0:
+        _no_identity_on_empty(x, ord, dim)
     if ord == 0:  # the count of nonzeros: PyTorch records it, and its backward gives x none
         count = count_nonzero_with_zero_gradient(x, dim, keepdim)
         if not count.requires_grad:
@@ -159,18 +170,26 @@ def count_nonzero_with_zero_gradient(x: Tensor, dim: Any = None, keepdim: bool =
     return F.sum(F.where(F.ne(x, 0), 1.0, F.sign(x)), dim, keepdim)
 
 
+def _no_identity_on_empty(x: Tensor, ord: float, dim: Any) -> None:  # noqa: A002
+    """PyTorch's error for a norm of no identity (ord inf or below 0) over no elements."""
+    if x.numel():
+        return
+    name = ("" if ord > 0 else "-") + "inf" if ord in (math.inf, -math.inf) else \
+        f"{int(ord)}" if float(ord).is_integer() else f"{ord}"
+    if dim is None or isinstance(dim, (tuple, list)) and not dim:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on an empty "
+                           "tensor because the operation does not have an identity")
+    empty = [d for d in F._axes(dim, x.ndim) if x.shape[d] == 0]
+    if empty:  # PyTorch's text, its missing space kept
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on the "
+                           f"dimension {empty[0]}because this dimension is empty and the "
+                           "operation does not have an identity")
+
+
 def _inf_norm(x: Tensor, a: Tensor, ord: float, dim: Any, keepdim: bool) -> Tensor:  # noqa: A002
     """max |x| (min for -inf), its gradient shared among the elements at it, 0 where the norm
     is NaN (PyTorch's: amax's mask misses a NaN, and its share became 0/0)."""
-    sign = "" if ord > 0 else "-"
-    if not x.numel() and dim is None:
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on an empty "
-                           "tensor because the operation does not have an identity")
-    empty = [d for d in F._axes(dim, x.ndim) if x.shape[d] == 0] if dim is not None else []
-    if empty:  # PyTorch's text, its missing space kept
-        raise RuntimeError(f"linalg.vector_norm cannot compute the {sign}inf norm on the "
-                           f"dimension {empty[0]}because this dimension is empty and the "
-                           "operation does not have an identity")
+    _no_identity_on_empty(x, ord, dim)
     key = a if ord > 0 else F.neg(a)
     top = F.amax(key.detach(), dim, True)
     value = top if ord > 0 else F.neg(top)
@@ -198,19 +217,22 @@ def _root(s: Tensor, p: float) -> Tensor:
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,  # noqa: A002
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
-    """Tensor.norm: the vector norm of input over ``dim`` ("fro" is the 2-norm), computed in
-    ``dtype`` where given."""
+    """torch.norm, as PyTorch's (torch/functional.py): "fro" over at most two dims is the
+    vector 2-norm, another string (or "fro" over more) linalg.matrix_norm over ``dim`` (all of
+    input's by default); a number (None: 2) linalg.vector_norm; in ``dtype`` where given."""
     if out is not None:
         return F.written_same(out, norm(input, p, dim, keepdim, dtype=dtype), "norm", "expected")
-    if dtype is not None:
-        if not input.dtype.is_floating_point:  # PyTorch's: dtype does not make it a float
-            vector_norm(input)
-        input = F.cast(input, dtype)
-    if p == "fro":
-        p = 2
+    from .. import linalg
+
+    dims = None if dim is None else [dim] if isinstance(dim, int) else dim
     if isinstance(p, str):
-        raise RuntimeError(f"norm: p={p!r} is not supported here: only 'fro' and numbers")
-    result = vector_norm(input, p, dim, keepdim)
+        if p == "fro" and (dims is None or len(dims) <= 2):
+            result = linalg.vector_norm(input, 2, dims, keepdim, dtype=dtype)
+        else:
+            return linalg.matrix_norm(input, p, list(range(input.ndim)) if dims is None
+                                      else dims, keepdim, dtype=dtype)
+    else:
+        result = linalg.vector_norm(input, 2.0 if p is None else p, dims, keepdim, dtype=dtype)
     # the inf and 0 norms' node is named already, and is one whose backward a rename would lose
     return result if p in (math.inf, -math.inf, 0) or result is input else named(
         result, "LinalgVectorNormBackward0")
@@ -271,6 +293,9 @@ def _std(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
 @named_backward("LogsumexpBackward0")
 def logsumexp(input: Tensor, dim: Any, keepdim: bool = False, *,  # noqa: A002
               out: Tensor | None = None) -> Tensor:
+    if dim is None:  # PyTorch's parser: dim is a required list of ints
+        raise TypeError("logsumexp(): argument 'dim' (position 2) must be tuple of ints, not "
+                        "NoneType")
     if out is not None:
         if isinstance(out, Tensor) and not out.dtype.is_floating_point:
             raise RuntimeError("logsumexp(): Expected floating point type for result tensor, but "

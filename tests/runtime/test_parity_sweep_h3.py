@@ -68,3 +68,83 @@ def test_div_trunc_integer_by_number_takes_the_number_in_the_tensors_dtype(
     got = rt.div(rt.tensor(values, dtype=getattr(rt, dtype)), number, rounding_mode="trunc")
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     np.testing.assert_array_equal(_np(got), _np(want))
+
+
+@pytest.mark.parametrize("fn", ["any", "all"])
+@pytest.mark.parametrize("dims", [(), []])
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "bool"])
+def test_any_all_over_no_dims_reduce_nothing(fn: str, dims: object, dtype: str) -> None:
+    values = np.array([[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]])
+    for keepdim in (False, True):
+        want = getattr(torch, fn)(torch.tensor(values).to(getattr(torch, dtype)), dims, keepdim)
+        got = getattr(rt, fn)(rt.tensor(values).to(getattr(rt, dtype)), dims, keepdim)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(_np(got), _np(want))
+
+
+def test_svdvals_gradient_at_a_zero_singular_value_of_a_non_square_matrix() -> None:
+    values = np.array([[0.0, 0.0, 0.0], [1.0, -2.0, 0.0]])
+    for f in (lambda lib, a: lib.linalg.svdvals(a).sum(),
+              lambda lib, a: lib.linalg.svdvals(a.t()).sum(),
+              lambda lib, a: lib.linalg.matrix_norm(a, 2),
+              lambda lib, a: lib.linalg.matrix_norm(a.t(), "nuc"),
+              lambda lib, a: lib.linalg.matrix_norm(a, -2, dim=(-1, -2), keepdim=True).sum()):
+        x = torch.tensor(values, requires_grad=True)
+        y = rt.tensor(values, requires_grad=True)
+        f(torch, x).backward()
+        f(rt, y).backward()
+        np.testing.assert_allclose(_np(y.grad), _np(x.grad), rtol=1e-6, atol=1e-7)
+
+
+_NORM_CASES = [
+    lambda L, x, x3: L.norm(x, "nuc"),
+    lambda L, x, x3: L.norm(x, "nuc", keepdim=True),
+    lambda L, x, x3: L.norm(x3, "nuc", dim=(0, 2)),
+    lambda L, x, x3: L.norm(x, "nuc", dtype=L.float64),
+    lambda L, x, x3: L.norm(x, p=None),
+    lambda L, x, x3: L.norm(x, None, 1, True),
+    lambda L, x, x3: x.norm(None),
+    lambda L, x, x3: L.norm(x3, "nuc"),
+    lambda L, x, x3: L.norm(x, "nuc", dim=1),
+    lambda L, x, x3: L.norm(x, "fro", dim=(0, 1, 0)),
+    lambda L, x, x3: L.norm(x, "abc"),
+    lambda L, x, x3: L.norm(x, []),
+    lambda L, x, x3: L.norm(x, 2, dtype=L.half),
+    lambda L, x, x3: L.linalg.vector_norm(x, dtype=L.half),
+    lambda L, x, x3: L.linalg.vector_norm(x, dtype=L.long),
+    lambda L, x, x3: L.linalg.vector_norm(L.arange(4), dtype=L.float32),
+    lambda L, x, x3: L.linalg.vector_norm(x, "fro"),
+    lambda L, x, x3: L.linalg.vector_norm(L.zeros(0, 3), -1),
+    lambda L, x, x3: L.linalg.vector_norm(L.zeros(0, 3), -0.5),
+    lambda L, x, x3: L.linalg.vector_norm(L.zeros(0, 3), -1, 0),
+    lambda L, x, x3: L.linalg.matrix_norm(x, dim=(1, -1)),
+    lambda L, x, x3: L.linalg.matrix_norm(x, dim=(1,)),
+    lambda L, x, x3: L.linalg.matrix_norm(x, dim=(0, 1, 2)),
+    lambda L, x, x3: L.linalg.matrix_norm(L.ones(2, 2, dtype=L.long), dtype=L.float32),
+    lambda L, x, x3: L.linalg.matrix_norm(x, dtype=L.half),
+    lambda L, x, x3: L.linalg.matrix_norm(x.half(), 2),
+    lambda L, x, x3: L.linalg.matrix_norm(x.half(), "nuc"),
+    lambda L, x, x3: L.linalg.norm(x, dim=(0, 1, 1)),
+    lambda L, x, x3: L.linalg.norm(L.ones(2, 2, 2), "nuc"),
+    lambda L, x, x3: L.linalg.norm(x, "fro", dim=1),
+    lambda L, x, x3: L.linalg.norm(x[0], "fro"),
+    lambda L, x, x3: L.linalg.norm(x, "fro", dim=(0, 1), dtype=L.half),
+    lambda L, x, x3: L.logsumexp(x, None),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_NORM_CASES)))
+def test_norm_options_and_errors_as_pytorchs(case: int) -> None:
+    """torch.norm's routing (a string p other than "fro" is linalg.matrix_norm's, None is 2),
+    the norms' dtype and dim checks and their texts, and no identity over no elements."""
+    results = []
+    for lib in (torch, rt):
+        x = lib.tensor([[1.0, -2.0, 3.0, 0.0], [0.5, 2.0, -1.0, 4.0], [3.0, 3.0, -3.0, 1.0]])
+        x3 = lib.arange(24.0).reshape(2, 3, 4) % 5
+        try:
+            v = _NORM_CASES[case](lib, x, x3)
+            results.append(("ok", str(v.dtype).split(".")[-1], tuple(v.shape),
+                            np.round(_np(v).astype(np.float64), 4).tolist()))
+        except Exception as e:  # noqa: BLE001
+            results.append(("err", type(e).__name__, str(e)))
+    assert results[1] == results[0]
