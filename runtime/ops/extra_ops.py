@@ -380,22 +380,51 @@ def fmin(input: Tensor, other: Tensor) -> Tensor:
     return F.where(logical_or(F.le(input, other), F.ne(other, other)), input, other)
 
 
+def check_index_source(func: str, x: Tensor, d: int, index: Tensor, source: Tensor) -> None:
+    """PyTorch's checks of index_add / index_reduce (index_func_meta_impl), in its order and
+    texts: a vector index of int32/int64, source of x's dtype, as many slices along ``d`` as
+    indices, and the same slice shape as x's."""
+    if index.ndim > 1:
+        raise IndexError(f"{func}_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.ndim} with type: {D.scalar_type_name(index.dtype)} and size: "
+                         f"{list(index.shape)}")
+    if index.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"{func}_(): Expected dtype int32/int64 for index but got: "
+                           f"{D.scalar_type_name(index.dtype)}")
+    if source.dtype is not x.dtype:
+        raise RuntimeError(f"{func}_(): self ({D.scalar_type_name(x.dtype)}) and source "
+                           f"({D.scalar_type_name(source.dtype)}) must have the same scalar type")
+    if d != 0 and d >= source.ndim:
+        raise RuntimeError(f"{func}_(): Indexing dim {d} is out of bounds of the source tensor "
+                           f"with dim {source.ndim}")
+    n = index.numel()
+    src_n = source.shape[d] if source.ndim else 1
+    if n != src_n:
+        raise RuntimeError(f"{func}_(): Number of indices ({n}) should be equal to "
+                           f"source.size(dim): ({src_n}), for dim: {d}")
+    x_slice, src_slice = list(x.shape), list(source.shape)
+    if x.ndim and source.ndim:
+        del x_slice[d], src_slice[d]
+    if x_slice != src_slice:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(x.shape)} "
+                           f"source.shape = {list(source.shape)}")
+
+
 @takes_out("index_add")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
               ) -> Tensor:
     """x with ``alpha * source[.., i, ..]`` added at x[.., index[i], ..] along ``dim``
     (repeated indices accumulate)."""
     d = _dim(input, dim)
-    index = int64_index(index, "index_add_(): Expected dtype int32/int64 for index but got: "
-                        f"{D.scalar_type_name(index.dtype)}")
-    if index.ndim > 1:
-        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
-                         f"{index.ndim} with type: Long and size: {list(index.shape)}")
+    check_index_source("index_add", input, d, index, source)
+    index = int64_index(index, "")
     n = index.numel()
-    src_n = source.shape[d] if source.ndim else 1
-    if n != src_n:
-        raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to "
-                           f"source.size(dim): ({src_n}), for dim: {d}")
+    if not source.ndim:  # a 0-d source into a 0-d x: one element
+        source = F.reshape(source, (1,) * max(input.ndim, 1))
+        if not input.ndim:
+            return F.reshape(index_add(F.reshape(input, (1,)), 0, index, source, alpha=alpha),
+                             ())
     shape = [1] * source.ndim
     shape[d] = n
     grid = index.reshape(*shape).expand(*source.shape)

@@ -20,7 +20,7 @@ from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
 from .inplace import ERR_INTERNAL_OVERLAP, apply_inplace, overlaps_internally
-from .shapes import ShapeError, expand_error, int_dim, wrap_dim, wrap_dims
+from .shapes import ShapeError, broadcast_shapes, expand_error, int_dim, wrap_dim, wrap_dims
 
 # numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
 # are not shown: PyTorch computes the same inf and nan silently. Scoped by message and module
@@ -1403,6 +1403,9 @@ def copy_(t: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     ``non_blocking`` (a permission to return early) allows."""
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if src.shape != t.shape and broadcast_shapes(t.shape, src.shape) != t.shape:
+        raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast "
+                           f"shape {list(broadcast_shapes(t.shape, src.shape))}")
     if src.device != t.device:
         src = to_device(src, t.device)
     return apply_inplace(P.COPY, t, src)

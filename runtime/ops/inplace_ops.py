@@ -25,7 +25,7 @@ from .composite import _inplace, relu, sigmoid
 from .dispatch import named_backward
 from .inplace import ERR_LEAF_INPLACE, apply_inplace
 from .naming import renamed
-from .shapes import wrap_dim
+from .shapes import broadcast_shapes, wrap_dim
 
 
 def _prim_inplace(prim: Any) -> Any:
@@ -118,7 +118,7 @@ def _check_index(index: Tensor, name: str) -> None:
     if index.dtype is not D.int64:
         raise IndexError(f"{name}(): Expected dtype int64 for index.")
     if index.ndim > 1:
-        raise IndexError(f"{name}(): Index is supposed to be a vector")
+        raise RuntimeError("Index has to be a vector/scalar")
 
 
 def _check_values(index: Tensor, x: Tensor, d: int, prefix: str, lowest: int) -> None:
@@ -164,19 +164,51 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noq
         return F.written_to(out, index_copy(input, dim, index, source), "index_copy")
     from .extra_ops import index_add
 
-    if index.dtype is not D.int64:  # PyTorch's text here
-        raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
-                           f"{D.scalar_type_name(index.dtype)}")
-    _check_index(index, "index_copy_")
-    if source.dtype is not input.dtype:  # no promotion, as PyTorch
-        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {D.scalar_type_name(input.dtype)} and (source) "
-                           f"{D.scalar_type_name(source.dtype)}")
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
+    _check_index_copy(input, d, index, source)
+    if not input.ndim:  # one element: as a vector of one
+        return F.reshape(index_copy(F.reshape(input, (1,)), 0, index, F.reshape(source, (1,))),
+                         ())
+    if not source.ndim:  # into a vector: one slice of one
+        source = F.reshape(source, (1,))
     _check_values(index, input, d, "index_copy_(): ", 0)
     placed = index_add(F.mul(input.detach(), 0), d,
                        index, F.cast(source, input.dtype))
     return F.where(_hit_mask(input, d, index), placed, input)
+
+
+def _check_index_copy(x: Tensor, d: int, index: Tensor, source: Tensor) -> None:
+    """PyTorch's checks of index_copy (its meta function's), in its order and texts."""
+    if index.ndim > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    n = index.numel()
+    if not source.ndim and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {n})")
+    if source.ndim != x.ndim and source.ndim and x.ndim:
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.ndim}), "
+                         f"destination dimensionality ({x.ndim})")
+    if index.dtype is not D.int64:
+        raise RuntimeError("index_copy_(): Expected a long tensor for index, but got "
+                           f"{D.scalar_type_name(index.dtype)}")
+    if source.dtype is not x.dtype:  # no promotion, as PyTorch
+        raise RuntimeError("index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {D.scalar_type_name(x.dtype)} and (source) "
+                           f"{D.scalar_type_name(source.dtype)}")
+    x_slice, src_slice = list(x.shape), list(source.shape)
+    if x_slice:
+        del x_slice[d]
+    if src_slice:
+        del src_slice[d]
+    if x_slice != src_slice:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {' '.join(map(str, x_slice))} at "
+                           f"dimension {d} and source slice shape: "
+                           f"{' '.join(map(str, src_slice))} at dimension 0.")
+    if source.ndim and n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                         f"source.size(dim) ({source.shape[d]})")
 
 
 def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
@@ -212,10 +244,12 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
-    """x with source's leading elements, in order, written where ``mask`` is True."""
-    if mask.dtype is not D.bool_:
-        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {D.scalar_type_name(mask.dtype)}")
+    """x with source's leading elements, in order, written where ``mask`` is True; x and
+    mask broadcast against each other, as PyTorch's (its in-place form keeps x's shape)."""
+    _check_masked_scatter(input, mask, source)
+    shape = broadcast_shapes(mask.shape, input.shape)
+    if shape != input.shape:
+        input = F.expand(input, *shape)
     m = F.expand(mask, *input.shape)
     flat = F.reshape(F.cast(m, D.int64), (-1,))
     pos = F.sub(F.cumsum(flat, 0), 1)
@@ -231,7 +265,19 @@ def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     return F.where(m, picked, input)
 
 
+def _check_masked_scatter(x: Tensor, mask: Tensor, source: Tensor) -> None:
+    if source.dtype is not x.dtype:  # PyTorch's text, its missing space kept
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got{D.scalar_type_name(x.dtype)} and "
+                           f"{D.scalar_type_name(source.dtype)}")
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {D.scalar_type_name(mask.dtype)}")
+
+
 def masked_scatter_(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    _check_masked_scatter(x, mask, source)
+    F.expand(mask, *x.shape)  # the mask broadcasts to x (PyTorch's error where it does not)
     return F.copy_(x, masked_scatter(x, mask, source))
 
 

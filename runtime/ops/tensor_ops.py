@@ -68,17 +68,42 @@ def _scatter_index(index: Tensor, kernel: str) -> Tensor:
     return int64_index(index, f"{kernel}(): Expected dtype int32/int64 for index")
 
 
-def _check_dim_range(x: Tensor, index: Tensor, dim: int, name: str) -> None:
+def _check_dim_range(x: Tensor, index: Tensor, dim: int, name: str, src: Any = None) -> None:
     """PyTorch's shape rules for gather/scatter's index: same rank, and no dimension larger
-    than the input's (the indexed one excepted)."""
-    if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
-        raise RuntimeError("Index tensor must have the same number of dimensions as input "
-                           "tensor")
-    for d in range(index.ndim):
-        if d != dim and index.shape[d] > x.shape[d]:
-            raise RuntimeError(f"Size does not match at dimension {d} expected index "
-                               f"{list(index.shape)} to be smaller than self {list(x.shape)} "
-                               f"apart from dimension {dim}")
+    than the input's (the indexed one excepted), nor than src's (a scatter's tensor src), in
+    PyTorch's order and texts (a scatter's: src's dtype first, no check of an empty index)."""
+    if name == "gather":
+        if index.ndim != x.ndim and not (index.ndim <= 1 and x.ndim <= 1):
+            raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                               "tensor")
+        for d in range(index.ndim):
+            if d != dim and index.shape[d] > x.shape[d]:
+                raise RuntimeError(f"Size does not match at dimension {d} expected index "
+                                   f"{list(index.shape)} to be no larger than self "
+                                   f"{list(x.shape)} apart from dimension {dim}")
+        return
+    tensor_src = isinstance(src, Tensor)
+    if tensor_src and src.dtype is not x.dtype:
+        # PyTorch's scatter, scatter_add and scatter_reduce share one check, named scatter
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if not index.numel():
+        return
+    if max(x.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+
+    def size(t: Tensor, d: int) -> int:
+        return t.shape[wrap_dim(d, t.ndim)] if t.ndim else 1
+
+    n = max(x.ndim, 1)
+    wrong = builtins.any(d != dim and size(index, d) > size(x, d) for d in range(n))
+    if not wrong and tensor_src:
+        wrong = builtins.any(size(index, d) > size(src, d) for d in range(n))
+    if wrong:
+        tail = f" and to be no larger size than src {list(src.shape)}" if tensor_src else ""
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                           f"{list(x.shape)} apart from dimension {dim}{tail}")
+    if tensor_src and max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
 
 
 def _grid_key(index: Tensor, dim: int) -> tuple[tuple[Any, ...], list[Tensor]]:
@@ -355,14 +380,7 @@ def gather_in_range(x: Tensor, d: int, index: Tensor) -> Tensor:
 def _scatter_src(src: Any, index: Tensor, x: Tensor, name: str) -> Any:
     if not isinstance(src, Tensor):
         return src
-    if src.dtype is not x.dtype:
-        # PyTorch's scatter, scatter_add and scatter_reduce share one check, named scatter
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    for d in range(index.ndim):
-        if index.shape[d] > src.shape[d]:
-            raise RuntimeError(f"Size does not match at dimension {d} expected index "
-                               f"{list(index.shape)} to be smaller than src {list(src.shape)}")
-    # only src's leading block, of index's shape, is read
+    # (its dtype and shape checked with index's: _check_dim_range) only src's leading block, of index's shape, is read
     return F.getitem(src, tuple(slice(0, n) for n in index.shape)) if src.shape != index.shape \
         else src
 
@@ -376,7 +394,7 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
         raise TypeError("scatter() expects exactly one of src (a tensor) and value (a number)")
     d = _dim(input, dim)
     index = _scatter_index(index, "scatter")
-    _check_dim_range(input, index, d, "scatter")
+    _check_dim_range(input, index, d, "scatter", src if src is not None else value)
     _check_index_values(index, input, d)
     src = _scatter_src(src if src is not None else value, index, input, "scatter")
     if reduce is not None:
@@ -407,12 +425,20 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     mean, amax, amin); x's own values take part unless ``include_self`` is False (a position
     nothing is scattered to keeps its value either way). An integer mean rounds down, as
     PyTorch's. Differentiable for every reduce, by PyTorch's formulas."""
+    if reduce in ("max", "min"):  # PyTorch's parser takes these too, with no derivative
+        from .composite import no_derivative
+
+        result = scatter_reduce(input, dim, index, src, "a" + reduce, include_self=include_self)
+        return no_derivative(result.detach(), (input, src), RuntimeError,
+                             f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', "
+                             f"'amin' but got {reduce}.", "ScatterReduceBackward0") \
+            if result.requires_grad else result
     if reduce not in _SCATTER_REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     d = _dim(input, dim)
     index = _scatter_index(index, "scatter")
-    _check_dim_range(input, index, d, "scatter_reduce")
+    _check_dim_range(input, index, d, "scatter_reduce", src)
     _check_index_values(index, input, d)
     src = _scatter_src(src, index, input, "scatter_reduce")
     if reduce in ("sum", "mean"):
@@ -437,7 +463,7 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """x plus src added at x[..index[i]..] (repeated indices accumulate)."""
     d = _dim(input, dim)
     index = _scatter_index(index, "scatter")
-    _check_dim_range(input, index, d, "scatter_add")
+    _check_dim_range(input, index, d, "scatter_add", src)
     _check_index_values(index, input, d)
     src = _scatter_src(src, index, input, "scatter_add")
     key, idx = _grid_key(index, d)

@@ -364,19 +364,10 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor,  # noqa
         raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
     d = wrap_dim(dim, max(input.ndim, 1))
-    if index.ndim > 1:
-        raise IndexError("index_reduce_(): Index is supposed to be a vector")
-    if index.dtype not in (D.int64, D.int32):
-        raise TypeError("index_reduce_(): Expected dtype int32/int64 for index but got: "
-                        f"{D.scalar_type_name(index.dtype)}")
-    if source.dtype is not input.dtype:
-        raise RuntimeError("index_reduce_(): self (" + D.scalar_type_name(input.dtype) +
-                           ") and source (" + D.scalar_type_name(source.dtype) +
-                           ") must have the same scalar type")
+    from .extra_ops import check_index_source
+
+    check_index_source("index_reduce", input, d, index, source)
     n = index.numel()
-    if source.ndim and source.shape[d] != n:
-        raise RuntimeError("index_reduce_(): Number of indices (" + str(n) + ") should be "
-                           "equal to source.size(dim) (" + str(source.shape[d]) + ")")
     shape = [1] * source.ndim
     if source.ndim:
         shape[d] = n

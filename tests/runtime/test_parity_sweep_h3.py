@@ -148,3 +148,79 @@ def test_norm_options_and_errors_as_pytorchs(case: int) -> None:
         except Exception as e:  # noqa: BLE001
             results.append(("err", type(e).__name__, str(e)))
     assert results[1] == results[0]
+
+
+def _same_outcome(case: object) -> None:
+    """case(lib, x) (x = arange(12.).reshape(3, 4)) gives PyTorch's values and dtype, or its
+    error type and text."""
+    import warnings
+
+    results = []
+    for lib in (torch, rt):
+        x = lib.arange(12.0).reshape(3, 4)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                v = case(lib, x)  # type: ignore[operator]
+            results.append(("ok", str(v.dtype).split(".")[-1], tuple(v.shape),
+                            _np(v).tolist()))
+        except Exception as e:  # noqa: BLE001
+            results.append(("err", type(e).__name__, str(e)))
+    assert results[1] == results[0]
+
+
+_INDEX_CASES = [
+    # index_add / index_reduce: source's slices must match x's, its dtype x's
+    lambda L, x: L.index_add(x, 0, L.tensor([1]), L.ones(1, 3)),
+    lambda L, x: L.index_add(x, 0, L.tensor([1]), L.ones(1, 4, 2)),
+    lambda L, x: L.index_add(x, 0, L.tensor([1]), L.ones(1, 4, dtype=L.float64)),
+    lambda L, x: L.index_add(x, 1, L.tensor([1]), L.ones(4)),
+    lambda L, x: L.index_add(x[0], 0, L.tensor(1), L.tensor(3.0)),
+    lambda L, x: L.zeros(()).index_add(0, L.tensor([0]), L.ones(()) * 2, alpha=3),
+    lambda L, x: L.index_reduce(x, 0, L.tensor([1]), L.ones(1, 3), "prod"),
+    lambda L, x: L.index_reduce(x, 0, L.tensor([1, 1]), L.ones(1, 4), "prod"),
+    # index_copy: PyTorch's checks, in its order
+    lambda L, x: L.index_copy(x, 0, L.tensor([1]), L.ones(1, 3)),
+    lambda L, x: L.index_copy(x, 0, L.tensor([1, 2]), L.ones(1, 4)),
+    lambda L, x: L.index_copy(x, 0, L.tensor([1]), L.ones(4)),
+    lambda L, x: L.index_copy(x, 0, L.tensor([1, 0]), L.ones(())),
+    lambda L, x: L.index_copy(x, 0, L.tensor([[1]]), L.ones(1, 4)),
+    lambda L, x: L.zeros(3).index_copy(0, L.tensor([1]), L.ones(()) * 2),
+    lambda L, x: L.index_fill(x, 0, L.tensor([[1]]), 1.0),
+    # masked_scatter: source of x's dtype; out of place, x broadcasts with the mask
+    lambda L, x: L.masked_scatter(x, x > 0, L.ones(12, dtype=L.float64)),
+    lambda L, x: L.masked_scatter(x[0], x > 0, L.arange(12.0)),
+    lambda L, x: L.masked_scatter(x[:1], x[:, :1] > 3, L.arange(12.0)),
+    # gather / scatter's shape texts
+    lambda L, x: L.gather(x, 1, L.zeros(4, 1, dtype=L.long)),
+    lambda L, x: L.scatter(x, 1, L.zeros(4, 1, dtype=L.long), 1.0),
+    lambda L, x: L.scatter(x, 1, L.zeros(1, 2, dtype=L.long), L.ones(1, 1)),
+    lambda L, x: L.scatter_add(x, 1, L.zeros(1, 2, dtype=L.long), L.ones(1, 1)),
+    lambda L, x: L.scatter(x, 0, L.zeros(1, 1, dtype=L.long), L.tensor(1.0)),
+    lambda L, x: L.scatter(x, 1, L.zeros(2, 2, dtype=L.long), L.ones(2)),
+    lambda L, x: L.scatter(x, 1, L.zeros(0, dtype=L.long), L.ones(1, 1)),
+    # scatter_reduce takes "max" and "min" as amax and amin
+    lambda L, x: L.scatter_reduce(x, 0, L.tensor([[0]]), L.ones(1, 1) * 100, "max"),
+    lambda L, x: L.scatter_reduce(x, 0, L.tensor([[0, 0]]), L.tensor([[-5.0, 7.0]]), "min",
+                                  include_self=False),
+    # an in-place write whose broadcast shape is larger than x's
+    lambda L, x: x[0].clone().masked_fill_(x > 0, 1.0),
+    lambda L, x: x[0].clone().clamp_(x),
+    lambda L, x: x[0].clone().copy_(x),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_INDEX_CASES)))
+def test_index_ops_shapes_dtypes_and_errors_as_pytorchs(case: int) -> None:
+    _same_outcome(_INDEX_CASES[case])
+
+
+def test_scatter_reduce_max_has_no_derivative() -> None:
+    def run(lib: object) -> tuple[str, tuple[type, str]]:
+        x = lib.arange(12.0).reshape(3, 4).requires_grad_()  # type: ignore[attr-defined]
+        y = lib.scatter_reduce(x, 0, lib.tensor([[0, 0]]),  # type: ignore[attr-defined]
+                               lib.tensor([[100.0, -1.0]]), "max")
+        return type(y.grad_fn).__name__, _error(lambda _: y.sum().backward(), lib)
+
+    (tn, (te, tm)), (rn, (re, rm)) = run(torch), run(rt)
+    assert rn == tn and re is te and rm == tm
