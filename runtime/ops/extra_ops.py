@@ -110,24 +110,26 @@ def repeat_interleave(input: Tensor | None = None, repeats: int | Tensor | None 
     if isinstance(repeats, Tensor):
         counts = _repeat_counts(repeats)
         if len(counts) == 1:
-            repeats = counts[0]
-        else:
-            if len(counts) != input.shape[d]:
-                raise RuntimeError("repeats must have the same size as input along dim, but "
-                                   f"got repeats.size(0) = {len(counts)} and "
-                                   f"input.size({d}) = {input.shape[d]}")
-            from ..creation import tensor
+            counts = counts * input.shape[d]
+        if len(counts) != input.shape[d]:
+            raise RuntimeError("repeats must have the same size as input along dim, but "
+                               f"got repeats.size(0) = {len(counts)} and "
+                               f"input.size({d}) = {input.shape[d]}")
+        if output_size is not None and output_size != sum(counts):
+            raise RuntimeError("allocated size does not match required size")
+        from ..creation import tensor
 
-            index = tensor(np.repeat(np.arange(len(counts)), counts), device=input.device)
-            return index_select(input, d, index)
+        # PyTorch's: an index_select (IndexSelectBackward0) whatever the counts
+        index = tensor(np.repeat(np.arange(len(counts)), counts), device=input.device)
+        return index_select(input, d, index)
     if repeats < 0:
-        raise RuntimeError("repeats can not be negative")
+        raise RuntimeError("Repeats must be non-negative")
     shape = list(input.shape)
+    if output_size is not None and shape[d] * repeats != output_size:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                           f"{shape[d] * repeats} but got {output_size}")
     expanded = input.unsqueeze(d + 1).expand(*shape[:d + 1], repeats, *shape[d + 1:])
-    out = expanded.reshape(*shape[:d], shape[d] * repeats, *shape[d + 1:])
-    if output_size is not None and out.shape[d] != output_size:
-        raise RuntimeError("allocated size does not match required size")
-    return out
+    return expanded.reshape(*shape[:d], shape[d] * repeats, *shape[d + 1:])
 
 
 

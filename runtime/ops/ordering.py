@@ -245,6 +245,10 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
     n = input.shape[d]
     ar = T._arange_along(n, xm.ndim - 1, xm.ndim, input.device)
     idx = F.amax(F.where(F.eq(xm, value), ar, -1), -1, keepdim=True)
+    if input.dtype.is_floating_point:  # a NaN mode (NaNs only) is at the first NaN, as
+        # PyTorch's sort leaves it, not at -1 (a NaN equals nothing)
+        first_nan = T.amin(F.where(F.ne(xm, xm), ar, n), -1, keepdim=True)
+        idx = F.where(F.ne(value, value), first_nan, idx)
     idx = T.movedim(idx, -1, d)
     values, idx = _pick_at(input, d, idx, keepdim)
     return MedianResult(renamed(values, "ModeBackward0"), idx)

@@ -324,10 +324,13 @@ def repeat(x: Tensor, *sizes: Any) -> Tensor:
     if len(reps) < x.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
-    if builtins.any(r < 0 for r in reps):
-        raise RuntimeError(f"Trying to create tensor with negative dimension "
-                           f"{builtins.min(reps)}: {list(reps)}")
     shape = (1,) * (len(reps) - x.ndim) + x.shape
+    target = [r * s for r, s in zip(reps, shape)]
+    negative = [n for n in target if n < 0]
+    if negative:  # PyTorch's: the result's size checked (an empty dimension's any count)
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative[0]}: "
+                           f"{target}")
+    reps = tuple(builtins.max(r, 0) for r in reps)
     # each axis of size s becomes (r, s), expanded, then merged: a tiling of the whole tensor
     interleaved = tuple(v for s in shape for v in (1, s))
     expanded = tuple(v for r, s in zip(reps, shape) for v in (r, s))

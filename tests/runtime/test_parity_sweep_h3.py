@@ -224,3 +224,33 @@ def test_scatter_reduce_max_has_no_derivative() -> None:
 
     (tn, (te, tm)), (rn, (re, rm)) = run(torch), run(rt)
     assert rn == tn and re is te and rm == tm
+
+
+_REPEAT_CASES = [
+    lambda L, x: x.repeat(-1, 1),
+    lambda L, x: x.repeat(2, -1),
+    lambda L, x: L.zeros(0, 3).repeat(-1, 1),
+    lambda L, x: x.tile((-1,)),
+    lambda L, x: x.repeat_interleave(-1),
+    lambda L, x: x.repeat_interleave(2, 0, output_size=5),
+    lambda L, x: x.repeat_interleave(L.tensor([1, 2, 0]), 0, output_size=2),
+    # a NaN mode is at a NaN (its index was -1)
+    lambda L, x: L.mode(L.tensor([[3.0, 1.0, float("nan"), 1.0]]), 0)[1],
+    lambda L, x: L.mode(L.tensor([float("nan")] * 3))[1],
+]
+
+
+@pytest.mark.parametrize("case", range(len(_REPEAT_CASES)))
+def test_repeat_and_mode_as_pytorchs(case: int) -> None:
+    _same_outcome(_REPEAT_CASES[case])
+
+
+@pytest.mark.parametrize("repeats", [[2], 2])
+def test_repeat_interleave_by_a_tensor_is_an_index_select(repeats: object) -> None:
+    names = []
+    for lib in (torch, rt):
+        x = lib.arange(12.0).reshape(3, 4).requires_grad_()
+        y = x.repeat_interleave(lib.tensor(repeats), 0)
+        y.sum().backward()
+        names.append((type(y.grad_fn).__name__, _np(y.detach()).tolist(), _np(x.grad).tolist()))
+    assert names[1] == names[0]
