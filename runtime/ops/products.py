@@ -5,6 +5,7 @@ from __future__ import annotations
 import builtins
 import math
 import string
+from collections.abc import Sequence
 from typing import Any
 
 from .._dtype import scalar_type_name, type_meta_name
@@ -67,12 +68,10 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
                            f"{scalar_type_name(input.dtype)}")
     if beta == 1 and alpha == 1:
         return apply(P.MATMUL_ADD, mat1, mat2, input)
-    product = F.matmul(mat1, mat2)
-    if alpha != 1:
-        product = F.mul(product, alpha)
-    if beta == 0:  # input ignored: its nan and inf do not propagate (PyTorch)
-        return product
-    return F.add(F.mul(input, beta) if beta != 1 else input, product)
+    from .structured import _add_product
+
+    # beta 0: input ignored (its nan and inf do not propagate), as PyTorch
+    return _add_product(input, F.matmul(mat1, mat2), beta, alpha, "AddmmBackward0")
 
 
 @autocast_lower
@@ -96,6 +95,30 @@ def _into(result: Tensor, out: Tensor | None, name: str) -> Tensor:
     """``result``, or written into ``out`` (PyTorch's ``out=``: of the result's very dtype,
     its structured kernels' check)."""
     return result if out is None else F.written_same(out, result, name, "expected")
+
+
+def _sublist_equation(args: Sequence[Any]) -> tuple[str, tuple[Any, ...]]:
+    """PyTorch's einsum(op1, sublist1, op2, sublist2, ..., [sublist_out]) as an equation:
+    subscripts 0-25 are A-Z, 26-51 a-z, Ellipsis ``...``."""
+    def letters(sub: Any) -> str:
+        out = []
+        for n in sub:
+            if n is Ellipsis:
+                out.append("...")
+            elif isinstance(n, int) and 0 <= n < 26:
+                out.append(chr(ord("A") + n))
+            elif isinstance(n, int) and 26 <= n < 52:
+                out.append(chr(ord("a") + n - 26))
+            else:
+                raise ValueError("einsum(): subscript in subscript list is not within the "
+                                 "valid range [0, 52)")
+        return "".join(out)
+
+    operands = tuple(args[0:len(args) - len(args) % 2:2])
+    equation = ",".join(letters(sub) for sub in args[1::2])
+    if len(args) % 2:
+        equation += "->" + letters(args[-1])
+    return equation, operands
 
 
 def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
@@ -133,6 +156,22 @@ def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
         out = (ell or "") + "".join(sorted(c for c, k in counts.items()
                                            if k == 1 and c not in (ell or "")))
     else:
+        if "." in out.replace("...", "", 1):
+            raise RuntimeError("einsum(): found '.' for output that is not part of any ellipsis "
+                               "(...)")
+        for i, c in enumerate(out):
+            if c == ".":
+                continue
+            if c not in string.ascii_letters:
+                raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                   f"{len(lhs) + 2 + i} in the equation string, subscripts "
+                                   f"must be in [a-zA-Z]")
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   f"the output")
+            if c not in lhs:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   f"equation for any input operand")
         out = out.replace("...", ell or "")
     return parsed, out
 
@@ -193,6 +232,8 @@ def einsum(equation: str, *operands: Any) -> Tensor:
     batched matmul; otherwise each operand is laid out over every subscript (permute, then
     reshape to insert size-1 axes), the operands multiplied with broadcasting, and the
     subscripts not in the output summed (a product and a reduction that fuse)."""
+    if not isinstance(equation, str):  # the sublist format: op, [subscripts], op, ..., [out]
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     terms, out = _parse_einsum(equation, [t.ndim for t in operands])

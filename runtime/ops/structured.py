@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..amp.policy import autocast_exclude, autocast_fp32, autocast_lower
+from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
@@ -32,12 +33,22 @@ def _scaled(t: Tensor, s: Any) -> Tensor:
     return t if isinstance(s, (int, float)) and s == 1 else F.mul(t, s)
 
 
-def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any) -> Tensor:
-    """beta * inp + alpha * prod; beta == 0 ignores inp (its NaNs too), as PyTorch's."""
+def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any, name: str) -> Tensor:
+    """beta * inp + alpha * prod, in one node named PyTorch's ``name`` (AddmmBackward0 ...);
+    beta == 0 ignores inp's values (its NaNs too), as PyTorch's, which still gives inp a
+    (zero) gradient."""
+    from .dispatch import named
+
     prod = _scaled(prod, alpha)
     if isinstance(beta, (int, float)) and beta == 0:
-        return F.expand(prod, *broadcast_shapes(inp.shape, prod.shape))
-    return F.add(_scaled(inp, beta), prod)
+        shape = broadcast_shapes(inp.shape, prod.shape)
+        out = F.expand(prod, *shape)
+        if inp.requires_grad and _grad_state.enabled:
+            from .composite import _always
+
+            out = F.where(_always(), out, F.mul(F.expand(inp, *shape), 0))
+        return named(out, name)
+    return named(F.add(_scaled(inp, beta), prod), name)
 
 
 @autocast_exclude
@@ -48,7 +59,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A0
         return F.written_to(out, addmv(input, mat, vec, beta=beta, alpha=alpha), "addmv")
     from .more_ops import mv
 
-    return _add_product(input, mv(mat, vec), beta, alpha)
+    return _add_product(input, mv(mat, vec), beta, alpha, "AddmvBackward0")
 
 
 @autocast_exclude
@@ -57,7 +68,8 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A
     """beta * input + alpha * outer(vec1, vec2)."""
     if out is not None:
         return F.written_to(out, addr(input, vec1, vec2, beta=beta, alpha=alpha), "addr")
-    return _add_product(input, T.outer(vec1, vec2), beta, alpha)
+    T.check_vectors("addr", (("vec1", vec1), ("vec2", vec2)))
+    return _add_product(input, T.outer(vec1, vec2), beta, alpha, "AddrBackward0")
 
 
 @autocast_lower
@@ -68,7 +80,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # 
         return F.written_to(out, baddbmm(input, batch1, batch2, beta=beta, alpha=alpha), "baddbmm")
     from .products import bmm
 
-    return _add_product(input, bmm(batch1, batch2), beta, alpha)
+    return _add_product(input, bmm(batch1, batch2), beta, alpha, "BaddbmmBackward0")
 
 
 @autocast_lower
@@ -79,7 +91,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # n
         return F.written_to(out, addbmm(input, batch1, batch2, beta=beta, alpha=alpha), "addbmm")
     from .products import bmm
 
-    return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha)
+    return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha, "AddbmmBackward0")
 
 
 @autocast_exclude

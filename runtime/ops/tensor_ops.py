@@ -679,7 +679,15 @@ def tile(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:  # noqa: A002
 def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
         return F.written_to(out, outer(input, vec2), "outer")
+    check_vectors("outer", (("self", input), ("vec2", vec2)))
     return F.mul(F.unsqueeze(input, 1), F.unsqueeze(vec2, 0))
+
+
+def check_vectors(name: str, args: Sequence[tuple[str, Tensor]]) -> None:
+    """PyTorch's error where an argument of outer / addr is not 1-D."""
+    for arg, v in args:
+        if v.ndim != 1:
+            raise RuntimeError(f"{name}: Expected 1-D argument {arg}, but got {v.ndim}-D")
 
 
 @autocast_exclude

@@ -254,3 +254,63 @@ def test_repeat_interleave_by_a_tensor_is_an_index_select(repeats: object) -> No
         y.sum().backward()
         names.append((type(y.grad_fn).__name__, _np(y.detach()).tolist(), _np(x.grad).tolist()))
     assert names[1] == names[0]
+
+
+_PRODUCT_CASES = [
+    # the sublist format
+    lambda L, x: L.einsum(x, [0, 1], L.ones(4, 2), [1, 2]),
+    lambda L, x: L.einsum(x, [30, 1], L.ones(4, 2), [1, 2]),
+    lambda L, x: L.einsum(x, [Ellipsis, 1], [1]),
+    lambda L, x: L.einsum(x, [0, 1], L.ones(4, 2), [1, 52]),
+    # the output's subscripts checked
+    lambda L, x: L.einsum("ij,jk->il", x, L.ones(4, 2)),
+    lambda L, x: L.einsum("ij->ii", x),
+    lambda L, x: L.einsum("ij->i.", x),
+    # outer / addr take vectors only
+    lambda L, x: L.outer(x, L.ones(4)),
+    lambda L, x: L.outer(L.ones(3), x),
+    lambda L, x: L.addr(L.zeros(3, 2), L.ones(3, 1), L.ones(2)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_PRODUCT_CASES)))
+def test_einsum_and_outer_as_pytorchs(case: int) -> None:
+    _same_outcome(_PRODUCT_CASES[case])
+
+
+_ADD_PRODUCTS = {
+    "addmm": lambda L, c, beta, alpha: L.addmm(c(3, 5), L.ones(3, 4), L.ones(4, 5),
+                                              beta=beta, alpha=alpha),
+    "addmm_bcast": lambda L, c, beta, alpha: L.addmm(c(5), L.ones(3, 4), L.ones(4, 5),
+                                                    beta=beta, alpha=alpha),
+    "addmv": lambda L, c, beta, alpha: L.addmv(c(3), L.ones(3, 4), L.ones(4), beta=beta,
+                                              alpha=alpha),
+    "addr": lambda L, c, beta, alpha: L.addr(c(4, 3), L.ones(4), L.ones(3), beta=beta,
+                                            alpha=alpha),
+    "baddbmm": lambda L, c, beta, alpha: L.baddbmm(c(3, 1), L.ones(2, 3, 4), L.ones(2, 4, 5),
+                                                  beta=beta, alpha=alpha),
+    "addbmm": lambda L, c, beta, alpha: L.addbmm(c(3, 5), L.ones(2, 3, 4), L.ones(2, 4, 5),
+                                                beta=beta, alpha=alpha),
+}
+
+
+@pytest.mark.parametrize("op", sorted(_ADD_PRODUCTS))
+@pytest.mark.parametrize("beta,alpha", [(0, 1), (0, 2.5), (2, 3)])
+def test_add_product_family_node_and_input_gradient(op: str, beta: float, alpha: float) -> None:
+    """beta * input + alpha * product is one node of PyTorch's name; with beta 0 the input's
+    values (NaN here) are ignored, and its gradient is zeros (it was None)."""
+    results = []
+    for lib in (torch, rt):
+        leaves = []
+
+        def c(*shape: int, lib: object = lib) -> object:
+            t = lib.full(shape, float("nan") if beta == 0 else 1.5,  # type: ignore[attr-defined]
+                         requires_grad=True)
+            leaves.append(t)
+            return t
+
+        y = _ADD_PRODUCTS[op](lib, c, beta, alpha)
+        y.sum().backward()
+        results.append((type(y.grad_fn).__name__, _np(y).tolist(),
+                        None if leaves[0].grad is None else _np(leaves[0].grad).tolist()))
+    assert results[1] == results[0]
