@@ -23,6 +23,7 @@ from ._device import (
 from .tensor import Tensor  # noqa: I001 - first: it loads the ops, shapes among them
 from .ops.shapes import ShapeError
 from .tracing import GraphBreak, active_tracer
+from .ops.layouts import factory_options
 
 
 # the seed of a new Generator, as PyTorch's (its default generator is seeded from entropy)
@@ -400,6 +401,7 @@ def _made_into(out: Any, dtype: Any, requires_grad: bool, fn: str,
     return out._factory_requires_grad_(requires_grad) if out.requires_grad != requires_grad else out
 
 
+@factory_options()
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           out: Tensor | None = None, **kwargs: Any) -> Tensor:
     """Zeros of the shape given as sizes, one sequence or ``size=``."""
@@ -410,6 +412,7 @@ def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _filled(shape, 0.0, dtype, device, requires_grad, "zeros")
 
 
+@factory_options()
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          out: Tensor | None = None, **kwargs: Any) -> Tensor:
     shape = _size(size, kwargs, "ones")
@@ -419,6 +422,7 @@ def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool 
     return _filled(shape, 1.0, dtype, device, requires_grad, "ones")
 
 
+@factory_options(formats=True)
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           out: Tensor | None = None, **kwargs: Any) -> Tensor:
     shape = _size(size, kwargs, "empty")
@@ -428,6 +432,7 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _filled(shape, None, dtype, device, requires_grad, "empty")
 
 
+@factory_options()
 def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """``fill_value`` everywhere; its dtype from the value where not given (a bool: bool, an
@@ -439,20 +444,25 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
     return _filled(shape, fill_value, dtype, device, requires_grad, "full")
 
 
+@factory_options(formats=True)
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
+@factory_options(formats=True)
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
     return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None) -> Tensor:
-    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device)
+@factory_options(formats=True)
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
+              requires_grad: bool = False) -> Tensor:
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
 
 
 def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtype: Any,
@@ -460,8 +470,10 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
     dev = factory_device(device)
     g = generator or _device_generator(dev)
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
-    if not dt.is_floating_point:
-        raise TypeError(f"{kind} expects a floating point dtype, got {dt.name}")
+    if not dt.is_floating_point:  # PyTorch's kernels' error
+        kernel = "normal_kernel_cpu" if kind.startswith("randn") else "check_uniform_bounds"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{D.scalar_type_name(dt)}'")
     _check_sizes(shape, kind)
     tracer = active_tracer()
     if tracer is not None:
@@ -489,6 +501,7 @@ def bernoulli_uniforms(shape: tuple[int, ...], generator: Generator | None,
     return _random("rand64", tuple(shape), generator, D.float64, device, False)
 
 
+@factory_options()
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
           device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
           **kwargs: Any) -> Tensor:
@@ -500,6 +513,7 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None,
     return _random("randn", shape, generator, dtype, device, requires_grad)
 
 
+@factory_options()
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None,
          device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
          **kwargs: Any) -> Tensor:
@@ -517,6 +531,7 @@ def _random_out(out: Any, text: str) -> None:
         raise NotImplementedError(f"{text} '{D.scalar_type_name(out.dtype)}'")
 
 
+@factory_options()
 def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
             device: Any = None, requires_grad: bool = False, out: Tensor | None = None,
             **kwargs: Any) -> Tensor:
@@ -553,6 +568,12 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
         raise GraphBreak("randint inside a captured step")
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
+    if not dt.is_floating_point:  # PyTorch's check_from_to: both ends in the dtype's range
+        lowest, highest = (0, 1) if dt is D.bool_ else (int(np.iinfo(dt.np).min),
+                                                        int(np.iinfo(dt.np).max))
+        for value, name in ((low, "from"), (high - 1, "to - 1")):
+            if not lowest <= value <= highest:
+                raise RuntimeError(f"{name} is out of bounds for {D.type_meta_name(dt)}")
     arr = _torch_rng.integers(g._rng, tuple(shape), low, high, dt)
     dev = factory_device(device)
     return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
@@ -598,6 +619,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     return Tensor._make(move_array(out, input.device), D.int64, input.device)
 
 
+@factory_options()
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False, out: Tensor | None = None
            ) -> Tensor:
@@ -612,6 +634,12 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
         dt = D.default_float if is_float else D.int64
     else:
         dt = D.as_dtype(dtype)
+    if dt is D.bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    if not (step > 0 or step < 0):  # PyTorch's test: a NaN step too
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if dt is D.int64:  # PyTorch's: the bounds and step as int64 first (2.5 is 2)
         start, end, step = int(start), int(end), int(step)
     if step == 0:
@@ -665,6 +693,7 @@ def _constant(arr: np.ndarray, dt: D.DType, dev: str, requires_grad: bool) -> Te
     return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
 
 
+@factory_options()
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     if out is not None:
@@ -678,18 +707,42 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
     return _constant(np.eye(n, m, dtype=dt.np), dt, factory_device(device), requires_grad)
 
 
+@factory_options()
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     if out is not None:
         return _made_into(out, dtype, requires_grad, "linspace", lambda dt: linspace(
             start, end, steps, dtype=dt, device=out.device))
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
+    start, end, steps = check_space_args("linspace", start, end, steps, dt)
     if dt is D.int64:  # PyTorch's: the ends as int64 first (0.5 is 0), as arange's
         start, end = int(start), int(end)
     arr = _linspace_values(float(start), float(end), int(steps), dt)
     return _constant(arr, dt, factory_device(device), requires_grad)
+
+
+def check_space_args(name: str, start: Any, end: Any, steps: Any, dt: D.DType
+                     ) -> tuple[Any, Any, int]:
+    """linspace / logspace's arguments, PyTorch's checks: 0-d tensor ends (their values
+    taken), an int of steps, not negative, and no bool result; the ends and steps as
+    numbers."""
+    dims = [f"{which} with {v.ndim} dimension(s)" for which, v in (("start", start),
+                                                                    ("end", end))
+            if isinstance(v, Tensor) and v.ndim]
+    if dims:
+        raise RuntimeError(f"{name} only supports 0-dimensional start and end tensors, but got "
+                           f"{' and '.join(dims)}.")
+    if isinstance(steps, Tensor) and not steps.ndim and not steps.dtype.is_floating_point:
+        steps = steps.item()
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
+        raise TypeError(f"{name}(): argument 'steps' (position 3) must be int, not "
+                        f"{type(steps).__name__}")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    if dt is D.bool_:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
+    return start, end, int(steps)
 
 
 def _linspace_values(start: float, end: float, steps: int, dt: D.DType) -> np.ndarray:
@@ -724,18 +777,21 @@ def _linspace_values(start: float, end: float, steps: int, dt: D.DType) -> np.nd
     return np.where(idx < steps // 2, low, high).astype(dt.np)
 
 
+@factory_options(formats=True)
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
                device: Any = None, requires_grad: bool = False) -> Tensor:
     return randn(input.shape, generator=generator, dtype=dtype or input.dtype,
                  device=device or input.device, requires_grad=requires_grad)
 
 
+@factory_options(formats=True)
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
               device: Any = None, requires_grad: bool = False) -> Tensor:
     return rand(input.shape, generator=generator, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
 
+@factory_options(formats=True)
 def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, dtype: Any = None,
                  device: Any = None, requires_grad: bool = False, **kwargs: Any) -> Tensor:
     """Integers from [low, high) in ``t``'s shape, of ``t``'s dtype unless ``dtype``:
@@ -777,6 +833,7 @@ def _check_randperm_dtype(n: int, dt: Any, requires_grad: bool) -> None:
                            "gradients")
 
 
+@factory_options()
 def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
              device: Any = None, requires_grad: bool = False, out: Tensor | None = None
              ) -> Tensor:

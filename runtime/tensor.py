@@ -500,8 +500,8 @@ class Tensor:
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
 
-    def clone(self) -> Tensor:
-        return F.clone(self)
+    def clone(self, *, memory_format: Any = None) -> Tensor:
+        return F.clone(self, memory_format=memory_format)
 
     def half(self) -> Tensor:
         return self.to(D.float16)

@@ -15,6 +15,7 @@ from . import functional as F
 from . import tensor_ops as T
 from .dispatch import named
 from .naming import renamed
+from .layouts import factory_options as _factory_options
 from .shapes import broadcast_shapes as _broadcast_shapes
 
 # PyTorch's other names of ops the runtime has
@@ -217,6 +218,7 @@ def _frexp_mantissa(input: Tensor, exponent: np.ndarray) -> Tensor:  # noqa: A00
     return renamed(out, "FrexpBackward0")
 
 
+@_factory_options()
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: Any = None, requires_grad: bool = False, out: Tensor | None = None
              ) -> Tensor:
@@ -226,13 +228,49 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
     if out is not None:
         return _made_into(out, dtype, requires_grad, "logspace", lambda dt: logspace(
             start, end, steps, base, dtype=dt, device=out.device))
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
+    from ..creation import check_space_args
+
     dt = D.as_dtype(dtype) if dtype is not None else D.default_float
-    values = np.power(float(base), np.linspace(float(start), float(end), int(steps)))
+    start, end, steps = check_space_args("logspace", start, end, steps, dt)
+    return tensor(_logspace_values(start, end, steps, float(base), dt), dtype=dt, device=device,
+                  requires_grad=requires_grad)
+
+
+def _libm_pow(base: float, exps: np.ndarray) -> np.ndarray:
+    """C's pow(base, e) for each e (numpy's vectorized power can differ in the last bit); a
+    NaN or an overflow as C gives it."""
+    out = []
+    with np.errstate(all="ignore"):
+        for e in exps.tolist():
+            try:
+                out.append(math.pow(base, e))
+            except (ValueError, OverflowError):
+                out.append(float(np.power(base, e)))
+    return np.asarray(out, dtype=np.float64)
+
+
+def _logspace_values(start: Any, end: Any, steps: int, base: float, dt: D.DType) -> np.ndarray:
+    """PyTorch's CPU logspace kernel: base ** e in double, cast (integers truncated); the ends
+    taken in the dtype (an integer's truncated), step = (end - start, in the dtype) /
+    (steps - 1) in double, e the first half start + step * i and the rest
+    end - step * (steps - 1 - i), in double; one step is base ** start."""
+    if steps <= 1:
+        values = _libm_pow(base, np.full(steps, float(start)))
+    else:
+        if dt.category == 1:
+            lo, hi = (int(np.asarray(int(v)).astype(dt.np)) for v in (start, end))  # wrapped
+            diff = float(hi - lo)
+        else:
+            lo, hi = (np.asarray(v, np.float64).astype(dt.np) for v in (start, end))
+            diff = float(np.asarray(hi - lo, dt.np))
+        step = diff / (steps - 1)
+        i = np.arange(steps, dtype=np.float64)
+        values = _libm_pow(base, np.where(i < steps // 2, float(lo) + step * i,
+                                          float(hi) - step * (steps - 1 - i)))
     if dt.category == 1:
-        values = np.round(values)
-    return tensor(values.astype(dt.np), device=device, requires_grad=requires_grad)
+        with np.errstate(invalid="ignore"):
+            values = np.trunc(values)
+    return values.astype(dt.np)
 
 
 def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002

@@ -596,7 +596,13 @@ def to_device(x: Tensor, device: str) -> Tensor:
     return apply(P.TO_DEVICE, x, device=str(device))  # a plain string in plans and attrs
 
 
-def clone(input: Tensor) -> Tensor:
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:  # noqa: A002
+    """A copy of input; ``memory_format`` is checked as PyTorch's, the copy row-major
+    whatever it is (as ``contiguous`` takes it)."""
+    if memory_format is not None:
+        from .layouts import check_memory_format
+
+        check_memory_format("clone", memory_format, input.ndim)
     return apply(P.CLONE, input)
 
 

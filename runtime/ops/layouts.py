@@ -7,6 +7,8 @@ reads the strides."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable
 from typing import Any
@@ -97,3 +99,59 @@ FUNCTIONS: dict[str, Any] = {
     "channels_last": channels_last, "channels_last_3d": channels_last_3d,
 }
 METHODS: dict[str, Callable[..., Any] | property] = {"layout": property(_layout)}
+
+
+def check_factory_options(name: str, layout: Any, pin_memory: bool | None) -> None:
+    """PyTorch's layout= (strided tensors only here) and pin_memory= (no pinned memory)."""
+    if layout is not None and str(layout).rsplit(".", 1)[-1] != "strided":
+        raise NotImplementedError(f"{name}(): only strided tensors here, not layout={layout}")
+    if pin_memory:
+        raise NotImplementedError(f"{name}(): no pinned host memory here (pin_memory=True)")
+
+
+def check_memory_format(name: str, fmt: Any, ndim: int | None) -> None:
+    """PyTorch's checks of a ``memory_format=`` argument: a memory_format (the parser's
+    TypeError), and, given the result's rank ``ndim``, one that rank allows."""
+    if fmt is not None and not isinstance(fmt, memory_format):
+        raise TypeError(f"{name}(): argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(fmt).__name__}")
+    rank = _RANKS.get(getattr(fmt, "name", ""))
+    if ndim is not None and rank is not None and ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+
+
+def factory_options(formats: bool = False) -> Callable[[Callable[..., Tensor]],
+                                                       Callable[..., Tensor]]:
+    """A factory that takes PyTorch's ``layout=`` and ``pin_memory=`` (checked as
+    check_factory_options) and, with ``formats`` (empty, the *_like ones), its
+    ``memory_format=``: a format the result's rank allows, row-major here whatever it is
+    (as ``contiguous``/``to`` take it)."""
+    def decorate(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def op(*args: Any, layout: Any = None, pin_memory: bool | None = None,
+               **kwargs: Any) -> Tensor:
+            check_factory_options(name, layout, pin_memory)
+            if not formats or "memory_format" not in kwargs:
+                return fn(*args, **kwargs)
+            fmt = kwargs.pop("memory_format")
+            check_memory_format(name, fmt, None)
+            result = fn(*args, **kwargs)
+            check_memory_format(name, fmt, result.ndim)
+            return result
+
+        # its signature shows the options it takes (a sweep of PyTorch's parameters reads it)
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())
+        extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d)
+                 for n, d in (("layout", None), ("pin_memory", None))
+                 + ((("memory_format", None),) if formats else ())
+                 if n not in sig.parameters]
+        at = next((i for i, q in enumerate(params) if q.kind is inspect.Parameter.VAR_KEYWORD),
+                  len(params))
+        op.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=params[:at] + extra + params[at:])
+        return op
+
+    return decorate

@@ -28,6 +28,7 @@ from .naming import renamed_backward
 from .products import einsum
 from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip, sized_dim
+from .layouts import factory_options as _factory_options
 
 
 @takes_out("hypot")
@@ -276,6 +277,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     return einsum(f"{''.join(sa)},{''.join(sb)}->{''.join(out)}", a, b)
 
 
+@_factory_options(formats=True)
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
     return creation.empty(*input.shape, dtype=dtype or input.dtype, device=device or input.device,

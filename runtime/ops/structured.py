@@ -21,6 +21,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
+from .layouts import factory_options
 from .naming import renamed_backward
 from .shapes import broadcast_shapes, wrap_dim
 
@@ -243,12 +244,14 @@ def _tri_indices(lower: bool, row: int, col: int, offset: int, dtype: Any, devic
     return out if dtype is None else F.cast(out, D.as_dtype(dtype))
 
 
+@factory_options()
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
                  device: Any = None) -> Tensor:
     """The (2, N) row and column indices of the lower triangle, row by row."""
     return _tri_indices(True, row, col, offset, dtype, device)
 
 
+@factory_options()
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
                  device: Any = None) -> Tensor:
     """The (2, N) row and column indices of the upper triangle, row by row."""

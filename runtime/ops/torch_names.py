@@ -19,6 +19,7 @@ from ..tensor import Tensor
 from . import extras
 from . import functional as F
 from . import tensor_ops as T
+from .layouts import check_factory_options
 from .shapes import Size, wrap_dim
 
 # --- Tensor predicates ------------------------------------------------------------------------
@@ -145,14 +146,6 @@ def scalar_tensor(s: Any, *, dtype: Any = None, layout: Any = None, device: Any 
     check_factory_options("scalar_tensor", layout, pin_memory)
     return full((), s, dtype=dtype or get_default_dtype(), device=device,
                 requires_grad=requires_grad)
-
-
-def check_factory_options(name: str, layout: Any, pin_memory: bool | None) -> None:
-    """PyTorch's layout= (strided tensors only here) and pin_memory= (no pinned memory)."""
-    if layout is not None and str(layout).rsplit(".", 1)[-1] != "strided":
-        raise NotImplementedError(f"{name}(): only strided tensors here, not layout={layout}")
-    if pin_memory:
-        raise NotImplementedError(f"{name}(): no pinned host memory here (pin_memory=True)")
 
 
 _RANGE_DEPRECATED = (

@@ -42,15 +42,9 @@ ALLOWED: dict[str, str] = {
     **_each("Tensor.bfloat16 Tensor.bool Tensor.byte Tensor.char Tensor.double Tensor.float "
             "Tensor.half Tensor.int Tensor.long Tensor.short",
             "memory_format missing", _NO_FORMATS),
-    **_each("Tensor.clone clone empty empty_like full_like ones_like "
-            "rand_like randint_like randn_like zeros_like", "memory_format= missing",
-            _NO_FORMATS),
-    **_each("arange empty empty_like eye full full_like linspace logspace ones ones_like rand "
-            "rand_like "
-            "randint randint_like randn randn_like randperm zeros zeros_like tril_indices "
-            "triu_indices Tensor.new_empty Tensor.new_full Tensor.new_ones Tensor.new_tensor "
+    **_each("Tensor.new_empty Tensor.new_full Tensor.new_ones Tensor.new_tensor "
             "Tensor.new_zeros", "layout= missing", _NO_LAYOUTS),
-    **_each("empty rand randn randperm Tensor.new_empty Tensor.new_full Tensor.new_ones "
+    **_each("Tensor.new_empty Tensor.new_full Tensor.new_ones "
             "Tensor.new_tensor Tensor.new_zeros", "pin_memory= missing", _NO_PINNED),
     **_each("addmm baddbmm bmm mm", "out_dtype missing", _CUDA_ONLY),
     **_each("Tensor.random_ Tensor.uniform_", "from missing",

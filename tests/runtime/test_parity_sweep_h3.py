@@ -314,3 +314,53 @@ def test_add_product_family_node_and_input_gradient(op: str, beta: float, alpha:
         results.append((type(y.grad_fn).__name__, _np(y).tolist(),
                         None if leaves[0].grad is None else _np(leaves[0].grad).tolist()))
     assert results[1] == results[0]
+
+
+_CREATION_CASES = [
+    # integer logspace: the ends truncated, the powers truncated (they were rounded)
+    lambda L, x: L.logspace(0, 2, 4, dtype=L.int64),
+    lambda L, x: L.logspace(0, 3, 7, base=2, dtype=L.int32),
+    lambda L, x: L.logspace(0.5, 2.5, 3, dtype=L.int64),
+    lambda L, x: L.logspace(-2, 5.5, 33, base=0.5, dtype=L.uint8),
+    # float logspace: PyTorch's kernel's exponents, bit for bit
+    lambda L, x: L.logspace(0.1, 1.3, 7, dtype=L.float16),
+    lambda L, x: L.logspace(0.1, 1.3, 7, dtype=L.bfloat16).float(),
+    lambda L, x: L.logspace(0.1, 1.3, 7),
+    lambda L, x: L.logspace(-2, 5.5, 33, dtype=L.float64),
+    lambda L, x: L.logspace(0, 1, 3, dtype=L.bool),
+    lambda L, x: L.linspace(0, 1, 3, dtype=L.bool),
+    lambda L, x: L.linspace(L.tensor([0.0]), 1, 3),
+    lambda L, x: L.linspace(L.tensor([0.0]), L.tensor([1.0]), 3),
+    lambda L, x: L.arange(5, dtype=L.bool),
+    lambda L, x: L.arange(float("nan")),
+    lambda L, x: L.arange(float("-inf"), 0),
+    lambda L, x: L.arange(0, 1, float("nan")),
+    lambda L, x: L.randn(2, dtype=L.int64),
+    lambda L, x: L.rand(2, dtype=L.uint8),
+    lambda L, x: L.randn_like(L.ones(2, dtype=L.bool)),
+    lambda L, x: L.randint(0, 300, (2,), dtype=L.uint8),
+    lambda L, x: L.randint(-1, 3, (2,), dtype=L.uint8),
+    lambda L, x: L.randint(0, 3, (2,), dtype=L.bool),
+    lambda L, x: L.randint_like(L.ones(2, dtype=L.int8), -200, 5),
+    # layout=, pin_memory=, memory_format= taken (row-major storage here)
+    lambda L, x: L.zeros_like(x, memory_format=L.preserve_format),
+    lambda L, x: L.ones_like(x.t(), memory_format=L.contiguous_format),
+    lambda L, x: L.empty_like(x, memory_format=L.preserve_format).shape and L.ones(1),
+    lambda L, x: L.full_like(x, 2.0, memory_format=L.preserve_format, requires_grad=True),
+    lambda L, x: L.zeros_like(x, memory_format="a"),
+    lambda L, x: L.empty_like(x, memory_format=L.channels_last),
+    lambda L, x: L.zeros(2, layout=L.strided, pin_memory=False),
+    lambda L, x: L.empty(1, 2, 1, 1, memory_format=L.channels_last).shape and L.ones(1),
+    lambda L, x: L.full((2,), 1.0, layout=L.strided),
+    lambda L, x: L.arange(3, layout=L.strided),
+    lambda L, x: L.linspace(0, 1, 3, layout=L.strided),
+    lambda L, x: L.eye(2, layout=L.strided),
+    lambda L, x: L.clone(x.t(), memory_format=L.contiguous_format),
+    lambda L, x: x.clone(memory_format=L.channels_last),
+    lambda L, x: x.clone(memory_format=1),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_CREATION_CASES)))
+def test_creation_as_pytorchs(case: int) -> None:
+    _same_outcome(_CREATION_CASES[case])
