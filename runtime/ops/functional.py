@@ -342,6 +342,9 @@ def pow(input: Any, exponent: Any, *,  # noqa: A001, A002 - PyTorch's names
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if isinstance(exponent, Tensor) and exponent.dtype is D.bool_ and _is_bool(input):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if isinstance(input, Tensor) and input.dtype in (D.float16, D.bfloat16) \
+            and type(exponent) in (int, float):  # PyTorch's: the exponent in the dtype
+        D.scalar_as(exponent, input.dtype)  # (its overflow error)
     if isinstance(input, Tensor) and input.dtype is D.bool_ and type(exponent) is bool:
         # PyTorch's bool result (numpy's int8)
         return ne(input, False) if exponent else eq(input, input)
@@ -550,6 +553,8 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,  # noqa: A
         input, other = (D.scalar_as(v, tensor.dtype) if type(v) is int else v
                         for v in (input, other))
     result = apply(P.WHERE, condition, input, other)
+    if type(input) is bool and type(other) is bool:  # two bools: a bool result, as PyTorch
+        result = cast(result, D.bool_)
     return result if out is None else written_to(out, result, "where")
 
 
@@ -1299,6 +1304,15 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
     if input.dtype is D.bool_ and other.dtype is D.bool_:
         raise NotImplementedError(f"\"{_bool_matmul_kernel(input.ndim, other.ndim)}\" not "
                                   "implemented for 'Bool'")
+    if input.dtype is not other.dtype:  # PyTorch's kernels check the shapes first (a dot
+        # its dtypes), and name the tensors' dtypes (a bfloat16 one's kernel runs in float32)
+        from .shapes import DTypeError, matmul_dtype_error, matmul_error
+
+        err = None if input.ndim == other.ndim == 1 else matmul_error(input.shape, other.shape)
+        if err is not None:
+            raise ShapeError(err)
+        raise DTypeError(matmul_dtype_error(input.shape, other.shape, input.dtype,
+                                            other.dtype))
     return named(apply(P.MATMUL, input, other),
                  _MATMUL_NODES.get((input.ndim, other.ndim), "UnsafeViewBackward0"))
 

@@ -364,3 +364,33 @@ _CREATION_CASES = [
 @pytest.mark.parametrize("case", range(len(_CREATION_CASES)))
 def test_creation_as_pytorchs(case: int) -> None:
     _same_outcome(_CREATION_CASES[case])
+
+
+_PROMOTION_CASES = [
+    # a half's or bfloat16's pow by a number out of its range is PyTorch's overflow error
+    lambda L, x: x.half() ** 1e5,
+    lambda L, x: L.pow(x.half(), -70000.0),
+    lambda L, x: x.bfloat16() ** 1e39,
+    # where of two bools is bool
+    lambda L, x: L.where(x > 3, True, False),
+    lambda L, x: L.where(x > 3, False, True),
+    # matmul's dtype errors name the tensors' dtypes, after the shape checks
+    lambda L, x: x.bfloat16() @ L.ones(4, 2, dtype=L.long),
+    lambda L, x: x @ L.ones(3, 2).double(),
+    lambda L, x: x.unsqueeze(0) @ L.ones(2, 3, 2).double(),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_PROMOTION_CASES)))
+def test_half_pow_where_bools_and_matmul_dtypes_as_pytorchs(case: int) -> None:
+    import re
+
+    def outcome(lib: object) -> object:
+        x = lib.arange(12.0).reshape(3, 4)  # type: ignore[attr-defined]
+        try:
+            v = _PROMOTION_CASES[case](lib, x)
+            return ("ok", str(v.dtype).split(".")[-1], _np(v.float()).tolist())
+        except RuntimeError as e:  # DTypeError, ShapeError: RuntimeErrors
+            return ("err", re.sub(r"\\s+", " ", str(e)))
+
+    assert outcome(rt) == outcome(torch)
