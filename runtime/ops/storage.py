@@ -158,12 +158,10 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
 
     flat = F.reshape(self, (-1,))
     n = flat.shape[0]
+    if index.numel():  # a check step (as take's): a compiled step keeps it, reading no value
+        F.check_bounds(F.reshape(index, (-1,)), -n, n, f"out of range: tried to access index "
+                       f"{{}} on a tensor of {n} elements.")
     positions = F.where(F.lt(index, 0), F.add(index, n), index)
-    if index.numel() and (int(positions.max().item()) >= n or int(positions.min().item()) < 0):
-        bad = int(index.reshape(-1)[(positions.reshape(-1) >= n).logical_or(
-            positions.reshape(-1) < 0).nonzero()[0, 0]].item())
-        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} "
-                         "elements.")
     values = F.reshape(source, (-1,))
     if accumulate:
         updated = flat.index_add(0, F.reshape(positions, (-1,)), values)
