@@ -250,8 +250,11 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
     axes = F._axes(dim, input.ndim)
     from .composite import one_node
 
-    out = (var(input, dim, unbiased, keepdim, correction=correction),
-           F.mean(input, axes, keepdim))
+    from .reductions import dof_op
+
+    with dof_op("var_mean"):
+        out = (var(input, dim, unbiased, keepdim, correction=correction),
+               F.mean(input, axes, keepdim))
     one_node(out, "VarMeanBackward0")
     return out
 
@@ -264,8 +267,11 @@ def std_mean(input: Tensor, dim: Any = None, unbiased: Any = None, keepdim: bool
     axes = F._axes(dim, input.ndim)
     from .composite import one_node
 
-    out = (std(input, dim, unbiased, keepdim, correction=correction),
-           F.mean(input, axes, keepdim))
+    from .reductions import dof_op
+
+    with dof_op("std_mean"):
+        out = (std(input, dim, unbiased, keepdim, correction=correction),
+               F.mean(input, axes, keepdim))
     one_node(out, "StdMeanBackward0")
     return out
 

@@ -5,7 +5,12 @@ epilogue in a compiled step."""
 from __future__ import annotations
 
 import builtins
+import contextlib
 import math
+import os
+import sys
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from .. import _dtype as D
@@ -270,8 +275,40 @@ def _var(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
     n = math.prod(x.shape[a] for a in axes)
     centered = F.sub(x, F.mean(x, axes, keepdim=True))
     total = F.sum(F.mul(centered, centered), axes, keepdim)
-    # n <= correction: PyTorch divides by max(0, n - correction) (inf or nan, no error)
-    return F.div(total, builtins.max(0.0, n - _correction(unbiased, correction)))
+    # n <= correction: PyTorch divides by max(0, n - correction) (inf or nan, no error) and
+    # warns, naming the op called (std, var_mean ...)
+    dof = n - _correction(unbiased, correction)
+    if dof <= 0:
+        warnings.warn(f"{_DOF_OP[0] if _DOF_OP else 'var'}(): degrees of freedom is <= 0. "
+                      "Correction should be strictly less than the reduction factor (input "
+                      "numel divided by output numel).", UserWarning,
+                      stacklevel=_outside_runtime())
+    return F.div(total, builtins.max(0.0, dof))
+
+
+def _outside_runtime() -> int:
+    """The stacklevel, for a warning its caller gives, of the first frame outside runtime (the
+    user's line, as PyTorch's C++ warnings point at)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+# the outermost op of the var family being computed (its degrees-of-freedom warning's name)
+_DOF_OP: list[str] = []
+
+
+@contextlib.contextmanager
+def dof_op(name: str) -> Iterator[None]:
+    """var/std's degrees-of-freedom warning within names ``name`` (unless an outer op is
+    named already: std's var is std's)."""
+    _DOF_OP.append(_DOF_OP[0] if _DOF_OP else name)
+    try:
+        yield
+    finally:
+        _DOF_OP.pop()
 
 
 @named_backward("StdBackward0")
@@ -281,7 +318,8 @@ def std(input: Tensor, dim: Any = None, unbiased: Any = None,  # noqa: A002
         return F.written_to(out, std(input, dim, unbiased, keepdim, correction=correction), "std")
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    return _std(input, dim, unbiased, keepdim, correction)
+    with dof_op("std"):
+        return _std(input, dim, unbiased, keepdim, correction)
 
 
 @F.half_in_float32

@@ -394,3 +394,29 @@ def test_half_pow_where_bools_and_matmul_dtypes_as_pytorchs(case: int) -> None:
             return ("err", re.sub(r"\\s+", " ", str(e)))
 
     assert outcome(rt) == outcome(torch)
+
+
+_DOF_CASES = [
+    lambda L: L.var(L.ones(1)),
+    lambda L: L.ones(2, 1).std(1),
+    lambda L: L.var_mean(L.ones(1))[0],
+    lambda L: L.std_mean(L.ones(3), 0, correction=3)[0],
+    lambda L: L.var(L.ones(3), correction=5),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_DOF_CASES)))
+def test_var_family_warns_of_no_degrees_of_freedom(case: int) -> None:
+    """var/std (and var_mean/std_mean, by their own names) warn where the correction leaves
+    no degrees of freedom, at the caller's line, as PyTorch."""
+    import warnings
+
+    seen = []
+    for lib in (torch, rt):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            v = _DOF_CASES[case](lib)
+        seen.append((str(_np(v).tolist()), [str(w.message).split(" (Triggered")[0] for w in caught],
+                     [w.filename for w in caught]))
+    assert seen[1][:2] == seen[0][:2]
+    assert seen[1][2] == [__file__]
