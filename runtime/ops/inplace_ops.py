@@ -22,7 +22,7 @@ from . import functional as F
 from . import prims as P
 from . import tensor_ops as T
 from .composite import _inplace, relu, sigmoid
-from .dispatch import named_backward
+from .dispatch import named, named_backward
 from .inplace import ERR_LEAF_INPLACE, apply_inplace
 from .naming import renamed
 from .shapes import broadcast_shapes, wrap_dim
@@ -172,9 +172,24 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noq
     if not source.ndim:  # into a vector: one slice of one
         source = F.reshape(source, (1,))
     _check_values(index, input, d, "index_copy_(): ", 0)
-    placed = index_add(F.mul(input.detach(), 0), d,
-                       index, F.cast(source, input.dtype))
-    return F.where(_hit_mask(input, d, index), placed, input)
+    source = F.cast(source, input.dtype)
+    zeros = F.mul(input.detach(), 0)
+    placed = index_add(zeros, d, index, source)
+    k = index.numel()
+    if k > 1:  # a repeated index: its last slice is written, as PyTorch's CPU loop (each
+        # slice's gradient still its place's, PyTorch's index_select of it)
+        idx = F.reshape(index, (-1,))
+        later = F.gt(T._arange_along(k, 1, 2, idx.device), T._arange_along(k, 0, 2, idx.device))
+        again = F.logical_and(F.eq(F.unsqueeze(idx, 1), F.unsqueeze(idx, 0)), later)
+        last = F.eq(F.amax(F.cast(again, D.int64), 1), 0)
+        shape = [1] * source.ndim
+        shape[d] = k
+        written = index_add(zeros, d, index, F.where(F.reshape(last, tuple(shape)), source,
+                                                     F.mul(source.detach(), 0)))
+        from .composite import straight_through
+
+        placed = straight_through(written, placed, "IndexAddBackward0")
+    return named(F.where(_hit_mask(input, d, index), placed, input), "IndexCopyBackward0")
 
 
 def _check_index_copy(x: Tensor, d: int, index: Tensor, source: Tensor) -> None:
@@ -212,7 +227,7 @@ def _check_index_copy(x: Tensor, d: int, index: Tensor, source: Tensor) -> None:
 
 
 def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    return F.copy_(x, index_copy(x, dim, index, source))
+    return F.overwrite(x, index_copy(x, dim, index, source))
 
 
 

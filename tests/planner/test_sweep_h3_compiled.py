@@ -29,7 +29,8 @@ def _step(x: rt.Tensor, w: rt.Tensor) -> Any:
             + rt.addmm(h[:, :4], h, h.t(), beta=0, alpha=2.0).sum()
             + rt.einsum(h, [0, 1], w, [2, 1], [0, 2]).sum()
             + rt.index_add(h, 0, rt.tensor([1, 1]), h[:2], alpha=0.5).sum()
-            + rt.norm(h, p=None, dim=1).sum())
+            + rt.norm(h, p=None, dim=1).sum()
+            + (rt.index_copy(h, 1, rt.tensor([4, 0, 4]), h[:, 1:4] * 2) * h).sum())
     loss.backward()
     return loss, x.grad, w.grad
 

@@ -420,3 +420,19 @@ def test_var_family_warns_of_no_degrees_of_freedom(case: int) -> None:
                      [w.filename for w in caught]))
     assert seen[1][:2] == seen[0][:2]
     assert seen[1][2] == [__file__]
+
+
+@pytest.mark.parametrize("inplace", [False, True])
+def test_index_copy_with_a_repeated_index_writes_the_last_slice(inplace: bool) -> None:
+    """A repeated index writes its last slice (PyTorch's CPU loop; it was their sum), each
+    source slice's gradient still its place's; the node is IndexCopyBackward0."""
+    results = []
+    for lib in (torch, rt):
+        x = lib.zeros(2, 5, requires_grad=True)
+        s = lib.arange(8.0).reshape(2, 4).requires_grad_()
+        index = lib.tensor([1, 3, 1, 1])
+        y = x.clone().index_copy_(1, index, s) if inplace else lib.index_copy(x, 1, index, s)
+        (y * lib.arange(10.0).reshape(2, 5)).sum().backward()
+        results.append((y.grad_fn.name(), _np(y).tolist(), _np(x.grad).tolist(),
+                        _np(s.grad).tolist()))
+    assert results[1] == results[0]
