@@ -713,7 +713,10 @@ def _check_not_bool(name: str, x: Tensor) -> None:
         raise RuntimeError(f"{name}(): does not support bool input")
 
 
-def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+def argmax(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+           out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_same(out, argmax(input, dim, keepdim), "argmax", "expected")
     if isinstance(dim, (tuple, list)):  # the parser's error first
         int_dim("argmax", dim, input.ndim)
     _check_not_bool("argmax", input)
@@ -722,7 +725,10 @@ def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
     return apply(P.ARGMAX, input, axis=axis, keepdim=keepdim)
 
 
-def argmin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+           out: Tensor | None = None) -> Tensor:
+    if out is not None:
+        return written_same(out, argmin(input, dim, keepdim), "argmin", "expected")
     if isinstance(dim, (tuple, list)):  # the parser's error first
         int_dim("argmin", dim, input.ndim)
     _check_not_bool("argmin", input)

@@ -436,3 +436,16 @@ def test_index_copy_with_a_repeated_index_writes_the_last_slice(inplace: bool) -
         results.append((y.grad_fn.name(), _np(y).tolist(), _np(x.grad).tolist(),
                         _np(s.grad).tolist()))
     assert results[1] == results[0]
+
+
+_ARG_OUT_CASES = [
+    lambda L, x: L.argmax(x, 1, out=L.empty(3, dtype=L.long)),
+    lambda L, x: L.argmin(x, 0, True, out=L.empty(1, 4, dtype=L.long)),
+    lambda L, x: L.argmax(x, 1, out=L.empty(3)),
+    lambda L, x: L.argmin(x, out=L.empty((), dtype=L.long)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(_ARG_OUT_CASES)))
+def test_argmax_argmin_take_out(case: int) -> None:
+    _same_outcome(_ARG_OUT_CASES[case])
