@@ -138,10 +138,18 @@ def _prod_nonfinite(x: Tensor, d: int, keepdim: bool, name: str, whole: bool) ->
 
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
     """(sum |x|^ord)^(1/ord) over ``dim`` (all of x by default); ord inf/-inf: max/min |x|,
-    0: the count of nonzeros."""
+    0: the count of nonzeros. A half or bfloat16 x's norm is computed in float32 and rounded
+    once, as PyTorch's (its squares would overflow float16 at 256)."""
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(x.dtype)}")
+    if x.dtype in D.LOW_FLOATS:
+        result = _vector_norm(F.cast(x, D.float32), ord, dim, keepdim)
+        return named(F.cast(result, x.dtype), "LinalgVectorNormBackward0")
+    return _vector_norm(x, ord, dim, keepdim)
+
+
+def _vector_norm(x: Tensor, ord: Any, dim: Any, keepdim: bool) -> Tensor:  # noqa: A002
     a = F.abs(x)
     if ord in (math.inf, -math.inf):
         return _inf_norm(x, a, ord, dim, keepdim)

@@ -449,3 +449,16 @@ _ARG_OUT_CASES = [
 @pytest.mark.parametrize("case", range(len(_ARG_OUT_CASES)))
 def test_argmax_argmin_take_out(case: int) -> None:
     _same_outcome(_ARG_OUT_CASES[case])
+
+
+@pytest.mark.parametrize("dtype,ord", [("float16", 2), ("float16", 3), ("bfloat16", 0.5),
+                                       ("float16", "fro")])
+def test_low_precision_norm_accumulates_in_float32(dtype: str, ord: object) -> None:
+    """A half's 2-norm of values past 256 was inf (its squares overflowed float16). (The
+    gradient, which PyTorch computes in the low precision, is float32's rounded here.)"""
+    results = []
+    for lib in (torch, rt):
+        t = lib.tensor(np.linspace(0, 300, 1000)).to(getattr(lib, dtype)).requires_grad_()
+        y = lib.norm(t, ord) if ord == "fro" else lib.linalg.vector_norm(t, ord)
+        results.append((str(y.dtype).split(".")[-1], y.grad_fn.name(), float(y)))
+    assert results[1] == results[0]
