@@ -620,9 +620,13 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
 
 
 @factory_options()
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False, out: Tensor | None = None
            ) -> Tensor:
+    if start is None:  # PyTorch's arange(end=n)
+        if end is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
+        start, end = end, None
     if out is not None:
         return _made_into(out, dtype, requires_grad, "arange", lambda dt: arange(
             start, end, step, dtype=dt, device=out.device))

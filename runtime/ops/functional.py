@@ -964,9 +964,15 @@ def expand(input: Tensor, *sizes: Any) -> Tensor:
     return apply(P.EXPAND, input, shape=full)
 
 
-def expand_view(input: Tensor, *sizes: Any) -> Tensor:  # noqa: A002
+def expand_view(input: Tensor, *sizes: Any, size: Any = None,  # noqa: A002
+                implicit: bool = False) -> Tensor:
     """``Tensor.expand`` as PyTorch's: a view of its own also where the shape stays (the
-    runtime's own ``expand`` returns input itself there)."""
+    runtime's own ``expand`` returns input itself there); the sizes also as ``size=``
+    (``implicit``, for PyTorch's tracer, changes nothing)."""
+    if size is not None:
+        if sizes:
+            raise TypeError("expand() got multiple values for argument 'size'")
+        sizes = (size,)
     out = expand(input, *sizes)
     return named(apply(P.RESHAPE, input, shape=input.shape), "ExpandBackward0") \
         if out is input else out

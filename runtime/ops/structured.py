@@ -291,13 +291,20 @@ def combinations(input: Tensor, r: int = 2, with_replacement: bool = False  # no
 
 
 def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *,  # noqa: A002
-                 sections: int | None = None, indices: Sequence[int] | None = None
-                 ) -> tuple[Tensor, ...]:
+                 sections: int | None = None, indices: Sequence[int] | None = None,
+                 tensor_indices_or_sections: Tensor | None = None) -> tuple[Tensor, ...]:
     """Views split along ``dim``: into n nearly equal parts (the first n % size one longer),
-    or at the given indices (PyTorch's overloads name them ``sections=`` and ``indices=``)."""
-    given = [v for v in (indices_or_sections, sections, indices) if v is not None]
+    or at the given indices (PyTorch's overloads name them ``sections=``, ``indices=`` and,
+    a tensor of either, ``tensor_indices_or_sections=``)."""
+    if tensor_indices_or_sections is not None and not isinstance(tensor_indices_or_sections,
+                                                                  Tensor):
+        raise TypeError(f"tensor_split(): argument 'tensor_indices_or_sections' must be Tensor, "
+                        f"not {type(tensor_indices_or_sections).__name__}")
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if v is not None]
     if len(given) != 1:
-        raise TypeError("tensor_split() takes one of indices_or_sections, sections or indices")
+        raise TypeError("tensor_split() takes one of indices_or_sections, sections, indices or "
+                        "tensor_indices_or_sections")
     indices_or_sections = given[0]
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "

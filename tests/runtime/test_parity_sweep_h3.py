@@ -462,3 +462,17 @@ def test_low_precision_norm_accumulates_in_float32(dtype: str, ord: object) -> N
         y = lib.norm(t, ord) if ord == "fro" else lib.linalg.vector_norm(t, ord)
         results.append((str(y.dtype).split(".")[-1], y.grad_fn.name(), float(y.detach())))
     assert results[1] == results[0]
+
+
+_KEYWORD_CASES = [
+    lambda L, x: L.arange(end=3),
+    lambda L, x: x.expand(size=(2, 3, 4)),
+    lambda L, x: x.expand(size=(2, 3, 4), implicit=True),
+    lambda L, x: L.tensor_split(x, tensor_indices_or_sections=L.tensor(2), dim=1)[1],
+    lambda L, x: L.tensor_split(x, tensor_indices_or_sections=L.tensor([1, 3]), dim=1)[2],
+]
+
+
+@pytest.mark.parametrize("case", range(len(_KEYWORD_CASES)))
+def test_keyword_forms_as_pytorchs(case: int) -> None:
+    _same_outcome(_KEYWORD_CASES[case])
