@@ -745,13 +745,27 @@ Tensor.divide_ = F.div_  # type: ignore[attr-defined]
 Tensor.true_divide = F.true_divide  # type: ignore[attr-defined]
 Tensor.true_divide_ = F.true_divide_  # type: ignore[attr-defined]
 Tensor.broadcast_to = F.expand_view  # type: ignore[attr-defined]
-Tensor.argmax = F.argmax  # type: ignore[assignment]
+
+
+def _argmax_method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Tensor.argmax: argmax without out= (PyTorch's method has none)."""
+    return F.argmax(self, dim, keepdim)
+
+
+def _argmin_method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+    """Tensor.argmin: argmin without out= (PyTorch's method has none)."""
+    return F.argmin(self, dim, keepdim)
+
+
+_argmax_method.__name__ = _argmax_method.__qualname__ = "argmax"
+_argmin_method.__name__ = _argmin_method.__qualname__ = "argmin"
+Tensor.argmax = _argmax_method  # type: ignore[assignment]
 Tensor.norm = reductions.norm_method  # type: ignore[attr-defined]
 from .ops import composite as _composite  # noqa: E402
 
 Tensor.softmax = _composite.softmax_along  # type: ignore[attr-defined]
 Tensor.log_softmax = _composite.log_softmax_along  # type: ignore[attr-defined]
-Tensor.argmin = F.argmin  # type: ignore[assignment]
+Tensor.argmin = _argmin_method  # type: ignore[assignment]
 for _dunder, _n in {"mod": "remainder", "floordiv": "floor_divide"}.items():
     setattr(Tensor, f"__{_dunder}__", getattr(T, _n))
     setattr(Tensor, f"__r{_dunder}__", (lambda fn: lambda self, other: fn(other, self))(
