@@ -1382,6 +1382,8 @@ def true_divide_(t: Tensor, other: Any) -> Tensor:
 
 
 def pow_(t: Tensor, exponent: Any) -> Tensor:
+    if t.dtype in (D.float16, D.bfloat16) and type(exponent) in (int, float):
+        D.scalar_as(exponent, t.dtype)  # PyTorch's overflow error, as pow's
     return apply_inplace(P.POW, t, exponent)
 
 

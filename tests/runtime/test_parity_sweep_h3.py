@@ -371,6 +371,7 @@ _PROMOTION_CASES = [
     lambda L, x: x.half() ** 1e5,
     lambda L, x: L.pow(x.half(), -70000.0),
     lambda L, x: x.bfloat16() ** 1e39,
+    lambda L, x: x.half().pow_(1e5),
     # where of two bools is bool
     lambda L, x: L.where(x > 3, True, False),
     lambda L, x: L.where(x > 3, False, True),
