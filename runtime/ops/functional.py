@@ -15,6 +15,7 @@ import numpy as np
 from .. import _dtype as D
 from ..amp.policy import autocast_lower, autocast_promote
 from ..autograd.grad_mode import _state as _grad_state
+from ..return_types import returns
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
@@ -737,6 +738,7 @@ def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A0
     return apply(P.ARGMIN, input, axis=axis, keepdim=keepdim)
 
 
+@returns("max")
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
         other: Tensor | None = None, out: Any = None) -> Any:
     """PyTorch's three maxs: over all of input, along ``dim`` (values and indices), and
@@ -758,6 +760,7 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
     return _extreme_at(input, dim, keepdim, index, "MaxBackward0")
 
 
+@returns("min")
 def min(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
         other: Tensor | None = None, out: Any = None) -> Any:
     """PyTorch's three mins: over all of input, along ``dim`` (values and indices), and

@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _dtype as D
 from ..amp.policy import autocast_fp32
+from ..return_types import returns
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
@@ -71,6 +72,7 @@ def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
     return _pick(x, d, pos, keepdim)
 
 
+@returns("median")
 def median(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
            out: Any = None) -> Any:
     """The lower median (global: a value; along ``dim``: values and indices). NaN anywhere
@@ -82,6 +84,7 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A0
     return _median(input, dim, keepdim, False, "median")
 
 
+@returns("nanmedian")
 def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
               out: Any = None) -> Any:
     """median ignoring NaNs (NaN only where all are NaN)."""
@@ -127,6 +130,7 @@ def _empty_median(x: Tensor, name: str) -> Tensor:
     return full((), fill, dtype=x.dtype, device=x.device)
 
 
+@returns("kthvalue")
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
              out: Any = None) -> MedianResult:
     """The k-th smallest (1-based) along ``dim`` and its index."""
@@ -225,6 +229,7 @@ def _const_pos(x: Tensor, d: int, p: int) -> Tensor:
     return full(tuple(shape), p, dtype=D.int64, device=x.device)
 
 
+@returns("mode")
 def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
          out: Any = None) -> MedianResult:
     """The most frequent value along ``dim`` (the smallest among equally frequent ones) and
@@ -393,6 +398,7 @@ def _or(a: Tensor, b: Tensor) -> Tensor:
     return T.logical_not(F.logical_and(T.logical_not(a), T.logical_not(b)))
 
 
+@returns("cummax")
 def cummax(input: Tensor, dim: int, *, out: Any = None) -> MedianResult:  # noqa: A002
     """Running maximum along ``dim`` and where it was found (ties and NaNs: the latest); the
     gradient goes to that index."""
@@ -401,6 +407,7 @@ def cummax(input: Tensor, dim: int, *, out: Any = None) -> MedianResult:  # noqa
     return _cum_extreme(input, dim, True)
 
 
+@returns("cummin")
 def cummin(input: Tensor, dim: int, *, out: Any = None) -> MedianResult:  # noqa: A002
     """Running minimum along ``dim`` and where it was found."""
     if out is not None:
@@ -553,6 +560,7 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,  # 
 
 
 
+@returns("aminmax")
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,  # noqa: A002
             out: Any = None) -> MinMax:
     """amin and amax at once (each shares its gradient among ties, as amin/amax)."""

@@ -18,6 +18,7 @@ from ..amp.policy import autocast_exclude
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Meta, Node, gradient_edge
+from ..return_types import returns
 from ..tensor import Tensor, _VersionCounter
 from ..tracing import is_tracing
 from . import functional as F
@@ -541,6 +542,7 @@ SortResult = namedtuple("SortResult", ["values", "indices"])
 TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
 
+@returns("sort")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False,  # noqa: A002
          *, out: Any = None) -> SortResult:
     """Values and indices along ``dim`` (ties keep their order: the sort is always stable)."""
@@ -559,6 +561,7 @@ def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool
     return apply(P.ARGSORT, input, axis=_dim(input, dim), descending=bool(descending))
 
 
+@returns("topk")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A002
          sorted: bool = True, *, out: Any = None) -> TopkResult:
     """The k largest (smallest) along ``dim``, always in sorted order: what sorted=True asks,

@@ -477,3 +477,31 @@ _KEYWORD_CASES = [
 @pytest.mark.parametrize("case", range(len(_KEYWORD_CASES)))
 def test_keyword_forms_as_pytorchs(case: int) -> None:
     _same_outcome(_KEYWORD_CASES[case])
+
+
+_RETURN_TYPE_CASES = {
+    "max": lambda L, x: L.max(x, 1), "min": lambda L, x: x.min(0, keepdim=True),
+    "sort": lambda L, x: L.sort(x, 1), "topk": lambda L, x: x.topk(2),
+    "median": lambda L, x: L.median(x, 1), "nanmedian": lambda L, x: L.nanmedian(x, 0),
+    "kthvalue": lambda L, x: L.kthvalue(x, 2), "mode": lambda L, x: x.mode(0),
+    "cummax": lambda L, x: L.cummax(x, 1), "cummin": lambda L, x: L.cummin(x, 0),
+    "aminmax": lambda L, x: L.aminmax(x, dim=1),
+    "sort_out": lambda L, x: L.sort(x, out=(L.empty(0), L.empty(0, dtype=L.long))),
+    "max_out": lambda L, x: L.max(x, 1, out=(L.empty(0), L.empty(0, dtype=L.long))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_RETURN_TYPE_CASES))
+def test_multi_result_ops_return_pytorchs_return_types(name: str) -> None:
+    """max/sort/topk ... return return_types.<op> (<op>_out with out=), printed as PyTorch's
+    (they were MaxResult, MedianResult ... for several ops)."""
+    import pickle
+
+    results = []
+    for lib in (torch, rt):
+        x = lib.tensor([[1.0, 3.0, 2.0], [0.0, 5.0, 1.0]])
+        r = _RETURN_TYPE_CASES[name](lib, x)
+        assert isinstance(r, getattr(lib.return_types, name))
+        assert type(pickle.loads(pickle.dumps(r))) is type(r)
+        results.append((type(r).__name__, repr(r).replace(lib.__name__ + ".", "")))
+    assert results[1] == results[0]
