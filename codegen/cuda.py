@@ -153,18 +153,14 @@ template <class T> __device__ __forceinline__ T bp_maximum(T a, T b) {
 template <class T> __device__ __forceinline__ T bp_minimum(T a, T b) {
   return (a != a || b != b) ? a + b : (a < b ? a : b);
 }
-// numpy's npy_divmod: fmod, the remainder given the divisor's sign, the quotient snapped to
-// an integer, signed zeros; a zero divisor gives a / b and fmod's nan (the LLVM rule's form)
+// numpy's npy_divmod: fmod, the remainder given the divisor's sign (a zero one fmod's, as
+// PyTorch's), the quotient snapped to an integer; a zero divisor gives a / b and fmod's nan
 template <class T> __device__ __forceinline__ T bp_divmod(T a, T b, T* remainder) {
   T mod = fmod(a, b);
   if (b == 0) { *remainder = mod; return a / b; }
   T div = (a - mod) / b;
-  if (mod != 0) {
-    if ((b < 0) != (mod < 0)) { mod += b; div -= 1; }
-  } else {
-    mod = copysign((T)0, b);
-  }
-  *remainder = mod;
+  if (mod != 0 && (b < 0) != (mod < 0)) { mod += b; div -= 1; }
+  *remainder = mod;  // a zero keeps fmod's sign (a's), as PyTorch's remainder
   if (div == 0) return copysign((T)0, a / b);
   T floordiv = floor(div);
   return div - floordiv > (T)0.5 ? floordiv + 1 : floordiv;

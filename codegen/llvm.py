@@ -75,8 +75,8 @@ def _fintrinsic(name: str) -> Callable[[Builder, V, V, ir.Module], V]:
 def _divmod(b: Builder, x: V, y: V, m: ir.Module) -> tuple[V, V]:
     """(floor division, remainder) of floats as numpy's npy_divmod computes them: fmod, then
     Python's sign rule (the remainder takes the divisor's sign), the quotient (x - mod) / y
-    snapped to the nearest integer; signed zeros where those are 0; a zero divisor gives
-    x / y and fmod's nan."""
+    snapped to the nearest integer; a zero quotient signed, a zero remainder fmod's (x's
+    sign, as PyTorch's remainder); a zero divisor gives x / y and fmod's nan."""
     zero, one = ir.Constant(x.type, 0.0), ir.Constant(x.type, 1.0)
     floor = intrinsic(m, "llvm.floor", x.type, 1)
     copysign = intrinsic(m, "llvm.copysign", x.type, 2)
@@ -84,9 +84,8 @@ def _divmod(b: Builder, x: V, y: V, m: ir.Module) -> tuple[V, V]:
     div = b.fdiv(b.fsub(x, mod), y)
     flip = b.and_(b.fcmp_unordered("!=", mod, zero),  # mod != 0 (nan included)
                   b.xor(b.fcmp_ordered("<", y, zero), b.fcmp_ordered("<", mod, zero)))
-    mod = b.select(flip, b.fadd(mod, y), mod)
+    mod = b.select(flip, b.fadd(mod, y), mod)  # a zero keeps fmod's sign (x's), as PyTorch's
     div = b.select(flip, b.fsub(div, one), div)
-    mod = b.select(b.fcmp_ordered("==", mod, zero), b.call(copysign, [zero, y]), mod)
     floordiv = b.call(floor, [div])
     floordiv = b.select(b.fcmp_ordered(">", b.fsub(div, floordiv), ir.Constant(x.type, 0.5)),
                         b.fadd(floordiv, one), floordiv)

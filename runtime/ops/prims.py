@@ -333,6 +333,12 @@ def _int_division_impl(fn: str) -> Callable[..., Any]:
         if kind in "iub" and not bool(xp.all(xp.asarray(b) != 0)):
             raise RuntimeError("ZeroDivisionError")
         with np.errstate(divide="ignore", invalid="ignore"):  # floats: inf and nan, as torch
+            if fn == "remainder" and kind == "f":
+                # PyTorch's: fmod, plus b where the signs differ; a zero keeps fmod's (a's)
+                # sign, where numpy's takes b's
+                mod = xp.fmod(a, b)
+                flip = xp.logical_and(mod != 0, (xp.asarray(b) < 0) != (mod < 0))
+                return xp.where(flip, mod + b, mod)
             return getattr(xp, fn)(a, b)
 
     return impl

@@ -1,6 +1,7 @@
 """remainder and floor_divide of floats in the kernel IR: the LLVM kernels and the CUDA C (run
 by the host emulation) give numpy's results bit for bit (npy_divmod: Python's sign rule,
-signed zeros, infinities, nan, a zero divisor), and a compiled step fuses `%` and `//`."""
+signed zeros, infinities, nan, a zero divisor; a zero remainder signed as PyTorch's, fmod's),
+and a compiled step fuses `%` and `//`."""
 
 from __future__ import annotations
 
@@ -40,6 +41,9 @@ def _same(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 def _numpy(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
+        if op == "remainder":  # PyTorch's: numpy's, but a zero keeps fmod's (a's) sign
+            mod = np.fmod(a, b)
+            return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
         return getattr(np, op)(a, b)
 
 

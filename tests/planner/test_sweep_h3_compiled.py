@@ -64,3 +64,25 @@ def test_put_out_of_range_raises_in_a_compiled_step() -> None:
     with pytest.raises(IndexError, match="out of range: tried to access index 6 on a tensor "
                        "of 6 elements."):
         compiled(x, rt.tensor([6]))
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "auto"])
+def test_remainder_zero_keeps_the_dividends_sign_compiled(backend: str) -> None:
+    """A zero remainder is signed as fmod's (the dividend's), as PyTorch's, compiled as eager
+    (numpy's, and the kernels', took the divisor's sign)."""
+    a = np.array([-7.5, -3.0, -0.0, 0.0, 3.0, 7.5, -1.0, 2.0], np.float32)
+    b = np.array([2.5, 3.0, 2.5, -3.0, -3.0, -2.5, 0.75, 0.5], np.float32)
+
+    def step(x: rt.Tensor, y: rt.Tensor) -> Any:
+        return x % y, rt.remainder(x * 2, -1.5), (x + 0) % 2.5
+
+    compiled = planner.compile(step, backend=backend)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = compiled(rt.tensor(a), rt.tensor(b))
+    torch = pytest.importorskip("torch")
+    want = (torch.tensor(a) % torch.tensor(b), torch.remainder(torch.tensor(a) * 2, -1.5),
+            (torch.tensor(a) + 0) % 2.5)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+        np.testing.assert_array_equal(np.signbit(g.numpy()), np.signbit(w.numpy()))

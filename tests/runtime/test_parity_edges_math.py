@@ -139,10 +139,6 @@ KNOWN_GAPS: list[Entry] = [
     ("float_power", "grad2", lambda a, b: (b >= 1e300) & (a >= 0) & (a < 1), "pow's second "
      "derivative b (b - 1) a^(b - 2) is inf * 0 = NaN where PyTorch's is 0"),
     ("pow", "grad2", lambda a, b: (b >= 1e300) & (a >= 0) & (a < 1), "float_power's"),
-    ("remainder", "float32", lambda a, b: np.fmod(a, b) == 0, "the sign of a zero remainder: "
-     "PyTorch's fmod-based kernel keeps a's (-0 % 1 is -0), numpy's divmod, which the "
-     "compiled kernels share, gives b's"),
-    ("remainder", "float64", lambda a, b: np.fmod(a, b) == 0, "the same"),
 ]
 
 
