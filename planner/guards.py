@@ -483,7 +483,7 @@ def accesses(fn: Callable[..., Any], arguments: dict[str, Any],
     stores values through paths rooted at its globals, closure cells and, in its own code,
     the ``arguments`` it is called with (name -> value) that it never rebinds, and the
     parameters ``bound`` to a caller's paths (name -> path: ``_Calls``). Bytecode of Python
-    3.10 to 3.13 (checked on each): each instruction either extends the simulated stack's
+    3.10 to 3.13 (the paths' walk checked on each; calls and escapes on 3.11): each instruction either extends the simulated stack's
     paths (LOAD_GLOBAL / LOAD_DEREF / LOAD_FAST, LOAD_ATTR, LOAD_CONST and BINARY_SUBSCR,
     COPY / SWAP and their 3.10 forms) or, not modelled, empties it; a read it does not model
     (3.14's subscript as a BINARY_OP, its LOAD_SMALL_INT) is a path not followed, whose value
