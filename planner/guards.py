@@ -1006,8 +1006,9 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
                 below, callable_ = stack[-argc - 2], stack[-argc - 1]
                 del stack[-argc - 2:]
                 followed: set[Path] = set()
-                if _advances_an_iterator(below, callable_):
-                    found.stateful.append(f"next() on {_describe(args[0] if args else None)}")
+                if _advances_an_iterator(below, callable_, args):
+                    found.stateful.append(
+                        f"next() on {below.ref.path if isinstance(below, _MethodOf) else args[0].path}")
                 if calls is not None and top:
                     followed = _walk_call(found, calls, below, callable_, args, kw_names)
                 # what the callee gets but is not walked with: a library function's
@@ -1048,20 +1049,17 @@ _MUTATORS = frozenset({"append", "extend", "insert", "remove", "clear", "update"
 _CALLS_MODELLED = (3, 11) <= sys.version_info[:2] <= (3, 12)
 
 
-def _advances_an_iterator(below: Any, callable_: Any) -> bool:
-    """Whether a call is the builtin ``next(...)`` or a ``.__next__()`` of something the
-    step reaches by a path (a data iterator: a capture would draw a batch, a replay none)."""
+def _advances_an_iterator(below: Any, callable_: Any, args: list[Any]) -> bool:
+    """Whether a call is the builtin ``next(it)`` or ``it.__next__()`` of an iterator the
+    step reaches by a path (a data iterator kept between calls: a capture would draw a batch,
+    a replay none); ``next(model.parameters())`` of a fresh one is not."""
     if isinstance(below, _MethodOf):
         return below.name == "__next__"
-    if not isinstance(callable_, _Ref):
+    if not isinstance(callable_, _Ref) or not args or not isinstance(args[0], _Ref):
         return False
     path = callable_.path
     return path.kind == "global" and path.name == "next" and not path.steps \
         and "next" not in path.root
-
-
-def _describe(arg: Any) -> str:
-    return str(arg.path) if isinstance(arg, _Ref) else "an iterator"
 
 
 def _walk_call(found: Accesses, calls: _Calls, below: Any, callable_: Any, args: list[Any],

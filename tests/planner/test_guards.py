@@ -274,8 +274,12 @@ def test_optimizer_match_is_key_equality() -> None:
     assert agrees()
     opt.param_groups[0]["lr"] = 0.02  # a number is a replay-time input: the same key
     assert agrees()
-    opt.param_groups[0]["lr"] = 0.0  # but the updates branch on zero
+    opt.param_groups[0]["lr"] = 0.0  # no update branches on a zero lr: the same key
+    assert agrees()
+    decay = opt.param_groups[0]["weight_decay"]
+    opt.param_groups[0]["weight_decay"] = 0.1  # but they branch on a zero weight decay
     assert not agrees()
+    opt.param_groups[0]["weight_decay"] = decay
     opt.param_groups[0]["lr"] = 0.01
     opt.param_groups[0]["extra"] = 1
     assert not agrees()
