@@ -1065,7 +1065,10 @@ def _norm_key(key: Any, device: str
                 if is_tracing():
                     # the mask's values decide the result's shape; a capture would bake the
                     # first call's mask in (an input's data is at hand), so the step runs eagerly
-                    raise GraphBreak("indexing with a bool mask tensor reads its values")
+                    raise GraphBreak("indexing with a bool mask tensor reads its values "
+                                     "(its count is the result's shape; rt.where(mask, x, 0)"
+                                     ".sum() / mask.sum() and masked_fill keep a step "
+                                     "compiled)")
                 if k.ndim:  # a 0-d mask indexes no dimension
                     masks[len(idx)] = k.shape
                 for a in k._data.nonzero():
