@@ -97,6 +97,10 @@ class Capture:
     # (path, mark) of each tensor the step returns that requires grad (a training step's
     # loss): a replay gives it a node of its own, as eager mode's (planner.returned_graphs)
     returned_graphs: tuple[Any, ...] = ()
+    # optimizer state made for real while capturing (Optimizer._lazy_state), kept for the
+    # plan: (optimizer, parameter, the entries made); a call that runs eagerly instead takes
+    # it back (planner.compile._take_back_made_state)
+    made_state: list[tuple[Any, Any, dict[str, Any]]] = field(default_factory=list)
 
 
 class Tracer:
@@ -830,6 +834,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         found = tracer.finish(result)
         found.watch = watch
         found.aot = tracer.aot
+        found.made_state = [(opt, p, dict(opt.state[p])) for opt, p in tracer.made_state]
         captured = True
         return found
     finally:

@@ -320,6 +320,17 @@ def _dynamic_positions(key: tuple[Any, ...]) -> frozenset[int]:
     return frozenset(i for i, e in enumerate(key[2:]) if e == ("P", "float", DYNAMIC))
 
 
+def _take_back_made_state(cap: Capture) -> None:
+    """The optimizer state a capture made for its plan (``Capture.made_state``), removed
+    where a call runs eagerly instead: the eager step makes its own, and one that fails
+    leaves the optimizer as it was, as in eager mode."""
+    for opt, p, made in cap.made_state:
+        st = opt.state.get(p)
+        if st is not None and st.keys() == made.keys() and all(
+                st[k] is v for k, v in made.items()):
+            del opt.state[p]
+
+
 def _autocast_key() -> tuple[tuple[str, str], ...] | None:
     """The autocast regions the calling thread is in (device type, dtype), as a capture's ops
     cast under them; None where none is (a global read: no thread has autocast on)."""
@@ -851,6 +862,7 @@ class CompiledStep:
         cap: Capture = capture(fn, args, target_device=device, scalars=scalars)
         increments = self._changed_by_capture(cap.watch, warm_up, build)
         if warm_up and cap.created_state:
+            _take_back_made_state(cap)  # the eager call makes it, or fails leaving none
             raise _WarmUp(cap.created_state)
         plan_device = device or _plan_device(cap)
         wanted = KERNEL_BACKENDS.get(self.backend)
