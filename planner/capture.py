@@ -886,7 +886,7 @@ def _optimizers_with_state_read(found: guards.Accesses) -> set[int]:
     for path in found.paths():
         for i, step in enumerate(path.steps):
             if step == (True, "state"):
-                owner = guards.Path(path.kind, path.root, path.name, path.steps[:i + 1]).owner()
+                owner = path.prefix(i + 1).owner()
                 if isinstance(owner, Optimizer):
                     ids.add(id(owner))
     return ids

@@ -333,8 +333,8 @@ def _take_back_made_state(cap: Capture) -> None:
 
 def _autocast_key() -> tuple[tuple[str, str], ...] | None:
     """The autocast regions the calling thread is in (device type, dtype), as a capture's ops
-    cast under them; None where none is (a global read: no thread has autocast on)."""
-    if not _amp_state.active_threads or not _amp_state.state.on:
+    cast under them; None where none is."""
+    if not _amp_state.state.on:
         return None
     st = _amp_state.state
     return tuple((device, st.dtype[device].name) for device, on in st.enabled.items() if on)
@@ -342,7 +342,8 @@ def _autocast_key() -> tuple[tuple[str, str], ...] | None:
 
 def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     # the modes a capture depends on: grad mode, the dtype Python floats take, autocast
-    key: list[Any] = [(is_grad_enabled(), D.default_float.name, _autocast_key())]
+    key: list[Any] = [(is_grad_enabled(), D.default_float.name,
+                       _autocast_key() if _amp_state.active_threads else None)]
     first, arrays = None, None  # the tensor arguments' arrays, listed from the second on
     for a in args:
         if isinstance(a, Tensor):

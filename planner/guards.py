@@ -271,6 +271,10 @@ class Path:
         dict, list or tuple here (``_expand``: a container the step uses whole)."""
         return Path(self.kind, self.root, self.name, (*self.steps, (attr, key)))
 
+    def prefix(self, n: int) -> Path:
+        """The path of its first ``n`` steps (a negative ``n``: all but the last ``-n``)."""
+        return Path(self.kind, self.root, self.name, self.steps[:n])
+
     def start(self) -> Any:
         if self.kind == "global":
             return self.root.get(self.name, MISSING)
@@ -308,7 +312,7 @@ class Path:
         if not self.steps or not self.steps[-1][0]:
             return None
         try:
-            found, _ = Path(self.kind, self.root, self.name, self.steps[:-1]).follow()
+            found, _ = self.prefix(-1).follow()
         except _Unsafe:
             return None
         return None if found is MISSING else found
@@ -324,7 +328,7 @@ class Path:
                 else:
                     self.root.cell_contents = value
             return
-        parent, _ = Path(self.kind, self.root, self.name, self.steps[:-1]).follow()
+        parent, _ = self.prefix(-1).follow()
         attr, key = self.steps[-1]
         if attr is None:  # a length: the container is refilled instead (Watch.restore)
             raise TypeError(f"{self} cannot be assigned")
@@ -531,8 +535,7 @@ class _Calls:
                 or fn is self.start:
             return None
         self.budget[0] -= 1
-        return _Calls(self.start, self.depth + 1, self.budget,
-                      (*self.active, id(self.start), id(fn)))
+        return _Calls(self.start, self.depth + 1, self.budget, (*self.active, id(fn)))
 
 
 # how deep calls of the user's functions are followed from a step (each callee a dis walk)
@@ -661,7 +664,7 @@ def expand_escapes(found: Accesses) -> None:
             value, _ = path.follow()
             if value is MISSING and path.steps and path.steps[-1][0] is False:
                 # a key ``cfg.get("k")`` did not find: cfg's length (a key added later)
-                parent = Path(path.kind, path.root, path.name, path.steps[:-1])
+                parent = path.prefix(-1)
                 try:
                     container, _ = parent.follow()
                 except _Unsafe:
@@ -670,7 +673,7 @@ def expand_escapes(found: Accesses) -> None:
                     found.reads.append(parent.then(None, "len"))
         except _Unsafe:
             for cut in range(len(path.steps) - 1, -1, -1):
-                prefix = Path(path.kind, path.root, path.name, path.steps[:cut])
+                prefix = path.prefix(cut)
                 try:
                     prefix.follow()
                 except _Unsafe:
@@ -1129,7 +1132,7 @@ class Guard:
             return f"{self.path} is no longer read through plain attributes and items"
         moved = next((i for i, (a, b) in enumerate(zip(seen, self.types)) if a is not b), None)
         if moved is not None:  # else the same objects, up to one that lacks the next step
-            where = Path(self.path.kind, self.path.root, self.path.name, self.path.steps[:moved])
+            where = self.path.prefix(moved)
             return (f"the Python value {where} is a {seen[moved].__name__} (it was a "
                     f"{self.types[moved].__name__})")
         identity = self.identity
@@ -1196,7 +1199,7 @@ class Watch:
         for path in self.changed() if paths is None else paths:
             value = self.before[path][0]
             if path.steps and path.steps[-1][0] is None:  # a length: refill the container
-                container = Path(path.kind, path.root, path.name, path.steps[:-1])
+                container = path.prefix(-1)
                 if container in self.contents:
                     try:
                         _refill(container.follow()[0], self.contents[container])

@@ -167,25 +167,25 @@ _FLOAT_SCALARS = {np.float16: D.float16, np.float32: D.float32, np.float64: D.fl
                   D.bfloat16.np.type: D.bfloat16}
 
 
-def _leaf_types(data: Any, found: set[type]) -> set[type]:
-    """The types of the scalars of a nested list/tuple (``found`` extended; an array's are
-    its dtype's scalar type)."""
-    kinds = set(map(type, data))
-    if kinds & {list, tuple, np.ndarray}:
+def _leaf_types(data: Any, found: dict[type, None]) -> dict[type, None]:
+    """The types of the scalars of a nested list/tuple, in the order first met (``found``
+    extended; an array's are its dtype's scalar type)."""
+    kinds = dict.fromkeys(map(type, data))
+    if kinds.keys() & {list, tuple, np.ndarray}:
         for v in data:
             if isinstance(v, (list, tuple)):
                 _leaf_types(v, found)
             else:
-                found.add(v.dtype.type if isinstance(v, np.ndarray) else type(v))
+                found.setdefault(v.dtype.type if isinstance(v, np.ndarray) else type(v))
     else:
-        found |= kinds
+        found.update(kinds)
     return found
 
 
 def _float_dtype(data: Any) -> D.DType:
     """The float dtype PyTorch infers for data that numpy made float: the widest of its
     scalars' (a numpy float64 scalar is float64, a Python float the default dtype)."""
-    types = {type(data)} if not isinstance(data, (list, tuple)) else _leaf_types(data, set())
+    types = {type(data)} if not isinstance(data, (list, tuple)) else _leaf_types(data, {})
     found = [_FLOAT_SCALARS.get(t, D.default_float) for t in types
              if t in _FLOAT_SCALARS or t is float]
     return functools.reduce(D.promote, found) if found else D.default_float
@@ -193,21 +193,12 @@ def _float_dtype(data: Any) -> D.DType:
 
 def _int_dtype(data: Any) -> D.DType:
     """The integer dtype PyTorch infers for a list that numpy made integer: its scalars'
-    dtypes promoted (a numpy int16 scalar is int16, a Python int int64, a bool bool)."""
+    dtypes promoted in the list's order, as PyTorch's (a numpy int16 scalar is int16, a
+    Python int int64, a bool bool)."""
     if not isinstance(data, (list, tuple)):
         return D.int64
-    seen: dict[type, None] = {}  # in the list's order, as PyTorch promotes them
-
-    def walk(seq: Any) -> None:
-        for v in seq:
-            if isinstance(v, (list, tuple)):
-                walk(v)
-            else:
-                seen.setdefault(v.dtype.type if isinstance(v, np.ndarray) else type(v))
-
-    walk(data)
     found = [D._BY_NP.get(np.dtype(t), D.int64) if issubclass(t, (np.integer, np.bool_))
-             else D.bool_ if t is bool else D.int64 for t in seen]
+             else D.bool_ if t is bool else D.int64 for t in _leaf_types(data, {})]
     return functools.reduce(D.promote, found) if found else D.int64
 
 
