@@ -1219,8 +1219,7 @@ class _Replayer:
         # the common call (no draws, no effects around it, every write stored as it is or
         # staged straight), written out: what ``__call__`` does, without its loops
         self.fast = self._written_out() if (
-            self.no_sources and self.plan.writes and not self.draws and not self.before
-            and not self.after) else None
+            self.no_sources and not self.draws and not self.before and not self.after) else None
 
     def _written_out(self) -> Callable[[tuple[Any, ...]], Any]:
         """``__call__`` for this binding as straight-line code: the reads, the run, each write
@@ -1246,7 +1245,8 @@ class _Replayer:
         # where the run itself stores into state (``hold_run``), all of it with SIGINT held
         work = [f"result, writes = _run(arrays, {{{reads}}}, _generators, True)"]
         values = [f"v{k}" for k in range(len(self.plan.writes))]
-        work.append(f"({', '.join(f'(_, {v})' for v in values)},) = writes")
+        if values:
+            work.append(f"({', '.join(f'(_, {v})' for v in values)},) = writes")
         stores = []
         for v, (slot, _) in zip(values, self.plan.writes, strict=True):
             stage, store, target = self.writers[slot]
@@ -1264,12 +1264,14 @@ class _Replayer:
         scalars = [f"    arrays[{int(i)}] = _f64(args[{int(i)}])"
                    for i in sorted(self.binding.scalar_inputs)]
         names["_f64"] = _float_input
+        # a step that writes nothing (a gradient returned) has no stores to keep together
+        guarded = ["    held = _hold()", "    try:", *(f"        {line}" for line in held),
+                   "    finally:", "        _release(held)"] if held else []
         lines = ["def replay(args):",
                  "    arrays = [a._data if isinstance(a, _Tensor) else None for a in args]",
                  *scalars,
                  *([] if self.hold_run else [f"    {line}" for line in work]),
-                 "    held = _hold()", "    try:", *(f"        {line}" for line in held),
-                 "    finally:", "        _release(held)",
+                 *guarded,
                  "    return _attach(_rebuild(result), _marks, args)" if self.marks else
                  "    return _rebuild(result)"]
         namespace = dict(names)

@@ -62,3 +62,33 @@ def test_a_step_that_draws_keeps_the_general_replay() -> None:
     for _ in range(3):
         compiled(*args)
     assert _replayer(compiled).fast is None  # its draws commit with the write-back
+
+
+def test_a_step_that_writes_nothing_replays_written_out() -> None:
+    """A step returning gradients (no state written) takes the straight-line replay too, and
+    returns what the general loop returns; an interrupt-safe write-back has nothing to hold."""
+    x = rt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    w = rt.tensor(np.linspace(-1, 1, 3, dtype=np.float32), requires_grad=True)
+
+    def step(x: Any, w: Any) -> Any:
+        loss = ((x * w).tanh() ** 2).sum()
+        gx, gw = rt.autograd.grad(loss, [x, w])
+        return loss, {"gx": gx, "gw": gw}
+
+    compiled = planner.compile(step, backend="llvm")
+    compiled(x, w)
+    replayer = _replayer(compiled)
+    assert replayer.fast is not None
+    assert "_hold" not in replayer.fast.source
+    outs = []
+    for written_out in (True, False):
+        if not written_out:
+            replayer.fast = None
+        loss, grads = compiled(x, w)
+        outs.append((loss.detach().numpy(), grads["gx"].numpy(), grads["gw"].numpy()))
+        assert loss.dtype == rt.float32 and grads["gx"].shape == (2, 3)
+    eager_loss, eager = step(x, w)
+    for a, b in zip(*outs, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(outs[0][0], eager_loss.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(outs[0][1], eager["gx"].numpy(), rtol=1e-5, atol=1e-6)
