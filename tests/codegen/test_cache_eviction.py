@@ -123,3 +123,39 @@ def test_cache_info_and_clear_commands(tmp_path: Path, monkeypatch: Any):
     cleared = run_cli("clear", env=env)
     assert cleared.returncode == 0 and "1 files the cache wrote" in cleared.stdout
     assert cache.entries(tmp_path) == []
+
+
+def test_a_store_under_the_limit_scans_the_folder_once(tmp_path: Path, monkeypatch: Any):
+    """Eviction stats every entry of a folder: a process scans once, then counts what it
+    stores, and scans again only where that count passes the limit or the scan is older
+    than RESCAN_SECONDS (other processes' stores are seen then)."""
+    monkeypatch.setenv("BACKPLAN_CACHE_DIR", str(tmp_path))
+    cache.clear_cache(disk=False)
+    scans = []
+    real = os.scandir
+
+    def counting(path: Any) -> Any:
+        scans.append(path)
+        return real(path)
+
+    monkeypatch.setattr(cache.os, "scandir", counting)
+    for n in (8, 16, 24):
+        cache.get_compiled(kernel(n))
+    assert len(scans) == 1  # the first store scanned; the next two were counted
+    sizes = [p.stat().st_size for p in cache.entries(tmp_path)]
+    assert len(sizes) == 3
+    # another process stores an entry meanwhile: unseen until the next scan
+    with cache._DiskStore.open(tmp_path) as store:
+        assert store is not None
+        store.write("f" * 64, b"", b"x" * sizes[0])
+    monkeypatch.setattr(cache, "RESCAN_SECONDS", 0.0)
+    monkeypatch.setenv(cache.MAX_BYTES_ENV, str(sum(sizes) + 2 * sizes[0] + 100))
+    cache.get_compiled(kernel(32))  # the scan finds five entries: one too many
+    assert len(scans) == 2 and len(cache.entries(tmp_path)) == 4
+    # past the limit by this process's own count: scanned at once, however recent
+    monkeypatch.setattr(cache, "RESCAN_SECONDS", 3600.0)
+    monkeypatch.setenv(cache.MAX_BYTES_ENV, "1")
+    cache.get_compiled(kernel(40))
+    assert len(scans) == 3
+    assert cache.entries(tmp_path) == [tmp_path / cache.ENTRY_DIR
+                                       / f"{cache.cache_key(kernel(40))}{cache.ENTRY_SUFFIX}"]

@@ -200,9 +200,10 @@ def test_default_directory_is_created_private(tmp_path: Path, monkeypatch: Any) 
     def mode(p: Path) -> int:
         return stat.S_IMODE(p.stat().st_mode)
 
-    assert (mode(d), mode(entries), mode(entries / cache.SECRET_NAME), mode(entry)) == (
-        0o700, 0o700, 0o600, 0o600)
-    assert sorted(p.name for p in entries.iterdir()) == sorted([entry.name, cache.SECRET_NAME])
+    assert (mode(d), mode(entries), mode(entries / cache.SECRET_NAME), mode(entry),
+            mode(entries / cache.SIZE_NAME)) == (0o700, 0o700, 0o600, 0o600, 0o600)
+    assert sorted(p.name for p in entries.iterdir()) == sorted(
+        [entry.name, cache.SECRET_NAME, cache.SIZE_NAME])
 
 
 def test_directory_removed_mid_compile_keeps_the_code(tmp_path: Path, monkeypatch: Any) -> None:
