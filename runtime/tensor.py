@@ -272,6 +272,12 @@ class Tensor:
         if _trace_state.tracer is not None:  # before the swap: a traced value kept here leaks
             # a plan does not replace a tensor's storage (the step replayed the old values)
             raise GraphBreak("Tensor.data is assigned")
+        if self._grad_acc is not None and (value.dtype is not self.dtype
+                                           or value.device != self.device):
+            # a leaf's accumulator checks gradients against the metadata it was made with:
+            # a new one for the new dtype or device, as PyTorch's set_data resets it (a graph
+            # still alive, as the last step's loss, keeps the old one)
+            self._grad_acc = None
         self._data = value._data
         self.dtype = value.dtype
         self.device = value.device
