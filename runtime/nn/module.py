@@ -725,6 +725,7 @@ class Module:
         Parameters stay the same objects, as in torch, so an optimizer built before `.to()` still
         updates them.
         """
+        replaced = False
         for module in self.modules() if recurse else (self,):
             for p in module._parameters.values():
                 if p is None:
@@ -738,7 +739,11 @@ class Module:
                     new = fn(b)
                     if is_lazy(b) and not is_lazy(new):  # stays uninitialized, as torch's
                         new = type(b)(b.requires_grad, device=new.device, dtype=new.dtype)
-                    module._buffers[name] = new
+                    if new is not b:
+                        module._buffers[name] = new
+                        replaced = True
+        if replaced:
+            _changed()  # a compiled step guards its buffers by identity: it re-checks them
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
