@@ -621,6 +621,12 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
     not compared: a tensor made by ``from_numpy`` shares them, one made by ``tensor`` keeps
     the capture's copy."""
     step = getattr(flat, "step", flat)
+    if isinstance(step, Module):  # planner.compile(model): its forwards' ``self`` is the model
+        found = Accesses()
+        found.reads.append(Path("object", step, "self"))  # forwards_of walks it (helper_...)
+        helper_accesses(found, [step, *leaves])
+        expand_escapes(found)
+        return found
     if getattr(step, "__code__", None) is None:
         return Accesses()
     spec = getattr(flat, "spec", None)

@@ -59,3 +59,90 @@ def test_module_to_float64_and_back_between_compiled_calls() -> None:
         runs.append(out)
     for got, want in zip(runs[1], runs[0], strict=True):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+class _Configured(nn.Module):
+    """A model whose forward reads its configuration from containers it keeps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 3)
+        self.scales = [1.0, 2.0]
+        self.cfg = {"mode": "plain", "k": 2.0}
+        self.acts = ["tanh", "relu"]
+
+    def forward(self, x: rt.Tensor) -> rt.Tensor:
+        h = self.lin(x) * self.scales[0]
+        if self.cfg["mode"] == "scaled":
+            h = h * self.cfg["k"]
+        for name in self.acts:
+            h = getattr(F, name)(h)
+        return h
+
+
+def _configure(model: _Configured, what: str, i: int) -> None:
+    if i == 2:
+        if what == "list item":
+            model.scales[0] = 3.0
+        elif what == "dict item":
+            model.cfg["mode"] = "scaled"
+        else:
+            model.acts.append("sigmoid")
+    if i == 3 and what == "dict item":
+        model.cfg["k"] = -1.5
+
+
+def test_compiled_module_sees_its_config_containers_changed_in_place() -> None:
+    """``planner.compile(model)``: a list or dict the forward reads (``self.cfg["mode"]``,
+    ``self.scales[0]``, ``for a in self.acts``) changed in place between calls re-captures,
+    as a compiled step over the same model does (the module's step walked no path: the plan
+    kept the values of its capture, silently)."""
+    for what in ("list item", "dict item", "list appended"):
+        outs = []
+        for compiled in (False, True):
+            rt.manual_seed(0)
+            model = _Configured()
+            run = planner.compile(model) if compiled else model
+            got = []
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                for i, (x, _) in enumerate(_batches(5)):
+                    _configure(model, what, i)
+                    got.append(run(x).detach().numpy())
+            outs.append(got)
+        for i, (got, want) in enumerate(zip(outs[1], outs[0], strict=True)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{what} {i}")
+
+
+class _Counting(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(6, 3)
+        self.calls = 0
+        self.seen: list[rt.Tensor] = []
+
+    def forward(self, x: rt.Tensor) -> rt.Tensor:
+        self.calls += 1
+        out = self.lin(x)
+        self.seen.append(out.detach().sum())
+        return out
+
+
+def test_compiled_module_that_changes_its_attributes_runs_eagerly() -> None:
+    """A forward that changes the module's own attributes (a call counter, a list it appends
+    to) cannot be replayed: ``planner.compile(model)`` runs it eagerly and says so, as a
+    compiled step calling the model does (the counter stayed at 1 and the list kept the
+    capture's traced tensors)."""
+    rt.manual_seed(0)
+    model = _Counting()
+    compiled = planner.compile(model)
+    xs = [x for x, _ in _batches(3)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [compiled(x) for x in xs]
+    assert any("runs eagerly: the step changes self." in str(w.message) for w in caught)
+    assert model.calls == 3
+    for x, out, seen in zip(xs, outs, model.seen, strict=True):
+        want = model.lin(x)
+        np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+        np.testing.assert_allclose(seen.item(), want.sum().item(), rtol=1e-5)
