@@ -627,20 +627,33 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
         helper_accesses(found, [step, *leaves])
         expand_escapes(found)
         return found
-    if getattr(step, "__code__", None) is None:
+    # functools.partial(train, model, opt, cfg): its function, walked with the arguments it
+    # fixes as objects of the step (a dict or list among them too: the call's key does not
+    # hold them, so what the step reads in them is guarded as any global's)
+    fixed_args: tuple[Any, ...] = ()
+    fixed_kwargs: dict[str, Any] = {}
+    while isinstance(step, functools.partial):
+        fixed_args = (*step.args, *fixed_args)
+        fixed_kwargs = {**step.keywords, **fixed_kwargs}
+        step = step.func
+    if getattr(step, "__code__", None) is None or isinstance(step, Module):
         return Accesses()
     spec = getattr(flat, "spec", None)
     try:
         args, kwargs = unflatten(spec, list(leaves)) if spec is not None else (leaves, {})
+        args, kwargs = (*fixed_args, *args), {**fixed_kwargs, **kwargs}
         if isinstance(step, types.MethodType):
             bound = inspect.signature(step.__func__).bind(step.__self__, *args, **kwargs)
+            fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
         else:
             bound = inspect.signature(step).bind(*args, **kwargs)
+            fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
     except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
         return accesses(step, {})
     found = accesses(step, {name: value for name, value in bound.arguments.items()
                             if guarded_kind(value) is None
-                            and type(value) not in (tuple, list, dict)})
+                            and (type(value) not in (tuple, list, dict)
+                                 or name in fixed.arguments)})
     own = step.__func__ if isinstance(step, types.MethodType) else step
     helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values()],
                     skip=(own,))

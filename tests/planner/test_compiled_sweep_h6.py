@@ -146,3 +146,39 @@ def test_compiled_module_that_changes_its_attributes_runs_eagerly() -> None:
         want = model.lin(x)
         np.testing.assert_allclose(out.detach().numpy(), want.detach().numpy(), rtol=1e-6)
         np.testing.assert_allclose(seen.item(), want.sum().item(), rtol=1e-5)
+
+
+def _train(model: Any, opt: Any, cfg: dict[str, float], x: rt.Tensor, y: rt.Tensor) -> Any:
+    opt.zero_grad()
+    loss = F.mse_loss(model(x), y) * cfg["weight"]
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def test_partial_step_guards_what_it_reads() -> None:
+    """``planner.compile(functools.partial(train, model, opt, cfg))``: the function is walked
+    with the partial's arguments as the step's objects, so ``cfg["weight"]`` and the model's
+    ``self.scales[0]`` changed between calls re-capture (a partial has no code of its own: no
+    path was guarded, and the plan replayed the values of its capture)."""
+    import functools
+
+    runs = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        model = _Configured()
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+        cfg = {"weight": 1.0}
+        step = functools.partial(_train, model, opt, cfg)
+        run = planner.compile(step) if compiled else step
+        got = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, (x, y) in enumerate(_batches(5)):
+                if i == 2:
+                    model.scales[0] = 3.0
+                if i == 3:
+                    cfg["weight"] = 2.0
+                got.append(float(run(x, y)))
+        runs.append(got)
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
