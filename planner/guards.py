@@ -636,6 +636,10 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
         fixed_args = (*step.args, *fixed_args)
         fixed_kwargs = {**step.keywords, **fixed_kwargs}
         step = step.func
+    if not isinstance(step, (types.FunctionType, types.MethodType, type, Module)):
+        call = _class_attribute(type(step), "__call__")  # an object called: its __call__'s
+        if type(call) is types.FunctionType:
+            step = types.MethodType(call, step)
     if getattr(step, "__code__", None) is None or isinstance(step, Module):
         return Accesses()
     spec = getattr(flat, "spec", None)

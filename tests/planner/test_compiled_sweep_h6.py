@@ -182,3 +182,38 @@ def test_partial_step_guards_what_it_reads() -> None:
                 got.append(float(run(x, y)))
         runs.append(got)
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
+
+
+class _Trainer:
+    """A training step as an object: ``planner.compile(trainer)``."""
+
+    def __init__(self, model: Any, opt: Any) -> None:
+        self.model, self.opt, self.weight = model, opt, 1.0
+
+    def __call__(self, x: rt.Tensor, y: rt.Tensor) -> Any:
+        self.opt.zero_grad()
+        loss = F.mse_loss(self.model(x), y) * self.weight
+        loss.backward()
+        self.opt.step()
+        return loss
+
+
+def test_callable_object_step_guards_what_it_reads() -> None:
+    """A callable object compiled is walked as its ``__call__`` bound to it: its
+    ``self.weight`` changed between calls re-captures (it had no ``__code__``: no path was
+    guarded, and the plan kept the captured weight)."""
+    runs = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        model = nn.Linear(6, 3)
+        trainer = _Trainer(model, rt.optim.SGD(model.parameters(), lr=0.1))
+        run = planner.compile(trainer) if compiled else trainer
+        got = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, (x, y) in enumerate(_batches(4)):
+                if i == 2:
+                    trainer.weight = 3.0
+                got.append(float(run(x, y)))
+        runs.append(got)
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
