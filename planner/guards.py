@@ -14,9 +14,9 @@ As in planner.program, the source holds no value of the step's: objects are name
 function's namespace, and the only literals are ints, bools and the key 'params', written by
 this module (a path's attribute names and keys are names too). Measured on mlp_small's SGD
 step: 2.1 us where failed_guard took 4.8. A step that reads no value by a path (mlp_small,
-one_op: their names hold a model, an optimizer, a module) gets no path code at all
-(tests/planner/test_object_guards.py checks it); one that does pays about 0.15 us a step of
-each path (timeit of ``passes`` for ``x * cfg.inner.w * cfg.s``: 0.78 us, 0.35 for ``x * W``).
+one_op: their names hold a model, an optimizer, a module) gets an identity test per name
+(another model there captures again: tests/planner/test_object_guards.py checks it); one that
+reads values pays about 0.15 us a step of each path (timeit of ``passes`` for ``x * cfg.inner.w * cfg.s``: 0.78 us, 0.35 for ``x * W``).
 """
 
 from __future__ import annotations
@@ -211,7 +211,8 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
 # constant-key subscript loads, ``cfg.inner.w``, ``hp["lr"]``, ``ws[0]``, ``self.scale`` (as
 # dynamo's guards do, in spirit). Those paths are followed before the capture; each value found
 # that a plan depends on is guarded at every call (a tensor or numpy array by identity, a
-# number, string, bool or None by value), and a value the step changes itself (``self.n += 1``)
+# number, string, bool or None by value, a module, optimizer, lr scheduler or function by
+# identity: ``_HELD``), and a value the step changes itself (``self.n += 1``)
 # (or a tensor of the capture it puts into a list or dict it reads, ``losses.append(loss)``)
 # is noticed by following them again after the capture, and put back (``Watch``, made by
 # planner.capture): planner.compile adds a counter's constants after each replay, and runs a
@@ -1282,7 +1283,29 @@ class Watch:
                 out.append(Guard(path, hit[0], hit[1], path not in increments))
             elif hit is not None and path in self.found.expanded and isinstance(hit[0], Module):
                 out.append(Guard(path, hit[0], hit[1], by_identity=True))
+            elif hit is not None and _held(path, *hit):
+                out.append(Guard(path, hit[0], hit[1], by_identity=True))
         return out
+
+
+# what a plan holds of the objects it reads by a path, so that another object there (a global
+# ``model`` rebound to a new model, ``opt`` to a new optimizer, ``loss_fn`` to another
+# function) must capture again: a module's parameters and buffers and its forward, an
+# optimizer's parameters and state, a scheduler's, the code of a function it ran
+_HELD = (Module, Optimizer, LRScheduler, types.FunctionType, types.MethodType,
+         types.BuiltinFunctionType, functools.partial)
+
+
+def _held(path: Path, value: Any, seen: tuple[type, ...]) -> bool:
+    """Whether the value read at ``path`` is guarded by identity as an object the plan holds
+    (``_HELD``): not the step's own argument or ``self`` (fixed for a plan), nor what a path
+    reaches through a Python module (``F.relu``: a library's, never rebound)."""
+    if path.kind == "object" and not path.steps:
+        return False
+    if types.ModuleType in seen or (path.kind == "global" and not path.steps
+                                    and isinstance(value, types.ModuleType)):
+        return False
+    return isinstance(value, _HELD)
 
 
 def _holds_captured(container: list[Any] | dict[Any, Any]) -> bool:

@@ -217,3 +217,47 @@ def test_callable_object_step_guards_what_it_reads() -> None:
                 got.append(float(run(x, y)))
         runs.append(got)
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
+
+
+MODEL: Any = None
+OPT: Any = None
+LOSS: Any = None
+
+
+def _global_step(x: rt.Tensor, y: rt.Tensor) -> Any:
+    OPT.zero_grad()
+    loss = LOSS(MODEL(x), y)
+    loss.backward()
+    OPT.step()
+    return loss
+
+
+def test_a_global_model_optimizer_or_loss_rebound_captures_again() -> None:
+    """A script that makes a new model and optimizer (a new fold, a restart) or picks another
+    loss between calls of a step reading them as globals: the next call captures again (the
+    plan held the first model's parameters, optimizer and loss, and kept training them)."""
+    global MODEL, OPT, LOSS
+    runs = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        MODEL = nn.Linear(6, 3)
+        OPT = rt.optim.SGD(MODEL.parameters(), lr=0.1)
+        LOSS = nn.MSELoss()
+        run = planner.compile(_global_step) if compiled else _global_step
+        got = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, (x, y) in enumerate(_batches(6)):
+                if i == 2:
+                    OPT = rt.optim.Adam(MODEL.parameters(), lr=0.1)
+                if i == 3:
+                    MODEL = nn.Linear(6, 3)
+                    OPT = rt.optim.SGD(MODEL.parameters(), lr=0.1)
+                if i == 4:
+                    LOSS = F.l1_loss
+                got.append(float(run(x, y)))
+            got += [float(v) for v in MODEL.weight.detach().numpy().ravel()]
+        runs.append(got)
+        if compiled:
+            assert run.captures == 4
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5, atol=1e-6)
