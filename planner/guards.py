@@ -872,6 +872,14 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
             if isinstance(value, Module) and id(value) not in seen_modules:
                 seen_modules.add(id(value))
                 forwards_of(value, path)
+            elif type(value) in (dict, list, tuple):  # ``state["model"]``, reached otherwise
+                # (a helper given the container by ``*args``: its walk binds no path)
+                items = value.items() if type(value) is dict else enumerate(value)
+                for key, item in list(items)[:MAX_EXPANDED]:
+                    if isinstance(item, Module) and id(item) not in seen_modules \
+                            and _hashable(key):
+                        seen_modules.add(id(item))
+                        forwards_of(item, path.then(False, key))
 
     seen_modules: set[int] = set()
 

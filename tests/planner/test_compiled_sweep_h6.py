@@ -261,3 +261,36 @@ def test_a_global_model_optimizer_or_loss_rebound_captures_again() -> None:
         if compiled:
             assert run.captures == 4
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5, atol=1e-6)
+
+
+def _train_state(state: dict[str, Any], x: rt.Tensor, y: rt.Tensor) -> Any:
+    state["opt"].zero_grad()
+    loss = F.mse_loss(state["model"](x), y)
+    loss.backward()
+    state["opt"].step()
+    return loss
+
+
+def test_a_model_kept_in_a_dict_handed_on_by_star_args_is_guarded() -> None:
+    """``planner.compile(lambda *batch: train(state, *batch))``: the model the step finds in
+    ``state`` has its forward walked from that path, so ``self.scales[0]`` changed in place
+    re-captures (the call through ``*batch`` bound no path and the plan kept the old value)."""
+    runs = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        model = _Configured()
+        state = {"model": model, "opt": rt.optim.SGD(model.parameters(), lr=0.1)}
+
+        def step(*batch: rt.Tensor) -> Any:
+            return _train_state(state, *batch)  # noqa: B023 - called in this iteration
+
+        run = planner.compile(step) if compiled else step
+        got = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, (x, y) in enumerate(_batches(4)):
+                if i == 2:
+                    model.scales[0] = 3.0
+                got.append(float(run(x, y)))
+        runs.append(got)
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
