@@ -655,13 +655,19 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
             fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
     except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
         return accesses(step, {})
-    found = accesses(step, {name: value for name, value in bound.arguments.items()
-                            if guarded_kind(value) is None
-                            and (type(value) not in (tuple, list, dict)
-                                 or name in fixed.arguments)})
+    # the defaults of the parameters the call leaves out (``def step(x, cfg=CFG)``): fixed
+    # objects, as a partial's arguments, which the call's key does not hold either
+    defaults = {name: p.default for name, p in bound.signature.parameters.items()
+                if name not in bound.arguments and p.default is not p.empty}
+    found = accesses(step, {**{name: value for name, value in bound.arguments.items()
+                               if guarded_kind(value) is None
+                               and (type(value) not in (tuple, list, dict)
+                                    or name in fixed.arguments)},
+                            **{name: value for name, value in defaults.items()
+                               if guarded_kind(value) is None}})
     own = step.__func__ if isinstance(step, types.MethodType) else step
-    helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values()],
-                    skip=(own,))
+    helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values(),
+                            *defaults.values()], skip=(own,))
     expand_escapes(found)
     return found
 

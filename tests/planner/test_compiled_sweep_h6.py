@@ -294,3 +294,38 @@ def test_a_model_kept_in_a_dict_handed_on_by_star_args_is_guarded() -> None:
                 got.append(float(run(x, y)))
         runs.append(got)
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
+
+
+def test_a_default_argument_the_step_reads_is_guarded() -> None:
+    """``def step(x, y, cfg=CFG)``: what the step reads in a default argument the call leaves
+    out (a dict, a list, an object's attribute) changed between calls re-captures (defaults
+    were no path roots: the plan kept the captured value)."""
+
+    class Cfg:
+        weight = 1.0
+
+    runs = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        model = nn.Linear(6, 3)
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+        cfg, scales, obj = {"weight": 1.0}, [1.0], Cfg()
+
+        def step(x: rt.Tensor, y: rt.Tensor, cfg: dict[str, float] = cfg,
+                 scales: list[float] = scales, obj: Cfg = obj) -> Any:
+            return _train(model, opt, cfg, x * scales[0] * obj.weight, y)  # noqa: B023
+
+        run = planner.compile(step) if compiled else step
+        got = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, (x, y) in enumerate(_batches(5)):
+                if i == 1:
+                    cfg["weight"] = 2.0
+                if i == 2:
+                    scales[0] = 0.5
+                if i == 3:
+                    obj.weight = -1.0
+                got.append(float(run(x, y)))
+        runs.append(got)
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
