@@ -41,6 +41,7 @@ from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
+from runtime.autograd.node import leaf_hooks_version
 from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.ops.registry import without_generated_code
 from runtime.tensor import Tensor, _VersionCounter
@@ -116,11 +117,20 @@ class Binding:
     aot: Any = None
     # the returned tensors that required grad when captured (Capture.returned_graphs)
     returned_graphs: tuple[Any, ...] = ()
+    # the leaves among the tensors the plan reads that require grad, each with the hooks it
+    # had when captured (``_leaf_hooks``: the plan ran them), re-checked where any leaf's
+    # hooks changed since (runtime.autograd.node.leaf_hooks_version)
+    leaf_hooks: list[tuple[Tensor, Any]] = field(init=False, repr=False)
+    hooks_version: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
                         if slot.kind == "tensor" or (slot.kind == "grad"
                                                      and slot.mode == "inplace")]
+        self.leaf_hooks = [(slot.ref, _leaf_hooks(slot.ref)) for slot in self.slots
+                           if slot.kind == "tensor" and slot.ref._rg
+                           and slot.ref._grad_fn is None]
+        self.hooks_version = leaf_hooks_version()
 
     def check(self, args: tuple[Any, ...]) -> str | None:
         """``failed_guard``, asked only where the generated guards (``planner.guards``) do
@@ -150,6 +160,11 @@ class Binding:
                 g = (slot.ref if slot.owner_input is None else args[slot.owner_input])._grad
                 if g is not None and (tuple(g.shape) != slot.shape or g.dtype is not slot.dtype):
                     return f"{slot.desc} changed shape or dtype"
+        if self.hooks_version != leaf_hooks_version():
+            for t, hooks in self.leaf_hooks:
+                if _leaf_hooks(t) != hooks:
+                    return f"a hook of tensor{list(t.shape)} was registered or removed"
+            self.hooks_version = leaf_hooks_version()
         for ref, was_none, index in self.grad_none:
             owner = ref if index is None else args[index]
             if (owner._grad is None) != was_none:
@@ -178,6 +193,11 @@ class Binding:
         if found is None:
             found = self.replayer = _Replayer(self)
         return found
+
+
+def _leaf_hooks(t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ids of a leaf's gradient hooks and post-accumulate hooks."""
+    return (tuple(t._hooks or ()), tuple(t.__dict__.get("_post_accumulate_grad_hooks") or ()))
 
 
 def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None,

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from runtime.autograd.node import leaf_hooks_version
 from runtime.nn.module import Module, structure_version
 from runtime.optim.lr_scheduler import LRScheduler
 from runtime.optim.optimizer import Optimizer
@@ -69,6 +70,7 @@ class _Source:
                                       "_type": type, "_isinstance": isinstance,
                                       "_tensor": Tensor, "_setting_key": setting_key,
                                       "_structure_version": structure_version,
+                                      "_leaf_hooks_version": leaf_hooks_version,
                                       "_getattr": getattr}
 
     def name(self, value: Any) -> str:
@@ -120,6 +122,8 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     for ref, was_none, index in binding.grad_none:
         owner = src.name(ref) if index is None else f"args[{_int(index)}]"
         src.fail_if(f"({owner}._grad is None) is not {_bool(was_none)}")
+    if binding.leaf_hooks:  # their gradient hooks: checked by failed_guard
+        src.fail_if(f"_leaf_hooks_version() != {b}.hooks_version")
     if binding.modules:  # their parameters, modes and hooks: checked by failed_guard
         src.fail_if(f"_structure_version() != {b}.module_version")
     for opt, key in binding.optimizers:
@@ -827,6 +831,31 @@ def _helper_walk(fn: Any) -> Accesses:
     return found[1]
 
 
+def _leaf_hook_functions(t: Tensor) -> list[Any]:
+    """The hooks of a leaf tensor (``register_hook``, post-accumulate hooks)."""
+    hooks = [*(t._hooks or {}).values(),
+             *(t.__dict__.get("_post_accumulate_grad_hooks") or {}).values()]
+    return [_hook_function(h) for h in hooks]
+
+
+def _hooks_of(module: Module) -> list[Any]:
+    """The forward and backward hooks of a module and the hooks of its own parameters, as
+    the functions or objects that run (a partial's function, a method's object)."""
+    found = [_hook_function(h) for hooks in (module._forward_pre_hooks, module._forward_hooks,
+                                             module._backward_pre_hooks, module._backward_hooks)
+             for h in list(hooks.values())]
+    for p in list(module._parameters.values()):
+        if p is not None:
+            found += _leaf_hook_functions(p)
+    return found
+
+
+def _hook_function(hook: Any) -> Any:
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    return hook.__self__ if isinstance(hook, types.MethodType) else hook
+
+
 def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = ()) -> None:
     """Add to ``found`` where the user's functions the step can reach read and write values
     through their own globals and closure cells (``accesses`` of each, with no arguments):
@@ -848,12 +877,23 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
                 queue.append(value)
             return
         if isinstance(value, Module):
+            if id(value) in seen:  # (a hook that is its own module's method: LazyLinear's)
+                return
+            seen.add(id(value))
             modules = list(value.modules())
             classes = {type(m) for m in modules}
             for m in modules:  # functions kept as attributes (``self.act = my_act``)
                 for attr in list(vars(m).values()):
                     if _users(attr):
                         reach(attr)
+                # its hooks and its parameters' (a capture runs them once: what they change,
+                # ``acts.append(out)``, is the step's change)
+                for hook in _hooks_of(m):
+                    reach(hook)
+        elif isinstance(value, Tensor):
+            for hook in _leaf_hook_functions(value):
+                reach(hook)
+            return
         elif isinstance(value, _OPAQUE) or guarded_kind(value) is not None or isinstance(
                 value, (types.ModuleType, type, tuple, list, dict)):
             return

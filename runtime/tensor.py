@@ -19,7 +19,7 @@ from ._device import device as rt_device
 from ._tensor_str import values_str, with_suffixes
 from .autograd import grad_mode
 from .autograd.grad_mode import _inference as _inference_state
-from .autograd.node import Node, RemovableHandle, _HookDict, add_hook
+from .autograd.node import LeafHookDict, Node, RemovableHandle, _HookDict, add_hook
 from .autograd.node import register_post_accumulate_grad_hook
 from .tracing import GraphBreak, MetaArray
 from .tracing import _state as _trace_state
@@ -228,7 +228,7 @@ class Tensor:
         if fn is not None:
             return fn.add_tensor_pre_hook(self.output_nr, hook)
         if self._hooks is None:
-            self._hooks = _HookDict()
+            self._hooks = LeafHookDict()
         return add_hook(self._hooks, hook)
 
     register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

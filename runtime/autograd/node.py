@@ -62,8 +62,9 @@ class RemovableHandle:
 
     def remove(self) -> None:
         hooks = self._hooks_ref() if self._hooks_ref else None
-        if hooks is not None:
-            hooks.pop(self.id, None)
+        if hooks is not None and hooks.pop(self.id, None) is not None \
+                and type(hooks) is LeafHookDict:
+            _leaf_hooks_version[0] += 1
 
     def __enter__(self) -> RemovableHandle:
         return self
@@ -76,9 +77,25 @@ class _HookDict(dict):  # weakref-able dict of hooks, ordered by registration
     pass
 
 
+class LeafHookDict(_HookDict):
+    """A leaf tensor's hooks (``register_hook``, ``register_post_accumulate_grad_hook``):
+    each one added or removed counts (``leaf_hooks_version``), so that a compiled step, whose
+    plan ran the hooks its leaves had when captured, captures again."""
+
+
+_leaf_hooks_version = [0]
+
+
+def leaf_hooks_version() -> int:
+    """Bumped by every hook added to or removed from a leaf tensor."""
+    return _leaf_hooks_version[0]
+
+
 def add_hook(hooks: _HookDict, fn: Callable[..., Any]) -> RemovableHandle:
     handle = RemovableHandle(hooks)
     hooks[handle.id] = fn
+    if type(hooks) is LeafHookDict:
+        _leaf_hooks_version[0] += 1
     return handle
 
 
@@ -358,7 +375,7 @@ def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if t.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    hooks = t.__dict__.setdefault("_post_accumulate_grad_hooks", _HookDict())
+    hooks = t.__dict__.setdefault("_post_accumulate_grad_hooks", LeafHookDict())
     return add_hook(hooks, hook)
 
 

@@ -329,3 +329,85 @@ def test_a_default_argument_the_step_reads_is_guarded() -> None:
                 got.append(float(run(x, y)))
         runs.append(got)
     np.testing.assert_allclose(runs[1], runs[0], rtol=1e-5)
+
+
+def _hooked_runs(register: Any, remove_at: int | None = None) -> list[list[float]]:
+    runs = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 4), nn.Tanh(), nn.Linear(4, 3))
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x: rt.Tensor, y: rt.Tensor, model: Any = model, opt: Any = opt) -> Any:
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = planner.compile(step) if compiled else step
+        got = []
+        handle = None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i, (x, y) in enumerate(_batches(5)):
+                if i == 2:
+                    handle = register(model)
+                if i == remove_at and handle is not None:
+                    handle.remove()
+                got.append(float(run(x, y)))
+        got += [float(v) for p in model.parameters() for v in p.detach().numpy().ravel()]
+        runs.append(got)
+    return runs
+
+
+def test_a_gradient_hook_registered_or_removed_between_calls_captures_again() -> None:
+    """``p.register_hook(fn)`` on a parameter between compiled calls (gradient clipping or
+    scaling per tensor), and its handle removed later: the plan ran the hooks the leaves had
+    when captured and kept doing so (a hook added later was silently skipped)."""
+    def weight(model: Any) -> Any:
+        return model[0].weight.register_hook(lambda g: g.clamp(-0.01, 0.01))
+
+    def post(model: Any) -> Any:
+        def halve(p: Any) -> None:
+            p.grad.mul_(0.5)
+        return model[2].bias.register_post_accumulate_grad_hook(halve)
+
+    for register in (weight, post):
+        for remove_at in (None, 4):
+            got, want = _hooked_runs(register, remove_at)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{register.__name__} {remove_at}")
+
+
+def test_hooks_that_keep_tensors_make_the_step_run_eagerly() -> None:
+    """A forward hook keeping activations and a gradient hook keeping gradient norms (a
+    feature extractor, a gradient logger): the capture's tensors must not leak into the
+    user's lists (they did, shape-only, and later calls appended nothing); the step runs
+    eagerly, saying so, and the lists hold every call's values as in eager mode."""
+    kept = []
+    for compiled in (False, True):
+        rt.manual_seed(0)
+        model = nn.Sequential(nn.Linear(6, 4), nn.Tanh(), nn.Linear(4, 3))
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+        acts: list[rt.Tensor] = []
+        norms: list[rt.Tensor] = []
+        model[0].register_forward_hook(lambda mod, inp, out: acts.append(out.detach()))
+        model[2].weight.register_hook(lambda g: norms.append(g.norm()))
+
+        def step(x: rt.Tensor, y: rt.Tensor, model: Any = model, opt: Any = opt) -> Any:
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        run = planner.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            losses = [float(run(x, y)) for x, y in _batches(3)]
+        if compiled:
+            assert any("runs eagerly" in str(w.message) for w in caught)
+        kept.append((losses, [a.sum().item() for a in acts], [n.item() for n in norms]))
+    for got, want in zip(kept[1], kept[0], strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
