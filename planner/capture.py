@@ -480,6 +480,13 @@ class Tracer:
     def on_module(self, module: Any) -> None:
         self.modules.setdefault(id(module), module)
 
+    def state_nodes(self) -> dict[int, int]:
+        """The graph value each tensor of the outside state (not an argument, not a .grad)
+        written in place so far holds now: what another in-place write changes
+        (runtime.utils.checkpoint)."""
+        return {index: cell.node for cell, index, _ in self.cells.values()
+                if self.slots[index].kind == "tensor" and cell.node != self.source[index]}
+
     def on_mode(self, module: Any, mode: bool) -> None:
         """``module.train(mode)`` is about to run (Capture.modes)."""
         if not self.modules:

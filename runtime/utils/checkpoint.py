@@ -32,7 +32,9 @@ from ..autograd import Function, backward, enable_grad, no_grad
 from ..autograd.graph import saved_tensors_hooks
 from ..creation import get_rng_state, set_rng_state
 from ..tensor import Tensor
-from ..tracing import is_tracing
+from ..autograd.grad_mode import is_grad_enabled
+from ..tracing import GraphBreak, is_tracing
+from ..tracing import _state as _trace_state
 
 __all__ = ["CheckpointError", "CheckpointFunction", "check_backward_validity", "checkpoint",
            "checkpoint_sequential", "detach_variable"]
@@ -168,6 +170,23 @@ def _captured_reentrant(function: Callable[..., Any], args: tuple[Any, ...]) -> 
         return function(*args)
 
 
+def _captured_once(run: Callable[[], Any]) -> Any:
+    """A checkpointed function captured by a compiled step: run once, its recomputation left
+    out (the plan keeps what the backward needs). One that updates state in place (a
+    BatchNorm's running statistics) would be updated again by the recomputation in eager mode,
+    as in PyTorch: the step runs eagerly."""
+    tracer = _trace_state.tracer
+    before = tracer.state_nodes()
+    out = run()
+    if is_grad_enabled() and tracer.state_nodes() != before and any(
+            isinstance(t, Tensor) and t.requires_grad
+            for t in (out if isinstance(out, (tuple, list)) else (out,))):
+        raise GraphBreak("a checkpointed function updates state in place (a BatchNorm's "
+                         "running statistics), which its recomputation in the backward "
+                         "updates again")
+    return out
+
+
 def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``, its activations recomputed in the backward (see the
@@ -179,10 +198,10 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
         if is_tracing() and preserve_rng_state:
-            return _captured_reentrant(function, args)
+            return _captured_once(lambda: _captured_reentrant(function, args))
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
     if is_tracing() and preserve_rng_state:
-        return function(*args, **kwargs)
+        return _captured_once(lambda: function(*args, **kwargs))
     frame = _Recomputation(function, get_rng_state() if preserve_rng_state else None, args,
                            kwargs)
     with saved_tensors_hooks(frame.pack, frame.unpack):

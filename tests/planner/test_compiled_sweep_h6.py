@@ -411,3 +411,52 @@ def test_hooks_that_keep_tensors_make_the_step_run_eagerly() -> None:
         kept.append((losses, [a.sum().item() for a in acts], [n.item() for n in norms]))
     for got, want in zip(kept[1], kept[0], strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_checkpointed_batchnorm_runs_eagerly_as_its_recomputation_updates_it_again() -> None:
+    """A BatchNorm inside ``rt.utils.checkpoint`` updates its running statistics in the
+    forward and again in the backward's recomputation (PyTorch's behaviour, and eager mode's):
+    a compiled step ran the function once and counted each batch once; it runs eagerly now,
+    saying so. A checkpointed function without state still compiles."""
+    from runtime.utils.checkpoint import checkpoint
+
+    for reentrant in (False, True):
+        stats = []
+        for compiled in (False, True):
+            rt.manual_seed(0)
+            lin, bn = nn.Linear(6, 4), nn.BatchNorm1d(4)
+
+            def step(x: rt.Tensor, lin: Any = lin, bn: Any = bn,
+                     reentrant: bool = reentrant) -> Any:
+                out = checkpoint(lambda t: bn(lin(t)), x, use_reentrant=reentrant)
+                loss = out.pow(2).sum()
+                loss.backward()
+                return loss
+
+            run = planner.compile(step) if compiled else step
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for x, _ in _batches(3):
+                    run(x.requires_grad_())
+            if compiled:
+                assert any("checkpointed function updates state" in str(w.message)
+                           for w in caught)
+            stats.append([int(bn.num_batches_tracked), *bn.running_mean.numpy().tolist(),
+                          *bn.running_var.numpy().tolist()])
+        assert stats[0][0] == 6
+        np.testing.assert_allclose(stats[1], stats[0], rtol=1e-5, atol=1e-7)
+
+    rt.manual_seed(0)
+    lin = nn.Linear(6, 4)
+
+    def plain(x: rt.Tensor) -> Any:
+        loss = checkpoint(lambda t: F.silu(lin(t)), x, use_reentrant=False).sum()
+        loss.backward()
+        return loss
+
+    compiled_plain = planner.compile(plain)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x, _ in _batches(2):
+            compiled_plain(x)
+    assert compiled_plain.captures == 1
