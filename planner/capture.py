@@ -34,6 +34,7 @@ from .graph import template_nodes
 from .item_outputs import ItemOut, returned_as_is
 from .layouts import Layouts
 from .returned_graphs import returned_graphs
+from .tree import flatten
 
 
 @dataclass
@@ -97,6 +98,9 @@ class Capture:
     # (path, mark) of each tensor the step returns that requires grad (a training step's
     # loss): a replay gives it a node of its own, as eager mode's (planner.returned_graphs)
     returned_graphs: tuple[Any, ...] = ()
+    # every tensor the step returns was made under inference_mode (the step's own ``with
+    # rt.inference_mode():``): a replay returns inference tensors too, as eager mode does
+    inference_returns: bool = False
     # optimizer state made for real while capturing (Optimizer._lazy_state), kept for the
     # plan: (optimizer, parameter, the entries made); a call that runs eagerly instead takes
     # it back (planner.compile._take_back_made_state)
@@ -842,6 +846,8 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         found.watch = watch
         found.aot = tracer.aot
         found.made_state = [(opt, p, dict(opt.state[p])) for opt, p in tracer.made_state]
+        returned = [t for t in flatten(result)[0] if isinstance(t, Tensor)]
+        found.inference_returns = bool(returned) and all(t.is_inference() for t in returned)
         captured = True
         return found
     finally:

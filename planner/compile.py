@@ -44,7 +44,7 @@ from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import leaf_hooks_version
 from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.ops.registry import without_generated_code
-from runtime.tensor import Tensor, _VersionCounter
+from runtime.tensor import Tensor, _InferenceVersionCounter, _VersionCounter
 from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
 
 from . import background as bg
@@ -117,6 +117,8 @@ class Binding:
     aot: Any = None
     # the returned tensors that required grad when captured (Capture.returned_graphs)
     returned_graphs: tuple[Any, ...] = ()
+    # the step returned inference tensors only (Capture.inference_returns): so does a replay
+    inference_returns: bool = False
     # the leaves among the tensors the plan reads that require grad, each with the hooks it
     # had when captured (``_leaf_hooks``: the plan ran them), re-checked where any leaf's
     # hooks changed since (runtime.autograd.node.leaf_hooks_version)
@@ -956,7 +958,8 @@ class CompiledStep:
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
                        counters=counters, pending=pending,
                        aot=None if aot_plans is None else aot_plans[1], scalar_inputs=scalars,
-                       returned_graphs=cap.returned_graphs)
+                       returned_graphs=cap.returned_graphs,
+                       inference_returns=cap.inference_returns)
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:
@@ -1186,7 +1189,23 @@ def _float_input(value: float) -> np.ndarray:
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
     if binding.aot is not None:  # outputs given a CompiledFunctionBackward (planner.aot)
         return binding.aot.replay(binding, args, _replay_plan)
+    if binding.inference_returns:  # made under the step's inference_mode: inference tensors
+        return _as_inference(_replay_plan(binding, args))
     return _replay_plan(binding, args)
+
+
+def _as_inference(value: Any) -> Any:
+    """``value``'s new tensors made inference tensors, as the step's inference_mode made
+    them in eager mode (its region does not run at a replay)."""
+    if isinstance(value, Tensor):
+        if not value._vc.inference and value._grad_fn is None and not value._rg:
+            value._vc = _InferenceVersionCounter()
+        return value
+    if isinstance(value, (tuple, list)) and not hasattr(value, "_fields"):
+        return type(value)(_as_inference(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_inference(v) for k, v in value.items()}
+    return value
 
 
 def _replay_plan(binding: Binding, args: tuple[Any, ...]) -> Any:

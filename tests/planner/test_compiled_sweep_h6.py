@@ -7,6 +7,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+import pytest
 
 import planner
 import runtime as rt
@@ -460,3 +461,30 @@ def test_checkpointed_batchnorm_runs_eagerly_as_its_recomputation_updates_it_aga
         for x, _ in _batches(2):
             compiled_plain(x)
     assert compiled_plain.captures == 1
+
+
+def test_a_step_under_inference_mode_returns_inference_tensors() -> None:
+    """An evaluation step written ``with rt.inference_mode(): return model(x)``: eager mode
+    returns inference tensors (``is_inference()``, and saving one for backward raises, as
+    PyTorch's); a replay, whose Python does not run the region, returned normal tensors."""
+    rt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 4), nn.BatchNorm1d(4))
+
+    def evaluate(x: rt.Tensor) -> Any:
+        model.eval()
+        with rt.inference_mode():
+            out = model(x)
+            return out.softmax(1), {"logits": out}
+
+    compiled = planner.compile(evaluate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for x, _ in _batches(3):
+            (got, extra), (want, _) = compiled(x), evaluate(x)
+            assert got.is_inference() and extra["logits"].is_inference()
+            assert want.is_inference()
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+    w = rt.ones(4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        (got * w).sum()
+    assert compiled.captures == 1
