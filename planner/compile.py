@@ -103,6 +103,10 @@ class Binding:
     # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
     guarded: list[tuple[bool, Slot]] = field(init=False, repr=False)
     replayer: _Replayer | None = field(default=None, init=False, repr=False)  # on first replay
+    # the replayer's written-out call where ``_replay`` calls nothing else (no aot backward,
+    # no inference tensors to make): what a steady-state call runs straight from _call_flat
+    direct: Callable[[tuple[Any, ...]], Any] | None = field(default=None, init=False,
+                                                             repr=False)
     # failed_guard's test written out (planner.guards), made on first use
     quick: Callable[[tuple[Any, ...]], bool] | None = field(default=None, init=False,
                                                              repr=False)
@@ -194,6 +198,8 @@ class Binding:
         found = self.replayer
         if found is None:
             found = self.replayer = _Replayer(self)
+            self.direct = found.fast if self.aot is None and not self.inference_returns \
+                else None
         return found
 
 
@@ -601,10 +607,9 @@ class CompiledStep:
                         self._take_compiled(binding)
                     self.plan = binding.plan
                     self._last_key = key
-                    replayer = binding.replayer  # the steady state, without _replay's calls
-                    if replayer is not None and replayer.fast is not None \
-                            and binding.aot is None and binding.pending is None:
-                        return replayer.fast(args)
+                    direct = binding.direct  # the steady state, without _replay's calls
+                    if direct is not None and binding.pending is None:
+                        return direct(args)
                     return _replay(binding, args)
                 reasons.append(reason)
             why = reasons[0] if reasons else None
@@ -822,7 +827,7 @@ class CompiledStep:
         self._install_allocator(fused)
         if self.plan is binding.plan:
             self.plan = fused
-        binding.plan, binding.replayer = fused, None
+        binding.plan, binding.replayer, binding.direct = fused, None, None
 
     @property
     def execution(self) -> Execution | None:
@@ -1187,6 +1192,7 @@ def _float_input(value: float) -> np.ndarray:
 
 
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
+    # a case added here that wraps _replay_plan keeps Binding.direct None (Binding._replayer)
     if binding.aot is not None:  # outputs given a CompiledFunctionBackward (planner.aot)
         return binding.aot.replay(binding, args, _replay_plan)
     if binding.inference_returns:  # made under the step's inference_mode: inference tensors
