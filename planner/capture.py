@@ -33,7 +33,7 @@ from . import guards
 from .graph import template_nodes
 from .item_outputs import ItemOut, returned_as_is
 from .layouts import Layouts
-from .returned_graphs import returned_graphs
+from .returned_graphs import ReturnedState, returned_graphs, returned_state
 from .tree import flatten
 
 
@@ -672,7 +672,13 @@ class Tracer:
         self._check_outside_views(writes)
         grad_none: list[tuple[Tensor, bool, int | None]] = []
         created: list[str] = []
+        # the tensors living outside the step when it ends, by id: what a returned one is
+        live = {id(slot.ref): ReturnedState("tensor", slot.ref) for slot in self.slots
+                if slot.kind == "tensor" and isinstance(slot.ref, Tensor)}
         for key, (owner, value) in self.grad_shadow.items():
+            if value is not None:
+                live[id(value)] = ReturnedState("grad", owner if key not in self.input_of
+                                                else None, self.input_of.get(key))
             original = owner._grad
             cleared = key in self.grad_cleared
             if not cleared:
@@ -709,7 +715,12 @@ class Tracer:
                         self.modes, self.late_modes, self.found_modes)
         found.assigned_settings = self.assigned_settings
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
-            found.returned_graphs = returned_graphs(result, self.device_of, self.input_of)
+            for opt, _ in self.optimizers.values():
+                live.update((id(value), ReturnedState("opt_state", (weakref.ref(opt), p, k)))
+                            for p, st in opt.state.items() for k, value in st.items()
+                            if isinstance(value, Tensor))
+            found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
+                                     + returned_state(result, live))
         return found
 
     def restore_generators(self) -> None:

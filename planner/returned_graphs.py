@@ -107,7 +107,29 @@ class ReturnedLeaf:
     outside: Any = None
 
 
-Mark = ReturnedGraph | ReturnedLeaf
+@dataclass(frozen=True, eq=False)
+class ReturnedState:
+    """A returned tensor that is, when the step ends, one living outside it: a buffer or other
+    tensor the step reads (``kind`` "tensor", ``ref`` it), a ``.grad`` (``kind`` "grad",
+    ``ref`` its owner, or ``owner_input`` the argument owning it) or an optimizer's state
+    (``kind`` "opt_state", ``ref`` (optimizer, parameter, key)). Eager mode returns that very
+    object, whose later in-place updates (the next ``zero_grad(set_to_none=False)``, the
+    next step's update) the caller sees: so does a replay, after its write-back."""
+
+    kind: str
+    ref: Any
+    owner_input: int | None = None
+
+    def live(self, args: tuple[Any, ...]) -> Any:
+        if self.kind == "tensor":
+            return self.ref
+        if self.kind == "grad":
+            return (self.ref if self.owner_input is None else args[self.owner_input])._grad
+        opt, p, key = self.ref
+        return opt().state[p][key]
+
+
+Mark = ReturnedGraph | ReturnedLeaf | ReturnedState
 
 
 def returned_graphs(result: Any, device_of: Any, input_of: dict[int, int]
@@ -121,6 +143,29 @@ def returned_graphs(result: Any, device_of: Any, input_of: dict[int, int]
     # objects) until a garbage collection
     _walk(result, (), device_of, input_of, found)
     return tuple(found)
+
+
+def returned_state(result: Any, live: dict[int, ReturnedState]) -> tuple[tuple[Path, Mark], ...]:
+    """(path, mark) of each tensor in what the step returns that is, when the step ends, a
+    tensor living outside it (``live``: those tensors' marks by id), and requires no grad
+    (a parameter that does is a ``ReturnedLeaf``)."""
+    found: list[tuple[Path, Mark]] = []
+    _walk_state(result, (), live, found)
+    return tuple(found)
+
+
+def _walk_state(value: Any, path: Path, live: dict[int, ReturnedState],
+                found: list[tuple[Path, Mark]]) -> None:
+    if isinstance(value, Tensor):
+        mark = live.get(id(value))
+        if mark is not None and not value._rg and value._grad_fn is None:
+            found.append((path, mark))
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            _walk_state(v, (*path, i), live, found)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _walk_state(v, (*path, k), live, found)
 
 
 def _walk(value: Any, path: Path, device_of: Any, input_of: dict[int, int],
@@ -150,6 +195,9 @@ def attach(result: Any, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
 
 def _fill(value: Any, path: Path, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
     mark = marks.get(path)
+    if isinstance(mark, ReturnedState):
+        live = mark.live(args)
+        return value if live is None else live
     if isinstance(mark, ReturnedGraph):
         value._grad_fn = _node(mark)
         value._rg = True

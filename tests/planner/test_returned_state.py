@@ -1,0 +1,70 @@
+"""A step returning a tensor that lives outside it (a ``.grad``, a buffer, an optimizer's
+state) returns that very object when compiled, as eager mode and torch.compile do: its later
+in-place updates (the next ``zero_grad(set_to_none=False)``, the next step) show in it."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+
+def _train(compiled: bool, set_to_none: bool) -> tuple[list[tuple[bool, ...]], list[Any], Any]:
+    rt.manual_seed(0)
+    # no bias before the batch norm: its gradient is zero up to rounding, which Adam scales
+    # up to the learning rate
+    model = rt.nn.Sequential(rt.nn.Linear(4, 3, bias=False), rt.nn.BatchNorm1d(3))
+    opt = rt.optim.Adam(model.parameters(), lr=0.1)
+    w = model[0].weight
+
+    def step(x: Any) -> Any:
+        opt.zero_grad(set_to_none=set_to_none)
+        (model(x) * rt.arange(1.0, 4.0)).tanh().sum().backward()
+        opt.step()
+        return {"grad": w.grad, "stats": [model[1].running_mean], "avg": opt.state[w]["exp_avg"],
+                "norm": w.grad.norm()}
+
+    fn = planner.compile(step, backend="llvm") if compiled else step
+    x = rt.randn(5, 4)
+    same, values = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(4):
+            out = fn(x * (i + 1))
+            same.append((out["grad"] is w.grad, out["stats"][0] is model[1].running_mean,
+                         out["avg"] is opt.state[w]["exp_avg"]))
+            values.append([out["grad"].numpy().copy(), out["stats"][0].numpy().copy(),
+                           out["avg"].numpy().copy(), out["norm"].item()])
+    opt.zero_grad(set_to_none=False)  # seen by the last returned .grad
+    return same, values, out["grad"].numpy().copy()
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_returned_outside_tensors_are_the_live_objects(set_to_none: bool) -> None:
+    eager_same, eager, eager_after = _train(False, set_to_none)
+    same, compiled, after = _train(True, set_to_none)
+    assert eager_same == same == [(True, True, True)] * 4
+    for e, c in zip(eager, compiled, strict=True):
+        for a, b in zip(e, c, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+    np.testing.assert_array_equal(after, eager_after)
+    assert not after.any()
+
+
+def test_a_returned_grad_of_an_argument_is_its_live_grad() -> None:
+    def step(x: Any) -> Any:
+        x.grad = None
+        (x * x).sum().backward()
+        return x.grad
+
+    compiled = planner.compile(step, backend="llvm")
+    for i in range(3):
+        x = rt.tensor(np.arange(3.0, dtype=np.float32) + i, requires_grad=True)
+        g = compiled(x)
+        assert g is x.grad
+        np.testing.assert_array_equal(g.numpy(), 2 * x.detach().numpy())
