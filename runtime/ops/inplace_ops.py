@@ -25,7 +25,7 @@ from .composite import _inplace, relu, sigmoid
 from .dispatch import named, named_backward
 from .inplace import ERR_LEAF_INPLACE, apply_inplace
 from .naming import renamed
-from .shapes import broadcast_shapes, wrap_dim
+from .shapes import ShapeError, broadcast_shapes, wrap_dim
 
 
 def _prim_inplace(prim: Any) -> Any:
@@ -240,6 +240,16 @@ def index_put(input: Tensor, indices: Sequence[Any], values: Any, accumulate: bo
     return index_put_(out, indices, values, accumulate)
 
 
+def _check_put_shape(values: Tensor, target: tuple[int, ...]) -> None:
+    """PyTorch's index_put_ error for values that do not broadcast to the indexed part: its
+    leading ones are not dropped (``x[i] = v`` drops them)."""
+    shape = tuple(values.shape)
+    if len(shape) > len(target) or any(v != 1 and v != t for v, t in zip(reversed(shape),
+                                                                         reversed(target))):
+        raise ShapeError(f"shape mismatch: value tensor of shape {list(shape)} cannot be "
+                         f"broadcast to indexing result of shape {list(target)}")
+
+
 def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
                ) -> Tensor:
     key = tuple(indices)
@@ -248,12 +258,20 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
                            f"{D.scalar_type_name(x.dtype)} for the destination and "
                            f"{D.scalar_type_name(values.dtype)} for the source.")
     if not accumulate:
+        masked = _trace_state.tracer is not None and any(
+            isinstance(k, Tensor) and k.dtype is D.bool_ for k in key)  # setitem's masked_fill_
+        if isinstance(values, Tensor) and values.ndim and not masked:
+            template, idx, masks = F._norm_key(F._index_items(key), x.device)
+            F._check_key(x.shape, template, idx, masks)
+            _check_put_shape(values, P._key_shape(x.shape, [i.shape for i in idx], template))
         F.setitem(x, key, values)
         return x
-    template, idx, _ = F._norm_key(F._index_items(key), x.device)
+    template, idx, masks = F._norm_key(F._index_items(key), x.device)
+    F._check_key(x.shape, template, idx, masks)  # PyTorch's IndexError, a check step compiled
     if not isinstance(values, Tensor):
         values = Tensor(np.asarray(values, dtype=x.dtype.np), device=x.device)
     shape = P._key_shape(x.shape, [i.shape for i in idx], template)
+    _check_put_shape(values, shape)
     values = F.expand(F.cast(values, x.dtype), *shape)
     return F.add_(x, F.index_backward(values, *idx, key=template, shape=x.shape))
 
