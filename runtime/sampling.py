@@ -253,8 +253,10 @@ def cauchy_(self: Tensor, median: float = 0.0, sigma: float = 1.0, *, generator:
         g = _generator(generator, self.device)
         return self.copy_(_host_result(_torch_rng.cauchy(
             g._rng, tuple(self.shape), self.dtype, float(median), float(sigma)), self))
-    u = creation.rand(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
-    return self.copy_(F.add(F.mul(F.tan(F.mul(F.sub(u, 0.5), math.pi)), sigma), median))
+    # PyTorch's draws: a float64 uniform an element (rand64), the formula in float64
+    u = creation.bernoulli_uniforms(tuple(self.shape), generator, self.device)
+    tans = F.tan(F.mul(F.sub(u, 0.5), math.pi))
+    return self.copy_(F.cast(F.add(F.mul(tans, float(sigma)), float(median)), self.dtype))
 
 
 def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator: Any = None
@@ -268,8 +270,12 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator:
         g = _generator(generator, self.device)
         return self.copy_(_host_result(_torch_rng.log_normal(
             g, tuple(self.shape), self.dtype, float(mean), float(std)), self))
-    n = creation.randn(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
-    return self.copy_(F.exp(F.add(F.mul(n, std), mean)))
+    if self.numel() >= 16:  # randn's draws from 16 on are its vectorized fill's, not these
+        raise GraphBreak("log_normal_ of 16 or more elements inside a captured step (PyTorch "
+                         "draws one normal_distribution<double> an element)")
+    # under 16, randn draws as log_normal_ does: one Box-Muller sample an element, in float64
+    n = creation.randn(*self.shape, generator=generator, dtype=D.float64, device=self.device)
+    return self.copy_(F.cast(F.exp(F.add(F.mul(n, float(std)), float(mean))), self.dtype))
 
 
 def geometric_(self: Tensor, p: float, *, generator: Any = None) -> Tensor:

@@ -31,7 +31,7 @@ from runtime.ops.dispatch import named_backward
 from runtime.ops.naming import renamed, renamed_backward
 from runtime.ops.shapes import wrap_dim
 from runtime.tensor import Tensor
-from runtime.tracing import active_tracer
+from runtime.tracing import GraphBreak, active_tracer
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
@@ -185,7 +185,6 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
           inplace: bool = False) -> Tensor:
     """PyTorch's randomized leaky ReLU: negative inputs times a slope drawn from
     U(lower, upper) per element while training, times (lower + upper) / 2 otherwise."""
-    from runtime.ops.more_ops import empty_like
 
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
@@ -194,9 +193,13 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
                         "RreluWithNoiseBackward1")
     if not training:
         return leaky_relu(input, (lower + upper) / 2)
+    if active_tracer() is not None:
+        # PyTorch draws a slope for each element at most 0 only: how many (and so the
+        # generator's state after) depends on the input's values
+        raise GraphBreak("rrelu(training=True) inside a captured step draws a slope for "
+                         "each element at most 0 (its count depends on the input's values)")
     with no_grad():
-        slope = _rrelu_slopes(input, lower, upper) if active_tracer() is None else \
-            empty_like(input).uniform_(lower, upper)
+        slope = _rrelu_slopes(input, lower, upper)
     # x <= 0 takes its slope (its gradient there too, as PyTorch's noise)
     return F.where(F.gt(input, 0), input, F.mul(input, slope))
 

@@ -380,8 +380,9 @@ def exponential_(x: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Ten
     if active_tracer() is None:
         return _drawn_into(x, dtype, generator, lambda g: _torch_rng.exponential(
             g._rng, tuple(x.shape), dtype, float(lambd)))
-    u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
-    return x.copy_(F.div(F.neg(F.log1p(F.neg(u))), lambd))
+    # PyTorch's draws: a float64 uniform an element (rand64), the formula in float64
+    u = creation.bernoulli_uniforms(tuple(x.shape), generator, x.device)
+    return x.copy_(F.cast(F.mul(F.log1p(F.neg(u)), -1.0 / lambd), dtype))
 
 
 def _drawn_into(x: Tensor, dtype: D.DType, generator: Any, draw: Any) -> Tensor:

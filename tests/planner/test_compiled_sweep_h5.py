@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 
 import planner
@@ -67,3 +68,88 @@ def test_index_put_accumulate_out_of_range_in_a_compiled_step() -> None:
         assert str(info.value) == "index 5 is out of bounds for dimension 0 with size 5"
         assert compiled(rt.tensor([-5, 4])).item() == 6.0
     assert compiled.captures == 1
+
+
+def _draws(fn: Any, x: rt.Tensor, compiled: bool, calls: int = 3) -> tuple[list[Any], Any]:
+    """``fn(x)`` over ``calls`` calls from seed 0 (compiled or not), and the generator's next
+    numbers after them."""
+    step = planner.compile(fn) if compiled else fn
+    rt.manual_seed(0)
+    got = [step(x).detach().numpy().copy() for _ in range(calls)]
+    return got, rt.rand(4).numpy()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("sampler", ["exponential_", "cauchy_", "gumbel_softmax"])
+def test_samplers_compiled_draw_pytorchs_numbers(sampler: str, dtype: str) -> None:
+    """A captured exponential_ or cauchy_ of a float32 (or half) tensor drew a uniform of
+    that dtype (a 32-bit draw an element) where PyTorch and eager mode draw a float64 one and
+    compute in float64: other numbers, and the generator left elsewhere (gumbel_softmax draws
+    through exponential_)."""
+    def fn(lib: Any, x: Any) -> Any:
+        if sampler == "gumbel_softmax":
+            return lib.nn.functional.gumbel_softmax(x, tau=0.5)
+        draws = getattr(lib.empty(3, 7, dtype=getattr(lib, dtype)), sampler)(*(
+            (2.0,) if sampler == "exponential_" else (1.0, 0.5)))
+        return draws.float() * x
+
+    x = np.random.default_rng(0).standard_normal((3, 7)).astype(np.float32)
+    torch.manual_seed(0)
+    expected = [fn(torch, torch.tensor(x)).numpy() for _ in range(3)]
+    after = torch.rand(4).numpy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for compiled in (False, True):
+            got, got_after = _draws(lambda t: fn(rt, t), rt.tensor(x), compiled)
+            for g, e in zip(got, expected, strict=True):
+                np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(got_after, after)
+
+
+def test_rrelu_training_in_a_compiled_step_runs_eagerly() -> None:
+    """rrelu(training=True) draws a slope for each element at most 0 only (PyTorch's CPU
+    kernel): a capture drew one for every element, so a compiled step gave other slopes and
+    left the generator elsewhere, silently. It now runs the step eagerly, with the warning."""
+    x = np.random.default_rng(1).standard_normal((4, 6)).astype(np.float32)
+    w0 = np.random.default_rng(2).standard_normal((4, 6)).astype(np.float32)
+
+    def make() -> tuple[Any, rt.Tensor]:
+        w = rt.tensor(w0, requires_grad=True)
+
+        def step(x: rt.Tensor) -> rt.Tensor:
+            w.grad = None
+            loss = rt.nn.functional.rrelu(w * x, 0.1, 0.3, training=True).pow(2).sum()
+            loss.backward()
+            return w.grad
+
+        return step, w
+
+    eager, _ = make()
+    compiled, _ = make()
+    expected, after = _draws(eager, rt.tensor(x), compiled=False)
+    with pytest.warns(RuntimeWarning, match="rrelu"):
+        got, got_after = _draws(compiled, rt.tensor(x), compiled=True)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+    np.testing.assert_array_equal(got_after, after)
+    tw = torch.tensor(w0, requires_grad=True)
+    torch.manual_seed(0)
+    torch.nn.functional.rrelu(tw * torch.tensor(x), 0.1, 0.3, training=True).pow(2).sum().backward()
+    np.testing.assert_allclose(expected[0], tw.grad.numpy(), rtol=1e-5)
+
+
+def test_log_normal_of_16_or_more_compiled_equals_eager() -> None:
+    """log_normal_ draws one normal_distribution<double> an element; a capture drew randn's
+    vectorized fill from 16 elements on (other numbers): it now runs eagerly there, with the
+    warning (under 16 it compiles: randn draws as it does there)."""
+    x = rt.tensor(np.linspace(0.5, 1.5, 40, dtype=np.float32).reshape(2, 20))
+
+    def fn(t: rt.Tensor) -> rt.Tensor:
+        return rt.empty(2, 20).log_normal_(0.1, 0.5) * t
+
+    expected, after = _draws(fn, x, compiled=False)
+    with pytest.warns(RuntimeWarning, match="log_normal_"):
+        got, got_after = _draws(fn, x, compiled=True)
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e, rtol=1e-6)
+    np.testing.assert_array_equal(got_after, after)
