@@ -367,7 +367,8 @@ def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     if not isinstance(p, Tensor):  # PyTorch's bernoulli_distribution<double>: u < p
         u = creation.bernoulli_uniforms(tuple(x.shape), generator, x.device)
         return x.copy_(F.cast(F.lt(u, float(p)), x.dtype))
-    dtype = x.dtype if x.dtype.is_floating_point else D.default_float
+    # PyTorch's uniforms are float64 where p is float64, float32 otherwise (x's dtype aside)
+    dtype = D.float64 if p.dtype is D.float64 else D.float32
     u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.cast(F.lt(u, p), x.dtype))
 
