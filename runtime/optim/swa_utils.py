@@ -17,6 +17,7 @@ from runtime.nn.module import Module
 from runtime.optim.lr_scheduler import LRScheduler, _per_group
 from runtime.optim.optimizer import Optimizer
 from runtime.tensor import Tensor
+from runtime.tracing import is_tracing
 
 __all__ = ["SWALR", "AveragedModel", "get_ema_avg_fn", "get_ema_multi_avg_fn",
            "get_swa_avg_fn", "get_swa_multi_avg_fn", "update_bn"]
@@ -114,7 +115,9 @@ class AveragedModel(Module):
                  for a, c in zip(mine, theirs, strict=False)]
         averaged, current = [a for a, _ in pairs], [c for _, c in pairs]
         with no_grad():
-            if bool(self.n_averaged == 0):
+            if is_tracing():  # a plan's copy-or-average, chosen by the count (not read)
+                self._captured_update(averaged, current)
+            elif bool(self.n_averaged == 0):
                 for a, c in zip(averaged, current, strict=True):
                     a.copy_(c)
             elif self.multi_avg_fn is not None:
@@ -127,6 +130,21 @@ class AveragedModel(Module):
                 for b_swa, b_model in zip(self.module.buffers(), model.buffers(), strict=True):
                     b_swa.copy_(b_model.detach().to(b_swa.device))
             self.n_averaged += 1
+
+    def _captured_update(self, averaged: list[Tensor], current: list[Tensor]) -> None:
+        """update_parameters' branch on ``n_averaged == 0`` without reading the count, so
+        that a compiled step replays it: each average is the model's value on the first
+        update and ``avg_fn``'s (or ``multi_avg_fn``'s) after, the values eager mode gives."""
+        first = self.n_averaged == 0
+        if self.multi_avg_fn is not None:
+            updated = [a.clone() for a in averaged]
+            self.multi_avg_fn(updated, current, self.n_averaged)
+        else:
+            avg_fn = self.avg_fn or get_swa_avg_fn()
+            updated = [avg_fn(a, c, self.n_averaged.to(a.device))
+                       for a, c in zip(averaged, current, strict=True)]
+        for a, c, u in zip(averaged, current, updated, strict=True):
+            a.copy_(rt.where(first.to(a.device), c, u))
 
 
 def update_bn(loader: Iterable[Any], model: Module, device: Any = None) -> None:

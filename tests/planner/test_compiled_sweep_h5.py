@@ -153,3 +153,46 @@ def test_log_normal_of_16_or_more_compiled_equals_eager() -> None:
     for g, e in zip(got, expected, strict=True):
         np.testing.assert_allclose(g, e, rtol=1e-6)
     np.testing.assert_array_equal(got_after, after)
+
+
+@pytest.mark.parametrize("kind", ["swa", "ema", "ema_buffers"])
+def test_averaged_model_update_in_a_compiled_step(kind: str) -> None:
+    """AveragedModel.update_parameters branched on ``bool(n_averaged == 0)`` (a read of a
+    tensor's value): a training step that keeps an EMA or SWA copy ran eagerly. Captured, it
+    picks the copy or the average by the count: eager mode's values, one capture."""
+    su = rt.optim.swa_utils
+    options: dict[str, Any] = {
+        "swa": {}, "ema": {"multi_avg_fn": su.get_ema_multi_avg_fn(0.9)},
+        "ema_buffers": {"avg_fn": su.get_ema_avg_fn(0.8), "use_buffers": True}}[kind]
+
+    def make() -> tuple[Any, list[rt.Tensor]]:
+        rt.manual_seed(0)
+        model = rt.nn.Sequential(rt.nn.Linear(6, 8), rt.nn.BatchNorm1d(8), rt.nn.Linear(8, 3))
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+        averaged = su.AveragedModel(model, **options)
+
+        def step(x: rt.Tensor) -> Any:
+            opt.zero_grad()
+            loss = model(x).pow(2).mean()
+            loss.backward()
+            opt.step()
+            averaged.update_parameters(model)
+            return loss, averaged(x)
+
+        return step, [*averaged.parameters(), *averaged.buffers()]
+
+    eager, eager_state = make()
+    step, state = make()
+    compiled = planner.compile(step)
+    r = np.random.default_rng(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(4):
+            x = r.standard_normal((5, 6)).astype(np.float32)
+            for g, e in zip(compiled(rt.tensor(x)), eager(rt.tensor(x)), strict=True):
+                np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=2e-5,
+                                           atol=2e-6)
+            for g, e in zip(state, eager_state, strict=True):
+                np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=2e-5,
+                                           atol=2e-6)
+    assert compiled.captures == 1
