@@ -18,6 +18,7 @@ import contextlib
 import dis
 import functools
 import gc
+import inspect
 import logging
 import os
 import threading
@@ -452,6 +453,27 @@ def _positional_spec(n: int) -> tuple[Any, Any]:
     return found
 
 
+def _parameter_names(fn: Any) -> tuple[str | None, ...]:
+    """The names of a Python function's leading parameters that a call may pass by position
+    (None for a positional-only one), up to its first ``*args``, keyword-only or ``**kwargs``
+    parameter; () for any other callable (a module, a wrapper taking ``*args, **kwargs``)."""
+    if not isinstance(fn, (types.FunctionType, types.MethodType)):
+        return ()
+    try:
+        parameters = inspect.signature(fn, follow_wrapped=False).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    names: list[str | None] = []
+    for p in parameters:
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            names.append(None)
+        elif p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            names.append(p.name)
+        else:
+            break
+    return tuple(names)
+
+
 @dataclass
 class _Entry:
     bindings: list[Binding] = field(default_factory=list)
@@ -529,6 +551,7 @@ class CompiledStep:
         self.name: str | None = None  # what warnings and logs call it (default: fn's name)
         self._static: dict[Any, set[int]] = {}
         self._last_key: tuple[Any, ...] | None = None
+        self._names: tuple[str | None, ...] | None = None  # fn's parameters (_by_position)
         self.captures = 0  # how many times the step was captured and planned
         self.plans_loaded = 0  # of those, how many found their plan kept (planner.plan_cache)
         # calls run eagerly because their capture created state (Adam's moments, SGD's
@@ -571,6 +594,8 @@ class CompiledStep:
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
         if is_tracing():  # called within another step's capture: inlined into it
             return self.fn(*args, **kwargs)
+        if kwargs:
+            args, kwargs = self._by_position(args, kwargs)
         if not kwargs:
             for a in args:
                 if isinstance(a, _CONTAINERS):
@@ -580,6 +605,24 @@ class CompiledStep:
                 return self._call_flat(args, spec, frozen)
         leaves, spec = flatten((args, kwargs))
         return self._call_flat(tuple(leaves), spec, freeze(spec))
+
+    def _by_position(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Keyword arguments naming the parameters that follow ``args`` passed by position,
+        as Python binds them: ``step(x, y=y)`` and ``step(x, y)`` are one call structure (one
+        capture, as torch.compile's, which guards the frame's bound arguments), not two."""
+        names = self._names
+        if names is None:
+            names = self._names = _parameter_names(self.fn)
+        n = len(args)
+        if n >= len(names) or names[n] not in kwargs:
+            return args, kwargs
+        kwargs = dict(kwargs)
+        moved = []
+        while n < len(names) and names[n] in kwargs:
+            moved.append(kwargs.pop(names[n]))  # type: ignore[arg-type]
+            n += 1
+        return (*args, *moved), kwargs
 
     def _call_flat(self, args: tuple[Any, ...], spec: Any, frozen: Any) -> Any:
         key = (frozen, *_arg_key(args))

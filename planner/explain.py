@@ -17,6 +17,8 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
         fn = fn.forward
     if isinstance(fn, CompiledStep):
         name = fn._name
+        if kwargs:  # keyed as the call keys them
+            args, kwargs = fn._by_position(args, kwargs)
         leaves, spec = flatten((args, kwargs))
         flat = tuple(leaves)
         key = (freeze(spec), *_arg_key(flat))

@@ -196,3 +196,46 @@ def test_averaged_model_update_in_a_compiled_step(kind: str) -> None:
                 np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=2e-5,
                                            atol=2e-6)
     assert compiled.captures == 1
+
+
+def test_arguments_by_keyword_or_position_are_one_capture() -> None:
+    """``step(x, y)``, ``step(x, y=y)`` and ``step(x=x, y=y)`` bind the same arguments: one
+    capture (torch.compile guards the frame's bound arguments), where each call structure was
+    captured anew; a keyword that is not the next parameter stays a keyword, and Python's
+    errors for a bad call are the eager ones."""
+    w = rt.zeros(6, 3, requires_grad=True)
+
+    def step(x: rt.Tensor, y: rt.Tensor, scale: float = 1.0, *, bias: float = 0.0) -> Any:
+        w.grad = None
+        loss = ((x @ w - y) ** 2).mean() * scale + bias
+        loss.backward()
+        with rt.no_grad():
+            w.sub_(0.1 * w.grad)
+        return loss
+
+    compiled = planner.compile(step)
+    r = np.random.default_rng(0)
+    data = [(rt.tensor(r.standard_normal((5, 6)).astype(np.float32)),
+             rt.tensor(r.standard_normal((5, 3)).astype(np.float32))) for _ in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(*data[0])
+        assert "step replays a cached plan" in planner.explain(compiled, data[1][0],
+                                                               y=data[1][1])
+        compiled(data[1][0], y=data[1][1])
+        compiled(x=data[2][0], y=data[2][1])
+        compiled(data[3][0], data[3][1], bias=0.0)
+    assert compiled.captures == 1
+    expected = rt.zeros(6, 3, requires_grad=True)
+    for x, y in data:
+        expected.grad = None
+        ((x @ expected - y) ** 2).mean().backward()
+        with rt.no_grad():
+            expected.sub_(0.1 * expected.grad)
+    np.testing.assert_allclose(w.detach().numpy(), expected.detach().numpy(), rtol=1e-5,
+                               atol=1e-7)
+    x, y = data[0]
+    for args, kwargs in (((x, y), {"y": y}), ((x,), {"z": y}), ((), {"y": y})):
+        expected_error = _raised(lambda: step(*args, **kwargs))
+        assert expected_error[0] == "TypeError"
+        assert _raised(lambda: compiled(*args, **kwargs)) == expected_error
