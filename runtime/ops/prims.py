@@ -143,6 +143,10 @@ def _lower_pow(kb: KernelBuilder, args: list[LowerArg], attrs: dict[str, Any],
     what ML code raises to (squares, cubes), cheaper than pow and within an ulp of it."""
     base, exponent = args
     n = exponent[1]
+    if base[0] == "expr" and exponent[0] == "scalar" and not isinstance(n, bool) \
+            and n in (0.5, -0.5):  # PyTorch's sqrt and rsqrt (numpy's power takes 0.5 so)
+        root = kb.unary("sqrt", _operand(kb, base, dtype), dtype)
+        return root if n == 0.5 else kb.binary("div", kb.const(1.0, dtype), root, dtype)
     if base[0] != "expr" or exponent[0] != "scalar" or isinstance(n, bool) \
             or n not in (0, 1, 2, 3, 4, -1, -2) or n != int(n):
         return _lower_binary("pow")(kb, args, attrs, dtype)
@@ -298,8 +302,34 @@ def _pow_bwd(c: Any, g: Any) -> tuple[Any, Any]:
     return _grads2(c, ga, gb)
 
 
-POW = _binary("pow", np.power, _pow_bwd, saves=(0, 1, "out"), lower=_lower_pow,
-              lower_dtypes=_FLOATS)
+_RSQRT_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64), D.bfloat16.np})
+
+
+def _is_rsqrt(a: Any, b: Any) -> bool:
+    """Whether ``a ** b`` is PyTorch's rsqrt: a float32, float64 or bfloat16 array to the
+    number -0.5 (a float16 one takes pow, as PyTorch's)."""
+    return type(b) in _NUMBERS and b == -0.5 and getattr(a, "dtype", None) in _RSQRT_DTYPES
+
+
+def _pow_impl(xp: Any, a: Any, b: Any) -> Any:
+    """``power``, but x ** -0.5 is 1 / sqrt(x), as PyTorch's kernel computes it (-inf at -0.0,
+    nan at -inf, where pow gives +inf and 0); numpy's power already takes x ** 0.5 as sqrt."""
+    if _is_rsqrt(a, b):
+        return xp.reciprocal(xp.sqrt(a))
+    return xp.power(a, b)
+
+
+def _pow_specializer(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    if len(arg_metas) == 2 and type(arg_metas[1]) in _NUMBERS and arg_metas[1] == -0.5 \
+            and is_array_meta(arg_metas[0]) and np.dtype(arg_metas[0][1]) in _RSQRT_DTYPES:
+        return None  # the impl's rsqrt
+    return ufunc_specializer(np.power)(arg_metas, attrs, out_meta)
+
+
+POW = register(Primitive(
+    "pow", impl=_pow_impl, infer=_elementwise_infer(PROMOTE_SAME), backward=_pow_bwd,
+    saves=(0, 1, "out"), promote=PROMOTE_SAME, lower=_lower_pow, lower_dtypes=_FLOATS,
+    elementwise=True, flops=flops_elementwise, specializer=_pow_specializer))
 MAXIMUM = _binary(
     "maximum", np.maximum,
     lambda c, g: _minmax_bwd(c, g, F.gt), saves=(0, 1), lower_dtypes=_NUMERIC)

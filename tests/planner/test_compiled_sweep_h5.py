@@ -239,3 +239,27 @@ def test_arguments_by_keyword_or_position_are_one_capture() -> None:
         expected_error = _raised(lambda: step(*args, **kwargs))
         assert expected_error[0] == "TypeError"
         assert _raised(lambda: compiled(*args, **kwargs)) == expected_error
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+@pytest.mark.parametrize("exponent", [0.5, -0.5])
+def test_power_of_a_half_is_pytorchs_sqrt_and_rsqrt(exponent: float, dtype: str) -> None:
+    """PyTorch computes x ** 0.5 as sqrt(x) and x ** -0.5 as 1 / sqrt(x) (float32, float64,
+    bfloat16; float16 takes pow): -0.0 ** 0.5 is -0.0 and -inf ** 0.5 nan, -0.0 ** -0.5
+    -inf and -inf ** -0.5 nan. Eager mode (numpy's power) had 0.5 right and -0.5 as pow; a
+    fused kernel took both as pow (+0.0, inf; +inf, 0)."""
+    x = np.array([-0.0, 0.0, -np.inf, np.inf, np.nan, -1.0, 4.0, 1e-30, 2.0], np.float32)
+
+    def fn(lib: Any, t: Any) -> Any:
+        return ((t * 1) ** exponent + 1) * 2, (t * 1) ** exponent
+
+    expected = fn(torch, torch.tensor(x).to(getattr(torch, dtype)))
+    xr = rt.tensor(x).to(getattr(rt, dtype))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        results = [fn(rt, xr), planner.compile(lambda t: fn(rt, t))(xr)]
+    for got in results:
+        for g, e in zip(got, expected, strict=True):
+            g, e = g.float().numpy(), e.float().numpy()
+            np.testing.assert_array_equal(np.signbit(g) | np.isnan(g), np.signbit(e) | np.isnan(e))
+            np.testing.assert_allclose(g, e, rtol=1e-2 if dtype == "bfloat16" else 1e-6)
