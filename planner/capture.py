@@ -132,6 +132,10 @@ class Tracer:
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
+        # tensors the step made that share the memory of one from outside (``x.detach()`` of
+        # an argument, ``p.data``): a leaf made so (``x.detach().requires_grad_()``, a gradient
+        # penalty's input) gets its .grad from backward, and is gone after the call
+        self.aliases: dict[int, Tensor] = {}
         self.generators: list[Generator] = []
         # the state of each generator the capture met, when it met it (the default one from
         # the start): a step that seeds one (``rt.manual_seed(0)`` before its dropout) changes
@@ -444,6 +448,10 @@ class Tracer:
             return f"{prefix} .grad of {name}"
         return f"a view tensor{list(t.shape)}"
 
+    def made_alias(self, t: Tensor) -> None:
+        if type(t._data) is not MetaArray:
+            self.aliases[id(t)] = t  # (held: its id names it until the capture ends)
+
     def read_grad(self, owner: Tensor) -> Tensor | None:
         if type(owner._data) is MetaArray:
             return owner._grad
@@ -675,7 +683,12 @@ class Tracer:
         # the tensors living outside the step when it ends, by id: what a returned one is
         live = {id(slot.ref): ReturnedState("tensor", slot.ref) for slot in self.slots
                 if slot.kind == "tensor" and isinstance(slot.ref, Tensor)}
+        returned = {id(t) for t in _tensors_in(result)}
         for key, (owner, value) in self.grad_shadow.items():
+            if key in self.aliases and key not in returned:
+                # a tensor of the step's own, not returned: its .grad is gone with it after the
+                # call (neither state of the plan, nor guarded, nor made anew at each call)
+                continue
             if value is not None:
                 live[id(value)] = ReturnedState("grad", owner if key not in self.input_of
                                                 else None, self.input_of.get(key))
@@ -792,6 +805,17 @@ class Tracer:
             return ("py", value)
         raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
                          "rebuild")
+
+
+def _tensors_in(value: Any) -> list[Tensor]:
+    """The tensors of a step's returned value (in its tuples, lists and dicts)."""
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors_in(v)]
+    return []
 
 
 def _broadcast(cell: MetaArray) -> bool:

@@ -242,6 +242,8 @@ class Tensor:
 
     def detach(self) -> Tensor:
         t = Tensor._make(self._data, self.dtype, self.device, None, 0, self._vc)
+        if _trace_state.tracer is not None:  # a tensor the captured step makes (its .grad)
+            _trace_state.tracer.made_alias(t)
         return t
 
     def detach_(self) -> Tensor:
@@ -260,7 +262,10 @@ class Tensor:
     @property
     def data(self) -> Tensor:
         # a new version counter (unlike detach), of the same kind: inference stays inference
-        return Tensor._make(self._data, self.dtype, self.device, None, 0, type(self._vc)())
+        t = Tensor._make(self._data, self.dtype, self.device, None, 0, type(self._vc)())
+        if _trace_state.tracer is not None:  # a tensor the captured step makes (its .grad)
+            _trace_state.tracer.made_alias(t)
+        return t
 
     @data.setter
     def data(self, value: Tensor) -> None:
