@@ -179,8 +179,12 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
     grad_on = _grad_state.enabled
     if grad_on and t._rg and t._grad_fn is None:
         raise RuntimeError(ERR_LEAF_INPLACE)
-    storage = tracer.storage_of(t)
     meta = type(t._data) is MetaArray
+    if not meta and overlaps_internally(t._data):  # an argument that is an expand()
+        if prim.name == "fill":  # allowed, as PyTorch's (functional._fill_overlapping)
+            raise GraphBreak("fill_ of a tensor whose elements share memory (an expand())")
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)
+    storage = tracer.storage_of(t)
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
     if needs_graph and not meta:

@@ -306,3 +306,41 @@ def test_gradient_penalty_on_a_detached_argument_is_captured_once(alias: str) ->
     for g, e in zip(params, eager_params, strict=True):
         np.testing.assert_allclose(g.detach().numpy(), e.detach().numpy(), rtol=2e-5, atol=2e-6)
     assert compiled.captures == 1
+
+
+@pytest.mark.parametrize("write", ["mul_", "copy_", "clamp_"])
+def test_in_place_write_to_an_expanded_argument_raises_pytorchs_error(write: str) -> None:
+    """An in-place write to an argument that is an expand() (elements sharing memory): eager
+    mode and PyTorch raise the internal-overlap RuntimeError at the write; a compiled call
+    captured it and failed at its write-back with numpy's ValueError ('assignment destination
+    is read-only')."""
+    def step(lib: Any, x: Any) -> Any:
+        if write == "copy_":
+            x.copy_(lib.ones(5, 6))
+        elif write == "clamp_":
+            x.clamp_(0.0, 0.5)
+        else:
+            x.mul_(2)
+        return x.sum()
+
+    expected = _raised(lambda: step(torch, torch.ones(1, 6).expand(5, 6)))
+    assert expected[0] == "RuntimeError"
+    compiled = planner.compile(lambda x: step(rt, x))
+    base = rt.ones(1, 6)
+    for fn in (lambda x: step(rt, x), compiled, compiled):
+        assert _raised(lambda: fn(base.expand(5, 6))) == expected
+    np.testing.assert_array_equal(base.numpy(), np.ones((1, 6), np.float32))
+
+
+def test_fill_of_an_expanded_argument_runs_eagerly() -> None:
+    """zero_ and fill_ of an expand() are allowed (PyTorch's and eager mode's fill): a
+    capture runs that step eagerly, with the warning (it failed at the write-back)."""
+    def step(x: rt.Tensor) -> rt.Tensor:
+        x.zero_()
+        x.fill_(3.0)
+        return x.sum()
+
+    base = rt.ones(1, 6)
+    with pytest.warns(RuntimeWarning, match="fill_ of a tensor whose elements share memory"):
+        assert planner.compile(step)(base.expand(5, 6)).item() == 90.0
+    np.testing.assert_array_equal(base.numpy(), np.full((1, 6), 3.0, np.float32))
