@@ -9,7 +9,7 @@ from runtime.tracing import GraphBreak
 
 def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
     """Say what calling ``fn(*args, **kwargs)`` would do, without running the step."""
-    from .compile import CompiledStep, _arg_key, _describe_key_change
+    from .compile import CompiledStep, _arg_key, _describe_key_change, _with_dynamic
     from .optimized_module import OptimizedModule
     from .tree import flatten, freeze
 
@@ -21,8 +21,15 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
             args, kwargs = fn._by_position(args, kwargs)
         leaves, spec = flatten((args, kwargs))
         flat = tuple(leaves)
-        key = (freeze(spec), *_arg_key(flat))
+        frozen = freeze(spec)
+        key = (frozen, *_arg_key(flat))
+        dynamic = fn._dynamic.get(frozen)  # float arguments read as plan inputs: as a call
+        if dynamic:
+            key = _with_dynamic(key, dynamic)
         entry = fn._cache.get(key)
+        if entry is None and (more := fn._changed_floats(key, flat)):
+            key = _with_dynamic(key, (dynamic or frozenset()) | more)
+            entry = fn._cache.get(key)
         if entry is not None:
             if entry.eager_reason is not None:
                 return f"{name} falls back to eager: {entry.eager_reason}"

@@ -344,3 +344,30 @@ def test_fill_of_an_expanded_argument_runs_eagerly() -> None:
     with pytest.warns(RuntimeWarning, match="fill_ of a tensor whose elements share memory"):
         assert planner.compile(step)(base.expand(5, 6)).item() == 90.0
     np.testing.assert_array_equal(base.numpy(), np.full((1, 6), 3.0, np.float32))
+
+
+def test_explain_keys_float_arguments_as_the_call_does() -> None:
+    """A float argument met with a second value is an input of the plan (automatic dynamic):
+    later values replay without a capture, and planner.explain says so (it keyed the value
+    itself and said the step recompiles)."""
+    w = rt.ones(3, requires_grad=True)
+
+    def step(x: rt.Tensor, lr: float) -> rt.Tensor:
+        w.grad = None
+        loss = (w * x).pow(2).sum()
+        loss.backward()
+        with rt.no_grad():
+            w.sub_(lr * w.grad)
+        return loss
+
+    compiled = planner.compile(step)
+    x = rt.tensor([0.5, -1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(x, 0.1)
+        compiled(x, 0.2)  # a second value: lr is read at each call from now on
+        captures = compiled.captures
+        for lr in (0.3, 0.05):
+            assert "replays a cached plan" in planner.explain(compiled, x, lr)
+            compiled(x, lr)
+    assert compiled.captures == captures
