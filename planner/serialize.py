@@ -208,6 +208,13 @@ _PHASES = frozenset({"forward", "backward", "recompute", "update"})
 _DEVICE = re.compile(r"cpu|cuda(:[0-9]{1,3})?")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _RAND_KINDS = frozenset({"rand", "randn", "rand64"})
+_RANDINT = re.compile(r"randint:(-?[0-9]{1,20}):(-?[0-9]{1,20})")
+
+
+def _is_randint(kind: Any) -> bool:
+    """Whether ``kind`` is a randint draw's ("randint:low:high", low < high, in int64)."""
+    found = _RANDINT.fullmatch(kind) if isinstance(kind, str) else None
+    return found is not None and -2**63 <= int(found[1]) < int(found[2]) <= 2**63
 _KERNEL_ATTRS = frozenset({"kernel", "outs", "fused", "commit", "out_specs"})
 
 
@@ -521,7 +528,8 @@ class _Loader:
             return StateStep(slot=reads[st.out], **fields)
         if st.op == "const":
             return ConstStep(value=consts[st.out], **fields)
-        if not st.common["dtype"].is_floating_point:
+        if not (st.common["dtype"].is_floating_point or _is_randint(want["kind"])
+                and st.common["dtype"] is not D.bool_):
             _fail(f"{path}.dtype", "a random draw is float32 or float64, not "
                                    f"{st.common['dtype'].name}")
         self.define(st, path)
@@ -688,7 +696,8 @@ class _Loader:
                 _fail(f"rands[{i}]", "is not a [buffer, (kind, generator)] pair")
             where = f"rands[{i}][1]"
             kind, gen = self.pair(decode(pair[1], where, kernels=False), where)
-            if not _one_of(kind, _RAND_KINDS) or not _is_int(gen, 0, 2**16):
+            if not (_one_of(kind, _RAND_KINDS) or _is_randint(kind)) \
+                    or not _is_int(gen, 0, 2**16):
                 _fail(f"rands[{i}][1]", f"({_show(kind)}, {_show(gen)}) is not (rand, randn or rand64, "
                                         "generator index)")
             found[pair[0]] = (kind, gen)

@@ -474,13 +474,17 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
 
 
 def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
-    """A host array of ``dtype`` from ``generator``: standard normal ("randn") or uniform on
-    [0, 1) ("rand"), PyTorch's numbers (``runtime._torch_rng``); eager calls and a compiled
-    plan's random steps draw through it alike."""
+    """A host array of ``dtype`` from ``generator``: standard normal ("randn"), uniform on
+    [0, 1) ("rand") or integers in [low, high) ("randint:low:high"), PyTorch's numbers
+    (``runtime._torch_rng``); eager calls and a compiled plan's random steps draw through it
+    alike."""
     if kind == "randn":
         return _torch_rng.normal(generator, tuple(shape), dtype)
     if kind == "rand64":  # what PyTorch's bernoulli_(p) compares with p (float64, 53 bits)
         return _torch_rng.uniform(generator._rng, tuple(shape), D.float64)
+    if kind.startswith("randint:"):  # randint(low, high, shape): "randint:low:high"
+        _, low, high = kind.split(":")
+        return _torch_rng.integers(generator._rng, tuple(shape), int(low), int(high), dtype)
     return _torch_rng.uniform(generator._rng, tuple(shape), dtype)
 
 
@@ -555,8 +559,6 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
                            f"to={high}")
     shape = _size((size,))
     _check_sizes(shape, "randint")
-    if active_tracer() is not None:
-        raise GraphBreak("randint inside a captured step")
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     if not dt.is_floating_point:  # PyTorch's check_from_to: both ends in the dtype's range
@@ -565,8 +567,14 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
         for value, name in ((low, "from"), (high - 1, "to - 1")):
             if not lowest <= value <= highest:
                 raise RuntimeError(f"{name} is out of bounds for {D.type_meta_name(dt)}")
-    arr = _torch_rng.integers(g._rng, tuple(shape), low, high, dt)
     dev = factory_device(device)
+    tracer = active_tracer()
+    if tracer is not None:  # a random step of the plan (``draw``'s "randint:low:high")
+        if dt is D.bool_ or dev != "cpu":
+            raise GraphBreak("randint inside a captured step")
+        return tracer.random(f"randint:{low}:{high}", tuple(shape), dt, dev, g
+                             )._factory_requires_grad_(requires_grad)
+    arr = _torch_rng.integers(g._rng, tuple(shape), low, high, dt)
     return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
 
 

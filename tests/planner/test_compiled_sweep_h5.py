@@ -371,3 +371,47 @@ def test_explain_keys_float_arguments_as_the_call_does() -> None:
             assert "replays a cached plan" in planner.explain(compiled, x, lr)
             compiled(x, lr)
     assert compiled.captures == captures
+
+
+def test_randint_in_a_compiled_step_draws_pytorchs_numbers() -> None:
+    """randint inside a step (random indices, an integer noise, a random mask) made the
+    step run eagerly ("randint inside a captured step"); it is a random step of the plan
+    now, drawing PyTorch's numbers in eager mode's order (dtype= too), the generator left
+    where PyTorch leaves it, and a kept plan reloads it."""
+    def make(lib: Any) -> Any:
+        def step(x: Any, w: Any) -> Any:
+            w.grad = None
+            idx = lib.randint(0, 5, (3,))
+            noise = lib.randint(-3, 4, (5, 6), dtype=lib.float32)
+            mask = lib.randint(2, (5, 6)).bool()
+            loss = ((x * w + noise * 0.01).masked_fill(mask, 0.0)[idx]).pow(2).sum() \
+                + lib.nn.functional.dropout(x, 0.3).sum()
+            loss.backward()
+            return loss, idx, noise, lib.randint(10, 20, (2,), dtype=lib.int32), w.grad
+
+        return step
+
+    x = np.random.default_rng(0).standard_normal((5, 6)).astype(np.float32)
+    runs = []
+    for lib, compiled in ((torch, False), (rt, False), (rt, True)):
+        lib.manual_seed(0)
+        w = lib.ones(6, requires_grad=True)
+        step = make(lib)
+        if compiled:
+            step = planner.compile(step)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = [[t.detach().numpy().copy() for t in step(lib.tensor(x * (i + 1)), w)]
+                   for i in range(3)]
+        runs.append((got, lib.rand(3).numpy()))
+        if compiled:
+            assert step.captures == 1
+            again = planner.Plan.loads(step.plan.dumps())
+            assert again.dumps() == step.plan.dumps()
+    (expected, after), *ours = runs
+    for got, got_after in ours:
+        for g_call, e_call in zip(got, expected, strict=True):
+            for g, e in zip(g_call, e_call, strict=True):
+                assert g.dtype == e.dtype
+                np.testing.assert_allclose(g, e, rtol=1e-5)
+        np.testing.assert_array_equal(got_after, after)
