@@ -212,7 +212,10 @@ _RANDINT = re.compile(r"randint:(-?[0-9]{1,20}):(-?[0-9]{1,20})")
 
 
 def _is_randint(kind: Any) -> bool:
-    """Whether ``kind`` is a randint draw's ("randint:low:high", low < high, in int64)."""
+    """Whether ``kind`` is an integer draw's: randperm's, or randint's ("randint:low:high",
+    low < high, in int64)."""
+    if kind == "randperm":
+        return True
     found = _RANDINT.fullmatch(kind) if isinstance(kind, str) else None
     return found is not None and -2**63 <= int(found[1]) < int(found[2]) <= 2**63
 _KERNEL_ATTRS = frozenset({"kernel", "outs", "fused", "commit", "out_specs"})

@@ -475,13 +475,16 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
 
 def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
     """A host array of ``dtype`` from ``generator``: standard normal ("randn"), uniform on
-    [0, 1) ("rand") or integers in [low, high) ("randint:low:high"), PyTorch's numbers
+    [0, 1) ("rand"), integers in [low, high) ("randint:low:high") or a permutation of
+    range(n) ("randperm", shape (n,)), PyTorch's numbers
     (``runtime._torch_rng``); eager calls and a compiled plan's random steps draw through it
     alike."""
     if kind == "randn":
         return _torch_rng.normal(generator, tuple(shape), dtype)
     if kind == "rand64":  # what PyTorch's bernoulli_(p) compares with p (float64, 53 bits)
         return _torch_rng.uniform(generator._rng, tuple(shape), D.float64)
+    if kind == "randperm":  # randperm(n): shape (n,)
+        return torch_permutation(shape[0], generator).astype(dtype.np)
     if kind.startswith("randint:"):  # randint(low, high, shape): "randint:low:high"
         _, low, high = kind.split(":")
         return _torch_rng.integers(generator._rng, tuple(shape), int(low), int(high), dtype)
@@ -853,9 +856,13 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     _check_randperm_dtype(int(n), dt, requires_grad)
-    if active_tracer() is not None:
-        raise GraphBreak("randperm inside a captured step")
     g = generator or default_generator
     dev = factory_device(device)
+    tracer = active_tracer()
+    if tracer is not None:  # a random step of the plan (``draw``'s "randperm")
+        if dt is D.bool_ or dev != "cpu":
+            raise GraphBreak("randperm inside a captured step")
+        return tracer.random("randperm", (int(n),), dt, dev, g
+                             )._factory_requires_grad_(requires_grad)
     perm = torch_permutation(int(n), g).astype(dt.np)
     return Tensor._make(move_array(perm, dev), dt, dev)._factory_requires_grad_(requires_grad)

@@ -415,3 +415,46 @@ def test_randint_in_a_compiled_step_draws_pytorchs_numbers() -> None:
                 assert g.dtype == e.dtype
                 np.testing.assert_allclose(g, e, rtol=1e-5)
         np.testing.assert_array_equal(got_after, after)
+
+
+def test_mixup_step_with_randperm_compiled_draws_pytorchs_permutations() -> None:
+    """A mixup step's ``perm = randperm(batch)`` ran the step eagerly ("randperm inside a
+    captured step"); it is a random step of the plan now: PyTorch's permutations (dtype=
+    too), the generator left where PyTorch leaves it, one capture."""
+    def make(lib: Any) -> Any:
+        def step(x: Any, y: Any, w: Any) -> Any:
+            w.grad = None
+            perm = lib.randperm(x.shape[0])
+            mixed = 0.7 * x + 0.3 * x[perm]
+            out = mixed @ w
+            f = lib.nn.functional
+            loss = 0.7 * f.cross_entropy(out, y) + 0.3 * f.cross_entropy(out, y[perm])
+            loss.backward()
+            return loss, perm, lib.randperm(5, dtype=lib.float32), w.grad
+
+        return step
+
+    r = np.random.default_rng(0)
+    x, y = r.standard_normal((8, 6)).astype(np.float32), r.integers(0, 3, 8)
+    runs = []
+    for lib, compiled in ((torch, False), (rt, True)):
+        lib.manual_seed(0)
+        w = lib.ones(6, 3, requires_grad=True)
+        step = make(lib)
+        if compiled:
+            step = planner.compile(step)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = [[t.detach().numpy().copy() for t in step(lib.tensor(x * (i + 1)),
+                                                            lib.tensor(y), w)]
+                   for i in range(3)]
+        runs.append((got, lib.rand(3).numpy()))
+        if compiled:
+            assert step.captures == 1
+            assert planner.Plan.loads(step.plan.dumps()).dumps() == step.plan.dumps()
+    (expected, after), (got, got_after) = runs
+    for g_call, e_call in zip(got, expected, strict=True):
+        for g, e in zip(g_call, e_call, strict=True):
+            assert g.dtype == e.dtype
+            np.testing.assert_allclose(g, e, rtol=1e-5)
+    np.testing.assert_array_equal(got_after, after)
