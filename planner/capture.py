@@ -149,6 +149,7 @@ class Tracer:
         self.seen_backward = False
         self.effects: list[tuple[str, Any]] = []
         self._effect_on: dict[int, str] = {}  # id(optimizer) -> an "after" effect's name
+        self._effect_opts: dict[int, tuple[Any, str]] = {}  # id(optimizer) -> (it, a name)
         self.modes: list[tuple[Any, bool]] = []
         self.late_modes: list[tuple[Any, bool]] = []
         self.found_modes: dict[int, tuple[Any, bool]] = {}
@@ -617,6 +618,7 @@ class Tracer:
         after such a call cannot be planned (it would need the value in between)."""
         read = any(where[0] == id(opt) for where in self.hypers)
         when = "after" if read else "before"
+        self._effect_opts.setdefault(id(opt), (opt, name))
         if read:
             self._effect_on[id(opt)] = name
         self.effects.append((when, call))
@@ -716,6 +718,7 @@ class Tracer:
             created.extend(f"{type(opt).__name__} state {key!r} of a parameter "
                            f"{list(p.shape)}" for p, st in opt.state.items()
                            for key in st if key not in snapshot.get(p, {}))
+        self._check_returned_settings(result)
         template = self._template(result)
         if self.aot is not None:  # the returned value, and the gradients (planner.aot.split)
             template = ("tuple", [template, ("tuple", self.aot.grads)])
@@ -784,6 +787,47 @@ class Tracer:
         self.items += 1
         return ItemOut(self._read(t))
 
+    def _check_returned_settings(self, result: Any) -> None:
+        """A returned number that is a group setting of an optimizer whose lr scheduler steps
+        in the step (``return loss, opt.param_groups[0]["lr"]``, ``sched.get_last_lr()``):
+        the capture did not run that step (it runs at each replay, ``on_effect``), so the
+        value is the one before it, and a plan would return it at every call: GraphBreak."""
+        if not self._effect_opts:
+            return
+        settings = {id(v): name for opt, name in self._effect_opts.values()
+                    for group in opt.param_groups for v in group.values()
+                    if type(v) in (float, int)}
+        for value in _numbers_in(result):
+            if id(value) in settings:
+                raise GraphBreak(f"the step returns a group setting of an optimizer that "
+                                 f"{settings[id(value)]} changes at each call (read it from "
+                                 "the optimizer after the call)")
+
+    def _returned_setting(self, value: float) -> Any:
+        """A returned float that is a group setting of a live optimizer (``return loss,
+        opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``): the template of its value
+        read at each replay (a schedule stepped between calls changes it; a plan returned
+        the value met at capture), else None. A float object that settings of several groups
+        the step steps hold (one default lr of two optimizers), or only those of optimizers
+        it does not step, cannot be told: GraphBreak."""
+        found = [(opt, i, key) for opt, _ in self.groups_at_start.values()
+                 for i, group in enumerate(opt.param_groups)
+                 for key, v in group.items() if v is value and key != "params"]
+        if not found:
+            return None
+        used = [f for f in found if id(f[0]) in self.optimizers] or found
+        # one optimizer's "lr" and the "initial_lr" a scheduler copied from it are one object
+        opt, i, key = min(used, key=lambda f: f[2] != "lr")
+        several = len({(id(o), g) for o, g, _ in used}) > 1
+        if several or id(opt) not in self.optimizers:
+            raise GraphBreak("the step returns a float that is a group setting of "
+                             + ("several optimizers" if several else
+                                f"{type(opt).__name__}, which it does not step")
+                             + " (read it from the optimizer after the call)")
+        params = opt.param_groups[i].get("params") or ()
+        device = params[0].device if params else "cpu"
+        return ("item", ("node", self._read(self.hyper(opt, i, key, None, device))))
+
     def _template(self, value: Any) -> Any:
         if type(value) is ItemOut:  # planner.item_outputs: read at each replay
             return ("item", ("node", value.node))
@@ -801,10 +845,23 @@ class Tracer:
             return ("list", [self._template(v) for v in value])
         if isinstance(value, dict):
             return ("dict", [(k, self._template(v)) for k, v in value.items()])
+        if type(value) is float and (setting := self._returned_setting(value)) is not None:
+            return setting
         if value is None or isinstance(value, (bool, int, float, str)):
             return ("py", value)
         raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
                          "rebuild")
+
+
+def _numbers_in(value: Any) -> list[Any]:
+    """The Python floats and ints of a step's returned value (in its tuples, lists, dicts)."""
+    if type(value) in (float, int):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [n for v in value for n in _numbers_in(v)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers_in(v)]
+    return []
 
 
 def _tensors_in(value: Any) -> list[Tensor]:

@@ -458,3 +458,53 @@ def test_mixup_step_with_randperm_compiled_draws_pytorchs_permutations() -> None
             assert g.dtype == e.dtype
             np.testing.assert_allclose(g, e, rtol=1e-5)
     np.testing.assert_array_equal(got_after, after)
+
+
+def _lr_run(compiled: bool, inside: bool) -> tuple[list[Any], Any]:
+    rt.manual_seed(0)
+    model = rt.nn.Linear(6, 3)
+    opt = rt.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    sched = rt.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+
+    def step(x: rt.Tensor) -> Any:
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        if inside:
+            sched.step()
+        return loss.item(), opt.param_groups[0]["lr"], sched.get_last_lr()[0]
+
+    fn = planner.compile(step) if compiled else step
+    got = []
+    for i in range(4):
+        got.append(fn(rt.ones(5, 6) * (i + 1)))
+        if not inside:
+            sched.step()
+    return got, fn
+
+
+def test_a_returned_learning_rate_is_read_at_each_call() -> None:
+    """``return loss, opt.param_groups[0]["lr"]`` (or ``sched.get_last_lr()[0]``) with the
+    schedule stepped between calls: the plan returned the lr met at capture at every call
+    (0.1, 0.1, ...), silently; it reads the group's value at each replay now, one capture."""
+    expected, _ = _lr_run(compiled=False, inside=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, step = _lr_run(compiled=True, inside=False)
+    assert [g[1:] for g in got] == [e[1:] for e in expected] == [(0.1, 0.1), (0.05, 0.05),
+                                                               (0.025, 0.025),
+                                                               (0.0125, 0.0125)]
+    np.testing.assert_allclose([g[0] for g in got], [e[0] for e in expected], rtol=1e-5)
+    assert step.captures == 1
+
+
+def test_a_learning_rate_returned_after_an_in_step_schedule_runs_eagerly() -> None:
+    """With sched.step() inside the step the capture defers the schedule to each replay, so
+    the lr it met is the one before it: a plan returned that (0.1 every call) where eager
+    mode returns 0.05, 0.025, ...; such a step now runs eagerly, with the warning."""
+    expected, _ = _lr_run(compiled=False, inside=True)
+    with pytest.warns(RuntimeWarning, match="returns a group setting of an optimizer"):
+        got, _ = _lr_run(compiled=True, inside=True)
+    assert [g[1:] for g in got] == [e[1:] for e in expected]
+    np.testing.assert_allclose([g[0] for g in got], [e[0] for e in expected], rtol=1e-5)
