@@ -807,23 +807,18 @@ class Tracer:
         """A returned float that is a group setting of a live optimizer (``return loss,
         opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``): the template of its value
         read at each replay (a schedule stepped between calls changes it; a plan returned
-        the value met at capture), else None. A float object that settings of several groups
-        the step steps hold (one default lr of two optimizers), or only those of optimizers
-        it does not step, cannot be told: GraphBreak."""
+        the value met at capture), else None (the value met at capture, as before): also
+        for a float object that settings of several groups the step steps hold (one lr
+        literal given to two optimizers), which cannot be told apart, and for a setting of
+        an optimizer the step does not step."""
         found = [(opt, i, key) for opt, _ in self.groups_at_start.values()
                  for i, group in enumerate(opt.param_groups)
                  for key, v in group.items() if v is value and key != "params"]
-        if not found:
+        used = [f for f in found if id(f[0]) in self.optimizers]
+        if not used or len({(id(o), g) for o, g, _ in used}) > 1:
             return None
-        used = [f for f in found if id(f[0]) in self.optimizers] or found
         # one optimizer's "lr" and the "initial_lr" a scheduler copied from it are one object
         opt, i, key = min(used, key=lambda f: f[2] != "lr")
-        several = len({(id(o), g) for o, g, _ in used}) > 1
-        if several or id(opt) not in self.optimizers:
-            raise GraphBreak("the step returns a float that is a group setting of "
-                             + ("several optimizers" if several else
-                                f"{type(opt).__name__}, which it does not step")
-                             + " (read it from the optimizer after the call)")
         params = opt.param_groups[i].get("params") or ()
         device = params[0].device if params else "cpu"
         return ("item", ("node", self._read(self.hyper(opt, i, key, None, device))))
