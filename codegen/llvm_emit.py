@@ -28,10 +28,10 @@ A bfloat16 input (``ir.STORAGE_ONLY``) is loaded as i16 and widened to the float
 (zext, shl 16, bitcast); a bfloat16 output is stored rounded to nearest even by integer ops
 (``f32_to_bf16``), which vectorize like the rest of the loop.
 
-A kernel with float32 sin or cos has a second body using their exact argument reduction
-(codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a vectorized max
-reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's range with the
-exact body, which rewrites every output. A kernel writing into an input (``into``) cannot
+A kernel with float32 or float64 sin or cos has a second body using their exact argument
+reduction (codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a
+vectorized max reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's
+range with the exact body, which rewrites every output. A kernel writing into an input (``into``) cannot
 rerun and has only the exact body. sin and cos of one value (sin's backward takes cos of its
 argument) are one call of their pair's function (``sincos``: one argument reduction), and an
 argument's range is checked once.
@@ -601,12 +601,15 @@ class KernelEmitter:
         argument's magnitude is bounded; one of a pair from the pair's function, called once
         per argument and block (the block's earlier instructions dominate its later ones)."""
         b, op = self.b, expr.op
-        ranged = op in EXACT_VARIANTS and expr.dtype == "float32"
+        ranged = op in EXACT_VARIANTS and expr.dtype in ("float32", "float64")
         bounded = self.bounds[expr.x] <= FAST_SIN_COS_LIMIT
         key = (id(x), id(b.block))
         if ranged and self.checked and key not in self.range_checked and not bounded:
             self.range_checked.add(key)
-            magnitude = b.and_(b.bitcast(x, I32), I32(0x7FFFFFFF))
+            # a float64 argument narrowed to float32 (past float32's range: inf), checked
+            # against the same limit (float64's fast reduction holds further, to 2**49)
+            narrow = x if expr.dtype == "float32" else b.fptrunc(x, ir.FloatType())
+            magnitude = b.and_(b.bitcast(narrow, I32), I32(0x7FFFFFFF))
             umax = self.module.globals.get("llvm.umax.i32") or ir.Function(
                 self.module, ir.FunctionType(I32, [I32, I32]), "llvm.umax.i32")
             b.store(b.call(umax, [b.load(self.largest_bits), magnitude]), self.largest_bits)

@@ -27,8 +27,9 @@ for |x| < 2**49 (5.6e14), 4.9 ulp below 2**50, 50 ulp below 2**51; past 2**51 (f
 result is meaningless, though it stays in [-1, 1]. sin_exact/cos_exact (float32) reduce every
 finite x exactly (x = m * 2**k, x * 2/pi mod 4 = m * T(k) from a 256-entry float64 table of T),
 within 1.6 ulp on the whole range, but 5-6x slower: the table lookups are vector gathers on
-every element. A kernel runs the fast ones and, if any float32 argument passed
-FAST_SIN_COS_LIMIT, runs again with the exact ones (codegen/llvm.py). sin/cos of +-inf and nan
+every element; float64's are the C library's sin and cos (a call a lane). A kernel runs the
+fast ones and, if any argument passed FAST_SIN_COS_LIMIT (a float64 one compared as float32),
+runs again with the exact ones (codegen/llvm.py): a float64 sin of 1e30 was meaningless. sin/cos of +-inf and nan
 are nan. ``sincos`` (and ``sincos_exact``) return both from one reduction, the same bits as
 sin and cos each: a kernel with sin(x) and cos(x) calls it once (the chain workload's kernel:
 105 -> 77 us a call, benchmarks/chain_kernel.py).
@@ -75,8 +76,8 @@ _PI = Fraction("3.14159265358979323846264338327950288419716939937510582097494459
 # |x| below which the fast float32 sin/cos is within 1.7 ulp (past 2**22 * pi/2 it is
 # meaningless); a kernel with a larger argument reruns with sin_exact/cos_exact
 FAST_SIN_COS_LIMIT = 2.0**20
-EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact",  # float32 only
-                  "sincos": "sincos_exact"}
+EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact",  # float32: our exact reduction;
+                  "sincos": "sincos_exact"}  # float64: the C library's sin and cos
 # the fast ones without their out-of-range clamp, for an argument whose magnitude is known to be
 # at most FAST_SIN_COS_LIMIT (a kernel's sin of a tanh, codegen/llvm_emit.py): the same bits
 BOUNDED_VARIANTS = {"sin": "sin_bounded", "cos": "cos_bounded", "sincos": "sincos_bounded"}
@@ -438,6 +439,10 @@ def _sin_cos(e: _Emitter, x: V, exact: bool = False, bounded: bool = False
     cos), so sin alone costs nearly what both do (a kernel with both of one argument calls
     ``sincos`` once)."""
     b, fmt = e.b, e.fmt
+    if exact and fmt.dtype == "float64":
+        # the C library's, reducing every finite x exactly (LLVM calls sin and cos a lane
+        # at a time): a float64 kernel's rerun where an argument passed FAST_SIN_COS_LIMIT
+        return e.intrinsic("llvm.sin", x), e.intrinsic("llvm.cos", x)
     if exact and fmt.dtype != "float32":
         raise TypeError(f"no exact sin/cos reduction for {fmt.dtype}")
     r, qi = _float32_exact_reduction(e, x) if exact else _cody_waite(e, x, clamp=not bounded)

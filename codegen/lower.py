@@ -65,7 +65,7 @@ class LoopNest:
     - ``compensated``: Reduce exprs summed in blocks with compensation;
     - ``compensated_outputs``: accumulated float-sum outputs whose partial and compensation
       (two arrays of the output's size) fit a scratch budget of their own;
-    - ``ranged``: float32 sin/cos present (fast and exact variants).
+    - ``ranged``: float32 or float64 sin/cos present (fast and exact variants).
     """
     kernel: kir.Kernel
     stages: tuple[int, ...]
@@ -154,8 +154,8 @@ def lower(kernel: kir.Kernel, scratch_bytes: int = SCRATCH_BYTES) -> LoopNest:
                   and _normal_reciprocal(kernel.exprs[e.b], dtypes[e.b])}
     compensated = {i for i, e in enumerate(kernel.exprs)
                    if isinstance(e, kir.Reduce) and is_compensated(e.op, dtypes[i])}
-    ranged = any(isinstance(e, kir.Unary) and e.op in RANGED_OPS and e.dtype == "float32"
-                 for e in kernel.exprs)
+    ranged = any(isinstance(e, kir.Unary) and e.op in RANGED_OPS
+                 and e.dtype in ("float32", "float64") for e in kernel.exprs)
     return LoopNest(kernel, tuple(stages), tuple(per_element), tuple(dtypes), tuple(elem_output),
                     roots, frozenset(cached), frozenset(reciprocal), frozenset(compensated),
                     _compensated_outputs(kernel, scratch_bytes), ranged, scratch_bytes)

@@ -162,6 +162,7 @@ def test_transcendental_loops_make_no_calls(dtype):
                  (K.Output("y", len(exprs) - 1, dtype),))
     asm = build([k]).asm("chain")
     body = asm[re.search(r"^\"?chain\.body", asm, re.MULTILINE).start():]
+    body = body[:body.index(".Lfunc_end")]  # the fast body (float64's exact one calls libm)
     assert "call" not in body  # the entry calls the body; the body calls nothing
     assert re.search(r"%[yz]mm", body)
 
