@@ -26,6 +26,9 @@ _ALLOWED = frozenset({
     "CALL_FUNCTION_KW", "KW_NAMES", "PUSH_NULL", "BINARY_SUBSCR", "BINARY_OP", "COMPARE_OP",
     "IS_OP", "CONTAINS_OP", "UNARY_NEGATIVE", "UNARY_POSITIVE", "UNARY_NOT", "UNARY_INVERT",
     "BUILD_SLICE", "CACHE", "NOP",
+    # a comprehension's function made and called on an iterator (Python 3.11; 3.12 inlines
+    # it, with jumps): the item stays on the caller's stack, out of its reach
+    "MAKE_FUNCTION", "GET_ITER",
     "BUILD_TUPLE", "BUILD_LIST", "BUILD_MAP", "BUILD_CONST_KEY_MAP", "RETURN_VALUE",
     "RETURN_CONST"})
 _CONTAINERS = {"BUILD_TUPLE": 0, "BUILD_LIST": 0, "BUILD_MAP": 0, "BUILD_CONST_KEY_MAP": 1}

@@ -5,8 +5,10 @@ a capture still runs the step eagerly, with the planner's warning."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 import warnings
 
+import numpy as np
 import pytest
 
 import planner
@@ -146,6 +148,11 @@ def test_returned_as_is_reads_the_callers_bytecode() -> None:
                 lambda: {"n": (p.item(), q.item())}]
     used = [lambda: p.item() + 1, lambda: float(p.item()), lambda: [p.item()] * 2,
             lambda: p.item().real, lambda: print(p.item()), lambda: {p.item(): 1}.keys()]
+    # beside a comprehension (a function made and called on Python 3.11; inlined with jumps
+    # from 3.12, refused there)
+    beside = [lambda: (p.item(), [i for i in range(2)]),
+              lambda: {"loss": p.item(), "n": {k: k for k in "ab"}, "s": sum(i for i in [1])}]
+    (returned if sys.version_info[:2] == (3, 11) else used).extend(beside)
     for f in returned:
         seen.clear()
         f()
@@ -164,3 +171,34 @@ def test_an_item_out_refuses_every_use() -> None:
         with pytest.raises(GraphBreak, match="only returning it is captured"):
             use()
     assert "node 3" in repr(item)
+
+
+def test_an_item_returned_beside_the_gradients_a_comprehension_lists() -> None:
+    """``return {"loss": loss.item(), "grads": [p.grad for p in ...]}``: one capture, the
+    item a Python float and the grads the live ones (Python 3.11; from 3.12 the comprehension
+    is inlined, with jumps, and the step runs eagerly with a warning)."""
+    model = rt.nn.Linear(3, 2)
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return {"loss": loss.item(), "grads": [p.grad for p in model.parameters()]}
+
+    compiled = planner.compile(step, backend="llvm")
+    x = rt.from_numpy(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3))
+    if sys.version_info[:2] != (3, 11):
+        with pytest.warns(UserWarning, match="item"):
+            compiled(x)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        losses = []
+        for _ in range(3):
+            out = compiled(x)
+            assert type(out["loss"]) is float
+            assert all(g is p.grad for g, p in zip(out["grads"], model.parameters(), strict=True))
+            losses.append(out["loss"])
+    assert compiled.captures == 1 and losses[0] > losses[1] > losses[2]
