@@ -708,7 +708,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min) \
         if x.dtype.category == 1 else False
     cols = F.reshape(unfold_raw(x, k, d, pad4, s, fill), (n, c, k[0] * k[1], out[0] * out[1]))
-    arg = F.argmax(cols.detach(), 2, keepdim=True)
+    arg = _window_argmax(cols.detach(), 2)
     if fill == -math.inf and any(pad4):
         arg = _first_input_tap(cols, arg, _tap_positions(h, w, k, d, pad4, s))
     # the first maximum of each window picked by a mask, not a gather: a where and a sum,
@@ -735,6 +735,22 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     table = F.expand(tensor(where, device=x.device), (n, c, k[0] * k[1], out[0] * out[1]))
     indices = F.reshape(gather(table, 2, arg), (n, c, *out))
     return values, (indices if input.ndim == 4 else F.squeeze(indices, 0))
+
+
+def _window_argmax(cols: Tensor, dim: int) -> Tensor:
+    """Each window's (along ``dim``, kept) maximum as PyTorch's CPU max pools pick it: the
+    first maximum, or the last NaN where the window holds one (their scan replaces the
+    running maximum by a greater value or by any NaN)."""
+    arg = F.argmax(cols, dim, keepdim=True)
+    if not cols.dtype.is_floating_point:
+        return arg
+    from ..creation import arange
+
+    shape = [1] * cols.ndim
+    shape[dim] = cols.shape[dim]
+    taps = F.reshape(arange(cols.shape[dim], device=cols.device), tuple(shape))
+    last_nan = F.amax(F.where(F.ne(cols, cols), taps, -1), dim, keepdim=True)
+    return F.where(F.ge(last_nan, 0), last_nan, arg)
 
 
 @functools.lru_cache(maxsize=64)
@@ -953,6 +969,8 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
     _list_with_default(output_size, input)
     oh, ow = _adaptive_size(output_size, tuple(input.shape[-2:]), "adaptive_max_pool2d")
     _check_adaptive(input, (oh, ow), "adaptive_max_pool2d")
+    from .tensor_ops import gather
+
     _refuse_bool(input, "adaptive_max_pool2d")
     x = _as4d(input, "adaptive_max_pool2d")
     n, c, h, w = x.shape
@@ -968,8 +986,9 @@ def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = 
             for j in range(ow):
                 c0, c1 = (j * w) // ow, -(-((j + 1) * w) // ow)
                 cell = F.reshape(x[:, :, r0:r1, c0:c1], (n, c, (r1 - r0) * (c1 - c0)))
-                v, k = F.max(cell, 2)
-                values.append(v)
+                k = _window_argmax(cell.detach(), 2)
+                values.append(F.squeeze(gather(cell, 2, k), 2))
+                k = F.squeeze(k, 2)
                 if return_indices:
                     cw = c1 - c0
                     rows = F.add(F.floor_divide(k, cw), r0)

