@@ -353,6 +353,17 @@ class Tracer:
             self.outside_views[len(self.slots) - 1] = data
         return cell
 
+    def strides(self, t: Tensor) -> tuple[int, ...] | None:
+        """The strides (in elements) ``t`` would have eagerly, as far as the capture follows
+        layouts (planner.layouts): None where it does not know them."""
+        data = t._data
+        if type(data) is not MetaArray:
+            return tuple(s // data.itemsize for s in data.strides)
+        probe = self.layouts.probe(data)
+        if probe is None:
+            return None
+        return tuple(s // probe.itemsize for s in probe.strides)
+
     def write(self, t: Tensor, value: Tensor) -> None:
         """An in-place write: ``t``'s storage now holds ``value``'s graph value."""
         cell = self.storage_of(t)

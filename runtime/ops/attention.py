@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as D
 from ..creation import arange
 from ..tensor import Tensor
+from ..tracing import GraphBreak, MetaArray, active_tracer
 from . import composite as C
 from . import functional as F
 from .shapes import broadcast_error
@@ -173,9 +174,20 @@ def _flash_cpu_takes(query: Tensor, key: Tensor, value: Tensor, mask: Tensor | N
         return False
     if not query.shape[-1] == key.shape[-1] == value.shape[-1]:
         return False
-    if strides and any(t.stride()[-1] != 1 for t in (query, key, value)):
+    if strides and any(_last_stride(t) != 1 for t in (query, key, value)):
         return False
-    return query.dtype in (D.float32, D.float64, D.float16)
+    return query.dtype in (D.float32, D.float64, D.float16, D.bfloat16)
+
+
+def _last_stride(t: Tensor) -> int:
+    """``t.stride(-1)``, while capturing the stride eager mode would give (the capture's
+    layouts; where it does not know them, the step runs eagerly)."""
+    if type(t._data) is not MetaArray:
+        return int(t.stride(-1))
+    strides = getattr(active_tracer(), "strides", lambda _: None)(t)
+    if strides is None:
+        raise GraphBreak("a tensor's data was used (strides) while capturing")
+    return strides[-1]
 
 
 def _flash_cpu_mask_shape(shape: tuple[int, ...], batch: int, heads: int, length: int,
