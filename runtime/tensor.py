@@ -723,6 +723,8 @@ _TENSOR_OPS = {
 for _module, _names in _TENSOR_OPS.items():
     for _n in _names.split():
         setattr(Tensor, _n, getattr(_module, _n))
+Tensor.sort = T.sort_method  # type: ignore[method-assign]
+Tensor.argsort = T.argsort_method  # type: ignore[attr-defined]
 from .ops import extra_ops as _extra  # noqa: E402
 
 for _n in ("roll repeat_interleave nan_to_num diag logaddexp count_nonzero logical_or "

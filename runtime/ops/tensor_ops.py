@@ -6,12 +6,15 @@ backward comes from the primitives', and the elementwise parts fuse in a compile
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import operator
 import warnings
 from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from .. import _dtype as D
 from ..amp.policy import autocast_exclude
@@ -543,11 +546,11 @@ TopkResult = namedtuple("TopkResult", ["values", "indices"])
 
 
 @returns("sort")
-def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False,  # noqa: A002
-         *, out: Any = None) -> SortResult:
+def _sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False,  # noqa: A002
+          *, out: Any = None) -> SortResult:
     """Values and indices along ``dim`` (ties keep their order: the sort is always stable)."""
     if out is not None:
-        return F.written_to_each(out, sort(input, dim, descending, stable), "sort")
+        return F.written_to_each(out, _sort(input, dim, descending, stable), "sort")
     d = _dim(input, dim)
     indices = apply(P.ARGSORT, input, axis=d, descending=bool(descending))
     if input.ndim == 0:
@@ -555,10 +558,111 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     return SortResult(named(gather(input, d, indices), "SortBackward0"), indices)
 
 
-def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False
-            ) -> Tensor:
+def _argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False,  # noqa: A002
+             *, out: Tensor | None = None) -> Tensor:
     """The indices that sort x along ``dim``; stable either way (ties in input order)."""
+    if out is not None:
+        return F.written_to(out, _argsort(input, dim, descending), "argsort")
     return apply(P.ARGSORT, input, axis=_dim(input, dim), descending=bool(descending))
+
+
+# PyTorch's two overloads of sort and argsort: (input, *, stable, dim, descending, out) and
+# (input, dim, descending) (sort's with a keyword-only out): stable is keyword-only, and only
+# with dim and descending as keywords too
+_SORT_SIGNATURES = {
+    ("argsort", False): " * (Tensor input, *, bool stable, int dim = -1, bool descending = "
+                        "False, Tensor out = None)\n * (Tensor input, int dim = -1, bool "
+                        "descending = False)\n",
+    ("sort", False): " * (Tensor input, *, bool stable, int dim = -1, bool descending = False, "
+                     "tuple of Tensors out = None)\n * (Tensor input, int dim = -1, bool "
+                     "descending = False, *, tuple of Tensors out = None)\n",
+    ("argsort", True): " * (*, bool stable, int dim = -1, bool descending = False)\n * (int dim "
+                       "= -1, bool descending = False)\n",
+    ("sort", True): " * (*, bool stable, int dim = -1, bool descending = False)\n * (int dim = "
+                    "-1, bool descending = False)\n",
+}
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return "Tensor"
+    kind = type(value)
+    return f"numpy.{kind.__name__}" if kind.__module__ == "numpy" else kind.__name__
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, Tensor) or (isinstance(value, (int, np.integer))
+                                         and not isinstance(value, (bool, np.bool_)))
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _sort_arguments(name: str, method: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+                    ) -> dict[str, Any]:
+    """``args`` (after the input) and ``kwargs`` of sort or argsort bound to one of PyTorch's
+    overloads, with its argument parser's errors for a call that matches neither."""
+    out = () if method else ("out",)
+    positional = ("dim", "descending")[:len(args)]
+    bound = dict(zip(positional, args)) | kwargs
+    typed = (_is_int(bound.get("dim", 0)) and _is_bool(bound.get("descending", False))
+             and (_is_bool(bound.get("stable", False))
+                  or (name == "sort" and bound.get("stable", False) is None)))
+    if typed and "stable" in kwargs and not args and {"stable", "dim", "descending",
+                                                       *out}.issuperset(kwargs):
+        return bound
+    if typed and "stable" not in kwargs and len(args) <= 2 and not set(positional) & set(
+            kwargs) and {"dim", "descending", *(out if name == "sort" else ())}.issuperset(
+                kwargs):
+        return bound
+    given = len(args) + len(kwargs) + (0 if method else 1)
+    # (min args, max args, max positional) of each overload, the input counted as PyTorch's
+    first_counts = (1, 3, 0) if method else (2, 5, 1)
+    second_counts = (0, 2, 2) if method else (1, 3 + (name == "sort"), 3)
+    plausible = [c for c in (first_counts, second_counts) if c[0] <= given <= c[1]]
+    npos = len(args) + (0 if method else 1)
+    if len(plausible) == 1 and npos > plausible[0][2]:
+        low, _, high = plausible[0]
+        raise TypeError(f"{name}() takes from {low} to {high} positional arguments but {npos} "
+                        "were given")
+    shown = ", ".join(([] if method else ["Tensor"]) + [_type_name(a) for a in args])
+    keywords = "".join(f"{k}={_type_name(v)}, " for k, v in sorted(kwargs.items()))
+    got = shown + (", " + keywords[:-2] if shown and keywords else keywords)
+    text = _SORT_SIGNATURES[(name, method)]
+    wrong = [k for k in kwargs if k not in ("dim", "descending")]
+    # the overload without a "*" says which keywords it lacks, given a positional dim
+    if wrong and args and len(args) <= 2 and (method or name == "argsort"):
+        text += f"      didn't match because some of the keywords were incorrect: " \
+                f"{', '.join(wrong)}\n"
+    raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), but "
+                    f"expected one of:\n{text}")
+
+
+def sort(input: Tensor, *args: Any, **kwargs: Any) -> SortResult:  # noqa: A002
+    """PyTorch's ``torch.sort`` (its overloads: ``_sort_arguments``)."""
+    return _sort(input, **_sort_arguments("sort", False, args, kwargs))
+
+
+def argsort(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002
+    """PyTorch's ``torch.argsort`` (its overloads: ``_sort_arguments``)."""
+    return _argsort(input, **_sort_arguments("argsort", False, args, kwargs))
+
+
+def sort_method(self: Tensor, *args: Any, **kwargs: Any) -> SortResult:
+    """``Tensor.sort``."""
+    return _sort(self, **_sort_arguments("sort", True, args, kwargs))
+
+
+def argsort_method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+    """``Tensor.argsort``."""
+    return _argsort(self, **_sort_arguments("argsort", True, args, kwargs))
+
+
+# the parameters (dim's place: numpy_aliases) as PyTorch's overloads take them
+for _fn, _impl in ((sort, _sort), (argsort, _argsort), (sort_method, _sort),
+                   (argsort_method, _argsort)):
+    _fn.__signature__ = inspect.signature(_impl)  # type: ignore[attr-defined]
 
 
 @returns("topk")

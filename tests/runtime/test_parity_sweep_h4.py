@@ -174,3 +174,57 @@ def test_sdpa_mask_and_causal_refused_for_a_transposed_query_compiled() -> None:
         with pytest.raises(RuntimeError, match="Explicit attn_mask should not be set when "
                                                "is_causal=True"):
             compiled(q, k, m)
+
+
+# --- 4. sort and argsort: stable is keyword-only, with dim and descending as keywords
+
+
+def _error_of(fn: Any) -> tuple[str, str]:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 (the type and text compared)
+        return type(e).__name__, str(e)
+    return "", ""
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.argsort(x, -1, True, True),
+    lambda m, x: m.argsort(x, -1, stable=True),
+    lambda m, x: m.argsort(x, stable=None),
+    lambda m, x: m.argsort(x, descending=None),
+    lambda m, x: m.argsort(x, True),
+    lambda m, x: m.argsort(x, 0, descending=True, stable=True),
+    lambda m, x: m.argsort(x, -1, foo=1),
+    lambda m, x: m.argsort(x, stable=1),
+    lambda m, x: m.sort(x, -1, True, True),
+    lambda m, x: m.sort(x, True),
+    lambda m, x: m.sort(x, -1, stable=True),
+    lambda m, x: m.sort(x, stable=1),
+    lambda m, x: x.argsort(-1, True, True),
+    lambda m, x: x.argsort(-1, stable=True),
+    lambda m, x: x.argsort(stable=None),
+    lambda m, x: x.sort(-1, True, True),
+    lambda m, x: x.sort(0, stable=True),
+    lambda m, x: x.sort(True),
+])
+def test_sort_argsort_overload_errors(call: Any) -> None:
+    want = _error_of(lambda: call(torch, torch.tensor([[3.0, 1.0, 2.0, 1.0]])))
+    assert want[0] == "TypeError"
+    assert _error_of(lambda: call(rt, rt.tensor([[3.0, 1.0, 2.0, 1.0]]))) == want
+
+
+@pytest.mark.parametrize("taken,refused", [
+    (lambda m, x: m.argsort(x, stable=True, dim=0, descending=True),
+     lambda m, x: m.argsort(x, 0, True, True)),
+    (lambda m, x: m.sort(x, stable=None, descending=True)[1],
+     lambda m, x: m.sort(x, -1, True, None)),
+    (lambda m, x: x.argsort(stable=True, descending=True), lambda m, x: x.argsort(-1, True, True)),
+    (lambda m, x: x.sort(stable=False, dim=0)[1], lambda m, x: x.sort(0, stable=False)),
+])
+def test_sort_argsort_stable_as_keyword_only(taken: Any, refused: Any) -> None:
+    x = [[3.0, 1.0, 2.0, 1.0], [0.0, 0.0, 5.0, 0.0]]
+    np.testing.assert_array_equal(taken(rt, rt.tensor(x)).numpy(),
+                                  taken(torch, torch.tensor(x)).numpy())
+    want = _error_of(lambda: refused(torch, torch.tensor(x)))
+    assert want[0] == "TypeError"
+    assert _error_of(lambda: refused(rt, rt.tensor(x))) == want
