@@ -405,6 +405,9 @@ __all__ += _parity_names.install(globals())  # PyTorch's names runtime lacked
 from .ops import numpy_aliases as _numpy_aliases  # noqa: E402
 
 _numpy_aliases.install_functions(globals())  # last: over every function exported above
+from .ops import tensor_only as _tensor_only  # noqa: E402
+
+_tensor_only.install_functions(globals())  # numbers refused where PyTorch takes tensors only
 from .sampling import *  # noqa: E402,F401,F403
 from . import distributions  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
@@ -412,3 +415,7 @@ from . import profiler  # noqa: E402,F401  (torch.profiler: CPU time of ops and 
 from . import compiler, random  # noqa: E402,F401  (torch.compiler, torch.random)
 from .creation import default_generator  # noqa: E402,F401  (torch.default_generator)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.linalg
+
+# numbers refused where PyTorch's methods take tensors only: last, over every method (and
+# in-place variant) the imports above set
+_tensor_only.install_methods(Tensor)

@@ -175,7 +175,7 @@ def test_a_compiled_step_with_them_equals_eager() -> None:
             opt.zero_grad()
             h = x @ w
             h = rt.asinh(h) + rt.atan(h).sinh() + rt.atan2(h, h.flip(1) + 0.5)
-            h = rt.hstack([h, rt.hypot(h, 1.0)]) + rt.fmod(h.cosh(), 0.7).repeat(1, 2)
+            h = rt.hstack([h, rt.hypot(h, rt.ones_like(h))]) + rt.fmod(h.cosh(), 0.7).repeat(1, 2)
             h = rt.diff(h, dim=1) + rt.tensordot(h[:, :4], w, dims=([1], [0])).repeat(1, 2)[:, :11]
             loss = h.square().mean() + rt.trace(w[:, :4] @ w[:, :4].T) * 0.01
             loss.backward()

@@ -228,3 +228,38 @@ def test_sort_argsort_stable_as_keyword_only(taken: Any, refused: Any) -> None:
     want = _error_of(lambda: refused(torch, torch.tensor(x)))
     assert want[0] == "TypeError"
     assert _error_of(lambda: refused(rt, rt.tensor(x))) == want
+
+
+# --- 5. binary ops PyTorch takes tensors only for: a Python number is its TypeError
+
+
+@pytest.mark.parametrize("name", [
+    "maximum", "minimum", "fmax", "fmin", "atan2", "arctan2", "hypot", "nextafter", "ldexp",
+    "logaddexp", "logaddexp2", "heaviside", "gcd", "lcm", "logical_and", "logical_or",
+    "logical_xor", "dist", "kron", "isclose"])
+def test_tensor_only_binary_ops_refuse_numbers(name: str) -> None:
+    def calls(m: Any) -> list[Any]:
+        t, i = m.tensor([1.5, -2.0, 3.0]), m.tensor([1, 2, 3])
+        fn = getattr(m, name)
+        out = [lambda: fn(t, 2.0), lambda: fn(2.0, t), lambda: fn(i, 2), lambda: fn(t, True),
+               lambda: fn(t, np.float64(2.0)), lambda: fn(t, None)]
+        if name != "heaviside":
+            out.append(lambda: fn(t, other=2.0))
+        if hasattr(t, name):
+            out += [lambda: getattr(t, name)(2.0), lambda: getattr(i, name)(2)]
+        if hasattr(t, name + "_"):
+            out.append(lambda: getattr(t.clone(), name + "_")(2.0))
+        return out
+
+    for ours, theirs in zip(calls(rt), calls(torch), strict=True):
+        want = _error_of(theirs)
+        assert want[0] == "TypeError", want
+        assert _error_of(ours) == want
+
+
+@pytest.mark.parametrize("name", ["copysign", "fmod", "eq", "ne", "lt", "gt", "le", "ge", "rsub"])
+def test_number_first_is_an_invalid_combination(name: str) -> None:
+    for first in (2.0, 2):
+        want = _error_of(lambda: getattr(torch, name)(first, torch.tensor([1.5, -2.0])))
+        assert want[0] == "TypeError"
+        assert _error_of(lambda: getattr(rt, name)(first, rt.tensor([1.5, -2.0]))) == want
