@@ -352,6 +352,11 @@ def logsumexp(input: Tensor, dim: Any, keepdim: bool = False, *,  # noqa: A002
     axes = F._axes(dim, input.ndim)
     if not input.numel():
         return F.log(F.sum(F.exp(input), axes, keepdim))
+    if not keepdim and input.ndim and isinstance(dim, (list, tuple)) and not dim:
+        # PyTorch's: dim=[] reduces every dim, and its result (shape []) takes the maximum
+        # unsqueezed (no dim to squeeze it by) in place
+        raise RuntimeError(f"output with shape [] doesn't match the broadcast shape "
+                           f"{[1] * input.ndim}")
     m = F.amax(input.detach(), axes, keepdim=True)
     # an all -inf row (or +inf max) would give inf - inf: shift by 0 there, as PyTorch does
     m = F.where(F.eq(F.abs(m), math.inf), 0.0, m)

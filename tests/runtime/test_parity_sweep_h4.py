@@ -263,3 +263,19 @@ def test_number_first_is_an_invalid_combination(name: str) -> None:
         want = _error_of(lambda: getattr(torch, name)(first, torch.tensor([1.5, -2.0])))
         assert want[0] == "TypeError"
         assert _error_of(lambda: getattr(rt, name)(first, rt.tensor([1.5, -2.0]))) == want
+
+
+# --- 6. reductions over dim=[] / ()
+
+
+@pytest.mark.parametrize("dim", [[], ()])
+def test_logsumexp_over_no_dims_without_keepdim_raises(dim: Any) -> None:
+    for shape in ((2, 3), (3,)):
+        x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+        want = _error_of(lambda: torch.logsumexp(torch.tensor(x), dim))
+        assert want[0] == "RuntimeError"
+        assert _error_of(lambda: rt.logsumexp(rt.tensor(x), dim)) == want
+        assert _error_of(lambda: rt.tensor(x).logsumexp(dim)) == want
+        _same(rt.logsumexp(rt.tensor(x), dim, keepdim=True),
+              torch.logsumexp(torch.tensor(x), dim, keepdim=True), 1e-6)
+    _same(rt.logsumexp(rt.tensor(2.0), dim), torch.logsumexp(torch.tensor(2.0), dim))
