@@ -13,7 +13,8 @@ one-key tagged object where it does not: ``{"dict": [[key, value], ...]}`` (keys
 type: an optimizer's state is keyed by int), ``{"tuple": [...]}``, ``{"tensor": index}``.
 A tensor entry holds dtype, shape, device, requires_grad, whether it is an nn.Parameter, and
 its byte range; or, where tensors saved together share memory (views of one array, tied
-weights), the index of a storage in the header's ``"storages"`` (byte ranges of the data
+weights) or a tensor is a view of part of its memory (``x[1:3]``, ``x.t()``: PyTorch saves
+the whole storage and the view's offset and strides), the index of a storage in the header's ``"storages"`` (byte ranges of the data
 section holding each shared array once), its byte offset in it and its strides in bytes:
 loaded, such tensors share one buffer again, as PyTorch's storages make them. Loading
 checks every size against the file before allocating, so a corrupt or hostile file raises
@@ -81,6 +82,13 @@ def _pointer(arr: np.ndarray) -> int:
     return int(arr.__array_interface__["data"][0])
 
 
+def _whole(arr: np.ndarray, root: np.ndarray) -> bool:
+    """Whether ``arr`` is all of its root's memory in C order (no view of a part of it, nor
+    a transposed, strided or broadcast one, which PyTorch saves with the whole storage)."""
+    return (arr.flags.c_contiguous and arr.nbytes == root.nbytes
+            and _pointer(arr) == _pointer(root))
+
+
 class _Writer:
     def __init__(self) -> None:
         self.tensors: list[Tensor] = []
@@ -119,9 +127,9 @@ class _Writer:
                     roots[id(root)] = root
         storage_of: dict[int, int] = {}
         for key, members in groups.items():
-            if len(members) < 2:
-                continue
             root = roots[key]
+            if len(members) == 1 and _whole(self.tensors[members[0]]._data, root):
+                continue  # a tensor alone over all its memory, in order: saved as itself
             raw = root.reshape(-1).view(np.uint8) if root.dtype != np.uint8 else root.reshape(-1)
             self.storages.append({"offset": self._place(raw), "nbytes": int(raw.nbytes)})
             for i in members:

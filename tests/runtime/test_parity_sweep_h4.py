@@ -279,3 +279,27 @@ def test_logsumexp_over_no_dims_without_keepdim_raises(dim: Any) -> None:
         _same(rt.logsumexp(rt.tensor(x), dim, keepdim=True),
               torch.logsumexp(torch.tensor(x), dim, keepdim=True), 1e-6)
     _same(rt.logsumexp(rt.tensor(2.0), dim), torch.logsumexp(torch.tensor(2.0), dim))
+
+
+# --- 7. rt.save of a lone view: the whole storage, the view's offset and strides
+
+
+def _layouts(m: Any, obj: Any) -> list[Any]:
+    import io
+
+    buf = io.BytesIO()
+    m.save(obj, buf)
+    buf.seek(0)
+    back = m.load(buf)
+    items = list(back.values()) if isinstance(back, dict) else [back]
+    return [(tuple(t.shape), t.stride(), t.storage_offset(), t.is_contiguous(),
+             t.untyped_storage().nbytes(), t.tolist()) for t in items]
+
+
+@pytest.mark.parametrize("make", [
+    lambda m, x: x[1:3], lambda m, x: x[:, 1], lambda m, x: x.t(), lambda m, x: x[:, ::2],
+    lambda m, x: x.view(-1)[3:7], lambda m, x: x[1, 2], lambda m, x: {"a": x.t()},
+    lambda m, x: m.arange(3.0).expand(2, 3)])
+def test_save_of_a_view_keeps_its_storage_and_layout(make: Any) -> None:
+    got = _layouts(rt, make(rt, rt.arange(12.0).reshape(3, 4)))
+    assert got == _layouts(torch, make(torch, torch.arange(12.0).reshape(3, 4)))
