@@ -573,8 +573,20 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
     if inplace:
         return _inplace(lambda t: leaky_relu(t, negative_slope), input, "LeakyReluBackward1",
                         ERR_INPLACE_LEAKY_RELU if negative_slope < 0 else None)
+    if isinstance(negative_slope, float) and input.dtype is not D.float64 \
+            and math.isfinite(negative_slope) and abs(negative_slope) > _FLOAT32_MAX:
+        raise RuntimeError("value cannot be converted to type float without overflow")
+    if isinstance(negative_slope, float) and not math.isfinite(negative_slope):
+        # x times 1 or the slope: the gradient is 1 where x > 0, not 0 * inf (a NaN) from
+        # the unpicked branch, as PyTorch's leaky_relu_backward
+        factor = F.where(F.gt(input, 0), 1.0, negative_slope)
+        return F.mul(input, factor if factor.dtype is input.dtype else F.cast(factor,
+                                                                              input.dtype))
     # x > 0 picks the branch: at 0 the gradient is negative_slope, as PyTorch's
     return F.where(F.gt(input, 0), input, F.mul(input, negative_slope))
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 @named_backward("SoftplusBackward0")

@@ -303,3 +303,30 @@ def _layouts(m: Any, obj: Any) -> list[Any]:
 def test_save_of_a_view_keeps_its_storage_and_layout(make: Any) -> None:
     got = _layouts(rt, make(rt, rt.arange(12.0).reshape(3, 4)))
     assert got == _layouts(torch, make(torch, torch.arange(12.0).reshape(3, 4)))
+
+
+# --- 8. leaky_relu with an infinite or NaN slope; a slope past float32's range
+
+
+@pytest.mark.parametrize("slope", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_leaky_relu_non_finite_slope_gradient(slope: float, dtype: str) -> None:
+    vals = [-2.0, -0.0, 0.0, 1.5, float("inf"), float("-inf"), float("nan")]
+    t = torch.tensor(vals, dtype=getattr(torch, dtype), requires_grad=True)
+    r = rt.tensor(np.array(vals), dtype=getattr(rt, dtype), requires_grad=True)
+    TF.leaky_relu(t, slope).backward(torch.ones(len(vals), dtype=t.dtype))
+    out = F.leaky_relu(r, slope)
+    out.backward(rt.ones(len(vals), dtype=r.dtype))
+    _same(out, TF.leaky_relu(t.detach(), slope))
+    _same(r.grad, t.grad)
+    _same(rt.nn.LeakyReLU(slope)(r.detach()), torch.nn.LeakyReLU(slope)(t.detach()))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_leaky_relu_slope_past_float32_range(dtype: str) -> None:
+    for slope in (1e39, -1e308):
+        want = _error_of(lambda: TF.leaky_relu(torch.ones(2, dtype=getattr(torch, dtype)), slope))
+        assert want[0] == "RuntimeError"
+        assert _error_of(lambda: F.leaky_relu(rt.ones(2, dtype=getattr(rt, dtype)), slope)) == want
+    _same(F.leaky_relu(rt.tensor([-1.0], dtype=rt.float64), 1e39),
+          TF.leaky_relu(torch.tensor([-1.0], dtype=torch.float64), 1e39))
