@@ -43,6 +43,14 @@ class _InferenceVersionCounter(_VersionCounter):
 
 ERR_FACTORY_REQUIRES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 
+
+def _new_options(name: str, layout: Any, pin_memory: bool | None) -> None:
+    """Tensor.new_*'s layout= and pin_memory=, checked as PyTorch's factories check them."""
+    if layout is not None or pin_memory:
+        from .ops.layouts import check_factory_options
+
+        check_factory_options(name, layout, pin_memory)
+
 class Tensor:
     # hot fields in slots; rarely set ones (views, hooks) default at class level and land in
     # the instance __dict__ only when set, which keeps tensor creation cheap
@@ -530,38 +538,50 @@ class Tensor:
         return self if self._data.flags.c_contiguous else F.clone(self)
 
     def new_zeros(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False) -> Tensor:
+                  requires_grad: bool = False, layout: Any = None,
+                  pin_memory: bool | None = None) -> Tensor:
         from .creation import zeros
 
+        _new_options("new_zeros", layout, pin_memory)
         return zeros(*F.sizes_or(sizes, size, "new_zeros", "size"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_ones(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False) -> Tensor:
+                 requires_grad: bool = False, layout: Any = None,
+                 pin_memory: bool | None = None) -> Tensor:
         from .creation import ones
 
+        _new_options("new_ones", layout, pin_memory)
         return ones(*F.sizes_or(sizes, size, "new_ones", "size"), dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
     def new_empty(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
-                  requires_grad: bool = False) -> Tensor:
+                  requires_grad: bool = False, layout: Any = None,
+                  pin_memory: bool | None = None) -> Tensor:
         from .creation import empty
 
+        _new_options("new_empty", layout, pin_memory)
         return empty(*F.sizes_or(sizes, size, "new_empty", "size"), dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False) -> Tensor:
+                 requires_grad: bool = False, layout: Any = None,
+                 pin_memory: bool | None = None) -> Tensor:
         from .creation import full
 
+        _new_options("new_full", layout, pin_memory)
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
 
     def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: bool = False) -> Tensor:
         """A new leaf holding a copy of ``data``, of this tensor's dtype and device unless
-        given (as PyTorch's)."""
+        given (as PyTorch's, which warns for a tensor ``data``)."""
         if isinstance(data, Tensor):
+            warnings.warn("To copy construct from a tensor, it is recommended to use "
+                          "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                          ".requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
+                          UserWarning, stacklevel=2)
             data = data.detach().cpu().numpy()
         return Tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                       requires_grad=requires_grad)

@@ -105,8 +105,9 @@ def check_factory_options(name: str, layout: Any, pin_memory: bool | None) -> No
     """PyTorch's layout= (strided tensors only here) and pin_memory= (no pinned memory)."""
     if layout is not None and str(layout).rsplit(".", 1)[-1] != "strided":
         raise NotImplementedError(f"{name}(): only strided tensors here, not layout={layout}")
-    if pin_memory:
-        raise NotImplementedError(f"{name}(): no pinned host memory here (pin_memory=True)")
+    if pin_memory:  # PyTorch's on a machine with no accelerator to pin host memory for
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no "
+                           "pinned memory allocator is available on this system.")
 
 
 def check_memory_format(name: str, fmt: Any, ndim: int | None) -> None:

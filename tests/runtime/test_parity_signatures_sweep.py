@@ -42,10 +42,8 @@ ALLOWED: dict[str, str] = {
     **_each("Tensor.bfloat16 Tensor.bool Tensor.byte Tensor.char Tensor.double Tensor.float "
             "Tensor.half Tensor.int Tensor.long Tensor.short",
             "memory_format missing", _NO_FORMATS),
-    **_each("Tensor.new_empty Tensor.new_full Tensor.new_ones Tensor.new_tensor "
-            "Tensor.new_zeros", "layout= missing", _NO_LAYOUTS),
-    **_each("Tensor.new_empty Tensor.new_full Tensor.new_ones "
-            "Tensor.new_tensor Tensor.new_zeros", "pin_memory= missing", _NO_PINNED),
+    **_each("Tensor.new_tensor", "layout= missing", _NO_LAYOUTS),
+    **_each("Tensor.new_tensor", "pin_memory= missing", _NO_PINNED),
     **_each("addmm baddbmm bmm mm", "out_dtype missing", _CUDA_ONLY),
     **_each("Tensor.random_ Tensor.uniform_", "from missing",
             "``from`` is a Python keyword, no Python parameter's name (PyTorch's C parser "

@@ -330,3 +330,40 @@ def test_leaky_relu_slope_past_float32_range(dtype: str) -> None:
         assert _error_of(lambda: F.leaky_relu(rt.ones(2, dtype=getattr(rt, dtype)), slope)) == want
     _same(F.leaky_relu(rt.tensor([-1.0], dtype=rt.float64), 1e39),
           TF.leaky_relu(torch.tensor([-1.0], dtype=torch.float64), 1e39))
+
+
+# --- 9. Tensor.new_*: layout= and pin_memory= as PyTorch's factories take them
+
+
+def _described(t: Any) -> tuple[Any, ...]:
+    return (str(t.dtype).rsplit(".", 1)[-1], tuple(t.shape), t.requires_grad, t.is_leaf)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: x.new_empty((2,), layout=m.strided),
+    lambda m, x: x.new_empty(2, 3, pin_memory=False),
+    lambda m, x: x.new_zeros(2, 3, layout=m.strided, pin_memory=False, device="cpu",
+                             dtype=m.int32, requires_grad=False),
+    lambda m, x: x.new_zeros((2,), layout=None, pin_memory=None),
+    lambda m, x: x.new_ones((2,), layout=m.strided, requires_grad=True),
+    lambda m, x: x.new_full((2,), 3, layout=m.strided, pin_memory=False),
+])
+def test_new_factories_take_layout_and_pin_memory(call: Any) -> None:
+    got = call(rt, rt.tensor([[1.5, 2.0]], dtype=rt.float64))
+    want = call(torch, torch.tensor([[1.5, 2.0]], dtype=torch.float64))
+    assert _described(got) == _described(want)
+    assert got.layout is rt.strided
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.empty(2, pin_memory=True), lambda m: m.zeros(2).new_empty(2, pin_memory=True),
+    lambda m: m.zeros(2).new_full((2,), 1.0, pin_memory=True)])
+def test_pin_memory_without_an_accelerator_is_pytorchs_error(call: Any) -> None:
+    want = _error_of(lambda: call(torch))
+    assert want[0] == "RuntimeError"
+    assert _error_of(lambda: call(rt)) == want
+
+
+def test_new_tensor_of_a_tensor_warns() -> None:
+    with pytest.warns(UserWarning, match=r"rather than tensor\.new_tensor\(sourceTensor\)"):
+        rt.zeros(2).new_tensor(rt.ones(2))
