@@ -9,6 +9,7 @@ which keeps logcumsumexp exact where exp(x - max) would underflow. Only bincount
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
 from typing import Any
@@ -65,11 +66,42 @@ def _median_dim(x: Tensor, dim: int, keepdim: bool, ignore_nan: bool, name: str
     _check_nonempty(x, d, "median")  # nanmedian says median() too, as PyTorch
     n = x.shape[d]
     nans = _nan_count(x, d)
-    if ignore_nan:  # the lower median of the valid ones; all NaN: the first NaN
+    if ignore_nan:  # the lower median of the valid ones
         pos = F.clamp(F.floor_divide(F.sub(F.sub(n, nans), 1), 2), 0, None)
     else:  # any NaN: the first NaN (NaNs sort last, stably)
         pos = F.where(F.gt(nans, 0), F.sub(n, nans), (n - 1) // 2)
-    return _pick(x, d, pos, keepdim)
+    if not (ignore_nan and x.dtype.is_floating_point):
+        return _pick(x, d, pos, keepdim)
+    # a row of NaNs only: the NaN std::nth_element leaves first among equivalent elements
+    order = T.argsort(x, d)
+    idx = F.where(F.eq(nans, n), _all_nan_pick(n), T.gather_in_range(order, d, pos))
+    values = T.gather_in_range(x, d, idx)
+    if not keepdim:
+        values, idx = F.squeeze(values, d), F.squeeze(idx, d)
+    return MedianResult(values, idx)
+
+
+@functools.lru_cache(maxsize=256)
+def _all_nan_pick(n: int) -> int:
+    """The index PyTorch's nanmedian gives a row of n NaNs: its nth_element (libstdc++'s
+    introselect) for the first position over elements its comparator holds equivalent,
+    which moves the median of three to the front and partitions from both ends."""
+    idx, first, last = list(range(n)), 0, n
+    while last - first > 3:
+        mid = first + (last - first) // 2
+        idx[first], idx[mid] = idx[mid], idx[first]  # __move_median_to_first: all equal
+        lo, hi = first + 1, last
+        while True:  # __unguarded_partition, no element less than the pivot or above it
+            hi -= 1
+            if lo >= hi:
+                break
+            idx[lo], idx[hi] = idx[hi], idx[lo]
+            lo += 1
+        if lo <= 0:
+            first = lo
+        else:
+            last = lo
+    return idx[0]
 
 
 @returns("median")
@@ -254,9 +286,141 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
         # PyTorch's sort leaves it, not at -1 (a NaN equals nothing)
         first_nan = T.amin(F.where(F.ne(xm, xm), ar, n), -1, keepdim=True)
         idx = F.where(F.ne(value, value), first_nan, idx)
-    idx = T.movedim(idx, -1, d)
+    idx = _std_sort_modes(input, d, T.movedim(idx, -1, d))
     values, idx = _pick_at(input, d, idx, keepdim)
     return MedianResult(renamed(values, "ModeBackward0"), idx)
+
+
+def _std_sort_modes(x: Tensor, d: int, idx: Tensor) -> Tensor:
+    """``idx`` (kept dim ``d``: the last occurrence of the smallest most frequent value)
+    with PyTorch's pick instead where it differs: its kernel std::sorts (value, index) pairs
+    by value, unstably past 16 elements, and takes the last pair of the first longest run of
+    equal values (a NaN equal to nothing, and unordered against every value in the sort). A
+    captured step keeps the primitives' pick (its values are not read while capturing)."""
+    from ..tracing import is_tracing
+
+    n = x.shape[d]
+    if is_tracing() or not x.numel():
+        return idx
+    rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1).reshape(-1, n)
+    if n > 16:
+        chosen = np.arange(len(rows))
+    elif x.dtype.is_floating_point:
+        chosen = np.nonzero(np.isnan(rows.astype(np.float64)).any(1))[0]
+    else:
+        return idx
+    if not len(chosen):
+        return idx
+    picked = np.moveaxis(np.asarray(idx.cpu().numpy()), d, -1)
+    flat = picked.reshape(-1).copy()
+    for r in chosen:
+        flat[r] = _std_sort_mode(rows[r].tolist())
+    from ..creation import tensor
+
+    fixed = np.moveaxis(flat.reshape(picked.shape), -1, d)
+    return tensor(np.ascontiguousarray(fixed), device=x.device)
+
+
+def _std_sort_mode(values: list[Any]) -> int:
+    """PyTorch's mode index of one row: the last index of the first longest run of equal
+    values in ``_std_sort``'s arrangement."""
+    order = _std_sort(values)
+    best = freq = pick = 0
+    for i, at in enumerate(order):
+        freq += 1
+        if i == len(order) - 1 or values[at] != values[order[i + 1]]:
+            if freq > best:
+                best, pick = freq, at
+            freq = 0
+    return pick
+
+
+def _std_sort(v: list[Any]) -> list[int]:
+    """The positions of ``v`` in the order libstdc++'s std::sort leaves them, sorting by
+    ``v[i] < v[j]`` (introsort: median-of-three quicksort down to runs of 16, heapsort past
+    2 log2(n) levels, then an insertion sort), ties and NaNs placed as it places them."""
+    a = list(range(len(v)))
+    n = len(a)
+
+    def linear_insert(last: int) -> None:
+        val, prev = a[last], last - 1
+        while v[val] < v[a[prev]]:
+            a[last] = a[prev]
+            last, prev = prev, prev - 1
+        a[last] = val
+
+    def insertion_sort(first: int, last: int) -> None:
+        for i in range(first + 1, last):
+            if v[a[i]] < v[a[first]]:
+                val = a[i]
+                a[first + 1:i + 1] = a[first:i]
+                a[first] = val
+            else:
+                linear_insert(i)
+
+    def adjust_heap(first: int, hole: int, length: int, value: int) -> None:
+        top = second = hole
+        while second < (length - 1) // 2:
+            second = 2 * (second + 1)
+            if v[a[first + second]] < v[a[first + second - 1]]:
+                second -= 1
+            a[first + hole] = a[first + second]
+            hole = second
+        if length % 2 == 0 and second == (length - 2) // 2:
+            second = 2 * (second + 1)
+            a[first + hole] = a[first + second - 1]
+            hole = second - 1
+        parent = (hole - 1) // 2
+        while hole > top and v[a[first + parent]] < v[value]:
+            a[first + hole] = a[first + parent]
+            hole, parent = parent, (parent - 1) // 2
+        a[first + hole] = value
+
+    def heap_sort(first: int, last: int) -> None:
+        length = last - first
+        for parent in range((length - 2) // 2, -1, -1):
+            adjust_heap(first, parent, length, a[first + parent])
+        while last - first > 1:
+            last -= 1
+            value, a[last] = a[last], a[first]
+            adjust_heap(first, 0, last - first, value)
+
+    def partition(first: int, last: int) -> int:
+        x, y, z = first + 1, first + (last - first) // 2, last - 1
+        if v[a[x]] < v[a[y]]:
+            m = y if v[a[y]] < v[a[z]] else z if v[a[x]] < v[a[z]] else x
+        else:
+            m = x if v[a[x]] < v[a[z]] else z if v[a[y]] < v[a[z]] else y
+        a[first], a[m] = a[m], a[first]
+        lo, hi, pivot = first + 1, last, v[a[first]]
+        while True:
+            while v[a[lo]] < pivot:
+                lo += 1
+            hi -= 1
+            while pivot < v[a[hi]]:
+                hi -= 1
+            if lo >= hi:
+                return lo
+            a[lo], a[hi] = a[hi], a[lo]
+            lo += 1
+
+    def introsort(first: int, last: int, depth: int) -> None:
+        while last - first > 16:
+            if depth == 0:
+                heap_sort(first, last)
+                return
+            depth -= 1
+            cut = partition(first, last)
+            introsort(cut, last, depth)
+            last = cut
+
+    if n < 2:
+        return a
+    introsort(0, n, 2 * (n.bit_length() - 1))
+    insertion_sort(0, min(n, 16))
+    for i in range(16, n):
+        linear_insert(i)
+    return a
 
 
 def _pick_at(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> MedianResult:

@@ -275,7 +275,8 @@ def test_median_kthvalue_by_hand() -> None:
     m = rt.median(x, 0, keepdim=True)
     assert m.values.shape == (1, 4) and m.indices.shape == (1, 4)
     v, i = rt.nanmedian(rt.tensor(WITH_NAN), 1)
-    assert v.tolist()[:2] == [1.0, 2.0] and i.tolist() == [2, 1, 0] and np.isnan(v[2].item())
+    # a row of NaNs only: the index PyTorch's nth_element leaves first (2 of 4)
+    assert v.tolist()[:2] == [1.0, 2.0] and i.tolist() == [2, 1, 2] and np.isnan(v[2].item())
     assert np.isnan(rt.tensor(WITH_NAN).median().item())
     assert rt.tensor([[1.0, NAN, 3.0]]).nanmedian().item() == 1.0
     xg = rt.tensor([1.0, 2.0, 2.0, 0.0, 2.0, 5.0], requires_grad=True)

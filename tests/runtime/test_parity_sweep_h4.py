@@ -367,3 +367,44 @@ def test_pin_memory_without_an_accelerator_is_pytorchs_error(call: Any) -> None:
 def test_new_tensor_of_a_tensor_warns() -> None:
     with pytest.warns(UserWarning, match=r"rather than tensor\.new_tensor\(sourceTensor\)"):
         rt.zeros(2).new_tensor(rt.ones(2))
+
+
+# --- order statistics: mode past 16 elements and with NaN, nanmedian of NaNs only
+
+
+@pytest.mark.parametrize("shape,dim,dtype", [
+    (shape, dim, dtype) for shape, dim in (((5, 30), 1), ((30, 4), 0), ((3, 20, 2), 1),
+                                           ((2, 17), -1), ((4, 5), 1))
+    for dtype in ("float64", "float32", "int64") if shape[dim] > 16 or dtype != "int64"])
+def test_mode_index_as_pytorchs_std_sort(shape: tuple[int, ...], dim: int, dtype: str) -> None:
+    g = torch.Generator().manual_seed(3)
+    x = torch.randint(0, 4, shape, generator=g).to(getattr(torch, dtype))
+    if x.dtype.is_floating_point:
+        x[torch.rand(shape, generator=g) < 0.2] = NAN
+    for keepdim in (False, True):
+        want = torch.mode(x, dim, keepdim)
+        got = rt.mode(rt.tensor(x.numpy()), dim, keepdim)
+        _same(got.values, want.values)
+        _same(got.indices, want.indices)
+
+
+def test_mode_gradient_goes_to_pytorchs_index() -> None:
+    x = torch.randint(0, 3, (3, 25), generator=torch.Generator().manual_seed(0)).double()
+    t, r = x.clone().requires_grad_(), _rt(x, True)
+    torch.mode(t, 1).values.sum().backward()
+    rt.mode(r, 1).values.sum().backward()
+    _same(r.grad, t.grad)
+
+
+@pytest.mark.parametrize("n", [4, 5, 7, 13, 40, 257])
+def test_nanmedian_of_nans_only_index(n: int) -> None:
+    x = torch.randn(3, n, dtype=torch.float64)
+    x[1] = NAN
+    for dim in (1, -1):
+        want = torch.nanmedian(x, dim)
+        got = rt.nanmedian(rt.tensor(x.numpy()), dim)
+        _same(got.values, want.values)
+        _same(got.indices, want.indices)
+    want = torch.nanmedian(x.t(), 0, keepdim=True)
+    got = rt.nanmedian(rt.tensor(x.numpy()).t(), 0, keepdim=True)
+    _same(got.indices, want.indices)
