@@ -313,114 +313,14 @@ def _std_sort_modes(x: Tensor, d: int, idx: Tensor) -> Tensor:
         return idx
     picked = np.moveaxis(np.asarray(idx.cpu().numpy()), d, -1)
     flat = picked.reshape(-1).copy()
+    from .stl import mode_row
+
     for r in chosen:
-        flat[r] = _std_sort_mode(rows[r].tolist())
+        flat[r] = mode_row(rows[r].tolist())
     from ..creation import tensor
 
     fixed = np.moveaxis(flat.reshape(picked.shape), -1, d)
     return tensor(np.ascontiguousarray(fixed), device=x.device)
-
-
-def _std_sort_mode(values: list[Any]) -> int:
-    """PyTorch's mode index of one row: the last index of the first longest run of equal
-    values in ``_std_sort``'s arrangement."""
-    order = _std_sort(values)
-    best = freq = pick = 0
-    for i, at in enumerate(order):
-        freq += 1
-        if i == len(order) - 1 or values[at] != values[order[i + 1]]:
-            if freq > best:
-                best, pick = freq, at
-            freq = 0
-    return pick
-
-
-def _std_sort(v: list[Any]) -> list[int]:
-    """The positions of ``v`` in the order libstdc++'s std::sort leaves them, sorting by
-    ``v[i] < v[j]`` (introsort: median-of-three quicksort down to runs of 16, heapsort past
-    2 log2(n) levels, then an insertion sort), ties and NaNs placed as it places them."""
-    a = list(range(len(v)))
-    n = len(a)
-
-    def linear_insert(last: int) -> None:
-        val, prev = a[last], last - 1
-        while v[val] < v[a[prev]]:
-            a[last] = a[prev]
-            last, prev = prev, prev - 1
-        a[last] = val
-
-    def insertion_sort(first: int, last: int) -> None:
-        for i in range(first + 1, last):
-            if v[a[i]] < v[a[first]]:
-                val = a[i]
-                a[first + 1:i + 1] = a[first:i]
-                a[first] = val
-            else:
-                linear_insert(i)
-
-    def adjust_heap(first: int, hole: int, length: int, value: int) -> None:
-        top = second = hole
-        while second < (length - 1) // 2:
-            second = 2 * (second + 1)
-            if v[a[first + second]] < v[a[first + second - 1]]:
-                second -= 1
-            a[first + hole] = a[first + second]
-            hole = second
-        if length % 2 == 0 and second == (length - 2) // 2:
-            second = 2 * (second + 1)
-            a[first + hole] = a[first + second - 1]
-            hole = second - 1
-        parent = (hole - 1) // 2
-        while hole > top and v[a[first + parent]] < v[value]:
-            a[first + hole] = a[first + parent]
-            hole, parent = parent, (parent - 1) // 2
-        a[first + hole] = value
-
-    def heap_sort(first: int, last: int) -> None:
-        length = last - first
-        for parent in range((length - 2) // 2, -1, -1):
-            adjust_heap(first, parent, length, a[first + parent])
-        while last - first > 1:
-            last -= 1
-            value, a[last] = a[last], a[first]
-            adjust_heap(first, 0, last - first, value)
-
-    def partition(first: int, last: int) -> int:
-        x, y, z = first + 1, first + (last - first) // 2, last - 1
-        if v[a[x]] < v[a[y]]:
-            m = y if v[a[y]] < v[a[z]] else z if v[a[x]] < v[a[z]] else x
-        else:
-            m = x if v[a[x]] < v[a[z]] else z if v[a[y]] < v[a[z]] else y
-        a[first], a[m] = a[m], a[first]
-        lo, hi, pivot = first + 1, last, v[a[first]]
-        while True:
-            while v[a[lo]] < pivot:
-                lo += 1
-            hi -= 1
-            while pivot < v[a[hi]]:
-                hi -= 1
-            if lo >= hi:
-                return lo
-            a[lo], a[hi] = a[hi], a[lo]
-            lo += 1
-
-    def introsort(first: int, last: int, depth: int) -> None:
-        while last - first > 16:
-            if depth == 0:
-                heap_sort(first, last)
-                return
-            depth -= 1
-            cut = partition(first, last)
-            introsort(cut, last, depth)
-            last = cut
-
-    if n < 2:
-        return a
-    introsort(0, n, 2 * (n.bit_length() - 1))
-    insertion_sort(0, min(n, 16))
-    for i in range(16, n):
-        linear_insert(i)
-    return a
 
 
 def _pick_at(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> MedianResult:

@@ -682,7 +682,44 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
     if input.ndim == 0:
         return TopkResult(named(F.clone(input), "TopkBackward0"), order)
     indices = F.getitem(order, (slice(None),) * d + (slice(0, k),))
+    indices = _stl_topk(input, d, k, bool(largest), bool(sorted), order, indices)
     return TopkResult(named(gather(input, d, indices), "TopkBackward0"), indices)
+
+
+def _stl_topk(x: Tensor, d: int, k: int, largest: bool, sort: bool, order: Tensor,
+              indices: Tensor) -> Tensor:
+    """``indices`` (a stable sort's first k) with PyTorch's instead in the rows where its
+    kernel's libstdc++ selection decides them (runtime.ops.stl): where equal values (or NaNs)
+    meet among the first k + 1 sorted, and every row of an unsorted selection by
+    nth_element (k * 64 > n), whose order is the one it leaves. A captured step keeps the
+    stable sort's (its values are not read while capturing)."""
+    n = x.shape[d]
+    unsorted = not sort and k * 64 > n and k > 1
+    if is_tracing() or k == 0 or not x.numel():
+        return indices
+    rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1).reshape(-1, n)
+    if unsorted:
+        chosen = np.arange(len(rows))
+    else:
+        top = np.moveaxis(np.asarray(order.cpu().numpy()), d, -1).reshape(-1, n)[:, :k + 1]
+        sv = np.take_along_axis(rows, top, 1)
+        same = sv[:, :-1] == sv[:, 1:]
+        if x.dtype.is_floating_point:
+            nan = sv != sv
+            same |= nan[:, :-1] & nan[:, 1:]
+        chosen = np.nonzero(same.any(1))[0]
+    if not len(chosen):
+        return indices
+    from .stl import topk_row
+
+    picked = np.moveaxis(np.asarray(indices.cpu().numpy()), d, -1)
+    flat = picked.reshape(-1, k).copy()
+    for r in chosen:
+        flat[r] = topk_row(rows[r].tolist(), k, largest, sort)
+    from ..creation import tensor
+
+    fixed = np.moveaxis(flat.reshape(picked.shape), -1, d)
+    return tensor(np.ascontiguousarray(fixed), device=x.device)
 
 
 # --- small compositions PyTorch has as free functions -----------------------------------------

@@ -408,3 +408,36 @@ def test_nanmedian_of_nans_only_index(n: int) -> None:
     want = torch.nanmedian(x.t(), 0, keepdim=True)
     got = rt.nanmedian(rt.tensor(x.numpy()).t(), 0, keepdim=True)
     _same(got.indices, want.indices)
+
+
+# --- 3. topk: ties, NaNs and sorted=False in PyTorch's order (libstdc++'s selection)
+
+
+@pytest.mark.parametrize("shape,dim", [((200, 3), 0), ((3, 70), 1), ((2, 130, 2), 1),
+                                       ((4, 9), -1)])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_topk_ties_and_unsorted_order(shape: tuple[int, ...], dim: int, dtype: str) -> None:
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(0, 4, shape, generator=g).to(getattr(torch, dtype))
+    if x.dtype.is_floating_point:
+        x[torch.rand(shape, generator=g) < 0.15] = NAN
+    n = shape[dim]
+    for k in sorted({1, 2, n // 2, n}):
+        for largest in (True, False):
+            for srt in (True, False):
+                want = torch.topk(x, k, dim, largest, srt)
+                got = rt.topk(rt.tensor(x.numpy()), k, dim, largest, srt)
+                _same(got.indices, want.indices)
+                _same(got.values, want.values)
+
+
+def test_topk_distinct_values_unsorted_order_and_gradient() -> None:
+    x = torch.randn(3, 50, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    want = torch.topk(x, 20, 1, sorted=False)
+    got = rt.topk(rt.tensor(x.numpy()), 20, 1, sorted=False)
+    _same(got.indices, want.indices)
+    t, r = x.round().requires_grad_(), _rt(x.round(), True)
+    weight = torch.arange(20.0, dtype=torch.float64)
+    (torch.topk(t, 20, 1).values * weight).sum().backward()
+    (rt.topk(r, 20, 1).values * _rt(weight)).sum().backward()
+    _same(r.grad, t.grad)
