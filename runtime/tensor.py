@@ -898,7 +898,7 @@ def _in_place_of(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """The method ``fn_``: fn's result written into self, with fn's signature (``other`` of
     ``xlogy_``)."""
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        return F.overwrite(self, fn(F.clone(self), *args, **kwargs))  # fn's node name
+        return F.overwrite(self, fn(F.clone(self), *args, **kwargs), kept=True)  # fn's node
 
     method.__name__ = method.__qualname__ = fn.__name__ + "_"
     method.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]

@@ -618,7 +618,7 @@ def _inplace(fn: Any, x: Tensor, name: str | None = None, refused: str | None = 
     value = fn(F.clone(x))
     if refused is not None and name is not None and value.requires_grad:
         value = no_derivative(value, [value], RuntimeError, refused, name)
-    out = F.overwrite(x, value)
+    out = F.overwrite(x, value, kept=True)
     return out if name is None else named(out, name)
 
 

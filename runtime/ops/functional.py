@@ -1647,9 +1647,13 @@ def addcdiv_(t: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1) -> 
                  "AddcdivBackward0")
 
 
-def overwrite(t: Tensor, value: Tensor) -> Tensor:
+def overwrite(t: Tensor, value: Tensor, kept: bool = False) -> Tensor:
     """``t.copy_(value)`` for an in-place op computed out of place: its node is named as
-    value's (PyTorch's relu_ is ReluBackward0, not CopyBackwards)."""
+    value's (PyTorch's relu_ is ReluBackward0, not CopyBackwards); ``kept``: PyTorch's error
+    where value's dtype cannot be cast into t's (a float result into an integer tensor)."""
+    if kept and value.dtype.category > t.dtype.category:
+        raise RuntimeError(f"result type {D.scalar_type_name(value.dtype)} can't be cast to the "
+                           f"desired output type {D.scalar_type_name(t.dtype)}")
     out = copy_(t, value)
     fn = value._grad_fn
     return out if fn is None else named(out, fn.name())

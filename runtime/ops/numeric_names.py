@@ -435,11 +435,11 @@ igammac = _incomplete_gamma("igammac", True)
 
 
 def igamma_(self: Tensor, other: Tensor) -> Tensor:
-    return F.overwrite(self, igamma(F.clone(self), other))
+    return F.overwrite(self, igamma(F.clone(self), other), kept=True)
 
 
 def igammac_(self: Tensor, other: Tensor) -> Tensor:
-    return F.overwrite(self, igammac(F.clone(self), other))
+    return F.overwrite(self, igammac(F.clone(self), other), kept=True)
 
 
 def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa: A002

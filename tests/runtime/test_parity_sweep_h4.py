@@ -441,3 +441,20 @@ def test_topk_distinct_values_unsorted_order_and_gradient() -> None:
     (torch.topk(t, 20, 1).values * weight).sum().backward()
     (rt.topk(r, 20, 1).values * _rt(weight)).sum().backward()
     _same(r.grad, t.grad)
+
+
+# --- in-place ops whose float result an integer tensor cannot hold
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.tensor([1, 2, 3]).xlogy_(m.tensor([2, 2, 2])),
+    lambda m: m.tensor([1, 2, 3]).xlogy_(2),
+    lambda m: m.tensor([1, 2, 3]).igamma_(m.tensor([0.5, 1.5, 2.5])),
+    lambda m: m.tensor([1, 2, 3]).sigmoid_(),
+    lambda m: m.tensor([1, 2, 3]).erfc_(),
+    lambda m: m.tensor([1, 2, 3]).logit_(),
+])
+def test_in_place_float_result_into_integers_raises(call: Any) -> None:
+    want = _error_of(lambda: call(torch))
+    assert want[0] == "RuntimeError"
+    assert _error_of(lambda: call(rt)) == want
