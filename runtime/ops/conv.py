@@ -1402,9 +1402,10 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any,  # n
     index = index.reshape(n, c, math.prod(size), math.prod(k))
     flat_index = tensor(index.reshape(n, c, -1), device=x.device)
     values = gather(F.reshape(x, (n, c, -1)), 2, flat_index)
-    best = F.reshape(values, (n, c, math.prod(size), math.prod(k))).max(-1)
-    out = F.reshape(best.values, (n, c, *size))
-    where = np.take_along_axis(index, best.indices.numpy()[..., None], -1)
+    cols = F.reshape(values, (n, c, math.prod(size), math.prod(k)))
+    arg = _window_argmax(cols.detach(), 3)  # the first maximum, or the last NaN
+    out = F.reshape(gather(cols, 3, arg), (n, c, *size))
+    where = np.take_along_axis(index, arg.numpy(), -1)
     indices = tensor(where.reshape(n, c, *size), device=x.device)
     if input.ndim == dims + 1:
         out, indices = F.squeeze(out, 0), F.squeeze(indices, 0)

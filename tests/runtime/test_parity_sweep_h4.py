@@ -458,3 +458,20 @@ def test_in_place_float_result_into_integers_raises(call: Any) -> None:
     want = _error_of(lambda: call(torch))
     assert want[0] == "RuntimeError"
     assert _error_of(lambda: call(rt)) == want
+
+
+@pytest.mark.parametrize("k,size", [(2, (4, 4)), (3, (5, 5)), (2, (7, 6))])
+def test_fractional_max_pool_nan_picks_the_last_nan(k: int, size: tuple[int, int]) -> None:
+    g = torch.Generator().manual_seed(0)
+    x = _nan_input((2, 3, 9, 9), 6)
+    s = torch.rand(2, 3, 2, dtype=torch.float64, generator=g)
+    _check_pool(lambda r: F.fractional_max_pool2d(r, k, output_size=size, return_indices=True,
+                                                  _random_samples=_rt(s)),
+                lambda t: TF.fractional_max_pool2d(t, k, output_size=size, return_indices=True,
+                                                   _random_samples=s), x)
+    x3 = _nan_input((1, 2, 6, 6, 6), 7)
+    s3 = torch.rand(1, 2, 3, dtype=torch.float64, generator=g)
+    _check_pool(lambda r: F.fractional_max_pool3d(r, 2, output_size=(3, 3, 3),
+                                                  return_indices=True, _random_samples=_rt(s3)),
+                lambda t: TF.fractional_max_pool3d(t, 2, output_size=(3, 3, 3),
+                                                   return_indices=True, _random_samples=s3), x3)
