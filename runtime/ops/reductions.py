@@ -291,7 +291,21 @@ def _var(x: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> 
                       "Correction should be strictly less than the reduction factor (input "
                       "numel divided by output numel).", UserWarning,
                       stacklevel=_outside_runtime())
-    return F.div(total, builtins.max(0.0, dof))
+    value = F.div(total, builtins.max(0.0, dof))
+    if isinstance(dim, (list, tuple)) and not dim and x.ndim and x.requires_grad:
+        # PyTorch's var_backward over dim=[] counts the elements reduced as its _safe_size
+        # of no dims, 1: the gradient is 2 / (1 - correction) (x - mean), inf for the
+        # default correction
+        from .composite import straight_through
+
+        c = _correction(unbiased, correction)
+        factor = math.inf if c == 1 else 1.0 / (1.0 - c)
+        spread = F.sub(x, F.mean(x).detach())
+        path = F.mul(F.sum(F.mul(spread, spread), axes, keepdim), factor)
+        # times 1: the node the callers rename (VarBackward0, StdBackward0) is this one, not
+        # the straight-through one, whose class carries its gradient rule
+        value = F.mul(straight_through(value, path, "VarBackward0"), 1.0)
+    return value
 
 
 def _outside_runtime() -> int:

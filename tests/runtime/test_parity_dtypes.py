@@ -635,7 +635,7 @@ _COMPILED_INT_BOOL = {
     "bool order": lambda a, b: ((a > 0) < (b > 0)).long() + ((a > 0) >= True).long(),
     # abs of a bool is PyTorch's error ("abs_cpu" not implemented for 'Bool'): of its long
     "bool abs": lambda a, b: (a > 0).long().abs() + b,
-    "int logical_and": lambda a, b: rt.logical_and(a, b).long() + rt.logical_and(a, 1.5).long(),
+    "int logical_and": lambda a, b: rt.logical_and(a, b).long() + rt.logical_and(a, rt.tensor(1.5)).long(),
 }
 
 

@@ -475,3 +475,23 @@ def test_fractional_max_pool_nan_picks_the_last_nan(k: int, size: tuple[int, int
                                                   return_indices=True, _random_samples=_rt(s3)),
                 lambda t: TF.fractional_max_pool3d(t, 2, output_size=(3, 3, 3),
                                                    return_indices=True, _random_samples=s3), x3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.var(x, []), lambda m, x: m.var(x, (), correction=0),
+    lambda m, x: m.std(x, [], keepdim=True), lambda m, x: m.std(x, (), correction=2),
+    lambda m, x: m.var_mean(x, [])[0] * 2 + m.var_mean(x, [])[1],
+    lambda m, x: m.std_mean(x, (), correction=0)[0]])
+def test_var_std_over_no_dims_gradient_is_pytorchs(call: Any) -> None:
+    """PyTorch's var_backward over dim=[] divides by 1 - correction (its size of no dims):
+    an infinite gradient for the default correction, twice (x - mean) for none."""
+    x = np.array([[1.5, -2.0, 3.0], [3.0, 1.0, -1.0]])
+    t, r = torch.tensor(x, requires_grad=True), rt.tensor(x, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # degrees of freedom <= 0
+        want, got = call(torch, t), call(rt, r)
+    want.sum().backward()
+    got.sum().backward()
+    _same(got, want)
+    assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__
+    _same(r.grad, t.grad)
