@@ -419,3 +419,4 @@ globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.li
 # numbers refused where PyTorch's methods take tensors only: last, over every method (and
 # in-place variant) the imports above set
 _tensor_only.install_methods(Tensor)
+_tensor_only.install_special(special)

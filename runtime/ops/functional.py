@@ -122,6 +122,19 @@ def _out_dtype(dtype: Any, out: Tensor) -> Any:
     return dtype
 
 
+def _caller_outside_runtime() -> int:
+    """The stacklevel, for a warning its caller gives, of the first frame outside runtime (the
+    user's line, as PyTorch's C++ warnings point at, through any wrappers of the op)."""
+    import os
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 def _resize_out(out: Tensor, shape: tuple[int, ...]) -> None:
     if is_tracing():
         raise GraphBreak("an out= tensor resized")
@@ -132,7 +145,7 @@ def _resize_out(out: Tensor, shape: tuple[int, ...]) -> None:
             "This behavior is deprecated, and in a future PyTorch release outputs will not be "
             "resized unless they have zero elements. You can explicitly reuse an out tensor t by "
             "resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
-            stacklevel=4)
+            stacklevel=_caller_outside_runtime())
     out._data = out.xp.empty(shape, dtype=out._data.dtype)
 
 

@@ -30,15 +30,31 @@ PARAMETERS: dict[str, tuple[str, str]] = {
     "polar": ("abs", "angle"),
     "complex": ("real", "imag"),
 }
-# the ops that have a Scalar overload for their second operand only: a number first is an
-# invalid combination of their two overloads
-SCALAR_SECOND: dict[str, str] = {
-    **{n: " * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, Number "
-          "other, *, Tensor out = None)\n"
-       for n in "copysign fmod eq ne lt gt le ge".split()},
-    "rsub": " * (Tensor input, Tensor other, *, Number alpha = 1)\n * (Tensor input, Number "
-            "other, Number alpha = 1)\n",
+_TWO = (" * (Tensor input, Tensor other, *, Tensor out = None)\n * (Tensor input, Number "
+        "other, *, Tensor out = None)\n")
+_SELF_NUMBER = (" * (Tensor input, Tensor other, *, Tensor out = None)\n * (Number self, Tensor "
+                "other, *, Tensor out = None)\n * (Tensor input, Number other, *, Tensor out = "
+                "None)\n")
+_CLAMP = (" * (Tensor input, Tensor min = None, Tensor max = None, *, Tensor out = None)\n * "
+          "(Tensor input, Number min = None, Number max = None, *, Tensor out = None)\n")
+# name -> (PyTorch's name in its error, its overloads, whether a number is refused only where
+# the second operand is one too): a number first is an invalid combination of the overloads
+TENSOR_FIRST: dict[str, tuple[str, str, bool]] = {
+    **{n: (n, _TWO, False) for n in "copysign fmod eq ne lt gt le ge".split()},
+    "rsub": ("rsub", " * (Tensor input, Tensor other, *, Number alpha = 1)\n * (Tensor input, "
+                     "Number other, Number alpha = 1)\n", False),
+    "clamp": ("clamp", _CLAMP, False),
+    "clip": ("clip", _CLAMP, False),
+    "lerp": ("lerp", " * (Tensor input, Tensor end, Tensor weight, *, Tensor out = None)\n * "
+                     "(Tensor input, Tensor end, Number weight, *, Tensor out = None)\n", False),
+    "xlogy": ("xlogy", _SELF_NUMBER, True),
 }
+SPECIAL_TENSOR_FIRST: dict[str, tuple[str, str, bool]] = {
+    "xlogy": ("special_xlogy", _SELF_NUMBER, True),
+    "xlog1py": ("special_xlog1py", _SELF_NUMBER, True),
+}
+# ops PyTorch takes two numbers for, the first wrapped as a tensor (torch.add(2, 3): tensor(5))
+NUMBERS_WRAPPED = "add sub mul div true_divide floor_divide".split()
 
 
 def type_name(value: Any) -> str:
@@ -85,13 +101,33 @@ def _method(fn: Callable[..., Any], name: str, param: str) -> Callable[..., Any]
     return op
 
 
-def _tensor_first(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (bool, int, float)) and not isinstance(value, Tensor)
+
+
+def _tensor_first(fn: Callable[..., Any], spec: tuple[str, str, bool]) -> Callable[..., Any]:
+    name, overloads, both = spec
+
     @functools.wraps(fn)
     def op(*args: Any, **kwargs: Any) -> Any:
-        if args and not isinstance(args[0], Tensor) and len(args) == 2 and not kwargs:
+        if args and not isinstance(args[0], Tensor) and (
+                not both or (len(args) > 1 and not isinstance(args[1], Tensor))):
+            got = [type_name(a) for a in args] + [f"{k}={type_name(v)}"
+                                                  for k, v in sorted(kwargs.items())]
             raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                            f"({type_name(args[0])}, {type_name(args[1])}), but expected one "
-                            f"of:\n{SCALAR_SECOND[name]}")
+                            f"({', '.join(got)}), but expected one of:\n{overloads}")
+        return fn(*args, **kwargs)
+
+    return op
+
+
+def _numbers_wrapped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > 1 and _is_number(args[0]) and _is_number(args[1]):
+            from ..creation import tensor
+
+            args = (tensor(args[0]), *args[1:])
         return fn(*args, **kwargs)
 
     return op
@@ -102,9 +138,20 @@ def install_functions(namespace: dict[str, Any]) -> None:
     for n, params in PARAMETERS.items():
         if n in namespace:
             namespace[n] = _tensors_only(namespace[n], n, params)
-    for n in SCALAR_SECOND:
+    for n, spec in TENSOR_FIRST.items():
         if n in namespace:
-            namespace[n] = _tensor_first(namespace[n], n)
+            namespace[n] = _tensor_first(namespace[n], spec)
+    for n in NUMBERS_WRAPPED:
+        if n in namespace:
+            namespace[n] = _numbers_wrapped(namespace[n])
+
+
+def install_special(module: Any) -> None:
+    """PyTorch's refusals of two numbers in ``runtime.special``'s xlogy and xlog1py."""
+    for n, spec in SPECIAL_TENSOR_FIRST.items():
+        fn = getattr(module, n, None)
+        if fn is not None:
+            setattr(module, n, _tensor_first(fn, spec))
 
 
 def install_methods(cls: type) -> None:

@@ -672,6 +672,8 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True,  # noqa: A0
     and one of the orders sorted=False allows."""
     if out is not None:
         return F.written_to_each(out, topk(input, k, dim, largest, sorted), "topk")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer, Tensor)):
+        raise TypeError(f"topk(): argument 'k' (position 2) must be int, not {_type_name(k)}")
     d = int_dim("topk", dim, input.ndim)
     if input.dtype is D.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")

@@ -495,3 +495,23 @@ def test_var_std_over_no_dims_gradient_is_pytorchs(call: Any) -> None:
     _same(got, want)
     assert type(got.grad_fn).__name__ == type(want.grad_fn).__name__
     _same(r.grad, t.grad)
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.add(2, 3), lambda m: m.add(2, 3, alpha=2), lambda m: m.mul(2.5, 2),
+    lambda m: m.sub(7, 2.5), lambda m: m.div(7, 2), lambda m: m.div(7, 2, rounding_mode="floor"),
+    lambda m: m.true_divide(1, 4), lambda m: m.floor_divide(7, 2)])
+def test_arithmetic_of_two_numbers_gives_a_tensor(call: Any) -> None:
+    _same(call(rt), call(torch))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.clamp(2, m.tensor([1.5, -2.0])), lambda m: m.clip(2.0, m.tensor([1.5, -2.0])),
+    lambda m: m.clamp(2, 3), lambda m: m.lerp(2, m.tensor([1.5, -2.0]), 0.5),
+    lambda m: m.xlogy(2, 3), lambda m: m.special.xlogy(2, 3.0), lambda m: m.special.xlog1py(2, 3),
+    lambda m: m.topk(m.tensor([1.0, 2.0]), 1.5), lambda m: m.topk(m.tensor([1.0, 2.0]), True)])
+def test_number_where_pytorch_takes_a_tensor_first(call: Any) -> None:
+    want = _error_of(lambda: call(torch))
+    assert want[0] == "TypeError"
+    assert _error_of(lambda: call(rt)) == want
+    _same(rt.xlogy(2, rt.tensor([3.0])), torch.xlogy(2, torch.tensor([3.0])))
