@@ -24,7 +24,7 @@ from . import functional as F
 from . import tensor_ops as T
 from .dispatch import named
 from .naming import renamed
-from .shapes import int_dim, wrap_dim
+from .shapes import OMITTED, int_dim, wrap_dim
 
 MedianResult = namedtuple("MedianResult", ["values", "indices"])
 MinMax = namedtuple("MinMax", ["min", "max"])
@@ -105,26 +105,30 @@ def _all_nan_pick(n: int) -> int:
 
 
 @returns("median")
-def median(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+def median(input: Tensor, dim: Any = OMITTED, keepdim: bool = False, *,  # noqa: A002
            out: Any = None) -> Any:
     """The lower median (global: a value; along ``dim``: values and indices). NaN anywhere
     gives NaN, as PyTorch's."""
+    if dim is None:  # PyTorch's overloads: median(input) and median(input, int dim, ...)
+        raise TypeError("median(): argument 'dim' must be int, not NoneType")
     if out is not None:
         result = median(input, dim, keepdim)
-        return F.written_to(out, result, "median") if dim is None else \
+        return F.written_to(out, result, "median") if dim is OMITTED else \
             F.written_to_each(out, result, "median")
-    return _median(input, dim, keepdim, False, "median")
+    return _median(input, None if dim is OMITTED else dim, keepdim, False, "median")
 
 
 @returns("nanmedian")
-def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
+def nanmedian(input: Tensor, dim: Any = OMITTED, keepdim: bool = False, *,  # noqa: A002
               out: Any = None) -> Any:
     """median ignoring NaNs (NaN only where all are NaN)."""
+    if dim is None:  # PyTorch's overloads: nanmedian(input) and nanmedian(input, int dim, ...)
+        raise TypeError("nanmedian(): argument 'dim' must be int, not NoneType")
     if out is not None:
         result = nanmedian(input, dim, keepdim)
-        return F.written_to(out, result, "nanmedian") if dim is None else \
+        return F.written_to(out, result, "nanmedian") if dim is OMITTED else \
             F.written_to_each(out, result, "nanmedian")
-    return _median(input, dim, keepdim, True, "nanmedian")
+    return _median(input, None if dim is OMITTED else dim, keepdim, True, "nanmedian")
 
 
 def _median(x: Tensor, dim: Any, keepdim: bool, skip_nan: bool, name: str) -> Any:

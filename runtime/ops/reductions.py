@@ -19,7 +19,7 @@ from ..tensor import Tensor
 from . import functional as F
 from .dispatch import named, named_backward
 from .naming import renamed
-from .shapes import wrap_dim
+from .shapes import OMITTED, wrap_dim
 
 
 def any(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
@@ -61,15 +61,23 @@ def _as_uint8_of(x: Tensor, out: Tensor) -> Tensor:
 
 
 @autocast_fp32
-def prod(input: Tensor, dim: int | None = None, keepdim: bool = False, *,  # noqa: A002
+def prod(input: Tensor, dim: Any = OMITTED, keepdim: bool = False, *,  # noqa: A002
          dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """The product of all elements, or along ``dim`` (integers and bools in int64): the last
     of the running product, whose gradient is exact where x has zeros (PyTorch's)."""
+    if dim is None:  # PyTorch's overloads: prod(input, *, dtype), prod(input, int dim, ...)
+        if keepdim is False and dtype is None and out is None:  # both take two arguments
+            raise TypeError(
+                "prod() received an invalid combination of arguments - got (Tensor, "
+                "dim=NoneType), but expected one of:\n * (Tensor input, *, torch.dtype dtype = "
+                "None)\n * (Tensor input, int dim, bool keepdim = False, *, torch.dtype dtype = "
+                "None, Tensor out = None)\n")
+        raise TypeError("prod(): argument 'dim' must be int, not NoneType")
     if out is not None:
         return F.written_to(out, prod(input, dim, keepdim, dtype=F._out_dtype(dtype, out)), "prod")
     if dtype is not None:
         return F.in_dtype(prod, input, dtype, dim, keepdim)
-    if dim is None:
+    if dim is OMITTED:
         if keepdim:
             raise TypeError("prod(): keepdim needs a dim (PyTorch's overloads: prod(*, dtype) "
                             "and prod(int dim, bool keepdim=False, *, dtype))")

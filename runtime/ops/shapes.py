@@ -15,6 +15,20 @@ import numpy as np
 from .._dtype import DType, scalar_type_name, type_meta_name
 
 
+class _Omitted:
+    """The default of a parameter PyTorch has no default for in the overload that takes it
+    (``median(input)`` and ``median(input, int dim)``): omitted is the other overload, and an
+    explicit None its TypeError. Shown as None."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "None"
+
+
+OMITTED = _Omitted()
+
+
 class ShapeError(RuntimeError, ValueError):
     """Operand shapes that do not fit, with PyTorch's text: a RuntimeError, as PyTorch raises,
     and a ValueError, as this runtime's shape errors are (numpy's and the shape rules')."""

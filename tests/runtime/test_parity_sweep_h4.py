@@ -515,3 +515,16 @@ def test_number_where_pytorch_takes_a_tensor_first(call: Any) -> None:
     assert want[0] == "TypeError"
     assert _error_of(lambda: call(rt)) == want
     _same(rt.xlogy(2, rt.tensor([3.0])), torch.xlogy(2, torch.tensor([3.0])))
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, x: m.median(x, dim=None), lambda m, x: m.nanmedian(x, dim=None),
+    lambda m, x: m.prod(x, dim=None), lambda m, x: x.median(dim=None),
+    lambda m, x: m.prod(x, dim=None, keepdim=True)])
+def test_an_explicit_none_dim_is_pytorchs_type_error(call: Any) -> None:
+    want = _error_of(lambda: call(torch, torch.tensor([[1.0, 2.0], [3.0, 4.0]])))
+    assert want[0] == "TypeError"
+    assert _error_of(lambda: call(rt, rt.tensor([[1.0, 2.0], [3.0, 4.0]]))) == want
+    _same(rt.median(rt.tensor([3.0, 1.0, 2.0])), torch.median(torch.tensor([3.0, 1.0, 2.0])))
+    _same(rt.prod(rt.tensor([3.0, 1.0, 2.0]), dtype=rt.float64),
+          torch.prod(torch.tensor([3.0, 1.0, 2.0]), dtype=torch.float64))
