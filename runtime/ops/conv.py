@@ -1524,8 +1524,12 @@ def _check_unpool(input: Tensor, indices: Tensor, size: list[int],  # noqa: A002
         raise RuntimeError(f"strides should be greater than zero, but got stride: "
                            f"{list(stride)}")
     if indices.numel():  # a primitive: a compiled step checks it too
+        from .tensor_ops import flip
+
         volume = "x".join(str(v) for v in size)
-        F.check_bounds(F.reshape(indices, (-1,)), 0, math.prod(size),
+        # PyTorch's kernel keeps the last invalid index it meets (in one thread's order;
+        # threads race for it): the first of the indices reversed
+        F.check_bounds(flip(F.reshape(indices, (-1,)), [0]), 0, math.prod(size),
                        "Found an invalid max index: {} (output volumes are of size "
                        + volume + ")", error="RuntimeError")
 

@@ -528,3 +528,21 @@ def test_an_explicit_none_dim_is_pytorchs_type_error(call: Any) -> None:
     _same(rt.median(rt.tensor([3.0, 1.0, 2.0])), torch.median(torch.tensor([3.0, 1.0, 2.0])))
     _same(rt.prod(rt.tensor([3.0, 1.0, 2.0]), dtype=rt.float64),
           torch.prod(torch.tensor([3.0, 1.0, 2.0]), dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+def test_max_unpool_names_the_last_invalid_index(dims: int) -> None:
+    """PyTorch's kernel keeps the last invalid index it meets: deterministic on one thread
+    (its threads race for it otherwise)."""
+    shape = (2, 2) + (3,) * dims
+    idx = np.zeros(shape, np.int64)
+    idx.flat[1], idx.flat[-2] = 6 ** dims + 5, 6 ** dims + 9  # the output: 6 per dim
+    name = f"max_unpool{dims}d"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        want = _error_of(lambda: getattr(TF, name)(torch.ones(shape), torch.tensor(idx), 2))
+    finally:
+        torch.set_num_threads(threads)
+    assert want[0] == "RuntimeError" and str(6 ** dims + 9) in want[1]
+    assert _error_of(lambda: getattr(F, name)(rt.ones(shape), rt.tensor(idx), 2)) == want
