@@ -137,7 +137,8 @@ _OVERFLOW_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "in
                    "int64": "int64_t", "uint16": "uint16_t", "uint32": "uint32_t",
                    "uint64": "uint64_t"}
 # the largest finite value of each low-precision float: a scalar beyond it overflows
-_FLOAT_LIMITS = {float16: (65504.0, "c10::Half"),
+_FLOAT_LIMITS = {float32: (float(np.finfo(np.float32).max), "float"),
+                 float16: (65504.0, "c10::Half"),
                  bfloat16: (float(ml_dtypes.finfo(ml_dtypes.bfloat16).max), "c10::BFloat16")}
 
 

@@ -344,7 +344,8 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
             else D.default_float)
     else:
         dt = D.as_dtype(dtype)
-    if value is not None and dt.category == 1:  # PyTorch's overflow error, uint8's -1 255
+    if value is not None and (dt.category == 1 or (  # PyTorch's overflow error, uint8's -1
+            dt.is_floating_point and isinstance(value, (int, float, np.number)))):  # 255
         value = D.scalar_as(value, dt)
     tracer = active_tracer()
     if tracer is not None:

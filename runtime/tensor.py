@@ -44,6 +44,21 @@ class _InferenceVersionCounter(_VersionCounter):
 ERR_FACTORY_REQUIRES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 
 
+def _new_shape(name: str, sizes: tuple[Any, ...], size: Any) -> tuple[int, ...]:
+    """Tensor.new_*'s size (varargs or one sequence, or ``size=``) checked as PyTorch's parser
+    and empty_generic check it: a float is its TypeError, a negative size its RuntimeError
+    (the factories' own text differs)."""
+    raw = sizes[0] if len(sizes) == 1 else sizes if sizes else size
+    if isinstance(raw, float):
+        raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not "
+                        "float")
+    given = tuple(raw) if isinstance(raw, (tuple, list)) else (raw,)
+    negative = next((d for d in given if isinstance(d, int) and d < 0), None)
+    if negative is not None:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: "
+                           f"{list(given)}")
+    return tuple(F.sizes_or(sizes, size, name, "size")) if sizes or size is None else given
+
 def _new_options(name: str, layout: Any, pin_memory: bool | None) -> None:
     """Tensor.new_*'s layout= and pin_memory=, checked as PyTorch's factories check them."""
     if layout is not None or pin_memory:
@@ -543,7 +558,8 @@ class Tensor:
         from .creation import zeros
 
         _new_options("new_zeros", layout, pin_memory)
-        return zeros(*F.sizes_or(sizes, size, "new_zeros", "size"), dtype=dtype or self.dtype,
+        shape = _new_shape("new_zeros", sizes, size)
+        return zeros(*shape, dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_ones(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
@@ -552,7 +568,8 @@ class Tensor:
         from .creation import ones
 
         _new_options("new_ones", layout, pin_memory)
-        return ones(*F.sizes_or(sizes, size, "new_ones", "size"), dtype=dtype or self.dtype,
+        shape = _new_shape("new_ones", sizes, size)
+        return ones(*shape, dtype=dtype or self.dtype,
                     device=device or self.device, requires_grad=requires_grad)
 
     def new_empty(self, *sizes: Any, size: Any = None, dtype: Any = None, device: Any = None,
@@ -561,7 +578,8 @@ class Tensor:
         from .creation import empty
 
         _new_options("new_empty", layout, pin_memory)
-        return empty(*F.sizes_or(sizes, size, "new_empty", "size"), dtype=dtype or self.dtype,
+        shape = _new_shape("new_empty", sizes, size)
+        return empty(*shape, dtype=dtype or self.dtype,
                      device=device or self.device, requires_grad=requires_grad)
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -570,6 +588,10 @@ class Tensor:
         from .creation import full
 
         _new_options("new_full", layout, pin_memory)
+        if isinstance(size, (int, float)):  # no varargs here: a sequence of sizes only
+            raise TypeError("new_full(): argument 'size' (position 1) must be tuple of ints, "
+                            f"not {type(size).__name__}")
+        _new_shape("new_full", (), size)
         return full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device,
                     requires_grad=requires_grad)
 

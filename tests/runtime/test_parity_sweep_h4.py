@@ -546,3 +546,16 @@ def test_max_unpool_names_the_last_invalid_index(dims: int) -> None:
         torch.set_num_threads(threads)
     assert want[0] == "RuntimeError" and str(6 ** dims + 9) in want[1]
     assert _error_of(lambda: getattr(F, name)(rt.ones(shape), rt.tensor(idx), 2)) == want
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.zeros(2).new_zeros(2, -1), lambda m: m.zeros(2).new_ones((-3,)),
+    lambda m: m.zeros(2).new_empty(2.0), lambda m: m.zeros(2).new_full(3, 1.0),
+    lambda m: m.zeros(2).new_full((2, -1), 1.0),
+    lambda m: m.zeros(2, dtype=m.float16).new_full((2,), 1e6),
+    lambda m: m.full((2,), 1e39), lambda m: m.zeros(2).fill_(-1e39),
+    lambda m: m.zeros(2).masked_fill(m.tensor([True, False]), 1e39)])
+def test_new_factories_sizes_and_overflowing_fills(call: Any) -> None:
+    want = _error_of(lambda: call(torch))
+    assert want[0] in ("TypeError", "RuntimeError")
+    assert _error_of(lambda: call(rt)) == want
