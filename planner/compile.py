@@ -383,7 +383,8 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
                 arrays = [first, data]
             else:
                 arrays.append(data)
-            key.append(("T", data.shape, a.dtype.name, a.device, a._rg, a._vc.inference))
+            key.append(("T", data.shape, a.dtype.name, a.device, a._rg, a._vc.inference,
+                        None if data.flags.c_contiguous else _layout(data)))
         elif a is None or isinstance(a, (bool, int, float, str)):
             key.append(("P", type(a).__name__, a))
         else:
@@ -393,6 +394,14 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if len(set(roots)) != len(roots):
             key.append(("alias", tuple(roots.index(r) for r in roots)))
     return tuple(key)
+
+
+def _layout(data: Any) -> tuple[int, ...]:
+    """A non-contiguous array's strides, in elements, 0 along axes of one element (whose
+    stride is any): what eager mode's view() and layout checks read, so the capture's too
+    (torch.compile guards strides as well)."""
+    size = data.itemsize
+    return tuple(s // size if n > 1 else 0 for n, s in zip(data.shape, data.strides))
 
 
 def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
@@ -413,7 +422,8 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
                 f"{_sharing(aliases[0])})")
     if len(old) != len(new):
         return f"{len(new) - 1} arguments (was {len(old) - 1})"
-    names = {"T": ("shape", "dtype", "device", "requires_grad", "inference tensor")}
+    names = {"T": ("shape", "dtype", "device", "requires_grad", "inference tensor",
+                   "strides (None: contiguous)")}
     for i, (a, b) in enumerate(zip(old[1:], new[1:])):
         if a == b:
             continue

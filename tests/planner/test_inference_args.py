@@ -53,3 +53,26 @@ def test_an_inference_tensor_in_a_step_that_saves_nothing_runs() -> None:
         xi = rt.ones(5)
     with pytest.warns(RuntimeWarning, match="inference tensor"):
         assert step(xi).item() == 10.0
+
+
+def test_an_argument_of_another_layout_is_captured_again() -> None:
+    """The plan key holds a non-contiguous argument's strides, as torch.compile's guards: a
+    step whose view() eager mode refuses for a transposed tensor raises that error compiled
+    too (the plan captured from a contiguous one replayed it), and a contiguous call after
+    it replays the first plan."""
+
+    def step(x: Any) -> Any:
+        return (x.view(-1) * 2).sum()
+
+    compiled = planner.compile(step, backend="llvm", background=False)
+    a = rt.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4))
+    assert compiled(a).item() == 132.0
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        compiled(rt.from_numpy(np.arange(12, dtype=np.float32).reshape(4, 3)).t())
+    assert compiled(a * 2).item() == 264.0
+    # sliced arguments of other strides: each its own capture, as eager mode's view decides
+    rows = rt.from_numpy(np.arange(24, dtype=np.float32).reshape(3, 8))
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        compiled(rows[:, :4])
+    assert compiled(rows[:, ::2]).item() == 264.0  # (8, 2): its rows merge, as in PyTorch
+    assert compiled.captures == 2  # the calls that raised planned nothing
