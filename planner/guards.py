@@ -150,6 +150,7 @@ def _path_guard(src: _Source, guard: Guard) -> None:
     for (attr, key), cls in zip(path.steps, guard.types, strict=True):
         src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
         src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
+                         else "        o = _len(o)" if attr is None  # a (None, "len") step
                          else f"        o = o[{src.name(key)}]")
     if not guard.exact:
         src.fail_if(f"_type(o) is not {src.name(type(guard.value))}", indent=2)

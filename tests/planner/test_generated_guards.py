@@ -98,3 +98,32 @@ def test_source_holds_names_and_int_literals_only() -> None:
     assert strings == {"'params'"}  # the one key the module writes itself
     assert numbers and all(n.isdigit() for n in numbers)
     assert {t.string for t in tokens if t.type == tokenize.NAME} >= {"passes", "args"}
+
+
+def test_a_list_the_step_iterates_passes_its_generated_guards() -> None:
+    """A list of functions the step loops over is guarded by its length and each item's
+    identity: the generated guards take the length step as ``len`` (they subscripted the
+    list with "len", raised and left every call to failed_guard's slower walk)."""
+    ops: list[Callable[[Any], Any]] = [rt.sin, rt.tanh, lambda t: t * 2]
+
+    def step(x: Any) -> Any:
+        x.grad = None
+        h = x
+        for op in ops:
+            h = op(h)
+        h.sum().backward()
+        return x.grad
+
+    compiled = planner.compile(step, backend="llvm")
+    x = rt.randn(8, requires_grad=True)
+    for _ in range(2):
+        compiled(x)
+    (entry,) = compiled._cache.values()
+    (binding,) = entry.bindings
+    assert any(g.path.steps[-1] == (None, "len") for g in binding.python_values)
+    assert binding.quick((x,)) is True and binding.failed_guard((x,)) is None
+    ops.append(rt.cos)
+    assert binding.quick((x,)) is False and "len(ops)" in binding.failed_guard((x,))
+    ops.pop()
+    ops[2] = rt.exp
+    assert binding.quick((x,)) is False and binding.failed_guard((x,)) is not None
