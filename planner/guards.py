@@ -71,7 +71,7 @@ class _Source:
                                       "_tensor": Tensor, "_setting_key": setting_key,
                                       "_structure_version": structure_version,
                                       "_leaf_hooks_version": leaf_hooks_version,
-                                      "_getattr": getattr}
+                                      "_getattr": getattr, "_tuple": tuple, "_map": map}
 
     def name(self, value: Any) -> str:
         key = f"_v{len(self.names)}"
@@ -101,8 +101,12 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     b = src.name(binding)
     if binding.python_values:
         src.lines.append("    try:")
+        whole, covered = _whole_lists(binding.python_values)
+        for prefix, (length, items) in whole.items():
+            _list_guard(src, prefix, length, items)
         for guard in binding.python_values:
-            _path_guard(src, guard)
+            if id(guard) not in covered:
+                _path_guard(src, guard)
         src.lines.append("    except Exception:")  # a step that finds nothing: failed_guard
         src.lines.append("        return False")
     for is_tensor, slot in binding.guarded:
@@ -135,6 +139,57 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     fn = namespace["passes"]
     fn.source = text
     return fn  # type: ignore[no-any-return]
+
+
+def _whole_lists(guards: list[Guard]) -> tuple[dict[Path, tuple[Guard, list[Guard]]], set[int]]:
+    """The lists and tuples whose length and first items (by identity: every item, or those
+    within ``_expand``'s budget) are guarded, by path: (the length guard, the item guards in
+    order); and the ids of those guards. A list of 64 functions the step loops over (the
+    chain workload's ops) is then one comparison of ids (64 guards written out took 4 us a
+    call)."""
+    lengths: dict[Path, Guard] = {}
+    items: dict[Path, dict[int, Guard]] = {}
+    for g in guards:
+        if not g.path.steps or not g.exact:
+            continue
+        attr, key = g.path.steps[-1]
+        if attr is None and type(g.value) is int:
+            lengths[g.path.prefix(-1)] = g
+        elif attr is False and type(key) is int and key >= 0 and g.identity:
+            items.setdefault(g.path.prefix(-1), {})[key] = g
+    whole: dict[Path, tuple[Guard, list[Guard]]] = {}
+    for prefix, length in lengths.items():
+        found = items.get(prefix, {})
+        m = len(found)  # its first m items: all of them, or those within _expand's budget
+        if m < 2 or m > length.value or set(found) != set(range(m)) \
+                or length.types[-1] not in (list, tuple):
+            continue
+        ordered = [found[i] for i in range(m)]
+        if all(g.types == length.types for g in ordered):  # the same objects along the way
+            whole[prefix] = (length, ordered)
+    covered = {id(g) for length, ordered in whole.values() for g in (length, *ordered)}
+    return whole, covered
+
+
+def _list_guard(src: _Source, prefix: Path, length: Guard, items: list[Guard]) -> None:
+    """The guards of a whole list or tuple (``_whole_lists``) written out: the path to it
+    followed as each guard follows it, then its length and its items' ids compared."""
+    if prefix.kind == "global":
+        src.lines.append(f"        o = {src.name(prefix.root)}.get({src.name(prefix.name)}, "
+                         "_missing)")
+    elif prefix.kind == "cell":
+        src.lines.append(f"        o = {src.name(prefix.root)}.cell_contents")
+    else:
+        src.lines.append(f"        o = {src.name(prefix.root)}")
+    for (attr, key), cls in zip(prefix.steps, length.types, strict=False):
+        src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
+        src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
+                         else "        o = _len(o)" if attr is None
+                         else f"        o = o[{src.name(key)}]")
+    ids = src.name(tuple(id(g.value) for g in items))
+    first = "o" if len(items) == length.value else f"o[:{_int(len(items))}]"
+    src.fail_if(f"_type(o) is not {src.name(length.types[-1])} or _len(o) != "
+                f"{_int(length.value)} or _tuple(_map(_id, {first})) != {ids}", indent=2)
 
 
 def _path_guard(src: _Source, guard: Guard) -> None:
