@@ -741,14 +741,23 @@ def _window_argmax(cols: Tensor, dim: int) -> Tensor:
     """Each window's (along ``dim``, kept) maximum as PyTorch's CPU max pools pick it: the
     first maximum, or the last NaN where the window holds one (their scan replaces the
     running maximum by a greater value or by any NaN)."""
-    arg = F.argmax(cols, dim, keepdim=True)
     if not cols.dtype.is_floating_point:
-        return arg
+        return F.argmax(cols, dim, keepdim=True)
     from ..creation import arange
 
     shape = [1] * cols.ndim
     shape[dim] = cols.shape[dim]
     taps = F.reshape(arange(cols.shape[dim], device=cols.device), tuple(shape))
+    if cols.dtype is not D.float64:
+        # one argmax of a float64 key: the value itself, +inf below every NaN's key, a NaN's
+        # key 2**1000 past its tap (the last NaN the greatest); a second pass for the NaNs
+        # (an amax over the taps, not fused) made the cnn workload's step 26 % slower
+        wide = F.cast(cols, D.float64)
+        key = F.where(F.eq(wide, math.inf), 2.0**999, wide)
+        key = F.where(F.ne(wide, wide), F.mul(F.add(F.cast(taps, D.float64), 1.0),
+                                              2.0**1000), key)
+        return F.argmax(key, dim, keepdim=True)
+    arg = F.argmax(cols, dim, keepdim=True)
     last_nan = F.amax(F.where(F.ne(cols, cols), taps, -1), dim, keepdim=True)
     return F.where(F.ge(last_nan, 0), last_nan, arg)
 
