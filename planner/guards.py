@@ -174,39 +174,33 @@ def _whole_lists(guards: list[Guard]) -> tuple[dict[Path, tuple[Guard, list[Guar
 def _list_guard(src: _Source, prefix: Path, length: Guard, items: list[Guard]) -> None:
     """The guards of a whole list or tuple (``_whole_lists``) written out: the path to it
     followed as each guard follows it, then its length and its items' ids compared."""
-    if prefix.kind == "global":
-        src.lines.append(f"        o = {src.name(prefix.root)}.get({src.name(prefix.name)}, "
-                         "_missing)")
-    elif prefix.kind == "cell":
-        src.lines.append(f"        o = {src.name(prefix.root)}.cell_contents")
-    else:
-        src.lines.append(f"        o = {src.name(prefix.root)}")
-    for (attr, key), cls in zip(prefix.steps, length.types, strict=False):
-        src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
-        src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
-                         else "        o = _len(o)" if attr is None
-                         else f"        o = o[{src.name(key)}]")
+    _follow(src, prefix, length.types[:len(prefix.steps)])
     ids = src.name(tuple(id(g.value) for g in items))
     first = "o" if len(items) == length.value else f"o[:{_int(len(items))}]"
     src.fail_if(f"_type(o) is not {src.name(length.types[-1])} or _len(o) != "
                 f"{_int(length.value)} or _tuple(_map(_id, {first})) != {ids}", indent=2)
 
 
-def _path_guard(src: _Source, guard: Guard) -> None:
-    """Guard.failed for one guard, written out: the path followed as it was at capture (each
-    object it goes through of the type it had), and the value found compared."""
-    path = guard.path
+def _follow(src: _Source, path: Path, types: tuple[type, ...]) -> None:
+    """Lines leaving in ``o`` the value at ``path``, each object it goes through checked to
+    be of its type in ``types`` (Path.follow written out)."""
     if path.kind == "global":
         src.lines.append(f"        o = {src.name(path.root)}.get({src.name(path.name)}, _missing)")
     elif path.kind == "cell":
         src.lines.append(f"        o = {src.name(path.root)}.cell_contents")
     else:
         src.lines.append(f"        o = {src.name(path.root)}")
-    for (attr, key), cls in zip(path.steps, guard.types, strict=True):
+    for (attr, key), cls in zip(path.steps, types, strict=True):
         src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
         src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
                          else "        o = _len(o)" if attr is None  # a (None, "len") step
                          else f"        o = o[{src.name(key)}]")
+
+
+def _path_guard(src: _Source, guard: Guard) -> None:
+    """Guard.failed for one guard, written out: the path followed as it was at capture (each
+    object it goes through of the type it had), and the value found compared."""
+    _follow(src, guard.path, guard.types)
     if not guard.exact:
         src.fail_if(f"_type(o) is not {src.name(type(guard.value))}", indent=2)
     elif guard.identity:
