@@ -52,7 +52,9 @@ def test_an_adam_update_is_one_kernel_a_parameter_and_equals_eager(optimizer: st
 # kernels and steps of each workload's fused plan at this commit: a change to capture or
 # fusion that splits kernels (lerp_ captured as a copy made gpt's 74 kernels 115) fails here;
 # one that fuses more lowers the bound
-PLAN_SIZES = {"gpt": (74, 368), "rnn": (48, 217), "cnn": (38, 150), "mlp_small": (15, 44),
+# (cnn: 2 kernels more since its max pools' argmax key takes a window's last NaN, as PyTorch;
+# the same step time, 0.77 ms against 0.79)
+PLAN_SIZES = {"gpt": (74, 368), "rnn": (48, 217), "cnn": (40, 152), "mlp_small": (15, 44),
               "two_tower": (15, 45), "eltwise": (1, 4)}
 
 

@@ -291,11 +291,21 @@ def _fold_case(rng: np.random.Generator) -> Case:
     return [_array(rng, cols, _dtype(rng, floats=rng.random() < 0.8))], attrs
 
 
+def _pow_case(rng: np.random.Generator) -> Case:
+    """A binary ufunc's case, or an array to the number -0.5 or 0.5 (pow's fast path leaves
+    x ** -0.5 of float32, float64 and bfloat16 to its impl: PyTorch's rsqrt)."""
+    args, attrs = _ufunc_case(2)(rng)
+    if rng.random() < 0.4 and type(args[0]) is np.ndarray:
+        args = [args[0], float(rng.choice([-0.5, 0.5]))]
+    return args, attrs
+
+
 CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "sum": _reduce_case, "amax": _reduce_case, "mean": _reduce_case, "where": _where_case,
     "matmul": _matmul_case, "reshape": _reshape_case, "permute": _permute_case,
     "expand": _expand_case, "getitem": _getitem_case, "index_backward": _index_backward_case,
     "argmax": _arg_case, "argmin": _arg_case, "unfold": _unfold_case, "fold": _fold_case,
+    "pow": _pow_case,
 }
 for _name, _prim in REGISTRY.items():
     if _prim.ufunc is not None:
