@@ -696,6 +696,8 @@ class Tracer:
         # the tensors living outside the step when it ends, by id: what a returned one is
         live = {id(slot.ref): ReturnedState("tensor", slot.ref) for slot in self.slots
                 if slot.kind == "tensor" and isinstance(slot.ref, Tensor)}
+        live.update((key, ReturnedState("input", None, index))
+                    for key, index in self.input_of.items())
         returned = {id(t) for t in _tensors_in(result)}
         for key, (owner, value) in self.grad_shadow.items():
             if key in self.aliases and key not in returned:

@@ -110,7 +110,8 @@ class ReturnedLeaf:
 @dataclass(frozen=True, eq=False)
 class ReturnedState:
     """A returned tensor that is, when the step ends, one living outside it: a buffer or other
-    tensor the step reads (``kind`` "tensor", ``ref`` it), a ``.grad`` (``kind`` "grad",
+    tensor the step reads (``kind`` "tensor", ``ref`` it), a tensor argument (``kind``
+    "input", ``owner_input`` its position), a ``.grad`` (``kind`` "grad",
     ``ref`` its owner, or ``owner_input`` the argument owning it) or an optimizer's state
     (``kind`` "opt_state", ``ref`` (optimizer, parameter, key)). Eager mode returns that very
     object, whose later in-place updates (the next ``zero_grad(set_to_none=False)``, the
@@ -121,12 +122,16 @@ class ReturnedState:
     owner_input: int | None = None
 
     def live(self, args: tuple[Any, ...]) -> Any:
+        """The object now (None where it is gone: the replay's own tensor is returned)."""
         if self.kind == "tensor":
             return self.ref
+        if self.kind == "input":
+            return args[self.owner_input]
         if self.kind == "grad":
             return (self.ref if self.owner_input is None else args[self.owner_input])._grad
         opt, p, key = self.ref
-        return opt().state[p][key]
+        found = opt()
+        return None if found is None else found.state.get(p, {}).get(key)
 
 
 Mark = ReturnedGraph | ReturnedLeaf | ReturnedState

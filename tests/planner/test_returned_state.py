@@ -68,3 +68,19 @@ def test_a_returned_grad_of_an_argument_is_its_live_grad() -> None:
         g = compiled(x)
         assert g is x.grad
         np.testing.assert_array_equal(g.numpy(), 2 * x.detach().numpy())
+
+
+def test_a_returned_argument_is_the_argument() -> None:
+    """A step returning a tensor argument it updated in place returns that argument, as eager
+    mode (a new tensor over the plan's array before)."""
+    def step(x: Any, y: Any) -> Any:
+        x.mul_(2)
+        return x, (y * 3).sum()
+
+    compiled = planner.compile(step, backend="llvm")
+    for i in range(3):
+        x, y = rt.ones(3) * i, rt.arange(3.0)
+        out, total = compiled(x, y)
+        assert out is x
+        np.testing.assert_array_equal(x.numpy(), np.full(3, 2.0 * i, np.float32))
+        assert total.item() == 9.0
