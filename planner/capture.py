@@ -693,20 +693,12 @@ class Tracer:
         self._check_outside_views(writes)
         grad_none: list[tuple[Tensor, bool, int | None]] = []
         created: list[str] = []
-        # the tensors living outside the step when it ends, by id: what a returned one is
-        live = {id(slot.ref): ReturnedState("tensor", slot.ref) for slot in self.slots
-                if slot.kind == "tensor" and isinstance(slot.ref, Tensor)}
-        live.update((key, ReturnedState("input", None, index))
-                    for key, index in self.input_of.items())
         returned = {id(t) for t in _tensors_in(result)}
         for key, (owner, value) in self.grad_shadow.items():
             if key in self.aliases and key not in returned:
                 # a tensor of the step's own, not returned: its .grad is gone with it after the
                 # call (neither state of the plan, nor guarded, nor made anew at each call)
                 continue
-            if value is not None:
-                live[id(value)] = ReturnedState("grad", owner if key not in self.input_of
-                                                else None, self.input_of.get(key))
             original = owner._grad
             cleared = key in self.grad_cleared
             if not cleared:
@@ -731,6 +723,8 @@ class Tracer:
             created.extend(f"{type(opt).__name__} state {key!r} of a parameter "
                            f"{list(p.shape)}" for p, st in opt.state.items()
                            for key in st if key not in snapshot.get(p, {}))
+        # before _template, whose reads of returned tensors add slots
+        live = self._live(returned) if self.aot is None else {}
         self._check_returned_settings(result)
         template = self._template(result)
         if self.aot is not None:  # the returned value, and the gradients (planner.aot.split)
@@ -744,13 +738,27 @@ class Tracer:
                         self.modes, self.late_modes, self.found_modes)
         found.assigned_settings = self.assigned_settings
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
-            for opt, _ in self.optimizers.values():
-                live.update((id(value), ReturnedState("opt_state", (weakref.ref(opt), p, k)))
-                            for p, st in opt.state.items() for k, value in st.items()
-                            if isinstance(value, Tensor))
             found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
                                      + returned_state(result, live))
         return found
+
+    def _live(self, returned: set[int]) -> dict[int, ReturnedState]:
+        """The tensors living outside the step when it ends, by id (what a returned one is):
+        those it reads, its tensor arguments, the .grads it leaves (not those of its own
+        tensors it does not return: ``finish``) and its optimizers' state."""
+        live = {id(slot.ref): ReturnedState("tensor", slot.ref) for slot in self.slots
+                if slot.kind == "tensor" and isinstance(slot.ref, Tensor)}
+        live.update((key, ReturnedState("input", None, index))
+                    for key, index in self.input_of.items())
+        for key, (owner, value) in self.grad_shadow.items():
+            if value is not None and (key not in self.aliases or key in returned):
+                live[id(value)] = ReturnedState("grad", owner if key not in self.input_of
+                                                else None, self.input_of.get(key))
+        for opt, _ in self.optimizers.values():
+            live.update((id(value), ReturnedState("opt_state", (weakref.ref(opt), p, k)))
+                        for p, st in opt.state.items() for k, value in st.items()
+                        if isinstance(value, Tensor))
+        return live
 
     def restore_generators(self) -> None:
         """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""
