@@ -703,10 +703,9 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
         args, kwargs = (*fixed_args, *args), {**fixed_kwargs, **kwargs}
         if isinstance(step, types.MethodType):
             bound = inspect.signature(step.__func__).bind(step.__self__, *args, **kwargs)
-            fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
         else:
             bound = inspect.signature(step).bind(*args, **kwargs)
-            fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
+        fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
     except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
         return accesses(step, {})
     # the defaults of the parameters the call leaves out (``def step(x, cfg=CFG)``): fixed
