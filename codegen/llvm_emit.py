@@ -31,8 +31,8 @@ A bfloat16 input (``ir.STORAGE_ONLY``) is loaded as i16 and widened to the float
 A kernel with float32 or float64 sin or cos has a second body using their exact argument
 reduction (codegen/llvm_math.py): the fast body tracks its largest sin/cos argument (a
 vectorized max reduction), and if that passed FAST_SIN_COS_LIMIT the entry reruns the call's
-range with the exact body, which rewrites every output. A kernel writing into an input (``into``) cannot
-rerun and has only the exact body. sin and cos of one value (sin's backward takes cos of its
+range with the exact body, which rewrites every output. A kernel writing into an input
+(``into``) cannot rerun and has only the exact body. sin and cos of one value (sin's backward takes cos of its
 argument) are one call of their pair's function (``sincos``: one argument reduction), and an
 argument's range is checked once.
 """
@@ -53,7 +53,7 @@ from llvmlite import ir
 
 from codegen import ir as kir
 from codegen.llvm_math import BOUNDED_VARIANTS, EXACT_VARIANTS, FAST_SIN_COS_LIMIT, PAIRED
-from codegen.lower import SCRATCH_BYTES, LoopNest, lower
+from codegen.lower import RANGED_DTYPES, SCRATCH_BYTES, LoopNest, lower
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -601,7 +601,7 @@ class KernelEmitter:
         argument's magnitude is bounded; one of a pair from the pair's function, called once
         per argument and block (the block's earlier instructions dominate its later ones)."""
         b, op = self.b, expr.op
-        ranged = op in EXACT_VARIANTS and expr.dtype in ("float32", "float64")
+        ranged = op in EXACT_VARIANTS and expr.dtype in RANGED_DTYPES
         bounded = self.bounds[expr.x] <= FAST_SIN_COS_LIMIT
         key = (id(x), id(b.block))
         if ranged and self.checked and key not in self.range_checked and not bounded:

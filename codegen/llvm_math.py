@@ -29,8 +29,8 @@ finite x exactly (x = m * 2**k, x * 2/pi mod 4 = m * T(k) from a 256-entry float
 within 1.6 ulp on the whole range, but 5-6x slower: the table lookups are vector gathers on
 every element; float64's are the C library's sin and cos (a call a lane). A kernel runs the
 fast ones and, if any argument passed FAST_SIN_COS_LIMIT (a float64 one compared as float32),
-runs again with the exact ones (codegen/llvm.py): a float64 sin of 1e30 was meaningless. sin/cos of +-inf and nan
-are nan. ``sincos`` (and ``sincos_exact``) return both from one reduction, the same bits as
+runs again with the exact ones (codegen/llvm.py): a float64 sin of 1e30 was meaningless.
+sin/cos of +-inf and nan are nan. ``sincos`` (and ``sincos_exact``) return both from one reduction, the same bits as
 sin and cos each: a kernel with sin(x) and cos(x) calls it once (the chain workload's kernel:
 105 -> 77 us a call, benchmarks/chain_kernel.py).
 """

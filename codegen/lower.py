@@ -31,9 +31,10 @@ CACHE_MIN_COST = 4  # recomputing cheaper values beats a store and a load
 EXPENSIVE: dict[str, int] = {"exp": 8, "log": 8, "sin": 8, "cos": 8, "tanh": 8, "sigmoid": 8,
                              "erf": 10, "pow": 16, "div": 4, "sqrt": 4}
 ITEM_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int64": 8, "bool": 1, "bfloat16": 2}
-# unary ops whose float32 form has a fast variant valid below a limit on |x| and an exact one
-# (the LLVM renderer checks the range and reruns; see codegen/llvm_math.py)
+# unary ops whose float32 and float64 forms have a fast variant valid below a limit on |x| and
+# an exact one (the LLVM renderer checks the range and reruns; see codegen/llvm_math.py)
 RANGED_OPS: frozenset[str] = frozenset({"sin", "cos"})
+RANGED_DTYPES: frozenset[str] = frozenset({"float32", "float64"})
 
 
 def op_cost(expr: kir.Expr) -> int:
@@ -154,8 +155,8 @@ def lower(kernel: kir.Kernel, scratch_bytes: int = SCRATCH_BYTES) -> LoopNest:
                   and _normal_reciprocal(kernel.exprs[e.b], dtypes[e.b])}
     compensated = {i for i, e in enumerate(kernel.exprs)
                    if isinstance(e, kir.Reduce) and is_compensated(e.op, dtypes[i])}
-    ranged = any(isinstance(e, kir.Unary) and e.op in RANGED_OPS
-                 and e.dtype in ("float32", "float64") for e in kernel.exprs)
+    ranged = any(isinstance(e, kir.Unary) and e.op in RANGED_OPS and e.dtype in RANGED_DTYPES
+                 for e in kernel.exprs)
     return LoopNest(kernel, tuple(stages), tuple(per_element), tuple(dtypes), tuple(elem_output),
                     roots, frozenset(cached), frozenset(reciprocal), frozenset(compensated),
                     _compensated_outputs(kernel, scratch_bytes), ranged, scratch_bytes)
