@@ -1161,10 +1161,12 @@ def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tens
                             f"The shape of the mask {list(mask)} at index {j} does not match "
                             f"the shape of the indexed tensor {list(shape)} at index {dim + j}")
             elif not any(k.position in range(p, p + len(m)) for p, m in masks.items()):
-                # PyTorch names the dimension by the index tensor's place among them
+                # PyTorch names the dimension by the index tensor's place among them; a 0-d
+                # one it takes as the integer it holds, by its place in the key
                 size = shape[dim]
+                named = position if idx[k.position].ndim == 0 else k.position
                 check_bounds(idx[k.position], -size, size, f"index {{}} is out of bounds for "
-                             f"dimension {k.position} with size {size}")
+                             f"dimension {named} with size {size}")
         dim += 1
 
 
