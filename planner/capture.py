@@ -165,8 +165,9 @@ class Tracer:
         self.groups_at_step: dict[int, list[dict[str, Any]]] = {}
         self.args: tuple[Any, ...] = ()
         self.assigned_settings: dict[int, set[tuple[int, str]]] = {}
-        # graph nodes that stand for Python floats (add_scalar_input, and arithmetic among
-        # them only): promoted as floats (runtime.ops.dispatch), never returned
+        # graph nodes that stand for Python numbers (add_scalar_input, and arithmetic among
+        # them only), their kind by their dtype (float64: a float, int64: an int, bool): promoted
+        # as those numbers (runtime.ops.dispatch)
         self.weak_nodes: set[int] = set()
         self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
         # the code of the function that calls the step (its returns: item_of), and how many
@@ -298,18 +299,20 @@ class Tracer:
         self.layouts.outside(cell, array)
         return cell
 
-    def add_scalar_input(self, index: int) -> Tensor:
-        """A float argument as an input of the plan (a float64 scalar read from the call's
-        argument at every replay), standing for the Python float it is: arithmetic with a
-        tensor promotes as a Python float does (runtime.ops.dispatch, ``weak_nodes``), and any
-        use that needs its value in Python (``if lr > 0``, ``float(lr)``) is a GraphBreak, on
-        which planner.compile captures with the value as a constant instead."""
+    def add_scalar_input(self, index: int, integer: bool = False) -> Tensor:
+        """A float (``integer``: an int) argument as an input of the plan, a float64 (int64)
+        scalar read from the call's argument at every replay, standing for the Python number
+        it is: arithmetic with a tensor promotes as that number does (runtime.ops.dispatch,
+        ``weak_nodes``), and any use that needs its value in Python (``if lr > 0``,
+        ``float(lr)``, ``range(n)``, a shape) is a GraphBreak, on which planner.compile
+        captures with the value as a constant instead."""
         device = self.target_device or "cpu"
-        placeholder = np.zeros((), np.float64)  # kept by the cell: its id is the key
-        cell = self._new_slot(Slot("input", index, (), D.float64, device, f"arg{index}"),
+        dtype = D.int64 if integer else D.float64
+        placeholder = np.zeros((), dtype.np)  # kept by the cell: its id is the key
+        cell = self._new_slot(Slot("input", index, (), dtype, device, f"arg{index}"),
                               placeholder, placeholder)
         self.weak_nodes.add(cell.node)
-        return Tensor._make(cell, D.float64, device)
+        return Tensor._make(cell, dtype, device)
 
     def add_input(self, index: int, t: Tensor) -> None:
         if t._vc.inference:  # PyTorch checks each use of one: the call runs eagerly
@@ -849,7 +852,9 @@ class Tracer:
             return ("item", ("node", value.node))
         if isinstance(value, Tensor):
             if type(value._data) is MetaArray and value._data.node in self.weak_nodes:
-                raise GraphBreak("the step returns a number it computes from a float argument")
+                # a number computed from number arguments (``return loss, n + 1``): the plan
+                # returns it as the Python number it is at every replay, as ``.item()``
+                return ("item", ("node", self._read(value)))
             if value._rg and not self.seen_backward:
                 # the caller will differentiate it: a replayed plan has no graph to offer
                 raise GraphBreak("the step returns a tensor that requires grad without "
@@ -930,7 +935,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         raise GraphBreak(f"the step calls {watch.found.stateful[0]}, which a replayed plan "
                          f"would not (its Python does not run): pass the batch as an argument")
     if scalars:
-        args = tuple(tracer.add_scalar_input(i) if i in scalars else a
+        args = tuple(tracer.add_scalar_input(i, type(a) is int) if i in scalars else a
                      for i, a in enumerate(args))
     tracer.own_state = _optimizers_with_state_read(watch.found)
     tracer.note_groups(args)

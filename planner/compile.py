@@ -114,8 +114,8 @@ class Binding:
     # the fused plan whose kernels compile in the background (planner.background), replayed
     # from the first call that finds them built; ``plan`` is the unfused plan until then
     pending: bg.Pending | None = None
-    # positions of the float arguments the plan reads as inputs (float64 scalars made from
-    # the call's floats at every replay: CompiledStep._changed_floats)
+    # positions of the int and float arguments the plan reads as inputs (int64 and float64
+    # scalars made from the call's numbers at every replay: CompiledStep._changed_numbers)
     scalar_inputs: frozenset[int] = frozenset()
     # a step returning tensors that require grad: its backward plan (planner.aot); ``plan``
     # is the forward's
@@ -332,21 +332,32 @@ def _was(setting: Any) -> str:
     return f"was {setting!r}"
 
 
-# a float argument's value in a key where the plan reads it as an input
+# a number argument's value in a key where the plan reads it as an input
 DYNAMIC = "dynamic"
+# the kinds of Python number arguments a plan may read as inputs (automatic dynamic): a bool
+# (an int too) stays a constant, as torch.compile specializes it
+_NUMBER_KINDS = ("int", "float")
 
 
 def _with_dynamic(key: tuple[Any, ...], dynamic: frozenset[int]) -> tuple[Any, ...]:
-    """``key`` with the values of the float arguments at ``dynamic`` left out."""
+    """``key`` with the values of the number arguments at ``dynamic`` left out."""
     entries = list(key)
     for i in dynamic:
-        if 2 + i < len(entries) and entries[2 + i][:2] == ("P", "float"):
-            entries[2 + i] = ("P", "float", DYNAMIC)
+        if 2 + i < len(entries) and _plannable(entries[2 + i]):
+            entries[2 + i] = ("P", entries[2 + i][1], DYNAMIC)
     return tuple(entries)
 
 
+def _plannable(entry: tuple[Any, ...]) -> bool:
+    """Whether a key's entry is a number argument a plan can read as an input: a float, or
+    an int within int64 (a larger one stays a constant)."""
+    return entry[0] == "P" and (entry[1] == "float" or entry[1] == "int" and (
+        entry[2] == DYNAMIC or -(2 ** 63) <= entry[2] < 2 ** 63))
+
+
 def _dynamic_positions(key: tuple[Any, ...]) -> frozenset[int]:
-    return frozenset(i for i, e in enumerate(key[2:]) if e == ("P", "float", DYNAMIC))
+    return frozenset(i for i, e in enumerate(key[2:])
+                     if e[0] == "P" and e[1] in _NUMBER_KINDS and e[2] == DYNAMIC)
 
 
 def _take_back_made_state(cap: Capture) -> None:
@@ -554,8 +565,8 @@ class CompiledStep:
         self.fullgraph = fullgraph
         self.plan: Plan | None = None
         self._cache: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
-        # per argument structure: the positions of float arguments read as plan inputs
-        # (``_changed_floats``), and those found read as values (constants for good)
+        # per argument structure: the positions of number arguments read as plan inputs
+        # (``_changed_numbers``), and those found read as values (constants for good)
         self._dynamic: dict[Any, frozenset[int]] = {}
         self.dynamic = dynamic
         self.name: str | None = None  # what warnings and logs call it (default: fn's name)
@@ -640,8 +651,8 @@ class CompiledStep:
         if dynamic:
             key = _with_dynamic(key, dynamic)
         entry = self._cache.get(key)
-        if entry is None and (more := self._changed_floats(key, args)):
-            # a float argument met with a second value: an input of the plan from now on,
+        if entry is None and (more := self._changed_numbers(key, args)):
+            # a number argument met with a second value: an input of the plan from now on,
             # as torch.compile's automatic dynamic makes it (not a capture per value)
             dynamic = self._dynamic[frozen] = (dynamic or frozenset()) | more
             key = _with_dynamic(key, dynamic)
@@ -725,11 +736,11 @@ class CompiledStep:
                 except Exception as e:
                     if not scalars and not isinstance(e, GraphBreak):
                         raise
-                    if scalars:  # a float argument is read as a value: a constant, for good
+                    if scalars:  # a number argument is read as a value: a constant, for good
                         # (any error: an op taking only a Python number there; a capture with the
                         # number meets the step's own errors again)
-                        log.info("%s reads its float arguments %s as values (%s): capturing them "
-                                 "as constants", self._name, sorted(scalars),
+                        log.info("%s reads its number arguments %s as values (%s): capturing "
+                                 "them as constants", self._name, sorted(scalars),
                                  getattr(e, "reason", f"{type(e).__name__}: {e}"))
                         self._static.setdefault(frozen, set()).update(scalars)
                         self._dynamic[frozen] -= scalars
@@ -762,26 +773,27 @@ class CompiledStep:
             if pending is not None:
                 pending.start()
 
-    def _changed_floats(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
-        """The positions of the float arguments in which ``key`` differs from a key this step
-        was called with before, where nothing else differs (an lr, a loss weight, a
-        temperature passed per call): made inputs of the plan. Not on a GPU (a plan's float
-        inputs are CPU scalars) nor where such a capture found the float read as a value
+    def _changed_numbers(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
+        """The positions of the int and float arguments in which ``key`` differs from a key
+        this step was called with before, where nothing else differs (an lr, a loss weight,
+        a temperature, a step counter passed per call): made inputs of the plan, as
+        torch.compile's automatic dynamic makes them. Not on a GPU (a plan's number inputs
+        are CPU scalars) nor where such a capture found the number read as a value
         (``_static``)."""
         frozen, modes = key[0], key[1]
         static = self._static.get(frozen, ())
         if self.dynamic is False or self.device not in (None, "cpu") or any(
                 isinstance(a, Tensor) and a.device != "cpu" for a in args):
             return frozenset()
-        if self.dynamic:  # every float argument from the first call
+        if self.dynamic:  # every number argument from the first call
             return frozenset(i for i, e in enumerate(key[2:])
-                             if e[:2] == ("P", "float") and e[2] != DYNAMIC and i not in static)
+                             if _plannable(e) and e[2] != DYNAMIC and i not in static)
         for other in reversed(self._cache):
             if len(other) != len(key) or other[0] != frozen or other[1] != modes:
                 continue
             differ = [i for i, (a, b) in enumerate(zip(other[2:], key[2:])) if a != b]
-            if differ and all(i not in static and key[2 + i][:2] == ("P", "float")
-                              and other[2 + i][:2] == ("P", "float") for i in differ):
+            if differ and all(i not in static and _plannable(key[2 + i])
+                              and other[2 + i][:2] == key[2 + i][:2] for i in differ):
                 return frozenset(differ)
         return frozenset()
 
@@ -927,8 +939,8 @@ class CompiledStep:
         plan lowered for inspection renders its CUDA C but needs no CuPy to be planned).
         ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
         depends on (the capture is a trace on shape-only tensors: planning and code generation
-        are what it saves). ``scalars``: the positions of float arguments that are inputs of
-        the plan (``_changed_floats``). Python's garbage collector is held off meanwhile."""
+        are what it saves). ``scalars``: the positions of number arguments that are inputs of
+        the plan (``_changed_numbers``). Python's garbage collector is held off meanwhile."""
         with _collector_paused():
             try:
                 return self._capture_and_plan(fn, args, build, warm_up, scalars)
@@ -1239,9 +1251,11 @@ def _plan_device(cap: Capture) -> str:
     return devices.pop() if len(devices) == 1 else "cpu"
 
 
-def _float_input(value: float) -> np.ndarray:
-    """A float argument as the plan reads it (Binding.scalar_inputs): a float64 scalar."""
-    return np.array(value, np.float64)
+def _number_input(value: float | int) -> np.ndarray:
+    """A number argument as the plan reads it (Binding.scalar_inputs): a float64 scalar for
+    a float, an int64 one for an int (the argument's kind is in the plan's key). An int
+    past int64 raises OverflowError, where a plan cannot hold it."""
+    return np.array(value, np.int64 if type(value) is int else np.float64)
 
 
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
@@ -1363,9 +1377,9 @@ class _Replayer:
                 work.append(f"s{v} = {name('stage', stage)}({v}, args, None)")
                 stores.append(f"s{v}[0](s{v}[1], s{v}[2])")
         held = [*stores] if not self.hold_run else [*work, *stores]
-        scalars = [f"    arrays[{int(i)}] = _f64(args[{int(i)}])"
+        scalars = [f"    arrays[{int(i)}] = _number(args[{int(i)}])"
                    for i in sorted(self.binding.scalar_inputs)]
-        names["_f64"] = _float_input
+        names["_number"] = _number_input
         # a step that writes nothing (a gradient returned) has no stores to keep together
         guarded = ["    held = _hold()", "    try:", *(f"        {line}" for line in held),
                    "    finally:", "        _release(held)"] if held else []
@@ -1391,7 +1405,7 @@ class _Replayer:
             before(args) if getattr(before, "takes_args", False) else before()
         arrays = [a._data if isinstance(a, Tensor) else None for a in args]
         for i in self.binding.scalar_inputs:
-            arrays[i] = _float_input(args[i])
+            arrays[i] = _number_input(args[i])
         state = {slot: read(args) for slot, read in self.reads}
         for draws in self.draws:
             draws.start()
@@ -1698,11 +1712,12 @@ def compile(fn: Callable[..., Any] | None = None, *, backend: str = "auto",  # n
     from one run to the next); None: ``$BACKPLAN_BACKGROUND_COMPILE`` (1, the default, or 0).
     ``step.wait()`` blocks until they are in use.
 
-    ``dynamic``: how Python float arguments are planned (torch.compile's option, for floats;
-    shapes are always specialized). None: as a constant at the first value, as an input of the
-    plan (read at every replay) from the second value on; True: as an input from the first
-    call; False: as a constant per value. A float the step reads as a value in Python
-    (``if lr > 0``) is a constant whatever this says.
+    ``dynamic``: how Python int and float arguments are planned (torch.compile's option;
+    shapes are always specialized, and a bool is a constant). None: as a constant at the first
+    value, as an input of the plan (read at every replay) from the second value on; True: as
+    an input from the first call; False: as a constant per value. A number the step reads as
+    a value in Python (``if lr > 0``, ``range(n)``, ``x[:n]``, a shape) is a constant whatever
+    this says.
 
     ``cuda_graphs``: whether a plan on a GPU replays as a CUDA graph from its second call
     (planner.cuda_graph: torch.compile's ``mode="reduce-overhead"``): its launches recorded

@@ -23,11 +23,11 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
         flat = tuple(leaves)
         frozen = freeze(spec)
         key = (frozen, *_arg_key(flat))
-        dynamic = fn._dynamic.get(frozen)  # float arguments read as plan inputs: as a call
+        dynamic = fn._dynamic.get(frozen)  # number arguments read as plan inputs: as a call
         if dynamic:
             key = _with_dynamic(key, dynamic)
         entry = fn._cache.get(key)
-        if entry is None and (more := fn._changed_floats(key, flat)):
+        if entry is None and (more := fn._changed_numbers(key, flat)):
             key = _with_dynamic(key, (dynamic or frozenset()) | more)
             entry = fn._cache.get(key)
         if entry is not None:

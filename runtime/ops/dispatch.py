@@ -176,8 +176,9 @@ def keeps_saved(t: Tensor) -> Tensor:
 def _promoted_dtype(prim: Primitive, args: tuple[Any, ...], weak: Any = ()
                     ) -> D.DType | None:
     """The dtype ``prim``'s promoting arguments are cast to (None: no tensor among them).
-    ``weak``: positions of tensors that stand for Python floats (a compiled step's float
-    argument, planner.capture: Tracer.add_scalar_input), promoted as the floats they are."""
+    ``weak``: positions of tensors that stand for Python numbers (a compiled step's float or
+    int argument, planner.capture: Tracer.add_scalar_input), promoted as the numbers they are
+    (a float64 one as a float, an int64 one as an int, a bool as a bool)."""
     positions = prim.promote_args if prim.promote_args is not None else range(len(args))
     dts: list[D.DType] = []
     ndims: list[int] = []
@@ -187,7 +188,8 @@ def _promoted_dtype(prim: Primitive, args: tuple[Any, ...], weak: Any = ()
     for i in positions:
         a = args[i]
         if i in weak:
-            scalars.append(0.5)
+            kind = args[i].dtype
+            scalars.append(0.5 if kind.is_floating_point else True if kind is D.bool_ else 1)
         elif isinstance(a, Tensor):
             dt = a.dtype
             if first is None:
@@ -209,6 +211,35 @@ def _promoted_dtype(prim: Primitive, args: tuple[Any, ...], weak: Any = ()
     if prim.promote == PROMOTE_FLOAT and not rdt.is_floating_point:
         rdt = D.default_float
     return rdt
+
+
+# ops whose bool arguments stay bools among Python numbers (Python's ``True & False`` and
+# ``True == 1`` are bools or compare as ints either way); elsewhere Python counts a bool as an int
+_BOOL_OPS = frozenset(("eq", "ne", "logical_and", "logical_or", "logical_xor", "bitwise_and",
+                       "bitwise_or", "bitwise_xor"))
+
+
+def _as_python_numbers(prim: Primitive, args: tuple[Any, ...], weak: Any) -> tuple[Any, ...]:
+    """``prim``'s arguments where every tensor among them stands for a Python number (a
+    compiled step's number arguments and what they compute, ``weak``), cast so that the op
+    computes what Python would: ints and bools as float64 where Python's result is a float (a
+    true division, a float among them: ``n / 2``, ``n * 0.1``), bools as int64 where Python
+    counts them (``True + True`` is 2)."""
+    positions = prim.promote_args if prim.promote_args is not None else range(len(args))
+    kinds = {args[i].dtype for i in positions if i in weak}
+    if D.float64 in kinds or prim.promote == PROMOTE_FLOAT or any(
+            type(args[i]) is float for i in positions):
+        target = D.float64
+    elif D.bool_ in kinds and prim.name not in _BOOL_OPS:
+        target = D.int64
+    else:
+        return args
+    cast = [i for i in positions if i in weak and args[i].dtype is not target
+            and (target is D.float64 or args[i].dtype is D.bool_)]
+    if not cast:
+        return args
+    return tuple(apply(REGISTRY["cast"], a, dtype=target) if i in cast else a
+                 for i, a in enumerate(args))
 
 
 def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
@@ -414,7 +445,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     weak = {i for i, a in enumerate(args) if isinstance(a, Tensor)
             and type(a._data) is MetaArray and a._data.node in weak_nodes} if weak_nodes else ()
     rdt = _promoted_dtype(prim, args, weak) if prim.promote != PROMOTE_NONE else None
-    if rdt is not None:  # None: Python floats only (weak), as float64 as they are
+    if rdt is None and weak and prim.promote != PROMOTE_NONE:
+        args = _as_python_numbers(prim, args, weak)
+    if rdt is not None:  # None: Python numbers only (weak), as float64 and int64 as they are
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))
         cast = [i for i in positions if isinstance(args[i], Tensor) and args[i].dtype is not rdt]
         if rdt is _BF16 and prim.name in _OPMATH_SCALAR and len(args) == 2 and 1 in cast \
@@ -441,7 +474,7 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     device = attrs["device"] if prim.transfer else device
     node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
     if weak and all(i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
-        weak_nodes.add(node)  # arithmetic among Python floats gives one
+        weak_nodes.add(node)  # arithmetic among Python numbers gives one
     view_of = (tracer.storage_of(args[0])
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
                else None)

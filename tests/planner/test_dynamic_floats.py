@@ -1,9 +1,10 @@
 """A Python float argument that changes between calls (an lr, a loss weight, a temperature
 passed per call) becomes an input of the plan at its second value, as torch.compile's
 automatic dynamic makes it: two captures in all, not one per value (the recompile_limit then
-made every later call eager). It stands for the float it is: promoted as a Python float, and
-where the step reads its value in Python (``if t > 0``, ``float(t)``) or returns it, the step
-is captured with the value as a constant, as before."""
+made every later call eager). It stands for the float it is: promoted as a Python float, a
+number computed from it and returned is that Python number at each call, and where the step
+reads its value in Python (``if t > 0``, ``float(t)``) the step is captured with the value as a
+constant, as before."""
 
 from __future__ import annotations
 
@@ -121,7 +122,7 @@ def test_a_float_the_step_computes_with_in_python_stays_a_constant(
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("use", ["branch", "float", "returned", "math"])
+@pytest.mark.parametrize("use", ["branch", "float", "math"])
 def test_a_float_read_as_a_value_is_captured_as_a_constant(
         use: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="planner")
@@ -134,11 +135,9 @@ def test_a_float_read_as_a_value_is_captured_as_a_constant(
             scale = x * float(s)
         elif use == "math":
             scale = x * math.exp(s)
-        else:
-            scale = x * s
         loss = (scale * w).sum()
         grad, = rt.autograd.grad(loss, [w])
-        return (grad, s * 2) if use == "returned" else grad
+        return grad
 
     compiled = planner.compile(step)
     x = rt.arange(3.0)
@@ -146,12 +145,29 @@ def test_a_float_read_as_a_value_is_captured_as_a_constant(
         warnings.simplefilter("error", RuntimeWarning)
         for s in (0.5, 1.5, 2.5, 0.5):
             got, want = compiled(x, s), step(x, s)
-            if use == "returned":
-                assert got[1] == want[1] and type(got[1]) is float
-                got, want = got[0], want[0]
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
     assert any("as constants" in r.getMessage() for r in caplog.records)
     assert compiled.captures == 3  # a constant per distinct value (the input's try broke)
+
+
+def test_a_number_computed_from_a_float_and_returned_is_read_at_each_call() -> None:
+    """``return grad, s * 2``: the Python float at each call, from the plan's input (it
+    used to be captured as a constant per value)."""
+    w = rt.ones(3, requires_grad=True)
+
+    def step(x: Any, s: float) -> Any:
+        grad, = rt.autograd.grad((x * s * w).sum(), [w])
+        return grad, s * 2, s / 3 - 1
+
+    compiled = planner.compile(step)
+    x = rt.arange(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for s in (0.5, 1.5, 2.5, 0.1, -7.25):
+            got, want = compiled(x, s), step(x, s)
+            assert got[1:] == want[1:] and [type(v) for v in got[1:]] == [float, float]
+            np.testing.assert_allclose(got[0].numpy(), want[0].numpy(), rtol=1e-6)
+    assert compiled.captures == 2
 
 
 def test_a_float_promotes_as_a_python_float() -> None:
