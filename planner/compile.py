@@ -1020,11 +1020,14 @@ class CompiledStep:
                        [(m, _module_params(m, found, counters)) for m in _outermost(modules)],
                        [(o, _optimizer_key(o, cap.assigned_settings.get(id(o), ())))
                         for o in cap.optimizers], cap.grad_none,
-                       cap.watch.guards([path for path, _ in increments]), cap.effects + [
+                       cap.watch.guards([path for path, _ in increments]
+                                        + cap.watch.appended_paths()), cap.effects + [
                            ("after", functools.partial(m.train, mode))
                            for m, mode in cap.late_modes] + [
                            ("after", functools.partial(guards.add_constants, path, deltas))
-                           for path, deltas in increments],
+                           for path, deltas in increments] + [
+                           ("after", functools.partial(guards.append_items, path, items))
+                           for path, items in cap.watch.appended],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
                        counters=counters, pending=pending,
                        aot=None if aot_plans is None else aot_plans[1], scalar_inputs=scalars,
@@ -1037,7 +1040,9 @@ class CompiledStep:
         back as it was by ``capture``: Watch.settle). A replay runs none of the step's Python,
         so: a number the step only adds constants to (``self.n += 1``) has them added after
         each replay (returned: its path and constants), unless it is an nn.Module's attribute
-        that the module's own code also reads (``_read_by_its_module``); anything else it
+        that the module's own code also reads (``_read_by_its_module``); a list it only
+        appends constants to (``events.append("step")``) has them appended after each replay
+        (Watch.appended, the Binding's effects); anything else it
         changes makes the call run eagerly, and be captured again after it where ``warm_up``
         (a value the step sets once, ``self.ready = True``, is in place then); a capture that
         still changes it cannot be replayed. A plan only lowered for inspection (not
@@ -1047,7 +1052,7 @@ class CompiledStep:
             return []
         increments = [(path, deltas) for path, deltas in watch.counted
                       if not _read_by_its_module(path, self.fn)]
-        counted = {path for path, _ in increments}
+        counted = {path for path, _ in increments} | set(watch.appended_paths())
         others = [path for path in changed if path not in counted]
         if not others or not build:
             return increments

@@ -1299,6 +1299,7 @@ class Watch:
                          if type(value) in (list, dict)}
         self.settled: list[Path] = []  # what the capture changed (``settle``)
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
+        self.appended: list[tuple[Path, list[Any]]] = []  # and the lists only appended to
 
     def settle(self) -> None:
         """After the capture: note what it changed, and which of those are increments, then
@@ -1306,6 +1307,7 @@ class Watch:
         changes, each once)."""
         self.settled = self.changed()
         self.counted = self.increments(self.settled)
+        self.appended = self.appends(self.settled)
         self.restore(self.settled)
 
     def changed(self) -> list[Path]:
@@ -1316,7 +1318,8 @@ class Watch:
                 now, _ = path.follow()
             except _Unsafe:
                 now = MISSING
-            if not same(value, now) or (path in self.contents and _holds_captured(now)):
+            if not same(value, now) or (path in self.contents and (
+                    _holds_captured(now) or _list_changed(now, self.contents[path]))):
                 found.append(path)
         return found
 
@@ -1341,6 +1344,33 @@ class Watch:
                     _refill(now, self.contents[path])
             except Exception:  # noqa: BLE001, S112 - the path is gone: nothing to put back
                 continue
+
+    def appends(self, paths: list[Path]) -> list[tuple[Path, list[Any]]]:
+        """Those of ``paths`` that are lists the capture only appended to
+        (``events.append("step")``) and that the step uses by their mutators alone, each with
+        the items it appended, where these are constants (numbers, strings, None, tuples of
+        them: the same objects at each call are what the step would append): appended again
+        after each replay, as torch.compile replays a list's mutations."""
+        found = []
+        for path in paths:
+            before = self.contents.get(path)
+            if type(before) is not list or self.before[path][0] is not (
+                    now := _follow_or_missing(path)):
+                continue
+            # a list the step uses otherwise than by its mutators (``len(seen)``, a loop over
+            # it, an argument of a call), or an object holding it: its Python may depend on
+            # the items, which a replay does not run
+            if any(path.prefix(i) in self.found.escapes for i in range(len(path.steps) + 1)):
+                continue
+            if len(now) > len(before) and all(a is b for a, b in zip(now, before)) and all(
+                    guarded_kind(item) == "value" for item in now[len(before):]):
+                found.append((path, now[len(before):]))
+        return found
+
+    def appended_paths(self) -> list[Path]:
+        """The lists ``appended`` found, and their lengths: what a replay's appends change
+        (guarded by type only)."""
+        return [p for path, _ in self.appended for p in (path, path.then(None, "len"))]
 
     def increments(self, paths: list[Path]) -> list[tuple[Path, list[Any]]]:
         """Those of ``paths`` that the step only adds constants to (``self.n += 1``) and the
@@ -1417,12 +1447,32 @@ def _holds_captured(container: list[Any] | dict[Any, Any]) -> bool:
     return any(isinstance(v, Tensor) and type(v._data) is MetaArray for v in values)
 
 
+def _list_changed(now: Any, contents: list[Any] | dict[Any, Any]) -> bool:
+    """Whether a list the step reads holds other items than before its capture (a method
+    call changed it in place: ``seen.append(n)``, ``queue.pop()``), which a replay would not
+    do. A dict's entries are paths of their own (``stats["n"] = n``)."""
+    return type(now) is list and type(contents) is list and (
+        len(now) != len(contents) or any(a is not b for a, b in zip(now, contents)))
+
+
 def _refill(container: Any, contents: list[Any] | dict[Any, Any]) -> None:
     if type(container) is list:
         container[:] = contents
     else:
         container.clear()
         container.update(contents)
+
+
+def _follow_or_missing(path: Path) -> Any:
+    try:
+        return path.follow()[0]
+    except _Unsafe:
+        return MISSING
+
+
+def append_items(path: Path, items: list[Any]) -> None:
+    """The step's appends to the list at ``path``, made after a replay."""
+    path.follow()[0].extend(items)
 
 
 def add_constants(path: Path, deltas: list[Any]) -> None:

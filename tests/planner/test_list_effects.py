@@ -1,0 +1,112 @@
+"""A step that changes a list it reads, in place (``events.append("step")``): a replay runs
+none of the step's Python, so the capture used to leave its own item in the list and the
+replays none, silently. Now a list the step only appends constants to (numbers, strings,
+None, tuples of them), and uses by its mutators alone, has them appended again after each
+replay, as torch.compile replays a list's mutations; any other change (a pop, a dict or a
+tensor appended, an append that depends on the list's length) makes the step run eagerly,
+with a warning naming the list."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+CALLS = 5
+
+
+def _run(step: Any, compiled: bool, values: list[Any]) -> list[Any]:
+    fn = planner.compile(step) if compiled else step
+    x = rt.arange(3.0, requires_grad=True)
+    out = []
+    for v in values:
+        out.append(fn(x, v).item())
+    return out
+
+
+def test_constants_appended_are_appended_at_every_replay() -> None:
+    def make() -> tuple[list[Any], Any]:
+        events: list[Any] = ["start"]
+
+        def step(x: Any, v: float) -> Any:
+            events.append("step")
+            events.append(2)
+            events.append(None)
+            events.append(("lr", 0.5))
+            (grad,) = rt.autograd.grad((x * x).sum(), [x])
+            return grad.sum() * v
+        return events, step
+
+    want_events, step = make()
+    want = _run(step, False, [1.0] * CALLS)
+    got_events, step = make()
+    compiled = planner.compile(step)
+    x = rt.arange(3.0, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = [compiled(x, 1.0).item() for _ in range(CALLS)]
+    assert got == want
+    assert got_events == want_events
+    assert compiled.captures == 1
+
+
+def test_an_appended_int_argument_is_each_calls_value() -> None:
+    """The int is read as a value there (its item would be the plan's input): a constant
+    per value, each replay appending its own."""
+    seen: list[int] = []
+
+    def step(x: Any, n: int) -> Any:
+        seen.append(n)
+        return (x * 2).sum()
+
+    compiled = planner.compile(step)
+    x = rt.arange(3.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for n in (0, 0, 0, 1, 2, 1):
+            assert compiled(x, n).item() == 6.0
+    assert seen == [0, 0, 0, 1, 2, 1]
+
+
+@pytest.mark.parametrize("change", ["pop", "dict", "tensor", "by_length", "insert", "extend"])
+def test_other_changes_of_a_list_run_eagerly(change: str) -> None:
+    def make() -> tuple[list[Any], Any]:
+        items: list[Any] = [1, 2, 3, 4, 5, 6, 7, 8]
+
+        def step(x: Any) -> Any:
+            loss = (x * 3).sum()
+            if change == "pop":
+                items.pop()
+            elif change == "dict":
+                items.append({"loss": 1.0})
+            elif change == "tensor":
+                items.append(loss.detach())
+            elif change == "by_length":
+                if len(items) < 10:
+                    items.append(0)
+            elif change == "extend":  # its built tuple: the list is used otherwise (escapes)
+                items.extend((0, 1))
+            else:
+                items.insert(0, 9)
+            return loss
+        return items, step
+
+    want_items, step = make()
+    x = rt.arange(3.0)
+    want = [step(x).item() for _ in range(CALLS)]
+    got_items, step = make()
+    compiled = planner.compile(step)
+    with pytest.warns(RuntimeWarning, match="runs eagerly: the step changes"):
+        got = [compiled(x).item() for _ in range(CALLS)]
+    assert got == want
+    assert len(got_items) == len(want_items)
+    for g, w in zip(got_items, want_items, strict=True):
+        if isinstance(w, rt.Tensor):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+        else:
+            assert g == w
