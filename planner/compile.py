@@ -396,7 +396,10 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
                 arrays.append(data)
             key.append(("T", data.shape, a.dtype.name, a.device, a._rg, a._vc.inference,
                         None if data.flags.c_contiguous else _layout(data)))
-        elif a is None or isinstance(a, (bool, int, float, str)):
+        elif a is None or isinstance(a, _BY_VALUE):
+            # a number or string, a numpy scalar (np.int64(3), np.float32(0.5)): by its value,
+            # a constant of the plan (an id, which a new scalar may take over from a freed
+            # one, replayed another value's plan)
             key.append(("P", type(a).__name__, a))
         else:
             key.append(("O", type(a).__name__, id(a)))
@@ -405,6 +408,10 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
         if len(set(roots)) != len(roots):
             key.append(("alias", tuple(roots.index(r) for r in roots)))
     return tuple(key)
+
+
+# the arguments keyed by value: immutable, hashable, equal where they compute the same
+_BY_VALUE = (bool, int, float, complex, str, bytes, np.generic)
 
 
 def _layout(data: Any) -> tuple[int, ...]:

@@ -159,3 +159,19 @@ def test_the_dynamic_option_covers_ints(dynamic: bool | None, captures: int) -> 
     for n in (1, 2, 3, -1):
         np.testing.assert_allclose(compiled(x, n).item(), step(x, n).item(), rtol=1e-6)
     assert compiled.captures == captures
+
+
+@pytest.mark.parametrize("kind", [np.int64, np.int32, np.float32, np.float16, np.bool_])
+def test_numpy_scalar_arguments_are_keyed_by_value(kind: Any) -> None:
+    """A numpy scalar that is no Python int or float was keyed by its id, which a new scalar
+    takes over from a freed one: a call with another value replayed the old value's plan,
+    silently. It is keyed by its value (a constant of the plan, one capture per value)."""
+    def step(x: Any, s: Any) -> Any:
+        return (x * s).sum()
+
+    compiled = planner.compile(step, recompile_limit=16)
+    x = rt.arange(3.0)
+    values = [kind(v) for v in (1, 2, 3, 1, 5, 0, 2)]
+    for v in values:
+        assert compiled(x, v).item() == step(x, v).item()
+    assert compiled.captures == len({v.item() for v in values})
