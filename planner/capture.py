@@ -917,6 +917,14 @@ def _stale(cell: MetaArray) -> bool:
     return False
 
 
+# builtins whose answer for a number argument differs for the tensor standing for it in a
+# capture (Tracer.add_scalar_input): a step calling one and naming a number type (its
+# globals) reads its numbers as constants; ``isinstance(out, tuple)`` names none
+_TYPE_CHECKS = frozenset(("isinstance", "type", "issubclass"))
+_NUMBER_TYPES = frozenset(("int", "float", "bool", "complex", "numbers", "Number", "Real",
+                           "Integral", "Rational", "Complex", "np", "numpy"))
+
+
 def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
             scalars: Any = ()) -> Capture:
     """Trace ``fn(*args)``; raises GraphBreak where the step cannot be captured. The Python
@@ -935,6 +943,13 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         raise GraphBreak(f"the step calls {watch.found.stateful[0]}, which a replayed plan "
                          f"would not (its Python does not run): pass the batch as an argument")
     if scalars:
+        names = {p.name for p in watch.found.reads if p.kind == "global" and not p.steps}
+        if names & _TYPE_CHECKS and names & _NUMBER_TYPES:
+            # ``isinstance(n, int)``, ``type(lr) is float``: False for the number's stand-in
+            # (a tensor), where the step's Python would branch on it
+            raise GraphBreak(f"the step calls {min(names & _TYPE_CHECKS)}() and names "
+                             f"{min(names & _NUMBER_TYPES)}, which its number arguments' "
+                             "stand-ins would not pass")
         args = tuple(tracer.add_scalar_input(i, type(a) is int) if i in scalars else a
                      for i, a in enumerate(args))
     tracer.own_state = _optimizers_with_state_read(watch.found)

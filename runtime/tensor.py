@@ -403,6 +403,11 @@ class Tensor:
 
     def __repr__(self) -> str:
         if type(self._data) is MetaArray:
+            tracer = _trace_state.tracer
+            if tracer is not None and self._data.node in getattr(tracer, "weak_nodes", ()):
+                # a compiled step's number argument (planner.capture: add_scalar_input), as
+                # text: its value, which a replayed plan would not format again
+                raise GraphBreak("a number argument is formatted as text")
             return f"tensor(<captured {list(self.shape)} {self.dtype.name}>)"
         body = values_str(np.asarray(move_array(self._data, "cpu")), len("tensor("))
         extra = []

@@ -175,3 +175,41 @@ def test_numpy_scalar_arguments_are_keyed_by_value(kind: Any) -> None:
     for v in values:
         assert compiled(x, v).item() == step(x, v).item()
     assert compiled.captures == len({v.item() for v in values})
+
+
+@pytest.mark.parametrize("use", ["isinstance", "type", "format", "str"])
+def test_a_type_check_or_text_of_a_number_reads_it_as_a_value(use: str) -> None:
+    """The stand-in of a number argument is a tensor: ``isinstance(n, int)`` would be False
+    and ``f"{n}"`` its placeholder's text, a silently other branch. A step that checks a
+    number type, or formats the number, has it as a constant (compiled equals eager)."""
+    def step(x: Any, n: Any) -> Any:
+        if use == "isinstance":
+            scale = 2 if isinstance(n, int) else 3
+        elif use == "type":
+            scale = 2 if type(n) is float else 3
+        elif use == "format":
+            scale = len(f"{n}")
+        else:
+            scale = len(str(n))
+        return (x * scale * n).sum()
+
+    compiled = planner.compile(step)
+    x = rt.arange(3.0)
+    values = [1, 2, 10, 3] if use != "type" else [0.5, 1.5, 2.25, 3.0]
+    for v in values:
+        assert compiled(x, v).item() == step(x, v).item()
+
+
+def test_a_type_check_of_another_value_keeps_numbers_inputs() -> None:
+    """``isinstance(out, tuple)`` names no number type: the int stays an input."""
+    def step(x: Any, n: int) -> Any:
+        out = x * 2
+        if isinstance(out, tuple):
+            out = out[0]
+        return (out * n).sum()
+
+    compiled = planner.compile(step)
+    x = rt.arange(3.0)
+    for n in (1, 2, 3, 4, 5):
+        assert compiled(x, n).item() == step(x, n).item()
+    assert compiled.captures == 2
