@@ -610,16 +610,36 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
                            "replacement")
     wide = np.float64 if input.dtype is D.float64 else np.float32
     rows = np.asarray(input.detach().cpu().numpy()).astype(wide).reshape(-1, n)
-    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    totals = rows.sum(axis=1, dtype=np.float64)
-    if np.any(totals <= 0):
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if replacement and num_samples > 1:
+        _check_rows_with_replacement(rows)
+    else:
+        if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if np.any(rows.sum(axis=1, dtype=np.float64) <= 0):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     # PyTorch's draws and search (runtime._torch_rng)
     out = _torch_rng.multinomial((generator or default_generator)._rng, rows, num_samples,
                                  replacement)
     out = out.astype(np.int64).reshape(*input.shape[:-1], num_samples)
     return Tensor._make(move_array(out, input.device), D.int64, input.device)
+
+
+def _check_rows_with_replacement(rows: np.ndarray) -> None:
+    """PyTorch's checks in its with-replacement kernel (more than one sample): row by row,
+    entry by entry, a negative (or NaN) entry, then an infinite one, then the row's sum."""
+    with np.errstate(invalid="ignore"):
+        bad = ~(rows >= 0) | ~np.isfinite(rows)
+        failing = bad.any(axis=1) | ~(rows.sum(axis=1, dtype=np.float64) > 0)
+    if not failing.any():
+        return
+    row = int(np.argmax(failing))
+    if not bad[row].any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    value = rows[row, int(np.argmax(bad[row]))]
+    if not value >= 0:
+        raise RuntimeError("invalid multinomial distribution (encountering probability entry < 0)")
+    raise RuntimeError("invalid multinomial distribution (encountering probability entry = "
+                       "infinity or NaN)")
 
 
 @factory_options()

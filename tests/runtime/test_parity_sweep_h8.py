@@ -1,0 +1,40 @@
+"""Differential sweep against PyTorch 2.13 of data loading, checkpoints and the optimizers'
+and schedulers' state: each case here found a discrepancy (error text, value or state
+layout) that the runtime now shares with PyTorch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+def _error(fn: Any) -> tuple[str, str]:
+    try:
+        fn()
+    except Exception as e:  # noqa: BLE001 - the type and text are what is compared
+        return type(e).__name__, str(e)
+    return "ok", ""
+
+
+@pytest.mark.parametrize("weights", [[0.1, -0.9], [float("nan"), 1.0], [float("inf"), 1.0],
+                                     [[0.0, 0.0], [1.0, -1.0]],
+                                     [[1.0, float("inf")], [-1.0, 1.0]]])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_multinomial_invalid_weights_message_with_replacement(weights: Any, dtype: str) -> None:
+    """More than one draw with replacement is PyTorch's row-by-row kernel, with its own
+    texts (a WeightedRandomSampler's default): the first failing row decides, entry by
+    entry (a NaN fails as negative), then its sum."""
+    def draw(m: Any) -> Any:
+        return lambda: m.multinomial(m.tensor(weights, dtype=getattr(m, dtype)), 3, True)
+    assert _error(draw(rt)) == _error(draw(torch))
+
+
+def test_weighted_random_sampler_negative_weight_message() -> None:
+    def draw(m: Any, data: Any) -> Any:
+        return lambda: list(data.WeightedRandomSampler([0.1, -0.9], 4))
+    assert _error(draw(rt, rt.utils.data)) == _error(draw(torch, torch.utils.data))
