@@ -45,6 +45,7 @@ import os
 import struct
 import sys
 import tempfile
+import warnings
 from collections import Counter, OrderedDict
 from collections.abc import Callable
 from typing import IO, Any, BinaryIO
@@ -518,21 +519,28 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
 
 
 def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = None, *,
-         weights_only: bool | None = None, mmap: bool | None = None, **kwargs: Any) -> Any:
+         weights_only: bool | None = None, mmap: bool | None = None,
+         **pickle_load_args: Any) -> Any:
     """Read what ``rt.save`` wrote, or a torch.save file (as torch.load(weights_only=True)
     reads it). Only data is read (``weights_only`` None or True, as torch's default; False, which in PyTorch allows unpickling arbitrary objects, is
     refused); ``map_location`` moves every tensor to one device (a string or ``rt.device``),
     maps saved devices by a dict, or is a function ``(tensor, saved_device) -> tensor or
     None``, as torch's. ``mmap`` is accepted for torch's signature: the file is read whole
-    either way (the tensors are copies, not views of the file)."""
+    either way (the tensors are copies, not views of the file); so are torch's
+    ``**pickle_load_args`` (``encoding=...``), with its warning that a weights-only load
+    reads none of them."""
     if weights_only is False:
         raise ValueError("rt.load(weights_only=False) is not supported: a checkpoint is data "
                          "only, never code")
-    if pickle_module is not None:  # torch then unpickles with it, weights_only off
+    if pickle_module is not None:
+        if weights_only:  # torch's refusal
+            raise RuntimeError("Can not safely load weights when explicit pickle_module is "
+                               "specified")
+        # torch then unpickles with it, weights_only off
         raise ValueError("rt.load(pickle_module=...) is not supported: a checkpoint is data "
                          "only, never unpickled by a module of the caller's")
-    if kwargs:
-        raise TypeError(f"rt.load() got unexpected keyword arguments {sorted(kwargs)}")
+    if pickle_load_args:  # (encoding=...) read only by torch's unpickler
+        warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
     if isinstance(f, (str, os.PathLike)):
         name = repr(os.fspath(f))
         with open(f, "rb") as fh:

@@ -4,6 +4,8 @@ layout) that the runtime now shares with PyTorch."""
 
 from __future__ import annotations
 
+import pickle
+import warnings
 from typing import Any
 
 import pytest
@@ -38,3 +40,28 @@ def test_weighted_random_sampler_negative_weight_message() -> None:
     def draw(m: Any, data: Any) -> Any:
         return lambda: list(data.WeightedRandomSampler([0.1, -0.9], 4))
     assert _error(draw(rt, rt.utils.data)) == _error(draw(torch, torch.utils.data))
+
+
+def _load_outcome(m: Any, path: Any, **kwargs: Any) -> tuple[Any, ...]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            value = m.load(path, **kwargs)["a"].tolist()
+        except Exception as e:  # noqa: BLE001 - the type and text are what is compared
+            value = (type(e).__name__, str(e))
+    return value, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("kwargs", [{"encoding": "latin1"}, {"weights_only": True,
+                                                             "encoding": "bytes"},
+                                    {"weights_only": True, "pickle_module": pickle}])
+def test_load_pickle_load_args_and_pickle_module_with_weights_only(tmp_path: Any,
+                                                                   kwargs: Any) -> None:
+    """torch.load takes ``**pickle_load_args`` and warns that a weights-only load reads
+    none; weights_only=True with a pickle_module is its RuntimeError."""
+    torch.save({"a": torch.ones(2)}, tmp_path / "t.pt")
+    rt.save({"a": rt.ones(2)}, tmp_path / "r.pt")
+    assert _load_outcome(rt, tmp_path / "r.pt", **kwargs) == \
+        _load_outcome(torch, tmp_path / "t.pt", **kwargs)
+    assert _load_outcome(rt, tmp_path / "t.pt", **kwargs) == \
+        _load_outcome(torch, tmp_path / "t.pt", **kwargs)
