@@ -56,6 +56,22 @@ def _initial_state(p: Tensor, amsgrad: bool) -> dict[str, Tensor]:
     return state
 
 
+def _check_betas(betas: Any, foreach: bool | None, capturable: bool) -> None:
+    """torch's Adam (and AdamW): both betas Python floats or both tensors (an int, or a numpy
+    float32, is neither), a tensor one of one element, and not with foreach unless
+    capturable."""
+    if not (all(isinstance(b, float) for b in betas[:2])
+            or all(isinstance(b, Tensor) for b in betas[:2])):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for i, beta in enumerate(betas[:2]):
+        if isinstance(beta, Tensor):
+            if not capturable and foreach:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for "
+                                 "capturable=False and foreach=True")
+            if beta.numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+
+
 class Adam(Optimizer):
     _loaded_defaults = {"amsgrad": False, "maximize": False, "foreach": None, "capturable": False,
                         "differentiable": False, "decoupled_weight_decay": False, "fused": None}
@@ -89,6 +105,7 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_betas(betas, foreach, capturable)
         defaults = {
             "lr": lr,
             "betas": tuple(betas),

@@ -8,6 +8,7 @@ import pickle
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 
 import runtime as rt
@@ -65,3 +66,19 @@ def test_load_pickle_load_args_and_pickle_module_with_weights_only(tmp_path: Any
         _load_outcome(torch, tmp_path / "t.pt", **kwargs)
     assert _load_outcome(rt, tmp_path / "t.pt", **kwargs) == \
         _load_outcome(torch, tmp_path / "t.pt", **kwargs)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW"])
+@pytest.mark.parametrize("betas", ["int", "np32", "mixed", "tensor_foreach"])
+def test_adam_betas_both_floats_or_both_tensors(name: str, betas: str) -> None:
+    """torch's Adam and AdamW take betas as two Python floats or two tensors: an int (0), a
+    numpy float32 or a tensor beside a float is its ValueError, and so are tensor betas with
+    foreach=True (not capturable)."""
+    def build(m: Any) -> Any:
+        pick = {"int": ((0, 0.99), {}), "np32": ((np.float32(0.9), 0.99), {}),
+                "mixed": ((m.tensor(0.9), 0.99), {}),
+                "tensor_foreach": ((m.tensor(0.9), m.tensor(0.99)), {"foreach": True})}
+        b, kwargs = pick[betas]
+        return lambda: getattr(m.optim, name)([m.nn.Parameter(m.ones(2))], betas=b, **kwargs)
+    assert _error(build(rt)) == _error(build(torch))
+    assert _error(build(rt))[0] == "ValueError"
