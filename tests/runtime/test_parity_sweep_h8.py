@@ -82,3 +82,25 @@ def test_adam_betas_both_floats_or_both_tensors(name: str, betas: str) -> None:
         return lambda: getattr(m.optim, name)([m.nn.Parameter(m.ones(2))], betas=b, **kwargs)
     assert _error(build(rt)) == _error(build(torch))
     assert _error(build(rt))[0] == "ValueError"
+
+
+def _counting(data: Any, n: int) -> Any:
+    class Counting(data.IterableDataset):
+        def __iter__(self) -> Any:
+            return iter(range(n))
+
+        def __len__(self) -> int:
+            return n
+
+    return Counting()
+
+
+def test_iterable_datasets_added_chain() -> None:
+    """``a + b`` of two IterableDatasets is torch's ChainDataset (a ConcatDataset refuses
+    iterable datasets): a DataLoader reads one after the other."""
+    def run(m: Any) -> Any:
+        data = m.utils.data
+        both = _counting(data, 2) + _counting(data, 3)
+        loader = data.DataLoader(both, batch_size=2)
+        return type(both).__name__, list(both), len(both), [b.tolist() for b in loader]
+    assert run(rt) == run(torch)

@@ -30,6 +30,10 @@ class IterableDataset(Dataset[T]):
     def __iter__(self) -> Iterator[T]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
+    def __add__(self, other: Dataset[T]) -> ChainDataset[T]:  # type: ignore[override]
+        """Both, one after the other (as torch's: a ChainDataset, not a ConcatDataset)."""
+        return ChainDataset([self, other])
+
 
 class ChainDataset(IterableDataset[T]):
     """Several iterable datasets one after another (chained as they are iterated)."""
