@@ -257,7 +257,10 @@ def save(obj: Any, f: PathOrFile, pickle_module: Any = None, pickle_protocol: in
             raise RuntimeError(f"Parent directory {parent} does not exist.")
         atomic_write(path, lambda out: _serialize(obj, out))
     else:
-        _serialize(obj, f)  # type: ignore[arg-type]
+        if not hasattr(f, "write"):
+            raise AttributeError("expected 'f' to be string, path, or a file-like object with "
+                                 "a 'write' attribute")
+        _serialize(obj, f)
 
 
 def atomic_write(path: str, write: Callable[[BinaryIO], None]) -> None:
@@ -320,10 +323,22 @@ def _placed(arr: np.ndarray, dtype: D.DType, saved: str, map_location: MapLocati
     elif map_location is None:
         device = saved
     elif isinstance(map_location, dict):
-        device = canonical_device(map_location.get(saved, saved))
-    else:
-        device = canonical_device(map_location)
+        device = _restore_location(map_location.get(saved, saved))
+    elif isinstance(map_location, str):  # rt.device too
+        device = _restore_location(map_location)
+    else:  # torch calls anything else
+        raise TypeError(f"'{type(map_location).__name__}' object is not callable")
     return Tensor._make(move_array(arr, device), dtype, device)
+
+
+def _restore_location(location: Any) -> str:
+    """The device a ``map_location`` string names, or torch's error for one it does not
+    know."""
+    try:
+        return canonical_device(location)
+    except ValueError:
+        raise RuntimeError("don't know how to restore data location of "
+                           f"torch.storage.UntypedStorage (tagged with {location})") from None
 
 
 def _check_entry(e: Any, i: int, data_size: int, name: str) -> tuple[D.DType, tuple[int, ...]]:
@@ -546,6 +561,11 @@ def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = N
         with open(f, "rb") as fh:
             buf = fh.read()
     else:
+        if not hasattr(f, "read"):
+            raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. You can "
+                                 "only torch.load from a file that is seekable. Please pre-load "
+                                 "the data into a buffer like io.BytesIO and try to load from "
+                                 "it instead.")
         name = "the file"
         buf = f.read()
     return _deserialize(buf, name, map_location)
@@ -583,6 +603,15 @@ class _TorchStorage:
     def __init__(self, dtype: D.DType, key: str, location: str, numel: int) -> None:
         self.dtype, self.key, self.location, self.numel = dtype, key, location, numel
         self.array: np.ndarray | None = None
+
+
+class _Placement(Exception):  # noqa: N818 - a carrier, never seen by the caller
+    """What placing a tensor as ``map_location`` says raised, carried out of the unpickler
+    (whose other errors mean a damaged file) to be raised as it is."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class _TorchUnpickler:
@@ -632,6 +661,8 @@ class _TorchUnpickler:
             return Restricted(io.BytesIO(data), encoding="utf-8").load()
         except CheckpointError:
             raise
+        except _Placement as placement:  # a bad map_location, not a damaged file
+            raise placement.error from None
         except Exception as exc:  # noqa: BLE001 - a damaged pickle, named
             raise _bad(self.name, f"its pickle cannot be read ({type(exc).__name__}: "
                                   f"{exc})") from None
@@ -721,8 +752,11 @@ class _TorchUnpickler:
             tuple(s * itemsize for s in strides)) if math.prod(shape) else \
             np.zeros(shape, arr.dtype)
         saved = storage.location.split(":")[0] if storage.location else "cpu"
-        t = _placed(view, storage.dtype, "cuda" if saved == "cuda" else "cpu",
-                    self.map_location)
+        try:
+            t = _placed(view, storage.dtype, "cuda" if saved == "cuda" else "cpu",
+                        self.map_location)
+        except Exception as exc:  # noqa: BLE001 - the caller's map_location: raised as is
+            raise _Placement(exc) from None
         if requires_grad:
             t.requires_grad_(True)
         return t

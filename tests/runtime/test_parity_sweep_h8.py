@@ -4,6 +4,7 @@ layout) that the runtime now shares with PyTorch."""
 
 from __future__ import annotations
 
+import io
 import pickle
 import warnings
 from typing import Any
@@ -104,3 +105,27 @@ def test_iterable_datasets_added_chain() -> None:
         loader = data.DataLoader(both, batch_size=2)
         return type(both).__name__, list(both), len(both), [b.tolist() for b in loader]
     assert run(rt) == run(torch)
+
+
+@pytest.mark.parametrize("map_location", ["foo", "cpu:0", {"cpu": "tpu"}, 3])
+@pytest.mark.parametrize("saved_by", ["torch", "rt"])
+def test_load_bad_map_location_is_torchs_error(map_location: Any, saved_by: str) -> None:
+    """A map_location naming no device is torch's RuntimeError (it was reported as a damaged
+    file for a torch.save file, a ValueError for ours), one neither a string, a dict nor
+    callable its TypeError: the same for both formats."""
+    buf = io.BytesIO()
+    if saved_by == "torch":
+        torch.save({"a": torch.ones(2)}, buf)
+    else:
+        rt.save({"a": rt.ones(2)}, buf)
+    raw = buf.getvalue()
+    torch_buf = io.BytesIO()
+    torch.save({"a": torch.ones(2)}, torch_buf)
+    expected = _error(lambda: torch.load(io.BytesIO(torch_buf.getvalue()),
+                                         map_location=map_location))
+    assert _error(lambda: rt.load(io.BytesIO(raw), map_location=map_location)) == expected
+
+
+def test_save_and_load_of_a_non_file_are_torchs_errors() -> None:
+    assert _error(lambda: rt.save({"a": 1}, 5)) == _error(lambda: torch.save({"a": 1}, 5))
+    assert _error(lambda: rt.load(5)) == _error(lambda: torch.load(5))
