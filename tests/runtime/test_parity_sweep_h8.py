@@ -129,3 +129,14 @@ def test_load_bad_map_location_is_torchs_error(map_location: Any, saved_by: str)
 def test_save_and_load_of_a_non_file_are_torchs_errors() -> None:
     assert _error(lambda: rt.save({"a": 1}, 5)) == _error(lambda: torch.save({"a": 1}, 5))
     assert _error(lambda: rt.load(5)) == _error(lambda: torch.load(5))
+
+
+@pytest.mark.parametrize("value", [np.datetime64("2020-01-01"),
+                                   np.array(["2020-01-01"], dtype="datetime64[D]"),
+                                   np.timedelta64(1, "D"), np.bytes_(b"a")])
+def test_default_convert_numpy_values_no_tensor_holds_raise(value: Any) -> None:
+    """default_convert makes every numpy value a tensor but string scalars and arrays of
+    strings or objects: a datetime64, timedelta64 or bytes scalar is as_tensor's TypeError
+    in torch (it was passed through)."""
+    assert _error(lambda: rt.utils.data.default_convert(value))[0] == \
+        _error(lambda: torch.utils.data.default_convert(value))[0] == "TypeError"

@@ -35,10 +35,13 @@ default_collate_err_msg_format = (
 
 
 def default_convert(data: Any) -> Any:
-    """Without batching, as PyTorch's: numpy arrays and scalars (of numbers) become tensors,
-    in dicts, namedtuples and sequences too (a tuple becomes a list); the rest passes
-    through."""
-    if isinstance(data, (np.ndarray, np.generic)) and data.dtype.kind in "biuf":
+    """Without batching, as PyTorch's: numpy arrays and scalars become tensors (arrays of
+    strings or objects, and string scalars, pass through; one of another dtype no tensor
+    has, a datetime64, is as_tensor's TypeError), in dicts, namedtuples and sequences too
+    (a tuple becomes a list); the rest passes through."""
+    if isinstance(data, (np.ndarray, np.generic)) and not isinstance(data, np.str_):
+        if isinstance(data, np.ndarray) and np_str_obj_array_pattern.search(data.dtype.str):
+            return data
         return as_tensor(data)
     if isinstance(data, Mapping):
         return {k: default_convert(v) for k, v in data.items()}
