@@ -921,8 +921,8 @@ def _stale(cell: MetaArray) -> bool:
 # capture (Tracer.add_scalar_input): a step calling one and naming a number type (its
 # globals) reads its numbers as constants; ``isinstance(out, tuple)`` names none
 _TYPE_CHECKS = frozenset(("isinstance", "type", "issubclass"))
-_NUMBER_TYPES = frozenset(("int", "float", "bool", "complex", "numbers", "Number", "Real",
-                           "Integral", "Rational", "Complex", "np", "numpy"))
+_NUMBER_TYPES = frozenset(("int", "float", "bool", "complex", "str", "numbers", "Number",
+                           "Real", "Integral", "Rational", "Complex", "np", "numpy"))
 
 
 def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
@@ -950,8 +950,8 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
             raise GraphBreak(f"the step calls {min(names & _TYPE_CHECKS)}() and names "
                              f"{min(names & _NUMBER_TYPES)}, which its number arguments' "
                              "stand-ins would not pass")
-        args = tuple(tracer.add_scalar_input(i, type(a) is int) if i in scalars else a
-                     for i, a in enumerate(args))
+        args = tuple(a if i not in scalars else guards.Unread(i) if isinstance(a, str)
+                     else tracer.add_scalar_input(i, type(a) is int) for i, a in enumerate(args))
     tracer.own_state = _optimizers_with_state_read(watch.found)
     tracer.note_groups(args)
     grad_mode = is_grad_enabled()

@@ -332,32 +332,35 @@ def _was(setting: Any) -> str:
     return f"was {setting!r}"
 
 
-# a number argument's value in a key where the plan reads it as an input
+# a number argument's value in a key where the plan reads it as an input; a string
+# argument's where the step does not read it at all (a batch's file names, as a DataLoader
+# collates them): a tuple, which no string argument's value is
 DYNAMIC = "dynamic"
-# the kinds of Python number arguments a plan may read as inputs (automatic dynamic): a bool
-# (an int too) stays a constant, as torch.compile specializes it
-_NUMBER_KINDS = ("int", "float")
+_UNREAD = ("unread",)
+_MARKERS = {"int": DYNAMIC, "float": DYNAMIC, "str": _UNREAD}
 
 
 def _with_dynamic(key: tuple[Any, ...], dynamic: frozenset[int]) -> tuple[Any, ...]:
-    """``key`` with the values of the number arguments at ``dynamic`` left out."""
+    """``key`` with the values of the number and string arguments at ``dynamic`` left out."""
     entries = list(key)
     for i in dynamic:
         if 2 + i < len(entries) and _plannable(entries[2 + i]):
-            entries[2 + i] = ("P", entries[2 + i][1], DYNAMIC)
+            entries[2 + i] = ("P", entries[2 + i][1], _MARKERS[entries[2 + i][1]])
     return tuple(entries)
 
 
 def _plannable(entry: tuple[Any, ...]) -> bool:
-    """Whether a key's entry is a number argument a plan can read as an input: a float, or
-    an int within int64 (a larger one stays a constant)."""
-    return entry[0] == "P" and (entry[1] == "float" or entry[1] == "int" and (
+    """Whether a key's entry is an argument a plan can leave out of its key: a float or an
+    int within int64 (a larger one stays a constant), read as an input (automatic dynamic;
+    a bool, an int too, stays a constant, as torch.compile specializes it), or a string,
+    which the plan must not read."""
+    return entry[0] == "P" and (entry[1] in ("float", "str") or entry[1] == "int" and (
         entry[2] == DYNAMIC or -(2 ** 63) <= entry[2] < 2 ** 63))
 
 
 def _dynamic_positions(key: tuple[Any, ...]) -> frozenset[int]:
     return frozenset(i for i, e in enumerate(key[2:])
-                     if e[0] == "P" and e[1] in _NUMBER_KINDS and e[2] == DYNAMIC)
+                     if e[0] == "P" and e[1] in _MARKERS and e[2] == _MARKERS[e[1]])
 
 
 def _take_back_made_state(cap: Capture) -> None:
@@ -784,22 +787,31 @@ class CompiledStep:
         """The positions of the int and float arguments in which ``key`` differs from a key
         this step was called with before, where nothing else differs (an lr, a loss weight,
         a temperature, a step counter passed per call): made inputs of the plan, as
-        torch.compile's automatic dynamic makes them. Not on a GPU (a plan's number inputs
-        are CPU scalars) nor where such a capture found the number read as a value
-        (``_static``)."""
+        torch.compile's automatic dynamic makes them; and of the string arguments (a batch's
+        file names, which a DataLoader collates into a list of strings): left out of the
+        plan, which must not read them (torch.compile guards only what the frame reads).
+        Numbers not on a GPU (a plan's number inputs are CPU scalars); none where such a
+        capture found them read as values (``_static``)."""
         frozen, modes = key[0], key[1]
         static = self._static.get(frozen, ())
-        if self.dynamic is False or self.device not in (None, "cpu") or any(
-                isinstance(a, Tensor) and a.device != "cpu" for a in args):
+        if self.dynamic is False:
             return frozenset()
-        if self.dynamic:  # every number argument from the first call
-            return frozenset(i for i, e in enumerate(key[2:])
-                             if _plannable(e) and e[2] != DYNAMIC and i not in static)
+        kinds = {"int", "float", "str"}
+        if self.device not in (None, "cpu") or any(
+                isinstance(a, Tensor) and a.device != "cpu" for a in args):
+            kinds = {"str"}
+        if self.dynamic and kinds != {"str"}:  # every number argument from the first call
+            found = frozenset(i for i, e in enumerate(key[2:])
+                              if _plannable(e) and e[1] != "str" and e[2] != DYNAMIC
+                              and i not in static)
+            if found:
+                return found
         for other in reversed(self._cache):
             if len(other) != len(key) or other[0] != frozen or other[1] != modes:
                 continue
             differ = [i for i, (a, b) in enumerate(zip(other[2:], key[2:])) if a != b]
             if differ and all(i not in static and _plannable(key[2 + i])
+                              and key[2 + i][1] in kinds
                               and other[2 + i][:2] == key[2 + i][:2] for i in differ):
                 return frozenset(differ)
         return frozenset()
@@ -1037,7 +1049,8 @@ class CompiledStep:
                            for path, items in cap.watch.appended],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
                        counters=counters, pending=pending,
-                       aot=None if aot_plans is None else aot_plans[1], scalar_inputs=scalars,
+                       aot=None if aot_plans is None else aot_plans[1],
+                       scalar_inputs=frozenset(i for i in scalars if not isinstance(args[i], str)),
                        returned_graphs=cap.returned_graphs,
                        inference_returns=cap.inference_returns)
 

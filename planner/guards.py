@@ -38,7 +38,7 @@ from runtime.nn.module import Module, structure_version
 from runtime.optim.lr_scheduler import LRScheduler
 from runtime.optim.optimizer import Optimizer
 from runtime.tensor import Tensor
-from runtime.tracing import MetaArray
+from runtime.tracing import GraphBreak, MetaArray
 
 from .tree import unflatten
 
@@ -1442,9 +1442,35 @@ def _held(path: Path, value: Any, seen: tuple[type, ...]) -> bool:
 
 
 def _holds_captured(container: list[Any] | dict[Any, Any]) -> bool:
-    """Whether a list or dict holds a tensor of a capture (its data shape-only)."""
+    """Whether a list or dict holds a tensor of a capture (its data shape-only), or a string
+    argument's stand-in (``Unread``)."""
     values = container.values() if type(container) is dict else container
-    return any(isinstance(v, Tensor) and type(v._data) is MetaArray for v in values)
+    return any(type(v) is Unread or (isinstance(v, Tensor) and type(v._data) is MetaArray)
+               for v in values)
+
+
+def _unread(self: Any, *args: Any, **kwargs: Any) -> Any:
+    index = object.__getattribute__(self, "index")
+    raise GraphBreak(f"the step reads its string argument {index}")
+
+
+class Unread:
+    """A string argument the plan must not depend on, in its place during a capture
+    (planner.capture): any use of it (comparing, hashing, formatting, its attributes,
+    isinstance's ``__class__``) is a GraphBreak, on which planner.compile captures with the
+    string as a constant instead."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        object.__setattr__(self, "index", index)
+
+    __getattribute__ = __setattr__ = __delattr__ = _unread
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __hash__ = _unread
+    __str__ = __repr__ = __format__ = __bytes__ = __bool__ = __len__ = __iter__ = _unread
+    __getitem__ = __contains__ = __add__ = __radd__ = __mul__ = __rmul__ = _unread
+    __mod__ = __rmod__ = __reduce__ = __reduce_ex__ = __copy__ = __deepcopy__ = _unread
+    __fspath__ = __index__ = __int__ = __float__ = __call__ = __dir__ = _unread
 
 
 def _list_changed(now: Any, contents: list[Any] | dict[Any, Any]) -> bool:
