@@ -1292,11 +1292,12 @@ class Watch:
                 self.before[path] = path.follow()
             except _Unsafe:
                 continue
-        # the lists and dicts found, shallow copies: a step that puts a tensor of the capture
-        # (shape-only) into one (``losses.append(loss)``) left it there, for good
-        self.contents = {path: list(value) if type(value) is list else dict(value)
+        # the lists, dicts, sets and deques found, shallow copies (a dict's as a dict, the
+        # others' items as a list): a step that puts a tensor of the capture (shape-only) into
+        # one (``losses.append(loss)``) left it there, for good
+        self.contents = {path: dict(value) if type(value) is dict else list(value)
                          for path, (value, _) in self.before.items()
-                         if type(value) in (list, dict)}
+                         if type(value) in _CONTAINERS}
         self.settled: list[Path] = []  # what the capture changed (``settle``)
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
         self.appended: list[tuple[Path, list[Any]]] = []  # and the lists only appended to
@@ -1319,7 +1320,7 @@ class Watch:
             except _Unsafe:
                 now = MISSING
             if not same(value, now) or (path in self.contents and (
-                    _holds_captured(now) or _list_changed(now, self.contents[path]))):
+                    _holds_captured(now) or _items_changed(now, self.contents[path]))):
                 found.append(path)
         return found
 
@@ -1346,11 +1347,11 @@ class Watch:
                 continue
 
     def appends(self, paths: list[Path]) -> list[tuple[Path, list[Any]]]:
-        """Those of ``paths`` that are lists the capture only appended to
-        (``events.append("step")``) and that the step uses by their mutators alone, each with
-        the items it appended, where these are constants (numbers, strings, None, tuples of
-        them: the same objects at each call are what the step would append): appended again
-        after each replay, as torch.compile replays a list's mutations."""
+        """Those of ``paths`` that are lists or deques the capture only appended to
+        (``events.append("step")``), or sets it only added to, and that the step uses by their
+        mutators alone, each with the items it added, where these are constants (numbers,
+        strings, None, tuples of them: the same objects at each call are what the step would
+        add): added again after each replay, as torch.compile replays such mutations."""
         found = []
         for path in paths:
             before = self.contents.get(path)
@@ -1362,9 +1363,15 @@ class Watch:
             # the items, which a replay does not run
             if any(path.prefix(i) in self.found.escapes for i in range(len(path.steps) + 1)):
                 continue
-            if len(now) > len(before) and all(a is b for a, b in zip(now, before)) and all(
-                    guarded_kind(item) == "value" for item in now[len(before):]):
-                found.append((path, now[len(before):]))
+            if type(now) is set:
+                had = {id(item) for item in before}
+                items = [item for item in now if id(item) not in had]
+                kept = len(now) - len(items) == len(before)
+            else:
+                items = list(now)[len(before):]
+                kept = all(a is b for a, b in zip(now, before))
+            if items and kept and all(guarded_kind(item) == "value" for item in items):
+                found.append((path, items))
         return found
 
     def appended_paths(self) -> list[Path]:
@@ -1473,20 +1480,33 @@ class Unread:
     __fspath__ = __index__ = __int__ = __float__ = __call__ = __dir__ = _unread
 
 
-def _list_changed(now: Any, contents: list[Any] | dict[Any, Any]) -> bool:
-    """Whether a list the step reads holds other items than before its capture (a method
-    call changed it in place: ``seen.append(n)``, ``queue.pop()``), which a replay would not
-    do. A dict's entries are paths of their own (``stats["n"] = n``)."""
-    return type(now) is list and type(contents) is list and (
-        len(now) != len(contents) or any(a is not b for a, b in zip(now, contents)))
+# the containers whose items a Watch follows (a method call changes them in place)
+_CONTAINERS = (list, dict, set, collections.deque)
+
+
+def _items_changed(now: Any, contents: list[Any] | dict[Any, Any]) -> bool:
+    """Whether a list, deque or set the step reads holds other items than before its
+    capture (a method call changed it in place: ``seen.append(n)``, ``queue.pop()``,
+    ``names.add(k)``), which a replay would not do. A dict's entries are paths of their own
+    (``stats["n"] = n``)."""
+    if type(contents) is not list or type(now) not in _CONTAINERS or type(now) is dict:
+        return False
+    if len(now) != len(contents):
+        return True
+    if type(now) is set:
+        return {id(item) for item in now} != {id(item) for item in contents}
+    return any(a is not b for a, b in zip(now, contents))
 
 
 def _refill(container: Any, contents: list[Any] | dict[Any, Any]) -> None:
     if type(container) is list:
         container[:] = contents
-    else:
+    elif type(container) is dict:
         container.clear()
         container.update(contents)
+    else:  # a set or deque, from its items
+        container.clear()
+        append_items_to(container, contents)
 
 
 def _follow_or_missing(path: Path) -> Any:
@@ -1497,8 +1517,16 @@ def _follow_or_missing(path: Path) -> Any:
 
 
 def append_items(path: Path, items: list[Any]) -> None:
-    """The step's appends to the list at ``path``, made after a replay."""
-    path.follow()[0].extend(items)
+    """The step's appends to the list or deque (adds to the set) at ``path``, made after a
+    replay."""
+    append_items_to(path.follow()[0], items)
+
+
+def append_items_to(container: Any, items: list[Any]) -> None:
+    if type(container) is set:
+        container.update(items)
+    else:
+        container.extend(items)
 
 
 def add_constants(path: Path, deltas: list[Any]) -> None:

@@ -110,3 +110,48 @@ def test_other_changes_of_a_list_run_eagerly(change: str) -> None:
             np.testing.assert_array_equal(g.numpy(), w.numpy())
         else:
             assert g == w
+
+
+@pytest.mark.parametrize("kind", ["set", "deque"])
+def test_a_set_or_deque_added_to_is_added_to_at_every_replay(kind: str) -> None:
+    import collections
+
+    def make() -> tuple[Any, Any]:
+        seen: Any = set() if kind == "set" else collections.deque(maxlen=4)
+
+        def step(x: Any, v: float) -> Any:
+            if kind == "set":
+                seen.add("step")
+                seen.add(("v", 1))
+            else:
+                seen.append("step")
+            return (x * v).sum()
+        return seen, step
+
+    want_seen, step = make()
+    x = rt.arange(3.0)
+    want = [step(x, 1.0).item() for _ in range(CALLS)]
+    got_seen, step = make()
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = [compiled(x, 1.0).item() for _ in range(CALLS)]
+    assert got == want and got_seen == want_seen and compiled.captures == 1
+
+
+def test_a_tensor_added_to_a_set_runs_eagerly() -> None:
+    """A number argument's stand-in (a tensor) added to a set would stay there for good: the
+    step runs eagerly where it adds a tensor, and the set holds what eager mode's holds."""
+    seen: set[Any] = set()
+
+    def step(x: Any) -> Any:
+        loss = (x * 2).sum()
+        seen.add(loss)
+        return loss
+
+    compiled = planner.compile(step)
+    x = rt.arange(3.0)
+    with pytest.warns(RuntimeWarning, match="the step changes seen"):
+        for _ in range(3):
+            compiled(x)
+    assert len(seen) == 3 and all(type(t._data) is np.ndarray for t in seen)
