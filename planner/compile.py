@@ -746,11 +746,11 @@ class CompiledStep:
                 except Exception as e:
                     if not scalars and not isinstance(e, GraphBreak):
                         raise
-                    if scalars:  # a number argument is read as a value: a constant, for good
+                    if scalars:  # an argument is read as a value: a constant, for good
                         # (any error: an op taking only a Python number there; a capture with the
                         # number meets the step's own errors again)
-                        log.info("%s reads its number arguments %s as values (%s): capturing "
-                                 "them as constants", self._name, sorted(scalars),
+                        log.info("%s reads its arguments %s as values (%s): capturing them "
+                                 "as constants", self._name, sorted(scalars),
                                  getattr(e, "reason", f"{type(e).__name__}: {e}"))
                         self._static.setdefault(frozen, set()).update(scalars)
                         self._dynamic[frozen] -= scalars
@@ -1278,8 +1278,8 @@ def _plan_device(cap: Capture) -> str:
 
 def _number_input(value: float | int) -> np.ndarray:
     """A number argument as the plan reads it (Binding.scalar_inputs): a float64 scalar for
-    a float, an int64 one for an int (the argument's kind is in the plan's key). An int
-    past int64 raises OverflowError, where a plan cannot hold it."""
+    a float, an int64 one for an int (the argument's kind is in the plan's key; an int past
+    int64 is a constant, ``_plannable``)."""
     return np.array(value, np.int64 if type(value) is int else np.float64)
 
 
