@@ -10,6 +10,7 @@ as graph values to write back, and nothing outside the tracer changes during a c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import random
@@ -745,23 +746,35 @@ class Tracer:
                                      + returned_state(result, live))
         return found
 
-    def _live(self, returned: set[int]) -> dict[int, ReturnedState]:
+    def _live(self, returned: set[int]) -> dict[Any, ReturnedState]:
         """The tensors living outside the step when it ends, by id (what a returned one is):
         those it reads, its tensor arguments, the .grads it leaves (not those of its own
-        tensors it does not return: ``finish``) and its optimizers' state."""
-        live = {id(slot.ref): ReturnedState("tensor", slot.ref) for slot in self.slots
-                if slot.kind == "tensor" and isinstance(slot.ref, Tensor)}
+        tensors it does not return: ``finish``) and its optimizers' state; and by
+        ``("data", id)`` of their storage, marked ``alias`` (a returned ``p.detach()``)."""
+        live: dict[Any, ReturnedState] = {}
+        storage: dict[Any, ReturnedState] = {}
+
+        def add(t: Any, mark: ReturnedState) -> None:
+            live[id(t)] = mark
+            storage.setdefault(("data", id(t._data)), dataclasses.replace(mark, alias=True))
+
+        for slot in self.slots:
+            if slot.kind == "tensor" and isinstance(slot.ref, Tensor):
+                add(slot.ref, ReturnedState("tensor", slot.ref))
         live.update((key, ReturnedState("input", None, index))
                     for key, index in self.input_of.items())
+        storage.update((("data", id(data)), ReturnedState("input", None, index, alias=True))
+                       for index, _, data in self.arguments)
         for key, (owner, value) in self.grad_shadow.items():
             if value is not None and (key not in self.aliases or key in returned):
-                live[id(value)] = ReturnedState("grad", owner if key not in self.input_of
-                                                else None, self.input_of.get(key))
+                add(value, ReturnedState("grad", owner if key not in self.input_of else None,
+                                         self.input_of.get(key)))
         for opt, _ in self.optimizers.values():
-            live.update((id(value), ReturnedState("opt_state", (weakref.ref(opt), p, k)))
-                        for p, st in opt.state.items() for k, value in st.items()
-                        if isinstance(value, Tensor))
-        return live
+            for p, st in opt.state.items():
+                for k, value in st.items():
+                    if isinstance(value, Tensor):
+                        add(value, ReturnedState("opt_state", (weakref.ref(opt), p, k)))
+        return {**storage, **live}
 
     def restore_generators(self) -> None:
         """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""

@@ -120,6 +120,9 @@ class ReturnedState:
     kind: str
     ref: Any
     owner_input: int | None = None
+    # the returned tensor is not that object but one sharing its storage whole (a
+    # ``p.detach()``, ``p.data``): a replay returns such a tensor of the object, as eager's
+    alias: bool = False
 
     def live(self, args: tuple[Any, ...]) -> Any:
         """The object now (None where it is gone: the replay's own tensor is returned)."""
@@ -150,19 +153,22 @@ def returned_graphs(result: Any, device_of: Any, input_of: dict[int, int]
     return tuple(found)
 
 
-def returned_state(result: Any, live: dict[int, ReturnedState]) -> tuple[tuple[Path, Mark], ...]:
+def returned_state(result: Any, live: dict[Any, ReturnedState]) -> tuple[tuple[Path, Mark], ...]:
     """(path, mark) of each tensor in what the step returns that is, when the step ends, a
-    tensor living outside it (``live``: those tensors' marks by id), and requires no grad
-    (a parameter that does is a ``ReturnedLeaf``)."""
+    tensor living outside it, or one sharing such a tensor's storage whole (``live``: those
+    tensors' marks by id, and ``("data", id)`` of their storage, marked ``alias``), and
+    requires no grad (a parameter that does is a ``ReturnedLeaf``)."""
     found: list[tuple[Path, Mark]] = []
     _walk_state(result, (), live, found)
     return tuple(found)
 
 
-def _walk_state(value: Any, path: Path, live: dict[int, ReturnedState],
+def _walk_state(value: Any, path: Path, live: dict[Any, ReturnedState],
                 found: list[tuple[Path, Mark]]) -> None:
     if isinstance(value, Tensor):
         mark = live.get(id(value))
+        if mark is None:  # one sharing a live tensor's storage whole: its detach()
+            mark = live.get(("data", id(value._data)))
         if mark is not None and not value._rg and value._grad_fn is None:
             found.append((path, mark))
     elif isinstance(value, (tuple, list)):
@@ -202,7 +208,7 @@ def _fill(value: Any, path: Path, marks: dict[Path, Mark], args: tuple[Any, ...]
     mark = marks.get(path)
     if isinstance(mark, ReturnedState):
         live = mark.live(args)
-        return value if live is None else live
+        return value if live is None else live.detach() if mark.alias else live
     if isinstance(mark, ReturnedGraph):
         value._grad_fn = _node(mark)
         value._rg = True

@@ -84,3 +84,35 @@ def test_a_returned_argument_is_the_argument() -> None:
         assert out is x
         np.testing.assert_array_equal(x.numpy(), np.full(3, 2.0 * i, np.float32))
         assert total.item() == 9.0
+
+
+def test_a_returned_detach_of_live_state_shares_its_storage() -> None:
+    """``return m.weight.detach(), m.bias.data, x.detach(), w.grad.detach()``: eager mode
+    returns tensors sharing the parameter's, argument's and .grad's storage (and version
+    counter), so a later in-place update shows in them; a replay returned copies."""
+    def run(compiled: bool) -> list[Any]:
+        rt.manual_seed(0)
+        m = rt.nn.Linear(3, 2)
+        opt = rt.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        x = rt.ones(4, 3)
+
+        def step(x: Any) -> Any:
+            opt.zero_grad(set_to_none=False)
+            m(x).pow(2).sum().backward()
+            opt.step()
+            return m.weight.detach(), m.bias.data, x.detach(), m.weight.grad.detach()
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            out = [fn(x) for _ in range(3)][-1]  # a replay
+        assert out[0]._vc is m.weight._vc and not out[0].requires_grad
+        with rt.no_grad():
+            m.weight.add_(1.0)
+            m.bias.mul_(3.0)
+        x.add_(2.0)
+        opt.zero_grad(set_to_none=False)
+        return [t.numpy().copy() for t in out]
+
+    for got, want in zip(run(True), run(False), strict=True):
+        np.testing.assert_array_equal(got, want)
