@@ -20,7 +20,7 @@ from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
-from .inplace import ERR_INTERNAL_OVERLAP, apply_inplace, overlaps_internally
+from .inplace import apply_inplace, overlaps_internally, writable_alias
 from .shapes import ShapeError, broadcast_shapes, expand_error, int_dim, wrap_dim, wrap_dims
 
 # numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
@@ -1427,18 +1427,7 @@ def _fill_overlapping(t: Tensor, value: Any) -> Tensor:
     """``fill_`` (and ``zero_``) of a tensor whose elements share memory, as PyTorch allows
     for a number: every element gets it, its storage's shared ones once. numpy's broadcast
     views are read-only: the write goes through a writable alias of the storage's root."""
-    from .memory_names import _storage_geometry
-
-    data = t._data
-    if isinstance(data, np.ndarray):
-        geometry = _storage_geometry(data)
-        if geometry is None or not geometry[0].flags.writeable:
-            raise RuntimeError(ERR_INTERNAL_OVERLAP)
-        root, offset, _ = geometry
-        flat = root.reshape(-1, order="A").view(data.dtype)
-        data = np.ndarray(data.shape, data.dtype, buffer=flat,
-                          offset=offset * data.dtype.itemsize, strides=data.strides)
-    data[...] = value  # (a CuPy view is writable as it is)
+    writable_alias(t._data)[...] = value
     t._vc.v += 1
     return t
 
@@ -1687,7 +1676,29 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
     if isinstance(value, Tensor) and value.ndim:
         _check_value_shape(value, P._key_shape(t.shape, [i.shape for i in idx], template),
                            advanced=bool(idx))
+    if idx and not is_tracing() and _expanded_before_index(t, template):
+        _warn_expanded("index_put_", "tensor[indices] = tensor")
+        if masks and (not isinstance(value, Tensor) or value.numel() == 1):
+            _warn_expanded("masked_fill_", "tensor[mask] = scalar")
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
+
+
+def _expanded_before_index(t: Tensor, template: Any) -> bool:
+    """Whether PyTorch's index_put_ of ``t[key] = v`` writes a tensor whose elements share
+    memory: t's view through the key's basic items (an int, a slice; PyTorch applies them
+    first), each index tensor's dimension whole."""
+    if not overlaps_internally(t._data):
+        return False
+    items = template if isinstance(template, tuple) else (template,)
+    basic = tuple(slice(None) if isinstance(k, P.IndexArg) else k for k in items)
+    return overlaps_internally(t._data[basic])
+
+
+def _warn_expanded(op: str, example: str) -> None:
+    """PyTorch's deprecation warning for ``op`` writing an expand()ed tensor (it still does)."""
+    warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor "
+                  f"before performing this operation. This also applies to advanced indexing "
+                  f"e.g. {example}", UserWarning, stacklevel=3)
 
 
 def _check_byte_mask_fill(key: Any, value: Any) -> None:

@@ -98,6 +98,50 @@ def overlaps_internally(data: Any) -> bool:
     return bool(data.size) and any(s == 0 and n > 1 for s, n in zip(data.strides, data.shape))
 
 
+def writable_alias(data: Any) -> Any:
+    """A writable array of ``data``'s elements (its strides kept): numpy's broadcast views
+    (an expand()) are read-only, so the alias is made over its storage's root; PyTorch's
+    error where that root is not one writable block."""
+    if not isinstance(data, np.ndarray) or data.flags.writeable:
+        return data  # (a CuPy view is writable as it is)
+    from .memory_names import _storage_geometry
+
+    geometry = _storage_geometry(data)
+    if geometry is None or not geometry[0].flags.writeable:
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)
+    root, offset, _ = geometry
+    flat = root.reshape(-1, order="A").view(data.dtype)
+    return np.ndarray(data.shape, data.dtype, buffer=flat,
+                      offset=offset * data.dtype.itemsize, strides=data.strides)
+
+
+def _overlap_region(prim: Primitive, t: Tensor, args: tuple[Any, ...],
+                    attrs: dict[str, Any]) -> Any:
+    """The part of ``t`` (whose elements share memory: an expand()) that ``prim`` writes, as
+    PyTorch allows it: ``t[key] = v``'s key, where a basic key's view (what PyTorch's copy_
+    writes) has no element twice or the key has index tensors (PyTorch's index_put_, which
+    F.setitem warns of); PyTorch's error for any other op."""
+    if prim.name != "setitem":
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)
+    from .prims import fill_key
+
+    key = attrs["key"]
+    if len(args) > 1:
+        return fill_key(key, [a._data for a in args[1:]])
+    if overlaps_internally(t._data[key]):
+        raise RuntimeError(ERR_INTERNAL_OVERLAP)
+    return key
+
+
+def _write(t: Tensor, out: Any, region: Any) -> None:
+    """``out`` (t's new value) into t's storage: all of it, or only ``region`` of it (a key
+    of a tensor whose elements share memory: _overlap_region)."""
+    if region is None:
+        t._data[...] = out
+    else:
+        writable_alias(t._data)[region] = out[region]
+
+
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
     """Compute ``prim(t, *args)`` out of place, write it into ``t``'s storage, bump the version
     and move ``t``'s history onto the new node (or its base's, through CopySlices)."""
@@ -117,8 +161,7 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
     if t._vc.inference and not is_inference_mode_enabled():
         raise RuntimeError(ERR_INFERENCE_INPLACE)
-    if overlaps_internally(t._data):
-        raise RuntimeError(ERR_INTERNAL_OVERLAP)
+    region = _overlap_region(prim, t, args, attrs) if overlaps_internally(t._data) else None
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
     if not needs_graph and prim.promote == PROMOTE_SAME and _same_dtype(t, args):
@@ -144,7 +187,7 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
                     broadcast_shapes(t.shape, *(a.shape for a in args if isinstance(a, Tensor)))
                 raise
             if out.shape == t.shape:
-                t._data[...] = out
+                _write(t, out, region)
                 t._vc.v += 1
                 if base is not None and t._creation is None:  # (a multi-output view's
                     t._view_version = t._vc.v  # history is PyTorch's error when next asked)
@@ -156,7 +199,7 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
         src._rg = t._rg
     result = apply(prim, src, *args, **attrs)
     check_fits(t, result.shape, result.dtype)
-    t._data[...] = result._data
+    _write(t, result._data, region)
     t._vc.v += 1
     if needs_graph:
         node = result._grad_fn
