@@ -420,3 +420,9 @@ globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.li
 # in-place variant) the imports above set
 _tensor_only.install_methods(Tensor)
 _tensor_only.install_special(special)
+from .ops import int_arguments as _int_arguments  # noqa: E402
+
+# PyTorch's parser's error for a value that is no int (a dim of "a", 1.5 or None): last, over
+# every function and method above
+_int_arguments.install_functions(globals())
+_int_arguments.install_methods(Tensor)

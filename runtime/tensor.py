@@ -805,6 +805,8 @@ Tensor.divide_ = F.div_  # type: ignore[attr-defined]
 Tensor.true_divide = F.true_divide  # type: ignore[attr-defined]
 Tensor.true_divide_ = F.true_divide_  # type: ignore[attr-defined]
 Tensor.broadcast_to = F.expand_view  # type: ignore[attr-defined]
+Tensor.max = F.max_method  # type: ignore[method-assign]
+Tensor.min = F.min_method  # type: ignore[method-assign]
 
 
 def _argmax_method(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

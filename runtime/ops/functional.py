@@ -751,15 +751,71 @@ def argmin(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A0
     return apply(P.ARGMIN, input, axis=axis, keepdim=keepdim)
 
 
+_MINMAX_OVERLOADS = (
+    (" * (Tensor input, *, Tensor out = None)\n", " * (Tensor input, Tensor other, *, Tensor out "
+     "= None)\n", " * (Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = "
+     "None)\n"),
+    (" * ()\n", " * (Tensor other)\n", " * (int dim, bool keepdim = False)\n"))
+
+
+def _none_dim_error(name: str, method: bool, args: tuple[Any, ...], kwargs: dict[str, Any]
+                    ) -> TypeError:
+    """PyTorch's error for max's or min's ``dim=None``, or a keepdim without a dim (none of
+    its overloads takes them): ``args`` and ``kwargs`` as given, after the tensor
+    (``method``: Tensor.max's)."""
+    if method and (len(args) + len(kwargs) > 1):  # only (int dim, bool keepdim) takes two
+        where = " (position 1)" if args else ""
+        return TypeError(f"{name}(): argument 'dim'{where} must be int, not NoneType")
+    keywords = list(reversed(kwargs))  # PyTorch's parser lists them last given first
+    got = [] if method else ["Tensor"]
+    got += [type(a).__name__ for a in args] + [f"{k}={type(kwargs[k]).__name__}"
+                                              for k in keywords]
+    shown = ", ".join(got) + (", " if method and not args else "")
+    first, other, along = _MINMAX_OVERLOADS[method]
+    if method:  # the overloads of no argument and of a tensor say why not
+        why = ("      didn't match because some of the arguments have invalid types: "
+               "(!NoneType!)\n" if args else
+               "      didn't match because some of the keywords were incorrect: "
+               + ", ".join(keywords) + "\n")
+        first, other = first + why, other + why
+    elif len(args) + len(kwargs) > 1:  # more than (Tensor input, *, Tensor out) takes
+        first += (
+            "      didn't match because some of the arguments have invalid types: (Tensor, "
+            + ", ".join(f"!{type(a).__name__}!" for a in args) + ")\n" if len(args) > 1 else
+            "      didn't match because some of the keywords were incorrect: "
+            + ", ".join(keywords) + "\n")
+    return TypeError(f"{name}() received an invalid combination of arguments - got ({shown}), "
+                     f"but expected one of:\n{first}{other}{along}")
+
+
+def _refuses_none_dim(name: str, method: bool
+                      ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """max or min (``method``: Tensor's) refusing ``dim=None`` and a keepdim without a dim,
+    as PyTorch's parser (its overloads: all of input, another tensor, an int dim)."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def op(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+            if (args[0] is None) if args else (kwargs.get("dim", 0) is None or (
+                    "keepdim" in kwargs and "dim" not in kwargs)):
+                raise _none_dim_error(name, method, args, kwargs)
+            return fn(input, *args, **kwargs)
+
+        op.__name__ = op.__qualname__ = name
+        return op
+
+    return decorate
+
+
 @returns("max")
-def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+def _max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
         other: Tensor | None = None, out: Any = None) -> Any:
     """PyTorch's three maxs: over all of input, along ``dim`` (values and indices), and
     ``max(input, other)``, which is ``maximum``."""
     if isinstance(dim, Tensor) or other is not None:
         return maximum(input, dim if other is None else other, out=out)
     if out is not None:
-        result = max(input, dim, keepdim)
+        result = _max(input, dim, keepdim)
         return written_to(out, result, "max") if dim is None else \
             written_to_each(out, result, "max")
     _check_max_dim("max", input, dim)
@@ -774,14 +830,14 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
 
 
 @returns("min")
-def min(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001, A002
+def _min(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
         other: Tensor | None = None, out: Any = None) -> Any:
     """PyTorch's three mins: over all of input, along ``dim`` (values and indices), and
     ``min(input, other)``, which is ``minimum``."""
     if isinstance(dim, Tensor) or other is not None:
         return minimum(input, dim if other is None else other, out=out)
     if out is not None:
-        result = min(input, dim, keepdim)
+        result = _min(input, dim, keepdim)
         return written_to(out, result, "min") if dim is None else \
             written_to_each(out, result, "min")
     _check_max_dim("min", input, dim)
@@ -791,6 +847,12 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A001,
         return _over_all(value, input, "MinBackward1")
     index = apply(P.ARGMIN, input, axis=_arg_axis(input, dim), keepdim=True)
     return _extreme_at(input, dim, keepdim, index, "MinBackward0")
+
+
+max = _refuses_none_dim("max", False)(_max)  # noqa: A001
+min = _refuses_none_dim("min", False)(_min)  # noqa: A001
+max_method = _refuses_none_dim("max", True)(_max)
+min_method = _refuses_none_dim("min", True)(_min)
 
 
 def _check_max_dim(name: str, x: Tensor, dim: Any) -> None:

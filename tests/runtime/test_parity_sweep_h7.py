@@ -7,6 +7,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import runtime as rt
@@ -87,5 +88,96 @@ def test_setitem_on_expanded_tensor_gradients() -> None:
         x[1, 1:] = v * 2
         (x * m.arange(6.0, dtype=m.float64).reshape(2, 3)).sum().backward()
         return [x.tolist(), a.grad.tolist(), v.grad.tolist()]
+
+    _same(fn)
+
+
+# --- max and min: dim=None is none of their overloads ---------------------------------------
+MINMAX_CALLS = [
+    "m.max(x, None)", "m.max(x, dim=None)", "m.max(x, None, True)", "m.max(x, None, keepdim=True)",
+    "m.max(x, dim=None, keepdim=True)", "m.min(x, keepdim=True, dim=None)", "m.max(x, keepdim=True)",
+    "x.max(None)", "x.min(dim=None)", "x.max(None, True)", "x.min(None, keepdim=False)",
+    "x.max(dim=None, keepdim=True)", "x.max(keepdim=True)", "m.min(x, None)",
+]
+
+
+@pytest.mark.parametrize("call", MINMAX_CALLS)
+def test_max_min_refuse_dim_none(call: str) -> None:
+    _same(lambda m: eval(call, {"m": m, "x": m.tensor([[1.0, 5.0], [3.0, 2.0]])}))
+
+
+def test_max_min_still_take_their_overloads() -> None:
+    for call in ("x.max(None)", "m.max(x)", "x.min()", "m.max(x, 1)[0]", "x.max(-1, True)[1]",
+                 "x.min(dim=0).values", "m.max(x, x * 2)", "x.min(x * 2)", "m.max(x, axis=0)[0]",
+                 "m.max(x, out=m.empty(0))", "m.max(x, other=x)"):
+        _same(lambda m, call=call: eval(call, {"m": m, "x": m.tensor([[1.0, 5.0], [3.0, 2.0]])}))
+    assert rt.max.__name__ == "max" and rt.Tensor.min.__name__ == "min"
+
+
+# --- the parser's TypeError for an int argument that is no int ------------------------------
+# (op, arguments before the checked one, its name, arguments after it)
+INT_ARGUMENTS = [
+    ("cumsum", (), "dim", ()), ("cumprod", (), "dim", ()), ("logcumsumexp", (), "dim", ()),
+    ("cummax", (), "dim", ()), ("softmax", (), "dim", ()), ("log_softmax", (), "dim", ()),
+    ("unsqueeze", (), "dim", ()), ("mode", (), "dim", ()), ("median", (), "dim", ()),
+    ("unbind", (), "dim", ()), ("argmax", (), "dim", ()), ("flatten", (0,), "end_dim", ()),
+    ("transpose", (0,), "dim1", ()), ("swapaxes", (), "axis0", (1,)), ("select", (0,), "index", ()),
+    ("select", (), "dim", (0,)), ("index_select", (), "dim", ("IDX",)),
+    ("gather", (), "dim", ("IDX2",)), ("kthvalue", (1,), "dim", ()), ("chunk", (), "chunks", ()),
+    ("chunk", (2,), "dim", ()), ("diagonal", (0,), "dim1", (1,)), ("diag_embed", (), "offset", ()),
+    ("unflatten", (), "dim", ((3, 1),)), ("topk", (1,), "dim", ()), ("tril", (), "diagonal", ()),
+    ("diff", (), "n", ()), ("rot90", (), "k", ()), ("take_along_dim", ("IDX2",), "dim", ()),
+    ("index_add", (), "dim", ("IDX", "SRC")), ("scatter_add", (), "dim", ("IDX2", "SRC")),
+]
+
+
+def _arguments(m: Any, values: tuple[Any, ...]) -> list[Any]:
+    named = {"IDX": m.tensor([0]), "IDX2": m.zeros(1, 3, dtype=m.long), "SRC": m.ones(1, 3)}
+    return [named.get(v, v) if isinstance(v, str) else v for v in values]
+
+
+@pytest.mark.parametrize("bad", ["a", 1.5, None, True, (0,)], ids=repr)
+@pytest.mark.parametrize("case", INT_ARGUMENTS, ids=lambda c: f"{c[0]}-{c[2]}")
+def test_int_argument_type_error(case: tuple[Any, ...], bad: Any) -> None:
+    op, before, param, after = case
+    if bad is None and op in ("argmax", "take_along_dim"):
+        bad = "a"  # their dim is PyTorch's ``int? dim``
+
+    def call(form: str) -> Callable[[Any], Any]:
+        def fn(m: Any) -> Any:
+            x = m.arange(6.0).reshape(2, 3)
+            b, a = _arguments(m, before), _arguments(m, after)
+            if form == "function":
+                return getattr(m, op)(x, *b, bad, *a)
+            if form == "method":
+                return getattr(x, op)(*b, bad, *a)
+            return getattr(m, op)(x, *b, **{param: bad}, **_kw(op, a))
+        return fn
+
+    for form in ("function", "method", "keyword"):
+        _same(call(form))
+
+
+def _kw(op: str, after: list[Any]) -> dict[str, Any]:
+    """The arguments after the checked one, by keyword (their PyTorch names)."""
+    names = {"swapaxes": ["axis1"], "select": ["index"], "index_select": ["index"],
+             "gather": ["index"], "diagonal": ["dim2"], "unflatten": ["sizes"],
+             "index_add": ["index", "source"], "scatter_add": ["index", "src"]}.get(op, [])
+    return dict(zip(names, after))
+
+
+@pytest.mark.parametrize("bad", ["a", 1.5, True])
+def test_cat_stack_dim_type_error(bad: Any) -> None:
+    for op in ("cat", "stack"):
+        _same(lambda m, op=op: getattr(m, op)([m.ones(2)], bad))
+        _same(lambda m, op=op: getattr(m, op)([m.ones(2)], dim=bad))
+
+
+def test_int_arguments_take_ints() -> None:
+    def fn(m: Any) -> Any:
+        x = m.arange(6.0).reshape(2, 3)
+        return [x.cumsum(m.tensor(1)).tolist(), m.transpose(x, np.int64(0), 1).tolist(),
+                x.argmax(None).item(), x.unsqueeze_(0).shape, x.transpose_(0, 2).shape,
+                _outcome(lambda _: x.transpose_(0, 2.0), m)]
 
     _same(fn)

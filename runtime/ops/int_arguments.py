@@ -1,0 +1,133 @@
+"""PyTorch's argument parser for the ``int`` parameters of its functions and Tensor methods
+(a dim, an offset, a count): any other value (a str, a float, None, a bool, a tuple, a tensor
+that is not a 0-d integer one) is its TypeError, which names the parameter and, where it was
+given by position, that position (``cumsum(): argument 'dim' (position 2) must be int, not
+str``; a method's counts from the argument after self). The runtime's own functions take
+what they are given (their errors were numpy's or Python's); ``install_functions`` wraps
+runtime's exports, ``install_methods`` Tensor's methods and their in-place variants, where
+PyTorch's parser has one overload of that call, so that its text is this one."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from ..tensor import Tensor
+from .tensor_only import type_name
+
+# op -> its int parameters (PyTorch's names; "?": None is taken, as ``int? dim``)
+PARAMETERS: dict[str, tuple[str, ...]] = {
+    **{n: ("dim",) for n in (
+        "cumsum cumprod logcumsumexp cummax cummin softmax log_softmax unsqueeze mode median "
+        "nanmedian unbind index_select gather index_add index_copy scatter_add kthvalue "
+        "unflatten").split()},
+    **{n: ("dim?",) for n in "argmax argmin take_along_dim cross".split()},
+    "flatten": ("start_dim", "end_dim"),
+    "transpose": ("dim0", "dim1"),
+    "swapdims": ("dim0", "dim1"),
+    "swapaxes": ("axis0", "axis1"),
+    "select": ("dim", "index"),
+    "chunk": ("chunks", "dim"),
+    "diagonal": ("offset", "dim1", "dim2"),
+    "diag_embed": ("offset", "dim1", "dim2"),
+    "topk": ("k", "dim"),
+    "tril": ("diagonal",),
+    "triu": ("diagonal",),
+    "diag": ("diagonal",),
+    "diff": ("n", "dim"),
+    "rot90": ("k",),
+}
+# functions only (PyTorch's Tensor has no such method)
+FUNCTION_PARAMETERS: dict[str, tuple[str, ...]] = {"cat": ("dim",), "stack": ("dim",)}
+# in-place methods: as their out-of-place op's
+IN_PLACE = ("cumsum cumprod unsqueeze index_add index_copy scatter_add transpose swapdims "
+            "swapaxes tril triu").split()
+
+
+def takes_int(value: Any) -> bool:
+    """Whether PyTorch's parser takes ``value`` for an ``int``: an int or numpy integer (not
+    a bool), or a 0-d integer tensor."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, Tensor):
+        dtype = value.dtype
+        return value.ndim == 0 and not (dtype.is_floating_point or dtype.is_complex
+                                        or dtype.name == "bool")
+    return hasattr(type(value), "__index__")
+
+
+def _spec(fn: Callable[..., Any], params: tuple[str, ...]) -> list[tuple[str, int | None, bool]]:
+    """Each int parameter of ``fn``: (name, its index among the positional arguments after
+    the tensor (None: keyword-only or absent), whether None is taken)."""
+    names = [p.name for p in inspect.signature(fn).parameters.values()
+             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
+    out = []
+    for param in params:
+        name, optional = param.rstrip("?"), param.endswith("?")
+        out.append((name, names.index(name) if name in names else None, optional))
+    return out
+
+
+def _checked(fn: Callable[..., Any], name: str, params: tuple[str, ...], method: bool
+             ) -> Callable[..., Any]:
+    spec = _spec(fn, params)
+    offset = 1 if method else 2  # PyTorch's position of the first argument after the input
+
+    @functools.wraps(fn)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        rest = args[1:]
+        for param, at, optional in spec:
+            if at is not None and at < len(rest):
+                value, where = rest[at], f" (position {at + offset})"
+            elif param in kwargs:
+                value, where = kwargs[param], ""
+            else:
+                continue
+            if not takes_int(value) and not (optional and value is None):
+                raise TypeError(f"{name}(): argument '{param}'{where} must be int, not "
+                                f"{type_name(value)}")
+        return fn(*args, **kwargs)
+
+    return op
+
+
+def _cat_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """cat and stack: their dim is the second argument (the first is the tensors)."""
+    @functools.wraps(fn)
+    def op(tensors: Any, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            value, where = args[0], " (position 2)"
+        elif "dim" in kwargs:
+            value, where = kwargs["dim"], ""
+        else:
+            return fn(tensors, *args, **kwargs)
+        if not takes_int(value):
+            raise TypeError(f"{name}(): argument 'dim'{where} must be int, not "
+                            f"{type_name(value)}")
+        return fn(tensors, *args, **kwargs)
+
+    return op
+
+
+def install_functions(namespace: dict[str, Any]) -> None:
+    """The functions of PARAMETERS in a module's globals (runtime's) checking their ints."""
+    for n, params in PARAMETERS.items():
+        fn = namespace.get(n)
+        if callable(fn):
+            namespace[n] = _checked(fn, n, params, method=False)
+    for n in FUNCTION_PARAMETERS:
+        fn = namespace.get(n)
+        if callable(fn):
+            namespace[n] = _cat_checked(fn, n)
+
+
+def install_methods(cls: type) -> None:
+    """The methods of PARAMETERS of ``cls`` (Tensor), and their in-place variants, checking
+    their ints."""
+    names = [(n, n) for n in PARAMETERS] + [(n + "_", n) for n in IN_PLACE]
+    for attr, n in names:
+        fn = cls.__dict__.get(attr)
+        if fn is not None and callable(fn):
+            setattr(cls, attr, _checked(fn, attr, PARAMETERS[n], method=True))
