@@ -1267,10 +1267,19 @@ def _lift_scalar_bools(x: Tensor, key: Any) -> tuple[Tensor, Any]:
 
 
 def _index_item(k: Any) -> Any:
-    """A key item as PyTorch reads it: an int32 index tensor (or a 0-d one of any integer
-    dtype) as int64, a uint8 one as a bool mask (deprecated: PyTorch's warning); int8 and
-    int16 ones stay, for _norm_key's error."""
-    if not isinstance(k, Tensor) or k.dtype is D.int64 or k.dtype is D.bool_:
+    """A key item as PyTorch reads it: a 0-d integer tensor (or numpy array) as its int
+    (PyTorch's select: ``x[t(1), :, idx]`` keeps its dims in order; a capture, which reads
+    no value, keeps it an index tensor, the same but beside a separated index tensor), an
+    int32 index tensor (or a 0-d one of any integer dtype) as int64, a uint8 one as a bool
+    mask (deprecated: PyTorch's warning); int8 and int16 ones stay, for _norm_key's
+    error."""
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
+        return int(k)
+    if not isinstance(k, Tensor) or k.dtype is D.bool_:
+        return k
+    if k.ndim == 0 and k.dtype.category == 1 and k.dtype is not D.uint8 and not is_tracing():
+        return int(k.item())
+    if k.dtype is D.int64:
         return k
     if k.dtype is D.uint8:
         warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
@@ -1291,7 +1300,56 @@ def getitem(x: Tensor, key: Any) -> Tensor:
         x, key = _lift_scalar_bools(x, key)
     template, idx, masks = _norm_key(key, x.device)
     _check_key(x.shape, template, idx, masks)
+    if is_tracing() and any(i.ndim == 0 for i in idx) and any(i.ndim for i in idx):
+        x, template, idx = _zero_d_selects(x, template, idx)
+    split = _selects_first(template, idx)
+    if split is not None:  # PyTorch's order: the ints' selects, then the index tensors
+        x = named(getitem_key(x, key=split[0]), _index_node_name(split[0], []))
+        template = split[1]
     return named(getitem_key(x, *idx, key=template), _index_node_name(template, idx))
+
+
+def _zero_d_selects(x: Tensor, template: Any, idx: list[Tensor]
+                    ) -> tuple[Tensor, tuple[Any, ...], list[Tensor]]:
+    """A capture's ``x[key]`` with 0-d index tensors beside others (eager mode reads them as
+    ints: _index_item): each taken first as a lone index on its dimension (PyTorch's select,
+    which a capture cannot read the value of), then the rest of the key on that result."""
+    items = template if isinstance(template, tuple) else (template,)
+    consumed = builtins.sum(1 for k in items if k is not None and k is not Ellipsis)
+    dim, picks, rest, kept = 0, [], [], []
+    for k in items:
+        if k is Ellipsis:
+            dim += x.ndim - consumed
+            rest.append(k)
+        elif isinstance(k, P.IndexArg) and idx[k.position].ndim == 0:
+            picks.append((dim, idx[k.position]))
+            dim += 1
+        else:
+            if isinstance(k, P.IndexArg):
+                rest.append(P.IndexArg(len(kept)))
+                kept.append(idx[k.position])
+            else:
+                rest.append(k)
+            dim += 0 if k is None else 1  # (x's dims: a None has none)
+    for d, index in reversed(picks):  # the last first: the dims before keep their places
+        x = getitem_key(x, index, key=(*(_FULL_SLICE,) * d, P.IndexArg(0)))
+    return x, tuple(rest), kept
+
+
+def _selects_first(template: Any, idx: list[Tensor]) -> tuple[tuple[Any, ...],
+                                                             tuple[Any, ...]] | None:
+    """A key of index tensors and ints as PyTorch applies it, in two steps: the key's basic
+    items (each index tensor's dimension whole), then the index tensors on that view, ints
+    dropped (the index tensors' dims go first where they are apart there: numpy counts an int
+    as an index array, so ``x[1, :, idx]`` kept idx's dims first); None where no int meets an
+    index tensor."""
+    items = template if isinstance(template, tuple) else (template,)
+    if not idx or not any(type(k) is int for k in items):
+        return None
+    basic = tuple(_FULL_SLICE if isinstance(k, P.IndexArg) else k for k in items)
+    rest = tuple(k if isinstance(k, P.IndexArg) or k is Ellipsis else _FULL_SLICE
+                 for k in items if type(k) is not int)
+    return basic, rest
 
 
 def _index_node_name(template: tuple[Any, ...], idx: list[Tensor]) -> str:
@@ -1731,8 +1789,14 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
     if is_tracing() and _mask_fill(t, key, value):
         return
     _check_byte_mask_fill(key, value)
-    template, idx, masks = _norm_key(_index_items(key), t.device)
+    key = _index_items(key)
+    if any(_is_scalar_bool(k) for k in (key if isinstance(key, tuple) else (key,))):
+        t, key = _lift_scalar_bools(t, key)  # (a view of t, as getitem's)
+    template, idx, masks = _norm_key(key, t.device)
     _check_key(t.shape, template, idx, masks)
+    split = _selects_first(template, idx)
+    if split is not None:  # PyTorch's order: index_put_ on the ints' select view
+        t, template = getitem_key(t, key=split[0]), split[1]
     if not isinstance(value, Tensor) and not t.dtype.is_floating_point:
         value = D.scalar_as(value, t.dtype)  # PyTorch's error for nan or 1e30 (a half: inf)
     if isinstance(value, Tensor) and value.ndim:
@@ -1743,6 +1807,8 @@ def setitem(t: Tensor, key: Any, value: Any) -> None:
         if masks and (not isinstance(value, Tensor) or value.numel() == 1):
             _warn_expanded("masked_fill_", "tensor[mask] = scalar")
     apply_inplace(P.SETITEM, t, value, *idx, key=template)
+    if idx and t._base is None:  # PyTorch's index_put_ (a view's node is its base's write)
+        named(t, "IndexPutBackward0")
 
 
 def _expanded_before_index(t: Tensor, template: Any) -> bool:

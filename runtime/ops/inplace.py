@@ -135,11 +135,15 @@ def _overlap_region(prim: Primitive, t: Tensor, args: tuple[Any, ...],
 
 def _write(t: Tensor, out: Any, region: Any) -> None:
     """``out`` (t's new value) into t's storage: all of it, or only ``region`` of it (a key
-    of a tensor whose elements share memory: _overlap_region)."""
+    of a tensor whose elements share memory: _overlap_region); a view of an expand() that
+    has no element twice (``x.expand(2, 3)[0]``) is written as PyTorch writes it."""
+    data = t._data
+    if not getattr(data.flags, "writeable", True):  # a view of an expand() (numpy's are
+        data = writable_alias(data)  # read-only)
     if region is None:
-        t._data[...] = out
+        data[...] = out
     else:
-        writable_alias(t._data)[region] = out[region]
+        data[region] = out[region]
 
 
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
@@ -156,7 +160,9 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(view_rebase_error(t, indirect=False,
                                                  written=_written_view(prim, args, attrs)))
         if t._rg and t._grad_fn is None and base is None:
-            raise RuntimeError(ERR_LEAF_INPLACE)
+            # ``leaf[0] = v`` writes PyTorch's select view of the leaf
+            raise RuntimeError(ERR_LEAF_INPLACE if _written_view(prim, args, attrs) is None
+                               else ERR_VIEW_OF_LEAF_INPLACE)
         if base is not None and base._rg and base._grad_fn is None:
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
     if t._vc.inference and not is_inference_mode_enabled():

@@ -181,3 +181,107 @@ def test_int_arguments_take_ints() -> None:
                 _outcome(lambda _: x.transpose_(0, 2.0), m)]
 
     _same(fn)
+
+
+# --- ints (and 0-d index tensors) beside index tensors: PyTorch selects first ---------------
+# numpy counts an int as an index array, so x[1, :, idx] put idx's dims first; PyTorch
+# selects dim 0 first, then indexes the view (idx's dims stay in place)
+MIXED_KEYS: dict[str, Callable[[Any], Any]] = {
+    "int_slice_index": lambda m: (1, slice(None), m.tensor([1, 0])),
+    "none_int_slice_index": lambda m: (None, 1, slice(None), m.tensor([1, 0])),
+    "int_ellipsis_index": lambda m: (1, Ellipsis, m.tensor([1, 0])),
+    "negative_int_list": lambda m: (-1, slice(None), [0, 2]),
+    "int_slice_mask": lambda m: (1, slice(None), m.tensor([True, False, True, False])),
+    "int_step_index_step": lambda m: (1, slice(1, None, 2), m.tensor([1, 0]),
+                                      slice(None, None, 2)),
+    "int_slice_index_2d": lambda m: (1, slice(None), m.tensor([[1, 0], [2, 3]])),
+    "zero_d_slice_index": lambda m: (m.tensor(1), slice(None), m.tensor([1, 3])),
+    "zero_d_int32": lambda m: (m.tensor(1, dtype=m.int32), slice(None), m.tensor([1, 3])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIXED_KEYS))
+def test_int_beside_index_tensor_get_set_grad(case: str) -> None:
+    key = MIXED_KEYS[case]
+
+    def get(m: Any) -> Any:
+        x = m.arange(120.0, dtype=m.float64).reshape(2, 3, 4, 5).requires_grad_()
+        y = x[key(m)]
+        (y * m.arange(float(y.numel()), dtype=m.float64).reshape(y.shape)).sum().backward()
+        return [y.tolist(), x.grad.tolist(), type(y.grad_fn).__name__]
+
+    def put(m: Any) -> Any:
+        x = m.arange(120.0).reshape(2, 3, 4, 5)
+        shape = x[key(m)].shape
+        x[key(m)] = m.arange(float(np.prod(shape))).reshape(shape) + 1000
+        return x
+
+    _same(get)
+    _same(put)
+
+
+def test_zero_d_index_tensor_is_a_select() -> None:
+    def fn(m: Any) -> Any:
+        x = m.arange(24.0).reshape(2, 3, 4).requires_grad_()
+        return [type(x[m.tensor(1)].grad_fn).__name__, x[np.array(1), :, m.tensor([0, 2])].shape,
+                type(x[:, m.tensor(1, dtype=m.int16)].grad_fn).__name__]
+
+    _same(fn)
+
+
+# --- t[key] = v: scalar bools, leaves, gradients -------------------------------------------
+SCALAR_BOOL_SETS: dict[str, Callable[[Any], Any]] = {
+    "true_tensor": lambda m: _set(m.arange(24.0).reshape(2, 3, 4), m.tensor(True), 1.0),
+    "false_tensor": lambda m: _set(m.arange(24.0).reshape(2, 3, 4), m.tensor(False), 1.0),
+    "true": lambda m: _set(m.arange(24.0).reshape(2, 3, 4), True, m.ones(1, 2, 3, 4)),
+    "int_true": lambda m: _set(m.arange(24.0).reshape(2, 3, 4), (0, True), m.ones(3, 4) * 3),
+    "ellipsis_true": lambda m: _set(m.arange(24.0).reshape(2, 3, 4), (Ellipsis, True), 7.0),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SCALAR_BOOL_SETS))
+def test_setitem_scalar_bool(case: str) -> None:
+    _same(SCALAR_BOOL_SETS[case])
+
+
+def test_setitem_leaf_errors_name_the_view() -> None:
+    # a basic key writes PyTorch's view of the leaf; a full key or an index tensor the leaf
+    for key in ((0,), (slice(None), 0), None, (0, "IDX"), Ellipsis, ("IDX",)):
+        def fn(m: Any, key: Any = key) -> Any:
+            x = m.zeros(2, 3, requires_grad=True)
+            x[tuple(m.tensor([0]) if k == "IDX" else k for k in key)
+              if isinstance(key, tuple) else key] = 1.0
+
+        _same(fn)
+
+
+def test_setitem_index_tensors_node_and_gradients() -> None:
+    for key, shape in (((lambda m: (m.tensor([1, 1]),)), (2, 1, 4)),
+                       ((lambda m: (m.tensor([0, 0, 1]), m.tensor([2, 2, 0]))), (3, 4)),
+                       ((lambda m: (m.tensor([[True, False, True], [False, False, True]]),)),
+                        (4,))):
+        def fn(m: Any, key: Any = key, shape: Any = shape) -> Any:
+            a = m.arange(24.0, dtype=m.float64).reshape(2, 3, 4).requires_grad_()
+            v = m.arange(float(np.prod(shape)), dtype=m.float64).reshape(shape)
+            v.requires_grad_()
+            x = a * 2
+            x[key(m)] = v * 3
+            (x * m.arange(24.0, dtype=m.float64).reshape(2, 3, 4)).sum().backward()
+            return [a.grad.tolist(), v.grad.tolist(), type(x.grad_fn).__name__]
+
+        _same(fn)
+
+
+def test_inplace_on_a_view_of_an_expanded_tensor() -> None:
+    # the row of an expand() has no element twice: PyTorch writes it (the shared storage)
+    _same(lambda m: (lambda x: (x[0].add_(1), x)[1])(m.zeros(3).expand(2, 3)))
+    _same(lambda m: (lambda x: (x.t()[0].copy_(m.ones(2)), x)[1])(m.zeros(3).expand(2, 3)))
+
+    def grad(m: Any) -> Any:
+        a = m.ones(3, requires_grad=True)
+        x = a.clone().expand(2, 3)
+        x[1].mul_(m.tensor([1.0, 2.0, 3.0]))
+        x.sum().backward()
+        return [x.tolist(), a.grad.tolist()]
+
+    _same(grad)
