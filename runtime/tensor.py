@@ -855,7 +855,7 @@ Tensor.__rtruediv__ = lambda self, other: F.mul(T.reciprocal(self), other)  # ty
 for _dunder, _n in {
     "neg": "neg", "abs": "abs", "eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt",
     "ge": "ge", "iadd": "add_", "isub": "sub_", "imul": "mul_", "itruediv": "div_",
-    "getitem": "getitem", "setitem": "setitem",
+    "getitem": "tensor_getitem", "setitem": "tensor_setitem",
 }.items():
     setattr(Tensor, f"__{_dunder}__", getattr(F, _n))
 Tensor.t = F.t_  # type: ignore[assignment]

@@ -1175,6 +1175,8 @@ def _norm_key(key: Any, device: str
             out.append(int(k))
         elif k is None or k is Ellipsis or isinstance(k, slice):
             out.append(k)
+        elif isinstance(k, (str, bytes)):  # PyTorch makes it a tensor, which refuses it
+            raise TypeError(f"new(): invalid data type '{type(k).__name__}'")
         else:
             raise IndexTypeError("only integers, slices (`:`), ellipsis (`...`), None and long "
                                  f"or byte Variables are valid indices (got {type(k).__name__})")
@@ -1287,6 +1289,51 @@ def _index_item(k: Any) -> Any:
         return ne(k, 0)
     return cast(k, D.int64) if k.dtype is D.int32 or (k.dtype.category == 1 and not k.ndim) \
         else k
+
+
+_SEQUENCE_KEY_WARNING = (
+    "Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed "
+    "in pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be "
+    "interpreted as tensor index, x[torch.tensor(seq)], which will result either in an error "
+    "or a different result")
+
+
+def _user_key(key: Any) -> Any:
+    """A key of ``t[key]`` as PyTorch's Python indexing reads it before indexing: a list of
+    fewer than 32 items holding a sequence, a tensor, a slice, ``...`` or None is the tuple of
+    them (with its deprecation warning; ``x[[[0, 1], [1, 0]]]`` picks two elements); a slice
+    step must be positive (the runtime's own functions index with negative steps)."""
+    kind = type(key)
+    if kind is slice:
+        if key.step is not None:
+            _check_step(key.step)
+        return key
+    if (kind is list and len(key) < 32 and any(
+            isinstance(k, (Tensor, list, tuple, np.ndarray, slice, str)) or k is None
+            or k is Ellipsis for k in key)) or (kind is str and 0 < len(key) < 32):
+        warnings.warn(_SEQUENCE_KEY_WARNING, UserWarning, stacklevel=3)
+        key = tuple(key)
+    if type(key) is tuple:
+        for k in key:
+            if type(k) is slice and k.step is not None:
+                _check_step(k.step)
+    return key
+
+
+def _check_step(step: Any) -> None:
+    if isinstance(step, (int, np.integer)) and not isinstance(step, bool) and step <= 0:
+        raise ValueError("slice step cannot be zero" if step == 0 else
+                         "step must be greater than zero")
+
+
+def tensor_getitem(self: Tensor, key: Any) -> Tensor:
+    """``Tensor.__getitem__``: PyTorch's Python indexing (_user_key), then getitem."""
+    return getitem(self, _user_key(key))
+
+
+def tensor_setitem(self: Tensor, key: Any, value: Any) -> None:
+    """``Tensor.__setitem__``: PyTorch's Python indexing (_user_key), then setitem."""
+    setitem(self, _user_key(key), value)
 
 
 def _index_items(key: Any) -> Any:

@@ -270,8 +270,9 @@ case("getitem_ellipsis", lambda m, a: a[..., 1], [N(2, 3, 4)])
 case("getitem_ellipsis_none", lambda m, a: a[..., None, 1:], [N(2, 3, 4)])
 case("getitem_int_ellipsis_step", lambda m, a: a[1, ..., ::2], [N(2, 3, 4)])
 case("getitem_mixed", lambda m, a: a[0, -2:, None], [N(2, 3, 4)])
-# negative steps: numpy-style extension (torch raises), so no torch comparison
-case("getitem_neg_step", lambda m, a: a[::-1, 3:0:-2], [N(3, 5)], torch=False)
+# negative steps are PyTorch's ValueError (test_parity_sweep_h7): the reversed rows and
+# every other column from the end, through flip
+case("getitem_neg_step", lambda m, a: a.flip(0).flip(1)[:, 1:4:2], [N(3, 5)])
 case("getitem_idx_repeat", lambda m, a: a[C(m, [0, 2, 0, 1, 2, 2])], [N(3, 4)], gg=True)
 case("getitem_list_repeat", lambda m, a: a[[1, 1, 0]], [N(3, 4)])
 case("getitem_idx_dim1", lambda m, a: a[:, C(m, [3, 0, 3])], [N(3, 4)])
@@ -666,9 +667,13 @@ def test_getitem_repeated_index_scatter_add():
     np.testing.assert_array_equal(x.grad.numpy(), [0.0, 3.0, 0.0, 1.0])
 
 
-def test_negative_step_values_match_numpy():
+def test_negative_step_is_refused_as_pytorch():
+    # PyTorch's Python indexing refuses a step below one (flip reverses)
     a = N(3, 5)
-    np.testing.assert_array_equal(rt.tensor(a, dtype=rt.float64)[::-1, 3:0:-2].numpy(), a[::-1, 3:0:-2])
+    with pytest.raises(ValueError, match="^step must be greater than zero$"):
+        rt.tensor(a, dtype=rt.float64)[::-1, 3:0:-2]
+    with pytest.raises(ValueError, match="^slice step cannot be zero$"):
+        rt.tensor(a)[:, ::0]
 
 
 def test_integer_tensors_cannot_require_grad():

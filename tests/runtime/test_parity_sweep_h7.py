@@ -285,3 +285,28 @@ def test_inplace_on_a_view_of_an_expanded_tensor() -> None:
         return [x.tolist(), a.grad.tolist()]
 
     _same(grad)
+
+
+# --- PyTorch's Python indexing: a list holding sequences is a tuple; slice steps ------------
+LIST_KEYS: dict[str, Callable[[Any], Any]] = {
+    "lists": lambda m: [[0, 1], [1, 0]],
+    "int_slice": lambda m: [0, slice(None)],
+    "tensor_int": lambda m: [m.tensor([0, 1]), 1],
+    "none_int": lambda m: [None, 0],
+    "int_ellipsis": lambda m: [0, Ellipsis],
+    "bool_list": lambda m: [[True, False]],
+}
+
+
+@pytest.mark.parametrize("case", sorted(LIST_KEYS))
+def test_list_key_read_as_pytorch(case: str) -> None:
+    key = LIST_KEYS[case]
+    _same(lambda m: m.arange(24.0).reshape(2, 3, 4)[key(m)])
+    _same(lambda m: _set(m.arange(24.0).reshape(2, 3, 4), key(m), -1.0))
+
+
+@pytest.mark.parametrize("key", [slice(None, None, -1), (0, slice(3, 0, -2)), slice(None, None, 0),
+                                 (Ellipsis, slice(1, None, 0)), "a", (0, b"a")], ids=repr)
+def test_key_errors_as_pytorch(key: Any) -> None:
+    _same(lambda m: m.arange(24.0).reshape(2, 3, 4)[key])
+    _same(lambda m: _set(m.arange(24.0).reshape(2, 3, 4), key, 1.0))
