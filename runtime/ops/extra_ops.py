@@ -436,6 +436,9 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
     shape = [1] * source.ndim
     shape[d] = n
     grid = index.reshape(*shape).expand(*source.shape)
+    if isinstance(alpha, float) and not (input.dtype.is_floating_point or input.dtype.is_complex):
+        alpha = bool(alpha) if input.dtype is D.bool_ else int(alpha)  # in input's dtype, as
+        # PyTorch's kernel takes it (1.5 into int64: 1)
     if not (isinstance(alpha, (int, float)) and alpha == 1):
         source = F.mul(source, alpha)
     return scatter_add(input, d, grid, source)

@@ -156,6 +156,10 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     """source's values written (or added) at the flat positions ``index`` of self."""
     from . import functional as F
 
+    if source.numel() != index.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                         f"elements, but got source.numel() = {source.numel()}, index.numel() = "
+                         f"{index.numel()}")
     flat = F.reshape(self, (-1,))
     n = flat.shape[0]
     if index.numel():  # a check step (as take's): a compiled step keeps it, reading no value

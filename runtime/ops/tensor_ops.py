@@ -352,8 +352,16 @@ def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = _dim(input, dim)
     index = _as_1d(index)
+    if input.ndim == 0 and index.numel() > 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
     if index.numel():
-        F.check_bounds(index, 0, input.shape[d] if input.ndim else 1, "index out of range in self")
+        if d == 1:  # PyTorch's kernel along dim 1 has a check (and text) of its own
+            F.check_bounds(index, 0, input.shape[d], "INDICES element is out of DATA bounds, "
+                           f"id={{}} axis_dim={input.shape[d]}", error="RuntimeError")
+        else:
+            F.check_bounds(index, 0, input.shape[d] if input.ndim else 1,
+                           "index out of range in self")
     if input.ndim == 0:
         return F.getitem_key(F.reshape(input, (1,)), index, key=(P.IndexArg(0),))[0]
     return F.getitem_key(input, index, key=(slice(None),) * d + (P.IndexArg(0),))

@@ -310,3 +310,28 @@ def test_list_key_read_as_pytorch(case: str) -> None:
 def test_key_errors_as_pytorch(key: Any) -> None:
     _same(lambda m: m.arange(24.0).reshape(2, 3, 4)[key])
     _same(lambda m: _set(m.arange(24.0).reshape(2, 3, 4), key, 1.0))
+
+
+# --- index_select, put_, index_add: PyTorch's checks and dtypes ------------------------------
+INDEX_OP_CASES: dict[str, Callable[[Any], Any]] = {
+    # a 0-d input takes one index
+    "index_select_scalar_two": lambda m: m.tensor(1.5).index_select(0, m.tensor([0, 0])),
+    # PyTorch's kernel along dim 1 checks (and words) its indices itself
+    "index_select_dim1": lambda m: m.zeros(3, 4).index_select(1, m.tensor([0, 4])),
+    "index_select_dim_minus1_3d": lambda m: m.zeros(2, 3, 4).index_select(-2, m.tensor([-1])),
+    "index_select_dim1_transposed": lambda m: m.zeros(4, 3).t().index_select(1, m.tensor([7])),
+    "put_count": lambda m: m.zeros(3).put_(m.tensor([0, 1]), m.ones(3)),
+    "put_count_accumulate": lambda m: m.zeros(3).put_(m.tensor([0, 1]), m.ones(3),
+                                                      accumulate=True),
+    "put_count_out_of_place": lambda m: m.zeros(3).put(m.tensor([0, 1]), m.ones(1)),
+    # an integer input takes a float alpha in its own dtype (1.5: 1)
+    "index_add_int_float_alpha": lambda m: m.arange(12).reshape(3, 4).index_add(
+        0, m.tensor([2, 2]), m.tensor([[1, 2, 3, 4], [5, 6, 7, 8]]), alpha=1.5),
+    "index_add_bool_float_alpha": lambda m: m.zeros(2, 2, dtype=m.bool).index_add(
+        0, m.tensor([1]), m.ones(1, 2, dtype=m.bool), alpha=0.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_OP_CASES))
+def test_index_ops_as_pytorch(case: str) -> None:
+    _same(INDEX_OP_CASES[case])
