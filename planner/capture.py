@@ -380,12 +380,14 @@ class Tracer:
         inverse view of the new value where the view shows every element once (the
         transposed .grad of a Linear weight), a copy with the view's elements replaced
         (index_put, exact) where it is a basic-index one (slices, ints: ``x[1:3]``,
-        ``x[:, 0]``); any other partial view breaks the graph naming the tensor.
+        ``x[:, 0]``) or a diagonal (diagonal_scatter); any other partial view breaks the graph
+        naming the tensor.
         ``history``: the op records autograd history, and so do these ops, on the tensors the
         chain was taken from, which take it, as eager mode's CopySlices gives it (a view of a
         leaf that requires grad raises eager mode's error)."""
         from runtime.ops import functional as F
         from runtime.ops.inplace import ERR_VIEW_OF_LEAF_INPLACE, view_inverse
+        from runtime.ops.torch_names import diagonal_scatter
 
         chain = []  # (view cell, the tensor its new base is computed from, its step), view first
         cell, here = self.storage_of(t), t
@@ -417,8 +419,9 @@ class Tracer:
         new = value
         for cell, src, step in chain:
             cell.node = self.storage_of(new).node
-            new = (F.index_put(src, new, key=step[1]["key"]) if step[-1]
-                   else view_inverse(step[:-1], new))
+            new = (view_inverse(step[:-1], new) if not step[-1]
+                   else F.index_put(src, new, key=step[1]["key"]) if step[0].name == "getitem"
+                   else diagonal_scatter(src, new, **step[1]))
             cell.view_of.node = self.storage_of(new).node
             cell.base_node = cell.view_of.node
             if history:
@@ -427,7 +430,8 @@ class Tracer:
     def view_step(self, cell: MetaArray, t: Tensor, what: str) -> tuple[Any, ...]:
         """(prim, attrs, base shape, view shape, dtype, partial) of the view op that made
         ``cell``, read from the graph at the first in-place write (the cell's node is the
-        view op's then); a partial view other than a basic-index one breaks the graph."""
+        view op's then); a partial view other than a basic-index one or a diagonal (written
+        back by diagonal_scatter) breaks the graph."""
         from runtime.ops.prims import is_basic_key
         from runtime.ops.registry import REGISTRY
 
@@ -438,7 +442,7 @@ class Tracer:
             data = self.g.nodes[cell.node]
             prim = REGISTRY[data["op"]]
             partial = int(np.prod(base.shape)) != int(np.prod(cell.shape))
-            if not prim.view or (partial and not (
+            if not prim.view or (partial and not prim.name == "diagonal" and not (
                     prim.name == "getitem" and is_basic_key(data["attrs"]["key"]))):
                 raise GraphBreak(f"{what} on {self.describe(t)}, a partial view of its base")
             step = cell.view_step = (prim, data["attrs"], base.shape, cell.shape, t.dtype,

@@ -561,7 +561,10 @@ def _mark_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -
     """A view shares storage and version counter with its base (numpy decides if it is one)."""
     arr = src._data
     owner = arr if arr.base is None else arr.base
-    if t._data.base is None or t._data.base is not owner:
+    base = t._data.base
+    if base is not None and base is not owner and base.base is owner:
+        base = owner  # (numpy's diagonal is a view of a view of the owner)
+    if base is None or base is not owner:
         return
     t._vc = src._vc
     t._base = src if src._base is None else src._base

@@ -21,7 +21,8 @@ from ..amp.policy import autocast_exclude, autocast_fp32
 from ..tensor import Tensor
 from ..tracing import active_tracer
 from . import functional as F
-from .dispatch import keeps_saved, named_backward
+from . import prims as P
+from .dispatch import apply, named_backward
 from .extra_ops import diag, logical_or, logical_xor
 from .math_ops import takes_out
 from .naming import renamed_backward
@@ -165,19 +166,12 @@ def trace(input: Tensor) -> Tensor:
 @named_backward("DiagonalBackward0")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     """The diagonal ``offset`` (above the main one when positive) of the matrices in dims
-    ``dim1`` and ``dim2``, as a last dimension after the others. PyTorch's is a view; this
-    is a copy with the same values and gradient."""
+    ``dim1`` and ``dim2``, as a last dimension after the others: a view, as PyTorch's (a
+    write into it writes input)."""
     d1, d2 = _dim(input, dim1), _dim(input, dim2)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    rest = [d for d in range(input.ndim) if d not in (d1, d2)]
-    moved = F.permute(input, *rest, d1, d2)
-    rows, cols = input.shape[d1], input.shape[d2]
-    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
-    n = max(0, min(rows - r0, cols - c0))
-    r = creation.arange(r0, r0 + n, device=input.device)
-    c = creation.arange(c0, c0 + n, device=input.device)
-    return keeps_saved(moved[(Ellipsis, r, c)])  # PyTorch's view saves no index
+    return apply(P.DIAGONAL, input, offset=int(offset), dim1=d1, dim2=d2)
 
 
 @autocast_exclude

@@ -1625,6 +1625,45 @@ RESHAPE = register(Primitive(
     flops=flops_none, specializer=_view_fast(_reshape_fast), node_name="ViewBackward0"))
 
 
+def _diagonal_impl(xp: Any, x: Any, *, offset: int, dim1: int, dim2: int) -> Any:
+    """numpy's diagonal view, writable where x is (numpy's is read-only, a legacy caution:
+    PyTorch's is a view one writes through)."""
+    out = xp.diagonal(x, offset, dim1, dim2)
+    if xp is np and x.flags.writeable and not out.flags.writeable:
+        out.flags.writeable = True
+    return out
+
+
+def _diagonal_infer(x: Meta, *, offset: int, dim1: int, dim2: int) -> tuple[Any, D.DType]:
+    rows, cols = x.shape[dim1], x.shape[dim2]
+    n = max(0, min(rows - max(-offset, 0), cols - max(offset, 0)))
+    rest = tuple(s for d, s in enumerate(x.shape) if d not in (dim1, dim2))
+    return (*rest, n), x.dtype
+
+
+def _diagonal_bwd(c: Any, g: Any) -> tuple[Any]:
+    """The diagonal's gradient: zeros of x's shape with g on that diagonal (an index scatter
+    into the matrices moved last, moved back)."""
+    a, shape = c.attrs, c.shape(0)
+    d1, d2, offset = a["dim1"], a["dim2"], a["offset"]
+    rest = [d for d in range(len(shape)) if d not in (d1, d2)]
+    order = (*rest, d1, d2)
+    n = g.shape[-1]
+    r0, c0 = (0, offset) if offset >= 0 else (-offset, 0)
+    from ..creation import arange
+
+    rows = arange(r0, r0 + n, device=g.device)
+    cols = arange(c0, c0 + n, device=g.device)
+    moved = F.index_backward(g, rows, cols, key=(Ellipsis, IndexArg(0), IndexArg(1)),
+                             shape=tuple(shape[d] for d in order))
+    return (F.permute(moved, *np.argsort(order).tolist()),)
+
+
+DIAGONAL = register(Primitive(
+    "diagonal", impl=_diagonal_impl, infer=_diagonal_infer, backward=_diagonal_bwd,
+    view=True, attrs=("offset", "dim1", "dim2"), flops=flops_none))
+
+
 def _permute_infer(x: Meta, *, dims: tuple[int, ...]) -> tuple[Any, D.DType]:
     return tuple(x.shape[d] for d in dims), x.dtype
 

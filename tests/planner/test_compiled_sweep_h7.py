@@ -81,3 +81,19 @@ def test_compiled_indexing_as_pytorch(case: str) -> None:
         for g, t in zip(got, want):
             assert g.shape == t.shape
             np.testing.assert_allclose(g, t, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_write_into_a_diagonal() -> None:
+    """A write into a diagonal view (``h.diagonal(...).mul_(3)``) writes the base, as eager
+    mode's and PyTorch's; the capture writes it back through diagonal_scatter."""
+    def body(w: Any) -> Any:
+        h = w * 1
+        h.diagonal(0, 2, 3).mul_(3)
+        h.diagonal(1, 0, 1).add_(h.diagonal(1, 0, 1) * 2)
+        return h
+
+    want = _torch(body, lambda m, i: ())
+    for compiled in (False, True):
+        got = _run(body, lambda m, i: (), compiled)
+        for g, t in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, t, rtol=1e-5, atol=1e-6)

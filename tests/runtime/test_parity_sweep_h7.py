@@ -335,3 +335,26 @@ INDEX_OP_CASES: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("case", sorted(INDEX_OP_CASES))
 def test_index_ops_as_pytorch(case: str) -> None:
     _same(INDEX_OP_CASES[case])
+
+
+# --- diagonal is a view ----------------------------------------------------------------------
+def test_diagonal_is_a_view_written_through() -> None:
+    def fn(m: Any) -> Any:
+        a = m.arange(24.0, dtype=m.float64).reshape(2, 3, 4).requires_grad_()
+        x = a * 1
+        d = x.diagonal(1, 0, 2)
+        d.mul_(m.tensor([[2.0], [3.0], [4.0]], dtype=m.float64))  # d is (3, 2)
+        x.diagonal(-1, -1, 1).fill_(-1.0)
+        (x * m.arange(24.0, dtype=m.float64).reshape(2, 3, 4)).sum().backward()
+        y = m.zeros(3).expand(3, 3)  # an expand()'s diagonal has no element twice
+        y.diagonal().add_(1)
+        return [x.tolist(), a.grad.tolist(), type(d.grad_fn).__name__, x._version, y.tolist()]
+
+    _same(fn)
+
+
+def test_diagonal_gradcheck() -> None:
+    x = rt.tensor(np.random.default_rng(7).standard_normal((2, 3, 4)), requires_grad=True)
+    assert rt.autograd.gradcheck(lambda a: a.diagonal(1, -1, 0), (x,))
+    assert rt.autograd.gradgradcheck(lambda a: a.diagonal(-1, 2, 1) * a.diagonal(-1, 2, 1), (x,))
+    assert rt.diagonal(x, 0, 0, 1)._base is x

@@ -49,7 +49,7 @@ def test_every_primitive_declares_flops_and_kinds(name: str) -> None:
 def test_kinds_of_known_primitives() -> None:
     kinds = {k: {n for n, p in REGISTRY.items() if getattr(p, k)} for k in KINDS}
     assert kinds["reduction"] == {"sum", "mean", "amax", "argmax", "argmin"}
-    assert kinds["view"] == {"reshape", "permute", "expand", "getitem", "as_strided"}
+    assert kinds["view"] == {"reshape", "permute", "expand", "getitem", "as_strided", "diagonal"}
     assert kinds["extern"] == {"matmul", "matmul_add"}
     assert kinds["transfer"] == {"to_device"}
     assert kinds["check"] == {"check_bounds"}
