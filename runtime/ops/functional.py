@@ -1022,9 +1022,10 @@ def swapaxes(input: Tensor, axis0: int, axis1: int) -> Tensor:  # noqa: A002
     return transpose(input, axis0, axis1)
 
 
-def t_(input: Tensor) -> Tensor:
+def t_(input: Tensor, name: str = "t") -> Tensor:
     if input.ndim > 2:
-        raise ValueError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+        raise RuntimeError(f"{name}() expects a tensor with <= 2 dimensions, but self is "
+                           f"{input.ndim}D")
     if input.ndim < 2:  # a view of its own, as PyTorch's
         return named(apply(P.RESHAPE, input, shape=input.shape), "TBackward0")
     return named(transpose(input, 0, 1), "TBackward0")

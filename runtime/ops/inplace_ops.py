@@ -104,7 +104,7 @@ def squeeze_(t: Tensor, dim: Any = None) -> Tensor:
 
 
 def t_inplace(t: Tensor) -> Tensor:
-    return _restride(t, F.t_(t))
+    return _restride(t, F.t_(t, "t_"))
 
 
 def transpose_(t: Tensor, dim0: int, dim1: int) -> Tensor:
@@ -250,8 +250,25 @@ def _check_put_shape(values: Tensor, target: tuple[int, ...]) -> None:
                          f"broadcast to indexing result of shape {list(target)}")
 
 
+def _check_indices(x: Tensor, indices: Any) -> None:
+    """PyTorch's errors for index_put's ``indices``: a tuple (or list) of tensors only (no
+    None, int or slice: indexing's), no more of them than x has dims."""
+    if isinstance(indices, Tensor):
+        raise TypeError("index_put(): argument 'indices' (position 1) must be tuple of Tensors, "
+                        "not Tensor")
+    for i, k in enumerate(indices):
+        if not isinstance(k, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(k).__name__}")
+    consumed = sum(k.ndim if k.dtype in (D.bool_, D.uint8) else 1 for k in indices)
+    if consumed > x.ndim and all(k.dtype not in (D.bool_, D.uint8) for k in indices):
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim} (got "
+                         f"{len(indices)})")
+
+
 def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool = False
                ) -> Tensor:
+    _check_indices(x, indices)
     key = tuple(indices)
     if isinstance(values, Tensor) and values.dtype is not x.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "

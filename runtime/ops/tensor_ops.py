@@ -795,8 +795,13 @@ def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(input, dim)
     n = input.shape[d]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{int(start)})")
     start = start + n if start < 0 else start
-    if not 0 <= start <= n or length < 0 or start + length > n:
+    if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return F.getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
@@ -817,6 +822,10 @@ def movedim(input: Tensor, source: int | Sequence[int], destination: int | Seque
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} "
                            f"dims) should contain the same number of dims as destination "
                            f"({destinations} dims)")
+    for name, given in (("source", sources), ("destination", destinations)):
+        wrapped = [wrap_dim(d, input.ndim) for d in given]
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
     src, dst = wrap_dims(sources, input.ndim), wrap_dims(destinations, input.ndim)
     if input.ndim == 0:
         return input

@@ -358,3 +358,25 @@ def test_diagonal_gradcheck() -> None:
     assert rt.autograd.gradcheck(lambda a: a.diagonal(1, -1, 0), (x,))
     assert rt.autograd.gradgradcheck(lambda a: a.diagonal(-1, 2, 1) * a.diagonal(-1, 2, 1), (x,))
     assert rt.diagonal(x, 0, 0, 1)._base is x
+
+
+# --- view and index_put errors: PyTorch's types and texts ------------------------------------
+VIEW_ERRORS: dict[str, Callable[[Any], Any]] = {
+    "narrow_negative_length": lambda m: m.zeros(3, 4).narrow(1, 0, -1),
+    "narrow_start_past_end": lambda m: m.zeros(3, 4).narrow(1, 5, 0),
+    "narrow_start_before_begin": lambda m: m.zeros(3, 4).narrow(-1, -5, 1),
+    "movedim_repeated_source": lambda m: m.zeros(3, 4, 5).movedim((0, -3), (1, 2)),
+    "movedim_repeated_destination": lambda m: m.zeros(3, 4, 5).movedim((0, 1), (-1, 2)),
+    "t_3d": lambda m: m.zeros(3, 4, 5).t(),
+    "t__3d": lambda m: m.zeros(3, 4, 5).t_(),
+    "index_put_none": lambda m: m.zeros(3, 4).index_put((m.tensor([0]), None), m.tensor(1.0)),
+    "index_put_int": lambda m: m.zeros(3, 4).index_put_((0,), m.tensor(1.0)),
+    "index_put_tensor": lambda m: m.zeros(3, 4).index_put(m.tensor([0]), m.tensor(1.0)),
+    "index_put_too_many": lambda m: m.zeros(3, 4).index_put((m.tensor([0]),) * 3, m.tensor(1.0),
+                                                            accumulate=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VIEW_ERRORS))
+def test_view_and_index_put_errors(case: str) -> None:
+    _same(VIEW_ERRORS[case])
