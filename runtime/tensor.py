@@ -644,7 +644,11 @@ class Tensor:
 
     def masked_fill_(self, mask: Tensor, value: Any) -> Tensor:
         """In place: ``value`` where ``mask`` is True."""
-        return F.overwrite(self, T.masked_fill(self, mask, value))
+        result = T.masked_fill(self, mask, value)
+        if F.write_expanded(self, result, lambda: np.broadcast_to(mask._data, self.shape),
+                            "masked_fill_"):
+            return self
+        return F.overwrite(self, result)
 
     @property
     def xp(self) -> Any:

@@ -1870,6 +1870,22 @@ def _expanded_before_index(t: Tensor, template: Any) -> bool:
     return overlaps_internally(t._data[basic])
 
 
+def write_expanded(t: Tensor, result: Tensor, region: Callable[[], Any], op: str) -> bool:
+    """``op`` (masked_fill_, index_fill_) writing ``result`` (its out-of-place value) into a
+    ``t`` whose elements share memory (an expand()), as PyTorch does, with its deprecation
+    warning: only ``region()`` (a key: the mask, the index along a dim) is written, through
+    the storage, so each shared element gets the value once. False (nothing done) where t
+    has no shared element, or the write records history (PyTorch's refusal stays)."""
+    if is_tracing() or not overlaps_internally(t._data) or (
+            _grad_state.enabled and (t._rg or result._rg)):
+        return False
+    _warn_expanded(op, "tensor[mask] = scalar")
+    key = region()
+    writable_alias(t._data)[key] = result._data[key]
+    t._vc.v += 1
+    return True
+
+
 def _warn_expanded(op: str, example: str) -> None:
     """PyTorch's deprecation warning for ``op`` writing an expand()ed tensor (it still does)."""
     warnings.warn(f"Use of {op} on expanded tensors is deprecated. Please clone() the tensor "

@@ -153,7 +153,11 @@ def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 
 
 def index_fill_(x: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
-    return F.overwrite(x, index_fill(x, dim, index, value))
+    result = index_fill(x, dim, index, value)
+    if x.ndim and F.write_expanded(x, result, lambda: (slice(None),) * wrap_dim(dim, x.ndim)
+                                   + (index._data.reshape(-1),), "index_fill_"):
+        return x
+    return F.overwrite(x, result)
 
 
 @autocast_promote

@@ -380,3 +380,26 @@ VIEW_ERRORS: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("case", sorted(VIEW_ERRORS))
 def test_view_and_index_put_errors(case: str) -> None:
     _same(VIEW_ERRORS[case])
+
+
+# masked_fill_ and index_fill_ of an expand(): PyTorch writes (each shared element once), with
+# its deprecation warning
+EXPANDED_FILLS: dict[str, Callable[[Any], Any]] = {
+    "masked_fill_row_mask": lambda m: m.zeros(3).expand(2, 3).masked_fill_(
+        m.tensor([[True, False, False]]), 1.0),
+    "masked_fill_full_mask": lambda m: m.zeros(3).expand(2, 3).masked_fill_(
+        m.tensor([[True, False, False], [False, False, True]]), 1.0),
+    "masked_fill_tensor_value": lambda m: m.zeros(3).expand(2, 3).masked_fill_(
+        m.tensor([True, False, True]), m.tensor(2.0)),
+    "index_fill_dim0": lambda m: m.zeros(3).expand(2, 3).index_fill_(0, m.tensor([0]), 1.0),
+    "index_fill_dim1": lambda m: m.zeros(3).expand(2, 3).index_fill_(1, m.tensor([0, 2]), 1.0),
+    "index_fill_int": lambda m: m.zeros(3, dtype=m.long).expand(2, 3).index_fill_(
+        -1, m.tensor(1), 1.7),
+    "masked_fill_base": lambda m: (lambda b: (b.expand(2, 3).masked_fill_(
+        m.tensor([[True, False, False]]), 1.0), b)[1])(m.zeros(3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXPANDED_FILLS))
+def test_fill_ops_on_expanded_tensor(case: str) -> None:
+    _same(EXPANDED_FILLS[case])
