@@ -17,13 +17,16 @@ from typing import Any
 from ..tensor import Tensor
 from .tensor_only import type_name
 
-# op -> its int parameters (PyTorch's names; "?": None is taken, as ``int? dim``)
+# op -> its int parameters (PyTorch's names; "?": None is taken, as ``int? dim``; "*": a
+# tuple of ints, one int standing for it)
 PARAMETERS: dict[str, tuple[str, ...]] = {
     **{n: ("dim",) for n in (
         "cumsum cumprod logcumsumexp cummax cummin softmax log_softmax unsqueeze mode median "
         "nanmedian unbind index_select gather index_add index_copy scatter_add kthvalue "
         "unflatten").split()},
     **{n: ("dim?",) for n in "argmax argmin take_along_dim cross".split()},
+    "renorm": ("dim",),
+    "logsumexp": ("dim*",),
     "flatten": ("start_dim", "end_dim"),
     "transpose": ("dim0", "dim1"),
     "swapdims": ("dim0", "dim1"),
@@ -58,15 +61,18 @@ def takes_int(value: Any) -> bool:
     return hasattr(type(value), "__index__")
 
 
-def _spec(fn: Callable[..., Any], params: tuple[str, ...]) -> list[tuple[str, int | None, bool]]:
+def _spec(fn: Callable[..., Any], params: tuple[str, ...]
+          ) -> list[tuple[str, int | None, bool, str]]:
     """Each int parameter of ``fn``: (name, its index among the positional arguments after
-    the tensor (None: keyword-only or absent), whether None is taken)."""
+    the tensor (None: keyword-only or absent), whether None is taken, the kind PyTorch's
+    error names)."""
     names = [p.name for p in inspect.signature(fn).parameters.values()
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
     out = []
     for param in params:
-        name, optional = param.rstrip("?"), param.endswith("?")
-        out.append((name, names.index(name) if name in names else None, optional))
+        name, optional = param.rstrip("?*"), param.endswith("?")
+        kind = "tuple of ints" if param.endswith("*") else "int"
+        out.append((name, names.index(name) if name in names else None, optional, kind))
     return out
 
 
@@ -78,15 +84,16 @@ def _checked(fn: Callable[..., Any], name: str, params: tuple[str, ...], method:
     @functools.wraps(fn)
     def op(*args: Any, **kwargs: Any) -> Any:
         rest = args[1:]
-        for param, at, optional in spec:
+        for param, at, optional, kind in spec:
             if at is not None and at < len(rest):
                 value, where = rest[at], f" (position {at + offset})"
             elif param in kwargs:
                 value, where = kwargs[param], ""
             else:
                 continue
-            if not takes_int(value) and not (optional and value is None):
-                raise TypeError(f"{name}(): argument '{param}'{where} must be int, not "
+            if not takes_int(value) and not (optional and value is None) and not (
+                    kind != "int" and isinstance(value, (tuple, list))):
+                raise TypeError(f"{name}(): argument '{param}'{where} must be {kind}, not "
                                 f"{type_name(value)}")
         return fn(*args, **kwargs)
 
@@ -111,6 +118,38 @@ def _cat_checked(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
     return op
 
 
+def _squeeze_error(name: str, method: bool, value: Any, keyword: bool) -> TypeError:
+    """PyTorch's error for squeeze's (or squeeze_'s) ``dim`` that is neither an int nor a
+    tuple of them (None included): its three overloads, why each did not match."""
+    kind = type_name(value)
+    shown = f"dim={kind}" if keyword else kind
+    if method:
+        got, arg, bad = f"{shown}, " if keyword else shown, "", f"!{shown}!" + (
+            ", " if keyword else "")
+        first = (" * ()\n      didn't match because some of the keywords were incorrect: dim\n"
+                 if keyword else f" * ()\n      didn't match because some of the arguments "
+                 f"have invalid types: ({bad})\n")
+    else:
+        got, arg, bad = f"Tensor, {shown}", "Tensor input, ", f"Tensor, !{shown}!"
+        first = " * (Tensor input)\n"
+    why = f"      didn't match because some of the arguments have invalid types: ({bad})\n"
+    return TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                     f"but expected one of:\n{first} * ({arg}int dim)\n{why} * ({arg}tuple of "
+                     f"ints dim)\n{why}")
+
+
+def _squeeze_checked(fn: Callable[..., Any], name: str, method: bool) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def op(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        if args or "dim" in kwargs:
+            value = args[0] if args else kwargs["dim"]
+            if not takes_int(value) and not isinstance(value, (tuple, list)):
+                raise _squeeze_error(name, method, value, not args)
+        return fn(input, *args, **kwargs)
+
+    return op
+
+
 def install_functions(namespace: dict[str, Any]) -> None:
     """The functions of PARAMETERS in a module's globals (runtime's) checking their ints."""
     for n, params in PARAMETERS.items():
@@ -121,6 +160,8 @@ def install_functions(namespace: dict[str, Any]) -> None:
         fn = namespace.get(n)
         if callable(fn):
             namespace[n] = _cat_checked(fn, n)
+    if callable(namespace.get("squeeze")):
+        namespace["squeeze"] = _squeeze_checked(namespace["squeeze"], "squeeze", method=False)
 
 
 def install_methods(cls: type) -> None:
@@ -131,3 +172,7 @@ def install_methods(cls: type) -> None:
         fn = cls.__dict__.get(attr)
         if fn is not None and callable(fn):
             setattr(cls, attr, _checked(fn, attr, PARAMETERS[n], method=True))
+    for attr in ("squeeze", "squeeze_"):
+        fn = cls.__dict__.get(attr)
+        if fn is not None and callable(fn):
+            setattr(cls, attr, _squeeze_checked(fn, attr, method=True))

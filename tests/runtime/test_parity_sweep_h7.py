@@ -403,3 +403,25 @@ EXPANDED_FILLS: dict[str, Callable[[Any], Any]] = {
 @pytest.mark.parametrize("case", sorted(EXPANDED_FILLS))
 def test_fill_ops_on_expanded_tensor(case: str) -> None:
     _same(EXPANDED_FILLS[case])
+
+
+# squeeze(None) is none of squeeze's overloads (it squeezed every dim); logsumexp's dim names
+# its position by the call; renorm's dim is an int
+PARSER_CALLS = [
+    "x.squeeze(None)", "m.squeeze(x, None)", "m.squeeze(x, dim=None)", "x.squeeze(dim=None)",
+    "x.squeeze_(None)", "x.squeeze_(dim=None)", "x.squeeze('a')", "m.squeeze(x, 1.5)",
+    "m.logsumexp(x, dim=None)", "x.logsumexp(None)", "m.logsumexp(x, 'a')", "x.logsumexp(1.5)",
+    "m.renorm(x, 2, None, 1.0)", "x.renorm(2, 'a', 1.0)",
+]
+
+
+@pytest.mark.parametrize("call", PARSER_CALLS)
+def test_parser_errors_squeeze_logsumexp_renorm(call: str) -> None:
+    _same(lambda m: eval(call, {"m": m, "x": m.zeros(1, 3, 1)}))
+
+
+def test_squeeze_logsumexp_still_take_their_arguments() -> None:
+    for call in ("x.squeeze()", "x.squeeze(0)", "x.squeeze((0, 2))", "m.squeeze(x, [0])",
+                 "x.squeeze_(-1)", "x.squeeze(m.tensor(0))", "m.logsumexp(x, (0, 1))",
+                 "x.logsumexp([1], True)", "x.logsumexp(dim=-1)", "x.squeeze(None)"):
+        _same(lambda m, call=call: eval(call, {"m": m, "x": m.zeros(1, 3, 1)}))
