@@ -345,6 +345,8 @@ def take(input: Tensor, index: Tensor) -> Tensor:  # noqa: A002
                            f"{D.scalar_type_name(index.dtype)}")
     n = input.numel()
     flat = F.reshape(input, (-1,))
+    if index.numel() and not n:
+        raise IndexError("take(): tried to take from an empty tensor")
     if index.numel():
         F.check_bounds(index, -n, n, f"out of range: tried to access index {{}} on a tensor "
                        f"of {n} elements.", error="IndexError")

@@ -355,6 +355,8 @@ def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
     if input.ndim == 0 and index.numel() > 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{index.numel()} value(s)")
+    if index.numel() and input.ndim > 1 and not input.shape[d]:
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if index.numel():
         if d == 1:  # PyTorch's kernel along dim 1 has a check (and text) of its own
             F.check_bounds(index, 0, input.shape[d], "INDICES element is out of DATA bounds, "
