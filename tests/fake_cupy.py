@@ -239,6 +239,17 @@ def _method(name: str, view: bool = False) -> Callable[..., Any]:
 
 for _name in ("reshape", "transpose", "swapaxes", "squeeze", "view"):
     setattr(ndarray, _name, _method(_name, view=True))
+
+
+def _diagonal(self: ndarray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> ndarray:
+    """CuPy's diagonal: a view one can write through (numpy's is read-only)."""
+    out = self._a.diagonal(offset, axis1, axis2)
+    if self._a.flags.writeable:
+        out.flags.writeable = True
+    return _wrap(out, self._device, (self,))
+
+
+ndarray.diagonal = _diagonal  # type: ignore[attr-defined]
 for _name in ("astype", "copy", "ravel", "flatten", "fill", "sum", "mean", "prod", "max", "min",
               "argmax", "argmin", "any", "all", "nonzero", "clip", "round", "cumsum", "cumprod", "dot"):
     setattr(ndarray, _name, _method(_name))

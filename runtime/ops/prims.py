@@ -1628,7 +1628,7 @@ RESHAPE = register(Primitive(
 def _diagonal_impl(xp: Any, x: Any, *, offset: int, dim1: int, dim2: int) -> Any:
     """numpy's diagonal view, writable where x is (numpy's is read-only, a legacy caution:
     PyTorch's is a view one writes through)."""
-    out = xp.diagonal(x, offset, dim1, dim2)
+    out = x.diagonal(offset, dim1, dim2)
     if xp is np and x.flags.writeable and not out.flags.writeable:
         out.flags.writeable = True
     return out

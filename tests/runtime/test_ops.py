@@ -243,6 +243,8 @@ case("view", lambda m, a: a.view(3, 8), [N(2, 3, 4)])
 case("permute", lambda m, a: a.permute(2, 0, 1), [N(2, 3, 4)])
 case("permute_neg", lambda m, a: a.permute(-1, 1, 0), [N(2, 3, 4)])
 case("transpose", lambda m, a: a.transpose(0, 2), [N(2, 3, 4)])
+case("diagonal", lambda m, a: a.diagonal(1, 0, 2) * a.diagonal(-1, -1, 1).sum(), [N(2, 3, 4)],
+     gg=True)
 case("transpose_neg", lambda m, a: a.transpose(-1, -2), [N(2, 3, 4)])
 case("t", lambda m, a: a.t(), [N(3, 4)])
 case("T", lambda m, a: a.T * 1.0, [N(3, 4)])
