@@ -9,7 +9,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 import planner
 import runtime as rt
@@ -117,10 +117,14 @@ def test_kernels_run_after_every_value_they_read(name: str) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
+# exp(exp(exp(x))): float32's rounding of the inner exps grows to 3.4e-5 relative in the
+# gradient, in eager as much as fused: gauged by eager's own error, as the unfused test is
+@example(([(3, 1)], [("exp", 0), ("exp", 1), ("exp", 2), ("sum", 3, 0, False),
+                     ("matmul", 4, 4)], 0))
 def test_random_programs_fused_at_every_size(program: Program) -> None:
     with mock.patch.object(fusion, "MIN_ELEMENTS", 1), \
             mock.patch.object(fusion, "MIN_STEPS_WHEN_SMALL", 2):
-        assert_backends_match_eager(program, ("llvm",), atol=1e-5)
+        assert_backends_match_eager(program, ("llvm",), atol=1e-5, gauge=True)
 
 
 def _backends_agree(f: Any, *arrays: np.ndarray) -> Any:
