@@ -131,6 +131,7 @@ def _class_weight(weight: Tensor | None, c: int, classes: str) -> None:
 
 def _nll_rows(logp: Tensor, target: Tensor, c: int, weight: Tensor | None, ignore_index: int,
               reduction: str, out_shape: tuple[int, ...]) -> Tensor:
+    _same_scalar_type(weight, logp)
     loss, keep = _picked(logp, target, c, ignore_index)
     w = F.cast(keep, logp.dtype)
     if weight is not None:
@@ -142,6 +143,22 @@ def _nll_rows(logp: Tensor, target: Tensor, c: int, weight: Tensor | None, ignor
     if reduction == "none":
         return F.reshape(loss, out_shape)
     return _reduce(loss, reduction, "nll_loss")
+
+
+def _same_scalar_type(weight: Tensor | None, input: Tensor) -> None:  # noqa: A002
+    """PyTorch's class-weight kernels read ``weight`` as the input's scalar type: its error
+    for a weight of another dtype (even with an empty batch, or every row ignored)."""
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(input.dtype)} but found "
+                           f"{D.scalar_type_name(weight.dtype)}")
+
+
+def _cpu_kernel(input: Tensor, kernel: str) -> None:  # noqa: A002
+    """PyTorch's CPU kernels dispatched over float32 and float64 only: their error for any
+    other dtype (float16 and bfloat16 included), raised only where the input has elements."""
+    if input.numel() and input.dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
 
 
 def _needs_float(input: Tensor, kernel: str) -> None:  # noqa: A002
@@ -302,7 +319,10 @@ def _cross_entropy_probs(input: Tensor, target: Tensor, weight: Tensor | None,  
     _check_label_smoothing(label_smoothing)
     dim = 0 if input.ndim == 1 else 1
     c = input.shape[dim]
-    _class_weight(weight, c, f"all {c} classes")
+    if weight is not None and not (weight.ndim == 1 and weight.shape[0] == c):
+        raise RuntimeError(f"cross_entropy: weight tensor should be defined either for all {c} "
+                           f"classes or no classes but got weight tensor of shape: "
+                           f"{_dims(weight.shape)}")
     if label_smoothing > 0.0:
         target = F.add(F.mul(target, 1.0 - label_smoothing), label_smoothing / c)
     logp = log_softmax(input, dim)
@@ -447,7 +467,7 @@ def _bce_elements(x: Tensor, t: Tensor) -> Tensor:
     log_x, log_1mx = _log0(xd), _log0(F.sub(1.0, xd))
     clamped = F.neg(F.add(F.mul(td, F.clamp(log_x, min=-100.0)),
                           F.mul(F.sub(1.0, td), F.clamp(log_1mx, min=-100.0))))
-    big = math.sqrt(float(np.finfo(x.dtype.np).max))  # stands for inf, overflows nothing
+    big = math.sqrt(float(D.np_finfo(x.dtype).max))  # stands for inf, overflows nothing
     log_odds = F.clamp(F.sub(log_1mx, log_x), min=-big, max=big)
     carrier = F.add(F.div(F.mul(x, F.sub(F.mul(x, 0.5), td)), _BCE_EPS), F.mul(t, log_odds))
     edge = F.add(clamped, F.sub(carrier, carrier.detach()))
@@ -468,6 +488,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          "the same size.")
     if weight is not None and not isinstance(weight, Tensor):  # PyTorch reads weight.size()
         raise AttributeError(f"'{type(weight).__name__}' object has no attribute 'size'")
+    if target.dtype is not input.dtype:  # PyTorch's TensorIterator: one dtype for all
+        raise RuntimeError(f"Found dtype {D.scalar_type_name(target.dtype)} but expected "
+                           f"{D.scalar_type_name(input.dtype)}")
     _needs_float(input, "binary_cross_entropy")
     in_range = F.cast(F.logical_and(F.ge(input, 0.0), F.le(input, 1.0)), D.int64)  # NaN: 0
     F.check_bounds(in_range, 1, 2, "all elements of input should be between 0 and 1",
@@ -475,7 +498,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     loss = _bce_elements(input, target)
     if weight is not None:
         _check_bce_weight(weight, target)
-        loss = F.mul(loss, weight)
+        loss = _into(F.mul(loss, weight), input.dtype)  # PyTorch's loss.mul_(weight)
     return _reduce(loss, reduction, "binary_cross_entropy")
 
 
@@ -754,11 +777,19 @@ def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None,  #
     """log(1 + exp(-y x)), written so exp never overflows."""
     reduction = _legacy(size_average, reduce, reduction)
     _not_differentiable(target, "soft_margin_loss", "target")
-    if not input.dtype.is_floating_point and input.dtype is not D.bool_:
+    if input.dtype is D.bool_:
+        F.neg(input)  # PyTorch's neg_out(output, input) first: its error for a bool input
+    if not input.dtype.is_floating_point:
         # PyTorch exponentiates in place: its error for an integer input
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{D.scalar_type_name(input.dtype)}")
-    return _reduce(_softplus0(F.neg(F.mul(input, target))), reduction, "soft_margin_loss")
+    # PyTorch multiplies the target into an input-shaped, input-typed output in place
+    product = F.mul(input, target)
+    if tuple(product.shape) != tuple(input.shape):
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
+                           f"shape {list(product.shape)}")
+    loss = _into(_softplus0(F.neg(product)), input.dtype)
+    return _reduce(loss, reduction, "soft_margin_loss")
 
 
 def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
@@ -793,6 +824,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     if tuple(y.shape) != tuple(x.shape):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    _cpu_kernel(input, "multilabel_margin_loss_forward_out_frame")
     if y.dtype is not D.int64:
         raise RuntimeError(f"expected scalar type Long but found {D.scalar_type_name(y.dtype)}")
     c = x.shape[1]
@@ -840,6 +872,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
         raise RuntimeError(f"inconsistent weight size, expected {c} but got "
                            f"{list(weight.shape)}")
     _not_differentiable(weight, "multi_margin_loss", "weight")
+    _cpu_kernel(input, "multi_margin_loss_cpu_kernel")
+    if input.numel():
+        _same_scalar_type(weight, input)
     if target.dtype is not D.int64:
         raise RuntimeError("expected scalar type Long but found "
                            f"{D.scalar_type_name(target.dtype)}")
@@ -853,7 +888,8 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1, margin: float =
     if p == 2:
         h = F.mul(h, h)
     if weight is not None:
-        h = F.mul(h, F.sum(F.where(onehot, F.reshape(weight, (1, c)), 0.0), 1, keepdim=True))
+        w = F.reshape(_into(weight, x.dtype), (1, c))  # (another dtype only with no rows)
+        h = F.mul(h, F.sum(F.where(onehot, w, 0.0), 1, keepdim=True))
     loss = F.div(F.sum(F.where(onehot, 0.0, h), 1), float(c))
     if input.ndim < 2 and reduction == "none":
         loss = F.reshape(loss, tuple(target.shape))
@@ -877,11 +913,11 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     else:
         loss = F.sub(input, F.mul(target, F.log(F.add(input, eps))))
     if full:
-        big = F.gt(target, 1)
-        safe = F.where(big, target, 1.0)  # no log(0) * 0 in a backward through target
-        stirling = F.add(F.sub(F.mul(safe, F.log(safe)), safe),
-                         F.mul(F.log(F.mul(safe, 2 * math.pi)), 0.5))
-        loss = F.add(loss, F.where(big, stirling, 0.0))
+        # PyTorch's masked_fill of the term where y <= 1: its target gradient there is
+        # 0 * (log y + 1 + 1 / (2 y)), NaN at y <= 0 (the forward's NaNs are masked, silently)
+        stirling = P.quietly(lambda y: F.add(F.sub(F.mul(y, F.log(y)), y),
+                                             F.mul(F.log(F.mul(y, 2 * math.pi)), 0.5)), target)
+        loss = F.add(loss, F.where(F.le(target, 1), 0.0, stirling))
     return _reduce(loss, reduction, "poisson_nll_loss")
 
 

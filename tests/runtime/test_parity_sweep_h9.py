@@ -1,0 +1,196 @@
+"""h9's differential sweep of nn losses, normalization layers, activations and the Module API
+against PyTorch: each test pins a discrepancy that was found and fixed."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+def _outcome(fn: Any) -> tuple[str, str]:
+    """("ok", result dtype name) or (the error's builtin type name, message)."""
+    try:
+        out = fn()
+    except Exception as e:  # noqa: BLE001 - the comparison is the point
+        kind = next(k for k in type(e).__mro__ if k.__module__ == "builtins")
+        return kind.__name__, str(e)
+    return "ok", str(out.dtype).split(".")[-1]
+
+
+def _both(make: Any) -> None:
+    """``make(lib)`` is a thunk: the same outcome in PyTorch and here."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert _outcome(make(rt)) == _outcome(make(torch))
+
+
+_DTYPES = ["float32", "float64", "float16", "bfloat16"]
+
+
+@pytest.mark.parametrize(("dt_in", "dt_tgt"), [
+    (a, b) for a in _DTYPES for b in _DTYPES if a != b or a == "bfloat16"])
+def test_binary_cross_entropy_target_dtype_must_match_input(dt_in: str, dt_tgt: str) -> None:
+    x = np.random.RandomState(0).rand(3, 4) * 0.8 + 0.1
+    t = np.random.RandomState(1).rand(3, 4)
+    _both(lambda lib: lambda: lib.nn.functional.binary_cross_entropy(
+        lib.tensor(x).to(getattr(lib, dt_in)), lib.tensor(t).to(getattr(lib, dt_tgt))))
+
+
+def test_binary_cross_entropy_int_input_float_target_names_the_dtype_first() -> None:
+    _both(lambda lib: lambda: lib.nn.functional.binary_cross_entropy(
+        lib.ones(3, 4).int(), lib.ones(3, 4)))
+
+
+@pytest.mark.parametrize(("dt_in", "dt_w"), [
+    ("float32", "float64"), ("float16", "float32"), ("float16", "float64"),
+    ("bfloat16", "float32"), ("bfloat16", "float64"), ("bfloat16", "float16"),
+    ("bfloat16", "int32")])
+def test_binary_cross_entropy_weight_keeps_input_dtype(dt_in: str, dt_w: str) -> None:
+    x = np.random.RandomState(0).rand(3, 4) * 0.8 + 0.1
+    t = np.random.RandomState(1).rand(3, 4)
+    w = np.random.RandomState(2).rand(4) * 3
+
+    def make(lib: Any) -> Any:
+        def run() -> Any:
+            xi = lib.tensor(x).to(getattr(lib, dt_in)).requires_grad_()
+            out = lib.nn.functional.binary_cross_entropy(
+                xi, lib.tensor(t).to(xi.dtype), weight=lib.tensor(w).to(getattr(lib, dt_w)),
+                reduction="none")
+            out.float().sum().backward()
+            assert xi.grad.dtype == xi.dtype
+            return out
+        return run
+    _both(make)
+
+
+def test_binary_cross_entropy_bfloat16_value_and_gradient() -> None:
+    rng = np.random.RandomState(3)
+    x, t = rng.rand(5, 3) * 0.8 + 0.1, rng.rand(5, 3)
+    res = []
+    for lib in (torch, rt):
+        xi = lib.tensor(x).to(lib.bfloat16).requires_grad_()
+        out = lib.nn.functional.binary_cross_entropy(xi, lib.tensor(t).to(lib.bfloat16))
+        out.backward()
+        assert out.dtype == lib.bfloat16
+        res.append((float(out.float()), xi.grad.float().numpy()))
+    assert res[1][0] == pytest.approx(res[0][0], rel=1e-2)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=2e-2, atol=1e-3)
+
+
+@pytest.mark.parametrize(("dt_in", "dt_tgt"), [
+    ("float32", "float64"), ("float16", "float32"), ("float16", "float64"),
+    ("float16", "bfloat16"), ("bfloat16", "float32"), ("bfloat16", "float64"),
+    ("bfloat16", "float16")])
+@pytest.mark.parametrize("reduction", ["none", "sum"])
+def test_soft_margin_loss_is_input_typed(dt_in: str, dt_tgt: str, reduction: str) -> None:
+    x = np.random.RandomState(0).randn(3, 4)
+    t = np.sign(np.random.RandomState(1).randn(3, 4))
+    _both(lambda lib: lambda: lib.nn.functional.soft_margin_loss(
+        lib.tensor(x).to(getattr(lib, dt_in)), lib.tensor(t).to(getattr(lib, dt_tgt)),
+        reduction=reduction))
+
+
+@pytest.mark.parametrize("shapes", [((4,), (3, 4)), ((1, 4), (3, 4)), ((2, 1, 4), (3, 1))])
+def test_soft_margin_loss_target_broadcasts_into_the_input_only(shapes: Any) -> None:
+    a, b = shapes
+    _both(lambda lib: lambda: lib.nn.functional.soft_margin_loss(lib.ones(*a), lib.ones(*b)))
+
+
+def test_soft_margin_loss_bool_input_is_negated_first() -> None:
+    _both(lambda lib: lambda: lib.nn.functional.soft_margin_loss(
+        lib.ones(3, 4).bool(), lib.ones(3, 4)))
+
+
+_IDX = [0, 1, 2]
+
+
+def _class_weight_cases(lib: Any, dt_in: str, dt_w: str) -> list[Any]:
+    F = lib.nn.functional
+    x = lib.tensor(np.random.RandomState(0).rand(3, 4)).to(getattr(lib, dt_in))
+    w = lib.tensor(np.random.RandomState(1).rand(4)).to(getattr(lib, dt_w))
+    y = lib.tensor(_IDX)
+    return [lambda: F.nll_loss(x, y, weight=w),
+            lambda: F.nll_loss(x, y + 7, weight=w),  # the dtype error before the bounds
+            lambda: F.nll_loss(x[:0], y[:0], weight=w),
+            lambda: F.nll_loss(x.reshape(3, 4, 1), y.reshape(3, 1), weight=w),
+            lambda: F.cross_entropy(x, y, weight=w),
+            lambda: F.cross_entropy(x, y * 0 - 100, weight=w),
+            lambda: F.cross_entropy(x, y, weight=w, label_smoothing=0.2),
+            lambda: F.multi_margin_loss(x, y, weight=w),
+            lambda: F.multi_margin_loss(x, y + 7, weight=w),
+            lambda: F.multi_margin_loss(x[:0], y[:0], weight=w)]
+
+
+@pytest.mark.parametrize(("dt_in", "dt_w", "case"), [
+    (a, b, k) for a in ("float32", "float64")
+    for b in ("float32", "float64", "float16", "bfloat16", "int32") for k in range(9) if a != b]
+    + [("float32", "float64", 9)])  # no rows: no error, the input's dtype
+def test_class_weight_must_have_the_input_dtype(dt_in: str, dt_w: str, case: int) -> None:
+    _both(lambda lib: _class_weight_cases(lib, dt_in, dt_w)[case])
+
+
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_margin_losses_have_no_half_cpu_kernel(dt: str) -> None:
+    for make in (
+            lambda lib: lambda: lib.nn.functional.multi_margin_loss(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.tensor(_IDX)),
+            lambda lib: lambda: lib.nn.functional.multi_margin_loss(
+                lib.rand(4).to(getattr(lib, dt)), lib.tensor([1])),
+            lambda lib: lambda: lib.nn.functional.multi_margin_loss(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.tensor(_IDX).int()),
+            lambda lib: lambda: lib.nn.functional.multi_margin_loss(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.tensor([0, 1, 2, 3])),
+            lambda lib: lambda: lib.nn.functional.multi_margin_loss(
+                lib.rand(0, 4).to(getattr(lib, dt)), lib.zeros(0).long()),
+            lambda lib: lambda: lib.nn.functional.multilabel_margin_loss(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.zeros(3, 4).long()),
+            lambda lib: lambda: lib.nn.functional.multilabel_margin_loss(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.zeros(3, 4).int()),
+            lambda lib: lambda: lib.nn.functional.multilabel_margin_loss(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.zeros(2, 4).long()),
+            lambda lib: lambda: lib.nn.functional.multilabel_margin_loss(
+                lib.rand(0, 4).to(getattr(lib, dt)), lib.zeros(0, 4).long()),
+            lambda lib: lambda: lib.nn.MultiMarginLoss()(
+                lib.rand(3, 4).to(getattr(lib, dt)), lib.tensor(_IDX))):
+        _both(make)
+
+
+def test_multilabel_margin_loss_int_input_has_no_kernel() -> None:
+    _both(lambda lib: lambda: lib.nn.functional.multilabel_margin_loss(
+        lib.ones(3, 4).int(), lib.zeros(3, 4).long()))
+
+
+def test_cross_entropy_probabilities_weight_size_error_names_cross_entropy() -> None:
+    for make in (
+            lambda lib: lambda: lib.nn.functional.cross_entropy(
+                lib.rand(3, 5), lib.rand(3, 5), weight=lib.rand(3)),
+            lambda lib: lambda: lib.nn.functional.cross_entropy(
+                lib.rand(2, 5, 3), lib.rand(2, 5, 3), weight=lib.rand(5, 1)),
+            lambda lib: lambda: lib.nn.CrossEntropyLoss(weight=lib.rand(4))(
+                lib.rand(3, 5), lib.rand(3, 5))):
+        _both(make)
+
+
+def test_poisson_nll_loss_full_target_gradient_is_nan_where_target_le_0() -> None:
+    x = np.random.RandomState(0).randn(2, 4)
+    t = np.array([[0.0, 0.5, 1.0, 2.0], [3.0, -1.0, 0.0, 7.5]])
+    grads = []
+    for lib in (torch, rt):
+        xi = lib.tensor(x, requires_grad=True)
+        ti = lib.tensor(t, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # PyTorch is silent
+            out = lib.nn.functional.poisson_nll_loss(xi, ti, full=True, reduction="sum")
+            out.backward()
+        grads.append((float(out), xi.grad.numpy(), ti.grad.numpy()))
+    assert grads[1][0] == pytest.approx(grads[0][0], rel=1e-12)
+    np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-12)
+    np.testing.assert_allclose(grads[1][2], grads[0][2], rtol=1e-12)
+    assert np.isnan(grads[1][2]).sum() == 3
