@@ -47,22 +47,36 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _elu(input, alpha, 1.0)
 
 
-def _elu(x: Tensor, alpha: float, input_scale: float) -> Tensor:
+def _elu(x: Tensor, alpha: float, input_scale: float,
+         grad_scale: float | None = None, from_result: bool = False) -> Tensor:
     """alpha * expm1(x * input_scale) where x <= 0, else x. PyTorch's backward picks the
     exponential branch where x <= 0 (a NaN takes the identity), its double backward where
-    x < 0: at 0 the branch is alpha * input_scale * x (the same value, -0 kept, and slope)."""
+    x < 0: at 0 the branch is alpha * input_scale * x (the same value, -0 kept, and slope).
+    ``grad_scale`` (default ``input_scale``) is the input scale the backward uses: in
+    exp(x * grad_scale) * grad_scale, or, ``from_result`` (an in-place op's backward, from
+    its result), in (result + alpha) * grad_scale, the exponential at the forward's scale."""
     from runtime.ops.composite import straight_through
 
+    grad_scale = input_scale if grad_scale is None else grad_scale
     negative = F.lt(x, 0)
     # x where it is < 0, else 0: the exponential never sees a large x, whose inf would make
     # a nan of the zero gradient the branch not taken passes back
-    u = F.mul(F.where(negative, x, 0.0), input_scale)
+    xn = F.where(negative, x, 0.0)
+    u = F.mul(xn, input_scale)
     # expm1's value, differentiated as exp(u), as PyTorch's elu_backward: expm1's own
     # gradient, expm1(u) + 1, keeps none of exp(u)'s digits far below 0 (1.7e-4 off at -30,
     # 0 at -100)
-    curve = F.expm1(u) if not u.requires_grad else straight_through(
-        F.expm1(u), F.exp(u), "Expm1Backward0")
-    return F.where(F.le(x, 0), F.mul(F.where(negative, curve, F.mul(x, input_scale)), alpha), x)
+    if not u.requires_grad:
+        curve = F.expm1(u)
+    elif grad_scale == input_scale:
+        curve = straight_through(F.expm1(u), F.exp(u), "Expm1Backward0")
+    elif from_result:
+        curve = straight_through(F.expm1(u), F.mul(F.exp(u), grad_scale / input_scale),
+                                 "Expm1Backward0")
+    else:
+        curve = straight_through(F.expm1(u), F.exp(F.mul(xn, grad_scale)), "Expm1Backward0")
+    # (at x = 0 the value is x's zero whatever the scale: the backward's scale is its slope)
+    return F.where(F.le(x, 0), F.mul(F.where(negative, curve, F.mul(x, grad_scale)), alpha), x)
 
 
 @named_backward("CeluBackward0")
@@ -70,10 +84,12 @@ def _elu(x: Tensor, alpha: float, input_scale: float) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
+    # PyTorch's celu backward scales by 1 / alpha.toFloat(): alpha rounded to float32
+    grad_scale = 1.0 / float(np.float32(alpha))
     if inplace:
-        return _inplace(lambda t: celu(t, alpha), input, "CeluBackward1",
-                        ERR_INPLACE_ELU if alpha < 0 else None)
-    return _elu(input, alpha, 1.0 / alpha)
+        return _inplace(lambda t: _elu(t, alpha, 1.0 / alpha, grad_scale, True), input,
+                        "CeluBackward1", ERR_INPLACE_ELU if alpha < 0 else None)
+    return _elu(input, alpha, 1.0 / alpha, grad_scale)
 
 
 @named_backward("EluBackward0")

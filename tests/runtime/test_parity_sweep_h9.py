@@ -194,3 +194,18 @@ def test_poisson_nll_loss_full_target_gradient_is_nan_where_target_le_0() -> Non
     np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-12)
     np.testing.assert_allclose(grads[1][2], grads[0][2], rtol=1e-12)
     assert np.isnan(grads[1][2]).sum() == 3
+
+
+@pytest.mark.parametrize("alpha", [0.7, 0.3, 1e-3])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_celu_float64_gradient_scales_by_float32_alpha(alpha: float, inplace: bool) -> None:
+    """PyTorch's celu backward uses 1 / alpha.toFloat(): off exp(x / alpha) by ~1e-8."""
+    x = np.concatenate([np.random.RandomState(4).randn(20) * 3, [0.0, -0.0, -50.0]])
+    grads = []
+    for lib in (torch, rt):
+        xi = lib.tensor(x, requires_grad=True)
+        nn = lib.nn.CELU(alpha, inplace=inplace)
+        out = nn(xi * 1)
+        out.backward(lib.ones_like(out))
+        grads.append(xi.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-14, atol=1e-15)
