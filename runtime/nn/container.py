@@ -187,7 +187,8 @@ class ModuleList(Module):
         return self._modules[str(_abs_index(idx, len(self)))]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        self.add_module(str(_abs_index(idx, len(self))), _check_module(module))
+        # PyTorch's setattr: None empties the slot, another non-Module is its setattr error
+        setattr(self, str(_abs_index(idx, len(self))), module)
 
     def __delitem__(self, idx: int | slice) -> None:
         items = list(self._modules.values())
@@ -325,6 +326,12 @@ class ParameterList(Module):
     def __setitem__(self, idx: int, param: Any) -> None:
         setattr(self, str(_abs_index(idx, len(self))), _as_parameter(param))
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterList should not be called.")
+
+    def __dir__(self) -> list[str]:
+        return [key for key in super().__dir__() if not key.isdigit()]
+
     def __len__(self) -> int:
         return self._size
 
@@ -385,7 +392,9 @@ class ParameterDict(Module):
 
     def __setitem__(self, key: str, value: Any) -> None:
         if not isinstance(key, str):
-            raise TypeError(f"parameter name should be a string. Got {type(key).__name__}")
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a "
+                            f"string (type is '{type(key).__name__}'). Open an issue on github "
+                            "if you need non-string keys.")
         self._keys[key] = None
         setattr(self, key, _as_parameter(value))
 
@@ -394,6 +403,9 @@ class ParameterDict(Module):
             raise KeyError(key)
         del self._keys[key]
         delattr(self, key)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("ParameterDict should not be called.")
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -427,6 +439,8 @@ class ParameterDict(Module):
 
     def popitem(self) -> tuple[str, Any]:
         """The last inserted entry, removed."""
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
         key = next(reversed(self._keys))
         return key, self.pop(key)
 

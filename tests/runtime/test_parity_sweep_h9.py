@@ -209,3 +209,47 @@ def test_celu_float64_gradient_scales_by_float32_alpha(alpha: float, inplace: bo
         out.backward(lib.ones_like(out))
         grads.append(xi.grad.numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-14, atol=1e-15)
+
+
+def _two(lib: Any) -> Any:
+    return lib.nn.ModuleList([lib.nn.ReLU(), lib.nn.Tanh()])
+
+
+def test_module_list_setitem_is_setattr() -> None:
+    """None empties a slot (the list keeps its length); another non-Module is setattr's error."""
+    def put(lib: Any, value: Any) -> Any:
+        m = _two(lib)
+        m[-2] = value(lib)
+        return repr(m), len(m), [type(x).__name__ for x in m]
+    for value in (lambda lib: None, lambda lib: 3, lambda lib: lib.nn.Sigmoid()):
+        got, want = _outcome_value(lambda: put(rt, value)), _outcome_value(lambda: put(torch, value))
+        assert got == want.replace("torch.nn", "runtime.nn")
+
+
+def _outcome_value(fn: Any) -> str:
+    try:
+        return repr(fn())
+    except Exception as e:  # noqa: BLE001
+        return f"{type(e).__name__}: {e}"
+
+
+@pytest.mark.parametrize("kind", ["ParameterList", "ParameterDict"])
+def test_parameter_containers_refuse_a_call(kind: str) -> None:
+    for lib in (torch, rt):
+        with pytest.raises(RuntimeError, match=f"^{kind} should not be called.$"):
+            getattr(lib.nn, kind)()(lib.ones(1))
+
+
+def test_parameter_list_dir_hides_its_indices() -> None:
+    for lib in (torch, rt):
+        names = dir(lib.nn.ParameterList([lib.ones(1), lib.ones(2)]))
+        assert "0" not in names and "1" not in names and "append" in names
+
+
+def test_parameter_dict_errors() -> None:
+    for make in (lambda lib: lambda: lib.nn.ParameterDict().popitem(),
+                 lambda lib: lambda: lib.nn.ParameterDict().__setitem__(1, lib.ones(1)),
+                 lambda lib: lambda: lib.nn.ParameterDict({(1, 2): lib.ones(1)}),
+                 lambda lib: lambda: lib.nn.ParameterDict().update([(3.5, lib.ones(1))])):
+        got, want = _outcome_value(make(rt)), _outcome_value(make(torch))
+        assert got == want
