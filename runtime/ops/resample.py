@@ -171,11 +171,20 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         if spatial == 1:
             return adaptive_avg_pool1d(input, sizes[0])
         return (adaptive_avg_pool2d if spatial == 2 else adaptive_avg_pool3d)(input, sizes)
+    from .composite import straight_through
+
     out = input
     for k, (o, f) in enumerate(zip(sizes, factors)):
         axis, n = 2 + k, input.shape[2 + k]
+        if o == n and mode in ("linear", "bilinear", "trilinear"):
+            continue  # PyTorch's kernels copy an axis kept at its size, whatever the factor
         if mode in ("nearest", "nearest-exact"):
-            out = _along(out, axis, _nearest(o, n, f, mode == "nearest-exact", spatial == 2))
+            picked = _along(out, axis, _nearest(o, n, f, mode == "nearest-exact", spatial == 2))
+            if o == n and mode == "nearest" and spatial != 2 and out.requires_grad:
+                # PyTorch's 1-d and 3-d nearest backward passes such an axis's gradient
+                # straight back, where its forward picked by the scale factor
+                picked = straight_through(picked, out, "UpsampleNearestBackward0")
+            out = picked
         elif mode == "bicubic":
             taps = _cubic_taps(_source(o, n, f, bool(align_corners), cubic=True), n)
             terms = [F.mul(_along(out, axis, i), _axis_weight(w, axis, out, input))
@@ -187,6 +196,10 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
             hi = np.minimum(lo + 1, n - 1)
             a, b = _along(out, axis, lo), _along(out, axis, hi)
             out = F.add(a, F.mul(F.sub(b, a), _axis_weight(src - lo, axis, out, input)))
+    if mode == "bicubic" and list(sizes) == list(input.shape[2:]) and out.requires_grad:
+        # PyTorch's bicubic backward copies the gradient back where no axis changes size, its
+        # forward resamples by the scale factor
+        out = straight_through(out, input, "UpsampleBicubicBackward0")
     return out
 
 
@@ -225,7 +238,22 @@ def _antialiased(input: Tensor, sizes: list[int], factors: list[float | None],  
                   device=input.device)
     cols = tensor(_antialias_weights(ow, w, fw, align_corners, mode).T, dtype=input.dtype,
                   device=input.device)
-    return F.matmul(F.matmul(rows, input), cols)
+    out = F.matmul(F.matmul(rows, input), cols)
+    # PyTorch's forward skips an axis kept at its size (a copy, whatever the scale factor),
+    # its backward does not: the copy's values with the resampling's gradient
+    kept = [(oh == h and fh is not None), (ow == w and fw is not None)]
+    if not any(kept) or align_corners:
+        return out
+    value = input
+    if not kept[0]:
+        value = F.matmul(rows, value)
+    if not kept[1]:
+        value = F.matmul(value, cols)
+    if not out.requires_grad:
+        return value
+    from .composite import straight_through
+
+    return straight_through(value, out, "UpsampleAaBackward0")
 
 
 def _refuse_integers(input: Tensor, mode: str, spatial: int, antialias: bool  # noqa: A002

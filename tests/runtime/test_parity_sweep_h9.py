@@ -253,3 +253,34 @@ def test_parameter_dict_errors() -> None:
                  lambda lib: lambda: lib.nn.ParameterDict().update([(3.5, lib.ones(1))])):
         got, want = _outcome_value(make(rt)), _outcome_value(make(torch))
         assert got == want
+
+
+_KEPT_AXIS = [  # (shape, scale_factor, mode, antialias): an axis whose size the factor keeps
+    ((1, 2, 3), (1.3,), "linear", False),
+    ((1, 2, 3), (1.3,), "nearest", False),
+    ((1, 1, 3, 4), (1.3, 1.7), "bilinear", False),
+    ((2, 1, 4, 3), (1.7, 1.3), "bilinear", True),
+    ((1, 1, 3, 4), (1.3, 1.2), "bicubic", False),
+    ((1, 1, 3, 4), (1.3, 1.7), "bicubic", True),
+    ((1, 2, 3, 4, 4), (1.3, 1.7, 1.0), "trilinear", False),
+    ((1, 2, 3, 4, 4), (1.3, 1.7, 1.0), "nearest", False),
+]
+
+
+@pytest.mark.parametrize(("shape", "factor", "mode", "antialias"), _KEPT_AXIS)
+def test_interpolate_an_axis_the_factor_keeps_at_its_size(shape: Any, factor: Any, mode: str,
+                                                          antialias: bool) -> None:
+    """PyTorch's CPU kernels copy such an axis in the linear modes' forward and backward and
+    in the antialiased forward; the 1-d/3-d nearest backward copies it, and the bicubic
+    backward copies a whole unchanged input."""
+    x = np.random.RandomState(5).randn(*shape)
+    res = []
+    for lib in (torch, rt):
+        xi = lib.tensor(x, requires_grad=True)
+        out = lib.nn.functional.interpolate(xi, scale_factor=factor, mode=mode,
+                                            antialias=antialias)
+        g = np.sin(np.arange(out.numel())).reshape(tuple(out.shape))
+        out.backward(lib.tensor(g))
+        res.append((out.detach().numpy(), xi.grad.numpy()))
+    np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12, atol=1e-12)
