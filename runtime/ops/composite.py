@@ -342,16 +342,24 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002
+    # PyTorch's checks of approximate come before its kernel's of the dtype
+    if not isinstance(approximate, str):
+        raise TypeError("gelu(): argument 'approximate' must be str, not "
+                        f"{type(approximate).__name__}")
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    return _gelu(input, approximate)
+
+
 @named_backward("GeluBackward0")
 @float_kernel("GeluKernelImpl")
 @F.half_in_float32
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+def _gelu(input: Tensor, approximate: str) -> Tensor:  # noqa: A002
     if approximate == "tanh":
         cube = F.mul(F.mul(input, input), input)
         inner = F.mul(F.add(input, F.mul(cube, 0.044715)), _SQRT_2_OVER_PI)
         return F.mul(F.mul(input, 0.5), F.add(F.tanh(inner), 1.0))
-    if approximate != "none":
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     return F.mul(F.mul(input, 0.5), F.add(F.erf(F.mul(input, _INV_SQRT_2)), 1.0))
 
 

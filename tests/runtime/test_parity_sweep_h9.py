@@ -284,3 +284,13 @@ def test_interpolate_an_axis_the_factor_keeps_at_its_size(shape: Any, factor: An
         res.append((out.detach().numpy(), xi.grad.numpy()))
     np.testing.assert_allclose(res[1][0], res[0][0], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(res[1][1], res[0][1], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("approximate", ["foo", "TANH", None, 3])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_gelu_approximate_errors(approximate: Any, dtype: str) -> None:
+    """PyTorch's errors for a wrong approximate: before its kernel's dtype check."""
+    for make in (lambda lib: lambda: lib.nn.functional.gelu(
+                     lib.ones(2).to(getattr(lib, dtype)), approximate=approximate),
+                 lambda lib: lambda: lib.nn.GELU(approximate)(lib.ones(2).to(getattr(lib, dtype)))):
+        _both(make)
