@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -235,6 +236,13 @@ def _warn_older_backward_hook(inputs: Any, result: Any, grad_fn: Any) -> None:
                             "missing some grad_input.")
 
 
+class _Uncompiled(threading.local):
+    module: Any = None  # the module whose _call_impl runs: its __call__ skips its compiled one
+
+
+_uncompiled = _Uncompiled()
+
+
 class Module:
     """Base class of all layers; subclasses define `forward`."""
 
@@ -243,6 +251,8 @@ class Module:
     # whether this module's backward hooks are full ones (None: none registered yet)
     _is_full_backward_hook: bool | None = None
     call_super_init: bool = False
+    # Module.compile's compiled call (torch's attribute; None: the module is called as written)
+    _compiled_call_impl: Any = None
     T_destination = TypeVar("T_destination", bound=dict[str, Any])
     training: bool
     _parameters: dict[str, Parameter | None]
@@ -282,6 +292,9 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         tracer = _trace_state.tracer
+        compiled = self._compiled_call_impl
+        if compiled is not None and tracer is None and _uncompiled.module is not self:
+            return compiled(*args, **kwargs)  # Module.compile's (a capture inlines it)
         if tracer is not None:
             tracer.on_module(self)  # a compiled step guards on this module's parameters
             if self._backward_hooks or self._backward_pre_hooks or _global_backward_hooks \
@@ -304,6 +317,30 @@ class Module:
         except Exception:
             self._call_always_called_hooks(state, called)
             raise
+
+    def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        """The module's call as written, hooks included, not its compiled one: what
+        ``compile`` compiles (torch's name)."""
+        previous = _uncompiled.module
+        _uncompiled.module = self
+        try:
+            return self(*args, **kwargs)
+        finally:
+            _uncompiled.module = previous
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """torch's ``Module.compile``: this module's calls compiled from now on by
+        ``runtime.compile`` (torch.compile's arguments, passed as they are) of its
+        ``_call_impl``; its parameters, state dict and attributes stay its own (unlike
+        ``runtime.compile(module)``, no wrapper). A capture that calls the module inlines it."""
+        from runtime import compile as compile_
+
+        self._compiled_call_impl = compile_(self._call_impl, *args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)  # a copy or a pickle is not compiled (torch's)
+        return state
 
     def _call_always_called_hooks(self, state: dict[str, Any], called: set[int]) -> None:
         """After forward (or a hook) raised: the forward hooks registered with always_call
