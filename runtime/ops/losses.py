@@ -488,6 +488,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                          "the same size.")
     if weight is not None and not isinstance(weight, Tensor):  # PyTorch reads weight.size()
         raise AttributeError(f"'{type(weight).__name__}' object has no attribute 'size'")
+    if weight is not None:
+        _check_bce_weight(weight, target)
+        _not_differentiable(weight, "binary_cross_entropy", "weight")
     if target.dtype is not input.dtype:  # PyTorch's TensorIterator: one dtype for all
         raise RuntimeError(f"Found dtype {D.scalar_type_name(target.dtype)} but expected "
                            f"{D.scalar_type_name(input.dtype)}")
@@ -497,7 +500,6 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
                    "RuntimeError")
     loss = _bce_elements(input, target)
     if weight is not None:
-        _check_bce_weight(weight, target)
         loss = _into(F.mul(loss, weight), input.dtype)  # PyTorch's loss.mul_(weight)
     return _reduce(loss, reduction, "binary_cross_entropy")
 

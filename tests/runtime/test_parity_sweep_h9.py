@@ -294,3 +294,24 @@ def test_gelu_approximate_errors(approximate: Any, dtype: str) -> None:
                      lib.ones(2).to(getattr(lib, dtype)), approximate=approximate),
                  lambda lib: lambda: lib.nn.GELU(approximate)(lib.ones(2).to(getattr(lib, dtype)))):
         _both(make)
+
+
+def test_binary_cross_entropy_weight_is_not_differentiable() -> None:
+    """PyTorch refuses a weight that requires grad (under grad mode), after the weight's
+    broadcast check and before the dtype and range checks; under no_grad it computes."""
+    x = np.random.RandomState(6).rand(4, 5)
+    for make in (
+            lambda lib: lambda: lib.nn.functional.binary_cross_entropy(
+                lib.tensor(x), lib.tensor(x), weight=lib.rand(5, requires_grad=True)),
+            lambda lib: lambda: lib.nn.BCELoss(weight=lib.rand(4, 5, requires_grad=True))(
+                lib.tensor(x, requires_grad=True), lib.tensor(x)),
+            lambda lib: lambda: lib.nn.functional.binary_cross_entropy(
+                lib.tensor(x) * 3, lib.tensor(x), weight=lib.rand(5, requires_grad=True)),
+            lambda lib: lambda: lib.nn.functional.binary_cross_entropy(
+                lib.tensor(x), lib.tensor(x).float(), weight=lib.rand(5, requires_grad=True)),
+            lambda lib: lambda: lib.nn.functional.binary_cross_entropy(
+                lib.tensor(x), lib.tensor(x), weight=lib.rand(3, 5, requires_grad=True))):
+        _both(make)
+    with rt.no_grad():
+        w = rt.rand(5, requires_grad=True)
+        assert rt.nn.functional.binary_cross_entropy(rt.tensor(x), rt.tensor(x), w).ndim == 0
