@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+from runtime import _dtype as D
 from runtime.ops import functional as F
 from runtime.ops.composite import check_dropout_p
 from runtime.tensor import Tensor
@@ -121,14 +122,18 @@ def _alpha_drop(input: Tensor, p: float, training: bool, inplace: bool,  # noqa:
     check_dropout_p(p)
     if not training or p == 0.0 or input.numel() == 0:
         return input
-    if p == 1.0:
-        out = F.mul(input, 0.0)
+    if p == 1.0:  # PyTorch's input * zeros of its dtype
+        out = F.mul(input, 0.0) if input.dtype.is_floating_point else F.mul(
+            input, F.cast(F.mul(input, 0), input.dtype))
     else:
         from runtime.creation import bernoulli_uniforms
 
         # PyTorch's noise: bernoulli_(1 - p) of the input's dtype
-        keep = F.cast(F.lt(bernoulli_uniforms(noise, None, input.device), 1.0 - p),
-                      input.dtype)
+        drawn = bernoulli_uniforms(noise, None, input.device)
+        if not input.dtype.is_floating_point:  # its noise.mul_(a): a float into that dtype
+            raise RuntimeError("result type Float can't be cast to the desired output type "
+                               f"{D.scalar_type_name(D.int64 if input.dtype is D.bool_ else input.dtype)}")
+        keep = F.cast(F.lt(drawn, 1.0 - p), input.dtype)
         a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
         b = F.add(F.mul(F.sub(keep, 1.0), _SELU_ALPHA * a), _SELU_ALPHA * a * p)
         out = F.add(F.mul(F.mul(input, keep), a), b)

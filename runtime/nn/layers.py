@@ -257,7 +257,9 @@ class AlphaDropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return L.alpha_dropout(input, self.p, self.training, self.inplace)
+        # PyTorch's forward passes no inplace: the module never writes its input, whatever
+        # its inplace flag (which only its repr shows)
+        return L.alpha_dropout(input, self.p, self.training)
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
@@ -267,4 +269,4 @@ class FeatureAlphaDropout(AlphaDropout):
     """Alpha dropout of whole channels."""
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return L.feature_alpha_dropout(input, self.p, self.training, self.inplace)
+        return L.feature_alpha_dropout(input, self.p, self.training)  # never in place

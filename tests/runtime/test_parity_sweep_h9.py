@@ -315,3 +315,42 @@ def test_binary_cross_entropy_weight_is_not_differentiable() -> None:
     with rt.no_grad():
         w = rt.rand(5, requires_grad=True)
         assert rt.nn.functional.binary_cross_entropy(rt.tensor(x), rt.tensor(x), w).ndim == 0
+
+
+@pytest.mark.parametrize("kind", ["AlphaDropout", "FeatureAlphaDropout"])
+def test_alpha_dropout_modules_never_write_their_input(kind: str) -> None:
+    """PyTorch's AlphaDropout.forward passes no inplace: inplace=True only shows in the repr
+    (a leaf requiring grad is no error, the input keeps its version)."""
+    res = []
+    for lib in (torch, rt):
+        lib.manual_seed(0)
+        x = lib.randn(2, 3, 4, requires_grad=True)
+        module = getattr(lib.nn, kind)(0.5, inplace=True)
+        y = module(x)
+        z = x * 1
+        w = module(z)
+        res.append((y is x, w is z, z._version, repr(module), y.detach().numpy(),
+                    w.detach().numpy()))
+    assert res[1][:4] == res[0][:4]
+    np.testing.assert_allclose(res[1][4], res[0][4], rtol=1e-6)
+    np.testing.assert_allclose(res[1][5], res[0][5], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["alpha_dropout", "feature_alpha_dropout"])
+@pytest.mark.parametrize("dtype", ["int32", "bool", "int64"])
+@pytest.mark.parametrize("p", [0.5, 1.0])
+def test_alpha_dropout_of_integers(fn: str, dtype: str, p: float) -> None:
+    """PyTorch's noise.mul_(a) refuses an integer (bool: Long) input; p = 1 keeps its dtype."""
+    def make(lib: Any) -> Any:
+        def run() -> Any:
+            lib.manual_seed(0)
+            try:
+                out = getattr(lib.nn.functional, fn)(lib.ones(2, 3, 4).to(getattr(lib, dtype)),
+                                                     p, True)
+            finally:
+                assert lib.rand(1).item() == pytest.approx(0.2782524824142456 if fn[0] == "a"
+                                                           else 0.022325754165649414) \
+                    if p < 1 else True
+            return out
+        return run
+    _both(make)
