@@ -195,13 +195,22 @@ def _threshold(x: Tensor, threshold: float, value: float) -> Tensor:
     return F.where(F.le(x, threshold), value, x)
 
 
-@float_kernel("leaky_relu_cpu")
-@renamed_backward("RreluWithNoiseBackward0")
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """PyTorch's randomized leaky ReLU: negative inputs times a slope drawn from
     U(lower, upper) per element while training, times (lower + upper) / 2 otherwise."""
+    if training and lower <= upper and input.device.type == "cpu" and input.dtype not in (
+            D.float32, D.float64, D.bfloat16):
+        # PyTorch's CPU kernel while training: no float16, no integer (not leaky_relu's)
+        raise NotImplementedError('"rrelu_with_noise_out_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    return _rrelu(input, lower, upper, training, inplace)
 
+
+@float_kernel("leaky_relu_cpu")
+@renamed_backward("RreluWithNoiseBackward0")
+def _rrelu(input: Tensor, lower: float, upper: float, training: bool,  # noqa: A002
+           inplace: bool) -> Tensor:
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     if inplace:

@@ -354,3 +354,15 @@ def test_alpha_dropout_of_integers(fn: str, dtype: str, p: float) -> None:
             return out
         return run
     _both(make)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "bool", "float16"])
+@pytest.mark.parametrize("inplace", [False, True])
+def test_rrelu_training_kernel_dtypes(dtype: str, inplace: bool) -> None:
+    """PyTorch's CPU rrelu while training has no float16 or integer kernel of its own (its
+    error names rrelu_with_noise_out_cpu, not leaky_relu's), even for an empty input."""
+    for shape in ((2, 3), (0,)):
+        _both(lambda lib, shape=shape: lambda: lib.nn.functional.rrelu(
+            lib.ones(*shape).to(getattr(lib, dtype)), training=True, inplace=inplace))
+        _both(lambda lib, shape=shape: lambda: lib.nn.RReLU(inplace=inplace)(
+            lib.ones(*shape).to(getattr(lib, dtype))))
