@@ -163,6 +163,12 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
                            f"({ins}){joint} output ({outs})")
     if not input.dtype.is_floating_point and mode not in ("nearest", "nearest-exact"):
         _refuse_integers(input, mode, spatial, antialias)
+    elif not input.dtype.is_floating_point and input.dtype is not D.uint8:
+        # PyTorch's nearest kernels: floats and uint8 only
+        kernel = "upsample_nearest2d_channels_last" if spatial == 2 else \
+            "compute_indices_weights_nearest"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
     if antialias:
         return _antialiased(input, sizes, factors, mode, bool(align_corners))
     if mode == "area":

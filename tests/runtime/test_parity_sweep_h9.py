@@ -366,3 +366,13 @@ def test_rrelu_training_kernel_dtypes(dtype: str, inplace: bool) -> None:
             lib.ones(*shape).to(getattr(lib, dtype)), training=True, inplace=inplace))
         _both(lambda lib, shape=shape: lambda: lib.nn.RReLU(inplace=inplace)(
             lib.ones(*shape).to(getattr(lib, dtype))))
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4), (2, 3, 4, 5), (1, 1, 4, 5), (2, 3, 4, 5, 2),
+                                   (0, 3, 4)])
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "int16", "bool"])
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+def test_interpolate_nearest_has_no_integer_kernel_but_uint8(shape: Any, dtype: str,
+                                                             mode: str) -> None:
+    _both(lambda lib: lambda: lib.nn.functional.interpolate(
+        lib.zeros(*shape).to(getattr(lib, dtype)), scale_factor=2, mode=mode))
