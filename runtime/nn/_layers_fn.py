@@ -72,7 +72,13 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     """y_o = x1 . W_o . x2 + b_o: one product of x1 against W laid out (in1, out*in2), then an
     elementwise product with x2 summed over in2 (no (…, out, in1, in2) intermediate)."""
     o, i1, i2 = weight.shape
-    # PyTorch's checks, in its order
+    # PyTorch's checks, in its order: one dtype for all, then the shapes
+    named = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        named.append(("bias", bias))
+    if any(t.dtype is not input1.dtype for _, t in named):
+        got = ", ".join(f"{n}: {D.type_meta_name(t.dtype)}" for n, t in named)
+        raise RuntimeError(f"All tensors must have the same dtype, got {got}")
     if input1.ndim != input2.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
                            f"{input2.ndim}")
@@ -89,12 +95,16 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     if bias is not None and bias.shape[0] != o:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got "
                            f"{bias.shape[0]} but expected {o}")
+    if input1.dtype is D.bool_:  # PyTorch's computes by bmm, which has no bool kernel
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     lead = tuple(input1.shape[:-1])
     w = F.reshape(F.permute(weight, 1, 0, 2), (i1, o * i2))
     t = F.reshape(F.matmul(F.reshape(input1, (-1, i1)), w), (-1, o, i2))
     y = F.sum(F.mul(t, F.unsqueeze(F.reshape(input2, (-1, i2)), 1)), -1)
     if bias is not None:
         y = F.add(y, bias)
+    if y.dtype is not input1.dtype:  # an integer sum's int64: the inputs' dtype, as PyTorch's
+        y = F.cast(y, input1.dtype)
     return F.reshape(y, (*lead, o))
 
 

@@ -317,6 +317,16 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:
 
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    # PyTorch's checks, in its order: floats only, p >= 0, then its CPU kernel (no float16 or
+    # bfloat16), which runs only where there is a pair
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    if input.shape[0] > 1 and input.device.type == "cpu" and input.dtype in (D.float16,
+                                                                             D.bfloat16):
+        raise NotImplementedError(f"\"pdist\" not implemented for "
+                                  f"'{D.scalar_type_name(input.dtype)}'")
     pairs = triu_indices(input.shape[0], input.shape[0], 1, device=input.device)
     diff = F.sub(input[pairs[0]], input[pairs[1]])
     if p == 0:  # PyTorch's pdist of p = 0 gives zero gradients (its norm gives none)

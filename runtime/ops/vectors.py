@@ -65,6 +65,9 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
     if x1.dtype is not x2.dtype:
         raise RuntimeError(f"expected common dtype for x1 and x2, got {x1.dtype.name} and "
                            f"{x2.dtype.name}")
+    if not x1.dtype.is_floating_point:  # PyTorch's check, before the shapes'
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{D.scalar_type_name(x1.dtype)}")
     shape = broadcast_shapes(x1.shape, x2.shape)
     a, b = F.expand(x1, *shape), F.expand(x2, *shape)
     wrap_dim(dim, len(shape))

@@ -376,3 +376,39 @@ def test_interpolate_nearest_has_no_integer_kernel_but_uint8(shape: Any, dtype: 
                                                              mode: str) -> None:
     _both(lambda lib: lambda: lib.nn.functional.interpolate(
         lib.zeros(*shape).to(getattr(lib, dtype)), scale_factor=2, mode=mode))
+
+
+def _bilinear_cases(lib: Any) -> list[Any]:
+    F = lib.nn.functional
+    x = lib.ones(2, 4)
+    w = lib.ones(3, 4, 4)
+    return [lambda: F.bilinear(x, lib.ones(2, 4, 1).double(), w),
+            lambda: F.bilinear(x, x.half(), w),
+            lambda: F.bilinear(x, x.byte(), w),
+            lambda: F.bilinear(x, x, lib.ones(3, 5, 4).double()),
+            lambda: F.bilinear(x, x, w, lib.ones(3).double()),
+            lambda: F.bilinear(x.int(), x.int(), w.int()),
+            lambda: F.bilinear(x.byte(), x.byte(), w.byte(), lib.ones(3).byte()),
+            lambda: F.bilinear(x.bool(), x.bool(), w.bool()),
+            lambda: lib.nn.Bilinear(4, 4, 3).double()(x, x)]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_bilinear_dtypes(case: int) -> None:
+    """PyTorch's bilinear: one dtype for all its tensors (checked first, its C++ type names),
+    an integer result of the inputs' dtype, no bool kernel."""
+    _both(lambda lib: _bilinear_cases(lib)[case])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "bool", "float16", "bfloat16"])
+def test_pdist_and_cosine_similarity_dtypes(dtype: str) -> None:
+    for make in (
+            lambda lib: lambda: lib.nn.functional.pdist(lib.ones(3, 2).to(getattr(lib, dtype))),
+            lambda lib: lambda: lib.nn.functional.pdist(lib.ones(1, 2).to(getattr(lib, dtype))),
+            lambda lib: lambda: lib.nn.functional.pdist(lib.ones(3, 2).to(getattr(lib, dtype)),
+                                                        p=-1.0),
+            lambda lib: lambda: lib.nn.functional.cosine_similarity(
+                lib.ones(2, 3).to(getattr(lib, dtype)), lib.ones(4, 3).to(getattr(lib, dtype))),
+            lambda lib: lambda: lib.nn.CosineSimilarity()(
+                lib.ones(2, 3).to(getattr(lib, dtype)), lib.ones(2, 3).to(getattr(lib, dtype)))):
+        _both(make)
