@@ -8,6 +8,7 @@ import math
 
 from runtime import _dtype as D
 from runtime.ops import functional as F
+from runtime.ops.shapes import int_argument
 from runtime.ops.composite import check_dropout_p
 from runtime.tensor import Tensor
 
@@ -15,7 +16,7 @@ from runtime.tensor import Tensor
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r): each channel group of r*r becomes an r x r
     block."""
-    r = int(upscale_factor)
+    r = int_argument("pixel_shuffle", "upscale_factor", 2, upscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got "
                            f"input with {input.ndim} dimension(s)")
@@ -34,7 +35,7 @@ def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
     """(*, C, H*r, W*r) -> (*, C*r*r, H, W): ``pixel_shuffle``'s inverse."""
-    r = int(downscale_factor)
+    r = int_argument("pixel_unshuffle", "downscale_factor", 2, downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but "
                            f"got input with {input.ndim} dimension(s)")

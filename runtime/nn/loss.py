@@ -15,7 +15,8 @@ class _Loss(Module):
     def __init__(self, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
         super().__init__()
-        self.reduction = _legacy(size_average, reduce, reduction)
+        # PyTorch's: a reduction as given, checked by the loss's call, not here
+        self.reduction = _legacy(size_average, reduce, reduction, enum=False)
 
 
 class _WeightedLoss(_Loss):

@@ -29,7 +29,7 @@ from runtime.ops.composite import (
 )
 from runtime.ops.dispatch import named_backward
 from runtime.ops.naming import renamed, renamed_backward
-from runtime.ops.shapes import wrap_dim
+from runtime.ops.shapes import int_argument, wrap_dim
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, active_tracer
 
@@ -83,7 +83,7 @@ def _elu(x: Tensor, alpha: float, input_scale: float,
 @float_kernel("elu_cpu")
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     # PyTorch's celu backward scales by 1 / alpha.toFloat(): alpha rounded to float32
     grad_scale = 1.0 / float(np.float32(alpha))
     if inplace:
@@ -251,7 +251,7 @@ def _rrelu_slopes(input: Tensor, lower: float, upper: float) -> Tensor:  # noqa:
 def glu(input: Tensor, dim: int = -1) -> Tensor:
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = wrap_dim(dim, input.dim())
+    d = wrap_dim(int_argument("glu", "dim", 2, dim), input.dim())
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
                            f"{input.shape[d]}")
@@ -265,8 +265,10 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 @float_kernel("softshrink_check")
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     """x - lambd above lambd, x + lambd below -lambd, else 0."""
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    top = float(D.np_finfo(input.dtype).max)
+    if not 0 <= lambd <= top:  # PyTorch's range: the dtype's, its numbers as C++'s %g
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype "
+                           f"{D.scalar_type_name(input.dtype)}, but found {float(lambd):g}")
     # PyTorch's vectorized kernel's: 0 (not -0) on [-lambd, lambd] (its scalar tail, under 8
     # elements, gives x * 0); a NaN stays NaN and passes the gradient
     return F.where(_within(input, lambd), 0.0, F.where(F.gt(input, lambd), F.sub(input, lambd),

@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from . import functional as F
 from .dispatch import PrimitiveBackward, named, named_backward
 from .losses import cross_entropy, mse_loss  # noqa: F401  (their home is ops.losses)
-from .shapes import int_dim, int_list_argument, wrap_dim
+from .shapes import int_argument, int_dim, int_list_argument, wrap_dim
 
 tanh = F.tanh
 
@@ -381,6 +381,8 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
         warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
                       "call to include dim=X as an argument.", UserWarning, stacklevel=3)
         dim = 0 if x.ndim in (0, 1, 3) else 1
+    if not isinstance(dim, (tuple, list)):
+        int_argument(name, "dim", 1, dim)
     int_dim(name, dim, x.ndim, " (position 1)")
     x = x if dtype is None else F.cast(x, dtype)
     if not x.dtype.is_floating_point:  # PyTorch's error, naming its CPU kernel

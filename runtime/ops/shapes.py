@@ -96,6 +96,16 @@ def int_dim(name: str, dim: Any, ndim: int, position: str = "") -> int:
     return wrap_dim(dim, ndim)
 
 
+def int_argument(name: str, argument: str, position: int, value: Any) -> int:
+    """``value`` as an int (anything with ``__index__``), else PyTorch's argument parser's
+    TypeError for an int argument (a str, a float, ...)."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}(): argument '{argument}' (position {position}) must be int, "
+                        f"not {type(value).__name__}") from None
+
+
 def wrap_dims(dims: Iterable[Any], ndim: int) -> tuple[int, ...]:
     """Each of ``dims`` wrapped (``wrap_dim``), in the order given; a dim named twice (after
     wrapping: 0 and -2 of a matrix) is PyTorch's RuntimeError."""

@@ -412,3 +412,36 @@ def test_pdist_and_cosine_similarity_dtypes(dtype: str) -> None:
             lambda lib: lambda: lib.nn.CosineSimilarity()(
                 lib.ones(2, 3).to(getattr(lib, dtype)), lib.ones(2, 3).to(getattr(lib, dtype)))):
         _both(make)
+
+
+def _argument_cases(lib: Any) -> list[Any]:
+    F = lib.nn.functional
+    return [lambda: F.softmax(lib.ones(2), "a"),
+            lambda: F.log_softmax(lib.ones(2), 1.0),
+            lambda: F.softmin(lib.ones(2), "a"),
+            lambda: lib.nn.LogSoftmax(dim="a")(lib.ones(2)),
+            lambda: F.pixel_shuffle(lib.ones(1, 4, 2, 2), 2.0),
+            lambda: F.pixel_unshuffle(lib.ones(1, 1, 4, 4), 2.0),
+            lambda: lib.nn.PixelShuffle(2.0)(lib.ones(1, 4, 2, 2)),
+            lambda: F.glu(lib.ones(2, 2), "a"),
+            lambda: F.glu(lib.ones(2, 2), 1.0),
+            lambda: F.celu(lib.ones(2), 0.0),
+            lambda: lib.nn.CELU(0.0, inplace=True)(lib.ones(2)),
+            lambda: F.softshrink(lib.ones(2).half(), -1),
+            lambda: F.softshrink(lib.ones(2), 1e39),
+            lambda: F.softshrink(lib.ones(2).double(), -0.5),
+            lambda: lib.nn.Softshrink(-1)(lib.ones(2).bfloat16())]
+
+
+@pytest.mark.parametrize("case", range(15))
+def test_activation_argument_errors(case: int) -> None:
+    """PyTorch's texts: its argument parser's for a non-int dim or factor, celu's for
+    alpha = 0, softshrink's range of lambda (the dtype's max, as C++'s %g)."""
+    _both(lambda lib: _argument_cases(lib)[case])
+
+
+@pytest.mark.parametrize("kind", ["L1Loss", "CrossEntropyLoss", "CTCLoss", "BCEWithLogitsLoss",
+                                  "GaussianNLLLoss", "TripletMarginWithDistanceLoss"])
+def test_loss_module_takes_any_reduction_until_called(kind: str) -> None:
+    for lib in (torch, rt):
+        assert getattr(lib.nn, kind)(reduction="foo").reduction == "foo"
