@@ -63,3 +63,39 @@ def test_module_compile_keeps_hooks_and_copies_uncompiled() -> None:
     for other in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
         assert other._compiled_call_impl is None
         np.testing.assert_allclose(float(other(x).sum()), plain, rtol=1e-6)
+
+
+def test_compiled_celu_and_kept_axis_interpolate_match_torch_float64() -> None:
+    """A compiled float64 step through celu (PyTorch's float32-rounded 1/alpha in its
+    backward) and interpolate on an axis the factor keeps (PyTorch's copies): torch's value and
+    gradient, with no fallback."""
+    import pytest
+
+    import planner
+
+    torch = pytest.importorskip("torch")
+    x0 = np.random.RandomState(0).randn(3, 1, 3, 4)
+    for kw in (dict(scale_factor=(1.3, 1.7), mode="bilinear"),
+               dict(scale_factor=(1.3, 1.2), mode="bicubic"),
+               dict(scale_factor=(1.3, 1.7), mode="bilinear", antialias=True),
+               dict(scale_factor=1.3, mode="nearest")):
+        xx = x0 if kw["mode"] != "nearest" else x0[:, :, 0]
+        t = torch.tensor(xx, requires_grad=True)
+        want = torch.nn.functional.interpolate(torch.nn.functional.celu(t, 0.7), **kw)
+        (want * want).sum().backward()
+
+        def step(x: rt.Tensor, kw: dict = kw) -> rt.Tensor:
+            x.grad = None
+            y = F.interpolate(F.celu(x, 0.7), **kw)
+            loss = (y * y).sum()
+            loss.backward()
+            return loss
+
+        r = rt.tensor(xx, requires_grad=True)
+        compiled = planner.compile(step)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for _ in range(2):
+                loss = compiled(r)
+        np.testing.assert_allclose(float(loss), float((want * want).sum()), rtol=1e-12)
+        np.testing.assert_allclose(r.grad.numpy(), t.grad.numpy(), rtol=1e-12, atol=1e-13)
