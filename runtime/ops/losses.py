@@ -932,6 +932,17 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float,  # noq
     from ..creation import full as full_like
 
     if not isinstance(var, Tensor):
+        if not isinstance(var, float):  # PyTorch's torch.any(var < 0) of another number
+            kind = type(var < 0)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(
+                f"any() received an invalid combination of arguments - got ({name}), but "
+                "expected one of:\n"
+                " * (Tensor input, *, Tensor out = None)\n"
+                " * (Tensor input, tuple of ints dim = None, bool keepdim = False, *, "
+                "Tensor out = None)\n"
+                " * (Tensor input, int dim, bool keepdim = False, *, Tensor out = None)\n")
         if var < 0:
             raise ValueError("var has negative entry/entries")
         var = full_like(tuple(input.shape), float(var), dtype=input.dtype, device=input.device)

@@ -445,3 +445,11 @@ def test_activation_argument_errors(case: int) -> None:
 def test_loss_module_takes_any_reduction_until_called(kind: str) -> None:
     for lib in (torch, rt):
         assert getattr(lib.nn, kind)(reduction="foo").reduction == "foo"
+
+
+@pytest.mark.parametrize("var", [2, True, np.float32(2.0), np.int64(2), np.float64(2.0), 2.0])
+def test_gaussian_nll_loss_number_var(var: Any) -> None:
+    """PyTorch takes a Python float (a float subclass too) as var; another number reaches its
+    torch.any(var < 0): that call's TypeError."""
+    _both(lambda lib: lambda: lib.nn.functional.gaussian_nll_loss(
+        lib.ones(2, 3), lib.zeros(2, 3), var))
