@@ -807,8 +807,9 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                  F.mul(F.sub(1.0, target), _softplus0(input)))
     if weight is not None:
         loss = F.mul(loss, weight)
-    c = input.shape[-1] if input.ndim else 1
-    loss = F.div(F.sum(loss, input.ndim - 1), float(c))
+    if input.ndim == 0:  # PyTorch's input.size(-1), the class count
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    loss = F.div(F.sum(loss, input.ndim - 1), float(input.shape[-1]))
     return _reduce(loss, reduction, "multilabel_soft_margin_loss")
 
 
@@ -822,10 +823,22 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average: Any = No
     from .vectors import one_hot
 
     reduction = _legacy(size_average, reduce, reduction)
-    x, y = (input, target) if input.ndim == 2 else (F.unsqueeze(input, 0), F.unsqueeze(target, 0))
-    if tuple(y.shape) != tuple(x.shape):
+    # PyTorch's shape checks: a non-empty (C,) or (N, C), or a 0-d input (one class); a
+    # target of the input's shape, or for a 0-d or 1-d input any of at most 1 dim with C
+    # elements
+    nd = input.ndim
+    if not ((nd == 2 and input.shape[1] != 0) or (nd == 1 and input.shape[0] != 0)
+            or nd == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch "
+                           f"size, but got: {list(input.shape)}")
+    if nd <= 1:
+        fits = target.ndim <= 1 and target.numel() == (input.shape[0] if nd else 1)
+    else:
+        fits = tuple(target.shape) == tuple(input.shape)
+    if not fits:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    x, y = (input, target) if nd == 2 else (F.reshape(input, (1, -1)), F.reshape(target, (1, -1)))
     _cpu_kernel(input, "multilabel_margin_loss_forward_out_frame")
     if y.dtype is not D.int64:
         raise RuntimeError(f"expected scalar type Long but found {D.scalar_type_name(y.dtype)}")

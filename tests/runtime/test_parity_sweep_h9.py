@@ -453,3 +453,38 @@ def test_gaussian_nll_loss_number_var(var: Any) -> None:
     torch.any(var < 0): that call's TypeError."""
     _both(lambda lib: lambda: lib.nn.functional.gaussian_nll_loss(
         lib.ones(2, 3), lib.zeros(2, 3), var))
+
+
+def _multilabel_cases(lib: Any) -> list[Any]:
+    F = lib.nn.functional
+    return [(lib.tensor(0.5, requires_grad=True), lib.tensor(0)),
+            (lib.tensor(0.5, requires_grad=True), lib.tensor([0])),
+            (lib.tensor([0.5], requires_grad=True), lib.tensor(0)),
+            (lib.tensor(0.5, requires_grad=True), lib.tensor(1)),
+            (lib.ones(2, 0), lib.ones(2, 0).long()),
+            (lib.ones(0), lib.ones(0).long()),
+            (lib.ones(2, 3, 5), lib.ones(2, 3).long()),
+            F]
+
+
+@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("reduction", ["none", "sum"])
+def test_multilabel_margin_loss_shapes(case: int, reduction: str) -> None:
+    """PyTorch's shape checks: a 0-d input is one class (a target of one element), (C,) and
+    (N, C) must be non-empty, no 3-d input."""
+    def make(lib: Any) -> Any:
+        def run() -> Any:
+            cases = _multilabel_cases(lib)
+            x, y = cases[case]
+            out = cases[-1].multilabel_margin_loss(x, y, reduction=reduction)
+            if x.requires_grad:
+                out.sum().backward()
+                assert x.grad.shape == x.shape
+            return out
+        return run
+    _both(make)
+
+
+def test_multilabel_soft_margin_loss_0d_input_has_no_class_dim() -> None:
+    _both(lambda lib: lambda: lib.nn.functional.multilabel_soft_margin_loss(
+        lib.tensor(0.3), lib.tensor(1.0)))
