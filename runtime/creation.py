@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -147,9 +148,27 @@ def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "
         if size:
             raise TypeError(f"{fn}() got multiple values for argument 'size'")
         size = (kwargs["size"],)
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    return tuple(int(s) for s in size)
+    items = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    shape = []
+    for pos, s in enumerate(items):
+        # an int, or what converts to one as an index (np.int64, an integer tensor); not a
+        # float, nor a bool first (the overload's check; a later one unpacks as an int):
+        # PyTorch's argument parser's texts
+        if (isinstance(s, bool) and not pos) or not hasattr(type(s), "__index__"):
+            what = type(s).__name__
+            if pos:  # the overload matched on the first element: unpacking the rest fails
+                raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos "
+                                f"{pos + 1} with error \"type must be tuple of ints,but got "
+                                f"{what}\"")
+            if items is not size:
+                raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
+                                f"but found element of type {what} at pos 0")
+            if len(size) == 1:
+                raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
+                                f"not {what}")
+            raise TypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
+        shape.append(operator.index(s))
+    return tuple(shape)
 
 
 def _check_sizes(shape: tuple[int, ...], fn: str) -> None:
@@ -429,7 +448,7 @@ def full(size: Sequence[int], fill_value: Any, *, dtype: Any = None, device: Any
          requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """``fill_value`` everywhere; its dtype from the value where not given (a bool: bool, an
     int: int64, a float: float32), as PyTorch's."""
-    shape = _size((size,))
+    shape = _size((size,), fn="full")
     if out is not None:
         return _made_into(out, dtype, requires_grad, "full", lambda dt: _filled(
             shape, fill_value, dt, out.device, False, "full"))
@@ -561,7 +580,7 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    shape = _size((size,))
+    shape = _size((size,), fn="randint")
     _check_sizes(shape, "randint")
     g = generator or default_generator
     dt = D.as_dtype(dtype) if dtype is not None else D.int64

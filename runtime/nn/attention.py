@@ -65,16 +65,16 @@ class MultiheadAttention(Module):
         if self.head_dim * num_heads != embed_dim:
             raise AssertionError("embed_dim must be divisible by num_heads")
         if self._qkv_same_embed_dim:
-            self.in_proj_weight = Parameter(rt.empty(3 * embed_dim, embed_dim, device=device,
+            self.in_proj_weight = Parameter(rt.empty((3 * embed_dim, embed_dim), device=device,
                                                      dtype=dtype))
             for name in ("q_proj_weight", "k_proj_weight", "v_proj_weight"):
                 self.register_parameter(name, None)
         else:  # keys and values of other widths: three weights, as PyTorch
-            self.q_proj_weight = Parameter(rt.empty(embed_dim, embed_dim, device=device,
+            self.q_proj_weight = Parameter(rt.empty((embed_dim, embed_dim), device=device,
                                                     dtype=dtype))
-            self.k_proj_weight = Parameter(rt.empty(embed_dim, self.kdim, device=device,
+            self.k_proj_weight = Parameter(rt.empty((embed_dim, self.kdim), device=device,
                                                     dtype=dtype))
-            self.v_proj_weight = Parameter(rt.empty(embed_dim, self.vdim, device=device,
+            self.v_proj_weight = Parameter(rt.empty((embed_dim, self.vdim), device=device,
                                                     dtype=dtype))
             self.register_parameter("in_proj_weight", None)
         if bias:

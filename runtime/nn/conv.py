@@ -55,7 +55,7 @@ class _ConvNd(Module):
         # a transposed convolution's weight is the one of the convolution it inverts
         shape = ((in_channels, out_channels // groups) if self.transposed
                  else (out_channels, in_channels // groups))
-        self.weight = Parameter(rt.empty(*shape, *self.kernel_size, device=device, dtype=dtype))
+        self.weight = Parameter(rt.empty((*shape, *self.kernel_size), device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(rt.empty(out_channels, device=device, dtype=dtype))
         else:

@@ -228,7 +228,7 @@ class Bilinear(Module):
         super().__init__()
         self.in1_features, self.in2_features = in1_features, in2_features
         self.out_features = out_features
-        self.weight = Parameter(rt.empty(out_features, in1_features, in2_features,
+        self.weight = Parameter(rt.empty((out_features, in1_features, in2_features),
                                          device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(rt.empty(out_features, device=device, dtype=dtype))

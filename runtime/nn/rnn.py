@@ -69,7 +69,18 @@ class RNNBase(Module):
             warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
                           "non-zero dropout expects num_layers greater than 1, but got "
                           f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
-        if not isinstance(hidden_size, int) or isinstance(hidden_size, bool):
+        # PyTorch 2.13's checks, in its order (a bool passes isinstance(_, int) there too)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: "
+                            f"{type(batch_first).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: "
+                            f"{type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
+        if not isinstance(hidden_size, int):
             raise TypeError(f"hidden_size should be of type int, got: "
                             f"{type(hidden_size).__name__}")
         if hidden_size <= 0:
@@ -108,7 +119,7 @@ class RNNBase(Module):
                 if proj_size:
                     shapes[f"weight_hr_l{layer}{suffix}"] = (proj_size, hidden_size)
                 for name, shape in shapes.items():
-                    setattr(self, name, Parameter(rt.empty(*shape, device=device, dtype=dtype)))
+                    setattr(self, name, Parameter(rt.empty(tuple(shape), device=device, dtype=dtype)))
                     self._flat_weights_names.append(name)
         self.reset_parameters()
 
@@ -355,7 +366,7 @@ class RNNCellBase(Module):
         self.hidden_size = hidden_size
         self.bias = bias
         gate_size = _GATES[mode] * hidden_size
-        self.weight_ih = Parameter(rt.empty(gate_size, input_size, device=device, dtype=dtype))
+        self.weight_ih = Parameter(rt.empty((gate_size, input_size), device=device, dtype=dtype))
         self.weight_hh = Parameter(rt.empty(gate_size, hidden_size, device=device, dtype=dtype))
         if bias:
             self.bias_ih = Parameter(rt.empty(gate_size, device=device, dtype=dtype))

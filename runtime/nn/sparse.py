@@ -40,7 +40,7 @@ class Embedding(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.sparse = sparse
         if _weight is None:
-            weight = rt.empty(num_embeddings, embedding_dim, device=device, dtype=dtype)
+            weight = rt.empty((num_embeddings, embedding_dim), device=device, dtype=dtype)
             self.weight = Parameter(weight, requires_grad=not _freeze)
             self.reset_parameters()
         else:
@@ -113,7 +113,7 @@ class EmbeddingBag(Module):
         self.scale_grad_by_freq = scale_grad_by_freq
         self.padding_idx = normalize_padding_idx(padding_idx, num_embeddings)
         if _weight is None:
-            self.weight = Parameter(rt.empty(num_embeddings, embedding_dim, device=device,
+            self.weight = Parameter(rt.empty((num_embeddings, embedding_dim), device=device,
                                              dtype=dtype))
             self.reset_parameters()
         else:

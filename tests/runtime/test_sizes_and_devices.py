@@ -1,0 +1,54 @@
+"""Creation sizes and device strings refused as PyTorch 2.13 refuses them: a float size (a
+``nn.Linear(2.0, 3)``), a device string its parser rejects (``x.to("float64")``), an
+accelerator index on a machine without one. (``rt.ones()`` with no size stays a 0-d tensor,
+where PyTorch raises: the runtime's own calls pass ``*shape``.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+SIZES = ["2.0", "(2.0, 3)", "[2.0, 3]", "(3, 2.0)", "3, 2.0", "[3, 2.0]", "(2.0,)", "[None]",
+         "3, 4, 2.5", "(3, 4, 2.5)", "True", "(True, 2)", "2, True", "(2, 3)", "[]"]
+
+
+def _outcome(thunk: Any) -> str:
+    try:
+        out = thunk()
+    except Exception as e:  # noqa: BLE001 - the outcome compared is the error
+        return f"{type(e).__name__}: {e}"
+    return f"shape {tuple(out.shape)}" if hasattr(out, "shape") else "ok"
+
+
+@pytest.mark.parametrize("fn", ["zeros", "ones", "empty"])
+@pytest.mark.parametrize("size", SIZES)
+def test_sizes_as_pytorch(fn: str, size: str) -> None:
+    assert _outcome(lambda: eval(f"rt.{fn}({size})")) == \
+        _outcome(lambda: eval(f"torch.{fn}({size})"))
+
+
+@pytest.mark.parametrize("make", ["Linear(2.0, 3)", "Linear(2, 3.0)", "Embedding(3.0, 3)",
+                                  "Embedding(3, 2.0)", "Conv2d(2, 3.0, 3)",
+                                  "Bilinear(2, 3, 4.0)", "MultiheadAttention(4.0, 2)",
+                                  "GRU(2.0, 3)", "LSTM(2, 3.0)", "RNN(0, 3)", "LSTM(2, 3, bias=1)",
+                                  "GRUCell(2, 3.0)", "BatchNorm1d(2.0)", "RNN(True, 3)"])
+def test_layers_with_bad_sizes_raise_pytorchs_errors(make: str) -> None:
+    assert _outcome(lambda: eval(f"rt.nn.{make}")) == _outcome(lambda: eval(f"torch.nn.{make}"))
+
+
+@pytest.mark.parametrize("expr", ['L.ones(2).to("float64")', "L.ones(2).to(3)",
+                                  'L.device("foo")', 'L.ones(2, device="gpu")', "L.device(2)",
+                                  'L.nn.Linear(2, 2).to("float64")', 'L.device("")',
+                                  'L.device("cuda:01")', 'L.device("cuda: 1")',
+                                  'L.zeros(2, device="cuda:0x")', 'L.device("CPU")',
+                                  'L.device("cpu:0")', 'L.ones(2).to(device="cpux")'])
+def test_device_strings_as_pytorch(expr: str) -> None:
+    if rt.cuda.is_available():
+        pytest.skip("the accelerator's index is valid where one is present")
+    assert _outcome(lambda: eval(expr, {"L": rt})).replace("runtime", "torch") == \
+        _outcome(lambda: eval(expr, {"L": torch}))
