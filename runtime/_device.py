@@ -11,6 +11,12 @@ from typing import Any
 import numpy as np
 
 
+# the device types PyTorch 2.13's parser knows, in the order its error lists them
+TORCH_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                "privateuseone")
+
+
 class device(str):  # noqa: N801 - PyTorch's name
     """A device by type and index: ``device("cpu")``, ``device("cuda:1")``,
     ``device("cuda", 1)``, with ``.type`` and ``.index``; what ``Tensor.device`` is. It is
@@ -24,20 +30,37 @@ class device(str):  # noqa: N801 - PyTorch's name
             if index is None:
                 return type
             type = type.type
+        if not isinstance(type, str) and hasattr(builtins.type(type), "__index__") \
+                and not isinstance(type, bool) and index is None:
+            # an index alone: the accelerator's (PyTorch's ``device(0)``)
+            from . import cuda
+
+            if not cuda.is_available():
+                raise RuntimeError("Cannot access accelerator device when none is available.")
+            type, index = "cuda", operator.index(type)
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments: expected "
                             f"a string, got {builtins.type(type).__name__}")
-        name, _, idx = type.partition(":")
+        if not type:
+            raise RuntimeError("Device string must not be empty")
+        name, colon, idx = type.partition(":")
+        # PyTorch's parse: a type of letters and underscores, then ":N" (no sign, no leading
+        # zero); a known type of another backend than these two is refused as unsupported
+        if not name or not all(c.isalpha() or c == "_" for c in name) or not name.isascii() \
+                or (colon and not (idx.isdigit() and idx.isascii()
+                                   and (idx == "0" or idx[0] != "0"))):
+            raise RuntimeError(f"Invalid device string: '{type}'")
         if idx:
             if index is not None:
                 raise RuntimeError(f"type (string) must not include an index because index was "
                                    f"passed explicitly: {type}")
-            if not idx.isdigit():
-                raise RuntimeError(f"Invalid device string: '{type}'")
             index = int(idx)
+        if name not in TORCH_DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(TORCH_DEVICE_TYPES)} device type at start "
+                               f"of device string: {type}")
         if name not in ("cpu", "cuda"):
-            raise RuntimeError(f"Expected one of cpu, cuda device type at start of device "
-                               f"string: {type}")
+            raise RuntimeError(f"device type '{name}' is not supported here: this runtime runs "
+                               f"on 'cpu' and 'cuda' (device string: {type})")
         if index is not None:
             try:
                 index = operator.index(index)
@@ -124,7 +147,10 @@ def canonical_device(device: object) -> str:
         return "cuda:0"
     if name.startswith("cuda:") and name[5:].isdigit():
         return name
-    raise ValueError(f"unknown device {str(device)!r}: expected 'cpu', 'cuda' or 'cuda:N'")
+    if not isinstance(device, str):  # an index (the accelerator's), another object
+        return canonical_device(globals()["device"](device))
+    globals()["device"](name)  # PyTorch's error for the string, where it has one
+    raise ValueError(f"unknown device {name!r}: expected 'cpu', 'cuda' or 'cuda:N'")
 
 
 def cupy_module() -> ModuleType:

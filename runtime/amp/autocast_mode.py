@@ -12,13 +12,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from .. import _dtype as D
+from .._device import TORCH_DEVICE_TYPES as _DEVICE_TYPES
 from ._state import DEFAULT_DTYPES, state
 
 Fn = TypeVar("Fn", bound=Callable[..., Any])
 
-_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip",
-                 "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
-                 "privateuseone")
 
 
 def _check_type(func: str, arg: str, position: int, value: Any, kind: type,
