@@ -614,8 +614,18 @@ class Tensor:
                       requires_grad=requires_grad)
 
     def stride(self, dim: int | None = None) -> Any:
-        """Strides in elements, as PyTorch's (numpy counts bytes)."""
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        """Strides in elements, as PyTorch's (numpy counts bytes). An empty array numpy
+        made has all its strides 0: PyTorch's are the contiguous ones (each the product of
+        the later sizes, a 0 counting as 1)."""
+        data = self._data
+        if data.size == 0 and not any(data.strides):
+            strides, n = [], 1
+            for size in reversed(data.shape):
+                strides.append(n)
+                n *= max(size, 1)
+            strides = tuple(reversed(strides))
+        else:
+            strides = tuple(s // data.itemsize for s in data.strides)
         if dim is None:
             return strides
         if not strides:

@@ -52,3 +52,11 @@ def test_device_strings_as_pytorch(expr: str) -> None:
         pytest.skip("the accelerator's index is valid where one is present")
     assert _outcome(lambda: eval(expr, {"L": rt})).replace("runtime", "torch") == \
         _outcome(lambda: eval(expr, {"L": torch}))
+
+
+@pytest.mark.parametrize("make", ["L.zeros(0, 3)", "L.zeros(3, 0)", "L.zeros(2, 0, 4)",
+                                  "L.zeros(0)", "L.empty(0, 3).contiguous()",
+                                  "L.zeros(0, 1, 0)", "L.zeros(4, 3)[:0]", "L.ones(2, 0) * 2"])
+def test_an_empty_tensors_strides_are_pytorchs(make: str) -> None:
+    """numpy (2.x) gives an empty array it makes strides of 0; PyTorch's are contiguous."""
+    assert eval(make, {"L": rt}).stride() == eval(make, {"L": torch}).stride()
