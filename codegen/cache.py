@@ -373,8 +373,15 @@ class _DiskStore:
         parts = self.read(key)
         return None if parts is None else ObjectCode(parts[1], str(parts[0], "utf-8"))
 
-    def write_code(self, key: str, code: ObjectCode) -> int:
-        return self.write(key, code.optimized_ir.encode(), code.object_file)
+    def keep(self, key: str, first: bytes, second: bytes, limit: int | None = None
+             ) -> list[str]:
+        """``write`` the entry, then ``evict`` past ``limit`` (default ``max_bytes()``),
+        never it; returns the names evicted."""
+        written = self.write(key, first, second)
+        return self.evict(max_bytes() if limit is None else limit, key, written)
+
+    def keep_code(self, key: str, code: ObjectCode, limit: int | None = None) -> list[str]:
+        return self.keep(key, code.optimized_ir.encode(), code.object_file, limit)
 
     def evict(self, limit: int, keep: str, written: int | None = None) -> list[str]:
         """Delete the least recently used entries until the rest take at most ``limit`` bytes,
@@ -464,8 +471,7 @@ def get_compiled(kernels: list[kir.Kernel],
                             forked.emit_in_parts(kernels) or optimize_and_emit(render(kernels)))
                     with _lock:
                         if store is not None:
-                            written = store.write_code(key, code)
-                            _counts["evictions"] += len(store.evict(limit, key, written))
+                            _counts["evictions"] += len(store.keep_code(key, code, limit))
                 elif started is not None:  # found on disk after all: not needed
                     forked.cancel(started)
             with _lock:
@@ -538,7 +544,7 @@ def support_code(name: str, text: str | Callable[[], str], emit: Callable[[str],
         if code is None:
             code = emit(text() if callable(text) else text)
             if store is not None:
-                store.evict(max_bytes(), key, store.write_code(key, code))
+                store.keep_code(key, code)
     return code
 
 
@@ -649,7 +655,7 @@ def store_plan(key: str, text: bytes, cache_dir_path: str | os.PathLike[str] | N
     evicted past ``max_bytes``; kept nowhere where the directory is refused."""
     with _DiskStore.open(cache_dir(cache_dir_path) / folder, quiet=True) as store:
         if store is not None:
-            store.evict(max_bytes(), key, store.write(key, b"", text))
+            store.keep(key, b"", text)
 
 
 # the pool's loops are written as they should run (codegen.target.emit_as_written: 138 ->
