@@ -60,3 +60,26 @@ def test_device_strings_as_pytorch(expr: str) -> None:
 def test_an_empty_tensors_strides_are_pytorchs(make: str) -> None:
     """numpy (2.x) gives an empty array it makes strides of 0; PyTorch's are contiguous."""
     assert eval(make, {"L": rt}).stride() == eval(make, {"L": torch}).stride()
+
+
+INT_LISTS = ["x.flip(0.5)", "x.flip([0, 0.5])", "x.flip(0, 0.5)", "x.flip(0.5, 0)",
+             "x.flip((0.5,))", "L.flip(x, (0.5,))", "L.flip(x, [0, 1.0])", "x.permute(0.5, 1)",
+             "x.permute([0, 1.5])", "L.permute(x, (0, 1.5))", "x.repeat(2.0, 1)",
+             "x.repeat(1, 2.0)", "x.repeat([1, 2.0])", "x.reshape(2.0)", "x.reshape(4, 1.0)",
+             "x.reshape((4.0,))", "L.reshape(x, (4, 1.0))", "x.expand(2, 2.0)", "x.expand(2.0)",
+             "x.tile(2.0)", "x.tile((1, 2.0))", "x.roll(1.0, 0)", "x.roll(1, 0.5)",
+             "x.roll((1, 1.0), (0, 1))", "L.roll(x, 1.0)", "x.permute(None)", "x.flip(None)",
+             "x.flip(True)", "x.flip(0, 1)", "x.permute(1, 0)", "x.reshape(-1)",
+             "x.expand(2, 2)", "x.repeat(2, 1)", "x.tile((2,))", "x.roll(1)",
+             "x.roll((1, 1), (0, 1))", "x.reshape(shape=(4, 1.0))", "x.roll(1, dims=0.5)",
+             "x.reshape(L.tensor(4))"]
+
+
+@pytest.mark.parametrize("expr", INT_LISTS)
+def test_int_list_arguments_as_pytorchs_parser(expr: str) -> None:
+    """flip, permute, repeat, reshape, expand, tile and roll take a tuple of ints (a method
+    also spread): a float, None or a leading bool is PyTorch's parser's TypeError."""
+    def outcome(lib: Any) -> str:
+        return _outcome(lambda: eval(expr, {"L": lib, "x": lib.ones(2, 2)}))
+
+    assert outcome(rt) == outcome(torch)
