@@ -26,6 +26,7 @@ from runtime.autograd.grad_mode import _set as set_grad_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
 from runtime.creation import Generator, default_generator
+from runtime.ops.dispatch import INT_INPUT_BOUND
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
@@ -170,6 +171,8 @@ class Tracer:
         # them only), their kind by their dtype (float64: a float, int64: an int, bool): promoted
         # as those numbers (runtime.ops.dispatch)
         self.weak_nodes: set[int] = set()
+        # a bound on the magnitude of each int among them (runtime.ops.dispatch)
+        self.weak_bounds: dict[int, int] = {}
         self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
         # the code of the function that calls the step (its returns: item_of), and how many
         # Tensor.item() values the step returns
@@ -313,6 +316,8 @@ class Tracer:
         cell = self._new_slot(Slot("input", index, (), dtype, device, f"arg{index}"),
                               placeholder, placeholder)
         self.weak_nodes.add(cell.node)
+        if integer:
+            self.weak_bounds[cell.node] = INT_INPUT_BOUND
         return Tensor._make(cell, dtype, device)
 
     def add_input(self, index: int, t: Tensor) -> None:
@@ -938,6 +943,8 @@ def _stale(cell: MetaArray) -> bool:
 # capture (Tracer.add_scalar_input): a step calling one and naming a number type (its
 # globals) reads its numbers as constants; ``isinstance(out, tuple)`` names none
 _TYPE_CHECKS = frozenset(("isinstance", "type", "issubclass"))
+# builtins whose answer for a number's stand-in is the tensor's own (its id)
+_IDENTITY = frozenset(("hash", "id"))
 _NUMBER_TYPES = frozenset(("int", "float", "bool", "complex", "str", "numbers", "Number",
                            "Real", "Integral", "Rational", "Complex", "np", "numpy"))
 
@@ -967,6 +974,9 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
             raise GraphBreak(f"the step calls {min(names & _TYPE_CHECKS)}() and names "
                              f"{min(names & _NUMBER_TYPES)}, which its number arguments' "
                              "stand-ins would not pass")
+        if names & _IDENTITY:  # a stand-in's hash is its id, not the number's
+            raise GraphBreak(f"the step calls {min(names & _IDENTITY)}(), which its number "
+                             "arguments' stand-ins would answer for themselves")
         args = tuple(a if i not in scalars else guards.Unread(i) if isinstance(a, str)
                      else tracer.add_scalar_input(i, type(a) is int) for i, a in enumerate(args))
     tracer.own_state = _optimizers_with_state_read(watch.found)
@@ -1004,6 +1014,8 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         tracer.restore_flags()
         draws.restore()
         watch.settle()
+        if captured and watch.stored_unread is not None:
+            raise GraphBreak(f"the step keeps its string argument at {watch.stored_unread}")
 
 
 def _group_settings(opt: Any) -> list[dict[str, Any]]:

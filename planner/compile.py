@@ -21,6 +21,7 @@ import gc
 import inspect
 import logging
 import os
+import math
 import threading
 import time
 import types
@@ -44,6 +45,7 @@ from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import leaf_hooks_version
 from runtime.nn.module import Module, global_hook_ids, structure_version
+from runtime.ops.dispatch import INT_INPUT_BOUND
 from runtime.ops.registry import without_generated_code
 from runtime.tensor import Tensor, _InferenceVersionCounter, _VersionCounter
 from runtime.tracing import GraphBreak, WarmUpNeeded, is_tracing
@@ -351,11 +353,12 @@ def _with_dynamic(key: tuple[Any, ...], dynamic: frozenset[int]) -> tuple[Any, .
 
 def _plannable(entry: tuple[Any, ...]) -> bool:
     """Whether a key's entry is an argument a plan can leave out of its key: a float or an
-    int within int64 (a larger one stays a constant), read as an input (automatic dynamic;
-    a bool, an int too, stays a constant, as torch.compile specializes it), or a string,
-    which the plan must not read."""
+    int of magnitude up to 2 ** 48 (a larger one stays a constant: what the step computes
+    from it may pass int64's range, runtime.ops.dispatch.INT_INPUT_BOUND), read as an input
+    (automatic dynamic; a bool, an int too, stays a constant, as torch.compile specializes
+    it), or a string, which the plan must not read."""
     return entry[0] == "P" and (entry[1] in ("float", "str") or entry[1] == "int" and (
-        entry[2] == DYNAMIC or -(2 ** 63) <= entry[2] < 2 ** 63))
+        entry[2] == DYNAMIC or -INT_INPUT_BOUND <= entry[2] <= INT_INPUT_BOUND))
 
 
 def _dynamic_positions(key: tuple[Any, ...]) -> frozenset[int]:
@@ -403,7 +406,10 @@ def _arg_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
             # a number or string, a numpy scalar (np.int64(3), np.float32(0.5)): by its value,
             # a constant of the plan (an id, which a new scalar may take over from a freed
             # one, replayed another value's plan)
-            key.append(("P", type(a).__name__, a))
+            if a == 0 and isinstance(a, (float, np.floating)) and math.copysign(1.0, a) < 0:
+                key.append(("P", type(a).__name__, a, "-0"))  # -0.0 == 0.0, another constant
+            else:
+                key.append(("P", type(a).__name__, a))
         else:
             key.append(("O", type(a).__name__, id(a)))
     if arrays is not None:  # tensor arguments sharing storage (a base) are captured apart

@@ -1301,14 +1301,19 @@ class Watch:
         self.settled: list[Path] = []  # what the capture changed (``settle``)
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
         self.appended: list[tuple[Path, list[Any]]] = []  # and the lists only appended to
+        self.stored_unread: Path | None = None  # where the step kept an Unread (``settle``)
 
     def settle(self) -> None:
         """After the capture: note what it changed, and which of those are increments, then
         put every value back as it was (a replay, or the call run eagerly, makes the
         changes, each once)."""
         self.settled = self.changed()
-        self.counted = self.increments(self.settled)
-        self.appended = self.appends(self.settled)
+        # a string argument's stand-in kept by the step (``names.append(name)``, ``self.tag =
+        # tag``): the plan would put it, not the string, there (planner.capture reads it)
+        self.stored_unread = next((p for p in self.settled if _stores_unread(p)), None)
+        if self.stored_unread is None:  # (isinstance would read a stand-in: GraphBreak)
+            self.counted = self.increments(self.settled)
+            self.appended = self.appends(self.settled)
         self.restore(self.settled)
 
     def changed(self) -> list[Path]:
@@ -1454,6 +1459,18 @@ def _holds_captured(container: list[Any] | dict[Any, Any]) -> bool:
     values = container.values() if type(container) is dict else container
     return any(type(v) is Unread or (isinstance(v, Tensor) and type(v._data) is MetaArray)
                for v in values)
+
+
+def _stores_unread(path: Path) -> bool:
+    """Whether the value at ``path`` is a string argument's stand-in (``Unread``) or a
+    list, tuple, set, deque or dict holding one."""
+    now = _follow_or_missing(path)
+    if type(now) is Unread:
+        return True
+    if type(now) not in _CONTAINERS and type(now) is not tuple:
+        return False
+    values = now.values() if type(now) is dict else now
+    return any(type(v) is Unread for v in values)
 
 
 def _unread(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -25,7 +25,7 @@ from ..autograd.node import (
     gradient_edge,
 )
 from ..tensor import Tensor
-from ..tracing import MetaArray
+from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
 from .shapes import ShapeError, broadcast_shapes
 from .registry import PROMOTE_BOOL_OUT, PROMOTE_FLOAT, PROMOTE_NONE, REGISTRY, Primitive
@@ -444,6 +444,10 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     weak_nodes = tracer.weak_nodes
     weak = {i for i, a in enumerate(args) if isinstance(a, Tensor)
             and type(a._data) is MetaArray and a._data.node in weak_nodes} if weak_nodes else ()
+    if weak_nodes and any(isinstance(v, Tensor) for v in attrs.values()):
+        # an op's number setting (addcmul's value=, a slope) a constant of its kernel: a
+        # compiled step's number argument there is read as a value
+        raise GraphBreak(f"{prim.name} takes a number argument's value as a setting")
     rdt = _promoted_dtype(prim, args, weak) if prim.promote != PROMOTE_NONE else None
     if rdt is None and weak and prim.promote != PROMOTE_NONE:
         args = _as_python_numbers(prim, args, weak)
@@ -453,6 +457,12 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         if rdt is _BF16 and prim.name in _OPMATH_SCALAR and len(args) == 2 and 1 in cast \
                 and args[1]._data.ndim == 0 and args[1].dtype.is_floating_point:
             cast.remove(1)  # its value in float32, as eager's (_bf16_impl; planner.bf16)
+        elif rdt is D.float16 and prim.name in _OPMATH_SCALAR and len(args) == 2 and (
+                _half_with_number(prim, args, weak)):
+            # a float16 tensor times (over) a Python number: computed in float32 and rounded
+            # once, as eager's (prims._half_scalar_impl), not with the number in float16
+            wide = tuple(apply(REGISTRY["cast"], a, dtype=D.float32) for a in args)
+            return apply(REGISTRY["cast"], apply(prim, *wide, **attrs), dtype=D.float16)
         if cast:
             args = tuple(apply(REGISTRY["cast"], a, dtype=rdt) if i in cast else a
                          for i, a in enumerate(args))
@@ -472,9 +482,20 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     # a graph value lives where its step writes it: a copy's is the device it copies to
     device = attrs["device"] if prim.transfer else device
+    if weak and prim.name in _DIVIDING and 1 in weak and all(
+            i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
+        # Python's ``1 / n``, ``7 // n``, ``7 % n`` raise ZeroDivisionError for a zero n,
+        # where the plan's division would give inf or nan: read as a value
+        raise GraphBreak(f"{prim.name} of Python numbers by a number argument")
+    if weak and prim.name == "pow" and 1 in weak and not dt.is_floating_point:
+        # an integer tensor to a negative int's power is an error in eager mode (PyTorch's
+        # check of the Python number), where the plan's power would give 0
+        raise GraphBreak("pow of an integer tensor to an int argument")
     node = tracer.add_op(prim, args, attrs, tuple(shape), dt, device)
     if weak and all(i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
         weak_nodes.add(node)  # arithmetic among Python numbers gives one
+        if dt is D.int64:
+            tracer.weak_bounds[node] = _python_int_bound(tracer, prim, args, attrs)
     view_of = (tracer.storage_of(args[0])
                if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
                else None)
@@ -493,6 +514,65 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         t = Tensor._make(out, dt, device)
     tracer.annotate(node, t)
     return t
+
+
+# the divisions Python raises ZeroDivisionError for
+_DIVIDING = frozenset(("div", "floor_divide", "remainder", "fmod"))
+# a bound on the magnitude of a compiled step's int argument read as an input of its plan
+# (planner.compile keeps a larger one a constant), from which _python_int_bound bounds what
+# Python int arithmetic computes from it
+INT_INPUT_BOUND = 2 ** 48
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _python_int_bound(tracer: Any, prim: Primitive, args: tuple[Any, ...],
+                      attrs: dict[str, Any]) -> int:
+    """A bound on the magnitude of the Python int that ``prim`` computes from ``args``
+    (the step's int arguments, Python ints and what they compute): a GraphBreak where it
+    may pass int64's, where the plan's int64 would wrap (``n * 2 ** 40``, ``1 << n``), or
+    where Python's answer is no int64 at all (``2 ** n`` is a float for a negative n)."""
+    bounds = []
+    for a in args:
+        if isinstance(a, Tensor):
+            bounds.append(tracer.weak_bounds.get(a._data.node, 1))  # a bool's is 1
+        elif isinstance(a, (int, float)):
+            bounds.append(int(abs(a)))
+    name = prim.name
+    a = bounds[0] if bounds else 0
+    b = bounds[1] if len(bounds) > 1 else 0
+    if name in ("add", "sub"):
+        bound = a + b
+    elif name in ("add_scaled", "sub_scaled"):
+        bound = a + b * (int(abs(attrs.get("alpha", 1))) + 1)
+    elif name == "mul":
+        bound = a * b
+    elif name in ("neg", "abs", "sign", "cast", "floor_divide", "bitwise_right_shift"):
+        bound = a
+    elif name == "remainder":
+        bound = b
+    elif name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        bound = 2 * max(bounds, default=0)
+    elif name in ("maximum", "minimum", "where"):
+        bound = max(bounds, default=0)
+    elif name == "bitwise_left_shift" and b < 64:
+        bound = a << b
+    else:
+        bound = _INT64_MAX + 1
+    if bound > _INT64_MAX:
+        raise GraphBreak(f"{name} of Python ints may pass int64's range")
+    return bound
+
+
+def _half_with_number(prim: Primitive, args: tuple[Any, ...], weak: Any) -> bool:
+    """Whether ``args`` are a float16 tensor and a number (a compiled step's number
+    argument, ``weak``) that eager's mul or div computes in float32: the number after the
+    tensor, or before it in a product (prims._half_scalar_impl)."""
+    for i in ((1, 0) if prim.name == "mul" else (1,)):
+        other = args[1 - i]
+        if i in weak and 1 - i not in weak and isinstance(other, Tensor) \
+                and other.dtype is D.float16:
+            return True
+    return False
 
 
 def _eager_device(t: Tensor) -> str:
