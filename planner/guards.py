@@ -290,7 +290,7 @@ _FIELDS = (types.MemberDescriptorType, type(collections.namedtuple("_T", "a").a)
 # the builtin types whose attribute lookup (object.__getattribute__'s) a class may inherit
 _GENERIC_LOOKUP = (object, tuple, list, dict)
 _OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler)
-_SCALARS = (bool, int, float, str, type(None))
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 
 
 @dataclass(eq=False, frozen=True)

@@ -191,3 +191,29 @@ def test_an_integer_tensor_to_a_negative_int_argument_raises_as_in_eager_mode() 
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
         torch.arange(1, 4) ** -1
+
+
+SCALE = np.float32(1.0)
+
+
+def test_a_returned_numpy_scalar_replays_with_its_current_value() -> None:
+    """A numpy scalar returned (an argument's, keyed by value; a global's, guarded by value
+    as a float is) is rebuilt as the constant it is: the step ran eagerly with a warning
+    ("a plan cannot rebuild" it)."""
+    global SCALE
+    x = rt.arange(3.0)
+
+    def step(x: Any, f: Any) -> Any:
+        return x * f, f + 1, SCALE, (f, np.int64(2))
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for v, scale in ((1.0, 10.0), (2.0, 20.0), (2.0, 30.0), (3.0, 30.0)):
+            SCALE = np.float32(scale)  # read at each call, as a global float would be
+            f = np.float32(v)
+            got, want = compiled(x, f), step(x, f)
+            _assert_same(got[0], want[0])
+            assert [(type(g), g) for g in (got[1], got[2], *got[3])] == [
+                (type(w), w) for w in (want[1], want[2], *want[3])]
+    assert compiled.captures == 4
