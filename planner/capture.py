@@ -890,7 +890,7 @@ class Tracer:
             return ("dict", [(k, self._template(v)) for k, v in value.items()])
         if type(value) is float and (setting := self._returned_setting(value)) is not None:
             return setting
-        if value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        if value is None or isinstance(value, (bool, int, float, str, np.generic)):
             # a numpy scalar is a constant too: one the step computed from a tensor's data
             # broke the capture there (an argument's is keyed by its value)
             return ("py", value)

@@ -711,7 +711,7 @@ class _Loader:
     def template(self, t: Any, path: str, live: set[int], depth: int) -> None:
         """A return template: ("node", buffer) | ("tuple"|"list", [...]) |
         ("dict", [(key, template), ...]) | ("item"|"copy", ("node", buffer)) | ("py", None,
-        bool, int, float or str)."""
+        bool, int, float, str or a numpy scalar)."""
         if depth > MAX_DEPTH:
             _fail(path, f"nested deeper than {MAX_DEPTH}")
         kind, body = self.pair(t, path)
@@ -732,7 +732,8 @@ class _Loader:
                 except TypeError:
                     _fail(f"{path}[1][{i}][0]", f"{_show(key)} cannot be a key")
                 self.template(x, f"{path}[1][{i}][1]", live, depth + 1)
-        elif kind != "py" or not (body is None or type(body) in (bool, int, float, str)):
+        elif kind != "py" or not (body is None or type(body) in (bool, int, float, str)
+                                  or isinstance(body, np.generic)):
             _fail(path, f"{_show(t)} is not a return template")
 
     def graph(self, data: Any) -> nx.DiGraph:
