@@ -355,6 +355,10 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
             promote_needed = True  # ints and bools may lift an integer or bool tensor
             if isinstance(a, _np_scalar):  # a Python scalar's weak type in numpy too
                 arrays[i] = a.item()
+            elif type(a) not in _PY_NUMBERS and isinstance(a, (int, float)):
+                # an int or float subclass (an IntEnum member): numpy would take it as an
+                # int64 or float64 array, lifting a float32 tensor; PyTorch, as the number
+                arrays[i] = float(a) if isinstance(a, float) else int(a)
         i += 1
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
