@@ -491,6 +491,11 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         # Python's ``1 / n``, ``7 // n``, ``7 % n`` raise ZeroDivisionError for a zero n,
         # where the plan's division would give inf or nan: read as a value
         raise GraphBreak(f"{prim.name} of Python numbers by a number argument")
+    if weak and prim.name == "remainder" and dt.is_floating_point and all(
+            i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
+        # Python's float % gives a zero the divisor's sign (-0.0 % 0.1 is 0.0), the plan's
+        # the dividend's
+        raise GraphBreak("remainder of Python floats")
     if weak and prim.name == "pow" and 1 in weak and not dt.is_floating_point:
         # an integer tensor to a negative int's power is an error in eager mode (PyTorch's
         # check of the Python number), where the plan's power would give 0

@@ -217,3 +217,16 @@ def test_a_returned_numpy_scalar_replays_with_its_current_value() -> None:
             assert [(type(g), g) for g in (got[1], got[2], *got[3])] == [
                 (type(w), w) for w in (want[1], want[2], *want[3])]
     assert compiled.captures == 4
+
+
+def test_python_float_remainder_of_a_float_argument_keeps_pythons_zero_sign() -> None:
+    """Python's ``f % 0.1`` is 0.0 for f = -0.0 (and ``f % -0.3`` -0.0 for 0.0): a zero of
+    the divisor's sign, where the plan's remainder gave the dividend's."""
+    x = rt.arange(3.0)
+
+    def step(x: Any, f: float) -> Any:
+        return x + 1, f % 0.1, f % -0.3, f // 0.1
+
+    got, want, _ = _both(step, [(x, f) for f in (7.0, 1.0, -7.0, -0.0, 0.0, 5.5)])
+    for g, w in zip(got, want, strict=True):
+        _assert_same(g, w)
