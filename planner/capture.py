@@ -173,6 +173,8 @@ class Tracer:
         self.weak_nodes: set[int] = set()
         # a bound on the magnitude of each int among them (runtime.ops.dispatch)
         self.weak_bounds: dict[int, int] = {}
+        # x[n] indexed by an int argument: its cell's id -> (x's cell, x's node then)
+        self.weak_views: dict[int, tuple[MetaArray, int]] = {}
         self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
         # the code of the function that calls the step (its returns: item_of), and how many
         # Tensor.item() values the step returns
@@ -336,6 +338,11 @@ class Tracer:
                 self.overlapping[id(other_cell)] = other
         self.arguments.append((index, cell, t._data))
 
+    def _check_weak_view_write(self, cell: MetaArray) -> None:
+        if id(cell) in self.weak_views:
+            raise GraphBreak("an in-place write to a tensor indexed by an int argument (a view "
+                             "in eager mode, a copy in the plan)")
+
     def _check_aliased_write(self, cell: MetaArray) -> None:
         index = self.overlapping.get(id(cell))
         if index is not None:
@@ -377,6 +384,7 @@ class Tracer:
         """An in-place write: ``t``'s storage now holds ``value``'s graph value."""
         cell = self.storage_of(t)
         self._check_aliased_write(cell)
+        self._check_weak_view_write(cell)
         cell.node = self.storage_of(value).node
 
     def write_view(self, t: Tensor, value: Tensor, what: str, history: bool = False) -> None:
@@ -399,6 +407,7 @@ class Tracer:
         if _stale(cell):  # a write that does not read the view first (fill_, copy_)
             self._refresh(cell)
         while cell.view_of is not None:
+            self._check_weak_view_write(cell)
             base = cell.view_of
             # a tensor over the base's storage that records no history: what the base's new
             # value is computed from without history, and what messages name at that level
@@ -421,6 +430,7 @@ class Tracer:
             chain.append((cell, src, self.view_step(cell, here, what)))
             cell, here = base, holder
         self._check_aliased_write(cell)
+        self._check_weak_view_write(cell)
         new = value
         for cell, src, step in chain:
             cell.node = self.storage_of(new).node

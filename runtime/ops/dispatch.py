@@ -486,6 +486,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         raise TypeError(f"{prim.name}: {e} (arguments: {_describe(args)})") from None
     # a graph value lives where its step writes it: a copy's is the device it copies to
     device = attrs["device"] if prim.transfer else device
+    if tracer.weak_views:
+        _check_weak_views(tracer, args)
     if weak and prim.name in _DIVIDING and 1 in weak and all(
             i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
         # Python's ``1 / n``, ``7 // n``, ``7 % n`` raise ZeroDivisionError for a zero n,
@@ -511,6 +513,13 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     out = MetaArray(shape, dt.np, node, view_of)
     if view_of is not None:
         out.view_src = args[0]
+    elif weak and prim.name == "getitem" and isinstance(args[0], Tensor) and all(
+            i in weak for i, a in enumerate(args) if i and isinstance(a, Tensor)):
+        # ``x[n]`` with an int argument n: eager mode's is a view of x, the plan's a copy
+        # (an index tensor): a write through it, or a read of it after x was written,
+        # reads n as a value (_check_weak_views, Tracer.write)
+        base = tracer.storage_of(args[0])
+        tracer.weak_views[id(out)] = (base, base.node)
     dims = attrs.get("dims")
     if view_of is not None and dims is not None and len(dims) >= 2:
         # a permutation that swaps the last two axes flips the layout, as numpy's would
@@ -570,6 +579,18 @@ def _python_int_bound(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if bound > _INT64_MAX:
         raise GraphBreak(f"{name} of Python ints may pass int64's range")
     return bound
+
+
+def _check_weak_views(tracer: Any, args: tuple[Any, ...]) -> None:
+    """A GraphBreak where an argument is ``x[n]`` indexed by an int argument (a copy in the
+    plan, a view in eager mode) and x was written in place since: eager mode's shows the
+    write."""
+    for a in args:
+        if isinstance(a, Tensor) and type(a._data) is MetaArray:
+            seen = tracer.weak_views.get(id(a._data))
+            if seen is not None and seen[0].node != seen[1]:
+                raise GraphBreak("a tensor indexed by an int argument, whose base was written "
+                                 "in place since (eager mode's view shows the write)")
 
 
 def _half_with_number(prim: Primitive, args: tuple[Any, ...], weak: Any) -> bool:

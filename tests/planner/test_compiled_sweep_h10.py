@@ -230,3 +230,40 @@ def test_python_float_remainder_of_a_float_argument_keeps_pythons_zero_sign() ->
     got, want, _ = _both(step, [(x, f) for f in (7.0, 1.0, -7.0, -0.0, 0.0, 5.5)])
     for g, w in zip(got, want, strict=True):
         _assert_same(g, w)
+
+
+def test_a_row_picked_by_an_int_argument_is_a_view_as_in_eager_mode() -> None:
+    """``v = w[n]`` is a view of w in eager mode: ``v.mul_(2)`` writes w, and a write to w
+    shows in v. With n a plan input the plan's ``w[n]`` was a copy (an index tensor): both
+    writes were lost without a warning. A read-only ``w[n]`` stays an input's."""
+    x = rt.arange(3.0)
+
+    def run(compiled: bool) -> tuple[list[Any], Any, int]:
+        w = rt.zeros(4, 3)
+
+        def step(x: Any, n: int) -> Any:
+            w[n] += x
+            v = w[n]
+            v.mul_(2)
+            v[1:].add_(1)
+            u = w[n - 1]
+            w.add_(1)
+            return w.clone(), u * 1
+
+        fn = planner.compile(step) if compiled else step
+        return [fn(x, n) for n in (0, 1, 3, 2, -1, 1)], w, getattr(fn, "captures", 0)
+
+    want, w_want, _ = run(False)
+    got, w_got, _ = run(True)
+    for g, v in zip(got, want, strict=True):
+        _assert_same(g, v)
+    _assert_same(w_got, w_want)
+
+    def read(xs: Any, n: int) -> Any:
+        return xs[n % 4] * 2
+
+    xs = rt.arange(12.0).reshape(4, 3)
+    got, want, compiled = _both(read, [(xs, n) for n in (0, 1, 2, 3, 5)])
+    for g, v in zip(got, want, strict=True):
+        _assert_same(g, v)
+    assert compiled.captures == 2
