@@ -26,7 +26,7 @@ from runtime.autograd.grad_mode import _set as set_grad_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
 from runtime.creation import Generator, default_generator
-from runtime.ops.dispatch import INT_INPUT_BOUND
+from runtime.ops.dispatch import INT_INPUT_BOUND, stale_weak_view
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
@@ -891,6 +891,8 @@ class Tracer:
                 # the caller will differentiate it: a replayed plan has no graph to offer
                 raise GraphBreak("the step returns a tensor that requires grad without "
                                  "calling backward() inside the step")
+            if self.weak_views and type(value._data) is MetaArray:
+                stale_weak_view(self, value._data)
             return ("node", self._read(value))
         if isinstance(value, tuple):
             return ("tuple", [self._template(v) for v in value])

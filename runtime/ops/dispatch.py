@@ -587,10 +587,18 @@ def _check_weak_views(tracer: Any, args: tuple[Any, ...]) -> None:
     write."""
     for a in args:
         if isinstance(a, Tensor) and type(a._data) is MetaArray:
-            seen = tracer.weak_views.get(id(a._data))
-            if seen is not None and seen[0].node != seen[1]:
-                raise GraphBreak("a tensor indexed by an int argument, whose base was written "
-                                 "in place since (eager mode's view shows the write)")
+            stale_weak_view(tracer, a._data)
+
+
+def stale_weak_view(tracer: Any, cell: MetaArray) -> None:
+    """A GraphBreak where ``cell`` (or a view it was taken from: its ``detach()``) is
+    ``x[n]`` indexed by an int argument and x was written in place since."""
+    while cell is not None:
+        seen = tracer.weak_views.get(id(cell))
+        if seen is not None and seen[0].node != seen[1]:
+            raise GraphBreak("a tensor indexed by an int argument, whose base was written "
+                             "in place since (eager mode's view shows the write)")
+        cell = cell.view_of
 
 
 def _half_with_number(prim: Primitive, args: tuple[Any, ...], weak: Any) -> bool:

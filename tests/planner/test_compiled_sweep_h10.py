@@ -267,3 +267,26 @@ def test_a_row_picked_by_an_int_argument_is_a_view_as_in_eager_mode() -> None:
     for g, v in zip(got, want, strict=True):
         _assert_same(g, v)
     assert compiled.captures == 2
+
+
+def test_a_row_picked_by_an_int_argument_shows_the_optimizer_step() -> None:
+    """``v = emb.weight[n]`` then ``opt.step()``: eager mode's v is a view of the weight,
+    its returned ``v.detach()`` the row after the step; the plan returned the row before
+    it."""
+    def run(compiled: bool) -> list[list[float]]:
+        rt.manual_seed(0)
+        emb = rt.nn.Embedding(5, 3)
+        opt = rt.optim.SGD(emb.parameters(), lr=0.1)
+
+        def step(x: Any, n: int) -> Any:
+            opt.zero_grad()
+            v = emb.weight[n]
+            (v * x).sum().backward()
+            opt.step()
+            return v.detach()
+
+        fn = planner.compile(step) if compiled else step
+        x = rt.arange(3.0)
+        return [fn(x, n).numpy().tolist() for n in (0, 1, 4, 2, 3, 1)]
+
+    assert run(True) == run(False)
