@@ -498,6 +498,11 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         # Python's float % gives a zero the divisor's sign (-0.0 % 0.1 is 0.0), the plan's
         # the dividend's
         raise GraphBreak("remainder of Python floats")
+    if weak and prim.name == "pow" and 0 in weak and dt.is_floating_point and (
+            1 in weak and args[1].dtype.is_floating_point or type(args[1]) is float) and all(
+            i in weak for i, a in enumerate(args) if isinstance(a, Tensor)):
+        # Python's ``f ** 0.5`` is a complex number for a negative f, the plan's nan
+        raise GraphBreak("a Python float argument to a fractional power")
     if weak and prim.name == "pow" and 1 in weak and not dt.is_floating_point:
         # an integer tensor to a negative int's power is an error in eager mode (PyTorch's
         # check of the Python number), where the plan's power would give 0

@@ -290,3 +290,26 @@ def test_a_row_picked_by_an_int_argument_shows_the_optimizer_step() -> None:
         return [fn(x, n).numpy().tolist() for n in (0, 1, 4, 2, 3, 1)]
 
     assert run(True) == run(False)
+
+
+def test_a_fractional_power_of_a_float_argument_is_pythons() -> None:
+    """Python's ``f ** 0.5`` is a complex number for f = -4.0 (its abs 2.0): the plan's
+    power gave nan. ``gamma ** epoch`` (an int argument's power of a constant) stays an
+    input's."""
+    x = rt.arange(3.0)
+
+    def step(x: Any, f: float) -> Any:
+        return x + 1, abs(f ** 0.5)
+
+    got, want, _ = _both(step, [(x, f) for f in (4.0, 9.0, -4.0, 2.25)])
+    for g, w in zip(got, want, strict=True):
+        _assert_same(g[0], w[0])
+        assert type(g[1]) is type(w[1]) and g[1] == w[1]
+
+    def decay(x: Any, epoch: int) -> Any:
+        return x * 0.9 ** epoch, 0.5 ** epoch
+
+    got, want, compiled = _both(decay, [(x, e) for e in (0, 1, 2, 5, 3)])
+    for g, w in zip(got, want, strict=True):
+        _assert_same(g, w)
+    assert compiled.captures == 2
