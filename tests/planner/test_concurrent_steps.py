@@ -115,6 +115,18 @@ def counts(p: np.ndarray) -> tuple[float, float]:
 
 @pytest.mark.parametrize("backend", ["llvm", "interpreter"])
 def test_steps_sharing_a_lock_never_interleave(backend: str) -> None:
+    # the watcher must see the calls progress (else it watched nothing): on a loaded machine
+    # it may not be scheduled before they end, so the run is tried again, up to 3 times
+    for _ in range(3):
+        seen = _watched_run(backend)
+        if len(set(seen)) > 2:
+            break
+    assert len(set(seen)) > 2 and all(i == int(i) and j == int(j) for i, j in seen)
+
+
+def _watched_run(backend: str) -> list[tuple[float, float]]:
+    """Two steps sharing a lock, called from four threads while a fifth reads the state
+    under the lock: each state it reads is whole calls', none lost; what it saw."""
     step_a, step_b, w, b = shared_model_steps(backend)
     assert step_b.lock is step_a.lock
     xa = rt.from_numpy(np.array([1.0, 0.0, 1.0]))
@@ -144,9 +156,9 @@ def test_steps_sharing_a_lock_never_interleave(backend: str) -> None:
 
     in_threads(calls(step_a, xa), calls(step_b, xb), calls(step_a, xa), calls(step_b, xb),
                watch)
-    # no update was lost, and the watcher saw the calls progress in whole steps
+    # no update was lost
     assert counts(w.detach().numpy()) == counts(b.detach().numpy()) == (2 * CALLS, 2 * CALLS)
-    assert len(set(seen)) > 2 and all(i == int(i) and j == int(j) for i, j in seen)
+    return seen
 
 
 def test_lock_must_be_a_lock() -> None:
