@@ -236,6 +236,8 @@ def add(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
         out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, add(input, other, alpha=alpha), "add")
+    if _number_stand_in(alpha):
+        return _add_number_alpha(input, other, alpha)
     if alpha != 1 and _is_bool(input) and _is_bool(other) and not isinstance(alpha, float):
         # bools: alpha as a bool, as PyTorch's
         return apply(P.ADD, input, other if alpha else False)
@@ -251,6 +253,30 @@ def _fused_alpha(input: Any, other: Any, alpha: Any) -> bool:  # noqa: A002
     return (isinstance(input, Tensor) and isinstance(other, Tensor)
             and input.dtype.is_floating_point and other.dtype is input.dtype
             and other.device == input.device and type(alpha) in (int, float))
+
+
+def _number_stand_in(alpha: Any) -> bool:
+    """Whether ``alpha`` is the tensor that stands for a compiled step's number argument
+    (or a number computed from them) in its capture (planner.capture: add_scalar_input):
+    read at each replay, where a Python number is baked in."""
+    if not isinstance(alpha, Tensor) or type(alpha._data) is not MetaArray:
+        return False
+    from ..tracing import active_tracer
+
+    return alpha._data.node in getattr(active_tracer(), "weak_nodes", ())
+
+
+def _add_number_alpha(input: Any, other: Any, alpha: Tensor, inplace: bool = False  # noqa: A002
+                      ) -> Tensor:
+    """add (or add_) with an alpha standing for a number argument (``p.add_(g,
+    alpha=-lr)`` with ``lr`` passed per call): where PyTorch's float kernel rounds input +
+    alpha * other once, that fma as an addcmul by the alpha (rounded to the tensors' dtype,
+    as the kernel takes it); elsewhere other scaled, then added."""
+    run = apply_inplace if inplace else apply
+    if _fused_alpha(input, other, 1.0):
+        return run(P.ADDCMUL, input, other, alpha, value=1)
+    return run(P.ADD, input, _scaled(other, alpha) if isinstance(other, Tensor)
+               else mul(alpha, other))
 
 
 def _alpha_in(dtype: D.DType, alpha: Any) -> float:
@@ -284,6 +310,8 @@ def sub(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(input) or _is_bool(other):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
+    if _number_stand_in(alpha):
+        return _add_number_alpha(input, other, neg(alpha))
     if alpha != 1 and _fused_alpha(input, other, alpha):
         return apply(P.SUB_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
     return apply(P.SUB, input, other if alpha == 1 else _scaled(other, alpha))
@@ -1536,6 +1564,8 @@ _MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackw
 
 
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if _number_stand_in(alpha):
+        return _add_number_alpha(t, other, alpha, inplace=True)
     if alpha != 1 and _fused_alpha(t, other, alpha):
         return apply_inplace(P.ADD_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
     return apply_inplace(P.ADD, t, other if alpha == 1 else _scaled(other, alpha)
@@ -1543,6 +1573,8 @@ def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    if _number_stand_in(alpha):
+        return _add_number_alpha(t, other, neg(alpha), inplace=True)
     if alpha != 1 and _fused_alpha(t, other, alpha):
         return apply_inplace(P.SUB_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
     return apply_inplace(P.SUB, t, other if alpha == 1 else _scaled(other, alpha)

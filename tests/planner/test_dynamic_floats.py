@@ -214,3 +214,45 @@ def test_the_dynamic_option(dynamic: bool | None, captures: int) -> None:
 def test_the_dynamic_option_is_checked() -> None:
     with pytest.raises(TypeError, match="dynamic must be None, True or False"):
         planner.compile(lambda x: x, dynamic="yes")
+
+
+@pytest.mark.parametrize("kind", ["add_", "sub_", "data", "add", "sub"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_an_alpha_from_a_float_argument_is_an_input(kind: str, dtype: str) -> None:
+    """A hand-written update ``p.add_(p.grad, alpha=-lr)`` with lr passed per call: the
+    alpha is read at each replay, input + alpha * other rounded once as PyTorch's kernel
+    (the plan's addcmul by it): eager's bits, two captures (it captured per value, until the
+    recompile limit made the calls eager)."""
+    def run(compiled: bool) -> tuple[np.ndarray, Any]:
+        rt.manual_seed(0)
+        dt = getattr(rt, dtype)
+        p = rt.randn(64, dtype=dt, requires_grad=True)
+
+        def step(x: Any, lr: float) -> Any:
+            loss = (p * x).pow(2).sum()
+            loss.backward()
+            with rt.no_grad():
+                if kind == "add_":
+                    p.add_(p.grad, alpha=-lr)
+                elif kind == "sub_":
+                    p.sub_(p.grad, alpha=lr)
+                elif kind == "data":
+                    p.data.add_(p.grad, alpha=-lr)
+                elif kind == "add":
+                    p.copy_(rt.add(p, p.grad, alpha=-lr))
+                else:
+                    p.copy_(rt.sub(p, p.grad, alpha=lr))
+            p.grad = None
+            return loss.detach()
+
+        fn = planner.compile(step) if compiled else step
+        x = rt.randn(64, dtype=dt)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            for lr in (0.1, 0.05, 0.02, 0.3, 0.001, 0.7):
+                fn(x, lr)
+        return p.detach().float().numpy(), fn
+
+    (got, compiled), (want, _) = run(True), run(False)
+    np.testing.assert_array_equal(got, want)
+    assert compiled.captures == 2
