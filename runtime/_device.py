@@ -149,7 +149,9 @@ def canonical_device(device: object) -> str:
         return name
     if not isinstance(device, str):  # an index (the accelerator's), another object
         return canonical_device(globals()["device"](device))
-    globals()["device"](name)  # PyTorch's error for the string, where it has one
+    parsed = globals()["device"](name)  # PyTorch's error for the string, where it has one
+    if parsed.type == "cpu":  # "cpu:N": the CPU, as PyTorch's tensors are on
+        return "cpu"
     raise ValueError(f"unknown device {name!r}: expected 'cpu', 'cuda' or 'cuda:N'")
 
 

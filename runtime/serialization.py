@@ -331,14 +331,24 @@ def _placed(arr: np.ndarray, dtype: D.DType, saved: str, map_location: MapLocati
     return Tensor._make(move_array(arr, device), dtype, device)
 
 
+# the map_location tags torch 2.13 registers a restorer for
+_RESTORED_TAGS = ("cpu", "cuda", "mps", "meta", "xpu", "hpu", "mtia", "privateuseone")
+
+
 def _restore_location(location: Any) -> str:
     """The device a ``map_location`` string names, or torch's error for one it does not
     know."""
+    # torch tries its restorers by the tag's prefix (cpu, cuda, mps, ...): a string none of
+    # them takes is its own error, one that they take is parsed as a device
+    unknown = RuntimeError("don't know how to restore data location of "
+                           f"torch.storage.UntypedStorage (tagged with {location})")
+    if isinstance(location, str) and (not location.startswith(_RESTORED_TAGS)
+                                      or location.startswith("cpu:")):  # cpu's takes "cpu"
+        raise unknown
     try:
         return canonical_device(location)
     except ValueError:
-        raise RuntimeError("don't know how to restore data location of "
-                           f"torch.storage.UntypedStorage (tagged with {location})") from None
+        raise unknown from None
 
 
 def _check_entry(e: Any, i: int, data_size: int, name: str) -> tuple[D.DType, tuple[int, ...]]:
