@@ -1098,6 +1098,11 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
         elif op == "BINARY_OP" or op.startswith(_BINARY_3_10):
             escape([pop(), pop()])
             stack.append(None)
+        elif op in ("BUILD_TUPLE", "BUILD_LIST", "BUILD_SET") and ins.arg <= len(stack):
+            # its items are used whole (escape); what is below them is not (a list's append
+            # of a tuple built here, ``log.append((k, v))``, keeps the list unread)
+            escape([pop() for _ in range(ins.arg)])
+            stack.append(None)
         elif op in ("COPY", "DUP_TOP"):
             n = 1 if op == "DUP_TOP" else ins.arg
             stack.append(stack[-n] if len(stack) >= n else None)

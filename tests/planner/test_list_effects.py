@@ -155,3 +155,28 @@ def test_a_tensor_added_to_a_set_runs_eagerly() -> None:
         for _ in range(3):
             compiled(x)
     assert len(seen) == 3 and all(type(t._data) is np.ndarray for t in seen)
+
+
+def test_a_tuple_built_in_the_step_and_appended_is_appended_at_every_replay() -> None:
+    """``log.append((k, "step"))``: building the tuple used the list below it whole (the
+    bytecode walk let every unmodelled op escape the stack), so the step ran eagerly."""
+    def make() -> tuple[list[Any], Any]:
+        log: list[Any] = []
+
+        def step(x: Any, k: int) -> Any:
+            log.append((k, "step"))
+            log.extend([1, 2])
+            return (x * 2).sum()
+        return log, step
+
+    want_log, step = make()
+    x = rt.arange(3.0)
+    for k in (1, 1, 1, 2, 2):
+        step(x, k)
+    got_log, step = make()
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for k in (1, 1, 1, 2, 2):
+            compiled(x, k)
+    assert got_log == want_log and compiled.captures == 2
