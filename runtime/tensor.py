@@ -74,8 +74,10 @@ class Tensor:
     _base: Tensor | None = None
     _view_chain: tuple[Any, ...] = ()
     _view_version = 0
-    # PyTorch's creation meta of a view: None (default) or "multi_output" (an output of
-    # split/chunk/unbind, or a view of one), which forbids writing it in place with grad
+    # PyTorch's creation meta of a view: None (default), "multi_output" (an output of
+    # split/chunk/unbind or of a custom Function with several differentiable outputs, or a view
+    # of one) or "custom_function" (a view a custom Function returned, an input returned as-is
+    # included), which forbid writing it in place with grad
     _creation: str | None = None
     _grad_acc: Any = None
     _hooks: _HookDict | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .grad_mode import _state as _grad_state
@@ -57,6 +58,11 @@ class BackwardCFunction(Node):
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
         return self.ctx.saved_tensors
+
+    @property
+    def needs_input_grad(self) -> tuple[bool, ...]:
+        """PyTorch's node is the ctx: ``y.grad_fn.needs_input_grad`` is forward's."""
+        return self.ctx.needs_input_grad
 
     def apply(self, grads: list[Any]) -> list[Any]:
         from ..creation import zeros
@@ -124,6 +130,14 @@ class Function:
 
     vjp = backward  # PyTorch's other name: a Function defines one of the two
 
+    # PyTorch's vmap support: a Function sets generate_vmap_rule or overrides vmap
+    generate_vmap_rule = False
+
+    @staticmethod
+    def vmap(info: Any, in_dims: Any, *args: Any) -> Any:
+        raise NotImplementedError("To use autograd.Function with vmap, you must either override "
+                                  "the vmap staticmethod or set generate_vmap_rule=True.")
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(
             "Legacy autograd function with non-static forward method is deprecated. Please use "
@@ -165,47 +179,111 @@ class Function:
         finally:
             _grad_state.enabled = prev
         outputs = raw if isinstance(raw, tuple) else (raw,)
-        if not is_diff:
-            return raw
-        _check_ctx(ctx, outputs)
-        edges = [gradient_edge(a) if a.requires_grad else None
-                 for a in args if isinstance(a, Tensor)]
-        metas = [Meta(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else
-                 Meta((), None, "cpu") for o in outputs]
-        node = cls._backward_cls(cls, ctx, edges, metas,
-                                 tuple(isinstance(a, Tensor) for a in args))
-        ctx._node = node
+        node = None
+        if is_diff:
+            _check_ctx(ctx, outputs)
+            edges = [gradient_edge(a) if a.requires_grad else None
+                     for a in args if isinstance(a, Tensor)]
+            metas = [Meta(o.shape, o.dtype, o.device) if isinstance(o, Tensor) else
+                     Meta((), None, "cpu") for o in outputs]
+            node = cls._backward_cls(cls, ctx, edges, metas,
+                                     tuple(isinstance(a, Tensor) for a in args))
+            ctx._node = node
         dirty = {id(t) for t in ctx._dirty}
         non_diff = {id(t) for t in ctx._non_differentiable}
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
         wrapped: list[Any] = []
+        n_diff = 0
         for i, o in enumerate(outputs):
             if not isinstance(o, Tensor):
                 wrapped.append(o)
                 continue
-            if id(o) in dirty:
+            is_input, is_dirty = id(o) in inputs, id(o) in dirty
+            differentiable = (node is not None and id(o) not in non_diff
+                              and o.dtype.is_floating_point)
+            if is_dirty:
+                o._vc.v += 1  # PyTorch's _mark_dirty bumps the version, grad or not
+            if is_dirty and differentiable:
                 if o.is_leaf and o.requires_grad:
                     raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                        "in-place operation.")
-                o._vc.v += 1
-                out = o
-            elif id(o) in inputs:
-                out = o.detach()  # a fresh alias
-            else:
-                out = o
-            if id(o) in non_diff or not o.dtype.is_floating_point:
-                if out is o and id(o) not in dirty:
+                base = o._base
+                if base is not None and base._rg and base._grad_fn is None:
+                    from ..ops.inplace import ERR_VIEW_OF_LEAF_INPLACE
+
+                    raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
+                if not is_input:
+                    warnings.warn("ctx.mark_dirty() received a tensor that was not an input. "
+                                  "Only input Tensors that have been mutated should be passed to "
+                                  "ctx.mark_dirty().", UserWarning, stacklevel=2)
+                if o._base is not None and len(outputs) > 1:
+                    raise RuntimeError(_ERR_DIRTY_VIEW_MULTI)
+            if not differentiable:
+                if not o._rg:  # PyTorch (_wrap_outputs): an input returned as-is is an alias
+                    out = _view_as_self(o) if is_input and not is_dirty else o
+                else:
                     out = o.detach()
-                out._rg = False
+                    out._rg = False
+            elif is_dirty:
+                out = o
+            elif is_input:
+                out = _view_as_self(o)  # a fresh alias (a view, as PyTorch's)
             else:
+                out = o
+            if differentiable and is_dirty and o._base is not None:
+                # a view written in place: its base's history goes through the node, as an
+                # in-place op's (PyTorch's rebase_history: CopySlices)
+                from ..ops.inplace import _copy_slices
+
+                _copy_slices(out, node)  # type: ignore[arg-type]
+                n_diff += 1
+            elif differentiable:
+                old_fn, old_nr = out._grad_fn, out.output_nr
                 out._grad_fn = node
                 out.output_nr = i
                 out._rg = True
+                n_diff += 1
+                if is_dirty:  # its retain_grad follows it onto the node, as an in-place op's
+                    from ..ops.inplace import _move_retains_grad
+
+                    _move_retains_grad(out, old_fn, old_nr)
+            if not (is_input and is_dirty) and out._base is not None:
+                out._creation = "custom_function"  # PyTorch's CreationMeta::IN_CUSTOM_FUNCTION
             wrapped.append(out)
+        if n_diff > 1:  # several differentiable outputs: their views are multi-output ones
+            for out in wrapped:
+                if isinstance(out, Tensor) and out._base is not None:
+                    out._creation = "multi_output"
+        if node is None:
+            return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
         ctx._saved = [SavedTensor(t, t._grad_fn is node) if isinstance(t, Tensor) else None
                       for t in ctx._to_save]
         ctx._to_save = ()
         return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
+
+
+_ERR_DIRTY_VIEW_MULTI = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
+    "this change.")
+
+
+def _view_as_self(t: Any) -> Any:
+    """PyTorch's _view_as_self_with_no_grad: ``t.view_as(t)`` with grad disabled (a new
+    tensor, a view of ``t``, even where nothing requires grad)."""
+    from ..ops import prims as P
+    from ..ops.dispatch import apply
+
+    prev = _grad_state.enabled
+    _grad_state.enabled = False
+    try:
+        return apply(P.RESHAPE, t, shape=t.shape)
+    finally:
+        _grad_state.enabled = prev
 
 
 def _check_ctx(ctx: FunctionCtx, outputs: tuple[Any, ...]) -> None:

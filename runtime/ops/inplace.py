@@ -62,7 +62,8 @@ def _written_view(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any])
 
 
 def view_rebase_error(t: Tensor, indirect: bool, written: str | None = None) -> str:
-    """PyTorch's error (handle_view_on_rebase) for a multi-output view written in place
+    """PyTorch's error (handle_view_on_rebase) for a multi-output view (or one a custom
+    Function returned) written in place
     (``indirect``: its base or another view of it was, and its history is asked for;
     ``written``: the op of the view of t an indexed assignment writes, output 0)."""
     fn = t._grad_fn
@@ -75,6 +76,12 @@ def view_rebase_error(t: Tensor, indirect: bool, written: str | None = None) -> 
     else:
         msg = (f"Output {t.output_nr} of {_BACKWARD_SUFFIX.sub('', fn.name())} is a view and "
                f"{modified} modified inplace.")
+    if t._creation == "custom_function":
+        return msg + (" This view was created inside a custom Function (or because an input was "
+                      "returned as-is) and the autograd logic to handle view+inplace would "
+                      "override the custom backward associated with the custom Function, leading "
+                      "to incorrect gradients. This behavior is forbidden. You can fix this by "
+                      "cloning the output of the custom Function.")
     return msg + (" This view is the output of a function that returns multiple views. Such "
                   "functions do not allow the output views to be modified inplace. You should "
                   "replace the inplace operation by an out-of-place one.")

@@ -1,0 +1,254 @@
+"""Autograd engine and API sweep against PyTorch 2.13 (h11): custom Functions' outputs that are
+views (PyTorch's creation metas), inputs marked dirty that are views, the node's attributes."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+LIBS = [rt, torch]
+
+CUSTOM = ("This view was created inside a custom Function (or because an input was returned "
+          "as-is) and the autograd logic to handle view+inplace would override the custom "
+          "backward associated with the custom Function, leading to incorrect gradients. This "
+          "behavior is forbidden. You can fix this by cloning the output of the custom Function.")
+MULTI = ("This view is the output of a function that returns multiple views. Such functions do "
+         "not allow the output views to be modified inplace. You should replace the inplace "
+         "operation by an out-of-place one.")
+
+
+def _text(e: BaseException) -> str:
+    return str(e).replace("torch.", "runtime.")
+
+
+def _flat_view(lib: Any) -> Any:
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            return a.view(-1)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g.view(2, 2) * 2
+
+    return F
+
+
+def _identity(lib: Any) -> Any:
+    class Id(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            return a
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2
+
+    return Id
+
+
+def _scale_in_place(lib: Any, n_out: int = 1) -> Any:
+    class Dirty(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            a.mul_(2)
+            ctx.mark_dirty(a)
+            return a if n_out == 1 else (a, a * 3)
+
+        @staticmethod
+        def backward(ctx: Any, g: Any, *rest: Any) -> Any:
+            return g * 2
+
+    return Dirty
+
+
+def _view_cases(lib: Any) -> dict[str, Any]:
+    def x22() -> Any:
+        return lib.ones(2, 2, requires_grad=True)
+
+    def nonleaf() -> None:
+        _flat_view(lib).apply(x22() * 1).mul_(2)
+
+    def leaf() -> None:
+        _flat_view(lib).apply(x22()).mul_(2)
+
+    def setitem() -> None:
+        _flat_view(lib).apply(x22() * 1)[0] = 3
+
+    def view_of_view() -> None:
+        _flat_view(lib).apply(x22() * 1)[1:].mul_(3)
+
+    def as_is() -> None:
+        _identity(lib).apply(x22() * 1).mul_(2)
+
+    def as_is_leaf() -> None:
+        _identity(lib).apply(x22()).mul_(2)
+
+    def no_input_requires_grad() -> None:  # the view exists; writing it with grad is refused
+        _flat_view(lib).apply(lib.ones(2, 2)).mul_(lib.ones(4, requires_grad=True))
+
+    def base_written_then_backward() -> None:
+        y = x22() * 1
+        z = _flat_view(lib).apply(y)
+        y.mul_(2)
+        z.sum().backward()
+
+    def written_under_no_grad() -> None:
+        z = _flat_view(lib).apply(x22() * 1)
+        with lib.no_grad():
+            z.mul_(2)
+        z.sum().backward()
+
+    def two_outputs() -> None:
+        class F(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx: Any, a: Any) -> Any:
+                return a[0], a * 2
+
+            @staticmethod
+            def backward(ctx: Any, g: Any, h: Any) -> Any:
+                return h * 2
+
+        z, w = F.apply(x22() * 1)
+        w.mul_(2)  # not a view: fine
+        z.mul_(2)
+
+    return {k: v for k, v in locals().items() if callable(v) and k != "x22"}
+
+
+VIEW_EXPECTED = {
+    "nonleaf": f"Output 0 of F is a view and is being modified inplace. {CUSTOM}",
+    "leaf": f"Output 0 of F is a view and is being modified inplace. {CUSTOM}",
+    "setitem": f"Output 0 of Select is a view and is being modified inplace. {CUSTOM}",
+    "view_of_view": f"Output 0 of Slice is a view and is being modified inplace. {CUSTOM}",
+    "as_is": f"Output 0 of Id is a view and is being modified inplace. {CUSTOM}",
+    "as_is_leaf": f"Output 0 of Id is a view and is being modified inplace. {CUSTOM}",
+    "no_input_requires_grad": ("A view was created in no_grad mode and is being modified inplace "
+                               f"with grad mode enabled. {CUSTOM}"),
+    "base_written_then_backward": ("Output 0 of F is a view and its base or another view of its "
+                                   f"base has been modified inplace. {CUSTOM}"),
+    "written_under_no_grad": ("Output 0 of F is a view and its base or another view of its base "
+                              f"has been modified inplace. {CUSTOM}"),
+    "two_outputs": f"Output 0 of F is a view and is being modified inplace. {MULTI}",
+}
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+@pytest.mark.parametrize("case", sorted(VIEW_EXPECTED))
+def test_custom_function_view_outputs_refuse_in_place_writes(lib: Any, case: str) -> None:
+    with pytest.raises(RuntimeError) as ei:
+        _view_cases(lib)[case]()
+    assert _text(ei.value) == VIEW_EXPECTED[case]
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_custom_function_returns_a_fresh_alias_of_an_input(lib: Any) -> None:
+    x = lib.ones(2, requires_grad=True)
+    y = _identity(lib).apply(x)
+    assert y is not x and y._base is x and y.grad_fn is not None
+    with lib.no_grad():
+        z = _identity(lib).apply(x)
+    assert z is not x and not z.requires_grad
+    b = lib.ones(2)
+    c = _identity(lib).apply(b)
+    assert c is not b and c._base is b
+    c.mul_(2)  # nothing requires grad: a plain write through the alias
+    assert b.tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_custom_function_dirty_view_input_rebases_its_base(lib: Any) -> None:
+    x = lib.ones(2, 2, requires_grad=True)
+    a = x.clone()
+    v = a[0]
+    b = _scale_in_place(lib).apply(v)
+    assert b is v and b.grad_fn.name() == "AsStridedBackward0"
+    assert "CopySlices" in a.grad_fn.name()
+    b.mul_(3)
+    a.sum().backward()
+    np.testing.assert_array_equal(np.asarray(x.grad.tolist()), [[6.0, 6.0], [1.0, 1.0]])
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_custom_function_dirty_input_errors_and_warning(lib: Any) -> None:
+    x = lib.ones(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError) as ei:
+        _scale_in_place(lib, n_out=2).apply(x.clone()[0])
+    assert str(ei.value).startswith("If your Function modifies inplace an input that is a view "
+                                    "of another Tensor, your Function cannot return more than "
+                                    "one Tensor. This is not supported by the current autograd "
+                                    "engine.")
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is "
+                                           "being used in an in-place operation.$"):
+        _scale_in_place(lib).apply(x[0])
+
+    class NotInput(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            b = a * 2
+            b.add_(1)
+            ctx.mark_dirty(b)
+            return b
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * 2
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        NotInput.apply(lib.ones(2, requires_grad=True)).sum().backward()
+    assert any(str(m.message).startswith("ctx.mark_dirty() received a tensor that was not an "
+                                         "input. Only input Tensors that have been mutated "
+                                         "should be passed to ctx.mark_dirty().") for m in w)
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_custom_function_dirty_input_version_hooks_and_retained_grad(lib: Any) -> None:
+    a = lib.ones(2)
+    v0 = a._version
+    assert _scale_in_place(lib).apply(a) is a and a._version - v0 == 2  # the write and the mark
+
+    x = lib.ones(2, requires_grad=True)
+    a = x.clone()
+    with lib.no_grad():
+        b = _scale_in_place(lib).apply(a)
+    assert b is not a and not b.requires_grad and a.grad_fn.name() == "CloneBackward0"
+
+    seen: list[Any] = []
+    x = lib.ones(2, requires_grad=True)
+    a = x.clone()
+    a.register_hook(lambda g: seen.append(g.tolist()))
+    a.retain_grad()
+    _scale_in_place(lib).apply(a).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0] and seen == [[2.0, 2.0]]
+    assert a.grad.tolist() == [1.0, 1.0]  # the gradient of its new value
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_custom_function_node_attributes_and_vmap_defaults(lib: Any) -> None:
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any, b: Any, k: float) -> Any:
+            ctx.save_for_backward(a)
+            return a * b * k
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g, None, None
+
+    x = lib.ones(2, requires_grad=True)
+    y = F.apply(x, lib.ones(2), 3.0)
+    assert y.grad_fn.needs_input_grad == (True, False, False)
+    assert [t is x for t in y.grad_fn.saved_tensors] == [True]
+    assert F.generate_vmap_rule is False
+    with pytest.raises(NotImplementedError, match="^To use autograd.Function with vmap, you must "
+                                                  "either override the vmap staticmethod or set "
+                                                  "generate_vmap_rule=True.$"):
+        F.vmap(None, None)
