@@ -611,15 +611,7 @@ def _run_tensor_hook(hook: Callable[[Any], Any], grad: Any) -> Any:
         raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
     if grad is None:
         return r
-    name = getattr(hook, "__name__", type(hook).__name__)
-    if r.dtype is not grad.dtype:
-        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} got "
-                           f"{r.type()})")
-    if r.device != grad.device:
-        raise RuntimeError(f"hook '{name}' has changed the device of value (was {grad.device} "
-                           f"got {r.device})")
-    if r.shape != grad.shape:
-        raise RuntimeError(f"hook '{name}' has changed the size of value")
+    _check_hook_value(hook, grad, r)
     return r
 
 
@@ -630,15 +622,57 @@ def _call_function(fn: Node, grads: list[Any]) -> list[Any]:
         for hook in list(fn._pre_hooks.values()):
             r = hook(tuple(grads))
             if r is not None:
-                grads = list(r)
+                grads = _check_hook_tuple(hook, grads, r)
     outputs = fn.apply(grads)
     outputs = validate_outputs(fn, outputs)
     if fn._post_hooks:
         for hook in list(fn._post_hooks.values()):
             r = hook(tuple(outputs), tuple(grads))
             if r is not None:
-                outputs = list(r)
+                outputs = _check_hook_tuple(hook, outputs, r)
     return outputs
+
+
+def _check_hook_tuple(hook: Callable[..., Any], prev: list[Any], result: Any) -> list[Any]:
+    """A Node hook's result (register_prehook / register_hook), checked as PyTorch's
+    check_result: a tuple of as many values, each None or a tensor like the gradient it
+    replaces."""
+    if getattr(hook, "_runtime_internal", False):  # the runtime's own (module backward hooks)
+        return list(result)
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(prev):
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of "
+                           f"values (got {len(result)}, but expected {len(prev)})")
+    for old, new in zip(prev, result):
+        if new is None:
+            continue
+        if old is None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+        _check_hook_value(hook, old, new)
+    return list(result)
+
+
+def _hook_name(hook: Callable[..., Any]) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _check_hook_value(hook: Callable[..., Any], grad: Any, r: Any) -> None:
+    """PyTorch's check_variable_result: a hook's tensor keeps the type, device and size of
+    the gradient it replaces."""
+    from ..tensor import Tensor
+
+    if not isinstance(r, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(r).__name__}'")
+    name = _hook_name(hook)
+    if r.dtype is not grad.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} got "
+                           f"{r.type()})")
+    if r.device != grad.device:
+        raise RuntimeError(f"hook '{name}' has changed the device of value (was {grad.device} "
+                           f"got {r.device})")
+    if r.shape != grad.shape:
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
 
 
 def validate_outputs(fn: Node, grads: list[Any]) -> list[Any]:

@@ -200,7 +200,7 @@ def vjp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         elif len(outputs) != 1 or outputs[0].nelement() != 1:
             raise RuntimeError("The vector v can only be None if the user-provided function "
                                "returns a single Tensor with a single element.")
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(bool(create_graph) or is_grad_enabled()):
         grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
     return _finish(outputs, is_outputs_tuple, res, is_inputs_tuple, create_graph)
@@ -216,7 +216,7 @@ def jvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict=strict)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(bool(create_graph) or is_grad_enabled()):
         grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
     return _finish(outputs, is_outputs_tuple, res, is_outputs_tuple, create_graph)
@@ -362,7 +362,7 @@ def vhp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
     with enable_grad():
         is_inputs_tuple, inputs, is_outputs_tuple, outputs, v, jac = _scalar_jacobian(
             func, inputs, v, create_graph, strict, "vhp")
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(bool(create_graph) or is_grad_enabled()):
         grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back")
     return _finish(outputs, is_outputs_tuple, res, is_inputs_tuple, create_graph)
@@ -378,7 +378,7 @@ def hvp(func: Callable[..., Any], inputs: Any, v: Any = None, create_graph: bool
         grad_jac = tuple(zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _autograd_grad(jac, inputs, grad_jac, create_graph=True)
         _check_requires_grad(jac, "hessian", strict=strict)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
+    with set_grad_enabled(bool(create_graph) or is_grad_enabled()):
         grad_res = _autograd_grad(double_back, grad_jac, v, create_graph=create_graph)
         res = _fill_in_zeros(grad_res, inputs, strict, create_graph, "double_back_trick")
     return _finish(outputs, is_outputs_tuple, res, is_inputs_tuple, create_graph)

@@ -23,6 +23,10 @@ def is_grad_enabled() -> bool:
     return _state.enabled
 
 
+def _typename(v: Any) -> str:
+    return "Tensor" if type(v).__name__ == "Tensor" else type(v).__name__
+
+
 def _set(enabled: bool) -> None:
     _state.enabled = enabled
 
@@ -111,9 +115,22 @@ class set_grad_enabled(_GradModeContext):  # noqa: N801
     """Sets the mode at construction (like torch), and restores it when used as a context."""
 
     def __init__(self, mode: bool) -> None:
-        self._mode = bool(mode)
+        if type(mode) is not bool:  # PyTorch's argument parser takes a bool only
+            raise TypeError("set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {_typename(mode)}")
+        self._mode = mode
         self._prev = _state.enabled
         _state.enabled = self._mode and not _inference.enabled
+
+    @property
+    def mode(self) -> bool:
+        """PyTorch's attribute: the mode it sets."""
+        return self._mode
+
+    @property
+    def prev(self) -> bool:
+        """PyTorch's attribute: the mode before it."""
+        return self._prev
 
     def __enter__(self) -> None:
         pass

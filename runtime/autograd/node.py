@@ -339,7 +339,14 @@ class AccumulateGrad(Node):
         hooks = self.variable.__dict__.get("_post_accumulate_grad_hooks")
         if hooks:
             for hook in list(hooks.values()):
-                hook(self.variable)
+                r = hook(self.variable)
+                if r is not None:  # PyTorch's texts for a hook that returns something
+                    from ..tensor import Tensor
+
+                    if not isinstance(r, Tensor):
+                        raise TypeError("expected Variable, but hook returned "
+                                        f"'{type(r).__name__}'")
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
         return []
 
     def _accumulate(self, new: Tensor) -> None:

@@ -98,6 +98,10 @@ class BackwardHook:
         self.grad_outputs = None
         return tuple(res[i] for i in self.input_index)
 
+    # the engine's checks of a node hook's result are for users' hooks: this one passes
+    # PyTorch's zeros where the engine here gives None
+    _input_grads._runtime_internal = True  # type: ignore[attr-defined]
+
     def setup_output_hook(self, result: Any) -> Any:
         def on_node(node: Any) -> None:
             node.register_hook(self._output_grads)

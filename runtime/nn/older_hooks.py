@@ -44,6 +44,7 @@ def _replace_outputs(node: Any, values: list[Any]) -> None:
         handle.remove()
         return tuple(values)
 
+    replace._runtime_internal = True  # type: ignore[attr-defined]
     handle = node.register_hook(replace)
 
 

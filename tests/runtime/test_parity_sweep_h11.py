@@ -252,3 +252,88 @@ def test_custom_function_node_attributes_and_vmap_defaults(lib: Any) -> None:
                                                   "either override the vmap staticmethod or set "
                                                   "generate_vmap_rule=True.$"):
         F.vmap(None, None)
+
+
+# --- node hooks' results, post-accumulate hooks' results ------------------------------------
+def _hooked(lib: Any, which: str, result: Any) -> Any:
+    x = lib.ones(2, requires_grad=True)
+    y = x * 2
+
+    def hook(*args: Any) -> Any:
+        return result(*args)
+
+    if which == "pre":
+        y.grad_fn.register_prehook(hook)
+    else:
+        y.grad_fn.register_hook(hook)
+    y.sum().backward()
+    return x.grad
+
+
+HOOK_CASES = {  # (pre or post hook of MulBackward0, its result, the error)
+    "pre_list": ("pre", lambda go: [go[0] * 2], TypeError,
+                 "expected tuple, but hook returned 'list'"),
+    "pre_count": ("pre", lambda go: (go[0], go[0]), RuntimeError,
+                  "hook 'hook' has returned an incorrect number of values (got 2, but expected "
+                  "1)"),
+    "pre_int": ("pre", lambda go: (3,), TypeError, "expected Variable, but hook returned 'int'"),
+    "pre_size": ("pre", lambda go: (go[0][:1],), RuntimeError,
+                 "hook 'hook' has changed the size of value"),
+    "pre_dtype": ("pre", lambda go: (go[0].double(),), RuntimeError,
+                  "hook 'hook' has changed the type of value (was runtime.FloatTensor got "
+                  "runtime.DoubleTensor)"),
+    "post_list": ("post", lambda gi, go: [gi[0] * 2, None], TypeError,
+                  "expected tuple, but hook returned 'list'"),
+    "post_count": ("post", lambda gi, go: (gi[0] * 2,), RuntimeError,
+                   "hook 'hook' has returned an incorrect number of values (got 1, but expected "
+                   "2)"),
+    "post_none_replaced": ("post", lambda gi, go: (gi[0], gi[0]), RuntimeError,
+                           "can't replace a None gradient with a non-None value"),
+    "post_int": ("post", lambda gi, go: (3, None), TypeError,
+                 "expected Variable, but hook returned 'int'"),
+    "post_size": ("post", lambda gi, go: (gi[0][:1], None), RuntimeError,
+                  "hook 'hook' has changed the size of value"),
+    "post_dtype": ("post", lambda gi, go: (gi[0].double(), None), RuntimeError,
+                   "hook 'hook' has changed the type of value (was runtime.FloatTensor got "
+                   "runtime.DoubleTensor)"),
+}
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+@pytest.mark.parametrize("case", sorted(HOOK_CASES))
+def test_node_hook_results_are_checked(lib: Any, case: str) -> None:
+    which, result, err, text = HOOK_CASES[case]
+    with pytest.raises(err) as ei:
+        _hooked(lib, which, result)
+    assert _text(ei.value) == text
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_post_accumulate_grad_hook_must_return_none(lib: Any) -> None:
+    for result, err, text in ((lambda t: t * 2, RuntimeError,
+                               "Tensor post accumulate grad hooks should return None."),
+                              (lambda t: 0, TypeError,
+                               "expected Variable, but hook returned 'int'")):
+        x = lib.ones(2, requires_grad=True)
+        x.register_post_accumulate_grad_hook(result)
+        with pytest.raises(err) as ei:
+            (x * 2).sum().backward()
+        assert str(ei.value) == text
+
+
+# --- grad modes -------------------------------------------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_set_grad_enabled_takes_a_bool_and_keeps_mode_and_prev(lib: Any) -> None:
+    for bad, name in ((1, "int"), (None, "NoneType"), (1.0, "float"), (lib.tensor(True),
+                                                                      "Tensor")):
+        with pytest.raises(TypeError) as ei:
+            lib.set_grad_enabled(bad)
+        assert str(ei.value) == ("set_grad_enabled(): argument 'enabled' (position 1) must be "
+                                 f"bool, not {name}")
+        assert lib.is_grad_enabled()
+    ctx = lib.set_grad_enabled(False)
+    try:
+        assert (ctx.mode, ctx.prev, lib.is_grad_enabled()) == (False, True, False)
+        assert ctx.clone().mode is False
+    finally:
+        lib.set_grad_enabled(True)
