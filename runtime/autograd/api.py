@@ -42,46 +42,49 @@ def _grads_seq(grads: Any, n: int) -> tuple[Any, ...]:
 
 def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batched: bool = False
                 ) -> list[Any]:
-    from ..creation import ones_like
+    from ..creation import ones, ones_like
     from ..tensor import Tensor
 
     from .graph import GradientEdge
 
     new: list[Any] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
-        if isinstance(out, GradientEdge):  # no tensor to check against or to make ones of
-            if not isinstance(g, Tensor):
-                raise RuntimeError(f"grad_outputs[{i}]: a gradient edge given as an output "
-                                   "needs its gradient given (grad can be implicitly created "
-                                   "only for scalar outputs)")
-            new.append(g)
-            continue
+        if isinstance(out, GradientEdge):  # its node's metadata stands for the tensor
+            out_shape, out_dtype, out_device = out.node.input_metas[out.output_nr]
+            out_shape = tuple(out_shape)
+        else:
+            out_shape, out_dtype, out_device = out.shape, out.dtype, out.device
         if isinstance(g, Tensor):
-            g_shape = g.shape[1:] if is_grads_batched else g.shape
-            if g_shape != out.shape:
+            # PyTorch compares the first slice of a batched grad (``grad[0]``), and its error
+            # then names that slice's shape less its first dim
+            first = g[0] if is_grads_batched else g
+            if tuple(first.shape) != tuple(out_shape):
                 if is_grads_batched:
+                    if isinstance(out, GradientEdge):
+                        raise RuntimeError("Batched grads are not supported with GradientEdge")
                     raise RuntimeError(
                         "If `is_grads_batched=True`, we interpret the first dimension of each "
                         "grad_output as the batch dimension. The sizes of the remaining "
                         "dimensions are expected to match the shape of corresponding output, "
                         f"but a mismatch was detected: grad_output[{i}] has a shape of "
-                        f"{_size(g_shape)} and output[{i}] has a shape of {_size(out.shape)}. "
-                        "If you only want some tensors in `grad_output` to be considered "
-                        "batched, consider using vmap.")
+                        f"{_size(first.shape[1:])} and output[{i}] has a shape of "
+                        f"{_size(out_shape)}. If you only want some tensors in `grad_output` "
+                        "to be considered batched, consider using vmap.")
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g.shape)} and "
-                    f"output[{i}] has a shape of {_size(out.shape)}.")
+                    f"output[{i}] has a shape of {_size(out_shape)}.")
             # PyTorch only refuses a complex grad_output for a real output (or the reverse);
             # there are no complex dtypes here, and the engine casts the grad to the output's
             new.append(g)
         elif g is None:
-            if out.requires_grad:
-                if out.numel() != 1:
+            if isinstance(out, GradientEdge) or out.requires_grad:
+                if not all(n == 1 for n in out_shape):
                     raise RuntimeError("grad can be implicitly created only for scalar outputs")
-                if not out.dtype.is_floating_point:
+                if not out_dtype.is_floating_point:
                     raise RuntimeError("grad can be implicitly created only for real scalar "
-                                       f"outputs but got {out.dtype}")
-                new.append(ones_like(out))
+                                       f"outputs but got {out_dtype}")
+                new.append(ones_like(out) if isinstance(out, Tensor) else
+                           ones(out_shape, dtype=out_dtype, device=out_device))
             else:
                 new.append(None)
         else:

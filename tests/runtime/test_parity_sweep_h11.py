@@ -337,3 +337,140 @@ def test_set_grad_enabled_takes_a_bool_and_keeps_mode_and_prev(lib: Any) -> None
         assert ctx.clone().mode is False
     finally:
         lib.set_grad_enabled(True)
+
+
+# --- gradcheck / gradgradcheck ----------------------------------------------------------------
+def _d(lib: Any, n: int = 3, seed: int = 0) -> Any:
+    return lib.tensor(np.random.RandomState(seed).randn(n), dtype=lib.float64,
+                      requires_grad=True)
+
+
+def _custom(lib: Any, backward: Any, materialize: bool = True, n_out: int = 1) -> Any:
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            ctx.set_materialize_grads(materialize)
+            ctx.save_for_backward(a)
+            return a * 2 if n_out == 1 else (a * 2, a * 3)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            return backward(lib, ctx.saved_tensors[0], *grads)
+
+    return F
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradcheck_mismatch_text_prints_tensors(lib: Any) -> None:
+    f = _custom(lib, lambda lib, a, g: g * 3).apply
+    with pytest.raises(RuntimeError) as ei:  # (a GradcheckError)
+        lib.autograd.gradcheck(f, (lib.tensor([1.0, 2.0], dtype=lib.float64,
+                                               requires_grad=True),))
+    assert _text(ei.value) == (
+        "Jacobian mismatch for output 0 with respect to input 0,\n"
+        "numerical:tensor([[2.0000, 0.0000],\n        [0.0000, 2.0000]], dtype=runtime.float64)\n"
+        "analytical:tensor([[3., 0.],\n        [0., 3.]], dtype=runtime.float64)\n")
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradcheck_outputs_that_do_not_require_grad(lib: Any) -> None:
+    gc = lib.autograd.gradcheck
+    assert gc(lambda a: (a * 2, a.detach() * 3), (_d(lib),))  # only differentiable ones count
+    assert gc(lambda a: (a > 0).double(), (_d(lib),))
+    with pytest.raises(RuntimeError, match="^Numerical gradient for function "
+                                                          "expected to be zero$"):
+        gc(lambda a: a.detach() * 2, (_d(lib),))
+    assert lib.autograd.gradgradcheck(lambda a, b: ((a * b).sin(), a.detach()),
+                                      (_d(lib), _d(lib, seed=1)))
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradcheck_reentrancy_and_nondet_tol(lib: Any) -> None:
+    calls = [0]
+
+    def drifting(lib: Any, a: Any, g: Any) -> Any:
+        calls[0] += 1
+        return g * 2 * (1 + 1e-9 * calls[0])
+
+    f = _custom(lib, drifting).apply
+    assert lib.autograd.gradcheck(f, (_d(lib),), raise_exception=False) is False
+    with pytest.raises(RuntimeError) as ei:
+        lib.autograd.gradcheck(f, (_d(lib),))
+    assert str(ei.value).startswith(
+        "Backward is not reentrant, i.e., running backward with same input and grad_output "
+        "multiple times gives different values, although analytical gradient matches numerical "
+        "gradient.The tolerance for nondeterminism was 0.0.\n\nNOTE: If your op relies on "
+        "non-deterministic operations")
+    assert lib.autograd.gradcheck(f, (_d(lib),), nondet_tol=1e-6)
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradcheck_undefined_and_zero_grad_outputs(lib: Any) -> None:
+    gc = lib.autograd.gradcheck
+    ones_if_undefined = _custom(lib, lambda lib, a, g: g * 2 if g is not None else
+                                lib.ones_like(a), materialize=False).apply
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError, match="^Expected all input grads to be "
+                                                              "undefined or zero when all output "
+                                                              "grads are undefined or zero"):
+            gc(ones_if_undefined, (_d(lib),))
+    assert gc(ones_if_undefined, (_d(lib),), check_undefined_grad=False)
+    both = _custom(lib, lambda lib, a, g, h: None if g is None and h is None else
+                   (0 if g is None else g * 2) + (0 if h is None else h * 3),
+                   materialize=False, n_out=2).apply
+    assert gc(both, (_d(lib),))
+    not_scaled = _custom(lib, lambda lib, a, g: g * 2 + (g == 0).all().double()).apply
+    with pytest.raises(RuntimeError, match="^backward not multiplied by "
+                                                          "grad_output$"):
+        gc(not_scaled, (_d(lib),), check_undefined_grad=False)
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradcheck_options_are_checked(lib: Any) -> None:
+    f = lambda a: a * 2  # noqa: E731
+    with pytest.raises(TypeError, match="unexpected keyword argument 'atoll'"):
+        lib.autograd.gradcheck(f, (_d(lib),), atoll=1)
+    with pytest.raises(AssertionError, match="^Expected at least one of check_forward_ad or "
+                                             "check_backward_ad to be True$"):
+        lib.autograd.gradcheck(f, (_d(lib),), check_backward_ad=False)
+    with pytest.raises(AssertionError, match="^Expected at least one of check_fwd_over_rev or "
+                                             "check_rev_over_rev to be True$"):
+        lib.autograd.gradgradcheck(f, (_d(lib),), check_rev_over_rev=False)
+    with pytest.raises(AssertionError, match="^Setting check_undefined_grad=True requires "
+                                             "check_rev_over_rev to be True$"):
+        lib.autograd.gradgradcheck(f, (_d(lib),), check_rev_over_rev=False,
+                                   check_fwd_over_rev=True)
+
+
+# --- grad_outputs checks: batched grads, gradient edges -----------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_batched_grad_output_errors(lib: Any) -> None:
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * x
+    with pytest.raises(RuntimeError) as ei:
+        lib.autograd.grad(y, x, lib.ones(2, 3, 4), is_grads_batched=True)
+    assert _text(ei.value) == (
+        "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the "
+        "batch dimension. The sizes of the remaining dimensions are expected to match the shape "
+        "of corresponding output, but a mismatch was detected: grad_output[0] has a shape of "
+        "runtime.Size([4]) and output[0] has a shape of runtime.Size([3]). If you only want some "
+        "tensors in `grad_output` to be considered batched, consider using vmap.")
+    with pytest.raises(IndexError, match="^invalid index of a 0-dim tensor"):
+        lib.autograd.grad(y.sum(), x, lib.tensor(1.0), is_grads_batched=True)
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradient_edge_outputs_make_and_check_their_grads(lib: Any) -> None:
+    edge_of = lib.autograd.graph.get_gradient_edge
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (g,) = lib.autograd.grad(edge_of((x * x).sum()), x)  # a scalar edge: ones, as a tensor's
+    assert g.tolist() == [2.0, 4.0, 6.0]
+    with pytest.raises(RuntimeError, match="^grad can be implicitly created only for scalar "
+                                           "outputs$"):
+        lib.autograd.grad(edge_of(x * x), x)
+    with pytest.raises(RuntimeError) as ei:
+        lib.autograd.grad(edge_of(x * x), x, lib.ones(2))
+    assert _text(ei.value) == ("Mismatch in shape: grad_output[0] has a shape of "
+                               "runtime.Size([2]) and output[0] has a shape of "
+                               "runtime.Size([3]).")
