@@ -218,6 +218,7 @@ class Function:
                                   "ctx.mark_dirty().", UserWarning, stacklevel=2)
                 if o._base is not None and len(outputs) > 1:
                     raise RuntimeError(_ERR_DIRTY_VIEW_MULTI)
+                _refuse_captured_dirty_view(o)
             if not differentiable:
                 if not o._rg:  # PyTorch (_wrap_outputs): an input returned as-is is an alias
                     out = _view_as_self(o) if is_input and not is_dirty else o
@@ -270,6 +271,19 @@ _ERR_DIRTY_VIEW_MULTI = (
     "doing the inplace that returns a single Tensor and a second one that does the other "
     "operations). You can ask on the forum https://discuss.pytorch.org/ if you need help to do "
     "this change.")
+
+
+def _refuse_captured_dirty_view(t: Any) -> None:
+    """While planner.compile captures a step: an input marked dirty that is a view of another
+    tensor needs its base's history rebased through the node (CopySlices), which the capture
+    does not do; the step runs eagerly, saying so."""
+    from ..tracing import GraphBreak
+    from ..tracing import _state as trace_state
+
+    tracer = trace_state.tracer
+    if tracer is not None and getattr(tracer.storage_of(t), "view_of", None) is not None:
+        raise GraphBreak("a custom autograd.Function marking dirty (ctx.mark_dirty) an input "
+                         "that is a view of another tensor")
 
 
 def _view_as_self(t: Any) -> Any:
