@@ -9,6 +9,7 @@ from .anomaly import (
 )
 from .api import backward, grad
 from .engine import Engine, GraphTask, InputBuffer, ReadyQueue, get_default_engine
+from .engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,

@@ -115,6 +115,9 @@ class GraphTask(RunState):
         self.owner: str | None = None
         self.nodes_in_graph: set[Node] = set()  # dependencies empties as the run goes
         self.id = next(_graph_task_ids)
+        # PyTorch's checkpoint_valid: a backward that runs every node (no outputs asked for),
+        # and so did the backward it runs inside of, if any
+        self.checkpoint_valid = True
 
     def completed(self) -> bool:
         return self.outstanding_tasks <= 0 or self.has_error
@@ -385,6 +388,8 @@ class Engine:
         gt = GraphTask(keep_graph, create_graph,
                        0 if not_reentrant else _tls.total_depth + 1,
                        ReadyQueue() if not_reentrant else _tls.local_ready_queue)  # type: ignore[arg-type]
+        parent = _tls.graph_task
+        gt.checkpoint_valid = not outputs and (parent is None or parent.checkpoint_valid)
         grads = _validate(roots, list(grads), "invalid gradient")  # a root grad takes its dtype
         skip_dummy = len(roots) == 1
         graph_root: Node = roots[0].function if skip_dummy else GraphRoot(roots, grads)
@@ -725,6 +730,14 @@ def current_graph_task_id() -> int:
     outside one: PyTorch's ``torch._C._current_graph_task_id``."""
     gt = _tls.graph_task
     return -1 if gt is None else gt.id
+
+
+def is_checkpoint_valid() -> bool:
+    """PyTorch's ``torch.autograd._is_checkpoint_valid``: False while a node runs in a
+    backward that computes only some gradients (``autograd.grad``, ``backward(inputs=...)``),
+    or inside one; a reentrant checkpoint refuses to run its backward there."""
+    gt = _tls.graph_task
+    return True if gt is None else gt.checkpoint_valid
 
 
 def will_engine_execute_node(node: Node) -> bool:

@@ -16,9 +16,8 @@ rerun draws anew, is captured as eager runs it: saved_tensors_hooks or a reentra
 which the planner refuses, saying so). A reentrant checkpoint none of whose tensor arguments
 requires grad runs under ``no_grad`` there, as its eager output requires none.
 
-Unlike PyTorch, a reentrant checkpoint inside ``autograd.grad`` is not refused (the engine
-does not say which kind of backward runs): its rerun's backward also sets the parameters'
-``.grad``.
+As PyTorch's, a reentrant checkpoint refuses to run its backward inside ``autograd.grad`` or
+``backward(inputs=...)`` (its rerun's backward would set every parameter's ``.grad``).
 """
 
 from __future__ import annotations
@@ -103,6 +102,14 @@ class CheckpointFunction(Function):
 
     @staticmethod
     def backward(ctx: Any, *grads: Any) -> tuple[Any, ...]:
+        from ..autograd.engine import is_checkpoint_valid
+
+        if not is_checkpoint_valid():
+            raise RuntimeError(
+                "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
+                "passing an `inputs` parameter to .backward(). To resolve this error, you can "
+                "either set use_reentrant=False, or call .backward() without passing the "
+                "`inputs` argument.")
         inputs = list(ctx.inputs)
         for i, t in zip(ctx.tensor_indices, ctx.saved_tensors):
             inputs[i] = t

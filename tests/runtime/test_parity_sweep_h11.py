@@ -474,3 +474,35 @@ def test_gradient_edge_outputs_make_and_check_their_grads(lib: Any) -> None:
     assert _text(ei.value) == ("Mismatch in shape: grad_output[0] has a shape of "
                                "runtime.Size([2]) and output[0] has a shape of "
                                "runtime.Size([3]).")
+
+
+# --- reentrant checkpoint inside a partial backward -------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_reentrant_checkpoint_refuses_grad_and_backward_inputs(lib: Any) -> None:
+    from importlib import import_module
+
+    checkpoint = import_module(lib.__name__ + ".utils.checkpoint").checkpoint
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([3.0, 4.0], requires_grad=True)
+    text = ("When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
+            "passing an `inputs` parameter to .backward(). To resolve this error, you can either "
+            "set use_reentrant=False, or call .backward() without passing the `inputs` "
+            "argument.")
+    for run in (lambda y: lib.autograd.grad(y, x), lambda y: y.backward(inputs=[x])):
+        y = checkpoint(lambda a: (a * w).exp(), x, use_reentrant=True).sum()
+        with pytest.raises(RuntimeError) as ei:
+            run(y)
+        assert str(ei.value).split("\n")[0] == text
+    assert w.grad is None
+    seen: list[bool] = []
+    y = x * 2
+    y.register_hook(lambda g: seen.append(lib.autograd._is_checkpoint_valid()))
+    y.sum().backward()
+    y = x * 2
+    y.register_hook(lambda g: seen.append(lib.autograd._is_checkpoint_valid()))
+    lib.autograd.grad(y.sum(), x)
+    assert seen == [True, False] and lib.autograd._is_checkpoint_valid()
+    y = checkpoint(lambda a: (a * w).exp(), x, use_reentrant=True).sum()
+    y.backward()  # a full backward: fine
+    np.testing.assert_allclose(np.asarray(w.grad.tolist()), [np.exp(3.0), 2 * np.exp(8.0)],
+                               rtol=1e-5)
