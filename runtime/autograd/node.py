@@ -370,7 +370,15 @@ class AccumulateGrad(Node):
         elif is_grad_enabled():
             var.grad = old + new
         else:
-            old._data += new._data  # in place, as PyTorch does outside create_graph
+            data = old._data
+            if not getattr(getattr(data, "flags", None), "writeable", True):
+                from ..ops.inplace import ERR_INTERNAL_OVERLAP, overlaps_internally, \
+                    writable_alias
+
+                if overlaps_internally(data):  # a .grad set to an expand(): PyTorch's add_
+                    raise RuntimeError(ERR_INTERNAL_OVERLAP)
+                data = writable_alias(data)  # (numpy's broadcast views are read-only)
+            data += new._data  # in place, as PyTorch does outside create_graph
             old._vc.v += 1
 
 

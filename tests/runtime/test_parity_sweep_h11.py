@@ -506,3 +506,19 @@ def test_reentrant_checkpoint_refuses_grad_and_backward_inputs(lib: Any) -> None
     y.backward()  # a full backward: fine
     np.testing.assert_allclose(np.asarray(w.grad.tolist()), [np.exp(3.0), 2 * np.exp(8.0)],
                                rtol=1e-5)
+
+
+# --- accumulating into a .grad the user set to an expand() --------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_accumulating_into_an_expanded_grad(lib: Any) -> None:
+    x = lib.ones(3, requires_grad=True)
+    x.grad = lib.ones(1).expand(3)
+    with pytest.raises(RuntimeError, match="^unsupported operation: more than one element of the "
+                                           "written-to tensor refers to a single memory "
+                                           "location. Please clone"):
+        (x * 2).sum().backward()
+    base = lib.ones(3, 1)
+    x = lib.ones(3, 1, requires_grad=True)
+    x.grad = base.expand(3, 1)  # an expand() that shares no element: written in place
+    (x * 2).sum().backward()
+    assert base.flatten().tolist() == [3.0, 3.0, 3.0]
