@@ -24,8 +24,13 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 
 def _set(mode: bool, check_nan: bool) -> None:
+    """PyTorch's torch.set_anomaly_enabled, whose argument parser takes bools only."""
     global _global_enabled, _check_nan
-    _global_enabled, _check_nan = bool(mode), bool(check_nan)
+    for i, (name, v) in enumerate((("enabled", mode), ("check_nan", check_nan))):
+        if type(v) is not bool:
+            raise TypeError(f"set_anomaly_enabled(): argument '{name}' (position {i + 1}) must "
+                            f"be bool, not {type(v).__name__}")
+    _global_enabled, _check_nan = mode, check_nan
 
 
 class detect_anomaly:  # noqa: N801 - PyTorch's name

@@ -522,3 +522,23 @@ def test_accumulating_into_an_expanded_grad(lib: Any) -> None:
     x.grad = base.expand(3, 1)  # an expand() that shares no element: written in place
     (x * 2).sum().backward()
     assert base.flatten().tolist() == [3.0, 3.0, 3.0]
+
+
+# --- anomaly mode's arguments -------------------------------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_anomaly_mode_takes_bools_only(lib: Any) -> None:
+    for args, text in (((1,), "argument 'enabled' (position 1) must be bool, not int"),
+                       ((None,), "argument 'enabled' (position 1) must be bool, not NoneType"),
+                       ((True, 1), "argument 'check_nan' (position 2) must be bool, not int")):
+        with pytest.raises(TypeError) as ei:
+            lib.autograd.set_detect_anomaly(*args)
+        assert str(ei.value) == f"set_anomaly_enabled(): {text}"
+        assert not lib.is_anomaly_enabled()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ctx = lib.autograd.detect_anomaly(check_nan=0)
+    with pytest.raises(TypeError, match=r"^set_anomaly_enabled\(\): argument 'check_nan' "
+                                        r"\(position 2\) must be bool, not int$"):
+        with ctx:
+            pass
+    assert not lib.is_anomaly_enabled()
