@@ -49,6 +49,8 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batche
 
     new: list[Any] = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
+        if not isinstance(out, (Tensor, GradientEdge)):
+            raise AssertionError("Expected output to be a runtime.Tensor")
         if isinstance(out, GradientEdge):  # its node's metadata stands for the tensor
             out_shape, out_dtype, out_device = out.node.input_metas[out.output_nr]
             out_shape = tuple(out_shape)
@@ -91,6 +93,15 @@ def _make_grads(outputs: Sequence[Tensor], grads: Sequence[Any], is_grads_batche
             raise TypeError(f"gradients can be either Tensors or None, but got "
                             f"{type(g).__name__}")
     return new
+
+
+def _check_input(t: Any) -> None:
+    from ..tensor import Tensor
+    from .graph import GradientEdge
+
+    if not isinstance(t, (Tensor, GradientEdge)):
+        raise RuntimeError("all inputs have to be Tensors or GradientEdges, but got "
+                           f"{type(t).__name__}")
 
 
 def _size(shape: tuple[int, ...]) -> str:
@@ -147,6 +158,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     if inputs_t:
         out_edges = []
         for t in inputs_t:
+            _check_input(t)
             if not t.requires_grad:
                 # PyTorch makes each input retain its grad first, and that check speaks
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -201,6 +213,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     from .graph import GradientEdge
 
     for t in ins:
+        _check_input(t)
         if not isinstance(t, GradientEdge) and not t.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     if is_grads_batched:

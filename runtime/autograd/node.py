@@ -156,6 +156,24 @@ class Node:
         return f"<{type(self).__name__} object at {id(self):#x}>"
 
     # --- work -----------------------------------------------------------------------------
+    def __call__(self, *grads: Any) -> Any:
+        """PyTorch's ``grad_fn(*grads)``: the node's backward applied to one gradient per
+        output of its forward (None for an undefined one), without hooks; a lone result is
+        returned as it is, several as a tuple."""
+        from ..tensor import Tensor
+
+        n = len(self.input_metas)
+        if len(grads) != n:
+            raise TypeError(f"expected {n} arguments, got {len(grads)} instead")
+        for i, g in enumerate(grads):
+            if g is not None and not isinstance(g, Tensor):
+                raise TypeError(f"argument {i} is not a Variable")
+        if all(g is None for g in grads):
+            out: list[Any] = [None] * len(self.next_edges)
+        else:
+            out = list(self.apply(list(grads)))
+        return out[0] if len(out) == 1 else tuple(out)
+
     def apply(self, grads: list[Any]) -> list[Any]:
         raise NotImplementedError(f"{self.name()} does not implement apply")
 

@@ -542,3 +542,41 @@ def test_anomaly_mode_takes_bools_only(lib: Any) -> None:
         with ctx:
             pass
     assert not lib.is_anomaly_enabled()
+
+
+# --- calling a node; what grad/backward take as outputs and inputs -----------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_a_node_is_callable(lib: Any) -> None:
+    x = lib.ones(2, requires_grad=True)
+    y = x * x
+    a, b = y.grad_fn(lib.ones(2))
+    assert a.tolist() == [1.0, 1.0] and b.tolist() == [1.0, 1.0]
+    r = (x * 2).grad_fn(lib.tensor([1.0, 3.0]))
+    assert r[0].tolist() == [2.0, 6.0] and r[1] is None  # the scalar operand's slot
+    assert y.grad_fn(None) == (None, None)
+    s = (x * 1).sum().grad_fn(lib.tensor(1.0))  # one output: the tensor itself
+    assert s.tolist() == [1.0, 1.0]
+    for args, err, text in (((lib.ones(2), lib.ones(2)), TypeError,
+                             "expected 1 arguments, got 2 instead"),
+                            ((), TypeError, "expected 1 arguments, got 0 instead"),
+                            ((3,), TypeError, "argument 0 is not a Variable")):
+        with pytest.raises(err) as ei:
+            y.grad_fn(*args)
+        assert str(ei.value) == text
+    acc = y.grad_fn.next_functions[0][0]
+    assert acc(lib.ones(2)) == () and x.grad.tolist() == [1.0, 1.0]
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_grad_and_backward_refuse_non_tensor_outputs_and_inputs(lib: Any) -> None:
+    x = lib.ones(2, requires_grad=True)
+    for call in (lambda: lib.autograd.grad((x * x).sum(), [x, 3]),
+                 lambda: (x * 2).sum().backward(inputs=[x, 3])):
+        with pytest.raises(RuntimeError, match="^all inputs have to be Tensors or GradientEdges, "
+                                               "but got int$"):
+            call()
+    for call in (lambda: lib.autograd.grad([(x * x).sum(), 3], [x]),
+                 lambda: lib.autograd.backward([(x * 2).sum(), 3])):
+        with pytest.raises(AssertionError) as ei:
+            call()
+        assert _text(ei.value) == "Expected output to be a runtime.Tensor"
