@@ -22,6 +22,16 @@ class FunctionCtx:
     def save_for_backward(self, *tensors: Any) -> None:
         self._to_save = tensors
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """PyTorch's: tensors kept for a forward-mode jvp (there is none here to use them)."""
+        from ..tensor import Tensor
+
+        for t in tensors:
+            if t is not None and not isinstance(t, Tensor):
+                raise AssertionError("save_for_forward expects all arguments to be tensors; you "
+                                     "should save non-tensors as attributes on ctx.")
+        self.saved_for_forward = tensors
+
     def mark_dirty(self, *tensors: Any) -> None:
         self._dirty = tensors
 
@@ -33,8 +43,8 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:
-        if self._saved is None:
-            return tuple(self._to_save)
+        if self._saved is None:  # PyTorch's: until forward has returned, what
+            return tuple(getattr(self, "saved_for_forward", ()))  # save_for_forward kept
         return tuple(s.unpack(self._node) if s is not None else None  # type: ignore[arg-type]
                      for s in self._saved)
 
@@ -54,6 +64,9 @@ class BackwardCFunction(Node):
 
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
+
+    def __repr__(self) -> str:  # a Python class's repr, as PyTorch's
+        return f"<{type(self).__module__}.{type(self).__qualname__} object at {id(self):#x}>"
 
     @property
     def saved_tensors(self) -> tuple[Any, ...]:

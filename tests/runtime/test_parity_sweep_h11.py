@@ -580,3 +580,42 @@ def test_grad_and_backward_refuse_non_tensor_outputs_and_inputs(lib: Any) -> Non
         with pytest.raises(AssertionError) as ei:
             call()
         assert _text(ei.value) == "Expected output to be a runtime.Tensor"
+
+
+# --- ctx during forward ---------------------------------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_ctx_saved_tensors_empty_until_forward_returns_and_save_for_forward(lib: Any) -> None:
+    seen: list[int] = []
+
+    class F(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            ctx.save_for_backward(a)
+            seen.append(len(ctx.saved_tensors))
+            ctx.save_for_forward(a, None)
+            seen.append(len(ctx.saved_tensors))  # now what save_for_forward kept
+            return a * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g * ctx.saved_tensors[0]
+
+    x = lib.ones(2, requires_grad=True)
+    y = F.apply(x)
+    assert seen == [0, 2] and len(y.grad_fn.saved_tensors) == 1
+    assert repr(y.grad_fn).startswith(f"<{lib.__name__}.autograd.function.FBackward object at ")
+
+    class G(lib.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, a: Any) -> Any:
+            ctx.save_for_forward(a, 3)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx: Any, g: Any) -> Any:
+            return g
+
+    with pytest.raises(AssertionError, match="^save_for_forward expects all arguments to be "
+                                             "tensors; you should save non-tensors as "
+                                             "attributes on ctx.$"):
+        G.apply(x)
