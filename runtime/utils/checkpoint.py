@@ -36,7 +36,7 @@ from ..tracing import GraphBreak, is_tracing
 from ..tracing import _state as _trace_state
 
 __all__ = ["CheckpointError", "CheckpointFunction", "check_backward_validity", "checkpoint",
-           "checkpoint_sequential", "detach_variable"]
+           "checkpoint_sequential", "detach_variable", "noop_context_fn"]
 
 _USE_REENTRANT_WARNING = (
     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
@@ -132,8 +132,10 @@ class _Recomputation:
     unpack reruns the function, keeping what it saves, and every unpack takes its own."""
 
     def __init__(self, fn: Callable[..., Any], rng_state: Tensor | None,
-                 args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                 args: tuple[Any, ...], kwargs: dict[str, Any],
+                 context: Any = contextlib.nullcontext()) -> None:
         self.fn, self.rng_state, self.args, self.kwargs = fn, rng_state, args, kwargs
+        self.context = context  # the context_fn's recomputation context
         self.saved = 0
         self.values: list[Tensor] | None = None
 
@@ -157,7 +159,7 @@ class _Recomputation:
                                       "pass.")
 
         with (_rng_of_first_run(self.rng_state), enable_grad(),
-              saved_tensors_hooks(keep, lambda _: None)):
+              saved_tensors_hooks(keep, lambda _: None), self.context):
             self.fn(*self.args, **self.kwargs)
         if len(values) != self.saved:
             raise CheckpointError(
@@ -194,24 +196,45 @@ def _captured_once(run: Callable[[], Any]) -> Any:
     return out
 
 
+def noop_context_fn() -> tuple[Any, Any]:
+    """PyTorch's default ``context_fn``: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+_DETERMINISM_CHECKS = ("default", "none")
+
+
 def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | None = None,
+               context_fn: Callable[[], tuple[Any, Any]] = noop_context_fn,
+               determinism_check: str = "default", debug: bool = False, early_stop: bool = True,
                preserve_rng_state: bool = True, **kwargs: Any) -> Any:
     """``function(*args, **kwargs)``, its activations recomputed in the backward (see the
-    module's docstring; keyword arguments reach ``function`` with ``use_reentrant=False``)."""
+    module's docstring; keyword arguments reach ``function`` with ``use_reentrant=False``).
+    PyTorch's options are taken, not passed on: ``context_fn`` (with ``use_reentrant=False``:
+    the contexts the forward and the recomputation run in), ``determinism_check``, ``debug``
+    and ``early_stop`` (the recomputation here always runs to its end)."""
     if use_reentrant is None:
         warnings.warn(_USE_REENTRANT_WARNING, stacklevel=2)
         use_reentrant = True
     if use_reentrant:
         if kwargs:
             raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                             "use_reentrant=False.")
         if is_tracing() and preserve_rng_state:
             return _captured_once(lambda: _captured_reentrant(function, args))
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    if determinism_check not in _DETERMINISM_CHECKS:
+        raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, but "
+                         f"got {determinism_check}")
+    forward_context, recompute_context = context_fn()
     if is_tracing() and preserve_rng_state:
-        return _captured_once(lambda: function(*args, **kwargs))
+        with forward_context:
+            return _captured_once(lambda: function(*args, **kwargs))
     frame = _Recomputation(function, get_rng_state() if preserve_rng_state else None, args,
-                           kwargs)
-    with saved_tensors_hooks(frame.pack, frame.unpack):
+                           kwargs, recompute_context)
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         return function(*args, **kwargs)
 
 

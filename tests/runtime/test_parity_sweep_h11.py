@@ -619,3 +619,37 @@ def test_ctx_saved_tensors_empty_until_forward_returns_and_save_for_forward(lib:
                                              "tensors; you should save non-tensors as "
                                              "attributes on ctx.$"):
         G.apply(x)
+
+
+# --- checkpoint's own options ---------------------------------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_checkpoint_takes_its_options_and_does_not_pass_them_on(lib: Any) -> None:
+    import contextlib
+    from importlib import import_module
+
+    ck = import_module(lib.__name__ + ".utils.checkpoint")
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    for kw in ({"context_fn": ck.noop_context_fn}, {"determinism_check": "none"},
+               {"debug": False}, {"early_stop": False}):
+        y = ck.checkpoint(lambda a: a.exp() * 2, x, use_reentrant=False, **kw)
+        (g,) = lib.autograd.grad(y.sum(), x)
+        np.testing.assert_allclose(np.asarray(g.tolist()), 2 * np.exp([1.0, 2.0]), rtol=1e-6)
+    for kw in ({"context_fn": lambda: (None, None)}, {"debug": True}):
+        with pytest.raises(ValueError, match="^Passing `context_fn` or `debug` is only supported "
+                                             "when use_reentrant=False.$"):
+            ck.checkpoint(lambda a: a * 2, x, use_reentrant=True, **kw)
+    with pytest.raises(ValueError, match=r"^determinism_check should be one of \['default', "
+                                         r"'none'\], but got foo$"):
+        ck.checkpoint(lambda a: a * 2, x, use_reentrant=False, determinism_check="foo")
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def mark(name: str) -> Any:
+        entered.append(name)
+        yield
+
+    y = ck.checkpoint(lambda a: a.exp(), x, use_reentrant=False,
+                      context_fn=lambda: (mark("forward"), mark("recompute")))
+    assert entered == ["forward"]
+    y.sum().backward()
+    assert entered == ["forward", "recompute"]
