@@ -11,7 +11,8 @@ from typing import Any, NamedTuple
 
 from .node import Node, RemovableHandle, gradient_edge, saved_tensors_hooks_state
 
-__all__ = ["GradientEdge", "Node", "disable_saved_tensors_hooks", "get_gradient_edge",
+__all__ = ["GradientEdge", "Node", "allow_mutation_on_saved_tensors",
+           "disable_saved_tensors_hooks", "get_gradient_edge",
            "increment_version", "register_multi_grad_hook", "save_on_cpu",
            "saved_tensors_hooks"]
 
@@ -70,6 +71,51 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - PyTorch's name
             return tensor.to(device)
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+class _AllowMutationOnSavedContext:
+    """The state of one allow_mutation_on_saved_tensors block: the copies it saved."""
+
+    def __init__(self) -> None:
+        self.saved: dict[int, Any] = {}
+
+    def clear(self) -> None:
+        self.saved.clear()
+
+
+_allow_mutation_enabled = False
+
+
+@contextmanager
+def allow_mutation_on_saved_tensors() -> Iterator[_AllowMutationOnSavedContext]:
+    """PyTorch's: inside, a tensor saved for backward may be written in place afterwards, the
+    backward seeing the value it had when saved. PyTorch clones a saved tensor when it is
+    first mutated; here each is copied when saved (the same gradients, more memory). The
+    backward must run inside the same block (PyTorch's AssertionError outside it)."""
+    global _allow_mutation_enabled
+    ctx = _AllowMutationOnSavedContext()
+    outside = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' context"
+               "in which the graph was originally recorded.")
+
+    def pack(tensor: Any) -> int:
+        key = len(ctx.saved)
+        ctx.saved[key] = tensor.detach().clone()
+        return key
+
+    def unpack(key: int) -> Any:
+        if not _allow_mutation_enabled or key not in ctx.saved:
+            raise AssertionError(outside)
+        return ctx.saved[key]
+
+    with saved_tensors_hooks(pack, unpack):
+        try:
+            if _allow_mutation_enabled:
+                raise RuntimeError("allow_mutation_on_saved_tensors contexts cannot be nested")
+            _allow_mutation_enabled = True
+            yield ctx
+        finally:
+            ctx.clear()
+            _allow_mutation_enabled = False
 
 
 @contextmanager

@@ -653,3 +653,33 @@ def test_checkpoint_takes_its_options_and_does_not_pass_them_on(lib: Any) -> Non
     assert entered == ["forward"]
     y.sum().backward()
     assert entered == ["forward", "recompute"]
+
+
+# --- allow_mutation_on_saved_tensors ------------------------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_allow_mutation_on_saved_tensors(lib: Any) -> None:
+    graph = lib.autograd.graph
+    with graph.allow_mutation_on_saved_tensors():
+        a = lib.ones(2, 3, requires_grad=True)
+        b = a.clone()
+        out = (b ** 2).sum()
+        b.sin_()  # b was saved by pow: its old value is used
+        out.backward()
+        assert a.grad.tolist() == [[2.0] * 3] * 2
+        x = lib.tensor([1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        y = x * 1
+        (g,) = lib.autograd.grad(y.pow(3).sum(), x, create_graph=True)
+        y.zero_()
+        (gg,) = lib.autograd.grad(g.sum(), x)
+        assert g.tolist() == [3.0, 12.0] and gg.tolist() == [6.0, 12.0]
+        c = lib.ones(2, requires_grad=True).clone()
+        kept = (c ** 2).sum()
+    with pytest.raises(AssertionError) as ei:
+        kept.backward()
+    assert str(ei.value) == ("Trying to backward outside of the 'allow_mutation_on_saved_tensors' "
+                             "contextin which the graph was originally recorded.")
+    with pytest.raises(RuntimeError, match="^allow_mutation_on_saved_tensors contexts cannot be "
+                                           "nested$"):
+        with graph.allow_mutation_on_saved_tensors():
+            with graph.allow_mutation_on_saved_tensors():
+                pass
