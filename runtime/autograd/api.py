@@ -157,8 +157,13 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     out_edges = None
     if inputs_t:
         out_edges = []
+        from .graph import GradientEdge
+
         for t in inputs_t:
             _check_input(t)
+            if isinstance(t, GradientEdge):  # its node runs (a leaf's accumulates)
+                out_edges.append(_edge(t))
+                continue
             if not t.requires_grad:
                 # PyTorch makes each input retain its grad first, and that check speaks
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
@@ -224,8 +229,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     for i, (t, g) in enumerate(zip(ins, result)):
         if g is None:
             if materialize_grads and isinstance(t, GradientEdge):
-                raise RuntimeError(f"materialize_grads: input {i} is a gradient edge, which "
-                                   "has no tensor to make zeros like")
+                raise RuntimeError("materialize_grads cannot be used when the given input is a "
+                                   "GradientEdge")
             if materialize_grads:
                 from ..creation import zeros_like
 

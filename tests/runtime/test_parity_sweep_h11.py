@@ -683,3 +683,19 @@ def test_allow_mutation_on_saved_tensors(lib: Any) -> None:
         with graph.allow_mutation_on_saved_tensors():
             with graph.allow_mutation_on_saved_tensors():
                 pass
+
+
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_gradient_edges_as_inputs(lib: Any) -> None:
+    edge_of = lib.autograd.graph.get_gradient_edge
+    x = lib.ones(2, requires_grad=True)
+    y = x * 3
+    (y * y).sum().backward(inputs=[edge_of(x)])  # a leaf's edge: its .grad accumulates
+    assert x.grad.tolist() == [18.0, 18.0]
+    x.grad = None
+    y = x * 3
+    (y * y).sum().backward(inputs=[edge_of(y)])  # a non-leaf's: nothing is kept
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="^materialize_grads cannot be used when the given "
+                                           "input is a GradientEdge$"):
+        lib.autograd.grad((y * y).sum(), [edge_of(x * 4)], materialize_grads=True)
