@@ -380,11 +380,15 @@ class AccumulateGrad(Node):
             # create_graph keeps the new grad's history; otherwise store a detached value,
             # stealing the buffer when nobody else can see it (PyTorch's rule), else a copy
             if is_grad_enabled():
-                var.grad = new
-            elif _exclusively_owned(new):
+                # PyTorch copies it into the parameter's layout, recording the copy
+                # (CopyBackwards), whose history the new grad keeps
+                grad = _clone_obey_contract(new, var, fill=False)
+                grad.copy_(new)
+                var.grad = grad
+            elif _exclusively_owned(new) and _obeys_layout_contract(new._data, var._data):
                 var.grad = new.detach()
             else:
-                var.grad = new.detach().clone()
+                var.grad = _clone_obey_contract(new, var)
         elif is_grad_enabled():
             var.grad = old + new
         else:
@@ -410,6 +414,48 @@ def register_post_accumulate_grad_hook(t: Tensor, hook: Callable[[Tensor], None]
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
     hooks = t.__dict__.setdefault("_post_accumulate_grad_hooks", LeafHookDict())
     return add_hook(hooks, hook)
+
+
+def _dense_order(arr: Any) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: the elements tile one block, in some order of
+    the dims."""
+    if arr.size == 0:
+        return True
+    expected = arr.itemsize
+    for stride, size in sorted((abs(st), n) for st, n in zip(arr.strides, arr.shape) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return all(st >= 0 for st in arr.strides)
+
+
+def _obeys_layout_contract(grad: Any, var: Any) -> bool:
+    """PyTorch's gradient layout contract: a dense parameter's .grad has its strides (dims of
+    size 1 aside); another's is contiguous."""
+    if not _dense_order(var):
+        return bool(grad.flags.c_contiguous)
+    for n, gs, vs in zip(grad.shape, grad.strides, var.strides):
+        if n != 1 and gs != vs:
+            return False
+        if n == 1 and (gs == 0 or vs == 0):
+            return False
+    return True
+
+
+def _clone_obey_contract(new: Tensor, var: Tensor, fill: bool = True) -> Tensor:
+    """A copy of ``new`` laid out as PyTorch's clone_obey_contract: the dense parameter's
+    strides (channels_last, transposed), else contiguous."""
+    from .._device import array_module
+
+    xp = array_module(new.device)
+    src = var._data
+    # (order K: a dense array's strides, its dims' order kept)
+    out = xp.empty_like(src, order="K") if _dense_order(src) else xp.empty(src.shape, src.dtype)
+    if fill:
+        out[...] = new._data
+    from ..tensor import Tensor
+
+    return Tensor._make(out, new.dtype, new.device)
 
 
 def _exclusively_owned(t: Tensor) -> bool:

@@ -699,3 +699,20 @@ def test_gradient_edges_as_inputs(lib: Any) -> None:
     with pytest.raises(RuntimeError, match="^materialize_grads cannot be used when the given "
                                            "input is a GradientEdge$"):
         lib.autograd.grad((y * y).sum(), [edge_of(x * 4)], materialize_grads=True)
+
+
+# --- the gradient layout contract ---------------------------------------------------------------
+@pytest.mark.parametrize("lib", LIBS, ids=["rt", "torch"])
+def test_leaf_grad_follows_the_parameters_layout(lib: Any) -> None:
+    x = lib.ones(3, 2).t().requires_grad_()  # a transposed (dense) leaf
+    (x * lib.arange(6.0).reshape(2, 3)).sum().backward()
+    assert x.grad.stride() == x.stride() == (1, 2)
+    assert x.grad.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    y = lib.ones(2, 3, requires_grad=True)
+    g = lib.arange(6.0).reshape(3, 2).t().requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (y * 1).backward(g, create_graph=True)  # copied into y's layout, the copy recorded
+    assert y.grad.stride() == (3, 1)
+    assert y.grad.grad_fn.name().endswith("CopyBackwards")
+    assert y.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
