@@ -79,6 +79,14 @@ def _analytical_jacobian(out: Any, diff: list[Any]) -> list[np.ndarray]:
     return jacs
 
 
+def _grad_dtypes_ok(out: Any, diff: list[Any]) -> bool:
+    """Whether the gradients of ``out`` have their inputs' dtypes (check_grad_dtypes)."""
+    from ..creation import ones_like
+
+    grads = autograd_grad([out], diff, [ones_like(out)], retain_graph=True, allow_unused=True)
+    return all(g is None or g.dtype == t.dtype for g, t in zip(grads, diff))
+
+
 _FAILED_NONDET_MSG = """\n
 NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
 https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html
@@ -122,9 +130,15 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     if check_batched_forward_grad and not check_forward_ad:
         raise AssertionError("Setting check_batched_forward_grad=True requires "
                              "check_forward_ad to be True")
+    if check_forward_ad or check_batched_forward_grad:  # never accepted and ignored
+        raise NotImplementedError("gradcheck: check_forward_ad needs forward-mode AD, which "
+                                  "this runtime does not have")
+    if check_batched_grad:
+        raise NotImplementedError("gradcheck: check_batched_grad (the backward under vmap) is "
+                                  "not supported by this runtime")
     try:
         return _gradcheck(func, _as_tuple(inputs), eps, atol, rtol, nondet_tol,
-                          check_undefined_grad, check_backward_ad)
+                          check_undefined_grad, check_backward_ad, check_grad_dtypes)
     except GradcheckError:
         if raise_exception:
             raise
@@ -133,7 +147,7 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
 
 def _gradcheck(func: Callable[..., Any], inputs_t: tuple[Any, ...], eps: float, atol: float,
                rtol: float, nondet_tol: float, check_undefined_grad: bool,
-               check_backward_ad: bool) -> bool:
+               check_backward_ad: bool, check_grad_dtypes: bool = False) -> bool:
     from ..tensor import Tensor
 
     diff = _diff_inputs(inputs_t)
@@ -157,6 +171,8 @@ def _gradcheck(func: Callable[..., Any], inputs_t: tuple[Any, ...], eps: float, 
     outputs = [o for o, d in zip(func_out, differentiable) if d]
     numerical = [n for n, d in zip(numerical, differentiable) if d]
     for i, out in enumerate(outputs):
+        if check_grad_dtypes and not _grad_dtypes_ok(out, diff):
+            raise GradcheckError("Gradient has dtype mismatch")
         first = _analytical_jacobian(out, diff)
         second = _analytical_jacobian(out, diff)
         if any(a.size and np.abs(a - b).max() > nondet_tol for a, b in zip(first, second)):

@@ -716,3 +716,16 @@ def test_leaf_grad_follows_the_parameters_layout(lib: Any) -> None:
     assert y.grad.stride() == (3, 1)
     assert y.grad.grad_fn.name().endswith("CopyBackwards")
     assert y.grad.tolist() == [[0.0, 2.0, 4.0], [1.0, 3.0, 5.0]]
+
+
+def test_gradcheck_options_this_runtime_cannot_run_raise() -> None:
+    """check_forward_ad and check_batched_grad are refused loudly (no forward-mode AD, no
+    backward under vmap here), never accepted and ignored; check_grad_dtypes runs."""
+    x = rt.randn(3, dtype=rt.float64, requires_grad=True)
+    for option in ("check_forward_ad", "check_batched_grad", "check_batched_forward_grad"):
+        extra = {"check_forward_ad": True} if option == "check_batched_forward_grad" else {}
+        with pytest.raises(NotImplementedError, match="gradcheck: check_"):
+            rt.autograd.gradcheck(lambda t: t.sin(), (x,), **{option: True}, **extra)
+    with pytest.raises(NotImplementedError, match="forward-mode AD"):
+        rt.autograd.gradgradcheck(lambda t: t.sin(), (x,), check_fwd_over_rev=True)
+    assert rt.autograd.gradcheck(lambda t: t.sin(), (x,), check_grad_dtypes=True)
