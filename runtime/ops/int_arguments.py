@@ -179,7 +179,7 @@ def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int
         if spread:
             return TypeError(f"{name}() takes 1 positional argument but {len(given)} were "
                              "given")
-        if items is not given and isinstance(one, (tuple, list)):
+        if isinstance(one, (tuple, list)):  # one sequence, its first element bad
             return TypeError(f"{name}(): argument '{param}' (position {position}) must be tuple "
                              f"of ints, but found element of type {type_name(v)} at pos 0")
         return TypeError(f"{name}(): argument '{param}' (position {position}) must be tuple of "
