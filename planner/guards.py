@@ -1325,10 +1325,7 @@ class Watch:
         """The paths whose value the capture changed (shorter ones first)."""
         found = []
         for path, (value, _) in self.before.items():
-            try:
-                now, _ = path.follow()
-            except _Unsafe:
-                now = MISSING
+            now = _follow_or_missing(path)
             if not same(value, now) or (path in self.contents and (
                     _holds_captured(now) or _items_changed(now, self.contents[path]))):
                 found.append(path)
