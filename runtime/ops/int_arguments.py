@@ -150,18 +150,20 @@ def _squeeze_checked(fn: Callable[..., Any], name: str, method: bool) -> Callabl
     return op
 
 
-# ops whose parameter is PyTorch's ``int[]`` (a tuple of ints; a method also takes them
-# spread, ``x.flip(0, 1)``): its name; roll's two are each one
-INT_LISTS: dict[str, str] = {"flip": "dims", "permute": "dims", "repeat": "repeats",
-                             "reshape": "shape", "expand": "size", "tile": "dims"}
+# ops whose parameters are PyTorch's ``int[]`` (a tuple of ints; a method also takes its one
+# spread, ``x.flip(0, 1)``): their names ("?": None is taken by keyword)
+INT_LISTS: dict[str, tuple[str, ...]] = {
+    "flip": ("dims",), "permute": ("dims",), "repeat": ("repeats",), "reshape": ("shape",),
+    "expand": ("size",), "tile": ("dims",), "roll": ("shifts?", "dims?")}
 
 
-def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int
-                   ) -> TypeError | None:
+def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int | None,
+                   accepts: Callable[[Any], bool] = takes_int) -> TypeError | None:
     """PyTorch's parser's error for an ``int[]`` parameter given ``given`` (the positional
-    values, spread, or one sequence or number; ``position`` the first one's), None where it
-    takes them: its overload matched on the first element (a bool there too fails), so a
-    later bad one fails to unpack."""
+    values, spread, or one sequence or number; ``position`` the first one's, None for a
+    keyword), None where it takes them (``accepts``: what it takes for an int): its
+    overload matched on the first element (a bool there too fails), so a later bad one fails
+    to unpack."""
     if not given:
         return None
     one = given[0]
@@ -169,8 +171,9 @@ def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int
         items, spread = list(one), False
     else:
         items, spread = list(given), len(given) > 1
+    where = "" if position is None else f" (position {position})"
     for pos, v in enumerate(items):
-        if takes_int(v) or (pos and isinstance(v, bool)):  # a later bool unpacks as an int
+        if accepts(v) if not isinstance(v, bool) else pos:  # a later bool unpacks as an int
             continue
         if pos:
             return TypeError(f"{name}(): argument '{param}' failed to unpack the object at pos "
@@ -180,41 +183,42 @@ def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int
             return TypeError(f"{name}() takes 1 positional argument but {len(given)} were "
                              "given")
         if isinstance(one, (tuple, list)):  # one sequence, its first element bad
-            return TypeError(f"{name}(): argument '{param}' (position {position}) must be tuple "
-                             f"of ints, but found element of type {type_name(v)} at pos 0")
-        return TypeError(f"{name}(): argument '{param}' (position {position}) must be tuple of "
-                         f"ints, not {type_name(v)}")
+            return TypeError(f"{name}(): argument '{param}'{where} must be tuple of ints, but "
+                             f"found element of type {type_name(v)} at pos 0")
+        return TypeError(f"{name}(): argument '{param}'{where} must be tuple of ints, not "
+                         f"{type_name(v)}")
     return None
 
 
-def _int_list_checked(fn: Callable[..., Any], name: str, param: str, method: bool
-                      ) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def op(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        given = args if method else args[:1]
-        if (err := int_list_error(name, param, given, 1 if method else 2)) is not None:
+def _check_int_lists(name: str, params: tuple[str, ...], args: tuple[Any, ...],
+                     kwargs: dict[str, Any], first: int, spread: bool) -> None:
+    """Raise PyTorch's error for the first bad ``int[]`` among ``params``, given by position
+    (``args``, the first at ``first``; ``spread``: the one parameter's values spread, a
+    method's ``x.flip(0, 1)``) or by keyword."""
+    for i, spec in enumerate(params):
+        param = spec.rstrip("?")
+        keyword = param in kwargs and not (spec.endswith("?") and kwargs[param] is None)
+        if spread:
+            err = int_list_error(name, param, args, first)
+        elif i < len(args):
+            err = int_list_error(name, param, (args[i],), first + i)
+        else:
+            err = None
+        if err is None and keyword:
+            err = int_list_error(name, param, (kwargs[param],), None)
+        if err is not None:
             raise err
-        if param in kwargs and (err := int_list_error(name, param, (kwargs[param],), 0)):
-            raise TypeError(str(err).replace(" (position 0)", ""))
-        return fn(input, *args, **kwargs)
-
-    return op
 
 
-def _roll_checked(fn: Callable[..., Any], method: bool) -> Callable[..., Any]:
+def _int_list_checked(fn: Callable[..., Any], name: str, params: tuple[str, ...], method: bool
+                      ) -> Callable[..., Any]:
+    """``fn`` checking its ``int[]`` parameters ``params`` as PyTorch's parser: a method's
+    one parameter may be given spread (every op of INT_LISTS but roll)."""
+    spread = method and len(params) == 1
+
     @functools.wraps(fn)
     def op(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        first = 1 if method else 2
-        for i, param in enumerate(("shifts", "dims")):
-            if i < len(args):
-                err = int_list_error("roll", param, (args[i],), first + i)
-            elif param in kwargs and kwargs[param] is not None:
-                err = int_list_error("roll", param, (kwargs[param],), 0)
-                err = err and TypeError(str(err).replace(" (position 0)", ""))
-            else:
-                continue
-            if err is not None:
-                raise err
+        _check_int_lists(name, params, args, kwargs, 1 if method else 2, spread)
         return fn(input, *args, **kwargs)
 
     return op
@@ -232,11 +236,9 @@ def install_functions(namespace: dict[str, Any]) -> None:
             namespace[n] = _cat_checked(fn, n)
     if callable(namespace.get("squeeze")):
         namespace["squeeze"] = _squeeze_checked(namespace["squeeze"], "squeeze", method=False)
-    for n, param in INT_LISTS.items():
+    for n, params in INT_LISTS.items():
         if callable(namespace.get(n)):
-            namespace[n] = _int_list_checked(namespace[n], n, param, method=False)
-    if callable(namespace.get("roll")):
-        namespace["roll"] = _roll_checked(namespace["roll"], method=False)
+            namespace[n] = _int_list_checked(namespace[n], n, params, method=False)
 
 
 def install_methods(cls: type) -> None:
@@ -251,9 +253,7 @@ def install_methods(cls: type) -> None:
         fn = cls.__dict__.get(attr)
         if fn is not None and callable(fn):
             setattr(cls, attr, _squeeze_checked(fn, attr, method=True))
-    for n, param in INT_LISTS.items():
+    for n, params in INT_LISTS.items():
         fn = cls.__dict__.get(n)
         if fn is not None and callable(fn):
-            setattr(cls, n, _int_list_checked(fn, n, param, method=True))
-    if callable(cls.__dict__.get("roll")):
-        setattr(cls, "roll", _roll_checked(cls.__dict__["roll"], method=True))
+            setattr(cls, n, _int_list_checked(fn, n, params, method=True))
