@@ -24,6 +24,7 @@ from ._device import (
 from .tensor import Tensor  # noqa: I001 - first: it loads the ops, shapes among them
 from .ops.shapes import ShapeError
 from .tracing import GraphBreak, active_tracer
+from .ops.int_arguments import int_list_error
 from .ops.layouts import factory_options
 
 
@@ -148,27 +149,17 @@ def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "
         if size:
             raise TypeError(f"{fn}() got multiple values for argument 'size'")
         size = (kwargs["size"],)
+    # an int, or what converts to one as an index (np.int64, an integer tensor, a tensor of
+    # one element as PyTorch's parser takes it); not a float: its texts (int_list_error)
+    err = int_list_error(fn, "size", tuple(size), 1, accepts=_index_like)
+    if err is not None:
+        raise err
     items = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
-    shape = []
-    for pos, s in enumerate(items):
-        # an int, or what converts to one as an index (np.int64, an integer tensor); not a
-        # float, nor a bool first (the overload's check; a later one unpacks as an int):
-        # PyTorch's argument parser's texts
-        if (isinstance(s, bool) and not pos) or not hasattr(type(s), "__index__"):
-            what = type(s).__name__
-            if pos:  # the overload matched on the first element: unpacking the rest fails
-                raise TypeError(f"{fn}(): argument 'size' failed to unpack the object at pos "
-                                f"{pos + 1} with error \"type must be tuple of ints,but got "
-                                f"{what}\"")
-            if items is not size:
-                raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
-                                f"but found element of type {what} at pos 0")
-            if len(size) == 1:
-                raise TypeError(f"{fn}(): argument 'size' (position 1) must be tuple of ints, "
-                                f"not {what}")
-            raise TypeError(f"{fn}() takes 1 positional argument but {len(size)} were given")
-        shape.append(operator.index(s))
-    return tuple(shape)
+    return tuple(operator.index(s) for s in items)
+
+
+def _index_like(value: Any) -> bool:
+    return hasattr(type(value), "__index__")
 
 
 def _check_sizes(shape: tuple[int, ...], fn: str) -> None:
