@@ -21,7 +21,7 @@ from .autograd import grad_mode
 from .autograd.grad_mode import _inference as _inference_state
 from .autograd.node import LeafHookDict, Node, RemovableHandle, _HookDict, add_hook
 from .autograd.node import register_post_accumulate_grad_hook
-from .tracing import GraphBreak, MetaArray
+from .tracing import GraphBreak, MetaArray, stands_for_number
 from .tracing import _state as _trace_state
 
 
@@ -405,10 +405,7 @@ class Tensor:
 
     def __repr__(self) -> str:
         if type(self._data) is MetaArray:
-            tracer = _trace_state.tracer
-            if tracer is not None and self._data.node in getattr(tracer, "weak_nodes", ()):
-                # a compiled step's number argument (planner.capture: add_scalar_input), as
-                # text: its value, which a replayed plan would not format again
+            if stands_for_number(self):  # as text: a value a replay would not format again
                 raise GraphBreak("a number argument is formatted as text")
             return f"tensor(<captured {list(self.shape)} {self.dtype.name}>)"
         body = values_str(np.asarray(move_array(self._data, "cpu")), len("tensor("))

@@ -125,6 +125,17 @@ def is_tracing() -> bool:
     return _state.tracer is not None
 
 
+def stands_for_number(value: Any) -> bool:
+    """Whether ``value`` is the tensor that stands for a compiled step's number argument (or
+    a number computed from them) in the capture under way (planner.capture:
+    add_scalar_input, ``Tracer.weak_nodes``): read at each replay, where a Python number is
+    baked in."""
+    if isinstance(value, (int, float)):  # add's alpha as it comes, without a lookup
+        return False
+    data = getattr(value, "_data", None)
+    return type(data) is MetaArray and data.node in getattr(_state.tracer, "weak_nodes", ())
+
+
 def set_tracer(tracer: Any) -> Any:
     prev = _state.tracer
     _state.tracer = tracer

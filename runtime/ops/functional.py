@@ -17,7 +17,7 @@ from ..amp.policy import autocast_lower, autocast_promote
 from ..autograd.grad_mode import _state as _grad_state
 from ..return_types import returns
 from ..tensor import Tensor
-from ..tracing import GraphBreak, MetaArray, is_tracing
+from ..tracing import GraphBreak, MetaArray, is_tracing, stands_for_number
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
 from .inplace import apply_inplace, overlaps_internally, writable_alias
@@ -236,7 +236,7 @@ def add(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
         out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, add(input, other, alpha=alpha), "add")
-    if _number_stand_in(alpha):
+    if stands_for_number(alpha):
         return _add_number_alpha(input, other, alpha)
     if alpha != 1 and _is_bool(input) and _is_bool(other) and not isinstance(alpha, float):
         # bools: alpha as a bool, as PyTorch's
@@ -253,17 +253,6 @@ def _fused_alpha(input: Any, other: Any, alpha: Any) -> bool:  # noqa: A002
     return (isinstance(input, Tensor) and isinstance(other, Tensor)
             and input.dtype.is_floating_point and other.dtype is input.dtype
             and other.device == input.device and type(alpha) in (int, float))
-
-
-def _number_stand_in(alpha: Any) -> bool:
-    """Whether ``alpha`` is the tensor that stands for a compiled step's number argument
-    (or a number computed from them) in its capture (planner.capture: add_scalar_input):
-    read at each replay, where a Python number is baked in."""
-    if not isinstance(alpha, Tensor) or type(alpha._data) is not MetaArray:
-        return False
-    from ..tracing import active_tracer
-
-    return alpha._data.node in getattr(active_tracer(), "weak_nodes", ())
 
 
 def _add_number_alpha(input: Any, other: Any, alpha: Tensor, inplace: bool = False  # noqa: A002
@@ -310,7 +299,7 @@ def sub(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(input) or _is_bool(other):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
-    if _number_stand_in(alpha):
+    if stands_for_number(alpha):
         return _add_number_alpha(input, other, neg(alpha))
     if alpha != 1 and _fused_alpha(input, other, alpha):
         return apply(P.SUB_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
@@ -1564,7 +1553,7 @@ _MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackw
 
 
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    if _number_stand_in(alpha):
+    if stands_for_number(alpha):
         return _add_number_alpha(t, other, alpha, inplace=True)
     if alpha != 1 and _fused_alpha(t, other, alpha):
         return apply_inplace(P.ADD_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
@@ -1573,7 +1562,7 @@ def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
-    if _number_stand_in(alpha):
+    if stands_for_number(alpha):
         return _add_number_alpha(t, other, neg(alpha), inplace=True)
     if alpha != 1 and _fused_alpha(t, other, alpha):
         return apply_inplace(P.SUB_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
