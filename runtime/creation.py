@@ -149,12 +149,14 @@ def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "
         if size:
             raise TypeError(f"{fn}() got multiple values for argument 'size'")
         size = (kwargs["size"],)
+    items = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    if all(type(s) is int for s in items):  # the usual call: no conversion, no check
+        return tuple(items)
     # an int, or what converts to one as an index (np.int64, an integer tensor, a tensor of
     # one element as PyTorch's parser takes it); not a float: its texts (int_list_error)
     err = int_list_error(fn, "size", tuple(size), 1, accepts=_index_like)
     if err is not None:
         raise err
-    items = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     return tuple(operator.index(s) for s in items)
 
 

@@ -167,10 +167,10 @@ def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int 
     if not given:
         return None
     one = given[0]
-    if len(given) == 1 and isinstance(one, (tuple, list)):
-        items, spread = list(one), False
-    else:
-        items, spread = list(given), len(given) > 1
+    items = one if len(given) == 1 and isinstance(one, (tuple, list)) else given
+    if all(type(v) is int for v in items):  # the usual call, at the cost of one pass
+        return None
+    spread = items is given and len(given) > 1
     where = "" if position is None else f" (position {position})"
     for pos, v in enumerate(items):
         if accepts(v) if not isinstance(v, bool) else pos:  # a later bool unpacks as an int
@@ -190,14 +190,14 @@ def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int 
     return None
 
 
-def _check_int_lists(name: str, params: tuple[str, ...], args: tuple[Any, ...],
+def _check_int_lists(name: str, params: tuple[tuple[str, bool], ...], args: tuple[Any, ...],
                      kwargs: dict[str, Any], first: int, spread: bool) -> None:
-    """Raise PyTorch's error for the first bad ``int[]`` among ``params``, given by position
+    """Raise PyTorch's error for the first bad ``int[]`` among ``params`` (name, whether None
+    is taken by keyword), given by position
     (``args``, the first at ``first``; ``spread``: the one parameter's values spread, a
     method's ``x.flip(0, 1)``) or by keyword."""
-    for i, spec in enumerate(params):
-        param = spec.rstrip("?")
-        keyword = param in kwargs and not (spec.endswith("?") and kwargs[param] is None)
+    for i, (param, optional) in enumerate(params):
+        keyword = param in kwargs and not (optional and kwargs[param] is None)
         if spread:
             err = int_list_error(name, param, args, first)
         elif i < len(args):
@@ -215,10 +215,12 @@ def _int_list_checked(fn: Callable[..., Any], name: str, params: tuple[str, ...]
     """``fn`` checking its ``int[]`` parameters ``params`` as PyTorch's parser: a method's
     one parameter may be given spread (every op of INT_LISTS but roll)."""
     spread = method and len(params) == 1
+    parsed = tuple((p.rstrip("?"), p.endswith("?")) for p in params)
+    first = 1 if method else 2
 
     @functools.wraps(fn)
     def op(input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        _check_int_lists(name, params, args, kwargs, 1 if method else 2, spread)
+        _check_int_lists(name, parsed, args, kwargs, first, spread)
         return fn(input, *args, **kwargs)
 
     return op
