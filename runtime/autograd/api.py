@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .engine import get_default_engine
-from .node import Edge, gradient_edge
+from .node import Edge, gradient_edge, input_edge
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -114,7 +114,7 @@ def _edge(t: Any) -> Edge:
 
     if isinstance(t, GradientEdge):
         return tuple.__new__(Edge, (t.node, t.output_nr))
-    return gradient_edge(t)
+    return input_edge(t)
 
 
 def _root_edges(tensors: Sequence[Tensor], grads: Sequence[Any]) -> list[Edge]:
@@ -127,10 +127,11 @@ def _root_edges(tensors: Sequence[Tensor], grads: Sequence[Any]) -> list[Edge]:
         if isinstance(t, GradientEdge):
             edges.append(_edge(t))
             continue
-        if not t.requires_grad:
+        edge = gradient_edge(t) if t.requires_grad else None
+        if edge is None:  # (a view made in no_grad mode requires grad and has no edge)
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
-        edges.append(gradient_edge(t))
+        edges.append(edge)
     return edges
 
 
@@ -169,7 +170,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
                 raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
             if t.grad_fn is not None and not t.retains_grad:
                 t.retain_grad()  # a non-leaf in inputs= gets its .grad, as in PyTorch
-            out_edges.append(gradient_edge(t))
+            out_edges.append(input_edge(t))
     if create_graph:
         _warn_create_graph_once()
     get_default_engine().execute(roots, grads_list, retain_graph, create_graph,

@@ -34,8 +34,10 @@ def get_gradient_edge(tensor: Any) -> GradientEdge:
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
                            "not require gradients")
-    node, output_nr = gradient_edge(tensor)
-    return GradientEdge(node, output_nr)
+    edge = gradient_edge(tensor)
+    if edge is None:  # a view made in no_grad mode (PyTorch's assertion)
+        raise AssertionError("Expected gradient function to be set")
+    return GradientEdge(*edge)
 
 
 class saved_tensors_hooks:  # noqa: N801 - PyTorch's name
@@ -156,7 +158,10 @@ class _MultiHandle(RemovableHandle):
 def _grad_fn_or_grad_acc(t: Any) -> Node:
     from .node import gradient_edge
 
-    return gradient_edge(t).function
+    edge = gradient_edge(t)
+    if edge is None:  # a view made in no_grad mode (PyTorch's assertion)
+        raise AssertionError("Expected gradient function to be set")
+    return edge.function
 
 
 def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., None], *,

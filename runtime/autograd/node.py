@@ -495,12 +495,41 @@ class GraphRoot(Node):
         return list(self.outputs)
 
 
-def gradient_edge(t: Tensor) -> Edge:
-    """Where a gradient for ``t`` goes: its grad_fn, or its leaf's AccumulateGrad."""
+def gradient_edge(t: Tensor) -> Edge | None:
+    """Where a gradient for ``t`` goes: its grad_fn, or its leaf's AccumulateGrad; None for
+    a view made in no_grad mode of a tensor that requires grad (PyTorch's view with creation
+    meta NO_GRAD_MODE: it requires grad, but it is no leaf with an accumulator, and the
+    gradient of an op on it goes nowhere)."""
     fn = t._grad_fn if t._base is None else t.grad_fn  # a view may need its history rebuilt
     if fn is not None:
         return tuple.__new__(Edge, (fn, t.output_nr))
+    if t._creation == NO_GRAD_VIEW:
+        return None
     return tuple.__new__(Edge, (grad_accumulator(t), 0))
+
+
+# Tensor._creation of a view made in no_grad mode of a tensor that requires grad
+NO_GRAD_VIEW = "no_grad"
+
+
+class Unreached(Node):
+    """The node an input of ``grad()`` or ``backward(inputs=)`` without a gradient edge stands
+    for (a view made in no_grad mode): no graph reaches it, so its gradient is None (PyTorch's
+    Identity node there)."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__([], [])
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        return list(grads)
+
+
+def input_edge(t: Tensor) -> Edge:
+    """The edge whose gradient ``grad()`` or ``backward(inputs=)`` captures for ``t``."""
+    edge = gradient_edge(t)
+    return tuple.__new__(Edge, (Unreached(), 0)) if edge is None else edge
 
 
 # one lock for making accumulators (PyTorch's grad_accumulator_lock): a double backward run

@@ -17,6 +17,7 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import (
     ERR_BACKWARD_TWICE,
     ERR_INFERENCE_SAVED,
+    NO_GRAD_VIEW,
     Edge,
     Meta,
     Node,
@@ -403,6 +404,14 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     t = _make(out, dt, out_device)
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
+        src = args[0]
+        if src._rg and t._base is not None and not _grad_state.enabled:
+            # PyTorch's view made in no_grad mode (creation meta NO_GRAD_MODE): it requires
+            # grad as its base does, has no history, and is not to be written in place with
+            # grad mode enabled (ops.inplace)
+            t._rg = True
+            if t._creation is None:
+                t._creation = NO_GRAD_VIEW
     return t
 
 
@@ -535,6 +544,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         t = _record(prim, args, attrs, out, dt, device)
     else:
         t = Tensor._make(out, dt, device)
+        if view_of is not None and args[0]._rg and not _grad_state.enabled:
+            t._rg = True  # a view made in no_grad mode, as apply's
+            t._creation = args[0]._creation or NO_GRAD_VIEW
     tracer.annotate(node, t)
     return t
 

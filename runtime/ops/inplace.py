@@ -13,7 +13,7 @@ from .._device import array_module, device_guard
 from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_inference_mode_enabled
-from ..autograd.node import _BACKWARD_SUFFIX, Edge, Meta, Node, gradient_edge
+from ..autograd.node import _BACKWARD_SUFFIX, NO_GRAD_VIEW, Edge, Meta, Node, gradient_edge
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
@@ -68,6 +68,19 @@ def view_rebase_error(t: Tensor, indirect: bool, written: str | None = None) -> 
     ``written``: the op of the view of t an indexed assignment writes, output 0)."""
     fn = t._grad_fn
     modified = "its base or another view of its base has been" if indirect else "is being"
+    if t._creation == NO_GRAD_VIEW:
+        if fn is None:
+            msg = f"A view was created in no_grad mode and {modified} modified inplace with " \
+                  "grad mode enabled."
+        else:
+            name = written or _BACKWARD_SUFFIX.sub("", fn.name())
+            nr = 0 if written else t.output_nr
+            msg = f"Output {nr} of {name} is a view of a view which was created in no_grad " \
+                  f"mode and {modified} modified inplace with grad mode enabled."
+        return msg + (" Given that this use case is ambiguous and error-prone, it is forbidden. "
+                      "You can clarify your code by moving both the view and the inplace either "
+                      "both inside the no_grad block (if you don't want the inplace to be "
+                      "tracked) or both outside (if you want the inplace to be tracked).")
     if fn is None:
         msg = f"A view was created in no_grad mode and {modified} modified inplace with grad " \
               "mode enabled."
@@ -233,6 +246,10 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
                    attrs: dict[str, Any]) -> Tensor:
     """Capture: an in-place op becomes a new graph value that the storage now holds."""
     grad_on = _grad_state.enabled
+    if grad_on and t._creation is not None and (
+            t._rg or any(isinstance(a, Tensor) and a._rg for a in args)):
+        raise RuntimeError(view_rebase_error(t, indirect=False,
+                                             written=_written_view(prim, args, attrs)))
     if grad_on and t._rg and t._grad_fn is None:
         raise RuntimeError(ERR_LEAF_INPLACE)
     meta = type(t._data) is MetaArray

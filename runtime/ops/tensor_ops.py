@@ -226,7 +226,11 @@ def multi_output_views(input: Tensor, keys: Sequence[Any], d: int, name: str,  #
     else sliced, their gradients concatenated. ``unsafe`` (unsafe_split): not tracked as
     views, writable in place. A capture records each piece as its own slice."""
     if is_tracing():
-        return tuple(named(F.getitem(input, k), name) for k in keys)
+        outs = [named(F.getitem(input, k), name) for k in keys]
+        if not unsafe and _grad_state.enabled and input.requires_grad:
+            for o in outs:  # written in place with grad: eager's error (ops.inplace)
+                o._creation = "multi_output"
+        return tuple(outs)
     with no_grad():
         outs = [F.getitem(input, k) for k in keys]
     recorded = _grad_state.enabled and input.requires_grad
@@ -238,6 +242,8 @@ def multi_output_views(input: Tensor, keys: Sequence[Any], d: int, name: str,  #
             o._base = None
             o._view_chain = ()
             o._vc = _VersionCounter()
+            o._creation = None
+            o._rg = node is not None
         elif _grad_state.enabled:
             o._creation = "multi_output"
     return tuple(outs)
