@@ -188,7 +188,7 @@ class Tracer:
         self._next_id += 1
         if self.node_stack:
             fn = self.node_stack[-1]
-            phase, seq, topo, name = ("backward", fn._sequence_nr, fn.topological_nr, fn.name())
+            phase, seq, topo, name = ("backward", fn._seq_nr, fn.topological_nr, fn.name())
         else:
             phase = "update" if self.seen_backward else "forward"
             seq = topo = name = None
@@ -255,7 +255,7 @@ class Tracer:
         fn = t._grad_fn
         data = self.g.nodes[node]
         if fn is not None and data["phase"] != "backward":
-            data.update(sequence_nr=fn._sequence_nr, topological_nr=fn.topological_nr,
+            data.update(sequence_nr=fn._seq_nr, topological_nr=fn.topological_nr,
                         grad_fn=fn.name())
         cell = t._data
         if type(cell) is MetaArray and cell.node == node:  # which reshapes are views

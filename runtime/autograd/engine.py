@@ -320,7 +320,7 @@ def _enqueue(q: ReadyQueue[NodeTask], task: NodeTask, counted: bool = False) -> 
     if not counted:
         with gt.lock:
             gt.outstanding_tasks += 1
-    q.push((1, -gt.reentrant_depth, -task.fn._sequence_nr), task)  # type: ignore[union-attr]
+    q.push((1, -gt.reentrant_depth, -task.fn._seq_nr), task)  # type: ignore[union-attr]
 
 
 class _ThreadState(threading.local):

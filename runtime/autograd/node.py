@@ -112,7 +112,7 @@ class Node:
 
     # hot fields in slots; hooks and the anomaly trace are rare, so they default at class
     # level and land in the instance __dict__ only when set
-    __slots__ = ("next_edges", "_sequence_nr", "topological_nr", "input_metas", "__weakref__",
+    __slots__ = ("next_edges", "_seq_nr", "topological_nr", "input_metas", "__weakref__",
                  "__dict__")
     _pre_hooks: _HookDict | None = None
     _post_hooks: _HookDict | None = None
@@ -122,7 +122,7 @@ class Node:
 
     def __init__(self, next_edges: list[Edge | None], input_metas: list[Meta]) -> None:
         self.next_edges = next_edges
-        self._sequence_nr = next(_seq.counter)
+        self._seq_nr = next(_seq.counter)
         topo = 0
         for e in next_edges:
             if e is not None and e[0].topological_nr >= topo:
@@ -137,7 +137,10 @@ class Node:
         return type(self).__name__
 
     def sequence_nr(self) -> int:
-        return self._sequence_nr
+        return self._seq_nr
+
+    def _sequence_nr(self) -> int:  # PyTorch's Python name for it
+        return self._seq_nr
 
     @property
     def num_inputs(self) -> int:
@@ -340,7 +343,7 @@ class AccumulateGrad(Node):
         # An accumulator lives as long as the graph that holds it (a weak reference from the
         # leaf, as PyTorch's), so one is made per leaf per forward: on the hot path.
         self.next_edges = []
-        self._sequence_nr = UINT64_MAX
+        self._seq_nr = UINT64_MAX
         self.topological_nr = 0
         self.input_metas = [tuple.__new__(Meta, (variable._data.shape, variable.dtype,
                                                  variable.device))]

@@ -42,6 +42,10 @@ _make = Tensor._make
 _PY_NUMBERS = frozenset((bool, int, float))
 
 
+# the names PyTorch's nodes give what they saved: the first two operands and the output
+_SAVED_NAMES: dict[int | str, str] = {0: "self", 1: "other", "out": "result"}
+
+
 class PrimitiveBackward(Node):
     """The backward node of one primitive call; its formula comes from the registry."""
 
@@ -56,7 +60,7 @@ class PrimitiveBackward(Node):
                  next_edges: list[Edge | None], out_metas: list[Meta]) -> None:
         # Node.__init__'s body, inlined: a frame fewer on every recorded op
         self.next_edges = next_edges
-        self._sequence_nr = next(_seq.counter)
+        self._seq_nr = next(_seq.counter)
         topo = 0
         for e in next_edges:
             if e is not None and e[0].topological_nr >= topo:
@@ -69,6 +73,29 @@ class PrimitiveBackward(Node):
         self.attrs = attrs
         self.metas = metas  # per argument: its Meta if a tensor, else the constant itself
         self.saved: dict[int | str, SavedTensor] = {}
+
+    # --- PyTorch's view of what it saved: _saved_self, _saved_other, _saved_result ---------
+    def _names_saved(self) -> dict[str, int | str]:
+        names: dict[str, int | str] = {}
+        for key in self.prim.saves:
+            name = _SAVED_NAMES.get(key)
+            if name is not None and (key in self.saved or key != "out" and key < len(self.metas)):
+                names[name] = key
+        return names
+
+    def __getattr__(self, name: str) -> Any:
+        for prefix, raw in (("_saved_", False), ("_raw_saved_", True)):
+            if name.startswith(prefix):
+                key = self._names_saved().get(name[len(prefix):])
+                if key is not None:
+                    if raw:
+                        return self.saved.get(key)
+                    return self.output() if key == "out" else self.input(key)  # type: ignore[arg-type]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self) -> list[str]:
+        names = [f"{p}{n}" for n in self._names_saved() for p in ("_saved_", "_raw_saved_")]
+        return sorted({*super().__dir__(), *names})
 
     # --- what a backward formula reads ------------------------------------------------------
     def input(self, i: int) -> Any:

@@ -325,8 +325,7 @@ def test_sequence_nr_increases():
     c = b + a
 
     def seq(n):
-        s = n._sequence_nr
-        return s() if callable(s) else s
+        return n._sequence_nr()  # PyTorch's method
 
     assert seq(a.grad_fn) < seq(b.grad_fn) < seq(c.grad_fn)
 
@@ -955,3 +954,21 @@ def test_ready_queue_pop_interrupted_while_parked_leaves_the_queue_consistent():
     assert q._parked == [] and q.unclaimed() == 0
     q.push(0, "next")
     assert q.unclaimed() == 1 and q.pop() == "next"
+
+
+def test_saved_tensors_by_pytorchs_names():
+    """A node's saved operands and output read as PyTorch names them (_saved_self,
+    _saved_other, _saved_result), freed by a backward without retain_graph."""
+    x = rt.ones(2, requires_grad=True)
+    w = rt.full((2,), 3.0, requires_grad=True)
+    y = x * w
+    e = y.exp()
+    assert {"_saved_self", "_saved_other"} <= set(dir(y.grad_fn))
+    assert y.grad_fn._saved_self is x and y.grad_fn._saved_other is w
+    assert e.grad_fn._saved_result.tolist() == e.tolist()
+    assert y.grad_fn._raw_saved_self is not None
+    with pytest.raises(AttributeError):
+        y.grad_fn._saved_weight
+    e.sum().backward()
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        y.grad_fn._saved_self
