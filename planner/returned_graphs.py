@@ -13,10 +13,11 @@ gradient the plan cannot give.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.autograd.node import ERR_BACKWARD_TWICE, Meta, Node
+from runtime.autograd.node import ERR_BACKWARD_TWICE, NO_GRAD_VIEW, Meta, Node
 from runtime.tensor import Tensor
 from runtime.tracing import MetaArray
 
@@ -123,6 +124,10 @@ class ReturnedState:
     # the returned tensor is not that object but one sharing its storage whole (a
     # ``p.detach()``, ``p.data``): a replay returns such a tensor of the object, as eager's
     alias: bool = False
+    # the returned tensor is a view of that object's (or, ``alias``, of its detach()): these
+    # view ops, taken again of it after each replay (in no_grad mode: ``w[0]`` so taken
+    # requires grad as eager's does, ``w.detach()[0]`` does not)
+    views: tuple[tuple[Any, dict[str, Any]], ...] = ()
 
     def live(self, args: tuple[Any, ...]) -> Any:
         """The object now (None where it is gone: the replay's own tensor is returned)."""
@@ -169,7 +174,10 @@ def _walk_state(value: Any, path: Path, live: dict[Any, ReturnedState],
         mark = live.get(id(value))
         if mark is None:  # one sharing a live tensor's storage whole: its detach()
             mark = live.get(("data", id(value._data)))
-        if mark is not None and not value._rg and value._grad_fn is None:
+        if mark is None and value._grad_fn is None:
+            mark = _view_of_live(value, live)
+        if mark is not None and value._grad_fn is None and (
+                not value._rg or value._creation == NO_GRAD_VIEW and mark.views):
             found.append((path, mark))
     elif isinstance(value, (tuple, list)):
         for i, v in enumerate(value):
@@ -177,6 +185,24 @@ def _walk_state(value: Any, path: Path, live: dict[Any, ReturnedState],
     elif isinstance(value, dict):
         for k, v in value.items():
             _walk_state(v, (*path, k), live, found)
+
+
+def _view_of_live(value: Tensor, live: dict[Any, ReturnedState]) -> ReturnedState | None:
+    """The mark of ``value`` where it is a chain of view ops of a live tensor (or of its
+    detach()), with those ops; else None."""
+    steps = []
+    data = value._data
+    while type(data) is MetaArray and data.made_by is not None and data.view_src is not None:
+        steps.append(data.made_by)
+        src = data.view_src
+        mark = live.get(id(src)) or live.get(("data", id(src._data)))
+        if mark is not None:
+            # taken of the object itself where it requires grad as the view does (in no_grad
+            # mode), else of its detach()
+            alias = not (value._rg and src._rg)
+            return dataclasses.replace(mark, alias=alias, views=tuple(reversed(steps)))
+        data = src._data
+    return None
 
 
 def _walk(value: Any, path: Path, device_of: Any, input_of: dict[int, int],
@@ -204,11 +230,24 @@ def attach(result: Any, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
     return _fill(result, (), marks, args)  # a module function: no cycle holding the call
 
 
+def _taken_again(t: Tensor, views: tuple[tuple[Any, dict[str, Any]], ...]) -> Tensor:
+    from runtime.autograd.grad_mode import no_grad
+    from runtime.ops.dispatch import apply
+
+    with no_grad():
+        for prim, attrs in views:
+            t = apply(prim, t, **attrs)
+    return t
+
+
 def _fill(value: Any, path: Path, marks: dict[Path, Mark], args: tuple[Any, ...]) -> Any:
     mark = marks.get(path)
     if isinstance(mark, ReturnedState):
         live = mark.live(args)
-        return value if live is None else live.detach() if mark.alias else live
+        if live is None:
+            return value
+        live = live.detach() if mark.alias else live
+        return _taken_again(live, mark.views) if mark.views else live
     if isinstance(mark, ReturnedGraph):
         value._grad_fn = _node(mark)
         value._rg = True

@@ -63,7 +63,7 @@ class MetaArray:
     """
 
     __slots__ = ("shape", "dtype", "node", "view_of", "base_node", "transposed", "view_step",
-                 "view_src")
+                 "view_src", "made_by")
     base = None
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, node: int,
@@ -80,6 +80,9 @@ class MetaArray:
         # view rewrites)
         self.view_step: tuple[Any, ...] | None = None
         self.view_src: Any = None
+        # (primitive, attrs) of the view op that made it from view_src: a returned view of a
+        # tensor living outside the step is taken again of that tensor at each replay
+        self.made_by: tuple[Any, dict[str, Any]] | None = None
 
     @property
     def flags(self) -> _Flags:

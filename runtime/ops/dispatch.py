@@ -554,6 +554,7 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     out = MetaArray(shape, dt.np, node, view_of)
     if view_of is not None:
         out.view_src = args[0]
+        out.made_by = (prim, attrs)
     elif weak and prim.name == "getitem" and isinstance(args[0], Tensor) and all(
             i in weak for i, a in enumerate(args) if i and isinstance(a, Tensor)):
         # ``x[n]`` with an int argument n: eager mode's is a view of x, the plan's a copy

@@ -116,3 +116,39 @@ def test_a_returned_detach_of_live_state_shares_its_storage() -> None:
 
     for got, want in zip(run(True), run(False), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_returned_view_of_live_state_is_a_view_of_it() -> None:
+    """``return w.detach()[0], m.bias.data[1:], w.grad.view(-1).t()``, and a view taken in
+    no_grad mode (which requires grad, as PyTorch's): eager mode returns views of the live
+    tensors, which show their later in-place updates; a replay returned copies."""
+    def run(compiled: bool) -> list[Any]:
+        rt.manual_seed(0)
+        m = rt.nn.Linear(3, 2)
+        opt = rt.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        x = rt.ones(4, 3)
+
+        def step(x: Any) -> Any:
+            opt.zero_grad(set_to_none=False)
+            m(x).pow(2).sum().backward()
+            opt.step()
+            with rt.no_grad():
+                row = m.weight[1]
+            return (m.weight.detach()[0], m.bias.data[1:], m.weight.grad.view(-1, 1).t(),
+                    row, x.detach()[:, 1])
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            out = [fn(x) for _ in range(3)][-1]  # a replay
+        assert out[0]._vc is m.weight._vc and not out[0].requires_grad
+        assert out[3].requires_grad and out[3].grad_fn is None and out[3]._base is m.weight
+        with rt.no_grad():
+            m.weight.add_(1.0)
+            m.bias.mul_(3.0)
+        x.add_(2.0)
+        opt.zero_grad(set_to_none=False)
+        return [t.detach().numpy().copy() for t in out]
+
+    for got, want in zip(run(True), run(False), strict=True):
+        np.testing.assert_array_equal(got, want)
