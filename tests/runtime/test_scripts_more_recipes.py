@@ -228,7 +228,10 @@ def sn_critic(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], S
     sn = nn.utils.parametrizations.spectral_norm
     critic = nn.Sequential(sn(nn.Linear(3, 8)), nn.LeakyReLU(0.1), sn(nn.Linear(8, 1)))
     w0 = start(lib, critic, weights)
-    opt = lib.optim.Adam(critic.parameters(), lr=1e-2, betas=(0.0, 0.9))
+    # eps: with beta1 = 0, Adam divides a gradient by its own size, so the rounding noise of
+    # one that cancels to about 0 (bias[0]'s here) moved that weight by up to lr, differently
+    # under each BLAS (MKL on an Intel CPU gave 0.003 apart after 4 steps)
+    opt = lib.optim.Adam(critic.parameters(), lr=1e-2, betas=(0.0, 0.9), eps=1e-5)
 
     def step(real: Any, fake: Any) -> Any:
         opt.zero_grad()
