@@ -149,6 +149,9 @@ def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "
         if size:
             raise TypeError(f"{fn}() got multiple values for argument 'size'")
         size = (kwargs["size"],)
+    elif not size:
+        raise TypeError(_NO_SIZE[fn] if fn in _NO_SIZE
+                        else f'{fn}() missing 1 required positional arguments: "size"')
     items = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     if all(type(s) is int for s in items):  # the usual call: no conversion, no check
         return tuple(items)
@@ -158,6 +161,18 @@ def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "
     if err is not None:
         raise err
     return tuple(operator.index(s) for s in items)
+
+
+# PyTorch's texts for rand() and randn() without a size (their overloads' list)
+_RANDOM_OVERLOADS = (
+    " * (tuple of ints size, *, torch.Generator generator, Tensor out = None, torch.dtype dtype "
+    "= None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
+    "bool requires_grad = False)\n"
+    " * (tuple of ints size, *, Tensor out = None, torch.dtype dtype = None, torch.layout "
+    "layout = None, torch.device device = None, bool pin_memory = False, bool requires_grad = "
+    "False)\n")
+_NO_SIZE = {fn: f"{fn}() received an invalid combination of arguments - got (), but expected "
+                f"one of:\n{_RANDOM_OVERLOADS}" for fn in ("rand", "randn")}
 
 
 def _index_like(value: Any) -> bool:
@@ -321,7 +336,7 @@ def _check_fits(arr: np.ndarray, dt: D.DType) -> None:
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
-    return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+    return Tensor._of(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:

@@ -296,7 +296,7 @@ def _complete_qr(A: Tensor) -> QRResult:
     if not A.dtype.is_floating_point or A.dtype in (D.float16, D.bfloat16):
         raise RuntimeError(f"linalg.qr: Expected a floating point or complex tensor as input. "
                            f"Got {D.scalar_type_name(A.dtype)}")
-    a, tau = (Tensor(v, device=A.device) for v in _geqrf_host(_host_values(A, "linalg.qr")))
+    a, tau = (Tensor._of(v, device=A.device) for v in _geqrf_host(_host_values(A, "linalg.qr")))
     message = "The QR decomposition is not differentiable when mode='complete' and nrows > ncols."
     q, r = _householder_q(a, tau), triu(a)
     return QRResult(*(no_derivative(t, (A,), RuntimeError, message, "LinalgQrBackward0")
@@ -712,14 +712,14 @@ def cholesky_ex(A: Tensor, *, upper: bool = False, check_errors: bool = False
     if not _positive_definite(values):  # LAPACK's partial factors, one matrix at a time
         for index in np.ndindex(*batch):
             factors[index], infos[index] = _potf2(values[index])
-    info = Tensor(infos, device=A.device)
+    info = Tensor._of(infos, device=A.device)
     if check_errors:
         _raise_at_info(info, lambda k: f"The factorization could not be completed because the "
                        f"input is not positive-definite (the leading minor of order {k} is not "
                        f"positive-definite).", "linalg.cholesky_ex")
     if not infos.any():
         return CholeskyExResult(cholesky(A, upper=upper), info)
-    factor = Tensor(factors, device=A.device)
+    factor = Tensor._of(factors, device=A.device)
     return CholeskyExResult(F.transpose(factor, -1, -2) if upper else factor, info)
 
 
@@ -931,12 +931,12 @@ def ldl_factor_ex(A: Tensor, *, hermitian: bool = False, check_errors: bool = Fa
     infos = np.zeros(batch, np.int32)
     for index in np.ndindex(*batch):
         ld[index], pivots[index], infos[index] = _sytf2(values[index])
-    info = Tensor(infos, device=A.device)
+    info = Tensor._of(infos, device=A.device)
     if check_errors:
         _raise_at_info(info, _ldl_singular, "torch.linalg.ldl_factor_ex", RuntimeError)
-    packed = no_derivative(Tensor(ld, device=A.device), (A,), RuntimeError,
+    packed = no_derivative(Tensor._of(ld, device=A.device), (A,), RuntimeError,
                            "derivative for aten::linalg_ldl_factor_ex is not implemented")
-    return LDLFactorExResult(packed, Tensor(pivots, device=A.device), info)
+    return LDLFactorExResult(packed, Tensor._of(pivots, device=A.device), info)
 
 
 def _ldl_singular(k: int) -> str:
@@ -990,7 +990,7 @@ def ldl_solve(LD: Tensor, pivots: Tensor, B: Tensor, *, hermitian: bool = False 
     x = np.empty(b.shape, b.dtype)
     for index in np.ndindex(*batch):
         x[index] = _sytrs(ld[index], piv[index], b[index])
-    return no_derivative(Tensor(x, device=B.device), (LD, B), RuntimeError,
+    return no_derivative(Tensor._of(x, device=B.device), (LD, B), RuntimeError,
                          "derivative for aten::linalg_ldl_solve is not implemented")
 
 
@@ -1275,7 +1275,7 @@ def geqrf(input: Tensor, *, out: Any = None) -> GeqrfResult:  # noqa: A002
                                   f"'{D.scalar_type_name(input.dtype)}'")
     a, tau = _geqrf_host(_host_values(input, "geqrf"))
     message = "the derivative for 'geqrf' is not implemented."
-    result = GeqrfResult(*(no_derivative(Tensor(v, device=input.device), (input,),
+    result = GeqrfResult(*(no_derivative(Tensor._of(v, device=input.device), (input,),
                                          NotImplementedError, message, "GeqrfBackward0")
                            for v in (a, tau)))
     return F.written_to_each(out, result, "geqrf") if out is not None else result

@@ -111,7 +111,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Any 
     shape = tuple(like.shape)
     if isinstance(mean, Tensor) and isinstance(std, Tensor):
         shape = broadcast_shapes(tuple(mean.shape), tuple(std.shape))
-    noise = creation.randn(*shape, generator=generator, dtype=like.dtype, device=like.device)
+    noise = creation.randn(shape, generator=generator, dtype=like.dtype, device=like.device)
     plain = [t.detach() if isinstance(t, Tensor) else t for t in (mean, std)]
     value = F.cast(F.add(F.mul(noise, plain[1]), plain[0]), like.dtype)
     overload = 3 if isinstance(mean, Tensor) and isinstance(std, Tensor) else (
@@ -131,10 +131,10 @@ def _normal_floats(mean: float, std: float, size: tuple[int, ...], generator: An
     if not dt.is_floating_point:
         raise _not_implemented_for("normal_kernel_cpu", dt)
     if active_tracer() is None:  # PyTorch's normal_(mean, std) (runtime._torch_rng)
-        value = creation.empty(*size, dtype=dt, device=device).normal_(
+        value = creation.empty(tuple(size), dtype=dt, device=device).normal_(
             mean, std, generator=generator)
     else:
-        noise = creation.randn(*size, generator=generator, dtype=dt, device=device)
+        noise = creation.randn(tuple(size), generator=generator, dtype=dt, device=device)
         value = F.add(F.mul(noise, std), mean)
     if out is not None:
         return F.written_to(out, value, "normal")
@@ -165,7 +165,7 @@ def bernoulli(input: Tensor, p: float | None = None, *, generator: Any = None,  
     dt = out.dtype if out is not None else input.dtype
     if p is None:
         draw_dt = input.dtype if input.dtype.is_floating_point else D.default_float
-        u = creation.rand(*input.shape, generator=generator, dtype=draw_dt,
+        u = creation.rand(input.shape, generator=generator, dtype=draw_dt,
                           device=input.device)
     else:  # PyTorch's bernoulli_(p): a float64 uniform an element
         u = creation.bernoulli_uniforms(tuple(input.shape), generator, input.device)
@@ -274,7 +274,7 @@ def log_normal_(self: Tensor, mean: float = 1.0, std: float = 2.0, *, generator:
         raise GraphBreak("log_normal_ of 16 or more elements inside a captured step (PyTorch "
                          "draws one normal_distribution<double> an element)")
     # under 16, randn draws as log_normal_ does: one Box-Muller sample an element, in float64
-    n = creation.randn(*self.shape, generator=generator, dtype=D.float64, device=self.device)
+    n = creation.randn(self.shape, generator=generator, dtype=D.float64, device=self.device)
     return self.copy_(F.cast(F.exp(F.add(F.mul(n, float(std)), float(mean))), self.dtype))
 
 

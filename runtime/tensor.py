@@ -48,6 +48,8 @@ def _new_shape(name: str, sizes: tuple[Any, ...], size: Any) -> tuple[int, ...]:
     """Tensor.new_*'s size (varargs or one sequence, or ``size=``) checked as PyTorch's parser
     and empty_generic check it: a float is its TypeError, a negative size its RuntimeError
     (the factories' own text differs)."""
+    if not sizes and size is None:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
     raw = sizes[0] if len(sizes) == 1 else sizes if sizes else size
     if isinstance(raw, float):
         raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not "
@@ -57,7 +59,7 @@ def _new_shape(name: str, sizes: tuple[Any, ...], size: Any) -> tuple[int, ...]:
     if negative is not None:
         raise RuntimeError(f"Trying to create tensor with negative dimension {negative}: "
                            f"{list(given)}")
-    return tuple(F.sizes_or(sizes, size, name, "size")) if sizes or size is None else given
+    return tuple(F.sizes_or(sizes, size, name, "size")) if sizes else (given,)
 
 def _new_options(name: str, layout: Any, pin_memory: bool | None) -> None:
     """Tensor.new_*'s layout= and pin_memory=, checked as PyTorch's factories check them."""
@@ -84,15 +86,28 @@ class Tensor:
     _retains_grad = False
     __array_priority__ = 1000  # numpy defers to our operators
 
-    def __init__(self, data: Any, dtype: Any = None, device: Any = None,
-                 requires_grad: bool = False) -> None:
+    def __init__(self, *args: Any, device: Any = None) -> None:
+        """PyTorch's legacy constructor ``torch.Tensor(...)``, of the default float dtype: no
+        argument: empty, of size (0,); sizes (ints or a Size): uninitialized of that shape
+        (``nn.Parameter(rt.Tensor(out, in))``); one sequence or array: its values as floats;
+        one tensor: shares its storage (not its history). ``rt.tensor`` infers a dtype."""
+        from .ops.torch_names import legacy_new
+
+        t = legacy_new(D.default_float, "cpu", args, device, any_tensor=True)
+        self._init(t._data, t.dtype, t.device, None, 0, t._vc)
+
+    @classmethod
+    def _of(cls, data: Any, dtype: Any = None, device: Any = None,
+            requires_grad: bool = False) -> Tensor:
+        """A tensor of ``data`` as ``rt.tensor`` makes it (its dtype inferred or given)."""
         from .creation import _as_array
 
         arr, dt, dev = _as_array(data, dtype, device)
-        self._init(arr, dt, dev, None, 0, _InferenceVersionCounter()
-                   if _inference_state.enabled else _VersionCounter())
+        t = cls._make(arr, dt, dev, None, 0, _InferenceVersionCounter()
+                      if _inference_state.enabled else _VersionCounter())
         if requires_grad:
-            self._factory_requires_grad_(True)
+            t._factory_requires_grad_(True)
+        return t
 
     def _init(self, data: Any, dtype: D.DType, device: str, grad_fn: Node | None,
               output_nr: int, vc: _VersionCounter) -> None:
@@ -609,8 +624,8 @@ class Tensor:
                           ".requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",
                           UserWarning, stacklevel=2)
             data = data.detach().cpu().numpy()
-        return Tensor(data, dtype=dtype or self.dtype, device=device or self.device,
-                      requires_grad=requires_grad)
+        return Tensor._of(data, dtype=dtype or self.dtype, device=device or self.device,
+                          requires_grad=requires_grad)
 
     def stride(self, dim: int | None = None) -> Any:
         """Strides in elements, as PyTorch's (numpy counts bytes). An empty array numpy

@@ -281,7 +281,7 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any, grad_outputs: Any = Non
         outs = [o for o in _as_tuple(func(*inputs_t))
                 if isinstance(o, Tensor) and o.requires_grad]
         grad_outputs_t = tuple(
-            (rand(*o.shape, dtype=o.dtype if o.dtype.is_floating_point else None,
+            (rand(o.shape, dtype=o.dtype if o.dtype.is_floating_point else None,
                   device=o.device) * 2 - 1).requires_grad_() for o in outs)
     else:
         grad_outputs_t = _as_tuple(grad_outputs)

@@ -77,7 +77,7 @@ class Bernoulli(ExponentialFamily):
         shape = self._extended_shape(sample_shape)
         with rt.no_grad():
             p = self.probs.expand(*shape)
-            u = rt.rand(*shape, dtype=p.dtype, device=p.device)
+            u = rt.rand(shape, dtype=p.dtype, device=p.device)
             return (u < p).to(p.dtype)
 
     def log_prob(self, value: Tensor) -> Tensor:

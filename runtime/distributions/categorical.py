@@ -24,7 +24,7 @@ def draw_categories(probs: Tensor, shape: tuple[int, ...]) -> Tensor:
     n = probs.shape[-1]
     cdf = probs.cumsum(-1)
     cdf = cdf / cdf[..., -1:]
-    u = rt.rand(*shape, dtype=probs.dtype, device=probs.device)
+    u = rt.rand(shape, dtype=probs.dtype, device=probs.device)
     index = (u.unsqueeze(-1) >= cdf.expand(*shape, n)).sum(-1)
     return index.clamp(max=n - 1).to(D.int64)
 

@@ -112,7 +112,7 @@ class ContinuousBernoulli(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        u = rt.rand(*shape, dtype=self.probs.dtype, device=self.probs.device)
+        u = rt.rand(shape, dtype=self.probs.dtype, device=self.probs.device)
         return self.icdf(u)
 
     def log_prob(self, value: Tensor) -> Tensor:

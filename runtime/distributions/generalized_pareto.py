@@ -48,7 +48,7 @@ class GeneralizedPareto(Distribution):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        u = rt.rand(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        u = rt.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.icdf(u)
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -72,7 +72,7 @@ class Geometric(Distribution):
         shape = self._extended_shape(sample_shape)
         with rt.no_grad():
             p = self.probs
-            u = rt.rand(*shape, dtype=p.dtype, device=p.device)
+            u = rt.rand(shape, dtype=p.dtype, device=p.device)
             u = u.clamp(min=rt.finfo(p.dtype).tiny)
             return (u.log() / rt.log1p(-p)).floor()
 

@@ -66,7 +66,7 @@ class LKJCholesky(Distribution):
         with rt.no_grad():
             y = self._beta.sample(sample_shape).unsqueeze(-1)
             shape = self._extended_shape(sample_shape)
-            u = rt.randn(*shape, dtype=y.dtype, device=y.device).tril(-1)
+            u = rt.randn(shape, dtype=y.dtype, device=y.device).tril(-1)
             norms = rt.linalg.vector_norm(u, dim=-1, keepdim=True)
             first_row = rt.arange(self.dim, device=y.device).reshape(self.dim, 1) == 0
             u = rt.where(first_row, 0.0, u / rt.where(first_row, 1.0, norms))

@@ -111,7 +111,7 @@ class LowRankMultivariateNormal(Distribution):
         shape = tuple(self._extended_shape(sample_shape))
         W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
         eps_w = rt.randn(*shape[:-1], W.shape[-1], dtype=self.loc.dtype, device=self.loc.device)
-        eps_d = rt.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps_d = rt.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + (W @ eps_w.unsqueeze(-1)).squeeze(-1) + D.sqrt() * eps_d
 
     def _log_det(self) -> Tensor:

@@ -127,7 +127,7 @@ class MultivariateNormal(Distribution):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        eps = rt.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = rt.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + (self._unbroadcasted_scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
 
     def log_prob(self, value: Tensor) -> Tensor:

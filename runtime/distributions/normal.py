@@ -51,7 +51,7 @@ class Normal(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        eps = rt.randn(*shape, dtype=self.loc.dtype, device=self.loc.device)
+        eps = rt.randn(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.loc + eps * self.scale
 
     def log_prob(self, value: Tensor) -> Tensor:

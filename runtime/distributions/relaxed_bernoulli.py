@@ -61,7 +61,7 @@ class LogitRelaxedBernoulli(Distribution):
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
         probs = clamp_probs(self.probs.expand(*shape))
-        u = clamp_probs(rt.rand(*shape, dtype=probs.dtype, device=probs.device))
+        u = clamp_probs(rt.rand(shape, dtype=probs.dtype, device=probs.device))
         return (u.log() - rt.log1p(-u) + probs.log() - rt.log1p(-probs)) / self.temperature
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -57,7 +57,7 @@ class ExpRelaxedCategorical(Distribution):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        u = clamp_probs(rt.rand(*shape, dtype=self.logits.dtype, device=self.logits.device))
+        u = clamp_probs(rt.rand(shape, dtype=self.logits.dtype, device=self.logits.device))
         gumbels = -((-(u.log())).log())
         scores = (self.logits + gumbels) / self.temperature
         return scores - scores.logsumexp(dim=-1, keepdim=True)

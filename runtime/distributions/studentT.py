@@ -56,7 +56,7 @@ class StudentT(Distribution):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        x = rt.randn(*shape, dtype=self.df.dtype, device=self.df.device)
+        x = rt.randn(shape, dtype=self.df.dtype, device=self.df.device)
         z = self._chi2.rsample(sample_shape)
         return self.loc + self.scale * x * (z / self.df).rsqrt()
 

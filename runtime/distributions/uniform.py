@@ -56,7 +56,7 @@ class Uniform(Distribution):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        u = rt.rand(*shape, dtype=self.low.dtype, device=self.low.device)
+        u = rt.rand(shape, dtype=self.low.dtype, device=self.low.device)
         return self.low + u * (self.high - self.low)
 
     def log_prob(self, value: Tensor) -> Tensor:

@@ -31,7 +31,7 @@ def _input_fn(dims: int) -> Any:
                    stride: Any = 1, padding: Any = 0, dilation: Any = 1,
                    groups: int = 1) -> Tensor:
         """The gradient of a convolution w.r.t. an input of ``input_size``."""
-        zero = rt.zeros(*input_size, dtype=grad_output.dtype, device=grad_output.device)
+        zero = rt.zeros(tuple(input_size), dtype=grad_output.dtype, device=grad_output.device)
         return _grad_wrt(dims, "input", zero, weight, grad_output, stride, padding, dilation,
                          groups)
 
@@ -44,7 +44,7 @@ def _weight_fn(dims: int) -> Any:
                     grad_output: Tensor, stride: Any = 1, padding: Any = 0,
                     dilation: Any = 1, groups: int = 1) -> Tensor:
         """The gradient of a convolution w.r.t. a weight of ``weight_size``."""
-        zero = rt.zeros(*weight_size, dtype=grad_output.dtype, device=grad_output.device)
+        zero = rt.zeros(tuple(weight_size), dtype=grad_output.dtype, device=grad_output.device)
         return _grad_wrt(dims, "weight", input, zero, grad_output, stride, padding, dilation,
                          groups)
 

@@ -31,9 +31,9 @@ class LayerNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(rt.empty(*shape, device=device, dtype=dtype))
+            self.weight = Parameter(rt.empty(shape, device=device, dtype=dtype))
             if bias:
-                self.bias = Parameter(rt.empty(*shape, device=device, dtype=dtype))
+                self.bias = Parameter(rt.empty(shape, device=device, dtype=dtype))
             else:
                 self.register_parameter("bias", None)
         else:

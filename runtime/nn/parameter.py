@@ -15,9 +15,9 @@ class Parameter(Tensor):
 
     def __new__(cls, data: Any = None, requires_grad: bool = True) -> Parameter:
         if data is None:
-            data = Tensor([])
+            data = Tensor._of([])
         elif not isinstance(data, Tensor):
-            data = Tensor(data)
+            data = Tensor._of(data)
         param = cls._make(data._data, data.dtype, data.device, None, 0, data._vc)
         param._factory_requires_grad_(requires_grad)
         return param  # type: ignore[return-value]
@@ -52,7 +52,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
 
     def __new__(cls, data: Any = None, *, persistent: bool = True) -> Tensor:  # type: ignore[misc]
         if data is None:
-            data = Tensor([])
+            data = Tensor._of([])
         t = data.detach().requires_grad_(data.requires_grad)
         t.persistent = persistent
         t._is_buffer = True

@@ -29,7 +29,7 @@ class RMSNorm(Module):
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
-            self.weight = Parameter(rt.empty(*shape, device=device, dtype=dtype))
+            self.weight = Parameter(rt.empty(shape, device=device, dtype=dtype))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()

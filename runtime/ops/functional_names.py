@@ -353,8 +353,8 @@ def native_dropout(input: Tensor, p: float, train: bool | None  # noqa: A002
 
     _check_p(p)
     if train is False or p == 0.0:
-        return F.clone(input), ones(*input.shape, dtype=D.bool_, device=input.device)
-    keep = F.ge(rand(*input.shape, dtype=input.dtype, device=input.device), p)
+        return F.clone(input), ones(input.shape, dtype=D.bool_, device=input.device)
+    keep = F.ge(rand(input.shape, dtype=input.dtype, device=input.device), p)
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     return F.mul(F.mul(input, F.cast(keep, input.dtype)), scale), keep
 

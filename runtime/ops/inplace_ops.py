@@ -290,7 +290,7 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
     template, idx, masks = F._norm_key(F._index_items(key), x.device)
     F._check_key(x.shape, template, idx, masks)  # PyTorch's IndexError, a check step compiled
     if not isinstance(values, Tensor):
-        values = Tensor(np.asarray(values, dtype=x.dtype.np), device=x.device)
+        values = Tensor._of(np.asarray(values, dtype=x.dtype.np), device=x.device)
     shape = P._key_shape(x.shape, [i.shape for i in idx], template)
     _check_put_shape(values, shape)
     values = F.expand(F.cast(values, x.dtype), *shape)
@@ -353,7 +353,7 @@ def fill_diagonal_(x: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     else:
         ii = np.arange(x.shape[0])
         mask[(ii,) * x.ndim] = True
-    return x.masked_fill_(Tensor(mask, device=x.device), fill_value)
+    return x.masked_fill_(Tensor._of(mask, device=x.device), fill_value)
 
 
 def random_(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any = None

@@ -26,10 +26,9 @@ class LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device == "cpu"
 
     def __call__(cls, *args: Any, device: Any = None) -> Tensor:  # type: ignore[override]
-        from ..creation import empty
-        from .torch_names import new
+        from .torch_names import legacy_new
 
-        return new(empty(0, dtype=cls.dtype), *args, device=device)
+        return legacy_new(cls.dtype, "cpu", args, device)
 
     def __repr__(cls) -> str:
         return f"<class 'runtime.{cls.__name__}'>"

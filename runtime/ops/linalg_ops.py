@@ -271,7 +271,7 @@ def _cholesky_bwd(c: Any, g: Any) -> tuple[Any]:
     np.fill_diagonal(half, 0.5)
     from ..tensor import Tensor
 
-    phi = F.mul(phi, Tensor(half.astype(L.dtype.np), device=L.device))
+    phi = F.mul(phi, Tensor._of(half.astype(L.dtype.np), device=L.device))
     s = F.matmul(_mT(L_inv), F.matmul(phi, L_inv))
     return (F.mul(F.add(s, _mT(s)), 0.5),)
 
@@ -309,7 +309,7 @@ def _eigh_bwd(c: Any, g: Any) -> tuple[Any]:
     g_V = F.getitem(g, (Ellipsis, slice(1, None), slice(None)))
     from ..tensor import Tensor
 
-    eye = Tensor(np.eye(n, dtype=bool), device=V.device)
+    eye = Tensor._of(np.eye(n, dtype=bool), device=V.device)
     vgv = F.matmul(_mT(V), g_V)
     skew = F.mul(F.sub(vgv, _mT(vgv)), 0.5)
     gap = F.sub(F.unsqueeze(lam, -2), F.unsqueeze(lam, -1))  # L_j - L_i
@@ -390,7 +390,7 @@ def _svd_bwd(c: Any, g: Any) -> tuple[Any]:
                           F.getitem(gvh, rows))
     from ..tensor import Tensor
 
-    eye = Tensor(np.eye(k, dtype=bool), device=u.device)
+    eye = Tensor._of(np.eye(k, dtype=bool), device=u.device)
     uhgu = F.matmul(_mT(u), gu)
     vhgv = F.matmul(vh, _mT(gvh))
     s2 = F.mul(s, s)

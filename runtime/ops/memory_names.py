@@ -64,7 +64,7 @@ def empty_permuted(size: Sequence[int], physical_layout: Sequence[int], *, dtype
                            f"physical_layout; got {len(size)} and {len(order)}")
     if sorted(order) != list(builtins.range(len(size))):
         raise RuntimeError("Duplicate dim not allowed")
-    flat = empty(*(size[d] for d in order), dtype=dtype, device=device)
+    flat = empty(tuple(size[d] for d in order), dtype=dtype, device=device)
     data = flat._data.transpose([order.index(d) for d in builtins.range(len(size))])
     out = Tensor._make(data, flat.dtype, flat.device)
     out._factory_requires_grad_(requires_grad)

@@ -274,7 +274,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
 @_factory_options(formats=True)
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,
                requires_grad: bool = False) -> Tensor:
-    return creation.empty(*input.shape, dtype=dtype or input.dtype, device=device or input.device,
+    return creation.empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                           requires_grad=requires_grad)
 
 
@@ -330,7 +330,7 @@ def uniform_(x: Tensor, a: float = 0.0, to: float = 1.0, *, generator: Any = Non
     if active_tracer() is None:
         return _drawn_into(x, dtype, generator, lambda g: _torch_rng.uniform(
             g._rng, tuple(x.shape), dtype, float(a), float(b)))
-    u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
+    u = creation.rand(x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(u * (b - a) + a)
 
 
@@ -343,7 +343,7 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     if active_tracer() is None:
         return _drawn_into(x, dtype, generator, lambda g: _torch_rng.normal(
             g, tuple(x.shape), dtype, float(mean), float(std)))
-    n = creation.randn(*x.shape, generator=generator, dtype=dtype, device=x.device)
+    n = creation.randn(x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(n * std + mean)
 
 
@@ -363,7 +363,7 @@ def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
         return x.copy_(F.cast(F.lt(u, float(p)), x.dtype))
     # PyTorch's uniforms are float64 where p is float64, float32 otherwise (x's dtype aside)
     dtype = D.float64 if p.dtype is D.float64 else D.float32
-    u = creation.rand(*x.shape, generator=generator, dtype=dtype, device=x.device)
+    u = creation.rand(x.shape, generator=generator, dtype=dtype, device=x.device)
     return x.copy_(F.cast(F.lt(u, p), x.dtype))
 
 

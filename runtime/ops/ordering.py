@@ -351,7 +351,7 @@ def _quantile(x: Tensor, q: Any, dim: Any, keepdim: bool, interpolation: str,
     if scalar_q:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q:g}")
-        qt = Tensor(np.asarray([q], dtype=x.dtype.np), device=x.device)
+        qt = Tensor._of(np.asarray([q], dtype=x.dtype.np), device=x.device)
     else:
         if q.ndim > 1:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
@@ -539,7 +539,7 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
     if sorter is not None:
         seq = T.gather(seq, seq.ndim - 1, sorter)
     scalar = not isinstance(values, Tensor)
-    vals = Tensor(np.asarray(values, dtype=seq.dtype.np), device=seq.device) if scalar \
+    vals = Tensor._of(np.asarray(values, dtype=seq.dtype.np), device=seq.device) if scalar \
         else values
     if seq.dtype is D.bool_ and vals.numel():  # nothing to search: an empty result
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")

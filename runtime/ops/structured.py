@@ -27,7 +27,7 @@ from .shapes import broadcast_shapes, wrap_dim
 
 
 def _const(arr: np.ndarray, device: Any) -> Tensor:
-    return Tensor(arr, device=device)
+    return Tensor._of(arr, device=device)
 
 
 def _scaled(t: Tensor, s: Any) -> Tensor:
@@ -207,8 +207,8 @@ def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str = _CDIST_MOD
 
         n1 = F.sum(F.mul(a, a), -1, keepdim=True)
         n2 = F.sum(F.mul(b, b), -1, keepdim=True)
-        o1 = ones(*n1.shape, dtype=a.dtype, device=a.device)
-        o2 = ones(*n2.shape, dtype=b.dtype, device=b.device)
+        o1 = ones(n1.shape, dtype=a.dtype, device=a.device)
+        o2 = ones(n2.shape, dtype=b.dtype, device=b.device)
         left = F.cat([F.mul(a, -2.0), n1, o1], -1)
         right = F.cat([b, o2, n2], -1)
         sq = F.clamp(F.matmul(left, F.transpose(right, -1, -2)), 0.0, None)

@@ -182,21 +182,39 @@ def range_(start: Any, end: Any, step: Any = 1, *, dtype: Any = None, layout: An
 def new(self: Tensor, *args: Any, device: Any = None) -> Tensor:
     """The legacy constructor Tensor.new: no argument: empty; sizes (ints or a Size):
     uninitialized of that shape; a sequence: its values; all of self's dtype and device."""
+    return legacy_new(self.dtype, self.device, args, device)
+
+
+def legacy_new(dtype: D.DType, default_device: Any, args: tuple[Any, ...], device: Any = None,
+               any_tensor: bool = False) -> Tensor:
+    """PyTorch's legacy constructors (``x.new(...)``, ``rt.FloatTensor(...)``,
+    ``rt.Tensor(...)``) of ``dtype``: no argument: empty, of size (0,); sizes (ints or a
+    Size): uninitialized of that shape; one sequence (or array): its values; one tensor: a
+    detach of it, of ``dtype`` unless ``any_tensor``."""
     from ..creation import empty, tensor
 
-    dev = device if device is not None else self.device
+    dev = device if device is not None else default_device
     if not args:
-        return empty(0, dtype=self.dtype, device=dev)
+        return empty(0, dtype=dtype, device=dev)
     if len(args) == 1 and isinstance(args[0], Tensor):
         src = args[0]
-        if src.dtype is not self.dtype:
-            raise TypeError(f"expected {self.dtype} (got {src.dtype})")
+        if src.dtype is not dtype and not any_tensor:
+            raise TypeError(f"expected {dtype} (got {src.dtype})")
         return src.detach()
-    if all(isinstance(a, int) for a in args) or len(args) == 1 and isinstance(args[0], Size):
-        return empty(*args, dtype=self.dtype, device=dev)
+    if len(args) == 1 and isinstance(args[0], Size):
+        return empty(args[0], dtype=dtype, device=dev)
+    if all(type(a) is int for a in args):
+        return empty(args, dtype=dtype, device=dev)
     if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
-        return tensor(args[0], dtype=self.dtype, device=dev)
-    raise TypeError(f"new(): invalid arguments {tuple(type(a).__name__ for a in args)}")
+        return tensor(args[0], dtype=dtype, device=dev)
+    if len(args) == 1:
+        data = args[0]
+        what = "invalid data type" if isinstance(data, str) else "data must be a sequence (got"
+        raise TypeError(f"new(): {what} '{type(data).__name__}'" if isinstance(data, str)
+                        else f"new(): {what} {type(data).__name__})")
+    bad = next(i for i, a in enumerate(args) if type(a) is not int)
+    raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {bad + 1} with "
+                    f"error \"type must be tuple of ints,but got {type(args[bad]).__name__}\"")
 
 
 def _resized(self: Tensor, sizes: tuple[int, ...]) -> Tensor:

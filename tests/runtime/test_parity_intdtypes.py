@@ -120,8 +120,8 @@ def test_result_type_matches_torch_over_pairs_and_dims() -> None:
         for na, nb in ((1, 1), (1, 0), (0, 1), (0, 0)):
             want = torch.result_type(torch.ones((2,) * na, dtype=_dt(torch, a)),
                                      torch.ones((2,) * nb, dtype=_dt(torch, b)))
-            got = rt.result_type(rt.ones(*(2,) * na, dtype=_dt(rt, a)),
-                                 rt.ones(*(2,) * nb, dtype=_dt(rt, b)))
+            got = rt.result_type(rt.ones((2,) * na, dtype=_dt(rt, a)),
+                                 rt.ones((2,) * nb, dtype=_dt(rt, b)))
             assert got.name == str(want).removeprefix("torch."), (a, na, b, nb)
         for s in (True, -3, 2.5):
             want = torch.result_type(torch.ones(2, dtype=_dt(torch, a)), s)

@@ -1,7 +1,7 @@
 """Creation sizes and device strings refused as PyTorch 2.13 refuses them: a float size (a
 ``nn.Linear(2.0, 3)``), a device string its parser rejects (``x.to("float64")``), an
-accelerator index on a machine without one. (``rt.ones()`` with no size stays a 0-d tensor,
-where PyTorch raises: the runtime's own calls pass ``*shape``.)"""
+accelerator index on a machine without one; a factory given no size at all (``rt.ones()``),
+where ``rt.ones(())`` is the 0-d tensor."""
 
 from __future__ import annotations
 
@@ -83,3 +83,39 @@ def test_int_list_arguments_as_pytorchs_parser(expr: str) -> None:
         return _outcome(lambda: eval(expr, {"L": lib, "x": lib.ones(2, 2)}))
 
     assert outcome(rt) == outcome(torch)
+
+
+NO_SIZE = ["zeros", "ones", "empty", "rand", "randn"]
+
+
+@pytest.mark.parametrize("name", NO_SIZE)
+def test_factory_without_a_size_is_an_error(name: str) -> None:
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TypeError) as expected:
+        getattr(torch, name)()
+    with pytest.raises(TypeError) as got:
+        getattr(rt, name)()
+    assert str(got.value) == str(expected.value)
+    for size in ((), []):
+        assert getattr(rt, name)(size).shape == ()
+        assert getattr(rt, name)(size=size).shape == ()
+
+
+@pytest.mark.parametrize("name", ["new_zeros", "new_ones", "new_empty"])
+def test_new_factory_without_a_size_is_an_error(name: str) -> None:
+    x = rt.ones(2)
+    with pytest.raises(TypeError, match=f'^{name}\\(\\) missing 1 required positional '
+                                        'arguments: "size"$'):
+        getattr(x, name)()
+    assert getattr(x, name)(size=()).shape == ()
+    assert getattr(x, name)(size=[2, 3]).shape == (2, 3)
+    assert getattr(x, name)(()).shape == ()
+    assert x.new().shape == (0,)
+
+
+def test_zero_dim_tensors_still_make_zero_dim_draws() -> None:
+    """The runtime's own calls with a 0-d tensor's shape (rand_like, dropout, LayerNorm(()))."""
+    x = rt.tensor(2.0)
+    assert rt.rand_like(x).shape == rt.randn_like(x).shape == rt.empty_like(x).shape == ()
+    assert rt.nn.functional.dropout(x, 0.5).shape == ()
+    assert rt.nn.LayerNorm(()).weight.shape == ()
