@@ -148,9 +148,24 @@ def cache_key(kernels: list[kir.Kernel]) -> str:
     """The module's key: its kernels as launched (``cpu_launch_form``), the host, the code
     generator."""
     cpu, features = host()
-    payload = [[kir.kernel_hash(cpu_launch_form(k)) for k in kernels], cpu, features,
-               llvmlite.__version__, generator_hash()]
+    payload = [[launch_digest(k) for k in kernels], cpu, features, llvmlite.__version__,
+               generator_hash()]
     return hashlib.sha256(json.dumps(payload).encode()).hexdigest()
+
+
+# the attribute a kernel keeps its launch form's digest in (not a field: not compared)
+_DIGEST = "_launch_digest"
+
+
+def launch_digest(k: kir.Kernel) -> str:
+    """The sha256 of ``k``'s launch form, computed once and kept on the kernel: a plan kept
+    across processes (planner.plan_cache) pickles it with its kernels, so a warm first call
+    does not hash them again (gpt's 92 kernels' reprs took 7 ms of it)."""
+    found = k.__dict__.get(_DIGEST)
+    if found is None:
+        found = kir.kernel_hash(cpu_launch_form(k))
+        object.__setattr__(k, _DIGEST, found)  # a frozen dataclass's own attribute
+    return found
 
 
 class UnsafeCacheDirError(PermissionError):

@@ -459,3 +459,27 @@ def test_a_kept_plan_loads_its_schedule_instead_of_computing_it(
                                                                plan.returns, outputs))
     copied = pickle.loads(pickle.dumps(plan))  # a plain copy still computes its own
     assert copied.schedule == plan.schedule and copied.schedule is not plan.schedule
+
+
+def test_a_kept_plan_keeps_its_kernels_digests(tmp_path: Any) -> None:
+    """A plan kept across processes holds each kernel's launch digest (codegen.cache's module
+    key), so a warm first call finds its module without hashing the kernels again."""
+    import pickle
+
+    from codegen.cache import cache_key, launch_digest
+    from planner.executable import kernels_by_device
+
+    x = rt.randn(4, 3, requires_grad=True)
+
+    def step(x: Any) -> Any:
+        loss = (x.tanh() * 2).sum()
+        loss.backward()
+        return loss
+
+    compiled = planner.compile(step, backend="llvm", cache_dir=tmp_path, background=False)
+    compiled(x)
+    kernels = [k for ks in kernels_by_device(compiled.plan).values() for k in ks]
+    assert kernels and all("_launch_digest" in k.__dict__ for k in kernels)
+    again = pickle.loads(pickle.dumps(kernels, 5))
+    assert [k.__dict__["_launch_digest"] for k in again] == [launch_digest(k) for k in kernels]
+    assert cache_key(again) == cache_key(kernels)
