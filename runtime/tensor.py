@@ -486,6 +486,10 @@ class Tensor:
                                   self.dtype, str(self.device), self._rg, _user_attrs(self)))
 
     def __hash__(self) -> int:
+        if type(self._data) is MetaArray and stands_for_number(self):
+            # a dict key or set member (``{0: a}.get(it % 3)``, ``it in {1, 4}``): the
+            # number's own hash decides the lookup, which its stand-in's id would miss
+            raise GraphBreak("a number argument is hashed (a dict key or set member)")
         return id(self)
 
     # --- conversion -------------------------------------------------------------------------
