@@ -527,6 +527,13 @@ class _WarmUp(Exception):  # noqa: N818 (a signal, not an error)
                                        if len(created) > 1 else ""))
 
 
+class _StateMadeEarly(Exception):  # noqa: N818 (a signal, not an error)
+    """A capture made after the call ran eagerly made optimizer state for real
+    (Capture.made_state), taken back: no replay of this call steps it, and eager mode makes
+    it at the next step that finds a gradient, from the hyperparameters of then (Rprop's
+    step sizes are its lr); the next call captures with it made then."""
+
+
 # every compiled step alive (runtime.compiler.reset forgets their plans)
 _LIVE: weakref.WeakSet[CompiledStep] = weakref.WeakSet()
 
@@ -740,7 +747,10 @@ class CompiledStep:
             while True:
                 scalars = _dynamic_positions(key)
                 try:
-                    binding = self._plan(fn, args, warm_up=warm_up, scalars=scalars)
+                    binding = self._plan(fn, args, warm_up=warm_up, scalars=scalars,
+                                         ran_eagerly=ran_eagerly)
+                except _StateMadeEarly:
+                    return result
                 except _WarmUp as w:
                     # run this call eagerly, then capture with the state it made in place: the
                     # plan fits the next call (and this one's .plan is there to inspect)
@@ -959,23 +969,27 @@ class CompiledStep:
         return call
 
     def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True,
-              warm_up: bool = False, scalars: frozenset[int] = frozenset()) -> Binding:
+              warm_up: bool = False, scalars: frozenset[int] = frozenset(),
+              ran_eagerly: bool = False) -> Binding:
         """Capture and plan ``fn`` for ``args``; ``build``: compile the kernels now (a GPU
         plan lowered for inspection renders its CUDA C but needs no CuPy to be planned).
         ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
         depends on (the capture is a trace on shape-only tensors: planning and code generation
         are what it saves). ``scalars``: the positions of number arguments that are inputs of
-        the plan (``_changed_numbers``). Python's garbage collector is held off meanwhile."""
+        the plan (``_changed_numbers``). ``ran_eagerly``: the call ran eagerly already, so
+        a capture making optimizer state raises _StateMadeEarly. Python's garbage collector
+        is held off meanwhile."""
         with _collector_paused():
             try:
-                return self._capture_and_plan(fn, args, build, warm_up, scalars)
+                return self._capture_and_plan(fn, args, build, warm_up, scalars, ran_eagerly)
             except WarmUpNeeded as e:  # an eager run makes what the capture lacks
                 if warm_up:
                     raise _WarmUp([e.reason]) from e
                 raise
 
     def _capture_and_plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool,
-                          warm_up: bool, scalars: frozenset[int] = frozenset()) -> Binding:
+                          warm_up: bool, scalars: frozenset[int] = frozenset(),
+                          ran_eagerly: bool = False) -> Binding:
         from .distributed import data_parallel, ddp_modules
         from .passes import hoist_source_views, run_default_passes
         from .remat import rematerialize
@@ -986,6 +1000,9 @@ class CompiledStep:
         if warm_up and cap.created_state:
             _take_back_made_state(cap)  # the eager call makes it, or fails leaving none
             raise _WarmUp(cap.created_state)
+        if ran_eagerly and cap.made_state:
+            _take_back_made_state(cap)
+            raise _StateMadeEarly
         plan_device = device or _plan_device(cap)
         wanted = KERNEL_BACKENDS.get(self.backend)
         if wanted is not None and plan_device.split(":")[0] != wanted:

@@ -52,3 +52,45 @@ def test_a_number_argument_looked_up_by_hash_is_its_value(name: str) -> None:
     eager = _train(_LOOKUPS[name], compiled=False)
     compiled = _train(_LOOKUPS[name], compiled=True)
     np.testing.assert_allclose(compiled, eager, rtol=1e-6)
+
+
+def _step_first(opt_name: str, compiled: bool) -> tuple[list[Any], list[float]]:
+    """A loop stepping the optimizer before the backward (the first call's step finds no
+    gradient), its lr halved by a scheduler between calls: the optimizer state's entries
+    after each call, and the losses, weights and state values."""
+    rt.manual_seed(0)
+    model = rt.nn.Linear(4, 3)
+    opt = {"rprop": rt.optim.Rprop, "asgd": rt.optim.ASGD,
+           "adam": rt.optim.Adam}[opt_name](model.parameters(), lr=0.01)
+    sched = rt.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        opt.step()
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        return loss
+
+    run = planner.compile(step) if compiled else step
+    entries: list[Any] = []
+    values: list[float] = []
+    for i in range(4):
+        values.append(float(run(rt.ones(5, 4) * (i + 1))))
+        sched.step()
+        values += model.weight.detach().numpy().ravel().tolist()
+        for index, state in opt.state_dict()["state"].items():
+            for name, value in sorted(state.items()):
+                entries.append((i, index, name))
+                values += np.ravel(rt.as_tensor(value).numpy()).tolist()
+    return entries, values
+
+
+@pytest.mark.parametrize("opt_name", ["rprop", "asgd", "adam"])
+def test_optimizer_state_made_when_eager_mode_makes_it(opt_name: str) -> None:
+    # the capture after the first (eager) call made the optimizer's state for its plan:
+    # Adam's zeros showed in state_dict() a call early, Rprop's step sizes and ASGD's eta
+    # took the lr of then, not the halved lr of the step that first finds a gradient
+    eager_entries, eager_values = _step_first(opt_name, False)
+    entries, values = _step_first(opt_name, True)
+    assert entries == eager_entries
+    np.testing.assert_allclose(values, eager_values, rtol=1e-6)
