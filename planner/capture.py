@@ -152,6 +152,7 @@ class Tracer:
         self.effects: list[tuple[str, Any]] = []
         self._effect_on: dict[int, str] = {}  # id(optimizer) -> an "after" effect's name
         self._effect_opts: dict[int, tuple[Any, str]] = {}  # id(optimizer) -> (it, a name)
+        self._deferred_owners: set[int] = set()  # ids of the effects' schedulers (deferred)
         self.modes: list[tuple[Any, bool]] = []
         self.late_modes: list[tuple[Any, bool]] = []
         self.found_modes: dict[int, tuple[Any, bool]] = {}
@@ -645,17 +646,25 @@ class Tracer:
         entry[1][p] = dict(opt.state[p])
         self.made_state.append((opt, p))
 
-    def on_effect(self, opt: Any, call: Any, name: str) -> None:
-        """``call`` (``name``: an lr scheduler's step of ``opt``), not run now, runs at every
-        replay: before the plan where no hyperparameter of ``opt`` was read yet (the update
-        reads the values it sets, as in eager mode), else after it. A hyperparameter read
-        after such a call cannot be planned (it would need the value in between)."""
+    def on_effect(self, opt: Any, call: Any, name: str, owner: Any = None) -> None:
+        """``call`` (``name``: an lr scheduler's step of ``opt``; ``owner``: the scheduler),
+        not run now, runs at every replay: before the plan where no hyperparameter of ``opt``
+        was read yet (the update reads the values it sets, as in eager mode), else after it.
+        A hyperparameter read after such a call cannot be planned (it would need the value in
+        between), nor can what ``owner`` holds (``deferred``)."""
         read = any(where[0] == id(opt) for where in self.hypers)
         when = "after" if read else "before"
         self._effect_opts.setdefault(id(opt), (opt, name))
         if read:
             self._effect_on[id(opt)] = name
         self.effects.append((when, call))
+        if owner is not None:
+            self._deferred_owners.add(id(owner))
+
+    def deferred(self, owner: Any) -> bool:
+        """Whether a call of ``owner``'s (an lr scheduler's step) runs at each replay instead
+        of in this capture (``on_effect``): what it holds now is from before that call."""
+        return id(owner) in self._deferred_owners
 
     def hyper(self, opt: Any, group: int, key: str, index: int | None, device: str) -> Tensor:
         """A hyperparameter ``opt.param_groups[group][key]`` (element ``index`` of a tuple

@@ -44,7 +44,7 @@ def _replayed(step: Callable[..., None]) -> Callable[..., None]:
             raise GraphBreak(f"{type(self).__name__}.step(epoch) takes a value computed in "
                              "the step")
         tracer.on_effect(self.optimizer, functools.partial(step, self, *args, **kwargs),
-                         f"{type(self).__name__}.step()")
+                         f"{type(self).__name__}.step()", owner=self)
         return None
 
     return _capture_aware(wrapper)
@@ -107,6 +107,26 @@ _STEP_ORDER_WARNING = (
     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
 
 
+def _last_lr_in_capture(scheduler: LRScheduler, tracer: Any) -> list[Any]:
+    """``get_last_lr()`` while a step is captured. A plan returns a float lr by reading, at
+    each replay, the param group holding that very float (planner.capture:
+    ``_returned_setting``); ``_last_lr`` holds the groups' own floats after a step, but equal
+    copies after load_state_dict (a checkpoint's), which a plan returned as constants: the
+    groups' own are returned. Values the groups do not hold, or read after this scheduler's
+    step() was deferred to each replay (they are from before it), cannot be planned."""
+    name = type(scheduler).__name__
+    if tracer.deferred(scheduler):
+        raise GraphBreak(f"the step reads {name}.get_last_lr() after {name}.step(), which "
+                         "runs at each replay (read it after the call)")
+    last, groups = scheduler._last_lr, scheduler.optimizer.param_groups
+    if not all(type(v) is float for v in last):
+        return last
+    if len(last) != len(groups) or any(v != g["lr"] for v, g in zip(last, groups)):
+        raise GraphBreak(f"{name}.get_last_lr() is not its optimizer's lr (a state_dict "
+                         "loaded into one of them), which a plan could not read at each replay")
+    return [g["lr"] for g in groups]
+
+
 class LRScheduler:
     """Subclasses implement `get_lr()`: the next learning rates, after `last_epoch` moved."""
 
@@ -156,7 +176,10 @@ class LRScheduler:
         raise NotImplementedError
 
     def get_last_lr(self) -> list[float]:
-        return self._last_lr
+        tracer = _trace_state.tracer
+        if tracer is None:
+            return self._last_lr
+        return _last_lr_in_capture(self, tracer)
 
     @_replayed
     def step(self, epoch: int | None = None) -> None:
