@@ -153,6 +153,8 @@ class Tracer:
         self._effect_on: dict[int, str] = {}  # id(optimizer) -> an "after" effect's name
         self._effect_opts: dict[int, tuple[Any, str]] = {}  # id(optimizer) -> (it, a name)
         self._deferred_owners: set[int] = set()  # ids of the effects' schedulers (deferred)
+        # the paths the step's code reads, and their values before it ran (``capture``)
+        self.watch = guards.Watch(guards.Accesses())
         self.modes: list[tuple[Any, bool]] = []
         self.late_modes: list[tuple[Any, bool]] = []
         self.found_modes: dict[int, tuple[Any, bool]] = {}
@@ -868,6 +870,27 @@ class Tracer:
                                  f"{settings[id(value)]} changes at each call (read it from "
                                  "the optimizer after the call)")
 
+    def _read_as_a_constant(self, value: float) -> bool:
+        """Whether the step's code reads ``value`` (that float object) at a path that goes
+        through no optimizer or lr scheduler (``BASE_LR``, ``cfg["lr"]``, ``args.lr``): the
+        number an optimizer was made with, which eager mode returns as it is where a schedule
+        has changed the group's lr since. Where the step reads param groups or a scheduler
+        too (``opt.param_groups[0]["lr"]``), the float could be either: GraphBreak."""
+        from runtime.optim.lr_scheduler import LRScheduler
+        from runtime.optim.optimizer import Optimizer
+
+        owners = (Optimizer, LRScheduler)
+        before = self.watch.before.values()
+        if not any(found is value and not any(issubclass(t, owners) for t in types)
+                   for found, types in before):
+            return False
+        if any(isinstance(found, LRScheduler) for found, _ in before) or any(
+                key == "param_groups" for path in self.watch.found.paths()
+                for _, key in path.steps):
+            raise GraphBreak("the step returns a float that is an optimizer's setting and a "
+                             "value it reads elsewhere (a plan cannot tell which it returns)")
+        return True
+
     def _returned_setting(self, value: float) -> Any:
         """A returned float that is a group setting of a live optimizer (``return loss,
         opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``): the template of its value
@@ -876,6 +899,8 @@ class Tracer:
         for a float object that settings of several groups the step steps hold (one lr
         literal given to two optimizers), which cannot be told apart, and for a setting of
         an optimizer the step does not step."""
+        if self._read_as_a_constant(value):
+            return None
         found = [(opt, i, key) for opt, _ in self.groups_at_start.values()
                  for i, group in enumerate(opt.param_groups)
                  for key, v in group.items() if v is value and key != "params"]
@@ -1003,6 +1028,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         args = tuple(a if i not in scalars else guards.Unread(i) if isinstance(a, str)
                      else tracer.add_scalar_input(i, type(a) is int) for i, a in enumerate(args))
     tracer.own_state = _optimizers_with_state_read(watch.found)
+    tracer.watch = watch
     tracer.note_groups(args)
     grad_mode = is_grad_enabled()
     draws = _PythonDraws()

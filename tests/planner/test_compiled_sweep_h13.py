@@ -163,3 +163,55 @@ def test_last_lr_returned_after_resuming_from_a_checkpoint(where: str) -> None:
     np.testing.assert_allclose(got, eager, rtol=1e-6)
     if where == "outside":  # read from the optimizer's group at each replay: no fallback
         assert not messages, messages
+
+
+BASE_LR = 0.1
+
+
+def _config_lr_run(returned: str, compiled: bool) -> tuple[list[Any], list[str]]:
+    """An optimizer made with the config's float (``BASE_LR``), scheduled between calls; the
+    step returns that config value, or it and the group's lr."""
+    rt.manual_seed(0)
+    model = rt.nn.Linear(4, 3)
+    opt = rt.optim.SGD(model.parameters(), lr=BASE_LR)
+    sched = rt.optim.lr_scheduler.ExponentialLR(opt, 0.5)
+    cfg = {"lr": BASE_LR}
+
+    def train(x: rt.Tensor) -> rt.Tensor:
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    # one function each: a step's code is read whole for the paths it may read
+    def global_lr(x: rt.Tensor) -> Any:
+        return train(x), BASE_LR
+
+    def config_lr(x: rt.Tensor) -> Any:
+        return train(x), cfg["lr"]
+
+    def both(x: rt.Tensor) -> Any:
+        return train(x), cfg["lr"], opt.param_groups[0]["lr"]
+
+    step = {"global": global_lr, "config": config_lr, "both": both}[returned]
+    run = planner.compile(step) if compiled else step
+    got = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(3):
+            got.append([float(v) for v in run(rt.ones(2, 4) * (i + 1))])
+            sched.step()
+    return got, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("returned", ["global", "config", "both"])
+def test_a_returned_config_lr_is_not_the_scheduled_lr(returned: str) -> None:
+    # the float the optimizer was made with, returned from where the step's code reads it:
+    # a plan read the group's lr at each replay (0.1, 0.05, 0.025) for the constant 0.1
+    eager, _ = _config_lr_run(returned, compiled=False)
+    assert [row[1] for row in eager] == [0.1, 0.1, 0.1]
+    got, messages = _config_lr_run(returned, compiled=True)
+    np.testing.assert_allclose(got, eager, rtol=1e-6)
+    # one float for both (the config's, the group's lr): the step runs eagerly
+    assert bool(messages) == (returned == "both"), messages
