@@ -772,7 +772,7 @@ class CompiledStep:
                         self._dynamic[frozen] -= scalars
                         if ran_eagerly:
                             return result
-                        return self._call_flat(args, spec, frozen)
+                        return self._with_constants(args, spec, frozen, key, scalars, e)
                     if self.fullgraph:
                         raise CompileError(f"{self._name} cannot be captured: {e.reason} at "
                                            f"{e.where}") from e
@@ -798,6 +798,26 @@ class CompiledStep:
         finally:
             if pending is not None:
                 pending.start()
+
+    def _with_constants(self, args: tuple[Any, ...], spec: Any, frozen: Any,
+                        key: tuple[Any, ...], scalars: frozenset[int], error: Exception) -> Any:
+        """The call again, its number arguments at ``scalars`` constants now (the capture
+        with them as inputs, for ``key``, stopped on ``error``). Where that capture stops on
+        the same GraphBreak (``loss.item()`` read in the step, whatever its numbers), they
+        were not the cause: inputs again, and ``key`` runs eagerly, as every call whose
+        numbers are new would capture and run eagerly."""
+        result = self._call_flat(args, spec, frozen)
+        if not isinstance(error, GraphBreak):
+            return result
+        dynamic = self._dynamic.get(frozen)
+        retried = (frozen, *_arg_key(args))
+        entry = self._cache.get(_with_dynamic(retried, dynamic) if dynamic else retried)
+        why = f"{error.reason} at {error.where}"
+        if entry is not None and entry.eager_reason == why:
+            self._static[frozen] -= scalars
+            self._dynamic[frozen] = (dynamic or frozenset()) | scalars
+            self._entry(key).eager_reason = why
+        return result
 
     def _changed_numbers(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
         """The positions of the int and float arguments in which ``key`` differs from a key

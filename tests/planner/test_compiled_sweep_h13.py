@@ -215,3 +215,32 @@ def test_a_returned_config_lr_is_not_the_scheduled_lr(returned: str) -> None:
     np.testing.assert_allclose(got, eager, rtol=1e-6)
     # one float for both (the config's, the group's lr): the step runs eagerly
     assert bool(messages) == (returned == "both"), messages
+
+
+def test_a_step_reading_an_item_is_not_captured_at_every_new_iteration_number() -> None:
+    # the step reads loss.item(), whatever its int argument: each new value was captured
+    # again (into the same fallback, with its warning), making every call slower than eager
+    def run(compiled: bool) -> tuple[list[float], int]:
+        rt.manual_seed(0)
+        model = rt.nn.Linear(4, 3)
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x: rt.Tensor, it: int) -> rt.Tensor:
+            opt.zero_grad()
+            loss = model(x).pow(2).mean() * (1 + it % 2)
+            loss.backward()
+            if loss.item() > 1e6:
+                raise RuntimeError("diverged")
+            opt.step()
+            return loss
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            losses = [float(fn(rt.ones(2, 4) * (it + 1) / 8, it)) for it in range(8)]
+        return losses + model.weight.detach().numpy().ravel().tolist(), len(caught)
+
+    eager, _ = run(compiled=False)
+    got, fallbacks = run(compiled=True)
+    np.testing.assert_allclose(got, eager, rtol=1e-6)
+    assert fallbacks == 2  # the first call's, and the first with the int as an input
