@@ -896,18 +896,18 @@ class Tracer:
         opt.param_groups[0]["lr"]``, ``sched.get_last_lr()[0]``): the template of its value
         read at each replay (a schedule stepped between calls changes it; a plan returned
         the value met at capture), else None (the value met at capture, as before): also
-        for a float object that settings of several groups the step steps hold (one lr
-        literal given to two optimizers), which cannot be told apart, and for a setting of
-        an optimizer the step does not step."""
-        if self._read_as_a_constant(value):
-            return None
+        for a float object that settings of several groups the step steps hold (one float
+        set into two groups), which cannot be told apart, for a setting of an optimizer the
+        step does not step, and for one the step reads elsewhere (``_read_as_a_constant``)."""
         found = [(opt, i, key) for opt, _ in self.groups_at_start.values()
                  for i, group in enumerate(opt.param_groups)
                  for key, v in group.items() if v is value and key != "params"]
         used = [f for f in found if id(f[0]) in self.optimizers]
-        if not used or len({(id(o), g) for o, g, _ in used}) > 1:
+        if not used or len({(id(o), g) for o, g, _ in used}) > 1 or \
+                self._read_as_a_constant(value):
             return None
-        # one optimizer's "lr" and the "initial_lr" a scheduler copied from it are one object
+        # settings are floats of their own (runtime.optim.optimizer.own_float), but one the
+        # user set to another's float is that float: the "lr" it is, then
         opt, i, key = min(used, key=lambda f: f[2] != "lr")
         params = opt.param_groups[i].get("params") or ()
         device = params[0].device if params else "cpu"

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from runtime.optim.optimizer import Optimizer
+from runtime.optim.optimizer import Optimizer, own_float
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
@@ -71,7 +71,7 @@ def _update_param_group_val(group: dict[str, Any], key: str, value: Any) -> None
     if isinstance(group[key], Tensor):
         group[key].fill_(_to_scalar(value))
     else:
-        group[key] = value
+        group[key] = own_float(value)  # not base_lrs' float (SequentialLR sets that back)
 
 
 def _param_groups_val_list(optimizer: Optimizer, key: str) -> list[Any]:
@@ -149,8 +149,8 @@ class LRScheduler:
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 initial = group["lr"]
-                group.setdefault("initial_lr",
-                                 initial.clone() if isinstance(initial, Tensor) else initial)
+                group.setdefault("initial_lr", initial.clone() if isinstance(initial, Tensor)
+                                 else own_float(initial))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:

@@ -134,6 +134,16 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+
+def own_float(value: Any) -> Any:
+    """A float setting as a float object of its own (an equal copy; anything else as it is).
+    A group's float settings are their own objects, not the number the optimizer was made
+    with (``lr=BASE_LR``, its defaults), nor each other (a scheduler's ``initial_lr``): a
+    compiled step tells a returned float that is a group's setting, read at each replay, by
+    its identity (planner.capture: ``Tracer._returned_setting``), where that number returned
+    is a constant, and ``initial_lr`` is not the ``lr`` a schedule changes."""
+    return value * 1.0 if type(value) is float else value
+
 class Optimizer:
     """Subclasses implement `_step_group(group)`; `step` runs it for each group under `no_grad`
     (a subclass's own `step` runs the step hooks too)."""
@@ -203,6 +213,8 @@ class Optimizer:
                 raise ValueError("parameter group didn't specify a value of required "
                                  f"optimization parameter {name}")
             param_group.setdefault(name, default)
+        for name, value in param_group.items():
+            param_group[name] = own_float(value)
         if len({id(p) for p in param_group["params"]}) != len(param_group["params"]):
             warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
                           "future, this will cause an error; see "

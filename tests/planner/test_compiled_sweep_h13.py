@@ -170,7 +170,8 @@ BASE_LR = 0.1
 
 def _config_lr_run(returned: str, compiled: bool) -> tuple[list[Any], list[str]]:
     """An optimizer made with the config's float (``BASE_LR``), scheduled between calls; the
-    step returns that config value, or it and the group's lr."""
+    step returns that config value, or it and the group's lr, or the optimizer's defaults,
+    the scheduler's base lr or the group's initial lr (each that float, as they were)."""
     rt.manual_seed(0)
     model = rt.nn.Linear(4, 3)
     opt = rt.optim.SGD(model.parameters(), lr=BASE_LR)
@@ -194,7 +195,19 @@ def _config_lr_run(returned: str, compiled: bool) -> tuple[list[Any], list[str]]
     def both(x: rt.Tensor) -> Any:
         return train(x), cfg["lr"], opt.param_groups[0]["lr"]
 
-    step = {"global": global_lr, "config": config_lr, "both": both}[returned]
+    def defaults(x: rt.Tensor) -> Any:
+        return train(x), opt.defaults["lr"]
+
+    def base(x: rt.Tensor) -> Any:
+        return train(x), sched.base_lrs[0], opt.param_groups[0]["initial_lr"]
+
+    def assigned(x: rt.Tensor) -> Any:  # the group's lr set to the config's float: that float
+        return train(x), cfg["lr"], opt.param_groups[0]["lr"]
+
+    if returned == "assigned":
+        opt.param_groups[0]["lr"] = cfg["lr"]
+    step = {"global": global_lr, "config": config_lr, "both": both, "defaults": defaults,
+            "base": base, "assigned": assigned}[returned]
     run = planner.compile(step) if compiled else step
     got = []
     with warnings.catch_warnings(record=True) as caught:
@@ -205,16 +218,18 @@ def _config_lr_run(returned: str, compiled: bool) -> tuple[list[Any], list[str]]
     return got, [str(w.message) for w in caught]
 
 
-@pytest.mark.parametrize("returned", ["global", "config", "both"])
+@pytest.mark.parametrize("returned", ["global", "config", "both", "defaults", "base",
+                                      "assigned"])
 def test_a_returned_config_lr_is_not_the_scheduled_lr(returned: str) -> None:
-    # the float the optimizer was made with, returned from where the step's code reads it:
-    # a plan read the group's lr at each replay (0.1, 0.05, 0.025) for the constant 0.1
+    # the float the optimizer was made with (or the scheduler's copy of it), returned: the
+    # group's lr was that very float, so a plan read the group's lr at each replay (0.1,
+    # 0.05, 0.025) for the constant 0.1
     eager, _ = _config_lr_run(returned, compiled=False)
     assert [row[1] for row in eager] == [0.1, 0.1, 0.1]
     got, messages = _config_lr_run(returned, compiled=True)
     np.testing.assert_allclose(got, eager, rtol=1e-6)
-    # one float for both (the config's, the group's lr): the step runs eagerly
-    assert bool(messages) == (returned == "both"), messages
+    # one float for both (the config's, the group's lr set to it): the step runs eagerly
+    assert bool(messages) == (returned == "assigned"), messages
 
 
 def test_a_step_reading_an_item_is_not_captured_at_every_new_iteration_number() -> None:
