@@ -861,9 +861,9 @@ class Tracer:
         value is the one before it, and a plan would return it at every call: GraphBreak."""
         if not self._effect_opts:
             return
-        settings = {id(v): name for opt, name in self._effect_opts.values()
+        settings = {id(e): name for opt, name in self._effect_opts.values()
                     for group in opt.param_groups for v in group.values()
-                    if type(v) in (float, int)}
+                    for _, e in _elements(v) if type(e) in (float, int)}
         for value in _numbers_in(result):
             if id(value) in settings:
                 raise GraphBreak(f"the step returns a group setting of an optimizer that "
@@ -899,19 +899,20 @@ class Tracer:
         for a float object that settings of several groups the step steps hold (one float
         set into two groups), which cannot be told apart, for a setting of an optimizer the
         step does not step, and for one the step reads elsewhere (``_read_as_a_constant``)."""
-        found = [(opt, i, key) for opt, _ in self.groups_at_start.values()
+        found = [(opt, i, key, index) for opt, _ in self.groups_at_start.values()
                  for i, group in enumerate(opt.param_groups)
-                 for key, v in group.items() if v is value and key != "params"]
+                 for key, v in group.items() if key != "params"
+                 for index, element in _elements(v) if element is value]
         used = [f for f in found if id(f[0]) in self.optimizers]
-        if not used or len({(id(o), g) for o, g, _ in used}) > 1 or \
+        if not used or len({(id(o), g) for o, g, _, _ in used}) > 1 or \
                 self._read_as_a_constant(value):
             return None
         # settings are floats of their own (runtime.optim.optimizer.own_float), but one the
         # user set to another's float is that float: the "lr" it is, then
-        opt, i, key = min(used, key=lambda f: f[2] != "lr")
+        opt, i, key, index = min(used, key=lambda f: f[2] != "lr")
         params = opt.param_groups[i].get("params") or ()
         device = params[0].device if params else "cpu"
-        return ("item", ("node", self._read(self.hyper(opt, i, key, None, device))))
+        return ("item", ("node", self._read(self.hyper(opt, i, key, index, device))))
 
     def _template(self, value: Any) -> Any:
         if type(value) is ItemOut:  # planner.item_outputs: read at each replay
@@ -942,6 +943,14 @@ class Tracer:
             return ("py", value)
         raise GraphBreak(f"the step returns a {type(value).__name__}, which a plan cannot "
                          "rebuild")
+
+
+def _elements(setting: Any) -> list[tuple[int | None, Any]]:
+    """A group setting as (index, value) pairs: a tuple's elements (Adam's betas, which
+    OneCycleLR cycles), else the setting itself (index None)."""
+    if type(setting) is tuple:
+        return list(enumerate(setting))
+    return [(None, setting)]
 
 
 def _numbers_in(value: Any) -> list[Any]:

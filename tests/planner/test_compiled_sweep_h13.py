@@ -259,3 +259,41 @@ def test_a_step_reading_an_item_is_not_captured_at_every_new_iteration_number() 
     got, fallbacks = run(compiled=True)
     np.testing.assert_allclose(got, eager, rtol=1e-6)
     assert fallbacks == 2  # the first call's, and the first with the int as an input
+
+
+def _cycled_momentum_run(inside: bool, compiled: bool) -> tuple[list[float], list[str]]:
+    rt.manual_seed(0)
+    model = rt.nn.Linear(4, 3)
+    opt = rt.optim.Adam(model.parameters(), lr=0.1)
+    sched = rt.optim.lr_scheduler.OneCycleLR(opt, 0.5, total_steps=10)
+
+    def step(x: rt.Tensor) -> Any:
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        if inside:
+            sched.step()
+        return loss, opt.param_groups[0]["betas"][0]
+
+    run = planner.compile(step) if compiled else step
+    got = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(4):
+            loss, beta1 = run(rt.ones(2, 4))
+            got += [float(loss), beta1]
+            if not inside:
+                sched.step()
+    return got, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_a_returned_beta_that_a_schedule_cycles_is_read_at_each_call(inside: bool) -> None:
+    # betas[0], an element of a tuple setting, was returned as the constant the capture met
+    # (0.95 at every call, where OneCycleLR makes it 0.9, 0.85, ...); with the schedule
+    # stepped inside the step its value is from before that step: the step runs eagerly
+    eager, _ = _cycled_momentum_run(inside, compiled=False)
+    got, messages = _cycled_momentum_run(inside, compiled=True)
+    np.testing.assert_allclose(got, eager, rtol=1e-6)
+    assert bool(messages) == inside, messages
