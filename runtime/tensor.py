@@ -621,8 +621,9 @@ class Tensor:
     def new_tensor(self, data: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad: bool = False) -> Tensor:
         """A new leaf holding a copy of ``data``, of this tensor's dtype and device unless
-        given (as PyTorch's, which warns for a tensor ``data``)."""
-        if isinstance(data, Tensor):
+        given (as PyTorch's, which warns for a tensor ``data``; not for the tensor standing
+        for a compiled step's number argument, a Python number in the step)."""
+        if isinstance(data, Tensor) and not stands_for_number(data):
             warnings.warn("To copy construct from a tensor, it is recommended to use "
                           "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
                           ".requires_grad_(True), rather than tensor.new_tensor(sourceTensor).",

@@ -297,3 +297,24 @@ def test_a_returned_beta_that_a_schedule_cycles_is_read_at_each_call(inside: boo
     got, messages = _cycled_momentum_run(inside, compiled=True)
     np.testing.assert_allclose(got, eager, rtol=1e-6)
     assert bool(messages) == inside, messages
+
+
+def test_new_tensor_of_a_float_argument_warns_as_eager_mode_does() -> None:
+    # x.new_tensor(lr) with a Python float warns of nothing; its capture warned PyTorch's
+    # "To copy construct from a tensor" for the float's stand-in
+    w = rt.ones(4, requires_grad=True)
+    opt = rt.optim.SGD([w], lr=0.1)
+
+    def step(x: rt.Tensor, scale: float) -> rt.Tensor:
+        opt.zero_grad()
+        loss = (x * w * x.new_tensor(scale)).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        losses = [float(compiled(rt.ones(4), 0.1 * (i + 1))) for i in range(3)]
+    np.testing.assert_allclose(losses, [0.4, 0.792, 1.164], rtol=1e-6)
+    assert not caught, [str(w.message) for w in caught]
