@@ -27,6 +27,7 @@ from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
 from runtime.creation import Generator, default_generator
 from runtime.ops.dispatch import INT_INPUT_BOUND, stale_weak_view
+from runtime.nn.module import _changed as structure_changed
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
@@ -564,6 +565,19 @@ class Tracer:
         return [("after", functools.partial(_set_flag, t, t._rg))
                 for t, _ in self.flags_before.values()]
 
+    def restore_modes(self) -> None:
+        """Put back the training modes that a train()/eval() after a module's forward changed
+        (``found_modes``; the capture ran the step's Python on the real modules): the call
+        then runs eagerly from the modes it met (a step calling model.eval() after its
+        forward ran that forward in eval mode), or the replay's "after" effects make them
+        again. Those the step set before any forward it sets again itself, eager or replayed
+        (``Binding.check``)."""
+        changed = [(m, mode) for m, mode in self.found_modes.values() if m.training != mode]
+        for m, mode in changed:
+            object.__setattr__(m, "training", mode)  # this module only, as it was
+        if changed:
+            structure_changed()
+
     def restore_flags(self) -> None:
         """Put back the flags the step changed (the capture ran its Python on the real
         tensors): the call then runs eagerly, or the replay's effects set them, from the
@@ -1070,6 +1084,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         tracer.restore_groups()
         tracer.restore_generators()
         tracer.restore_flags()
+        tracer.restore_modes()
         draws.restore()
         watch.settle()
         if captured and watch.stored_unread is not None:

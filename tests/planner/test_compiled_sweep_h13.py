@@ -318,3 +318,38 @@ def test_new_tensor_of_a_float_argument_warns_as_eager_mode_does() -> None:
         losses = [float(compiled(rt.ones(4), 0.1 * (i + 1))) for i in range(3)]
     np.testing.assert_allclose(losses, [0.4, 0.792, 1.164], rtol=1e-6)
     assert not caught, [str(w.message) for w in caught]
+
+
+def _eval_after_forward_run(compiled: bool) -> list[Any]:
+    rt.manual_seed(0)
+    model = rt.nn.Sequential(rt.nn.Linear(4, 8), rt.nn.BatchNorm1d(8), rt.nn.Linear(8, 3))
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        opt.zero_grad()
+        out = model(x)
+        model.eval()  # the forward above ran in training mode
+        loss = out.pow(2).mean()
+        loss.backward()
+        opt.step()
+        if loss.item() > 1e9:  # reads a value: the step runs eagerly
+            raise RuntimeError("diverged")
+        return loss
+
+    run = planner.compile(step) if compiled else step
+    got: list[Any] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for i in range(3):
+            model.train()
+            x = rt.ones(6, 4) * (i + 1) + rt.arange(6).reshape(6, 1)
+            got += [float(run(x)), model.training, int(model[1].num_batches_tracked)]
+    return got + model[1].running_mean.numpy().tolist()
+
+
+def test_a_fallback_runs_from_the_modes_the_capture_met() -> None:
+    # the capture ran the step's model.eval() for real and left it: the call then ran
+    # eagerly with its forward in eval mode (another loss, running stats not updated)
+    eager = _eval_after_forward_run(compiled=False)
+    assert eager[1:3] == [False, 1]
+    np.testing.assert_allclose(_eval_after_forward_run(compiled=True), eager, rtol=1e-6)
