@@ -637,8 +637,10 @@ class Tracer:
 
     def restore_groups(self) -> None:
         """Put every group setting back as the step met it (a replay's effects, or the call
-        run eagerly, set them)."""
+        run eagerly, set them), and drop the groups it added (``opt.add_param_group``: the
+        call runs eagerly, adding them again)."""
         for opt, start in self.groups_at_start.values():
+            del opt.param_groups[len(start):]
             for group, settings in zip(opt.param_groups, start):
                 for key in [k for k in group if k != "params" and k not in settings]:
                     del group[key]

@@ -353,3 +353,29 @@ def test_a_fallback_runs_from_the_modes_the_capture_met() -> None:
     eager = _eval_after_forward_run(compiled=False)
     assert eager[1:3] == [False, 1]
     np.testing.assert_allclose(_eval_after_forward_run(compiled=True), eager, rtol=1e-6)
+
+
+def test_a_param_group_added_in_the_step_is_added_once() -> None:
+    # the capture ran opt.add_param_group for real and kept the group: the call, run eagerly
+    # after it, added it again (ValueError: some parameters appear in more than one group)
+    def run(compiled: bool) -> list[Any]:
+        rt.manual_seed(0)
+        model, head = rt.nn.Linear(4, 3), rt.nn.Linear(3, 3)
+        opt = rt.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x: rt.Tensor, it: int) -> rt.Tensor:
+            if it == 2:  # the head starts training at the third call
+                opt.add_param_group({"params": head.parameters(), "lr": 0.05})
+            opt.zero_grad()
+            loss = head(model(x)).pow(2).mean()
+            loss.backward()
+            opt.step()
+            return loss
+
+        fn = planner.compile(step) if compiled else step
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the call adding the group runs eagerly
+            losses = [float(fn(rt.ones(2, 4) * (it + 1), it)) for it in range(5)]
+        return losses + [len(opt.param_groups)] + head.weight.detach().numpy().ravel().tolist()
+
+    np.testing.assert_allclose(run(compiled=True), run(compiled=False), rtol=1e-6)
