@@ -108,6 +108,15 @@ class Capture:
     # plan: (optimizer, parameter, the entries made); a call that runs eagerly instead takes
     # it back (planner.compile._take_back_made_state)
     made_state: list[tuple[Any, Any, dict[str, Any]]] = field(default_factory=list)
+    # the handles of the hooks the step registered while captured (Tracer.on_hook), kept
+    # for the plan's call; a call that runs eagerly instead removes them (take_back_hooks)
+    hooks_made: list[Any] = field(default_factory=list)
+
+    def take_back_hooks(self) -> None:
+        """Remove the hooks the step registered while captured: the call runs eagerly and
+        registers them again."""
+        for handle in self.hooks_made:
+            handle.remove()
 
 
 class Tracer:
@@ -165,6 +174,7 @@ class Tracer:
         # ids of the optimizers whose ``.state`` the step's own code reaches (may_make_state)
         self.own_state: set[int] = set()
         self.made_state: list[tuple[Any, Any]] = []  # (optimizer, parameter): on_state_made
+        self.hooks_made: list[Any] = []  # the handles of the hooks registered (on_hook)
         # id(optimizer) -> its groups' settings (all but "params") when the step began, with
         # the optimizer, and when its step() began; the step's arguments (group_effects)
         self.groups_at_start: dict[int, tuple[Any, list[dict[str, Any]]]] = {}
@@ -537,6 +547,11 @@ class Tracer:
         (runtime.utils.checkpoint)."""
         return {index: cell.node for cell, index, _ in self.cells.values()
                 if self.slots[index].kind == "tensor" and cell.node != self.source[index]}
+
+    def on_hook(self, handle: Any) -> None:
+        """The step registered a hook (``handle``: its RemovableHandle) for real: kept where
+        the plan runs this call, removed where the call runs eagerly (Capture.hooks_made)."""
+        self.hooks_made.append(handle)
 
     def on_mode(self, module: Any, mode: bool) -> None:
         """``module.train(mode)`` is about to run (Capture.modes)."""
@@ -1075,6 +1090,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         found.watch = watch
         found.aot = tracer.aot
         found.made_state = [(opt, p, dict(opt.state[p])) for opt, p in tracer.made_state]
+        found.hooks_made = tracer.hooks_made
         returned = [t for t in flatten(result)[0] if isinstance(t, Tensor)]
         found.inference_returns = bool(returned) and all(t.is_inference() for t in returned)
         captured = True
@@ -1088,6 +1104,9 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         tracer.restore_flags()
         tracer.restore_modes()
         draws.restore()
+        if not captured:
+            for handle in tracer.hooks_made:
+                handle.remove()
         watch.settle()
         if captured and watch.stored_unread is not None:
             raise GraphBreak(f"the step keeps its string argument at {watch.stored_unread}")

@@ -1019,10 +1019,13 @@ class CompiledStep:
         increments = self._changed_by_capture(cap.watch, warm_up, build)
         if warm_up and cap.created_state:
             _take_back_made_state(cap)  # the eager call makes it, or fails leaving none
+            cap.take_back_hooks()
             raise _WarmUp(cap.created_state)
-        if ran_eagerly and cap.made_state:
-            _take_back_made_state(cap)
-            raise _StateMadeEarly
+        if ran_eagerly:  # the eager run registered the step's hooks already
+            cap.take_back_hooks()
+            if cap.made_state:
+                _take_back_made_state(cap)
+                raise _StateMadeEarly
         plan_device = device or _plan_device(cap)
         wanted = KERNEL_BACKENDS.get(self.backend)
         if wanted is not None and plan_device.split(":")[0] != wanted:

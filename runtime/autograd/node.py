@@ -59,6 +59,8 @@ class RemovableHandle:
     def __init__(self, hooks: dict[int, Callable[..., Any]]) -> None:
         self._hooks_ref = weakref.ref(hooks) if hooks is not None else None
         self.id = next(RemovableHandle._ids)
+        if _trace_state.tracer is not None:  # registered by a step being captured
+            _trace_state.tracer.on_hook(self)
 
     def remove(self) -> None:
         hooks = self._hooks_ref() if self._hooks_ref else None

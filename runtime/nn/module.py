@@ -82,6 +82,8 @@ class RemovableHandle:
         self.hooks, self.flags = hooks, flags
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
+        if _trace_state.tracer is not None:  # registered by a step being captured
+            _trace_state.tracer.on_hook(self)
 
     def remove(self) -> None:
         if self.hooks.pop(self.id, None) is not None:

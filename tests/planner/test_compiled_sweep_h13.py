@@ -379,3 +379,41 @@ def test_a_param_group_added_in_the_step_is_added_once() -> None:
         return losses + [len(opt.param_groups)] + head.weight.detach().numpy().ravel().tolist()
 
     np.testing.assert_allclose(run(compiled=True), run(compiled=False), rtol=1e-6)
+
+
+def _hook_once_run(kind: str, at: int, reads_item: bool, compiled: bool) -> list[float]:
+    rt.manual_seed(0)
+    model = rt.nn.Linear(4, 3)
+    opt = rt.optim.Adam(model.parameters(), lr=0.1)  # a fresh Adam: the first call is eager
+
+    def step(x: rt.Tensor, it: int) -> rt.Tensor:
+        if it == at:
+            if kind == "gradient":
+                model.weight.register_hook(lambda g: g * 2)
+            else:
+                model.register_forward_hook(lambda module, args, out: out * 2)
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        if reads_item and loss.item() > 1e9:  # reads a value: the step runs eagerly
+            raise RuntimeError("diverged")
+        return loss
+
+    fn = planner.compile(step) if compiled else step
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        losses = [float(fn(rt.ones(2, 4) * 0.1 * (it + 1), it)) for it in range(4)]
+    return losses + model.weight.detach().numpy().ravel().tolist()
+
+
+@pytest.mark.parametrize("kind", ["gradient", "forward"])
+@pytest.mark.parametrize("at", [0, 1])
+@pytest.mark.parametrize("reads_item", [False, True])
+def test_a_hook_the_step_registers_once_is_registered_once(kind: str, at: int,
+                                                           reads_item: bool) -> None:
+    # the capture registered the hook for real, and the call run eagerly after it (a fallback,
+    # a fresh optimizer's first call) registered it again: the hook ran twice from then on
+    eager = _hook_once_run(kind, at, reads_item, compiled=False)
+    np.testing.assert_allclose(_hook_once_run(kind, at, reads_item, compiled=True), eager,
+                               rtol=1e-5)
