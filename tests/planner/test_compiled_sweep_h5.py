@@ -456,7 +456,9 @@ def test_mixup_step_with_randperm_compiled_draws_pytorchs_permutations() -> None
     for g_call, e_call in zip(got, expected, strict=True):
         for g, e in zip(g_call, e_call, strict=True):
             assert g.dtype == e.dtype
-            np.testing.assert_allclose(g, e, rtol=1e-5)
+            # float32 through PyTorch's BLAS against fused kernels: 1.7e-5 apart with MKL on
+            # an Intel CPU (the permutations, integers, are exact)
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(got_after, after)
 
 
