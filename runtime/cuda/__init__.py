@@ -14,7 +14,7 @@ import operator
 from types import ModuleType
 from typing import Any
 
-from .creation import Generator
+from ..creation import Generator
 
 
 def _cupy() -> ModuleType | None:
@@ -63,7 +63,7 @@ def _device_index(device: Any) -> int:
         return current_device()
     if isinstance(device, int) and not isinstance(device, bool):
         return device
-    from ._device import device as as_device
+    from .._device import device as as_device
 
     dev = as_device(device) if isinstance(device, str) else device
     if not isinstance(dev, as_device):
@@ -165,3 +165,6 @@ def initial_seed() -> int:
     """The current GPU's generator's seed."""
     _lazy_init()
     return _default_generators()[current_device()].initial_seed()
+
+
+from . import amp as amp  # noqa: E402 - torch.cuda.amp, there once torch is imported
