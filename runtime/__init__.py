@@ -370,10 +370,10 @@ from .ops.structured import (  # noqa: E402
 __all__ += ["det", "inverse", "logdet", "matrix_power", "pinverse", "slogdet"]
 
 from ._dtype import bfloat16, uint16, uint32, uint64  # noqa: E402
-from . import amp, cpu  # noqa: E402
+from . import accelerator, amp, cpu  # noqa: E402
 from .amp import autocast, get_autocast_dtype, is_autocast_enabled  # noqa: E402
 
-__all__ += ["amp", "autocast", "cpu", "bfloat16", "get_autocast_dtype", "is_autocast_enabled",
+__all__ += ["accelerator", "amp", "autocast", "cpu", "bfloat16", "get_autocast_dtype", "is_autocast_enabled",
             "uint16", "uint32", "uint64"]
 from ._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled, is_deterministic_algorithms_warn_only_enabled,

@@ -57,3 +57,34 @@ def test_deprecated_cuda_amp_custom_fwd_runs_the_function() -> None:
     x = rt.ones(3, requires_grad=True)
     Double.apply(x).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+ACCELERATOR_CALLS = ["is_available()", "current_accelerator()",
+                     "current_accelerator(check_available=True)", "device_count()",
+                     "current_device_index()", "synchronize()", "set_device_index(0)",
+                     "empty_cache()", "device_index(None).__enter__()",
+                     "device_index(0).__enter__()"]
+
+
+@pytest.mark.parametrize("call", ACCELERATOR_CALLS)
+def test_accelerator_answers_as_pytorch(call: str) -> None:
+    """pytorch/examples open with ``torch.accelerator.is_available()`` and
+    ``current_accelerator()``: the same answers, or the same error, as PyTorch's."""
+    torch = pytest.importorskip("torch")
+    if rt.cuda.is_available() != torch.cuda.is_available():
+        pytest.skip("PyTorch and the runtime see different GPUs")
+    results = []
+    for lib in (torch, rt):
+        try:
+            results.append(("ok", str(eval(f"lib.accelerator.{call}"))))
+        except Exception as e:  # noqa: BLE001 - the error is what is compared
+            results.append((type(e).__name__, str(e)))
+    assert results[1] == results[0]
+
+
+def test_examples_device_line_picks_cpu_without_a_gpu() -> None:
+    if rt.cuda.is_available():
+        pytest.skip("a GPU is usable here")
+    use_accel = rt.accelerator.is_available()
+    dev = rt.accelerator.current_accelerator() if use_accel else rt.device("cpu")
+    assert rt.ones(2, device=dev).device == rt.device("cpu")
