@@ -774,14 +774,14 @@ def time_sequence(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step
             return torch.cat(outputs, dim=1)
 
     rng = np.random.default_rng(3)
-    data = np.sin(np.arange(5 * 12).reshape(5, 12) / 3.0 + rng.uniform(0, 3, (5, 1)))
+    data = np.sin(np.arange(4 * 7).reshape(4, 7) / 3.0 + rng.uniform(0, 3, (4, 1)))
     input, target = torch.from_numpy(data[2:, :-1]), torch.from_numpy(data[2:, 1:])
     test_input, test_target = torch.from_numpy(data[:2, :-1]), torch.from_numpy(data[:2, 1:])
     seq = Sequence()
     seq.double()
     w0 = start(lib, weights, seq)
     criterion = nn.MSELoss()
-    optimizer = optim.LBFGS(seq.parameters(), lr=0.8)
+    optimizer = optim.LBFGS(seq.parameters(), lr=0.8, max_iter=6)
 
     def train_step() -> Any:
         def closure() -> Any:
@@ -796,7 +796,7 @@ def time_sequence(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step
     for _ in range(2):
         loss = step()
         with torch.no_grad():
-            future = 4
+            future = 3
             pred = seq(test_input, future=future)
             values.append(floats(loss, criterion(pred[:, :-future], test_target)))
     return Run(w0, values, numpy_state(seq))
