@@ -257,6 +257,24 @@ def _ragged_error(data: Any) -> Exception | None:
     return walk(data, 0)
 
 
+def _tensor_scalars(seq: list[Any] | tuple[Any, ...]) -> list[Any] | tuple[Any, ...]:
+    """``seq`` with its tensors, at any depth, as numpy scalars of their dtype (which the
+    dtype inference reads): PyTorch reads a tensor inside a sequence as a number, so
+    ``tensor([t])`` of a one-element ``t`` of shape (1,) is of shape (1,), and refuses one
+    of more elements. ``seq`` itself where it holds no tensor."""
+    out, changed = [], False
+    for v in seq:
+        if isinstance(v, Tensor):
+            if v.numel() != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            v, changed = np.asarray(move_array(v.detach()._data, "cpu")).reshape(())[()], True
+        elif isinstance(v, (list, tuple)):
+            inner = _tensor_scalars(v)
+            v, changed = inner, changed or inner is not v
+        out.append(v)
+    return out if changed else seq
+
+
 def _uint64_array(data: Any) -> np.ndarray:
     """Python values as uint64 directly: numpy infers float64 for a list mixing ints past
     int64's range with others (2**64 - 1 rounded to 2**64, stored as 0); PyTorch's errors for
@@ -282,10 +300,8 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         arr = arr.copy()
     else:
         src_dev = "cpu"
-        if isinstance(arr, (list, tuple)) and any(isinstance(v, Tensor) for v in arr):
-            # each a numpy value of its dtype, which the float inference below reads
-            data = arr = [np.asarray(move_array(v.detach()._data, "cpu"))[()]
-                          if isinstance(v, Tensor) else v for v in arr]
+        if isinstance(arr, (list, tuple)):
+            data = arr = _tensor_scalars(arr)
         try:
             arr = _uint64_array(arr) if dtype is not None and D.as_dtype(dtype) is D.uint64 \
                 else np.array(arr)

@@ -802,6 +802,51 @@ def time_sequence(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step
     return Run(w0, values, numpy_state(seq))
 
 
+# pytorch/examples regression/main.py: polynomial features, smooth_l1_loss, a manual SGD
+# step through p.data, and the learned polynomial printed with '{:+.2f}'.format(w)
+
+def regression(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], Step]) -> Run:
+    torch, F = lib, lib.nn.functional
+    POLY_DEGREE = 4
+    rng = np.random.default_rng(4)
+    W_target = torch.from_numpy(rng.standard_normal((POLY_DEGREE, 1)).astype(np.float32)) * 5
+    b_target = torch.from_numpy(rng.standard_normal(1).astype(np.float32)) * 5
+
+    def make_features(x: Any) -> Any:
+        x = x.unsqueeze(1)
+        return torch.cat([x ** i for i in range(1, POLY_DEGREE + 1)], 1)
+
+    def f(x: Any) -> Any:
+        return x.mm(W_target) + b_target.item()
+
+    def poly_desc(W: Any, b: Any) -> str:
+        result = "y = "
+        for i, w in enumerate(W):
+            result += "{:+.2f} x^{} ".format(w, i + 1)
+        result += "{:+.2f}".format(b[0])
+        return result
+
+    fc = torch.nn.Linear(W_target.size(0), 1)
+    w0 = start(lib, weights, fc)
+
+    def train_step(batch_x: Any, batch_y: Any) -> Any:
+        fc.zero_grad()
+        output = F.smooth_l1_loss(fc(batch_x), batch_y)
+        output.backward()
+        for param in fc.parameters():
+            param.data.add_(-0.1 * param.grad)
+        return output
+
+    step = wrap(train_step)
+    values = []
+    for _ in range(4):
+        batch_x = make_features(torch.from_numpy(rng.standard_normal(8).astype(np.float32)))
+        values.append(floats(step(batch_x, f(batch_x))))
+    return Run(w0, values, numpy_state(fc),
+               {"learned": poly_desc(fc.weight.view(-1), fc.bias),
+                "actual": poly_desc(W_target.view(-1), b_target)})
+
+
 SCRIPTS: dict[str, Callable[..., Run]] = {
     "nanogpt": nanogpt,
     "nanogpt_no_bias_no_flash": lambda *a: nanogpt(*a, bias=False, flash=False),
@@ -814,6 +859,7 @@ SCRIPTS: dict[str, Callable[..., Run]] = {
     "makemore_mlp": lambda *a: makemore(*a, kind="mlp"),
     "makemore_bow": lambda *a: makemore(*a, kind="bow"),
     "time_sequence": time_sequence,
+    "regression": regression,
 }
 
 
@@ -860,3 +906,38 @@ def test_random_sampler_with_replacement_starts_at_once() -> None:
         firsts.append([next(it) for _ in range(40)])
         assert time.perf_counter() - began < 0.5
     assert firsts[1] == firsts[0]
+
+
+@pytest.mark.parametrize("spec", ["", ".3f", ">9.2e", "+.1f"])
+def test_a_0d_tensor_formats_as_its_number(spec: str) -> None:
+    """``f"{loss:.4f}"`` and regression's ``'{:+.2f}'.format(w)`` (w a 0-d tensor requiring
+    grad): the number formatted, as PyTorch's Tensor.__format__; others as objects."""
+    torch = pytest.importorskip("torch")
+    for value in (1.25, -3):
+        want = format(torch.tensor(value, requires_grad=isinstance(value, float)) * 2, spec)
+        assert format(rt.tensor(value, requires_grad=isinstance(value, float)) * 2, spec) \
+            == want
+    with pytest.raises(TypeError, match="unsupported format string passed to Tensor"):
+        format(rt.tensor([1.5]), ".2f")
+    with pytest.raises(TypeError, match="unsupported format string passed to Parameter"):
+        format(rt.nn.Parameter(rt.tensor(1.5)), ".2f")
+    assert format(rt.tensor([1.5]), "") == str(rt.tensor([1.5]))
+
+
+@pytest.mark.parametrize("data", ["[t1]", "[[t1], [t0]]", "[t0, 2.5]", "[t64, 1]", "[t2]",
+                                  "[t2, t2]", "(t0, t0)"])
+def test_tensors_in_a_list_are_numbers(data: str) -> None:
+    """actor_critic's ``torch.tensor([R])`` with R a tensor: a tensor inside a list is read
+    as a number (one of shape (1,) too: ``tensor([t1])`` is of shape (1,), it was (1, 1)), and
+    one of more elements is refused (it was stacked)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, rt):
+        env = {"t0": lib.tensor(1), "t1": lib.tensor([1.5]), "t2": lib.ones(2),
+               "t64": lib.tensor(1.5, dtype=lib.float64)}
+        try:
+            t = lib.tensor(eval(data, env))
+            results.append((tuple(t.shape), str(t.dtype).split(".")[1], t.tolist()))
+        except ValueError as e:
+            results.append(("ValueError", str(e)))
+    assert results[1] == results[0]
