@@ -407,6 +407,16 @@ class Tensor:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
 
+    def __format__(self, format_spec: str) -> str:
+        """``f"{loss:.4f}"``: a 0-d tensor formats as its number (PyTorch's rule: plain
+        Tensors only, a Parameter or another subclass as an object)."""
+        if self.dim() == 0 and type(self) is Tensor:
+            if _trace_state.tracer is not None:
+                raise GraphBreak("Tensor.__format__() reads a tensor's value")
+            return self._data.reshape(()).item().__format__(format_spec) \
+                if self.device == "cpu" else self._data.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __float__(self) -> float:
         return float(self.item())
 
