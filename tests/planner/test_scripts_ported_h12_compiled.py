@@ -19,7 +19,8 @@ from tests.runtime.test_scripts_ported_h12 import (SCRIPTS, Run, as_is, assert_r
 # one of each script (1 to 3 s each with a warm kernel cache on a shared 2-core machine); the
 # other variants (nanoGPT without biases or flash attention, GRU/RNN_RELU/Transformer word
 # models, makemore's MLP) equal eager too, each 2 to 7 s
-CAPTURED = ["nanogpt", "dcgan", "wlm_lstm", "makemore_gru", "makemore_bow", "regression"]
+CAPTURED = ["nanogpt", "dcgan", "wlm_lstm", "makemore_gru", "makemore_bow", "regression",
+            "mnist"]
 
 
 def eager_run(name: str) -> Run:

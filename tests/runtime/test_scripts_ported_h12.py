@@ -847,6 +847,64 @@ def regression(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], 
                 "actual": poly_desc(W_target.view(-1), b_target)})
 
 
+# pytorch/examples mnist/main.py: Conv2d, max_pool2d, Dropout (PyTorch's draws from the same
+# seed), log_softmax and nll_loss, Adadelta with StepLR, the test loop's sum and accuracy
+
+def mnist(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], Step]) -> Run:
+    torch, nn, F, optim = lib, lib.nn, lib.nn.functional, lib.optim
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1)
+            self.conv2 = nn.Conv2d(4, 8, 3, 1)
+            self.dropout1 = nn.Dropout(0.25)
+            self.dropout2 = nn.Dropout(0.5)
+            self.fc1 = nn.Linear(8 * 4 * 4, 16)
+            self.fc2 = nn.Linear(16, 10)
+
+        def forward(self, x: Any) -> Any:
+            x = F.relu(self.conv2(F.relu(self.conv1(x))))
+            x = self.dropout1(F.max_pool2d(x, 2))
+            x = torch.flatten(x, 1)
+            x = self.dropout2(F.relu(self.fc1(x)))
+            return F.log_softmax(self.fc2(x), dim=1)
+
+    model = Net()
+    w0 = start(lib, weights, model)
+    optimizer = optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
+
+    def train_step(data: Any, target: Any) -> Any:
+        optimizer.zero_grad()
+        loss = F.nll_loss(model(data), target)
+        loss.backward()
+        optimizer.step()
+        return loss
+
+    step = wrap(train_step)
+    torch.manual_seed(1)  # the dropout masks: PyTorch's, drawn from the same seed
+    values = []
+    for epoch in range(2):
+        model.train()
+        for i in range(2):
+            r = np.random.default_rng(10 * epoch + i)
+            data = torch.from_numpy(r.random((3, 1, 12, 12)).astype(np.float32))
+            values.append(floats(step(data, torch.from_numpy(r.integers(0, 10, 3)))))
+        model.eval()
+        with torch.no_grad():
+            r = np.random.default_rng(99)
+            data = torch.from_numpy(r.random((5, 1, 12, 12)).astype(np.float32))
+            target = torch.from_numpy(r.integers(0, 10, 5))
+            output = model(data)
+            test_loss = F.nll_loss(output, target, reduction="sum").item()
+            pred = output.argmax(dim=1, keepdim=True)
+            correct = pred.eq(target.view_as(pred)).sum().item()
+        scheduler.step()
+        values.append([test_loss, correct, optimizer.param_groups[0]["lr"]])
+    return Run(w0, values, numpy_state(model))
+
+
 SCRIPTS: dict[str, Callable[..., Run]] = {
     "nanogpt": nanogpt,
     "nanogpt_no_bias_no_flash": lambda *a: nanogpt(*a, bias=False, flash=False),
@@ -860,11 +918,14 @@ SCRIPTS: dict[str, Callable[..., Run]] = {
     "makemore_bow": lambda *a: makemore(*a, kind="bow"),
     "time_sequence": time_sequence,
     "regression": regression,
+    "mnist": mnist,
 }
 
 
 def assert_runs_equal(got: Run, want: Run, rtol: float, atol: float) -> None:
-    np.testing.assert_allclose(got.values, want.values, rtol=rtol, atol=atol)
+    assert len(got.values) == len(want.values)
+    for i, (g, w) in enumerate(zip(got.values, want.values)):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"step {i}")
     assert got.final.keys() == want.final.keys()
     for k, v in want.final.items():
         np.testing.assert_allclose(got.final[k], v, rtol=10 * rtol, atol=10 * atol, err_msg=k)
