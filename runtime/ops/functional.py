@@ -1172,7 +1172,7 @@ def _norm_key(key: Any, device: str
                                      "bool tensors")
             add(k if k.device == device else to_device(k, device))
             continue
-        if isinstance(k, list):
+        if isinstance(k, (list, range)):  # a range is a sequence of ints to PyTorch too
             k = np.asarray(k)
             if k.size == 0:
                 k = k.astype(np.int64)

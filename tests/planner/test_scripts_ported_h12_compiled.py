@@ -20,7 +20,7 @@ from tests.runtime.test_scripts_ported_h12 import (SCRIPTS, Run, as_is, assert_r
 # other variants (nanoGPT without biases or flash attention, GRU/RNN_RELU/Transformer word
 # models, makemore's MLP) equal eager too, each 2 to 7 s
 CAPTURED = ["nanogpt", "dcgan", "wlm_lstm", "makemore_gru", "makemore_bow", "regression",
-            "mnist"]
+            "mnist", "forward_forward"]
 
 
 def eager_run(name: str) -> Run:

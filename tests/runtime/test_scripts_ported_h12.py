@@ -905,6 +905,90 @@ def mnist(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], Step]
     return Run(w0, values, numpy_state(model))
 
 
+# pytorch/examples mnist_forward_forward/main.py: labels overlaid with x_[range(n), y] = ...,
+# negative labels drawn with randint, nn.Linear subclasses that override train() and own an
+# Adam each, trained layer by layer
+
+def forward_forward(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], Step]
+                    ) -> Run:
+    torch, nn = lib, lib.nn
+    lr, threshold, epochs = 0.03, 2.0, 4
+
+    def get_y_neg(y: Any) -> Any:
+        y_neg = y.clone()
+        for idx, y_samp in enumerate(y):
+            allowed_indices = list(range(10))
+            allowed_indices.remove(y_samp.item())
+            y_neg[idx] = torch.tensor(allowed_indices)[
+                torch.randint(len(allowed_indices), size=(1,))].item()
+        return y_neg
+
+    def overlay_y_on_x(x: Any, y: Any, classes: int = 10) -> Any:
+        x_ = x.clone()
+        x_[:, :classes] *= 0.0
+        x_[range(x.shape[0]), y] = x.max()
+        return x_
+
+    class Layer(nn.Linear):
+        def __init__(self, in_features: int, out_features: int) -> None:
+            super().__init__(in_features, out_features)
+            self.relu = torch.nn.ReLU()
+            self.opt = torch.optim.Adam(self.parameters(), lr=lr)
+            self.step = wrap(self.train_step)
+
+        def forward(self, x: Any) -> Any:
+            x_direction = x / (x.norm(2, 1, keepdim=True) + 1e-4)
+            return self.relu(torch.mm(x_direction, self.weight.T) + self.bias.unsqueeze(0))
+
+        def train_step(self, x_pos: Any, x_neg: Any) -> Any:
+            g_pos = self.forward(x_pos).pow(2).mean(1)
+            g_neg = self.forward(x_neg).pow(2).mean(1)
+            loss = torch.log1p(torch.exp(torch.cat([-g_pos + threshold,
+                                                    g_neg - threshold]))).mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+            return loss
+
+        def train(self, x_pos: Any, x_neg: Any) -> tuple[Any, Any]:  # type: ignore[override]
+            for _ in range(epochs):
+                values.append(floats(self.step(x_pos, x_neg)))
+            return self.forward(x_pos).detach(), self.forward(x_neg).detach()
+
+    class Net(torch.nn.Module):
+        def __init__(self, dims: list[int]) -> None:
+            super().__init__()
+            self.layers = [Layer(dims[d], dims[d + 1]) for d in range(len(dims) - 1)]
+
+        def predict(self, x: Any) -> Any:
+            goodness_per_label = []
+            for label in range(10):
+                h = overlay_y_on_x(x, label)
+                goodness = []
+                for layer in self.layers:
+                    h = layer(h)
+                    goodness = goodness + [h.pow(2).mean(1)]
+                goodness_per_label += [sum(goodness).unsqueeze(1)]
+            return torch.cat(goodness_per_label, 1).argmax(1)
+
+        def train(self, x_pos: Any, x_neg: Any) -> None:  # type: ignore[override]
+            h_pos, h_neg = x_pos, x_neg
+            for layer in self.layers:
+                h_pos, h_neg = layer.train(h_pos, h_neg)
+
+    values: list[list[float]] = []
+    net = Net([20, 8, 8])
+    w0 = start(lib, weights, *net.layers)
+    r = np.random.default_rng(5)
+    x = torch.from_numpy(r.random((6, 20)).astype(np.float32))
+    y = torch.from_numpy(r.integers(0, 10, 6))
+    torch.manual_seed(5)
+    y_neg = get_y_neg(y)
+    net.train(overlay_y_on_x(x, y), overlay_y_on_x(x, y_neg))
+    return Run(w0, values, numpy_state(*net.layers),
+               {"y_neg": y_neg.tolist(), "predicted": net.predict(x).tolist()})
+
+
 SCRIPTS: dict[str, Callable[..., Run]] = {
     "nanogpt": nanogpt,
     "nanogpt_no_bias_no_flash": lambda *a: nanogpt(*a, bias=False, flash=False),
@@ -919,6 +1003,7 @@ SCRIPTS: dict[str, Callable[..., Run]] = {
     "time_sequence": time_sequence,
     "regression": regression,
     "mnist": mnist,
+    "forward_forward": forward_forward,
 }
 
 
@@ -1002,3 +1087,20 @@ def test_tensors_in_a_list_are_numbers(data: str) -> None:
         except ValueError as e:
             results.append(("ValueError", str(e)))
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("key", ["range(3)", "(range(3), [0, 2, 1])", "(slice(None), range(0, 4, 2))",
+                                 "range(1, 1)", "(range(2), np.array([3, 0]))"])
+def test_a_range_indexes_as_a_list(key: str) -> None:
+    """forward_forward's ``x_[range(x.shape[0]), y] = x.max()``: a range is a sequence of
+    indices, read and written (it raised IndexTypeError)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (torch, rt):
+        x = lib.arange(12.0).view(3, 4)
+        k = eval(key, {"np": np})
+        got = x[k].numpy().copy()
+        x[k] = -1.0
+        results.append((got, x.numpy()))
+    for want, got in zip(results[0], results[1]):
+        np.testing.assert_array_equal(got, want)
