@@ -1172,7 +1172,9 @@ def _norm_key(key: Any, device: str
                                      "bool tensors")
             add(k if k.device == device else to_device(k, device))
             continue
-        if isinstance(k, (list, range)):  # a range is a sequence of ints to PyTorch too
+        if isinstance(k, Sequence) and not isinstance(k, (str, bytes)):
+            # a list, or any other sequence PyTorch makes a tensor of: a tuple inside the key
+            # (x[(0, 2), :]), a range (forward_forward's x_[range(n), y]), a deque
             k = np.asarray(k)
             if k.size == 0:
                 k = k.astype(np.int64)

@@ -6,6 +6,7 @@ equal PyTorch's. The compiled runs are in tests/planner/test_scripts_ported_h12_
 from __future__ import annotations
 
 import contextlib
+from collections import deque
 import inspect
 import math
 import time
@@ -1090,15 +1091,18 @@ def test_tensors_in_a_list_are_numbers(data: str) -> None:
 
 
 @pytest.mark.parametrize("key", ["range(3)", "(range(3), [0, 2, 1])", "(slice(None), range(0, 4, 2))",
-                                 "range(1, 1)", "(range(2), np.array([3, 0]))"])
-def test_a_range_indexes_as_a_list(key: str) -> None:
-    """forward_forward's ``x_[range(x.shape[0]), y] = x.max()``: a range is a sequence of
-    indices, read and written (it raised IndexTypeError)."""
+                                 "range(1, 1)", "(range(2), np.array([3, 0]))",
+                                 "((0, 2), slice(None))", "(Ellipsis, (1, 3))",
+                                 "((True, False, True),)", "(deque([2, 0]),)"])
+def test_a_sequence_in_the_key_indexes_as_a_list(key: str) -> None:
+    """forward_forward's ``x_[range(x.shape[0]), y] = x.max()``: a range, a tuple inside the
+    key or another sequence is a sequence of indices, read and written (each raised
+    IndexTypeError)."""
     torch = pytest.importorskip("torch")
     results = []
     for lib in (torch, rt):
         x = lib.arange(12.0).view(3, 4)
-        k = eval(key, {"np": np})
+        k = eval(key, {"np": np, "deque": deque})
         got = x[k].numpy().copy()
         x[k] = -1.0
         results.append((got, x.numpy()))
