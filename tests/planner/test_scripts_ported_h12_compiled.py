@@ -13,7 +13,7 @@ import pytest
 import planner
 import runtime as rt
 from tests.runtime.test_scripts_ported_h12 import (SCRIPTS, Run, as_is, assert_runs_equal,
-                                                   time_sequence)
+                                                   nanogpt, time_sequence)
 
 
 # one of each script (1 to 3 s each with a warm kernel cache on a shared 2-core machine); the
@@ -48,3 +48,16 @@ def test_compiled_lbfgs_step_runs_eagerly_saying_why() -> None:
     assert len([w for w in record if "runs eagerly" in str(w.message)]) == 1
     assert_runs_equal(got, want, rtol=0, atol=0)
     assert np.isfinite(got.values).all()
+
+
+def test_nanogpt_with_its_model_compiled_equals_eager() -> None:
+    """train.py's ``model = torch.compile(model)``: the OptimizedModule trains, and its
+    crop_block_size, generate and get_num_params reach the GPT, as eager."""
+    want = eager_run("nanogpt")
+    rt.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = nanogpt(rt, want.weights, as_is, compile_model=True)
+    assert all(k.startswith("0._orig_mod.") for k in got.final)  # PyTorch's names
+    got.final = {k.replace("_orig_mod.", ""): v for k, v in got.final.items()}
+    assert_runs_equal(got, want, rtol=1e-5, atol=1e-6)

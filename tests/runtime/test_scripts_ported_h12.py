@@ -141,7 +141,7 @@ def as_is(step: Step) -> Step:
 # nanoGPT (karpathy/nanoGPT model.py and train.py's step), shrunk
 
 def nanogpt(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], Step],
-            bias: bool = True, flash: bool = True) -> Run:
+            bias: bool = True, flash: bool = True, compile_model: bool = False) -> Run:
     torch, nn, F = lib, lib.nn, lib.nn.functional
 
     @dataclass
@@ -306,6 +306,8 @@ def nanogpt(lib: ModuleType, weights: Weights | None, wrap: Callable[[Step], Ste
     model = GPT(GPTConfig(bias=bias))
     w0 = start(lib, weights, model)
     optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.95), "cpu")
+    if compile_model:  # train.py's default: compile = True, after configure_optimizers
+        model = torch.compile(model)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         scaler = torch.cuda.amp.GradScaler(enabled=False)  # train.py's, off for float32
