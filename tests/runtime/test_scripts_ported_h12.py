@@ -1110,3 +1110,19 @@ def test_a_sequence_in_the_key_indexes_as_a_list(key: str) -> None:
         results.append((got, x.numpy()))
     for want, got in zip(results[0], results[1]):
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("args", ["2, 3", "0", "5", "", "rt_or_torch.Size([2, 3])", "[1.5, 2.0]",
+                                  "2, 3, device='cpu'"])
+def test_legacy_tensor_constructor(args: str) -> None:
+    """``nn.Parameter(torch.Tensor(out, in))`` in older scripts (gcn's, many a custom layer):
+    sizes make a float tensor of that shape; rt.Tensor(2, 3) raised "unsupported dtype 3" and
+    rt.Tensor(5) was tensor(5), 0-d and int64."""
+    torch = pytest.importorskip("torch")
+    made = []
+    for lib in (torch, rt):
+        t = eval(f"lib.Tensor({args})", {"lib": lib, "rt_or_torch": lib})
+        made.append((tuple(t.shape), str(t.dtype).split(".")[1], type(t).__name__))
+    assert made[1] == made[0]
+    with pytest.raises(RuntimeError, match=r"negative dimension -1: \[-1\]"):
+        rt.Tensor(-1)
