@@ -72,6 +72,17 @@ def _fintrinsic(name: str) -> Callable[[Builder, V, V, ir.Module], V]:
     return lambda b, x, y, m: b.call(intrinsic(m, name, x.type, 2), [x, y])
 
 
+def _fpick(op: str) -> Callable[[Builder, V, V, ir.Module], V]:
+    """numpy's maximum/minimum of floats (eager mode's, and the CUDA renderer's bp_maximum):
+    a nan propagates, and on a tie the second operand wins, so max(-0., 0.) is 0. and
+    max(0., -0.) is -0. (llvm.maximum orders -0. below 0. and gave 0. for both; PyTorch's
+    vectorized CPU kernel, _mm256_max_ps, also returns the second operand)."""
+    def rule(b: Builder, x: V, y: V, m: ir.Module) -> V:
+        wins = b.or_(b.fcmp_ordered(op, x, y), b.fcmp_unordered("uno", x, x))
+        return b.select(wins, x, y)
+    return rule
+
+
 def _divmod(b: Builder, x: V, y: V, m: ir.Module) -> tuple[V, V]:
     """(floor division, remainder) of floats as numpy's npy_divmod computes them: fmod, then
     Python's sign rule (the remainder takes the divisor's sign), the quotient (x - mod) / y
@@ -104,9 +115,8 @@ BINARY_RULES: dict[tuple[str, str], Callable[[Builder, V, V, ir.Module], V]] = {
     ("mul", "float"): lambda b, x, y, m: b.fmul(x, y),
     ("div", "float"): lambda b, x, y, m: b.fdiv(x, y),
     ("pow", "float"): lambda b, x, y, m: power(m, b, x, y),
-    # llvm.maximum/minimum propagate nan like np.maximum/np.minimum
-    ("maximum", "float"): _fintrinsic("llvm.maximum"),
-    ("minimum", "float"): _fintrinsic("llvm.minimum"),
+    ("maximum", "float"): _fpick(">"),
+    ("minimum", "float"): _fpick("<"),
     **{(op, "float"): _fcmp(op) for op in _CMP},
     ("add", "int"): lambda b, x, y, m: b.add(x, y),
     ("sub", "int"): lambda b, x, y, m: b.sub(x, y),

@@ -1,0 +1,75 @@
+"""h14's sweep of dtypes inside compiled steps: each op fused into a kernel computes what eager
+mode does, bit for bit where the result is exact (comparisons, min/max, where, casts, integer
+arithmetic), with no fallback to eager."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+
+def _compiled_and_eager(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
+    """fn's outputs compiled (its second call: a replay) and eager, with no fallback."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = planner.compile(fn)
+        step(*args)
+        got = step(*args)
+    assert step.plan.kernels, "the ops were not fused into a kernel"
+    return got, fn(*args)
+
+
+def _bits(t: Any) -> np.ndarray:
+    """A tensor's values as raw bits (a signed zero and a nan's sign count)."""
+    a = t.numpy()
+    return a.view(f"u{a.dtype.itemsize}") if a.dtype.kind == "f" else a
+
+
+def _same_bits(got: Any, want: Any) -> None:
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+
+
+# --- maximum / minimum: signed zeros and nan ------------------------------------------------
+
+_ZEROS_A = [-0.0, 0.0, 0.0, -0.0, np.nan, 1.0, -2.0, 3.0] * 8
+_ZEROS_B = [0.0, -0.0, 0.0, -0.0, 1.0, np.nan, -2.0, -3.0] * 8
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_maximum_minimum_keep_eagers_signed_zero(op: str, dtype: str) -> None:
+    """On a tie numpy's maximum/minimum (eager mode's) return the second operand, so
+    maximum(-0., 0.) is 0. and maximum(0., -0.) is -0.; the kernel's llvm.maximum ordered -0.
+    below 0. and gave 0. for both (and -0. for both through minimum)."""
+    a = rt.tensor(np.array(_ZEROS_A, dtype=dtype))
+    b = rt.tensor(np.array(_ZEROS_B, dtype=dtype))
+    fn = getattr(rt, op)
+    got, want = _compiled_and_eager(lambda x, y: (fn(x, y) * 1.0, fn(y, x) * 1.0), a, b)
+    for g, w in zip(got, want, strict=True):
+        _same_bits(g, w)
+    # PyTorch's vectorized CPU kernel (_mm256_max_ps) returns the second operand as well
+    torch = pytest.importorskip("torch")
+    tfn = getattr(torch, op)
+    ta, tb = torch.tensor(a.numpy()), torch.tensor(b.numpy())
+    want_torch = tfn(ta, tb).numpy()  # its nan is all ones: compare nan-ness, not payloads
+    np.testing.assert_array_equal(got[0].numpy(), want_torch)
+    numbers = ~np.isnan(want_torch)
+    np.testing.assert_array_equal(np.signbit(got[0].numpy())[numbers],
+                                  np.signbit(want_torch)[numbers])
+
+
+def test_maximum_of_bool_and_float_keeps_signed_zero() -> None:
+    """A bool operand promoted to float inside the kernel: maximum(False, -0.) is -0."""
+    a = rt.tensor(np.zeros(64, dtype=bool))
+    b = rt.tensor(np.full(64, -0.0, dtype=np.float32))
+    got, want = _compiled_and_eager(lambda x, y: (rt.maximum(x, y), rt.minimum(y, x) + 0.0), a, b)
+    for g, w in zip(got, want, strict=True):
+        _same_bits(g, w)
