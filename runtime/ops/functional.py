@@ -1685,6 +1685,14 @@ def round(input: Tensor, *, decimals: int = 0,  # noqa: A001, A002 - PyTorch's n
                                   f"'{D.scalar_type_name(input.dtype)}'")
     if decimals == 0:
         return apply(P.ROUND, input)
+    return _round_decimals(input, decimals)
+
+
+@half_in_float32
+def _round_decimals(input: Tensor, decimals: int) -> Tensor:  # noqa: A002 - as round's
+    """x scaled by a power of ten, rounded and scaled back; a float16 or bfloat16 x in float32
+    and rounded to its dtype once, as PyTorch's kernel (its opmath type): 255.5 scaled in
+    float16 was 2556, and came back 255.625."""
     if decimals > 0:
         scale = 10.0 ** decimals
         return div(apply(P.ROUND, mul(input, scale)), scale)

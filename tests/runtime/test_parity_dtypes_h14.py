@@ -1,0 +1,63 @@
+"""h14's sweep of tensor ops' dtypes in eager mode against PyTorch 2.13 (CPU): each case is
+run through ``runtime`` and through ``torch`` and must give the same dtype and values, or the
+same error type and text."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+FLOATS = ["float16", "bfloat16", "float32", "float64"]
+INTS = ["uint8", "int8", "int16", "int32", "int64"]
+ALL = ["bool", *INTS, *FLOATS]
+
+
+def _numpy(t: Any) -> np.ndarray:
+    low = str(t.dtype).endswith("bfloat16")
+    return (t.float() if low else t).numpy()
+
+
+def _same_as_torch(fn: Callable[[Any], Any]) -> None:
+    """fn(rt) and fn(torch) agree: dtypes, shapes and values (nan where nan, a zero's sign),
+    or error types and texts."""
+    torch = pytest.importorskip("torch")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fn(torch)
+    except Exception as e:  # noqa: BLE001 - the error itself is compared
+        with pytest.raises(type(e)) as got:
+            fn(rt)
+        assert str(got.value).split("\n")[0] == str(e).split("\n")[0]
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = fn(rt)
+    for g, w in zip(got, want, strict=True) if isinstance(want, tuple) else [(got, want)]:
+        assert str(g.dtype).removeprefix("runtime.") == str(w.dtype).removeprefix("torch.")
+        g, w = _numpy(g), _numpy(w)
+        np.testing.assert_array_equal(g, w)
+        if g.dtype.kind == "f":
+            np.testing.assert_array_equal(np.signbit(g[g == 0]), np.signbit(w[w == 0]))
+
+
+def _t(m: Any, values: Any, dtype: str) -> Any:
+    return m.tensor(values, dtype=getattr(m, dtype))
+
+
+_ROUNDED = [255.5, 0.05, 0.15, 0.35, -2.25, 1e4 + 0.5, 3.14159, float("nan"), float("inf")]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("decimals", [1, 2, -1])
+def test_round_with_decimals_computes_low_floats_in_float32(dtype: str, decimals: int) -> None:
+    """PyTorch scales, rounds and scales back a float16/bfloat16 tensor in float32 and rounds
+    to its dtype once: round(float16 255.5, decimals=1) is 255.5, not float16's 255.625."""
+    _same_as_torch(lambda m: m.round(_t(m, _ROUNDED, dtype), decimals=decimals))
+    _same_as_torch(lambda m: _t(m, _ROUNDED, dtype).round(decimals=decimals))
