@@ -725,10 +725,20 @@ def _cast_infer(x: Meta, *, dtype: D.DType) -> tuple[tuple[int, ...], D.DType]:
 
 
 def _cast_impl(xp: Any, x: Any, *, dtype: D.DType) -> Any:
-    if x.dtype.kind == "f" and not dtype.is_floating_point:
-        with np.errstate(invalid="ignore"):  # NaN and inf to integers: PyTorch's values, silent
-            return x.astype(dtype.np)
-    return x.astype(dtype.np)
+    return cast_values(x, dtype.np)
+
+
+def cast_values(x: Any, dtype: np.dtype) -> Any:
+    """An array's values in ``dtype`` as PyTorch converts them: a float to uint8 through
+    int64, as c10's static_cast_with_inter_type (C++ leaves a negative float to unsigned
+    undefined): -2147483649. is 255, where numpy's route through int32 gave 0; NaN and inf
+    to integers silent (PyTorch's values)."""
+    if x.dtype.kind != "f" or dtype.kind == "f":
+        return x.astype(dtype)
+    with np.errstate(invalid="ignore"):
+        if dtype == np.uint8:
+            return x.astype(np.int64).astype(np.uint8)
+        return x.astype(dtype)
 
 
 CAST = register(Primitive(
@@ -777,7 +787,7 @@ FILL = register(Primitive(
 
 def _copy_impl(xp: Any, x: Any, src: Any) -> Any:
     out = xp.empty_like(x)
-    out[...] = src
+    out[...] = cast_values(src, out.dtype) if hasattr(src, "dtype") else src
     return out
 
 
@@ -1918,7 +1928,8 @@ INDEX_BACKWARD = register(Primitive(
 
 def _setitem_impl(xp: Any, x: Any, v: Any, *idx: Any, key: Any) -> Any:
     out = x.copy()
-    out[fill_key(key, idx) if idx else key] = v
+    out[fill_key(key, idx) if idx else key] = cast_values(v, out.dtype) \
+        if hasattr(v, "dtype") else v
     return out
 
 

@@ -61,3 +61,32 @@ def test_round_with_decimals_computes_low_floats_in_float32(dtype: str, decimals
     to its dtype once: round(float16 255.5, decimals=1) is 255.5, not float16's 255.625."""
     _same_as_torch(lambda m: m.round(_t(m, _ROUNDED, dtype), decimals=decimals))
     _same_as_torch(lambda m: _t(m, _ROUNDED, dtype).round(decimals=decimals))
+
+
+_OUT_OF_RANGE = [-2147483649.0, 2147483648.0, -3.5, 4294967303.0, -4294967303.0, 300.5, -129.9,
+                 1e10, float("nan"), float("inf"), -float("inf")]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("to", ["uint8", "int8", "int16", "int32", "int64", "bool"])
+def test_float_to_integer_casts_out_of_range(dtype: str, to: str) -> None:
+    """PyTorch casts a float to uint8 through int64 (c10's static_cast_with_inter_type):
+    float64 -2147483649. is 255 and 4294967303. is 7, where numpy's route gave 0; the other
+    integer dtypes take numpy's (and C's) x86 conversions, as PyTorch's."""
+    _same_as_torch(lambda m: _t(m, _OUT_OF_RANGE, dtype).to(getattr(m, to)))
+
+
+@pytest.mark.parametrize("how", ["copy_", "setitem", "byte", "type"])
+def test_float_into_uint8_tensor_through_int64(how: str) -> None:
+    def run(m: Any) -> Any:
+        src = _t(m, _OUT_OF_RANGE[:8], "float64")
+        dst = m.zeros(8, dtype=m.uint8)
+        if how == "copy_":
+            dst.copy_(src)
+        elif how == "setitem":
+            dst[1:] = src[1:]
+        else:
+            dst = src.byte() if how == "byte" else src.type(m.uint8)
+        return dst
+
+    _same_as_torch(run)
