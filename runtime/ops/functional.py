@@ -396,7 +396,16 @@ def _is_int_pow(a: Any, b: Any) -> bool:
 
 def _int_pow(a: Any, b: Tensor) -> Tensor:
     """a ** b in integers, PyTorch's rule where b < 0: 1 for a == 1, +-1 by b's parity for
-    a == -1, 0 for any other a (numpy raises); from primitives alone, no value read."""
+    a == -1, 0 for any other a (numpy raises); from primitives alone, no value read. The
+    exponent is first cast to the result dtype, as PyTorch's kernel reads it: an int64 -2
+    raising a uint8 tensor is 254 (3 ** 254 wraps to 57), and no rule for negatives applies."""
+    a_dtypes = [a.dtype] if isinstance(a, Tensor) else []
+    dtype = D.result_dtype([*a_dtypes, b.dtype], [] if a_dtypes else [a],
+                           [a.ndim, b.ndim] if a_dtypes else [b.ndim])
+    if b.dtype is not dtype:
+        b = cast(b, dtype)
+    if not dtype.is_signed:
+        return apply(P.POW, a, b)
     negative = lt(b, 0)
     p = apply(P.POW, a, where(negative, remainder(b, 2), b))
     unit = logical_and(ne(a, 1), ne(a, -1)) if isinstance(a, Tensor) else \

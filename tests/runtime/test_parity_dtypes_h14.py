@@ -90,3 +90,13 @@ def test_float_into_uint8_tensor_through_int64(how: str) -> None:
         return dst
 
     _same_as_torch(run)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+@pytest.mark.parametrize("exponent", [-2, -1, -130, 3])
+def test_integer_power_reads_the_exponent_in_the_result_dtype(dtype: str, exponent: int) -> None:
+    """PyTorch casts a 0-d int64 exponent to the base's dtype before its integer power: a uint8
+    3 ** tensor(-2) is 3 ** 254, wrapped to 57 (0 before), and an int8 base's -130 is 126."""
+    base = [0, 3, 7, 1, 5, 2] if dtype == "uint8" else [-1, 1, 2, 3, -2, 5]
+    _same_as_torch(lambda m: _t(m, base, dtype) ** m.tensor(exponent))
+    _same_as_torch(lambda m: m.pow(_t(m, base, dtype), m.tensor([exponent] * 6)))
