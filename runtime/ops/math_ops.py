@@ -173,8 +173,14 @@ def _x_log(x: Any, y: Any, log: Any, pole: float, name: str) -> Tensor:
     """x * log(y) as PyTorch's xlogy (``log`` = log, pole 0) and xlog1py (log1p, -1): NaN
     where y is, else +0 where x == 0 (-0 too, and beside log(y) = +-inf); the gradient log(y)
     for x, except 0 where x == 0 and y is at or below the pole, and x / y (x / (1 + y)) for
-    y, as PyTorch's formulas."""
-    x, y = _pair(x, y)
+    y, as PyTorch's formulas. Both operands in their promoted dtype first (the default float
+    for integers), as PyTorch's kernel reads them: float16 x and int y is float16, where
+    log(int y) made it float32, and float32 x took the log of a bfloat16 y in bfloat16."""
+    tensors = [t for t in (x, y) if isinstance(t, Tensor)]
+    dt = D.result_dtype([t.dtype for t in tensors],
+                        [v for v in (x, y) if not isinstance(v, Tensor)], [t.ndim for t in tensors])
+    dt = dt if dt.is_floating_point else D.default_float
+    x, y = (t if t.dtype is dt else F.cast(t, dt) for t in _pair(x, y))
     zero = F.eq(x.detach(), 0)
     path = F.mul(x, F.where(F.logical_and(zero, F.le(y.detach(), pole)), 0.0, log(y)))
     value = F.where(T.isnan(y.detach()), math.nan, F.where(zero, 0.0, path.detach()))

@@ -23,9 +23,9 @@ def _numpy(t: Any) -> np.ndarray:
     return (t.float() if low else t).numpy()
 
 
-def _same_as_torch(fn: Callable[[Any], Any]) -> None:
-    """fn(rt) and fn(torch) agree: dtypes, shapes and values (nan where nan, a zero's sign),
-    or error types and texts."""
+def _same_as_torch(fn: Callable[[Any], Any], rtol: float = 0.0) -> None:
+    """fn(rt) and fn(torch) agree: dtypes, shapes and values (nan where nan, a zero's sign;
+    within ``rtol`` where given: a transcendental's last bit), or error types and texts."""
     torch = pytest.importorskip("torch")
     try:
         with warnings.catch_warnings():
@@ -42,7 +42,10 @@ def _same_as_torch(fn: Callable[[Any], Any]) -> None:
     for g, w in zip(got, want, strict=True) if isinstance(want, tuple) else [(got, want)]:
         assert str(g.dtype).removeprefix("runtime.") == str(w.dtype).removeprefix("torch.")
         g, w = _numpy(g), _numpy(w)
-        np.testing.assert_array_equal(g, w)
+        if rtol:
+            np.testing.assert_allclose(g, w, rtol=rtol)
+        else:
+            np.testing.assert_array_equal(g, w)
         if g.dtype.kind == "f":
             np.testing.assert_array_equal(np.signbit(g[g == 0]), np.signbit(w[w == 0]))
 
@@ -100,3 +103,35 @@ def test_integer_power_reads_the_exponent_in_the_result_dtype(dtype: str, expone
     base = [0, 3, 7, 1, 5, 2] if dtype == "uint8" else [-1, 1, 2, 3, -2, 5]
     _same_as_torch(lambda m: _t(m, base, dtype) ** m.tensor(exponent))
     _same_as_torch(lambda m: m.pow(_t(m, base, dtype), m.tensor([exponent] * 6)))
+
+
+def _sample(m: Any, dtype: str, second: bool = False) -> Any:
+    """Six values of ``dtype`` with its edge cases: negatives and zeros, nan and inf for floats."""
+    if dtype == "bool":
+        values: list[Any] = [True, False, True, True, False, True]
+    elif dtype == "uint8":
+        values = [2, 0, 3, 7, 255, 4] if second else [0, 3, 7, 200, 5, 1]
+    elif dtype in INTS:
+        values = [2, -2, 3, 0, -4, 2] if second else [-7, -3, 0, 3, 7, 5]
+    else:
+        values = [2.0, -0.0, -float("inf"), 1.5, float("nan"), -3.0] if second else \
+            [-2.5, -0.5, 0.0, float("nan"), float("inf"), 3.5]
+    return _t(m, values, dtype)
+
+
+@pytest.mark.parametrize("name", ["xlogy", "special.xlog1py"])
+@pytest.mark.parametrize("pair", [("float16", "int64"), ("bfloat16", "uint8"),
+                                  ("float32", "bfloat16"), ("int32", "float16"),
+                                  ("int64", "int64"), ("float64", "bool")])
+def test_xlogy_in_the_promoted_dtype(name: str, pair: tuple[str, str]) -> None:
+    """Both operands in their promoted dtype before the log, as PyTorch's kernel: float16 x
+    with int64 y is float16 (rt gave float32), and float32 x took log of a bfloat16 y in
+    bfloat16 (-1.7285 for -2.5 * log(2), torch's -1.7329)."""
+    def run(m: Any, *args: Any) -> Any:
+        fn = m.special.xlog1py if name.startswith("special") else m.xlogy
+        return fn(*args)
+
+    rtol = 1e-15 if "float64" in pair else 0.0  # float64 log1p's last bit
+    _same_as_torch(lambda m: run(m, _sample(m, pair[0]), _sample(m, pair[1], second=True)), rtol)
+    _same_as_torch(lambda m: run(m, _sample(m, pair[0]), 2), rtol)
+    _same_as_torch(lambda m: run(m, _sample(m, pair[0]), m.tensor(2.5, dtype=m.float64)), rtol)
