@@ -176,9 +176,21 @@ def lcm(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  
 
 
 def ldexp(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
-    """input * 2 ** other (in a float dtype)."""
+    """input * 2 ** other (in a float dtype). A float input and an integer exponent tensor
+    take PyTorch's own kernel: the result in the input's dtype (float16 stays float16, where
+    the float32 power promoted it), the exact product rounded once (in float64: a float64
+    input's 2 ** 200 no longer overflowed float32), a bool exponent its error; otherwise
+    PyTorch's input * pow(2.0, other)."""
     if out is not None:
         return F.written_to(out, ldexp(input, other), "ldexp")
+    if isinstance(input, Tensor) and input.dtype.is_floating_point \
+            and isinstance(other, Tensor) and not other.dtype.is_floating_point:
+        if other.dtype is D.bool_:
+            raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+        power = F.pow(2.0, F.cast(other, D.float64))
+        exact = F.mul(F.cast(input, D.float64) if input.dtype is not D.float64 else input, power)
+        return renamed(F.cast(exact, input.dtype) if input.dtype is not D.float64 else exact,
+                       "LdexpBackward0")
     return renamed(F.mul(input, F.pow(2.0, other)), "LdexpBackward0")
 
 

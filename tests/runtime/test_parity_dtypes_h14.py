@@ -135,3 +135,22 @@ def test_xlogy_in_the_promoted_dtype(name: str, pair: tuple[str, str]) -> None:
     _same_as_torch(lambda m: run(m, _sample(m, pair[0]), _sample(m, pair[1], second=True)), rtol)
     _same_as_torch(lambda m: run(m, _sample(m, pair[0]), 2), rtol)
     _same_as_torch(lambda m: run(m, _sample(m, pair[0]), m.tensor(2.5, dtype=m.float64)), rtol)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("exp_dtype", ["bool", "uint8", "int32", "int64"])
+def test_ldexp_of_a_float_by_integers_keeps_its_dtype(dtype: str, exp_dtype: str) -> None:
+    """PyTorch's ldexp kernel for a float input and integer exponents: the input's dtype
+    (float16 stayed float32 before), the exact product rounded once (float64 2 ** 200 is no
+    float32 overflow), and its error for a bool exponent."""
+    big = [200, 20, 60, 3] if exp_dtype in ("int32", "int64") else [1, 0, 3, 1]
+    neg = [-1074, -20, -30, -3] if exp_dtype in ("int32", "int64") else [0, 1, 1, 0]
+    values = [1.5, 2.0 ** -20, 3.0, -1.0]
+    for exps in (big, neg):
+        _same_as_torch(lambda m, e=exps: m.ldexp(_t(m, values, dtype), _t(m, e, exp_dtype)))
+
+
+@pytest.mark.parametrize("pair", [("int32", "int64"), ("uint8", "bool"), ("bool", "float16"),
+                                  ("bfloat16", "float16"), ("float16", "float64")])
+def test_ldexp_of_other_dtypes_multiplies_by_a_float_power(pair: tuple[str, str]) -> None:
+    _same_as_torch(lambda m: m.ldexp(_sample(m, pair[0]), _t(m, [2, 3, 0, 1, 0, 1], pair[1])))
