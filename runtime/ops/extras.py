@@ -452,6 +452,9 @@ def nextafter(input: Tensor, other: Tensor, *, out: Tensor | None = None  # noqa
     from .composite import no_derivative
 
     dt = D.result_dtype([input.dtype, other.dtype], [], [input.ndim, other.ndim])
+    if not dt.is_floating_point:  # PyTorch's kernel is for floats (numpy's gave float64)
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(dt)}'")
     values = np.nextafter(np.asarray(input.detach().cpu().numpy()).astype(dt.np),
                           np.asarray(other.detach().cpu().numpy()).astype(dt.np))
     return no_derivative(tensor(values, device=input.device), (input, other),

@@ -154,3 +154,12 @@ def test_ldexp_of_a_float_by_integers_keeps_its_dtype(dtype: str, exp_dtype: str
                                   ("bfloat16", "float16"), ("float16", "float64")])
 def test_ldexp_of_other_dtypes_multiplies_by_a_float_power(pair: tuple[str, str]) -> None:
     _same_as_torch(lambda m: m.ldexp(_sample(m, pair[0]), _t(m, [2, 3, 0, 1, 0, 1], pair[1])))
+
+
+@pytest.mark.parametrize("pair", [("int64", "int64"), ("uint8", "int8"), ("bool", "bool"),
+                                  ("int32", "float32"), ("float16", "float16"),
+                                  ("bfloat16", "bool"), ("float64", "int64")])
+def test_nextafter_is_for_floats_only(pair: tuple[str, str]) -> None:
+    """PyTorch's NotImplementedError for operands that promote to an integer or bool dtype;
+    rt returned numpy's float64."""
+    _same_as_torch(lambda m: m.nextafter(_sample(m, pair[0]), _sample(m, pair[1], second=True)))
