@@ -155,7 +155,9 @@ def _host_binary(fn: Any, a: Tensor, b: Tensor) -> Tensor:
     from ..creation import tensor
 
     dt = D.result_dtype([a.dtype, b.dtype], [], [a.ndim, b.ndim])
-    out = fn(np.asarray(a.cpu().numpy()), np.asarray(b.cpu().numpy())).astype(dt.np)
+    # each operand in the result dtype first, as PyTorch's kernel reads it: a 0-d int64 -300
+    # beside int8 is -44 (numpy's own promotion took it whole)
+    out = fn(*(np.asarray(t.cpu().numpy()).astype(dt.np) for t in (a, b))).astype(dt.np)
     return tensor(out, device=a.device)
 
 

@@ -163,3 +163,12 @@ def test_nextafter_is_for_floats_only(pair: tuple[str, str]) -> None:
     """PyTorch's NotImplementedError for operands that promote to an integer or bool dtype;
     rt returned numpy's float64."""
     _same_as_torch(lambda m: m.nextafter(_sample(m, pair[0]), _sample(m, pair[1], second=True)))
+
+
+@pytest.mark.parametrize("name", ["gcd", "lcm"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_gcd_lcm_read_a_0d_operand_in_the_result_dtype(name: str, dtype: str) -> None:
+    """A 0-d int64 beside a narrower integer tensor is first cast to its dtype, as PyTorch's
+    kernel reads it: gcd(int8, tensor(-300)) sees -44, and uint8 with -3 sees 253."""
+    for other in (-300, -3, 1000):
+        _same_as_torch(lambda m, o=other: getattr(m, name)(_sample(m, dtype), m.tensor(o)))
