@@ -284,14 +284,26 @@ def _as_bool(x: Any) -> Any:
     return x if not isinstance(x, Tensor) or x.dtype is D.bool_ else F.ne(x, 0)
 
 
+def _as_bools(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two operands of a logical op as bools, each tensor first in their promoted dtype, as
+    PyTorch's comparison-op iterator reads them: a 0-d int64 2 ** 40 beside an int8 tensor is
+    0 (False), and a 0-d float64 1e-8 beside float16 is 0."""
+    tensors = [t for t in (a, b) if isinstance(t, Tensor)]
+    dt = D.result_dtype([t.dtype for t in tensors],
+                        [v for v in (a, b) if not isinstance(v, Tensor)], [t.ndim for t in tensors])
+    a, b = (F.cast(v, dt) if isinstance(v, Tensor) and v.dtype is not dt else v for v in (a, b))
+    return _as_bool(a), _as_bool(b)
+
+
 @takes_out("logical_or")
 def logical_or(input: Tensor, other: Any) -> Tensor:
-    return logical_not(F.logical_and(logical_not(_as_bool(input)), logical_not(_as_bool(other))))
+    a, b = _as_bools(input, other)
+    return logical_not(F.logical_and(logical_not(a), logical_not(b)))
 
 
 @takes_out("logical_xor")
 def logical_xor(input: Tensor, other: Any) -> Tensor:
-    return F.ne(_as_bool(input), _as_bool(other))
+    return F.ne(*_as_bools(input, other))
 
 
 def bitwise_dtype(kernel: str, a: Any, b: Any, bools: bool = True) -> D.DType:

@@ -557,7 +557,10 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,  # noqa: A0
     if rounding_mode == "floor":
         return q
     # the floor is one below the truncation where the quotient is negative and inexact; a
-    # number takes the quotient's dtype first (-2 is 254 for a uint8 tensor, as PyTorch's)
+    # number or 0-d tensor takes the quotient's dtype first (-2 is 254 for a uint8 tensor, as
+    # PyTorch's)
+    input, other = (cast(v, dtype) if isinstance(v, Tensor) and v.dtype is not dtype else v
+                    for v in (input, other))
     negative = ne(*(lt(v, 0) if isinstance(v, Tensor) else
                     bool(np.array(v).astype(dtype.np) < 0) for v in (input, other)))
     inexact = ne(remainder(input, other), 0)

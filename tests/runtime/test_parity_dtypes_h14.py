@@ -172,3 +172,28 @@ def test_gcd_lcm_read_a_0d_operand_in_the_result_dtype(name: str, dtype: str) ->
     kernel reads it: gcd(int8, tensor(-300)) sees -44, and uint8 with -3 sees 253."""
     for other in (-300, -3, 1000):
         _same_as_torch(lambda m, o=other: getattr(m, name)(_sample(m, dtype), m.tensor(o)))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16"])
+@pytest.mark.parametrize("mode", ["trunc", "floor"])
+def test_rounded_integer_division_by_a_0d_tensor_in_the_result_dtype(dtype: str,
+                                                                     mode: str) -> None:
+    """A 0-d int64 divisor is the quotient's dtype first, as PyTorch's: -300 beside uint8 is
+    212, so trunc(200 / -300) is 0 (rt gave 1 from -300's own sign), and 1000 beside int8 is
+    -24 (trunc(100 / 1000) is -4)."""
+    for other in (-300, 1000, -70000):
+        _same_as_torch(lambda m, o=other: m.div(_sample(m, dtype), m.tensor(o),
+                                                rounding_mode=mode))
+        _same_as_torch(lambda m, o=other: m.div(m.tensor(o), _sample(m, dtype, second=True) + 1,
+                                                rounding_mode=mode))
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or", "logical_xor"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "float16", "bfloat16"])
+def test_logical_ops_read_a_0d_tensor_in_the_promoted_dtype(name: str, dtype: str) -> None:
+    """PyTorch's logical ops cast both operands to their promoted dtype before testing them:
+    a 0-d int64 2 ** 40 beside int8 is 0 (False; logical_or and logical_xor took it as True),
+    a 0-d float64 1e-8 beside float16 is 0."""
+    for other in (2 ** 40, 256, 1e-8, 0.5):
+        _same_as_torch(lambda m, o=other: getattr(m, name)(_sample(m, dtype), m.tensor(o)))
+        _same_as_torch(lambda m, o=other: getattr(m, name)(m.tensor(o), _sample(m, dtype)))
