@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from runtime import _dtype as D
-from runtime.ops.dispatch import _bf16_impl
+from runtime.ops.dispatch import _bf16_impl, _promoted_dtype, opmath_scalar
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 
@@ -40,11 +40,10 @@ def eager_impl(prim: Primitive, arg_metas: Sequence[Any]) -> Callable[..., Any]:
     # placeholders of the arguments' shapes and dtypes, holding no memory: the wrapper reads
     # their dtypes and ranks (promotion) once, never their values
     args = tuple(_placeholder(m) if _is_tensor_meta(m) else m for m in arg_metas)
-    if len(args) == 2 and isinstance(args[1], Tensor) and args[1].ndim == 0 \
-            and dtypes[1] is not BF16 and dtypes[1].is_floating_point:  # type: ignore[union-attr]
-        # eager's mul/div read such an operand's value (PyTorch's CPU scalar): the wrapper is
-        # made per call, over the call's array (a capture casts it to the promoted dtype, so
-        # a plan has none unless it promotes apart)
+    if opmath_scalar(prim, args, _promoted_dtype(prim, args)) is not None:
+        # eager's mul/div read a one-element operand's value (PyTorch's CPU scalar): the
+        # wrapper is made per call, over the call's array (a capture casts it to the promoted
+        # dtype, so a plan has none unless it promotes apart)
         first, dtype = args[0], dtypes[1]
 
         def per_call(xp: Any, a: Any, b: Any, **attrs: Any) -> Any:

@@ -288,6 +288,30 @@ def _promote(prim: Primitive, args: tuple[Any, ...], arrays: list[Any]) -> None:
 # (their scalar fast path); add, sub, pow... convert it to bfloat16 first (0.3 is 0.30078125)
 _OPMATH_SCALAR = frozenset(("mul", "div"))
 _bf16_scalar = _BF16_NP.type
+_REDUCED_FLOATS = frozenset((D.float16, _BF16))
+
+
+def opmath_scalar(prim: Primitive, args: tuple[Any, ...], rdt: D.DType | None) -> Any:
+    """mul's or div's second operand where PyTorch's CPU kernel reads its value in float32
+    (``iter.is_scalar(2)`` and ``original_scalar_value<opmath_t>``): a one-element tensor of
+    another dtype than the float16 or bfloat16 result (a 0-d int64 70000 times a float16 0.
+    is 0., not 0. times 70000's float16 inf); None elsewhere."""
+    if rdt not in _REDUCED_FLOATS or prim.name not in _OPMATH_SCALAR or len(args) != 2:
+        return None
+    b = args[1]
+    if not isinstance(b, Tensor) or b.dtype is rdt or b.dtype is D.bool_ or b._data.size != 1:
+        return None
+    return b
+
+
+def _half_opmath_impl(prim: Primitive, scalar: Tensor) -> Callable[..., Any]:
+    """``prim`` (mul or div) of a float16 array and ``scalar``'s value in float32 (see
+    ``opmath_scalar``), rounded to float16 once."""
+    def impl(xp: Any, a: Any, b: Any, **attrs: Any) -> Any:
+        b32 = xp.asarray(scalar._data).astype(_F32_NP)
+        return prim.impl(xp, a.astype(_F32_NP), b32, **attrs).astype(np.float16)
+
+    return impl
 
 
 def _bf16_impl(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
@@ -298,14 +322,10 @@ def _bf16_impl(prim: Primitive, args: tuple[Any, ...]) -> Callable[..., Any]:
     first = next(a.dtype for a in args if isinstance(a, Tensor))
     rdt = _promoted_dtype(prim, args) if prim.promote != PROMOTE_NONE else first
     narrow = rdt is _BF16
-    opmath_scalar = prim.name in _OPMATH_SCALAR
-    round_numbers = narrow and prim.elementwise and not opmath_scalar
-    # mul's and div's second operand as a 0-d float tensor of another dtype: PyTorch's CPU
-    # scalar, its value in float32 (the promotion rounded it to bfloat16)
-    scalar = args[1] if narrow and opmath_scalar and len(args) == 2 else None
-    if not (isinstance(scalar, Tensor) and scalar.ndim == 0 and scalar.dtype is not _BF16
-            and scalar.dtype.is_floating_point):
-        scalar = None
+    round_numbers = narrow and prim.elementwise and prim.name not in _OPMATH_SCALAR
+    # mul's and div's second operand as one element of another dtype: PyTorch's CPU scalar,
+    # its value in float32 (the promotion rounded it to bfloat16)
+    scalar = opmath_scalar(prim, args, rdt) if narrow else None
 
     def impl(xp: Any, *arrays: Any, **attrs: Any) -> Any:
         wide = list(arrays)
@@ -391,12 +411,18 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
-    if prim.promote != PROMOTE_NONE and (
-            promote_needed or dt0.category < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
-        _promote(prim, args, arrays)
     impl = prim.impl
-    if dt0 is _BF16 and not prim.view and not prim.transfer:
-        impl = _bf16_impl(prim, args)
+    if promote_needed and prim.name in _OPMATH_SCALAR and _promoted_dtype(prim, args) is (
+            D.float16) and (scalar := opmath_scalar(prim, args, D.float16)) is not None:
+        # a float16 tensor and the scalar, read as they are (the scalar in float16 might
+        # overflow, with numpy's warning)
+        impl = _half_opmath_impl(prim, scalar)
+    else:
+        if prim.promote != PROMOTE_NONE and (
+                promote_needed or dt0.category < 2 or prim.promote_args is not None):  # type: ignore[union-attr]
+            _promote(prim, args, arrays)
+        if dt0 is _BF16 and not prim.view and not prim.transfer:
+            impl = _bf16_impl(prim, args)
     try:
         if device == "cpu":
             quiet = _quiet.current()  # numpy's floating-point warnings: PyTorch gives none
@@ -494,13 +520,15 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     if rdt is not None:  # None: Python numbers only (weak), as float64 and int64 as they are
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))
         cast = [i for i in positions if isinstance(args[i], Tensor) and args[i].dtype is not rdt]
-        if rdt is _BF16 and prim.name in _OPMATH_SCALAR and len(args) == 2 and 1 in cast \
-                and args[1]._data.ndim == 0 and args[1].dtype.is_floating_point:
+        scalar = opmath_scalar(prim, args, rdt)
+        if rdt is _BF16 and scalar is not None:
             cast.remove(1)  # its value in float32, as eager's (_bf16_impl; planner.bf16)
-        elif rdt is D.float16 and prim.name in _OPMATH_SCALAR and len(args) == 2 and (
-                _half_with_number(prim, args, weak)):
-            # a float16 tensor times (over) a Python number: computed in float32 and rounded
-            # once, as eager's (prims._half_scalar_impl), not with the number in float16
+        elif rdt is D.float16 and (scalar is not None or (
+                prim.name in _OPMATH_SCALAR and len(args) == 2
+                and _half_with_number(prim, args, weak))):
+            # a float16 tensor times (over) a Python number or a one-element tensor of
+            # another dtype: computed in float32 and rounded once, as eager's
+            # (prims._half_scalar_impl, _half_opmath_impl), not with the number in float16
             wide = tuple(apply(REGISTRY["cast"], a, dtype=D.float32) for a in args)
             return apply(REGISTRY["cast"], apply(prim, *wide, **attrs), dtype=D.float16)
         if cast:

@@ -15,14 +15,17 @@ import planner
 import runtime as rt
 
 
-def _compiled_and_eager(fn: Callable[..., Any], *args: Any) -> tuple[Any, Any]:
-    """fn's outputs compiled (its second call: a replay) and eager, with no fallback."""
+def _compiled_and_eager(fn: Callable[..., Any], *args: Any, fused: bool = True
+                        ) -> tuple[Any, Any]:
+    """fn's outputs compiled (its second call: a replay) and eager, with no fallback; ops
+    fused into a kernel unless ``fused`` is False (not asked)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's overflow of a cast
         step = planner.compile(fn)
         step(*args)
         got = step(*args)
-    assert step.plan.kernels, "the ops were not fused into a kernel"
+    assert step.plan.kernels or not fused, "the ops were not fused into a kernel"
     return got, fn(*args)
 
 
@@ -34,6 +37,8 @@ def _bits(t: Any) -> np.ndarray:
 
 def _same_bits(got: Any, want: Any) -> None:
     assert got.dtype == want.dtype
+    if got.dtype == rt.bfloat16:
+        got, want = got.float(), want.float()
     np.testing.assert_array_equal(_bits(got), _bits(want))
 
 
@@ -73,3 +78,28 @@ def test_maximum_of_bool_and_float_keeps_signed_zero() -> None:
     got, want = _compiled_and_eager(lambda x, y: (rt.maximum(x, y), rt.minimum(y, x) + 0.0), a, b)
     for g, w in zip(got, want, strict=True):
         _same_bits(g, w)
+
+
+# --- float16 / bfloat16 times a one-element tensor ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("scalar", [(70000, "int64"), ([70001], "int64"), (0.1, "float64"),
+                                    (7, "int8")])
+def test_low_float_times_a_one_element_tensor_as_eager(dtype: str, scalar: tuple[Any, str]
+                                                       ) -> None:
+    """A captured mul/div of a float16 or bfloat16 tensor by a one-element tensor of another
+    dtype reads its value in float32, as eager mode and PyTorch's CPU kernel: 0. * tensor(70000)
+    is 0., not nan (70000 in float16 is inf); the ops' values equal eager's."""
+    x = rt.tensor(np.linspace(-9, 9, 64, dtype=np.float32)).to(getattr(rt, dtype))
+    s = rt.tensor(scalar[0], dtype=getattr(rt, scalar[1]))
+    got, want = _compiled_and_eager(lambda a, b: (a * b, a / b, a.div(b) * b), x, s,
+                                    # float16 and int8 are no kernel's dtypes
+                                    fused=dtype == "bfloat16" and scalar[1] != "int8")
+    for g, w in zip(got[:2], want[:2], strict=True):  # one op each: eager's rounding
+        _same_bits(g, w)
+    torch = pytest.importorskip("torch")
+    tx = torch.tensor(x.float().numpy()).to(getattr(torch, dtype))
+    ts = torch.tensor(scalar[0], dtype=getattr(torch, scalar[1]))
+    for g, w in zip(got[:2], (tx * ts, tx / ts), strict=True):
+        np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())

@@ -197,3 +197,25 @@ def test_logical_ops_read_a_0d_tensor_in_the_promoted_dtype(name: str, dtype: st
     for other in (2 ** 40, 256, 1e-8, 0.5):
         _same_as_torch(lambda m, o=other: getattr(m, name)(_sample(m, dtype), m.tensor(o)))
         _same_as_torch(lambda m, o=other: getattr(m, name)(m.tensor(o), _sample(m, dtype)))
+
+
+_SCALARS: list[tuple[Any, str]] = [(70000, "int64"), ([70001], "int64"), (0.1, "float64"),
+                                   (7, "int8"), (0.1, "float16"), (0.1, "bfloat16"),
+                                   ([[1e-8]], "float64")]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("op", ["mul", "div"])
+def test_low_float_mul_div_read_a_one_element_tensor_in_float32(dtype: str, op: str) -> None:
+    """PyTorch's CPU mul and div read a second operand of one element (a 0-d tensor too) as a
+    float32 scalar when the result is float16 or bfloat16: float16 0. * tensor(70000) is 0.
+    (rt cast 70000 to float16's inf: nan), -0.5 * 70000 is -35008, and 3 * tensor(0.1,
+    float64) is 0.3 (rt's 0.2998); as first operand it is cast to the result dtype."""
+    values = [0.0, -0.5, 1.0, 3.0, 0.1, -7.3, 1000.0]
+    for value, sdt in _SCALARS:
+        if sdt == dtype:
+            continue
+        _same_as_torch(lambda m, v=value, d=sdt: getattr(m, op)(_t(m, values, dtype),
+                                                             _t(m, v, d)))
+        _same_as_torch(lambda m, v=value, d=sdt: getattr(m, op)(_t(m, v, d) + 0,
+                                                             _t(m, values, dtype)))
