@@ -368,14 +368,10 @@ def pow(input: Any, exponent: Any, *,  # noqa: A001, A002 - PyTorch's names
         out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, pow(input, exponent), "pow")
-    if type(exponent) is int and exponent < 0 and isinstance(input, Tensor) \
-            and not input.dtype.is_floating_point:
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if isinstance(input, Tensor):
+        _check_scalar_exponent(input, exponent)
     if isinstance(exponent, Tensor) and exponent.dtype is D.bool_ and _is_bool(input):
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
-    if isinstance(input, Tensor) and input.dtype in (D.float16, D.bfloat16) \
-            and type(exponent) in (int, float):  # PyTorch's: the exponent in the dtype
-        D.scalar_as(exponent, input.dtype)  # (its overflow error)
     if isinstance(input, Tensor) and input.dtype is D.bool_ and type(exponent) is bool:
         # PyTorch's bool result (numpy's int8)
         return ne(input, False) if exponent else eq(input, input)
@@ -385,6 +381,22 @@ def pow(input: Any, exponent: Any, *,  # noqa: A001, A002 - PyTorch's names
     if not isinstance(exponent, Tensor):
         return result
     return named(result, "PowBackward1" if isinstance(input, Tensor) else "PowBackward2")
+
+
+# integer dtypes an int exponent is converted into, checked (int64's takes any int)
+_CHECKED_INT_EXPONENTS = frozenset((D.uint8, D.int8, D.int16, D.int32))
+
+
+def _check_scalar_exponent(t: Tensor, exponent: Any) -> None:
+    """PyTorch's errors for pow(Tensor, Scalar) and pow_: a negative int exponent of an integer
+    or bool tensor, and an exponent out of the range of the dtype it is converted into (a
+    float16's or bfloat16's number, a narrow integer tensor's int: uint8 ** 256 and
+    int8 ** 128 raise, where rt wrapped them)."""
+    if type(exponent) is int and exponent < 0 and not t.dtype.is_floating_point:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if (t.dtype in D.LOW_FLOATS and type(exponent) in (int, float)) or (
+            t.dtype in _CHECKED_INT_EXPONENTS and type(exponent) is int):
+        D.scalar_as(exponent, t.dtype)  # (its overflow error)
 
 
 def _is_int_pow(a: Any, b: Any) -> bool:
@@ -1606,8 +1618,9 @@ def true_divide_(t: Tensor, other: Any) -> Tensor:
 
 
 def pow_(t: Tensor, exponent: Any) -> Tensor:
-    if t.dtype in (D.float16, D.bfloat16) and type(exponent) in (int, float):
-        D.scalar_as(exponent, t.dtype)  # PyTorch's overflow error, as pow's
+    _check_scalar_exponent(t, exponent)  # pow's errors
+    if t.dtype is D.bool_ and type(exponent) is bool:  # pow's bool result (numpy's int8)
+        return copy_(t, pow(t, exponent))
     return apply_inplace(P.POW, t, exponent)
 
 

@@ -219,3 +219,20 @@ def test_low_float_mul_div_read_a_one_element_tensor_in_float32(dtype: str, op: 
                                                              _t(m, v, d)))
         _same_as_torch(lambda m, v=value, d=sdt: getattr(m, op)(_t(m, v, d) + 0,
                                                              _t(m, values, dtype)))
+
+
+def _ipow(m: Any, t: Any, exponent: Any) -> Any:
+    t **= exponent
+    return t
+
+
+@pytest.mark.parametrize("dtype", ["bool", *INTS])
+@pytest.mark.parametrize("exponent", [255, 256, 128, 2 ** 31, 2 ** 63 - 1, -1, 0, True, 2.5])
+def test_pow_and_pow_inplace_convert_the_exponent_checked(dtype: str, exponent: Any) -> None:
+    """An int exponent is converted into a narrow integer tensor's dtype with PyTorch's
+    overflow check (uint8 ** 256 and int8 ** 128 raise; rt wrapped them, or raised numpy's
+    ValueError); pow_ raises pow's RuntimeError for a negative one (uint8 **= -1 computed
+    255's power) and keeps a bool tensor's bool result (**= True raised a cast error)."""
+    base = [True, False, True] if dtype == "bool" else [2, 3, 0]
+    _same_as_torch(lambda m: _t(m, base, dtype) ** exponent)
+    _same_as_torch(lambda m: _ipow(m, _t(m, base, dtype), exponent))
