@@ -17,7 +17,7 @@ from ..autograd.node import _BACKWARD_SUFFIX, NO_GRAD_VIEW, Edge, Meta, Node, gr
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
-from .dispatch import PrimitiveBackward, apply, node_class
+from .dispatch import PrimitiveBackward, _bf16_impl, apply, node_class
 from .registry import PROMOTE_SAME, REGISTRY, Primitive
 from .shapes import broadcast_shapes
 
@@ -193,6 +193,9 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
     if not needs_graph and prim.promote == PROMOTE_SAME and _same_dtype(t, args):
         # no history to record (optimizer steps, no_grad): write straight into the storage
         arrays = [a._data if isinstance(a, Tensor) else a for a in args]
+        # a bfloat16 tensor's impl is apply's: in float32, rounded once (numpy's floor, trunc
+        # and round of ml_dtypes' bfloat16 returned it unchanged, its sign kept a nan)
+        impl = _bf16_impl(prim, (t, *args)) if t.dtype is D.bfloat16 else prim.impl
         for a in args:
             if isinstance(a, Tensor) and a.device != t.device:
                 break
@@ -202,12 +205,12 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
                     quiet = _quiet.current()  # numpy's floating-point warnings: none
                     try:
                         _quiet.ignore()
-                        out = prim.impl(np, t._data, *arrays, **attrs)
+                        out = impl(np, t._data, *arrays, **attrs)
                     finally:
                         _quiet.restore(quiet)
                 else:
                     with device_guard(t.device):
-                        out = prim.impl(array_module(t.device), t._data, *arrays, **attrs)
+                        out = impl(array_module(t.device), t._data, *arrays, **attrs)
             except ValueError:
                 if prim.elementwise:  # operands that do not broadcast: PyTorch's text
                     broadcast_shapes(t.shape, *(a.shape for a in args if isinstance(a, Tensor)))

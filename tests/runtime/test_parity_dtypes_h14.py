@@ -236,3 +236,19 @@ def test_pow_and_pow_inplace_convert_the_exponent_checked(dtype: str, exponent: 
     base = [True, False, True] if dtype == "bool" else [2, 3, 0]
     _same_as_torch(lambda m: _t(m, base, dtype) ** exponent)
     _same_as_torch(lambda m: _ipow(m, _t(m, base, dtype), exponent))
+
+
+@pytest.mark.parametrize("name", ["floor_", "ceil_", "trunc_", "round_", "sign_", "abs_", "neg_",
+                                  "frac_", "square_"])
+@pytest.mark.parametrize("grad", [False, True])
+def test_bfloat16_inplace_unary_ops_write_their_values(name: str, grad: bool) -> None:
+    """An in-place op on a bfloat16 tensor with no history to record ran numpy's ufunc on
+    ml_dtypes' bfloat16 storage, where floor, ceil, trunc and round returned it unchanged
+    (floor_ was a no-op) and sign kept a nan (PyTorch's 0); now apply's float32 impl."""
+    def run(m: Any) -> Any:
+        x = _t(m, [-2.5, -0.5, 0.0, float("nan"), 1.5, 3.5, 0.1, 7.3], "bfloat16")
+        if grad:  # the path that records history was right: the same values
+            x = (x.requires_grad_() * 1).clone()
+        return getattr(x, name)().detach()
+
+    _same_as_torch(run)
