@@ -1687,6 +1687,8 @@ def sqrt_(t: Tensor) -> Tensor:
 
 
 def neg_(t: Tensor) -> Tensor:
+    if t.dtype is D.bool_:  # neg's error (numpy's TypeError before)
+        raise RuntimeError("Negation, " + _BOOL_MINUS.format("on"))
     return apply_inplace(P.NEG, t)
 
 

@@ -28,8 +28,13 @@ from .naming import renamed
 from .shapes import ShapeError, broadcast_shapes, wrap_dim
 
 
-def _prim_inplace(prim: Any) -> Any:
+def _prim_inplace(prim: Any, same_dtype: Any = None) -> Any:
+    """``prim`` in place; a bool tensor of an op whose result keeps its dtype (``same_dtype``,
+    the out-of-place function) takes that function's way: its error (abs_, floor_ ... raised
+    none, and numpy wrote its int8 or float16 result back) or its bool result (sign_)."""
     def method(t: Tensor) -> Tensor:
+        if same_dtype is not None and t.dtype is D.bool_:
+            return F.copy_(t, same_dtype(t))
         return apply_inplace(prim, t)
 
     method.__name__ = prim.name + "_"
@@ -37,12 +42,12 @@ def _prim_inplace(prim: Any) -> Any:
     return method
 
 
-abs_ = _prim_inplace(P.ABS)
+abs_ = _prim_inplace(P.ABS, F.abs)
 log_ = _prim_inplace(P.LOG)
-floor_ = _prim_inplace(P.FLOOR)
-ceil_ = _prim_inplace(P.CEIL)
-trunc_ = _prim_inplace(P.TRUNC)
-sign_ = _prim_inplace(P.SIGN)
+floor_ = _prim_inplace(P.FLOOR, F.floor)
+ceil_ = _prim_inplace(P.CEIL, F.ceil)
+trunc_ = _prim_inplace(P.TRUNC, F.trunc)
+sign_ = _prim_inplace(P.SIGN, F.sign)
 sin_ = _prim_inplace(P.SIN)
 cos_ = _prim_inplace(P.COS)
 log1p_ = _prim_inplace(P.LOG1P)
@@ -62,8 +67,9 @@ def bitwise_not_(t: Tensor) -> Tensor:
 
 
 def round_(t: Tensor, *, decimals: int = 0) -> Tensor:
-    return apply_inplace(P.ROUND, t) if decimals == 0 else F.copy_(t, F.round(
-        F.clone(t), decimals=decimals))
+    if decimals == 0 and t.dtype is not D.bool_:
+        return apply_inplace(P.ROUND, t)
+    return F.copy_(t, F.round(F.clone(t), decimals=decimals))  # (a bool's error: round's)
 
 
 def clamp_min_(t: Tensor, min: Any) -> Tensor:  # noqa: A002 - PyTorch's name

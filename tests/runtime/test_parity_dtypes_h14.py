@@ -252,3 +252,13 @@ def test_bfloat16_inplace_unary_ops_write_their_values(name: str, grad: bool) ->
         return getattr(x, name)().detach()
 
     _same_as_torch(run)
+
+
+@pytest.mark.parametrize("name", ["abs_", "floor_", "ceil_", "trunc_", "round_", "sign_",
+                                  "neg_"])
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int64"])
+def test_inplace_unary_ops_on_bools_and_integers(name: str, dtype: str) -> None:
+    """A bool tensor's abs_, floor_, ceil_, trunc_ and round_ raise the out-of-place op's
+    NotImplementedError (rt wrote numpy's result back), neg_ its RuntimeError (numpy's
+    TypeError before) and sign_ keeps the bools (numpy has no bool sign: UFuncTypeError)."""
+    _same_as_torch(lambda m: getattr(_sample(m, dtype), name)())
