@@ -623,15 +623,25 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # noqa: A002
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         result = input
-        if min is not None:
-            result = where(lt(result, min), min, result)
-        if max is not None:
-            result = where(gt(result, max), max, result)
+        for bound, past in ((min, lt), (max, gt)):
+            if bound is not None:
+                result = _clamped_to(result, bound, past)
         refuse_saved_inference(result, input, min, max)  # PyTorch's ClampBackward1 saves them
         return named(result, "ClampBackward0") if result is not input else result
     rdt = _clamp_dtype(input, min, max)
     min, max = _clamp_bounds(rdt, min, max)
     return apply(P.CLAMP, input if rdt is input.dtype else cast(input, rdt), min=min, max=max)
+
+
+def _clamped_to(x: Tensor, bound: Any, past: Callable[[Any, Any], Tensor]) -> Tensor:
+    """x clamped to one bound (a tensor among clamp's bounds): the bound where x is ``past``
+    it, and a nan bound's nan, as PyTorch's clamp_min/clamp_max kernels propagate it (x
+    itself there before); no gradient reaches either there, as PyTorch's masks give none."""
+    clamped = where(past(x, bound), bound, x)
+    if not isinstance(bound, Tensor) or not bound.dtype.is_floating_point:
+        return clamped
+    fixed = bound.detach()
+    return where(fixed.isnan(), fixed, clamped)
 
 
 def _clamp_bounds(rdt: D.DType, lo: Any, hi: Any) -> tuple[Any, Any]:
@@ -1673,7 +1683,11 @@ def copy_(t: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 def clamp_(t: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        return copy_(t, clamp(t, min, max))
+        result = clamp(t, min, max)
+        if result.dtype.category > t.dtype.category:  # PyTorch's iterator's text (copy_ cast)
+            raise RuntimeError(f"result type {D.scalar_type_name(result.dtype)} can't be cast "
+                               f"to the desired output type {D.scalar_type_name(t.dtype)}")
+        return copy_(t, result)
     rdt = _clamp_dtype(t, min, max)
     if rdt.category > t.dtype.category:  # PyTorch's text (its C++ name of t's type, here)
         raise RuntimeError(f"result type {D.scalar_type_name(rdt)} can't be cast to the desired "

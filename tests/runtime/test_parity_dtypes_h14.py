@@ -262,3 +262,31 @@ def test_inplace_unary_ops_on_bools_and_integers(name: str, dtype: str) -> None:
     NotImplementedError (rt wrote numpy's result back), neg_ its RuntimeError (numpy's
     TypeError before) and sign_ keeps the bools (numpy has no bool sign: UFuncTypeError)."""
     _same_as_torch(lambda m: getattr(_sample(m, dtype), name)())
+
+
+_CLAMPED = [-2.5, -0.5, 0.0, float("nan"), float("inf"), 3.5]
+_BOUNDS = [2.0, -0.0, -float("inf"), 1.5, float("nan"), -3.0]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("bound_dtype", ["float32", "float16", "float64"])
+def test_clamp_by_tensor_bounds_propagates_a_nan_bound(dtype: str, bound_dtype: str) -> None:
+    """PyTorch's clamp by tensor bounds is nan where a bound is (rt kept x: clamp(inf,
+    min=nan) was inf), out of place and in place."""
+    def bounds(m: Any) -> Any:
+        return _t(m, _BOUNDS, bound_dtype)
+
+    _same_as_torch(lambda m: m.clamp(_t(m, _CLAMPED, dtype), min=bounds(m)))
+    _same_as_torch(lambda m: m.clamp(_t(m, _CLAMPED, dtype), max=bounds(m)))
+    _same_as_torch(lambda m: m.clamp(_t(m, _CLAMPED, dtype), bounds(m), bounds(m) * 2))
+    _same_as_torch(lambda m: _t(m, _CLAMPED, dtype).clamp_(min=bounds(m)))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
+@pytest.mark.parametrize("bound_dtype", ["float16", "float32", "float64"])
+def test_inplace_clamp_of_integers_by_float_tensors_raises(dtype: str, bound_dtype: str) -> None:
+    """PyTorch's clamp_ of an integer tensor by float tensor bounds cannot write the float
+    result back (rt truncated it silently)."""
+    _same_as_torch(lambda m: _sample(m, dtype).clamp_(min=_t(m, [1.5] * 6, bound_dtype)))
+    _same_as_torch(lambda m: _sample(m, dtype).clamp_(max=_t(m, 1.5, bound_dtype)))
+    _same_as_torch(lambda m: _sample(m, dtype).clamp_(min=_t(m, [1] * 6, "int64")))
