@@ -236,14 +236,58 @@ def add(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
         out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, add(input, other, alpha=alpha), "add")
+    _check_alpha(input, other, alpha)
     if stands_for_number(alpha):
         return _add_number_alpha(input, other, alpha)
     if alpha != 1 and _is_bool(input) and _is_bool(other) and not isinstance(alpha, float):
         # bools: alpha as a bool, as PyTorch's
         return apply(P.ADD, input, other if alpha else False)
+    if alpha != 1:
+        other = _promoted_other(input, other)
     if alpha != 1 and _fused_alpha(input, other, alpha):
         return apply(P.ADD_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
     return apply(P.ADD, input, other if alpha == 1 else _scaled(other, alpha))
+
+
+def _check_alpha(input: Any, other: Any, alpha: Any) -> None:  # noqa: A002
+    """PyTorch's alpha_check of add/sub (and their in-place forms) against the operands'
+    promoted dtype: a bool alpha for a bool result only, an integral alpha for an integer
+    or bool one, and alpha converted into it checked (int8's 200 overflows); rt ignored a
+    float alpha of integers and a bool one of floats."""
+    if isinstance(alpha, Tensor):  # (a number argument of a compiled step among them)
+        return
+    tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+    dtype = D.result_dtype([t.dtype for t in tensors],
+                           [v for v in (input, other) if not isinstance(v, Tensor)],
+                           [t.ndim for t in tensors])
+    if isinstance(alpha, (bool, np.bool_)) and dtype is not D.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if not dtype.is_floating_point and not isinstance(alpha, (int, np.integer, np.bool_)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if dtype is not D.bool_:
+        D.scalar_as(alpha, dtype)  # (its overflow error)
+
+
+def _check_alpha_inplace(t: Tensor, other: Any, alpha: Any) -> None:
+    """add_'s/sub_'s checks in PyTorch's order: the result's cast into ``t`` first (its
+    iterator's), then alpha's."""
+    result = D.result_dtype([t.dtype], [other]) if not isinstance(other, Tensor) else \
+        D.result_dtype([t.dtype, other.dtype], [], [t.ndim, other.ndim])
+    if result.category > t.dtype.category:
+        raise RuntimeError(f"result type {D.scalar_type_name(result)} can't be cast to the "
+                           f"desired output type {D.scalar_type_name(t.dtype)}")
+    _check_alpha(t, other, alpha)
+
+
+def _promoted_other(input: Any, other: Any) -> Any:  # noqa: A002
+    """add's/sub's ``other`` tensor in the two tensors' promoted dtype, before alpha scales
+    it, as PyTorch's kernel computes input + alpha * other: int16 7 - 2 * uint8 255 is -503
+    (scaled in uint8 first, 2 * 255 wrapped to 254)."""
+    if not (isinstance(input, Tensor) and isinstance(other, Tensor)) or input.dtype is other.dtype:
+        return other
+    dtype = D.result_dtype([input.dtype, other.dtype], [], [input.ndim, other.ndim])
+    return other if other.dtype is dtype else cast(other, dtype)
 
 
 def _fused_alpha(input: Any, other: Any, alpha: Any) -> bool:  # noqa: A002
@@ -294,16 +338,24 @@ def sub(input: Any, other: Any, *, alpha: Any = 1,  # noqa: A002
         out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, sub(input, other, alpha=alpha), "sub")
+    _check_bool_sub(input, other)
+    _check_alpha(input, other, alpha)
+    if stands_for_number(alpha):
+        return _add_number_alpha(input, other, neg(alpha))
+    if alpha != 1:
+        other = _promoted_other(input, other)
+    if alpha != 1 and _fused_alpha(input, other, alpha):
+        return apply(P.SUB_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
+    return apply(P.SUB, input, other if alpha == 1 else _scaled(other, alpha))
+
+
+def _check_bool_sub(input: Any, other: Any) -> None:
+    """PyTorch's errors for a subtraction with a bool operand (sub and sub_ alike)."""
     if _is_bool(input) and _is_bool(other):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     if _is_bool(input) or _is_bool(other):
         raise RuntimeError("Subtraction, " + _BOOL_MINUS.format("with"))
-    if stands_for_number(alpha):
-        return _add_number_alpha(input, other, neg(alpha))
-    if alpha != 1 and _fused_alpha(input, other, alpha):
-        return apply(P.SUB_SCALED, input, other, alpha=_alpha_in(input.dtype, alpha))
-    return apply(P.SUB, input, other if alpha == 1 else _scaled(other, alpha))
 
 
 def neg(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
@@ -1589,8 +1641,13 @@ _MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackw
 
 
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    _check_alpha_inplace(t, other, alpha)
+    if alpha != 1 and t.dtype is D.bool_ and _is_bool(other) and not isinstance(alpha, float):
+        return apply_inplace(P.ADD, t, other if alpha else False)  # add's: alpha as a bool
     if stands_for_number(alpha):
         return _add_number_alpha(t, other, alpha, inplace=True)
+    if alpha != 1:
+        other = _promoted_other(t, other)
     if alpha != 1 and _fused_alpha(t, other, alpha):
         return apply_inplace(P.ADD_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
     return apply_inplace(P.ADD, t, other if alpha == 1 else _scaled(other, alpha)
@@ -1598,8 +1655,12 @@ def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
 
 
 def sub_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+    _check_bool_sub(t, other)  # sub's errors (rt subtracted a bool tensor in place)
+    _check_alpha_inplace(t, other, alpha)
     if stands_for_number(alpha):
         return _add_number_alpha(t, other, neg(alpha), inplace=True)
+    if alpha != 1:
+        other = _promoted_other(t, other)
     if alpha != 1 and _fused_alpha(t, other, alpha):
         return apply_inplace(P.SUB_SCALED, t, other, alpha=_alpha_in(t.dtype, alpha))
     return apply_inplace(P.SUB, t, other if alpha == 1 else _scaled(other, alpha)

@@ -290,3 +290,21 @@ def test_inplace_clamp_of_integers_by_float_tensors_raises(dtype: str, bound_dty
     _same_as_torch(lambda m: _sample(m, dtype).clamp_(min=_t(m, [1.5] * 6, bound_dtype)))
     _same_as_torch(lambda m: _sample(m, dtype).clamp_(max=_t(m, 1.5, bound_dtype)))
     _same_as_torch(lambda m: _sample(m, dtype).clamp_(min=_t(m, [1] * 6, "int64")))
+
+
+@pytest.mark.parametrize("pair", [("int16", "uint8"), ("uint8", "int8"), ("int32", "bool"),
+                                  ("float32", "float16"), ("bool", "bool"), ("int8", "int8"),
+                                  ("float16", "float32"), ("uint8", "float32")])
+@pytest.mark.parametrize("alpha", [2, -3, 200, 0.5, True])
+def test_add_sub_alpha_in_the_promoted_dtype_with_its_checks(pair: tuple[str, str],
+                                                            alpha: Any) -> None:
+    """PyTorch's add/sub compute input + alpha * other in the promoted dtype (int16 7 - 2 *
+    uint8 255 is -503; rt scaled in uint8 first: -247) and check alpha against it: a float
+    alpha of integers, a bool alpha of non-bools and an int8 alpha of 200 raise (rt
+    ignored them); in place the result's cast into the tensor is checked first, and a bool
+    tensor's add_ with an int alpha is add's bool result (rt raised a cast error)."""
+    for name in ("add", "sub"):
+        _same_as_torch(lambda m, n=name: getattr(m, n)(
+            _sample(m, pair[0]), _sample(m, pair[1], second=True), alpha=alpha))
+        _same_as_torch(lambda m, n=name: getattr(_sample(m, pair[0]), n + "_")(
+            _sample(m, pair[1], second=True), alpha=alpha))
