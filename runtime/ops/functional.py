@@ -254,8 +254,8 @@ def _check_alpha(input: Any, other: Any, alpha: Any) -> None:  # noqa: A002
     promoted dtype: a bool alpha for a bool result only, an integral alpha for an integer
     or bool one, and alpha converted into it checked (int8's 200 overflows); rt ignored a
     float alpha of integers and a bool one of floats."""
-    if isinstance(alpha, Tensor):  # (a number argument of a compiled step among them)
-        return
+    if isinstance(alpha, Tensor) or stands_for_number(alpha):  # (a compiled step's number
+        return  # argument: its value is not read)
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
     dtype = D.result_dtype([t.dtype for t in tensors],
                            [v for v in (input, other) if not isinstance(v, Tensor)],
@@ -1642,7 +1642,7 @@ _MATMUL_NODES = {(2, 2): "MmBackward0", (1, 1): "DotBackward0", (2, 1): "MvBackw
 
 def add_(t: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
     _check_alpha_inplace(t, other, alpha)
-    if alpha != 1 and t.dtype is D.bool_ and _is_bool(other) and not isinstance(alpha, float):
+    if t.dtype is D.bool_ and _is_bool(other) and type(alpha) is not float and alpha != 1:
         return apply_inplace(P.ADD, t, other if alpha else False)  # add's: alpha as a bool
     if stands_for_number(alpha):
         return _add_number_alpha(t, other, alpha, inplace=True)
