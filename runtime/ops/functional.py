@@ -1692,6 +1692,16 @@ def pow_(t: Tensor, exponent: Any) -> Tensor:
     _check_scalar_exponent(t, exponent)  # pow's errors
     if t.dtype is D.bool_ and type(exponent) is bool:  # pow's bool result (numpy's int8)
         return copy_(t, pow(t, exponent))
+    if isinstance(exponent, Tensor) and exponent.dtype is D.bool_ and t.dtype is D.bool_:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")  # pow's
+    if isinstance(exponent, Tensor) and _is_int_pow(t, exponent):
+        # pow's integer power (numpy raised for a negative exponent), its result's cast into
+        # t checked first, as PyTorch's iterator
+        result = D.result_dtype([t.dtype, exponent.dtype], [], [t.ndim, exponent.ndim])
+        if result.category > t.dtype.category or (result is not D.bool_ and t.dtype is D.bool_):
+            raise RuntimeError(f"result type {D.scalar_type_name(result)} can't be cast to "
+                               f"the desired output type {D.scalar_type_name(t.dtype)}")
+        return copy_(t, pow(t, exponent))
     return apply_inplace(P.POW, t, exponent)
 
 

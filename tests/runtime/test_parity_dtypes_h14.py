@@ -308,3 +308,15 @@ def test_add_sub_alpha_in_the_promoted_dtype_with_its_checks(pair: tuple[str, st
             _sample(m, pair[0]), _sample(m, pair[1], second=True), alpha=alpha))
         _same_as_torch(lambda m, n=name: getattr(_sample(m, pair[0]), n + "_")(
             _sample(m, pair[1], second=True), alpha=alpha))
+
+
+@pytest.mark.parametrize("pair", [("uint8", "int8"), ("int8", "int16"), ("int64", "int64"),
+                                  ("int32", "uint8"), ("bool", "int32"), ("bool", "bool"),
+                                  ("int16", "bool"), ("float32", "int64")])
+def test_inplace_pow_by_an_integer_tensor(pair: tuple[str, str]) -> None:
+    """t **= an integer tensor is pow's integer power (negative exponents: 1, +-1 or 0, where
+    numpy's ValueError surfaced), its result's cast into t checked first, and two bools'
+    NotImplementedError, as PyTorch's."""
+    _same_as_torch(lambda m: _ipow(m, _sample(m, pair[0]), _sample(m, pair[1], second=True)))
+    _same_as_torch(lambda m: _sample(m, pair[0]).pow_(_t(m, -1, pair[1]) if pair[1] != "bool"
+                                                      and pair[1] != "uint8" else _t(m, 1, "bool")))
