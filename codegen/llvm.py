@@ -130,11 +130,21 @@ BINARY_RULES: dict[tuple[str, str], Callable[[Builder, V, V, ir.Module], V]] = {
     ("logical_and", "bool"): lambda b, x, y, m: b.and_(x, y),
 }
 
+def _fptosi(b: Builder, x: V, t: ir.Type) -> V:
+    """A float to int64 as numpy's (eager mode's) x86 conversion gives it: truncated, and
+    nan, inf and anything out of int64's range INT64_MIN (cvttsd2si's "indefinite"). LLVM's
+    fptosi of those is poison, which it may fold away: a cast back to float became trunc(x),
+    so (-inf < x.to(int64)) compared -inf with -inf and was False (eager: -9.2e18, True)."""
+    limit = ir.Constant(x.type, 2.0 ** 63)
+    inside = b.and_(b.fcmp_ordered("<", x, limit), b.fcmp_ordered(">=", x, b.fneg(limit)))
+    return b.select(inside, b.fptosi(x, t), ir.Constant(t, -(2 ** 63)))
+
+
 # (from kind, to kind) -> rule(builder, value, target type); same-dtype casts are the identity
 CAST_RULES: dict[tuple[str, str], Callable[[Builder, V, ir.Type], V]] = {
     ("float", "float"): lambda b, x, t: (b.fpext(x, t) if t == ir.DoubleType()
                                          else b.fptrunc(x, t)),
-    ("float", "int"): lambda b, x, t: b.fptosi(x, t),
+    ("float", "int"): lambda b, x, t: _fptosi(b, x, t),
     ("float", "bool"): lambda b, x, t: b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0)),
     ("int", "float"): lambda b, x, t: b.sitofp(x, t),
     ("int", "bool"): lambda b, x, t: b.icmp_signed("!=", x, I64(0)),

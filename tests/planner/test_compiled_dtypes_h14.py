@@ -103,3 +103,24 @@ def test_low_float_times_a_one_element_tensor_as_eager(dtype: str, scalar: tuple
     ts = torch.tensor(scalar[0], dtype=getattr(torch, scalar[1]))
     for g, w in zip(got[:2], (tx * ts, tx / ts), strict=True):
         np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())
+
+
+# --- float to int64 casts inside a kernel ------------------------------------------------------
+
+_UNCASTABLE = [-np.inf, np.inf, np.nan, 1e30, -1e30, 9.3e18, -9.3e18, 2.5, -2.5, 2.0 ** 63]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_to_int64_cast_of_nan_inf_and_out_of_range_as_eager(dtype: str) -> None:
+    """nan, inf and floats out of int64's range cast to INT64_MIN, as eager mode's (and
+    PyTorch's) x86 conversion; LLVM's fptosi of them is poison, and folding a cast back to
+    float into trunc(x) made -inf < x.to(int64) False where eager has -inf < -9.2e18."""
+    x = rt.tensor(np.array(_UNCASTABLE * 4, dtype=dtype))
+    y = rt.tensor(np.full(40, -np.inf, dtype=dtype))
+    # one kernel each: with the int64 stored, LLVM kept the cast
+    for fn in (lambda a, b: ((b + 0.0) < a.to(rt.int64),),
+               lambda a, b: (a.to(rt.int64).to(a.dtype) * 1.0,),
+               lambda a, b: ((a * 1.0).to(rt.int64) + 1,)):
+        got, want = _compiled_and_eager(fn, x, y)
+        _same_bits(got[0], want[0])
+        assert got[0].dtype != rt.bool or got[0].numpy().all()
