@@ -124,3 +124,55 @@ def test_float_to_int64_cast_of_nan_inf_and_out_of_range_as_eager(dtype: str) ->
         got, want = _compiled_and_eager(fn, x, y)
         _same_bits(got[0], want[0])
         assert got[0].dtype != rt.bool or got[0].numpy().all()
+
+
+# --- a sweep: exact ops fused into kernels over the kernel dtypes, equal to eager --------------
+
+_KERNEL_DTYPES = ["bool", "int64", "float32", "float64"]
+
+
+def _operand(dtype: str, seed: int) -> Any:
+    """(3, 37) values of ``dtype`` (a vector loop and its tail) with its edge cases."""
+    rng = np.random.RandomState(seed)
+    if dtype == "bool":
+        return rt.tensor(rng.rand(3, 37) > 0.5)
+    if dtype == "int64":
+        v = rng.randint(-50, 50, (3, 37)).astype(np.int64)
+        v.flat[:6] = [np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0, -1, 2 ** 53 + 1, 7]
+        return rt.tensor(v)
+    v = (rng.randn(3, 37) * 4).astype(dtype)
+    v.flat[:9] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 2.5, -2.5, 1e30, 3.0]
+    return rt.tensor(v)
+
+
+_EXACT_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "compare": lambda a, b: ((a < b) | (a == b), (a != b) & (a >= b)),
+    "minmax": lambda a, b: (rt.maximum(a, b), rt.minimum(b, a)),
+    "where": lambda a, b: (rt.where(a > b, a, b), rt.where(a != b, a, 0)),
+    "abs_neg_sign": lambda a, b: ((a + b).abs(), -(a + b), (a + b).sign()),
+    "add_mul": lambda a, b: (a + b, a * b - b),
+    "cast_int": lambda a, b: ((a + b).to(rt.int64), (a * b).to(rt.bool)),
+    "cast_float": lambda a, b: ((a + b).to(rt.float32), (a * b).to(rt.float64)),
+    "scalars": lambda a, b: ((a + b) * 3, (a + b) + True, (a + b) > 2),
+    "reduce": lambda a, b: ((a + b).sum(1), (a * b).amax(1)),
+}
+
+
+@pytest.mark.parametrize("dtype", _KERNEL_DTYPES)
+@pytest.mark.parametrize("name", list(_EXACT_OPS))
+def test_exact_ops_in_kernels_equal_eager(name: str, dtype: str) -> None:
+    a, b = _operand(dtype, 1), _operand(dtype, 2)
+    fn = _EXACT_OPS[name]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = fn(a, b)
+    except (RuntimeError, TypeError, NotImplementedError):
+        return  # the op refuses these dtypes (bool's neg and sub, ...): nothing to compile
+    # (bool arithmetic, or and max, is no kernel op: those steps run as eager)
+    got, want = _compiled_and_eager(fn, a, b, fused=dtype != "bool")
+    for g, w in zip(got, want, strict=True):
+        if name == "reduce" and g.dtype.is_floating_point:  # a float sum's order
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+        else:
+            _same_bits(g, w)
