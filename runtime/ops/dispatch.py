@@ -383,6 +383,7 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
     req = False
     dt0 = None  # the first tensor's dtype; bfloat16 where any tensor's is (see _bf16_impl)
     promote_needed = False
+    past_int64 = False
     i = 0  # by index, not enumerate: one object fewer an op
     for a in args:
         if isinstance(a, Tensor):
@@ -407,10 +408,15 @@ def apply(prim: Primitive, *args: Any, **attrs: Any) -> Tensor:
                 # an int or float subclass (an IntEnum member): numpy would take it as an
                 # int64 or float64 array, lifting a float32 tensor; PyTorch, as the number
                 arrays[i] = float(a) if isinstance(a, float) else int(a)
+            elif type(a) is int and not _I64_MIN <= a <= _I64_MAX:
+                past_int64 = True
         i += 1
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
+    if past_int64 and prim.elementwise:
+        args = _unsigned_ints(args)
+        arrays = [arrays[i] if isinstance(a, Tensor) else a for i, a in enumerate(args)]
     impl = prim.impl
     if promote_needed and prim.name in _OPMATH_SCALAR and _promoted_dtype(prim, args) is (
             D.float16) and (scalar := opmath_scalar(prim, args, D.float16)) is not None:
@@ -488,6 +494,28 @@ def _profiled(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any]) -> 
         recorder.end(event)
 
 
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _unsigned_ints(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An elementwise op's Python ints past int64's range as PyTorch's scalars take them: one
+    up to 2 ** 64 - 1 as a uint64, its value in a float op and wrapped into int64 in an
+    integer or bool one (int64 - 2 ** 63 is int64 + INT64_MIN; numpy raised its
+    OverflowError, or compared the int exactly: arange(3) < 2 ** 63 was True, PyTorch's
+    False); beyond, PyTorch's OverflowError."""
+    floating = any(isinstance(a, Tensor) and a.dtype.is_floating_point for a in args)
+    out = []
+    for a in args:
+        if type(a) is int and not _I64_MIN <= a <= _I64_MAX:
+            if a < 0:
+                raise OverflowError("can't convert negative int to unsigned")
+            if a >> 64:
+                raise OverflowError("int too big to convert")
+            a = float(a) if floating else a - (1 << 64)
+        out.append(a)
+    return tuple(out)
+
+
 def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
                  attrs: dict[str, Any]) -> Tensor:
     """Capture: record ``prim`` in the tracer's graph; the result holds a MetaArray."""
@@ -495,6 +523,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     req = False
     if any(isinstance(a, _np_scalar) for a in args):  # recorded as the Python scalars
         args = tuple(a.item() if isinstance(a, _np_scalar) else a for a in args)
+    if prim.elementwise and any(type(a) is int and not _I64_MIN <= a <= _I64_MAX
+                                for a in args):
+        args = _unsigned_ints(args)
     for a in args:
         if isinstance(a, Tensor):
             dev = tracer.device_of(a)

@@ -176,3 +176,15 @@ def test_exact_ops_in_kernels_equal_eager(name: str, dtype: str) -> None:
             np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
         else:
             _same_bits(g, w)
+
+
+def test_python_ints_past_int64_in_kernels_as_eager() -> None:
+    """A Python int from 2 ** 63 to 2 ** 64 - 1 is a uint64 scalar, as PyTorch's: wrapped
+    beside int64 and its value beside floats, compiled as eager (eager raised numpy's
+    OverflowError and compared exactly; the captured constants were already wrapped)."""
+    i = rt.tensor(np.arange(-32, 32, dtype=np.int64))
+    got, want = _compiled_and_eager(
+        lambda a: ((a * 2) - 2 ** 63, (a + 0) < 2 ** 63, (a * 1.0) + 2 ** 63), i)
+    for g, w in zip(got, want, strict=True):
+        _same_bits(g, w)
+    assert not got[1].numpy().any()

@@ -144,9 +144,13 @@ def test_an_int_past_int64_is_a_constant() -> None:
 
     compiled = planner.compile(step)
     x = rt.arange(3, dtype=rt.float64)
-    for n in (1, 2, 2 ** 70, 3, -(2 ** 64)):
+    # (PyTorch's scalars past int64 are uint64s: 2 ** 70 and -(2 ** 64) are its OverflowError)
+    for n in (1, 2, 2 ** 64 - 1, 3, 2 ** 63):
         np.testing.assert_array_equal(compiled(x, n).numpy(), step(x, n).numpy())
     assert compiled.captures == 4  # 1, then the input (2, 3), and each huge value
+    for n in (2 ** 70, -(2 ** 64)):
+        with pytest.raises(OverflowError):
+            compiled(x, n)
 
 
 @pytest.mark.parametrize(("dynamic", "captures"), [(None, 2), (True, 1), (False, 4)])

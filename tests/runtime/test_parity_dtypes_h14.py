@@ -320,3 +320,13 @@ def test_inplace_pow_by_an_integer_tensor(pair: tuple[str, str]) -> None:
     _same_as_torch(lambda m: _ipow(m, _sample(m, pair[0]), _sample(m, pair[1], second=True)))
     _same_as_torch(lambda m: _sample(m, pair[0]).pow_(_t(m, -1, pair[1]) if pair[1] != "bool"
                                                       and pair[1] != "uint8" else _t(m, 1, "bool")))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64", "float32", "float64"])
+@pytest.mark.parametrize("value", [2 ** 63, 2 ** 64 - 1, 2 ** 64, 2 ** 70, -(2 ** 63) - 1])
+def test_python_ints_past_int64(dtype: str, value: int) -> None:
+    """PyTorch takes a Python int from 2 ** 63 to 2 ** 64 - 1 as a uint64 scalar (its value
+    beside floats, wrapped into int64 beside integers: arange(3) < 2 ** 63 is False) and
+    raises OverflowError beyond; numpy raised its own OverflowError, or compared exactly."""
+    for op in ("add", "sub", "mul", "lt", "eq"):
+        _same_as_torch(lambda m, o=op: getattr(m, o)(_sample(m, dtype), value))
