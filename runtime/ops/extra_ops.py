@@ -549,8 +549,11 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
     occurs. Not differentiable, as PyTorch's."""
     axis = None if dim is None else sized_dim(x, dim, wrapped_first=True)
     values = _host_values(x, "unique")
+    if x.dtype is D.bfloat16:  # numpy's sort of ml_dtypes' bfloat16 misplaces a nan (and
+        values = values.astype(np.float32)  # the values after it): exactly, in float32
     out, inverse, counts = np.unique(values, return_inverse=True, return_counts=True,
                                      axis=axis, equal_nan=False)
+    out = out.astype(x.dtype.np, copy=False)
     from .composite import no_derivative
 
     name = "_unique2" if axis is None else "unique_dim"

@@ -330,3 +330,14 @@ def test_python_ints_past_int64(dtype: str, value: int) -> None:
     raises OverflowError beyond; numpy raised its own OverflowError, or compared exactly."""
     for op in ("add", "sub", "mul", "lt", "eq"):
         _same_as_torch(lambda m, o=op: getattr(m, o)(_sample(m, dtype), value))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_unique_of_floats_with_nans(dtype: str) -> None:
+    """unique of a bfloat16 tensor with nans is sorted, each nan distinct, as PyTorch's
+    (numpy's sort of ml_dtypes' bfloat16 left it unsorted with values twice)."""
+    values = [3.0, float("nan"), 3.0, -float("inf"), -float("inf"), float("nan"), 7.0, -1.5, 7.0]
+    _same_as_torch(lambda m: m.unique(_t(m, values, dtype), return_inverse=True,
+                                      return_counts=True))
+    _same_as_torch(lambda m: m.unique(_t(m, [[1.5, float("nan")], [1.5, float("nan")],
+                                              [-2.0, 0.0]], dtype), dim=0))
