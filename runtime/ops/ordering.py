@@ -549,15 +549,34 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
                            f"the first N-1 dimensions of boundaries tensor and input value "
                            f"tensor must match, but we got boundaries tensor "
                            f"{list(seq.shape)} and input value tensor {list(vals.shape)}")
-    v = F.unsqueeze(vals, -1)
-    s = F.unsqueeze(seq, -2) if seq.ndim > 1 else seq
-    before = F.le(s, v) if right else F.lt(s, v)
-    if v.dtype.is_floating_point:  # a NaN value goes after every number, as NaN sorts last
-        from .extra_ops import logical_or
-
-        before = logical_or(before, F.logical_and(T.isnan(v), T.logical_not(T.isnan(s))))
-    counts = F.sum(F.cast(before, D.int64), -1)
+    counts = _binary_search(seq, vals, right)
     return F.cast(counts, D.int32) if out_int32 else counts
+
+
+def _binary_search(seq: Tensor, vals: Tensor, right: bool) -> Tensor:
+    """PyTorch's lower (upper, ``right``) bound search of each value in the sequence's last
+    axis, step by step on tensors (no value read): lo moves past mid where !(seq[mid] >= v)
+    (!(seq[mid] > v)), else hi comes down to mid. Beside a NaN each such test holds, so a
+    NaN value goes after every element, and a NaN met on the way sends the search right
+    (counting the elements below the value put the value 1.5 at 1 in [1, 2, nan, nan],
+    PyTorch's 4)."""
+    n = seq.shape[-1] if seq.ndim else 0
+    lo = F.cast(F.zeros_like(vals), D.int64)
+    hi = F.add(lo, n)
+    if n == 0 or vals.numel() == 0:
+        return lo
+    from .structured import take
+
+    flat = seq.ndim == 1
+    for _ in range(n.bit_length()):
+        mid = F.floor_divide(F.add(lo, hi), 2)
+        at = F.clamp(mid, None, n - 1)
+        probe = take(seq, at) if flat else T.gather(seq, -1, at)
+        moves = T.logical_not(F.gt(probe, vals) if right else F.ge(probe, vals))
+        active = F.lt(lo, hi)
+        lo = F.where(F.logical_and(active, moves), F.add(mid, 1), lo)
+        hi = F.where(F.logical_and(active, T.logical_not(moves)), mid, hi)
+    return lo
 
 
 def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False,  # noqa: A002

@@ -341,3 +341,18 @@ def test_unique_of_floats_with_nans(dtype: str) -> None:
                                       return_counts=True))
     _same_as_torch(lambda m: m.unique(_t(m, [[1.5, float("nan")], [1.5, float("nan")],
                                               [-2.0, 0.0]], dtype), dim=0))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("right", [False, True])
+def test_searchsorted_with_nans_is_pytorchs_binary_search(dtype: str, right: bool) -> None:
+    """PyTorch's searchsorted is a binary search: a NaN value goes after every element (NaNs
+    too: 11 of 11, rt's 9), and a NaN boundary met on the way sends the search right
+    (1.5 in [1, 2, nan, nan] is at 4; counting the smaller elements gave 1)."""
+    seq = [-float("inf"), -1.5, 0.0, 3.0, 3.0, 7.0, float("nan"), float("nan")]
+    vals = [3.0, float("nan"), -float("inf"), 1.5, 7.0, 8.0, -2.0]
+    _same_as_torch(lambda m: m.searchsorted(_t(m, seq, dtype), _t(m, vals, dtype), right=right))
+    _same_as_torch(lambda m: m.searchsorted(_t(m, [[1.0, 2.0, float("nan"), float("nan")]] * 2,
+                                                dtype), _t(m, [[1.5, 2.0]] * 2, dtype),
+                                            right=right))
+    _same_as_torch(lambda m: m.bucketize(_t(m, vals, dtype), _t(m, seq[:6], dtype), right=right))
