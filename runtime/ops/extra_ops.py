@@ -207,6 +207,7 @@ def _float_pair(name: str, a: Any, b: Any) -> None:
 
 
 @takes_out("logaddexp")
+@F.binary_in_float32
 def logaddexp(input: Tensor, other: Any) -> Tensor:
     """log(exp(a) + exp(b)) without overflow: m + log(exp(a - m) + exp(b - m)), m the larger
     (held constant: the formula is exact for any m, and its gradient is then softmax's) where

@@ -19,6 +19,7 @@ from ..return_types import returns
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray, is_tracing, stands_for_number
 from . import prims as P
+from .naming import renamed
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
 from .inplace import apply_inplace, overlaps_internally, writable_alias
 from .shapes import ShapeError, broadcast_shapes, expand_error, int_dim, wrap_dim, wrap_dims
@@ -170,6 +171,31 @@ def half_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
             return fn(input, *args, **kwargs)
         result = fn(wide(input), *map(wide, args), **{k: wide(v) for k, v in kwargs.items()})
         return cast(result, input.dtype) if result.dtype is D.float32 else result
+
+    return run
+
+
+def binary_in_float32(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """fn(input, other) whose result would be float16 or bfloat16 computed in float32 and
+    rounded once, as PyTorch's kernels compute them (the opmath type), its backward node
+    keeping fn's name; fn's own steps each rounded (hypot, logaddexp: a third of float16
+    results an ulp off)."""
+
+    @functools.wraps(fn)
+    def run(input: Any, other: Any, *args: Any, **kwargs: Any) -> Tensor:  # noqa: A002
+        tensors = [t for t in (input, other) if isinstance(t, Tensor)]
+        if not any(t.dtype in D.LOW_FLOATS for t in tensors):
+            return fn(input, other, *args, **kwargs)
+        dtype = D.result_dtype([t.dtype for t in tensors],
+                               [v for v in (input, other) if not isinstance(v, Tensor)],
+                               [t.ndim for t in tensors])
+        if dtype not in D.LOW_FLOATS:
+            return fn(input, other, *args, **kwargs)
+        wide = (cast(v, D.float32) if isinstance(v, Tensor) else v for v in (input, other))
+        result = fn(*wide, *args, **kwargs)
+        node = result.grad_fn
+        out = cast(result, dtype)
+        return renamed(out, node.name()) if node is not None else out
 
     return run
 

@@ -287,6 +287,7 @@ def copysign(input: Any, other: Any) -> Tensor:
 
 
 @takes_out("logaddexp2")
+@F.binary_in_float32
 @renamed_backward("Logaddexp2Backward0")
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2**a + 2**b) without overflow."""

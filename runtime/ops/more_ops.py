@@ -33,6 +33,7 @@ from .layouts import factory_options as _factory_options
 
 
 @takes_out("hypot")
+@F.binary_in_float32
 def hypot(input: Tensor, other: Any) -> Tensor:
     """sqrt(a**2 + b**2) elementwise, as big * sqrt((a / big)**2 + (b / big)**2) so no
     square overflows (float32's 1e20 squared is inf); inf where either is, NaN beside it

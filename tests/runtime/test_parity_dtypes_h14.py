@@ -356,3 +356,24 @@ def test_searchsorted_with_nans_is_pytorchs_binary_search(dtype: str, right: boo
                                                 dtype), _t(m, [[1.5, 2.0]] * 2, dtype),
                                             right=right))
     _same_as_torch(lambda m: m.bucketize(_t(m, vals, dtype), _t(m, seq[:6], dtype), right=right))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["logaddexp", "hypot", "logaddexp2"])
+def test_low_float_binary_math_in_float32_rounded_once(dtype: str, name: str) -> None:
+    """PyTorch computes logaddexp, logaddexp2 and hypot of float16/bfloat16 in float32 and
+    rounds once (rt's steps each rounded: a third of random float16 results an ulp off)."""
+    rng = np.random.RandomState(0)
+    a, b = (rng.randn(2, 500) * 5).astype(np.float32)
+    rtol = 0.0 if name != "logaddexp2" else 2 ** -8  # its float32 log2's last bit
+    _same_as_torch(lambda m: getattr(m, name)(_t(m, a, dtype), _t(m, b, dtype)), rtol)
+    _same_as_torch(lambda m: getattr(m, name)(_t(m, a, dtype), _t(m, b, "float32")), 1e-4)
+
+    def grads(m: Any) -> Any:
+        x = _t(m, a[:8], dtype).requires_grad_()
+        y = getattr(m, name)(x, _t(m, b[:8], dtype))
+        y.sum().backward()
+        assert y.grad_fn.name() == name.capitalize() + "Backward0"
+        return x.grad
+
+    _same_as_torch(grads, 2 ** -7)
