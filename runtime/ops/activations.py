@@ -97,6 +97,11 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(selu, input, "EluBackward1")
+    return _selu(input)
+
+
+@F.half_in_float32  # PyTorch's: float16 and bfloat16 in float32, rounded once
+def _selu(input: Tensor) -> Tensor:  # noqa: A002
     return F.mul(_elu(input, SELU_ALPHA, 1.0), SELU_SCALE)
 
 
@@ -143,6 +148,11 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(hardswish, input)
+    return _hardswish(input)
+
+
+@F.half_in_float32  # PyTorch's: float16 and bfloat16 in float32, rounded once
+def _hardswish(input: Tensor) -> Tensor:  # noqa: A002
     # PyTorch's backward: 0 up to -3, x / 3 + 0.5 inside (-3, 3), the gradient from 3 on and
     # at a NaN; the middle branch reads 0 outside (its gradient at inf or NaN: 0, not NaN)
     inside = F.logical_and(F.gt(input, -3.0), F.lt(input, 3.0))
@@ -157,11 +167,17 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return _inplace(mish, input)
+    return _mish(input)
+
+
+@F.half_in_float32  # PyTorch's: float16 and bfloat16 in float32, rounded once
+def _mish(input: Tensor) -> Tensor:  # noqa: A002
     return F.mul(input, F.tanh(softplus(input)))
 
 
 @named_backward("LogSigmoidBackward0")
 @float_kernel("log_sigmoid_cpu")
+@F.half_in_float32  # PyTorch's: float16 and bfloat16 in float32, rounded once
 def logsigmoid(input: Tensor) -> Tensor:
     """PyTorch's min(x, 0) - log1p(exp(-|x|)); -|x| written with where, so the derivatives at
     0 are those of the x >= 0 branch (abs's would be 0 there)."""
