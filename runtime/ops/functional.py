@@ -711,6 +711,20 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *,  # noqa: A002
     return apply(P.CLAMP, input if rdt is input.dtype else cast(input, rdt), min=min, max=max)
 
 
+def _clamp_bounds(rdt: D.DType, lo: Any, hi: Any) -> tuple[Any, Any]:
+    """Integer bounds converted into an integer ``rdt`` as PyTorch's clamp does: its overflow
+    error out of range, uint8's negatives wrapped round (-5 is 251); a bool result (a bool
+    tensor between bool bounds) PyTorch's error naming its kernel (rt clamped the bools)."""
+    if rdt is D.bool_:
+        kernel = "clamp_scalar_cpu" if lo is not None and hi is not None else \
+            "clamp_min_scalar_cpu" if lo is not None else "clamp_max_scalar_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+    if rdt.category != 1:
+        return lo, hi
+    return tuple(D.scalar_as(b, rdt) if type(b) is int else b  # type: ignore[return-value]
+                 for b in (lo, hi))
+
+
 def _clamped_to(x: Tensor, bound: Any, past: Callable[[Any, Any], Tensor]) -> Tensor:
     """x clamped to one bound (a tensor among clamp's bounds): the bound where x is ``past``
     it, and a nan bound's nan, as PyTorch's clamp_min/clamp_max kernels propagate it (x
@@ -722,13 +736,6 @@ def _clamped_to(x: Tensor, bound: Any, past: Callable[[Any, Any], Tensor]) -> Te
     return where(fixed.isnan(), fixed, clamped)
 
 
-def _clamp_bounds(rdt: D.DType, lo: Any, hi: Any) -> tuple[Any, Any]:
-    """Integer bounds converted into an integer ``rdt`` as PyTorch's clamp does: its overflow
-    error out of range, uint8's negatives wrapped round (-5 is 251)."""
-    if rdt.category != 1:
-        return lo, hi
-    return tuple(D.scalar_as(b, rdt) if type(b) is int else b  # type: ignore[return-value]
-                 for b in (lo, hi))
 
 
 def _clamp_dtype(x: Tensor, lo: Any, hi: Any) -> D.DType:

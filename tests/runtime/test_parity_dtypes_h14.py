@@ -396,3 +396,12 @@ def test_low_float_activations_in_float32_rounded_once(dtype: str, name: str) ->
     _same_as_torch(grads, 2 ** -7)  # (logsigmoid's backward: an ulp apart at places)
     if name != "logsigmoid":
         _same_as_torch(lambda m: getattr(m.nn.functional, name)(_t(m, a, dtype), inplace=True))
+
+
+@pytest.mark.parametrize("bounds", [{"min": True}, {"max": False}, {"min": True, "max": True},
+                                    {"min": 0}, {"min": 0.5}])
+def test_clamp_of_bools_by_bools_raises(bounds: dict[str, Any]) -> None:
+    """PyTorch has no bool clamp kernel: a bool tensor between bool bounds raises its
+    NotImplementedError (rt clamped the bools); int or float bounds promote it."""
+    _same_as_torch(lambda m: _sample(m, "bool").clamp(**bounds))
+    _same_as_torch(lambda m: _sample(m, "bool").clamp_(**bounds))
