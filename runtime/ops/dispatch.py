@@ -633,7 +633,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         t = Tensor._make(out, dt, device)
         if view_of is not None and args[0]._rg and not _grad_state.enabled:
             t._rg = True  # a view made in no_grad mode, as apply's
-            t._creation = args[0]._creation or NO_GRAD_VIEW
+            t._creation = NO_GRAD_VIEW
+    if view_of is not None and args[0]._creation is not None:
+        t._creation = args[0]._creation  # a view of a multi-output (...) view is one too
     tracer.annotate(node, t)
     return t
 

@@ -151,7 +151,7 @@ def test_compiled_step_sees_eager_flags() -> None:
             assert compiled(x)[0].item() == step(x)[0].item() == 2.0
 
 
-@pytest.mark.parametrize("write", ["no_grad_view", "split_piece"])
+@pytest.mark.parametrize("write", ["no_grad_view", "split_piece", "view_of_a_split_piece"])
 def test_compiled_step_raises_eagers_error(write: str) -> None:
     w = rt.ones(4, requires_grad=True)
 
@@ -161,6 +161,8 @@ def test_compiled_step_raises_eagers_error(write: str) -> None:
                 v = w[0:2]
         else:
             v = (w * 1).split(2)[0]
+            if write == "view_of_a_split_piece":
+                v = v[0:1]
         v.mul_(x[0])
         return v
 
