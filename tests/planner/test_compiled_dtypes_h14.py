@@ -188,3 +188,39 @@ def test_python_ints_past_int64_in_kernels_as_eager() -> None:
     for g, w in zip(got, want, strict=True):
         _same_bits(g, w)
     assert not got[1].numpy().any()
+
+
+# --- h14's eager fixes inside compiled steps ----------------------------------------------------
+
+
+def _fixed_cases() -> dict[str, tuple[Callable[..., Any], tuple[Any, ...]]]:
+    rng = np.random.RandomState(0)
+    x = rt.tensor((rng.randn(4, 64) * 3).astype(np.float32))
+    lo = rt.tensor(np.where(rng.rand(4, 64) < 0.1, np.nan, rng.randn(4, 64)).astype(np.float32))
+    i16 = rt.tensor(rng.randint(-100, 100, (4, 64)).astype(np.int16))
+    u8 = rt.tensor(rng.randint(0, 256, (4, 64)).astype(np.uint8))
+    i8 = rt.tensor(rng.randint(-5, 5, (4, 64)).astype(np.int8))
+    return {
+        "clamp_nan_bound": (lambda a, b: (rt.clamp(a * 1.0, min=b), rt.clamp(a + 0.0, b, b * 2)),
+                            (x, lo)),
+        "alpha_promoted": (lambda a, b: (rt.sub(a, b, alpha=2), rt.add(a * 1, b, alpha=-3)),
+                           (i16, u8)),
+        "int_pow": (lambda a, b: (a ** b, a.clone().pow_(b)), (i16, i8)),
+        "logical_0d": (lambda a, b: (rt.logical_xor(a, rt.tensor(2 ** 40)),
+                                     rt.logical_or(b, rt.tensor(256))), (i8, u8)),
+        "half_math": (lambda a, b: (rt.logaddexp(a, b), rt.hypot(a, b),
+                                    rt.nn.functional.mish(a)), (x.half(), x.half() * 2)),
+        "bf16_math": (lambda a, b: (rt.logaddexp(a, b), rt.nn.functional.selu(a)),
+                      (x.bfloat16(), x.bfloat16() * 2)),
+        "round_decimals": (lambda a, b: (a.round(decimals=1), b.round(decimals=-1)),
+                           (x.half(), x.bfloat16())),
+        "past_int64": (lambda a, b: (a - 2 ** 63, b < 2 ** 63), (i16.long(), i16)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_fixed_cases()))
+def test_eager_fixes_captured_as_eager(name: str) -> None:
+    fn, args = _fixed_cases()[name]
+    got, want = _compiled_and_eager(fn, *args, fused=False)
+    for g, w in zip(got, want, strict=True):
+        _same_bits(g, w)
