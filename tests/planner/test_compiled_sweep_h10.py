@@ -43,18 +43,23 @@ def _assert_same(got: Any, want: Any) -> None:
 
 
 def test_python_int_arithmetic_past_int64_is_not_wrapped() -> None:
-    """``n * 2 ** 40`` for n = 2 ** 30 is 2 ** 70 in Python: the plan's int64 wrapped it to 0
-    (a float tensor times it all zeros, the returned int 0); ``1 << n``, ``-n`` too."""
+    """``n * 2 ** 40`` for n = 2 ** 23 is 2 ** 63 in Python: the plan's int64 wrapped it to
+    -2 ** 63 (a float tensor times it negated, the returned int negative); ``1 << n``, ``-n``
+    too. (PyTorch takes an int up to 2 ** 64 - 1 as a uint64 scalar; n = 2 ** 30 makes
+    2 ** 70, its OverflowError, compiled as eager.)"""
     x = rt.arange(6.0)
 
     def step(x: Any, n: int) -> Any:
         big = n * 2 ** 40
         return x * big, big, 1 << (n % 70), -(n - 2 ** 47) * 2 ** 20
 
-    calls = [(x, n) for n in (1, 2, 2 ** 30, 2 ** 25, -(2 ** 30), 69)]
-    got, want, _ = _both(step, calls)
+    calls = [(x, n) for n in (1, 2, 2 ** 23, 2 ** 22, -(2 ** 22), 69)]
+    got, want, compiled = _both(step, calls)
     for g, w in zip(got, want, strict=True):
         _assert_same(g, w)
+    for run in (compiled, step):
+        with pytest.raises(OverflowError, match="int too big to convert"):
+            run(x, 2 ** 30)
 
 
 def test_a_power_of_an_int_argument_is_pythons() -> None:
