@@ -280,8 +280,14 @@ def _check_alpha(input: Any, other: Any, alpha: Any) -> None:  # noqa: A002
     promoted dtype: a bool alpha for a bool result only, an integral alpha for an integer
     or bool one, and alpha converted into it checked (int8's 200 overflows); rt ignored a
     float alpha of integers and a bool one of floats."""
+    if type(alpha) is int and alpha == 1:
+        return  # the default: nothing to check
     if isinstance(alpha, Tensor) or stands_for_number(alpha):  # (a compiled step's number
         return  # argument: its value is not read)
+    if type(alpha) is float and isinstance(input, Tensor) and input.dtype.is_floating_point \
+            and (not isinstance(other, Tensor) or other.dtype is input.dtype):
+        D.scalar_as(alpha, input.dtype)  # an optimizer's p.add_(g, alpha=-lr): its range only
+        return
     tensors = [t for t in (input, other) if isinstance(t, Tensor)]
     dtype = D.result_dtype([t.dtype for t in tensors],
                            [v for v in (input, other) if not isinstance(v, Tensor)],
@@ -297,7 +303,9 @@ def _check_alpha(input: Any, other: Any, alpha: Any) -> None:  # noqa: A002
 
 def _check_alpha_inplace(t: Tensor, other: Any, alpha: Any) -> None:
     """add_'s/sub_'s checks in PyTorch's order: the result's cast into ``t`` first (its
-    iterator's), then alpha's."""
+    iterator's), then alpha's (none for the default: apply_inplace checks the cast)."""
+    if type(alpha) is int and alpha == 1:
+        return
     result = D.result_dtype([t.dtype], [other]) if not isinstance(other, Tensor) else \
         D.result_dtype([t.dtype, other.dtype], [], [t.ndim, other.ndim])
     if result.category > t.dtype.category:
