@@ -514,7 +514,13 @@ def _unsigned_ints(args: tuple[Any, ...]) -> tuple[Any, ...]:
     integer or bool one (int64 - 2 ** 63 is int64 + INT64_MIN; numpy raised its
     OverflowError, or compared the int exactly: arange(3) < 2 ** 63 was True, PyTorch's
     False); beyond, PyTorch's OverflowError."""
-    floating = any(isinstance(a, Tensor) and a.dtype.is_floating_point for a in args)
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    floating = any(t.dtype.is_floating_point for t in tensors)
+    if tensors and all(t.dtype is D.bool_ for t in tensors) and any(
+            type(a) is int and (1 << 63) <= a < (1 << 64) for a in args):
+        # the scalar is PyTorch's uint64, which bool does not promote with
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           "attempted to promote Bool and UInt64")
     out = []
     for a in args:
         if type(a) is int and not _I64_MIN <= a <= _I64_MAX:

@@ -405,3 +405,20 @@ def test_clamp_of_bools_by_bools_raises(bounds: dict[str, Any]) -> None:
     NotImplementedError (rt clamped the bools); int or float bounds promote it."""
     _same_as_torch(lambda m: _sample(m, "bool").clamp(**bounds))
     _same_as_torch(lambda m: _sample(m, "bool").clamp_(**bounds))
+
+
+@pytest.mark.parametrize("expr", ["lib.tensor([True]) + 2 ** 63", "lib.tensor([True]) < 2 ** 63",
+                                  "lib.tensor([True]) * (2 ** 64 - 1)",
+                                  "lib.tensor(True) & 2 ** 63", "lib.tensor([True]) + 2 ** 70",
+                                  "lib.tensor([1]) + 2 ** 63", "lib.tensor([1.5]) + 2 ** 63"])
+def test_a_bool_tensor_with_a_uint64_scalar(expr: str) -> None:
+    """A Python int from 2 ** 63 to 2 ** 64 - 1 is PyTorch's uint64 scalar, which a bool
+    tensor does not promote with (an int or float tensor does)."""
+    torch = pytest.importorskip("torch")
+    outcomes = []
+    for lib in (torch, rt):
+        try:
+            outcomes.append(eval(expr, {"lib": lib}).tolist())
+        except (RuntimeError, OverflowError) as e:
+            outcomes.append((type(e).__name__, str(e)))
+    assert outcomes[1] == outcomes[0]
