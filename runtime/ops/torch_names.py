@@ -207,11 +207,10 @@ def legacy_new(dtype: D.DType, default_device: Any, args: tuple[Any, ...], devic
         return empty(args, dtype=dtype, device=dev)
     if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
         return tensor(args[0], dtype=dtype, device=dev)
+    if len(args) == 1 and isinstance(args[0], str):
+        raise TypeError("new(): invalid data type 'str'")
     if len(args) == 1:
-        data = args[0]
-        what = "invalid data type" if isinstance(data, str) else "data must be a sequence (got"
-        raise TypeError(f"new(): {what} '{type(data).__name__}'" if isinstance(data, str)
-                        else f"new(): {what} {type(data).__name__})")
+        raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
     bad = next(i for i, a in enumerate(args) if type(a) is not int)
     raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {bad + 1} with "
                     f"error \"type must be tuple of ints,but got {type(args[bad]).__name__}\"")
