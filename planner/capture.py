@@ -32,10 +32,11 @@ from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
 
-from . import guards
+from . import guards, number_guards
 from .graph import template_nodes
 from .item_outputs import ItemOut, returned_as_is
 from .layouts import Layouts
+from .number_guards import NumberGuard
 from .returned_graphs import ReturnedState, returned_graphs, returned_state
 from .tree import flatten
 
@@ -104,6 +105,8 @@ class Capture:
     # every tensor the step returns was made under inference_mode (the step's own ``with
     # rt.inference_mode():``): a replay returns inference tensors too, as eager mode does
     inference_returns: bool = False
+    # the conditions on number arguments the step branched on (Tracer.truth_of)
+    number_guards: tuple[NumberGuard, ...] = ()
     # optimizer state made for real while capturing (Optimizer._lazy_state), kept for the
     # plan: (optimizer, parameter, the entries made); a call that runs eagerly instead takes
     # it back (planner.compile._take_back_made_state)
@@ -189,6 +192,11 @@ class Tracer:
         self.weak_bounds: dict[int, int] = {}
         # x[n] indexed by an int argument: its cell's id -> (x's cell, x's node then)
         self.weak_views: dict[int, tuple[MetaArray, int]] = {}
+        # the number arguments' nodes (add_scalar_input) -> their positions, the call's
+        # arguments, and the conditions on them the step branched on (truth_of)
+        self.number_nodes: dict[int, int] = {}
+        self.number_args: tuple[Any, ...] = ()
+        self.number_guards: list[NumberGuard] = []
         self.aot: Any = None  # planner.aot.AotCapture: the backward of the returned tensors
         # the code of the function that calls the step (its returns: item_of), and how many
         # Tensor.item() values the step returns
@@ -332,6 +340,7 @@ class Tracer:
         cell = self._new_slot(Slot("input", index, (), dtype, device, f"arg{index}"),
                               placeholder, placeholder)
         self.weak_nodes.add(cell.node)
+        self.number_nodes[cell.node] = index
         if integer:
             self.weak_bounds[cell.node] = INT_INPUT_BOUND
         return Tensor._make(cell, dtype, device)
@@ -873,6 +882,21 @@ class Tracer:
                 writes.append((len(self.slots) - 1, self.storage_of(value).node))
         return writes
 
+    def truth_of(self, t: Tensor) -> bool:
+        """``bool(t)`` where the step branches on ``t``: for a value computed from number
+        arguments only (``(it + 1) % k == 0``), its truth for this call's numbers, recorded as
+        a guard of the plan (planner.number_guards); any other tensor's value is not known
+        while capturing: GraphBreak."""
+        data = t._data
+        if type(data) is not MetaArray or data.node not in self.weak_nodes or \
+                not self.number_nodes:
+            raise GraphBreak("Tensor.bool() reads a tensor's value")
+        if data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        guard = number_guards.record(self.g, data.node, self.number_nodes, self.number_args)
+        self.number_guards.append(guard)
+        return guard.truth
+
     def item_of(self, t: Tensor, frame: Any) -> Any:
         """``t.item()`` called by the step's frame ``frame``: an ``ItemOut`` where the step
         returns it as it is (planner.item_outputs), else the capture stops."""
@@ -1055,6 +1079,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         raise GraphBreak(f"the step calls {watch.found.stateful[0]}, which a replayed plan "
                          f"would not (its Python does not run): pass the batch as an argument")
     if scalars:
+        tracer.number_args = args
         names = {p.name for p in watch.found.reads if p.kind == "global" and not p.steps}
         if names & _TYPE_CHECKS and names & _NUMBER_TYPES:
             # ``isinstance(n, int)``, ``type(lr) is float``: False for the number's stand-in
@@ -1093,6 +1118,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         found.hooks_made = tracer.hooks_made
         returned = [t for t in flatten(result)[0] if isinstance(t, Tensor)]
         found.inference_returns = bool(returned) and all(t.is_inference() for t in returned)
+        found.number_guards = tuple(tracer.number_guards)
         captured = True
         return found
     finally:

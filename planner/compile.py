@@ -55,6 +55,7 @@ from . import aot, cuda_graph, guards, plan_cache, returned_graphs
 from .optimized_module import OptimizedModule
 from .capture import Capture, Slot, capture
 from .guards import ASSIGNED, MISSING, setting_key
+from .number_guards import NumberGuards
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
 from .program import code_of
@@ -126,6 +127,9 @@ class Binding:
     returned_graphs: tuple[Any, ...] = ()
     # the step returned inference tensors only (Capture.inference_returns): so does a replay
     inference_returns: bool = False
+    # the conditions on number arguments the step branched on when captured (a call whose
+    # numbers give one of them another truth takes another plan: planner.number_guards)
+    numbers: NumberGuards | None = None
     # the leaves among the tensors the plan reads that require grad, each with the hooks it
     # had when captured (``_leaf_hooks``: the plan ran them), re-checked where any leaf's
     # hooks changed since (runtime.autograd.node.leaf_hooks_version)
@@ -154,6 +158,10 @@ class Binding:
 
     def failed_guard(self, args: tuple[Any, ...]) -> str | None:
         """Why this plan does not fit the current state (None: it fits)."""
+        if self.numbers is not None:
+            why = self.numbers.failed(args)
+            if why is not None:
+                return why
         for guard in self.python_values:
             why = guard.failed()
             if why is not None:
@@ -1098,7 +1106,8 @@ class CompiledStep:
                        aot=None if aot_plans is None else aot_plans[1],
                        scalar_inputs=frozenset(i for i in scalars if not isinstance(args[i], str)),
                        returned_graphs=cap.returned_graphs,
-                       inference_returns=cap.inference_returns)
+                       inference_returns=cap.inference_returns,
+                       numbers=NumberGuards(cap.number_guards) if cap.number_guards else None)
 
     def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
                             ) -> list[tuple[Any, list[Any]]]:

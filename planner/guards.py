@@ -109,6 +109,8 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
                 _path_guard(src, guard)
         src.lines.append("    except Exception:")  # a step that finds nothing: failed_guard
         src.lines.append("        return False")
+    if binding.numbers is not None:  # conditions on number arguments (planner.number_guards)
+        src.fail_if(f"not {src.name(binding.numbers.passes)}(args)")
     for is_tensor, slot in binding.guarded:
         if is_tensor:
             t = src.name(slot.ref)

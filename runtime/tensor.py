@@ -401,8 +401,12 @@ class Tensor:
         return move_array(self._data, "cpu").tolist()  # type: ignore[union-attr]
 
     def __bool__(self) -> bool:
-        if _trace_state.tracer is not None:
-            raise GraphBreak("Tensor.bool() reads a tensor's value")
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            truth_of = getattr(tracer, "truth_of", None)
+            if truth_of is None:
+                raise GraphBreak("Tensor.bool() reads a tensor's value")
+            return bool(truth_of(self))
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))

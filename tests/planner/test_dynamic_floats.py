@@ -122,18 +122,16 @@ def test_a_float_the_step_computes_with_in_python_stays_a_constant(
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
 
 
-@pytest.mark.parametrize("use", ["branch", "float", "math"])
+@pytest.mark.parametrize("use", ["float", "math"])
 def test_a_float_read_as_a_value_is_captured_as_a_constant(
         use: str, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="planner")
     w = rt.ones(3, requires_grad=True)
 
     def step(x: Any, s: float) -> Any:
-        if use == "branch":
-            scale = x * s if s > 1.0 else x - s
-        elif use == "float":
+        if use == "float":
             scale = x * float(s)
-        elif use == "math":
+        else:
             scale = x * math.exp(s)
         loss = (scale * w).sum()
         grad, = rt.autograd.grad(loss, [w])
