@@ -1100,7 +1100,13 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
     prev = set_tracer(tracer)
     captured = False
     try:
-        result = fn(*args)
+        try:
+            result = fn(*args)
+        except GraphBreak as e:
+            # the conditions on number arguments met before it: the branch that breaks
+            # (planner.compile's _EagerBranch), where another branch may be captured
+            e.number_guards = tuple(tracer.number_guards)  # type: ignore[attr-defined]
+            raise
         if is_grad_enabled() == grad_mode:  # else the GraphBreak below
             from .aot import trace_backward
 

@@ -520,8 +520,24 @@ def _parameter_names(fn: Any) -> tuple[str | None, ...]:
 
 
 @dataclass
+class _EagerBranch:
+    """Where a step's conditions on its number arguments (planner.number_guards) have these
+    truths, it cannot be captured (``reason``: a ``loss.item()`` logged every k-th call): such
+    calls run eagerly, where the step's other branches replay their plans."""
+
+    numbers: NumberGuards
+    reason: str
+    pending: None = None
+
+    def check(self, args: tuple[Any, ...]) -> str | None:
+        return self.numbers.failed(args)
+
+    failed_guard = check
+
+
+@dataclass
 class _Entry:
-    bindings: list[Binding] = field(default_factory=list)
+    bindings: list[Binding | _EagerBranch] = field(default_factory=list)
     eager_reason: str | None = None
     warmed: bool = False  # a call ran eagerly because it created state (Capture.created_state)
 
@@ -698,6 +714,9 @@ class CompiledStep:
                 if reason is None:
                     if i:  # most recently used first: steady-state steps check one binding
                         entry.bindings.insert(0, entry.bindings.pop(i))
+                    if type(binding) is _EagerBranch:
+                        self._last_key = key
+                        return self._flat_fn(spec)(*args)
                     if binding.pending is not None:
                         self._take_compiled(binding)
                     self.plan = binding.plan
@@ -824,7 +843,11 @@ class CompiledStep:
         if entry is not None and entry.eager_reason == why:
             self._static[frozen] -= scalars
             self._dynamic[frozen] = (dynamic or frozenset()) | scalars
-            self._entry(key).eager_reason = why
+            branch = getattr(error, "number_guards", ())
+            if branch:  # only where the step's numbers take this branch (planner.number_guards)
+                self._entry(key).bindings.append(_EagerBranch(NumberGuards(branch), why))
+            else:
+                self._entry(key).eager_reason = why
         return result
 
     def _changed_numbers(self, key: tuple[Any, ...], args: tuple[Any, ...]) -> frozenset[int]:
@@ -925,7 +948,7 @@ class CompiledStep:
         (backend "llvm": raises, here and at every call of that plan)."""
         with self.lock:
             waiting = [b for entry in self._cache.values() for b in entry.bindings
-                       if b.pending is not None]
+                       if b.pending is not None and type(b) is not _EagerBranch]
         end = None if timeout is None else time.monotonic() + timeout
         for binding in waiting:
             pending = binding.pending

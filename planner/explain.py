@@ -9,7 +9,7 @@ from runtime.tracing import GraphBreak
 
 def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
     """Say what calling ``fn(*args, **kwargs)`` would do, without running the step."""
-    from .compile import CompiledStep, _arg_key, _describe_key_change, _with_dynamic
+    from .compile import Binding, CompiledStep, _arg_key, _describe_key_change, _with_dynamic
     from .optimized_module import OptimizedModule
     from .tree import flatten, freeze
 
@@ -36,8 +36,10 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
             reasons = []
             for binding in entry.bindings:
                 reason = binding.failed_guard(flat)
-                if reason is None:
+                if reason is None and isinstance(binding, Binding):
                     return (f"{name} replays a cached plan ({len(binding.plan.steps)} steps)")
+                if reason is None:  # a branch of its number conditions that cannot be captured
+                    return f"{name} falls back to eager: {binding.reason}"
                 reasons.append(reason)
             return f"{name} recompiles: guard failed: {reasons[0]}"
         if fn._last_key is not None:

@@ -193,3 +193,43 @@ def test_record_and_check_a_condition() -> None:
         assert guard.holds((None, n)) is (((-n // 3) % 4 == 1) is guard.truth)
     assert isinstance(guard, number_guards.NumberGuard) and guard.value.python is not None
 
+
+
+def test_a_branch_that_cannot_be_captured_runs_eagerly_alone() -> None:
+    """``if it % 5 == 0: log.append(loss.item())``: the calls taking that branch run eagerly
+    (a loss read in the step's Python), the others replay the plan of the other branch, where
+    the whole step ran eagerly from the first such call on."""
+    rt.manual_seed(0)
+    model = rt.nn.Sequential(rt.nn.Linear(4, 8), rt.nn.ReLU(), rt.nn.Linear(8, 3))
+    opt = rt.optim.SGD(model.parameters(), lr=0.1)
+    twin = copy.deepcopy(model)
+    twin_opt = rt.optim.SGD(twin.parameters(), lr=0.1)
+    logs: tuple[list[float], list[float]] = ([], [])
+
+    def make(m: Any, o: Any, log: list[float]) -> Any:
+        def step(x: Any, y: Any, it: int) -> Any:
+            o.zero_grad()
+            loss = rt.nn.functional.cross_entropy(m(x), y)
+            loss.backward()
+            o.step()
+            if it % 5 == 0:
+                log.append(loss.item())
+            return loss.detach()
+        return step
+
+    compiled, eager = planner.compile(make(model, opt, logs[0])), make(twin, twin_opt, logs[1])
+    x, y = rt.randn(16, 4), rt.randint(0, 3, (16,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the eager branch says why, once
+        for it in range(21):
+            np.testing.assert_allclose(compiled(x, y, it).numpy(), eager(x, y, it).numpy(),
+                                       rtol=1e-5)
+    np.testing.assert_allclose(logs[0], logs[1], rtol=1e-5)
+    assert len(logs[0]) == 5
+    for p, q in zip(model.parameters(), twin.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5)
+    assert compiled.captures == 1
+    assert planner.explain(compiled, x, y, 23).startswith(
+        f"{compiled._name} replays a cached plan")
+    assert "falls back to eager: Tensor.item() reads a tensor's value" in planner.explain(
+        compiled, x, y, 25)
