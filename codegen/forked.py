@@ -11,14 +11,17 @@ gives each part its engine). A child that fails or runs past TIMEOUT_S leaves it
 the caller, which emits it as it would have: the same code either way, as each part is the
 same IR text whichever process renders it.
 
-The fork happens with ``codegen.target.LOCK`` held: no other thread of this process is inside
-LLVM then, so the child's copy of LLVM's state is consistent, and the child's copy of the lock
-is released as the ``with`` block it was forked in ends. The child runs nothing but the
+The fork happens with ``codegen.target.LOCK`` and llvmlite's own lock held: no other thread of
+this process is inside LLVM then, so the child's copy of LLVM's state is consistent, and the
+child's copies of the locks are released as the ``with`` block it was forked in ends. A child
+closes the read ends of its siblings' pipes, and the children left when the process exits are
+stopped: none outlives its parent. The child runs nothing but the
 rendering and emission of its part, and leaves with ``os._exit``.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import select
@@ -26,6 +29,7 @@ import signal
 import struct
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from codegen import ir as kir
 from codegen import target
@@ -37,6 +41,15 @@ PARALLEL_MIN_EXPRS = 80
 MAX_PARTS = 8
 WORKERS_ENV = "BACKPLAN_COMPILE_WORKERS"  # processes a module's emission may use (1: none)
 TIMEOUT_S = 600.0  # a child that has not answered by then is killed: the caller emits its part
+
+# the read ends of the pipes of this process's children not yet collected: a child forked
+# later closes its copies at once, so that a child whose parent is gone (or dropped its read
+# end) meets a broken pipe and leaves, where a sibling's copy of the read end kept its write
+# blocked for good once its code passed the pipe's buffer
+_READS: set[int] = set()
+# the module parts started (``start``) and not yet collected or cancelled: stopped when the
+# process exits (a plan compiling in the background whose step was never called again)
+_LIVE: list[Started] = []
 
 
 def usable_cores() -> int:
@@ -112,6 +125,7 @@ class Started:
     def __init__(self, split: list[list[kir.Kernel]], children: list[tuple[int, int]]) -> None:
         self.split = split
         self.children = children  # (pid, read end) a part
+        _LIVE.append(self)
 
 
 def start(kernels: Sequence[kir.Kernel]) -> Started | None:
@@ -137,6 +151,15 @@ def cancel(started: Started) -> None:
     for pid, fd in started.children:
         _stop(pid, fd)
     started.children.clear()
+    with contextlib.suppress(ValueError):
+        _LIVE.remove(started)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """Stop every child still emitting a part when the process exits."""
+    for started in list(_LIVE):
+        cancel(started)
 
 
 def _forked(split: list[list[kir.Kernel]]) -> Started:
@@ -172,12 +195,17 @@ def _fork(part: list[kir.Kernel]) -> tuple[int, int]:
     from codegen.llvm import render
 
     read, write = os.pipe()
-    with target.LOCK:  # no thread of this process is inside LLVM while it forks
+    # no thread of this process is inside LLVM while it forks: not in this module's use of it
+    # (target.LOCK) nor in any llvmlite call (llvmlite's own lock: a thread loading a built
+    # module's object code held it, and the child waited for it for good)
+    with target.LOCK, _llvmlite_lock():
         pid = os.fork()
     if pid == 0:  # the child: its part's code down the pipe, then leave
         status = 1
         try:
-            os.close(read)
+            for fd in (read, *_READS):  # its siblings' read ends too (_READS)
+                with contextlib.suppress(OSError):
+                    os.close(fd)
             code = target.emit(render(part))
             ir_bytes = code.optimized_ir.encode()
             data = struct.pack("<QQ", len(ir_bytes), len(code.object_file)) + ir_bytes + \
@@ -189,7 +217,17 @@ def _fork(part: list[kir.Kernel]) -> tuple[int, int]:
         finally:
             os._exit(status)
     os.close(write)
+    _READS.add(read)
     return pid, read
+
+
+def _llvmlite_lock() -> Any:
+    """llvmlite's lock around every call into LLVM's C API (``llvmlite.binding.ffi``), an
+    RLock: held across a fork by the forking thread, it is released in the child as in the
+    parent."""
+    from llvmlite.binding import ffi
+
+    return ffi.lib._lock
 
 
 def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
@@ -210,7 +248,7 @@ def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
         _kill(pid)
         raise
     finally:
-        os.close(fd)
+        _close(fd)
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:  # reaped already (SIGCHLD ignored): what it sent decides
@@ -226,6 +264,11 @@ def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
 
 def _stop(pid: int, fd: int) -> None:
     _kill(pid)
+    _close(fd)
+
+
+def _close(fd: int) -> None:
+    _READS.discard(fd)
     os.close(fd)
 
 

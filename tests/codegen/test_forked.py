@@ -3,7 +3,9 @@ one module, one engine a part, a failed child's part emitted by the caller."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 
 import numpy as np
 import pytest
@@ -107,3 +109,80 @@ def test_children_reaped_by_the_system_still_deliver(monkeypatch: pytest.MonkeyP
     finally:
         signal.signal(signal.SIGCHLD, previous)
     assert code is not None and len(code.parts()) == 2
+
+
+def test_a_fork_waits_for_a_thread_inside_llvmlite(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thread inside an llvmlite call (loading a built module) holds llvmlite's lock: a
+    child forked then inherited it held, and waited for it for good (its part emitted by the
+    caller after TIMEOUT_S: ten minutes)."""
+    import threading
+
+    monkeypatch.setenv(forked.WORKERS_ENV, "2")
+    monkeypatch.setattr(forked, "TIMEOUT_S", 30.0)
+    inside, done = threading.Event(), threading.Event()
+
+    def llvmlite_call() -> None:
+        with forked._llvmlite_lock():
+            inside.set()
+            done.wait(10)
+
+    holder = threading.Thread(target=llvmlite_call)
+    holder.start()
+    inside.wait()
+    threading.Timer(0.3, done.set).start()
+    try:
+        started = forked.start(_kernels())
+    finally:
+        done.set()
+        holder.join()
+    assert started is not None and len(started.children) == 2
+    pending = list(started.children)
+    started.children.clear()
+    try:
+        for pid, fd in pending:
+            assert forked._collect(pid, fd, time.monotonic() + 30.0) is not None
+    finally:
+        forked.cancel(started)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="no /proc here")
+def test_children_do_not_outlive_their_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Children started for a module never collected (a background compile whose step was
+    not called again) are stopped when the process exits (``_stop_all``, at exit); and a child
+    holds no read end of a sibling's pipe, which kept that sibling's write blocked for good
+    once its parent was gone (40 such children outlived a run of the fuzzer)."""
+    monkeypatch.setenv(forked.WORKERS_ENV, "2")
+    a = forked.start(_kernels())
+    b = forked.start(_kernels()[:16])
+    assert a is not None and b is not None
+    try:
+        a_reads = {os.readlink(f"/proc/self/fd/{fd}") for _, fd in a.children}
+        for pid, _ in b.children:  # closed as the child begins (it compiles for a second)
+            deadline = time.monotonic() + 2.0
+            while a_reads & _fds(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert not a_reads & _fds(pid), f"child {pid} holds a sibling's read end"
+        pids = [pid for pid, _ in a.children + b.children]
+        forked._stop_all()
+        assert not a.children and not b.children and a not in forked._LIVE
+        assert not [p for p in pids if _alive(p)]
+    finally:
+        forked.cancel(a)
+        forked.cancel(b)
+
+
+def _fds(pid: int) -> set[str]:
+    found = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                found.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] not in "ZX"
+    except FileNotFoundError:
+        return False
