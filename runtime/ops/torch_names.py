@@ -205,10 +205,11 @@ def legacy_new(dtype: D.DType, default_device: Any, args: tuple[Any, ...], devic
         return empty(args[0], dtype=dtype, device=dev)
     if all(type(a) is int for a in args):
         return empty(args, dtype=dtype, device=dev)
-    if len(args) == 1 and isinstance(args[0], (list, tuple, np.ndarray)):
+    if len(args) == 1 and isinstance(args[0], (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(args[0]).__name__}'")
+    # any sequence, as PyTorch's PySequence_Check: a range, an array.array, a user's
+    if len(args) == 1 and isinstance(args[0], (Sequence, np.ndarray)):
         return tensor(args[0], dtype=dtype, device=dev)
-    if len(args) == 1 and isinstance(args[0], str):
-        raise TypeError("new(): invalid data type 'str'")
     if len(args) == 1:
         raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
     bad = next(i for i, a in enumerate(args) if type(a) is not int)
