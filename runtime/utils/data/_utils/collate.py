@@ -37,19 +37,53 @@ default_collate_err_msg_format = (
 def default_convert(data: Any) -> Any:
     """Without batching, as PyTorch's: numpy arrays and scalars become tensors (arrays of
     strings or objects, and string scalars, pass through; one of another dtype no tensor
-    has, a datetime64, is as_tensor's TypeError), in dicts, namedtuples and sequences too
-    (a tuple becomes a list); the rest passes through."""
-    if isinstance(data, (np.ndarray, np.generic)) and not isinstance(data, np.str_):
-        if isinstance(data, np.ndarray) and np_str_obj_array_pattern.search(data.dtype.str):
+    has, a datetime64, is as_tensor's TypeError), in mappings, namedtuples and sequences
+    too, each kept of its own type where it can be rebuilt (a tuple becomes a list, a range
+    a list); the rest passes through."""
+    elem_type = type(data)
+    if isinstance(data, Tensor):
+        return data
+    if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_"):
+        if elem_type.__name__ == "ndarray" and np_str_obj_array_pattern.search(data.dtype.str):
             return data
         return as_tensor(data)
     if isinstance(data, Mapping):
-        return {k: default_convert(v) for k, v in data.items()}
+        return _rebuilt_mapping(data, {key: default_convert(data[key]) for key in data})
     if isinstance(data, tuple) and hasattr(data, "_fields"):  # a namedtuple
-        return type(data)(*(default_convert(v) for v in data))
-    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return elem_type(*(default_convert(v) for v in data))
+    if isinstance(data, tuple):
         return [default_convert(v) for v in data]
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        return _rebuilt_sequence(data, [default_convert(v) for v in data])
     return data
+
+
+def _rebuilt_mapping(elem: Mapping[Any, Any], fields: dict[Any, Any]) -> Any:
+    """``fields`` in a mapping of ``elem``'s type: a copy of it updated (a mutable mapping
+    keeps its extra properties), else the type built from them, else a dict, as
+    PyTorch's collate and convert."""
+    try:
+        if isinstance(elem, collections.abc.MutableMapping):
+            clone = copy.copy(elem)
+            clone.update(fields)
+            return clone
+        return type(elem)(fields)
+    except TypeError:
+        return fields
+
+
+def _rebuilt_sequence(elem: Sequence[Any], items: list[Any]) -> Any:
+    """``items`` in a sequence of ``elem``'s type, as ``_rebuilt_mapping`` (a range, which
+    cannot be rebuilt, gives a list)."""
+    try:
+        if isinstance(elem, collections.abc.MutableSequence):
+            clone = copy.copy(elem)
+            for i, item in enumerate(items):
+                clone[i] = item
+            return clone
+        return type(elem)(items)  # type: ignore[call-arg]
+    except TypeError:
+        return items
 
 
 def collate(batch: Sequence[Any], *, collate_fn_map: CollateMap | None = None) -> Any:
@@ -70,15 +104,7 @@ def collate(batch: Sequence[Any], *, collate_fn_map: CollateMap | None = None) -
         return collate(samples, collate_fn_map=collate_fn_map)
 
     if isinstance(elem, Mapping):
-        fields = {key: each([d[key] for d in batch]) for key in elem}
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)  # the mapping's own type and extra properties
-                clone.update(fields)
-                return clone
-            return elem_type(fields)
-        except TypeError:
-            return fields
+        return _rebuilt_mapping(elem, {key: each([d[key] for d in batch]) for key in elem})
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):  # a namedtuple
         return elem_type(*(each(samples) for samples in zip(*batch, strict=False)))
     if isinstance(elem, collections.abc.Sequence):
@@ -88,15 +114,7 @@ def collate(batch: Sequence[Any], *, collate_fn_map: CollateMap | None = None) -
         transposed = list(zip(*batch, strict=False))
         if isinstance(elem, tuple):
             return [each(samples) for samples in transposed]  # as PyTorch: a list
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, samples in enumerate(transposed):
-                    clone[i] = each(samples)
-                return clone
-            return elem_type([each(samples) for samples in transposed])
-        except TypeError:
-            return [each(samples) for samples in transposed]
+        return _rebuilt_sequence(elem, [each(samples) for samples in transposed])
     raise TypeError(default_collate_err_msg_format.format(elem_type))
 
 
