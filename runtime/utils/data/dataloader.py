@@ -6,6 +6,8 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import multiprocessing.context
+import os
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -108,6 +110,7 @@ class DataLoader:
         self._iterator: ThreadedIter | None = None
         self._IterableDataset_len_called: int | None = None
         self.__initialized = True
+        self.check_worker_number_rationality()
 
     def __setattr__(self, attr: str, value: Any) -> None:
         if attr in _FIXED_AFTER_INIT and self.__dict__.get("_DataLoader__initialized"):
@@ -127,6 +130,7 @@ class DataLoader:
     def __iter__(self) -> BaseLoaderIter:
         if self.num_workers == 0:
             return SingleThreadIter(self)
+        self.check_worker_number_rationality()
         if not self.persistent_workers:
             return ThreadedIter(self)
         if self._iterator is None:
@@ -134,6 +138,27 @@ class DataLoader:
         else:
             self._iterator.reset(self)
         return self._iterator
+
+    def check_worker_number_rationality(self) -> None:
+        """PyTorch's warning (at construction and at each iterator with workers) when
+        ``num_workers`` exceeds the CPUs this process may use, with its text."""
+        if not self.num_workers:
+            return
+        cpuset_checked = hasattr(os, "sched_getaffinity")
+        suggest = len(os.sched_getaffinity(0)) if cpuset_checked else os.cpu_count()
+        if suggest is not None and self.num_workers <= suggest:
+            return
+        if suggest is None:
+            suggested = ("DataLoader is not able to compute a suggested max number of worker "
+                         "in current system.")
+        else:
+            suggested = (f"Our suggested max number of worker in current system is {suggest}"
+                         f"{'' if cpuset_checked else ' (`cpuset` is not taken into account)'}"
+                         ", which is smaller than what this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in "
+                      f"total. {suggested} Please be aware that excessive worker creation "
+                      "might get DataLoader running slow or even freeze, lower the worker "
+                      "number to avoid potential slowness/freeze if necessary.", stacklevel=2)
 
     def __len__(self) -> int:
         if self._iterable:
