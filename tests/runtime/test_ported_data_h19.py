@@ -1453,3 +1453,34 @@ def test_legacy_constructor_takes_any_sequence() -> None:
         torch.Tensor({1: 2})
     with pytest.raises(TypeError, match=r"data must be a sequence \(got list_iterator\)"):
         torch.Tensor(iter([1]))
+
+
+@pytest.mark.parametrize("kwargs", [{"shuffle": True, "seed": 3}, {"shuffle": False},
+                                    {"shuffle": True, "drop_last": True}])
+@pytest.mark.parametrize("n", [10, 11])
+def test_distributed_sampler_equals_torch(kwargs: dict[str, Any], n: int) -> None:
+    tt = pytest.importorskip("torch")
+    from runtime.utils.data import DistributedSampler
+    for rank in range(3):
+        ours = DistributedSampler(list(range(n)), num_replicas=3, rank=rank, **kwargs)
+        theirs = tt.utils.data.DistributedSampler(list(range(n)), num_replicas=3, rank=rank,
+                                                  **kwargs)
+        ours.set_epoch(2)
+        theirs.set_epoch(2)
+        assert list(ours) == list(theirs)
+        assert len(ours) == len(theirs)
+
+
+def test_unseeded_samplers_follow_manual_seed_as_torch() -> None:
+    tt = pytest.importorskip("torch")
+    for name, args, kwargs in (("SubsetRandomSampler", (range(8),), {}),
+                               ("WeightedRandomSampler", ([1.0, 2.0, 3.0], 6), {}),
+                               ("RandomSampler", (range(8),), {}),
+                               ("RandomSampler", (range(8),),
+                                {"replacement": True, "num_samples": 5})):
+        torch.manual_seed(5)
+        tt.manual_seed(5)
+        ours = list(getattr(torch.utils.data, name)(*args, **kwargs))
+        theirs = list(getattr(tt.utils.data, name)(*args, **kwargs))
+        assert ours == theirs, name
+        assert_equal(torch.rand(3), tt.rand(3).numpy())  # the same draws consumed
