@@ -42,6 +42,7 @@ import io
 import json
 import math
 import os
+import pickle
 import struct
 import sys
 import tempfile
@@ -67,6 +68,40 @@ MapLocation = str | Any | Callable[[Any, str], Any] | dict[str, str] | None
 
 class CheckpointError(RuntimeError):
     """A file that is not a checkpoint this module wrote, or one that is damaged."""
+
+
+class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
+    """A torch.save file whose pickle names a global that weights_only refuses: PyTorch's
+    UnpicklingError, with its text (and a CheckpointError, as rt's other refusals)."""
+
+
+# the modules torch's weights-only unpickler refuses even when the caller marks one of
+# their functions safe (os.system, sys.exit, ...)
+_BLOCKED_MODULES = ("sys", "os", "posix", "nt")
+_WEIGHTS_ONLY_DOCS = ("\n\nCheck the documentation of torch.load to learn more about types "
+                      "accepted by default with weights_only "
+                      "https://pytorch.org/docs/stable/generated/torch.load.html.")
+
+
+def _refused_global(module: str, name: str) -> WeightsOnlyError:
+    """torch.load(weights_only=True)'s error for a global it will not look up: a blocked
+    module's, or one not allowed by default, with its texts (without its advice to load
+    with weights_only=False, which rt.load refuses)."""
+    full_path = f"{module}.{name}"
+    if module in _BLOCKED_MODULES:
+        return WeightsOnlyError(
+            "Weights only load failed. rt.load never unpickles code (weights_only=False is "
+            f"not supported).\n\nTrying to load unsupported GLOBAL {full_path} whose module "
+            f"{module} is blocked.{_WEIGHTS_ONLY_DOCS}")
+    shown = name if module == "builtins" else full_path
+    return WeightsOnlyError(
+        "Weights only load failed. rt.load never unpickles code (weights_only=False is not "
+        "supported); to load this file, please check the recommended steps in the following "
+        "error message.\n\tWeightsUnpickler error: Unsupported global: GLOBAL "
+        f"{shown} was not an allowed global by default. Please use "
+        f"`torch.serialization.add_safe_globals([{shown}])` or the "
+        f"`torch.serialization.safe_globals([{shown}])` context manager to allowlist this "
+        f"global if you trust this class/function.{_WEIGHTS_ONLY_DOCS}")
 
 
 # ------------------------------------------------------------------------------------ save
@@ -571,14 +606,23 @@ def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = N
         with open(f, "rb") as fh:
             buf = fh.read()
     else:
-        if not hasattr(f, "read"):
-            raise AttributeError(f"'{type(f).__name__}' object has no attribute 'seek'. You can "
-                                 "only torch.load from a file that is seekable. Please pre-load "
-                                 "the data into a buffer like io.BytesIO and try to load from "
-                                 "it instead.")
+        _check_seekable(f)
         name = "the file"
         buf = f.read()
     return _deserialize(buf, name, map_location)
+
+
+def _check_seekable(f: Any) -> None:
+    """torch.load's check of a file object: ``f.seek(f.tell())``; a file without them (or
+    one that cannot seek) raises their error with PyTorch's advice appended."""
+    try:
+        f.seek(f.tell())
+    except (io.UnsupportedOperation, AttributeError) as e:
+        if "seek" in str(e) or "tell" in str(e):
+            raise type(e)(f"{e}. You can only torch.load from a file that is seekable. Please "
+                          "pre-load the data into a buffer like io.BytesIO and try to load "
+                          "from it instead.") from None
+        raise
 
 
 def dumps(obj: Any) -> bytes:
@@ -637,8 +681,6 @@ class _TorchUnpickler:
         self.storages: dict[str, _TorchStorage] = {}
 
     def load(self, data: bytes) -> Any:
-        import pickle
-
         outer = self
 
         class Restricted(pickle._Unpickler):  # the Python one: its BUILD can be replaced
@@ -697,6 +739,8 @@ class _TorchUnpickler:
             ("builtins", "bytearray"): bytearray, ("_codecs", "encode"): _latin1_bytes,
         }
         module = "builtins" if module == "__builtin__" else module
+        if module in _BLOCKED_MODULES:  # even where the caller marked it safe, as torch's
+            raise _refused_global(module, name)
         found = allowed.get((module, name))
         if found is not None:
             return found
@@ -710,9 +754,7 @@ class _TorchUnpickler:
                 return D.as_dtype(name)
             except (TypeError, ValueError, KeyError, AttributeError):
                 pass
-        raise _bad(self.name, f"its pickle asks for {module}.{name}, which rt.load never "
-                              "calls (only tensors, parameters and plain containers are "
-                              "read: weights_only)")
+        raise _refused_global(module, name)
 
     def persistent_load(self, pid: Any) -> _TorchStorage:
         if isinstance(pid, tuple) and len(pid) == 5 and pid[1] is _UNTYPED:
