@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -98,20 +99,44 @@ default_generator = Generator()
 default_generator.seed()
 
 
+class _ThreadGenerator(threading.local):
+    """The CPU default generator a thread uses in place of ``default_generator``."""
+
+    generator: Generator | None = None
+
+
+_thread_generator = _ThreadGenerator()
+
+
+def cpu_default_generator() -> Generator:
+    """The CPU default generator of the calling thread: ``default_generator``, or in a
+    DataLoader worker thread that worker's own (PyTorch's workers are processes, each
+    drawing from its own default generator seeded with its worker seed; threads sharing
+    one would draw in whatever order they run, so no seed would reproduce a batch)."""
+    own = _thread_generator.generator
+    return default_generator if own is None else own
+
+
+def use_as_thread_default(generator: Generator | None) -> None:
+    """Make ``generator`` the calling thread's CPU default generator (None: the process's):
+    ``rt.manual_seed``, ``rt.initial_seed``, ``rt.rand`` and the other draws there use it."""
+    _thread_generator.generator = generator
+
+
 def manual_seed(seed: int) -> Generator:
     """Seed the CPU's default generator and every GPU's (``cuda.manual_seed_all``), as
     PyTorch's ``manual_seed``."""
     from . import cuda
 
     cuda.manual_seed_all(seed)
-    return default_generator.manual_seed(seed)
+    return cpu_default_generator().manual_seed(seed)
 
 
 def _device_generator(device: str) -> Generator:
     """The default generator of ``device``: the CPU's, or that GPU's (``cuda.default_generators``),
     as PyTorch draws a tensor made on a GPU from that GPU's generator."""
     if device == "cpu":
-        return default_generator
+        return cpu_default_generator()
     from . import cuda
 
     return cuda.default_generators[int(device.partition(":")[2] or 0)]
@@ -119,22 +144,22 @@ def _device_generator(device: str) -> Generator:
 
 def initial_seed() -> int:
     """The default generator's seed."""
-    return default_generator.initial_seed()
+    return cpu_default_generator().initial_seed()
 
 
 def seed() -> int:
     """Seeds the default generator from fresh entropy; returns the seed."""
-    return default_generator.seed()
+    return cpu_default_generator().seed()
 
 
 def get_rng_state() -> Tensor:
     """The default generator's state (``Generator.get_state``)."""
-    return default_generator.get_state()
+    return cpu_default_generator().get_state()
 
 
 def set_rng_state(new_state: Tensor) -> None:
     """Restores the default generator's state from ``get_rng_state``."""
-    default_generator.set_state(new_state)
+    cpu_default_generator().set_state(new_state)
 
 
 def _size(size: Sequence[Any], kwargs: dict[str, Any] | None = None, fn: str = "zeros"
@@ -606,7 +631,7 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
                            f"to={high}")
     shape = _size((size,), fn="randint")
     _check_sizes(shape, "randint")
-    g = generator or default_generator
+    g = generator or cpu_default_generator()
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     if not dt.is_floating_point:  # PyTorch's check_from_to: both ends in the dtype's range
         lowest, highest = (0, 1) if dt is D.bool_ else (int(np.iinfo(dt.np).min),
@@ -661,7 +686,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
         if np.any(rows.sum(axis=1, dtype=np.float64) <= 0):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     # PyTorch's draws and search (runtime._torch_rng)
-    out = _torch_rng.multinomial((generator or default_generator)._rng, rows, num_samples,
+    out = _torch_rng.multinomial((generator or cpu_default_generator())._rng, rows, num_samples,
                                  replacement)
     out = out.astype(np.int64).reshape(*input.shape[:-1], num_samples)
     return Tensor._make(move_array(out, input.device), D.int64, input.device)
@@ -875,7 +900,7 @@ def randint_like(input: Tensor, *args: Any, generator: Generator | None = None, 
 def torch_permutation(n: int, generator: Generator | None = None) -> np.ndarray:
     """PyTorch's CPU randperm: a Fisher-Yates shuffle of 0..n-1 by 32-bit draws of the
     generator's Mersenne Twister, position i swapped with i + draw % (n - i)."""
-    g = generator or default_generator
+    g = generator or cpu_default_generator()
     draws = _torch_rng.raw32(g._rng, max(n - 1, 0)).tolist()
     perm = list(range(n))
     for i, z in enumerate(draws):
@@ -920,7 +945,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.as_dtype(dtype) if dtype is not None else D.int64
     _check_randperm_dtype(int(n), dt, requires_grad)
-    g = generator or default_generator
+    g = generator or cpu_default_generator()
     dev = factory_device(device)
     tracer = active_tracer()
     if tracer is not None:  # a random step of the plan (``draw``'s "randperm")

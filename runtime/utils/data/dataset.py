@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from ...creation import Generator, default_generator, torch_permutation
+from ...creation import Generator, cpu_default_generator, default_generator, torch_permutation
 from ...tensor import Tensor
 
 T = TypeVar("T")
@@ -202,7 +202,8 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
                               "empty dataset.", stacklevel=2)
     if sum(lengths) != n:
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    g = generator if generator is not None else default_generator
+    g = cpu_default_generator() if generator is None or generator is default_generator \
+        else generator
     perm = torch_permutation(n, g).tolist()  # PyTorch's randperm
     out, start = [], 0
     for length in lengths:

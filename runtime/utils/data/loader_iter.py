@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .fetch import IterableFetcher, MapFetcher
 from .pin import can_pin, pin_memory
-from ...creation import default_generator
+from ...creation import cpu_default_generator
 from .worker import ExceptionWrapper, IterableEnd, Resume, WorkerConfig, worker_loop
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class BaseLoaderIter:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, "
                           "then device pinned memory won't be used.", stacklevel=3)
         self._pin = loader.pin_memory and can_pin()
-        self._base_seed = (loader.generator or default_generator)._torch_random64()
+        self._base_seed = (loader.generator or cpu_default_generator())._torch_random64()
         self._reset_tasks()
 
     def _reset_tasks(self) -> None:

@@ -7,7 +7,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from ...creation import (Generator, as_tensor, default_generator, multinomial,
+from ...creation import (Generator, as_tensor, cpu_default_generator, multinomial,
                          torch_permutation)
 from ...tensor import Tensor
 from ... import _dtype as D
@@ -21,7 +21,7 @@ def rng_of(generator: Generator | None) -> np.random.Generator:
     fresh one from the default generator) one seeded from ``rt.manual_seed``'s stream."""
     if generator is not None:
         return generator._rng
-    return np.random.default_rng(int(default_generator._rng.integers(1 << 63)))
+    return np.random.default_rng(int(cpu_default_generator()._rng.integers(1 << 63)))
 
 
 def torch_stream(generator: Generator | None) -> Generator:
@@ -30,7 +30,7 @@ def torch_stream(generator: Generator | None) -> Generator:
     ``torch.empty((), dtype=torch.int64).random_()``)."""
     if generator is not None:
         return generator
-    return Generator().manual_seed(default_generator._torch_random64())
+    return Generator().manual_seed(cpu_default_generator()._torch_random64())
 
 
 class Sampler(Generic[T]):

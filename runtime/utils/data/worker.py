@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from ...creation import Generator
+from ...creation import Generator, use_as_thread_default
 from .fetch import IterableFetcher, MapFetcher
 
 
@@ -116,6 +116,9 @@ def worker_loop(cfg: WorkerConfig, worker_id: int, index_queue: queue.SimpleQueu
     rng = WorkerRNG(random.Random(seed), Generator().manual_seed(seed),
                     np.random.default_rng([worker_id, cfg.base_seed]))
     _local.info = WorkerInfo(worker_id, cfg.num_workers, seed, cfg.dataset, rng)
+    # rt.rand, rt.manual_seed, rt.initial_seed here: this worker's generator, as a PyTorch
+    # worker process's default generator seeded with its worker seed
+    use_as_thread_default(rng.torch_generator)
     where = f"in DataLoader worker thread {worker_id}"
     init_error: ExceptionWrapper | None = None
     fetcher: MapFetcher | IterableFetcher | None = None
