@@ -277,6 +277,13 @@ def is_tensor(obj: object) -> bool:
     return isinstance(obj, Tensor)
 
 
+def _assert(condition: object, message: str) -> None:
+    """``torch._assert``: Python's assert as a function (an AssertionError of ``message``
+    where ``condition``, a bool or a one-element tensor, is false)."""
+    if not condition:
+        raise AssertionError(message)
+
+
 def is_floating_point(input: Tensor) -> bool:
     return input.is_floating_point()
 

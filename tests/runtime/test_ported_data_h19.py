@@ -1484,3 +1484,119 @@ def test_unseeded_samplers_follow_manual_seed_as_torch() -> None:
         theirs = list(getattr(tt.utils.data, name)(*args, **kwargs))
         assert ours == theirs, name
         assert_equal(torch.rand(3), tt.rand(3).numpy())  # the same draws consumed
+
+
+class SynchronizedSeedDataset(Dataset):
+    """PyTorch's: each worker waits at a barrier on its first sample, so every worker
+    fetches one; each sample is torch.initial_seed() in its worker."""
+
+    def __init__(self, size: int, num_workers: int) -> None:
+        import threading
+        self.size = size
+        self.barrier = threading.Barrier(num_workers, timeout=30)
+        self.synced: set[int] = set()
+
+    def __getitem__(self, idx: int) -> int:
+        info = torch.utils.data.get_worker_info()
+        if info.id not in self.synced:
+            self.synced.add(info.id)
+            self.barrier.wait()
+        return torch.initial_seed()
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def test_worker_seed() -> None:
+    """Each worker's default generator is seeded with its own seed (base seed + id)."""
+    num_workers = 6
+    dataset = SynchronizedSeedDataset(num_workers, num_workers)
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        dataloader = DataLoader(dataset, batch_size=1, num_workers=num_workers)
+        seeds = {int(batch[0]) for batch in dataloader}
+    assert len(seeds) == num_workers
+
+
+def test_worker_seed_reproducibility() -> None:
+    num_workers = 6
+
+    def get_dataloader() -> DataLoader:
+        return DataLoader(SynchronizedSeedDataset(num_workers, num_workers), batch_size=1,
+                          num_workers=num_workers, generator=torch.Generator().manual_seed(42))
+
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        assert {int(b) for b in get_dataloader()} == {int(b) for b in get_dataloader()}
+
+
+def test_worker_init_fn() -> None:
+    """torch.manual_seed in worker_init_fn seeds that worker's generator (and not the main
+    thread's)."""
+    torch.manual_seed(7)
+    dataloader = DataLoader(SeedDataset(4), batch_size=2, num_workers=2,
+                            worker_init_fn=lambda _: torch.manual_seed(12345))
+    for batch in dataloader:
+        assert batch[0] == 12345
+        assert batch[1] == 12345
+    assert torch.initial_seed() == 7
+
+
+class RandomDatasetMock(Dataset):
+    def __getitem__(self, index: int) -> torch.Tensor:
+        return torch.tensor([torch.rand(1).item(), torch.randn(1).item()])
+
+    def __len__(self) -> int:
+        return 1000
+
+
+def test_random_seed() -> None:
+    """test_utils.py's TestDataLoaderUtils.test_random_seed: a seeded loader whose workers
+    draw torch's random numbers gives the same batches (its random.uniform column is left
+    out: Python's random module is one per process, shared by rt's worker threads)."""
+    def run() -> list[torch.Tensor]:
+        dataloader = DataLoader(RandomDatasetMock(), batch_size=2, num_workers=2,
+                                shuffle=True, timeout=300)
+        it = iter(dataloader)
+        return [next(it) for _ in range(4)]
+
+    torch.manual_seed(2018)
+    x1 = run()
+    torch.manual_seed(2018)
+    x2 = run()
+    assert_equal(x1, x2)
+
+
+def test_dataloader_utils_keep_and_drop() -> None:
+    """test_utils.py's TestDataLoaderUtils: a tensor as the dataset."""
+    dataset = torch.randn(5, 3, 3, 2)
+    for num_workers in (0, 2):
+        assert len(list(DataLoader(dataset, batch_size=3, num_workers=num_workers,
+                                   drop_last=False))) == 2
+        assert len(list(DataLoader(dataset, batch_size=3, num_workers=num_workers,
+                                   drop_last=True))) == 1
+
+
+def test_assert_true() -> None:
+    """test_utils.py's TestAssert."""
+    torch._assert(True, "foo")
+    with pytest.raises(AssertionError, match="bar"):
+        torch._assert(False, "bar")
+    torch._assert(torch.tensor([True], dtype=torch.bool), "foo")
+    with pytest.raises(AssertionError, match="bar"):
+        torch._assert(torch.tensor([False], dtype=torch.bool), "bar")
+
+
+def test_device_context_and_default_device() -> None:
+    """test_utils.py's TestDeviceUtils on the CPU (rt has no meta device: DESIGN.md's
+    devices are the CPU and CUDA GPUs)."""
+    with torch.device("cpu") as dev:
+        x = torch.empty(3, 3)
+        m = torch.nn.Linear(4, 5)
+    assert x.device.type == "cpu"
+    assert dev == torch.device("cpu")
+    assert m.weight.device.type == "cpu"
+    try:
+        torch.set_default_device("cpu")
+        r = torch.empty(2, 2)
+    finally:
+        torch.set_default_device(None)
+    assert r.device.type == "cpu"
