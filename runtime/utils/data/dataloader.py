@@ -38,8 +38,10 @@ class DataLoader:
     ready); ``prefetch_factor`` batches (default 2) are in flight per worker;
     ``persistent_workers`` keeps the threads between epochs; ``worker_init_fn(worker_id)``
     runs first in each worker; ``get_worker_info()`` there says which worker it is (threads
-    share the dataset object, and instead of reseeding the process's global generators each
-    worker has its own, seeded, in ``get_worker_info().rng``); ``timeout`` (seconds) bounds
+    share the dataset object; rt's random functions there draw from the worker's own CPU
+    default generator, seeded with its worker seed as in a PyTorch worker process, and
+    ``get_worker_info().rng`` holds it with a seeded ``random.Random`` and numpy generator,
+    since Python's and numpy's global generators stay shared); ``timeout`` (seconds) bounds
     the wait for a worker's batch; an exception in a worker is raised again in the
     iterating thread, of the same type, naming the worker. ``multiprocessing_context`` is
     checked as PyTorch checks it (a start method's name or a context, only with workers),

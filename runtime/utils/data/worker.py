@@ -2,9 +2,11 @@
 running inside one, and how an exception raised there reaches the main thread.
 
 Workers are threads, not processes (PyTorch's default): they share the dataset object and
-the process's global random state, so each worker gets its own seeded generators in
+Python's and numpy's global random state, so each worker gets its own seeded generators in
 ``WorkerInfo.rng`` (PyTorch's thread workers do the same) instead of reseeding globals that
-the main thread and the other workers also draw from."""
+the main thread and the other workers also draw from; rt's own CPU default generator is
+per worker thread (``creation.use_as_thread_default``), seeded with the worker seed as a
+PyTorch worker process's."""
 
 from __future__ import annotations
 
