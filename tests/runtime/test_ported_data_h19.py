@@ -1600,3 +1600,29 @@ def test_device_context_and_default_device() -> None:
     finally:
         torch.set_default_device(None)
     assert r.device.type == "cpu"
+
+
+def test_timeout_needs_workers() -> None:
+    """PyTorch's single-process iterator asserts timeout == 0 (a timeout bounds the wait for
+    a worker's batch only)."""
+    loader = DataLoader([1, 2], timeout=5)
+    with pytest.raises(AssertionError, match="_SingleProcessDataLoaderIter requires "
+                                             "timeout == 0"):
+        iter(loader)
+    assert [b.tolist() for b in DataLoader([1, 2], timeout=5, num_workers=1)] == [[1], [2]]
+
+
+def test_iterable_dataset_is_abstract() -> None:
+    """IterableDataset is an abstract collections.abc.Iterable, as PyTorch's: without
+    __iter__ it cannot be instantiated."""
+    import collections.abc
+    with pytest.raises(TypeError, match="Can't instantiate abstract class IterableDataset"):
+        IterableDataset()
+
+    class NoIter(IterableDataset):
+        pass
+
+    with pytest.raises(TypeError, match="Can't instantiate abstract class NoIter"):
+        NoIter()
+    assert isinstance(CountingIterableDataset(3), collections.abc.Iterable)
+    assert list(CountingIterableDataset(3)) == [0, 1, 2]

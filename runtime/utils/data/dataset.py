@@ -24,11 +24,10 @@ class Dataset(Generic[T]):
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset[T]):
-    """A stream of samples: ``__iter__``; a DataLoader batches what it yields."""
-
-    def __iter__(self) -> Iterator[T]:
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+class IterableDataset(Dataset[T], Iterable[T]):
+    """A stream of samples: ``__iter__``; a DataLoader batches what it yields. As PyTorch's,
+    an abstract ``collections.abc.Iterable``: a subclass without ``__iter__`` cannot be
+    instantiated."""
 
     def __add__(self, other: Dataset[T]) -> ChainDataset[T]:  # type: ignore[override]
         """Both, one after the other (as torch's: a ChainDataset, not a ConcatDataset)."""

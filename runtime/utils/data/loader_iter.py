@@ -80,6 +80,8 @@ class SingleThreadIter(BaseLoaderIter):
 
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
+        if loader.timeout != 0:  # PyTorch's: a timeout bounds the wait for a worker only
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         self._fetcher: MapFetcher | IterableFetcher
         if self._iterable:
             self._fetcher = IterableFetcher(loader.dataset, self._auto_collation,
