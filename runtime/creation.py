@@ -234,6 +234,11 @@ def _leaf_types(data: Any, found: dict[type, None]) -> dict[type, None]:
     return found
 
 
+def _only_ints(data: Any) -> bool:
+    """Whether every scalar of a nested list/tuple is an int (a bool, a numpy integer)."""
+    return all(issubclass(t, (int, np.integer, np.bool_)) for t in _leaf_types(data, {}))
+
+
 def _float_dtype(data: Any) -> D.DType:
     """The float dtype PyTorch infers for data that numpy made float: the widest of its
     scalars' (a numpy float64 scalar is float64, a Python float the default dtype)."""
@@ -335,6 +340,13 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
             if err is None:
                 raise
             raise err from None
+    if isinstance(data, np.ndarray) and data.dtype not in D._BY_NP and data.dtype.kind != "c":
+        raise _unsupported_numpy(data)  # before any dtype= conversion, as PyTorch's
+    if dtype is None and isinstance(data, (list, tuple)) and arr.dtype.kind in "fO" \
+            and arr.size and _only_ints(data):
+        # numpy makes a list of ints with one past int64 float64 (or objects, past uint64):
+        # PyTorch infers int64, which cannot hold it
+        raise ValueError("Overflow when unpacking long long")
     if dtype is not None:
         dt = D.as_dtype(dtype)
     elif arr.dtype.kind == "f" or arr.dtype == D.bfloat16.np:  # ml_dtypes: kind "V"
@@ -395,10 +407,28 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
+# the numpy dtypes PyTorch's tensor(), as_tensor() and from_numpy() take, as its error lists
+# them (rt has no complex dtype: a complex array gets rt's own error)
+_TORCH_NUMPY_TYPES = ("float64, float32, float16, complex64, complex128, int64, int32, int16, "
+                      "int8, uint64, uint32, uint16, uint8, and bool")
+
+
+def _unsupported_numpy(a: np.ndarray) -> Exception:
+    """PyTorch's error for an array of a dtype no tensor has (strings, objects, datetimes,
+    long doubles), or of the other byte order."""
+    if not a.dtype.isnative:
+        return ValueError("given numpy array has byte order different from the native byte "
+                          "order. Conversion between byte orders is currently not supported.")
+    return TypeError(f"can't convert np.ndarray of type numpy.{a.dtype.type.__name__}. The "
+                     f"only supported types are: {_TORCH_NUMPY_TYPES}.")
+
+
 def from_numpy(a: np.ndarray) -> Tensor:
     """Shares memory with ``a``."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
+    if a.dtype not in D._BY_NP and a.dtype.kind != "c":
+        raise _unsupported_numpy(a)
     return Tensor._make(a, D.from_numpy_dtype(a.dtype), "cpu")
 
 

@@ -1626,3 +1626,45 @@ def test_iterable_dataset_is_abstract() -> None:
         NoIter()
     assert isinstance(CountingIterableDataset(3), collections.abc.Iterable)
     assert list(CountingIterableDataset(3)) == [0, 1, 2]
+
+
+def test_default_collate_of_ints_past_int64_overflows_as_torch() -> None:
+    """default_collate([2 ** 63, 1]) is torch.tensor of the list: PyTorch's ValueError
+    (rt.tensor made it float64, numpy's promotion)."""
+    for batch in ([2 ** 63, 1], [1, -(2 ** 63) - 1], [2 ** 64, 1]):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            _collate.default_collate(batch)
+    for data in ([[2 ** 63], [1]], [-1, 2 ** 63]):
+        with pytest.raises(ValueError, match="Overflow when unpacking long long"):
+            torch.tensor(data)
+    assert torch.tensor([2 ** 63, 1.5]).dtype == torch.float32
+    assert torch.tensor([2 ** 63, 1], dtype=torch.float64).tolist() == [2.0 ** 63, 1.0]
+
+
+@pytest.mark.parametrize("arr,name", [(np.array(["2020-01-01"], dtype="datetime64[D]"),
+                                       "datetime64"),
+                                      (np.array(["a"]), "str_"),
+                                      (np.array([object()]), "object_"),
+                                      (np.array([1], dtype=np.longdouble), "longdouble")])
+def test_numpy_arrays_of_no_tensor_dtype_raise_torch_error(arr: np.ndarray, name: str) -> None:
+    """default_convert/as_tensor/tensor/from_numpy of an array no tensor dtype fits: PyTorch's
+    TypeError naming the numpy type and listing the supported ones."""
+    msg = (f"can't convert np.ndarray of type numpy.{name}. The only supported types are: "
+           "float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+           "uint64, uint32, uint16, uint8, and bool.")
+    fns = [torch.as_tensor, torch.from_numpy, torch.tensor,
+           lambda a: torch.tensor(a, dtype=torch.float32)]
+    if name in ("datetime64", "longdouble"):
+        fns.append(_collate.default_convert)
+    for fn in fns:
+        with pytest.raises(TypeError) as info:
+            fn(arr)
+        assert str(info.value) == msg
+
+
+def test_numpy_array_of_the_other_byte_order_raises_torch_error() -> None:
+    arr = np.array([1, 2], dtype=">f4" if np.little_endian else "<f4")
+    for fn in (torch.as_tensor, torch.tensor, torch.from_numpy):
+        with pytest.raises(ValueError, match="given numpy array has byte order different "
+                                             "from the native byte order"):
+            fn(arr)
