@@ -70,6 +70,15 @@ class CheckpointError(RuntimeError):
     """A file that is not a checkpoint this module wrote, or one that is damaged."""
 
 
+class NotACheckpointError(CheckpointError, pickle.UnpicklingError):
+    """Bytes that are neither rt.save's nor torch.save's: PyTorch's UnpicklingError (its
+    unpickler reads them), and a CheckpointError."""
+
+
+class EmptyCheckpointError(CheckpointError, EOFError):
+    """An empty file: PyTorch's EOFError, and a CheckpointError."""
+
+
 class WeightsOnlyError(CheckpointError, pickle.UnpicklingError):
     """A torch.save file whose pickle names a global that weights_only refuses: PyTorch's
     UnpicklingError, with its text (and a CheckpointError, as rt's other refusals)."""
@@ -290,6 +299,8 @@ def save(obj: Any, f: PathOrFile, pickle_module: Any = None, pickle_protocol: in
         parent = os.path.dirname(path)
         if parent and not os.path.isdir(parent):  # torch's error (not the temporary file's)
             raise RuntimeError(f"Parent directory {parent} does not exist.")
+        if os.path.isdir(path):  # torch's error, less its C++ source location
+            raise RuntimeError("open file failed with strerror: Is a directory")
         atomic_write(path, lambda out: _serialize(obj, out))
     else:
         if not hasattr(f, "write"):
@@ -363,7 +374,26 @@ def _placed(arr: np.ndarray, dtype: D.DType, saved: str, map_location: MapLocati
         device = _restore_location(map_location)
     else:  # torch calls anything else
         raise TypeError(f"'{type(map_location).__name__}' object is not callable")
+    _check_cuda_device(device)
     return Tensor._make(move_array(arr, device), dtype, device)
+
+
+def _check_cuda_device(device: str) -> None:
+    """torch.load's errors for a tensor bound for a GPU this machine lacks."""
+    if not device.startswith("cuda"):
+        return
+    from . import cuda
+
+    if not cuda.is_available():
+        raise RuntimeError("Attempting to deserialize object on a CUDA device but "
+                           "torch.cuda.is_available() is False. If you are running on a "
+                           "CPU-only machine, please use torch.load with "
+                           "map_location=torch.device('cpu') to map your storages to the CPU.")
+    index, count = int(device.partition(":")[2] or 0), cuda.device_count()
+    if index >= count:
+        raise RuntimeError(f"Attempting to deserialize object on CUDA device {index} but "
+                           f"torch.cuda.device_count() is {count}. Please use torch.load with "
+                           "map_location to map your storages to an existing device.")
 
 
 # the map_location tags torch 2.13 registers a restorer for
@@ -498,7 +528,10 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
             raise _bad(name, "it looks like a bare pickle (or PyTorch's legacy format); "
                              "rt.load never unpickles those (that could run code from the "
                              "file): re-save it with torch.save or rt.save")
-        raise _bad(name, "it does not start with the rt.save magic bytes")
+        if not len(view):
+            raise EmptyCheckpointError(f"rt.load: {name} is empty")
+        raise NotACheckpointError(f"rt.load: {name} is not a valid checkpoint: it does not "
+                                  "start with the rt.save magic bytes")
     if len(view) < len(MAGIC) + 8:
         raise _bad(name, "it is truncated inside its header")
     (hlen,) = struct.unpack_from("<Q", view, len(MAGIC))
@@ -606,9 +639,13 @@ def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = N
         with open(f, "rb") as fh:
             buf = fh.read()
     else:
+        if mmap:
+            raise ValueError("f must be a file path in order to use the mmap argument")
         _check_seekable(f)
         name = "the file"
         buf = f.read()
+        if not isinstance(buf, (bytes, bytearray, memoryview)):  # a text file: torch's
+            raise AssertionError(f"Expected bytes, got {type(buf).__name__}")
     return _deserialize(buf, name, map_location)
 
 

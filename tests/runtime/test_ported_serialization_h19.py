@@ -656,3 +656,61 @@ def test_safetensors_bad_files_raise() -> None:
                  struct.pack("<Q", 2) + b"[]"):
         with pytest.raises(Exception):  # noqa: B017,PT011 - the package raises its own
             rst.load(blob)
+
+
+def test_load_nonexistent_device() -> None:
+    """test_load_nonexistent_device: a tensor bound for a GPU this machine lacks (saved
+    there, or mapped there) is PyTorch's error, from rt's format and torch's."""
+    blobs = [io.BytesIO(torch.serialization.dumps(torch.ones(2)))]
+    try:
+        import torch as real_torch
+        f = io.BytesIO()
+        real_torch.save(real_torch.ones(2), f)
+        blobs.append(f)
+    except ImportError:
+        pass
+    if torch.cuda.is_available():
+        count = torch.cuda.device_count()
+        where, msg = f"cuda:{count}", (f"Attempting to deserialize object on CUDA device "
+                                       f"{count} but torch.cuda.device_count() is {count}")
+    else:
+        where, msg = "cuda", ("Attempting to deserialize object on a CUDA device but "
+                              "torch.cuda.is_available() is False. If you are running on a "
+                              "CPU-only machine, please use torch.load with "
+                              "map_location=torch.device('cpu') to map your storages to the "
+                              "CPU.")
+    for blob in blobs:
+        for ml in (where, {"cpu": where}):
+            blob.seek(0)
+            with pytest.raises(RuntimeError, match=msg.replace("(", r"\(").replace(")", r"\)")
+                               .replace(".", r"\.")):
+                torch.load(blob, map_location=ml)
+
+
+def test_mmap_needs_a_path(tmp_path: Path) -> None:
+    f = io.BytesIO()
+    torch.save(torch.ones(2), f)
+    f.seek(0)
+    with pytest.raises(ValueError, match="f must be a file path in order to use the mmap "
+                                         "argument"):
+        torch.load(f, mmap=True)
+    torch.save(torch.ones(2), tmp_path / "a.pt")
+    assert torch.load(tmp_path / "a.pt", mmap=True).tolist() == [1.0, 1.0]
+
+
+def test_empty_and_garbage_files_raise_torchs_types() -> None:
+    """An empty file is PyTorch's EOFError, bytes of no checkpoint its UnpicklingError
+    (both still rt's CheckpointError), a text file its AssertionError."""
+    with pytest.raises(EOFError):
+        torch.load(io.BytesIO(b""))
+    with pytest.raises(CheckpointError):
+        torch.load(io.BytesIO(b""))
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(io.BytesIO(b"garbage!"))
+    with pytest.raises(AssertionError, match="Expected bytes, got str"):
+        torch.load(io.StringIO("abc"))
+
+
+def test_save_to_a_directory_raises_runtime_error(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="open file failed with strerror: Is a directory"):
+        torch.save(torch.ones(1), tmp_path)
