@@ -714,3 +714,72 @@ def test_empty_and_garbage_files_raise_torchs_types() -> None:
 def test_save_to_a_directory_raises_runtime_error(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="open file failed with strerror: Is a directory"):
         torch.save(torch.ones(1), tmp_path)
+
+
+class ClassThatUsesBuildInstruction:
+    def __init__(self, num: int) -> None:
+        self.num = num
+
+    def __reduce_ex__(self, proto: int) -> Any:
+        return ClassThatUsesBuildInstruction, (self.num,), {"foo": "bar"}
+
+
+def test_weights_only_safe_globals_build() -> None:
+    counter = 0
+
+    def fake_set_state(obj: Any, *args: Any) -> None:
+        nonlocal counter
+        counter += 1
+
+    f = _torch_file(ClassThatUsesBuildInstruction(2))
+    with pytest.raises(pickle.UnpicklingError, match=f"GLOBAL {__name__}."
+                       "ClassThatUsesBuildInstruction was not an allowed global by default"):
+        torch.load(f, weights_only=True)
+    try:
+        with torch.serialization.safe_globals([ClassThatUsesBuildInstruction]):
+            f.seek(0)
+            loaded = torch.load(f, weights_only=True)
+            assert loaded.num == 2 and loaded.foo == "bar"
+            ClassThatUsesBuildInstruction.__setstate__ = fake_set_state
+            f.seek(0)
+            loaded = torch.load(f, weights_only=True)
+            assert loaded.num == 2 and counter == 1 and not hasattr(loaded, "foo")
+    finally:
+        ClassThatUsesBuildInstruction.__setstate__ = None
+
+
+@__import__("dataclasses").dataclass
+class ClassThatUsesBuildInstructionAllSlots:
+    __slots__ = ["x", "y"]
+    x: int
+    y: int
+
+
+@__import__("dataclasses").dataclass
+class ClassThatUsesBuildInstructionSomeSlots(ClassThatUsesBuildInstructionAllSlots):
+    x: int
+    y: int
+    c: str
+
+
+@pytest.mark.parametrize("slots", ["some", "all"])
+def test_weights_only_safe_globals_build_with_slots(slots: str) -> None:
+    cls = (ClassThatUsesBuildInstructionAllSlots if slots == "all"
+           else ClassThatUsesBuildInstructionSomeSlots)
+    obj = cls(*((2, 3) if slots == "all" else (2, 3, "foo")))
+    f = _torch_file(obj)
+    with pytest.raises(pickle.UnpicklingError, match=f"GLOBAL {__name__}.{cls.__name__} was "
+                                                     "not an allowed global by default"):
+        torch.load(f, weights_only=True)
+    f.seek(0)
+    with torch.serialization.safe_globals([cls]):
+        assert torch.load(f, weights_only=True) == obj
+
+
+def test_weights_only_blocked_sys_even_when_allowed() -> None:
+    f = _torch_file(__import__("sys").exit)
+    for allowed in ([], [__import__("sys").exit]):
+        f.seek(0)
+        with torch.serialization.safe_globals(allowed):
+            with pytest.raises(pickle.UnpicklingError, match="whose module sys is blocked"):
+                torch.load(f)
