@@ -783,3 +783,36 @@ def test_weights_only_blocked_sys_even_when_allowed() -> None:
         with torch.serialization.safe_globals(allowed):
             with pytest.raises(pickle.UnpicklingError, match="whose module sys is blocked"):
                 torch.load(f)
+
+
+def test_round_trip_semantics_equal_torchs() -> None:
+    """What a save/load round trip keeps, rt's format against torch's: a non-leaf saved
+    as a leaf requiring grad, no .grad, keys of every type, -0.0 and ints past 64 bits, a
+    parameter and its .data sharing, views of one storage with their offsets, expanded
+    and squeezed strides, empty shapes."""
+    tt = pytest.importorskip("torch")
+
+    def facts(mod: Any) -> list[Any]:
+        def rtrip(o: Any) -> Any:
+            f = io.BytesIO()
+            mod.save(o, f)
+            f.seek(0)
+            return mod.load(f)
+        x = mod.ones(2, requires_grad=True)
+        nonleaf = rtrip(x * 2)
+        x.grad = mod.ones(2)
+        d = rtrip({(1, 2): 1, 1.5: 2, None: 3, True: 4, 2 ** 100: 5, "k": -0.0,
+                   "neg": -(2 ** 70)})
+        p = mod.nn.Parameter(mod.ones(2))
+        lp = rtrip([p, p.data, p[0:1]])
+        t = mod.arange(10.0)
+        views = rtrip({"a": t[2:4], "b": t[5:6]})
+        views["a"].fill_(7)
+        return [nonleaf.requires_grad, nonleaf.is_leaf, nonleaf.grad_fn, rtrip(x).grad,
+                list(d.items()), str(d["k"]), type(lp[0]).__name__,
+                lp[1].data_ptr() == lp[0].data_ptr(), lp[2].data_ptr() == lp[0].data_ptr(),
+                views["b"].tolist(), views["a"].storage_offset(), views["b"].storage_offset(),
+                rtrip(mod.ones(3).expand(4, 3)).stride(), rtrip(mod.ones(1, 3, 1)[..., 0]).stride(),
+                [v.stride() for v in rtrip((mod.ones(0), mod.zeros((2, 0))))]]
+
+    assert facts(torch) == facts(tt)
