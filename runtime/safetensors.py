@@ -142,54 +142,85 @@ def save_file(tensors: dict[str, Any], filename: str | os.PathLike[str],
     atomic_write(os.fspath(filename), lambda out: _write(tensors, metadata, out))
 
 
-def _parse(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, str] | None, memoryview]:
-    view = memoryview(data)
+def _bad(what: str) -> SafetensorError:
+    """The package's error for a file it cannot read: its phrase first (``header too
+    small``, ``invalid offset for tensor `x```, ...), rt's detail after it."""
+    return SafetensorError(f"Error while deserializing: {what}")
+
+
+# the package's error for an entry it cannot parse: a field's JSON, in its order
+_FIELDS = ("dtype", "shape", "data_offsets")
+_PACKAGE_CODES = ("BOOL", "F4", "F6_E2M3", "F6_E3M2", "U8", "I8", "F8_E5M2", "F8_E4M3",
+                  "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "I16", "U16", "F16", "BF16", "I32",
+                  "U32", "F32", "C64", "F64", "I64", "U64")
+
+
+def _header(view: memoryview) -> dict[str, Any]:
     if len(view) < 8:
-        raise SafetensorError("header too small: the file is shorter than 8 bytes")
+        raise _bad("header too small")
     (n,) = struct.unpack_from("<Q", view, 0)
     if n > MAX_HEADER_BYTES:
-        raise SafetensorError(f"header too large: {n} bytes")
+        raise _bad("header too large")
     if 8 + n > len(view):
-        raise SafetensorError(f"invalid header length {n}: the file has {len(view) - 8} bytes")
+        raise _bad("invalid header length")
     try:
-        header = json.loads(bytes(view[8:8 + n]).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SafetensorError(f"invalid header: {exc}") from None
+        text = bytes(view[8:8 + n]).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _bad(f"invalid UTF-8 in header: {exc}") from None
+    try:
+        header = json.loads(text)
+    except ValueError as exc:
+        raise _bad(f"invalid JSON in header: {exc}") from None
     if not isinstance(header, dict):
-        raise SafetensorError("invalid header: not a JSON object")
+        raise _bad("invalid JSON in header: not a JSON object")
+    return header
+
+
+def _check_entry(name: str, info: Any) -> tuple[int, int]:
+    """An entry's byte range, once its fields are what the format says."""
+    if not isinstance(info, dict):
+        raise _bad(f"invalid JSON in header: tensor `{name}` is not a JSON object")
+    missing = next((f for f in _FIELDS if f not in info), None)
+    if missing is not None:
+        raise _bad(f"invalid JSON in header: missing field `{missing}`")
+    code, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
+    if code not in _DTYPE:
+        if code in _KNOWN_CODES:
+            raise _bad(f"tensor `{name}`: dtype {code!r} has no runtime dtype")
+        raise _bad(f"invalid JSON in header: unknown variant `{code}`, expected one of "
+                   f"{', '.join(f'`{c}`' for c in _PACKAGE_CODES)} (not a safetensors dtype)")
+    if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
+        raise _bad(f"invalid JSON in header: tensor `{name}` has an invalid shape {shape!r}")
+    if not (isinstance(offs, list) and len(offs) == 2 and all(type(o) is int for o in offs)
+            and 0 <= offs[0] <= offs[1]):
+        raise _bad(f"invalid offset for tensor `{name}` (data_offsets {offs!r})")
+    needs = math.prod(shape) * D.as_dtype(_DTYPE[code]).np.itemsize
+    if offs[1] - offs[0] != needs:
+        raise _bad(f"invalid shape, data type, or offset for tensor `{name}`: data_offsets "
+                   f"{offs} hold {offs[1] - offs[0]} bytes, shape {shape} of {code} needs "
+                   f"{needs}")
+    return offs[0], offs[1]
+
+
+def _parse(data: bytes | memoryview) -> tuple[dict[str, Any], dict[str, str] | None, memoryview]:
+    view = memoryview(data)
+    header = _header(view)
     metadata = header.pop("__metadata__", None)
     if metadata is not None and not (isinstance(metadata, dict) and all(
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
-        raise SafetensorError("invalid __metadata__: must map strings to strings")
-    buf = view[8 + n:]
-    spans = []
-    for name, info in header.items():
-        if not isinstance(info, dict) or not {"dtype", "shape", "data_offsets"} <= info.keys():
-            raise SafetensorError(f"tensor {name!r}: entry needs dtype, shape, data_offsets")
-        code, shape, offs = info["dtype"], info["shape"], info["data_offsets"]
-        if code not in _DTYPE:
-            why = "has no runtime dtype" if code in _KNOWN_CODES else "is not a safetensors dtype"
-            raise SafetensorError(f"tensor {name!r}: dtype {code!r} {why}")
-        if not (isinstance(shape, list) and all(type(s) is int and s >= 0 for s in shape)):
-            raise SafetensorError(f"tensor {name!r}: invalid shape {shape!r}")
-        if not (isinstance(offs, list) and len(offs) == 2 and
-                all(type(o) is int for o in offs) and 0 <= offs[0] <= offs[1]):
-            raise SafetensorError(f"tensor {name!r}: invalid data_offsets {offs!r}")
-        itemsize = D.as_dtype(_DTYPE[code]).np.itemsize
-        if offs[1] - offs[0] != math.prod(shape) * itemsize:
-            raise SafetensorError(f"tensor {name!r}: data_offsets {offs} hold "
-                                  f"{offs[1] - offs[0]} bytes, shape {shape} of {code} needs "
-                                  f"{math.prod(shape) * itemsize}")
-        spans.append((offs[0], offs[1], name))
+        raise _bad("invalid JSON in header: __metadata__ must map strings to strings")
+    buf = view[8 + struct.unpack_from("<Q", view, 0)[0]:]
+    spans = sorted((*_check_entry(name, info), name) for name, info in header.items())
     end = 0
-    for begin, stop, name in sorted(spans):
+    for begin, stop, name in spans:
         if begin != end:
-            raise SafetensorError(f"tensor {name!r}: data_offsets leave a hole or overlap "
-                                  f"at byte {min(begin, end)}")
+            raise _bad(f"invalid offset for tensor `{name}` (data_offsets leave a hole or "
+                       f"overlap at byte {min(begin, end)})")
         end = stop
     if end != len(buf):
-        raise SafetensorError(f"the tensors cover {end} bytes of a {len(buf)}-byte buffer "
-                              "(the file is truncated or has trailing bytes)")
+        raise _bad("incomplete metadata, file not fully covered (the tensors cover "
+                   f"{end} bytes of a {len(buf)}-byte buffer: the file is truncated or has "
+                   "trailing bytes)")
     return header, metadata, buf
 
 

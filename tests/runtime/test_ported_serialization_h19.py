@@ -816,3 +816,37 @@ def test_round_trip_semantics_equal_torchs() -> None:
                 [v.stride() for v in rtrip((mod.ones(0), mod.zeros((2, 0))))]]
 
     assert facts(torch) == facts(tt)
+
+
+def _st_blob(header: Any, data: bytes = b"") -> bytes:
+    raw = json.dumps(header).encode()
+    return struct.pack("<Q", len(raw)) + raw + data
+
+
+@pytest.mark.parametrize("blob", [
+    b"\x00" * 3, b"\xff" * 8 + b"{}", struct.pack("<Q", 4) + b"{}",
+    struct.pack("<Q", 2) + b"\xff\xfe", struct.pack("<Q", 3) + b"{x}",
+    _st_blob({"x": {"dtype": "F32", "shape": [1]}}, b"\0" * 4),
+    _st_blob({"x": {"dtype": "Q32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4),
+    _st_blob({"x": {"dtype": "F32", "shape": [1], "data_offsets": [4, 0]}}, b"\0" * 4),
+    _st_blob({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}}, b"\0" * 4),
+    _st_blob({"x": {"dtype": "F32", "shape": [1], "data_offsets": [4, 8]}}, b"\0" * 8),
+    _st_blob({"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 8),
+    _st_blob({"x": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}, b"\0" * 4),
+    _st_blob({"x": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]},
+              "y": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}, b"\0" * 4)])
+def test_safetensors_errors_start_as_the_packages(blob: bytes) -> None:
+    """rt.safetensors' errors for a malformed file begin with the package's own text
+    ('Error while deserializing: header too small', '... invalid offset for tensor `x`',
+    ...), rt's detail after it."""
+    stn = pytest.importorskip("safetensors.numpy")
+    from runtime import safetensors as rst
+    with pytest.raises(Exception) as theirs:  # noqa: PT011 - the package's SafetensorError
+        stn.load(blob)
+    with pytest.raises(rst.SafetensorError) as ours:
+        rst.load(blob)
+    want = str(theirs.value)
+    got = str(ours.value)
+    # serde's own wording after "invalid JSON in header:" is not reproduced, only its phrase
+    prefix = want.split(": ", 2)[:2] if "in header" in want else [want]
+    assert got.startswith(": ".join(prefix)), (got, want)
