@@ -1668,3 +1668,30 @@ def test_numpy_array_of_the_other_byte_order_raises_torch_error() -> None:
         with pytest.raises(ValueError, match="given numpy array has byte order different "
                                              "from the native byte order"):
             fn(arr)
+
+
+def test_worker_draws_equal_torchs() -> None:
+    """A dataset drawing rt.rand in two workers gives PyTorch's numbers: each worker's
+    generator is seeded with PyTorch's worker seed (base seed + id), for a loader with its
+    own generator and for one seeded by manual_seed."""
+    tt = pytest.importorskip("torch")
+
+    def batches(mod: Any) -> list[list[float]]:
+        class DS(mod.utils.data.Dataset):
+            def __getitem__(self, i: int) -> Any:
+                info = mod.utils.data.get_worker_info()
+                return mod.tensor([float(i), mod.rand(1).item(),
+                                   float(mod.initial_seed() % 1000003),
+                                   float(info.seed % 1000003)])
+
+            def __len__(self) -> int:
+                return 8
+
+        out = [b.tolist() for b in mod.utils.data.DataLoader(
+            DS(), batch_size=2, num_workers=2, generator=mod.Generator().manual_seed(42))]
+        mod.manual_seed(5)
+        out += [b.tolist() for b in mod.utils.data.DataLoader(DS(), batch_size=2,
+                                                              num_workers=2, shuffle=True)]
+        return out
+
+    assert batches(torch) == batches(tt)
