@@ -134,6 +134,17 @@ def _whole(arr: np.ndarray, root: np.ndarray) -> bool:
             and _pointer(arr) == _pointer(root))
 
 
+# what rt itself keeps in a tensor's __dict__ that no class attribute names (the others, views'
+# and hooks' fields, default at class level)
+_INTERNAL_TENSOR_ATTRIBUTES = frozenset({"_post_accumulate_grad_hooks"})
+
+
+def _python_attributes(t: Tensor) -> dict[str, Any]:
+    """The attributes a user set on ``t`` (what torch.save keeps as the tensor's state)."""
+    return {k: v for k, v in vars(t).items()
+            if not hasattr(type(t), k) and k not in _INTERNAL_TENSOR_ATTRIBUTES}
+
+
 class _Writer:
     def __init__(self) -> None:
         self.tensors: list[Tensor] = []
@@ -141,13 +152,17 @@ class _Writer:
         self.entries: list[dict[str, Any]] = []
         self.storages: list[dict[str, int]] = []
         self.arrays: list[np.ndarray] = []  # what the data section holds, in order
+        self.attrs: dict[int, Any] = {}  # a tensor's Python attributes, encoded
         self.size = 0
 
-    def tensor(self, t: Tensor) -> dict[str, int]:
+    def tensor(self, t: Tensor, path: str) -> dict[str, int]:
         known = self.index.get(id(t))
         if known is None:  # one tensor referenced twice is loaded as one tensor
             known = self.index[id(t)] = len(self.tensors)
             self.tensors.append(t)
+            attrs = _python_attributes(t)
+            if attrs:  # torch.save keeps them (``t.foo = "foo"``), so does rt.save
+                self.attrs[known] = self.encode(attrs, f"{path}'s attributes")
         return {"tensor": known}
 
     def _place(self, arr: np.ndarray) -> int:
@@ -200,6 +215,8 @@ class _Writer:
                 arr = t._data
                 entry.update(storage=storage, strides=list(arr.strides),
                              storage_offset=_pointer(arr) - _pointer(_root(arr)))
+            if i in self.attrs:
+                entry["attrs"] = self.attrs[i]
             self.entries.append(entry)
 
     def encode(self, obj: Any, path: str) -> Any:
@@ -214,7 +231,7 @@ class _Writer:
         if isinstance(obj, np.generic):  # a numpy scalar: its Python value
             return self.encode(obj.item(), path)
         if isinstance(obj, Tensor):
-            return self.tensor(obj)
+            return self.tensor(obj, path)
         if isinstance(obj, list):
             return [self.encode(v, f"{path}[{i}]") for i, v in enumerate(obj)]
         tagged = self._encode_other(obj, path)
@@ -570,6 +587,8 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
             elif e.get("requires_grad"):
                 t.requires_grad_(True)
             tensors[i] = t
+            if "attrs" in e:
+                _restore_attributes(t, decode(e["attrs"]), name)
         return tensors[i]  # type: ignore[return-value]
 
     def decode(o: Any, depth: int = 0) -> Any:
@@ -609,6 +628,16 @@ def _deserialize(buf: bytes | memoryview, name: str, map_location: MapLocation) 
         raise _bad(name, f"it holds an object this format does not define: {str(o)[:80]}")
 
     return decode(header["tree"])
+
+
+def _restore_attributes(t: Tensor, attrs: Any, name: str) -> None:
+    """A tensor's saved Python attributes, set again: never one of its own fields."""
+    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+        raise _bad(name, "a tensor's attributes are not named by strings")
+    for k, v in attrs.items():
+        if hasattr(t, k):
+            raise _bad(name, f"a tensor's saved attributes name its attribute {k!r}")
+        setattr(t, k, v)
 
 
 def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = None, *,
