@@ -1695,3 +1695,22 @@ def test_worker_draws_equal_torchs() -> None:
         return out
 
     assert batches(torch) == batches(tt)
+
+
+def test_worker_key_error_prints_readably() -> None:
+    """A KeyError raised in a worker is raised again with a message that prints as text
+    (torch's KeyErrorMessage): KeyError's str() is its argument's repr, which showed the
+    carried traceback's newlines as backslash-n."""
+    class Bad(Dataset):
+        def __getitem__(self, i: int) -> int:
+            raise KeyError("boom")
+
+        def __len__(self) -> int:
+            return 2
+
+    with pytest.raises(KeyError) as info:
+        list(DataLoader(Bad(), num_workers=1))
+    text = str(info.value)
+    assert text.startswith("Caught KeyError in DataLoader worker")
+    assert "\n" in text and "\\n" not in text
+    assert text.splitlines()[-1] == "KeyError: 'boom'"

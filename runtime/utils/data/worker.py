@@ -58,6 +58,14 @@ def get_worker_info() -> WorkerInfo | None:
     return getattr(_local, "info", None)
 
 
+class KeyErrorMessage(str):
+    """A KeyError's message that prints as itself (KeyError shows the repr of its argument,
+    which would print the traceback's newlines as ``\\n``), as torch._utils'."""
+
+    def __repr__(self) -> str:
+        return self
+
+
 class ExceptionWrapper:
     """An exception raised in a worker, carried to the main thread and raised there again as
     PyTorch does: the same type, its message naming the worker, the original traceback
@@ -70,6 +78,8 @@ class ExceptionWrapper:
 
     def reraise(self) -> NoReturn:
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.exc_msg}"
+        if self.exc_type is KeyError:  # its str() is the repr of its argument: PyTorch's fix
+            msg = KeyErrorMessage(msg)
         try:
             exception = self.exc_type(msg)
         except Exception:  # noqa: BLE001 - a type that needs other arguments: as PyTorch
