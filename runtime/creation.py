@@ -234,6 +234,21 @@ def _leaf_types(data: Any, found: dict[type, None]) -> dict[type, None]:
     return found
 
 
+def _string_error(data: Any) -> Exception | None:
+    """PyTorch's error for text in a tensor's data: a str or bytes alone is an invalid data
+    type; a str as the first scalar of a list is read as one more dimension, without end
+    ("too many dimensions"); text later in it is an invalid data type."""
+    if isinstance(data, (str, bytes)):
+        return TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if isinstance(first, str):
+        return ValueError("too many dimensions 'str'")
+    text = next((t for t in _leaf_types(data, {}) if issubclass(t, (str, bytes))), None)
+    return None if text is None else TypeError(f"new(): invalid data type '{text.__name__}'")
+
+
 def _only_ints(data: Any) -> bool:
     """Whether every scalar of a nested list/tuple is an int (a bool, a numpy integer)."""
     return all(issubclass(t, (int, np.integer, np.bool_)) for t in _leaf_types(data, {}))
@@ -342,6 +357,10 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
             raise err from None
     if isinstance(data, np.ndarray) and data.dtype not in D._BY_NP and data.dtype.kind != "c":
         raise _unsupported_numpy(data)  # before any dtype= conversion, as PyTorch's
+    if arr.dtype.kind in "USO" and isinstance(data, (str, bytes, list, tuple)):
+        err = _string_error(data)
+        if err is not None:
+            raise err
     if dtype is None and isinstance(data, (list, tuple)) and arr.dtype.kind in "fO" \
             and arr.size and _only_ints(data):
         # numpy makes a list of ints with one past int64 float64 (or objects, past uint64):
@@ -706,6 +725,8 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     if not replacement and num_samples > n:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
+    if n == 0:  # no category to draw (a WeightedRandomSampler of no weights)
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     wide = np.float64 if input.dtype is D.float64 else np.float32
     rows = np.asarray(input.detach().cpu().numpy()).astype(wide).reshape(-1, n)
     if replacement and num_samples > 1:
@@ -715,9 +736,11 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
         if np.any(rows.sum(axis=1, dtype=np.float64) <= 0):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    # PyTorch's draws and search (runtime._torch_rng)
-    out = _torch_rng.multinomial((generator or cpu_default_generator())._rng, rows, num_samples,
-                                 replacement)
+    if not len(rows):  # no distribution: an empty result, nothing drawn
+        out = np.empty((0, num_samples), np.int64)
+    else:  # PyTorch's draws and search (runtime._torch_rng)
+        out = _torch_rng.multinomial((generator or cpu_default_generator())._rng, rows,
+                                     num_samples, replacement)
     out = out.astype(np.int64).reshape(*input.shape[:-1], num_samples)
     return Tensor._make(move_array(out, input.device), D.int64, input.device)
 

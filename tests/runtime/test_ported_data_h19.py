@@ -1714,3 +1714,33 @@ def test_worker_key_error_prints_readably() -> None:
     assert text.startswith("Caught KeyError in DataLoader worker")
     assert "\n" in text and "\\n" not in text
     assert text.splitlines()[-1] == "KeyError: 'boom'"
+
+
+def test_text_in_tensor_data_raises_torch_errors() -> None:
+    """WeightedRandomSampler("abc", 2) (torch.as_tensor of its weights) and rt.tensor of
+    text: PyTorch's errors (a str alone, or after numbers, an invalid data type; a str as
+    the first scalar of a list 'too many dimensions')."""
+    from runtime.utils.data import WeightedRandomSampler
+    with pytest.raises(TypeError, match="new\\(\\): invalid data type 'str'"):
+        WeightedRandomSampler("abc", 2)
+    for data, err, msg in (("abc", TypeError, "new\\(\\): invalid data type 'str'"),
+                           (b"ab", TypeError, "new\\(\\): invalid data type 'bytes'"),
+                           ([b"a"], TypeError, "new\\(\\): invalid data type 'bytes'"),
+                           ([1, "a"], TypeError, "new\\(\\): invalid data type 'str'"),
+                           ([[1], ["a"]], TypeError, "new\\(\\): invalid data type 'str'"),
+                           (["a"], ValueError, "too many dimensions 'str'"),
+                           ([["ab", "c"]], ValueError, "too many dimensions 'str'")):
+        with pytest.raises(err, match=msg):
+            torch.tensor(data)
+        with pytest.raises(err, match=msg):
+            torch.as_tensor(data, dtype=torch.float64)
+    assert torch.tensor(bytearray(b"ab")).tolist() == [97, 98]
+
+
+def test_weighted_sampler_of_no_weights_and_empty_multinomial() -> None:
+    from runtime.utils.data import WeightedRandomSampler
+    with pytest.raises(RuntimeError, match=r"invalid multinomial distribution \(sum of "
+                                           r"probabilities <= 0\)"):
+        list(WeightedRandomSampler([], 2, generator=torch.Generator().manual_seed(0)))
+    for replacement in (True, False):
+        assert torch.multinomial(torch.ones(0, 3), 2, replacement).shape == (0, 2)
