@@ -1744,3 +1744,12 @@ def test_weighted_sampler_of_no_weights_and_empty_multinomial() -> None:
         list(WeightedRandomSampler([], 2, generator=torch.Generator().manual_seed(0)))
     for replacement in (True, False):
         assert torch.multinomial(torch.ones(0, 3), 2, replacement).shape == (0, 2)
+
+
+def test_random_split_of_float_lengths_that_are_no_fractions() -> None:
+    """random_split(range(5), [2.0, 3.0]): PyTorch's randperm(5.0) TypeError (rt split by
+    the dataset's length)."""
+    with pytest.raises(TypeError, match="randperm"):
+        random_split(range(5), [2.0, 3.0])
+    # PyTorch accepts a negative length: its slices, indices[0:-1] and indices[-1:5]
+    assert [len(s) for s in random_split(range(5), [-1, 6])] == [4, 1]

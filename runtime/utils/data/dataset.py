@@ -8,7 +8,7 @@ import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from ...creation import Generator, cpu_default_generator, default_generator, torch_permutation
+from ...creation import Generator, cpu_default_generator, default_generator, randperm
 from ...tensor import Tensor
 
 T = TypeVar("T")
@@ -203,7 +203,9 @@ def random_split(dataset: Dataset[T], lengths: Sequence[int | float],
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     g = cpu_default_generator() if generator is None or generator is default_generator \
         else generator
-    perm = torch_permutation(n, g).tolist()  # PyTorch's randperm
+    # PyTorch's randperm of the lengths' sum: lengths that are floats but no fractions
+    # ([2.0, 3.0]) are its TypeError
+    perm = randperm(sum(lengths), generator=g).tolist()  # type: ignore[arg-type]
     out, start = [], 0
     for length in lengths:
         out.append(Subset(dataset, perm[start:start + int(length)]))
