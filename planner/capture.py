@@ -25,7 +25,7 @@ from runtime import _dtype as D
 from runtime.autograd.grad_mode import _set as set_grad_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
-from runtime.creation import Generator, default_generator
+from runtime.creation import Generator, cpu_default_generator, thread_default_generator
 from runtime.ops.dispatch import INT_INPUT_BOUND, stale_weak_view
 from runtime.nn.module import _changed as structure_changed
 from runtime.ops.registry import Primitive
@@ -156,7 +156,7 @@ class Tracer:
         # the start): a step that seeds one (``rt.manual_seed(0)`` before its dropout) changes
         # it, which the plan's draws, continuing from the state at each call, do not repeat
         self.generator_states: dict[int, tuple[Generator, Tensor]] = {}
-        self._note_generator(default_generator)
+        self._note_generator(thread_default_generator)
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
         self.node_stack: list[Node] = []
@@ -299,6 +299,10 @@ class Tracer:
     def random(self, kind: str, shape: tuple[int, ...], dtype: D.DType, device: str,
                generator: Generator) -> Tensor:
         device = self.target_device or device
+        if generator is cpu_default_generator():
+            # the calling thread's default: replayed, the plan draws from the default of the
+            # thread that calls it (a DataLoader worker's own), as eager mode does
+            generator = thread_default_generator
         if generator not in self.generators:
             self.generators.append(generator)
             self._note_generator(generator)

@@ -117,6 +117,46 @@ def cpu_default_generator() -> Generator:
     return default_generator if own is None else own
 
 
+class ThreadDefaultGenerator(Generator):
+    """Stands for the CPU default generator of whichever thread uses it: what a compiled
+    step's draws from the default generator name, so that, replayed in a DataLoader worker
+    thread, they draw from that worker's generator as eager mode's do there. Every field
+    of the generator (``_rng``, ``_seed``, ``_normal_cache``) is the calling thread's."""
+
+    def __init__(self) -> None:
+        self.device = "cpu"
+
+    def _own(self) -> Generator:
+        return cpu_default_generator()
+
+    @property  # type: ignore[override]
+    def _rng(self) -> np.random.Generator:
+        return self._own()._rng
+
+    @_rng.setter
+    def _rng(self, rng: np.random.Generator) -> None:
+        self._own()._rng = rng
+
+    @property  # type: ignore[override]
+    def _seed(self) -> int:
+        return self._own()._seed
+
+    @_seed.setter
+    def _seed(self, seed: int) -> None:
+        self._own()._seed = seed
+
+    @property  # type: ignore[override]
+    def _normal_cache(self) -> float | None:
+        return self._own().__dict__.get("_normal_cache")
+
+    @_normal_cache.setter
+    def _normal_cache(self, value: float | None) -> None:
+        self._own()._normal_cache = value
+
+
+thread_default_generator = ThreadDefaultGenerator()
+
+
 def use_as_thread_default(generator: Generator | None) -> None:
     """Make ``generator`` the calling thread's CPU default generator (None: the process's):
     ``rt.manual_seed``, ``rt.initial_seed``, ``rt.rand`` and the other draws there use it."""

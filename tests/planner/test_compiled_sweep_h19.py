@@ -178,3 +178,40 @@ def test_save_inside_a_compiled_step_falls_back_with_a_warning() -> None:
             assert float(rt.load(io.BytesIO(sink[-1]))) == got == float(step(x * scale, y))
     fallbacks = [str(w.message) for w in caught if w.category is RuntimeWarning]
     assert fallbacks and all("runs eagerly" in m for m in fallbacks)
+
+
+def test_a_compiled_step_drawing_random_numbers_in_workers_equals_eager() -> None:
+    """A compiled step that draws from the default generator (rt.rand, rt.randn), called
+    from a dataset in DataLoader worker threads: each worker's call draws from that
+    worker's own generator, as eager mode's, not from the one of the thread that captured
+    it (the plan held the capturing worker's generator: the other worker's batches
+    differed)."""
+    def noisy(x: rt.Tensor) -> rt.Tensor:
+        return (x + rt.rand(3)).sum() + rt.randn(2).sum()
+
+    class DS(rt.utils.data.Dataset):
+        def __init__(self, f: Callable[..., Any]) -> None:
+            self.f = f
+
+        def __getitem__(self, i: int) -> rt.Tensor:
+            return self.f(rt.ones(3) * i)
+
+        def __len__(self) -> int:
+            return 8
+
+    compiled = planner.compile(noisy)
+    runs = []
+    for f in (noisy, compiled):
+        loader = DataLoader(DS(f), batch_size=2, num_workers=2,
+                            generator=rt.Generator().manual_seed(0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            runs.append([b.tolist() for b in loader])
+        assert not [str(w.message) for w in caught if w.category is RuntimeWarning]
+    np.testing.assert_allclose(runs[1], runs[0], rtol=TOL, atol=TOL)
+    assert compiled.captures == 1
+    rt.manual_seed(3)
+    want = [float(noisy(rt.ones(3))) for _ in range(3)]
+    rt.manual_seed(3)
+    got = [float(compiled(rt.ones(3))) for _ in range(3)]
+    np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)
