@@ -1753,3 +1753,48 @@ def test_random_split_of_float_lengths_that_are_no_fractions() -> None:
         random_split(range(5), [2.0, 3.0])
     # PyTorch accepts a negative length: its slices, indices[0:-1] and indices[-1:5]
     assert [len(s) for s in random_split(range(5), [-1, 6])] == [4, 1]
+
+
+# ------------------------------------------- TestDataLoaderPersistentWorkers (its reruns)
+
+def test_persistent_sequential_and_shuffle(data: Any) -> None:
+    """TestDataLoaderPersistentWorkers reruns TestDataLoader with persistent workers: the
+    same batches epoch after epoch from the same threads."""
+    for kwargs in ({"batch_size": 2}, {"batch_size": None}, {"batch_size": 3}):
+        loader = DataLoader(data[2], num_workers=2, persistent_workers=True, **kwargs)
+        for _ in range(2):
+            _test_sequential(data, loader)
+    loader = DataLoader(data[2], batch_size=2, shuffle=True, num_workers=2,
+                        persistent_workers=True)
+    for _ in range(2):
+        _test_shuffle(data, loader)
+
+
+def test_persistent_multi_epochs_iterable() -> None:
+    num_workers, batch_size = 2, 10
+    dataset = TestMultiEpochDataset(batch_size * num_workers)
+    dataloader = DataLoader(dataset, batch_size=batch_size, shuffle=False,
+                            num_workers=num_workers, persistent_workers=True)
+    for _ in range(3):
+        for batch_idx, sample in enumerate(dataloader):
+            assert sample.tolist() == [batch_idx % num_workers] * batch_size
+
+
+def test_persistent_partial_epochs_restart() -> None:
+    """An epoch left early, then a full one: the full epoch starts at the beginning."""
+    dataloader = DataLoader(CountingDataset(10), batch_size=2, num_workers=2,
+                            persistent_workers=True)
+    it = iter(dataloader)
+    next(it)
+    next(it)
+    assert [b.tolist() for b in dataloader] == [[i, i + 1] for i in range(0, 10, 2)]
+    assert [b.tolist() for b in dataloader] == [[i, i + 1] for i in range(0, 10, 2)]
+
+
+def test_persistent_shuffle_reproducibility(data: Any) -> None:
+    def epochs() -> list[Any]:
+        loader = DataLoader(data[2], batch_size=4, shuffle=True, num_workers=2,
+                            persistent_workers=True, generator=torch.Generator().manual_seed(3))
+        return [[b[1].tolist() for b in loader] for _ in range(2)]
+    a, b = epochs(), epochs()
+    assert a == b and a[0] != a[1]
