@@ -1798,3 +1798,26 @@ def test_persistent_shuffle_reproducibility(data: Any) -> None:
         return [[b[1].tolist() for b in loader] for _ in range(2)]
     a, b = epochs(), epochs()
     assert a == b and a[0] != a[1]
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_epochs_of_worker_draws_equal_torchs(persistent: bool) -> None:
+    """Three shuffled epochs whose samples draw rt.rand in two workers, persistent or not:
+    PyTorch's orders and numbers (each epoch's base seed and sampler draws, the workers'
+    generators kept across epochs when persistent)."""
+    tt = pytest.importorskip("torch")
+
+    def epochs(mod: Any) -> list[Any]:
+        class DS(mod.utils.data.Dataset):
+            def __getitem__(self, i: int) -> Any:
+                return mod.tensor([float(i), mod.rand(1).item()])
+
+            def __len__(self) -> int:
+                return 6
+
+        loader = mod.utils.data.DataLoader(DS(), batch_size=2, shuffle=True, num_workers=2,
+                                           persistent_workers=persistent,
+                                           generator=mod.Generator().manual_seed(3))
+        return [[b.tolist() for b in loader] for _ in range(3)]
+
+    assert epochs(torch) == epochs(tt)
