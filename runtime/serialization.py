@@ -663,19 +663,23 @@ def load(f: PathOrFile, map_location: MapLocation = None, pickle_module: Any = N
                          "only, never unpickled by a module of the caller's")
     if pickle_load_args:  # (encoding=...) read only by torch's unpickler
         warnings.warn("pickle_load_args only works if `weights_only=False`.", stacklevel=2)
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
+    name = repr(os.fspath(f)) if isinstance(f, (str, os.PathLike)) else "the file"
+    return _deserialize(_read_whole(f), name, map_location)
+
+
+def _read_whole(f: PathOrFile) -> bytes:
+    """The bytes of a path, or of a file object from where it stands (checked as torch.load
+    checks one)."""
     if isinstance(f, (str, os.PathLike)):
-        name = repr(os.fspath(f))
         with open(f, "rb") as fh:
-            buf = fh.read()
-    else:
-        if mmap:
-            raise ValueError("f must be a file path in order to use the mmap argument")
-        _check_seekable(f)
-        name = "the file"
-        buf = f.read()
-        if not isinstance(buf, (bytes, bytearray, memoryview)):  # a text file: torch's
-            raise AssertionError(f"Expected bytes, got {type(buf).__name__}")
-    return _deserialize(buf, name, map_location)
+            return fh.read()
+    _check_seekable(f)
+    buf = f.read()
+    if not isinstance(buf, (bytes, bytearray, memoryview)):  # a text file: torch's error
+        raise AssertionError(f"Expected bytes, got {type(buf).__name__}")
+    return bytes(buf)
 
 
 def _check_seekable(f: Any) -> None:
@@ -734,6 +738,42 @@ class _Placement(Exception):  # noqa: N818 - a carrier, never seen by the caller
         self.error = error
 
 
+def _allowed_globals() -> dict[tuple[str, str], Any]:
+    """The globals a torch.save pickle may name (torch.load(weights_only=True)'s defaults,
+    less what rt has no use for): each an object, or the name of the reader's method that
+    rebuilds it."""
+    from ._device import device
+    from .ops.shapes import Size
+
+    return {
+        ("collections", "OrderedDict"): OrderedDict, ("collections", "Counter"): Counter,
+        ("torch._utils", "_rebuild_tensor_v2"): "_rebuild_tensor",
+        ("torch._utils", "_rebuild_tensor_v3"): "_rebuild_tensor_v3",
+        ("torch._utils", "_rebuild_parameter"): "_rebuild_parameter",
+        ("torch._utils", "_rebuild_parameter_with_state"): "_rebuild_parameter_with_state",
+        ("torch._tensor", "_rebuild_from_type_v2"): "_rebuild_from_type_v2",
+        ("torch", "Tensor"): _TENSOR_TYPE,
+        ("torch.nn.parameter", "Parameter"): _PARAMETER_TYPE,
+        ("torch.storage", "UntypedStorage"): _UNTYPED,
+        ("torch", "device"): device, ("torch", "Size"): Size,
+        ("builtins", "set"): set, ("builtins", "complex"): complex,
+        ("builtins", "bytearray"): bytearray, ("_codecs", "encode"): _latin1_bytes,
+    }
+
+
+def _torch_dtype_global(module: str, name: str) -> D.DType | None:
+    """The dtype a pickle names as ``torch.float32`` or as a typed storage
+    (``torch.FloatStorage``), None for any other global."""
+    if module != "torch":
+        return None
+    if name in _TORCH_STORAGES:
+        return D.as_dtype(_TORCH_STORAGES[name])
+    try:
+        return D.as_dtype(name)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return None
+
+
 class _TorchUnpickler:
     """torch.load(weights_only=True)'s rules: a pickle may name only the functions and
     classes that rebuild tensors, parameters, ordered dicts, dtypes, devices, sizes, sets,
@@ -786,40 +826,20 @@ class _TorchUnpickler:
                                   f"{exc})") from None
 
     def find_class(self, module: str, name: str) -> Any:
-        from ._device import device
-        from .ops.shapes import Size
-
-        allowed: dict[tuple[str, str], Any] = {
-            ("collections", "OrderedDict"): OrderedDict, ("collections", "Counter"): Counter,
-            ("torch._utils", "_rebuild_tensor_v2"): self._rebuild_tensor,
-            ("torch._utils", "_rebuild_tensor_v3"): self._rebuild_tensor_v3,
-            ("torch._utils", "_rebuild_parameter"): self._rebuild_parameter,
-            ("torch._utils", "_rebuild_parameter_with_state"):
-                self._rebuild_parameter_with_state,
-            ("torch._tensor", "_rebuild_from_type_v2"): self._rebuild_from_type_v2,
-            ("torch", "Tensor"): _TENSOR_TYPE,
-            ("torch.nn.parameter", "Parameter"): _PARAMETER_TYPE,
-            ("torch.storage", "UntypedStorage"): _UNTYPED,
-            ("torch", "device"): device, ("torch", "Size"): Size,
-            ("builtins", "set"): set, ("builtins", "complex"): complex,
-            ("builtins", "bytearray"): bytearray, ("_codecs", "encode"): _latin1_bytes,
-        }
         module = "builtins" if module == "__builtin__" else module
         if module in _BLOCKED_MODULES:  # even where the caller marked it safe, as torch's
             raise _refused_global(module, name)
-        found = allowed.get((module, name))
+        found = _allowed_globals().get((module, name))
+        if isinstance(found, str):  # one of this reader's rebuilds
+            return getattr(self, found)
         if found is not None:
             return found
         found = _user_allowed_globals().get(f"{module}.{name}")
         if found is not None:  # add_safe_globals: the caller's word that it is safe
             return found
-        if module == "torch" and name in _TORCH_STORAGES:
-            return D.as_dtype(_TORCH_STORAGES[name])
-        if module == "torch":
-            try:
-                return D.as_dtype(name)
-            except (TypeError, ValueError, KeyError, AttributeError):
-                pass
+        dtype = _torch_dtype_global(module, name)
+        if dtype is not None:
+            return dtype
         raise _refused_global(module, name)
 
     def persistent_load(self, pid: Any) -> _TorchStorage:
@@ -1029,8 +1049,8 @@ def _latin1_bytes(text: Any, encoding: Any = "latin1") -> bytes:
     return text.encode("latin1")
 
 
-def _load_torch_zip(buf: bytes | memoryview, name: str, map_location: MapLocation) -> Any:
-    """A torch.save file (its zip layout): the pickle read by _TorchUnpickler's rules."""
+def _torch_archive(buf: bytes | memoryview, name: str) -> tuple[Any, str]:
+    """A torch.save file's zip and the name of its pickle."""
     import zipfile
 
     try:
@@ -1041,10 +1061,57 @@ def _load_torch_zip(buf: bytes | memoryview, name: str, map_location: MapLocatio
         raise _bad(name, f"it is a damaged zip ({exc})") from None
     if len(pickles) != 1:
         raise _bad(name, "it is a zip, but not one torch.save wrote")
-    prefix = pickles[0][:-len("data.pkl")]
+    return archive, pickles[0]
+
+
+def _globals_in_pickle(data: bytes) -> set[str]:
+    """The ``module.name`` of every global a pickle names, read by pickletools' parser (no
+    object is built): GLOBAL's argument, or the two strings STACK_GLOBAL takes."""
+    import pickletools
+
+    found: set[str] = set()
+    pushed: list[Any] = []  # what each opcode pushed, where it is a string
+    memo: dict[Any, Any] = {}
+    for op, arg, _ in pickletools.genops(data):
+        if op.name == "GLOBAL":
+            found.add(arg.replace(" ", ".", 1))
+        elif op.name == "STACK_GLOBAL" and len(pushed) >= 2:
+            found.add(f"{pushed[-2]}.{pushed[-1]}")
+        if op.name in ("MEMOIZE", "BINPUT", "LONG_BINPUT", "PUT"):
+            memo[len(memo) if op.name == "MEMOIZE" else arg] = pushed[-1] if pushed else None
+        elif op.name in ("BINGET", "LONG_BINGET", "GET"):
+            pushed.append(memo.get(arg))
+        elif op.name not in ("FRAME", "PROTO"):
+            pushed.append(arg if isinstance(arg, str) and "UNICODE" in op.name else None)
+    return found
+
+
+def get_unsafe_globals_in_checkpoint(f: PathOrFile) -> list[str]:
+    """torch.serialization's: the globals a torch.save file's pickle names that a
+    weights-only load refuses (neither allowed by default nor marked safe), found without
+    loading anything (sorted); a file rt.save wrote names none."""
+    buf = _read_whole(f)
+    if buf[:len(MAGIC)] == MAGIC:
+        return []
+    if buf[:2] != b"PK":
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    archive, pickle_name = _torch_archive(buf, "the file")
+    safe = {f"{m}.{n}" for m, n in _allowed_globals()} | set(_user_allowed_globals())
+    unsafe = []
+    for full in _globals_in_pickle(archive.read(pickle_name)) - safe:
+        module, _, name = full.rpartition(".")
+        if module in _BLOCKED_MODULES or _torch_dtype_global(module, name) is None:
+            unsafe.append(full)
+    return sorted(unsafe)
+
+
+def _load_torch_zip(buf: bytes | memoryview, name: str, map_location: MapLocation) -> Any:
+    """A torch.save file (its zip layout): the pickle read by _TorchUnpickler's rules."""
+    archive, pickle_name = _torch_archive(buf, name)
+    prefix = pickle_name[:-len("data.pkl")]
     try:
         order = archive.read(f"{prefix}byteorder").decode().strip()
     except KeyError:
         order = "little"
     reader = _TorchUnpickler(archive, prefix, name, map_location, order == "big")
-    return reader.load(archive.read(pickles[0]))
+    return reader.load(archive.read(pickle_name))

@@ -892,3 +892,39 @@ def test_crafted_attributes_cannot_replace_tensor_fields() -> None:
     blob = f.getvalue().replace(b'"foo"', b'"add"')
     with pytest.raises(CheckpointError, match="attributes name its attribute 'add'"):
         torch.load(io.BytesIO(blob))
+
+
+def test_get_unsafe_globals_in_checkpoint() -> None:
+    """torch.serialization.get_unsafe_globals_in_checkpoint: the globals of a torch.save
+    file a weights-only load refuses, PyTorch's list, found without running anything; the
+    ones marked safe left out; none in an rt.save file; bytes of no checkpoint its
+    ValueError."""
+    tt = pytest.importorskip("torch")
+    import argparse
+    import datetime
+    class Evil:
+        def __reduce__(self) -> Any:
+            return (os.system, ("true",))
+
+    cases = [({"a": tt.ones(2), "p": tt.nn.Parameter(tt.ones(1)), "d": tt.float16,
+               "s": tt.Size([1]), "dev": tt.device("cpu")}, []),
+             (tt.nn.Linear(2, 2).state_dict(), []),
+             ({"a": argparse.Namespace(x=1)}, ["argparse.Namespace"]),
+             (Point(1, 2), [f"{__name__}.Point"]),
+             (Evil(), [f"{os.system.__module__}.system"]),
+             (datetime.date(2020, 1, 1), ["datetime.date"])]
+    for obj, want in cases:
+        f = _torch_file(obj)
+        assert torch.serialization.get_unsafe_globals_in_checkpoint(f) == want
+        f.seek(0)
+        assert sorted(tt.serialization.get_unsafe_globals_in_checkpoint(f)) == want
+    f = _torch_file({"a": argparse.Namespace(x=1)})
+    with torch.serialization.safe_globals([argparse.Namespace]):
+        assert torch.serialization.get_unsafe_globals_in_checkpoint(f) == []
+    f = io.BytesIO()
+    torch.save({"a": torch.ones(1)}, f)
+    f.seek(0)
+    assert torch.serialization.get_unsafe_globals_in_checkpoint(f) == []
+    with pytest.raises(ValueError, match="Expected input to be a checkpoint returned by "
+                                         "torch.save"):
+        torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(b"garbage"))
