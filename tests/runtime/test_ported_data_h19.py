@@ -1821,3 +1821,22 @@ def test_epochs_of_worker_draws_equal_torchs(persistent: bool) -> None:
         return [[b.tolist() for b in loader] for _ in range(3)]
 
     assert epochs(torch) == epochs(tt)
+
+
+def test_worker_number_warning_once_per_iterator_not_per_persistent_epoch() -> None:
+    """check_worker_number_rationality warns at construction and at each new iterator with
+    workers, as PyTorch's; a persistent loader's later epochs reuse theirs and do not warn."""
+    import os
+    n = len(os.sched_getaffinity(0)) + 1 if hasattr(os, "sched_getaffinity") else 1000
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        loader = DataLoader(CountingDataset(4), num_workers=n, persistent_workers=True)
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        list(loader)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        list(loader)
+    with pytest.warns(UserWarning, match="excessive worker creation"):
+        plain = DataLoader(CountingDataset(4), num_workers=n)
+    for _ in range(2):
+        with pytest.warns(UserWarning, match="excessive worker creation"):
+            list(plain)

@@ -130,16 +130,19 @@ class DataLoader:
         return iter(self.sampler)  # type: ignore[arg-type]
 
     def __iter__(self) -> BaseLoaderIter:
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:  # the same threads, a new epoch: no new check, as PyTorch's
+                self._iterator.reset(self)
+            return self._iterator
+        return self._get_iterator()
+
+    def _get_iterator(self) -> BaseLoaderIter:
         if self.num_workers == 0:
             return SingleThreadIter(self)
         self.check_worker_number_rationality()
-        if not self.persistent_workers:
-            return ThreadedIter(self)
-        if self._iterator is None:
-            self._iterator = ThreadedIter(self)
-        else:
-            self._iterator.reset(self)
-        return self._iterator
+        return ThreadedIter(self)
 
     def check_worker_number_rationality(self) -> None:
         """PyTorch's warning (at construction and at each iterator with workers) when
