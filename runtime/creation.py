@@ -165,10 +165,13 @@ def use_as_thread_default(generator: Generator | None) -> None:
 
 def manual_seed(seed: int) -> Generator:
     """Seed the CPU's default generator and every GPU's (``cuda.manual_seed_all``), as
-    PyTorch's ``manual_seed``."""
+    PyTorch's ``manual_seed``. In a DataLoader worker thread, the worker's own CPU
+    generator only: a PyTorch worker is a process, whose seeding reaches no generator of
+    the main one, and the GPUs' generators are the main thread's too."""
     from . import cuda
 
-    cuda.manual_seed_all(seed)
+    if _thread_generator.generator is None:
+        cuda.manual_seed_all(seed)
     return cpu_default_generator().manual_seed(seed)
 
 

@@ -1840,3 +1840,17 @@ def test_worker_number_warning_once_per_iterator_not_per_persistent_epoch() -> N
     for _ in range(2):
         with pytest.warns(UserWarning, match="excessive worker creation"):
             list(plain)
+
+
+def test_manual_seed_in_a_worker_leaves_the_gpu_generators(monkeypatch: Any) -> None:
+    """torch.manual_seed in worker_init_fn seeds that worker only: rt's GPU generators are
+    the main thread's, so a worker's seeding leaves them (it reseeded them all)."""
+    seeded: list[int] = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", seeded.append)
+    torch.manual_seed(3)
+    assert seeded == [3]
+    dl = DataLoader(SeedDataset(4), batch_size=2, num_workers=2,
+                    worker_init_fn=lambda _: torch.manual_seed(12345))
+    assert [b.tolist() for b in dl] == [[12345, 12345], [12345, 12345]]
+    assert seeded == [3]
+    assert torch.initial_seed() == 3
