@@ -134,7 +134,6 @@ class GraphTask(RunState):
     def init_to_execute(self, graph_root: Node, outputs: list[Edge], accumulate_grad: bool,
                         min_topo_nr: int) -> None:
         exec_info = self.exec_info
-        exec_info[graph_root] = ExecInfo(needed=True)
         output_idx = 0
         for edge in outputs:
             info = exec_info.setdefault(edge.function, ExecInfo())
@@ -154,7 +153,10 @@ class GraphTask(RunState):
         def mark_needed(fn: Node) -> None:
             exec_info.setdefault(fn, ExecInfo()).needed = True
 
-        # iterative DFS: a node is needed if any child is needed
+        # iterative DFS: a node is needed if any child is needed. The root too (engine.cpp
+        # emplaces it, needed only when it leads to an input): a single root that cannot
+        # reach any input is not run
+        exec_info.setdefault(graph_root, ExecInfo())
         seen: set[Node] = set()
         stack: list[tuple[Node, Any]] = [(graph_root, iter(graph_root.next_edges))]
         while stack:
