@@ -105,7 +105,7 @@ def _check_input(t: Any) -> None:
 
 
 def _size(shape: tuple[int, ...]) -> str:
-    return f"runtime.Size({list(shape)})"
+    return f"torch.Size({list(shape)})"
 
 
 def _edge(t: Any) -> Edge:

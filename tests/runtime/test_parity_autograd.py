@@ -75,8 +75,8 @@ def test_is_grads_batched_rows_of_the_jacobian():
     assert y.grad_fn is not None  # the graph is freed after the last row only
     # PyTorch 2.13 names the shape of grad_output[0][0] less its first dim (here [])
     with pytest.raises(RuntimeError, match=r"^If `is_grads_batched=True`, we interpret the first "
-                       r"dimension .* grad_output\[0\] has a shape of runtime.Size\(\[\]\) and "
-                       r"output\[0\] has a shape of runtime.Size\(\[3\]\)\."):
+                       r"dimension .* grad_output\[0\] has a shape of torch\.Size\(\[\]\) and "
+                       r"output\[0\] has a shape of torch\.Size\(\[3\]\)\."):
         rt.autograd.grad(x * 2, x, grad_outputs=rt.ones(3, 2), is_grads_batched=True)
 
 
