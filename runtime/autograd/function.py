@@ -343,23 +343,58 @@ def once_differentiable(fn: Any) -> Any:
             outputs = fn(ctx, *args)
         finally:
             _grad_state.enabled = prev
-        # like torch: under create_graph with grads that require grad, wire the results to a
-        # DelayedError node so that differentiating them again raises
+        # like torch: under create_graph with grads that require grad, wire the results to an
+        # Error node so that differentiating them again raises
         if not prev or not any(isinstance(a, Tensor) and a.requires_grad for a in args):
             return outputs
         outs = outputs if isinstance(outputs, tuple) else (outputs,)
-        fake = [o.detach().requires_grad_() if isinstance(o, Tensor) else o for o in outs]
-        return DelayedError.apply(*fake)
+        wrapped = _delayed_error(_ERR_TWICE, outs)
+        return wrapped if len(wrapped) != 1 else wrapped[0]
 
     return wrapper
 
 
-class DelayedError(Function):
-    @staticmethod
-    def forward(ctx: FunctionCtx, *outs: Any) -> Any:
-        return outs if len(outs) != 1 else outs[0]
+_ERR_TWICE = ("trying to differentiate twice a function that was marked with "
+              "@once_differentiable")
 
-    @staticmethod
-    def backward(ctx: FunctionCtx, *grads: Any) -> Any:
-        raise RuntimeError("trying to differentiate twice a function that was marked with "
-                           "@once_differentiable")
+
+class Error(Node):
+    """PyTorch's Error node (functions/basic_ops.h): the grad_fn of a once_differentiable
+    backward's results under create_graph, with an edge per result (None for an undefined
+    one); running it raises."""
+
+    __slots__ = ("msg",)
+
+    def __init__(self, msg: str, next_edges: list[Any], metas: list[Meta]) -> None:
+        super().__init__(next_edges, metas)
+        self.msg = msg
+
+    def name(self) -> str:
+        return "torch::autograd::Error"
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        raise RuntimeError(self.msg)
+
+
+def _delayed_error(msg: str, outputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """PyTorch's DelayedError applied to ``outputs``: each tensor is aliased by a fresh leaf
+    that requires grad (once_differentiable's fake_requires_grad), and the results are those
+    leaves' data with an Error node as their grad_fn."""
+    from ..tensor import Tensor
+
+    fakes = [o.detach().requires_grad_() if isinstance(o, Tensor) else None for o in outputs]
+    edges = [gradient_edge(f) if f is not None else None for f in fakes]
+    metas = [Meta(f.shape, f.dtype, f.device) if f is not None else Meta((), None, "cpu")
+             for f in fakes]
+    node = Error(msg, edges, metas)
+    wrapped: list[Any] = []
+    for i, f in enumerate(fakes):
+        if f is None:
+            wrapped.append(outputs[i])
+            continue
+        out = f.detach()
+        out._grad_fn = node
+        out.output_nr = i
+        out._rg = True
+        wrapped.append(out)
+    return tuple(wrapped)
