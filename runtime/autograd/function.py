@@ -16,6 +16,8 @@ class FunctionCtx:
         self._dirty: tuple[Any, ...] = ()
         self._non_differentiable: tuple[Any, ...] = ()
         self.materialize_grads = True
+        # PyTorch's: False leaves the grads of non-differentiable outputs None
+        self._materialize_non_diff_grads = True
         self.needs_input_grad: tuple[bool, ...] = ()
         self._node: BackwardCFunction | None = None
 
@@ -53,7 +55,7 @@ class BackwardCFunction(Node):
     """The node of one Function.apply call; its name is the Function's plus 'Backward'. It has
     an edge per tensor argument of forward; ``is_tensor`` marks which arguments those were."""
 
-    __slots__ = ("fn_cls", "ctx", "is_tensor")
+    __slots__ = ("fn_cls", "ctx", "is_tensor", "non_diff")
 
     def __init__(self, fn_cls: type, ctx: FunctionCtx, next_edges: list[Any],
                  metas: list[Meta], is_tensor: tuple[bool, ...]) -> None:
@@ -61,6 +63,9 @@ class BackwardCFunction(Node):
         self.fn_cls = fn_cls
         self.ctx = ctx
         self.is_tensor = is_tensor
+        # outputs without a gradient (non-tensors, non-differentiable tensors): PyTorch's
+        # undefined input metadata
+        self.non_diff: frozenset[int] = frozenset()
 
     def name(self) -> str:
         return f"{self.fn_cls.__name__}Backward"
@@ -82,8 +87,9 @@ class BackwardCFunction(Node):
 
         ctx = self.ctx
         if ctx.materialize_grads:
-            grads = [g if g is not None else zeros(m.shape, dtype=m.dtype, device=m.device)
-                     for g, m in zip(grads, self.input_metas)]
+            grads = [g if g is not None or not self._materializes(i)
+                     else zeros(m.shape, dtype=m.dtype, device=m.device)
+                     for i, (g, m) in enumerate(zip(grads, self.input_metas))]
         out = self.fn_cls._backward_fn()(ctx, *grads)
         if not isinstance(out, tuple):
             out = (out,)
@@ -108,6 +114,14 @@ class BackwardCFunction(Node):
                                    f"None at position {i + 1}, but the corresponding forward "
                                    "input was not a Variable")
         return [g if e is not None else None for g, e in zip(grads, self.next_edges)]
+
+    def _materializes(self, i: int) -> bool:
+        """PyTorch's PyNode::apply: a missing grad becomes zeros, but a non-tensor output's
+        stays None, and a non-differentiable output's too under
+        ``ctx._materialize_non_diff_grads = False``."""
+        if self.input_metas[i].dtype is None:
+            return False
+        return i not in self.non_diff or self.ctx._materialize_non_diff_grads
 
     def release_variables(self) -> None:
         if self.ctx._saved is not None:
@@ -207,13 +221,17 @@ class Function:
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
         wrapped: list[Any] = []
         n_diff = 0
+        non_diff_idx: list[int] = []
         for i, o in enumerate(outputs):
             if not isinstance(o, Tensor):
                 wrapped.append(o)
+                non_diff_idx.append(i)
                 continue
             is_input, is_dirty = id(o) in inputs, id(o) in dirty
             differentiable = (node is not None and id(o) not in non_diff
                               and o.dtype.is_floating_point)
+            if not differentiable:
+                non_diff_idx.append(i)
             if is_dirty:
                 o._vc.v += 1  # PyTorch's _mark_dirty bumps the version, grad or not
             if is_dirty and differentiable:
@@ -264,6 +282,8 @@ class Function:
             if not (is_input and is_dirty) and out._base is not None:
                 out._creation = "custom_function"  # PyTorch's CreationMeta::IN_CUSTOM_FUNCTION
             wrapped.append(out)
+        if node is not None:
+            node.non_diff = frozenset(non_diff_idx)
         if n_diff > 1:  # several differentiable outputs: their views are multi-output ones
             for out in wrapped:
                 if isinstance(out, Tensor) and out._base is not None:
