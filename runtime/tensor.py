@@ -192,6 +192,10 @@ class Tensor:
                                "gradients")
         self.requires_grad_(value)
 
+    @requires_grad.deleter
+    def requires_grad(self) -> None:  # PyTorch's setter, called with no value
+        raise RuntimeError("requires_grad must be a bool")
+
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         if type(requires_grad) is not bool:  # PyTorch's argument parser takes bools only
             raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be "
@@ -326,6 +330,10 @@ class Tensor:
         self._data = value._data
         self.dtype = value.dtype
         self.device = value.device
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError("Deleting tensor data is not allowed. Delete tensor instead!")
 
     # --- plain properties -------------------------------------------------------------------
     @property

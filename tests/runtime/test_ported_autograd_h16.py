@@ -18,7 +18,6 @@ non-static Functions, ``Variable._execution_engine``, ``assertExpected`` golden 
 
 from __future__ import annotations
 
-import gc
 import math
 import warnings
 from collections.abc import Iterator
@@ -591,3 +590,1047 @@ def test_grad_batched_grad() -> None:
 
     with pytest.raises(RuntimeError, match="If `is_grads_batched=True`, we interpret"):
         torch.autograd.grad(out, (x,), (torch.tensor([1, 2, 3]),), is_grads_batched=True)
+
+
+def test_hooks() -> None:
+    x = torch.ones(5, 5, requires_grad=True)
+    y = torch.ones(5, 5) * 4
+    y.requires_grad_(True)
+
+    counter = [0]
+
+    def bw_hook(inc, grad):
+        assert isinstance(grad, torch.Tensor)
+        counter[0] += inc
+
+    z = x ** 2 + x * 2 + x * y + y
+    x.register_hook(lambda *args: bw_hook(0, *args))
+    test = z.register_hook(lambda *args: bw_hook(1, *args))
+    z.backward(torch.ones(5, 5), retain_graph=True)
+    assert counter[0] == 1
+
+    test2 = z.register_hook(lambda *args: bw_hook(2, *args))
+    z.backward(torch.ones(5, 5), retain_graph=True)
+    assert counter[0] == 4
+
+    test2.remove()
+    z.backward(torch.ones(5, 5), retain_graph=True)
+    assert counter[0] == 5
+
+    def bw_hook_modify(grad):
+        return grad.mul(2)
+
+    test.remove()
+    z.register_hook(bw_hook_modify)
+    with torch.no_grad():
+        y.grad.zero_()
+    z.backward(torch.ones(5, 5), retain_graph=True)
+    assert_equal(y.grad, (x + 1) * 2)
+
+    y.register_hook(bw_hook_modify)
+    with torch.no_grad():
+        y.grad.zero_()
+    z.backward(torch.ones(5, 5))
+    assert_equal(y.grad, (x + 1) * 4)
+
+
+def test_hooks_cpp() -> None:
+    bn = torch.nn.BatchNorm1d(5, affine=False)
+    bn.double()
+    bn.eval()
+
+    counter = [0]
+
+    def bw_hook(grad):
+        counter[0] += 1
+        return grad * 2
+
+    x = torch.ones(5, 5, requires_grad=True)
+    z = bn(x)
+    z.register_hook(bw_hook)
+    z.sum().backward()
+
+    assert counter[0] == 1, "bw_hook not called"
+    assert_equal(x.grad, torch.ones(5, 5) * 2, atol=1e-5, rtol=0)
+
+
+def test_hook_none() -> None:
+    class NoneGradientFunction(Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            assert ctx.needs_input_grad[0]
+            assert not ctx.needs_input_grad[1]
+            return x, y
+
+        @staticmethod
+        def backward(ctx, grad_x, grad_y):
+            return grad_x, None
+
+    was_called = [False]
+
+    def hook(grad):
+        assert grad is not None
+        was_called[0] = True
+
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5, 5)
+    rx, ry = NoneGradientFunction.apply(x, y)
+    rx.register_hook(hook)
+    ry.register_hook(hook)
+    sum(rx, ry).sum().backward()
+    assert was_called[0]
+
+
+def test_retain_grad() -> None:
+    input = torch.rand(1, 3, requires_grad=True)
+    h1 = input * 3
+    out = (h1 * h1).sum()
+
+    h1.retain_grad()
+    h1.retain_grad()
+
+    out.backward(retain_graph=True)
+    assert_equal(h1 * 2, h1.grad)
+    out.backward(retain_graph=True)
+    assert_equal(h1 * 4, h1.grad)
+
+    with torch.no_grad():
+        input.grad.zero_()
+    input.retain_grad()
+    input.retain_grad()
+    out.backward()
+    assert_equal(input * 18, input.grad)
+
+
+def test_retain_grad_cycle() -> None:
+    import weakref
+
+    x = torch.ones(5, 5, requires_grad=True)
+
+    def run_test():
+        y = x * 2
+        y.retain_grad()
+        return y / 2, weakref.ref(y)
+
+    z, ref = run_test()
+    assert ref() is None
+    z.sum().backward()
+
+
+def test_backward() -> None:
+    v = torch.randn(5, 5, requires_grad=True)
+    x = torch.randn(5, 5, requires_grad=True)
+    y = (torch.rand(5, 5) + 0.1).requires_grad_(True)
+    z = torch.randn(5, 5, requires_grad=True)
+    grad_output = torch.randn(5, 5)
+
+    v.backward(grad_output)
+    assert_equal(v.grad, grad_output)
+
+    a = x + (y * z) + 4 * z ** 2 * x / y
+    a.backward(grad_output)
+    x_grad = 4 * z.pow(2) / y + 1
+    y_grad = z - 4 * x * z.pow(2) / y.pow(2)
+    z_grad = 8 * x * z / y + y
+    assert_equal(x.grad, x_grad * grad_output)
+    assert_equal(y.grad, y_grad * grad_output)
+    assert_equal(z.grad, z_grad * grad_output)
+
+
+def test_multi_backward() -> None:
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5, 5, requires_grad=True)
+    q = torch.randn(5, 5, requires_grad=True)
+    a = torch.randn(5, 5, requires_grad=True)
+    b = torch.randn(5, 5, requires_grad=True)
+
+    q2 = q * 2
+    z = x + y + q2
+    c = a * b + q2
+    grad_z = torch.randn(5, 5)
+    grad_c = torch.randn(5, 5)
+    torch.autograd.backward([z, c], [grad_z, grad_c])
+
+    assert_equal(x.grad, grad_z)
+    assert_equal(y.grad, grad_z)
+    assert_equal(a.grad, grad_c * b)
+    assert_equal(b.grad, grad_c * a)
+    assert_equal(q.grad, (grad_c + grad_z) * 2)
+
+
+def test_multi_backward_no_grad() -> None:
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5, 5, requires_grad=False)
+    z = x + y
+    q = y * 2
+    with pytest.raises(RuntimeError):
+        torch.autograd.backward([z, q], [torch.ones(5, 5), torch.ones(5, 5)])
+
+
+def test_dependent_backward() -> None:
+    x = torch.randn(10, requires_grad=True)
+    y = x ** 2
+    z = y ** 3
+    go_y = torch.randn(10)
+    go_z = torch.randn(10)
+    torch.autograd.backward([y, z], [go_y, go_z])
+    xd = x
+    assert_equal(x.grad, 2 * xd * go_y + 6 * xd.pow(5) * go_z)
+
+
+def test_save_output_nr() -> None:
+    x = torch.randn(10, requires_grad=True)
+
+    class MultiOutputFn(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:5], x[5:]
+
+        @staticmethod
+        def backward(ctx, *grad):
+            return torch.cat(grad)
+
+    a, b = MultiOutputFn.apply(x)
+    assert b.output_nr == 1
+
+    class TestFn(Function):
+        @staticmethod
+        def forward(ctx, b):
+            ctx.save_for_backward(b)
+            return b * 2
+
+        @staticmethod
+        def backward(ctx, grad_b):
+            (b,) = ctx.saved_tensors
+            assert b.output_nr == 1
+
+    TestFn.apply(b).sum().backward()
+
+
+def test_free_deep_graph() -> None:
+    def scope():
+        depth = 15000
+        x = torch.randn(1, requires_grad=True)
+        y = x.clone()
+        for _ in range(depth):
+            y = y + y * 0.000001
+
+    scope()
+
+
+def test_free_deep_graph_pyfunction() -> None:
+    class MyOp(Function):
+        @staticmethod
+        def forward(ctx, tensor1, tensor2):
+            return tensor1 + tensor2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, grad_output
+
+    def scope():
+        depth = 15000
+        x = torch.randn(1, requires_grad=True)
+        y = x.clone()
+        for _ in range(depth):
+            y = MyOp.apply(y, y)
+
+    scope()
+
+
+def test_no_unnecessary_save() -> None:
+    mu = torch.ones(1, requires_grad=True)
+    x = torch.empty(1)
+    loss = 0
+    for i in range(3):
+        x.detach_()
+        x.copy_(mu + i)
+        ft = torch.tensor([float(i)])
+        multiplied = x * ft
+        s = multiplied.sum()
+        loss += s
+    loss.backward()
+
+
+def test_no_grad() -> None:
+    x = torch.ones(5, 5, requires_grad=True)
+    y = torch.ones(5, 5) * 4
+    with torch.no_grad():
+        w = x + y
+
+    @torch.no_grad()
+    def adder(x, y):
+        return x + y
+
+    z = adder(x, y)
+
+    assert not w.requires_grad
+    with pytest.raises(RuntimeError):
+        w.backward(torch.ones(5, 5))
+    assert w.grad_fn is None
+    assert not z.requires_grad
+    with pytest.raises(RuntimeError):
+        z.backward(torch.ones(5, 5))
+    assert z.grad_fn is None
+
+    with torch.no_grad():
+        assert not torch.is_grad_enabled()
+        w = adder(x, y)
+        assert not torch.is_grad_enabled()
+
+
+def test_enable_grad_decorator_no_paren() -> None:
+    x = torch.ones(1, requires_grad=True)
+
+    @torch.enable_grad
+    def doubler(x):
+        return x * 2
+
+    with torch.no_grad():
+        z = doubler(x)
+    assert z.requires_grad
+
+
+def test_set_grad_generator_functions() -> None:
+    @torch.no_grad()
+    def gen_no_grad():
+        for i in range(10):
+            assert not torch.is_grad_enabled()
+            yield i
+
+    with torch.enable_grad():
+        for _ in gen_no_grad():
+            assert torch.is_grad_enabled()
+
+    @torch.enable_grad()
+    def gen_enable_grad():
+        for i in range(10):
+            assert torch.is_grad_enabled()
+            yield i
+
+    with torch.no_grad():
+        for _ in gen_enable_grad():
+            assert not torch.is_grad_enabled()
+
+
+def test_set_grad_generator_functions_recursive() -> None:
+    @torch.enable_grad()
+    def enable_grad_decorator_recursive(depth):
+        assert torch.is_grad_enabled()
+        if depth > 0:
+            no_grad_decorator_recursive(depth - 1)
+            assert torch.is_grad_enabled()
+
+    @torch.no_grad()
+    def no_grad_decorator_recursive(depth):
+        assert not torch.is_grad_enabled()
+        if depth > 0:
+            enable_grad_decorator_recursive(depth - 1)
+            assert not torch.is_grad_enabled()
+
+    def enable_grad_context_manager_recursive(depth):
+        with torch.enable_grad():
+            assert torch.is_grad_enabled()
+            if depth > 0:
+                no_grad_context_manager_recursive(depth - 1)
+                assert torch.is_grad_enabled()
+
+    def no_grad_context_manager_recursive(depth):
+        with torch.no_grad():
+            assert not torch.is_grad_enabled()
+            if depth > 0:
+                enable_grad_context_manager_recursive(depth - 1)
+                assert not torch.is_grad_enabled()
+
+    with torch.enable_grad():
+        assert torch.is_grad_enabled()
+        enable_grad_decorator_recursive(10)
+        assert torch.is_grad_enabled()
+        enable_grad_context_manager_recursive(10)
+        assert torch.is_grad_enabled()
+
+    with torch.no_grad():
+        assert not torch.is_grad_enabled()
+        enable_grad_decorator_recursive(10)
+        assert not torch.is_grad_enabled()
+        enable_grad_context_manager_recursive(10)
+        assert not torch.is_grad_enabled()
+
+
+def test_set_grad_coroutines() -> None:
+    @torch.no_grad()
+    def coro_no_grad(n=10):
+        assert not torch.is_grad_enabled()
+        for i in range(n):
+            assert not torch.is_grad_enabled()
+            r = yield i
+            assert not torch.is_grad_enabled()
+            assert i == r
+        assert not torch.is_grad_enabled()
+
+    @torch.enable_grad()
+    def coro_enable_grad(n=10):
+        assert torch.is_grad_enabled()
+        for i in range(n):
+            assert torch.is_grad_enabled()
+            r = yield i
+            assert torch.is_grad_enabled()
+            assert i == r
+        assert torch.is_grad_enabled()
+
+    with torch.enable_grad():
+        assert torch.is_grad_enabled()
+        coro, r = coro_no_grad(), None
+        try:
+            while True:
+                assert torch.is_grad_enabled()
+                r = coro.send(r)
+                assert torch.is_grad_enabled()
+        except StopIteration:
+            pass
+
+    with torch.no_grad():
+        assert not torch.is_grad_enabled()
+        coro, r = coro_enable_grad(), None
+        try:
+            while True:
+                assert not torch.is_grad_enabled()
+                r = coro.send(r)
+                assert not torch.is_grad_enabled()
+        except StopIteration:
+            pass
+
+
+def test_set_grad_coroutines_exit() -> None:
+    @torch.no_grad()
+    def coro_no_grad(state):
+        for i in range(10):
+            try:
+                assert not torch.is_grad_enabled()
+                yield i
+            except GeneratorExit:
+                assert not torch.is_grad_enabled()
+                state.add("GeneratorExit")
+                raise
+
+    state: set[str] = set()
+    with torch.enable_grad():
+        coro = coro_no_grad(state)
+        for i in range(5):
+            next(coro)
+        coro.close()
+    assert "GeneratorExit" in state
+
+
+def test_no_grad_python_function() -> None:
+    x = torch.ones(5, 5, requires_grad=True)
+
+    class MyOp(Function):
+        @staticmethod
+        def forward(self, x):
+            return x + 1
+
+        @staticmethod
+        def backward(self, dy):
+            return dy
+
+    with torch.no_grad():
+        y = MyOp.apply(x)
+    assert not y.requires_grad
+
+
+def _check_index(x, y, idx):
+    if y.grad is not None:
+        with torch.no_grad():
+            y.grad.zero_()
+    indexed_tensor = x[idx]
+    indexed_var = y[idx]
+    indexed_var_t = indexed_var.data
+    if not isinstance(indexed_tensor, torch.Tensor):
+        indexed_var_t = indexed_var_t[0]
+    assert_equal(indexed_tensor, indexed_var_t)
+    indexed_var.sum().backward()
+    expected_grad = torch.empty(x.size()).fill_(0)
+    expected_grad[idx] = 1
+    assert_equal(y.grad, expected_grad)
+
+
+def test_indexing() -> None:
+    x = torch.arange(1.0, 17).view(4, 4)
+    y = x.clone().requires_grad_(True)
+    for idx in [1, (1, 1), slice(1, None), slice(None, 2), (slice(None, 2), 2),
+                (slice(1, 2), 2), (1, slice(2, None)), (slice(None, None), slice(2, None)),
+                torch.LongTensor([0, 2]), torch.rand(4, 4).bernoulli().bool(),
+                (Ellipsis, slice(2, None)), ([0], [0]), ([1, 2, 3], [0]), ([1, 2], [2, 1]),
+                ([[1, 2], [3, 0]], [[0, 1], [2, 3]]), ([slice(None), [2, 3]]),
+                ([[2, 3], slice(None)]), ([0]), ([0],)]:
+        if isinstance(idx, list) and any(isinstance(i, (slice, list)) for i in idx):
+            idx = tuple(idx)
+        _check_index(x, y, idx)
+
+    x = torch.arange(1.0, 49).view(4, 3, 4)
+    y = x.clone().requires_grad_(True)
+    for idx in [(slice(None), [0], [0]), ([0], [0], slice(None)), (slice(None), [0, 1, 2], [0]),
+                ([0, 1, 2], [0], slice(None)), (slice(None), [1, 2], [2, 1]),
+                ([1, 2], [2, 1], slice(None)), (slice(None), [[1, 2], [2, 0]], [[0, 1], [2, 3]]),
+                ([[1, 2], [3, 0]], [[0, 1], [2, 2]], slice(None)),
+                (slice(None), slice(None), [2, 1]), (slice(None), [2, 1], slice(None)),
+                ([2, 1], slice(None), slice(None)), ([0],), ([0], slice(None)), ([0], Ellipsis),
+                ([1, 2], [0, 1]), ([1, 2], [0, 1], Ellipsis), (Ellipsis, [1, 2], [0, 1])]:
+        _check_index(x, y, idx)
+
+    z = torch.LongTensor([0, 1])
+    _check_index(x, y, (z, Ellipsis))
+
+
+def test_indexing_duplicates() -> None:
+    x = torch.arange(1.0, 17).view(4, 4)
+    y = x.clone().requires_grad_(True)
+    idx = torch.LongTensor([1, 1, 3, 2, 1, 2])
+    y[idx].sum().backward()
+    expected_grad = torch.zeros(4, 4)
+    for i in idx:
+        expected_grad[i] += 1
+    assert_equal(y.grad, expected_grad)
+
+    x = torch.arange(1.0, 17).view(4, 4)
+    y = x.clone().requires_grad_(True)
+    idx = ([1, 1, 3, 2, 1, 2], [0])
+    y[idx].sum().backward()
+    expected_grad = torch.zeros(4, 4)
+    for i in idx[0]:
+        for j in idx[1]:
+            expected_grad[i][j] += 1
+    assert_equal(y.grad, expected_grad)
+
+    x = torch.arange(1.0, 17).view(4, 4)
+    y = x.clone().requires_grad_(True)
+    idx = ([[1, 2], [0, 0]], [[0, 1], [1, 1]])
+    y[idx].sum().backward()
+    expected_grad = torch.tensor([[0.0, 2, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 0, 0]])
+    assert_equal(y.grad, expected_grad)
+
+    x = torch.arange(1.0, 65).view(4, 4, 4)
+    y = x.clone().requires_grad_(True)
+    idx = ([1, 1, 1], slice(None), slice(None))
+    y[idx].sum().backward()
+    expected_grad = torch.empty(4, 4, 4).zero_()
+    expected_grad[1].fill_(3)
+    assert_equal(y.grad, expected_grad)
+
+
+def test_index_backward_does_not_save_tensor() -> None:
+    a = torch.tensor([1.0, 0, 0])
+    b = torch.zeros(3, requires_grad=True)
+    tensor = b + 0
+    tensor[a != 0] = tensor[a != 0]
+    tensor.backward(torch.zeros_like(tensor))
+
+
+def test_requires_grad() -> None:
+    x = torch.randn(5, 5)
+    y = torch.randn(5, 5)
+    z = torch.randn(5, 5, requires_grad=True)
+    a = x + y
+    assert not a.requires_grad
+    b = a + z
+    assert b.requires_grad
+    b.backward(torch.ones(5, 5))
+
+
+def test_requires_grad_() -> None:
+    x = torch.randn(5, 5)
+    y = torch.randn(5, 5, requires_grad=True)
+    assert x is x.requires_grad_()
+    assert x.requires_grad
+    assert y is y.requires_grad_()
+    assert y.requires_grad
+    assert x is x.requires_grad_(True)
+    assert x.requires_grad
+    assert y is y.requires_grad_(True)
+    assert y.requires_grad
+    z = x * y
+    with pytest.raises(RuntimeError):
+        z.requires_grad_(False)
+    assert z is z.requires_grad_()
+    assert z.requires_grad
+    assert z is z.requires_grad_(True)
+    assert z.requires_grad
+
+    assert x is x.requires_grad_(False)
+    assert not x.requires_grad
+    assert y is y.requires_grad_(False)
+    assert not y.requires_grad
+
+
+def test_requires_grad_inplace() -> None:
+    a = torch.randn(5, 5)
+    b = torch.randn(5, 5, requires_grad=True)
+    a += b
+    assert a.requires_grad
+
+    a = torch.randn(5, 5) + 0
+    b = torch.randn(5, 5, requires_grad=True)
+    a += b
+    assert a.requires_grad
+
+
+def test_no_requires_grad_inplace() -> None:
+    a = torch.randn(2, 3)
+    a.add_(5)
+    a.requires_grad = True
+    a.sum().backward()
+    assert_equal(a.grad, torch.ones(2, 3))
+
+    a = torch.randn(2, 3)
+    b = a[:]
+    b.add_(5)
+    a.requires_grad = True
+    a.sum().backward()
+    assert_equal(a.grad, torch.ones(2, 3))
+
+    a = torch.randn(2, 3)
+    b = a[:]
+    a.requires_grad = True
+    with pytest.raises(RuntimeError):
+        a.add_(5)
+    with pytest.raises(RuntimeError):
+        b.add_(5)
+
+
+def test_attribute_deletion() -> None:
+    x = torch.randn((5, 5), requires_grad=True)
+    del x.grad
+    assert x.grad is None
+    with pytest.raises(RuntimeError, match="^Deleting tensor data is not allowed. Delete tensor "
+                                           "instead!$"):
+        del x.data
+    with pytest.raises(TypeError):
+        x.data = None
+    with pytest.raises(RuntimeError, match="^requires_grad must be a bool$"):
+        del x.requires_grad
+    # not ported: del x._grad_fn / x._backward_hooks (private attributes; see the report)
+
+
+def test_duplicate_backward_root() -> None:
+    a = torch.randn(5, 5, requires_grad=True)
+    b = torch.randn(5, 5, requires_grad=True)
+    x = a * b
+    grad_output = torch.randn_like(x)
+    torch.autograd.backward([x, x], [grad_output, grad_output])
+    assert_equal(a.grad, b * grad_output * 2)
+    assert_equal(b.grad, a * grad_output * 2)
+
+
+def test_backward_no_grad() -> None:
+    a = torch.randn(5, 5, requires_grad=True)
+    b = a + 2
+    with pytest.raises(RuntimeError):
+        torch.autograd.backward([b], [None])
+
+
+def test_backward_twice_with_saved_values() -> None:
+    b = torch.randn(3, requires_grad=True, dtype=torch.double)
+    c = torch.zeros(3, dtype=torch.double)
+    c[[1, 2]] = b[[1, 1]]
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double))
+    with pytest.raises(RuntimeError, match="Specify retain_graph=True"):
+        c.backward(torch.tensor([1, 1, 1], dtype=torch.double))
+
+
+def test_backward_twice_retained_graph_with_saved_values() -> None:
+    b = torch.randn(3, requires_grad=True, dtype=torch.double)
+    c = torch.zeros(3, dtype=torch.double)
+    c[[1, 2]] = b[[1, 1]]
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double), retain_graph=True)
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double))
+
+
+def test_backward_twice_without_saved_values() -> None:
+    b = torch.randn(3, requires_grad=True, dtype=torch.double)
+    c = b + 1
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double))
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double))
+
+
+def test_next_functions() -> None:
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5, 5, requires_grad=True)
+
+    a = x + y
+    assert a.grad_fn is not None
+    next_functions = a.grad_fn.next_functions
+    assert len(next_functions) == 2
+    assert type(next_functions[0][0]).__name__ == "AccumulateGrad"
+    assert next_functions[0][1] == 0
+    assert type(next_functions[1][0]).__name__ == "AccumulateGrad"
+    assert next_functions[1][1] == 0
+
+    b = a + 5
+    next_functions = b.grad_fn.next_functions
+    assert len(next_functions) == 2
+    assert next_functions[0][0] is a.grad_fn
+    assert next_functions[1][0] is None
+
+
+def test_inplace() -> None:
+    x = torch.ones(5, 5, requires_grad=True)
+    y = (torch.ones(5, 5) * 4).requires_grad_(True)
+
+    z = x * y
+    q = z + y
+    w = z * y
+    z.add_(2)
+    q.backward(torch.ones(5, 5), retain_graph=True)
+    with pytest.raises(RuntimeError):
+        w.backward(torch.ones(5, 5))
+
+    z = x * y
+    q = z * y
+    r = z + y
+    w = z.add_(y)
+    w.backward(torch.ones(5, 5), retain_graph=True)
+    r.backward(torch.ones(5, 5), retain_graph=True)
+    with pytest.raises(RuntimeError):
+        q.backward(torch.ones(5, 5))
+
+    with torch.no_grad():
+        x.grad.zero_()
+    m = x / 2
+    z = m + y / 8
+    q = z * y
+    r = z + y
+    prev_version = z._version
+    w = z.exp_()
+    assert z._version != prev_version
+    r.backward(torch.ones(5, 5), retain_graph=True)
+    assert_equal(x.grad, torch.ones(5, 5) / 2)
+    w.backward(torch.ones(5, 5), retain_graph=True)
+    assert_equal(x.grad, torch.empty(5, 5).fill_((1 + math.e) / 2))
+    with pytest.raises(RuntimeError):
+        q.backward(torch.ones(5, 5))
+
+    leaf = torch.ones(5, 5, requires_grad=True)
+    x = leaf.clone()
+    x.add_(10)
+    assert_equal(x, torch.ones(5, 5) * 11)
+    y = x + 2
+    y.backward(torch.ones(5, 5))
+    assert_equal(leaf.grad, torch.ones(5, 5))
+    z = x * y
+    x.add_(2)
+    with pytest.raises(RuntimeError):
+        z.backward(torch.ones(5, 5))
+
+
+def test_mark_non_differentiable() -> None:
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, input):
+            output = input > 0
+            ctx.mark_non_differentiable(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return (grad_output * 0).to(torch.double)
+
+    x = torch.randn(5, 5, requires_grad=True)
+    mask = MyFunction.apply(x)
+    assert not mask.requires_grad
+    y = x.masked_fill(mask, 0)
+    y.sum().backward()
+
+
+def test_mark_non_differentiable_mixed() -> None:
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, input):
+            a = input + 1
+            b = input + 2
+            ctx.mark_non_differentiable(a)
+            return a, b
+
+        @staticmethod
+        def backward(ctx, grad_a, grad_b):
+            assert (grad_a == 0).all()
+            assert (grad_b == 1).all()
+            return grad_b
+
+    x = torch.randn(5, 5, requires_grad=True)
+    a, b = MyFunction.apply(x)
+    assert not a.requires_grad
+    assert b.requires_grad
+    b.sum().backward()
+    assert_equal(x.grad, torch.ones(5, 5))
+
+
+def test_mark_non_differentiable_none() -> None:
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, input):
+            output = input.clone()
+            ctx.mark_non_differentiable(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return None
+
+    x = torch.randn(5, 5, requires_grad=True)
+    r = MyFunction.apply(x * x)
+    (r * x).sum().backward()
+
+
+def test_return_duplicate() -> None:
+    class DoubleDuplicate(Function):
+        @staticmethod
+        def forward(ctx, x):
+            output = x * 2
+            return output, output
+
+        @staticmethod
+        def backward(ctx, grad1, grad2):
+            return grad1 * 2 + grad2 * 2
+
+    def fn(x):
+        a, b = DoubleDuplicate.apply(x)
+        assert a is b
+        return a + b
+
+    x = torch.randn(5, 5, dtype=torch.double, requires_grad=True)
+    gradcheck(fn, [x])
+    gradgradcheck(fn, [x])
+
+
+def test_return_duplicate_inplace() -> None:
+    class DoubleInplace(Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x
+
+        @staticmethod
+        def backward(ctx, grad1, grad2):
+            return grad1 * 2 + grad2 * 2
+
+    def inplace_fn(x):
+        a, b = DoubleInplace.apply(x.clone())
+        assert a is b
+        return a + b
+
+    x = torch.randn(5, 5, dtype=torch.double, requires_grad=True)
+    gradcheck(inplace_fn, [x])
+    gradgradcheck(inplace_fn, [x])
+
+    with pytest.raises(RuntimeError):
+        DoubleInplace.apply(x)
+    with pytest.raises(RuntimeError):
+        DoubleInplace.apply(x.clone()[0])
+
+
+def _test_setitem(size, index):
+    x = torch.ones(*size, requires_grad=True)
+    y = x + 2
+    y_version = y._version
+    y[index] = 2
+    assert y._version != y_version
+    y.backward(torch.ones(*size))
+    expected_grad = torch.ones(*size)
+    expected_grad[index] = 0
+    assert_equal(x.grad, expected_grad)
+
+
+def _test_setitem_tensor(size, index):
+    x = torch.ones(*size, requires_grad=True)
+    y = x + 2
+    y_version = y._version
+    value = x.new(x[index].size()).fill_(7)
+    value.requires_grad = True
+    y[index] = value
+    assert y._version != y_version
+    y.backward(torch.ones(*size))
+    expected_grad_input = torch.ones(*size)
+    expected_grad_input[index] = 0
+    assert_equal(x.grad, expected_grad_input)
+    assert_equal(value.grad, torch.ones_like(value))
+
+    x = torch.randn(4, requires_grad=True)
+    y = torch.zeros(2, 3, 4)
+    y[1] = x
+    y.backward(torch.randn(2, 3, 4))
+    assert x.size() == x.grad.size()
+
+
+def test_setitem() -> None:
+    _test_setitem((5, 5), 1)
+    _test_setitem((5,), 1)
+    _test_setitem((1,), 0)
+    _test_setitem((10,), [[0, 4, 2]])
+    _test_setitem((5, 5), [[0, 4], [2, 2]])
+    _test_setitem((5, 5, 5), (slice(None), slice(None), [1, 3]))
+    _test_setitem((5, 5, 5), (slice(None), [1, 3], slice(None)))
+    _test_setitem((5, 5, 5), ([1, 3], slice(None), slice(None)))
+    _test_setitem((5, 5, 5), (slice(None), [2, 4], [1, 3]))
+    _test_setitem((5, 5, 5), ([1, 3], [2, 4], slice(None)))
+    _test_setitem_tensor((5, 5), 3)
+    _test_setitem_tensor((5, 5), [[0, 1], [1, 0]])
+    _test_setitem_tensor((5,), 3)
+    _test_setitem_tensor((5,), torch.LongTensor([3]).sum())
+    _test_setitem_tensor((5,), [[0, 1, 2, 3]])
+    _test_setitem_tensor((5, 5, 5), (slice(None), slice(None), [1, 3]))
+    _test_setitem_tensor((5, 5, 5), (slice(None), [1, 3], slice(None)))
+    _test_setitem_tensor((5, 5, 5), ([1, 3], slice(None), slice(None)))
+    _test_setitem_tensor((5, 5, 5), (slice(None), [2, 4], [1, 3]))
+    _test_setitem_tensor((5, 5, 5), ([1, 3], [2, 4], slice(None)))
+    _test_setitem_tensor((5, 5, 5), (torch.LongTensor([1, 3]), [2, 4], slice(None)))
+
+
+def test_setitem_mask() -> None:
+    mask = torch.BoolTensor(5, 5).bernoulli_()
+    _test_setitem((5, 5), mask)
+    _test_setitem((5,), mask[0])
+    _test_setitem((1,), mask[0, 0:1])
+    _test_setitem_tensor((5, 5), mask)
+    _test_setitem_tensor((5,), mask[0])
+
+
+def test_select_sum() -> None:
+    x = torch.randn(10, dtype=torch.double, requires_grad=True)
+
+    def func(x):
+        return x.select(0, 1).sum()
+
+    gradcheck(func, [x])
+    gradgradcheck(func, [x])
+
+
+def test_stack() -> None:
+    x = torch.randn(10, 10, requires_grad=True)
+    y = torch.randn(10, 10, requires_grad=True)
+    z = torch.randn(10, 10, requires_grad=True)
+    stacked = torch.stack([x, y, z], 0)
+    grad = torch.randn(3, 10, 10)
+    stacked.backward(grad)
+    assert_equal(x.grad, grad[0])
+    assert_equal(y.grad, grad[1])
+    assert_equal(z.grad, grad[2])
+
+
+def test_hstack_vstack_dstack() -> None:
+    x = torch.randn(10, 10, requires_grad=True)
+    y = torch.randn(10, 10, requires_grad=True)
+    z = torch.randn(10, 10, requires_grad=True)
+    stacked = torch.hstack([x, y, z])
+    grad = torch.randn(10, 30)
+    stacked.backward(grad)
+    assert_equal(x.grad, grad[:, 0:10])
+    assert_equal(y.grad, grad[:, 10:20])
+    assert_equal(z.grad, grad[:, 20:30])
+
+    x = torch.randn(10, requires_grad=True)
+    y = torch.randn(10, requires_grad=True)
+    z = torch.randn(10, requires_grad=True)
+    stacked = torch.hstack([x, y, z])
+    grad = torch.randn(30)
+    stacked.backward(grad)
+    assert_equal(x.grad, grad[0:10])
+    assert_equal(y.grad, grad[10:20])
+    assert_equal(z.grad, grad[20:30])
+
+    x = torch.randn(10, 10, requires_grad=True)
+    y = torch.randn(10, 10, requires_grad=True)
+    z = torch.randn(10, 10, requires_grad=True)
+    stacked = torch.vstack([x, y, z])
+    grad = torch.randn(30, 10)
+    stacked.backward(grad)
+    assert_equal(x.grad, grad[0:10])
+    assert_equal(y.grad, grad[10:20])
+    assert_equal(z.grad, grad[20:30])
+
+    x = torch.randn(10, 10, requires_grad=True)
+    y = torch.randn(10, 10, requires_grad=True)
+    z = torch.randn(10, 10, requires_grad=True)
+    stacked = torch.dstack([x, y, z])
+    grad = torch.randn(10, 10, 3)
+    stacked.backward(grad)
+    assert_equal(x.grad, grad[:, :, 0])
+    assert_equal(y.grad, grad[:, :, 1])
+    assert_equal(z.grad, grad[:, :, 2])
+
+
+def test_unbind() -> None:
+    stacked = torch.randn(3, 10, 10, requires_grad=True)
+    x, y, z = stacked.unbind()
+    grad = torch.randn(3, 10, 10)
+    torch.autograd.backward([x, y, z], grad.unbind())
+    assert_equal(stacked.grad, grad)
+    for i in range(3):
+        stacked = torch.randn(3, 10, 10, requires_grad=True)
+        outs = stacked.unbind()
+        gi = grad.unbind()[i]
+        (g,) = torch.autograd.grad(outs[i], stacked, gi)
+        g_expected = torch.stack([gi if j == i else torch.zeros_like(gi) for j in range(3)],
+                                 dim=0)
+        assert_equal(g, g_expected)
+
+
+def test_put() -> None:
+    root = torch.randn(4, 5, dtype=torch.double, requires_grad=True)
+    values = torch.randn(6, dtype=torch.double, requires_grad=True)
+    idx = torch.LongTensor([1, 2, 3, -1, -2, -3])
+
+    def func(root, values):
+        x = root.clone()
+        x.put_(idx, values)
+        return x
+
+    gradcheck(func, [root, values])
+    gradgradcheck(func, [root, values])
+
+
+def test_put_accumulate() -> None:
+    root = torch.randn(4, 5, dtype=torch.double, requires_grad=True)
+    values = torch.randn(6, dtype=torch.double, requires_grad=True)
+    idx = torch.LongTensor([1, 2, 3, 1, 2, 3])
+
+    def func(root, values):
+        x = root.clone()
+        x.put_(idx, values, accumulate=True)
+        return x
+
+    gradcheck(func, [root, values])
+    gradgradcheck(func, [root, values])
+
+
+def test_fill() -> None:
+    root = torch.randn(4, 5, dtype=torch.double, requires_grad=True)
+
+    def func(root):
+        x = root.clone()
+        x.fill_(2)
+        return x
+
+    gradcheck(func, [root])
+    gradgradcheck(func, [root])
+
+
+def test_unused_output() -> None:
+    x = torch.randn(10, 10, requires_grad=True)
+    outputs = x.chunk(5)
+    o = outputs[2]
+    o = o * 4 + 2
+    o.sum().backward()
+    expected_grad = torch.zeros(10, 10)
+    expected_grad[4:6] = 4
+    assert_equal(x.grad, expected_grad)
+
+    with torch.no_grad():
+        x.grad.zero_()
+    grad_output = torch.randn(2, 10)
+    outputs = x.chunk(5)
+    outputs[0].backward(grad_output)
+    expected_grad = torch.zeros(10, 10)
+    expected_grad[:2] = grad_output
+    assert_equal(x.grad, expected_grad)
