@@ -97,6 +97,10 @@ def set_(self: Tensor, source: Any = None, storage_offset: Any = None, size: Any
                                f"\"{source.device}\".  This is no longer allowed; the devices "
                                "must match.")
         self._data = source._data
+    # PyTorch's set_ gives a leaf a new grad accumulator: a graph recorded before it reaches
+    # the old one, so grad() of that graph to the leaf finds it unused (its GradientEdge,
+    # taken before, still works)
+    self._grad_acc = None
     self._vc.v += 1
     return self
 
