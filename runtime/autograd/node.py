@@ -154,6 +154,12 @@ class Node:
         return self.__dict__.setdefault("_metadata", {})
 
     @property
+    def _input_metadata(self) -> list[Meta]:
+        """PyTorch's: what each gradient flowing into the node must look like (its shape,
+        dtype and device), one per output of the forward."""
+        return list(self.input_metas)
+
+    @property
     def next_functions(self) -> tuple[tuple[Node | None, int], ...]:
         return tuple((e.function, e.input_nr) if e else (None, 0) for e in self.next_edges)
 
