@@ -630,6 +630,9 @@ def _call_function(fn: Node, grads: list[Any]) -> list[Any]:
             r = hook(tuple(grads))
             if r is not None:
                 grads = _check_hook_tuple(hook, grads, r)
+        # the hook's tuple let go, as PyTorch's engine converts and frees it: AccumulateGrad
+        # steals a gradient only nobody else holds (the prehook's result is such)
+        r = None
     outputs = fn.apply(grads)
     outputs = validate_outputs(fn, outputs)
     if fn._post_hooks:
