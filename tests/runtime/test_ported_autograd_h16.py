@@ -1634,3 +1634,918 @@ def test_unused_output() -> None:
     expected_grad = torch.zeros(10, 10)
     expected_grad[:2] = grad_output
     assert_equal(x.grad, expected_grad)
+
+
+def test_custom_function_no_tensors() -> None:
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, t1, t2, scale, t3):
+            t4 = t1 + t2 * t3
+            t5 = t1 * t2 + t3
+            t4 *= scale
+            t5 *= scale
+            return scale, t4, None, True, t5, "bar", t1
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, *args):
+            return (args[0], args[1], None, args[2])
+
+    t1, t2, t3 = 0.25, 0.5, 0.75
+    scale = 3
+    res = MyFunction.apply(t1, t2, scale, t3)
+    assert res[0] == scale
+    assert res[1] == (t1 + t2 * t3) * scale
+    assert res[2] is None
+    assert res[3] is True
+    assert res[4] == (t1 * t2 + t3) * scale
+    assert res[5] == "bar"
+    assert res[6] == t1
+
+
+def test_unrelated_inputs() -> None:
+    def my_function(x, y):
+        return x * x
+
+    x = torch.rand(10, dtype=torch.double, requires_grad=True)
+    y = torch.rand(10, dtype=torch.double, requires_grad=True)
+    gradcheck(my_function, (x, y))
+    gradgradcheck(my_function, (x, y))
+
+
+def test_custom_function_vmap_defaults() -> None:
+    class MySquare(Function):
+        @staticmethod
+        def forward(x):
+            return x ** 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            ctx.save_for_backward(x)
+
+        @staticmethod
+        def backward(ctx, gO):
+            (x,) = ctx.saved_tensors
+            return gO * 2 * x
+
+    assert not MySquare.generate_vmap_rule
+    assert hasattr(MySquare, "vmap")
+
+
+def test_custom_function_setup_context_simple() -> None:
+    class MySquare(Function):
+        @staticmethod
+        def forward(x):
+            return x ** 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            ctx.save_for_backward(x)
+
+        @staticmethod
+        def backward(ctx, gO):
+            (x,) = ctx.saved_tensors
+            return gO * 2 * x
+
+    x = torch.randn([], requires_grad=True)
+    y = MySquare.apply(x)
+    (gx,) = torch.autograd.grad(y, x)
+    assert_equal(gx, 2 * x)
+
+
+def test_custom_function_setup_context_multi_output() -> None:
+    class MySquare(Function):
+        @staticmethod
+        def forward(x):
+            two_x = x.item() * 2
+            return x ** 2, two_x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            (x,) = inputs
+            _, two_x = output
+            ctx.two_x = two_x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, gO, _):
+            return gO * ctx.two_x
+
+    x = torch.randn([], requires_grad=True)
+    y, _ = MySquare.apply(x)
+    (gx,) = torch.autograd.grad(y, x)
+    assert_equal(gx, 2 * x)
+
+
+def test_custom_function_setup_context_multi_input() -> None:
+    class MyReshape(Function):
+        @staticmethod
+        def forward(x, shape, scale_forward, scale_backward):
+            return x.reshape(shape) * scale_forward
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, shape, scale_forward, scale_backward = inputs
+            ctx.scale_backward = scale_backward
+            ctx.x_shape = x.shape
+
+        @staticmethod
+        def backward(ctx, gO):
+            return gO.reshape(ctx.x_shape) * ctx.scale_backward, None, None, None
+
+    class MyReshapeRef(Function):
+        @staticmethod
+        def forward(ctx, x, shape, scale_forward, scale_backward):
+            ctx.scale_backward = scale_backward
+            ctx.x_shape = x.shape
+            return x.reshape(shape) * scale_forward
+
+        @staticmethod
+        def backward(ctx, gO):
+            return gO.reshape(ctx.x_shape) * ctx.scale_backward, None, None, None
+
+    def test(x, shape, scale_forward, scale_backward):
+        y = MyReshape.apply(x, shape, scale_forward, scale_backward).sum()
+        (gx,) = torch.autograd.grad(y, x)
+        y_expected = MyReshapeRef.apply(x, shape, scale_forward, scale_backward).sum()
+        (gx_expected,) = torch.autograd.grad(y_expected, x)
+        assert_equal(y_expected, y)
+        assert_equal(gx_expected, gx)
+
+    test(torch.randn(24, requires_grad=True), (3, 8), 7, 11)
+    test(torch.randn(2, 3, 4, requires_grad=True), (6, 4), -1, 2)
+
+
+def test_grad_to_node_set() -> None:
+    x = torch.rand(2, requires_grad=True)
+    x_edge = torch.autograd.graph.get_gradient_edge(x)
+    out = x.clone()
+
+    with torch.no_grad():
+        x.set_(torch.rand_like(x))
+
+    with pytest.raises(RuntimeError, match="to not have been used in the graph"):
+        torch.autograd.grad(out.sum(), x)
+    torch.autograd.grad(out.sum(), x_edge)
+
+
+def test_grad_to_node_inplace() -> None:
+    x = torch.rand(2, requires_grad=True).clone()
+    x_edge = torch.autograd.graph.get_gradient_edge(x)
+    x *= 2
+    g_old, g_new = torch.autograd.grad(x.sum(), (x_edge, x))
+    assert_equal(g_old, 2 * torch.ones_like(x))
+    assert_equal(g_new, torch.ones_like(x))
+
+
+def test_grad_to_node_multi() -> None:
+    GradientEdge = torch.autograd.graph.GradientEdge
+    x = torch.rand(2, requires_grad=True).clone()
+    y = torch.rand(2, requires_grad=True).clone()
+    out = x + y
+    ref = torch.autograd.grad(out.sum(), (x, y))
+    inp_edges = (GradientEdge(x.grad_fn, x.output_nr), GradientEdge(y.grad_fn, y.output_nr))
+    new = torch.autograd.grad(out.sum(), inp_edges)
+    assert_equal(ref, new)
+
+
+def test_grad_to_node_materialize() -> None:
+    GradientEdge = torch.autograd.graph.GradientEdge
+    x = torch.rand(2, requires_grad=True).clone()
+    edge_x = GradientEdge(x.grad_fn, x.output_nr)
+    y = torch.rand(2, requires_grad=True).clone()
+    edge_y = GradientEdge(y.grad_fn, y.output_nr)
+    out = x.clone()
+
+    torch.autograd.grad(out.sum(), (edge_x, y), allow_unused=True, materialize_grads=True)
+    torch.autograd.grad(out.sum(), (x, y), allow_unused=True, materialize_grads=True)
+    torch.autograd.grad(out.sum(), (x, edge_y), allow_unused=True)
+    with pytest.raises(RuntimeError, match="materialize_grads cannot be used when the given "
+                                           "input is a GradientEdge"):
+        torch.autograd.grad(out.sum(), (x, edge_y), allow_unused=True, materialize_grads=True)
+
+
+def test_backward_to_node() -> None:
+    GradientEdge = torch.autograd.graph.GradientEdge
+    x = torch.rand(2, requires_grad=True).clone()
+    edge_x = GradientEdge(x.grad_fn, x.output_nr)
+    y = torch.rand(2, requires_grad=True).clone()
+    edge_y = GradientEdge(y.grad_fn, y.output_nr)
+    out = x.clone()
+    torch.autograd.backward(out.sum(), inputs=(edge_x, y))
+    torch.autograd.backward(out.sum(), inputs=(x, y))
+    torch.autograd.backward(out.sum(), inputs=(x, edge_y))
+    torch.autograd.backward(out.sum(), inputs=(edge_x, edge_y))
+
+
+def test_grad_fn_input_metadata() -> None:
+    x = torch.rand(2, requires_grad=True, dtype=torch.float32)
+    y = torch.rand(2, requires_grad=True, dtype=torch.float32)
+    z = x * y
+    z_metadata = z.grad_fn._input_metadata[0]
+    assert tuple(z_metadata.shape) == (2,)
+    assert z_metadata.dtype == torch.float32
+
+    b = torch.rand(3, 3, requires_grad=True)
+    var, _ = torch.var_mean(b, dim=0)
+    metadata_0 = var.grad_fn._input_metadata[0]
+    metadata_1 = var.grad_fn._input_metadata[1]
+    assert tuple(metadata_0.shape) == (3,)
+    assert tuple(metadata_1.shape) == (3,)
+
+    class Test(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    x = torch.randn(3, 3, requires_grad=True)
+    x = Test.apply(x)
+    metadata = x.grad_fn._input_metadata[0]
+    assert tuple(metadata.shape) == (3, 3)
+
+
+def test_gradient_edge_output() -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def fn(x, reduce=True):
+        tmp = x.sin().cos()
+        if reduce:
+            tmp = tmp.sum()
+        out = tmp.exp().clone().sin().sum()
+        tmp_edge = torch.autograd.graph.get_gradient_edge(tmp)
+        return out, tmp_edge
+
+    out, tmp_edge = fn(x)
+    (tmp_grad,) = torch.autograd.grad(out, (tmp_edge,))
+    (x_grad,) = torch.autograd.grad(tmp_edge, (x,), grad_outputs=(tmp_grad,))
+    out, _ = fn(x)
+    (x_grad_ref,) = torch.autograd.grad(out, (x,))
+    assert_equal(x_grad, x_grad_ref)
+
+    out, tmp_edge = fn(x, reduce=False)
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar "
+                                           "output"):
+        torch.autograd.grad(tmp_edge, (x,))
+
+    out, tmp_edge = fn(x, reduce=True)
+    torch.autograd.grad(tmp_edge, (x,))
+
+    out, tmp_edge = fn(x)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        torch.autograd.grad(tmp_edge, (x,), grad_outputs=torch.tensor([1.0, 2.0, 3.0, 4.0]))
+
+    out, tmp_edge = fn(x)
+    torch.autograd.backward(tmp_edge, retain_graph=True)
+    (x_grad_ref,) = torch.autograd.grad(tmp_edge, (x,), retain_graph=True)
+    assert_equal(x.grad, x_grad_ref)
+
+    x.grad = None
+    torch.autograd.backward((tmp_edge,), retain_graph=True)
+    assert_equal(x.grad, x_grad_ref)
+
+    out1, tmp_edge1 = fn(x)
+    out2, tmp_edge2 = fn(x)
+    (x_grad_ref,) = torch.autograd.grad((tmp_edge1, out2), (x,), retain_graph=True)
+    x.grad = None
+    torch.autograd.backward((tmp_edge1, out2), retain_graph=True)
+    assert_equal(x.grad, x_grad_ref)
+
+    out, tmp_edge = fn(x)
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        torch.autograd.backward(tmp_edge, inputs=(x,),
+                                grad_tensors=torch.tensor([1.0, 2.0, 3.0, 4.0]))
+
+
+def test_gradient_edge_graph_ownership() -> None:
+    class Clone(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, gX):
+            return gX.clone()
+
+    inp = torch.rand(1, requires_grad=True).clone()
+    out = inp.clone()
+    edge = torch.autograd.graph.get_gradient_edge(out)
+    torch.autograd.backward(edge)
+    del out
+    torch.autograd.backward(edge)
+
+    out = Clone.apply(inp)
+    edge = torch.autograd.graph.get_gradient_edge(out)
+    torch.autograd.backward(edge)
+    del out
+    torch.autograd.backward(edge)
+
+
+def test_grad_materialize_grads() -> None:
+    x = torch.tensor(0.5, requires_grad=True)
+    a = torch.tensor(1.0, requires_grad=True)
+    y = x * a
+    dydx = torch.autograd.grad(y, x, create_graph=True)
+    d2ydx2_none = torch.autograd.grad(dydx, x, create_graph=True, allow_unused=True)
+    d2ydx2 = torch.autograd.grad(dydx, x, create_graph=True, allow_unused=True,
+                                 materialize_grads=True)
+    d3ydx3 = torch.autograd.grad(d2ydx2, x, materialize_grads=True)
+    assert d2ydx2_none[0] is None
+    assert d2ydx2[0].item() == 0
+    assert d3ydx3[0].item() == 0
+    with pytest.raises(ValueError, match="Expected allow_unused to be True or not passed when"):
+        torch.autograd.grad(y, x, allow_unused=False, materialize_grads=True)
+
+
+def test_post_accumulate_grad_hook_on_non_leaf() -> None:
+    def hook(tensor):
+        tensor.sub_(1.0)
+
+    leaf = torch.rand(3, requires_grad=True)
+    non_leaf = 2.0 * leaf
+    with pytest.raises(RuntimeError, match="post accumulate grad hooks cannot be registered on "
+                                           "non-leaf tensors"):
+        non_leaf.register_post_accumulate_grad_hook(hook)
+
+
+def test_post_accumulate_grad_hook_multiple_hooks() -> None:
+    def hook1(tensor):
+        tensor.sub_(tensor.grad)
+
+    def hook2(tensor):
+        tensor.mul_(4.0)
+
+    tensor = torch.rand(3, requires_grad=True)
+    tensor_ref = tensor.detach().clone()
+    tensor.register_post_accumulate_grad_hook(hook1)
+    tensor.register_post_accumulate_grad_hook(hook2)
+    sum = tensor.sum()
+    sum.backward()
+    assert_equal(4.0 * (tensor_ref - 1.0), tensor)
+
+
+def test_post_accumulate_grad_hook_multiple_tensors() -> None:
+    def hook(tensor):
+        tensor.sub_(tensor.grad)
+
+    tensor1 = torch.rand(3, requires_grad=True)
+    tensor1_ref = tensor1.detach().clone()
+    tensor2 = torch.rand(5, requires_grad=True)
+    tensor2_ref = tensor2.detach().clone()
+    tensor1.register_post_accumulate_grad_hook(hook)
+    tensor2.register_post_accumulate_grad_hook(hook)
+    tensor1.sum().backward()
+    tensor2.sum().backward()
+    assert_equal(tensor1_ref - 1.0, tensor1)
+    assert_equal(tensor2_ref - 1.0, tensor2)
+
+
+def test_post_accumulate_grad_hook_returns_not_None() -> None:
+    def bad_hook(tensor):
+        return tensor.grad
+
+    tensor = torch.rand(2, 3, requires_grad=True)
+    tensor.register_post_accumulate_grad_hook(bad_hook)
+    with pytest.raises(RuntimeError, match="hooks should return None."):
+        tensor.sum().backward()
+
+
+def test_post_accumulate_grad_hook_e2e() -> None:
+    from copy import deepcopy
+
+    def setup_optim_in_bwd(model):
+        optims = {}
+        handles = []
+
+        def optim_step_hook(param):
+            optims[param].step()
+            optims[param].zero_grad()
+
+        for p in model.parameters():
+            optims[p] = torch.optim.Adam([p])
+            handles.append(p.register_post_accumulate_grad_hook(optim_step_hook))
+        return handles
+
+    model = torch.nn.Linear(3, 2)
+    input = torch.rand(2, 3)
+    handles = setup_optim_in_bwd(model)
+    model_copy = deepcopy(model)
+    optim_copy = torch.optim.Adam(model_copy.parameters())
+
+    iters = 5
+    for _ in range(iters):
+        loss = model(input).sum()
+        loss.backward()
+        loss_copy = model_copy(input).sum()
+        loss_copy.backward()
+        optim_copy.step()
+        optim_copy.zero_grad()
+
+    params_copy = []
+    for p_reference, p in zip(model_copy.parameters(), model.parameters()):
+        assert_equal(p_reference, p)
+        params_copy.append(p_reference.detach().clone())
+
+    for h in handles:
+        h.remove()
+
+    for _ in range(iters):
+        loss = model(input).sum()
+        loss.backward()
+        loss_copy = model_copy(input).sum()
+        loss_copy.backward()
+        optim_copy.step()
+        optim_copy.zero_grad()
+
+    for p_static, p_reference, p in zip(params_copy, model_copy.parameters(),
+                                        model.parameters()):
+        assert_equal(p_static, p)
+        assert not torch.equal(p_reference, p)
+
+
+def test_post_accumulate_grad_hook_ordering() -> None:
+    tensor = torch.rand(3, requires_grad=True)
+
+    def pre_hook(grad):
+        return grad.sub(2.0)
+
+    def acc_grad_node_pre_hook(grad_out):
+        return (grad_out[0].div(5.0),)
+
+    def post_acc_grad_hook(tensor):
+        tensor.grad.add_(0.5)
+
+    def acc_grad_node_post_hook(grad_in, grad_out):
+        tensor.grad = grad_out[0].mul(10)
+
+    acc_grad = tensor.view_as(tensor).grad_fn.next_functions[0][0]
+    tensor.register_hook(pre_hook)
+    acc_grad.register_prehook(acc_grad_node_pre_hook)
+    tensor.register_post_accumulate_grad_hook(post_acc_grad_hook)
+    acc_grad.register_hook(acc_grad_node_post_hook)
+    tensor.sum().backward()
+    assert_equal(torch.tensor([3.0, 3.0, 3.0]), tensor.grad)
+
+
+def test_prehook_ordering() -> None:
+    log = []
+
+    def hook1(g):
+        log.append(1)
+        return g * 3
+
+    def hook2(gs):
+        log.append(2)
+        return tuple(g * 2 for g in gs)
+
+    a = torch.tensor(1.0, requires_grad=True)
+    b = a.clone()
+
+    b.grad_fn.register_prehook(hook2)
+    b.register_hook(hook1)
+    b.grad_fn.register_prehook(hook2)
+
+    acc = b.grad_fn.next_functions[0][0]
+    a.register_hook(hook1)
+    acc.register_prehook(hook2)
+    a.register_hook(hook1)
+
+    b.sum().backward(retain_graph=True)
+    assert log == [1, 2, 2, 1, 1, 2]
+
+    log = []
+    torch.autograd.grad(b.sum(), inputs=(a,), retain_graph=True)
+    assert log == [1, 2, 2, 1, 1]
+
+    log = []
+    b.sum().backward(inputs=(b,))
+    assert log == [1, 2, 2]
+    assert b.grad.item() == 3
+
+
+def test_retains_grad_can_always_observe_tensor_prehook() -> None:
+    def tensor_prehook(g):
+        return g * 2
+
+    a = torch.tensor(1.0, requires_grad=True)
+    b = a.clone()
+    b.register_hook(tensor_prehook)
+    b.retain_grad()
+    b.register_hook(tensor_prehook)
+    b.clone().backward()
+    assert b.grad.item() == 4
+
+    a = torch.tensor(1.0, requires_grad=True)
+    b = a.clone()
+    b.retain_grad()
+    b.register_hook(tensor_prehook)
+    b.clone().backward()
+    assert b.grad.item() == 2
+
+
+def test_accumulate_grad_posthooks_can_observe_tensor_prehook() -> None:
+    a = torch.tensor(1.0, requires_grad=True)
+
+    def tensor_prehook(g):
+        return g * 2
+
+    def posthook(gO, gI):
+        assert torch.allclose(gI[0], a * 2)
+        assert len(gO) == 0
+
+    def prehook(gI):
+        assert torch.allclose(gI[0], a * 2)
+        assert len(gI) == 1
+
+    b = a.clone()
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(posthook)
+    acc.register_prehook(prehook)
+    a.register_hook(tensor_prehook)
+    b.backward()
+
+
+def test_accumulate_grad_posthooks_should_not_execute() -> None:
+    def tensor_prehook(g):
+        raise RuntimeError
+
+    def posthook(gO, gI):
+        raise RuntimeError
+
+    a = torch.tensor(1.0, requires_grad=True)
+    a.register_hook(tensor_prehook)
+    b = torch.tensor(1.0, requires_grad=True)
+    c = a.clone()
+    acc = c.grad_fn.next_functions[0][0]
+    acc.register_hook(posthook)
+    out = a + b + c
+    out.sum().backward(inputs=[b])
+
+
+def test_hook_edge_case_when_called_with_grad() -> None:
+    a = torch.tensor(1.0, requires_grad=True)
+    b = a * 2
+    c = b * 2
+    counts = {"tensor": 0, "pre": 0, "post": 0}
+
+    def tensor_prehook(g):
+        counts["tensor"] += 1
+
+    def prehook(g):
+        counts["pre"] += 1
+
+    def posthook(gI, gO):
+        counts["post"] += 1
+
+    a.register_hook(tensor_prehook)
+    b.register_hook(tensor_prehook)
+    acc = b.grad_fn.next_functions[0][0]
+    acc.register_hook(posthook)
+    acc.register_prehook(prehook)
+    b.grad_fn.register_hook(posthook)
+    b.grad_fn.register_prehook(prehook)
+
+    torch.autograd.grad(c, inputs=(b), retain_graph=True)
+    assert counts == {"tensor": 1, "pre": 0, "post": 0}
+    counts.update(tensor=0, pre=0, post=0)
+
+    torch.autograd.grad(c, inputs=(a, b), retain_graph=True)
+    assert counts == {"tensor": 2, "pre": 1, "post": 1}
+    counts.update(tensor=0, pre=0, post=0)
+
+    c.backward(retain_graph=True)
+    assert counts == {"tensor": 2, "pre": 2, "post": 2}
+    counts.update(tensor=0, pre=0, post=0)
+
+    c.backward(inputs=(a, b), retain_graph=True)
+    assert counts == {"tensor": 2, "pre": 2, "post": 2}
+
+
+def _get_mul2(use_custom_function):
+    if use_custom_function:
+        class Mul2(Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, gO):
+                return gO * 2
+
+        return Mul2.apply
+    return lambda x: x * 2
+
+
+def test_grad_fn_prehooks() -> None:
+    for use_custom_function in (True, False):
+        mul2 = _get_mul2(use_custom_function)
+        a = torch.tensor([1.0], requires_grad=True)
+        b = mul2(a)
+        post_counter = [0]
+        pre_counter = [0]
+
+        def posthook(grad_input, grad_output):
+            assert pre_counter[0] == 3
+            assert torch.allclose(grad_output[0], torch.ones(1) * 8)
+            assert torch.allclose(grad_input[0], torch.ones(1) * 16)
+            post_counter[0] += 1
+            return grad_input
+
+        def prehook(grad_output):
+            pre_counter[0] += 1
+            return (grad_output[0] * 2,)
+
+        b.grad_fn.register_hook(posthook)
+        b.grad_fn.register_hook(posthook)
+        b.grad_fn.register_prehook(prehook)
+        b.grad_fn.register_prehook(lambda x: None)
+        b.grad_fn.register_prehook(prehook)
+        b.grad_fn.register_prehook(prehook)
+        b.grad_fn.register_prehook(lambda x: x)
+        b.grad_fn.register_prehook(lambda x: None)
+        b.sum().backward()
+        assert post_counter[0] == 2
+        assert pre_counter[0] == 3
+
+        a = torch.rand(3, 3, requires_grad=True)
+        b = mul2(a)
+
+        def prehook2(grad_output):
+            pre_counter[0] += 1
+            return None
+
+        b.grad_fn.register_prehook(prehook2)
+        b.sum().backward()
+        assert pre_counter[0] == 4
+        assert torch.allclose(a.grad, torch.ones(3, 3) * 2)
+
+
+def test_grad_fn_prehooks_multiple_outputs() -> None:
+    b = torch.rand(3, 3, requires_grad=True)
+    var, mean = torch.var_mean(b, dim=0)
+    (var + mean).sum().backward()
+
+    a = b.detach().requires_grad_()
+    counter = [0]
+
+    def prehook(grad_output):
+        gvar, gmean = grad_output
+        counter[0] += 1
+        return (gvar * 2, gmean * 2)
+
+    var, mean = torch.var_mean(a, dim=0)
+    mean.grad_fn.register_prehook(prehook)
+    (var + mean).sum().backward()
+    assert counter[0] == 1
+    assert torch.allclose(a.grad, b.grad * 2)
+
+    class DoubleMul2(Function):
+        @staticmethod
+        def forward(ctx, x, a, y):
+            ctx.a = a
+            return a * x * 2, a, a * y * 2
+
+        @staticmethod
+        def backward(ctx, g1, _a, g2):
+            return ctx.a * g1 * 2, None, ctx.a * g2 * 2
+
+    counter = [0]
+
+    def prehook2(grad_output):
+        g1, ga, g2 = grad_output
+        assert ga is None
+        counter[0] += 1
+        return (g1 * 2, None, g2 * 2)
+
+    a = torch.randn(3, 3, requires_grad=True)
+    b = torch.randn(3, 3, requires_grad=True)
+    k = 3
+    c, _, d = DoubleMul2.apply(a, k, b)
+    c.grad_fn.register_prehook(prehook2)
+    (c + d).sum().backward()
+    assert counter[0] == 1
+    assert torch.allclose(a.grad, torch.ones(1) * 4 * k)
+    assert torch.allclose(b.grad, torch.ones(1) * 4 * k)
+
+
+def test_grad_fn_prehooks_remove_hooks() -> None:
+    for use_custom_function in (True, False):
+        mul2 = _get_mul2(use_custom_function)
+        a = torch.rand(3, 3, requires_grad=True)
+        b = mul2(a)
+        counter = [0]
+
+        def prehook(grad_output):
+            counter[0] += 1
+            return None
+
+        handle = b.grad_fn.register_prehook(prehook)
+        b.grad_fn.register_prehook(prehook)
+        handle.remove()
+        b.sum().backward()
+        assert torch.allclose(a.grad, torch.ones(3, 3) * 2)
+        assert counter[0] == 1
+
+        a = torch.rand(3, 3, requires_grad=True)
+        b = mul2(a)
+        counter = [0]
+
+        def prehook1(grad_output):
+            handle2.remove()
+            handle3.remove()
+            return None
+
+        def prehook2(grad_output):
+            counter[0] += 1
+            return None
+
+        b.grad_fn.register_prehook(prehook1)
+        handle2 = b.grad_fn.register_prehook(prehook2)
+        handle3 = b.grad_fn.register_prehook(prehook2)
+        handle3.remove()
+        b.sum().backward()
+        assert torch.allclose(a.grad, torch.ones(3, 3) * 2)
+        assert counter[0] == 1
+
+
+def test_retain_grad_inplace() -> None:
+    a = torch.tensor([1.0], requires_grad=True).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.sum().backward()
+    assert_equal(a.grad, torch.tensor([1.0]))
+
+    a = torch.tensor([1.0], requires_grad=True).clone()
+    a.retain_grad()
+    a.mul_(2)
+    a.mul_(2)
+    a.sum().backward()
+    assert_equal(a.grad, torch.tensor([1.0]))
+
+    x = torch.tensor([1.0], requires_grad=True).clone()
+    x.retain_grad()
+    x_view = x[:]
+    x_view *= 2
+    x *= 2
+    x.sum().backward()
+    assert_equal(a.grad, torch.tensor([1.0]))
+
+    x = torch.zeros(4)
+    y = x.view(2, 2)
+    y.add_(torch.randn(2, 2, requires_grad=True))
+
+
+def test_retains_grad_inplace_multiple_outputs() -> None:
+    from functools import partial
+
+    class DoubleMul(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    var_mean = partial(torch.var_mean, dim=0)
+    for fn in (DoubleMul.apply, var_mean):
+        b = torch.rand(3, 3, requires_grad=True)
+        var, mean = fn(b)
+        var.retain_grad()
+        mean.retain_grad()
+        var.mul_(2)
+        (var + mean).sum().backward()
+        gvar = var.grad
+        gmean = mean.grad
+
+        a = b.detach().requires_grad_(True)
+        var, mean = fn(a)
+        var.mul_(2)
+        out = (var + mean).sum()
+        gvar_expected, gmean_expected = torch.autograd.grad(out, inputs=(var, mean))
+        assert torch.allclose(gvar, gvar_expected)
+        assert torch.allclose(gmean, gmean_expected)
+
+
+def test_retain_grad_inplace_over_view() -> None:
+    base = torch.tensor([1.0], requires_grad=True).clone()
+    view = base[:]
+    view2 = base[:]
+    view.retain_grad()
+    view2.retain_grad()
+    view.mul_(2)
+    (view + view2).sum().backward()
+    assert_equal(view.grad, view2.grad)
+    assert_equal(view.grad, torch.tensor([1.0]))
+
+
+def test_tensor_hooks_inplace() -> None:
+    count1 = [0]
+    count2 = [0]
+
+    def fn1(grad):
+        count1[0] += 1
+        assert_equal(grad, torch.tensor([4.0]))
+        return grad * 2
+
+    def fn2(grad):
+        count2[0] += 1
+        assert_equal(grad, torch.tensor([1.0]))
+        return grad * 2
+
+    a = torch.tensor([1.0], requires_grad=True)
+    b = a.clone()
+    b.register_hook(fn1)
+    b.mul_(2)
+    b.register_hook(fn2)
+    b.sum().backward()
+    assert count1[0] == 1
+    assert count2[0] == 1
+    assert_equal(a.grad, torch.tensor([8.0]))
+
+    count3 = [0]
+
+    def fn3(grad):
+        count3[0] += 1
+        assert_equal(grad, torch.tensor([4.0]))
+        return grad * 2
+
+    a = torch.tensor([1.0], requires_grad=True)
+    b = a.clone()
+    b.register_hook(fn3)
+    b.mul_(2)
+    b.mul_(2)
+    b.sum().backward()
+    assert count1[0] == 1
+    assert_equal(a.grad, torch.tensor([8.0]))
+
+
+def test_tensor_hooks_inplace_multiple_outputs() -> None:
+    from functools import partial
+
+    class DoubleMul(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    var_mean = partial(torch.var_mean, dim=0)
+    for fn in (DoubleMul.apply, var_mean):
+        counts = [0, 0, 0]
+
+        def fn0(grad):
+            counts[0] += 1
+            assert_equal(grad, torch.ones_like(out1) * 2)
+
+        def fn1(grad):
+            counts[1] += 1
+            assert_equal(grad, torch.ones_like(out1) * 3)
+
+        def fn2(grad):
+            counts[2] += 1
+            assert_equal(grad, torch.ones_like(out1))
+
+        b = torch.rand(3, 3, requires_grad=True)
+        out1, out2 = fn(b)
+        h1 = out1.register_hook(fn0)
+        h2 = out2.register_hook(fn1)
+        out1.mul_(2)
+        h3 = out1.register_hook(fn2)
+        (out1 + out2 * 3).sum().backward()
+        assert counts == [1, 1, 1]
+        h1.remove()
+        h2.remove()
+        h3.remove()
+
+
+def test_tensor_hooks_inplace_over_view() -> None:
+    count = [0]
+
+    def fn0(grad):
+        pytest.fail()
+
+    def fn1(grad):
+        pytest.fail()
+
+    def fn2(grad):
+        count[0] += 1
+        assert_equal(grad, torch.tensor([1.0]))
+
+    base = torch.tensor([1.0], requires_grad=True).clone()
+    view = base[:]
+    view2 = base[:]
+    view.register_hook(fn0)
+    view2.register_hook(fn1)
+    view.mul_(2)
+    view2.grad_fn  # noqa: B018
+    view2.register_hook(fn2)
+    (view + view2).sum().backward()
+    assert count[0] == 1
