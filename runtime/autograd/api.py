@@ -182,9 +182,12 @@ _create_graph_warned = False
 
 def _warn_create_graph_once() -> None:
     """PyTorch's engine warns once a process (TORCH_WARN_ONCE) when backward() builds a graph
-    of the gradients it accumulates into .grad."""
+    of the gradients it accumulates into .grad; every time under torch.set_warn_always(True),
+    as TORCH_WARN_ONCE does."""
+    from ..ops.settings import is_warn_always_enabled
+
     global _create_graph_warned
-    if not _create_graph_warned:
+    if not _create_graph_warned or is_warn_always_enabled():
         _create_graph_warned = True
         warnings.warn(
             "Using backward() with create_graph=True will create a reference cycle between the "
