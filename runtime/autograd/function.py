@@ -44,6 +44,13 @@ class FunctionCtx:
         self.materialize_grads = value
 
     @property
+    def saved_variables(self) -> tuple[Any, ...]:
+        """PyTorch's deprecated name for saved_tensors."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
+
+    @property
     def saved_tensors(self) -> tuple[Any, ...]:
         if self._saved is None:  # PyTorch's: until forward has returned, what
             return tuple(getattr(self, "saved_for_forward", ()))  # save_for_forward kept
