@@ -2549,3 +2549,251 @@ def test_tensor_hooks_inplace_over_view() -> None:
     view2.register_hook(fn2)
     (view + view2).sum().backward()
     assert count[0] == 1
+
+
+def test_backward_with_inputs() -> None:
+    x = torch.randn(2, 2, dtype=torch.double, requires_grad=True)
+    y = torch.randn(2, 2, dtype=torch.double, requires_grad=True)
+
+    def fn():
+        return x ** 2 + y * x + y ** 2
+
+    gradient = torch.ones(2, 2)
+    x_grad_expected = 2 * x + y
+    y_grad_expected = x + 2 * y
+
+    @torch.no_grad()
+    def reset_grad():
+        x.grad.zero_()
+        y.grad.zero_()
+
+    torch.autograd.backward(fn(), gradient, inputs=[x, y])
+    assert_equal(x.grad, x_grad_expected)
+    assert_equal(y.grad, y_grad_expected)
+
+    reset_grad()
+    torch.autograd.backward(fn(), gradient, inputs=[x])
+    assert_equal(x.grad, x_grad_expected)
+    assert_equal(y.grad, torch.zeros(2, 2))
+
+    reset_grad()
+    torch.autograd.backward(fn(), gradient, inputs=[y])
+    assert_equal(y.grad, y_grad_expected)
+    assert_equal(x.grad, torch.zeros(2, 2))
+
+    reset_grad()
+    torch.autograd.backward(fn(), gradient, inputs=y)
+    assert_equal(y.grad, y_grad_expected)
+    assert_equal(x.grad, torch.zeros(2, 2))
+
+    reset_grad()
+    with pytest.raises(RuntimeError, match="cannot be empty"):
+        torch.autograd.backward(fn(), gradient, inputs=[])
+
+
+def test_backward_with_scalar_input() -> None:
+    x = torch.randn([], dtype=torch.double, requires_grad=True)
+    out = x ** 2
+    out.backward(inputs=x)
+    assert_equal(x.grad, 2 * x)
+
+
+def test_backward_with_nonleaf_inputs() -> None:
+    x = torch.randn(2, 2, dtype=torch.double, requires_grad=True)
+    x_nonleaf = x * 1
+    y = torch.randn(2, 2, dtype=torch.double, requires_grad=True)
+    z = torch.randn(2, 2, dtype=torch.double, requires_grad=True)
+
+    out = x_nonleaf ** 2 + y * x_nonleaf + y ** 2
+    out.backward(torch.ones(2, 2, dtype=torch.double), create_graph=True,
+                 inputs=[x, y, x_nonleaf])
+    x_grad_expected = 2 * x + y
+    y_grad_expected = x + 2 * y
+    x_non_leaf_expected = 2 * x_nonleaf + y
+    assert_equal(y.grad, y_grad_expected)
+    assert_equal(x.grad, x_grad_expected)
+    assert_equal(x_nonleaf.grad, x_non_leaf_expected)
+
+    out.backward(torch.ones(2, 2, dtype=torch.double), create_graph=True, inputs=[z])
+    assert z.grad is None
+    x.grad = None
+    y.grad = None
+    x_nonleaf.grad = None
+
+
+def test_no_grad_called_on_function() -> None:
+    x = torch.ones(5, 5, requires_grad=True)
+    y = torch.ones(5, 5) * 4
+
+    def adder(x, y):
+        return x + y
+
+    for wrapped in [torch.no_grad()(adder), torch.no_grad(adder)]:
+        z = wrapped(x, y)
+        assert not z.requires_grad
+        assert z.grad_fn is None
+
+
+def test_set_grad_coroutines_benign_exceptions() -> None:
+    class RecoverableException(Exception):
+        pass
+
+    @torch.no_grad()
+    def coro_no_grad(n=10):
+        has_raised = False
+        for i in range(n):
+            try:
+                assert not torch.is_grad_enabled()
+                yield (-i if has_raised else i)
+            except RecoverableException:
+                assert not torch.is_grad_enabled()
+                has_raised = True
+
+    @torch.enable_grad()
+    def coro_enable_grad(n=10):
+        has_raised = False
+        for i in range(n):
+            try:
+                assert torch.is_grad_enabled()
+                yield (-i if has_raised else i)
+            except RecoverableException:
+                assert torch.is_grad_enabled()
+                has_raised = True
+
+    with torch.enable_grad():
+        coro = coro_no_grad()
+        assert next(coro) == 0
+        try:
+            while True:
+                r = coro.throw(RecoverableException)
+                assert r < 0
+        except StopIteration:
+            pass
+
+    with torch.no_grad():
+        coro = coro_enable_grad()
+        assert next(coro) == 0
+        try:
+            while True:
+                r = coro.throw(RecoverableException)
+                assert r < 0
+        except StopIteration:
+            pass
+
+
+def test_set_grad_coroutines_critical_exceptions() -> None:
+    class UnrecoverableException(Exception):
+        pass
+
+    class SecondaryException(Exception):
+        pass
+
+    @torch.no_grad()
+    def coro_no_grad(n=10):
+        for i in range(n):
+            try:
+                assert not torch.is_grad_enabled()
+                yield i
+            except UnrecoverableException:
+                assert not torch.is_grad_enabled()
+                raise SecondaryException from None
+
+    @torch.enable_grad()
+    def coro_enable_grad(n=10):
+        for i in range(n):
+            try:
+                assert torch.is_grad_enabled()
+                yield i
+            except UnrecoverableException:
+                assert torch.is_grad_enabled()
+                raise SecondaryException from None
+
+    with torch.enable_grad():
+        coro = coro_no_grad()
+        assert next(coro) == 0
+        with pytest.raises(SecondaryException):
+            coro.throw(UnrecoverableException)
+
+    with torch.no_grad():
+        coro = coro_enable_grad()
+        assert next(coro) == 0
+        with pytest.raises(SecondaryException):
+            coro.throw(UnrecoverableException)
+
+
+def test_backward_twice_retained_graph_without_saved_values() -> None:
+    b = torch.randn(3, requires_grad=True, dtype=torch.double)
+    c = torch.zeros(3, dtype=torch.double)
+    c[[1, 2]] = b[[1, 1]]
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double), retain_graph=True)
+    c.backward(torch.tensor([1, 1, 1], dtype=torch.double))
+
+
+def test_backward_create_graph_warns() -> None:
+    prev = torch.is_warn_always_enabled()
+    torch.set_warn_always(True)
+    try:
+        _backward_create_graph_warns()
+    finally:
+        torch.set_warn_always(prev)
+
+
+def _backward_create_graph_warns() -> None:
+    b = torch.randn(3, requires_grad=True, dtype=torch.double)
+    c = b * b
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        c.backward(torch.ones_like(c), create_graph=True)
+    b.grad = None
+    assert any("Using backward() with create_graph=True" in str(w.message) for w in ws)
+
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        torch.autograd.grad(c, b, torch.ones_like(c), create_graph=True)
+    assert not any("Using backward() with create_graph=True" in str(w.message) for w in ws)
+
+
+def test_diagonal_expanded_v() -> None:
+    value = torch.rand([])
+    v_expanded = torch.tensor(value).expand(10)
+    a = torch.rand(10, 10, dtype=torch.double, requires_grad=True)
+    (result,) = torch.autograd.grad(a.diagonal(), a, v_expanded)
+    assert_equal(result, torch.eye(10, dtype=torch.double) * value)
+
+
+def test_select_expanded_v() -> None:
+    v_expanded = torch.rand(10).expand(10, 10)
+    a = torch.rand(10, 10, 10, requires_grad=True)
+    (result,) = torch.autograd.grad(a[0], a, v_expanded)
+    expected = torch.zeros(10, 10, 10)
+    expected[0] = v_expanded
+    assert_equal(result, expected)
+
+
+def test_slice_expanded_v() -> None:
+    v_expanded = torch.rand(10, 1).expand(2, 10, 10)
+    a = torch.rand(10, 10, 10, requires_grad=True)
+    (result,) = torch.autograd.grad(a[3:5], a, v_expanded)
+    expected = torch.zeros(10, 10, 10)
+    expected[3:5] = v_expanded
+    assert_equal(result, expected)
+
+
+def test_saved_variables_deprecated() -> None:
+    class MyFunction(Function):
+        @staticmethod
+        def forward(ctx, tensor1, tensor2):
+            ctx.save_for_backward(tensor1, tensor2)
+            return tensor1 + tensor2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            var1, var2 = ctx.saved_variables
+            return (grad_output, grad_output)
+
+    with warnings.catch_warnings(record=True) as warns:
+        warnings.simplefilter("always")
+        x = torch.randn((3, 3), requires_grad=True)
+        y = torch.randn((3, 3), requires_grad=True)
+        MyFunction.apply(x, y).sum().backward()
+    assert any("deprecated" in str(w) and "saved_variables" in str(w) for w in warns)
