@@ -387,7 +387,7 @@ class Tensor:
             raise GraphBreak("Tensor.numpy() reads a tensor's value")
         if force:
             return self.detach().cpu().numpy()
-        if self._rg:
+        if self._rg and grad_mode.is_grad_enabled():  # PyTorch lets no_grad code read it
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
         if self.device != "cpu":
