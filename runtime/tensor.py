@@ -20,7 +20,7 @@ from ._tensor_str import values_str, with_suffixes
 from .autograd import grad_mode
 from .autograd.grad_mode import _inference as _inference_state
 from .autograd.node import LeafHookDict, Node, RemovableHandle, _HookDict, add_hook
-from .autograd.node import register_post_accumulate_grad_hook
+from .autograd.node import _DEFAULT_GRAD_DTYPE, register_post_accumulate_grad_hook
 from .tracing import GraphBreak, MetaArray, stands_for_number
 from .tracing import _state as _trace_state
 
@@ -82,6 +82,9 @@ class Tensor:
     # included), which forbid writing it in place with grad
     _creation: str | None = None
     _grad_acc: Any = None
+    # PyTorch's grad_dtype of a leaf: the dtype its .grad takes (None: any), set only when
+    # it differs from the default, the tensor's own dtype
+    _grad_dtype: Any = _DEFAULT_GRAD_DTYPE
     _hooks: _HookDict | None = None
     _retains_grad = False
     __array_priority__ = 1000  # numpy defers to our operators
@@ -176,6 +179,36 @@ class Tensor:
     @grad.deleter
     def grad(self) -> None:
         self.grad = None
+
+    @property
+    def grad_dtype(self) -> D.DType | None:
+        """PyTorch's: the dtype a leaf's .grad takes (gradients are cast to it), None for any
+        dtype; the tensor's own dtype unless set."""
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+        return effective_grad_dtype(self)
+
+    @grad_dtype.setter
+    def grad_dtype(self, value: D.DType | None) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+        if value is not None and not isinstance(value, D.DType):
+            raise RuntimeError("grad_dtype must be a torch.dtype or None, but got "
+                               f"{type(value).__name__}")
+        old = self._grad
+        if old is not None and value is not None and old.dtype is not value:
+            raise RuntimeError(
+                f"Cannot set grad_dtype to '{D.scalar_type_name(value)}' because there is "
+                f"already a gradient with dtype '{D.type_meta_name(old.dtype)}'. Please clear "
+                "the gradient (.grad = None) before changing grad_dtype, or ensure the new "
+                "grad_dtype matches the existing gradient's dtype.")
+        self._grad_dtype = value
+        ref = self._grad_acc
+        acc = ref() if ref is not None else None
+        if acc is not None:  # an accumulator made before checks gradients against the new one
+            from .autograd.node import Meta
+
+            acc.input_metas = [Meta(self._data.shape, value, self.device)]
 
     @property
     def requires_grad(self) -> bool:
@@ -710,6 +743,12 @@ def _eager_device(t: Tensor) -> str:
     return t.device
 
 
+def effective_grad_dtype(t: Tensor) -> D.DType | None:
+    """The dtype ``t.grad`` takes: its grad_dtype if set (None: any), else its own dtype."""
+    grad_dtype = t._grad_dtype
+    return t.dtype if grad_dtype is _DEFAULT_GRAD_DTYPE else grad_dtype
+
+
 def _check_assigned_grad(t: Tensor, g: Any, device_of: Callable[[Tensor], str]) -> None:
     """PyTorch's checks of ``t.grad = g``, in its order and with its texts."""
     if not isinstance(g, Tensor):
@@ -717,10 +756,11 @@ def _check_assigned_grad(t: Tensor, g: Any, device_of: Callable[[Tensor], str]) 
                         f"{type(g).__name__}")
     if g is t:
         raise RuntimeError("can't assign Variable as its own grad")
-    if g.dtype is not t.dtype:
+    grad_dtype = effective_grad_dtype(t)
+    if grad_dtype is not None and g.dtype is not grad_dtype:
         raise RuntimeError(
             f"attempting to assign a gradient with dtype '{D.type_meta_name(g.dtype)}' to a "
-            f"tensor with grad_dtype '{D.scalar_type_name(t.dtype)}'. The gradient must match "
+            f"tensor with grad_dtype '{D.scalar_type_name(grad_dtype)}'. The gradient must match "
             "the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
             "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set "
             "grad_dtype with caution. Diverging the dtypes of a tensor and its gradient may "

@@ -711,7 +711,7 @@ def _validate(edges: list[Edge | None], grads: list[Any], what: str) -> list[Any
                     f"{what} at index {i} - got {list(g.shape)} but expected shape compatible "
                     f"with {list(shape)}")
             g = grads[i] = sum_to(g, shape)
-        if g.dtype is not dtype:
+        if dtype is not None and g.dtype is not dtype:  # None: a leaf's grad_dtype of any
             g = grads[i] = g.to(dtype)
         if g.device != device and _trace_state.tracer is None:  # lower() may retarget
             raise RuntimeError(f"{what} at index {i} - expected device {device} but got "

@@ -337,6 +337,10 @@ class SavedTensor:
         self._packed = None
 
 
+# Tensor._grad_dtype of a tensor whose grad_dtype was never set: its own dtype
+_DEFAULT_GRAD_DTYPE: Any = object()
+
+
 class AccumulateGrad(Node):
     """Sink of a leaf: adds the incoming gradient into ``variable.grad`` (PyTorch's rules).
 
@@ -353,8 +357,11 @@ class AccumulateGrad(Node):
         self.next_edges = []
         self._seq_nr = UINT64_MAX
         self.topological_nr = 0
-        self.input_metas = [tuple.__new__(Meta, (variable._data.shape, variable.dtype,
-                                                 variable.device))]
+        grad_dtype = variable._grad_dtype  # PyTorch's grad_dtype: a class default unless set
+        self.input_metas = [tuple.__new__(Meta, (
+            variable._data.shape,
+            variable.dtype if grad_dtype is _DEFAULT_GRAD_DTYPE else grad_dtype,
+            variable.device))]
         if anomaly._global_enabled:
             self._trace = anomaly.forward_trace()
         self.variable = variable
@@ -461,7 +468,9 @@ def _clone_obey_contract(new: Tensor, var: Tensor, fill: bool = True) -> Tensor:
     xp = array_module(new.device)
     src = var._data
     # (order K: a dense array's strides, its dims' order kept)
-    out = xp.empty_like(src, order="K") if _dense_order(src) else xp.empty(src.shape, src.dtype)
+    dtype = new._data.dtype  # a grad_dtype other than the parameter's: the grad's own
+    out = (xp.empty_like(src, dtype=dtype, order="K") if _dense_order(src)
+           else xp.empty(src.shape, dtype))
     if fill:
         out[...] = new._data
     from ..tensor import Tensor
