@@ -18,6 +18,7 @@ non-static Functions, ``Variable._execution_engine``, ``assertExpected`` golden 
 
 from __future__ import annotations
 
+import gc
 import math
 import warnings
 from collections.abc import Iterator
@@ -2797,3 +2798,646 @@ def test_saved_variables_deprecated() -> None:
         y = torch.randn((3, 3), requires_grad=True)
         MyFunction.apply(x, y).sum().backward()
     assert any("deprecated" in str(w) and "saved_variables" in str(w) for w in warns)
+
+
+def test_grad_dtype() -> None:
+    leaf = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    assert leaf.grad_dtype == torch.float32
+    leaf.grad_dtype = torch.float16
+    assert leaf.grad_dtype == torch.float16
+    leaf.grad_dtype = None
+    assert leaf.grad_dtype is None
+
+    non_leaf = leaf * 2
+    assert not non_leaf.is_leaf
+    with pytest.raises(RuntimeError, match="grad_dtype can only be accessed on leaf tensors"):
+        _ = non_leaf.grad_dtype
+    with pytest.raises(RuntimeError, match="grad_dtype can only be set on leaf tensors"):
+        non_leaf.grad_dtype = torch.float16
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    x.grad = torch.tensor([1.0, 1.0], dtype=torch.float32)
+    assert x.grad.dtype == torch.float32
+    x.grad = None
+    x.grad_dtype = torch.float16
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient with dtype.*float.*"
+                                           "to a tensor with grad_dtype.*Half"):
+        x.grad = torch.tensor([1.0, 1.0], dtype=torch.float32)
+
+    x.grad = None
+    x.grad_dtype = None
+    x.grad = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    assert x.grad.dtype == torch.float64
+
+    class MismatchedGradientFunction(Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp * 2
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output.to(torch.float64)
+
+    d = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    MismatchedGradientFunction.apply(d).sum().backward()
+    assert d.grad.dtype == torch.float32
+    assert torch.allclose(d.grad, torch.tensor([1.0, 1.0], dtype=torch.float32))
+
+    e = torch.tensor([3.0, 4.0], dtype=torch.float32, requires_grad=True)
+    e.grad_dtype = None
+    MismatchedGradientFunction.apply(e).sum().backward()
+    assert e.grad.dtype == torch.float64
+
+    f = torch.tensor([5.0, 6.0], dtype=torch.float32, requires_grad=True)
+    f.grad_dtype = torch.float16
+    MismatchedGradientFunction.apply(f).sum().backward()
+    assert f.grad.dtype == torch.float16
+
+    g = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    g.grad = torch.tensor([1.0, 1.0], dtype=torch.float32)
+    g.grad_dtype = torch.float32
+    assert g.grad_dtype == torch.float32
+    with pytest.raises(RuntimeError, match="Cannot set grad_dtype.*because there is already a "
+                                           "gradient"):
+        g.grad_dtype = torch.float16
+    g.grad_dtype = None
+    assert g.grad_dtype is None
+    g.grad = None
+    g.grad_dtype = torch.float16
+    assert g.grad_dtype == torch.float16
+
+    h = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    _ = h.clone()
+    h.grad_dtype = None
+    MismatchedGradientFunction.apply(h).sum().backward()
+    assert h.grad.dtype == torch.float64
+
+    k = torch.tensor([1.0, 2.0], dtype=torch.float32, requires_grad=True)
+    k.grad_dtype = None
+    (k * 2).sum().backward()
+    k.grad = k.grad.to(torch.bfloat16)
+    assert k.grad.dtype == torch.bfloat16
+
+    m = torch.tensor([3.0, 4.0], requires_grad=True, dtype=torch.bfloat16)
+    m.grad_dtype = None
+    (m * 2).sum().backward()
+    m.grad = m.grad.to(torch.float32)
+    (m * 3).sum().backward()
+    assert m.grad.dtype == torch.float32
+    assert_equal(m.grad, torch.tensor([5.0, 5.0], dtype=torch.float32))
+
+    # not in PyTorch's test: a grad_dtype wider than the tensor's, and a bad one
+    n = torch.tensor([1.0], dtype=torch.float32, requires_grad=True)
+    n.grad_dtype = torch.float64
+    (n * 2).sum().backward()
+    assert n.grad.dtype == torch.float64
+    with pytest.raises(RuntimeError, match="^grad_dtype must be a torch.dtype or None, but got "
+                                           "str$"):
+        n.grad_dtype = "x"
+
+
+def test_naughty_autograd_function_attribute_access() -> None:
+    class Id(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_x):
+            return grad_x
+
+    with pytest.warns(DeprecationWarning, match="should not be instantiated"):
+        f = Id()
+    assert isinstance(f, Id)
+    x = torch.zeros(1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="non-static forward method is deprecated"):
+        f(x)
+    t = Id.apply(x)
+    assert t.grad_fn.name() == "IdBackward"
+
+
+def test_custom_autograd_repeated_grad_grad() -> None:
+    def mult1(x):
+        return x.prod(dim=-1).prod(dim=-1)
+
+    class Mult(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = mult1(x)
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return (grad_output * y)[:, None, None] / x
+
+    mult2 = Mult.apply
+
+    def check_gradgrad_repeated(x, y):
+        (gy,) = torch.autograd.grad(y[0], x, create_graph=True)
+        (ggy_1,) = torch.autograd.grad(gy[0, 0, 0], x, retain_graph=True)
+        (gy,) = torch.autograd.grad(y[0], x, create_graph=True)
+        (ggy_2,) = torch.autograd.grad(gy[0, 0, 0], x, retain_graph=True)
+        assert_equal(ggy_1[0, 0, 1], ggy_2[0, 0, 1])
+
+    x = torch.ones(2, 4, 4).requires_grad_()
+    check_gradgrad_repeated(x, mult1(x))
+    check_gradgrad_repeated(x, mult2(x))
+
+
+def test_custom_autograd_no_early_free() -> None:
+    class Double(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x ** 2
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, _ = ctx.saved_tensors
+            return grad_output * 2 * x
+
+    class Double2(Double):
+        @staticmethod
+        def backward(ctx, grad_output):
+            x, y = ctx.saved_tensors
+            return grad_output * 2 * y / x
+
+    double = Double.apply
+    double2 = Double2.apply
+    x = torch.tensor(2).double().requires_grad_()
+    assert gradcheck(double, x)
+    assert gradgradcheck(double, x)
+    assert gradcheck(double2, x)
+    assert gradgradcheck(double2, x)
+
+    y = double(x)
+    torch.autograd.grad(y, x, create_graph=True)
+    torch.autograd.grad(y, x)
+
+    y = double2(x)
+    torch.autograd.grad(y, x, create_graph=True)
+    torch.autograd.grad(y, x)
+
+
+def test_custom_autograd_ac_early_stop() -> None:
+    import weakref
+
+    refs = []
+
+    class Test(Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.clone()
+            ctx.save_for_backward(y)
+            refs.append(weakref.ref(y))
+            return y
+
+        @staticmethod
+        def backward(ctx, *args):
+            _ = ctx.saved_tensors
+            return None
+
+    def fn(inp):
+        return Test.apply(inp)
+
+    inp = torch.randn(5, 5, requires_grad=True)
+
+    def scope():
+        out = torch.utils.checkpoint.checkpoint(fn, inp, use_reentrant=False)
+        out.sum().backward()
+
+    scope()
+    for ref in refs:
+        assert ref() is None
+
+
+def test_detach() -> None:
+    x = torch.randn(10, 10, requires_grad=True)
+    y = x + 2
+    y = y.detach()
+    z = y * 4 + 2
+    assert not y.requires_grad
+    assert not z.requires_grad
+
+    x = torch.randn(10, 10, requires_grad=True)
+    y = x * 2
+    y = y.detach()
+    assert not y.requires_grad
+    assert y.grad_fn is None
+    z = x + y
+    z.sum().backward()
+    assert_equal(x.grad, torch.ones(10, 10))
+
+    x = torch.randn(10, 10, requires_grad=True)
+    y = torch.randn(10, 10, requires_grad=True)
+    a = x * 2
+    (y + a).sum().backward(retain_graph=True)
+    a.detach_()
+    assert not a.requires_grad
+    (y + a).sum().backward()
+    assert_equal(x.grad, torch.ones(10, 10) * 2)
+    assert_equal(y.grad, torch.ones(10, 10) * 2)
+
+    view = x.narrow(0, 1, 4)
+    with pytest.raises(RuntimeError, match="view"):
+        view.detach_()
+
+
+def test_detach_base() -> None:
+    x = torch.randn(10, 10, requires_grad=True)
+    view = x.narrow(0, 1, 4)
+    x.detach_()
+    assert not x.requires_grad
+    assert view.requires_grad
+    assert view.grad_fn is not None
+    assert view._base is x
+
+
+def test_detach_then_inplace_raises_in_autograd() -> None:
+    x = torch.randn([], requires_grad=True)
+    y = x ** 2
+    z = x.detach()
+    z.zero_()
+    with pytest.raises(RuntimeError, match="has been modified by an inplace"):
+        y.backward()
+
+
+def test_type_conversion_backward() -> None:
+    fvar = torch.randn(5, 5).float().requires_grad_(True)
+    fvar.double().sum().backward()
+    assert_equal(fvar.grad, torch.ones_like(fvar))
+    assert fvar.grad.dtype == torch.float32
+    dvar = torch.randn(5, 5).double().requires_grad_(True)
+    dvar.float().sum().backward()
+    assert_equal(dvar.grad, torch.ones_like(dvar))
+    assert dvar.grad.dtype == torch.float64
+
+
+def test_isolated_node() -> None:
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5, 5, requires_grad=True)
+    a = x + y
+    b = torch.max(a, 1, True)[1].repeat(1, 5).double()
+    o = (b + a).sum()
+    o.backward()
+
+
+def test_numpy_requires_grad() -> None:
+    x = torch.randn(2, 2, requires_grad=True)
+    err_msg_outputs = (r"Can't call numpy\(\) on Tensor that requires grad. Use "
+                       r"tensor.detach\(\).numpy\(\) instead.")
+    with pytest.raises(RuntimeError, match=err_msg_outputs):
+        x.numpy()
+    with torch.no_grad():
+        x.numpy()
+    x = torch.randn(2, 2)
+    x.numpy()
+    with torch.no_grad():
+        x.numpy()
+
+
+def test_return_leaf() -> None:
+    class Identity(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a, a + b
+
+        @staticmethod
+        def backward(ctx, grad_a, grad_b):
+            return grad_a + grad_b, grad_b
+
+    hook_called = [False]
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5, 5, requires_grad=True)
+    q, p = Identity.apply(x, y)
+
+    def hook(grad):
+        hook_called[0] = True
+        assert_equal(grad, torch.ones(5, 5))
+
+    q.register_hook(hook)
+    (q + p + x).sum().backward()
+    assert_equal(x.grad, torch.ones(5, 5) * 3)
+    assert_equal(y.grad, torch.ones(5, 5))
+    assert hook_called[0]
+
+
+def test_return_leaf_inplace() -> None:
+    class Inplace(Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.mark_dirty(a)
+            return a.add_(b), b + 2
+
+        @staticmethod
+        def backward(ctx, grad_a, grad_b):
+            return grad_a, grad_a + grad_b
+
+    x = torch.randn(5, 5)
+    y = torch.randn(5, 5, requires_grad=True)
+    q, p = Inplace.apply(x, y)
+    assert q is x
+    assert q.grad_fn.__class__ is Inplace._backward_cls
+    assert q.requires_grad
+    q.sum().backward()
+    assert_equal(y.grad, torch.ones(5, 5))
+
+
+def test_leaf_assignment() -> None:
+    x = torch.randn(5, 5)
+    y = torch.randn(5, requires_grad=True)
+    z = torch.randn(5, requires_grad=True)
+    x[0] = y
+    x[1] = 2 * z
+    assert x.requires_grad
+    assert x.grad_fn is not None
+    x.sum().backward()
+    assert_equal(y.grad, torch.ones(5))
+    assert_equal(z.grad, torch.ones(5) * 2)
+
+
+def test_no_grad_assignment() -> None:
+    x = torch.randn(5, 5, requires_grad=True)
+    y = torch.randn(5)
+    with torch.no_grad():
+        x[0] = y
+    assert x.requires_grad
+    assert x.grad_fn is None
+
+
+def test_no_grad_modifies_version() -> None:
+    x = torch.randn(5, requires_grad=True)
+    y = torch.randn(5, requires_grad=True)
+    z = (x * y).sum()
+    with torch.no_grad():
+        x *= 2
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        z.backward()
+
+
+def test_increment_version() -> None:
+    a = torch.rand(5, requires_grad=True)
+    v = a._version
+    torch.autograd.graph.increment_version(a)
+    assert a._version == v + 1
+
+    a = torch.zeros(5, dtype=torch.int)
+    v = a._version
+    torch.autograd.graph.increment_version(a)
+    assert a._version == v + 1
+
+    with torch.inference_mode():
+        a = torch.rand(5, requires_grad=True)
+        torch.autograd.graph.increment_version(a)
+    torch.autograd.graph.increment_version(a)
+
+
+def test_no_grad_input() -> None:
+    class MyFunction(Function):
+        @staticmethod
+        def forward(self, x):
+            return x
+
+        @staticmethod
+        def backward(self, grad_output):
+            return grad_output
+
+    x = torch.randn(5, requires_grad=True)
+    with torch.no_grad():
+        y = MyFunction.apply(x)
+    assert x.requires_grad
+    assert y.grad_fn is None
+
+
+def test_backward_copy() -> None:
+    x = torch.ones(5, 5, requires_grad=True)
+    y = torch.ones(5, 5, requires_grad=True)
+    a = x + 2
+    b = y + 2
+    c = x + 2
+    add1 = a + b
+    add2 = add1 + c
+    for _ in range(4):
+        a = a * 2
+        b = b * 2
+        c = c * 2
+    branch = a + b + c
+    out = add2 + branch
+    grad_output = torch.ones(5, 5)
+    out.backward(grad_output)
+    assert_equal(x.grad, torch.ones(5, 5) * 34)
+    assert_equal(y.grad, torch.ones(5, 5) * 17)
+
+
+def test_save_none_for_backward() -> None:
+    class MyFn(Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(None, input, None)
+            return input * input
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            n1, input, n2 = ctx.saved_tensors
+            assert n1 is None
+            assert n2 is None
+            return 2 * input * grad_output
+
+    x = torch.randn(5, 5, requires_grad=True)
+    y = MyFn.apply(x)
+    y.sum().backward()
+    assert_equal(x.grad, 2 * x)
+
+
+def test_too_many_grads() -> None:
+    class MyFn(Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, None, None
+
+    x = torch.randn(5, 5, requires_grad=True)
+    y = MyFn.apply(x)
+    y.sum().backward()
+    assert_equal(x.grad, torch.ones_like(x))
+
+
+def test_pickle() -> None:
+    import pickle
+
+    x = torch.randn(10, 10, requires_grad=True)
+    y = torch.randn(10, 10, requires_grad=False)
+
+    def assert_strict_equal(var1, var2):
+        assert_equal(var1, var2)
+        assert var1.requires_grad == var2.requires_grad
+
+    serialized = [pickle.dumps([x, y], protocol=p) for p in range(3)]
+    for dump in serialized:
+        xc, yc = pickle.loads(dump)
+        assert_strict_equal(xc, x)
+        assert_strict_equal(yc, y)
+
+
+def test_dep_nograd() -> None:
+    class F1(Function):
+        @staticmethod
+        def forward(ctx, input):
+            out = torch.randn(input.size())
+            ctx.mark_non_differentiable(out)
+            return input, out
+
+        @staticmethod
+        def backward(ctx, grad_output, ignored):
+            return grad_output
+
+    class F2(Function):
+        @staticmethod
+        def forward(ctx, input, ignored):
+            return input
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, None
+
+    x = torch.randn(5, requires_grad=True)
+    a, b = F1.apply(x)
+    b = b + 1
+    assert a.requires_grad
+    assert not b.requires_grad
+    c = F2.apply(a, b)
+    c.backward(torch.ones(c.size()))
+    assert_equal(x.grad, torch.ones(x.size()))
+
+
+def test_set_grad_enabled() -> None:
+    x = torch.tensor([1.0], requires_grad=True)
+    with torch.set_grad_enabled(False):
+        y = x * 2
+    assert not y.requires_grad
+    with torch.set_grad_enabled(True):
+        y = x * 2
+    assert y.requires_grad
+    with torch.set_grad_enabled(False):
+        torch.set_grad_enabled(True)
+        y = x * 2
+    assert y.requires_grad
+
+
+def test_set_grad_enabled_wraps() -> None:
+    for decorator in [True, False]:
+        with torch.enable_grad():
+            assert torch.is_grad_enabled()
+            if decorator:
+                @torch.set_grad_enabled(False)
+                def inner_func(x):
+                    return x.sin()
+            else:
+                def inner_func(x):
+                    return x.sin()
+
+                obj = torch.set_grad_enabled(False)
+                assert not torch.is_grad_enabled()
+                inner_func = obj(inner_func)
+                assert torch.is_grad_enabled()
+
+            assert torch.is_grad_enabled()
+            x = torch.zeros(1, requires_grad=True)
+            assert not inner_func(x).requires_grad
+
+
+def test_simple_reentrant() -> None:
+    y_data = torch.randn(2, 2)
+
+    class Reenter(Function):
+        @staticmethod
+        def forward(ctx, x):
+            with torch.enable_grad():
+                ctx.x = x.detach().requires_grad_(True)
+                ctx.y = y_data.detach().requires_grad_(True)
+                ctx.output_var = ctx.x * ctx.y
+            return ctx.output_var.detach()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            with torch.enable_grad():
+                ctx.output_var.sum().backward()
+            return ctx.x.grad * grad_output
+
+    x = torch.randn(2, 2, requires_grad=True)
+    out = Reenter.apply(x)
+    out.sum().backward()
+    assert_equal(x.grad, y_data)
+
+
+def test_reentrant_child_error() -> None:
+    a = torch.rand(3, 3, requires_grad=True)
+    c = a * a
+    b = torch.rand(3, 3, requires_grad=True)
+    e = b * b
+    f = SimulateBackwardError.apply(e)
+    reentrant_root = f.sum()
+
+    class ReentrantFunc(Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            reentrant_root.backward()
+            return grad
+
+    d = ReentrantFunc.apply(c)
+    with pytest.raises(Exception, match="Simulate error"):
+        d.sum().backward()
+
+
+def test_var_mean_differentiable() -> None:
+    dim = [2, 4]
+    keepdim = False
+    input1 = torch.randn(3, 4, 5, 6, 2, 3, requires_grad=True)
+    input2 = input1.detach().clone().requires_grad_(True)
+    var1, mean1 = torch.var_mean(input1, dim=dim, keepdim=keepdim)
+    var2 = input2.var(dim=dim, keepdim=keepdim)
+    mean2 = input2.mean(dim=dim, keepdim=keepdim)
+    grad = torch.randn(3, 4, 6, 3, requires_grad=True)
+
+    r1 = var1 * var1 * mean1 * mean1
+    r2 = var2 * var2 * mean2 * mean2
+    assert_equal(r1, r2, rtol=0.01, atol=0.0)
+    torch.autograd.backward(r1, grad)
+    torch.autograd.backward(r2, grad)
+    assert_equal(input1.grad, input2.grad, rtol=0.01, atol=0.0)
+
+
+def test_variable_traverse() -> None:
+    def get_out_and_unrefed_cycle():
+        inp = torch.randn(10, requires_grad=True)
+        tmp = inp.view(10, 1)
+        out = tmp.view(10)
+        my_list: list[Any] = []
+        my_list.append(tmp)
+        my_list.append(my_list)
+        return out
+
+    out = get_out_and_unrefed_cycle()
+    gc.collect()
+    out.backward(torch.randn(out.size()))
+
+
+def test_pow_zero_tensor_gradient() -> None:
+    def run_test(input_size, exponent):
+        input = torch.zeros(*input_size, requires_grad=True)
+        input.pow(exponent).sum().backward()
+        assert_equal(input.grad.abs().sum(), 0)
+
+    run_test((10,), torch.zeros(10))
+    run_test((10, 10), torch.zeros(10, 10))
+    run_test((10,), 0)
