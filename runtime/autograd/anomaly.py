@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sys
+import threading
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,15 +78,56 @@ class set_detect_anomaly:  # noqa: N801 - PyTorch's name
         _set(self.prev, self.prev_check_nan)
 
 
-def warn_error_in(name: str, trace: str | None) -> None:
-    """PyTorch's anomaly-mode warning for an error raised in a node's backward, with the
-    forward traceback the node remembered (none: made before anomaly mode was on)."""
+_evaluating = threading.local()
+
+
+def record(node: Any) -> None:
+    """Anomaly mode's metadata of a node being made: its forward traceback, and the node whose
+    backward is running when it is made (PyTorch's assign_parent), if any."""
+    node._trace = forward_trace()
+    parent = getattr(_evaluating, "node", None)
+    if parent is not None:
+        node._anomaly_parent = parent
+
+
+@contextlib.contextmanager
+def evaluating(node: Any) -> Iterator[None]:
+    """Marks ``node`` as the node whose backward runs on this thread (the parent of nodes made
+    meanwhile)."""
+    prev = getattr(_evaluating, "node", None)
+    _evaluating.node = node
+    try:
+        yield
+    finally:
+        _evaluating.node = prev
+
+
+def warn_error_in(node: Any) -> None:
+    """PyTorch's anomaly-mode warnings for an error raised in a node's backward: the forward
+    traceback the node remembered (none: made before anomaly mode was on), then the
+    traceback of each node whose backward made it (its parents). A warning that cannot be
+    issued (warnings turned into errors) goes to stderr, so the backward's own error is the
+    one raised, as PyTorch's."""
+    name, trace = node.name(), node._trace
     if trace:
-        warnings.warn(f"Error detected in {name}. Traceback of forward call that caused the "
-                      f"error:\n{trace}", stacklevel=2)
+        _warn(f"Error detected in {name}. Traceback of forward call that caused the "
+              f"error:\n{trace}")
     else:
-        warnings.warn(f"Error detected in {name}. No forward pass information available. Enable "
-                      "detect anomaly during forward pass for more information.", stacklevel=2)
+        _warn(f"Error detected in {name}. No forward pass information available. Enable "
+              "detect anomaly during forward pass for more information.")
+    parent = getattr(node, "_anomaly_parent", None)
+    while parent is not None:
+        if parent._trace:
+            _warn(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of "
+                  f"forward call that induced the previous calculation:\n{parent._trace}")
+        parent = getattr(parent, "_anomaly_parent", None)
+
+
+def _warn(msg: str) -> None:
+    try:
+        warnings.warn(msg, stacklevel=3)
+    except Warning as w:
+        print(f"{type(w).__name__}: {w}", file=sys.stderr)
 
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -486,10 +486,14 @@ class Engine:
                     grad_state.enabled = gt.create_graph
                 tls.graph_task = gt
                 try:
-                    self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
+                    if anomaly._global_enabled:  # nodes made in this backward know their parent
+                        with anomaly.evaluating(task.fn):
+                            self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
+                    else:
+                        self.evaluate_function(gt, task.fn, task.inputs)  # type: ignore[arg-type]
                 except BaseException as e:  # noqa: BLE001 - re-raised in the caller
                     if anomaly._global_enabled:
-                        anomaly.warn_error_in(task.fn.name(), task.fn._trace)
+                        anomaly.warn_error_in(task.fn)
                     gt.set_exception(e, task.fn)
                 finally:
                     tls.graph_task = outer

@@ -132,7 +132,7 @@ class Node:
         self.topological_nr = topo
         self.input_metas = input_metas
         if anomaly._global_enabled:
-            self._trace = anomaly.forward_trace()
+            anomaly.record(self)
 
     # --- identity -------------------------------------------------------------------------
     def name(self) -> str:
@@ -363,7 +363,7 @@ class AccumulateGrad(Node):
             variable.dtype if grad_dtype is _DEFAULT_GRAD_DTYPE else grad_dtype,
             variable.device))]
         if anomaly._global_enabled:
-            self._trace = anomaly.forward_trace()
+            anomaly.record(self)
         self.variable = variable
         self.lock = threading.Lock()
 

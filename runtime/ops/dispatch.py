@@ -68,7 +68,7 @@ class PrimitiveBackward(Node):
         self.topological_nr = topo
         self.input_metas = out_metas
         if anomaly._global_enabled:
-            self._trace = anomaly.forward_trace()
+            anomaly.record(self)
         self.prim = prim
         self.attrs = attrs
         self.metas = metas  # per argument: its Meta if a tensor, else the constant itself
