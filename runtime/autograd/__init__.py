@@ -11,7 +11,8 @@ from .api import backward, grad
 from .engine import Engine, GraphTask, InputBuffer, ReadyQueue, get_default_engine
 from .engine import is_checkpoint_valid as _is_checkpoint_valid  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable
-from .grad_mode import (
+from .grad_mode import (  # noqa: F401  (_unsafe_preserve_version_counter: PyTorch's private)
+    _unsafe_preserve_version_counter,
     enable_grad,
     inference_mode,
     is_grad_enabled,

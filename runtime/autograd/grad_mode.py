@@ -201,3 +201,31 @@ class inference_mode(_GradModeContext):  # noqa: N801
                 return fn(*args, **kwargs)
 
         return wrapper  # type: ignore[return-value]
+
+
+class _unsafe_preserve_version_counter:  # noqa: N801 - PyTorch's name
+    """PyTorch's context manager and decorator that hides in-place changes from autograd:
+    on exit the tensors' version counters go back to what they were on construction."""
+
+    def __init__(self, tensors: Any) -> None:
+        from ..tensor import Tensor
+
+        self.tensors = (tensors,) if isinstance(tensors, Tensor) else tensors
+        if not isinstance(self.tensors, tuple):
+            raise AssertionError("Expected tensors to be a tuple")
+        self.prev_versions = tuple(t._version for t in self.tensors)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc: object) -> None:
+        for t, version in zip(self.tensors, self.prev_versions, strict=True):
+            t._vc.v = version
+
+    def __call__(self, fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with self:
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
