@@ -155,10 +155,17 @@ def _gradcheck(func: Callable[..., Any], inputs_t: tuple[Any, ...], eps: float, 
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but "
                          "none of them have requires_grad=True.")
     for idx, t in enumerate(inputs_t):
-        if _diff_inputs((t,)) and t.dtype.name != "float64":
+        if not _diff_inputs((t,)):
+            continue
+        if t.dtype.name != "float64":
             warnings.warn(f"Input #{idx} requires gradient and is not a double precision floating "
                           "point or complex. This check will likely fail if all the inputs are "
                           "not of double precision floating point or complex. ", stacklevel=3)
+        if not all(st > 0 or n <= 1 for st, n in zip(t.stride(), t.shape)):
+            raise RuntimeError(f"The {idx}th input has a dimension with stride 0. gradcheck only "
+                               "supports inputs that are non-overlapping to be able to compute "
+                               "the numerical gradients correctly. You should call .contiguous "
+                               "on the input before passing it to gradcheck.")
     func_out = _as_tuple(func(*inputs_t))
     differentiable = [isinstance(o, Tensor) and o.requires_grad for o in func_out]
     numerical = _numerical_jacobians(func, inputs_t, eps)
