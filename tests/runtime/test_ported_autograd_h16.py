@@ -3441,3 +3441,412 @@ def test_pow_zero_tensor_gradient() -> None:
     run_test((10,), torch.zeros(10))
     run_test((10, 10), torch.zeros(10, 10))
     run_test((10,), 0)
+
+
+def test_unsafe_preserve_version_counter() -> None:
+    x = torch.ones(2, requires_grad=True).clone()
+    x.add_(1)
+    x.add_(2)
+    assert x._version == 2
+    with torch.autograd._unsafe_preserve_version_counter(x):
+        x.mul_(2)
+        x.mul_(3)
+    assert x._version == 2
+
+    y = torch.ones(2, requires_grad=True).clone()
+    with torch.autograd._unsafe_preserve_version_counter((x, y)):
+        x.mul_(2)
+        y.mul_(3)
+    assert x._version == 2
+    assert y._version == 0
+
+
+def test_inplace_on_view_saved_output() -> None:
+    dealloc = [0]
+
+    class IncrementOnDelete:
+        def __del__(self):
+            dealloc[0] += 1
+
+    def test():
+        root = torch.randn(3, 3, requires_grad=True)
+        copy = root.clone()
+        copy.grad_fn.register_hook(IncrementOnDelete())
+        view = copy.view(9)
+        torch.nn.functional.relu(view, inplace=True)
+
+    test()
+    gc.collect()
+    assert dealloc[0] == 1
+
+
+def test_inplace_on_view_leaf_errors() -> None:
+    x = torch.zeros(1, requires_grad=True)
+    y = x.view_as(x)
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is "
+                                           "being used in an in-place operation."):
+        y.add_(1)
+
+
+def test_inplace_on_view_backward() -> None:
+    net = torch.nn.Sequential(torch.nn.InstanceNorm2d(2), torch.nn.ReLU(True))
+    x = torch.tensor([[[[1.0, 1.0]]]], requires_grad=True)
+    (g,) = torch.autograd.grad(net(x).pow(2), [x], grad_outputs=x.new_ones(x.shape),
+                               create_graph=True)
+    torch.autograd.grad(g.sum(), [x])
+    assert_equal(x, torch.tensor([[[[1.0, 1.0]]]]))
+
+    inputs = torch.ones((1, 3, 16, 16), requires_grad=True)
+    tmp1 = (inputs + 1).view_as(inputs)
+    tmp2 = torch.nn.functional.threshold(tmp1, 0.0, 0.0, True)
+    prob_interpolated = torch.sigmoid(tmp2)
+    gradients = torch.autograd.grad(outputs=prob_interpolated, inputs=inputs,
+                                    grad_outputs=torch.ones(prob_interpolated.size()),
+                                    create_graph=True, retain_graph=True)[0]
+    gradient_penalty = gradients.sum()
+    gradient_penalty.backward()
+    # not ported: the name of a node of the double-backward graph (PyTorch's
+    # ThresholdBackwardBackward0; rt's threshold backward is written with primitive ops)
+
+
+def test_inplace_on_view_weak_grad_fn() -> None:
+    a = torch.arange(10.0, requires_grad=True)
+    b = a.narrow(0, 0, 2).clone().view(-1)
+    b.relu_()
+    c = b.clone()
+    del b
+    gc.collect()
+    s = c.sum()
+    s.backward()
+    assert_equal(s, torch.tensor(1.0))
+
+    a = torch.rand(10, requires_grad=True).narrow(0, 0, 10)
+    with pytest.raises(RuntimeError):
+        a.relu_()
+
+
+def test_out_variant_raises_when_inputs_require_grad() -> None:
+    a = torch.randn(2, 2, requires_grad=True)
+    b = torch.randn(2, 2, requires_grad=True)
+    x = torch.zeros_like(a)
+    with pytest.raises(RuntimeError, match="out="):
+        torch.mul(a, b, out=x)
+    with torch.no_grad():
+        torch.mul(a, b, out=x)
+        assert_equal(x, a * b)
+
+    a = torch.randn(2, 2)
+    b = torch.randn(2, 2)
+    x = torch.zeros(2, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="out="):
+        torch.mul(a, b, out=x)
+
+
+def test_anomaly_detect_nan() -> None:
+    size = 10
+
+    class MyFunc(Function):
+        @staticmethod
+        def forward(ctx, inp1, inp2, fail_0th):
+            ctx.fail_0th = fail_0th
+            return inp1.sum(0, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, gO):
+            gI = gO.clone().expand(size)
+            gI[0] = 0
+            gI[0] /= 0
+            if ctx.fail_0th:
+                return gI, None, None
+            return None, gI, None
+
+    inp = torch.rand(size, requires_grad=True)
+    out = MyFunc.apply(inp, inp, True)
+    out.backward()
+
+    inp = torch.rand(size, requires_grad=True)
+    out = MyFunc.apply(inp, inp, True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="Function 'MyFuncBackward' returned nan values "
+                                               "in its 0th output."):
+            with torch.autograd.detect_anomaly():
+                out.backward()
+    assert any("No forward pass information" in str(x.message) for x in w)
+
+    inp = torch.rand(size, requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="Function 'MyFuncBackward' returned nan values "
+                                               "in its 1th output."):
+            with torch.autograd.detect_anomaly():
+                out = MyFunc.apply(inp, inp, False)
+                out.backward()
+    assert any("MyFunc.apply" in str(x.message) for x in w)
+
+
+def test_nested_anomaly_detect_nan() -> None:
+    size = 10
+
+    class MyFunc(Function):
+        @staticmethod
+        def forward(ctx, inp1, fail_0th):
+            ctx.fail_0th = fail_0th
+            ctx.save_for_backward(inp1)
+            return inp1.sum(0, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, gO):
+            (inp,) = ctx.saved_tensors
+            fail_0th = ctx.fail_0th
+            g = gO.clone().expand(size)
+            gI = MyFunc2.apply(g * inp, g + inp, fail_0th)
+            return gI, None
+
+    class MyFunc2(Function):
+        @staticmethod
+        def forward(ctx, inp1, inp2, fail_0th):
+            ctx.fail_0th = fail_0th
+            return inp1 * 2.0 + inp2
+
+        @staticmethod
+        def backward(ctx, gO):
+            fail_0th = ctx.fail_0th
+            g1 = gO.clone()
+            g2 = gO.clone()
+            g1[0] = 0
+            g2[0] = 0
+            if fail_0th:
+                g1[0] /= 0
+            else:
+                g2[0] /= 0
+            return g1, g2, None
+
+    inp = torch.rand(size, requires_grad=True)
+    out = MyFunc.apply(inp, True)
+    (ginp,) = torch.autograd.grad(out, (inp,), create_graph=True)
+    gsum = ginp.sum()
+    gsum.backward()
+
+    inp = torch.rand(size, requires_grad=True)
+    out = MyFunc.apply(inp, True)
+    (ginp,) = torch.autograd.grad(out, (inp,), create_graph=True)
+    gsum = ginp.sum()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="Function 'MyFunc2Backward' returned nan values "
+                                               "in its 0th output."):
+            with torch.autograd.detect_anomaly():
+                gsum.backward()
+    assert "No forward pass information" in str(w[1].message)
+
+    inp = torch.rand(size, requires_grad=True)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with pytest.raises(RuntimeError, match="Function 'MyFunc2Backward' returned nan values "
+                                               "in its 1th output."):
+            with torch.autograd.detect_anomaly():
+                out = MyFunc.apply(inp, False)
+                (ginp,) = torch.autograd.grad(out, (inp,), create_graph=True)
+                gsum = ginp.sum()
+                gsum.backward()
+    assert "MyFunc2.apply" in str(w[1].message)
+    assert "MyFunc.apply" in str(w[2].message)
+
+
+def test_anomaly_grad_warnings() -> None:
+    import io
+    import sys
+
+    class StdErrDiverter:
+        def __enter__(self):
+            self.stderr_orig = sys.stderr
+            self.stderr_new = io.StringIO()
+            sys.stderr = self.stderr_new
+            return self
+
+        def __exit__(self, *args):
+            self.captured = self.stderr_new.getvalue()
+            sys.stderr = self.stderr_orig
+
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient "
+                                           "computation has been modified by an inplace "
+                                           "operation"):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            with torch.autograd.detect_anomaly():
+                a = torch.randn(5, requires_grad=True)
+                d1 = a + 1
+                d2 = d1 ** 2
+                d1 += 1
+                torch.autograd.grad(d2.sum(), a)
+
+    assert len(w) == 2
+    assert "Anomaly Detection has been enabled" in str(w[0].message)
+    assert "Error detected in PowBackward0" in str(w[1].message)
+
+    with pytest.raises(RuntimeError, match="one of the variables needed for gradient "
+                                           "computation has been modified by an inplace "
+                                           "operation"):
+        with warnings.catch_warnings(record=True) as w:
+            with torch.autograd.detect_anomaly():
+                warnings.simplefilter("error")
+                with StdErrDiverter() as s:
+                    a = torch.randn(5, requires_grad=True)
+                    d1 = a + 1
+                    d2 = d1 ** 2
+                    d1 += 1
+                    torch.autograd.grad(d2.sum(), a)
+
+    assert len(w) == 1
+    assert "Anomaly Detection has been enabled" in str(w[0].message)
+    assert "Error detected in PowBackward0" in s.captured
+
+
+def test_anomaly_assign_parent_cleanup() -> None:
+    import weakref
+
+    def get_ref():
+        x = torch.randn(2, 2, requires_grad=True)
+        t = x.exp()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with torch.autograd.detect_anomaly():
+                torch.autograd.grad(t, x, torch.ones_like(t), create_graph=True)
+
+        class Foo:
+            pass
+
+        my_obj = Foo()
+        meta_dict = t.grad_fn.metadata
+        meta_dict[0] = my_obj
+        ref = weakref.ref(my_obj)
+        return t, ref
+
+    t, ref = get_ref()
+    assert ref() is not None
+    del t
+    gc.collect()
+    assert ref() is None
+
+
+def test_anomaly_mode_no_check_nan() -> None:
+    class MyFunc(Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp.clone()
+
+        @staticmethod
+        def backward(ctx, gO):
+            return torch.tensor(float("nan")).expand(10, 10)
+
+    def run_fn(a):
+        out = MyFunc.apply(a)
+        return out.sum()
+
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        with torch.autograd.detect_anomaly(check_nan=False):
+            inp = torch.rand(10, 10, requires_grad=True)
+            out = run_fn(inp)
+            out.backward(retain_graph=True)
+            with torch.autograd.detect_anomaly(check_nan=True):
+                with pytest.raises(RuntimeError, match="Function 'MyFuncBackward' returned nan "
+                                                       "values in its 0th output."):
+                    out.backward(retain_graph=True)
+            out.backward()
+
+
+def test_no_grad_copy() -> None:
+    class MyFunc(Function):
+        static_grad_ptr = None
+
+        @staticmethod
+        def forward(ctx, inp1, inp2):
+            return inp1 + inp2
+
+        @staticmethod
+        def backward(ctx, grad):
+            MyFunc.static_grad_ptr = grad.data_ptr()
+            return grad, grad
+
+    class NonContGradFunc(Function):
+        @staticmethod
+        def forward(ctx, inp1):
+            ctx.size = inp1.size()
+            return torch.tensor([1.0])
+
+        @staticmethod
+        def backward(ctx, grad):
+            return torch.ones(1).expand(ctx.size)
+
+    a = torch.randn(5, 6, requires_grad=True)
+    b = torch.randn(5, 6, requires_grad=True)
+    NonContGradFunc.apply(MyFunc.apply(a, b)).backward()
+    assert a.grad.data_ptr() != MyFunc.static_grad_ptr
+    assert b.grad.data_ptr() != MyFunc.static_grad_ptr
+    a.grad = b.grad = None
+    MyFunc.apply(a, b)[1][0].backward()
+    p_g = MyFunc.static_grad_ptr
+    p_a = a.grad.data_ptr()
+    p_b = b.grad.data_ptr()
+    assert p_a != p_b
+    assert p_a == p_g or p_b == p_g
+
+
+def test_gradcheck_single_input() -> None:
+    def f(inp):
+        return inp.mul(5)
+
+    for fast_mode in (True, False):
+        gradcheck(f, torch.rand(10, dtype=torch.float64, requires_grad=True),
+                  fast_mode=fast_mode)
+        gradgradcheck(f, torch.rand(10, dtype=torch.float64, requires_grad=True),
+                      fast_mode=fast_mode)
+
+
+def test_gradcheck_nondeterministic() -> None:
+    class NonDetFunc(Function):
+        @staticmethod
+        def forward(ctx, x, jitter=0.0):
+            ctx._jitter = jitter
+            return x
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            return (NonDetFunc.apply(grad_out, ctx._jitter)
+                    * (1 + torch.rand_like(grad_out) * ctx._jitter), None)
+
+    for fast_mode in (True, False):
+        inp = torch.randn(5, 5, dtype=torch.double, requires_grad=True)
+        gradcheck(lambda x: NonDetFunc.apply(x, 0.0), inp, check_batched_grad=False,
+                  fast_mode=fast_mode)
+        with pytest.raises(RuntimeError, match="Backward is not reentrant"):
+            gradcheck(lambda x: NonDetFunc.apply(x, 1e-6), inp, check_batched_grad=False,
+                      fast_mode=fast_mode)
+        with pytest.raises(RuntimeError, match="Backward is not reentrant"):
+            gradgradcheck(lambda x: NonDetFunc.apply(x, 1e-12), inp, check_batched_grad=False,
+                          fast_mode=fast_mode)
+        gradcheck(lambda x: NonDetFunc.apply(x, 0.0), inp, nondet_tol=1e-5,
+                  check_batched_grad=False, fast_mode=fast_mode)
+        gradcheck(lambda x: NonDetFunc.apply(x, 1e-6), inp, nondet_tol=1e-5,
+                  check_batched_grad=False, fast_mode=fast_mode)
+        gradgradcheck(lambda x: NonDetFunc.apply(x, 1e-12), inp, nondet_tol=1e-5,
+                      check_batched_grad=False, fast_mode=fast_mode)
+
+
+def test_gradcheck_validates_inputs() -> None:
+    for fast_mode in (True, False):
+        x = torch.rand(10, requires_grad=False)
+        with pytest.raises(ValueError, match="at least one input tensor to require gradient"):
+            gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
+
+        x = torch.ones(1, dtype=torch.float32, requires_grad=True)
+        with pytest.warns(UserWarning, match="Input #0 requires gradient and is not a double "
+                                             "precision"):
+            assert gradcheck(lambda x: x, (x,), atol=1e-1, fast_mode=fast_mode)
+
+        x = torch.ones(1, dtype=torch.float64, requires_grad=True)
+        x = x.expand((2, 2))
+        with pytest.raises(RuntimeError, match="The 0th input has a dimension with stride 0"):
+            gradcheck(lambda x: x, (x,), raise_exception=False, fast_mode=fast_mode)
