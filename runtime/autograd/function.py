@@ -303,9 +303,11 @@ class Function:
                     out._creation = "multi_output"
         if node is None:
             return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
-        ctx._saved = [SavedTensor(t, t._grad_fn is node) if isinstance(t, Tensor) else None
-                      for t in ctx._to_save]
-        ctx._to_save = ()
+        try:
+            ctx._saved = [SavedTensor(t, t._grad_fn is node) if isinstance(t, Tensor) else None
+                          for t in ctx._to_save]
+        finally:  # (a pack hook may raise: a checkpoint's recomputation stopping early)
+            ctx._to_save = ()
         return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
 
 
