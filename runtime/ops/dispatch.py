@@ -112,7 +112,7 @@ class PrimitiveBackward(Node):
     def input(self, i: int) -> Any:
         s = self.saved.get(i)
         if s is not None:
-            return s.unpack(self)
+            return s.unpack(self) if s._packed is None else self._unpack_hooked(i, s)
         m = self.metas[i]
         if isinstance(m, Meta):
             raise RuntimeError(f"{self.name()}: argument {i} was not saved for backward")
@@ -121,7 +121,25 @@ class PrimitiveBackward(Node):
         return m
 
     def output(self) -> Tensor:
-        return self.saved["out"].unpack(self)
+        s = self.saved["out"]
+        return s.unpack(self) if s._packed is None else self._unpack_hooked("out", s)
+
+    def _unpack_hooked(self, key: int | str, s: SavedTensor) -> Tensor:
+        """A tensor saved through saved_tensors_hooks, unpacked once per backward run, as
+        PyTorch's node unpacks each saved variable once per call (a formula here may read
+        it twice; a checkpoint's unpack hook hands each value out once)."""
+        from ..autograd.engine import current_graph_task_id
+
+        gid = current_graph_task_id()
+        if gid == -1:  # outside a backward: every read unpacks
+            return s.unpack(self)
+        cached = self.__dict__.get("_hooked_reads")
+        if cached is None or cached[0] != gid:
+            cached = self._hooked_reads = (gid, {})
+        value = cached[1].get(key)
+        if value is None:
+            value = cached[1][key] = s.unpack(self)
+        return value
 
     def shape(self, i: int) -> tuple[int, ...]:
         return self.metas[i].shape
@@ -145,6 +163,7 @@ class PrimitiveBackward(Node):
         for s in self.saved.values():
             s.release()
         self._released = True
+        self.__dict__.pop("_hooked_reads", None)
 
 
 _NODE_CLASSES: dict[str, type[PrimitiveBackward]] = {}
