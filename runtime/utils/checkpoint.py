@@ -23,7 +23,9 @@ As PyTorch's, a reentrant checkpoint refuses to run its backward inside ``autogr
 from __future__ import annotations
 
 import contextlib
+import itertools
 import warnings
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -36,7 +38,8 @@ from ..tracing import GraphBreak, is_tracing
 from ..tracing import _state as _trace_state
 
 __all__ = ["CheckpointError", "CheckpointFunction", "check_backward_validity", "checkpoint",
-           "checkpoint_sequential", "detach_variable", "noop_context_fn"]
+           "checkpoint_sequential", "detach_variable", "noop_context_fn",
+           "set_checkpoint_debug_enabled", "set_checkpoint_early_stop"]
 
 _USE_REENTRANT_WARNING = (
     "torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
@@ -127,46 +130,187 @@ class CheckpointFunction(Function):
         return (None, None, *(x.grad if isinstance(x, Tensor) else None for x in detached))
 
 
+_DEBUG_TIP = """
+Tip: To see a more detailed error message, either pass `debug=True` to
+`torch.utils.checkpoint.checkpoint(...)` or wrap the code block
+with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to
+enable checkpoint\u2011debug mode globally.
+"""
+
+_ERR_UNPACKED_TWICE = (
+    "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked "
+    "once. If you are calling ctx.saved_tensors in backward, make sure to do so only once. "
+    "Otherwise please open an issue with details on your use case.")
+
+# PyTorch's set_checkpoint_early_stop / set_checkpoint_debug_enabled: None defers to the
+# checkpoint call's own argument
+_early_stop_override: list[bool | None] = [None]
+_debug_override: list[bool | None] = [None]
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool) -> Iterator[None]:
+    """Whether the checkpoints made inside stop their recomputation as soon as it has made
+    every tensor the backward needs (overrides ``early_stop``; needed at forward only)."""
+    prev = _early_stop_override[0]
+    _early_stop_override[0] = enable
+    try:
+        yield
+    finally:
+        _early_stop_override[0] = prev
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled: bool | None) -> Iterator[None]:
+    """Overrides the ``debug`` argument of the checkpoints made inside (None: defer to it)."""
+    prev = _debug_override[0]
+    _debug_override[0] = enabled
+    try:
+        yield
+    finally:
+        _debug_override[0] = prev
+
+
+class _Handle:
+    """One recomputed value's key: a holder keeps it until the value is unpacked."""
+
+
+class _Holder:
+    """What the forward's pack hook keeps in place of a saved tensor: per recomputation (a
+    backward's graph task, or one unpack outside any backward), the key of its value."""
+
+    def __init__(self) -> None:
+        self.handles: dict[int, _Handle | None] = {}
+
+
+class _StopRecomputation(Exception):  # noqa: N818 - PyTorch's _StopRecomputationError
+    """Raised by the recomputation's pack hook once every saved tensor is remade."""
+
+
+def _default_metadata(t: Tensor) -> dict[str, Any]:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
+_METADATA_FNS: dict[str, Callable[[Tensor], Any]] = {"default": _default_metadata,
+                                                     "none": lambda _: None}
+_outside_backward_ids = itertools.count(-2, -1)  # graph task ids are >= 0, -1 is "none"
+
+
 class _Recomputation:
-    """``use_reentrant=False``: the forward keeps each saved tensor's position; the first
-    unpack reruns the function, keeping what it saves, and every unpack takes its own."""
+    """``use_reentrant=False``, as PyTorch's _CheckpointFrame: the forward keeps a holder in
+    place of each saved tensor; the first unpack of a backward reruns the function (with the
+    forward's random and autocast state), keeping what it saves for that backward only, and
+    each holder's value is handed out once. An unpack outside any backward reruns it each
+    time. The rerun stops once it has remade every tensor (``early_stop``), and must save as
+    many tensors, with the same metadata (``determinism_check``), as the forward did."""
 
     def __init__(self, fn: Callable[..., Any], rng_state: Tensor | None,
-                 args: tuple[Any, ...], kwargs: dict[str, Any],
-                 context: Any = contextlib.nullcontext()) -> None:
+                 args: tuple[Any, ...], kwargs: dict[str, Any], context: Any,
+                 early_stop: bool, metadata_fn: Callable[[Tensor], Any]) -> None:
         self.fn, self.rng_state, self.args, self.kwargs = fn, rng_state, args, kwargs
         self.context = context  # the context_fn's recomputation context
-        self.saved = 0
-        self.values: list[Tensor] | None = None
+        self.early_stop, self.metadata_fn = early_stop, metadata_fn
+        self.autocast = _autocast_state()
+        self.weak_holders: list[weakref.ref[_Holder]] = []
+        self.metadatas: list[Any] = []
+        self.recomputed: dict[int, weakref.WeakKeyDictionary[_Handle, Tensor]] = {}
+        self.counters: dict[int, int] = {}
+        self.forward_completed = False
+        self.ignore_saved_mismatch = False
 
-    def pack(self, _: Tensor) -> int:
-        self.saved += 1
-        return self.saved - 1
+    def pack(self, t: Tensor) -> _Holder:
+        holder = _Holder()
+        self.weak_holders.append(weakref.ref(holder))
+        self.metadatas.append(self.metadata_fn(t))
+        return holder
 
-    def unpack(self, index: int) -> Tensor:
-        if self.values is None:
-            self.values = self._rerun()
-        return self.values[index]
+    def unpack(self, holder: _Holder) -> Tensor:
+        from ..autograd.engine import current_graph_task_id
 
-    def _rerun(self) -> list[Tensor]:
-        values: list[Tensor] = []
+        gid = current_graph_task_id()
+        if gid == -1:
+            gid = next(_outside_backward_ids)
+        if gid not in self.recomputed:
+            self._rerun(gid)
+            self._check(gid)
+        handle = holder.handles.get(gid)
+        if handle is None:
+            raise CheckpointError(_ERR_UNPACKED_TWICE)
+        holder.handles[gid] = None
+        return self.recomputed[gid].pop(handle)
 
-        def keep(t: Tensor) -> None:
-            values.append(t.detach())
-            if len(values) > self.saved:
+    def _rerun(self, gid: int) -> None:
+        self.recomputed[gid] = weakref.WeakKeyDictionary()
+        self.counters[gid] = 0
+
+        def keep(t: Tensor) -> Tensor:
+            t = t.detach() if t.requires_grad else t
+            index = self.counters[gid]
+            self.counters[gid] += 1
+            if index >= len(self.weak_holders):
+                if not self.forward_completed:  # a backward inside the checkpointed function
+                    self.ignore_saved_mismatch = True
+                    return t
                 raise CheckpointError("torch.utils.checkpoint: trying to save more tensors "
                                       "during recomputation than during the original forward "
-                                      "pass.")
+                                      f"pass.\n{_DEBUG_TIP}")
+            holder = self.weak_holders[index]()
+            if holder is not None:  # (None: its saved tensor is freed already)
+                handle = holder.handles[gid] = _Handle()
+                self.recomputed[gid][handle] = t
+            if self.early_stop and self.counters[gid] == len(self.weak_holders):
+                raise _StopRecomputation
+            return t.detach()
 
-        with (_rng_of_first_run(self.rng_state), enable_grad(),
-              saved_tensors_hooks(keep, lambda _: None), self.context):
-            self.fn(*self.args, **self.kwargs)
-        if len(values) != self.saved:
+        try:
+            with (_rng_of_first_run(self.rng_state), enable_grad(), _autocast(self.autocast),
+                  saved_tensors_hooks(keep, lambda t: t), self.context):
+                self.fn(*self.args, **self.kwargs)
+        except _StopRecomputation:
+            pass
+
+    def _check(self, gid: int) -> None:
+        """PyTorch's check_recomputed_tensors_match."""
+        if self.ignore_saved_mismatch:
+            return
+        if len(self.weak_holders) != self.counters[gid]:
             raise CheckpointError(
                 "torch.utils.checkpoint: A different number of tensors was saved during the "
                 f"original forward and recomputation.\nNumber of tensors saved during forward: "
-                f"{self.saved}\nNumber of tensors saved during recomputation: {len(values)}.")
-        return values
+                f"{len(self.weak_holders)}\nNumber of tensors saved during recomputation: "
+                f"{self.counters[gid]}.\n{_DEBUG_TIP}")
+        different = ""
+        for index, ref in enumerate(self.weak_holders):
+            holder = ref()
+            if holder is None:
+                continue
+            saved = self.metadatas[index]
+            recomputed = self.metadata_fn(self.recomputed[gid][holder.handles[gid]])
+            if saved != recomputed:
+                different += (f"tensor at position {index}:\nsaved metadata: {saved}\n"
+                              f"recomputed metadata: {recomputed}\n")
+        if different:
+            raise CheckpointError(
+                "torch.utils.checkpoint: Recomputed values for the following tensors have "
+                f"different metadata than during the forward pass.\n{different}.\n{_DEBUG_TIP}")
+
+
+def _autocast_state() -> tuple[tuple[str, bool, Any], ...]:
+    """The autocast settings the forward runs under, per device type, for the rerun."""
+    from .. import amp
+
+    return tuple((device, amp.is_autocast_enabled(device), amp.get_autocast_dtype(device))
+                 for device in ("cpu", "cuda"))
+
+
+@contextlib.contextmanager
+def _autocast(state: tuple[tuple[str, bool, Any], ...]) -> Iterator[None]:
+    from .. import amp
+
+    with contextlib.ExitStack() as stack:
+        for device, enabled, dtype in state:
+            stack.enter_context(amp.autocast(device_type=device, enabled=enabled, dtype=dtype))
+        yield
 
 
 def _captured_reentrant(function: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -211,8 +355,9 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
     """``function(*args, **kwargs)``, its activations recomputed in the backward (see the
     module's docstring; keyword arguments reach ``function`` with ``use_reentrant=False``).
     PyTorch's options are taken, not passed on: ``context_fn`` (with ``use_reentrant=False``:
-    the contexts the forward and the recomputation run in), ``determinism_check``, ``debug``
-    and ``early_stop`` (the recomputation here always runs to its end)."""
+    the contexts the forward and the recomputation run in), ``determinism_check`` (the
+    recomputed tensors' metadata checked against the forward's, or not) and ``early_stop``;
+    ``debug=True`` raises NotImplementedError (see there)."""
     if use_reentrant is None:
         warnings.warn(_USE_REENTRANT_WARNING, stacklevel=2)
         use_reentrant = True
@@ -228,14 +373,23 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
     if determinism_check not in _DETERMINISM_CHECKS:
         raise ValueError(f"determinism_check should be one of {list(_DETERMINISM_CHECKS)}, but "
                          f"got {determinism_check}")
+    if _debug_override[0] if _debug_override[0] is not None else debug:
+        raise NotImplementedError(
+            "torch.utils.checkpoint: debug=True (or set_checkpoint_debug_enabled(True)) is not "
+            "supported here: its logs of the operators run in the forward and the "
+            "recomputation come from PyTorch's dispatch-mode operator logging, which runtime "
+            "has no counterpart of")
     forward_context, recompute_context = context_fn()
     if is_tracing() and preserve_rng_state:
         with forward_context:
             return _captured_once(lambda: function(*args, **kwargs))
+    stop = _early_stop_override[0] if _early_stop_override[0] is not None else early_stop
     frame = _Recomputation(function, get_rng_state() if preserve_rng_state else None, args,
-                           kwargs, recompute_context)
+                           kwargs, recompute_context, stop, _METADATA_FNS[determinism_check])
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
-        return function(*args, **kwargs)
+        out = function(*args, **kwargs)
+    frame.forward_completed = True
+    return out
 
 
 def checkpoint_sequential(functions: Any, segments: int, input: Any,  # noqa: A002
