@@ -91,6 +91,9 @@ class PrimitiveBackward(Node):
                                  f"'{prefix}{name}'")
         if raw:
             return self.saved.get(key)
+        only_if = self.prim.saves_if_grad
+        if only_if is not None and key in only_if and key not in self.saved:
+            return None  # not needed, so not saved: PyTorch's undefined saved variable
         return self.output() if key == "out" else self.input(key)  # type: ignore[arg-type]
 
     # properties, not a __getattr__: a class with one loses the interpreter's fast attribute
@@ -802,12 +805,13 @@ def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: 
     if prim.view:
         _mark_view(t, args[0], prim, attrs)
     saved = node.saved
+    only_if = prim.saves_if_grad
     for s in prim.saves:
         if s == "out":
             saved["out"] = SavedTensor(t, True)
         else:
             a = args[s]
-            if isinstance(a, Tensor):
+            if isinstance(a, Tensor) and (only_if is None or _any_needs_grad(args, only_if[s])):
                 saved[s] = SavedTensor(a, False)
     if prim.saves_from is not None:
         for i in range(prim.saves_from, len(args)):
@@ -815,6 +819,14 @@ def _record(prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any], out: 
             if isinstance(a, Tensor):
                 saved[i] = SavedTensor(a, False)
     return t
+
+
+def _any_needs_grad(args: tuple[Any, ...], positions: tuple[int, ...]) -> bool:
+    for i in positions:
+        a = args[i]
+        if isinstance(a, Tensor) and a._rg:
+            return True
+    return False
 
 
 def _mark_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -> None:

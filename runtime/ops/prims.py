@@ -193,14 +193,15 @@ def _unary(name: str, fn: Any, backward: Any, saves: tuple[int | str, ...],
 
 def _binary(name: str, fn: Any, backward: Any | None, saves: tuple[int | str, ...] = (),
             promote: str = PROMOTE_SAME, lower: Any = None,
-            half_scalar_in_float32: bool = False, lower_dtypes: frozenset[str] | None = None
-            ) -> Primitive:
+            half_scalar_in_float32: bool = False, lower_dtypes: frozenset[str] | None = None,
+            saves_if_grad: dict[int, tuple[int, ...]] | None = None) -> Primitive:
     impl, specializer = _xp_ufunc(fn), None
     if half_scalar_in_float32:
         impl, specializer = _half_scalar_impl(fn), _half_scalar_specializer(fn)
     return register(Primitive(
         name, impl=impl, infer=_elementwise_infer(promote),
-        backward=backward, saves=saves, promote=promote, differentiable=backward is not None,
+        backward=backward, saves=saves, saves_if_grad=saves_if_grad, promote=promote,
+        differentiable=backward is not None,
         lower=lower or _lower_binary(name), lower_dtypes=lower_dtypes, ufunc=fn,
         elementwise=True, flops=flops_elementwise, specializer=specializer))
 
@@ -261,7 +262,8 @@ SUB = _binary("sub", np.subtract,
 MUL = _binary("mul", np.multiply,
               lambda c, g: _grads2(c, F.mul(g, c.input(1)) if c.needs(0) else None,
                                    F.mul(g, c.input(0)) if c.needs(1) else None),
-              saves=(0, 1), half_scalar_in_float32=True, lower_dtypes=_NUMERIC)
+              saves=(0, 1), saves_if_grad={0: (1,), 1: (0,)}, half_scalar_in_float32=True,
+              lower_dtypes=_NUMERIC)
 
 
 def _div_bwd(c: Any, g: Any) -> tuple[Any, Any]:

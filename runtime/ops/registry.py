@@ -146,6 +146,9 @@ class Primitive:
     differentiable: bool = True
     saves: tuple[int | str, ...] = ()  # argument positions and/or "out" kept for backward
     saves_from: int | None = None  # also keep every tensor argument from this position on
+    # a saved argument kept only when one of these arguments requires grad (PyTorch saves
+    # mul's self only for other's gradient, so a hook or checkpoint sees what it sees)
+    saves_if_grad: dict[int, tuple[int, ...]] | None = None
     promote: str = PROMOTE_NONE
     promote_args: tuple[int, ...] | None = None  # which positions promote (default: all)
     # the output may share storage with argument 0, for some attrs (view_if says which)
