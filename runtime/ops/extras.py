@@ -343,7 +343,13 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A00
         starts = np.concatenate([[0], np.nonzero(change)[0] + 1]).astype(np.int64)
     kept = rows[starts]
     out = kept if axis is None else np.moveaxis(kept, 0, axis)
-    result = [tensor(np.ascontiguousarray(out), dtype=input.dtype, device=input.device)]
+    from .composite import no_derivative
+
+    # the values are recorded as PyTorch's (UniqueConsecutiveBackward0, whose backward raises)
+    result = [no_derivative(tensor(np.ascontiguousarray(out), dtype=input.dtype,
+                                   device=input.device), (input,), NotImplementedError,
+                            "the derivative for 'unique_consecutive' is not implemented.",
+                            "UniqueConsecutiveBackward0")]
     if return_inverse:
         inverse = np.cumsum(np.isin(np.arange(n), starts)) - 1 if n else np.zeros(0, np.int64)
         result.append(tensor(inverse.astype(np.int64).reshape(
