@@ -229,6 +229,13 @@ class _SavedTensorsHooks(threading.local):
 saved_tensors_hooks_state = _SavedTensorsHooks()
 
 
+ERR_PACK_INPLACE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+    "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+    "side-effects. Please open an issue if you need to perform in-place operations on the "
+    "input to a pack hook.")
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved (SavedVariable).
 
@@ -237,7 +244,7 @@ class SavedTensor:
     Under saved_tensors_hooks only what the pack hook returned is kept (see _pack).
     """
 
-    __slots__ = ("_tensor", "_vc", "_version", "_out", "_packed")
+    __slots__ = ("_tensor", "_vc", "_version", "_out", "_packed", "_had_grad_fn")
 
     def __init__(self, t: Tensor, is_output: bool) -> None:
         vc = self._vc = t._vc
@@ -245,8 +252,10 @@ class SavedTensor:
             raise RuntimeError(ERR_INFERENCE_SAVED)
         self._version = vc.v
         self._packed: tuple[Any, ...] | None = None
+        # an input that had history then (PyTorch's not is_leaf_): detach_ of it is refused
+        self._had_grad_fn = t._grad_fn is not None
         if saved_tensors_hooks_state.stack:
-            self._pack(t, is_output)
+            self._pack(t, is_output, *saved_tensors_hooks_state.stack[-1])
         elif is_output:
             self._tensor = None
             self._out = (t._data, t._rg, t.output_nr, t.dtype, t.device)
@@ -254,23 +263,51 @@ class SavedTensor:
             self._tensor = t
             self._out = None
 
-    def _pack(self, t: Tensor, is_output: bool) -> None:
-        """Keep the innermost pack hook's result, and where the unpacked tensor's gradient
-        goes: the saving node (an output), t's grad_fn, or a leaf's accumulator (held weakly,
-        as PyTorch's). Versions are not checked through hooks (nor by PyTorch)."""
+    def _pack(self, t: Tensor, is_output: bool, pack: Callable[[Any], Any],
+              unpack: Callable[[Any], Any]) -> None:
+        """Keep the pack hook's result, and where the unpacked tensor's gradient goes: the
+        saving node (an output), t's grad_fn, or a leaf's accumulator (held weakly, as
+        PyTorch's). Versions are not checked through hooks (nor by PyTorch); a pack hook
+        that writes into its input is refused."""
         if _trace_state.tracer is not None:
             from ..tracing import GraphBreak
 
             raise GraphBreak("saved_tensors_hooks run Python on every tensor saved for backward")
-        pack, unpack = saved_tensors_hooks_state.stack[-1]
         self._tensor = None
         self._out = None
         grad_fn = None if is_output else t.grad_fn
         acc = (weakref.ref(grad_accumulator(t)) if t._rg and not is_output and grad_fn is None
                else None)
+        version = t._vc.v
         with no_grad():  # as PyTorch: what the pack hook computes is not recorded
             packed = pack(t)
+        if t._vc.v != version:
+            raise RuntimeError(ERR_PACK_INPLACE)
         self._packed = (unpack, packed, is_output and t._rg, grad_fn, t.output_nr, acc)
+
+    def register_hooks(self, pack_hook: Callable[[Any], Any],
+                       unpack_hook: Callable[[Any], Any]) -> None:
+        """PyTorch's SavedTensor.register_hooks (``grad_fn._raw_saved_self``): the saved
+        tensor packed now by ``pack_hook``, and unpacked by ``unpack_hook`` when read."""
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and "
+                            "unpack_hook must be callables")
+        if self._vc is None:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        if self._packed is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed at a "
+                               "time.")
+        is_output = self._out is not None
+        t = self.peek()
+        if is_output:
+            t._rg = self._out[1]  # type: ignore[index]
+        self._pack(t, is_output, pack_hook, unpack_hook)
 
     def _unpack_hooked(self, node: Node) -> Tensor:
         from ..tensor import Tensor
@@ -284,7 +321,9 @@ class SavedTensor:
             grad_fn = node
         if grad_fn is None and acc is None:
             return data
-        t = Tensor._make(data._data, data.dtype, data.device, grad_fn, output_nr, self._vc)
+        # its own version counter, not the saved tensor's (PyTorch's: an in-place change of
+        # what unpack returned does not bump the original's version)
+        t = Tensor._make(data._data, data.dtype, data.device, grad_fn, output_nr, data._vc)
         if acc is not None:
             t._rg = True
             t._grad_acc = acc  # gradients reach the saved leaf's .grad
@@ -298,7 +337,13 @@ class SavedTensor:
         if self._vc.v != self._version:
             raise RuntimeError(self._modified_error(node))
         if self._out is None:
-            return self._tensor  # type: ignore[return-value]
+            t = self._tensor
+            if t._grad_fn is None and self._had_grad_fn:  # type: ignore[union-attr]
+                raise RuntimeError(
+                    "Trying to use a saved tensor that has been detached in-place, i.e. with "
+                    ".detach_().This is not supported, please use out-of-place `.detach()` "
+                    "instead")
+            return t  # type: ignore[return-value]
         from ..tensor import Tensor
 
         data, requires_grad, output_nr, dtype, device = self._out
