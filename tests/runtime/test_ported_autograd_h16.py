@@ -4083,9 +4083,7 @@ def test_checkpoint_detects_non_determinism() -> None:
         return x.sin().exp()
 
     def save_2_tensors_alt(x):
-        # PyTorch's is x.sin() * torch.tensor([1.0, 2.0]), where mul saves only the constant;
-        # rt's mul saves both operands (see the report), so this saves (1,), (2,) as that does
-        return x.sin().expand(2).exp()
+        return x.sin() * torch.tensor([1.0, 2.0])
 
     def get_non_det_fn(orig_fn, recompute_fn):
         counter = [0]
@@ -4310,3 +4308,571 @@ def test_checkpointing_without_reentrant_arbitrary_input_output() -> None:
     for param, checkpoint_param in zip(model_no_checkpoint.parameters(),
                                        model_checkpoint_without_reentrant.parameters()):
         assert_equal(param.grad, checkpoint_param.grad)
+
+
+def test_custom_function_inplace_on_view_name() -> None:
+    class MyFn(Function):
+        @staticmethod
+        def forward(ctx, inp, inplace):
+            view = inp.clone()[:3]
+            if inplace:
+                view += 2
+            return view
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+
+    base = torch.rand(10, requires_grad=True)
+    foo = MyFn.apply(base, False)
+    assert foo.grad_fn.__class__.__name__ == "MyFnBackward"
+    foo = MyFn.apply(base, True)
+    assert foo.grad_fn.__class__.__name__ == "MyFnBackward"
+
+
+def test_integer_outputs() -> None:
+    inp = torch.rand(4, requires_grad=True)
+    for out in (inp.argmax(), inp.argmin(), inp.argsort()):
+        assert not out.dtype.is_floating_point
+        assert not out.requires_grad
+
+    val = torch.rand((), requires_grad=True)
+    out = torch.searchsorted(inp, val)
+    assert not out.dtype.is_floating_point
+    assert not out.requires_grad
+
+    bins = torch.linspace(0, 1.0, steps=100, requires_grad=True)
+    vals = torch.rand(5, 5, requires_grad=True)
+    out = torch.bucketize(vals, bins)
+    assert not out.dtype.is_floating_point
+    assert not out.requires_grad
+
+    val = torch.empty(5).requires_grad_()
+    out = val.count_nonzero()
+    assert not out.requires_grad
+
+    def assert_only_first_requires_grad(res):
+        if not isinstance(res, tuple):
+            res = (res,)
+        assert res[0].requires_grad
+        for out in res[1:]:
+            if out is not None:
+                assert not out.requires_grad
+
+    for sort in [True, False]:
+        for return_inverse in [True, False]:
+            for return_counts in [True, False]:
+                res = torch.unique(inp, sorted=sort, return_inverse=return_inverse,
+                                   return_counts=return_counts)
+                assert_only_first_requires_grad(res)
+                res = torch.unique(inp, sorted=sort, return_inverse=return_inverse,
+                                   return_counts=return_counts, dim=0)
+                assert_only_first_requires_grad(res)
+                res = torch.unique_consecutive(inp, return_inverse=return_inverse,
+                                               return_counts=return_counts)
+                assert_only_first_requires_grad(res)
+                res = torch.unique_consecutive(inp, return_inverse=return_inverse,
+                                               return_counts=return_counts, dim=0)
+                assert_only_first_requires_grad(res)
+
+    # not in PyTorch's file: what backward through them says
+    for res in (torch.unique(inp), torch.unique_consecutive(inp)):
+        with pytest.raises(NotImplementedError, match="the derivative for '.*' is not "
+                                                      "implemented."):
+            res.sum().backward()
+
+
+def test_custom_function_cycle() -> None:
+    import weakref
+
+    class MyFn(Function):
+        @staticmethod
+        def forward(ctx, x, metadata):
+            x = x.clone()
+            ctx.meta = metadata
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, gO):
+            (x,) = ctx.saved_tensors
+            assert_equal(x, 3.14)
+            assert_equal(ctx.meta["foo"], 3.14)
+            return gO * x, None
+
+    def get_refs(with_backward):
+        a = torch.tensor(3.14, requires_grad=True)
+        metadata: dict[str, Any] = {}
+        out = MyFn.apply(a, metadata)
+        metadata["foo"] = out
+        if with_backward:
+            out.sum().backward()
+            assert_equal(a.grad, a)
+        return weakref.ref(out)
+
+    ref = get_refs(False)
+    gc.collect()
+    assert ref() is None
+    ref = get_refs(True)
+    gc.collect()
+    assert ref() is None
+
+
+def test_full_backward_hook_double_backward() -> None:
+    x = torch.rand(1, requires_grad=True)
+    y = torch.rand_like(x)
+    func = torch.nn.MSELoss()
+    counter = [0]
+
+    def hook(module, grad_input, grad_output):
+        counter[0] += 1
+
+    func.register_full_backward_hook(hook)
+    f = func(x, y)
+    (gradx_f,) = torch.autograd.grad(f, x, create_graph=True)
+    assert counter[0] == 1
+    _ = torch.autograd.grad(gradx_f, x)
+    assert counter[0] == 1
+
+
+def test_mul_saves_only_what_the_needed_grads_use() -> None:
+    # not in PyTorch's file: its MulBackward0 keeps self only for other's gradient
+    a = torch.randn(2, requires_grad=True)
+    b = torch.randn(2)
+    g = (a * b).grad_fn
+    assert g._saved_self is None
+    assert g._saved_other is b
+    g = (b * a).grad_fn
+    assert g._saved_self is b
+    assert g._saved_other is None
+
+
+def test_no_unnecessary_unwrapping() -> None:
+    a = torch.randn(5, requires_grad=True)
+    a_orig = a.detach().clone()
+    b = a * a
+    c = a * b
+    d = torch.exp(a)
+
+    assert b.grad_fn._saved_self is a
+    assert b.grad_fn._saved_other is a
+    assert c.grad_fn._saved_self is a
+    assert c.grad_fn._saved_other is b
+    assert_equal(d.grad_fn._saved_result, d)
+    assert d.grad_fn._saved_result is not d
+
+    c.sum().backward()
+    with pytest.raises(RuntimeError, match="after they have already been freed"):
+        c.grad_fn._saved_self  # noqa: B018
+    assert_equal(a, a_orig)
+
+
+def test_saved_variable_version_counter() -> None:
+    a = torch.rand(2, requires_grad=True)
+    b = torch.exp(a)
+    b_unpacked = b.grad_fn._saved_result
+    assert_equal(b, b_unpacked)
+    assert b._version == b_unpacked._version
+    with torch.no_grad():
+        b += 1
+    assert_equal(b, b_unpacked)
+    assert b._version == b_unpacked._version
+
+
+def _saved_original_with_hooks(get_input, is_leaf):
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x / 2)
+    assert_equal(a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        y.sum().backward()
+    else:
+        y.sum().backward()
+        assert_equal(2 * a, a.grad)
+
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: 2 * x, lambda x: x)
+    assert_equal(2 * a, y.grad_fn._saved_self)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        y.sum().backward()
+    else:
+        y.sum().backward()
+        assert_equal(3 * a, a.grad)
+
+    a = get_input()
+    grad_fn = a.grad_fn
+    y = a ** 3
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: x)
+    s = torch.sum(y)
+    (g,) = torch.autograd.grad(s, (a,), create_graph=True)
+    if not is_leaf:
+        assert grad_fn is y.grad_fn._saved_self.grad_fn
+        g.sum().backward()
+    else:
+        g.sum().backward()
+        assert_equal(6 * a, a.grad)
+
+    a = get_input()
+    y = a * a
+    y.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: 1)
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a "
+                                        "Tensor"):
+        print(y.grad_fn._saved_self)
+
+    a = get_input()
+    y = a * a
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: x, lambda x: x)
+
+    a = get_input()
+    y = a * a
+    with pytest.raises(TypeError, match="missing 1 required positional argument"):
+        y.grad_fn._raw_saved_self.register_hooks(lambda x, b: (x, b), lambda x: x)
+
+    def inplace_double(x):
+        x *= 2
+        return x
+
+    a = get_input()
+    t = a * a
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in "
+                                           "place."):
+        t.grad_fn._raw_saved_self.register_hooks(inplace_double, lambda x: x / 2)
+
+
+def test_saved_variable_packing_unpacking_saved_original_with_hooks() -> None:
+    _saved_original_with_hooks(lambda: torch.randn(5, requires_grad=True), True)
+    _saved_original_with_hooks(lambda: (1 + torch.randn(5, requires_grad=True)), False)
+
+
+def test_saved_variable_saved_original_inplace_detach() -> None:
+    a = torch.tensor(1.0, requires_grad=True).clone()
+    b = a.sin()
+    a.detach_()
+    with pytest.raises(RuntimeError, match="Trying to use a saved tensor that has been "
+                                           "detached"):
+        b.backward()
+
+    a = torch.tensor(1.0, requires_grad=True).clone()
+    b = a.exp()
+    a.detach_()
+    b.backward()
+
+
+def test_saved_variable_packing_unpacking_did_not_save_original_with_hooks() -> None:
+    a = torch.randn(5, requires_grad=True)
+    y = torch.exp(a)
+    y.grad_fn._raw_saved_result.register_hooks(lambda x: x, lambda x: x)
+    assert_equal(y, y.grad_fn._saved_result)
+    assert y.grad_fn is y.grad_fn._saved_result.grad_fn
+    y.sum().backward()
+    assert_equal(a.grad, y)
+
+
+def test_saved_variable_packing_unpacking_saved_original_with_default_hooks() -> None:
+    def pack(x):
+        warnings.warn("pack")  # noqa: B028
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        a = torch.ones(5, requires_grad=True)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            y = a * a
+            assert len(w) == 2
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        a = torch.randn(5, requires_grad=True)
+        y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        assert_equal(a, y.grad_fn._saved_other)
+        y.sum().backward()
+        assert_equal(2 * a, a.grad)
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x / 2):
+        a = torch.randn(5, requires_grad=True)
+        y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        assert_equal(a, y.grad_fn._saved_other)
+        y.sum().backward()
+        assert_equal(2 * a, a.grad)
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
+        a = torch.randn(5, requires_grad=True)
+        y = a * a
+        assert_equal(2 * a, y.grad_fn._saved_self)
+        assert_equal(2 * a, y.grad_fn._saved_other)
+        y.sum().backward()
+        assert_equal(4 * a, a.grad)
+
+    a = torch.randn(5, requires_grad=True)
+    y = a * a
+    assert_equal(a, y.grad_fn._saved_self)
+    assert_equal(a, y.grad_fn._saved_other)
+    y.sum().backward()
+    assert_equal(2 * a, a.grad)
+
+
+def test_saved_variable_packing_unpacking_did_not_save_original_with_default_hooks() -> None:
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        a = torch.randn(5, requires_grad=True)
+        y = torch.exp(a)
+        assert_equal(y, y.grad_fn._saved_result)
+        y.sum().backward()
+        assert_equal(a.grad, y)
+
+
+def test_setting_default_saved_variable_hooks_twice_should_not_fail() -> None:
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+
+
+def test_setting_default_saved_variable_hooks_twice_should_use_inner() -> None:
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: 3 * x, lambda x: 3 * x):
+        b = torch.randn(5, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(lambda x: 5 * x, lambda x: 5 * x):
+            a = torch.randn(5, requires_grad=True)
+            y = a * a
+        z = b * b
+    y.sum().backward()
+    z.sum().backward()
+    assert_equal(2 * 5 * 5 * a, a.grad)
+    assert_equal(2 * 3 * 3 * b, b.grad)
+
+
+def test_disabling_saved_tensor_hooks() -> None:
+    with torch.autograd.graph.disable_saved_tensors_hooks("error message"):
+        with pytest.raises(RuntimeError, match="error message"):
+            with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                pass
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        with pytest.raises(RuntimeError, match="error message"):
+            with torch.autograd.graph.disable_saved_tensors_hooks("error message"):
+                pass
+
+
+def test_disabling_saved_tensor_hooks_nested() -> None:
+    with torch.autograd.graph.disable_saved_tensors_hooks("outer"):
+        with torch.autograd.graph.disable_saved_tensors_hooks("inner"):
+            with pytest.raises(RuntimeError, match="inner"):
+                with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                    pass
+        with pytest.raises(RuntimeError, match="outer"):
+            with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+                pass
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        pass
+
+
+def test_saved_tensor_hooks_custom_error_propagation() -> None:
+    class CustomError(Exception):
+        pass
+
+    class error_on_pack_hook(torch.autograd.graph.saved_tensors_hooks):  # noqa: N801
+        def __init__(self) -> None:
+            def pack_hook(x):
+                raise CustomError("pack")
+
+            super().__init__(pack_hook, lambda x: x)
+
+    class error_on_unpack_hook(torch.autograd.graph.saved_tensors_hooks):  # noqa: N801
+        def __init__(self) -> None:
+            def unpack_hook(x):
+                raise CustomError("unpack")
+
+            super().__init__(lambda x: x, unpack_hook)
+
+    a = torch.tensor(1.0, requires_grad=True)
+    with error_on_pack_hook():
+        with pytest.raises(CustomError, match="pack"):
+            torch.sin(a)
+    with error_on_unpack_hook():
+        out = torch.sin(a)
+        with pytest.raises(CustomError, match="unpack"):
+            out.backward()
+
+
+def test_saved_tensor_hooks_custom_function_intermediates() -> None:
+    class Func(Function):
+        @staticmethod
+        def forward(ctx, x):
+            intermediate = x.exp()
+            ctx.save_for_backward(intermediate.clone().detach_().requires_grad_(True))
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            (intermediate,) = ctx.saved_tensors
+            return grad_out * intermediate
+
+    a = torch.tensor(1.0, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        out = Func.apply(a)
+    out.backward()
+
+
+def test_unpack_hooks_exec_count() -> None:
+    def f(x, y):
+        return x * y
+
+    counts = {"pack": 0, "unpack": 0}
+
+    def pack_hook(x):
+        counts["pack"] += 1
+        return x
+
+    def unpack_hook(x):
+        counts["unpack"] += 1
+        return x
+
+    x = torch.ones(4, requires_grad=True)
+    y = torch.ones(4, requires_grad=False)
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        out_test = f(x, y)
+        assert counts == {"pack": 1, "unpack": 0}
+        out_test.sum().backward()
+        assert counts == {"pack": 1, "unpack": 1}
+
+
+def test_saved_tensors_hook_version_counter_not_shared() -> None:
+    class Test(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            before = a._version
+            x.add_(1)
+            assert a._version == before
+            return grad_output
+
+    a = torch.tensor(1.0, requires_grad=True)
+    a_replacement = a.clone()
+
+    def pack_hook(x):
+        return a_replacement
+
+    def unpack_hook(x):
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        b = Test.apply(a)
+    b.backward()
+
+
+def test_save_on_cpu_and_checkpoint() -> None:
+    checkpoint = torch.utils.checkpoint.checkpoint
+    a = torch.randn(2, 2, requires_grad=True)
+    b = a.pow(2).pow(2).pow(2).pow(2)
+    b.sum().backward()
+    b_grad = a.grad.clone()
+    a.grad.zero_()
+
+    with torch.autograd.graph.save_on_cpu():
+        h = a.pow(2)
+        h = checkpoint(lambda x: x.pow(2).pow(2), h, use_reentrant=False)
+        c = h.pow(2)
+    c.sum().backward()
+    c_grad = a.grad.clone()
+    a.grad.zero_()
+
+    def f(a):
+        h = a.pow(2)
+        with torch.autograd.graph.save_on_cpu():
+            h = h.pow(2).pow(2)
+        return h.pow(2)
+
+    d = checkpoint(f, a, use_reentrant=False)
+    d.sum().backward()
+    d_grad = a.grad.clone()
+    assert_equal(b_grad, c_grad)
+    assert_equal(b_grad, d_grad)
+
+
+def test_pack_hook_with_inplace_modification_should_fail() -> None:
+    a = torch.randn(5, requires_grad=True)
+
+    def inc(x):
+        x += 1
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(inc, lambda x: x):
+        with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input "
+                                               "in place."):
+            torch.exp(a)
+
+    y = torch.exp(a)
+    with pytest.raises(RuntimeError, match="A saved tensor pack hook is modifying its input in "
+                                           "place."):
+        y.grad_fn._raw_saved_result.register_hooks(inc, lambda x: x)
+
+
+def test_saving_variable_to_disk(tmp_path: Any) -> None:
+    import uuid
+
+    def pack(x):
+        name = str(tmp_path / str(uuid.uuid4()))
+        torch.save(x, name)
+        return name
+
+    def unpack(name):
+        return torch.load(name)
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        a = torch.ones(5, requires_grad=True)
+        y = a * a
+        assert_equal(a, y.grad_fn._saved_self)
+        y.sum().backward()
+        assert_equal(2 * a, a.grad)
+
+
+def test_default_saved_tensors_hooks_double_backward() -> None:
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: x):
+        a = torch.randn(5, requires_grad=True)
+        y = a ** 3
+        s = torch.sum(y)
+        (g,) = torch.autograd.grad(s, (a,), create_graph=True)
+        g.sum().backward()
+        assert_equal(6 * a, a.grad)
+
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: 2 * x, lambda x: x):
+        a = torch.randn(5, requires_grad=True)
+        y = a ** 3
+        s = torch.sum(y)
+    (g,) = torch.autograd.grad(s, (a,), create_graph=True)
+    g.sum().backward()
+    assert_equal(6 * 2 * a, a.grad)
+
+
+def test_wrapped_number_saved_tensors_hooks() -> None:
+    def err_hook(x):
+        raise RuntimeError("this hook should not be called")
+
+    with torch.autograd.graph.saved_tensors_hooks(err_hook, err_hook):
+        a = torch.randn(5, requires_grad=True)
+        out = (a * 3).sum()
+        torch.autograd.grad(out, (a,))
+
+
+def test_graph_save_on_cpu() -> None:
+    for pin_memory in [True, False]:
+        for dtype in (torch.float32, torch.float64):
+            with torch.autograd.graph.save_on_cpu(pin_memory):
+                a = torch.randn(5, dtype=dtype, requires_grad=True)
+                y = a * a
+                assert_equal(a, y.grad_fn._saved_self)
+                assert_equal(a, y.grad_fn._saved_other)
+                assert a.dtype == y.grad_fn._saved_self.dtype
+                assert a.layout == y.grad_fn._saved_self.layout
+                y.sum().backward()
+                assert_equal(2 * a, a.grad)
