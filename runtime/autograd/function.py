@@ -404,9 +404,6 @@ class Error(Node):
         super().__init__(next_edges, metas)
         self.msg = msg
 
-    def name(self) -> str:
-        return "torch::autograd::Error"
-
     def apply(self, grads: list[Any]) -> list[Any]:
         raise RuntimeError(self.msg)
 

@@ -101,6 +101,12 @@ def add_hook(hooks: _HookDict, fn: Callable[..., Any]) -> RemovableHandle:
     return handle
 
 
+# PyTorch's nodes written by hand in C++, whose name() is namespaced (their Python type's
+# __name__ is not)
+CPP_NODE_NAMES = frozenset({"AccumulateGrad", "CopySlices", "CopyBackwards", "GraphRoot",
+                            "Error", "NotImplemented", "DelayedError", "Identity"})
+
+
 class Meta(NamedTuple):
     """What a gradient flowing into a node's input must look like."""
 
@@ -136,7 +142,10 @@ class Node:
 
     # --- identity -------------------------------------------------------------------------
     def name(self) -> str:
-        return type(self).__name__
+        """PyTorch's node name: its class's, qualified as PyTorch's hand-written C++ nodes
+        are (``torch::autograd::AccumulateGrad``)."""
+        name = type(self).__name__
+        return f"torch::autograd::{name}" if name in CPP_NODE_NAMES else name
 
     def sequence_nr(self) -> int:
         return self._seq_nr

@@ -62,7 +62,7 @@ def reachable(root: Any) -> list[Any]:
 
 
 def is_accumulate(fn: Any) -> bool:
-    return fn.name() == "AccumulateGrad"
+    return fn.name() == "torch::autograd::AccumulateGrad"
 
 
 def eager_exec(step: Callable[..., Any], pick: Callable[[Any, Any], list[Any]]
@@ -119,7 +119,7 @@ def compile_and_record(step: Callable[..., Any], args: tuple[Any, ...],
 
 def backward_seqs(graph: Any) -> set[int]:
     return {d["sequence_nr"] for _, d in graph.nodes(data=True)
-            if d["phase"] == "backward" and d["grad_fn"] != "AccumulateGrad"}
+            if d["phase"] == "backward" and d["grad_fn"] != "torch::autograd::AccumulateGrad"}
 
 
 def count(graph: Any, op: str, phase: str) -> int:

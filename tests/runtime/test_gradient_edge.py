@@ -16,7 +16,7 @@ def test_the_edge_of_a_result_and_of_a_leaf() -> None:
     edge = get_gradient_edge(y)
     assert isinstance(edge, GradientEdge) and edge.node is y.grad_fn and edge.output_nr == 0
     leaf = get_gradient_edge(x)
-    assert leaf.node.name() == "AccumulateGrad" and leaf.output_nr == 0
+    assert leaf.node.name() == "torch::autograd::AccumulateGrad" and leaf.output_nr == 0
     with pytest.raises(RuntimeError, match="does not require gradients"):
         get_gradient_edge(rt.randn(2))
 
