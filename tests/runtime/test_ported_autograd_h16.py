@@ -4876,3 +4876,83 @@ def test_graph_save_on_cpu() -> None:
                 assert a.layout == y.grad_fn._saved_self.layout
                 y.sum().backward()
                 assert_equal(2 * a, a.grad)
+
+
+def test_backward_hook_relative_ordering() -> None:
+    order: list[str] = []
+
+    class MyModule(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(10, 10)
+
+        def forward(self, x):
+            return self.linear(x)
+
+    x = torch.randn(10, 10, requires_grad=True)
+    module = MyModule()
+    module.register_full_backward_hook(
+        lambda _1, _2, _3: order.append("module_full_backward_hook_BackwardHookFunctionBackward0"))
+
+    def make_pre_hook(id):
+        return lambda _: order.append(f"pre_hook_{id}")
+
+    def make_post_hook(id):
+        return lambda _1, _2: order.append(f"post_hook_{id}")
+
+    count = 0
+
+    def register_hooks_on_all_nodes(nodes):
+        nonlocal count
+        for node, _ in nodes:
+            count += 1
+            id = f"{node.name()}_{count}"
+            node.register_prehook(make_pre_hook(id))
+            node.register_hook(make_post_hook(id))
+            register_hooks_on_all_nodes(node.next_functions)
+
+    loss = module(x).sum()
+    register_hooks_on_all_nodes(((loss.grad_fn, None),))
+
+    def make_tensor_pre_hook(id):
+        return lambda _: order.append(f"tensor_pre_hook_{id}")
+
+    def make_post_acc_grad_hook(id):
+        return lambda _: order.append(f"post_acc_grad_hook_{id}")
+
+    x.register_hook(make_tensor_pre_hook("x"))
+    module.linear.weight.register_hook(make_tensor_pre_hook("weight"))
+    module.linear.bias.register_hook(make_tensor_pre_hook("bias"))
+    x.register_post_accumulate_grad_hook(make_post_acc_grad_hook("x"))
+    module.linear.weight.register_post_accumulate_grad_hook(make_post_acc_grad_hook("weight"))
+    module.linear.bias.register_post_accumulate_grad_hook(make_post_acc_grad_hook("bias"))
+
+    loss.backward()
+
+    # PyTorch's full expected order names every node of its graph (AddmmBackward0 with the
+    # bias's accumulator first, TBackward0); rt's addmm is composed from mm and add, so only
+    # the relative order of each leaf's hooks and the module hook is ported
+    for leaf in ("bias", "weight", "x"):
+        mine = [e for e in order if e.endswith("_" + leaf) or (
+            e.startswith(("pre_hook_torch::autograd::AccumulateGrad",
+                          "post_hook_torch::autograd::AccumulateGrad"))
+            and order.index(e) in range(order.index(f"tensor_pre_hook_{leaf}"),
+                                        order.index(f"post_acc_grad_hook_{leaf}") + 2))]
+        assert [e.rsplit("_", 1)[0] for e in mine] == [
+            "tensor_pre_hook", "pre_hook_torch::autograd::AccumulateGrad",
+            "post_acc_grad_hook", "post_hook_torch::autograd::AccumulateGrad"], mine
+    assert order[:2] == ["pre_hook_SumBackward0_1", "post_hook_SumBackward0_1"]
+    hook = order.index("module_full_backward_hook_BackwardHookFunctionBackward0")
+    assert order[hook - 1].startswith("pre_hook_BackwardHookFunctionBackward_")
+    assert order[hook + 1].startswith("post_hook_BackwardHookFunctionBackward_")
+    assert order.index("tensor_pre_hook_x") > hook
+
+
+def test_c_node_names() -> None:
+    # not in PyTorch's file: the names PyTorch's C++ nodes report
+    x = torch.ones(2, requires_grad=True)
+    assert (x * 2).grad_fn.next_functions[0][0].name() == "torch::autograd::AccumulateGrad"
+    y = x.clone()
+    y[:1].mul_(3.0)
+    assert y.grad_fn.name() == "torch::autograd::CopySlices"
+    assert type(y.grad_fn).__name__ == "CopySlices"
