@@ -22,6 +22,7 @@ from .grad_mode import (  # noqa: F401  (_unsafe_preserve_version_counter: PyTor
 )
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .node import AccumulateGrad, Edge, GraphRoot, Node
+from .variable import Variable
 
 __all__ = [
     "AccumulateGrad", "Edge", "Engine", "Function", "FunctionCtx", "GradcheckError", "GraphRoot",
@@ -29,6 +30,6 @@ __all__ = [
     "enable_grad", "functional", "get_default_engine", "graph", "grad", "gradcheck", "gradgradcheck",
     "inference_mode", "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "is_grad_enabled",
     "is_inference_mode_enabled", "no_grad", "once_differentiable", "set_detect_anomaly",
-    "set_grad_enabled",
+    "set_grad_enabled", "Variable",
 ]
 from . import profiler  # noqa: E402,F401  (torch.autograd.profiler: the legacy names)

@@ -118,6 +118,8 @@ class GraphTask(RunState):
         # PyTorch's checkpoint_valid: a backward that runs every node (no outputs asked for),
         # and so did the backward it runs inside of, if any
         self.checkpoint_valid = True
+        # Engine.queue_callback's: run by the owning thread once the task has finished
+        self.final_callbacks: list[Callable[[], Any]] = []
 
     def completed(self) -> bool:
         return self.outstanding_tasks <= 0 or self.has_error
@@ -456,6 +458,33 @@ class Engine:
                 tls.current_depth -= 1
         if gt.exception is not None:
             raise gt.exception
+        if gt.final_callbacks:
+            self._run_final_callbacks(gt)
+
+    def queue_callback(self, callback: Callable[[], Any]) -> None:
+        """PyTorch's ``Variable._execution_engine.queue_callback``: ``callback()`` runs once
+        the backward whose node is running now has finished (a callback may queue more)."""
+        gt = _tls.graph_task
+        if gt is None:
+            raise RuntimeError("Final callbacks can only be installed during backward pass.")
+        with gt.lock:
+            gt.final_callbacks.append(callback)
+
+    @staticmethod
+    def _run_final_callbacks(gt: GraphTask) -> None:
+        outer = _tls.graph_task
+        _tls.graph_task = gt  # a callback may queue another on this backward
+        try:
+            done = 0
+            while True:
+                with gt.lock:
+                    if done == len(gt.final_callbacks):
+                        break
+                    callback = gt.final_callbacks[done]
+                done += 1
+                callback()
+        finally:
+            _tls.graph_task = outer
 
     # --- the loop -------------------------------------------------------------------------
     def thread_main(self, graph_task: GraphTask | None) -> None:
