@@ -4956,3 +4956,106 @@ def test_c_node_names() -> None:
     y[:1].mul_(3.0)
     assert y.grad_fn.name() == "torch::autograd::CopySlices"
     assert type(y.grad_fn).__name__ == "CopySlices"
+
+
+def test_callback_adds_callback() -> None:
+    Variable = torch.autograd.Variable
+    called = [0]
+
+    def callback_final():
+        called[0] += 1
+
+    def callback_adds_callback():
+        called[0] += 1
+        Variable._execution_engine.queue_callback(callback_final)
+
+    class MyFunc(Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad):
+            Variable._execution_engine.queue_callback(callback_adds_callback)
+            return grad
+
+    a = torch.rand((3, 3), requires_grad=True)
+    b = MyFunc.apply(a)
+    b.sum().backward()
+    assert called[0] == 2
+
+
+def _test_reentrant_with_callbacks(install_callbacks_in_depths):
+    Variable = torch.autograd.Variable
+    counter = {"inner": 0, "outer": 0}
+
+    def inc_inner_counter():
+        counter["inner"] += 1
+
+    def inc_outer_counter():
+        counter["outer"] += 1
+
+    class MyFunc(Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, input):
+            if 1 in install_callbacks_in_depths:
+                Variable._execution_engine.queue_callback(inc_inner_counter)
+            return input
+
+    class MyReentrantFunc(Function):
+        @staticmethod
+        def forward(ctx, input):
+            return input
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, input):
+            if 0 in install_callbacks_in_depths:
+                Variable._execution_engine.queue_callback(inc_outer_counter)
+            tmp_inp = input.detach().requires_grad_()
+            with torch.enable_grad():
+                tmp_out = (MyFunc.apply(tmp_inp)).sum()
+            tmp_out.backward()
+            return input
+
+    t1 = torch.rand((3, 3), requires_grad=True)
+    t2 = MyReentrantFunc.apply(t1)
+    t3 = t2.sum()
+    torch.autograd.backward([t3])
+    return counter
+
+
+def test_reentrant_with_callbacks_depth_0() -> None:
+    ret = _test_reentrant_with_callbacks([0])
+    assert ret == {"outer": 1, "inner": 0}
+
+
+def test_reentrant_with_callbacks_depth_1() -> None:
+    ret = _test_reentrant_with_callbacks([1])
+    assert ret == {"outer": 0, "inner": 1}
+
+
+def test_reentrant_with_callbacks_both_depths() -> None:
+    ret = _test_reentrant_with_callbacks([0, 1])
+    assert ret == {"outer": 1, "inner": 1}
+
+
+def test_queue_callback_outside_backward_and_variable() -> None:
+    # not in PyTorch's file: queue_callback outside a backward, and Variable's constructor
+    with pytest.raises(RuntimeError, match="^Final callbacks can only be installed during "
+                                           "backward pass.$"):
+        torch.autograd.Variable._execution_engine.queue_callback(lambda: None)
+    x = torch.ones(2)
+    v = torch.autograd.Variable(x, requires_grad=True)
+    assert v.requires_grad and v.is_leaf and not x.requires_grad
+    assert isinstance(x, torch.autograd.Variable)
+    x.add_(1)
+    assert_equal(v, torch.full((2,), 2.0))
+    with pytest.raises(TypeError, match="^Variable data has to be a tensor, but got int$"):
+        torch.autograd.Variable(3)
