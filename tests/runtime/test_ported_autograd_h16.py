@@ -5059,3 +5059,261 @@ def test_queue_callback_outside_backward_and_variable() -> None:
     assert_equal(v, torch.full((2,), 2.0))
     with pytest.raises(TypeError, match="^Variable data has to be a tensor, but got int$"):
         torch.autograd.Variable(3)
+
+
+# --- torch.autograd.functional (test/autograd/test_functional.py) --------------------------
+def _exp_reducer(x):
+    return x.exp().sum(dim=1)
+
+
+def _reducer(x):
+    return x.sum(dim=1)
+
+
+def test_functional_vjp_err_check() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a):
+        return 3 * a.narrow(0, 0, 3)
+
+    def bar(a):
+        return 3 * a.narrow(0, 0, 3), "bar"
+
+    inp = torch.rand(4)
+    v = torch.ones(3)
+    with pytest.raises(TypeError, match="The inputs given to vjp must be either a Tensor"):
+        autogradF.vjp(foo, (inp, 2), v)
+    with pytest.raises(TypeError, match="The outputs of the user-provided function given to "
+                                        "vjp must"):
+        autogradF.vjp(bar, inp, v)
+    with pytest.raises(RuntimeError, match="The vector v can only be None if the user-provided "
+                                           "function returns"):
+        autogradF.vjp(foo, inp)
+    with pytest.raises(RuntimeError, match="The given v should contain a single Tensor."):
+        autogradF.vjp(foo, inp, (torch.ones_like(inp), torch.ones_like(inp)))
+    with pytest.raises(RuntimeError, match="v has invalid size: should be torch.Size"):
+        autogradF.vjp(foo, inp, v[:2])
+    res = autogradF.vjp(foo, inp, v)[1]
+    assert res.size() == inp.size()
+
+
+def test_functional_vjp_err_check_strict() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a):
+        return a.detach()
+
+    def bar(a):
+        # Make a non-leaf Tensor that requires_grad but that is not connected to the input
+        return a.long().float().requires_grad_().clone()
+
+    inp = torch.rand(4)
+    v = torch.rand(4)
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function does not "
+                                           "require gradients."):
+        autogradF.vjp(foo, inp, v, strict=True)
+    res = autogradF.vjp(foo, inp, v, strict=False)
+    assert_equal(res[1].abs().sum(), 0.0)
+
+    with pytest.raises(RuntimeError, match="The output of the user-provided function is "
+                                           "independent of input 0"):
+        autogradF.vjp(bar, inp, v, strict=True)
+    res = autogradF.vjp(bar, inp, v, strict=False)
+    assert_equal(res[1].abs().sum(), 0.0)
+
+
+def test_functional_vjp_output() -> None:
+    autogradF = torch.autograd.functional
+
+    def adder(x, y):
+        return 2 * x + 3 * y
+
+    inputs = (torch.rand(2), torch.rand(2))
+    v = torch.ones(2)
+    out, vjp_val = autogradF.vjp(adder, inputs, v)
+    assert isinstance(vjp_val, tuple)
+    assert len(vjp_val) == 2
+    assert vjp_val[0].grad_fn is None
+    assert_equal(vjp_val[0], 2 * v)
+    assert_equal(vjp_val[1], 3 * v)
+
+    def adder2(x, y):
+        return 2 * x, 3 * y
+
+    out, vjp_val = autogradF.vjp(adder2, inputs, (v, v))
+    assert_equal(vjp_val[0], 2 * v)
+    assert_equal(vjp_val[1], 3 * v)
+
+
+def test_functional_vjp_create_graph() -> None:
+    autogradF = torch.autograd.functional
+
+    def reducer(x):
+        return x.sum(dim=1)
+
+    inputs = torch.rand(2, 2, dtype=torch.double)
+    v = torch.ones(2, dtype=torch.double)
+    inputs.requires_grad_()
+    v.requires_grad_()
+    res = autogradF.vjp(reducer, inputs, v, create_graph=True)
+    assert res[1].grad_fn is not None
+    gradcheck(lambda inp, v: autogradF.vjp(reducer, inputs, v, create_graph=True), (inputs, v))
+    gradgradcheck(lambda inp, v: autogradF.vjp(reducer, inputs, v, create_graph=True),
+                  (inputs, v))
+
+
+def test_functional_jvp_err_check() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a):
+        return 3 * a.narrow(0, 0, 3)
+
+    inp = torch.rand(4)
+    v = torch.rand(4)
+    with pytest.raises(TypeError, match="The inputs given to jvp must be either a Tensor"):
+        autogradF.jvp(foo, (inp, 2), v)
+    with pytest.raises(RuntimeError, match="The vector v can only be None if the input to the "
+                                           "user-provided function"):
+        autogradF.jvp(foo, inp)
+    with pytest.raises(RuntimeError, match="v has invalid size: should be torch.Size"):
+        autogradF.jvp(foo, inp, v[:2])
+    res = autogradF.jvp(foo, inp, v)[1]
+    assert res.size() == foo(inp).size()
+
+
+def test_functional_jacobian_err_check() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a):
+        return 3 * a.narrow(0, 0, 3)
+
+    def bar(a):
+        return 3 * a.narrow(0, 0, 3), "bar"
+
+    inp = torch.rand(4)
+    with pytest.raises(TypeError, match="The inputs given to jacobian must be either a Tensor"):
+        autogradF.jacobian(foo, (inp, 2))
+    with pytest.raises(TypeError, match="The outputs of the user-provided function given to "
+                                        "jacobian must"):
+        autogradF.jacobian(bar, inp)
+    res = autogradF.jacobian(foo, inp)
+    assert_equal(res, torch.cat([torch.eye(3) * 3, torch.zeros(3, 1)], dim=1))
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_functional_jacobian_output(vectorize: bool) -> None:
+    autogradF = torch.autograd.functional
+    inputs = torch.rand(4, 4)
+    res = autogradF.jacobian(_exp_reducer, inputs, vectorize=vectorize)
+    assert res.grad_fn is None
+    expected = torch.zeros(4, 4, 4)
+    for i in range(4):
+        expected[i, i] = inputs[i].exp()
+    assert_equal(res, expected)
+
+    def identity(x):
+        return x.clone()
+
+    inputs = torch.rand(4)
+    res = autogradF.jacobian(identity, inputs, vectorize=vectorize)
+    assert_equal(res, torch.eye(4))
+
+    def add_exp_reducer(x, y):
+        return (x + y.exp()).sum(dim=1)
+
+    inputs = (torch.rand(4, 4), torch.rand(4, 4))
+    res = autogradF.jacobian(add_exp_reducer, inputs, vectorize=vectorize)
+    assert isinstance(res, tuple) and len(res) == 2
+    assert res[0].shape == (4, 4, 4)
+
+
+def test_functional_jacobian_create_graph() -> None:
+    autogradF = torch.autograd.functional
+    inputs = torch.rand(4, 4, dtype=torch.double, requires_grad=True)
+    res = autogradF.jacobian(_exp_reducer, inputs, create_graph=True)
+    assert res.grad_fn is not None
+    gradcheck(lambda inp: autogradF.jacobian(_exp_reducer, inp, create_graph=True), inputs)
+    gradgradcheck(lambda inp: autogradF.jacobian(_exp_reducer, inp, create_graph=True), inputs)
+
+
+def test_functional_jacobian_strict() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a, b):
+        return b, b.exp()
+
+    inp = (torch.rand(4), torch.rand(4))
+    with pytest.raises(RuntimeError, match="Output 0 of the user-provided function is "
+                                           "independent of input 0."):
+        autogradF.jacobian(foo, inp, strict=True)
+    res = autogradF.jacobian(foo, inp, strict=False)
+    assert_equal(res[0][0], torch.zeros(4, 4))
+    with pytest.raises(RuntimeError, match="jacobian: `strict=True` and `vectorized=True` are "
+                                           "not supported together"):
+        autogradF.jacobian(foo, inp, strict=True, vectorize=True)
+
+
+def test_functional_hessian_err_check() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a):
+        return 3 * a.narrow(0, 0, 3).exp().sum()
+
+    def bar2(a):
+        return 3 * a.narrow(0, 0, 3)
+
+    inp = torch.rand(4)
+    with pytest.raises(TypeError, match="The inputs given to hessian must be either a Tensor"):
+        autogradF.hessian(foo, (inp, 2))
+    with pytest.raises(RuntimeError, match="The Tensor returned by the function given to "
+                                           "hessian should contain a single element"):
+        autogradF.hessian(bar2, inp)
+    res = autogradF.hessian(foo, inp)
+    assert res.size() == (4, 4)
+
+
+@pytest.mark.parametrize("vectorize", [True, False])
+def test_functional_hessian_output(vectorize: bool) -> None:
+    autogradF = torch.autograd.functional
+
+    def pow_reducer(x):
+        return x.pow(3).sum()
+
+    inputs = torch.rand(2, 2)
+    res = autogradF.hessian(pow_reducer, inputs, vectorize=vectorize)
+    assert res.grad_fn is None
+    expected = torch.zeros(2, 2, 2, 2)
+    for i in range(2):
+        for j in range(2):
+            expected[i, j, i, j] = 6 * inputs[i, j]
+    assert_equal(res, expected)
+
+
+def test_functional_vhp_hvp() -> None:
+    autogradF = torch.autograd.functional
+
+    def foo(a):
+        return 3 * a.narrow(0, 0, 3).exp().sum()
+
+    inputs = torch.rand(4, 4)
+    v = torch.ones(4, 4)
+    res = autogradF.vhp(_reducer_sq, inputs, v)
+    res2 = autogradF.hvp(_reducer_sq, inputs, v)
+    assert_equal(res[1], res2[1])
+    assert_equal(res[1], 2 * v)
+
+    inp = torch.rand(4)
+    v = torch.rand(4)
+    with pytest.raises(TypeError, match="The inputs given to vhp must be either a Tensor"):
+        autogradF.vhp(foo, (inp, 2), v)
+    with pytest.raises(RuntimeError, match="The vector v can only be None if the input to the "
+                                           "user-provided function"):
+        autogradF.hvp(foo, inp)
+    with pytest.raises(RuntimeError, match="v has invalid size: should be torch.Size"):
+        autogradF.vhp(foo, inp, v[:2])
+    res = autogradF.vhp(foo, inp, v)
+    assert res[1].size() == inp.size()
+
+
+def _reducer_sq(x):
+    return (x * x).sum()
