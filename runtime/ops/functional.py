@@ -1110,7 +1110,9 @@ def view(x: Tensor, *shape: Any) -> Tensor:
     new = _new_shape(x, shape)
     if new != x.shape and not _viewable(x._data, new):
         raise RuntimeError(_VIEW_ERROR)
-    return reshape(x, new)
+    # always a new view, of the same shape too (PyTorch's view_as(x)._base is x), where
+    # reshape may hand back x itself
+    return apply(P.RESHAPE, x, shape=new)
 
 
 def _view_dtype(x: Tensor, dtype: D.DType) -> Tensor:
