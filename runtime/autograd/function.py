@@ -266,6 +266,10 @@ class Function:
             if not differentiable:
                 if not o._rg:  # PyTorch (_wrap_outputs): an input returned as-is is an alias
                     out = _view_as_self(o) if is_input and not is_dirty else o
+                elif not is_input and o._base is not None:
+                    # a view of an input made with grad off (node None: no_grad) stays one that
+                    # requires grad, as x[:] under no_grad does (PyTorch's _wrap_outputs)
+                    out = o
                 else:
                     out = o.detach()
                     out._rg = False
