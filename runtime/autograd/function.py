@@ -257,9 +257,10 @@ class Function:
 
                     raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
                 if not is_input:
-                    warnings.warn("ctx.mark_dirty() received a tensor that was not an input. "
-                                  "Only input Tensors that have been mutated should be passed to "
-                                  "ctx.mark_dirty().", UserWarning, stacklevel=2)
+                    # a view's history cannot be rebased through the node (PyTorch raises)
+                    if o._base is not None:
+                        raise RuntimeError(_ERR_DIRTY_NOT_INPUT)
+                    warnings.warn(_ERR_DIRTY_NOT_INPUT, UserWarning, stacklevel=2)
                 if o._base is not None and len(outputs) > 1:
                     raise RuntimeError(_ERR_DIRTY_VIEW_MULTI)
                 _refuse_captured_dirty_view(o)
@@ -314,6 +315,9 @@ class Function:
             ctx._to_save = ()
         return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
 
+
+_ERR_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                        "Tensors that have been mutated should be passed to ctx.mark_dirty().")
 
 _ERR_DIRTY_VIEW_MULTI = (
     "If your Function modifies inplace an input that is a view of another Tensor, your Function "

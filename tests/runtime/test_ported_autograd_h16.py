@@ -5751,3 +5751,21 @@ def test_custom_function_error() -> None:
         BadBw.apply(inp).sum().backward()
     with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
         BadBw2.apply(inp).sum().backward()
+
+
+def test_custom_function_mark_output_view_of_intermediate() -> None:
+    class Func(Function):
+        @staticmethod
+        def forward(ctx, inp):
+            out = inp.clone().view_as(inp)
+            ctx.mark_dirty(out)
+            return out
+
+        @staticmethod
+        def backward(ctx, gO):
+            pass
+
+    a = torch.tensor([1.0], requires_grad=True)
+    a_clone = a.clone()
+    with pytest.raises(RuntimeError, match="received a tensor that was not an input."):
+        Func.apply(a_clone)
