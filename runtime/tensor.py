@@ -487,8 +487,12 @@ class Tensor:
         if self.dtype is not D.default_float and (self.dtype not in (D.int64, D.bool_)
                                                   or not self._data.size):  # PyTorch's rule
             extra.append(f"dtype={self.dtype!r}")
-        if self._grad_fn is not None:
-            extra.append(f"grad_fn=<{type(self._grad_fn).__name__}>")
+        try:  # (a view's history is brought up to date, as PyTorch's repr does)
+            grad_fn_name = None if self.grad_fn is None else type(self._grad_fn).__name__
+        except RuntimeError:  # a view made and written in no_grad: PyTorch's "Invalid"
+            grad_fn_name = "Invalid"
+        if grad_fn_name is not None:
+            extra.append(f"grad_fn=<{grad_fn_name}>")
         elif self._rg:
             extra.append("requires_grad=True")
         return with_suffixes(f"tensor({body}", extra, len("tensor("))

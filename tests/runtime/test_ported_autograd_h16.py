@@ -5426,10 +5426,10 @@ def test_autograd_print_tensor() -> None:
     assert repr(a) == "tensor([1.], requires_grad=True)"
     assert repr(a_clone) == "tensor([1.], grad_fn=<CloneBackward0>)"
 
-    # not ported: repr of a view made and written in no_grad ('grad_fn=<Invalid>'; see the
-    # report)
     with torch.no_grad():
-        a.mul_(2)
+        b = a[:]
+        b *= 2
+    assert repr(b) == "tensor([2.], grad_fn=<Invalid>)"
 
     class Func(Function):
         @staticmethod
