@@ -22,7 +22,7 @@ def _both(step: Any, calls: list[tuple[Any, ...]]) -> tuple[list[Any], list[Any]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = [compiled(*a) for a in calls]
-    assert not [str(w.message) for w in caught if w.category is RuntimeWarning]  # no fallback
+    assert not _fallbacks(caught)  # no fallback
     return got, [step(*a) for a in calls], compiled
 
 
@@ -318,3 +318,10 @@ def test_a_fractional_power_of_a_float_argument_is_pythons() -> None:
     for g, w in zip(got, want, strict=True):
         _assert_same(g, w)
     assert compiled.captures == 2
+
+
+def _fallbacks(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The planner's RuntimeWarnings (not the os.fork() one of a JAX that another test of the
+    run imported, where the bench extra is installed: a background compile forks)."""
+    return [str(w.message) for w in caught
+            if w.category is RuntimeWarning and str(w.message).startswith("planner")]

@@ -83,9 +83,7 @@ def test_dataloader_fed_training_equals_eager(kwargs: dict[str, Any], shapes: in
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = _run(compiled, _loader(**kwargs), epochs=3)
-    # the planner's fallback warnings (not an os.fork() warning of a JAX another test imported)
-    assert not [str(w.message) for w in caught if w.category is RuntimeWarning
-                and str(w.message).startswith("planner")]
+    assert not _fallbacks(caught)
     _same_losses(got, want)
     _same(model, eager_model)
     assert compiled.captures == shapes  # one per batch shape, not one per batch
@@ -123,9 +121,7 @@ def test_checkpoint_into_the_same_model_between_compiled_calls() -> None:
             _run(step, loader, epochs=1)
             _restore(blob, model, opt)
             losses = _run(step, loader, epochs=2)
-        # the planner's fallback warnings (not an os.fork() warning of a JAX another test imported)
-    assert not [str(w.message) for w in caught if w.category is RuntimeWarning
-                and str(w.message).startswith("planner")]
+        assert not _fallbacks(caught)
         results.append((losses, copy.deepcopy(model)))
         if compile_it:
             assert step.captures <= 2  # at most once more, for the loaded momentum buffers
@@ -153,9 +149,7 @@ def test_checkpoint_into_a_new_model_continues_the_run() -> None:
         _restore(blob, resumed_model, resumed_opt)
         second = planner.compile(_trainer(resumed_model, resumed_opt))
         got += _run(second, loader, epochs=1)
-    # the planner's fallback warnings (not an os.fork() warning of a JAX another test imported)
-    assert not [str(w.message) for w in caught if w.category is RuntimeWarning
-                and str(w.message).startswith("planner")]
+    assert not _fallbacks(caught)
     _same_losses(got, want)
     _same(resumed_model, eager_model)
     assert first.captures == 1 and second.captures == 1
@@ -182,7 +176,7 @@ def test_save_inside_a_compiled_step_falls_back_with_a_warning() -> None:
         for scale in (1.0, 2.0, 3.0):
             got = float(compiled(x * scale, y))
             assert float(rt.load(io.BytesIO(sink[-1]))) == got == float(step(x * scale, y))
-    fallbacks = [str(w.message) for w in caught if w.category is RuntimeWarning]
+    fallbacks = _fallbacks(caught)
     assert fallbacks and all("runs eagerly" in m for m in fallbacks)
 
 
@@ -213,9 +207,7 @@ def test_a_compiled_step_drawing_random_numbers_in_workers_equals_eager() -> Non
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             runs.append([b.tolist() for b in loader])
-        # the planner's fallback warnings (not an os.fork() warning of a JAX another test imported)
-    assert not [str(w.message) for w in caught if w.category is RuntimeWarning
-                and str(w.message).startswith("planner")]
+        assert not _fallbacks(caught)
     np.testing.assert_allclose(runs[1], runs[0], rtol=TOL, atol=TOL)
     assert compiled.captures == 1
     rt.manual_seed(3)
@@ -253,9 +245,14 @@ def test_a_collated_dict_batch_with_strings_and_ints_is_not_captured_per_batch()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             runs.append([float(fn(b)) for b in DataLoader(DS(), batch_size=4)])
-        # the planner's fallback warnings (not an os.fork() warning of a JAX another test imported)
-    assert not [str(w.message) for w in caught if w.category is RuntimeWarning
-                and str(w.message).startswith("planner")]
+        assert not _fallbacks(caught)
         if compile_it:
             assert fn.captures <= 2
     _same_losses(runs[1], runs[0])
+
+
+def _fallbacks(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The planner's RuntimeWarnings (not the os.fork() one of a JAX that another test of the
+    run imported, where the bench extra is installed: a background compile forks)."""
+    return [str(w.message) for w in caught
+            if w.category is RuntimeWarning and str(w.message).startswith("planner")]
