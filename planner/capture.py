@@ -174,6 +174,9 @@ class Tracer:
         # id -> (tensor, requires_grad when the step began) of the tensors from outside the
         # step (parameters, buffers) whose flag the step changed (``requires_grad_changes``)
         self.flags_before: dict[int, tuple[Tensor, bool]] = {}
+        # id(version counter) -> (it, its version when the step began) of the tensors from
+        # outside the step it wrote in place (``bump_version``)
+        self.versions_before: dict[int, tuple[Any, int]] = {}
         # ids of the optimizers whose ``.state`` the step's own code reaches (may_make_state)
         self.own_state: set[int] = set()
         self.made_state: list[tuple[Any, Any]] = []  # (optimizer, parameter): on_state_made
@@ -605,6 +608,20 @@ class Tracer:
             object.__setattr__(m, "training", mode)  # this module only, as it was
         if changed:
             structure_changed()
+
+    def bump_version(self, t: Tensor) -> None:
+        """An in-place write to a tensor from outside the step (an argument, a parameter): its
+        version moves on while the capture runs, as eager mode's does, so a backward that
+        unpacks it saved before the write raises eager mode's error (``x`` saved by a Linear,
+        then ``x.add_(1)``, then ``loss.backward()``: the plan computed a gradient instead);
+        put back after the capture (``restore_versions``: the replay's write-back moves it)."""
+        vc = t._vc
+        self.versions_before.setdefault(id(vc), (vc, vc.v))
+        vc.v += 1
+
+    def restore_versions(self) -> None:
+        for vc, before in self.versions_before.values():
+            vc.v = before
 
     def restore_flags(self) -> None:
         """Put back the flags the step changed (the capture ran its Python on the real
@@ -1138,6 +1155,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         tracer.restore_groups()
         tracer.restore_generators()
         tracer.restore_flags()
+        tracer.restore_versions()
         tracer.restore_modes()
         draws.restore()
         if not captured:

@@ -279,7 +279,9 @@ def _trace_inplace(tracer: Any, prim: Primitive, t: Tensor, args: tuple[Any, ...
         tracer.write_view(t, value, f"in-place {prim.name}_", history=needs_graph)
     else:
         tracer.write(t, value)
-    if meta:
+    if not meta:
+        tracer.bump_version(t)
+    else:
         t._vc.v += 1
         if needs_graph:
             old, old_nr = t._grad_fn, t.output_nr
