@@ -71,7 +71,8 @@ class _Source:
                                       "_tensor": Tensor, "_setting_key": setting_key,
                                       "_structure_version": structure_version,
                                       "_leaf_hooks_version": leaf_hooks_version,
-                                      "_getattr": getattr, "_tuple": tuple, "_map": map}
+                                      "_getattr": getattr, "_tuple": tuple, "_map": map,
+                                      "_default": default_of}
 
     def name(self, value: Any) -> str:
         key = f"_v{len(self.names)}"
@@ -190,6 +191,8 @@ def _follow(src: _Source, path: Path, types: tuple[type, ...]) -> None:
         src.lines.append(f"        o = {src.name(path.root)}.get({src.name(path.name)}, _missing)")
     elif path.kind == "cell":
         src.lines.append(f"        o = {src.name(path.root)}.cell_contents")
+    elif path.kind == "default":
+        src.lines.append(f"        o = _default({src.name(path.root)}, {src.name(path.name)})")
     else:
         src.lines.append(f"        o = {src.name(path.root)}")
     for (attr, key), cls in zip(path.steps, types, strict=True):
@@ -295,11 +298,24 @@ _OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 
 
+def default_of(fn: types.FunctionType, name: str) -> Any:
+    """The default value of ``fn``'s parameter ``name`` now (MISSING: it has none), read
+    from ``__defaults__`` or ``__kwdefaults__`` as a call binds it."""
+    code = fn.__code__
+    if name in code.co_varnames[code.co_argcount:code.co_argcount + code.co_kwonlyargcount]:
+        return (fn.__kwdefaults__ or {}).get(name, MISSING)
+    defaults = fn.__defaults__ or ()
+    index = code.co_varnames.index(name) - (code.co_argcount - len(defaults))
+    return defaults[index] if 0 <= index < len(defaults) else MISSING
+
+
 @dataclass(eq=False, frozen=True)
 class Path:
     """Where the step reads a value: ``kind`` "global" (``root``: the step's globals), "cell"
-    (a closure cell) or "object" (an argument, fixed for a plan by the call's key, or the
-    ``self`` of a bound method), then (attribute?, name or key) steps."""
+    (a closure cell), "default" (the default value of the function ``root``'s parameter
+    ``name``, which a user may rebind: ``step.__defaults__ = (0.5,)``) or "object" (an
+    argument, fixed for a plan by the call's key, or the ``self`` of a bound method), then
+    (attribute?, name or key) steps."""
 
     kind: str
     root: Any
@@ -321,6 +337,8 @@ class Path:
         for attr, k in self.steps:
             text = f"len({text})" if attr is None else f"{text}.{k}" if attr else \
                 f"{text}[{k!r}]"
+        if self.kind == "default":
+            text += f" (a default of {self.root.__qualname__})"
         return text
 
     def then(self, attr: bool | None, key: Any) -> Path:
@@ -340,6 +358,8 @@ class Path:
                 return self.root.cell_contents
             except ValueError:  # an empty cell
                 return MISSING
+        if self.kind == "default":
+            return default_of(self.root, self.name)
         return self.root
 
     def follow(self) -> tuple[Any, tuple[type, ...]]:
@@ -710,17 +730,18 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
         fixed = inspect.signature(step).bind_partial(*fixed_args, **fixed_kwargs)
     except (TypeError, ValueError):  # the call itself fails, eagerly as compiled
         return accesses(step, {})
-    # the defaults of the parameters the call leaves out (``def step(x, cfg=CFG)``): fixed
-    # objects, as a partial's arguments, which the call's key does not hold either
+    # the defaults of the parameters the call leaves out (``def step(x, cfg=CFG, s=0.5)``):
+    # read through the function's defaults, which the call's key does not hold, so a default
+    # rebound (``step.__defaults__ = (CFG, 0.1)``, ``__kwdefaults__["s"] = 0.1``) or mutated
+    # in place (``cfg["p"] = 2``) is a guard that fails, not a value baked in for good
+    own = step.__func__ if isinstance(step, types.MethodType) else step
     defaults = {name: p.default for name, p in bound.signature.parameters.items()
                 if name not in bound.arguments and p.default is not p.empty}
-    found = accesses(step, {**{name: value for name, value in bound.arguments.items()
-                               if guarded_kind(value) is None
-                               and (type(value) not in (tuple, list, dict)
-                                    or name in fixed.arguments)},
-                            **{name: value for name, value in defaults.items()
-                               if guarded_kind(value) is None}})
-    own = step.__func__ if isinstance(step, types.MethodType) else step
+    found = accesses(step, {name: value for name, value in bound.arguments.items()
+                            if guarded_kind(value) is None
+                            and (type(value) not in (tuple, list, dict)
+                                 or name in fixed.arguments)},
+                     bound={name: Path("default", own, name) for name in defaults})
     helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values(),
                             *defaults.values()], skip=(own,))
     expand_escapes(found)

@@ -80,3 +80,91 @@ def test_input_written_in_place_after_backward_replays() -> None:
             np.testing.assert_array_equal(x2.numpy(), x.numpy())
             np.testing.assert_array_equal(w2.grad.numpy(), w.grad.numpy())
     assert compiled.captures == 1
+
+
+def _train_pair(step: Callable[..., Any], change: Callable[[int], None], calls: int = 5,
+                ) -> tuple[Any, list[str]]:
+    """``step(model, opt, x)`` eagerly and compiled on copies of one model and optimizer,
+    ``change(i)`` made before call i; every returned value, parameter and gradient equal.
+    Returns the compiled step and the warnings it gave."""
+    rt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 2))
+    opt = rt.optim.SGD(model.parameters(), lr=0.01)
+    model2 = copy.deepcopy(model)
+    opt2 = rt.optim.SGD(model2.parameters(), lr=0.01)
+    compiled = planner.compile(step)
+    x = rt.randn(3, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for i in range(calls):
+            change(i)
+            _same(_outcome(step, model, opt, x), _outcome(compiled, model2, opt2, x))
+            for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+                np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5,
+                                           atol=1e-6)
+                np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+    return compiled, [str(w.message) for w in said]
+
+
+def _scaled(model: Any, opt: Any, x: Any, scale: float) -> Any:
+    opt.zero_grad()
+    loss = (model(x) * scale).tanh().mean()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+def test_positional_default_rebound_captures_again(caplog: pytest.LogCaptureFixture) -> None:
+    """``step.__defaults__ = (3.0,)``: the default a call leaves out was baked into the plan,
+    which replayed the old one (PyTorch's dynamo guards the function's defaults)."""
+
+    def step(model: Any, opt: Any, x: Any, scale: float = 1.0) -> Any:
+        return _scaled(model, opt, x, scale)
+
+    def change(i: int) -> None:
+        if i == 2:
+            step.__defaults__ = (3.0,)
+
+    caplog.set_level("INFO", logger="planner")
+    compiled, said = _train_pair(step, change)
+    assert not said and compiled.captures == 2
+    assert any("scale (a default of" in r.getMessage() and "3.0" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_keyword_only_default_changed_captures_again() -> None:
+    def step(model: Any, opt: Any, x: Any, *, scale: float = 1.0) -> Any:
+        return _scaled(model, opt, x, scale)
+
+    def change(i: int) -> None:
+        if i == 2:
+            step.__kwdefaults__["scale"] = 0.5
+        if i == 3:
+            step.__kwdefaults__ = {"scale": 2.0}
+
+    compiled, said = _train_pair(step, change)
+    assert not said and compiled.captures == 3
+
+
+def test_default_dict_rebound_and_mutated() -> None:
+    def step(model: Any, opt: Any, x: Any, cfg: dict[str, float] | None = None) -> Any:
+        return _scaled(model, opt, x, cfg["scale"])
+
+    step.__defaults__ = ({"scale": 1.0},)
+
+    def change(i: int) -> None:
+        if i == 2:
+            step.__defaults__ = ({"scale": 2.0},)
+        if i == 3:
+            step.__defaults__[0]["scale"] = 0.25
+
+    compiled, said = _train_pair(step, change)
+    assert not said and compiled.captures == 3
+
+
+def test_unchanged_defaults_capture_once() -> None:
+    def step(model: Any, opt: Any, x: Any, scale: float = 2.0, *, cfg: Any = (1, 2)) -> Any:
+        return _scaled(model, opt, x, scale * cfg[1])
+
+    compiled, said = _train_pair(step, lambda i: None)
+    assert not said and compiled.captures == 1
