@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from runtime.autograd.node import leaf_hooks_version
+from runtime.creation import Generator
 from runtime.nn.module import Module, structure_version
 from runtime.optim.lr_scheduler import LRScheduler
 from runtime.optim.optimizer import Optimizer
@@ -294,7 +295,9 @@ class _Unsafe(Exception):
 _FIELDS = (types.MemberDescriptorType, type(collections.namedtuple("_T", "a").a))
 # the builtin types whose attribute lookup (object.__getattribute__'s) a class may inherit
 _GENERIC_LOOKUP = (object, tuple, list, dict)
-_OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler)
+# a random generator's state is read and written by the plan at each replay (its fields
+# change at every draw: guarded by value, they captured the step again at every call)
+_OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler, Generator)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 
 
@@ -1462,7 +1465,7 @@ class Watch:
 # ``model`` rebound to a new model, ``opt`` to a new optimizer, ``loss_fn`` to another
 # function) must capture again: a module's parameters and buffers and its forward, an
 # optimizer's parameters and state, a scheduler's, the code of a function it ran
-_HELD = (Module, Optimizer, LRScheduler, types.FunctionType, types.MethodType,
+_HELD = (Module, Optimizer, LRScheduler, Generator, types.FunctionType, types.MethodType,
          types.BuiltinFunctionType, functools.partial)
 
 

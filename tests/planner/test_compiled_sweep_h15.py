@@ -168,3 +168,64 @@ def test_unchanged_defaults_capture_once() -> None:
 
     compiled, said = _train_pair(step, lambda i: None)
     assert not said and compiled.captures == 1
+
+
+NOISE = rt.Generator().manual_seed(3)
+
+
+def _noisy(w: Any) -> Any:
+    loss = (w + rt.randn(3, generator=NOISE)).tanh().sum()
+    loss.backward()
+    return loss
+
+
+class _Noisy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(rt.zeros(3))
+        self.gen = rt.Generator().manual_seed(1)
+
+    def forward(self) -> Any:
+        return (self.w + rt.randn(3, generator=self.gen)).tanh().sum()
+
+
+def _module_step(m: Any) -> Any:
+    loss = m()
+    loss.backward()
+    return loss
+
+
+@pytest.mark.parametrize("where", ["global", "attribute"])
+def test_generator_read_by_path_captures_once_until_rebound(where: str) -> None:
+    """A generator of the user's reached by a name or attribute (``randn(generator=G)``): its
+    fields change at every draw (a cached normal, its seed), which were guarded by value, so
+    the step captured again at every call (to the recompile limit, then eagerly); the plan
+    draws from its state at each replay, so only another generator there captures again."""
+    global NOISE
+    m = _Noisy()
+    w = m.w if where == "global" else None
+    for p in m.parameters():
+        p.grad = rt.zeros(3)
+    compiled = planner.compile(_noisy if where == "global" else _module_step)
+
+    def gen() -> Any:
+        return NOISE if where == "global" else m.gen
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(5):
+            if i == 3:
+                if where == "global":
+                    NOISE = rt.Generator().manual_seed(100)
+                else:
+                    m.gen = rt.Generator().manual_seed(100)
+            state, grad = gen().get_state(), m.w.grad.clone()
+            eager = (_noisy(w) if where == "global" else _module_step(m)).item()
+            eager_grad, eager_state = m.w.grad.clone(), gen().get_state()
+            gen().set_state(state)
+            m.w.grad = grad
+            replayed = (compiled(w) if where == "global" else compiled(m)).item()
+            assert replayed == pytest.approx(eager, rel=1e-6)
+            np.testing.assert_allclose(m.w.grad.numpy(), eager_grad.numpy(), rtol=1e-6)
+            np.testing.assert_array_equal(gen().get_state().numpy(), eager_state.numpy())
+            assert compiled.captures == (1 if i < 3 else 2)
