@@ -135,6 +135,9 @@ class Binding:
     # hooks changed since (runtime.autograd.node.leaf_hooks_version)
     leaf_hooks: list[tuple[Tensor, Any]] = field(init=False, repr=False)
     hooks_version: int = field(init=False, repr=False)
+    # the forward of each class of the user's among the captured modules, as it was (a class
+    # whose forward is rebound, ``Net.forward = other``, changes no module: checked per call)
+    forwards: tuple[tuple[type, Any], ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
@@ -144,6 +147,9 @@ class Binding:
                            if slot.kind == "tensor" and slot.ref._rg
                            and slot.ref._grad_fn is None]
         self.hooks_version = leaf_hooks_version()
+        classes = {type(sub) for m, _ in self.modules for sub in m.modules()}
+        self.forwards = tuple((cls, cls.forward) for cls in classes
+                              if guards.users_function(cls.forward))
 
     def check(self, args: tuple[Any, ...]) -> str | None:
         """``failed_guard``, asked only where the generated guards (``planner.guards``) do
@@ -188,6 +194,9 @@ class Binding:
                 return (f"the .grad of tensor{list(owner.shape)} is "
                         f"{'None' if owner._grad is None else 'set'} (it was "
                         f"{'None' if was_none else 'set'} when the step was captured)")
+        for cls, forward in self.forwards:
+            if cls.forward is not forward:
+                return f"{cls.__name__}.forward is another function"
         version = structure_version()
         for module, params in self.modules if version != self.module_version else ():
             now = _module_params(module, None, self.counters)
@@ -199,6 +208,9 @@ class Binding:
                 return f"a forward or backward hook of {type(module).__name__} was added or removed"
             if now[3] != params[3]:
                 return _setting_change(params[3], now[3])
+            if now[4] != params[4]:
+                return _forward_change(module, params[4], now[4])
+
         for opt, key in self.optimizers:
             if not _optimizer_matches(opt, key):
                 return f"{type(opt).__name__}: {_optimizer_change(opt, key)}"
@@ -224,7 +236,8 @@ def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
     """What a captured module's forward was traced with: its parameters, train/eval modes
     (those in ``found`` as found there: Capture.found_modes), forward and backward hooks (a
     backward hook registered after the capture was skipped by the plan, silently) and
-    settings (``_settings``)."""
+    settings (``_settings``), and forwards bound to a module itself (``m.forward = f``,
+    which its calls run instead of its class's)."""
     modules = list(module.modules())
     found = found or {}
     return (tuple((name, id(p)) for name, p in (*module.named_parameters(),
@@ -233,7 +246,8 @@ def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None
             (global_hook_ids(), *((*m._forward_pre_hooks, -1, *m._forward_hooks, -2,
                                    *m._backward_pre_hooks, -3, *m._backward_hooks)
                                   for m in modules)),
-            tuple((m, _settings(m, counters)) for m in modules))
+            tuple((m, _settings(m, counters)) for m in modules),
+            tuple(vars(m).get("forward") for m in modules))
 
 
 _SETTING_TYPES = (bool, int, float, str, type(None))
@@ -252,9 +266,19 @@ def _settings(module: Any, counters: frozenset[tuple[int, str]] = frozenset()
                      for v in (value if type(value) in (tuple, list) else (value,))))
 
 
+def _forward_change(module: Any, was: tuple[Any, ...], now: tuple[Any, ...]) -> str:
+    """Which module's own forward was bound or rebound, for the recompile log."""
+    for sub, before, after in zip(module.modules(), was, now):
+        if before != after:
+            return f"the forward of {type(sub).__name__} (in {type(module).__name__}) was rebound"
+    return f"the forward of a module in {type(module).__name__} was rebound"
+
+
 def _setting_change(was: tuple[Any, ...], now: tuple[Any, ...]) -> str:
     """Which module setting changed, for the recompile log."""
-    for (module, old), (_, new) in zip(was, now):
+    for (module, old), (other, new) in zip(was, now):
+        if other is not module:  # a submodule replaced by one without parameters (ReLU)
+            return f"{type(module).__name__} was replaced by {type(other).__name__}"
         before, after = dict(old), dict(new)
         for name in before.keys() | after.keys():
             if before.get(name, MISSING) != after.get(name, MISSING):

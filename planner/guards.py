@@ -134,6 +134,8 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
         src.fail_if(f"_leaf_hooks_version() != {b}.hooks_version")
     if binding.modules:  # their parameters, modes and hooks: checked by failed_guard
         src.fail_if(f"_structure_version() != {b}.module_version")
+    for cls, forward in binding.forwards:
+        src.fail_if(f"{src.name(cls)}.forward is not {src.name(forward)}")
     for opt, key in binding.optimizers:
         _optimizer(src, src.name(opt), key)
     text = "def passes(args):\n" + "\n".join(src.lines + ["    return True"]) + "\n"
@@ -640,8 +642,8 @@ def _callee(below: Any, callable_: Any) -> tuple[Any, Path | None] | None:
                 return None
             static = _class_attribute(type(obj), below.name)
             if isinstance(static, staticmethod):
-                return (static.__func__, None) if _users(static.__func__) else None
-            if _users(static):
+                return (static.__func__, None) if users_function(static.__func__) else None
+            if users_function(static):
                 return static, below.ref.path
             if static is not MISSING:
                 return None
@@ -654,11 +656,11 @@ def _callee(below: Any, callable_: Any) -> tuple[Any, Path | None] | None:
         value, _ = path.follow()
     except _Unsafe:
         return None
-    if _users(value):
+    if users_function(value):
         return value, None
     if isinstance(value, Module):  # its __call__ runs its forward, self bound to it
         forward = _class_attribute(type(value), "forward")
-        return (forward, path) if _users(forward) else None
+        return (forward, path) if users_function(forward) else None
     return None
 
 
@@ -859,7 +861,7 @@ def _library_dirs() -> tuple[str, ...]:
     return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
 
 
-def _users(fn: Any) -> bool:
+def users_function(fn: Any) -> bool:
     """Whether ``fn`` is a Python function of the user's code (not this project's, the
     standard library's or an installed package's)."""
     if type(fn) is not types.FunctionType:  # checked first: getattr may run an object's code
@@ -886,7 +888,7 @@ def _class_functions(cls: type) -> list[Any]:
                 value = value.__func__
             elif isinstance(value, property):
                 value = value.fget
-            if _users(value):
+            if users_function(value):
                 found.append(value)
     return found
 
@@ -946,7 +948,7 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
     queue: list[Any] = []
 
     def reach(value: Any) -> None:
-        if _users(value):
+        if users_function(value):
             if id(value) not in seen:
                 seen.add(id(value))
                 queue.append(value)
@@ -959,7 +961,7 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
             classes = {type(m) for m in modules}
             for m in modules:  # functions kept as attributes (``self.act = my_act``)
                 for attr in list(vars(m).values()):
-                    if _users(attr):
+                    if users_function(attr):
                         reach(attr)
                 # its hooks and its parameters' (a capture runs them once: what they change,
                 # ``acts.append(out)``, is the step's change)
@@ -1010,7 +1012,7 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
         (``self.cfg["p"]``, ``self.mask``: the module's attributes it reads)."""
         for name, sub in module.named_modules():
             forward = _class_attribute(type(sub), "forward")
-            if not _users(forward) or budget[0] <= 0:
+            if not users_function(forward) or budget[0] <= 0:
                 continue
             where = path
             for part in name.split(".") if name else ():

@@ -5,6 +5,8 @@ capturing again where what the plan baked in changed, with no stale replay."""
 from __future__ import annotations
 
 import copy
+import functools
+import types
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -82,6 +84,12 @@ def test_input_written_in_place_after_backward_replays() -> None:
     assert compiled.captures == 1
 
 
+def _same_grad(p: Any, q: Any) -> None:
+    assert (q.grad is None) == (p.grad is None)
+    if p.grad is not None:
+        np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def _train_pair(step: Callable[..., Any], change: Callable[[int], None], calls: int = 5,
                 ) -> tuple[Any, list[str]]:
     """``step(model, opt, x)`` eagerly and compiled on copies of one model and optimizer,
@@ -102,7 +110,7 @@ def _train_pair(step: Callable[..., Any], change: Callable[[int], None], calls: 
             for p, q in zip(model.parameters(), model2.parameters(), strict=True):
                 np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5,
                                            atol=1e-6)
-                np.testing.assert_allclose(q.grad.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+                _same_grad(p, q)
     return compiled, [str(w.message) for w in said]
 
 
@@ -229,3 +237,93 @@ def test_generator_read_by_path_captures_once_until_rebound(where: str) -> None:
             np.testing.assert_allclose(m.w.grad.numpy(), eager_grad.numpy(), rtol=1e-6)
             np.testing.assert_array_equal(gen().get_state().numpy(), eager_state.numpy())
             assert compiled.captures == (1 if i < 3 else 2)
+
+
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.act = nn.ReLU()
+
+    def forward(self, x: Any) -> Any:
+        return self.act(self.fc(x))
+
+
+def _doubled(self: Any, x: Any) -> Any:
+    return self.fc(x) * 2
+
+
+def _net_pair(change: Callable[[int, Any], None], calls: int = 5) -> tuple[Any, list[str]]:
+    """A _Net trained eagerly and compiled on copies, ``change(i, model)`` made to both before
+    call i: the same losses, parameters and gradients at every call."""
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).tanh().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    rt.manual_seed(0)
+    model = _Net()
+    model2 = copy.deepcopy(model)
+    opt, opt2 = (rt.optim.SGD(m.parameters(), lr=0.01) for m in (model, model2))
+    compiled = planner.compile(step)
+    x = rt.randn(5, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for i in range(calls):
+            change(i, model)
+            change(i, model2)
+            _same(_outcome(step, model, opt, x), _outcome(compiled, model2, opt2, x))
+            for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+                np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5,
+                                           atol=1e-6)
+                _same_grad(p, q)
+    return compiled, [str(w.message) for w in said]
+
+
+def test_forward_bound_to_an_instance_captures_again(caplog: pytest.LogCaptureFixture) -> None:
+    """``model.forward = ...`` (and a submodule's): its calls run that function, as PyTorch's
+    Module.__call__ does; the plan replayed the class's forward it captured."""
+    def change(i: int, model: Any) -> None:
+        if i == 2:
+            model.forward = types.MethodType(_doubled, model)
+        if i == 3:
+            model.fc.forward = functools.partial(nn.functional.linear, weight=model.fc.weight)
+
+    caplog.set_level("INFO", logger="planner")
+    compiled, said = _net_pair(change)
+    assert not said and compiled.captures == 3
+    said = [r.getMessage() for r in caplog.records if "recompiling" in r.getMessage()]
+    assert "the forward of _Net (in _Net) was rebound" in said[0]
+    assert "the forward of Linear (in _Net) was rebound" in said[1]
+
+
+def test_forward_of_the_class_rebound_captures_again() -> None:
+    """``Net.forward = other`` between calls (no module changes): guarded per call for the
+    user's classes; put back, the first plan replays."""
+    original = _Net.forward
+
+    def change(i: int, model: Any) -> None:
+        if model is not None and i in (2, 3):
+            _Net.forward = _doubled if i == 2 else original
+
+    try:
+        compiled, said = _net_pair(change)
+    finally:
+        _Net.forward = original
+    assert not said and compiled.captures == 2
+
+
+def test_submodule_swapped_for_one_without_parameters_names_it(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """ReLU swapped for a Sigmoid captures again; the log named a missing setting of ReLU
+    ('ReLU.inplace is <object object at 0x...>')."""
+    def change(i: int, model: Any) -> None:
+        if i == 2:
+            model.act = nn.Sigmoid()
+
+    caplog.set_level("INFO", logger="planner")
+    compiled, said = _net_pair(change)
+    assert not said and compiled.captures == 2
+    assert any("ReLU was replaced by Sigmoid" in r.getMessage() for r in caplog.records)
