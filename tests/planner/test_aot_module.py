@@ -476,8 +476,9 @@ def test_an_output_the_backward_reads_modified_in_place_raises():
 
 def test_backward_reading_an_argument_written_in_place_falls_back():
     """Eager mode saved ``x`` before the write: its backward raises the version error. The
-    trace cannot tell that from a save after the write, so the call runs eagerly (and
-    raises as eager mode does)."""
+    trace of the backward meets that error too (a capture moves the version of an argument it
+    writes, as eager mode does), so the call runs eagerly, saying why (and its backward raises
+    as eager mode's does)."""
     rt.manual_seed(0)
     w = nn.Parameter(rt.randn(3))
 
@@ -487,7 +488,9 @@ def test_backward_reading_an_argument_written_in_place_falls_back():
         return y
 
     compiled = planner.compile(f)
-    with pytest.warns(RuntimeWarning, match="the backward reads a tensor the step wrote in place"):
+    with pytest.warns(RuntimeWarning, match="its backward cannot be traced .RuntimeError: one "
+                      "of the variables needed for gradient computation has been modified by an "
+                      "inplace operation"):
         out = compiled(rt.randn(3))
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
