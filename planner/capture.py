@@ -114,6 +114,10 @@ class Capture:
     # the handles of the hooks the step registered while captured (Tracer.on_hook), kept
     # for the plan's call; a call that runs eagerly instead removes them (take_back_hooks)
     hooks_made: list[Any] = field(default_factory=list)
+    # the tensors from outside the step it reads or writes (parameters, buffers, state): an
+    # argument sharing memory with one of them at a later call, where it shared none (or
+    # another) when captured, is captured again (planner.guards.shared_memory)
+    outside: list[Tensor] = field(default_factory=list)
 
     def take_back_hooks(self) -> None:
         """Remove the hooks the step registered while captured: the call runs eagerly and
@@ -132,10 +136,14 @@ class Tracer:
         self.source: dict[int, int] = {}  # slot index -> its source node
         self.input_of: dict[int, int] = {}  # id(argument tensor) -> its index
         self.arguments: list[tuple[int, MetaArray, Any]] = []  # (index, cell, array)
-        # id(cell) -> index of an argument whose memory overlaps another argument's (views of
-        # one tensor: ``step(tokens[:, :-1], tokens[:, 1:])``): a capture reads each as its own
-        # input, exact until the step writes one in place
-        self.overlapping: dict[int, int] = {}
+        # id(cell) -> what a write to it names, of an argument whose memory overlaps another
+        # argument's (views of one tensor: ``step(tokens[:, :-1], tokens[:, 1:])``) or a
+        # tensor's from outside the step (``_note_argument_overlap``): a capture reads each as
+        # its own value, exact until the step writes one in place
+        self.overlapping: dict[int, str] = {}
+        # tensors from outside the step that hold an argument's very array (a parameter and
+        # ``param.detach()`` passed as an argument): one value of the plan, the argument's
+        self.sharing_inputs: list[Tensor] = []
         # slot index -> the array of a view of a tensor from outside the step (nanoGPT's
         # causal mask buffer, ``tril(ones(T, T)).view(1, 1, T, T)``): read as a state of its
         # own, exact while the step writes neither it nor memory it shares (``finish``)
@@ -364,9 +372,23 @@ class Tracer:
         for other, other_cell, array in self.arguments:
             if type(array) is np.ndarray and type(t._data) is np.ndarray \
                     and np.may_share_memory(array, t._data):
-                self.overlapping[id(cell)] = index
-                self.overlapping[id(other_cell)] = other
+                self.overlapping[id(cell)] = \
+                    f"argument {index}, whose memory overlaps another argument's"
+                self.overlapping[id(other_cell)] = \
+                    f"argument {other}, whose memory overlaps another argument's"
         self.arguments.append((index, cell, t._data))
+
+    def _note_argument_overlap(self, cell: MetaArray, data: Any, desc: str) -> None:
+        """A tensor from outside the step (a parameter, a buffer, optimizer state) whose
+        memory overlaps an argument's (``step(model, w=model.weight.detach()[0])``): each is
+        its own value of the plan, exact until the step writes either (``_check_aliased_write``:
+        eager mode's reads after an optimizer's update see it through the other)."""
+        if type(data) is not np.ndarray:
+            return
+        for index, other_cell, array in self.arguments:
+            if type(array) is np.ndarray and np.may_share_memory(array, data):
+                what = f"argument {index} or {desc}, which share memory"
+                self.overlapping[id(cell)] = self.overlapping[id(other_cell)] = what
 
     def _check_weak_view_write(self, cell: MetaArray) -> None:
         if id(cell) in self.weak_views:
@@ -374,10 +396,9 @@ class Tracer:
                              "in eager mode, a copy in the plan)")
 
     def _check_aliased_write(self, cell: MetaArray) -> None:
-        index = self.overlapping.get(id(cell))
-        if index is not None:
-            raise GraphBreak(f"an in-place write to argument {index}, whose memory overlaps "
-                             "another argument's")
+        what = self.overlapping.get(id(cell))
+        if what is not None:
+            raise GraphBreak(f"an in-place write to {what}")
 
     def storage_of(self, t: Tensor) -> MetaArray:
         """The cell holding ``t``'s current graph value (a state read for outside tensors)."""
@@ -386,6 +407,9 @@ class Tracer:
             return data
         hit = self.cells.get(id(data))
         if hit is not None:
+            if hit[2] is not t and self.slots[hit[1]].kind == "input" \
+                    and id(t) not in self.input_of and id(t) not in self.aliases:
+                self.sharing_inputs.append(t)  # read and written as the argument (Capture)
             return hit[0]
         desc = f"tensor{list(t.shape)}" if t._base is None else \
             f"a view tensor{list(t.shape)} of a tensor from outside the step"
@@ -395,6 +419,7 @@ class Tracer:
         before = self.flags_before.get(id(t))
         cell = self._new_slot(Slot("tensor", t, tuple(t.shape), t.dtype, self.device_of(t), desc,
                                    requires_grad=t._rg if before is None else None), data, t)
+        self._note_argument_overlap(cell, data, desc)
         if t._base is not None:
             self.outside_views[len(self.slots) - 1] = data
         return cell
@@ -832,6 +857,7 @@ class Tracer:
                         [o for o, _ in self.optimizers.values()], grad_none, created, effects,
                         self.modes, self.late_modes, self.found_modes)
         found.assigned_settings = self.assigned_settings
+        found.outside = [s.ref for s in self.slots if s.kind == "tensor"] + self.sharing_inputs
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
             found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
                                      + returned_state(result, live))

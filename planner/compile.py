@@ -138,6 +138,14 @@ class Binding:
     # the forward of each class of the user's among the captured modules, as it was (a class
     # whose forward is rebound, ``Net.forward = other``, changes no module: checked per call)
     forwards: tuple[tuple[type, Any], ...] = field(init=False, repr=False)
+    # the memory (ids of numpy's base, else of the array) of the tensors from outside the step
+    # the plan reads and writes (Capture.outside), the positions of the tensor arguments, and
+    # those of them that shared it when captured: a plan reads an argument as a value of its
+    # own, which eager mode's reads after an optimizer's update of a parameter it shares
+    # memory with do not (``shared_memory``)
+    outside_roots: frozenset[int] = frozenset()
+    tensor_args: tuple[int, ...] = ()
+    sharing: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
@@ -194,6 +202,10 @@ class Binding:
                 return (f"the .grad of tensor{list(owner.shape)} is "
                         f"{'None' if owner._grad is None else 'set'} (it was "
                         f"{'None' if was_none else 'set'} when the step was captured)")
+        now = guards.shared_memory(args, self.tensor_args, self.outside_roots)
+        if now != self.sharing:
+            return (f"the arguments sharing memory with a parameter or state the step reads: "
+                    f"{list(now)} (was {list(self.sharing)})")
         for cls, forward in self.forwards:
             if cls.forward is not forward:
                 return f"{cls.__name__}.forward is another function"
@@ -1135,6 +1147,8 @@ class CompiledStep:
         found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
         counters = _counters(increments)
         called = {id(m) for m in cap.modules}
+        roots = frozenset(guards.memory_root(t._data) for t in cap.outside)
+        tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         modules = cap.modules + [m for m in cap.watch.escaped_modules() if id(m) not in called]
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m, found, counters)) for m in _outermost(modules)],
@@ -1149,6 +1163,8 @@ class CompiledStep:
                            ("after", functools.partial(guards.append_items, path, items))
                            for path, items in cap.watch.appended],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
+                       outside_roots=roots, tensor_args=tensor_args,
+                       sharing=guards.shared_memory(args, tensor_args, roots),
                        counters=counters, pending=pending,
                        aot=None if aot_plans is None else aot_plans[1],
                        scalar_inputs=frozenset(i for i in scalars if not isinstance(args[i], str)),

@@ -327,3 +327,68 @@ def test_submodule_swapped_for_one_without_parameters_names_it(
     compiled, said = _net_pair(change)
     assert not said and compiled.captures == 2
     assert any("ReLU was replaced by Sigmoid" in r.getMessage() for r in caplog.records)
+
+
+def _shared_pair(arg: Callable[[int, Any], Any], calls: int = 4) -> tuple[Any, list[str]]:
+    """``step(model, opt, x, arg(i, model))``: a loss, an SGD update and ``w.sum()`` read after
+    it, eagerly and compiled on copies; the same values, parameters and gradients."""
+    def step(model: Any, opt: Any, x: Any, w: Any) -> Any:
+        loss = (model(x) * w.sum()).tanh().mean()
+        loss.backward()
+        opt.step()
+        return loss, w.sum()
+
+    rt.manual_seed(0)
+    model = nn.Linear(4, 4)
+    for p in model.parameters():
+        p.grad = rt.zeros_like(p)
+    model2 = copy.deepcopy(model)
+    opt, opt2 = (rt.optim.SGD(m.parameters(), lr=0.1) for m in (model, model2))
+    compiled = planner.compile(step)
+    x = rt.randn(5, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for i in range(calls):
+            eager = step(model, opt, x, arg(i, model))
+            replayed = compiled(model2, opt2, x, arg(i, model2))
+            for a, b in zip(eager, replayed, strict=True):
+                np.testing.assert_allclose(b.detach().numpy(), a.detach().numpy(), rtol=1e-5,
+                                           atol=1e-6)
+            for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+                np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5,
+                                           atol=1e-6)
+                _same_grad(p, q)
+    return compiled, [str(w.message) for w in said]
+
+
+def test_argument_sharing_a_parameters_memory_later_captures_again() -> None:
+    """``w`` is ``model.weight.detach()`` from the third call on: eager mode's ``w.sum()``
+    after ``opt.step()`` reads the updated weight; the plan captured with a tensor of its own
+    replayed the value w had before the update."""
+    def arg(i: int, model: Any) -> Any:
+        return rt.ones(4, 4) if i < 2 else model.weight.detach()
+
+    compiled, said = _shared_pair(arg)
+    assert not said and compiled.captures == 2
+
+
+def test_argument_captured_sharing_a_parameters_array_then_not() -> None:
+    """Captured where ``w`` holds the weight's very array (one value of the plan, written by
+    the update through the argument), then called with a tensor of its own: the plan wrote the
+    update into the argument and left the weight as it was."""
+    def arg(i: int, model: Any) -> Any:
+        return model.weight.detach() if i < 2 else rt.ones(4, 4)
+
+    compiled, said = _shared_pair(arg)
+    assert not said and compiled.captures == 2
+
+
+def test_argument_viewing_a_parameter_written_runs_eagerly() -> None:
+    """``w`` a row of the weight (another array over its memory): the update writes memory
+    the argument's value shows, which the plan reads apart; the call runs eagerly, saying so."""
+    def arg(i: int, model: Any) -> Any:
+        return rt.ones(4) if i < 2 else model.weight.detach()[1]
+
+    compiled, said = _shared_pair(arg)
+    assert compiled.captures == 1
+    assert said and all("argument 3 or tensor[4, 4], which share memory" in w for w in said)
