@@ -521,7 +521,7 @@ def _sharing(pattern: tuple[int, ...] | None) -> str:
     return ", ".join(str(g) for g in groups.values() if len(g) > 1)
 
 
-_CONTAINERS = (tuple, list, dict)  # what flatten descends into (a namedtuple is a leaf)
+_CONTAINERS = (tuple, list, dict)  # what flatten descends into (namedtuples too)
 _POSITIONAL: dict[int, tuple[Any, Any]] = {}
 
 

@@ -763,7 +763,7 @@ def call_accesses(flat: Callable[..., Any], leaves: tuple[Any, ...]) -> Accesses
                 if name not in bound.arguments and p.default is not p.empty}
     found = accesses(step, {name: value for name, value in bound.arguments.items()
                             if guarded_kind(value) is None
-                            and (type(value) not in (tuple, list, dict)
+                            and (not isinstance(value, (tuple, list, dict))
                                  or name in fixed.arguments)},
                      bound={name: Path("default", own, name) for name in defaults})
     helper_accesses(found, [getattr(step, "__self__", None), *args, *kwargs.values(),

@@ -1,10 +1,13 @@
-"""Flatten a step's arguments (nested tuples, lists and dicts) into leaves and back."""
+"""Flatten a step's arguments (nested tuples, namedtuples, lists and dicts) into leaves and
+back."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# a tree spec: ("leaf",) | ("tuple"|"list", [specs]) | ("dict", [(key, spec)])
+# a tree spec: ("leaf",) | ("tuple"|"list", [specs]) | ("dict", [(key, spec)]) |
+# ("namedtuple", its class, [specs]): a batch made anew at every call (a namedtuple of tensors
+# a loader yields) is its tensors, as PyTorch's pytree takes it, not one object keyed by id
 Spec = tuple[Any, ...]
 
 
@@ -12,7 +15,9 @@ def flatten(tree: Any) -> tuple[list[Any], Spec]:
     leaves: list[Any] = []
 
     def walk(x: Any) -> Spec:
-        if isinstance(x, tuple) and not hasattr(x, "_fields"):
+        if isinstance(x, tuple):
+            if hasattr(x, "_fields"):
+                return ("namedtuple", type(x), [walk(v) for v in x])
             return ("tuple", [walk(v) for v in x])
         if isinstance(x, list):
             return ("list", [walk(v) for v in x])
@@ -35,6 +40,8 @@ def unflatten(spec: Spec, leaves: list[Any]) -> Any:
             return tuple(build(c) for c in s[1])
         if kind == "list":
             return [build(c) for c in s[1]]
+        if kind == "namedtuple":
+            return s[1](*(build(c) for c in s[2]))
         return {k: build(c) for k, c in s[1]}
 
     return build(spec)
@@ -47,4 +54,6 @@ def freeze(spec: Spec) -> Any:
         return "leaf"
     if kind == "dict":
         return ("dict", tuple((k, freeze(c)) for k, c in spec[1]))
+    if kind == "namedtuple":
+        return (kind, spec[1], tuple(freeze(c) for c in spec[2]))
     return (kind, tuple(freeze(c) for c in spec[1]))

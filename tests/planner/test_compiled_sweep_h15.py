@@ -4,6 +4,7 @@ capturing again where what the plan baked in changed, with no stale replay."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import types
@@ -392,3 +393,36 @@ def test_argument_viewing_a_parameter_written_runs_eagerly() -> None:
     compiled, said = _shared_pair(arg)
     assert compiled.captures == 1
     assert said and all("argument 3 or tensor[4, 4], which share memory" in w for w in said)
+
+
+Batch = collections.namedtuple("Batch", "x y weight")
+
+
+def test_namedtuple_batch_made_at_every_call_captures_once() -> None:
+    """A namedtuple of tensors made anew at every call (a loader's batch) was one argument
+    keyed by its id: a capture per call up to the recompile limit, then eager mode. It is its
+    fields, as PyTorch's pytree flattens it: one capture, a number field keyed by value."""
+    def step(model: Any, opt: Any, batch: Any) -> Any:
+        opt.zero_grad()
+        loss = ((model(batch.x) - batch.y) ** 2).mean() * batch.weight
+        loss.backward()
+        opt.step()
+        return loss
+
+    rt.manual_seed(0)
+    model = nn.Linear(4, 2)
+    model2 = copy.deepcopy(model)
+    opt, opt2 = (rt.optim.SGD(m.parameters(), lr=0.1) for m in (model, model2))
+    compiled = planner.compile(step)
+    r = np.random.default_rng(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for i in range(6):
+            x, y = (r.standard_normal(s).astype(np.float32) for s in ((5, 4), (5, 2)))
+            weight = 1.0 if i < 4 else 0.5
+            eager = step(model, opt, Batch(rt.tensor(x), rt.tensor(y), weight))
+            replayed = compiled(model2, opt2, Batch(rt.tensor(x), rt.tensor(y), weight))
+            np.testing.assert_allclose(replayed.item(), eager.item(), rtol=1e-5)
+    for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.captures == 2  # the weight's second value: a number input from then on
