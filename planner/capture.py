@@ -38,7 +38,7 @@ from .item_outputs import ItemOut, returned_as_is
 from .layouts import Layouts
 from .number_guards import NumberGuard
 from .returned_graphs import ReturnedState, returned_graphs, returned_state
-from .tree import flatten
+from .tree import flatten, namedtuple_skeleton
 
 
 @dataclass
@@ -118,6 +118,8 @@ class Capture:
     # argument sharing memory with one of them at a later call, where it shared none (or
     # another) when captured, is captured again (planner.guards.shared_memory)
     outside: list[Tensor] = field(default_factory=list)
+    # the namedtuples among the returned values (planner.tree.namedtuple_skeleton)
+    namedtuples: Any = None
 
     def take_back_hooks(self) -> None:
         """Remove the hooks the step registered while captured: the call runs eagerly and
@@ -858,6 +860,7 @@ class Tracer:
                         self.modes, self.late_modes, self.found_modes)
         found.assigned_settings = self.assigned_settings
         found.outside = [s.ref for s in self.slots if s.kind == "tensor"] + self.sharing_inputs
+        found.namedtuples = namedtuple_skeleton(result)
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
             found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
                                      + returned_state(result, live))

@@ -59,7 +59,7 @@ from .number_guards import NumberGuards
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
 from .program import code_of
-from .tree import flatten, freeze, unflatten
+from .tree import flatten, freeze, unflatten, with_namedtuples
 
 log = logging.getLogger("planner")
 
@@ -144,6 +144,8 @@ class Binding:
     # own, which eager mode's reads after an optimizer's update of a parameter it shares
     # memory with do not (``shared_memory``)
     outside_roots: frozenset[int] = frozenset()
+    # the namedtuples the step returns (Capture.namedtuples), rebuilt around a replay's result
+    namedtuples: Any = None
     tensor_args: tuple[int, ...] = ()
     sharing: tuple[int, ...] = ()
 
@@ -234,7 +236,7 @@ class Binding:
         if found is None:
             found = self.replayer = _Replayer(self)
             self.direct = found.fast if self.aot is None and not self.inference_returns \
-                else None
+                and self.namedtuples is None else None
         return found
 
 
@@ -1164,6 +1166,7 @@ class CompiledStep:
                            for path, items in cap.watch.appended],
                        modes=[(m, tuple(m.modules()), mode) for m, mode in cap.modes],
                        outside_roots=roots, tensor_args=tensor_args,
+                       namedtuples=cap.namedtuples,
                        sharing=guards.shared_memory(args, tensor_args, roots),
                        counters=counters, pending=pending,
                        aot=None if aot_plans is None else aot_plans[1],
@@ -1404,10 +1407,12 @@ def _number_input(value: float | int) -> np.ndarray:
 def _replay(binding: Binding, args: tuple[Any, ...]) -> Any:
     # a case added here that wraps _replay_plan keeps Binding.direct None (Binding._replayer)
     if binding.aot is not None:  # outputs given a CompiledFunctionBackward (planner.aot)
-        return binding.aot.replay(binding, args, _replay_plan)
-    if binding.inference_returns:  # made under the step's inference_mode: inference tensors
-        return _as_inference(_replay_plan(binding, args))
-    return _replay_plan(binding, args)
+        out = binding.aot.replay(binding, args, _replay_plan)
+    elif binding.inference_returns:  # made under the step's inference_mode: inference tensors
+        out = _as_inference(_replay_plan(binding, args))
+    else:
+        out = _replay_plan(binding, args)
+    return with_namedtuples(out, binding.namedtuples)
 
 
 def _as_inference(value: Any) -> Any:

@@ -57,3 +57,32 @@ def freeze(spec: Spec) -> Any:
     if kind == "namedtuple":
         return (kind, spec[1], tuple(freeze(c) for c in spec[2]))
     return (kind, tuple(freeze(c) for c in spec[1]))
+
+
+def namedtuple_skeleton(value: Any) -> Any:
+    """Where ``value`` (a step's result) holds namedtuples: None where it holds none, else
+    (container class, [inner skeletons]) (a dict's as (dict, [(key, skeleton)])), each
+    namedtuple's class its own. A plan returns plain tuples (its templates hold no classes):
+    ``with_namedtuples`` gives a replay's result eager mode's types."""
+    if isinstance(value, (tuple, list)):
+        inner = [namedtuple_skeleton(v) for v in value]
+        if hasattr(value, "_fields"):
+            return (type(value), inner)
+        return None if all(s is None for s in inner) else (type(value), inner)
+    if isinstance(value, dict):
+        pairs = [(k, namedtuple_skeleton(v)) for k, v in value.items()]
+        return None if all(s is None for _, s in pairs) else (dict, pairs)
+    return None
+
+
+def with_namedtuples(value: Any, skeleton: Any) -> Any:
+    """``value`` with the namedtuples ``skeleton`` (``namedtuple_skeleton``) says it had."""
+    if skeleton is None:
+        return value
+    cls, inner = skeleton
+    if cls is dict:
+        return {k: with_namedtuples(value[k], s) for k, s in inner}
+    items = [with_namedtuples(v, s) for v, s in zip(value, inner, strict=True)]
+    if cls is list:
+        return items
+    return cls(*items) if hasattr(cls, "_fields") else tuple(items)

@@ -426,3 +426,32 @@ def test_namedtuple_batch_made_at_every_call_captures_once() -> None:
     for p, q in zip(model.parameters(), model2.parameters(), strict=True):
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert compiled.captures == 2  # the weight's second value: a number input from then on
+
+
+Out = collections.namedtuple("Out", "loss extra")
+
+
+@pytest.mark.parametrize("backward", [True, False], ids=["training", "aot"])
+def test_returned_namedtuples_keep_their_class(backward: bool) -> None:
+    """A step returning a namedtuple (``Out(loss, ...)``, nested in a dict and a list too): the
+    plan's return templates hold plain tuples, so a replay returned ``(loss, ...)`` where
+    eager mode returns ``Out(loss=..., ...)`` (``out.loss`` raised AttributeError)."""
+    w = rt.ones(3, requires_grad=True)
+    w.grad = rt.zeros(3)
+
+    def step(x: Any) -> Any:
+        loss = (w * x).sum()
+        if backward:
+            loss.backward()
+        return Out(loss, {"a": [x.sum(), Out(1, 2.5)]})
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            eager, replayed = step(rt.ones(3)), compiled(rt.ones(3))
+            assert type(replayed) is Out and type(replayed.extra["a"][1]) is Out
+            assert replayed.extra["a"][1] == eager.extra["a"][1]
+            assert replayed.loss.item() == eager.loss.item()
+            assert replayed.extra["a"][0].item() == eager.extra["a"][0].item()
+    assert compiled.captures == 1
