@@ -73,7 +73,7 @@ class _Source:
                                       "_structure_version": structure_version,
                                       "_leaf_hooks_version": leaf_hooks_version,
                                       "_getattr": getattr, "_tuple": tuple, "_map": map,
-                                      "_default": default_of}
+                                      "_default": default_of, "_own_or_class": own_or_class}
 
     def name(self, value: Any) -> str:
         key = f"_v{len(self.names)}"
@@ -206,9 +206,9 @@ def _list_guard(src: _Source, prefix: Path, length: Guard, items: list[Guard]) -
                 f"{_int(length.value)} or _tuple(_map(_id, {first})) != {ids}", indent=2)
 
 
-def _follow(src: _Source, path: Path, types: tuple[type, ...]) -> None:
+def _follow(src: _Source, path: Path, classes: tuple[type, ...]) -> None:
     """Lines leaving in ``o`` the value at ``path``, each object it goes through checked to
-    be of its type in ``types`` (Path.follow written out)."""
+    be of its type in ``classes`` (Path.follow written out)."""
     if path.kind == "global":
         src.lines.append(f"        o = {src.name(path.root)}.get({src.name(path.name)}, _missing)")
     elif path.kind == "cell":
@@ -217,9 +217,11 @@ def _follow(src: _Source, path: Path, types: tuple[type, ...]) -> None:
         src.lines.append(f"        o = _default({src.name(path.root)}, {src.name(path.name)})")
     else:
         src.lines.append(f"        o = {src.name(path.root)}")
-    for (attr, key), cls in zip(path.steps, types, strict=True):
+    for (attr, key), cls in zip(path.steps, classes, strict=True):
         src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
-        src.lines.append(f"        o = _getattr(o, {src.name(key)})" if attr
+        method = attr and type(_class_attribute(cls, key)) is types.FunctionType
+        src.lines.append(f"        o = _own_or_class(o, {src.name(key)})" if method
+                         else f"        o = _getattr(o, {src.name(key)})" if attr
                          else "        o = _len(o)" if attr is None  # a (None, "len") step
                          else f"        o = o[{src.name(key)}]")
 
@@ -484,7 +486,12 @@ def _attribute(obj: Any, name: str) -> Any:
         if isinstance(static, _FIELDS):  # __slots__ and namedtuple fields
             return getattr(obj, name)
         data = hasattr(type(static), "__set__") or hasattr(type(static), "__delete__")
-        if data or name not in own:  # a property, or a method found on the class
+        if not data and name not in own and type(static) is types.FunctionType:
+            # a method of the class: the function itself (guarded by identity), so that one
+            # the object is given later (``obj.scale = f``, which its calls run instead) or
+            # the class's rebound is another value there (``own_or_class``)
+            return static
+        if data or name not in own:  # a property, or another descriptor found on the class
             raise _Unsafe
     module = isinstance(obj, Module)
     if name in own:
@@ -498,6 +505,13 @@ def _attribute(obj: Any, name: str) -> Any:
     if hasattr(cls, "__getattr__"):
         raise _Unsafe
     raise AttributeError(name)
+
+
+def own_or_class(obj: Any, name: str) -> Any:
+    """``_attribute`` where the class of ``obj`` holds a plain function ``name``: the
+    object's own attribute, else that function (the generated guards' form)."""
+    found = obj.__dict__.get(name, MISSING)
+    return _class_attribute(type(obj), name) if found is MISSING else found
 
 
 def _item(obj: Any, key: Any) -> Any:
@@ -647,6 +661,19 @@ MAX_CALL_DEPTH = 6
 class _MethodOf:  # LOAD_METHOD's callable slot: ``ref``'s attribute ``name``, called
     ref: _Ref
     name: str
+
+
+def _calls_a_method(path: Path, name: str) -> bool:
+    """Whether ``path.name(...)`` calls a Python function of the class of the object at
+    ``path`` (not an attribute of the object's own): which one it runs is guarded, so one
+    given to the object later (``obj.name = f``) is not the plan's (``_attribute``)."""
+    try:
+        obj, _ = path.follow()
+    except _Unsafe:
+        return False
+    if obj is MISSING or isinstance(obj, (type, types.ModuleType, *_OPAQUE)):
+        return False
+    return type(_class_attribute(type(obj), name)) is types.FunctionType
 
 
 def _callee(below: Any, callable_: Any) -> tuple[Any, Path | None] | None:
@@ -1122,6 +1149,8 @@ def _walk(code: Any, root: Callable[[str, str, bool], Path | None], found: Acces
             obj = pop()
             method = op == "LOAD_METHOD" or (sys.version_info >= (3, 12) and ins.arg & 1)
             if method:  # a method is called, not read as a value: (method, self) on 3.11+
+                if isinstance(obj, _Ref) and _calls_a_method(obj.path, arg):
+                    found.reads.append(obj.path.then(True, arg))  # guarded: its function
                 stack.extend((_MethodOf(obj, arg), obj) if isinstance(obj, _Ref)
                              and _CALLS_MODELLED else (None, None))
             else:

@@ -455,3 +455,64 @@ def test_returned_namedtuples_keep_their_class(backward: bool) -> None:
             assert replayed.loss.item() == eager.loss.item()
             assert replayed.extra["a"][0].item() == eager.extra["a"][0].item()
     assert compiled.captures == 1
+
+
+class _Scaler:
+    def __init__(self) -> None:
+        self.k = 1.0
+
+    def scale(self, y: Any) -> Any:
+        return y * self.k
+
+
+class _Helped(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def helper(self, y: Any) -> Any:
+        return y.tanh()
+
+    def forward(self, x: Any) -> Any:
+        return self.helper(self.fc(x))
+
+
+def test_method_shadowed_by_an_attribute_of_the_object_captures_again() -> None:
+    """``obj.scale(y)`` runs the class's method until the object is given its own ``scale``
+    (or the class another): the call then runs that, which the plan (the method inlined) did
+    not; a module's helper method likewise."""
+    scaler = _Scaler()
+    rt.manual_seed(0)
+    model = _Helped()
+    model2 = copy.deepcopy(model)
+    opt, opt2 = (rt.optim.SGD(m.parameters(), lr=0.1) for m in (model, model2))
+
+    def step(model: Any, opt: Any, x: Any, obj: Any) -> Any:
+        opt.zero_grad()
+        loss = obj.scale(model(x)).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = planner.compile(step)
+    x = rt.randn(5, 4)
+    original = _Scaler.scale
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for i in range(6):
+                if i == 2:
+                    scaler.scale = lambda y: y * 0.5
+                if i == 3:
+                    del scaler.scale
+                    _Scaler.scale = lambda self, y: y * 3.0
+                if i == 4:
+                    for m in (model, model2):
+                        m.helper = lambda y: y.sigmoid()
+                eager, replayed = step(model, opt, x, scaler), compiled(model2, opt2, x, scaler)
+                np.testing.assert_allclose(replayed.item(), eager.item(), rtol=1e-5)
+    finally:
+        _Scaler.scale = original
+    for p, q in zip(model.parameters(), model2.parameters(), strict=True):
+        np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert compiled.captures == 4
