@@ -505,7 +505,8 @@ def _describe_key_change(old: tuple[Any, ...], new: tuple[Any, ...]) -> str:
                 if x != y:
                     return f"argument {i}: {name} {y!r} (was {x!r})"
         return f"argument {i}: {b[1:]!r} (was {a[1:]!r})"
-    return "unknown"
+    # the same key, no plan for it: the last call's capture raised (the step's own error)
+    return "the last capture, for the same arguments, raised before a plan was made"
 
 
 def _autocast_text(key: tuple[tuple[str, str], ...] | None) -> str:

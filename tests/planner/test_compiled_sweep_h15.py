@@ -516,3 +516,24 @@ def test_method_shadowed_by_an_attribute_of_the_object_captures_again() -> None:
     for p, q in zip(model.parameters(), model2.parameters(), strict=True):
         np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5, atol=1e-6)
     assert compiled.captures == 4
+
+
+def test_capture_that_raised_is_logged_as_such(caplog: pytest.LogCaptureFixture) -> None:
+    """A step whose capture raises its own error (eager mode's) is captured again at the next
+    call; the log gave the reason as 'unknown'."""
+    def step(w: Any, x: Any) -> Any:
+        loss = (x * w).sum()
+        x.add_(1)
+        loss.backward()
+        return loss
+
+    w = rt.ones(3, requires_grad=True)
+    w.grad = rt.zeros(3)
+    compiled = planner.compile(step)
+    caplog.set_level("INFO", logger="planner")
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            compiled(w, rt.ones(3))
+    said = [r.getMessage() for r in caplog.records if "recompiling" in r.getMessage()]
+    assert said == ["recompiling step: the last capture, for the same arguments, raised before "
+                    "a plan was made"]
