@@ -535,5 +535,5 @@ def test_capture_that_raised_is_logged_as_such(caplog: pytest.LogCaptureFixture)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             compiled(w, rt.ones(3))
     said = [r.getMessage() for r in caplog.records if "recompiling" in r.getMessage()]
-    assert said == ["recompiling step: the last capture, for the same arguments, raised before "
-                    "a plan was made"]
+    assert len(said) == 1 and said[0].endswith(
+        "step: the last capture, for the same arguments, raised before a plan was made")
