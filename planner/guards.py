@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from runtime.autograd.function import Function
 from runtime.autograd.node import leaf_hooks_version
 from runtime.creation import Generator
 from runtime.nn.module import Module, structure_version
@@ -1017,6 +1018,10 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
             for hook in _leaf_hook_functions(value):
                 reach(hook)
             return
+        elif isinstance(value, type) and issubclass(value, Function):
+            # a custom autograd Function the step applies: the capture runs its forward and
+            # backward, baking in what they read (``ctx.scale = SCALE``, ``g * SCALE``)
+            classes = {value}
         elif isinstance(value, _OPAQUE) or guarded_kind(value) is not None or isinstance(
                 value, (types.ModuleType, type, tuple, list, dict)):
             return

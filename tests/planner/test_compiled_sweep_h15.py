@@ -537,3 +537,41 @@ def test_capture_that_raised_is_logged_as_such(caplog: pytest.LogCaptureFixture)
     said = [r.getMessage() for r in caplog.records if "recompiling" in r.getMessage()]
     assert len(said) == 1 and said[0].endswith(
         "step: the last capture, for the same arguments, raised before a plan was made")
+
+
+GRAD_SCALE = 1.0
+
+
+class _ScaleGrad(rt.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 1.0
+
+    @staticmethod
+    def backward(ctx: Any, g: Any) -> Any:
+        return g * GRAD_SCALE
+
+
+def test_global_read_by_a_custom_functions_backward_is_guarded() -> None:
+    """A custom autograd Function's backward reading a global (``g * GRAD_SCALE``): the
+    capture ran it and baked the value in, but the helpers walked for guards skipped classes,
+    so a new value replayed the old one."""
+    global GRAD_SCALE
+
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = _ScaleGrad.apply(model(x)).tanh().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def change(i: int) -> None:
+        global GRAD_SCALE
+        if i == 2:
+            GRAD_SCALE = 5.0
+
+    try:
+        compiled, said = _train_pair(step, change)
+    finally:
+        GRAD_SCALE = 1.0
+    assert not said and compiled.captures == 2
