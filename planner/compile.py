@@ -45,6 +45,7 @@ from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import leaf_hooks_version
 from runtime.nn.module import Module, global_hook_ids, structure_version
+from runtime.optim.optimizer import has_step_hooks
 from runtime.ops.dispatch import INT_INPUT_BOUND
 from runtime.ops.registry import without_generated_code
 from runtime.tensor import Tensor, _InferenceVersionCounter, _VersionCounter
@@ -226,6 +227,8 @@ class Binding:
                 return _forward_change(module, params[4], now[4])
 
         for opt, key in self.optimizers:
+            if has_step_hooks(opt):  # captured without: a capture with them runs eagerly
+                return f"{type(opt).__name__}: a step hook was registered"
             if not _optimizer_matches(opt, key):
                 return f"{type(opt).__name__}: {_optimizer_change(opt, key)}"
         self.module_version = version
@@ -745,9 +748,10 @@ class CompiledStep:
             entry = self._cache.get(key)
         if entry is not None:
             self._cache.move_to_end(key)
-            if entry.eager_reason is not None:
-                return self._flat_fn(spec)(*args)
             reasons = []
+            # a plan whose guards pass replays, even where a later capture for these
+            # arguments fell back (an optimizer's step hook since removed, a flag set back):
+            # what it was guarded on holds again
             for i, binding in enumerate(entry.bindings):
                 reason = binding.check(args)
                 if reason is None:
@@ -765,6 +769,8 @@ class CompiledStep:
                         return direct(args)
                     return _replay(binding, args)
                 reasons.append(reason)
+            if entry.eager_reason is not None:
+                return self._flat_fn(spec)(*args)
             why = reasons[0] if reasons else None
             if why is not None:
                 log.info("recompiling %s: %s", self._name, why)  # the last plan used

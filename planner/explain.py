@@ -31,16 +31,16 @@ def explain(fn: Any, *args: Any, **kwargs: Any) -> str:
             key = _with_dynamic(key, (dynamic or frozenset()) | more)
             entry = fn._cache.get(key)
         if entry is not None:
-            if entry.eager_reason is not None:
-                return f"{name} falls back to eager: {entry.eager_reason}"
             reasons = []
-            for binding in entry.bindings:
+            for binding in entry.bindings:  # as a call: a plan that fits replays first
                 reason = binding.failed_guard(flat)
                 if reason is None and isinstance(binding, Binding):
                     return (f"{name} replays a cached plan ({len(binding.plan.steps)} steps)")
                 if reason is None:  # a branch of its number conditions that cannot be captured
                     return f"{name} falls back to eager: {binding.reason}"
                 reasons.append(reason)
+            if entry.eager_reason is not None:
+                return f"{name} falls back to eager: {entry.eager_reason}"
             return f"{name} recompiles: guard failed: {reasons[0]}"
         if fn._last_key is not None:
             why = f"recompiles: {_describe_key_change(fn._last_key, key)}"

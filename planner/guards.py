@@ -38,7 +38,7 @@ from runtime.autograd.node import leaf_hooks_version
 from runtime.creation import Generator
 from runtime.nn.module import Module, structure_version
 from runtime.optim.lr_scheduler import LRScheduler
-from runtime.optim.optimizer import Optimizer
+from runtime.optim.optimizer import Optimizer, has_step_hooks
 from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray
 
@@ -74,7 +74,8 @@ class _Source:
                                       "_structure_version": structure_version,
                                       "_leaf_hooks_version": leaf_hooks_version,
                                       "_getattr": getattr, "_tuple": tuple, "_map": map,
-                                      "_default": default_of, "_own_or_class": own_or_class}
+                                      "_default": default_of, "_own_or_class": own_or_class,
+                                      "_has_step_hooks": has_step_hooks}
 
     def name(self, value: Any) -> str:
         key = f"_v{len(self.names)}"
@@ -244,6 +245,7 @@ def _path_guard(src: _Source, guard: Guard) -> None:
 def _optimizer(src: _Source, opt: str, key: Any) -> None:
     """planner.compile._optimizer_matches for one optimizer, written out."""
     groups, state = key
+    src.fail_if(f"_has_step_hooks({opt})")
     src.lines.append(f"    groups = {opt}.param_groups")
     src.fail_if(f"_len(groups) != {_int(len(groups))}")
     for i, (ids, settings) in enumerate(groups):

@@ -104,6 +104,13 @@ def register_optimizer_step_post_hook(hook: Callable[..., Any]) -> RemovableHand
     return _add_hook(_global_optimizer_post_hooks, hook)
 
 
+def has_step_hooks(opt: Any) -> bool:
+    """Whether a step of ``opt`` runs hooks, its own or every optimizer's (a plan captured
+    without them is guarded on it: planner.compile)."""
+    return bool(_global_optimizer_pre_hooks or _global_optimizer_post_hooks
+                or opt._optimizer_step_pre_hooks or opt._optimizer_step_post_hooks)
+
+
 def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     """``step`` running the step hooks, global and the optimizer's, as torch's wrapper:
     pre-hooks get ``(optimizer, args, kwargs)``, ``args`` starting with the optimizer."""
@@ -111,9 +118,7 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         self = args[0]
         self._opt_called = True  # what torch's schedulers' wrapper of step records
-        if _trace_state.tracer is not None and (
-                _global_optimizer_pre_hooks or _global_optimizer_post_hooks
-                or self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks):
+        if _trace_state.tracer is not None and has_step_hooks(self):
             # a plan replays tensor ops only: a hook's Python would run at capture alone
             raise GraphBreak(f"{type(self).__name__}.step() has step hooks")
         for hook in chain(_global_optimizer_pre_hooks.values(),

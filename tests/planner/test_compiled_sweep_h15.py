@@ -575,3 +575,60 @@ def test_global_read_by_a_custom_functions_backward_is_guarded() -> None:
     finally:
         GRAD_SCALE = 1.0
     assert not said and compiled.captures == 2
+
+
+def _halve_lr(opt: Any, args: Any, kwargs: Any) -> None:
+    for group in opt.param_groups:
+        group["lr"] *= 0.5
+
+
+def test_optimizer_step_hook_registered_later_runs_eagerly_then_replays_again() -> None:
+    """A step hook registered after the capture: the plan ran no hook (a capture with one
+    falls back: a hook is Python), and nothing guarded it, so it replayed without the hook.
+    It runs eagerly now, saying so; the hook removed, the first plan replays again (the key
+    had been marked eager for good)."""
+    calls: list[int] = []
+    handles: list[Any] = []
+
+    def change(i: int) -> None:
+        if i == 2:
+            handles.extend(opt.register_step_pre_hook(_halve_lr) for opt in opts)
+        if i == 4:
+            for h in handles:
+                h.remove()
+        calls.append(i)
+
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).tanh().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    rt.manual_seed(0)
+    models = [nn.Linear(4, 2) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    opts = [rt.optim.SGD(m.parameters(), lr=0.1) for m in models]
+    compiled = planner.compile(step)
+    flat_fn, eager_runs = compiled._flat_fn, []
+
+    def counted(spec: Any) -> Any:
+        eager_runs.append(len(calls))
+        return flat_fn(spec)
+
+    compiled._flat_fn = counted  # type: ignore[method-assign]
+    x = rt.randn(5, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for i in range(7):
+            change(i)
+            eager, replayed = step(models[0], opts[0], x), compiled(models[1], opts[1], x)
+            np.testing.assert_allclose(replayed.item(), eager.item(), rtol=1e-6)
+            assert opts[1].param_groups[0]["lr"] == opts[0].param_groups[0]["lr"]
+    np.testing.assert_allclose(models[1].weight.detach().numpy(),
+                               models[0].weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert [str(w.message) for w in said] == [
+        f"planner: {step.__qualname__} runs eagerly: SGD.step() has step hooks at "
+        f"{__file__}:{step.__code__.co_firstlineno + 4}"]
+    assert compiled.captures == 1
+    assert set(eager_runs) == {1, 3, 4}  # the capture, then the two calls with the hook
