@@ -43,7 +43,7 @@ from runtime._device import canonical_device, cupy_module, device_of_array
 from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
-from runtime.autograd.node import leaf_hooks_version
+from runtime.autograd.node import leaf_hooks_version, saved_tensors_hooks_state
 from runtime.nn.module import Module, global_hook_ids, structure_version
 from runtime.optim.optimizer import has_step_hooks
 from runtime.ops.dispatch import INT_INPUT_BOUND
@@ -671,6 +671,7 @@ class CompiledStep:
         # step is captured right after it, with that state in place (Capture.created_state)
         self.warmups = 0
         self._limit_warned = False
+        self._saved_hooks_warned = False  # _with_saved_tensors_hooks's warning given
         self._ran_eagerly_first = False  # the "eager_then_compile" stance's first call
         self._forced: dict[str, CompiledStep] = {}  # set_stance(force_backend=...)'s steps
         _LIVE.add(self)
@@ -704,6 +705,8 @@ class CompiledStep:
             return self.fn(*args, **kwargs)  # anomaly mode checks every backward op: eager
         if is_tracing():  # called within another step's capture: inlined into it
             return self.fn(*args, **kwargs)
+        if saved_tensors_hooks_state.stack:
+            return self._with_saved_tensors_hooks(args, kwargs)
         if kwargs:
             args, kwargs = self._by_position(args, kwargs)
         if not kwargs:
@@ -715,6 +718,18 @@ class CompiledStep:
                 return self._call_flat(args, spec, frozen)
         leaves, spec = flatten((args, kwargs))
         return self._call_flat(tuple(leaves), spec, freeze(spec))
+
+    def _with_saved_tensors_hooks(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """A call made inside ``saved_tensors_hooks`` (``save_on_cpu``): eager mode runs their
+        pack and unpack on each tensor the step saves, which no plan does (a replay ignored
+        them, silently: a pack that scales changed the gradients): the call runs eagerly,
+        with a warning the first time."""
+        if not self._saved_hooks_warned:
+            self._saved_hooks_warned = True
+            warnings.warn(f"planner: {self._name} runs eagerly: it is called inside "
+                          "saved_tensors_hooks (save_on_cpu), whose pack and unpack hooks a "
+                          "replayed plan would not run", RuntimeWarning, stacklevel=4)
+        return self.fn(*args, **kwargs)
 
     def _by_position(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                      ) -> tuple[tuple[Any, ...], dict[str, Any]]:

@@ -5,6 +5,7 @@ capturing again where what the plan baked in changed, with no stale replay."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import functools
 import types
@@ -632,3 +633,39 @@ def test_optimizer_step_hook_registered_later_runs_eagerly_then_replays_again() 
         f"{__file__}:{step.__code__.co_firstlineno + 4}"]
     assert compiled.captures == 1
     assert set(eager_runs) == {1, 3, 4}  # the capture, then the two calls with the hook
+
+
+def test_call_inside_saved_tensors_hooks_runs_eagerly() -> None:
+    """Called inside ``saved_tensors_hooks`` whose pack scales each saved tensor: eager mode's
+    gradients use the packed values; a replay ignored the hooks, silently. The call runs
+    eagerly now (one warning), and replays again outside."""
+    def scaled(t: Any) -> Any:
+        return t * 2
+
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).tanh().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    rt.manual_seed(0)
+    models = [nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2)) for _ in range(2)]
+    models[1].load_state_dict(models[0].state_dict())
+    opts = [rt.optim.SGD(m.parameters(), lr=0.1) for m in models]
+    compiled = planner.compile(step)
+    x = rt.randn(5, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for i in range(5):
+            hooked = i in (2, 3)
+            with (rt.autograd.graph.saved_tensors_hooks(scaled, lambda t: t) if hooked
+                  else contextlib.nullcontext()):
+                eager = step(models[0], opts[0], x)
+                replayed = compiled(models[1], opts[1], x)
+            np.testing.assert_allclose(replayed.item(), eager.item(), rtol=1e-6)
+            for p, q in zip(models[0].parameters(), models[1].parameters(), strict=True):
+                np.testing.assert_allclose(q.detach().numpy(), p.detach().numpy(), rtol=1e-5,
+                                           atol=1e-6)
+    assert len(said) == 1 and "saved_tensors_hooks" in str(said[0].message)
+    assert compiled.captures == 1
