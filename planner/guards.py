@@ -513,7 +513,8 @@ def _attribute(obj: Any, name: str) -> Any:
 def own_or_class(obj: Any, name: str) -> Any:
     """``_attribute`` where the class of ``obj`` holds a plain function ``name``: the
     object's own attribute, else that function (the generated guards' form)."""
-    found = obj.__dict__.get(name, MISSING)
+    own = getattr(obj, "__dict__", None)  # (none: a class with __slots__)
+    found = MISSING if own is None else own.get(name, MISSING)
     return _class_attribute(type(obj), name) if found is MISSING else found
 
 

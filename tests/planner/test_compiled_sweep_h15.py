@@ -669,3 +669,33 @@ def test_call_inside_saved_tensors_hooks_runs_eagerly() -> None:
                                            atol=1e-6)
     assert len(said) == 1 and "saved_tensors_hooks" in str(said[0].message)
     assert compiled.captures == 1
+
+
+class _Slotted:
+    __slots__ = ("k",)
+
+    def __init__(self) -> None:
+        self.k = 2.0
+
+    def scale(self, y: Any) -> Any:
+        return y * self.k
+
+
+def test_method_of_a_slotted_object_passes_the_generated_guards() -> None:
+    """An object with __slots__ (no __dict__): the generated guards' test of its method read
+    its __dict__ and failed at every call, sending each to the slower failed_guard."""
+    obj = _Slotted()
+    w = rt.ones(3, requires_grad=True)
+    w.grad = rt.zeros(3)
+
+    def step(x: Any) -> Any:
+        loss = obj.scale(w * x).sum()
+        loss.backward()
+        return loss
+
+    compiled = planner.compile(step)
+    for _ in range(3):
+        compiled(rt.ones(3))
+    binding = next(iter(compiled._cache.values())).bindings[0]
+    assert binding.quick is not None and binding.quick((rt.ones(3),))
+    assert compiled.captures == 1
