@@ -150,6 +150,9 @@ class Tracer:
         # causal mask buffer, ``tril(ones(T, T)).view(1, 1, T, T)``): read as a state of its
         # own, exact while the step writes neither it nor memory it shares (``finish``)
         self.outside_views: dict[int, Any] = {}
+        # slot index -> the array of a tensor from outside the step whose array is a numpy view
+        # (``_check_shared_arrays``)
+        self.array_views: dict[int, Any] = {}
         self.layouts = Layouts()  # which reshapes are views, as eager mode's (copies cut)
         # id(view cell) -> (cell, the node of the view op that made it): a view read after
         # its base was written is made again from the base (``_refresh``)
@@ -424,6 +427,10 @@ class Tracer:
         self._note_argument_overlap(cell, data, desc)
         if t._base is not None:
             self.outside_views[len(self.slots) - 1] = data
+        elif type(data) is np.ndarray and data.base is not None:
+            # a tensor over part of another's memory without being its view (``b.data =
+            # a.data.t()``, tied weights): another slot, exact while the step writes neither
+            self.array_views[len(self.slots) - 1] = data
         return cell
 
     def strides(self, t: Tensor) -> tuple[int, ...] | None:
@@ -799,6 +806,24 @@ class Tracer:
                                      f"{'it' if other == index else 'memory it shares'} in "
                                      "place")
 
+    def _check_shared_arrays(self, writes: list[tuple[int, int]]) -> None:
+        """Two tensors from outside the step over one memory (one's array a view of the
+        other's, ``b.weight.data = a.weight.data.t()``), read as two slots: a write to one
+        (an optimizer's update) is not seen through the other, as eager mode sees it (each
+        update applied after the other's), and the later write-back undid the first."""
+        if not self.array_views:
+            return
+        written = {index for index, _ in writes}
+        arrays = {index: keep._data for _, index, keep in self.cells.values()
+                  if isinstance(keep, Tensor) and self.slots[index].kind == "tensor"
+                  and type(keep._data) is np.ndarray}
+        for index, view in self.array_views.items():
+            for other, array in arrays.items():
+                if other != index and (index in written or other in written) \
+                        and np.may_share_memory(view, array):
+                    raise GraphBreak(f"{self.slots[index].desc} and {self.slots[other].desc} "
+                                     "share memory, and the step writes one in place")
+
     def finish(self, result: Any) -> Capture:
         """Collect the writes and outputs and undo Python-side state changes."""
         for generator, state in self.generator_states.values():
@@ -813,6 +838,7 @@ class Tracer:
             if self.slots[index].kind != "grad" and cell.node != self.source[index]:
                 writes.append((index, cell.node))
         self._check_outside_views(writes)
+        self._check_shared_arrays(writes)
         grad_none: list[tuple[Tensor, bool, int | None]] = []
         created: list[str] = []
         returned = {id(t) for t in _tensors_in(result)}

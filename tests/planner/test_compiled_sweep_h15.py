@@ -699,3 +699,43 @@ def test_method_of_a_slotted_object_passes_the_generated_guards() -> None:
     binding = next(iter(compiled._cache.values())).bindings[0]
     assert binding.quick is not None and binding.quick((rt.ones(3),))
     assert compiled.captures == 1
+
+
+class _Tied(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4, bias=False)
+        self.b = nn.Linear(4, 4, bias=False)
+        self.b.weight.data = self.a.weight.data.t()  # tied through memory, not one Parameter
+
+    def forward(self, x: Any) -> Any:
+        return self.b(self.a(x).tanh())
+
+
+def test_parameters_sharing_memory_through_a_view_run_eagerly() -> None:
+    """``b.weight.data = a.weight.data.t()``: two parameters over one memory. Eager mode's
+    updates land one after the other, each seen through the other; the plan read them as two
+    values and its write-back of the second undid the first. It runs eagerly, saying so."""
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).tanh().mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    models = []
+    for _ in range(2):
+        rt.manual_seed(0)
+        models.append(_Tied())
+    opts = [rt.optim.SGD(m.parameters(), lr=0.1) for m in models]
+    compiled = planner.compile(step)
+    x = rt.randn(5, 4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            eager, replayed = step(models[0], opts[0], x), compiled(models[1], opts[1], x)
+            np.testing.assert_allclose(replayed.item(), eager.item(), rtol=1e-6)
+    np.testing.assert_allclose(models[1].a.weight.detach().numpy(),
+                               models[0].a.weight.detach().numpy(), rtol=1e-6)
+    assert said and all("share memory, and the step writes one in place" in str(w.message)
+                        for w in said)
