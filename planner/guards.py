@@ -325,6 +325,10 @@ _GENERIC_LOOKUP = (object, tuple, list, dict)
 # change at every draw: guarded by value, they captured the step again at every call)
 _OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler, Generator)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+# the containers a path steps into by item and length: an OrderedDict reads as a dict (no
+# __missing__: a defaultdict's read of a missing key would insert it, a guard must not)
+_DICTS = (dict, collections.OrderedDict)
+_SEQUENCES = (*_DICTS, list, tuple)
 
 
 def default_of(fn: types.FunctionType, name: str) -> Any:
@@ -403,7 +407,7 @@ class Path:
                 raise _Unsafe
             seen.append(type(obj))
             if attr is None:
-                if type(obj) not in (dict, list, tuple):
+                if type(obj) not in _SEQUENCES:
                     raise _Unsafe
                 obj = len(obj)
                 continue
@@ -519,7 +523,7 @@ def own_or_class(obj: Any, name: str) -> Any:
 
 
 def _item(obj: Any, key: Any) -> Any:
-    if type(obj) is dict or (type(obj) in (list, tuple) and type(key) is int):
+    if type(obj) in _DICTS or (type(obj) in (list, tuple) and type(key) is int):
         return obj[key]
     raise _Unsafe
 
@@ -830,7 +834,7 @@ def expand_escapes(found: Accesses) -> None:
                     container, _ = parent.follow()
                 except _Unsafe:
                     container = None
-                if type(container) in (dict, list, tuple):
+                if type(container) in _SEQUENCES:
                     found.reads.append(parent.then(None, "len"))
         except _Unsafe:
             for cut in range(len(path.steps) - 1, -1, -1):
@@ -864,9 +868,9 @@ def _expand(found: Accesses, path: Path, depth: int, budget: list[int], done: se
     except _Unsafe:
         return
     parts: list[Path] = []
-    if type(value) in (dict, list, tuple):
+    if type(value) in _SEQUENCES:
         parts.append(path.then(None, "len"))
-        keys = value.keys() if type(value) is dict else range(len(value))
+        keys = value.keys() if type(value) in _DICTS else range(len(value))
         parts += [path.then(False, k) for k in list(keys)[:MAX_EXPANDED] if _hashable(k)]
     elif isinstance(value, Module):  # its public settings are guarded with its parameters
         parts += [path.then(True, k) for k, v in list(vars(value).items())
@@ -1049,9 +1053,9 @@ def helper_accesses(found: Accesses, values: list[Any], skip: tuple[Any, ...] = 
             if isinstance(value, Module) and id(value) not in seen_modules:
                 seen_modules.add(id(value))
                 forwards_of(value, path)
-            elif type(value) in (dict, list, tuple):  # ``state["model"]``, reached otherwise
+            elif type(value) in _SEQUENCES:  # ``state["model"]``, reached otherwise
                 # (a helper given the container by ``*args``: its walk binds no path)
-                items = value.items() if type(value) is dict else enumerate(value)
+                items = value.items() if type(value) in _DICTS else enumerate(value)
                 for key, item in list(items)[:MAX_EXPANDED]:
                     if isinstance(item, Module) and id(item) not in seen_modules \
                             and _hashable(key):

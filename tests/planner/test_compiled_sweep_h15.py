@@ -739,3 +739,23 @@ def test_parameters_sharing_memory_through_a_view_run_eagerly() -> None:
                                models[0].a.weight.detach().numpy(), rtol=1e-6)
     assert said and all("share memory, and the step writes one in place" in str(w.message)
                         for w in said)
+
+
+SETTINGS = collections.OrderedDict(scale=1.0)
+
+
+def test_global_ordered_dict_entry_changed_captures_again() -> None:
+    """``SETTINGS["scale"]`` of an OrderedDict: a path stepped into dicts by exact type only,
+    so the value was baked in unguarded and a new one replayed the old."""
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        return _scaled(model, opt, x, SETTINGS["scale"])
+
+    def change(i: int) -> None:
+        if i == 2:
+            SETTINGS["scale"] = 3.0
+
+    try:
+        compiled, said = _train_pair(step, change)
+    finally:
+        SETTINGS["scale"] = 1.0
+    assert not said and compiled.captures == 2
