@@ -75,7 +75,8 @@ class _Source:
                                       "_leaf_hooks_version": leaf_hooks_version,
                                       "_getattr": getattr, "_tuple": tuple, "_map": map,
                                       "_default": default_of, "_own_or_class": own_or_class,
-                                      "_has_step_hooks": has_step_hooks}
+                                      "_has_step_hooks": has_step_hooks,
+                                      "_frozenset": frozenset}
 
     def name(self, value: Any) -> str:
         key = f"_v{len(self.names)}"
@@ -224,6 +225,7 @@ def _follow(src: _Source, path: Path, classes: tuple[type, ...]) -> None:
         method = attr and type(_class_attribute(cls, key)) is types.FunctionType
         src.lines.append(f"        o = _own_or_class(o, {src.name(key)})" if method
                          else f"        o = _getattr(o, {src.name(key)})" if attr
+                         else "        o = _frozenset(o)" if attr is None and key == "set"
                          else "        o = _len(o)" if attr is None  # a (None, "len") step
                          else f"        o = o[{src.name(key)}]")
 
@@ -328,7 +330,10 @@ _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 # the containers a path steps into by item and length: an OrderedDict reads as a dict (no
 # __missing__: a defaultdict's read of a missing key would insert it, a guard must not)
 _DICTS = (dict, collections.OrderedDict)
-_SEQUENCES = (*_DICTS, list, tuple)
+_INDEXED = (list, tuple, collections.deque)
+_SEQUENCES = (*_DICTS, *_INDEXED)
+# a set is guarded by its contents (a (None, "set") step: a frozenset of them, compared)
+_SETS = (set, frozenset)
 
 
 def default_of(fn: types.FunctionType, name: str) -> Any:
@@ -368,7 +373,7 @@ class Path:
     def __str__(self) -> str:
         text = self.name
         for attr, k in self.steps:
-            text = f"len({text})" if attr is None else f"{text}.{k}" if attr else \
+            text = f"{k}({text})" if attr is None else f"{text}.{k}" if attr else \
                 f"{text}[{k!r}]"
         if self.kind == "default":
             text += f" (a default of {self.root.__qualname__})"
@@ -407,7 +412,10 @@ class Path:
                 raise _Unsafe
             seen.append(type(obj))
             if attr is None:
-                if type(obj) not in _SEQUENCES:
+                if key == "set" and type(obj) in _SETS:
+                    obj = frozenset(obj)
+                    continue
+                if key == "set" or type(obj) not in _SEQUENCES:
                     raise _Unsafe
                 obj = len(obj)
                 continue
@@ -523,7 +531,7 @@ def own_or_class(obj: Any, name: str) -> Any:
 
 
 def _item(obj: Any, key: Any) -> Any:
-    if type(obj) in _DICTS or (type(obj) in (list, tuple) and type(key) is int):
+    if type(obj) in _DICTS or (type(obj) in _INDEXED and type(key) is int):
         return obj[key]
     raise _Unsafe
 
@@ -534,7 +542,7 @@ def guarded_kind(value: Any) -> str | None:
     baked in as a constant), or None (not guarded: an object the plan does not hold)."""
     if isinstance(value, Tensor) or type(value) is np.ndarray:
         return "identity"
-    if isinstance(value, _SCALARS) or (type(value) is tuple
+    if isinstance(value, _SCALARS) or (type(value) in (tuple, frozenset)
                                        and all(type(v) in _SCALARS for v in value)):
         return "value"
     return None
@@ -868,7 +876,9 @@ def _expand(found: Accesses, path: Path, depth: int, budget: list[int], done: se
     except _Unsafe:
         return
     parts: list[Path] = []
-    if type(value) in _SEQUENCES:
+    if type(value) in _SETS:
+        parts.append(path.then(None, "set"))
+    elif type(value) in _SEQUENCES:
         parts.append(path.then(None, "len"))
         keys = value.keys() if type(value) in _DICTS else range(len(value))
         parts += [path.then(False, k) for k in list(keys)[:MAX_EXPANDED] if _hashable(k)]

@@ -759,3 +759,34 @@ def test_global_ordered_dict_entry_changed_captures_again() -> None:
     finally:
         SETTINGS["scale"] = 1.0
     assert not said and compiled.captures == 2
+
+
+FROZEN = {"0.bias"}
+WINDOW = collections.deque([1.0, 2.0], maxlen=4)
+
+
+def test_global_set_and_deque_changed_capture_again() -> None:
+    """A set the step tests membership in (which parameters it penalizes) and a deque it
+    indexes: neither was followed by the guards, so the plan replayed what it baked in."""
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        opt.zero_grad()
+        loss = model(x).tanh().mean() * WINDOW[-1]
+        for name, p in model.named_parameters():
+            if name not in FROZEN:
+                loss = loss + 0.01 * p.pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    def change(i: int) -> None:
+        if i == 2:
+            FROZEN.add("2.weight")
+        if i == 3:
+            WINDOW.append(0.5)
+
+    try:
+        compiled, said = _train_pair(step, change)
+    finally:
+        FROZEN.discard("2.weight")
+        WINDOW.pop()
+    assert not said and compiled.captures == 3
