@@ -223,11 +223,15 @@ def _follow(src: _Source, path: Path, classes: tuple[type, ...]) -> None:
     for (attr, key), cls in zip(path.steps, classes, strict=True):
         src.fail_if(f"_type(o) is not {src.name(cls)}", indent=2)
         method = attr and type(_class_attribute(cls, key)) is types.FunctionType
-        src.lines.append(f"        o = _own_or_class(o, {src.name(key)})" if method
-                         else f"        o = _getattr(o, {src.name(key)})" if attr
+        k = "" if attr is None else src.name(key)
+        src.lines.append(f"        o = _own_or_class(o, {k})" if method
+                         else f"        o = _getattr(o, {k})" if attr
                          else "        o = _frozenset(o)" if attr is None and key == "set"
                          else "        o = _len(o)" if attr is None  # a (None, "len") step
-                         else f"        o = o[{src.name(key)}]")
+                         # (a defaultdict's __missing__ would insert the key)
+                         else f"        o = o[{k}] if {k} in o else _missing"
+                         if cls is collections.defaultdict
+                         else f"        o = o[{k}]")
 
 
 def _path_guard(src: _Source, guard: Guard) -> None:
@@ -327,9 +331,9 @@ _GENERIC_LOOKUP = (object, tuple, list, dict)
 # change at every draw: guarded by value, they captured the step again at every call)
 _OPAQUE = (Tensor, np.ndarray, Optimizer, LRScheduler, Generator)
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
-# the containers a path steps into by item and length: an OrderedDict reads as a dict (no
-# __missing__: a defaultdict's read of a missing key would insert it, a guard must not)
-_DICTS = (dict, collections.OrderedDict)
+# the containers a path steps into by item and length (a defaultdict's missing key is
+# MISSING: its __missing__ would insert it, which a guard must not)
+_DICTS = (dict, collections.OrderedDict, collections.defaultdict)
 _INDEXED = (list, tuple, collections.deque)
 _SEQUENCES = (*_DICTS, *_INDEXED)
 # a set is guarded by its contents (a (None, "set") step: a frozenset of them, compared)
@@ -532,6 +536,8 @@ def own_or_class(obj: Any, name: str) -> Any:
 
 def _item(obj: Any, key: Any) -> Any:
     if type(obj) in _DICTS or (type(obj) in _INDEXED and type(key) is int):
+        if type(obj) is collections.defaultdict and key not in obj:
+            raise KeyError(key)
         return obj[key]
     raise _Unsafe
 

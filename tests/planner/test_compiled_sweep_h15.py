@@ -790,3 +790,27 @@ def test_global_set_and_deque_changed_capture_again() -> None:
         FROZEN.discard("2.weight")
         WINDOW.pop()
     assert not said and compiled.captures == 3
+
+
+WEIGHTS: collections.defaultdict[str, float] = collections.defaultdict(float, main=1.0, aux=0.5)
+
+
+def test_global_defaultdict_entry_changed_captures_again_without_inserting() -> None:
+    """``WEIGHTS["aux"]`` of a defaultdict: not followed by the guards (a stale plan); now
+    followed, and a key deleted later reads as missing, not inserted by the guard's read."""
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        return _scaled(model, opt, x, WEIGHTS["main"] + WEIGHTS["aux"])
+
+    def change(i: int) -> None:
+        if i == 2:
+            WEIGHTS["aux"] = 2.0
+
+    try:
+        compiled, said = _train_pair(step, change)
+        assert not said and compiled.captures == 2
+        del WEIGHTS["aux"]
+        binding = next(iter(compiled._cache.values())).bindings[0]
+        assert binding.check((None,) * 3) is not None  # (the guards fail before the args)
+        assert "aux" not in WEIGHTS
+    finally:
+        WEIGHTS["aux"] = 0.5
