@@ -5,11 +5,13 @@ from __future__ import annotations
 import functools
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from runtime.autograd import no_grad
+from runtime.autograd.node import _HookDict
 from runtime.tracing import GraphBreak
 from runtime.tracing import _state as _trace_state
 from runtime.nn.parameter import Buffer, Parameter, is_lazy
@@ -74,19 +76,23 @@ def _changed() -> None:
 
 class RemovableHandle:
     """Removes the hook it was returned for (``handle.remove()``, or leaving a ``with``), and
-    its id from the sets that mark how to call it (``flags``: with kwargs, always called)."""
+    its id from the sets that mark how to call it (``flags``: with kwargs, always called).
+    It holds its hooks' dict weakly, as torch's (``hooks_dict_ref()``: None once the
+    dict is gone)."""
 
     _next_id = 0
 
     def __init__(self, hooks: dict[int, Any], *flags: set[int]) -> None:
-        self.hooks, self.flags = hooks, flags
+        self.hooks_dict_ref = weakref.ref(hooks)
+        self.flags = flags
         self.id = RemovableHandle._next_id
         RemovableHandle._next_id += 1
         if _trace_state.tracer is not None:  # registered by a step being captured
             _trace_state.tracer.on_hook(self)
 
     def remove(self) -> None:
-        if self.hooks.pop(self.id, None) is not None:
+        hooks = self.hooks_dict_ref()
+        if hooks is not None and hooks.pop(self.id, None) is not None:
             _changed()
         for flag in self.flags:
             flag.discard(self.id)
@@ -100,10 +106,10 @@ class RemovableHandle:
 
 # hooks of every module (torch.nn.modules.module.register_module_*_hook), run before each
 # module's own
-_global_forward_pre_hooks: dict[int, Callable[..., Any]] = {}
-_global_forward_hooks: dict[int, Callable[..., Any]] = {}
-_global_backward_pre_hooks: dict[int, Callable[..., Any]] = {}
-_global_backward_hooks: dict[int, Callable[..., Any]] = {}
+_global_forward_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
+_global_forward_hooks: dict[int, Callable[..., Any]] = _HookDict()
+_global_backward_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
+_global_backward_hooks: dict[int, Callable[..., Any]] = _HookDict()
 _global_hooks_with_kwargs: set[int] = set()
 _global_forward_hooks_always_called: set[int] = set()
 
@@ -172,6 +178,27 @@ def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHan
     return _add_global_hook(_global_backward_hooks, hook)
 
 
+class _WithModule:
+    """hook(module, *args) for a hook the module keeps: the module held weakly, as torch's
+    _WrappedHook, so that keeping the hook does not keep the module alive (no cycle)."""
+
+    def __init__(self, hook: Callable[..., Any], module: Module) -> None:
+        functools.update_wrapper(self, hook)
+        self.hook, self.module = hook, weakref.ref(module)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        module = self.module()
+        if module is None:
+            raise RuntimeError("You are trying to call the hook of a dead Module!")
+        return self.hook(module, *args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:  # a copy's hook calls the copied module
+        return {"hook": self.hook, "module": self.module()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["hook"], state["module"])  # type: ignore[misc]
+
+
 def _first_tensor(value: Any) -> Tensor:
     """PyTorch's walk to the output a non-full backward hook goes on: the first value of a
     dict, the first item of anything else, until a tensor."""
@@ -188,10 +215,10 @@ def _put_older_backward_hooks(module: Module, hooks: list[Callable[..., Any]], a
     grad_fn = first.grad_fn
     if grad_fn is None:
         return
-    from runtime.nn.older_hooks import older_hook
+    from runtime.nn.older_hooks import older_hooks
 
-    for hook in hooks:
-        grad_fn.register_hook(older_hook(hook, module, grad_fn, args, first))
+    for hook in older_hooks(hooks, module, grad_fn, args, first):
+        grad_fn.register_hook(hook)
     _warn_older_backward_hook(args, output, grad_fn)
 
 
@@ -274,16 +301,16 @@ class Module:
         object.__setattr__(self, "_buffers", {})
         object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "_modules", {})
-        object.__setattr__(self, "_forward_pre_hooks", {})
-        object.__setattr__(self, "_forward_hooks", {})
+        object.__setattr__(self, "_forward_pre_hooks", _HookDict())
+        object.__setattr__(self, "_forward_hooks", _HookDict())
         object.__setattr__(self, "_hooks_with_kwargs", set())
         object.__setattr__(self, "_forward_hooks_always_called", set())
-        object.__setattr__(self, "_backward_hooks", {})
-        object.__setattr__(self, "_backward_pre_hooks", {})
-        object.__setattr__(self, "_state_dict_pre_hooks", {})
-        object.__setattr__(self, "_state_dict_hooks", {})
-        object.__setattr__(self, "_load_state_dict_pre_hooks", {})
-        object.__setattr__(self, "_load_state_dict_post_hooks", {})
+        object.__setattr__(self, "_backward_hooks", _HookDict())
+        object.__setattr__(self, "_backward_pre_hooks", _HookDict())
+        object.__setattr__(self, "_state_dict_pre_hooks", _HookDict())
+        object.__setattr__(self, "_state_dict_hooks", _HookDict())
+        object.__setattr__(self, "_load_state_dict_pre_hooks", _HookDict())
+        object.__setattr__(self, "_load_state_dict_post_hooks", _HookDict())
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -893,7 +920,7 @@ class Module:
         error_msgs) (the module first with ``with_module``), run before this module loads
         its entries; it may edit the (local) state dict."""
         if with_module:
-            hook = functools.partial(hook, self)
+            hook = _WithModule(hook, self)
         return self._add_hook(self._load_state_dict_pre_hooks, hook, False, False)
 
     def register_load_state_dict_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:

@@ -48,27 +48,39 @@ def _replace_outputs(node: Any, values: list[Any]) -> None:
     handle = node.register_hook(replace)
 
 
-def older_hook(hook: Hook, module: Any, fn: Any, args: Any = (), output: Any = None
-               ) -> Callable[[tuple[Any, ...], tuple[Any, ...]], Any]:
-    """``hook(module, grad_input, grad_output)`` as a post hook of ``fn``, the node of
-    ``output`` (the module's first output; ``args`` its inputs)."""
+def _checked(hook: Hook, r: Any, expected: int) -> tuple[Any, ...]:
+    """A hook's replacement grad_input, refused with PyTorch's error if its length is not
+    the node's."""
+    r = tuple(r)
+    if len(r) != expected:
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an "
+                           f"incorrect number of values (got {len(r)}, but expected "
+                           f"{expected})")
+    return r
+
+
+def older_hooks(hooks: list[Hook], module: Any, fn: Any, args: Any = (), output: Any = None
+                ) -> list[Callable[[tuple[Any, ...], tuple[Any, ...]], Any]]:
+    """Each ``hook(module, grad_input, grad_output)`` as post hooks of ``fn``, the node of
+    ``output`` (the module's first output; ``args`` its inputs), in order."""
     product = _addmm_product(fn)
     if product is not None:
-        return _addmm_hook(hook, module, product)
+        return [_addmm_hook(hook, module, product) for hook in hooks]
     operands = _op_operands(module, args, fn)
     if operands is not None and output is not None:
-        return _composite_hook(hook, module, fn, operands, output)
+        return [_composite_hook(hooks, module, fn, operands, output)]
+    return [_node_hook(hook, module, fn) for hook in hooks]
+
+
+def _node_hook(hook: Hook, module: Any, fn: Any) -> Callable[..., Any]:
+    """PyTorch's grad_input where our node has its inputs: fn's differentiable outputs."""
     kept = _differentiable(fn)
 
     def call(outputs: tuple[Any, ...], grads: tuple[Any, ...]) -> Any:
         r = hook(module, tuple(outputs[i] for i in kept), grads)
         if r is None:
             return None
-        r = tuple(r)
-        if len(r) != len(kept):
-            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an "
-                               f"incorrect number of values (got {len(r)}, but expected "
-                               f"{len(kept)})")
+        r = _checked(hook, r, len(kept))
         out = list(outputs)
         for i, v in zip(kept, r):
             out[i] = v
@@ -109,12 +121,14 @@ def _op_operands(module: Any, args: Any, fn: Any) -> list[Any] | None:
     return ([first] if takes_input else []) + [getattr(module, a, None) for a in attributes]
 
 
-def _composite_hook(hook: Hook, module: Any, fn: Any, operands: list[Any], output: Any
-                    ) -> Callable[..., Any]:
+def _composite_hook(hooks: list[Hook], module: Any, fn: Any, operands: list[Any],
+                    output: Any) -> Callable[..., Any]:
     """PyTorch's grad_input of a leaf module's single-op node: the gradients w.r.t. the
     op's inputs (None for one that needs none), computed once more from the gradient
-    going into the node, for the hook. A replacement of them is refused: ours reach
-    those inputs through several steps, which a hook's values cannot stand in for."""
+    going into the node, for all the hooks (one post hook: the one-off backward passes
+    this node again, where every hook of it must be inert). A replacement of them is
+    refused: ours reach those inputs through several steps, which a hook's values cannot
+    stand in for."""
     from runtime.autograd import grad as autograd_grad
 
     inside = [False]  # the one-off backward below passes this node again: inert then
@@ -135,12 +149,14 @@ def _composite_hook(hook: Hook, module: Any, fn: Any, operands: list[Any], outpu
             for i, g in zip(needing, found):
                 grad_input[i] = g
         given = tuple(grad_input)
-        r = hook(module, given, grads)
-        if r is not None and any(a is not b for a, b in zip(tuple(r), given)):
-            raise NotImplementedError(
-                f"register_backward_hook: a hook replacing grad_input of {type(fn).__name__} "
-                "is not supported here (runtime computes this op in several steps); use "
-                "register_full_backward_hook")
+        for hook in hooks:
+            r = hook(module, given, grads)
+            if r is not None and any(a is not b for a, b in
+                                     zip(_checked(hook, r, len(given)), given)):
+                raise NotImplementedError(
+                    f"register_backward_hook: a hook replacing grad_input of "
+                    f"{type(fn).__name__} is not supported here (runtime computes this op in "
+                    "several steps); use register_full_backward_hook")
         return None
 
     return call
@@ -157,10 +173,7 @@ def _addmm_hook(hook: Hook, module: Any, product: Any) -> Callable[..., Any]:
         r = hook(module, (g_bias, g_input, g_weight_t), grads)
         if r is None:
             return None
-        r = tuple(r)
-        if len(r) != 3:
-            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an "
-                               f"incorrect number of values (got {len(r)}, but expected 3)")
+        r = _checked(hook, r, 3)
         if r[1] is not g_input or r[2] is not g_weight_t:
             _replace_outputs(product, [r[1], r[2]])
         return (g_product, r[0])
