@@ -146,6 +146,41 @@ def register_module_forward_hook(hook: Callable[..., Any], *, with_kwargs: bool 
     return handle
 
 
+# hooks of every module's registrations (torch.nn.modules.module.register_module_*_
+# registration_hook): hook(module, name, value) -> None or the value registered instead
+_global_parameter_registration_hooks: dict[int, Callable[..., Any]] = _HookDict()
+_global_buffer_registration_hooks: dict[int, Callable[..., Any]] = _HookDict()
+_global_module_registration_hooks: dict[int, Callable[..., Any]] = _HookDict()
+
+
+def register_module_parameter_registration_hook(hook: Callable[..., Any]
+                                                ) -> RemovableHandle:
+    """hook(module, name, param) -> None or a new param, run by every register_parameter of
+    a parameter (not of None)."""
+    return _add_global_hook(_global_parameter_registration_hooks, hook)
+
+
+def register_module_buffer_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """hook(module, name, buffer) -> None or a new buffer, run by every register_buffer."""
+    return _add_global_hook(_global_buffer_registration_hooks, hook)
+
+
+def register_module_module_registration_hook(hook: Callable[..., Any]) -> RemovableHandle:
+    """hook(module, name, submodule) -> None or a new submodule, run by every add_module
+    and every assignment of a submodule (or None in place of one)."""
+    return _add_global_hook(_global_module_registration_hooks, hook)
+
+
+def _registered(hooks: dict[int, Callable[..., Any]], module: Module, name: str, value: Any
+                ) -> Any:
+    """value, as the registration hooks replace it, in order."""
+    for hook in list(hooks.values()):
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
+
+
 # whether the module-wide backward hooks are full ones (None: none registered yet)
 _global_is_full_backward_hook: bool | None = None
 
@@ -531,14 +566,14 @@ class Module:
             params[name] = None
         elif isinstance(value, Module):
             self._discard(name, keep=modules)
-            modules[name] = value
+            modules[name] = _registered(_global_module_registration_hooks, self, name, value)
         elif name in modules:
             if value is not None:
                 raise TypeError(
                     f"cannot assign '{typename(value)}' as child module '{name}' "
                     "(runtime.nn.Module or None expected)"
                 )
-            modules[name] = None
+            modules[name] = _registered(_global_module_registration_hooks, self, name, None)
         elif isinstance(value, Buffer) or name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
@@ -591,6 +626,8 @@ class Module:
                 f"created explicitly. To express '{name}' as a function of another Tensor, "
                 "compute the value in the forward() method."
             )
+        if param is not None:
+            param = _registered(_global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
         _changed()
 
@@ -601,7 +638,7 @@ class Module:
                 f"cannot assign '{typename(tensor)}' object to buffer '{name}' "
                 "(runtime Tensor or None required)"
             )
-        self._buffers[name] = tensor
+        self._buffers[name] = _registered(_global_buffer_registration_hooks, self, name, tensor)
         _changed()
         if persistent:
             self._non_persistent_buffers.discard(name)
@@ -612,7 +649,7 @@ class Module:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{typename(module)} is not a Module subclass")
         self._check_name(name, "module")
-        self._modules[name] = module
+        self._modules[name] = _registered(_global_module_registration_hooks, self, name, module)
         _changed()
 
     register_module = add_module

@@ -838,3 +838,366 @@ def test_module_forward_hook_removable(kind: str) -> None:
     assert handles[1].id not in handles[0].hooks_dict_ref()
     assert len(handles[0].hooks_dict_ref()) == 0
     assert len(handles[1].hooks_dict_ref()) == 0
+
+
+def test_global_and_local_hooks_order(_global_hooks: None) -> None:
+    module = nn.Sigmoid()
+    called: dict[str, bool] = {}
+
+    def make(name: str, before: str | None, returns: int):
+        def hook(m, *args):
+            if before is None:
+                assert f"local_{name}" not in called
+            else:
+                assert f"global_{name}" in called
+            called[f"{'global' if before is None else 'local'}_{name}"] = True
+            return args[returns]
+        return hook
+
+    input = torch.randn(5, 5, requires_grad=True)
+    nn.modules.module.register_module_forward_pre_hook(make("pre", None, 0))
+    module.register_forward_pre_hook(make("pre", "global", 0))
+    nn.modules.module.register_module_forward_hook(make("fwd", None, 1))
+    module.register_forward_hook(make("fwd", "global", 1))
+    nn.modules.module.register_module_backward_hook(make("bwd", None, 0))
+    module.register_backward_hook(make("bwd", "global", 0))
+    output = module(input)
+    assert all(called.get(k) for k in ["local_pre", "global_pre", "local_fwd", "global_fwd"])
+    output.backward(torch.ones(5, 5), retain_graph=True)
+    assert called.get("local_bwd") and called.get("global_bwd")
+
+
+@pytest.mark.parametrize("backward_register_fn", [
+    "register_backward_hook", "register_full_backward_hook",
+    "register_full_backward_pre_hook"])
+def test_hooks(backward_register_fn: str) -> None:
+    module = nn.Sigmoid()
+    input = torch.ones(5, 5, requires_grad=True)
+    counter = {"forwards": 0, "backwards": 0}
+
+    def fw_hook(inc, h_module, input, output) -> None:
+        assert isinstance(input, tuple)
+        assert isinstance(output, torch.Tensor)
+        assert h_module is module
+        _assert_equal(input[0], torch.ones(5, 5))
+        _assert_equal(output, torch.empty(5, 5).fill_(1 / (1 + 1 / math.e)))
+        counter["forwards"] += inc
+
+    def bw_hook(inc, h_module, grad_input, grad_output) -> None:
+        assert isinstance(grad_input, tuple) and isinstance(grad_output, tuple)
+        assert h_module is module
+        _assert_equal(grad_output[0], torch.ones(5, 5) * 2)
+        counter["backwards"] += inc
+
+    def bw_pre_hook(inc, h_module, grad_output) -> None:
+        assert isinstance(grad_output, tuple)
+        assert h_module is module
+        _assert_equal(grad_output[0], torch.ones(5, 5) * 2)
+        counter["backwards"] += inc
+
+    def counts() -> tuple[int, int]:
+        return counter["forwards"], counter["backwards"]
+
+    test_fwd = module.register_forward_hook(lambda *args: fw_hook(1, *args))
+    module(input)
+    module(input)
+    assert counts() == (2, 0)
+    bw_hook_fn = bw_pre_hook if backward_register_fn == "register_full_backward_pre_hook" \
+        else bw_hook
+    test_bwd = getattr(module, backward_register_fn)(lambda *args: bw_hook_fn(1, *args))
+    output = module(input)
+    assert counts() == (3, 0)
+    output.backward(torch.ones(5, 5) * 2, retain_graph=True)
+    assert counts() == (3, 1)
+    output.backward(torch.ones(5, 5) * 2, retain_graph=True)
+    assert counts() == (3, 2)
+    test2_fwd = module.register_forward_hook(lambda *args: fw_hook(2, *args))
+    output = module(input)
+    assert counts() == (6, 2)
+    test2_bwd = getattr(module, backward_register_fn)(lambda *args: bw_hook_fn(2, *args))
+    module(input).backward(torch.ones(5, 5) * 2)
+    assert counts() == (9, 5)
+    test2_bwd.remove()
+    module(input).backward(torch.ones(5, 5) * 2)
+    assert counts() == (12, 6)
+    test2_fwd.remove()
+    module(input).backward(torch.ones(5, 5) * 2)
+    assert counts() == (13, 7)
+    test_fwd.remove()
+    test_bwd.remove()
+
+
+def test_hook_cpp() -> None:
+    bn = nn.BatchNorm1d(5)
+
+    def hook(module, grad_inputs, grad_outputs) -> None:
+        assert len(grad_inputs) == 1 and len(grad_outputs) == 1
+        assert module is bn
+
+    bn.register_full_backward_hook(hook)
+    bn(torch.randn(5, 5, requires_grad=True)).sum().backward()
+
+
+def test_backward_hooks_interaction() -> None:
+    module = nn.Sigmoid()
+    cnt = {"backward_cnt": 0}
+
+    def bw_pre_hook(m, grad_output):
+        cnt["backward_cnt"] += 1
+        return (grad_output[0] * 0.5,)
+
+    def bw_hook(m, grad_in, grad_output):
+        _assert_equal(torch.full_like(grad_output[0], 0.5), grad_output[0])
+        cnt["backward_cnt"] += 1
+        return grad_output
+
+    module.register_full_backward_pre_hook(bw_pre_hook)
+    module.register_full_backward_hook(bw_hook)
+    module(torch.ones(1, 2, requires_grad=True)).sum().backward()
+    assert cnt["backward_cnt"] == 2
+
+
+def test_hook_invalid_outputs() -> None:
+    module = nn.Sigmoid()
+    input = torch.randn(5, 5, requires_grad=True)
+
+    def bw_fail1(self, grad_input, grad_output):
+        return grad_input[:-1]
+
+    def bw_fail2(self, grad_input, grad_output):
+        return grad_input + (torch.randn(2, 2),)
+
+    with module.register_backward_hook(bw_fail1):
+        with pytest.raises(RuntimeError, match="got 0, but expected 1"):
+            module(input).sum().backward()
+    with module.register_backward_hook(bw_fail2):
+        with pytest.raises(RuntimeError, match="got 2, but expected 1"):
+            module(input).sum().backward()
+
+    def bw_pre_fail1(self, grad_output):
+        return ()
+
+    def bw_pre_fail2(self, grad_output):
+        return grad_output + (torch.randn(2, 2),)
+
+    with module.register_full_backward_pre_hook(bw_pre_fail1):
+        with pytest.raises(RuntimeError, match="got 0, but expected 1"):
+            module(input).sum().backward()
+    with module.register_full_backward_pre_hook(bw_pre_fail2):
+        with pytest.raises(RuntimeError, match="got 2, but expected 1"):
+            module(input).sum().backward()
+
+
+def test_hook_requires_grad() -> None:
+    class MyModule(nn.Module):
+        def forward(self, arg1, arg2, arg3):
+            assert arg1.requires_grad
+            assert not arg2.requires_grad
+            assert arg3.requires_grad
+            return arg1.sum() + arg2.sum() + arg3.sum()
+
+    inp = torch.rand(2, requires_grad=True)
+    mod = MyModule()
+    mod(inp, inp.detach(), inp)
+    mod.register_full_backward_hook(lambda mod, gI, gO: None)
+    mod(inp, inp.detach(), inp)
+
+
+def test_hook_no_requires_grad() -> None:
+    mod = nn.Linear(2, 3)
+    inp = torch.rand(1, 2)
+    return_val = "None"
+    hook_called = [0]
+
+    def hook(mod, grad_input, grad_output):
+        hook_called[0] += 1
+        for gI in grad_input:
+            assert gI is None
+        for gO in grad_output:
+            assert gO.size() == (1, 3)
+        return {"grad_input": grad_input, "invalid": inp, "None": None}[return_val]
+
+    mod.register_full_backward_hook(hook)
+    mod(inp).sum().backward()
+    assert hook_called[0] == 1
+    return_val = "grad_input"
+    mod(inp).sum().backward()
+    assert hook_called[0] == 2
+    return_val = "invalid"
+    with pytest.raises(RuntimeError, match="where no input requires gradient"):
+        mod(inp).sum().backward()
+
+
+def test_hook_last_arg_requires_grad() -> None:
+    mod = nn.L1Loss()
+    inp = torch.rand(1, requires_grad=True)
+    mod.register_full_backward_hook(lambda m, gI, gO: None)
+    mod(inp.detach(), inp)
+
+
+def test_hook_extra_input() -> None:
+    class MyModule(nn.Module):
+        def forward(self, non_tensor, tensor):
+            return tensor.clone(), non_tensor
+
+    inp = torch.rand(2, requires_grad=True)
+    mod = MyModule()
+
+    def hook(mod, grad_input, grad_output) -> None:
+        assert grad_input[0] is None
+        assert isinstance(grad_input[1], torch.Tensor)
+        assert isinstance(grad_output[0], torch.Tensor)
+        assert grad_output[1] is None
+
+    mod.register_full_backward_hook(hook)
+    out, _ = mod(True, inp)
+    out.sum().backward()
+
+
+def test_hook_inplace() -> None:
+    # PyTorch 2.13 names the node BackwardHookFunction (the test text of older versions
+    # says BackwardHookFunctionBackward)
+    class MyModule(nn.Module):
+        def forward(self, inp, do_inplace):
+            self.inp = inp
+            if do_inplace:
+                inp += 1
+            return inp.clone()
+
+    hook_called = [0]
+
+    def hook(mod, grad_input, grad_output) -> None:
+        hook_called[0] += 1
+
+    def hook_pre(mod, grad_output) -> None:
+        hook_called[0] += 1
+
+    inp = torch.rand(10, requires_grad=True)
+    mod = MyModule()
+    for hook_fn, register_fn in [(hook, mod.register_full_backward_hook),
+                                 (hook_pre, mod.register_full_backward_pre_hook)]:
+        hook_called[0] = 0
+        with register_fn(hook_fn):
+            mod(inp, False).sum().backward()
+            assert hook_called[0] == 1
+            with pytest.raises(RuntimeError, match="Output 0 of BackwardHookFunction is "
+                               "a view and is being modified inplace."):
+                mod(inp.clone(), True)
+            local_inp = inp.clone()
+            out = mod(local_inp, False)
+            local_inp[0] *= 1
+            with pytest.raises(RuntimeError, match="Output 0 of BackwardHookFunction is "
+                               "a view and its base or another view"):
+                mod.inp + 2
+            out = mod(inp, False)
+            with pytest.raises(RuntimeError, match="BackwardHookFunction is a view "
+                               "and is being modified inplace."):
+                out += 1
+
+
+def test_hook_non_full_warning() -> None:
+    def noop(*args: object) -> None:
+        pass
+
+    a = torch.rand(2, requires_grad=True)
+    b = torch.rand(2, requires_grad=True)
+
+    class ListIn(nn.Module):
+        def forward(self, pair):
+            return pair[0].clone(), pair[1].clone()
+
+    class ListOut(nn.Module):
+        def forward(self, a, b):
+            return [a.clone(), b.clone()]
+
+    class TwoNodes(nn.Module):
+        def forward(self, a, b):
+            return a.clone(), b.clone()
+
+    class Chain(nn.Module):
+        def forward(self, a):
+            return a.clone().clone()
+
+    cases = [(ListIn, ([a, b],), "does not take as input a single Tensor or a tuple of Tensors"),
+             (ListOut, (a, b), "does not return a single Tensor or a tuple of Tensors"),
+             (TwoNodes, (a, b), "outputs are generated by different autograd Nodes"),
+             (Chain, (a,), "the forward contains multiple autograd Nodes")]
+    for cls, args, text in cases:
+        m = cls()
+        m.register_backward_hook(noop)
+        with pytest.warns(FutureWarning, match=text):  # PyTorch 2.13's kind (the test's
+            m(*args)                                 # UserWarning is an older one's)
+
+
+def test_hook_backward_size() -> None:
+    class MyModule(nn.Module):
+        def forward(self, arg1, arg2):
+            tmp = arg1.sum() * arg2
+            tmp = tmp + arg2.sum() * arg1.sum()
+            tmp = tmp.sum().view(1)
+            return tmp.expand(8).contiguous()
+
+    module = MyModule()
+    inp1 = torch.randn(5, 5, requires_grad=True)
+    inp2 = torch.randn(10, 10, requires_grad=True)
+
+    def bw_hook(module, grad_input, grad_output) -> None:
+        assert len(grad_input) == 2
+        assert grad_input[0].size() == torch.Size([5, 5])
+        assert grad_input[1].size() == torch.Size([10, 10])
+        assert len(grad_output) == 1
+        assert grad_output[0].size() == torch.Size([8])
+
+    with module.register_full_backward_hook(bw_hook):
+        module(inp1, inp2).sum().backward()
+
+
+def test_hook_forward_preforward_writable() -> None:
+    module = nn.Sigmoid()
+    input = torch.randn(5, 5, requires_grad=True)
+    sig_x = F.sigmoid(input)
+    module.register_forward_pre_hook(lambda m, inp: F.relu(inp[0]))
+    module.register_forward_hook(lambda m, inp, out: -out)
+    output = module(input)
+    _assert_equal(output, -F.sigmoid(F.relu(input)))
+    output.backward(torch.ones(5, 5) * 2, retain_graph=True)
+    _assert_equal(input.grad, -sig_x * (1 - sig_x) * 2 * (input > 0))
+
+
+def _create_basic_net() -> tuple[nn.Module, nn.Module, nn.Module]:
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer_dummy_param = nn.Parameter(torch.empty(3, 5))
+            self.layer_dummy_buf = nn.Buffer(torch.zeros(1, 3, 3, 7))
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.l1 = Layer()
+            self.dummy_param = nn.Parameter(torch.empty(3, 5))
+            self.dummy_buf = nn.Buffer(torch.zeros(7, 3, 3, 1))
+
+    l, n = Layer(), Net()
+    return l, n, nn.Sequential(n, n)
+
+
+@pytest.mark.parametrize("kind", ["buffer", "module", "parameter"])
+def test_hook_registration(kind: str) -> None:
+    for return_value in (True, False):
+        def registration_hook(module, name, value):
+            if kind == "module":
+                module.registered = True
+            value.registered = True
+            if return_value:
+                return value
+
+        register = getattr(nn.modules.module, f"register_module_{kind}_registration_hook")
+        handle = register(registration_hook)
+        try:
+            _, _, s = _create_basic_net()
+            items = {"buffer": s.buffers, "module": s.modules, "parameter": s.parameters}[kind]
+            for item in items():
+                assert getattr(item, "registered", False)
+        finally:
+            handle.remove()
