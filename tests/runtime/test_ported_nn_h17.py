@@ -1178,8 +1178,8 @@ def _create_basic_net() -> tuple[nn.Module, nn.Module, nn.Module]:
             self.dummy_param = nn.Parameter(torch.empty(3, 5))
             self.dummy_buf = nn.Buffer(torch.zeros(7, 3, 3, 1))
 
-    l, n = Layer(), Net()
-    return l, n, nn.Sequential(n, n)
+    layer, n = Layer(), Net()
+    return layer, n, nn.Sequential(n, n)
 
 
 @pytest.mark.parametrize("kind", ["buffer", "module", "parameter"])
