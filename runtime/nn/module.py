@@ -1051,7 +1051,7 @@ class Module:
             value = state_dict[key]
             if not isinstance(value, Tensor):
                 error_msgs.append(
-                    f'While copying the parameter named "{key}", expected runtime.Tensor or '
+                    f'While copying the parameter named "{key}", expected torch.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(value)}"
                 )
                 continue
@@ -1137,7 +1137,11 @@ class Module:
                                        "to return new values, if incompatible_keys need to be "
                                        "modified, it should be done inplace.")
 
-        load(self, OrderedDict(state_dict), "")
+        try:
+            load(self, OrderedDict(state_dict), "")
+        finally:
+            # the recursive closure refers to itself: a cycle for the collector (torch's fix)
+            load = None  # type: ignore[assignment]
         if strict:
             if unexpected:
                 errors.insert(

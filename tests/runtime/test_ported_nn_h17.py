@@ -1201,3 +1201,294 @@ def test_hook_registration(kind: str) -> None:
                 assert getattr(item, "registered", False)
         finally:
             handle.remove()
+
+
+# --- test/nn/test_load_state_dict.py (swap=False; meta-device and subclass-swap tests left
+# out: the assign tests build their second module on the CPU) ---------------------------
+
+
+def test_load_state_dict_invalid() -> None:
+    import numpy as np
+    m = nn.Linear(2, 2, bias=False)
+    for value in (np.random.randn(2, 2), ((1.0, 1.0), (2.0, 2.0))):
+        with pytest.raises(RuntimeError, match="expected torch.Tensor or Tensor-like object "
+                           "from checkpoint but received"):
+            m.load_state_dict({"weight": value})
+
+
+def test_load_state_dict_type() -> None:
+    m = nn.Module()
+    for value in ("", 2):
+        with pytest.raises(TypeError, match="Expected state_dict to be dict-like, got"):
+            m.load_state_dict(value)
+
+
+def test_load_state_dict() -> None:
+    from copy import deepcopy
+    lin = nn.Linear(5, 5)
+    block = nn.Module()
+    block.conv1 = nn.Conv2d(3, 3, 3, bias=True)
+    block.conv2 = nn.Conv2d(3, 3, 3, bias=False)
+    net = nn.Module()
+    net.linear1 = lin
+    net.linear2 = lin
+    net.bn = nn.BatchNorm2d(2)
+    net.block = block
+    net.add_module("empty", None)
+    conv1_bias_dtype = block.conv1.bias.dtype
+
+    state_dict = net.state_dict()
+    state_dict.update({"linear1.weight": torch.ones(5, 5),
+                       "block.conv1.bias": torch.arange(1, 4, dtype=conv1_bias_dtype),
+                       "bn.running_mean": torch.randn(2)})
+    ddp_state_dict = net.state_dict()
+    ddp_state_dict.update({"module.linear1.weight": torch.ones(5, 5),
+                           "module.block.conv1.bias": torch.arange(1, 4, dtype=conv1_bias_dtype),
+                           "module.bn.running_mean": torch.randn(2)})
+    nn.modules.utils.consume_prefix_in_state_dict_if_present(ddp_state_dict, "module.")
+    for sd in [state_dict, ddp_state_dict]:
+        incompatible_keys = net.load_state_dict(sd)
+        assert len(incompatible_keys.missing_keys) == 0
+        assert len(incompatible_keys.unexpected_keys) == 0
+        assert "Incompatible" not in str(incompatible_keys)
+        _assert_equal(net.linear1.weight, sd["linear1.weight"])
+        _assert_equal(net.block.conv1.bias, sd["block.conv1.bias"])
+        _assert_equal(net.bn.running_mean, sd["bn.running_mean"])
+
+    state_dict = net.state_dict()
+    state_dict.update({"extra": torch.ones(5)})
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(state_dict)
+    incompatible_keys = net.load_state_dict(state_dict, strict=False)
+    assert len(incompatible_keys.missing_keys) == 0
+    assert incompatible_keys.unexpected_keys == ["extra"]
+    assert "Incompatible" in str(incompatible_keys)
+
+    state_dict = net.state_dict()
+    state_dict.update({"extra.param": torch.ones(5)})
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(state_dict)
+    incompatible_keys = net.load_state_dict(state_dict, strict=False)
+    assert len(incompatible_keys.missing_keys) == 0
+    assert incompatible_keys.unexpected_keys == ["extra.param"]
+
+    state_dict = net.state_dict()
+    del state_dict["linear1.weight"]
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(state_dict)
+    incompatible_keys = net.load_state_dict(state_dict, strict=False)
+    assert incompatible_keys.missing_keys == ["linear1.weight"]
+    assert len(incompatible_keys.unexpected_keys) == 0
+    state_dict.update({"extra.param": torch.ones(5)})
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(state_dict)
+    incompatible_keys = net.load_state_dict(state_dict, strict=False)
+    assert incompatible_keys.missing_keys == ["linear1.weight"]
+    assert incompatible_keys.unexpected_keys == ["extra.param"]
+
+    state_dict = net.state_dict()
+    state_dict.update({"bn.running_mean": torch.rand(14, 4)})  # wrong size
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(state_dict)
+    with pytest.raises(RuntimeError):
+        net.load_state_dict(state_dict, strict=False)
+
+    old_state_dict = deepcopy(net.state_dict())
+    state_dict = {"linear1.weight": torch.ones(5, 5),
+                  "block.conv1.bias": torch.arange(1, 4, dtype=conv1_bias_dtype),
+                  "bn.running_mean": torch.randn(2),
+                  "nonexistent_key": torch.rand(3)}
+    net.load_state_dict(state_dict, strict=False)
+    _assert_equal(net.linear1.weight, state_dict["linear1.weight"])
+    _assert_equal(net.block.conv1.bias, state_dict["block.conv1.bias"])
+    _assert_equal(net.bn.running_mean, state_dict["bn.running_mean"])
+    new_state_dict = net.state_dict()
+    for k in ["linear1.weight", "block.conv1.bias", "bn.running_mean"]:
+        del old_state_dict[k]
+    for k, v in old_state_dict.items():
+        assert v.equal(new_state_dict[k])
+
+
+def test_load_state_dict_BC() -> None:
+    bn = nn.BatchNorm2d(3)
+    state_dict = bn.state_dict()
+    del state_dict["num_batches_tracked"]
+    state_dict._metadata[""]["version"] = 1
+    bn.load_state_dict(state_dict)
+    assert bn.num_batches_tracked.dtype == torch.long
+    assert bn.num_batches_tracked.item() == 0
+    del state_dict._metadata[""]["version"]
+    bn.load_state_dict(state_dict)
+    assert bn.num_batches_tracked.dtype == torch.long
+    assert bn.num_batches_tracked.item() == 0
+
+
+def test_load_state_dict_child() -> None:
+    from copy import deepcopy
+    model: nn.Module = nn.Linear(1, 1)
+    for _ in range(3):
+        model = nn.Sequential(*[deepcopy(model) for _ in range(10)])
+
+    def hook_fn(module, state_dict, prefix, local_metadata, strict, missing_keys,
+                unexpected_keys, error_msgs) -> None:
+        assert len(module.state_dict().keys()) == len(state_dict.keys())
+
+    model[0][0].register_load_state_dict_pre_hook(hook_fn)
+    model.load_state_dict(model.state_dict(), strict=True)
+
+
+def test_load_state_dict_ref_cycle() -> None:
+    import gc
+    from copy import deepcopy
+    m = nn.LSTM(16, 16, bidirectional=True)
+    gc.collect()
+    m.load_state_dict(deepcopy(m).state_dict())
+    assert gc.collect() == 0
+
+
+def test_load_state_dict_custom() -> None:
+    class CustomState(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.param = nn.Parameter(torch.ones(1))
+            self.sub = nn.Linear(5, 5)
+
+        def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
+            destination[prefix + "serialized"] = self.param.data + 1
+
+        def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict,
+                                  missing_keys, unexpected_keys, error_msgs) -> None:
+            self.param.data.copy_(state_dict[prefix + "serialized"] - 1)
+
+    m = nn.Sequential(CustomState())
+    with torch.no_grad():
+        m[0].param[0] = 10
+        m[0].sub.weight[0, 0] = 555
+    state_dict = m.state_dict()
+    assert state_dict["0.serialized"].item() == 11
+    assert "0.sub.weight" in state_dict
+    assert "0.param" not in state_dict
+    del m
+    mm = nn.Sequential(CustomState())
+    assert mm[0].param[0].item() == 1
+    mm.load_state_dict(state_dict)
+    assert mm[0].param[0].item() == 10
+    assert mm[0].sub.weight[0, 0].item() == 555
+
+
+class _FcBn(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = nn.Linear(3, 5)
+        self.bn = nn.BatchNorm1d(5)
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.fc1(input))
+
+
+@pytest.mark.parametrize("keep_vars", [True, False])
+def test_load_state_dict_assign(keep_vars: bool) -> None:
+    class MyModule(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(3, 5)
+            self.bn = nn.BatchNorm1d(5)
+            self.x = nn.Parameter(torch.rand(5), requires_grad=False)
+
+        def forward(self, input):
+            return self.x + self.bn(self.fc1(input))
+
+    net = MyModule()
+    state_dict = net.state_dict(keep_vars=keep_vars)
+    for v in state_dict.values():
+        v.requires_grad_(False)
+    net2 = MyModule()
+    old = net2.state_dict(keep_vars=True)
+    net2.load_state_dict(state_dict, assign=True)
+    new = net2.state_dict(keep_vars=True)
+    for key in state_dict:
+        if key in net2._parameters:
+            if keep_vars:
+                assert state_dict[key] is new[key]
+            else:
+                assert new[key] is not old[key]
+                assert old[key].requires_grad == new[key].requires_grad
+            assert old[key].requires_grad == new[key].requires_grad
+            _assert_equal(state_dict[key], new[key])
+        elif key in net2._buffers and key not in net2._non_persistent_buffers_set:
+            assert state_dict[key] is new[key]
+    for (n1, _), (n2, _) in zip(net.named_parameters(), net2.named_parameters()):
+        assert n1 == n2
+    for (n1, _), (n2, _) in zip(net.named_buffers(), net2.named_buffers()):
+        assert n1 == n2
+    t = torch.randn(4, 3)
+    _assert_equal(net(t), net2(t.clone()))
+
+
+def test_load_state_dict_assign_with_optimizer() -> None:
+    from copy import deepcopy
+    net = _FcBn()
+    opt = torch.optim.Adam(net.parameters(), lr=1000)
+    x = torch.randn(4, 3)
+    for _ in range(3):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+    opt_state_dict = deepcopy(opt.state_dict())
+    net_state_dict = deepcopy(net.state_dict())
+    net2 = _FcBn()
+    net2.load_state_dict(net_state_dict, assign=True)
+    opt2 = torch.optim.Adam(net2.parameters(), lr=1000)
+    opt2.load_state_dict(opt_state_dict)
+    y = x.clone()
+    for _ in range(3):
+        opt.zero_grad()
+        net(x).sum().backward()
+        opt.step()
+        opt2.zero_grad()
+        net2(y).sum().backward()
+        opt2.step()
+    _assert_equal(opt.state_dict(), opt2.state_dict())
+    _assert_equal(dict(net.state_dict()), dict(net2.state_dict()))
+
+
+def test_load_state_dict_assign_shape_stride() -> None:
+    net = _FcBn()
+    state_dict = net.state_dict()
+    state_dict["fc1.weight"] = torch.randn(3, 5).transpose(0, 1)
+    net2 = _FcBn()
+    net2.load_state_dict(state_dict, strict=False, assign=True)
+    state_dict["fc1.weight"] = torch.randn(2, 4)
+    with pytest.raises(RuntimeError, match="size mismatch for fc1.weight: copying a param "
+                       "with shape"):
+        net2.load_state_dict(state_dict, strict=False, assign=True)
+
+
+def test_load_state_dict_with_unexpected_key() -> None:
+    class MyModule(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(5, 10)
+
+    m = MyModule()
+    for key in ["fc1.bad_suffix", "fc1.weight.bad_suffix"]:
+        state_dict = m.state_dict()
+        state_dict[key] = torch.randn(5, 10)
+        with pytest.raises(RuntimeError, match="Unexpected key"):
+            m.load_state_dict(state_dict)
+        assert key in m.load_state_dict(state_dict, strict=False).unexpected_keys
+
+
+def test_register_state_dict_pre_hook() -> None:
+    called = False
+
+    def my_state_dict_pre_hook(*args: object, **kwargs: object) -> None:
+        nonlocal called
+        called = True
+
+    m = nn.Linear(1, 1)
+    _ = m.state_dict()
+    assert not called
+    m.register_state_dict_pre_hook(my_state_dict_pre_hook)
+    _ = m.state_dict()
+    assert called
