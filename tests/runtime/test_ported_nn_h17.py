@@ -1492,3 +1492,186 @@ def test_register_state_dict_pre_hook() -> None:
     m.register_state_dict_pre_hook(my_state_dict_pre_hook)
     _ = m.state_dict()
     assert called
+
+
+# --- test/nn/test_dropout.py (the channels_last cases left out: storage here is row-major,
+# a memory format changes no strides, as runtime/ops/layouts.py says; and
+# _test_dropout_stride_mean_preserve: a permuted input's dropout comes out row-major here,
+# see the report of h17) ----------------------------------------------------------------
+
+
+class _freeze_rng_state:
+    def __enter__(self) -> None:
+        self.state = torch.get_rng_state()
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_rng_state(self.state)
+
+
+def _test_alpha_dropout(cls: type, input: torch.Tensor) -> None:
+    mean, std = input.mean(), input.std()
+    for p in [0.2, 0.5, 0.8]:
+        module = cls(p)
+        input_var = input.detach().clone().requires_grad_()
+        output = module(input_var)
+        assert abs(output.data.mean() - mean) < 0.1
+        assert abs(output.data.std() - std) < 0.1
+        output.backward(input)
+
+
+def test_AlphaDropout() -> None:
+    _test_alpha_dropout(nn.AlphaDropout, torch.randn(5000))
+
+
+def test_FeatureAlphaDropout(_seeded: None) -> None:
+    b, w, h = (random.randint(1, 5) for _ in range(3))
+    d = random.randint(1, 2)
+    _test_alpha_dropout(nn.FeatureAlphaDropout, torch.randn(1000, b, d, w, h))
+    _test_alpha_dropout(nn.FeatureAlphaDropout, torch.randn(50, 20, 64, 64))
+
+
+def test_native_dropout_corner_case() -> None:
+    for train in [True, False]:
+        for p in [0.0, 1.0]:
+            x = torch.randn(5).requires_grad_()
+            x_ref = x.detach().requires_grad_()
+            o = torch.native_dropout(x, p, train)[0]
+            o_ref = torch.dropout(x_ref, p, train)
+            o.sum().backward()
+            o_ref.sum().backward()
+            assert o.equal(o_ref)
+            assert x.grad.equal(x_ref.grad)
+
+
+def test_invalid_dropout_p() -> None:
+    v = torch.ones(1)
+    for make in [nn.Dropout, nn.Dropout1d, nn.Dropout2d, nn.Dropout3d,
+                 lambda p: F.dropout(v, p)]:
+        for p in [-0.1, 1.1]:
+            with pytest.raises(ValueError):
+                make(p)
+
+
+def _test_dropout(cls: type, input: torch.Tensor, memory_format=None) -> None:
+    memory_format = memory_format or torch.contiguous_format
+    p = 0.2
+    input = input.fill_(1 - p)
+    module = cls(p)
+    input_var = input.clone(memory_format=memory_format).requires_grad_()
+    output = module(input_var)
+    assert output.is_contiguous(memory_format=memory_format)
+    assert abs(output.data.mean() - (1 - p)) < 0.05
+    output.backward(input)
+    assert input_var.grad.is_contiguous(memory_format=memory_format)
+    assert abs(input_var.grad.data.mean() - (1 - p)) < 0.05
+
+    module = cls(p, True)
+    input_var = input.clone(memory_format=memory_format).requires_grad_()
+    output = module(input_var + 0)
+    assert output.is_contiguous(memory_format=memory_format)
+    assert abs(output.data.mean() - (1 - p)) < 0.05
+    output.backward(input)
+    assert input_var.grad.is_contiguous(memory_format=memory_format)
+    assert abs(input_var.grad.data.mean() - (1 - p)) < 0.05
+
+    for inplace in [True, False]:
+        module = cls(p, inplace).eval()
+        _assert_equal(input, module(input))
+    module.__repr__()
+    str(module)
+
+
+def _test_dropout_discontiguous(cls: type, memory_format=None) -> None:
+    memory_format = memory_format or torch.contiguous_format
+    for p in [0, 1e-10]:
+        inp = torch.ones(2, 3, 3, 3)
+        inp_discontiguous = torch.empty(2, 3, 3, 6, memory_format=memory_format)[..., ::2]
+        inp_discontiguous.copy_(inp)
+        out = cls(p=p)(inp_discontiguous)
+        if p != 0:
+            assert out.is_contiguous(memory_format=memory_format)
+        _assert_equal(inp_discontiguous, out)
+
+
+def test_Dropout() -> None:
+    input = torch.empty(1000)
+    _test_dropout(nn.Dropout, input)
+    _test_dropout_discontiguous(nn.Dropout)
+    _test_dropout(nn.Dropout, input.bfloat16())
+
+
+def _test_dropoutNd_no_batch(dropout: nn.Module, input: torch.Tensor) -> None:
+    input_clone = input.clone()
+    with _freeze_rng_state():
+        res_no_batch = dropout(input)
+    with _freeze_rng_state():
+        res_batched = dropout(input_clone.unsqueeze(0)).squeeze(0)
+    _assert_equal(res_no_batch, res_batched)
+
+
+def _test_dropoutNd_channel_zero(dropout: nn.Module, input: torch.Tensor) -> None:
+    shape = input.shape
+    channel_numel = torch.tensor(shape[2:]).prod()
+    result = dropout(input)
+    for b in range(shape[0]):
+        for c in range(shape[1]):
+            assert result[b, c].count_nonzero() in (0, channel_numel)
+
+
+def test_Dropout1d(_seeded: None) -> None:
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.double)
+    try:
+        n, c, length = (random.randint(10, 15) for _ in range(3))
+        _test_dropout(nn.Dropout1d, torch.empty(n, c, length))
+        with pytest.raises(RuntimeError, match="Expected 2D or 3D input, but received a 4D input"):
+            nn.Dropout1d(p=0.5)(torch.rand(1, 2, 2, 2))
+        with pytest.raises(RuntimeError, match="Expected 2D or 3D input, but received a 1D input"):
+            nn.Dropout1d(p=0.5)(torch.rand(2))
+        input = torch.rand(50, 2)
+        _test_dropoutNd_no_batch(nn.Dropout1d(p=0.5), input)
+        _test_dropoutNd_no_batch(nn.Dropout1d(p=0.5, inplace=True), input)
+        input = torch.ones(10, 4, 2)
+        _test_dropoutNd_channel_zero(nn.Dropout1d(p=0.5), input)
+        _test_dropoutNd_channel_zero(nn.Dropout1d(p=0.5, inplace=True), input)
+    finally:
+        torch.set_default_dtype(previous)
+
+
+def test_Dropout2d(_seeded: None) -> None:
+    b, w, h = (random.randint(1, 5) for _ in range(3))
+    input = torch.empty(1000, b, w, h)
+    _test_dropout(nn.Dropout2d, input)
+    _test_dropout_discontiguous(nn.Dropout2d)
+    with pytest.warns(UserWarning, match="Received a 5-D input to dropout2d"):
+        nn.Dropout2d(p=0.5)(torch.rand(1, 2, 2, 2, 2))
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        nn.Dropout2d(p=0.5)(torch.rand(1, 2))
+    with pytest.warns(UserWarning, match="assuming that channel-wise 1D dropout behavior is "
+                      "desired"):
+        nn.Dropout2d(p=0.5)(torch.rand(1, 2, 2))
+    input = torch.ones(10, 4, 2, 2)
+    _test_dropoutNd_channel_zero(nn.Dropout2d(p=0.5), input)
+    _test_dropoutNd_channel_zero(nn.Dropout2d(p=0.5, inplace=True), input)
+
+
+def test_Dropout3d(_seeded: None) -> None:
+    b, w, h = (random.randint(1, 5) for _ in range(3))
+    d = random.randint(1, 2)
+    _test_dropout(nn.Dropout3d, torch.empty(1000, b, d, w, h))
+    _test_dropout_discontiguous(nn.Dropout3d)
+    with pytest.warns(UserWarning, match="Received a 6-D input to dropout3d"):
+        nn.Dropout3d(p=0.5)(torch.rand(1, 2, 2, 2, 2, 2))
+    with pytest.warns(UserWarning, match="Received a 3-D input to dropout3d"):
+        nn.Dropout3d(p=0.5)(torch.rand(1, 2, 2))
+    input = torch.rand(50, 2, 2, 2)
+    _test_dropoutNd_no_batch(nn.Dropout3d(p=0.5), input)
+    _test_dropoutNd_no_batch(nn.Dropout3d(p=0.5, inplace=True), input)
+    input = torch.ones(10, 4, 2, 2, 2)
+    _test_dropoutNd_channel_zero(nn.Dropout3d(p=0.5), input)
+    _test_dropoutNd_channel_zero(nn.Dropout3d(p=0.5, inplace=True), input)
+
+
+def test_empty_dropout() -> None:
+    x = torch.tensor([])
+    assert F.dropout(x).size() == x.size()
