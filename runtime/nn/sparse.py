@@ -9,7 +9,8 @@ import runtime as rt
 from runtime.nn import init
 from runtime.nn.module import Module
 from runtime.nn.parameter import Parameter
-from runtime.ops.embedding import embedding, embedding_bag, normalize_padding_idx
+from runtime.ops.embedding import (bag_module_padding_error, embedding, embedding_bag,
+                                   normalize_padding_idx)
 from runtime.tensor import Tensor
 
 
@@ -111,7 +112,8 @@ class EmbeddingBag(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        self.padding_idx = normalize_padding_idx(padding_idx, num_embeddings)
+        self.padding_idx = normalize_padding_idx(padding_idx, num_embeddings,
+                                                 bag_module_padding_error)
         if _weight is None:
             self.weight = Parameter(rt.empty((num_embeddings, embedding_dim), device=device,
                                              dtype=dtype))

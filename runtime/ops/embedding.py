@@ -5,6 +5,7 @@ bounds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .. import _dtype as D
@@ -17,12 +18,30 @@ from .tensor_ops import int64_index
 _OUT_OF_RANGE = "index out of range in self"
 
 
-def normalize_padding_idx(padding_idx: int | None, num_embeddings: int) -> int | None:
-    """padding_idx as a row number (a negative one counts from the end), checked as torch."""
+def _embedding_padding_error(padding_idx: int, num_embeddings: int) -> Exception:
+    return AssertionError("Padding_idx must be within num_embeddings")
+
+
+def bag_module_padding_error(padding_idx: int, num_embeddings: int) -> Exception:
+    """nn.EmbeddingBag's error (torch's text: lower case, unlike nn.Embedding's)."""
+    return AssertionError("padding_idx must be within num_embeddings")
+
+
+def _bag_padding_error(padding_idx: int, num_embeddings: int) -> Exception:
+    return RuntimeError(f"padding_idx must be within the number of embeddings, "
+                        f"{-num_embeddings} through {num_embeddings - 1}, but got "
+                        f"{padding_idx}")
+
+
+def normalize_padding_idx(padding_idx: int | None, num_embeddings: int,
+                          error: Callable[[int, int], Exception] = _embedding_padding_error
+                          ) -> int | None:
+    """padding_idx as a row number (a negative one counts from the end), checked as torch
+    (``error``: the caller's exception, F.embedding's and nn.Embedding's by default)."""
     if padding_idx is None:
         return None
     if not -num_embeddings <= padding_idx < num_embeddings:
-        raise AssertionError("Padding_idx must be within num_embeddings")
+        raise error(padding_idx, num_embeddings)
     return padding_idx % num_embeddings
 
 
@@ -136,7 +155,9 @@ def _bag_membership(input: Tensor, offsets: Tensor | None, include_last_offset: 
     bag = F.sub(F.sum(F.le(F.unsqueeze(starts, 0), F.unsqueeze(positions, 1)), 1), 1)
     member = F.eq(F.unsqueeze(arange(starts.shape[0], device=input.device), 1),
                   F.unsqueeze(bag, 0))
-    if include_last_offset:
+    if include_last_offset and padding_idx is None:
+        # with a padding_idx, PyTorch's last bag runs to the input's end whatever the last
+        # offset says (its test of issue 89677: offsets [0, 3, 3] of 4 indices)
         member = F.logical_and(member, F.unsqueeze(F.lt(positions, offsets[-1]), 0))
     if padding_idx is not None:
         member = F.logical_and(member, F.unsqueeze(F.ne(input, padding_idx), 0))
@@ -184,7 +205,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     if weight.ndim != 2:
         raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension "
                          f"{weight.ndim}")
-    padding_idx = normalize_padding_idx(padding_idx, weight.shape[0])
+    padding_idx = normalize_padding_idx(padding_idx, weight.shape[0], _bag_padding_error)
     flat, member = _bag_membership(input, offsets, include_last_offset, padding_idx,
                                    weight.dtype)
     if mode not in ("sum", "mean", "max"):

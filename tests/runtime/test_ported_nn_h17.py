@@ -1675,3 +1675,163 @@ def test_Dropout3d(_seeded: None) -> None:
 def test_empty_dropout() -> None:
     x = torch.tensor([])
     assert F.dropout(x).size() == x.size()
+
+
+# --- test/nn/test_embedding.py (sparse gradients left out) ------------------------------
+
+
+class _default_dtype:
+    def __init__(self, dtype: torch.dtype) -> None:
+        self.dtype = dtype
+
+    def __enter__(self) -> None:
+        self.previous = torch.get_default_dtype()
+        torch.set_default_dtype(self.dtype)
+
+    def __exit__(self, *exc: object) -> None:
+        torch.set_default_dtype(self.previous)
+
+
+def test_embedding_max_norm() -> None:
+    embedding = nn.Embedding(22, 5, max_norm=1.0)
+    output = embedding(torch.tensor([2, 8, 8, 6], dtype=torch.long))
+    _assert_equal(output[1], output[2])
+    assert output.data.norm(p=2, dim=1).le(1).all()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64", "float",
+                                   "double"])
+def test_embedding_from_pretrained(dtype: str) -> None:
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], dtype=getattr(torch, dtype))
+    embedding = nn.Embedding.from_pretrained(a)
+    _assert_equal(a, embedding.weight.data)
+    _assert_equal(a, embedding(torch.LongTensor([0, 1])))
+
+
+def test_embedding_bag_from_pretrained() -> None:
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    embedding = nn.EmbeddingBag.from_pretrained(a)
+    _assert_equal(a, embedding.weight)
+    input = torch.tensor([0, 1], dtype=torch.long)
+    _assert_equal(a, embedding(input, torch.arange(input.size(0))))
+
+
+def test_embedding_from_pretrained_padding_idx() -> None:
+    padding_vec = torch.ones(3) * 7
+    embeddings = torch.rand(4, 3, requires_grad=True)
+    with torch.no_grad():
+        embeddings[2] = padding_vec
+    embedding_nn = nn.Embedding.from_pretrained(embeddings, padding_idx=2)
+    _assert_equal(embedding_nn.weight[2], padding_vec)
+
+
+def test_embedding_bag_from_pretrained_padding_idx() -> None:
+    embeddings = torch.rand(4, 3, requires_grad=True)
+    embedding_nn = nn.EmbeddingBag.from_pretrained(embeddings, padding_idx=2)
+    _assert_equal(embedding_nn.weight, embeddings)
+
+
+def test_embedding_from_pretrained_options() -> None:
+    with _default_dtype(torch.double):
+        a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        opts = {"max_norm": 2.0, "norm_type": 0.5, "scale_grad_by_freq": False}
+        embedding = nn.Embedding.from_pretrained(a, **opts)
+        output = embedding(torch.LongTensor([0, 1]))
+        _assert_equal(a, output)
+        assert a.ne(torch.arange(1, 7, dtype=a.dtype).view(2, 3)).all()
+        assert output.data.norm(p=opts["norm_type"], dim=1).le(opts["max_norm"]).all()
+
+
+def test_embedding_functional() -> None:
+    a = torch.tensor([[1, 3, 2], [0, 2, 1]], dtype=torch.long)
+    embeddings = torch.rand(4, 3, requires_grad=True)
+    embed_old = nn.Embedding(4, 3)
+    embed_old.weight.data = embeddings.data
+    _assert_equal(embed_old.weight.data, embeddings.data)
+    _assert_equal(embed_old(a), F.embedding(a, embeddings))
+    embed_old = nn.Embedding(4, 3).from_pretrained(embeddings, padding_idx=2)
+    _assert_equal(embed_old(a), F.embedding(a, embeddings, padding_idx=2))
+
+
+def test_embedding_bag_functional() -> None:
+    a = torch.tensor([[1, 3, 2], [0, 2, 1]], dtype=torch.long)
+    embeddings = torch.rand(4, 3, requires_grad=True)
+    embed_old = nn.EmbeddingBag(4, 3)
+    embed_old.weight = nn.Parameter(embeddings)
+    _assert_equal(embed_old(a), F.embedding_bag(a, embeddings))
+    embed_old = nn.EmbeddingBag(4, 3).from_pretrained(embeddings, padding_idx=2)
+    _assert_equal(embed_old(a), F.embedding_bag(a, embeddings, padding_idx=2))
+
+
+def test_embedding_bag_padding_idx_error() -> None:
+    a = torch.tensor([[1, 3, 2], [0, 2, 1]], dtype=torch.long)
+    num_embeddings, num_features = 4, 3
+    embeddings = torch.rand(num_embeddings, num_features, requires_grad=True)
+    for padding_idx in range(-(num_embeddings + 2), (num_embeddings + 2)):
+        if padding_idx < -num_embeddings or padding_idx >= num_embeddings:
+            with pytest.raises(RuntimeError, match="padding_idx must be within the number of "
+                               "embeddings"):
+                F.embedding_bag(a, embeddings, padding_idx=padding_idx)
+            with pytest.raises(AssertionError, match="padding_idx must be within num_embeddings"):
+                nn.EmbeddingBag(num_embeddings, num_features, padding_idx=padding_idx)
+        else:
+            F.embedding_bag(a, embeddings, padding_idx=padding_idx)
+            nn.EmbeddingBag(num_embeddings, num_features, padding_idx=padding_idx)
+
+
+def test_embeddingbag_from_pretrained() -> None:
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    embeddingbag = nn.EmbeddingBag.from_pretrained(a)
+    _assert_equal(a, embeddingbag.weight.data)
+    _assert_equal(a.mean(0, keepdim=True), embeddingbag(torch.LongTensor([[0, 1]])))
+
+
+def test_embeddingbag_from_pretrained_options() -> None:
+    with _default_dtype(torch.double):
+        a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+        opts = {"max_norm": 2.0, "norm_type": 0.5, "scale_grad_by_freq": False,
+                "mode": "max", "sparse": False}
+        embeddingbag = nn.EmbeddingBag.from_pretrained(a, **opts)
+        output = embeddingbag(torch.LongTensor([[0, 1]]))
+        _assert_equal(a.max(0, keepdim=True)[0], output)
+        assert a.ne(torch.arange(1, 7, dtype=a.dtype).view(2, 3)).all()
+        assert a.norm(p=opts["norm_type"], dim=1).le(opts["max_norm"]).all()
+
+
+def test_embeddingbag_include_last_offset() -> None:
+    embeddingbag = nn.EmbeddingBag(100, 3, include_last_offset=True, padding_idx=61)
+    input = torch.tensor([0, 1, 2, 3])
+    out = embeddingbag(input, torch.tensor([0, 3, 3]))
+    out2 = embeddingbag(input, torch.tensor([0, 3, 4]))
+    weight = embeddingbag.weight
+    ref_out = torch.stack([weight[0:3].mean(0), weight[3]])
+    _assert_equal(ref_out, out)
+    _assert_equal(ref_out, out2)
+
+
+def test_embedding_dense_grad() -> None:
+    with _default_dtype(torch.double):
+        weight = nn.Embedding(20, 20).weight
+
+        def fn(weight: torch.Tensor) -> torch.Tensor:
+            inp = torch.tensor([[0, 1, 1, 2], [3, 5, 7, 11]], dtype=torch.long)
+            return F.embedding(inp, weight)
+
+        assert torch.autograd.gradcheck(fn, (weight,))
+        assert torch.autograd.gradgradcheck(fn, (weight,))
+
+
+def test_embedding_scalar_weight_error() -> None:
+    indices = torch.rand(2, 2).long()
+    for weight in [torch.tensor(1.0), torch.tensor(1.0).reshape(1, 1, 1)]:
+        with pytest.raises(RuntimeError, match="'weight' must be 2-D"):
+            F.embedding(indices, weight)
+
+
+def test_embedding_max_norm_backward() -> None:
+    weight = torch.randn((4, 4)) * 2
+    weight.requires_grad_()
+    inp = torch.tensor([0, 1, 2, 2])
+    F.embedding(inp, weight, max_norm=1.0).sum().backward()
+    expected_grad = torch.tensor([[1.0, 1.0, 2.0, 0.0]]).transpose(0, 1).expand(4, 4)
+    _assert_equal(weight.grad, expected_grad)
