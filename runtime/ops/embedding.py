@@ -218,6 +218,21 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                                   "per_sample_weights is only supported for mode='sum' "
                                   f"(got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
+    if per_sample_weights is not None and per_sample_weights.dtype != weight.dtype:
+        raise RuntimeError(
+            "Expected tensor for argument #1 'weight' to have the same type as tensor for "
+            "argument #1 'per_sample_weights'; but type "
+            f"torch.{D.scalar_type_name(weight.dtype)}Tensor does not equal "
+            f"torch.{D.scalar_type_name(per_sample_weights.dtype)}Tensor (while checking "
+            "arguments for embedding_bag)")
+    flat = int64_index(flat, (
+        "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+        f"Long, Int; but got torch.{D.scalar_type_name(flat.dtype)}Tensor instead (while "
+        "checking arguments for embedding_bag)"))
+    if flat.numel():  # PyTorch's generic kernel's check (its float32 sum/mean fast path,
+        # fbgemm's, words it otherwise: 'Index 0 of input takes value -1 which is not ...')
+        F.check_bounds(flat, 0, weight.shape[0], "embedding_bag: Expected idx >= 0 && idx < "
+                       "num_embeddings but found idx to be {}", "RuntimeError")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     counts = F.sum(member, 1, keepdim=True)
     if mode == "max":

@@ -1835,3 +1835,269 @@ def test_embedding_max_norm_backward() -> None:
     F.embedding(inp, weight, max_norm=1.0).sum().backward()
     expected_grad = torch.tensor([[1.0, 1.0, 2.0, 0.0]]).transpose(0, 1).expand(4, 4)
     _assert_equal(weight.grad, expected_grad)
+
+
+def test_embedding_padding_idx() -> None:
+    embedding = nn.Embedding(10, 20, padding_idx=0)
+    output = embedding(torch.tensor([[0, 2, 4, 5], [4, 3, 0, 9]], dtype=torch.long))
+    assert output[0][0].sum() == 0
+    assert output[1][2].sum() == 0
+    embedding = nn.Embedding(10, 20, padding_idx=-2)
+    output = embedding(torch.tensor([[0, 2, 8, 5], [4, 8, 0, 9]], dtype=torch.long))
+    assert output[0][2].sum() == 0
+    assert output[1][1].sum() == 0
+    padding_vector = torch.ones(20)
+    embedding = nn.Embedding(10, 20, padding_idx=2)
+    with torch.no_grad():
+        embedding.weight[2] = padding_vector
+    _assert_equal(embedding(torch.tensor([0, 2], dtype=torch.long))[1], padding_vector)
+    for bad in (25, -25):
+        with pytest.raises(AssertionError):
+            nn.Embedding(num_embeddings=10, embedding_dim=20, padding_idx=bad)
+
+    padding_idx = 0
+    embedding = nn.Embedding(5, 2, padding_idx=padding_idx)
+    for n in (1, 2, 1000):
+        for other_indices in ([], [1, 3], [2]):
+            indices = torch.tensor(other_indices + [padding_idx] * n, dtype=torch.long)
+            pre = embedding.weight[padding_idx].clone()
+            embedding(indices).sum().backward()
+            after = (embedding.weight + embedding.weight.grad)[padding_idx]
+            embedding.zero_grad()
+            _assert_equal(after, pre)
+            emb_sum = embedding(indices).sum()
+            emb_grad = torch.autograd.grad(outputs=emb_sum, inputs=list(embedding.parameters()),
+                                           retain_graph=True)
+            (emb_grad[0].sum() + emb_sum).backward()
+            after = (embedding.weight + embedding.weight.grad)[padding_idx]
+            embedding.zero_grad()
+            _assert_equal(after, pre)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_embedding_bag_1D_padding_idx(_seeded: None, dtype: str) -> None:
+    from itertools import product
+    dt = getattr(torch, dtype)
+    num_features, max_indices_per_bag, num_bags, num_words = 3, 10, 10, 100
+
+    def gen_1D_indices_offsets(include_last_offset: bool, allpad: bool):
+        indices: list[int] = []
+        offsets: list[int] = []
+        cur_offset = 0
+        empty_bag = random.randint(0, num_bags - 1)
+        full_bag = empty_bag
+        while full_bag == empty_bag:
+            full_bag = random.randint(0, num_bags - 1)
+        for bag in range(num_bags):
+            offsets.append(cur_offset)
+            if bag == full_bag:
+                bag_size = max_indices_per_bag
+            elif bag == empty_bag:
+                bag_size = 0
+            else:
+                bag_size = random.randint(1, max_indices_per_bag - 1)
+            indices += [1 if allpad else random.randint(0, num_words - 1)
+                        for _ in range(bag_size)]
+            cur_offset += bag_size
+        t = torch.tensor(indices)
+        if include_last_offset:
+            offsets.append(t.size(0))
+        return t, torch.tensor(offsets)
+
+    def gen_2D_indices_from_1D(indices_1D, offsets, include_last_offset, padding_idx):
+        if include_last_offset:
+            offsets = offsets[:-1]
+        indices_2D = torch.empty(num_bags, max_indices_per_bag, dtype=torch.long)
+        for bag in range(num_bags):
+            start = offsets[bag]
+            end = len(indices_1D) if bag + 1 == num_bags else offsets[bag + 1]
+            end = min(len(indices_1D), end)
+            indices_in_bag = [indices_1D[start + i] if (start + i) < end else padding_idx
+                              for i in range(max_indices_per_bag)]
+            indices_2D[bag] = torch.tensor(indices_in_bag)
+        return indices_2D
+
+    for mode, include_last_offset, allpad in product(["max", "mean", "sum"], [False, True],
+                                                     [False, True]):
+        indices_1D, offsets = gen_1D_indices_offsets(include_last_offset, allpad)
+        for padding_idx_1D in list(set(indices_1D.tolist())) + [None]:
+            padding_idx_2D = padding_idx_1D if padding_idx_1D is not None else num_words
+            n_words = num_words if padding_idx_1D is not None else num_words + 1
+            indices_2D = gen_2D_indices_from_1D(indices_1D, offsets, include_last_offset,
+                                                padding_idx_2D)
+            weights = torch.randn(n_words, num_features, dtype=dt, requires_grad=True)
+            weights_check = weights.detach().clone().requires_grad_(True)
+            bag = F.embedding_bag(indices_1D, weights, offsets, padding_idx=padding_idx_1D,
+                                  mode=mode, include_last_offset=include_last_offset)
+            bag_check = F.embedding_bag(indices_2D, weights_check, padding_idx=padding_idx_2D,
+                                        mode=mode)
+            _assert_equal(bag, bag_check)
+            bag.sum().backward()
+            bag_check.sum().backward()
+            _assert_equal(weights.grad, weights_check.grad)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_embedding_bag_2D_padding_idx(_seeded: None, dtype: str) -> None:
+    from itertools import product
+    dt = getattr(torch, dtype)
+
+    def embedding_bag_check(indices, weights, mode, padding_idx):
+        embedding = F.embedding(indices, weights, padding_idx=padding_idx)
+        reduction_dim = indices.dim() - 1
+        if mode in ("sum", "mean"):
+            per_sample_weights = indices.ne(padding_idx).to(dt).unsqueeze(-1)
+            res = embedding.mul(per_sample_weights).sum(dim=reduction_dim)
+            if mode == "mean":
+                res = res.div(per_sample_weights.sum(dim=reduction_dim))
+        else:
+            res = embedding.masked_fill(indices.unsqueeze(-1) == padding_idx,
+                                        -float("inf")).amax(dim=reduction_dim)
+        if mode in ["mean", "max"]:
+            res = res.masked_fill(indices.eq(padding_idx).all(dim=-1).unsqueeze(-1), 0)
+        return res
+
+    num_features, num_words, indices_dim1 = 3, 10, 10
+    for mode, allpad, indices_dim0 in product(["max", "mean", "sum"], [False, True], [1, 10]):
+        if allpad:
+            indices = torch.empty(indices_dim0, indices_dim1, dtype=torch.long).fill_(1)
+        else:
+            indices = torch.randint(0, num_words, (indices_dim0, indices_dim1))
+            if indices_dim0 > 1:
+                duplicate_row = random.randint(0, indices_dim0 - 1)
+                indices[duplicate_row] = indices[duplicate_row][0]
+        for padding_idx in list(set(indices.flatten(0, -1).tolist())):
+            weights = torch.randn(num_words, num_features, dtype=dt, requires_grad=True)
+            weights_check = weights.detach().clone().requires_grad_(True)
+            bag_check = embedding_bag_check(indices, weights_check, mode, padding_idx)
+            bag = F.embedding_bag(indices, weights, padding_idx=padding_idx, mode=mode)
+            _assert_equal(bag, bag_check)
+            bag_check.sum().backward()
+            bag.sum().backward()
+            _assert_equal(weights.grad, weights_check.grad)
+
+
+@pytest.mark.parametrize("dtypes", [("int", "int"), ("int", "long"), ("long", "int"),
+                                    ("long", "long")])
+def test_embedding_bag_empty_input(dtypes: tuple[str, str]) -> None:
+    x = torch.tensor([], dtype=getattr(torch, dtypes[0]))
+    embed = nn.EmbeddingBag(4, 3)
+    for offsets in ([0], [0, 0]):
+        output = embed(input=x, offsets=torch.tensor(offsets, dtype=getattr(torch, dtypes[1])))
+        _assert_equal(output, torch.zeros_like(output))
+
+
+_IDX_DTYPES = [("int", "int"), ("int", "long"), ("long", "int"), ("long", "long")]
+
+
+@pytest.mark.parametrize("w_dtype", ["float", "double"])
+@pytest.mark.parametrize("idx_dtype", ["int", "long"])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_out_of_bounds_idx(w_dtype: str, idx_dtype: str, mode: str) -> None:
+    import itertools
+    padding_idx = 0
+    w_dt, idx_dt = getattr(torch, w_dtype), getattr(torch, idx_dtype)
+    idx1 = torch.tensor([[-1, 1]], dtype=idx_dt)
+    idx2 = torch.tensor([[11, 8]], dtype=idx_dt)
+    weight = torch.randn(10, 2, dtype=w_dt)
+    per_sample_weights = (None, torch.randn_like(idx1, dtype=w_dt)) if mode == "sum" \
+        else (None,)
+    for p_s_weights, idx in itertools.product(per_sample_weights, (idx1, idx2)):
+        with pytest.raises(RuntimeError, match="Expected idx >= 0 && idx < num_embeddings"):
+            F.embedding_bag(idx, weight, per_sample_weights=p_s_weights,
+                            padding_idx=padding_idx, mode=mode)
+
+
+def test_embedding_bag_dimension_errors() -> None:
+    def f(x, y, z):
+        return F.embedding_bag(y, x, z)
+
+    weight = torch.full((2, 6), 0, dtype=torch.float64)
+    indices = torch.full((2, 0, 0, 6, 6), 2, dtype=torch.int64)
+    offsets = torch.full((2, 0, 0, 6, 6), 0, dtype=torch.int64)
+    with pytest.raises((ValueError, RuntimeError), match="input has to be 1D or 2D Tensor"):
+        f(weight, indices, offsets)
+    weight = torch.full((2, 2), 0, dtype=torch.float64)
+    indices = torch.full((2,), 1, dtype=torch.int64)
+    with pytest.raises((ValueError, RuntimeError), match="offsets has to be a 1D Tensor"):
+        f(weight, indices, offsets)
+    weight = torch.full((2, 2, 2), 0, dtype=torch.float64)
+    indices = torch.full((2,), 2, dtype=torch.int64)
+    offsets = torch.full((2,), 0, dtype=torch.int64)
+    with pytest.raises((ValueError, RuntimeError), match="weight has to be a 2D Tensor"):
+        f(weight, indices, offsets)
+
+
+@pytest.mark.parametrize("dtypes", _IDX_DTYPES)
+def test_EmbeddingBag_per_sample_weights_failures(dtypes: tuple[str, str]) -> None:
+    i_dt, o_dt = getattr(torch, dtypes[0]), getattr(torch, dtypes[1])
+    es = nn.EmbeddingBag(5, 2, mode="sum").to(dtype=torch.float)
+    input = torch.tensor([3, 1, 1, 1, 4, 0], dtype=i_dt)
+    offsets = torch.tensor([0, 0, 3, 3, 6], dtype=o_dt)
+    with pytest.raises(RuntimeError, match="have the same type as"):
+        es(input, offsets, torch.randn_like(input, dtype=torch.double))
+    with pytest.raises(ValueError, match="same shape as the input"):
+        es(input, offsets, torch.randn(5, dtype=torch.float))
+    input = torch.randint(5, (7, 3), dtype=i_dt)
+    with pytest.raises(ValueError, match="same shape as the input"):
+        es(input, None, torch.randn(7 * 3, dtype=torch.float))
+    for unsupported_mode in ("max", "mean"):
+        es = nn.EmbeddingBag(5, 2, mode=unsupported_mode).to(dtype=torch.float)
+        input = torch.randint(5, (7, 3), dtype=i_dt)
+        with pytest.raises(NotImplementedError, match="only supported for mode='sum'"):
+            es(input, None, torch.randn(7, 3, dtype=torch.float))
+
+
+def _embedding_bag_reference_impl(input, weight, offsets=None, mode="sum",
+                                  per_sample_weights=None, include_last_offset=False):
+    if per_sample_weights is None:
+        per_sample_weights = torch.ones(input.size()).to(dtype=weight.dtype)
+    bags = []
+    long_input = input.to(torch.long)
+    embeddings = weight.index_select(0, long_input) * per_sample_weights.unsqueeze(1)
+    starts = list(offsets[:-1]) if include_last_offset else list(offsets)
+    for index, offset in enumerate(starts):
+        if include_last_offset or index + 1 < len(offsets):
+            next_offset = offsets[index + 1]
+        else:
+            next_offset = len(long_input)
+        length = next_offset - offset
+        if length == 0:
+            bags.append(torch.tensor([0] * weight.size(1)).to(dtype=embeddings.dtype))
+        elif mode == "sum":
+            bags.append(embeddings.narrow(0, offset, length).sum(0))
+        elif mode == "mean":
+            bags.append(embeddings.narrow(0, offset, length).sum(0).div(length))
+        else:
+            bags.append(embeddings.narrow(0, offset, length).max(0)[0])
+    return torch.stack(bags)
+
+
+@pytest.mark.parametrize("dtypes", _IDX_DTYPES)
+@pytest.mark.parametrize("w_dtype", ["float", "double"])
+@pytest.mark.parametrize("empty", [False, True])
+def test_EmbeddingBag_per_sample_weights_and_offsets(dtypes: tuple[str, str], w_dtype: str,
+                                                     empty: bool) -> None:
+    i_dt, o_dt, w_dt = (getattr(torch, d) for d in (*dtypes, w_dtype))
+    for trainable_scale in (True, False):
+        es = nn.EmbeddingBag(5, 2, mode="sum").to(dtype=w_dt)
+        es.weight.data.copy_(torch.arange(1, 11).view_as(es.weight).to(w_dt))
+        input = torch.tensor([] if empty else [3, 1, 1, 1, 4, 0], dtype=i_dt)
+        offsets = torch.tensor([0, 0, 0, 0, 0] if empty else [0, 0, 3, 3, 6], dtype=o_dt)
+        per_sample_weights = torch.randn_like(input, dtype=w_dt).requires_grad_(trainable_scale)
+        ref_per_sample_weights = per_sample_weights.detach().requires_grad_(trainable_scale)
+        reference_weights = es.weight.detach().requires_grad_()
+        expected = _embedding_bag_reference_impl(input, reference_weights, offsets, "sum",
+                                                 ref_per_sample_weights)
+        result = es(input, offsets, per_sample_weights)
+        _assert_equal(result, expected, atol=1e-5, rtol=0)
+        grad = torch.randn_like(expected)
+        result.backward(grad)
+        if empty:
+            _assert_equal(es.weight.grad, torch.zeros_like(es.weight), atol=1e-5, rtol=0)
+            continue
+        expected.backward(grad)
+        _assert_equal(es.weight.grad, reference_weights.grad, atol=1e-5, rtol=0)
+        if trainable_scale:
+            _assert_equal(per_sample_weights.grad, ref_per_sample_weights.grad, atol=1e-5,
+                          rtol=0)
