@@ -235,7 +235,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
                        "num_embeddings but found idx to be {}", "RuntimeError")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     counts = F.sum(member, 1, keepdim=True)
-    if mode == "max":
+    if mode == "max" and flat.numel():  # (no indices: every bag is empty, zeros below)
         picked = F.where(F.unsqueeze(F.gt(member, 0), 2), F.unsqueeze(rows, 0), -float("inf"))
         return F.where(F.gt(counts, 0), F.amax(picked, 1, False), 0.0)
     if mode == "mean":

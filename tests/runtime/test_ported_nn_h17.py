@@ -2101,3 +2101,189 @@ def test_EmbeddingBag_per_sample_weights_and_offsets(dtypes: tuple[str, str], w_
         if trainable_scale:
             _assert_equal(per_sample_weights.grad, ref_per_sample_weights.grad, atol=1e-5,
                           rtol=0)
+
+
+@pytest.mark.parametrize("dtypes", _IDX_DTYPES)
+@pytest.mark.parametrize("w_dtype", ["float", "double"])
+def test_EmbeddingBag_per_sample_weights_and_new_offsets(dtypes: tuple[str, str],
+                                                         w_dtype: str) -> None:
+    import itertools
+    i_dt, o_dt, w_dt = (getattr(torch, d) for d in (*dtypes, w_dtype))
+    modes = (("sum", True), ("max", False), ("mean", False))
+    for (mode, has_weight), trainable, include_last_offset in itertools.product(
+            modes, (True, False), (True, False)):
+        es = nn.EmbeddingBag(5, 2, mode=mode, include_last_offset=include_last_offset
+                             ).to(dtype=w_dt)
+        es.weight.data.copy_(torch.arange(1, 11).view_as(es.weight).to(w_dt))
+        input = torch.tensor([3, 1, 1, 1, 4, 0], dtype=i_dt)
+        offsets = torch.tensor([0, 0, 3, 3, 6], dtype=o_dt)
+        if include_last_offset:
+            offsets = torch.cat((offsets, torch.tensor([input.size(0)], dtype=o_dt)), 0)
+        if has_weight:
+            per_sample_weights = torch.randn_like(input, dtype=w_dt).requires_grad_(trainable)
+            ref_per_sample_weights = per_sample_weights.detach().requires_grad_(trainable)
+        else:
+            per_sample_weights = ref_per_sample_weights = None
+        reference_weights = es.weight.detach().requires_grad_()
+        expected = _embedding_bag_reference_impl(input, reference_weights, offsets, mode,
+                                                 ref_per_sample_weights, include_last_offset)
+        result = es(input, offsets, per_sample_weights)
+        _assert_equal(result, expected, atol=1e-5, rtol=0)
+        grad = torch.randn_like(expected)
+        result.backward(grad)
+        expected.backward(grad)
+        _assert_equal(es.weight.grad, reference_weights.grad, atol=1e-5, rtol=0)
+        if has_weight and trainable:
+            _assert_equal(per_sample_weights.grad, ref_per_sample_weights.grad, atol=1e-5,
+                          rtol=0)
+
+
+def _test_EmbeddingBag_vs_Embedding(N, D, B, L, max_norm=None, mode="mean",
+                                    wdtype=torch.float, dtype=torch.long,
+                                    test_per_sample_weights=False,
+                                    trainable_per_sample_weights=False,
+                                    test_backward=True) -> None:
+    es = nn.EmbeddingBag(N, D, mode=mode, max_norm=max_norm).to(wdtype)
+    e = nn.Embedding(N, D, max_norm=max_norm).to(wdtype)
+    e.weight.data.copy_(es.weight)
+    input = torch.randint(N, (B, L), dtype=dtype)
+    offsets = torch.arange(0, B, dtype=dtype).mul_(L)
+    grad_output = torch.rand(B, D, dtype=wdtype)
+    if test_per_sample_weights:
+        per_sample_weights = torch.randn(B, L, dtype=wdtype).softmax(dim=-1)
+        per_sample_weights_reference = per_sample_weights.clone().requires_grad_(
+            trainable_per_sample_weights)
+        per_sample_weights.requires_grad_(trainable_per_sample_weights)
+        output = es(input.view(-1), offsets, per_sample_weights.view(-1))
+    else:
+        output = es(input.view(-1), offsets)
+        per_sample_weights = per_sample_weights_reference = None
+    if mode == "sum":
+        ref_output = (e(input) * per_sample_weights_reference.unsqueeze(-1)).sum(1) \
+            if test_per_sample_weights else e(input).sum(1)
+    elif mode == "mean":
+        ref_output = e(input).mean(1)
+    else:
+        ref_output = e(input).max(1)[0]
+    prec = 1e-5  # dtype2prec_DONTUSE of float and double
+    _assert_equal(output, ref_output, atol=prec, rtol=0)
+    if not test_backward:
+        return
+    output.backward(grad_output)
+    ref_output.backward(grad_output)
+    _assert_equal(es.weight.grad, e.weight.grad, atol=prec * 5, rtol=0)
+    if test_per_sample_weights and trainable_per_sample_weights:
+        _assert_equal(per_sample_weights.grad, per_sample_weights_reference.grad, atol=prec,
+                      rtol=0)
+
+
+@pytest.mark.parametrize("dtype", ["int", "long"])
+@pytest.mark.parametrize("w_dtype", ["float", "double"])
+def test_EmbeddingBag_per_sample_weights_and_no_offsets(dtype: str, w_dtype: str) -> None:
+    for trainable in (True, False):
+        kwargs = dict(test_per_sample_weights=True, mode="sum", wdtype=getattr(torch, w_dtype),
+                      dtype=getattr(torch, dtype), trainable_per_sample_weights=trainable)
+        _test_EmbeddingBag_vs_Embedding(2, 3, 5, 7, **kwargs)
+        _test_EmbeddingBag_vs_Embedding(2, 5, 53, 23, **kwargs)
+        _test_EmbeddingBag_vs_Embedding(101, 5, 3, 7, **kwargs)
+        _test_EmbeddingBag_vs_Embedding(2, 101, 3, 7, **kwargs)
+
+
+def _test_EmbeddingBag(mode: str, wdtype=torch.double, dtype=torch.long, odtype=torch.long
+                       ) -> None:
+    import itertools
+    es = nn.EmbeddingBag(5, 2, mode=mode).to(wdtype)
+    es.weight.data.copy_(torch.arange(1, 11).view_as(es.weight).to(wdtype))
+    input = torch.tensor([3, 1, 1, 1, 4, 0], dtype=dtype)
+    offsets = torch.tensor([0, 0, 3, 3, 6], dtype=odtype)
+    grad_output = torch.tensor([1, 2, 3, 4], dtype=wdtype).view(2, 2)
+    grad_output_with_empty = torch.tensor([99, 99, 1, 2, 99, 99, 3, 4, 99, 99],
+                                          dtype=wdtype).view(5, 2)
+    if mode in ("sum", "mean"):
+        denominator = 1 if mode == "sum" else 3
+        expected_output = torch.tensor([[13, 16], [13, 16]], dtype=wdtype) / denominator
+        expected_output_with_empty = torch.tensor(
+            [[0, 0], [13, 16], [0, 0], [13, 16], [0, 0]], dtype=wdtype) / denominator
+        expected_grad_weight = torch.tensor(
+            [[3, 4], [5, 8], [0, 0], [1, 2], [3, 4]], dtype=wdtype) / denominator
+    else:
+        expected_output = torch.tensor([[7, 8], [9, 10]], dtype=wdtype)
+        expected_output_with_empty = torch.tensor(
+            [[0, 0], [7, 8], [0, 0], [9, 10], [0, 0]], dtype=wdtype)
+        expected_grad_weight = torch.tensor(
+            [[0, 0], [0, 0], [0, 0], [1, 2], [3, 4]], dtype=wdtype)
+    output = es(input, offsets)
+    output.backward(grad_output_with_empty)
+    _assert_equal(output, expected_output_with_empty)
+    _assert_equal(es.weight.grad, expected_grad_weight, atol=1e-5, rtol=0)
+
+    input = input.view(2, -1)
+    es.zero_grad()
+    output = es(input)
+    output.backward(grad_output)
+    _assert_equal(output, expected_output)
+    _assert_equal(es.weight.grad, expected_grad_weight, atol=1e-5, rtol=0)
+
+    es.zero_grad()
+    es(torch.tensor([], dtype=dtype), torch.tensor([0, 0, 0, 0], dtype=odtype)).sum().backward()
+    _assert_equal(es.weight.grad, torch.zeros_like(es.weight))
+
+    N, D, B, L = (random.randint(1, 100), random.randint(1, 100), random.randint(1, 50),
+                  random.randint(1, 50))
+    kwargs = dict(mode=mode, wdtype=wdtype, dtype=dtype)
+    _test_EmbeddingBag_vs_Embedding(N, D, B, L, **kwargs)
+    for max_norm in (None, 3):
+        for p in itertools.product([1, 2], repeat=4):
+            _test_EmbeddingBag_vs_Embedding(*p, max_norm=max_norm, **kwargs)
+
+    es = nn.EmbeddingBag(10, 20, mode=mode)
+    input = torch.ones(3, 4, dtype=dtype)
+    offset = torch.arange(0, 3, dtype=odtype)
+    with pytest.raises(ValueError):
+        es(input, offset)
+    with pytest.raises(ValueError):
+        es(input.view(-1))
+    offset[0] = 1
+    with pytest.raises(RuntimeError):
+        es(input.view(-1), offset)
+    offset[0] = 0
+    offset[-1] = 100
+    with pytest.raises(RuntimeError):
+        es(input.view(-1), offset)
+
+
+@pytest.mark.parametrize("dtypes", _IDX_DTYPES)
+@pytest.mark.parametrize("w_dtype", ["float", "double"])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_device(_seeded: None, dtypes: tuple[str, str], w_dtype: str,
+                              mode: str) -> None:
+    with _default_dtype(torch.double):
+        _test_EmbeddingBag(mode, wdtype=getattr(torch, w_dtype), dtype=getattr(torch, dtypes[0]),
+                           odtype=getattr(torch, dtypes[1]))
+
+
+@pytest.mark.parametrize("dtypes", _IDX_DTYPES)
+@pytest.mark.parametrize("w_dtype", ["float", "double"])
+def test_embedding_bag_non_contiguous_weight(dtypes: tuple[str, str], w_dtype: str) -> None:
+    weight_tensor = torch.randn(3, 4, dtype=getattr(torch, w_dtype))
+    weight_tensor_non_contig = weight_tensor[:, :3]
+    weight_tensor_contig = weight_tensor_non_contig.clone().contiguous()
+    index = torch.tensor([0, 1, 2], dtype=getattr(torch, dtypes[0]))
+    offsets = torch.tensor([0, 2], dtype=getattr(torch, dtypes[1]))
+    for mode in ["sum", "mean", "max"]:
+        output_non_contig = F.embedding_bag(input=index, weight=weight_tensor_non_contig,
+                                            offsets=offsets, mode=mode)
+        output_contig = F.embedding_bag(input=index, weight=weight_tensor_contig,
+                                        offsets=offsets, mode=mode)
+        _assert_equal(output_non_contig, output_contig)
+
+
+@pytest.mark.parametrize("bag_use_grad,per_sample_weights_use_grad",
+                         [(True, True), (True, False), (False, True), (False, False)])
+def test_embedding_bag_per_sample_weights_grad(bag_use_grad: bool,
+                                               per_sample_weights_use_grad: bool) -> None:
+    bag = nn.EmbeddingBag(256, 256, mode="sum")
+    bag.requires_grad_(bag_use_grad)
+    x = torch.arange(1, 5).expand(3, -1)
+    w = torch.rand(3, 4, requires_grad=per_sample_weights_use_grad)
+    bag(x, per_sample_weights=F.softmax(w, dim=-1))
