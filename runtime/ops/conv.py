@@ -939,6 +939,22 @@ def _check_adaptive(input: Tensor, sizes: Sequence[int], name: str) -> None:  # 
         shape = (*input.shape[:-n], *sizes)
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
                            f"{list(shape)}")
+    _check_output_bytes((*input.shape[:-n], *sizes), 8 if not avg else input.dtype.itemsize,
+                        avg)
+
+
+_INT64_MAX = 2 ** 63 - 1
+
+
+def _check_output_bytes(shape: tuple[int, ...], itemsize: int, check_numel: bool) -> None:
+    """PyTorch's refusal of an output whose element count (``check_numel``) or byte count
+    (a max pool's: its int64 indices) overflows int64, before any work (a window loop over
+    such an output would not end)."""
+    numel = math.prod(shape)
+    if check_numel and numel > _INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+    if numel * itemsize > _INT64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002

@@ -2287,3 +2287,103 @@ def test_embedding_bag_per_sample_weights_grad(bag_use_grad: bool,
     x = torch.arange(1, 5).expand(3, -1)
     w = torch.rand(3, 4, requires_grad=per_sample_weights_use_grad)
     bag(x, per_sample_weights=F.softmax(w, dim=-1))
+
+
+# --- test/nn/test_pooling.py (channels_last / NHWC and lower-precision cases left out) ---
+
+
+def _sum_pool2d(x: torch.Tensor, kernel_size: tuple[int, ...]) -> torch.Tensor:
+    windows = F.unfold(x, kernel_size=kernel_size, stride=kernel_size)
+    return torch.sum(windows, dim=1)
+
+
+def _sum_pool3d(x: torch.Tensor, kernel_size: tuple[int, ...]) -> torch.Tensor:
+    h = kernel_size[0]
+    splited_x = [t.sum(0) for t in x.split(h) if t.size(0) == h]
+    splited_x = [_sum_pool2d(t.unsqueeze(0).unsqueeze(0), kernel_size[1:]) for t in splited_x]
+    joined_x = torch.cat(splited_x)
+    return joined_x.view(1, joined_x.numel())
+
+
+def test_doubletensor_avg_pool2d() -> None:
+    n, m = 5, 8
+    input = torch.rand(1, 1, n, m, dtype=torch.double)
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            actual = F.avg_pool2d(input[0], (i, j))
+            expected = _sum_pool2d(input, (i, j)) / (i * j)
+            _assert_equal(actual.view(1, actual.numel()), expected, rtol=0, atol=1e-5)
+
+
+def test_doubletensor_avg_pool2d_with_divisor() -> None:
+    input = torch.rand(1, 1, 3, 3, dtype=torch.double)
+    for i in range(1, 4):
+        for j in range(1, 4):
+            for divisor in [1, 7, i * j]:
+                actual = F.avg_pool2d(input[0], (i, j), divisor_override=divisor)
+                expected = _sum_pool2d(input, (i, j)) / divisor
+                _assert_equal(actual.view(1, actual.numel()), expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("with_divisor", [False, True])
+def test_doubletensor_avg_pool3d(with_divisor: bool) -> None:
+    h, w, d = (6, 5, 7) if with_divisor else (5, 6, 7)
+    input = torch.rand(h, w, d, dtype=torch.double)
+    for i in range(1, h + 1):
+        for j in range(1, w + 1):
+            for k in range(1, d + 1):
+                for divisor in ([1, 7, i * j] if with_divisor else [None]):
+                    actual = F.avg_pool3d(input.unsqueeze(0), (i, j, k),
+                                          divisor_override=divisor)
+                    expected = _sum_pool3d(input, (i, j, k)) / (divisor or i * j * k)
+                    _assert_equal(actual.view(1, actual.numel()), expected, rtol=0, atol=1e-5)
+
+
+def test_avg_pool_ceil_mode() -> None:
+    x = 10 * torch.randn((1, 16, 4))
+    y = F.avg_pool1d(x, ceil_mode=True, count_include_pad=True, kernel_size=1, stride=2)
+    assert not torch.isnan(y).any()
+    x = 10 * torch.randn((1, 16, 4, 4))
+    y = F.avg_pool2d(x, ceil_mode=True, count_include_pad=True, kernel_size=(1, 2),
+                     padding=(0, 1), stride=2)
+    assert not torch.isnan(y).any()
+    x = 10 * torch.randn((1, 16, 4, 4, 4))
+    y = F.avg_pool3d(x, ceil_mode=True, count_include_pad=True, kernel_size=(1, 2, 3), stride=2)
+    assert not torch.isnan(y).any()
+
+
+def test_adaptive_pooling_size_none() -> None:
+    for numel in (2, 3):
+        for pool_type in ("Max", "Avg"):
+            module_cls = getattr(nn, f"Adaptive{pool_type}Pool{numel}d")
+            module = module_cls((2,) * (numel - 1) + (None,))
+            output = module(torch.randn((4,) * (numel + 1)))
+            assert output.size() == (4,) + (2,) * (numel - 1) + (4,)
+
+
+def test_adaptive_pooling_size_overflow() -> None:
+    with pytest.raises(RuntimeError):
+        nn.AdaptiveMaxPool1d(0x3FFFFFFFFFFFFFFF)(torch.empty([2, 2, 2]))
+
+
+def test_MaxUnpool2d_output_size() -> None:
+    m = nn.MaxPool2d(3, stride=2, return_indices=True)
+    mu = nn.MaxUnpool2d(3, stride=2)
+    big_t = torch.rand(1, 1, 6, 6)
+    big_t[0][0][4][4] = 100
+    output_big, indices_big = m(big_t)
+    with pytest.raises(RuntimeError):
+        mu(output_big, indices_big)
+    small_t = torch.rand(1, 1, 5, 5)
+    for i in range(0, 4, 2):
+        for j in range(0, 4, 2):
+            small_t[:, :, i, j] = 100
+    output_small, indices_small = m(small_t)
+    for h in range(3, 10):
+        for w in range(3, 10):
+            if 4 <= h <= 6 and 4 <= w <= 6:
+                size = (h, w) if h != 6 else (1, 1, h, w)
+                mu(output_small, indices_small, output_size=size)
+            else:
+                with pytest.raises(ValueError):
+                    mu(output_small, indices_small, (h, w))
