@@ -14,6 +14,7 @@ import contextlib
 import functools
 import math
 import warnings
+import weakref
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -107,6 +108,33 @@ _STEP_ORDER_WARNING = (
     "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
 
 
+_STEP_OVERRIDDEN_WARNING = (
+    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+    "initialization. Please, make sure to call `optimizer.step()` before "
+    "`lr_scheduler.step()`. See more details at "
+    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
+
+
+def _track_step_called(optimizer: Optimizer) -> None:
+    """torch's patch_track_step_called: a step the optimizer's instance overrides (an
+    Optimizer's own step records its calls already) is wrapped to record them, holding the
+    optimizer weakly (no cycle)."""
+    step = optimizer.step
+    if hasattr(step, "_wrapped_by_lr_sched"):
+        return
+    opt_ref = weakref.ref(optimizer)
+    func = step.__func__  # type: ignore[attr-defined]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        opt = opt_ref()
+        opt._opt_called = True  # type: ignore[union-attr]
+        return func.__get__(opt, opt.__class__)(*args, **kwargs)
+
+    wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
+    optimizer.step = wrapper  # type: ignore[method-assign]
+
+
 def _last_lr_in_capture(scheduler: LRScheduler, tracer: Any) -> list[Any]:
     """``get_last_lr()`` while a step is captured. A plan returns a float lr by reading, at
     each replay, the param group holding that very float (planner.capture:
@@ -146,6 +174,7 @@ class LRScheduler:
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
         self.optimizer = optimizer
+        _track_step_called(optimizer)
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 initial = group["lr"]
@@ -183,8 +212,11 @@ class LRScheduler:
 
     @_replayed
     def step(self, epoch: int | None = None) -> None:
-        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
-            warnings.warn(_STEP_ORDER_WARNING, UserWarning, stacklevel=3)
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(_STEP_OVERRIDDEN_WARNING, UserWarning, stacklevel=3)
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(_STEP_ORDER_WARNING, UserWarning, stacklevel=3)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning,

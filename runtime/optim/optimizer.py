@@ -136,6 +136,9 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
             hook(self, args, kwargs)
         return out
 
+    # torch's schedulers wrap an optimizer's step to record its calls, and warn when the
+    # step they find lacks this mark (it was overridden after them); ours records already
+    wrapper._wrapped_by_lr_sched = True  # type: ignore[attr-defined]
     return wrapper
 
 
