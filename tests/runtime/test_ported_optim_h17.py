@@ -7,6 +7,7 @@ schedulers, and CUDA."""
 
 from __future__ import annotations
 
+import math
 import types
 import warnings
 from typing import Any
@@ -19,6 +20,7 @@ from runtime.nn import Parameter
 from runtime.optim import SGD
 from runtime.optim.lr_scheduler import (
     EPOCH_DEPRECATION_WARNING,
+    ChainedScheduler,
     ConstantLR,
     CosineAnnealingLR,
     CyclicLR,
@@ -27,6 +29,8 @@ from runtime.optim.lr_scheduler import (
     LRScheduler,
     MultiStepLR,
     PolynomialLR,
+    ReduceLROnPlateau,
+    SequentialLR,
     StepLR,
 )
 
@@ -296,3 +300,220 @@ def test_cosine_then_cyclic() -> None:
             lr_scheduler_2.step()
         last_lr = optimizer.param_groups[0]["lr"]
     assert last_lr <= max_lr
+
+
+def _targets(single: list[float]) -> list[list[float]]:
+    return [single, [x * 10 for x in single]]
+
+
+def test_constantlr(opt: Any) -> None:
+    _test(opt, ConstantLR(opt, factor=1.0 / 2, total_iters=5), _targets([0.025] * 5 + [0.05] * 5))
+
+
+def test_constantlr_with_epoch(opt: Any) -> None:
+    _test_with_epoch(opt, ConstantLR(opt, factor=1.0 / 2, total_iters=5),
+                     _targets([0.025] * 5 + [0.05] * 5))
+
+
+def _linear_targets(start: float, end: float, iters: int, epochs: int = 10) -> list[float]:
+    interpolation = [start + i * (end - start) / iters for i in range(iters)]
+    return [x * 0.05 for x in interpolation] + [0.05 * end] * (epochs - iters)
+
+
+def test_get_last_lr_linearlr(opt: Any) -> None:
+    scheduler = LinearLR(opt, start_factor=1.0 / 4, end_factor=3.0 / 5, total_iters=4)
+    _test_get_last_lr(scheduler, _targets(_linear_targets(1.0 / 4, 3.0 / 5, 4)), 10)
+
+
+def test_linearlr(opt: Any) -> None:
+    _test(opt, LinearLR(opt, start_factor=0.5, total_iters=4),
+          _targets(_linear_targets(0.5, 1.0, 4)))
+
+
+def test_linearlr_with_epoch(opt: Any) -> None:
+    _test_with_epoch(opt, LinearLR(opt, start_factor=0.5, total_iters=4),
+                     _targets(_linear_targets(0.5, 1.0, 4)))
+
+
+@pytest.mark.parametrize("start_factor", [0.0, 1.1])
+def test_linearlr_start_factor_limits(opt: Any, start_factor: float) -> None:
+    with pytest.raises(ValueError):
+        LinearLR(opt, start_factor=start_factor, total_iters=4)
+
+
+def test_exp_lr(opt: Any) -> None:
+    _test(opt, ExponentialLR(opt, gamma=0.9), _targets([0.05 * (0.9**x) for x in range(10)]))
+
+
+def test_poly_lr(opt: Any) -> None:
+    single = [(1.0 - x / 5) ** 0.9 * 0.05 for x in range(5)] + [0.0] * 5
+    _test(opt, PolynomialLR(opt, power=0.9, total_iters=5), _targets(single))
+
+
+def test_cos_anneal_lr(opt: Any) -> None:
+    eta_min = 1e-10
+    single = [eta_min + (0.05 - eta_min) * (1 + math.cos(math.pi * x / 10)) / 2
+              for x in range(10)]
+    _test(opt, CosineAnnealingLR(opt, T_max=10, eta_min=eta_min), _targets(single))
+
+
+@pytest.mark.parametrize("make", [
+    lambda o: StepLR(o, gamma=0.1, step_size=3),
+    lambda o: LinearLR(o, start_factor=1.0 / 3, end_factor=0.7, total_iters=4),
+    lambda o: ConstantLR(o, factor=1.0 / 3, total_iters=4),
+    lambda o: MultiStepLR(o, gamma=0.1, milestones=[2, 5, 9]),
+    lambda o: ExponentialLR(o, gamma=0.9),
+    lambda o: PolynomialLR(o, power=0.9),
+    lambda o: CosineAnnealingLR(o, T_max=5, eta_min=1e-10)],
+    ids=["step", "linear", "constant", "multi_step", "exp", "poly", "cos_anneal"])
+def test_closed_form(make: Any) -> None:
+    # torch's _test_against_closed_form re-runs setUp, so it reads a fresh optimizer no
+    # scheduler drives (it cannot fail); here each scheduler drives the optimizer it is
+    # read from, and step(epoch + 1) is the closed form of epoch + 1 chained steps
+    epochs = 20
+    opt = _make_opt()
+    closed_form_scheduler = make(opt)
+    targets = []
+    for epoch in range(epochs):
+        closed_form_scheduler.optimizer.step()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            closed_form_scheduler.step(epoch + 1)  # the epoch the chained steps reach
+            _check_warning_is_epoch_deprecation_warning(w)
+        # float(): a tensor lr is updated in place (fill_), as torch's
+        targets.append([float(group["lr"]) for group in opt.param_groups])
+    opt = _make_opt()
+    scheduler = make(opt)
+    for epoch in range(epochs):
+        opt.step()
+        scheduler.step()
+        for i, param_group in enumerate(opt.param_groups):
+            _close(targets[epoch][i], param_group["lr"])
+
+
+def test_cos_anneal_lr_continue(opt: Any) -> None:
+    scheduler = CosineAnnealingLR(opt, T_max=5, eta_min=0.1)
+    opt.step()
+    scheduler.step()
+    original_lrs = scheduler._last_lr
+    new_scheduler = CosineAnnealingLR(opt, T_max=5, eta_min=0.1, last_epoch=0)
+    torch.testing.assert_close(original_lrs, new_scheduler._last_lr, rtol=1e-4, atol=1e-5)
+
+
+def _test_reduce_lr_on_plateau(opt: Any, schedulers: Any, targets: list, metrics: list,
+                               epochs: int = 10) -> None:
+    if isinstance(schedulers, (LRScheduler, ReduceLROnPlateau)):
+        schedulers = [schedulers]
+    for epoch in range(epochs):
+        opt.step()
+        for scheduler in schedulers:
+            if isinstance(scheduler, ReduceLROnPlateau):
+                scheduler.step(metrics[epoch])
+            else:
+                scheduler.step()
+        for param_group, target in zip(opt.param_groups, targets):
+            _close(target[epoch], param_group["lr"])
+
+
+_PLATEAU_CASES = [
+    (10, [[0.5] * 20], [10 - i * 0.0167 for i in range(20)],
+     dict(threshold_mode="abs", mode="min", threshold=0.01, patience=5, cooldown=5)),
+    (22, [[0.5] * 6 + [0.05] * 7 + [0.005] * 7 + [0.0005] * 2],
+     [10 - i * 0.0165 for i in range(22)],
+     dict(patience=5, cooldown=0, threshold_mode="abs", mode="min", threshold=0.1)),
+    (22, [[0.5] * (2 + 6) + [0.05] * (5 + 6) + [0.005] * 4], [-0.8] * 2 + [-0.234] * 20,
+     dict(mode="max", patience=5, cooldown=5, threshold_mode="abs")),
+    (20, [[0.5] * 20], [1.5 * (1.025**i) for i in range(20)],
+     dict(mode="max", patience=3, threshold_mode="rel", threshold=0.1)),
+    (20, [[0.5] * 6 + [0.05] * (5 + 6) + [0.005] * 4], [1.5 * (1.005**i) for i in range(20)],
+     dict(mode="max", threshold_mode="rel", threshold=0.1, patience=5, cooldown=5)),
+    (20, [[0.5] * 20], [1.5 * (0.85**i) for i in range(20)],
+     dict(mode="min", threshold_mode="rel", threshold=0.1)),
+    (20, [[0.5] * 6 + [0.05] * (5 + 6) + [0.005] * 4], [1] * 7 + [0.6] + [0.5] * 12,
+     dict(mode="min", threshold_mode="rel", threshold=0.1, patience=5, cooldown=5)),
+    (20, [[0.5] * 6 + [0.4] * 14, [0.5] * 6 + [0.3] * 14], [1.5 * (1.005**i) for i in range(20)],
+     dict(mode="max", threshold_mode="rel", min_lr=[0.4, 0.3], threshold=0.1, patience=5,
+          cooldown=5)),
+]
+
+
+@pytest.mark.parametrize("case", range(1, 9))
+def test_reduce_lr_on_plateau(opt: Any, case: int) -> None:
+    epochs, targets, metrics, kwargs = _PLATEAU_CASES[case - 1]
+    for param_group in opt.param_groups:
+        param_group["lr"] = 0.5
+    scheduler = ReduceLROnPlateau(opt, **kwargs)
+    _test_reduce_lr_on_plateau(opt, scheduler, targets, metrics, epochs)
+
+
+def test_reduce_lr_on_plateau_get_last_lr_before_step(opt: Any) -> None:
+    for param_group in opt.param_groups:
+        param_group["lr"] = 0.5
+    scheduler = ReduceLROnPlateau(opt)
+    assert scheduler.get_last_lr() == [0.5 for _ in opt.param_groups]
+
+
+def test_reduce_lr_on_plateau_preserves_lr_type(opt: Any) -> None:
+    kinds = [type(group["lr"]) for group in opt.param_groups]
+    scheduler = ReduceLROnPlateau(opt, mode="min", patience=0)
+    scheduler.step(1.0)
+    scheduler.step(2.0)
+    for group, kind in zip(opt.param_groups, kinds):
+        assert type(group["lr"]) is kind
+
+
+def test_sequentiallr1(opt: Any) -> None:
+    targets = [[0.05, 0.04, 0.032] + [0.05] * 4 + [0.005] * 4 + [0.0005] * 4 + [0.00005] * 4]
+    schedulers = [ExponentialLR(opt, gamma=0.8), StepLR(opt, gamma=0.1, step_size=4)]
+    _test(opt, SequentialLR(opt, schedulers=schedulers, milestones=[3]), targets, 19)
+
+
+def test_sequentiallr2(opt: Any) -> None:
+    targets = [[0.005, 0.005, 0.005] + [0.05 * 0.9**x for x in range(10)]]
+    schedulers = [ConstantLR(opt, factor=0.1, total_iters=3), ExponentialLR(opt, gamma=0.9)]
+    _test(opt, SequentialLR(opt, schedulers=schedulers, milestones=[3]), targets, 13)
+
+
+def _three_schedulers(opt: Any) -> list[Any]:
+    return [ConstantLR(opt, factor=0.1, total_iters=3), ExponentialLR(opt, gamma=0.8),
+            StepLR(opt, gamma=0.1, step_size=2)]
+
+
+_THREE_TARGETS = [0.005] * 3 + [0.05, 0.04, 0.032] + [0.05, 0.05, 0.005, 0.005, 0.0005, 0.0005]
+
+
+def test_sequentiallr3(opt: Any) -> None:
+    scheduler = SequentialLR(opt, schedulers=_three_schedulers(opt), milestones=[3, 6])
+    _test(opt, scheduler, [_THREE_TARGETS], 12)
+
+
+def test_sequentiallr4() -> None:
+    optimizer = SGD([torch.tensor(0.5)], lr=0.1)
+    prev_lr = optimizer.param_groups[0]["lr"]
+    schedulers = [ConstantLR(optimizer, factor=1), ConstantLR(optimizer, factor=0.1)]
+    SequentialLR(optimizer, schedulers, milestones=[10])
+    assert prev_lr == optimizer.param_groups[0]["lr"]
+
+
+def test_sequentiallr5(opt: Any) -> None:
+    targets = [[0.0005, 0.0014, 0.0023, 0.0032, 0.0041] + [0.025] * 5]
+    const_sched = ConstantLR(optimizer=opt, factor=0.1, total_iters=5)
+    lin_sched = LinearLR(optimizer=opt, start_factor=0.1, total_iters=5)
+    chained = ChainedScheduler([lin_sched, const_sched])
+    const_sched2 = ConstantLR(optimizer=opt, factor=0.5, total_iters=5)
+    scheduler = SequentialLR(opt, schedulers=[chained, const_sched2], milestones=[5])
+    _test(opt, scheduler, targets, 10)
+
+
+def test_sequentiallr_no_warnings(opt: Any) -> None:
+    scheduler1 = LinearLR(opt, start_factor=0.5, end_factor=0.1, total_iters=5)
+    scheduler2 = ExponentialLR(opt, gamma=0.9)
+    scheduler = SequentialLR(opt, schedulers=[scheduler1, scheduler2], milestones=[5])
+    for _ in range(10):
+        opt.step()
+        _no_warnings(scheduler.step)
+
+
+def test_get_last_lr_sequentiallr(opt: Any) -> None:
+    scheduler = SequentialLR(opt, schedulers=_three_schedulers(opt), milestones=[3, 6])
+    _test_get_last_lr(scheduler, _targets(_THREE_TARGETS), 12)
