@@ -104,7 +104,7 @@ def test_compiled_equals_eager(name: str) -> None:
     np.testing.assert_allclose(compiled_losses, eager_losses, rtol=1e-5, atol=1e-6)
     assert len(compiled_state) == len(eager_state)
     for c, e in zip(compiled_state, eager_state):
-        np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("compiled", [False, True])
