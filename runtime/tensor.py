@@ -557,31 +557,15 @@ class Tensor:
         ``to(dtype, non_blocking=False, copy=False)``, ``to(other, non_blocking=False,
         copy=False)``. ``non_blocking`` changes nothing here (every copy completes before
         it returns); ``copy`` gives a new tensor even where nothing changes."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        flags = [kwargs.pop("non_blocking", False), kwargs.pop("copy", False)]
-        kwargs.pop("memory_format", None)  # one layout here: row-major
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        n_flags = 0
-        for a in args:
-            if isinstance(a, bool):  # non_blocking, then copy
-                if n_flags >= 2:
-                    raise TypeError("to() received too many positional bool arguments")
-                flags[n_flags] = a
-                n_flags += 1
-            elif isinstance(a, Tensor):  # to(other): other's dtype and device
-                dtype, device = a.dtype, a.device
-            elif isinstance(a, D.DType) or not isinstance(a, (str, int, rt_device, type(None))):
-                dtype = a
-            else:
-                device = a
+        from .ops.to_arguments import parse_to
+
+        device, dtype, _, copy_, _ = parse_to(args, kwargs)  # memory_format: row-major
         out = self
         if dtype is not None and D.as_dtype(dtype) is not self.dtype:
             out = F.cast(out, D.as_dtype(dtype))
         if device is not None and canonical_device(device) != self.device:
             out = F.to_device(out, canonical_device(device))
-        return F.clone(out) if flags[1] and out is self else out
+        return F.clone(out) if copy_ and out is self else out
 
     def cpu(self) -> Tensor:
         return self.to("cpu")

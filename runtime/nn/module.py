@@ -854,22 +854,12 @@ class Module:
         dtype: PyTorch's forms ``to(device=None, dtype=None, non_blocking=False)``,
         ``to(dtype, non_blocking=False)``, ``to(tensor, non_blocking=False)``."""
         from runtime import _dtype as D
+        from runtime.ops.to_arguments import parse_to
 
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        kwargs.pop("non_blocking", None)  # every copy completes before it returns
-        kwargs.pop("memory_format", None)
-        if kwargs:
-            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, bool):
-                continue  # non_blocking
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, D.DType):
-                dtype = a
-            else:
-                device = a
+        # non_blocking: every copy completes before it returns; memory_format: row-major
+        device, dtype, _, copy, _ = parse_to(args, kwargs)
+        if copy:
+            raise RuntimeError(".to() does not accept copy argument")
         if dtype is not None:
             dtype = D.as_dtype(dtype)
             if not dtype.is_floating_point:

@@ -2637,3 +2637,319 @@ def test_Sequential_setitem() -> None:
     n[0] = l4
     n[-1] = l4
     assert n.linear1 is l4 and n.linear3 is l4
+
+
+def test_ModuleList() -> None:
+    from collections import OrderedDict
+    modules = [nn.ReLU(), nn.Linear(5, 5)]
+    module_list = nn.ModuleList(modules)
+
+    def check() -> None:
+        assert len(module_list) == len(modules)
+        for m1, m2 in zip(modules, module_list):
+            assert m1 is m2
+        for m1, m2 in zip(modules, module_list.children()):
+            assert m1 is m2
+        for i in range(len(modules)):
+            assert module_list[i] is modules[i]
+
+    check()
+    modules += [nn.Conv2d(3, 4, 3)]
+    module_list += [modules[-1]]
+    check()
+    modules.insert(1, nn.Linear(3, 2))
+    module_list.insert(1, modules[1])
+    check()
+    modules.append(nn.Tanh())
+    module_list.append(modules[-1])
+    check()
+    next_modules = [nn.Linear(5, 5), nn.Sigmoid()]
+    modules.extend(next_modules)
+    module_list.extend(next_modules)
+    check()
+    modules[2] = nn.Conv2d(5, 3, 2)
+    module_list[2] = modules[2]
+    check()
+    modules[-1] = nn.Conv2d(5, 2, 1)
+    module_list[-1] = modules[-1]
+    check()
+    idx = torch.tensor(2, dtype=torch.int32)
+    modules[2] = nn.Conv2d(5, 3, 2)
+    module_list[idx] = modules[2]
+    assert module_list[idx] is modules[2]
+    check()
+    assert list(module_list[1:]) == modules[1:]
+    assert list(module_list[::-1]) == modules[::-1]
+    assert type(module_list[1:]) is nn.ModuleList
+    del module_list[-1]
+    assert list(module_list) == modules[:-1]
+    del module_list[1::2]
+    assert list(module_list) == modules[:-1][0::2]
+    with pytest.raises(TypeError):
+        module_list += nn.ReLU()
+    with pytest.raises(TypeError):
+        module_list.extend(nn.ReLU())
+    l1, l2, l3, l4 = nn.Linear(1, 2), nn.Linear(2, 3), nn.Linear(3, 2), nn.Linear(2, 3)
+    s = nn.Sequential(OrderedDict([("layer1", l1), ("layer2", l2), ("layer3", l3),
+                                   ("layer4", l4), ("subnet_layer", nn.Sequential(l3, l4))]))
+    modules = list(s.modules())
+    module_list = nn.ModuleList()
+    module_list.extend(s.modules())
+    check()
+
+
+def test_ModuleDict() -> None:
+    from collections import OrderedDict
+    modules = OrderedDict([("act", nn.ReLU()), ("conv", nn.Conv2d(10, 10, 5)),
+                           ("fc", nn.Linear(5, 5))])
+    module_dict = nn.ModuleDict(modules)
+
+    def check() -> None:
+        assert len(module_dict) == len(modules)
+        for k1, m2 in zip(modules, module_dict.children()):
+            assert modules[k1] is m2
+        for k1, k2 in zip(modules, module_dict):
+            assert modules[k1] is module_dict[k2]
+        for k in module_dict.keys():
+            assert module_dict[k] is modules[k]
+        for k, v in module_dict.items():
+            assert modules[k] is v
+        for k1, m2 in zip(modules, module_dict.values()):
+            assert modules[k1] is m2
+        for k in modules.keys():
+            assert k in module_dict
+
+    check()
+    modules["conv"] = nn.Conv2d(3, 4, 3)
+    module_dict["conv"] = modules["conv"]
+    check()
+    next_modules = [("fc2", nn.Linear(5, 5)), ("act", nn.Sigmoid())]
+    modules.update(next_modules)
+    module_dict.update(next_modules)
+    check()
+    next_modules = OrderedDict([("fc3", nn.Linear(5, 5)), ("act2", nn.Sigmoid())])
+    modules.update(next_modules)
+    module_dict.update(next_modules)
+    check()
+    next_modules = {"fc4": nn.Linear(5, 5), "act3": nn.Sigmoid()}
+    modules.update(next_modules)  # PyTorch 2.13 keeps a dict's order (older ones sorted it)
+    module_dict.update(next_modules)
+    check()
+    del module_dict["fc"]
+    del modules["fc"]
+    check()
+    with pytest.raises(TypeError):
+        module_dict.update(nn.ReLU())
+    with pytest.raises(TypeError):
+        module_dict.update([nn.ReLU()])
+    with pytest.raises(ValueError):
+        module_dict.update([[nn.ReLU()]])
+    with pytest.raises(TypeError):
+        module_dict[1] = nn.ReLU()
+    s = nn.Sequential(modules)
+    module_dict = nn.ModuleDict(s.named_children())
+    check()
+    c = module_dict.pop("conv")
+    assert c is modules["conv"]
+    modules.pop("conv")
+    check()
+    module_dict.clear()
+    assert len(module_dict) == 0
+    modules.clear()
+    check()
+
+
+def test_ParameterList() -> None:
+    from collections import OrderedDict
+
+    def make_param() -> nn.Parameter:
+        return nn.Parameter(torch.randn(10, 10))
+
+    parameters = [make_param(), make_param()]
+    param_list = nn.ParameterList(parameters)
+
+    def check() -> None:
+        assert len(parameters) == len(param_list)
+        for p1, p2 in zip(parameters, param_list):
+            assert p1 is p2
+        for p1, p2 in zip(parameters, param_list.parameters()):
+            assert p1 is p2
+        for i in range(len(parameters)):
+            assert parameters[i] is param_list[i]
+
+    check()
+    parameters += [make_param()]
+    param_list += [parameters[-1]]
+    check()
+    parameters.append(make_param())
+    param_list.append(parameters[-1])
+    check()
+    next_params = [make_param(), make_param()]
+    parameters.extend(next_params)
+    param_list.extend(next_params)
+    check()
+    parameters[2] = make_param()
+    param_list[2] = parameters[2]
+    check()
+    parameters[-1] = make_param()
+    param_list[-1] = parameters[-1]
+    check()
+    idx = torch.tensor(2, dtype=torch.int32)
+    parameters[2] = make_param()
+    param_list[idx] = parameters[2]
+    assert param_list[idx] is parameters[2]
+    check()
+    assert list(param_list[1:]) == parameters[1:]
+    assert list(param_list[::-1]) == parameters[::-1]
+    with pytest.raises(TypeError):
+        param_list += make_param()
+    with pytest.raises(TypeError):
+        param_list.extend(make_param())
+    l1, l2, l3, l4 = nn.Linear(1, 2), nn.Linear(2, 3), nn.Linear(3, 2), nn.Linear(2, 3)
+    s = nn.Sequential(OrderedDict([("layer1", l1), ("layer2", l2), ("layer3", l3),
+                                   ("layer4", l4), ("subnet_layer", nn.Sequential(l3, l4))]))
+    parameters = list(s.parameters())
+    param_list = nn.ParameterList()
+    param_list.extend(s.parameters())
+    check()
+
+
+def test_ParameterDict() -> None:
+    from collections import OrderedDict
+
+    def make_param() -> nn.Parameter:
+        return nn.Parameter(torch.randn(10, 10))
+
+    parameters = OrderedDict([("p1", make_param()), ("p2", make_param()), ("p3", make_param())])
+    parameter_dict = nn.ParameterDict(parameters)
+
+    def check() -> None:
+        assert len(parameter_dict) == len(parameters)
+        for k1, m2 in zip(parameters, parameter_dict.parameters()):
+            assert parameters[k1] is m2
+        for k1, k2 in zip(parameters, parameter_dict):
+            assert parameters[k1] is parameter_dict[k2]
+        for k, v in parameter_dict.items():
+            assert v is parameters[k]
+        for k1, m2 in zip(parameters, parameter_dict.values()):
+            assert parameters[k1] is m2
+        for k in parameters.keys():
+            assert k in parameter_dict
+
+    check()
+    parameters["p4"] = make_param()
+    parameter_dict["p4"] = parameters["p4"]
+    check()
+    next_parameters = [("p5", make_param()), ("p2", make_param())]
+    parameters.update(next_parameters)
+    parameter_dict.update(next_parameters)
+    check()
+    next_parameters = OrderedDict([("p6", make_param()), ("p5", make_param())])
+    parameters.update(next_parameters)
+    parameter_dict.update(next_parameters)
+    check()
+    next_parameters = {"p8": make_param(), "p7": make_param()}
+    parameters.update(sorted(next_parameters.items()))  # ParameterDict sorts a plain dict
+    parameter_dict.update(next_parameters)
+    check()
+    del parameter_dict["p3"]
+    del parameters["p3"]
+    check()
+    with pytest.raises(TypeError):
+        parameter_dict.update(1)
+    with pytest.raises(TypeError):
+        parameter_dict.update([1])
+    with pytest.raises(ValueError):
+        parameter_dict.update(make_param())
+    p_pop = parameter_dict.pop("p4")
+    assert p_pop is parameters["p4"]
+    parameters.pop("p4")
+    check()
+    parameter_dict.clear()
+    assert len(parameter_dict) == 0
+    parameters.clear()
+    check()
+    # last: PyTorch 2.13 keeps the refused key in the dict's keys (a length of 1 after)
+    with pytest.raises(TypeError):
+        parameter_dict[1] = make_param()
+
+
+def test_add_module() -> None:
+    lin = nn.Linear(10, 20)
+    net = nn.Module()
+    net.l = lin
+    net.l2 = lin
+    net.add_module("empty", None)
+    assert net.l is lin and net.l2 is lin and net.empty is None
+    net.add_module("l3", lin)
+    assert net.l3 is lin
+    l3 = nn.Linear(20, 10)
+    net.add_module("l", l3)
+    assert net.l is l3
+    with pytest.raises(TypeError):
+        net.add_module("x", "non-module")
+    with pytest.raises(TypeError, match="module name should be a string. Got int"):
+        net.add_module(1, lin)
+    with pytest.raises(TypeError, match="module name should be a string. Got NoneType"):
+        net.add_module(None, lin)
+
+
+def test_module_to_argparse() -> None:
+    net = nn.Sequential(nn.Linear(3, 3))
+    cpu = torch.device("cpu")
+    for call in [lambda: net.to(cpu, True), lambda: net.to(torch.long),
+                 lambda: net.to(None, True), lambda: net.to(cpu, torch.long, True),
+                 lambda: net.to(cpu, dtype=torch.long, non_blocking=True),
+                 lambda: net.to([]), lambda: net.to({}, non_blocking=True),
+                 lambda: net.to(torch.tensor(3, dtype=torch.long), non_blocking=True),
+                 lambda: net.to(cpu, torch.tensor(3, dtype=torch.long), non_blocking=True)]:
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_RNN_nonlinearity() -> None:
+    assert nn.RNN(1, 10).nonlinearity == "tanh"
+    assert nn.RNN(1, 10, nonlinearity="relu").nonlinearity == "relu"
+    with pytest.raises(ValueError, match="Unknown nonlinearity"):
+        nn.RNN(1, 10, nonlinearity="garbage")
+
+
+def test_module_apply_inplace_op() -> None:
+    def add_one_inplace(t: torch.Tensor) -> torch.Tensor:
+        return t.add_(1.0)
+
+    m = nn.Linear(20, 10)
+    pvm = m.weight.mul(m.weight)
+    saved = m.weight._version
+    m = m._apply(add_one_inplace)
+    assert m.weight._version > saved
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        pvm.backward(torch.randn(10, 20))
+    m = nn.Linear(20, 10)
+    m.weight.grad = torch.randn(10, 20).requires_grad_()
+    pgm = m.weight.grad.mul(m.weight.grad)
+    saved = m.weight.grad._version
+    m = m._apply(add_one_inplace)
+    assert m.weight.grad._version > saved
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        pgm.backward(torch.randn(10, 20))
+
+
+def test_tensor_to_refuses_what_no_overload_takes() -> None:
+    # (beside test_module_to_argparse: Tensor.to parses alike, with PyTorch's text)
+    x = torch.ones(2)
+    with pytest.raises(TypeError, match=r"to\(\) received an invalid combination of arguments "
+                       r"- got \(torch.device, bool\), but expected one of:\n \* \(torch.device "
+                       r"device = None, torch.dtype dtype = None, bool non_blocking = False"):
+        x.to(torch.device("cpu"), True)
+    with pytest.raises(TypeError, match=r"got \(Tensor, dtype=torch.dtype\)"):
+        x.to(x, dtype=torch.float)
+    with pytest.raises(TypeError, match=r"got \(torch.dtype, device=str\)"):
+        x.to(torch.float, device="cpu")
+    with pytest.raises(TypeError, match="to\\(\\) takes from 0 to 4 positional arguments but 5 "
+                       "were given"):
+        x.to("cpu", torch.float, True, True, True)
+    with pytest.raises(RuntimeError, match=r"\.to\(\) does not accept copy argument"):
+        nn.Linear(2, 2).to("cpu", copy=True)
+    assert x.to("cpu", torch.float64, True, True).dtype == torch.float64
+    assert x.to(float).dtype == torch.float64
