@@ -2953,3 +2953,95 @@ def test_tensor_to_refuses_what_no_overload_takes() -> None:
         nn.Linear(2, 2).to("cpu", copy=True)
     assert x.to("cpu", torch.float64, True, True).dtype == torch.float64
     assert x.to(float).dtype == torch.float64
+
+
+def test_non_leaf_parameters() -> None:
+    l1, l2 = nn.Linear(10, 10), nn.Linear(10, 10)
+    with pytest.raises(TypeError):
+        l2.weight = l1.weight + 2
+    l2.weight = nn.Parameter(torch.randn(10, 10))
+
+
+def test_clip_grad_norm() -> None:
+    from runtime.nn.utils import clip_grad_norm_
+    lin = nn.Linear(10, 10)
+    max_norm = 2
+
+    def compute_norm(norm_type: Any) -> Any:
+        norm_type = float(norm_type)
+        if norm_type != math.inf:
+            total_norm = 0
+            for p in lin.parameters():
+                total_norm += p.grad.data.abs().pow(norm_type).sum()
+            return pow(total_norm, 1.0 / norm_type)
+        return max(p.grad.data.abs().max() for p in lin.parameters())
+
+    def compare_scaling(grads: tuple) -> Any:
+        p_scale = [p.grad.data.div(g).view(-1) for p, g in zip(lin.parameters(), grads)]
+        scale = torch.cat(p_scale)
+        _assert_equal(scale.std(), torch.tensor(0.0), atol=1e-5, rtol=0)
+        return scale[0]
+
+    grads = torch.arange(1.0, 101).view(10, 10), torch.ones(10).div(1000)
+    for norm_type in [0.5, 1.5, 2, 4, "inf"]:
+        for p, g in zip(lin.parameters(), grads):
+            p._grad = g.clone().view_as(p.data)
+        norm_before = compute_norm(norm_type)
+        norm = clip_grad_norm_(lin.parameters(), max_norm, norm_type=norm_type)
+        norm_after = compute_norm(norm_type)
+        _assert_equal(norm, norm_before)
+        _assert_equal(norm_after, torch.tensor(float(max_norm)))
+        assert norm_after <= norm_before
+        compare_scaling(grads)
+
+    grads = torch.rand(10, 10).div(10000), torch.ones(10).div(500)
+    for norm_type in [0.5, 1.5, 2, 4, "inf"]:
+        for p, g in zip(lin.parameters(), grads):
+            p.grad.data.copy_(g)
+        norm_before = compute_norm(norm_type)
+        norm = clip_grad_norm_(lin.parameters(), max_norm, norm_type=norm_type)
+        norm_after = compute_norm(norm_type)
+        _assert_equal(norm, norm_before)
+        _assert_equal(norm_before, norm_after)
+        assert norm_after <= max_norm
+        _assert_equal(compare_scaling(grads), torch.tensor(1.0))
+
+    p1, p2 = torch.randn(10, 10), torch.randn(10, 10)
+    g = torch.arange(1.0, 101).view(10, 10)
+    p1._grad = g.clone()
+    p2._grad = g.clone()
+    for norm_type in [0.5, 1.5, 2, 4, "inf"]:
+        clip_grad_norm_(p1, max_norm, norm_type=norm_type)
+        clip_grad_norm_([p2], max_norm, norm_type=norm_type)
+        _assert_equal(p1.grad, p2.grad)
+
+
+def test_clip_grad_value() -> None:
+    from runtime.nn.utils import clip_grad_value_
+    lin = nn.Linear(10, 10)
+    clip_value = 2.5
+    grad_w, grad_b = torch.arange(-50.0, 50).view(10, 10).div_(5), torch.ones(10).mul_(2)
+    for grad_list in [[grad_w, grad_b], [grad_w, None]]:
+        for p, g in zip(lin.parameters(), grad_list):
+            p._grad = g.clone().view_as(p.data) if g is not None else g
+        clip_grad_value_(lin.parameters(), clip_value)
+        for p in filter(lambda p: p.grad is not None, lin.parameters()):
+            assert p.grad.data.max() <= clip_value
+            assert p.grad.data.min() >= -clip_value
+    p1, p2 = torch.randn(10, 10), torch.randn(10, 10)
+    g = torch.arange(-50.0, 50).view(10, 10).div_(5)
+    p1._grad = g.clone()
+    p2._grad = g.clone()
+    clip_grad_value_(p1, clip_value)
+    clip_grad_value_([p2], clip_value)
+    _assert_equal(p1.grad, p2.grad)
+
+
+def test_parameters_to_vector_and_back() -> None:
+    from runtime.nn.utils import parameters_to_vector, vector_to_parameters
+    model = nn.Sequential(nn.Conv2d(3, 10, 5), nn.Linear(10, 20))
+    assert parameters_to_vector(model.parameters()).size(0) == 980
+    vec = torch.arange(0.0, 980)
+    vector_to_parameters(vec, model.parameters())
+    sample = next(model.parameters())[0, 0, 0]
+    assert torch.equal(sample.data, vec.data[:5])
