@@ -3282,3 +3282,175 @@ def test_Conv3d_groups_nobias() -> None:
     _assert_equal(i.grad.data, torch.cat([i1.grad.data, i2.grad.data], 1), atol=1e-5, rtol=0)
     _assert_equal(m.weight.grad.data, torch.cat([m1.weight.grad.data, m2.weight.grad.data], 0),
                   atol=1e-5, rtol=1e-5)
+
+
+# --- test/nn/test_packed_sequence.py (test_to_memory_format left out: channels_last) ------
+
+
+def _ordered_sequence(kind: str, batch_size: int = 5, max_length: int = 6) -> list:
+    dtype = {"double": torch.double, "float": torch.float, "long": torch.long,
+             "int": torch.int, "short": torch.short, "char": torch.int8,
+             "byte": torch.uint8}[kind]
+    seqs = [torch.empty(random.randint(1, max_length), dtype=dtype) for _ in range(batch_size)]
+    seqs = [s.random_(0, 256) if kind == "byte" else s.random_(-128, 128) for s in seqs]
+    return sorted(seqs, key=len, reverse=True)
+
+
+def _padded_sequence(kind: str) -> tuple[torch.Tensor, list[int]]:
+    from runtime.nn.utils import rnn as rnn_utils
+    ordered = _ordered_sequence(kind)
+    return rnn_utils.pad_sequence(ordered), [len(i) for i in ordered]
+
+
+_CASTS = {"torch.DoubleTensor": "double", "torch.FloatTensor": "float",
+          "torch.LongTensor": "long", "torch.IntTensor": "int", "torch.ShortTensor": "short",
+          "torch.CharTensor": "char", "torch.ByteTensor": "byte"}
+
+
+def test_type_casts(_seeded: None) -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    for input_kind in _CASTS.values():
+        for expected_type_str, cast_str in _CASTS.items():
+            for enforce_sorted in [True, False]:
+                padded, lengths = _padded_sequence(input_kind)
+                packed = rnn_utils.pack_padded_sequence(padded, lengths,
+                                                        enforce_sorted=enforce_sorted)
+                unpacked, _ = rnn_utils.pad_packed_sequence(getattr(packed, cast_str)())
+                # (rt names its tensor types runtime.*Tensor: the kind is compared)
+                assert unpacked.type().split(".")[-1] == expected_type_str.split(".")[-1]
+
+
+def test_wrong_order() -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    b_a = rnn_utils.pad_sequence([torch.ones(22, 300), torch.ones(25, 300)])
+    with pytest.raises(RuntimeError):
+        rnn_utils.pack_padded_sequence(b_a, [22, 25], enforce_sorted=True)
+
+
+def test_pad_sequence_with_tensor_sequences() -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    seq_tuple_input = rnn_utils.pad_sequence((torch.tensor([[7, 6]]), torch.tensor([[-7, -1]])))
+    seq_tensor_input = rnn_utils.pad_sequence(torch.tensor([[[7, 6]], [[-7, -1]]]))
+    _assert_equal(seq_tuple_input, seq_tensor_input)
+    assert seq_tuple_input.shape == torch.Size([1, 2, 2])
+
+
+def test_pad_sequence_with_non_iterable_sequences() -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    with pytest.raises(RuntimeError, match=r"Expected iterable for input sequences, but got "
+                       r"arg of type"):
+        rnn_utils.pad_sequence(5)
+
+
+def test_total_length(_seeded: None) -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    padded, lengths = _padded_sequence("float")
+    max_length = max(lengths)
+    packed = rnn_utils.pack_padded_sequence(padded, lengths)
+    for total_length in (-1, 0, max_length - 1):
+        for batch_first in (True, False):
+            with pytest.raises(ValueError, match=r"Expected total_length to be at least the "
+                               r"length of the longest sequence in input"):
+                rnn_utils.pad_packed_sequence(packed, batch_first=batch_first,
+                                              total_length=total_length)
+    for batch_first in (True, False):
+        no_extra_pad, _ = rnn_utils.pad_packed_sequence(packed, batch_first=batch_first)
+        for delta in (0, 1, 8):
+            total_length = max_length + delta
+            unpacked, lengths_out = rnn_utils.pad_packed_sequence(
+                packed, batch_first=batch_first, total_length=total_length)
+            assert lengths_out.tolist() == lengths
+            assert unpacked.size(1 if batch_first else 0) == total_length
+            if delta == 0:
+                ref_output = no_extra_pad
+            elif batch_first:
+                ref_output = torch.cat([no_extra_pad, no_extra_pad.new_zeros(5, delta)], 1)
+            else:
+                ref_output = torch.cat([no_extra_pad, no_extra_pad.new_zeros(delta, 5)], 0)
+            _assert_equal(unpacked, ref_output)
+
+
+def test_packed_sequence_to(_seeded: None) -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    for enforce_sorted in (True, False):
+        padded, lengths = _padded_sequence("int")
+        a = rnn_utils.pack_padded_sequence(padded, lengths, enforce_sorted=enforce_sorted).cpu()
+        assert a is a.to("cpu")
+        assert a is a.cpu()
+        assert a is a.to("cpu", dtype=torch.int32)
+        _assert_equal(a.long().data, a.to(torch.int64).data)
+
+
+def test_pad_sequence(_seeded: None) -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+
+    def pad(tensor: torch.Tensor, length: int) -> torch.Tensor:
+        return torch.cat([tensor.data,
+                          tensor.data.new(length - tensor.size(0), *tensor.size()[1:]).zero_()])
+
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    expected = torch.tensor([[4, 5, 0], [1, 2, 3], [6, 0, 0]])
+    _assert_equal(rnn_utils.pad_sequence([b, a, c], True), expected)
+    _assert_equal(rnn_utils.pad_sequence([b, a, c]), expected.transpose(0, 1))
+    _assert_equal(rnn_utils.pad_sequence([b, a, c], True, 1),
+                  torch.tensor([[4, 5, 1], [1, 2, 3], [6, 1, 1]]))
+    _assert_equal(rnn_utils.pad_sequence([a, b, c], True),
+                  torch.tensor([[1, 2, 3], [4, 5, 0], [6, 0, 0]]))
+    maxlen = 9
+    for num_dim in (0, 1, 2, 3):
+        sequences = [torch.rand(i * i, 5, *([4] * num_dim)) for i in range(1, maxlen + 1)]
+        random.shuffle(sequences)
+        expected = torch.stack([pad(seq, maxlen * maxlen) for seq in sequences])
+        _assert_equal(rnn_utils.pad_sequence(sequences, True), expected)
+        _assert_equal(rnn_utils.pad_sequence(sequences), expected.transpose(0, 1))
+
+
+def test_unpad_and_unpack_sequence(_seeded: None) -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    sequences = [a, b, c]
+    lengths = torch.as_tensor([v.size(0) for v in sequences])
+    for batch_first in [True, False]:
+        padded = rnn_utils.pad_sequence(sequences, batch_first=batch_first)
+        for s, u in zip(sequences, rnn_utils.unpad_sequence(padded, lengths,
+                                                            batch_first=batch_first)):
+            _assert_equal(s, u)
+    for s, u in zip(sequences, rnn_utils.unpack_sequence(
+            rnn_utils.pack_sequence(sequences, enforce_sorted=False))):
+        _assert_equal(s, u)
+
+
+def test_pack_sequence(_seeded: None) -> None:
+    from runtime.nn.utils import rnn as rnn_utils
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    expected = torch.tensor([1, 4, 6, 2, 5, 3])
+    packed = rnn_utils.pack_sequence([a, b, c], enforce_sorted=False)
+    assert packed.batch_sizes.tolist() == [3, 2, 1]
+    _assert_equal(packed.data.data, expected)
+    assert packed.sorted_indices.tolist() == [0, 1, 2]
+    assert packed.unsorted_indices.tolist() == [0, 1, 2]
+    packed_unsorted = rnn_utils.pack_sequence([b, c, a], enforce_sorted=False)
+    assert packed_unsorted.batch_sizes.tolist() == [3, 2, 1]
+    _assert_equal(packed_unsorted.data.data, expected)
+    assert packed_unsorted.sorted_indices.tolist() == [2, 0, 1]
+    assert packed_unsorted.unsorted_indices.tolist() == [1, 2, 0]
+    packed_enforce_sorted = rnn_utils.pack_sequence([a, b, c], enforce_sorted=True)
+    assert packed_enforce_sorted.batch_sizes.tolist() == [3, 2, 1]
+    assert packed_enforce_sorted.sorted_indices is None
+    assert packed_enforce_sorted.unsorted_indices is None
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        rnn_utils.pack_sequence([b, c, a], enforce_sorted=True)
+    with pytest.raises(RuntimeError, match="You can pass `enforce_sorted=False`"):
+        rnn_utils.pack_sequence([b, c, a], enforce_sorted=True)
+    for num_dim in (0, 1, 2, 3):
+        lengths = [i * i for i in range(9, 0, -1)]
+        sequences = [torch.rand(n, 5, *([4] * num_dim)) for n in lengths]
+        for batch_first in (True, False):
+            for enforce_sorted in (True, False):
+                padded = rnn_utils.pad_sequence(sequences, batch_first)
+                packed = rnn_utils.pack_sequence(sequences, enforce_sorted)
+                _assert_equal(padded, rnn_utils.pad_packed_sequence(packed, batch_first)[0])
+                pack_padded = rnn_utils.pack_padded_sequence(padded, lengths, batch_first,
+                                                             enforce_sorted)
+                _assert_equal(packed.data, pack_padded.data)
+                _assert_equal(packed.batch_sizes, pack_padded.batch_sizes)

@@ -63,6 +63,24 @@ class PackedSequence(_PackedFields):
     def float(self) -> PackedSequence:  # noqa: A003 - PyTorch's name
         return self.to(dtype=rt.float32)
 
+    def half(self) -> PackedSequence:
+        return self.to(dtype=rt.float16)
+
+    def long(self) -> PackedSequence:
+        return self.to(dtype=rt.int64)
+
+    def int(self) -> PackedSequence:  # noqa: A003 - PyTorch's name
+        return self.to(dtype=rt.int32)
+
+    def short(self) -> PackedSequence:
+        return self.to(dtype=rt.int16)
+
+    def char(self) -> PackedSequence:
+        return self.to(dtype=rt.int8)
+
+    def byte(self) -> PackedSequence:
+        return self.to(dtype=rt.uint8)
+
     @property
     def is_cuda(self) -> bool:
         return self.data.device.startswith("cuda")
@@ -172,6 +190,9 @@ def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
                            f"{padding_side}.")
+    if not isinstance(sequences, (Tensor, Iterable)):
+        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg "
+                           f"of type: {type(sequences)}")
     seqs = list(sequences)
     if not seqs:
         raise RuntimeError("received an empty list of sequences")
