@@ -3454,3 +3454,70 @@ def test_pack_sequence(_seeded: None) -> None:
                                                              enforce_sorted)
                 _assert_equal(packed.data, pack_padded.data)
                 _assert_equal(packed.batch_sizes, pack_padded.batch_sizes)
+
+
+def test_pack_padded_sequence(_seeded: None) -> None:
+    import itertools
+    from runtime.nn.utils import rnn as rnn_utils
+
+    def generate_test_case(sorted_lengths: list[int], should_shuffle: bool) -> tuple:
+        def pad(tensor: torch.Tensor, length: int) -> torch.Tensor:
+            return torch.cat([tensor,
+                              tensor.new(length - tensor.size(0), *tensor.size()[1:]).zero_()])
+
+        max_length = sorted_lengths[0]
+        batch_sizes = [sum(map(bool, filter(lambda x: x >= i, sorted_lengths)))
+                       for i in range(1, max_length + 1)]
+        padded = torch.cat([pad(i * 100 + torch.arange(1.0, 5 * n + 1).view(n, 1, 5),
+                                max_length) for i, n in enumerate(sorted_lengths, 1)], 1)
+        expected_data = [[torch.arange(1.0, 6) + (i + 1) * 100 + 5 * n for i in range(bs)]
+                         for n, bs in enumerate(batch_sizes)]
+        expected_data = torch.stack(list(itertools.chain.from_iterable(expected_data)), dim=0)
+        if should_shuffle:
+            permutation = list(range(len(sorted_lengths)))
+            random.shuffle(permutation)
+            unsorted_indices = torch.tensor(permutation)
+            padded = padded.index_select(1, unsorted_indices)
+            lengths = torch.tensor(sorted_lengths).index_select(0, unsorted_indices)
+        else:
+            unsorted_indices = None
+            lengths = sorted_lengths
+        return padded.requires_grad_(), lengths, expected_data, batch_sizes, unsorted_indices
+
+    test_cases = [[[10, 8, 4, 2, 2, 2, 1], False], [[11, 10, 8, 6, 4, 3, 1], False],
+                  [[11, 10, 8, 6, 4, 3, 1], True]]
+    for (sorted_lengths, should_shuffle), batch_first in itertools.product(test_cases,
+                                                                            (True, False)):
+        padded, lengths, expected_data, batch_sizes, unsorted_indices = generate_test_case(
+            sorted_lengths, should_shuffle)
+        src = padded.transpose(0, 1) if batch_first else padded
+        packed = rnn_utils.pack_padded_sequence(src, lengths, batch_first=batch_first,
+                                                enforce_sorted=not should_shuffle)
+        _assert_equal(packed.data.data, expected_data)
+        assert packed.batch_sizes.tolist() == batch_sizes
+        if unsorted_indices is None:
+            assert packed.unsorted_indices is None
+        else:
+            _assert_equal(packed.unsorted_indices, unsorted_indices)
+        unpacked, unpacked_len = rnn_utils.pad_packed_sequence(packed, batch_first=batch_first)
+        _assert_equal(unpacked, src)
+        assert unpacked_len.tolist() == list(lengths if not isinstance(lengths, torch.Tensor)
+                                             else lengths.tolist())
+        if padded.grad is not None:
+            padded.grad.data.zero_()
+        grad_output = unpacked.data.clone().normal_()
+        unpacked.backward(grad_output)
+        if batch_first:
+            grad_output.transpose_(0, 1)
+        for i, n in enumerate(lengths):
+            n = int(n)
+            _assert_equal(padded.grad.data[:n, i], grad_output[:n, i])
+            if n < 10:
+                assert padded.grad.data[n:, i].abs().sum() == 0
+    with pytest.raises(RuntimeError, match="You can pass `enforce_sorted=False`"):
+        rnn_utils.pack_padded_sequence(torch.randn(3, 3), [1, 3, 2])
+    with pytest.raises(RuntimeError, match="empty tensor"):
+        rnn_utils.pack_padded_sequence(torch.randn(0, 0), [])
+    with pytest.raises(RuntimeError, match="empty tensor"):
+        rnn_utils.pack_padded_sequence(torch.randn([0, 1, 10]), torch.randn([11, 14, 14, 2]),
+                                       True)

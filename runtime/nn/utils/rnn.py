@@ -112,13 +112,7 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],  # noqa
     ``lengths[b]`` steps long, packed. ``enforce_sorted``: the lengths must decrease (else
     the batch is sorted here, and ``sorted_indices`` says how)."""
     lens = _lengths(lengths)
-    if enforce_sorted:
-        if np.any(np.diff(lens) > 0):
-            raise RuntimeError(
-                "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
-                "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
-                "pack_sequence to sidestep this requirement if you do not need ONNX "
-                "exportability.")
+    if enforce_sorted:  # checked below, after the input's checks (PyTorch's kernel's order)
         sorted_indices = None
     else:
         order = np.argsort(-lens, kind="stable")
@@ -136,6 +130,12 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],  # noqa
     if lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an "
                            "element in 'lengths' that is <= 0")
+    if np.any(np.diff(lens) > 0):  # (sorted here already unless enforce_sorted)
+        raise RuntimeError(
+            "`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
+            "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
+            "pack_sequence to sidestep this requirement if you do not need ONNX "
+            "exportability.")
     if lens[0] > steps:  # PyTorch reads past the input's end here
         raise RuntimeError(f"Expected every length to be at most the padded length {steps}, "
                            f"but got a length of {lens[0]}")
