@@ -3521,3 +3521,85 @@ def test_pack_padded_sequence(_seeded: None) -> None:
     with pytest.raises(RuntimeError, match="empty tensor"):
         rnn_utils.pack_padded_sequence(torch.randn([0, 1, 10]), torch.randn([11, 14, 14, 2]),
                                        True)
+
+
+# --- test/nn/test_multihead_attention.py (nested tensors, the fast-path mocks and CUDA
+# dtype tests left out) ------------------------------------------------------------------
+
+
+def test_multihead_attn_no_bias() -> None:
+    mha = nn.MultiheadAttention(8, 4, bias=False)
+    assert mha.in_proj_bias is None
+    assert mha.out_proj.bias is None
+
+
+def _test_multihead_attn_invalid_shape_impl(mha: nn.Module) -> None:
+    query, key, value = torch.randn(4, 4, 4), torch.randn(4, 4, 4), torch.randn(4, 4, 4)
+    cases = [
+        ((query, torch.randn(4, 4), value), {},
+         "expected `key` and `value` to be 3-D but found 2-D and 3-D tensors respectively"),
+        ((query, key, torch.randn(4, 4)), {},
+         "expected `key` and `value` to be 3-D but found 3-D and 2-D tensors respectively"),
+        ((query, key, value),
+         {"key_padding_mask": torch.tensor([False, False, True, True], dtype=torch.bool)},
+         "expected `key_padding_mask` to be `None` or 2-D but found 1-D tensor instead"),
+        ((query, key, value),
+         {"attn_mask": torch.tensor([False, False, True, True], dtype=torch.bool)},
+         "expected `attn_mask` to be `None`, 2-D or 3-D but found 1-D tensor instead"),
+    ]
+    query, key, value = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
+    cases += [
+        ((query, torch.randn(4, 4, 4), value), {},
+         "expected `key` and `value` to be 2-D but found 3-D and 2-D tensors respectively"),
+        ((query, key, torch.randn(4, 4, 4)), {},
+         "expected `key` and `value` to be 2-D but found 2-D and 3-D tensors respectively"),
+        ((query, key, value),
+         {"key_padding_mask": torch.tensor([[False, False, True, True] * 2], dtype=torch.bool)},
+         "expected `key_padding_mask` to be `None` or 1-D but found 2-D tensor instead"),
+        ((query, key, value),
+         {"attn_mask": torch.tensor([False, False, True, True], dtype=torch.bool)},
+         "expected `attn_mask` to be `None`, 2-D or 3-D but found 1-D tensor instead"),
+        ((query, key, value),
+         {"attn_mask": torch.randn(5, 4, 4).bernoulli_().to(torch.bool)},
+         r"Expected `attn_mask` shape to be \(4, 4, 4\)"),
+    ]
+    for args, kwargs, msg in cases:
+        with pytest.raises(AssertionError, match=msg):
+            mha(*args, **kwargs)
+
+
+def test_multihead_attn_invalid_shape() -> None:
+    mha = nn.MultiheadAttention(4, 4)
+    _test_multihead_attn_invalid_shape_impl(mha)
+    with torch.no_grad():
+        _test_multihead_attn_invalid_shape_impl(mha.eval())
+
+
+def test_multihead_self_attn_two_masks() -> None:
+    # test_multihead_self_attn_two_masks_fast_path's comparison of the module against
+    # F.multi_head_attention_forward with both masks (rt has one path)
+    with torch.no_grad():
+        embed_dim, num_heads, batch_size, src_len = 14, 7, 8, 5
+        query = value = key = torch.rand(batch_size, src_len, embed_dim)
+        attn_mask = torch.randint(0, 2, (src_len, src_len)).bool()
+        key_padding_mask = torch.randint(0, 2, (batch_size, src_len)).bool()
+        merged_mask = attn_mask.reshape(1, 1, src_len, src_len).expand(
+            batch_size, num_heads, src_len, src_len).logical_or(
+            key_padding_mask.reshape(batch_size, 1, 1, src_len).expand(
+                batch_size, num_heads, src_len, src_len))
+        model = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+        model.training = False
+        result, _ = model(query, key, value, attn_mask=attn_mask,
+                          key_padding_mask=key_padding_mask)
+        result_ref, _ = F.multi_head_attention_forward(
+            query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), embed_dim,
+            num_heads, model.in_proj_weight, model.in_proj_bias, model.bias_k, model.bias_v,
+            model.add_zero_attn, model.dropout, model.out_proj.weight, model.out_proj.bias,
+            training=model.training, key_padding_mask=key_padding_mask, need_weights=False,
+            attn_mask=attn_mask, use_separate_proj_weight=False,
+            q_proj_weight=model.q_proj_weight, k_proj_weight=model.k_proj_weight,
+            v_proj_weight=model.v_proj_weight, average_attn_weights=False)
+        result_ref = result_ref.transpose(0, 1)
+        mask_out = merged_mask[:, 0, :, :].all(-1, keepdim=True).expand(
+            batch_size, src_len, embed_dim)
+        _assert_equal(result.masked_fill(mask_out, 0), result_ref.masked_fill(mask_out, 0))
