@@ -3603,3 +3603,175 @@ def test_multihead_self_attn_two_masks() -> None:
         mask_out = merged_mask[:, 0, :, :].all(-1, keepdim=True).expand(
             batch_size, src_len, embed_dim)
         _assert_equal(result.masked_fill(mask_out, 0), result_ref.masked_fill(mask_out, 0))
+
+
+# --- test/nn/test_parametrization.py (swap=False) ----------------------------------------
+
+
+class _Skew(nn.Module):
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        X = X.tril(-1)
+        return X - X.T
+
+
+class _Orthogonal(nn.Module):
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        Id = torch.eye(X.size(0))
+        return torch.linalg.solve(Id + X, Id - X).contiguous()
+
+
+class _FirstZero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x.new_zeros(1), x[1:]])
+
+
+class _LastZero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x[:-1], x.new_zeros(1)])
+
+
+def _sgd_step(model: nn.Module, sgd: Any) -> None:
+    weight_copy, bias_copy = model.weight.clone(), model.bias.clone()
+    sgd.zero_grad()
+    (model.weight.T @ model.bias).sum().backward()
+    sgd.step()
+    assert not torch.equal(model.weight, weight_copy)
+    assert not torch.equal(model.bias, bias_copy)
+
+
+def test_register_and_remove_parametrization() -> None:
+    from copy import deepcopy
+    from runtime.nn.utils import parametrize
+
+    class Resize(nn.Module):
+        def forward(self, X):
+            return X[[0]]
+
+    class NoResize(nn.Module):
+        def forward(self, X):
+            return X
+
+    model = nn.Linear(8, 8)
+    initial_weight_id, initial_bias_id = id(model.weight), id(model.bias)
+    initial_model = deepcopy(model)
+
+    def removed_cleanly() -> None:
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+        assert not hasattr(model, "parametrizations")
+        _assert_equal(model.weight, initial_model.weight)
+        assert id(model.weight) == initial_weight_id
+        assert model.__class__ is nn.Linear
+
+    def weight_only() -> None:
+        assert hasattr(model, "parametrizations")
+        assert parametrize.is_parametrized(model)
+        assert parametrize.is_parametrized(model, "weight")
+        assert not parametrize.is_parametrized(model, "bias")
+        assert "weight" not in model._parameters
+
+    with pytest.raises(ValueError, match="Registering a parametrization may not change the "
+                       "shape of the tensor"):
+        parametrize.register_parametrization(model, "weight", Resize())
+        model(torch.ones(8, 8))
+    parametrize.register_parametrization(model, "weight", Resize(), unsafe=True)
+    weight_only()
+    assert model.weight.shape[0] == 1
+    removed_cleanly()
+    parametrize.register_parametrization(model, "weight", Resize(), unsafe=True)
+    parametrize.register_parametrization(model, "weight", NoResize(), unsafe=False)
+    weight_only()
+    assert model.weight.shape[0] == 1
+    removed_cleanly()
+    for unsafe in (True, False):
+        parametrize.register_parametrization(model, "weight", _Skew(), unsafe=unsafe)
+        weight_only()
+        A = model.weight
+        _assert_equal(A, -A.T)
+        removed_cleanly()
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    X = model.weight
+    _assert_equal(X.T @ X, torch.eye(X.size(0)))
+    weight_only()
+    assert "weight" in model.parametrizations
+    removed_cleanly()
+
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    parametrize.register_parametrization(model, "bias", _FirstZero())
+    parametrize.register_parametrization(model, "bias", _LastZero())
+    assert parametrize.is_parametrized(model, "weight")
+    assert parametrize.is_parametrized(model, "bias")
+    assert model.bias[0].item() == 0.0 and model.bias[-1].item() == 0.0
+    assert len(list(model.parameters())) == 2
+    sgd = torch.optim.SGD(model.parameters(), lr=0.01)
+    _sgd_step(model, sgd)
+    parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+    assert parametrize.is_parametrized(model)
+    assert not parametrize.is_parametrized(model, "weight")
+    assert parametrize.is_parametrized(model, "bias")
+    assert model.bias[0].item() == 0.0 and model.bias[-1].item() == 0.0
+    assert not torch.equal(model.weight, initial_model.weight)
+    assert id(model.weight) == initial_weight_id
+    assert len(list(model.parameters())) == 2
+    _sgd_step(model, sgd)
+    parametrize.remove_parametrizations(model, "bias", leave_parametrized=False)
+    assert not parametrize.is_parametrized(model)
+    assert not torch.equal(model.bias, initial_model.bias)
+    assert model.bias[0].item() != 0.0 and model.bias[-1].item() != 0.0
+    assert id(model.bias) == initial_bias_id
+    assert not hasattr(model, "parametrizations")
+    assert model.__class__ is nn.Linear
+    assert len(list(model.parameters())) == 2
+    _sgd_step(model, sgd)
+    for _ in range(2):
+        parametrize.register_parametrization(model, "weight", _Skew())
+        parametrize.register_parametrization(model, "weight", _Orthogonal())
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=True)
+        assert id(model.weight) == initial_weight_id
+        assert id(model.bias) == initial_bias_id
+        _sgd_step(model, sgd)
+
+
+def test_register_and_remove_nested_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+    model = nn.Linear(8, 8)
+    parametrize.register_parametrization(model, "weight", _Skew())
+    assert parametrize.is_parametrized(model, "weight")
+    assert "weight" not in model._parameters
+    A = model.weight
+    _assert_equal(A, -A.T)
+    param_mod = model.parametrizations.weight
+    assert not hasattr(param_mod, "parametrizations")
+    assert not parametrize.is_parametrized(param_mod)
+    assert not parametrize.is_parametrized(param_mod, "original")
+    parametrize.register_parametrization(param_mod, "original", _Skew())
+    assert hasattr(param_mod, "parametrizations")
+    assert parametrize.is_parametrized(param_mod, "original")
+    assert "original" not in param_mod._parameters
+    A = param_mod.original
+    _assert_equal(A, -A.T)
+    parametrize.remove_parametrizations(param_mod, "original", leave_parametrized=False)
+    assert not hasattr(param_mod, "parametrizations")
+    assert param_mod.__class__ is parametrize.ParametrizationList
+    parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+    assert not hasattr(model, "parametrizations")
+    assert model.__class__ is nn.Linear
+
+
+def test_register_and_remove_buffer_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+    model = nn.Linear(8, 8)
+    delattr(model, "bias")
+    model.bias = nn.Buffer(torch.ones(8))
+    parametrize.register_parametrization(model, "bias", _FirstZero())
+    parametrize.register_parametrization(model, "bias", _LastZero())
+    assert parametrize.is_parametrized(model, "bias")
+    assert model.bias[0].item() == 0.0 and model.bias[-1].item() == 0.0
+    assert (model.bias[1:-1] == torch.ones(6)).all()
+    assert len(list(model.parameters())) == 1
+    parametrize.remove_parametrizations(model, "bias", leave_parametrized=True)
+    assert not parametrize.is_parametrized(model)
+    assert model.bias[0].item() == 0.0 and model.bias[-1].item() == 0.0
+    assert (model.bias[1:-1] == torch.ones(6)).all()
+    assert len(list(model.parameters())) == 1
