@@ -3775,3 +3775,235 @@ def test_register_and_remove_buffer_parametrization() -> None:
     assert model.bias[0].item() == 0.0 and model.bias[-1].item() == 0.0
     assert (model.bias[1:-1] == torch.ones(6)).all()
     assert len(list(model.parameters())) == 1
+
+
+def test_serialization_parametrization(tmp_path: Any) -> None:
+    from runtime.nn.utils import parametrize
+
+    class Orthogonal(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.id = nn.Buffer(torch.eye(n))
+            self.B = nn.Buffer(torch.empty(n, n))
+            init.orthogonal_(self.B)
+
+        def forward(self, X):
+            A = X.triu(1)
+            A = A - A.T
+            return self.B @ torch.linalg.solve(self.id + A, self.id - A)
+
+    def get_model() -> nn.Module:
+        model = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 1))
+        parametrize.register_parametrization(model[0], "weight", Orthogonal(5))
+        return model
+
+    model = get_model()
+    prev_weight = model[0].weight
+    prev_B = model[0].parametrizations.weight[0].B
+    new_model = get_model()
+    fname = str(tmp_path / "sd.pt")
+    torch.save(model.state_dict(), fname)
+    new_model.load_state_dict(torch.load(fname))
+    assert parametrize.is_parametrized(new_model[0], "weight")
+    _assert_equal(prev_weight, new_model[0].weight)
+    _assert_equal(prev_B, new_model[0].parametrizations.weight[0].B)
+
+
+def test_initialization_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+
+    class Skew(nn.Module):
+        def forward(self, X):
+            A = X.triu(1)
+            return A - A.T
+
+        def right_inverse(self, X):
+            if not torch.allclose(X, -X.T, atol=1e-6):
+                raise ValueError("The matrix is not skew-symmetric.")
+            return X.triu(1)
+
+    class Orthogonal(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.B = nn.Buffer(torch.eye(n))
+
+        def forward(self, X):
+            Id = torch.eye(X.size(0))
+            return self.B @ torch.linalg.solve(Id + X, Id - X)
+
+        def right_inverse(self, X):
+            if not torch.allclose(X.T @ X, torch.eye(X.size(0)), atol=1e-4):
+                raise ValueError("The input is not orthogonal.")
+            self.B = X
+            return torch.zeros_like(X)
+
+    N = 5
+    model = nn.Linear(N, N)
+    skew = Skew()
+    with torch.no_grad():
+        model.weight.set_(skew(model.weight))
+    parametrize.register_parametrization(model, "weight", skew)
+    X = torch.rand(N, N)
+    with pytest.raises(ValueError):
+        model.weight = X
+    X = X - X.T
+    model.weight = X
+    _assert_equal(model.parametrizations.weight.original, X.triu(1))
+    _assert_equal(model.weight, X)
+    parametrize.register_parametrization(model, "weight", Orthogonal(N))
+    X = torch.rand(N, N)
+    with pytest.raises(ValueError):
+        model.weight = X
+    init.orthogonal_(X)
+    model.weight = X
+    _assert_equal(model.weight, X)
+    _assert_equal(model.parametrizations.weight.original, torch.zeros_like(X))
+
+
+def test_errors_unparametrized_tensor_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+    module = nn.Linear(3, 4)
+    weight_init = module.weight.clone()
+
+    class Identity(nn.Module):
+        def forward(self, x):
+            return x
+
+    with pytest.raises(ValueError, match="does not have a parameter"):
+        parametrize.register_parametrization(module, "foo", Identity())
+    assert not parametrize.is_parametrized(module)
+    with pytest.raises(ValueError, match="does not have a parametrization"):
+        parametrize.remove_parametrizations(module, "bias")
+    assert not parametrize.is_parametrized(module)
+
+    class Sum(nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+        def right_inverse(self, z):
+            return z, torch.zeros_like(z)
+
+    parametrize.register_parametrization(module, "weight", Sum())
+    with pytest.raises(ValueError, match="leave_parametrized=False"):
+        parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
+    parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+
+    class WrongNumberParams(nn.Module):
+        def forward(self, x, y, z):
+            return x + y + z
+
+        def right_inverse(self, w):
+            return w, torch.zeros_like(w)
+
+    class WrongRightInverse(Identity):
+        def right_inverse(self, z):
+            return None
+
+    class WrongRightInverseSequence(nn.Module):
+        def forward(self, x, y):
+            return x
+
+        def right_inverse(self, z):
+            return None, z
+
+    class ChangeDtypeInverse(nn.Module):
+        def forward(self, x):
+            return x.float()
+
+        def right_inverse(self, w):
+            return w.bool()
+
+    class NotTensor(nn.Module):
+        def forward(self, x):
+            return 2
+
+    class ChangeDtype(nn.Module):
+        def forward(self, x):
+            return x.bool()
+
+    class ChangeShape(nn.Module):
+        def forward(self, x):
+            return x[:-1]
+
+    class ChangeDtypeMulti(nn.Module):
+        def forward(self, x, y):
+            return (x + y).bool()
+
+        def right_inverse(self, w):
+            return w, w + 1
+
+    for parametrization, error, text in [
+            (WrongNumberParams(), TypeError, "positional argument"),
+            (WrongRightInverse(), ValueError, "Tensor or a Sequence of"),
+            (WrongRightInverseSequence(), ValueError, "of the sequence with type"),
+            (ChangeDtypeInverse(), ValueError, "outputs one tensor, it may not change the dtype"),
+            (NotTensor(), ValueError, "must return a tensor"),
+            (ChangeDtype(), ValueError, "may not change the dtype"),
+            (ChangeShape(), ValueError, "may not change the shape"),
+            (ChangeDtypeMulti(), ValueError, "may not change the dtype")]:
+        with pytest.raises(error, match=text):
+            parametrize.register_parametrization(module, "weight", parametrization)
+        assert not parametrize.is_parametrized(module)
+
+    class SequenceLen1(nn.Module):
+        def forward(self, x):
+            return x
+
+        def right_inverse(self, w):
+            return (w,)
+
+    parametrize.register_parametrization(module, "weight", SequenceLen1())
+    assert hasattr(module.parametrizations.weight, "original0")
+    assert not hasattr(module.parametrizations.weight, "original1")
+    _ = module.weight
+    assert parametrize.is_parametrized(module)
+    parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+    assert not parametrize.is_parametrized(module)
+    _assert_equal(module.weight, weight_init)
+
+
+def test_errors_parametrized_tensor_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+
+    class Identity(nn.Module):
+        def forward(self, x):
+            return x
+
+    module = nn.Linear(3, 4)
+    parametrize.register_parametrization(module, "weight", Identity())
+
+    class WrongReturn(nn.Module):
+        def forward(self, x):
+            return x, x
+
+    class ChangeDtype(nn.Module):
+        def forward(self, x):
+            return x.bool()
+
+    class ChangeShape(nn.Module):
+        def forward(self, x):
+            return x[:-1]
+
+    class WrongReturnInverse(Identity):
+        def right_inverse(self, x):
+            return x, x
+
+    class ChangeDtypeInverse(Identity):
+        def right_inverse(self, x):
+            return x.bool()
+
+    class ChangeShapeInverse(Identity):
+        def right_inverse(self, x):
+            return x[:-1]
+
+    for parametrization, text in [
+            (WrongReturn(), "must return a tensor"), (ChangeDtype(), "may not change the dtype"),
+            (ChangeShape(), "may not change the shape"),
+            (WrongReturnInverse(), "right_inverse must return a tensor"),
+            (ChangeDtypeInverse(), "must have the same dtype"),
+            (ChangeShapeInverse(), "must have the same shape")]:
+        with pytest.raises(ValueError, match=text):
+            parametrize.register_parametrization(module, "weight", parametrization)
+        assert parametrize.is_parametrized(module)
+        assert len(module.parametrizations.weight) == 1
+        assert isinstance(module.parametrizations.weight[0], Identity)

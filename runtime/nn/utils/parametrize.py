@@ -51,13 +51,17 @@ def _set_data(dest: Tensor, value: Tensor) -> None:
         dest.data = value.detach()
 
 
-def _check_result(z: Any, dtype: Any, shape: Any, lead: str, labels: tuple[str, str]
-                  ) -> None:
+_NOT_TENSOR = "A parametrization must return a tensor. Got {}."
+
+
+def _check_result(z: Any, dtype: Any, shape: Any, lead: str, labels: tuple[str, str],
+                  not_tensor: str = _NOT_TENSOR) -> None:
     """A parametrization (or right_inverse) may not change the tensor's type, dtype or shape
-    unless registered with ``unsafe=True``: ``lead`` (formatted with "dtype" or "shape")
-    and ``labels`` (before the expected and the actual value) are PyTorch's texts."""
+    unless registered with ``unsafe=True``: ``lead`` (formatted with "dtype" or "shape"),
+    ``labels`` (before the expected and the actual value) and ``not_tensor`` (formatted with
+    the type's name) are PyTorch's texts."""
     if not isinstance(z, Tensor):
-        raise ValueError(f"A parametrization must return a tensor. Got {type(z).__name__}.")
+        raise ValueError(not_tensor.format(type(z).__name__))
     for attr, want in (("dtype", dtype), ("shape", shape)):
         got = getattr(z, attr)
         if got != want:
@@ -210,7 +214,8 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
                 _check_result(z, y.dtype, y.shape,
                               "The tensor returned by parametrization.right_inverse must have "
                               f"the same {{}} as module.{tensor_name}, unless the `unsafe` flag "
-                              "is enabled.", (name, "returned "))
+                              "is enabled.", (name, "returned "),
+                              "parametrization.right_inverse must return a tensor. Got: {}")
         chain = module.parametrizations[tensor_name]
         chain.append(parametrization)
         chain.unsafe |= unsafe
