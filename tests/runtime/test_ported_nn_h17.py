@@ -4007,3 +4007,198 @@ def test_errors_parametrized_tensor_parametrization() -> None:
         assert parametrize.is_parametrized(module)
         assert len(module.parametrizations.weight) == 1
         assert isinstance(module.parametrizations.weight[0], Identity)
+
+
+def test_multiple_inputs_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+
+    class RankOne(nn.Module):
+        def forward(self, x, y):
+            return x.unsqueeze(-1) @ y.unsqueeze(-2)
+
+        def right_inverse(self, Y):
+            U, S, Vh = torch.linalg.svd(Y, full_matrices=False)
+            s0_sqrt = S[0].sqrt().unsqueeze(-1)
+            return U[..., :, 0] * s0_sqrt, Vh[..., 0, :] * s0_sqrt
+
+    class Double(nn.Module):
+        def forward(self, x):
+            return 2.0 * x
+
+        def right_inverse(self, w):
+            return 0.5 * w
+
+    def train_twice(model: nn.Module) -> None:
+        sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(2):
+            sgd.zero_grad()
+            (model.weight.T @ model.bias).sum().backward()
+            sgd.step()
+
+    def remove_and_check(model: nn.Module) -> None:
+        with pytest.raises(ValueError, match="leave_parametrized=False"):
+            parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=True)
+        assert not hasattr(model, "parametrizations")
+        assert model.__class__ is nn.Linear
+        assert not parametrize.is_parametrized(model)
+        assert torch.linalg.matrix_rank(model.weight).item() == 1
+        assert "weight" in model._parameters
+
+    model = nn.Linear(3, 3)
+    parametrize.register_parametrization(model, "weight", RankOne())
+    assert parametrize.is_parametrized(model, "weight")
+    assert "original0" in model.parametrizations.weight._parameters
+    assert "original1" in model.parametrizations.weight._parameters
+    assert not parametrize.is_parametrized(model, "bias")
+    assert "weight" not in model._parameters
+    assert torch.linalg.matrix_rank(model.weight).item() == 1
+    remove_and_check(model)
+    init_weight = model.weight.clone()
+    parametrize.register_parametrization(model, "weight", RankOne())
+    _assert_equal(init_weight, model.weight, atol=1e-5, rtol=1e-5)
+    parametrize.register_parametrization(model, "weight", Double())
+    _assert_equal(2.0 * init_weight, model.weight, atol=1e-5, rtol=1e-5)
+    assert torch.linalg.matrix_rank(model.weight).item() == 1
+    assert len(list(model.parameters())) == 3
+    train_twice(model)
+    remove_and_check(model)
+    assert len(list(model.parameters())) == 2
+    train_twice(model)
+
+
+def test_caching_parametrization() -> None:
+    from runtime.nn.utils import parametrize
+    model = nn.Linear(5, 5)
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    with parametrize.cached():
+        assert model.weight is model.weight
+    to_model = nn.Linear(5, 5)
+    parametrize.transfer_parametrizations_and_params(model, to_model)
+    with parametrize.cached():
+        X, Y = model.weight, model.weight
+        assert X is Y
+        A, B = to_model.weight, to_model.weight
+        assert A is B
+        assert A is not X
+
+
+def test_parametrization_same_training_mode() -> None:
+    from runtime.nn.utils import parametrize
+
+    class Identity(nn.Module):
+        def forward(self, X):
+            return X
+
+    module = nn.Linear(4, 4)
+    module.eval()
+    parametrize.register_parametrization(module, "weight", Identity())
+    assert not module.parametrizations.weight[0].training
+    module.train()
+    parametrize.register_parametrization(module, "weight", Identity().eval())
+    assert module.parametrizations.weight[0].training
+    assert module.parametrizations.weight[1].training
+
+
+def test_type_before_parametrizations() -> None:
+    from runtime.nn.utils import parametrize
+
+    class Identity(nn.Module):
+        def forward(self, X):
+            return X
+
+    model = nn.Linear(5, 5)
+    assert parametrize.type_before_parametrizations(model) is nn.Linear
+    parametrize.register_parametrization(model, "weight", Identity())
+    assert parametrize.type_before_parametrizations(model) is nn.Linear
+
+
+def test_deepcopy_after_parametrization() -> None:
+    from copy import deepcopy
+    from runtime.nn.utils import parametrize
+
+    class AddOne(nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+    class ModelWithoutDeepcopy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.tensor([1.0, 1.0, 1.0, 1.0]), requires_grad=True)
+            self.bias = nn.Parameter(torch.tensor([0.0, 0.0, 0.0, 0.0]), requires_grad=True)
+            self.attr = [1.0, 2.0, 3.0, 4.0]
+
+    class ActualModel(ModelWithoutDeepcopy):
+        def __deepcopy__(self, memo):
+            result = self.__new__(self.__class__)
+            memo[id(self)] = result
+            result.__dict__ = deepcopy(self.__dict__, memo)
+            return result
+
+    def check_deepcopy(m1: nn.Module, m2: nn.Module) -> None:
+        w1 = m1.parametrizations.weight.original
+        w2 = m2.parametrizations.weight.original
+        b1 = m1.parametrizations.bias.original if parametrize.is_parametrized(m1, "bias") \
+            else m1.bias
+        b2 = m2.parametrizations.bias.original if parametrize.is_parametrized(m2, "bias") \
+            else m2.bias
+        assert m1.__dict__.keys() == m2.__dict__.keys()
+        assert m1 is not m2
+        _assert_equal(w1, w2)
+        assert w1 is not w2
+        _assert_equal(b1, b2)
+        assert b1 is not b2
+        assert m1.attr == m2.attr and m1.attr is not m2.attr
+
+    for model in (ModelWithoutDeepcopy(), ActualModel()):
+        parametrize.register_parametrization(model, "weight", AddOne())
+        check_deepcopy(model, deepcopy(model))
+        parametrize.register_parametrization(model, "bias", AddOne())
+        check_deepcopy(model, deepcopy(model))
+        parametrize.register_parametrization(model, "weight", AddOne())
+        check_deepcopy(model, deepcopy(model))
+
+
+def test_transfer_parametrizations_and_params() -> None:
+    # (the test's target is torch.ao.nn.qat.Linear, quantization: an nn.Linear here)
+    from runtime.nn.utils import parametrize
+
+    class AddOne(nn.Module):
+        def forward(self, x):
+            return x + 1.0
+
+    class Double(nn.Module):
+        def forward(self, x):
+            return 2.0 * x
+
+        def right_inverse(self, x):
+            return 0.5 * x
+
+    class MinusOne(nn.Module):
+        def forward(self, x):
+            return x - 1.0
+
+    model = nn.Linear(5, 5)
+    for p in (AddOne(), Double(), MinusOne()):
+        parametrize.register_parametrization(model, "weight", p)
+    hold_weight = model.weight
+    to_model = nn.Linear(5, 5)
+    parametrize.transfer_parametrizations_and_params(model, to_model)
+    assert parametrize.is_parametrized(to_model, "weight")
+    _assert_equal(model.weight, to_model.weight)
+    _assert_equal(model.parametrizations.weight.original,
+                  to_model.parametrizations.weight.original)
+    _assert_equal(hold_weight, model.weight)
+    parametrize.remove_parametrizations(to_model, "weight")
+    assert not parametrize.is_parametrized(to_model, "weight")
+    assert parametrize.is_parametrized(model, "weight")
+    model.test_param = nn.Parameter(torch.randn(5, 5))
+    assert not hasattr(to_model, "test_param")
+    parametrize.register_parametrization(model, "test_param", Double())
+    hold_test_param = model.test_param
+    parametrize.transfer_parametrizations_and_params(model, to_model, "test_param")
+    _assert_equal(model.test_param, to_model.test_param)
+    _assert_equal(model.parametrizations.test_param.original,
+                  to_model.parametrizations.test_param.original)
+    _assert_equal(hold_test_param, model.test_param)
