@@ -517,3 +517,132 @@ def test_sequentiallr_no_warnings(opt: Any) -> None:
 def test_get_last_lr_sequentiallr(opt: Any) -> None:
     scheduler = SequentialLR(opt, schedulers=_three_schedulers(opt), milestones=[3, 6])
     _test_get_last_lr(scheduler, _targets(_THREE_TARGETS), 12)
+
+
+def test_sequentiallr_does_not_alias_lr_and_initial_lr() -> None:
+    net = _SchedulerTestNet()
+    opt = SGD(net.parameters(), lr=torch.tensor(2.0))
+    schedulers = [LinearLR(opt, 0.1, 0.8, total_iters=4), LinearLR(opt, 0.8, 0.1, total_iters=4)]
+    scheduler = SequentialLR(opt, schedulers, milestones=[4])
+    _test(opt, scheduler, [[0.2, 0.55, 0.9, 1.25, 1.6, 1.25, 0.9, 0.55]], 8)
+
+
+def test_chained_lr2_get_last_lr_before_step(opt: Any) -> None:
+    schedulers = [LinearLR(opt, start_factor=0.4, total_iters=3),
+                  MultiStepLR(opt, milestones=[4, 8, 10], gamma=0.1)]
+    scheduler = ChainedScheduler(schedulers)
+    assert scheduler.get_last_lr() == schedulers[-1].get_last_lr()
+
+
+_CHAINED = {
+    "1": (10, lambda o: [StepLR(o, gamma=0.1, step_size=3)],
+          [[0.05] * 3 + [0.005] * 3 + [0.0005] * 3 + [0.00005] * 3]),
+    "2": (10, lambda o: [LinearLR(o, start_factor=0.4, total_iters=3)],
+          [[0.02, 0.03, 0.04] + [0.05] * 9]),
+    "3": (10, lambda o: [LinearLR(o, start_factor=0.4, total_iters=3),
+                         MultiStepLR(o, milestones=[4, 8, 10], gamma=0.1)],
+          [[0.02, 0.03, 0.04, 0.05] + [0.005] * 4 + [0.0005] * 3 + [0.00005] * 3]),
+    "4": (9, lambda o: [ExponentialLR(o, gamma=0.9), ConstantLR(o, factor=0.2, total_iters=4),
+                        StepLR(o, gamma=0.1, step_size=3)],
+          [[0.05 * 0.2 * 0.9**x for x in range(3)] + [0.05 * 0.2 * 0.9**3 * 0.1]
+           + [0.05 * 0.9**x * 0.1 for x in range(4, 6)]
+           + [0.05 * 0.9**x * 0.01 for x in range(6, 9)]]),
+    "5": (10, lambda o: [PolynomialLR(o, power=0.9, total_iters=5), ConstantLR(o, factor=0.1)],
+          [[0.1 * lr * (1.0 - x / 5) ** 0.9 for x in range(5)] + [0.0] * 5
+           for lr in (0.05, 0.5)]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_CHAINED))
+def test_chained_lr(opt: Any, case: str) -> None:
+    epochs, make, targets = _CHAINED[case]
+    schedulers = make(opt)
+    scheduler = ChainedScheduler(schedulers)
+    _test(opt, [scheduler], targets, epochs)
+    assert scheduler.get_last_lr() == schedulers[-1].get_last_lr()
+
+
+def _cosine(epochs: int = 10, eta_min: float = 1e-10) -> list[float]:
+    return [eta_min + (0.05 - eta_min) * (1 + math.cos(math.pi * x / epochs)) / 2
+            for x in range(epochs)]
+
+
+def _linear_factor(targets: list[float], iters: int, start: float, end: float = 1.0
+                   ) -> list[float]:
+    out = list(targets)
+    for i in range(iters):
+        out[i] *= start + i / iters * (end - start)
+    return out
+
+
+_COMPOUND = {
+    "step_and_multistep": (
+        lambda o: [StepLR(o, gamma=0.1, step_size=3), MultiStepLR(o, gamma=0.1,
+                                                                  milestones=[2, 5, 9])],
+        [[0.05] * 2 + [0.005] * 1 + [5e-4] * 2 + [5e-5] + [5e-6] * 3 + [5e-8]]),
+    "step_and_exp": (
+        lambda o: [StepLR(o, gamma=0.1, step_size=3), ExponentialLR(o, gamma=0.9)],
+        _targets([0.05 * 0.1 ** (x // 3) * 0.9**x for x in range(12)])),
+    "exp_and_multistep": (
+        lambda o: [MultiStepLR(o, gamma=0.1, milestones=[2, 5, 9]), ExponentialLR(o, gamma=0.9)],
+        _targets([0.05 * (0.9**x) for x in range(2)] + [0.005 * (0.9**x) for x in range(2, 5)]
+                 + [0.0005 * (0.9**x) for x in range(5, 9)]
+                 + [0.00005 * (0.9**x) for x in range(9, 11)])),
+    "exp_and_linearlr": (
+        lambda o: [LinearLR(o, start_factor=0.4, end_factor=0.9, total_iters=4),
+                   ExponentialLR(o, gamma=0.9)],
+        _targets(_linear_factor([0.05 * (0.9**x) for x in range(4)], 4, 0.4, 0.9)
+                 + [0.05 * (0.9**x) * 0.9 for x in range(4, 11)])),
+    "step_and_constantlr": (
+        lambda o: [StepLR(o, gamma=0.1, step_size=3), ConstantLR(o, factor=0.4, total_iters=4)],
+        _targets([0.05 * 0.4] * 3 + [0.005 * 0.4] + [0.005] * 2 + [0.0005] * 3
+                 + [0.00005] * 3)),
+    "linearlr_and_multistep": (
+        lambda o: [MultiStepLR(o, gamma=0.1, milestones=[2, 5, 9]),
+                   LinearLR(o, start_factor=0.4, total_iters=4)],
+        _targets(_linear_factor([0.05] * 2 + [0.005] * 3 + [0.0005] * 4 + [0.00005] * 2, 4,
+                                0.4))),
+    "cosanneal_and_step": (
+        lambda o: [CosineAnnealingLR(o, T_max=10, eta_min=1e-10),
+                   StepLR(o, gamma=0.1, step_size=3)],
+        _targets([x * 0.1 ** (i // 3) for i, x in enumerate(_cosine())])),
+    "cosanneal_and_multistep": (
+        lambda o: [CosineAnnealingLR(o, T_max=10, eta_min=1e-10),
+                   MultiStepLR(o, gamma=0.1, milestones=[2, 5, 9])],
+        _targets([x * y for x, y in zip(_cosine(), [1] * 2 + [0.1] * 3 + [0.01] * 4
+                                        + [0.001])])),
+    "cosanneal_and_linearlr": (
+        lambda o: [LinearLR(o, start_factor=0.4, total_iters=4),
+                   CosineAnnealingLR(o, T_max=10, eta_min=1e-10)],
+        _targets(_linear_factor(_cosine(), 4, 0.4))),
+    "cosanneal_and_exp": (
+        lambda o: [CosineAnnealingLR(o, T_max=10, eta_min=1e-10), ExponentialLR(o, gamma=0.1)],
+        _targets([x * 0.1**i for i, x in enumerate(_cosine())])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_COMPOUND))
+def test_compound(opt: Any, case: str) -> None:
+    make, targets = _COMPOUND[case]
+    _test(opt, make(opt), targets, 10)
+
+
+def test_cycle_lr_invalid_mode(opt: Any) -> None:
+    with pytest.raises(ValueError):
+        CyclicLR(opt, base_lr=0, max_lr=0, mode="CATS")
+
+
+def test_cycle_lr_triangular_mode_one_lr() -> None:
+    net = _SchedulerTestNet()
+    opt = SGD([{"params": net.conv1.parameters()},
+               {"params": net.conv2.parameters(), "lr": 0.5}], lr=0.05, momentum=0.9)
+    lr_target = [1, 2, 3, 4, 5, 4, 3, 2, 1, 2, 3]
+    momentum_target = [5, 4, 3, 2, 1, 2, 3, 4, 5, 4, 3]
+    scheduler = CyclicLR(opt, base_lr=1, max_lr=5, step_size_up=4, cycle_momentum=True,
+                         base_momentum=1, max_momentum=5, mode="triangular")
+    for batch_num in range(len(lr_target)):
+        for group in opt.param_groups:
+            _close(lr_target[batch_num], group["lr"])
+            _close(momentum_target[batch_num], group["momentum"])
+        opt.step()
+        scheduler.step()
