@@ -646,3 +646,56 @@ def test_cycle_lr_triangular_mode_one_lr() -> None:
             _close(momentum_target[batch_num], group["momentum"])
         opt.step()
         scheduler.step()
+
+
+_COMPOUND_PLATEAU = {
+    "1": (10, 0.5, lambda m, o: [m.ReduceLROnPlateau(o, threshold_mode="abs", mode="min",
+                                                     threshold=0.01, patience=5, cooldown=5),
+                                 m.StepLR(o, gamma=0.1, step_size=3)],
+          [10 - i * 0.0167 for i in range(20)]),
+    "2": (22, 0.5, lambda m, o: [m.ReduceLROnPlateau(o, patience=5, cooldown=0,
+                                                     threshold_mode="abs", mode="min",
+                                                     threshold=0.1),
+                                 m.MultiStepLR(o, gamma=0.1, milestones=[3, 8, 12])],
+          [10 - i * 0.0165 for i in range(22)]),
+    "3": (22, 0.5, lambda m, o: [m.ReduceLROnPlateau(o, mode="max", patience=5, cooldown=5,
+                                                     threshold_mode="abs"),
+                                 m.ExponentialLR(o, gamma=0.1)],
+          [-0.8] * 2 + [-0.234] * 20),
+    "4": (10, 0.05, lambda m, o: [m.ReduceLROnPlateau(o, mode="max", patience=3,
+                                                      threshold_mode="rel", threshold=0.1),
+                                  m.CosineAnnealingLR(o, 10, 1e-10)],
+          [1.5 * (1.025**i) for i in range(20)]),
+    "5": (22, 0.5, lambda m, o: [m.ReduceLROnPlateau(o, patience=5, cooldown=0,
+                                                     threshold_mode="abs", mode="min",
+                                                     threshold=0.1),
+                                 m.LinearLR(o, start_factor=0.4, total_iters=4)],
+          [10 - i * 0.0165 for i in range(22)]),
+}
+
+
+def _plateau_trajectory(lib: Any, case: str) -> list[list[float]]:
+    epochs, lr, make, metrics = _COMPOUND_PLATEAU[case]
+    params = [lib.nn.Parameter(lib.zeros(2)), lib.nn.Parameter(lib.zeros(2))]
+    opt = lib.optim.SGD([{"params": params[:1]}, {"params": params[1:]}], lr=lr)
+    schedulers = make(lib.optim.lr_scheduler, opt)
+    lrs = []
+    for epoch in range(epochs):
+        opt.step()
+        for scheduler in schedulers:
+            if isinstance(scheduler, lib.optim.lr_scheduler.ReduceLROnPlateau):
+                scheduler.step(metrics[epoch])
+            else:
+                scheduler.step()
+        lrs.append([float(g["lr"]) for g in opt.param_groups])
+    return lrs
+
+
+@pytest.mark.parametrize("case", sorted(_COMPOUND_PLATEAU))
+def test_compound_reduce_lr_on_plateau(case: str) -> None:
+    # PyTorch's test slices its targets to nothing ("test runs step before checking lr"):
+    # here the lr of every epoch is compared with PyTorch's own schedulers instead
+    reference = pytest.importorskip("torch")
+    expected = _plateau_trajectory(reference, case)
+    for got, want in zip(_plateau_trajectory(torch, case), expected):
+        _close(want, got)
