@@ -1078,8 +1078,6 @@ def sizes_or(args: tuple[Any, ...], keyword: Any, name: str, keyword_name: str
 def reshape(input: Tensor, *sizes: Any, shape: Any = None) -> Tensor:  # noqa: A002
     new = _new_shape(input, sizes if shape is None else sizes_or(sizes, shape, "reshape",
                                                                  "shape"))
-    if new == input.shape:
-        return input if not input._rg else apply(P.RESHAPE, input, shape=new)
     return apply(P.RESHAPE, input, shape=new)
 
 
