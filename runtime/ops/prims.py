@@ -1692,7 +1692,37 @@ PERMUTE = register(Primitive(
 
 
 def _expand_impl(xp: Any, x: Any, *, shape: tuple[int, ...]) -> Any:
-    return xp.broadcast_to(x, shape)
+    """numpy's broadcast, strided as PyTorch strides it: numpy gives every dim of size 1
+    stride 0, PyTorch keeps a kept dim's stride and gives a new one of size 1 the next
+    dim's size times its stride (``x.expand(1, 1, 5)`` strides (5, 5, 1), as
+    ``x[None, None]``'s). The read-only view is remade over x's storage with those."""
+    out = xp.broadcast_to(x, shape)
+    strides = _expand_strides(x, tuple(shape))
+    if xp is not np or strides == out.strides or not out.size:
+        return out
+    from .memory_names import _storage_geometry
+
+    geometry = _storage_geometry(x)
+    if geometry is None:
+        return out
+    root, offset, _ = geometry
+    flat = root.reshape(-1, order="A").view(x.dtype)
+    view = np.ndarray(out.shape, x.dtype, buffer=flat, offset=offset * x.itemsize,
+                      strides=strides)
+    view.flags.writeable = False
+    return view
+
+
+def _expand_strides(x: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """PyTorch's inferExpandGeometry, in bytes."""
+    lead = len(shape) - x.ndim
+    strides = [0] * len(shape)
+    below = x.itemsize
+    for i in range(len(shape) - 1, -1, -1):
+        size, stride = (x.shape[i - lead], x.strides[i - lead]) if i >= lead else (1, below)
+        strides[i] = stride if size == shape[i] else 0
+        below = shape[i] * strides[i]
+    return tuple(strides)
 
 
 EXPAND = register(Primitive(
@@ -1700,7 +1730,7 @@ EXPAND = register(Primitive(
     infer=lambda x, *, shape: (tuple(np.broadcast_shapes(x.shape, shape)), x.dtype),
     backward=lambda c, g: (F.sum_to(g, c.shape(0)),), view=True, attrs=("shape",),
     lower=_lower_broadcast, flops=flops_none,
-    specializer=_view_fast(lambda attrs: functools.partial(np.broadcast_to, shape=attrs["shape"]))))
+    specializer=_view_fast(lambda attrs: functools.partial(_expand_impl, np, shape=attrs["shape"]))))
 
 
 @dataclass(frozen=True)
