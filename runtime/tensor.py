@@ -981,7 +981,15 @@ Tensor.T = property(_reversed_dims)  # type: ignore[assignment]
 Tensor.mT = _matrix_transpose("mT", True)  # type: ignore[attr-defined]
 Tensor.mH = _matrix_transpose("mH", True)  # type: ignore[attr-defined]
 Tensor.H = _matrix_transpose("H", False)  # type: ignore[attr-defined]
-Tensor.ravel = lambda self: F.reshape(self, (-1,))  # type: ignore[attr-defined]
+
+
+def _ravel(self: Tensor) -> Tensor:
+    from .ops.extras import ravel
+
+    return ravel(self)
+
+
+Tensor.ravel = _ravel  # type: ignore[attr-defined]
 from .ops import inplace_ops as _inpl  # noqa: E402
 
 for _n in ("abs_ log_ floor_ ceil_ trunc_ sign_ sin_ cos_ log1p_ expm1_ relu_ sigmoid_ round_ "

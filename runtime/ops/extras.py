@@ -16,7 +16,6 @@ from . import tensor_ops as T
 from .dispatch import named
 from .naming import renamed
 from .layouts import factory_options as _factory_options
-from .shapes import broadcast_shapes as _broadcast_shapes
 
 # PyTorch's other names of ops the runtime has
 arccos, arccosh, arcsin, arcsinh = F.acos, F.acosh, F.asin, F.asinh
@@ -25,10 +24,35 @@ greater, greater_equal, less, less_equal, not_equal = F.gt, F.ge, F.lt, F.le, F.
 
 
 def broadcast_shapes(*shapes: Any) -> Any:
-    """The shape the given shapes broadcast to (an int is a 1-d shape)."""
+    """The shape the given shapes broadcast to (an int is a 1-d shape, a None is skipped),
+    checked as PyTorch's ``torch._refs._broadcast_shapes`` checks: a shape that is not a
+    sequence, a negative size broadcast and two sizes that do not broadcast raise its
+    errors and texts."""
+    from collections.abc import Sequence
+
     from .shapes import Size
 
-    return Size(_broadcast_shapes(*((s,) if isinstance(s, int) else tuple(s) for s in shapes)))
+    given = tuple((s,) if isinstance(s, int) else s for s in shapes if s is not None)
+    for shape in given:
+        if not isinstance(shape, Sequence):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a "
+                               f"list of ints, got {shape}")
+    common = [1] * max((len(s) for s in given), default=0)
+    for arg, shape in enumerate(given):
+        for idx in range(-1, -1 - len(shape), -1):
+            size = shape[idx]
+            if size == common[idx]:
+                continue
+            if common[idx] == 1:
+                if size < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                common[idx] = size
+            if size != 1 and common[idx] != size:
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {size} at {idx}! Mismatching "
+                    f"argument at index {arg} had {shape}; but expected shape should be "
+                    f"broadcastable to {common}")
+    return Size(common)
 
 
 def _atleast(n: int, tensors: tuple[Any, ...]) -> Any:
@@ -125,7 +149,11 @@ def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
 
 
 def ravel(input: Tensor) -> Tensor:  # noqa: A002
-    return F.reshape(input, (-1,))
+    """PyTorch's ``contiguous().view(-1)``: a view of a contiguous input, else a flat copy
+    that is itself contiguous (a strided view of a strided input is not)."""
+    from .layouts import contiguous
+
+    return F.reshape(contiguous(input), (-1,))
 
 
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
