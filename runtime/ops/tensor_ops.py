@@ -797,12 +797,24 @@ def flip(input: Tensor, *sizes: Any, dims: Any = None) -> Tensor:  # noqa: A002
     return F.clone(F.getitem(input, key)) if axes else F.clone(input)
 
 
+def _narrow_start(start: Any) -> Any:
+    """narrow's start given as a tensor (PyTorch's narrow.Tensor overload): a 0-dim integer
+    tensor's value; a float, bool or sized tensor is refused as PyTorch refuses it."""
+    if not isinstance(start, Tensor):
+        return start
+    if start.ndim != 0 or start.dtype.is_floating_point or start.dtype.is_complex \
+            or start.dtype == D.bool_:
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
+    return int(start.item())
+
+
 @named_backward("SliceBackward0")
 def narrow(input: Tensor, dim: int, start: int, length: int) -> Tensor:
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = _dim(input, dim)
     n = input.shape[d]
+    start = _narrow_start(start)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     if not -n <= start <= n:
