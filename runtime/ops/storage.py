@@ -143,13 +143,32 @@ def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     if _trace_state.tracer is not None:
         raise GraphBreak("resize_ replaces a tensor's storage")
     shape = _size(sizes, None, "resize_")
+    if tuple(shape) == tuple(self.shape):
+        return self  # PyTorch's early return: strides and version kept
     n = int(np.prod(shape, dtype=np.int64))
-    new = self.xp.empty(shape, dtype=self._data.dtype)
-    keep = min(n, self._data.size)
-    new.reshape(-1)[:keep] = self._data.reshape(-1)[:keep]
-    self._data = new
+    self._data = _resized(self.xp, self._data, tuple(shape), n)
     self._vc.v += 1
     return self
+
+
+def _resized(xp: Any, data: Any, shape: tuple[int, ...], n: int) -> Any:
+    """``data`` resized as PyTorch resizes a tensor: row-major from its storage offset, in the
+    same storage where that holds ``n`` elements from there (a view of the storage sees the
+    writes after it), else in a new storage, at the same offset, that starts with the old
+    storage's elements."""
+    from .memory_names import _storage_geometry
+
+    geometry = _storage_geometry(data)
+    offset, old = 0, data.reshape(-1)
+    if geometry is not None:
+        root, offset, _ = geometry
+        old = root.reshape(-1, order="A").view(data.dtype)
+        if offset + n <= old.size and old.flags.writeable:
+            return old[offset:offset + n].reshape(shape)
+    new = xp.empty(offset + n, dtype=data.dtype)
+    keep = min(offset + n, old.size)
+    new[:keep] = old[:keep]
+    return new[offset:].reshape(shape)
 
 
 def resize_as_(self: Tensor, the_template: Tensor, *, memory_format: Any = None) -> Tensor:
