@@ -231,8 +231,11 @@ def _storage_geometry(arr: Any) -> tuple[Any, int, tuple[int, ...]] | None:
 
 
 def _address(arr: Any) -> int:
-    data = arr.data
-    return int(data.ptr) if hasattr(data, "ptr") else int(arr.__array_interface__["data"][0])
+    """An array's first element's address: a numpy array's from its array interface (its
+    buffer, ``.data``, refuses bfloat16), a CuPy array's from its pointer."""
+    if isinstance(arr, np.ndarray):
+        return int(arr.__array_interface__["data"][0])
+    return int(arr.data.ptr)
 
 
 def _root_array(arr: Any) -> Any:
@@ -530,9 +533,7 @@ class UntypedStorage:
         self.device = device
 
     def data_ptr(self) -> int:
-        root = self._root
-        return int(root.data.ptr) if hasattr(root.data, "ptr") else \
-            int(root.__array_interface__["data"][0])
+        return _address(self._root)
 
     def nbytes(self) -> int:
         return int(self._root.nbytes)

@@ -9,6 +9,7 @@ storage under all of them). A GPU tensor is shared already (CUDA IPC), as in PyT
 
 from __future__ import annotations
 
+import math
 import mmap
 import sys
 from typing import Any
@@ -106,10 +107,11 @@ def set_(self: Tensor, source: Any = None, storage_offset: Any = None, size: Any
 
 
 def data_ptr(self: Tensor) -> int:
-    """The address of the tensor's first element."""
-    data = self._data
-    return int(data.data.ptr) if hasattr(data, "device") and hasattr(data.data, "ptr") else \
-        int(data.__array_interface__["data"][0])
+    """The address of the tensor's first element (a numpy array's from its array interface:
+    its buffer, ``.data``, refuses a bfloat16 array)."""
+    from .memory_names import _address
+
+    return _address(self._data)
 
 
 def storage_offset(self: Tensor) -> int:
@@ -136,7 +138,7 @@ def is_pinned(self: Tensor, device: Any = None) -> bool:
 def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     """self given the shape ``sizes`` in place: the elements it had kept in order as far as
     they go, the rest uninitialized (as PyTorch's resize_)."""
-    from ..creation import _size
+    from ..creation import _INT64_MAX, _size, check_storage_size
 
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
@@ -145,7 +147,10 @@ def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     shape = _size(sizes, None, "resize_")
     if tuple(shape) == tuple(self.shape):
         return self  # PyTorch's early return: strides and version kept
-    n = int(np.prod(shape, dtype=np.int64))
+    n = math.prod(shape)
+    if n > _INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+    check_storage_size(shape, self._data.dtype.itemsize)
     self._data = _resized(self.xp, self._data, tuple(shape), n)
     self._vc.v += 1
     return self
