@@ -1120,19 +1120,41 @@ def _view_dtype(x: Tensor, dtype: D.DType) -> Tensor:
     if is_tracing():
         raise GraphBreak("Tensor.view(dtype) reinterprets memory")
     old, new = x._data.dtype.itemsize, np.dtype(dtype.np).itemsize
+    data = x._data
     if old != new:
-        what = (f"to view {D.scalar_type_name(x.dtype)} as {D.scalar_type_name(dtype)} "
-                "(different element sizes)")
-        if x.ndim == 0:
-            raise RuntimeError(f"self.dim() cannot be 0 {what}")
-        if x._data.shape[-1] != 1 and x._data.strides[-1] != old:
-            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
-                               f"{x._data.strides[-1] // old}")
-        if new > old and (x.shape[-1] * old) % new:
-            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but "
-                               f"got {x.shape[-1]}")
-    t = Tensor._make(x._data.view(dtype.np), dtype, x.device, vc=x._vc)
-    return t
+        _check_view_dtype(x, dtype, old, new)
+        if data.size == 0:  # numpy strides an empty array 0 and its view(dtype) only the last
+            data = x.xp.lib.stride_tricks.as_strided(data, strides=tuple(
+                s * old for s in x.stride()))
+    return Tensor._make(data.view(dtype.np), dtype, x.device, vc=x._vc)
+
+
+def _check_view_dtype(x: Tensor, dtype: D.DType, old: int, new: int) -> None:
+    """PyTorch's view_dtype checks, in its order: a smaller element needs stride(-1) 1; a
+    larger one a last size and a storage offset divisible by the ratio, stride(-1) 1, then
+    the other strides divisible (strides as PyTorch reads them: an empty tensor's are
+    contiguous)."""
+    what = (f"to view {D.scalar_type_name(x.dtype)} as {D.scalar_type_name(dtype)} "
+            "(different element sizes)")
+    if x.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    strides = x.stride()
+    last = (f"self.stride(-1) must be 1 {what}, but got {strides[-1]}")
+    if new < old:
+        if strides[-1] != 1:
+            raise RuntimeError(last)
+        return
+    ratio = new // old
+    for name, value in (("self.size(-1)", x.shape[-1]), ("self.storage_offset()",
+                                                          x.storage_offset())):
+        if value % ratio:
+            raise RuntimeError(f"{name} must be divisible by {ratio} {what}, but got {value}")
+    if strides[-1] != 1:
+        raise RuntimeError(last)
+    for d, stride in enumerate(strides[:-1]):
+        if stride % ratio:
+            raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, but got "
+                               f"{stride}")
 
 
 def view_as(x: Tensor, other: Tensor) -> Tensor:
