@@ -256,6 +256,16 @@ def _check_sizes(shape: tuple[int, ...], fn: str) -> None:
                          f"{list(shape)}")
 
 
+_INT64_MAX = 2 ** 63 - 1
+
+
+def check_storage_size(shape: tuple[int, ...], itemsize: int) -> None:
+    """PyTorch's error where a contiguous storage of ``shape`` needs more bytes than an int64
+    counts (numpy's is a ValueError 'array is too big')."""
+    if math.prod(shape) * itemsize > _INT64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+
+
 # numpy's float scalar types, as PyTorch infers a dtype from each (a Python float: the
 # default dtype)
 _FLOAT_SCALARS = {np.float16: D.float16, np.float32: D.float32, np.float64: D.float64,
@@ -504,6 +514,7 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
             else D.default_float)
     else:
         dt = D.as_dtype(dtype)
+    check_storage_size(shape, dt.np.itemsize)
     if value is not None and (dt.category == 1 or (  # PyTorch's overflow error, uint8's -1
             dt.is_floating_point and isinstance(value, (int, float, np.number)))):  # 255
         value = D.scalar_as(value, dt)

@@ -7,6 +7,8 @@ Left out, as outside this project's scope: CUDA/meta/lazy devices, sparse, compl
 view_as_complex, conj/imag views, set_real_imag), quantized (the quantized halves of ravel/flatten),
 named tensors, torch.jit/compile, memory-format (channels_last) specifics, float8, nested tensors,
 and out= variants of ops that have no out= here (view_copy's out=, split_copy's out=).
+Not ported: test_view_ops' test_contiguous (``x.set_(storage, offset, size, stride)``, which
+the runtime refuses with a NotImplementedError: its storages are arrays without offsets).
 """
 
 from __future__ import annotations
@@ -852,3 +854,219 @@ def test_broadcast_to(dtype: torch.dtype) -> None:
             with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(\d\) "
                                                    r"must match the existing size \(\d\)"):
                 torch.broadcast_to(t, s1)
+
+
+def test_view() -> None:
+    tensor = torch.rand(15)
+    template = torch.rand(3, 5)
+    empty = torch.empty(0)
+    target = template.size()
+    assert tensor.view_as(template).size() == target
+    assert tensor.view(3, 5).size() == target
+    assert tensor.view(torch.Size([3, 5])).size() == target
+    assert tensor.view(-1, 5).size() == target
+    assert tensor.view(3, -1).size() == target
+    tensor.view(5, 3).fill_(random.uniform(0, 1))
+    assert_equal(empty.view_as(empty), empty)
+    assert_equal(empty.view(0), empty)
+    assert empty.view(0, 3, 0, 1).size() == torch.Size([0, 3, 0, 1])
+    assert_equal(empty.view(0, 3, 0, 1).view(0), empty)
+    assert empty.view(-1).size() == torch.Size([0])
+    assert empty.view(10, 3, -1).size() == torch.Size([10, 3, 0])
+    for shape in ((-1, 0), (3, 0, -1, 0)):
+        with pytest.raises(RuntimeError,
+                           match="because the unspecified dimension size -1 can be any value"):
+            empty.view(*shape)
+    for shape in ((15, 0), (7, -1), (15, -1, -1)):
+        with pytest.raises(RuntimeError):
+            tensor.view(*shape)
+    tensor = torch.rand(4, 2, 5, 1, 6, 2, 9, 3).transpose(-1, 2).transpose(-2, 3)
+    contig = tensor.clone()
+    for size in ([8, 1, 3, 3, 3, 4, 1, 3, 5], [2, 4, 3, 1, 9, 2, 2, 3, 5, 1],
+                 [1, 1, 2, 1, 4, 3, 1, 1, 9, 1, 2, 1, 2, 3, 1, 5, 1, 1]):
+        assert_equal(tensor.view(*size), contig.view(*size))
+    for size in ((-1,), (24, 9, 6, 2, 1, 5), (8, 3, 9, 6, 10), (8, 3, 54, 2, 1, 5)):
+        with pytest.raises(RuntimeError):
+            tensor.view(*size)
+    tensor = torch.empty(1, 1).expand(3, 4)
+    contig = tensor.clone()
+    for size in ((-1,), (1, -1, 1), (-1, 1), (6, 2, 1), (1, 6, 2, 1)):
+        assert_equal(tensor.view(*size), contig.view(*size))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_reshape_view_semantics(dtype: torch.dtype) -> None:
+    tensor = make_tensor((15, 4), dtype)
+    view = tensor.reshape((20, 3))
+    assert view.size() == (20, 3)
+    assert tensor.untyped_storage().data_ptr() == view.untyped_storage().data_ptr()
+    copy = tensor.transpose(0, 1).reshape((20, 3))
+    assert copy.size() == (20, 3)
+    assert tensor.untyped_storage().data_ptr() != copy.untyped_storage().data_ptr()
+
+
+_SPLIT_SIZES = [(0,), (10,), (10, 0), (0, 10), (4, 10), (12, 3)]
+
+
+def _split_inputs(dtype: torch.dtype) -> Any:
+    for size in _SPLIT_SIZES:
+        base = make_tensor(size, dtype)
+        yield from ([base, base.t()] if base.dim() == 2 else [base])
+
+
+def _assert_pieces(got: Any, want: Any, dtype: torch.dtype) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == dtype
+        assert_equal(g, w)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_tensor_split_sections(dtype: torch.dtype) -> None:
+    for a in _split_inputs(dtype):
+        for dim in range(-a.dim(), a.dim()):
+            for sections in range(1, 2 * a.size(dim)):
+                want = np.array_split(a.numpy(), sections, dim)
+                _assert_pieces(torch.tensor_split(a, sections, dim), want, dtype)
+                _assert_pieces(torch.tensor_split(a, torch.tensor(sections, dtype=torch.int64),
+                                                  dim), want, dtype)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_tensor_split_indices(dtype: torch.dtype) -> None:
+    indices_args = [(), (0,), (3,), (10,), (-1,), (-10,), (2, -1), (3, 4, 10), (0, -1, 0, 10),
+                    (1, 5, 2, 8)]
+    for a in _split_inputs(dtype):
+        for dim in range(-a.dim(), a.dim()):
+            for indices in indices_args:
+                want = np.array_split(a.numpy(), indices, dim)
+                _assert_pieces(torch.tensor_split(a, indices, dim), want, dtype)
+                _assert_pieces(torch.tensor_split(a, torch.tensor(indices, dtype=torch.int64),
+                                                  dim), want, dtype)
+
+
+def test_tensor_split_errors() -> None:
+    cases = [
+        ((10,), 10, 1, IndexError, r"Dimension out of range"),
+        ((), 10, 0, RuntimeError, r"tensor_split expected at least a 1-dimensional tensor, but "
+                                  r"got a tensor with 0 dims"),
+        ((10,), (10,), 1, IndexError, r"Dimension out of range"),
+        ((), (10,), 0, RuntimeError, r"tensor_split expected at least a 1-dimensional tensor, "
+                                     r"but got a tensor with 0 dims"),
+        ((10,), 0, 0, RuntimeError, r"number of sections must be larger than 0, got 0"),
+        ((10,), -1, 0, RuntimeError, r"number of sections must be larger than 0, got -1"),
+    ]
+    for size, arg, dim, err, msg in cases:
+        a = torch.randn(size)
+        with pytest.raises(err, match=msg):
+            torch.tensor_split(a, arg, dim)
+        with pytest.raises(err, match=msg):
+            torch.tensor_split(a, torch.tensor(arg), dim)
+    with pytest.raises(RuntimeError, match="tensor_split expected tensor_indices_or_sections to "
+                                           "have dtype of long, but got Float"):
+        torch.tensor_split(a, torch.tensor(1.1), dim)
+    with pytest.raises(RuntimeError, match="tensor_split expected tensor_indices_or_sections to "
+                       "be a zero-dimensional or one-dimensional tensor, but got a tensor with 2 "
+                       "dims"):
+        torch.tensor_split(torch.rand(10), torch.tensor(((1,),)), 0)
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_resize_and_view_all_dtypes(dtype: torch.dtype) -> None:
+    x = torch.tensor([[1, 2], [3, 4], [5, 6]], dtype=dtype)
+    assert x.view(6).shape == (6,)
+    x.resize_((2, 2))
+    assert x.shape == (2, 2)
+    x = torch.tensor([[1, 2], [3, 4], [5, 6]], dtype=dtype)
+    y = torch.tensor([[1, 2, 3], [4, 5, 6]], dtype=dtype)
+    x.resize_as_(y)
+    assert x.shape == y.shape
+
+
+def test_resize_overflow() -> None:
+    x = torch.empty((), dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        x.resize_([2, 4, 2**29, 2**29])
+    with pytest.raises(RuntimeError, match="overflow"):
+        x.resize_([8, 8, 2**29, 2**29])
+
+
+_VIEW_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64,
+                torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool]
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_view_dtype_new(dtype: torch.dtype) -> None:
+    def inputs() -> Any:
+        yield make_tensor((4, 4, 64), dtype, low=-5, high=5)
+        yield make_tensor((4, 4, 64), dtype, low=-5, high=5).permute(1, 0, 2)
+        yield make_tensor((4, 64, 4), dtype, low=-5, high=5).permute(2, 0, 1)
+        yield make_tensor((1, 5, 1), dtype, low=-5, high=5).expand(5, 5, 64)
+        yield make_tensor((2, 5, 256), dtype, low=-5, high=5)[1::2, 1:, ::2]
+        yield make_tensor((0, 5, 64), dtype, low=-5, high=5)
+        yield make_tensor((), dtype, low=-5, high=5)
+
+    def expected(a: torch.Tensor, view_dtype: torch.dtype) -> tuple[Any, Any]:
+        size, view_size = a.element_size(), torch.empty((), dtype=view_dtype).element_size()
+        if size == view_size:
+            return a.size(), a.stride()
+        shape, stride = list(a.size()), list(a.stride())
+        if size > view_size:
+            ratio = size // view_size
+            shape[-1] *= ratio
+            stride = [s * ratio for s in stride]
+        else:
+            ratio = view_size // size
+            shape[-1] //= ratio
+            stride = [s // ratio for s in stride]
+        stride[-1] = 1
+        return torch.Size(shape), tuple(stride)
+
+    for a in inputs():
+        a_np, a_np_contig = a.numpy(), a.contiguous().numpy()
+        for view_dtype in _VIEW_DTYPES:
+            if view_dtype == torch.bool:
+                continue  # PyTorch's test leaves bool out of the targets (numpy reads any byte)
+            same = a.element_size() == torch.empty((), dtype=view_dtype).element_size()
+            if not same and a.dim() == 0:
+                with pytest.raises(RuntimeError, match=r"self.dim\(\) cannot be 0"):
+                    a.view(view_dtype)
+                continue
+            if not same and a.stride(-1) != 1:
+                with pytest.raises(RuntimeError, match=r"self.stride\(-1\) must be 1"):
+                    a.view(view_dtype)
+                continue
+            v = a.view(view_dtype)
+            assert v.dtype == view_dtype
+            assert a.data_ptr() == v.data_ptr()
+            assert (v.size(), v.stride()) == expected(a, view_dtype)
+            assert_equal(v.view(dtype), a, rtol=0, atol=0)
+            if view_dtype == torch.bfloat16:
+                continue  # numpy has no bfloat16
+            np_dtype = torch.empty((), dtype=view_dtype).numpy().dtype
+            want = (a_np if same else a_np_contig).view(np_dtype)
+            assert_equal(v, want)
+    if dtype.is_floating_point:
+        for view_dtype in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
+            t = make_tensor((5, 5, 64), dtype, low=-5, high=5, requires_grad=True)
+            assert not t.view(view_dtype).requires_grad
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_view_dtype_upsize_errors(dtype: torch.dtype) -> None:
+    size = torch.empty((), dtype=dtype).element_size()
+    for view_dtype in _VIEW_DTYPES:
+        view_size = torch.empty((), dtype=view_dtype).element_size()
+        if view_size <= size:
+            continue
+        ratio = view_size // size
+        a = make_tensor((4, 4, ratio + 1), dtype, low=-5, high=5)
+        with pytest.raises(RuntimeError, match=rf"self.size\(-1\) must be divisible by {ratio}"):
+            a.view(view_dtype)
+        with pytest.raises(RuntimeError,
+                           match=rf"self.storage_offset\(\) must be divisible by {ratio}"):
+            a[:, :, 1:].view(view_dtype)
+        a = make_tensor((4, 4, ratio), dtype, low=-5, high=5)
+        a = a.as_strided((4, 4, ratio), (ratio, 1, 1))
+        with pytest.raises(RuntimeError, match=rf"self.stride\(1\) must be divisible by {ratio}"):
+            a.view(view_dtype)
