@@ -525,10 +525,17 @@ def _int64(a: np.ndarray, device: str) -> Tensor:
                         device)
 
 
-@takes_out("nonzero")
-def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:
+def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False) -> Any:
     """The indices of x's nonzero elements: an (n, ndim) int64 tensor, one row each in
-    row-major order; ``as_tuple``: one 1-D tensor per dimension (a 0-d x counts as 1-D)."""
+    row-major order; ``as_tuple``: one 1-D tensor per dimension (a 0-d x counts as 1-D).
+    ``out`` must be int64 and is refused with ``as_tuple`` (PyTorch's texts)."""
+    if out is not None:
+        if as_tuple:
+            raise RuntimeError("nonzero does not support the out kwarg when as_tuple is True")
+        if isinstance(out, Tensor) and out.dtype is not D.int64:
+            raise RuntimeError(f"nonzero: Expected out tensor to have scalar type Long but got "
+                               f"scalar type{D.scalar_type_name(out.dtype)}")
+        return F.written_to(out, nonzero(input), "nonzero")
     values = _host_values(input, "nonzero")
     if as_tuple:
         return tuple(_int64(a, input.device) for a in np.nonzero(values.reshape(values.shape or 1)))
