@@ -1816,6 +1816,8 @@ def copy_(t: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
 
 
 def clamp_(t: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+    if min is None and max is None:  # clamp's error (rt returned t unchanged)
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         result = clamp(t, min, max)
         if result.dtype.category > t.dtype.category:  # PyTorch's iterator's text (copy_ cast)
