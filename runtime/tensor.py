@@ -941,6 +941,13 @@ for _dunder, _n in {
     "getitem": "tensor_getitem", "setitem": "tensor_setitem",
 }.items():
     setattr(Tensor, f"__{_dunder}__", getattr(F, _n))
+
+
+def _delitem(self: Tensor, key: Any) -> None:
+    raise TypeError("Tensor does not support deleting items")
+
+
+Tensor.__delitem__ = _delitem  # type: ignore[attr-defined]
 Tensor.t = F.t_  # type: ignore[assignment]
 def _reversed_dims(self: Tensor) -> Tensor:
     """Tensor.T: the dims reversed (PyTorch's warning where the tensor is not a matrix)."""
