@@ -166,3 +166,103 @@ def test_advancedindex_integer_arrays(dtype: torch.dtype) -> None:
     assert_equal(reference[(_ri([0, 0]), _ri([0, 1]))], t([0, 4]))
     assert_equal(reference[(_ri([0, 1, 1, 0, 3]), _ri([1]))], t([4, 5, 5, 4, 7]))
     assert_equal(reference[(_ri([0, 0, 1, 1]), _ri([0, 1, 0, 0]))], t([0, 4, 1, 1]))
+
+
+def _np_key(indices: Any) -> Any:
+    return tuple(i.tolist() if isinstance(i, torch.Tensor) else i for i in indices)
+
+
+def _assert_get_eq(t: torch.Tensor, indexer: Any) -> None:
+    assert_equal(t[indexer], torch.tensor(t.numpy()[_np_key(indexer)], dtype=t.dtype))
+
+
+def _assert_set_eq(t: torch.Tensor, indexer: Any, value: Any) -> None:
+    got = t.clone()
+    got[indexer] = value
+    want = t.clone().numpy()
+    want[_np_key(indexer)] = value if isinstance(value, int) else value.numpy()
+    assert_equal(got, torch.tensor(want, dtype=t.dtype))
+
+
+def _set_tensor(t: torch.Tensor, indexer: Any) -> torch.Tensor:
+    part = t[indexer]
+    return torch.randperm(part.numel()).view(part.size()).double()
+
+
+S, E = slice(None), Ellipsis
+_INDEXERS_2D = [(S, [1, 3]), ([0, 2], S), (S, [[0, 1], [2, 3]]), ([-1], [0]), ([0, 2], [-1]),
+                (S, [-1])]
+_INDEXERS_3D = [
+    (S, S, (0, 3, 4)), (S, (2, 4, 5, 7), S), ((2, 3), S, S), (S, (0, 2, 3), (1, 3, 4)),
+    (S, (0,), (1, 2, 4)), (S, (0, 1, 3), (4,)), (S, ((0, 1), (1, 0)), ((2, 3),)),
+    (S, ((0, 1), (2, 3)), ((0,),)), (S, ((5, 6),), ((0, 3), (4, 4))), ((0, 2, 3), (1, 3, 4), S),
+    ((0,), (1, 2, 4), S), ((0, 1, 3), (4,), S), (((0, 1), (1, 0)), ((2, 1), (3, 5)), S),
+    (((0, 1), (1, 0)), ((2, 3),), S), (((0, 1), (2, 3)), ((0,),), S),
+    (((2, 1),), ((0, 3), (4, 4)), S), (((2,),), ((0, 3), (4, 1)), S), ((0, 2, 3), S, (1, 3, 4)),
+    ((0, 2),), ((0, 2), S), ((0, 2), E), ((0, 2), S, E), ((0, 2), E, S), ((0, 2), (1, 3)),
+    ((0, 2), (1, 3), E), (E, (1, 3), (2, 3)), (E, (2, 3, 4)), (E, S, (2, 3, 4)),
+    (S, E, (2, 3, 4)), (E, S, S, (0, 3, 4)), (S, E, S, (0, 3, 4)), (S, S, E, (0, 3, 4)),
+    (S, S, (0, 3, 4), E), (E, ((0, 1), (1, 0)), ((2, 1), (3, 5)), S),
+    (((0, 1), (1, 0)), ((2, 1), (3, 5)), E, S), (((0, 1), (1, 0)), ((2, 1), (3, 5)), S, E)]
+_INDEXERS_4D = [
+    (S, S, S, (0, 3, 4)), (S, S, (2, 4, 5, 7), S), (S, (2, 3), S, S), ((1, 2), S, S, S),
+    (S, S, (0, 2, 3), (1, 3, 4)), (S, S, (0,), (1, 2, 4)), (S, S, (0, 1, 3), (4,)),
+    (S, S, ((0, 1), (1, 0)), ((2, 3),)), (S, S, ((0, 1), (2, 3)), ((0,),)),
+    (S, S, ((5, 6),), ((0, 3), (4, 4))), (S, (0, 2, 3), (1, 3, 4), S), (S, (0,), (1, 2, 4), S),
+    (S, (0, 1, 3), (4,), S), (S, ((0, 1), (3, 4)), ((2, 3), (0, 1)), S),
+    (S, ((0, 1), (3, 4)), ((2, 3),), S), (S, ((0, 1), (3, 2)), ((0,),), S),
+    (S, ((2, 1),), ((0, 3), (6, 4)), S), (S, ((2,),), ((0, 3), (4, 2)), S),
+    ((0, 1, 2), (1, 3, 4), S, S), ((0,), (1, 2, 4), S, S), ((0, 1, 2), (4,), S, S),
+    (((0, 1), (0, 2)), ((2, 4), (1, 5)), S, S), (((0, 1), (1, 2)), ((2, 0),), S, S),
+    (((2, 2),), ((0, 3), (4, 5)), S, S), (((2,),), ((0, 3), (4, 5)), S, S),
+    (S, (3, 4, 6), (0, 2, 3), (1, 3, 4)), (S, (2, 3, 4), (1, 3, 4), (4,)),
+    (S, (0, 1, 3), (4,), (1, 3, 4)), (S, (6,), (0, 2, 3), (1, 3, 4)), (S, (2, 3, 5), (3,), (4,)),
+    (S, (0,), (4,), (1, 3, 4)), (S, (6,), (0, 2, 3), (1,)),
+    (S, ((0, 3), (3, 6)), ((0, 1), (1, 3)), ((5, 3), (1, 2))), ((2, 2, 1), (0, 2, 3), (1, 3, 4), S),
+    ((2, 0, 1), (1, 2, 3), (4,), S), ((0, 1, 2), (4,), (1, 3, 4), S), ((0,), (0, 2, 3), (1, 3, 4), S),
+    ((0, 2, 1), (3,), (4,), S), ((0,), (4,), (1, 3, 4), S), ((1,), (0, 2, 3), (1,), S),
+    (((1, 2), (1, 2)), ((0, 1), (2, 3)), ((2, 3), (3, 5)), S), (E, (0, 3, 4)), (E, S, (0, 3, 4)),
+    (E, S, S, (0, 3, 4)), (S, E, (0, 3, 4)), (S, S, E, (0, 3, 4)), (S, (0, 2, 3), (1, 3, 4)),
+    (S, (0, 2, 3), (1, 3, 4), E), (E, (0, 2, 3), (1, 3, 4), S), ((0,), (1, 2, 4)),
+    ((0,), (1, 2, 4), S), ((0,), (1, 2, 4), E), ((0,), (1, 2, 4), E, S), ((1,),),
+    ((0, 2, 1), (3,), (4,)), ((0, 2, 1), (3,), (4,), S), ((0, 2, 1), (3,), (4,), E),
+    (E, (0, 2, 1), (3,), (4,))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.int64])
+def test_advancedindex_vs_numpy(dtype: torch.dtype) -> None:
+    reference = _consec((3, 2), dtype=dtype)
+    assert_equal(reference[_ri([0, 2]),], torch.tensor([[1, 2], [5, 6]], dtype=dtype))
+    assert_equal(reference[_ri([1]), ...], torch.tensor([[3, 4]], dtype=dtype))
+    assert_equal(reference[..., _ri([1])], torch.tensor([[2], [4], [6]], dtype=dtype))
+    with pytest.raises(IndexError):
+        reference[_ri([1]), _ri([0, 2]), _ri([3])]
+    reference = torch.empty(10, dtype=dtype)
+    for bad in (10, -11):
+        for key in (bad, torch.LongTensor([bad]), [bad]):
+            with pytest.raises(IndexError, match="out of"):
+                reference[key]
+    for shape, indexers, value, dupes in (
+            ((4, 5), _INDEXERS_2D, 44, [(S, [0, 1, 1, 2, 2])]), ((4, 8, 5), _INDEXERS_3D, 212, []),
+            ((3, 9, 8, 6), _INDEXERS_4D, 1333, [])):
+        reference = torch.arange(0.0, int(np.prod(shape)), dtype=dtype).view(*shape)
+        for indexer in indexers + dupes:
+            _assert_get_eq(reference, indexer)
+        for indexer in indexers:
+            _assert_set_eq(reference, indexer, value)
+            _assert_set_eq(reference, indexer, _set_tensor(reference, indexer))
+
+
+@pytest.mark.parametrize("dtype", ALL)
+def test_advancedindex_backward_matches_index_put(dtype: torch.dtype) -> None:
+    """(The file's assert_backward_eq, run on the CPU against an index_put of the gradient.)"""
+    reference = make_tensor((4, 8, 5), dtype).float()
+    for indexer in _INDEXERS_3D[:12]:
+        x = reference.detach().clone().requires_grad_(True)
+        out = x[indexer]
+        g = torch.rand_like(out)
+        out.backward(g)
+        want = torch.zeros_like(reference)
+        want_np = want.numpy()
+        np.add.at(want_np, _np_key(indexer), g.numpy())
+        assert_equal(x.grad, torch.from_numpy(want_np))
