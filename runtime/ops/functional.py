@@ -1416,6 +1416,12 @@ def _consumed(k: Any) -> int:
         return 0
     if isinstance(k, (Tensor, np.ndarray)) and (k.dtype is D.bool_ or k.dtype == np.bool_):
         return k.ndim
+    if isinstance(k, (list, tuple)):  # a nested sequence of bools is a mask of its depth
+        try:
+            arr = np.asarray(k)
+        except ValueError:  # ragged: not a mask
+            return 1
+        return arr.ndim if arr.dtype == np.bool_ else 1
     return 1
 
 
@@ -1470,7 +1476,8 @@ _SEQUENCE_KEY_WARNING = (
 def _user_key(key: Any) -> Any:
     """A key of ``t[key]`` as PyTorch's Python indexing reads it before indexing: a list of
     fewer than 32 items holding a sequence, a tensor, a slice, ``...`` or None is the tuple of
-    them (with its deprecation warning; ``x[[[0, 1], [1, 0]]]`` picks two elements); a slice
+    them (with its deprecation warning; ``x[[[0, 1], [1, 0]]]`` picks two elements; any
+    sequence counts, as PySequence_Check: a range, a str); a slice
     step must be positive (the runtime's own functions index with negative steps)."""
     kind = type(key)
     if kind is slice:
@@ -1478,7 +1485,7 @@ def _user_key(key: Any) -> Any:
             _check_step(key.step)
         return key
     if (kind is list and len(key) < 32 and any(
-            isinstance(k, (Tensor, list, tuple, np.ndarray, slice, str)) or k is None
+            isinstance(k, (Tensor, Sequence, np.ndarray, slice)) or k is None
             or k is Ellipsis for k in key)) or (kind is str and 0 < len(key) < 32):
         warnings.warn(_SEQUENCE_KEY_WARNING, UserWarning, stacklevel=3)
         key = tuple(key)

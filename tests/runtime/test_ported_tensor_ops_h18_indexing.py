@@ -11,6 +11,7 @@ kernels), float8 and complex dtypes.
 from __future__ import annotations
 
 import random
+import warnings
 from typing import Any
 
 import numpy as np
@@ -266,3 +267,165 @@ def test_advancedindex_backward_matches_index_put(dtype: torch.dtype) -> None:
         want_np = want.numpy()
         np.add.at(want_np, _np_key(indexer), g.numpy())
         assert_equal(x.grad, torch.from_numpy(want_np))
+
+
+def test_advancedindex_big() -> None:
+    reference = torch.arange(0, 123344, dtype=torch.int)
+    assert_equal(reference[[0, 123, 44488, 68807, 123343],],
+                 torch.tensor([0, 123, 44488, 68807, 123343], dtype=torch.int))
+
+
+def test_set_item_to_scalar_tensor() -> None:
+    m, n = random.randint(1, 10), random.randint(1, 10)
+    z = torch.randn([m, n])
+    w = torch.tensor(1.0, requires_grad=True)
+    z[:, 0] = w
+    z.sum().backward()
+    assert w.grad.item() == m
+
+
+def test_single_multiple_int_none() -> None:
+    v = torch.randn(5, 7, 3)
+    assert v[4].shape == (7, 3)
+    assert v[4, :, 1].shape == (7,)
+    assert v[None].shape == (1, 5, 7, 3)
+    assert v[:, None].shape == (5, 1, 7, 3)
+    assert v[:, None, None].shape == (5, 1, 1, 7, 3)
+    assert v[..., None].shape == (5, 7, 3, 1)
+
+
+def test_step() -> None:
+    v = torch.arange(10)
+    assert_equal(v[::1], v)
+    assert v[::2].tolist() == [0, 2, 4, 6, 8]
+    assert v[::3].tolist() == [0, 3, 6, 9]
+    assert v[::11].tolist() == [0]
+    assert v[1:6:2].tolist() == [1, 3, 5]
+
+
+def test_step_assignment() -> None:
+    v = torch.zeros(4, 4)
+    v[0, 1::2] = torch.tensor([3.0, 4.0])
+    assert v[0].tolist() == [0, 3, 0, 4]
+    assert v[1:].sum().item() == 0
+
+
+def test_bool_indices() -> None:
+    v = torch.randn(5, 7, 3)
+    mask = torch.tensor([True, False, True, True, False], dtype=torch.bool)
+    assert v[mask].shape == (3, 7, 3)
+    assert_equal(v[mask], torch.stack([v[0], v[2], v[3]]))
+    v = torch.tensor([True, False, True], dtype=torch.bool)
+    mask = torch.tensor([True, False, False], dtype=torch.bool)
+    u8 = torch.tensor([1, 0, 0], dtype=torch.uint8)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        v1, v2 = v[mask], v[u8]
+        assert_equal(v1, v2)
+        assert_equal(v[mask], torch.tensor([True], dtype=torch.bool))
+    assert len(w) == 1
+    assert "indexing with dtype torch.uint8 is now deprecated" in str(w[0].message)
+
+
+def test_list_indices() -> None:
+    t = torch.randn(1000)
+    indices = [range(i, i + 10) for i in range(990)]
+    for i in (len(indices), 100, 32):
+        assert t[indices[:i]].shape == (i, 10)
+    # fewer than 32 sequences (ranges too, as PySequence_Check) are the tuple of them
+    with pytest.warns(UserWarning, match="Using a non-tuple sequence for multidimensional"):
+        with pytest.raises(IndexError, match="too many indices"):
+            t[indices[:31]]
+
+
+def test_bool_indices_accumulate() -> None:
+    mask = torch.zeros(size=(10,), dtype=torch.bool)
+    y = torch.ones(size=(10, 10))
+    y.index_put_((mask,), y[mask], accumulate=True)
+    assert_equal(y, torch.ones(size=(10, 10)))
+
+
+def test_multiple_bool_indices() -> None:
+    v = torch.randn(5, 7, 3)
+    mask1 = torch.tensor([1, 0, 1, 1, 0], dtype=torch.bool)
+    mask2 = torch.tensor([1, 1, 1], dtype=torch.bool)
+    assert v[mask1, :, mask2].shape == (3, 7)
+
+
+def test_multi_dimensional_bool_mask() -> None:
+    x = torch.randn(2, 2, 3)
+    b = ((True, False), (False, False))
+    m = torch.tensor(b, dtype=torch.bool)
+    z, t, f = torch.tensor(0), torch.tensor(True), torch.tensor(False)
+    for mask in (b, m):
+        assert x[mask,].shape == (1, 3)
+        assert x[mask, ::2].shape == (1, 2)
+        assert x[mask, None].shape == (1, 1, 3)
+        assert x[mask, 0].shape == (1,)
+        assert x[mask, z].shape == (1,)
+        assert x[mask, True].shape == (1, 3)
+        assert x[mask, True, True, True, True].shape == (1, 3)
+        assert x[mask, False].shape == (0, 3)
+        assert x[mask, True, True, False, True].shape == (0, 3)
+        assert x[mask, t].shape == (1, 3)
+        assert x[mask, f].shape == (0, 3)
+    x = torch.randn(3, 2, 2, 5)
+    assert x[:, m, :].shape == (3, 1, 5)
+    assert x[0, m, ::2].shape == (1, 3)
+    assert x[..., m, ::2].shape == (3, 1, 3)
+    assert x[None, ..., m, ::2].shape == (1, 3, 1, 3)
+
+
+def test_bool_mask_assignment() -> None:
+    mask = torch.tensor([1, 0], dtype=torch.bool)
+    v = torch.tensor([[1, 2], [3, 4]])
+    v[mask, :] = 0
+    assert_equal(v, torch.tensor([[0, 0], [3, 4]]))
+    v = torch.tensor([[1, 2], [3, 4]])
+    v[:, mask] = 0
+    assert_equal(v, torch.tensor([[0, 2], [0, 4]]))
+
+
+def test_multi_dimensional_bool_mask_assignment() -> None:
+    v = torch.tensor([[[[1], [2]], [[3], [4]]]])
+    mask = torch.tensor([[1, 0], [0, 1]], dtype=torch.bool)
+    v[:, mask, :] = 0
+    assert_equal(v, torch.tensor([[[[0], [2]], [[3], [0]]]]))
+
+
+def test_byte_mask() -> None:
+    v = torch.randn(5, 7, 3)
+    mask = torch.ByteTensor([1, 0, 1, 1, 0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = v[mask]
+    assert res.shape == (3, 7, 3)
+    assert_equal(res, torch.stack([v[0], v[2], v[3]]))
+    assert len(w) == 1
+    v = torch.tensor([1.0])
+    assert_equal(v[v == 0], torch.tensor([]))
+
+
+def test_byte_mask_accumulate() -> None:
+    mask = torch.zeros(size=(10,), dtype=torch.uint8)
+    y = torch.ones(size=(10, 10))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        y.index_put_((mask,), y[mask], accumulate=True)
+    assert_equal(y, torch.ones(size=(10, 10)))
+    assert len(w) == 2
+
+
+def test_index_put_accumulate_expanded_values() -> None:
+    t = torch.zeros((5, 2))
+    indices = [torch.tensor([0, 1, 2, 3]), torch.tensor([1])]
+    out = t.index_put_(indices, torch.tensor(1.0), accumulate=True)
+    assert_equal(out[:, 1], torch.tensor([1., 1., 1., 1., 0.]))
+    out = t.index_put_(indices, torch.tensor([1.0]), accumulate=True)
+    assert_equal(out[:, 1], torch.tensor([2., 2., 2., 2., 0.]))
+    t = torch.zeros(4, 3, 2)
+    indices = [torch.tensor([0]), torch.arange(3)[:, None], torch.arange(2)[None, :]]
+    t.index_put_(indices, torch.tensor([-1.0, -2.0]), accumulate=True)
+    t.index_put_(indices, torch.tensor([[-1.0, -2.0]]), accumulate=True)
+    assert_equal(t[0], torch.tensor([[-2.0, -4.0]] * 3))
+    assert_equal(t[1:], torch.zeros(3, 3, 2))
