@@ -1398,6 +1398,9 @@ def _check_key(shape: tuple[int, ...], template: tuple[Any, ...], idx: list[Tens
                 # one it takes as the integer it holds, by its place in the key
                 size = shape[dim]
                 named = position if idx[k.position].ndim == 0 else k.position
+                if size == 0 and idx[k.position].ndim and idx[k.position].numel():
+                    # PyTorch's index kernel checks an empty dimension before any value
+                    raise IndexError("index is out of bounds for dimension with size 0")
                 check_bounds(idx[k.position], -size, size, f"index {{}} is out of bounds for "
                              f"dimension {named} with size {size}")
         dim += 1
@@ -2115,6 +2118,8 @@ def _check_byte_mask_fill(key: Any, value: Any) -> None:
     items = key if isinstance(key, tuple) else (key,)
     tensors = [k for k in items if isinstance(k, (Tensor, list))]
     if len(tensors) != 1 or not isinstance(tensors[0], Tensor) or tensors[0].dtype is not D.uint8:
+        return
+    if tensors[0].ndim == 0:  # a 0-d mask is a scalar bool to PyTorch's indexing: no index_put
         return
     if isinstance(value, Tensor) and (value.numel() != 1 or value.device != "cpu"):
         return

@@ -429,3 +429,251 @@ def test_index_put_accumulate_expanded_values() -> None:
     t.index_put_(indices, torch.tensor([[-1.0, -2.0]]), accumulate=True)
     assert_equal(t[0], torch.tensor([[-2.0, -4.0]] * 3))
     assert_equal(t[1:], torch.zeros(3, 3, 2))
+
+
+def test_index_put_accumulate_duplicate_indices() -> None:
+    for i in range(1, 128):
+        indices = torch.empty(i, dtype=torch.double).uniform_(-1, 1).cumsum(0).long()
+        inp = torch.randn(int(indices.abs().max().item()) + 1)
+        values = torch.randn(indices.size(0))
+        output = inp.index_put((indices,), values, accumulate=True)
+        want = inp.tolist()
+        for k, v in zip(indices.tolist(), values.tolist(), strict=True):
+            want[k] += v
+        assert_equal(output, torch.tensor(want))
+
+
+def test_index_ind_dtype() -> None:
+    x = torch.randn(4, 4)
+    ind_long = torch.randint(4, (4,), dtype=torch.long)
+    ind_int = ind_long.int()
+    assert_equal(x[ind_long, ind_long], x[ind_int, ind_int])
+    assert_equal(x[ind_long, :], x[ind_int, :])
+    assert_equal(x[:, ind_long], x[:, ind_int])
+    ind_long = torch.arange(4, dtype=torch.long)
+    ind_int = ind_long.int()
+    src = torch.randn(4)
+    for accum in (True, False):
+        ref, res = x.clone(), x.clone()
+        torch.index_put_(ref, (ind_long, ind_long), src, accum)
+        torch.index_put_(res, (ind_int, ind_int), src, accum)
+        assert_equal(ref, res)
+
+
+def test_index_put_accumulate_empty() -> None:
+    with pytest.raises(RuntimeError):
+        torch.rand([]).index_put([], torch.tensor([1.0]), True)
+
+
+def test_multiple_byte_mask() -> None:
+    v = torch.randn(5, 7, 3)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert v[torch.ByteTensor([1, 0, 1, 1, 0]), :, torch.ByteTensor([1, 1, 1])].shape == (3, 7)
+    assert len(w) == 2
+
+
+def test_byte_mask2d() -> None:
+    v, c = torch.randn(5, 7, 3), torch.randn(5, 7)
+    assert v[c > 0].shape == (int((c > 0).sum()), 3)
+
+
+def test_int_indices() -> None:
+    v = torch.randn(5, 7, 3)
+    assert v[[0, 4, 2]].shape == (3, 7, 3)
+    assert v[:, [0, 4, 2]].shape == (5, 3, 3)
+    assert v[:, [[0, 1], [4, 3]]].shape == (5, 2, 2, 3)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.bfloat16])
+def test_index_put_and_index_src_datatype(dtype: torch.dtype) -> None:
+    src = torch.ones(3, 2, 4, dtype=dtype)
+    res = src.index_put_((torch.tensor([0, 2, 1]),), torch.ones(3, 2, 4, dtype=dtype),
+                         accumulate=True)
+    assert res.shape == src.shape
+    src = torch.ones(3, 2, 4, dtype=dtype)
+    res = src[[0, 2, 1], :, :]
+    assert res.shape == src.shape
+    src[[0, 2, 1], :, :] = res
+    assert res.shape == src.shape
+
+
+def test_int_indices2d_and_broadcast() -> None:
+    x = torch.arange(0, 12).view(4, 3)
+    rows, columns = torch.tensor([[0, 0], [3, 3]]), torch.tensor([[0, 2], [0, 2]])
+    assert x[rows, columns].tolist() == [[0, 2], [9, 11]]
+    rows, columns = torch.tensor([0, 3]), torch.tensor([0, 2])
+    assert x[rows[:, None], columns].tolist() == [[0, 2], [9, 11]]
+
+
+def test_empty_index() -> None:
+    x = torch.arange(0, 12).view(4, 3)
+    idx = torch.tensor([], dtype=torch.long)
+    assert x[idx].numel() == 0
+    y = x.clone()
+    y[idx] = -1
+    assert_equal(x, y)
+    y[torch.zeros(4, 3).bool()] = -1
+    assert_equal(x, y)
+
+
+def test_empty_ndim_index() -> None:
+    x = torch.randn(5)
+    assert_equal(torch.empty(0, 2), x[torch.empty(0, 2, dtype=torch.int64)])
+    x = torch.randn(2, 3, 4, 5)
+    assert_equal(torch.empty(2, 0, 6, 4, 5), x[:, torch.empty(0, 6, dtype=torch.int64)])
+    x = torch.empty(10, 0)
+    assert x[[1, 2]].shape == (2, 0)
+    assert x[[], []].shape == (0,)
+    with pytest.raises(IndexError, match="for dimension with size 0"):
+        x[:, [0, 1]]
+
+
+def test_empty_ndim_index_bool() -> None:
+    with pytest.raises(IndexError):
+        torch.randn(5)[torch.empty(0, 2, dtype=torch.uint8)]
+
+
+def test_empty_slice() -> None:
+    z = torch.randn(2, 3, 4, 5)[:, :, :, 1][:, 1:1, :]
+    assert z.shape == (2, 0, 4)
+    assert z.stride() == (60, 20, 5)
+    assert z.is_contiguous()
+
+
+def test_index_getitem_copy_bools_slices() -> None:
+    true, false = torch.tensor(1, dtype=torch.uint8), torch.tensor(0, dtype=torch.uint8)
+    for a in (torch.randn(2, 3), torch.tensor(3.0)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert a.data_ptr() != a[True].data_ptr()
+            assert_equal(torch.empty(0, *a.shape), a[False])
+            assert a.data_ptr() != a[true].data_ptr()
+            assert_equal(torch.empty(0, *a.shape), a[false])
+        assert a.data_ptr() == a[None].data_ptr()
+        assert a.data_ptr() == a[...].data_ptr()
+
+
+def test_index_setitem_bools_slices() -> None:
+    true, false = torch.tensor(1, dtype=torch.uint8), torch.tensor(0, dtype=torch.uint8)
+    for a in (torch.randn(2, 3), torch.tensor(3)):
+        neg = torch.ones_like(a) * -1
+        neg_exp = neg.unsqueeze(0).unsqueeze(0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a[True] = neg_exp
+            assert_equal(a, neg)
+            a[False] = 5
+            assert_equal(a, neg)
+            a[true] = neg_exp * 2
+            assert_equal(a, neg * 2)
+            a[false] = 5
+            assert_equal(a, neg * 2)
+        a[None] = neg_exp * 3
+        assert_equal(a, neg * 3)
+        a[...] = neg_exp * 4
+        assert_equal(a, neg * 4)
+        if a.dim() == 0:
+            with pytest.raises(IndexError):
+                a[:] = neg_exp * 5
+
+
+def test_index_scalar_with_bool_mask() -> None:
+    u8, b = torch.tensor(True, dtype=torch.uint8), torch.tensor(True, dtype=torch.bool)
+    for a in (torch.tensor(1), torch.tensor(True, dtype=torch.bool)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert_equal(a[u8], a[b])
+
+
+def test_setitem_expansion_error() -> None:
+    a = torch.randn(2, 3)
+    a_expanded = a.expand(torch.Size([5, 1]) + a.size())
+    with pytest.raises(RuntimeError):
+        a[True] = a_expanded
+    with pytest.raises(RuntimeError):
+        a[torch.tensor(True)] = a_expanded
+
+
+def test_getitem_scalars() -> None:
+    zero, one = torch.tensor(0, dtype=torch.int64), torch.tensor(1, dtype=torch.int64)
+    a = torch.randn(2, 3)
+    assert_equal(a[0], a[zero])
+    assert_equal(a[0][1], a[zero][one])
+    assert_equal(a[0, 1], a[zero, one])
+    assert_equal(a[0, one], a[zero, 1])
+    assert a[0, 1].data_ptr() == a[zero, one].data_ptr()
+    assert a[1].data_ptr() == a[one.int()].data_ptr()
+    assert a[1].data_ptr() == a[one.short()].data_ptr()
+    r = torch.randn(())
+    with pytest.raises(IndexError):
+        r[:]
+    with pytest.raises(IndexError):
+        r[zero]
+    assert_equal(r, r[...])
+
+
+def test_setitem_scalars() -> None:
+    zero = torch.tensor(0, dtype=torch.int64)
+    a = torch.randn(2, 3)
+    with_number, with_scalar = a.clone(), a.clone()
+    b = torch.randn(3)
+    with_number[0] = b
+    with_scalar[zero] = b
+    assert_equal(with_number, with_scalar)
+    a[1, zero] = 7.7
+    assert abs(a[1, 0].item() - 7.7) < 1e-6
+    r = torch.randn(())
+    with pytest.raises(IndexError):
+        r[:] = 8.8
+    with pytest.raises(IndexError):
+        r[zero] = 8.8
+    r[...] = 9.9
+    assert abs(r.item() - 9.9) < 1e-6
+
+
+def test_basic_advanced_combined() -> None:
+    x = torch.arange(0, 12).view(4, 3)
+    assert_equal(x[1:2, 1:3], x[1:2, [1, 2]])
+    assert x[1:2, 1:3].tolist() == [[4, 5]]
+    unmodified = x.clone()
+    x[1:2, [1, 2]].zero_()
+    assert_equal(x, unmodified)
+    x[1:2, [1, 2]] = 0
+    assert not torch.equal(x, unmodified)
+
+
+def test_int_assignment() -> None:
+    x = torch.arange(0, 4).view(2, 2)
+    x[1] = 5
+    assert x.tolist() == [[0, 1], [5, 5]]
+    x = torch.arange(0, 4).view(2, 2)
+    x[1] = torch.arange(5, 7)
+    assert x.tolist() == [[0, 1], [5, 6]]
+
+
+def test_byte_tensor_assignment() -> None:
+    x = torch.arange(0.0, 16).view(4, 4)
+    b = torch.ByteTensor([True, False, True, False])
+    value = torch.tensor([3.0, 4.0, 5.0, 6.0])
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        x[b] = value
+    assert len(w) == 1
+    assert_equal(x[0], value)
+    assert_equal(x[1], torch.arange(4.0, 8))
+    assert_equal(x[2], value)
+    assert_equal(x[3], torch.arange(12.0, 16))
+
+
+def test_variable_slicing() -> None:
+    x = torch.arange(0, 16).view(4, 4)
+    i, j = torch.IntTensor([0, 1])
+    assert_equal(x[i:j], x[0:1])
+
+
+def test_ellipsis_tensor() -> None:
+    x = torch.arange(0, 9).view(3, 3)
+    idx = torch.tensor([0, 2])
+    assert x[..., idx].tolist() == [[0, 2], [3, 5], [6, 8]]
+    assert x[idx, ...].tolist() == [[0, 1, 2], [6, 7, 8]]
