@@ -1,0 +1,266 @@
+"""PyTorch's test/test_reductions.py (its non-OpInfo tests), ported by hand for device 'cpu'
+and the float32/float64/int64/bool dtypes with ``import runtime as torch`` (helpers and the
+list of what is left out in tests/runtime/test_ported_tensor_ops_h18.py).
+
+Left out here: the ReductionOpInfo tests (checked instead by a sweep of the same rules:
+tests/runtime/test_ported_tensor_ops_h18_reductions.py::test_reduction_rules_match_torch), the
+65-dim limit tests (numpy arrays stop at 64 dims, so no such tensor is made here),
+logsumexp without a dim (a newer PyTorch than the 2.13 reference), complex logsumexp /
+logcumsumexp, and CUDA-only mode tests.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as torch
+from tests.runtime.test_ported_tensor_ops_h18 import assert_equal, make_tensor
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dim_reduction_lastdim(dtype: torch.dtype) -> None:
+    x = torch.randn(3, 5, 40, dtype=dtype)[:, :, 0:40:2]
+    x2 = x.contiguous()
+    for op in (torch.norm, torch.argmax, torch.argmin):
+        assert_equal(op(x, dim=-1), op(x2, dim=-1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_logsumexp(dtype: torch.dtype) -> None:
+    logsumexp = pytest.importorskip("scipy.special").logsumexp
+    a = torch.randn(5, 4, dtype=dtype)
+    a[1, :] = -math.inf
+    expected = logsumexp(a.numpy(), 1)
+    assert_equal(a.logsumexp(1), expected)
+    b = torch.zeros(5, 2, dtype=dtype)
+    c = b[:, 0]
+    torch.logsumexp(a, 1, out=c)
+    assert_equal(b[:, 0], expected)
+
+
+def test_logsumexp_integral_promotion() -> None:
+    logsumexp = pytest.importorskip("scipy.special").logsumexp
+    e = torch.randint(-100, 100, [5, 4])
+    assert_equal(e.logsumexp(1).to(torch.float64), logsumexp(e.numpy(), 1), rtol=1e-6)
+
+
+def test_all_any_with_dim() -> None:
+    x = torch.tensor([[0, 0, 0], [0, 0, 1], [0, 1, 1], [1, 1, 1]], dtype=torch.uint8)
+    r1, r2 = x.prod(dim=0, keepdim=False).byte(), x.all(dim=0, keepdim=False)
+    assert r1.shape == r2.shape and (r1 == r2).all()
+    r3, r4 = x.sum(dim=1, keepdim=True).clamp(0, 1).byte(), x.any(dim=1, keepdim=True)
+    assert r3.shape == r4.shape and (r3 == r4).all()
+
+
+def test_numpy_named_args() -> None:
+    """(torch.add(x1=, x2=), numpy's names for input/other, is left out: not taken here.)"""
+    x1 = torch.randn(10, 10, 10)
+    assert_equal(x1.sum(dim=(0, 2), keepdim=True), x1.sum(axis=(0, 2), keepdims=True))
+
+
+def _make_tensors(shape: tuple[int, ...], floating: bool = True, integral: bool = True
+                  ) -> dict[str, list[torch.Tensor]]:
+    types = ([torch.double, torch.float] if floating else []) + \
+        ([torch.int64, torch.int32, torch.int16] if integral else [])
+
+    def contiguous(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        if dtype.is_floating_point:
+            val = torch.randn(shape, dtype=dtype) * (200 / (math.pi * 2.0)) + 100
+            return torch.clamp(val, min=-100, max=100)
+        return torch.randint(-100, 100, shape, dtype=dtype)
+
+    def non_contiguous(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        nc = torch.empty(shape + (2, 2), dtype=dtype)[..., 0].select(-1, -1)
+        nc.copy_(contiguous(shape, dtype))
+        assert not nc.is_contiguous()
+        return nc
+
+    out: dict[str, list[torch.Tensor]] = {"cont": [], "noncont": [], "slice": []}
+    for dtype in types:
+        out["cont"].append(contiguous(shape, dtype))
+        out["noncont"].append(non_contiguous(shape, dtype))
+        out["slice"].append(contiguous((1, sum(shape)), dtype))
+    return out
+
+
+def _test_dim_ops(torch_op: Any, numpy_op: Any, floating: bool = True,
+                  integral: bool = True) -> None:
+    for shape, dim in (((5, 4000), 1), ((3, 5, 7), 0), ((3, 5, 7), 1), ((3, 5, 7), 2),
+                       ((10000,), -1), ((20, 20, 20), (1, 2)), ((20, 20, 20), (1, -1)),
+                       ((20, 20, 20), (0, 2)), ((20, 20, 20), (0, 2, 1))):
+        for category, tensors in _make_tensors(shape, floating, integral).items():
+            d = 0 if category == "slice" else dim
+            for t in tensors:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    expected = numpy_op(t.numpy(), d)
+                got = torch_op(t, d)
+                assert got.shape == expected.shape
+                if t.dtype == torch.float:
+                    assert_equal(got, expected, rtol=1e-3, atol=1e-5, exact_dtype=False)
+                else:
+                    assert_equal(got, expected, exact_dtype=False)
+
+
+def test_sum_dim() -> None:
+    _test_dim_ops(lambda t, d: t.sum(d), lambda n, d: n.sum(d))
+
+
+def test_mean_dim() -> None:
+    _test_dim_ops(lambda t, d: t.mean(d), lambda n, d: n.mean(d), integral=False)
+
+
+@pytest.mark.parametrize("unbiased", [False, True])
+def test_std_var_dim(unbiased: bool) -> None:
+    _test_dim_ops(lambda t, d: t.std(d, unbiased=unbiased),
+                  lambda n, d: n.std(d, ddof=1 if unbiased else 0), integral=False)
+    _test_dim_ops(lambda t, d: t.var(d, unbiased=unbiased),
+                  lambda n, d: n.var(d, ddof=1 if unbiased else 0), integral=False)
+
+
+def test_logsumexp_dim() -> None:
+    logsumexp = pytest.importorskip("scipy.special").logsumexp
+    _test_dim_ops(lambda t, d: t.logsumexp(d), lambda n, d: logsumexp(n, d), integral=False)
+
+
+def test_mean_int_with_optdtype() -> None:
+    a = make_tensor((3, 4, 5), torch.int64)
+    assert_equal(a.to(torch.float32).mean(), a.mean(dtype=torch.float32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_mean_out_is_alias_of_return(dtype: torch.dtype) -> None:
+    a = torch.tensor([[[1.0] * 4], [[2.0] * 4], [[3.0] * 4]], dtype=dtype)
+    out = torch.empty((1, 1, 4), dtype=dtype)
+    ret = torch.mean(a, dim=0, keepdim=True, out=out)
+    assert ret is out or ret.data_ptr() == out.data_ptr()
+    assert torch.allclose(out, torch.tensor([[[2.0] * 4]], dtype=dtype))
+
+
+_MATH_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float32,
+                torch.float64, torch.bfloat16]
+
+
+def _test_reduce_integer_upcast(fn: Any, has_out: bool = True) -> None:
+    shape = (3, 4, 5)
+    reduced = fn(torch.ones(shape)).shape
+    for dtype in _MATH_DTYPES:
+        x = torch.ones(shape, dtype=dtype)
+        expected = dtype if dtype.is_floating_point else torch.int64
+        assert fn(x).dtype is expected
+        assert_equal(fn(x.to(expected)), fn(x))
+        other = (torch.float32 if dtype == torch.float64 else torch.float64) \
+            if dtype.is_floating_point else (torch.int32 if dtype != torch.int32 else torch.int16)
+        assert fn(x, dtype=other).dtype is other
+        assert_equal(fn(x.to(other)), fn(x, dtype=other), exact_dtype=False)
+        for mixed in ([torch.int32] if dtype.is_floating_point else [torch.float32]):
+            assert fn(x, dtype=mixed).dtype is mixed
+            assert_equal(fn(x.to(mixed)), fn(x, dtype=mixed), exact_dtype=False)
+            if not has_out:
+                continue
+            for out_dtype in (other, mixed):
+                out = torch.ones(reduced, dtype=dtype)
+                result = fn(x, out=out)
+                assert out.dtype is result.dtype
+                assert_equal(fn(x.to(dtype)), result, exact_dtype=False)
+                result = fn(x, out=out, dtype=dtype)
+                assert out.dtype is result.dtype
+                with pytest.raises(RuntimeError):
+                    fn(x, out=out, dtype=out_dtype)
+
+
+def test_sum_integer_upcast() -> None:
+    _test_reduce_integer_upcast(lambda x, **kw: torch.sum(x, **kw), False)
+    _test_reduce_integer_upcast(lambda x, **kw: torch.sum(x, 0, **kw))
+
+
+def test_prod_integer_upcast() -> None:
+    _test_reduce_integer_upcast(lambda x, **kw: torch.prod(x, **kw), False)
+    _test_reduce_integer_upcast(lambda x, **kw: torch.prod(x, 0, **kw))
+
+
+def test_cumsum_cumprod_integer_upcast() -> None:
+    _test_reduce_integer_upcast(lambda x, **kw: torch.cumsum(x, 0, **kw))
+    _test_reduce_integer_upcast(lambda x, **kw: torch.cumprod(x, 0, **kw))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.uint8,
+                                   torch.int32])
+def test_mode(dtype: torch.dtype) -> None:
+    size = 10
+    x = torch.arange(1., size * size + 1, dtype=dtype).clone().resize_(size, size)
+    x[:2] = 1
+    x[:, :2] = 1
+    x0 = x.clone()
+    val = torch.ones(size, dtype=dtype)
+    ind = torch.ones(size, dtype=torch.long)
+    ind[0] = ind[1] = size - 1
+    v, i = torch.mode(x, keepdim=False)
+    assert_equal(v, val, atol=0, rtol=0)
+    assert_equal(i, ind, atol=0, rtol=0)
+    v, i = torch.tensor((), dtype=dtype), torch.tensor((), dtype=torch.long)
+    torch.mode(x, keepdim=False, out=(v, i))
+    assert_equal(v, val, atol=0, rtol=0)
+    assert_equal(i, ind, atol=0, rtol=0)
+    v, i = torch.mode(x, 0, False)
+    assert_equal(v, val, atol=0, rtol=0)
+    assert_equal(i, ind, atol=0, rtol=0)
+    assert_equal(x, x0, atol=0, rtol=0)
+
+
+def test_mode_boolean() -> None:
+    for shape in ((10, 10), (4, 2048), (1, 4096)):
+        a = torch.zeros(shape, dtype=torch.bool)
+        a[:, (shape[1] - 1) // 2:] = True
+        values, indices = a.mode(-1)
+        assert_equal(values, torch.ones(shape[0], dtype=torch.bool))
+        assert_equal(values, a.gather(1, indices.unsqueeze(1)).squeeze(1))
+        a.fill_(False)
+        a[:, shape[1] // 2 + 1:] = True
+        values, indices = a.mode(-1)
+        assert_equal(values, torch.zeros(shape[0], dtype=torch.bool))
+        assert_equal(values, a.gather(1, indices.unsqueeze(1)).squeeze(1))
+
+
+_REDUCTIONS = ["sum", "prod", "mean", "amax", "amin", "argmax", "argmin", "all", "any", "nansum",
+               "nanmean", "logsumexp", "std", "var", "count_nonzero", "norm", "max", "min",
+               "median", "nanmedian", "mode", "std_mean", "var_mean", "aminmax"]
+_DIM_KWARGS = [{}, {"dim": 0}, {"dim": -1, "keepdim": True}, {"dim": [0, 2]},
+               {"dim": [2, 0, 1]}, {"dim": []}, {"dim": [0, 0]}, {"dim": 3}, {"dim": None},
+               {"dim": None, "keepdim": True}]
+
+
+def _outcome(lib: Any, name: str, t: Any, kwargs: dict[str, Any]) -> Any:
+    try:
+        r = getattr(lib, name)(t, **kwargs)
+    except TypeError:
+        return "TypeError"
+    except Exception as e:  # noqa: BLE001 - the exception's type and text are compared
+        return type(e).__name__, str(e)
+    rs = tuple(r) if isinstance(r, tuple) else (r,)
+    return [(tuple(x.shape), str(x.dtype).split(".")[-1],
+             np.array2string(x.detach().numpy().astype(float), precision=4)) for x in rs]
+
+
+@pytest.mark.parametrize("name", _REDUCTIONS)
+def test_reduction_rules_match_torch(name: str) -> None:
+    """The ReductionOpInfo tests' rules (dim defaults, dim=[], unsorted and duplicate dims,
+    out-of-range dims, result dtypes, empty slices), each case checked against torch."""
+    pt = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    cases = [(rng.random((2, 3, 4), dtype=np.float32), kw) for kw in _DIM_KWARGS]
+    for dt in (np.float32, np.float64, np.int64, np.bool_):
+        values = (rng.random(5) * 10).astype(dt)
+        cases += [(values, {}), (values, {"dim": 0})]
+    empty = np.zeros((0, 2, 3), np.float32)
+    cases += [(empty, kw) for kw in ({"dim": 0}, {"dim": [0, 2]}, {"dim": 1}, {"dim": [1, 2]},
+                                     {})]
+    cases.append((np.array(3.0), {"dim": 0}))
+    for arr, kwargs in cases:
+        want = _outcome(pt, name, pt.tensor(arr), kwargs)
+        assert _outcome(torch, name, torch.tensor(arr), kwargs) == want, (arr.dtype, kwargs)
