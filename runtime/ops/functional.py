@@ -104,11 +104,44 @@ def written_to_each(out: Any, results: tuple[Tensor, ...], name: str) -> Any:
                         f"{type(out).__name__}")
     if len(out) != len(results):
         raise TypeError(f"expected tuple of {len(results)} elements but got {len(out)}")
-    for o, r in zip(out, results):
+    for which, o, r in zip(("values", "indices"), out, results):
         if isinstance(o, Tensor) and o.dtype is not r.dtype:
-            raise RuntimeError(f"Expected out tensor to have dtype {D.type_meta_name(r.dtype)}, "
-                               f"but got {D.type_meta_name(o.dtype)} instead")
+            raise RuntimeError(_pair_dtype_error(name, which, r.dtype, o.dtype))
     return type(results)(*(written_to(o, r, name) for o, r in zip(out, results)))
+
+
+def _legacy(dtype: D.DType) -> str:
+    return f"torch.{D.scalar_type_name(dtype)}Tensor"
+
+
+# PyTorch's texts for an out=(values, indices) of the wrong dtype, by the kernel's own check
+# (the others: the structured kernels' "Expected out tensor to have dtype ...")
+_PAIR_DTYPE_TEXTS: dict[str, dict[str, Callable[[D.DType, D.DType], str]]] = {
+    "mode": {w: (lambda want, got, w=w: f"expected scalar type '{D.scalar_type_name(want)}' but "
+                 f"got '{D.scalar_type_name(got)}' for {w} output") for w in ("values", "indices")},
+    "median": {
+        "values": lambda want, got: (
+            f"Expected tensor for 'values' to have the same type as tensor for argument #2 "
+            f"'self'; but type {_legacy(got)} does not equal {_legacy(want)} (while checking "
+            "arguments for median)"),
+        "indices": lambda want, got: (
+            f"Expected tensor for argument #1 'indices' to have scalar type Long; but got "
+            f"{_legacy(got)} instead (while checking arguments for median)")},
+    "kthvalue": {"values": lambda want, got: "output values must be of same type as input",
+                 "indices": lambda want, got: "output indices must be of scalar type Long"},
+    "cummax": {w: (lambda want, got: f"expected scalar_type {D.scalar_type_name(want)} but "
+                   f"found {D.scalar_type_name(got)}") for w in ("values", "indices")},
+}
+_PAIR_DTYPE_TEXTS["nanmedian"] = _PAIR_DTYPE_TEXTS["median"]
+_PAIR_DTYPE_TEXTS["cummin"] = _PAIR_DTYPE_TEXTS["cummax"]
+
+
+def _pair_dtype_error(name: str, which: str, want: D.DType, got: D.DType) -> str:
+    texts = _PAIR_DTYPE_TEXTS.get(name)
+    if texts is not None:
+        return texts[which](want, got)
+    return (f"Expected out tensor to have dtype {D.type_meta_name(want)}, but got "
+            f"{D.type_meta_name(got)} instead")
 
 
 def _out_dtype(dtype: Any, out: Tensor) -> Any:
