@@ -596,7 +596,10 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0  #
              ) -> Tensor:
     """How often each value 0..max occurs (or the sum of its weights); the length depends on
     the values, so this reads them."""
-    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype is D.bool_:
+    if input.dtype.is_floating_point or input.dtype is D.bool_:  # its dispatch, first
+        raise NotImplementedError(f'"bincount_cpu" not implemented for '
+                                  f"'{D.scalar_type_name(input.dtype)}'")
+    if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")

@@ -264,3 +264,198 @@ def test_reduction_rules_match_torch(name: str) -> None:
     for arr, kwargs in cases:
         want = _outcome(pt, name, pt.tensor(arr), kwargs)
         assert _outcome(torch, name, torch.tensor(arr), kwargs) == want, (arr.dtype, kwargs)
+
+
+def test_mode_wrong_dtype() -> None:
+    def check(x_ty: torch.dtype, v_ty: torch.dtype, i_ty: torch.dtype, which: str) -> None:
+        x, v, i = (torch.ones(10, dtype=t) for t in (x_ty, v_ty, i_ty))
+        with pytest.raises(RuntimeError, match=f"expected scalar type .* but got .* for {which}"):
+            torch.mode(x, -1, True, out=(v, i))
+
+    for x_ty, v_ty in ((torch.uint8, torch.int8), (torch.int8, torch.int16),
+                       (torch.int32, torch.float32), (torch.float32, torch.float64)):
+        check(x_ty, v_ty, torch.long, "values")
+    for x_ty, i_ty in ((torch.uint8, torch.int8), (torch.int8, torch.int16),
+                       (torch.int32, torch.float32), (torch.float32, torch.float64)):
+        check(x_ty, x_ty, i_ty, "indices")
+
+
+def test_accreal_type() -> None:
+    x = torch.ones(2, 3, 4)
+    assert isinstance(x.double().sum().item(), float)
+    assert isinstance(x.float().sum().item(), float)
+    for conv in ("long", "int", "short", "char", "byte"):
+        assert isinstance(getattr(x, conv)().sum().item(), int)
+
+
+def test_var_mean_some_dims() -> None:
+    from itertools import combinations
+
+    x = torch.rand((4, 6, 7, 5, 3))
+    for r in range(2, 5):
+        for dim in combinations(range(5), r=r):
+            for unbiased in (False, True):
+                for keepdim in (False, True):
+                    var1, mean1 = torch.var_mean(x, dim=dim, unbiased=unbiased, keepdim=keepdim)
+                    assert_equal(var1, x.var(dim=dim, unbiased=unbiased, keepdim=keepdim))
+                    assert_equal(mean1, x.mean(dim=dim, keepdim=keepdim))
+
+
+def test_all_any_empty() -> None:
+    for x in (torch.ByteTensor(), torch.BoolTensor()):
+        assert x.all()
+        assert not x.any()
+
+
+def test_all_issue117215() -> None:
+    a = torch.randint(0, 255, (73, 11, 3, 17), dtype=torch.uint8)
+    assert torch.ne(torch.all(a, dim=0), a.to(torch.bool).all(dim=0)).sum().item() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_max_min_with_inf(dtype: torch.dtype) -> None:
+    inf = math.inf
+    a = torch.tensor([[-inf, -inf, inf, 3], [inf, inf, -inf, -1]], dtype=dtype)
+    assert torch.all(torch.max(a, dim=1).values == inf).item()
+    assert torch.all(torch.amax(a, dim=1) == inf).item()
+    assert torch.max(a).item() == inf and torch.amax(a).item() == inf
+    assert torch.all(torch.min(a, dim=1).values == -inf).item()
+    assert torch.all(torch.amin(a, dim=1) == -inf).item()
+    assert torch.min(a).item() == -inf and torch.amin(a).item() == -inf
+
+
+def _create_input(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    if dtype.is_floating_point:
+        return torch.randn(*shape, dtype=dtype)
+    lo, hi = (0, 2) if dtype == torch.bool else (-1000, 1000)
+    return torch.randint(lo, hi, shape, dtype=dtype)
+
+
+def _values(x: Any) -> Any:
+    return x[0] if isinstance(x, tuple) else x
+
+
+def _test_minmax(torchfn: Any, reffn: Any, dtype: torch.dtype, skip_indices: bool = False
+                 ) -> None:
+    for x in (_create_input((100, 100), dtype), _create_input((10, 10, 10), dtype)[:, 4]):
+        assert_equal(torchfn(x), reffn(x.numpy()), exact_dtype=False)
+    if not skip_indices:
+        size = 5
+        x = _create_input((size, size), dtype)
+        for xinp in (x, x.t()):
+            for d in (0, 1):
+                result = torchfn(xinp, d, False)
+                assert_equal(_values(result), reffn(xinp.numpy(), d, keepdims=False),
+                             exact_dtype=False)
+                if isinstance(result, tuple):
+                    v, i = result
+                    picked = xinp[torch.arange(size), i] if d == 1 else \
+                        xinp[i, torch.arange(size)]
+                    assert_equal(picked, v, atol=0, rtol=0)
+    if dtype.is_floating_point:
+        for index in (0, 4, 99):
+            x = _create_input((100,), dtype)
+            x[index] = math.nan
+            if not skip_indices:
+                result = torchfn(x, 0)
+                assert math.isnan(_values(result).item())
+                if isinstance(result, tuple):
+                    assert result[1].item() == index
+            assert math.isnan(torchfn(x).item())
+
+
+_MINMAX_DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool, torch.float16]
+
+
+@pytest.mark.parametrize("dtype", _MINMAX_DTYPES)
+@pytest.mark.parametrize(("name", "ref"), [("max", np.amax), ("min", np.amin),
+                                           ("amax", np.amax), ("amin", np.amin)])
+def test_minmax(dtype: torch.dtype, name: str, ref: Any) -> None:
+    _test_minmax(getattr(torch, name), ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_aminmax(dtype: torch.dtype) -> None:
+    def amin(x: Any, dim: Any = None, keepdims: bool = False) -> Any:
+        return torch.aminmax(x, dim=dim, keepdim=keepdims)[0]
+
+    def amax(x: Any, dim: Any = None, keepdims: bool = False) -> Any:
+        return torch.aminmax(x, dim=dim, keepdim=keepdims)[1]
+
+    if dtype == torch.bfloat16:  # numpy's reference has no bfloat16: compare in float32
+        for fn, ref in ((amin, torch.amin), (amax, torch.amax)):
+            x = _create_input((10, 10), dtype)
+            assert_equal(fn(x), ref(x))
+            assert_equal(fn(x, 1), ref(x, 1))
+        return
+    _test_minmax(amin, np.amin, dtype)
+    _test_minmax(amax, np.amax, dtype)
+
+
+def test_bincount() -> None:
+    with pytest.raises(RuntimeError, match="1-d non-negative integral"):
+        torch.bincount(torch.tensor([1, -1]))
+    with pytest.raises(RuntimeError, match="1-d non-negative integral"):
+        torch.bincount(torch.tensor([[1, 2], [3, 4]]))
+    # PyTorch 2.13: its dispatch's NotImplementedError (a RuntimeError) before the 1-d check
+    with pytest.raises(NotImplementedError, match="\"bincount_cpu\" not implemented for 'Float'"):
+        torch.bincount(torch.tensor([1., 0.3]))
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torch.bincount(torch.tensor([[True]]))
+    with pytest.raises(RuntimeError, match="minlength should be >= 0"):
+        torch.bincount(torch.tensor([1, 3]), torch.tensor([.2, .2]), minlength=-1)
+    with pytest.raises(RuntimeError, match="1-d"):
+        torch.bincount(torch.tensor([1, 0]), torch.tensor([[1., 0.3], [1., 0.3]]))
+    with pytest.raises(RuntimeError, match="same length"):
+        torch.bincount(torch.tensor([1, 0]), torch.tensor([1., 0.3, 0.5]))
+    assert_equal(torch.bincount(torch.tensor([], dtype=torch.long)),
+                 torch.zeros(0, dtype=torch.long))
+    assert_equal(torch.bincount(torch.tensor([], dtype=torch.long), minlength=10),
+                 torch.zeros(10, dtype=torch.long))
+    assert_equal(torch.tensor([0, 3, 2, 1, 3], dtype=torch.uint8).bincount(),
+                 torch.tensor([1, 1, 1, 2], dtype=torch.int64))
+    assert_equal(torch.tensor([0, 1, 2, 3, 255], dtype=torch.uint8).bincount(),
+                 torch.tensor([0, 1, 2, 3, 255], dtype=torch.int16).bincount())
+    assert_equal(torch.bincount(torch.tensor([1, 1, 1, 1]), minlength=5),
+                 torch.tensor([0, 4, 0, 0, 0], dtype=torch.int64))
+    assert_equal(torch.bincount(torch.tensor([0, 1, 1, 1, 4]),
+                                torch.tensor([.1, .2, .3, .4, .5])),
+                 torch.tensor([0.1, 0.9, 0, 0, 0.5]))
+    assert_equal(torch.bincount(torch.tensor([0, 1, 1, 1, 4]),
+                                torch.tensor([1, 2, 3, 4, 5], dtype=torch.int8)),
+                 torch.tensor([1, 9, 0, 0, 5], dtype=torch.float64))
+    inputs = torch.tensor([[0, 0], [3, 1], [2, 1], [1, 1], [3, 4]])
+    weights = torch.tensor([[.1, 1], [.2, 2], [.3, 3], [.4, 4], [.5, 5]])
+    assert_equal(inputs[:, 0].bincount(), torch.tensor([1, 1, 1, 2]))
+    assert_equal(inputs[:, 1].bincount(weights[:, 1]),
+                 torch.tensor([1, 9, 0, 0, 5], dtype=torch.float32))
+    assert_equal(inputs[:, 1].contiguous().bincount(weights[:, 1]),
+                 torch.tensor([1, 9, 0, 0, 5], dtype=torch.float32))
+    assert_equal(torch.zeros((32, 2), dtype=torch.int64)[:, 0].bincount(), torch.tensor([32]))
+    assert_equal(torch.ones((32, 2), dtype=torch.int64)[:, 0].bincount(), torch.tensor([0, 32]))
+    big_exp = torch.zeros(1000000)
+    big_exp[-1] = 50.0
+    assert_equal(torch.tensor([999999] * 100).bincount(torch.tensor([.5] * 100)), big_exp)
+    big_exp = torch.zeros(2, dtype=torch.int64)
+    big_exp[1] = 1000000
+    assert_equal(torch.ones(1000000, dtype=torch.int8).bincount(), big_exp)
+
+
+def test_var_stability2() -> None:
+    tensor = torch.FloatTensor([2281.5, 2281.25])
+    assert tensor.var(0).item() == 0.03125
+    assert tensor.var().item() == 0.03125
+    assert tensor.unsqueeze(1).var(0).item() == 0.03125
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sum_noncontig_lowp(dtype: torch.dtype) -> None:
+    from itertools import combinations, permutations
+
+    for shape in ((10, 10), (10, 10, 10), (6, 8, 6, 6)):
+        n = len(shape)
+        for i in range(1, n + 1):
+            for dims in combinations(range(n), i):
+                for perm in permutations(range(n)):
+                    x = torch.ones(shape, dtype=dtype)[(slice(None, None, 2),) * n].permute(perm)
+                    assert_equal(torch.sum(x, dims), torch.sum(x.float(), dims).to(dtype))
