@@ -523,10 +523,6 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
                  sorter: Tensor | None = None) -> Tensor:
     """For each value, the number of sequence elements before which it would go to keep the
     order: those < value (left) or <= value (right), counted on comparisons."""
-    if out is not None:
-        result = searchsorted(sorted_sequence, values, out_int32=out_int32, right=right,
-                              side=side, sorter=sorter)
-        return F.written_to(out, result, "searchsorted")
     if side is not None:
         if side not in ("left", "right"):
             raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
@@ -536,21 +532,83 @@ def searchsorted(sorted_sequence: Tensor, values: Any, *, out_int32: bool = Fals
                                "got side of left while right was True")
         right = side == "right"
     seq = sorted_sequence
-    if sorter is not None:
-        seq = T.gather(seq, seq.ndim - 1, sorter)
     scalar = not isinstance(values, Tensor)
     vals = Tensor._of(np.asarray(values, dtype=seq.dtype.np), device=seq.device) if scalar \
         else values
+    _check_searchsorted(seq, vals, sorter)
+    _check_bucket_out(out, out_int32)
+    if out is not None:
+        return F.written_to(out, searchsorted(sorted_sequence, values, out_int32=out_int32,
+                                              right=right, sorter=sorter), "searchsorted")
+    if sorter is not None:
+        seq = T.gather(seq, seq.ndim - 1, sorter)
     if seq.dtype is D.bool_ and vals.numel():  # nothing to search: an empty result
         raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+    _warn_noncontiguous(vals, "input value")
+    _warn_noncontiguous(sorted_sequence, "boundary")
+    counts = _binary_search(seq, vals, right)
+    return F.cast(counts, D.int32) if out_int32 else counts
+
+
+def _check_searchsorted(seq: Tensor, vals: Tensor, sorter: Tensor | None) -> None:
+    """PyTorch's searchsorted_pre_check, in its order: the sorter (its size, dtype and
+    values), then the boundaries' and values' dimensions (a scalar value first)."""
+    if sorter is not None:
+        if tuple(sorter.shape) != tuple(seq.shape):
+            raise RuntimeError(f"torch.searchsorted(): boundary and sorter must have the same "
+                               f"size, but got boundary tensor {list(seq.shape)}and got sorter "
+                               f"tensor {list(sorter.shape)}")
+        if sorter.dtype is not D.int64:
+            raise RuntimeError(f"torch.searchsorted(): sorter must be a tensor of long dtype but "
+                               f"got dtype {D.scalar_type_name(sorter.dtype)}")
+        if sorter.numel():
+            F.check_bounds(F.reshape(sorter, (-1,)), 0, seq.shape[-1],
+                           "torch.searchsorted(): sorter index out of range",
+                           error="RuntimeError")
+    if seq.ndim != 1 and vals.ndim == 0:
+        raise RuntimeError(f"torch.searchsorted(): input value can be a scalar only when "
+                           f"boundaries tensor dimension is 1, but we got boundaries tensor "
+                           f"dim({seq.ndim}) and input value's dim({vals.ndim}) "
+                           f"numel({vals.numel()})")
+    if seq.ndim == 0:
+        raise RuntimeError("torch.searchsorted(): boundaries tensor should have positive "
+                           "dimension, but got 0 dimension")
     if seq.ndim > 1 and (vals.ndim != seq.ndim or tuple(vals.shape[:-1]) !=
                          tuple(seq.shape[:-1])):
         raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or "
                            f"the first N-1 dimensions of boundaries tensor and input value "
                            f"tensor must match, but we got boundaries tensor "
                            f"{list(seq.shape)} and input value tensor {list(vals.shape)}")
-    counts = _binary_search(seq, vals, right)
-    return F.cast(counts, D.int32) if out_int32 else counts
+
+
+def _check_bucket_out(out: Any, out_int32: bool) -> None:
+    """searchsorted's and bucketize's out=: int32 with ``out_int32``, else int64 (PyTorch's
+    text; it names searchsorted for both)."""
+    if isinstance(out, Tensor) and out.dtype is not (D.int32 if out_int32 else D.int64):
+        raise RuntimeError(f"torch.searchsorted(): output tensor's dtype is wrong, it can only "
+                           f"be Int(int32) or Long(int64) depending on whether out_int32 flag "
+                           f"is True, but we got output tensor's dtype "
+                           f"{D.scalar_type_name(out.dtype)} and out_int32 flag is "
+                           f"{'True' if out_int32 else 'False'}")
+
+
+# the searchsorted warnings given so far (PyTorch's TORCH_WARN_ONCE: once a process)
+_SEARCHSORTED_WARNED: set[str] = set()
+
+
+def _warn_noncontiguous(t: Tensor, what: str) -> None:
+    """PyTorch's warning, once a process, for a non-contiguous searchsorted operand (its
+    kernel copies it)."""
+    if what in _SEARCHSORTED_WARNED or t.is_contiguous():
+        return
+    _SEARCHSORTED_WARNED.add(what)
+    import warnings
+
+    warnings.warn(f"torch.searchsorted(): {what} tensor is non-contiguous, this will lower the "
+                  "performance due to extra data copy when converting non-contiguous tensor to "
+                  f"contiguous, please use contiguous {what} tensor if possible. This message "
+                  "will only appear once per program.", UserWarning,
+                  stacklevel=F._caller_outside_runtime())
 
 
 def _binary_search(seq: Tensor, vals: Tensor, right: bool) -> Tensor:
@@ -583,12 +641,13 @@ def bucketize(input: Tensor, boundaries: Tensor, *, out_int32: bool = False,  # 
               right: bool = False, out: Tensor | None = None) -> Tensor:
     """The bucket of each element: i with boundaries[i-1] < x <= boundaries[i] (right:
     boundaries[i-1] <= x < boundaries[i])."""
-    if out is not None:
-        result = bucketize(input, boundaries, out_int32=out_int32, right=right)
-        return F.written_to(out, result, "bucketize")
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries.ndim})")
+    _check_bucket_out(out, out_int32)
+    if out is not None:
+        result = bucketize(input, boundaries, out_int32=out_int32, right=right)
+        return F.written_to(out, result, "bucketize")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 

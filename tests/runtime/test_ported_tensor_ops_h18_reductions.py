@@ -12,6 +12,7 @@ logcumsumexp, and CUDA-only mode tests.
 from __future__ import annotations
 
 import math
+import random
 import warnings
 from typing import Any
 
@@ -459,3 +460,175 @@ def test_sum_noncontig_lowp(dtype: torch.dtype) -> None:
                 for perm in permutations(range(n)):
                     x = torch.ones(shape, dtype=dtype)[(slice(None, None, 2),) * n].permute(perm)
                     assert_equal(torch.sum(x, dims), torch.sum(x.float(), dims).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.bool, torch.float64])
+def test_sum_all(dtype: torch.dtype) -> None:
+    def check(t: torch.Tensor) -> None:
+        assert abs(t.sum().item() - sum(t.reshape(-1).tolist())) < 1e-6 * max(1, t.numel())
+
+    if dtype == torch.bool:
+        check(torch.tensor([True, False, True], dtype=torch.bool))
+        return
+    check(torch.tensor([1, 2, 3, 4, 5], dtype=dtype))
+    check(torch.randn(200000, dtype=dtype))
+    check(torch.randn(2000, 2, dtype=dtype)[:, 0])
+
+
+def test_sum_out_and_prod_out() -> None:
+    x = torch.rand(100, 100, dtype=torch.double)
+    res2 = torch.tensor((), dtype=torch.double)
+    torch.sum(x, 1, out=res2)
+    assert_equal(torch.sum(x, 1), res2)
+    x = torch.rand(20, 20, 20, dtype=torch.double)
+    res2 = torch.tensor((), dtype=torch.double)
+    torch.sum(x, (2, 1), out=res2)
+    assert_equal(x.sum(2).sum(1), res2)
+    x = torch.rand(100, 100)
+    res2 = torch.tensor(())
+    torch.prod(x, 1, out=res2)
+    assert_equal(torch.prod(x, 1), res2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_prod_lowp(dtype: torch.dtype) -> None:
+    x = torch.rand(100, 100, dtype=dtype)
+    for d in (1, 0):
+        assert_equal(torch.prod(x, d), torch.prod(x.float(), d).to(dtype))
+
+
+def test_prod_bool() -> None:
+    for val in ([True, True], [True, False], [False, False], [], [False] * 256):
+        assert torch.prod(torch.tensor(val), dtype=torch.bool).item() == \
+            np.prod(np.array(val), dtype=bool)
+        assert torch.prod(torch.tensor(val)).item() == np.prod(np.array(val))
+
+
+def test_bucketization(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runtime.ops import ordering
+
+    monkeypatch.setattr(ordering, "_SEARCHSORTED_WARNED", set())  # (its warnings: once a process)
+    values_1d = torch.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    values_3d = torch.tensor([[[1, 3, 5], [2, 4, 6]], [[1, 2, 3], [4, 5, 6]]])
+    boundaries = torch.tensor([1, 2, 3, 4, 5, 6])
+    expected = torch.tensor([[[0, 2, 4], [1, 3, 5]], [[0, 1, 2], [3, 4, 5]]])
+    output = torch.empty(2, 2, 3, dtype=torch.int64)
+    assert_equal(torch.bucketize(values_3d, boundaries), expected)
+    assert_equal(torch.bucketize(values_3d, boundaries, out=output), expected)
+    expected = torch.tensor([[[1, 3, 5], [2, 4, 6]], [[1, 2, 3], [4, 5, 6]]])
+    assert_equal(torch.bucketize(values_3d, boundaries, right=True), expected)
+    assert_equal(torch.bucketize(values_3d, boundaries, out=output, right=True), expected)
+    for dtype in (torch.float32, torch.float16):
+        v = values_1d.to(dtype)
+        b = torch.tensor([0.9, 1, 2, 2, 3, 3, 4, 4.1, 9, 9], dtype=dtype)
+        expected = torch.tensor([1, 2, 4, 6, 8, 8, 8, 8, 8], dtype=torch.int32)
+        assert_equal(torch.searchsorted(b, v, out_int32=True), expected)
+        assert_equal(torch.bucketize(v, b, out_int32=True), expected)
+    boundaries = torch.tensor([1, 2, 3, 4, 5, 6], dtype=torch.int64)
+    empty = torch.tensor([[[]]], dtype=torch.int64)
+    assert_equal(torch.searchsorted(boundaries, empty), empty)
+    assert_equal(torch.bucketize(empty, boundaries), empty)
+    nan = float("nan")
+    values_nan = torch.tensor([1.0, nan, 2.0, nan], dtype=torch.float64)
+    boundaries = torch.tensor([0.0, 1.0, 2.0, 3.0], dtype=torch.float64)
+    assert_equal(torch.searchsorted(boundaries, values_nan), torch.tensor([1, 4, 2, 4]))
+    assert_equal(torch.searchsorted(boundaries, values_nan, right=True), torch.tensor([2, 4, 3, 4]))
+    assert_equal(torch.searchsorted(boundaries, values_nan, side="right"),
+                 torch.tensor([2, 4, 3, 4]))
+    v3p = values_3d.permute(2, 1, 0).to(torch.int32)
+    b3p = values_3d.permute(2, 1, 0).to(torch.float64)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert_equal(torch.searchsorted(b3p, v3p),
+                     torch.tensor([[[0, 0], [0, 1]], [[2, 0], [0, 1]], [[2, 0], [0, 0]]]))
+        torch.searchsorted(b3p, v3p)  # once a process: no second pair
+    assert [str(w.message).split(",")[0] for w in caught] == [
+        "torch.searchsorted(): input value tensor is non-contiguous",
+        "torch.searchsorted(): boundary tensor is non-contiguous"]
+    boundaries = torch.tensor([1.5, 2.5, 3.5])
+    assert_equal(torch.searchsorted(boundaries, 2), torch.tensor(1))
+    assert_equal(torch.bucketize(torch.tensor(2), boundaries), torch.tensor(1))
+    assert_equal(torch.searchsorted(boundaries, torch.tensor(nan)), torch.tensor(3))
+    assert_equal(torch.bucketize(nan, boundaries, right=True), torch.tensor(3))
+    boundaries = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    with pytest.raises(RuntimeError, match="first N-1 dimensions of boundaries tensor and input "
+                                           "value tensor must match"):
+        torch.searchsorted(boundaries, values_3d)
+    with pytest.raises(RuntimeError, match="boundaries tensor must be 1 dimension"):
+        torch.bucketize(values_3d, boundaries)
+    with pytest.raises(RuntimeError, match="only when boundaries tensor dimension is 1"):
+        torch.searchsorted(boundaries, 1)
+    for dtype, is_int32 in ((torch.float32, False), (torch.int32, False), (torch.int64, True)):
+        with pytest.raises(RuntimeError, match="output tensor's dtype is wrong"):
+            torch.searchsorted(values_1d, values_1d, out=values_1d.to(dtype), out_int32=is_int32)
+    with pytest.raises(RuntimeError, match="side can only be 'left' or 'right'"):
+        torch.searchsorted(values_1d, values_1d, side="bad")
+    sequence = torch.rand_like(values_1d, dtype=torch.float)
+    _, sorted_idx = torch.sort(sequence)
+    with pytest.raises(RuntimeError, match="boundary and sorter must have the same size"):
+        torch.searchsorted(sequence, values_1d, sorter=sorted_idx[:-1])
+    with pytest.raises(RuntimeError, match="sorter must be a tensor of long dtype"):
+        torch.searchsorted(sequence, values_1d, sorter=sorted_idx.to(torch.float32))
+    for sorter in ([0, 1, 3], [-1, 1, 2]):
+        with pytest.raises(RuntimeError, match="sorter index out of range"):
+            torch.searchsorted(torch.tensor([1, 2, 3]), 2.5, sorter=torch.tensor(sorter))
+    for v_bf16, b_bf16 in ((True, False), (False, True), (True, True)):
+        v = values_1d.to(torch.bfloat16 if v_bf16 else torch.float32)
+        b = torch.tensor([0.9, 1, 2, 2, 3, 3, 4, 4.1, 9, 9],
+                         dtype=torch.bfloat16 if b_bf16 else torch.float32)
+        assert_equal(torch.bucketize(v, b, out_int32=True),
+                     torch.tensor([1, 2, 4, 6, 8, 8, 8, 8, 8], dtype=torch.int32))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.float16,
+                                   torch.bfloat16])
+def test_nansum(dtype: torch.dtype) -> None:
+    zero = torch.zeros((), dtype=dtype)
+    for noncontiguous in (True, False):
+        for dim in (0, 1, None):
+            scale = random.randint(10, 100)
+            x = make_tensor((17, 34) if noncontiguous else (17, 17), dtype, low=-scale,
+                            high=scale)
+            if noncontiguous:
+                x = x[:, ::2]
+            if dtype.is_floating_point:
+                nan_mask = x < 0.2 * scale
+                x_nonan = torch.where(nan_mask, zero, x)
+                x[nan_mask] = np.nan
+            else:
+                x_nonan = x
+            kw = {} if dim is None else {"dim": dim}
+            assert_equal(torch.nansum(x, **kw), torch.sum(x_nonan, **kw),
+                         rtol=1e-2 if dtype in (torch.float16, torch.bfloat16) else None,
+                         atol=1e-1 if dtype in (torch.float16, torch.bfloat16) else None)
+
+
+def test_searchsorted_checks_in_torch_order() -> None:
+    """(Not in PyTorch's file.) searchsorted_pre_check's order, each text torch's."""
+    pt = pytest.importorskip("torch")
+
+    def outcome(lib: Any, call: Any) -> str:
+        try:
+            call(lib)
+        except RuntimeError as e:
+            return str(e)
+        return "no error"
+
+    b, v = [[1, 2, 3], [4, 5, 6]], [1., 2., 3.]
+    calls = [
+        lambda L: L.searchsorted(L.tensor(v), L.tensor(v), sorter=L.arange(2.)),
+        lambda L: L.searchsorted(L.tensor(b), 1, out=L.empty(0)),
+        lambda L: L.searchsorted(L.tensor(b), L.tensor([1]), out=L.empty(0)),
+        lambda L: L.searchsorted(L.tensor(1.), L.tensor([1.])),
+        lambda L: L.searchsorted(L.tensor(1.), 1.),
+        lambda L: L.searchsorted(L.tensor(v), L.tensor(v), sorter=L.tensor([5, 0])),
+        lambda L: L.searchsorted(L.tensor(b), L.tensor([1]), sorter=L.arange(2.)),
+        lambda L: L.searchsorted(L.tensor(b), L.tensor([[1]]),
+                                 sorter=L.tensor([[0, 1, 2], [0, 1, 2]]).float()),
+        lambda L: L.bucketize(L.tensor([1]), L.tensor(1.)),
+        lambda L: L.bucketize(L.tensor([1]), L.tensor(v), out=L.empty(0)),
+        lambda L: L.bucketize(L.tensor([1]), L.tensor(v), out=L.empty(0, dtype=L.int32),
+                              out_int32=True),
+    ]
+    for call in calls:
+        assert outcome(torch, call) == outcome(pt, call)
