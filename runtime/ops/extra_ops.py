@@ -549,6 +549,19 @@ def argwhere(input: Tensor) -> Tensor:
     return nonzero(input)
 
 
+def check_unique_dim(x: Tensor, axis: int | None) -> None:
+    """PyTorch's checks of an empty x's unique slices along ``axis``: one dimension of size
+    0, and it the one selected."""
+    if axis is None or x.numel():
+        return
+    if list(x.shape).count(0) != 1:
+        raise RuntimeError("Number of zero sized dimensions is more than one, so unique cannot "
+                           "be applied ")
+    if x.shape[axis] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique "
+                           "cannot be applied")
+
+
 def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa: A002
            return_counts: bool = False, dim: int | None = None) -> Any:
     """x's distinct values in ascending order (whatever ``sorted`` asks, as PyTorch's CPU
@@ -556,6 +569,7 @@ def unique(x: Tensor, sorted: bool = True, return_inverse: bool = False,  # noqa
     where each element (slice) of x is among them; with ``return_counts``, how often each
     occurs. Not differentiable, as PyTorch's."""
     axis = None if dim is None else sized_dim(x, dim, wrapped_first=True)
+    check_unique_dim(x, axis)
     values = _host_values(x, "unique")
     if x.dtype is D.bfloat16:  # numpy's sort of ml_dtypes' bfloat16 misplaces a nan (and
         values = values.astype(np.float32)  # the values after it): exactly, in float32

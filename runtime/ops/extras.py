@@ -359,8 +359,11 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False,  # noqa: A00
     """Each run of equal consecutive elements (slices along ``dim``) collapsed to one."""
     from ..creation import tensor
 
+    from .extra_ops import check_unique_dim
+
     values = np.asarray(input.detach().cpu().numpy())
     axis = None if dim is None else T.sized_dim(input, dim, wrapped_first=True)
+    check_unique_dim(input, axis)
     rows = values.reshape(-1) if axis is None else np.moveaxis(values, axis, 0)
     n = rows.shape[0]
     if n == 0:
