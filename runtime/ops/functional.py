@@ -1545,7 +1545,33 @@ def tensor_getitem(self: Tensor, key: Any) -> Tensor:
 
 def tensor_setitem(self: Tensor, key: Any, value: Any) -> None:
     """``Tensor.__setitem__``: PyTorch's Python indexing (_user_key), then setitem."""
-    setitem(self, _user_key(key), value)
+    key = _user_key(key)
+    if isinstance(value, Tensor) and value.dtype is not self.dtype:
+        _check_index_put_dtype(self, key, value)
+    setitem(self, key, value)
+
+
+def _check_index_put_dtype(t: Tensor, key: Any, value: Tensor) -> None:
+    """PyTorch's index_put_ check of ``t[key] = value``, value a tensor of another dtype: an
+    advanced index (a tensor, a sequence) makes it index_put_, which refuses the mismatch,
+    unless it dispatches to masked_fill_ (one bool mask, a one-element value); basic indexing
+    is a copy_, which casts (a number value is made in t's dtype)."""
+    items = key if isinstance(key, tuple) else (key,)
+    advanced = [k for k in items if isinstance(k, (Tensor, np.ndarray)) and k.ndim
+                or isinstance(k, (list, tuple))]
+    if not advanced:
+        return
+    if len(advanced) == 1 and value.numel() == 1 and _is_mask(advanced[0]):
+        return
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{D.scalar_type_name(t.dtype)} for the destination and "
+                       f"{D.scalar_type_name(value.dtype)} for the source.")
+
+
+def _is_mask(k: Any) -> bool:
+    if isinstance(k, Tensor):
+        return k.dtype in (D.bool_, D.uint8)
+    return np.asarray(k).dtype in (np.bool_, np.uint8)
 
 
 def _index_items(key: Any) -> Any:

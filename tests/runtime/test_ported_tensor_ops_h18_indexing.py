@@ -187,7 +187,7 @@ def _assert_set_eq(t: torch.Tensor, indexer: Any, value: Any) -> None:
 
 def _set_tensor(t: torch.Tensor, indexer: Any) -> torch.Tensor:
     part = t[indexer]
-    return torch.randperm(part.numel()).view(part.size()).double()
+    return torch.randperm(part.numel()).view(part.size()).to(t.dtype)
 
 
 S, E = slice(None), Ellipsis
@@ -677,3 +677,23 @@ def test_ellipsis_tensor() -> None:
     idx = torch.tensor([0, 2])
     assert x[..., idx].tolist() == [[0, 2], [3, 5], [6, 8]]
     assert x[idx, ...].tolist() == [[0, 1, 2], [6, 7, 8]]
+
+
+def test_setitem_value_dtype_checks_as_index_put() -> None:
+    """(From test_type_promotion.py's test_indexing.) t[advanced] = a tensor of another dtype
+    is PyTorch's index_put_ error; a one-element value with one bool mask is masked_fill_'s
+    cast, basic indexing copy_'s, a number t's dtype."""
+    a = torch.ones(5, 2, dtype=torch.double)
+    mask = torch.tensor([True, False, True, False, False])
+    for key, value in (((slice(None), [1]), torch.zeros(5, 1, dtype=torch.int)),
+                       (([1],), torch.zeros(1, 2, dtype=torch.float)),
+                       ((mask,), torch.zeros(2, 2, dtype=torch.float)),
+                       (([1],), torch.tensor(3))):
+        with pytest.raises(RuntimeError, match="^Index put requires the source and destination "
+                                               "dtypes match, got Double for the destination and "
+                                               "(Int|Float|Long) for the source.$"):
+            a[key] = value
+    a[mask] = torch.tensor(7, dtype=torch.int)
+    a[:, 1] = torch.zeros(5, dtype=torch.int)
+    a[[1]] = 3
+    assert a.tolist() == [[7.0, 0.0], [3.0, 3.0], [7.0, 0.0], [1.0, 0.0], [1.0, 0.0]]
