@@ -324,14 +324,15 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:  # noqa: A002
 
 def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:  # noqa: N803
     """The Vandermonde matrix of a 1-d x: columns x ** (N-1) ... x ** 0 (increasing: the
-    other way round)."""
+    other way round), in int64 for an integer or bool x."""
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     powers = range(n) if increasing else range(n - 1, -1, -1)
-    base = x if x.dtype is not D.bool_ else F.cast(x, D.int64)
+    # PyTorch's promotion with int64: integer and bool x give int64 powers
+    base = x if x.dtype.is_floating_point else F.cast(x, D.int64)
     if not n:
         return F.reshape(base[:0], (x.shape[0], 0)) if x.shape[0] else F.reshape(base, (0, 0))
     return F.stack([F.pow(base, p) for p in powers], 1)
