@@ -45,8 +45,10 @@ from .tensor_ops import (
 def roll(input: Tensor, shifts: int | Sequence[int], dims: int | Sequence[int] | None = None
          ) -> Tensor:
     """Elements shifted along ``dims`` (wrapping round); without dims, over the flattened
-    tensor, then reshaped back."""
-    if dims is None:
+    tensor, then reshaped back. PyTorch's checks: some shift; dims, when given, one each."""
+    if not isinstance(shifts, int) and not len(shifts):
+        raise RuntimeError("`shifts` required")
+    if dims is None or not isinstance(dims, int) and not len(dims):
         if not isinstance(shifts, int) and len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
                                f"dims:0")

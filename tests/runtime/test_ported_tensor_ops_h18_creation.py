@@ -1,0 +1,177 @@
+"""PyTorch's test/test_tensor_creation_ops.py, ported by hand for device 'cpu' and the
+float32/float64/int64/bool dtypes with ``import runtime as torch`` (helpers and the list of
+what is left out in tests/runtime/test_ported_tensor_ops_h18.py).
+
+Left out here: complex dtypes (vander's and roll's complex cases), chalf, dlpack.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+
+import numpy as np
+import pytest
+
+import runtime as torch
+from tests.runtime.test_ported_tensor_ops_h18 import assert_equal
+
+
+def test_diag_embed() -> None:
+    x = torch.arange(3 * 4, dtype=torch.float).view(3, 4)
+    assert_equal(torch.diag_embed(x), torch.stack([torch.diag(r) for r in x], 0))
+    assert_equal(torch.diag_embed(x, offset=1, dim1=0, dim2=2),
+                 torch.stack([torch.diag(r, 1) for r in x], 1))
+
+
+def test_cat_mem_overlap() -> None:
+    x = torch.rand((1, 3)).expand((6, 3))
+    y = torch.rand((3, 3))
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.cat([y, y], out=x)
+
+
+def test_vander() -> None:
+    x = torch.tensor([1, 2, 3, 5])
+    assert torch.vander(torch.tensor([]), 0).shape == (0, 0)
+    with pytest.raises(RuntimeError, match="N must be non-negative."):
+        torch.vander(x, N=-1)
+    with pytest.raises(RuntimeError, match="x must be a one-dimensional tensor."):
+        torch.vander(torch.stack((x, x)))
+
+
+_NP = {torch.bool: np.bool_, torch.uint8: np.uint8, torch.int8: np.int8, torch.short: np.int16,
+       torch.int: np.int32, torch.long: np.int64, torch.float: np.float32,
+       torch.double: np.float64}
+
+
+@pytest.mark.parametrize("dtype", list(_NP))
+def test_vander_types(dtype: torch.dtype) -> None:
+    if dtype is torch.uint8:
+        xs = [[1, 2, 3, 5], [0, 1 / 3, 1, math.pi, 3 / 7]]
+    elif dtype is torch.bool:
+        xs = [[True, True, True, True], [False, True, True, True, True]]
+    else:
+        xs = [[1, 2, 3, 5], [-math.pi, 0, 1 / 3, 1, math.pi, 3 / 7]]
+    for x, n, inc in product(xs, [None, 0, 1, 3], [False, True]):
+        pt_x = torch.tensor(x, dtype=dtype)
+        np_x = np.array(x, dtype=_NP[dtype]) if dtype is not torch.bool else \
+            np.array(x).astype(np.int64)
+        got = torch.vander(pt_x, increasing=inc) if n is None else torch.vander(pt_x, n, inc)
+        assert_equal(got, torch.from_numpy(np.vander(np_x, n, inc)), atol=1e-3, rtol=0,
+                     exact_dtype=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool,
+                                   torch.float16, torch.bfloat16, torch.uint8, torch.int8])
+def test_cat_and_fill_all_dtypes(dtype: torch.dtype) -> None:
+    x = torch.tensor([[1, 2], [3, 4]], dtype=dtype)
+    assert_equal(torch.cat((x, x), 0), torch.tensor([[1, 2], [3, 4], [1, 2], [3, 4]], dtype=dtype))
+    assert_equal(torch.cat((x, x), 1), torch.tensor([[1, 2, 1, 2], [3, 4, 3, 4]], dtype=dtype))
+    for t in (torch.tensor((10, 10), dtype=dtype), torch.empty(10000, dtype=dtype)):
+        bound = 100 if dtype in (torch.uint8, torch.int8) else 2000
+        for n in range(-bound, bound, bound // 10):
+            if dtype is torch.uint8 and n < 0:
+                continue  # (PyTorch 2.13 refuses a negative fill of uint8: overflow)
+            t.fill_(n)
+            assert_equal(t, torch.tensor([n] * t.numel(), dtype=dtype))
+
+
+def test_roll() -> None:
+    numbers = torch.arange(1, 9)
+    assert_equal(numbers.roll(1, 0), torch.tensor([8, 1, 2, 3, 4, 5, 6, 7]))
+    assert_equal(numbers.roll(-2, 0), torch.tensor([3, 4, 5, 6, 7, 8, 1, 2]))
+    data = numbers.view(2, 2, 2)
+    assert_equal(data.roll(1, 0), torch.tensor([5, 6, 7, 8, 1, 2, 3, 4]).view(2, 2, 2))
+    data = data.view(2, 4)
+    assert_equal(data, data.roll(2, 0).roll(4, 1))
+    assert_equal(data, data.roll(-20, 0).roll(-40, 1))
+    strided = numbers.view(2, 4).transpose(0, 1)
+    assert not strided.is_contiguous()
+    assert_equal(strided.roll(1, 0), torch.tensor([4, 8, 1, 5, 2, 6, 3, 7]).view(4, 2))
+    expected = numbers.roll(1, 0).view(2, 4)
+    assert_equal(expected, data.roll(1))
+    assert_equal(expected, data.roll(1, dims=None))
+    assert_equal(data.roll(shifts=(2, -1), dims=(1, 0)), torch.tensor([[7, 8, 5, 6], [3, 4, 1, 2]]))
+    for shifts, dims in (((), ()), ((), 1)):
+        with pytest.raises(RuntimeError, match="required"):
+            data.roll(shifts=shifts, dims=dims)
+    for shifts, dims in (((1, 2), (1,)), ((1,), (1, 2))):
+        with pytest.raises(RuntimeError, match="align"):
+            data.roll(shifts=shifts, dims=dims)
+    t = torch.zeros(6, dtype=torch.bool)
+    t[0] = True
+    t[3] = True
+    assert_equal(torch.tensor([False, True, False, False, True, False]), t.roll(1, 0))
+
+
+def _tri_mask(shape: tuple[int, ...], diagonal: int, upper: bool) -> torch.Tensor:
+    rows, cols = shape[-2:]
+    i = np.arange(rows)[:, None]
+    j = np.arange(cols)[None, :]
+    cond = (j - i < diagonal) if upper else (j - i > diagonal)
+    return torch.from_numpy(np.broadcast_to(cond, shape).copy())
+
+
+_TRI_SHAPES = [(3, 3), (5, 3, 3), (7, 3), (5, 7, 3), (3, 7), (5, 3, 7), (3, 0), (0, 3, 3),
+               (3, 3, 0, 0), (3, 1), (5, 3, 1), (1, 3), (5, 1, 3), (1, 3, 3, 3)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool,
+                                   torch.float16])
+def test_triu_tril(dtype: torch.dtype) -> None:
+    for shape, diagonal in product(_TRI_SHAPES, [-2, -1, 0, 1, 2]):
+        x = torch.empty(*shape, dtype=dtype).fill_(2)
+        for upper in (True, False):
+            fn = torch.triu if upper else torch.tril
+            res1 = fn(x, diagonal=diagonal)
+            res2 = torch.empty(0, dtype=dtype)
+            fn(x, diagonal=diagonal, out=res2)
+            expected = torch.where(_tri_mask(shape, diagonal, upper), torch.tensor(0).type_as(x), x)
+            assert_equal(res1, res2, atol=0, rtol=0)
+            assert_equal(expected, res1, atol=0, rtol=0)
+            if 0 not in shape:
+                for s in range(-len(shape), -1):
+                    x_nc = x.clone().transpose(s, s + 1)
+                    exp_nc = torch.where(_tri_mask(tuple(x_nc.shape), diagonal, upper),
+                                         torch.tensor(0).type_as(x), x_nc)
+                    assert_equal(fn(x_nc, diagonal), exp_nc, atol=0, rtol=0)
+                    was_contiguous = x_nc.is_contiguous()
+                    inplace = x_nc.triu_(diagonal) if upper else x_nc.tril_(diagonal)
+                    assert_equal(inplace, exp_nc, atol=0, rtol=0)
+                    assert x_nc.is_contiguous() == was_contiguous
+                expanded = x.clone().expand((x.size(0),) + tuple(x.size()))
+                out = fn(expanded, diagonal)
+                assert_equal(out, expected.expand((x.size(0),) + tuple(x.size())))
+            np_fn = np.triu if upper else np.tril
+            assert_equal(res1, np_fn(x.float().numpy(), diagonal).astype(res1.numpy().dtype))
+
+
+def test_triu_tril_bfloat16() -> None:
+    for fn in (torch.tril, torch.triu):
+        inp = torch.randn(3, 3).bfloat16().requires_grad_(True)
+        inp2 = inp.detach().clone().float().requires_grad_(True)
+        out = fn(inp)
+        out.sum().backward()
+        out2 = fn(inp2)
+        out2.sum().backward()
+        assert out.dtype == torch.bfloat16
+        assert inp.grad.dtype == torch.bfloat16
+        assert_equal(out, out2.bfloat16())
+        assert_equal(inp.grad, inp2.grad.bfloat16(), atol=0.01, rtol=0)
+
+
+def test_vander_integer_result_is_int64() -> None:
+    """(Beside test_vander_types.) PyTorch promotes an integer or bool x with int64: int8
+    powers past 127 do not wrap."""
+    for dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32):
+        assert torch.vander(torch.tensor([1, 0], dtype=dtype)).dtype == torch.int64
+    assert torch.vander(torch.tensor([-3, 2], dtype=torch.int8), 6)[0, 0].item() == -243
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        assert torch.vander(torch.tensor([1, 2], dtype=dtype)).dtype == dtype
+
+
+def test_roll_empty_dims_flattens() -> None:
+    data = torch.arange(1, 9).view(2, 4)
+    for shifts in (1, (1,)):
+        assert_equal(data.roll(shifts=shifts, dims=()), data.roll(1))
