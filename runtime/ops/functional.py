@@ -21,7 +21,7 @@ from ..tracing import GraphBreak, MetaArray, is_tracing, stands_for_number
 from . import prims as P
 from .naming import renamed
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
-from .inplace import apply_inplace, overlaps_internally, writable_alias
+from .inplace import apply_inplace, check_no_overlap, overlaps_internally, writable_alias
 from .shapes import ShapeError, broadcast_shapes, expand_error, int_dim, wrap_dim, wrap_dims
 
 # numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
@@ -1679,7 +1679,10 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     skipped whatever the others' shape (PyTorch's legacy rule, which lets a loop start from
     ``tensor([])``), their dtype still promoting the result's."""
     if out is not None:
-        return written_to(out, _castable_into(out, cat(tensors, dim)), "cat")
+        result = _castable_into(out, cat(tensors, dim))
+        for t in tensors:
+            check_no_overlap(out, t)
+        return written_to(out, result, "cat")
     if isinstance(tensors, Tensor):
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         "Tensor")
@@ -1689,8 +1692,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
         if t.ndim == 0:
             raise ShapeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
     kept = [(i, t) for i, t in enumerate(tensors) if t.shape != (0,)]
-    if not kept:  # all legacy empties: one of them along dim 0
-        wrap_dim(dim, 1)
+    if not kept:  # all legacy empties: joined along dim 0, whatever dim says (PyTorch's)
         return apply(P.CAT, *tensors, axis=0)
     first = kept[0][1]
     d = wrap_dim(dim, first.ndim)

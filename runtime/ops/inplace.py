@@ -111,6 +111,23 @@ def check_fits(t: Tensor, shape: tuple[int, ...], dtype: D.DType) -> None:
                            f"the desired output type {D.scalar_type_name(t.dtype)}")
 
 
+ERR_INPUT_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def check_no_overlap(out: Tensor, t: Tensor) -> None:
+    """PyTorch's assert_no_overlap of an out= tensor with an input: the same tensor, or two
+    dense ones whose memory ranges meet (tensors of other layouts it does not judge)."""
+    if out is t:
+        raise RuntimeError(ERR_INPUT_OVERLAP)
+    a, b = out._data, t._data
+    if not a.size or not b.size or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+        return
+    if a.flags.c_contiguous and b.flags.c_contiguous and np.may_share_memory(a, b):
+        raise RuntimeError(ERR_INPUT_OVERLAP)
+
+
 def overlaps_internally(data: Any) -> bool:
     """Whether elements of the array share memory: a stride 0 over more than one element (an
     expand()ed tensor's; an empty array has no element to overlap, though numpy gives every

@@ -175,3 +175,117 @@ def test_roll_empty_dims_flattens() -> None:
     data = torch.arange(1, 9).view(2, 4)
     for shifts in (1, (1,)):
         assert_equal(data.roll(shifts=shifts, dims=()), data.roll(1))
+
+
+def test_diagflat() -> None:
+    x = torch.randn((100,))
+    assert_equal(torch.diagflat(x), torch.diag(x))
+    assert_equal(torch.diagflat(x, 17), torch.diag(x, 17))
+    x = torch.randn((2, 3, 4))
+    assert_equal(torch.diagflat(x), torch.diag(x.contiguous().view(-1)))
+    x = torch.randn((2, 3, 4)).transpose(2, 0)
+    assert not x.is_contiguous()
+    assert_equal(torch.diagflat(x), torch.diag(x.contiguous().view(-1)))
+
+
+def test_block_diag() -> None:
+    def workaround(*arrs: torch.Tensor) -> torch.Tensor:
+        expanded = [a if a.dim() == 2 else a.expand(1, a.size(0)) if a.dim() == 1
+                    else a.expand(1, 1) for a in arrs]
+        shapes = torch.tensor([list(a.shape) for a in expanded])
+        out = torch.zeros(torch.sum(shapes, dim=0).tolist(), dtype=expanded[0].dtype)
+        r = c = 0
+        for a, (rr, cc) in zip(expanded, shapes.tolist(), strict=True):
+            out[r:r + rr, c:c + cc] = a
+            r, c = r + rr, c + cc
+        return out
+
+    tensors = [torch.rand((2, 2)), torch.rand((2, 3)), torch.rand(10), torch.rand((8, 1)),
+               torch.rand(1)[0]]
+    assert_equal(torch.block_diag(*tensors), workaround(*tensors))
+    t = torch.rand(1)[0]
+    assert_equal(torch.block_diag(t), t.expand(1, 1))
+    t = torch.rand(10)
+    assert_equal(torch.block_diag(t), t.expand(1, t.size(0)))
+    result = torch.block_diag()
+    assert_equal(result, torch.empty(1, 0))
+    assert result.device.type == "cpu"
+    dtypes = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float32,
+              torch.float64]
+    for dt1, dt2 in product(dtypes, dtypes):
+        a, b = torch.tensor(1, dtype=dt1), torch.tensor(2, dtype=dt2)
+        assert_equal(torch.block_diag(a, b),
+                     torch.tensor([[1, 0], [0, 2]], dtype=torch.result_type(a, b)))
+    with pytest.raises(RuntimeError, match="torch.block_diag: Input tensors must have 2 or fewer "
+                                           "dimensions. Input 1 has 3 dimensions"):
+        torch.block_diag(torch.tensor(5), torch.tensor([[[6]]]))
+    with pytest.raises(RuntimeError, match="torch.block_diag: Input tensors must have 2 or fewer "
+                                           "dimensions. Input 0 has 4 dimensions"):
+        torch.block_diag(torch.tensor([[[[6]]]]))
+
+
+def test_block_diag_scipy() -> None:
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    cases = [([1, [2], [], [3, 4, 5], [[], []], [[6], [7.3]]], torch.float32),
+             ([[[1, 2], [3, 4]], [1]], torch.int64), ([], torch.float32)]
+    for arrays, torch_type in cases:
+        result = torch.block_diag(*[torch.tensor(a) for a in arrays])
+        assert result.dtype == torch_type
+        assert_equal(result, torch.tensor(scipy_linalg.block_diag(*arrays)).to(torch_type))
+
+
+def test_cat_empty_legacy() -> None:
+    x = torch.randn((4, 3, 32, 32))
+    empty = torch.randn((0,))
+    assert_equal(torch.cat([x, empty], dim=1), torch.cat([empty, x], dim=1))
+    assert_equal(torch.cat([empty, empty], dim=1), empty)
+    with pytest.raises(ValueError, match="non-empty list of Tensors"):  # PyTorch 2.13's type
+        torch.cat([], dim=1)
+    for dim in (5, -3):  # all legacy empties: no dim check (PyTorch's legacy_cat_wrap_dim)
+        assert torch.cat([empty, empty], dim=dim).shape == (0,)
+
+
+def test_cat_empty() -> None:
+    x = torch.randn((4, 3, 32, 32))
+    empty = torch.randn((4, 0, 32, 32))
+    assert_equal(torch.cat([x, empty], dim=1), torch.cat([empty, x], dim=1))
+    assert_equal(torch.cat([empty, empty], dim=1), empty)
+    for empty in (torch.randn((4, 0, 31, 32)), torch.randn((4, 0))):
+        with pytest.raises(RuntimeError):
+            torch.cat([x, empty], dim=1)
+        with pytest.raises(RuntimeError):
+            torch.cat([empty, x], dim=1)
+
+
+def test_cat_out() -> None:
+    x = torch.zeros((0))
+    y = torch.randn((4, 6))
+    text = ("unsupported operation: some elements of the input tensor and the written-to tensor "
+            "refer to a single memory location.")
+    with pytest.raises(RuntimeError, match=text):
+        torch.cat([x, y], dim=0, out=x)
+    with pytest.raises(RuntimeError, match=text):
+        torch.cat([x, y], dim=0, out=y)
+    z = torch.zeros((4, 6))
+    with pytest.raises(RuntimeError, match=text):
+        torch.cat([y, z], out=z[:2, :])
+    w = y.view(-1).clone()
+    a = torch.cat([w[:2], w[4:6]])
+    b = torch.cat([w[:2], w[4:6]], out=w[6:10])
+    assert_equal(a, b)
+    assert_equal(w[:6], y.view(-1)[:6])
+    for dim in (0, 1):
+        x = torch.zeros((10, 5, 2))
+        length = 3
+        y = x.narrow(dim, 0, x.shape[dim] - length)
+        val = torch.full_like(y[0], 3.)
+        assert y.is_contiguous() == (dim == 0)
+        torch.cat((val[None],) * y.shape[0], dim=0, out=y)
+        expected_y = torch.cat((val[None],) * y.shape[0], dim=0)
+        expected_x = torch.zeros((10, 5, 2))
+        if dim == 0:
+            expected_x[:x.shape[dim] - length, :, :] = expected_y
+        else:
+            expected_x[:, :x.shape[dim] - length, :] = expected_y
+        assert_equal(y, expected_y)
+        assert_equal(x, expected_x)
