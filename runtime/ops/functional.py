@@ -1723,6 +1723,9 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0, *, dim: int | None = N
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, _castable_into(out, stack(tensors, dim)), "stack")
+    if isinstance(tensors, Tensor):  # PyTorch's argument parser (rt read a tensor's truth)
+        raise TypeError("stack(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        "Tensor")
     if not tensors:
         raise ShapeError("stack expects a non-empty TensorList")
     shape = tensors[0].shape

@@ -80,8 +80,14 @@ def _at_least(x: Tensor, ndim: int) -> Tensor:
     return x
 
 
-def _check_sequence(fn: str, tensors: Sequence[Tensor]) -> list[Tensor]:
-    if isinstance(tensors, Tensor) or not len(tensors):
+def _check_sequence(fn: str, tensors: Sequence[Tensor], caller: str | None = None
+                    ) -> list[Tensor]:
+    """The tensors of ``fn`` (called as ``caller``: row_stack is vstack's) as PyTorch's
+    argument parser and kernel check them: a tensor is refused as its tuple, none at all."""
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{caller or fn}(): argument 'tensors' (position 1) must be tuple of "
+                        "Tensors, not Tensor")
+    if not len(tensors):
         raise RuntimeError(f"{fn} expects a non-empty TensorList")
     return list(tensors)
 

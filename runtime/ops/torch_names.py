@@ -74,9 +74,9 @@ def rsub(input: Tensor, other: Any, alpha: Any = 1, *,  # noqa: A002
 
 def row_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
     """vstack's other name."""
-    from .more_ops import vstack
+    from .more_ops import _check_sequence, vstack
 
-    result = vstack(tensors)
+    result = vstack(_check_sequence("vstack", tensors, "row_stack"))
     return result if out is None else F.written_to(out, result, "row_stack")
 
 
