@@ -366,14 +366,14 @@ def _upper_fraction(a: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def _igamma_array(a: np.ndarray, x: np.ndarray, upper: bool) -> np.ndarray:
     """The regularized lower (P) or upper (Q) incomplete gamma, PyTorch's values at the
-    edges: NaN for a or x negative (or both zero), P = 1 where a = 0 or x = inf, P = 0 where
-    x = 0 or a = inf."""
+    edges: NaN for a or x negative (or both zero, or both inf), P = 1 where a = 0 or x = inf,
+    P = 0 where x = 0 or a = inf."""
     a, x = np.broadcast_arrays(a.astype(np.float64), x.astype(np.float64))
     p = np.full(a.shape, np.nan)
     ok = (a >= 0) & (x >= 0) & ~np.isnan(a) & ~np.isnan(x) & ~((a == 0) & (x == 0))
     p[ok & (x == 0)] = 0.0
     p[ok & (a == 0) & (x > 0)] = 1.0
-    p[ok & np.isinf(x) & (a > 0)] = 1.0
+    p[ok & np.isinf(x) & (a > 0) & np.isfinite(a)] = 1.0  # (calc_igamma: inf, inf is NaN)
     p[ok & np.isinf(a) & np.isfinite(x)] = 0.0
     inner = ok & (a > 0) & (x > 0) & np.isfinite(a) & np.isfinite(x)
     series = inner & (x < a + 1.0)
