@@ -259,7 +259,17 @@ def heaviside(input: Tensor, values: Any) -> Tensor:
                          "derivative for aten::heaviside is not implemented")
 
 
-@takes_out("signbit")
+def bool_out(name: str) -> Callable[[Tensor, Tensor], None]:
+    """The out= check of an op whose result is bool (isposinf, isneginf, signbit): PyTorch's
+    error for another dtype (a cast would be allowed by out='s general rule)."""
+    def check(out: Tensor, result: Tensor) -> None:
+        if out.dtype is not D.bool_:
+            raise RuntimeError(f"{name} does not support non-boolean outputs.")
+
+    return check
+
+
+@takes_out("signbit", bool_out("signbit"))
 def signbit(input: Tensor) -> Tensor:
     """True where the sign bit is set (-0.0 included: atan2(-0, -1) is -pi)."""
     if not input.dtype.is_floating_point:
@@ -822,11 +832,13 @@ def isreal(input: Tensor) -> Tensor:  # noqa: A002
 
 def isposinf(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
+        bool_out("isposinf")(out, out)
         return F.written_to(out, isposinf(input), "isposinf")
     return F.eq(input, math.inf) if input.dtype.is_floating_point else F.ne(input, input)
 
 
 def isneginf(input: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
+        bool_out("isneginf")(out, out)
         return F.written_to(out, isneginf(input), "isneginf")
     return F.eq(input, -math.inf) if input.dtype.is_floating_point else F.ne(input, input)

@@ -1,0 +1,161 @@
+"""PyTorch's test/test_unary_ufuncs.py and test/test_binary_ufuncs.py (their non-OpInfo tests),
+ported by hand for device 'cpu' and the float32/float64/int64/bool dtypes with
+``import runtime as torch`` (helpers and the list of what is left out in
+tests/runtime/test_ported_tensor_ops_h18.py).
+
+Left out here: complex inputs (isposinf's complex error, isreal), CUDA-only polygamma and
+abs_zero, and the OpInfo-driven reference tests.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import runtime as torch
+from tests.runtime.test_ported_tensor_ops_h18 import assert_equal
+
+_MATH = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
+         torch.bfloat16, torch.float32, torch.float64]
+_FP = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+_INF, _NAN = float("inf"), float("nan")
+
+
+@pytest.mark.parametrize("dtype", _MATH)
+def test_threshold(dtype: torch.dtype) -> None:
+    if dtype in (torch.uint8, torch.float16):
+        return
+    x = torch.randn(100).sign().to(dtype=dtype)
+    assert torch.threshold(x, 0, 0).le(0).any()
+
+
+def _igamma_inputs(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    vec = torch.logspace(-4, 4, steps=500, base=2.71828182846,
+                         dtype=torch.float64).unsqueeze(-1).to(dtype)
+    half = vec.shape[0] // 2
+    return [(vec, vec.transpose(0, 1)), (vec, vec), (vec, 0.5 * vec), (vec, 2.0 * vec),
+            (vec[::2, :], vec[::2, :]), (vec[::2, :], vec[:half, :]), (vec[:half, :], vec[::2, :])]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("name", "ref"), [("igamma", "gammainc"), ("igammac", "gammaincc")])
+def test_igamma_common(dtype: torch.dtype, name: str, ref: str) -> None:
+    special = pytest.importorskip("scipy.special")
+    for a, b in _igamma_inputs(dtype):
+        expected = torch.from_numpy(getattr(special, ref)(a.numpy(), b.numpy())).to(dtype)
+        assert_equal(getattr(torch, name)(a, b), expected,
+                     rtol=1e-5 if dtype == torch.float32 else 1e-7, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", _FP)
+def test_igamma_igammac_edge_cases(dtype: torch.dtype) -> None:
+    kw = {"dtype": dtype}
+    infs = torch.zeros((3,), **kw) + _INF
+    zeros, ones = torch.zeros((3,), **kw), torch.ones((3,), **kw)
+    zero_to_large = torch.tensor([0., 1., 1e3], **kw)
+    small_to_inf = torch.tensor([1e-3, 1., _INF], **kw)
+    nans = torch.zeros((3,), **kw) + _NAN
+    cases = [((zeros, small_to_inf), ones, zeros), ((small_to_inf, zeros), zeros, ones),
+             ((infs, zero_to_large), zeros, ones), ((zero_to_large, infs), ones, zeros),
+             ((zeros, zeros), nans, nans), ((infs, infs), nans, nans),
+             ((-small_to_inf, small_to_inf), nans, nans)]
+    for (a, x), want_p, want_q in cases:
+        for fn, want in ((torch.igamma, want_p), (torch.igammac, want_q)):
+            got = fn(a, x)
+            if torch.all(torch.isnan(want)):
+                assert torch.all(torch.isnan(got))
+            else:
+                assert_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32, torch.float64])
+def test_i0(dtype: torch.dtype) -> None:
+    special = pytest.importorskip("scipy.special")
+    ranges = [13.25, 88.5] + ([709.75] if dtype == torch.float64 else [])
+    for r in ranges:
+        for rr in (r, -r):
+            t = torch.rand(1000).to(dtype) * rr
+            expected = special.i0(t.float().numpy() if dtype == torch.bfloat16 else t.numpy())
+            assert_equal(torch.i0(t), torch.from_numpy(np.asarray(expected)).to(dtype),
+                         rtol=1e-2 if dtype == torch.bfloat16 else 1e-5, atol=1e-5)
+    assert_equal(torch.i0(torch.tensor([], dtype=dtype)), torch.tensor([], dtype=dtype))
+    assert torch.i0(torch.tensor([_INF, -_INF, _NAN], dtype=dtype)).isnan().all()
+
+
+def test_abs_big_number() -> None:
+    assert torch.tensor([2 ** 31 + 1], dtype=torch.long).abs()[0].item() > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float, torch.double])
+def test_abs_signed_zero(dtype: torch.dtype) -> None:
+    inp = torch.zeros(129, dtype=dtype)
+    inp[::2] = -0.0
+    for v in inp.abs().tolist():
+        assert math.copysign(1.0, v) > 0.0
+
+
+def test_absolute() -> None:
+    from copy import deepcopy
+
+    t = torch.randn(10, 10)
+    assert_equal(t.abs(), t.absolute())
+    assert_equal(torch.abs(t), torch.absolute(t))
+    r_abs, r_absolute = torch.empty((10, 10)), torch.empty((10, 10))
+    torch.abs(t, out=r_abs)
+    torch.absolute(t, out=r_absolute)
+    assert_equal(r_abs, r_absolute)
+    t_copy = deepcopy(t)
+    t.absolute_()
+    t_copy.abs_()
+    assert_equal(t, t_copy)
+
+
+@pytest.mark.parametrize("dtype", _FP)
+def test_isfinite_isinf_isnan(dtype: torch.dtype) -> None:
+    vals = (-_INF, _INF, _NAN, -1, 0, 1)
+    t = torch.tensor(vals, dtype=dtype)
+    for fn in ("isfinite", "isinf", "isnan"):
+        assert_equal(getattr(torch, fn)(t), getattr(np, fn)(np.array(vals)))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_isfinite_isinf_isnan_int(dtype: torch.dtype) -> None:
+    t = torch.tensor((-1, 0, 1), dtype=dtype)
+    for fn in ("isfinite", "isinf", "isnan"):
+        assert_equal(getattr(torch, fn)(t), getattr(np, fn)(np.array((-1, 0, 1))))
+
+
+@pytest.mark.parametrize("dtype", _FP)
+def test_isposinf_isneginf_float(dtype: torch.dtype) -> None:
+    vals = (-_INF, _INF, _NAN, -1, 0, 1)
+    t = torch.tensor(vals, dtype=dtype)
+    for fn, target in ((torch.isposinf, (0, 1, 0, 0, 0, 0)), (torch.isneginf, (1, 0, 0, 0, 0, 0))):
+        want = torch.tensor(target, dtype=torch.bool)
+        assert_equal(fn(t), want)
+        out = torch.empty_like(t, dtype=torch.bool)
+        fn(t, out=out)
+        assert_equal(out, want)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64, torch.bool])
+def test_isposinf_isneginf_int_and_bool(dtype: torch.dtype) -> None:
+    t = torch.tensor((-1, 0, 1), dtype=dtype) if dtype != torch.uint8 else \
+        torch.tensor((0, 1, 2), dtype=dtype)
+    for fn in (torch.isposinf, torch.isneginf):
+        assert_equal(fn(t), torch.zeros(3, dtype=torch.bool))
+        out = torch.empty_like(t, dtype=torch.bool)
+        fn(t, out=out)
+        assert_equal(out, torch.zeros_like(t, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64, torch.float16, torch.bfloat16, torch.float32,
+                                   torch.float64])
+def test_isposinf_isneginf_non_boolean_output(dtype: torch.dtype) -> None:
+    t = torch.tensor((_INF, -_INF, 1.2))
+    for fn in (torch.isposinf, torch.isneginf, torch.signbit):
+        with pytest.raises(RuntimeError, match="does not support non-boolean outputs"):
+            fn(t, out=torch.empty_like(t, dtype=dtype))
