@@ -53,6 +53,9 @@ SPECIAL_TENSOR_FIRST: dict[str, tuple[str, str, bool]] = {
     "xlogy": ("special_xlogy", _SELF_NUMBER, True),
     "xlog1py": ("special_xlog1py", _SELF_NUMBER, True),
 }
+# unary predicates whose input must be a tensor (torch.isinf(1): its argument parser's
+# TypeError, where the runtime's raised AttributeError)
+UNARY = "isfinite isinf isnan isposinf isneginf isreal signbit".split()
 # ops PyTorch takes two numbers for, the first wrapped as a tensor (torch.add(2, 3): tensor(5))
 NUMBERS_WRAPPED = "add sub mul div true_divide floor_divide".split()
 
@@ -138,6 +141,9 @@ def install_functions(namespace: dict[str, Any]) -> None:
     for n, params in PARAMETERS.items():
         if n in namespace:
             namespace[n] = _tensors_only(namespace[n], n, params)
+    for n in UNARY:
+        if n in namespace:
+            namespace[n] = _tensors_only(namespace[n], n, ("input",))
     for n, spec in TENSOR_FIRST.items():
         if n in namespace:
             namespace[n] = _tensor_first(namespace[n], spec)

@@ -159,3 +159,131 @@ def test_isposinf_isneginf_non_boolean_output(dtype: torch.dtype) -> None:
     for fn in (torch.isposinf, torch.isneginf, torch.signbit):
         with pytest.raises(RuntimeError, match="does not support non-boolean outputs"):
             fn(t, out=torch.empty_like(t, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [*_MATH, torch.bool])
+def test_isreal_noncomplex(dtype: torch.dtype) -> None:
+    result = torch.isreal(torch.tensor((1, 2, 3), dtype=dtype))
+    assert_equal(result, torch.ones(result.size(), dtype=torch.bool))
+
+
+def test_isfinite_isinf_type() -> None:
+    for name in ("isfinite", "isinf", "isnan", "isposinf", "isneginf", "isreal", "signbit"):
+        with pytest.raises(TypeError, match=f"^{name}\\(\\): argument 'input' \\(position 1\\) "
+                                            "must be Tensor, not int$"):
+            getattr(torch, name)(1)
+
+
+def test_bitwise_not() -> None:
+    res = 0xffff - torch.arange(127, dtype=torch.int8)
+    for dtype in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64):
+        if dtype == torch.bool:
+            a, expected = torch.tensor([True, False]), torch.tensor([False, True])
+        else:
+            a, expected = torch.arange(127, dtype=dtype), res.to(dtype)
+        assert_equal(expected, a.bitwise_not())
+        b = torch.empty(0, dtype=dtype)
+        torch.bitwise_not(a, out=b)
+        assert_equal(expected, b)
+        a.bitwise_not_()
+        assert_equal(expected, a)
+    for dtype in (torch.half, torch.float, torch.double):
+        a = torch.zeros(10, dtype=dtype)
+        with pytest.raises(RuntimeError):
+            a.bitwise_not()
+        with pytest.raises(RuntimeError):
+            torch.bitwise_not(a, out=torch.empty(0, dtype=dtype))
+        with pytest.raises(RuntimeError):
+            a.bitwise_not_()
+
+
+def test_nonzero_empty() -> None:
+    x = torch.randn(0, 2, 0, 5, 0)
+    y, z = torch.nonzero(x), torch.nonzero(x, as_tuple=True)
+    assert y.numel() == 0 and y.shape == torch.Size([0, 5])
+    assert len(z) == 5 and all(t.shape == torch.Size([0]) for t in z)
+    x = torch.tensor(0.5)
+    z = torch.nonzero(x, as_tuple=True)
+    assert len(z) == 1
+    assert_equal(z[0], torch.zeros(1, dtype=torch.long))
+    x = torch.zeros(())
+    assert torch.nonzero(x).shape == torch.Size([0, 0])
+    z = torch.nonzero(x, as_tuple=True)
+    assert len(z) == 1
+    assert_equal(z[0], torch.empty(0, dtype=torch.long))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_exp(dtype: torch.dtype) -> None:
+    for v in (2, -2):
+        a = (torch.tensor(v, dtype=dtype) * torch.arange(18) / 3 * math.pi).to(dtype)
+        assert_equal(torch.exp(a), np.exp(a.numpy()))
+
+
+@pytest.mark.parametrize("dtype", [*_MATH, torch.bool])
+def test_sign(dtype: torch.dtype) -> None:
+    if dtype == torch.bool:
+        a = torch.tensor([True, True, False, float("nan")]).bool()
+        target = torch.tensor([True, True, False, True]).bool()
+        assert_equal(a.sign(), target)
+        assert_equal(torch.sign(a), target)
+        out = torch.empty_like(a)
+        torch.sign(a, out=out)
+        assert_equal(out, target)
+        a.sign_()
+        assert_equal(a, target)
+        return
+    if dtype.is_floating_point:
+        info = torch.finfo(dtype)
+        a = torch.tensor([_NAN, -12, 0, 71, info.min, info.max], dtype=dtype)
+        target = torch.tensor([0, -1, 0, 1, -1, 1], dtype=dtype)
+    else:
+        info = torch.iinfo(dtype)
+        if info.min == 0:
+            a = torch.tensor([12, 0, 71, info.min, info.max], dtype=dtype)
+            target = torch.tensor([1, 0, 1, 0, 1], dtype=dtype)
+        else:
+            a = torch.tensor([-12, 0, 71, info.min, info.max], dtype=dtype)
+            target = torch.tensor([-1, 0, 1, -1, 1], dtype=dtype)
+    assert_equal(a.sign(), target)
+    assert_equal(torch.sign(a), target)
+    out = torch.empty_like(a)
+    torch.sign(a, out=out)
+    assert_equal(out, target)
+    a.sign_()
+    assert_equal(a, target)
+
+
+@pytest.mark.parametrize("dtype", _FP)
+def test_signbit_float(dtype: torch.dtype) -> None:
+    t = torch.randn(5, 5)
+    assert_equal(torch.signbit(t), np.signbit(t.numpy()))
+    out = torch.empty_like(t, dtype=torch.bool)
+    torch.signbit(t, out=out)
+    assert_equal(out, torch.signbit(t))
+    special = torch.tensor((0, _INF, -_INF, _NAN), dtype=dtype)
+    assert_equal(torch.signbit(special), torch.tensor([False, False, True, False]))
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64, torch.bool])
+def test_signbit_int_and_bool(dtype: torch.dtype) -> None:
+    t = torch.randint(-5, 5, (5, 5))
+    assert_equal(torch.signbit(t), np.signbit(t.numpy()))
+    out = torch.empty_like(t, dtype=torch.bool)
+    torch.signbit(t, out=out)
+    assert_equal(out, torch.signbit(t))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_acosh_atanh_domain(dtype: torch.dtype) -> None:
+    sample = torch.tensor([-_INF, 1.00, -1.23, -0.06, 0.98, _INF], dtype=dtype)
+    assert_equal(torch.isnan(torch.acosh(sample)),
+                 torch.tensor([True, False, True, True, True, False]))
+    assert_equal(torch.isinf(sample.acosh()),
+                 torch.tensor([False, False, False, False, False, True]))
+    sample = torch.tensor([-_INF, -1.00, 1.00, -1.23, 1.06, _INF], dtype=dtype)
+    assert_equal(torch.isnan(torch.atanh(sample)),
+                 torch.tensor([True, False, False, True, True, True]))
+    assert_equal(torch.isinf(sample.atanh()),
+                 torch.tensor([False, True, True, False, False, False]))
