@@ -38,7 +38,7 @@ def assert_equal(actual: Any, expected: Any, *, exact_dtype: bool = True,
     if isinstance(actual, torch.Tensor) or isinstance(expected, torch.Tensor):
         assert a.shape == e.shape or a.size == e.size == 1 and (a.ndim == 0 or e.ndim == 0), (
             a.shape, e.shape)
-    if a.dtype.kind in "fc" or e.dtype.kind in "fc":
+    if any(d.kind in "fc" or d.name == "bfloat16" for d in (a.dtype, e.dtype)):
         tol = 1e-7 if np.float64 in (a.dtype, e.dtype) else 1.3e-6
         np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64),
                                    rtol=tol if rtol is None else rtol,

@@ -287,3 +287,190 @@ def test_acosh_atanh_domain(dtype: torch.dtype) -> None:
                  torch.tensor([True, False, False, True, True, True]))
     assert_equal(torch.isinf(sample.atanh()),
                  torch.tensor([False, True, True, False, False, False]))
+
+
+# ------------------------------------------------------------ test_binary_ufuncs.py
+
+@pytest.mark.parametrize("dtype", [torch.float, torch.double])
+def test_mul_intertype_scalar(dtype: torch.dtype) -> None:
+    x = torch.tensor(1.5, dtype=dtype)
+    y = torch.tensor(3, dtype=torch.int32)
+    assert (x * y).item() == 4.5 and (y * x).item() == 4.5
+    with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+        y *= x
+    x *= y
+    assert x.item() == 4.5
+
+
+@pytest.mark.parametrize("dtype", [*_MATH, torch.bool])
+def test_sub(dtype: torch.dtype) -> None:
+    m1 = torch.tensor([2.34, 4.44], dtype=dtype)
+    m2 = torch.tensor([1.23, 2.33], dtype=dtype)
+    if dtype == torch.bool:
+        with pytest.raises(RuntimeError):
+            m1 - m2
+    elif dtype.is_floating_point:
+        assert_equal(m1 - m2, torch.tensor([1.11, 2.11], dtype=dtype),
+                     atol=0.01 if dtype in (torch.bfloat16, torch.float16) else None,
+                     rtol=0 if dtype in (torch.bfloat16, torch.float16) else None)
+    else:
+        assert_equal(m1 - m2, torch.tensor([2 - 1, 4 - 2], dtype=dtype))
+
+
+def test_csub() -> None:
+    a = torch.randn(100, 90)
+    b = a.clone().normal_()
+    res = a.clone()
+    res.sub_(b)
+    assert_equal(torch.add(a, b, alpha=-1), res)
+    a = torch.randn(100, 100)
+    res = a.clone()
+    res.sub_(123.5)
+    assert_equal(torch.add(a, -123.5), res)
+
+
+@pytest.mark.parametrize("dtype", [torch.float, torch.double])
+def test_min_max_binary_op_nan(dtype: torch.dtype) -> None:
+    a, b = torch.rand(1000, dtype=dtype), torch.rand(1000, dtype=dtype)
+    a[:250] = _NAN
+    b[250:500] = _NAN
+    a[500:750] = _NAN
+    b[500:750] = _NAN
+    ma, mi = torch.max(a, b), torch.min(a, b)
+    assert bool(torch.isnan(ma[:750]).all()) and bool(torch.isnan(mi[:750]).all())
+    assert not bool(torch.isnan(ma[750:]).any()) and not bool(torch.isnan(mi[750:]).any())
+
+
+_COPYSIGN = [torch.float32, torch.float64, torch.float16, torch.int64, torch.int32, torch.bool,
+             torch.uint8]
+
+
+@pytest.mark.parametrize("dt_a", _COPYSIGN)
+@pytest.mark.parametrize("dt_b", _COPYSIGN)
+def test_copysign(dt_a: torch.dtype, dt_b: torch.dtype) -> None:
+    from tests.runtime.test_ported_tensor_ops_h18 import make_tensor
+
+    def check(a: torch.Tensor, b: torch.Tensor) -> None:
+        got = torch.copysign(a, b)
+        want = torch.from_numpy(np.copysign(a.numpy(), b.numpy()))
+        common = torch.promote_types(got.dtype, want.dtype)
+        assert_equal(got.to(common), want.to(common))
+        if torch.float16 not in (a.dtype, b.dtype):
+            assert_equal(torch.copysign(torch.tensor(1.0), got),
+                         torch.copysign(torch.tensor(1.0), want.to(got.dtype)))
+
+    low = 0 if torch.uint8 in (dt_a, dt_b) else -9
+    check(make_tensor((10, 10), dt_a, low=low), make_tensor((10, 10), dt_b, low=low))
+    check(make_tensor((10, 1, 10), dt_a, low=low), make_tensor((10, 10), dt_b, low=low))
+    check(make_tensor((10, 10), dt_a, low=low), make_tensor((10, 1, 10), dt_b, low=low))
+    cases = [0.0, -0.0, _INF, -_INF, _NAN]
+    if dt_a in (torch.float32, torch.float64, torch.float16):
+        b = make_tensor((10, 10), dt_b, low=low)
+        for case in cases:
+            check(torch.tensor([case], dtype=dt_a), b)
+    if dt_b.is_floating_point:
+        a = make_tensor((10, 10), dt_a, low=low)
+        for case in cases:
+            check(a, torch.tensor([case], dtype=dt_b))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float])
+def test_div(dtype: torch.dtype) -> None:
+    for op, method, inplace in ((torch.div, torch.Tensor.div, torch.Tensor.div_),
+                                (torch.true_divide, torch.Tensor.true_divide,
+                                 torch.Tensor.true_divide_)):
+        m1 = torch.randn(10, 10).to(dtype=dtype)
+        res1 = m1.clone()
+        inplace(res1[:, 3], 2)
+        res2 = m1.clone()
+        for i in range(m1.size(0)):
+            res2[i, 3] = res2[i, 3] / 2
+        assert_equal(res1, res2)
+        a1, a2 = torch.tensor([4.2, 6.2], dtype=dtype), torch.tensor([2., 2.], dtype=dtype)
+        assert_equal(op(a1, a2), torch.tensor([2.1, 3.1], dtype=dtype), atol=0.01, rtol=0)
+        assert_equal(method(a1, a2), op(a1, a2))
+        res = torch.empty_like(a1)
+        assert_equal(torch.true_divide(a1, a2, out=res), torch.tensor([2.1, 3.1], dtype=dtype),
+                     atol=0.01, rtol=0)
+
+
+_ARITH = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float32,
+          torch.float64]
+
+
+@pytest.mark.parametrize("dtype", _ARITH)
+def test_floor_divide_tensor_and_scalar(dtype: torch.dtype) -> None:
+    """(PyTorch 2.13's floor_divide rounds down, without the file's old deprecation warning.)"""
+    x = torch.randn(10).mul(30).to(dtype)
+    y = torch.arange(1, 11, dtype=dtype)
+    z = x // y
+    assert z.dtype == x.dtype
+    assert_equal(z, torch.floor(x.double() / y.double()).to(dtype))
+    z = x // 3
+    assert z.dtype == x.dtype
+    assert_equal(z, torch.tensor([math.floor(v / 3.) for v in x.tolist()], dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float, torch.long])
+def test_floor_divide_out(dtype: torch.dtype) -> None:
+    x = torch.randn(10).mul(10).to(dtype)
+    y = torch.arange(1, 11, dtype=dtype)
+    o = torch.empty(10, dtype=dtype)
+    torch.floor_divide(x, y, out=o)
+    assert_equal(o, x // y)
+    torch.floor_divide(x, 2, out=o)
+    assert_equal(o, x // 2)
+
+
+@pytest.mark.parametrize("dtype", _ARITH)
+def test_rdiv(dtype: torch.dtype) -> None:
+    x = torch.rand(100).add(1).mul(4).to(dtype)
+    assert_equal(30 / x, torch.tensor([30 / v for v in x.tolist()]), exact_dtype=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_fmod_remainder_by_zero_float(dtype: torch.dtype) -> None:
+    from tests.runtime.test_ported_tensor_ops_h18 import make_tensor
+
+    for fn in (torch.fmod, torch.remainder):
+        x = make_tensor((10, 10), dtype)
+        assert torch.all(fn(x, 0.0).isnan())
+        assert torch.all(fn(x, torch.zeros_like(x)).isnan())
+
+
+@pytest.mark.parametrize("dtype", _ARITH[:5])
+def test_fmod_remainder_by_zero_integral(dtype: torch.dtype) -> None:
+    from tests.runtime.test_ported_tensor_ops_h18 import make_tensor
+
+    for fn in (torch.fmod, torch.remainder):
+        x = make_tensor((10, 10), dtype, low=0 if dtype == torch.uint8 else -9)
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            fn(x, torch.zeros_like(x))
+
+
+@pytest.mark.parametrize("dtype", [*_ARITH, torch.float16])
+def test_fmod_remainder(dtype: torch.dtype) -> None:
+    from tests.runtime.test_ported_tensor_ops_h18 import make_tensor
+
+    low = 0 if dtype == torch.uint8 else -9
+    x = make_tensor((10, 10), dtype, low=low)
+    mod = make_tensor((10, 10), dtype, low=low)
+    mod[mod == 0] = 1
+    for m in (3, 2.3, mod, mod.t()):
+        for fn, inplace, ref in ((torch.fmod, torch.Tensor.fmod_, np.fmod),
+                                 (torch.remainder, torch.Tensor.remainder_, np.mod)):
+            np_m = m.numpy() if isinstance(m, torch.Tensor) else m
+            exp = torch.from_numpy(np.asarray(ref(x.numpy(), np_m)))
+            res = fn(x, m)
+            tol = 1e-2 if dtype == torch.float16 else None
+            assert_equal(res, exp, exact_dtype=False, atol=tol, rtol=tol)
+            out = torch.empty(0, dtype=res.dtype)
+            fn(x, m, out=out)
+            assert_equal(out, exp, exact_dtype=False, atol=tol, rtol=tol)
+            assert out.size() == torch.Size([10, 10])
+            xc = x.clone()
+            try:
+                inplace(xc, m)
+                assert_equal(xc, exp, exact_dtype=False, atol=tol, rtol=tol)
+            except RuntimeError as e:
+                assert "can't be cast to the desired output type" in str(e)
