@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -203,7 +204,7 @@ class inference_mode(_GradModeContext):  # noqa: N801
         return wrapper  # type: ignore[return-value]
 
 
-class _unsafe_preserve_version_counter:  # noqa: N801 - PyTorch's name
+class _unsafe_preserve_version_counter(contextlib.ContextDecorator):  # noqa: N801 - PyTorch's
     """PyTorch's context manager and decorator that hides in-place changes from autograd:
     on exit the tensors' version counters go back to what they were on construction."""
 
@@ -221,11 +222,3 @@ class _unsafe_preserve_version_counter:  # noqa: N801 - PyTorch's name
     def __exit__(self, *exc: object) -> None:
         for t, version in zip(self.tensors, self.prev_versions, strict=True):
             t._vc.v = version
-
-    def __call__(self, fn: F) -> F:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self:
-                return fn(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
