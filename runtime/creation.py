@@ -461,7 +461,22 @@ def _check_fits(arr: np.ndarray, dt: D.DType) -> None:
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
+    if type(data) is np.ndarray and not requires_grad and data.dtype in D._BY_NP \
+            and active_tracer() is not None:
+        # capturing: a copy, made at each replay, of the array as it is then (a buffer the
+        # caller refills in place between calls), not of the array as the capture met it
+        return _read_array(data, dtype, device, copy=True)
     return Tensor._of(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _read_array(data: np.ndarray, dtype: Any, device: Any, copy: bool) -> Tensor:
+    """A captured step's tensor of a numpy array: the array read at each replay (a tensor
+    sharing its memory, as ``from_numpy``), converted to ``dtype`` and ``device``, and copied
+    where ``copy`` asks it and no conversion did."""
+    shared = from_numpy(data)
+    out = shared.to(device=factory_device(device),
+                    dtype=D.as_dtype(dtype) if dtype is not None else shared.dtype)
+    return out.clone() if copy and out is shared else out
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -471,10 +486,11 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=device if device is not None else data.device,
                        dtype=dtype if dtype is not None else data.dtype)
+    if isinstance(data, np.ndarray) and data.dtype in D._BY_NP and active_tracer() is not None:
+        return _read_array(data, dtype, device, copy=False)  # shared where eager's is
     if isinstance(data, np.ndarray) and factory_device(device) == "cpu" \
             and data.dtype in D._BY_NP \
-            and (dtype is None or D.as_dtype(dtype).np == data.dtype) \
-            and active_tracer() is None:
+            and (dtype is None or D.as_dtype(dtype).np == data.dtype):
         return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
