@@ -233,4 +233,3 @@ def test_a_branch_that_cannot_be_captured_runs_eagerly_alone() -> None:
         f"{compiled._name} replays a cached plan")
     assert "falls back to eager: Tensor.item() reads a tensor's value" in planner.explain(
         compiled, x, y, 25)
-
