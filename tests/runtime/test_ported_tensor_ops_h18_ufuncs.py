@@ -32,7 +32,9 @@ def test_threshold(dtype: torch.dtype) -> None:
 
 
 def _igamma_inputs(dtype: torch.dtype) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    vec = torch.logspace(-4, 4, steps=500, base=2.71828182846,
+    # PyTorch takes 500 steps; 120 cover the same range in a 16th of the time (a 500 x 500
+    # broadcast took 15-20 s here)
+    vec = torch.logspace(-4, 4, steps=120, base=2.71828182846,
                          dtype=torch.float64).unsqueeze(-1).to(dtype)
     half = vec.shape[0] // 2
     return [(vec, vec.transpose(0, 1)), (vec, vec), (vec, 0.5 * vec), (vec, 2.0 * vec),
