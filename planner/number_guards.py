@@ -9,7 +9,9 @@ condition with its truth (``record``); the plan then fits only calls whose numbe
 recorded condition the same truth (``NumberGuards.passes``), as torch.compile's guards on
 symbolic ints do. A call that gives one another truth captures again (the step's other
 branch), and the step keeps both plans: a training loop that steps its optimizer every k
-micro-batches captures twice, not once per call.
+micro-batches captures once per branch, not once per call. A branch that cannot be captured
+(``log.append(loss.item())`` every k-th call) runs eagerly alone (planner.compile's
+``_EagerBranch``).
 """
 
 from __future__ import annotations
