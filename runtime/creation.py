@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import operator
@@ -128,6 +129,11 @@ class ThreadDefaultGenerator(Generator):
 
     def _own(self) -> Generator:
         return cpu_default_generator()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Generator:
+        """A copy of the calling thread's generator as it is now (a snapshot to draw from,
+        as a deep copy of any generator is), not another stand-in for the live one."""
+        return copy.deepcopy(self._own(), memo)
 
     @property  # type: ignore[override]
     def _rng(self) -> np.random.Generator:

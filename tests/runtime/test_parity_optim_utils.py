@@ -271,12 +271,18 @@ def test_distributed_sampler_errors() -> None:
         data.DistributedSampler(range(3))
 
 
-def test_load_takes_torchs_keywords() -> None:
+def test_load_takes_torchs_keywords(tmp_path: Any) -> None:
     buffer = io.BytesIO()
     rt.save({"a": rt.ones(2)}, buffer)
-    for kwargs in ({"weights_only": None}, {"weights_only": True, "mmap": True}, {}):
+    for kwargs in ({"weights_only": None}, {"weights_only": True}, {}):
         buffer.seek(0)
         assert rt.load(buffer, **kwargs)["a"].tolist() == [1.0, 1.0]
+    path = tmp_path / "a.pt"  # mmap takes a path only, as torch.load's
+    rt.save({"a": rt.ones(2)}, path)
+    assert rt.load(path, weights_only=True, mmap=True)["a"].tolist() == [1.0, 1.0]
+    buffer.seek(0)
+    with pytest.raises(ValueError, match="f must be a file path in order to use the mmap"):
+        rt.load(buffer, mmap=True)
     buffer.seek(0)
     with pytest.raises(ValueError, match="weights_only=False"):
         rt.load(buffer, weights_only=False)
