@@ -492,12 +492,12 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data.to(device=device if device is not None else data.device,
                        dtype=dtype if dtype is not None else data.dtype)
-    if isinstance(data, np.ndarray) and data.dtype in D._BY_NP and active_tracer() is not None:
-        return _read_array(data, dtype, device, copy=False)  # shared where eager's is
-    if isinstance(data, np.ndarray) and factory_device(device) == "cpu" \
-            and data.dtype in D._BY_NP \
-            and (dtype is None or D.as_dtype(dtype).np == data.dtype):
-        return from_numpy(data)
+    if isinstance(data, np.ndarray) and data.dtype in D._BY_NP:
+        if active_tracer() is not None:
+            return _read_array(data, dtype, device, copy=False)  # shared where eager's is
+        if factory_device(device) == "cpu" and (dtype is None
+                                                or D.as_dtype(dtype).np == data.dtype):
+            return from_numpy(data)
     return tensor(data, dtype=dtype, device=device)
 
 
