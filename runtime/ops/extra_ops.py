@@ -523,8 +523,9 @@ def _host_values(x: Tensor, name: str) -> np.ndarray:
 
 
 def _int64(a: np.ndarray, device: str) -> Tensor:
-    return Tensor._make(move_array(np.ascontiguousarray(a, dtype=np.int64), device), D.int64,
-                        device)
+    # (ascontiguousarray makes a 0-d array 1-d: unique's inverse of a 0-d input is 0-d)
+    return Tensor._make(move_array(np.ascontiguousarray(a, dtype=np.int64).reshape(np.shape(a)),
+                                   device), D.int64, device)
 
 
 def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False) -> Any:

@@ -1276,7 +1276,8 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:
 
 
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
-    axes = _axes(dim, input.ndim)
+    # squeeze(dim=()) names no dim and squeezes none (a reduction's empty dims mean all)
+    axes = () if isinstance(dim, (tuple, list)) and not dim else _axes(dim, input.ndim)
     shape = tuple(s for i, s in enumerate(input.shape) if not (i in axes and s == 1))
     if shape == input.shape:
         return input

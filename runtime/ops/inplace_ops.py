@@ -176,6 +176,9 @@ def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor, *,  # noq
 
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
     _check_index_copy(input, d, index, source)
+    if input.dtype is D.bool_:  # no gradient: through uint8, as index_add has no bool sum
+        return F.cast(index_copy(F.cast(input, D.uint8), d, index, F.cast(source, D.uint8)),
+                      D.bool_)
     if not input.ndim:  # one element: as a vector of one
         return F.reshape(index_copy(F.reshape(input, (1,)), 0, index, F.reshape(source, (1,))),
                          ())

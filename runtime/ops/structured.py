@@ -40,6 +40,15 @@ def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any, name: str) ->
     (zero) gradient."""
     from .dispatch import named
 
+    if prod.dtype is D.bool_:  # (addr of bools) beta and alpha as truth values, as PyTorch's
+        kept = F.logical_and(F.expand(prod, *broadcast_shapes(inp.shape, prod.shape)),
+                             bool(alpha))
+        from .extra_ops import logical_or
+
+        return named(logical_or(F.logical_and(inp, bool(beta)), kept), name)
+    if not prod.dtype.is_floating_point:  # integers: a float beta or alpha truncated to an
+        # integer (addmv(ints, beta=0.2) ignores input), as PyTorch's CPU kernels
+        beta, alpha = (int(v) if isinstance(v, float) else v for v in (beta, alpha))
     prod = _scaled(prod, alpha)
     if isinstance(beta, (int, float)) and beta == 0:
         shape = broadcast_shapes(inp.shape, prod.shape)
@@ -70,6 +79,11 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A
     if out is not None:
         return F.written_to(out, addr(input, vec1, vec2, beta=beta, alpha=alpha), "addr")
     T.check_vectors("addr", (("vec1", vec1), ("vec2", vec2)))
+    if not input.dtype.is_floating_point:
+        for arg, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float):
+                raise RuntimeError(f"For integral input tensors, argument {arg} must not be a "
+                                   f"floating point number.")
     return _add_product(input, T.outer(vec1, vec2), beta, alpha, "AddrBackward0")
 
 
@@ -445,7 +459,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
     xm = F.sub(x, avg)
     xw = xm if w is None else F.mul(xm, w)
     c = F.div(F.matmul(xw, F.transpose(xm, 0, 1)), norm)
-    return F.reshape(c, ()) if input.ndim < 2 or x.shape[0] == 1 and input.ndim < 2 else c
+    return F.reshape(c, ()) if x.shape[0] == 1 else c  # one variable: 0-d, as PyTorch's
 
 
 def _check_cov(input: Tensor, name: str) -> None:  # noqa: A002

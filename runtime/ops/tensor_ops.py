@@ -548,6 +548,9 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,  #
     if input.ndim:
         sizes[d] = indices.shape[d]
     shape = list(broadcast_shapes(sizes, indices.shape))
+    if input.ndim and input.shape[d]:  # along a dim, PyTorch 2.13 takes each index modulo
+        # the dim's size (-1 is the last, as 4 is of 5; only the flattened form checks)
+        indices = F.remainder(indices, input.shape[d])
     indices = F.expand(indices, shape)
     if input.ndim:
         shape[d] = input.shape[d]
@@ -920,7 +923,11 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
         raise RuntimeError(f"atol must be greater than or equal to zero, but got {atol}")
-    near = F.le(F.abs(F.sub(input, other)), F.add(F.mul(F.abs(other), rtol), atol))
+    a, b = input, other
+    if not input.dtype.is_floating_point:  # bools and ints: their error in the default float
+        # dtype, as PyTorch's (no wrap-around of uint8's 1 - 3, no bool subtraction)
+        a, b = F.cast(input, D.default_float), F.cast(other, D.default_float)
+    near = F.le(F.abs(F.sub(a, b)), F.add(F.mul(F.abs(b), rtol), atol))
     if input.dtype.is_floating_point:  # an infinity is close only to itself
         near = F.logical_and(near, F.logical_and(isfinite(input), isfinite(other)))
     close = _either(F.eq(input, other), near)
