@@ -212,6 +212,8 @@ def _group(plan: Plan, allowed: set[int] | None) -> list[Segment]:
                                                    and step.out not in allowed):
             continue
         target = None
+        if step.op == "mean" and not _count(step, shapes):
+            continue  # a mean of nothing: eager's nan (a kernel's scaled empty sum is 0)
         if step.op in REDUCTIONS:
             target = _join_reduction(step, member, shapes, ready)
             if target is None:
@@ -425,6 +427,12 @@ def _updates_parameter(steps: list[PrimitiveStep], params: dict[int, tuple[int, 
     return any(params.get(u) == step.shape for step in steps for u in step.buffers)
 
 
+def _count(step: PrimitiveStep, shapes: dict[int, tuple[int, ...]]) -> int:
+    """How many elements each output element of the reduction ``step`` reduces."""
+    (_, src), = step.args
+    return math.prod(shapes[src][a] for a in step.attrs["axes"])
+
+
 def _reduction_ok(step: PrimitiveStep) -> bool:
     return step.dtype.name in ("float32", "float64", "bfloat16")
 
@@ -632,8 +640,7 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PrimitiveStep, x: in
     if step.out not in seg.accumulated or (src not in seg.reduced and len(axes) == nd):
         x = kb.reduce(REDUCTIONS[step.op], x, dtype)  # over the row's axes
     if step.op == "mean":
-        count = math.prod(shapes[src][a] for a in axes)
-        x = kb.binary("mul", x, kb.const(1.0 / count, dtype), dtype)
+        x = kb.binary("mul", x, kb.const(1.0 / _count(step, shapes), dtype), dtype)
     return x
 
 

@@ -1,0 +1,61 @@
+"""Compiled-vs-eager differences found by running PyTorch's OpInfo sample inputs through
+planner.compile: each compiled result equals eager mode's on the same inputs."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+
+import planner
+import runtime as rt
+
+
+def _same(a: rt.Tensor, b: rt.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return all((x == y) or (math.isnan(x) and math.isnan(y))
+               for x, y in zip(a.flatten().tolist(), b.flatten().tolist()))
+
+
+STEPS = {
+    "mean": lambda x: rt.mean(x),
+    "mean_of_fused": lambda x: rt.mean(x * 2 + 1),
+    "mean_dim0_of_fused": lambda x: rt.mean(x * 2 + 1, 0),
+    "mean_dim1_of_fused": lambda x: rt.mean(x * 2 + 1, 1),
+    "exp_mean": lambda x: x.exp().mean(),
+    "std_biased": lambda x: rt.std(x, unbiased=False),
+    "var_mean": lambda x: rt.var_mean(x * 3, 0, correction=0)[1],
+    "sum_of_fused": lambda x: (x * 2 + 1).sum(),
+}
+
+
+@pytest.mark.parametrize("shape", [(0, 5), (3, 0), (2, 3)])
+def test_means_of_no_elements_are_nan_as_eager(shape):
+    """A fused mean scaled each row's sum by 1/count: over no rows the kernel left 0 (and
+    over a count of 0 the kernel failed to build, with a warning); eager's is nan."""
+    def fn(x):
+        return tuple(STEPS[name](x) for name in sorted(STEPS))
+
+    x = rt.zeros(*shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # eager's degrees-of-freedom warning
+        warnings.simplefilter("error", RuntimeWarning)  # no "failed to build" fallback
+        want = fn(x)
+        step = planner.compile(fn)
+        for _ in range(2):  # the capture, the replay
+            got = step(x)
+            for name, a, b in zip(sorted(STEPS), got, want):
+                assert _same(a, b), name
+
+
+def test_mean_of_no_elements_backward_as_eager():
+    def step(w):
+        loss = (w * 2).mean(0).sum()
+        return loss, rt.autograd.grad(loss, [w])[0]
+
+    w = rt.zeros(0, 4, requires_grad=True)
+    want = step(w)
+    got = planner.compile(step)(w)
+    assert _same(got[0], want[0]) and _same(got[1], want[1])
