@@ -3,28 +3,52 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import runtime as rt
 
+from .. import _dtype as D
+from ..ops import functional as F
 from ..ops.shapes import Size
 from ..tensor import Tensor
+from ..tracing import is_tracing
 from . import constraints
 from .utils import extended_shape, lazy_property
 
 __all__ = ["Distribution"]
 
 
-def _all_true(valid: Tensor) -> bool:
-    return bool(valid.all())
+def _require(valid: Any, message: Callable[[], str]) -> None:
+    """ValueError(message()) unless every element of ``valid`` is true. In a captured step
+    the check is a plan step (check_bounds) made at each replay, so validation does not stop
+    the capture (a VAE's Normal, a policy's Categorical); its message is made at capture,
+    where the values are not known, so it shows the parameters' sizes only."""
+    if not isinstance(valid, Tensor):
+        if not valid:
+            raise ValueError(message())
+        return
+    if is_tracing():
+        text = message().replace("{", "{{").replace("}", "}}")
+        F.check_bounds(F.reshape(F.cast(valid, D.int64), (-1,)), 1, 2, text, "ValueError")
+        return
+    if not bool(valid.all()):
+        raise ValueError(message())
 
 
 def _shown(value: Tensor) -> str:
     """A parameter as torch's repr shows it: a 0-d tensor as its number, another one-element
-    tensor as itself, a larger one by its size."""
-    if value.numel() != 1:
+    tensor as itself, a larger one by its size (in a captured step, where its value is not
+    known, by its size too)."""
+    if value.numel() != 1 or is_tracing():
         return f"{value.size()}"
     return f"{value.item()}" if value.ndim == 0 else f"{value}"
+
+
+def _values(value: Tensor) -> str:
+    """The values a failed check shows: the tensor, or in a captured step (whose message is
+    made before its values are known) a note saying so."""
+    return "(not shown: checked in a compiled step)" if is_tracing() else f"{value}"
 
 
 class Distribution:
@@ -68,11 +92,10 @@ class Distribution:
                                                          lazy_property):
                 continue  # a lazily made parameter: not checked
             value = getattr(self, param)
-            if not _all_true(constraint.check(value)):
-                raise ValueError(
-                    f"Expected parameter {param} ({type(value).__name__} of shape "
-                    f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
-                    f"{constraint!r}, but found invalid values:\n{value}")
+            _require(constraint.check(value), lambda: (
+                f"Expected parameter {param} ({type(value).__name__} of shape "
+                f"{tuple(value.shape)}) of distribution {self!r} to satisfy the constraint "
+                f"{constraint!r}, but found invalid values:\n{_values(value)}"))
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
         """A distribution of the same kind with its parameters expanded to ``batch_shape``
@@ -180,11 +203,10 @@ class Distribution:
                           "validation. Please initialize the distribution with "
                           "`validate_args=False` to turn off validation.", stacklevel=3)
             return
-        if not _all_true(support.check(value)):
-            raise ValueError(
-                f"Expected value argument ({type(value).__name__} of shape "
-                f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
-                f"distribution {self!r}, but found invalid values:\n{value}")
+        _require(support.check(value), lambda: (
+            f"Expected value argument ({type(value).__name__} of shape "
+            f"{tuple(value.shape)}) to be within the support ({support!r}) of the "
+            f"distribution {self!r}, but found invalid values:\n{_values(value)}"))
 
     def _get_checked_instance(self, cls: type, _instance: Any = None) -> Any:
         if _instance is None and type(self).__init__ != cls.__init__:
