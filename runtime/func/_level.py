@@ -16,13 +16,31 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..autograd.api import grad as autograd_grad
-from ..autograd.grad_mode import is_grad_enabled
+from ..autograd.grad_mode import inference_mode, is_grad_enabled
 from ..autograd.node import AccumulateGrad
 from ..creation import zeros_like
 from ..tensor import Tensor
 from ._pytree import tree_map
 
-__all__ = ["GradLevel"]
+__all__ = ["GradLevel", "check_tensor_outputs", "level_grad_mode"]
+
+
+def check_tensor_outputs(flat_out: list[Any], api: str) -> None:
+    """PyTorch's ``assert_non_empty_tensor_output``: a function's flat outputs are tensors,
+    at least one (an output of ``None`` flattens to ``[None]`` and counts as empty)."""
+    if not flat_out or (len(flat_out) == 1 and flat_out[0] is None):
+        raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output (got "
+                           f"output = {flat_out})")
+    for out in flat_out:
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got "
+                               f"unsupported type {type(out)}")
+
+
+def level_grad_mode() -> inference_mode:
+    """The mode a transform level runs in: grad mode on and inference mode off (PyTorch's
+    grad levels leave an outer ``inference_mode`` as they leave an outer ``no_grad``)."""
+    return inference_mode(False)
 
 
 class GradLevel:
@@ -40,8 +58,10 @@ class GradLevel:
         the engine's for an integer tensor)."""
         if not isinstance(x, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(x)}")
-        if self.outer_tracking and x.requires_grad:
+        if x.requires_grad:  # even under no_grad: a vjp_fn called later may track it
             fresh = x.view_as(x)
+        elif x.is_inference():  # made under inference_mode: a normal copy can require grad
+            fresh = x.clone().requires_grad_(True)
         else:
             fresh = x.detach().requires_grad_(True)
         return self.own(fresh)
@@ -76,16 +96,20 @@ class GradLevel:
         self._inner_only.update(seen)
         return False
 
-    def unwrap(self, t: Any) -> Any:
-        """A result as the caller sees it (see the module's docstring)."""
+    def unwrap(self, t: Any, tracking: bool | None = None) -> Any:
+        """A result as the caller sees it (see the module's docstring); ``tracking``: whether
+        the caller tracks gradients now, when not at the level's start (a ``vjp_fn`` called
+        after its ``vjp``)."""
         if not isinstance(t, Tensor) or not t.requires_grad:
             return t
-        if self.outer_tracking and self._reaches_outer_leaf(t):
+        if tracking is None:
+            tracking = self.outer_tracking
+        if tracking and self._reaches_outer_leaf(t):
             return t
         return t.detach()
 
-    def unwrap_tree(self, tree: Any) -> Any:
-        return tree_map(self.unwrap, tree)
+    def unwrap_tree(self, tree: Any, tracking: bool | None = None) -> Any:
+        return tree_map(lambda t: self.unwrap(t, tracking), tree)
 
     def unwrap_aux(self, aux: Any) -> Any:
         """``has_aux``'s second value unwrapped; tensors only, as PyTorch's."""

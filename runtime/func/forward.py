@@ -11,12 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from ..autograd.api import grad as autograd_grad
-from ..autograd.grad_mode import enable_grad
 from ..creation import eye, zeros, zeros_like
 from ..ops.functional import stack
 from ..tensor import Tensor
 from ._argnums import normalize_argnums, replace_args, slice_argnums
-from ._level import GradLevel
+from ._level import GradLevel, check_tensor_outputs, level_grad_mode
 from ._pytree import tree_flatten, tree_unflatten
 from ._randomness import check_randomness, randomness_frame
 
@@ -40,7 +39,7 @@ class Linearization:
     def __init__(self, func: Callable[..., Any], primals: tuple[Any, ...], argnums: Any,
                  has_aux: bool, api: str = _JVP, strict: bool = False) -> None:
         self.level = level = GradLevel()
-        with enable_grad():
+        with level_grad_mode():
             if argnums is None:
                 fresh = level.differentiable_tree(primals)
                 args = fresh
@@ -65,13 +64,8 @@ class Linearization:
                                     [u for _, u in outs], retain_graph=True, create_graph=True)
 
     def _check_outputs(self, api: str, strict: bool) -> None:
-        if not self.flat_out:
-            raise RuntimeError(f"{api}: Expected f to be a function that has non-empty output "
-                               f"(got output = {self.flat_out})")
+        check_tensor_outputs(self.flat_out, api)
         for o in self.flat_out:
-            if not isinstance(o, Tensor):
-                raise RuntimeError(f"{api}: expected f(*primals) to return only tensors, got "
-                                   f"unsupported type {type(o)}")
             if strict and not o.requires_grad:
                 raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is "
                                    "independent of the inputs. This is not allowed with "
@@ -89,7 +83,7 @@ class Linearization:
         used = [u for u in self._cotangents if u is not None]
         res: tuple[Any, ...] = ()
         if pairs and used:
-            with enable_grad():
+            with level_grad_mode():
                 res = autograd_grad([g for g, _ in pairs], used, [t for _, t in pairs],
                                     retain_graph=True, create_graph=level.outer_tracking,
                                     allow_unused=True)

@@ -8,10 +8,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ._argnums import normalize_argnums, replace_args, slice_argnums
-from ._level import GradLevel
+from ._level import GradLevel, check_tensor_outputs, level_grad_mode
 from ._pytree import tree_flatten, tree_unflatten
 
 __all__ = ["grad", "grad_and_value", "vjp"]
@@ -38,7 +38,7 @@ def _check_scalar(output: Any) -> None:
 def _grad_and_value(func: Callable[..., Any], argnums: Any, has_aux: bool,
                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     level = GradLevel()
-    with enable_grad():
+    with level_grad_mode():
         diff = slice_argnums(args, argnums, as_tuple=False)
         fresh = level.differentiable_tree(diff)
         args = replace_args(args, fresh, normalize_argnums(argnums, len(args)))
@@ -80,13 +80,7 @@ def grad(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0,
 
 
 def _check_outputs(flat_out: list[Any]) -> None:
-    if not flat_out:
-        raise RuntimeError("vjp(f, *primals): Expected f to be a function that has non-empty "
-                           f"output (got output = {flat_out})")
-    for out in flat_out:
-        if not isinstance(out, Tensor):
-            raise RuntimeError("vjp(f, *primals): expected f(*primals) to return only tensors"
-                               f", got unsupported type {type(out)}")
+    check_tensor_outputs(flat_out, "vjp(f, *primals)")
     for out in flat_out:
         if not out.is_floating_point():
             raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or "
@@ -98,7 +92,7 @@ def vjp_with_argnums(func: Callable[..., Any], *primals: Any, argnums: Any = Non
     """``vjp``; with ``argnums`` its function returns the products for those arguments only
     (as ``jacrev`` needs)."""
     level = GradLevel()
-    with enable_grad():
+    with level_grad_mode():
         if argnums is None:
             fresh = level.differentiable_tree(primals)
             args = fresh
@@ -126,7 +120,7 @@ def vjp_with_argnums(func: Callable[..., Any], *primals: Any, argnums: Any = Non
                                f"{_pprint(cot_spec)}, primal output: {_pprint(out_spec)}")
         grads = level.grad(flat_out, flat_fresh, flat_cot, retain_graph=retain_graph,
                            create_graph=create_graph)
-        return level.unwrap_tree(tree_unflatten(list(grads), fresh_spec))
+        return level.unwrap_tree(tree_unflatten(list(grads), fresh_spec), create_graph)
 
     return (results, vjp_fn, aux) if has_aux else (results, vjp_fn)
 
