@@ -212,6 +212,8 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
+        if self._base is not None and self._view_version != self._vc.v:
+            self.grad_fn  # noqa: B018 - a base written in place since: the view's new history
         return self._rg
 
     @requires_grad.setter

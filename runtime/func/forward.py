@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..autograd.api import grad as autograd_grad
+from ..autograd.grad_mode import no_grad
 from ..creation import eye, zeros, zeros_like
 from ..ops.functional import stack
 from ..tensor import Tensor
@@ -32,6 +33,35 @@ def _check_tensors(flat: list[Any], api: str, argname: str) -> None:
             raise RuntimeError(f"{api}: Expected {argname} to only contain Tensors, got {type(t)}")
 
 
+class _Writable:
+    """The differentiated primals as ``func`` gets them: forward mode lets ``func`` write
+    into its primals in place (PyTorch's dual tensors take in-place ops, and the write
+    reaches the caller's tensor), which the level's leaves refuse. So ``func`` gets a clone
+    of each leaf (differentiable back to it), and what it wrote into a clone is copied into
+    the caller's tensor after the call."""
+
+    def __init__(self, given: Any, fresh: Any) -> None:
+        self._pairs: list[tuple[Tensor, Tensor, int]] = []
+
+        def passed(orig: Tensor, leaf: Tensor) -> Tensor:
+            if leaf.grad_fn is not None:  # an alias of an input the caller tracks
+                return leaf
+            clone = leaf.clone()
+            self._pairs.append((orig, clone, clone._version))
+            return clone
+
+        flat_given, _ = tree_flatten(given)
+        flat_fresh, spec = tree_flatten(fresh)
+        self.passed = tree_unflatten([passed(o, f) for o, f in zip(flat_given, flat_fresh)],
+                                     spec)
+
+    def write_back(self) -> None:
+        with no_grad():
+            for orig, clone, version in self._pairs:
+                if clone._version != version:
+                    orig.copy_(clone)
+
+
 class Linearization:
     """``func`` run once at ``primals`` (those at ``argnums`` differentiated, all when
     None), ready to push tangents through."""
@@ -40,13 +70,17 @@ class Linearization:
                  has_aux: bool, api: str = _JVP, strict: bool = False) -> None:
         self.level = level = GradLevel()
         with level_grad_mode():
+            given = primals if argnums is None else slice_argnums(primals, argnums,
+                                                                  as_tuple=False)
+            fresh = level.differentiable_tree(given)
+            writable = _Writable(given, fresh)
             if argnums is None:
-                fresh = level.differentiable_tree(primals)
-                args = fresh
+                args = writable.passed
             else:
-                fresh = level.differentiable_tree(slice_argnums(primals, argnums, as_tuple=False))
-                args = replace_args(primals, fresh, normalize_argnums(argnums, len(primals)))
+                args = replace_args(primals, writable.passed,
+                                    normalize_argnums(argnums, len(primals)))
             out = func(*args)
+            writable.write_back()
             self.aux = None
             if has_aux:
                 if not (isinstance(out, tuple) and len(out) == 2):

@@ -24,17 +24,24 @@ data-dependent control flow errors, ``.item()`` errors).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
 
 import runtime as torch
+import runtime.nn as nn
 import runtime.nn.functional as F
 from runtime.func import (
+    functional_call,
     grad,
     grad_and_value,
+    hessian,
+    jacfwd,
     jacrev,
     jvp,
+    linearize,
+    stack_module_state,
     vjp,
     vmap,
 )
@@ -639,3 +646,1136 @@ def test_inference_mode_inside_grad_and_restored() -> None:
         grad(lambda x: (x**2).sum())(torch.randn(3))
         assert torch.is_inference_mode_enabled()
     assert not torch.is_inference_mode_enabled()
+
+
+# --- TestAutogradFunction (the parts without setup_context-only machinery) ----------------
+
+
+def test_autograd_function_needs_input_grads() -> None:
+    seen = []
+
+    class A(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            seen.append(tuple(ctx.needs_input_grad))
+            return None, None
+
+    x, y = torch.tensor(2.0), torch.tensor(3.0)
+    grad(A.apply)(x, y)
+    assert seen == [(True, False)]
+
+
+def test_autograd_function_once_differentiable_vjp() -> None:
+    class NumpyCubeNotComposable(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input):
+            input_np = input.cpu().numpy()
+            ctx.input_np = input_np
+            return torch.tensor(input_np**3)
+
+        @staticmethod
+        @torch.autograd.function.once_differentiable
+        def backward(ctx, grad_output):
+            return torch.tensor(3 * (ctx.input_np**2)) * grad_output
+
+    x = torch.randn([], requires_grad=True)
+    grad_y = torch.randn_like(x, requires_grad=True)
+    _, vjp_fn = vjp(NumpyCubeNotComposable.apply, x)
+    (gx,) = vjp_fn(grad_y)
+    assert_equal(gx, 3 * x**2 * grad_y)
+    with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
+        gx.backward()
+
+
+# --- TestVmapOfGrad ------------------------------------------------------------------------
+
+
+def test_per_sample_grads_inplace_view_and_simple() -> None:
+    def compute_loss(weight, x, t):
+        x = x.mm(weight)
+        y = x.squeeze_(0)
+        return (y - t).sum()
+
+    weight = torch.randn(16, 2)
+    x = torch.randn(8, 1, 16)
+    t = torch.randn(8, 2)
+    result = vmap(partial(grad(compute_loss), weight))(x, t)
+    expected = torch.stack([grad(compute_loss)(weight, x[i], t[i]) for i in range(8)])
+    assert_equal(result, expected, atol=0, rtol=5e-4)
+
+    def simple_loss(weight, x, t):
+        y = x @ weight
+        return ((y - t) ** 2).sum()
+
+    x = torch.randn(8, 16)
+    result = vmap(partial(grad(simple_loss), weight))(x, t)
+    expected = torch.stack([grad(simple_loss)(weight, x[i], t[i]) for i in range(8)])
+    assert_equal(result, expected, atol=0, rtol=5e-4)
+
+
+@pytest.mark.parametrize("new", ["new_zeros", "new_empty"])
+def test_new_zeros_new_empty_materialize_tensor(new: str) -> None:
+    N, C = 3, 5
+
+    def foo(y, x):
+        result = getattr(x, new)((C,))
+        result.copy_(y)
+        return result.sum()
+
+    x, y = torch.randn(N), torch.randn(N, C)
+    assert_equal(vmap(grad(foo))(y, x), torch.ones_like(y))
+
+
+def test_per_sample_grads_embeddingnet_functional_call() -> None:
+    class SampleNet(nn.Module):
+        def __init__(self, vocab_size: int):
+            super().__init__()
+            self.emb = nn.Embedding(vocab_size, 16)
+            self.fc1 = nn.Linear(16, 16)
+            self.fc2 = nn.Linear(16, 2)
+
+        def forward(self, x):
+            x = self.emb(x)
+            x = torch.transpose(x, -1, -2)
+            x = torch.mean(x, -1)
+            x = F.relu(self.fc1(x))
+            return self.fc2(x)
+
+    vocab_size, B = 50, 4
+    data = torch.randint(0, vocab_size, (B, 5))
+    targets = torch.randint(0, 1, (B,))
+    net = SampleNet(vocab_size)
+    criterion = nn.CrossEntropyLoss()
+    weights = dict(net.named_parameters())
+
+    def compute_loss(weights, data, target):
+        return criterion(functional_call(net, weights, (data,)), target)
+
+    expected = [grad(compute_loss)(weights, data[i], targets[i]) for i in range(B)]
+    result = vmap(partial(grad(compute_loss), weights))(data, targets)
+    for key in result:
+        assert_equal(result[key], torch.stack([e[key] for e in expected]), atol=0, rtol=1.5e-3)
+
+
+def test_vmap_of_vjp_log_softmax() -> None:
+    x, v = torch.randn(3, 5), torch.randn(5)
+
+    def foo(x, v):
+        _, vjp_fn = vjp(partial(torch.log_softmax, dim=-1), x)
+        return vjp_fn(v)[0]
+
+    result = vmap(foo, (0, None))(x, v)
+    v = v.expand_as(x)
+    x.requires_grad_()
+    torch.log_softmax(x, dim=-1).backward(v)
+    assert_equal(result, x.grad)
+
+
+# --- TestJac (jacrev and jacfwd) -------------------------------------------------------------
+
+jacapis = pytest.mark.parametrize("jacapi", [jacrev, jacfwd], ids=["jacrev", "jacfwd"])
+
+
+@jacapis
+def test_jac_simple_not_flat_take_diff_numel(jacapi: Any) -> None:
+    x = torch.randn(3)
+    assert_equal(jacapi(torch.sin)(x), torch.diagflat(x.cos()))
+    x = torch.randn(2, 3)
+    assert_equal(jacapi(torch.sin)(x), torch.diagflat(x.view(-1).cos()).view(2, 3, 2, 3))
+
+    x = torch.rand(5)
+
+    def func(x):
+        return torch.take(x, torch.ones(3, dtype=torch.long))
+
+    assert_equal(jacapi(func)(x), torch.autograd.functional.jacobian(func, x))
+
+    x = torch.randn(2, 4)
+    y = jacapi(lambda x: x[0, 1:].unsqueeze(-1))(x)
+    assert y.shape == (3, 1, 2, 4)
+    expected = x.new_zeros(3, 1, 2, 4)
+    expected[0, 0, 0, 1] = 1
+    expected[1, 0, 0, 2] = 1
+    expected[2, 0, 0, 3] = 1
+    assert_equal(y, expected)
+
+
+@jacapis
+def test_jac_vmap_on_jac_and_nested(jacapi: Any) -> None:
+    x = torch.randn(2, 3)
+    expected = torch.stack([torch.diagflat(x[i].cos()) for i in range(2)])
+    assert_equal(vmap(jacapi(torch.sin))(x), expected)
+    x = torch.randn(3)
+    assert_equal(jacapi(jacapi(lambda x: x.sin().sum()))(x), torch.diagflat(-x.sin()))
+
+
+@jacapis
+def test_jac_multiple_args_outputs_argnums(jacapi: Any) -> None:
+    x, y = torch.randn(3), torch.randn(3)
+    assert_equal(jacapi(torch.multiply, argnums=1)(x, y), torch.diagflat(x))
+
+    def f(x, y):
+        return 2 * x + 3 * y, 4 * x + 5 * y
+
+    def d(v):
+        return torch.diagflat(torch.full_like(x, v))
+
+    z = jacapi(f, argnums=(0, 1))(x, y)
+    assert isinstance(z, tuple) and isinstance(z[0], tuple)
+    assert_equal(z, ((d(2), d(3)), (d(4), d(5))))
+    z = jacapi(f, argnums=0)(x, y)
+    assert isinstance(z, tuple) and len(z) == 2
+    assert_equal(z, (d(2), d(4)))
+    z = jacapi(f, argnums=(0,))(x, y)
+    assert isinstance(z[0], tuple)
+    assert_equal(z, ((d(2),), (d(4),)))
+
+    z = jacapi(lambda x, y: {"left": 2 * x + 3 * y, "right": 4 * x + 5 * y},
+               argnums=(0, 1))(x, y)
+    assert isinstance(z, dict) and isinstance(z["left"], tuple)
+    assert_equal(z, {"left": (d(2), d(3)), "right": (d(4), d(5))})
+
+
+@jacapis
+def test_jac_multiple_inputs_pytree_and_dimensionality(jacapi: Any) -> None:
+    def f(a, b, c):
+        a0, a1 = a
+        return a0 + a1 * 2 + b * 3 + c * 4
+
+    x = torch.randn([])
+    args = ((x, x), x, x)
+    assert_equal(jacapi(f, argnums=(0, 1, 2))(*args), ((1.0, 2.0), 3.0, 4.0))
+    assert_equal(jacapi(f, argnums=(0,))(*args), ((1.0, 2.0),))
+    assert_equal(jacapi(f)(*args), (1.0, 2.0))
+
+    result = jacapi(lambda x: x)(x)
+    assert result.dim() == 0
+    assert_equal(result, torch.ones_like(x))
+    x = torch.randn([1])
+    result = jacapi(lambda x: x)(x)
+    assert result.dim() == 2
+    assert_equal(result, x.new_ones(1, 1))
+
+
+@jacapis
+def test_jac_aux_tensor_and_pytree(jacapi: Any) -> None:
+    x = torch.randn(3)
+
+    def f(x):
+        y = x.clone()
+        return y, y.cos()
+
+    result, aux = jacapi(f, has_aux=True)(x)
+    assert_equal(result, torch.eye(3, 3))
+    assert_equal(aux, x.cos())
+
+    def g(x):
+        y = x.clone()
+        return y, {"a": y.cos(), "b": [y.tan()]}
+
+    result, aux = jacapi(g, has_aux=True)(x)
+    assert_equal(result, torch.eye(3, 3))
+    assert_equal(aux, g(x)[1])
+    for bad in [1, 1.0, "abc"]:
+        with pytest.raises(RuntimeError, match=r"Expected tensors, got unsupported type"):
+            jacapi(lambda x: (x, bad), has_aux=True)(x)
+        with pytest.raises(RuntimeError, match=r"Expected tensors, got unsupported type"):
+            jacapi(lambda x: (x, [x, bad]), has_aux=True)(x)
+
+
+@jacapis
+def test_jac_outputs_can_be_any_pytree(jacapi: Any) -> None:
+    x = torch.randn(2, 3)
+    for output in [None, ()]:
+        with pytest.raises(RuntimeError, match=r"(vjp|jvp).+: Expected f to be a function that "
+                                               r"has non-empty output"):
+            jacapi(lambda _: output)(x)
+    for output in [1, True, 12.2, "abc"]:
+        with pytest.raises(RuntimeError, match=r"(vjp|jvp).+: expected f\(\*primals\) to "
+                                               r"return only tensors"):
+            jacapi(lambda _: output)(x)
+    out = jacapi(lambda x: [x, x.sum()])(x)
+    assert isinstance(out, list) and len(out) == 2
+    out = jacapi(lambda x: {"x": x, "xsum": x.sum()})(x)
+    assert isinstance(out, dict) and len(out) == 2 and "xsum" in out
+
+    def composite_output(x):
+        out = x.sum()
+        return [(out, {"a": x, "out": [x, out]})]
+
+    out = jacapi(composite_output)(x)
+    assert isinstance(out, list)
+    assert isinstance(out[0], tuple) and isinstance(out[0][1], dict)
+
+
+@jacapis
+def test_jac_multiple_inputs_outputs_pytree(jacapi: Any) -> None:
+    def f(a, b, c):
+        a0, a1 = a
+        return a0 + a1 * 2, {"foo": b * 3 + c * 4}
+
+    x = torch.randn([])
+    zero = torch.zeros([])
+    args = ((x, x), x, x)
+    assert_equal(jacapi(f)(*args), ((1.0, 2.0), {"foo": (zero, zero)}))
+    assert_equal(jacapi(f, argnums=(0,))(*args), (((1.0, 2.0),), {"foo": ((zero, zero),)}))
+    assert_equal(jacapi(f, argnums=(0, 1))(*args),
+                 (((1.0, 2.0), zero), {"foo": ((zero, zero), 3.0)}))
+
+    def g(dct):
+        return {"c": dct["a"].sin(), "d": dct["b"].cos()}
+
+    x = torch.randn(3)
+    expected = {"c": {"a": x.cos().diagflat(), "b": x.new_zeros(3, 3)},
+                "d": {"a": x.new_zeros(3, 3), "b": -x.sin().diagflat()}}
+    assert_equal(jacapi(g)({"a": x, "b": x}), expected)
+
+
+@jacapis
+def test_jac_unrelated_input_output_and_empty_output(jacapi: Any) -> None:
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    result = jacapi(lambda x, y: x, argnums=(0, 1))(x, y)
+    assert isinstance(result, tuple)
+    assert_equal(result, (torch.eye(6, 6).view(2, 3, 2, 3), y.new_zeros(2, 3, 2, 3)))
+    assert_equal(jacapi(lambda x: y)(x), x.new_zeros(2, 3, 2, 3))
+    with pytest.raises(RuntimeError, match="xpected"):
+        jacapi(lambda x, y: ())(x, y)
+
+
+@jacapis
+def test_jac_argnums_errors_and_effects(jacapi: Any) -> None:
+    x, y = torch.randn(3), torch.randn(3)
+    z = jacapi(torch.multiply, argnums=(0, 1))(x, y)
+    assert len(z) == 2
+    assert_equal(z, (torch.diagflat(y), torch.diagflat(x)))
+    z = jacapi(torch.multiply, argnums=(0,))(x, y)
+    assert isinstance(z, tuple) and len(z) == 1
+    assert_equal(z[0], torch.diagflat(y))
+    z = jacapi(torch.multiply, argnums=0)(x, y)
+    assert isinstance(z, torch.Tensor)
+    assert_equal(jacapi(lambda x, y: x * 2 + y * 3)(x, y), torch.diagflat(torch.full_like(x, 2)))
+    with pytest.raises(RuntimeError, match="must be non-empty"):
+        jacapi(torch.sin, argnums=())(x)
+    for argnums in (2, -2):
+        with pytest.raises(RuntimeError, match="only 1 positional inputs"):
+            jacapi(torch.sin, argnums=argnums)(x)
+    with pytest.raises(RuntimeError, match="must be unique"):
+        jacapi(torch.sin, argnums=(0, 0))(x)
+    with pytest.raises(RuntimeError, match="must be int or Tuple"):
+        jacapi(torch.sin, argnums=0.0)(x)
+    with pytest.raises(RuntimeError, match="must be int"):
+        jacapi(torch.multiply, argnums=(1, 0.0))(x, x)
+
+
+def _jac_against_reference(f: Any, inputs: tuple[Any, ...], jacapi: Any) -> None:
+    expected = torch.autograd.functional.jacobian(f, inputs)
+    assert_equal(jacapi(lambda inputs: f(*inputs))(inputs), expected)
+
+
+@jacapis
+def test_jac_against_reference(jacapi: Any) -> None:
+    _jac_against_reference(lambda x: 3 * x**2, (torch.randn(2, 3, 5),), jacapi)
+    _jac_against_reference(lambda x, y: (x.cos() * x) @ y.sin(),
+                           (torch.randn(2, 3), torch.randn(3, 5)), jacapi)
+    _jac_against_reference(lambda x, y: ((x * x) @ y, x @ (x.sum(1) * y), y.sum()),
+                           (torch.randn(5, 3), torch.randn(3, 5)), jacapi)
+    _jac_against_reference(lambda x, y: (x, y, x, y), (torch.randn(2), torch.randn(3)), jacapi)
+    _jac_against_reference(lambda x, y: (x.sum(), y.sum(), x * y),
+                           (torch.randn(3), torch.randn(3)), jacapi)
+    _jac_against_reference(lambda x: torch.stack([x, x, x]), (torch.randn([]),), jacapi)
+    _jac_against_reference(lambda x, y: (y.sum(), x * y), (torch.randn([]), torch.randn(1)),
+                           jacapi)
+    _jac_against_reference(lambda x, y: (x * y, (x * y).to(device="cpu")),
+                           (torch.randn(3), torch.randn(3)), jacapi)
+
+    def f(x, y, z=3.0):
+        return x * y * z
+
+    _jac_against_reference(f, (torch.randn(3), torch.randn(3)), jacapi)
+
+
+@jacapis
+def test_jac_inplace(jacapi: Any) -> None:
+    def f(x, y):
+        y.copy_(x)
+        return y
+
+    x, y = torch.randn(2), torch.randn(2)
+    assert_equal(jacapi(f, argnums=0)(x, y), torch.eye(y.shape[0]))
+
+    def g(x, y, z):
+        x[:2] = y
+        return torch.vstack([(x**2).sum(), (z**3).sum()])
+
+    x, y, z = torch.randn(3), torch.randn(2), torch.randn(2)
+    expected = (torch.zeros(2, 1, 2), torch.zeros(2, 1, 2))
+    expected[0][0][0] = 2 * y
+    expected[1][1][0] = 3 * (z**2)
+    assert_equal(jacapi(g, argnums=(1, 2))(x, y, z), expected)
+
+
+@pytest.mark.parametrize("_preallocate_and_copy", (True, False))
+def test_chunk_jacrev(_preallocate_and_copy: bool) -> None:
+    x, y = torch.randn(10, 2), torch.randn(1, 2)
+
+    def f(x, y):
+        return (x.sin(), x + y), (x + 2, x.sum())
+
+    expected = jacrev(f, argnums=(0, 1))(x, y)
+    for chunk_size in (1, 3, 1000):
+        actual = jacrev(f, argnums=(0, 1), chunk_size=chunk_size,
+                        _preallocate_and_copy=_preallocate_and_copy)(x, y)
+        assert_equal(actual, expected)
+    err_msg = "jacrev: `chunk_size` should be greater than 0."
+    for chunk_size in (0, -2):
+        with pytest.raises(ValueError, match=err_msg):
+            jacrev(f, argnums=(0,), chunk_size=chunk_size)(x, y)
+
+
+def test_chunk_jacrev_composition() -> None:
+    x = torch.randn(4, 2)
+
+    def f(x):
+        return (x.sin(), x), (x + 2, x.sum())
+
+    expected = vmap(jacrev(jacrev(f)))(x)
+    actual = vmap(jacrev(jacrev(f, chunk_size=3, _preallocate_and_copy=True), chunk_size=3))(x)
+    assert_equal(actual, expected)
+
+
+@jacapis
+def test_jac_with_non_tensor_args(jacapi: Any) -> None:
+    def f(t, int_x):
+        return t + int_x
+
+    t = torch.randn(3, 3)
+    assert_equal(jacapi(f)(t, 3), torch.autograd.functional.jacobian(partial(f, int_x=3), t))
+
+
+# --- TestHessian ---------------------------------------------------------------------------
+
+
+def _hessian_against_reference(f: Any, inputs: tuple[Any, ...]) -> None:
+    expected = torch.autograd.functional.hessian(f, inputs)
+    assert_equal(hessian(lambda inputs: f(*inputs))(inputs), expected)
+
+
+def test_hessian_simple_and_against_reference() -> None:
+    x = torch.randn(3)
+    assert_equal(hessian(lambda x: x.sin())(x), torch.diag_embed(torch.diagflat(-x.sin())))
+    _hessian_against_reference(lambda x: (3 * x**2).sum(), (torch.randn(2, 3, 5),))
+    _hessian_against_reference(lambda x, y, z: ((x.relu() * x) @ y.sin() @ z).sum(),
+                               (torch.randn(2, 3), torch.randn(3, 5), torch.randn(5, 5)))
+    _hessian_against_reference(lambda x, y: (x**2).sum(), (torch.randn(2), torch.randn(3)))
+    _hessian_against_reference(lambda x, y: torch.ones([]), (torch.randn(2), torch.randn(3)))
+
+
+def test_jacfwd_different_levels() -> None:
+    b, n, d = 2, 5, 2
+    x1 = torch.randn(b, n, d)
+    x2 = x1
+    A = 0.1 * torch.randn(b, d, d)
+
+    def loss(A, x1, x2):
+        x2_hat = (A @ (x1.T)).T
+        return ((x2 - x2_hat) ** 2).sum()
+
+    assert_equal(vmap(hessian(loss))(A, x1, x2), vmap(jacrev(jacrev(loss)))(A, x1, x2))
+
+
+# --- TestJvp -------------------------------------------------------------------------------
+
+
+def test_jvp_simple_multiple_inputs_outputs() -> None:
+    x, t = torch.randn(2, 3), torch.randn(2, 3)
+    result = jvp(torch.sin, (x,), (t,))
+    assert isinstance(result, tuple)
+    assert_equal(result, (x.sin(), x.cos() * t))
+
+    y, tx, ty = torch.randn(2, 3), torch.randn(2, 3), torch.randn(2, 3)
+    result = jvp(lambda x, y: x * y, (x, y), (tx, ty))
+    assert_equal(result, (x * y, y * tx + x * ty))
+
+    def f(x):
+        return torch.sin(x), torch.cos(x)
+
+    assert_equal(jvp(f, (x,), (t,)), (f(x), (x.cos() * t, -x.sin() * t)))
+
+    def g(x, y):
+        return 2 * x + 3 * y, 4 * x + 5 * y
+
+    assert_equal(jvp(g, (x, y), (tx, ty)), (g(x, y), g(tx, ty)))
+
+
+def test_jvp_pytree_inputs_and_errors() -> None:
+    def f(x, y, z):
+        a, b = x
+        return a + 2 * b + 3 * y + 4 * z
+
+    one = torch.tensor(1.0)
+    primal_outs, tangent_outs = jvp(f, ((one, one), one, one), ((one, one), one, one))
+    assert_equal(primal_outs, one * 10)
+    assert_equal(tangent_outs, one * 10)
+
+    def ident(x):
+        return x
+
+    with pytest.raises(RuntimeError, match="Expected primals to be a tuple"):
+        jvp(ident, one, one)
+    with pytest.raises(RuntimeError, match="same python structure"):
+        jvp(ident, ((one, one), one), (one, one))
+    with pytest.raises(RuntimeError, match="only contain Tensors"):
+        jvp(ident, ((one, one), 1), ((one, one), one))
+    with pytest.raises(RuntimeError, match="only contain Tensors"):
+        jvp(ident, ((one, one), 1), ((1, one), one))
+    with pytest.raises(RuntimeError, match="at least one Tensor"):
+        jvp(ident, ((),), ((),))
+
+
+def test_jvp_unrelated_input_output_and_strict() -> None:
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    tx, ty = torch.randn(2, 3), torch.randn(2, 3)
+    result = jvp(lambda x, y: x, (x, y), (tx, ty))
+    assert isinstance(result, tuple)
+    assert_equal(result, (x, tx))
+    assert_equal(jvp(lambda x: y, (x,), (tx,)), (y, torch.zeros_like(y)))
+    with pytest.raises(RuntimeError, match="strict"):
+        jvp(lambda x: (x, y), (x,), (tx,), strict=True)
+
+
+def test_jvp_new_tensor() -> None:
+    x = torch.rand(10, 10)
+    tangents = torch.zeros_like(x)
+
+    def f(x):
+        return x + x.new_tensor(0.5)
+
+    assert_equal(jvp(f, (x,), (tangents,)), (f(x), torch.zeros_like(x)))
+
+
+def test_jvp_primals_tangents_errors() -> None:
+    x, t = torch.randn(2, 3), torch.randn(2, 3)
+    with pytest.raises(RuntimeError, match="same python structure"):
+        jvp(torch.sin, (x,), (t, t))
+    with pytest.raises(RuntimeError, match="same python structure"):
+        jvp(torch.sin, (x, x), (t, t, t))
+    with pytest.raises(RuntimeError, match="at least one Tensor"):
+        jvp(torch.sin, (), ())
+    with pytest.raises(RuntimeError, match="be a tuple"):
+        jvp(torch.sin, x, (t,))
+    for tangents in (t, [t]):
+        with pytest.raises(RuntimeError, match="same python structure"):
+            jvp(torch.sin, (x,), tangents)
+    with pytest.raises(RuntimeError, match="only contain Tensors"):
+        jvp(torch.sin, (1.0,), (t,))
+    with pytest.raises(RuntimeError, match="only contain Tensors"):
+        jvp(torch.sin, (x,), (1.0,))
+
+
+def test_jvp_outputs_can_be_any_pytree() -> None:
+    x, t = torch.randn(2, 3), torch.randn(2, 3)
+    for output in [None, ()]:
+        with pytest.raises(RuntimeError, match=r"jvp\(f, primals, tangents\): Expected f to be "
+                                               r"a function that has non-empty output"):
+            jvp(lambda _: output, (x,), (t,))
+    for output in [1, True, 12.2, "abc"]:
+        with pytest.raises(RuntimeError, match=r"jvp\(f, primals, tangents\): expected "
+                                               r"f\(\*primals\) to return only tensors"):
+            jvp(lambda _: output, (x,), (t,))
+    out = jvp(lambda x: [x, x.sum()], (x,), (t,))
+    for i in range(2):
+        assert isinstance(out[i], list) and len(out[i]) == 2
+    out = jvp(lambda x: {"x": x, "xsum": x.sum()}, (x,), (t,))
+    for i in range(2):
+        assert isinstance(out[i], dict) and len(out[i]) == 2 and "xsum" in out[i]
+
+    def composite_output(x):
+        out = x.sum()
+        return [(out, {"a": x, "out": [x, out]})]
+
+    out = jvp(composite_output, (x,), (t,))
+    for i in range(2):
+        assert isinstance(out[i], list)
+        assert isinstance(out[i][0], tuple) and isinstance(out[i][0][1], dict)
+    assert_equal(out[1][0][1]["out"][1], t.sum())
+
+
+def test_jvp_aux_tensor_and_pytree() -> None:
+    x, t = torch.randn(3), torch.randn(3)
+    msg = r"jvp\(f, primals, tangents\): output of function f should be a tuple"
+    with pytest.raises(RuntimeError, match=msg):
+        jvp(lambda t: [t, t], (x,), (t,), has_aux=True)
+    with pytest.raises(RuntimeError, match=msg):
+        jvp(lambda t: (t, t + 2, t + 3), (x,), (t,), has_aux=True)
+
+    out, jvp_out, aux = jvp(lambda z: (z.sin(), z.cos()), (x,), (t,), has_aux=True)
+    assert_equal((out, jvp_out, aux), (x.sin(), t * x.cos(), x.cos()))
+
+    def f(x):
+        return x.sin(), {"a": x.cos(), "b": [x.tan()]}
+
+    out, jvp_out, aux = jvp(f, (x,), (t,), has_aux=True)
+    expected_out, expected_aux = f(x)
+    assert_equal((out, aux, jvp_out), (expected_out, expected_aux, t * x.cos()))
+    for bad in [1, 1.0, "abc"]:
+        with pytest.raises(RuntimeError, match=r"Expected tensors, got unsupported type"):
+            jvp(lambda x: (x, bad), (x,), (t,), has_aux=True)
+        with pytest.raises(RuntimeError, match=r"Expected tensors, got unsupported type"):
+            jvp(lambda x: (x, [x, bad]), (x,), (t,), has_aux=True)
+
+
+def test_jvp_inside_autograd_function() -> None:
+    class MySin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            t = torch.ones_like(x)
+            _, neg_sin_x = jvp(torch.cos, (x,), (t,))
+            ctx.save_for_backward(x)
+            return -neg_sin_x
+
+        @staticmethod
+        def backward(ctx, gx):
+            (x,) = ctx.saved_tensors
+            t = torch.ones_like(x)
+            _, cos_x = jvp(torch.sin, (x,), (t,))
+            return gx * cos_x
+
+    x = torch.randn([], requires_grad=True)
+    y = MySin.apply(x)
+    assert_equal(y, x.sin())
+    (gx,) = torch.autograd.grad(y, x)
+    assert_equal(gx, x.cos())
+
+
+def test_zerotensor_vmapjvp_interaction() -> None:
+    dummy = torch.ones(4, 1)
+    x = torch.randn(4, 2)
+    x_tangent = torch.randn(2)
+
+    def push_jvp(dummy, x):
+        return jvp(torch.cov, (x,), (x_tangent,))
+
+    out, tangent = vmap(vmap(push_jvp, (0, None)))(dummy, x)
+    assert out.shape == (4, 1) and tangent.shape == (4, 1)
+
+
+# --- TestLinearize -------------------------------------------------------------------------
+
+
+def test_linearize_basic_and_return() -> None:
+    x_p, x_t = torch.randn(3, 1), torch.randn(3, 1)
+    for fn in (lambda x: x.cos(), lambda x: (x.cos(), x.sum())):
+        actual_output, jvp_fn = linearize(fn, x_p)
+        expected_output, expected_jvp = jvp(fn, (x_p,), (x_t,))
+        assert_equal(actual_output, expected_output)
+        assert_equal(jvp_fn(x_t), expected_jvp)
+
+
+def test_linearize_composition_vmap_and_grad() -> None:
+    x_p, x_t = torch.randn(3, 1), torch.randn(3, 3, 1)
+
+    def fn(x):
+        return (x.cos(), x.sum())
+
+    _, jvp_fn = linearize(fn, x_p)
+    expected = vmap(lambda t: jvp(fn, (x_p,), (t,))[1])(x_t)
+    assert_equal(vmap(jvp_fn)(x_t), expected)
+
+    x_p, x_t = torch.randn(3), torch.randn(3)
+
+    def gn(x):
+        z = torch.ones(3)
+        return grad(lambda x: z @ x)(x)
+
+    _, jvp_fn = linearize(gn, x_p)
+    assert_equal(jvp_fn(x_t), jvp(gn, (x_p,), (x_t,))[1])
+
+
+def test_linearize_nested_input_nested_output() -> None:
+    x_p, x_t, y_p, y_t, z_p, z_t = (torch.randn(3, 1) for _ in range(6))
+
+    def fn(arg):
+        x = arg["x"]
+        y, z = arg["yz"]
+        return {"a": x.sum(), "b": {"c": y + z, "d": (x * z, y.exp())}}
+
+    inp_p = {"x": x_p, "yz": (y_p, z_p)}
+    inp_t = {"x": x_t, "yz": (y_t, z_t)}
+    actual_output, jvp_fn = linearize(fn, inp_p)
+    expected_output, expected_jvp = jvp(fn, (inp_p,), (inp_t,))
+    assert_equal(actual_output, expected_output)
+    assert_equal(jvp_fn(inp_t), expected_jvp)
+
+
+def test_linearize_errors() -> None:
+    x_p, x_t = torch.randn(3, 1), torch.randn(3, 1)
+    _, jvp_fn = linearize(lambda x: x.sin(), x_p)
+    with pytest.raises(RuntimeError, match="to have the same argspec as the primals"):
+        jvp_fn((x_t, x_t))
+    with pytest.raises(RuntimeError, match="in flattened pytree doesn't match the shape"):
+        jvp_fn(x_t.unsqueeze(0))
+    with pytest.raises(RuntimeError, match="in flattened pytree doesn't match the dtype"):
+        jvp_fn(x_t.to(torch.double))
+
+
+# --- TestVmapJvpInplaceView ----------------------------------------------------------------
+
+
+def _push_jvp(f: Any) -> Any:
+    def inner(x, xt, y, yt):
+        return jvp(f, (x, y), (xt, yt))
+    return inner
+
+
+def test_vmap_jvp_all_dual_no_view() -> None:
+    B = 2
+
+    def f(x, y):
+        x.copy_(y)
+        return x
+
+    x, xt, y, yt = (torch.randn(3, B) for _ in range(4))
+    out, out_tangent = vmap(_push_jvp(f), in_dims=1)(x, xt, y, yt)
+    assert_equal(out, x.movedim(1, 0))
+    assert_equal(out_tangent, yt.movedim(1, 0))
+
+    x, xt = torch.randn(3, B), torch.randn(3, B)
+    y, yt = torch.randn(3, 3)[:, 1], torch.randn(6)[::2]
+    out, out_tangent = vmap(_push_jvp(f), in_dims=(1, 1, None, None))(x, xt, y, yt)
+    assert_equal(out, x.movedim(1, 0))
+    assert_equal(out_tangent, yt.expand(B, 3))
+
+
+def test_jvp_inplace_on_primal_writes_through() -> None:
+    """PyTorch's dual tensors take in-place ops, and the write reaches the caller's tensor."""
+    x = torch.tensor([1.0, 2.0, 3.0])
+    out, tangent = jvp(lambda x: x.mul_(2), (x,), (torch.ones(3),))
+    assert_equal(out, [2.0, 4.0, 6.0])
+    assert_equal(tangent, [2.0, 2.0, 2.0])
+    assert_equal(x, [2.0, 4.0, 6.0])
+    x = torch.tensor([1.0, 2.0])
+    assert_equal(jacfwd(lambda x: x.mul_(2))(x), [[2.0, 0.0], [0.0, 2.0]])
+
+
+def test_vmap_jvp_all_dual_base_view_inplace() -> None:
+    B = 2
+
+    def f(x, y):
+        view = x[:, ::2]
+        view.copy_(y)
+        return view, x
+
+    orig_x, orig_xt = torch.randn(2, 6, B), torch.randn(2, 6, B)
+    x, xt = orig_x.clone(), orig_xt.clone()
+    y, yt = torch.randn(2, B, 3), torch.randn(2, B, 3)
+    out, out_tangent = vmap(_push_jvp(f), in_dims=(2, 2, 1, 1))(x, xt, y, yt)
+    expected_out = vmap(f, in_dims=(2, 1))(orig_x.clone(), y)
+    assert_equal(out, expected_out)
+    assert_equal(out_tangent[0], yt.movedim(1, 0))
+    expected_x_tangent = orig_xt.movedim(-1, 0).clone()
+    expected_x_tangent[:, :, ::2].copy_(yt.movedim(1, 0))
+    assert_equal(out_tangent[1], expected_x_tangent)
+    expected = orig_x.movedim(2, 0).clone()
+    expected[:, :, ::2] = y.movedim(1, 0)
+    assert_equal(x.movedim(2, 0), expected)
+
+
+def test_vmap_jvp_all_dual_base_inplace() -> None:
+    B = 2
+
+    def f(x, y):
+        view = x[0, ::2]
+        x.copy_(y)
+        return x, view
+
+    x, xt = torch.randn(2, B, 6), torch.randn(2, 6, B)
+    y, yt = torch.randn(2, B, 6), torch.randn(2, B, 6)
+    out, out_tangent = vmap(_push_jvp(f), in_dims=(1, 2, 1, 1))(x.clone(), xt, y, yt)
+    expected_out = vmap(f, in_dims=(1, 1))(x.clone(), y)
+    assert_equal(out, expected_out)
+    assert_equal(out_tangent[0], yt.movedim(1, 0))
+    assert_equal(out_tangent[1], yt.movedim(1, 0)[:, 0, ::2])
+
+
+def test_vmap_jvp_right_dual_view_and_base_prop() -> None:
+    B = 2
+
+    def f(x, y):
+        x = x.clone()
+        view = x[0]
+        view.copy_(y)
+        return view, x
+
+    def push_jvp(x, y, yt):
+        return jvp(partial(f, x), (y,), (yt,))
+
+    x, y, yt = torch.randn(2, B, 6), torch.randn(6, B), torch.randn(6, B)
+    outs, tangents = vmap(push_jvp, in_dims=(1, 1, 1))(x, y, yt)
+    assert_equal(outs, vmap(f, in_dims=(1, 1))(x.clone(), y))
+    assert_equal(tangents[0], yt.movedim(1, 0))
+    expected_tangent_1 = torch.zeros_like(x).movedim(1, 0)
+    expected_tangent_1[:, 0].copy_(yt.movedim(1, 0))
+    assert_equal(tangents[1], expected_tangent_1)
+
+    def g(x, y):
+        x = x.clone()
+        view = x[0]
+        x.copy_(y)
+        return view, x
+
+    def push_jvp_g(x, y, yt):
+        return jvp(partial(g, x), (y,), (yt,))
+
+    x, y, yt = torch.randn(2, B, 6), torch.randn(2, 6, B), torch.randn(2, 6, B)
+    outs, tangents = vmap(push_jvp_g, in_dims=(1, 2, 2))(x, y, yt)
+    assert_equal(outs, vmap(g, in_dims=(1, 2))(x, y))
+    assert_equal(tangents[0], yt.movedim(2, 0)[:, 0])
+    assert_equal(tangents[1], yt.movedim(2, 0))
+
+
+# --- TestComposability ---------------------------------------------------------------------
+
+
+def test_composability_grad_vmap_vjp() -> None:
+    x = torch.randn([])
+    assert_equal(grad(grad(torch.sin))(x), -x.sin())
+    x = torch.randn(3)
+    assert_equal(grad(lambda x: vmap(torch.sin)(x).sum())(x), x.cos())
+
+    def foo(x):
+        _, vjp_fn = vjp(torch.sin, x)
+        return vjp_fn(x)[0].sum()
+
+    assert_equal(grad(foo)(x), grad(lambda x: (x * x.cos()).sum())(x))
+    assert_equal(vmap(grad(torch.sin))(x), x.cos())
+    x2 = torch.randn(2, 3)
+    assert_equal(vmap(vmap(torch.sin))(x2), x2.sin())
+
+
+def test_composability_vmap_vjp_and_vjp_of_transforms() -> None:
+    x = torch.randn(3)
+    _, vjp_fn = vjp(torch.sin, x)
+
+    def foo(x):
+        _, vjp_fn = vjp(torch.sin, x)
+        return vjp_fn(x)
+
+    assert_equal(vmap(foo)(x), vjp_fn(x))
+    xs = torch.randn(5, 3)
+    expected = torch.stack([vjp_fn(x)[0] for x in xs])
+    assert_equal(vmap(lambda x: vjp_fn(x)[0])(xs), expected)
+
+    x = torch.randn([])
+    y, vjp_fn = vjp(grad(torch.sin), x)
+    assert_equal(y, x.cos())
+    v = torch.randn([])
+    assert_equal(vjp_fn(v)[0], -x.sin() * v)
+
+    x = torch.randn(3)
+    y, vjp_fn = vjp(vmap(torch.sin), x)
+    assert_equal(y, x.sin())
+    v = torch.randn(3)
+    assert_equal(vjp_fn(v)[0], x.cos() * v)
+
+    y, vjp_fn = vjp(torch.sin, x)
+    assert_equal(y, x.sin())
+    y, vjp_fn = vjp(lambda x: vjp_fn(x)[0], x)
+    assert_equal(y, x * x.cos())
+    assert_equal(vjp_fn(x)[0], x * x.cos())
+
+
+def test_requires_grad_and_retain_grad_inside_transform() -> None:
+    """PyTorch refuses ``requires_grad_()`` / ``retain_grad()`` on a transform's tensors; here
+    the checked part: the gradient is right where the call is harmless (rt's transforms have
+    no wrapper tensors to refuse it on) -- see the module docstring."""
+    def f(x):
+        y = x.sin()
+        y.retain_grad()
+        return y.sum()
+
+    x = torch.randn(3)
+    assert_equal(grad(f)(x), x.cos())
+
+
+def test_grad_name_wrapping_and_functional_call_multiple_dicts() -> None:
+    def my_fn(x):
+        return x.sum()
+
+    assert grad(my_fn).__name__ == "my_fn"
+    assert vmap(my_fn).__name__ == "my_fn"
+    mod = nn.Linear(1, 1)
+    x = torch.randn((1, 1))
+    params = ({"weight": torch.zeros(1, 1)}, {"bias": torch.ones(1)})
+    assert_equal(functional_call(mod, params, x), torch.ones(1, 1))
+
+
+def test_tolist_inside_grad() -> None:
+    def f(x):
+        assert x.tolist() == [1.0, 2.0, 3.0]
+        return (x**2).sum()
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    assert_equal(grad(f)(x), [2.0, 4.0, 6.0])
+
+    def g(x):
+        def h(y):
+            assert isinstance(y.tolist(), list)
+            return (y**2).sum()
+
+        assert isinstance(x.tolist(), list)
+        return grad(h)(x).sum()
+
+    assert_equal(grad(g)(x), [2.0, 2.0, 2.0])
+
+
+# --- TestMakeFunctional (functional_call / stack_module_state) ------------------------------
+
+
+class _LinearBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(3, 3)
+        self.buffer = nn.Buffer(torch.randn(3))
+
+    def forward(self, x):
+        return self.linear(x) + self.buffer
+
+
+@pytest.mark.parametrize("detach_params", [True, False])
+def test_using_detach_functional_call(detach_params: bool) -> None:
+    mod = _LinearBuffer()
+    x = torch.randn(3, 3)
+    named = mod.named_parameters()
+    params = {k: v.detach() for k, v in named} if detach_params else dict(named)
+    out = functional_call(mod, (params, dict(mod.named_buffers())), x)
+    assert (out.grad_fn is None) == detach_params
+
+
+def test_parameter_tying_grad_functional_call() -> None:
+    class Foo(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+            self.weight = self.linear.weight
+            self.bias = self.linear.bias
+
+        def forward(self, x):
+            return F.linear(self.linear(x), self.weight, self.bias)
+
+    x = torch.randn(2, 3)
+    mod = Foo()
+    expected = torch.autograd.grad(mod(x).sum(), list(mod.parameters()))
+    params = dict(mod.named_parameters())
+    result = grad(lambda p, x: functional_call(mod, p, (x,)).sum())(params, x)
+    assert list(result) == ["weight", "bias"]  # named_parameters: own ones first
+    assert_equal(tuple(result.values()), expected)
+
+
+def test_parameter_tying_ensemble_stack_module_state() -> None:
+    class Foo(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+            self.weight = self.linear.weight
+            self.bias = self.linear.bias
+            self.buffer = nn.Buffer(torch.randn(3))
+            self.buffer_tied = self.buffer
+
+        def forward(self, x):
+            x = F.linear(self.linear(x), self.weight, self.bias)
+            return x + self.buffer + self.buffer_tied
+
+    num_models = 2
+    xs = torch.randn(num_models, 4, 3)
+    models = [Foo() for _ in range(num_models)]
+    params, buffers = stack_module_state(models)
+    assert list(params) == ["weight", "bias"] and list(buffers) == ["buffer"]
+
+    def fmodel(params, buffers, x):
+        return functional_call(models[0], (params, buffers), (x,))
+
+    result = vmap(fmodel)(params, buffers, xs)
+    expected = torch.stack([model(x) for model, x in zip(models, xs)])
+    assert_equal(result, expected)
+
+
+def test_stack_module_state_smoke_leaf_and_errors() -> None:
+    models = [nn.Linear(2, 2) for _ in range(3)]
+    params, buffers = stack_module_state(models)
+    for param in params.values():
+        assert param.requires_grad and param.is_leaf
+    assert params["weight"].shape == (3, 2, 2) and buffers == {}
+
+    models[0].weight.requires_grad_(False)
+    with pytest.raises(RuntimeError, match="same .requires_grad"):
+        stack_module_state(models)
+    with pytest.raises(RuntimeError, match="stack_module_state:.* Expected at least one model"):
+        stack_module_state([])
+    models = [nn.Linear(2, 2) for _ in range(3)]
+    models[1].eval()
+    with pytest.raises(RuntimeError, match="stack_module_state:.* same training/eval mode."):
+        stack_module_state(models)
+    models = [nn.Linear(2, 2) for _ in range(3)]
+    models[1] = nn.Conv2d(3, 3, (3, 3))
+    with pytest.raises(RuntimeError, match="stack_module_state:.* models to be of the same class"):
+        stack_module_state(models)
+
+
+def test_functional_call_state_correctly_returned_after_forward() -> None:
+    mod = nn.Sequential(nn.Linear(3, 3))
+    old_weight, old_bias = mod[0].weight, mod[0].bias
+    functional_call(mod, {k: v * 2 for k, v in mod.named_parameters()}, torch.randn(4, 3))
+    assert mod[0].weight is old_weight and mod[0].bias is old_bias
+
+
+# --- TestExamplesCorrectness ----------------------------------------------------------------
+
+
+def test_maml_regression_functional_call() -> None:
+    net = nn.Sequential(nn.Linear(1, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 1))
+    params = dict(net.named_parameters())
+    K, num_tasks, alpha = 5, 3, 0.1
+
+    def mse_loss(x, y):
+        return torch.mean((x - y) ** 2)
+
+    task = [torch.randn(num_tasks, K, 1) for _ in range(4)]
+
+    def get_loss_for_task(use_transform, x1, y1, x2, y2):
+        def inner_loss(params, x1, y1):
+            return mse_loss(functional_call(net, params, (x1,)), y1)
+
+        if use_transform:
+            grads = grad(inner_loss)(params, x1, y1)
+        else:
+            loss = inner_loss(params, x1, y1)
+            flat = torch.autograd.grad(loss, list(params.values()), create_graph=True)
+            grads = dict(zip(params, flat))
+        new_params = {k: params[k] - alpha * grads[k] for k in params}
+        return mse_loss(functional_call(net, new_params, (x2,)), y2)
+
+    inner_losses = vmap(partial(get_loss_for_task, True))(*task)
+    result_grads = torch.autograd.grad(inner_losses.sum() / num_tasks, list(params.values()))
+    inner_losses = [get_loss_for_task(False, *(t[i] for t in task)) for i in range(num_tasks)]
+    expected_grads = torch.autograd.grad(sum(inner_losses) / num_tasks, list(params.values()))
+    assert_equal(result_grads, expected_grads)
+
+
+@pytest.mark.parametrize("jac", [jacfwd, jacrev], ids=["jacfwd", "jacrev"])
+def test_lennard_jones_batched_jac(jac: Any) -> None:
+    sigma, epsilon = 0.5, 4.0
+
+    def lennard_jones(r):
+        return epsilon * ((sigma / r) ** 12 - (sigma / r) ** 6)
+
+    def lennard_jones_force(r):
+        return -epsilon * ((-12 * sigma**12 / r**13) + (6 * sigma**6 / r**7))
+
+    r = torch.linspace(0.5, 2 * sigma, steps=6, requires_grad=True)
+    drs = torch.outer(r, torch.tensor([1.0, 0, 0]))
+    norms = torch.norm(drs, dim=1).reshape(-1, 1)
+    training_energies = torch.stack(list(map(lennard_jones, norms))).reshape(-1, 1)
+    training_forces = torch.stack(
+        [force * dr for force, dr in zip(map(lennard_jones_force, norms), drs)])
+    model = nn.Sequential(nn.Linear(1, 8), nn.Tanh(), nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 1))
+
+    def make_prediction(model, drs, use_functorch):
+        norms = torch.norm(drs, dim=1).reshape(-1, 1)
+        energies = model(norms)
+        if use_functorch:
+            network_derivs = vmap(jac(model))(norms).squeeze(-1)
+            forces = -network_derivs * drs / norms
+        else:
+            forces = torch.cat([-torch.autograd.functional.jacobian(model, r, create_graph=True)
+                                * dr / r for r, dr in zip(norms, drs)])
+        return energies, forces
+
+    def loss_fn(energies, forces, predicted_energies, predicted_forces):
+        return (F.mse_loss(energies, predicted_energies)
+                + 0.01 * F.mse_loss(forces, predicted_forces) / 3)
+
+    energies, forces = make_prediction(model, drs, use_functorch=True)
+    result = torch.autograd.grad(loss_fn(training_energies, training_forces, energies, forces),
+                                 list(model.parameters()))
+    energies, forces = make_prediction(model, drs, use_functorch=False)
+    expected = torch.autograd.grad(loss_fn(training_energies, training_forces, energies, forces),
+                                   list(model.parameters()))
+    assert_equal(result, expected)
+
+
+def test_ensemble_regression_stack_module_state() -> None:
+    points, labels = torch.randn(20, 2), torch.randint(0, 2, (20,))
+
+    class MLPClassifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc1 = nn.Linear(2, 8)
+            self.fc2 = nn.Linear(8, 2)
+
+        def forward(self, x):
+            return F.log_softmax(self.fc2(F.relu(self.fc1(x))), -1)
+
+    loss_fn = nn.NLLLoss()
+    model = MLPClassifier()
+
+    def train_step_fn(use_transform, weights, batch, targets, lr=0.2):
+        def compute_loss(weights, batch, targets):
+            return loss_fn(functional_call(model, weights, (batch,)), targets)
+
+        if use_transform:
+            grad_weights, loss = grad_and_value(compute_loss)(weights, batch, targets)
+        else:
+            loss = compute_loss(weights, batch, targets)
+            flat = torch.autograd.grad(loss, list(weights.values()))
+            grad_weights = dict(zip(weights, flat))
+        return loss, {k: weights[k] - lr * grad_weights[k] for k in weights}
+
+    batched_weights = stack_module_state([MLPClassifier() for _ in range(2)])[0]
+    result_loss, result_weights = vmap(partial(train_step_fn, True), in_dims=(0, None, None))(
+        batched_weights, points, labels)
+    expected = [train_step_fn(False, {k: w[i].detach().requires_grad_()
+                                      for k, w in batched_weights.items()}, points, labels)
+                for i in range(2)]
+    assert_equal(result_loss, torch.stack([e[0] for e in expected]))
+    assert_equal(result_weights, {k: torch.stack([e[1][k] for e in expected])
+                                  for k in batched_weights})
+
+
+@pytest.mark.parametrize("dropout_layer", [nn.Dropout, nn.AlphaDropout, nn.FeatureAlphaDropout],
+                         ids=["Dropout", "AlphaDropout", "FeatureAlphaDropout"])
+def test_find_learning_rate_ensembling(dropout_layer: Any) -> None:
+    import copy
+
+    points, labels = torch.randn(10, 2, 2, 2, 2), torch.randint(0, 2, (10,))
+
+    class MLPClassifier(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dropout = dropout_layer()
+            self.fc1 = nn.Linear(16, 8)
+            self.fc2 = nn.Linear(8, 2)
+
+        def forward(self, x):
+            x = torch.flatten(self.dropout(x), start_dim=1)
+            return F.log_softmax(self.fc2(F.relu(self.fc1(x))), -1)
+
+    loss_fn = nn.NLLLoss()
+    og_model = MLPClassifier()
+
+    def train_step_fn(weights, batch, targets, lr):
+        def compute_loss(weights, batch, targets):
+            return loss_fn(functional_call(og_model, weights, (batch,)), targets)
+
+        grad_weights, loss = grad_and_value(compute_loss)(weights, batch, targets)
+        return (loss, *[weights[k] - lr * grad_weights[k] for k in weights])
+
+    batched_weights = stack_module_state([copy.deepcopy(og_model) for _ in range(2)])[0]
+    lrs = torch.tensor([0.2, 0.4])
+    result = vmap(train_step_fn, in_dims=(0, None, None, 0), randomness="same")(
+        batched_weights, points, labels, lrs)
+    assert_equal(result[0][0], result[0][1])
+    assert any(not torch.equal(w[0], w[1]) for w in result[1:])
