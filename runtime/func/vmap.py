@@ -143,6 +143,22 @@ def _combine(name: str, per_element: list[Any], out_dim: int | None) -> Any:
     return stack(per_element, dim=out_dim)
 
 
+def _passed_through(column: list[Any], slices: list[list[Any]], flat_args: list[Any],
+                    flat_dims: list[int | None], out_dim: int | None) -> Tensor | None:
+    """PyTorch's result for an output that is, element by element, the slice of one batched
+    input the function got (``lambda x: x``, an in-place method returning ``self``): that input
+    itself when its in_dim is the out_dim, else its ``movedim`` view; None otherwise."""
+    if out_dim is None or not slices:
+        return None
+    for k, (arg, dim) in enumerate(zip(flat_args, flat_dims)):
+        if dim is None or not all(o is s[k] for o, s in zip(column, slices)):
+            continue
+        if not -arg.dim() <= out_dim < arg.dim():
+            return None  # stack raises PyTorch's error
+        return arg if out_dim % arg.dim() == dim else arg.movedim(dim, out_dim)
+    return None
+
+
 def _stand_in(arg: Tensor, dim: int, fill: int) -> Tensor:
     """For a batch of size 0: ``fill`` (0 or 1) shaped as one element of ``arg``; floating
     ones computed from ``arg`` (a sum over its empty ``dim``), so a gradient reaches it."""
@@ -160,7 +176,7 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
     size, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
     unbatched = [(a, a._version) for a, d in zip(flat_args, flat_dims)
                  if d is None and isinstance(a, Tensor)]
-    outputs = []
+    outputs, slices = [], []
     with randomness_frame(randomness) as frame:
         # a batch of size 0: two runs, on stand-in elements of zeros and of ones, so that
         # an out_dims=None output that depends on a batched input is refused as usual
@@ -168,6 +184,8 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
             frame.element = i
             sliced = [a if d is None else a.select(d, i) if size else _stand_in(a, d, i)
                       for a, d in zip(flat_args, flat_dims)]
+            if size:
+                slices.append(sliced)
             outputs.append(func(*tree_unflatten(sliced, spec), **kwargs))
     if any(a._version != version for a, version in unbatched):
         raise RuntimeError(f"vmap({_name(func)}): `{_name(func)}` modified an unbatched argument "
@@ -184,7 +202,10 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
                              f"and {this_spec}")
         for column, value in zip(columns, flat):
             column.append(value)
-    combined = [_combine(_name(func), column, d) for column, d in zip(columns, dims)]
+    combined = [_passed_through(column, slices, flat_args, flat_dims, d)
+                for column, d in zip(columns, dims)]
+    combined = [_combine(_name(func), column, d) if c is None else c
+                for c, column, d in zip(combined, columns, dims)]
     if size == 0:  # the runs were on stand-in elements: keep none of them
         combined = [o.narrow(d, 0, 0) if d is not None else o for o, d in zip(combined, dims)]
     return tree_unflatten(combined, out_spec)

@@ -23,6 +23,7 @@ data-dependent control flow errors, ``.item()`` errors).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -1779,3 +1780,335 @@ def test_find_learning_rate_ensembling(dropout_layer: Any) -> None:
         batched_weights, points, labels, lrs)
     assert_equal(result[0][0], result[0][1])
     assert any(not torch.equal(w[0], w[1]) for w in result[1:])
+
+
+# === test/functorch/test_vmap.py: TestVmapAPI ================================================
+# (rt's vmap stacks per-element results, so its outputs are new tensors: the data_ptr checks of
+# the identity function are left out; the values and shapes are checked)
+
+
+def test_vmap_non_tensor_output_raises() -> None:
+    with pytest.raises(ValueError, match="got type <class 'float'>"):
+        vmap(lambda x: 3.14)(torch.ones(3))
+    with pytest.raises(ValueError, match="got type <class 'int'>"):
+        vmap(lambda x: (x, 3))(torch.ones(3))
+
+
+def test_vmap_different_map_dim_size_raises() -> None:
+    x, y = torch.randn(2), torch.randn(3)
+    expected_msg = "Expected all tensors to have the same size in the mapped dimension"
+    with pytest.raises(ValueError, match=expected_msg):
+        vmap(torch.mul)(x, y)
+    with pytest.raises(ValueError, match=expected_msg):
+        vmap(lambda z: z[0] + z[1], in_dims=((0, 0),))((x, y))
+    with pytest.raises(ValueError, match=expected_msg):
+        vmap(lambda z: z["x"] + z["y"], in_dims=({"x": 0, "y": 0},))({"x": x, "y": y})
+
+
+def test_vmap_func_with_no_inputs_or_no_tensors() -> None:
+    def foo():
+        return torch.randn(3)
+
+    def bar(x):
+        return torch.randn(3)
+
+    with pytest.raises(ValueError, match="got no inputs"):
+        vmap(foo)()
+    with pytest.raises(ValueError, match="got no inputs"):
+        vmap(bar)()
+    with pytest.raises(ValueError, match="at least one Tensor"):
+        vmap(bar, (None,))(1)
+
+
+def test_vmap_constant_single_multiple_inputs_outputs() -> None:
+    assert_equal(vmap(lambda x: torch.tensor(3.14))(torch.ones(3)), [3.14, 3.14, 3.14])
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    assert_equal(vmap(lambda x: x * x)(x), x * x)
+    assert_equal(vmap(torch.mul)(x, y), x * y)
+    x = torch.randn(3)
+    outputs = vmap(lambda x: (x * x, x * x * x))(x)
+    assert_equal(outputs, (x * x, x * x * x))
+    assert isinstance(vmap(lambda x: (x, x))(x), tuple)
+    assert isinstance(vmap(lambda x: [x, x])(x), list)
+    assert isinstance(vmap(lambda x: [x])(x), list)
+
+
+def test_vmap_nested_same_and_different_map_dim() -> None:
+    x, y = torch.randn(2, 3, 5), torch.randn(2, 3, 5)
+    assert_equal(vmap(vmap(torch.mul))(x, y), x * y)
+    assert_equal(vmap(vmap(vmap(torch.mul)))(x, y), x * y)
+    x3 = torch.randn(3, 3, 5)
+    assert_equal(vmap(vmap(torch.diag_embed))(x3), torch.diag_embed(x3))
+
+    x, y = torch.randn(2, 3), torch.randn(5, 3)
+    output = vmap(lambda x: vmap(lambda y: x * y)(y))(x)
+    assert output.shape == (2, 5, 3)
+    assert_equal(output, x.view(2, 1, 3) * y)
+    z = torch.randn(7, 3)
+    output = vmap(lambda x: vmap(lambda y: vmap(lambda z: x * y * z)(z))(y))(x)
+    assert output.shape == (2, 5, 7, 3)
+    assert_equal(output, x.view(2, 1, 1, 3) * y.view(5, 1, 3) * z)
+
+    x, y = torch.randn(3), torch.randn(5)
+    assert_equal(vmap(lambda x: vmap(lambda y: x)(y))(x), x.view(3, 1).expand(3, 5))
+
+
+def test_vmap_nonzero_and_multiple_out_dims() -> None:
+    tensor = torch.randn(2, 3)
+    assert_equal(vmap(lambda x: x, out_dims=1)(tensor), tensor.permute(1, 0))
+    tensor = torch.randn(2, 3, 5, 7)
+    assert_equal(vmap(lambda x: x, out_dims=2)(tensor), tensor.permute(1, 2, 0, 3))
+    assert_equal(vmap(lambda x: x, out_dims=-1)(tensor), tensor.permute(1, 2, 3, 0))
+    other = torch.randn(2, 3, 5, 7)
+    assert_equal(vmap(lambda x, y: (x, y), out_dims=2)(tensor, other),
+                 (tensor.permute(1, 2, 0, 3), other.permute(1, 2, 0, 3)))
+    ndims = 64
+    tensor = torch.randn([2] + [1] * (ndims - 1))
+    assert list(vmap(lambda x: x, out_dims=2)(tensor).shape) == [1, 1, 2] + [1] * (ndims - 3)
+
+    x, y = torch.randn(2, 3, 5), torch.randn(2, 3, 5)
+    assert_equal(vmap(lambda x, y: (x, x * y, x * y * y), out_dims=1)(x, y),
+                 (x.permute(1, 0, 2), (x * y).permute(1, 0, 2), (x * y * y).permute(1, 0, 2)))
+    assert_equal(vmap(lambda x: (x, x), out_dims=(0, 1))(x), (x, x.permute(1, 0, 2)))
+    assert_equal(vmap(lambda x, y: (x, x, x, x * y), out_dims=(-1, 0, 1, 2))(x, y),
+                 (x.permute(1, 2, 0), x, x.permute(1, 0, 2), (x * y).permute(1, 2, 0)))
+
+
+def test_vmap_nested_out_dims() -> None:
+    y = torch.randn(2, 3, 5, 7)
+    result = vmap(lambda y: vmap(lambda x: x, out_dims=1)(y))(y)
+    assert result.shape == (2, 5, 3, 7)
+    assert_equal(result, y.permute(0, 2, 1, 3))
+    result = vmap(lambda y: vmap(lambda x: x, out_dims=1)(y), out_dims=1)(y)
+    assert result.shape == (5, 2, 3, 7)
+    assert_equal(result, y.permute(2, 0, 1, 3))
+    result = vmap(lambda y: vmap(lambda x: x, out_dims=-1)(y), out_dims=-1)(y)
+    assert result.shape == (5, 7, 3, 2)
+    assert_equal(result, y.permute(2, 3, 1, 0))
+    x, y = torch.randn(2, 3), torch.randn(5, 3)
+    result = vmap(lambda y: vmap(lambda x: x * y, out_dims=1)(x), out_dims=-1)(y)
+    assert result.shape == (3, 2, 5)
+    assert_equal(result, (y.view(5, 1, 3) * x).permute(2, 1, 0))
+
+
+def test_vmap_out_dims_edge_case_and_none() -> None:
+    tensor = torch.randn(2, 3)
+    assert_equal(vmap(lambda x: x, out_dims=(1,))(tensor), vmap(lambda x: x, out_dims=1)(tensor))
+
+    result = vmap(lambda x: (x, "hello world"), out_dims=(0, None))(tensor)
+    assert result[1] == "hello world"
+    assert_equal(result[0], tensor)
+
+    def foo(x):
+        x.add_(1)
+        return None, "hello world"
+
+    assert vmap(foo, out_dims=(None, None))(tensor) == (None, "hello world")
+    with pytest.raises(ValueError, match="can not return a BatchedTensor when out_dim is None"):
+        vmap(lambda x: x, out_dims=None)(tensor)
+
+    def bar(x):
+        x.add_(1)
+        return "hello world"
+
+    assert vmap(bar, out_dims=None)(tensor) == "hello world"
+    assert list(vmap(lambda x: torch.arange(3))(tensor).shape) == [2, 3]
+    assert_equal(vmap(lambda x: torch.arange(3), out_dims=None)(tensor), torch.arange(3))
+
+
+def test_vmap_pytree_returns() -> None:
+    x = torch.randn(2, 3)
+
+    def f(x):
+        y = x.sin()
+        return y, (y, y), [y, (y, y)]
+
+    y0, (y1, y2), (y3, (y4, y5)) = vmap(f)(x)
+    for y in (y0, y1, y2, y3, y4, y5):
+        assert_equal(y, x.sin())
+
+    def g(t):
+        return OrderedDict([("sin", t.sin()), ("cos", t.cos())])
+
+    out = vmap(g)(x)
+    assert isinstance(out, OrderedDict)
+    assert_equal(out["sin"], x.sin())
+    assert_equal(out["cos"], x.cos())
+
+    def h(x):
+        y = x.sin()
+        return y, (y, y)
+
+    y0, (y1, y2) = vmap(h, out_dims=(0, (0, 1)))(x)
+    assert_equal((y0, y1, y2), (x.sin(), x.sin(), x.sin().t()))
+    y0, (y1, y2) = vmap(h, out_dims=1)(x)
+    assert_equal((y0, y1, y2), (x.sin().t(), x.sin().t(), x.sin().t()))
+    y0, (y1, y2) = vmap(h, out_dims=(0, 1))(x)
+    assert_equal((y0, y1, y2), (x.sin(), x.sin().t(), x.sin().t()))
+
+
+def test_vmap_out_dims_errors() -> None:
+    msg = "must be an int, None or a python collection of ints"
+    tensor = torch.randn(2, 3)
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda x: x, out_dims="lol")(tensor)
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda x: x, out_dims=("lol",))(tensor)
+
+    x = torch.randn(2, 3, 5)
+    for f, out_dims in ((lambda x: x, (0, 0)), (lambda x: (x, x, x), (0, 0, 0, 0)),
+                        (lambda x: (x, x), (0,)), (lambda x: (x, x, x), (0, 0))):
+        with pytest.raises(ValueError, match="not compatible"):
+            vmap(f, out_dims=out_dims)(x)
+    for out_dims in (3, -4):
+        with pytest.raises(IndexError, match="Dimension out of range"):
+            vmap(lambda x: x, out_dims=out_dims)(x)
+
+
+def test_vmap_identity_returns_the_input_or_its_view() -> None:
+    """PyTorch's vmap hands back an input the function returned slice by slice: the input
+    itself when its in_dim is the out_dim (``result is x``), else a ``movedim`` view of it; a
+    write into the result reaches the input."""
+    x = torch.randn(2, 3, 5)
+    assert vmap(lambda x: x)(x) is x
+    assert vmap(lambda x: x, in_dims=1, out_dims=1)(x) is x
+    assert vmap(lambda x: x, out_dims=-3)(x) is x
+    result = vmap(lambda x: x, in_dims=2, out_dims=1)(x)
+    assert result._base is x and result.shape == (2, 5, 3)
+    assert_equal(result, x.transpose(1, 2))
+    r0, r1 = vmap(lambda x, y: (x, y))(x, x)
+    assert r0 is x and r1 is x
+    result = vmap(lambda x: x, out_dims=1)(x)
+    result.add_(1)
+    assert_equal(result, x.permute(1, 0, 2))
+    xr = torch.randn(2, 3, requires_grad=True)
+    result = vmap(lambda x: x)(xr)
+    assert result is xr and result.grad_fn is None
+
+
+def test_vmap_none_nested_negative_in_dims() -> None:
+    x, y = torch.randn(2, 3), torch.randn(3, 2)
+    assert_equal(vmap(torch.mul, (0, 1))(x, y), x * y.t())
+    assert_equal(vmap(torch.mul, (1, 0))(x, y), x.t() * y)
+    y = torch.randn(2, 3)
+    output = vmap(torch.mul, (0, None))(x, y)
+    assert output.shape == (2, 2, 3)
+    assert_equal(output, x.view(2, 1, 3) * y)
+    assert_equal(vmap(torch.mul, (0, None))(x, 2), x * 2)
+    output = vmap(torch.mul, (-1, -1))(x, y)
+    assert output.shape == (3, 2)
+    assert_equal(output, (x * y).permute(1, 0))
+    x, y = torch.rand(5, 2, 3), torch.rand(3, 5, 2)
+    result = vmap(vmap(vmap(torch.mul), (1, 0)), (1, 2))(x, y)
+    assert_equal(result, x.permute(1, 2, 0) * y.permute(2, 0, 1))
+
+
+def test_vmap_non_default_in_dims_out_dims() -> None:
+    x = torch.randn(2, 3, 5)
+    assert_equal(vmap(lambda x: x * 2, in_dims=1, out_dims=1)(x), x * 2)
+    result = vmap(lambda x: x * 2, in_dims=2, out_dims=1)(x)
+    assert result.shape == (2, 5, 3)
+    assert_equal(result, (x * 2).transpose(1, 2))
+    assert_equal(vmap(vmap(lambda x: x * 2, 1, 1), 1, 1)(x), x * 2)
+
+
+def test_vmap_accepts_nested_inputs() -> None:
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    for z in ((x, y), [x, y]):
+        for in_dims in (0, (0,), (type(z)([0, 0]),)):
+            assert_equal(vmap(lambda z: z[0] + z[1], in_dims=in_dims)(z), x + y)
+    d = {"x": x, "y": y}
+    for in_dims in (0, (0,), ({"x": 0, "y": 0},)):
+        assert_equal(vmap(lambda z: z["x"] + z["y"], in_dims=in_dims)(d), x + y)
+    out_fn = vmap(lambda z: z["x"][0] + z["x"][1][0] + z["y"][0] + z["y"][1])
+    assert_equal(out_fn({"x": [x, (x,)], "y": [y, y]}), x + x + y + y)
+
+
+def test_vmap_in_dims_errors() -> None:
+    x, y = torch.randn(3), torch.randn(3)
+    msg = r"expected `in_dims` to be int or a \(potentially nested\) tuple"
+    for in_dims in ([0, 0], {0}, "lol"):
+        with pytest.raises(ValueError, match=msg):
+            vmap(torch.mul, in_dims)(x, y)
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda z: z[0] + z[1], in_dims=[0, 0])([x, y])
+    vmap(torch.mul, (0, 0))(x, y)
+
+    msg = r"in_dims is not compatible with the structure of `inputs`"
+    for in_dims in ((0,), (0, 0, 0)):
+        with pytest.raises(ValueError, match=msg):
+            vmap(torch.mul, in_dims)(x, y)
+    for in_dims in (([0],), ((0, 0),)):
+        with pytest.raises(ValueError, match=msg):
+            vmap(lambda z: z[0] + z[1], in_dims=in_dims)([x, y])
+
+    x = torch.randn(2, 3)
+    msg = "Got in_dim=0 for an input but the input is of type"
+    with pytest.raises(ValueError, match=msg):
+        vmap(torch.sum)(x, 0)
+    with pytest.raises(ValueError, match=msg):
+        vmap(torch.sum, (0, 0))(x, 0)
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda z: z[0] + z[1], in_dims=([0, 0],))([x, 1])
+    assert_equal(vmap(torch.sum, (0, None))(x, 0), x.sum(1))
+
+    y = torch.randn(2, 3)
+    msg = r"Got in_dim=-?\w for some input, but that input is a Tensor of dimensionality \w"
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda x: x * x)(torch.randn([]))
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda x: x * x, in_dims=(0,))(torch.randn([]))
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda x: x * x, in_dims=(-3,))(x)
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda x: x * x, in_dims=(2,))(y)
+    with pytest.raises(ValueError, match=msg):
+        vmap(lambda z: z[0] + z[1], in_dims=([3, 0],))([x, y])
+    vmap(lambda x: x * x, in_dims=(1,))(torch.randn(2, 3))
+
+
+def test_vmap_fallback_ops_copysign_var_mean() -> None:
+    op = torch.copysign
+    x, y = torch.randn(7, 11, 5), torch.randn(5, 7, 11)
+    assert_equal(vmap(op, (2, 0))(x, y), op(x.permute(2, 0, 1), y))
+    assert_equal(vmap(vmap(op), (2, 0))(x, y), op(x.permute(2, 0, 1), y))
+    x, y = torch.randn(4, 3, 2, 5), torch.randn(4, 3, 2)
+    assert_equal(vmap(vmap(vmap(op)))(x, y), op(x, y.view(4, 3, 2, 1)))
+
+    tensor = torch.randn(2, 10)
+    assert_equal(vmap(torch.var_mean)(tensor), torch.var_mean(tensor, dim=1))
+    tensor = torch.randn(2, 3, 10)
+    assert_equal(vmap(vmap(torch.var_mean))(tensor), torch.var_mean(tensor, dim=2))
+
+
+def test_vmap_inplace_fallback_unary() -> None:
+    op = torch.Tensor.acos_
+    x_orig = torch.rand(2, 5)
+    x = x_orig.clone()
+    result = vmap(op)(x)
+    assert result is x
+    assert_equal(result, x_orig.acos())
+
+    x_orig = torch.rand(2, 5)
+    x = x_orig.clone()
+    result = vmap(op, out_dims=(1,))(x)
+    assert result._base is x
+    assert_equal(result, x_orig.t().acos())
+
+    x_orig = torch.rand(2, 3, 5)
+    x = x_orig.clone()
+    result = vmap(vmap(op))(x)
+    assert result is x
+    assert_equal(result, x_orig.acos())
+
+
+def test_vmap_inplace_fallback_nary_same_levels() -> None:
+    op, outplace_op = torch.Tensor.atan2_, torch.atan2
+    x_orig, y = torch.randn(7, 11, 5), torch.randn(5, 7, 11)
+    x = x_orig.clone()
+    vmap(op, (2, 0))(x, y)
+    assert_equal(x, outplace_op(x_orig, y.movedim(0, 2)))
+    x_orig, y = torch.randn(7, 11, 5), torch.randn(5, 7, 11)
+    x = x_orig.clone()
+    vmap(vmap(op), (2, 0))(x, y)
+    assert_equal(x, outplace_op(x_orig, y.movedim([0, 1], [2, 0])))
