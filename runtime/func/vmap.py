@@ -30,7 +30,9 @@ from typing import Any
 import numpy as np
 
 from ..ops.functional import stack
+from ..ops.memory_names import outside_vmap_elements, vmap_element
 from ..tensor import Tensor
+from ..tracing import _state as _trace_state
 from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_map, tree_unflatten
 from ._randomness import check_randomness, randomness_frame
 
@@ -159,6 +161,45 @@ def _passed_through(column: list[Any], slices: list[list[Any]], flat_args: list[
     return None
 
 
+def _strided_view(column: list[Any], out_dim: int | None) -> Tensor | None:
+    """PyTorch's vmap of a view op gives a view of the input: when each element's output is
+    a view of one base, all of one shape and strides, at evenly spaced offsets (``diagonal``,
+    ``select``, ``t``, ``split`` of the slices), the output is that base's ``as_strided``
+    view (a write into it reaches the input); None otherwise."""
+    first = column[0]
+    if _trace_state.tracer is not None:  # a capture lays out no storage: stacked, same values
+        return None
+    if out_dim is None or not isinstance(first, Tensor) or first._base is None:
+        return None
+    base, shape, strides = first._base, tuple(first.shape), first.stride()
+    for o in column:
+        if (not isinstance(o, Tensor) or o._base is not base or tuple(o.shape) != shape
+                or o.stride() != strides or o.dtype != base.dtype
+                or o.requires_grad != base.requires_grad):
+            return None
+    offsets = [o.storage_offset() for o in column]
+    delta = offsets[1] - offsets[0] if len(offsets) > 1 else 1
+    if delta < 0 or any(b - a != delta for a, b in zip(offsets, offsets[1:])):
+        return None
+    ndim = len(shape) + 1
+    if not -ndim <= out_dim < ndim:
+        return None  # stack raises PyTorch's error
+    d = out_dim % ndim
+    with outside_vmap_elements():  # an outer vmap's element must not shift the offset
+            return base.as_strided(shape[:d] + (len(column),) + shape[d:],
+                               strides[:d] + (delta,) + strides[d:], offsets[0])
+
+
+def _output(name: str, column: list[Any], out_dim: int | None, slices: list[list[Any]],
+            flat_args: list[Any], flat_dims: list[int | None]) -> Any:
+    """One flat output from its per-element values: a batched input passed through, a
+    view of one base, else the values stacked."""
+    out = _passed_through(column, slices, flat_args, flat_dims, out_dim)
+    if out is None and slices:
+        out = _strided_view(column, out_dim)
+    return _combine(name, column, out_dim) if out is None else out
+
+
 def _stand_in(arg: Tensor, dim: int, fill: int) -> Tensor:
     """For a batch of size 0: ``fill`` (0 or 1) shaped as one element of ``arg``; floating
     ones computed from ``arg`` (a sum over its empty ``dim``), so a gradient reaches it."""
@@ -176,6 +217,7 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
     size, flat_dims, flat_args, spec = _batched_inputs(in_dims, args, func)
     unbatched = [(a, a._version) for a, d in zip(flat_args, flat_dims)
                  if d is None and isinstance(a, Tensor)]
+    batched = [(a, d) for a, d in zip(flat_args, flat_dims) if d is not None]
     outputs, slices = [], []
     with randomness_frame(randomness) as frame:
         # a batch of size 0: two runs, on stand-in elements of zeros and of ones, so that
@@ -186,7 +228,8 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
                       for a, d in zip(flat_args, flat_dims)]
             if size:
                 slices.append(sliced)
-            outputs.append(func(*tree_unflatten(sliced, spec), **kwargs))
+            with vmap_element(batched, i):
+                outputs.append(func(*tree_unflatten(sliced, spec), **kwargs))
     if any(a._version != version for a, version in unbatched):
         raise RuntimeError(f"vmap({_name(func)}): `{_name(func)}` modified an unbatched argument "
                            "(in_dim=None) in place; here the function runs once per batch "
@@ -202,10 +245,8 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
                              f"and {this_spec}")
         for column, value in zip(columns, flat):
             column.append(value)
-    combined = [_passed_through(column, slices, flat_args, flat_dims, d)
+    combined = [_output(_name(func), column, d, slices, flat_args, flat_dims)
                 for column, d in zip(columns, dims)]
-    combined = [_combine(_name(func), column, d) if c is None else c
-                for c, column, d in zip(combined, columns, dims)]
     if size == 0:  # the runs were on stand-in elements: keep none of them
         combined = [o.narrow(d, 0, 0) if d is not None else o for o, d in zip(combined, dims)]
     return tree_unflatten(combined, out_spec)

@@ -6,9 +6,11 @@ exchange (from_dlpack, to_dlpack, Tensor.__dlpack__), Python callables over the 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import operator
+import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -345,6 +347,75 @@ def _check_strided(size: tuple[int, ...], stride: tuple[int, ...], offset: int,
                            f"{needed} are out of bounds for storage of size {storage_bytes}")
 
 
+class _VmapElements(threading.local):
+    """Per thread, one entry per running vmap (outermost first): its batched arguments, each
+    with its in_dim, and the batch element being run."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[list[tuple[Tensor, int]], int]] = []
+
+
+_vmap_elements = _VmapElements()
+
+
+@contextlib.contextmanager
+def vmap_element(batched: list[tuple[Tensor, int]], index: int) -> Iterator[None]:
+    """While a vmap runs its function on element ``index`` of the ``batched`` arguments
+    (``(tensor, in_dim)`` pairs): ``as_strided`` reads a storage offset as PyTorch's vmap
+    does, relative to the batched tensor's (see ``_vmap_shift``)."""
+    _vmap_elements.stack.append((batched, index))
+    try:
+        yield
+    finally:
+        _vmap_elements.stack.pop()
+
+
+@contextlib.contextmanager
+def outside_vmap_elements() -> Iterator[None]:
+    """``as_strided`` with plain storage offsets, for vmap's own views of whole batches."""
+    saved, _vmap_elements.stack = _vmap_elements.stack, []
+    try:
+        yield
+    finally:
+        _vmap_elements.stack = saved
+
+
+def _vmap_shift(root: Any) -> int | None:
+    """How far (in elements) the running vmaps' current elements sit from their element 0 in
+    the storage ``root``, None where no vmap maps over it: PyTorch's as_strided batching rule
+    gives element i the offset ``offset + xs[i].storage_offset() - xs.storage_offset()``."""
+    shift = None
+    for batched, index in _vmap_elements.stack:
+        for arg, dim in batched:
+            geometry = _storage_geometry(arg._data)
+            if geometry is not None and geometry[0] is root:
+                shift = (shift or 0) + index * geometry[2][dim]
+                break
+    return shift
+
+
+def _check_vmap_strided(input: Tensor, size: Sequence[int], stride: Sequence[int], offset: int,
+                        own_offset: int, own_stride: tuple[int, ...], shift: int) -> None:
+    """PyTorch's check that an as_strided inside vmap stays within the batch element it is
+    called on (in element 0's coordinates, as its message gives them)."""
+    call = f"result = tensor.as_strided({list(size)}, {list(stride)}, {offset})"
+    tail = ("This is not supported inside of vmap, please try to rewrite the `as_strided` call "
+            "as a sequence of PyTorch view operations")
+    if not all(size):
+        return
+    if input.numel() == 0:
+        raise RuntimeError(f"{call} can access memory outside of `tensor`. `tensor` has no "
+                           "storage but the passed-in (size, stride, storage_offset) imply a "
+                           f"result with some storage. {tail}")
+    lo = own_offset - shift
+    hi = lo + sum((n - 1) * s for n, s in zip(input.shape, own_stride)) + 1
+    r_hi = offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1
+    if offset < lo or r_hi > hi:
+        raise RuntimeError(f"{call} can access memory outside of `tensor`. `result` can access "
+                           f"some memory in range [{offset}, {r_hi}], but `tensor` can only "
+                           f"access some memory in range [{lo}, {hi}]. {tail}")
+
+
 def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noqa: A002
                storage_offset: int | None = None) -> Tensor:
     """A view of ``input``'s storage with ``size``, ``stride`` and ``storage_offset`` (in
@@ -364,6 +435,12 @@ def as_strided(input: Tensor, size: Sequence[int], stride: Sequence[int],  # noq
                                   "whole elements is not supported here: use .contiguous()")
     root, own_offset, own_stride = geometry
     offset = own_offset if storage_offset is None else operator.index(storage_offset)
+    shift = _vmap_shift(root) if _vmap_elements.stack else None
+    if shift is not None:
+        if storage_offset is None:  # the element's own offset, element 0's in the message
+            offset -= shift
+        _check_vmap_strided(input, size, stride, offset, own_offset, own_stride, shift)
+        offset += shift
     _check_strided(size, stride, offset, int(root.nbytes), input.dtype.itemsize)
     return apply(AS_STRIDED, input, size=size, stride=stride, storage_offset=offset,
                  in_stride=own_stride, in_offset=own_offset)

@@ -2112,3 +2112,161 @@ def test_vmap_inplace_fallback_nary_same_levels() -> None:
     x = x_orig.clone()
     vmap(vmap(op), (2, 0))(x, y)
     assert_equal(x, outplace_op(x_orig, y.movedim([0, 1], [2, 0])))
+
+
+# --- TestVmapOperators: view ops (the output is a view of the input), as_strided --------------
+
+
+def _vmap_test(op: Any, inputs: Any, in_dims: Any = 0, out_dims: Any = 0,
+               check_view: bool = False, check_propagates_grad: bool = True) -> None:
+    """PyTorch's ``_vmap_test``: against a loop over the batch and ``stack``; a view op's
+    outputs are views of the first input; the first output requires grad when input 0 does."""
+    result = vmap(op, in_dims, out_dims)(*inputs)
+    dims = (in_dims,) * len(inputs) if isinstance(in_dims, int) else in_dims
+    size = next(a.size(d) for a, d in zip(inputs, dims) if d is not None)
+    per = [op(*[a if d is None else a.select(d, i) for a, d in zip(inputs, dims)])
+           for i in range(size)]
+    if isinstance(per[0], tuple | list):
+        outs = (out_dims,) * len(per[0]) if isinstance(out_dims, int) else out_dims
+        expected = tuple(torch.stack(col, od) for col, od in zip(zip(*per), outs))
+    else:
+        expected = torch.stack(per, out_dims if isinstance(out_dims, int) else out_dims[0])
+    assert_equal(result, expected)
+    results = result if isinstance(result, tuple | list) else (result,)
+    if check_view:
+        base = inputs[0] if inputs[0]._base is None else inputs[0]._base
+        for output in results:
+            assert output._base is base, "result was not a view of the first input!"
+    if check_propagates_grad:
+        clone = [inputs[0].clone().requires_grad_(), *inputs[1:]]
+        result = vmap(op, in_dims, out_dims)(*clone)
+        assert (result if isinstance(result, torch.Tensor) else result[0]).requires_grad
+
+
+def _vmap_view_test(*args: Any, **kwargs: Any) -> None:
+    _vmap_test(*args, **kwargs, check_view=True)
+
+
+def test_vmap_as_strided() -> None:
+    def _test(sizes, strides, offset, tensor, lambd):
+        result = vmap(lambda t: t.as_strided(sizes, strides, offset))(tensor)
+        expected = vmap(lambd)(tensor)
+        assert result._base is expected._base
+        assert_equal(result, expected)
+        tensor = tensor.movedim(0, -1)
+        result = vmap(lambda t: t.as_strided(sizes, strides, offset), -1)(tensor)
+        expected = vmap(lambd, -1)(tensor)
+        assert result._base is expected._base
+        assert_equal(result, expected)
+
+    B0 = 3
+    tensors = [
+        torch.randn(B0, 2, 3),
+        torch.randn(B0, 3, 2).transpose(1, 2),
+        torch.randn(3, 2, B0).movedim(-1, 0).transpose(1, 2),
+        torch.randn(2, B0, 2, 3)[1],
+        torch.randn(2, 2, B0, 3)[1].movedim(1, 0),
+        torch.randn(B0, 2, 4, 3, 7)[:, :, 0, :, 0],
+        torch.randn(2, 4, B0, 3, 7).movedim(2, 0)[:, :, 0, :, 0],
+        torch.randn(B0, 2, 4, 3, 7)[:, :, 2, :, 1],
+        torch.randn(2, 4, 3, 7, B0).movedim(-1, 0)[:, :, 2, :, 1],
+    ]
+    for x in tensors:
+        S0, S1 = x.stride()[1:]
+        offset = x.storage_offset()
+        _test([5, 5, 2, 3], [0, 0, S0, S1], offset, x, lambda x: x.expand(5, 5, 2, 3))
+        _test([3, 2], [S1, S0], offset, x, lambda x: x.transpose(0, 1))
+        _test([2], [S0], offset + S1, x, lambda x: x[:, 1])
+        _test([2], [S0 + S1], offset, x, lambda x: x.diagonal())
+        _test([2], [S1 * 2], offset, x, lambda x: x[0, ::2])
+
+    x = torch.randn(2, B0, 2, 3)
+    S0, S1 = x.stride()[2:]
+    result = vmap(vmap(lambda t: t.as_strided([5, 5, 2, 3], [0, 0, S0, S1])), in_dims=1)(x)
+    expected = vmap(vmap(lambda t: t.expand(5, 5, 2, 3)), in_dims=1)(x)
+    assert result._base is expected._base
+    assert_equal(result, expected)
+
+    msg = "This is not supported inside of vmap"
+    with pytest.raises(RuntimeError, match=msg):
+        vmap(lambda x: x.as_strided([3], [1], 1))(torch.randn(B0, 3))
+    with pytest.raises(RuntimeError, match=msg):
+        vmap(lambda x: x.as_strided([4, 4], [4, 1], 0))(torch.randn(B0, 3, 5))
+    with pytest.raises(RuntimeError, match=msg):
+        vmap(vmap(lambda x: x.as_strided([4, 4], [4, 1], 0)))(torch.randn(B0, 2, 3, 5))
+    with pytest.raises(RuntimeError, match=msg):
+        x = torch.randn(2, B0, 3)[1]
+        vmap(lambda x: x.as_strided([3], [1], B0 * 3 - 1))(x)
+    with pytest.raises(RuntimeError, match=msg):
+        vmap(lambda x: x.as_strided([3], [1]))(torch.randn(B0, 0, 3))
+
+
+def test_vmap_as_strided_message_is_pytorchs() -> None:
+    with pytest.raises(RuntimeError) as info:
+        vmap(lambda x: x.as_strided([3], [1], 1))(torch.randn(5, 3))
+    assert str(info.value) == (
+        "result = tensor.as_strided([3], [1], 1) can access memory outside of `tensor`. `result` "
+        "can access some memory in range [1, 4], but `tensor` can only access some memory in "
+        "range [0, 3]. This is not supported inside of vmap, please try to rewrite the "
+        "`as_strided` call as a sequence of PyTorch view operations")
+
+
+def test_vmap_diagonal_chunk_split_unbind_views() -> None:
+    tensor = torch.randn(3, 5, 7, 4, 2)
+    op = torch.diagonal
+    _vmap_view_test(op, (tensor, 1, 0, 1), in_dims=(0, None, None, None))
+    _vmap_view_test(op, (tensor, 0, 2, -1), in_dims=(0, None, None, None))
+    _vmap_view_test(op, (tensor, 2, 1, 2), in_dims=(1, None, None, None))
+    _vmap_view_test(op, (tensor, 0, -2, -1), in_dims=(1, None, None, None), out_dims=1)
+    _vmap_view_test(vmap(lambda t: op(t, 0, 0, -1)), (tensor,), in_dims=1, out_dims=1)
+
+    _vmap_view_test(torch.chunk, (torch.rand(4, 2, 30), 15, -1), in_dims=(0, None, None))
+    _vmap_view_test(torch.chunk, (torch.rand(2, 4, 30), 9, 1), in_dims=(1, None, None))
+    _vmap_view_test(torch.split, (torch.rand(4, 2, 30), 7, -1), in_dims=(0, None, None))
+    _vmap_view_test(torch.split, (torch.rand(4, 2, 30), [3, 27], -1), in_dims=(0, None, None))
+    _vmap_view_test(torch.unbind, (torch.rand(4, 3, 2), 1), in_dims=(0, None))
+
+
+def test_vmap_expand_as_select_narrow_t_transpose_views() -> None:
+    op = torch.Tensor.expand_as
+    _vmap_view_test(op, (torch.rand(4, 1, 5), torch.rand(4, 2, 3, 5)))
+    _vmap_view_test(op, (torch.rand(4, 1, 5), torch.rand(2, 3, 5)), in_dims=(0, None))
+    _vmap_view_test(vmap(op), (torch.rand(4, 3, 1, 5), torch.rand(4, 3, 2, 3, 5)))
+    x = torch.randn(4, 3, 5)
+    _vmap_view_test(lambda t: t.select(0, 1), (x,))
+    _vmap_view_test(lambda t: t.select(1, -1), (x,), in_dims=2)
+    _vmap_view_test(lambda t: t.narrow(1, 1, 3), (x,))
+    _vmap_view_test(lambda t: t[1:, ::2], (x,), in_dims=1, out_dims=2)
+    _vmap_view_test(torch.t, (x,))
+    _vmap_view_test(lambda t: t.T, (x,), in_dims=2)
+    _vmap_view_test(lambda t: t.transpose(0, 1), (x,), in_dims=1)
+    _vmap_view_test(lambda t: t.movedim(0, 1), (x,), out_dims=2)
+    _vmap_view_test(lambda t: t.permute(1, 0), (x,))
+    _vmap_view_test(lambda t: t.unsqueeze(0), (x,))
+    _vmap_view_test(lambda t: t.view(15), (x,))
+    _vmap_view_test(lambda t: t.unfold(0, 2, 1), (x,))
+    _vmap_view_test(lambda t: t.view_as(torch.empty(15)), (x,))
+
+
+def test_vmap_view_output_writes_reach_the_input() -> None:
+    x = torch.zeros(3, 2, 2)
+    diag = vmap(torch.diagonal)(x)
+    diag.fill_(1.0)
+    assert_equal(x, torch.eye(2).expand(3, 2, 2))
+
+
+def test_vmap_contiguous_and_stride_inside_vmap() -> None:
+    x = torch.randn(3, 2, 5, 7).movedim(0, 2)
+    assert vmap(torch.Tensor.contiguous, in_dims=2, out_dims=2)(x) is x
+
+    def foo(x):
+        assert x.stride() == (7 * 5, 7, 1)
+        return x
+
+    vmap(foo)(torch.randn(3, 2, 5, 7))
+
+    def bar(x):
+        assert x.stride() == (7 * 5 * 3, 7, 1)
+        return x
+
+    vmap(bar)(torch.randn(2, 3, 5, 7).movedim(1, 0))
