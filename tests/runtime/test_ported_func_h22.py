@@ -58,7 +58,7 @@ def _seeded() -> Iterator[None]:
 def assert_equal(actual: Any, expected: Any, atol: float | None = None,
                  rtol: float | None = None) -> None:
     """PyTorch's ``TestCase.assertEqual``: pytrees compared leaf by leaf, tensors within the
-    dtype's tolerance (dtypes not compared), numbers against tensors."""
+    dtype's tolerance (dtypes not compared, NaNs equal), numbers against tensors."""
     if isinstance(expected, dict):
         assert isinstance(actual, dict) and list(actual) == list(expected)
         for k in expected:
@@ -75,7 +75,7 @@ def assert_equal(actual: Any, expected: Any, atol: float | None = None,
         actual = torch.tensor(actual, dtype=expected.dtype)
     if isinstance(actual, torch.Tensor):
         torch.testing.assert_close(actual.detach(), expected.detach(), atol=atol, rtol=rtol,
-                                   check_dtype=False)
+                                   check_dtype=False, equal_nan=True)
     else:
         assert actual == expected
 
@@ -2270,3 +2270,168 @@ def test_vmap_contiguous_and_stride_inside_vmap() -> None:
         return x
 
     vmap(bar)(torch.randn(2, 3, 5, 7).movedim(1, 0))
+
+
+def test_vmap_is_floating_point_and_is_contiguous() -> None:
+    def foo(x):
+        return torch.tensor(1) if x.is_floating_point() else torch.tensor(0)
+
+    assert_equal(vmap(foo)(torch.tensor([1.0, 2.0, 3.0])), torch.tensor([1, 1, 1]))
+    assert_equal(vmap(foo)(torch.tensor([1, 2, 3])), torch.tensor([0, 0, 0]))
+
+    def bar(x):
+        return torch.tensor(1.0) if x.is_contiguous() else torch.tensor(0.0)
+
+    B0, B1 = 3, 5
+    assert_equal(vmap(bar)(torch.randn(B0, 2, 7)), torch.ones(B0))
+    assert_equal(vmap(bar, in_dims=1)(torch.randn(2, B0, 7)), torch.zeros(B0))
+    assert_equal(vmap(bar)(torch.randn(2, B0, 7).movedim(1, 0)), torch.zeros(B0))
+    assert_equal(vmap(bar, in_dims=2)(torch.randn(2, 7, B0)), torch.zeros(B0))
+    assert_equal(vmap(vmap(bar))(torch.randn(B0, B1, 3)), torch.ones(B0, B1))
+    assert_equal(vmap(vmap(bar), in_dims=1)(torch.randn(B1, B0, 3)), torch.ones(B0, B1))
+    assert_equal(vmap(vmap(bar))(torch.randn(B1, B0, 3).movedim(0, 1)), torch.ones(B0, B1))
+    assert_equal(vmap(vmap(bar, in_dims=1))(torch.randn(B0, 3, B1)), torch.zeros(B0, B1))
+
+    def baz(x):
+        assert x.is_contiguous()
+        return x
+
+    vmap(baz)(torch.randn(B0, 0, 3))
+    vmap(baz, in_dims=1)(torch.randn(0, B0, 3))
+    vmap(baz)(torch.randn(B0, 0, 3).transpose(-1, -2))
+
+
+def test_vmap_unsqueeze_movedim_narrow_select_slice_squeeze_views() -> None:
+    B0, B1, B2 = 3, 2, 4
+    op = torch.unsqueeze
+    for dim in (0, 2, -1):
+        _vmap_view_test(op, (torch.rand(B0, 2, 5), dim), in_dims=(0, None))
+        _vmap_view_test(op, (torch.rand(2, B0, 5), dim), in_dims=(1, None))
+    _vmap_view_test(vmap(lambda x: torch.unsqueeze(x, 0)), (torch.rand(B1, 2, B0),), in_dims=2)
+    _vmap_view_test(vmap(lambda x: torch.unsqueeze(x, -1), in_dims=1), (torch.rand(2, B1, B0),),
+                    in_dims=2)
+
+    op = torch.movedim
+    _vmap_view_test(op, (torch.rand(B0, 2, 5), 0, 1), in_dims=(0, None, None))
+    _vmap_view_test(vmap(op, in_dims=(0, None, None)), (torch.rand(B1, 2, B0, 5), 0, 1),
+                    in_dims=(2, None, None))
+    _vmap_view_test(op, (torch.rand(2, 3, B0, 5), [1, 0], [0, 2]), in_dims=(1, None, None))
+
+    op = torch.narrow
+    _vmap_view_test(op, (torch.rand(B0, 2, 5), -1, 1, 3), in_dims=(0, None, None, None))
+    _vmap_view_test(vmap(vmap(op, in_dims=(2, None, None, None)), in_dims=(0, None, None, None)),
+                    (torch.rand(B1, 2, B0, 5, B2), -1, 2, 3), in_dims=(2, None, None, None))
+
+    op = torch.select
+    _vmap_view_test(op, (torch.rand(B0, 2, 5), 0, 0), in_dims=(0, None, None))
+    _vmap_view_test(op, (torch.rand(2, B0, 5), 1, 1), in_dims=(1, None, None))
+    _vmap_view_test(vmap(vmap(lambda t: op(t, 1, 1), in_dims=1)), (torch.rand(B1, 2, B0, B2, 5),),
+                    in_dims=2)
+
+    _vmap_view_test(lambda t: t[0:1], (torch.rand(B0, 3, 5),))
+    _vmap_view_test(lambda t: t[:, 1:3], (torch.rand(3, 5, B0),), in_dims=2)
+    _vmap_view_test(vmap(vmap(lambda t: t[0:1], in_dims=2), in_dims=2),
+                    (torch.rand(3, 5, B0, B1, B2),), in_dims=2)
+
+    for op in (torch.squeeze, lambda x: torch.squeeze(x, dim=0)):
+        for b in (1, 4):
+            _vmap_view_test(op, (torch.rand(b),))
+            _vmap_view_test(op, (torch.rand(b, 3, 5),))
+            _vmap_view_test(op, (torch.rand(1, b, 5),), in_dims=1)
+            _vmap_view_test(op, (torch.rand(b, 0, 1, 5, 1),))
+            _vmap_view_test(vmap(op), (torch.rand(b, B1, 1, 3, 4),))
+
+
+def test_vmap_new_empty_new_zeros_shapes() -> None:
+    assert list(vmap(lambda x: x.new_empty([2, 3]))(torch.randn(3)).shape) == [3, 2, 3]
+    assert list(vmap(lambda x: x.new_empty([]))(torch.randn(3)).shape) == [3]
+    assert list(vmap(vmap(lambda x: x.new_empty([2, 3])))(torch.randn(3, 4)).shape) == [3, 4, 2, 3]
+    _vmap_test(lambda x: x.new_zeros(2, 3), (torch.rand(3),), check_propagates_grad=False)
+    _vmap_test(vmap(lambda x: x.new_zeros(3, 5)), (torch.rand(3, 2),), check_propagates_grad=False)
+
+
+def test_vmap_mm_mv_dot_bmm_and_shape_errors() -> None:
+    B0, B1 = 3, 2
+    # PyTorch's mm batching rule words it "Shape mismatch: Got incorrect dims for mm(a, b)...";
+    # rt runs mm on each element, so the text is eager mm's ("self must be a matrix")
+    with pytest.raises(RuntimeError, match="self must be a matrix"):
+        vmap(torch.mm)(torch.randn(B0, 2, 2, 2), torch.randn(B0, 2))
+    with pytest.raises(RuntimeError):
+        vmap(torch.mv)(torch.randn(B0, 2, 2, 2), torch.randn(B0, 2))
+    with pytest.raises(RuntimeError):
+        vmap(torch.dot)(torch.randn(B0, 2, 2, 2), torch.randn(B0, 2))
+    with pytest.raises(RuntimeError):
+        vmap(torch.bmm)(torch.randn(B0, 2, 2, 2), torch.randn(B0, 2))
+    _vmap_test(torch.mm, (torch.rand(B0, 2, 5), torch.rand(5, 2)), in_dims=(0, None))
+    _vmap_test(vmap(torch.mm), (torch.rand(B1, B0, 2, 5), torch.rand(B0, B1, 5, 2)),
+               in_dims=(1, 0))
+    _vmap_test(torch.mv, (torch.rand(2, 5), torch.rand(B0, 5)), in_dims=(None, 0))
+    _vmap_test(torch.dot, (torch.rand(B0, 5), torch.rand(B0, 5)))
+    _vmap_test(vmap(torch.bmm, in_dims=(0, None)),
+               (torch.rand(B1, 2, 3, 5), torch.rand(B0, 2, 5, 3)), in_dims=(None, 0))
+
+
+def test_vmap_cat_stack_roll_nll_loss_pool() -> None:
+    B0 = 3
+
+    def cat(dim):
+        return lambda *tensors: torch.cat(tensors, dim=dim)
+
+    _vmap_test(cat(0), (torch.rand(B0, 2), torch.rand(B0, 3)))
+    _vmap_test(cat(0), (torch.rand(2), torch.rand(B0, 0)), in_dims=(None, 0))
+    _vmap_test(cat(-1), (torch.rand(17, 2), torch.rand(17, 3, B0)), in_dims=(None, 2))
+    _vmap_test(lambda *t: torch.stack(t, dim=-1), (torch.rand(2, 7), torch.rand(2, 7, B0)),
+               in_dims=(None, 2))
+    _vmap_test(torch.roll, (torch.rand(2, B0, 5), 3), in_dims=(1, None))
+    y, t = torch.randn(B0, 2, 5), torch.randint(0, 5, (B0, 2))
+    for reduction in ("mean", "sum", "none"):
+        _vmap_test(partial(F.nll_loss, reduction=reduction), (y, t))
+    _vmap_test(partial(F.adaptive_avg_pool2d, output_size=(3, 3)), (torch.randn(3, 2, 7, 9, 4),),
+               in_dims=(4,))
+
+
+def test_vmap_fill_zero_inplace_and_copy_() -> None:
+    for op in (lambda t: t.fill_(0.1), lambda t: t.fill_(torch.tensor(0.2)), lambda t: t.zero_()):
+        _vmap_test(op, [torch.randn(3, 3)], check_propagates_grad=False)
+        _vmap_test(op, [torch.randn(2, 5, 3, 3)], in_dims=2, out_dims=2,
+                   check_propagates_grad=False)
+        _vmap_test(vmap(op), [torch.randn(3, 2)], check_propagates_grad=False)
+    _vmap_test(torch.Tensor.fill_, [torch.randn(3, 5), torch.randn(3)], check_propagates_grad=False)
+
+    x, y = torch.randn(3), torch.randn(3)
+    vmap(torch.Tensor.copy_)(x, y)
+    assert_equal(x, y)
+    x, y = torch.randn(3), torch.randn(3, 2)
+    vmap(torch.Tensor.copy_, in_dims=(1, None))(y, x)
+    assert_equal(y, x.expand(2, 3).t())
+
+
+@pytest.mark.parametrize("name", ["abs", "acos", "ceil", "exp", "log1p", "neg", "relu", "sigmoid",
+                                  "sin", "sqrt", "tanh", "trunc"])
+def test_vmap_unary_pointwise_and_inplace(name: str) -> None:
+    op = getattr(torch, name)
+    method = getattr(torch.Tensor, name + "_")
+    for f, grads in ((op, True), (method, False)):
+        _vmap_test(f, [torch.rand(3, 3)], check_propagates_grad=grads)
+        _vmap_test(f, [torch.rand(2, 5, 3, 3)], in_dims=2, out_dims=2, check_propagates_grad=grads)
+        _vmap_test(vmap(f), [torch.rand(3, 2)], check_propagates_grad=grads)
+        _vmap_test(vmap(f, in_dims=2), [torch.rand(2, 5, 3, 2, 3)], in_dims=2, out_dims=2,
+                   check_propagates_grad=grads)
+
+
+@pytest.mark.parametrize("op", [torch.add, torch.sub, torch.mul, torch.div, torch.pow],
+                         ids=["add", "sub", "mul", "div", "pow"])
+def test_vmap_arithmetic(op: Any) -> None:
+    def get(shape, dtype=torch.float):
+        return torch.rand(shape, dtype=dtype) + 1
+
+    B0, B1 = 3, 2
+    _vmap_test(op, (get([B0, 3]), get([B0, 3])))
+    _vmap_test(op, (get([B0]), get([B0, 2, 3])))
+    _vmap_test(op, (get([B0]), get([2, B0, 3])), in_dims=(0, 1), out_dims=1)
+    _vmap_test(op, (get([B0]), get([2, 3])), in_dims=(0, None))
+    _vmap_test(vmap(op), (get([B0, B1, 2, 3]), get([B0, B1, 3])))
+    _vmap_test(lambda t: op(t, 2.5), (get([B0, 3]),))
+    _vmap_test(lambda t: op(2.5, t), (get([B0, 3]),))
+    _vmap_test(op, (get([B0]), get([B0], torch.double)))
+    _vmap_test(op, (get([B0, 2]), get([B0], torch.double)))
