@@ -358,10 +358,33 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
 
 
 @takes_out(check=same_out_dtype, name="linalg_multi_dot")
+def _check_multi_dot(tensors: list[Tensor]) -> None:
+    """PyTorch's checks, in its order: ranks (first and last 1-D or 2-D, the others 2-D),
+    then one dtype and chained shapes."""
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    for where, t in (("first", tensors[0]), ("last", tensors[-1])):
+        if t.dim() not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the {where} tensor must be 1D or 2D but got "
+                               f"{t.dim()}D")
+    for i, t in enumerate(tensors[1:-1], 1):
+        if t.dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
+    for i in range(1, n):
+        prev, t = tensors[i - 1], tensors[i]
+        if t.dtype != tensors[0].dtype:
+            raise RuntimeError("multi_dot(): all tensors must have be the same dtype but tensor "
+                               f"0 is {D.type_meta_name(tensors[0].dtype)} and tensor {i} "
+                               f"{D.type_meta_name(t.dtype)}")
+        if prev.shape[-1] != t.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
+                               f"{list(prev.shape)} and {list(t.shape)} cannot be multiplied")
+
+
 def multi_dot(tensors: list[Tensor]) -> Tensor:
     """The product of the matrices in order (first may be 1-D: a row; last: a column)."""
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    _check_multi_dot(tensors)
     out = tensors[0]
     for t in tensors[1:]:
         out = F.matmul(out, t)

@@ -23,7 +23,7 @@ data-dependent control flow errors, ``.item()`` errors).
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 from collections.abc import Iterator
 from functools import partial
 from typing import Any
@@ -2435,3 +2435,151 @@ def test_vmap_arithmetic(op: Any) -> None:
     _vmap_test(lambda t: op(2.5, t), (get([B0, 3]),))
     _vmap_test(op, (get([B0]), get([B0], torch.double)))
     _vmap_test(op, (get([B0, 2]), get([B0], torch.double)))
+
+
+def test_vmap_sum_scalar_isnan_isinf_flatten_group_norm() -> None:
+    x = torch.tensor([10.0])
+    for f in (torch.sum, lambda x: x.sum(0), lambda x: x.sum(-1)):
+        assert_equal(vmap(f)(x), x)
+    x = torch.randn(2, 3, 4, 5)
+    x[x > 0] = float("nan")
+    _vmap_test(torch.isnan, (x,), check_propagates_grad=False)
+    x = torch.randn(2, 3, 4, 5)
+    x[x > 0] = float("inf")
+    _vmap_test(torch.isinf, (x,), check_propagates_grad=False)
+    _vmap_test(torch.flatten, (torch.randn(2, 3, 4, 5), 1, 2), in_dims=(0, None, None),
+               check_propagates_grad=False)
+    x = torch.randn(2, 3, 6, 2, 3)
+    _vmap_test(F.group_norm, (x, 3, torch.randn(6), torch.randn(6)),
+               in_dims=(0, None, None, None), check_propagates_grad=False)
+    _vmap_test(F.group_norm, (x, 2, torch.randn(2, 6), torch.randn(2, 6)),
+               in_dims=(0, None, 0, 0), check_propagates_grad=False)
+    for op in (torch.ones_like, torch.zeros_like):
+        assert vmap(op)(x).shape == x.shape
+
+
+def test_vmap_index_put() -> None:
+    def check(f, t, idx, values):
+        base = f(t[0].clone(), idx[0], values[0])
+        assert_equal(vmap(f, in_dims=(0, 0, 0))(t.clone(), idx, values)[0], base)
+        assert_equal(vmap(f, in_dims=(0, None, None))(t.clone(), idx[0], values[0])[0], base)
+        assert_equal(vmap(f, in_dims=(0, None, 0))(t.clone(), idx[0], values)[0], base)
+        assert_equal(vmap(f, in_dims=(0, 0, None))(t.clone(), idx, values[0])[0], base)
+
+    def f(x, y, z):
+        x[y] = z
+        return x
+
+    check(f, torch.randn(3, 4, 5), torch.zeros((3, 2)).long(), torch.randn(3, 2, 5))
+
+    def g(t, idx, values):
+        t[:, idx] = values
+        return t
+
+    check(g, torch.zeros((3, 2, 3)), torch.tensor([[1, 2]]).expand((3, 2)), torch.ones((3, 1, 2)))
+
+    tensor, value = torch.zeros(3, 3, 4), torch.ones(3, 2)
+    idxs = (torch.tensor([[0], [1], [2]]), torch.tensor([[0]]), torch.tensor([1, 2]))
+    expected = torch.index_put_(tensor.clone(), idxs, value)
+
+    def h(t, idx, v):
+        torch.index_put_(t, idx, v)
+        return t
+
+    assert_equal(vmap(h, in_dims=(0, (None, None), 0))(tensor.clone(), idxs[1:], value), expected)
+    assert_equal(vmap(h, in_dims=(0, (None, None), None))(tensor.clone(), idxs[1:], value[0]),
+                 expected)
+
+
+def test_vmap_return_types_and_namedtuple_returns() -> None:
+    t = torch.randn(3, 2, 2)
+    assert isinstance(vmap(torch.min, (0, None))(t, 0), torch.return_types.min)
+    assert isinstance(vmap(torch.max, (0, None))(t, 0), torch.return_types.max)
+    assert isinstance(vmap(torch.topk, (0, None, None))(t, 1, 0), torch.return_types.topk)
+    values, indices = vmap(torch.max, (0, None))(t, 0)
+    assert_equal(values, t.max(1).values)
+    assert_equal(indices, t.max(1).indices)
+
+    Point = namedtuple("Point", ["x", "y"])
+    out = vmap(lambda x, y: Point(x=x, y=y))(torch.randn(2, 5), torch.randn(2, 3))
+    assert isinstance(out, Point) and out.x.shape == (2, 5)
+
+
+def test_vmap_of_vjp_inplace_on_view() -> None:
+    def func(leaf):
+        base = leaf * leaf
+        view = base.transpose(0, 1)
+        view[2:4, 2:4] *= 2
+        view[0:2, 0:2].diagonal().sin_()
+        view = view[1:3, 1:3]
+        view.cos_()
+        return view
+
+    def push_vjp(leaf, gout):
+        _, vjp_fn = vjp(func, leaf)
+        return vjp_fn(gout)[0]
+
+    leaf, gout = torch.randn(3, 4, 4), torch.randn(3, 2, 2)
+    expected = torch.stack([push_vjp(leaf[i], gout[i]) for i in range(3)])
+    assert_equal(vmap(push_vjp)(leaf, gout), expected)
+    expected = torch.stack([push_vjp(leaf[0], gout[i]) for i in range(3)])
+    assert_equal(vmap(push_vjp, in_dims=(None, 0))(leaf[0], gout), expected)
+
+
+def test_vmap_advanced_and_nested_advanced_indexing() -> None:
+    idxes = (torch.tensor([0, 1, 2]), torch.tensor([0, 1, 2]).reshape(3, 1))
+    for inp in (torch.randn(3, 4, 4), torch.randn(3, 4, 4, 4)):
+        for idx in idxes:
+            for f in (lambda x, i: x[:, i], lambda x, i: x[i, :], lambda x, i: x[..., i]):
+                expected = torch.stack([f(inp[b], idx) for b in range(3)])
+                assert_equal(vmap(f, in_dims=(0, None))(inp, idx), expected)
+
+    e = torch.rand(7, 4)
+    idx = torch.tensor([0, 1]).view(2, 1)
+
+    def _fake_vmap(f, in_dims=0, out_dims=0):
+        def w(input):
+            return torch.stack([f(input.select(in_dims, i)) for i in range(input.size(in_dims))],
+                               out_dims)
+        return w
+
+    def with_vmap(_vmap):
+        def g(idx_):
+            return _vmap(lambda e_: e_[idx_], in_dims=1)(e)
+        return _vmap(g)(idx)
+
+    assert_equal(with_vmap(vmap), with_vmap(_fake_vmap))
+
+
+def test_vmap_multi_dot_failure_and_anomaly_detection() -> None:
+    inputs = (torch.randn(3, 3), torch.randn(3), torch.randn(3, 3))
+    with pytest.raises(RuntimeError, match="tensor 1 must be 2D but got 1D"):
+        torch.linalg.multi_dot(inputs)
+    inputs = tuple(i.expand(i.shape[0], i.shape[0]) for i in inputs)
+    with pytest.raises(RuntimeError, match="tensor 1 must be 2D but got 1D"):
+        vmap(torch.linalg.multi_dot)(inputs)
+
+    with torch.autograd.set_detect_anomaly(True):
+        x = torch.zeros(3) - 1
+        assert_equal(vmap(grad(lambda x: x.sum()))(x), torch.ones_like(x))
+        with pytest.raises(RuntimeError,
+                           match="Function 'SqrtBackward0' returned nan values in its 0th output."):
+            vmap(grad(lambda x: x.sqrt().sum()))(x)
+
+
+def test_multi_dot_checks_are_pytorchs() -> None:
+    """Found porting test_vmap_multi_dot_failure_1D_input: rt's multi_dot chained matmuls
+    with no checks (a 1-D middle tensor was multiplied, shape errors were matmul's)."""
+    th = pytest.importorskip("torch")
+    shapes = [((3, 3), (3,), (3, 3)), ((3, 3), (3, 3, 3)), ((3, 3, 3), (3, 3)), ((3, 3), (4, 4)),
+              ((3,), (4, 4)), ((2, 3), (3, 4), (5,)), ((3,), (4,)), ((3, 3),)]
+    for case in shapes:
+        with pytest.raises(RuntimeError) as theirs:
+            th.linalg.multi_dot([th.ones(s) for s in case])
+        with pytest.raises(RuntimeError) as ours:
+            torch.linalg.multi_dot([torch.ones(s) for s in case])
+        assert str(ours.value) == str(theirs.value)
+    with pytest.raises(RuntimeError, match="tensor 0 is float and tensor 1 double"):
+        torch.linalg.multi_dot([torch.ones(3, 3), torch.ones(3, 3, dtype=torch.double)])
+    a, b, c = torch.randn(3), torch.randn(3, 4), torch.randn(4)
+    assert_equal(torch.linalg.multi_dot([a, b, c]), a @ b @ c)
