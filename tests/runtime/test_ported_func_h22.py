@@ -18,7 +18,9 @@ transforms have no wrapper tensors), ``torch.autograd.forward_ad`` (rt has none:
 is reverse mode twice), vmap of autograd.Function (``generate_vmap_rule``), and the tests of
 behaviour rt's vmap documents as different (it runs the function once per batch element,
 see ``runtime/func/vmap.py``: the in-place-on-unbatched errors, "mutate a captured Tensor",
-data-dependent control flow errors, ``.item()`` errors).
+data-dependent control flow errors, ``.item()`` errors, the batching rules' own error texts
+such as mm's "Shape mismatch", and randomness="different" normal draws, which PyTorch makes
+for the whole batch at once: same distribution, other numbers).
 """
 
 from __future__ import annotations
@@ -2583,3 +2585,253 @@ def test_multi_dot_checks_are_pytorchs() -> None:
         torch.linalg.multi_dot([torch.ones(3, 3), torch.ones(3, 3, dtype=torch.double)])
     a, b, c = torch.randn(3), torch.randn(3, 4), torch.randn(4)
     assert_equal(torch.linalg.multi_dot([a, b, c]), a @ b @ c)
+
+
+# --- TestRandomness ---------------------------------------------------------------------------
+
+
+def _get_image(batched_input: str, batch_size: int) -> Any:
+    if batched_input == "first":
+        return torch.ones([batch_size, 3, 3, 4, 4])
+    if batched_input == "last":
+        return torch.ones([3, 3, 4, 4, batch_size])
+    return torch.ones([3, 3, 4, 4])
+
+
+def _assert_all_slices_equal(tensor: Any) -> None:
+    assert bool((tensor == tensor[0]).all())
+
+
+def _assert_all_slices_unique(tensor: Any) -> None:
+    B0 = tensor.shape[0]
+    slices_equal = vmap(vmap(lambda x, y: (x == y).all(), (0, None)), (None, 0))(tensor, tensor)
+    assert slices_equal.shape == (B0, B0)
+    slices_equal.diagonal().zero_()
+    assert_equal(slices_equal, torch.zeros_like(slices_equal))
+
+
+def _in_dims(*batched_strings: str) -> tuple[Any, ...]:
+    dims = {"first": 0, "last": -1, "none": None}
+    return tuple(dims[b] for b in (*batched_strings, "first"))
+
+
+def _reset_random(generator: Any, orig_state: Any, use_generator: bool, seed: int) -> Any:
+    if use_generator:
+        generator.set_state(orig_state)
+        return generator
+    torch.manual_seed(seed)
+    return generator
+
+
+@pytest.mark.parametrize("randomness", ["same", "different", "error"])
+@pytest.mark.parametrize("use_generator", [True, False])
+def test_randomness_factory_ops(randomness: str, use_generator: bool) -> None:
+    generator = torch.Generator()
+    orig_state = generator.get_state()
+    kwargs = {"generator": generator} if use_generator else {}
+    ops = [
+        lambda _, shape: torch.randn(shape, **kwargs),
+        lambda _, shape: torch.rand(shape, **kwargs),
+        lambda _, shape: torch.randint(100, shape, **kwargs),
+        lambda _, shape: torch.randint(5, 100, shape, **kwargs),
+        lambda _, shape: torch.normal(0.0, 1.0, shape, **kwargs),
+    ]
+    B0, shape, seed = 4, (3, 3), 1234567
+    for op in ops:
+        passed = torch.randn(B0)
+        if randomness == "error":
+            with pytest.raises(RuntimeError,
+                               match=r"called random operation while in randomness error mode"):
+                vmap(op, in_dims=(0, None), randomness=randomness)(passed, shape)
+            continue
+        generator = _reset_random(generator, orig_state, use_generator, seed)
+        vmap_result = vmap(op, in_dims=(0, None), randomness=randomness)(passed, shape)
+        generator = _reset_random(generator, orig_state, use_generator, seed)
+        if randomness == "different":
+            expected = op(passed, [B0, *shape])
+            _assert_all_slices_unique(vmap_result)
+            if op in ops[:1] or op in ops[4:]:
+                # normal draws: PyTorch's vmap draws the batch at once, and its 16-wide
+                # Box-Muller fills 36 numbers otherwise than 4 x 9 (rt draws per element)
+                assert vmap_result.shape == expected.shape
+                continue
+            assert_equal(vmap_result, expected)
+        else:
+            expected = op(passed, shape)
+            _assert_all_slices_equal(vmap_result)
+            for i in range(B0):
+                assert_equal(vmap_result[i], expected)
+
+
+@pytest.mark.parametrize("randomness", ["same", "different", "error"])
+@pytest.mark.parametrize("use_generator", [True, False])
+def test_randomness_randperm(randomness: str, use_generator: bool) -> None:
+    B0, seed = 4, 1234567
+    passed = torch.randn(B0)
+    torch.manual_seed(seed)
+    generator = torch.Generator()
+    orig_state = generator.get_state()
+    kwargs = {"generator": generator} if use_generator else {}
+    if randomness == "error":
+        with pytest.raises(RuntimeError,
+                           match=r"called random operation while in randomness error mode"):
+            vmap(lambda _: torch.randperm(10, **kwargs), randomness=randomness)(passed)
+        return
+    vmap_result = vmap(lambda _: torch.randperm(10, **kwargs), randomness=randomness)(passed)
+    generator.set_state(orig_state)
+    torch.manual_seed(seed)
+    if randomness == "different":
+        for i in range(B0):
+            assert_equal(vmap_result[i], torch.randperm(10, **kwargs))
+    else:
+        expected = torch.randperm(10, **kwargs)
+        for i in range(B0):
+            assert_equal(vmap_result[i], expected)
+
+
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("batched_input", ["first", "last", "none"])
+def test_randomness_dropouts(randomness: str, batched_input: str) -> None:
+    B0 = 4
+    always_batched = torch.randn((B0,))
+    in_dims = _in_dims(batched_input)
+    for f, feature in ((F.dropout, False), (F.alpha_dropout, False), (F.dropout2d, True)):
+        passed = _get_image(batched_input, B0)
+
+        def op(t, ignored):
+            return f(torch.ones_like(t), training=True)  # noqa: B023
+
+        if randomness == "error":
+            with pytest.raises(RuntimeError,
+                               match=r"called random operation while in randomness error mode"):
+                vmap(op, randomness=randomness, in_dims=in_dims)(passed, always_batched)
+            continue
+        vmap_result = vmap(op, randomness=randomness, in_dims=in_dims)(passed, always_batched)
+        if f is F.dropout:
+            p_estimate = vmap_result.mean() / 2
+            assert 0.25 < p_estimate.item() < 0.75
+        if feature:
+            planes = vmap_result.sum([-1, -2])
+            planes_numel = 2 * 4 * 4
+            assert bool(((planes == 0) ^ (planes == planes_numel)).all())
+        if randomness == "different":
+            _assert_all_slices_unique(vmap_result)
+        else:
+            _assert_all_slices_equal(vmap_result)
+
+
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("batched_input", ["first", "last", "none"])
+def test_randomness_like_functions(randomness: str, batched_input: str) -> None:
+    seed, B0 = 1234567, 4
+    supported_ops = [
+        lambda t, _: torch.randint_like(t, 20),
+        lambda t, _: torch.randint_like(t, 0, 20),
+        lambda t, _: torch.rand_like(t),
+        lambda t, _: torch.randn_like(t),
+    ]
+    for op in supported_ops:
+        always_batched = torch.randn(B0)
+        passed = _get_image(batched_input, B0)
+        in_dims = _in_dims(batched_input)
+        if randomness == "error":
+            with pytest.raises(RuntimeError,
+                               match=r"called random operation while in randomness error mode"):
+                vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+            continue
+        torch.manual_seed(seed)
+        vmap_result = vmap(op, randomness=randomness, in_dims=in_dims)(passed, always_batched)
+        torch.manual_seed(seed)
+        if batched_input == "last":
+            passed = passed.movedim(-1, 0)
+        if randomness == "different":
+            if batched_input == "none":
+                passed = passed.expand(B0, *passed.shape)
+            _assert_all_slices_unique(vmap_result)
+            assert_equal(vmap_result, op(passed, 0))
+            continue
+        if batched_input != "none":
+            passed = passed[0]
+        expected = op(passed, 0)
+        _assert_all_slices_equal(vmap_result)
+        for i in range(B0):
+            assert_equal(vmap_result[i], expected)
+
+
+@pytest.mark.parametrize("use_generator", [True, False])
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("batched_input", ["first", "last"])
+def test_randomness_random_unary_inplace(use_generator: bool, randomness: str,
+                                         batched_input: str) -> None:
+    generator = torch.Generator()
+    orig_state = generator.get_state()
+    kwargs = {"generator": generator} if use_generator else {}
+    ops = [
+        lambda t, _: t.random_(**kwargs),
+        lambda t, _: t.random_(100, **kwargs),
+        lambda t, _: t.random_(-5, 100, **kwargs),
+        lambda t, _: t.normal_(**kwargs),
+        lambda t, _: t.bernoulli_(**kwargs),
+        lambda t, _: t.cauchy_(**kwargs),
+        lambda t, _: t.exponential_(**kwargs),
+        lambda t, _: t.geometric_(0.5, **kwargs),
+        lambda t, _: t.log_normal_(**kwargs),
+        lambda t, _: t.uniform_(**kwargs),
+    ]
+    B0, seed = 4, 1234567
+    in_dims = _in_dims(batched_input)
+    for op in ops:
+        always_batched = torch.randn(B0)
+        passed = _get_image(batched_input, B0)
+        passed_expected = passed.clone()
+        if randomness == "error":
+            with pytest.raises(RuntimeError,
+                               match=r"called random operation while in randomness error mode"):
+                vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+            continue
+        generator = _reset_random(generator, orig_state, use_generator, seed)
+        vmap_result = vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+        if batched_input == "last":
+            passed_expected = passed_expected.movedim(-1, 0)
+        generator = _reset_random(generator, orig_state, use_generator, seed)
+        if randomness == "different":
+            expected = op(passed_expected, always_batched)
+            _assert_all_slices_unique(vmap_result)
+            assert_equal(vmap_result, expected)
+        else:
+            expected = op(passed_expected[0].clone(), always_batched)
+            _assert_all_slices_equal(vmap_result)
+            for i in range(B0):
+                assert_equal(vmap_result[i], expected)
+
+
+@pytest.mark.parametrize("in_dim", [0, 2])
+@pytest.mark.parametrize("out_dim", [0, 1])
+def test_randomness_vmap_chunksize(in_dim: int, out_dim: int) -> None:
+    x = torch.randn(4, 5, 6)
+
+    def f(x):
+        return x.sin() + torch.rand_like(x)
+
+    for chunk_size in [1, 3, 100]:
+        output = vmap(f, in_dims=in_dim, out_dims=out_dim, randomness="different",
+                      chunk_size=chunk_size)(x)
+        _assert_all_slices_unique(output.movedim(out_dim, 0))
+
+
+def test_randomness_jacfwd_and_dropout_unbatched() -> None:
+    x = torch.rand(3, 4)
+    with pytest.raises(RuntimeError, match=r"called random operation while in randomness error mode"):
+        jacfwd(torch.bernoulli)(x)
+    assert jacfwd(torch.bernoulli, randomness="same")(x).shape == (3, 4, 3, 4)
+    assert jacfwd(torch.bernoulli, randomness="different")(x).shape == (3, 4, 3, 4)
+
+    x, y = torch.randn(3), torch.randn(1, 3)
+
+    def fn(x, y):
+        return x + F.dropout(y, p=0.5).mean(1)
+
+    with pytest.raises(RuntimeError):
+        vmap(fn, in_dims=(0, None), randomness="error")(x, y)
+    for randomness in ("same", "different"):
+        assert vmap(fn, in_dims=(0, None), randomness=randomness)(x, y).shape == (3, 1)
