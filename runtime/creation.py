@@ -662,9 +662,32 @@ def _random(kind: str, shape: tuple[int, ...], generator: Generator | None, dtyp
     _check_sizes(shape, kind)
     tracer = active_tracer()
     if tracer is not None:
-        return tracer.random(kind, shape, dt, dev, g)._factory_requires_grad_(requires_grad)
+        return traced_random(tracer, kind, shape, dt, dev, g
+                             )._factory_requires_grad_(requires_grad)
     arr = draw(g, kind, shape, dt)
     return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
+
+
+class _TracedDraws(threading.local):
+    """Per thread, what sees a captured step's random draws before the tracer records them:
+    runtime.func's vmap randomness modes while a vmap runs (None otherwise)."""
+
+    hook: Callable[[Generator, tuple[Any, ...], Callable[[], Tensor]], Tensor] | None = None
+
+
+traced_draws = _TracedDraws()
+
+
+def traced_random(tracer: Any, kind: str, shape: tuple[int, ...], dtype: D.DType, device: str,
+                  generator: Generator) -> Tensor:
+    """A random step of the captured plan: ``tracer.random``, through ``traced_draws.hook``
+    where one is set (a vmap's "error" refuses the draw, "same" hands back its first element's
+    numbers), as eager mode's draws go through the generator's ``_rng``."""
+    def make() -> Tensor:
+        return tracer.random(kind, shape, dtype, device, generator)
+
+    hook = traced_draws.hook
+    return make() if hook is None else hook(generator, (kind, tuple(shape), dtype, device), make)
 
 
 def draw(generator: Generator, kind: str, shape: tuple[int, ...], dtype: D.DType) -> np.ndarray:
@@ -769,7 +792,7 @@ def randint(*args: Any, generator: Generator | None = None, dtype: Any = None,
     if tracer is not None:  # a random step of the plan (``draw``'s "randint:low:high")
         if dt is D.bool_ or dev != "cpu":
             raise GraphBreak("randint inside a captured step")
-        return tracer.random(f"randint:{low}:{high}", tuple(shape), dt, dev, g
+        return traced_random(tracer, f"randint:{low}:{high}", tuple(shape), dt, dev, g
                              )._factory_requires_grad_(requires_grad)
     arr = _torch_rng.integers(g._rng, tuple(shape), low, high, dt)
     return Tensor._make(move_array(arr, dev), dt, dev)._factory_requires_grad_(requires_grad)
@@ -1080,7 +1103,7 @@ def randperm(n: int, *, generator: Generator | None = None, dtype: Any = None,
     if tracer is not None:  # a random step of the plan (``draw``'s "randperm")
         if dt is D.bool_ or dev != "cpu":
             raise GraphBreak("randperm inside a captured step")
-        return tracer.random("randperm", (int(n),), dt, dev, g
+        return traced_random(tracer, "randperm", (int(n),), dt, dev, g
                              )._factory_requires_grad_(requires_grad)
     perm = torch_permutation(int(n), g).astype(dt.np)
     return Tensor._make(move_array(perm, dev), dt, dev)._factory_requires_grad_(requires_grad)

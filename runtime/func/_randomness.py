@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..creation import Generator
+from ..creation import Generator, traced_draws
+from ..tensor import Tensor
+from ..tracing import GraphBreak
 
 __all__ = ["RandomnessFrame", "check_randomness", "randomness_frame"]
 
@@ -41,6 +43,10 @@ class RandomnessFrame:
         self.element = 0
         self._start: dict[int, tuple[Generator, Any]] = {}
         self._reset_in: dict[int, int] = {}
+        # a captured step's draws in "same" mode, per generator (held: ids stay theirs)
+        self._traced_first: dict[int, tuple[int, Generator]] = {}
+        self._traced_at: dict[int, tuple[int, int]] = {}
+        self._traced: dict[int, list[tuple[tuple[Any, ...], Tensor]]] = {}
 
     def on_draw(self, gen: Generator) -> None:
         if self.mode == "error":
@@ -54,6 +60,30 @@ class RandomnessFrame:
         elif self._reset_in.get(key) != self.element:
             rng.bit_generator.state, gen._normal_cache = self._start[key][1]
         self._reset_in[key] = self.element
+
+
+    def on_traced_draw(self, gen: Generator, key: tuple[Any, ...],
+                       make: Callable[[], Tensor]) -> Tensor:
+        """A draw a captured step records (``runtime.creation.traced_random``): refused in
+        "error" mode; in "same" mode the element that drew first records its draws and the
+        others get them again, in order (copies: an element may write into its own)."""
+        if self.mode == "error":
+            raise RuntimeError(ERROR_TEXT)
+        if self.mode != "same":
+            return make()
+        k = id(gen)
+        first = self._traced_first.setdefault(k, (self.element, gen))[0]
+        if self._traced_at.get(k, (None, 0))[0] != self.element:
+            self._traced_at[k] = (self.element, 0)
+        n = self._traced_at[k][1]
+        self._traced_at[k] = (self.element, n + 1)
+        draws = self._traced.setdefault(k, [])
+        if self.element == first:
+            draws.append((key, make()))
+        elif n >= len(draws) or draws[n][0] != key:
+            raise GraphBreak("vmap(randomness='same') whose batch elements draw different "
+                             "random numbers cannot be captured")
+        return draws[n][1].clone()
 
 
 class _Frames(threading.local):
@@ -103,8 +133,24 @@ def randomness_frame(mode: str) -> Iterator[RandomnessFrame]:
     frame = RandomnessFrame(mode)
     _install()
     _frames.stack.append(frame)
+    traced_draws.hook = _on_traced_draw
     try:
         yield frame
     finally:
         _frames.stack.pop()
+        if not _frames.stack:
+            traced_draws.hook = None
         _uninstall()
+
+
+def _on_traced_draw(gen: Generator, key: tuple[Any, ...], make: Callable[[], Tensor]) -> Tensor:
+    """The calling thread's vmaps' modes applied to a captured draw, outermost first (an outer
+    "same" hands back what its first element drew, inner vmaps' draws included)."""
+    stack = list(_frames.stack)
+
+    def through(i: int) -> Tensor:
+        if i == len(stack):
+            return make()
+        return stack[i].on_traced_draw(gen, key, lambda: through(i + 1))
+
+    return through(0)
