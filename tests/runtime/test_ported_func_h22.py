@@ -1040,7 +1040,7 @@ def test_chunk_jacrev(_preallocate_and_copy: bool) -> None:
 
 
 def test_chunk_jacrev_composition() -> None:
-    x = torch.randn(4, 2)
+    x = torch.randn(2, 2)
 
     def f(x):
         return (x.sin(), x), (x + 2, x.sum())
@@ -2571,16 +2571,21 @@ def test_vmap_multi_dot_failure_and_anomaly_detection() -> None:
 
 def test_multi_dot_checks_are_pytorchs() -> None:
     """Found porting test_vmap_multi_dot_failure_1D_input: rt's multi_dot chained matmuls
-    with no checks (a 1-D middle tensor was multiplied, shape errors were matmul's)."""
-    th = pytest.importorskip("torch")
-    shapes = [((3, 3), (3,), (3, 3)), ((3, 3), (3, 3, 3)), ((3, 3, 3), (3, 3)), ((3, 3), (4, 4)),
-              ((3,), (4, 4)), ((2, 3), (3, 4), (5,)), ((3,), (4,)), ((3, 3),)]
-    for case in shapes:
-        with pytest.raises(RuntimeError) as theirs:
-            th.linalg.multi_dot([th.ones(s) for s in case])
+    with no checks (a 1-D middle tensor was multiplied, shape errors were matmul's). The
+    texts are PyTorch 2.13's for these shapes."""
+    cases = {((3, 3), (3,), (3, 3)): "tensor 1 must be 2D but got 1D",
+             ((3, 3), (3, 3, 3)): "the last tensor must be 1D or 2D but got 3D",
+             ((3, 3, 3), (3, 3)): "the first tensor must be 1D or 2D but got 3D",
+             ((3, 3), (4, 4)): "tensors 0 and 1 with shapes [3, 3] and [4, 4] cannot be multiplied",
+             ((3,), (4, 4)): "tensors 0 and 1 with shapes [3] and [4, 4] cannot be multiplied",
+             ((2, 3), (3, 4), (5,)): "tensors 1 and 2 with shapes [3, 4] and [5] cannot be "
+                                     "multiplied",
+             ((3,), (4,)): "tensors 0 and 1 with shapes [3] and [4] cannot be multiplied",
+             ((3, 3),): "expected at least 2 tensors but got 1"}
+    for case, text in cases.items():
         with pytest.raises(RuntimeError) as ours:
             torch.linalg.multi_dot([torch.ones(s) for s in case])
-        assert str(ours.value) == str(theirs.value)
+        assert str(ours.value) == f"multi_dot(): {text}"
     with pytest.raises(RuntimeError, match="tensor 0 is float and tensor 1 double"):
         torch.linalg.multi_dot([torch.ones(3, 3), torch.ones(3, 3, dtype=torch.double)])
     a, b, c = torch.randn(3), torch.randn(3, 4), torch.randn(4)
@@ -2835,3 +2840,167 @@ def test_randomness_jacfwd_and_dropout_unbatched() -> None:
         vmap(fn, in_dims=(0, None), randomness="error")(x, y)
     for randomness in ("same", "different"):
         assert vmap(fn, in_dims=(0, None), randomness=randomness)(x, y).shape == (3, 1)
+
+
+def test_vmap_mode_key_nested_different() -> None:
+    def vmap_f(x):
+        return x + torch.randn(())
+
+    torch.manual_seed(0)
+    out1 = vmap(vmap(vmap_f, randomness="different"), randomness="different")(torch.ones(2, 3))
+    torch.manual_seed(0)
+    assert_equal(out1, torch.ones(2, 3) + torch.randn(2, 3))
+    torch.manual_seed(0)
+    out1 = vmap(vmap(vmap_f, randomness="different"), randomness="different")(torch.ones(2, 3, 4))
+    torch.manual_seed(0)
+    assert_equal(out1, torch.ones(2, 3, 4) + torch.randn(2, 3, 1))
+    assert torch.randn(()).dim() == 0
+
+
+@pytest.mark.parametrize("in_dim", [0, 2])
+@pytest.mark.parametrize("out_dim", [0, 1])
+@pytest.mark.parametrize("randomness", ["error", "same"])
+def test_vmap_chunksize_equals_unchunked(in_dim: int, out_dim: int, randomness: str) -> None:
+    x = torch.randn(4, 5, 6)
+    y = torch.randn_like(x)
+    noisy = randomness != "error"
+
+    def f(x):
+        return x.sin() + (torch.rand_like(x) if noisy else 0)
+
+    def f1(pair):
+        x, y = pair
+        z = x.sin() + y.cos()
+        return z + (torch.rand_like(z) if noisy else 0)
+
+    def f2(x):
+        y = f(x)
+        return {"out": y, "out1": y + 2}
+
+    def f3(inp_dict):
+        z = inp_dict["inp"] + inp_dict["inp1"].cos()
+        z = z + (torch.rand_like(z) if noisy else 0)
+        return {"z": z, "tuple": (z, z + 1)}
+
+    kw = {"out_dims": out_dim, "randomness": randomness}
+    cases = ((f, (x,), {"in_dims": in_dim}), (f1, ((x, y),), {"in_dims": ((in_dim,) * 2,)}),
+             (f2, (x,), {"in_dims": in_dim}),
+             (f3, ({"inp": x.index_select(in_dim, torch.tensor([0])).squeeze(in_dim), "inp1": y},),
+              {"in_dims": ({"inp": None, "inp1": in_dim},)}),
+             (f3, ({"inp": 2.0, "inp1": y},), {"in_dims": ({"inp": None, "inp1": in_dim},)}))
+    for fn, args, dims in cases:
+        rs = torch.get_rng_state()
+        expected = vmap(fn, **dims, **kw)(*args)
+        for chunk_size in (1, 3, 100):
+            torch.set_rng_state(rs)
+            assert_equal(vmap(fn, chunk_size=chunk_size, **dims, **kw)(*args), expected)
+    rs = torch.get_rng_state()
+    expected = vmap(vmap(f, randomness=randomness), randomness=randomness)(x)
+    torch.set_rng_state(rs)
+    assert_equal(vmap(vmap(f, randomness=randomness, chunk_size=2), randomness=randomness,
+                      chunk_size=3)(x), expected)
+
+
+def test_vmap_chunksize_errors() -> None:
+    x = torch.randn(4, 5, 6)
+    for chunk_size in (-1, 0):
+        with pytest.raises(ValueError, match="vmap: chunk_size should be None or greater than 0."):
+            vmap(torch.sin, chunk_size=chunk_size)(x)
+    with pytest.raises(ValueError, match="out_dims is not compatible with the structure of "
+                                         "`outputs`"):
+        vmap(torch.sin, out_dims=(0, 0), chunk_size=2)(x)
+
+
+# --- TestVmapBatchedGradient --------------------------------------------------------------------
+
+
+def _differentiable(args: Any) -> tuple[Any, ...]:
+    args = args if isinstance(args, tuple | list) else (args,)
+    return tuple(a for a in args if isinstance(a, torch.Tensor) and a.requires_grad)
+
+
+def _construct_v(output: Any, batch_size: int, contig: bool) -> Any:
+    if contig:
+        return torch.randn(batch_size, *output.shape, dtype=output.dtype)
+    return torch.randn(*output.shape, batch_size, dtype=output.dtype).movedim(-1, 0)
+
+
+def _batched_grad_test(op: Any, args: tuple[Any, ...], grad_grad: bool = True) -> None:
+    outputs = _differentiable(op(*args))
+    for contig in (True, False):
+        vectors = tuple(_construct_v(out, 3, contig) for out in outputs)
+
+        def vjp_of(*v):
+            return torch.autograd.grad(outputs, _differentiable(args), v, retain_graph=True)
+
+        _vmap_test(vjp_of, vectors, check_propagates_grad=False)
+    if not grad_grad:
+        return
+    outputs = _differentiable(op(*args))
+    first = _differentiable(torch.autograd.grad(outputs, _differentiable(args),
+                                                tuple(torch.ones_like(o) for o in outputs),
+                                                create_graph=True))
+    assert len(first) > 0
+    for contig in (True, False):
+        vectors = tuple(_construct_v(g, 3, contig) for g in first)
+
+        def vhp(*v):
+            outs = torch.autograd.grad(first, _differentiable(args), v, retain_graph=True,
+                                       allow_unused=True)
+            return tuple(o for o in outs if o is not None)
+
+        _vmap_test(vhp, vectors, check_propagates_grad=False)
+
+
+def _rand_no_zeros(*shape: int) -> Any:
+    return torch.rand(*shape).clamp_min_(0.1).requires_grad_(True)
+
+
+def test_batched_gradient_arithmetic() -> None:
+    x, y = torch.randn(2, 3, requires_grad=True), _rand_no_zeros(2, 3)
+    for op, gg in ((torch.add, False), (lambda a, b: a - b, False), (torch.mul, True),
+                   (lambda a, b: a / b, True)):
+        _batched_grad_test(op, (x, y), gg)
+        _batched_grad_test(op, (3.14, y), False)
+        _batched_grad_test(op, (x, 3.14), False)
+
+
+def test_batched_gradient_unary_and_reductions() -> None:
+    x = torch.randn(2, 3, requires_grad=True)
+    p = _rand_no_zeros(2, 3)
+    _batched_grad_test(partial(torch.log_softmax, dim=-1), (x,))
+    _batched_grad_test(torch.Tensor.lgamma, (x,))
+    _batched_grad_test(torch.log, (p,))
+    _batched_grad_test(torch.log1p, (p,))
+    _batched_grad_test(lambda t: torch.logsumexp(t, -1), (p,))
+    _batched_grad_test(lambda t: (t * t)[torch.tensor([[0, 0], [1, 1]])], (x,))
+    _batched_grad_test(lambda t: t.expand(5, 5, 2, 3), (x,), False)
+    _batched_grad_test(torch.max, (x,), False)
+    _batched_grad_test(torch.median, (x,), False)
+    z = torch.randn(2, 3, 5, requires_grad=True)
+    _batched_grad_test(lambda t: t.permute(2, 0, 1), (z,), False)
+    _batched_grad_test(lambda t: t.reshape(2 * 3, 5), (z,), False)
+    s = F.sigmoid(torch.randn(3, 2, requires_grad=True))
+    _batched_grad_test(partial(F.binary_cross_entropy, target=torch.rand(3, 2)), (s,))
+
+
+def test_batched_gradient_basic_partial_and_nn_module() -> None:
+    N = 3
+    x, y = torch.randn(N, requires_grad=True), torch.randn(N)
+
+    def vjp_mul(v):
+        return torch.autograd.grad([x * y], [x], grad_outputs=[v])[0]
+
+    assert_equal(vmap(vjp_mul)(torch.eye(N)), torch.diagflat(y))
+    x, y = torch.randn(3), torch.randn(2, 3)
+    assert_equal(vmap(partial(torch.mul, x))(y), x * y)
+    tensor = torch.randn(2, 3)
+    model = nn.Linear(3, 3, bias=False)
+    assert_equal(vmap(model)(tensor), model(tensor))
+
+    def f(x, y):
+        return x + torch.dot(y, torch.ones(2))
+
+    x, y = torch.randn(7, 5), torch.randn(3, 2)
+    out = vmap(vmap(f, in_dims=(0, None)), in_dims=(None, 0))(x, y)
+    assert_equal(out, torch.mv(y, torch.ones(2)).view(3, 1, 1) + x)
