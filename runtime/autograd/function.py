@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any
 
@@ -137,6 +138,49 @@ class BackwardCFunction(Node):
                     s.release()
 
 
+class _FuncTransforms(threading.local):
+    """Per thread, the runtime.func transforms running now, outermost first ("grad" for a
+    reverse- or forward-mode level, "vmap"): PyTorch's functorch interpreter stack, as far as
+    a custom Function's checks read it."""
+
+    def __init__(self) -> None:
+        self.stack: list[str] = []
+
+
+func_transforms = _FuncTransforms()
+
+_EXTENDING_FUNC = ("For more details, please see "
+                   "https://pytorch.org/docs/main/notes/extending.func.html")
+
+
+def _check_func_transforms(cls: type[Function], separate: bool) -> None:
+    """PyTorch's refusals of a Function inside functorch transforms: one without
+    setup_context in any of them; inside vmap, one with neither a vmap rule nor
+    generate_vmap_rule, or with both; inside forward mode, one without a jvp."""
+    if not separate:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, "
+                           "grad, jvp, jacrev, ...), it must override the setup_context "
+                           f"staticmethod. {_EXTENDING_FUNC}")
+    if "vmap" in func_transforms.stack:
+        _check_vmap_support(cls)
+    if "jvp" in func_transforms.stack and cls.jvp is Function.jvp:
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+
+def _check_vmap_support(cls: type[Function]) -> None:
+    own_vmap = cls.vmap is not Function.vmap
+    if cls.generate_vmap_rule and own_vmap:
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both "
+                           "generate_vmap_rule=True and an overridden vmap staticmethod. Please "
+                           "set generate_vmap_rule=False or delete the overridden vmap "
+                           f"staticmethod to avoid ambiguity. {_EXTENDING_FUNC}")
+    if not (cls.generate_vmap_rule or own_vmap):
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap "
+                           "support. Please override and implement the vmap staticmethod or set "
+                           f"generate_vmap_rule=True. {_EXTENDING_FUNC}")
+
+
 class Function:
     """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``.
 
@@ -163,6 +207,13 @@ class Function:
                                   "your custom autograd.Function to use it with backward mode AD.")
 
     vjp = backward  # PyTorch's other name: a Function defines one of the two
+
+    @staticmethod
+    def jvp(ctx: FunctionCtx, *grad_inputs: Any) -> Any:
+        """PyTorch's forward-mode formula; runtime.func's jvp differentiates with the
+        backward, yet asks for it as PyTorch does."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
 
     # PyTorch's vmap support: a Function sets generate_vmap_rule or overrides vmap
     generate_vmap_rule = False
@@ -207,9 +258,11 @@ class Function:
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         is_diff = _grad_state.enabled and any(ctx.needs_input_grad)
+        separate = cls.setup_context is not Function.setup_context
+        if func_transforms.stack:
+            _check_func_transforms(cls, separate)
         prev = _grad_state.enabled
         _grad_state.enabled = False
-        separate = cls.setup_context is not Function.setup_context
         try:
             if separate:
                 raw = cls.forward(*args, **kwargs)

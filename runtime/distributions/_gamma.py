@@ -91,17 +91,25 @@ def _rng(device: str) -> np.random.Generator:
 
 
 class _StandardGamma(Function):
-    """Draws of Gamma(alpha, 1), one per element of ``alpha``; differentiable in alpha."""
+    """Draws of Gamma(alpha, 1), one per element of ``alpha``; differentiable in alpha. A
+    native op in PyTorch, so usable inside runtime.func's transforms (setup_context style,
+    generate_vmap_rule)."""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx: Any, alpha: Tensor) -> Tensor:  # type: ignore[override]
+    def forward(alpha: Tensor) -> Tensor:  # type: ignore[override]
         a = np.asarray(alpha.detach().cpu().numpy(), dtype=np.float64)
         x = _rng(alpha.device).standard_gamma(a)
         tiny = np.finfo(alpha.dtype.np).tiny
         out = np.maximum(x.astype(alpha.dtype.np), tiny)
-        ctx.grad = standard_gamma_grad(a, out.astype(np.float64)) if ctx.needs_input_grad[0] \
-            else None
         return Tensor._make(out, alpha.dtype, "cpu").to(alpha.device)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Tensor) -> None:
+        a = np.asarray(inputs[0].detach().cpu().numpy(), dtype=np.float64)
+        drawn = output.detach().cpu().numpy().astype(np.float64)
+        ctx.grad = standard_gamma_grad(a, drawn) if ctx.needs_input_grad[0] else None
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tensor:  # type: ignore[override]

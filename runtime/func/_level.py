@@ -12,17 +12,19 @@ reaches an outer leaf keeps its graph."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..autograd.api import grad as autograd_grad
+from ..autograd.function import func_transforms
 from ..autograd.grad_mode import inference_mode, is_grad_enabled
 from ..autograd.node import AccumulateGrad
 from ..creation import zeros_like
 from ..tensor import Tensor
 from ._pytree import tree_map
 
-__all__ = ["GradLevel", "check_tensor_outputs", "level_grad_mode"]
+__all__ = ["GradLevel", "check_tensor_outputs", "level_grad_mode", "transform_level"]
 
 
 def check_tensor_outputs(flat_out: list[Any], api: str) -> None:
@@ -37,10 +39,24 @@ def check_tensor_outputs(flat_out: list[Any], api: str) -> None:
                                f"unsupported type {type(out)}")
 
 
-def level_grad_mode() -> inference_mode:
+@contextlib.contextmanager
+def transform_level(kind: str) -> Iterator[None]:
+    """A transform running on this thread (``kind``: "grad", "jvp" or "vmap"), as custom
+    Functions' checks read them (``runtime.autograd.function.func_transforms``)."""
+    func_transforms.stack.append(kind)
+    try:
+        yield
+    finally:
+        func_transforms.stack.pop()
+
+
+@contextlib.contextmanager
+def level_grad_mode(kind: str = "grad") -> Iterator[None]:
     """The mode a transform level runs in: grad mode on and inference mode off (PyTorch's
-    grad levels leave an outer ``inference_mode`` as they leave an outer ``no_grad``)."""
-    return inference_mode(False)
+    grad levels leave an outer ``inference_mode`` as they leave an outer ``no_grad``); the
+    level is a ``kind`` ("grad" or "jvp") transform while it runs."""
+    with inference_mode(False), transform_level(kind):
+        yield
 
 
 class GradLevel:

@@ -16,7 +16,7 @@ from ..creation import eye, zeros, zeros_like
 from ..ops.functional import stack
 from ..tensor import Tensor
 from ._argnums import normalize_argnums, replace_args, slice_argnums
-from ._level import GradLevel, check_tensor_outputs, level_grad_mode
+from ._level import GradLevel, check_tensor_outputs, level_grad_mode, transform_level
 from ._pytree import tree_flatten, tree_unflatten
 from ._randomness import check_randomness, randomness_frame
 
@@ -69,7 +69,7 @@ class Linearization:
     def __init__(self, func: Callable[..., Any], primals: tuple[Any, ...], argnums: Any,
                  has_aux: bool, api: str = _JVP, strict: bool = False) -> None:
         self.level = level = GradLevel()
-        with level_grad_mode():
+        with level_grad_mode("jvp"):
             given = primals if argnums is None else slice_argnums(primals, argnums,
                                                                   as_tuple=False)
             fresh = level.differentiable_tree(given)
@@ -117,7 +117,7 @@ class Linearization:
         used = [u for u in self._cotangents if u is not None]
         res: tuple[Any, ...] = ()
         if pairs and used:
-            with level_grad_mode():
+            with level_grad_mode("jvp"):
                 res = autograd_grad([g for g, _ in pairs], used, [t for _, t in pairs],
                                     retain_graph=True, create_graph=level.outer_tracking,
                                     allow_unused=True)
@@ -247,7 +247,8 @@ def jacfwd(func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux
             _check_floating("primal", p)
         basis = _basis_columns(flat_primals)
         check_randomness(randomness)  # where PyTorch's vmap over the basis checks it
-        with randomness_frame(randomness) as frame:
+        # PyTorch's jacfwd is vmap(jvp): the function runs under vmap
+        with randomness_frame(randomness) as frame, transform_level("vmap"):
             lin = Linearization(func, args, argnums, has_aux)
             columns = []
             for c, tangent in enumerate(basis):

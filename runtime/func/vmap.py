@@ -34,6 +34,7 @@ from ..ops.memory_names import outside_vmap_elements, vmap_element
 from ..tensor import Tensor
 from ..tracing import _state as _trace_state
 from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_map, tree_unflatten
+from ._level import transform_level
 from ._randomness import check_randomness, randomness_frame
 
 __all__ = ["vmap"]
@@ -219,7 +220,7 @@ def _vmap_call(func: Callable[..., Any], in_dims: Any, out_dims: Any, randomness
                  if d is None and isinstance(a, Tensor)]
     batched = [(a, d) for a, d in zip(flat_args, flat_dims) if d is not None]
     outputs, slices = [], []
-    with randomness_frame(randomness) as frame:
+    with randomness_frame(randomness) as frame, transform_level("vmap"):
         # a batch of size 0: two runs, on stand-in elements of zeros and of ones, so that
         # an out_dims=None output that depends on a batched input is refused as usual
         for i in range(size if size else 2):

@@ -654,13 +654,44 @@ def test_inference_mode_inside_grad_and_restored() -> None:
 # --- TestAutogradFunction (the parts without setup_context-only machinery) ----------------
 
 
+def test_autograd_function_set_materialize_grads() -> None:
+    seen = []
+
+    class A(torch.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x, y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.set_materialize_grads(False)
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            seen.append((gx is not None, gy is None))
+            return gx, gy
+
+    def f(y, x):
+        x, y = A.apply(x, y)
+        return x**2
+
+    x, y = torch.tensor(2.0), torch.tensor(3.0)
+    grad(f)(y, x)
+    grad(grad(f))(y, x)
+    assert seen and all(s == (True, True) for s in seen)
+
+
 def test_autograd_function_needs_input_grads() -> None:
     seen = []
 
     class A(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, x, y):
+        def forward(x, y):
             return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            return
 
         @staticmethod
         def backward(ctx, grad_output):
@@ -669,29 +700,149 @@ def test_autograd_function_needs_input_grads() -> None:
 
     x, y = torch.tensor(2.0), torch.tensor(3.0)
     grad(A.apply)(x, y)
-    assert seen == [(True, False)]
+    grad(grad(A.apply))(x, y)
+    assert seen and all(s == (True, False) for s in seen)
 
 
 def test_autograd_function_once_differentiable_vjp() -> None:
     class NumpyCubeNotComposable(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, input):
+        def forward(input):
             input_np = input.cpu().numpy()
-            ctx.input_np = input_np
-            return torch.tensor(input_np**3)
+            return torch.tensor(input_np**3), input_np
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.input_np = output[1]
 
         @staticmethod
         @torch.autograd.function.once_differentiable
-        def backward(ctx, grad_output):
+        def backward(ctx, grad_output, grad_saved):
             return torch.tensor(3 * (ctx.input_np**2)) * grad_output
+
+    def f(x):
+        y, _ = NumpyCubeNotComposable.apply(x)
+        return y
 
     x = torch.randn([], requires_grad=True)
     grad_y = torch.randn_like(x, requires_grad=True)
-    _, vjp_fn = vjp(NumpyCubeNotComposable.apply, x)
+    _, vjp_fn = vjp(f, x)
     (gx,) = vjp_fn(grad_y)
     assert_equal(gx, 3 * x**2 * grad_y)
     with pytest.raises(RuntimeError, match="marked with @once_differentiable"):
         gx.backward()
+
+
+class _MySin(torch.autograd.Function):
+    """A Function of the pre-2.0 style (forward takes ctx, no setup_context)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+
+    @staticmethod
+    def backward(ctx, gy):
+        (x,) = ctx.saved_tensors
+        return gy * x.cos()
+
+
+_TRANSFORMS = {
+    "vmap": lambda f, x: vmap(f)(x),
+    "grad": lambda f, x: grad(lambda t: f(t).sum())(x),
+    "grad_and_value": lambda f, x: grad_and_value(lambda t: f(t).sum())(x),
+    "vjp": lambda f, x: vjp(f, x),
+    "jvp": lambda f, x: jvp(f, (x,), (x,)),
+    "jacrev": lambda f, x: jacrev(f)(x),
+    "jacfwd": lambda f, x: jacfwd(f)(x),
+    "hessian": lambda f, x: hessian(lambda t: f(t).sum())(x),
+}
+
+
+@pytest.mark.parametrize("transform", list(_TRANSFORMS))
+def test_autograd_function_no_setup_context(transform: str) -> None:
+    """PyTorch refuses a Function without setup_context inside any functorch transform
+    (test_autograd_function_no_setup_context, TestTransformFailure); rt ran it."""
+    x = torch.randn(3)
+    with pytest.raises(RuntimeError, match="must override the setup_context"):
+        _TRANSFORMS[transform](_MySin.apply, x)
+    y = _MySin.apply(x.requires_grad_())  # outside transforms: as before
+    assert type(y.grad_fn).__name__ == "_MySinBackward" and torch.is_grad_enabled()
+
+
+class _SinNoVmap(torch.autograd.Function):
+    @staticmethod
+    def forward(x):
+        return x.sin()
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, gy):
+        (x,) = ctx.saved_tensors
+        return gy * x.cos()
+
+    @staticmethod
+    def jvp(ctx, tx):
+        (x,) = ctx.saved_tensors
+        return tx * x.cos()
+
+
+def test_autograd_function_vmap_support() -> None:
+    """Inside vmap (jacfwd, hessian: vmap over jvp), PyTorch asks a Function for a vmap rule
+    or generate_vmap_rule=True, not both; grad, vjp, jvp and jacrev do not."""
+    x = torch.randn(3)
+    for name in ("vmap", "jacfwd", "hessian"):
+        with pytest.raises(RuntimeError, match="You tried to vmap over _SinNoVmap, but it does "
+                                               "not have vmap support"):
+            _TRANSFORMS[name](_SinNoVmap.apply, x)
+    with pytest.raises(RuntimeError, match="does not have vmap support"):
+        vmap(lambda t: t + _SinNoVmap.apply(x))(torch.randn(2, 3))
+    for name in ("grad", "vjp", "jvp", "jacrev"):
+        _TRANSFORMS[name](_SinNoVmap.apply, x)
+    assert_equal(jacrev(_SinNoVmap.apply)(x), torch.diag(x.cos()))
+
+    class Generated(_SinNoVmap):
+        generate_vmap_rule = True
+
+    assert_equal(vmap(Generated.apply)(torch.ones(2, 3)), torch.ones(2, 3).sin())
+    assert_equal(jacfwd(Generated.apply)(x), torch.diag(x.cos()))
+
+    class Both(Generated):
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x.sin(), in_dims[0]
+
+    with pytest.raises(RuntimeError, match="it has both generate_vmap_rule=True and an "
+                                           "overridden vmap staticmethod"):
+        vmap(Both.apply)(torch.ones(2, 3))
+
+
+def test_autograd_function_jvp_needs_a_jvp() -> None:
+    class NoJvp(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.randn(3)
+    for name in ("jvp", "jacfwd"):
+        with pytest.raises(NotImplementedError, match="You must implement the jvp function for "
+                                                      "custom autograd.Function to use it with "
+                                                      "forward mode AD."):
+            _TRANSFORMS[name](NoJvp.apply, x)
+    assert_equal(jacrev(NoJvp.apply)(x), 2 * torch.eye(3))
 
 
 # --- TestVmapOfGrad ------------------------------------------------------------------------
