@@ -3155,3 +3155,54 @@ def test_batched_gradient_basic_partial_and_nn_module() -> None:
     x, y = torch.randn(7, 5), torch.randn(3, 2)
     out = vmap(vmap(f, in_dims=(0, None)), in_dims=(None, 0))(x, y)
     assert_equal(out, torch.mv(y, torch.ones(2)).view(3, 1, 1) + x)
+
+
+def test_batched_gradient_views_and_inplace_views() -> None:
+    x = torch.randn(2, 3, requires_grad=True)
+    y = torch.randn(2, 3, requires_grad=True)
+    _batched_grad_test(torch.Tensor.sigmoid, (x,))
+    _batched_grad_test(lambda a, b: torch.stack([a, b]), (x, y), False)
+    for op in (lambda t: t[1], lambda t: t.select(1, 2), lambda t: t.select(-1, 0)):
+        _batched_grad_test(op, (x,), False)
+    z = torch.randn(2, 3, 5, requires_grad=True)
+    for op in (lambda t: t[0:1], lambda t: t[:, 1:3], lambda t: t[..., 1:3]):
+        _batched_grad_test(op, (z,), False)
+    _batched_grad_test(torch.Tensor.trace, (x,), False)
+    _batched_grad_test(lambda t: F.threshold(t, 0.5, 0.0), (x,), False)
+    _batched_grad_test(lambda t: t.diagonal(0, -1, -2), (z,), False)
+
+    def sum_grad_trace(t):
+        return grad(torch.trace)(t).sum()
+
+    output = vmap(grad(sum_grad_trace))(torch.randn(3, 2, 2))
+    assert_equal(output, torch.zeros_like(output))
+
+    leaf = torch.randn(4, 5, requires_grad=True)
+
+    def func(leaf):
+        view = (leaf * leaf)[0]
+        view.cos_()
+        return view
+
+    _batched_grad_test(func, (leaf,))
+    leaf = torch.randn(4, 4, 5, requires_grad=True)
+
+    def many(leaf):
+        view = (leaf * leaf).transpose(0, 2)[1].diagonal()[::2]
+        view.cos_()
+        return view
+
+    _batched_grad_test(many, (leaf,))
+
+
+def test_batched_gradient_unrelated_output() -> None:
+    x = torch.randn([], requires_grad=True)
+    y = torch.randn([], requires_grad=True)
+    gy = torch.randn(3, requires_grad=True)
+
+    def vjp_of(v):
+        (res,) = torch.autograd.grad(y, x, v, allow_unused=True)
+        return torch.zeros_like(x) if res is None else res
+
+    vjp_of(gy[0])
+    assert_equal(vmap(vjp_of)(gy), torch.zeros(3))
