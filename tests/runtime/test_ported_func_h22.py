@@ -3206,3 +3206,34 @@ def test_batched_gradient_unrelated_output() -> None:
 
     vjp_of(gy[0])
     assert_equal(vmap(vjp_of)(gy), torch.zeros(3))
+
+
+@pytest.mark.parametrize("originally_track_running_stats", [True, False])
+def test_update_batch_norm(originally_track_running_stats: bool) -> None:
+    """TestExamplesCorrectness.test_update_batch_norm: per-example gradients through batch
+    norm once replace_all_batch_norm_modules_ dropped its running statistics (torch.func's
+    function, which rt lacked)."""
+    from runtime.func import replace_all_batch_norm_modules_
+
+    net = nn.Sequential(nn.Conv2d(4, 4, 3),
+                        nn.BatchNorm2d(4, affine=True,
+                                       track_running_stats=originally_track_running_stats),
+                        nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 5)).to(torch.double)
+    assert replace_all_batch_norm_modules_(net) is net
+    bn = net[1]
+    assert not bn.track_running_stats and bn.running_mean is None and bn.running_var is None
+    assert bn.num_batches_tracked is None
+    params, buffers = dict(net.named_parameters()), dict(net.named_buffers())
+    criterion = nn.CrossEntropyLoss()
+
+    def compute_loss(x, y, params, buffers):
+        return criterion(functional_call(net, (params, buffers), (x,)), y)
+
+    x = torch.randn(2, 1, 4, 6, 6, dtype=torch.double)
+    y = torch.randint(0, 5, (2, 1))
+    result = vmap(grad(compute_loss, argnums=2), in_dims=(0, 0, None, None))(x, y, params, buffers)
+    flat = list(params.values())
+    expected = [torch.autograd.grad(compute_loss(x[i], y[i], params, buffers), flat)
+                for i in range(2)]
+    for k, (name, _) in enumerate(params.items()):
+        assert_equal(result[name], torch.stack([e[k] for e in expected]))
