@@ -18,7 +18,18 @@ and ``stack`` are differentiable: ``vmap(grad(f))`` and ``grad(vmap(f))`` both w
   then is that value); PyTorch asks whether it depends on a batched input;
 - a batch of size 0 runs the function twice, on stand-in elements of zeros and of ones
   (each output then has size 0 along its out_dim), so a function that fails on those
-  fails here.
+  fails here;
+- an op's errors are the eager op's texts (PyTorch's batching rules word some otherwise:
+  mm's "Shape mismatch: ...", squeeze's RuntimeError for a dim out of range);
+- randomness="different" draws each element's numbers in turn: uniform and integer draws
+  are PyTorch's batched draws, normal ones (16-wide Box-Muller there) other numbers of the
+  same distribution.
+
+As PyTorch's, an output that is each element's slice of a batched input is that input (or
+its ``movedim`` view), and one that is, element by element, a view of one base (``diagonal``,
+``t``, ``split`` ...) is a view of it; inside a captured step (planner.compile) the latter is
+stacked instead (same values: a capture lays out no storage). ``as_strided`` inside vmap
+reads its storage offset relative to the batched tensor, as PyTorch's batching rule does.
 """
 
 from __future__ import annotations

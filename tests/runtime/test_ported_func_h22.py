@@ -13,14 +13,18 @@ Left out, as outside this project's scope: CUDA, complex numbers (conj bit), spa
 layouts, functionalize / make_fx / aot_function, torch.compile / dynamo, the deprecated
 functorch ``make_functional`` / ``combine_state_for_ensemble`` / ``functional_init`` APIs,
 torchvision models, TorchDispatchMode, functorch internals (``torch._C._functorch``
-interpreter stacks, dead wrappers, ``GradTrackingTensor`` / ``BatchedTensor`` reprs: rt's
-transforms have no wrapper tensors), ``torch.autograd.forward_ad`` (rt has none: forward mode
-is reverse mode twice), vmap of autograd.Function (``generate_vmap_rule``), and the tests of
-behaviour rt's vmap documents as different (it runs the function once per batch element,
-see ``runtime/func/vmap.py``: the in-place-on-unbatched errors, "mutate a captured Tensor",
-data-dependent control flow errors, ``.item()`` errors, the batching rules' own error texts
-such as mm's "Shape mismatch", and randomness="different" normal draws, which PyTorch makes
-for the whole batch at once: same distribution, other numbers).
+interpreter stacks, dead wrappers, ``GradTrackingTensor`` / ``BatchedTensor`` reprs,
+``*GeneratedBackward`` node names: rt's transforms have no wrapper tensors),
+``torch.autograd.forward_ad`` (rt has none: forward mode is reverse mode twice), and a custom
+Function's own ``vmap`` staticmethod (its info object, in_dims, returned out_dims: rt runs
+``forward`` once per batch element; the checks of vmap support are ported). Also left out:
+the tests of behaviour rt's vmap documents as different (it runs the function once per batch
+element, see ``runtime/func/vmap.py``): the in-place-on-unbatched errors, "mutate a captured
+Tensor", data-dependent control flow and ``.item()`` errors, the batching rules' own error
+texts (mm's "Shape mismatch", squeeze's RuntimeError: rt's are the eager ops'), the
+in-place fallback's "inplace arithmetic ... is not possible" text, and randomness="different"
+normal draws, which PyTorch makes for the whole batch at once (same distribution, other
+numbers).
 """
 
 from __future__ import annotations
@@ -3237,3 +3241,106 @@ def test_update_batch_norm(originally_track_running_stats: bool) -> None:
                 for i in range(2)]
     for k, (name, _) in enumerate(params.items()):
         assert_equal(result[name], torch.stack([e[k] for e in expected]))
+
+
+@pytest.mark.parametrize("op", [torch.sum, torch.mean], ids=["sum", "mean"])
+def test_vmap_sum_mean_dims_argmax_repeat_slogdet_trace(op: Any) -> None:
+    B0, B1 = 3, 2
+    _vmap_test(lambda x: op(x, 0), [torch.randn([B0])])
+    _vmap_test(lambda x: op(x, -1), [torch.randn([2, 5, B0, 3])], in_dims=2)
+    _vmap_test(lambda x: op(x, 2), [torch.randn([2, 5, B0, 3])], in_dims=2, out_dims=2)
+    _vmap_test(vmap(lambda x: op(x, -2)), [torch.randn([B1, 2, 5, B0, 3])], in_dims=2)
+    _vmap_test(op, [torch.randn([B0])])
+    _vmap_test(vmap(op), [torch.randn([2, 5, B0, B1, 3])], in_dims=2)
+    for f in (torch.argmax, lambda x: torch.argmax(x, 0), lambda x: torch.argmax(x, -1)):
+        _vmap_test(f, [torch.randn(B0, 2, 3)], check_propagates_grad=False)
+    _vmap_test(lambda x: x.repeat((2, 3)), (torch.rand(1, B0, 1),), in_dims=1)
+    for shape in ((B0, 1, 1), (B0, 2, 2), (B0, 3, 2, 2)):
+        _vmap_test(torch.linalg.slogdet, (torch.rand(shape),), check_propagates_grad=False)
+    _vmap_test(torch.trace, (torch.rand(2, B0, 5),), in_dims=1)
+    _vmap_test(vmap(vmap(torch.trace, in_dims=2)), (torch.rand(B1, 2, B0, 5, 4),), in_dims=2)
+
+
+def test_vmap_reshape_view_view_as_and_their_errors() -> None:
+    B0, B1, B2 = 3, 2, 4
+    _vmap_test(torch.reshape, (torch.rand(B0, 2 * 5), [2, 5]), in_dims=(0, None), check_view=True)
+    _vmap_test(torch.reshape, (torch.rand(2, B0, 5), [1, 1, 10]), in_dims=(1, None))
+    _vmap_test(vmap(lambda t: t.reshape([-1])), (torch.rand(B0, B1, 2, 5),), check_view=True)
+    op = torch.Tensor.reshape_as
+    _vmap_test(op, (torch.rand(B0, 2 * 5), torch.rand(B0, 2, 5)), check_view=True)
+    _vmap_test(op, (torch.rand(2 * 5), torch.rand(B0, 2, 5)), in_dims=(None, 0), check_view=True)
+    _vmap_test(op, (torch.rand(2, B0, 5), torch.rand(1, 1, 10)), in_dims=(1, None))
+
+    with pytest.raises(RuntimeError):
+        vmap(torch.Tensor.view, in_dims=(1, None))(torch.rand(2, B0, 5), [10])
+    _vmap_view_test(torch.Tensor.view, (torch.rand(B0, 2 * 5), [2, 5]), in_dims=(0, None))
+    _vmap_view_test(torch.Tensor.view, (torch.rand(B0, 4, 5), [1, 2, 1, 10]), in_dims=(0, None))
+    _vmap_view_test(vmap(lambda t: t.view([-1])), (torch.rand(B0, B1, 2, 5, 3),))
+    op = torch.Tensor.view_as
+    with pytest.raises(RuntimeError):
+        vmap(op, in_dims=(1, 0))(torch.rand(2, B0, 5), torch.rand(B0, 10))
+    _vmap_view_test(op, (torch.rand(B0, 2 * 5), torch.rand(B0, 2, 5)))
+    _vmap_view_test(op, (torch.rand(2 * 5), torch.rand(B0, 2, 5)), in_dims=(None, 0))
+    _vmap_view_test(vmap(vmap(op, in_dims=(0, None)), in_dims=(0, None)),
+                    (torch.rand(B1, B2, B0, 3, 2, 5), torch.rand(B0, 3 * 2 * 5)), in_dims=(2, 0))
+    # PyTorch's squeeze batching rule raises RuntimeError("Dimension is out of range ...");
+    # rt squeezes each element, so the error is eager squeeze's IndexError
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        vmap(lambda x: torch.squeeze(x, dim=1))(torch.rand(10))
+
+
+def test_vmap_tensor_split_split_unbind_transpose_t_unfold_views() -> None:
+    B0, B1, B2 = 3, 2, 4
+    op = torch.tensor_split
+    _vmap_view_test(op, (torch.rand(B0, 2, 64), 5, -1), in_dims=(0, None, None))
+    _vmap_view_test(op, (torch.rand(B0, 2, 64), [5, 10, 3, 40], -1), in_dims=(0, None, None))
+    _vmap_view_test(vmap(vmap(lambda t: op(t, 4, 1), in_dims=2)), (torch.rand(B1, 2, B0, 16, B2),),
+                    in_dims=2)
+    op = torch.split
+    _vmap_view_test(op, (torch.rand(2, B0, 64), [1, 60, 3], 1), in_dims=(1, None, None))
+    _vmap_view_test(vmap(op, in_dims=(0, None, None)), (torch.rand(B1, 63, B0, 5), 16, 0),
+                    in_dims=(2, None, None))
+    op = torch.unbind
+    _vmap_view_test(op, (torch.rand(B0, 2, 16), -1), in_dims=(0, None))
+    _vmap_view_test(op, (torch.rand(B0, 2, 0),))
+    _vmap_view_test(vmap(lambda t: op(t, dim=1), in_dims=2), (torch.rand(B1, 2, B0, 8),))
+    op = torch.transpose
+    _vmap_view_test(lambda x: op(x, 3, 1), (torch.rand(B0, 2, 5, 4, 6),))
+    _vmap_view_test(vmap(vmap(lambda x: op(x, 0, 1), in_dims=2)), (torch.rand(B1, 2, B0, 5, B2),),
+                    in_dims=2)
+    _vmap_view_test(vmap(torch.t), (torch.rand(B1, 2, B0, 5),), in_dims=2)
+    _vmap_view_test(vmap(lambda t: t.T), (torch.rand(B1, 2, B0, 3, 5),), in_dims=2)
+    op = torch.Tensor.unfold
+    _vmap_view_test(op, (torch.rand(7, B0, 11), 1, 4, 2), in_dims=(1, None, None, None))
+    _vmap_view_test(vmap(op, in_dims=(0, None, None, None)), (torch.rand(B1, 7, B0, 11), 1, 5, 1),
+                    in_dims=(2, None, None, None))
+
+
+def test_vmap_to_result_type_and_conv() -> None:
+    B0 = 3
+    _vmap_test(lambda t: t.to("cpu"), (torch.rand(B0),))
+    _vmap_test(lambda t: t.to(torch.double), (torch.rand(B0),))
+    _vmap_test(lambda t, o: t.to(o), (torch.rand(B0), torch.randn(B0, dtype=torch.float64)),
+               in_dims=(0, None))
+    _vmap_test(lambda t: t.double(), (torch.rand(B0),))
+    _vmap_test(lambda t: t.long(), (torch.rand(B0),), check_propagates_grad=False)
+
+    def op(*args):
+        return torch.ones([], dtype=torch.result_type(*args))
+
+    for args in ((torch.randn(B0), torch.randn(B0, dtype=torch.float64)),
+                 (torch.randn(B0), torch.randint(10, [B0], dtype=torch.int64)),
+                 (torch.randn(B0, 2), torch.randn(B0, dtype=torch.float64))):
+        _vmap_test(op, args, check_propagates_grad=False)
+    _vmap_test(lambda x: op(x, torch.tensor(1.6, dtype=torch.double)), (torch.randn(B0, 2),),
+               check_propagates_grad=False)
+
+    for conv_mod, conv_fn, inp_shape in ((nn.Conv1d, torch.conv1d, [2, 4, 9]),
+                                         (nn.Conv2d, torch.conv2d, [2, 4, 7, 8])):
+        mod = conv_mod(4, 8, kernel_size=3, groups=2, stride=2, padding=1, dilation=2)
+        x = torch.randn(inp_shape)
+        kw = {"groups": 2, "stride": 2, "padding": 1, "dilation": 2}
+        _vmap_test(lambda x, w, b: conv_fn(x.unsqueeze(0), w, b, **kw)[0],  # noqa: B023
+                   (x, mod.weight, mod.bias), in_dims=(0, None, None))
+        ws = torch.stack([mod.weight, mod.weight * 2])
+        _vmap_test(lambda w: conv_fn(x, w, None, **kw), (ws,))  # noqa: B023
