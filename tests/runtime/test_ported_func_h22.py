@@ -3344,3 +3344,83 @@ def test_vmap_to_result_type_and_conv() -> None:
                    (x, mod.weight, mod.bias), in_dims=(0, None, None))
         ws = torch.stack([mod.weight, mod.weight * 2])
         _vmap_test(lambda w: conv_fn(x, w, None, **kw), (ws,))  # noqa: B023
+
+
+_RANDOM_OUT_OF_PLACE = {
+    "normal_std": lambda t, _: torch.normal(0.0, torch.abs(t)),
+    "normal_mean": lambda t, _: torch.normal(t, 1.0),
+    "bernoulli_p": lambda t, _: torch.bernoulli(t - 0.5),
+    "bernoulli": lambda t, _: torch.bernoulli(t, 0.5),
+    "poisson": lambda t, _: torch.poisson(t),
+    "normal_tensors": lambda t, _: torch.normal(t, t),
+    "binomial": lambda t, _: torch.binomial(t, t - 0.5),
+}
+
+
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("batched_input", ["first", "last", "none"])
+def test_randomness_random_out_of_place(randomness: str, batched_input: str) -> None:
+    """test_random_unary_out_of_place / test_random_binary_out_of_place; PyTorch refuses
+    "same" with a batched tensor parameter ("Vmap does not currently support same
+    randomness with a batched tensor input"), which rt does not: those cases are left out."""
+    B0, seed = 4, 1234567
+    in_dims = _in_dims(batched_input)
+    for op in _RANDOM_OUT_OF_PLACE.values():
+        always_batched = torch.randn(B0)
+        passed = _get_image(batched_input, B0)
+        if randomness == "error":
+            with pytest.raises(RuntimeError,
+                               match=r"called random operation while in randomness error mode"):
+                vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+            continue
+        if randomness == "same" and batched_input != "none":
+            continue
+        torch.manual_seed(seed)
+        vmap_result = vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+        torch.manual_seed(seed)
+        if randomness == "different":
+            if batched_input == "none":
+                passed = passed.expand(B0, *passed.shape)
+            if batched_input == "last":
+                passed = passed.movedim(-1, 0)
+            _assert_all_slices_unique(vmap_result)
+            assert_equal(vmap_result, op(passed, always_batched))
+        else:
+            expected = op(passed, always_batched)
+            _assert_all_slices_equal(vmap_result)
+            for i in range(B0):
+                assert_equal(vmap_result[i], expected)
+
+
+@pytest.mark.parametrize("randomness", ["error", "same", "different"])
+@pytest.mark.parametrize("batched_input", ["first", "none"])
+def test_randomness_multinomial(randomness: str, batched_input: str) -> None:
+    B0, seed = 4, 1234567
+    passed = _get_image(batched_input, B0)
+    passed = passed.flatten(1) if batched_input == "first" else passed.flatten()
+
+    def op(input, _):
+        return torch.multinomial(input, 10)
+
+    in_dims = _in_dims(batched_input)
+    always_batched = torch.randn(B0)
+    if randomness == "error":
+        with pytest.raises(RuntimeError,
+                           match=r"called random operation while in randomness error mode"):
+            vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+        return
+    if randomness == "same" and batched_input != "none":
+        return
+    torch.manual_seed(seed)
+    vmap_result = vmap(op, in_dims=in_dims, randomness=randomness)(passed, always_batched)
+    torch.manual_seed(seed)
+    if randomness == "different":
+        if batched_input == "none":
+            passed = passed.expand(B0, *passed.shape)
+        _assert_all_slices_unique(vmap_result)
+        assert_equal(vmap_result, op(passed, always_batched))
+    else:
+        expected = op(passed, always_batched)
+        _assert_all_slices_equal(vmap_result)
+        for i in range(B0):
+            assert_equal(vmap_result[i], expected)
