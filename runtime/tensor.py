@@ -212,8 +212,10 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
-        if self._base is not None and self._view_version != self._vc.v:
-            self.grad_fn  # noqa: B018 - a base written in place since: the view's new history
+        if not self._rg and self._base is not None and self._view_version != self._vc.v:
+            # its base written in place since the view was made: PyTorch's view requires grad
+            # when its base does (the history is regenerated where grad_fn is read)
+            return self._base._rg
         return self._rg
 
     @requires_grad.setter

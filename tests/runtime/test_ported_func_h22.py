@@ -3424,3 +3424,35 @@ def test_randomness_multinomial(randomness: str, batched_input: str) -> None:
         _assert_all_slices_equal(vmap_result)
         for i in range(B0):
             assert_equal(vmap_result[i], expected)
+
+
+def test_view_requires_grad_after_its_base_is_written() -> None:
+    """A view whose base is written in place with a value requiring grad requires grad (as
+    PyTorch's), read without regenerating its history: reading it never raises, even for a
+    view whose grad_fn would (PyTorch 2.13's results)."""
+    y = torch.randn(3, requires_grad=True)
+    x = torch.zeros(3)
+    v = x[0:2]
+    x.copy_(y)
+    assert v.requires_grad
+
+    base = torch.randn(3, requires_grad=True) * 1
+    with torch.no_grad():
+        w = base[0:2]
+    base.mul_(2)
+    assert w.requires_grad
+    with pytest.raises(RuntimeError, match="A view was created in no_grad mode"):
+        w.grad_fn  # noqa: B018
+
+    x = torch.zeros(2, 3)
+    u = x.unbind(0)[0]
+    x.copy_(y)
+    assert u.requires_grad
+    with pytest.raises(RuntimeError, match="output of a function that returns multiple views"):
+        u.grad_fn  # noqa: B018
+
+    x = torch.zeros(3)
+    d = x[0:2]
+    with torch.no_grad():
+        x.add_(1)
+    assert not d.requires_grad
