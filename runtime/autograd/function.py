@@ -285,6 +285,9 @@ class Function:
         dirty = {id(t) for t in ctx._dirty}
         non_diff = {id(t) for t in ctx._non_differentiable}
         inputs = {id(a) for a in args if isinstance(a, Tensor)}
+        # setup_context style: the tensors it saved, which an input returned as-is must not be
+        saved = ({id(t) for t in (*ctx._to_save, *getattr(ctx, "saved_for_forward", ()))
+                  if isinstance(t, Tensor)} if separate else set())
         wrapped: list[Any] = []
         n_diff = 0
         non_diff_idx: list[int] = []
@@ -317,6 +320,8 @@ class Function:
                 if o._base is not None and len(outputs) > 1:
                     raise RuntimeError(_ERR_DIRTY_VIEW_MULTI)
                 _refuse_captured_dirty_view(o)
+            if is_input and not is_dirty and id(o) in saved and (differentiable or not o._rg):
+                raise RuntimeError(_ERR_INPUT_RETURNED_AS_IS)
             if not differentiable:
                 if not o._rg:  # PyTorch (_wrap_outputs): an input returned as-is is an alias
                     out = _view_as_self(o) if is_input and not is_dirty else o
@@ -368,6 +373,11 @@ class Function:
             ctx._to_save = ()
         return tuple(wrapped) if isinstance(raw, tuple) else wrapped[0]
 
+
+_ERR_INPUT_RETURNED_AS_IS = (
+    "An input that has been returned as-is as output is being saved for backward. This is not "
+    "supported if you override setup_context. You should return and save a view of the input "
+    "instead, e.g. with x.view_as(x) or setup ctx inside the forward function itself.")
 
 _ERR_DIRTY_NOT_INPUT = ("ctx.mark_dirty() received a tensor that was not an input. Only input "
                         "Tensors that have been mutated should be passed to ctx.mark_dirty().")

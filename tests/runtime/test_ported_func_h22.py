@@ -3456,3 +3456,58 @@ def test_view_requires_grad_after_its_base_is_written() -> None:
     with torch.no_grad():
         x.add_(1)
     assert not d.requires_grad
+
+
+@pytest.mark.parametrize("inner_requires_grad", [True, False])
+@pytest.mark.parametrize("save_for", ["jvp", "vjp"])
+@pytest.mark.parametrize("save_tensors", ["input", "output", "neither"])
+@pytest.mark.parametrize("mark_dirty", [True, False])
+def test_autograd_function_returns_input(inner_requires_grad: bool, save_for: str,
+                                         save_tensors: str, mark_dirty: bool) -> None:
+    """TestAutogradFunction.test_function_returns_input, but for its forward-AD half (rt has
+    no dual tensors): a setup_context Function returning an input as-is that it saves is
+    refused, in transforms and out, with PyTorch's text."""
+    class A(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            save_fn = ctx.save_for_forward if save_for == "jvp" else ctx.save_for_backward
+            if mark_dirty:
+                ctx.mark_dirty(inputs[0])
+            if save_tensors == "input":
+                save_fn(inputs[0])
+            elif save_tensors == "output":
+                save_fn(output)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            return x_t.add_(0) if mark_dirty else x_t.view_as(x_t)
+
+    def fn(x):
+        return A.apply(x.clone())
+
+    err_msg = "An input that has been returned as-is"
+    refused = save_tensors in ("input", "output") and not mark_dirty
+    a = torch.tensor(2.0, requires_grad=inner_requires_grad)
+    a_t = torch.tensor(2.0, requires_grad=inner_requires_grad)
+    if refused:
+        with pytest.raises(RuntimeError, match=err_msg):
+            grad(fn)(a)
+        with pytest.raises(RuntimeError, match=err_msg):
+            jvp(fn, (a,), (a_t,))
+        with pytest.raises(RuntimeError, match=err_msg):
+            A.apply(torch.tensor(2.0, requires_grad=inner_requires_grad).clone())
+        return
+    assert_equal(grad(fn)(a), 1.0)
+    assert_equal(jvp(fn, (a,), (a_t,))[1], 2.0)
+    a = torch.tensor(2.0, requires_grad=inner_requires_grad).clone()
+    b = A.apply(a)
+    if mark_dirty:
+        assert a is b
