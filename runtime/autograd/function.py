@@ -140,8 +140,8 @@ class BackwardCFunction(Node):
 
 class _FuncTransforms(threading.local):
     """Per thread, the runtime.func transforms running now, outermost first ("grad" for a
-    reverse- or forward-mode level, "vmap"): PyTorch's functorch interpreter stack, as far as
-    a custom Function's checks read it."""
+    reverse-mode level, "jvp" for a forward-mode one, "vmap"): PyTorch's functorch interpreter
+    stack, as far as a custom Function's checks read it."""
 
     def __init__(self) -> None:
         self.stack: list[str] = []
@@ -169,6 +169,8 @@ def _check_func_transforms(cls: type[Function], separate: bool) -> None:
 
 
 def _check_vmap_support(cls: type[Function]) -> None:
+    """PyTorch's: inside vmap, a Function has a vmap staticmethod or generate_vmap_rule=True,
+    one of the two."""
     own_vmap = cls.vmap is not Function.vmap
     if cls.generate_vmap_rule and own_vmap:
         raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both "

@@ -61,7 +61,6 @@ class RandomnessFrame:
             rng.bit_generator.state, gen._normal_cache = self._start[key][1]
         self._reset_in[key] = self.element
 
-
     def on_traced_draw(self, gen: Generator, key: tuple[Any, ...],
                        make: Callable[[], Tensor]) -> Tensor:
         """A draw a captured step records (``runtime.creation.traced_random``): refused in

@@ -198,7 +198,7 @@ def _strided_view(column: list[Any], out_dim: int | None) -> Tensor | None:
         return None  # stack raises PyTorch's error
     d = out_dim % ndim
     with outside_vmap_elements():  # an outer vmap's element must not shift the offset
-            return base.as_strided(shape[:d] + (len(column),) + shape[d:],
+        return base.as_strided(shape[:d] + (len(column),) + shape[d:],
                                strides[:d] + (delta,) + strides[d:], offsets[0])
 
 
