@@ -33,6 +33,67 @@ class _VersionCounter:
         self.v = 0
 
 
+class _LevelVersionCounter(_VersionCounter):
+    """The counter of a storage made while a runtime.func grad or jvp level ran on this thread
+    (``_VersionCounter`` is this class while one runs on any thread): the serial of the
+    innermost such level, 0 for none here. A level refuses an in-place write into a storage
+    made before it (PyTorch's "mutate a captured Tensor")."""
+
+    __slots__ = ("level",)
+
+    def __init__(self) -> None:
+        self.v = 0
+        stack = func_levels.stack
+        self.level = stack[-1][0] if stack else 0
+
+
+class _FuncLevels(threading.local):
+    """Per thread, the running runtime.func grad/jvp levels, outermost first: (serial, the
+    version counters of the level's own inputs)."""
+
+    def __init__(self) -> None:
+        self.stack: list[tuple[int, set[int]]] = []
+
+
+func_levels = _FuncLevels()
+_PLAIN_VERSION_COUNTER = _VersionCounter
+_levels_lock = threading.Lock()
+_levels_running = 0
+
+
+def enter_func_level(serial: int, inputs: set[int]) -> None:
+    """A runtime.func grad/jvp level starts on this thread: storages made from now on (on any
+    thread, while one runs) get ``_LevelVersionCounter`` (``_make`` reads the module's
+    ``_VersionCounter`` at each new storage)."""
+    global _VersionCounter, _levels_running
+    func_levels.stack.append((serial, inputs))
+    with _levels_lock:
+        _levels_running += 1
+        _VersionCounter = _LevelVersionCounter  # type: ignore[misc]
+
+
+def exit_func_level() -> None:
+    global _VersionCounter, _levels_running
+    func_levels.stack.pop()
+    with _levels_lock:
+        _levels_running -= 1
+        if _levels_running == 0:
+            _VersionCounter = _PLAIN_VERSION_COUNTER  # type: ignore[misc]
+
+
+def check_not_captured(t: Any, op: str) -> None:
+    """PyTorch's refusal, inside a grad or jvp transform, of an in-place write into a tensor
+    made before the innermost level started and not one of its inputs (a captured one)."""
+    serial, inputs = func_levels.stack[-1]
+    vc = t._vc
+    if id(vc) in inputs or getattr(vc, "level", 0) >= serial:
+        return
+    raise RuntimeError(f"During a grad (vjp, jvp, grad, etc) transform, the function provided "
+                       f"attempted to call in-place operation (aten::{op}_) that would mutate a "
+                       "captured Tensor. This is not supported; please rewrite the function being "
+                       "transformed to explicitly accept the mutated Tensor(s) as inputs.")
+
+
 class _InferenceVersionCounter(_VersionCounter):
     """The counter of an inference tensor (one made under inference_mode) and of its views:
     PyTorch's have none, so the counter itself is the mark (views share it)."""

@@ -13,6 +13,7 @@ reaches an outer leaf keeps its graph."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -21,8 +22,10 @@ from ..autograd.function import func_transforms
 from ..autograd.grad_mode import inference_mode, is_grad_enabled
 from ..autograd.node import AccumulateGrad
 from ..creation import zeros_like
-from ..tensor import Tensor
-from ._pytree import tree_map
+from ..tensor import Tensor, enter_func_level, exit_func_level
+from ._pytree import tree_leaves, tree_map
+
+_serials = itertools.count(1)
 
 __all__ = ["GradLevel", "check_tensor_outputs", "level_grad_mode", "transform_level"]
 
@@ -51,12 +54,17 @@ def transform_level(kind: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def level_grad_mode(kind: str = "grad") -> Iterator[None]:
-    """The mode a transform level runs in: grad mode on and inference mode off (PyTorch's
-    grad levels leave an outer ``inference_mode`` as they leave an outer ``no_grad``); the
-    level is a ``kind`` ("grad" or "jvp") transform while it runs."""
-    with inference_mode(False), transform_level(kind):
-        yield
+def level_grad_mode(level: GradLevel, kind: str = "grad") -> Iterator[None]:
+    """The mode ``level`` runs in: grad mode on and inference mode off (PyTorch's grad levels
+    leave an outer ``inference_mode`` as they leave an outer ``no_grad``); a ``kind`` ("grad"
+    or "jvp") transform while it runs, which refuses in-place writes into tensors made before
+    it but its own inputs (``runtime.tensor.check_not_captured``)."""
+    enter_func_level(level.serial, level.input_storages)
+    try:
+        with inference_mode(False), transform_level(kind):
+            yield
+    finally:
+        exit_func_level()
 
 
 class GradLevel:
@@ -64,6 +72,10 @@ class GradLevel:
 
     def __init__(self) -> None:
         self.outer_tracking = is_grad_enabled()  # read before the transform enables grad
+        self.serial = next(_serials)
+        # the version counters (storages) of its inputs: written in place, not captured ones
+        self.input_storages: set[int] = set()
+        self._held: list[Any] = []  # the counters, held: ids stay theirs
         self._fresh: list[Tensor] = []
         self._fresh_ids: set[int] = set()
         # graph nodes found to reach no outer leaf, by id (held, so no id is reused)
@@ -82,8 +94,18 @@ class GradLevel:
             fresh = x.detach().requires_grad_(True)
         return self.own(fresh)
 
+    def note_inputs(self, tree: Any) -> None:
+        """The tensors among the transform's arguments (all wrapped at the level in PyTorch,
+        differentiated or not): writes into them are not writes into captured tensors."""
+        for leaf in tree_leaves(tree):
+            if isinstance(leaf, Tensor):
+                self.input_storages.add(id(leaf._vc))
+                self._held.append(leaf._vc)
+
     def own(self, fresh: Tensor) -> Tensor:
         """Count ``fresh`` (a tensor this level made) among the level's own leaves."""
+        self.input_storages.add(id(fresh._vc))
+        self._held.append(fresh._vc)
         self._fresh.append(fresh)
         self._fresh_ids.add(id(fresh))
         return fresh

@@ -69,7 +69,8 @@ class Linearization:
     def __init__(self, func: Callable[..., Any], primals: tuple[Any, ...], argnums: Any,
                  has_aux: bool, api: str = _JVP, strict: bool = False) -> None:
         self.level = level = GradLevel()
-        with level_grad_mode("jvp"):
+        level.note_inputs(primals)
+        with level_grad_mode(level, "jvp"):
             given = primals if argnums is None else slice_argnums(primals, argnums,
                                                                   as_tuple=False)
             fresh = level.differentiable_tree(given)
@@ -117,7 +118,7 @@ class Linearization:
         used = [u for u in self._cotangents if u is not None]
         res: tuple[Any, ...] = ()
         if pairs and used:
-            with level_grad_mode("jvp"):
+            with level_grad_mode(level, "jvp"):
                 res = autograd_grad([g for g, _ in pairs], used, [t for _, t in pairs],
                                     retain_graph=True, create_graph=level.outer_tracking,
                                     allow_unused=True)

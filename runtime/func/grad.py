@@ -38,7 +38,8 @@ def _check_scalar(output: Any) -> None:
 def _grad_and_value(func: Callable[..., Any], argnums: Any, has_aux: bool,
                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     level = GradLevel()
-    with level_grad_mode():
+    level.note_inputs((args, kwargs))
+    with level_grad_mode(level):
         diff = slice_argnums(args, argnums, as_tuple=False)
         fresh = level.differentiable_tree(diff)
         args = replace_args(args, fresh, normalize_argnums(argnums, len(args)))
@@ -92,7 +93,8 @@ def vjp_with_argnums(func: Callable[..., Any], *primals: Any, argnums: Any = Non
     """``vjp``; with ``argnums`` its function returns the products for those arguments only
     (as ``jacrev`` needs)."""
     level = GradLevel()
-    with level_grad_mode():
+    level.note_inputs(primals)
+    with level_grad_mode(level):
         if argnums is None:
             fresh = level.differentiable_tree(primals)
             args = fresh

@@ -14,7 +14,7 @@ from ..autograd.engine import validate_outputs
 from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import is_inference_mode_enabled
 from ..autograd.node import _BACKWARD_SUFFIX, NO_GRAD_VIEW, Edge, Meta, Node, gradient_edge
-from ..tensor import Tensor
+from ..tensor import Tensor, check_not_captured, func_levels
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
 from .dispatch import PrimitiveBackward, _bf16_impl, apply, node_class
@@ -186,6 +186,8 @@ def _write(t: Tensor, out: Any, region: Any) -> None:
 def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tensor:
     """Compute ``prim(t, *args)`` out of place, write it into ``t``'s storage, bump the version
     and move ``t``'s history onto the new node (or its base's, through CopySlices)."""
+    if func_levels.stack:  # inside a runtime.func grad/jvp level
+        check_not_captured(t, prim.name)
     tracer = _trace_state.tracer
     if tracer is not None:
         return _trace_inplace(tracer, prim, t, args, attrs)

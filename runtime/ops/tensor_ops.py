@@ -22,7 +22,8 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import Meta, Node, gradient_edge
 from ..return_types import returns
-from ..tensor import Tensor, _VersionCounter
+from .. import tensor as _tensor_module
+from ..tensor import Tensor
 from ..tracing import is_tracing
 from . import functional as F
 from . import prims as P
@@ -241,7 +242,7 @@ def multi_output_views(input: Tensor, keys: Sequence[Any], d: int, name: str,  #
         if unsafe:  # PyTorch's: not a view, a version counter of its own
             o._base = None
             o._view_chain = ()
-            o._vc = _VersionCounter()
+            o._vc = _tensor_module._VersionCounter()  # a level's own, inside one
             o._creation = None
             o._rg = node is not None
         elif _grad_state.enabled:

@@ -3511,3 +3511,40 @@ def test_autograd_function_returns_input(inner_requires_grad: bool, save_for: st
     b = A.apply(a)
     if mark_dirty:
         assert a is b
+
+
+def test_inplace_on_captures() -> None:
+    """TestGradTransform/TestJvp.test_inplace_on_captures: writing in place into a tensor the
+    function captures (made before the transform, not one of its arguments) is refused inside
+    grad and jvp; rt wrote it and returned a gradient. Arguments (differentiated or not,
+    keyword ones, pytree leaves) and tensors made inside may be written, as in PyTorch."""
+    x = torch.tensor([1.0, 2.0, 3.0])
+    captured = torch.randn(3)
+
+    def foo(x):
+        captured.copy_(x)
+        return (x * captured).sum()
+
+    with pytest.raises(RuntimeError, match="mutate a captured Tensor"):
+        grad(foo)(x)
+    with pytest.raises(RuntimeError, match="mutate a captured Tensor"):
+        jvp(lambda x: (captured.add_(1), x * 2)[1], (x,), (x,))
+    before = captured.clone()
+    with pytest.raises(RuntimeError, match=r"attempted to call in-place operation \(aten::copy_\)"):
+        grad(lambda x: (captured[0:2].copy_(x[0:2]), x.sum())[1])(x)
+    assert_equal(captured, before)  # refused before writing
+
+    b = torch.zeros(3)
+    grad(lambda x, b: (b.add_(1), x.sum())[1])(x, b)
+    grad(lambda x, b=None: (b.add_(1), x.sum())[1])(x, b=b)
+    grad(lambda x, d: (d["b"].add_(1), x.sum())[1])(x, {"b": b})
+    assert_equal(b, torch.full((3,), 3.0))
+    assert_equal(grad(lambda x: (lambda y: (y.copy_(x), (y * x).sum())[1])(torch.zeros(3)))(x),
+                 2 * x)
+
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    params, buffers = dict(model.named_parameters()), dict(model.named_buffers())
+    inputs = torch.randn(5, 3)
+    grad(lambda p, b, x: functional_call(model, (p, b), (x,)).sum())(params, buffers, inputs)
+    with pytest.raises(RuntimeError, match="mutate a captured Tensor"):  # BatchNorm's stats
+        grad(lambda p, x: functional_call(model, p, (x,)).sum())(params, inputs)
