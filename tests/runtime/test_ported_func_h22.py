@@ -19,8 +19,8 @@ interpreter stacks, dead wrappers, ``GradTrackingTensor`` / ``BatchedTensor`` re
 Function's own ``vmap`` staticmethod (its info object, in_dims, returned out_dims: rt runs
 ``forward`` once per batch element; the checks of vmap support are ported). Also left out:
 the tests of behaviour rt's vmap documents as different (it runs the function once per batch
-element, see ``runtime/func/vmap.py``): the in-place-on-unbatched errors, "mutate a captured
-Tensor", data-dependent control flow and ``.item()`` errors, the batching rules' own error
+element, see ``runtime/func/vmap.py``): the errors of in-place writes into unbatched or
+captured tensors under vmap, data-dependent control flow and ``.item()`` errors, the batching rules' own error
 texts (mm's "Shape mismatch", squeeze's RuntimeError: rt's are the eager ops'), the
 in-place fallback's "inplace arithmetic ... is not possible" text, and randomness="different"
 normal draws, which PyTorch makes for the whole batch at once (same distribution, other
