@@ -589,6 +589,9 @@ def copy_returned_constants(g: nx.DiGraph, leaves: bool = True) -> int:
             g.graph["outputs"] = [*g.graph.get("outputs", ()), copy]
     if direct:  # ndarray.copy() as the result is made: a step of its own cost one_op 0.5 us
         g.graph["returns"] = _copied_leaves(g.graph["returns"], direct)
+    if copies:  # each copy before the views that read it (a plan runs its steps by id: the
+        # view of a copy made after it read a buffer not yet made)
+        renumber(g, lambda v: v)
     return len(copies) + len(direct)
 
 

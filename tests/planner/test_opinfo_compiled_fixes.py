@@ -59,3 +59,28 @@ def test_mean_of_no_elements_backward_as_eager():
     want = step(w)
     got = planner.compile(step)(w)
     assert _same(got[0], want[0]) and _same(got[1], want[1])
+
+
+@pytest.mark.parametrize("op", ["atleast_1d", "mT", "channel_shuffle", "adaptive_avg_pool3d"])
+def test_returned_view_of_a_copied_constant_is_made_after_its_copy(op):
+    """The gradient of a sum is a view (expand) of a constant; a returned view of a constant
+    reads a copy made at every call, a step the pass added after the view, so the plan ran
+    the view first (UnboundLocalError in the plan's program)."""
+    fns = {
+        "atleast_1d": lambda t: rt.atleast_1d(t),
+        "mT": lambda t: t.mT,
+        "channel_shuffle": lambda t: rt.nn.functional.channel_shuffle(t, 2),
+        "adaptive_avg_pool3d": lambda t: rt.nn.functional.adaptive_avg_pool3d(t, 1),
+    }
+
+    def step(x):
+        out = fns[op](x)
+        return out, rt.autograd.grad([out.sum()], [x])[0]
+
+    x = rt.randn(2, 4, 9, 9, dtype=rt.float64, requires_grad=True)  # > 512: a view of a constant
+    want = step(x)
+    compiled = planner.compile(step)
+    for _ in range(2):
+        got = compiled(x)
+        assert rt.equal(got[0], want[0]) and rt.equal(got[1], want[1])
+    assert got[1].stride() == want[1].stride()  # an expanded view, as eager's (stride 0)
