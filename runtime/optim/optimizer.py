@@ -340,6 +340,10 @@ class Optimizer:
         among hyperparameters is float64 either way (Python floats are doubles); `scalar`
         rounds a result to the parameters' dtype, as a Python number meeting a tensor is."""
         value = group[key] if index is None else group[key][index]
+        if isinstance(value, Tensor) and value.dim() != 0:
+            # torch's _to_scalar: a one-element tensor setting of any shape (lr of shape (1,),
+            # Adam's betas of shape (1, 1)) acts as a 0-d one, not broadcasting the update
+            return value.squeeze()
         tracer = _trace_state.tracer
         if tracer is None or type(value) not in (int, float):
             return value
