@@ -240,3 +240,191 @@ def test_impl_flags_match_torch(name: str, flags: dict[str, Any]) -> None:
 def _escaped(text: str) -> str:
     import re
     return "^" + re.escape(text) + "$"
+
+
+# ---- state dicts --------------------------------------------------------------------------
+
+# one option set per optimizer with the most state (amsgrad, momentum, centered, ...)
+RICH: dict[str, dict[str, Any]] = {
+    "SGD": {"momentum": 0.9, "nesterov": True, "weight_decay": 0.1},
+    "Adam": {"weight_decay": 0.1, "amsgrad": True}, "AdamW": {"amsgrad": True},
+    "Adamax": {"weight_decay": 0.1}, "NAdam": {"weight_decay": 0.1, "momentum_decay": 6e-3},
+    "RAdam": {"weight_decay": 0.1}, "Adagrad": {"lr_decay": 0.5, "weight_decay": 0.1},
+    "Adadelta": {"weight_decay": 0.1}, "RMSprop": {"centered": True, "momentum": 0.1},
+    "Rprop": {}, "ASGD": {"t0": 2}, "Adafactor": {"weight_decay": 0.1}, "Muon": {},
+}
+
+
+def _grads_for(params: list[Any], rng: np.random.Generator) -> list[np.ndarray]:
+    return [rng.standard_normal(tuple(p.shape)) for p in params]
+
+
+def _set_grads(params: list[Any], grads: list[np.ndarray]) -> None:
+    for p, g in zip(params, grads, strict=True):
+        p.grad = rt.tensor(g, dtype=p.dtype)
+
+
+@pytest.mark.parametrize("named", [False, True])
+@pytest.mark.parametrize("name", list(RICH))
+def test_state_dict_round_trip_mid_training(name: str, named: bool) -> None:
+    """torch's test_state_dict_deterministic: a state dict loaded (a deep copy) into a new
+    optimizer over copies of the parameters continues with the same bits; both state dicts
+    then equal, and match torch's optimizer on the same gradients."""
+    pair = _Pair(name, RICH[name])
+    for _ in range(3):
+        pair.step()
+    copies = [rt.nn.Parameter(p.detach().clone()) for p in pair.rp]
+    params = [(f"name{i}", p) for i, p in enumerate(copies)] if named else copies
+    resumed = getattr(rt.optim, name)(params, **_kwargs(RICH[name], rt))
+    resumed.load_state_dict(copy.deepcopy(pair.ropt.state_dict()))
+    for _ in range(3):
+        grads = _grads_for(pair.rp, pair.rng)
+        _set_grads(copies, grads)
+        resumed.step()
+        pair.step(grads)
+        for a, b in zip(pair.rp, copies, strict=True):
+            np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
+    pair.check()
+    ours, theirs = resumed.state_dict(), pair.ropt.state_dict()
+    for index, state in theirs["state"].items():
+        for key, value in state.items():
+            if isinstance(value, rt.Tensor):
+                np.testing.assert_array_equal(ours["state"][index][key].numpy(), value.numpy())
+
+
+@pytest.mark.parametrize("name", list(RICH))
+def test_load_state_dict_casts_state_to_param_dtype(name: str) -> None:
+    """A float32 optimizer's state loaded into one over float64 parameters: each state
+    tensor takes the parameter's dtype, ``step`` keeps its own (torch's _process_value_
+    according_to_param_policy); what torch's load gives, entry by entry."""
+    pair = _Pair(name, RICH[name])
+    pair.step()
+    loaded = {}
+    for lib, opt in (("torch", pair.topt), ("rt", pair.ropt)):
+        mod = torch if lib == "torch" else rt
+        params = [p.detach().double().requires_grad_() for p in
+                  (pair.tp if lib == "torch" else pair.rp)]
+        other = getattr(mod.optim, name)(params, **_kwargs(RICH[name], mod))
+        other.load_state_dict(copy.deepcopy(opt.state_dict()))
+        loaded[lib] = other.state_dict()
+    _check_state(loaded["torch"], loaded["rt"], "float32")
+
+
+@pytest.mark.parametrize("name", list(RICH))
+def test_load_nontensor_step(name: str) -> None:
+    """torch's test_load_nontensor_step: a state dict whose steps are Python numbers (an
+    older torch's) loads, each step made a float32 0-d tensor, and training goes on as
+    torch's."""
+    pair = _Pair(name, RICH[name])
+    pair.step()
+    for opt in (pair.topt, pair.ropt):
+        state_dict = copy.deepcopy(opt.state_dict())
+        for state in state_dict["state"].values():
+            if "step" in state:
+                state["step"] = float(state["step"])
+        opt.load_state_dict(state_dict)
+    pair.check()
+    pair.step()
+    pair.check()
+
+
+# OptimizerInfo.not_og_supported_flags: the flags an older torch's state dict lacks
+NOT_OG_SUPPORTED_FLAGS: dict[str, tuple[str, ...]] = {
+    name: ("foreach", "differentiable", "maximize", "capturable")
+    + (("fused",) if name in ("Adam", "AdamW", "SGD", "Adagrad") else ())
+    for name in RICH if name not in ("Adafactor", "Muon")}
+NOT_OG_SUPPORTED_FLAGS["Adafactor"] = ("foreach",)
+
+
+@pytest.mark.parametrize("name", list(RICH))
+def test_can_load_older_state_dict(name: str) -> None:
+    """torch's test_can_load_older_state_dict: groups missing the flags newer torches added
+    (foreach, maximize, capturable, differentiable, fused) load with torch's defaults for
+    them."""
+    pair = _Pair(name, RICH[name])
+    pair.step()
+    new_flags = NOT_OG_SUPPORTED_FLAGS.get(name, ())
+    for opt in (pair.topt, pair.ropt):
+        state_dict = copy.deepcopy(opt.state_dict())
+        for group in state_dict["param_groups"]:
+            for flag in new_flags:
+                if flag in group and flag not in RICH[name]:
+                    del group[flag]
+        opt.load_state_dict(state_dict)
+    pair.step()
+    pair.check()
+    tgroup, rgroup = pair.topt.param_groups[0], pair.ropt.param_groups[0]
+    assert {k: v for k, v in rgroup.items() if k != "params"} == \
+        {k: v for k, v in tgroup.items() if k != "params"}
+
+
+# ---- construction errors ------------------------------------------------------------------
+
+def _both_raise(make: Callable[[Any], Any]) -> None:
+    """``make(lib)`` raises torch's exception, with its text, in both libraries (a type
+    named there as ``torch.FloatTensor`` is ``runtime.FloatTensor`` here)."""
+    with pytest.raises(Exception) as theirs:  # noqa: PT011 (whatever torch raises)
+        make(torch)
+    text = str(theirs.value).replace("torch.", "runtime.")
+    with pytest.raises(type(theirs.value), match=_escaped(text)):
+        make(rt)
+
+
+def _param(lib: Any, *shape: int) -> Any:
+    return lib.nn.Parameter(lib.ones(*shape))
+
+
+@pytest.mark.parametrize("name", list(RICH))
+def test_param_group_errors(name: str) -> None:
+    """get_error_inputs_for_all_optims: a tensor for params, a parameter in two groups,
+    a Tensor lr of two elements, names given for some parameters or groups only; a non-leaf
+    tensor; lr < 0 (its text is each optimizer's own)."""
+    cls = {lib: getattr(lib.optim, name) for lib in (torch, rt)}
+    p1 = {lib: _param(lib, 1, 1) for lib in (torch, rt)}
+    p2 = {lib: _param(lib, 1, 1) for lib in (torch, rt)}
+    _both_raise(lambda lib: cls[lib](p1[lib]))
+    _both_raise(lambda lib: cls[lib]([{"params": p1[lib]}, {"params": p1[lib]}]))
+    _both_raise(lambda lib: cls[lib]([p1[lib]], lr=lib.tensor([0.001, 0.001])))
+    _both_raise(lambda lib: cls[lib]([("weight", p1[lib]), p2[lib]]))
+    _both_raise(lambda lib: cls[lib]([{"params": [p1[lib]], "lr": 1e-2},
+                                      {"params": [("weight", p2[lib])]}]))
+    _both_raise(lambda lib: cls[lib]([p1[lib] * 2]))
+    _both_raise(lambda lib: cls[lib]([p1[lib]], lr=-1.0))
+    _both_raise(lambda lib: cls[lib]([]))
+    with pytest.warns(UserWarning, match="a parameter group with duplicate parameters"):
+        cls[rt]([p1[rt], p1[rt]])
+
+
+@pytest.mark.parametrize("name", [n for n in RICH if n not in ("Muon", "Adafactor")])
+def test_differentiable_is_not_implemented(name: str) -> None:
+    """differentiable=True (a step that autograd records) cannot run here, where a step runs
+    under no_grad: refused with a clear error, not accepted and ignored."""
+    with pytest.raises(NotImplementedError, match="differentiable=True is not supported"):
+        getattr(rt.optim, name)([_param(rt, 2)], differentiable=True)
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad", "Adamax", "NAdam",
+                                  "RAdam", "RMSprop", "Rprop", "ASGD", "Adadelta"])
+def test_capturable_on_cpu_raises_torchs_error(name: str) -> None:
+    """capturable=True with CPU parameters: torch's assertion at the step (or its
+    constructor's error where the optimizer has no capturable), with its text."""
+    def make(lib: Any) -> None:
+        p = _param(lib, 2)
+        opt = getattr(lib.optim, name)([p], capturable=True)
+        p.grad = lib.ones(2)
+        opt.step()
+    _both_raise(make)
+
+
+@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam", "RMSprop", "Rprop", "ASGD",
+                                  "Adadelta", "Adafactor", "Muon", "LBFGS"])
+def test_fused_where_unsupported_raises_torchs_error(name: str) -> None:
+    _both_raise(lambda lib: getattr(lib.optim, name)([_param(lib, 2, 2)], fused=True))
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad"])
+def test_fused_with_foreach_or_differentiable_raises(name: str) -> None:
+    _both_raise(lambda lib: getattr(lib.optim, name)([_param(lib, 2)], fused=True,
+                                                    foreach=True))
+    _both_raise(lambda lib: getattr(lib.optim, name)([_param(lib, 2)], fused=True,
+                                                    differentiable=True))
