@@ -568,3 +568,186 @@ def test_optimizer_repr_matches_torch() -> None:
     for name, kwargs in RICH.items():
         pair = _Pair(name, kwargs)
         assert repr(pair.ropt) == repr(pair.topt)
+
+
+# ---- hooks --------------------------------------------------------------------------------
+
+ALL = [*RICH, "LBFGS"]
+
+
+def _one(name: str) -> Any:
+    """An optimizer of ``name`` over one 2x3 parameter (a closure for LBFGS's step)."""
+    param = rt.rand(2, 3, requires_grad=True)
+    return getattr(rt.optim, name)([param], **_kwargs(RICH.get(name, {}), rt))
+
+
+def _closure(name: str) -> Callable[[], Any] | None:
+    return (lambda: 1) if name == "LBFGS" else None
+
+
+def _state_dict_pre_hook(optimizer: Any) -> None:
+    optimizer.state["test"] = 1
+
+
+def _state_dict_post_hook(optimizer: Any, state_dict: dict[str, Any]) -> dict[str, Any]:
+    if "test" in state_dict["state"]:
+        state_dict["state"].pop("test")
+        state_dict["ran_state_dict_pre_hook"] = True
+    else:
+        state_dict["ran_state_dict_pre_hook"] = False
+    return state_dict
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_state_dict_hooks(name: str) -> None:
+    """torch's test_state_dict_pre_hook, _post_hook and _pre_post_hook."""
+    optim = _one(name)
+    optim.register_state_dict_pre_hook(_state_dict_pre_hook)
+    assert optim.state_dict()["state"]["test"] == 1
+    optim = _one(name)
+    optim.register_state_dict_post_hook(_state_dict_post_hook)
+    assert optim.state_dict()["ran_state_dict_pre_hook"] is False
+    optim = _one(name)
+    optim.register_state_dict_pre_hook(_state_dict_pre_hook)
+    optim.register_state_dict_post_hook(_state_dict_post_hook)
+    state_dict = optim.state_dict()
+    assert "test" not in state_dict["state"]
+    assert state_dict["ran_state_dict_pre_hook"] is True
+
+
+def _load_pre_hook1(optimizer: Any, state_dict: dict[str, Any]) -> None:
+    state_dict["param_groups"][0]["lr"] = 0.002
+
+
+def _load_pre_hook2(optimizer: Any, state_dict: dict[str, Any]) -> dict[str, Any]:
+    my_state_dict = copy.deepcopy(state_dict)
+    my_state_dict["param_groups"][0]["lr"] = 0.003
+    return my_state_dict
+
+
+def _load_post_hook(optimizer: Any) -> None:
+    optimizer.state["ran_load_state_dict_pre_hook2"] = optimizer.param_groups[0]["lr"] == 0.003
+    optimizer.state["ran_load_state_dict_post_hook"] = True
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_load_state_dict_hooks(name: str) -> None:
+    """torch's test_load_state_dict_pre_hook_and_prepend, _post_hook and _pre_post_hook."""
+    optim = _one(name)
+    state_dict = optim.state_dict()
+    optim.register_load_state_dict_pre_hook(_load_pre_hook1)
+    optim.load_state_dict(state_dict)
+    assert optim.param_groups[0]["lr"] == 0.002
+    optim.register_load_state_dict_pre_hook(_load_pre_hook2, prepend=True)
+    optim.load_state_dict(state_dict)
+    assert optim.param_groups[0]["lr"] == 0.002  # hook1, run last, has the final word
+
+    optim = _one(name)
+    optim.register_load_state_dict_post_hook(_load_post_hook)
+    optim.load_state_dict(optim.state_dict())
+    assert optim.state["ran_load_state_dict_pre_hook2"] is False
+    assert optim.state["ran_load_state_dict_post_hook"] is True
+
+    optim = _one(name)
+    optim.register_load_state_dict_pre_hook(_load_pre_hook2)
+    optim.register_load_state_dict_post_hook(_load_post_hook)
+    optim.load_state_dict(optim.state_dict())
+    assert optim.state["ran_load_state_dict_pre_hook2"] is True
+    assert optim.state["ran_load_state_dict_post_hook"] is True
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_step_pre_and_post_hooks(name: str) -> None:
+    """torch's test_step_pre_hook and test_step_post_hook: each runs at each step until its
+    handle is removed."""
+    data = {"pre": 5, "post": 2}
+
+    def pre_hook(opt: Any, args: Any, kwargs: Any) -> None:
+        data["pre"] += 2
+
+    def post_hook(opt: Any, args: Any, kwargs: Any) -> None:
+        data["post"] += 2
+
+    optim = getattr(rt.optim, name)([rt.tensor([[1.0, 1.0]])])
+    pre, post = optim.register_step_pre_hook(pre_hook), optim.register_step_post_hook(post_hook)
+    optim.step(_closure(name))
+    optim.step(_closure(name))
+    assert data == {"pre": 9, "post": 6}
+    pre.remove()
+    post.remove()
+    optim.step(_closure(name))
+    assert data == {"pre": 9, "post": 6}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_step_all_hooks(name: str) -> None:
+    """torch's test_step_all_hooks: global pre, local pre, local post, global post, for
+    every optimizer; none after their handles are removed."""
+    from runtime.optim.optimizer import (register_optimizer_step_post_hook,
+                                         register_optimizer_step_pre_hook)
+    data: list[int] = []
+    params = [rt.tensor([[1.0, 1.0]])]  # 2-D, for Muon
+    optim = getattr(rt.optim, name)(params)
+    optim2 = rt.optim.SGD(params)
+    handles = [register_optimizer_step_pre_hook(lambda *a: data.append(0)),
+               register_optimizer_step_post_hook(lambda *a: data.append(5))]
+    try:
+        for opt in (optim, optim2):
+            handles.append(opt.register_step_pre_hook(lambda *a: data.append(1)))
+            handles.append(opt.register_step_post_hook(lambda *a: data.append(2)))
+        optim.step(_closure(name))
+        assert data == [0, 1, 2, 5]
+        optim2.step()
+        optim.step(_closure(name))
+        assert data == [0, 1, 2, 5] * 3
+    finally:
+        for handle in handles:
+            handle.remove()
+    optim.step(_closure(name))
+    optim2.step()
+    assert data == [0, 1, 2, 5] * 3
+
+
+def test_step_pre_hook_replaces_args() -> None:
+    """A pre-hook returning (args, kwargs) replaces the step's arguments (here, the
+    closure); any other non-None value is torch's RuntimeError."""
+    p = rt.nn.Parameter(rt.ones(2))
+    opt = rt.optim.SGD([p], lr=0.5)
+    handle = opt.register_step_pre_hook(lambda o, args, kwargs: (args, {"closure": lambda: 7}))
+    assert opt.step() == 7
+    handle.remove()
+    opt.register_step_pre_hook(lambda o, args, kwargs: 3)
+    with pytest.raises(RuntimeError, match="must return None or a tuple of "
+                                           r"\(new_args, new_kwargs\), but got 3"):
+        opt.step()
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_deepcopy_copies_all_public_attrs(name: str) -> None:
+    params = [rt.nn.Parameter(rt.randn(2, 3)) for _ in range(2)]
+    for p in params:
+        p.grad = rt.rand_like(p)
+    optimizer = getattr(rt.optim, name)(params, **_kwargs(RICH.get(name, {}), rt))
+    for _ in range(3):
+        optimizer.step(_closure(name))
+
+    def public(obj: Any) -> set[str]:
+        return {k for k in obj.__dict__ if not k.startswith("_")}
+
+    assert public(optimizer) == public(copy.deepcopy(optimizer))
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_non_empty_state(name: str) -> None:
+    """Each parameter stepped has state (torch's test_non_empty_state), with torch's keys."""
+    states = {}
+    for lib in (torch, rt):
+        lib.manual_seed(0)
+        model = lib.nn.Linear(5, 5)
+        opt = getattr(lib.optim, name)([model.weight] if name == "Muon"
+                                       else model.parameters())
+        model(lib.rand(2, 5)).sum().backward()
+        opt.step(lambda: 1.0) if name == "LBFGS" else opt.step()
+        states[lib] = [sorted(s) for s in opt.state.values()]
+        assert all(states[lib])
+    assert states[rt] == states[torch]
