@@ -13,7 +13,6 @@ raises NotImplementedError, tested below)."""
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -751,3 +750,209 @@ def test_non_empty_state(name: str) -> None:
         states[lib] = [sorted(s) for s in opt.state.values()]
         assert all(states[lib])
     assert states[rt] == states[torch]
+
+
+# ---- swa_utils (torch's test/optim/test_swa_utils.py, smaller sizes) -------------------------
+
+def _swa_dnn() -> Any:
+    return rt.nn.Sequential(rt.nn.Conv2d(1, 5, kernel_size=3), rt.nn.ReLU(),
+                            rt.nn.MaxPool2d(kernel_size=2), rt.nn.BatchNorm2d(5, momentum=0.3),
+                            rt.nn.Conv2d(5, 2, kernel_size=3), rt.nn.ReLU(),
+                            rt.nn.Linear(5, 5), rt.nn.ReLU(), rt.nn.Linear(5, 10))
+
+
+def _assert_close(actual: Any, expected: Any, **tol: float) -> None:
+    np.testing.assert_allclose(actual.detach().numpy(), expected.detach().numpy(),
+                               **(tol or {"rtol": 1.3e-6, "atol": 1e-5}))
+
+
+@pytest.mark.parametrize("ema", [True, False])
+def test_averaged_model_all_devices(ema: bool) -> None:
+    from runtime.optim.swa_utils import (AveragedModel, get_ema_multi_avg_fn,
+                                         get_swa_multi_avg_fn)
+    dnn = _swa_dnn()
+    decay = 0.999
+    fn = get_ema_multi_avg_fn(decay) if ema else get_swa_multi_avg_fn()
+    averaged_dnn = AveragedModel(dnn, device=rt.device("cpu"), multi_avg_fn=fn)
+    averaged = [rt.zeros_like(p) for p in dnn.parameters()]
+    n_updates = 10
+    for i in range(n_updates):
+        for p, p_avg in zip(dnn.parameters(), averaged, strict=True):
+            p.detach().add_(rt.randn_like(p))
+            if ema:
+                p_avg += p.detach() * decay ** (n_updates - i - 1) * ((1 - decay) if i else 1.0)
+            else:
+                p_avg += p.detach() / n_updates
+        averaged_dnn.update_parameters(dnn)
+    for p_avg, p_swa in zip(averaged, averaged_dnn.parameters(), strict=True):
+        _assert_close(p_swa, p_avg)
+        assert p_swa.device == rt.device("cpu")
+    assert averaged_dnn.n_averaged.device == rt.device("cpu")
+
+
+def test_averaged_model_state_dict() -> None:
+    from runtime.optim.swa_utils import AveragedModel
+    dnn = rt.nn.Sequential(rt.nn.Conv2d(1, 5, kernel_size=3), rt.nn.Linear(5, 10))
+    averaged_dnn, averaged_dnn2 = AveragedModel(dnn), AveragedModel(dnn)
+    for _ in range(10):
+        for p in dnn.parameters():
+            p.detach().add_(rt.randn_like(p))
+        averaged_dnn.update_parameters(dnn)
+    averaged_dnn2.load_state_dict(averaged_dnn.state_dict())
+    for p_swa, p_swa2 in zip(averaged_dnn.parameters(), averaged_dnn2.parameters(),
+                             strict=True):
+        np.testing.assert_array_equal(p_swa.detach().numpy(), p_swa2.detach().numpy())
+    assert bool(averaged_dnn.n_averaged == averaged_dnn2.n_averaged)
+
+
+def test_averaged_model_default_avg_fn_picklable() -> None:
+    import pickle
+
+    from runtime.optim.swa_utils import AveragedModel
+    dnn = rt.nn.Sequential(rt.nn.Conv2d(1, 5, kernel_size=3), rt.nn.BatchNorm2d(5),
+                           rt.nn.Linear(5, 5))
+    pickle.dumps(AveragedModel(dnn))
+
+
+@pytest.mark.parametrize("use_multi_avg_fn", [True, False])
+@pytest.mark.parametrize("use_buffers", [True, False])
+def test_averaged_model_exponential(use_multi_avg_fn: bool, use_buffers: bool) -> None:
+    import itertools
+
+    from runtime.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+    dnn = rt.nn.Sequential(rt.nn.Conv2d(1, 5, kernel_size=3),
+                           rt.nn.BatchNorm2d(5, momentum=0.3), rt.nn.Linear(5, 10))
+    decay = 0.9
+    if use_multi_avg_fn:
+        averaged_dnn = AveragedModel(dnn, multi_avg_fn=get_ema_multi_avg_fn(decay),
+                                     use_buffers=use_buffers)
+    else:
+        def avg_fn(p_avg: Any, p: Any, n_avg: Any) -> Any:
+            return decay * p_avg + (1 - decay) * p
+        averaged_dnn = AveragedModel(dnn, avg_fn=avg_fn, use_buffers=use_buffers)
+    dnn_params = (list(itertools.chain(dnn.parameters(), dnn.buffers())) if use_buffers
+                  else list(dnn.parameters()))
+    averaged = [rt.zeros_like(p) for p in dnn_params if p.size() != ()]
+    for i in range(10):
+        updated = []
+        for p, p_avg in zip([p for p in dnn_params if p.size() != ()], averaged, strict=True):
+            p.detach().add_(rt.randn_like(p))
+            updated.append(p.clone() if i == 0 else (p_avg * decay + p * (1 - decay)).clone())
+        averaged_dnn.update_parameters(dnn)
+        averaged = updated
+    if use_buffers:
+        swa = [p for p in itertools.chain(averaged_dnn.module.parameters(),
+                                          averaged_dnn.module.buffers()) if p.size() != ()]
+        for p_avg, p_swa in zip(averaged, swa, strict=True):
+            _assert_close(p_swa, p_avg)
+    else:
+        for p_avg, p_swa in zip(averaged, averaged_dnn.parameters(), strict=True):
+            _assert_close(p_swa, p_avg)
+        for b_avg, b_swa in zip(dnn.buffers(), averaged_dnn.module.buffers(), strict=True):
+            _assert_close(b_swa, b_avg)
+
+
+class _SWATestDNN(rt.nn.Module):
+    def __init__(self, input_features: int) -> None:
+        super().__init__()
+        self.n_features = 10
+        self.fc1 = rt.nn.Linear(input_features, self.n_features)
+        self.bn = rt.nn.BatchNorm1d(self.n_features)
+
+    def compute_preactivation(self, x: Any) -> Any:
+        return self.fc1(x)
+
+    def forward(self, x: Any) -> Any:
+        return self.bn(self.fc1(x))
+
+
+class _SWATestCNN(rt.nn.Module):
+    def __init__(self, input_channels: int) -> None:
+        super().__init__()
+        self.n_features = 10
+        self.conv1 = rt.nn.Conv2d(input_channels, self.n_features, kernel_size=3, padding=1)
+        self.bn = rt.nn.BatchNorm2d(self.n_features, momentum=0.3)
+
+    def compute_preactivation(self, x: Any) -> Any:
+        return self.conv1(x)
+
+    def forward(self, x: Any) -> Any:
+        return self.bn(self.conv1(x))
+
+
+def _test_update_bn(dnn: Any, dl_x: Any, dl_xy: Any) -> None:
+    from runtime.optim.swa_utils import update_bn
+    total, total_sq, count = rt.zeros(dnn.n_features), rt.zeros(dnn.n_features), 0
+    for (x,) in dl_x:
+        dnn.forward(x)
+        pre = dnn.compute_preactivation(x)
+        if len(pre.shape) == 4:
+            pre = pre.transpose(1, 3)
+        pre = pre.contiguous().view(-1, dnn.n_features)
+        count += pre.shape[0]
+        total += rt.sum(pre, dim=0)
+        total_sq += rt.sum(pre ** 2, dim=0)
+    mean = total / count
+    var = total_sq / count - mean ** 2
+
+    def reset_bn(module: Any) -> None:
+        if isinstance(module, rt.nn.modules.batchnorm._BatchNorm):
+            module.running_mean = rt.zeros_like(module.running_mean)
+            module.running_var = rt.ones_like(module.running_var)
+
+    for loader, reset in ((dl_xy, False), (dl_xy, True), (dl_x, True)):
+        if reset:
+            dnn.apply(reset_bn)
+        update_bn(loader, dnn, device=x.device)
+        _assert_close(dnn.bn.running_mean, mean)
+        _assert_close(dnn.bn.running_var, var, atol=1e-1, rtol=0)
+
+
+@pytest.mark.parametrize("cnn", [False, True])
+def test_update_bn(cnn: bool) -> None:
+    """torch's test_update_bn_dnn and test_update_bn_cnn: update_bn's running statistics
+    are the whole loader's (with (x,) or (x, y) batches, after a reset too); training mode
+    kept."""
+    from runtime.utils.data import DataLoader, TensorDataset
+    x = rt.rand(20, 3, 5, 5) if cnn else rt.rand(20, 5)
+    y = rt.rand(20)
+    dl_x = DataLoader(TensorDataset(x), batch_size=5, shuffle=True)
+    dl_xy = DataLoader(TensorDataset(x, y), batch_size=5, shuffle=True)
+    model = _SWATestCNN(3) if cnn else _SWATestDNN(5)
+    model.train()
+    _test_update_bn(model, dl_x, dl_xy)
+    assert model.training
+
+
+def test_bn_update_eval_momentum() -> None:
+    from runtime.optim.swa_utils import update_bn
+    from runtime.utils.data import DataLoader, TensorDataset
+    dl_x = DataLoader(TensorDataset(rt.rand(20, 3, 5, 5)), batch_size=5, shuffle=True)
+    cnn = _SWATestCNN(3)
+    cnn.eval()
+    update_bn(dl_x, cnn)
+    assert not cnn.training
+    assert cnn.bn.momentum == 0.3
+
+
+def test_swalr_errors_and_schedule_match_torch() -> None:
+    """SWALR's checks (anneal_strategy, anneal_epochs, swa_lr per group) with torch's texts;
+    its cos and linear schedules torch's lr by lr."""
+    for kwargs in ({"swa_lr": 0.1, "anneal_strategy": "exp"},
+                   {"swa_lr": 0.1, "anneal_epochs": -1},
+                   {"swa_lr": 0.1, "anneal_epochs": 1.5},
+                   {"swa_lr": [0.1, 0.2]}):
+        _both_raise(lambda lib, kwargs=kwargs: lib.optim.swa_utils.SWALR(
+            lib.optim.SGD([_param(lib, 2)], lr=1.0), **kwargs))
+    for strategy in ("cos", "linear"):
+        lrs = {}
+        for lib in (torch, rt):
+            opt = lib.optim.SGD([_param(lib, 2)], lr=1.0)
+            sched = lib.optim.swa_utils.SWALR(opt, swa_lr=0.1, anneal_epochs=3,
+                                              anneal_strategy=strategy)
+            lrs[lib] = []
+            for _ in range(5):
+                opt.step()
+                sched.step()
+                lrs[lib].append(sched.get_last_lr()[0])
+        np.testing.assert_allclose(lrs[rt], lrs[torch], rtol=1e-12)
