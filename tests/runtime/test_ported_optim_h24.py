@@ -956,3 +956,50 @@ def test_swalr_errors_and_schedule_match_torch() -> None:
                 sched.step()
                 lrs[lib].append(sched.get_last_lr()[0])
         np.testing.assert_allclose(lrs[rt], lrs[torch], rtol=1e-12)
+
+
+# ---- LBFGS --------------------------------------------------------------------------------
+
+LBFGS_INPUTS: list[dict[str, Any]] = [
+    {}, {"lr": 0.01}, {"lr": _T(0.001)}, {"tolerance_grad": 1e-6},
+    {"line_search_fn": "strong_wolfe"}, {"history_size": 2, "max_iter": 5}]
+
+
+@pytest.mark.parametrize("kwargs", LBFGS_INPUTS, ids=[str(k) for k in LBFGS_INPUTS])
+def test_lbfgs_matches_torch(kwargs: dict[str, Any]) -> None:
+    """optim_inputs_func_lbfgs: 3 steps (each up to max_iter closure evaluations) on a
+    smooth convex function in float64 (not Rosenbrock's valley, where a last-bit difference
+    of a gradient grows to 1e-7 in 40 iterations): torch's losses, parameters and state."""
+    results = {}
+    weights, centre = np.array([1.0, 3.0, 0.5]), np.array([0.5, -1.0, 2.0])
+    for lib in (torch, rt):
+        x = lib.tensor(np.array([-1.5, 1.2, 0.3]), dtype=lib.float64, requires_grad=True)
+        opt = lib.optim.LBFGS([x], **_kwargs(kwargs, lib))
+        w, c = lib.tensor(weights), lib.tensor(centre)
+
+        def closure(x: Any = x, opt: Any = opt, w: Any = w, c: Any = c) -> Any:
+            opt.zero_grad()
+            loss = (w * (x - c) ** 2).sum() + 0.1 * (x ** 4).sum()
+            loss.backward()
+            return loss
+        losses = [float(opt.step(closure).detach()) for _ in range(3)]
+        state = opt.state[x]
+        results[lib] = (losses, x.detach().numpy().copy(), state["func_evals"],
+                        state["n_iter"], len(state["old_dirs"]))
+    ours, theirs = results[rt], results[torch]
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-9, atol=1e-14)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-9, atol=1e-12)
+    assert ours[2:] == theirs[2:]
+
+
+def test_second_order_optims_return_consistent_types() -> None:
+    """torch's: whether LBFGS stops at once (tolerance_grad inf) or not, its step returns
+    the closure's first loss, of the same type."""
+    params = [rt.randn(10, 5), rt.randn(10)]
+
+    def closure() -> Any:
+        return rt.tensor([10.0])
+
+    res1 = rt.optim.LBFGS(params, tolerance_grad=float("inf")).step(closure)
+    res2 = rt.optim.LBFGS(params, tolerance_grad=-float("inf")).step(closure)
+    assert type(res1) is type(res2)
