@@ -10,7 +10,7 @@ from typing import Any
 
 import runtime as rt
 from runtime.autograd import enable_grad, no_grad
-from runtime.optim.optimizer import Optimizer, Params
+from runtime.optim.optimizer import Optimizer, Params, check_tensor_lr
 from runtime.tensor import Tensor
 
 Number = Any  # a Python float, or a 0-dim tensor (as in torch's arithmetic)
@@ -125,6 +125,7 @@ class LBFGS(Optimizer):
                  max_eval: int | None = None, tolerance_grad: float = 1e-7,
                  tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:
+        check_tensor_lr(lr)
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:

@@ -374,7 +374,7 @@ def _param(lib: Any, *shape: int) -> Any:
     return lib.nn.Parameter(lib.ones(*shape))
 
 
-@pytest.mark.parametrize("name", list(RICH))
+@pytest.mark.parametrize("name", [*RICH, "LBFGS"])
 def test_param_group_errors(name: str) -> None:
     """get_error_inputs_for_all_optims: a tensor for params, a parameter in two groups,
     a Tensor lr of two elements, names given for some parameters or groups only; a non-leaf
