@@ -395,6 +395,41 @@ def test_param_group_errors(name: str) -> None:
         cls[rt]([p1[rt], p1[rt]])
 
 
+# optim_error_inputs_func_* for the CPU, past the ones every optimizer shares (above)
+ERROR_INPUTS: list[tuple[str, dict[str, Any]]] = [
+    ("Adadelta", {"lr": 0.01, "rho": 1.1}),
+    ("Adafactor", {"eps": (-1e-30, 1e-3)}), ("Adafactor", {"d": 0.0}),
+    ("Adafactor", {"beta2_decay": 0.8}),
+    ("Adagrad", {"lr": 0.01, "lr_decay": -0.5}),
+    *[(name, kwargs) for name in ("Adam", "AdamW") for kwargs in (
+        {"lr": 0.01, "betas": (1.0, 0.0)}, {"lr": 0.01, "weight_decay": -1},
+        {"lr": _T(0.001), "foreach": True}, {"lr": 0.01, "betas": (0.9, _T(0.99))},
+        {"lr": 0.01, "betas": (_T(0.9), 0.99)},
+        {"lr": 0.01, "betas": (_T(0.9), _T(0.99)), "foreach": True})],
+    ("Adamax", {"lr": 0.01, "betas": (0.0, 1.0)}),
+    ("ASGD", {"lr": 0.01, "weight_decay": -0.5}),
+    ("Muon", {"adjust_lr_fn": "arbitrary"}),
+    ("NAdam", {"lr": 0.01, "betas": (1.0, 0.0)}), ("NAdam", {"lr": 0.01, "momentum_decay": -0.2}),
+    ("RAdam", {"lr": 0.01, "betas": (1.0, 0.0)}), ("RAdam", {"lr": 0.01, "weight_decay": -1}),
+    ("RMSprop", {"lr": 0.01, "momentum": -1.0}),
+    ("Rprop", {"lr": 0.01, "etas": (1.0, 0.5)}),
+    ("SGD", {"lr": 0.01, "momentum": -0.5}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), ERROR_INPUTS,
+                         ids=[f"{n}-{k}" for n, k in ERROR_INPUTS])
+def test_error_inputs(name: str, kwargs: dict[str, Any]) -> None:
+    _both_raise(lambda lib: getattr(lib.optim, name)([_param(lib, 1, 1)],
+                                                    **_kwargs(kwargs, lib)))
+
+
+def test_muon_rejects_other_than_2d_parameters() -> None:
+    with pytest.raises(ValueError, match=r"^Muon only supports 2D parameters whereas we found "
+                                         r"a parameter with size: torch.Size\(\[2, 3, 4\]\)$"):
+        rt.optim.Muon([_param(rt, 2, 3, 4)])
+
+
 @pytest.mark.parametrize("name", [n for n in RICH if n not in ("Muon", "Adafactor")])
 def test_differentiable_is_not_implemented(name: str) -> None:
     """differentiable=True (a step that autograd records) cannot run here, where a step runs
