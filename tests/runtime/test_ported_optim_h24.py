@@ -1039,3 +1039,25 @@ def test_second_order_optims_return_consistent_types() -> None:
     res1 = rt.optim.LBFGS(params, tolerance_grad=float("inf")).step(closure)
     res2 = rt.optim.LBFGS(params, tolerance_grad=-float("inf")).step(closure)
     assert type(res1) is type(res2)
+
+
+@pytest.mark.parametrize("name", list(RICH))
+def test_save_load_equality_with_weights_only(name: str) -> None:
+    """torch's test_save_load_equality_with_weights_only: a state dict saved and loaded
+    (weights_only) is the same; and one torch saved, loaded here into an optimizer over the
+    same parameters, goes on as torch's own."""
+    import io
+    pair = _Pair(name, RICH[name])
+    pair.step()
+    buf = io.BytesIO()
+    rt.save(pair.ropt.state_dict(), buf)
+    buf.seek(0)
+    _check_state(pair.topt.state_dict(), rt.load(buf, weights_only=True), "float32")
+    buf = io.BytesIO()
+    torch.save(pair.topt.state_dict(), buf)
+    buf.seek(0)
+    pair.ropt.load_state_dict(rt.load(buf, weights_only=True))
+    pair.check()
+    for _ in range(2):
+        pair.step()
+    pair.check()
