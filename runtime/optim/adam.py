@@ -7,7 +7,7 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcmul_,
-                                      check_tensor_lr, subcdiv_)
+                                      check_tensor_lr, subcdiv_, to_scalar)
 from runtime.tensor import Tensor
 
 
@@ -108,7 +108,7 @@ class Adam(Optimizer):
         _check_betas(betas, foreach, capturable)
         defaults = {
             "lr": lr,
-            "betas": tuple(betas),
+            "betas": tuple(map(to_scalar, betas)),  # torch's: a tuple, tensors made 0-d
             "eps": eps,
             "weight_decay": weight_decay,
             "amsgrad": amsgrad,

@@ -51,7 +51,7 @@ class Adamax(Optimizer):
                  maximize: bool = False, differentiable: bool = False,
                  capturable: bool = False) -> None:
         _check(lr, eps, weight_decay, betas)
-        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "foreach": foreach,
                                   "maximize": maximize, "differentiable": differentiable,
                                   "capturable": capturable})
@@ -91,7 +91,7 @@ class NAdam(Optimizer):
         _check(lr, eps, weight_decay, betas)
         if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
-        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay,
                                   "momentum_decay": momentum_decay,
                                   "decoupled_weight_decay": decoupled_weight_decay,
@@ -146,7 +146,7 @@ class RAdam(Optimizer):
                  foreach: bool | None = None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False) -> None:
         _check(lr, eps, weight_decay, betas)
-        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps,
+        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
                                   "weight_decay": weight_decay, "maximize": maximize,
                                   "foreach": foreach, "capturable": capturable,
                                   "decoupled_weight_decay": decoupled_weight_decay,

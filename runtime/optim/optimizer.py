@@ -62,6 +62,15 @@ def _check_capturable(optimizer: Any) -> None:
                              f"on supported devices: {devices}.")
 
 
+def to_scalar(value: Any) -> Any:
+    """torch's _to_scalar: a one-element tensor setting of any shape (an lr of shape (1,),
+    Adam's betas of shape (1, 1)) as a 0-d view of it, which acts as a scalar rather than
+    broadcasting an update; anything else as it is."""
+    if isinstance(value, Tensor) and value.dim() != 0:
+        return value.squeeze()
+    return value
+
+
 class _RequiredParameter:
     """Singleton class representing a required parameter for an Optimizer."""
 
@@ -339,11 +348,7 @@ class Optimizer:
         reads at each replay, so that changing it (a schedule) never recompiles. Arithmetic
         among hyperparameters is float64 either way (Python floats are doubles); `scalar`
         rounds a result to the parameters' dtype, as a Python number meeting a tensor is."""
-        value = group[key] if index is None else group[key][index]
-        if isinstance(value, Tensor) and value.dim() != 0:
-            # torch's _to_scalar: a one-element tensor setting of any shape (lr of shape (1,),
-            # Adam's betas of shape (1, 1)) acts as a 0-d one, not broadcasting the update
-            return value.squeeze()
+        value = to_scalar(group[key] if index is None else group[key][index])
         tracer = _trace_state.tracer
         if tracer is None or type(value) not in (int, float):
             return value

@@ -29,8 +29,8 @@ class Rprop(Optimizer):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        super().__init__(params, {"lr": lr, "etas": tuple(etas),
-                                  "step_sizes": tuple(step_sizes), "foreach": foreach,
+        super().__init__(params, {"lr": lr, "etas": etas,  # as given, as torch's
+                                  "step_sizes": step_sizes, "foreach": foreach,
                                   "maximize": maximize, "differentiable": differentiable,
                                   "capturable": capturable})
 

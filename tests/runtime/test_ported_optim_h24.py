@@ -177,6 +177,23 @@ def _check_state(tsd: dict[str, Any], rsd: dict[str, Any], dtype: str) -> None:
                 assert rv == tv, key
     for tgroup, rgroup in zip(tsd["param_groups"], rsd["param_groups"], strict=True):
         assert sorted(rgroup) == sorted(tgroup)
+        for key, tv in tgroup.items():
+            _check_setting(key, rgroup[key], tv)
+
+
+def _check_setting(key: str, ours: Any, theirs: Any) -> None:
+    """A group's setting as torch's: a tensor of its shape and value, a list or tuple as
+    such, element by element, a number or flag equal."""
+    if isinstance(theirs, torch.Tensor):
+        assert isinstance(ours, rt.Tensor), key
+        assert tuple(ours.shape) == tuple(theirs.shape), key
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    elif isinstance(theirs, (list, tuple)):
+        assert type(ours) is type(theirs), (key, ours, theirs)
+        for o, t in zip(ours, theirs, strict=True):
+            _check_setting(key, o, t)
+    else:
+        assert ours == theirs, (key, ours, theirs)
 
 
 _CASES = [(name, kwargs) for name, sets in OPTIM_INPUTS.items() for kwargs in sets]
@@ -210,6 +227,25 @@ def test_one_element_tensor_lr_of_any_shape(name: str) -> None:
         for _ in range(3):
             pair.step()
         pair.check()
+
+
+SEQUENCE_SETTINGS: list[tuple[str, dict[str, Any]]] = [
+    ("Adam", {"betas": [0.8, 0.99]}), ("Adamax", {"betas": [0.8, 0.99]}),
+    ("NAdam", {"betas": [0.8, 0.99]}), ("RAdam", {"betas": [0.8, 0.99]}),
+    ("Rprop", {"etas": [0.4, 1.3], "step_sizes": [1e-5, 10]}),
+    ("Adafactor", {"eps": [None, 1e-3]}), ("Muon", {"ns_coefficients": [3.4, -4.7, 2.0]})]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), SEQUENCE_SETTINGS,
+                         ids=[n for n, _ in SEQUENCE_SETTINGS])
+def test_sequence_settings_as_torch_keeps_them(name: str, kwargs: dict[str, Any]) -> None:
+    """A list given for betas, etas or step_sizes stays a list in the group, as torch's
+    (Adam alone makes its betas a tuple); here Adamax, NAdam, RAdam and Rprop made them
+    tuples."""
+    pair = _Pair(name, kwargs)
+    for _ in range(3):
+        pair.step()
+    pair.check()
 
 
 _IMPL = [(name, flags) for name, sets in IMPL_FLAGS.items() for flags in sets]
