@@ -96,6 +96,11 @@ class Capture:
     # id(optimizer) -> the (group, key) settings the step assigns from its arguments before
     # the update reads them (Tracer.group_effects): not guarded
     assigned_settings: dict[int, set[tuple[int, str]]] = field(default_factory=dict)
+    # id(optimizer) -> the (group, key, index) settings the plan reads at each replay
+    # (Tracer.hyper); any other number the step read is a constant of the plan, guarded by
+    # value (planner.compile._optimizer_key)
+    replayed_settings: dict[int, set[tuple[int, str, int | None]]] = field(
+        default_factory=dict)
     # a step returning tensors that require grad without a backward in it: its backward,
     # traced too (planner.aot: the plans' split and CompiledFunctionBackward)
     aot: Any = None
@@ -885,6 +890,8 @@ class Tracer:
                         [o for o, _ in self.optimizers.values()], grad_none, created, effects,
                         self.modes, self.late_modes, self.found_modes)
         found.assigned_settings = self.assigned_settings
+        for opt_id, *where in self.hypers:
+            found.replayed_settings.setdefault(opt_id, set()).add(tuple(where))
         found.outside = [s.ref for s in self.slots if s.kind == "tensor"] + self.sharing_inputs
         found.namedtuples = namedtuple_skeleton(result)
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's

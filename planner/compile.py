@@ -55,7 +55,7 @@ from . import background as bg
 from . import aot, cuda_graph, guards, plan_cache, returned_graphs
 from .optimized_module import OptimizedModule
 from .capture import Capture, Slot, capture
-from .guards import ASSIGNED, MISSING, setting_key
+from .guards import ASSIGNED, MISSING, exact_setting_key, is_exact, setting_key
 from .number_guards import NumberGuards
 from .parallel import Execution, check_options
 from .plan import COMMITS, Plan, build_plan
@@ -310,19 +310,44 @@ def _outermost(modules: list[Any]) -> list[Any]:
     return [m for m in modules if id(m) not in inner]
 
 
-def _optimizer_key(opt: Any, assigned: Any = frozenset()) -> Any:
+def _optimizer_key(opt: Any, assigned: Any = frozenset(), replayed: Any = None) -> Any:
     """What a plan depends on in ``opt``: its groups' parameters and settings
     (``setting_key``; those in ``assigned``, (group, key) pairs the step assigns before its
-    update reads them, not at all: ASSIGNED) and its state entries."""
+    update reads them, not at all: ASSIGNED; a number the plan does not read at each replay,
+    not among ``replayed``'s (group, key, index) triples (Tracer.hyper), by value:
+    ``exact_setting_key``) and its state entries. ``replayed`` None: every number is."""
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
-         tuple(sorted((k, ASSIGNED if (i, k) in assigned else setting_key(v, k))
+         tuple(sorted((k, ASSIGNED if (i, k) in assigned
+                       else _setting_key(i, k, v, replayed))
                       for k, v in g.items() if k != "params")))
         for i, g in enumerate(opt.param_groups))
     state = tuple(
         (id(p), tuple(sorted((k, id(v) if isinstance(v, Tensor) else v) for k, v in st.items())))
         for p, st in opt.state.items())
     return groups, state
+
+
+def _setting_key(group: int, key: str, value: Any, replayed: Any) -> Any:
+    """``setting_key`` of a setting whose every number the plan reads at each replay, else
+    ``exact_setting_key``: a number read as such is a constant of the plan."""
+    if replayed is None:
+        return setting_key(value, key)
+    if type(value) in (int, float):
+        numbers = [None]
+    elif isinstance(value, (list, tuple)):
+        numbers = [j for j, v in enumerate(value) if type(v) in (int, float)]
+    else:
+        numbers = []
+    if all((group, key, j) in replayed for j in numbers):
+        return setting_key(value, key)
+    return exact_setting_key(value)
+
+
+def _setting_now(group: dict[str, Any], key: str, was: Any) -> Any:
+    """The key of ``group[key]`` now, made as ``was`` (its key at capture) was made."""
+    value = group.get(key, MISSING)
+    return exact_setting_key(value) if is_exact(was) else setting_key(value, key)
 
 
 def _optimizer_matches(opt: Any, key: Any) -> bool:
@@ -341,7 +366,7 @@ def _optimizer_matches(opt: Any, key: Any) -> bool:
         for k, v in settings:
             if v is ASSIGNED:
                 continue
-            now = setting_key(g.get(k, MISSING), k)
+            now = _setting_now(g, k, v)
             if now is not v and (now is MISSING or not now == v):
                 return False
     if len(opt.state) != len(state):
@@ -367,7 +392,9 @@ def _optimizer_change(opt: Any, key: Any) -> str:
     for i, ((ids, settings), (old_ids, old_settings)) in enumerate(zip(groups, old_groups)):
         if ids != old_ids:
             return f"the parameters of param_groups[{i}] changed"
-        now, was = dict(settings), dict(old_settings)
+        was = dict(old_settings)
+        now = {k: _setting_now(opt.param_groups[i], k, was[k]) if k in was else v
+               for k, v in settings}
         for name in sorted(now.keys() | was.keys()):
             if was.get(name) is not ASSIGNED and now.get(name, MISSING) != was.get(name, MISSING):
                 value = opt.param_groups[i].get(name, "missing")
@@ -1176,7 +1203,8 @@ class CompiledStep:
         modules = cap.modules + [m for m in cap.watch.escaped_modules() if id(m) not in called]
         return Binding(plan, cap.slots, cap.generators,
                        [(m, _module_params(m, found, counters)) for m in _outermost(modules)],
-                       [(o, _optimizer_key(o, cap.assigned_settings.get(id(o), ())))
+                       [(o, _optimizer_key(o, cap.assigned_settings.get(id(o), ()),
+                                           cap.replayed_settings.get(id(o), set())))
                         for o in cap.optimizers], cap.grad_none,
                        cap.watch.guards([path for path, _ in increments]
                                         + cap.watch.appended_paths()), cap.effects + [

@@ -65,12 +65,36 @@ def setting_key(value: Any, name: str | None = None) -> Any:
     return value
 
 
+# an exact_setting_key's mark (an object, so that no setting's own value can be it)
+EXACT = object()
+
+
+def exact_setting_key(value: Any) -> Any:
+    """What a plan depends on in an optimizer setting the step read as a Python value, not
+    through Tracer.hyper (a user's optimizer reading ``group["lr"]``, Muon's eps): a
+    constant of the plan, so its value itself (a tensor's identity: the plan reads it)."""
+    return (EXACT, _exact(value))
+
+
+def _exact(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return (type(value), tuple(_exact(v) for v in value))
+    if isinstance(value, Tensor):
+        return ("tensor", id(value))
+    return (type(value), value)
+
+
+def is_exact(key: Any) -> bool:
+    return type(key) is tuple and len(key) == 2 and key[0] is EXACT
+
+
 class _Source:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.names: dict[str, Any] = {"_missing": MISSING, "_id": id, "_len": len,
                                       "_type": type, "_isinstance": isinstance,
                                       "_tensor": Tensor, "_setting_key": setting_key,
+                                      "_exact_setting_key": exact_setting_key,
                                       "_structure_version": structure_version,
                                       "_leaf_hooks_version": leaf_hooks_version,
                                       "_getattr": getattr, "_tuple": tuple, "_map": map,
@@ -263,6 +287,11 @@ def _optimizer(src: _Source, opt: str, key: Any) -> None:
         src.fail_if(f"_len(g) != {_int(len(settings) + 1)}")
         for k, v in settings:
             if v is ASSIGNED:
+                continue
+            if is_exact(v):  # a constant of the plan: its value
+                want = src.name(v)
+                src.lines.append(f"    now = _exact_setting_key(g.get({src.name(k)}, _missing))")
+                src.fail_if(f"now is not {want} and not now == {want}")
                 continue
             if v is None or type(v) is bool:  # setting_key's own: only the same object
                 src.fail_if(f"g.get({src.name(k)}, _missing) is not {src.name(v)}")

@@ -127,9 +127,14 @@ def _with_step_hooks(step: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         self = args[0]
         self._opt_called = True  # what torch's schedulers' wrapper of step records
-        if _trace_state.tracer is not None and has_step_hooks(self):
-            # a plan replays tensor ops only: a hook's Python would run at capture alone
-            raise GraphBreak(f"{type(self).__name__}.step() has step hooks")
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            if has_step_hooks(self):
+                # a plan replays tensor ops only: a hook's Python would run at capture alone
+                raise GraphBreak(f"{type(self).__name__}.step() has step hooks")
+            # a compiled step guards on, and plans, this optimizer's settings and state: a
+            # user's step (its own, not Optimizer.step) too
+            tracer.on_optimizer(self)
         for hook in chain(_global_optimizer_pre_hooks.values(),
                           self._optimizer_step_pre_hooks.values()):
             result = hook(self, args, kwargs)
@@ -283,9 +288,6 @@ class Optimizer:
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Update every parameter that has a gradient; `closure` re-evaluates the loss first."""
         loss = None
-        tracer = _trace_state.tracer
-        if tracer is not None:
-            tracer.on_optimizer(self)  # a compiled step guards on, and plans, this state
         if closure is not None:
             with enable_grad():
                 loss = closure()

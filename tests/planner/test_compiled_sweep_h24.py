@@ -171,3 +171,57 @@ def test_lbfgs_with_a_closure_falls_back_with_a_warning() -> None:
     np.testing.assert_array_equal(losses, ref_losses)
     for p, q in zip(params, ref_params, strict=True):
         np.testing.assert_array_equal(p, q)
+
+
+class _PlainSGD(optim.Optimizer):
+    """A user's optimizer in torch's style: its step reads each setting as a Python number."""
+
+    def __init__(self, params: Any, lr: float = 0.1, momentum: float = 0.0) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum})
+
+    @rt.no_grad()
+    def step(self, closure: Any = None) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                d = p.grad
+                if group["momentum"]:
+                    state = self.state[p]
+                    if "buf" not in state:
+                        state["buf"] = d.clone()
+                    else:
+                        state["buf"].mul_(group["momentum"]).add_(d)
+                    d = state["buf"]
+                p.add_(d, alpha=-group["lr"])
+
+
+@pytest.mark.parametrize(("make", "key", "value"), [
+    (lambda ps: _PlainSGD(ps, lr=0.1), "lr", 0.01),
+    (lambda ps: _PlainSGD(ps, lr=0.1, momentum=0.9), "momentum", 0.5),
+    (lambda ps: optim.Muon(ps, lr=0.02), "eps", 10.0),
+    (lambda ps: optim.Muon(ps, lr=0.02), "ns_coefficients", (3.0, -3.2, 1.2)),
+], ids=["user_lr", "user_momentum", "muon_eps", "muon_ns_coefficients"])
+def test_a_setting_the_step_reads_as_a_number_is_guarded_by_value(
+        make: Callable[[Any], Any], key: str, value: Any) -> None:
+    """A setting an update reads as a Python number (a user's optimizer reading
+    group["lr"], Muon's eps and Newton-Schulz coefficients), not through Optimizer._hyper,
+    is a constant of the plan: changed between calls, the step captures again and uses the
+    new value. Here the plan kept the old one, guarded only by the number's type and
+    whether it is zero: silently eager's results no more."""
+    results = []
+    for compiled in (True, False):
+        rt.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 5, bias=False), nn.Tanh(),
+                              nn.Linear(5, 2, bias=False))
+        opt = make(list(model.parameters()))
+        fn = planner.compile(train) if compiled else train
+        for i, (x, y) in enumerate(batches(4)):
+            if i == 2:
+                opt.param_groups[0][key] = value
+            fn(model, opt, x, y)
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+        if compiled:
+            assert fn.captures == 2
+    for p, q in zip(*results, strict=True):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
