@@ -313,13 +313,15 @@ def _outermost(modules: list[Any]) -> list[Any]:
 def _optimizer_key(opt: Any, assigned: Any = frozenset(), replayed: Any = None) -> Any:
     """What a plan depends on in ``opt``: its groups' parameters and settings
     (``setting_key``; those in ``assigned``, (group, key) pairs the step assigns before its
-    update reads them, not at all: ASSIGNED; a number the plan does not read at each replay,
-    not among ``replayed``'s (group, key, index) triples (Tracer.hyper), by value:
-    ``exact_setting_key``) and its state entries. ``replayed`` None: every number is."""
+    update reads them, not at all: ASSIGNED; a number the update reads as a constant of the
+    plan, by value: ``exact_setting_key``, see ``_setting_key``) and its state entries.
+    ``replayed``: the (group, key, index) settings the plan reads at each replay
+    (Tracer.hyper); None: as if every number were."""
+    constants = _plan_constants(opt)
     groups = tuple(
         (tuple(id(p) for p in g["params"]),
          tuple(sorted((k, ASSIGNED if (i, k) in assigned
-                       else _setting_key(i, k, v, replayed))
+                       else _setting_key(i, k, v, replayed, constants))
                       for k, v in g.items() if k != "params")))
         for i, g in enumerate(opt.param_groups))
     state = tuple(
@@ -328,10 +330,25 @@ def _optimizer_key(opt: Any, assigned: Any = frozenset(), replayed: Any = None) 
     return groups, state
 
 
-def _setting_key(group: int, key: str, value: Any, replayed: Any) -> Any:
-    """``setting_key`` of a setting whose every number the plan reads at each replay, else
-    ``exact_setting_key``: a number read as such is a constant of the plan."""
-    if replayed is None:
+def _plan_constants(opt: Any) -> Any:
+    """The settings ``opt``'s update reads as Python numbers (constants of a plan): those
+    its class names (``Optimizer._plan_constants``: Muon's eps and Newton-Schulz
+    coefficients) where the update is the library's (``Optimizer.step`` over
+    ``_step_group``, which reads every other number through ``_hyper``, or only whether it
+    is zero); None, any, where the class has a step of its own (a user's optimizer reading
+    ``group["lr"]``)."""
+    from runtime.optim.optimizer import Optimizer
+
+    if type(opt).step is not Optimizer.step:
+        return None
+    return frozenset(type(opt)._plan_constants)
+
+
+def _setting_key(group: int, key: str, value: Any, replayed: Any, constants: Any) -> Any:
+    """``exact_setting_key`` of a setting the update may read as a constant (``constants``
+    None or naming it) unless the plan reads each of its numbers at every replay
+    (``replayed``); else ``setting_key``."""
+    if replayed is None or (constants is not None and key not in constants):
         return setting_key(value, key)
     if type(value) in (int, float):
         numbers = [None]

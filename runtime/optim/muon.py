@@ -67,6 +67,8 @@ class Muon(Optimizer):
     """Momentum orthogonalized by Newton-Schulz, torch's hyperparameters and defaults."""
 
     _state_made_lazily = True
+    # read as Python numbers by the Newton-Schulz iteration
+    _plan_constants = ("eps", "ns_coefficients", "ns_steps")
 
     def __init__(self, params: Params, lr: float = 1e-3, weight_decay: float = 0.1,
                  momentum: float = 0.95, nesterov: bool = True,

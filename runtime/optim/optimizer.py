@@ -428,6 +428,10 @@ class Optimizer:
     _loaded_defaults: dict[str, Any] = {}
     _loaded_tensors: tuple[str, ...] = ()
     _loaded_on_device = False
+    # the settings ``_step_group`` reads as Python numbers rather than through ``_hyper``
+    # (constants of a compiled step's plan, which guards them by value:
+    # planner.compile._plan_constants)
+    _plan_constants: tuple[str, ...] = ()
 
     def _fill_loaded(self) -> None:
         from runtime.creation import tensor

@@ -225,3 +225,25 @@ def test_a_setting_the_step_reads_as_a_number_is_guarded_by_value(
             assert fn.captures == 2
     for p, q in zip(*results, strict=True):
         np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_a_setting_the_update_never_reads_is_not_guarded_by_value() -> None:
+    """Rprop reads its lr only to start each step size (state made outside the capture): a
+    schedule changing it replays the one plan, as for the settings a plan reads at each
+    replay, rather than capturing again at every call."""
+    results = []
+    for compiled in (True, False):
+        model, _ = build("rprop_maximize")
+        opt = optim.Rprop(model.parameters(), lr=0.01)
+        sched = optim.lr_scheduler.ExponentialLR(opt, 0.5)
+        fn = planner.compile(train) if compiled else train
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for x, y in batches(4):
+                fn(model, opt, x, y)
+                sched.step()
+        results.append([p.detach().numpy().copy() for p in model.parameters()])
+        if compiled:
+            assert (fn.captures, fn.warmups) == (1, 0)
+    for p, q in zip(*results, strict=True):
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
