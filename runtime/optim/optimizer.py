@@ -404,11 +404,16 @@ class Optimizer:
                 chain.from_iterable(g["params"] for g in self.param_groups),
             )
         )
+        # torch's _process_value_according_to_param_policy: a step of a group saved fused or
+        # capturable is made float32 (those updates keep it so); any other step as it is
+        step_float32 = {i for s in state_dict["param_groups"] for i in s["params"]
+                        if s.get("fused") or s.get("capturable")}
         state: defaultdict[Any, dict[str, Any]] = defaultdict(dict)
         for key, value in state_dict["state"].items():
             if key in id_map:
                 param = id_map[key]
-                state[param] = {k: _cast(param, v, k) for k, v in value.items()}
+                state[param] = {k: _cast(param, v, k, key in step_float32)
+                                for k, v in value.items()}
             else:
                 state[key] = value
         for group, saved in zip(self.param_groups, saved_groups):
@@ -482,17 +487,21 @@ def _split_names(param_group: dict[str, Any], params: list[Any]) -> None:
         param_group["param_names"] = names
 
 
-def _cast(param: Tensor, value: Any, key: Any) -> Any:
-    """A copy of a state value on `param`'s device (and its float dtype, except for "step"):
-    tensors in dicts, lists and tuples too (LBFGS's history), as torch's."""
+def _cast(param: Tensor, value: Any, key: Any, step_float32: bool = False) -> Any:
+    """A copy of a state value on `param`'s device (and its float dtype, except for "step",
+    which keeps its own, or is made float32 where ``step_float32``): tensors in dicts, lists
+    and tuples too (LBFGS's history), as torch's."""
     if isinstance(value, dict):
-        return {k: _cast(param, v, k) for k, v in value.items()}
+        return {k: _cast(param, v, k, step_float32) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(param, v, None) for v in value)
     if not isinstance(value, Tensor):
         return deepcopy(value)
     value = value.detach().to(param.device)
-    if key != "step" and param.dtype.is_floating_point:
+    if key == "step":
+        if step_float32:
+            value = value.to(D.float32)
+    elif param.dtype.is_floating_point:
         value = value.to(param.dtype)
     return value.clone()
 

@@ -1097,3 +1097,28 @@ def test_save_load_equality_with_weights_only(name: str) -> None:
     for _ in range(2):
         pair.step()
     pair.check()
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "SGD", "Adagrad"])
+def test_load_state_dict_makes_a_fused_groups_step_float32(name: str) -> None:
+    """torch's _process_value_according_to_param_policy: the step of a group saved with
+    fused=True loads as float32 (a float64 step, as made under a float64 default dtype),
+    other groups' steps as they are; what torch's load gives."""
+    kwargs = {"momentum": 0.9} if name == "SGD" else {}
+    loaded = {}
+    for lib in (torch, rt):
+        params = [lib.nn.Parameter(lib.ones(2, dtype=lib.float64))]
+        opt = getattr(lib.optim, name)(params, fused=True, **kwargs)
+        params[0].grad = lib.ones(2, dtype=lib.float64)
+        opt.step()
+        state_dict = copy.deepcopy(opt.state_dict())
+        for state in state_dict["state"].values():
+            if "step" in state:
+                state["step"] = state["step"].double()
+        for fused in (True, False):
+            state_dict["param_groups"][0]["fused"] = fused
+            other = getattr(lib.optim, name)(params, fused=True, **kwargs)
+            other.load_state_dict(copy.deepcopy(state_dict))
+            loaded[lib, fused] = other.state_dict()
+    for fused in (True, False):
+        _check_state(loaded[torch, fused], loaded[rt, fused], "float64")
