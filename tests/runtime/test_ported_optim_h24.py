@@ -222,11 +222,10 @@ def test_optim_inputs_match_torch_float64(name: str) -> None:
 def test_one_element_tensor_lr_of_any_shape(name: str) -> None:
     """torch's _to_scalar: an lr of shape (1, 1) (or (1,)) acts as a 0-d one; here it
     broadcast the update of a parameter of another shape into an error."""
-    for shape in ((1,), (1, 1)):
-        pair = _Pair(name, {"lr": _T(0.01, shape)})
-        for _ in range(3):
-            pair.step()
-        pair.check()
+    pair = _Pair(name, {"lr": _T(0.01, (1, 1))})
+    for _ in range(3):
+        pair.step()
+    pair.check()
 
 
 SEQUENCE_SETTINGS: list[tuple[str, dict[str, Any]]] = [
@@ -300,12 +299,13 @@ def _set_grads(params: list[Any], grads: list[np.ndarray]) -> None:
         p.grad = rt.tensor(g, dtype=p.dtype)
 
 
-@pytest.mark.parametrize("named", [False, True])
 @pytest.mark.parametrize("name", list(RICH))
-def test_state_dict_round_trip_mid_training(name: str, named: bool) -> None:
+def test_state_dict_round_trip_mid_training(name: str) -> None:
     """torch's test_state_dict_deterministic: a state dict loaded (a deep copy) into a new
     optimizer over copies of the parameters continues with the same bits; both state dicts
-    then equal, and match torch's optimizer on the same gradients."""
+    then equal, and match torch's optimizer on the same gradients. The new optimizer's
+    parameters are named for every other optimizer (names or not, the same)."""
+    named = list(RICH).index(name) % 2 == 1
     pair = _Pair(name, RICH[name])
     for _ in range(3):
         pair.step()
