@@ -337,9 +337,9 @@ def _plan_constants(opt: Any) -> Any:
     ``_step_group``, which reads every other number through ``_hyper``, or only whether it
     is zero); None, any, where the class has a step of its own (a user's optimizer reading
     ``group["lr"]``)."""
-    from runtime.optim.optimizer import Optimizer
+    from runtime.optim.optimizer import Optimizer, step_function
 
-    if type(opt).step is not Optimizer.step:
+    if step_function(opt) is not Optimizer.step:
         return None
     return frozenset(type(opt)._plan_constants)
 

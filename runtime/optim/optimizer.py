@@ -168,14 +168,11 @@ def own_float(value: Any) -> Any:
 
 class Optimizer:
     """Subclasses implement `_step_group(group)`; `step` runs it for each group under `no_grad`
-    (a subclass's own `step` runs the step hooks too)."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        if "step" in cls.__dict__:
-            cls.step = _with_step_hooks(cls.__dict__["step"])  # type: ignore[method-assign]
+    (the step of an optimizer's class, its own or not, runs the step hooks:
+    ``_patch_step_function``)."""
 
     def __init__(self, params: Params, defaults: dict[str, Any]) -> None:
+        _patch_step_function(type(self))
         _check_flags(defaults)
         self.defaults = defaults
         self._optimizer_step_pre_hooks: dict[int, Callable[..., Any]] = _HookDict()
@@ -458,7 +455,22 @@ class Optimizer:
                                               device=p.device if on_device else None)
 
 
-Optimizer.step = _with_step_hooks(Optimizer.step)  # type: ignore[method-assign]
+def _patch_step_function(cls: type) -> None:
+    """torch's _patch_step_function: the step of the class of an optimizer being made, unless
+    already so, runs the step hooks (``_with_step_hooks``). Patched when an optimizer is made,
+    as torch's, so that a subclass's step calling ``super().step()`` runs the hooks once
+    where its base was never made itself (twice where it was, as torch's)."""
+    if not getattr(cls.step, "hooked", False):
+        cls.step = _with_step_hooks(cls.step)  # type: ignore[attr-defined]
+        cls.step.hooked = True  # type: ignore[attr-defined]
+
+
+def step_function(opt: Any) -> Callable[..., Any]:
+    """The step ``opt``'s class runs, without the hooks' wrapper."""
+    step = type(opt).step
+    return getattr(step, "__wrapped__", step)
+
+
 
 
 def _check_flags(defaults: dict[str, Any]) -> None:

@@ -779,6 +779,39 @@ def test_step_all_hooks(name: str) -> None:
     assert data == [0, 1, 2, 5] * 3
 
 
+def _hooked_subclass_calls(lib: Any) -> list[str]:
+    """The hooks run by one step of an optimizer whose step calls ``super().step()`` of a
+    base class with a step of its own that no optimizer was made of."""
+    class Base(lib.optim.Optimizer):
+        def __init__(self, params: Any) -> None:
+            super().__init__(params, {"lr": 0.1})
+
+        def step(self, closure: Any = None) -> None:
+            with lib.no_grad():
+                for p in self.param_groups[0]["params"]:
+                    p.sub_(p.grad * self.param_groups[0]["lr"])
+
+    class Sub(Base):
+        def step(self, closure: Any = None) -> None:
+            return super().step(closure)
+
+    calls: list[str] = []
+    p = lib.nn.Parameter(lib.ones(2))
+    opt = Sub([p])
+    p.grad = lib.ones(2)
+    opt.register_step_pre_hook(lambda *a: calls.append("pre"))
+    opt.register_step_post_hook(lambda *a: calls.append("post"))
+    opt.step()
+    return calls
+
+
+def test_step_hooks_run_once_for_a_subclass_calling_super_step() -> None:
+    """torch patches the step of an optimizer's class when one is made
+    (_patch_step_function): a subclass's step calling its base's runs the hooks once; here
+    every class's own step was wrapped when defined, and the hooks ran twice."""
+    assert _hooked_subclass_calls(rt) == _hooked_subclass_calls(torch) == ["pre", "post"]
+
+
 def test_step_pre_hook_replaces_args() -> None:
     """A pre-hook returning (args, kwargs) replaces the step's arguments (here, the
     closure); any other non-None value is torch's RuntimeError."""
