@@ -779,6 +779,29 @@ def test_step_all_hooks(name: str) -> None:
     assert data == [0, 1, 2, 5] * 3
 
 
+def _hook_order(lib: Any) -> list[str]:
+    p = lib.nn.Parameter(lib.ones(2))
+    opt = lib.optim.SGD([p], lr=0.1)
+    calls: list[str] = []
+    opt.register_state_dict_pre_hook(lambda o: calls.append("pre1"))
+    opt.register_state_dict_pre_hook(lambda o: calls.append("pre0"), prepend=True)
+    opt.register_state_dict_post_hook(lambda o, sd: calls.append("post1"))
+    opt.register_state_dict_post_hook(lambda o, sd: calls.append("post0"), prepend=True)
+    opt.register_load_state_dict_post_hook(lambda o: calls.append("load_post1"))
+    opt.register_load_state_dict_post_hook(lambda o: calls.append("load_post0"), prepend=True)
+    handle = opt.register_load_state_dict_pre_hook(lambda o, sd: calls.append("load_pre"))
+    opt.load_state_dict(opt.state_dict())
+    handle.remove()
+    opt.load_state_dict(opt.state_dict())
+    return calls
+
+
+def test_state_dict_hooks_order_with_prepend() -> None:
+    """prepend=True puts a state dict or load hook first; a removed one runs no more; the
+    order torch's runs them in."""
+    assert _hook_order(rt) == _hook_order(torch)
+
+
 def _hooked_subclass_calls(lib: Any) -> list[str]:
     """The hooks run by one step of an optimizer whose step calls ``super().step()`` of a
     base class with a step of its own that no optimizer was made of."""
