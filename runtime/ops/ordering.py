@@ -22,7 +22,8 @@ from ..return_types import returns
 from ..tensor import Tensor
 from . import functional as F
 from . import tensor_ops as T
-from .dispatch import named
+from . import prims as P
+from .dispatch import apply, named
 from .naming import renamed
 from .shapes import OMITTED, int_dim, wrap_dim
 
@@ -233,16 +234,19 @@ def _quickselect(values: np.ndarray, k: int) -> int:
 
 
 def _quickselect_ties(x: Tensor, d: int, k: int, idx: Tensor) -> Tensor:
-    """``idx`` (kept dim ``d``: a stable sort's k-th) with the rows whose k-th value occurs
-    more than once given PyTorch's pick among the equal ones instead (its quickselect's);
-    rows without ties keep it, which any selection agrees on. A captured step keeps the
-    stable sort's (its values are not read while capturing; ties only pick another index)."""
-    from ..tracing import is_tracing
+    """``idx`` (kept dim ``d``: a stable sort's k-th) with PyTorch's pick among equal values
+    instead (``quickselect_pick``): the stl_pick primitive, so a captured step picks as eager
+    mode does at each replay."""
+    return apply(P.STL_PICK, x.detach(), idx, idx, kind="kthvalue", dim=d, k=k,
+                 largest=False, sort=False)
 
-    if is_tracing():
-        return idx
-    rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1)
-    picked = np.moveaxis(np.asarray(idx.cpu().numpy()), d, -1)
+
+def quickselect_pick(x: np.ndarray, idx: np.ndarray, d: int, k: int) -> np.ndarray:
+    """``idx`` with the rows whose k-th value occurs more than once given PyTorch's pick
+    among the equal ones instead (its quickselect's); rows without ties keep it, which any
+    selection agrees on."""
+    rows = np.moveaxis(x, d, -1)
+    picked = np.moveaxis(idx, d, -1)
     flat, flat_idx = rows.reshape(-1, rows.shape[-1]), picked.reshape(-1).copy()
     kth = np.take_along_axis(flat, flat_idx[:, None], 1)
     same = (flat == kth) | ((flat != flat) & (kth != kth))
@@ -251,10 +255,7 @@ def _quickselect_ties(x: Tensor, d: int, k: int, idx: Tensor) -> Tensor:
         return idx
     for r in tied:
         flat_idx[r] = _quickselect(flat[r], k)
-    from ..creation import tensor
-
-    fixed = np.moveaxis(flat_idx.reshape(picked.shape), -1, d)
-    return tensor(np.ascontiguousarray(fixed), device=x.device)
+    return np.ascontiguousarray(np.moveaxis(flat_idx.reshape(picked.shape), -1, d))
 
 
 def _const_pos(x: Tensor, d: int, p: int) -> Tensor:
@@ -297,34 +298,36 @@ def mode(input: Tensor, dim: int = -1, keepdim: bool = False, *,  # noqa: A002
 
 def _std_sort_modes(x: Tensor, d: int, idx: Tensor) -> Tensor:
     """``idx`` (kept dim ``d``: the last occurrence of the smallest most frequent value)
-    with PyTorch's pick instead where it differs: its kernel std::sorts (value, index) pairs
-    by value, unstably past 16 elements, and takes the last pair of the first longest run of
-    equal values (a NaN equal to nothing, and unordered against every value in the sort). A
-    captured step keeps the primitives' pick (its values are not read while capturing)."""
-    from ..tracing import is_tracing
-
-    n = x.shape[d]
-    if is_tracing() or not x.numel():
+    with PyTorch's pick instead where it differs (``std_sort_mode_pick``): the stl_pick
+    primitive, so a captured step picks as eager mode does at each replay."""
+    if not x.numel():
         return idx
-    rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1).reshape(-1, n)
+    return apply(P.STL_PICK, x.detach(), idx, idx, kind="mode", dim=d, k=0, largest=False,
+                 sort=False)
+
+
+def std_sort_mode_pick(x: np.ndarray, idx: np.ndarray, d: int) -> np.ndarray:
+    """``idx`` with PyTorch's mode index where it differs: its kernel std::sorts (value,
+    index) pairs by value, unstably past 16 elements, and takes the last pair of the first
+    longest run of equal values (a NaN equal to nothing, and unordered against every value in
+    the sort)."""
+    n = x.shape[d]
+    rows = np.moveaxis(x, d, -1).reshape(-1, n)
     if n > 16:
         chosen = np.arange(len(rows))
-    elif x.dtype.is_floating_point:
+    elif x.dtype.kind == "f" or x.dtype.name == "bfloat16":
         chosen = np.nonzero(np.isnan(rows.astype(np.float64)).any(1))[0]
     else:
         return idx
     if not len(chosen):
         return idx
-    picked = np.moveaxis(np.asarray(idx.cpu().numpy()), d, -1)
+    picked = np.moveaxis(idx, d, -1)
     flat = picked.reshape(-1).copy()
     from .stl import mode_row
 
     for r in chosen:
         flat[r] = mode_row(rows[r].tolist())
-    from ..creation import tensor
-
-    fixed = np.moveaxis(flat.reshape(picked.shape), -1, d)
-    return tensor(np.ascontiguousarray(fixed), device=x.device)
+    return np.ascontiguousarray(np.moveaxis(flat.reshape(picked.shape), -1, d))
 
 
 def _pick_at(x: Tensor, d: int, idx: Tensor, keepdim: bool) -> MedianResult:

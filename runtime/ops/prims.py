@@ -1600,6 +1600,42 @@ ARGSORT = register(Primitive(
     "argsort", impl=_argsort_impl, infer=lambda x, *, axis, descending: (x.shape, D.int64),
     differentiable=False, attrs=("axis", "descending"), flops=flops_reduce))
 
+
+def _stl_pick_impl(xp: Any, x: Any, idx: Any, order: Any, *, kind: str, dim: int, k: int,
+                   largest: bool, sort: bool) -> Any:
+    host = (lambda a: a) if xp is np else xp.asnumpy
+    x, idx, order = np.asarray(host(x)), np.asarray(host(idx)), np.asarray(host(order))
+    if kind == "topk":
+        from .tensor_ops import stl_topk_pick
+
+        out = stl_topk_pick(x, idx, order, dim, k, largest, sort)
+    elif kind == "kthvalue":
+        from .ordering import quickselect_pick
+
+        out = quickselect_pick(x, idx, dim, k)
+    else:
+        from .ordering import std_sort_mode_pick
+
+        out = std_sort_mode_pick(x, idx, dim)
+    return out if xp is np else xp.asarray(out)
+
+
+def _stl_pick_infer(x: Meta, idx: Meta, order: Meta, *, kind: str, dim: int, k: int,
+                    largest: bool, sort: bool) -> tuple[Any, D.DType]:
+    if kind not in ("topk", "kthvalue", "mode"):
+        raise ValueError(f"stl_pick: kind must be topk, kthvalue or mode, got {kind!r}")
+    return idx.shape, D.int64
+
+
+# stl_pick(x, idx, order, kind=, dim=, k=, largest=, sort=): ``idx`` (a stable sort's pick:
+# topk's first k of ``order``, kthvalue's k-th, mode's last occurrence) with PyTorch's CPU
+# kernel's pick among equal values instead (its libstdc++ selection, quickselect or unstable
+# std::sort, emulated in runtime.ops.stl on the host): where values tie, which index PyTorch
+# returns. A primitive, so a captured step picks as eager mode does at each replay
+STL_PICK = register(Primitive(
+    "stl_pick", impl=_stl_pick_impl, infer=_stl_pick_infer, differentiable=False,
+    attrs=("kind", "dim", "k", "largest", "sort"), flops=flops_reduce))
+
 # --- shape and views -----------------------------------------------------------------------
 
 

@@ -713,25 +713,33 @@ _STL_UNSORTED_MAX = 1 << 16
 
 def _stl_topk(x: Tensor, d: int, k: int, largest: bool, sort: bool, order: Tensor,
               indices: Tensor) -> Tensor:
-    """``indices`` (a stable sort's first k) with PyTorch's instead in the rows where its
-    kernel's libstdc++ selection decides them (runtime.ops.stl): where equal values (or NaNs)
-    meet among the first k + 1 sorted, and every row of an unsorted selection by
-    nth_element (k * 64 > n), whose order is the one it leaves, up to _STL_UNSORTED_MAX
-    elements (a row at a time in Python: 6.5 s for 1000 rows of 5000, sorted=False's 0.74 s
-    before; past it the sorted order, which sorted=False allows too). A captured step keeps
-    the stable sort's (its values are not read while capturing)."""
-    n = x.shape[d]
-    unsorted = not sort and k * 64 > n and k > 1 and x.numel() <= _STL_UNSORTED_MAX
-    if is_tracing() or k == 0 or not x.numel():
+    """``indices`` (a stable sort's first k) with PyTorch's instead where its kernel's
+    libstdc++ selection decides them (``stl_topk_pick``): the stl_pick primitive, so a
+    captured step picks as eager mode does at each replay."""
+    if k == 0 or not x.numel():
         return indices
-    rows = np.moveaxis(np.asarray(x.detach().cpu().numpy()), d, -1).reshape(-1, n)
+    return apply(P.STL_PICK, x.detach(), indices, order, kind="topk", dim=d, k=k,
+                 largest=largest, sort=sort)
+
+
+def stl_topk_pick(x: np.ndarray, indices: np.ndarray, order: np.ndarray, d: int, k: int,
+                  largest: bool, sort: bool) -> np.ndarray:
+    """``indices`` with PyTorch's in the rows where its kernel's libstdc++ selection decides
+    them (runtime.ops.stl): where equal values (or NaNs) meet among the first k + 1 sorted,
+    and every row of an unsorted selection by nth_element (k * 64 > n), whose order is the
+    one it leaves, up to _STL_UNSORTED_MAX elements (a row at a time in Python: 6.5 s for
+    1000 rows of 5000, sorted=False's 0.74 s before; past it the sorted order, which
+    sorted=False allows too)."""
+    n = x.shape[d]
+    unsorted = not sort and k * 64 > n and k > 1 and x.size <= _STL_UNSORTED_MAX
+    rows = np.moveaxis(x, d, -1).reshape(-1, n)
     if unsorted:
         chosen = np.arange(len(rows))
     else:
-        top = np.moveaxis(np.asarray(order.cpu().numpy()), d, -1).reshape(-1, n)[:, :k + 1]
+        top = np.moveaxis(order, d, -1).reshape(-1, n)[:, :k + 1]
         sv = np.take_along_axis(rows, top, 1)
         same = sv[:, :-1] == sv[:, 1:]
-        if x.dtype.is_floating_point:
+        if x.dtype.kind == "f" or x.dtype.name == "bfloat16":
             nan = sv != sv
             same |= nan[:, :-1] & nan[:, 1:]
         chosen = np.nonzero(same.any(1))[0]
@@ -739,14 +747,11 @@ def _stl_topk(x: Tensor, d: int, k: int, largest: bool, sort: bool, order: Tenso
         return indices
     from .stl import topk_row
 
-    picked = np.moveaxis(np.asarray(indices.cpu().numpy()), d, -1)
+    picked = np.moveaxis(indices, d, -1)
     flat = picked.reshape(-1, k).copy()
     for r in chosen:
         flat[r] = topk_row(rows[r].tolist(), k, largest, sort)
-    from ..creation import tensor
-
-    fixed = np.moveaxis(flat.reshape(picked.shape), -1, d)
-    return tensor(np.ascontiguousarray(fixed), device=x.device)
+    return np.ascontiguousarray(np.moveaxis(flat.reshape(picked.shape), -1, d))
 
 
 # --- small compositions PyTorch has as free functions -----------------------------------------

@@ -84,3 +84,36 @@ def test_returned_view_of_a_copied_constant_is_made_after_its_copy(op):
         got = compiled(x)
         assert rt.equal(got[0], want[0]) and rt.equal(got[1], want[1])
     assert got[1].stride() == want[1].stride()  # an expanded view, as eager's (stride 0)
+
+
+def test_topk_kthvalue_mode_pick_tied_indices_as_eager_at_each_replay():
+    """Among equal values eager mode returns PyTorch's index (its kernel's libstdc++
+    selection, emulated on the host); a captured step kept the stable sort's, silently
+    another index. The pick is a primitive now, made at each replay."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(0)
+
+    def step(x):
+        return (rt.topk(x, 5, 1), rt.topk(x, 30, 1, sorted=False), rt.kthvalue(x, 7, 1),
+                rt.mode(x, 1), rt.topk(x.float(), 3, 0, largest=False))
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="planner")
+        for _ in range(3):  # the capture, then replays on other values with other ties
+            x = rt.from_numpy(rng.integers(0, 3, (6, 40)))
+            for got, want in zip(compiled(x), step(x)):
+                assert rt.equal(got.values, want.values)
+                assert rt.equal(got.indices, want.indices)
+    assert compiled.captures == 1
+
+
+def test_tied_picks_are_pytorchs():
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    a = np.random.default_rng(1).integers(0, 3, (6, 40))
+    x, t = rt.from_numpy(a.copy()), torch.from_numpy(a.copy())
+    got = planner.compile(lambda x: (rt.topk(x, 5, 1), rt.kthvalue(x, 7, 1), rt.mode(x, 1)))(x)
+    want = (torch.topk(t, 5, 1), torch.kthvalue(t, 7, 1), torch.mode(t, 1))
+    for g, w in zip(got, want):
+        assert g.indices.tolist() == w.indices.tolist()

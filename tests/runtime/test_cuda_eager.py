@@ -81,6 +81,7 @@ def _integer_programs(m: Any) -> None:
     _ = (i == f, i != f, i < f, i <= 2, i > f, i >= f, i + 1, -i, b * 1.5, i.sum(), i.amax(1),
          i.float(), f.long(), rt.where(b, i, f), i.max(1), i.min(0), i[:, m.tensor([0, 2])])
     _ = i & 3, i | 1, i ^ i, i << 1, i >> 1  # the integer bitwise primitives
+    _ = m.tensor([[1, 1, 2], [3, 3, 3]]).topk(2, 1)  # stl_pick: PyTorch's pick among ties
 
 
 def test_every_primitive_runs_on_cuda_as_on_cpu() -> None:
