@@ -20,10 +20,12 @@ from .ops import functional as F
 from .ops import linalg_ops as L
 from .ops import reductions as _red
 from .ops.dispatch import apply
+from .ops.int_arguments import int_list_error
 from .ops.more_ops import diagonal as _diagonal
 from .ops.naming import renamed
 from .ops.math_ops import same_out_dtype, takes_out, takes_out_each
 from .ops.shapes import wrap_dim
+from .ops.tensor_ops import amin as _amin
 from .tensor import Tensor
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -64,6 +66,21 @@ def _check_norm_dtype(dtype: Any, input_dtype: D.DType, name: str) -> Any:
     return dt
 
 
+def _dim_list_checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """vector_norm's ``dim`` (``int[1]?``, its third parameter) checked as PyTorch's parser."""
+    @functools.wraps(fn)
+    def op(x: Any, *args: Any, **kwargs: Any) -> Any:
+        given, position = (args[1], 3) if len(args) > 1 else (kwargs.get("dim"), None)
+        err = None if given is None else int_list_error("linalg_vector_norm", "dim", (given,),
+                                                        position)
+        if err is not None:
+            raise err
+        return fn(x, *args, **kwargs)
+
+    return op
+
+
+@_dim_list_checked
 @takes_out(check=same_out_dtype, name="linalg_vector_norm")
 def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
                 *, dtype: Any = None) -> Tensor:
@@ -101,7 +118,7 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
         low_precision = ord != "nuc"
     else:
         if abs(ord) not in (1, 2, math.inf):
-            raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+            raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
         low_precision = abs(ord) != 2
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
@@ -124,16 +141,25 @@ def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  #
     if ord in ("nuc", 2, -2):
         moved = F.permute(A, *[i for i in range(A.ndim) if i not in (d0, d1)], d0, d1)
         s = svdvals(moved)
-        out = F.sum(s, -1) if ord == "nuc" else F.amax(s, -1) if ord == 2 else F.neg(
-            F.amax(F.neg(s), -1))
+        out = F.sum(s, -1) if ord == "nuc" else _largest_or_smallest(s, -1, ord > 0, False)
         if keepdim:
             out = F.unsqueeze(F.unsqueeze(out, min(d0, d1)), max(d0, d1))
         return out
     summed, kept = (d0, d1) if ord in (1, -1) else (d1, d0)
-    sums = F.sum(F.abs(A), summed, keepdim=True)
-    out = F.amax(sums, kept, keepdim=True) if ord > 0 else F.neg(
-        F.amax(F.neg(sums), kept, keepdim=True))
-    return out if keepdim else F.squeeze(out, (d0, d1))
+    if not keepdim and summed < kept:  # PyTorch's dim after the first reduction, in its error
+        kept -= 1
+    sums = F.sum(F.abs(A), summed, keepdim=keepdim)
+    return _largest_or_smallest(sums, kept, ord > 0, keepdim)
+
+
+def _largest_or_smallest(x: Tensor, dim: int, largest: bool, keepdim: bool) -> Tensor:
+    """PyTorch's amax (amin) of a matrix norm's nonnegative sums or singular values: the amax
+    of none is 0 there (its identity among nonnegative numbers); amin's error for none."""
+    if not largest:
+        return _amin(x, dim, keepdim)
+    if x.shape[dim] == 0:
+        return F.sum(x, dim, keepdim)
+    return F.amax(x, dim, keepdim)
 
 
 @takes_out(check=same_out_dtype, name="linalg_norm")
@@ -403,13 +429,47 @@ def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = No
 
 @takes_out(check=same_out_dtype, name="linalg_cond")
 def cond(A: Tensor, p: Any = None) -> Tensor:
-    """The condition number: S_max / S_min (p None or 2), S_min / S_max (-2), otherwise
-    matrix_norm(A, p) * matrix_norm(inv(A), p)."""
-    if p in (None, 2, -2):
+    """The condition number, as PyTorch's (its checks in its order): S_max / S_min (p None or
+    2; S_min / S_max for -2), the nuclear norms' product from the singular values ('nuc'),
+    otherwise matrix_norm(A, p) * matrix_norm(inv(A), p), inf for a singular A; 0 for
+    matrices of no elements."""
+    if isinstance(p, str):
+        L.check_square(f"cond(ord={p})", A)
+        _check_cond_ord(p)
+    else:
+        if A.ndim < 2:
+            raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+        p = 2 if p is None else p
+        _check_cond_ord(p)
+        if abs(p) != 2:
+            L.check_square(f"cond(ord={_cond_ord_text(p)})", A)
+    if A.numel() == 0:
+        from .creation import zeros
+
+        return zeros(tuple(A.shape[:-2]), dtype=A.dtype, device=A.device)
+    if p in ("nuc", 2, -2):  # nuc not through inv: a matrix_norm of inf raises
         S = svdvals(A)
-        ratio = F.div(F.getitem(S, (Ellipsis, 0)), F.getitem(S, (Ellipsis, -1)))
-        return F.div(1.0, ratio) if p == -2 else ratio
-    return F.mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+        if p == "nuc":
+            return F.mul(F.sum(S, -1), F.sum(S.reciprocal(), -1))
+        big, small = F.getitem(S, (Ellipsis, 0)), F.getitem(S, (Ellipsis, -1))
+        return F.div(small, big) if p == -2 else F.div(big, small)
+    inverse, info = inv_ex(A)
+    inverse = F.where(F.unsqueeze(F.unsqueeze(F.gt(info, 0), -1), -1), math.inf, inverse)
+    product = F.mul(matrix_norm(A, p), matrix_norm(inverse, p))
+    return product.nan_to_num(math.inf, math.inf, -math.inf)  # 0 * inf: NumPy's inf
+
+
+def _check_cond_ord(p: Any) -> None:
+    if p not in ("fro", "nuc") if isinstance(p, str) else abs(p) not in (1, 2, math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: "
+                           f"{p if isinstance(p, str) else format(p, 'g')}")
+
+
+def _cond_ord_text(p: Any) -> str:
+    """PyTorch's std::to_string of cond's ord in its errors: -1, -1.000000, inf, fro."""
+    if isinstance(p, float) and math.isfinite(p):
+        return f"{p:.6f}"
+    return str(p)
 
 
 @takes_out(check=same_out_dtype, name="linalg_cholesky")

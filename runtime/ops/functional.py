@@ -865,27 +865,31 @@ def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
     return result if dim is None else named(result, "MeanBackward1")
 
 
-def _check_reduced_nonempty(name: str, x: Tensor, dim: Any) -> None:
-    """PyTorch's errors for a reduction without an identity (max, argmax) over nothing. A
-    function of shapes, so a captured step raises them as eager does."""
+def _check_reduced_nonempty(name: str, x: Tensor, dim: Any, as_given: bool = False) -> None:
+    """PyTorch's errors for a reduction without an identity (max, argmax) over nothing. Its
+    amax/amin (``as_given``) name the first empty dim as it was given (-1, not 1), before
+    any dim named twice. A function of shapes, so a captured step raises them as eager does."""
     if x.numel():
         return
-    if dim is None:
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if dim is None or not dims:
         if name.startswith("arg"):
             raise IndexError(f"{name}(): Expected reduction dim to be specified for "
                              "input.numel() == 0.")
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                            "== 0. Specify the reduction dim with the 'dim' argument.")
-    for a in _axes(dim, x.ndim):
-        if x.shape[a] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+    if not as_given:
+        dims = _axes(dim, x.ndim)
+    for d in dims:
+        if x.ndim and x.shape[wrap_dim(d, x.ndim)] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 def amax(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_same(out, amax(input, dim, keepdim), "amax", "amax")
-    _check_reduced_nonempty("amax", input, dim)
+    _check_reduced_nonempty("amax", input, dim, as_given=True)
     return apply(P.AMAX, input, axes=_axes(dim, input.ndim), keepdim=keepdim)
 
 

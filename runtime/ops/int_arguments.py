@@ -182,11 +182,12 @@ def int_list_error(name: str, param: str, given: tuple[Any, ...], position: int 
         if spread:
             return TypeError(f"{name}() takes 1 positional argument but {len(given)} were "
                              "given")
-        if isinstance(one, (tuple, list)):  # one sequence, its first element bad
+        if isinstance(one, (tuple, list)) and position is not None:  # its first element bad
             return TypeError(f"{name}(): argument '{param}'{where} must be tuple of ints, but "
                              f"found element of type {type_name(v)} at pos 0")
+        # a number, or a keyword's sequence (named by its own type: "not tuple")
         return TypeError(f"{name}(): argument '{param}'{where} must be tuple of ints, not "
-                         f"{type_name(v)}")
+                         f"{type_name(one if position is None else v)}")
     return None
 
 

@@ -229,11 +229,12 @@ def _inf_norm(x: Tensor, a: Tensor, ord: float, dim: Any, keepdim: bool) -> Tens
 
 def _root(s: Tensor, p: float) -> Tensor:
     """s ** (1/p) whose gradient at s == 0 is 0, as PyTorch's norm gives (the root's own
-    derivative there is infinite): the root is taken of 1 there, and masked to 0."""
+    derivative there is infinite): the root is taken of 1 there, and masked to 0 ** (1/p): 0,
+    or inf for a negative p (a sum of |x| ** p that is 0: every |x| infinite)."""
     zero = F.eq(s, 0.0)
     safe = F.where(zero, 1.0, s)
     root = F.sqrt(safe) if p == 2.0 else F.pow(safe, 1.0 / p)
-    return F.where(zero, 0.0, root)
+    return F.where(zero, 0.0 if p > 0 else math.inf, root)
 
 
 def norm(input: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False,  # noqa: A002

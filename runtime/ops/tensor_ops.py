@@ -906,7 +906,7 @@ def amin(input: Tensor, dim: Any = None, keepdim: bool = False, *,  # noqa: A002
          out: Tensor | None = None) -> Tensor:
     if out is not None:
         return F.written_same(out, amin(input, dim, keepdim), "amin", "amax")
-    F._check_reduced_nonempty("amin", input, dim)  # its own name in the error, not amax's
+    F._check_reduced_nonempty("amin", input, dim, as_given=True)  # its own name, not amax's
     return F.reversed_order(F.amax(F.reversed_order(input), dim, keepdim))
 
 

@@ -1,0 +1,268 @@
+"""PyTorch's test/test_linalg.py, ported by hand for device 'cpu' and float32/float64 (int64
+where a test is about ints) with ``import runtime as torch``; NumPy is the oracle where
+PyTorch's test uses it, and PyTorch 2.13 (``ref``) where the test is about its error texts.
+
+Left out, as outside this project's scope: CUDA/MAGMA/cuSOLVER/cuBLAS-only tests and
+tf32/half/bfloat16 matmul precision settings, complex dtypes (the runtime has none), the
+out= variants of functions without out= here, forward-mode AD, torch.jit and the profiler,
+and the slow many-batch sizes (the same code paths on a few small batches instead).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from math import inf, nan
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as torch
+from tests.runtime.test_ported_tensor_ops_h18 import assert_equal, make_tensor
+
+
+def _ref() -> Any:
+    return pytest.importorskip("torch")
+
+
+def _np(x: Any) -> np.ndarray:
+    return x.detach().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def _same_error(fn: Any, ref_fn: Any) -> None:
+    """``fn`` (runtime) raises what ``ref_fn`` (PyTorch) raises: its type and message text."""
+    with pytest.raises(Exception) as want:
+        ref_fn()
+    with pytest.raises(type(want.value)) as got:
+        fn()
+    assert str(got.value) == str(want.value)
+
+
+# ---------------------------------------------------------------- norms
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_norm_vector(dtype: torch.dtype) -> None:
+    ord_vector = [0, 1, -1, 2, -2, 3, -3, 4.5, -4.5, inf, -inf]
+    S = 6
+    cases = [((S,), None), ((S,), 0), ((S, S, S), 0), ((S, S, S), 1), ((S, S, S), 2),
+             ((S, S, S), -1), ((S, S, S), -2)]
+    for keepdim in (True, False):
+        for size, dim in cases:
+            x = torch.randn(*size, dtype=dtype)
+            for ord in ord_vector:
+                result = torch.linalg.norm(x, ord, dim, keepdim)
+                assert result.dtype == dtype
+                assert_equal(result, np.linalg.norm(_np(x), ord, dim, keepdim), exact_dtype=False,
+                             rtol=1e-5 if dtype == torch.float32 else None)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_norm_matrix(dtype: torch.dtype) -> None:
+    ord_matrix = [1, -1, 2, -2, inf, -inf, "nuc", "fro"]
+    S = 5
+    cases = [((S, S), None), ((S, S), (0, 1)), ((S, S), (1, 0)), ((3, S, 2, S), (2, 0)),
+             ((3, S, 2, S), (-1, -2)), ((3, S, 2, S), (-1, -3)), ((3, S, 2, S), (-3, 2))]
+    for keepdim in (True, False):
+        for size, dim in cases:
+            x = torch.randn(*size, dtype=dtype)
+            for ord in ord_matrix:
+                expected = np.linalg.norm(_np(x), ord, dim, keepdim)
+                ops = [torch.linalg.norm] + ([torch.linalg.matrix_norm] if dim else [])
+                for op in ops:
+                    result = op(x, ord, dim, keepdim) if dim else op(x, ord, dim, keepdim)
+                    assert result.dtype == dtype
+                    assert_equal(result, expected, exact_dtype=False, rtol=2e-5, atol=2e-5)
+
+
+def test_norm_dtype() -> None:
+    ord_vector = [0, 0.1, -0.1, 1, -1, 2, -2, 3, -3, 4.5, -4.5, inf, -inf, None]
+    ord_matrix = ["fro", "nuc", 1, -1, 2, -2, inf, -inf, None]
+    dtypes = [torch.float32, torch.float64]
+    for keepdim in (True, False):
+        for size, ords in (((5,), ord_vector), ((5, 5), ord_matrix)):
+            for ord, from_dtype, to_dtype in itertools.product(ords, dtypes, dtypes):
+                x = torch.randn(*size, dtype=from_dtype)
+                result = torch.linalg.norm(x, ord, keepdim=keepdim)
+                assert result.dtype == from_dtype
+                if (from_dtype, to_dtype) == (torch.float64, torch.float32):
+                    continue  # narrowing: PyTorch's error (below)
+                with_dtype = torch.linalg.norm(x, ord, keepdim=keepdim, dtype=to_dtype)
+                assert with_dtype.dtype == to_dtype
+                assert_equal(result.to(torch.float32), with_dtype.to(torch.float32),
+                             rtol=1e-5)
+    with pytest.raises(RuntimeError, match="should be convertible without narrowing"):
+        torch.linalg.norm(torch.randn(3, dtype=torch.float64), dtype=torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_vector_norm(dtype: torch.dtype) -> None:
+    """linalg.vector_norm against linalg.norm of the flattened input; an empty input's errors
+    for the orders without an identity (negative, inf over an empty dim)."""
+    ord_vector = [0, 0.9, 1, 2, 3, inf, -0.5, -1, -2, -3, -inf]
+    sizes = [(10,), (4, 5), (3, 4, 5), (0,), (0, 10), (0, 0), (10, 0, 10)]
+    for size, ord, keepdim in itertools.product(sizes, ord_vector, (True, False)):
+        x = make_tensor(size, dtype)
+        for dim in (None, len(size) - 1):
+            if x.numel() == 0 and (ord < 0 or ord == inf) and (dim is None or size[dim] == 0):
+                with pytest.raises(RuntimeError, match="linalg.vector_norm (of negative order "
+                                   "cannot|cannot compute the)"):
+                    torch.linalg.vector_norm(x, ord, dim=dim, keepdim=keepdim)
+                continue
+            flat = x.flatten(0, -1) if dim is None else x
+            expected = torch.linalg.norm(flat, ord, dim=dim, keepdim=keepdim)
+            if keepdim and dim is None:
+                expected = expected.reshape([1] * x.dim())
+            result = torch.linalg.vector_norm(x, ord, dim=dim, keepdim=keepdim)
+            assert_equal(result, expected)
+            for norm_dtype in (torch.float64,):
+                assert_equal(torch.linalg.vector_norm(x, ord, dim=dim, keepdim=keepdim,
+                                                      dtype=norm_dtype),
+                             torch.linalg.vector_norm(x.to(norm_dtype), ord, dim=dim,
+                                                      keepdim=keepdim))
+
+
+def test_vector_norm_dim_tuple_arg() -> None:
+    """PyTorch's errors for a bad ``dim``; a dim list's bad element named as its parser does
+    (by keyword: "not tuple"; a later one: "failed to unpack")."""
+    ref = _ref()
+    cases = [((4,), (0,), None), ((4,), (1,), IndexError), ((4,), (-2,), IndexError),
+             ((4, 3), (0, -1), None), ((4, 3), (0, 0), RuntimeError),
+             ((4, 3), (0, -2), RuntimeError), ((4, 3), (0, 1.0), TypeError),
+             ((4, 3), (None,), TypeError), ((4, 3), (1.5,), TypeError), ((4, 3), 1.5, TypeError)]
+    for size, dim_tuple, error in cases:
+        x = torch.randn(size)
+        for dim in (dim_tuple, list(dim_tuple)) if isinstance(dim_tuple, tuple) else (dim_tuple,):
+            if error is None:
+                torch.linalg.vector_norm(x, dim=dim)
+                continue
+            _same_error(lambda: torch.linalg.vector_norm(x, dim=dim),
+                        lambda: ref.linalg.vector_norm(ref.randn(size), dim=dim))
+            _same_error(lambda: torch.linalg.vector_norm(x, 2, dim),
+                        lambda: ref.linalg.vector_norm(ref.randn(size), 2, dim))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_norm_errors(dtype: torch.dtype) -> None:
+    ref = _ref()
+    S = 4
+    cases = [((S,), ["fro", "nuc"], None), ((S, S), [3.5, 0, 3.0], None),
+             ((S, S), ["nuc", "fro"], 0), ((S, S), ["nuc", "fro", 0], (0, 0)),
+             ((S, S), ["fro", "nuc", 0], (0, 4)), ((S,), [0], (4,)), ((S,), [None], (0, 0)),
+             ((S, S, S), [1], (0, 1, 2)), ((S, S, S), [1], None), ((S, S), ["garbage"], (0, 1))]
+    for keepdim in (True, False):
+        for size, ords, dim in cases:
+            x = torch.randn(*size, dtype=dtype)
+            for ord in ords:
+                _same_error(lambda: torch.linalg.norm(x, ord, dim, keepdim),
+                            lambda: ref.linalg.norm(ref.randn(*size), ord, dim, keepdim))
+                with pytest.raises(Exception):
+                    np.linalg.norm(_np(x), ord, dim, keepdim)
+
+
+def test_vector_norm_extreme_values() -> None:
+    """inf, -inf, 0 and nan as NumPy's norms give them: a negative order of infinities is
+    inf (their |x| ** ord sum is 0, and 0 ** (1 / ord) inf)."""
+    vector_ords = [0, 1, 2, 3, inf, -1, -2, -3, -inf, -0.5]
+    for pair in itertools.product([inf, -inf, 0.0, nan, 1.0], repeat=2):
+        x = torch.tensor(list(pair))
+        for ord in vector_ords:
+            assert_equal(torch.linalg.vector_norm(x, ord=ord),
+                         np.linalg.norm(_np(x), ord=ord), exact_dtype=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_norm(dtype: torch.dtype) -> None:
+    A = make_tensor((2, 2, 2), dtype)
+    with pytest.raises(RuntimeError, match=r"linalg.matrix_norm:.*must have at least 2 dim"):
+        torch.linalg.matrix_norm(make_tensor((2,), dtype))
+    with pytest.raises(RuntimeError, match=r"linalg.matrix_norm: dim must be a 2-tuple"):
+        torch.linalg.matrix_norm(A, dim=(0,))
+    with pytest.raises(RuntimeError, match=r"^linalg.matrix_norm: Order 0 not supported.$"):
+        torch.linalg.matrix_norm(A, ord=0)
+    with pytest.raises(RuntimeError, match=r"^linalg.matrix_norm: Order 3 not supported.$"):
+        torch.linalg.matrix_norm(A, ord=3.0)
+    assert_equal(torch.linalg.matrix_norm(A), torch.linalg.norm(A, dim=(-2, -1)))
+
+
+def test_matrix_norm_of_empty_matrices_is_pytorchs() -> None:
+    """A positive order's max over no column (row) sums or singular values is 0 in PyTorch;
+    a negative order's min raises amin's error, naming the dim as PyTorch's reduction gets it
+    (-1 for the singular values; the shifted dim after the first sum without keepdim)."""
+    ref = _ref()
+    for size in [(0, 3), (3, 0), (0, 0), (2, 0, 3), (2, 3, 0), (0, 2, 3)]:
+        for ord, keepdim in itertools.product([1, -1, 2, -2, inf, -inf, "nuc", "fro"],
+                                              (False, True)):
+            try:
+                want = ref.linalg.matrix_norm(ref.zeros(size), ord, keepdim=keepdim)
+            except IndexError:
+                _same_error(lambda: torch.linalg.matrix_norm(torch.zeros(size), ord,
+                                                             keepdim=keepdim),
+                            lambda: ref.linalg.matrix_norm(ref.zeros(size), ord, keepdim=keepdim))
+                continue
+            got = torch.linalg.matrix_norm(torch.zeros(size), ord, keepdim=keepdim)
+            assert tuple(got.shape) == tuple(want.shape) and got.dtype == torch.float32
+            assert_equal(got, want.numpy())
+
+
+def test_amax_amin_name_the_empty_dim_as_given() -> None:
+    """PyTorch's amax/amin name the first empty reduced dim as given (``dim -1``), before a
+    dim named twice; max/argmax name it wrapped."""
+    ref = _ref()
+    for name in ("amax", "amin", "argmax", "max"):
+        for size, dim in [((3, 0), -1), ((3, 0), (0, -1)), ((0,), (-1, 0)), ((2, 0, 0), -1)]:
+            if name in ("argmax", "max") and isinstance(dim, tuple):
+                continue
+            _same_error(lambda: getattr(torch.zeros(size), name)(dim),
+                        lambda: getattr(ref.zeros(size), name)(dim))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cond(dtype: torch.dtype) -> None:
+    def run_test_case(x: torch.Tensor, p: Any) -> None:
+        result = torch.linalg.cond(x, p)
+        expected = np.linalg.cond(_np(x), p)
+        assert_equal(result, expected, rtol=1e-2, atol=1e-3, exact_dtype=False)
+        assert result.shape == expected.shape and result.dtype == dtype
+
+    norm_types = [1, -1, 2, -2, inf, -inf, "fro", "nuc", None]
+    for size in [(6, 6), (2, 3, 3, 3)]:
+        x = torch.randn(*size, dtype=dtype)
+        for p in norm_types:
+            run_test_case(x, p)
+    for size in [(0, 3, 3), (0, 2, 5, 5)]:
+        for p in norm_types:
+            run_test_case(torch.randn(*size, dtype=dtype), p)
+    for size in [(4, 6), (6, 4), (2, 3, 5, 3), (2, 3, 3, 5)]:
+        x = torch.randn(*size, dtype=dtype)
+        for p in [2, -2, None]:
+            run_test_case(x, p)
+    a = torch.eye(3, dtype=dtype)
+    a[-1, -1] = 0  # singular: inf, as NumPy's (NumPy's inf for -2 too: S_min / S_max = 0)
+    for p in norm_types:
+        result = torch.linalg.cond(a, p)
+        assert result.item() == (0.0 if p == -2 else inf), p
+    for size in [(0, 0), (2, 5, 0, 0)]:  # NumPy has no condition number of 0x0: PyTorch's 0
+        for p in ["fro", 2]:
+            assert_equal(torch.linalg.cond(torch.randn(*size, dtype=dtype), p),
+                         torch.zeros(size[:-2], dtype=dtype))
+
+
+def test_cond_errors_and_warnings() -> None:
+    ref = _ref()
+    norm_types = [1, -1, 2, -2, inf, -inf, "fro", "nuc", None, -1.0, 1.0]
+    for p in norm_types:
+        _same_error(lambda: torch.linalg.cond(torch.ones(3), p),
+                    lambda: ref.linalg.cond(ref.ones(3), p))
+    for p in [1, -1, inf, -inf, "fro", "nuc", -1.0]:
+        _same_error(lambda: torch.linalg.cond(torch.ones(3, 2), p),
+                    lambda: ref.linalg.cond(ref.ones(3, 2), p))
+    a = torch.eye(3).reshape((1, 3, 3)).repeat(3, 1, 1)
+    a[1, -1, -1] = 0  # a[1] singular: its inf, the others' numbers, not an error
+    for p in [1, -1, inf, -inf, "fro", "nuc"]:
+        result = torch.linalg.cond(a, p)
+        assert result[1].item() == inf and math.isfinite(result[0].item())
+    for p in ["wrong_norm", 5, 3.5]:
+        _same_error(lambda: torch.linalg.cond(torch.ones(3, 3), p),
+                    lambda: ref.linalg.cond(ref.ones(3, 3), p))
