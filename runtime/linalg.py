@@ -224,11 +224,11 @@ EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
 @_node_named("LinalgEighBackward0")
 def eigh(A: Tensor, UPLO: str = "L") -> EighResult:  # noqa: N803 - PyTorch's name
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices, from the
-    triangle ``UPLO`` names."""
-    if UPLO not in ("L", "U"):
+    triangle ``UPLO`` names (either case, as PyTorch's)."""
+    if not isinstance(UPLO, str) or UPLO.upper() not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     L.check_square("eigh", A)
-    packed = apply(L.EIGH, A, upper=UPLO == "U")
+    packed = apply(L.EIGH, A, upper=UPLO.upper() == "U")
     return EighResult(F.getitem(packed, (Ellipsis, 0, slice(None))),
                       F.getitem(packed, (Ellipsis, slice(1, None), slice(None))))
 

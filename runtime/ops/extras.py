@@ -126,6 +126,9 @@ def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
         return F.written_to(out, inner(input, other), "inner")
     if input.ndim == 0 or other.ndim == 0:
         return F.mul(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
     from .more_ops import tensordot
 
     return tensordot(input, other, ([-1], [-1]))

@@ -66,9 +66,11 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
     if input.dtype is not mat1.dtype:
         raise RuntimeError(f"expected scalar type {scalar_type_name(mat1.dtype)} but found "
                            f"{scalar_type_name(input.dtype)}")
+    from .structured import _add_product, no_bool_kernel
+
+    no_bool_kernel("addmm_impl_cpu_", mat1)
     if beta == 1 and alpha == 1:
         return apply(P.MATMUL_ADD, mat1, mat2, input)
-    from .structured import _add_product
 
     # beta 0: input ignored (its nan and inf do not propagate), as PyTorch
     return _add_product(input, F.matmul(mat1, mat2), beta, alpha, "AddmmBackward0")

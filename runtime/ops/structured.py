@@ -34,21 +34,27 @@ def _scaled(t: Tensor, s: Any) -> Tensor:
     return t if isinstance(s, (int, float)) and s == 1 else F.mul(t, s)
 
 
+def _kernel_scalar(s: Any, dtype: D.DType) -> Any:
+    """beta or alpha as PyTorch's kernels take it: cast to the result's dtype (an integer
+    result truncates 2.5 to 2, so it stays integer; a bool result takes its truth)."""
+    if not isinstance(s, (bool, int, float)) or dtype.is_floating_point:
+        return s
+    return bool(s) if dtype is D.bool_ else int(s)
+
+
 def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any, name: str) -> Tensor:
-    """beta * inp + alpha * prod, in one node named PyTorch's ``name`` (AddmmBackward0 ...);
-    beta == 0 ignores inp's values (its NaNs too), as PyTorch's, which still gives inp a
-    (zero) gradient."""
+    """beta * inp + alpha * prod, in one node named PyTorch's ``name`` (AddmmBackward0 ...),
+    in the tensors' dtype (beta and alpha cast to it); beta == 0 ignores inp's values (its
+    NaNs too), as PyTorch's, which still gives inp a (zero) gradient. A bool result is
+    (beta and inp) or (alpha and prod)."""
     from .dispatch import named
 
-    if prod.dtype is D.bool_:  # (addr of bools) beta and alpha as truth values, as PyTorch's
-        kept = F.logical_and(F.expand(prod, *broadcast_shapes(inp.shape, prod.shape)),
-                             bool(alpha))
-        from .extra_ops import logical_or
-
-        return named(logical_or(F.logical_and(inp, bool(beta)), kept), name)
-    if not prod.dtype.is_floating_point:  # integers: a float beta or alpha truncated to an
-        # integer (addmv(ints, beta=0.2) ignores input), as PyTorch's CPU kernels
-        beta, alpha = (int(v) if isinstance(v, float) else v for v in (beta, alpha))
+    dtype = D.promote(inp.dtype, prod.dtype)
+    beta, alpha = _kernel_scalar(beta, dtype), _kernel_scalar(alpha, dtype)
+    if dtype is D.bool_:
+        prod = prod if alpha else F.zeros_like(prod)
+        inp = inp if beta else F.zeros_like(inp)
+        return named(F.where(inp, True, prod), name)  # or
     prod = _scaled(prod, alpha)
     if isinstance(beta, (int, float)) and beta == 0:
         shape = broadcast_shapes(inp.shape, prod.shape)
@@ -59,6 +65,22 @@ def _add_product(inp: Tensor, prod: Tensor, beta: Any, alpha: Any, name: str) ->
             out = F.where(_always(), out, F.mul(F.expand(inp, *shape), 0))
         return named(out, name)
     return named(F.add(_scaled(inp, beta), prod), name)
+
+
+def no_bool_kernel(kernel: str, t: Tensor) -> None:
+    """PyTorch's error for a product of bools (its CPU kernel has no bool case)."""
+    if t.dtype is D.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _check_addr_scalars(dtype: D.DType, beta: Any, alpha: Any) -> None:
+    """PyTorch's addr checks of beta and alpha against its result's dtype."""
+    for name, s in (("beta", beta), ("alpha", alpha)):
+        if isinstance(s, bool) and dtype is not D.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if isinstance(s, float) and not dtype.is_floating_point:
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
 
 
 @autocast_exclude
@@ -79,11 +101,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A
     if out is not None:
         return F.written_to(out, addr(input, vec1, vec2, beta=beta, alpha=alpha), "addr")
     T.check_vectors("addr", (("vec1", vec1), ("vec2", vec2)))
-    if not input.dtype.is_floating_point:
-        for arg, v in (("beta", beta), ("alpha", alpha)):
-            if isinstance(v, float):
-                raise RuntimeError(f"For integral input tensors, argument {arg} must not be a "
-                                   f"floating point number.")
+    _check_addr_scalars(D.promote(D.promote(input.dtype, vec1.dtype), vec2.dtype), beta, alpha)
     return _add_product(input, T.outer(vec1, vec2), beta, alpha, "AddrBackward0")
 
 
@@ -95,6 +113,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # 
         return F.written_to(out, baddbmm(input, batch1, batch2, beta=beta, alpha=alpha), "baddbmm")
     from .products import bmm
 
+    no_bool_kernel("baddbmm", batch1)
     return _add_product(input, bmm(batch1, batch2), beta, alpha, "BaddbmmBackward0")
 
 
@@ -106,6 +125,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # n
         return F.written_to(out, addbmm(input, batch1, batch2, beta=beta, alpha=alpha), "addbmm")
     from .products import bmm
 
+    no_bool_kernel("addmm_impl_cpu_", batch1)
     return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha, "AddbmmBackward0")
 
 

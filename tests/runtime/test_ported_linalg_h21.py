@@ -266,3 +266,243 @@ def test_cond_errors_and_warnings() -> None:
     for p in ["wrong_norm", 5, 3.5]:
         _same_error(lambda: torch.linalg.cond(torch.ones(3, 3), p),
                     lambda: ref.linalg.cond(ref.ones(3, 3), p))
+
+
+# ---------------------------------------------------------------- products
+
+
+def test_inner() -> None:
+    def check(a_sizes_: list[int], b_sizes_: list[int]) -> None:
+        for a_sizes, b_sizes in ((a_sizes_, b_sizes_), (b_sizes_, a_sizes_)):
+            a, b = torch.randn(a_sizes), torch.randn(b_sizes)
+            assert_equal(torch.inner(a, b), np.array(np.inner(_np(a), _np(b))), rtol=1e-6,
+                         exact_dtype=False)
+
+    check([], [])
+    check([], [0])
+    check([], [3])
+    check([], [2, 3, 4])
+    check([0], [0])
+    check([0], [2, 0])
+    check([2], [2])
+    check([2], [3, 1, 2])
+    check([2], [3, 0, 2])
+    check([1, 2], [3, 2])
+    check([1, 2], [3, 4, 2])
+    check([2, 1, 3, 2], [1, 3, 2, 2])
+    with pytest.raises(RuntimeError, match=r"^inner\(\) the last dimension must match on both "
+                       r"input tensors but got shapes \[2, 3\] and \[2, 2\]$"):
+        torch.randn(2, 3).inner(torch.randn(2, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bool])
+def test_outer(dtype: torch.dtype) -> None:
+    def run_test_case(a: torch.Tensor, b: torch.Tensor) -> None:
+        expected = np.outer(_np(a), _np(b))
+        for op in (torch.outer, torch.Tensor.outer, torch.ger, torch.Tensor.ger):
+            assert_equal(op(a, b), expected, exact_dtype=False)
+
+    a, b = make_tensor(50, dtype), make_tensor(50, dtype)
+    run_test_case(a, b)
+    zero_strided = make_tensor(1, dtype).expand(50)
+    run_test_case(zero_strided, b)
+    run_test_case(a, zero_strided)
+
+
+def _addr_vs_numpy(dtype: torch.dtype, beta: Any = 1, alpha: Any = 1) -> None:
+    def check(m: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: Any, alpha: Any) -> None:
+        a_np, b_np, m_np = _np(a), _np(b), _np(m)
+        if dtype == torch.bool:
+            outer = np.outer(a_np, b_np)
+            expected = (beta and m_np) | (alpha and outer) if beta else alpha and outer
+            expected = np.broadcast_to(np.asarray(expected, dtype=bool), outer.shape)
+        elif beta == 0:
+            expected = alpha * np.outer(a_np, b_np)
+        else:
+            expected = beta * m_np + alpha * np.outer(a_np, b_np)
+        result = torch.addr(m, a, b, beta=beta, alpha=alpha)
+        assert result.dtype == dtype
+        assert_equal(result, expected.astype(_np(result).dtype), exact_dtype=False)
+
+    m = make_tensor((50, 50), dtype, low=-2, high=2)
+    a = make_tensor((50,), dtype, low=-2, high=2)
+    b = make_tensor((50,), dtype, low=-2, high=2)
+    check(m, a, b, beta, alpha)
+    check(m.transpose(0, 1), a, b, beta, alpha)
+    check(m, make_tensor((1,), dtype, low=-2, high=2).expand(50), b, beta, alpha)
+    check(torch.tensor(1, dtype=dtype), a, b, beta, alpha)
+    if beta == 0 and dtype.is_floating_point:  # nans and infs not propagated when beta == 0
+        m[0][10] = m[10][10] = m[20][20] = float("inf")
+        m[1][10] = m[11][10] = m[21][20] = float("nan")
+    check(m, a, b, 0, alpha)
+
+
+def test_addr_bool() -> None:
+    """A bool addr is (beta and input) or (alpha and the outer product), in bool (rt
+    summed them into int64)."""
+    for beta, alpha in itertools.product((True, False), repeat=2):
+        _addr_vs_numpy(torch.bool, beta=beta, alpha=alpha)
+    _addr_vs_numpy(torch.bool, beta=2, alpha=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int8])
+def test_addr_integral(dtype: torch.dtype) -> None:
+    """PyTorch's checks of beta and alpha against an integral result (rt took a float beta
+    and returned float)."""
+    with pytest.raises(RuntimeError, match="argument beta must not be a floating point number."):
+        _addr_vs_numpy(dtype, beta=2., alpha=1)
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point number."):
+        _addr_vs_numpy(dtype, beta=2, alpha=1.)
+    with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean results."):
+        _addr_vs_numpy(dtype, beta=True, alpha=1)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results."):
+        _addr_vs_numpy(dtype, beta=2, alpha=True)
+    _addr_vs_numpy(dtype, beta=0, alpha=2)
+    _addr_vs_numpy(dtype, beta=2, alpha=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_addr_float(dtype: torch.dtype) -> None:
+    with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean results."):
+        _addr_vs_numpy(dtype, beta=True, alpha=1)
+    with pytest.raises(RuntimeError, match="Boolean alpha only supported for Boolean results."):
+        _addr_vs_numpy(dtype, beta=2, alpha=True)
+    _addr_vs_numpy(dtype, beta=0., alpha=2)
+    _addr_vs_numpy(dtype, beta=0.5, alpha=2)
+
+
+_DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.int8, torch.bool]
+
+
+def test_outer_type_promotion() -> None:
+    for d0, d1 in itertools.product(_DTYPES, repeat=2):
+        a, b = torch.randn(5).to(d0), torch.randn(5).to(d1)
+        for op in (torch.outer, torch.Tensor.outer, torch.ger, torch.Tensor.ger):
+            assert op(a, b).dtype == torch.result_type(a, b)
+
+
+def test_addr_type_promotion() -> None:
+    for d0, d1, d2 in itertools.product(_DTYPES, repeat=3):
+        a, b = make_tensor((5,), d0, low=-2, high=2), make_tensor((5,), d1, low=-2, high=2)
+        m = make_tensor((5, 5), d2, low=-2, high=2)
+        desired = torch.promote_types(torch.promote_types(d0, d1), d2)
+        for op in (torch.addr, torch.Tensor.addr):
+            assert op(m, a, b).dtype == desired
+
+
+def test_outer_ger_addr_legacy_tests() -> None:
+    for size in ((0, 0), (0, 5), (5, 0)):
+        a, b = torch.rand(size[0]), torch.rand(size[1])
+        assert torch.outer(a, b).shape == size
+        assert torch.ger(a, b).shape == size
+        assert torch.addr(torch.empty(size), a, b).shape == size
+    m, a, b = torch.randn(5, 6), torch.randn(5), torch.tensor(6)
+    for fn in (lambda: torch.outer(a, b), lambda: torch.outer(b, a), lambda: torch.ger(a, b),
+               lambda: torch.ger(b, a), lambda: torch.addr(m, a, b),
+               lambda: torch.addr(m, b, a)):
+        with pytest.raises(RuntimeError):
+            fn()
+
+
+def test_add_a_product_casts_beta_and_alpha_to_an_integer_result() -> None:
+    """addmm/addmv/baddbmm/addbmm of integer tensors stay integer: PyTorch's kernels cast
+    beta 2.5 to 2 and alpha 1.7 to 1 (rt promoted to float32 and used 2.5); a bool product's
+    kernel error names PyTorch's kernel."""
+    ref = _ref()
+    rng = np.random.default_rng(0)
+    m, v, b3 = (rng.integers(-3, 3, s) for s in ((3, 3), (3,), (2, 3, 3)))
+    calls = {"addmm": (m, m, m), "addmv": (v, m, v), "baddbmm": (b3, b3, b3),
+             "addbmm": (m, b3, b3)}
+    for name, arrays in calls.items():
+        for beta, alpha in [(2.5, 1.7), (-2.5, 0.5), (0, 2), (2, 1)]:
+            got = getattr(torch, name)(*map(torch.tensor, arrays), beta=beta, alpha=alpha)
+            want = getattr(ref, name)(*map(ref.tensor, arrays), beta=beta, alpha=alpha)
+            assert got.dtype == torch.int64
+            np.testing.assert_array_equal(_np(got), want.numpy())
+        for beta in (True, 2):
+            _same_error(lambda: getattr(torch, name)(
+                *(torch.tensor(a).bool() for a in arrays), beta=beta),
+                lambda: getattr(ref, name)(*(ref.tensor(a).bool() for a in arrays), beta=beta))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_kron(dtype: torch.dtype) -> None:
+    shapes = [(4,), (2, 2), (1, 2, 3), (1, 2, 3, 3)]
+    for a_shape, b_shape in itertools.product(shapes, reversed(shapes)):
+        a, b = torch.rand(a_shape, dtype=dtype), torch.rand(b_shape, dtype=dtype)
+        assert_equal(torch.kron(a, b), np.kron(_np(a), _np(b)), exact_dtype=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_kron_empty(dtype: torch.dtype) -> None:
+    for empty_shape in [(0,), (2, 0), (1, 0, 3)]:
+        a, b = torch.eye(3, dtype=dtype), torch.empty(empty_shape, dtype=dtype)
+        expected = np.kron(_np(a), _np(b))
+        assert_equal(torch.kron(a, b), expected, exact_dtype=False)
+        assert torch.kron(b, a).shape == expected.shape
+
+
+# ---------------------------------------------------------------- decompositions
+
+
+def test_det() -> None:
+    tensors = (torch.randn((2, 2), dtype=torch.float64), torch.randn((20, 20), dtype=torch.float64),
+               torch.randn((3, 6, 6), dtype=torch.float64),
+               torch.randn((4, 2, 5, 5), dtype=torch.float64))
+    for t in tensors:
+        expected = np.linalg.det(_np(t))
+        for op in (torch.det, torch.Tensor.det, torch.linalg.det):
+            assert_equal(op(t), expected)
+    with pytest.raises(RuntimeError):
+        torch.linalg.det(torch.randn(1, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_eigh(dtype: torch.dtype) -> None:
+    def run_test(shape: int, batch: tuple[int, ...], uplo: str) -> None:
+        x = torch.randn(*batch, shape, shape, dtype=dtype)
+        matrix = x + x.mT
+        expected_w, expected_v = np.linalg.eigh(_np(matrix), UPLO=uplo)
+        actual_w, actual_v = torch.linalg.eigh(matrix, UPLO=uplo)
+        assert_equal(actual_w, expected_w, rtol=1e-4, atol=1e-4)
+        assert_equal(abs(actual_v), abs(expected_v), rtol=1e-4, atol=1e-4)
+        if matrix.numel() > 0:
+            phase = torch.from_numpy(expected_v[..., 0, :]).div(actual_v[..., 0, :])
+            rotated = actual_v * phase.unsqueeze(-2).expand_as(actual_v)
+            assert_equal(rotated, expected_v, rtol=1e-4, atol=1e-4)
+
+    for shape, batch, uplo in itertools.product((0, 3, 5), ((), (3,), (2, 2)), ("U", "L")):
+        run_test(shape, batch, uplo)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_eigh_lower_uplo(dtype: torch.dtype) -> None:
+    """A lower-case UPLO names the same triangle, as PyTorch's (rt raised)."""
+    for uplo in ("u", "l"):
+        matrix = torch.randn(2, 2, 3, 3, dtype=dtype)  # not symmetric: the triangle matters
+        expected_w, expected_v = np.linalg.eigh(_np(matrix), UPLO=uplo)
+        actual_w, actual_v = torch.linalg.eigh(matrix, UPLO=uplo)
+        assert_equal(actual_w, expected_w, rtol=1e-4, atol=1e-4)
+        assert_equal(abs(actual_v), abs(expected_v), rtol=1e-4, atol=1e-4)
+        assert_equal(torch.linalg.eigvalsh(matrix, UPLO=uplo), expected_w, rtol=1e-4, atol=1e-4)
+
+
+def test_eigh_errors_and_warnings() -> None:
+    with pytest.raises(RuntimeError, match="must be batches of square matrices"):
+        torch.linalg.eigh(torch.randn(2, 3))
+    with pytest.raises(RuntimeError, match="must be batches of square matrices"):
+        torch.linalg.eigvalsh(torch.randn(2, 3))
+    t = torch.randn(3, 3)
+    for uplo in ["a", "wrong"]:
+        for fn in (torch.linalg.eigh, torch.linalg.eigvalsh):
+            with pytest.raises(RuntimeError, match="be 'L' or 'U'"):
+                fn(t, UPLO=uplo)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_eigvalsh(dtype: torch.dtype) -> None:
+    for shape, batch, uplo in itertools.product((0, 3, 5), ((), (3,), (2, 2)), ("U", "L")):
+        x = torch.randn(*batch, shape, shape, dtype=dtype)
+        matrix = x + x.mT
+        assert_equal(torch.linalg.eigvalsh(matrix, UPLO=uplo),
+                     np.linalg.eigvalsh(_np(matrix), UPLO=uplo), rtol=1e-4, atol=1e-4)
