@@ -24,7 +24,7 @@ from .ops.int_arguments import int_list_error
 from .ops.more_ops import diagonal as _diagonal
 from .ops.naming import renamed
 from .ops.math_ops import same_out_dtype, takes_out, takes_out_each
-from .ops.shapes import wrap_dim
+from .ops.shapes import broadcast_shapes, wrap_dim
 from .ops.tensor_ops import amin as _amin
 from .tensor import Tensor
 
@@ -260,34 +260,46 @@ def svdvals(A: Tensor) -> Tensor:
 
 
 @takes_out(check=same_out_dtype, name="linalg_pinv")
-def pinv(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
-         hermitian: bool = False) -> Tensor:
+def pinv(A: Tensor, rcond: float | None = None, hermitian: bool = False, *,
+         atol: float | None = None, rtol: float | None = None) -> Tensor:
     """The pseudo-inverse V diag(1/S) U^T, singular values at or below max(atol, rtol *
-    S_max) dropped (rtol default: eps * max(m, n), PyTorch's); ``hermitian``: from eigh of
-    A's lower triangle, V diag(1/L) V^T over the eigenvalues whose size is above the cut. A
-    primitive: its gradient is PyTorch's pinv_backward (that of a general A, hermitian too)."""
+    S_max) dropped (rtol default: eps * max(m, n), PyTorch's; ``rcond``: its older name of
+    rtol); ``hermitian``: from eigh of A's lower triangle, V diag(1/L) V^T over the
+    eigenvalues whose size is above the cut. A primitive: its gradient is PyTorch's
+    pinv_backward (that of a general A, hermitian too)."""
+    if A.ndim < 2 or A.dtype not in (D.float32, D.float64):
+        raise RuntimeError(f"linalg.pinv({D.scalar_type_name(A.dtype)}{{{list(A.shape)}}}): "
+                           f"expected a tensor with 2 or more dimensions of float, double, "
+                           f"cfloat or cdouble types")
+    rtol = rcond if rcond is not None else rtol
+    if isinstance(atol, Tensor) or isinstance(rtol, Tensor):
+        raise NotImplementedError("linalg.pinv: tensor atol/rtol are not supported here; "
+                                  "pass numbers")
     rtol = _default_rtol(A, atol, rtol)
     if hermitian:
-        L.check_square("pinv", A)
-    elif not A.dtype.is_floating_point or A.dtype is D.float16:
-        svd(A)  # its checks and texts
+        L.check_square("eigh", A)
     return apply(L.PINV, A, atol=float(atol or 0.0), rtol=float(rtol), hermitian=bool(hermitian))
 
 
-def _default_rtol(A: Tensor, atol: float | None, rtol: float | None) -> float:
-    """PyTorch's rtol of pinv and matrix_rank: eps * max(m, n), or 0 where atol > 0 alone
-    is given."""
+def _default_rtol(A: Tensor, atol: Any, rtol: Any) -> Any:
+    """PyTorch's rtol of pinv and matrix_rank: eps * max(m, n), or 0 where atol > 0 is given
+    (elementwise for a tensor atol)."""
     if rtol is not None:
         return rtol
+    default = float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+    if isinstance(atol, Tensor):
+        return F.where(F.gt(atol, 0), 0.0, default)
     if atol is not None and atol > 0:
         return 0.0
-    return float(np.finfo(A.dtype.np).eps) * max(A.shape[-2], A.shape[-1])
+    return default
 
 
-def _cutoff(sizes: Tensor, atol: float | None, rtol: float) -> Tensor:
-    """max(atol, rtol * the largest size) of each matrix, kept for broadcasting."""
+def _cutoff(sizes: Tensor, atol: Any, rtol: Any) -> Tensor:
+    """max(atol, rtol * the largest size) of each matrix, kept for broadcasting (a tensor
+    atol or rtol: one per matrix of the batch)."""
     largest = F.amax(sizes.detach(), -1, keepdim=True) if sizes.shape[-1] else sizes.detach()
-    return F.maximum(F.mul(largest, rtol), atol or 0.0)
+    atol, rtol = (F.unsqueeze(t, -1) if isinstance(t, Tensor) else t for t in (atol, rtol))
+    return F.maximum(F.mul(largest, rtol), atol if atol is not None else 0.0)
 
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -418,10 +430,18 @@ def multi_dot(tensors: list[Tensor]) -> Tensor:
 
 
 @takes_out(check=same_out_dtype, name="linalg_matrix_rank")
-def matrix_rank(A: Tensor, *, atol: float | None = None, rtol: float | None = None,
-                hermitian: bool = False) -> Tensor:
+def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
+                rtol: Any = None) -> Tensor:
     """The number of singular values above max(atol, rtol * S_max) (rtol default: eps *
-    max(m, n), PyTorch's); ``hermitian``: of the eigenvalues' sizes (A's lower triangle)."""
+    max(m, n), PyTorch's; ``tol``: its older atol, with rtol 0; a tensor atol or rtol: one
+    per matrix); ``hermitian``: of the eigenvalues' sizes (A's lower triangle)."""
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at "
+                           "least 2 dimensions.")
+    if A.dtype not in (D.float32, D.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    if tol is not None:
+        atol, rtol = tol, 0.0
     rtol = _default_rtol(A, atol, rtol)
     S = F.abs(eigvalsh(A.detach())) if hermitian else svdvals(A.detach())
     return F.sum(F.cast(F.gt(S, _cutoff(S, atol, rtol)), D.int64), -1)
@@ -486,15 +506,10 @@ def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
 def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     """X with A X = B (``left`` False: X A = B); B a vector where its shape says so, as
     PyTorch's (B 1-D, or B with one dimension less than A and A's batch)."""
+    vector = _solve_checks(A, B, left)
     if not left:
         return F.transpose(solve(F.transpose(A, -1, -2), F.transpose(B, -1, -2)), -1, -2)
-    L.check_square("solve", A)
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rhs = F.unsqueeze(B, -1) if vector else B
-    if rhs.shape[-2] != A.shape[-1]:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x"
-                           f"{rhs.shape[-1]})")
     try:
         A_inv = inv(A)
     except LinAlgError as e:  # PyTorch's text: its solver names itself, not the inverse
@@ -505,13 +520,42 @@ def solve(A: Tensor, B: Tensor, *, left: bool = True) -> Tensor:
     return F.squeeze(X, -1) if vector else X
 
 
+def _solve_checks(A: Tensor, B: Tensor, left: bool) -> bool:
+    """PyTorch's checks of linalg.solve(_ex), in its order and with its texts (A floating,
+    A and B of one dtype, A square, B a matrix of A's size, B's batch broadcasting against
+    A's); whether B is a vector (1-D, or A's batch of them)."""
+    if not A.dtype.is_floating_point or A.dtype is D.float16:
+        L.check_square("solve", A)  # its dtype error
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
+                           f"A of type {D.scalar_type_name(A.dtype)} and B of type "
+                           f"{D.scalar_type_name(B.dtype)} instead")
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    rhs = (*B.shape, 1) if vector else tuple(B.shape)
+    L.check_square("solve", A)
+    if len(rhs) < 2:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
+    if A.shape[-2 if left else -1] != rhs[-2 if left else -1]:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and "
+                           f"{rhs[-2]}x{rhs[-1]})")
+    broadcast_shapes(rhs[:-2], tuple(A.shape[:-2]))  # its error names B's batch first
+    if not left and vector:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
+                           "supported for left=False. In this case linalg.solve is equivalent "
+                           "to B / A.squeeze(-1)")
+    return vector
+
+
 @takes_out(check=same_out_dtype, name="linalg_matrix_power")
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """A multiplied by itself n times (by squaring; n < 0: of inv(A); 0: the identity)."""
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
+                           "dimensions.")
+    if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
-                           f"they are {A.shape[-2] if A.ndim > 1 else 1} by "
-                           f"{A.shape[-1] if A.ndim else 1} matrices")
+                           f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
     if n == 0:
         from .creation import eye
 
@@ -540,6 +584,8 @@ def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
     triangle read (``unitriangular``: its diagonal taken as ones); batch axes broadcast, a
     zero on the diagonal gives inf and NaN, as PyTorch's."""
     L.check_solve_triangular(A, B, left)
+    if B.dtype is not A.dtype:  # PyTorch's result is in A's dtype (its shape rule's too)
+        B = F.cast(B, A.dtype)
     return apply(L.SOLVE_TRIANGULAR, A, B, upper=bool(upper), left=bool(left),
                  unitriangular=bool(unitriangular))
 
@@ -703,31 +749,18 @@ def lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, *, left: bool = True,  # noq
     return tri(lu_t, tri(lu_t, X, True, False, True), False, False)
 
 
-def _square_solve_checks(A: Tensor, B: Tensor) -> None:
-    L.check_square("solve", A)
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {D.scalar_type_name(A.dtype)} and B of type "
-                           f"{D.scalar_type_name(B.dtype)} instead")
-
-
 @takes_out_each("linalg_solve_ex")
 @_node_named("LinalgSolveExBackward0")
 def solve_ex(A: Tensor, B: Tensor, *, left: bool = True, check_errors: bool = False
              ) -> SolveExResult:
     """``solve``'s X through LAPACK's route (LU, then its solves) and getrf's info: a
     singular A gives inf and NaN and a nonzero info, PyTorch's error with ``check_errors``."""
-    _square_solve_checks(A, B)
+    vector = _solve_checks(A, B, left)
     if not left:
         result, info = solve_ex(F.transpose(A, -1, -2), F.transpose(B, -1, -2),
                                 check_errors=check_errors)
         return SolveExResult(F.transpose(result, -1, -2), info)
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     rhs = F.unsqueeze(B, -1) if vector else B
-    if rhs.shape[-2] != A.shape[-1]:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
-                           f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {rhs.shape[-2]}x"
-                           f"{rhs.shape[-1]})")
     lu_, pivots, info = lu_factor_ex(A)
     if check_errors:
         _raise_at_info(info, lambda k: "The solver failed because the input matrix is "

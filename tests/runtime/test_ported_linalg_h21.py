@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from math import inf, nan
 from typing import Any
 
@@ -34,7 +35,8 @@ def _same_error(fn: Any, ref_fn: Any) -> None:
     """``fn`` (runtime) raises what ``ref_fn`` (PyTorch) raises: its type and message text."""
     with pytest.raises(Exception) as want:
         ref_fn()
-    with pytest.raises(type(want.value)) as got:
+    linalg_error = type(want.value).__name__ == "_LinAlgError"  # torch.linalg.LinAlgError
+    with pytest.raises(torch.linalg.LinAlgError if linalg_error else type(want.value)) as got:
         fn()
     assert str(got.value) == str(want.value)
 
@@ -506,3 +508,276 @@ def test_eigvalsh(dtype: torch.dtype) -> None:
         matrix = x + x.mT
         assert_equal(torch.linalg.eigvalsh(matrix, UPLO=uplo),
                      np.linalg.eigvalsh(_np(matrix), UPLO=uplo), rtol=1e-4, atol=1e-4)
+
+
+def _random_spd(n: int, *batch: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    x = torch.randn(*batch, n, n, dtype=dtype)
+    return x @ x.mT + n * torch.eye(n, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cholesky(dtype: torch.dtype) -> None:
+    for shape, batch, contiguous in itertools.product((0, 3, 5), ((), (3,), (2, 2)),
+                                                      (True, False)):
+        A = _random_spd(shape, *batch, dtype=dtype)
+        if A.numel() > 0 and not contiguous:
+            A = A.mT
+            assert not A.is_contiguous()
+        expected = np.linalg.cholesky(_np(A))
+        assert_equal(torch.linalg.cholesky(A), expected, rtol=1e-5, atol=1e-4)
+    A = _random_spd(3, 3, dtype=dtype)
+    assert_equal(torch.linalg.cholesky(A, upper=True), torch.linalg.cholesky(A).mH)
+
+
+def test_cholesky_errors_and_warnings() -> None:
+    with pytest.raises(RuntimeError, match=r"must be batches of square matrices"):
+        torch.linalg.cholesky(torch.randn(2, 3))
+    with pytest.raises(RuntimeError, match=r"must be batches of square matrices"):
+        torch.linalg.cholesky(torch.randn(2, 2, 3))
+    with pytest.raises(RuntimeError, match=r"must have at least 2 dimensions"):
+        torch.linalg.cholesky(torch.randn(2))
+    A = torch.eye(3, 3)
+    A[-1, -1] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match=r"minor of order 3 is not positive-definite"):
+        torch.linalg.cholesky(A)
+    A = torch.eye(3, 3).reshape((1, 3, 3)).repeat(5, 1, 1)
+    A[4, -1, -1] = 0
+    with pytest.raises(RuntimeError, match=r"\(Batch element 4\): The factorization could not be "
+                       "completed"):
+        torch.linalg.cholesky(A)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_old_cholesky(dtype: torch.dtype) -> None:
+    A = _random_spd(6, dtype=dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for upper in (False, True):
+            C = torch.cholesky(A, upper)
+            B = C.t() @ C if upper else C @ C.t()
+            assert_equal(A, B, atol=1e-4 if dtype == torch.float32 else 1e-10, rtol=1e-5)
+            batched = _random_spd(3, 2, 3, dtype=dtype)
+            assert_equal(torch.cholesky(batched, upper=upper),
+                         torch.stack([m.cholesky(upper=upper) for m in batched.reshape(-1, 3, 3)]
+                                     ).reshape_as(batched))
+        empty = torch.empty(0, 0, dtype=dtype)
+        assert_equal(torch.cholesky(empty) @ torch.cholesky(empty).t(), empty)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cholesky_ex(dtype: torch.dtype) -> None:
+    for n, batch in itertools.product((0, 3, 5), ((), (2,), (2, 1))):
+        A = _random_spd(n, *batch, dtype=dtype)
+        L, info = torch.linalg.cholesky_ex(A)
+        assert_equal(L, np.linalg.cholesky(_np(A)), rtol=1e-5, atol=1e-4)
+        assert_equal(info, torch.zeros(A.shape[:-2], dtype=torch.int32))
+
+
+def test_cholesky_ex_non_pd() -> None:
+    A = torch.eye(3, 3)
+    A[-1, -1] = 0
+    _, info = torch.linalg.cholesky_ex(A)
+    assert info.item() == 3 and info.dtype == torch.int32
+    with pytest.raises(RuntimeError, match=r"minor of order 3 is not positive-definite"):
+        torch.linalg.cholesky_ex(A, check_errors=True)
+    A = torch.eye(3, 3).reshape((1, 3, 3)).repeat(5, 1, 1)
+    A[3, -2, -2] = 0
+    _, info = torch.linalg.cholesky_ex(A)
+    expected = torch.zeros(A.shape[:-2], dtype=torch.int32)
+    expected[3] = 2
+    assert_equal(info, expected)
+    with pytest.raises(RuntimeError, match=r"\(Batch element 3\): The factorization could not be "
+                       "completed"):
+        torch.linalg.cholesky_ex(A, check_errors=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_inverse(dtype: torch.dtype) -> None:
+    for n, batch in itertools.product((0, 3, 5), ((), (0,), (3,), (2, 2))):
+        A = torch.randn(*batch, n, n, dtype=dtype) + 3 * torch.eye(n, dtype=dtype)
+        expected = np.linalg.inv(_np(A))
+        for inverse in (torch.inverse(A), torch.linalg.inv(A), A.inverse(),
+                        torch.linalg.inv_ex(A).inverse):
+            assert_equal(inverse, expected, rtol=1e-4, atol=1e-5)
+        assert_equal(torch.linalg.inv_ex(A).info, torch.zeros(batch, dtype=torch.int32))
+
+
+def test_inv_ex_info_and_errors_on_singular_matrices() -> None:
+    A = torch.eye(3, dtype=torch.float64)
+    A[-1, -1] = 0
+    assert torch.linalg.inv_ex(A).info.item() == 3
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^linalg.inv: The diagonal element 3 is "
+                       r"zero, the inversion could not be completed because the input matrix "
+                       r"is singular.$"):
+        torch.linalg.inv(A)
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^linalg.inv_ex: The diagonal element"):
+        torch.linalg.inv_ex(A, check_errors=True)
+    batch = torch.eye(3, dtype=torch.float64).repeat(5, 1, 1)
+    batch[3, 1, 1] = 0
+    assert torch.linalg.inv_ex(batch).info.tolist() == [0, 0, 0, 2, 0]
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^linalg.inv: \(Batch element 3\): The "
+                       r"diagonal element 2 is zero"):
+        torch.linalg.inv(batch)
+    with pytest.raises(RuntimeError, match="must be batches of square matrices"):
+        torch.linalg.inv(torch.randn(2, 3))
+    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor"):
+        torch.linalg.inv(torch.ones(2, 2, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_solve(dtype: torch.dtype) -> None:
+    def check(A: torch.Tensor, B: torch.Tensor, left: bool = True) -> None:
+        X = torch.linalg.solve(A, B, left=left)
+        vector = B.ndim == 1 or B.ndim == A.ndim - 1 and B.shape == A.shape[:-1]
+        Bm = B.unsqueeze(-1) if vector else B
+        got = (A @ X.unsqueeze(-1) if vector else A @ X) if left else X @ A
+        assert_equal(got, Bm.expand_as(got), rtol=1e-4, atol=1e-4)
+        assert_equal(torch.linalg.solve_ex(A, B, left=left).result, X, rtol=1e-4, atol=1e-4)
+
+    for n, batch_a, batch_b in [(3, (), ()), (3, (2,), (2,)), (3, (2,), ()), (3, (), (2,)),
+                                (3, (2, 1), (1, 3)), (0, (), ()), (3, (0,), (0,))]:
+        A = torch.randn(*batch_a, n, n, dtype=dtype) + 3 * torch.eye(n, dtype=dtype)
+        check(A, torch.randn(*batch_b, n, 2, dtype=dtype))
+        check(A, torch.randn(*batch_b, 4, n, dtype=dtype), left=False)
+        check(A, torch.randn(n, dtype=dtype))
+        check(A, torch.randn(*A.shape[:-1], dtype=dtype))
+
+
+def test_solve_errors_are_pytorchs() -> None:
+    """linalg.solve's checks in PyTorch's order and texts: B of no dims (rt: an IndexError),
+    A and B of two dtypes (rt: matmul's text), B's batch named first in a broadcasting
+    error, a vector B with left=False (rt solved it)."""
+    ref = _ref()
+    cases = [lambda t: t.linalg.solve(t.eye(3), t.tensor(1.)),
+             lambda t: t.linalg.solve(t.eye(3), t.ones(3, dtype=t.float64)),
+             lambda t: t.linalg.solve_ex(t.eye(3), t.ones(3, dtype=t.float64)),
+             lambda t: t.linalg.solve(t.eye(3).expand(2, 3, 3), t.ones(3, 3, 2)),
+             lambda t: t.linalg.solve(t.eye(3).expand(2, 3, 3), t.ones(2, 3), left=False),
+             lambda t: t.linalg.solve(t.eye(3), t.ones(3), left=False),
+             lambda t: t.linalg.solve(t.eye(3), t.ones(4, 2)),
+             lambda t: t.linalg.solve(t.eye(3), t.ones(2, 4), left=False),
+             lambda t: t.linalg.solve(t.ones(3), t.ones(3)),
+             lambda t: t.linalg.solve(t.ones(3, 2), t.ones(3)),
+             lambda t: t.linalg.solve(t.eye(3, dtype=t.int64), t.ones(3, dtype=t.int64)),
+             lambda t: t.linalg.solve(t.eye(3, dtype=t.int64), t.ones(3))]
+    for case in cases:
+        _same_error(lambda: case(torch), lambda: case(ref))
+    singular = torch.eye(3, dtype=torch.float64)
+    singular[-1, -1] = 0
+    with pytest.raises(torch.linalg.LinAlgError, match=r"^torch.linalg.solve: The solver failed "
+                       "because the input matrix is singular.$"):
+        torch.linalg.solve(singular, torch.ones(3, dtype=torch.float64))
+    result, info = torch.linalg.solve_ex(singular, torch.ones(3, dtype=torch.float64))
+    assert info.item() == 3
+
+
+def test_solve_triangular_is_in_the_dtype_of_a() -> None:
+    """PyTorch's solve_triangular result is in A's dtype (rt's eager result promoted to B's
+    float64 while its shape rule said A's float32)."""
+    for a_dtype, b_dtype in [(torch.float32, torch.float64), (torch.float64, torch.float32),
+                             (torch.float32, torch.int64)]:
+        A = torch.eye(3, dtype=a_dtype) * 2
+        X = torch.linalg.solve_triangular(A, torch.ones(3, 1, dtype=b_dtype), upper=True)
+        assert X.dtype == a_dtype
+        assert_equal(X, torch.full((3, 1), 0.5, dtype=a_dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_solve_triangular(dtype: torch.dtype) -> None:
+    for upper, left, unit in itertools.product((True, False), repeat=3):
+        A = torch.randn(2, 3, 3, dtype=dtype) + 3 * torch.eye(3, dtype=dtype)
+        B = torch.randn(2, 3, 4, dtype=dtype) if left else torch.randn(2, 4, 3, dtype=dtype)
+        X = torch.linalg.solve_triangular(A, B, upper=upper, left=left, unitriangular=unit)
+        T = A.triu() if upper else A.tril()
+        if unit:
+            T = T - torch.diag_embed(T.diagonal(dim1=-2, dim2=-1)) + torch.eye(3, dtype=dtype)
+        assert_equal(T @ X if left else X @ T, B, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_power_non_negative_and_negative(dtype: torch.dtype) -> None:
+    for n in (0, 1, 2, 3, 5, -1, -2, -3):
+        for batch in ((), (2,), (0,), (2, 0)):
+            M = torch.randn(*batch, 3, 3, dtype=dtype) + 3 * torch.eye(3, dtype=dtype)
+            expected = np.linalg.matrix_power(_np(M), n) if M.numel() else _np(M)
+            for op in (torch.linalg.matrix_power, torch.matrix_power):
+                assert_equal(op(M, n), expected, rtol=1e-4, atol=1e-4)
+    ints = torch.arange(4).reshape(2, 2)
+    assert_equal(torch.linalg.matrix_power(ints, 3), np.linalg.matrix_power(_np(ints), 3))
+    assert_equal(torch.linalg.matrix_power(ints, 0), torch.eye(2, dtype=torch.int64))
+
+
+def test_matrix_power_errors() -> None:
+    ref = _ref()
+    singular = [[1.0, 0.0], [0.0, 0.0]]
+    for case in (lambda t: t.linalg.matrix_power(t.ones(3), 2),
+                 lambda t: t.linalg.matrix_power(t.ones(2, 3), 2),
+                 lambda t: t.linalg.matrix_power(t.arange(4).reshape(2, 2), -1),
+                 lambda t: t.linalg.matrix_power(t.tensor(singular), -2)):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_matrix_rank(dtype: torch.dtype) -> None:
+    for shape in [(3, 3), (2, 3, 3), (0, 3, 3), (3, 5), (5, 3), (0, 0), (3, 0)]:
+        a = torch.randn(*shape, dtype=dtype)
+        expected = np.linalg.matrix_rank(_np(a)) if a.numel() else np.zeros(shape[:-2], np.int64)
+        assert_equal(torch.linalg.matrix_rank(a), expected, exact_dtype=False)
+        if shape[-1] == shape[-2] and a.numel():
+            sym = a + a.mT
+            assert_equal(torch.linalg.matrix_rank(sym, hermitian=True),
+                         np.linalg.matrix_rank(_np(sym), hermitian=True), exact_dtype=False)
+
+
+def test_matrix_rank_tol_and_tensor_tolerances() -> None:
+    """PyTorch's ``tol`` (an atol with rtol 0, by position or keyword) and tensor atol/rtol
+    (one per matrix), which rt refused; its errors for a vector and an integer matrix."""
+    ref = _ref()
+    scales = [1.0, 3.0]
+    x, xr = (t.eye(3).expand(2, 3, 3) * t.tensor(scales).reshape(2, 1, 1) for t in (torch, ref))
+    for kwargs in ({"atol": (0.5, 2.0)}, {"rtol": (0.5, 1.5)}, {"atol": 2.0}, {"tol": 2.0},
+                   {"tol": 2.0, "hermitian": True}):
+        got = torch.linalg.matrix_rank(x, **{k: torch.tensor(v) if isinstance(v, tuple) else v
+                                             for k, v in kwargs.items()})
+        want = ref.linalg.matrix_rank(xr, **{k: ref.tensor(v) if isinstance(v, tuple) else v
+                                             for k, v in kwargs.items()})
+        assert got.tolist() == want.tolist(), kwargs
+    assert torch.linalg.matrix_rank(x, 2.0).tolist() == [0, 3]
+    for case in (lambda t: t.linalg.matrix_rank(t.ones(3)),
+                 lambda t: t.linalg.matrix_rank(t.ones(3, 3, dtype=t.int64)),
+                 lambda t: t.linalg.matrix_rank(t.ones(2, 3), hermitian=True)):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pinv(dtype: torch.dtype) -> None:
+    for shape in [(3, 3), (2, 3, 3), (0, 3, 3), (3, 5), (5, 3), (2, 0, 3)]:
+        a = torch.randn(*shape, dtype=dtype)
+        expected = np.linalg.pinv(_np(a)) if a.numel() else np.zeros(
+            (*shape[:-2], shape[-1], shape[-2]))
+        for pinv in (torch.linalg.pinv(a), torch.pinverse(a)):
+            assert_equal(pinv, expected, rtol=1e-4, atol=1e-4, exact_dtype=False)
+        if shape[-1] == shape[-2] and a.numel():
+            sym = a + a.mT
+            assert_equal(torch.linalg.pinv(sym, hermitian=True),
+                         np.linalg.pinv(_np(sym), hermitian=True), rtol=1e-4, atol=1e-4)
+
+
+def test_pinv_rcond_and_errors() -> None:
+    """``rcond`` (PyTorch's older name of rtol, by position or keyword), PyTorch's texts for
+    a vector or an integer input (rt: an IndexError, NumPy's ValueError), eigh's for a
+    hermitian non-square one."""
+    ref = _ref()
+    a = [[2.0, 0.0], [0.0, 0.1]]
+    for kwargs in ({"rcond": 0.5}, {"rtol": 0.5}, {"atol": 0.5}, {}):
+        assert_equal(torch.linalg.pinv(torch.tensor(a), **kwargs),
+                     ref.linalg.pinv(ref.tensor(a), **kwargs).numpy())
+    assert_equal(torch.linalg.pinv(torch.tensor(a), 0.5, True),
+                 ref.linalg.pinv(ref.tensor(a), 0.5, True).numpy())
+    for case in (lambda t: t.linalg.pinv(t.ones(3)),
+                 lambda t: t.linalg.pinv(t.ones(3, 3, dtype=t.int64)),
+                 lambda t: t.linalg.pinv(t.ones(3, dtype=t.float64), hermitian=True),
+                 lambda t: t.linalg.pinv(t.ones(2, 3), hermitian=True)):
+        _same_error(lambda: case(torch), lambda: case(ref))
+    with pytest.raises(NotImplementedError, match="tensor atol/rtol"):
+        torch.linalg.pinv(torch.eye(2), atol=torch.tensor(0.5))
