@@ -244,9 +244,12 @@ SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 @takes_out_each("linalg_svd")
 @_node_named("LinalgSvdBackward0")
-def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
+def svd(A: Tensor, full_matrices: bool = True, *, driver: str | None = None) -> SVDResult:
     """U, S, Vh with A = U diag(S) Vh (S descending); full_matrices: U and Vh square (the
-    gradient reads their first min(m, n) columns and rows, as PyTorch's)."""
+    gradient reads their first min(m, n) columns and rows, as PyTorch's). ``driver`` picks
+    a cuSOLVER routine in PyTorch: its error on the CPU, not implemented here on a GPU."""
+    _check_matrix("svd", A)
+    _check_svd_driver(A, driver)
     m, n = A.shape[-2], A.shape[-1]
     full = bool(full_matrices) and m != n  # square: the same factors
     packed = apply(L.SVD, A, full_matrices=full)
@@ -254,9 +257,19 @@ def svd(A: Tensor, full_matrices: bool = True) -> SVDResult:
 
 
 @takes_out(check=same_out_dtype, name="linalg_svdvals")
-def svdvals(A: Tensor) -> Tensor:
+def svdvals(A: Tensor, *, driver: str | None = None) -> Tensor:
     """The singular values, descending."""
-    return svd(A, full_matrices=False).S
+    return svd(A, full_matrices=False, driver=driver).S
+
+
+def _check_svd_driver(A: Tensor, driver: str | None) -> None:
+    if driver is None:
+        return
+    if A.device.type == "cpu":
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on "
+                           "CUDA inputs with cuSOLVER backend.")
+    raise NotImplementedError("torch.linalg.svd: driver= (a cuSOLVER routine) is not "
+                              "implemented here; leave it None")
 
 
 @takes_out(check=same_out_dtype, name="linalg_pinv")
@@ -302,6 +315,16 @@ def _cutoff(sizes: Tensor, atol: Any, rtol: Any) -> Tensor:
     return F.maximum(F.mul(largest, rtol), atol if atol is not None else 0.0)
 
 
+def _check_matrix(name: str, A: Tensor) -> None:
+    """PyTorch's checkIsMatrix, then checkFloatingOrComplex, with their texts."""
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 "
+                           f"dimensions.")
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
+                           f"input. Got {D.scalar_type_name(A.dtype)}")
+
+
 QRResult = namedtuple("QRResult", ["Q", "R"])
 LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
 
@@ -311,6 +334,7 @@ LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singu
 def qr(A: Tensor, mode: str = "reduced") -> QRResult:
     """Q with orthonormal columns and upper-triangular R, A = QR ('reduced'; 'r': R only,
     Q empty; 'complete': Q square, R m x n, without a derivative where m > n)."""
+    _check_matrix("qr", A)
     if mode not in ("reduced", "r", "complete"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            f"'reduced' (default), 'r', or 'complete'")
@@ -358,15 +382,14 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
                            "gelsy, gelsd, gelss)")
     driver = driver or "gelsy"
-    vector = B.ndim == A.ndim - 1
+    vector = _lstsq_checks(A, B)
     rhs = F.unsqueeze(B, -1) if vector else B
-    if rhs.shape[-2] != A.shape[-2]:
-        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     pinv_a = pinv(A, rtol=rcond) if rcond is not None else pinv(A)
     X = F.matmul(pinv_a, rhs)
     S = svdvals(A.detach())
     tol = rcond if rcond is not None else float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
-    rank = F.sum(F.cast(F.gt(S, F.mul(F.amax(S, -1, keepdim=True), tol)), D.int64), -1)
+    largest = _largest_or_smallest(S, -1, True, True)  # 0 for no singular values
+    rank = F.sum(F.cast(F.gt(S, F.mul(largest, tol)), D.int64), -1)
     empty = zeros(0, dtype=A.dtype, device=A.device)
     m, n = A.shape[-2], A.shape[-1]
     # an empty residuals has history where the solution has, as PyTorch's (one node)
@@ -379,6 +402,29 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
         rank = zeros(0, dtype=D.int64, device=A.device)
     values = S if driver in ("gelsd", "gelss") else empty
     return LstsqResult(F.squeeze(X, -1) if vector else X, residuals, rank, values)
+
+
+def _lstsq_checks(A: Tensor, B: Tensor) -> bool:
+    """PyTorch's checks of lstsq's A and B, in its order and with its texts; whether B is a
+    vector (one dimension less than A)."""
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {D.scalar_type_name(A.dtype)} and "
+                           f"other's dtype {D.scalar_type_name(B.dtype)}")
+    if A.ndim - B.ndim not in (0, 1):
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
+    vector = A.ndim - B.ndim == 1
+    if A.shape[-2] != B.shape[-1 if vector else -2]:
+        raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match "
+                           f"other.size({-1 if vector else -2})")
+    if A.dtype not in (D.float32, D.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    return vector
 
 
 @takes_out(check=same_out_dtype, name="linalg_cross")

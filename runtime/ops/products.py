@@ -46,12 +46,15 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
     for name, m in (("mat1", mat1), ("mat2", mat2)):
         if m.ndim != 2:
             raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
-    if mat1.shape[1] != mat2.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
-                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    if input.dtype is not mat2.dtype:  # PyTorch's order: input's first
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{scalar_type_name(input.dtype)} and {scalar_type_name(mat2.dtype)}")
     if mat1.dtype is not mat2.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{scalar_type_name(mat1.dtype)} and {scalar_type_name(mat2.dtype)}")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
+                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
     target = (mat1.shape[0], mat2.shape[1])
     shape = tuple(input.shape)
     if len(shape) > 2 or any(s not in (1, t) for s, t in zip(shape[::-1], target[::-1])):
@@ -63,9 +66,6 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,  # noqa: 
                     f"{list(target)}.  Tensor sizes: {list(shape)}")
         raise RuntimeError(f"addmm: an input of shape {list(shape)} does not broadcast to "
                            f"{list(target)}")
-    if input.dtype is not mat1.dtype:
-        raise RuntimeError(f"expected scalar type {scalar_type_name(mat1.dtype)} but found "
-                           f"{scalar_type_name(input.dtype)}")
     from .structured import _add_product, no_bool_kernel
 
     no_bool_kernel("addmm_impl_cpu_", mat1)

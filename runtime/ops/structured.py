@@ -91,7 +91,31 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1,  # noqa: A0
         return F.written_to(out, addmv(input, mat, vec, beta=beta, alpha=alpha), "addmv")
     from .more_ops import mv
 
+    _check_addmv(input, mat, vec)
     return _add_product(input, mv(mat, vec), beta, alpha, "AddmvBackward0")
+
+
+def _check_addmv(input: Tensor, mat: Tensor, vec: Tensor) -> None:  # noqa: A002
+    """PyTorch's addmv checks: ranks, sizes (input: one element, or mat's rows), dtypes."""
+    if not (mat.ndim == 2 and vec.ndim == 1 and input.ndim <= 1):
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, "
+                           f"{vec.ndim}")
+    if mat.shape[1] != vec.shape[0] or input.numel() not in (1, mat.shape[0]):
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.ndim else 1}), "
+                           f"mat ({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    if not input.dtype is mat.dtype is vec.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{D.scalar_type_name(input.dtype)}, {D.scalar_type_name(mat.dtype)}, "
+                           f"and {D.scalar_type_name(vec.dtype)}")
+
+
+def _check_expands(input: Tensor, target: Sequence[int]) -> None:  # noqa: A002
+    """PyTorch's expand of a batched add-a-product's input to the product's shape."""
+    from .shapes import expand_error
+
+    err = expand_error(tuple(input.shape), tuple(target))
+    if err is not None:
+        raise RuntimeError(err)
 
 
 @autocast_exclude
@@ -114,7 +138,14 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # 
     from .products import bmm
 
     no_bool_kernel("baddbmm", batch1)
-    return _add_product(input, bmm(batch1, batch2), beta, alpha, "BaddbmmBackward0")
+    prod = bmm(batch1, batch2)
+    _check_expands(input, prod.shape)
+    if input.dtype is not batch1.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input "
+                           f"{D.type_meta_name(input.dtype)}, batch1: "
+                           f"{D.type_meta_name(batch1.dtype)}, batch2: "
+                           f"{D.type_meta_name(batch2.dtype)}")
+    return _add_product(input, prod, beta, alpha, "BaddbmmBackward0")
 
 
 @autocast_lower
@@ -126,7 +157,13 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # n
     from .products import bmm
 
     no_bool_kernel("addmm_impl_cpu_", batch1)
-    return _add_product(input, F.sum(bmm(batch1, batch2), 0), beta, alpha, "AddbmmBackward0")
+    if input.dtype is not batch2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{D.scalar_type_name(input.dtype)} and "
+                           f"{D.scalar_type_name(batch2.dtype)}")
+    prod = F.sum(bmm(batch1, batch2), 0)
+    _check_expands(input, prod.shape)
+    return _add_product(input, prod, beta, alpha, "AddbmmBackward0")
 
 
 @autocast_exclude
@@ -146,7 +183,18 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *,  # noqa: A002
         return F.written_to(out, cross(input, other, dim), "cross")
     from .extra_ops import roll
 
+    if input.ndim != other.ndim:  # PyTorch's: no broadcasting of the dims themselves
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if dim is not None:
+        d = wrap_dim(dim, input.ndim)
+        if input.shape[d] != 3 and other.shape[d] != 3:  # its dim as given (-1)
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                               f"{input.shape[d]} and {other.shape[d]}")
     shape = broadcast_shapes(input.shape, other.shape)
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {D.scalar_type_name(input.dtype)} but found "
+                           f"{D.scalar_type_name(other.dtype)}")
+    no_bool_kernel("cross", input)
     a, b = F.expand(input, *shape), F.expand(other, *shape)
     if dim is None:
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
@@ -157,12 +205,6 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *,  # noqa: A002
         if not dims:
             raise RuntimeError("no dimension of size 3 in input")
         d = dims[0]
-    else:
-        d = wrap_dim(dim, len(shape))
-        if shape[d] != 3:
-            raise RuntimeError(f"linalg.cross: inputs dimension {d} must have length 3. Got "
-                               f"{input.shape[d] if input.ndim > d else 1} and "
-                               f"{other.shape[d] if other.ndim > d else 1}")
     return F.sub(F.mul(roll(a, -1, d), roll(b, -2, d)), F.mul(roll(a, -2, d), roll(b, -1, d)))
 
 

@@ -781,3 +781,180 @@ def test_pinv_rcond_and_errors() -> None:
         _same_error(lambda: case(torch), lambda: case(ref))
     with pytest.raises(NotImplementedError, match="tensor atol/rtol"):
         torch.linalg.pinv(torch.eye(2), atol=torch.tensor(0.5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_qr(dtype: torch.dtype) -> None:
+    for shape in [(3, 3), (5, 3), (3, 5), (2, 4, 3), (0, 3), (3, 0), (0, 0), (2, 0, 3)]:
+        A = torch.randn(*shape, dtype=dtype)
+        for mode in ("reduced", "complete", "r"):
+            q, r = torch.linalg.qr(A, mode=mode)
+            exp_q, exp_r = np.linalg.qr(_np(A), mode=mode) if mode != "r" else (
+                None, np.linalg.qr(_np(A), mode="r"))
+            assert_equal(abs(r), abs(exp_r), rtol=1e-4, atol=1e-4)
+            if mode != "r":
+                assert q.shape == exp_q.shape
+                assert_equal(q @ r, A, rtol=1e-4, atol=1e-4)
+                n = q.shape[-1]
+                assert_equal(q.mT @ q, torch.eye(n, dtype=dtype).expand(*q.shape[:-2], n, n),
+                             atol=1e-5)
+            else:
+                assert q.numel() == 0
+
+
+def test_qr_errors() -> None:
+    ref = _ref()
+    for case in (lambda t: t.linalg.qr(t.ones(3)), lambda t: t.linalg.qr(t.ones(3, 3, dtype=t.int64)),
+                 lambda t: t.linalg.qr(t.ones(3, 3), mode="x")):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_svd(dtype: torch.dtype) -> None:
+    for shape in [(3, 3), (5, 3), (3, 5), (2, 4, 3), (0, 3), (3, 0), (0, 0), (2, 0, 3)]:
+        A = torch.randn(*shape, dtype=dtype)
+        for full_matrices in (True, False):
+            U, S, Vh = torch.linalg.svd(A, full_matrices=full_matrices)
+            expected_s = np.linalg.svd(_np(A), compute_uv=False) if A.numel() else np.zeros(
+                (*shape[:-2], min(shape[-2:])))
+            assert_equal(S, expected_s, rtol=1e-4, atol=1e-4, exact_dtype=False)
+            k = S.shape[-1]
+            m, n = shape[-2:]
+            assert U.shape[-2:] == ((m, m) if full_matrices else (m, k))
+            assert Vh.shape[-2:] == ((n, n) if full_matrices else (k, n))
+            assert_equal((U[..., :k] * S.unsqueeze(-2)) @ Vh[..., :k, :], A, rtol=1e-4, atol=1e-4)
+        assert_equal(torch.linalg.svdvals(A), S)
+
+
+def test_svd_errors() -> None:
+    """PyTorch's texts for a vector and an integer input (rt: an IndexError, a result), and
+    for ``driver=`` on a CPU tensor (rt: an unexpected keyword)."""
+    ref = _ref()
+    for case in (lambda t: t.linalg.svd(t.ones(3)), lambda t: t.linalg.svdvals(t.ones(3)),
+                 lambda t: t.linalg.svd(t.ones(3, 3, dtype=t.int64)),
+                 lambda t: t.linalg.svdvals(t.ones(3, 3, dtype=t.int64)),
+                 lambda t: t.linalg.svd(t.ones(3, 3), driver="gesvd"),
+                 lambda t: t.linalg.svdvals(t.ones(3, 3), driver="gesvdj")):
+        _same_error(lambda: case(torch), lambda: case(ref))
+    assert_equal(torch.linalg.svdvals(torch.eye(2), driver=None), torch.ones(2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_linalg_lstsq(dtype: torch.dtype) -> None:
+    """Against NumPy's gelsd for well-conditioned matrices (every driver's solution), and
+    the rank and singular values the gelsd/gelss drivers report."""
+    for batch, (m, n) in itertools.product([(), (2,), (2, 2)], [(1, 1), (4, 2), (4, 4), (2, 4)]):
+        a = torch.randn(*batch, m, n, dtype=dtype) + torch.eye(m, n, dtype=dtype)
+        b = torch.rand(*batch, m, 3, dtype=dtype)
+        for driver in ("gels", "gelsy", "gelsd", "gelss", None):
+            if driver == "gels" and m < n:
+                continue  # underdetermined: gels's own minimum-norm answer, not compared
+            res = torch.linalg.lstsq(a, b, driver=driver)
+            assert_equal(res.solution, torch.linalg.pinv(a) @ b, rtol=1e-4, atol=1e-4)
+            if driver in ("gelsd", "gelss"):
+                for i in range(int(np.prod(batch))):
+                    a_i = _np(a).reshape(-1, m, n)[i]
+                    _, _, rank, sv = np.linalg.lstsq(a_i, _np(b).reshape(-1, m, 3)[i], rcond=None)
+                    assert res.rank.reshape(-1)[i].item() == rank
+                    assert_equal(res.singular_values.reshape(-1, min(m, n))[i], sv, rtol=1e-4,
+                                 atol=1e-4, exact_dtype=False)
+
+
+def test_linalg_lstsq_input_checks() -> None:
+    """Empty inputs (rt: amax's error for no singular values) and PyTorch's texts for bad
+    dims, dtypes and sizes (rt: IndexError, bmm's text, size(-2) for a vector B)."""
+    ref = _ref()
+    for shape_a, shape_b, expected in [((0, 0, 3, 3), (0, 0, 3, 2), (0, 0, 3, 2)),
+                                       ((2, 2, 0, 0), (2, 2, 0, 0), (2, 2, 0, 0)),
+                                       ((2, 2, 3, 0), (2, 2, 3, 0), (2, 2, 0, 0)),
+                                       ((2, 2, 3, 0), (2, 2, 3, 2), (2, 2, 0, 2)),
+                                       ((2, 2, 0, 3), (2, 2, 0, 3), (2, 2, 3, 3))]:
+        for driver in (None, "gelsy", "gelsd", "gelss"):
+            got = torch.linalg.lstsq(torch.rand(*shape_a), torch.rand(*shape_b), driver=driver)
+            assert_equal(got.solution, torch.zeros(*expected))
+            want = ref.linalg.lstsq(ref.rand(*shape_a), ref.rand(*shape_b), driver=driver)
+            for g, w in zip(got, want, strict=True):
+                assert tuple(g.shape) == tuple(w.shape)
+            assert got.rank.tolist() == want.rank.tolist()
+    for case in (lambda t: t.linalg.lstsq(t.rand(3), t.rand(3)),
+                 lambda t: t.linalg.lstsq(t.rand(2, 3), t.tensor(1.0)),
+                 lambda t: t.linalg.lstsq(t.rand(2, 3), t.rand(3)),
+                 lambda t: t.linalg.lstsq(t.rand(2, 3), t.rand(3, 1)),
+                 lambda t: t.linalg.lstsq(t.rand(3, 3), t.rand(2, 3, 3, 1)),
+                 lambda t: t.linalg.lstsq(t.rand(2, 2, 2, 2), (t.rand(2, 2, 2) * 100).long()),
+                 lambda t: t.linalg.lstsq(t.ones(3, 3, dtype=t.int64), t.ones(3, dtype=t.int64)),
+                 lambda t: t.linalg.lstsq(t.rand(2, 2, 2, 2), t.rand(2, 2, 2),
+                                          driver="fictitious_driver")):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+def test_linalg_cross() -> None:
+    """Against NumPy; PyTorch's errors where the inputs differ in rank (rt broadcast them),
+    in dtype (rt promoted), or dim's size (its dim as given, -1), and for bools."""
+    ref = _ref()
+    for shape in [(3,), (2, 3), (2, 3, 3)]:
+        a, b = torch.randn(shape), torch.randn(shape)
+        assert_equal(torch.linalg.cross(a, b), np.cross(_np(a), _np(b)), atol=1e-5)
+        assert_equal(torch.cross(a, b, dim=-1), np.cross(_np(a), _np(b)), atol=1e-5)
+    assert_equal(torch.linalg.cross(torch.ones(1, 3), torch.tensor([[1.0, 2, 3], [0, 0, 1]])),
+                 np.cross(np.ones((1, 3)), [[1.0, 2, 3], [0, 0, 1]]), exact_dtype=False)
+    for case in (lambda t: t.linalg.cross(t.ones(2, 1, 3), t.ones(4, 3)),
+                 lambda t: t.cross(t.ones(2, 1, 3), t.ones(4, 3), dim=-1),
+                 lambda t: t.linalg.cross(t.ones(2, 4), t.ones(2, 4)),
+                 lambda t: t.linalg.cross(t.ones(3, 2), t.ones(3, 2), dim=1),
+                 lambda t: t.linalg.cross(t.ones(2, 3), t.ones(3, 3)),
+                 lambda t: t.linalg.cross(t.ones(3), t.ones(3, dtype=t.float64)),
+                 lambda t: t.linalg.cross(t.ones(3), t.ones(3, dtype=t.int64)),
+                 lambda t: t.linalg.cross(t.ones(3, dtype=t.bool), t.ones(3, dtype=t.bool)),
+                 lambda t: t.linalg.cross(t.ones(3), t.ones(3), dim=2)):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+def test_add_a_product_shape_and_dtype_errors_are_pytorchs() -> None:
+    """addmv's size and dtype checks (rt: a broadcasting error, a wrong dtype named, a
+    float64 input silently promoted), baddbmm/addbmm's expand of the input and their dtype
+    checks (rt promoted a float64 input), addmm's input-vs-mat2 dtype text."""
+    ref = _ref()
+    cases = [lambda t: t.addmv(t.ones(3), t.ones(2, 3), t.ones(3)),
+             lambda t: t.addmv(t.ones(2, 2), t.ones(2, 3), t.ones(3)),
+             lambda t: t.addmv(t.ones(2), t.ones(2, 3), t.ones(3, dtype=t.float64)),
+             lambda t: t.addmv(t.ones(2, dtype=t.float64), t.ones(2, 3), t.ones(3)),
+             lambda t: t.baddbmm(t.ones(2, 2, 4), t.ones(2, 2, 3), t.ones(2, 3, 5)),
+             lambda t: t.addbmm(t.ones(2, 4), t.ones(2, 2, 3), t.ones(2, 3, 5)),
+             lambda t: t.baddbmm(t.ones(2, 2, 5, dtype=t.float64), t.ones(2, 2, 3),
+                                 t.ones(2, 3, 5)),
+             lambda t: t.baddbmm(t.ones(2, 2, 5), t.ones(2, 2, 3), t.ones(2, 3, 5,
+                                                                          dtype=t.float64)),
+             lambda t: t.addbmm(t.ones(2, 5, dtype=t.float64), t.ones(2, 2, 3), t.ones(2, 3, 5)),
+             lambda t: t.addbmm(t.ones(2, 5), t.ones(2, 2, 3), t.ones(2, 3, 5, dtype=t.float64)),
+             lambda t: t.addmm(t.ones(2, 5, dtype=t.float64), t.ones(2, 3), t.ones(3, 5)),
+             lambda t: t.addmm(t.ones(2, 5), t.ones(2, 3), t.ones(3, 5, dtype=t.float64))]
+    for case in cases:
+        _same_error(lambda: case(torch), lambda: case(ref))
+    for case in (lambda t: t.addmv(t.ones(1), t.ones(2, 3), t.ones(3)),
+                 lambda t: t.addmv(t.ones(()), t.ones(2, 3), t.ones(3)),
+                 lambda t: t.baddbmm(t.ones(5), t.ones(2, 2, 3), t.ones(2, 3, 5)),
+                 lambda t: t.addbmm(t.ones(1, 5), t.ones(2, 2, 3), t.ones(2, 3, 5))):
+        assert_equal(case(torch), case(ref).numpy())
+
+
+def test_beta_zero_ignores_nan_input() -> None:
+    nan_input = {"addmm": (2, 5), "addmv": (2,), "baddbmm": (2, 2, 5), "addbmm": (2, 5),
+                 "addr": (2, 3)}
+    args = {"addmm": ((2, 3), (3, 5)), "addmv": ((2, 3), (3,)), "baddbmm": ((2, 2, 3), (2, 3, 5)),
+            "addbmm": ((2, 2, 3), (2, 3, 5)), "addr": ((2,), (3,))}
+    for name, shape in nan_input.items():
+        result = getattr(torch, name)(torch.full(shape, nan), *(torch.ones(s) for s in args[name]),
+                                      beta=0)
+        assert not result.isnan().any(), name
+
+
+def test_addmm_checks_dtypes_before_shapes() -> None:
+    """PyTorch's addmm checks input vs mat2's dtype, then mat1 vs mat2's, then the shapes."""
+    ref = _ref()
+    for case in (lambda t: t.addmm(t.ones(2, 5), t.ones(2, 3, dtype=t.float64), t.ones(3, 5)),
+                 lambda t: t.addmm(t.ones(3, 5), t.ones(2, 3), t.ones(3, 5, dtype=t.float64)),
+                 lambda t: t.addmm(t.ones(3, 5, dtype=t.float64), t.ones(2, 3), t.ones(4, 5)),
+                 lambda t: t.addmm(t.ones(2, 5), t.ones(2, 3), t.ones(4, 5)),
+                 lambda t: t.addmm(t.ones(3, 5), t.ones(2, 3), t.ones(3, 5))):
+        _same_error(lambda: case(torch), lambda: case(ref))
