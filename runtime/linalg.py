@@ -437,7 +437,15 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
 
 @takes_out(check=same_out_dtype, name="linalg_vecdot")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
-    """The dot product of x and y along ``dim`` (broadcast)."""
+    """The dot product of x and y along ``dim`` (broadcast); PyTorch's checks: floating x,
+    y of x's dtype."""
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {D.scalar_type_name(x.dtype)}")
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
+                           f"x of type {D.scalar_type_name(x.dtype)} and y of type "
+                           f"{D.scalar_type_name(y.dtype)} instead")
     return F.sum(F.mul(x, y), dim)
 
 
@@ -473,6 +481,32 @@ def multi_dot(tensors: list[Tensor]) -> Tensor:
     for t in tensors[1:]:
         out = F.matmul(out, t)
     return out
+
+
+def _check_multi_dot(tensors: list[Tensor]) -> None:
+    """PyTorch's checks of multi_dot, in its order and with its texts: at least two
+    tensors, the first and last 1-D or 2-D, the middle ones 2-D, one dtype, sizes that
+    chain."""
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    for which, t in (("first", tensors[0]), ("last", tensors[-1])):
+        if t.ndim not in (1, 2):
+            raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got "
+                               f"{t.ndim}D")
+    for i in range(1, n - 1):
+        if tensors[i].ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {tensors[i].ndim}D")
+    first = tensors[0].dtype
+    for i in range(1, n):
+        t, prev = tensors[i], tensors[i - 1]
+        if t.dtype is not first:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but "
+                               f"tensor 0 is {D.type_meta_name(first)} and tensor {i} "
+                               f"{D.type_meta_name(t.dtype)}")
+        if prev.shape[-1] != t.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
+                               f"{list(prev.shape)} and {list(t.shape)} cannot be multiplied")
 
 
 @takes_out(check=same_out_dtype, name="linalg_matrix_rank")

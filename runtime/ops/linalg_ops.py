@@ -833,6 +833,9 @@ def check_matrix_exp(a: Any) -> None:
                            "dimensions." if len(shape) < 2 else
                            f"linalg.matrix_exp: A must be batches of square matrices, but "
                            f"they are {shape[-2]} by {shape[-1]} matrices")
+    if not a.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as "
+                           f"input. Got {D.scalar_type_name(a.dtype)}")
     _check_float("matrix_exp", "matrix_exp_cpu", a)
 
 

@@ -259,9 +259,16 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
                                f"dims={dims}")
         dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
     else:
-        dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        dims_a, dims_b = dims
+        for name, pos, d in (("dims_self", 3, dims_a), ("dims_other", 4, dims_b)):
+            if not isinstance(d, (list, tuple)):  # PyTorch's parser: a pair of int lists
+                raise TypeError(f"tensordot(): argument '{name}' (position {pos}) must be "
+                                f"tuple of ints, not {type(d).__name__}")
+        dims_a, dims_b = list(dims_a), list(dims_b)
         if len(dims_a) != len(dims_b):
             raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
     for da, db in zip(dims_a, dims_b):
         if a.shape[sized_dim(a, da)] != b.shape[sized_dim(b, db)]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "

@@ -8,7 +8,7 @@ import string
 from collections.abc import Sequence
 from typing import Any
 
-from .._dtype import scalar_type_name, type_meta_name
+from .._dtype import bool_, scalar_type_name, type_meta_name
 from ..amp.policy import autocast_lower
 from ..tensor import Tensor
 from . import functional as F
@@ -135,7 +135,8 @@ def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
     free = sorted(set(string.ascii_letters) - set(eq))
     ell: str | None = None
     parsed = []
-    for term, nd in zip(terms, ndims):
+    for i, (term, nd) in enumerate(zip(terms, ndims)):
+        _check_dots(term, i)
         if "..." in term:
             head, _, tail = term.partition("...")
             n_ell = nd - len(head) - len(tail)
@@ -175,7 +176,18 @@ def _parse_einsum(equation: str, ndims: list[int]) -> tuple[list[str], str]:
                 raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
                                    f"equation for any input operand")
         out = out.replace("...", ell or "")
-    return parsed, out
+    return parsed, out, ell or ""
+
+
+def _check_dots(term: str, i: int) -> None:
+    """PyTorch's errors for a '.' outside the one ellipsis of an operand's subscripts."""
+    head, ellipsis, tail = term.partition("...")
+    if "." in head:
+        raise RuntimeError(f"einsum(): found '.' for operand {i} that is not part of any "
+                           f"ellipsis")
+    if ellipsis and "." in tail:
+        raise RuntimeError(f"einsum(): found '.' for operand {i} for which an ellipsis was "
+                           f"already found")
 
 
 def _diagonals(t: Tensor, term: str, i: int) -> tuple[Tensor, str]:
@@ -209,7 +221,13 @@ def _sum_private(t: Tensor, term: str, keep: str) -> tuple[Tensor, str]:
 
 def _einsum_matmul(a: Tensor, b: Tensor, ta: str, tb: str, out: str) -> Tensor:
     """Two operands as one batched matmul: (batch, left, contracted) @ (batch, contracted,
-    right), then the output's order; no intermediate holds every subscript at once."""
+    right), then the output's order; no intermediate holds every subscript at once. PyTorch's
+    bmm error for operands of two dtypes."""
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(a.dtype)} but found "
+                           f"{scalar_type_name(b.dtype)}")
+    if a.dtype is bool_:  # PyTorch's einsum contracts through bmm, whatever the ranks
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     a, ta = _sum_private(a, ta, tb + out)
     b, tb = _sum_private(b, tb, ta + out)
     batch = [c for c in out if c in ta and c in tb]
@@ -238,15 +256,23 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    terms, out = _parse_einsum(equation, [t.ndim for t in operands])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    terms, out, ell = _parse_einsum(equation, [t.ndim for t in operands])
     letters = list(dict.fromkeys(out + "".join(terms)))
     sizes: dict[str, int] = {}
     aligned = []
     diagonal = [_diagonals(t, term, i) for i, (t, term) in enumerate(zip(operands, terms))]
     operands, terms = tuple(t for t, _ in diagonal), [term for _, term in diagonal]
     for i, (t, term) in enumerate(zip(operands, terms)):
-        for c, n in zip(term, t.shape):
+        for j, (c, n) in enumerate(zip(term, t.shape)):
             if n != 1 and sizes.get(c, 1) not in (1, n):
+                if c in ell:  # PyTorch's text, its missing space kept
+                    raise RuntimeError(f"einsum(): dimension {j} covered by ellipsis in operand "
+                                       f"{i}has size {n} which does not broadcast with "
+                                       f"previously seen ellipsis with size {sizes[c]} for the "
+                                       f"respective dimension")
                 raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} "
                                    f"which does not broadcast with previously seen size "
                                    f"{sizes[c]}")
@@ -256,9 +282,11 @@ def einsum(equation: str, *operands: Any) -> Tensor:
         t = F.permute(t, *[term.index(c) for c in present]) if present else t
         aligned.append(F.reshape(t, tuple(t.shape[present.index(c)] if c in term else 1
                                           for c in letters)))
-    if len(operands) == 2 and builtins.all(
+    shared = set(terms[0]) & set(terms[1]) if len(operands) == 2 else set()
+    # a product with nothing contracted is PyTorch's mul (bools and two dtypes taken), not bmm
+    if shared - set(out) and builtins.all(
             operands[0].shape[terms[0].index(c)] == operands[1].shape[terms[1].index(c)]
-            for c in set(terms[0]) & set(terms[1])):
+            for c in shared):
         return _einsum_matmul(*operands, *terms, out)
     prod = aligned[0]
     for t in aligned[1:]:

@@ -958,3 +958,135 @@ def test_addmm_checks_dtypes_before_shapes() -> None:
                  lambda t: t.addmm(t.ones(2, 5), t.ones(2, 3), t.ones(4, 5)),
                  lambda t: t.addmm(t.ones(3, 5), t.ones(2, 3), t.ones(3, 5))):
         _same_error(lambda: case(torch), lambda: case(ref))
+
+
+# ---------------------------------------------------------------- einsum, tensordot, multi_dot
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_einsum(dtype: torch.dtype) -> None:
+    x, y = make_tensor(5, dtype), make_tensor(7, dtype)
+    A, B = make_tensor((3, 5), dtype), make_tensor((2, 5), dtype)
+    C, D = make_tensor((2, 3, 5), dtype), make_tensor((2, 5, 7), dtype)
+    E, H = make_tensor((7, 9), dtype), make_tensor((4, 4), dtype)
+    K, J = make_tensor((3, 2, 3), dtype), make_tensor((2, 3, 3), dtype)
+    cases = [("i->", x), ("i,i->", x, x), ("i,i->i", x, x), ("i,j->ij", x, y), ("ij->ji", A),
+             ("ij->j", A), ("ij,ij->ij", A, A), ("ij,j->i", A, x), ("ij,kj->ik", A, B),
+             ("ij,ab->ijab", A, E), ("bij,bjk->bik", C, D), ("bij,bjk->bi", C, D),
+             ("bij,bjk->", C, D), ("...ij,...jk->...ik", C, D), ("...ij,...jk", C, D),
+             ("i...->...", H), ("ii", H), ("ii->i", H), ("iji->j", K), ("...ii->...i", J),
+             ("i,i", x, x), ("ij", A), ("ji", A), ("ij , jk->ik ", A, A.t()), ("...", A),
+             ("i,ij,jk->k", torch.ones(3, dtype=dtype), A, E[:5])]
+    for equation, *operands in cases:
+        expected = np.einsum(equation.replace(" ", ""), *[_np(o) for o in operands])
+        assert_equal(torch.einsum(equation, *operands), expected, rtol=1e-4, atol=1e-4,
+                     exact_dtype=False)
+    # an ellipsis left out of the output is summed, as PyTorch's (NumPy refuses)
+    assert_equal(torch.einsum("...->", A), _np(A).sum(), rtol=1e-5, atol=1e-4)
+    assert_equal(torch.einsum("i...->i", C), _np(C).sum((1, 2)), rtol=1e-5, atol=1e-4)
+    assert_equal(torch.einsum("i...,...->", A, x), (_np(A) * _np(x)).sum(), rtol=1e-5,
+                 atol=1e-4)
+    # the sublist format
+    assert_equal(torch.einsum(A, [0, 1], x, [1], [0]), np.einsum(_np(A), [0, 1], _np(x), [1], [0]))
+    assert_equal(torch.einsum(C, [Ellipsis, 0, 1], D, [Ellipsis, 1, 2], [Ellipsis, 0, 2]),
+                 np.einsum(_np(C), [Ellipsis, 0, 1], _np(D), [Ellipsis, 1, 2], [Ellipsis, 0, 2]),
+                 rtol=1e-4, atol=1e-4)
+    assert_equal(torch.einsum("ij,j->i", [A, x]), _np(A) @ _np(x), rtol=1e-4, atol=1e-4)
+    assert_equal(torch.einsum(A, [51, 26]), _np(A).T)  # z, a: the output a, z
+
+
+def test_einsum_broadcasting_and_products_without_contraction() -> None:
+    """A product with nothing contracted is PyTorch's mul: bools and two dtypes are taken (rt
+    sent it to bmm, which has no bool kernel); a contraction of two dtypes is bmm's error."""
+    ref = _ref()
+    b = [True, False, True]
+    assert torch.einsum("i,i->i", torch.tensor(b), torch.tensor(b)).tolist() == [True, False, True]
+    outer = torch.einsum("i,j->ij", torch.ones(3, dtype=torch.float64), torch.ones(2))
+    assert outer.dtype == torch.float64 and outer.shape == (3, 2)
+    assert_equal(torch.einsum("bij,bjk->bik", torch.ones(1, 2, 3), torch.ones(4, 3, 2)),
+                 torch.full((4, 2, 2), 3.0))
+    for case in (lambda t: t.einsum("i,i", t.ones(3), t.ones(3, dtype=t.float64)),
+                 lambda t: t.einsum("ij,jk", t.ones(2, 3), t.ones(3, 2, dtype=t.int64)),
+                 lambda t: t.einsum("ij,jk", t.ones(2, 3, dtype=t.bool), t.ones(3, 2, dtype=t.bool))):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+def test_einsum_error_cases() -> None:
+    ref = _ref()
+    errors = [("", "A"), ("i", "A"), ("ij,jk", "A"), ("i-j", "A"), ("ij->k", "A"),
+              ("ij->ii", "A"), ("i.j", "A"), ("..i", "A"), ("...ij...", "A"), ("ij->i.j", "A"),
+              ("ij,jk->ik", "A A"), ("ii", "A"), ("i,", "x"), ("1j", "A"),
+              ("...i,...i", "C A.T"), ("i...,i...", "C K")]
+    shapes = {"A": (3, 5), "x": (5,), "C": (2, 3, 5), "A.T": (5, 3), "K": (2, 4, 1)}
+    for equation, names in errors:
+        _same_error(lambda: torch.einsum(equation, *[torch.ones(shapes[n]) for n in names.split()]),
+                    lambda: ref.einsum(equation, *[ref.ones(shapes[n]) for n in names.split()]))
+    _same_error(lambda: torch.einsum("i"), lambda: ref.einsum("i"))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_tensordot(dtype: torch.dtype) -> None:
+    a, b = torch.randn(3, 4, 5, dtype=dtype), torch.randn(4, 5, 6, dtype=dtype)
+    for dims in (2, ([1, 2], [0, 1]), [[2, 1], [1, 0]], torch.tensor(2),
+                 torch.tensor([[1, 2], [0, 1]])):
+        np_dims = dims.tolist() if isinstance(dims, torch.Tensor) else dims
+        assert_equal(torch.tensordot(a, b, dims=dims), np.tensordot(_np(a), _np(b), np_dims),
+                     rtol=1e-4, atol=1e-4)
+    c = torch.randn(5, 6, dtype=dtype)
+    assert_equal(torch.tensordot(a, c, dims=1), np.tensordot(_np(a), _np(c), 1), rtol=1e-4,
+                 atol=1e-4)
+    assert_equal(torch.tensordot(a, c, dims=0), np.tensordot(_np(a), _np(c), 0))
+
+
+def test_tensordot_errors() -> None:
+    """PyTorch's parser errors for a pair of ints as dims (rt contracted them), its dtype
+    text (rt: matmul's), and its size and count checks."""
+    ref = _ref()
+    for case in (lambda t: t.tensordot(t.ones(3, 4), t.ones(4, 5), dims=(1, 0)),
+                 lambda t: t.tensordot(t.ones(3, 4), t.ones(4, 5), dims=([1], 0)),
+                 lambda t: t.tensordot(t.ones(3, 4), t.ones(4, 5, dtype=t.float64), dims=1),
+                 lambda t: t.tensordot(t.ones(3, 4), t.ones(4, 5), dims=-1),
+                 lambda t: t.tensordot(t.ones(3, 4), t.ones(5, 5), dims=1),
+                 lambda t: t.tensordot(t.ones(3, 4), t.ones(4, 5), dims=([1], [0, 1])),
+                 lambda t: t.tensordot(t.ones(3, 4), t.ones(4, 5), dims=3)):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_multi_dot(dtype: torch.dtype) -> None:
+    for shapes in [[(3,), (3,)], [(2, 3), (3,)], [(3,), (3, 4)], [(2, 3), (3, 4), (4, 5)],
+                   [(3,), (3, 4), (4,)], [(2, 3), (3, 4), (4, 5), (5, 6)], [(0, 3), (3, 4)],
+                   [(2, 0), (0, 4), (4, 3)]]:
+        tensors = [make_tensor(s, dtype, low=-1, high=1) for s in shapes]
+        assert_equal(torch.linalg.multi_dot(tensors),
+                     np.linalg.multi_dot([_np(t) for t in tensors]), rtol=1e-4, atol=1e-5)
+
+
+def test_multi_dot_errors() -> None:
+    """PyTorch's checks and texts (rt: matmul's, or a batched product of a 3-D tensor)."""
+    ref = _ref()
+    for case in (lambda t: t.linalg.multi_dot([]), lambda t: t.linalg.multi_dot([t.ones(3, 3)]),
+                 lambda t: t.linalg.multi_dot([t.ones(2, 3, 3), t.ones(3, 3)]),
+                 lambda t: t.linalg.multi_dot([t.ones(2, 3), t.ones(3, 2), t.ones(2, 2, 2)]),
+                 lambda t: t.linalg.multi_dot([t.ones(()), t.ones(3)]),
+                 lambda t: t.linalg.multi_dot([t.ones(2, 3), t.ones(4, 5)]),
+                 lambda t: t.linalg.multi_dot([t.ones(3), t.ones(4)]),
+                 lambda t: t.linalg.multi_dot([t.ones(2, 3), t.ones(3, 5, dtype=t.float64)]),
+                 lambda t: t.linalg.multi_dot([t.ones(2, 3), t.ones(3), t.ones(3, 5)])):
+        _same_error(lambda: case(torch), lambda: case(ref))
+
+
+def test_vecdot_and_matrix_exp_checks() -> None:
+    """linalg.vecdot's float and same-dtype checks (rt multiplied and promoted), and
+    matrix_exp's text for an integer input (rt: a NotImplementedError)."""
+    ref = _ref()
+    assert_equal(torch.linalg.vecdot(torch.ones(2, 3), torch.ones(3)), torch.full((2,), 3.0))
+    for case in (lambda t: t.linalg.vecdot(t.ones(3), t.ones(3, dtype=t.float64)),
+                 lambda t: t.linalg.vecdot(t.arange(3), t.arange(3)),
+                 lambda t: t.linalg.vecdot(t.ones(2, 3), t.ones(4)),
+                 lambda t: t.linalg.matrix_exp(t.ones(3, 3, dtype=t.int64)),
+                 lambda t: t.linalg.matrix_exp(t.ones(3)),
+                 lambda t: t.linalg.matrix_exp(t.ones(2, 3))):
+        _same_error(lambda: case(torch), lambda: case(ref))
+    a = np.random.default_rng(0).standard_normal((2, 3, 3))
+    assert_equal(torch.linalg.matrix_exp(torch.tensor(a)), ref.linalg.matrix_exp(ref.tensor(a)))
