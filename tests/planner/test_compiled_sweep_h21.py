@@ -147,18 +147,18 @@ def _qr_householder(p: dict[str, rt.Tensor], x: rt.Tensor) -> rt.Tensor:
     return R.abs().sum() + (Q @ R).pow(2).sum() + rt.linalg.vecdot(A, A).sum()
 
 
+def _both(first: Loss, second: Loss) -> Loss:
+    """One step of two losses (a compile each is the cost that counts here)."""
+    return lambda p, x: first(p, x) + second(p, x)
+
+
 _CASES: dict[str, Loss] = {
-    "norms": _norms,
-    "nuclear_spectral": _nuclear_and_spectral,
-    "cholesky_solve": _cholesky_solve,
-    "inverse_det": _inverse_det,
-    "einsum": _einsum,
-    "eigh_svd": _eigh_svd,
-    "power_iteration": _power_iteration,
-    "orthogonal_regularization": _orthogonal_regularization,
+    "norms": _both(_norms, _nuclear_and_spectral),
+    "solves": _both(_cholesky_solve, _inverse_det),
+    "einsum_products": _both(_einsum, _powers_and_products),
+    "spectral": _both(_eigh_svd, _qr_householder),
+    "regularizers": _both(_power_iteration, _orthogonal_regularization),
     "pinv_lstsq": _pinv_lstsq,
-    "powers_products": _powers_and_products,
-    "qr": _qr_householder,
 }
 
 
@@ -201,7 +201,7 @@ def test_compiled_linalg_step_equals_eager(name: str) -> None:
         np.testing.assert_allclose(c, e, rtol=1e-9, atol=1e-10)
 
 
-@pytest.mark.parametrize("name", ["cholesky_solve"])
+@pytest.mark.parametrize("name", ["solves"])
 def test_compiled_linalg_step_equals_eager_float32(name: str) -> None:
     eager_losses, eager_state = _train(_CASES[name], compiled=False)
     compiled_losses, compiled_state = _train(_CASES[name], compiled=True)
