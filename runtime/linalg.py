@@ -800,6 +800,12 @@ def _check_lu_solve(LU: Tensor, pivots: Tensor, B: Tensor, left: bool) -> None: 
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
                            f"found LU of type {D.scalar_type_name(LU.dtype)} and B of type "
                            f"{D.scalar_type_name(B.dtype)} instead")
+    if pivots.ndim == 0 or pivots.shape[-1] != n:
+        raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the "
+                           "dimension of the matrix")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be the "
+                           f"same, but got pivots with shape {list(pivots.shape)} instead")
 
 
 @takes_out(check=same_out_dtype, name="linalg_lu_solve")
@@ -962,15 +968,24 @@ def _check_householder(A: Tensor, tau: Tensor, name: str) -> None:
     if A.shape[-2] < A.shape[-1]:
         raise RuntimeError(f"{name}: input.shape[-2] must be greater than or equal to "
                            f"input.shape[-1]")
+    if tau.ndim == 0:  # PyTorch reads tau.size(-1) next
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     if A.shape[-1] < tau.shape[-1]:
         raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
                            f"tau.shape[-1]")
-    if tau.ndim != A.ndim - 1 or tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+    if tau.ndim != A.ndim - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{A.ndim}")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
         raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to "
                            f"input.shape[:-2], but got {list(tau.shape[:-1])}")
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{name}: tau dtype {D.scalar_type_name(tau.dtype)} does not match "
                            f"input dtype {D.scalar_type_name(A.dtype)}")
+    if not A.dtype.is_floating_point:
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(A.dtype)}'")
 
 
 @takes_out(check=same_out_dtype, name="linalg_householder_product")
@@ -1426,7 +1441,8 @@ def triangular_solve(b: Tensor, A: Tensor, upper: bool = True, transpose: bool =
     coefficient = F.transpose(A, -1, -2) if transpose else A
     solution = solve_triangular(coefficient, b, upper=upper != bool(transpose),
                                 unitriangular=unitriangular)
-    result = TriangularSolveResult(solution, F.clone(A))
+    batch = broadcast_shapes(tuple(b.shape[:-2]), tuple(A.shape[:-2]))
+    result = TriangularSolveResult(solution, F.clone(F.expand(A, *batch, *A.shape[-2:])))
     return F.written_to_each(out, result, "triangular_solve") if out is not None else result
 
 

@@ -126,6 +126,7 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1,  # noqa: A
         return F.written_to(out, addr(input, vec1, vec2, beta=beta, alpha=alpha), "addr")
     T.check_vectors("addr", (("vec1", vec1), ("vec2", vec2)))
     _check_addr_scalars(D.promote(D.promote(input.dtype, vec1.dtype), vec2.dtype), beta, alpha)
+    _check_expands(input, (vec1.shape[0], vec2.shape[0]))
     return _add_product(input, T.outer(vec1, vec2), beta, alpha, "AddrBackward0")
 
 

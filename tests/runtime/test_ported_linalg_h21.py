@@ -1560,3 +1560,71 @@ def test_det_gradient_at_singular_matrices_is_pytorchs_first_order_one() -> None
     a = torch.tensor([[1.0, 0.0], [0.0, 0.0]], dtype=torch.float64, requires_grad=True)
     torch.linalg.det(a).backward()
     assert_equal(a.grad, torch.zeros(2, 2, dtype=torch.float64))
+
+
+def test_householder_product_errors() -> None:
+    """PyTorch's checks in its order: tau of the wrong rank (rt: its batch text), a 0-d tau
+    (rt: a tuple IndexError), integers (rt multiplied them)."""
+    ref = _ref()
+    for a_shape, tau_shape, dtype in [
+        ((5, 3), (4,), "float64"),
+        ((3, 5), (3,), "float64"),
+        ((5, 3), (2, 3), "float64"),
+        ((2, 5, 3), (3, 3), "float64"),
+        ((5, 3), (2, 2, 3), "float64"),
+        ((2, 5, 3), (3,), "float64"),
+        ((3,), (1,), "float64"),
+        ((5, 3), (), "float64"),
+        ((5, 3), (3,), "int64"),
+    ]:
+        _same_error(
+            lambda: torch.linalg.householder_product(
+                torch.ones(a_shape, dtype=getattr(torch, dtype)),
+                torch.ones(tau_shape, dtype=getattr(torch, dtype)),
+            ),
+            lambda: ref.linalg.householder_product(
+                ref.ones(a_shape, dtype=getattr(ref, dtype)),
+                ref.ones(tau_shape, dtype=getattr(ref, dtype)),
+            ),
+        )
+
+
+def test_lu_solve_pivot_checks_and_broadcasting() -> None:
+    """PyTorch's checks of the pivots' size and batch (rt solved with the wrong pivots)."""
+    ref = _ref()
+    for case in (
+        lambda t: t.linalg.lu_solve(t.eye(3), t.ones(2, dtype=t.int32), t.ones(3, 1)),
+        lambda t: t.linalg.lu_solve(
+            t.eye(3).expand(2, 3, 3), t.ones(3, 3, dtype=t.int32), t.ones(3, 1)
+        ),
+        lambda t: t.linalg.lu_solve(t.eye(3), t.ones(3, dtype=t.int64), t.ones(3, 1)),
+        lambda t: t.linalg.lu_solve(t.eye(3), t.ones(3, dtype=t.int32), t.ones(3)),
+    ):
+        _same_error(lambda: case(torch), lambda: case(ref))
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((2, 1, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((1, 4, 3, 2))
+    got = torch.linalg.lu_solve(*torch.linalg.lu_factor(torch.tensor(a)), torch.tensor(b))
+    assert_equal(got, np.linalg.solve(a, b))
+
+
+def test_triangular_solve_broadcasts_its_cloned_coefficient() -> None:
+    """torch.triangular_solve's cloned_coefficient is A broadcast to the batch (rt: A)."""
+    rng = np.random.default_rng(0)
+    A = torch.tensor(rng.standard_normal((2, 1, 3, 3)) + 3 * np.eye(3))
+    b = torch.tensor(rng.standard_normal((1, 4, 3, 2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        solution, clone = torch.triangular_solve(b, A)
+    assert clone.shape == (2, 4, 3, 3) and solution.shape == (2, 4, 3, 2)
+    assert_equal(clone, A.expand(2, 4, 3, 3))
+    assert_equal(A.triu() @ solution, b.expand(2, 4, 3, 2))
+
+
+def test_addr_input_expands_to_the_outer_product() -> None:
+    ref = _ref()
+    _same_error(
+        lambda: torch.addr(torch.ones(3, 3), torch.ones(2), torch.ones(2)),
+        lambda: ref.addr(ref.ones(3, 3), ref.ones(2), ref.ones(2)),
+    )
+    assert_equal(torch.addr(torch.ones(3), torch.ones(2), torch.ones(3)), torch.full((2, 3), 2.0))
