@@ -212,9 +212,20 @@ def slogdet(A: Tensor) -> SlogdetResult:
 def logdet(A: Tensor) -> Tensor:
     """log det A: NaN where det < 0, -inf where 0, as PyTorch's; NaN for a matrix with a NaN
     (its det's sign is 0 there: it read as det 0)."""
+    L.check_low_precision("logdet", A)
+    if not A.dtype.is_floating_point or A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        _logdet_error(A)
     sign, logabs = slogdet(A)
     zero = F.logical_and(F.eq(sign, 0), F.eq(logabs, logabs))
     return F.where(F.lt(sign, 0), math.nan, F.where(zero, -math.inf, logabs))
+
+
+def _logdet_error(A: Tensor) -> None:
+    """slogdet's error for A, named logdet as PyTorch's."""
+    try:
+        L.check_square("slogdet", A)
+    except RuntimeError as e:
+        raise RuntimeError(str(e).replace("linalg.slogdet:", "logdet:", 1)) from None
 
 
 EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
@@ -323,6 +334,7 @@ def _check_matrix(name: str, A: Tensor) -> None:
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(A.dtype)}")
+    L.check_low_precision(name, A)
 
 
 QRResult = namedtuple("QRResult", ["Q", "R"])

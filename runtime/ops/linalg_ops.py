@@ -22,8 +22,35 @@ class LinAlgError(RuntimeError):
     """A singular or not positive-definite input (PyTorch's torch.linalg.LinAlgError)."""
 
 
+# PyTorch's error for an input its op has no kernel for (a half or bfloat16 one; eigh's for
+# an integer one too): the CPU kernel named in its NotImplementedError, or None for the op's
+# own "Low precision dtypes not supported" check
+LOW_PRECISION_KERNELS: dict[str, str | None] = {
+    "det": "lu_cpu", "solve": "lu_cpu", "cholesky": "cholesky_cpu", "eigh": "linalg_eigh_cpu",
+    "svd": "linalg_svd_cpu", "qr": "geqrf_cpu", "inv": None, "slogdet": None, "logdet": None}
+
+
+def check_low_precision(name: str, meta: Any) -> None:
+    """PyTorch's error for op ``name`` (a key of LOW_PRECISION_KERNELS) of a half or bfloat16
+    input (an integer one too for eigh, whose kernel comes before the float check)."""
+    dtype = meta.dtype
+    if dtype not in (D.float16, D.bfloat16) and not (name == "eigh" and
+                                                      not dtype.is_floating_point):
+        return
+    kernel = LOW_PRECISION_KERNELS[name]
+    if kernel is not None:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{D.scalar_type_name(dtype)}'")
+    prefix = name if name == "logdet" else f"linalg.{name}"
+    raise RuntimeError(f"{prefix}: Low precision dtypes not supported. Got "
+                       f"{D.scalar_type_name(dtype)}")
+
+
 def check_square(name: str, meta: Any) -> None:
-    """PyTorch's checks: a floating dtype and batches of square matrices."""
+    """PyTorch's checks: a floating dtype (a half or bfloat16 one: its op's own error) and
+    batches of square matrices."""
+    if name in LOW_PRECISION_KERNELS:
+        check_low_precision(name, meta)
     if not meta.dtype.is_floating_point or meta.dtype is D.float16:
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
                            f"input. Got {D.scalar_type_name(meta.dtype)}")

@@ -1628,3 +1628,54 @@ def test_addr_input_expands_to_the_outer_product() -> None:
         lambda: ref.addr(ref.ones(3, 3), ref.ones(2), ref.ones(2)),
     )
     assert_equal(torch.addr(torch.ones(3), torch.ones(2), torch.ones(3)), torch.full((2, 3), 2.0))
+
+
+_DTYPE_CHECKED_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "det": lambda t, a: t.linalg.det(a),
+    "slogdet": lambda t, a: t.linalg.slogdet(a),
+    "logdet": lambda t, a: t.logdet(a),
+    "inv": lambda t, a: t.linalg.inv(a),
+    "inv_ex": lambda t, a: t.linalg.inv_ex(a),
+    "solve": lambda t, a: t.linalg.solve(a, a),
+    "solve_ex": lambda t, a: t.linalg.solve_ex(a, a),
+    "cholesky": lambda t, a: t.linalg.cholesky(a),
+    "cholesky_ex": lambda t, a: t.linalg.cholesky_ex(a),
+    "eigh": lambda t, a: t.linalg.eigh(a),
+    "eigvalsh": lambda t, a: t.linalg.eigvalsh(a),
+    "svd": lambda t, a: t.linalg.svd(a),
+    "svdvals": lambda t, a: t.linalg.svdvals(a),
+    "qr": lambda t, a: t.linalg.qr(a),
+    "lu_factor": lambda t, a: t.linalg.lu_factor(a),
+    "lu": lambda t, a: t.linalg.lu(a),
+    "matrix_power": lambda t, a: t.linalg.matrix_power(a, -1),
+    "pinv": lambda t, a: t.linalg.pinv(a),
+    "matrix_rank": lambda t, a: t.linalg.matrix_rank(a),
+    "cond": lambda t, a: t.linalg.cond(a),
+    "lstsq": lambda t, a: t.linalg.lstsq(a, a),
+    "solve_triangular": lambda t, a: t.linalg.solve_triangular(a, a, upper=True),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int64"])
+@pytest.mark.parametrize("name", sorted(_DTYPE_CHECKED_OPS))
+def test_linalg_dtype_errors_are_pytorchs(name: str, dtype: str) -> None:
+    """Half, bfloat16 and integer inputs raise what PyTorch raises, op by op: its checks'
+    RuntimeError ('Low precision dtypes not supported', 'Expected a floating point'), or its
+    CPU kernel's NotImplementedError ('"lu_cpu" not implemented for 'Half''); rt raised a
+    RuntimeError for all, or NumPy's TypeError."""
+    ref = _ref()
+    op = _DTYPE_CHECKED_OPS[name]
+    _same_error(
+        lambda: op(torch, torch.eye(2, dtype=getattr(torch, dtype))),
+        lambda: op(ref, ref.eye(2, dtype=getattr(ref, dtype))),
+    )
+
+
+def test_logdet_errors_name_logdet() -> None:
+    ref = _ref()
+    for case in (
+        lambda t: t.logdet(t.ones(3)),
+        lambda t: t.logdet(t.ones(2, 3)),
+        lambda t: t.logdet(t.ones(2, 2, dtype=t.int64)),
+    ):
+        _same_error(lambda: case(torch), lambda: case(ref))
