@@ -74,8 +74,6 @@ ELSEWHERE: dict[str, str] = {
     **_each("randint randint_like", "high missing", "creation.py: randint(low=0, high, size)'s "
             "names"),
     "randint: size missing": "creation.py: randint(low=0, high, size)'s names",
-    **_each("linalg.svd linalg.svdvals", "driver= missing",
-            "linalg.py: PyTorch's cuSOLVER choice (None on the CPU)"),
     **_each("std_mean var_mean", "out= missing",
             "PyTorch's documentation lists out=, its function refuses it (TypeError)"),
     "repeat_interleave: repeats at position 1, not 0": "extra_ops.py: PyTorch's overload "
