@@ -23,7 +23,8 @@ from .ops.dispatch import apply
 from .ops.int_arguments import int_list_error
 from .ops.more_ops import diagonal as _diagonal
 from .ops.naming import renamed
-from .ops.math_ops import same_out_dtype, takes_out, takes_out_each
+from .ops.math_ops import (castable_out_dtype, exact_out_dtype, same_out_dtype, takes_out,
+                            takes_out_each)
 from .ops.shapes import broadcast_shapes, wrap_dim
 from .ops.tensor_ops import amin as _amin
 from .tensor import Tensor
@@ -106,7 +107,8 @@ def _two_dims(x: Tensor, dim: Any, name: str) -> tuple[int, int]:
     return d0, d1
 
 
-@takes_out(check=same_out_dtype, name="linalg_matrix_norm")
+@takes_out(check=exact_out_dtype("linalg.matrix_norm expected out tensor dtype {result} but got: "
+                                  "{out}"), name="linalg_matrix_norm")
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1),  # noqa: A002
                 keepdim: bool = False, *, dtype: Any = None) -> Tensor:
     """'fro'; the max (min, for -1/-inf) absolute column (1) or row (inf) sum; 'nuc', 2, -2:
@@ -162,7 +164,8 @@ def _largest_or_smallest(x: Tensor, dim: int, largest: bool, keepdim: bool) -> T
     return F.amax(x, dim, keepdim)
 
 
-@takes_out(check=same_out_dtype, name="linalg_norm")
+@takes_out(check=exact_out_dtype("linalg.norm expected out tensor dtype {result} but got: {out}"),
+           name="linalg_norm")
 def norm(input: Tensor, ord: Any = None, dim: Any = None, keepdim: bool = False,  # noqa: A002
          *, dtype: Any = None) -> Tensor:
     """A vector norm (dim an int, or ord None: over dim, all of A flattened by default) or a
@@ -283,7 +286,7 @@ def _check_svd_driver(A: Tensor, driver: str | None) -> None:
                               "implemented here; leave it None")
 
 
-@takes_out(check=same_out_dtype, name="linalg_pinv")
+@takes_out(check=castable_out_dtype("linalg.pinv"), name="linalg_pinv")
 def pinv(A: Tensor, rcond: float | None = None, hermitian: bool = False, *,
          atol: float | None = None, rtol: float | None = None) -> Tensor:
     """The pseudo-inverse V diag(1/S) U^T, singular values at or below max(atol, rtol *
@@ -447,7 +450,8 @@ def cross(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:
     return _cross(input, other, dim)
 
 
-@takes_out(check=same_out_dtype, name="linalg_vecdot")
+@takes_out(check=exact_out_dtype("linalg.vecdot: Expected out of dtype{result} but found {out}"),
+           name="linalg_vecdot")
 def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     """The dot product of x and y along ``dim`` (broadcast); PyTorch's checks: floating x,
     y of x's dtype."""
@@ -461,31 +465,7 @@ def vecdot(x: Tensor, y: Tensor, *, dim: int = -1) -> Tensor:
     return F.sum(F.mul(x, y), dim)
 
 
-@takes_out(check=same_out_dtype, name="linalg_multi_dot")
-def _check_multi_dot(tensors: list[Tensor]) -> None:
-    """PyTorch's checks, in its order: ranks (first and last 1-D or 2-D, the others 2-D),
-    then one dtype and chained shapes."""
-    n = len(tensors)
-    if n < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
-    for where, t in (("first", tensors[0]), ("last", tensors[-1])):
-        if t.dim() not in (1, 2):
-            raise RuntimeError(f"multi_dot(): the {where} tensor must be 1D or 2D but got "
-                               f"{t.dim()}D")
-    for i, t in enumerate(tensors[1:-1], 1):
-        if t.dim() != 2:
-            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.dim()}D")
-    for i in range(1, n):
-        prev, t = tensors[i - 1], tensors[i]
-        if t.dtype != tensors[0].dtype:
-            raise RuntimeError("multi_dot(): all tensors must have be the same dtype but tensor "
-                               f"0 is {D.type_meta_name(tensors[0].dtype)} and tensor {i} "
-                               f"{D.type_meta_name(t.dtype)}")
-        if prev.shape[-1] != t.shape[0]:
-            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes "
-                               f"{list(prev.shape)} and {list(t.shape)} cannot be multiplied")
-
-
+@takes_out(check=lambda out, result: _multi_dot_out_dtype(out, result), name="linalg_multi_dot")
 def multi_dot(tensors: list[Tensor]) -> Tensor:
     """The product of the matrices in order (first may be 1-D: a row; last: a column)."""
     _check_multi_dot(tensors)
@@ -493,6 +473,19 @@ def multi_dot(tensors: list[Tensor]) -> Tensor:
     for t in tensors[1:]:
         out = F.matmul(out, t)
     return out
+
+
+def _matrix_power_out_dtype(out: Tensor, result: Tensor) -> None:
+    """PyTorch's matrix_power out=: safely castable (its text), then of the very dtype."""
+    castable_out_dtype("matrix_power")(out, result)
+    same_out_dtype(out, result)
+
+
+def _multi_dot_out_dtype(out: Tensor, result: Tensor) -> None:
+    if out.dtype is not result.dtype:
+        raise RuntimeError(f"multi_dot(): expected out tensor to have dtype "
+                           f"{D.type_meta_name(result.dtype)} but got "
+                           f"{D.type_meta_name(out.dtype)}")
 
 
 def _check_multi_dot(tensors: list[Tensor]) -> None:
@@ -521,7 +514,7 @@ def _check_multi_dot(tensors: list[Tensor]) -> None:
                                f"{list(prev.shape)} and {list(t.shape)} cannot be multiplied")
 
 
-@takes_out(check=same_out_dtype, name="linalg_matrix_rank")
+@takes_out(check=castable_out_dtype("linalg.matrix_rank"), name="linalg_matrix_rank")
 def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: Any = None,
                 rtol: Any = None) -> Tensor:
     """The number of singular values above max(atol, rtol * S_max) (rtol default: eps *
@@ -539,7 +532,7 @@ def matrix_rank(A: Tensor, tol: Any = None, hermitian: bool = False, *, atol: An
     return F.sum(F.cast(F.gt(S, _cutoff(S, atol, rtol)), D.int64), -1)
 
 
-@takes_out(check=same_out_dtype, name="linalg_cond")
+@takes_out(check=castable_out_dtype("linalg.cond"), name="linalg_cond")
 def cond(A: Tensor, p: Any = None) -> Tensor:
     """The condition number, as PyTorch's (its checks in its order): S_max / S_min (p None or
     2; S_min / S_max for -2), the nuclear norms' product from the singular values ('nuc'),
@@ -639,7 +632,8 @@ def _solve_checks(A: Tensor, B: Tensor, left: bool) -> bool:
     return vector
 
 
-@takes_out(check=same_out_dtype, name="linalg_matrix_power")
+@takes_out(check=lambda out, result: _matrix_power_out_dtype(out, result),
+           name="linalg_matrix_power")
 def matrix_power(A: Tensor, n: int) -> Tensor:
     """A multiplied by itself n times (by squaring; n < 0: of inv(A); 0: the identity)."""
     if A.ndim < 2:
@@ -1000,7 +994,7 @@ def _check_householder(A: Tensor, tau: Tensor, name: str) -> None:
                                   f"'{D.scalar_type_name(A.dtype)}'")
 
 
-@takes_out(check=same_out_dtype, name="linalg_householder_product")
+@takes_out(check=castable_out_dtype("torch.linalg.householder_product"), name="linalg_householder_product")
 @_node_named("LinalgHouseholderProductBackward0")
 def householder_product(A: Tensor, tau: Tensor) -> Tensor:
     """The first n columns of H_1 ... H_k (LAPACK's orgqr): Q of ``geqrf``'s compact QR."""

@@ -123,7 +123,9 @@ def dsplit(input: Tensor, sections: Any) -> tuple[Tensor, ...]:  # noqa: A002
 def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """The sum of products over the last dims (a 0-d operand: a product)."""
     if out is not None:
-        return F.written_to(out, inner(input, other), "inner")
+        from .more_ops import _tensordot_out
+
+        return _tensordot_out(out, inner(input, other))
     if input.ndim == 0 or other.ndim == 0:
         return F.mul(input, other)
     if input.shape[-1] != other.shape[-1]:

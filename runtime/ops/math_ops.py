@@ -147,6 +147,28 @@ def same_out_dtype(out: Tensor, result: Tensor) -> None:
                            f"but got {D.type_meta_name(out.dtype)} instead")
 
 
+def castable_out_dtype(name: str) -> Callable[[Tensor, Tensor], None]:
+    """PyTorch's rule for the out= of some linalg ops (cond, pinv, matrix_power, matrix_rank,
+    householder_product): a dtype the result safely casts to (a float64 result into a
+    float32 out too, an int64 rank into an int32 one), its text naming ``name``."""
+    def check(out: Tensor, result: Tensor) -> None:
+        if result.dtype.category > out.dtype.category:
+            raise RuntimeError(f"{name}: Expected result to be safely castable from "
+                               f"{D.scalar_type_name(result.dtype)} dtype, but got result with "
+                               f"dtype {D.scalar_type_name(out.dtype)}")
+    return check
+
+
+def exact_out_dtype(text: str) -> Callable[[Tensor, Tensor], None]:
+    """An out= of exactly the result's dtype, PyTorch's ``text`` (its {out} and {result}
+    names: Float, Double) where not."""
+    def check(out: Tensor, result: Tensor) -> None:
+        if out.dtype is not result.dtype:
+            raise RuntimeError(text.format(out=D.scalar_type_name(out.dtype),
+                                           result=D.scalar_type_name(result.dtype)))
+    return check
+
+
 def _or(a: Tensor, b: Tensor) -> Tensor:
     from .extra_ops import logical_or
 

@@ -243,12 +243,21 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+def _tensordot_out(out: Tensor, result: Tensor) -> Tensor:
+    """tensordot's (and inner's) out=: of the result's very dtype, PyTorch's text."""
+    if isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"tensordot: Expected the output tensor to have dtype "
+                           f"{D.scalar_type_name(result.dtype)}, but got an output tensor with "
+                           f"dtype {D.scalar_type_name(out.dtype)}")
+    return F.written_to(out, result, "tensordot")
+
+
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """The sum of products over ``dims``: the last ``dims`` axes of ``a`` with the first of
     ``b`` (an int), or the axes listed in a pair of sequences; ``out`` (positional too, as
     PyTorch's Python signature) takes the result."""
     if out is not None:
-        return F.written_to(out, tensordot(a, b, dims), "tensordot")
+        return _tensordot_out(out, tensordot(a, b, dims))
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, int):

@@ -891,7 +891,11 @@ def check_vectors(name: str, args: Sequence[tuple[str, Tensor]]) -> None:
 @named_backward("DotBackward0")
 def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     if out is not None:
-        return F.written_to(out, dot(input, tensor), "dot")
+        result = dot(input, tensor)
+        if out.dtype is not result.dtype:  # PyTorch's dot: out of the inputs' very dtype
+            raise RuntimeError(f"result dtype {D.scalar_type_name(out.dtype)} does not match "
+                               f"input dtype {D.scalar_type_name(result.dtype)}")
+        return F.written_to(out, result, "dot")
     if input.ndim != 1 or tensor.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
     if input.shape != tensor.shape:

@@ -1679,3 +1679,48 @@ def test_logdet_errors_name_logdet() -> None:
         lambda t: t.logdet(t.ones(2, 2, dtype=t.int64)),
     ):
         _same_error(lambda: case(torch), lambda: case(ref))
+
+
+_OUT_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "cholesky": lambda t, out: t.linalg.cholesky(t.eye(3, dtype=t.float64) * 2, out=out),
+    "inv": lambda t, out: t.linalg.inv(t.eye(3, dtype=t.float64) * 2, out=out),
+    "matrix_power": lambda t, out: t.linalg.matrix_power(t.eye(3, dtype=t.float64), 2, out=out),
+    "norm": lambda t, out: t.linalg.norm(t.eye(3, dtype=t.float64), out=out),
+    "matrix_norm": lambda t, out: t.linalg.matrix_norm(t.eye(3, dtype=t.float64), out=out),
+    "cond": lambda t, out: t.linalg.cond(t.eye(3, dtype=t.float64), out=out),
+    "pinv": lambda t, out: t.linalg.pinv(t.eye(3, dtype=t.float64), out=out),
+    "matrix_rank": lambda t, out: t.linalg.matrix_rank(t.eye(3, dtype=t.float64), out=out),
+    "inner": lambda t, out: t.inner(t.eye(3, dtype=t.float64), t.eye(3, dtype=t.float64), out=out),
+    "tensordot": lambda t, out: t.tensordot(
+        t.eye(3, dtype=t.float64), t.eye(3, dtype=t.float64), 1, out=out
+    ),
+    "dot": lambda t, out: t.dot(t.ones(3, dtype=t.float64), t.ones(3, dtype=t.float64), out=out),
+    "multi_dot": lambda t, out: t.linalg.multi_dot([t.eye(3, dtype=t.float64)] * 2, out=out),
+    "householder": lambda t, out: t.linalg.householder_product(
+        t.eye(3, dtype=t.float64), t.zeros(3, dtype=t.float64), out=out
+    ),
+    "vecdot": lambda t, out: t.linalg.vecdot(
+        t.ones(3, dtype=t.float64), t.ones(3, dtype=t.float64), out=out
+    ),
+}
+
+
+@pytest.mark.parametrize("out_dtype", ["float64", "float32", "int32"])
+@pytest.mark.parametrize("name", sorted(_OUT_OPS))
+def test_out_dtypes_are_pytorchs(name: str, out_dtype: str) -> None:
+    """Each op's out= dtype rule as PyTorch's: cond/pinv/householder_product/matrix_rank take
+    an out the result safely casts to (rt refused a float32 out), tensordot/inner/dot want the
+    very dtype (rt cast into float32), and each its own text where it refuses."""
+    ref = _ref()
+    op = _OUT_OPS[name]
+    try:
+        want = op(ref, ref.empty(0, dtype=getattr(ref, out_dtype)))
+    except RuntimeError:
+        _same_error(
+            lambda: op(torch, torch.empty(0, dtype=getattr(torch, out_dtype))),
+            lambda: op(ref, ref.empty(0, dtype=getattr(ref, out_dtype))),
+        )
+        return
+    got = op(torch, torch.empty(0, dtype=getattr(torch, out_dtype)))
+    assert got.dtype == getattr(torch, out_dtype)
+    assert_equal(got, want.numpy(), exact_dtype=False)
