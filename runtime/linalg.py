@@ -1395,6 +1395,9 @@ def cholesky_inverse(L: Tensor, upper: bool = False, *,  # noqa: N803
     if L.shape[-1] != L.shape[-2]:
         raise RuntimeError(f"cholesky_inverse: A must be batches of square matrices, but they "
                            f"are {L.shape[-2]} by {L.shape[-1]} matrices")
+    if L.dtype not in (D.float32, D.float64):  # PyTorch's kernel has these only
+        raise NotImplementedError(f"\"cholesky_inverse_out_cpu\" not implemented for "
+                                  f"'{D.scalar_type_name(L.dtype)}'")
     ident = eye(L.shape[-1], dtype=L.dtype, device=L.device)
     inv_factor = solve_triangular(L, ident, upper=upper)  # L^-1 (U^-1)
     t = F.transpose(inv_factor, -1, -2)

@@ -516,6 +516,11 @@ def chain_matmul(*matrices: Tensor, out: Tensor | None = None) -> Tensor:
                   "more tensors rather than multiple parameters.", UserWarning, stacklevel=2)
     from ..linalg import multi_dot
 
+    if not matrices:
+        raise RuntimeError("chain_matmul(): Expected one or more matrices")
+    for m in matrices:  # PyTorch's: matrices only (multi_dot also takes vectors at the ends)
+        if m.ndim != 2:
+            raise RuntimeError(f"Tensor dimension is {m.ndim}, expected 2 instead.")
     if len(matrices) == 1:
         return F.clone(matrices[0])
     return multi_dot(list(matrices), out=out)

@@ -1724,3 +1724,25 @@ def test_out_dtypes_are_pytorchs(name: str, out_dtype: str) -> None:
     got = op(torch, torch.empty(0, dtype=getattr(torch, out_dtype)))
     assert got.dtype == getattr(torch, out_dtype)
     assert_equal(got, want.numpy(), exact_dtype=False)
+
+
+def test_chain_matmul_and_cholesky_inverse_checks() -> None:
+    """chain_matmul takes matrices only (rt took multi_dot's end vectors) and at least one;
+    cholesky_inverse's kernel error for a non-float input (rt: triangular_solve's)."""
+    ref = _ref()
+    for case in (
+        lambda t: t.chain_matmul(t.ones(3)),
+        lambda t: t.chain_matmul(t.ones(2, 3), t.ones(3)),
+        lambda t: t.chain_matmul(),
+        lambda t: t.cholesky_inverse(t.eye(2, dtype=t.int64)),
+        lambda t: t.cholesky_inverse(t.eye(2, dtype=t.float16)),
+        lambda t: t.cholesky_inverse(t.eye(2, dtype=t.bool)),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # chain_matmul's deprecation
+            _same_error(lambda: case(torch), lambda: case(ref))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_equal(
+            torch.chain_matmul(torch.ones(2, 3), torch.ones(3, 4)), torch.full((2, 4), 3.0)
+        )
