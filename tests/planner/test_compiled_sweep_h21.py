@@ -77,6 +77,7 @@ def _einsum(p: dict[str, rt.Tensor], x: rt.Tensor) -> rt.Tensor:
         + rt.tensordot(x, W, dims=([1], [0])).sum()
         + rt.linalg.multi_dot([x, W, W.mT, v]).sum()
         + rt.einsum(W, [0, 1], v, [1], [0]).sum()
+        + rt.einsum("i,j->ij", v, W[0]).pow(2).sum()  # nothing contracted: a mul
     )
 
 
@@ -253,4 +254,27 @@ def test_compiled_fixed_edge_cases_equal_eager() -> None:
         want = step(*args)
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_compiled_rank_with_tensor_tolerances_and_right_solves_equal_eager() -> None:
+    """matrix_rank with one atol per matrix and solve(left=False), compiled as eager."""
+
+    def step(a: rt.Tensor, atol: rt.Tensor, b: rt.Tensor) -> tuple[rt.Tensor, ...]:
+        return (
+            rt.linalg.matrix_rank(a, atol=atol),
+            rt.linalg.solve(a, b, left=False),
+            rt.linalg.solve_ex(a, b, left=False).result,
+        )
+
+    compiled = planner.compile(step)
+    for scale in (1.0, 2.0, 3.0):
+        a = rt.eye(3).repeat(2, 1, 1) * rt.tensor([scale, 2 * scale]).reshape(2, 1, 1)
+        args = (a, rt.tensor([1.5, 2.5]), rt.ones(2, 4, 3))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            got = compiled(*args)
+        assert not _fallbacks(caught)
+        for g, w in zip(got, step(*args), strict=True):
+            assert g.dtype == w.dtype
             np.testing.assert_array_equal(g.numpy(), w.numpy())
