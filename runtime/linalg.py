@@ -664,11 +664,15 @@ def matrix_power(A: Tensor, n: int) -> Tensor:
 # ---- triangular solves and LU --------------------------------------------------------------
 
 @takes_out(check=same_out_dtype, name="linalg_solve_triangular")
-def solve_triangular(A: Tensor, B: Tensor, *, upper: bool, left: bool = True,
+def solve_triangular(A: Tensor, B: Tensor, *, upper: bool | None = None, left: bool = True,
                      unitriangular: bool = False) -> Tensor:
     """X with A X = B (``left`` False: X A = B) for triangular A, only its ``upper`` or lower
     triangle read (``unitriangular``: its diagonal taken as ones); batch axes broadcast, a
-    zero on the diagonal gives inf and NaN, as PyTorch's."""
+    zero on the diagonal gives inf and NaN, as PyTorch's. ``upper`` is required (PyTorch's
+    parser's text where it is missing)."""
+    if upper is None:
+        raise TypeError('linalg_solve_triangular() missing 1 required positional arguments: '
+                        '"upper"')
     L.check_solve_triangular(A, B, left)
     if B.dtype is not A.dtype:  # PyTorch's result is in A's dtype (its shape rule's too)
         B = F.cast(B, A.dtype)

@@ -1746,3 +1746,11 @@ def test_chain_matmul_and_cholesky_inverse_checks() -> None:
         assert_equal(
             torch.chain_matmul(torch.ones(2, 3), torch.ones(3, 4)), torch.full((2, 4), 3.0)
         )
+
+
+def test_solve_triangular_requires_upper() -> None:
+    ref = _ref()
+    _same_error(
+        lambda: torch.linalg.solve_triangular(torch.eye(3), torch.ones(3, 1)),
+        lambda: ref.linalg.solve_triangular(ref.eye(3), ref.ones(3, 1)),
+    )
