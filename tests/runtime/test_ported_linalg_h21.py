@@ -5,7 +5,11 @@ PyTorch's test uses it, and PyTorch 2.13 (``ref``) where the test is about its e
 Left out, as outside this project's scope: CUDA/MAGMA/cuSOLVER/cuBLAS-only tests and
 tf32/half/bfloat16 matmul precision settings, complex dtypes (the runtime has none), the
 out= variants of functions without out= here, forward-mode AD, torch.jit and the profiler,
-and the slow many-batch sizes (the same code paths on a few small batches instead).
+and the slow many-batch sizes (the same code paths on a few small batches instead). Not
+ported: test_eig*/test_eigvals* and the old torch.eig tests (a general matrix's eigenvalues
+are complex: rt's linalg.eig/eigvals raise NotImplementedError), the resize warnings of out=
+tests (rt's F.written_to gives them; tested elsewhere), and det's create_graph gradient at a
+singular matrix (PyTorch's SVD formula; rt's first-order rule is PyTorch's, tested below).
 """
 
 from __future__ import annotations
