@@ -54,13 +54,14 @@ class Dirichlet(ExponentialFamily):
 
     @property
     def mode(self) -> Tensor:
+        """(c - 1)+ normalized; where every concentration is below 1, torch's one-hot of the
+        argmax of that row, which is all 0/0 = NaN, so the first category."""
         c = self.concentration
         cm1 = (c - 1).clamp(min=0.0)
         mode = cm1 / cm1.sum(-1, keepdim=True)
         below_one = (c < 1).all(-1, keepdim=True)
-        n = c.shape[-1]
-        first_max = c.argmax(-1, keepdim=True) == rt.arange(n, device=c.device)
-        return rt.where(below_one, first_max.to(c.dtype), mode)
+        first = rt.arange(c.shape[-1], device=c.device) == 0
+        return rt.where(below_one, first.to(c.dtype), mode)
 
     @property
     def variance(self) -> Tensor:

@@ -61,6 +61,13 @@ class Gamma(ExponentialFamily):
         return (rt.xlogy(self.concentration, self.rate) + rt.xlogy(self.concentration - 1, value)
                 - self.rate * value - rt.lgamma(self.concentration))
 
+    def cdf(self, value: Tensor) -> Tensor:
+        """The regularized lower incomplete gamma P(concentration, rate * value), as torch's
+        ``special.gammainc`` (differentiable in rate and value, not in concentration)."""
+        if self._validate_args:
+            self._validate_sample(value)
+        return rt.special.gammainc(self.concentration, self.rate * value)
+
     @property
     def _natural_params(self) -> tuple[Tensor, Tensor]:
         return self.concentration - 1, -self.rate

@@ -74,7 +74,9 @@ def float_dtype(t: Tensor) -> D.DType:
 
 class lazy_property:  # noqa: N801 - torch's name
     """A property computed on first access and then stored on the instance; read from the
-    class it is the descriptor itself (so validation can skip a not yet computed one)."""
+    class it is the descriptor itself (so validation can skip a not yet computed one).
+    As torch's, it is computed with grad enabled: first read under ``no_grad`` (a
+    ``sample``), it still carries its graph to the parameters for a later ``rsample``."""
 
     def __init__(self, wrapped: Callable[[Any], Any]) -> None:
         self.wrapped = wrapped
@@ -84,7 +86,8 @@ class lazy_property:  # noqa: N801 - torch's name
     def __get__(self, instance: Any, obj_type: Any = None) -> Any:
         if instance is None:
             return self
-        value = self.wrapped(instance)
+        with rt.enable_grad():
+            value = self.wrapped(instance)
         setattr(instance, self.wrapped.__name__, value)
         return value
 
