@@ -13,6 +13,7 @@ are checked in test_distributions_sampling.py).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -31,8 +32,14 @@ def _arr(seed: int, *shape: int) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+LEAVES: list[Any] = []  # the parameters requiring grad that the last builder made
+
+
 def _t(L: Any, a: Any, grad: bool = False) -> Any:
-    return L.tensor(np.asarray(a, dtype=np.float32), requires_grad=grad)
+    t = L.tensor(np.asarray(a, dtype=np.float32), requires_grad=grad)
+    if grad:
+        LEAVES.append(t)
+    return t
 
 
 def _examples() -> list[Example]:
@@ -412,3 +419,282 @@ def test_gamma_chi2_and_inverse_gamma_cdf_match_torch_with_gradients() -> None:
     with pytest.raises(NotImplementedError,
                        match="the derivative for 'igamma: input' is not implemented."):
         d.cdf(rt.tensor([1.0])).backward()
+
+
+VALIDATE = [True]  # the bad examples' validate_args, as PyTorch's test_invalid_examples passes
+
+
+def _bad_examples() -> list[Example]:
+    """PyTorch's _get_bad_examples."""
+    ex: list[Example] = []
+
+    def add(name: str, make: Callable[[Any], Any]) -> None:
+        ex.append((f"{name}-{sum(n.startswith(name + '-') for n, _ in ex)}", make))
+
+    def d(L: Any, cls: str) -> Any:
+        return functools.partial(getattr(L.distributions, cls), validate_args=VALIDATE[0])
+
+    for cls in ("Bernoulli", "Geometric", "ContinuousBernoulli"):
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [1.1, 0.2, 0.4], True)))
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [-0.5], True)))
+        add(cls, lambda L, c=cls: d(L, c)(1.00001))
+    add("Beta", lambda L: d(L, "Beta")(_t(L, [0.0], True), _t(L, [0.0], True)))
+    add("Beta", lambda L: d(L, "Beta")(_t(L, [-1.0], True), _t(L, [-2.0], True)))
+    for cls in ("Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough"):
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [[-0.1, 0.2, 0.3], [0.5, 0.3, 0.2]], True)))
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [[-1.0, 10.0], [0.0, -1.0]], True)))
+    for cls in ("Binomial", "NegativeBinomial"):
+        add(cls, lambda L, c=cls: d(L, c)(10, _t(L, [[-1e-7, 0.2, 0.3], [0.5, 0.3, 0.2]], True)))
+        add(cls, lambda L, c=cls: d(L, c)(10, _t(L, [[1.0, 0.0], [0.0, 2.0]], True)))
+    add("Cauchy", lambda L: d(L, "Cauchy")(0.0, -1.0))
+    add("Cauchy", lambda L: d(L, "Cauchy")(L.tensor([0.0]), 0.0))
+    add("Cauchy", lambda L: d(L, "Cauchy")(L.tensor([[0.0], [-2.0]]),
+                                                   L.tensor([[-0.000001], [1.0]])))
+    for cls in ("Chi2", "StudentT", "Dirichlet"):
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [0.0], True)))
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [-2.0], True)))
+    add("Exponential", lambda L: d(L, "Exponential")(_t(L, [0.0, 0.0], True)))
+    add("Exponential", lambda L: d(L, "Exponential")(_t(L, [-2.0], True)))
+    for cls in ("FisherSnedecor", "Gamma", "InverseGamma"):
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [0.0, 0.0], True), _t(L, [-1.0, -100.0], True)))
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [1.0, 1.0], True), _t(L, [0.0, 0.0], True)))
+    for cls in ("Gumbel", "Laplace", "LogNormal", "Normal"):
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [1.0, 1.0], True), _t(L, [0.0, 1.0], True)))
+        add(cls, lambda L, c=cls: d(L, c)(_t(L, [1.0, 1.0], True), _t(L, [1.0, -1.0], True)))
+    add("Normal", lambda L: L.distributions.Normal(_t(L, [1.0, 0.0], True),
+                                                   _t(L, [1e-5, -1e-5], True)))
+    add("HalfCauchy", lambda L: d(L, "HalfCauchy")(-1.0))
+    add("HalfCauchy", lambda L: d(L, "HalfCauchy")(0.0))
+    add("HalfCauchy", lambda L: d(L, "HalfCauchy")(L.tensor([[-0.000001], [1.0]])))
+    add("HalfNormal", lambda L: d(L, "HalfNormal")(_t(L, [0.0, 1.0], True)))
+    add("HalfNormal", lambda L: d(L, "HalfNormal")(_t(L, [1.0, -1.0], True)))
+    add("LKJCholesky", lambda L: d(L, "LKJCholesky")(-2, 0.1))
+    add("LKJCholesky", lambda L: d(L, "LKJCholesky")(1, 2.0))
+    add("LKJCholesky", lambda L: d(L, "LKJCholesky")(2, 0.0))
+    add("MultivariateNormal", lambda L: d(L, "MultivariateNormal")(
+        _t(L, [1.0, 1.0], True), _t(L, [[1.0, 0.0], [0.0, -2.0]], True)))
+    add("Pareto", lambda L: d(L, "Pareto")(0.0, 0.0))
+    add("Pareto", lambda L: d(L, "Pareto")(_t(L, [0.0, 0.0], True),
+                                                   _t(L, [-1e-5, 0.0], True)))
+    add("Pareto", lambda L: d(L, "Pareto")(L.tensor([1.0]), -1.0))
+    add("Poisson", lambda L: d(L, "Poisson")(_t(L, [-0.1], True)))
+    add("Poisson", lambda L: d(L, "Poisson")(-1.0))
+    add("RelaxedBernoulli", lambda L: d(L, "RelaxedBernoulli")(
+        _t(L, [1.5], True), probs=_t(L, [1.7, 0.2, 0.4], True)))
+    add("RelaxedBernoulli", lambda L: d(L, "RelaxedBernoulli")(
+        L.tensor([2.0]), probs=L.tensor([-1.0])))
+    add("RelaxedOneHotCategorical", lambda L: d(L, "RelaxedOneHotCategorical")(
+        _t(L, [0.5], True), probs=_t(L, [[-0.1, 0.2, 0.7], [0.5, 0.3, 0.2]], True)))
+    add("RelaxedOneHotCategorical", lambda L: d(L, "RelaxedOneHotCategorical")(
+        L.tensor([2.0]), probs=L.tensor([[-1.0, 0.0], [-1.0, 1.1]])))
+    add("TransformedDistribution", lambda L: d(L, "TransformedDistribution")(
+        L.distributions.Normal(0, 1), lambda x: x))
+    add("TransformedDistribution", lambda L: d(L, "TransformedDistribution")(
+        L.distributions.Normal(0, 1), [lambda x: x]))
+    for low, high in (([2.0], [2.0]), ([0.0], [0.0]), ([1.0], [0.0])):
+        add("Uniform", lambda L, lo=low, hi=high: d(L, "Uniform")(_t(L, lo, True),
+                                                                          _t(L, hi, True)))
+    add("Weibull", lambda L: d(L, "Weibull")(_t(L, [0.0], True), _t(L, [0.0], True)))
+    add("Weibull", lambda L: d(L, "Weibull")(_t(L, [1.0], True), _t(L, [-1.0], True)))
+    add("Wishart", lambda L: d(L, "Wishart")(
+        covariance_matrix=_t(L, [[1.0, 0.0], [0.0, -2.0]], True), df=_t(L, [1.5], True)))
+    add("Wishart", lambda L: d(L, "Wishart")(
+        covariance_matrix=_t(L, [[1.0, 1.0], [1.0, -2.0]], True), df=_t(L, [3.0], True)))
+    add("Wishart", lambda L: d(L, "Wishart")(
+        covariance_matrix=_t(L, [[1.0, 1.0], [1.0, -2.0]], True), df=3.0))
+    add("GeneralizedPareto", lambda L: d(L, "GeneralizedPareto")(
+        _t(L, [0.0, 0.0], True), _t(L, [-1.0, -100.0], True), _t(L, [0.0, 0.0], True)))
+    add("GeneralizedPareto", lambda L: d(L, "GeneralizedPareto")(
+        _t(L, [1.0, 1.0], True), _t(L, [0.0, 0.0], True), _t(L, [-1.0, -100.0], True)))
+    return ex
+
+
+BAD_EXAMPLES = _bad_examples()
+
+
+def _error(make: Callable[[], Any]) -> tuple[type, str]:
+    try:
+        make()
+    except Exception as e:  # noqa: BLE001 - the type is what is compared
+        return type(e), str(e)
+    return type(None), ""
+
+
+@pytest.mark.parametrize("make", [m for _, m in BAD_EXAMPLES], ids=[n for n, _ in BAD_EXAMPLES])
+def test_invalid_parameters_raise_torchs_error(make: Callable[[Any], Any]) -> None:
+    """test_invalid_examples: torch's exception type and message (its text up to the found
+    values, whose printing differs: tensors print as runtime's)."""
+    ours, theirs = _error(lambda: make(rt)), _error(lambda: make(torch))
+    assert theirs[0] is not type(None)
+    assert ours[0] is theirs[0], (ours, theirs)
+    cut = theirs[1].find("but found invalid values")
+    if cut < 0:
+        assert ours[1] == theirs[1]
+    else:
+        assert ours[1][:cut].replace("runtime.", "torch.") == theirs[1][:cut]
+
+
+@pytest.mark.parametrize("make", [m for _, m in BAD_EXAMPLES], ids=[n for n, _ in BAD_EXAMPLES])
+def test_invalid_parameters_pass_without_validation(make: Callable[[Any], Any]) -> None:
+    """With validate_args=False rt builds the distribution or fails as torch does. Where
+    torch 2.13 builds an inner distribution without passing validate_args on (StudentT's
+    Chi2, FisherSnedecor's Gammas, OneHotCategorical's and RelaxedOneHotCategorical's
+    Categorical, LKJCholesky's Beta, RelaxedBernoulli's base), torch still validates; rt
+    passes validate_args=False on, so such a distribution can be built inside a compiled step
+    without reading values."""
+    VALIDATE[0] = False
+    try:
+        ours, theirs = _error(lambda: make(rt)), _error(lambda: make(torch))
+    finally:
+        VALIDATE[0] = True
+    if ours[0] is type(None) and theirs[0] is ValueError:
+        assert "but found invalid values" in theirs[1]
+        return
+    assert ours[0].__name__.lstrip("_") == theirs[0].__name__.lstrip("_"), (ours, theirs)
+    assert ours[1] == theirs[1]
+
+
+SAME_STREAM = ("Bernoulli", "Geometric", "Binomial-1", "Cauchy", "Exponential", "Gumbel",
+               "HalfCauchy", "HalfNormal", "Independent", "Kumaraswamy", "Laplace",
+               "LogNormal", "LogisticNormal", "Normal", "LowRankMultivariateNormal",
+               "MultivariateNormal", "Pareto", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+               "TransformedDistribution", "Uniform", "Weibull", "ContinuousBernoulli",
+               "GeneralizedPareto")
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if n.startswith(SAME_STREAM)])
+def test_seeded_draws_are_torchs(name: str) -> None:
+    """The distributions drawn from rand/randn (and bernoulli_, exponential_, cauchy_,
+    geometric_) draw torch's numbers after the same manual_seed."""
+    ours, theirs = _pair(dict(EXAMPLES)[name])
+    rt.manual_seed(3)
+    torch.manual_seed(3)
+    for shape in ((3,), (2,)):
+        method = "rsample" if theirs.has_rsample else "sample"
+        _close(getattr(ours, method)(shape), getattr(theirs, method)(shape), rtol=1e-5,
+               atol=1e-6)
+
+
+def _grads(L: Any, make: Callable[[Any], Any], value: Any) -> list[Any]:
+    LEAVES.clear()
+    d = make(L)
+    leaves = list(LEAVES)
+    out = d.log_prob(value).sum()
+    try:
+        out = out + d.entropy().sum()
+    except NotImplementedError:
+        pass
+    if not leaves or not out.requires_grad:
+        return []
+    return list(L.autograd.grad(out, leaves, allow_unused=True))
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_log_prob_and_entropy_gradients_match_torch(name: str) -> None:
+    """The gradients of log_prob (of torch's draws) plus entropy to every parameter."""
+    make = dict(EXAMPLES)[name]
+    b = _torch_draws(make(torch))[1]
+    theirs = _grads(torch, make, b)
+    ours = _grads(rt, make, rt.tensor(b.numpy()))
+    assert len(ours) == len(theirs)
+    for a, w in zip(ours, theirs):
+        assert (a is None) == (w is None)
+        if w is not None:
+            _close(a, w, rtol=1e-3, atol=1e-3)
+
+
+def _kl_family() -> dict[str, Callable[[Any], Any]]:
+    """One distribution of batch shape (3,) per family, PyTorch's test_kl_* families."""
+    pos = [0.7, 1.3, 2.5]
+    pos2 = [1.5, 0.5, 2.0]
+    real = [0.1, -1.0, 2.0]
+    p = [0.2, 0.5, 0.9]
+    cat = [[0.2, 0.5, 0.3], [0.6, 0.1, 0.3], [0.3, 0.3, 0.4]]
+    tril = [[[1.0, 0.0], [0.3, 0.8]]] * 3
+
+    def D(L: Any) -> Any:
+        return L.distributions
+
+    def f(L: Any, a: Any) -> Any:
+        return L.tensor(a, dtype=L.float64)
+
+    return {
+        "Bernoulli": lambda L: D(L).Bernoulli(f(L, p)),
+        "Binomial": lambda L: D(L).Binomial(5, f(L, p)),
+        "Beta": lambda L: D(L).Beta(f(L, pos), f(L, pos2)),
+        "Categorical": lambda L: D(L).Categorical(f(L, cat)),
+        "OneHotCategorical": lambda L: D(L).OneHotCategorical(f(L, cat)),
+        "ContinuousBernoulli": lambda L: D(L).ContinuousBernoulli(f(L, p)),
+        "Cauchy": lambda L: D(L).Cauchy(f(L, real), f(L, pos)),
+        "Chi2": lambda L: D(L).Chi2(f(L, pos2)),
+        "Dirichlet": lambda L: D(L).Dirichlet(f(L, np.array(cat) * 3)),
+        "Exponential": lambda L: D(L).Exponential(f(L, pos)),
+        "Gamma": lambda L: D(L).Gamma(f(L, pos), f(L, pos2)),
+        "Geometric": lambda L: D(L).Geometric(f(L, p)),
+        "Gumbel": lambda L: D(L).Gumbel(f(L, real), f(L, pos)),
+        "HalfNormal": lambda L: D(L).HalfNormal(f(L, pos)),
+        "Laplace": lambda L: D(L).Laplace(f(L, real), f(L, pos)),
+        "LogNormal": lambda L: D(L).LogNormal(f(L, real), f(L, pos)),
+        "LowRankMultivariateNormal": lambda L: D(L).LowRankMultivariateNormal(
+            f(L, [[0.5, -1.0]] * 3), f(L, [[[1.0], [0.3]]] * 3), f(L, [[0.5, 1.5]] * 3)),
+        "MultivariateNormal": lambda L: D(L).MultivariateNormal(f(L, [[0.1, 0.2]] * 3),
+                                                                scale_tril=f(L, tril)),
+        "Normal": lambda L: D(L).Normal(f(L, real), f(L, pos)),
+        "Pareto": lambda L: D(L).Pareto(f(L, pos), f(L, pos2)),
+        "Poisson": lambda L: D(L).Poisson(f(L, pos)),
+        "Uniform": lambda L: D(L).Uniform(f(L, [-1.0, 0.0, 2.0]), f(L, [1.0, 0.5, 4.0])),
+        "Uniform-wide": lambda L: D(L).Uniform(f(L, [-5.0, -3.0, 0.1]), f(L, [5.0, 3.0, 9.0])),
+        "Weibull": lambda L: D(L).Weibull(f(L, pos), f(L, pos2)),
+        "InverseGamma": lambda L: D(L).InverseGamma(f(L, pos), f(L, pos2)),
+        "Independent": lambda L: D(L).Independent(D(L).Normal(f(L, [real]), f(L, [pos])), 1),
+    }
+
+
+KL_FAMILY = _kl_family()
+# torch 2.13 calls KL(ContinuousBernoulli || Uniform) infinite where q.low >= 0 or q.high <= 1,
+# and KL(Uniform || ContinuousBernoulli) where p.low <= 0 or p.high >= 1: infinite also where
+# the Uniform's bound is exactly 0 or 1 and the supports nest (finite KL); rt's are finite there
+# (test_kl_between_continuous_bernoulli_and_a_uniform_ending_at_0_or_1)
+KL_DEVIATIONS = {("ContinuousBernoulli", "Uniform"), ("Uniform", "ContinuousBernoulli")}
+
+
+@pytest.mark.parametrize("p_name", sorted(KL_FAMILY))
+def test_kl_divergence_against_every_family_matches_torch(p_name: str) -> None:
+    """test_kl_monte_carlo/test_kl_exponential_family/test_kl_infinite in one sweep: for every
+    pair torch 2.13 registers (directly or by its most specific match) the same value (inf
+    where the support of p leaves q's), NotImplementedError for every pair it does not."""
+    p_ours, p_theirs = _pair(KL_FAMILY[p_name])
+    for q_name, make_q in KL_FAMILY.items():
+        if (p_name, q_name) in KL_DEVIATIONS:
+            continue
+        q_ours, q_theirs = _pair(make_q)
+        try:
+            want = torch.distributions.kl_divergence(p_theirs, q_theirs)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError):
+                rt.distributions.kl_divergence(p_ours, q_ours)
+            continue
+        except (ValueError, RuntimeError):
+            continue  # shapes of the pair that torch cannot broadcast
+        got = rt.distributions.kl_divergence(p_ours, q_ours)
+        _close(got, want, rtol=1e-6, atol=1e-8)
+
+
+def test_kl_between_continuous_bernoulli_and_a_uniform_ending_at_0_or_1() -> None:
+    """Supports that nest, bounds touching: finite, the closed forms -H(p) + log(b - a)
+    and -H(p) - E_p log q (torch 2.13 returns inf, see KL_DEVIATIONS)."""
+    D = rt.distributions
+    cb = D.ContinuousBernoulli(rt.tensor([0.2, 0.7], dtype=rt.float64))
+    u = D.Uniform(rt.tensor([-1.0, 0.0], dtype=rt.float64), rt.tensor([1.0, 3.0],
+                                                                   dtype=rt.float64))
+    _close(D.kl_divergence(cb, u), -cb.entropy() + (u.high - u.low).log(), rtol=1e-12)
+    inner = D.Uniform(rt.tensor([0.0, 0.25], dtype=rt.float64),
+                      rt.tensor([0.5, 1.0], dtype=rt.float64))
+    x = rt.linspace(0, 1, 200001, dtype=rt.float64)[1:-1]
+    x = x.unsqueeze(-1) * (inner.high - inner.low) + inner.low
+    expected = -inner.entropy() - cb.log_prob(x).mean(0)
+    _close(D.kl_divergence(inner, cb), expected, rtol=1e-6)
+    outside = D.Uniform(rt.tensor([-0.5, 0.5], dtype=rt.float64),
+                        rt.tensor([0.5, 1.5], dtype=rt.float64))
+    assert np.isinf(_np(D.kl_divergence(outside, cb))).all()
+    assert np.isinf(_np(D.kl_divergence(cb, inner))).all()
