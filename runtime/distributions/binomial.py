@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from numbers import Number
 from typing import Any
 
 import runtime as rt
@@ -34,6 +35,9 @@ class Binomial(Distribution):
     def __init__(self, total_count: Any = 1, probs: Any = None, logits: Any = None,
                  validate_args: bool | None = None) -> None:
         one_of(probs, logits)
+        # a number of trials given as a number is kept: entropy and enumerate_support need
+        # it as an int, which a tensor gives only by reading its value (not in a capture)
+        self._number_total = total_count if isinstance(total_count, Number) else None
         if probs is not None:
             self.total_count, self.probs = broadcast_all(total_count, probs)
             self.total_count = self.total_count.type_as(self.probs)
@@ -47,6 +51,7 @@ class Binomial(Distribution):
         new = self._expanded(Binomial, batch_shape, _instance,
                              {"total_count": 0, "probs": 0, "logits": 0})
         new._param = new.probs if "probs" in self.__dict__ else new.logits
+        new._number_total = self._number_total
         return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
@@ -94,18 +99,22 @@ class Binomial(Distribution):
                      + n * rt.log1p(rt.exp(-self.logits.abs())) - log_factorial_n)
         return value * self.logits - log_factorial_k - log_factorial_nmk - normalize
 
-    def entropy(self) -> Tensor:
+    def _homogeneous_total(self, what: str) -> int:
+        """The one number of trials (torch's error where they differ)."""
+        if self._number_total is not None:
+            return int(self._number_total)
         total = int(self.total_count.max().item())
         if not self.total_count.min().item() == total:
-            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{what}`.")
+        return total
+
+    def entropy(self) -> Tensor:
+        self._homogeneous_total("entropy")
         log_prob = self.log_prob(self.enumerate_support(False))
         return -(rt.exp(log_prob) * log_prob).sum(0)
 
     def enumerate_support(self, expand: bool = True) -> Tensor:
-        total = int(self.total_count.max().item())
-        if not self.total_count.min().item() == total:
-            raise NotImplementedError(
-                "Inhomogeneous total count not supported by `enumerate_support`.")
+        total = self._homogeneous_total("enumerate_support")
         values = rt.arange(1 + total, dtype=self._param.dtype, device=self._param.device)
         values = values.view(-1, *([1] * len(self._batch_shape)))
         return values.expand(-1, *self._batch_shape) if expand else values
