@@ -965,3 +965,109 @@ def test_transformed_distribution(base_batch_dim: int, base_event_dim: int) -> N
                 while y.ndim > len(d.event_shape):
                     y = y[0]
                 assert tuple(d.log_prob(y).shape) == tuple(d.batch_shape)
+
+
+# TestDistributions.test_mode, test_valid/invalid_parameter_broadcasting
+
+DISCRETE = ("Bernoulli", "Binomial", "Categorical", "Geometric", "NegativeBinomial",
+            "OneHotCategorical", "Poisson")
+NO_MODE = ("ContinuousBernoulli", "LKJCholesky", "LogisticNormal", "MixtureSameFamily",
+           "Multinomial", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+           "TransformedDistribution")
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if not n.startswith(NO_MODE)])
+def test_mode_is_a_local_maximum_of_log_prob(name: str) -> None:
+    """PyTorch's test_mode: NaN for a whole event or none of it; a discrete mode beats its
+    neighbours, a continuous one every small perturbation in the unconstrained space (within
+    float32 rounding: the examples' parameters are float32 here, float64 in PyTorch's)."""
+    _check_mode(dict(EXAMPLES)[name](rt), name.startswith(DISCRETE))
+
+
+def _check_mode(d: Any, discrete: bool) -> None:
+    mode = d.mode.detach()
+    isfinite = mode.isfinite().reshape(*d.batch_shape, -1)
+    batch_isfinite = isfinite.all(-1)
+    assert (batch_isfinite | ~isfinite.any(-1)).all()
+    sample = d.sample().to(mode.dtype)
+    sanitized = rt.where(~mode.isnan(), mode, sample)
+    log_prob_mode = d.log_prob(sanitized).detach()
+    assert not log_prob_mode.isnan().any()
+    if discrete:
+        if isinstance(d, rt.distributions.OneHotCategorical):
+            k = d.probs.shape[-1]
+            others = [F_one_hot((d._categorical.mode + 1) % k, k).to(mode.dtype)]
+        else:
+            others = [mode + step for step in (-1, 1)]
+        for other in others:
+            mask = batch_isfinite & d.support.check(other)
+            other = rt.where(mask.unsqueeze(-1) if mask.ndim < other.ndim else mask, other,
+                             sample)
+            delta = log_prob_mode - d.log_prob(other).detach()
+            assert (delta[mask] > -1e-4).all()  # ties (NegativeBinomial) round in lgamma
+        return
+    transform = rt.distributions.transform_to(d.support)
+    unconstrained = transform.inv(sanitized)
+    g = np.random.default_rng(0)
+    perturbation = rt.tensor(1e-5 * (g.random((10,) + tuple(unconstrained.shape)) - 0.5),
+                             dtype=mode.dtype)
+    log_prob_other = d.log_prob(transform(perturbation + unconstrained)).detach()
+    delta = log_prob_mode - log_prob_other
+    same_inf = (log_prob_mode == log_prob_other) & (log_prob_mode.abs() == math.inf)
+    delta = rt.where(same_inf, 0.0, delta)
+    assert (delta > -1e-6 * (1 + log_prob_mode.abs())).all(0)[batch_isfinite].all()
+
+
+def F_one_hot(index: Any, k: int) -> Any:  # noqa: N802 - torch.nn.functional.one_hot
+    return rt.nn.functional.one_hot(index, k)
+
+
+def test_valid_parameter_broadcasting() -> None:
+    """A sample of each of PyTorch's broadcasting examples has the broadcast shape."""
+    D = rt.distributions
+    t = rt.tensor
+    cases = [
+        (D.Normal(loc=0, scale=t([1.0, 1.0])), (2,)),
+        (D.Normal(loc=t([0.0, 0.0]), scale=t([[1.0], [1.0]])), (2, 2)),
+        (D.Normal(loc=t([0.0]), scale=t([[1.0]])), (1, 1)),
+        (D.FisherSnedecor(df1=t([1.0, 1.0]), df2=1), (2,)),
+        (D.FisherSnedecor(df1=t([1.0, 1.0]), df2=t([[1.0], [1.0]])), (2, 2)),
+        (D.Gamma(concentration=t([1.0, 1.0]), rate=t([[1.0], [1.0], [1.0]])), (3, 2)),
+        (D.Gamma(concentration=1, rate=t([1.0, 1.0])), (2,)),
+        (D.Gumbel(loc=t([0.0, 0.0]), scale=t([[1.0]])), (1, 2)),
+        (D.Kumaraswamy(concentration1=t([1.0, 1.0]), concentration0=t([[1.0], [1.0]])),
+         (2, 2)),
+        (D.Laplace(loc=t([0.0]), scale=t([[1.0]])), (1, 1)),
+        (D.Pareto(scale=t([1.0, 1.0]), alpha=t([[1.0], [1.0]])), (2, 2)),
+        (D.StudentT(df=t([1.0, 1.0]), loc=t([[1.0]])), (1, 2)),
+        (D.StudentT(df=1.0, loc=rt.zeros(5, 1), scale=rt.ones(3)), (5, 3)),
+        (D.Uniform(low=t([0.0, 0.0]), high=t([[1.0], [1.0], [1.0]])), (3, 2)),
+        (D.Cauchy(loc=0, scale=t([[1.0], [1.0]])), (2, 1)),
+        (D.Weibull(scale=t([1.0, 1.0]), concentration=t([[1.0]])), (1, 2)),
+    ]
+    for d, shape in cases:
+        assert tuple(d.sample().shape) == shape
+        assert tuple(d.sample((2,)).shape) == (2,) + shape
+
+
+@pytest.mark.parametrize("cls,kwargs", [
+    ("Normal", {"loc": [[0, 0]], "scale": [1, 1, 1, 1]}),
+    ("Normal", {"loc": [[[0, 0, 0], [0, 0, 0]]], "scale": [1, 1]}),
+    ("FisherSnedecor", {"df1": [1, 1], "df2": [1, 1, 1]}),
+    ("Gumbel", {"loc": [[0, 0]], "scale": [1, 1, 1, 1]}),
+    ("Gamma", {"concentration": [0, 0], "rate": [1, 1, 1]}),
+    ("Kumaraswamy", {"concentration1": [[1, 1]], "concentration0": [1, 1, 1, 1]}),
+    ("Laplace", {"loc": [0, 0], "scale": [1, 1, 1]}),
+    ("Pareto", {"scale": [1, 1], "alpha": [1, 1, 1]}),
+    ("StudentT", {"df": [1.0, 1.0], "scale": [1.0, 1.0, 1.0]}),
+    ("StudentT", {"df": [1.0, 1.0], "loc": [1.0, 1.0, 1.0]}),
+])
+def test_invalid_parameter_broadcasting(cls: str, kwargs: dict[str, Any]) -> None:
+    """Shapes that do not broadcast: torch's RuntimeError and its message."""
+    ours = _error(lambda: getattr(rt.distributions, cls)(
+        **{k: rt.tensor(v) for k, v in kwargs.items()}))
+    theirs = _error(lambda: getattr(torch.distributions, cls)(
+        **{k: torch.tensor(v) for k, v in kwargs.items()}))
+    assert theirs[0] is RuntimeError
+    assert issubclass(ours[0], RuntimeError)
+    assert ours[1] == theirs[1]
