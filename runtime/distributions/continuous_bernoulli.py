@@ -86,6 +86,19 @@ class ContinuousBernoulli(ExponentialFamily):
         return rt.where(self._outside_unstable_region(), closed, taylor)
 
     @property
+    def _natural_params(self) -> tuple[Tensor]:
+        return (self.logits,)
+
+    def _log_normalizer(self, x: Tensor) -> Tensor:
+        """log((e^x - 1) / x) of the natural parameter x (the logits), its Taylor series
+        where x is inside torch's limits shifted by 1/2 (where the closed form cancels)."""
+        outside = (x <= self._lims[0] - 0.5) | (x > self._lims[1] - 0.5)
+        cut = rt.where(outside, x, self._lims[0] - 0.5)
+        closed = rt.special.expm1(cut).abs().log() - cut.abs().log()
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return rt.where(outside, closed, taylor)
+
+    @property
     def mean(self) -> Tensor:
         cut = self._cut_probs()
         closed = cut / (2.0 * cut - 1.0) + 1.0 / self._log_odds_gap(cut)

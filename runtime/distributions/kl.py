@@ -470,6 +470,10 @@ def _kl_expfamily_expfamily(p: ExponentialFamily, q: ExponentialFamily) -> Tenso
         log_norm, p_params = log_norm.detach(), [t.detach() for t in p_params]
     q_params = q._natural_params
     result = q._log_normalizer(*q_params) - log_norm
+    batch_ndim = len(rt.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape)))
     for pt, qt, g in zip(p_params, q_params, grads):
-        result = result - sum_rightmost((qt - pt) * g, len(q.event_shape))
+        # each parameter's own event dims: torch sums the rightmost len(event_shape), which
+        # for a Wishart's df (batch-shaped, event_shape (n, n)) sums across the batch
+        term = (qt - pt) * g
+        result = result - sum_rightmost(term, max(term.ndim - batch_ndim, 0))
     return result

@@ -174,6 +174,16 @@ class Wishart(ExponentialFamily):
         return (-nu * (p * _LOG_2 / 2 + half_log_det) - mvlgamma(nu / 2, p)
                 + (nu - p - 1) / 2 * log_det_value - trace / 2)
 
+    @property
+    def _natural_params(self) -> tuple[Tensor, Tensor]:
+        return -self.precision_matrix / 2, (self.df - self._event_shape[-1] - 1) / 2
+
+    def _log_normalizer(self, x: Tensor, y: Tensor) -> Tensor:
+        """log of the normalizer at natural parameters x = -P / 2, y = (df - p - 1) / 2."""
+        p = self._event_shape[-1]
+        return ((y + (p + 1) / 2) * (-rt.linalg.slogdet(-2 * x).logabsdet + _LOG_2 * p)
+                + mvlgamma(y + (p + 1) / 2, p))
+
     def entropy(self) -> Tensor:
         nu, p = self.df, self._event_shape[-1]
         half_log_det = self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)

@@ -1071,3 +1071,191 @@ def test_invalid_parameter_broadcasting(cls: str, kwargs: dict[str, Any]) -> Non
     assert theirs[0] is RuntimeError
     assert issubclass(ours[0], RuntimeError)
     assert ours[1] == theirs[1]
+
+
+# TestKL: test_kl_infinite, test_kl_edgecases, test_kl_shape, test_kl_transformed
+
+
+def _infinite_kl_pairs(L: Any) -> list[tuple[Any, Any]]:
+    D, t = L.distributions, L.tensor
+    pairs = [(D.Bernoulli(0), D.Bernoulli(1)), (D.Bernoulli(1), D.Bernoulli(0)),
+             (D.Categorical(t([0.9, 0.1])), D.Categorical(t([1.0, 0.0]))),
+             (D.Categorical(t([[0.9, 0.1], [0.9, 0.1]])), D.Categorical(t([1.0, 0.0]))),
+             (D.Beta(1, 2), D.Uniform(0.25, 1)), (D.Beta(1, 2), D.Uniform(0, 0.75)),
+             (D.Beta(1, 2), D.Uniform(0.25, 0.75)), (D.Beta(1, 2), D.Pareto(1, 2)),
+             (D.Binomial(31, 0.7), D.Binomial(30, 0.3)),
+             (D.Binomial(t([3, 4]), t([0.4, 0.6])), D.Binomial(t([2, 3]), t([0.5, 0.8]))),
+             (D.Pareto(2, 1), D.Chi2(3)), (D.Pareto(2, 1), D.Exponential(3)),
+             (D.Pareto(2, 1), D.Gamma(3, 4)), (D.Pareto(1, 2), D.Normal(-3, 4)),
+             (D.Pareto(1, 2), D.Pareto(3, 4)), (D.Poisson(2), D.Bernoulli(0.5)),
+             (D.Poisson(2.3), D.Binomial(10, 0.2)), (D.Uniform(-1, 1), D.Beta(2, 2)),
+             (D.Uniform(0, 2), D.Beta(3, 4)),
+             (D.ContinuousBernoulli(0.25), D.Uniform(0.25, 1)),
+             (D.ContinuousBernoulli(0.25), D.Uniform(0.25, 0.75)),
+             (D.ContinuousBernoulli(0.25), D.Pareto(1, 2))]
+    for p in (D.Chi2(1), D.Exponential(1), D.Gamma(1, 2)):
+        pairs += [(p, D.Beta(2, 3)), (p, D.Pareto(2, 3)), (p, D.Uniform(-2, 3)),
+                  (p, D.ContinuousBernoulli(0.75))]
+    for p in (D.Gumbel(-1, 2), D.Laplace(-1, 2), D.Normal(-1, 2)):
+        pairs += [(p, D.Beta(3, 4)), (p, D.Chi2(3)), (p, D.Exponential(3)),
+                  (p, D.Gamma(3, 4)), (p, D.Pareto(3, 4)), (p, D.Uniform(-3, 4)),
+                  (p, D.ContinuousBernoulli(0.75))]
+    for p in (D.Uniform(-1, 2),):
+        pairs += [(p, D.Beta(3, 4)), (p, D.Chi2(3)), (p, D.Exponential(3)),
+                  (p, D.Gamma(3, 4)), (p, D.Pareto(3, 4)), (p, D.ContinuousBernoulli(0.75))]
+    pairs += [(D.Uniform(-1, 1), D.ContinuousBernoulli(0.75)),
+              (D.Uniform(0, 2), D.ContinuousBernoulli(0.75))]
+    return pairs
+
+
+def test_kl_infinite() -> None:
+    """Every pair of PyTorch's infinite_examples (p puts mass where q has none) is inf."""
+    pairs = _infinite_kl_pairs(rt)
+    assert len(pairs) == len(_infinite_kl_pairs(torch))
+    for p, q in pairs:
+        kl = rt.distributions.kl_divergence(p, q)
+        assert (kl == math.inf).all(), (type(p).__name__, type(q).__name__, kl)
+
+
+def test_kl_edgecases_shape_and_transformed() -> None:
+    D = rt.distributions
+    assert float(D.kl_divergence(D.Bernoulli(0), D.Bernoulli(0))) == 0
+    assert float(D.kl_divergence(D.Bernoulli(1), D.Bernoulli(1))) == 0
+    assert float(D.kl_divergence(D.Categorical(rt.tensor([0.0, 1.0])),
+                                 D.Categorical(rt.tensor([0.0, 1.0])))) == 0
+    assert abs(float(D.kl_divergence(D.Uniform(0, 1), D.Beta(1, 1)))) < 1e-7
+    for name, make in EXAMPLES:
+        d = make(rt)
+        try:
+            kl = D.kl_divergence(d, d)
+        except NotImplementedError:
+            continue
+        assert tuple(kl.shape) == tuple(d.batch_shape), name
+    normal = D.Normal(rt.zeros(2, 3), rt.ones(2, 3))
+    diag = D.Independent(normal, reinterpreted_batch_ndims=1)
+    trans = D.TransformedDistribution(diag, D.AffineTransform(loc=0.0, scale=2.0))
+    assert tuple(D.kl_divergence(diag, diag).shape) == (2,)
+    assert tuple(D.kl_divergence(trans, trans).shape) == (2,)
+
+
+def test_kl_multivariate_normal_batched_and_broadcast() -> None:
+    """test_kl_multivariate_normal_batched(_broadcasted), test_kl_lowrank_..._batched: a
+    batched KL equals the stacked KLs of its members."""
+    D = rt.distributions
+    g = np.random.default_rng(3)
+    to_tril = D.transform_to(D.constraints.lower_cholesky)
+    b = 7
+    loc = [rt.tensor(g.standard_normal((b, 3))) for _ in range(2)]
+    tril = [to_tril(rt.tensor(g.standard_normal((b, 3, 3)))),
+            to_tril(rt.tensor(g.standard_normal((3, 3))))]
+    for q_tril in (tril[1], to_tril(rt.tensor(g.standard_normal((b, 3, 3))))):
+        expected = rt.stack([D.kl_divergence(
+            D.MultivariateNormal(loc[0][i], scale_tril=tril[0][i]),
+            D.MultivariateNormal(loc[1][i], scale_tril=q_tril if q_tril.ndim == 2
+                                 else q_tril[i])) for i in range(b)])
+        actual = D.kl_divergence(D.MultivariateNormal(loc[0], scale_tril=tril[0]),
+                                 D.MultivariateNormal(loc[1], scale_tril=q_tril))
+        _close(actual, expected, rtol=1e-10, atol=1e-12)
+    factor = [rt.tensor(g.standard_normal((b, 3, 2))) for _ in range(2)]
+    diag = [rt.tensor(np.exp(g.standard_normal((b, 3)))) for _ in range(2)]
+    expected = rt.stack([D.kl_divergence(
+        D.LowRankMultivariateNormal(loc[0][i], factor[0][i], diag[0][i]),
+        D.LowRankMultivariateNormal(loc[1][i], factor[1][i], diag[1][i])) for i in range(b)])
+    actual = D.kl_divergence(D.LowRankMultivariateNormal(loc[0], factor[0], diag[0]),
+                             D.LowRankMultivariateNormal(loc[1], factor[1], diag[1]))
+    _close(actual, expected, rtol=1e-10, atol=1e-12)
+    # test_kl_lowrank_multivariate_normal: every low-rank KL is the full-covariance one
+    p = D.LowRankMultivariateNormal(loc[0], factor[0], diag[0])
+    q = D.LowRankMultivariateNormal(loc[1], factor[1], diag[1])
+    p_full = D.MultivariateNormal(loc[0], p.covariance_matrix)
+    q_full = D.MultivariateNormal(loc[1], q.covariance_matrix)
+    want = D.kl_divergence(p_full, q_full)
+    for got in (D.kl_divergence(p, q), D.kl_divergence(p, q_full), D.kl_divergence(p_full, q)):
+        _close(got, want, rtol=1e-8, atol=1e-10)
+
+
+def test_entropy_exponential_family() -> None:
+    """Every exponential family example's entropy from its log-normalizer (the Bregman
+    divergence way) equals torch's, and its closed-form entropy (PyTorch compares the two in
+    float64; in float32 scale 1e-5 cancels the Bregman one to 0, torch's too)."""
+    for name, make in EXAMPLES:
+        ours, theirs = _pair(make)
+        if not isinstance(theirs, torch.distributions.ExponentialFamily):
+            continue
+        assert isinstance(ours, rt.distributions.ExponentialFamily)
+        try:
+            want = torch.distributions.ExponentialFamily.entropy(theirs)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError):
+                rt.distributions.ExponentialFamily.entropy(ours)
+            continue
+        _close(rt.distributions.ExponentialFamily.entropy(ours), want, rtol=1e-4, atol=1e-4)
+        if name not in ("Normal-2",):
+            _close(ours.entropy(), want, rtol=1e-4, atol=1e-4)
+
+
+# TestConstraints
+
+NORMALIZED = ("Categorical", "Multinomial", "OneHotCategorical", "RelaxedOneHotCategorical")
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_params_and_support_constraints(name: str) -> None:
+    """test_params_constraints and test_support_constraints: every parameter satisfies its
+    constraint and broadcasts with the batch shape; every sample is in the support, checked
+    with the batch shape."""
+    LEAVES.clear()
+    d = dict(EXAMPLES)[name](rt)
+    C = rt.distributions.constraints
+    assert isinstance(type(d).support, C.Constraint) or isinstance(d.support, C.Constraint)
+    for param, constraint in d.arg_constraints.items():
+        if param not in d.__dict__ and param not in ("probs", "logits"):
+            continue
+        value = getattr(d, param)
+        if not isinstance(value, rt.Tensor):
+            value = rt.tensor([value])
+        if name.startswith(NORMALIZED) and param == "probs":
+            value = value / value.sum(-1, keepdim=True)
+        assert value.ndim >= constraint.event_dim
+        rt.broadcast_shapes(tuple(d.batch_shape),
+                            tuple(value.shape[:value.ndim - constraint.event_dim]))
+        if C.is_dependent(constraint):
+            continue
+        assert constraint.check(value).all(), param
+    value = d.sample()
+    ok = d.support.check(value)
+    assert d.support.event_dim == len(d.event_shape)
+    assert tuple(ok.shape) == tuple(d.batch_shape)
+    assert ok.all()
+
+
+def test_kl_exponential_family_is_the_bregman_divergence() -> None:
+    """test_kl_exponential_family: every same-family KL of an exponential family (the
+    pairwise examples of PyTorch's finite_examples) equals the Bregman divergence of its
+    log-normalizer; ContinuousBernoulli and Wishart included (a batch of Wisharts: torch
+    2.13's Bregman divergence sums the df term across the batch, rt's per member)."""
+    from runtime.distributions.kl import _kl_expfamily_expfamily
+
+    D = rt.distributions
+
+    def f(a: Any) -> Any:
+        return rt.tensor(a, dtype=rt.float64)
+
+    def pairwise(make: Callable[..., Any], *params: list[float]) -> tuple[Any, Any]:
+        p1 = [f([p] * len(p)) for p in params]
+        return make(*p1), make(*[p.t() for p in p1])
+
+    cov = f([[[2.0, 0.3], [0.3, 0.5]], [[1.0, -0.2], [-0.2, 0.7]]])
+    pairs = [pairwise(D.Bernoulli, [0.1, 0.2, 0.6, 0.9]),
+             pairwise(D.Beta, [1.0, 2.5, 1.0, 2.5], [1.5, 1.5, 3.5, 3.5]),
+             pairwise(D.Chi2, [1.0, 2.0, 2.5, 5.0]),
+             (D.Dirichlet(f([[0.1, 0.2, 0.7], [0.5, 0.4, 0.1]])),
+              D.Dirichlet(f([[0.33, 0.33, 0.34], [0.2, 0.2, 0.4]]))),
+             pairwise(D.Exponential, [1.0, 3.5, 0.5, 10.0]),
+             pairwise(D.Gamma, [1.0, 2.5, 1.0, 2.5], [1.5, 1.5, 3.5, 3.5]),
+             pairwise(D.Normal, [-2.0, 2.0, -3.0, 3.0], [1.0, 2.0, 0.5, 1.5]),
+             pairwise(D.Poisson, [0.3, 1.0, 5.0, 10.0]),
+             pairwise(D.ContinuousBernoulli, [0.1, 0.2, 0.5, 0.9]),
+             (D.Wishart(f([4.0, 5.5]), cov), D.Wishart(f([3.5, 6.0]), cov.flip(0)))]
+    for p, q in pairs:
+        _close(D.kl_divergence(p, q), _kl_expfamily_expfamily(p, q), rtol=1e-6, atol=1e-8)
