@@ -1259,3 +1259,185 @@ def test_kl_exponential_family_is_the_bregman_divergence() -> None:
              (D.Wishart(f([4.0, 5.5]), cov), D.Wishart(f([3.5, 6.0]), cov.flip(0)))]
     for p, q in pairs:
         _close(D.kl_divergence(p, q), _kl_expfamily_expfamily(p, q), rtol=1e-6, atol=1e-8)
+
+
+# TestValidation
+
+
+@pytest.mark.parametrize("name", [n for n in IDS if not n.startswith("TransformedDistribution")])
+def test_invalid_log_probs_arg(name: str) -> None:
+    """test_invalid_log_probs_arg: values of the wrong shape raise ValueError only; a value
+    outside the support raises torch's ValueError with validation, and with validation off
+    at most a RuntimeError; a NaN value raises "Expected value argument ... to be within the
+    support"."""
+    make = dict(EXAMPLES)[name]
+    d_val = make(rt)
+    d_non = make(rt)
+    d_non._validate_args = False
+    d_val._validate_args = True
+    t_val = make(torch)
+    for v in (-2.0, -1.0, 0.0, 1.0, 2.0):
+        try:
+            d_val.log_prob(rt.tensor(v))
+        except ValueError:
+            pass
+        val = rt.full(tuple(d_val.batch_shape) + tuple(d_val.event_shape), v)
+        ours = _error(lambda: d_val.log_prob(val))
+        theirs = _error(lambda: t_val.log_prob(torch.full(
+            tuple(t_val.batch_shape) + tuple(t_val.event_shape), v)))
+        assert ours[0] is theirs[0], (v, ours, theirs)
+        if ours[0] is ValueError and "must be within the support" in ours[1]:
+            assert ours[1].split(" but found")[0].replace("runtime.", "torch.") == theirs[
+                1].split(" but found")[0]
+            try:
+                d_non.log_prob(val)
+            except RuntimeError:
+                pass
+    valid = d_val.sample()
+    d_val.log_prob(valid)
+    if valid.dtype == rt.int64:
+        valid = valid.float()
+    with pytest.raises(ValueError, match="Expected value argument .* to be within the support"):
+        d_val.log_prob(rt.full_like(valid, math.nan))
+
+
+def test_valid_examples_validate() -> None:
+    """test_valid: every example builds with validate_args=True."""
+    for name, make in EXAMPLES:
+        d = make(rt)
+        assert d._validate_args, name
+
+
+def test_warning_unimplemented_constraints() -> None:
+    class Delta(rt.distributions.Distribution):
+        def __init__(self, validate_args: bool = True) -> None:
+            super().__init__(validate_args=validate_args)
+
+        def sample(self, sample_shape: Any = ()) -> Any:
+            return rt.tensor(0.0).expand(sample_shape)
+
+        def log_prob(self, value: Any) -> Any:
+            if self._validate_args:
+                self._validate_sample(value)
+            return rt.where(value != 0.0, -math.inf, 0.0)
+
+    with pytest.warns(UserWarning):
+        d = Delta()
+    sample = d.sample((2,))
+    with pytest.warns(UserWarning):
+        d.log_prob(sample)
+
+
+# TestNumericalStability
+
+
+def _pdf_score(cls: str, x: list[float], dtype: str, probs: Any = None, logits: Any = None
+               ) -> list[np.ndarray]:
+    """The log_prob of x and its gradient to the parameter, in rt and in torch."""
+    out = []
+    for L in (rt, torch):
+        dt = getattr(L, dtype)
+        p = L.tensor(probs if probs is not None else logits, dtype=dt, requires_grad=True)
+        kw = {"probs": p} if probs is not None else {"logits": p}
+        log_pdf = getattr(L.distributions, cls)(**kw).log_prob(L.tensor(x, dtype=dt))
+        log_pdf.sum().backward()
+        out.append([_np(log_pdf), _np(p.grad)])
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("cls,x,kw", [
+    ("Bernoulli", [0], {"probs": [0.0]}), ("Bernoulli", [1], {"probs": [0.0]}),
+    ("Bernoulli", [1], {"probs": [1e-4]}), ("Bernoulli", [0], {"probs": [1 - 1e-4]}),
+    ("Bernoulli", [0], {"logits": [math.log(9999)]}),
+    ("Bernoulli", [0], {"logits": [-1e38]}), ("Bernoulli", [1], {"logits": [1e38]}),
+    ("ContinuousBernoulli", [0.1], {"probs": [0.1]}),
+    ("ContinuousBernoulli", [1.0], {"probs": [0.1]}),
+    ("ContinuousBernoulli", [0.9], {"probs": [0.4999]}),
+    ("ContinuousBernoulli", [1.0], {"probs": [1e-4]}),
+    ("ContinuousBernoulli", [0.1], {"probs": [1 - 1e-4]}),
+    ("ContinuousBernoulli", [0.0], {"logits": [math.log(9999)]}),
+    ("ContinuousBernoulli", [0.5], {"logits": [0.001]}),
+    ("ContinuousBernoulli", [0.0], {"logits": [-1e38]}),
+    ("ContinuousBernoulli", [1.0], {"logits": [1e38]}),
+    ("OneHotCategorical", [0, 1], {"probs": [0.0, 1.0]}),
+    ("OneHotCategorical", [0, 1], {"logits": [-math.inf, 0.0]}),
+    ("OneHotCategorical", [1, 0], {"logits": [-math.inf, 0.0]}),
+])
+def test_numerical_stability_matches_torch(cls: str, x: list[float], kw: dict[str, Any],
+                                           dtype: str) -> None:
+    """TestNumericalStability's cases (PyTorch's expected values are torch's own): the same
+    log-density and gradient as torch at the extremes, -inf and NaN where torch has them."""
+    (value, grad), (want_value, want_grad) = _pdf_score(cls, x, dtype, **kw)
+    np.testing.assert_allclose(value, want_value, rtol=1e-6, atol=1e-6, equal_nan=True)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-5, atol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_multinomial_log_prob_at_zero_probability(dtype: str) -> None:
+    D = rt.distributions
+    dt = getattr(rt, dtype)
+    p = rt.tensor([0.0, 1.0], dtype=dt, requires_grad=True)
+    eps = 11 * rt.finfo(dt).eps  # probs clamped to 1 - eps, as torch's
+    assert abs(D.Multinomial(10, p).log_prob(rt.tensor([0.0, 10.0], dtype=dt)).item()) <= eps
+    logits = rt.tensor([-math.inf, 0.0], dtype=dt, requires_grad=True)
+    m = D.Multinomial(10, logits=logits)
+    assert m.log_prob(rt.tensor([0.0, 10.0], dtype=dt)).item() == 0
+    assert m.log_prob(rt.tensor([10.0, 0.0], dtype=dt)).item() == -math.inf
+    assert abs(D.OneHotCategorical(p).log_prob(rt.tensor([0.0, 1.0], dtype=dt)).item()) <= eps
+
+
+def test_binomial_stable() -> None:
+    D = rt.distributions
+    log_prob = D.Binomial(1.0, logits=rt.tensor([-100.0, 100.0])).log_prob(rt.tensor([0.0, 0.0]))
+    assert log_prob.isfinite().all()
+    x = rt.tensor(0.0, requires_grad=True)
+    y = D.Binomial(1.0, logits=x).log_prob(rt.tensor(0.0))
+    assert rt.autograd.grad(y, x)[0].item() == -0.5
+
+
+# TestLazyLogitsInitialization
+
+
+@pytest.mark.parametrize("cls", ["Categorical", "OneHotCategorical", "Bernoulli", "Binomial",
+                                 "Multinomial"])
+def test_lazy_logits_and_probs_initialization(cls: str) -> None:
+    """Built from logits, probs is never computed by log_prob, enumerate_support or the
+    shapes; built from probs, logits is never computed by sample and the rest."""
+    D = rt.distributions
+    probs = rt.tensor([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]])
+    extra = {"total_count": 10} if cls in ("Binomial", "Multinomial") else {}
+    make = getattr(D, cls)
+    logits = D.utils.probs_to_logits(probs, is_binary=cls in ("Bernoulli", "Binomial"))
+    d = make(logits=logits, **extra)
+    d.log_prob(make(logits=logits, **extra).sample())
+    try:
+        d.enumerate_support()
+    except NotImplementedError:
+        pass
+    _ = (d.batch_shape, d.event_shape)
+    assert "probs" not in d.__dict__
+    d = make(probs=probs, **extra)
+    d.sample()
+    try:
+        d.enumerate_support()
+    except NotImplementedError:
+        pass
+    _ = (d.batch_shape, d.event_shape)
+    assert "logits" not in d.__dict__
+
+
+def test_positive_definite_check_is_torchs_cholesky() -> None:
+    """A singular matrix whose Cholesky factorization succeeds in rounding passes torch's
+    check (Wishart's support): rt's checked eigenvalues in float64 and raised where torch
+    does not."""
+    x = [[[2.0, 2.0], [2.0, 2.0]], [[1e-8, 0.0], [0.0, 1.0]], [[1.0, 2.0], [2.0, 1.0]],
+         [[1.0, 1.0 + 1e-7], [1.0 + 1e-7, 1.0]], [[1.0, 0.5], [0.4, 1.0]]]
+    for dtype in ("float32", "float64"):
+        got = rt.distributions.constraints.positive_definite.check(
+            rt.tensor(x, dtype=getattr(rt, dtype)))
+        want = torch.distributions.constraints.positive_definite.check(
+            torch.tensor(x, dtype=getattr(torch, dtype)))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    d = rt.distributions.Wishart(df=rt.tensor(3.0), covariance_matrix=rt.eye(2))
+    d.log_prob(rt.tensor(x[0]))  # validated as torch validates it: no ValueError
