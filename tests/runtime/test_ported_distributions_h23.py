@@ -1441,3 +1441,109 @@ def test_positive_definite_check_is_torchs_cholesky() -> None:
         np.testing.assert_array_equal(got.numpy(), want.numpy())
     d = rt.distributions.Wishart(df=rt.tensor(3.0), covariance_matrix=rt.eye(2))
     d.log_prob(rt.tensor(x[0]))  # validated as torch validates it: no ValueError
+
+
+# TestAgainstScipy
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+def _scipy_pairs() -> list[tuple[str, Any, Any]]:
+    D, st = rt.distributions, scipy_stats
+    g = np.random.default_rng(11)
+    pos, pos2 = np.exp(g.standard_normal(20)), np.exp(g.standard_normal(20))
+    rnd = g.standard_normal(20)
+    simplex = np.exp(g.standard_normal(20))
+    simplex /= simplex.sum()
+    cov = g.standard_normal((20, 20))
+    cov = cov @ cov.T
+    t = rt.tensor
+    return [
+        ("Bernoulli", D.Bernoulli(t(simplex)), st.bernoulli(simplex)),
+        ("Beta", D.Beta(t(pos), t(pos2)), st.beta(pos, pos2)),
+        ("Binomial", D.Binomial(10, t(simplex)), st.binom(10 * np.ones(20), simplex)),
+        ("Cauchy", D.Cauchy(t(rnd), t(pos)), st.cauchy(loc=rnd, scale=pos)),
+        ("Dirichlet", D.Dirichlet(t(pos)), st.dirichlet(pos)),
+        ("Exponential", D.Exponential(t(pos)), st.expon(scale=1 / pos)),
+        ("FisherSnedecor", D.FisherSnedecor(t(pos), t(4 + pos2)), st.f(pos, 4 + pos2)),
+        ("Gamma", D.Gamma(t(pos), t(pos2)), st.gamma(pos, scale=1 / pos2)),
+        ("Geometric", D.Geometric(t(simplex)), st.geom(simplex, loc=-1)),
+        ("Gumbel", D.Gumbel(t(rnd), t(pos2)), st.gumbel_r(rnd, pos2)),
+        ("GeneralizedPareto", D.GeneralizedPareto(t(rnd), t(pos), t(rnd / 10)),
+         st.genpareto(c=rnd / 10, loc=rnd, scale=pos)),
+        ("HalfCauchy", D.HalfCauchy(t(pos)), st.halfcauchy(scale=pos)),
+        ("HalfNormal", D.HalfNormal(t(pos2)), st.halfnorm(scale=pos2)),
+        ("InverseGamma", D.InverseGamma(t(pos), t(pos2)), st.invgamma(pos, scale=pos2)),
+        ("Laplace", D.Laplace(t(rnd), t(pos2)), st.laplace(rnd, pos2)),
+        ("LogNormal", D.LogNormal(t(rnd), t(pos.clip(max=3))),
+         st.lognorm(s=pos.clip(max=3), scale=np.exp(rnd))),
+        ("LowRankMultivariateNormal", D.LowRankMultivariateNormal(
+            t(rnd), rt.zeros(20, 1, dtype=rt.float64), t(pos2)),
+         st.multivariate_normal(rnd, np.diag(pos2))),
+        ("Multinomial", D.Multinomial(10, t(simplex)), st.multinomial(10, simplex)),
+        ("MultivariateNormal-diag", D.MultivariateNormal(t(rnd), t(np.diag(pos2))),
+         st.multivariate_normal(rnd, np.diag(pos2))),
+        ("MultivariateNormal", D.MultivariateNormal(t(rnd), t(cov)),
+         st.multivariate_normal(rnd, cov)),
+        ("Normal", D.Normal(t(rnd), t(pos2)), st.norm(rnd, pos2)),
+        ("OneHotCategorical", D.OneHotCategorical(t(simplex)), st.multinomial(1, simplex)),
+        ("Pareto", D.Pareto(t(pos), t(2 + pos2)), st.pareto(2 + pos2, scale=pos)),
+        ("Poisson", D.Poisson(t(pos)), st.poisson(pos)),
+        ("StudentT", D.StudentT(t(2 + pos), t(rnd), t(pos2)), st.t(2 + pos, rnd, pos2)),
+        ("Uniform", D.Uniform(t(rnd), t(rnd + pos)), st.uniform(rnd, pos)),
+        ("VonMises", D.VonMises(t(rnd), t(pos)), st.vonmises(pos, loc=rnd)),
+        ("Weibull", D.Weibull(t(pos[0]), t(pos2[0])), st.weibull_min(c=pos2[0], scale=pos[0])),
+        ("Wishart", D.Wishart(t(19 + pos[0]), t(cov)), st.wishart(19 + pos[0], cov)),
+    ]
+
+
+SCIPY_PAIRS = _scipy_pairs()
+
+
+def _attr(x: Any, name: str) -> Any:
+    v = getattr(x, name)
+    return v() if callable(v) else v
+
+
+@pytest.mark.parametrize("index", range(len(SCIPY_PAIRS)), ids=[n for n, _, _ in SCIPY_PAIRS])
+def test_against_scipy(index: int) -> None:
+    """TestAgainstScipy's test_mean, test_variance_stddev, test_cdf, test_icdf, and log_prob
+    against logpdf/logpmf, in float64."""
+    name, d, ref = SCIPY_PAIRS[index]
+    multivariate = name.startswith(("LowRank", "MultivariateNormal"))
+    if name not in ("Cauchy", "HalfCauchy"):
+        _close(d.mean, _attr(ref, "mean"), rtol=1e-6, atol=1e-8)
+    if name not in ("Cauchy", "HalfCauchy", "VonMises"):
+        if name in ("Multinomial", "OneHotCategorical"):
+            var = np.diag(ref.cov())
+        elif multivariate:
+            var = np.diag(ref.cov)
+        else:
+            var = ref.var()
+        _close(d.variance, var, rtol=1e-6, atol=1e-8)
+        _close(d.stddev, np.sqrt(var), rtol=1e-6, atol=1e-8)
+    rt.manual_seed(0)
+    samples = d.sample((5,))
+    try:
+        cdf = d.cdf(samples)
+    except NotImplementedError:
+        pass
+    else:
+        _close(cdf, ref.cdf(_np(samples)), rtol=1e-6, atol=1e-8)
+    q = rt.rand((5,) + tuple(d.batch_shape), dtype=rt.float64)
+    try:
+        icdf = d.icdf(q)
+    except NotImplementedError:
+        pass
+    else:
+        _close(icdf, ref.ppf(_np(q)), rtol=1e-6, atol=1e-8)
+    x = _np(samples)
+    if name == "Dirichlet":
+        want = np.array([ref.logpdf(v) for v in x])
+    elif name == "Wishart":
+        want = np.array([ref.logpdf(v) for v in x])
+    elif hasattr(ref, "logpmf"):
+        want = ref.logpmf(x)
+    else:
+        want = ref.logpdf(x)
+    _close(d.log_prob(samples), want, rtol=1e-6, atol=1e-6)
