@@ -1547,3 +1547,88 @@ def test_against_scipy(index: int) -> None:
     else:
         want = ref.logpdf(x)
     _close(d.log_prob(samples), want, rtol=1e-6, atol=1e-6)
+
+
+# TestDistributions' per-family tests: extreme values and special cases
+
+
+def test_bernoulli_geometric_and_binomial_extremes() -> None:
+    """test_bernoulli (entropy), test_geometric (probs 1, probs 0), test_binomial_extreme_vals,
+    test_binomial_vectorized_count, and rsample/entropy NotImplementedError."""
+    D = rt.distributions
+    p = rt.tensor([0.7, 0.2, 0.4], dtype=rt.float64)
+    _close(D.Bernoulli(p).entropy(), [0.6108, 0.5004, 0.6730], atol=1e-4, rtol=0)
+    _close(D.Bernoulli(rt.tensor([0.0])).entropy(), [0.0])
+    _close(D.Bernoulli(0.3).entropy(), 0.6108, atol=1e-4, rtol=0)
+    with pytest.raises(NotImplementedError):
+        D.Bernoulli(0.3).rsample()
+    assert D.Geometric(1).sample().item() == 0
+    assert D.Geometric(1).log_prob(rt.tensor(1.0)).item() == -math.inf
+    assert D.Geometric(1).log_prob(rt.tensor(0.0)).item() == 0
+    with pytest.raises(ValueError):
+        D.Geometric(0)
+    with pytest.raises(NotImplementedError):
+        D.Geometric(0.3).rsample()
+    f64 = {"dtype": rt.float64}  # PyTorch's test runs in float64 (float32 clamps to 1e-5)
+    bin0 = D.Binomial(100, rt.tensor(0.0, **f64))
+    assert bin0.sample().item() == 0
+    assert abs(bin0.log_prob(rt.tensor([0.0], **f64))[0].item()) < 1e-3
+    assert bin0.log_prob(rt.tensor([1.0], **f64)).exp().item() < 1e-12
+    bin1 = D.Binomial(100, rt.tensor(1.0, **f64))
+    assert bin1.sample().item() == 100
+    assert abs(bin1.log_prob(rt.tensor([100.0], **f64))[0].item()) < 1e-3
+    assert bin1.log_prob(rt.tensor([99.0], **f64)).exp().item() < 1e-12
+    zero = rt.zeros(2, 2)
+    bin2 = D.Binomial(zero, 1)
+    _close(bin2.sample(), zero)
+    _close(bin2.log_prob(zero), zero)
+    total = rt.tensor([[4, 7], [3, 8]], dtype=rt.float64)
+    _close(D.Binomial(total, rt.tensor(1.0, dtype=rt.float64)).sample(), total)
+    with pytest.raises(NotImplementedError):
+        D.Binomial(10, p).rsample()
+    with pytest.raises(NotImplementedError):
+        D.NegativeBinomial(10, p).rsample()
+    with pytest.raises(NotImplementedError):
+        D.NegativeBinomial(10, p).entropy()
+
+
+def test_binomial_function_dtype_errors() -> None:
+    for count_dtype in (rt.int32, rt.int64, rt.int16):
+        with pytest.raises(ValueError,
+                           match="binomial only supports floating-point dtypes for count"):
+            rt.binomial(rt.tensor([10, 10], dtype=count_dtype), rt.tensor([0.5, 0.5]))
+        with pytest.raises(ValueError,
+                           match="binomial only supports floating-point dtypes for prob"):
+            rt.binomial(rt.tensor([10.0, 10.0]), rt.tensor([0, 1], dtype=count_dtype))
+
+
+def test_categorical_and_one_hot_special_cases() -> None:
+    """test_categorical_1d/2d (NaN mean and variance, extreme probs, entropy with -inf
+    logits: gh-40553), test_one_hot_categorical_2d, test_multinomial_2d's extreme probs."""
+    D = rt.distributions
+    p = rt.tensor([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]], dtype=rt.float64)
+    s = rt.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=rt.float64)
+    assert tuple(D.Categorical(p).mean.shape) == (2,)
+    assert D.Categorical(p).mean.isnan().all() and D.Categorical(p).variance.isnan().all()
+    _close(D.Categorical(s).sample((2,)), [[0, 1], [0, 1]])
+    _close(D.Categorical(p).entropy(), [1.0114, 1.0297], atol=1e-4, rtol=0)
+    _close(D.Categorical(s).entropy(), [0.0, 0.0])
+    logits = p.log()
+    logits[1, 1] = logits[0, 2] = float("-inf")
+    _close(D.Categorical(logits=logits).entropy(), [0.6365, 0.5983], atol=1e-4, rtol=0)
+    with pytest.raises(NotImplementedError):
+        D.Categorical(p).rsample()
+    d = D.OneHotCategorical(p)
+    x = d.sample()
+    _close(d.log_prob(x), D.Categorical(p).log_prob(x.max(-1)[1]))
+    with pytest.raises(NotImplementedError):
+        d.rsample()
+    _close(D.Multinomial(10, s).sample(), [[10, 0], [0, 10]])
+    with pytest.raises(NotImplementedError):
+        D.Multinomial(10, p).rsample()
+
+
+def test_poisson_zero_rate_gradient_is_inf() -> None:
+    rate = rt.zeros([], requires_grad=True)
+    rt.distributions.Poisson(rate).log_prob(rt.ones_like(rate)).backward()
+    assert rate.grad.item() == math.inf
