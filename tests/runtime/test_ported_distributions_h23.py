@@ -1632,3 +1632,80 @@ def test_poisson_zero_rate_gradient_is_inf() -> None:
     rate = rt.zeros([], requires_grad=True)
     rt.distributions.Poisson(rate).log_prob(rt.ones_like(rate)).backward()
     assert rate.grad.item() == math.inf
+
+
+def test_relaxed_distributions_at_infinite_temperature_are_uniform() -> None:
+    D = rt.distributions
+    for probs in (0.001, 0.2, 0.999):
+        assert abs(D.RelaxedBernoulli(1e10, probs).rsample().item() - 0.5) < 1e-6
+    for probs in (rt.tensor([0.1, 0.9]), rt.tensor([0.2, 0.2, 0.6])):
+        s = D.RelaxedOneHotCategorical(1e10, probs).rsample()
+        _close(s, np.full(probs.shape, 1 / probs.shape[0]), rtol=1e-5, atol=1e-6)
+    temp, p = rt.tensor(0.67, requires_grad=True), rt.tensor([0.7, 0.2, 0.4], requires_grad=True)
+    s = D.RelaxedBernoulli(temp, p).rsample()
+    s.backward(rt.ones_like(s))
+    assert temp.grad is not None and p.grad is not None
+
+
+def test_uniform_cauchy_and_half_cauchy_rsample_gradients_are_their_noise() -> None:
+    """test_uniform/test_cauchy/test_halfcauchy: the reparameterized gradient is the noise
+    the generator drew (replayed from the saved state), and Uniform's log_prob and cdf
+    outside its range."""
+    D = rt.distributions
+    low = rt.zeros(5, 5, dtype=rt.float64, requires_grad=True)
+    high = (rt.ones(5, 5, dtype=rt.float64) * 3).requires_grad_()
+    state = rt.get_rng_state()
+    rand = low.new_empty(low.shape).uniform_()
+    rt.set_rng_state(state)
+    u = D.Uniform(low, high).rsample()
+    u.backward(rt.ones_like(u))
+    _close(low.grad, 1 - _np(rand), rtol=1e-12)
+    _close(high.grad, rand, rtol=1e-12)
+    uniform = D.Uniform(rt.zeros(1), rt.ones(1) * 3, validate_args=False)
+    assert uniform.log_prob(rt.tensor([4.0])).item() == -math.inf
+    assert uniform.log_prob(rt.tensor([-1.0])).item() == -math.inf
+    assert uniform.cdf(rt.tensor([-1.0])).item() == 0
+    assert uniform.cdf(rt.tensor([4.0])).item() == 1
+    loc = rt.zeros(5, 5, dtype=rt.float64, requires_grad=True)
+    scale = rt.ones(5, 5, dtype=rt.float64, requires_grad=True)
+    assert D.Cauchy(loc[0, :1], scale[0, :1]).mean.isnan().all()
+    assert D.Cauchy(loc[0, :1], scale[0, :1]).variance.item() == math.inf
+    state = rt.get_rng_state()
+    eps = loc.new_empty(loc.shape).cauchy_()
+    rt.set_rng_state(state)
+    c = D.Cauchy(loc, scale).rsample()
+    c.backward(rt.ones_like(c))
+    _close(loc.grad, np.ones((5, 5)))
+    _close(scale.grad, eps, rtol=1e-12)
+    scale.grad = None
+    assert D.HalfCauchy(scale[0, :1]).mean.isinf().all()
+    assert D.HalfCauchy(scale[0, :1]).variance.item() == math.inf
+    state = rt.get_rng_state()
+    eps = scale.new_empty(scale.shape).cauchy_().abs_()
+    rt.set_rng_state(state)
+    c = D.HalfCauchy(scale).rsample()
+    c.backward(rt.ones_like(c))
+    _close(scale.grad, eps, rtol=1e-12)
+
+
+def test_log_prob_broadcasts_values_against_the_batch() -> None:
+    D = rt.distributions
+    cases = [(D.HalfNormal(rt.ones(2, 1, 4)), (3, 1)),
+             (D.InverseGamma(rt.ones(4), rt.ones(2, 1, 1)), (3, 1)),
+             (D.LogNormal(rt.zeros(4), rt.ones(2, 1, 1)), (3, 1)),
+             (D.Normal(rt.zeros(4), rt.ones(2, 1, 1)), (3, 1)),
+             (D.Gamma(rt.ones(4), rt.ones(2, 1, 1)), (3, 1)),
+             (D.Laplace(rt.zeros(4), rt.ones(2, 1, 1)), (3, 1))]
+    for d, value_shape in cases:
+        assert tuple(d.log_prob(rt.ones(*value_shape)).shape) == (2, 3, 4)
+    mean_delta, std_delta = rt.tensor([1.0, 0.0]), rt.tensor([1e-5, 1e-5])
+    _close(D.LogNormal(mean_delta, std_delta).sample((1, 2)),
+           [[[math.exp(1), 1.0], [math.exp(1), 1.0]]], atol=1e-4, rtol=0)
+    _close(D.HalfNormal(std_delta).sample((1, 2)), np.zeros((1, 2, 2)), atol=1e-4, rtol=0)
+
+
+def test_vonmises_log_prob_is_normalized() -> None:
+    grid = rt.arange(0.0, 2 * math.pi, 1e-4)
+    for concentration in (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0):
+        prob = rt.distributions.VonMises(0.0, concentration).log_prob(grid).exp()
+        assert abs(prob.mean().item() * 2 * math.pi - 1) < 1e-3
