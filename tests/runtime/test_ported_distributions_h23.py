@@ -25,6 +25,12 @@ import pytest
 import runtime as rt
 
 torch = pytest.importorskip("torch")
+try:
+    import scipy.special as scipy_special
+    import scipy.stats as scipy_stats
+except ImportError:  # the scipy comparisons skip; the rest of the file runs
+    scipy_special = scipy_stats = None
+needs_scipy = pytest.mark.skipif(scipy_stats is None, reason="scipy not importable")
 
 Example = tuple[str, Callable[[Any], Any]]
 
@@ -1445,10 +1451,11 @@ def test_positive_definite_check_is_torchs_cholesky() -> None:
 
 # TestAgainstScipy
 
-scipy_stats = pytest.importorskip("scipy.stats")
 
 
 def _scipy_pairs() -> list[tuple[str, Any, Any]]:
+    if scipy_stats is None:
+        return []
     D, st = rt.distributions, scipy_stats
     g = np.random.default_rng(11)
     pos, pos2 = np.exp(g.standard_normal(20)), np.exp(g.standard_normal(20))
@@ -1505,6 +1512,7 @@ def _attr(x: Any, name: str) -> Any:
     return v() if callable(v) else v
 
 
+@needs_scipy
 @pytest.mark.parametrize("index", range(len(SCIPY_PAIRS)), ids=[n for n, _, _ in SCIPY_PAIRS])
 def test_against_scipy(index: int) -> None:
     """TestAgainstScipy's test_mean, test_variance_stddev, test_cdf, test_icdf, and log_prob
@@ -1709,3 +1717,75 @@ def test_vonmises_log_prob_is_normalized() -> None:
     for concentration in (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0):
         prob = rt.distributions.VonMises(0.0, concentration).log_prob(grid).exp()
         assert abs(prob.mean().item() * 2 * math.pi - 1) < 1e-3
+
+
+@needs_scipy
+def test_mixture_same_family_shapes_and_log_prob_against_scipy() -> None:
+    """test_mixture_same_family_shape, _normal_log_prob and _binomial_log_prob."""
+    D = rt.distributions
+    g = np.random.default_rng(5)
+
+    def r(*shape: int) -> Any:
+        return rt.tensor(g.random(shape))
+
+    def n(*shape: int) -> Any:
+        return rt.tensor(g.standard_normal(shape))
+
+    for batch in ((), (3,), (4, 3)):
+        one = D.MixtureSameFamily(D.Categorical(r(*batch, 5)),
+                                  D.Normal(n(*batch, 5), r(*batch, 5)))
+        two = D.MixtureSameFamily(D.Categorical(r(*batch, 5)),
+                                  D.Independent(D.Normal(n(*batch, 5, 2), r(*batch, 5, 2)), 1))
+        for shape in ((), (2,), (2, 7)):
+            assert tuple(one.sample(shape).shape) == shape + batch
+            assert tuple(two.sample(shape).shape) == shape + batch + (2,)
+    probs = r(10, 5).softmax(-1)
+    loc, scale = n(10, 5), r(10, 5)
+    d = D.MixtureSameFamily(D.Categorical(probs=probs), D.Normal(loc, scale))
+    x = d.sample()
+    want = scipy_special.logsumexp(
+        scipy_stats.norm(_np(loc), _np(scale)).logpdf(_np(x)[:, None]) + np.log(_np(probs)), -1)
+    _close(d.log_prob(x), want, rtol=1e-6)
+    binom_probs = r(10, 5)
+    d = D.MixtureSameFamily(D.Categorical(probs=probs), D.Binomial(20, binom_probs))
+    x = d.sample()
+    want = scipy_special.logsumexp(scipy_stats.binom(20, _np(binom_probs)).logpmf(
+        _np(x)[:, None]) + np.log(_np(probs)), -1)
+    _close(d.log_prob(x), want, rtol=1e-6)
+
+
+def test_normal_rsample_gradient_and_extreme_samples() -> None:
+    """test_normal's pathwise gradient (the noise torch.normal draws from the saved state)
+    and test_logisticnormal's sample at a tiny scale."""
+    D = rt.distributions
+    loc = rt.randn(5, 5, dtype=rt.float64, requires_grad=True)
+    scale = rt.randn(5, 5, dtype=rt.float64).abs().requires_grad_()
+    state = rt.get_rng_state()
+    eps = rt.normal(rt.zeros_like(loc), rt.ones_like(scale))
+    rt.set_rng_state(state)
+    z = D.Normal(loc, scale).rsample()
+    z.backward(rt.ones_like(z))
+    _close(loc.grad, np.ones((5, 5)))
+    _close(scale.grad, eps, rtol=1e-12)
+    _close(D.Normal(rt.tensor([1.0, 0.0]), rt.tensor([1e-5, 1e-5])).sample((1, 2)),
+           [[[1.0, 0.0], [1.0, 0.0]]], atol=1e-4, rtol=0)
+    e = math.exp(1)
+    _close(D.LogisticNormal(rt.tensor([1.0, 0.0]), rt.tensor([1e-5, 1e-5])).sample(),
+           [e / (2 + e), 1 / (2 + e), 1 / (2 + e)], atol=1e-4, rtol=0)
+    d = D.LogisticNormal(rt.randn(5, 7), rt.randn(5, 7).abs())
+    assert tuple(d.log_prob(d.sample()).shape) == (5,)
+    assert tuple(D.LogisticNormal(0.2, 0.6).sample().shape) == (2,)
+
+
+def test_lowrank_multivariate_normal_shapes() -> None:
+    D = rt.distributions
+    mean, mean_nb, mean_mb = rt.randn(5, 3), rt.randn(3), rt.randn(6, 5, 3)
+    factor, diag = rt.randn(3, 1), rt.randn(3).abs()
+    factor_b, diag_b = rt.randn(6, 5, 3, 2), rt.randn(6, 5, 3).abs()
+    for m, shape in ((mean, (5, 3)), (mean_nb, (3,)), (mean_mb, (6, 5, 3))):
+        d = D.LowRankMultivariateNormal(m, factor, diag)
+        assert tuple(d.sample().shape) == shape
+        assert tuple(d.sample((2,)).shape) == (2,) + shape
+        assert tuple(d.sample((2, 7)).shape) == (2, 7) + shape
+        batched = D.LowRankMultivariateNormal(m, factor_b, diag_b)
+        assert tuple(batched.sample((2, 7)).shape) == (2, 7, 6, 5, 3)
