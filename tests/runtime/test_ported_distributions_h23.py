@@ -1789,3 +1789,83 @@ def test_lowrank_multivariate_normal_shapes() -> None:
         assert tuple(d.sample((2, 7)).shape) == (2, 7) + shape
         batched = D.LowRankMultivariateNormal(m, factor_b, diag_b)
         assert tuple(batched.sample((2, 7)).shape) == (2, 7, 6, 5, 3)
+
+
+def _spd(g: np.random.Generator, *batch: int, n: int = 3) -> np.ndarray:
+    tmp = g.standard_normal((*batch, n, 10))
+    return (tmp[..., :, None, :] * tmp[..., None, :, :]).mean(-1)
+
+
+def test_multivariate_normal_shapes_properties_and_batches() -> None:
+    """test_multivariate_normal_shape/_properties/_log_prob (batched as unbatched) and
+    _stable_with_precision_matrix, test_lowrank_multivariate_normal_properties."""
+    D = rt.distributions
+    g = np.random.default_rng(8)
+    t = rt.tensor
+    cov, cov_b = t(_spd(g)), t(_spd(g, 6, 5))
+    prec, prec_b = rt.linalg.inv(cov), rt.linalg.inv(cov_b)
+    tril, tril_b = rt.linalg.cholesky(cov), rt.linalg.cholesky(cov_b)
+    means = {(5, 3): t(g.standard_normal((5, 3))), (3,): t(g.standard_normal(3)),
+             (6, 5, 3): t(g.standard_normal((6, 5, 3)))}
+    for shape, mean in means.items():
+        d = D.MultivariateNormal(mean, cov)
+        assert tuple(d.sample().shape) == shape
+        assert tuple(d.sample((2, 7)).shape) == (2, 7) + shape
+        assert tuple(D.MultivariateNormal(mean, cov_b).sample((2, 7)).shape) == (2, 7, 6, 5, 3)
+    mean = means[(5, 3)]
+    assert tuple(D.MultivariateNormal(mean, precision_matrix=prec).sample((2, 7)).shape) == (
+        2, 7, 5, 3)
+    assert tuple(D.MultivariateNormal(mean, precision_matrix=prec_b).sample((2,)).shape) == (
+        2, 6, 5, 3)
+    assert tuple(D.MultivariateNormal(mean, scale_tril=tril).sample((2, 7)).shape) == (
+        2, 7, 5, 3)
+    assert tuple(D.MultivariateNormal(mean, scale_tril=tril_b).sample((2,)).shape) == (
+        2, 6, 5, 3)
+    x = t(g.standard_normal(10))
+    D.MultivariateNormal(x.new_zeros(10), precision_matrix=(-(x - x.unsqueeze(-1)) ** 2).exp())
+    m = D.MultivariateNormal(means[(3,)], scale_tril=D.transform_to(
+        D.constraints.lower_cholesky)(t(g.standard_normal((3, 3)))))
+    _close(m.covariance_matrix, m.scale_tril @ m.scale_tril.t(), rtol=1e-12)
+    _close(m.covariance_matrix @ m.precision_matrix, np.eye(3), atol=1e-10)
+    _close(m.scale_tril, rt.linalg.cholesky(m.covariance_matrix), rtol=1e-10)
+    mean5, cov5 = t(g.standard_normal((5, 3))), t(_spd(g, 5))
+    batched = D.MultivariateNormal(mean5, cov5)
+    x = batched.sample((10,))
+    unbatched = rt.stack([D.MultivariateNormal(mean5[i], cov5[i]).log_prob(x[:, i])
+                          for i in range(5)]).t()
+    _close(batched.log_prob(x), unbatched, rtol=1e-10)
+    for prec_form in (D.MultivariateNormal(mean5, precision_matrix=rt.linalg.inv(cov5)),
+                      D.MultivariateNormal(mean5, scale_tril=rt.linalg.cholesky(cov5))):
+        _close(prec_form.log_prob(x), batched.log_prob(x), rtol=1e-8)
+    loc, factor, diag = t(g.standard_normal(5)), t(g.standard_normal((5, 2))), t(
+        abs(g.standard_normal(5)))
+    m1 = D.LowRankMultivariateNormal(loc, factor, diag)
+    m2 = D.MultivariateNormal(loc, covariance_matrix=factor @ factor.t() + diag.diag())
+    for prop in ("mean", "variance", "covariance_matrix", "scale_tril", "precision_matrix"):
+        _close(getattr(m1, prop), getattr(m2, prop), rtol=1e-8, atol=1e-10)
+    _close(m1.entropy(), m2.entropy(), rtol=1e-10)
+
+
+def test_multivariate_normal_log_prob_gradcheck() -> None:
+    """test_multivariate_normal_shape's gradcheck, in float64: covariance and precision kept
+    symmetric, scale_tril lower-triangular, against finite differences."""
+    D = rt.distributions
+    g = np.random.default_rng(9)
+    cov = rt.tensor(_spd(g), requires_grad=True)
+    prec = rt.tensor(np.linalg.inv(_spd(g)), requires_grad=True)
+    tril = rt.tensor(np.linalg.cholesky(_spd(g)), requires_grad=True)
+    mean = rt.tensor(g.standard_normal((2, 3)), requires_grad=True)
+
+    def check(**kw: Any) -> None:
+        sample = D.MultivariateNormal(mean, **kw).sample().requires_grad_()
+        name, value = next(iter(kw.items()))
+
+        def f(s: Any, mu: Any, m: Any) -> Any:
+            m = m.tril() if name == "scale_tril" else 0.5 * (m + m.mT)
+            return D.MultivariateNormal(mu, **{name: m}).log_prob(s)
+
+        assert rt.autograd.gradcheck(f, (sample, mean, value))
+
+    check(covariance_matrix=cov)
+    check(precision_matrix=prec)
+    check(scale_tril=tril)
