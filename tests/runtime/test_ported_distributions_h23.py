@@ -1869,3 +1869,45 @@ def test_multivariate_normal_log_prob_gradcheck() -> None:
     check(covariance_matrix=cov)
     check(precision_matrix=prec)
     check(scale_tril=tril)
+
+
+def test_exponential_and_laplace_rsample_gradients_are_their_noise() -> None:
+    """test_exponential: d/drate of rate^-1 eps is -eps / rate^2 with eps the generator's
+    exponential_(); test_laplace: d/dscale is -sign(u) log1p(-2|u|) with u its uniform on
+    (-0.5, 0.5); with the mean and variance of exponential_ draws."""
+    D = rt.distributions
+    rate = rt.randn(5, 5, dtype=rt.float64).abs().requires_grad_()
+    state = rt.get_rng_state()
+    eps = rate.new_empty(rate.shape).exponential_()
+    rt.set_rng_state(state)
+    z = D.Exponential(rate).rsample()
+    z.backward(rt.ones_like(z))
+    _close(rate.grad, -_np(eps) / _np(rate) ** 2, rtol=1e-12)
+    loc = rt.randn(5, 5, dtype=rt.float64, requires_grad=True)
+    scale = rt.randn(5, 5, dtype=rt.float64).abs().requires_grad_()
+    state = rt.get_rng_state()
+    u = rt.ones_like(loc).uniform_(-0.5, 0.5)
+    rt.set_rng_state(state)
+    z = D.Laplace(loc, scale).rsample()
+    z.backward(rt.ones_like(z))
+    _close(loc.grad, np.ones((5, 5)))
+    _close(scale.grad, -np.sign(_np(u)) * np.log1p(-2 * abs(_np(u))), rtol=1e-10)
+    _close(D.Laplace(rt.tensor([1.0, 0.0]), rt.tensor([1e-5, 1e-5])).sample((1, 2)),
+           [[[1.0, 0.0], [1.0, 0.0]]], atol=1e-4, rtol=0)
+    for dtype in (rt.float32, rt.float64):
+        for lambd in (0.2, 1.0, 5.0):
+            sample = rt.rand(50000, dtype=dtype).exponential_(lambd)
+            assert abs(sample.mean().item() - 1 / lambd) < 2e-2 * (1 + 1 / lambd)
+            assert abs(sample.var().item() - 1 / lambd ** 2) < 2e-2 * (1 + 1 / lambd ** 2)
+
+
+def test_pareto_and_gumbel_edges() -> None:
+    D = rt.distributions
+    scale = rt.randn(1).abs()
+    assert D.Pareto(scale, 0.5).mean.item() == math.inf
+    assert D.Pareto(scale, 0.5).variance.item() == math.inf
+    for dtype, hi, lo in ((rt.float32, 20.0, -5.0), (rt.float64, 50.0, -10.0)):
+        g = D.Gumbel(rt.tensor(0.0, dtype=dtype), rt.tensor(1.0, dtype=dtype),
+                     validate_args=False)
+        assert abs(g.cdf(hi).item() - 1) < 1e-4  # a Python number, as torch's test passes
+        assert abs(g.cdf(lo).item()) < 1e-8
