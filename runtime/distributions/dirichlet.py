@@ -36,8 +36,12 @@ class Dirichlet(ExponentialFamily):
 
     def rsample(self, sample_shape: Any = Size()) -> Tensor:
         shape = self._extended_shape(sample_shape)
-        g = standard_gamma(self.concentration.expand(*shape), kernel="dirichlet")
-        x = g / g.sum(-1, keepdim=True)
+        c = self.concentration.expand(*shape)
+        # the gammas normalized in float64, as torch's _sample_dirichlet: with small
+        # concentrations float32 gammas underflow to its tiny together, and their ratio
+        # became a spurious 1/K (Beta(0.01, 0.01) drew 0.5 a tenth of the time)
+        g = standard_gamma(c.double() if c.dtype == rt.float32 else c, kernel="dirichlet")
+        x = (g / g.sum(-1, keepdim=True)).to(c.dtype)
         tiny = rt.finfo(x.dtype).tiny
         return x.clamp(min=tiny, max=1 - rt.finfo(x.dtype).eps / 2)
 

@@ -1911,3 +1911,49 @@ def test_pareto_and_gumbel_edges() -> None:
                      validate_args=False)
         assert abs(g.cdf(hi).item() - 1) < 1e-4  # a Python number, as torch's test passes
         assert abs(g.cdf(lo).item()) < 1e-8
+
+
+def test_heavy_tailed_moments_and_dirichlet_edges() -> None:
+    """test_fishersnedecor/test_studentT (NaN and inf moments), test_dirichlet_mode,
+    test_dirichlet_log_prob_zero (x = 0 with alpha = 1 is 0**0 = 1, not NaN)."""
+    D = rt.distributions
+    assert D.FisherSnedecor(1, 2).mean.isnan().all()
+    assert D.FisherSnedecor(1, 4).variance.isnan().all()
+    assert D.StudentT(1).mean.isnan().all() and D.StudentT(1).variance.isnan().all()
+    assert D.StudentT(2).variance.item() == math.inf
+    for conc, mode in (([2, 2, 1], [0.5, 0.5, 0.0]), ([3, 2, 1], [2 / 3, 1 / 3, 0]),
+                       ([0.5, 0.2, 0.2], [1.0, 0.0, 0.0]), ([1, 1, 1], [math.nan] * 3)):
+        _close(D.Dirichlet(rt.tensor(conc, dtype=rt.float32)).mode, mode, rtol=1e-6)
+    d = D.Dirichlet(rt.tensor([1.0, 2.0]))
+    lp = d.log_prob(rt.tensor([0.0, 1.0]))
+    assert abs(lp.item() - math.log(2.0)) < 1e-6  # scipy's logpdf: log Gamma(3)/Gamma(2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_beta_samples_with_tiny_concentrations(dtype: str) -> None:
+    """test_beta_sample's small alphas (finite, positive) and test_beta_underflow: with
+    concentrations 1e-2 the float32 gamma draws underflow, which must not give exact 0s,
+    1s or a spurious mode at 0.5 (torch draws the gammas in float64)."""
+    D = rt.distributions
+    dt = getattr(rt, dtype)
+    x = D.Beta(rt.tensor([1e-6], dtype=dt), rt.tensor([1e-6], dtype=dt)).sample()[0].item()
+    assert math.isfinite(x) and x > 0
+    rt.manual_seed(1)
+    conc = rt.tensor(1e-2, dtype=dt)
+    samples = D.Beta(conc, conc).sample([50000])
+    assert (samples == 0).sum().item() == 0 and (samples == 1).sum().item() == 0
+    assert abs((samples < 0.1).float().mean().item() - 0.5) < 0.05
+    assert abs((samples > 0.9).float().mean().item() - 0.5) < 0.05
+
+
+def test_continuous_bernoulli_entropy_values() -> None:
+    D = rt.distributions
+    p = rt.tensor([0.7, 0.2, 0.4], dtype=rt.float64)
+    _close(D.ContinuousBernoulli(p).entropy(), [-0.02938, -0.07641, -0.00682], atol=1e-4,
+           rtol=0)
+    _close(D.ContinuousBernoulli(rt.tensor([0.0], dtype=rt.float64)).entropy(), [-2.58473],
+           atol=1e-5, rtol=0)
+    _close(D.ContinuousBernoulli(rt.tensor([0.0])).entropy(), [-1.76898], atol=1e-4, rtol=0)
+    _close(D.ContinuousBernoulli(0.3).entropy(), -0.02938, atol=1e-4, rtol=0)
+    p = rt.full((2, 3, 5), 0.5)
+    assert tuple(D.ContinuousBernoulli(p).sample((2, 5)).shape) == (2, 5, 2, 3, 5)
