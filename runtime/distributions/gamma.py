@@ -55,7 +55,9 @@ class Gamma(ExponentialFamily):
         value = standard_gamma(self.concentration.expand(*shape)) / self.rate.expand(*shape)
         return value.clamp(min=rt.finfo(value.dtype).tiny)
 
-    def log_prob(self, value: Tensor) -> Tensor:
+    def log_prob(self, value: Any) -> Tensor:
+        # a number too, as torch's (the one distribution whose log_prob converts its value)
+        value = rt.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
         return (rt.xlogy(self.concentration, self.rate) + rt.xlogy(self.concentration - 1, value)

@@ -410,21 +410,27 @@ def _incomplete_gamma(name: str, upper: bool) -> Callable[..., Tensor]:
         x_host = np.asarray(other.detach().cpu().numpy())
         value = tensor(_igamma_array(a_host, x_host, upper).astype(dt.np), device=input.device)
         node = f"{name.capitalize()}Backward0"
-        if input.requires_grad and is_grad_enabled():
-            return no_derivative(value, (input, other), NotImplementedError,
-                                 f"the derivative for '{name}: input' is not implemented.",
-                                 node)
-        if not (other.requires_grad and is_grad_enabled()):
+        a_grad = input.requires_grad and is_grad_enabled()
+        x_grad = other.requires_grad and is_grad_enabled()
+        if not (a_grad or x_grad):
             return value
-        a = F.cast(input.detach(), dt)
-        x = other if other.dtype is dt else F.cast(other, dt)
-        # d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a); Q = 1 - P
-        slope = F.div(F.mul(F.exp(F.neg(x)), F.pow(x, F.sub(a, 1.0))), F.exp(lgamma(a)))
-        path = F.mul(F.sub(x, x.detach()), F.neg(slope) if upper else slope)
         shape = tuple(value.shape)
-        if tuple(path.shape) != shape:
-            path = F.expand(path, *shape)
-        return straight_through(value, path, node)
+        paths = []
+        if x_grad:
+            a = F.cast(input.detach(), dt)
+            x = other if other.dtype is dt else F.cast(other, dt)
+            # d/dx P(a, x) = exp(-x) x^(a-1) / Gamma(a); Q = 1 - P
+            slope = F.div(F.mul(F.exp(F.neg(x)), F.pow(x, F.sub(a, 1.0))), F.exp(lgamma(a)))
+            path = F.mul(F.sub(x, x.detach()), F.neg(slope) if upper else slope)
+            paths.append(path if tuple(path.shape) == shape else F.expand(path, *shape))
+        if a_grad:
+            # a zero on its own node toward input: it raises only where input's gradient is
+            # asked for (backward), as torch's not_implemented, not for grad(out, [other])
+            zero = tensor(np.zeros(shape, dtype=dt.np), device=input.device)
+            paths.append(no_derivative(zero, (input,), NotImplementedError,
+                                       f"the derivative for '{name}: input' is not "
+                                       "implemented.", node))
+        return straight_through(value, paths[0] if len(paths) == 1 else F.add(*paths), node)
 
     fn.__name__ = fn.__qualname__ = name
     return fn

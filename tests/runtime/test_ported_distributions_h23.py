@@ -1957,3 +1957,111 @@ def test_continuous_bernoulli_entropy_values() -> None:
     _close(D.ContinuousBernoulli(0.3).entropy(), -0.02938, atol=1e-4, rtol=0)
     p = rt.full((2, 3, 5), 0.5)
     assert tuple(D.ContinuousBernoulli(p).sample((2, 5)).shape) == (2, 5, 2, 3, 5)
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_independent_cdf_icdf_inverse_and_cdf_derivative(name: str) -> None:
+    """test_independent_shape and test_independent_expand (every reinterpreted_batch_ndims),
+    test_cdf_icdf_inverse (icdf(cdf(x)) = x) and test_cdf_log_prob (d cdf / dx = pdf)."""
+    D = rt.distributions
+    make = dict(EXAMPLES)[name]
+    base = make(rt)
+    x = base.sample()
+    base_shape = tuple(base.log_prob(x).shape)
+    for n in range(len(base.batch_shape) + 1):
+        indep = D.Independent(base, n)
+        shape = base_shape[:len(base_shape) - n]
+        assert tuple(indep.log_prob(x).shape) == shape
+        assert tuple(indep.sample().shape) == tuple(x.shape)
+        assert indep.has_rsample == base.has_rsample
+        for prop in ("mean", "variance"):
+            try:
+                assert tuple(getattr(indep, prop).shape) == tuple(getattr(base, prop).shape)
+            except NotImplementedError:
+                pass
+        try:
+            assert tuple(indep.entropy().shape) == shape
+        except NotImplementedError:
+            pass
+        expanded = indep.expand((2,) + tuple(indep.batch_shape))
+        sample = expanded.sample()
+        assert tuple(sample.shape) == (2,) + tuple(indep.batch_shape) + tuple(indep.event_shape)
+        _close(expanded.log_prob(sample), indep.log_prob(sample))
+    LEAVES.clear()
+    d = make(rt)
+    samples = d.sample((20,))
+    try:
+        cdf = d.cdf(samples)
+        back = d.icdf(cdf)
+    except NotImplementedError:
+        back = None
+    if back is not None:
+        ok = (cdf > 1e-6) & (cdf < 1 - 1e-6)  # float32: icdf is flat-conditioned at the ends
+        rel = ((back - samples).abs() / (1e-10 + samples.abs()))[ok]
+        assert rel.numel() == 0 or rel.max().item() < 1e-3, name
+    if d.support.is_discrete:
+        return
+    value = d.sample().detach().requires_grad_()
+    try:
+        cdf = d.cdf(value)
+    except NotImplementedError:
+        return
+    pdf = d.log_prob(value).exp()
+    (slope,) = rt.autograd.grad(cdf.sum(), [value])
+    tol = 2e-2 if name in ULP_AMPLIFIED else 1e-3
+    _close(slope, pdf, rtol=tol, atol=tol)
+
+
+def test_gamma_log_prob_at_zero_and_lkj_log_prob() -> None:
+    """test_gamma_log_prob_at_boundary (a Python 0, as scipy's logpdf(0)) and
+    test_lkj_cholesky_log_prob: with concentration 1 the density over correlation matrices
+    is uniform (log_prob less the jacobian to the correlations' entries is one constant),
+    1/2 for dim 2; a non-Cholesky sample raises ValueError."""
+    D = rt.distributions
+    from runtime.autograd.functional import jacobian
+    from runtime.distributions.utils import tril_matrix_to_vec, vec_to_tril_matrix
+
+    for concentration, want in ((0.5, math.inf), (1, 0.0), (2, -math.inf)):
+        assert D.Gamma(concentration, 1).log_prob(0).item() == want
+
+    def to_corr(x: Any) -> Any:
+        x = vec_to_tril_matrix(x, -1)
+        x = x + (1 - (x * x).sum(-1)).sqrt().diag_embed()
+        return tril_matrix_to_vec(x @ x.T, -1)
+
+    for dim in range(2, 5):
+        lkj = D.LKJCholesky(dim, concentration=rt.tensor(1.0, dtype=rt.float64),
+                            validate_args=True)
+        log_probs = []
+        for _ in range(2):
+            sample = lkj.sample()
+            jac = jacobian(to_corr, tril_matrix_to_vec(sample, diag=-1))
+            log_probs.append(lkj.log_prob(sample) - rt.linalg.slogdet(jac).logabsdet)
+        if dim == 2:
+            for lp in log_probs:
+                assert abs(lp.item() - math.log(0.5)) < 1e-10
+        _close(log_probs[0], log_probs[1], rtol=1e-10)
+        invalid = rt.cat([sample, sample.new_ones(1, dim)], 0)
+        with pytest.raises(ValueError):
+            lkj.log_prob(invalid)
+
+
+def test_igamma_gradient_to_x_alone_while_a_requires_grad() -> None:
+    """torch's igamma has no derivative in a, and raises only where a's gradient is asked
+    for: grad(out, [x]) works with a requiring grad (d cdf / dx of a Gamma whose concentration
+    is a parameter), backward() raises; rt raised in both."""
+    for fn in (rt.igamma, rt.igammac):
+        a = rt.tensor([2.0, 0.5], dtype=rt.float64, requires_grad=True)
+        x = rt.tensor([1.0, 0.3], dtype=rt.float64, requires_grad=True)
+        y = fn(a, x)
+        assert y.grad_fn.name() == f"{fn.__name__.capitalize()}Backward0"
+        (g,) = rt.autograd.grad(y.sum(), [x])
+        ta = torch.tensor([2.0, 0.5], dtype=torch.float64, requires_grad=True)
+        tx = torch.tensor([1.0, 0.3], dtype=torch.float64, requires_grad=True)
+        (want,) = torch.autograd.grad(getattr(torch, fn.__name__)(ta, tx).sum(), [tx])
+        _close(g, want, rtol=1e-12)
+        with pytest.raises(NotImplementedError,
+                           match=f"the derivative for '{fn.__name__}: input' is not implemented"):
+            fn(a, x).sum().backward()
+        with pytest.raises(NotImplementedError):
+            rt.autograd.grad(fn(a, x.detach()).sum(), [a])
