@@ -2065,3 +2065,86 @@ def test_igamma_gradient_to_x_alone_while_a_requires_grad() -> None:
             fn(a, x).sum().backward()
         with pytest.raises(NotImplementedError):
             rt.autograd.grad(fn(a, x.detach()).sum(), [a])
+
+
+# test_constraints.py
+
+CONSTRAINT_EXAMPLES = [
+    ("symmetric", False, [[2.0, 0], [2.0, 2]]),
+    ("positive_semidefinite", False, [[2.0, 0], [2.0, 2]]),
+    ("positive_definite", False, [[2.0, 0], [2.0, 2]]),
+    ("symmetric", True, [[3.0, -5], [-5.0, 3]]),
+    ("positive_semidefinite", False, [[3.0, -5], [-5.0, 3]]),
+    ("positive_definite", False, [[3.0, -5], [-5.0, 3]]),
+    ("symmetric", True, [[1.0, 2], [2.0, 4]]),
+    ("positive_semidefinite", True, [[1.0, 2], [2.0, 4]]),
+    ("positive_definite", False, [[1.0, 2], [2.0, 4]]),
+    ("symmetric", True, [[[1.0, -2], [-2.0, 1]], [[2.0, 3], [3.0, 2]]]),
+    ("positive_semidefinite", False, [[[1.0, -2], [-2.0, 1]], [[2.0, 3], [3.0, 2]]]),
+    ("positive_definite", False, [[[1.0, -2], [-2.0, 1]], [[2.0, 3], [3.0, 2]]]),
+    ("symmetric", True, [[[1.0, -2], [-2.0, 4]], [[1.0, -1], [-1.0, 1]]]),
+    ("positive_semidefinite", True, [[[1.0, -2], [-2.0, 4]], [[1.0, -1], [-1.0, 1]]]),
+    ("positive_definite", False, [[[1.0, -2], [-2.0, 4]], [[1.0, -1], [-1.0, 1]]]),
+    ("symmetric", True, [[[4.0, 2], [2.0, 4]], [[3.0, -1], [-1.0, 3]]]),
+    ("positive_semidefinite", True, [[[4.0, 2], [2.0, 4]], [[3.0, -1], [-1.0, 3]]]),
+    ("positive_definite", True, [[[4.0, 2], [2.0, 4]], [[3.0, -1], [-1.0, 3]]]),
+]
+
+
+def test_constraint_examples() -> None:
+    """test_constraint: symmetric / positive (semi)definite checks of PyTorch's matrices,
+    float64, and the same per-matrix result as torch."""
+    C = rt.distributions.constraints
+    for name, result, value in CONSTRAINT_EXAMPLES:
+        got = getattr(C, name).check(rt.tensor(value, dtype=rt.float64))
+        assert bool(got.all()) == result, (name, value)
+        want = getattr(torch.distributions.constraints, name).check(
+            torch.tensor(value, dtype=torch.float64))
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+CONSTRAINTS = [
+    ("real",), ("real_vector",), ("positive",), ("greater_than", [-10.0, -2, 0, 2, 10]),
+    ("greater_than", 0), ("greater_than", 2), ("greater_than", -2), ("greater_than_eq", 0),
+    ("greater_than_eq", 2), ("greater_than_eq", -2), ("less_than", [-10.0, -2, 0, 2, 10]),
+    ("less_than", 0), ("less_than", 2), ("less_than", -2), ("unit_interval",),
+    ("interval", [-4.0, -2, 0, 2, 4], [-3.0, 3, 1, 5, 5]), ("interval", -2, -1),
+    ("interval", 1, 2), ("half_open_interval", [-4.0, -2, 0, 2, 4], [-3.0, 3, 1, 5, 5]),
+    ("half_open_interval", -2, -1), ("half_open_interval", 1, 2), ("simplex",),
+    ("corr_cholesky",), ("lower_cholesky",), ("positive_definite",),
+]
+
+
+def _build_constraint(L: Any, name: str, args: tuple[Any, ...]) -> Any:
+    fn = getattr(L.distributions.constraints, name)
+    if not args:
+        return fn
+    return fn(*(L.tensor(x, dtype=L.float64) if isinstance(x, list) else x for x in args))
+
+
+@pytest.mark.parametrize("spec", CONSTRAINTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CONSTRAINTS)])
+def test_biject_to_and_transform_to(spec: tuple[Any, ...]) -> None:
+    """test_biject_to and test_transform_to: a bijection onto the constraint, its inverse and
+    jacobian shape; transform_to's pseudo-inverse; both equal to torch's on the same x."""
+    name, args = spec[0], spec[1:]
+    ours, theirs = _build_constraint(rt, name, args), _build_constraint(torch, name, args)
+    shape = (6, 6) if name == "corr_cholesky" else (5, 5)
+    x = np.random.default_rng(2).standard_normal(shape)
+    for fn in ("biject_to", "transform_to"):
+        try:
+            t_theirs = getattr(torch.distributions, fn)(theirs)
+        except NotImplementedError:
+            with pytest.raises(NotImplementedError):
+                getattr(rt.distributions, fn)(ours)
+            continue
+        t = getattr(rt.distributions, fn)(ours)
+        y = t(rt.tensor(x))
+        assert ours.check(y).all(), (fn, name)
+        _close(y, t_theirs(torch.tensor(x)), rtol=1e-10, atol=1e-12)
+        if fn == "biject_to":
+            assert t.bijective
+            _close(t.inv(y), x, rtol=1e-6, atol=1e-8)
+            j = t.log_abs_det_jacobian(rt.tensor(x), y)
+            assert tuple(j.shape) == shape[:len(shape) - t.domain.event_dim]
+        else:
+            _close(t(t.inv(y)), y, rtol=1e-6, atol=1e-8)
