@@ -237,6 +237,9 @@ def _examples() -> list[Example]:
 
 EXAMPLES = _examples()
 IDS = [name for name, _ in EXAMPLES]
+# the costlier generic tests run on each family's first examples only (the test time budget)
+FIRST_IDS = [n for n in IDS if n.endswith("-0")]
+FIRST_TWO_IDS = [n for n in IDS if n.endswith(("-0", "-1"))]
 
 
 def _np(x: Any) -> np.ndarray:
@@ -280,7 +283,7 @@ def test_shapes_support_samples_and_repr_match_torch(make: Callable[[Any], Any])
     assert ours.has_rsample == theirs.has_rsample
     assert ours.has_enumerate_support == theirs.has_enumerate_support
     assert repr(ours).startswith(type(ours).__name__)
-    for shape in ((), (4,), (2, 3)):
+    for shape in ((), (2, 3)):
         assert tuple(ours.sample(shape).shape) == tuple(theirs.sample(shape).shape)
     assert not ours.sample().requires_grad
     if theirs.has_rsample:
@@ -599,7 +602,7 @@ def _grads(L: Any, make: Callable[[Any], Any], value: Any) -> list[Any]:
     return list(L.autograd.grad(out, leaves, allow_unused=True))
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize("name", FIRST_TWO_IDS)
 def test_log_prob_and_entropy_gradients_match_torch(name: str) -> None:
     """The gradients of log_prob (of torch's draws) plus entropy to every parameter."""
     make = dict(EXAMPLES)[name]
@@ -1270,7 +1273,8 @@ def test_kl_exponential_family_is_the_bregman_divergence() -> None:
 # TestValidation
 
 
-@pytest.mark.parametrize("name", [n for n in IDS if not n.startswith("TransformedDistribution")])
+@pytest.mark.parametrize("name", [n for n in FIRST_IDS
+                                  if not n.startswith("TransformedDistribution")])
 def test_invalid_log_probs_arg(name: str) -> None:
     """test_invalid_log_probs_arg: values of the wrong shape raise ValueError only; a value
     outside the support raises torch's ValueError with validation, and with validation off
@@ -1959,7 +1963,7 @@ def test_continuous_bernoulli_entropy_values() -> None:
     assert tuple(D.ContinuousBernoulli(p).sample((2, 5)).shape) == (2, 5, 2, 3, 5)
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize("name", FIRST_IDS)
 def test_independent_cdf_icdf_inverse_and_cdf_derivative(name: str) -> None:
     """test_independent_shape and test_independent_expand (every reinterpreted_batch_ndims),
     test_cdf_icdf_inverse (icdf(cdf(x)) = x) and test_cdf_log_prob (d cdf / dx = pdf)."""
