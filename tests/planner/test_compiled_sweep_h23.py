@@ -91,6 +91,7 @@ CASES: dict[str, tuple[rt.Tensor, Callable[[rt.Tensor, rt.Tensor, rt.Tensor], rt
     "lowrank_mvn": (DATA, lambda a, b, x: -rd.LowRankMultivariateNormal(
         a, b.unsqueeze(-1) * 0.5, _sp(b), **V).log_prob(x).mean()
         + rd.LowRankMultivariateNormal(a, b.unsqueeze(-1), _sp(a), **V).entropy()),
+    "vae_normal_rsample_kl": (DATA, lambda a, b, x: _vae(a, b, x)),
     "independent_kl": (DATA, lambda a, b, x: rd.kl_divergence(
         rd.Independent(rd.Normal(a, _sp(b), **V), 1),
         rd.Independent(rd.Normal(x.mean(0), rt.ones(3), **V), 1))),
@@ -104,6 +105,15 @@ CASES: dict[str, tuple[rt.Tensor, Callable[[rt.Tensor, rt.Tensor, rt.Tensor], rt
         (2,)).log().mean() + rd.Uniform(a, a + _sp(b), **V).rsample((3,)).mean()
         + rd.Uniform(a - 5, a + 5 + _sp(b), **V).entropy().mean()),
 }
+
+
+def _vae(a: rt.Tensor, b: rt.Tensor, x: rt.Tensor) -> rt.Tensor:
+    """A VAE's loss: a reparameterized draw of the posterior decoded against the data, plus
+    KL(posterior || standard normal) summed over the latent."""
+    q = rd.Normal(a + 0.1 * x, _sp(b).expand(8, 3), **V)
+    z = q.rsample()
+    prior = rd.Normal(rt.zeros(8, 3), rt.ones(8, 3), **V)
+    return (z - x).pow(2).mean() + rd.kl_divergence(q, prior).sum(-1).mean()
 
 
 def _policy(d: rd.Categorical, target: rt.Tensor) -> rt.Tensor:
