@@ -235,11 +235,16 @@ def _kl_pareto_pareto(p: Pareto, q: Pareto) -> Tensor:
     return _inf_where(p.scale < q.scale, result)
 
 
+def _event_shapes_differ(what: str) -> str:
+    """torch's message, with the run of spaces its string's line continuation leaves."""
+    return (f"KL-divergence between two {what} with{' ' * 26}different event shapes cannot "
+            "be computed")
+
+
 @register_kl(MultivariateNormal, MultivariateNormal)
 def _kl_mvn_mvn(p: MultivariateNormal, q: MultivariateNormal) -> Tensor:
     if p.event_shape != q.event_shape:
-        raise ValueError("KL-divergence between two Multivariate Normals with different "
-                         "event shapes cannot be computed")
+        raise ValueError(_event_shapes_differ("Multivariate Normals"))
     pL, qL = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     half_term1 = (qL.diagonal(dim1=-2, dim2=-1).log().sum(-1)
                   - pL.diagonal(dim1=-2, dim2=-1).log().sum(-1))
@@ -426,8 +431,10 @@ def _dense_tril(d: Distribution) -> Tensor:
 def _kl_lowrank_pairs(p: Distribution, q: Distribution) -> Tensor:
     """Through the dense Cholesky factors of the covariances (the MVN formula)."""
     if p.event_shape != q.event_shape:
-        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
-                         "different event shapes cannot be computed")
+        both_low_rank = isinstance(p, LowRankMultivariateNormal) and isinstance(
+            q, LowRankMultivariateNormal)
+        raise ValueError(_event_shapes_differ("Low Rank Multivariate Normals" if both_low_rank
+                                              else "(Low Rank) Multivariate Normals"))
     pL, qL = _dense_tril(p), _dense_tril(q)
     half_term1 = (qL.diagonal(dim1=-2, dim2=-1).log().sum(-1)
                   - pL.diagonal(dim1=-2, dim2=-1).log().sum(-1))

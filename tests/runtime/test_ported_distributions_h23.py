@@ -2193,3 +2193,18 @@ def test_gamma_dirichlet_and_beta_rsample_gradients_are_unbiased() -> None:
     c, r = _np(conc), _np(rate)  # E x^2 = c (c + 1) / r^2
     _close(gc, (2 * c + 1) / r ** 2, rtol=0.05)
     _close(gr, -2 * c * (c + 1) / r ** 3, rtol=0.05)
+
+
+def test_kl_of_multivariate_normals_of_different_event_shapes_raises_torchs_text() -> None:
+    def pairs(L: Any) -> list[tuple[Any, Any]]:
+        D = L.distributions
+        a = D.MultivariateNormal(L.zeros(3), L.eye(3))
+        b = D.MultivariateNormal(L.zeros(2), L.eye(2))
+        la = D.LowRankMultivariateNormal(L.zeros(3), L.ones(3, 1), L.ones(3))
+        lb = D.LowRankMultivariateNormal(L.zeros(2), L.ones(2, 1), L.ones(2))
+        return [(a, b), (la, lb), (la, b), (a, lb)]
+
+    for (p, q), (tp, tq) in zip(pairs(rt), pairs(torch)):
+        ours = _error(lambda: rt.distributions.kl_divergence(p, q))
+        theirs = _error(lambda: torch.distributions.kl_divergence(tp, tq))
+        assert ours == theirs and theirs[0] is ValueError
