@@ -21,7 +21,6 @@ G = np.random.default_rng(0)
 DATA = rt.tensor(G.normal(size=(8, 3)).astype(np.float32))
 POSITIVE = rt.tensor(G.gamma(2.0, size=(8, 3)).astype(np.float32) + 0.05)
 UNIT = rt.tensor(G.beta(2.0, 3.0, size=(8, 3)).astype(np.float32))
-SIMPLEX = rt.tensor(G.dirichlet([1.0, 2.0, 3.0], size=8).astype(np.float32))
 COUNTS = rt.tensor(G.poisson(2.0, size=(8, 3)).astype(np.float32))
 BINARY = rt.tensor(G.integers(0, 2, size=(8, 3)).astype(np.float32))
 CLASSES = rt.tensor(G.integers(0, 3, size=8))
@@ -64,7 +63,6 @@ CASES: dict[str, tuple[rt.Tensor, Callable[[rt.Tensor, rt.Tensor, rt.Tensor], rt
     "continuous_bernoulli": (UNIT, lambda a, b, x: -rd.ContinuousBernoulli(
         logits=a, **V).log_prob(x).mean() + rd.ContinuousBernoulli(logits=b, **V).rsample(
         (2,)).mean()),
-    "dirichlet": (SIMPLEX, lambda a, b, x: -rd.Dirichlet(_sp(a), **V).log_prob(x).mean()),
     "von_mises": (ANGLES, lambda a, b, x: -rd.VonMises(a, _sp(b), **V).log_prob(x).mean()),
     "poisson": (COUNTS, lambda a, b, x: -rd.Poisson(_sp(a), **V).log_prob(x).mean()),
     "binomial": (COUNTS, lambda a, b, x: -rd.Binomial(10, logits=a, **V).log_prob(x).mean()
