@@ -16,6 +16,8 @@ from .. import _dtype as D
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from . import functional as F
+from . import prims as P
+from .dispatch import apply
 
 # --- windows ------------------------------------------------------------------------------------
 
@@ -406,9 +408,7 @@ def _incomplete_gamma(name: str, upper: bool) -> Callable[..., Tensor]:
         if not dt.is_floating_point:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
                                       f"'{D.scalar_type_name(dt)}'")
-        a_host = np.asarray(input.detach().cpu().numpy())
-        x_host = np.asarray(other.detach().cpu().numpy())
-        value = tensor(_igamma_array(a_host, x_host, upper).astype(dt.np), device=input.device)
+        value = apply(P.SPECIAL_HOST, input.detach(), other.detach(), fn=name, n=0, dtype=dt)
         node = f"{name.capitalize()}Backward0"
         a_grad = input.requires_grad and is_grad_enabled()
         x_grad = other.requires_grad and is_grad_enabled()

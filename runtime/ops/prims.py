@@ -1636,6 +1636,49 @@ STL_PICK = register(Primitive(
     "stl_pick", impl=_stl_pick_impl, infer=_stl_pick_infer, differentiable=False,
     attrs=("kind", "dim", "k", "largest", "sort"), flops=flops_reduce))
 
+
+def _special_host_impl(xp: Any, *args: Any, fn: str, n: int, dtype: D.DType) -> Any:
+    host = [np.asarray(a if xp is np else xp.asnumpy(a)) for a in args]
+    if fn == "polygamma":
+        from .zeta import polygamma_array
+
+        x, = host
+        if x.dtype not in (np.float32, np.float64):  # half and bfloat16: in float32
+            x = x.astype(np.float32)
+        out = polygamma_array(n, x)
+    elif fn == "zeta":
+        from .zeta import zeta_array
+
+        s, q = (a.astype(np.float64) for a in host)
+        out = np.broadcast_to(zeta_array(s, q), np.broadcast_shapes(s.shape, q.shape))
+    else:
+        from .numeric_names import _igamma_array
+
+        out = _igamma_array(host[0], host[1], fn == "igammac")
+    out = np.ascontiguousarray(out, dtype=dtype.np).reshape(
+        np.broadcast_shapes(*(a.shape for a in host)))
+    return out if xp is np else xp.asarray(out)
+
+
+def _special_host_infer(*args: Meta, fn: str, n: int, dtype: D.DType
+                        ) -> tuple[tuple[int, ...], D.DType]:
+    if fn not in SPECIAL_HOST_FUNCTIONS:
+        raise ValueError(f"special_host: fn must be one of {sorted(SPECIAL_HOST_FUNCTIONS)}, "
+                         f"got {fn!r}")
+    return tuple(np.broadcast_shapes(*(tuple(a.shape) for a in args))), dtype
+
+
+SPECIAL_HOST_FUNCTIONS = ("polygamma", "zeta", "igamma", "igammac")
+
+# special_host(*xs, fn=, n=, dtype=): a special function computed on the host by its numpy
+# series (runtime.ops.zeta, runtime.ops.numeric_names): polygamma(n, x) for n >= 1, the
+# Hurwitz zeta(s, q), the regularized incomplete gammas igamma/igammac(a, x), broadcast, in
+# ``dtype``. A primitive (not differentiable: the callers' nodes give the gradients), so a
+# captured step computes it at each replay, not once at capture
+SPECIAL_HOST = register(Primitive(
+    "special_host", impl=_special_host_impl, infer=_special_host_infer, differentiable=False,
+    attrs=("fn", "n", "dtype"), flops=flops_elementwise))
+
 # --- shape and views -----------------------------------------------------------------------
 
 

@@ -18,7 +18,8 @@ from ..autograd.grad_mode import _state as _grad_state
 from ..autograd.node import SavedTensor
 from ..tensor import Tensor
 from . import functional as F
-from .dispatch import PrimitiveBackward, named
+from . import prims as P
+from .dispatch import PrimitiveBackward, apply, named
 
 # Euler-Maclaurin's coefficients (2k)! / B_2k and the series' cut-off, PyTorch's
 _A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
@@ -131,12 +132,6 @@ def _float_of(*values: Any) -> D.DType:
     return dt if dt.is_floating_point else D.default_float
 
 
-def _constant(values: np.ndarray, dtype: D.DType, like: Tensor) -> Tensor:
-    from ..creation import tensor
-
-    return tensor(values.astype(dtype.np), device=like.device)
-
-
 class _CustomBackward(PrimitiveBackward):
     """The node of ``where(True, value, x)``: a value computed off the graph, whose gradient
     w.r.t. x the subclass's ``gradient(g, x)`` gives (x: the saved input)."""
@@ -205,10 +200,7 @@ def polygamma(n: int, input: Tensor, *, out: Tensor | None = None) -> Tensor:  #
 
         value = digamma(x.detach())
     else:
-        host = np.asarray(x.detach().cpu().numpy())
-        if host.dtype not in (np.float32, np.float64):  # half and bfloat16: in float32
-            host = host.astype(np.float32)
-        value = _constant(polygamma_array(int(n), host), dtype, x)
+        value = apply(P.SPECIAL_HOST, x.detach(), fn="polygamma", n=int(n), dtype=dtype)
     return _recorded(value, x, _PolygammaBackward, "PolygammaBackward0", int(n))
 
 
@@ -258,8 +250,7 @@ def zeta(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noq
             for v in (input, other))
     s, q = (t if t.dtype is dtype else F.cast(t, dtype) for t in (s, q))
     shape = tuple(np.broadcast_shapes(tuple(s.shape), tuple(q.shape)))
-    host = [np.asarray(t.detach().cpu().numpy(), dtype=np.float64) for t in (s, q)]
-    value = _constant(np.broadcast_to(zeta_array(*host), shape), dtype, like)
+    value = apply(P.SPECIAL_HOST, s.detach(), q.detach(), fn="zeta", n=0, dtype=dtype)
     if q.requires_grad and _grad_state.enabled:
         value = _recorded(value, F.expand(q, shape) if tuple(q.shape) != shape else q,
                           _ZetaBackward, "SpecialZetaBackward0")

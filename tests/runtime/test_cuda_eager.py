@@ -82,6 +82,7 @@ def _integer_programs(m: Any) -> None:
          i.float(), f.long(), rt.where(b, i, f), i.max(1), i.min(0), i[:, m.tensor([0, 2])])
     _ = i & 3, i | 1, i ^ i, i << 1, i >> 1  # the integer bitwise primitives
     _ = m.tensor([[1, 1, 2], [3, 3, 3]]).topk(2, 1)  # stl_pick: PyTorch's pick among ties
+    _ = f.polygamma(2)  # special_host: a special function's series on the host
 
 
 def test_every_primitive_runs_on_cuda_as_on_cpu() -> None:

@@ -125,6 +125,8 @@ case("where_cond_bcast", lambda m, a, b: m.where(C(m, _COND_B), a, b), [N(1, 4),
 # ---------------------------------------------------------------- elementwise unary
 case("exp", lambda m, a: a.exp(), [N(3, 4)], gg=True)
 case("exp_fn", lambda m, a: m.exp(a), [N(2, 3)])
+case("polygamma_2", lambda m, a: m.polygamma(2, a), [P(3, 4)])  # special_host
+case("topk_values", lambda m, a: m.topk(a, 2, 1).values, [N(3, 4)])  # stl_pick
 case("log", lambda m, a: a.log(), [P(3, 4)], gg=True)
 case("log_fn", lambda m, a: m.log(a), [P(2, 3)])
 case("sin", lambda m, a: a.sin(), [N(3, 4)])
