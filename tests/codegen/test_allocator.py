@@ -37,9 +37,14 @@ print(np._core.multiarray.get_handler_name(),
 """
 
 
+def _pythonpath() -> str:
+    """ROOT, then the PYTHONPATH inherited (the suite's shared bytecode: tests/conftest.py)."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
 def _probe(**env: str) -> str:
     done = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": _pythonpath(), **env})
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 

@@ -101,7 +101,8 @@ EXPECTED_REASON = {
 @pytest.fixture(scope="module")
 def damage_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     env = {**os.environ, "BACKPLAN_CACHE_DIR": str(tmp_path_factory.mktemp("damaged")),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(Path(__file__).parent)])}
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), str(Path(__file__).parent),
+                                                       os.environ.get("PYTHONPATH")]))}
     done = subprocess.run([sys.executable, "-c", DAMAGE_SCRIPT], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"the child crashed ({done.returncode}): {done.stderr[-3000:]}"

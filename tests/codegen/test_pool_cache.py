@@ -28,8 +28,13 @@ print(len(cache.entries(cache.cache_dir())), cache.stats()["compiles"])
 """
 
 
+def _pythonpath() -> str:
+    """ROOT, then the PYTHONPATH inherited (the suite's shared bytecode: tests/conftest.py)."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
 def _run(mode: str, cache_dir: Path) -> str:
-    env = {**os.environ, "BACKPLAN_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "BACKPLAN_CACHE_DIR": str(cache_dir), "PYTHONPATH": _pythonpath()}
     done = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True,
                           env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr

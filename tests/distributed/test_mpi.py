@@ -19,6 +19,11 @@ ROOT = WORKER.parents[2]
 TIMEOUT_S = 120
 
 
+
+def _pythonpath() -> str:
+    """ROOT, then the PYTHONPATH inherited (the suite's shared bytecode: tests/conftest.py)."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
 def _mpiexec() -> str:
     found = shutil.which("mpiexec", path=f"{Path(sys.executable).parent}{os.pathsep}"
                                          f"{os.environ.get('PATH', '')}")
@@ -28,7 +33,7 @@ def _mpiexec() -> str:
 
 
 def run(mode: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath()}
     began = time.monotonic()
     done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, str(WORKER), mode,
                            str(tmp_path)], capture_output=True, text=True, env=env,
@@ -80,7 +85,7 @@ def test_a_hanging_rank_times_out_the_job(tmp_path: Path) -> None:
 def test_the_gpt_example_trains_data_parallel(tmp_path: Path) -> None:
     """examples/ddp_train.py: the gpt task (AdamW, clipping, warmup-cosine lr) compiled over
     two ranks, each printing its throughput; rank 0 the test perplexity and the checkpoint."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath()}
     ckpt = tmp_path / "gpt.bp"
     done = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "examples/ddp_train.py",
                            "--task", "gpt", "--epochs", "1", "--max-steps", "3", "--lr", "3e-3",

@@ -49,6 +49,11 @@ BATCH_TIMEOUT_S = 240
 # --- the plans ---------------------------------------------------------------------------------
 
 
+
+def _pythonpath() -> str:
+    """ROOT, then the PYTHONPATH inherited (the suite's shared bytecode: tests/conftest.py)."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
 def mlp_sgd_step() -> tuple[Any, tuple[Any, ...]]:
     rng = np.random.default_rng(0)
     model = rt.nn.Sequential(rt.nn.Linear(3, 4), rt.nn.ReLU(), rt.nn.Linear(4, 2))
@@ -204,7 +209,7 @@ if __name__ == "__main__":
 
 def _spawn(job: dict[str, Any], job_file: Path) -> tuple[str, dict[str, Any] | None]:
     job_file.write_text(json.dumps(job))
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath()}
     try:
         proc = subprocess.run([sys.executable, __file__, str(job_file)], cwd=ROOT, env=env,
                               capture_output=True, text=True, timeout=BATCH_TIMEOUT_S)
