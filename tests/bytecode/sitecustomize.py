@@ -20,8 +20,9 @@ _original = _external.cache_from_source
 
 
 def cached(path: str, root: str, directory: str) -> str:
-    """Where the session keeps the bytecode of ``path``, a source file under ``root``."""
-    return os.path.join(directory, os.path.relpath(path, root) + "c")
+    """Where the session keeps the bytecode of ``path``, a source file under ``root``
+    (sliced, not os.path.relpath: this runs for each import of the project)."""
+    return os.path.join(directory, path[len(os.path.join(root, "")):] + "c")
 
 
 def install(root: str, directory: str) -> None:
