@@ -117,3 +117,25 @@ def test_tied_picks_are_pytorchs():
     want = (torch.topk(t, 5, 1), torch.kthvalue(t, 7, 1), torch.mode(t, 1))
     for g, w in zip(got, want):
         assert g.indices.tolist() == w.indices.tolist()
+
+
+def test_host_special_functions_are_captured_and_computed_at_each_replay():
+    """polygamma(n >= 1), special.zeta and igamma/igammac read their inputs' values at
+    capture (a host series), so a step using one ran eagerly; they are a primitive now."""
+    def step(x, a):
+        y = (rt.polygamma(2, x).sum() + rt.special.zeta(3.0, x + a).sum()
+             + rt.igamma(a.detach(), x).sum() + rt.igammac(a.detach(), x).sum()
+             + rt.distributions.Gamma(a.detach(), rt.ones(5, dtype=rt.float64)).cdf(x).sum())
+        return y, rt.autograd.grad(y, [x, a])
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="planner")
+        for scale in (1.0, 2.0, 0.5):  # the capture, then replays on other values
+            x = (rt.linspace(0.5, 1.5, 5, dtype=rt.float64) * scale).requires_grad_()
+            a = rt.linspace(1.0, 2.0, 5, dtype=rt.float64).requires_grad_()
+            got, want = compiled(x, a), step(x, a)
+            assert float(got[0]) == pytest.approx(float(want[0]), rel=1e-12)
+            for g, w in zip(got[1], want[1]):
+                assert rt.allclose(g, w, rtol=1e-12, atol=1e-12)
+    assert compiled.captures == 1
