@@ -733,12 +733,16 @@ def test_load_state_dict_post_hook() -> None:
 
 
 @pytest.fixture
-def _global_hooks():
-    yield
+def _global_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch's TestModuleGlobalHooks.tearDown, made whole: the module-wide hooks, and which
+    kind of backward hook they are (register_module_backward_hook sets it, and it stays after
+    the hook is removed, as torch's), start empty and are put back as they were after the
+    test, so that no test before or after sees this one's."""
     from collections import OrderedDict
-    nn.modules.module._global_backward_hooks = OrderedDict()
-    nn.modules.module._global_forward_hooks = OrderedDict()
-    nn.modules.module._global_forward_pre_hooks = OrderedDict()
+    for name in ("_global_backward_hooks", "_global_forward_hooks",
+                 "_global_forward_pre_hooks"):
+        monkeypatch.setattr(nn.modules.module, name, OrderedDict())
+    monkeypatch.setattr(nn.modules.module, "_global_is_full_backward_hook", None)
 
 
 def test_module_global_hooks(_global_hooks: None) -> None:
