@@ -134,7 +134,12 @@ def test_no_cyclic_references() -> None:
     scheduler = LambdaLR(optim, lambda epoch: 1.0)
     del scheduler
     assert len(gc.get_referrers(optim)) == 0, "Optimizer should contain no cyclic references"
-    gc.collect()
+    # torch's single gc.collect() here, repeated until it finds nothing: what earlier tests
+    # left can take two collections (a ctypes array type, freed by the first, goes in the
+    # second), and only the optimizer's garbage is counted below
+    for _ in range(10):
+        if gc.collect() == 0:
+            break
     del optim
     assert gc.collect() == 0, "Optimizer should be garbage-collected on __del__"
 

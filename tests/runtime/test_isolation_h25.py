@@ -1,0 +1,71 @@
+"""Tests that passed alone and failed after others in the same pytest process (CI runs the
+whole suite in one): each here runs the test that leaked global state, or the state it left,
+and then the test that failed after it, in one test."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+
+import runtime as rt
+import runtime.nn.module as module
+
+torch = pytest.importorskip("torch")
+
+from tests.runtime import test_parity_nn_modules as nn_parity  # noqa: E402
+from tests.runtime import test_ported_nn_h17 as nn_h17  # noqa: E402
+from tests.runtime import test_ported_optim_h17 as optim_h17  # noqa: E402
+from tests.runtime.test_ported_nn_h17 import _global_hooks  # noqa: E402, F401
+
+
+@pytest.fixture
+def _backward_hook_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file's own tests leave the module-wide backward hooks' kind as it was."""
+    monkeypatch.setattr(module, "_global_is_full_backward_hook", None)
+
+
+def test_the_global_module_hooks_parity_test_leaves_no_backward_hook_kind(
+        _backward_hook_kind: None) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        nn_parity.test_global_module_hooks(patch)  # registers full backward hooks
+    assert module._global_is_full_backward_hook is None
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_the_h17_global_hook_tests_pass_whatever_kind_came_before(
+        _backward_hook_kind: None, request: pytest.FixtureRequest, full: bool) -> None:
+    module._global_is_full_backward_hook = full  # what a test before left
+    request.getfixturevalue("_global_hooks")
+    nn_h17.test_module_global_hooks(None)
+    nn_h17.test_global_and_local_hooks_order(None)
+
+
+def _run_a_compiled_step_with_a_product() -> None:
+    import planner
+
+    rt.manual_seed(0)
+    lin = rt.nn.Linear(3, 2)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        lin.zero_grad()
+        loss = lin(x).sum()
+        loss.backward()
+        return loss.detach()
+
+    planner.compile(step)(rt.ones(4, 3))
+
+
+def test_no_cyclic_references_after_a_compiled_step_with_products() -> None:
+    """A compiled step's executable holds reference cycles with its matmuls' products; the
+    first collection after it goes frees the last instance of the products' ctypes array type,
+    and that type (a cycle that ctypes' instances do not report to gc) only goes in the next
+    collection: test_no_cyclic_references must not count it as the optimizer's."""
+    import planner  # noqa: F401  (imported before gc is disabled)
+
+    gc.disable()  # no collection but the test's own
+    try:
+        _run_a_compiled_step_with_a_product()
+        optim_h17.test_no_cyclic_references()
+    finally:
+        gc.enable()
