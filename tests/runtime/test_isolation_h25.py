@@ -5,6 +5,8 @@ and then the test that failed after it, in one test."""
 from __future__ import annotations
 
 import gc
+import warnings
+from typing import Any
 
 import pytest
 
@@ -13,6 +15,7 @@ import runtime.nn.module as module
 
 torch = pytest.importorskip("torch")
 
+from tests.planner import test_compiled_sweep_h15 as sweep_h15  # noqa: E402
 from tests.runtime import test_parity_nn_modules as nn_parity  # noqa: E402
 from tests.runtime import test_ported_nn_h17 as nn_h17  # noqa: E402
 from tests.runtime import test_ported_optim_h17 as optim_h17  # noqa: E402
@@ -69,3 +72,19 @@ def test_no_cyclic_references_after_a_compiled_step_with_products() -> None:
         optim_h17.test_no_cyclic_references()
     finally:
         gc.enable()
+
+
+def test_the_compiled_sweep_counts_only_the_planners_warnings() -> None:
+    """JAX, once an earlier test imported it, warns at each os.fork() (codegen.forked forks to
+    emit a module in parts): test_compiled_sweep_h15's "no warning" meant none of the
+    planner's."""
+    def step(model: Any, opt: Any, x: Any) -> Any:
+        return sweep_h15._scaled(model, opt, x, 1.0)
+
+    def change(i: int) -> None:
+        if i == 1:
+            warnings.warn("os.fork() was called. os.fork() is incompatible with multithreaded "
+                          "code, and JAX is multithreaded", RuntimeWarning, stacklevel=1)
+
+    compiled, said = sweep_h15._train_pair(step, change, calls=2)
+    assert said == [] and compiled.captures == 1
