@@ -88,3 +88,12 @@ def test_the_compiled_sweep_counts_only_the_planners_warnings() -> None:
 
     compiled, said = sweep_h15._train_pair(step, change, calls=2)
     assert said == [] and compiled.captures == 1
+
+
+def test_the_global_tensor_guard_test_runs_twice_in_one_process() -> None:
+    """It rebound a module global (W) to another tensor and left it so: run again (pytest's
+    --count, a rerun of a failure), its first assertion read the other tensor."""
+    from tests.planner import test_module_guards as module_guards
+
+    for _ in range(2):
+        module_guards.test_a_tensor_read_by_name_is_guarded_by_identity()
