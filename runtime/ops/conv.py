@@ -25,6 +25,7 @@ from . import functional as F
 from .composite import linked_backward, linked_to_inputs
 from .dispatch import named, named_backward
 from .registry import Primitive, flops_none, generated_windows, register
+from .settings import is_warn_always_enabled
 from .shapes import int_list_argument
 
 Pair = tuple[int, int]
@@ -274,8 +275,8 @@ _SAME_WARNED: list[bool] = []
 
 def _warn_same_once() -> None:
     """PyTorch's TORCH_WARN_ONCE of convolution_same (once a process)."""
-    if not _SAME_WARNED:
-        _SAME_WARNED.append(True)
+    if not _SAME_WARNED or is_warn_always_enabled():  # TORCH_WARN_ONCE's rule
+        _SAME_WARNED[:] = [True]
         import warnings
 
         warnings.warn("Using padding='same' with even kernel lengths and odd dilation may "

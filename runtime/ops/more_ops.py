@@ -27,6 +27,7 @@ from .extra_ops import diag, logical_or, logical_xor
 from .math_ops import takes_out
 from .naming import renamed_backward
 from .products import einsum
+from .settings import is_warn_always_enabled
 from .shapes import broadcast_shapes
 from .tensor_ops import _dim, flip, sized_dim
 from .layouts import factory_options as _factory_options
@@ -129,7 +130,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if indexing is None:
-        if not _MESHGRID_WARNED:
+        if not _MESHGRID_WARNED or is_warn_always_enabled():  # TORCH_WARN_ONCE's rule
             _MESHGRID_WARNED = True
             warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass "
                           "the indexing argument.", UserWarning, stacklevel=2)

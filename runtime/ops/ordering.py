@@ -25,6 +25,7 @@ from . import tensor_ops as T
 from . import prims as P
 from .dispatch import apply, named
 from .naming import renamed
+from .settings import is_warn_always_enabled
 from .shapes import OMITTED, int_dim, wrap_dim
 
 MedianResult = namedtuple("MedianResult", ["values", "indices"])
@@ -602,8 +603,8 @@ _SEARCHSORTED_WARNED: set[str] = set()
 def _warn_noncontiguous(t: Tensor, what: str) -> None:
     """PyTorch's warning, once a process, for a non-contiguous searchsorted operand (its
     kernel copies it)."""
-    if what in _SEARCHSORTED_WARNED or t.is_contiguous():
-        return
+    if t.is_contiguous() or (what in _SEARCHSORTED_WARNED and not is_warn_always_enabled()):
+        return  # TORCH_WARN_ONCE's rule: once a process, each time under set_warn_always
     _SEARCHSORTED_WARNED.add(what)
     import warnings
 

@@ -97,3 +97,40 @@ def test_the_global_tensor_guard_test_runs_twice_in_one_process() -> None:
 
     for _ in range(2):
         module_guards.test_a_tensor_read_by_name_is_guarded_by_identity()
+
+
+def _warn_once_calls(lib: Any) -> dict[str, Any]:
+    return {
+        "meshgrid": lambda: lib.meshgrid(lib.ones(2), lib.ones(2)),
+        "conv same": lambda: lib.nn.functional.conv1d(lib.ones(1, 1, 5), lib.ones(1, 1, 2),
+                                                      padding="same"),
+        "searchsorted": lambda: lib.searchsorted(lib.arange(6.0).reshape(2, 3)[:, ::2],
+                                                 lib.ones(2, 1))}
+
+
+def _warnings_given(lib: Any) -> dict[str, int]:
+    """How many warnings each once-a-process warning gives in two calls, after a first call
+    (an earlier test's) has warned, under set_warn_always(True)."""
+    counts: dict[str, int] = {}
+    for name, call in _warn_once_calls(lib).items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            call()  # the first, as an earlier test's
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            lib.set_warn_always(True)
+            try:
+                call()
+                call()
+            finally:
+                lib.set_warn_always(False)
+        counts[name] = len(said)
+    return counts
+
+
+def test_warn_once_warnings_warn_each_time_under_set_warn_always() -> None:
+    """PyTorch's TORCH_WARN_ONCE warns once a process, and each time under
+    set_warn_always(True) (what a test asserting one sets, whatever warned before it):
+    meshgrid's, conv's padding='same' and searchsorted's warned once whatever the setting."""
+    assert _warnings_given(rt) == _warnings_given(torch) == {
+        "meshgrid": 2, "conv same": 2, "searchsorted": 2}
