@@ -1002,6 +1002,11 @@ def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
     return module
 
 
+# a product's seven dimension words: one array type for all (ctypes keeps ``c_int64 * 7``
+# only weakly, so a type made per product was a reference cycle left to the collector)
+_WORDS = ctypes.c_int64 * 7
+
+
 class Product:
     """A spec's compiled product. ``entry(id(a), id(b), id(c), id(e), dims)`` computes it on
     the calling thread (``e``: the addend, or ``c`` for a spec without; ``dims``: the address
@@ -1013,7 +1018,7 @@ class Product:
         self.spec = spec
         self._module = module
         self.entry = module.entry
-        self.words = (ctypes.c_int64 * 7)(*spec.dims())
+        self.words = _WORDS(*spec.dims())
         self.dims = ctypes.addressof(self.words)
         self.items = spec.dims()[_ITEMS]
         flop = 2 * spec.batch * spec.m * spec.n * spec.k
