@@ -618,7 +618,8 @@ def _huber(input: Tensor, target: Tensor, reduction: str, delta: float) -> Tenso
 @autocast_fp32
 def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,  # noqa: A002
            reduction: str = "mean", log_target: bool = False) -> Tensor:
-    """target * (log target - input) (0 where target is 0); ``input`` is log-probabilities.
+    """target * (log target - input) (0 where target is 0, NaN where it is negative);
+    ``input`` is log-probabilities.
     ``reduction="batchmean"`` divides the sum by the batch size (the KL divergence)."""
     if not input.dtype.is_floating_point:
         raise RuntimeError("kl_div: Integral inputs not supported.")
@@ -635,9 +636,11 @@ def kl_div(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any 
     if log_target:
         loss = F.mul(F.exp(target), F.sub(target, input))
     else:
-        positive = F.gt(target, 0.0)
-        safe = F.where(positive, target, 1.0)  # no log(0) * 0 in backward
-        loss = F.sub(F.mul(target, F.log(safe)), F.mul(target, input))
+        # aten's xlogy(target, target) - target * input: NaN where the target is negative,
+        # and a NaN gradient of a target at 0 (XlogyBackward0's target / target), as PyTorch's
+        from .math_ops import xlogy
+
+        loss = F.sub(xlogy(target, target), F.mul(target, input))
     out = _reduce(loss, base, "kl_div")
     if reduction == "batchmean" and input.ndim:  # even where legacy flags set the reduction
         return F.div(out, float(input.shape[0]))
