@@ -161,17 +161,32 @@ class RNNBase(Module):
         return s
 
     # --- forward --------------------------------------------------------------------------
-    def _check_input(self, input: Tensor) -> bool:
-        """Whether ``input`` is batched; raises PyTorch's errors for a wrong rank or size."""
+    def _check_input(self, input: Tensor, check_dtype: bool = True) -> bool:
+        """Whether ``input`` is batched; raises PyTorch's errors for a wrong rank, dtype or
+        size."""
         name = type(self).__name__
         if input.dim() not in (2, 3):
             kind = " tensor" if self.mode.startswith("RNN") else ""  # PyTorch's RNN says so
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{kind} "
                              f"instead")
+        if check_dtype:
+            self._check_dtype(input)
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
         return input.dim() == 3
+
+    def _check_dtype(self, input: Tensor) -> None:  # noqa: A002
+        """PyTorch's check_input refuses an input whose dtype is not the weights' (outside
+        autocast) before any matmul would say so in its own words."""
+        from runtime.amp.autocast_mode import state
+
+        weight = getattr(self, self._flat_weights_names[0])
+        if input.dtype is not weight.dtype and not any(state.enabled.values()):
+            want, got = f"torch.{weight.dtype.name}", f"torch.{input.dtype.name}"
+            raise ValueError(f"RNN input dtype ({got}) does not match weight dtype ({want}). "
+                             f"Convert input: input.to({want}), or convert model: "
+                             f"model.to({got})")
 
     def _hidden(self, hx: Tensor | None, input: Tensor, batch: int, batched: bool,
                 what: str = "hidden", size: int | None = None) -> Tensor:
@@ -275,9 +290,14 @@ class RNNBase(Module):
         """A PackedSequence in and out; ``hx`` and h_n in the caller's batch order (PyTorch
         permutes them by ``sorted_indices`` and back)."""
         data, batch_sizes, sorted_indices, unsorted_indices = packed
+        # PyTorch's LSTM checks a packed input's dtype only with an hx (else its matmul
+        # refuses it), and before the rank
+        check_dtype = hx is not None or self.mode != "LSTM"
+        if check_dtype:
+            self._check_dtype(data)
         if data.dim() != 2:
             raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
-        self._check_input(data)
+        self._check_input(data, check_dtype=False)
         if hx is not None and sorted_indices is not None:
             hx = (tuple(h.index_select(1, sorted_indices) for h in hx)
                   if isinstance(hx, (tuple, list)) else hx.index_select(1, sorted_indices))
