@@ -405,8 +405,8 @@ class RNNCellBase(Module):
         s = f"{self.input_size}, {self.hidden_size}"
         if self.bias is not True:
             s += f", bias={self.bias}"
-        if self.mode == "RNN_RELU":
-            s += ", nonlinearity=relu"  # PyTorch's text, unquoted
+        if self.__dict__.get("nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"  # PyTorch's text, unquoted
         return s
 
     def _states(self, input: Tensor, hx: Sequence[Tensor] | None,  # noqa: A002
@@ -440,21 +440,29 @@ class RNNCellBase(Module):
                                    f"expected {self.hidden_size}")
         return states, batched
 
+    def _cell_mode(self) -> str:
+        return self.mode
+
     def _step(self, input: Tensor, h: Tensor, c: Tensor | None
               ) -> tuple[Tensor, Tensor | None]:
         x = input if input.dim() == 2 else input.unsqueeze(0)
-        return _cell(self.mode, F.linear(x, self.weight_ih, self.bias_ih), h, c,
+        return _cell(self._cell_mode(), F.linear(x, self.weight_ih, self.bias_ih), h, c,
                      self.weight_hh, self.bias_hh)
 
 
 class RNNCell(RNNCellBase):
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
                  nonlinearity: str = "tanh", device: Any = None, dtype: Any = None) -> None:
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
-        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size,
+        super().__init__("RNN_RELU" if nonlinearity == "relu" else "RNN_TANH", input_size,
                          hidden_size, bias, device, dtype)
         self.nonlinearity = nonlinearity
+
+    def _cell_mode(self) -> str:
+        """PyTorch's RNNCell reads its nonlinearity in forward, where it refuses another."""
+        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+        if self.nonlinearity not in modes:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return modes[self.nonlinearity]
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         (h,), batched = self._states(input, None if hx is None else (hx,), ("hidden",))
