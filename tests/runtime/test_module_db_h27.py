@@ -79,3 +79,28 @@ def test_huber_loss_refuses_a_delta_that_is_not_a_number() -> None:
         rt.nn.HuberLoss(delta=1j)
     assert str(got.value) == str(want.value)
     assert rt.nn.HuberLoss(delta=2).delta == 2
+
+
+def test_rnn_cell_refuses_an_unknown_nonlinearity_in_forward_as_torchs() -> None:
+    """PyTorch's RNNCell takes any nonlinearity name and refuses it in forward (reading the
+    attribute then: a cell switched to relu after construction runs relu)."""
+    tm, rm = torch.nn.RNNCell(3, 4, nonlinearity="foo"), rt.nn.RNNCell(3, 4, nonlinearity="foo")
+    x = torch.randn(2, 3)
+    with pytest.raises(RuntimeError) as want:
+        tm(x)
+    with pytest.raises(RuntimeError) as got:
+        rm(_rt(x))
+    assert str(got.value) == str(want.value)
+    assert repr(rm) == repr(tm)
+    tm.nonlinearity = rm.nonlinearity = "relu"
+    rm.load_state_dict({k: _rt(v) for k, v in tm.state_dict().items()})
+    np.testing.assert_allclose(rm(_rt(x)).detach().numpy(), tm(x).detach().numpy(), rtol=1e-6)
+    assert repr(rm) == repr(tm)
+
+
+def test_bilinear_refuses_no_first_input_features_as_torchs() -> None:
+    with pytest.raises(ValueError) as want:
+        torch.nn.Bilinear(0, 3, 4)
+    with pytest.raises(ValueError) as got:
+        rt.nn.Bilinear(0, 3, 4)
+    assert str(got.value) == str(want.value)
