@@ -839,7 +839,10 @@ def angle(input: Tensor) -> Tensor:  # noqa: A002
 
     x = _as_float(input)
     c = x.detach()
-    value = F.where(F.ne(c, c), c, F.where(F.lt(c, 0), math.pi, 0.0))
+    # pi times the sign bit, in x's own dtype: a where of two Python floats would be float32
+    # (a float16 input's angle float32, a float64 one's pi rounded to float32)
+    negative_pi = F.mul(F.cast(F.lt(c, 0), x.dtype), math.pi)
+    value = F.where(F.ne(c, c), c, negative_pi)
     if not x.requires_grad:
         return value
     return straight_through(value, F.mul(x, 0.0), "AngleBackward0")

@@ -1,0 +1,65 @@
+"""Differences from PyTorch 2.13 found by running PyTorch's OpInfo sample inputs through rt in
+float16, bfloat16, int32, uint8, int8 and int16, each checked against torch's own result."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+
+
+def _rt(t: torch.Tensor) -> rt.Tensor:
+    """t as an rt tensor of the same dtype (bfloat16 through float32, which numpy lacks)."""
+    if t.dtype == torch.bfloat16:
+        return rt.tensor(t.float().numpy()).to(rt.bfloat16)
+    return rt.tensor(t.numpy())
+
+
+def _torch(r: rt.Tensor) -> torch.Tensor:
+    if r.dtype is rt.bfloat16:
+        return torch.from_numpy(np.array(r.float().numpy())).to(torch.bfloat16)
+    return torch.from_numpy(np.array(r.numpy()))
+
+
+def _assert_same(r: rt.Tensor, t: torch.Tensor) -> None:
+    """rt's result is torch's, bit for bit (NaNs in the same places), in torch's dtype."""
+    assert str(r.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    assert torch.equal(_torch(r).isnan(), t.isnan()) if t.is_floating_point() else True
+    assert torch.equal(_torch(r).nan_to_num(), t.nan_to_num())
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64"])
+def test_angle_keeps_a_floating_input_dtype(dtype):
+    # PyTorch's angle of a float16/bfloat16 tensor is float16/bfloat16 (pi rounded to it),
+    # a float64 one's pi is float64's
+    values = [-1.5, 2.0, float("nan"), -0.0]
+    t = torch.tensor(values, dtype=getattr(torch, dtype))
+    _assert_same(rt.angle(_rt(t)), torch.angle(t))
+
+
+def test_angle_of_float64_is_pi_in_float64():
+    assert rt.angle(rt.tensor([-2.0], dtype=rt.float64)).item() == math.pi
+
+
+@pytest.mark.parametrize(("dtype", "last"), [("uint8", 200), ("int8", -128)])
+def test_softmin_negates_before_its_dtype_cast(dtype, last):
+    # PyTorch's softmin is (-input).softmax(dim, dtype=dtype): -x wraps around in uint8 (and
+    # -(-128) in int8)
+    t = torch.tensor([[0, 1, 120], [3, 4, last]], dtype=getattr(torch, dtype))
+    want = torch.nn.functional.softmin(t, 1, dtype=torch.float64)
+    got = rt.nn.functional.softmin(_rt(t), 1, dtype=rt.float64)
+    assert got.dtype is rt.float64
+    assert torch.allclose(_torch(got), want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "uint8"])
+def test_addbmm_of_integers_keeps_their_dtype(dtype):
+    g = torch.Generator().manual_seed(0)
+    dt = getattr(torch, dtype)
+    i, a, b = (torch.randint(0, 5, s, generator=g).to(dt) for s in ((2, 3), (4, 2, 3), (4, 3, 3)))
+    _assert_same(rt.addbmm(_rt(i), _rt(a), _rt(b), beta=2), torch.addbmm(i, a, b, beta=2))
