@@ -312,9 +312,8 @@ def softmin(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
         warnings.warn("Implicit dimension choice for softmin has been deprecated. Change the "
                       "call to include dim=X as an argument.", UserWarning, stacklevel=2)
         dim = 0 if input.dim() in (0, 1, 3) else 1  # PyTorch's legacy choice of dim
-    if dtype is not None:
-        input = input.to(dtype)
-    return softmax(F.neg(input), dim)
+    # PyTorch negates before its softmax's dtype= cast: a uint8 input's -x wraps around
+    return softmax(F.neg(input), dim, dtype=dtype)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
