@@ -162,7 +162,8 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,  # n
         raise RuntimeError(f"self and mat2 must have the same dtype, but got "
                            f"{D.scalar_type_name(input.dtype)} and "
                            f"{D.scalar_type_name(batch2.dtype)}")
-    prod = F.sum(bmm(batch1, batch2), 0)
+    # summed in the inputs' dtype: sum's own promotion would make an int32 addbmm int64
+    prod = F.sum(bmm(batch1, batch2), 0, dtype=batch1.dtype)
     _check_expands(input, prod.shape)
     return _add_product(input, prod, beta, alpha, "AddbmmBackward0")
 
