@@ -303,7 +303,12 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:  # noqa: A002
         from .reductions import vector_norm
 
         return vector_norm(F.reshape(diff, (-1,)), 0)
-    return _pnorm_last(F.reshape(diff, (-1,)), float(p))
+    return _wide_pnorm_last(F.reshape(diff, (-1,)), float(p))
+
+
+# a float16/bfloat16 difference's norm accumulated in float32 and rounded once, as PyTorch's
+# norm kernel: its sum of |d|^p in float16 overflows to inf (dist of p = 4 at |d| ~ 10)
+_wide_pnorm_last = F.half_in_float32(_pnorm_last)
 
 
 # --- index builders --------------------------------------------------------------------------

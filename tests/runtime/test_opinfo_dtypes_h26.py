@@ -63,3 +63,25 @@ def test_addbmm_of_integers_keeps_their_dtype(dtype):
     dt = getattr(torch, dtype)
     i, a, b = (torch.randint(0, 5, s, generator=g).to(dt) for s in ((2, 3), (4, 2, 3), (4, 3, 3)))
     _assert_same(rt.addbmm(_rt(i), _rt(a), _rt(b), beta=2), torch.addbmm(i, a, b, beta=2))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 1.5, math.inf])
+def test_dist_of_half_accumulates_in_float32(dtype, p):
+    # PyTorch's norm kernel sums |d|^p in float32: a float16 sum of |d|^4 at |d| ~ 10 is inf
+    g = torch.Generator().manual_seed(0)
+    a, b = ((torch.randn(5, 5, 5, generator=g) * 9).to(getattr(torch, dtype)) for _ in "ab")
+    _assert_same(rt.dist(_rt(a), _rt(b), p), torch.dist(a, b, p))
+
+
+def test_dist_of_float16_backward_is_the_float32_one_rounded():
+    # (PyTorch's own float16 norm backward overflows here: norm^3 is inf, its gradient 0)
+    g = torch.Generator().manual_seed(1)
+    a = (torch.randn(4, 6, generator=g) * 9).half()
+    b = (torch.randn(4, 6, generator=g) * 9).half()
+    wide = a.float().requires_grad_()
+    torch.dist(wide, b.float(), 4).backward()
+    ra = _rt(a).requires_grad_()
+    rt.dist(ra, _rt(b), 4).backward()
+    assert ra.grad.dtype is rt.float16
+    assert torch.allclose(_torch(ra.grad).float(), wide.grad, rtol=2e-3, atol=1e-4)
