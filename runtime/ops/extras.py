@@ -352,7 +352,9 @@ def unravel_index(indices: Any, shape: Any) -> tuple[Tensor, ...]:
         raise TypeError("expected 'indices' to be integer dtype, but got "
                         f"{t.dtype}")
     dims = (shape,) if isinstance(shape, int) else tuple(shape)
-    flat = np.asarray(t.cpu().numpy())
+    # in int64, as PyTorch's: compared with (and wrapped by) a total that an int32 or uint8
+    # index dtype cannot hold
+    flat = np.asarray(t.cpu().numpy()).astype(np.int64)
     total = math.prod(dims)
     if np.any(flat >= total) or np.any(flat < -total):
         raise RuntimeError("index out of bounds")

@@ -85,3 +85,15 @@ def test_dist_of_float16_backward_is_the_float32_one_rounded():
     rt.dist(ra, _rt(b), 4).backward()
     assert ra.grad.dtype is rt.float16
     assert torch.allclose(_torch(ra.grad).float(), wide.grad, rtol=2e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize(("dtype", "shape"), [("int32", (4, 1 << 30)), ("uint8", (6, 7, 8, 9)),
+                                              ("int16", (3, 300)), ("int8", (2, 100))])
+def test_unravel_index_of_narrow_integers_compares_in_int64(dtype, shape):
+    t = torch.tensor([[3, 8, 13], [0, 5, -10 if dtype != "uint8" else 255]],
+                     dtype=getattr(torch, dtype))
+    want = torch.unravel_index(t, shape)
+    got = rt.unravel_index(_rt(t), shape)
+    assert len(got) == len(want)
+    for r, w in zip(got, want):
+        _assert_same(r, w)
