@@ -504,16 +504,13 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
     frequency and/or importance weights, as PyTorch's (numpy.cov's formula)."""
     _check_cov(input, "cov")
     x = F.reshape(input, (1, -1)) if input.ndim < 2 else input
-    if not x.dtype.is_floating_point:
-        x = F.cast(x, D.default_float)
     n = x.shape[1]
-    w: Tensor | None = None
-    if fweights is not None:
-        w = F.cast(fweights, x.dtype)
+    # the weights as given, as PyTorch's: float32 aweights make a float16 input's cov float32
+    w: Tensor | None = fweights
     if aweights is not None:
-        w = F.cast(aweights, x.dtype) if w is None else F.mul(w, aweights)
-    if w is None:
-        avg = F.mean(x, 1, keepdim=True)
+        w = aweights if w is None else F.mul(w, aweights)
+    if w is None:  # an integer input's sum divided in the default float dtype, as PyTorch's
+        avg = F.div(F.sum(x, 1, keepdim=True), n)
         norm: Any = max(0, n - correction)
     else:
         w_sum = F.sum(w)

@@ -97,3 +97,22 @@ def test_unravel_index_of_narrow_integers_compares_in_int64(dtype, shape):
     assert len(got) == len(want)
     for r, w in zip(got, want):
         _assert_same(r, w)
+
+
+@pytest.mark.parametrize(("dtype", "weights"), [("float16", "float32"), ("bfloat16", "float64"),
+                                                ("int32", "float16"), ("uint8", None)])
+def test_cov_promotes_with_the_weights_as_given(dtype, weights):
+    # PyTorch's cov multiplies the input by the weights uncast: float32 aweights make a float16
+    # input's cov float32, float16 ones an integer input's float16
+    g = torch.Generator().manual_seed(0)
+    x = (torch.rand(3, 4, generator=g) * 9).to(getattr(torch, dtype))
+    if weights is None:
+        fw, aw = torch.tensor([1, 3, 2, 1]), None
+        want = torch.cov(x, correction=1, fweights=fw)
+        got = rt.cov(_rt(x), correction=1, fweights=_rt(fw))
+    else:
+        aw = (torch.rand(4, generator=g) + 0.5).to(getattr(torch, weights))
+        want = torch.cov(x, correction=1, aweights=aw)
+        got = rt.cov(_rt(x), correction=1, aweights=_rt(aw))
+    assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+    assert torch.allclose(_torch(got).double(), want.double(), rtol=1e-2, atol=1e-2)
