@@ -116,3 +116,43 @@ def test_cov_promotes_with_the_weights_as_given(dtype, weights):
         got = rt.cov(_rt(x), correction=1, aweights=_rt(aw))
     assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
     assert torch.allclose(_torch(got).double(), want.double(), rtol=1e-2, atol=1e-2)
+
+
+def _scaled_randn(*shape: int, seed: int = 0) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed)) * 3
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize(("shape", "dim"), [((16, 40), 1), ((16, 40), -1), ((40,), 0),
+                                            ((16, 40), 0), ((2, 8, 40), 1)])
+def test_log_softmax_of_half_is_torchs_bit_for_bit(dtype, shape, dim):
+    # along the last dim PyTorch's kernel rounds the sum of exps and its log to the input's
+    # dtype; along another it computes in float32 and rounds once
+    t = _scaled_randn(*shape).to(getattr(torch, dtype))
+    _assert_same(rt.log_softmax(_rt(t), dim), torch.log_softmax(t, dim))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_cross_entropy_of_half_rows_is_torchs(dtype):
+    t = _scaled_randn(16, 40).to(getattr(torch, dtype))
+    y = torch.randint(0, 40, (16,), generator=torch.Generator().manual_seed(1))
+    _assert_same(rt.nn.functional.cross_entropy(_rt(t), _rt(y), reduction="none"),
+                 torch.nn.functional.cross_entropy(t, y, reduction="none"))
+
+
+def test_compiled_bfloat16_log_softmax_equals_eager():
+    import warnings
+
+    import planner
+
+    def step(a: rt.Tensor) -> rt.Tensor:
+        return rt.log_softmax(a, 1)
+
+    a = _rt(_scaled_randn(4, 24).to(torch.bfloat16))
+    b = _rt(_scaled_randn(4, 24, seed=2).to(torch.bfloat16))
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a fallback to eager warns
+        compiled(a)
+        got = compiled(b)
+    assert torch.equal(_torch(got), _torch(step(b)))
