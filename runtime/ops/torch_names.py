@@ -116,6 +116,8 @@ def sum_to_size(self: Tensor, *size: Any) -> Tensor:
     if lead < 0 or any(t not in (1, s) for t, s in zip(target, shape[lead:])):
         raise RuntimeError(f"size {{{list(target)}}} is not expandable to size "
                            f"{{{list(shape)}}}.")
+    if not target:  # PyTorch's sum_to: a sum, even of a 0-d self (an integer one's is int64)
+        return F.sum(self)
     if target == shape:
         return self
     keep = tuple(i + lead for i, t in enumerate(target) if t == 1 and shape[i + lead] != 1)

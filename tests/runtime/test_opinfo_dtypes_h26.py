@@ -156,3 +156,13 @@ def test_compiled_bfloat16_log_softmax_equals_eager():
         compiled(a)
         got = compiled(b)
     assert torch.equal(_torch(got), _torch(step(b)))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint8", "int16", "bool", "float16"])
+@pytest.mark.parametrize("shape", [(), (2, 3)])
+def test_sum_to_size_of_no_dims_is_a_sum(dtype, shape):
+    # PyTorch's sum_to of an empty size is self.sum(): an integer or bool self's is int64,
+    # a 0-d one's too
+    t = torch.ones(shape, dtype=getattr(torch, dtype))
+    _assert_same(_rt(t).sum_to_size(()), t.sum_to_size(()))
+    _assert_same(_rt(t).sum_to_size(shape), t.sum_to_size(shape))
