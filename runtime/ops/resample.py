@@ -518,10 +518,11 @@ class _Sampler:
         for x, size in zip(coords, self.sizes):
             ok = F.logical_and(F.ge(x, 0), F.le(x, size - 1))
             inside = ok if inside is None else F.logical_and(inside, ok)
-            term = F.mul(F.clamp(x, 0, size - 1), stride)
+            # the flat position in int64: in a float16 grid's dtype it rounds (to the flat
+            # size itself, out of bounds, for a 21 x 22 x 23 x 24 input)
+            term = F.mul(F.cast(F.clamp(x, 0, size - 1), D.int64), stride)
             pos = term if pos is None else F.add(pos, term)
             stride *= size
-        pos = F.cast(pos, D.int64)
         points = pos.numel() // self.n
         index = F.expand(F.reshape(pos, (self.n, 1, points)), self.n, self.c, points)
         values = F.reshape(gather(self.flat, 2, index), (self.n, self.c, *self.out_shape))

@@ -166,3 +166,16 @@ def test_sum_to_size_of_no_dims_is_a_sum(dtype, shape):
     t = torch.ones(shape, dtype=getattr(torch, dtype))
     _assert_same(_rt(t).sum_to_size(()), t.sum_to_size(()))
     _assert_same(_rt(t).sum_to_size(shape), t.sum_to_size(shape))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_grid_sample_3d_of_half_indexes_in_int64(dtype):
+    # flat positions past 2048 are not float16 integers: rt's rounded out of bounds
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 1, 20, 21, 22, generator=g).to(getattr(torch, dtype))
+    grid = (torch.rand(1, 3, 4, 5, 3, generator=g) * 2 - 1).to(getattr(torch, dtype))
+    grid[0, 0, 0, 0] = 1.0  # the far corner
+    want = torch.nn.functional.grid_sample(x, grid, align_corners=True)
+    got = rt.nn.functional.grid_sample(_rt(x), _rt(grid), align_corners=True)
+    assert str(got.dtype).split(".")[-1] == dtype
+    assert torch.allclose(_torch(got).float(), want.float(), rtol=2e-2, atol=2e-2)
