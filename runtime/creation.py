@@ -917,6 +917,12 @@ def _arange_values(start: Any, end: Any, step: Any, dt: D.DType) -> np.ndarray:
     loop base + k * step, base = start + step * c rounded to the dtype at the vector's first
     index c (k = i - c); numpy's arange for the other dtypes (exact there)."""
     lanes = _ARANGE_LANES.get(dt.name)
+    if lanes is None and not dt.is_floating_point:
+        # as PyTorch's integer kernel: the count of the bounds as given, each value start +
+        # step * i in int64 (start and step truncated to it) wrapped into a narrower dtype:
+        # arange(-1, 2, 2, dtype=uint8) is [255, 1]
+        n = max(math.ceil((float(end) - float(start)) / float(step)), 0)
+        return (int(start) + int(step) * np.arange(n, dtype=np.int64)).astype(dt.np)
     if lanes is None:
         return np.arange(start, end, step, dtype=dt.np)
     start, step = float(start), float(step)

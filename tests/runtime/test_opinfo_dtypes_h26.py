@@ -179,3 +179,12 @@ def test_grid_sample_3d_of_half_indexes_in_int64(dtype):
     got = rt.nn.functional.grid_sample(_rt(x), _rt(grid), align_corners=True)
     assert str(got.dtype).split(".")[-1] == dtype
     assert torch.allclose(_torch(got).float(), want.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize(("dtype", "bounds"), [("uint8", (-1, 2, 2)), ("uint8", (-4, 3, 2)),
+                                               ("int8", (120, 130, 4)), ("int16", (-5, 5, 3)),
+                                               ("uint8", (0.0, -8.000001, -4.0)),
+                                               ("int32", (0.5, 7.2, 1.5))])
+def test_arange_of_a_narrow_integer_dtype_wraps_as_torch(dtype, bounds):
+    want = torch.arange(*bounds, dtype=getattr(torch, dtype))
+    _assert_same(rt.arange(*bounds, dtype=getattr(rt, dtype)), want)
