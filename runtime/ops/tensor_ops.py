@@ -69,7 +69,10 @@ def int64_index(index: Tensor, message: str) -> Tensor:
 
 
 def _scatter_index(index: Tensor, kernel: str) -> Tensor:
-    """gather's / scatter's index as int64 (PyTorch names every scatter ``scatter`` here)."""
+    """gather's / scatter's index as int64 (PyTorch names every scatter ``scatter`` here);
+    an empty one of any dtype, as PyTorch's, which checks the dtype of a non-empty one only."""
+    if not index.numel():
+        return F.cast(index, D.int64)
     return int64_index(index, f"{kernel}(): Expected dtype int32/int64 for index")
 
 

@@ -188,3 +188,14 @@ def test_grid_sample_3d_of_half_indexes_in_int64(dtype):
 def test_arange_of_a_narrow_integer_dtype_wraps_as_torch(dtype, bounds):
     want = torch.arange(*bounds, dtype=getattr(torch, dtype))
     _assert_same(rt.arange(*bounds, dtype=getattr(rt, dtype)), want)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "float32"])
+def test_gather_and_scatter_take_an_empty_index_of_any_dtype(dtype):
+    x = torch.arange(5.0)
+    empty = torch.tensor([], dtype=getattr(torch, dtype))
+    _assert_same(rt.gather(_rt(x), 0, _rt(empty)), torch.gather(x, 0, empty))
+    src = torch.zeros(0)
+    _assert_same(_rt(x).scatter(0, _rt(empty), _rt(src)), x.scatter(0, empty, src))
+    with pytest.raises(RuntimeError, match="gather\\(\\): Expected dtype int32/int64 for index"):
+        rt.gather(_rt(x), 0, _rt(torch.tensor([1], dtype=getattr(torch, dtype))))
