@@ -265,10 +265,16 @@ def _pair(make: Callable[[Any], Any]) -> tuple[Any, Any]:
 
 @pytest.fixture(autouse=True)
 def _validate() -> Any:
-    """PyTorch's tests run with validation on."""
-    rt.distributions.Distribution.set_default_validate_args(True)
+    """PyTorch's tests run with validation on: rt's and torch's default (torch.compile's
+    dynamo turns torch's off for good once it starts, as another test of the suite may
+    have), each put back afterwards."""
+    kinds = (rt.distributions.Distribution, torch.distributions.Distribution)
+    before = [k._validate_args for k in kinds]
+    for k in kinds:
+        k.set_default_validate_args(True)
     yield
-    rt.distributions.Distribution.set_default_validate_args(True)
+    for k, value in zip(kinds, before):
+        k.set_default_validate_args(value)
 
 
 # torch 2.13's Kumaraswamy.mode is NaN wherever concentration0 > 1 (a wrong formula); rt's is
