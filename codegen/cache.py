@@ -596,6 +596,8 @@ def _support_key(name: str, version: str, emit: Callable[[str], ObjectCode]) -> 
 PREFETCH_ENV = "BACKPLAN_PREFETCH_SUPPORT"
 _prefetch_pid: int | None = None  # the child emitting them, until waited for
 _prefetched: set[str] = set()  # the store keys a child was started for
+# the most a caller waits for that child: a few modules' emission takes a second or two
+PREFETCH_TIMEOUT_S = 120.0
 
 
 def prefetch_support(modules: list[tuple[SupportModule, str | os.PathLike[str] | None]]
@@ -609,15 +611,20 @@ def prefetch_support(modules: list[tuple[SupportModule, str | os.PathLike[str] |
             or os.environ.get(PREFETCH_ENV, "1") == "0" or forked.usable_cores() < 2):
         return False
     jobs: list[Callable[[], object]] = []
+    keys = []
     for (name, text, emit, version), directory in modules:
         text, key = _keyed(name, text, emit, version)
         if key not in _prefetched and not _stored(directory, key):
-            _prefetched.add(key)
+            keys.append(key)
             jobs.append(functools.partial(support_code, name, text, emit, directory,
                                           version=version))
     if not jobs:
         return False
-    pid = os.fork()
+    # not while another thread is inside LLVM (a plan compiling in the background): the child
+    # would wait for its copy of that thread's lock for good, and the caller for the child
+    pid = forked.fork(wait=False)
+    if pid is None:
+        return False
     if pid == 0:  # the child: emit and store, then leave without running anything else
         status = 1
         try:
@@ -627,6 +634,7 @@ def prefetch_support(modules: list[tuple[SupportModule, str | os.PathLike[str] |
         finally:
             os._exit(status)
     _prefetch_pid = pid
+    _prefetched.update(keys)
     return True
 
 
@@ -641,12 +649,25 @@ def _stored(cache_dir_path: str | os.PathLike[str] | None, key: str) -> bool:
 
 def _await_prefetch() -> None:
     """Wait for the child ``prefetch_support`` started, if any (its entries are then stored:
-    a child that failed stored nothing, and the caller emits what it needs itself)."""
+    a child that failed stored nothing, and the caller emits what it needs itself), at most
+    PREFETCH_TIMEOUT_S: a child still running then is killed, and the caller emits what the
+    child did not store."""
     global _prefetch_pid
     pid, _prefetch_pid = _prefetch_pid, None
-    if pid is not None:
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+    if pid is None:
+        return
+    deadline = time.monotonic() + PREFETCH_TIMEOUT_S
+    delay = 0.0005
+    try:
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                forked.kill_child(pid)
+                return
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 0.01)
+    except ChildProcessError:  # reaped already (SIGCHLD ignored)
+        pass
 
 
 PLANS_DIR = "plans"  # under the cache directory: planned steps (planner.plan_cache)

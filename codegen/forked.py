@@ -191,21 +191,41 @@ def _collected(started: Started) -> list[ObjectCode]:
     return codes
 
 
+def fork(wait: bool = True) -> int | None:
+    """``os.fork()`` with no thread of this process inside LLVM: ``target.LOCK`` and
+    llvmlite's own lock are held across it (a thread emitting a module held the first, one
+    loading a built module's object code the second, and a child forked then waited for its
+    copy for good), so the child's copy of LLVM's state is consistent and the child can take
+    both. Where ``wait`` is False and another thread is emitting code now (``target.LOCK``),
+    nothing is forked (None); llvmlite's lock is waited for either way (a thread holds it for
+    one call of LLVM's C API outside an emission, a short one). The child closes its copies of
+    the read ends of this process's other children's pipes (``_READS``), so that a child whose
+    parent is gone meets a broken pipe."""
+    if not target.LOCK.acquire(wait):
+        return None
+    try:
+        with _llvmlite_lock():
+            pid = os.fork()
+    finally:
+        target.LOCK.release()
+    if pid == 0:
+        for fd in list(_READS):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    return pid
+
+
 def _fork(part: list[kir.Kernel]) -> tuple[int, int]:
     from codegen.llvm import render
 
     read, write = os.pipe()
-    # no thread of this process is inside LLVM while it forks: not in this module's use of it
-    # (target.LOCK) nor in any llvmlite call (llvmlite's own lock: a thread loading a built
-    # module's object code held it, and the child waited for it for good)
-    with target.LOCK, _llvmlite_lock():
-        pid = os.fork()
+    pid = fork()
+    assert pid is not None  # (a fork that waits always forks)
     if pid == 0:  # the child: its part's code down the pipe, then leave
         status = 1
         try:
-            for fd in (read, *_READS):  # its siblings' read ends too (_READS)
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            with contextlib.suppress(OSError):
+                os.close(read)
             code = target.emit(render(part))
             ir_bytes = code.optimized_ir.encode()
             data = struct.pack("<QQ", len(ir_bytes), len(code.object_file)) + ir_bytes + \
@@ -238,14 +258,14 @@ def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                _kill(pid)
+                kill_child(pid)
                 return None
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 break
             chunks.append(chunk)
     except BaseException:
-        _kill(pid)
+        kill_child(pid)
         raise
     finally:
         _close(fd)
@@ -263,7 +283,7 @@ def _collect(pid: int, fd: int, deadline: float) -> ObjectCode | None:
 
 
 def _stop(pid: int, fd: int) -> None:
-    _kill(pid)
+    kill_child(pid)
     _close(fd)
 
 
@@ -272,7 +292,7 @@ def _close(fd: int) -> None:
     os.close(fd)
 
 
-def _kill(pid: int) -> None:
+def kill_child(pid: int) -> None:
     """Kill a child and wait for it."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)

@@ -32,7 +32,21 @@ _SCRIPT = textwrap.dedent("""
     cache.pyentry.set_code_source(
         lambda text: cache.support_code("pyentry", text, target.emit))
     modules = [(cache.trampolines(), None), (gemm.support_module("float32"), sys.argv[1])]
-    started = cache.prefetch_support(modules)
+    if sys.argv[2] == "busy":  # another thread is inside LLVM (a plan compiling meanwhile)
+        import threading
+        inside, leave = threading.Event(), threading.Event()
+        def compiling():
+            with target.LOCK:
+                inside.set()
+                leave.wait()
+        thread = threading.Thread(target=compiling)
+        thread.start()
+        inside.wait()
+        started = cache.prefetch_support(modules)
+        leave.set()
+        thread.join()
+    else:
+        started = cache.prefetch_support(modules)
     again = cache.prefetch_support(modules)
     gemm.object_code("float32", sys.argv[1])  # what the first run of a plan asks for
     name, text, emit, version = gemm.support_module("float32")
@@ -49,7 +63,7 @@ def _run(tmp_path: Path, mode: str, env: dict[str, str] | None = None) -> dict:
         [sys.executable, "-c", _SCRIPT, str(tmp_path / "cache"), mode], check=True,
         capture_output=True, text=True, env={**os.environ, "BACKPLAN_CACHE_DIR":
                                              str(tmp_path / "default"), **(env or {})},
-        cwd=Path(__file__).resolve().parents[2])
+        cwd=Path(__file__).resolve().parents[2], timeout=120)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -73,3 +87,30 @@ def test_switched_off(tmp_path: Path) -> None:
     got = _run(tmp_path, "ok", {cache.PREFETCH_ENV: "0"})
     assert got["started"] is False and got["emitted"] == ["emit_as_written"]
     assert got["stored"]
+
+
+def test_no_child_while_another_thread_is_inside_llvm(tmp_path: Path) -> None:
+    """A child forked while another thread held LLVM's lock (a plan compiling in the
+    background while a second step plans) waited for its copy of the lock for good, and the
+    caller waited for the child for good: the process hung."""
+    got = _run(tmp_path, "busy")
+    assert got["started"] is False  # it does not fork then
+    assert got["again"] is (got["cores"] >= 2)  # but does once that thread has left LLVM
+    assert got["stored"]
+
+
+def test_a_child_that_does_not_finish_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    pid = os.fork()
+    if pid == 0:  # a child that never finishes its modules
+        time.sleep(60)
+        os._exit(0)
+    monkeypatch.setattr(cache, "_prefetch_pid", pid)
+    monkeypatch.setattr(cache, "PREFETCH_TIMEOUT_S", 0.2)
+    start = time.monotonic()
+    cache._await_prefetch()
+    assert time.monotonic() - start < 10
+    assert cache._prefetch_pid is None
+    with pytest.raises(ChildProcessError):  # killed and reaped
+        os.waitpid(pid, os.WNOHANG)
