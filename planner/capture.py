@@ -308,6 +308,12 @@ class Tracer:
             elif node in self.layouts.mixed:
                 self.layouts.computed(cell, node, data["op"])
 
+    def eager_view(self, cell: MetaArray) -> bool:
+        """Whether the view op that made ``cell`` gives a view in eager mode too: not a
+        reshape that copies there (``Layouts.view_made`` cut it from its base), nor one of a
+        value whose layout is not followed (``Layouts.unknown_reshape``)."""
+        return cell.view_of is not None and not self.layouts.unknown_reshape(cell)
+
     def _meta_tensor(self, node: int, shape: tuple[int, ...], dtype: D.DType,
                      device: str) -> Tensor:
         return Tensor._make(MetaArray(shape, dtype.np, node), dtype, device)
