@@ -823,11 +823,19 @@ def in_dtype(fn: Callable[..., Tensor], x: Tensor, dtype: Any, *args: Any) -> Te
     return out if out.dtype is dt else cast(out, dt)
 
 
+def _check_scan_dtype(name: str, dtype: Any) -> None:
+    """PyTorch's cumsum and cumprod have no bool kernel: a bool ``dtype=`` (or out=) raises
+    (a bool input without one is scanned in int64)."""
+    if D.as_dtype(dtype) is D.bool_:
+        raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
+
+
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
            out: Tensor | None = None) -> Tensor:
     if out is not None:
         return written_to(out, cumsum(input, dim, dtype=_out_dtype(dtype, out)), "cumsum")
     if dtype is not None:
+        _check_scan_dtype("cumsum", dtype)
         return in_dtype(cumsum, input, dtype, dim)
     return _cumsum(input, dim)
 
@@ -844,6 +852,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
     if out is not None:
         return written_to(out, cumprod(input, dim, dtype=_out_dtype(dtype, out)), "cumprod")
     if dtype is not None:
+        _check_scan_dtype("cumprod", dtype)
         return in_dtype(cumprod, input, dtype, dim)
     return apply(P.CUMPROD, input, axis=int_dim("cumprod", dim, input.ndim))
 
