@@ -420,6 +420,8 @@ from . import distributions  # noqa: E402,F401
 from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
 from . import profiler  # noqa: E402,F401  (torch.profiler: CPU time of ops and ranges)
 from . import compiler, random  # noqa: E402,F401  (torch.compiler, torch.random)
+from . import masked  # noqa: E402,F401  (torch.masked: masked reductions)
+from . import signal  # noqa: E402,F401  (torch.signal.windows)
 from .creation import default_generator  # noqa: E402,F401  (torch.default_generator)
 globals().update(linalg.TORCH_FUNCTIONS)  # torch.svd, torch.lu, ...: runtime.linalg
 
